@@ -1,0 +1,284 @@
+"""Immutable values that flow through a job: data buffers, checkpoint barriers, cancel markers, end of
+partition, announcements, and the addresses of channels and subpartitions.
+
+How this works: every value here is a frozen dataclass (or an enum) that both drivers (the deterministic
+simulator and the Ray actors) pass between the sans-IO components of ``runtime/``. Nothing here has
+behaviour beyond small derived properties mirroring Flink's accessors, so they are safe to hash, compare,
+log into a trace, and encode with msgpack (see ``to_wire``/``from_wire``).
+
+Mirrors Flink's ``CheckpointBarrier``, ``CheckpointOptions`` (with ``CheckpointOptions.AlignmentType``),
+``SnapshotType``/``CheckpointType``/``SavepointType``, ``CancelCheckpointMarker``, ``EndOfPartitionEvent``,
+``EventAnnouncement``, ``Buffer``, ``InputChannelInfo`` and ``ResultSubpartitionInfo``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+# Flink: CheckpointOptions.NO_ALIGNED_CHECKPOINT_TIME_OUT = Long.MAX_VALUE
+NO_ALIGNED_CHECKPOINT_TIME_OUT: int = 2**63 - 1
+
+
+class CheckpointType(enum.Enum):
+    """Flink's ``SnapshotType``: a checkpoint or one of the savepoint kinds (``SavepointType``)."""
+
+    CHECKPOINT = "CHECKPOINT"
+    SAVEPOINT = "SAVEPOINT"
+    SAVEPOINT_SUSPEND = "SAVEPOINT_SUSPEND"
+    SAVEPOINT_TERMINATE = "SAVEPOINT_TERMINATE"
+
+    @property
+    def is_savepoint(self) -> bool:
+        return self is not CheckpointType.CHECKPOINT
+
+    @property
+    def is_synchronous(self) -> bool:
+        """Stop-with-savepoint: the task waits for the savepoint to complete before going on."""
+        return self in (CheckpointType.SAVEPOINT_SUSPEND, CheckpointType.SAVEPOINT_TERMINATE)
+
+    @property
+    def should_drain(self) -> bool:
+        return self is CheckpointType.SAVEPOINT_TERMINATE
+
+
+class AlignmentType(enum.Enum):
+    """Flink's ``CheckpointOptions.AlignmentType``."""
+
+    AT_LEAST_ONCE = "AT_LEAST_ONCE"
+    ALIGNED = "ALIGNED"
+    UNALIGNED = "UNALIGNED"
+    FORCED_ALIGNED = "FORCED_ALIGNED"
+
+
+@dataclass(frozen=True)
+class CheckpointOptions:
+    """Flink's ``CheckpointOptions`` (without the storage location reference, which lives in storage).
+
+    ``aligned_checkpoint_timeout`` is in milliseconds; ``NO_ALIGNED_CHECKPOINT_TIME_OUT`` means never.
+    """
+
+    checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT
+    alignment: AlignmentType = AlignmentType.ALIGNED
+    aligned_checkpoint_timeout: int = NO_ALIGNED_CHECKPOINT_TIME_OUT
+
+    # -- factories, as Flink's static methods ------------------------------------------------------
+
+    @staticmethod
+    def for_config(
+        checkpoint_type: CheckpointType,
+        *,
+        exactly_once: bool,
+        unaligned_enabled: bool,
+        aligned_checkpoint_timeout: int,
+    ) -> "CheckpointOptions":
+        """Flink's ``CheckpointOptions.forConfig``: unaligned only for plain checkpoints in exactly-once
+        mode; a positive timeout means start aligned and switch to unaligned after the timeout."""
+        if not exactly_once:
+            return CheckpointOptions.not_exactly_once(checkpoint_type)
+        if checkpoint_type.is_savepoint:
+            return CheckpointOptions.aligned(checkpoint_type)
+        if not unaligned_enabled:
+            return CheckpointOptions.aligned(checkpoint_type)
+        if aligned_checkpoint_timeout > 0:
+            return CheckpointOptions.aligned_with_timeout(checkpoint_type, aligned_checkpoint_timeout)
+        return CheckpointOptions.unaligned(checkpoint_type)
+
+    @staticmethod
+    def not_exactly_once(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> "CheckpointOptions":
+        return CheckpointOptions(checkpoint_type, AlignmentType.AT_LEAST_ONCE, NO_ALIGNED_CHECKPOINT_TIME_OUT)
+
+    @staticmethod
+    def aligned(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> "CheckpointOptions":
+        return CheckpointOptions(checkpoint_type, AlignmentType.ALIGNED, NO_ALIGNED_CHECKPOINT_TIME_OUT)
+
+    @staticmethod
+    def unaligned(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> "CheckpointOptions":
+        if checkpoint_type.is_savepoint:
+            raise ValueError("savepoints cannot be unaligned")
+        return CheckpointOptions(checkpoint_type, AlignmentType.UNALIGNED, NO_ALIGNED_CHECKPOINT_TIME_OUT)
+
+    @staticmethod
+    def aligned_with_timeout(
+        checkpoint_type: CheckpointType, aligned_checkpoint_timeout: int
+    ) -> "CheckpointOptions":
+        if checkpoint_type.is_savepoint:
+            raise ValueError("savepoints cannot switch to unaligned")
+        return CheckpointOptions(checkpoint_type, AlignmentType.ALIGNED, aligned_checkpoint_timeout)
+
+    @staticmethod
+    def for_checkpoint_with_default_location() -> "CheckpointOptions":
+        return CheckpointOptions.aligned(CheckpointType.CHECKPOINT)
+
+    # -- accessors, as Flink's ------------------------------------------------------------------
+
+    @property
+    def is_exactly_once_mode(self) -> bool:
+        return self.alignment is not AlignmentType.AT_LEAST_ONCE
+
+    @property
+    def is_unaligned_checkpoint(self) -> bool:
+        return self.alignment is AlignmentType.UNALIGNED
+
+    @property
+    def needs_alignment(self) -> bool:
+        return self.is_exactly_once_mode and (self.checkpoint_type.is_savepoint or not self.is_unaligned_checkpoint)
+
+    @property
+    def is_timeoutable(self) -> bool:
+        return (
+            self.alignment is AlignmentType.ALIGNED
+            and 0 < self.aligned_checkpoint_timeout < NO_ALIGNED_CHECKPOINT_TIME_OUT
+        )
+
+    def to_unaligned(self) -> "CheckpointOptions":
+        """Flink's ``CheckpointOptions.toUnaligned``: only a timeoutable aligned checkpoint switches."""
+        if self.alignment is not AlignmentType.ALIGNED:
+            raise ValueError(f"cannot switch {self.alignment.value} checkpoint options to unaligned")
+        return CheckpointOptions.unaligned(self.checkpoint_type)
+
+    def with_unaligned_unsupported(self) -> "CheckpointOptions":
+        """Flink's ``withUnalignedUnsupported``: used where a channel cannot carry unaligned barriers
+        (e.g. pointwise or forward connections after rescale); an unaligned request becomes FORCED_ALIGNED."""
+        if self.is_unaligned_checkpoint or self.is_timeoutable:
+            return CheckpointOptions(self.checkpoint_type, AlignmentType.FORCED_ALIGNED, self.aligned_checkpoint_timeout)
+        return self
+
+    def with_unaligned_supported(self) -> "CheckpointOptions":
+        if self.alignment is AlignmentType.FORCED_ALIGNED:
+            if self.aligned_checkpoint_timeout < NO_ALIGNED_CHECKPOINT_TIME_OUT:
+                return CheckpointOptions.aligned_with_timeout(self.checkpoint_type, self.aligned_checkpoint_timeout)
+            return CheckpointOptions.unaligned(self.checkpoint_type)
+        return self
+
+
+@dataclass(frozen=True)
+class CheckpointBarrier:
+    """Flink's ``CheckpointBarrier``: ``timestamp`` is the coordinator's trigger time in ms (the aligned
+    checkpoint timeout counts from it)."""
+
+    id: int
+    timestamp: int
+    options: CheckpointOptions = field(default_factory=CheckpointOptions.aligned)
+
+    @property
+    def checkpoint_id(self) -> int:
+        return self.id
+
+    @property
+    def is_checkpoint(self) -> bool:
+        return not self.options.checkpoint_type.is_savepoint
+
+    def as_unaligned(self) -> "CheckpointBarrier":
+        return self if self.options.is_unaligned_checkpoint else CheckpointBarrier(
+            self.id, self.timestamp, self.options.to_unaligned()
+        )
+
+    def with_options(self, options: CheckpointOptions) -> "CheckpointBarrier":
+        return CheckpointBarrier(self.id, self.timestamp, options)
+
+
+@dataclass(frozen=True)
+class CancelCheckpointMarker:
+    """Flink's ``CancelCheckpointMarker``: tells downstream tasks that checkpoint ``checkpoint_id`` is
+    aborted."""
+
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class EndOfPartition:
+    """Flink's ``EndOfPartitionEvent``: the producer of this channel has finished."""
+
+
+END_OF_PARTITION = EndOfPartition()
+
+
+@dataclass(frozen=True)
+class EventAnnouncement:
+    """Flink's ``EventAnnouncement``: a priority message telling the receiver that ``announced_event``
+    is queued in the channel at ``sequence_number`` (used for aligned barriers that may time out)."""
+
+    announced_event: CheckpointBarrier
+    sequence_number: int
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A network buffer of serialized records: ``records`` is a tuple of record values, ``size`` the
+    number of bytes it occupies (at most the memory segment size, 32 KiB by default), and
+    ``sequence_number`` its position in its channel (Flink's ``BufferConsumerWithPartialRecordLength``
+    and ``RemoteInputChannel`` sequence numbers)."""
+
+    records: tuple[Any, ...]
+    size: int
+    sequence_number: int = 0
+
+    def with_sequence_number(self, sequence_number: int) -> "Buffer":
+        return Buffer(self.records, self.size, sequence_number)
+
+
+# Everything that can travel through a channel.
+ChannelEvent = Union[CheckpointBarrier, CancelCheckpointMarker, EndOfPartition, EventAnnouncement]
+ChannelElement = Union[Buffer, CheckpointBarrier, CancelCheckpointMarker, EndOfPartition, EventAnnouncement]
+
+
+@dataclass(frozen=True, order=True)
+class InputChannelInfo:
+    """Flink's ``InputChannelInfo``: the index of the input gate in its task and of the channel in the gate."""
+
+    gate_idx: int
+    channel_idx: int
+
+
+@dataclass(frozen=True, order=True)
+class ResultSubpartitionInfo:
+    """Flink's ``ResultSubpartitionInfo``: the index of the result partition in its task and of the
+    subpartition in the partition."""
+
+    partition_idx: int
+    subpartition_idx: int
+
+
+# -- wire encoding (msgpack-ready plain values, never pickle) --------------------------------------
+
+
+def options_to_wire(o: CheckpointOptions) -> list:
+    return [o.checkpoint_type.value, o.alignment.value, o.aligned_checkpoint_timeout]
+
+
+def options_from_wire(v: list) -> CheckpointOptions:
+    return CheckpointOptions(CheckpointType(v[0]), AlignmentType(v[1]), int(v[2]))
+
+
+def to_wire(element: ChannelElement) -> list:
+    """Encode a channel element as plain lists and scalars (msgpack-ready)."""
+    if isinstance(element, Buffer):
+        return ["B", list(element.records), element.size, element.sequence_number]
+    if isinstance(element, CheckpointBarrier):
+        return ["C", element.id, element.timestamp, options_to_wire(element.options)]
+    if isinstance(element, CancelCheckpointMarker):
+        return ["X", element.checkpoint_id]
+    if isinstance(element, EndOfPartition):
+        return ["E"]
+    if isinstance(element, EventAnnouncement):
+        return ["A", to_wire(element.announced_event), element.sequence_number]
+    raise TypeError(f"not a channel element: {element!r}")
+
+
+def from_wire(v: list) -> ChannelElement:
+    tag = v[0]
+    if tag == "B":
+        return Buffer(tuple(tuple(r) if isinstance(r, list) else r for r in v[1]), int(v[2]), int(v[3]))
+    if tag == "C":
+        return CheckpointBarrier(int(v[1]), int(v[2]), options_from_wire(v[3]))
+    if tag == "X":
+        return CancelCheckpointMarker(int(v[1]))
+    if tag == "E":
+        return END_OF_PARTITION
+    if tag == "A":
+        barrier = from_wire(v[1])
+        assert isinstance(barrier, CheckpointBarrier)
+        return EventAnnouncement(barrier, int(v[2]))
+    raise ValueError(f"unknown channel element tag {tag!r}")

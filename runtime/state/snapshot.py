@@ -1,0 +1,187 @@
+"""What a checkpoint holds: the state of every subtask, grouped by operator, plus the master states.
+
+How this works: tasks acknowledge a checkpoint with a ``TaskStateSnapshot`` (one ``OperatorSubtaskState``
+per operator in the task). The coordinator's pending checkpoint collects them into one ``OperatorState``
+per operator; a completed checkpoint is a ``CheckpointMetadata`` (id, operator states, master states),
+which storage encodes with msgpack. State payloads are plain bytes (msgpack-encoded by their owner), so
+this model never needs pickle. Keyed state is partitioned by key group (``KeyGroupRange``) so it can be
+redistributed when the parallelism changes; operator (non-keyed) list state is redistributed by
+round-robin split, as Flink's ``SPLIT_DISTRIBUTE`` mode; in-flight data of unaligned checkpoints is kept
+per input channel and per result subpartition.
+
+Mirrors Flink's ``KeyGroupRange``, ``KeyGroupsStateHandle``, ``OperatorStateHandle``,
+``InputChannelStateHandle``, ``ResultSubpartitionStateHandle``, ``OperatorSubtaskState``,
+``TaskStateSnapshot``, ``OperatorState``, ``MasterState`` and ``CheckpointMetadata``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo
+from barriersim.runtime.ids import OperatorID
+
+
+@dataclass(frozen=True, order=True)
+class KeyGroupRange:
+    """An inclusive range of key groups ``[start_key_group, end_key_group]``; empty when end < start."""
+
+    start_key_group: int
+    end_key_group: int
+
+    @staticmethod
+    def empty() -> "KeyGroupRange":
+        return KeyGroupRange(0, -1)
+
+    @property
+    def number_of_key_groups(self) -> int:
+        return max(0, self.end_key_group - self.start_key_group + 1)
+
+    def __contains__(self, key_group: int) -> bool:
+        return self.start_key_group <= key_group <= self.end_key_group
+
+    def __iter__(self):
+        return iter(range(self.start_key_group, self.end_key_group + 1))
+
+    def intersection(self, other: "KeyGroupRange") -> "KeyGroupRange":
+        start = max(self.start_key_group, other.start_key_group)
+        end = min(self.end_key_group, other.end_key_group)
+        return KeyGroupRange(start, end) if start <= end else KeyGroupRange.empty()
+
+
+@dataclass(frozen=True)
+class KeyGroupsStateHandle:
+    """Keyed state of a range of key groups: ``key_groups`` maps a key group to its encoded state."""
+
+    key_group_range: KeyGroupRange
+    key_groups: Mapping[int, bytes] = field(default_factory=dict)
+
+    @property
+    def state_size(self) -> int:
+        return sum(len(v) for v in self.key_groups.values())
+
+
+@dataclass(frozen=True)
+class OperatorStateHandle:
+    """Non-keyed (operator) list state: each named state is a list of encoded partitions that can be
+    redistributed round-robin on rescale (Flink's ``OperatorStateHandle`` in SPLIT_DISTRIBUTE mode)."""
+
+    states: Mapping[str, tuple[bytes, ...]] = field(default_factory=dict)
+
+    @property
+    def state_size(self) -> int:
+        return sum(len(p) for parts in self.states.values() for p in parts)
+
+
+@dataclass(frozen=True)
+class InputChannelStateHandle:
+    """In-flight data of one input channel captured by an unaligned checkpoint."""
+
+    subtask_index: int
+    info: InputChannelInfo
+    buffers: tuple[Buffer, ...] = ()
+
+    @property
+    def state_size(self) -> int:
+        return sum(b.size for b in self.buffers)
+
+
+@dataclass(frozen=True)
+class ResultSubpartitionStateHandle:
+    """In-flight data of one result subpartition (what an unaligned barrier overtook)."""
+
+    subtask_index: int
+    info: ResultSubpartitionInfo
+    buffers: tuple[Buffer, ...] = ()
+
+    @property
+    def state_size(self) -> int:
+        return sum(b.size for b in self.buffers)
+
+
+@dataclass(frozen=True)
+class OperatorSubtaskState:
+    """The state of one operator in one subtask for one checkpoint."""
+
+    managed_operator_state: tuple[OperatorStateHandle, ...] = ()
+    managed_keyed_state: tuple[KeyGroupsStateHandle, ...] = ()
+    input_channel_state: tuple[InputChannelStateHandle, ...] = ()
+    result_subpartition_state: tuple[ResultSubpartitionStateHandle, ...] = ()
+
+    @property
+    def state_size(self) -> int:
+        return (
+            sum(h.state_size for h in self.managed_operator_state)
+            + sum(h.state_size for h in self.managed_keyed_state)
+            + self.in_flight_data_size
+        )
+
+    @property
+    def in_flight_data_size(self) -> int:
+        return sum(h.state_size for h in self.input_channel_state) + sum(
+            h.state_size for h in self.result_subpartition_state
+        )
+
+    @property
+    def has_state(self) -> bool:
+        return bool(
+            self.managed_operator_state
+            or self.managed_keyed_state
+            or self.input_channel_state
+            or self.result_subpartition_state
+        )
+
+
+@dataclass(frozen=True)
+class TaskStateSnapshot:
+    """A task's acknowledgement payload: the subtask state of each operator it runs.
+
+    ``is_task_finished`` / ``is_task_deployed_as_finished`` follow FLIP-147: a finished task reports it so
+    the coordinator can mark its operators fully finished."""
+
+    subtask_states_by_operator: Mapping[OperatorID, OperatorSubtaskState] = field(default_factory=dict)
+    is_task_finished: bool = False
+    is_task_deployed_as_finished: bool = False
+
+    @property
+    def state_size(self) -> int:
+        return sum(s.state_size for s in self.subtask_states_by_operator.values())
+
+
+@dataclass(frozen=True)
+class OperatorState:
+    """All subtask states of one operator in one checkpoint (Flink's ``OperatorState``)."""
+
+    operator_id: OperatorID
+    parallelism: int
+    max_parallelism: int
+    subtask_states: Mapping[int, OperatorSubtaskState] = field(default_factory=dict)
+    coordinator_state: bytes | None = None
+    fully_finished: bool = False
+
+    @property
+    def state_size(self) -> int:
+        return sum(s.state_size for s in self.subtask_states.values()) + len(self.coordinator_state or b"")
+
+
+@dataclass(frozen=True)
+class MasterState:
+    """State of a master hook (Flink's ``MasterState``): name, version and encoded bytes."""
+
+    name: str
+    version: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class CheckpointMetadata:
+    """What a completed checkpoint's ``_metadata`` file holds (Flink's ``CheckpointMetadata``)."""
+
+    checkpoint_id: int
+    operator_states: tuple[OperatorState, ...] = ()
+    master_states: tuple[MasterState, ...] = ()
+
+    @property
+    def state_size(self) -> int:
+        return sum(s.state_size for s in self.operator_states)

@@ -1,0 +1,15 @@
+"""Package layout: the repository keeps runtime/, actors/ and scenarios/ at the top level (as the project's
+architecture asks); they install as subpackages of the one import package `barriersim`."""
+
+from setuptools import find_packages, setup
+
+TOP_LEVEL = ("runtime", "actors", "scenarios")
+
+packages = ["barriersim"] + [f"barriersim.{p}" for p in find_packages("barriersim")]
+package_dir = {"barriersim": "barriersim"}
+for top in TOP_LEVEL:
+    package_dir[f"barriersim.{top}"] = top
+    packages.append(f"barriersim.{top}")
+    packages += [f"barriersim.{top}.{p}" for p in find_packages(top)]
+
+setup(packages=packages, package_dir=package_dir, package_data={"barriersim.scenarios": ["*.toml"]})
