@@ -1,0 +1,90 @@
+"""The scenario loader: every malformed file gets one ScenarioError naming the file and the key."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from barriersim.scenarios.loader import ScenarioError, load_scenario
+
+QUICKSTART = Path(__file__).parents[2] / "scenarios" / "quickstart.toml"
+
+
+def write(tmp_path, text):
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return p
+
+
+def test_quickstart_loads_with_its_values():
+    s = load_scenario(QUICKSTART)
+    assert s.name == "quickstart"
+    assert (s.job.source_parallelism, s.job.keyed_sum_parallelism, s.job.sink_parallelism) == (2, 2, 1)
+    assert s.checkpointing.mode == "aligned"
+    assert s.workload.records >= 10_000
+
+
+@pytest.mark.parametrize(
+    "text, key, problem",
+    [
+        ('[scenario]\nname="x"\n[workload]\nrecordz=5\n', "workload.recordz", "unknown key"),
+        ('[scenario]\nname="x"\n[extra]\na=1\n', "extra", "unknown section"),
+        ('[scenario]\nname="x"\n[workload]\nrecords="many"\n', "workload.records", "must be an integer"),
+        ('[scenario]\nname="x"\n[workload]\nrecords=true\n', "workload.records", "must be an integer"),
+        ('[scenario]\nname="x"\n[workload]\nrecords=0\n', "workload.records", "must be >= 1"),
+        ('[scenario]\nname="x"\n[job]\nsource_parallelism=0\n', "job.source_parallelism", "must be between"),
+        ('[scenario]\nname="x"\n[checkpointing]\nmode="sometimes"\n', "checkpointing.mode", "must be one of"),
+        ('[scenario]\nname="x"\n[workload]\nzipf_exponent=-1\n', "workload.zipf_exponent", "must be between"),
+        ("[workload]\nrecords=5\n", "scenario.name", "is required"),
+        ('workload=3\n[scenario]\nname="x"\n', "workload", "must be a table"),
+    ],
+)
+def test_malformed_scenarios_name_file_and_key(tmp_path, text, key, problem):
+    p = write(tmp_path, text)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(p)
+    message = str(info.value)
+    assert message.startswith(f"{p}: {key}: ")
+    assert problem in message
+    assert "\n" not in message
+
+
+def test_missing_file_and_invalid_toml(tmp_path):
+    with pytest.raises(ScenarioError, match="no such scenario file"):
+        load_scenario(tmp_path / "nope.toml")
+    with pytest.raises(ScenarioError, match="not valid TOML"):
+        load_scenario(write(tmp_path, "[scenario\nname="))
+
+
+def test_integers_are_accepted_where_numbers_are_expected(tmp_path):
+    s = load_scenario(write(tmp_path, '[scenario]\nname="x"\n[workload]\nzipf_exponent=1\n'))
+    assert s.workload.zipf_exponent == 1.0 and isinstance(s.workload.zipf_exponent, float)
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["run", "does-not-exist.toml"], "does-not-exist.toml: no such scenario file"),
+        (["run", "{bad}"], "{bad}: workload.records: must be >= 1, got -3"),
+    ],
+)
+def test_cli_reports_bad_scenarios_in_one_line_with_exit_2(tmp_path, args, expected):
+    bad = write(tmp_path, '[scenario]\nname="x"\n[workload]\nrecords=-3\n')
+    args = [str(bad) if a == "{bad}" else a for a in args]
+    expected = expected.replace("{bad}", str(bad))
+    proc = subprocess.run(
+        [sys.executable, "-m", "barriersim.cli", *args], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"barriersim: {expected}"
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_rejects_a_negative_seed_with_exit_2(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "barriersim.cli", "run", str(QUICKSTART), "--seed", "-1"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "--seed" in proc.stderr and "Traceback" not in proc.stderr
