@@ -1,0 +1,378 @@
+"""The interface every input-side barrier handler implements, and the actions handlers emit.
+
+How this works: a handler sees, in order, the control events its task's input gates deliver (barriers,
+barrier announcements, cancel markers, end of partition) and decides when the task checkpoints, which
+channels block, and when a checkpoint is aborted. It does no IO itself. Every decision is an *action*
+value (a frozen dataclass below) that the handler **pushes, synchronously and in order, into an injected
+sink** (``ActionSink``, any ``Callable[[HandlerAction], None]``, e.g. ``list.append``). The ``process_*``
+methods return ``None``.
+
+Why a sink and not returned lists: Flink's handler also acts *outside* of the calls it receives: the
+alternating (aligned-with-timeout) handler switches to unaligned from a timer that fires later. With a sink
+the timer callback emits exactly like ``process_barrier`` does, and gate-directed actions
+(``BlockConsumption``, ``CheckpointStarted``, ...) are applied at the moment Flink applies them, so an
+exception raised while applying one (e.g. ``CheckpointException`` SUBSUMED from a channel) surfaces inside
+the handler call, as in Flink.
+
+Who consumes which action:
+
+* task-directed (``TaskAction``): ``TriggerCheckpointOnBarrier`` (Flink's
+  ``CheckpointableTask.triggerCheckpointOnBarrier``), ``AbortCheckpointOnBarrier`` (Flink's
+  ``CheckpointableTask.abortCheckpointOnBarrier``), ``InitInputsCheckpoint`` (Flink's
+  ``SubtaskCheckpointCoordinator.initInputsCheckpoint``: start the channel state writer before the first
+  ``AddInputData``), ``AllBarriersReceived`` (Flink's ``getAllBarriersReceivedFuture(id)`` completing: the
+  input side of the checkpoint is complete, the channel state writer may ``finishInput``; it carries the
+  final alignment metrics). A handler that does not track this (the at-least-once
+  ``CheckpointBarrierTracker``, whose Flink base class returns an already-completed future) emits
+  ``AllBarriersReceived`` right after its ``TriggerCheckpointOnBarrier`` for the same id.
+* gate-directed (``GateAction``; only the exactly-once ``SingleCheckpointBarrierHandler`` emits them; Flink's
+  ``CheckpointableInput`` methods): ``BlockConsumption``, ``ResumeConsumption``, ``CheckpointStarted``,
+  ``CheckpointStopped``, ``ConvertToPriorityEvent``. ``CheckpointedInputGate`` applies them to its gate at
+  once and forwards every action to the outer sink, so drivers can observe them too.
+* channel-state actions (``AddInputData``): emitted by the input gate (Flink's ``ChannelStatePersister`` ->
+  ``ChannelStateWriter.addInputData``), never by handlers; defined here so all input-side actions are in one
+  place.
+
+Time: the handler reads ``clock()`` (int milliseconds) and registers timers on an injected ``TimerService``
+(``register_timer(at_ms, callback) -> Cancellable``); the callback takes no arguments and emits into the
+sink. All durations here are milliseconds (Flink keeps nanoseconds).
+
+Mirrors Flink's ``CheckpointBarrierHandler`` (the abstract class with the alignment-metrics bookkeeping that
+``SingleCheckpointBarrierHandler`` and ``CheckpointBarrierTracker`` share) and the callbacks of
+``CheckpointableTask`` / ``CheckpointableInput``.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Callable, Optional, Protocol, Union
+
+from barriersim.runtime.events import (
+    Buffer,
+    CancelCheckpointMarker,
+    CheckpointBarrier,
+    CheckpointOptions,
+    InputChannelInfo,
+)
+from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+
+# ---------------------------------------------------------------------------------------------------
+# injected services
+# ---------------------------------------------------------------------------------------------------
+
+Clock = Callable[[], int]
+"""Returns the current time in milliseconds (Flink's ``Clock.absoluteTimeMillis``)."""
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+class TimerService(Protocol):
+    """Registers ``callback`` to run once when time reaches ``at_ms``; the handle cancels it."""
+
+    def register_timer(self, at_ms: int, callback: Callable[[], None]) -> Cancellable: ...
+
+
+# ---------------------------------------------------------------------------------------------------
+# metrics
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckpointMetrics:
+    """The input side's part of Flink's ``CheckpointMetricsBuilder`` for one checkpoint.
+
+    ``alignment_duration_ms`` and ``bytes_processed_during_alignment`` are ``None`` while not yet known
+    (an unaligned checkpoint is triggered on the first barrier, before alignment ends; Flink passes an
+    uncompleted future). ``bytes_persisted_during_alignment`` is the in-flight input data captured for an
+    unaligned checkpoint (filled in by ``CheckpointedInputGate``; 0 for aligned checkpoints).
+    """
+
+    checkpoint_id: int
+    alignment_duration_ms: Optional[int] = 0
+    bytes_processed_during_alignment: Optional[int] = 0
+    checkpoint_start_delay_ms: int = 0
+    bytes_persisted_during_alignment: int = 0
+    unaligned: bool = False
+
+
+# ---------------------------------------------------------------------------------------------------
+# actions
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TriggerCheckpointOnBarrier:
+    """Flink's ``CheckpointableTask.triggerCheckpointOnBarrier(metaData, options, metrics)``: the task
+    snapshots its state now. ``options.is_unaligned_checkpoint`` tells aligned from unaligned."""
+
+    checkpoint_id: int
+    timestamp: int
+    options: CheckpointOptions
+    metrics: CheckpointMetrics
+
+    @property
+    def is_unaligned(self) -> bool:
+        return self.options.is_unaligned_checkpoint
+
+
+@dataclass(frozen=True)
+class AbortCheckpointOnBarrier:
+    """Flink's ``CheckpointableTask.abortCheckpointOnBarrier(checkpointId, cause)``."""
+
+    checkpoint_id: int
+    reason: CheckpointFailureReason
+
+
+@dataclass(frozen=True)
+class InitInputsCheckpoint:
+    """Flink's ``SubtaskCheckpointCoordinator.initInputsCheckpoint(id, options)``: start the channel state
+    writer for an unaligned checkpoint before any input data is added to it."""
+
+    checkpoint_id: int
+    options: CheckpointOptions
+
+
+@dataclass(frozen=True)
+class AllBarriersReceived:
+    """Flink's ``getAllBarriersReceivedFuture(checkpointId)`` completing: every open channel delivered the
+    barrier (or finished); carries the final alignment metrics."""
+
+    checkpoint_id: int
+    metrics: CheckpointMetrics
+
+
+@dataclass(frozen=True)
+class BlockConsumption:
+    """Flink's ``CheckpointableInput.blockConsumption``: stop reading ``channel_info`` (aligned checkpoint)."""
+
+    channel_info: InputChannelInfo
+
+
+@dataclass(frozen=True)
+class ResumeConsumption:
+    """Flink's ``CheckpointableInput.resumeConsumption``."""
+
+    channel_info: InputChannelInfo
+
+
+@dataclass(frozen=True)
+class CheckpointStarted:
+    """Flink's ``CheckpointableInput.checkpointStarted(barrier)`` for every gate: channels start persisting
+    their in-flight data (the unaligned ``barrier``)."""
+
+    barrier: CheckpointBarrier
+
+
+@dataclass(frozen=True)
+class CheckpointStopped:
+    """Flink's ``CheckpointableInput.checkpointStopped(cancelledCheckpointId)``: channels stop persisting."""
+
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class ConvertToPriorityEvent:
+    """Flink's ``CheckpointableInput.convertToPriorityEvent(channelIndex, sequenceNumber)``: the announced
+    aligned barrier at ``sequence_number`` in ``channel_info`` overtakes the data queued before it."""
+
+    channel_info: InputChannelInfo
+    sequence_number: int
+
+
+@dataclass(frozen=True)
+class AddInputData:
+    """Flink's ``ChannelStateWriter.addInputData(checkpointId, info, startSeqNum, data)``: in-flight input
+    data of ``channel_info`` persisted for unaligned checkpoint ``checkpoint_id``."""
+
+    checkpoint_id: int
+    channel_info: InputChannelInfo
+    buffers: tuple[Buffer, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(b.size for b in self.buffers)
+
+
+TaskAction = Union[TriggerCheckpointOnBarrier, AbortCheckpointOnBarrier, InitInputsCheckpoint, AllBarriersReceived]
+GateAction = Union[BlockConsumption, ResumeConsumption, CheckpointStarted, CheckpointStopped, ConvertToPriorityEvent]
+HandlerAction = Union[TaskAction, GateAction, AddInputData]
+ActionSink = Callable[[HandlerAction], None]
+
+
+# ---------------------------------------------------------------------------------------------------
+# the abstract handler
+# ---------------------------------------------------------------------------------------------------
+
+
+class CheckpointBarrierHandler(abc.ABC):
+    """Flink's abstract ``CheckpointBarrierHandler``.
+
+    Subclasses implement the ``process_*`` methods, ``get_latest_checkpoint_id`` and
+    ``is_checkpoint_pending``; this base keeps the alignment metrics (``mark_alignment_start``,
+    ``mark_alignment_end``, ``reset_alignment``, ``add_processed_bytes``) and emits the two task
+    notifications (``notify_checkpoint``, ``notify_abort``) the way Flink's base class does.
+    """
+
+    def __init__(self, sink: ActionSink, clock: Clock, enable_checkpoint_after_tasks_finished: bool = True):
+        self._sink = sink
+        self._clock = clock
+        self._checkpoint_after_tasks_finished = enable_checkpoint_after_tasks_finished
+        # alignment bookkeeping (Flink: startOfAlignmentTimestamp, latestAlignmentDurationNanos, ...)
+        self._start_of_alignment_ms: Optional[int] = None
+        self._start_alignment_checkpoint_id = -1
+        self._bytes_processed_during_alignment = 0
+        self._latest_alignment_duration_ms: Optional[int] = None
+        self._latest_bytes_processed_during_alignment: Optional[int] = None
+        self._latest_checkpoint_start_delay_ms = 0
+
+    # -- what the gate feeds in ----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def process_barrier(
+        self, barrier: CheckpointBarrier, channel_info: InputChannelInfo, is_rpc_trigger: bool = False
+    ) -> None:
+        """A barrier was polled from ``channel_info`` (or, with ``is_rpc_trigger``, injected by an RPC
+        trigger for a source input: the channel is then not blocked)."""
+
+    @abc.abstractmethod
+    def process_barrier_announcement(
+        self, announced_barrier: CheckpointBarrier, sequence_number: int, channel_info: InputChannelInfo
+    ) -> None:
+        """An ``EventAnnouncement`` of an aligned, timeoutable barrier queued at ``sequence_number``."""
+
+    @abc.abstractmethod
+    def process_cancellation_barrier(self, marker: CancelCheckpointMarker, channel_info: InputChannelInfo) -> None:
+        ...
+
+    @abc.abstractmethod
+    def process_end_of_partition(self, channel_info: InputChannelInfo) -> None:
+        ...
+
+    @abc.abstractmethod
+    def get_latest_checkpoint_id(self) -> int:
+        """The newest checkpoint id this handler has seen (-1 before any)."""
+
+    @abc.abstractmethod
+    def is_checkpoint_pending(self) -> bool:
+        ...
+
+    def close(self) -> None:
+        """Release timers; the default does nothing."""
+
+    @property
+    def is_checkpoint_after_tasks_finished_enabled(self) -> bool:
+        return self._checkpoint_after_tasks_finished
+
+    # -- metrics (Flink's base-class bookkeeping) -------------------------------------------------------
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    def is_during_alignment(self) -> bool:
+        return self._start_of_alignment_ms is not None
+
+    def add_processed_bytes(self, nbytes: int) -> None:
+        """Bytes the operator consumed; counted while an alignment is in progress."""
+        if self.is_during_alignment():
+            self._bytes_processed_during_alignment += nbytes
+
+    def get_alignment_duration_ms(self) -> Optional[int]:
+        """Duration of the latest alignment, ``None`` while it is in progress (Flink's uncompleted future)."""
+        return self._latest_alignment_duration_ms
+
+    def get_bytes_processed_during_alignment(self) -> Optional[int]:
+        return self._latest_bytes_processed_during_alignment
+
+    def get_checkpoint_start_delay_ms(self) -> int:
+        """First barrier's arrival minus the barrier's creation timestamp (never negative)."""
+        return self._latest_checkpoint_start_delay_ms
+
+    def latest_metrics(self, checkpoint_id: int) -> CheckpointMetrics:
+        """Metrics as Flink's ``notifyCheckpoint`` builds them: real values for the checkpoint whose
+        alignment was measured, zeros for any other."""
+        if checkpoint_id == self._start_alignment_checkpoint_id:
+            return CheckpointMetrics(
+                checkpoint_id,
+                self._latest_alignment_duration_ms,
+                self._latest_bytes_processed_during_alignment,
+                self._latest_checkpoint_start_delay_ms,
+            )
+        return CheckpointMetrics(checkpoint_id, 0, 0, 0)
+
+    def mark_alignment_start(self, checkpoint_id: int, checkpoint_creation_timestamp: int) -> None:
+        now = self._clock()
+        self._latest_checkpoint_start_delay_ms = max(0, now - checkpoint_creation_timestamp)
+        self.reset_alignment()
+        self._start_of_alignment_ms = now
+        self._start_alignment_checkpoint_id = checkpoint_id
+
+    def mark_alignment_start_and_end(self, checkpoint_id: int, checkpoint_creation_timestamp: int) -> None:
+        self.mark_alignment_start(checkpoint_id, checkpoint_creation_timestamp)
+        self._mark_alignment_end_with(0)
+
+    def mark_alignment_end(self) -> None:
+        start = self._start_of_alignment_ms
+        self._mark_alignment_end_with(0 if start is None else self._clock() - start)
+
+    def _mark_alignment_end_with(self, duration_ms: int) -> None:
+        if duration_ms < 0:
+            raise ValueError(f"negative alignment duration {duration_ms} ms")
+        self._latest_alignment_duration_ms = duration_ms
+        self._latest_bytes_processed_during_alignment = self._bytes_processed_during_alignment
+        self._start_of_alignment_ms = None
+        self._bytes_processed_during_alignment = 0
+
+    def reset_alignment(self) -> None:
+        self._mark_alignment_end_with(0)
+        self._latest_alignment_duration_ms = None
+        self._latest_bytes_processed_during_alignment = None
+
+    # -- notifications --------------------------------------------------------------------------------
+
+    def emit(self, action: HandlerAction) -> None:
+        self._sink(action)
+
+    def notify_checkpoint(self, barrier: CheckpointBarrier) -> None:
+        """Flink's ``notifyCheckpoint``: tell the task to checkpoint on ``barrier``."""
+        self.emit(
+            TriggerCheckpointOnBarrier(
+                barrier.id, barrier.timestamp, barrier.options, self._metrics_for(barrier)
+            )
+        )
+
+    def _metrics_for(self, barrier: CheckpointBarrier) -> CheckpointMetrics:
+        m = self.latest_metrics(barrier.id)
+        return CheckpointMetrics(
+            m.checkpoint_id,
+            m.alignment_duration_ms,
+            m.bytes_processed_during_alignment,
+            m.checkpoint_start_delay_ms,
+            0,
+            barrier.options.is_unaligned_checkpoint,
+        )
+
+    def notify_all_barriers_received(self, checkpoint_id: int, unaligned: bool = False) -> None:
+        m = self.latest_metrics(checkpoint_id)
+        self.emit(
+            AllBarriersReceived(
+                checkpoint_id,
+                CheckpointMetrics(
+                    checkpoint_id,
+                    m.alignment_duration_ms,
+                    m.bytes_processed_during_alignment,
+                    m.checkpoint_start_delay_ms,
+                    0,
+                    unaligned,
+                ),
+            )
+        )
+
+    def notify_abort_on_cancellation_barrier(self, checkpoint_id: int) -> None:
+        self.notify_abort(checkpoint_id, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER))
+
+    def notify_abort(self, checkpoint_id: int, cause: CheckpointException) -> None:
+        self.emit(AbortCheckpointOnBarrier(checkpoint_id, cause.reason))
