@@ -1,0 +1,102 @@
+"""Key groups: how keyed state is partitioned so it can be redistributed when the parallelism changes.
+
+How this works (Flink's ``KeyGroupRangeAssignment``): a key's hash code goes through Flink's murmur hash
+(``MathUtils.murmurHash``) and modulo the max parallelism gives its key group; subtask ``i`` of an operator
+with parallelism ``p`` owns the contiguous key-group range
+``[ceil(i * maxP / p), floor(((i + 1) * maxP - 1) / p)]``, and key group ``kg`` belongs to subtask
+``kg * p // maxP``. Key hash codes are Java's, so assignments match Flink's for integer keys: ``int`` keys in
+the 32-bit range hash to themselves, larger ones as Java's ``Long.hashCode`` (``value ^ (value >>> 32)``);
+strings hash as Java's ``String.hashCode``. Python's own ``hash`` is never used (it is salted per process).
+"""
+
+from __future__ import annotations
+
+from barriersim.runtime.state.snapshot import KeyGroupRange
+
+_M32 = 0xFFFFFFFF
+UPPER_BOUND_MAX_PARALLELISM = 1 << 15
+DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 1 << 7
+
+
+def _to_int32(x: int) -> int:
+    x &= _M32
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def java_hash_code(key: object) -> int:
+    """The key's Java ``hashCode`` (int, long, String, bool), as Flink sees keys of those types."""
+    if isinstance(key, bool):
+        return 1231 if key else 1237
+    if isinstance(key, int):
+        if -(1 << 31) <= key < (1 << 31):
+            return key
+        v = key & 0xFFFFFFFFFFFFFFFF
+        return _to_int32(v ^ (v >> 32))
+    if isinstance(key, str):
+        h = 0
+        for unit in key.encode("utf-16-be").hex(" ", 2).split():
+            h = (31 * h + int(unit, 16)) & _M32
+        return _to_int32(h)
+    raise TypeError(f"no stable hash for a key of type {type(key).__name__}: {key!r}")
+
+
+def murmur_hash(code: int) -> int:
+    """Flink's ``MathUtils.murmurHash(int)``: a non-negative int."""
+    code &= _M32
+    code = (code * 0xCC9E2D51) & _M32
+    code = _rotl32(code, 15)
+    code = (code * 0x1B873593) & _M32
+    code = _rotl32(code, 13)
+    code = (code * 5 + 0xE6546B64) & _M32
+    code ^= 4
+    # bitMix (fmix32)
+    code ^= code >> 16
+    code = (code * 0x85EBCA6B) & _M32
+    code ^= code >> 13
+    code = (code * 0xC2B2AE35) & _M32
+    code ^= code >> 16
+    signed = _to_int32(code)
+    if signed >= 0:
+        return signed
+    return -signed if signed != -(1 << 31) else 0
+
+
+def compute_key_group_for_key_hash(key_hash: int, max_parallelism: int) -> int:
+    return murmur_hash(key_hash) % max_parallelism
+
+
+def assign_to_key_group(key: object, max_parallelism: int) -> int:
+    return compute_key_group_for_key_hash(java_hash_code(key), max_parallelism)
+
+
+def compute_key_group_range_for_operator_index(max_parallelism: int, parallelism: int, operator_index: int) -> KeyGroupRange:
+    _check_parallelism(max_parallelism, parallelism)
+    start = (operator_index * max_parallelism + parallelism - 1) // parallelism
+    end = ((operator_index + 1) * max_parallelism - 1) // parallelism
+    return KeyGroupRange(start, end)
+
+
+def compute_operator_index_for_key_group(max_parallelism: int, parallelism: int, key_group_id: int) -> int:
+    return key_group_id * parallelism // max_parallelism
+
+
+def assign_key_to_parallel_operator(key: object, max_parallelism: int, parallelism: int) -> int:
+    return compute_operator_index_for_key_group(max_parallelism, parallelism, assign_to_key_group(key, max_parallelism))
+
+
+def compute_default_max_parallelism(operator_parallelism: int) -> int:
+    """Flink: roundUpToPowerOfTwo(p + p / 2), at least 128 and at most 32768."""
+    p = operator_parallelism + operator_parallelism // 2
+    rounded = 1 << max(0, (p - 1).bit_length())
+    return min(max(rounded, DEFAULT_LOWER_BOUND_MAX_PARALLELISM), UPPER_BOUND_MAX_PARALLELISM)
+
+
+def _check_parallelism(max_parallelism: int, parallelism: int) -> None:
+    if not 0 < parallelism <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
+        raise ValueError(
+            f"parallelism {parallelism} must be in 1..max parallelism {max_parallelism} (at most {UPPER_BOUND_MAX_PARALLELISM})"
+        )
