@@ -1,0 +1,39 @@
+# barriersim: `make run` runs the default scenario end to end; `make test` runs the whole suite.
+# Both create .venv if absent, install the project with its pinned dependencies, and make sure Java 17 is
+# there (Spark needs it).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SCENARIO ?= scenarios/quickstart.toml
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test bench setup java clean
+
+setup: $(STAMP) java
+
+$(STAMP): pyproject.toml setup.py
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+java:
+	@if ! command -v java >/dev/null 2>&1; then \
+		echo "java not found: installing openjdk-17-jre-headless"; \
+		$(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q openjdk-17-jre-headless; \
+	fi
+	@java -version 2>&1 | head -1
+
+run: setup
+	$(VENV)/bin/barriersim run $(SCENARIO)
+
+test: setup
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .hypothesis

@@ -1,0 +1,82 @@
+"""The reference result, computed by Spark SQL on the workload DataFrame, and the verdict on a run's output.
+
+How this works: the sink's output (rows ``(record_id, key, value, running_sum)``) goes back into Spark
+through Ray's object store (``ray.data.from_arrow(...).to_spark``). Spark SQL then counts, against the
+workload: ``lost`` (workload records missing from the output), ``duplicated`` (output rows beyond the first
+per record), ``wrong`` (output rows whose key or value differ from the workload's record, or that name no
+workload record) and ``final_sum_mismatched_keys`` (keys whose last running sum differs from
+``SUM(value) GROUP BY key``). The verdict is ``exactly-once`` when all four are 0, ``at-least-once`` when
+nothing is lost or wrong but records were duplicated (at-least-once state may then count some twice), and
+``violated`` otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import pyarrow as pa
+
+OUTPUT_SCHEMA = pa.schema(
+    [("record_id", pa.int64()), ("key", pa.int64()), ("value", pa.int64()), ("running_sum", pa.int64())]
+)
+
+
+@dataclass(frozen=True)
+class Verification:
+    reference: str
+    expected_records: int
+    output_records: int
+    lost: int
+    duplicated: int
+    wrong: int
+    final_sum_mismatched_keys: int
+    verdict: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def output_table(rows: list[tuple]) -> pa.Table:
+    cols = list(zip(*rows)) if rows else [(), (), (), ()]
+    return pa.Table.from_arrays([pa.array(c, type=pa.int64()) for c in cols], schema=OUTPUT_SCHEMA)
+
+
+def verdict_of(lost: int, duplicated: int, wrong: int, mismatched: int) -> str:
+    if lost == 0 and wrong == 0 and duplicated == 0 and mismatched == 0:
+        return "exactly-once"
+    if lost == 0 and wrong == 0:
+        return "at-least-once"
+    return "violated"
+
+
+def verify(spark, workload_df, output: pa.Table) -> Verification:
+    import ray
+
+    output_df = ray.data.from_arrow(output).to_spark(spark)
+    workload_df.createOrReplaceTempView("workload")
+    output_df.createOrReplaceTempView("sink_output")
+    row = spark.sql(
+        """
+        WITH ref_sums AS (SELECT key, SUM(value) AS s FROM workload GROUP BY key),
+             out_sums AS (SELECT key, MAX(running_sum) AS s FROM sink_output GROUP BY key)
+        SELECT
+          (SELECT COUNT(*) FROM workload) AS expected,
+          (SELECT COUNT(*) FROM sink_output) AS produced,
+          (SELECT COUNT(*) FROM workload w LEFT ANTI JOIN sink_output o ON w.record_id = o.record_id) AS lost,
+          (SELECT COUNT(*) - COUNT(DISTINCT record_id) FROM sink_output) AS duplicated,
+          (SELECT COUNT(*) FROM sink_output o LEFT JOIN workload w ON o.record_id = w.record_id
+             WHERE w.record_id IS NULL OR o.key <> w.key OR o.value <> w.value) AS wrong,
+          (SELECT COUNT(*) FROM ref_sums r FULL OUTER JOIN out_sums g ON r.key = g.key
+             WHERE r.s IS NULL OR g.s IS NULL OR r.s <> g.s) AS mismatched
+        """
+    ).collect()[0]
+    return Verification(
+        reference="spark",
+        expected_records=int(row["expected"]),
+        output_records=int(row["produced"]),
+        lost=int(row["lost"]),
+        duplicated=int(row["duplicated"]),
+        wrong=int(row["wrong"]),
+        final_sum_mismatched_keys=int(row["mismatched"]),
+        verdict=verdict_of(int(row["lost"]), int(row["duplicated"]), int(row["wrong"]), int(row["mismatched"])),
+    )

@@ -1,0 +1,140 @@
+"""Ray and Spark-on-Ray (RayDP) lifecycle for a run: start both, hand back the live SparkSession, stop both
+on every exit path.
+
+How this works: ``RayAndSpark`` is a context manager. Entering it starts Ray (a new local cluster with the
+dashboard off, or the cluster at ``address``), applies the RayDP fetch-task workaround, and starts Spark on
+that cluster with ``raydp.init_spark`` using the settings ``shared/PINS.md`` found necessary (Java 17
+``--add-opens`` flags for driver, executor and app master; ``PYSPARK_PYTHON``; fault-tolerant mode). Leaving
+it (normally, on an exception, or on Ctrl-C) stops Spark and shuts Ray down, so no Java or Ray process is
+left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+JAVA_OPENS = (
+    "java.lang", "java.lang.invoke", "java.io", "java.net", "java.nio", "java.math", "java.text",
+    "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "sun.nio.ch", "sun.nio.cs",
+    "sun.security.action", "sun.util.calendar",
+)
+
+
+def java_options() -> str:
+    return "-XX:+IgnoreUnrecognizedVMOptions " + " ".join(
+        f"--add-opens=java.base/{pkg}=ALL-UNNAMED" for pkg in JAVA_OPENS
+    )
+
+
+def spark_configs() -> dict[str, str]:
+    opts = java_options()
+    return {
+        "spark.driver.extraJavaOptions": opts,
+        "spark.executor.extraJavaOptions": opts,
+        "spark.ray.raydp_app_master.extraJavaOptions": opts,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.session.timeZone": "UTC",
+    }
+
+
+def _quiet_ray_data() -> None:
+    """Ray Data logs every dataset execution and draws progress bars; a run prints its own progress."""
+    import ray.data
+
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    for name in ("ray.data", "ray.data._internal", "ray"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def _patch_raydp_fetch_task() -> None:
+    """raydp 1.6.5's fetch task switches the Ray worker it runs in to "load code from local" for good, and
+    Ray reuses that worker for later tasks, which then crash. Giving the task its own ``runtime_env`` puts it
+    in a separate worker pool (``shared/PINS.md``)."""
+    import ray
+    import raydp.spark.dataset as raydp_dataset
+
+    fetch = raydp_dataset._fetch_arrow_table_from_executor
+    if getattr(fetch, "_barriersim_patched", False):
+        return
+    patched = ray.remote(max_retries=-1, runtime_env={"env_vars": {"BARRIERSIM_RAYDP_FETCH_POOL": "1"}})(
+        fetch._function
+    )
+    patched._barriersim_patched = True
+    raydp_dataset._fetch_arrow_table_from_executor = patched
+
+
+@dataclass
+class RayAndSpark:
+    """Context manager owning Ray and Spark for one run."""
+
+    app_name: str = "barriersim"
+    address: str | None = None
+    num_cpus: int | None = None
+    spark: object = None
+    ray_started_seconds: float = 0.0
+    spark_started_seconds: float = 0.0
+    _owns_ray: bool = field(default=False, repr=False)
+
+    def __enter__(self) -> "RayAndSpark":
+        import ray
+
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        t0 = time.perf_counter()
+        try:
+            if not ray.is_initialized():
+                if self.address:
+                    ray.init(address=self.address, log_to_driver=False)
+                else:
+                    # A run never attaches to a cluster it did not mean to: "local" always starts a new one.
+                    ray.init(
+                        address="local",
+                        num_cpus=self.num_cpus or max(4, os.cpu_count() or 2),
+                        include_dashboard=False,
+                        log_to_driver=False,
+                        logging_level=logging.ERROR,
+                    )
+                self._owns_ray = True
+            self.ray_started_seconds = time.perf_counter() - t0
+            _quiet_ray_data()
+            _patch_raydp_fetch_task()
+            import raydp
+
+            t1 = time.perf_counter()
+            self.spark = raydp.init_spark(
+                self.app_name, 1, 1, "1G", configs=spark_configs(), fault_tolerant_mode=True
+            )
+            self.spark_started_seconds = time.perf_counter() - t1
+            self.spark.sparkContext.setLogLevel("ERROR")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    @property
+    def spark_info(self) -> dict[str, str]:
+        sc = self.spark.sparkContext
+        return {"app_id": sc.applicationId, "master": sc.master}
+
+    def close(self) -> None:
+        try:
+            if self.spark is not None:
+                import raydp
+
+                raydp.stop_spark()
+                self.spark = None
+        finally:
+            if self._owns_ray:
+                import ray
+
+                ray.shutdown()
+                self._owns_ray = False
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
