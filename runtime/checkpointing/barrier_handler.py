@@ -280,9 +280,12 @@ class CheckpointBarrierHandler(abc.ABC):
         if self.is_during_alignment():
             self._bytes_processed_during_alignment += nbytes
 
-    def get_alignment_duration_ms(self) -> Optional[int]:
-        """Duration of the latest alignment, ``None`` while it is in progress (Flink's uncompleted future)."""
-        return self._latest_alignment_duration_ms
+    def get_alignment_duration_ms(self) -> int:
+        """Flink's ``getAlignmentDurationNanos`` (in ms): the running duration during an alignment, else the
+        latest completed alignment's duration, 0 if none completed since the last reset."""
+        if self._start_of_alignment_ms is not None:
+            return self._clock() - self._start_of_alignment_ms
+        return self._latest_alignment_duration_ms or 0
 
     def get_bytes_processed_during_alignment(self) -> Optional[int]:
         return self._latest_bytes_processed_during_alignment

@@ -1,0 +1,156 @@
+"""An input gate seen through a barrier handler: the operator polls it and gets only what it should see
+next, while every checkpoint event is handed to the handler on the way.
+
+How this works: ``poll_next`` polls the wrapped gate; a data buffer is counted as processed (alignment
+metrics) and returned; a barrier, announcement, cancel marker or end of partition is first given to the
+barrier handler (which may block channels, trigger or abort a checkpoint) and then returned too, as Flink
+does. ``process_priority_events`` is Flink's mailbox action for priority events: it polls while priority
+events are at the head, so an unaligned barrier is handled even when the operator is busy.
+
+``GateActionRouter`` is the sink a handler pushes into when it drives real gates: it applies each
+``GateAction`` to its gate at once (``BlockConsumption`` -> ``block_consumption`` ...; ``CheckpointStarted`` /
+``CheckpointStopped`` go to every gate, as Flink's handler loops over all its ``CheckpointableInput``s) and
+then forwards every action to the downstream sink. A gate is anything with the ``CheckpointableInput``
+methods below (``SingleInputGate``, or a test's mock gate that replays a fixed sequence).
+
+Mirrors Flink's ``CheckpointedInputGate`` (``pollNext``, ``handleEvent``, ``processPriorityEvents``) and the
+``CheckpointableInput`` interface.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Protocol, Sequence
+
+from barriersim.runtime.checkpointing.barrier_handler import (
+    ActionSink,
+    BlockConsumption,
+    CheckpointBarrierHandler,
+    CheckpointStarted,
+    CheckpointStopped,
+    ConvertToPriorityEvent,
+    HandlerAction,
+    ResumeConsumption,
+)
+from barriersim.runtime.events import (
+    CancelCheckpointMarker,
+    CheckpointBarrier,
+    EndOfPartition,
+    EventAnnouncement,
+    InputChannelInfo,
+)
+from barriersim.runtime.network.input.single_input_gate import BufferOrEvent
+
+
+class CheckpointableInput(Protocol):
+    gate_idx: int
+
+    def poll_next(self) -> Optional[BufferOrEvent]: ...
+
+    def is_finished(self) -> bool: ...
+
+    def has_priority_event(self) -> bool: ...
+
+    @property
+    def channel_infos(self) -> list[InputChannelInfo]: ...
+
+    def block_consumption(self, channel_info: InputChannelInfo) -> None: ...
+
+    def resume_consumption(self, channel_info: InputChannelInfo) -> None: ...
+
+    def checkpoint_started(self, barrier: CheckpointBarrier) -> None: ...
+
+    def checkpoint_stopped(self, checkpoint_id: int) -> None: ...
+
+    def convert_to_priority_event(self, channel_idx: int, sequence_number: int) -> None: ...
+
+
+class GateActionRouter:
+    """Applies gate actions to the gates, then forwards every action to ``downstream``."""
+
+    def __init__(self, gates: Sequence[CheckpointableInput], downstream: ActionSink):
+        self._gates = {g.gate_idx: g for g in gates}
+        self._downstream = downstream
+
+    def __call__(self, action: HandlerAction) -> None:
+        if isinstance(action, BlockConsumption):
+            self._gates[action.channel_info.gate_idx].block_consumption(action.channel_info)
+        elif isinstance(action, ResumeConsumption):
+            self._gates[action.channel_info.gate_idx].resume_consumption(action.channel_info)
+        elif isinstance(action, ConvertToPriorityEvent):
+            info = action.channel_info
+            self._gates[info.gate_idx].convert_to_priority_event(info.channel_idx, action.sequence_number)
+        elif isinstance(action, CheckpointStarted):
+            for gate in self._gates.values():
+                gate.checkpoint_started(action.barrier)
+        elif isinstance(action, CheckpointStopped):
+            for gate in self._gates.values():
+                gate.checkpoint_stopped(action.checkpoint_id)
+        self._downstream(action)
+
+
+class CheckpointedInputGate:
+    def __init__(self, input_gate: CheckpointableInput, barrier_handler: CheckpointBarrierHandler):
+        self.input_gate = input_gate
+        self.barrier_handler = barrier_handler
+        self._finished = False
+
+    def poll_next(self) -> Optional[BufferOrEvent]:
+        next_ = self.input_gate.poll_next()
+        if next_ is None:
+            if self.input_gate.is_finished():
+                self._finished = True
+            return None
+        if next_.is_event:
+            self._handle_event(next_)
+        else:
+            # FLINK-19537: counted when handed out, not when the operator is done with it
+            self.barrier_handler.add_processed_bytes(next_.size)
+        return next_
+
+    def _handle_event(self, boe: BufferOrEvent) -> None:
+        event = boe.element
+        handler = self.barrier_handler
+        if isinstance(event, CheckpointBarrier):
+            handler.process_barrier(event, boe.channel_info, False)
+        elif isinstance(event, CancelCheckpointMarker):
+            handler.process_cancellation_barrier(event, boe.channel_info)
+        elif isinstance(event, EndOfPartition):
+            handler.process_end_of_partition(boe.channel_info)
+        elif isinstance(event, EventAnnouncement):
+            handler.process_barrier_announcement(event.announced_event, event.sequence_number, boe.channel_info)
+
+    def process_priority_events(self) -> list[BufferOrEvent]:
+        """Poll while a priority event is at the head of the gate (Flink's priority-event mail)."""
+        polled: list[BufferOrEvent] = []
+        while self.input_gate.has_priority_event():
+            boe = self.poll_next()
+            if boe is None:
+                break
+            polled.append(boe)
+        return polled
+
+    def is_finished(self) -> bool:
+        return self._finished or self.input_gate.is_finished()
+
+    # -- Flink's accessors ------------------------------------------------------------------------------------
+
+    def get_latest_checkpoint_id(self) -> int:
+        return self.barrier_handler.get_latest_checkpoint_id()
+
+    def get_alignment_duration_ms(self) -> int:
+        return self.barrier_handler.get_alignment_duration_ms()
+
+    def get_checkpoint_start_delay_ms(self) -> int:
+        return self.barrier_handler.get_checkpoint_start_delay_ms()
+
+    def get_checkpoint_barrier_handler(self) -> CheckpointBarrierHandler:
+        return self.barrier_handler
+
+    def get_channel(self, channel_idx: int):
+        return self.input_gate.get_channel(channel_idx)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        self.barrier_handler.close()
+        close = getattr(self.input_gate, "close", None)
+        if close is not None:
+            close()

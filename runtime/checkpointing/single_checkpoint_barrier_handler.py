@@ -1,0 +1,289 @@
+"""The exactly-once barrier handler of a task's input: aligned, unaligned, or aligned with a timeout.
+
+How this works: the handler counts, per checkpoint, which channels have delivered the barrier
+(``aligned_channels`` against ``target_channel_count``, the channels open when the checkpoint started) and
+keeps the bookkeeping that does not depend on the mode: the current and last completed-or-cancelled
+checkpoint ids, the pending barrier, subsumption of an older pending checkpoint by a newer barrier
+(CHECKPOINT_DECLINED_SUBSUMED), cancel markers (CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER), end of
+partition (CHECKPOINT_DECLINED_INPUT_END_OF_STREAM, or with checkpoints-after-tasks-finish (FLIP-147) a
+finished channel counts as aligned), the alignment metrics and the alignment timer. Everything
+mode-specific is delegated to the current ``BarrierHandlerState``; the mode only picks the initial state
+(``aligned``, ``unaligned``, ``alternating`` factories). In alternating mode a timeoutable barrier
+registers a timer at ``barrier.timestamp + aligned_checkpoint_timeout`` (the active switch); a barrier that
+arrives after that instant switches at once (the passive switch, in the states).
+
+All effects are pushed into the sink (see ``barrier_handler``).
+
+Mirrors Flink's ``SingleCheckpointBarrierHandler`` (with its ``ControllerImpl``).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from barriersim.runtime.checkpointing.barrier_handler import (
+    ActionSink,
+    Cancellable,
+    CheckpointBarrierHandler,
+    Clock,
+    InitInputsCheckpoint,
+    ResumeConsumption,
+    TimerService,
+)
+from barriersim.runtime.checkpointing.barrier_handler_state import (
+    AlternatingWaitingForFirstBarrier,
+    AlternatingWaitingForFirstBarrierUnaligned,
+    BarrierHandlerState,
+    ChannelState,
+    WaitingForFirstBarrier,
+)
+from barriersim.runtime.events import CancelCheckpointMarker, CheckpointBarrier, InputChannelInfo
+from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+
+
+class _NoTimers:
+    def register_timer(self, at_ms, callback):
+        raise RuntimeError("strictly aligned or unaligned checkpoints never register alignment timers")
+
+
+class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
+    def __init__(
+        self,
+        task_name: str,
+        sink: ActionSink,
+        clock: Clock,
+        num_open_channels: int,
+        initial_state_factory,
+        alternating: bool,
+        timer_service: Optional[TimerService] = None,
+        enable_checkpoint_after_tasks_finished: bool = True,
+    ):
+        super().__init__(sink, clock, enable_checkpoint_after_tasks_finished)
+        self.task_name = task_name
+        self.num_open_channels = num_open_channels
+        self.alternating = alternating
+        self._timer_service: TimerService = timer_service if timer_service is not None else _NoTimers()
+        self.current_state: BarrierHandlerState = initial_state_factory(ChannelState(self.emit))
+        self._controller = _ControllerImpl(self)
+        self.aligned_channels: set[InputChannelInfo] = set()
+        self.target_channel_count = 0
+        self.current_checkpoint_id = -1
+        self.last_cancelled_or_completed_checkpoint_id = -1
+        self.pending_checkpoint_barrier: Optional[CheckpointBarrier] = None
+        self._current_alignment_timer: Optional[Cancellable] = None
+        self._all_barriers_received_id = -1
+        self._triggered_unaligned: set[int] = set()
+
+    # -- factories (Flink's static methods) -------------------------------------------------------------
+
+    @classmethod
+    def aligned(cls, task_name, sink, clock, num_open_channels, timer_service=None,
+                enable_checkpoint_after_tasks_finished=True) -> "SingleCheckpointBarrierHandler":
+        return cls(task_name, sink, clock, num_open_channels, WaitingForFirstBarrier, False, timer_service,
+                   enable_checkpoint_after_tasks_finished)
+
+    @classmethod
+    def unaligned(cls, task_name, sink, clock, num_open_channels, timer_service=None,
+                  enable_checkpoint_after_tasks_finished=True) -> "SingleCheckpointBarrierHandler":
+        return cls(task_name, sink, clock, num_open_channels,
+                   lambda cs: AlternatingWaitingForFirstBarrierUnaligned(False, cs), False, timer_service,
+                   enable_checkpoint_after_tasks_finished)
+
+    @classmethod
+    def alternating(cls, task_name, sink, clock, num_open_channels, timer_service,
+                    enable_checkpoint_after_tasks_finished=True) -> "SingleCheckpointBarrierHandler":
+        return cls(task_name, sink, clock, num_open_channels, AlternatingWaitingForFirstBarrier, True, timer_service,
+                   enable_checkpoint_after_tasks_finished)
+
+    # -- barriers ------------------------------------------------------------------------------------------
+
+    def process_barrier(self, barrier, channel_info, is_rpc_trigger=False):
+        barrier_id = barrier.id
+        if self.current_checkpoint_id > barrier_id or (
+            self.current_checkpoint_id == barrier_id and not self.is_checkpoint_pending()
+        ):
+            # obsolete barrier: its channel was blocked upstream after sending it
+            if not barrier.options.is_unaligned_checkpoint:
+                self.emit_resume(channel_info)
+            return
+        self._check_new_checkpoint(barrier)
+        assert self.current_checkpoint_id == barrier_id
+        self._mark_checkpoint_aligned_and_transform_state(
+            channel_info,
+            barrier,
+            lambda state: state.barrier_received(self._controller, channel_info, barrier, not is_rpc_trigger),
+        )
+
+    def emit_resume(self, channel_info: InputChannelInfo) -> None:
+        self.emit(ResumeConsumption(channel_info))
+
+    def _mark_checkpoint_aligned_and_transform_state(self, aligned_channel, barrier, transformer) -> None:
+        self.aligned_channels.add(aligned_channel)
+        if len(self.aligned_channels) == 1:
+            if self.target_channel_count == 1:
+                self.mark_alignment_start_and_end(barrier.id, barrier.timestamp)
+            else:
+                self.mark_alignment_start(barrier.id, barrier.timestamp)
+        # mark the alignment end before the state may trigger the checkpoint
+        if len(self.aligned_channels) == self.target_channel_count and self.target_channel_count > 1:
+            self.mark_alignment_end()
+        try:
+            self.current_state = transformer(self.current_state)
+        except CheckpointException as e:
+            self._abort_internal(self.current_checkpoint_id, e)
+        if self.target_channel_count and len(self.aligned_channels) == self.target_channel_count:
+            self.aligned_channels.clear()
+            self.last_cancelled_or_completed_checkpoint_id = self.current_checkpoint_id
+            self._reset_alignment_timer()
+            self._complete_all_barriers_received(self.current_checkpoint_id)
+
+    def _complete_all_barriers_received(self, checkpoint_id: int) -> None:
+        if self._all_barriers_received_id < checkpoint_id:
+            self._all_barriers_received_id = checkpoint_id
+            self.notify_all_barriers_received(checkpoint_id, checkpoint_id in self._triggered_unaligned)
+
+    def trigger_checkpoint(self, barrier: CheckpointBarrier) -> None:
+        if barrier.options.is_unaligned_checkpoint:
+            self._triggered_unaligned.add(barrier.id)
+        self.notify_checkpoint(barrier)
+
+    def process_barrier_announcement(self, announced_barrier, sequence_number, channel_info):
+        self._check_new_checkpoint(announced_barrier)
+        barrier_id = announced_barrier.id
+        if self.current_checkpoint_id > barrier_id or (
+            self.current_checkpoint_id == barrier_id and not self.is_checkpoint_pending()
+        ):
+            return  # obsolete announcement
+        self.current_state = self.current_state.announcement_received(self._controller, channel_info, sequence_number)
+
+    def _check_new_checkpoint(self, barrier: CheckpointBarrier) -> None:
+        barrier_id = barrier.id
+        if self.current_checkpoint_id >= barrier_id:
+            return  # not the first barrier of this checkpoint
+        if self.is_checkpoint_pending():
+            self._abort_internal(
+                self.current_checkpoint_id, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED)
+            )
+        self.current_checkpoint_id = barrier_id
+        self.pending_checkpoint_barrier = barrier
+        self.aligned_channels.clear()
+        self.target_channel_count = self.num_open_channels
+        self._triggered_unaligned = {i for i in self._triggered_unaligned if i >= barrier_id}
+        if self.alternating and barrier.options.is_timeoutable:
+            self._register_alignment_timer(barrier)
+
+    def _register_alignment_timer(self, announced_barrier: CheckpointBarrier) -> None:
+        timeout = announced_barrier.options.aligned_checkpoint_timeout
+        now = self._clock()
+        delay = max(timeout - (now - announced_barrier.timestamp), 0)
+
+        def on_timeout() -> None:
+            barrier_id = announced_barrier.id
+            try:
+                if self.current_checkpoint_id == barrier_id and self._all_barriers_received_id < barrier_id:
+                    self.current_state = self.current_state.alignment_timeout(self._controller, announced_barrier)
+            except CheckpointException as e:
+                self._abort_internal(barrier_id, e)
+            self._current_alignment_timer = None
+
+        self._current_alignment_timer = self._timer_service.register_timer(now + delay, on_timeout)
+
+    # -- cancellation and end of partition ---------------------------------------------------------------
+
+    def process_cancellation_barrier(self, marker: CancelCheckpointMarker, channel_info: InputChannelInfo) -> None:
+        cancelled_id = marker.checkpoint_id
+        if cancelled_id > self.current_checkpoint_id or (
+            cancelled_id == self.current_checkpoint_id and len(self.aligned_channels) > 0
+        ):
+            self._abort_internal(
+                cancelled_id, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+            )
+
+    def _abort_internal(self, cancelled_id: int, exception: CheckpointException) -> None:
+        # with current id = cancelled id and no aligned channels, no barrier of it can start an alignment
+        self.current_checkpoint_id = max(cancelled_id, self.current_checkpoint_id)
+        self.last_cancelled_or_completed_checkpoint_id = max(self.last_cancelled_or_completed_checkpoint_id, cancelled_id)
+        self.pending_checkpoint_barrier = None
+        self.aligned_channels.clear()
+        self.target_channel_count = 0
+        self._reset_alignment_timer()
+        self.current_state = self.current_state.abort(cancelled_id)
+        if cancelled_id == self.current_checkpoint_id:
+            self.reset_alignment()
+        self.notify_abort(cancelled_id, exception)
+
+    def _reset_alignment_timer(self) -> None:
+        if self._current_alignment_timer is not None:
+            self._current_alignment_timer.cancel()
+            self._current_alignment_timer = None
+
+    def process_end_of_partition(self, channel_info: InputChannelInfo) -> None:
+        self.num_open_channels -= 1
+        if not self.is_checkpoint_after_tasks_finished_enabled:
+            if self.is_checkpoint_pending():
+                self._abort_internal(
+                    self.current_checkpoint_id,
+                    CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_INPUT_END_OF_STREAM),
+                )
+            return
+        if not self.is_checkpoint_pending():
+            return
+        pending = self.pending_checkpoint_barrier
+        if pending is None:
+            raise RuntimeError(f"{self.task_name}: checkpoint {self.current_checkpoint_id} pending without a barrier")
+        self._mark_checkpoint_aligned_and_transform_state(
+            channel_info, pending, lambda state: state.end_of_partition_received(self._controller, channel_info)
+        )
+
+    # -- queries --------------------------------------------------------------------------------------------
+
+    def get_latest_checkpoint_id(self) -> int:
+        return self.current_checkpoint_id
+
+    def is_checkpoint_pending(self) -> bool:
+        return (
+            self.current_checkpoint_id != self.last_cancelled_or_completed_checkpoint_id
+            and self.current_checkpoint_id >= 0
+        )
+
+    def all_barriers_received(self, checkpoint_id: int) -> bool:
+        """Flink's ``getAllBarriersReceivedFuture(id).isDone()`` (True also after an abort of that id)."""
+        if checkpoint_id < self.current_checkpoint_id or self.num_open_channels == 0:
+            return True
+        if checkpoint_id > self.current_checkpoint_id:
+            raise ValueError(f"{self.task_name}: checkpoint {checkpoint_id} has not been started at all")
+        return not self.is_checkpoint_pending()
+
+    def close(self) -> None:
+        self._reset_alignment_timer()
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.task_name}: current checkpoint: {self.current_checkpoint_id}, current aligned channels: "
+            f"{len(self.aligned_channels)}, target channel count: {self.target_channel_count}, state: {self.current_state!r}"
+        )
+
+
+class _ControllerImpl:
+    def __init__(self, handler: SingleCheckpointBarrierHandler):
+        self._h = handler
+
+    def trigger_global_checkpoint(self, barrier: CheckpointBarrier) -> None:
+        self._h.trigger_checkpoint(barrier)
+
+    def is_timed_out(self, barrier: CheckpointBarrier) -> bool:
+        h = self._h
+        return (
+            barrier.options.is_timeoutable
+            and barrier.id <= h.current_checkpoint_id
+            and barrier.options.aligned_checkpoint_timeout < (h.clock() - barrier.timestamp)
+        )
+
+    def all_barriers_received(self) -> bool:
+        return len(self._h.aligned_channels) == self._h.target_channel_count
+
+    def get_pending_checkpoint_barrier(self) -> Optional[CheckpointBarrier]:
+        return self._h.pending_checkpoint_barrier
+
+    def init_inputs_checkpoint(self, barrier: CheckpointBarrier) -> None:
+        self._h.emit(InitInputsCheckpoint(barrier.id, barrier.options))

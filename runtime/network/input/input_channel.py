@@ -1,0 +1,320 @@
+"""One input channel of a gate: the receive queue of elements from one upstream subpartition.
+
+How this works: the driver hands each arriving element to ``on_element`` with its sequence number (checked
+against the expected one) and, for data buffers of remote channels, the sender's backlog. Unaligned
+barriers (and announcements) are *priority* elements and go ahead of queued data (``PrioritizedDeque``).
+An aligned barrier that may time out (``options.is_timeoutable``) is queued in order and, as in Flink, the
+channel itself puts an ``EventAnnouncement`` of it ahead of the data, so the task learns early that the
+barrier is on its way. ``get_next`` hands out the head element; a consumed data buffer is recycled, which
+returns credit. For unaligned checkpoints, ``checkpoint_started`` persists the data queued before this
+channel's barrier and, through the ``ChannelStatePersister``, data arriving before the barrier.
+
+``RemoteInputChannel`` uses a ``BufferManager`` (exclusive + floating buffers, credit); ``LocalInputChannel``
+has no credit (unlimited availability), as Flink's local channel reads the producer's partition directly.
+Unlike Flink's local channel (whose queue *is* the upstream subpartition), ours keeps its own queue, so it
+persists queued data on ``checkpoint_started`` exactly like a remote channel.
+
+Mirrors Flink's ``InputChannel``, ``RemoteInputChannel`` (``onBuffer``, ``getNextBuffer``,
+``checkpointStarted``/``checkpointStopped``, ``getInflightBuffersUnsafe``, ``convertToPriorityEvent``,
+``resumeConsumption``) and ``LocalInputChannel``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from barriersim.runtime.events import (
+    Buffer,
+    ChannelElement,
+    CheckpointBarrier,
+    EndOfPartition,
+    EventAnnouncement,
+    InputChannelInfo,
+)
+from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.network.input.buffer_manager import (
+    DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
+    BufferManager,
+    BufferOrigin,
+    FloatingBufferPool,
+)
+from barriersim.runtime.network.input.channel_state_persister import ChannelStatePersister, CheckpointStatus
+from barriersim.runtime.network.input.prioritized_deque import PrioritizedDeque
+
+NONE = -1
+
+
+@dataclass(frozen=True)
+class AddCredit:
+    """Flink's ``NettyMessage.AddCredit``: the receiver grants ``credit`` more data buffers to the sender
+    of ``channel_info``."""
+
+    channel_info: InputChannelInfo
+    credit: int
+
+
+@dataclass(frozen=True)
+class ResumeConsumptionUpstream:
+    """Flink's ``NettyMessage.ResumeConsumption``: the sender of ``channel_info``, blocked after an aligned
+    barrier, may send again."""
+
+    channel_info: InputChannelInfo
+
+
+class BufferReorderingException(Exception):
+    """An element arrived with an unexpected sequence number (Flink's ``BufferReorderingException``)."""
+
+
+class ChannelStateError(Exception):
+    """An operation that the channel's current state does not allow (e.g. data after end of partition)."""
+
+
+@dataclass(frozen=True)
+class SequenceElement:
+    element: ChannelElement
+    sequence_number: int
+    origin: Optional[BufferOrigin] = None
+
+
+class InputChannel:
+    """Common part of remote and local channels; ``sink`` receives ``AddInputData``, ``AddCredit`` and
+    ``ResumeConsumptionUpstream`` values."""
+
+    is_remote = False
+
+    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]):
+        self.channel_info = channel_info
+        self._sink = sink
+        self._queue: PrioritizedDeque[SequenceElement] = PrioritizedDeque()
+        self.expected_sequence_number = 0
+        self._persister = ChannelStatePersister(channel_info, sink)
+        self._last_barrier_id = NONE
+        self._last_barrier_sequence_number = NONE
+        self.blocked = False
+        self.end_of_partition_received = False
+        self.released = False
+        self.queued_bytes = 0
+
+    # -- arriving elements -------------------------------------------------------------------------
+
+    def on_element(
+        self,
+        element: ChannelElement,
+        sequence_number: Optional[int] = None,
+        backlog: Optional[int] = None,
+        priority: Optional[bool] = None,
+    ) -> bool:
+        """Queue an arriving element; returns True if it is (or brought) a priority element."""
+        if sequence_number is None:
+            sequence_number = self.expected_sequence_number
+        if sequence_number != self.expected_sequence_number:
+            raise BufferReorderingException(
+                f"{type(element).__name__} on {self.channel_info}: sequence number {sequence_number}, "
+                f"expected {self.expected_sequence_number}"
+            )
+        if self.end_of_partition_received:
+            raise ChannelStateError(f"{type(element).__name__} on {self.channel_info} after end of partition")
+        if priority is None:
+            priority = isinstance(element, EventAnnouncement) or (
+                isinstance(element, CheckpointBarrier) and element.options.is_unaligned_checkpoint
+            )
+        origin = self._take_buffer() if isinstance(element, Buffer) else None
+        entry = SequenceElement(element, sequence_number, origin)
+        self._queue.add(entry, priority)
+        has_priority = priority
+        if (
+            isinstance(element, CheckpointBarrier)
+            and not priority
+            and element.options.is_timeoutable
+        ):
+            # Flink: DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER requires an announcement
+            self._queue.add_priority_element(
+                SequenceElement(EventAnnouncement(element, sequence_number), sequence_number)
+            )
+            has_priority = True
+        if isinstance(element, Buffer):
+            self.queued_bytes += element.size
+        if isinstance(element, EndOfPartition):
+            self.end_of_partition_received = True
+        barrier_id = self._persister.check_for_barrier(element)
+        if isinstance(element, CheckpointBarrier) and barrier_id is not None and barrier_id > self._last_barrier_id:
+            # the task has not started this checkpoint yet: remember where its barrier is
+            self._last_barrier_id = barrier_id
+            self._last_barrier_sequence_number = sequence_number
+        if isinstance(element, Buffer):
+            self._persister.maybe_persist(element)
+        self.expected_sequence_number += 1
+        if backlog is not None:
+            self._on_sender_backlog(backlog)
+        return has_priority
+
+    def _take_buffer(self) -> Optional[BufferOrigin]:
+        return None
+
+    def _on_sender_backlog(self, backlog: int) -> None:
+        pass
+
+    # -- consuming --------------------------------------------------------------------------------
+
+    def get_next(self) -> Optional[SequenceElement]:
+        entry = self._queue.poll()
+        if entry is None:
+            return None
+        if isinstance(entry.element, Buffer):
+            self.queued_bytes -= entry.element.size
+            self._recycle(entry.origin)
+        return entry
+
+    def _recycle(self, origin: Optional[BufferOrigin]) -> None:
+        pass
+
+    def has_data(self) -> bool:
+        return bool(self._queue)
+
+    def has_priority_element(self) -> bool:
+        return self._queue.has_priority_element()
+
+    def peek(self) -> Optional[ChannelElement]:
+        entry = self._queue.peek()
+        return None if entry is None else entry.element
+
+    @property
+    def num_queued(self) -> int:
+        return len(self._queue)
+
+    def queued_elements(self) -> tuple[ChannelElement, ...]:
+        return tuple(e.element for e in self._queue)
+
+    # -- checkpointing hooks (Flink's CheckpointableInput, per channel) ------------------------------
+
+    def checkpoint_started(self, barrier: CheckpointBarrier) -> None:
+        if barrier.id < self._last_barrier_id:
+            raise CheckpointException(
+                CheckpointFailureReason.CHECKPOINT_SUBSUMED,
+                barrier.id,
+                f"sequence number of checkpoint {barrier.id} on {self.channel_info} was overwritten by "
+                f"newer checkpoint {self._last_barrier_id}",
+            )
+        if barrier.id > self._last_barrier_id:
+            # an obsolete, older barrier was seen here: ignore its position
+            self._reset_last_barrier()
+        self._persister.start_persisting(barrier.id, self._get_inflight_buffers())
+
+    def checkpoint_stopped(self, checkpoint_id: int) -> None:
+        self._persister.stop_persisting(checkpoint_id)
+        if self._last_barrier_id == checkpoint_id:
+            self._reset_last_barrier()
+
+    def _reset_last_barrier(self) -> None:
+        self._last_barrier_id = NONE
+        self._last_barrier_sequence_number = NONE
+
+    def _get_inflight_buffers(self) -> list[Buffer]:
+        buffers: list[Buffer] = []
+        for entry in self._queue.iter_non_priority():
+            if isinstance(entry.element, Buffer):
+                if self._last_barrier_sequence_number == NONE or entry.sequence_number < self._last_barrier_sequence_number:
+                    buffers.append(entry.element)
+                else:
+                    break
+        return buffers
+
+    def convert_to_priority_event(self, sequence_number: int) -> bool:
+        """Move the queued (announced) barrier at ``sequence_number`` ahead of the data; False if it is
+        no longer queued."""
+        moved = self._queue.prioritize(
+            lambda e: e.sequence_number == sequence_number and isinstance(e.element, CheckpointBarrier)
+        )
+        return moved is not None
+
+    def block_consumption(self) -> None:
+        self.blocked = True
+
+    def resume_consumption(self) -> None:
+        self.blocked = False
+
+    def release(self) -> None:
+        self.released = True
+
+    def announce_credit(self) -> None:
+        pass
+
+    @property
+    def persisting_checkpoint_id(self) -> Optional[int]:
+        if self._persister.status is CheckpointStatus.BARRIER_PENDING:
+            return self._persister.last_seen_barrier
+        return None
+
+
+class RemoteInputChannel(InputChannel):
+    """A channel fed over the network, with credit-based flow control."""
+
+    is_remote = True
+
+    def __init__(
+        self,
+        channel_info: InputChannelInfo,
+        sink: Callable[[Any], None],
+        pool: FloatingBufferPool,
+        exclusive_buffers: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
+    ):
+        super().__init__(channel_info, sink)
+        self.buffer_manager = BufferManager(pool, exclusive_buffers)
+        self.buffer_manager.unannounced_credit = exclusive_buffers  # Flink: initial credit of the partition request
+
+    def _take_buffer(self) -> Optional[BufferOrigin]:
+        return self.buffer_manager.take_buffer()
+
+    def _on_sender_backlog(self, backlog: int) -> None:
+        self.buffer_manager.on_sender_backlog(backlog)
+
+    def _recycle(self, origin: Optional[BufferOrigin]) -> None:
+        if origin is not None:
+            self.buffer_manager.recycle(origin)
+
+    def block_consumption(self) -> None:
+        super().block_consumption()
+        self.buffer_manager.set_blocked(True)
+
+    def resume_consumption(self) -> None:
+        was_blocked = self.blocked
+        super().resume_consumption()
+        self.buffer_manager.set_blocked(False)
+        if was_blocked:
+            self._sink(ResumeConsumptionUpstream(self.channel_info))
+
+    def release(self) -> None:
+        super().release()
+        self.buffer_manager.release()
+
+    def announce_credit(self) -> None:
+        if self.released or self.buffer_manager.unannounced_credit <= 0:
+            return
+        self._sink(AddCredit(self.channel_info, self.buffer_manager.take_unannounced_credit()))
+
+    @property
+    def sender_credit(self) -> int:
+        return self.buffer_manager.sender_credit
+
+
+class LocalInputChannel(InputChannel):
+    """A channel reading a partition of the same process: no credit, unlimited availability."""
+
+    def resume_consumption(self) -> None:
+        was_blocked = self.blocked
+        super().resume_consumption()
+        if was_blocked:
+            self._sink(ResumeConsumptionUpstream(self.channel_info))
+
+
+__all__ = [
+    "AddCredit",
+    "ResumeConsumptionUpstream",
+    "BufferReorderingException",
+    "ChannelStateError",
+    "SequenceElement",
+    "InputChannel",
+    "RemoteInputChannel",
+    "LocalInputChannel",
+]

@@ -1,0 +1,221 @@
+"""An input gate: the channels of one logical input of a task, polled in availability order.
+
+How this works: the driver hands arriving elements to ``on_element(channel_idx, element, ...)``; the gate
+queues them in the channel and remembers that the channel has data (``_channels_with_data``, itself a
+``PrioritizedDeque`` of channel indexes: channels holding a priority element come first, the others in
+the order they became available, re-queued at the end after each poll, i.e. round robin). ``poll_next``
+returns the next ``BufferOrEvent`` or ``None``. Blocked channels (aligned checkpoint) are not polled until
+``resume_consumption``. After each operation, credit that became available on remote channels is
+announced (``AddCredit``). End of partition is returned per channel; the gate is finished when every
+channel delivered it.
+
+Everything the gate emits (``AddCredit``, ``ResumeConsumptionUpstream``, ``AddInputData``) goes to the
+injected sink. The checkpointing hooks (``block_consumption``, ``resume_consumption``,
+``checkpoint_started``, ``checkpoint_stopped``, ``convert_to_priority_event``) are Flink's
+``CheckpointableInput`` and are driven by ``CheckpointedInputGate``.
+
+Mirrors Flink's ``SingleInputGate`` (``pollNext``, ``queueChannel``, ``inputChannelsWithData``,
+``checkpointStarted``/``checkpointStopped``, ``convertToPriorityEvent``) and ``BufferOrEvent``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+from barriersim.runtime.events import Buffer, ChannelElement, CheckpointBarrier, EndOfPartition, InputChannelInfo
+from barriersim.runtime.network.input.buffer_manager import (
+    DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
+    DEFAULT_FLOATING_BUFFERS_PER_GATE,
+    FloatingBufferPool,
+)
+from barriersim.runtime.network.input.input_channel import InputChannel, LocalInputChannel, RemoteInputChannel
+from barriersim.runtime.network.input.prioritized_deque import PrioritizedDeque
+
+
+@dataclass(frozen=True)
+class BufferOrEvent:
+    """Flink's ``BufferOrEvent``: what a gate hands out, with the channel it came from."""
+
+    element: ChannelElement
+    channel_info: InputChannelInfo
+    more_available: bool = False
+    sequence_number: int = -1
+
+    @property
+    def is_buffer(self) -> bool:
+        return isinstance(self.element, Buffer)
+
+    @property
+    def is_event(self) -> bool:
+        return not self.is_buffer
+
+    @property
+    def size(self) -> int:
+        return self.element.size if isinstance(self.element, Buffer) else 0
+
+
+class GateClosedError(Exception):
+    """The gate was closed; nothing can be polled or received any more."""
+
+
+class SingleInputGate:
+    """``channel_kinds`` lists, per channel index, ``"remote"`` or ``"local"``."""
+
+    def __init__(
+        self,
+        gate_idx: int,
+        channel_kinds: Sequence[str],
+        sink: Callable[[Any], None],
+        exclusive_buffers_per_channel: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
+        floating_buffers_per_gate: int = DEFAULT_FLOATING_BUFFERS_PER_GATE,
+    ):
+        self.gate_idx = gate_idx
+        self._sink = sink
+        self.floating_pool = FloatingBufferPool(floating_buffers_per_gate)
+        self.channels: list[InputChannel] = []
+        for idx, kind in enumerate(channel_kinds):
+            info = InputChannelInfo(gate_idx, idx)
+            if kind == "remote":
+                self.channels.append(RemoteInputChannel(info, sink, self.floating_pool, exclusive_buffers_per_channel))
+            elif kind == "local":
+                self.channels.append(LocalInputChannel(info, sink))
+            else:
+                raise ValueError(f"channel {idx} of gate {gate_idx}: kind must be 'remote' or 'local', got {kind!r}")
+        self._channels_with_data: PrioritizedDeque[int] = PrioritizedDeque()
+        self._enqueued: set[int] = set()
+        self._finished_channels: set[int] = set()
+        self.closed = False
+        self._set_up = False
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Request the partitions: remote channels announce their initial (exclusive) credit."""
+        if not self._set_up:
+            self._set_up = True
+            self._announce_credit()
+
+    def close(self) -> None:
+        self.closed = True
+
+    # -- channel infos (Flink's CheckpointableInput) ------------------------------------------------
+
+    @property
+    def number_of_input_channels(self) -> int:
+        return len(self.channels)
+
+    @property
+    def channel_infos(self) -> list[InputChannelInfo]:
+        return [c.channel_info for c in self.channels]
+
+    def get_channel(self, channel_idx: int) -> InputChannel:
+        return self.channels[channel_idx]
+
+    def _channel(self, channel: int | InputChannelInfo) -> InputChannel:
+        if isinstance(channel, InputChannelInfo):
+            if channel.gate_idx != self.gate_idx:
+                raise ValueError(f"{channel} does not belong to gate {self.gate_idx}")
+            channel = channel.channel_idx
+        return self.channels[channel]
+
+    # -- receiving -------------------------------------------------------------------------------------
+
+    def on_element(
+        self,
+        channel: int | InputChannelInfo,
+        element: ChannelElement,
+        sequence_number: Optional[int] = None,
+        backlog: Optional[int] = None,
+        priority: Optional[bool] = None,
+    ) -> None:
+        if self.closed:
+            raise GateClosedError(f"{type(element).__name__} arrived at closed gate {self.gate_idx}")
+        ch = self._channel(channel)
+        has_priority = ch.on_element(element, sequence_number, backlog, priority)
+        self._queue_channel(ch.channel_info.channel_idx, has_priority)
+        self._announce_credit()
+
+    def _queue_channel(self, idx: int, priority: bool) -> None:
+        if idx in self._enqueued:
+            if priority:
+                self._channels_with_data.prioritize(lambda i: i == idx)
+            return
+        self._enqueued.add(idx)
+        self._channels_with_data.add(idx, priority)
+
+    # -- polling ---------------------------------------------------------------------------------------
+
+    def poll_next(self) -> Optional[BufferOrEvent]:
+        if self.closed:
+            raise GateClosedError(f"poll of closed gate {self.gate_idx}")
+        while self._channels_with_data:
+            idx = self._channels_with_data.poll()
+            self._enqueued.discard(idx)
+            ch = self.channels[idx]
+            if ch.blocked or not ch.has_data():
+                continue
+            entry = ch.get_next()
+            assert entry is not None
+            if ch.has_data() and not ch.blocked:
+                self._queue_channel(idx, ch.has_priority_element())
+            if isinstance(entry.element, EndOfPartition):
+                self._finished_channels.add(idx)
+                ch.release()
+            self._announce_credit()
+            return BufferOrEvent(entry.element, ch.channel_info, bool(self._channels_with_data), entry.sequence_number)
+        return None
+
+    def is_finished(self) -> bool:
+        return len(self._finished_channels) == len(self.channels)
+
+    def is_available(self) -> bool:
+        return any(not self.channels[i].blocked and self.channels[i].has_data() for i in self._enqueued)
+
+    def has_priority_event(self) -> bool:
+        return self._channels_with_data.has_priority_element()
+
+    # -- checkpointing hooks ----------------------------------------------------------------------------
+
+    def block_consumption(self, channel_info: InputChannelInfo) -> None:
+        self._channel(channel_info).block_consumption()
+
+    def resume_consumption(self, channel_info: InputChannelInfo) -> None:
+        ch = self._channel(channel_info)
+        ch.resume_consumption()
+        if ch.has_data():
+            self._queue_channel(ch.channel_info.channel_idx, ch.has_priority_element())
+        self._announce_credit()
+
+    def is_blocked(self, channel_info: InputChannelInfo) -> bool:
+        return self._channel(channel_info).blocked
+
+    @property
+    def blocked_channels(self) -> list[InputChannelInfo]:
+        return [c.channel_info for c in self.channels if c.blocked]
+
+    def checkpoint_started(self, barrier: CheckpointBarrier) -> None:
+        for ch in self.channels:
+            if not ch.released:
+                ch.checkpoint_started(barrier)
+
+    def checkpoint_stopped(self, checkpoint_id: int) -> None:
+        for ch in self.channels:
+            ch.checkpoint_stopped(checkpoint_id)
+
+    def convert_to_priority_event(self, channel_idx: int, sequence_number: int) -> None:
+        ch = self.channels[channel_idx]
+        if ch.convert_to_priority_event(sequence_number):
+            if not ch.blocked:
+                self._queue_channel(channel_idx, True)
+
+    # -- credit --------------------------------------------------------------------------------------------
+
+    def _announce_credit(self) -> None:
+        if not self._set_up:
+            return
+        for ch in self.channels:
+            ch.announce_credit()
+
+    def remote_channels(self) -> Iterable[RemoteInputChannel]:
+        return (c for c in self.channels if isinstance(c, RemoteInputChannel))
