@@ -1,0 +1,124 @@
+"""The raw Ray baseline every Ray-backend figure is compared with, measured in the same run.
+
+How this works: two plain asyncio actors on the local cluster. (1) one-way actor-to-actor calls: the sender
+fires calls carrying a payload (32 KiB by default, a Flink network buffer) with a bounded window of calls in
+flight and we count calls and bytes per second; (2) round trip: the sender awaits each call before the next
+and we report the median and p99 latency; (3) a chain of ``depth`` actors, each forwarding a small message to
+the next and awaiting it: the one-hop latency times the depth is what a barrier through an idle pipeline of
+that depth is compared with.
+
+Run alone: ``python -m benchmarks.ray_baseline``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+import ray
+
+
+@ray.remote(num_cpus=0.01)
+class Receiver:
+    def __init__(self):
+        self.received = 0
+        self.bytes = 0
+
+    async def receive(self, payload: bytes) -> None:
+        self.received += 1
+        self.bytes += len(payload)
+
+    async def ping(self) -> None:
+        return None
+
+
+@ray.remote(num_cpus=0.01)
+class Sender:
+    async def one_way(self, receiver, payload: bytes, calls: int, window: int) -> float:
+        started = time.perf_counter()
+        in_flight: list = []
+        for _ in range(calls):
+            in_flight.append(receiver.receive.remote(payload))
+            if len(in_flight) >= window:
+                await in_flight.pop(0)
+        await asyncio.gather(*in_flight)
+        return time.perf_counter() - started
+
+    async def round_trips(self, receiver, calls: int) -> list[float]:
+        latencies = []
+        for _ in range(calls):
+            t = time.perf_counter()
+            await receiver.ping.remote()
+            latencies.append(time.perf_counter() - t)
+        return latencies
+
+
+@ray.remote(num_cpus=0.01)
+class ChainLink:
+    def __init__(self, next_link=None):
+        self.next_link = next_link
+
+    async def forward(self, payload: bytes) -> None:
+        if self.next_link is not None:
+            await self.next_link.forward.remote(payload)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def measure_raw_ray(payload_bytes: int = 32 * 1024, calls: int = 3000, window: int = 16,
+                    round_trips: int = 1000, depth: int = 4) -> dict:
+    receiver, sender = Receiver.remote(), Sender.remote()
+    payload = b"x" * payload_bytes
+    ray.get(sender.one_way.remote(receiver, payload, 200, window))  # warm up
+    seconds = ray.get(sender.one_way.remote(receiver, payload, calls, window))
+    ray.get(sender.round_trips.remote(receiver, 100))
+    rtts = ray.get(sender.round_trips.remote(receiver, round_trips))
+
+    link = None
+    for _ in range(depth):
+        link = ChainLink.remote(link)
+    ray.get([link.forward.remote(b"b") for _ in range(50)])
+    chain = []
+    for _ in range(300):
+        t = time.perf_counter()
+        ray.get(link.forward.remote(b"b"))
+        chain.append(time.perf_counter() - t)
+    calls_per_second = calls / seconds
+    return {
+        "payload_bytes": payload_bytes,
+        "one_way_calls_per_second": calls_per_second,
+        "one_way_mb_per_second": calls_per_second * payload_bytes / 1e6,
+        "round_trip_median_ms": statistics.median(rtts) * 1e3,
+        "round_trip_p99_ms": percentile(rtts, 0.99) * 1e3,
+        "one_hop_ms": statistics.median(rtts) * 1e3 / 2,
+        "chain_depth": depth,
+        "chain_median_ms": statistics.median(chain) * 1e3,
+    }
+
+
+def main() -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
+    try:
+        r = measure_raw_ray()
+    finally:
+        ray.shutdown()
+    table = Table(title="raw Ray baseline (this machine, this run)")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_row("one-way calls/s (32 KiB)", f"{r['one_way_calls_per_second']:,.0f}")
+    table.add_row("one-way MB/s (32 KiB)", f"{r['one_way_mb_per_second']:,.1f}")
+    table.add_row("round trip median (ms)", f"{r['round_trip_median_ms']:.2f}")
+    table.add_row("round trip p99 (ms)", f"{r['round_trip_p99_ms']:.2f}")
+    table.add_row(f"chain of {r['chain_depth']} actors, end to end median (ms)", f"{r['chain_median_ms']:.2f}")
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()
