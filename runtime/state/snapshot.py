@@ -16,6 +16,7 @@ Mirrors Flink's ``KeyGroupRange``, ``KeyGroupsStateHandle``, ``OperatorStateHand
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -33,6 +34,15 @@ class KeyGroupRange:
     @staticmethod
     def empty() -> "KeyGroupRange":
         return KeyGroupRange(0, -1)
+
+    @staticmethod
+    def of(start_key_group: int, end_key_group: int) -> "KeyGroupRange":
+        """Flink's ``KeyGroupRange.of``: validates (no negative bounds) and maps any empty range to ``empty()``."""
+        if start_key_group < 0 or end_key_group < 0:
+            raise ValueError(f"key group range [{start_key_group}, {end_key_group}] has a negative bound")
+        if end_key_group < start_key_group:
+            return KeyGroupRange.empty()
+        return KeyGroupRange(start_key_group, end_key_group)
 
     @property
     def number_of_key_groups(self) -> int:
@@ -62,12 +72,26 @@ class KeyGroupsStateHandle:
         return sum(len(v) for v in self.key_groups.values())
 
 
+class OperatorStateDistributionMode(enum.Enum):
+    """Flink's ``OperatorStateHandle.Mode``: how a named operator state is redistributed on restore."""
+
+    SPLIT_DISTRIBUTE = "SPLIT_DISTRIBUTE"  # list state: partitions are split round-robin
+    UNION = "UNION"  # union list state: every subtask gets all partitions
+    BROADCAST = "BROADCAST"  # broadcast state: every subtask gets one (identical) copy
+
+
 @dataclass(frozen=True)
 class OperatorStateHandle:
     """Non-keyed (operator) list state: each named state is a list of encoded partitions that can be
-    redistributed round-robin on rescale (Flink's ``OperatorStateHandle`` in SPLIT_DISTRIBUTE mode)."""
+    redistributed round-robin on rescale (Flink's ``OperatorStateHandle`` in SPLIT_DISTRIBUTE mode).
+
+    ``distribution_modes`` names the mode of a state when it is not SPLIT_DISTRIBUTE (see ``mode_of``)."""
 
     states: Mapping[str, tuple[bytes, ...]] = field(default_factory=dict)
+    distribution_modes: Mapping[str, OperatorStateDistributionMode] = field(default_factory=dict)
+
+    def mode_of(self, name: str) -> OperatorStateDistributionMode:
+        return self.distribution_modes.get(name, OperatorStateDistributionMode.SPLIT_DISTRIBUTE)
 
     @property
     def state_size(self) -> int:
