@@ -1,0 +1,219 @@
+"""The job graph: vertices (operators with a parallelism) joined by edges (partitioners), validated.
+
+How this works: a ``JobGraph`` is a DAG of ``JobVertex`` values connected by ``JobEdge`` values, as in
+Flink's ``JobGraph``/``JobVertex``/``JobEdge`` with the edge's ``StreamPartitioner``. Every vertex runs one
+operator (no chaining in barriersim, so each subtask is one task with its own channels). A vertex's input
+edges are grouped into input gates by ``target_gate`` (a two-input operator such as a join has gates 0 and 1;
+several edges into one gate are a union). ``validate()`` rejects graphs Flink would reject or that cannot run:
+cycles, sources with inputs, sinks with outputs, a forward edge between different parallelisms, a hash
+partitioner into an operator that is not keyed, a keyed operator fed without a hash partitioner, two-input
+operators without exactly two gates. Errors are ``JobGraphError`` naming the vertex or edge.
+
+The channel layout follows Flink: subtask ``j`` of a consumer has, in the gate of edge ``e``, one input
+channel per producer subtask for all-to-all partitioners (rebalance, hash, broadcast) and exactly one
+(the producer subtask ``j``) for forward.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+class Partitioner(enum.Enum):
+    """Flink's ``ForwardPartitioner``, ``RebalancePartitioner``, ``KeyGroupStreamPartitioner``,
+    ``BroadcastPartitioner``."""
+
+    FORWARD = "forward"
+    REBALANCE = "rebalance"
+    HASH = "hash"
+    BROADCAST = "broadcast"
+
+    @property
+    def is_pointwise(self) -> bool:
+        return self is Partitioner.FORWARD
+
+
+class OperatorKind(enum.Enum):
+    SOURCE = "source"
+    MAP = "map"
+    FILTER = "filter"
+    KEYED_SUM = "keyed_sum"
+    TUMBLING_WINDOW = "tumbling_window"
+    UNION = "union"
+    JOIN = "join"
+    TWO_PHASE_COMMIT_SINK = "two_phase_commit_sink"
+    AT_LEAST_ONCE_SINK = "at_least_once_sink"
+
+    @property
+    def is_source(self) -> bool:
+        return self is OperatorKind.SOURCE
+
+    @property
+    def is_sink(self) -> bool:
+        return self in (OperatorKind.TWO_PHASE_COMMIT_SINK, OperatorKind.AT_LEAST_ONCE_SINK)
+
+    @property
+    def is_keyed(self) -> bool:
+        return self in (OperatorKind.KEYED_SUM, OperatorKind.TUMBLING_WINDOW, OperatorKind.JOIN)
+
+    @property
+    def input_gates(self) -> int | None:
+        """How many input gates the operator takes (None: any number >= 1, merged as a union)."""
+        if self.is_source:
+            return 0
+        if self is OperatorKind.JOIN:
+            return 2
+        if self is OperatorKind.UNION:
+            return None
+        return 1
+
+
+class JobGraphError(ValueError):
+    """A job graph that cannot run; the message names the vertex or edge."""
+
+
+@dataclass(frozen=True)
+class JobVertex:
+    name: str
+    operator: OperatorKind
+    parallelism: int
+    max_parallelism: int = 128
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobEdge:
+    source: str
+    target: str
+    partitioner: Partitioner
+    target_gate: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.source} -[{self.partitioner.value}]-> {self.target} (gate {self.target_gate})"
+
+
+@dataclass(frozen=True)
+class JobGraph:
+    vertices: tuple[JobVertex, ...]
+    edges: tuple[JobEdge, ...]
+
+    # -- lookups ---------------------------------------------------------------------------------
+
+    def vertex(self, name: str) -> JobVertex:
+        for v in self.vertices:
+            if v.name == name:
+                return v
+        raise JobGraphError(f"no vertex named {name!r}")
+
+    def inputs_of(self, name: str) -> list[JobEdge]:
+        return [e for e in self.edges if e.target == name]
+
+    def outputs_of(self, name: str) -> list[JobEdge]:
+        return [e for e in self.edges if e.source == name]
+
+    def gates_of(self, name: str) -> list[list[JobEdge]]:
+        """The vertex's input gates in order, each the list of edges feeding it."""
+        edges = self.inputs_of(name)
+        count = max((e.target_gate for e in edges), default=-1) + 1
+        return [[e for e in edges if e.target_gate == g] for g in range(count)]
+
+    def channels_in_gate(self, name: str, gate: int, subtask: int) -> list[tuple[JobEdge, int]]:
+        """The input channels of ``subtask``'s gate ``gate`` in order: (edge, producer subtask) per channel."""
+        channels: list[tuple[JobEdge, int]] = []
+        for edge in self.gates_of(name)[gate]:
+            if edge.partitioner.is_pointwise:
+                channels.append((edge, subtask))
+            else:
+                channels.extend((edge, p) for p in range(self.vertex(edge.source).parallelism))
+        return channels
+
+    def topological_order(self) -> list[str]:
+        indegree = {v.name: 0 for v in self.vertices}
+        for e in self.edges:
+            indegree[e.target] += 1
+        ready = [v.name for v in self.vertices if indegree[v.name] == 0]
+        order: list[str] = []
+        while ready:
+            name = ready.pop(0)
+            order.append(name)
+            for e in self.outputs_of(name):
+                indegree[e.target] -= 1
+                if indegree[e.target] == 0:
+                    ready.append(e.target)
+        if len(order) != len(self.vertices):
+            stuck = sorted(n for n, d in indegree.items() if d > 0)
+            raise JobGraphError(f"the job graph has a cycle through {', '.join(stuck)}")
+        return order
+
+    def stages(self) -> int:
+        """The length of the longest source-to-sink path, in vertices."""
+        depth: dict[str, int] = {}
+        for name in self.topological_order():
+            depth[name] = 1 + max((depth[e.source] for e in self.inputs_of(name)), default=0)
+        return max(depth.values(), default=0)
+
+    @property
+    def sources(self) -> list[JobVertex]:
+        return [v for v in self.vertices if v.operator.is_source]
+
+    @property
+    def sinks(self) -> list[JobVertex]:
+        return [v for v in self.vertices if v.operator.is_sink]
+
+    # -- validation ------------------------------------------------------------------------------
+
+    def validate(self) -> "JobGraph":
+        names = [v.name for v in self.vertices]
+        if not names:
+            raise JobGraphError("the job graph has no vertices")
+        for name in names:
+            if names.count(name) > 1:
+                raise JobGraphError(f"vertex {name!r} is defined twice")
+        for v in self.vertices:
+            if v.parallelism < 1:
+                raise JobGraphError(f"vertex {v.name!r}: parallelism must be >= 1, got {v.parallelism}")
+            if not v.parallelism <= v.max_parallelism <= 32768:
+                raise JobGraphError(
+                    f"vertex {v.name!r}: max parallelism {v.max_parallelism} must be between the parallelism "
+                    f"{v.parallelism} and 32768"
+                )
+        for e in self.edges:
+            for end in (e.source, e.target):
+                if end not in names:
+                    raise JobGraphError(f"edge {e}: no vertex named {end!r}")
+            if e.source == e.target:
+                raise JobGraphError(f"edge {e}: a vertex cannot feed itself")
+            if e.target_gate < 0:
+                raise JobGraphError(f"edge {e}: target gate must be >= 0")
+            src, dst = self.vertex(e.source), self.vertex(e.target)
+            if src.operator.is_sink:
+                raise JobGraphError(f"edge {e}: sink {src.name!r} cannot have outputs")
+            if dst.operator.is_source:
+                raise JobGraphError(f"edge {e}: source {dst.name!r} cannot have inputs")
+            if e.partitioner is Partitioner.FORWARD and src.parallelism != dst.parallelism:
+                raise JobGraphError(
+                    f"edge {e}: forward needs equal parallelism, got {src.parallelism} and {dst.parallelism}"
+                )
+            if e.partitioner is Partitioner.HASH and not dst.operator.is_keyed:
+                raise JobGraphError(f"edge {e}: hash partitioning needs a keyed operator, {dst.name!r} is not keyed")
+            if dst.operator.is_keyed and e.partitioner is not Partitioner.HASH:
+                raise JobGraphError(f"edge {e}: keyed operator {dst.name!r} must be fed by a hash partitioner")
+        self.topological_order()
+        for v in self.vertices:
+            gates = self.gates_of(v.name)
+            expected = v.operator.input_gates
+            if v.operator.is_source:
+                continue
+            if not gates or any(not g for g in gates):
+                raise JobGraphError(f"vertex {v.name!r}: input gates must be numbered 0..n-1 without gaps")
+            if expected is not None and len(gates) != expected:
+                raise JobGraphError(f"vertex {v.name!r}: {v.operator.value} takes {expected} input gate(s), got {len(gates)}")
+            if not self.outputs_of(v.name) and not v.operator.is_sink:
+                raise JobGraphError(f"vertex {v.name!r}: only sinks may have no outputs")
+        if not self.sources:
+            raise JobGraphError("the job graph has no source")
+        if not self.sinks:
+            raise JobGraphError("the job graph has no sink")
+        return self
