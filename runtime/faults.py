@@ -1,0 +1,226 @@
+"""Fault schedules: what goes wrong, when, as immutable named values shared by both backends.
+
+How this works: a ``FaultSchedule`` is a tuple of fault values (frozen dataclasses). Each fault names its
+target (a subtask such as ``sum#1``, the coordinator, a message kind, a checkpoint) and its moment: a virtual
+or real time in ms, or a *protocol point* (``ProtocolPoint``) reached for a given checkpoint, such as "after
+the synchronous snapshot but before the acknowledgement". The simulator fires them from its event loop; the
+Ray backend turns them into ``ray.kill``, slowed actors and delayed RPCs. A schedule round-trips through plain
+dicts (``to_plain``/``from_plain``) and a compact JSON string, so a failing property-based example can print a
+one-line replay command. Malformed schedules raise ``FaultScheduleError`` naming the fault and the field.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import MISSING, asdict, dataclass, fields
+from typing import Union
+
+
+class ProtocolPoint(enum.Enum):
+    """Where in the checkpoint protocol a task crash happens."""
+
+    BEFORE_FORWARDING_BARRIER = "before_forwarding_barrier"
+    MID_ALIGNMENT = "mid_alignment"
+    AFTER_SYNC_SNAPSHOT_BEFORE_ACK = "after_sync_snapshot_before_ack"
+    AFTER_ACK_BEFORE_COMPLETION_NOTICE = "after_ack_before_completion_notice"
+    DURING_RESTORE = "during_restore"
+
+
+class MessageKind(enum.Enum):
+    ACKNOWLEDGE = "acknowledge"
+    DECLINE = "decline"
+    NOTIFY_COMPLETE = "notify_complete"
+    NOTIFY_ABORTED = "notify_aborted"
+
+
+class FaultScheduleError(ValueError):
+    """A fault schedule that cannot be used; the message names the fault and the field."""
+
+
+@dataclass(frozen=True)
+class CrashTask:
+    """Kill subtask ``task`` at ``at_ms``, or when it reaches ``point`` during checkpoint ``checkpoint_id``."""
+
+    task: str
+    at_ms: int | None = None
+    point: ProtocolPoint | None = None
+    checkpoint_id: int | None = None
+
+
+@dataclass(frozen=True)
+class CrashCoordinator:
+    """Kill the checkpoint coordinator at ``at_ms``; it restarts from the completed checkpoint store."""
+
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class DelayMessage:
+    """Delay the ``kind`` message of ``task`` for ``checkpoint_id`` (None: every checkpoint) by ``delay_ms``."""
+
+    kind: MessageKind
+    delay_ms: int
+    task: str | None = None
+    checkpoint_id: int | None = None
+
+
+@dataclass(frozen=True)
+class DropMessage:
+    """Lose the ``kind`` message of ``task`` (None: any task) for ``checkpoint_id``."""
+
+    kind: MessageKind
+    task: str | None = None
+    checkpoint_id: int | None = None
+
+
+@dataclass(frozen=True)
+class SlowTask:
+    """Multiply ``task``'s per-record processing cost by ``factor`` from ``from_ms`` until ``until_ms``."""
+
+    task: str
+    factor: float
+    from_ms: int = 0
+    until_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class FailStorageWrite:
+    """The checkpoint storage write of checkpoint ``checkpoint_id`` fails (the checkpoint is then aborted)."""
+
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class FailCheckpoints:
+    """Checkpoints ``first_checkpoint_id`` .. ``+count-1`` are declined by ``task`` (None: the first source),
+    to exercise the tolerable-failure threshold."""
+
+    first_checkpoint_id: int
+    count: int
+    task: str | None = None
+
+
+Fault = Union[CrashTask, CrashCoordinator, DelayMessage, DropMessage, SlowTask, FailStorageWrite, FailCheckpoints]
+FAULT_TYPES: dict[str, type] = {
+    "crash_task": CrashTask,
+    "crash_coordinator": CrashCoordinator,
+    "delay_message": DelayMessage,
+    "drop_message": DropMessage,
+    "slow_task": SlowTask,
+    "fail_storage_write": FailStorageWrite,
+    "fail_checkpoints": FailCheckpoints,
+}
+_NAME_OF = {cls: name for name, cls in FAULT_TYPES.items()}
+_ENUMS = {"point": ProtocolPoint, "kind": MessageKind}
+
+
+def _check(fault: Fault, where: str) -> None:
+    def bad(field_name: str, problem: str) -> FaultScheduleError:
+        return FaultScheduleError(f"{where} ({_NAME_OF[type(fault)]}).{field_name}: {problem}")
+
+    for f in fields(fault):
+        value = getattr(fault, f.name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            raise bad(f.name, f"must be >= 0, got {value}")
+    if isinstance(fault, CrashTask):
+        if (fault.at_ms is None) == (fault.point is None):
+            raise bad("at_ms", "give exactly one of at_ms and point")
+        if fault.point is not None and fault.checkpoint_id is None and fault.point is not ProtocolPoint.DURING_RESTORE:
+            raise bad("checkpoint_id", f"is required with point {fault.point.value}")
+    if isinstance(fault, SlowTask) and fault.factor <= 0:
+        raise bad("factor", f"must be > 0, got {fault.factor}")
+    if isinstance(fault, SlowTask) and fault.until_ms is not None and fault.until_ms < fault.from_ms:
+        raise bad("until_ms", "must not be before from_ms")
+    if isinstance(fault, FailCheckpoints) and fault.count < 1:
+        raise bad("count", f"must be >= 1, got {fault.count}")
+    if isinstance(fault, (FailStorageWrite, FailCheckpoints)):
+        first = fault.checkpoint_id if isinstance(fault, FailStorageWrite) else fault.first_checkpoint_id
+        if first < 1:
+            raise bad("checkpoint_id" if isinstance(fault, FailStorageWrite) else "first_checkpoint_id",
+                      "checkpoint ids start at 1")
+
+
+@dataclass(frozen=True)
+class FaultSchedule:
+    faults: tuple[Fault, ...] = ()
+
+    def __post_init__(self) -> None:
+        for i, fault in enumerate(self.faults):
+            if type(fault) not in _NAME_OF:
+                raise FaultScheduleError(f"faults[{i}]: not a fault: {fault!r}")
+            _check(fault, f"faults[{i}]")
+
+    def __len__(self) -> int:
+        return len(self.faults)
+
+    def of_type(self, cls: type) -> list:
+        return [f for f in self.faults if isinstance(f, cls)]
+
+    # -- plain values and JSON (for scenario files and replay commands) ------------------------------
+
+    def to_plain(self) -> list[dict]:
+        out = []
+        for fault in self.faults:
+            d = {"type": _NAME_OF[type(fault)]}
+            for key, value in asdict(fault).items():
+                if value is None:
+                    continue
+                d[key] = value.value if isinstance(value, enum.Enum) else value
+            out.append(d)
+        return out
+
+    @staticmethod
+    def from_plain(items: list, where: str = "faults") -> "FaultSchedule":
+        if not isinstance(items, list):
+            raise FaultScheduleError(f"{where}: must be a list of fault tables")
+        faults = []
+        for i, item in enumerate(items):
+            at = f"{where}[{i}]"
+            if not isinstance(item, dict) or "type" not in item:
+                raise FaultScheduleError(f"{at}.type: is required (one of {', '.join(FAULT_TYPES)})")
+            cls = FAULT_TYPES.get(item["type"])
+            if cls is None:
+                raise FaultScheduleError(f"{at}.type: unknown fault {item['type']!r} (known: {', '.join(FAULT_TYPES)})")
+            known = {f.name: f for f in fields(cls)}
+            kwargs = {}
+            for key, value in item.items():
+                if key == "type":
+                    continue
+                if key not in known:
+                    raise FaultScheduleError(f"{at}.{key}: unknown field for {item['type']} (known: {', '.join(known)})")
+                if key in _ENUMS:
+                    try:
+                        value = _ENUMS[key](value)
+                    except ValueError:
+                        choices = ", ".join(m.value for m in _ENUMS[key])
+                        raise FaultScheduleError(f"{at}.{key}: must be one of {choices}, got {value!r}") from None
+                elif key in ("task",):
+                    if not isinstance(value, str):
+                        raise FaultScheduleError(f"{at}.{key}: must be a string, got {value!r}")
+                elif key == "factor":
+                    if isinstance(value, bool) or not isinstance(value, (int, float)):
+                        raise FaultScheduleError(f"{at}.{key}: must be a number, got {value!r}")
+                    value = float(value)
+                elif isinstance(value, bool) or not isinstance(value, int):
+                    raise FaultScheduleError(f"{at}.{key}: must be an integer, got {value!r}")
+                kwargs[key] = value
+            try:
+                fault = cls(**kwargs)
+            except TypeError as e:
+                missing = [f for f in known if f not in kwargs and known[f].default is MISSING]
+                raise FaultScheduleError(f"{at}.{missing[0] if missing else 'type'}: is required ({e})") from None
+            _check(fault, at)
+            faults.append(fault)
+        return FaultSchedule(tuple(faults))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_plain(), separators=(",", ":"), sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "FaultSchedule":
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise FaultScheduleError(f"faults: not valid JSON ({e.msg} at column {e.colno})") from None
+        return FaultSchedule.from_plain(items)

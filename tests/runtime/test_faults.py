@@ -1,0 +1,66 @@
+"""Fault schedules: validation naming fault and field, and lossless round trips for replay commands."""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from barriersim.runtime.faults import (
+    CrashCoordinator,
+    CrashTask,
+    DelayMessage,
+    DropMessage,
+    FailCheckpoints,
+    FailStorageWrite,
+    FaultSchedule,
+    FaultScheduleError,
+    MessageKind,
+    ProtocolPoint,
+    SlowTask,
+)
+
+faults = st.one_of(
+    st.builds(CrashTask, task=st.sampled_from(["sum#0", "source#1"]), at_ms=st.integers(0, 10_000)),
+    st.builds(CrashTask, task=st.just("sum#1"), point=st.sampled_from(list(ProtocolPoint)),
+              checkpoint_id=st.integers(1, 20)),
+    st.builds(CrashCoordinator, at_ms=st.integers(0, 10_000)),
+    st.builds(DelayMessage, kind=st.sampled_from(list(MessageKind)), delay_ms=st.integers(0, 5000),
+              task=st.none() | st.just("sink#0"), checkpoint_id=st.none() | st.integers(1, 9)),
+    st.builds(DropMessage, kind=st.sampled_from(list(MessageKind)), checkpoint_id=st.integers(1, 9)),
+    st.builds(SlowTask, task=st.just("sum#0"), factor=st.floats(0.1, 100), from_ms=st.integers(0, 100)),
+    st.builds(FailStorageWrite, checkpoint_id=st.integers(1, 9)),
+    st.builds(FailCheckpoints, first_checkpoint_id=st.integers(1, 9), count=st.integers(1, 5)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(faults, max_size=6))
+def test_schedules_round_trip_through_json(items):
+    schedule = FaultSchedule(tuple(items))
+    assert FaultSchedule.from_json(schedule.to_json()) == schedule
+
+
+@pytest.mark.parametrize(
+    "plain, message",
+    [
+        ([{"type": "explode"}], "faults[0].type: unknown fault 'explode'"),
+        ([{"at_ms": 3}], "faults[0].type: is required"),
+        ([{"type": "crash_task", "task": "a"}], "faults[0] (crash_task).at_ms: give exactly one of at_ms and point"),
+        ([{"type": "crash_task", "task": "a", "point": "mid_alignment"}], "(crash_task).checkpoint_id: is required"),
+        ([{"type": "crash_task", "task": "a", "point": "sometime"}], "faults[0].point: must be one of"),
+        ([{"type": "crash_coordinator", "at_ms": -5}], "(crash_coordinator).at_ms: must be >= 0"),
+        ([{"type": "crash_coordinator", "at_ms": "soon"}], "faults[0].at_ms: must be an integer"),
+        ([{"type": "slow_task", "task": "a", "factor": 0}], "(slow_task).factor: must be > 0"),
+        ([{"type": "fail_checkpoints", "first_checkpoint_id": 0, "count": 1}], "checkpoint ids start at 1"),
+        ([{"type": "drop_message", "kind": "ack"}], "faults[0].kind: must be one of acknowledge"),
+        ([{"type": "fail_storage_write"}], "faults[0].checkpoint_id: is required"),
+        ([{"type": "crash_coordinator", "at_ms": 1, "when": 2}], "faults[0].when: unknown field"),
+    ],
+)
+def test_malformed_faults_name_the_fault_and_field(plain, message):
+    with pytest.raises(FaultScheduleError) as info:
+        FaultSchedule.from_plain(plain)
+    assert message in str(info.value)
+
+
+def test_bad_json_is_reported_in_one_line():
+    with pytest.raises(FaultScheduleError, match="faults: not valid JSON"):
+        FaultSchedule.from_json("[{")
