@@ -1,0 +1,225 @@
+"""A task's pipelined result partition: serializes records into buffers per subpartition, broadcasts events,
+and hands buffers to the network under credit-based flow control.
+
+How this works: each subpartition has an open buffer builder. ``emit_record`` appends a record of ``size``
+bytes to its target's builder; a builder is finished (queued in the subpartition, where it gets the next
+buffer index) when it is full (the memory segment size, 32 KiB by default) or on ``flush``. A record larger
+than the space left spans buffers, as Flink's spanning records do: the full buffers carry its first bytes
+and the record value travels in the buffer where it ends. ``broadcast_event`` first finishes every open
+builder, so the data written before an event is queued before it, then adds the event to every
+subpartition; as a priority event (an unaligned barrier) it overtakes the queued data, and the overtaken
+buffers are returned per subpartition for the channel state writer. ``aligned_barrier_timeout`` turns a
+queued timeoutable barrier into a priority one the same way.
+
+Backpressure: a subpartition may hold at most ``max_buffers_per_channel`` buffers (queued plus the open
+builder). When one reaches it, ``get_availability`` is ``BACKPRESSURED`` and the producer must stop taking
+input until the network drains it (Flink's ``LocalBufferPool`` with ``maxBuffersPerChannel``). Records
+emitted while processing one input are never refused (Flink blocks inside the write; a sans-IO producer
+cannot), so the bound is checked by the driver before the producer takes its next input.
+
+The network side (the driver's netty stand-in): ``add_credit(info, n)`` for the receiver's credit,
+``poll_next(info)`` for the next element that may be sent (``BufferAndBacklog`` or None), and
+``resume_consumption(info)`` after the receiver's alignment.
+
+Mirrors Flink's ``PipelinedResultPartition`` / ``BufferWritingResultPartition`` (``emitRecord``,
+``broadcastRecord``, ``broadcastEvent(event, isPriorityEvent)``, ``flush``, ``flushAll``, ``finish``,
+``alignedBarrierTimeout``) with ``LocalBufferPool`` availability.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from barriersim.runtime.events import Buffer, ChannelElement, ResultSubpartitionInfo
+from barriersim.runtime.network.output.subpartition import BufferAndBacklog, PipelinedSubpartition
+from barriersim.runtime.network.output.view_reader import CreditBasedSequenceNumberingViewReader
+
+DEFAULT_MEMORY_SEGMENT_SIZE = 32 * 1024
+DEFAULT_MAX_BUFFERS_PER_CHANNEL = 10
+
+
+class Availability(enum.Enum):
+    AVAILABLE = "AVAILABLE"
+    BACKPRESSURED = "BACKPRESSURED"
+
+
+class PartitionStateError(RuntimeError):
+    """An operation the partition's state does not allow (e.g. writing after ``finish``)."""
+
+
+@dataclass
+class _BufferBuilder:
+    records: list = field(default_factory=list)
+    size: int = 0
+
+    def build(self) -> Buffer:
+        return Buffer(tuple(self.records), self.size)
+
+
+class ResultPartition:
+    def __init__(
+        self,
+        partition_idx: int,
+        num_subpartitions: int,
+        *,
+        memory_segment_size: int = DEFAULT_MEMORY_SEGMENT_SIZE,
+        max_buffers_per_channel: int = DEFAULT_MAX_BUFFERS_PER_CHANNEL,
+        initial_credit: int = 0,
+        block_on_aligned_barrier: bool = True,
+    ):
+        if num_subpartitions <= 0 or memory_segment_size <= 0 or max_buffers_per_channel <= 0:
+            raise ValueError(
+                f"result partition {partition_idx}: subpartitions ({num_subpartitions}), segment size "
+                f"({memory_segment_size}) and max buffers per channel ({max_buffers_per_channel}) must be positive"
+            )
+        self.partition_idx = partition_idx
+        self.memory_segment_size = memory_segment_size
+        self.max_buffers_per_channel = max_buffers_per_channel
+        self.subpartitions = [
+            PipelinedSubpartition(ResultSubpartitionInfo(partition_idx, i), block_on_aligned_barrier=block_on_aligned_barrier)
+            for i in range(num_subpartitions)
+        ]
+        self._readers = [CreditBasedSequenceNumberingViewReader(s, initial_credit) for s in self.subpartitions]
+        self._builders = [_BufferBuilder() for _ in range(num_subpartitions)]
+        self._finished = False
+        self.total_written_bytes = 0
+
+    @property
+    def number_of_subpartitions(self) -> int:
+        return len(self.subpartitions)
+
+    @property
+    def subpartition_infos(self) -> list[ResultSubpartitionInfo]:
+        return [s.info for s in self.subpartitions]
+
+    def _index(self, info: ResultSubpartitionInfo) -> int:
+        if info.partition_idx != self.partition_idx or not 0 <= info.subpartition_idx < len(self.subpartitions):
+            raise KeyError(f"{info} is not a subpartition of result partition {self.partition_idx}")
+        return info.subpartition_idx
+
+    def _check_in_produce_state(self, what: str) -> None:
+        if self._finished:
+            raise PartitionStateError(f"{what}: result partition {self.partition_idx} is already finished")
+
+    # -- records -----------------------------------------------------------------------------------
+
+    def emit_record(self, record: Any, target_subpartition: int, size: int) -> Availability:
+        """Serializes ``record`` (``size`` bytes) into the target subpartition's buffers."""
+        self._check_in_produce_state(f"emit_record(to {target_subpartition})")
+        if size < 0:
+            raise ValueError(f"emit_record: negative record size {size}")
+        builder = self._builders[target_subpartition]
+        remaining = size
+        while remaining > self.memory_segment_size - builder.size:  # spanning record: fill and finish
+            remaining -= self.memory_segment_size - builder.size
+            builder.size = self.memory_segment_size
+            self._finish_builder(target_subpartition)
+            builder = self._builders[target_subpartition]
+        builder.records.append(record)
+        builder.size += remaining
+        self.total_written_bytes += size
+        if builder.size == self.memory_segment_size:
+            self._finish_builder(target_subpartition)
+        return self.get_availability()
+
+    def broadcast_record(self, record: Any, size: int) -> Availability:
+        for i in range(len(self.subpartitions)):
+            self.emit_record(record, i, size)
+        return self.get_availability()
+
+    def _finish_builder(self, i: int) -> None:
+        builder = self._builders[i]
+        if builder.records or builder.size:
+            self.subpartitions[i].add_buffer(builder.build())
+        self._builders[i] = _BufferBuilder()
+
+    def flush(self, target_subpartition: int) -> None:
+        """Makes the partially filled buffer of one subpartition available (Flink's ``flush``)."""
+        self._finish_builder(target_subpartition)
+
+    def flush_all(self) -> None:
+        for i in range(len(self.subpartitions)):
+            self._finish_builder(i)
+
+    # -- events ------------------------------------------------------------------------------------
+
+    def broadcast_event(
+        self, event: ChannelElement, is_priority_event: bool = False
+    ) -> dict[ResultSubpartitionInfo, tuple[Buffer, ...]]:
+        """Adds ``event`` to every subpartition after finishing the open buffers. Returns, for a priority
+        event, the data buffers it overtook per subpartition (only subpartitions with any)."""
+        self._check_in_produce_state(f"broadcast_event({event!r})")
+        self.flush_all()
+        overtaken: dict[ResultSubpartitionInfo, tuple[Buffer, ...]] = {}
+        for sub in self.subpartitions:
+            data = sub.add_event(event, is_priority_event)
+            if data:
+                overtaken[sub.info] = data
+        return overtaken
+
+    def aligned_barrier_timeout(self, checkpoint_id: int) -> dict[ResultSubpartitionInfo, tuple[Buffer, ...]]:
+        """Flink's ``alignedBarrierTimeout``: every still queued timeoutable barrier of ``checkpoint_id``
+        becomes an unaligned priority barrier; returns the overtaken data of each converted subpartition
+        (an empty tuple where it overtook nothing)."""
+        converted: dict[ResultSubpartitionInfo, tuple[Buffer, ...]] = {}
+        for sub in self.subpartitions:
+            data = sub.aligned_barrier_timeout(checkpoint_id)
+            if data is not None:
+                converted[sub.info] = data
+        return converted
+
+    def finish(self) -> None:
+        """Flink's ``finish``: flushes and ends every subpartition with an end of partition."""
+        if self._finished:
+            return
+        self.flush_all()
+        for sub in self.subpartitions:
+            sub.finish()
+        self._finished = True
+
+    @property
+    def is_finished(self) -> bool:
+        return self._finished
+
+    # -- restore -----------------------------------------------------------------------------------
+
+    def add_recovered(self, info: ResultSubpartitionInfo, buffers: Iterable[Buffer]) -> None:
+        """Re-queues persisted output buffers of ``info`` before any new data (restore)."""
+        self.subpartitions[self._index(info)].add_recovered(buffers)
+
+    # -- the network side --------------------------------------------------------------------------
+
+    def add_credit(self, info: ResultSubpartitionInfo, credit: int) -> None:
+        self._readers[self._index(info)].add_credit(credit)
+
+    def num_credits_available(self, info: ResultSubpartitionInfo) -> int:
+        return self._readers[self._index(info)].num_credits_available
+
+    def poll_next(self, info: ResultSubpartitionInfo) -> Optional[BufferAndBacklog]:
+        """The next element of ``info`` that may be sent now, or None (empty, blocked, or no credit)."""
+        return self._readers[self._index(info)].get_next_buffer()
+
+    def is_subpartition_available(self, info: ResultSubpartitionInfo) -> bool:
+        return self._readers[self._index(info)].is_available()
+
+    def resume_consumption(self, info: ResultSubpartitionInfo) -> None:
+        self._readers[self._index(info)].resume_consumption()
+
+    def get_backlog(self, info: ResultSubpartitionInfo) -> int:
+        return self.subpartitions[self._index(info)].get_buffers_in_backlog()
+
+    # -- availability ------------------------------------------------------------------------------
+
+    def buffers_in_use(self, target_subpartition: int) -> int:
+        builder = self._builders[target_subpartition]
+        open_builder = 1 if (builder.records or builder.size) else 0
+        return self.subpartitions[target_subpartition].number_of_queued_buffers + open_builder
+
+    def get_availability(self) -> Availability:
+        """``BACKPRESSURED`` while any subpartition holds ``max_buffers_per_channel`` buffers or more."""
+        for i in range(len(self.subpartitions)):
+            if self.buffers_in_use(i) >= self.max_buffers_per_channel:
+                return Availability.BACKPRESSURED
+        return Availability.AVAILABLE

@@ -1,0 +1,317 @@
+"""One subpartition of a pipelined result partition: the queue of finished buffers and events for one
+downstream channel, with priority events that overtake the queued data.
+
+How this works: finished data buffers and events are appended in order. A *priority* event (an unaligned
+checkpoint barrier) goes to the head, behind earlier priority events, and overtakes everything queued;
+the data buffers it overtook are returned as the subpartition's in-flight data for the channel state
+writer (they stay queued and are still sent: on restore the persisted copies replace them). An aligned
+barrier that may time out is announced: an ``EventAnnouncement`` goes ahead of the data as a priority
+element, and ``aligned_barrier_timeout`` later moves the queued barrier itself to the head as an unaligned
+barrier (returning the data it overtook). After an aligned barrier is handed out, the subpartition blocks
+until the consumer calls ``resume_consumption`` (Flink's ``isBlockingUpstream`` data types).
+
+Two numbers: each data buffer gets the subpartition's next *buffer index* when queued
+(``Buffer.sequence_number``: its identity and order among the buffers of this subpartition, kept in
+channel state), and every element handed out by ``poll_buffer`` gets the next *wire sequence number*
+(``BufferAndBacklog.sequence_number``, counting buffers and events, as Flink's ``PipelinedSubpartition``
+numbers what it sends; a receiver expects consecutive wire numbers). An announcement carries the wire
+number its barrier will be sent with, computed when the announcement is sent; a later priority event of
+another checkpoint inserted ahead of the announced barrier would shift it (documented limitation).
+
+Mirrors Flink's ``PipelinedSubpartition`` (``add``, ``addPriorityElement``/``processPriorityBuffer``,
+``alignedBarrierTimeout``, ``pollBuffer``, ``resumeConsumption``, ``getBuffersInBacklogUnsafe``), its
+``PrioritizedDeque`` and ``Buffer.DataType``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterable, Optional, Union
+
+from barriersim.runtime.events import (
+    Buffer,
+    ChannelElement,
+    CheckpointBarrier,
+    EndOfPartition,
+    EventAnnouncement,
+    ResultSubpartitionInfo,
+)
+
+
+class DataType(enum.Enum):
+    """Flink's ``Buffer.DataType`` (the kinds our model uses)."""
+
+    NONE = "NONE"
+    DATA_BUFFER = "DATA_BUFFER"
+    EVENT_BUFFER = "EVENT_BUFFER"
+    PRIORITIZED_EVENT_BUFFER = "PRIORITIZED_EVENT_BUFFER"
+    ALIGNED_CHECKPOINT_BARRIER = "ALIGNED_CHECKPOINT_BARRIER"
+    TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER = "TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER"
+
+    @property
+    def is_buffer(self) -> bool:
+        return self is DataType.DATA_BUFFER
+
+    @property
+    def is_event(self) -> bool:
+        return self not in (DataType.NONE, DataType.DATA_BUFFER)
+
+    @property
+    def has_priority(self) -> bool:
+        return self is DataType.PRIORITIZED_EVENT_BUFFER
+
+    @property
+    def is_blocking_upstream(self) -> bool:
+        return self in (DataType.ALIGNED_CHECKPOINT_BARRIER, DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER)
+
+    @property
+    def requires_announcement(self) -> bool:
+        return self is DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER
+
+
+def data_type_of(element: ChannelElement, is_priority: bool = False) -> DataType:
+    """Flink's ``Buffer.DataType.getDataType(event, hasPriority)``."""
+    if isinstance(element, Buffer):
+        return DataType.DATA_BUFFER
+    if is_priority:
+        return DataType.PRIORITIZED_EVENT_BUFFER
+    if isinstance(element, CheckpointBarrier) and element.options.needs_alignment:
+        if element.options.is_timeoutable:
+            return DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER
+        return DataType.ALIGNED_CHECKPOINT_BARRIER
+    return DataType.EVENT_BUFFER
+
+
+@dataclass(frozen=True)
+class BufferAndBacklog:
+    """What a subpartition hands out: the element, the data buffers still queued behind it (the backlog the
+    receiver uses to ask for floating buffers), the type of the next element (``NONE`` if none can be sent
+    now) and the element's wire sequence number. Flink's ``ResultSubpartition.BufferAndBacklog``."""
+
+    element: ChannelElement
+    buffers_in_backlog: int
+    next_data_type: DataType
+    sequence_number: int
+
+    @property
+    def is_buffer(self) -> bool:
+        return isinstance(self.element, Buffer)
+
+    @property
+    def is_data_available(self) -> bool:
+        return self.next_data_type is not DataType.NONE
+
+    @property
+    def is_event_available(self) -> bool:
+        return self.next_data_type.is_event
+
+
+class SubpartitionStateError(RuntimeError):
+    """An operation that the subpartition's state does not allow (e.g. resume when not blocked)."""
+
+
+@dataclass
+class _Entry:
+    element: Union[ChannelElement, "_PendingAnnouncement"]
+    data_type: DataType
+
+
+@dataclass
+class _PendingAnnouncement:
+    """An announcement whose wire sequence number is fixed when it is sent."""
+
+    barrier_entry: _Entry
+
+
+class PipelinedSubpartition:
+    def __init__(self, info: ResultSubpartitionInfo, *, block_on_aligned_barrier: bool = True):
+        self.info = info
+        self.block_on_aligned_barrier = block_on_aligned_barrier
+        self._priority: deque[_Entry] = deque()
+        self._normal: deque[_Entry] = deque()
+        self._buffers_in_backlog = 0
+        self._next_buffer_index = 0
+        self._sequence_number = 0  # wire number of the next element handed out
+        self._is_blocked = False
+        self._is_finished = False
+        self.total_number_of_buffers = 0
+        self.total_number_of_bytes = 0
+
+    # -- producing -------------------------------------------------------------------------------
+
+    def add_buffer(self, buffer: Buffer) -> Buffer:
+        """Queues a finished data buffer, numbering it with the next buffer index; returns it numbered."""
+        self._check_not_finished(f"add_buffer({buffer.size} bytes)")
+        numbered = buffer.with_sequence_number(self._next_buffer_index)
+        self._next_buffer_index += 1
+        self._normal.append(_Entry(numbered, DataType.DATA_BUFFER))
+        self._buffers_in_backlog += 1
+        return numbered
+
+    def add_recovered(self, buffers: Iterable[Buffer]) -> None:
+        """Restore: persisted output buffers go in first, keeping their buffer indices."""
+        if self._normal or self._priority or self._sequence_number:
+            raise SubpartitionStateError(f"{self.info}: recovered buffers must come before any new data")
+        for b in sorted(buffers, key=lambda x: x.sequence_number):
+            self._normal.append(_Entry(b, DataType.DATA_BUFFER))
+            self._buffers_in_backlog += 1
+            self._next_buffer_index = max(self._next_buffer_index, b.sequence_number + 1)
+
+    def add_event(self, event: ChannelElement, is_priority: bool = False) -> tuple[Buffer, ...]:
+        """Queues an event; a priority event goes to the head and the data buffers it overtook are
+        returned (empty tuple otherwise). A timeoutable aligned barrier is announced ahead of the data."""
+        self._check_not_finished(f"add_event({event!r})")
+        data_type = data_type_of(event, is_priority)
+        if data_type.has_priority:
+            if isinstance(event, CheckpointBarrier) and not event.options.is_unaligned_checkpoint:
+                raise SubpartitionStateError(
+                    f"{self.info}: only unaligned checkpoint barriers may be priority events, got {event!r}"
+                )
+            self._priority.append(_Entry(event, data_type))
+            return self._queued_data()
+        entry = _Entry(event, data_type)
+        self._normal.append(entry)
+        if data_type.requires_announcement:
+            self._priority.append(_Entry(_PendingAnnouncement(entry), DataType.PRIORITIZED_EVENT_BUFFER))
+        if isinstance(event, EndOfPartition):
+            self._is_finished = True
+        return ()
+
+    def finish(self) -> None:
+        """Flink's ``finish``: queues the end of partition; no more elements may be added."""
+        if not self._is_finished:
+            self.add_event(EndOfPartition())
+
+    def aligned_barrier_timeout(self, checkpoint_id: int) -> Optional[tuple[Buffer, ...]]:
+        """Converts the still queued timeoutable barrier of ``checkpoint_id`` into an unaligned priority
+        barrier; returns the data buffers it overtook, or None if no such barrier is queued (already sent)."""
+        for i, entry in enumerate(self._normal):
+            el = entry.element
+            if (
+                isinstance(el, CheckpointBarrier)
+                and el.id == checkpoint_id
+                and entry.data_type is DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER
+            ):
+                overtaken = tuple(e.element for e in list(self._normal)[:i] if e.data_type.is_buffer)
+                del self._normal[i]
+                # an unsent announcement of this barrier is dropped: the barrier itself now overtakes
+                self._priority = deque(
+                    p
+                    for p in self._priority
+                    if not (isinstance(p.element, _PendingAnnouncement) and p.element.barrier_entry is entry)
+                )
+                self._priority.append(_Entry(el.as_unaligned(), DataType.PRIORITIZED_EVENT_BUFFER))
+                return overtaken  # type: ignore[return-value]
+        return None
+
+    def _queued_data(self) -> tuple[Buffer, ...]:
+        return tuple(e.element for e in self._normal if e.data_type.is_buffer)  # type: ignore[misc]
+
+    def _check_not_finished(self, what: str) -> None:
+        if self._is_finished:
+            raise SubpartitionStateError(f"{what}: subpartition {self.info} is finished")
+
+    # -- consuming ----------------------------------------------------------------------------------
+
+    def _head(self) -> Optional[_Entry]:
+        if self._priority:
+            return self._priority[0]
+        if self._normal:
+            return self._normal[0]
+        return None
+
+    def next_data_type(self, num_credits_available: int) -> DataType:
+        """The type of the element that could be handed out now with the given credit (``NONE`` if none:
+        empty, blocked, or a data buffer at the head without credit)."""
+        head = self._head()
+        if head is None or self._is_blocked:
+            return DataType.NONE
+        if head.data_type.is_buffer and num_credits_available <= 0:
+            return DataType.NONE
+        return head.data_type
+
+    def is_available(self, num_credits_available: int) -> bool:
+        return self.next_data_type(num_credits_available) is not DataType.NONE
+
+    def poll_buffer(self, num_credits_available: int) -> Optional[BufferAndBacklog]:
+        """Hands out the head element if it can be sent with ``num_credits_available`` (events need no
+        credit); the caller takes one credit for a data buffer."""
+        if not self.is_available(num_credits_available):
+            return None
+        entry = (self._priority if self._priority else self._normal).popleft()
+        element = entry.element
+        if isinstance(element, _PendingAnnouncement):
+            position = next(
+                (i for i, e in enumerate(self._normal) if e is element.barrier_entry), None
+            )
+            if position is None:  # its barrier was converted meanwhile: drop the stale announcement
+                return self.poll_buffer(num_credits_available)
+            # the barrier will be sent after the remaining priority elements and the data ahead of it
+            element = EventAnnouncement(
+                element.barrier_entry.element,  # type: ignore[arg-type]
+                self._sequence_number + 1 + len(self._priority) + position,
+            )
+        if entry.data_type.is_buffer:
+            self._buffers_in_backlog -= 1
+            self.total_number_of_bytes += element.size  # type: ignore[union-attr]
+        self.total_number_of_buffers += 1
+        if entry.data_type.is_blocking_upstream and self.block_on_aligned_barrier:
+            self._is_blocked = True
+        seq = self._sequence_number
+        self._sequence_number += 1
+        credits_left = num_credits_available - (1 if entry.data_type.is_buffer else 0)
+        return BufferAndBacklog(element, self.get_buffers_in_backlog(), self.next_data_type(credits_left), seq)  # type: ignore[arg-type]
+
+    def resume_consumption(self) -> None:
+        """Flink's ``resumeConsumption``: the consumer finished its alignment."""
+        if not self._is_blocked:
+            raise SubpartitionStateError(f"resume_consumption: subpartition {self.info} is not blocked by a checkpoint")
+        self._is_blocked = False
+
+    # -- queries -----------------------------------------------------------------------------------
+
+    def get_buffers_in_backlog(self) -> int:
+        """Data buffers queued (0 while blocked, as Flink's ``getBuffersInBacklogUnsafe``)."""
+        return 0 if self._is_blocked else self._buffers_in_backlog
+
+    @property
+    def number_of_queued_buffers(self) -> int:
+        """Data buffers queued regardless of blocking (what the producer's memory holds)."""
+        return self._buffers_in_backlog
+
+    @property
+    def is_blocked(self) -> bool:
+        return self._is_blocked
+
+    @property
+    def is_finished(self) -> bool:
+        return self._is_finished
+
+    @property
+    def is_released_and_drained(self) -> bool:
+        return self._is_finished and self._head() is None
+
+    @property
+    def next_buffer_index(self) -> int:
+        return self._next_buffer_index
+
+    def queued_elements(self) -> list[ChannelElement]:
+        """The queue in hand-out order (announcements shown with their barrier); for tests and traces."""
+        out: list[ChannelElement] = []
+        for e in list(self._priority) + list(self._normal):
+            el = e.element
+            out.append(
+                EventAnnouncement(el.barrier_entry.element, -1) if isinstance(el, _PendingAnnouncement) else el  # type: ignore[arg-type]
+            )
+        return out
+
+
+__all__ = [
+    "BufferAndBacklog",
+    "DataType",
+    "PipelinedSubpartition",
+    "SubpartitionStateError",
+    "data_type_of",
+]
