@@ -2,12 +2,14 @@
 
 How this works: a ``JobGraph`` is a DAG of ``JobVertex`` values connected by ``JobEdge`` values, as in
 Flink's ``JobGraph``/``JobVertex``/``JobEdge`` with the edge's ``StreamPartitioner``. Every vertex runs one
-operator (no chaining in barriersim, so each subtask is one task with its own channels). A vertex's input
-edges are grouped into input gates by ``target_gate`` (a two-input operator such as a join has gates 0 and 1;
-several edges into one gate are a union). ``validate()`` rejects graphs Flink would reject or that cannot run:
+operator (no chaining in barriersim, so each subtask is one task with its own channels). As in Flink, every
+input edge of a vertex becomes one ``InputGate`` of each of its subtasks; ``target_input`` says which
+logical input of the operator the gate feeds (0 for one-input operators, whose several gates are read as one
+union as Flink's ``UnionInputGate`` does; 0 or 1 for a two-input operator such as a join, as Flink's
+``TwoInputStreamTask`` groups gates by input index). ``validate()`` rejects graphs Flink would reject or that cannot run:
 cycles, sources with inputs, sinks with outputs, a forward edge between different parallelisms, a hash
-partitioner into an operator that is not keyed, a keyed operator fed without a hash partitioner, two-input
-operators without exactly two gates. Errors are ``JobGraphError`` naming the vertex or edge.
+partitioner into an operator that is not keyed, a keyed operator fed without a hash partitioner, a two-input
+operator without both inputs fed, a one-input operator fed on input 1. Errors are ``JobGraphError`` naming the vertex or edge.
 
 The channel layout follows Flink: subtask ``j`` of a consumer has, in the gate of edge ``e``, one input
 channel per producer subtask for all-to-all partitioners (rebalance, hash, broadcast) and exactly one
@@ -59,15 +61,11 @@ class OperatorKind(enum.Enum):
         return self in (OperatorKind.KEYED_SUM, OperatorKind.TUMBLING_WINDOW, OperatorKind.JOIN)
 
     @property
-    def input_gates(self) -> int | None:
-        """How many input gates the operator takes (None: any number >= 1, merged as a union)."""
+    def logical_inputs(self) -> int:
+        """How many logical inputs the operator has (each fed by one or more gates)."""
         if self.is_source:
             return 0
-        if self is OperatorKind.JOIN:
-            return 2
-        if self is OperatorKind.UNION:
-            return None
-        return 1
+        return 2 if self is OperatorKind.JOIN else 1
 
 
 class JobGraphError(ValueError):
@@ -88,10 +86,10 @@ class JobEdge:
     source: str
     target: str
     partitioner: Partitioner
-    target_gate: int = 0
+    target_input: int = 0
 
     def __str__(self) -> str:
-        return f"{self.source} -[{self.partitioner.value}]-> {self.target} (gate {self.target_gate})"
+        return f"{self.source} -[{self.partitioner.value}]-> {self.target} (input {self.target_input})"
 
 
 @dataclass(frozen=True)
@@ -113,21 +111,24 @@ class JobGraph:
     def outputs_of(self, name: str) -> list[JobEdge]:
         return [e for e in self.edges if e.source == name]
 
-    def gates_of(self, name: str) -> list[list[JobEdge]]:
-        """The vertex's input gates in order, each the list of edges feeding it."""
+    def gates_of(self, name: str) -> list[JobEdge]:
+        """The vertex's input gates in order (gate index = position): one per input edge, input 0's first."""
         edges = self.inputs_of(name)
-        count = max((e.target_gate for e in edges), default=-1) + 1
-        return [[e for e in edges if e.target_gate == g] for g in range(count)]
+        return [e for i in sorted({e.target_input for e in edges}) for e in edges if e.target_input == i]
 
-    def channels_in_gate(self, name: str, gate: int, subtask: int) -> list[tuple[JobEdge, int]]:
-        """The input channels of ``subtask``'s gate ``gate`` in order: (edge, producer subtask) per channel."""
-        channels: list[tuple[JobEdge, int]] = []
-        for edge in self.gates_of(name)[gate]:
-            if edge.partitioner.is_pointwise:
-                channels.append((edge, subtask))
-            else:
-                channels.extend((edge, p) for p in range(self.vertex(edge.source).parallelism))
-        return channels
+    def channels_in_gate(self, name: str, gate: int, subtask: int) -> list[int]:
+        """The producer subtask behind each input channel of ``subtask``'s gate ``gate``, in channel order."""
+        edge = self.gates_of(name)[gate]
+        if edge.partitioner.is_pointwise:
+            return [subtask]
+        return list(range(self.vertex(edge.source).parallelism))
+
+    def subpartitions_of(self, edge: JobEdge, producer_subtask: int) -> list[int]:
+        """The consumer subtasks that producer subtask's result partition for ``edge`` feeds, one per
+        subpartition in order."""
+        if edge.partitioner.is_pointwise:
+            return [producer_subtask]
+        return list(range(self.vertex(edge.target).parallelism))
 
     def topological_order(self) -> list[str]:
         indegree = {v.name: 0 for v in self.vertices}
@@ -185,8 +186,8 @@ class JobGraph:
                     raise JobGraphError(f"edge {e}: no vertex named {end!r}")
             if e.source == e.target:
                 raise JobGraphError(f"edge {e}: a vertex cannot feed itself")
-            if e.target_gate < 0:
-                raise JobGraphError(f"edge {e}: target gate must be >= 0")
+            if e.target_input not in (0, 1):
+                raise JobGraphError(f"edge {e}: target input must be 0 or 1")
             src, dst = self.vertex(e.source), self.vertex(e.target)
             if src.operator.is_sink:
                 raise JobGraphError(f"edge {e}: sink {src.name!r} cannot have outputs")
@@ -202,14 +203,14 @@ class JobGraph:
                 raise JobGraphError(f"edge {e}: keyed operator {dst.name!r} must be fed by a hash partitioner")
         self.topological_order()
         for v in self.vertices:
-            gates = self.gates_of(v.name)
-            expected = v.operator.input_gates
             if v.operator.is_source:
                 continue
-            if not gates or any(not g for g in gates):
-                raise JobGraphError(f"vertex {v.name!r}: input gates must be numbered 0..n-1 without gaps")
-            if expected is not None and len(gates) != expected:
-                raise JobGraphError(f"vertex {v.name!r}: {v.operator.value} takes {expected} input gate(s), got {len(gates)}")
+            fed = {e.target_input for e in self.inputs_of(v.name)}
+            expected = set(range(v.operator.logical_inputs))
+            if fed != expected:
+                raise JobGraphError(
+                    f"vertex {v.name!r}: {v.operator.value} takes input(s) {sorted(expected)}, fed {sorted(fed)}"
+                )
             if not self.outputs_of(v.name) and not v.operator.is_sink:
                 raise JobGraphError(f"vertex {v.name!r}: only sinks may have no outputs")
         if not self.sources:

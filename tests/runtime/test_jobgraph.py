@@ -15,26 +15,28 @@ def quickstart(sources=2, sums=2):
 
 def test_channel_layout_all_to_all_and_forward():
     g = quickstart(sources=3, sums=2).validate()
-    assert [p for _, p in g.channels_in_gate("sum", 0, 1)] == [0, 1, 2]
-    assert [p for _, p in g.channels_in_gate("sink", 0, 0)] == [0, 1]
+    assert g.channels_in_gate("sum", 0, 1) == [0, 1, 2]
+    assert g.channels_in_gate("sink", 0, 0) == [0, 1]
+    assert g.subpartitions_of(g.edges[0], 2) == [0, 1]
     fwd = JobGraph(
         (JobVertex("s", K.SOURCE, 4), JobVertex("m", K.MAP, 4), JobVertex("k", K.AT_LEAST_ONCE_SINK, 4)),
         (JobEdge("s", "m", P.FORWARD), JobEdge("m", "k", P.FORWARD)),
     ).validate()
-    assert [p for _, p in fwd.channels_in_gate("m", 0, 2)] == [2]
+    assert fwd.channels_in_gate("m", 0, 2) == [2]
+    assert fwd.subpartitions_of(fwd.edges[0], 3) == [3]
     assert fwd.stages() == 3 and fwd.topological_order() == ["s", "m", "k"]
 
 
-def test_two_input_join_has_two_gates_and_union_merges_edges_into_one_gate():
+def test_every_input_edge_is_a_gate_and_a_join_groups_gates_by_input():
     g = JobGraph(
         (JobVertex("a", K.SOURCE, 2), JobVertex("b", K.SOURCE, 1), JobVertex("j", K.JOIN, 2),
          JobVertex("u", K.UNION, 1), JobVertex("k", K.TWO_PHASE_COMMIT_SINK, 1)),
         (JobEdge("a", "j", P.HASH, 0), JobEdge("b", "j", P.HASH, 1), JobEdge("j", "u", P.REBALANCE),
          JobEdge("a", "u", P.REBALANCE), JobEdge("u", "k", P.FORWARD)),
     ).validate()
-    assert [len(gate) for gate in g.gates_of("j")] == [1, 1]
-    assert [len(gate) for gate in g.gates_of("u")] == [2]
-    assert len(g.channels_in_gate("u", 0, 0)) == 4
+    assert [(e.source, e.target_input) for e in g.gates_of("j")] == [("a", 0), ("b", 1)]
+    assert [e.source for e in g.gates_of("u")] == ["j", "a"]
+    assert g.channels_in_gate("u", 0, 0) == [0, 1] and g.channels_in_gate("u", 1, 0) == [0, 1]
 
 
 @pytest.mark.parametrize(
@@ -52,7 +54,7 @@ def test_two_input_join_has_two_gates_and_union_merges_edges_into_one_gate():
          "cycle"),
         ([("s", K.SOURCE, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)], [("k", "s", P.REBALANCE)], "cannot have outputs"),
         ([("s", K.SOURCE, 1), ("j", K.JOIN, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)],
-         [("s", "j", P.HASH), ("j", "k", P.REBALANCE)], r"takes 2 input gate\(s\), got 1"),
+         [("s", "j", P.HASH), ("j", "k", P.REBALANCE)], r"takes input\(s\) \[0, 1\], fed \[0\]"),
         ([("s", K.SOURCE, 1), ("m", K.MAP, 1)], [("s", "m", P.REBALANCE)], "only sinks may have no outputs"),
         ([("s", K.SOURCE, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)], [("s", "x", P.REBALANCE)], "no vertex named 'x'"),
     ],
