@@ -72,6 +72,9 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         self.pending_checkpoint_barrier: Optional[CheckpointBarrier] = None
         self._current_alignment_timer: Optional[Cancellable] = None
         self._all_barriers_received_id = -1
+        # Flink's allBarriersReceivedFuture of the current checkpoint: done when all barriers arrived, or
+        # (after the task was notified) when the checkpoint was aborted
+        self._all_barriers_future_done = True
         self._triggered_unaligned: set[int] = set()
 
     # -- factories (Flink's static methods) -------------------------------------------------------------
@@ -138,6 +141,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
             self._complete_all_barriers_received(self.current_checkpoint_id)
 
     def _complete_all_barriers_received(self, checkpoint_id: int) -> None:
+        self._all_barriers_future_done = True
         if self._all_barriers_received_id < checkpoint_id:
             self._all_barriers_received_id = checkpoint_id
             self.notify_all_barriers_received(checkpoint_id, checkpoint_id in self._triggered_unaligned)
@@ -168,6 +172,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         self.pending_checkpoint_barrier = barrier
         self.aligned_channels.clear()
         self.target_channel_count = self.num_open_channels
+        self._all_barriers_future_done = False
         self._triggered_unaligned = {i for i in self._triggered_unaligned if i >= barrier_id}
         if self.alternating and barrier.options.is_timeoutable:
             self._register_alignment_timer(barrier)
@@ -180,7 +185,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         def on_timeout() -> None:
             barrier_id = announced_barrier.id
             try:
-                if self.current_checkpoint_id == barrier_id and self._all_barriers_received_id < barrier_id:
+                if self.current_checkpoint_id == barrier_id and not self._all_barriers_future_done:
                     self.current_state = self.current_state.alignment_timeout(self._controller, announced_barrier)
             except CheckpointException as e:
                 self._abort_internal(barrier_id, e)
@@ -211,6 +216,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         if cancelled_id == self.current_checkpoint_id:
             self.reset_alignment()
         self.notify_abort(cancelled_id, exception)
+        self._all_barriers_future_done = True  # completed exceptionally, after the task was told
 
     def _reset_alignment_timer(self) -> None:
         if self._current_alignment_timer is not None:
@@ -252,7 +258,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
             return True
         if checkpoint_id > self.current_checkpoint_id:
             raise ValueError(f"{self.task_name}: checkpoint {checkpoint_id} has not been started at all")
-        return not self.is_checkpoint_pending()
+        return self._all_barriers_future_done
 
     def close(self) -> None:
         self._reset_alignment_timer()

@@ -383,16 +383,6 @@ def test_end_of_stream_while_checkpoint():
     h.ensure_empty()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "deviation: SingleCheckpointBarrierHandler._abort_internal marks the checkpoint no longer pending "
-        "before emitting AbortCheckpointOnBarrier, so all_barriers_received(id) is already True while the task "
-        "is told about the abort; Flink's abortInternal calls notifyAbort before "
-        "allBarriersReceivedFuture.completeExceptionally, so getAllBarriersReceivedFuture(id).isDone() is false "
-        "inside abortCheckpointOnBarrier"
-    ),
-)
 def test_notify_abort_checkpoint_before_canelling_async_checkpoint():
     """Port of Flink UnalignedCheckpointsTest.testNotifyAbortCheckpointBeforeCanellingAsyncCheckpoint.
 
