@@ -188,10 +188,7 @@ class InputSide:
             from barriersim.runtime.checkpointing.tracker import CheckpointBarrierTracker
 
             self.barrier_handler = CheckpointBarrierTracker(
-                num_open_channels=num_channels,
-                sink=router,
-                clock=clock,
-                enable_checkpoint_after_tasks_finished=enable_checkpoint_after_tasks_finished,
+                num_channels, router, clock, enable_checkpoint_after_tasks_finished
             )
         self.checkpointed_gates = [CheckpointedInputGate(g, self.barrier_handler) for g in self.gates]
         self._next_gate = 0
