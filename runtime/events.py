@@ -219,6 +219,17 @@ class Buffer:
         return Buffer(self.records, self.size, sequence_number)
 
 
+@dataclass(frozen=True)
+class Watermark:
+    """Flink's ``Watermark``: a stream element travelling inside buffers with the records; event time up to
+    ``timestamp`` (ms) is complete. ``MAX_WATERMARK`` is sent at the end of input."""
+
+    timestamp: int
+
+
+MAX_WATERMARK = Watermark(2**63 - 1)
+
+
 # Everything that can travel through a channel.
 ChannelEvent = Union[CheckpointBarrier, CancelCheckpointMarker, EndOfPartition, EventAnnouncement]
 ChannelElement = Union[Buffer, CheckpointBarrier, CancelCheckpointMarker, EndOfPartition, EventAnnouncement]
@@ -255,7 +266,8 @@ def options_from_wire(v: list) -> CheckpointOptions:
 def to_wire(element: ChannelElement) -> list:
     """Encode a channel element as plain lists and scalars (msgpack-ready)."""
     if isinstance(element, Buffer):
-        return ["B", list(element.records), element.size, element.sequence_number]
+        records = [["W", r.timestamp] if isinstance(r, Watermark) else list(r) for r in element.records]
+        return ["B", records, element.size, element.sequence_number]
     if isinstance(element, CheckpointBarrier):
         return ["C", element.id, element.timestamp, options_to_wire(element.options)]
     if isinstance(element, CancelCheckpointMarker):
@@ -270,7 +282,10 @@ def to_wire(element: ChannelElement) -> list:
 def from_wire(v: list) -> ChannelElement:
     tag = v[0]
     if tag == "B":
-        return Buffer(tuple(tuple(r) if isinstance(r, list) else r for r in v[1]), int(v[2]), int(v[3]))
+        records = tuple(
+            Watermark(int(r[1])) if r and r[0] == "W" else tuple(r) if isinstance(r, list) else r for r in v[1]
+        )
+        return Buffer(records, int(v[2]), int(v[3]))
     if tag == "C":
         return CheckpointBarrier(int(v[1]), int(v[2]), options_from_wire(v[3]))
     if tag == "X":
