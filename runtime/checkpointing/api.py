@@ -241,7 +241,9 @@ class InputSide:
         n = len(self.checkpointed_gates)
         for cg in self.checkpointed_gates:
             if cg.input_gate.has_priority_event():
-                return cg.poll_next()
+                boe = cg.poll_next()
+                if boe is not None:
+                    return boe
         for k in range(n):
             idx = (self._next_gate + k) % n
             boe = self.checkpointed_gates[idx].poll_next()

@@ -83,3 +83,6 @@ class PrioritizedDeque(Generic[T]):
 
     def iter_non_priority(self) -> Iterator[T]:
         yield from self._normal
+
+    def iter_priority(self) -> Iterator[T]:
+        yield from self._priority

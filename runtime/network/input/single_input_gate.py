@@ -173,7 +173,11 @@ class SingleInputGate:
         return any(not self.channels[i].blocked and self.channels[i].has_data() for i in self._enqueued)
 
     def has_priority_event(self) -> bool:
-        return self._channels_with_data.has_priority_element()
+        """True if the next poll returns a priority event (of a channel that is not blocked)."""
+        return any(
+            not self.channels[i].blocked and self.channels[i].has_priority_element()
+            for i in self._channels_with_data.iter_priority()
+        )
 
     # -- checkpointing hooks ----------------------------------------------------------------------------
 
