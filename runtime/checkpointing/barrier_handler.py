@@ -86,8 +86,9 @@ class CheckpointMetrics:
 
     ``alignment_duration_ms`` and ``bytes_processed_during_alignment`` are ``None`` while not yet known
     (an unaligned checkpoint is triggered on the first barrier, before alignment ends; Flink passes an
-    uncompleted future). ``bytes_persisted_during_alignment`` is the in-flight input data captured for an
-    unaligned checkpoint (filled in by ``CheckpointedInputGate``; 0 for aligned checkpoints).
+    uncompleted future); ``AllBarriersReceived`` carries the final values. ``bytes_persisted_during_alignment``
+    is the in-flight input data captured for an unaligned checkpoint: handlers do not see it (they emit 0);
+    ``InputSide.metrics(id)`` fills it in from the ``AddInputData`` actions (0 for aligned checkpoints).
     """
 
     checkpoint_id: int
