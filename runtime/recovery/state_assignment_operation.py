@@ -1,0 +1,229 @@
+"""State assignment on restore: which state each subtask of the (possibly rescaled) job starts from.
+
+How this works: ``assign_states`` takes a checkpoint's ``CheckpointMetadata`` and the job's vertices
+(operator id, new parallelism, max parallelism) and returns a ``JobManagerTaskRestore`` for every subtask
+of every vertex. First it checks the mapping: state of an operator that is not in the job is an error
+unless ``allow_non_restored_state`` (operators without any state are skipped silently); the checkpoint's
+max parallelism must not be below the new parallelism, and a configured max parallelism must equal the
+checkpoint's (an unconfigured one adopts it). Then per operator: keyed state is cut by key groups - new
+subtask ``i`` owns ``compute_key_group_range_for_operator_index(maxP, p, i)`` and receives the intersection
+of every old handle with that range, so each key group lands on exactly one subtask for any old and new
+parallelism up to the max parallelism; operator state goes through the round-robin repartitioner; channel
+state (unaligned checkpoints' in-flight data) stays with the same subtask index, and is refused with
+``ChannelStateRescalingUnsupportedError`` when the parallelism changed (Flink rescales it; barriersim does
+not model that). Fully finished operators are deployed as finished. Vertices the checkpoint has no state for
+get empty state. Mirrors Flink's ``StateAssignmentOperation`` and ``Checkpoints.loadAndValidateCheckpoint``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from barriersim.runtime.ids import OperatorID
+from barriersim.runtime.recovery.operator_state_repartitioner import repartition_state
+from barriersim.runtime.state.key_groups import compute_key_group_range_for_operator_index
+from barriersim.runtime.state.snapshot import (
+    CheckpointMetadata,
+    KeyGroupRange,
+    KeyGroupsStateHandle,
+    OperatorState,
+    OperatorSubtaskState,
+    TaskStateSnapshot,
+)
+
+
+class StateAssignmentError(Exception):
+    """The checkpoint's state cannot be mapped onto the job (Flink's ``IllegalStateException`` cases)."""
+
+
+class NonRestoredStateError(StateAssignmentError):
+    """State of an operator that is not in the job, and allow-non-restored-state is off."""
+
+
+class MaxParallelismMismatchError(StateAssignmentError):
+    """The job's configured max parallelism differs from the checkpoint's, or is below the new parallelism."""
+
+
+class ChannelStateRescalingUnsupportedError(StateAssignmentError):
+    """In-flight data of an unaligned checkpoint would have to be rescaled (not modelled by barriersim)."""
+
+
+@dataclass(frozen=True)
+class ExecutionJobVertexInfo:
+    """What state assignment needs of a job vertex (Flink's ``ExecutionJobVertex``): its operator, its
+    new parallelism and max parallelism; ``max_parallelism_configured=False`` lets it adopt the checkpoint's."""
+
+    operator_id: OperatorID
+    parallelism: int
+    max_parallelism: int
+    max_parallelism_configured: bool = True
+
+
+@dataclass(frozen=True)
+class JobManagerTaskRestore:
+    """Flink's ``JobManagerTaskRestore``: the checkpoint a subtask restores from and its state."""
+
+    restore_checkpoint_id: int
+    task_state_snapshot: TaskStateSnapshot
+
+
+@dataclass(frozen=True)
+class StateAssignment:
+    """The result: ``task_restores[operator_id][subtask_index]``, the max parallelism each vertex ends up
+    with, coordinator states, and the checkpoint operators whose state was skipped."""
+
+    checkpoint_id: int
+    task_restores: Mapping[OperatorID, tuple[JobManagerTaskRestore, ...]]
+    max_parallelism: Mapping[OperatorID, int]
+    coordinator_states: Mapping[OperatorID, bytes] = field(default_factory=dict)
+    non_restored_operators: tuple[OperatorID, ...] = ()
+
+    def subtask_state(self, operator_id: OperatorID, subtask_index: int) -> OperatorSubtaskState:
+        snapshot = self.task_restores[operator_id][subtask_index].task_state_snapshot
+        return snapshot.subtask_states_by_operator.get(operator_id, OperatorSubtaskState())
+
+
+def assign_states(
+    metadata: CheckpointMetadata,
+    vertices: Iterable[ExecutionJobVertexInfo],
+    *,
+    allow_non_restored_state: bool = False,
+) -> StateAssignment:
+    """Flink's ``StateAssignmentOperation.assignStates`` (with ``Checkpoints.loadAndValidateCheckpoint``'s checks)."""
+    vertices = list(vertices)
+    by_operator = {v.operator_id: v for v in vertices}
+    if len(by_operator) != len(vertices):
+        raise ValueError("two job vertices share an operator id")
+    states = {s.operator_id: s for s in metadata.operator_states}
+    non_restored = _check_state_mapping_completeness(metadata, by_operator, allow_non_restored_state)
+
+    task_restores: dict[OperatorID, tuple[JobManagerTaskRestore, ...]] = {}
+    max_parallelism: dict[OperatorID, int] = {}
+    coordinator_states: dict[OperatorID, bytes] = {}
+    for vertex in vertices:
+        state = states.get(vertex.operator_id)
+        if state is None:
+            max_parallelism[vertex.operator_id] = vertex.max_parallelism
+            subtasks = [OperatorSubtaskState() for _ in range(vertex.parallelism)]
+            finished = False
+        else:
+            max_p = _check_parallelism_preconditions(metadata.checkpoint_id, state, vertex)
+            max_parallelism[vertex.operator_id] = max_p
+            if state.coordinator_state is not None:
+                coordinator_states[vertex.operator_id] = state.coordinator_state
+            finished = state.fully_finished
+            subtasks = (
+                [OperatorSubtaskState() for _ in range(vertex.parallelism)]
+                if finished
+                else _assign_operator(metadata.checkpoint_id, state, vertex.parallelism, max_p)
+            )
+        task_restores[vertex.operator_id] = tuple(
+            JobManagerTaskRestore(
+                metadata.checkpoint_id,
+                TaskStateSnapshot({vertex.operator_id: s}, is_task_deployed_as_finished=finished),
+            )
+            for s in subtasks
+        )
+    return StateAssignment(metadata.checkpoint_id, task_restores, max_parallelism, coordinator_states, non_restored)
+
+
+def _check_state_mapping_completeness(metadata, by_operator, allow_non_restored_state) -> tuple[OperatorID, ...]:
+    skipped = []
+    for state in metadata.operator_states:
+        if state.operator_id in by_operator:
+            continue
+        has_state = state.coordinator_state is not None or any(s.has_state for s in state.subtask_states.values())
+        if has_state and not allow_non_restored_state:
+            raise NonRestoredStateError(
+                f"Failed to rollback to checkpoint/savepoint {metadata.checkpoint_id}. Cannot map checkpoint/savepoint "
+                f"state for operator {state.operator_id} to the new program, because the operator is not available "
+                "in the new program. If you want to allow to skip this, set allowNonRestoredState "
+                "(--allowNonRestoredState on the CLI)."
+            )
+        skipped.append(state.operator_id)
+    return tuple(skipped)
+
+
+def _check_parallelism_preconditions(checkpoint_id: int, state: OperatorState, vertex: ExecutionJobVertexInfo) -> int:
+    if state.max_parallelism < vertex.parallelism:
+        raise MaxParallelismMismatchError(
+            f"The state for operator {vertex.operator_id} of checkpoint {checkpoint_id} can not be restored. The "
+            f"maximum parallelism ({state.max_parallelism}) of the restored state is lower than the configured "
+            f"parallelism ({vertex.parallelism}). Please reduce the parallelism of the task to be lower or equal "
+            "to the maximum parallelism."
+        )
+    if vertex.max_parallelism != state.max_parallelism:
+        if vertex.max_parallelism_configured:
+            raise MaxParallelismMismatchError(
+                f"Failed to rollback to checkpoint/savepoint {checkpoint_id}. Max parallelism mismatch between "
+                f"checkpoint/savepoint state and new program. Cannot map operator {vertex.operator_id} with max "
+                f"parallelism {state.max_parallelism} to new program with max parallelism {vertex.max_parallelism}. "
+                "This indicates that the program has been changed in a non-compatible way after the checkpoint/savepoint."
+            )
+        return state.max_parallelism
+    return vertex.max_parallelism
+
+
+def _assign_operator(checkpoint_id: int, state: OperatorState, new_parallelism: int, max_parallelism: int) -> list[OperatorSubtaskState]:
+    old_parallelism = state.parallelism
+    old = [state.subtask_states.get(i, OperatorSubtaskState()) for i in range(old_parallelism)]
+    stray = sorted(i for i in state.subtask_states if not 0 <= i < old_parallelism)
+    if stray:
+        raise StateAssignmentError(
+            f"checkpoint {checkpoint_id}: operator {state.operator_id} has state for subtasks {stray} outside its "
+            f"parallelism {old_parallelism}"
+        )
+    if new_parallelism != old_parallelism:
+        with_channel_state = [
+            i for i, s in enumerate(old) if s.input_channel_state or s.result_subpartition_state
+        ]
+        if with_channel_state:
+            raise ChannelStateRescalingUnsupportedError(
+                f"Cannot restore operator {state.operator_id} from unaligned checkpoint {checkpoint_id} with "
+                f"parallelism {new_parallelism}: its subtasks {with_channel_state} hold in-flight channel state "
+                f"taken at parallelism {old_parallelism}, and rescaling channel state (Flink's "
+                "InflightDataRescalingDescriptor) is not modelled by barriersim. Restore with the same parallelism, "
+                "or from an aligned checkpoint or a savepoint."
+            )
+    keyed = reassign_keyed_state(old, old_parallelism, new_parallelism, max_parallelism)
+    operator = repartition_state([list(s.managed_operator_state) for s in old], old_parallelism, new_parallelism)
+    result = []
+    for i in range(new_parallelism):
+        same = old[i] if new_parallelism == old_parallelism else OperatorSubtaskState()
+        result.append(OperatorSubtaskState(
+            managed_operator_state=tuple(operator[i]),
+            managed_keyed_state=keyed[i],
+            input_channel_state=same.input_channel_state,
+            result_subpartition_state=same.result_subpartition_state,
+        ))
+    return result
+
+
+def key_groups_state_intersection(handle: KeyGroupsStateHandle, key_group_range: KeyGroupRange) -> KeyGroupsStateHandle | None:
+    """Flink's ``KeyGroupsStateHandle.getIntersection``: the part of ``handle`` in ``key_group_range``, or
+    None when they do not overlap."""
+    overlap = handle.key_group_range.intersection(key_group_range)
+    if overlap.number_of_key_groups == 0:
+        return None
+    return KeyGroupsStateHandle(overlap, {kg: v for kg, v in handle.key_groups.items() if kg in overlap})
+
+
+def reassign_keyed_state(
+    old: list[OperatorSubtaskState], old_parallelism: int, new_parallelism: int, max_parallelism: int
+) -> list[tuple[KeyGroupsStateHandle, ...]]:
+    """Keyed state of each new subtask: unchanged with the same parallelism, else the intersections of all
+    old handles with the subtask's key-group range (Flink's ``reDistributeKeyedStates``)."""
+    if new_parallelism == old_parallelism:
+        return [tuple(s.managed_keyed_state) for s in old]
+    result = []
+    for i in range(new_parallelism):
+        new_range = compute_key_group_range_for_operator_index(max_parallelism, new_parallelism, i)
+        parts = []
+        for s in old:
+            for handle in s.managed_keyed_state:
+                part = key_groups_state_intersection(handle, new_range)
+                if part is not None:
+                    parts.append(part)
+        result.append(tuple(parts))
+    return result

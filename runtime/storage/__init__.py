@@ -1,0 +1,1 @@
+"""Checkpoint storage: the ``_metadata`` format, in-memory and filesystem storage, pointer resolution."""

@@ -1,0 +1,97 @@
+"""In-memory checkpoint storage: the metadata of each checkpoint kept as bytes (Flink's JobManager storage).
+
+How this works: ``persist_checkpoint`` encodes the metadata exactly as the filesystem storage does and
+keeps the bytes under a pointer ``jobmanager://<job-id>/chk-<n>`` (savepoints under
+``jobmanager://savepoints/savepoint-<jobid6>-<random>``); loading decodes them again, so the same checksum
+checks apply. The fault-injection switch is honoured too: a failing or crashing write stores nothing (there
+is no disk a crash could leave something on). Nothing survives the process, which is the point of this
+storage: fast, deterministic tests and simulations. Mirrors Flink's ``JobManagerCheckpointStorage`` /
+``MemoryBackendCheckpointStorageAccess`` (without a checkpoint directory).
+"""
+
+from __future__ import annotations
+
+import random
+
+from barriersim.runtime.storage.atomic_file import AtomicFileWriter
+from barriersim.runtime.storage.checkpoint_storage import (
+    CHECKPOINT_DIR_PREFIX,
+    METADATA_FILE_NAME,
+    SAVEPOINT_DIR_PREFIX,
+    CheckpointStorage,
+    CompletedCheckpointStorageLocation,
+)
+from barriersim.runtime.storage.errors import (
+    CheckpointAlreadyExistsError,
+    CheckpointNotFoundError,
+    CheckpointStorageWriteError,
+    InvalidCheckpointPointerError,
+)
+
+SCHEME = "jobmanager://"
+
+
+class JobManagerCheckpointStorage(CheckpointStorage):
+    """Checkpoint metadata held in memory, one byte string per checkpoint/savepoint."""
+
+    def __init__(self, job_id: str, *, rng: random.Random | None = None, writer: AtomicFileWriter | None = None):
+        super().__init__(job_id, writer)
+        self._rng = rng or random.Random(0)
+        self._blobs: dict[str, tuple[CompletedCheckpointStorageLocation, bytes]] = {}
+
+    def _checkpoint_pointer(self, checkpoint_id: int) -> str:
+        return f"{SCHEME}{self.job_id}/{CHECKPOINT_DIR_PREFIX}{checkpoint_id}"
+
+    def _store(self, checkpoint_id, data, is_savepoint, target_location):
+        fault = self.writer.take_fault()
+        if fault is not None:
+            raise CheckpointStorageWriteError(
+                f"{SCHEME}{self.job_id}: injected write failure ({fault.value}) for checkpoint {checkpoint_id}; nothing was stored"
+            )
+        if is_savepoint:
+            base = (target_location or f"{SCHEME}savepoints").rstrip("/")
+            while True:
+                name = f"{SAVEPOINT_DIR_PREFIX}{self.job_id[:6]}-" + "".join(self._rng.choice("0123456789abcdef") for _ in range(12))
+                pointer = f"{base}/{name}"
+                if pointer not in self._blobs:
+                    break
+        else:
+            pointer = self._checkpoint_pointer(checkpoint_id)
+            if pointer in self._blobs:
+                raise CheckpointAlreadyExistsError(f"{pointer}/{METADATA_FILE_NAME}: checkpoint {checkpoint_id} already has metadata")
+        location = CompletedCheckpointStorageLocation(
+            checkpoint_id=checkpoint_id,
+            external_pointer=pointer,
+            metadata_pointer=f"{pointer}/{METADATA_FILE_NAME}",
+            is_savepoint=is_savepoint,
+            metadata_size=len(data),
+        )
+        self._blobs[pointer] = (location, bytes(data))
+        return location
+
+    def _read(self, location):
+        try:
+            return self._blobs[location.external_pointer][1]
+        except KeyError:
+            raise CheckpointNotFoundError(f"{location.metadata_pointer}: no such checkpoint in memory") from None
+
+    def _overwrite(self, location, data):
+        self._blobs[location.external_pointer] = (self._blobs[location.external_pointer][0], bytes(data))
+
+    def _remove(self, location):
+        self._blobs.pop(location.external_pointer, None)
+
+    def _checkpoint_locations(self):
+        return [loc for loc, _ in self._blobs.values() if not loc.is_savepoint]
+
+    def resolve_checkpoint(self, pointer: str) -> CompletedCheckpointStorageLocation:
+        if not isinstance(pointer, str):
+            raise InvalidCheckpointPointerError(f"checkpoint pointer must be a string, got {pointer!r}")
+        if not pointer:
+            raise InvalidCheckpointPointerError("empty checkpoint pointer")
+        key = pointer.rstrip("/")
+        if key.endswith("/" + METADATA_FILE_NAME):
+            key = key[: -len(METADATA_FILE_NAME) - 1]
+        if key not in self._blobs:
+            raise CheckpointNotFoundError(f"Cannot find checkpoint or savepoint '{pointer}' in the job manager's memory")
+        return self._blobs[key][0]
