@@ -9,6 +9,10 @@ barrier is on its way. ``get_next`` hands out the head element; a consumed data 
 returns credit. For unaligned checkpoints, ``checkpoint_started`` persists the data queued before this
 channel's barrier and, through the ``ChannelStatePersister``, data arriving before the barrier.
 
+If the sender already put an ``EventAnnouncement`` of a barrier on the wire (our output side does, for
+local and remote channels alike), the channel does not announce that barrier again, and a request to
+prioritize it that comes before the barrier itself is remembered and applied when it arrives.
+
 ``RemoteInputChannel`` uses a ``BufferManager`` (exclusive + floating buffers, credit); ``LocalInputChannel``
 has no credit (unlimited availability), as Flink's local channel reads the producer's partition directly.
 Unlike Flink's local channel (whose queue *is* the upstream subpartition), ours keeps its own queue, so it
@@ -92,6 +96,10 @@ class InputChannel:
         self._last_barrier_id = NONE
         self._last_barrier_sequence_number = NONE
         self.blocked = False
+        # barriers announced by the sender itself (an EventAnnouncement on the wire): not announced again
+        self._announced_by_sender: set[int] = set()
+        # announced barriers to prioritize on arrival (the handler asked before the barrier came in)
+        self._pending_priority_sequence_numbers: set[int] = set()
         self.end_of_partition_received = False
         self.released = False
         self.queued_bytes = 0
@@ -119,6 +127,11 @@ class InputChannel:
             priority = isinstance(element, EventAnnouncement) or (
                 isinstance(element, CheckpointBarrier) and element.options.is_unaligned_checkpoint
             )
+        if isinstance(element, EventAnnouncement):
+            self._announced_by_sender.add(element.announced_event.id)
+        if isinstance(element, CheckpointBarrier) and sequence_number in self._pending_priority_sequence_numbers:
+            self._pending_priority_sequence_numbers.discard(sequence_number)
+            priority = True
         origin = self._take_buffer() if isinstance(element, Buffer) else None
         entry = SequenceElement(element, sequence_number, origin)
         self._queue.add(entry, priority)
@@ -127,6 +140,7 @@ class InputChannel:
             isinstance(element, CheckpointBarrier)
             and not priority
             and element.options.is_timeoutable
+            and element.id not in self._announced_by_sender
         ):
             # Flink: DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER requires an announcement
             self._queue.add_priority_element(
@@ -221,11 +235,13 @@ class InputChannel:
         return buffers
 
     def convert_to_priority_event(self, sequence_number: int) -> bool:
-        """Move the queued (announced) barrier at ``sequence_number`` ahead of the data; False if it is
-        no longer queued."""
+        """Move the queued (announced) barrier at ``sequence_number`` ahead of the data; True if moved.
+        If the sender announced it and it has not arrived yet, it goes ahead when it arrives."""
         moved = self._queue.prioritize(
             lambda e: e.sequence_number == sequence_number and isinstance(e.element, CheckpointBarrier)
         )
+        if moved is None and sequence_number >= self.expected_sequence_number:
+            self._pending_priority_sequence_numbers.add(sequence_number)
         return moved is not None
 
     def block_consumption(self) -> None:

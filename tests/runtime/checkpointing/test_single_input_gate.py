@@ -117,3 +117,15 @@ def test_checkpoint_started_for_an_overwritten_checkpoint_is_subsumed():
     with pytest.raises(CheckpointException) as e:
         gate.checkpoint_started(CheckpointBarrier(4, 0, CheckpointOptions.unaligned()))
     assert e.value.reason is CheckpointFailureReason.CHECKPOINT_SUBSUMED
+
+
+def test_sender_announced_barrier_is_not_announced_twice_and_prioritized_on_arrival():
+    gate, _ = make_gate(1)
+    barrier = CheckpointBarrier(4, 0, CheckpointOptions.aligned_with_timeout(CheckpointType.CHECKPOINT, 10))
+    gate.on_element(0, buf("x"), 0)
+    gate.on_element(0, EventAnnouncement(barrier, 2), 1)  # the sender's announcement of wire number 2
+    assert gate.poll_next().element == EventAnnouncement(barrier, 2)
+    gate.convert_to_priority_event(0, 2)  # timed out before the barrier arrived
+    gate.on_element(0, barrier, 2)
+    assert gate.poll_next().element == barrier  # overtakes "x", and no second announcement
+    assert records(gate) == ["x"]
