@@ -294,11 +294,11 @@ class RemoteInputChannel(InputChannel):
         self.buffer_manager.set_blocked(True)
 
     def resume_consumption(self) -> None:
-        was_blocked = self.blocked
+        # always tell the sender: it blocked itself after handing out an aligned barrier, even one this
+        # channel's task found obsolete and never blocked for (Flink sends ResumeConsumption unconditionally)
         super().resume_consumption()
         self.buffer_manager.set_blocked(False)
-        if was_blocked:
-            self._sink(ResumeConsumptionUpstream(self.channel_info))
+        self._sink(ResumeConsumptionUpstream(self.channel_info))
 
     def release(self) -> None:
         super().release()
@@ -318,10 +318,8 @@ class LocalInputChannel(InputChannel):
     """A channel reading a partition of the same process: no credit, unlimited availability."""
 
     def resume_consumption(self) -> None:
-        was_blocked = self.blocked
         super().resume_consumption()
-        if was_blocked:
-            self._sink(ResumeConsumptionUpstream(self.channel_info))
+        self._sink(ResumeConsumptionUpstream(self.channel_info))
 
 
 __all__ = [

@@ -133,3 +133,18 @@ def test_at_least_once_mode_uses_the_barrier_tracker():
     side.on_element(A1, barrier)
     side.poll_all()
     assert [t.checkpoint_id for t in side.triggered_checkpoints] == [1]
+
+
+def test_obsolete_aligned_barrier_resumes_its_sender():
+    """The sender blocks itself after any aligned barrier; an obsolete one must still resume it."""
+    side = InputSide([2], CheckpointingMode.ALIGNED, ManualClock())
+    side.on_element(A0, CheckpointBarrier(2, 0))
+    side.on_element(A1, CheckpointBarrier(2, 0))
+    side.poll_all()
+    side.drain_actions()
+    side.on_element(A1, CheckpointBarrier(1, 0))  # obsolete: checkpoint 2 already completed
+    side.poll_all()
+    from barriersim.runtime.network.input.input_channel import ResumeConsumptionUpstream
+
+    assert ResumeConsumptionUpstream(A1) in side.drain_actions()
+    assert side.triggered_checkpoints[-1].checkpoint_id == 2 and side.blocked_channels() == []
