@@ -1,0 +1,114 @@
+"""The completed checkpoint store: retains the N latest completed checkpoints for recovery.
+
+How this works: ``add_checkpoint_and_subsume_oldest_one`` appends a completed checkpoint and, while more than
+``max_number_of_retained_checkpoints`` are held, removes the oldest ones (never the newest one, and never the
+newest non-savepoint one, which recovery prefers). A removed checkpoint is *subsumed*; it is returned for
+discarding only if its properties say so (``discard_subsumed``: restored, unclaimed snapshots and savepoints are
+never discarded by us). The caller turns these into ``DiscardCheckpoint`` actions: the store never touches
+files. ``shutdown(job_status)`` empties the store and returns the checkpoints whose properties discard them for
+that status. The id of the newest subsumed checkpoint is what ``notifyCheckpointComplete`` carries as
+``last_subsumed_id`` (``INVALID_CHECKPOINT_ID`` = -1 when none). Mirrors Flink's
+``StandaloneCompletedCheckpointStore`` / ``DefaultCompletedCheckpointStore`` and ``CheckpointSubsumeHelper``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
+from barriersim.runtime.coordinator.properties import JobStatus
+
+INVALID_CHECKPOINT_ID = -1
+DEFAULT_MAX_RETAINED_CHECKPOINTS = 1
+
+
+class CompletedCheckpointStoreError(Exception):
+    """A misuse of the store (naming the call and the store's state)."""
+
+
+@dataclass(frozen=True)
+class SubsumeResult:
+    """What adding a checkpoint did: the newest subsumed checkpoint (if any) and those to discard."""
+
+    last_subsumed: CompletedCheckpoint | None
+    to_discard: tuple[CompletedCheckpoint, ...]
+
+    @property
+    def last_subsumed_checkpoint_id(self) -> int:
+        """Flink's ``extractIdIfDiscardedOnSubsumed``."""
+        if self.last_subsumed is not None and self.last_subsumed.discard_on_subsume():
+            return self.last_subsumed.checkpoint_id
+        return INVALID_CHECKPOINT_ID
+
+
+class StandaloneCompletedCheckpointStore:
+    def __init__(self, max_number_of_checkpoints_to_retain: int = DEFAULT_MAX_RETAINED_CHECKPOINTS):
+        if max_number_of_checkpoints_to_retain < 1:
+            raise CompletedCheckpointStoreError(
+                f"max_number_of_checkpoints_to_retain={max_number_of_checkpoints_to_retain}: must retain at least one"
+            )
+        self.max_number_of_retained_checkpoints = max_number_of_checkpoints_to_retain
+        self._checkpoints: deque[CompletedCheckpoint] = deque()
+        self._shut_down = False
+
+    def add_checkpoint_and_subsume_oldest_one(self, checkpoint: CompletedCheckpoint) -> SubsumeResult:
+        if self._shut_down:
+            raise CompletedCheckpointStoreError(
+                f"add checkpoint {checkpoint.checkpoint_id}: the store is shut down"
+            )
+        if self._checkpoints and checkpoint.checkpoint_id <= self._checkpoints[-1].checkpoint_id:
+            raise CompletedCheckpointStoreError(
+                f"add checkpoint {checkpoint.checkpoint_id}: not newer than the latest retained checkpoint "
+                f"{self._checkpoints[-1].checkpoint_id}"
+            )
+        self._checkpoints.append(checkpoint)
+        return self._subsume()
+
+    def _subsume(self) -> SubsumeResult:
+        if len(self._checkpoints) <= self.max_number_of_retained_checkpoints:
+            return SubsumeResult(None, ())
+        latest = self._checkpoints[-1]
+        latest_not_savepoint = next((c for c in reversed(self._checkpoints) if not c.props.is_savepoint), None)
+        last_subsumed: CompletedCheckpoint | None = None
+        to_discard: list[CompletedCheckpoint] = []
+        for candidate in list(self._checkpoints):
+            if len(self._checkpoints) <= self.max_number_of_retained_checkpoints:
+                break
+            if candidate is latest:
+                continue
+            if not candidate.props.is_savepoint and (latest_not_savepoint is None or latest_not_savepoint is candidate):
+                continue
+            self._checkpoints.remove(candidate)
+            if last_subsumed is None or candidate.checkpoint_id > last_subsumed.checkpoint_id:
+                last_subsumed = candidate
+            if candidate.discard_on_subsume():
+                to_discard.append(candidate)
+        return SubsumeResult(last_subsumed, tuple(to_discard))
+
+    def get_latest_checkpoint(self, prefer_checkpoint_for_recovery: bool = False) -> CompletedCheckpoint | None:
+        if not self._checkpoints:
+            return None
+        if prefer_checkpoint_for_recovery:
+            for c in reversed(self._checkpoints):
+                if not c.props.is_savepoint:
+                    return c
+        return self._checkpoints[-1]
+
+    def get_latest_checkpoint_id(self) -> int:
+        latest = self.get_latest_checkpoint()
+        return latest.checkpoint_id if latest is not None else 0
+
+    def get_all_checkpoints(self) -> list[CompletedCheckpoint]:
+        return list(self._checkpoints)
+
+    @property
+    def number_of_retained_checkpoints(self) -> int:
+        return len(self._checkpoints)
+
+    def shutdown(self, job_status: JobStatus) -> list[CompletedCheckpoint]:
+        """Empty the store; return the checkpoints to discard for ``job_status``."""
+        discarded = [c for c in self._checkpoints if c.should_be_discarded_on_shutdown(job_status)]
+        self._checkpoints.clear()
+        self._shut_down = True
+        return discarded

@@ -1,0 +1,69 @@
+"""Master hooks: state kept by the job master itself (e.g. an external system's offsets) that is snapshotted
+with every checkpoint and handed back on restore.
+
+How this works: a hook has an ``identifier``, a ``version`` and two calls. ``trigger_checkpoint(id, ts)`` returns
+its state as bytes (or ``None``: nothing to store); ``trigger_hook`` wraps a non-``None`` result in a
+``MasterState`` that the pending checkpoint collects. ``restore_master_hooks`` matches each ``MasterState`` of the
+restored checkpoint to the hook of the same name and calls ``restore_checkpoint(id, data)``; hooks without a state
+are restored with ``None``; a state without a hook is an error (``MasterHookError``) unless unmatched state is
+allowed (allow-non-restored-state), in which case it is dropped. Hooks are called synchronously (sans-IO).
+Mirrors Flink's ``MasterTriggerRestoreHook`` and ``hooks/MasterHooks``.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Protocol, Sequence
+
+from barriersim.runtime.state.snapshot import MasterState
+
+
+class MasterHookError(Exception):
+    """A master hook failed or its state cannot be restored (naming the hook and the checkpoint)."""
+
+
+class MasterTriggerRestoreHook(Protocol):
+    identifier: str
+    version: int
+
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> bytes | None: ...
+
+    def restore_checkpoint(self, checkpoint_id: int, data: bytes | None) -> None: ...
+
+
+def trigger_hook(hook: MasterTriggerRestoreHook, checkpoint_id: int, timestamp: int) -> MasterState | None:
+    try:
+        data = hook.trigger_checkpoint(checkpoint_id, timestamp)
+    except Exception as e:  # a user hook may fail in any way: the checkpoint fails, not the coordinator
+        raise MasterHookError(f"master hook {hook.identifier!r} failed to trigger checkpoint {checkpoint_id}: {e}") from e
+    if data is None:
+        return None
+    return MasterState(hook.identifier, int(getattr(hook, "version", 0)), bytes(data))
+
+
+def restore_master_hooks(
+    hooks: Mapping[str, MasterTriggerRestoreHook],
+    states: Sequence[MasterState],
+    checkpoint_id: int,
+    allow_unmatched_state: bool,
+) -> list[str]:
+    """Restore every hook; return the names of dropped (unmatched) states."""
+    if not hooks and not states:
+        return []
+    remaining = dict(hooks)
+    matched: list[tuple[MasterTriggerRestoreHook, MasterState]] = []
+    dropped: list[str] = []
+    for state in states:
+        hook = remaining.pop(state.name, None)
+        if hook is not None:
+            matched.append((hook, state))
+        elif not allow_unmatched_state:
+            raise MasterHookError(
+                f"restore checkpoint {checkpoint_id}: found state {state.name!r} which is not resumed by any hook"
+            )
+        else:
+            dropped.append(state.name)
+    for hook, state in matched:
+        hook.restore_checkpoint(checkpoint_id, state.data)
+    for hook in remaining.values():
+        hook.restore_checkpoint(checkpoint_id, None)
+    return dropped

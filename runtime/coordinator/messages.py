@@ -1,0 +1,203 @@
+"""The coordinator's vocabulary: the events it receives and the actions it returns.
+
+How this works: every value is a frozen dataclass. Drivers (the simulator, the Ray coordinator actor) feed
+events to ``CheckpointCoordinator.handle`` and carry out the returned actions in order: send triggers and
+notifications to tasks, persist or discard checkpoint data (through storage, never here), fail or stop the job,
+restore tasks. Timers the coordinator registers deliver ``TimerFired`` back to it. Mirrors the RPCs around
+Flink's ``CheckpointCoordinator``: ``AcknowledgeCheckpoint`` and ``DeclineCheckpoint`` (messages from tasks),
+``Execution.triggerCheckpoint`` / ``notifyCheckpointComplete`` / ``notifyCheckpointAborted`` (calls to tasks),
+``CheckpointCoordinatorDeActivator`` (job status) and the scheduler's restore and fail calls.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Union
+
+from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.events import CheckpointOptions, CheckpointType
+from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.state.snapshot import CheckpointMetadata, TaskStateSnapshot
+
+# -- events in ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TriggerRequest:
+    """A user (or test) asks for a checkpoint or savepoint. ``forced`` defaults to True for savepoints."""
+
+    checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT
+    request_id: int | None = None
+    is_periodic: bool = False
+    forced: bool | None = None
+
+
+@dataclass(frozen=True)
+class AcknowledgeCheckpoint:
+    job_id: str
+    attempt_id: ExecutionAttemptID
+    checkpoint_id: int
+    subtask_state: TaskStateSnapshot | None = None
+    metrics: Any = None
+
+
+@dataclass(frozen=True)
+class DeclineCheckpoint:
+    job_id: str
+    attempt_id: ExecutionAttemptID
+    checkpoint_id: int
+    exception: CheckpointException
+
+
+@dataclass(frozen=True)
+class AcknowledgeCoordinatorState:
+    """An operator coordinator's state for a checkpoint (``None``: stateless)."""
+
+    checkpoint_id: int
+    operator_id: str
+    state: bytes | None = None
+
+
+class TimerKind(enum.Enum):
+    PERIODIC_TRIGGER = "PERIODIC_TRIGGER"
+    CHECKPOINT_TIMEOUT = "CHECKPOINT_TIMEOUT"
+
+
+@dataclass(frozen=True)
+class TimerFired:
+    kind: TimerKind
+    token: int  # the checkpoint id for CHECKPOINT_TIMEOUT, the scheduler generation for PERIODIC_TRIGGER
+
+
+@dataclass(frozen=True)
+class TaskRunning:
+    attempt_id: ExecutionAttemptID
+
+
+@dataclass(frozen=True)
+class TaskFinished:
+    attempt_id: ExecutionAttemptID
+
+
+@dataclass(frozen=True)
+class TaskFailed:
+    """A task failed: a global failover (all tasks get a new attempt, the latest checkpoint is restored)."""
+
+    attempt_id: ExecutionAttemptID
+    cause: str = ""
+
+
+@dataclass(frozen=True)
+class JobStatusChanged:
+    status: JobStatus
+
+
+CoordinatorEvent = Union[
+    TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, AcknowledgeCoordinatorState, TimerFired,
+    TaskRunning, TaskFinished, TaskFailed, JobStatusChanged,
+]
+
+# -- actions out -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TriggerCheckpointOnSources:
+    """Send the trigger (barrier injection) to ``tasks`` (the plan's tasks to trigger)."""
+
+    checkpoint_id: int
+    timestamp: int
+    options: CheckpointOptions
+    tasks: tuple[ExecutionAttemptID, ...]
+
+
+@dataclass(frozen=True)
+class NotifyCheckpointComplete:
+    task: ExecutionAttemptID
+    checkpoint_id: int
+    last_subsumed_id: int
+    timestamp: int = 0
+
+
+@dataclass(frozen=True)
+class NotifyCheckpointAborted:
+    task: ExecutionAttemptID
+    checkpoint_id: int
+    latest_completed_checkpoint_id: int
+    timestamp: int = 0
+
+
+@dataclass(frozen=True)
+class PersistCheckpoint:
+    """Write the ``_metadata`` of a completed checkpoint or savepoint (storage's job)."""
+
+    metadata: CheckpointMetadata
+    is_savepoint: bool = False
+
+
+class DiscardReason(enum.Enum):
+    SUBSUMED = "SUBSUMED"  # dropped from the completed store
+    ABORTED = "ABORTED"  # a pending checkpoint failed: discard what its tasks already wrote
+    SHUTDOWN = "SHUTDOWN"  # the job terminated and the retention policy does not keep it
+
+
+@dataclass(frozen=True)
+class DiscardCheckpoint:
+    checkpoint_id: int
+    reason: DiscardReason
+
+
+@dataclass(frozen=True)
+class DiscardSubtaskState:
+    """A late or unknown acknowledgement's state is not needed: discard it (Flink's ``discardSubtaskState``)."""
+
+    task: ExecutionAttemptID
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class FailJob:
+    """Fail the job over (checkpoint failures exceeded the tolerable number, or a stop-with-savepoint failed)."""
+
+    reason: CheckpointFailureReason
+    message: str
+    failing_task: ExecutionAttemptID | None = None
+
+
+@dataclass(frozen=True)
+class StopJob:
+    """A synchronous savepoint completed: the job now finishes (``drain``: SAVEPOINT_TERMINATE)."""
+
+    savepoint_id: int
+    drain: bool
+
+
+@dataclass(frozen=True)
+class RestoreFrom:
+    """Deploy the new task attempts from this checkpoint (``None``: start fresh)."""
+
+    checkpoint_id: int | None
+    metadata: CheckpointMetadata | None
+    is_savepoint: bool = False
+    allow_non_restored_state: bool = False
+
+
+@dataclass(frozen=True)
+class TriggerRequestCompleted:
+    request_id: int | None
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class TriggerRequestFailed:
+    request_id: int | None
+    checkpoint_id: int | None
+    reason: CheckpointFailureReason
+
+
+CoordinatorAction = Union[
+    TriggerCheckpointOnSources, NotifyCheckpointComplete, NotifyCheckpointAborted, PersistCheckpoint,
+    DiscardCheckpoint, DiscardSubtaskState, FailJob, StopJob, RestoreFrom, TriggerRequestCompleted,
+    TriggerRequestFailed,
+]

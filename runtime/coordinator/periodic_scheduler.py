@@ -1,0 +1,81 @@
+"""The periodic checkpoint trigger: a fixed-rate timer started while the job runs.
+
+How this works: ``start(now)`` registers the first trigger after a random initial delay drawn from the injected
+``random.Random`` in ``[min_pause, interval]``; each firing calls ``on_trigger`` and registers the next one
+``interval`` later (fixed rate). ``reschedule(delay)`` (used by the request decider when a periodic request
+falls inside the minimum pause) cancels the pending timer and fires after ``delay`` instead, continuing at the
+fixed rate from there. ``stop()`` cancels the timer; stale firings are recognised by a generation number. An interval under ``MINIMAL_CHECKPOINT_TIME`` (10 ms)
+means no periodic checkpoints. Timers are registered by the coordinator on its injected
+``TimerService`` (``register_timer(at_ms, callback)``). Mirrors the ``ScheduledTrigger`` part of Flink's
+``CheckpointCoordinator`` (``startCheckpointScheduler``, ``rescheduleTrigger``, ``getRandomInitDelay``).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+MINIMAL_CHECKPOINT_TIME = 10
+
+
+class PeriodicScheduler:
+    """``register_after(delay_ms, generation)`` registers a timer (on the coordinator's ``TimerService``) that
+    delivers ``TimerFired(PERIODIC_TRIGGER, generation)``; it returns a cancellable handle. A firing whose
+    generation is not the current one (the timer was cancelled or replaced) is ignored."""
+
+    def __init__(self, interval: int, min_pause: int, rng: random.Random,
+                 register_after: Callable[[int, int], object]):
+        # as Flink: it does not make sense to schedule checkpoints more often than the min pause allows
+        self.base_interval = max(interval, min_pause) if interval >= MINIMAL_CHECKPOINT_TIME else None
+        self.min_pause = min_pause
+        self._rng = rng
+        self._register_after = register_after
+        self._handle = None
+        self.generation = 0
+        self.running = False
+
+    @property
+    def is_periodic_checkpointing_configured(self) -> bool:
+        return self.base_interval is not None
+
+    def random_init_delay(self) -> int:
+        assert self.base_interval is not None
+        low = min(self.min_pause, self.base_interval)
+        return self._rng.randint(low, self.base_interval)
+
+    def start(self) -> bool:
+        """Start the fixed-rate trigger; False if periodic checkpointing is not configured."""
+        if not self.is_periodic_checkpointing_configured:
+            return False
+        self.stop()
+        self.running = True
+        self._schedule_after(self.random_init_delay())
+        return True
+
+    def stop(self) -> None:
+        self.running = False
+        self._cancel()
+
+    def reschedule(self, delay: int) -> None:
+        if self.running:
+            self._cancel()
+            self._schedule_after(max(0, delay))
+
+    def fired(self, generation: int) -> bool:
+        """A periodic timer fired: True if a periodic checkpoint must be requested now (the next firing is
+        then already scheduled, fixed rate)."""
+        if not self.running or generation != self.generation:
+            return False
+        assert self.base_interval is not None
+        self._schedule_after(self.base_interval)
+        return True
+
+    def _cancel(self) -> None:
+        self.generation += 1
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _schedule_after(self, delay: int) -> None:
+        self.generation += 1
+        self._handle = self._register_after(delay, self.generation)

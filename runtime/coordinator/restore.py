@@ -1,0 +1,97 @@
+"""The coordinator's side of recovery: check that a checkpoint or savepoint can be restored into this job.
+
+How this works: ``check_state_mapping`` compares the operator states of a ``CheckpointMetadata`` with the job's
+vertices. An operator of the snapshot that the job does not have is an error (``StateRestoreError``) unless
+allow-non-restored-state is set (then it is skipped) or its state is empty; an operator whose max parallelism
+changed cannot be restored (its key groups would move). Assigning the states to the new subtasks (key-group
+ranges, rescaling) belongs to ``runtime/recovery``; this module only decides whether restoring is allowed and
+returns the operator ids that are skipped. ``CoordinatorRestoreMixin`` is the coordinator's recovery bookkeeping:
+``restore_latest_checkpointed_state`` (after a failover: the latest completed checkpoint, or none = start fresh;
+the id counter moves past it) and ``restore_savepoint`` (through an injected loader of ``_metadata``). Mirrors the checks of Flink's ``Checkpoints.loadAndValidateCheckpoint``
+``StateAssignmentOperation.checkStateMappingCompleteness`` and ``CheckpointCoordinator.restoreSavepoint`` /
+``restoreLatestCheckpointedStateInternal``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.master_hooks import restore_master_hooks
+from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
+from barriersim.runtime.coordinator.plan import JobVertexInfo
+from barriersim.runtime.coordinator.properties import CheckpointProperties
+from barriersim.runtime.state.snapshot import CheckpointMetadata
+
+
+class StateRestoreError(Exception):
+    """The snapshot cannot be restored into this job (naming the snapshot and the operator)."""
+
+
+def check_state_mapping(
+    metadata: CheckpointMetadata, vertices: Sequence[JobVertexInfo], allow_non_restored_state: bool, source: str = ""
+) -> list[str]:
+    """Return the skipped (non-restored) operator ids; raise ``StateRestoreError`` if restoring is not allowed."""
+    where = f" ({source})" if source else ""
+    vertex_of_operator = {op: v for v in vertices for op in v.operators}
+    skipped: list[str] = []
+    for state in metadata.operator_states:
+        vertex = vertex_of_operator.get(state.operator_id)
+        if vertex is None:
+            has_state = state.state_size > 0 or any(s.has_state for s in state.subtask_states.values())
+            if allow_non_restored_state or not has_state:
+                skipped.append(state.operator_id)
+                continue
+            raise StateRestoreError(
+                f"restore checkpoint {metadata.checkpoint_id}{where}: cannot map the state of operator "
+                f"{state.operator_id!r} to the new program, because the operator is not available in the new "
+                f"program; set allow_non_restored_state to skip it"
+            )
+        if not state.fully_finished and state.max_parallelism != vertex.max_parallelism and state.subtask_states:
+            raise StateRestoreError(
+                f"restore checkpoint {metadata.checkpoint_id}{where}: the max parallelism of operator "
+                f"{state.operator_id!r} changed from {state.max_parallelism} to {vertex.max_parallelism}"
+            )
+    return skipped
+
+
+class CoordinatorRestoreMixin:
+    """The restore half of ``CheckpointCoordinator`` (uses its store, id counter, hooks, stats and outbox)."""
+
+    def restore_latest_checkpointed_state(self, allow_non_restored_state: bool = False) -> CompletedCheckpoint | None:
+        """The latest completed checkpoint (``RestoreFrom`` it), or ``None``: start fresh (``RestoreFrom(None)``).
+        The id counter moves past the restored id (it never goes back)."""
+        if self.is_shutdown:
+            raise StateRestoreError(f"restore: coordinator of job {self.job_id} is shut down")
+        latest = self.store.get_latest_checkpoint()
+        if latest is None:
+            restore_master_hooks(self.master_hooks, (), 0, True)
+            self._emit(m.RestoreFrom(None, None, False, allow_non_restored_state))
+            return None
+        metadata = latest.metadata
+        check_state_mapping(metadata, self.vertices, allow_non_restored_state, f"checkpoint {latest.checkpoint_id}")
+        if self.id_counter.get() <= latest.checkpoint_id:
+            self.id_counter.set_count(latest.checkpoint_id + 1)
+        restore_master_hooks(self.master_hooks, latest.master_states, latest.checkpoint_id, allow_non_restored_state)
+        self.stats.report_restored_checkpoint(latest.checkpoint_id, self._clock(), latest.external_pointer,
+                                              latest.props.is_savepoint)
+        self._emit(m.RestoreFrom(latest.checkpoint_id, metadata, latest.props.is_savepoint, allow_non_restored_state))
+        return latest
+
+    def restore_savepoint(self, path: str, loader: Callable[[str], CheckpointMetadata],
+                          allow_non_restored_state: bool = False) -> CompletedCheckpoint:
+        """Flink's ``restoreSavepoint``: load ``_metadata`` through the injected loader (storage's), check it
+        fits the job, add it to the store (as an unclaimed snapshot: never discarded by us), set the id
+        counter to ``savepoint_id + 1`` and restore it; the ``RestoreFrom`` action is in ``drain_actions()``."""
+        metadata = loader(path)
+        check_state_mapping(metadata, self.vertices, allow_non_restored_state, f"savepoint {path}")
+        savepoint = CompletedCheckpoint.from_metadata(
+            self.job_id, metadata, CheckpointProperties.for_unclaimed_snapshot(), path
+        )
+        result = self.store.add_checkpoint_and_subsume_oldest_one(savepoint)
+        for subsumed in result.to_discard:
+            self._emit(m.DiscardCheckpoint(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED))
+        self.id_counter.set_count(metadata.checkpoint_id + 1)
+        self.restore_latest_checkpointed_state(allow_non_restored_state)
+        return savepoint
+

@@ -1,0 +1,103 @@
+"""Checkpoint statistics with Flink's REST names: one record per checkpoint and the job's counts.
+
+How this works: the coordinator reports each checkpoint's life (``report_pending_checkpoint`` at trigger,
+``report_subtask_stats`` per acknowledgement, then ``report_completed_checkpoint`` or
+``report_failed_checkpoint``) and restores (``report_restored_checkpoint``); failures before a checkpoint id
+existed are ``report_failed_checkpoint_without_in_progress``. ``history`` holds plain dicts keyed like Flink's
+REST API (``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED/FAILED, ``is_savepoint``,
+``trigger_timestamp``, ``latest_ack_timestamp``, ``end_to_end_duration``, ``state_size``,
+``checkpointed_size``, ``num_subtasks``, ``num_acknowledged_subtasks``, ``failure_timestamp``,
+``failure_message``) and ``counts`` Flink's ``restored``, ``total``, ``in_progress``, ``completed``,
+``failed``. Mirrors Flink's ``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and
+``CheckpointStatsCounts``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from barriersim.runtime.failure_reason import CheckpointFailureReason
+
+
+class CheckpointStatsTracker:
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {"restored": 0, "total": 0, "in_progress": 0, "completed": 0, "failed": 0}
+        self.history: dict[int, dict[str, Any]] = {}
+        self.subtask_stats: dict[int, list[dict[str, Any]]] = {}
+        self.latest_restored: dict[str, Any] | None = None
+
+    def report_pending_checkpoint(self, checkpoint_id: int, trigger_timestamp: int, is_savepoint: bool,
+                                  checkpoint_type: str, num_subtasks: int) -> dict[str, Any]:
+        record = {
+            "id": checkpoint_id,
+            "status": "IN_PROGRESS",
+            "is_savepoint": is_savepoint,
+            "checkpoint_type": checkpoint_type,
+            "trigger_timestamp": trigger_timestamp,
+            "latest_ack_timestamp": None,
+            "end_to_end_duration": 0,
+            "state_size": 0,
+            "checkpointed_size": 0,
+            "num_subtasks": num_subtasks,
+            "num_acknowledged_subtasks": 0,
+            "failure_timestamp": None,
+            "failure_message": None,
+            "failure_reason": None,
+        }
+        self.history[checkpoint_id] = record
+        self.subtask_stats[checkpoint_id] = []
+        self.counts["total"] += 1
+        self.counts["in_progress"] += 1
+        return record
+
+    def report_subtask_stats(self, checkpoint_id: int, task: str, ack_timestamp: int, state_size: int,
+                             metrics: Any = None) -> None:
+        record = self.history.get(checkpoint_id)
+        if record is None or record["status"] != "IN_PROGRESS":
+            return
+        record["num_acknowledged_subtasks"] += 1
+        record["latest_ack_timestamp"] = ack_timestamp
+        record["end_to_end_duration"] = max(0, ack_timestamp - record["trigger_timestamp"])
+        record["state_size"] += state_size
+        record["checkpointed_size"] += state_size
+        self.subtask_stats[checkpoint_id].append(
+            {"task": task, "ack_timestamp": ack_timestamp, "state_size": state_size, "checkpointed_size": state_size,
+             "end_to_end_duration": max(0, ack_timestamp - record["trigger_timestamp"]), "metrics": metrics}
+        )
+
+    def report_completed_checkpoint(self, checkpoint_id: int, completion_timestamp: int, external_path: str | None = None) -> None:
+        record = self.history[checkpoint_id]
+        if record["status"] != "IN_PROGRESS":
+            return
+        record["status"] = "COMPLETED"
+        record["end_to_end_duration"] = max(0, completion_timestamp - record["trigger_timestamp"])
+        record["external_path"] = external_path
+        self.counts["in_progress"] -= 1
+        self.counts["completed"] += 1
+
+    def report_failed_checkpoint(self, checkpoint_id: int, failure_timestamp: int,
+                                 reason: CheckpointFailureReason, message: str = "") -> None:
+        record = self.history.get(checkpoint_id)
+        if record is None or record["status"] != "IN_PROGRESS":
+            return
+        record["status"] = "FAILED"
+        record["failure_timestamp"] = failure_timestamp
+        record["failure_reason"] = reason.name
+        record["failure_message"] = message or reason.message
+        record["end_to_end_duration"] = max(0, failure_timestamp - record["trigger_timestamp"])
+        self.counts["in_progress"] -= 1
+        self.counts["failed"] += 1
+
+    def report_failed_checkpoint_without_in_progress(self) -> None:
+        self.counts["total"] += 1
+        self.counts["failed"] += 1
+
+    def report_restored_checkpoint(self, checkpoint_id: int, restore_timestamp: int, external_path: str | None,
+                                   is_savepoint: bool) -> None:
+        self.counts["restored"] += 1
+        self.latest_restored = {"id": checkpoint_id, "restore_timestamp": restore_timestamp,
+                                "is_savepoint": is_savepoint, "external_path": external_path}
+
+    def latest_completed(self) -> dict[str, Any] | None:
+        done = [r for r in self.history.values() if r["status"] == "COMPLETED"]
+        return max(done, key=lambda r: r["id"]) if done else None
