@@ -2,7 +2,7 @@
 
 How this works: ``add_checkpoint_and_subsume_oldest_one`` appends a completed checkpoint and, while more than
 ``max_number_of_retained_checkpoints`` are held, removes the oldest ones (never the newest one, and never the
-newest non-savepoint one, which recovery prefers). A removed checkpoint is *subsumed*; it is returned for
+newest non-savepoint one, which recovery prefers, unless the newest is a stop-with-savepoint). A removed checkpoint is *subsumed*; it is returned for
 discarding only if its properties say so (``discard_subsumed``: restored, unclaimed snapshots and savepoints are
 never discarded by us). The caller turns these into ``DiscardCheckpoint`` actions: the store never touches
 files. ``shutdown(job_status)`` empties the store and returns the checkpoints whose properties discard them for
@@ -77,8 +77,9 @@ class StandaloneCompletedCheckpointStore:
                 break
             if candidate is latest:
                 continue
-            if not candidate.props.is_savepoint and (latest_not_savepoint is None or latest_not_savepoint is candidate):
-                continue
+            if (not candidate.props.is_savepoint and not latest.props.is_synchronous
+                    and (latest_not_savepoint is None or latest_not_savepoint is candidate)):
+                continue  # keep the newest checkpoint unless the job stopped with a savepoint
             self._checkpoints.remove(candidate)
             if last_subsumed is None or candidate.checkpoint_id > last_subsumed.checkpoint_id:
                 last_subsumed = candidate
