@@ -164,14 +164,6 @@ class AbstractAlignedBarrierHandlerState(BarrierHandlerState):
             return self._trigger_global_checkpoint(controller, barrier)
         return self._convert_after_barrier_received()
 
-    def end_of_partition_received(self, controller, channel_info):
-        self.state.channel_finished(channel_info)
-        if controller.all_barriers_received():
-            pending = controller.get_pending_checkpoint_barrier()
-            assert pending is not None
-            return self._trigger_global_checkpoint(controller, pending)
-        return self
-
     def _trigger_global_checkpoint(self, controller, barrier) -> BarrierHandlerState:
         controller.trigger_global_checkpoint(barrier)
         self.state.unblock_all_channels()
@@ -185,13 +177,30 @@ class AbstractAlignedBarrierHandlerState(BarrierHandlerState):
     def _convert_after_barrier_received(self) -> BarrierHandlerState: ...
 
 
+def _pending_barrier(controller: Controller, state_name: str) -> CheckpointBarrier:
+    pending = controller.get_pending_checkpoint_barrier()
+    if pending is None:
+        raise IllegalBarrierHandlerStateError(f"no pending checkpoint barrier in state {state_name}")
+    return pending
+
+
 class WaitingForFirstBarrier(AbstractAlignedBarrierHandlerState):
     def _convert_after_barrier_received(self):
         return CollectingBarriers(self.state)
 
+    def end_of_partition_received(self, controller, channel_info):
+        self.state.channel_finished(channel_info)
+        return self  # no pending checkpoint
+
 
 class CollectingBarriers(AbstractAlignedBarrierHandlerState):
     def _convert_after_barrier_received(self):
+        return self
+
+    def end_of_partition_received(self, controller, channel_info):
+        self.state.channel_finished(channel_info)
+        if controller.all_barriers_received():
+            return self._trigger_global_checkpoint(controller, _pending_barrier(controller, self.name))
         return self
 
 
@@ -220,15 +229,6 @@ class AbstractAlternatingAlignedBarrierHandlerState(BarrierHandlerState):
             )
         return self._transition_after_barrier_received()
 
-    def end_of_partition_received(self, controller, channel_info):
-        self.state.channel_finished(channel_info)
-        if controller.all_barriers_received():
-            pending = controller.get_pending_checkpoint_barrier()
-            assert pending is not None
-            controller.trigger_global_checkpoint(pending)
-            return self._finish_checkpoint()
-        return self
-
     def abort(self, cancelled_id):
         return self._finish_checkpoint()
 
@@ -248,6 +248,10 @@ class AlternatingWaitingForFirstBarrier(AbstractAlternatingAlignedBarrierHandler
     def _transition_after_barrier_received(self):
         return AlternatingCollectingBarriers(self.state)
 
+    def end_of_partition_received(self, controller, channel_info):
+        self.state.channel_finished(channel_info)
+        return self  # no barrier collected yet
+
 
 class AlternatingCollectingBarriers(AbstractAlternatingAlignedBarrierHandlerState):
     def alignment_timeout(self, controller, barrier):
@@ -258,6 +262,21 @@ class AlternatingCollectingBarriers(AbstractAlternatingAlignedBarrierHandlerStat
         self.state.checkpoint_started(unaligned_barrier)
         controller.trigger_global_checkpoint(unaligned_barrier)
         return AlternatingCollectingBarriersUnaligned(True, self.state)
+
+    def end_of_partition_received(self, controller, channel_info):
+        self.state.channel_finished(channel_info)
+        pending = _pending_barrier(controller, self.name)
+        if pending.options.is_unaligned_checkpoint:
+            raise IllegalBarrierHandlerStateError(
+                f"unaligned pending barrier of checkpoint {pending.id} in state {self.name}"
+            )
+        if controller.all_barriers_received():
+            controller.trigger_global_checkpoint(pending)
+            return self._finish_checkpoint()
+        if controller.is_timed_out(pending):
+            # the passive switch, on end of partition
+            return self.alignment_timeout(controller, pending).end_of_partition_received(controller, channel_info)
+        return self
 
     def _transition_after_barrier_received(self):
         return self

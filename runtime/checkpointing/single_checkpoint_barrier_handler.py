@@ -262,6 +262,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
 
     def close(self) -> None:
         self._reset_alignment_timer()
+        self._all_barriers_future_done = True  # Flink cancels the future: a late timer does nothing
 
     def __repr__(self) -> str:
         return (
