@@ -1,0 +1,128 @@
+"""``barriersim report RUN_DIR [--checkpoint ID] [--out FILE]``.
+
+How this works: ``add_report_parser(subparsers)`` adds the subcommand to the ``barriersim`` parser and
+``cmd_report(args)`` runs it. It first checks everything the user gave (the run directory and its tables, the
+checkpoint id) so that a mistake costs one line on stderr naming the path or the id, and exit status 2, before
+anything slow starts. The summary statistics come from ``RUN_DIR/analytics/`` when they are newer than the
+run's files; otherwise Ray and Spark on Ray are started (with a rich status line) and
+``barriersim.scenarios.analytics`` computes and writes them. Then the figures and the HTML are written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from barriersim.report.rundir import RunDirError, input_files, load_tables
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+def add_report_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "report", help="write an HTML report (with PNG plots) of a run directory",
+        description="Write RUN_DIR/report/index.html with checkpoint statistics (Flink's names) and plots.",
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (or one holding runs per mode)")
+    parser.add_argument("--checkpoint", metavar="ID",
+                        help="checkpoint id for the barrier timeline (default: the longest completed one)")
+    parser.add_argument("--out", metavar="FILE", help="HTML file to write (default: RUN_DIR/report/index.html); "
+                        "the PNGs go beside it")
+    parser.add_argument("--address", help="address of an existing Ray cluster (default: start a local one)")
+    parser.set_defaults(handler=cmd_report)
+    return parser
+
+
+class ReportError(Exception):
+    """A one-line problem with what the user asked for."""
+
+
+def _checkpoint_id(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ReportError(f"--checkpoint: must be a checkpoint id (a non-negative integer), got {text!r}") from None
+    if value < 0:
+        raise ReportError(f"--checkpoint: must be a checkpoint id (a non-negative integer), got {text!r}")
+    return value
+
+
+def _check_checkpoint(tables, checkpoint_id: int | None, run_dir: Path) -> None:
+    if checkpoint_id is None:
+        return
+    ids = sorted(int(i) for i in tables.checkpoints["id"].unique())
+    if checkpoint_id not in ids:
+        known = f"{ids[0]}..{ids[-1]}" if ids else "none"
+        raise ReportError(f"checkpoint {checkpoint_id} is not in {run_dir} (its checkpoint ids: {known})")
+
+
+def _out_path(text: str | None, run_dir: Path) -> Path:
+    if text is None:
+        return run_dir / "report" / "index.html"
+    out = Path(text)
+    if out.is_dir():
+        raise ReportError(f"--out: {out} is a directory; give the HTML file to write")
+    return out
+
+
+def _fresh_analytics(run_dir: Path, runs):
+    from barriersim.scenarios.analytics import read_analytics, written_at
+
+    stamp = written_at(run_dir)
+    if stamp is None or any(f.stat().st_mtime > stamp for f in input_files(runs)):
+        return None
+    cached = read_analytics(run_dir)
+    if cached is None or set(cached.counts["run"]) != {r.label for r in runs}:
+        return None
+    return cached
+
+
+def _compute_analytics(run_dir: Path, runs, address: str | None, console):
+    from barriersim.scenarios.analytics import compute_analytics
+    from barriersim.scenarios.spark_on_ray import RayAndSpark
+
+    with console.status("starting Ray and Spark on Ray for the checkpoint statistics") as status:
+        with RayAndSpark(app_name="barriersim-report", address=address) as cluster:
+            status.update("computing the checkpoint statistics in Spark")
+            return compute_analytics(cluster.spark, run_dir, runs)
+
+
+def cmd_report(args) -> int:
+    """Run ``barriersim report``; returns the exit status (0, or 2 with one line on stderr)."""
+    from rich.console import Console
+
+    try:
+        run_dir = Path(args.run_dir)
+        checkpoint_id = _checkpoint_id(args.checkpoint)
+        out = _out_path(args.out, run_dir)
+        tables = load_tables(run_dir)
+        _check_checkpoint(tables, checkpoint_id, run_dir)
+    except (RunDirError, ReportError) as e:
+        print(f"barriersim report: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from barriersim.report.html import build_report
+
+    console = Console(stderr=True)
+    analytics = _fresh_analytics(run_dir, tables.runs)
+    if analytics is None:
+        analytics = _compute_analytics(run_dir, tables.runs, getattr(args, "address", None), console)
+    with console.status("drawing the figures"):
+        report = build_report(run_dir, out, checkpoint_id, analytics=analytics, tables=tables)
+    print(f"wrote {report.html} ({len(report.figures)} figures)")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point until ``barriersim/cli.py`` wires the subcommand in."""
+    parser = argparse.ArgumentParser(prog="barriersim")
+    add_report_parser(parser.add_subparsers(dest="command", required=True))
+    return cmd_report(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

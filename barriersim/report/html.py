@@ -1,0 +1,155 @@
+"""The HTML report: one self-describing page per run directory, with the four figures as PNG files beside it.
+
+How this works: ``build_report`` loads the run tables (``rundir.load_tables``) unless given, draws the four
+figures with ``plots`` into the directory of the HTML file (by default ``RUN_DIR/report/``), and writes
+``index.html`` referencing them by relative name. The page holds the runs, Flink's checkpoint counts and
+summary statistics (``min, max, avg, p50, p90, p95, p99, p999`` under Flink's field names, computed in Spark
+by ``barriersim.scenarios.analytics`` and passed in as pandas) and each run's ``verification`` block from
+``summary.json``. Everything is escaped; the page needs no scripts or network.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+import pandas as pd
+
+from barriersim.report import plots
+from barriersim.report.rundir import RunTables, load_tables
+
+FIGURES = ("barrier_timeline.png", "alignment_by_mode.png", "end_to_end.png", "persisted_data.png")
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f2f2f2; }
+figure { margin: 1em 0 2em; }
+figcaption { font-size: 0.9em; color: #555; }
+img { max-width: 100%; }
+pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
+.note { font-size: 0.85em; color: #555; }
+"""
+
+
+@dataclass
+class Report:
+    html: Path
+    figures: dict[str, Path]
+
+
+def _fmt(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "&mdash;"
+    if isinstance(value, (int, float)):
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+    return escape(str(value))
+
+
+def _table(df: pd.DataFrame) -> str:
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in df.columns)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{_fmt(v.item() if hasattr(v, 'item') else v)}</td>" for v in row) + "</tr>"
+        for row in df.itertuples(index=False)
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def _runs_section(tables: RunTables) -> str:
+    rows = []
+    for run in tables.runs:
+        v = run.summary.get("verification") or {}
+        c = run.summary.get("checkpoints") or {}
+        rows.append({"run": run.label, "mode": run.mode, "scenario": run.scenario, "seed": run.seed,
+                     "zipf_exponent": run.zipf_exponent, "completed": c.get("completed"),
+                     "aborted": c.get("aborted"), "verdict": v.get("verdict")})
+    return "<h2>Runs</h2>" + _table(pd.DataFrame(rows))
+
+
+def _statistics_section(analytics) -> str:
+    if analytics is None:
+        return "<h2>Checkpoint statistics</h2><p>Not computed.</p>"
+    from barriersim.scenarios.analytics import COUNT_COLUMNS, STAT_COLUMNS
+
+    parts = ["<h2>Checkpoint counts</h2>", _table(analytics.counts[["run", "mode", *COUNT_COLUMNS]])]
+    parts.append("<h2>Checkpoint statistics summary</h2>")
+    parts.append(
+        '<p class="note">As Flink\'s REST API names them. Scope <em>checkpoint</em>: over completed checkpoints; '
+        "scope <em>subtask</em>: over the acknowledged subtasks of completed checkpoints. Times in ms, sizes in "
+        "bytes. Computed in Spark with the exact <code>percentile</code> (linear interpolation at rank "
+        "p&middot;(n&minus;1)); Flink's Commons Math estimator (rank p&middot;(n+1)) can give higher tail "
+        "percentiles on few checkpoints.</p>"
+    )
+    for run, rows in analytics.summary.groupby("run", sort=False):
+        mode = rows["mode"].iloc[0]
+        parts.append(f"<h3>{escape(str(mode))} <small>({escape(str(run))})</small></h3>")
+        parts.append(_table(rows[["scope", "metric", *STAT_COLUMNS]]))
+    return "".join(parts)
+
+
+def _verification_section(tables: RunTables) -> str:
+    parts = ["<h2>Verification</h2>"]
+    blocks = [(run.label, run.mode, run.summary.get("verification")) for run in tables.runs]
+    if tables.root_summary and tables.root_summary.get("verification") is not None:
+        blocks.insert(0, ("all runs", str(tables.root_summary.get("mode", "")), tables.root_summary["verification"]))
+    for label, mode, block in blocks:
+        parts.append(f"<h3>{escape(mode)} <small>({escape(label)})</small></h3>")
+        parts.append(f"<pre>{escape(json.dumps(block, indent=2))}</pre>")
+    return "".join(parts)
+
+
+def _figure(name: str, caption: str) -> str:
+    return f'<figure><img src="{escape(name)}" alt="{escape(caption)}"><figcaption>{escape(caption)}</figcaption></figure>'
+
+
+def draw_figures(tables: RunTables, out_dir: Path, checkpoint_id: int | None = None) -> dict[str, Path]:
+    cp, st = tables.checkpoints, tables.subtasks
+    timeline, alignment, e2e, persisted = (out_dir / name for name in FIGURES)
+    return {
+        FIGURES[0]: plots.plot_barrier_timeline(cp, st, timeline, checkpoint_id),
+        FIGURES[1]: plots.plot_alignment_distribution(cp, st, alignment),
+        FIGURES[2]: plots.plot_end_to_end(cp, e2e),
+        FIGURES[3]: plots.plot_persisted(cp, persisted),
+    }
+
+
+def render_html(title: str, tables: RunTables, analytics, checkpoint_id: int | None) -> str:
+    which = f"checkpoint {checkpoint_id}" if checkpoint_id is not None else \
+        "the completed checkpoint with the longest end-to-end duration"
+    x_axis = "key skew (workload.zipf_exponent)" if plots.differs_in_skew(tables.checkpoints) else "checkpoint id"
+    captions = (
+        f"(1) Barrier timeline of {which}, per run: per subtask, start delay (trigger to first barrier), "
+        "alignment, synchronous snapshot, asynchronous part until the acknowledgement.",
+        "(2) Distribution of the subtasks' alignment_duration, per mode.",
+        f"(3) Checkpoint end_to_end_duration over {x_axis}.",
+        "(4) In-flight data persisted (persisted_data) per completed checkpoint, per mode.",
+    )
+    return (
+        f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>"
+        + _runs_section(tables)
+        + _statistics_section(analytics)
+        + "<h2>Figures</h2>"
+        + "".join(_figure(name, caption) for name, caption in zip(FIGURES, captions))
+        + _verification_section(tables)
+        + "</body></html>\n"
+    )
+
+
+def build_report(root: str | Path, out_html: str | Path | None = None, checkpoint_id: int | None = None,
+                 analytics=None, tables: RunTables | None = None) -> Report:
+    """Write the report of the run(s) under ``root``: ``out_html`` (default ``root/report/index.html``) and
+    the PNGs beside it. ``analytics`` is a ``barriersim.scenarios.analytics.Analytics`` (or None)."""
+    root = Path(root)
+    tables = tables if tables is not None else load_tables(root)
+    html_path = Path(out_html) if out_html else root / "report" / "index.html"
+    html_path.parent.mkdir(parents=True, exist_ok=True)
+    figures = draw_figures(tables, html_path.parent, checkpoint_id)
+    title = f"barriersim report: {root.resolve().name}"
+    html_path.write_text(render_html(title, tables, analytics, checkpoint_id), encoding="utf-8")
+    return Report(html=html_path, figures=figures)

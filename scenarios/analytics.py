@@ -1,0 +1,196 @@
+"""Flink-style checkpoint statistics over one or many runs, computed in Spark on Ray.
+
+How this works: ``compute_analytics(spark, root)`` finds the runs under ``root`` (one run, or sub-runs per
+mode or per sweep point; see ``barriersim.report.rundir``), reads each run's ``checkpoints.parquet`` and
+``subtasks.parquet`` with Spark, tags the rows with the run's label, mode, scenario, seed and
+``workload.zipf_exponent`` (from its ``summary.json``) and unions them. It then computes what Flink's REST
+API serves as a job's checkpoint statistics (``CheckpointingStatistics``, Flink's ``StatsSummary``):
+
+- ``summary``: per run and metric, ``count, min, max, avg, p50, p90, p95, p99, p999`` of
+  ``end_to_end_duration, checkpointed_size, state_size, processed_data, persisted_data`` over the COMPLETED
+  checkpoints (scope ``checkpoint``), and of ``alignment_duration, start_delay`` over the acknowledged,
+  non-aborted subtasks of completed checkpoints (scope ``subtask``);
+- ``counts``: per run, ``restored, total, in_progress, completed, failed`` (from the checkpoint table's
+  ``status``; ``restored`` from ``summary.json``).
+
+Both are written with Spark, coalesced to one part file, to ``root/analytics/summary.parquet`` and
+``root/analytics/counts.parquet`` (Spark's directory layout; pyarrow and pandas read the directory as one
+table), then read back and returned as pandas DataFrames.
+
+Percentiles are exact: Spark SQL's ``percentile(value, array(...))`` sorts the values and interpolates
+linearly between the two closest ranks, at 0-based position ``p * (n - 1)`` (Hyndman and Fan's type 7,
+numpy's default ``linear``). For values 10, 20, 30, 40, p50 is 25.0 and p90 is 37.0. Flink's
+``DescriptiveStatisticsHistogramStatistics`` uses Apache Commons Math's ``Percentile`` (legacy estimation,
+1-based position ``p * (n + 1)`` clamped to the ends), so on few checkpoints our tail percentiles can be
+lower than Flink's (for the example, Flink's p90 is 40); min, max and median agree. ``avg`` is the
+arithmetic mean as a double (Flink serves ``sum / count`` truncated to a long).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from barriersim.report.rundir import RUN_KEYS, Run, discover_runs
+
+CHECKPOINT_METRICS = ("end_to_end_duration", "checkpointed_size", "state_size", "processed_data", "persisted_data")
+SUBTASK_METRICS = ("alignment_duration", "start_delay")
+PERCENTILES = (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99), ("p999", 0.999))
+STAT_COLUMNS = ("count", "min", "max", "avg", *(name for name, _ in PERCENTILES))
+COUNT_COLUMNS = ("restored", "total", "in_progress", "completed", "failed")
+SUMMARY_COLUMNS = (*RUN_KEYS, "scope", "metric", *STAT_COLUMNS)
+
+_RUN_KEY_TYPES = {"run": "string", "mode": "string", "scenario": "string", "seed": "bigint", "zipf_exponent": "double"}
+
+
+@dataclass
+class Analytics:
+    """The results as pandas: ``summary`` (columns ``SUMMARY_COLUMNS``) and ``counts`` (run keys and
+    ``COUNT_COLUMNS``)."""
+
+    summary: pd.DataFrame
+    counts: pd.DataFrame
+
+
+def analytics_dir(root: str | Path) -> Path:
+    return Path(root) / "analytics"
+
+
+def _tagged(spark, run: Run, name: str, columns: dict[str, str]):
+    from pyspark.sql import functions as F
+
+    df = spark.read.parquet(str(run.path / name))
+    present = set(df.columns)
+    cols = [
+        (F.col(c) if c in present else F.lit(None)).cast(t).alias(c)
+        for c, t in columns.items()
+    ]
+    keys = [F.lit(value).cast(_RUN_KEY_TYPES[key]).alias(key) for key, value in run.keys().items()]
+    return df.select(*keys, *cols)
+
+
+def load_run_frames(spark, runs: list[Run]):
+    """Spark DataFrames ``(checkpoints, subtasks)`` of all ``runs``, run key columns first."""
+    cp_cols = {"id": "bigint", "status": "string", **{m: "bigint" for m in CHECKPOINT_METRICS}}
+    st_cols = {"id": "bigint", "task": "string", "aborted": "boolean", **{m: "bigint" for m in SUBTASK_METRICS}}
+    checkpoints = [_tagged(spark, r, "checkpoints.parquet", cp_cols) for r in runs]
+    subtasks = [_tagged(spark, r, "subtasks.parquet", st_cols) for r in runs if (r.path / "subtasks.parquet").exists()]
+    union = lambda frames: reduce(lambda a, b: a.unionByName(b), frames)  # noqa: E731
+    st = union(subtasks) if subtasks else spark.createDataFrame(
+        [], ", ".join(f"{k} {t}" for k, t in {**_RUN_KEY_TYPES, **st_cols}.items())
+    )
+    return union(checkpoints), st
+
+
+def _summarize(df, metrics: tuple[str, ...], scope: str):
+    """Long format: one row per run and metric with Flink's summary statistics."""
+    from pyspark.sql import functions as F
+
+    pairs = F.array(*[F.struct(F.lit(m).alias("metric"), F.col(m).cast("double").alias("value")) for m in metrics])
+    long = df.select(*RUN_KEYS, F.explode(pairs).alias("kv")).select(*RUN_KEYS, "kv.metric", "kv.value")
+    fractions = ", ".join(repr(p) for _, p in PERCENTILES)
+    stats = long.groupBy(*RUN_KEYS, "metric").agg(
+        F.count("value").alias("count"),
+        F.min("value").alias("min"),
+        F.max("value").alias("max"),
+        F.avg("value").alias("avg"),
+        F.expr(f"percentile(value, array({fractions}))").alias("pct"),
+    )
+    return stats.select(
+        *RUN_KEYS, F.lit(scope).alias("scope"), "metric", "count", "min", "max", "avg",
+        *[F.col("pct")[i].alias(name) for i, (name, _) in enumerate(PERCENTILES)],
+    )
+
+
+def summary_frame(checkpoints, subtasks):
+    """Spark DataFrame of the summary statistics (columns ``SUMMARY_COLUMNS``)."""
+    from pyspark.sql import functions as F
+
+    completed = checkpoints.where(F.col("status") == "COMPLETED")
+    completed_ids = completed.select("run", "id").distinct()
+    acked = subtasks.join(completed_ids, ["run", "id"]).where(~F.coalesce(F.col("aborted"), F.lit(False)))
+    return _summarize(completed, CHECKPOINT_METRICS, "checkpoint").unionByName(
+        _summarize(acked, SUBTASK_METRICS, "subtask")
+    )
+
+
+def counts_frame(spark, checkpoints, runs: list[Run]):
+    """Spark DataFrame of Flink's checkpoint counts per run."""
+    from pyspark.sql import functions as F
+
+    def status_count(status: str):
+        return F.sum(F.when(F.col("status") == status, 1).otherwise(0)).cast("bigint").alias(status.lower())
+
+    counts = checkpoints.groupBy(*RUN_KEYS).agg(
+        F.count(F.lit(1)).alias("total"), status_count("IN_PROGRESS"), status_count("COMPLETED"),
+        status_count("FAILED"),
+    )
+    restored = spark.createDataFrame([(r.label, r.restored) for r in runs], "run string, restored bigint")
+    return counts.join(restored, "run").select(*RUN_KEYS, *COUNT_COLUMNS)
+
+
+def _metric_order(summary: pd.DataFrame) -> pd.DataFrame:
+    order = {m: i for i, m in enumerate((*CHECKPOINT_METRICS, *SUBTASK_METRICS))}
+    summary = summary.assign(_order=summary["metric"].map(order))
+    return summary.sort_values(["run", "_order"], kind="stable").drop(columns="_order").reset_index(drop=True)
+
+
+def read_analytics(root: str | Path) -> Analytics | None:
+    """The analytics written earlier under ``root``, or None when there are none."""
+    out = analytics_dir(root)
+    if not ((out / "summary.parquet" / "_SUCCESS").exists() and (out / "counts.parquet" / "_SUCCESS").exists()):
+        return None
+    summary = pq.read_table(str(out / "summary.parquet")).to_pandas()
+    counts = pq.read_table(str(out / "counts.parquet")).to_pandas()
+    return Analytics(
+        summary=_metric_order(summary[list(SUMMARY_COLUMNS)]),
+        counts=counts[[*RUN_KEYS, *COUNT_COLUMNS]].sort_values("run").reset_index(drop=True),
+    )
+
+
+def written_at(root: str | Path) -> float | None:
+    """When the analytics under ``root`` were written (mtime, seconds), or None."""
+    marks = [analytics_dir(root) / name / "_SUCCESS" for name in ("summary.parquet", "counts.parquet")]
+    if not all(m.exists() for m in marks):
+        return None
+    return min(m.stat().st_mtime for m in marks)
+
+
+def compute_analytics(spark, root: str | Path, runs: list[Run] | None = None) -> Analytics:
+    """Compute the statistics of every run under ``root`` in Spark, write them under ``root/analytics/``
+    and return them as pandas."""
+    runs = runs if runs is not None else discover_runs(root)
+    checkpoints, subtasks = load_run_frames(spark, runs)
+    out = analytics_dir(root)
+    out.mkdir(parents=True, exist_ok=True)
+    summary_frame(checkpoints, subtasks).coalesce(1).write.mode("overwrite").parquet(str(out / "summary.parquet"))
+    counts_frame(spark, checkpoints, runs).coalesce(1).write.mode("overwrite").parquet(str(out / "counts.parquet"))
+    result = read_analytics(root)
+    assert result is not None, f"{out}: Spark wrote no _SUCCESS marker"
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m barriersim.scenarios.analytics RUN_DIR``: compute and print the statistics."""
+    import argparse
+
+    from barriersim.scenarios.spark_on_ray import RayAndSpark
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("run_dir")
+    args = parser.parse_args(argv)
+    runs = discover_runs(args.run_dir)
+    with RayAndSpark(app_name="barriersim-analytics") as cluster:
+        result = compute_analytics(cluster.spark, args.run_dir, runs)
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(result.counts.to_string(index=False))
+        print(result.summary.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
