@@ -580,15 +580,6 @@ def test_no_active_timeout_alignment_after_abort(clock):
     assert len(target.triggered_checkpoint_options) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "deviation: SingleCheckpointBarrierHandler.close() only cancels the alignment timer handle; its timer "
-        "callback still switches to unaligned if the handle does not unregister (checks only "
-        "_all_barriers_received_id). Flink's close() also cancels allBarriersReceivedFuture, so the timer "
-        "callback's '!getAllBarriersReceivedFuture(barrierId).isDone()' guard stops the switch after close"
-    ),
-)
 def test_no_active_timeout_alignment_after_close():
     """Port of Flink AlternatingCheckpointsTest.testNoActiveTimeoutAlignmentAfterClose."""
     clock_with_delayed_actions = ClockWithDelayedActions(cancellable=False)  # do not unregister timers on cancel
@@ -746,16 +737,6 @@ def test_timeout_alignment_on_unaligned_checkpoint(clock):
     assert target.triggered_checkpoint_counter == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "deviation: barrier_handler_state.AbstractAlternatingAlignedBarrierHandlerState.end_of_partition_received "
-        "triggers the pending aligned barrier when all channels are done but never checks the timeout; Flink's "
-        "AlternatingCollectingBarriers.endOfPartitionReceived has 'else if (controller.isTimedOut(pending)) "
-        "return alignmentTimeout(controller, pending).endOfPartitionReceived(controller, channelInfo)', so an "
-        "end of partition after the timeout switches the checkpoint to unaligned"
-    ),
-)
 def test_timeout_alignment_after_received_end_of_partition(clock):
     """Port of Flink AlternatingCheckpointsTest.testTimeoutAlignmentAfterReceivedEndOfPartition."""
     target = ValidatingCheckpointHandler()
