@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from barriersim.run import UnsupportedScenario
 from barriersim.scenarios.loader import ScenarioError, load_scenario
 
 EXIT_VIOLATED = 1
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _cmd_run(args)
-    except ScenarioError as e:
+    except (ScenarioError, UnsupportedScenario) as e:
         print(f"barriersim: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -117,7 +117,7 @@ _ENUMS = {"point": ProtocolPoint, "kind": MessageKind}
 
 def _check(fault: Fault, where: str) -> None:
     def bad(field_name: str, problem: str) -> FaultScheduleError:
-        return FaultScheduleError(f"{where} ({_NAME_OF[type(fault)]}).{field_name}: {problem}")
+        return FaultScheduleError(f"{where}.{field_name}: {problem} (in a {_NAME_OF[type(fault)]} fault)")
 
     for f in fields(fault):
         value = getattr(fault, f.name)
@@ -179,7 +179,7 @@ class FaultSchedule:
             at = f"{where}[{i}]"
             if not isinstance(item, dict) or "type" not in item:
                 raise FaultScheduleError(f"{at}.type: is required (one of {', '.join(FAULT_TYPES)})")
-            cls = FAULT_TYPES.get(item["type"])
+            cls = FAULT_TYPES.get(item["type"]) if isinstance(item["type"], str) else None
             if cls is None:
                 raise FaultScheduleError(f"{at}.type: unknown fault {item['type']!r} (known: {', '.join(FAULT_TYPES)})")
             known = {f.name: f for f in fields(cls)}

@@ -4,15 +4,26 @@ How this works: ``SCHEMA`` lists every section and key a scenario may hold, each
 allowed range. ``load_scenario(path)`` reads the file with ``tomllib``, rejects unknown sections and keys,
 wrong types and out-of-range values with a ``ScenarioError`` whose one-line message names the file and the
 key (``scenarios/x.toml: workload.records: must be an integer >= 1, got 0``), then checks rules that span
-keys (e.g. unaligned checkpoints need exactly-once). The CLI prints that line and exits with status 2.
+keys (e.g. unaligned checkpoints need exactly-once and at most one concurrent checkpoint).
+
+The job is either the quickstart shorthand (``[job]`` with ``source_parallelism``, ``keyed_sum_parallelism``,
+``sink_parallelism``) or a general DAG: ``[[job.vertex]]`` tables (``name``, ``operator``, ``parallelism``,
+operator parameters, per-record cost) and ``[[job.edge]]`` tables (``from``, ``to``, ``partitioner``,
+``input``), validated as a ``runtime.jobgraph.JobGraph``. ``[network]`` sets the buffer size, Flink's credit
+defaults and the channel latency; ``[[faults]]`` is a fault schedule (``runtime.faults``); ``[sweep]`` maps
+dotted keys to lists of values and expands into a run matrix. The CLI prints an error's line and exits 2.
 """
 
 from __future__ import annotations
 
+import itertools
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
+
+from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
 
 MODES = ("aligned", "unaligned", "aligned-with-timeout", "at-least-once")
 
@@ -46,6 +57,9 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
     return lambda v: None if v in choices else f"must be one of {', '.join(choices)}, got {v!r}"
 
 
+OPERATORS = tuple(k.value for k in OperatorKind)
+PARTITIONERS = tuple(p.value for p in Partitioner)
+
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
         "name": Field(str, None),
@@ -53,23 +67,59 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "seed": Field(int, 0, _at_least(0)),
     },
     "workload": {
-        "records": Field(int, 100_000, _at_least(1)),
-        "keys": Field(int, 1000, _at_least(1)),
+        "records": Field(int, 100_000, _between(1, 100_000_000)),
+        "keys": Field(int, 1000, _between(1, 10_000_000)),
         "zipf_exponent": Field(float, 1.0, _between(0.0, 3.0)),
-        "max_value": Field(int, 100, _at_least(1)),
+        "max_value": Field(int, 100, _between(1, 1_000_000)),
         "rate_per_source": Field(int, 0, _at_least(0)),
     },
+    # The quickstart shorthand; a general DAG uses [[job.vertex]] and [[job.edge]] instead.
     "job": {
-        "source_parallelism": Field(int, 2, _between(1, 64)),
-        "keyed_sum_parallelism": Field(int, 2, _between(1, 64)),
+        "source_parallelism": Field(int, 2, _between(1, 128)),
+        "keyed_sum_parallelism": Field(int, 2, _between(1, 128)),
         "sink_parallelism": Field(int, 1, _between(1, 1)),
         "records_per_buffer": Field(int, 200, _between(1, 100_000)),
+        "max_parallelism": Field(int, 128, _between(1, 32768)),
+    },
+    "network": {
+        "buffer_size": Field(int, 32 * 1024, _between(1024, 1 << 20)),
+        "exclusive_buffers_per_channel": Field(int, 2, _between(0, 1000)),
+        "floating_buffers_per_gate": Field(int, 8, _between(0, 10_000)),
+        "max_buffers_per_channel": Field(int, 10, _between(1, 10_000)),
+        "latency_us_mean": Field(float, 100.0, _between(0.0, 10_000_000.0)),
+        "latency_us_jitter": Field(float, 20.0, _between(0.0, 10_000_000.0)),
+        "record_size": Field(int, 32, _between(1, 1 << 20)),
     },
     "checkpointing": {
         "mode": Field(str, "aligned", _one_of(*MODES)),
         "interval_ms": Field(int, 1000, _at_least(10)),
         "timeout_ms": Field(int, 600_000, _at_least(1)),
+        "aligned_checkpoint_timeout_ms": Field(int, 0, _at_least(0)),
+        "max_concurrent": Field(int, 1, _between(1, 100)),
+        "min_pause_ms": Field(int, 0, _at_least(0)),
+        "tolerable_failures": Field(int, 0, _between(0, 1_000_000)),
+        "max_retained": Field(int, 1, _between(1, 1000)),
+        "checkpoints_after_tasks_finish": Field(bool, True),
     },
+}
+
+VERTEX_FIELDS: dict[str, Field] = {
+    "name": Field(str, None),
+    "operator": Field(str, None, _one_of(*OPERATORS)),
+    "parallelism": Field(int, None, _between(1, 128)),
+    "max_parallelism": Field(int, 128, _between(1, 32768)),
+    "cost_us_per_record": Field(float, 1.0, _between(0.0, 1e9)),
+    "hot_key": Field(int, -1, _at_least(-1)),
+    "hot_key_extra_us": Field(float, 0.0, _between(0.0, 1e9)),
+    "factor": Field(int, 2, _between(-1_000_000, 1_000_000)),
+    "modulus": Field(int, 3, _between(1, 1_000_000)),
+    "window_ms": Field(int, 1000, _between(1, 10**12)),
+}
+EDGE_FIELDS: dict[str, Field] = {
+    "from": Field(str, None),
+    "to": Field(str, None),
+    "partitioner": Field(str, None, _one_of(*PARTITIONERS)),
+    "input": Field(int, 0, _between(0, 1)),
 }
 
 
@@ -84,10 +134,26 @@ class WorkloadSpec:
 
 @dataclass(frozen=True)
 class JobSpec:
+    """The quickstart shorthand's values (kept for the Ray skeleton); ``graph`` is the job in either form."""
+
     source_parallelism: int
     keyed_sum_parallelism: int
     sink_parallelism: int
     records_per_buffer: int
+    max_parallelism: int
+    graph: JobGraph
+    is_quickstart_shape: bool
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    buffer_size: int
+    exclusive_buffers_per_channel: int
+    floating_buffers_per_gate: int
+    max_buffers_per_channel: int
+    latency_us_mean: float
+    latency_us_jitter: float
+    record_size: int
 
 
 @dataclass(frozen=True)
@@ -95,6 +161,12 @@ class CheckpointingSpec:
     mode: str
     interval_ms: int
     timeout_ms: int
+    aligned_checkpoint_timeout_ms: int = 0
+    max_concurrent: int = 1
+    min_pause_ms: int = 0
+    tolerable_failures: int = 0
+    max_retained: int = 1
+    checkpoints_after_tasks_finish: bool = True
 
 
 @dataclass(frozen=True)
@@ -106,6 +178,9 @@ class Scenario:
     workload: WorkloadSpec
     job: JobSpec
     checkpointing: CheckpointingSpec
+    network: NetworkSpec | None = None
+    faults: FaultSchedule = FaultSchedule()
+    sweep: tuple[tuple[str, tuple], ...] = ()
 
 
 def _type_name(kind: type) -> str:
@@ -124,40 +199,128 @@ def _coerce(path: str, key: str, spec: Field, value: Any) -> Any:
     return value
 
 
+def _table(path: str, where: str, given: Any, spec: dict[str, Field], skip: tuple[str, ...] = ()) -> dict:
+    if not isinstance(given, dict):
+        raise ScenarioError(path, where, "must be a table")
+    for key in given:
+        if key not in spec and key not in skip:
+            raise ScenarioError(path, f"{where}.{key}", f"unknown key (known: {', '.join(list(spec) + list(skip))})")
+    out: dict[str, Any] = {}
+    for key, field_spec in spec.items():
+        if key in given:
+            out[key] = _coerce(path, f"{where}.{key}", field_spec, given[key])
+        elif field_spec.default is None:
+            raise ScenarioError(path, f"{where}.{key}", "is required")
+        else:
+            out[key] = field_spec.default
+    return out
+
+
+def _array_of_tables(path: str, where: str, given: Any) -> list:
+    if not isinstance(given, list) or not all(isinstance(t, dict) for t in given):
+        raise ScenarioError(path, where, f"must be an array of tables ([[{where}]])")
+    return given
+
+
+def quickstart_graph(sources: int, sums: int, max_parallelism: int = 128) -> JobGraph:
+    return JobGraph(
+        (
+            JobVertex("source", OperatorKind.SOURCE, sources, max_parallelism),
+            JobVertex("keyed-sum", OperatorKind.KEYED_SUM, sums, max_parallelism),
+            JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK, 1, max_parallelism),
+        ),
+        (
+            JobEdge("source", "keyed-sum", Partitioner.HASH),
+            JobEdge("keyed-sum", "sink", Partitioner.REBALANCE),
+        ),
+    )
+
+
+def _parse_job(path: str, given: Any) -> JobSpec:
+    if not isinstance(given, dict):
+        raise ScenarioError(path, "job", "must be a table")
+    general = "vertex" in given or "edge" in given
+    shorthand = _table(path, "job", given, SCHEMA["job"], skip=("vertex", "edge"))
+    if not general:
+        graph = quickstart_graph(shorthand["source_parallelism"], shorthand["keyed_sum_parallelism"],
+                                 shorthand["max_parallelism"]).validate()
+        return JobSpec(**shorthand, graph=graph, is_quickstart_shape=True)
+    for key in ("source_parallelism", "keyed_sum_parallelism", "sink_parallelism"):
+        if key in given:
+            raise ScenarioError(path, f"job.{key}", "is the quickstart shorthand; with [[job.vertex]] set parallelism per vertex")
+    vertices, edges = [], []
+    for i, raw in enumerate(_array_of_tables(path, "job.vertex", given.get("vertex", []))):
+        v = _table(path, f"job.vertex[{i}]", raw, VERTEX_FIELDS)
+        if v["max_parallelism"] < v["parallelism"]:
+            raise ScenarioError(path, f"job.vertex[{i}].max_parallelism", f"must be >= parallelism {v['parallelism']}")
+        params = {k: v[k] for k in VERTEX_FIELDS if k not in ("name", "operator", "parallelism", "max_parallelism")}
+        vertices.append(JobVertex(v["name"], OperatorKind(v["operator"]), v["parallelism"], v["max_parallelism"], params))
+    for i, raw in enumerate(_array_of_tables(path, "job.edge", given.get("edge", []))):
+        e = _table(path, f"job.edge[{i}]", raw, EDGE_FIELDS)
+        edges.append(JobEdge(e["from"], e["to"], Partitioner(e["partitioner"]), e["input"]))
+    graph = JobGraph(tuple(vertices), tuple(edges))
+    try:
+        graph.validate()
+    except JobGraphError as err:
+        raise ScenarioError(path, "job", str(err)) from None
+    return JobSpec(**shorthand, graph=graph, is_quickstart_shape=False)
+
+
+def _parse_sweep(path: str, given: Any) -> tuple[tuple[str, tuple], ...]:
+    if not isinstance(given, dict):
+        raise ScenarioError(path, "sweep", "must be a table of dotted keys to lists of values")
+    axes = []
+    for key, values in given.items():
+        section, _, name = key.partition(".")
+        if section not in ("workload", "checkpointing", "network") or name not in SCHEMA[section]:
+            raise ScenarioError(path, f"sweep.{key}", "must name a workload, checkpointing or network key, e.g. \"workload.zipf_exponent\"")
+        if not isinstance(values, list) or not values:
+            raise ScenarioError(path, f"sweep.{key}", "must be a non-empty list of values")
+        for v in values:
+            _coerce(path, f"sweep.{key}", SCHEMA[section][name], v)
+        axes.append((key, tuple(values)))
+    return tuple(axes)
+
+
+def _check_cross_rules(path: str, cp: CheckpointingSpec) -> None:
+    if cp.mode in ("unaligned", "aligned-with-timeout") and cp.max_concurrent != 1:
+        raise ScenarioError(path, "checkpointing.max_concurrent",
+                            "unaligned checkpoints allow at most 1 concurrent checkpoint (as in Flink)")
+    if cp.mode == "aligned-with-timeout" and cp.aligned_checkpoint_timeout_ms <= 0:
+        raise ScenarioError(path, "checkpointing.aligned_checkpoint_timeout_ms", "must be > 0 in aligned-with-timeout mode")
+    if cp.mode != "aligned-with-timeout" and cp.aligned_checkpoint_timeout_ms > 0:
+        raise ScenarioError(path, "checkpointing.aligned_checkpoint_timeout_ms",
+                            "applies only to mode \"aligned-with-timeout\"")
+
+
 def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
     """Validate an already-parsed TOML document."""
-    values: dict[str, dict[str, Any]] = {}
+    known = list(SCHEMA) + ["faults", "sweep"]
     for section in data:
-        if section not in SCHEMA:
-            raise ScenarioError(path, section, f"unknown section (known: {', '.join(SCHEMA)})")
-        if not isinstance(data[section], dict):
-            raise ScenarioError(path, section, "must be a table")
-    for section, spec in SCHEMA.items():
-        given = data.get(section, {})
-        for key in given:
-            if key not in spec:
-                raise ScenarioError(path, f"{section}.{key}", f"unknown key (known: {', '.join(spec)})")
-        out: dict[str, Any] = {}
-        for key, field_spec in spec.items():
-            if key in given:
-                out[key] = _coerce(path, f"{section}.{key}", field_spec, given[key])
-            elif field_spec.default is None:
-                raise ScenarioError(path, f"{section}.{key}", "is required")
-            else:
-                out[key] = field_spec.default
-        values[section] = out
-    scenario = Scenario(
+        if section not in known:
+            raise ScenarioError(path, section, f"unknown section (known: {', '.join(known)})")
+    plain = {}
+    for section in ("scenario", "workload", "network", "checkpointing"):
+        plain[section] = _table(path, section, data.get(section, {}), SCHEMA[section])
+    job = _parse_job(path, data.get("job", {}))
+    checkpointing = CheckpointingSpec(**plain["checkpointing"])
+    _check_cross_rules(path, checkpointing)
+    try:
+        faults = FaultSchedule.from_plain(data.get("faults", []))
+    except FaultScheduleError as err:
+        raise ScenarioError(path, None, str(err)) from None
+    return Scenario(
         path=path,
-        name=values["scenario"]["name"],
-        description=values["scenario"]["description"],
-        seed=values["scenario"]["seed"],
-        workload=WorkloadSpec(**values["workload"]),
-        job=JobSpec(**values["job"]),
-        checkpointing=CheckpointingSpec(**values["checkpointing"]),
+        name=plain["scenario"]["name"],
+        description=plain["scenario"]["description"],
+        seed=plain["scenario"]["seed"],
+        workload=WorkloadSpec(**plain["workload"]),
+        job=job,
+        checkpointing=checkpointing,
+        network=NetworkSpec(**plain["network"]),
+        faults=faults,
+        sweep=_parse_sweep(path, data["sweep"]) if "sweep" in data else (),
     )
-    if scenario.workload.keys > scenario.workload.records * 1000:
-        raise ScenarioError(path, "workload.keys", "is far larger than the number of records")
-    return scenario
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -181,3 +344,28 @@ def with_overrides(scenario: Scenario, **changes: Any) -> Scenario:
     current = {f.name: getattr(scenario, f.name) for f in fields(scenario)}
     current.update(changes)
     return Scenario(**current)
+
+
+def with_setting(scenario: Scenario, dotted_key: str, value: Any) -> Scenario:
+    """A copy with one ``section.key`` of workload, checkpointing or network replaced."""
+    section, _, name = dotted_key.partition(".")
+    current = getattr(scenario, section)
+    values = {f.name: getattr(current, f.name) for f in fields(current)}
+    values[name] = value
+    return with_overrides(scenario, **{section: type(current)(**values)})
+
+
+def expand_sweep(scenario: Scenario) -> list[tuple[dict[str, Any], Scenario]]:
+    """The run matrix of a ``[sweep]``: every combination of its axes, each as (settings, scenario)."""
+    if not scenario.sweep:
+        return [({}, scenario)]
+    keys = [k for k, _ in scenario.sweep]
+    runs = []
+    for combo in itertools.product(*(values for _, values in scenario.sweep)):
+        s = scenario
+        settings = dict(zip(keys, combo))
+        for key, value in settings.items():
+            s = with_setting(s, key, value)
+        _check_cross_rules(s.path, s.checkpointing)
+        runs.append((settings, s))
+    return runs

@@ -32,7 +32,7 @@ def test_quickstart_loads_with_its_values():
         ('[scenario]\nname="x"\n[extra]\na=1\n', "extra", "unknown section"),
         ('[scenario]\nname="x"\n[workload]\nrecords="many"\n', "workload.records", "must be an integer"),
         ('[scenario]\nname="x"\n[workload]\nrecords=true\n', "workload.records", "must be an integer"),
-        ('[scenario]\nname="x"\n[workload]\nrecords=0\n', "workload.records", "must be >= 1"),
+        ('[scenario]\nname="x"\n[workload]\nrecords=0\n', "workload.records", "must be between 1 and 100000000, got 0"),
         ('[scenario]\nname="x"\n[job]\nsource_parallelism=0\n', "job.source_parallelism", "must be between"),
         ('[scenario]\nname="x"\n[checkpointing]\nmode="sometimes"\n', "checkpointing.mode", "must be one of"),
         ('[scenario]\nname="x"\n[workload]\nzipf_exponent=-1\n', "workload.zipf_exponent", "must be between"),
@@ -66,7 +66,7 @@ def test_integers_are_accepted_where_numbers_are_expected(tmp_path):
     "args, expected",
     [
         (["run", "does-not-exist.toml"], "does-not-exist.toml: no such scenario file"),
-        (["run", "{bad}"], "{bad}: workload.records: must be >= 1, got -3"),
+        (["run", "{bad}"], "{bad}: workload.records: must be between 1 and 100000000, got -3"),
     ],
 )
 def test_cli_reports_bad_scenarios_in_one_line_with_exit_2(tmp_path, args, expected):
@@ -88,3 +88,14 @@ def test_cli_rejects_a_negative_seed_with_exit_2(tmp_path):
     )
     assert proc.returncode == 2
     assert "--seed" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_refuses_what_the_ray_backend_cannot_run_yet(tmp_path):
+    p = tmp_path / "u.toml"
+    p.write_text('[scenario]\nname="u"\n[checkpointing]\nmode="unaligned"\n')
+    proc = subprocess.run([sys.executable, "-m", "barriersim.cli", "run", str(p)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"barriersim: {p}: checkpointing.mode: the Ray backend runs only aligned checkpoints so far, got 'unaligned'"
+    )

@@ -1,0 +1,140 @@
+"""General job graphs, network, faults and sweeps in scenario files; random malformed files (Hypothesis)."""
+
+import copy
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from barriersim.runtime.faults import CrashTask, ProtocolPoint
+from barriersim.runtime.jobgraph import OperatorKind, Partitioner
+from barriersim.scenarios.loader import ScenarioError, expand_sweep, load_scenario, parse_scenario
+from tests.scenarios.toml_writer import dumps
+
+GRAPH_DOC = {
+    "scenario": {"name": "two-input", "seed": 3},
+    "workload": {"records": 1000},
+    "network": {"latency_us_mean": 100.0, "buffer_size": 32768},
+    "checkpointing": {"mode": "aligned-with-timeout", "interval_ms": 100, "aligned_checkpoint_timeout_ms": 500},
+    "job": {
+        "vertex": [
+            {"name": "left", "operator": "source", "parallelism": 2},
+            {"name": "right", "operator": "source", "parallelism": 1},
+            {"name": "join", "operator": "join", "parallelism": 2, "hot_key": 0, "hot_key_extra_us": 50.0},
+            {"name": "sink", "operator": "two_phase_commit_sink", "parallelism": 1},
+        ],
+        "edge": [
+            {"from": "left", "to": "join", "partitioner": "hash", "input": 0},
+            {"from": "right", "to": "join", "partitioner": "hash", "input": 1},
+            {"from": "join", "to": "sink", "partitioner": "rebalance"},
+        ],
+    },
+    "faults": [{"type": "crash_task", "task": "join#1", "point": "mid_alignment", "checkpoint_id": 2}],
+    "sweep": {"workload.zipf_exponent": [0.0, 1.5], "network.latency_us_mean": [50, 500]},
+}
+
+
+def test_a_general_two_input_job_with_faults_and_a_sweep(tmp_path):
+    p = tmp_path / "g.toml"
+    p.write_text(dumps(GRAPH_DOC))
+    s = load_scenario(p)
+    g = s.job.graph
+    assert not s.job.is_quickstart_shape
+    assert [v.operator for v in g.vertices] == [OperatorKind.SOURCE, OperatorKind.SOURCE, OperatorKind.JOIN,
+                                               OperatorKind.TWO_PHASE_COMMIT_SINK]
+    assert g.vertex("join").params["hot_key_extra_us"] == 50.0 and g.gates_of("join")[1].source == "right"
+    assert s.faults.faults == (CrashTask("join#1", point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=2),)
+    assert s.network.buffer_size == 32 * 1024 and s.network.exclusive_buffers_per_channel == 2
+    assert s.network.floating_buffers_per_gate == 8
+    runs = expand_sweep(s)
+    assert len(runs) == 4
+    assert {(r.workload.zipf_exponent, r.network.latency_us_mean) for _, r in runs} == {
+        (0.0, 50), (0.0, 500), (1.5, 50), (1.5, 500)}
+
+
+def test_the_quickstart_shorthand_expands_into_its_graph():
+    s = parse_scenario({"scenario": {"name": "q"}, "job": {"source_parallelism": 3}})
+    assert s.job.is_quickstart_shape
+    assert [e.partitioner for e in s.job.graph.edges] == [Partitioner.HASH, Partitioner.REBALANCE]
+    assert s.job.graph.vertex("source").parallelism == 3
+
+
+def mutated(path, value):
+    doc = copy.deepcopy(GRAPH_DOC)
+    target = doc
+    for part in path[:-1]:
+        target = target[part]
+    if value is DELETE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return doc
+
+
+DELETE = object()
+
+MALFORMED = [
+    (("job", "vertex", 2, "parallelism"), 0, "job.vertex[2].parallelism", "must be between 1 and 128"),
+    (("job", "vertex", 2, "operator"), "reduce", "job.vertex[2].operator", "must be one of"),
+    (("job", "edge", 0, "partitioner"), "random", "job.edge[0].partitioner", "must be one of"),
+    (("job", "edge", 2, "partitioner"), "hash", "job", "hash partitioning needs a keyed operator"),
+    (("job", "edge", 1, "input"), 0, "job", "takes input(s) [0, 1], fed [0]"),
+    (("job", "edge", 0, "to"), "nowhere", "job", "no vertex named 'nowhere'"),
+    (("job", "vertex", 0, "speed"), 3, "job.vertex[0].speed", "unknown key"),
+    (("job", "vertex", 0, "name"), DELETE, "job.vertex[0].name", "is required"),
+    (("checkpointing", "max_concurrent"), 2, "checkpointing.max_concurrent", "at most 1 concurrent"),
+    (("checkpointing", "aligned_checkpoint_timeout_ms"), 0, "checkpointing.aligned_checkpoint_timeout_ms", "must be > 0"),
+    (("sweep", "workload.zipf"), [1], "sweep.workload.zipf", "must name a workload"),
+    (("sweep", "workload.zipf_exponent"), [1.0, "high"], "sweep.workload.zipf_exponent", "must be a number"),
+    (("faults", 0, "point"), "later", None, "faults[0].point: must be one of"),
+    (("network", "buffer_size"), 10, "network.buffer_size", "must be between"),
+]
+
+
+@pytest.mark.parametrize("path, value, key, problem", MALFORMED)
+def test_each_malformed_graph_file_names_its_key(tmp_path, path, value, key, problem):
+    p = tmp_path / "bad.toml"
+    p.write_text(dumps(mutated(path, value)))
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(p)
+    message = str(info.value)
+    assert message.startswith(f"{p}: {key}: " if key else f"{p}: ")
+    assert problem in message and "\n" not in message
+
+
+def _leaf_paths(doc, prefix=()):
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _leaf_paths(v, prefix + (k,))
+    elif isinstance(doc, list) and doc and isinstance(doc[0], dict):
+        for i, v in enumerate(doc):
+            yield from _leaf_paths(v, prefix + (i,))
+    else:
+        yield prefix
+
+
+LEAVES = [p for p in _leaf_paths(GRAPH_DOC) if p[0] != "sweep"]
+BAD_VALUES = st.one_of(st.just(-1), st.just(0), st.just(10**15), st.just("nonsense"), st.just(True),
+                       st.just(0.5), st.just([1, 2]), st.text(max_size=5))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(leaf=st.sampled_from(LEAVES), value=BAD_VALUES, rename=st.booleans())
+def test_random_malformed_files_get_one_line_errors(tmp_path, leaf, value, rename):
+    doc = copy.deepcopy(GRAPH_DOC)
+    target = doc
+    for part in leaf[:-1]:
+        target = target[part]
+    if rename and isinstance(leaf[-1], str):
+        target[leaf[-1] + "_x"] = target.pop(leaf[-1])  # an unknown key
+    else:
+        target[leaf[-1]] = value
+    p = tmp_path / "random.toml"
+    p.write_text(dumps(doc))
+    try:
+        load_scenario(p)
+    except ScenarioError as err:
+        message = str(err)
+        assert message.startswith(f"{p}: ") and "\n" not in message
+        assert re.match(rf"{re.escape(str(p))}: [\w.\[\]]+: ", message), message
+    # Some mutations are still valid (e.g. seed 0): then the file simply loads.
