@@ -170,6 +170,11 @@ class ResultPartition:
                 converted[sub.info] = data
         return converted
 
+    def has_pending_timeoutable_barrier(self, checkpoint_id: int) -> bool:
+        """True while any subpartition still queues the timeoutable barrier of ``checkpoint_id`` (its output
+        channel state is not known yet: empty if it is sent aligned, the overtaken data if it times out)."""
+        return any(s.has_queued_timeoutable_barrier(checkpoint_id) for s in self.subpartitions)
+
     def finish(self) -> None:
         """Flink's ``finish``: flushes and ends every subpartition with an end of partition."""
         if self._finished:

@@ -206,6 +206,13 @@ class PipelinedSubpartition:
                 return overtaken  # type: ignore[return-value]
         return None
 
+    def has_queued_timeoutable_barrier(self, checkpoint_id: int) -> bool:
+        """True while the timeoutable barrier of ``checkpoint_id`` is queued (neither sent nor converted)."""
+        return any(
+            e.data_type is DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER and e.element.id == checkpoint_id  # type: ignore[union-attr]
+            for e in self._normal
+        )
+
     def _queued_data(self) -> tuple[Buffer, ...]:
         return tuple(e.element for e in self._normal if e.data_type.is_buffer)  # type: ignore[misc]
 

@@ -1,0 +1,89 @@
+"""What the subtask checkpoint coordinator asks its driver to do, and the per-checkpoint metrics it reports.
+
+How this works: every method of ``SubtaskCheckpointCoordinator`` returns a list of these frozen values, in
+the order Flink's task would perform them. ``BroadcastEvent`` records an event the coordinator already
+added to the task's result partitions (the driver sends what the partitions now hand out);
+``AcknowledgeCheckpoint`` / ``DeclineCheckpoint`` are the messages for the checkpoint coordinator;
+``AsyncCheckpointStarted`` tells the driver that the asynchronous part runs now and that it must call
+``complete_async_part`` (or ``fail_async_part``) when its modelled upload ends; ``CheckpointSkipped`` notes a
+barrier that started nothing.
+
+Mirrors the messages of Flink's ``SubtaskCheckpointCoordinatorImpl`` / ``AsyncCheckpointRunnable``
+(``Environment.acknowledgeCheckpoint`` with ``CheckpointMetrics`` and ``TaskStateSnapshot``,
+``Environment.declineCheckpoint``, ``OperatorChain.broadcastEvent``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Union
+
+from barriersim.runtime.events import ChannelElement
+from barriersim.runtime.failure_reason import CheckpointFailureReason
+from barriersim.runtime.state.snapshot import TaskStateSnapshot
+
+
+@dataclass(frozen=True)
+class TaskCheckpointMetrics:
+    """Flink's ``CheckpointMetrics`` of one subtask for one checkpoint (durations in ms, sizes in bytes)."""
+
+    checkpoint_id: int
+    sync_duration_ms: int = 0
+    async_duration_ms: int = 0
+    alignment_duration_ms: int = 0
+    checkpoint_start_delay_ms: int = 0
+    bytes_processed_during_alignment: int = 0
+    bytes_persisted_during_alignment: int = 0  # in-flight input data (unaligned)
+    persisted_output_bytes: int = 0  # in-flight output data the barrier overtook (unaligned)
+    total_bytes_persisted: int = 0  # operator state plus channel state
+    unaligned_checkpoint: bool = False
+
+
+@dataclass(frozen=True)
+class BroadcastEvent:
+    """``event`` was added to every subpartition of the task's result partitions (as a priority event that
+    overtakes queued data when ``is_priority_event``); ``overtaken_bytes`` is what it overtook."""
+
+    event: ChannelElement
+    is_priority_event: bool = False
+    overtaken_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class AsyncCheckpointStarted:
+    """The synchronous part of ``checkpoint_id`` is done; the driver calls ``complete_async_part`` when the
+    asynchronous part (the upload of ``state_size`` bytes) has finished."""
+
+    checkpoint_id: int
+    state_size: int
+
+
+@dataclass(frozen=True)
+class AcknowledgeCheckpoint:
+    checkpoint_id: int
+    task_state_snapshot: TaskStateSnapshot
+    metrics: TaskCheckpointMetrics
+
+
+@dataclass(frozen=True)
+class DeclineCheckpoint:
+    checkpoint_id: int
+    reason: CheckpointFailureReason
+    detail: str = ""
+
+
+class SkipReason(enum.Enum):
+    OUT_OF_ORDER = "OUT_OF_ORDER"  # a barrier not newer than the last checkpoint this task started
+    ABORTED_BEFORE_TRIGGER = "ABORTED_BEFORE_TRIGGER"  # notified aborted before its barrier arrived
+
+
+@dataclass(frozen=True)
+class CheckpointSkipped:
+    checkpoint_id: int
+    reason: SkipReason
+
+
+TaskCheckpointAction = Union[
+    BroadcastEvent, AsyncCheckpointStarted, AcknowledgeCheckpoint, DeclineCheckpoint, CheckpointSkipped
+]
