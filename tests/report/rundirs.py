@@ -1,0 +1,81 @@
+"""Tiny run directories for the report tests, built with pyarrow in the layout ``barriersim run`` writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+TRIGGER0 = 1_700_000_000_000
+
+
+def checkpoint_row(cid: int, e2e: int, status: str = "COMPLETED", persisted: int = 0, processed: int = 0,
+                   size: int = 1000, subtasks: int = 3) -> dict:
+    trigger = TRIGGER0 + cid * 1000
+    unaligned = persisted > 0
+    return {
+        "id": cid, "status": status, "is_savepoint": False,
+        "checkpoint_type": "UNALIGNED_CHECKPOINT" if unaligned else "CHECKPOINT",
+        "trigger_timestamp": trigger, "latest_ack_timestamp": trigger + e2e, "end_to_end_duration": e2e,
+        "state_size": size, "checkpointed_size": size, "alignment_buffered": 0, "processed_data": processed,
+        "persisted_data": persisted, "num_subtasks": subtasks,
+        "num_acknowledged_subtasks": subtasks if status == "COMPLETED" else subtasks - 1,
+        "failure_reason": None if status == "COMPLETED" else "CHECKPOINT_DECLINED",
+    }
+
+
+def subtask_row(cid: int, task: str, start_delay: int, alignment: int, sync: int, ack_after: int,
+                aborted: bool = False, unaligned: bool = False) -> dict:
+    trigger = TRIGGER0 + cid * 1000
+    return {
+        "id": cid, "task": task, "ack_timestamp": trigger + ack_after, "end_to_end_duration": ack_after,
+        "state_size": 10, "checkpointed_size": 10, "checkpoint_sync": sync,
+        "checkpoint_async": max(0, ack_after - start_delay - alignment - sync), "alignment_buffered": 0,
+        "alignment_processed": 0, "alignment_persisted": 0, "alignment_duration": alignment,
+        "start_delay": start_delay, "unaligned_checkpoint": unaligned, "aborted": aborted,
+    }
+
+
+def write_run(path: Path, mode: str, checkpoints: list[dict], subtasks: list[dict], *, zipf: float = 1.0,
+              seed: int = 7, scenario: str = "tiny", restored: int = 0) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    completed = sum(1 for c in checkpoints if c["status"] == "COMPLETED")
+    summary = {
+        "scenario": scenario, "seed": seed, "backend": "ray", "mode": mode,
+        "workload": {"records": 1000, "generated_by": "spark", "keys": 10, "zipf_exponent": zipf},
+        "checkpoints": {"completed": completed, "aborted": len(checkpoints) - completed,
+                        "total": len(checkpoints), "in_progress": 0, "failed": len(checkpoints) - completed,
+                        "restored": restored},
+        "verification": {"reference": "spark", "expected_records": 1000, "lost": 0, "duplicated": 0,
+                         "wrong": 0, "verdict": "exactly-once"},
+    }
+    (path / "summary.json").write_text(json.dumps(summary, indent=2))
+    cp_schema = pa.schema([("failure_reason", pa.string())])
+    cp = pa.Table.from_pylist(checkpoints)
+    cp = cp.set_column(cp.schema.get_field_index("failure_reason"), cp_schema.field("failure_reason"),
+                       cp.column("failure_reason").cast(pa.string()))
+    pq.write_table(cp, str(path / "checkpoints.parquet"))
+    if subtasks:  # like ``barriersim run``, which writes no table without rows
+        pq.write_table(pa.Table.from_pylist(subtasks), str(path / "subtasks.parquet"))
+    return path
+
+
+TASKS = ("source#0", "keyed-sum#0", "sink#0")
+
+
+def two_mode_run_dir(root: Path) -> Path:
+    """``root/aligned`` and ``root/unaligned``, three checkpoints each (the second aligned one is the
+    longest completed; the aligned run's checkpoint 4 failed and is longer still)."""
+    aligned_cps = [checkpoint_row(1, 40), checkpoint_row(2, 90), checkpoint_row(3, 60),
+                   checkpoint_row(4, 500, status="FAILED")]
+    aligned_st = [subtask_row(c["id"], t, 5 + 10 * i, 3 * i, 1, c["end_to_end_duration"] - 2 + i)
+                  for c in aligned_cps[:3] for i, t in enumerate(TASKS)]
+    unaligned_cps = [checkpoint_row(1, 20, persisted=4096), checkpoint_row(2, 25, persisted=8192),
+                     checkpoint_row(3, 22, persisted=2048)]
+    unaligned_st = [subtask_row(c["id"], t, 2 + i, 0, 1, c["end_to_end_duration"] - 2 + i, unaligned=True)
+                    for c in unaligned_cps for i, t in enumerate(TASKS)]
+    write_run(root / "aligned", "aligned", aligned_cps, aligned_st)
+    write_run(root / "unaligned", "unaligned", unaligned_cps, unaligned_st)
+    return root

@@ -1,0 +1,63 @@
+"""The figures' data: barrier phases per subtask and the default checkpoint of the timeline."""
+
+from __future__ import annotations
+
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from barriersim.report.plots import barrier_phases, differs_in_skew, pick_checkpoint
+from barriersim.report.rundir import load_tables
+from tests.report.rundirs import TRIGGER0, checkpoint_row, subtask_row, two_mode_run_dir, write_run
+
+
+def test_phases_derived_from_flink_subtask_statistics():
+    sts = pd.DataFrame([subtask_row(0, "sink#0", start_delay=30, alignment=12, sync=3, ack_after=70),
+                        subtask_row(0, "source#0", start_delay=5, alignment=0, sync=1, ack_after=9)])
+    phases = barrier_phases(sts, TRIGGER0)
+    assert phases["task"].tolist() == ["source#0", "sink#0"]  # by first barrier
+    assert phases.iloc[1][["first_barrier", "alignment_end", "snapshot_end", "ack"]].tolist() == [30, 42, 45, 70]
+    assert phases.iloc[0][["first_barrier", "alignment_end", "snapshot_end", "ack"]].tolist() == [5, 5, 6, 9]
+
+
+def test_phases_prefer_timeline_columns_when_present():
+    row = subtask_row(0, "sink#0", start_delay=30, alignment=12, sync=3, ack_after=70)
+    row.update(first_barrier_timestamp=TRIGGER0 + 20, alignment_end_timestamp=TRIGGER0 + 50,
+               snapshot_timestamp=TRIGGER0 + 60)
+    phases = barrier_phases(pd.DataFrame([row]), TRIGGER0)
+    assert phases.iloc[0][["first_barrier", "alignment_end", "snapshot_end", "ack"]].tolist() == [20, 50, 60, 70]
+
+
+ms = st.integers(min_value=0, max_value=10_000)
+
+
+@settings(max_examples=200, deadline=None)
+@given(start=ms, align=ms, sync=ms, ack=ms)
+def test_phases_never_run_backwards(start, align, sync, ack):
+    phases = barrier_phases(pd.DataFrame([subtask_row(0, "t", start, align, sync, ack)]), TRIGGER0).iloc[0]
+    ends = [phases["first_barrier"], phases["alignment_end"], phases["snapshot_end"], phases["ack"]]
+    assert ends == sorted(ends) and ends[0] == start
+    assert ends[3] == max(ack, start + align + sync)
+    if start + align + sync <= ack:
+        assert ends == [start, start + align, start + align + sync, ack]
+
+
+def test_default_checkpoint_is_longest_completed(tmp_path):
+    tables = load_tables(two_mode_run_dir(tmp_path / "run"))
+    aligned = tables.checkpoints[tables.checkpoints["run"] == "aligned"]
+    assert pick_checkpoint(aligned) == 2  # checkpoint 4 took longer but FAILED
+    assert pick_checkpoint(aligned, 4) == 4 and pick_checkpoint(aligned, 9) is None
+    failed_only = pd.DataFrame([checkpoint_row(1, 10, status="FAILED")])
+    assert pick_checkpoint(failed_only) is None
+
+
+def test_runs_found_in_both_layouts_with_run_columns(tmp_path):
+    root = two_mode_run_dir(tmp_path / "run")
+    both = load_tables(root)
+    assert [r.label for r in both.runs] == ["aligned", "unaligned"]
+    assert set(both.checkpoints["mode"]) == {"aligned", "unaligned"} and len(both.checkpoints) == 7
+    single = load_tables(root / "unaligned")
+    assert [r.label for r in single.runs] == ["."] and len(single.subtasks) == 9
+    assert not differs_in_skew(both.checkpoints)
+    write_run(root / "skewed", "aligned", [checkpoint_row(1, 40)], [], zipf=2.0)
+    assert differs_in_skew(load_tables(root).checkpoints)
