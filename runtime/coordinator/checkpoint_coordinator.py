@@ -233,7 +233,13 @@ class CheckpointCoordinator(CoordinatorRestoreMixin):
         except CheckpointException as e:
             self._on_trigger_failure(request, None, e)
             return
-        checkpoint_id = self.id_counter.get_and_increment()
+        try:
+            checkpoint_id = self.id_counter.get_and_increment()
+        except Exception as e:  # e.g. an HA counter that cannot be reached: Flink's TRIGGER_CHECKPOINT_FAILURE
+            self._on_trigger_failure(
+                request, None, CheckpointException(CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, detail=str(e))
+            )
+            return
         timestamp = self._clock()
         vertex_of_task = {
             e.attempt_id: self._vertex_by_id[key[0]] for key, e in self.executions.items()
@@ -245,8 +251,10 @@ class CheckpointCoordinator(CoordinatorRestoreMixin):
         self.pending_checkpoints[checkpoint_id] = pending
         self.stats.report_pending_checkpoint(
             checkpoint_id, timestamp, request.props.is_savepoint, request.props.checkpoint_type.value,
-            len(plan.tasks_to_wait_for),
+            len(self.executions),
         )
+        for finished in plan.finished_tasks:  # finished tasks count as acknowledged (FLIP-147)
+            self.stats.report_subtask_stats(checkpoint_id, str(finished), timestamp, 0)
         handle = self._timers.register_timer(
             timestamp + self.config.checkpoint_timeout,
             lambda: self._deliver_timer(m.TimerFired(m.TimerKind.CHECKPOINT_TIMEOUT, checkpoint_id)),
