@@ -199,7 +199,9 @@ def test_interleaved_cancellation_barriers():
 
 
 def test_metrics():
-    """Port of Flink CheckpointBarrierTrackerTest.testMetrics (manual clock instead of sleeps)."""
+    """Port of Flink CheckpointBarrierTrackerTest.testMetrics.
+
+    Adapted: a manual clock instead of sleeps."""
     clock = _Clock(1_000)
     h = _Harness(3, clock=clock)
     creation = 1_000
