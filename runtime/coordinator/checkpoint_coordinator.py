@@ -39,7 +39,13 @@ from barriersim.runtime.coordinator.failure_manager import (
     FailureOutcome,
 )
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
-from barriersim.runtime.coordinator.master_hooks import MasterHookError, MasterTriggerRestoreHook, trigger_hook
+from barriersim.runtime.coordinator.master_hooks import (
+    MasterHookError,
+    MasterTriggerRestoreHook,
+    close_hooks,
+    trigger_hook,
+    validate_hook,
+)
 from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome, DeclineOutcome
 from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint, PendingCheckpoint, TaskAcknowledgeResult
 from barriersim.runtime.coordinator.periodic_scheduler import PeriodicScheduler
@@ -84,9 +90,8 @@ class CheckpointCoordinator(CoordinatorRestoreMixin):
         self._sink = action_sink
         self.master_hooks: dict[str, MasterTriggerRestoreHook] = {}
         for hook in master_hooks:
-            if hook.identifier in self.master_hooks:
+            if not self.add_master_hook(hook):
                 raise CoordinatorError(f"master hook {hook.identifier!r} registered twice")
-            self.master_hooks[hook.identifier] = hook
         self._vertex_by_id = {v.vertex_id: v for v in self.vertices}
         self._vertex_of_operator = {op: v for v in self.vertices for op in v.operators}
         for op in operator_coordinators:
@@ -164,6 +169,14 @@ class CheckpointCoordinator(CoordinatorRestoreMixin):
         if self._sink is not None:
             for action in actions:
                 self._sink(action)
+
+    def add_master_hook(self, hook: MasterTriggerRestoreHook) -> bool:
+        """Flink's ``addMasterHook``: False if a hook with that identifier is already registered."""
+        validate_hook(hook)
+        if hook.identifier in self.master_hooks:
+            return False
+        self.master_hooks[hook.identifier] = hook
+        return True
 
     # ------------------------------------------------------------------------------------------
     # queries
@@ -527,3 +540,4 @@ class CheckpointCoordinator(CoordinatorRestoreMixin):
         for checkpoint in self.store.shutdown(job_status):
             self._emit(m.DiscardCheckpoint(checkpoint.checkpoint_id, m.DiscardReason.SHUTDOWN))
         self.id_counter.shutdown()
+        close_hooks(self.master_hooks)

@@ -6,7 +6,9 @@ its state as bytes (or ``None``: nothing to store); ``trigger_hook`` wraps a non
 ``MasterState`` that the pending checkpoint collects. ``restore_master_hooks`` matches each ``MasterState`` of the
 restored checkpoint to the hook of the same name and calls ``restore_checkpoint(id, data)``; hooks without a state
 are restored with ``None``; a state without a hook is an error (``MasterHookError``) unless unmatched state is
-allowed (allow-non-restored-state), in which case it is dropped. Hooks are called synchronously (sans-IO).
+allowed (allow-non-restored-state), in which case it is dropped. ``reset_hooks`` (a restore without any checkpoint)
+and ``close_hooks`` (coordinator shutdown) call the optional ``reset()`` / ``close()``. Hooks are called
+synchronously (sans-IO).
 Mirrors Flink's ``MasterTriggerRestoreHook`` and ``hooks/MasterHooks``.
 """
 
@@ -46,8 +48,9 @@ def restore_master_hooks(
     checkpoint_id: int,
     allow_unmatched_state: bool,
 ) -> list[str]:
-    """Restore every hook; return the names of dropped (unmatched) states."""
-    if not hooks and not states:
+    """Restore every hook; return the names of dropped (unmatched) states. As Flink, nothing happens when there
+    are no hooks or no states."""
+    if not hooks or not states:
         return []
     remaining = dict(hooks)
     matched: list[tuple[MasterTriggerRestoreHook, MasterState]] = []
@@ -67,3 +70,23 @@ def restore_master_hooks(
     for hook in remaining.values():
         hook.restore_checkpoint(checkpoint_id, None)
     return dropped
+
+
+def validate_hook(hook: MasterTriggerRestoreHook) -> None:
+    identifier = getattr(hook, "identifier", None)
+    if not isinstance(identifier, str) or not identifier.strip():
+        raise MasterHookError(f"master hook {hook!r} has an invalid identifier {identifier!r}")
+
+
+def reset_hooks(hooks: Mapping[str, MasterTriggerRestoreHook]) -> None:
+    for hook in hooks.values():
+        reset = getattr(hook, "reset", None)
+        if reset is not None:
+            reset()
+
+
+def close_hooks(hooks: Mapping[str, MasterTriggerRestoreHook]) -> None:
+    for hook in hooks.values():
+        close = getattr(hook, "close", None)
+        if close is not None:
+            close()

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from barriersim.runtime.coordinator import messages as m
-from barriersim.runtime.coordinator.master_hooks import restore_master_hooks
+from barriersim.runtime.coordinator.master_hooks import reset_hooks, restore_master_hooks
 from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties
@@ -63,9 +63,10 @@ class CoordinatorRestoreMixin:
         The id counter moves past the restored id (it never goes back)."""
         if self.is_shutdown:
             raise StateRestoreError(f"restore: coordinator of job {self.job_id} is shut down")
+        # raises MasterHookError for unmatched master states unless allow_non_restored_state
         latest = self.store.get_latest_checkpoint()
         if latest is None:
-            restore_master_hooks(self.master_hooks, (), 0, True)
+            reset_hooks(self.master_hooks)
             self._emit(m.RestoreFrom(None, None, False, allow_non_restored_state))
             return None
         metadata = latest.metadata
