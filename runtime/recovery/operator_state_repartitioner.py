@@ -1,7 +1,8 @@
 """Round-robin redistribution of operator (non-keyed) state on restore.
 
 How this works: with the same parallelism, every subtask gets its own handles back unchanged (only UNION
-states are additionally spread to all). With a new parallelism, each named state is handled by its mode:
+states are additionally spread to all, and BROADCAST states that some subtasks did not report - they had
+finished - are handed out again so that every subtask has a copy). With a new parallelism, each named state is handled by its mode:
 SPLIT_DISTRIBUTE partitions of a name are concatenated over the old subtasks (in subtask order) and cut
 into ``new_parallelism`` contiguous runs whose sizes differ by at most one, the subtask that receives the
 first run rotating from name to name so extra partitions do not pile up on subtask 0; UNION partitions all
@@ -62,7 +63,12 @@ def repartition_state(
     grouped = _group_by_mode(previous_parallel_subtask_states)
     if new_parallelism == old_parallelism:
         union = grouped[Mode.UNION]
-        if not union:
+        partly_finished_broadcast = {
+            name: entries
+            for name, entries in grouped[Mode.BROADCAST].items()
+            if len({origin[0] for origin, _ in entries}) < old_parallelism
+        }
+        if not union and not partly_finished_broadcast:
             return [list(h for h in handles if h is not None) for handles in previous_parallel_subtask_states]
         merge_maps = []
         for old_index, handles in enumerate(previous_parallel_subtask_states):
@@ -74,6 +80,8 @@ def repartition_state(
                     mm.put((old_index, handle_index), name, tuple(partitions), handle.mode_of(name))
             merge_maps.append(mm)
         _repartition_union(union, merge_maps)
+        # subtasks that finished (FLIP-147) reported no broadcast state: give every subtask a copy again
+        _repartition_broadcast(partly_finished_broadcast, merge_maps)
     else:
         merge_maps = [_MergeMap() for _ in range(new_parallelism)]
         _repartition_split(grouped[Mode.SPLIT_DISTRIBUTE], new_parallelism, merge_maps)

@@ -22,7 +22,10 @@ from typing import Iterable, Mapping
 
 from barriersim.runtime.ids import OperatorID
 from barriersim.runtime.recovery.operator_state_repartitioner import repartition_state
-from barriersim.runtime.state.key_groups import compute_key_group_range_for_operator_index
+from barriersim.runtime.state.key_groups import (
+    compute_key_group_range_for_operator_index,
+    compute_operator_index_for_key_group,
+)
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
     KeyGroupRange,
@@ -216,14 +219,20 @@ def reassign_keyed_state(
     old handles with the subtask's key-group range (Flink's ``reDistributeKeyedStates``)."""
     if new_parallelism == old_parallelism:
         return [tuple(s.managed_keyed_state) for s in old]
-    result = []
-    for i in range(new_parallelism):
-        new_range = compute_key_group_range_for_operator_index(max_parallelism, new_parallelism, i)
-        parts = []
-        for s in old:
-            for handle in s.managed_keyed_state:
-                part = key_groups_state_intersection(handle, new_range)
-                if part is not None:
-                    parts.append(part)
-        result.append(tuple(parts))
-    return result
+    ranges = [compute_key_group_range_for_operator_index(max_parallelism, new_parallelism, i) for i in range(new_parallelism)]
+    result: list[list[KeyGroupsStateHandle]] = [[] for _ in range(new_parallelism)]
+    for s in old:
+        for handle in s.managed_keyed_state:
+            r = handle.key_group_range.intersection(KeyGroupRange(0, max_parallelism - 1))
+            if r.number_of_key_groups == 0:
+                continue
+            # only the new subtasks whose ranges overlap this handle; entries bucketed in one pass
+            first = compute_operator_index_for_key_group(max_parallelism, new_parallelism, r.start_key_group)
+            last = compute_operator_index_for_key_group(max_parallelism, new_parallelism, r.end_key_group)
+            buckets: dict[int, dict[int, bytes]] = {}
+            for kg, value in handle.key_groups.items():
+                if kg in r:
+                    buckets.setdefault(compute_operator_index_for_key_group(max_parallelism, new_parallelism, kg), {})[kg] = value
+            for i in range(first, last + 1):
+                result[i].append(KeyGroupsStateHandle(r.intersection(ranges[i]), buckets.get(i, {})))
+    return [tuple(parts) for parts in result]
