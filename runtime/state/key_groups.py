@@ -6,10 +6,14 @@ with parallelism ``p`` owns the contiguous key-group range
 ``[ceil(i * maxP / p), floor(((i + 1) * maxP - 1) / p)]``, and key group ``kg`` belongs to subtask
 ``kg * p // maxP``. Key hash codes are Java's, so assignments match Flink's for integer keys: ``int`` keys in
 the 32-bit range hash to themselves, larger ones as Java's ``Long.hashCode`` (``value ^ (value >>> 32)``);
-strings hash as Java's ``String.hashCode``. Python's own ``hash`` is never used (it is salted per process).
+strings hash as Java's ``String.hashCode``, floats as ``Double.hashCode`` and non-empty tuples as Flink's
+``TupleN.hashCode`` (``31 * h + field``); any other key type is refused. Python's own ``hash`` is never
+used (it is salted per process).
 """
 
 from __future__ import annotations
+
+import struct
 
 from barriersim.runtime.state.snapshot import KeyGroupRange
 
@@ -28,7 +32,7 @@ def _rotl32(x: int, r: int) -> int:
 
 
 def java_hash_code(key: object) -> int:
-    """The key's Java ``hashCode`` (int, long, String, bool), as Flink sees keys of those types."""
+    """The key's Java ``hashCode`` (int, long, String, boolean, double, TupleN), as Flink sees such keys."""
     if isinstance(key, bool):
         return 1231 if key else 1237
     if isinstance(key, int):
@@ -40,6 +44,16 @@ def java_hash_code(key: object) -> int:
         h = 0
         for unit in key.encode("utf-16-be").hex(" ", 2).split():
             h = (31 * h + int(unit, 16)) & _M32
+        return _to_int32(h)
+    if isinstance(key, float):
+        # Java's Double.hashCode: doubleToLongBits (NaN canonical), then bits ^ (bits >>> 32)
+        bits = 0x7FF8000000000000 if key != key else struct.unpack(">Q", struct.pack(">d", key))[0]
+        return _to_int32(bits ^ (bits >> 32))
+    if isinstance(key, tuple) and key:
+        # Flink's TupleN.hashCode: result = f0.hashCode(); result = 31 * result + fi.hashCode() ...
+        h = java_hash_code(key[0])
+        for field in key[1:]:
+            h = 31 * h + java_hash_code(field)
         return _to_int32(h)
     raise TypeError(f"no stable hash for a key of type {type(key).__name__}: {key!r}")
 

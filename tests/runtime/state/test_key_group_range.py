@@ -91,9 +91,23 @@ def test_assignments_match_flinks_for_string_keys():
     assert assign_key_to_parallel_operator("B", 128, 8) == 1
 
 
+def test_java_hash_codes_of_doubles_and_tuples():
+    from barriersim.runtime.state.key_groups import java_hash_code
+
+    assert java_hash_code(1.0) == 1072693248  # Double.hashCode(1.0)
+    assert java_hash_code(-0.0) == -2147483648
+    assert java_hash_code(float("nan")) == 2146959360  # canonical NaN
+    assert java_hash_code(("a", 1)) == 31 * 97 + 1  # Tuple2.of("a", 1).hashCode()
+    assert java_hash_code((1, 2, 3)) == (31 * 1 + 2) * 31 + 3
+
+
 def test_unhashable_key_types_are_refused_rather_than_hashed_unstably():
     with pytest.raises(TypeError, match="no stable hash"):
         assign_to_key_group(object(), 128)
+    with pytest.raises(TypeError):
+        assign_to_key_group(None, 128)
+    with pytest.raises(TypeError):
+        assign_to_key_group((), 128)
 
 
 @st.composite
