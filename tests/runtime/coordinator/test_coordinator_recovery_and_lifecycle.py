@@ -1,0 +1,248 @@
+"""Failover, job status changes, stop-with-savepoint and restore bookkeeping of the coordinator, with ports of
+Flink's CheckpointIDCounterTestBase and CheckpointCoordinatorRestoringTest (the coordinator-side checks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
+from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome
+from barriersim.runtime.coordinator.plan import JobVertexInfo
+from barriersim.runtime.coordinator.properties import CheckpointRetentionPolicy, JobStatus
+from barriersim.runtime.coordinator.restore import StateRestoreError, check_state_mapping
+from barriersim.runtime.events import CheckpointType
+from barriersim.runtime.failure_reason import CheckpointFailureReason as R
+from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorState, OperatorSubtaskState
+
+from coordinator_test_harness import JOB, keyed_snapshot, make, of, triggered_ids
+
+
+def failed_reasons(actions) -> list:
+    return [a.reason for a in of(m.TriggerRequestFailed, actions)]
+
+
+# -- CheckpointIDCounterTestBase ------------------------------------------------------------------------
+
+
+def test_counter_is_never_negative():
+    """Port of Flink CheckpointIDCounterTestBase.testCounterIsNeverNegative."""
+    counter = StandaloneCheckpointIDCounter()
+    counter.start()
+    assert counter.get() >= 0
+    counter.shutdown()
+
+
+def test_serial_increment_and_get():
+    """Port of Flink CheckpointIDCounterTestBase.testSerialIncrementAndGet."""
+    counter = StandaloneCheckpointIDCounter()
+    counter.start()
+    for expected in (1, 2, 3):
+        assert counter.get_and_increment() == expected
+        assert counter.get() == expected + 1
+    assert counter.get_and_increment() == 4
+
+
+def test_set_count():
+    """Port of Flink CheckpointIDCounterTestBase.testSetCount."""
+    counter = StandaloneCheckpointIDCounter()
+    counter.start()
+    counter.set_count(1337)
+    assert counter.get() == 1337
+    assert counter.get_and_increment() == 1337
+    assert counter.get() == 1338
+    assert counter.get_and_increment() == 1338
+
+
+# -- CheckpointCoordinatorRestoringTest ----------------------------------------------------------------
+
+
+def test_restore_latest_checkpoint_failure_when_max_parallelism_changes():
+    """Port of Flink CheckpointCoordinatorRestoringTest.testRestoreLatestCheckpointFailureWhenMaxParallelismChanges.
+
+    Adapted: the checkpoint is taken with max parallelism 128 and restored into a job whose vertex now has 256."""
+    h = make([JobVertexInfo("v", 2, 128)])
+    h.trigger()
+    for i in range(2):
+        h.ack(h.attempt("v", i), 1, keyed_snapshot("v"))
+    checkpoint = h.coord.store.get_latest_checkpoint()
+    assert checkpoint is not None
+    with pytest.raises(StateRestoreError, match="max parallelism of operator 'v' changed from 128 to 256"):
+        check_state_mapping(checkpoint.metadata, [JobVertexInfo("v", 2, 256)], allow_non_restored_state=False)
+    check_state_mapping(checkpoint.metadata, [JobVertexInfo("v", 4, 128)], allow_non_restored_state=False)
+
+
+# -- failover ----------------------------------------------------------------------------------------------
+
+
+def complete_one(h, cid: int, states: bool = True) -> list:
+    out = []
+    for a in h.all_attempts:
+        out += h.ack(a, cid, keyed_snapshot(a.vertex_id) if states else None)
+    return out
+
+
+def test_task_failure_aborts_pending_checkpoints_and_restores_the_latest_completed_one():
+    h = make(max_concurrent_checkpoints=5)
+    h.trigger()
+    complete_one(h, 1)
+    h.trigger()
+    h.trigger()
+    src = h.attempt("src")
+    actions = h.coord.handle(m.TaskFailed(src, "boom"))
+    assert sorted(a.checkpoint_id for a in of(m.TriggerRequestFailed, actions)) == [2, 3]
+    assert set(failed_reasons(actions)) == {R.JOB_FAILOVER_REGION}
+    assert of(m.FailJob, actions) == []  # JOB_FAILOVER_REGION does not count
+    [restore] = of(m.RestoreFrom, actions)
+    assert restore.checkpoint_id == 1 and restore.metadata is not None
+    assert {s.operator_id for s in restore.metadata.operator_states} == {"src", "map"}
+    assert h.coord.number_of_pending_checkpoints == 0
+    new_src = h.attempt("src")
+    assert new_src == src.next_attempt()
+    # ids never go back after a failover
+    assert h.coord.id_counter.get() == 4
+    # messages of the dead attempt are ignored; a failure of it is not a second failover
+    assert h.coord.handle(m.TaskFailed(src)) == []
+    assert failed_reasons(h.trigger()) == [R.NOT_ALL_REQUIRED_TASKS_RUNNING]  # new attempts not running yet
+    for a in h.all_attempts:
+        h.coord.handle(m.TaskRunning(a))
+    assert triggered_ids(h.trigger()) == [4]  # the pre-flight failure above used no id
+    assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(JOB, src, 4)) is AcknowledgeOutcome.UNKNOWN
+
+
+def test_failover_without_a_completed_checkpoint_starts_fresh():
+    h = make()
+    h.trigger()
+    actions = h.coord.handle(m.TaskFailed(h.attempt("map")))
+    assert of(m.RestoreFrom, actions) == [m.RestoreFrom(None, None, False, False)]
+
+
+def test_every_task_gets_one_abort_notice_per_checkpoint():
+    h = make([JobVertexInfo("a", 2), JobVertexInfo("b", 3, inputs=("a",))], max_concurrent_checkpoints=3)
+    for _ in range(3):
+        h.trigger()
+    actions = h.decline(h.attempt("b", 1), 2)
+    actions += h.coord.handle(m.TaskFailed(h.attempt("a", 0)))
+    notices = [(n.task, n.checkpoint_id) for n in of(m.NotifyCheckpointAborted, actions)]
+    assert len(notices) == len(set(notices)) == 3 * 5
+
+
+# -- job status -------------------------------------------------------------------------------------------
+
+
+def test_leaving_running_stops_the_scheduler_and_aborts_with_coordinator_suspend():
+    h = make(checkpoint_interval=100, max_concurrent_checkpoints=1)
+    h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    assert h.coord.is_periodic_checkpointing_started
+    h.trigger()
+    h.trigger(request_id=9)  # queued
+    actions = h.coord.handle(m.JobStatusChanged(JobStatus.RESTARTING))
+    assert set(failed_reasons(actions)) == {R.CHECKPOINT_COORDINATOR_SUSPEND}
+    assert m.TriggerRequestFailed(9, None, R.CHECKPOINT_COORDINATOR_SUSPEND) in actions
+    assert not h.coord.is_periodic_checkpointing_started
+    assert h.advance(10_000) == []
+    h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    assert triggered_ids(h.advance(100))
+
+
+def test_interval_under_ten_ms_means_no_periodic_checkpoints():
+    h = make(checkpoint_interval=9)
+    h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    assert not h.coord.is_periodic_checkpointing_started and h.timers.active_timers == []
+
+
+def test_first_periodic_trigger_comes_after_a_seeded_random_delay_between_min_pause_and_interval():
+    delays = set()
+    for seed in range(20):
+        h = make(checkpoint_interval=1000, min_pause_between_checkpoints=200, seed=seed)
+        h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+        [timer] = h.timers.active_timers
+        assert 200 <= timer.at_ms <= 1000
+        delays.add(timer.at_ms)
+        again = make(checkpoint_interval=1000, min_pause_between_checkpoints=200, seed=seed)
+        again.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+        assert again.timers.active_timers[0].at_ms == timer.at_ms
+    assert len(delays) > 1
+
+
+def test_terminal_status_shuts_down_and_discards_per_retention_policy():
+    h = make()
+    h.trigger()
+    complete_one(h, 1)
+    actions = h.coord.handle(m.JobStatusChanged(JobStatus.FINISHED))
+    assert m.DiscardCheckpoint(1, m.DiscardReason.SHUTDOWN) in actions
+    assert h.coord.is_shutdown
+    assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(JOB, h.attempt("src"), 1)) \
+        is AcknowledgeOutcome.COORDINATOR_SHUTDOWN
+    kept = make(retention_policy=CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION)
+    kept.trigger()
+    complete_one(kept, 1)
+    assert of(m.DiscardCheckpoint, kept.coord.handle(m.JobStatusChanged(JobStatus.CANCELED))) == []
+
+
+# -- stop-with-savepoint -----------------------------------------------------------------------------------
+
+
+def test_stop_with_savepoint_stops_the_scheduler_completes_then_stops_the_job():
+    h = make(checkpoint_interval=100, max_concurrent_checkpoints=5)
+    h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    h.trigger()  # a checkpoint in flight is aborted by stopping the scheduler
+    actions = h.trigger(CheckpointType.SAVEPOINT_TERMINATE, request_id=42)
+    assert failed_reasons(actions) == [R.CHECKPOINT_COORDINATOR_SUSPEND]
+    [trigger] = of(m.TriggerCheckpointOnSources, actions)
+    assert trigger.options.checkpoint_type is CheckpointType.SAVEPOINT_TERMINATE
+    assert not h.coord.is_periodic_checkpointing_started
+    assert h.advance(1000) == []
+    done = complete_one(h, trigger.checkpoint_id)
+    assert of(m.StopJob, done) == [m.StopJob(trigger.checkpoint_id, True)]
+    assert len(of(m.NotifyCheckpointComplete, done)) == 2  # synchronous savepoints notify the tasks
+    assert of(m.PersistCheckpoint, done)[0].is_savepoint
+    assert h.coord.number_of_retained_successful_checkpoints == 0
+
+
+def test_failed_stop_with_savepoint_fails_the_job_and_restarts_the_scheduler():
+    h = make(checkpoint_interval=100, tolerable_checkpoint_failure_number=10)
+    h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    [trigger] = of(m.TriggerCheckpointOnSources, h.trigger(CheckpointType.SAVEPOINT_SUSPEND))
+    actions = h.decline(h.attempt("map"), trigger.checkpoint_id, R.CHECKPOINT_DECLINED_TASK_NOT_READY)
+    [fail] = of(m.FailJob, actions)
+    assert fail.failing_task == h.attempt("map") and "stop-with-savepoint" in fail.message
+    assert h.coord.is_periodic_checkpointing_started
+    assert triggered_ids(h.advance(100))
+
+
+# -- savepoint restore ------------------------------------------------------------------------------------
+
+
+def savepoint_metadata(*operators: str, checkpoint_id: int = 7) -> CheckpointMetadata:
+    states = tuple(OperatorState(op, 1, 128, {0: keyed_snapshot(op).subtask_states_by_operator[op]})
+                   for op in operators)
+    return CheckpointMetadata(checkpoint_id, states)
+
+
+def test_restore_savepoint_sets_the_counter_and_rejects_unknown_operators_unless_allowed():
+    metadata = savepoint_metadata("src", "map", "gone")
+    loaded = []
+
+    def loader(path: str) -> CheckpointMetadata:
+        loaded.append(path)
+        return metadata
+
+    h = make()
+    with pytest.raises(StateRestoreError, match="'gone'"):
+        h.coord.restore_savepoint("/sp/1", loader)
+    h.coord.restore_savepoint("/sp/1", loader, allow_non_restored_state=True)
+    assert loaded == ["/sp/1", "/sp/1"]
+    [restore] = of(m.RestoreFrom, h.coord.drain_actions())
+    assert restore.checkpoint_id == 7 and restore.allow_non_restored_state and restore.is_savepoint
+    assert h.coord.id_counter.get() == 8
+    assert triggered_ids(h.trigger()) == [8]
+    complete_one(h, 8)
+    # the restored savepoint is subsumed but never discarded by us
+    assert of(m.DiscardCheckpoint, h.coord.drain_actions()) == []
+    assert [c.checkpoint_id for c in h.coord.store.get_all_checkpoints()] == [8]
+
+
+def test_empty_state_of_a_removed_operator_does_not_block_restore():
+    metadata = CheckpointMetadata(3, (OperatorState("gone", 1, 128, {0: OperatorSubtaskState()}),))
+    assert check_state_mapping(metadata, [JobVertexInfo("src", 1)], allow_non_restored_state=False) == ["gone"]
