@@ -10,9 +10,10 @@ subtask ``i`` owns ``compute_key_group_range_for_operator_index(maxP, p, i)`` an
 of every old handle with that range, so each key group lands on exactly one subtask for any old and new
 parallelism up to the max parallelism; operator state goes through the round-robin repartitioner; channel
 state (unaligned checkpoints' in-flight data) stays with the same subtask index, and is refused with
-``ChannelStateRescalingUnsupportedError`` when the parallelism changed (Flink rescales it; barriersim does
-not model that). Fully finished operators are deployed as finished. Vertices the checkpoint has no state for
-get empty state. Mirrors Flink's ``StateAssignmentOperation`` and ``Checkpoints.loadAndValidateCheckpoint``.
+``ChannelStateRescalingUnsupportedError`` when the parallelism changed and any of it holds buffers (as
+Flink 1.11 did; later Flink rescales it, which barriersim does not model; empty handles are dropped). Fully finished operators are deployed as finished. Vertices the checkpoint has no state for
+get empty state. Mirrors Flink's ``StateAssignmentOperation`` (with 1.11's ``channelStateNonRescalingRepartitioner``) and
+``Checkpoints.loadAndValidateCheckpoint``.
 """
 
 from __future__ import annotations
@@ -178,8 +179,10 @@ def _assign_operator(checkpoint_id: int, state: OperatorState, new_parallelism: 
             f"parallelism {old_parallelism}"
         )
     if new_parallelism != old_parallelism:
+        # only handles that carry buffers block rescaling (Flink 1.11's channelStateNonRescalingRepartitioner)
         with_channel_state = [
-            i for i, s in enumerate(old) if s.input_channel_state or s.result_subpartition_state
+            i for i, s in enumerate(old)
+            if any(h.buffers for h in (*s.input_channel_state, *s.result_subpartition_state))
         ]
         if with_channel_state:
             raise ChannelStateRescalingUnsupportedError(

@@ -305,6 +305,33 @@ def test_empty_intersection():
     assert key_groups_state_intersection(handle, KeyGroupRange(8, 11)) is None
 
 
+@pytest.mark.parametrize("extract", ["input_channel_state", "result_subpartition_state"])
+@pytest.mark.parametrize("offsets_size", [0, 1, 2])
+@pytest.mark.parametrize("new_parallelism", [1, 2])
+@pytest.mark.parametrize("old_parallelism", [1, 2])
+def test_no_rescaling(old_parallelism, new_parallelism, offsets_size, extract):
+    """Port of Flink ChannelStateNoRescalingPartitionerTest.testNoRescaling.
+
+    Adapted: Flink's offsets are our buffers; the whole assignment is run (not only the repartitioner), with
+    max parallelism 128 (Flink's test calls the repartitioner directly, which skips that check); an empty
+    channel state handle is dropped when rescaling."""
+    buffers = tuple(Buffer((0,), 1, s) for s in range(offsets_size))
+    subtask = OperatorSubtaskState(
+        input_channel_state=(InputChannelStateHandle(0, InputChannelInfo(0, 0), buffers),) if extract == "input_channel_state" else (),
+        result_subpartition_state=(ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 0), buffers),) if extract == "result_subpartition_state" else (),
+    )
+    metadata = CheckpointMetadata(1, (OperatorState("op", old_parallelism, 128, {0: subtask}),))
+    vertex = ExecutionJobVertexInfo("op", new_parallelism, 128)
+    should_fail = old_parallelism != new_parallelism and offsets_size > 0
+    if should_fail:
+        with pytest.raises(ChannelStateRescalingUnsupportedError):
+            assign_states(metadata, [vertex])
+        return
+    assignment = assign_states(metadata, [vertex])
+    restored = getattr(assignment.subtask_state("op", 0), extract)
+    assert restored == (getattr(subtask, extract) if old_parallelism == new_parallelism else ())
+
+
 def test_load_and_validate_savepoint(tmp_path):
     """Port of Flink CheckpointMetadataLoadingTest.testLoadAndValidateSavepoint.
 

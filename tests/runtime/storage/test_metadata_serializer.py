@@ -135,6 +135,48 @@ def test_serialize_key_groups_state_handle():
     assert back.key_groups == {0: bytes([1, 2, 3, 4]), 123: b"\x00"}
 
 
+def _random_channel_handle_fields(rnd: random.Random):
+    """Flink's ``generateRandomChannelHandleFields``: any ints for subtask and info, 10..19 "offsets"
+    (our buffers, with random sequence numbers)."""
+    from barriersim.runtime.events import Buffer
+
+    def any_int() -> int:
+        return rnd.randrange(-(2**31), 2**31)
+
+    buffers = tuple(Buffer((str(rnd.getrandbits(63)),), rnd.randrange(1, 32768), rnd.getrandbits(63)) for _ in range(rnd.randrange(10, 20)))
+    return any_int(), any_int(), any_int(), buffers
+
+
+def _round_trip_subtask(subtask: OperatorSubtaskState) -> OperatorSubtaskState:
+    metadata = CheckpointMetadata(1, (OperatorState("op", 1, 128, {0: subtask}),))
+    return ms.deserialize(ms.serialize(metadata)).operator_states[0].subtask_states[0]
+
+
+def test_serialize_input_handle():
+    """Port of Flink ChannelStateHandleSerializerV1Test.testSerializeInputHandle.
+
+    Adapted: channel state handles carry their buffers inline and are serialized as part of the metadata."""
+    from barriersim.runtime.events import InputChannelInfo
+    from barriersim.runtime.state.snapshot import InputChannelStateHandle
+
+    subtask_index, idx1, idx2, buffers = _random_channel_handle_fields(random.Random(12))
+    handle = InputChannelStateHandle(subtask_index, InputChannelInfo(idx1, idx2), buffers)
+    assert _round_trip_subtask(OperatorSubtaskState(input_channel_state=(handle,))).input_channel_state == (handle,)
+
+
+def test_serialize_output_handle():
+    """Port of Flink ChannelStateHandleSerializerV1Test.testSerializeOutputHandle.
+
+    Adapted as the input-handle variant."""
+    from barriersim.runtime.events import ResultSubpartitionInfo
+    from barriersim.runtime.state.snapshot import ResultSubpartitionStateHandle
+
+    subtask_index, idx1, idx2, buffers = _random_channel_handle_fields(random.Random(13))
+    handle = ResultSubpartitionStateHandle(subtask_index, ResultSubpartitionInfo(idx1, idx2), buffers)
+    back = _round_trip_subtask(OperatorSubtaskState(result_subpartition_state=(handle,))).result_subpartition_state
+    assert back == (handle,) and [b.sequence_number for b in back[0].buffers] == [b.sequence_number for b in buffers]
+
+
 def test_construct_and_dispose():
     """Port of Flink CheckpointMetadataTest.testConstructAndDispose.
 
