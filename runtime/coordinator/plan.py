@@ -2,11 +2,13 @@
 current state of every execution (FLIP-147: checkpoints after some tasks finished).
 
 How this works: ``JobVertexInfo`` describes a vertex (parallelism, max parallelism, the operators chained in it,
-and its upstream vertices; every edge is all-to-all). ``DefaultCheckpointPlanCalculator`` takes the current
+and its upstream vertices over all-to-all and over pointwise (forward) edges; ``vertices_from_job_graph`` builds
+them from a ``JobGraph``). ``DefaultCheckpointPlanCalculator`` takes the current
 execution (attempt and ``ExecutionState``) of every subtask and returns a ``CheckpointPlan``. With every task
 running: trigger the source tasks, wait for and commit to all tasks. With some tasks finished: a vertex whose
 subtasks all finished is *fully finished* (its operators are marked so in the completed checkpoint); finished
-tasks are not waited for; a running task is triggered if it is a source or all its upstream tasks finished.
+tasks are not waited for; a running task is triggered if it is a source or all its upstream tasks finished (for
+a forward edge: the one upstream subtask it reads).
 A task that is neither running nor finished, or finished tasks when checkpoints after tasks finished are not
 allowed, make the plan fail with ``NOT_ALL_REQUIRED_TASKS_RUNNING``. Mirrors Flink's ``CheckpointPlan`` /
 ``DefaultCheckpointPlan`` and ``DefaultCheckpointPlanCalculator``.
@@ -38,13 +40,16 @@ class ExecutionState(enum.Enum):
 
 @dataclass(frozen=True)
 class JobVertexInfo:
-    """A job vertex: ``operator_ids`` defaults to ``(vertex_id,)``; no ``inputs`` means a source."""
+    """A job vertex: ``operator_ids`` defaults to ``(vertex_id,)``; ``inputs`` are upstream vertices over
+    all-to-all edges, ``pointwise_inputs`` over forward edges (subtask i reads upstream subtask i); no inputs at
+    all means a source."""
 
     vertex_id: JobVertexID
     parallelism: int
     max_parallelism: int = 128
     operator_ids: tuple[OperatorID, ...] = ()
     inputs: tuple[JobVertexID, ...] = ()
+    pointwise_inputs: tuple[JobVertexID, ...] = ()
 
     @property
     def operators(self) -> tuple[OperatorID, ...]:
@@ -52,7 +57,22 @@ class JobVertexInfo:
 
     @property
     def is_source(self) -> bool:
-        return not self.inputs
+        return not self.inputs and not self.pointwise_inputs
+
+
+def vertices_from_job_graph(job_graph) -> list[JobVertexInfo]:
+    """The coordinator's view of a ``barriersim.runtime.jobgraph.JobGraph`` (one operator per vertex, named
+    like the vertex), in topological order."""
+    out = []
+    for name in job_graph.topological_order():
+        v = job_graph.vertex(name)
+        edges = job_graph.inputs_of(name)
+        out.append(JobVertexInfo(
+            name, v.parallelism, v.max_parallelism, (name,),
+            tuple(dict.fromkeys(e.source for e in edges if not e.partitioner.is_pointwise)),
+            tuple(dict.fromkeys(e.source for e in edges if e.partitioner.is_pointwise)),
+        ))
+    return out
 
 
 @dataclass(frozen=True)
@@ -83,7 +103,7 @@ class DefaultCheckpointPlanCalculator:
         self.vertices = tuple(vertices)
         self.by_id = {v.vertex_id: v for v in self.vertices}
         for v in self.vertices:
-            for upstream in v.inputs:
+            for upstream in v.inputs + v.pointwise_inputs:
                 if upstream not in self.by_id:
                     raise ValueError(f"vertex {v.vertex_id!r} reads from unknown vertex {upstream!r}")
         self.allow_checkpoints_after_tasks_finished = allow_checkpoints_after_tasks_finished
@@ -145,6 +165,9 @@ class DefaultCheckpointPlanCalculator:
                     finished.append(e.attempt_id)
                     continue
                 wait.append(e.attempt_id)
-                if upstream_done:
+                pointwise_done = all(
+                    executions[(u, i)].state is ExecutionState.FINISHED for u in v.pointwise_inputs
+                )
+                if upstream_done and pointwise_done:
                     trigger.append(e.attempt_id)
         return CheckpointPlan(tuple(trigger), tuple(wait), tuple(wait), tuple(finished), tuple(fully_finished))

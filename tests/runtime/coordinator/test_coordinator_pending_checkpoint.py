@@ -111,7 +111,9 @@ def test_abort_discards_state():
 
 
 def test_pending_checkpoint_stats_callbacks():
-    """Port of Flink PendingCheckpointTest.testPendingCheckpointStatsCallbacks (through the coordinator's stats)."""
+    """Port of Flink PendingCheckpointTest.testPendingCheckpointStatsCallbacks.
+
+    Adapted: checked through the coordinator's stats tracker (our pending checkpoint has no stats callback)."""
     h = make()
     h.trigger()
     h.ack(h.attempt("src"), 1)

@@ -246,3 +246,34 @@ def test_restore_savepoint_sets_the_counter_and_rejects_unknown_operators_unless
 def test_empty_state_of_a_removed_operator_does_not_block_restore():
     metadata = CheckpointMetadata(3, (OperatorState("gone", 1, 128, {0: OperatorSubtaskState()}),))
     assert check_state_mapping(metadata, [JobVertexInfo("src", 1)], allow_non_restored_state=False) == ["gone"]
+
+
+# -- plan (FLIP-147) ---------------------------------------------------------------------------------------
+
+
+def test_plan_from_job_graph_triggers_tasks_whose_upstream_finished_over_forward_and_all_to_all_edges():
+    from barriersim.runtime.coordinator.plan import (
+        DefaultCheckpointPlanCalculator,
+        Execution,
+        ExecutionState,
+        vertices_from_job_graph,
+    )
+    from barriersim.runtime.ids import ExecutionAttemptID
+    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
+
+    graph = JobGraph(
+        (JobVertex("src", OperatorKind.SOURCE, 2), JobVertex("map", OperatorKind.MAP, 2),
+         JobVertex("sum", OperatorKind.KEYED_SUM, 2)),
+        (JobEdge("src", "map", Partitioner.FORWARD), JobEdge("map", "sum", Partitioner.HASH)),
+    )
+    vertices = vertices_from_job_graph(graph)
+    assert [(v.vertex_id, v.inputs, v.pointwise_inputs) for v in vertices] == [
+        ("src", (), ()), ("map", (), ("src",)), ("sum", ("map",), ())]
+    state = {("src", 0): ExecutionState.FINISHED, ("src", 1): ExecutionState.RUNNING}
+    executions = {(v.vertex_id, i): Execution(ExecutionAttemptID(v.vertex_id, i),
+                                              state.get((v.vertex_id, i), ExecutionState.RUNNING))
+                  for v in vertices for i in range(v.parallelism)}
+    plan = DefaultCheckpointPlanCalculator(vertices).calculate_checkpoint_plan(executions)
+    assert plan.tasks_to_trigger == (ExecutionAttemptID("src", 1), ExecutionAttemptID("map", 0))
+    assert ExecutionAttemptID("src", 0) in plan.finished_tasks
+    assert ExecutionAttemptID("src", 0) not in plan.tasks_to_wait_for and plan.fully_finished_job_vertices == ()
