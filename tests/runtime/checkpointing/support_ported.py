@@ -182,6 +182,10 @@ class ClockWithDelayedActions:
     def pending(self) -> int:
         return sum(1 for e in self._queue if not e.cancelled)
 
+    def next_due(self) -> int:
+        """The time of the earliest live timer (only when ``pending()``)."""
+        return min(e.at_ms for e in self._queue if not e.cancelled)
+
 
 class ValidatingCheckpointInvokable:
     """``UnalignedCheckpointsTest.ValidatingCheckpointInvokable``: remembers the last triggered and the last
