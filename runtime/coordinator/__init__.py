@@ -1,3 +1,10 @@
-"""The checkpoint coordinator as small sans-IO parts: properties, id counter, request decider, failure manager,
-checkpoint plan, pending/completed checkpoints, completed checkpoint store, statistics, master hooks, periodic
-scheduler, and the ``CheckpointCoordinator`` that assembles them (events in, actions out)."""
+"""The checkpoint coordinator as small sans-IO parts.
+
+How this works: ``checkpoint_coordinator.CheckpointCoordinator`` takes events (``messages.py``) and returns actions;
+it assembles one module per idea: ``properties`` (CheckpointProperties, retention), ``id_counter``,
+``request_decider`` (queue, max concurrent, min pause), ``failure_manager`` (tolerable failures), ``plan`` (tasks
+to trigger / wait for / commit to, FLIP-147), ``pending_checkpoint`` (acks, completion, abort), ``completed_store``
+(retain N, subsume), ``stats_tracker`` (Flink's REST names), ``master_hooks``, ``periodic_scheduler`` and
+``restore`` (coordinator-side recovery checks). ``manual_time`` is a manual clock/timer service for tests.
+Mirrors Flink's ``org.apache.flink.runtime.checkpoint`` package.
+"""

@@ -277,3 +277,23 @@ def test_plan_from_job_graph_triggers_tasks_whose_upstream_finished_over_forward
     assert plan.tasks_to_trigger == (ExecutionAttemptID("src", 1), ExecutionAttemptID("map", 0))
     assert ExecutionAttemptID("src", 0) in plan.finished_tasks
     assert ExecutionAttemptID("src", 0) not in plan.tasks_to_wait_for and plan.fully_finished_job_vertices == ()
+
+
+def test_runs_on_the_simulation_kernel_as_timer_service_and_clock():
+    from barriersim.runtime.coordinator.checkpoint_coordinator import (
+        CheckpointCoordinator,
+        CheckpointCoordinatorConfiguration,
+    )
+    from barriersim.runtime.sim.kernel import Simulation
+
+    sim = Simulation(seed=7)
+    out: list = []
+    coord = CheckpointCoordinator(
+        JOB, [JobVertexInfo("v", 1)], CheckpointCoordinatorConfiguration(checkpoint_interval=100, checkpoint_timeout=50),
+        clock=sim.clock_ms, timer_service=sim, rng=sim.random("coordinator"), action_sink=out.append)
+    coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    sim.run(until_us=1_000 * 1000)
+    triggers = of(m.TriggerCheckpointOnSources, out)
+    assert len(triggers) >= 9  # every 100 ms for a second, each expiring after 50 ms
+    assert {a.reason for a in of(m.TriggerRequestFailed, out)} == {R.CHECKPOINT_EXPIRED}
+    assert all(b.timestamp - a.timestamp == 100 for a, b in zip(triggers, triggers[1:]))
