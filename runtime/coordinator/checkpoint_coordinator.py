@@ -511,9 +511,11 @@ class CheckpointCoordinator(CoordinatorRestoreMixin):
         current = self.executions.get(key)
         if current is None or current.attempt_id != event.attempt_id or self.is_shutdown:
             return None  # a failure of an older attempt (already failed over) or after shutdown
-        self.abort_pending_checkpoints(CheckpointException(CheckpointFailureReason.JOB_FAILOVER_REGION))
+        # the new attempts exist before the aborts, so that a queued request released by an abort is not
+        # triggered on the dead attempts (in Flink it runs later and finds the tasks not running)
         for k, e in list(self.executions.items()):
             self.executions[k] = Execution(e.attempt_id.next_attempt(), ExecutionState.CREATED)
+        self.abort_pending_checkpoints(CheckpointException(CheckpointFailureReason.JOB_FAILOVER_REGION))
         return self.restore_latest_checkpointed_state()
 
     def job_status_changes(self, status: JobStatus) -> None:

@@ -297,3 +297,13 @@ def test_runs_on_the_simulation_kernel_as_timer_service_and_clock():
     assert len(triggers) >= 9  # every 100 ms for a second, each expiring after 50 ms
     assert {a.reason for a in of(m.TriggerRequestFailed, out)} == {R.CHECKPOINT_EXPIRED}
     assert all(b.timestamp - a.timestamp == 100 for a, b in zip(triggers, triggers[1:]))
+
+
+def test_a_request_released_by_the_failover_abort_is_not_triggered_on_dead_attempts():
+    h = make(max_concurrent_checkpoints=1)
+    h.trigger()
+    h.trigger(request_id=5)  # queued behind checkpoint 1
+    actions = h.coord.handle(m.TaskFailed(h.attempt("map")))
+    assert triggered_ids(actions) == []
+    assert m.TriggerRequestFailed(5, None, R.NOT_ALL_REQUIRED_TASKS_RUNNING) in actions
+    assert h.coord.number_of_pending_checkpoints == 0
