@@ -116,6 +116,7 @@ class CheckpointCoordinator(CoordinatorRestoreMixin):
             for i in range(v.parallelism):
                 self.executions[(v.vertex_id, i)] = Execution(ExecutionAttemptID(v.vertex_id, i, 0), state)
         self._out: list[Any] = []
+        self._completing = False
         self.decider = CheckpointRequestDecider(
             config.max_concurrent_checkpoints,
             self._reschedule_trigger,
@@ -219,8 +220,8 @@ class CheckpointCoordinator(CoordinatorRestoreMixin):
             self._start_triggering_checkpoint(chosen)
 
     def _execute_queued_request(self) -> None:
-        if self.is_shutdown:
-            return
+        if self.is_shutdown or self._completing:
+            return  # while completing, queued requests wait until the notifications are out (Flink: async)
         chosen = self.decider.choose_queued_request_to_execute(False, self.last_checkpoint_completion_relative_time)
         if chosen is not None:
             self._start_triggering_checkpoint(chosen)
@@ -434,7 +435,11 @@ class CheckpointCoordinator(CoordinatorRestoreMixin):
         self._emit(m.TriggerRequestCompleted(pending.request_id, checkpoint_id))
         self.last_checkpoint_completion_relative_time = now
         if not props.is_savepoint or props.is_synchronous:
-            self._drop_subsumed_checkpoints(checkpoint_id)
+            self._completing = True
+            try:
+                self._drop_subsumed_checkpoints(checkpoint_id)
+            finally:
+                self._completing = False
             for task in pending.plan.tasks_to_commit_to:
                 self._emit(m.NotifyCheckpointComplete(task, checkpoint_id, last_subsumed_id, completed.timestamp))
         if props.is_synchronous:

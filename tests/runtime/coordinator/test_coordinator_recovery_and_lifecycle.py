@@ -307,3 +307,14 @@ def test_a_request_released_by_the_failover_abort_is_not_triggered_on_dead_attem
     assert triggered_ids(actions) == []
     assert m.TriggerRequestFailed(5, None, R.NOT_ALL_REQUIRED_TASKS_RUNNING) in actions
     assert h.coord.number_of_pending_checkpoints == 0
+
+
+def test_completion_notifies_the_tasks_before_a_released_request_triggers():
+    h = make(max_concurrent_checkpoints=2)
+    h.trigger()
+    h.trigger()
+    h.trigger(request_id=3)  # queued
+    actions = h.ack_all(2)  # completes 2, subsumes 1, releases the queued request
+    kinds = [type(a).__name__ for a in actions]
+    assert kinds.index("NotifyCheckpointComplete") < kinds.index("TriggerCheckpointOnSources")
+    assert triggered_ids(actions) == [3]
