@@ -54,6 +54,8 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
     AddInputData,
     AllBarriersReceived,
+    BlockConsumption,
+    CheckpointStarted,
     InitInputsCheckpoint,
     TriggerCheckpointOnBarrier,
 )
@@ -334,6 +336,18 @@ def check_run(run: Run) -> None:
     for info, s in run.senders.items():
         assert [b for _, b in polled_buffers[info]] == s.sent_buffers, f"{info}: operator received other buffers than sent"
         assert polled_eop[info] == 1, f"{info}: end of partition polled {polled_eop[info]} times"
+
+    # the mode decides the kind of every trigger; only exactly-once handlers act on the gates
+    kinds = {t.is_unaligned for ts in triggers.values() for _, t in ts}
+    gate_actions = [v for kind, v in log if kind == "action" and isinstance(v, (BlockConsumption, CheckpointStarted))]
+    if mode is CheckpointingMode.ALIGNED:
+        assert kinds <= {False}, "an aligned handler triggered an unaligned checkpoint"
+        assert not any(isinstance(v, CheckpointStarted) for v in gate_actions), "aligned mode started persisting"
+    elif mode is CheckpointingMode.UNALIGNED:
+        assert kinds <= {True}, "an unaligned handler triggered an aligned checkpoint"
+    elif mode is CheckpointingMode.AT_LEAST_ONCE:
+        assert not gate_actions, f"the tracker acted on the gates: {gate_actions[:3]}"
+    assert run.side.blocked_channels() == [], f"channels still blocked at the end: {run.side.blocked_channels()}"
 
     # outcomes
     for k, ts in triggers.items():

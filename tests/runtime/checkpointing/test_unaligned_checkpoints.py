@@ -15,10 +15,7 @@ clock (no sleeps).
 from __future__ import annotations
 
 import itertools
-import random
 from typing import Any
-
-import pytest
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide, ManualClock
 from barriersim.runtime.events import (
@@ -27,7 +24,6 @@ from barriersim.runtime.events import (
     CancelCheckpointMarker,
     CheckpointBarrier,
     CheckpointOptions,
-    EndOfPartition,
     InputChannelInfo,
 )
 from barriersim.runtime.failure_reason import CheckpointFailureReason
