@@ -60,10 +60,30 @@ def analytics_dir(root: str | Path) -> Path:
     return Path(root) / "analytics"
 
 
+_ARROW_TO_SPARK = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint", "uint8": "smallint",
+                   "uint16": "int", "uint32": "bigint", "double": "double", "float": "float", "string": "string",
+                   "large_string": "string", "bool": "boolean"}
+
+
+def _file_schema(path: Path, wanted: dict[str, str]) -> str:
+    """A Spark DDL schema for the ``wanted`` columns the Parquet file has, typed as stored. Giving Spark the
+    schema spares it the job it would run to infer one from the file footer."""
+    stored = pq.read_schema(str(path))
+    fields = []
+    for name in wanted:
+        if name in stored.names:
+            arrow_type = str(stored.field(name).type)
+            if arrow_type in _ARROW_TO_SPARK:
+                fields.append(f"`{name}` {_ARROW_TO_SPARK[arrow_type]}")
+    return ", ".join(fields)
+
+
 def _tagged(spark, run: Run, name: str, columns: dict[str, str]):
     from pyspark.sql import functions as F
 
-    df = spark.read.parquet(str(run.path / name))
+    path = run.path / name
+    schema = _file_schema(path, columns)
+    df = spark.read.schema(schema).parquet(str(path)) if schema else spark.read.parquet(str(path))
     present = set(df.columns)
     cols = [
         (F.col(c) if c in present else F.lit(None)).cast(t).alias(c)
@@ -167,8 +187,14 @@ def compute_analytics(spark, root: str | Path, runs: list[Run] | None = None) ->
     checkpoints, subtasks = load_run_frames(spark, runs)
     out = analytics_dir(root)
     out.mkdir(parents=True, exist_ok=True)
-    summary_frame(checkpoints, subtasks).coalesce(1).write.mode("overwrite").parquet(str(out / "summary.parquet"))
-    counts_frame(spark, checkpoints, runs).coalesce(1).write.mode("overwrite").parquet(str(out / "counts.parquet"))
+    # A run has tens of checkpoints: one shuffle partition saves Spark scheduling many empty tasks.
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    try:
+        summary_frame(checkpoints, subtasks).coalesce(1).write.mode("overwrite").parquet(str(out / "summary.parquet"))
+        counts_frame(spark, checkpoints, runs).coalesce(1).write.mode("overwrite").parquet(str(out / "counts.parquet"))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", previous)
     result = read_analytics(root)
     assert result is not None, f"{out}: Spark wrote no _SUCCESS marker"
     return result

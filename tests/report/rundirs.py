@@ -39,7 +39,7 @@ def subtask_row(cid: int, task: str, start_delay: int, alignment: int, sync: int
 
 
 def write_run(path: Path, mode: str, checkpoints: list[dict], subtasks: list[dict], *, zipf: float = 1.0,
-              seed: int = 7, scenario: str = "tiny", restored: int = 0) -> Path:
+              seed: int = 7, scenario: str = "tiny", restored: int = 0, string_failure_reason: bool = True) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     completed = sum(1 for c in checkpoints if c["status"] == "COMPLETED")
     summary = {
@@ -54,8 +54,9 @@ def write_run(path: Path, mode: str, checkpoints: list[dict], subtasks: list[dic
     (path / "summary.json").write_text(json.dumps(summary, indent=2))
     cp_schema = pa.schema([("failure_reason", pa.string())])
     cp = pa.Table.from_pylist(checkpoints)
-    cp = cp.set_column(cp.schema.get_field_index("failure_reason"), cp_schema.field("failure_reason"),
-                       cp.column("failure_reason").cast(pa.string()))
+    if string_failure_reason:  # else all-None stays Arrow's null type, as in real runs without failures
+        cp = cp.set_column(cp.schema.get_field_index("failure_reason"), cp_schema.field("failure_reason"),
+                           cp.column("failure_reason").cast(pa.string()))
     pq.write_table(cp, str(path / "checkpoints.parquet"))
     if subtasks:  # like ``barriersim run``, which writes no table without rows
         pq.write_table(pa.Table.from_pylist(subtasks), str(path / "subtasks.parquet"))

@@ -1,0 +1,77 @@
+"""The checkpoint statistics through real Spark on Ray, against numbers computed by hand."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from barriersim.scenarios.analytics import compute_analytics, read_analytics
+from barriersim.scenarios.spark_on_ray import RayAndSpark
+from tests.report.rundirs import checkpoint_row, subtask_row, write_run
+
+pytestmark = [pytest.mark.ray, pytest.mark.spark]
+
+
+def tiny_runs(root):
+    aligned_cps = [
+        checkpoint_row(1, 10, processed=100, size=1000), checkpoint_row(2, 20, processed=300, size=2000),
+        checkpoint_row(3, 30, processed=0, size=3000), checkpoint_row(4, 40, processed=200, size=4000),
+        checkpoint_row(5, 1000, status="FAILED", processed=9999, size=99999),
+        checkpoint_row(6, 0, status="IN_PROGRESS"),
+    ]
+    aligned_st = [subtask_row(i, "sink#0", start_delay=10 * i, alignment=i, sync=0, ack_after=10 * i + i)
+                  for i in (1, 2, 3, 4)]
+    aligned_st += [subtask_row(1, "keyed-sum#0", 77, 100, 0, 200, aborted=True),  # aborted: not counted
+                   subtask_row(5, "sink#0", 5, 500, 0, 600)]  # checkpoint 5 failed: not counted
+    write_run(root / "aligned", "aligned", aligned_cps, aligned_st, zipf=1.0, seed=3, restored=2)
+    unaligned_cps = [checkpoint_row(1, 7, persisted=100), checkpoint_row(2, 9, persisted=300)]
+    unaligned_st = [subtask_row(1, "sink#0", 2, 0, 0, 7), subtask_row(2, "sink#0", 4, 0, 0, 9)]
+    write_run(root / "unaligned", "unaligned", unaligned_cps, unaligned_st, zipf=2.0, seed=3,
+              string_failure_reason=False)
+    return root
+
+
+def stats(summary, run, metric):
+    rows = summary[(summary["run"] == run) & (summary["metric"] == metric)]
+    assert len(rows) == 1, (run, metric)
+    return rows.iloc[0]
+
+
+def test_summary_percentiles_and_counts_match_hand_computation(tmp_path):
+    root = tiny_runs(tmp_path / "runs")
+    with RayAndSpark(app_name="barriersim-test-analytics") as cluster:
+        result = compute_analytics(cluster.spark, root)
+
+    # Spark's exact percentile interpolates at rank p * (n - 1): for 10, 20, 30, 40 the p90 rank is 2.7.
+    expected = {
+        ("aligned", "end_to_end_duration"): (4, 10, 40, 25, 25, 37, 38.5, 39.7, 39.97),
+        ("aligned", "state_size"): (4, 1000, 4000, 2500, 2500, 3700, 3850, 3970, 3997),
+        ("aligned", "processed_data"): (4, 0, 300, 150, 150, 270, 285, 297, 299.7),
+        ("aligned", "persisted_data"): (4, 0, 0, 0, 0, 0, 0, 0, 0),
+        ("aligned", "alignment_duration"): (4, 1, 4, 2.5, 2.5, 3.7, 3.85, 3.97, 3.997),
+        ("aligned", "start_delay"): (4, 10, 40, 25, 25, 37, 38.5, 39.7, 39.97),
+        ("unaligned", "end_to_end_duration"): (2, 7, 9, 8, 8, 8.8, 8.9, 8.98, 8.998),
+        ("unaligned", "persisted_data"): (2, 100, 300, 200, 200, 280, 290, 298, 299.8),
+        ("unaligned", "alignment_duration"): (2, 0, 0, 0, 0, 0, 0, 0, 0),
+    }
+    columns = ("count", "min", "max", "avg", "p50", "p90", "p95", "p99", "p999")
+    for (run, metric), values in expected.items():
+        row = stats(result.summary, run, metric)
+        assert tuple(row[list(columns)]) == pytest.approx(values), (run, metric)
+    assert stats(result.summary, "aligned", "end_to_end_duration")["scope"] == "checkpoint"
+    assert stats(result.summary, "aligned", "start_delay")["scope"] == "subtask"
+    assert len(result.summary) == 2 * 7  # five checkpoint metrics and two subtask metrics per run
+
+    keys = result.summary.drop_duplicates("run").set_index("run")
+    assert keys.loc["unaligned", ["mode", "scenario", "seed", "zipf_exponent"]].tolist() == ["unaligned", "tiny", 3, 2.0]
+
+    counts = result.counts.set_index("run")[["restored", "total", "in_progress", "completed", "failed"]]
+    assert counts.loc["aligned"].tolist() == [2, 6, 1, 4, 1]
+    assert counts.loc["unaligned"].tolist() == [0, 2, 0, 2, 0]
+
+    # Written by Spark, one part file each, and read back unchanged.
+    for name in ("summary.parquet", "counts.parquet"):
+        assert len(list((root / "analytics" / name).glob("part-*.parquet"))) == 1
+    assert pq.read_table(str(root / "analytics" / "summary.parquet")).num_rows == 14
+    again = read_analytics(root)
+    assert again.summary.equals(result.summary) and again.counts.equals(result.counts)
