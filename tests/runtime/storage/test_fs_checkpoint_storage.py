@@ -400,3 +400,56 @@ def test_storage_modules_use_no_clock_threads_or_pickle():
             source = open(os.path.join(os.path.dirname(pkg.__file__), name)).read()
             for banned in ("import time", "import threading", "import asyncio", "import pickle", "from time"):
                 assert banned not in source, f"{name} has {banned!r}"
+
+
+# -- ports: FsCheckpointMetadataOutputStreamTest (the atomic metadata writer) -----------------------------------
+
+
+def test_file_existence(tmp_path):
+    """Port of Flink FsCheckpointMetadataOutputStreamTest.testFileExistence.
+
+    Adapted to the recoverable-writer flavour: the metadata file does not exist while its bytes are being
+    written (here: all bytes in the temporary file, the "process" stops before the commit), and exists
+    after a committed write."""
+    path = tmp_path / "some-dir" / METADATA_FILE_NAME
+    writer = AtomicFileWriter()
+    writer.fail_next_write(WriteFault.CRASH_BEFORE_RENAME)
+    with pytest.raises(CheckpointStorageWriteError):
+        writer.write(path, b"\x42" * 100)
+    assert not path.exists()
+    assert [p.stat().st_size for p in path.parent.iterdir()] == [100]  # only the temporary file
+    writer.write(path, b"\x42" * 100)
+    assert path.read_bytes() == b"\x42" * 100
+
+
+def test_cleanup_when_closed(tmp_path):
+    """Port of Flink FsCheckpointMetadataOutputStreamTest.testCleanupWhenClosed.
+
+    Adapted: a write that is abandoned before it is committed (a failure while writing) leaves no metadata
+    file and no temporary file."""
+    path = tmp_path / "some-dir" / METADATA_FILE_NAME
+    writer = AtomicFileWriter()
+    with pytest.raises(TypeError):
+        writer.write(path, object())  # writing fails after the temporary file was created: no commit
+    assert not path.exists()
+    assert list(path.parent.iterdir()) == []
+
+
+def test_cleanup_when_commit_failed(tmp_path, monkeypatch):
+    """Port of Flink FsCheckpointMetadataOutputStreamTest.testCleanupWhenCommitFailed.
+
+    Adapted: the commit is the rename; it fails with an OS error, which surfaces as a storage write error
+    naming the file, and neither the metadata file nor the temporary file remains."""
+    import barriersim.runtime.storage.atomic_file as atomic_file
+
+    storage = _fs(tmp_path)
+
+    def failing_replace(src, dst):
+        raise OSError("rename failed")
+
+    monkeypatch.setattr(atomic_file.os, "replace", failing_replace)
+    with pytest.raises(CheckpointStorageWriteError, match=r"chk-5/_metadata: writing checkpoint 5 metadata failed"):
+        storage.persist_checkpoint(_metadata(5))
+    assert list(storage.checkpoint_directory(5).iterdir()) == []
+    monkeypatch.undo()
+    assert storage.load_latest_checkpoint() is None
