@@ -405,7 +405,11 @@ class SubtaskCheckpointCoordinator:
     def abort_checkpoint_on_barrier(
         self, checkpoint_id: int, reason: CheckpointFailureReason
     ) -> list[TaskCheckpointAction]:
-        """Flink's ``abortCheckpointOnBarrier``: decline, and tell downstream not to wait for our barrier."""
+        """Flink's ``abortCheckpointOnBarrier``: decline, and tell downstream not to wait for our barrier.
+        A running asynchronous part of the checkpoint (an unaligned checkpoint triggered on its first
+        barrier) is dropped, so the checkpoint is declined once (Flink's runnable would fail later and
+        decline again, which the coordinator ignores)."""
+        self._pending.pop(checkpoint_id, None)
         self.last_checkpoint_id = max(self.last_checkpoint_id, checkpoint_id)
         for old in [c for c in self._aborted_checkpoint_ids if c < self.last_checkpoint_id]:
             del self._aborted_checkpoint_ids[old]

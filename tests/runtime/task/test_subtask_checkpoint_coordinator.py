@@ -425,3 +425,14 @@ def test_invalid_writer_use_surfaces():
     c, _ = _coordinator(writer=w)
     with pytest.raises(RuntimeError):
         c.checkpoint_state(1, 0, CheckpointOptions.unaligned())
+
+
+def test_abort_on_barrier_after_unaligned_trigger_declines_once():
+    part = ResultPartition(0, 1)
+    c, _ = _coordinator(partitions=[part])
+    c.init_inputs_checkpoint(4, CheckpointOptions.unaligned())
+    c.checkpoint_state(4, 0, CheckpointOptions.unaligned())
+    assert c.async_checkpoint_runnable_size == 1  # waits for the input side
+    actions = c.abort_checkpoint_on_barrier(4, CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+    assert [type(a) for a in actions] == [DeclineCheckpoint, BroadcastEvent]
+    assert c.on_all_barriers_received(4) == [] and c.async_checkpoint_runnable_size == 0
