@@ -137,6 +137,7 @@ class SubtaskCheckpointCoordinator:
         self._pending: dict[int, _PendingCheckpoint] = {}
         self._started_writes: set[int] = set()
         self._all_barriers_received: set[int] = set()
+        self._inputs_finished: set[int] = set()
         self._alignment_timer: Optional[tuple[int, Cancellable]] = None
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -159,11 +160,17 @@ class SubtaskCheckpointCoordinator:
             self._started_writes.add(checkpoint_id)
             self.channel_state_writer.start(checkpoint_id, options)
             if checkpoint_id in self._all_barriers_received:  # the input side completed before the start
-                self.channel_state_writer.finish_input(checkpoint_id)
+                self._finish_input(checkpoint_id)
 
     def _forget_write(self, checkpoint_id: int) -> None:
         self._started_writes.discard(checkpoint_id)
         self._all_barriers_received.discard(checkpoint_id)
+        self._inputs_finished.discard(checkpoint_id)
+
+    def _finish_input(self, checkpoint_id: int) -> None:
+        if checkpoint_id not in self._inputs_finished and not self.channel_state_writer_is_aborted(checkpoint_id):
+            self._inputs_finished.add(checkpoint_id)
+            self.channel_state_writer.finish_input(checkpoint_id)
 
     def _check_and_clear_aborted_status(self, checkpoint_id: int) -> bool:
         if checkpoint_id in self._aborted_checkpoint_ids:
@@ -193,8 +200,7 @@ class SubtaskCheckpointCoordinator:
     def on_all_barriers_received(self, checkpoint_id: int) -> list[TaskCheckpointAction]:
         """The barrier handler's ``AllBarriersReceived``: the input side of the channel state is complete."""
         if checkpoint_id in self._started_writes:
-            if not self.channel_state_writer_is_aborted(checkpoint_id):
-                self.channel_state_writer.finish_input(checkpoint_id)
+            self._finish_input(checkpoint_id)
         elif checkpoint_id > self.last_checkpoint_id or checkpoint_id in self._pending:
             self._all_barriers_received.add(checkpoint_id)
             for old in [c for c in self._all_barriers_received if c < self.last_checkpoint_id]:
@@ -257,7 +263,7 @@ class SubtaskCheckpointCoordinator:
         if needs_channel_state:
             self._start_write(checkpoint_id, options)
             if not self.has_inputs:
-                self.channel_state_writer.finish_input(checkpoint_id)
+                self._finish_input(checkpoint_id)
             for info, buffers in sorted(overtaken.items()):
                 self.channel_state_writer.add_output_data(checkpoint_id, info, buffers[0].sequence_number, buffers)
             if options.is_unaligned_checkpoint or not self._output_pending(checkpoint_id):

@@ -436,3 +436,12 @@ def test_abort_on_barrier_after_unaligned_trigger_declines_once():
     actions = c.abort_checkpoint_on_barrier(4, CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
     assert [type(a) for a in actions] == [DeclineCheckpoint, BroadcastEvent]
     assert c.on_all_barriers_received(4) == [] and c.async_checkpoint_runnable_size == 0
+
+
+def test_all_barriers_received_twice_or_before_the_trigger_is_harmless():
+    c, _ = _coordinator(partitions=[ResultPartition(0, 1)], async_completion=AsyncCompletion.DRIVER)
+    c.on_all_barriers_received(6)  # before the task started checkpoint 6 (input side finished first)
+    c.checkpoint_state(6, 0, CheckpointOptions.unaligned())
+    assert c.on_all_barriers_received(6) == []
+    (ack,) = c.complete_async_part(6)
+    assert isinstance(ack, AcknowledgeCheckpoint)
