@@ -16,6 +16,7 @@ five primitives (store, read, remove, enumerate, resolve). Mirrors Flink's ``Che
 from __future__ import annotations
 
 import abc
+import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import Callable
@@ -148,8 +149,10 @@ class CheckpointStorage(abc.ABC):
 
     def load_checkpoint(self, pointer: str | CompletedCheckpointStorageLocation) -> LoadedCheckpoint:
         location = pointer if isinstance(pointer, CompletedCheckpointStorageLocation) else self.resolve_checkpoint(pointer)
-        data = self._read(location)
-        return LoadedCheckpoint(location, metadata_serializer.deserialize(data, location.metadata_pointer))
+        metadata = metadata_serializer.deserialize(self._read(location), location.metadata_pointer)
+        if location.checkpoint_id is None:  # e.g. a savepoint directory: the id is in the metadata
+            location = dataclasses.replace(location, checkpoint_id=metadata.checkpoint_id)
+        return LoadedCheckpoint(location, metadata)
 
     def load_checkpoint_metadata(self, pointer: str) -> CheckpointMetadata:
         """The restore loader: ``pointer`` (checkpoint/savepoint dir or ``_metadata`` file) -> metadata."""

@@ -8,6 +8,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata, MasterState
 from barriersim.runtime.storage import metadata_serializer as ms
@@ -116,6 +118,7 @@ def _check_savepoint(tmp_path, savepoint_dir, custom_dir, expected_parent):
     assert Path(completed.metadata_pointer).parent.parent == expected_parent.resolve()
     assert Path(completed.external_pointer).name.startswith("savepoint-8f1d2c-")
     assert storage.load_checkpoint_metadata(completed.external_pointer) == metadata
+    assert storage.load_checkpoint(completed.external_pointer).location.checkpoint_id == 52452
     # a savepoint is not a retained checkpoint of the job
     assert storage.list_retained_checkpoints() == ()
 
@@ -453,3 +456,33 @@ def test_cleanup_when_commit_failed(tmp_path, monkeypatch):
     assert list(storage.checkpoint_directory(5).iterdir()) == []
     monkeypatch.undo()
     assert storage.load_latest_checkpoint() is None
+
+
+# -- Hypothesis: whatever writes fail or crash, the newest committed checkpoint is what loads ------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.sampled_from(list(WriteFault))), min_size=1, max_size=6))
+def test_property_newest_committed_checkpoint_survives_any_write_faults(faults):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        storage = FileSystemCheckpointStorage(tmp, "job")
+        committed = []
+        for checkpoint_id, fault in enumerate(faults, start=1):
+            if fault is not None:
+                storage.fail_next_write(fault)
+            try:
+                storage.persist_checkpoint(CheckpointMetadata(checkpoint_id, (), (MasterState("m", 1, bytes([checkpoint_id])),)))
+            except CheckpointStorageWriteError:
+                assert fault is not None
+                continue
+            assert fault is None
+            committed.append(checkpoint_id)
+        reopened = FileSystemCheckpointStorage(tmp, "job")
+        assert [loc.checkpoint_id for loc in reopened.list_retained_checkpoints()] == committed[::-1]
+        loaded = reopened.load_latest_checkpoint()
+        if committed:
+            assert loaded.metadata.checkpoint_id == committed[-1] and loaded.skipped == ()
+        else:
+            assert loaded is None
