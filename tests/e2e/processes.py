@@ -1,20 +1,29 @@
-"""Finding Ray and Spark processes a run left behind."""
+"""Finding processes a run left behind: every process of a run inherits a marker in its environment
+(Ray's GCS, raylet and workers, and RayDP's JVMs are all descendants of the run), so processes of other
+Ray sessions on the machine are never mistaken for ours."""
+
+import os
+import uuid
 
 import psutil
 
-MARKERS = ("raylet", "gcs_server", "raydp", "ray::", "default_worker.py", "RayAppMaster", "dashboard")
+MARKER_VARIABLE = "BARRIERSIM_TEST_RUN_MARKER"
 
 
-def stray_processes(started_after: float) -> list[str]:
-    """Ray or RayDP processes created after ``started_after`` (epoch seconds) that are still alive."""
+def marked_environment() -> tuple[dict, str]:
+    marker = uuid.uuid4().hex
+    return {**os.environ, MARKER_VARIABLE: marker}, marker
+
+
+def stray_processes(marker: str) -> list[str]:
+    """Processes still alive whose environment carries ``marker``."""
     found = []
-    for proc in psutil.process_iter(["pid", "name", "cmdline", "create_time", "status"]):
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
         try:
-            if proc.info["create_time"] < started_after or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
-            text = " ".join(proc.info["cmdline"] or []) or proc.info["name"] or ""
-            if any(m in text for m in MARKERS):
-                found.append(f"{proc.info['pid']}: {text[:120]}")
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            if proc.environ().get(MARKER_VARIABLE) == marker:
+                found.append(f"{proc.info['pid']}: {' '.join(proc.info['cmdline'] or [])[:120]}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
     return found

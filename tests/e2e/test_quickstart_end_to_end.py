@@ -2,16 +2,14 @@
 
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.processes import stray_processes
+from tests.e2e.processes import marked_environment, stray_processes
 
 ROOT = Path(__file__).parents[2]
 QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
@@ -32,9 +30,9 @@ def barriersim(*args, **kw):
 
 
 def test_quickstart_runs_exactly_once_with_spark_reference(tmp_path):
-    started = time.time()
+    env, marker = marked_environment()
     out = tmp_path / "run"
-    proc = barriersim("run", str(QUICKSTART), "--out", str(out), "--seed", "7")
+    proc = barriersim("run", str(QUICKSTART), "--out", str(out), "--seed", "7", env=env)
     output, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, output
     assert "verdict: exactly-once" in output
@@ -71,12 +69,12 @@ def test_quickstart_runs_exactly_once_with_spark_reference(tmp_path):
         assert len(list((chk / "taskowned").glob("*.state"))) == 5
     assert not list(job_dir.rglob("*.tmp"))
 
-    assert stray_processes(started) == []
+    assert stray_processes(marker) == []
 
 
 def test_ctrl_c_stops_spark_and_ray(tmp_path):
-    started = time.time()
-    proc = barriersim("run", str(QUICKSTART), "--out", str(tmp_path / "run"), env={**os.environ, "COLUMNS": "200"})
+    env, marker = marked_environment()
+    proc = barriersim("run", str(QUICKSTART), "--out", str(tmp_path / "run"), env=env)
     for line in proc.stdout:
         if "generating the workload" in line or "running the job" in line:
             break
@@ -86,4 +84,4 @@ def test_ctrl_c_stops_spark_and_ray(tmp_path):
     rest, _ = proc.communicate(timeout=180)
     assert proc.returncode == 130, rest
     assert "interrupted" in rest and "Traceback" not in rest
-    assert stray_processes(started) == []
+    assert stray_processes(marker) == []
