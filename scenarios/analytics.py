@@ -28,6 +28,7 @@ arithmetic mean as a double (Flink serves ``sum / count`` truncated to a long).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -180,6 +181,27 @@ def written_at(root: str | Path) -> float | None:
     return min(m.stat().st_mtime for m in marks)
 
 
+# A run has tens of checkpoints and hundreds of subtask rows: one shuffle partition spares Spark scheduling
+# empty tasks, and compiling whole-stage code costs more than interpreting so few rows.
+SMALL_DATA_SETTINGS = {"spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false",
+                       "spark.sql.adaptive.enabled": "false"}
+
+
+@contextmanager
+def _small_data_settings(spark):
+    previous = {key: spark.conf.get(key, None) for key in SMALL_DATA_SETTINGS}
+    for key, value in SMALL_DATA_SETTINGS.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def compute_analytics(spark, root: str | Path, runs: list[Run] | None = None) -> Analytics:
     """Compute the statistics of every run under ``root`` in Spark, write them under ``root/analytics/``
     and return them as pandas."""
@@ -187,14 +209,9 @@ def compute_analytics(spark, root: str | Path, runs: list[Run] | None = None) ->
     checkpoints, subtasks = load_run_frames(spark, runs)
     out = analytics_dir(root)
     out.mkdir(parents=True, exist_ok=True)
-    # A run has tens of checkpoints: one shuffle partition saves Spark scheduling many empty tasks.
-    previous = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "1")
-    try:
+    with _small_data_settings(spark):
         summary_frame(checkpoints, subtasks).coalesce(1).write.mode("overwrite").parquet(str(out / "summary.parquet"))
         counts_frame(spark, checkpoints, runs).coalesce(1).write.mode("overwrite").parquet(str(out / "counts.parquet"))
-    finally:
-        spark.conf.set("spark.sql.shuffle.partitions", previous)
     result = read_analytics(root)
     assert result is not None, f"{out}: Spark wrote no _SUCCESS marker"
     return result

@@ -1,12 +1,14 @@
-"""The checkpoint statistics through real Spark on Ray, against numbers computed by hand."""
+"""The checkpoint statistics through real Spark on Ray, against numbers computed by hand: ``barriersim
+report`` on a run directory without analytics starts Ray and Spark on Ray and computes them."""
 
 from __future__ import annotations
 
 import pyarrow.parquet as pq
 import pytest
 
-from barriersim.scenarios.analytics import compute_analytics, read_analytics
-from barriersim.scenarios.spark_on_ray import RayAndSpark
+from barriersim.report import cli as report_cli
+from barriersim.report.html import FIGURES
+from barriersim.scenarios.analytics import read_analytics, written_at
 from tests.report.rundirs import checkpoint_row, subtask_row, write_run
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
@@ -39,8 +41,10 @@ def stats(summary, run, metric):
 
 def test_summary_percentiles_and_counts_match_hand_computation(tmp_path):
     root = tiny_runs(tmp_path / "runs")
-    with RayAndSpark(app_name="barriersim-test-analytics") as cluster:
-        result = compute_analytics(cluster.spark, root)
+    assert written_at(root) is None
+    assert report_cli.main(["report", str(root)]) == 0
+    result = read_analytics(root)
+    assert result is not None
 
     # Spark's exact percentile interpolates at rank p * (n - 1): for 10, 20, 30, 40 the p90 rank is 2.7.
     expected = {
@@ -73,5 +77,7 @@ def test_summary_percentiles_and_counts_match_hand_computation(tmp_path):
     for name in ("summary.parquet", "counts.parquet"):
         assert len(list((root / "analytics" / name).glob("part-*.parquet"))) == 1
     assert pq.read_table(str(root / "analytics" / "summary.parquet")).num_rows == 14
-    again = read_analytics(root)
-    assert again.summary.equals(result.summary) and again.counts.equals(result.counts)
+
+    html = (root / "report" / "index.html").read_text()
+    assert "<td>39.7</td>" in html  # the aligned run's p99 end_to_end_duration
+    assert all((root / "report" / name).stat().st_size > 0 for name in FIGURES)
