@@ -49,6 +49,10 @@ def _run_labels(df: pd.DataFrame) -> dict[str, str]:
     return {r: (f"{m} ({r})" if s else m) for r, m, s in zip(runs["run"], runs["mode"], shared)}
 
 
+def _run_title(run: str, mode: str) -> str:
+    return mode if run in (".", mode) else f"{mode} ({run})"
+
+
 def _run_styles(df: pd.DataFrame) -> dict[str, dict]:
     """Line style per run: the mode's colour; runs sharing a mode differ in marker and dash."""
     colors = mode_colors(_modes(df))
@@ -126,7 +130,7 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
         axes[0][0].set_axis_off()
     for ax, (run, row) in zip(axes[:, 0], picks):
         sts = subtasks[(subtasks["run"] == run) & (subtasks["id"] == row["id"])]
-        title = (f"{row['mode']} ({run}): checkpoint {int(row['id'])}, {row['status']}, "
+        title = (f"{_run_title(run, row['mode'])}: checkpoint {int(row['id'])}, {row['status']}, "
                  f"end-to-end {int(row['end_to_end_duration'])} ms")
         ax.set_title(title, fontsize=10, loc="left")
         if sts.empty:
