@@ -101,3 +101,16 @@ def split_records_from_tables(tables: list[pa.Table], split: int) -> list[tuple]
     table = table.filter(pc.equal(table.column("split"), split)).sort_by("offset")
     cols = [table.column(c).to_pylist() for c in ("record_id", "key", "value", "event_time")]
     return list(zip(*cols))
+
+
+def local_splits(records: int, keys: int, zipf_exponent: float, max_value: int, sources: int, seed: int,
+                 rate_per_source: int = 0, record_id_offset: int = 0) -> list[list[tuple]]:
+    """The same workload as ``generate_workload`` (the same draws per record), computed locally with numpy
+    for the simulator's property tests, where starting Spark per example would dominate: split ``i`` holds
+    records ``i, i + sources, ...`` as ``(record_id, key, value, event_time)``."""
+    total_rate = rate_per_source * sources
+    cols = draw_columns(np.arange(records, dtype=np.int64), seed, zipf_cdf(keys, zipf_exponent), max_value, sources,
+                        1000.0 / total_rate if total_rate else 1.0)
+    rows = list(zip((cols["record_id"] + record_id_offset).tolist(), cols["key"].tolist(), cols["value"].tolist(),
+                    cols["event_time"].tolist()))
+    return [rows[i::sources] for i in range(sources)]

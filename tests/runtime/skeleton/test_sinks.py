@@ -44,3 +44,13 @@ def test_at_least_once_sink_writes_through_and_duplicates_replays():
     sink.invoke_all([(1,), (2,)])
     AtLeastOnceSink(store, "sink#0", attempt=1).invoke_all([(2,)])
     assert store.output() == [(1,), (2,), (2,)]
+
+
+def test_end_of_input_commits_pre_committed_and_open_transactions():
+    store = ExternalStore()
+    sink = TwoPhaseCommitSink(store, "sink#0")
+    sink.invoke_all([(1,)])
+    sink.snapshot_state(1)  # pre-committed; its completion notice has not arrived yet
+    sink.invoke_all([(2,)])
+    sink.finish()
+    assert store.output() == [(1,), (2,)]

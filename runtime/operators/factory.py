@@ -1,0 +1,156 @@
+"""Building the operator of one subtask from its job vertex, with a uniform interface for the stream task.
+
+How this works: ``create_operator`` returns a ``SubtaskOperator``: ``process(records)`` turns input records
+into output records, ``process_watermark(wm)`` does the same for event time (only windows produce output),
+``end_of_input()`` flushes what is left, ``snapshot(checkpoint_id)`` returns the ``OperatorSubtaskState``,
+``restore(state)`` loads one, and sinks get ``notify_checkpoint_complete/aborted`` and ``close_on_failover``.
+Keyed operators get the key-group range of their subtask (Flink's ``KeyGroupRangeAssignment``).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from barriersim.runtime.events import Watermark
+from barriersim.runtime.jobgraph import JobVertex, OperatorKind
+from barriersim.runtime.operators.keyed_sum import KeyedRunningSum
+from barriersim.runtime.operators.sinks import AtLeastOnceSink, ExternalStore, TwoPhaseCommitSink
+from barriersim.runtime.operators.source import SplitSourceReader
+from barriersim.runtime.operators.stateless import FilterOperator, MapOperator
+from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
+from barriersim.runtime.state.key_groups import assign_to_key_group, compute_key_group_range_for_operator_index
+from barriersim.runtime.state.snapshot import OperatorSubtaskState
+
+
+class UnsupportedOperator(ValueError):
+    """An operator kind this backend cannot run yet; names the vertex."""
+
+
+class SubtaskOperator:
+    """Uniform wrapper; subclasses override what their operator does."""
+
+    is_source = False
+    is_sink = False
+
+    def process(self, records: Sequence[tuple]) -> list[tuple]:
+        return list(records)
+
+    def process_watermark(self, watermark: Watermark) -> list[tuple]:
+        return []
+
+    def end_of_input(self) -> list[tuple]:
+        return []
+
+    def snapshot(self, checkpoint_id: int) -> OperatorSubtaskState:
+        return OperatorSubtaskState()
+
+    def restore(self, state: OperatorSubtaskState | None) -> None:
+        pass
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        pass
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        pass
+
+    def close_on_failover(self) -> None:
+        pass
+
+
+class _Wrapped(SubtaskOperator):
+    def __init__(self, inner):
+        self.inner = inner
+
+    def process(self, records):
+        return self.inner.process_all(records)
+
+    def snapshot(self, checkpoint_id):
+        return self.inner.snapshot_state()
+
+    def restore(self, state):
+        if state is not None:
+            self.inner.restore_state(state)
+
+
+class _Window(_Wrapped):
+    def process_watermark(self, watermark):
+        return self.inner.process_watermark(watermark)
+
+
+class _Source(SubtaskOperator):
+    is_source = True
+
+    def __init__(self, reader: SplitSourceReader):
+        self.reader = reader
+
+    def snapshot(self, checkpoint_id):
+        return self.reader.snapshot_state()
+
+    def restore(self, state):
+        if state is not None:
+            self.reader.restore_state(state)
+
+
+class _Sink(SubtaskOperator):
+    is_sink = True
+
+    def __init__(self, sink):
+        self.sink = sink
+
+    def process(self, records):
+        self.sink.invoke_all(records)
+        return []
+
+    def end_of_input(self):
+        self.sink.finish()
+        return []
+
+    def snapshot(self, checkpoint_id):
+        return self.sink.snapshot_state(checkpoint_id)
+
+    def restore(self, state):
+        self.sink.restore_state(state)
+
+    def notify_checkpoint_complete(self, checkpoint_id):
+        self.sink.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id):
+        self.sink.notify_checkpoint_aborted(checkpoint_id)
+
+    def close_on_failover(self):
+        self.sink.close_on_failover()
+
+
+def create_operator(
+    vertex: JobVertex,
+    subtask_index: int,
+    *,
+    split: Sequence[tuple] = (),
+    store: ExternalStore | None = None,
+    attempt: int = 0,
+) -> SubtaskOperator:
+    kind = vertex.operator
+    name = f"{vertex.name}#{subtask_index}"
+    if kind is OperatorKind.SOURCE:
+        return _Source(SplitSourceReader(subtask_index, split))
+    if kind is OperatorKind.MAP:
+        return _Wrapped(MapOperator(vertex.params.get("factor", 2)))
+    if kind is OperatorKind.FILTER:
+        return _Wrapped(FilterOperator(vertex.params.get("modulus", 3)))
+    if kind is OperatorKind.UNION:
+        return SubtaskOperator()
+    key_groups = compute_key_group_range_for_operator_index(vertex.max_parallelism, vertex.parallelism, subtask_index)
+    key_group_of = lambda key, m=vertex.max_parallelism: assign_to_key_group(key, m)  # noqa: E731
+    if kind is OperatorKind.KEYED_SUM:
+        return _Wrapped(KeyedRunningSum(key_groups, key_group_of))
+    if kind is OperatorKind.TUMBLING_WINDOW:
+        return _Window(TumblingEventTimeWindowSum(vertex.params.get("window_ms", 1000), key_groups, key_group_of))
+    if kind is OperatorKind.TWO_PHASE_COMMIT_SINK:
+        return _Sink(TwoPhaseCommitSink(store if store is not None else ExternalStore(), name, attempt))
+    if kind is OperatorKind.AT_LEAST_ONCE_SINK:
+        return _Sink(AtLeastOnceSink(store if store is not None else ExternalStore(), name, attempt))
+    raise UnsupportedOperator(f"vertex {vertex.name!r}: operator {kind.value} is not supported by the stream task yet")
+
+
+def records_of(items: Iterable) -> list[tuple]:
+    return [r for r in items if not isinstance(r, Watermark)]

@@ -1,0 +1,108 @@
+"""The reference result of a job over its workload, and the verdict on what a run committed.
+
+How this works: ``expected_sink_input`` evaluates the job graph over multisets, in topological order, with the
+same operator semantics as the stream tasks (map, filter, union, keyed running sum, tumbling event-time
+window), ignoring every effect of timing. Outputs whose content depends on arrival order (the running sum of
+a keyed sum) are compared by their order-free identity ``(record_id, key, value)``, plus the final sum per
+key, which does not depend on order. ``verify`` counts ``lost`` (expected but missing), ``duplicated`` (seen
+more often than expected) and ``wrong`` (never expected) and gives the verdict: ``exactly-once`` when all are
+zero and the final sums match; ``at-least-once`` when nothing is lost or wrong; ``violated`` otherwise. In
+at-least-once mode, replayed records may also be counted twice in keyed state, so only ``lost`` and
+``wrong`` decide there.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from barriersim.runtime.jobgraph import JobGraph, OperatorKind
+from barriersim.runtime.operators.records import EVENT_TIME, KEY, RECORD_ID, VALUE
+
+
+@dataclass(frozen=True)
+class Expected:
+    identities: Counter  # identity -> count
+    keyed_sum: bool  # identities are (record_id, key, value) of keyed-sum outputs
+    final_sums: dict  # key -> final running sum (keyed sum only)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    expected_records: int
+    output_records: int
+    lost: int
+    duplicated: int
+    wrong: int
+    final_sum_mismatched_keys: int
+    verdict: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence[Sequence[tuple]]]) -> Expected:
+    sinks = graph.sinks
+    if len(sinks) != 1:
+        raise ValueError(f"verification needs exactly one sink, the job has {len(sinks)}")
+    streams: dict[str, list[tuple]] = {}
+    keyed = {}
+    for name in graph.topological_order():
+        v = graph.vertex(name)
+        inputs = [r for e in graph.inputs_of(name) for r in streams[e.source]]
+        kind = v.operator
+        if kind is OperatorKind.SOURCE:
+            out = [r for split in splits.get(name, ()) for r in split]
+        elif kind is OperatorKind.MAP:
+            f = v.params.get("factor", 2)
+            out = [(r[0], r[1], r[VALUE] * f, r[3]) for r in inputs]
+        elif kind is OperatorKind.FILTER:
+            mod = v.params.get("modulus", 3)
+            out = [r for r in inputs if r[VALUE] % mod != 0]
+        elif kind is OperatorKind.UNION:
+            out = inputs
+        elif kind is OperatorKind.KEYED_SUM:
+            out = [(r[RECORD_ID], r[KEY], r[VALUE], None) for r in inputs]
+            sums: Counter = Counter()
+            for r in inputs:
+                sums[r[KEY]] += r[VALUE]
+            keyed[name] = dict(sums)
+        elif kind is OperatorKind.TUMBLING_WINDOW:
+            size = v.params.get("window_ms", 1000)
+            acc: dict = {}
+            for r in inputs:
+                k = (r[EVENT_TIME] - r[EVENT_TIME] % size, r[KEY])
+                s, c = acc.get(k, (0, 0))
+                acc[k] = (s + r[VALUE], c + 1)
+            out = [(start, key, s, c) for (start, key), (s, c) in sorted(acc.items())]
+        elif kind.is_sink:
+            out = inputs
+        else:
+            raise ValueError(f"no reference semantics for operator {kind.value} (vertex {name!r})")
+        streams[name] = out
+    sink = sinks[0].name
+    feeding = [e.source for e in graph.inputs_of(sink)]
+    is_keyed = len(feeding) == 1 and graph.vertex(feeding[0]).operator is OperatorKind.KEYED_SUM
+    identities = Counter((r[0], r[1], r[2]) if is_keyed else tuple(r) for r in streams[sink])
+    return Expected(identities, is_keyed, keyed.get(feeding[0], {}) if is_keyed else {})
+
+
+def verify(expected: Expected, committed: Sequence[tuple]) -> Verdict:
+    actual = Counter((r[0], r[1], r[2]) if expected.keyed_sum else tuple(r) for r in committed)
+    lost = sum(max(0, n - actual.get(k, 0)) for k, n in expected.identities.items())
+    duplicated = sum(max(0, n - expected.identities[k]) for k, n in actual.items() if k in expected.identities)
+    wrong = sum(n for k, n in actual.items() if k not in expected.identities)
+    mismatched = 0
+    if expected.keyed_sum:
+        final: dict = {}
+        for r in committed:
+            final[r[1]] = max(final.get(r[1], r[3]), r[3])
+        mismatched = sum(1 for k, s in expected.final_sums.items() if final.get(k) != s)
+    if lost == duplicated == wrong == mismatched == 0:
+        verdict = "exactly-once"
+    elif lost == 0 and wrong == 0:
+        verdict = "at-least-once"
+    else:
+        verdict = "violated"
+    return Verdict(sum(expected.identities.values()), len(committed), lost, duplicated, wrong, mismatched, verdict)

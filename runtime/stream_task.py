@@ -1,0 +1,384 @@
+"""One subtask of a job, sans-IO: its input gates with their barrier handler, its operator, its result
+partitions and its checkpoint steps, composed as Flink's ``StreamTask`` composes them.
+
+How this works: the driver (the simulator or a Ray actor) owns time, the network and scheduling; the task
+owns every protocol rule. The driver hands the task what arrives (``on_element`` for a channel element with
+its sequence number and the sender's backlog, ``on_credit`` and ``on_resume_consumption`` for its result
+subpartitions, ``trigger_checkpoint`` from the coordinator for sources, ``notify_checkpoint_complete`` /
+``notify_checkpoint_aborted``), asks it to do one unit of work with ``process_next()`` (one input buffer or
+event, or one batch read from the source split), and collects two kinds of output: ``poll_sendable()`` gives
+the elements its partitions may send now (credit-based flow control decides), and ``drain_actions()`` gives
+messages for others (credit and resume for upstream tasks, acknowledgements and declines for the
+coordinator, ``TaskFinished``). Barrier-handler actions are wired to the checkpoint steps inside the task:
+a ``TriggerCheckpointOnBarrier`` runs ``SubtaskCheckpointCoordinator.checkpoint_state`` at once, as Flink's
+mailbox does. Timers the task registers call the driver's ``wakeup`` after they fire, so the driver knows to
+collect their effects. Records are routed as Flink's partitioners route them: hash by key group, rebalance
+round robin from a random start, forward, broadcast; watermarks are broadcast.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+from barriersim.runtime.channel_state.reader import SequentialChannelStateReader
+from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide
+from barriersim.runtime.checkpointing.barrier_handler import (
+    AbortCheckpointOnBarrier,
+    AddInputData,
+    AllBarriersReceived,
+    InitInputsCheckpoint,
+    TriggerCheckpointOnBarrier,
+)
+from barriersim.runtime.events import (
+    Buffer,
+    CheckpointOptions,
+    EndOfPartition,
+    InputChannelInfo,
+    ResultSubpartitionInfo,
+    Watermark,
+)
+from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.jobgraph import JobGraph, Partitioner
+from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
+from barriersim.runtime.network.output.result_partition import Availability, ResultPartition
+from barriersim.runtime.network.output.subpartition import BufferAndBacklog
+from barriersim.runtime.operators.factory import create_operator
+from barriersim.runtime.operators.records import KEY
+from barriersim.runtime.operators.sinks import ExternalStore
+from barriersim.runtime.operators.watermarks import WatermarkValve
+from barriersim.runtime.state.key_groups import assign_key_to_parallel_operator
+from barriersim.runtime.state.snapshot import TaskStateSnapshot
+from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
+from barriersim.runtime.task.subtask_checkpoint_coordinator import SubtaskCheckpointCoordinator
+
+
+class StepOutcome(enum.Enum):
+    PROCESSED = "processed"
+    IDLE = "idle"  # nothing to read now
+    BACKPRESSURED = "backpressured"  # an output partition is full: do not take input
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    outcome: StepOutcome
+    records: int = 0
+    hot_key_records: int = 0
+
+
+@dataclass(frozen=True)
+class TaskFinished:
+    attempt_id: ExecutionAttemptID
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Flink's network defaults (``shared/FLINK-FACTS.md``)."""
+
+    buffer_size: int = 32 * 1024
+    exclusive_buffers_per_channel: int = 2
+    floating_buffers_per_gate: int = 8
+    max_buffers_per_channel: int = 10
+    record_size: int = 32
+    source_batch_records: int = 256
+
+
+MODE_OF = {
+    "aligned": CheckpointingMode.ALIGNED,
+    "unaligned": CheckpointingMode.UNALIGNED,
+    "aligned-with-timeout": CheckpointingMode.ALIGNED_WITH_TIMEOUT,
+    "at-least-once": CheckpointingMode.AT_LEAST_ONCE,
+}
+
+
+class _WakingTimers:
+    """The driver's timer service, calling ``wakeup`` after each of the task's timers fired."""
+
+    def __init__(self, timer_service, wakeup: Callable[[], None]):
+        self._timers = timer_service
+        self._wakeup = wakeup
+
+    def register_timer(self, at_ms: int, callback: Callable[[], None]):
+        def fire() -> None:
+            callback()
+            self._wakeup()
+
+        return self._timers.register_timer(at_ms, fire)
+
+
+class StreamTask:
+    def __init__(
+        self,
+        graph: JobGraph,
+        vertex_name: str,
+        subtask_index: int,
+        attempt_id: ExecutionAttemptID,
+        *,
+        mode: CheckpointingMode,
+        clock: Callable[[], int],
+        timer_service,
+        rng: random.Random,
+        wakeup: Callable[[], None] = lambda: None,
+        network: NetworkConfig = NetworkConfig(),
+        split: Sequence[tuple] = (),
+        store: ExternalStore | None = None,
+        emit_watermarks: bool = False,
+        checkpoints_after_tasks_finish: bool = True,
+    ):
+        self.graph = graph
+        self.vertex = graph.vertex(vertex_name)
+        self.subtask_index = subtask_index
+        self.attempt_id = attempt_id
+        self.name = f"{vertex_name}#{subtask_index}"
+        self.network = network
+        self.emit_watermarks = emit_watermarks
+        self._clock = clock
+        self._actions: list[Any] = []
+        self.finished = False
+        timers = _WakingTimers(timer_service, wakeup)
+        self.operator = create_operator(self.vertex, subtask_index, split=split, store=store,
+                                        attempt=attempt_id.attempt_number)
+
+        self.output_edges = graph.outputs_of(vertex_name)
+        self.partitions = [
+            ResultPartition(i, len(graph.subpartitions_of(edge, subtask_index)),
+                            memory_segment_size=network.buffer_size,
+                            max_buffers_per_channel=network.max_buffers_per_channel)
+            for i, edge in enumerate(self.output_edges)
+        ]
+        self._next_rebalance = [rng.randrange(max(1, p.number_of_subpartitions)) for p in self.partitions]
+
+        self.input_side: Optional[InputSide] = None
+        self._recovered_input: list[tuple[InputChannelInfo, Buffer]] = []
+        self._valve: Optional[WatermarkValve] = None
+        if not self.operator.is_source:
+            gates = [len(graph.channels_in_gate(vertex_name, g, subtask_index))
+                     for g in range(len(graph.gates_of(vertex_name)))]
+            self.input_side = InputSide(
+                gates, mode, clock, timers, task_name=self.name,
+                enable_checkpoint_after_tasks_finished=checkpoints_after_tasks_finish,
+                exclusive_buffers_per_channel=network.exclusive_buffers_per_channel,
+                floating_buffers_per_gate=network.floating_buffers_per_gate,
+                sink=self._on_input_action,
+            )
+            self._valve = WatermarkValve(self.input_side.channel_infos())
+        self.checkpoints = SubtaskCheckpointCoordinator(
+            operator_id=vertex_name,
+            snapshot_state=lambda checkpoint_id, options: self.operator.snapshot(checkpoint_id),
+            clock=clock,
+            partitions=self.partitions,
+            timer_service=timers,
+            has_inputs=not self.operator.is_source,
+            sink=self._on_checkpoint_action,
+            task_name=self.name,
+            subtask_index=subtask_index,
+        )
+        self.hot_key = self.vertex.params.get("hot_key", -1)
+
+    # -- restore -------------------------------------------------------------------------------------
+
+    def restore(self, snapshot: TaskStateSnapshot | None) -> dict[str, int]:
+        """Load the operator state and re-inject in-flight data (channel state) before any new data."""
+        if snapshot is None:
+            self.operator.restore(None)
+            return {"input_bytes": 0, "output_bytes": 0}
+        self.operator.restore(snapshot.subtask_states_by_operator.get(self.vertex.name))
+        reader = SequentialChannelStateReader(snapshot)
+        restored_in = {}
+        if self.input_side is not None:
+            # Recovered in-flight input is processed before any new data (Flink's RecoveredInputChannel).
+            restored_in = reader.read_input_data(
+                lambda info, buffers: self._recovered_input.extend((info, b) for b in buffers))
+            self._recovered_input.sort(key=lambda item: (item[0], item[1].sequence_number))
+        restored_out = reader.read_output_data(self.partitions)
+        return {"input_bytes": sum(restored_in.values()), "output_bytes": sum(restored_out.values())}
+
+    # -- inputs from the driver ----------------------------------------------------------------------
+
+    def on_element(self, channel: InputChannelInfo, element, sequence_number: int, backlog: int | None) -> None:
+        self.input_side.on_element(channel, element, sequence_number, backlog)
+
+    def on_credit(self, info: ResultSubpartitionInfo, credit: int) -> None:
+        self.partitions[info.partition_idx].add_credit(info, credit)
+
+    def on_resume_consumption(self, info: ResultSubpartitionInfo) -> None:
+        self.partitions[info.partition_idx].resume_consumption(info)
+
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
+        """A source's checkpoint, triggered by the coordinator (Flink's ``triggerCheckpointAsync``)."""
+        if self.finished:
+            return
+        self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self._carry_out(self.checkpoints.notify_checkpoint_complete(checkpoint_id))
+        self.operator.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int, latest_completed_checkpoint_id: int) -> None:
+        self._carry_out(self.checkpoints.notify_checkpoint_aborted(checkpoint_id, latest_completed_checkpoint_id))
+        self.operator.notify_checkpoint_aborted(checkpoint_id)
+
+    def fail(self) -> None:
+        """The task dies (failover): release what it holds; its external transactions are aborted."""
+        self.operator.close_on_failover()
+        self.finished = True
+
+    # -- work ----------------------------------------------------------------------------------------
+
+    def is_backpressured(self) -> bool:
+        return any(p.get_availability() is Availability.BACKPRESSURED for p in self.partitions)
+
+    def process_next(self) -> StepResult:
+        if self.finished:
+            return StepResult(StepOutcome.FINISHED)
+        if self.is_backpressured():
+            return StepResult(StepOutcome.BACKPRESSURED)
+        if self.operator.is_source:
+            return self._read_source()
+        if self._recovered_input:
+            channel, buffer = self._recovered_input.pop(0)
+            return self._process_buffer(channel, buffer)
+        boe = self.input_side.poll_next()
+        if boe is None:
+            return StepResult(StepOutcome.IDLE)
+        if isinstance(boe.element, Buffer):
+            return self._process_buffer(boe.channel_info, boe.element)
+        if isinstance(boe.element, EndOfPartition):
+            wm = self._valve.end_of_input(boe.channel_info)
+            if wm is not None:
+                self._emit_watermark(wm)
+            if self.input_side.is_finished():
+                self._finish()
+        return StepResult(StepOutcome.PROCESSED)
+
+    def _read_source(self) -> StepResult:
+        reader = self.operator.reader
+        if reader.is_finished:
+            self._finish()
+            return StepResult(StepOutcome.FINISHED)
+        records = reader.poll(self.network.source_batch_records)
+        self._route(records)
+        if self.emit_watermarks and records:
+            self._broadcast_watermark(Watermark(records[-1][3]))
+        return StepResult(StepOutcome.PROCESSED, len(records), self._hot(records))
+
+    def _process_buffer(self, channel: InputChannelInfo, buffer: Buffer) -> StepResult:
+        records: list[tuple] = []
+        count = hot = 0
+        for item in buffer.records:
+            if isinstance(item, Watermark):
+                if records:
+                    self._route(self.operator.process(records))
+                    count += len(records)
+                    hot += self._hot(records)
+                    records = []
+                combined = self._valve.input_watermark(channel, item)
+                if combined is not None:
+                    self._emit_watermark(combined)
+            else:
+                records.append(item)
+        if records:
+            self._route(self.operator.process(records))
+            count += len(records)
+            hot += self._hot(records)
+        return StepResult(StepOutcome.PROCESSED, count, hot)
+
+    def _hot(self, records) -> int:
+        if self.hot_key < 0:
+            return 0
+        return sum(1 for r in records if r[KEY] == self.hot_key)
+
+    def _emit_watermark(self, watermark: Watermark) -> None:
+        self._route(self.operator.process_watermark(watermark))
+        self._broadcast_watermark(watermark)
+
+    def _broadcast_watermark(self, watermark: Watermark) -> None:
+        for p in self.partitions:
+            p.broadcast_record(watermark, self.network.record_size)
+
+    def _route(self, records: Sequence[tuple]) -> None:
+        size = self.network.record_size
+        for i, (edge, partition) in enumerate(zip(self.output_edges, self.partitions)):
+            kind = edge.partitioner
+            if kind is Partitioner.BROADCAST:
+                for r in records:
+                    partition.broadcast_record(r, size)
+            elif kind is Partitioner.FORWARD:
+                for r in records:
+                    partition.emit_record(r, 0, size)
+            elif kind is Partitioner.HASH:
+                target = self.graph.vertex(edge.target)
+                for r in records:
+                    partition.emit_record(
+                        r, assign_key_to_parallel_operator(r[KEY], target.max_parallelism, target.parallelism), size)
+            else:  # rebalance: round robin, starting at a random channel as Flink's RebalancePartitioner
+                n = partition.number_of_subpartitions
+                nxt = self._next_rebalance[i]
+                for r in records:
+                    partition.emit_record(r, nxt, size)
+                    nxt = (nxt + 1) % n
+                self._next_rebalance[i] = nxt
+
+    def flush_outputs(self) -> None:
+        """Flink's output flusher (``execution.buffer-timeout``, 100 ms by default) finishing open buffers."""
+        for p in self.partitions:
+            p.flush_all()
+
+    def _finish(self) -> None:
+        if self.finished:
+            return
+        self._route(self.operator.end_of_input())
+        for p in self.partitions:
+            p.finish()
+        self.finished = True
+        self._actions.append(TaskFinished(self.attempt_id))
+
+    # -- outputs to the driver -----------------------------------------------------------------------
+
+    def poll_sendable(self) -> list[tuple[ResultSubpartitionInfo, BufferAndBacklog]]:
+        out = []
+        for p in self.partitions:
+            for info in p.subpartition_infos:
+                while True:
+                    item = p.poll_next(info)
+                    if item is None:
+                        break
+                    out.append((info, item))
+        return out
+
+    def drain_actions(self) -> list[Any]:
+        actions, self._actions = self._actions, []
+        return actions
+
+    # -- wiring of the handler's and the checkpoint steps' actions ---------------------------------------
+
+    def _on_input_action(self, action: Any) -> None:
+        if isinstance(action, (AddCredit, ResumeConsumptionUpstream)):
+            self._actions.append(action)
+        elif isinstance(action, TriggerCheckpointOnBarrier):
+            self._carry_out(self.checkpoints.checkpoint_state(
+                action.checkpoint_id, action.timestamp, action.options, action.metrics))
+        elif isinstance(action, InitInputsCheckpoint):
+            self._carry_out(self.checkpoints.init_inputs_checkpoint(action.checkpoint_id, action.options))
+        elif isinstance(action, AddInputData):
+            if not self.checkpoints.channel_state_writer_is_aborted(action.checkpoint_id):
+                self.checkpoints.channel_state_writer.add_input_data(
+                    action.checkpoint_id, action.channel_info, -1, action.buffers)
+        elif isinstance(action, AllBarriersReceived):
+            self._carry_out(self.checkpoints.on_all_barriers_received(action.checkpoint_id))
+        elif isinstance(action, AbortCheckpointOnBarrier):
+            self._carry_out(self.checkpoints.abort_checkpoint_on_barrier(action.checkpoint_id, action.reason))
+        # gate actions (block, resume, priority conversion) were applied by the input side already
+
+    def _on_checkpoint_action(self, action: Any) -> None:
+        self._carry_out([action])
+
+    def _carry_out(self, actions: list) -> None:
+        for action in actions:
+            if isinstance(action, (AcknowledgeCheckpoint, DeclineCheckpoint)):
+                self._actions.append(action)
+            # BroadcastEvent, CheckpointSkipped, AsyncCheckpointStarted: the partitions already hold the
+            # event; the driver sends what they hand out.
