@@ -1,8 +1,12 @@
 """The ``barriersim`` command line.
 
-How this works: argparse subcommands; ``run`` loads and validates the scenario (a bad file gets one line
-naming the file and the key, exit status 2), runs it with a rich progress display and prints a final table.
-Ctrl-C stops the run cleanly (Spark and Ray are shut down) with exit status 130.
+How this works: argparse subcommands. ``run`` loads and validates the scenario (a bad file gets one line
+naming the file and the key, exit status 2) and runs it on Ray (with Spark on Ray for workload and
+reference) or on the deterministic simulator (``--backend sim``), in the scenario's mode or the one given
+(``--mode all``: aligned, unaligned and at-least-once on the same workload, side by side, each in
+``OUT/<mode>/``). ``replay`` re-runs a simulation exactly from its scenario, seed, mode and faults (the command
+every simulated run and every failing property example prints). ``report`` writes the HTML report of a run
+directory. Ctrl-C stops a run cleanly (Spark and Ray are shut down) with exit status 130.
 """
 
 from __future__ import annotations
@@ -10,8 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from barriersim.report.cli import add_report_parser, cmd_report
 from barriersim.run import UnsupportedScenario
-from barriersim.scenarios.loader import ScenarioError, load_scenario
+from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
+from barriersim.scenarios.loader import MODES, ScenarioError, load_scenario
 
 EXIT_VIOLATED = 1
 EXIT_USAGE = 2
@@ -28,6 +34,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="run directory (default: runs/<scenario>-<UTC timestamp>)")
     run.add_argument("--seed", type=_seed, help="seed overriding the scenario's")
     run.add_argument("--address", help="address of an existing Ray cluster (default: start a local one)")
+    run.add_argument("--backend", choices=("ray", "sim"), default="ray",
+                     help="ray: Ray actors with Spark on Ray; sim: the deterministic simulator (default: ray)")
+    run.add_argument("--mode", choices=MODES + ("all",),
+                     help="checkpointing mode overriding the scenario's; all: aligned, unaligned and at-least-once")
+    replay = sub.add_parser("replay", help="re-run a simulation exactly",
+                            description="Re-run a simulation from its scenario, seed, mode and faults.")
+    replay.add_argument("scenario", help="path of the scenario file (TOML)")
+    replay.add_argument("--seed", type=_seed, required=True, help="the run's seed")
+    replay.add_argument("--mode", choices=MODES, help="checkpointing mode (default: the scenario's)")
+    replay.add_argument("--faults", help="the fault schedule as JSON (default: the scenario's)")
+    replay.add_argument("--out", help="run directory (default: runs/<scenario>-<UTC timestamp>)")
+    add_report_parser(sub)
     return parser
 
 
@@ -83,6 +101,13 @@ def _cmd_run(args) -> int:
     from barriersim.run import run_scenario
 
     scenario = load_scenario(args.scenario)
+    if args.mode:
+        from barriersim.scenarios.loader import with_setting
+
+        if args.mode == "all":
+            raise UnsupportedScenario(f"{args.scenario}: --mode all: the Ray backend runs one mode per run so far; "
+                                      "use --backend sim for a side-by-side run")
+        scenario = with_setting(scenario, "checkpointing.mode", args.mode)
     console = Console()
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console,
                   transient=False) as bar:
@@ -103,12 +128,96 @@ def _cmd_run(args) -> int:
     return 0 if result.summary["verification"]["verdict"] != "violated" else EXIT_VIOLATED
 
 
+SIDE_BY_SIDE_MODES = ("aligned", "unaligned", "at-least-once")
+
+
+def _modes(args, scenario) -> list[str]:
+    if args.mode == "all":
+        return list(SIDE_BY_SIDE_MODES)
+    return [args.mode or scenario.checkpointing.mode]
+
+
+def _print_side_by_side(console, summaries: list[dict]) -> None:
+    from rich.table import Table
+
+    first = summaries[0]
+    table = Table(title=f"barriersim {first['backend']}: {first['scenario']} (seed {first['seed']})")
+    table.add_column("figure")
+    for s in summaries:
+        table.add_column(s["mode"], justify="right")
+    rows = [
+        ("checkpoints completed", lambda s: s["checkpoints"]["completed"]),
+        ("checkpoints failed", lambda s: s["checkpoints"]["failed"]),
+        ("restarts", lambda s: s.get("simulation", {}).get("restarts", 0)),
+        ("lost", lambda s: s["verification"]["lost"]),
+        ("duplicated", lambda s: s["verification"]["duplicated"]),
+        ("wrong", lambda s: s["verification"]["wrong"]),
+        ("verdict", lambda s: s["verification"]["verdict"]),
+        ("virtual seconds", lambda s: s.get("simulation", {}).get("virtual_seconds", "-")),
+        ("wall seconds", lambda s: s["wall_seconds"]),
+        ("trace sha256", lambda s: s.get("trace_sha256", "-")[:16]),
+    ]
+    for name, get in rows:
+        table.add_row(name, *(str(get(s)) for s in summaries))
+    console.print(table)
+
+
+def _cmd_run_sim(args) -> int:
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from barriersim.run import default_out_dir
+    from barriersim.simulate import simulate_scenario
+
+    scenario = load_scenario(args.scenario)
+    modes = _modes(args, scenario)
+    out = Path(args.out) if args.out else default_out_dir(scenario)
+    console = Console()
+    summaries = []
+    for mode in modes:
+        target = out / mode if len(modes) > 1 else out
+        console.print(f"[bold]simulating {scenario.name} in {mode} mode[/bold]")
+        summaries.append(simulate_scenario(scenario, target, seed=args.seed, mode=mode))
+    _print_side_by_side(console, summaries)
+    for s in summaries:  # plain print: a replay command must stay on one line whatever the terminal width
+        v = s["verification"]
+        print(f"{s['mode']}: verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} wrong={v['wrong']}")
+        print(f"  replay: {s['replay']}")
+    print(f"wrote {out}")
+    return EXIT_VIOLATED if any(s["verification"]["verdict"] == "violated" for s in summaries) else 0
+
+
+def _cmd_replay(args) -> int:
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from barriersim.run import default_out_dir
+    from barriersim.simulate import simulate_scenario
+
+    scenario = load_scenario(args.scenario)
+    faults = FaultSchedule.from_json(args.faults) if args.faults is not None else None
+    out = Path(args.out) if args.out else default_out_dir(scenario)
+    summary = simulate_scenario(scenario, out, seed=args.seed, mode=args.mode, faults=faults)
+    console = Console()
+    _print_side_by_side(console, [summary])
+    v = summary["verification"]
+    print(f"verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} wrong={v['wrong']}")
+    print(f"trace_sha256: {summary['trace_sha256']}")
+    return EXIT_VIOLATED if v["verdict"] == "violated" else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
-            return _cmd_run(args)
-    except (ScenarioError, UnsupportedScenario) as e:
+            return _cmd_run_sim(args) if args.backend == "sim" else _cmd_run(args)
+        if args.command == "replay":
+            return _cmd_replay(args)
+        if args.command == "report":
+            return cmd_report(args)
+    except (ScenarioError, UnsupportedScenario, FaultScheduleError) as e:
         print(f"barriersim: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -42,7 +42,7 @@ def versions() -> dict[str, str]:
     return {name: version(name) for name in ("barriersim", "ray", "raydp", "pyspark")}
 
 
-def _write_table(rows: list[dict], path_stem: Path) -> None:
+def write_table(rows: list[dict], path_stem: Path) -> None:
     if not rows:
         return
     table = pa.Table.from_pylist(rows)
@@ -154,7 +154,7 @@ def run_scenario(
         "timings_seconds": timings,
         "wall_seconds": round(time.perf_counter() - wall_start, 3),
     }
-    _write_table(stats["checkpoints"], out / "checkpoints")
-    _write_table(stats["subtasks"], out / "subtasks")
+    write_table(stats["checkpoints"], out / "checkpoints")
+    write_table(stats["subtasks"], out / "subtasks")
     write_json_atomically(out / "summary.json", summary)
     return RunResult(out_dir=out, summary=summary, checkpoints=stats["checkpoints"], subtasks=stats["subtasks"])

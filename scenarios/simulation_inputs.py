@@ -1,0 +1,58 @@
+"""From a scenario to what a job run needs: the simulation settings and the workload splits per source.
+
+How this works: ``simulation_config`` maps the scenario's job graph, checkpointing, network and fault sections
+onto ``runtime.sim.job_simulation.SimulationConfig`` (the Ray backend takes the same settings);
+``workload_splits`` draws every source vertex's workload locally with the same per-record draws Spark uses
+(``scenarios.workload.draw_columns``): source vertex ``k`` gets seed ``seed + k`` and record ids offset by
+``k * 10**9`` so records of different sources never share an id.
+"""
+
+from __future__ import annotations
+
+from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.sim.job_simulation import SimulationConfig
+from barriersim.runtime.stream_task import NetworkConfig
+from barriersim.scenarios.loader import Scenario
+from barriersim.scenarios.workload import local_splits
+
+SOURCE_ID_STRIDE = 10**9
+
+
+def simulation_config(scenario: Scenario, mode: str | None = None, faults: FaultSchedule | None = None) -> SimulationConfig:
+    cp, net = scenario.checkpointing, scenario.network
+    mode = mode or cp.mode
+    timeout = cp.aligned_checkpoint_timeout_ms if mode == "aligned-with-timeout" else 0
+    if mode == "aligned-with-timeout" and timeout <= 0:
+        timeout = 500  # a scenario written for another mode, run with --mode aligned-with-timeout
+    return SimulationConfig(
+        graph=scenario.job.graph,
+        mode=mode,
+        interval_ms=cp.interval_ms,
+        timeout_ms=cp.timeout_ms,
+        aligned_checkpoint_timeout_ms=timeout,
+        max_concurrent=1 if mode in ("unaligned", "aligned-with-timeout") else cp.max_concurrent,
+        min_pause_ms=cp.min_pause_ms,
+        tolerable_failures=cp.tolerable_failures,
+        max_retained=cp.max_retained,
+        checkpoints_after_tasks_finish=cp.checkpoints_after_tasks_finish,
+        network=NetworkConfig(
+            buffer_size=net.buffer_size,
+            exclusive_buffers_per_channel=net.exclusive_buffers_per_channel,
+            floating_buffers_per_gate=net.floating_buffers_per_gate,
+            max_buffers_per_channel=net.max_buffers_per_channel,
+            record_size=net.record_size,
+        ),
+        latency_us_mean=net.latency_us_mean,
+        latency_us_jitter=net.latency_us_jitter,
+        source_rate_per_subtask=scenario.workload.rate_per_source,
+        faults=scenario.faults if faults is None else faults,
+    )
+
+
+def workload_splits(scenario: Scenario, seed: int) -> dict[str, list[list[tuple]]]:
+    w = scenario.workload
+    out = {}
+    for k, source in enumerate(scenario.job.graph.sources):
+        out[source.name] = local_splits(w.records, w.keys, w.zipf_exponent, w.max_value, source.parallelism,
+                                        seed + k, w.rate_per_source, record_id_offset=k * SOURCE_ID_STRIDE)
+    return out
