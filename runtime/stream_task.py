@@ -262,7 +262,9 @@ class StreamTask:
         records = reader.poll(self.network.source_batch_records)
         self._route(records)
         if self.emit_watermarks and records:
-            self._broadcast_watermark(Watermark(records[-1][3]))
+            # Flink's WatermarkStrategy.forMonotonousTimestamps: the watermark is the largest timestamp seen
+            # minus 1, since the next record may carry the same timestamp as the last one.
+            self._broadcast_watermark(Watermark(records[-1][3] - 1))
         return StepResult(StepOutcome.PROCESSED, len(records), self._hot(records))
 
     def _process_buffer(self, channel: InputChannelInfo, buffer: Buffer) -> StepResult:

@@ -1,4 +1,5 @@
-"""A minimal TOML writer for the scenario documents the tests generate (tables, arrays of tables, scalars)."""
+"""A minimal TOML writer for scenario documents (tables, arrays of tables, scalars): used to save a generated
+failing case as a scenario file that `barriersim replay` runs, and by the tests that write malformed files."""
 
 import json
 

@@ -1,0 +1,188 @@
+"""Hypothesis strategies for barriersim: job topologies, checkpointing configurations and fault schedules, and
+``simulated_cases`` combining them into whole runs you can write your own properties about.
+
+How this works: every strategy draws plain values that become a scenario document (the dict a scenario file
+parses to), so a generated case runs through exactly the code path a scenario file does, and a failing case can
+be saved as a TOML file and replayed with ``barriersim replay``. Topologies are pipelines of 2-5 stages: one
+source (or two sources unioned), then maps and filters over forward or rebalance edges, then optionally a
+keyed running sum or a tumbling window behind a hash edge, then a two-phase-commit sink (an at-least-once sink
+in at-least-once mode). Parallelism is 1..``max_parallelism`` (16 at most, as the issue's DAGs). Fault
+schedules name subtasks of the drawn topology, at times inside the run or at protocol points of early
+checkpoints, so they shrink toward "no fault" and "earliest checkpoint".
+
+Example::
+
+    from hypothesis import given
+    from barriersim.strategies import simulated_cases
+
+    @given(simulated_cases())
+    def test_my_property(case):
+        result = case.run()
+        assert result.verdict.lost == 0
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from barriersim.runtime.faults import (
+    CrashTask,
+    DelayMessage,
+    DropMessage,
+    FailCheckpoints,
+    FaultSchedule,
+    MessageKind,
+    ProtocolPoint,
+    SlowTask,
+)
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
+
+MODES = ("aligned", "unaligned", "aligned-with-timeout", "at-least-once")
+
+
+@st.composite
+def topologies(draw, max_parallelism: int = 4, max_stages: int = 5, at_least_once_sink: bool = False) -> JobGraph:
+    """Valid pipelines of 2..``max_stages`` stages with parallelism 1..``max_parallelism``."""
+    p = lambda: draw(st.integers(1, max_parallelism))  # noqa: E731
+    vertices: list[JobVertex] = []
+    edges: list[JobEdge] = []
+    two_sources = draw(st.booleans()) and max_stages >= 3
+    src = JobVertex("source", OperatorKind.SOURCE, p())
+    vertices.append(src)
+    last = src
+    if two_sources:
+        other = JobVertex("source2", OperatorKind.SOURCE, p())
+        union = JobVertex("union", OperatorKind.UNION, p())
+        vertices += [other, union]
+        edges += [JobEdge("source", "union", Partitioner.REBALANCE), JobEdge("source2", "union", Partitioner.REBALANCE)]
+        last = union
+    stages = 2 + (1 if two_sources else 0)
+    middle = draw(st.lists(st.sampled_from(["map", "filter"]), max_size=max(0, max_stages - stages - 1)))
+    for i, kind in enumerate(middle):
+        forward = draw(st.booleans())
+        par = last.parallelism if forward else p()
+        params = {"factor": draw(st.integers(2, 5))} if kind == "map" else {"modulus": draw(st.integers(2, 5))}
+        v = JobVertex(f"{kind}{i}", OperatorKind(kind), par, params=params)
+        edges.append(JobEdge(last.name, v.name, Partitioner.FORWARD if forward else Partitioner.REBALANCE))
+        vertices.append(v)
+        last = v
+        stages += 1
+    if stages < max_stages:
+        keyed = draw(st.sampled_from([None, "keyed_sum", "tumbling_window"]))
+        if keyed is not None:
+            params = {"window_ms": draw(st.sampled_from([5, 20, 50]))} if keyed == "tumbling_window" else {}
+            cost = {"cost_us_per_record": draw(st.sampled_from([1.0, 5.0, 20.0]))}
+            v = JobVertex(keyed, OperatorKind(keyed), p(), params={**params, **cost})
+            edges.append(JobEdge(last.name, v.name, Partitioner.HASH))
+            vertices.append(v)
+            last = v
+    sink_kind = OperatorKind.AT_LEAST_ONCE_SINK if at_least_once_sink else OperatorKind.TWO_PHASE_COMMIT_SINK
+    sink = JobVertex("sink", sink_kind, 1)
+    edges.append(JobEdge(last.name, "sink", Partitioner.REBALANCE))
+    vertices.append(sink)
+    return JobGraph(tuple(vertices), tuple(edges)).validate()
+
+
+@st.composite
+def checkpointing_configs(draw, mode: str | None = None) -> dict:
+    """A ``[checkpointing]`` table: mode, interval, alignment timeout, max concurrent, tolerable failures."""
+    mode = mode or draw(st.sampled_from(MODES))
+    exactly_once_unaligned = mode in ("unaligned", "aligned-with-timeout")
+    return {
+        "mode": mode,
+        "interval_ms": draw(st.sampled_from([20, 50, 100])),
+        "aligned_checkpoint_timeout_ms": draw(st.sampled_from([5, 20])) if mode == "aligned-with-timeout" else 0,
+        "max_concurrent": 1 if exactly_once_unaligned else draw(st.integers(1, 3)),
+        "tolerable_failures": draw(st.integers(0, 3)),
+    }
+
+
+def subtask_names(graph: JobGraph) -> list[str]:
+    return [f"{v.name}#{i}" for v in graph.vertices for i in range(v.parallelism)]
+
+
+@st.composite
+def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: int = 3) -> FaultSchedule:
+    names = subtask_names(graph)
+    task = st.sampled_from(names)
+    cid = st.integers(1, 6)
+    fault = st.one_of(
+        st.builds(CrashTask, task=task, at_ms=st.integers(1, horizon_ms)),
+        st.builds(CrashTask, task=task, point=st.sampled_from([
+            ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE]),
+            checkpoint_id=cid),
+        st.builds(DropMessage, kind=st.sampled_from([MessageKind.NOTIFY_COMPLETE, MessageKind.ACKNOWLEDGE]),
+                  task=task, checkpoint_id=cid),
+        st.builds(DelayMessage, kind=st.sampled_from(list(MessageKind)), delay_ms=st.integers(1, 100), task=task),
+        st.builds(SlowTask, task=task, factor=st.sampled_from([5.0, 50.0]), from_ms=st.integers(0, horizon_ms)),
+        st.builds(FailCheckpoints, first_checkpoint_id=cid, count=st.integers(1, 3)),
+    )
+    return FaultSchedule(tuple(draw(st.lists(fault, max_size=max_faults))))
+
+
+@dataclass(frozen=True)
+class SimulatedCase:
+    """One generated run: a scenario document, a fault schedule and a seed."""
+
+    document: dict
+    faults: FaultSchedule
+    seed: int
+
+    @property
+    def mode(self) -> str:
+        return self.document["checkpointing"]["mode"]
+
+    def scenario(self, path: str = "<generated>"):
+        from barriersim.scenarios.loader import parse_scenario
+
+        return parse_scenario(self.document, path)
+
+    def run(self):
+        """Simulate and verify; returns a ``CaseResult``."""
+        from barriersim.runtime.sim.job_simulation import JobSimulation
+        from barriersim.runtime.sim.verification import expected_sink_input, verify
+        from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+
+        scenario = self.scenario()
+        config = simulation_config(scenario, faults=self.faults)
+        splits = workload_splits(scenario, self.seed)
+        result = JobSimulation(config, splits, self.seed).run()
+        return CaseResult(result, verify(expected_sink_input(config.graph, splits), result.committed_output))
+
+    def save(self, directory: Path) -> tuple[Path, str]:
+        """Write the scenario file; returns it and the one-line replay command."""
+        from barriersim.scenarios.documents import save_scenario
+        from barriersim.simulate import replay_command
+
+        digest = hashlib.sha256(json.dumps(self.document, sort_keys=True).encode()).hexdigest()[:12]
+        name = f"case-{digest}-{self.seed}"
+        path = save_scenario(self.document, directory / f"{name}.toml")
+        return path, replay_command(self.scenario(str(path)), self.seed, self.mode, self.faults)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    simulation: object  # SimulationResult
+    verdict: object  # Verdict
+
+
+@st.composite
+def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max_faults: int = 3,
+                    records: tuple[int, int] = (500, 4000)) -> SimulatedCase:
+    checkpointing = draw(checkpointing_configs(mode))
+    graph = draw(topologies(max_parallelism=max_parallelism,
+                            at_least_once_sink=checkpointing["mode"] == "at-least-once"))
+    from barriersim.scenarios.documents import scenario_document
+
+    document = scenario_document(
+        "generated", graph, records=draw(st.integers(*records)), keys=draw(st.sampled_from([1, 10, 100])),
+        zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])), rate_per_source=draw(st.sampled_from([20_000, 100_000])),
+        checkpointing=checkpointing,
+    )
+    faults = draw(fault_schedules(graph, max_faults=max_faults))
+    return SimulatedCase(document, faults, draw(st.integers(0, 2**32 - 1)))

@@ -1,0 +1,22 @@
+"""Cases the property suite once found, kept as scenario files and replayed in every mode."""
+
+from pathlib import Path
+
+import pytest
+
+from barriersim.runtime.sim.job_simulation import JobSimulation
+from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.scenarios.loader import load_scenario
+from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+
+CASES = sorted((Path(__file__).parent / "cases").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+@pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
+def test_found_cases_stay_fixed(path, mode):
+    scenario = load_scenario(path)
+    config = simulation_config(scenario, mode=mode)
+    splits = workload_splits(scenario, 0)
+    result = JobSimulation(config, splits, 0).run()
+    assert verify(expected_sink_input(config.graph, splits), result.committed_output).verdict == "exactly-once"
