@@ -23,6 +23,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+from barriersim.runtime.mutations import PlantedBug, is_planted
 from barriersim.runtime.channel_state.reader import SequentialChannelStateReader
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide
 from barriersim.runtime.checkpointing.barrier_handler import (
@@ -153,6 +154,7 @@ class StreamTask:
 
         self.input_side: Optional[InputSide] = None
         self._recovered_input: list[tuple[InputChannelInfo, Buffer]] = []
+        self._deployed_as_finished = False
         self._valve: Optional[WatermarkValve] = None
         if not self.operator.is_source:
             gates = [len(graph.channels_in_gate(vertex_name, g, subtask_index))
@@ -167,7 +169,7 @@ class StreamTask:
             self._valve = WatermarkValve(self.input_side.channel_infos())
         self.checkpoints = SubtaskCheckpointCoordinator(
             operator_id=vertex_name,
-            snapshot_state=lambda checkpoint_id, options: self.operator.snapshot(checkpoint_id),
+            snapshot_state=lambda checkpoint_id, options: self._snapshot(checkpoint_id),
             clock=clock,
             partitions=self.partitions,
             timer_service=timers,
@@ -178,12 +180,22 @@ class StreamTask:
         )
         self.hot_key = self.vertex.params.get("hot_key", -1)
 
+    def _snapshot(self, checkpoint_id: int):
+        if self.operator.is_source and is_planted(PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER):
+            self._read_source()  # the historical bug: records go out behind the barrier before the offset is taken
+        return self.operator.snapshot(checkpoint_id)
+
     # -- restore -------------------------------------------------------------------------------------
 
     def restore(self, snapshot: TaskStateSnapshot | None) -> dict[str, int]:
         """Load the operator state and re-inject in-flight data (channel state) before any new data."""
         if snapshot is None:
             self.operator.restore(None)
+            return {"input_bytes": 0, "output_bytes": 0}
+        if snapshot.is_task_deployed_as_finished:
+            # FLIP-147: every operator of this task had finished when the checkpoint was taken; Flink deploys the
+            # task as finished (FinishedOnRestoreOperatorChain): it only ends its outputs, it reads and emits nothing.
+            self._deployed_as_finished = True
             return {"input_bytes": 0, "output_bytes": 0}
         self.operator.restore(snapshot.subtask_states_by_operator.get(self.vertex.name))
         reader = SequentialChannelStateReader(snapshot)
@@ -233,6 +245,9 @@ class StreamTask:
 
     def process_next(self) -> StepResult:
         if self.finished:
+            return StepResult(StepOutcome.FINISHED)
+        if self._deployed_as_finished:
+            self._finish(end_input=False)
             return StepResult(StepOutcome.FINISHED)
         if self.is_backpressured():
             return StepResult(StepOutcome.BACKPRESSURED)
@@ -329,10 +344,11 @@ class StreamTask:
         for p in self.partitions:
             p.flush_all()
 
-    def _finish(self) -> None:
+    def _finish(self, end_input: bool = True) -> None:
         if self.finished:
             return
-        self._route(self.operator.end_of_input())
+        if end_input:
+            self._route(self.operator.end_of_input())
         for p in self.partitions:
             p.finish()
         self.finished = True

@@ -26,6 +26,7 @@ from __future__ import annotations
 import abc
 from typing import Callable, Optional, Protocol
 
+from barriersim.runtime.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpointing.barrier_handler import (
     BlockConsumption,
     CheckpointStarted,
@@ -170,7 +171,8 @@ class AbstractAlignedBarrierHandlerState(BarrierHandlerState):
         return WaitingForFirstBarrier(self.state.empty_state())
 
     def abort(self, cancelled_id):
-        self.state.unblock_all_channels()
+        if not is_planted(PlantedBug.CHANNELS_NOT_UNBLOCKED_ON_CANCEL):
+            self.state.unblock_all_channels()
         return WaitingForFirstBarrier(self.state.empty_state())
 
     @abc.abstractmethod

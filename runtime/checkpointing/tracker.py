@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Optional
 
+from barriersim.runtime.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpointing.barrier_handler import ActionSink, CheckpointBarrierHandler, Clock
 from barriersim.runtime.events import CancelCheckpointMarker, CheckpointBarrier, InputChannelInfo
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
@@ -83,7 +84,8 @@ class CheckpointBarrierTracker(CheckpointBarrierHandler):
         barrier_id = barrier.id
         # fast path for a single open channel, only for new checkpoints (a pending one may wait for a
         # channel that finished meanwhile, and must be completed by the general path)
-        if barrier_id > self._latest_pending_checkpoint_id and self._num_open_channels == 1:
+        single = self._num_open_channels == 1 or is_planted(PlantedBug.TRACKER_TRIGGERS_ON_FIRST_BARRIER)
+        if barrier_id > self._latest_pending_checkpoint_id and single:
             self.mark_alignment_start_and_end(barrier_id, barrier.timestamp)
             self._notify(barrier)
             return

@@ -24,6 +24,7 @@ from barriersim.runtime.coordinator.properties import CheckpointProperties, JobS
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID
 from barriersim.runtime.state.snapshot import (
+    FINISHED_OPERATOR_SUBTASK_STATE,
     CheckpointMetadata,
     MasterState,
     OperatorState,
@@ -271,6 +272,17 @@ class PendingCheckpoint:
             for operator_id in v.operators:
                 if v.vertex_id in fully_finished:
                     states[operator_id] = self._builder(v, operator_id).build(fully_finished=True)
+        # Flink's DefaultCheckpointPlan.fulfillFinishedTaskStatus: a finished subtask of a partially finished
+        # operator is recorded as finished (FinishedOperatorSubtaskState), so a restore deploys it as finished
+        # instead of starting it from empty state.
+        vertices = {v.vertex_id: v for v in self._all_vertices}
+        for task in self.plan.finished_tasks:
+            v = vertices.get(task.vertex_id)
+            if v is None or v.vertex_id in fully_finished:
+                continue
+            for operator_id in v.operators:
+                builder = self._builder(v, operator_id)
+                builder.subtask_states.setdefault(task.subtask_index, FINISHED_OPERATOR_SUBTASK_STATE)
         for operator_id, builder in self._operator_states.items():
             states.setdefault(operator_id, builder.build())
         completed = CompletedCheckpoint(

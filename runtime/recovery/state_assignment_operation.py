@@ -125,7 +125,7 @@ def assign_states(
         task_restores[vertex.operator_id] = tuple(
             JobManagerTaskRestore(
                 metadata.checkpoint_id,
-                TaskStateSnapshot({vertex.operator_id: s}, is_task_deployed_as_finished=finished),
+                TaskStateSnapshot({vertex.operator_id: s}, is_task_deployed_as_finished=finished or s.is_finished),
             )
             for s in subtasks
         )
@@ -202,6 +202,7 @@ def _assign_operator(checkpoint_id: int, state: OperatorState, new_parallelism: 
             managed_keyed_state=keyed[i],
             input_channel_state=same.input_channel_state,
             result_subpartition_state=same.result_subpartition_state,
+            is_finished=same.is_finished,  # FLIP-147: kept only at unchanged parallelism
         ))
     return result
 

@@ -132,6 +132,8 @@ class OperatorSubtaskState:
     managed_keyed_state: tuple[KeyGroupsStateHandle, ...] = ()
     input_channel_state: tuple[InputChannelStateHandle, ...] = ()
     result_subpartition_state: tuple[ResultSubpartitionStateHandle, ...] = ()
+    # Flink's FinishedOperatorSubtaskState: the subtask had finished when the checkpoint was taken (FLIP-147).
+    is_finished: bool = False
 
     @property
     def state_size(self) -> int:
@@ -155,6 +157,9 @@ class OperatorSubtaskState:
             or self.input_channel_state
             or self.result_subpartition_state
         )
+
+
+FINISHED_OPERATOR_SUBTASK_STATE = OperatorSubtaskState(is_finished=True)
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,7 @@ def _subtask_to_plain(s: OperatorSubtaskState) -> dict:
             [h.subtask_index, [h.info.partition_idx, h.info.subpartition_idx], [_buffer_to_plain(b) for b in h.buffers]]
             for h in s.result_subpartition_state
         ],
+        "finished": s.is_finished,
     }
 
 
@@ -227,6 +228,7 @@ def _subtask_from_plain(p: Any, w: str) -> OperatorSubtaskState:
             _field(p, "result_subpartition_state", tuple, w), f"{w}.result_subpartition_state",
             lambda v, ww: _channel_handle_from_plain(v, ww, ResultSubpartitionStateHandle, ResultSubpartitionInfo),
         ),
+        is_finished=bool(p.get("finished", False)) if isinstance(p, dict) else False,
     )
 
 

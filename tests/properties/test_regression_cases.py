@@ -17,6 +17,6 @@ CASES = sorted((Path(__file__).parent / "cases").glob("*.toml"))
 def test_found_cases_stay_fixed(path, mode):
     scenario = load_scenario(path)
     config = simulation_config(scenario, mode=mode)
-    splits = workload_splits(scenario, 0)
-    result = JobSimulation(config, splits, 0).run()
+    splits = workload_splits(scenario, scenario.seed)
+    result = JobSimulation(config, splits, scenario.seed).run()
     assert verify(expected_sink_input(config.graph, splits), result.committed_output).verdict == "exactly-once"

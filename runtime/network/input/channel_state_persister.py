@@ -17,6 +17,7 @@ from __future__ import annotations
 import enum
 from typing import Callable, Optional, Sequence
 
+from barriersim.runtime.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpointing.barrier_handler import AddInputData
 from barriersim.runtime.events import Buffer, CheckpointBarrier, EventAnnouncement, InputChannelInfo
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
@@ -69,6 +70,8 @@ class ChannelStatePersister:
                 self.status = CheckpointStatus.BARRIER_RECEIVED
                 self.last_seen_barrier = element.id
                 return element.id
+            if is_planted(PlantedBug.LATE_BARRIER_OF_CANCELLED_CHECKPOINT):
+                self.status = CheckpointStatus.BARRIER_RECEIVED  # the historical bug: stops persisting
             return None
         if isinstance(element, EventAnnouncement):
             return element.announced_event.id

@@ -1,0 +1,46 @@
+"""A test-only switch that plants known historical checkpointing bugs, so tests can show the property suite
+finds each of them.
+
+How this works: ``planted(bug)`` is a context manager that enables one ``PlantedBug`` while it is open; the
+runtime checks ``is_planted(bug)`` at exactly the place the historical bug lived. Nothing outside the tests
+opens it, so in every normal run each check is one set lookup that returns False.
+
+- ``LATE_BARRIER_OF_CANCELLED_CHECKPOINT``: Flink 1.12.1 (FLINK-21104 family): a late barrier of an already
+  cancelled checkpoint stops a channel from persisting its in-flight data, so buffers that belong to the next
+  unaligned checkpoint are not written into it.
+- ``CHANNELS_NOT_UNBLOCKED_ON_CANCEL``: an aligned checkpoint that is cancelled leaves its blocked channels
+  blocked (the job stalls).
+- ``TRACKER_TRIGGERS_ON_FIRST_BARRIER``: the at-least-once tracker triggers when the first barrier arrives
+  instead of the last.
+- ``SOURCE_SNAPSHOT_AFTER_BARRIER``: a source snapshots its offset after it emitted records behind the barrier
+  instead of before the barrier.
+"""
+
+from __future__ import annotations
+
+import enum
+from contextlib import contextmanager
+from typing import Iterator
+
+
+class PlantedBug(enum.Enum):
+    LATE_BARRIER_OF_CANCELLED_CHECKPOINT = "late_barrier_of_cancelled_checkpoint"
+    CHANNELS_NOT_UNBLOCKED_ON_CANCEL = "channels_not_unblocked_on_cancel"
+    TRACKER_TRIGGERS_ON_FIRST_BARRIER = "tracker_triggers_on_first_barrier"
+    SOURCE_SNAPSHOT_AFTER_BARRIER = "source_snapshot_after_barrier"
+
+
+_PLANTED: set[PlantedBug] = set()
+
+
+def is_planted(bug: PlantedBug) -> bool:
+    return bug in _PLANTED
+
+
+@contextmanager
+def planted(bug: PlantedBug) -> Iterator[None]:
+    _PLANTED.add(bug)
+    try:
+        yield
+    finally:
+        _PLANTED.discard(bug)
