@@ -173,7 +173,7 @@ class CaseResult:
 
 @st.composite
 def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max_faults: int = 3,
-                    records: tuple[int, int] = (500, 4000)) -> SimulatedCase:
+                    records: tuple[int, int] = (1000, 6000)) -> SimulatedCase:
     checkpointing = draw(checkpointing_configs(mode))
     graph = draw(topologies(max_parallelism=max_parallelism,
                             at_least_once_sink=checkpointing["mode"] == "at-least-once"))
@@ -184,5 +184,9 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
         zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])), rate_per_source=draw(st.sampled_from([20_000, 100_000])),
         checkpointing=checkpointing,
     )
-    faults = draw(fault_schedules(graph, max_faults=max_faults))
+    # crashes inside the run: the sources need about records / (rate * parallelism) to read their input
+    w = document["workload"]
+    slowest = min(v.parallelism for v in graph.sources)
+    horizon_ms = max(20, int(w["records"] * 1000 / (w["rate_per_source"] * slowest)))
+    faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults))
     return SimulatedCase(document, faults, draw(st.integers(0, 2**32 - 1)))
