@@ -1,0 +1,341 @@
+"""The job manager as a Ray actor: deploys one ``StreamTaskActor`` per subtask, drives the sans-IO
+``CheckpointCoordinator`` in real time, persists completed checkpoints to ``FileSystemCheckpointStorage``,
+watches the task actors and runs Flink's global failover when one dies.
+
+How this works: it does what the simulator's ``JobSimulation`` does around its tasks, with real actors:
+- deploy: for every subtask, the coordinator's current attempt, the state ``assign_states`` gives it from the
+  ``RestoreFrom`` metadata (msgpack), its split (an object-store reference) and the handles of the job
+  manager and the external store; once every actor of the attempt has built and restored its task and knows
+  its peers (``connect``), each task is reported ``TaskRunning`` and started (``run``);
+- checkpoints: the coordinator's timers run on this actor's event loop (``LoopTimerService``), its clock is
+  the wall clock in ms; triggers, completion and abort notices go to the current attempts' actors;
+  acknowledgements, declines and finished notices arrive as actor calls (older attempts' are ignored by the
+  coordinator); ``PersistCheckpoint`` / ``DiscardCheckpoint`` go to storage;
+- failures: a fault schedule's ``CrashTask(at_ms=...)`` is a ``ray.kill`` of the task's actor at that time
+  after the job started; a task's death is seen only as the error of its ``run`` call
+  (``RayActorError``), and any task error is a failure too. Failover as in the simulator: every task actor
+  of the attempt is killed, the coordinator gets ``TaskFailed`` (it aborts pending checkpoints, creates the
+  new attempts and answers ``RestoreFrom``), and after the restart delay the new attempts are deployed from
+  that checkpoint. The job ends when every task of the current attempt finished.
+No protocol rule lives here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import traceback
+import zlib
+
+import ray
+
+from barriersim.actors.clock import now_ms
+from barriersim.actors.messages import (
+    attempt_from_wire,
+    decode_metrics,
+    decode_snapshot,
+    encode_snapshot,
+    reason_from_wire,
+)
+from barriersim.actors.realtime import LoopTimerService
+from barriersim.actors.stream_task_actor import StreamTaskActor, TaskDeployment
+from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
+from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
+from barriersim.runtime.coordinator.plan import vertices_from_job_graph
+from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.events import options_to_wire
+from barriersim.runtime.failure_reason import CheckpointException
+from barriersim.runtime.faults import CrashTask
+from barriersim.runtime.jobgraph import OperatorKind
+from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
+from barriersim.runtime.sim.job_simulation import JobOutcome, SimulationConfig
+from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
+
+
+def task_seed(seed: int, vertex: str, subtask: int, attempt: int) -> int:
+    return zlib.crc32(f"{seed}/{vertex}/{subtask}/{attempt}".encode())
+
+
+@ray.remote(num_cpus=0.01)
+class JobManagerActor:
+    def __init__(self, config: SimulationConfig, split_refs: dict, checkpoint_root: str, job_id: str, seed: int,
+                 store, task_num_cpus: float = 0.01):
+        self.config = config
+        self.graph = config.graph.validate()
+        self.split_refs = split_refs
+        self.job_id = job_id
+        self.seed = seed
+        self.store = store
+        self.task_num_cpus = task_num_cpus
+        self.storage = FileSystemCheckpointStorage(checkpoint_root, job_id, rng=random.Random(seed))
+        self.storage.initialize_base_locations()
+        self.epoch = 0
+        self.tasks: dict = {}  # subtask key -> actor handle of the current attempt
+        self.attempts: dict = {}  # subtask key -> ExecutionAttemptID of the current attempt
+        self.finished: set = set()
+        self.restarts = 0
+        self.restored_ids: list[int] = []
+        self.restored_in_flight = 0
+        self.subtask_rows: list[dict] = []
+        self.killed: list[str] = []
+        self.task_runs: list[dict] = []  # what each finished task's run call returned
+        self.failures: list[str] = []
+        self.storage_errors: list[str] = []
+        self.outcome: JobOutcome | None = None
+        self._restore_from: m.RestoreFrom | None = None
+        self._error: str | None = None
+        self._emit_watermarks = any(v.operator is OperatorKind.TUMBLING_WINDOW for v in self.graph.vertices)
+
+    # -- running -------------------------------------------------------------------------------------
+
+    async def run(self) -> dict:
+        self.loop = asyncio.get_running_loop()
+        self.me = ray.get_runtime_context().current_actor
+        self._done = asyncio.Event()
+        c = self.config
+        cfg = CheckpointCoordinatorConfiguration(
+            checkpoint_interval=c.interval_ms,
+            checkpoint_timeout=c.timeout_ms,
+            min_pause_between_checkpoints=c.min_pause_ms,
+            max_concurrent_checkpoints=c.max_concurrent,
+            tolerable_checkpoint_failure_number=c.tolerable_failures,
+            max_retained_checkpoints=c.max_retained,
+            checkpoint_options=c.checkpoint_options(),
+            allow_checkpoints_after_tasks_finished=c.checkpoints_after_tasks_finish,
+        )
+        self.coordinator = CheckpointCoordinator(
+            self.job_id, vertices_from_job_graph(self.graph), cfg, clock=now_ms,
+            timer_service=LoopTimerService(self.loop, self._on_error), rng=random.Random(self.seed),
+            action_sink=lambda action: self._handle([action]), tasks_running=False,
+        )
+        self.started = time.monotonic()
+        await self._deploy(None)
+        self.deployed_seconds = time.monotonic() - self.started
+        for fault in c.faults.of_type(CrashTask):
+            if fault.at_ms is not None:
+                self.loop.call_later(fault.at_ms / 1000.0, self._crash, fault.task)
+        self._guard(lambda: self._handle(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING))))
+        await self._done.wait()
+        job_seconds = time.monotonic() - self.started
+        for handle in self.tasks.values():
+            ray.kill(handle)
+        self.tasks = {}
+        if self._error is not None:
+            raise RuntimeError(f"job {self.job_id} failed in the job manager: {self._error}")
+        stats = self.coordinator.stats
+        return {
+            "outcome": self.outcome.value,
+            "checkpoints": [dict(r) for _, r in sorted(stats.history.items())],
+            "subtasks": self.subtask_rows,
+            "counts": dict(stats.counts),
+            "restarts": self.restarts,
+            "restored_checkpoint_ids": list(self.restored_ids),
+            "restored_in_flight_bytes": self.restored_in_flight,
+            "killed": list(self.killed),
+            "task_runs": list(self.task_runs),
+            "failures": list(self.failures),
+            "storage_errors": list(self.storage_errors),
+            "job_seconds": job_seconds,
+            "first_deploy_seconds": self.deployed_seconds,
+        }
+
+    async def progress(self) -> dict:
+        counts = dict(self.coordinator.stats.counts) if hasattr(self, "coordinator") else {}
+        return {"counts": counts, "restarts": self.restarts, "finished_tasks": len(self.finished),
+                "tasks": sum(v.parallelism for v in self.graph.vertices)}
+
+    async def shutdown(self) -> None:
+        for handle in self.tasks.values():
+            ray.kill(handle)
+        self.tasks = {}
+
+    # -- deployment ----------------------------------------------------------------------------------
+
+    async def _deploy(self, restore: m.RestoreFrom | None) -> None:
+        assignment = None
+        if restore is not None and restore.metadata is not None:
+            infos = [ExecutionJobVertexInfo(v.name, v.parallelism, v.max_parallelism) for v in self.graph.vertices]
+            assignment = assign_states(restore.metadata, infos, allow_non_restored_state=restore.allow_non_restored_state)
+            self.restored_ids.append(restore.checkpoint_id)
+        epoch = self.epoch
+        c = self.config
+        tasks, attempts = {}, {}
+        for vertex in self.graph.vertices:
+            for i in range(vertex.parallelism):
+                key = (vertex.name, i)
+                attempt = self.coordinator.current_attempt(vertex.name, i)
+                snapshot = None
+                if assignment is not None and vertex.name in assignment.task_restores:
+                    snapshot = encode_snapshot(assignment.task_restores[vertex.name][i].task_state_snapshot, i)
+                split = self.split_refs[vertex.name][i] if vertex.operator.is_source and vertex.name in self.split_refs else None
+                deployment = TaskDeployment(
+                    graph=self.graph, vertex=vertex.name, subtask_index=i, attempt_number=attempt.attempt_number,
+                    mode=c.mode, network=c.network, seed=task_seed(self.seed, vertex.name, i, attempt.attempt_number),
+                    buffer_timeout_ms=c.buffer_timeout_ms,
+                    source_rate=c.source_rate_per_subtask if vertex.operator.is_source else 0,
+                    emit_watermarks=self._emit_watermarks, checkpoints_after_tasks_finish=c.checkpoints_after_tasks_finish,
+                )
+                tasks[key] = StreamTaskActor.options(num_cpus=self.task_num_cpus).remote(
+                    deployment, split, snapshot, self.store if vertex.operator.is_sink else None, self.me)
+                attempts[key] = attempt
+        self.tasks, self.attempts, self.finished = tasks, attempts, set()
+        try:
+            restored = await asyncio.gather(*(h.connect.remote(tasks) for h in tasks.values()))
+        except Exception as err:  # noqa: BLE001 - a task died while deploying: fail over again
+            if epoch == self.epoch and self.outcome is None:
+                self._failover("deploy", f"deploy failed: {type(err).__name__}: {err}")
+            return
+        if epoch != self.epoch:
+            return
+        self.restored_in_flight += sum(r["input_bytes"] + r["output_bytes"] for r in restored)
+        for attempt in attempts.values():
+            self._guard(lambda a=attempt: self._handle(self.coordinator.handle(m.TaskRunning(a))))
+        for key, handle in tasks.items():
+            self.loop.create_task(self._watch(key, handle.run.remote(), epoch))
+
+    async def _watch(self, key, ref, epoch: int) -> None:
+        try:
+            self.task_runs.append(await ref)
+            return
+        except ray.exceptions.RayActorError as err:
+            cause = f"actor died ({type(err).__name__})"
+        except Exception as err:  # noqa: BLE001 - the task raised: a task failure
+            cause = f"task error: {err}"
+        if epoch != self.epoch or self.outcome is not None:
+            return
+        name = f"{key[0]}#{key[1]}"
+        self.failures.append(f"{name}: {cause}")
+        self._failover(name, cause, failed=self.attempts[key])
+
+    # -- messages from tasks -------------------------------------------------------------------------
+
+    def _current(self, attempt) -> bool:
+        return self.attempts.get((attempt.vertex_id, attempt.subtask_index)) == attempt
+
+    async def acknowledge(self, attempt, checkpoint_id: int, snapshot: bytes, metrics: bytes, at_ms: int) -> None:
+        attempt = attempt_from_wire(attempt)
+        state = decode_snapshot(snapshot, attempt.subtask_index)
+        metrics = decode_metrics(metrics)
+        if self._current(attempt):
+            self.subtask_rows.append({
+                "id": checkpoint_id, "task": f"{attempt.vertex_id}#{attempt.subtask_index}", "ack_timestamp": at_ms,
+                "state_size": state.state_size, "checkpointed_size": state.state_size,
+                "checkpoint_sync": metrics.sync_duration_ms, "checkpoint_async": metrics.async_duration_ms,
+                "alignment_buffered": 0,
+                "alignment_processed": metrics.bytes_processed_during_alignment or 0,
+                "alignment_persisted": metrics.bytes_persisted_during_alignment + metrics.persisted_output_bytes,
+                "alignment_duration": metrics.alignment_duration_ms or 0,
+                "start_delay": metrics.checkpoint_start_delay_ms,
+                "unaligned_checkpoint": metrics.unaligned_checkpoint, "aborted": False,
+            })
+        event = m.AcknowledgeCheckpoint(self.job_id, attempt, checkpoint_id, state, metrics)
+        self._guard(lambda: self._handle(self.coordinator.handle(event)))
+
+    async def decline(self, attempt, checkpoint_id: int, reason: str, detail: str) -> None:
+        attempt = attempt_from_wire(attempt)
+        exc = CheckpointException(reason_from_wire(reason), checkpoint_id, detail)
+        event = m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exc)
+        self._guard(lambda: self._handle(self.coordinator.handle(event)))
+
+    async def task_finished(self, attempt, records: int) -> None:
+        attempt = attempt_from_wire(attempt)
+        if not self._current(attempt) or self.outcome is not None:
+            return
+        self.finished.add((attempt.vertex_id, attempt.subtask_index))
+        self._guard(lambda: self._handle(self.coordinator.handle(m.TaskFinished(attempt))))
+        if len(self.finished) == len(self.tasks):
+            self.outcome = JobOutcome.FINISHED
+            self._guard(lambda: self._handle(self.coordinator.handle(m.JobStatusChanged(JobStatus.FINISHED))))
+            self._done.set()
+
+    async def task_error(self, attempt, message: str) -> None:
+        attempt = attempt_from_wire(attempt)
+        if self._current(attempt) and self.outcome is None:
+            name = f"{attempt.vertex_id}#{attempt.subtask_index}"
+            self.failures.append(f"{name}: task error after finishing: {message}")
+            self._failover(name, message, failed=attempt)
+
+    # -- coordinator actions -------------------------------------------------------------------------
+
+    def _handle_of(self, attempt):
+        return self.tasks.get((attempt.vertex_id, attempt.subtask_index)) if self._current(attempt) else None
+
+    def _handle(self, actions: list) -> None:
+        for action in actions:
+            if isinstance(action, m.TriggerCheckpointOnSources):
+                options = options_to_wire(action.options)
+                for attempt in action.tasks:
+                    handle = self._handle_of(attempt)
+                    if handle is not None:
+                        handle.trigger_checkpoint.remote(action.checkpoint_id, action.timestamp, options)
+            elif isinstance(action, m.NotifyCheckpointComplete):
+                handle = self._handle_of(action.task)
+                if handle is not None:
+                    handle.notify_checkpoint_complete.remote(action.checkpoint_id)
+            elif isinstance(action, m.NotifyCheckpointAborted):
+                handle = self._handle_of(action.task)
+                if handle is not None:
+                    handle.notify_checkpoint_aborted.remote(action.checkpoint_id, action.latest_completed_checkpoint_id)
+            elif isinstance(action, m.PersistCheckpoint):
+                try:
+                    self.storage.persist_checkpoint(action.metadata, is_savepoint=action.is_savepoint)
+                except Exception as err:  # noqa: BLE001 - recorded, as the simulator does
+                    self.storage_errors.append(f"{action.metadata.checkpoint_id}: {type(err).__name__}: {err}")
+            elif isinstance(action, m.DiscardCheckpoint):
+                self.storage.discard_checkpoint(action.checkpoint_id)
+            elif isinstance(action, m.RestoreFrom):
+                self._restore_from = action
+            elif isinstance(action, m.FailJob):
+                failing = action.failing_task
+                name = f"{failing.vertex_id}#{failing.subtask_index}" if failing else "coordinator"
+                self._failover(name, action.reason.name)
+
+    # -- faults and failover -------------------------------------------------------------------------
+
+    def _crash(self, task_name: str) -> None:
+        vertex, _, index = task_name.partition("#")
+        key = (vertex, int(index or 0))
+        if key not in self.tasks or key in self.finished or self.outcome is not None:
+            return
+        self.killed.append(f"{task_name}@{self.attempts[key].attempt_number}")
+        ray.kill(self.tasks[key])  # its death is detected through the error of its run call
+
+    def _failover(self, task_name: str, why: str, failed=None) -> None:
+        self.restarts += 1
+        self.epoch += 1
+        for handle in self.tasks.values():
+            ray.kill(handle)
+        self.tasks, self.finished = {}, set()
+        if self.restarts > self.config.max_restarts:
+            self.outcome = JobOutcome.FAILED
+            self._done.set()
+            return
+        self._restore_from = None
+        if failed is None:
+            failed = self.coordinator.current_attempt(self.graph.vertices[0].name, 0)
+        self._guard(lambda: self._handle(self.coordinator.handle(m.TaskFailed(failed, f"{task_name}: {why}"))))
+        restore = self._restore_from
+        self.loop.call_later(self.config.restart_delay_ms / 1000.0,
+                             lambda: self.loop.create_task(self._guarded_deploy(restore)))
+
+    async def _guarded_deploy(self, restore) -> None:
+        try:
+            await self._deploy(restore)
+        except BaseException:  # noqa: BLE001
+            self._on_error_text(traceback.format_exc())
+
+    def _guard(self, fn) -> None:
+        try:
+            fn()
+        except BaseException:  # noqa: BLE001 - a coordinator error ends the run with its traceback
+            self._on_error_text(traceback.format_exc())
+
+    def _on_error(self, err: BaseException) -> None:
+        self._on_error_text("".join(traceback.format_exception(err)))
+
+    def _on_error_text(self, text: str) -> None:
+        if self._error is None:
+            self._error = text
+        self._done.set()

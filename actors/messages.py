@@ -1,0 +1,118 @@
+"""What crosses between the actors of a job run on Ray, as msgpack bytes: batches of channel elements,
+batches of upstream messages (credit, resume consumption), acknowledgements with their task state
+snapshots and metrics, declines, restore snapshots, and records for the external store.
+
+How this works: Ray would pickle arbitrary Python objects; barriersim encodes everything it sends as plain
+msgpack (``runtime.events.to_wire`` for channel elements, the ``_metadata`` serializer of
+``runtime.storage.metadata_serializer`` for state snapshots), so what travels is the same on every backend
+and never unpickled from data. A ``TaskStateSnapshot`` travels as a one-checkpoint ``CheckpointMetadata``
+holding one ``OperatorState`` per operator with the single subtask's state, plus its two FLIP-147 flags.
+No protocol rule lives here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import msgpack
+
+from barriersim.runtime.events import InputChannelInfo, ResultSubpartitionInfo, from_wire, to_wire
+from barriersim.runtime.failure_reason import CheckpointFailureReason
+from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
+from barriersim.runtime.network.output.subpartition import BufferAndBacklog
+from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorState, TaskStateSnapshot
+from barriersim.runtime.storage import metadata_serializer
+from barriersim.runtime.task.actions import TaskCheckpointMetrics
+
+CREDIT, RESUME = 0, 1
+
+
+def pack(value) -> bytes:
+    return msgpack.packb(value, use_bin_type=True)
+
+
+def unpack(data: bytes):
+    return msgpack.unpackb(data, raw=False)
+
+
+# -- data channels -----------------------------------------------------------------------------------
+
+
+def element_entry(channel: InputChannelInfo, item: BufferAndBacklog) -> list:
+    """One element for a consumer: its channel, sequence number, the sender's backlog and the element."""
+    return [channel.gate_idx, channel.channel_idx, item.sequence_number, item.buffers_in_backlog,
+            to_wire(item.element)]
+
+
+def decode_elements(data: bytes):
+    """Yield ``(channel, sequence_number, backlog, element)`` for every entry of a data batch."""
+    for gate, channel, seq, backlog, wire in unpack(data):
+        yield InputChannelInfo(gate, channel), seq, backlog, from_wire(wire)
+
+
+def upstream_entry(info: ResultSubpartitionInfo, action) -> list:
+    if isinstance(action, AddCredit):
+        return [info.partition_idx, info.subpartition_idx, CREDIT, action.credit]
+    if isinstance(action, ResumeConsumptionUpstream):
+        return [info.partition_idx, info.subpartition_idx, RESUME, 0]
+    raise TypeError(f"not an upstream message: {action!r}")
+
+
+def decode_upstream(data: bytes):
+    """Yield ``(subpartition, kind, credit)`` for every entry of an upstream batch."""
+    for partition, subpartition, kind, credit in unpack(data):
+        yield ResultSubpartitionInfo(partition, subpartition), kind, credit
+
+
+# -- control -----------------------------------------------------------------------------------------
+
+
+def attempt_to_wire(attempt: ExecutionAttemptID) -> list:
+    return [attempt.vertex_id, attempt.subtask_index, attempt.attempt_number]
+
+
+def attempt_from_wire(v) -> ExecutionAttemptID:
+    return ExecutionAttemptID(v[0], int(v[1]), int(v[2]))
+
+
+def encode_snapshot(snapshot: TaskStateSnapshot | None, subtask_index: int, checkpoint_id: int = 0) -> bytes | None:
+    if snapshot is None:
+        return None
+    metadata = CheckpointMetadata(checkpoint_id, tuple(
+        OperatorState(op, subtask_index + 1, max(128, subtask_index + 1), {subtask_index: state})
+        for op, state in snapshot.subtask_states_by_operator.items()
+    ))
+    return pack([snapshot.is_task_finished, snapshot.is_task_deployed_as_finished,
+                 metadata_serializer.serialize(metadata)])
+
+
+def decode_snapshot(data: bytes | None, subtask_index: int) -> TaskStateSnapshot | None:
+    if data is None:
+        return None
+    finished, deployed_finished, metadata_bytes = unpack(data)
+    metadata = metadata_serializer.deserialize(metadata_bytes, "<task state snapshot>")
+    return TaskStateSnapshot(
+        {s.operator_id: s.subtask_states[subtask_index] for s in metadata.operator_states},
+        is_task_finished=finished, is_task_deployed_as_finished=deployed_finished,
+    )
+
+
+def encode_metrics(metrics: TaskCheckpointMetrics) -> bytes:
+    return pack(asdict(metrics))
+
+
+def decode_metrics(data: bytes) -> TaskCheckpointMetrics:
+    return TaskCheckpointMetrics(**unpack(data))
+
+
+def reason_from_wire(name: str) -> CheckpointFailureReason:
+    return CheckpointFailureReason[name]
+
+
+def encode_records(records) -> bytes:
+    return pack([list(r) for r in records])
+
+
+def decode_records(data: bytes) -> list[tuple]:
+    return [tuple(r) for r in unpack(data)]

@@ -1,0 +1,295 @@
+"""One subtask of a job as a Ray actor driving a sans-IO ``runtime.stream_task.StreamTask``.
+
+How this works: the actor is an asyncio actor, so the task object sees one event at a time on one thread.
+It mirrors what the simulator's ``JobSimulation`` does per subtask, with real time and real messages:
+- what arrives: ``deliver`` (a batch of channel elements from one upstream actor), ``upstream`` (credit and
+  resume-consumption for this task's subpartitions), ``trigger_checkpoint`` (sources),
+  ``notify_checkpoint_complete`` / ``notify_checkpoint_aborted``. Elements are handed to the task in each
+  channel's sequence-number order: Ray does not promise call order for async actors, so an element that
+  arrives early waits until the gap before it is filled;
+- work: ``run`` calls ``process_next()`` while it returns PROCESSED (yielding to the loop every few ms so
+  that messages get in), waits for a message when the task is IDLE or BACKPRESSURED, and returns when the
+  task is FINISHED; sources are paced to ``source_rate`` records/s when one is set; an output flusher
+  calls ``flush_outputs()`` every ``buffer_timeout_ms`` (Flink's 100 ms);
+- what leaves: after every step, message and timer, ``poll_sendable()`` elements go to per-consumer
+  outboxes and ``drain_actions()`` credit/resume to per-producer outboxes; each outbox is sent as ONE Ray
+  call (msgpack) when the current burst of work ends, in the order the partitions handed the elements out
+  (priority events first, as the partitions order them). Acknowledgements, declines and the finished notice
+  go to the job manager actor in order, each after the sink's store writes were confirmed.
+Any error in the task fails the actor's ``run`` call, which the job manager treats as a task failure.
+No protocol rule lives here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+import ray
+
+from barriersim.actors.clock import now_ms
+from barriersim.actors.external_store import RemoteExternalStore
+from barriersim.actors.messages import (
+    CREDIT,
+    attempt_to_wire,
+    decode_elements,
+    decode_records,
+    decode_snapshot,
+    decode_upstream,
+    element_entry,
+    encode_metrics,
+    encode_snapshot,
+    pack,
+    upstream_entry,
+)
+from barriersim.actors.realtime import LoopTimerService
+from barriersim.runtime.events import options_from_wire
+from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
+from barriersim.runtime.sim.wiring import Wiring
+from barriersim.runtime.stream_task import MODE_OF, NetworkConfig, StepOutcome, StreamTask, TaskFinished
+from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
+
+BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and lets messages in
+
+
+@dataclass(frozen=True)
+class TaskDeployment:
+    """What a subtask actor needs to build its task (Flink's ``TaskDeploymentDescriptor``, without state)."""
+
+    graph: JobGraph
+    vertex: str
+    subtask_index: int
+    attempt_number: int
+    mode: str
+    network: NetworkConfig
+    seed: int
+    buffer_timeout_ms: int = 100
+    source_rate: int = 0  # records/s for a source subtask; 0: as fast as it can
+    emit_watermarks: bool = False
+    checkpoints_after_tasks_finish: bool = True
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.vertex, self.subtask_index)
+
+    @property
+    def name(self) -> str:
+        return f"{self.vertex}#{self.subtask_index}"
+
+
+@ray.remote(num_cpus=0.01)
+class StreamTaskActor:
+    def __init__(self, deployment: TaskDeployment, split: bytes | None, snapshot: bytes | None, store, job_manager):
+        self.d = deployment
+        self.key = deployment.key
+        self.attempt = ExecutionAttemptID(deployment.vertex, deployment.subtask_index, deployment.attempt_number)
+        self._split = decode_records(split) if split is not None else ()
+        self._snapshot = snapshot
+        self.store = RemoteExternalStore(store) if store is not None else None
+        self.job_manager = job_manager
+        self.task: StreamTask | None = None
+        self.handles: dict = {}
+        self._data_out: dict = defaultdict(list)
+        self._upstream_out: dict = defaultdict(list)
+        self._expected: dict = {}
+        self._held: dict = defaultdict(dict)
+        self._failure: BaseException | None = None
+        self.records_processed = 0
+        self.steps = 0
+        self.waits = 0
+        self.finished = False
+
+    # -- setup ---------------------------------------------------------------------------------------
+
+    async def connect(self, handles: dict) -> dict:
+        """Build the task on this actor's loop, restore its state, and learn every peer's handle."""
+        loop = asyncio.get_running_loop()
+        self.handles = handles
+        self.wiring = Wiring(self.d.graph)
+        self._wake = asyncio.Event()
+        self._reports: asyncio.Queue = asyncio.Queue()
+        self.task = StreamTask(
+            self.d.graph, self.d.vertex, self.d.subtask_index, self.attempt, mode=MODE_OF[self.d.mode],
+            clock=now_ms, timer_service=LoopTimerService(loop, self._fail), rng=random.Random(self.d.seed),
+            wakeup=self._after_event, network=self.d.network, split=self._split, store=self.store,
+            emit_watermarks=self.d.emit_watermarks, checkpoints_after_tasks_finish=self.d.checkpoints_after_tasks_finish,
+        )
+        restored = self.task.restore(decode_snapshot(self._snapshot, self.d.subtask_index))
+        self._split = ()
+        self._reporter = loop.create_task(self._report_in_order())
+        return restored
+
+    # -- the work loop -------------------------------------------------------------------------------
+
+    async def run(self) -> dict:
+        task = self.task
+        started = time.monotonic()
+        emitted = 0
+        is_source = task.operator.is_source
+        self._after_event()  # recovered output and initial credit
+        flusher = asyncio.get_running_loop().create_task(self._flush_periodically())
+        try:
+            while True:
+                self._raise_if_failed()
+                burst_end = time.monotonic() + BURST_SECONDS
+                while True:
+                    result = task.process_next()
+                    self.steps += 1
+                    self.records_processed += result.records
+                    if is_source:
+                        emitted += result.records
+                    self._collect()
+                    if result.outcome is not StepOutcome.PROCESSED or time.monotonic() >= burst_end:
+                        break
+                    if is_source and self.d.source_rate:
+                        break
+                self._send()
+                if result.outcome is StepOutcome.FINISHED:
+                    self.finished = True
+                    break
+                if result.outcome is StepOutcome.PROCESSED:
+                    delay = 0.0
+                    if is_source and self.d.source_rate:
+                        delay = started + emitted / self.d.source_rate - time.monotonic()
+                    await asyncio.sleep(max(0.0, delay))
+                else:
+                    self._wake.clear()
+                    self.waits += 1
+                    await self._wake.wait()
+        finally:
+            flusher.cancel()
+        self._raise_if_failed()
+        return {"task": self.d.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits}
+
+    async def _flush_periodically(self) -> None:
+        interval = self.d.buffer_timeout_ms / 1000.0
+        while not self.finished and not self.task.finished:
+            await asyncio.sleep(interval)
+            if self.task.finished:
+                return
+            try:
+                self.task.flush_outputs()
+                self._after_event()
+            except BaseException as err:  # noqa: BLE001
+                self._fail(err)
+                return
+
+    # -- what arrives --------------------------------------------------------------------------------
+
+    async def deliver(self, data: bytes) -> None:
+        try:
+            for channel, seq, backlog, element in decode_elements(data):
+                expected = self._expected.get(channel, 0)
+                if seq != expected:
+                    self._held[channel][seq] = (backlog, element)
+                    continue
+                self.task.on_element(channel, element, seq, backlog)
+                expected += 1
+                held = self._held.get(channel)
+                while held and expected in held:
+                    backlog, element = held.pop(expected)
+                    self.task.on_element(channel, element, expected, backlog)
+                    expected += 1
+                self._expected[channel] = expected
+            self._after_event()
+        except BaseException as err:  # noqa: BLE001
+            self._fail(err)
+
+    async def upstream(self, data: bytes) -> None:
+        try:
+            for info, kind, credit in decode_upstream(data):
+                if kind == CREDIT:
+                    self.task.on_credit(info, credit)
+                else:
+                    self.task.on_resume_consumption(info)
+            self._after_event()
+        except BaseException as err:  # noqa: BLE001
+            self._fail(err)
+
+    async def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: list) -> None:
+        self._call(lambda: self.task.trigger_checkpoint(checkpoint_id, timestamp, options_from_wire(options)))
+
+    async def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self._call(lambda: self.task.notify_checkpoint_complete(checkpoint_id))
+
+    async def notify_checkpoint_aborted(self, checkpoint_id: int, latest_completed_checkpoint_id: int) -> None:
+        self._call(lambda: self.task.notify_checkpoint_aborted(checkpoint_id, latest_completed_checkpoint_id))
+
+    async def progress(self) -> int:
+        return self.records_processed
+
+    def _call(self, fn) -> None:
+        try:
+            fn()
+            self._after_event()
+        except BaseException as err:  # noqa: BLE001
+            self._fail(err)
+
+    # -- what leaves ---------------------------------------------------------------------------------
+
+    def _after_event(self) -> None:
+        """Collect and send what the task's last event produced; wake the work loop."""
+        self._collect()
+        self._send()
+        self._wake.set()
+
+    def _collect(self) -> None:
+        task = self.task
+        for info, item in task.poll_sendable():
+            consumer, channel = self.wiring.channel_of(self.key, info)
+            self._data_out[consumer].append(element_entry(channel, item))
+        for action in task.drain_actions():
+            if isinstance(action, (AddCredit, ResumeConsumptionUpstream)):
+                producer, info = self.wiring.subpartition_of(self.key, action.channel_info)
+                self._upstream_out[producer].append(upstream_entry(info, action))
+            elif isinstance(action, AcknowledgeCheckpoint):
+                self._reports.put_nowait(("acknowledge", (
+                    attempt_to_wire(self.attempt), action.checkpoint_id,
+                    encode_snapshot(action.task_state_snapshot, self.d.subtask_index, action.checkpoint_id),
+                    encode_metrics(action.metrics), now_ms())))
+            elif isinstance(action, DeclineCheckpoint):
+                self._reports.put_nowait(("decline", (
+                    attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)))
+            elif isinstance(action, TaskFinished):
+                self._reports.put_nowait(("task_finished", (attempt_to_wire(self.attempt), self.records_processed)))
+            else:
+                raise TypeError(f"{self.d.name}: no way to carry out {action!r}")
+
+    def _send(self) -> None:
+        if self._data_out:
+            for consumer, entries in self._data_out.items():
+                self.handles[consumer].deliver.remote(pack(entries))
+            self._data_out.clear()
+        if self._upstream_out:
+            for producer, entries in self._upstream_out.items():
+                self.handles[producer].upstream.remote(pack(entries))
+            self._upstream_out.clear()
+        if self.store is not None:
+            self.store.send()
+
+    async def _report_in_order(self) -> None:
+        while True:
+            method, args = await self._reports.get()
+            if self.store is not None and self.store.has_unconfirmed:
+                await self.store.flush()
+            getattr(self.job_manager, method).remote(*args)
+
+    # -- failure -------------------------------------------------------------------------------------
+
+    def _fail(self, err: BaseException) -> None:
+        if self._failure is None:
+            self._failure = err
+            if self.finished:  # no run call left to fail: tell the job manager directly
+                self.job_manager.task_error.remote(attempt_to_wire(self.attempt), f"{type(err).__name__}: {err}")
+        self._wake.set()
+
+    def _raise_if_failed(self) -> None:
+        if self._failure is not None:
+            raise RuntimeError(f"{self.d.name} (attempt {self.attempt.attempt_number}) failed: "
+                               f"{type(self._failure).__name__}: {self._failure}") from self._failure
+
