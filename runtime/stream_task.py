@@ -151,6 +151,7 @@ class StreamTask:
             for i, edge in enumerate(self.output_edges)
         ]
         self._next_rebalance = [rng.randrange(max(1, p.number_of_subpartitions)) for p in self.partitions]
+        self._hash_cache: list[dict] = [{} for _ in self.partitions]
 
         self.input_side: Optional[InputSide] = None
         self._recovered_input: list[tuple[InputChannelInfo, Buffer]] = []
@@ -324,20 +325,23 @@ class StreamTask:
                 for r in records:
                     partition.broadcast_record(r, size)
             elif kind is Partitioner.FORWARD:
-                for r in records:
-                    partition.emit_record(r, 0, size)
+                partition.emit_records(((r, 0) for r in records), size)
             elif kind is Partitioner.HASH:
-                target = self.graph.vertex(edge.target)
-                for r in records:
-                    partition.emit_record(
-                        r, assign_key_to_parallel_operator(r[KEY], target.max_parallelism, target.parallelism), size)
+                partition.emit_records(((r, self._hash_target(i, edge, r[KEY])) for r in records), size)
             else:  # rebalance: round robin, starting at a random channel as Flink's RebalancePartitioner
                 n = partition.number_of_subpartitions
-                nxt = self._next_rebalance[i]
-                for r in records:
-                    partition.emit_record(r, nxt, size)
-                    nxt = (nxt + 1) % n
-                self._next_rebalance[i] = nxt
+                start = self._next_rebalance[i]
+                partition.emit_records(((r, (start + k) % n) for k, r in enumerate(records)), size)
+                self._next_rebalance[i] = (start + len(records)) % n
+
+    def _hash_target(self, partition_idx: int, edge, key) -> int:
+        """Flink's KeyGroupStreamPartitioner (key -> key group -> subtask), memoized per key."""
+        cache = self._hash_cache[partition_idx]
+        target = cache.get(key)
+        if target is None:
+            consumer = self.graph.vertex(edge.target)
+            target = cache[key] = assign_key_to_parallel_operator(key, consumer.max_parallelism, consumer.parallelism)
+        return target
 
     def flush_outputs(self) -> None:
         """Flink's output flusher (``execution.buffer-timeout``, 100 ms by default) finishing open buffers."""

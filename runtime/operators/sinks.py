@@ -4,8 +4,8 @@ plain at-least-once sink.
 How this works: ``ExternalStore`` stands for the system outside the job (a database, a Kafka topic). It
 survives task failures; the drivers keep it outside every task and hand it to the sinks they build.
 ``TwoPhaseCommitSink`` writes records into the current transaction; at a checkpoint's synchronous snapshot
-it *pre-commits* the transaction, keeps it as pending for that checkpoint id, opens a new one, and stores
-the pending transactions in its state; when the checkpoint completes (``notify_checkpoint_complete``) it
+it *pre-commits* the transaction (its data goes to the external system, invisible until committed), keeps
+its handle as pending for that checkpoint id, opens a new one, and stores the pending handles in its state; when the checkpoint completes (``notify_checkpoint_complete``) it
 commits every pending transaction up to that id. On restore it commits the transactions the restored state
 lists as pending (Flink's ``recoverAndCommit``: the checkpoint they belong to completed, the notification
 may have been lost) and aborts everything else (``recoverAndAbort``). Commits are idempotent per
@@ -26,19 +26,33 @@ PENDING_TRANSACTIONS_STATE = "pending-transactions"
 
 @dataclass
 class ExternalStore:
-    """The external system: committed transactions (by id) and directly written records."""
+    """The external system, transactional like Kafka's: data of a transaction is written at pre-commit, stays
+    invisible while pending, and becomes visible when committed; commits are idempotent per transaction id."""
 
     committed: dict[str, tuple] = field(default_factory=dict)
+    pending: dict[str, tuple] = field(default_factory=dict)
     direct: list[tuple] = field(default_factory=list)
     commits_attempted: int = 0
     aborted_transactions: int = 0
 
-    def commit(self, transaction_id: str, records: tuple) -> None:
+    def pre_commit(self, transaction_id: str, records: tuple) -> None:
+        self.pending[transaction_id] = records
+
+    def commit(self, transaction_id: str) -> None:
         self.commits_attempted += 1
-        self.committed.setdefault(transaction_id, records)  # idempotent: a repeated commit changes nothing
+        records = self.pending.pop(transaction_id, None)
+        if records is not None and transaction_id not in self.committed:
+            self.committed[transaction_id] = records
 
     def abort(self, transaction_id: str) -> None:
-        self.aborted_transactions += 1
+        if self.pending.pop(transaction_id, None) is not None:
+            self.aborted_transactions += 1
+
+    def abort_lingering(self, owner: str, keep: set[str]) -> None:
+        """Abort ``owner``'s pending transactions except ``keep`` (what a restarted producer does to
+        transactions of a failed attempt: Flink's recoverAndAbort / Kafka's producer fencing)."""
+        for tid in [t for t in self.pending if t.startswith(owner + "@") and t not in keep]:
+            self.abort(tid)
 
     def write(self, records: Iterable[tuple]) -> None:
         self.direct.extend(records)
@@ -57,7 +71,7 @@ class TwoPhaseCommitSink:
         self._serial = 0
         self._current: list[tuple] = []
         self._current_id = self._new_transaction_id()
-        self._pending: dict[int, tuple[str, tuple]] = {}  # checkpoint id -> (transaction id, records)
+        self._pending: dict[int, str] = {}  # checkpoint id -> pre-committed transaction id
 
     def _new_transaction_id(self) -> str:
         self._serial += 1
@@ -67,48 +81,49 @@ class TwoPhaseCommitSink:
         self._current.extend(records)
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSubtaskState:
-        """Pre-commit the current transaction for ``checkpoint_id`` and open the next one."""
-        self._pending[checkpoint_id] = (self._current_id, tuple(self._current))
+        """Pre-commit the current transaction for ``checkpoint_id`` and open the next one; the state holds the
+        pending transaction handles only (the data is in the external system)."""
+        self.store.pre_commit(self._current_id, tuple(self._current))
+        self._pending[checkpoint_id] = self._current_id
         self._current = []
         self._current_id = self._new_transaction_id()
-        parts = tuple(
-            pack([cid, tid, [list(r) for r in recs]]) for cid, (tid, recs) in sorted(self._pending.items())
-        )
+        parts = tuple(pack([cid, tid]) for cid, tid in sorted(self._pending.items()))
         return OperatorSubtaskState(managed_operator_state=(OperatorStateHandle({PENDING_TRANSACTIONS_STATE: parts}),))
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         for cid in sorted(c for c in self._pending if c <= checkpoint_id):
-            tid, recs = self._pending.pop(cid)
-            self.store.commit(tid, recs)
+            self.store.commit(self._pending.pop(cid))
 
     def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
         """An aborted checkpoint's transaction stays pending: a later completed checkpoint commits it (Flink
         keeps pending transactions until a checkpoint that subsumes them completes)."""
 
     def restore_state(self, state: OperatorSubtaskState | None) -> None:
-        """``recoverAndCommit`` the restored pending transactions; the open one of the failed attempt is lost
-        (``recoverAndAbort``)."""
-        if state is None:
-            return
-        for handle in state.managed_operator_state:
-            for part in handle.states.get(PENDING_TRANSACTIONS_STATE, ()):
-                _cid, tid, recs = unpack(part)
-                self.store.commit(tid, tuple(tuple(r) for r in recs))
+        """``recoverAndCommit`` the transactions the restored checkpoint lists as pending (their checkpoint
+        completed; the notification may have been lost), then abort every other transaction of this subtask
+        left behind by the failed attempt (``recoverAndAbort``)."""
+        keep: set[str] = set()
+        if state is not None:
+            for handle in state.managed_operator_state:
+                for part in handle.states.get(PENDING_TRANSACTIONS_STATE, ()):
+                    _cid, tid = unpack(part)
+                    self.store.commit(tid)
+                    keep.add(tid)
+        self.store.abort_lingering(self.subtask, keep)
 
     def close_on_failover(self) -> None:
-        self.store.abort(self._current_id)
-        for tid, _ in self._pending.values():
-            self.store.abort(tid)
+        """The open transaction was never pre-committed: it simply disappears with the task."""
+        self._current = []
 
     def finish(self) -> None:
         """End of input: commit every pre-committed transaction and the open one. This stands in for FLIP-147's
         final checkpoint, after which Flink's sink commits everything before the task finishes (the simulator
         does not yet model a failover after tasks have finished)."""
         for cid in sorted(self._pending):
-            tid, recs = self._pending.pop(cid)
-            self.store.commit(tid, recs)
+            self.store.commit(self._pending.pop(cid))
         if self._current:
-            self.store.commit(self._current_id, tuple(self._current))
+            self.store.pre_commit(self._current_id, tuple(self._current))
+            self.store.commit(self._current_id)
             self._current = []
 
 

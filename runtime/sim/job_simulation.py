@@ -440,8 +440,8 @@ class JobSimulation:
     def _crash(self, task_name: str, why: str) -> None:
         vertex, _, index = task_name.partition("#")
         key = (vertex, int(index or 0))
-        if key not in self.tasks or key in self._finished or self.outcome is not None:
-            return
+        if key not in self.tasks or key in self._finished or self.outcome is not None or self.tasks[key].finished:
+            return  # unknown, finished, or already dead (the job is restarting): nothing left to crash
         self._failover(task_name, why, failed=self.tasks[key].attempt_id)
 
     def _failover(self, task_name: str, why: str, failed=None) -> None:
@@ -462,9 +462,13 @@ class JobSimulation:
             failed = self.coordinator.current_attempt(*key)
         self._handle_coordinator(self.coordinator.handle(m.TaskFailed(failed, why)))
         restore = self._restore_from
-        self.sim.schedule_after(self.config.restart_delay_ms * 1000, lambda: self._restart(restore), Priority.URGENT, "restart")
+        epoch = self.epoch
+        self.sim.schedule_after(self.config.restart_delay_ms * 1000, lambda: self._restart(restore, epoch),
+                                Priority.URGENT, "restart")
 
-    def _restart(self, restore: m.RestoreFrom | None) -> None:
+    def _restart(self, restore: m.RestoreFrom | None, epoch: int) -> None:
+        if epoch != self.epoch:
+            return  # superseded by a later failover
         self._deploy(restore)
         for f in self.config.faults.of_type(CrashTask):
             if f.point is ProtocolPoint.DURING_RESTORE and f not in self._fired_points:

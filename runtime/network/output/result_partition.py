@@ -124,6 +124,27 @@ class ResultPartition:
             self._finish_builder(target_subpartition)
         return self.get_availability()
 
+    def emit_records(self, records_and_targets: Iterable[tuple[Any, int]], size: int) -> Availability:
+        """``emit_record`` for a batch of ``(record, target_subpartition)`` pairs of ``size`` bytes each, with
+        the availability computed once at the end (what one input buffer's processing writes)."""
+        self._check_in_produce_state("emit_records")
+        if size < 0:
+            raise ValueError(f"emit_records: negative record size {size}")
+        segment = self.memory_segment_size
+        builders = self._builders
+        count = 0
+        for record, target in records_and_targets:
+            count += 1
+            builder = builders[target]
+            if size > segment - builder.size or builder.size + size == segment:
+                self.total_written_bytes -= size  # emit_record counts it again
+                self.emit_record(record, target, size)
+                continue
+            builder.records.append(record)
+            builder.size += size
+        self.total_written_bytes += count * size
+        return self.get_availability()
+
     def broadcast_record(self, record: Any, size: int) -> Availability:
         for i in range(len(self.subpartitions)):
             self.emit_record(record, i, size)

@@ -35,7 +35,20 @@ def test_restore_commits_pending_transactions_of_the_restored_checkpoint_once():
     restored.snapshot_state(2)
     restored.notify_checkpoint_complete(2)
     assert store.output() == [(1,), (2,)]
-    assert store.aborted_transactions == 2
+    assert store.pending == {}
+
+
+def test_restore_aborts_transactions_pre_committed_for_checkpoints_that_never_completed():
+    store = ExternalStore()
+    sink = TwoPhaseCommitSink(store, "sink#0")
+    sink.invoke_all([(1,)])
+    state = sink.snapshot_state(1)  # checkpoint 1 completed
+    sink.invoke_all([(2,)])
+    sink.snapshot_state(2)  # pre-committed, but checkpoint 2 never completed
+    sink.close_on_failover()
+    TwoPhaseCommitSink(store, "sink#0", attempt=1).restore_state(state)
+    assert store.output() == [(1,)]
+    assert store.pending == {} and store.aborted_transactions == 1
 
 
 def test_at_least_once_sink_writes_through_and_duplicates_replays():

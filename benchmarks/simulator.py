@@ -1,0 +1,89 @@
+"""Simulator speed, measured in this run: events per second and simulated seconds per wall second for a
+16-task job checkpointing every 100 simulated ms (no faults, and with a crash), and the property campaign's
+throughput (generated fault schedules per minute). Targets from the simulator issue: >= 500,000 events/s,
+>= 50x faster than real time, >= 100 fault schedules per minute.
+
+Run: ``python -m benchmarks.simulator``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import HealthCheck, Phase, given, settings
+
+from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.sim.job_simulation import JobSimulation, SimulationConfig
+from barriersim.scenarios.workload import local_splits
+from barriersim.strategies import simulated_cases
+
+SIXTEEN_TASKS = JobGraph(
+    (JobVertex("source", K.SOURCE, 4), JobVertex("sum", K.KEYED_SUM, 8), JobVertex("map", K.MAP, 3),
+     JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1)),
+    (JobEdge("source", "sum", P.HASH), JobEdge("sum", "map", P.REBALANCE), JobEdge("map", "sink", P.REBALANCE)),
+)
+
+
+def measure_job(mode: str, faults: str = "[]", records: int = 400_000, rate: int = 10_000) -> dict:
+    splits = {"source": local_splits(records, 1000, 1.0, 100, 4, seed=1, rate_per_source=rate)}
+    config = SimulationConfig(SIXTEEN_TASKS, mode=mode, interval_ms=100, source_rate_per_subtask=rate,
+                              aligned_checkpoint_timeout_ms=50 if mode == "aligned-with-timeout" else 0,
+                              faults=FaultSchedule.from_json(faults), restart_delay_ms=200)
+    started = time.perf_counter()
+    result = JobSimulation(config, splits, seed=7).run()
+    wall = time.perf_counter() - started
+    return {
+        "mode": mode,
+        "records": records,
+        "events": result.events,
+        "wall_seconds": wall,
+        "virtual_seconds": result.virtual_ms / 1000,
+        "events_per_second": result.events / wall,
+        "records_per_wall_second": records / wall,
+        "speedup_vs_real_time": result.virtual_ms / 1000 / wall,
+        "checkpoints": result.counts["completed"],
+    }
+
+
+def measure_campaign(seconds: float = 20.0) -> dict:
+    count = 0
+    started = time.perf_counter()
+
+    @settings(max_examples=10_000, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(simulated_cases())
+    def campaign(case):
+        nonlocal count
+        if time.perf_counter() - started > seconds:
+            return
+        case.run()
+        count += 1
+
+    campaign()
+    elapsed = min(seconds, time.perf_counter() - started)
+    return {"fault_schedules": count, "seconds": elapsed, "per_minute": count * 60 / elapsed}
+
+
+def main() -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = [measure_job(m) for m in ("aligned", "unaligned", "at-least-once")]
+    rows.append({**measure_job("aligned", '[{"type":"crash_task","task":"sum#3","at_ms":4000}]'), "mode": "aligned + crash"})
+    table = Table(title="simulator: 16-task job, checkpoints every 100 simulated ms (targets: 500,000 events/s, 50x real time)")
+    for col in ("mode", "records", "events", "events/s", "records/s (wall)", "virtual s", "wall s", "x real time", "checkpoints"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(r["mode"], f"{r['records']:,}", f"{r['events']:,}", f"{r['events_per_second']:,.0f}",
+                      f"{r['records_per_wall_second']:,.0f}", f"{r['virtual_seconds']:.1f}", f"{r['wall_seconds']:.2f}",
+                      f"{r['speedup_vs_real_time']:.1f}", str(r["checkpoints"]))
+    console = Console()
+    console.print(table)
+    c = measure_campaign()
+    console.print(f"property campaign: {c['fault_schedules']} generated fault schedules in {c['seconds']:.1f} s = "
+                  f"{c['per_minute']:.0f} per minute (target 100)")
+
+
+if __name__ == "__main__":
+    main()
