@@ -1,0 +1,117 @@
+"""barriersim on Ray against the raw Ray baseline, all measured in the same run: throughput of a 4-stage
+pipeline with checkpointing off and every 100 ms, and the time a barrier takes through an idle pipeline of
+depth 4 against 4 raw one-hop latencies.
+
+How this works: (1) ``benchmarks.ray_baseline.measure_raw_ray`` (one-way 32 KiB calls/s, round trip, chain);
+(2) ``run_graph_on_ray`` on source -> map -> map -> sink (forward or rebalance, parallelism 1, unpaced
+source), once with an interval too large to trigger and once every 100 ms; records/s over the job's run
+after its actors were deployed, MB/s at the model's 32 bytes per record (Flink's buffers carry
+``record_size`` bytes per record; the bytes msgpack really sends are fewer); (3) the same pipeline with a
+source paced to a trickle, checkpointed every 200 ms: a checkpoint's end-to-end duration (trigger RPC, three
+data hops, acknowledgement RPC) and the barrier's own time from the source's acknowledgement to the sink's
+(three hops), against ``4 x`` the raw one-hop latency (half the raw round trip). Prints the ratios against
+the targets: (2)/(1) bytes/s >= 0.7, checkpoints every 100 ms cost <= 5 %, (3) <= 1.5x the raw hops.
+
+Run: ``python -m benchmarks.ray_pipeline [--records N] [--partitioner forward|rebalance]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+
+import ray
+
+from barriersim.actors.graph_runner import RayJobResult, run_graph_on_ray
+from benchmarks.ray_baseline import measure_raw_ray
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner
+from barriersim.runtime.sim.job_simulation import SimulationConfig
+from barriersim.runtime.stream_task import NetworkConfig
+from barriersim.scenarios.workload import local_splits
+
+NEVER_MS = 10**9  # an interval too large to trigger during the run
+
+
+def pipeline(partitioner: Partitioner) -> JobGraph:
+    return JobGraph(
+        (JobVertex("source", K.SOURCE, 1), JobVertex("map-1", K.MAP, 1), JobVertex("map-2", K.MAP, 1),
+         JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1)),
+        (JobEdge("source", "map-1", partitioner), JobEdge("map-1", "map-2", partitioner),
+         JobEdge("map-2", "sink", partitioner)),
+    )
+
+
+def run(graph: JobGraph, records: int, interval_ms: int, rate: int = 0, job_id: str = "bench",
+        network: NetworkConfig = NetworkConfig()) -> RayJobResult:
+    splits = {"source": local_splits(records, 100, 1.0, 100, 1, seed=5)}
+    config = SimulationConfig(graph, mode="aligned", interval_ms=interval_ms, source_rate_per_subtask=rate,
+                              network=network)
+    with tempfile.TemporaryDirectory() as root:
+        result = run_graph_on_ray(config, splits, root, job_id, timeout_seconds=900)
+    if result.outcome != "finished" or len(result.committed_output) != records:
+        raise RuntimeError(f"benchmark job {job_id} did not finish cleanly: {result.outcome}, "
+                           f"{len(result.committed_output)} of {records} records")
+    return result
+
+
+def throughput(result: RayJobResult, record_size: int) -> dict:
+    seconds = result.job_seconds - result.first_deploy_seconds
+    rps = result.records_emitted / seconds
+    return {"seconds": seconds, "records_per_second": rps, "mb_per_second": rps * record_size / 1e6,
+            "checkpoints": result.counts.get("completed", 0)}
+
+
+def barrier_times(result: RayJobResult) -> dict:
+    completed = {c["id"]: c for c in result.checkpoints if c["status"] == "COMPLETED"}
+    acks: dict = {}
+    for row in result.subtasks:
+        if row["id"] in completed:
+            acks.setdefault(row["id"], {})[row["task"].split("#")[0]] = row["ack_timestamp"]
+    end_to_end = [c["end_to_end_duration"] for c in completed.values()]
+    through = [a["sink"] - a["source"] for a in acks.values() if "sink" in a and "source" in a]
+    return {"checkpoints": len(completed),
+            "end_to_end_median_ms": statistics.median(end_to_end) if end_to_end else float("nan"),
+            "source_to_sink_median_ms": statistics.median(through) if through else float("nan")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--partitioner", choices=["forward", "rebalance"], default="forward")
+    args = parser.parse_args()
+    graph = pipeline(Partitioner(args.partitioner))
+    record_size = SimulationConfig(graph).network.record_size
+
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
+    try:
+        raw = measure_raw_ray()
+        off = throughput(run(graph, args.records, NEVER_MS, job_id="off"), record_size)
+        every = throughput(run(graph, args.records, 100, job_id="every-100ms"), record_size)
+        # one record every 200 ms: the pipeline is idle when the barriers pass
+        idle = barrier_times(run(graph, 60, 200, rate=5, job_id="idle", network=NetworkConfig(source_batch_records=1)))
+    finally:
+        ray.shutdown()
+
+    hops = 4 * raw["one_hop_ms"]
+    print(f"(1) raw Ray: {raw['one_way_calls_per_second']:,.0f} one-way 32 KiB calls/s = {raw['one_way_mb_per_second']:.1f} MB/s; "
+          f"round trip median {raw['round_trip_median_ms']:.2f} ms (p99 {raw['round_trip_p99_ms']:.2f}); "
+          f"one hop {raw['one_hop_ms']:.2f} ms; chain of 4 awaited {raw['chain_median_ms']:.2f} ms")
+    print(f"(2) pipeline source -> map -> map -> sink ({args.partitioner}), {args.records:,} records of {record_size} B:")
+    print(f"    checkpointing off:      {off['records_per_second']:,.0f} records/s = {off['mb_per_second']:.2f} MB/s ({off['seconds']:.1f} s)")
+    print(f"    checkpoints every 100 ms: {every['records_per_second']:,.0f} records/s = {every['mb_per_second']:.2f} MB/s "
+          f"({every['seconds']:.1f} s, {every['checkpoints']} checkpoints)")
+    print(f"(3) barrier through an idle pipeline of depth 4 ({idle['checkpoints']} checkpoints): end to end "
+          f"(trigger, 3 hops, ack) median {idle['end_to_end_median_ms']:.1f} ms; source ack -> sink ack median "
+          f"{idle['source_to_sink_median_ms']:.1f} ms; 4 raw one-hop latencies {hops:.2f} ms")
+    ratio_bytes = off["mb_per_second"] / raw["one_way_mb_per_second"]
+    cost = 1 - every["records_per_second"] / off["records_per_second"]
+    ratio_barrier = idle["end_to_end_median_ms"] / hops
+    print("ratios against the targets:")
+    print(f"    (2)/(1) bytes/s = {ratio_bytes:.3f} (target >= 0.7): {'met' if ratio_bytes >= 0.7 else 'NOT met'}")
+    print(f"    cost of checkpoints every 100 ms = {cost * 100:.1f} % (target <= 5 %): {'met' if cost <= 0.05 else 'NOT met'}")
+    print(f"    (3) / 4 raw hops = {ratio_barrier:.2f}x (target <= 1.5x): {'met' if ratio_barrier <= 1.5 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
