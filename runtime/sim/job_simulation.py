@@ -167,7 +167,7 @@ class JobSimulation:
         return SimulationResult(
             outcome=self.outcome,
             committed_output=self.store.output(),
-            checkpoints=[dict(r) for _, r in sorted(stats.history.items())],
+            checkpoints=self._checkpoint_rows(stats),
             subtasks=self._subtask_rows,
             counts=dict(stats.counts),
             restarts=self.restarts,
@@ -177,6 +177,18 @@ class JobSimulation:
             restored_checkpoint_ids=self.restored_ids,
             restored_in_flight_bytes=self.restored_in_flight,
         )
+
+    def _checkpoint_rows(self, stats) -> list[dict]:
+        """The coordinator's per-checkpoint statistics plus Flink's per-checkpoint sums of the subtasks' figures
+        (``alignment_buffered``, ``processed_data``, ``persisted_data``)."""
+        sums: dict[int, dict[str, int]] = {}
+        for row in self._subtask_rows:
+            acc = sums.setdefault(row["id"], {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0})
+            acc["alignment_buffered"] += row["alignment_buffered"]
+            acc["processed_data"] += row["alignment_processed"]
+            acc["persisted_data"] += row["alignment_persisted"]
+        empty = {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0}
+        return [{**record, **sums.get(cid, empty)} for cid, record in sorted(stats.history.items())]
 
     def _deploy(self, restore: m.RestoreFrom | None) -> None:
         assignment = None
