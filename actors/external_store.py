@@ -1,77 +1,97 @@
 """The external system the sinks write to, kept in its own actor so that it survives task failures.
 
-How this works: ``ExternalStoreActor`` holds a ``runtime.operators.sinks.ExternalStore`` (commits are
-idempotent per transaction id, so a commit repeated by a restored sink changes nothing). A sink task talks to
-it through ``RemoteExternalStore``, which has the store's methods: commits and aborts are sent at once,
-directly written records (the at-least-once sink) are gathered and sent as one call per ``send()``; every
-call's reference is kept until ``flush()`` awaited it. The task actor flushes before it acknowledges a
-checkpoint or reports that it finished, so whatever the sink handed to the store before a checkpoint's
-barrier is in the store when the checkpoint can complete (as Flink's at-least-once sinks flush on
-snapshot), and everything is in the store when the job ends. Records travel as msgpack.
+How this works: ``ExternalStoreActor`` holds a ``runtime.operators.sinks.ExternalStore`` (transactional:
+pre-committed data is invisible until committed, commits are idempotent per transaction id). A sink task
+talks to it through ``RemoteExternalStore``, which offers every public method of the store: each call is
+queued, and ``send()`` ships the queue as ONE Ray call (msgpack) numbered per caller; the store actor
+applies a caller's batches in that order (Ray does not promise call order for async actors), so a
+transaction's pre-commit always precedes its commit. Every call's reference is kept until ``flush()``
+awaited it. The task actor flushes before it acknowledges a checkpoint or reports that it finished, so what
+the sink handed to the store before a checkpoint's barrier (pre-committed transactions, directly written
+records) is in the store when the checkpoint can complete, and everything is in it when the job ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+import msgpack
 import ray
 
-from barriersim.actors.messages import decode_records, encode_records
+from barriersim.actors.messages import encode_records
 from barriersim.runtime.operators.sinks import ExternalStore
+
+_METHODS = frozenset(name for name in dir(ExternalStore) if not name.startswith("_") and callable(getattr(ExternalStore, name)))
+
+
+def _plain(value):
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"cannot send {type(value).__name__} to the external store")
 
 
 @ray.remote(num_cpus=0.01)
 class ExternalStoreActor:
     def __init__(self):
         self.store = ExternalStore()
+        self._expected: dict[str, int] = {}
+        self._held: dict[str, dict[int, bytes]] = {}
 
-    async def commit(self, transaction_id: str, records: bytes) -> None:
-        self.store.commit(transaction_id, tuple(decode_records(records)))
-
-    async def abort(self, transaction_id: str) -> None:
-        self.store.abort(transaction_id)
-
-    async def write(self, records: bytes) -> None:
-        self.store.write(decode_records(records))
+    async def apply(self, caller: str, sequence_number: int, calls: bytes) -> None:
+        """Apply ``caller``'s batch ``sequence_number`` once every earlier batch of it was applied."""
+        held = self._held.setdefault(caller, {})
+        held[sequence_number] = calls
+        expected = self._expected.get(caller, 0)
+        while expected in held:
+            for name, args in msgpack.unpackb(held.pop(expected), raw=False, use_list=False):
+                if name not in _METHODS:
+                    raise ValueError(f"external store: {caller} called unknown method {name!r}")
+                getattr(self.store, name)(*args)
+            expected += 1
+        self._expected[caller] = expected
 
     async def output(self) -> bytes:
         return encode_records(self.store.output())
 
     async def counters(self) -> dict:
         s = self.store
-        return {"transactions": len(s.committed), "commits_attempted": s.commits_attempted,
-                "aborted_transactions": s.aborted_transactions, "direct_records": len(s.direct)}
+        return {"transactions": len(s.committed), "pending_transactions": len(getattr(s, "pending", ())),
+                "commits_attempted": s.commits_attempted, "aborted_transactions": s.aborted_transactions,
+                "direct_records": len(s.direct)}
 
 
 class RemoteExternalStore:
-    """The store as a sink inside a task actor sees it."""
+    """The store as a sink inside a task actor sees it: the store's methods, queued and sent in batches."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, caller: str):
         self._handle = handle
-        self._direct: list[tuple] = []
+        self._caller = caller
+        self._sequence_number = 0
+        self._queue: list = []
         self._in_flight: list = []
 
-    def commit(self, transaction_id: str, records: tuple) -> None:
-        self._in_flight.append(self._handle.commit.remote(transaction_id, encode_records(records)))
+    def __getattr__(self, name: str):
+        if name not in _METHODS:
+            raise AttributeError(name)
 
-    def abort(self, transaction_id: str) -> None:
-        self._in_flight.append(self._handle.abort.remote(transaction_id))
+        def call(*args) -> None:
+            self._queue.append([name, list(args)])
 
-    def write(self, records) -> None:
-        self._direct.extend(records)
+        return call
 
     def send(self) -> None:
-        if self._direct:
-            self._in_flight.append(self._handle.write.remote(encode_records(self._direct)))
-            self._direct = []
+        if self._queue:
+            calls = msgpack.packb(self._queue, use_bin_type=True, default=_plain)
+            self._in_flight.append(self._handle.apply.remote(self._caller, self._sequence_number, calls))
+            self._sequence_number += 1
+            self._queue = []
 
     @property
     def has_unconfirmed(self) -> bool:
-        return bool(self._direct or self._in_flight)
+        return bool(self._queue or self._in_flight)
 
     async def flush(self) -> None:
         self.send()
         while self._in_flight:
             refs, self._in_flight = self._in_flight, []
             await asyncio.gather(*refs)
-

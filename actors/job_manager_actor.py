@@ -185,6 +185,7 @@ class JobManagerActor:
             restored = await asyncio.gather(*(h.connect.remote(tasks) for h in tasks.values()))
         except Exception as err:  # noqa: BLE001 - a task died while deploying: fail over again
             if epoch == self.epoch and self.outcome is None:
+                self.failures.append(f"deploy of attempt {epoch}: {type(err).__name__}: {err}")
                 self._failover("deploy", f"deploy failed: {type(err).__name__}: {err}")
             return
         if epoch != self.epoch:

@@ -46,8 +46,9 @@ def element_entry(channel: InputChannelInfo, item: BufferAndBacklog) -> list:
 
 
 def decode_elements(data: bytes):
-    """Yield ``(channel, sequence_number, backlog, element)`` for every entry of a data batch."""
-    for gate, channel, seq, backlog, wire in unpack(data):
+    """Yield ``(channel, sequence_number, backlog, element)`` for every entry of a data batch (arrays come
+    back as tuples, so records need no conversion)."""
+    for gate, channel, seq, backlog, wire in msgpack.unpackb(data, raw=False, use_list=False):
         yield InputChannelInfo(gate, channel), seq, backlog, from_wire(wire)
 
 

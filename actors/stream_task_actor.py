@@ -90,7 +90,7 @@ class StreamTaskActor:
         self.attempt = ExecutionAttemptID(deployment.vertex, deployment.subtask_index, deployment.attempt_number)
         self._split = decode_records(split) if split is not None else ()
         self._snapshot = snapshot
-        self.store = RemoteExternalStore(store) if store is not None else None
+        self.store = RemoteExternalStore(store, f"{deployment.name}@{deployment.attempt_number}") if store is not None else None
         self.job_manager = job_manager
         self.task: StreamTask | None = None
         self.handles: dict = {}
@@ -101,6 +101,7 @@ class StreamTaskActor:
         self._failure: BaseException | None = None
         self.records_processed = 0
         self.steps = 0
+        self._running = False
         self.waits = 0
         self.finished = False
 
@@ -127,35 +128,20 @@ class StreamTaskActor:
     # -- the work loop -------------------------------------------------------------------------------
 
     async def run(self) -> dict:
-        task = self.task
         started = time.monotonic()
-        emitted = 0
-        is_source = task.operator.is_source
+        pace = self.task.operator.is_source and self.d.source_rate
+        self._running = True
         self._after_event()  # recovered output and initial credit
         flusher = asyncio.get_running_loop().create_task(self._flush_periodically())
         try:
             while True:
                 self._raise_if_failed()
-                burst_end = time.monotonic() + BURST_SECONDS
-                while True:
-                    result = task.process_next()
-                    self.steps += 1
-                    self.records_processed += result.records
-                    if is_source:
-                        emitted += result.records
-                    self._collect()
-                    if result.outcome is not StepOutcome.PROCESSED or time.monotonic() >= burst_end:
-                        break
-                    if is_source and self.d.source_rate:
-                        break
+                outcome = self._work()
                 self._send()
-                if result.outcome is StepOutcome.FINISHED:
-                    self.finished = True
+                if self.finished:
                     break
-                if result.outcome is StepOutcome.PROCESSED:
-                    delay = 0.0
-                    if is_source and self.d.source_rate:
-                        delay = started + emitted / self.d.source_rate - time.monotonic()
+                if outcome is StepOutcome.PROCESSED:
+                    delay = started + self.records_processed / self.d.source_rate - time.monotonic() if pace else 0.0
                     await asyncio.sleep(max(0.0, delay))
                 else:
                     self._wake.clear()
@@ -165,6 +151,28 @@ class StreamTaskActor:
             flusher.cancel()
         self._raise_if_failed()
         return {"task": self.d.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits}
+
+    def _work(self) -> StepOutcome:
+        """Call ``process_next()`` while it returns PROCESSED, for at most ``BURST_SECONDS`` (one step for a
+        paced source), collecting what each step produced."""
+        task = self.task
+        burst_end = time.monotonic() + BURST_SECONDS
+        one_step = task.operator.is_source and self.d.source_rate
+        while True:
+            result = task.process_next()
+            self.steps += 1
+            self.records_processed += result.records
+            self._collect()
+            if result.outcome is not StepOutcome.PROCESSED or one_step or time.monotonic() >= burst_end:
+                break
+        if result.outcome is StepOutcome.FINISHED:
+            self.finished = True
+        return result.outcome
+
+    def _work_inline(self) -> None:
+        """A downstream task works on what just arrived at once, without a round through the event loop."""
+        if self._running and not self.finished and not self.task.operator.is_source:
+            self._work()
 
     async def _flush_periodically(self) -> None:
         interval = self.d.buffer_timeout_ms / 1000.0
@@ -196,6 +204,7 @@ class StreamTaskActor:
                     self.task.on_element(channel, element, expected, backlog)
                     expected += 1
                 self._expected[channel] = expected
+            self._work_inline()
             self._after_event()
         except BaseException as err:  # noqa: BLE001
             self._fail(err)
@@ -207,6 +216,7 @@ class StreamTaskActor:
                     self.task.on_credit(info, credit)
                 else:
                     self.task.on_resume_consumption(info)
+            self._work_inline()
             self._after_event()
         except BaseException as err:  # noqa: BLE001
             self._fail(err)
