@@ -17,6 +17,12 @@ How this works: it does what the simulator's ``JobSimulation`` does around its t
   of the attempt is killed, the coordinator gets ``TaskFailed`` (it aborts pending checkpoints, creates the
   new attempts and answers ``RestoreFrom``), and after the restart delay the new attempts are deployed from
   that checkpoint. The job ends when every task of the current attempt finished.
+- other faults of the schedule, read as the simulator reads them: ``CrashTask`` at
+  ``after_sync_snapshot_before_ack`` (the acknowledgement is dropped and the actor killed) and
+  ``after_ack_before_completion_notice`` (killed instead of notified), ``DropMessage`` / ``DelayMessage`` of
+  acknowledgements, declines and completion/abort notices, ``FailCheckpoints`` (the acknowledgement becomes a
+  decline), ``FailStorageWrite`` (the ``_metadata`` write fails). Not yet: ``SlowTask``, ``CrashCoordinator``,
+  crashes ``during_restore``.
 No protocol rule lives here.
 """
 
@@ -46,11 +52,20 @@ from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorCo
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.events import options_to_wire
-from barriersim.runtime.failure_reason import CheckpointException
-from barriersim.runtime.faults import CrashTask
+from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.faults import (
+    CrashTask,
+    DelayMessage,
+    DropMessage,
+    FailCheckpoints,
+    FailStorageWrite,
+    MessageKind,
+    ProtocolPoint,
+)
 from barriersim.runtime.jobgraph import OperatorKind
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.sim.job_simulation import JobOutcome, SimulationConfig
+from barriersim.runtime.storage.atomic_file import WriteFault
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 
 
@@ -85,6 +100,7 @@ class JobManagerActor:
         self.storage_errors: list[str] = []
         self.outcome: JobOutcome | None = None
         self._restore_from: m.RestoreFrom | None = None
+        self._fired_points: set = set()
         self._error: str | None = None
         self._emit_watermarks = any(v.operator is OperatorKind.TUMBLING_WINDOW for v in self.graph.vertices)
 
@@ -217,11 +233,21 @@ class JobManagerActor:
 
     async def acknowledge(self, attempt, checkpoint_id: int, snapshot: bytes, metrics: bytes, at_ms: int) -> None:
         attempt = attempt_from_wire(attempt)
+        name = f"{attempt.vertex_id}#{attempt.subtask_index}"
+        if self._current(attempt) and self._crash_point(name, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, checkpoint_id):
+            return  # the task died before its acknowledgement left it
+        for fail in self.config.faults.of_type(FailCheckpoints):
+            first_source = f"{self.graph.sources[0].name}#0"
+            if (fail.task or first_source) == name and fail.first_checkpoint_id <= checkpoint_id < fail.first_checkpoint_id + fail.count:
+                exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED, checkpoint_id, "injected by fail_checkpoints")
+                self._to_coordinator(MessageKind.DECLINE, name, checkpoint_id,
+                                     m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exc))
+                return
         state = decode_snapshot(snapshot, attempt.subtask_index)
         metrics = decode_metrics(metrics)
         if self._current(attempt):
             self.subtask_rows.append({
-                "id": checkpoint_id, "task": f"{attempt.vertex_id}#{attempt.subtask_index}", "ack_timestamp": at_ms,
+                "id": checkpoint_id, "task": name, "ack_timestamp": at_ms,
                 "state_size": state.state_size, "checkpointed_size": state.state_size,
                 "checkpoint_sync": metrics.sync_duration_ms, "checkpoint_async": metrics.async_duration_ms,
                 "alignment_buffered": 0,
@@ -231,14 +257,53 @@ class JobManagerActor:
                 "start_delay": metrics.checkpoint_start_delay_ms,
                 "unaligned_checkpoint": metrics.unaligned_checkpoint, "aborted": False,
             })
-        event = m.AcknowledgeCheckpoint(self.job_id, attempt, checkpoint_id, state, metrics)
-        self._guard(lambda: self._handle(self.coordinator.handle(event)))
+        self._to_coordinator(MessageKind.ACKNOWLEDGE, name, checkpoint_id,
+                             m.AcknowledgeCheckpoint(self.job_id, attempt, checkpoint_id, state, metrics))
+        if self._current(attempt):
+            self._crash_point(name, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, checkpoint_id)
 
     async def decline(self, attempt, checkpoint_id: int, reason: str, detail: str) -> None:
         attempt = attempt_from_wire(attempt)
         exc = CheckpointException(reason_from_wire(reason), checkpoint_id, detail)
-        event = m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exc)
-        self._guard(lambda: self._handle(self.coordinator.handle(event)))
+        self._to_coordinator(MessageKind.DECLINE, f"{attempt.vertex_id}#{attempt.subtask_index}", checkpoint_id,
+                             m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exc))
+
+    def _message_fault(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> tuple[bool, float]:
+        """A fault schedule's ``DropMessage`` / ``DelayMessage`` for this message (as the simulator reads them)."""
+        drop, delay_ms = False, 0
+        for f in self.config.faults.faults:
+            if isinstance(f, (DropMessage, DelayMessage)) and f.kind is kind and f.task in (None, task) and (
+                    f.checkpoint_id in (None, checkpoint_id)):
+                if isinstance(f, DropMessage):
+                    drop = True
+                else:
+                    delay_ms += f.delay_ms
+        return drop, delay_ms / 1000.0
+
+    def _to_coordinator(self, kind: MessageKind, task: str, checkpoint_id: int, event) -> None:
+        drop, delay = self._message_fault(kind, task, checkpoint_id)
+        if drop:
+            return
+        deliver = lambda: self._guard(lambda: self._handle(self.coordinator.handle(event)))  # noqa: E731
+        if delay:
+            self.loop.call_later(delay, deliver)
+        else:
+            deliver()
+
+    def _to_task(self, kind: MessageKind, attempt, checkpoint_id: int, call) -> None:
+        drop, delay = self._message_fault(kind, f"{attempt.vertex_id}#{attempt.subtask_index}", checkpoint_id)
+        if drop:
+            return
+
+        def deliver() -> None:
+            handle = self._handle_of(attempt)
+            if handle is not None:
+                call(handle)
+
+        if delay:
+            self.loop.call_later(delay, deliver)
+        else:
+            deliver()
 
     async def task_finished(self, attempt, records: int) -> None:
         attempt = attempt_from_wire(attempt)
@@ -272,14 +337,18 @@ class JobManagerActor:
                     if handle is not None:
                         handle.trigger_checkpoint.remote(action.checkpoint_id, action.timestamp, options)
             elif isinstance(action, m.NotifyCheckpointComplete):
-                handle = self._handle_of(action.task)
-                if handle is not None:
-                    handle.notify_checkpoint_complete.remote(action.checkpoint_id)
+                name = f"{action.task.vertex_id}#{action.task.subtask_index}"
+                if not (self._current(action.task) and self._crash_point(
+                        name, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, action.checkpoint_id)):
+                    self._to_task(MessageKind.NOTIFY_COMPLETE, action.task, action.checkpoint_id,
+                                  lambda h, a=action: h.notify_checkpoint_complete.remote(a.checkpoint_id))
             elif isinstance(action, m.NotifyCheckpointAborted):
-                handle = self._handle_of(action.task)
-                if handle is not None:
-                    handle.notify_checkpoint_aborted.remote(action.checkpoint_id, action.latest_completed_checkpoint_id)
+                self._to_task(MessageKind.NOTIFY_ABORTED, action.task, action.checkpoint_id,
+                              lambda h, a=action: h.notify_checkpoint_aborted.remote(
+                                  a.checkpoint_id, a.latest_completed_checkpoint_id))
             elif isinstance(action, m.PersistCheckpoint):
+                if any(f.checkpoint_id == action.metadata.checkpoint_id for f in self.config.faults.of_type(FailStorageWrite)):
+                    self.storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
                 try:
                     self.storage.persist_checkpoint(action.metadata, is_savepoint=action.is_savepoint)
                 except Exception as err:  # noqa: BLE001 - recorded, as the simulator does
@@ -294,6 +363,15 @@ class JobManagerActor:
                 self._failover(name, action.reason.name)
 
     # -- faults and failover -------------------------------------------------------------------------
+
+    def _crash_point(self, task: str, point: ProtocolPoint, checkpoint_id: int) -> bool:
+        """Kill ``task`` if the fault schedule crashes it at ``point`` of ``checkpoint_id`` (once)."""
+        for f in self.config.faults.of_type(CrashTask):
+            if f.task == task and f.point is point and f.checkpoint_id == checkpoint_id and f not in self._fired_points:
+                self._fired_points.add(f)
+                self._crash(task)
+                return True
+        return False
 
     def _crash(self, task_name: str) -> None:
         vertex, _, index = task_name.partition("#")

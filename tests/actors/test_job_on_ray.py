@@ -65,3 +65,25 @@ def test_a_job_of_32_subtask_actors_completes_at_least_ten_checkpoints(tmp_path)
     assert all(c["num_acknowledged_subtasks"] == 32 for c in result.checkpoints if c["status"] == "COMPLETED")
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
     assert verdict.verdict == "exactly-once", verdict
+
+
+@pytest.mark.parametrize("faults", [
+    '[{"type":"crash_task","task":"keyed-sum#0","point":"after_sync_snapshot_before_ack","checkpoint_id":2}]',
+    '[{"type":"drop_message","kind":"notify_complete","task":"sink#0","checkpoint_id":1},'
+    '{"type":"crash_task","task":"sink#0","point":"after_ack_before_completion_notice","checkpoint_id":2},'
+    '{"type":"delay_message","kind":"acknowledge","delay_ms":30}]',
+])
+def test_crashes_at_protocol_points_and_message_faults_keep_exactly_once(faults, tmp_path):
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=4)}
+    schedule = FaultSchedule.from_json(faults)
+    config = SimulationConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
+                              restart_delay_ms=100, faults=schedule)
+    result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "points", timeout_seconds=240)
+    verdict = verify(expected_sink_input(graph, splits), result.committed_output)
+
+    crashed = schedule.of_type(CrashTask)[0].task
+    assert result.outcome == "finished"
+    assert result.killed == [f"{crashed}@0"] and result.restarts == 1
+    assert result.restored_checkpoint_ids and result.counts["restored"] == 1
+    assert verdict.verdict == "exactly-once", verdict
