@@ -35,12 +35,14 @@ from barriersim.runtime.checkpointing.barrier_handler import (
 )
 from barriersim.runtime.events import (
     Buffer,
+    CheckpointBarrier,
     CheckpointOptions,
     EndOfPartition,
     InputChannelInfo,
     ResultSubpartitionInfo,
     Watermark,
 )
+from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobGraph, Partitioner
 from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
@@ -156,6 +158,8 @@ class StreamTask:
         self.input_side: Optional[InputSide] = None
         self._recovered_input: list[tuple[InputChannelInfo, Buffer]] = []
         self._deployed_as_finished = False
+        self._checkpoints_after_tasks_finish = checkpoints_after_tasks_finish
+        self._final_checkpoint_min_id: Optional[int] = None  # set once the data ended (FLIP-147)
         self._valve: Optional[WatermarkValve] = None
         if not self.operator.is_source:
             gates = [len(graph.channels_in_gate(vertex_name, g, subtask_index))
@@ -221,14 +225,34 @@ class StreamTask:
         self.partitions[info.partition_idx].resume_consumption(info)
 
     def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
-        """A source's checkpoint, triggered by the coordinator (Flink's ``triggerCheckpointAsync``)."""
+        """A checkpoint triggered by the coordinator (Flink's ``triggerCheckpointAsync``): a source's, or, after
+        its upstream tasks finished (FLIP-147), a downstream task's. Like Flink's
+        ``triggerUnfinishedChannelsCheckpoint``, the barrier then enters the barrier handler on every channel
+        whose end of partition was not consumed yet; with no such channel the task checkpoints at once, its
+        inputs complete. A task that has finished declines, as Flink's ``Task.triggerCheckpointBarrier`` does for a
+        task that is not running."""
         if self.finished:
+            self._actions.append(DeclineCheckpoint(checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
+                                                   f"{self.name} has finished"))
             return
+        if self.input_side is None:
+            self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options))
+            return
+        unfinished = self.input_side.unfinished_channels()
+        if unfinished:
+            barrier = CheckpointBarrier(checkpoint_id, timestamp, options)
+            for info in unfinished:
+                self.input_side.barrier_handler.process_barrier(barrier, info, True)
+            return
+        self._carry_out(self.checkpoints.init_inputs_checkpoint(checkpoint_id, options))
         self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options))
+        self._carry_out(self.checkpoints.on_all_barriers_received(checkpoint_id))
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         self._carry_out(self.checkpoints.notify_checkpoint_complete(checkpoint_id))
         self.operator.notify_checkpoint_complete(checkpoint_id)
+        if self._final_checkpoint_min_id is not None and checkpoint_id >= self._final_checkpoint_min_id:
+            self._end_partitions()  # the final checkpoint completed: now the task may finish
 
     def notify_checkpoint_aborted(self, checkpoint_id: int, latest_completed_checkpoint_id: int) -> None:
         self._carry_out(self.checkpoints.notify_checkpoint_aborted(checkpoint_id, latest_completed_checkpoint_id))
@@ -248,8 +272,10 @@ class StreamTask:
         if self.finished:
             return StepResult(StepOutcome.FINISHED)
         if self._deployed_as_finished:
-            self._finish(end_input=False)
+            self._end_partitions()
             return StepResult(StepOutcome.FINISHED)
+        if self._final_checkpoint_min_id is not None:
+            return StepResult(StepOutcome.IDLE)  # data ended; waiting for the final checkpoint
         if self.is_backpressured():
             return StepResult(StepOutcome.BACKPRESSURED)
         if self.operator.is_source:
@@ -274,7 +300,7 @@ class StreamTask:
         reader = self.operator.reader
         if reader.is_finished:
             self._finish()
-            return StepResult(StepOutcome.FINISHED)
+            return StepResult(StepOutcome.IDLE if not self.finished else StepOutcome.FINISHED)
         records = reader.poll(self.network.source_batch_records)
         self._route(records)
         if self.emit_watermarks and records:
@@ -348,11 +374,24 @@ class StreamTask:
         for p in self.partitions:
             p.flush_all()
 
-    def _finish(self, end_input: bool = True) -> None:
+    def _finish(self) -> None:
+        """End of all input. With checkpoints after tasks finish (FLIP-147) the task then waits for a final
+        checkpoint, one triggered after this point, to complete before it ends its partitions and finishes, as
+        Flink's StreamTask does; so no later checkpoint can miss data this task sent, and the final checkpoint
+        commits what the sinks still hold. Without it, the task finishes at once."""
+        if self.finished or self._final_checkpoint_min_id is not None:
+            return
+        final = self._checkpoints_after_tasks_finish
+        self._route(self.operator.end_of_input(final_checkpoint=final))
+        if final:
+            self.flush_outputs()
+            self._final_checkpoint_min_id = max(self.checkpoints.last_checkpoint_id, 0) + 1
+        else:
+            self._end_partitions()
+
+    def _end_partitions(self) -> None:
         if self.finished:
             return
-        if end_input:
-            self._route(self.operator.end_of_input())
         for p in self.partitions:
             p.finish()
         self.finished = True

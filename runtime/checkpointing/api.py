@@ -291,6 +291,9 @@ class InputSide:
     def is_finished(self) -> bool:
         return all(cg.is_finished() for cg in self.checkpointed_gates)
 
+    def unfinished_channels(self) -> list[InputChannelInfo]:
+        return [info for g in self.gates for info in g.unfinished_channels()]
+
     def blocked_channels(self) -> list[InputChannelInfo]:
         return [info for g in self.gates for info in g.blocked_channels]
 

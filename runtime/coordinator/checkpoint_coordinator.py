@@ -117,6 +117,8 @@ class CheckpointCoordinator(CoordinatorRestoreMixin):
                 self.executions[(v.vertex_id, i)] = Execution(ExecutionAttemptID(v.vertex_id, i, 0), state)
         self._out: list[Any] = []
         self._completing = False
+        self._executing_queue = False
+        self._execute_queue_again = False
         self.decider = CheckpointRequestDecider(
             config.max_concurrent_checkpoints,
             self._reschedule_trigger,
@@ -220,11 +222,25 @@ class CheckpointCoordinator(CoordinatorRestoreMixin):
             self._start_triggering_checkpoint(chosen)
 
     def _execute_queued_request(self) -> None:
+        """Flink runs the next queued request asynchronously; here a trigger that fails at once asks for the next
+        request from inside this call, so the nesting is flattened into a loop (a full queue of 1000 requests
+        that all fail must not recurse 1000 deep)."""
         if self.is_shutdown or self._completing:
             return  # while completing, queued requests wait until the notifications are out (Flink: async)
-        chosen = self.decider.choose_queued_request_to_execute(False, self.last_checkpoint_completion_relative_time)
-        if chosen is not None:
-            self._start_triggering_checkpoint(chosen)
+        if self._executing_queue:
+            self._execute_queue_again = True
+            return
+        self._executing_queue = True
+        try:
+            while True:
+                self._execute_queue_again = False
+                chosen = self.decider.choose_queued_request_to_execute(False, self.last_checkpoint_completion_relative_time)
+                if chosen is not None:
+                    self._start_triggering_checkpoint(chosen)
+                if not self._execute_queue_again or self.is_shutdown or self._completing:
+                    break
+        finally:
+            self._executing_queue = False
 
     def _pre_check_global_state(self, is_periodic: bool) -> None:
         if self.is_shutdown:

@@ -38,7 +38,8 @@ class SubtaskOperator:
     def process_watermark(self, watermark: Watermark) -> list[tuple]:
         return []
 
-    def end_of_input(self) -> list[tuple]:
+    def end_of_input(self, final_checkpoint: bool = False) -> list[tuple]:
+        """End of all input; ``final_checkpoint``: a final checkpoint will follow (FLIP-147) and commit."""
         return []
 
     def snapshot(self, checkpoint_id: int) -> OperatorSubtaskState:
@@ -76,6 +77,11 @@ class _Window(_Wrapped):
     def process_watermark(self, watermark):
         return self.inner.process_watermark(watermark)
 
+    def end_of_input(self, final_checkpoint=False):
+        from barriersim.runtime.events import MAX_WATERMARK
+
+        return self.inner.process_watermark(MAX_WATERMARK)
+
 
 class _Source(SubtaskOperator):
     is_source = True
@@ -101,8 +107,9 @@ class _Sink(SubtaskOperator):
         self.sink.invoke_all(records)
         return []
 
-    def end_of_input(self):
-        self.sink.finish()
+    def end_of_input(self, final_checkpoint=False):
+        if not final_checkpoint:  # without a final checkpoint, end of input is the last chance to commit
+            self.sink.finish()
         return []
 
     def snapshot(self, checkpoint_id):

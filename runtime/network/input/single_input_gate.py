@@ -169,6 +169,10 @@ class SingleInputGate:
     def is_finished(self) -> bool:
         return len(self._finished_channels) == len(self.channels)
 
+    def unfinished_channels(self) -> list[InputChannelInfo]:
+        """Flink's ``getUnfinishedChannels``: channels whose end of partition has not been consumed yet."""
+        return [ch.channel_info for i, ch in enumerate(self.channels) if i not in self._finished_channels]
+
     def is_available(self) -> bool:
         return any(not self.channels[i].blocked and self.channels[i].has_data() for i in self._enqueued)
 
