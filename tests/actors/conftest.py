@@ -15,15 +15,20 @@ def ray_cluster():
     _, marker = marked_environment()
     previous = os.environ.get(MARKER_VARIABLE)
     os.environ[MARKER_VARIABLE] = marker
-    ray.init(address="local", include_dashboard=False, num_cpus=4, log_to_driver=False)
     try:
-        yield
+        ray.init(address="local", include_dashboard=False, num_cpus=4, log_to_driver=False)
     finally:
-        ray.shutdown()
+        # Only the cluster's processes (spawned by ray.init and, later, by its raylet) carry the marker; a process
+        # this pytest process starts later (e.g. PySpark's driver JVM in a Spark test, alive until pytest exits)
+        # must not.
         if previous is None:
             os.environ.pop(MARKER_VARIABLE, None)
         else:
             os.environ[MARKER_VARIABLE] = previous
+    try:
+        yield
+    finally:
+        ray.shutdown()
         left = _marked_processes(marker)
         _, alive = psutil.wait_procs(left, timeout=30)
         assert not alive, f"processes of the test cluster left behind: {[p.pid for p in alive]}"
