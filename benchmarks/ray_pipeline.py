@@ -33,6 +33,7 @@ from barriersim.runtime.sim.job_simulation import SimulationConfig
 from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.workload import local_splits
 
+TIMEOUT = 900
 NEVER_MS = 10**9  # an interval too large to trigger during the run
 
 
@@ -90,10 +91,11 @@ def pipeline(partitioner: Partitioner) -> JobGraph:
 def run(graph: JobGraph, records: int, interval_ms: int, rate: int = 0, job_id: str = "bench",
         network: NetworkConfig = NetworkConfig()) -> RayJobResult:
     splits = {"source": local_splits(records, 100, 1.0, 100, 1, seed=5)}
+    # with no periodic checkpoint, tasks must not wait for a final checkpoint (FLIP-147) at end of input
     config = SimulationConfig(graph, mode="aligned", interval_ms=interval_ms, source_rate_per_subtask=rate,
-                              network=network)
+                              network=network, checkpoints_after_tasks_finish=interval_ms != NEVER_MS)
     with tempfile.TemporaryDirectory() as root:
-        result = run_graph_on_ray(config, splits, root, job_id, timeout_seconds=900)
+        result = run_graph_on_ray(config, splits, root, job_id, timeout_seconds=TIMEOUT)
     if result.outcome != "finished" or len(result.committed_output) != records:
         raise RuntimeError(f"benchmark job {job_id} did not finish cleanly: {result.outcome}, "
                            f"{len(result.committed_output)} of {records} records")
