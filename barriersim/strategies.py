@@ -119,7 +119,9 @@ def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: in
         st.builds(DropMessage, kind=st.sampled_from([MessageKind.NOTIFY_COMPLETE, MessageKind.ACKNOWLEDGE]),
                   task=task, checkpoint_id=cid),
         st.builds(DelayMessage, kind=st.sampled_from(list(MessageKind)), delay_ms=st.integers(1, 100), task=task),
-        st.builds(SlowTask, task=task, factor=st.sampled_from([5.0, 50.0]), from_ms=st.integers(0, horizon_ms)),
+        st.integers(0, horizon_ms).flatmap(lambda start: st.builds(  # a slowdown that stops, as faults must
+            SlowTask, task=task, factor=st.sampled_from([5.0, 50.0]), from_ms=st.just(start),
+            until_ms=st.integers(start + 1, start + horizon_ms))),
         st.builds(FailCheckpoints, first_checkpoint_id=cid, count=st.integers(1, 3)),
     )
     return FaultSchedule(tuple(draw(st.lists(fault, max_size=max_faults))))
