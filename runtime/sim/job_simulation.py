@@ -78,6 +78,19 @@ class SimulationConfig:
     faults: FaultSchedule = FaultSchedule()
     max_virtual_ms: int = 3_600_000
 
+    def coordinator_configuration(self) -> CheckpointCoordinatorConfiguration:
+        """The coordinator's configuration for these settings (one mapping for every driver)."""
+        return CheckpointCoordinatorConfiguration(
+            checkpoint_interval=self.interval_ms,
+            checkpoint_timeout=self.timeout_ms,
+            min_pause_between_checkpoints=self.min_pause_ms,
+            max_concurrent_checkpoints=self.max_concurrent,
+            tolerable_checkpoint_failure_number=self.tolerable_failures,
+            max_retained_checkpoints=self.max_retained,
+            checkpoint_options=self.checkpoint_options(),
+            allow_checkpoints_after_tasks_finished=self.checkpoints_after_tasks_finish,
+        )
+
     def checkpoint_options(self) -> CheckpointOptions:
         return CheckpointOptions.for_config(
             CheckpointType.CHECKPOINT,
@@ -136,18 +149,8 @@ class JobSimulation:
         self.outcome: JobOutcome | None = None
         self._emit_watermarks = any(v.operator is OperatorKind.TUMBLING_WINDOW for v in self.graph.vertices)
         self._fired_points: set = set()
-        cfg = CheckpointCoordinatorConfiguration(
-            checkpoint_interval=config.interval_ms,
-            checkpoint_timeout=config.timeout_ms,
-            min_pause_between_checkpoints=config.min_pause_ms,
-            max_concurrent_checkpoints=config.max_concurrent,
-            tolerable_checkpoint_failure_number=config.tolerable_failures,
-            max_retained_checkpoints=config.max_retained,
-            checkpoint_options=config.checkpoint_options(),
-            allow_checkpoints_after_tasks_finished=config.checkpoints_after_tasks_finish,
-        )
         self.coordinator = CheckpointCoordinator(
-            self.job_id, vertices_from_job_graph(self.graph), cfg, clock=self.sim.clock_ms, timer_service=self.sim,
+            self.job_id, vertices_from_job_graph(self.graph), config.coordinator_configuration(), clock=self.sim.clock_ms, timer_service=self.sim,
             rng=self.sim.random("coordinator"), action_sink=self._on_coordinator_action, tasks_running=False,
         )
 
