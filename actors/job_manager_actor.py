@@ -48,7 +48,6 @@ from barriersim.actors.realtime import LoopTimerService
 from barriersim.actors.stream_task_actor import StreamTaskActor, TaskDeployment
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
-from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.events import options_to_wire
@@ -111,16 +110,7 @@ class JobManagerActor:
         self.me = ray.get_runtime_context().current_actor
         self._done = asyncio.Event()
         c = self.config
-        cfg = CheckpointCoordinatorConfiguration(
-            checkpoint_interval=c.interval_ms,
-            checkpoint_timeout=c.timeout_ms,
-            min_pause_between_checkpoints=c.min_pause_ms,
-            max_concurrent_checkpoints=c.max_concurrent,
-            tolerable_checkpoint_failure_number=c.tolerable_failures,
-            max_retained_checkpoints=c.max_retained,
-            checkpoint_options=c.checkpoint_options(),
-            allow_checkpoints_after_tasks_finished=c.checkpoints_after_tasks_finish,
-        )
+        cfg = c.coordinator_configuration()
         self.coordinator = CheckpointCoordinator(
             self.job_id, vertices_from_job_graph(self.graph), cfg, clock=now_ms,
             timer_service=LoopTimerService(self.loop, self._on_error), rng=random.Random(self.seed),
@@ -191,7 +181,7 @@ class JobManagerActor:
                     mode=c.mode, network=c.network, seed=task_seed(self.seed, vertex.name, i, attempt.attempt_number),
                     buffer_timeout_ms=c.buffer_timeout_ms,
                     source_rate=c.source_rate_per_subtask if vertex.operator.is_source else 0,
-                    emit_watermarks=self._emit_watermarks, checkpoints_after_tasks_finish=c.checkpoints_after_tasks_finish,
+                    emit_watermarks=self._emit_watermarks, checkpoints_after_tasks_finish=c.tasks_wait_for_final_checkpoint,
                 )
                 tasks[key] = StreamTaskActor.options(num_cpus=self.task_num_cpus).remote(
                     deployment, split, snapshot, self.store if vertex.operator.is_sink else None, self.me)

@@ -27,7 +27,8 @@ from typing import Any, Sequence
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
-from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
+from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS, CheckpointCoordinatorConfiguration
+from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT_TIME
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
@@ -77,6 +78,13 @@ class SimulationConfig:
     source_rate_per_subtask: int = 0  # records/s; 0: limited by cost and backpressure only
     faults: FaultSchedule = FaultSchedule()
     max_virtual_ms: int = 3_600_000
+
+    @property
+    def tasks_wait_for_final_checkpoint(self) -> bool:
+        """FLIP-147: tasks at end of input wait for a final checkpoint only if checkpoints after tasks finish are
+        enabled and periodic checkpointing is on (Flink waits only when checkpointing is enabled); otherwise a
+        job without checkpoints could never end."""
+        return self.checkpoints_after_tasks_finish and MINIMAL_CHECKPOINT_TIME <= self.interval_ms < NO_PERIODIC_CHECKPOINTS
 
     def coordinator_configuration(self) -> CheckpointCoordinatorConfiguration:
         """The coordinator's configuration for these settings (one mapping for every driver)."""
@@ -211,7 +219,7 @@ class JobSimulation:
                     timer_service=self.sim, rng=self._task_rng, wakeup=lambda k=key, e=epoch: self._wake(k, e),
                     network=self.config.network, split=split, store=self.store,
                     emit_watermarks=self._emit_watermarks,
-                    checkpoints_after_tasks_finish=self.config.checkpoints_after_tasks_finish,
+                    checkpoints_after_tasks_finish=self.config.tasks_wait_for_final_checkpoint,
                 )
                 snapshot = None
                 if assignment is not None and vertex.name in assignment.task_restores:

@@ -104,3 +104,13 @@ def test_a_windowed_job_with_a_union_of_two_sources_matches_the_reference():
         assert result.outcome is JobOutcome.FINISHED and result.restarts == 1
         assert verdict.verdict == "exactly-once", verdict
         assert verdict.expected_records > 300  # about 8 windows of 50 keys
+
+
+def test_without_periodic_checkpoints_tasks_do_not_wait_for_a_final_checkpoint():
+    """FLIP-147's final checkpoint applies only with checkpointing on; otherwise the job would never end."""
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(5000, 100, 1.0, 100, 2, seed=1)}
+    config = SimulationConfig(graph, interval_ms=2**63 - 1, source_rate_per_subtask=100_000, max_virtual_ms=10_000)
+    result = JobSimulation(config, splits, 3).run()
+    assert result.outcome is JobOutcome.FINISHED and result.counts["total"] == 0
+    assert verify(expected_sink_input(graph, splits), result.committed_output).verdict == "exactly-once"
