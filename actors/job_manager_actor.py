@@ -54,10 +54,6 @@ from barriersim.runtime.events import options_to_wire
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.faults import (
     CrashTask,
-    DelayMessage,
-    DropMessage,
-    FailCheckpoints,
-    FailStorageWrite,
     MessageKind,
     ProtocolPoint,
 )
@@ -226,13 +222,11 @@ class JobManagerActor:
         name = f"{attempt.vertex_id}#{attempt.subtask_index}"
         if self._current(attempt) and self._crash_point(name, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, checkpoint_id):
             return  # the task died before its acknowledgement left it
-        for fail in self.config.faults.of_type(FailCheckpoints):
-            first_source = f"{self.graph.sources[0].name}#0"
-            if (fail.task or first_source) == name and fail.first_checkpoint_id <= checkpoint_id < fail.first_checkpoint_id + fail.count:
-                exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED, checkpoint_id, "injected by fail_checkpoints")
-                self._to_coordinator(MessageKind.DECLINE, name, checkpoint_id,
-                                     m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exc))
-                return
+        if self.config.faults.declines(name, checkpoint_id, f"{self.graph.sources[0].name}#0"):
+            exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED, checkpoint_id, "injected by fail_checkpoints")
+            self._to_coordinator(MessageKind.DECLINE, name, checkpoint_id,
+                                 m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exc))
+            return
         state = decode_snapshot(snapshot, attempt.subtask_index)
         metrics = decode_metrics(metrics)
         if self._current(attempt):
@@ -259,15 +253,8 @@ class JobManagerActor:
                              m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exc))
 
     def _message_fault(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> tuple[bool, float]:
-        """A fault schedule's ``DropMessage`` / ``DelayMessage`` for this message (as the simulator reads them)."""
-        drop, delay_ms = False, 0
-        for f in self.config.faults.faults:
-            if isinstance(f, (DropMessage, DelayMessage)) and f.kind is kind and f.task in (None, task) and (
-                    f.checkpoint_id in (None, checkpoint_id)):
-                if isinstance(f, DropMessage):
-                    drop = True
-                else:
-                    delay_ms += f.delay_ms
+        """A fault schedule's ``DropMessage`` / ``DelayMessage`` for this message (``FaultSchedule.message_fate``)."""
+        drop, delay_ms = self.config.faults.message_fate(kind, task, checkpoint_id)
         return drop, delay_ms / 1000.0
 
     def _to_coordinator(self, kind: MessageKind, task: str, checkpoint_id: int, event) -> None:
@@ -337,7 +324,7 @@ class JobManagerActor:
                               lambda h, a=action: h.notify_checkpoint_aborted.remote(
                                   a.checkpoint_id, a.latest_completed_checkpoint_id))
             elif isinstance(action, m.PersistCheckpoint):
-                if any(f.checkpoint_id == action.metadata.checkpoint_id for f in self.config.faults.of_type(FailStorageWrite)):
+                if self.config.faults.fails_storage_write(action.metadata.checkpoint_id):
                     self.storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
                 try:
                     self.storage.persist_checkpoint(action.metadata, is_savepoint=action.is_savepoint)

@@ -157,6 +157,28 @@ class FaultSchedule:
     def of_type(self, cls: type) -> list:
         return [f for f in self.faults if isinstance(f, cls)]
 
+    # -- how a driver reads the schedule (one reading for the simulator and the Ray backend) -----------
+
+    def message_fate(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> tuple[bool, int]:
+        """``(dropped, delay_ms)`` of the ``kind`` message of ``task`` for ``checkpoint_id``: delays add up."""
+        drop, delay_ms = False, 0
+        for f in self.faults:
+            if isinstance(f, (DropMessage, DelayMessage)) and f.kind is kind and f.task in (None, task) and (
+                    f.checkpoint_id in (None, checkpoint_id)):
+                if isinstance(f, DropMessage):
+                    drop = True
+                else:
+                    delay_ms += f.delay_ms
+        return drop, delay_ms
+
+    def declines(self, task: str, checkpoint_id: int, first_source: str) -> bool:
+        """Whether ``task`` declines ``checkpoint_id`` by a ``FailCheckpoints`` (default task: the first source)."""
+        return any((f.task or first_source) == task and f.first_checkpoint_id <= checkpoint_id < f.first_checkpoint_id + f.count
+                   for f in self.of_type(FailCheckpoints))
+
+    def fails_storage_write(self, checkpoint_id: int) -> bool:
+        return any(f.checkpoint_id == checkpoint_id for f in self.of_type(FailStorageWrite))
+
     # -- plain values and JSON (for scenario files and replay commands) ------------------------------
 
     def to_plain(self) -> list[dict]:

@@ -35,10 +35,6 @@ from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.faults import (
     CrashTask,
-    DelayMessage,
-    DropMessage,
-    FailCheckpoints,
-    FailStorageWrite,
     FaultSchedule,
     MessageKind,
     ProtocolPoint,
@@ -353,13 +349,11 @@ class JobSimulation:
         cid = action.checkpoint_id
         if self._crash_point(task.name, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, cid):
             return
-        for fail in self.config.faults.of_type(FailCheckpoints):
-            first_source = f"{self.graph.sources[0].name}#0"
-            if (fail.task or first_source) == task.name and fail.first_checkpoint_id <= cid < fail.first_checkpoint_id + fail.count:
-                exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED, cid, "injected by fail_checkpoints")
-                self._rpc_to_coordinator(MessageKind.DECLINE, task.name, cid,
-                                         m.DeclineCheckpoint(self.job_id, task.attempt_id, cid, exc))
-                return
+        if self.config.faults.declines(task.name, cid, f"{self.graph.sources[0].name}#0"):
+            exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED, cid, "injected by fail_checkpoints")
+            self._rpc_to_coordinator(MessageKind.DECLINE, task.name, cid,
+                                     m.DeclineCheckpoint(self.job_id, task.attempt_id, cid, exc))
+            return
         metrics = action.metrics
         self._subtask_rows.append({
             "id": cid, "task": task.name, "ack_timestamp": self.sim.clock_ms(),
@@ -380,15 +374,8 @@ class JobSimulation:
     # -- control plane -----------------------------------------------------------------------------------
 
     def _message_fault(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> tuple[bool, int]:
-        drop, delay = False, 0
-        for f in self.config.faults.faults:
-            if isinstance(f, (DropMessage, DelayMessage)) and f.kind is kind and f.task in (None, task) and (
-                    f.checkpoint_id in (None, checkpoint_id)):
-                if isinstance(f, DropMessage):
-                    drop = True
-                else:
-                    delay += f.delay_ms * 1000
-        return drop, delay
+        drop, delay_ms = self.config.faults.message_fate(kind, task, checkpoint_id)
+        return drop, delay_ms * 1000
 
     def _rpc_to_coordinator(self, kind: MessageKind, task: str, checkpoint_id: int, event) -> None:
         drop, delay = self._message_fault(kind, task, checkpoint_id)
@@ -436,7 +423,7 @@ class JobSimulation:
                 self._rpc_to_task(MessageKind.NOTIFY_ABORTED, action.task, action.checkpoint_id,
                                   lambda t, a=action: t.notify_checkpoint_aborted(a.checkpoint_id, a.latest_completed_checkpoint_id))
             elif isinstance(action, m.PersistCheckpoint):
-                if any(f.checkpoint_id == action.metadata.checkpoint_id for f in self.config.faults.of_type(FailStorageWrite)):
+                if self.config.faults.fails_storage_write(action.metadata.checkpoint_id):
                     self.storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
                 try:
                     self.storage.persist_checkpoint(action.metadata, is_savepoint=action.is_savepoint)

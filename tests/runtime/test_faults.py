@@ -65,3 +65,20 @@ def test_malformed_faults_name_the_fault_and_field(plain, message):
 def test_bad_json_is_reported_in_one_line():
     with pytest.raises(FaultScheduleError, match="faults: not valid JSON"):
         FaultSchedule.from_json("[{")
+
+
+def test_how_drivers_read_a_schedule():
+    schedule = FaultSchedule.from_plain([
+        {"type": "drop_message", "kind": "notify_complete", "task": "sink#0", "checkpoint_id": 2},
+        {"type": "delay_message", "kind": "acknowledge", "delay_ms": 30},
+        {"type": "delay_message", "kind": "acknowledge", "delay_ms": 5, "task": "sum#1"},
+        {"type": "fail_checkpoints", "first_checkpoint_id": 2, "count": 2},
+        {"type": "fail_storage_write", "checkpoint_id": 4},
+    ])
+    assert schedule.message_fate(MessageKind.NOTIFY_COMPLETE, "sink#0", 2) == (True, 0)
+    assert schedule.message_fate(MessageKind.NOTIFY_COMPLETE, "sink#0", 3) == (False, 0)
+    assert schedule.message_fate(MessageKind.ACKNOWLEDGE, "sum#1", 7) == (False, 35)
+    assert schedule.message_fate(MessageKind.ACKNOWLEDGE, "sum#0", 7) == (False, 30)
+    assert [schedule.declines("source#0", cid, "source#0") for cid in (1, 2, 3, 4)] == [False, True, True, False]
+    assert not schedule.declines("sum#0", 2, "source#0")
+    assert schedule.fails_storage_write(4) and not schedule.fails_storage_write(3)
