@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from barriersim.runtime.checkpointing.api import CheckpointingMode
 from barriersim.runtime.mutations import PlantedBug, is_planted, planted
 from barriersim.strategies import simulated_cases
-from tests.properties.test_whole_job_properties import EXAMPLES_PER_MODE, check
+from tests.properties.test_whole_job_properties import DERANDOMIZE, EXAMPLES_PER_MODE, check
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "runtime" / "checkpointing"))  # its helper modules
 from tests.runtime.checkpointing import test_input_side_properties as input_side  # noqa: E402
@@ -18,6 +18,7 @@ from tests.runtime.checkpointing import test_input_side_properties as input_side
 
 def whole_job(mode):
     @settings(max_examples=EXAMPLES_PER_MODE, deadline=None, database=None, phases=[Phase.generate],
+              derandomize=DERANDOMIZE,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(simulated_cases(mode=mode))
     def property_(case):
