@@ -43,6 +43,17 @@ def spark_configs() -> dict[str, str]:
     }
 
 
+def _restore_default_sigint() -> None:
+    """PySpark's SparkContext installs a SIGINT handler that calls ``cancelAllJobs`` over py4j; a Ctrl-C that lands
+    during another py4j call makes that call re-entrant and py4j logs a traceback. Python's own handler raises
+    KeyboardInterrupt instead, and leaving ``RayAndSpark`` stops Spark (cancelling its jobs) cleanly."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _quiet_ray_data() -> None:
     """Ray Data logs every dataset execution and draws progress bars; a run prints its own progress."""
     import ray.data
@@ -112,6 +123,7 @@ class RayAndSpark:
             )
             self.spark_started_seconds = time.perf_counter() - t1
             self.spark.sparkContext.setLogLevel("ERROR")
+            _restore_default_sigint()
         except BaseException:
             self.close()
             raise
