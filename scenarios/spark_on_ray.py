@@ -52,6 +52,19 @@ def _restore_default_sigint() -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    root = logging.getLogger()
+    if not any(isinstance(f, _DropPy4jInterruptTraceback) for f in root.filters):
+        root.addFilter(_DropPy4jInterruptTraceback())
+
+
+class _DropPy4jInterruptTraceback(logging.Filter):
+    """py4j's ``send_command`` logs ``KeyboardInterrupt while sending command.`` with a traceback through the root
+    logger before it re-raises the KeyboardInterrupt; the caller reports the interrupt in one line, so the record is
+    dropped. Every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, KeyboardInterrupt) and record.pathname.endswith("java_gateway.py"))
 
 
 def _quiet_ray_data() -> None:
