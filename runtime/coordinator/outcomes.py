@@ -29,3 +29,7 @@ class DeclineOutcome(enum.Enum):
     LATE = "LATE"
     UNKNOWN_CHECKPOINT = "UNKNOWN_CHECKPOINT"
     COORDINATOR_SHUTDOWN = "COORDINATOR_SHUTDOWN"
+
+
+class CoordinatorError(Exception):
+    """An event the coordinator cannot accept (naming the event and the coordinator's state)."""

@@ -1,0 +1,179 @@
+"""Acknowledging, completing and aborting pending checkpoints.
+
+How this works: ``CheckpointCompletion`` is the completion half of ``CheckpointCoordinator`` (it uses the
+coordinator's pending checkpoints, completed store, failure manager, stats and outbox). Each
+``AcknowledgeCheckpoint`` goes to its ``PendingCheckpoint``; the last one completes it: ``PersistCheckpoint``,
+the ``StandaloneCompletedCheckpointStore`` subsumes older checkpoints (``DiscardCheckpoint``), older pending
+checkpoints are aborted as subsumed, and every task to commit to gets ``NotifyCheckpointComplete`` (savepoints,
+except synchronous ones, notify nobody and stay out of the store, as in recent Flink). A decline, expiry,
+failover or suspension aborts the pending checkpoint: every task to commit to gets one
+``NotifyCheckpointAborted``, the ``CheckpointFailureManager`` counts the failure and may emit ``FailJob``.
+Late or unknown messages are handled as Flink does: acknowledgements for unknown or ended checkpoints have
+their state discarded (``DiscardSubtaskState``), declines for them are ignored. Mirrors Flink's
+``CheckpointCoordinator.receiveAcknowledgeMessage`` / ``receiveDeclineMessage`` / ``completePendingCheckpoint``
+/ ``abortPendingCheckpoint`` and its use of ``CheckpointFailureManager``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.completed_store import INVALID_CHECKPOINT_ID
+from barriersim.runtime.coordinator.failure_manager import EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE, FailureOutcome
+from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome, CoordinatorError, DeclineOutcome
+from barriersim.runtime.coordinator.pending_checkpoint import PendingCheckpoint, TaskAcknowledgeResult
+from barriersim.runtime.coordinator.properties import CheckpointProperties, JobStatus
+from barriersim.runtime.events import CheckpointType
+from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.ids import ExecutionAttemptID
+
+
+class CheckpointCompletion:
+    """The completion half of ``CheckpointCoordinator``."""
+
+    def receive_acknowledge_message(self, message: m.AcknowledgeCheckpoint) -> AcknowledgeOutcome:
+        if self.is_shutdown:
+            return AcknowledgeOutcome.COORDINATOR_SHUTDOWN
+        if message.job_id != self.job_id:
+            return AcknowledgeOutcome.WRONG_JOB
+        checkpoint_id = message.checkpoint_id
+        pending = self.pending_checkpoints.get(checkpoint_id)
+        if pending is not None and not pending.is_disposed:
+            now = self._clock()
+            result = pending.acknowledge_task(message.attempt_id, message.subtask_state, message.metrics, now)
+            if result is TaskAcknowledgeResult.SUCCESS:
+                size = message.subtask_state.state_size if message.subtask_state is not None else 0
+                self.stats.report_subtask_stats(checkpoint_id, str(message.attempt_id), now, size, message.metrics)
+                if pending.is_fully_acknowledged():
+                    self._complete_pending_checkpoint(pending)
+            elif result is not TaskAcknowledgeResult.DUPLICATE:
+                self._discard_subtask_state(message)
+            return AcknowledgeOutcome[result.name]
+        if pending is not None:
+            raise CoordinatorError(
+                f"{message!r}: checkpoint {checkpoint_id} is disposed but still pending (job {self.job_id})"
+            )
+        self._discard_subtask_state(message)
+        if checkpoint_id in self.recent_expired_checkpoints:
+            return AcknowledgeOutcome.LATE
+        return AcknowledgeOutcome.UNKNOWN_CHECKPOINT
+
+    def _discard_subtask_state(self, message: m.AcknowledgeCheckpoint) -> None:
+        if message.subtask_state is not None:
+            self._emit(m.DiscardSubtaskState(message.attempt_id, message.checkpoint_id))
+
+    def receive_decline_message(self, message: m.DeclineCheckpoint) -> DeclineOutcome:
+        if self.is_shutdown:
+            return DeclineOutcome.COORDINATOR_SHUTDOWN
+        if message.job_id != self.job_id:
+            raise CoordinatorError(
+                f"{message!r}: received a decline for job {message.job_id} but this coordinator is for job {self.job_id}"
+            )
+        pending = self.pending_checkpoints.get(message.checkpoint_id)
+        if pending is not None:
+            if pending.is_disposed:
+                raise CoordinatorError(f"{message!r}: checkpoint {message.checkpoint_id} is disposed but still pending")
+            exception = message.exception
+            if exception.checkpoint_id is None:
+                exception = CheckpointException(exception.reason, message.checkpoint_id, exception.detail)
+            self._abort_pending_checkpoint(pending, exception, message.attempt_id)
+            return DeclineOutcome.ABORTED
+        if message.checkpoint_id in self.recent_expired_checkpoints:
+            return DeclineOutcome.LATE
+        return DeclineOutcome.UNKNOWN_CHECKPOINT
+
+    def receive_coordinator_state(self, message: m.AcknowledgeCoordinatorState) -> AcknowledgeOutcome:
+        pending = self.pending_checkpoints.get(message.checkpoint_id)
+        if pending is None or pending.is_disposed:
+            return AcknowledgeOutcome.UNKNOWN_CHECKPOINT
+        vertex = self._vertex_of_operator.get(message.operator_id)
+        if vertex is None:
+            return AcknowledgeOutcome.UNKNOWN
+        result = pending.acknowledge_coordinator_state(vertex, message.operator_id, message.state)
+        if result is TaskAcknowledgeResult.SUCCESS and pending.is_fully_acknowledged():
+            self._complete_pending_checkpoint(pending)
+        return AcknowledgeOutcome[result.name]
+
+    # ------------------------------------------------------------------------------------------
+    # completing and aborting
+    # ------------------------------------------------------------------------------------------
+
+    def _complete_pending_checkpoint(self, pending: PendingCheckpoint) -> None:
+        checkpoint_id = pending.checkpoint_id
+        props = pending.props
+        now = self._clock()
+        completed = pending.finalize_checkpoint(now)
+        self.failure_manager.handle_checkpoint_success(checkpoint_id)
+        self.pending_checkpoints.pop(checkpoint_id, None)
+        self._emit(m.PersistCheckpoint(completed.metadata, props.is_savepoint))
+        last_subsumed_id = INVALID_CHECKPOINT_ID
+        if not props.is_savepoint:
+            result = self.store.add_checkpoint_and_subsume_oldest_one(completed)
+            for subsumed in result.to_discard:
+                self._emit(m.DiscardCheckpoint(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED))
+            last_subsumed_id = result.last_subsumed_checkpoint_id
+        self.stats.report_completed_checkpoint(checkpoint_id, now)
+        self._emit(m.TriggerRequestCompleted(pending.request_id, checkpoint_id))
+        self.last_checkpoint_completion_relative_time = now
+        if not props.is_savepoint or props.is_synchronous:
+            self._completing = True
+            try:
+                self._drop_subsumed_checkpoints(checkpoint_id)
+            finally:
+                self._completing = False
+            for task in pending.plan.tasks_to_commit_to:
+                self._emit(m.NotifyCheckpointComplete(task, checkpoint_id, last_subsumed_id, completed.timestamp))
+        if props.is_synchronous:
+            self._emit(m.StopJob(checkpoint_id, props.checkpoint_type is CheckpointType.SAVEPOINT_TERMINATE))
+        self._execute_queued_request()
+
+    def _drop_subsumed_checkpoints(self, checkpoint_id: int) -> None:
+        self.abort_pending_checkpoints(
+            CheckpointException(CheckpointFailureReason.CHECKPOINT_SUBSUMED),
+            lambda p: p.checkpoint_id < checkpoint_id and p.can_be_subsumed(),
+        )
+
+    def abort_pending_checkpoints(self, exception: CheckpointException,
+                                  predicate: Callable[[PendingCheckpoint], bool] = lambda p: True) -> None:
+        for pending in sorted(self.pending_checkpoints.values(), key=lambda p: p.checkpoint_id):
+            if predicate(pending) and not pending.is_disposed:
+                self._abort_pending_checkpoint(pending, exception, None)
+
+    def _abort_pending_checkpoint(self, pending: PendingCheckpoint, exception: CheckpointException,
+                                  failing_task: ExecutionAttemptID | None) -> None:
+        if pending.is_disposed:
+            return
+        checkpoint_id = pending.checkpoint_id
+        pending.abort(exception.reason)
+        self.stats.report_failed_checkpoint(checkpoint_id, self._clock(), exception.reason, str(exception))
+        self.pending_checkpoints.pop(checkpoint_id, None)
+        self._emit(m.DiscardCheckpoint(checkpoint_id, m.DiscardReason.ABORTED))
+        self._emit(m.TriggerRequestFailed(pending.request_id, checkpoint_id, exception.reason))
+        outcome = self.failure_manager.handle_checkpoint_exception(pending.props, exception, checkpoint_id, failing_task)
+        self._on_failure_outcome(outcome, exception, failing_task, pending.props)
+        latest_completed = self.store.get_latest_checkpoint_id()
+        for task in pending.plan.tasks_to_commit_to:
+            self._emit(m.NotifyCheckpointAborted(task, checkpoint_id, latest_completed, pending.checkpoint_timestamp))
+        if pending.props.is_synchronous:
+            self._on_synchronous_savepoint_failed(exception.reason)
+        self._execute_queued_request()
+
+    def _on_failure_outcome(self, outcome: FailureOutcome, exception: CheckpointException,
+                            failing_task: ExecutionAttemptID | None,
+                            props: CheckpointProperties | None = None) -> None:
+        if outcome is not FailureOutcome.FAIL_JOB:
+            return
+        if props is not None and props.is_synchronous and failing_task is not None:
+            message = f"stop-with-savepoint failed: {exception}"  # Flink fails the job with the exception itself
+        else:
+            message = EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE
+        self._emit(m.FailJob(exception.reason, message, failing_task))
+
+    def _on_synchronous_savepoint_failed(self, reason: CheckpointFailureReason) -> None:
+        """Stop-with-savepoint failed while the job keeps running: periodic checkpoints resume."""
+        if reason in (CheckpointFailureReason.CHECKPOINT_COORDINATOR_SUSPEND,
+                      CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN):
+            return  # the scheduler is being stopped on purpose
+        if self.job_status is JobStatus.RUNNING and not self.is_shutdown:
+            self.scheduler.start()
