@@ -1,2 +1,3 @@
 """The deterministic discrete-event simulator: a virtual clock, one seed, the same runtime/ components as the
-Ray actors. ``kernel`` holds the event loop; jobs, network and fault models build on it."""
+Ray actors. ``kernel`` holds the event loop; ``job_simulation`` runs a whole job on it (``config``, ``data_plane``,
+``control_plane``, ``failover``); ``verification`` judges what it committed."""

@@ -1,0 +1,141 @@
+"""The simulator's data plane: when each task works and how its buffers, events and credit travel.
+
+How this works: ``DataPlane`` is the part of ``JobSimulation`` that moves data. A task works on one input
+buffer (or one source batch) at a time (``_step`` calls ``StreamTask.process_next``) and is busy for
+``records * cost_us_per_record`` (plus ``hot_key_extra_us`` per hot-key record, times any ``SlowTask``
+factor); a task whose output is backpressured, or whose input is empty, sleeps until credit or data arrives
+(``_wake``/``_kick``); an output flusher finishes open buffers every ``buffer_timeout_ms``. ``_pump`` sends
+what a task's subpartitions may send (its receiver granted credit): each element reaches its input channel
+after a latency drawn from the ``network`` random stream, never before the previous element of the same
+channel (FIFO per channel); credit and resume-consumption messages travel back the same way. Every callback
+carries the epoch it was scheduled in, so nothing of a failed-over deployment reaches the next one. Mirrors
+Flink's task mailbox loop (``StreamTask.processInput``), its ``OutputFlusher`` and the credit-based Netty
+stack (``PartitionRequestQueue`` / ``CreditBasedPartitionRequestClientHandler``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.failure_reason import CheckpointException
+from barriersim.runtime.faults import MessageKind, SlowTask
+from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
+from barriersim.runtime.sim.kernel import Priority
+from barriersim.runtime.sim.wiring import SubtaskKey
+from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
+from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
+
+
+class DataPlane:
+    """Task scheduling and the network of ``JobSimulation``."""
+
+    def _alive(self, key: SubtaskKey, epoch: int) -> bool:
+        return epoch == self.epoch and key in self.tasks and key not in self._finished
+
+    def _wake(self, key: SubtaskKey, epoch: int) -> None:
+        if epoch == self.epoch and key in self.tasks:
+            self._pump(key)
+            self._kick(key)
+
+    def _kick(self, key: SubtaskKey) -> None:
+        if key in self._scheduled or key in self._finished:
+            return
+        self._scheduled.add(key)
+        epoch = self.epoch
+        at = max(self.sim.now_us, self._busy_until[key])
+        self.sim.schedule_at(at, lambda: self._step(key, epoch), Priority.NORMAL, "step")
+
+    def _step(self, key: SubtaskKey, epoch: int) -> None:
+        if epoch != self.epoch:
+            return
+        self._scheduled.discard(key)
+        task = self.tasks[key]
+        result = task.process_next()
+        self.trace.record(self.sim.now_us, "step", f"{task.name} {result.outcome.value} {result.records}")
+        self._pump(key)
+        if result.outcome is StepOutcome.PROCESSED:
+            self._busy_until[key] = self.sim.now_us + self._cost_us(key, result)
+            self._kick(key)
+
+    def _cost_us(self, key: SubtaskKey, result) -> int:
+        vertex = self.graph.vertex(key[0])
+        if vertex.operator.is_source and self.config.source_rate_per_subtask:
+            per_record = 1e6 / self.config.source_rate_per_subtask
+        else:
+            per_record = vertex.params.get("cost_us_per_record", 1.0)
+        cost = result.records * per_record + result.hot_key_records * vertex.params.get("hot_key_extra_us", 0.0)
+        for slow in self.config.faults.of_type(SlowTask):
+            if slow.task == f"{key[0]}#{key[1]}" and slow.from_ms <= self.sim.clock_ms() and (
+                    slow.until_ms is None or self.sim.clock_ms() < slow.until_ms):
+                cost *= slow.factor
+        return max(1, int(cost))
+
+    def _schedule_flush(self, key: SubtaskKey, epoch: int) -> None:
+        def flush() -> None:
+            if not self._alive(key, epoch):
+                return
+            self.tasks[key].flush_outputs()
+            self._pump(key)
+            self._schedule_flush(key, epoch)
+
+        self.sim.schedule_after(self.config.buffer_timeout_ms * 1000, flush, Priority.TIMER, "flush")
+
+    # -- network -------------------------------------------------------------------------------------
+
+    def _latency_us(self) -> int:
+        c = self.config
+        return max(1, int(self._net_rng.gauss(c.latency_us_mean, c.latency_us_jitter)))
+
+    def _deliver_in_order(self, channel_key: tuple, action, label: str) -> None:
+        at = max(self.sim.now_us + self._latency_us(), self._channel_clock.get(channel_key, 0))
+        self._channel_clock[channel_key] = at
+        self.sim.schedule_at(at, action, Priority.NORMAL, label)
+
+    def _pump(self, key: SubtaskKey) -> None:
+        """Send what the task's partitions may send, and carry out its messages for others."""
+        task = self.tasks[key]
+        epoch = self.epoch
+        for info, item in task.poll_sendable():
+            consumer, channel = self.wiring.channel_of(key, info)
+
+            def deliver(consumer=consumer, channel=channel, item=item) -> None:
+                if epoch != self.epoch:
+                    return
+                self.tasks[consumer].on_element(channel, item.element, item.sequence_number, item.buffers_in_backlog)
+                self.trace.record(self.sim.now_us, "deliver", f"{consumer} {channel.gate_idx}.{channel.channel_idx} {item.sequence_number}")
+                self._pump(consumer)
+                self._kick(consumer)
+
+            self._deliver_in_order(("data", consumer, channel), deliver, "deliver")
+        for action in task.drain_actions():
+            self._on_task_action(key, task, action)
+
+    def _on_task_action(self, key: SubtaskKey, task: StreamTask, action: Any) -> None:
+        epoch = self.epoch
+        if isinstance(action, (AddCredit, ResumeConsumptionUpstream)):
+            producer, info = self.wiring.subpartition_of(key, action.channel_info)
+
+            def upstream(producer=producer, info=info, action=action) -> None:
+                if epoch != self.epoch:
+                    return
+                if isinstance(action, AddCredit):
+                    self.tasks[producer].on_credit(info, action.credit)
+                else:
+                    self.tasks[producer].on_resume_consumption(info)
+                self._pump(producer)
+                self._kick(producer)
+
+            self._deliver_in_order(("credit", producer, info), upstream, "credit")
+        elif isinstance(action, AcknowledgeCheckpoint):
+            self._on_acknowledge(key, task, action)
+        elif isinstance(action, DeclineCheckpoint):
+            exc = CheckpointException(action.reason, action.checkpoint_id, action.detail)
+            self._rpc_to_coordinator(MessageKind.DECLINE, task.name, action.checkpoint_id,
+                                     m.DeclineCheckpoint(self.job_id, task.attempt_id, action.checkpoint_id, exc))
+        elif isinstance(action, TaskFinished):
+            self._finished.add(key)
+            self.trace.record(self.sim.now_us, "finished", task.name)
+            self._handle_coordinator(self.coordinator.handle(m.TaskFinished(task.attempt_id)))
+            if len(self._finished) == len(self.tasks):
+                self._on_job_finished()

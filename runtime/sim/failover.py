@@ -1,0 +1,75 @@
+"""Faults that kill things, and the global failover that follows.
+
+How this works: ``Failover`` is the part of ``JobSimulation`` that crashes tasks and restarts the job. A task
+crash (at a time, or when the protocol reaches a ``ProtocolPoint`` for a checkpoint) runs Flink's global
+failover: every task dies (sinks abort their open transactions), the epoch moves on so that nothing scheduled
+for the dead deployment runs, the coordinator aborts its pending checkpoints and picks the latest completed
+checkpoint, and after the restart delay new attempts restore it (operator state by key group, source offsets,
+channel state) and resume. More than ``max_restarts`` failovers fail the job. A crash of a task that is dead
+or finished does nothing. Mirrors Flink's ``DefaultScheduler`` with the ``RestartAllFailoverStrategy`` and a
+fixed-delay restart strategy.
+"""
+
+from __future__ import annotations
+
+from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.faults import CrashTask, ProtocolPoint
+from barriersim.runtime.sim.config import JobOutcome
+from barriersim.runtime.sim.kernel import Priority
+
+
+class Failover:
+    """Crashes, failover and restart of ``JobSimulation``."""
+
+    def _crash_point(self, task: str, point: ProtocolPoint, checkpoint_id: int, peek: bool = False) -> bool:
+        for f in self.config.faults.of_type(CrashTask):
+            if f.task == task and f.point is point and f.checkpoint_id == checkpoint_id and f not in self._fired_points:
+                self._fired_points.add(f)
+                self._crash(task, point.value)
+                return True
+        return False
+
+    def _crash(self, task_name: str, why: str) -> None:
+        vertex, _, index = task_name.partition("#")
+        key = (vertex, int(index or 0))
+        if key not in self.tasks or key in self._finished or self.outcome is not None or self.tasks[key].finished:
+            return  # unknown, finished, or already dead (the job is restarting): nothing left to crash
+        self._failover(task_name, why, failed=self.tasks[key].attempt_id)
+
+    def _failover(self, task_name: str, why: str, failed=None) -> None:
+        self.trace.record(self.sim.now_us, "failover", f"{task_name} {why}")
+        self.restarts += 1
+        for task in self.tasks.values():
+            task.fail()
+        self.epoch += 1
+        self._scheduled.clear()
+        self._channel_clock.clear()
+        if self.restarts > self.config.max_restarts:
+            self.outcome = JobOutcome.FAILED
+            self.sim.stop()
+            return
+        self._restore_from = None
+        if failed is None:
+            key = (self.graph.vertices[0].name, 0)
+            failed = self.coordinator.current_attempt(*key)
+        self._handle_coordinator(self.coordinator.handle(m.TaskFailed(failed, why)))
+        restore = self._restore_from
+        epoch = self.epoch
+        self.sim.schedule_after(self.config.restart_delay_ms * 1000, lambda: self._restart(restore, epoch),
+                                Priority.URGENT, "restart")
+
+    def _restart(self, restore: m.RestoreFrom | None, epoch: int) -> None:
+        if epoch != self.epoch:
+            return  # superseded by a later failover
+        self._deploy(restore)
+        for f in self.config.faults.of_type(CrashTask):
+            if f.point is ProtocolPoint.DURING_RESTORE and f not in self._fired_points:
+                self._fired_points.add(f)
+                self._crash(f.task, "during_restore")
+                return
+
+    def _on_job_finished(self) -> None:
+        self.outcome = JobOutcome.FINISHED
+        self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FINISHED)))
+        self.sim.stop()
