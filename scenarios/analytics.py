@@ -188,7 +188,8 @@ SMALL_DATA_SETTINGS = {"spark.sql.shuffle.partitions": "1", "spark.sql.codegen.w
 
 
 @contextmanager
-def _small_data_settings(spark):
+def small_data_settings(spark):
+    """Spark settings for tables of tens to thousands of rows, in force for the ``with`` block only."""
     previous = {key: spark.conf.get(key, None) for key in SMALL_DATA_SETTINGS}
     for key, value in SMALL_DATA_SETTINGS.items():
         spark.conf.set(key, value)
@@ -209,12 +210,69 @@ def compute_analytics(spark, root: str | Path, runs: list[Run] | None = None) ->
     checkpoints, subtasks = load_run_frames(spark, runs)
     out = analytics_dir(root)
     out.mkdir(parents=True, exist_ok=True)
-    with _small_data_settings(spark):
+    with small_data_settings(spark):
         summary_frame(checkpoints, subtasks).coalesce(1).write.mode("overwrite").parquet(str(out / "summary.parquet"))
         counts_frame(spark, checkpoints, runs).coalesce(1).write.mode("overwrite").parquet(str(out / "counts.parquet"))
     result = read_analytics(root)
     assert result is not None, f"{out}: Spark wrote no _SUCCESS marker"
     return result
+
+
+SWEEP_STATS = ("min", "max", "avg", "p50", "p90", "p95", "p99", "p999")
+_PYTHON_TO_SPARK = {bool: "boolean", int: "bigint", float: "double", str: "string"}
+
+
+def sweep_index_columns(axes: list[tuple[str, type]]) -> list[tuple[str, str]]:
+    """``(name, Spark type)`` of a sweep's index rows: ``run, point, point_index, mode``, the axes (typed as the
+    scenario schema types them, named by their dotted keys), then ``backend, seed, generated_by, verdict, lost,
+    duplicated, wrong``."""
+    cols = [("run", "string"), ("point", "string"), ("point_index", "int"), ("mode", "string")]
+    cols += [(key, _PYTHON_TO_SPARK[kind]) for key, kind in axes]
+    cols += [("backend", "string"), ("seed", "bigint"), ("generated_by", "string"), ("verdict", "string"),
+             ("lost", "bigint"), ("duplicated", "bigint"), ("wrong", "bigint")]
+    return cols
+
+
+def sweep_path(root: str | Path) -> Path:
+    return analytics_dir(root) / "sweep.parquet"
+
+
+def compute_sweep_analytics(spark, root: str | Path, point_rows: list[dict], axes: list[tuple[str, type]],
+                            runs: list[Run] | None = None) -> pd.DataFrame:
+    """Aggregate a sweep's runs in Spark: one row per (point, mode) with the axis values, the verdict, Flink's
+    checkpoint counts and, per metric of ``summary`` (checkpoint and subtask scope), the columns
+    ``<metric>_<stat>`` for ``SWEEP_STATS``. Also writes the per-run ``summary`` and ``counts`` (as
+    ``compute_analytics``), so ``barriersim report`` reads them from the cache. ``point_rows`` hold the keys
+    of ``sweep_index_columns`` (``run`` is the run's directory relative to ``root``, e.g. ``zipf_exponent=0.5/aligned``).
+    Written to ``root/analytics/sweep.parquet``; returned as pandas, ordered by point and mode."""
+    from pyspark.sql import functions as F
+
+    compute_analytics(spark, root, runs)
+    out = analytics_dir(root)
+    metrics = [*CHECKPOINT_METRICS, *SUBTASK_METRICS]
+    with small_data_settings(spark):
+        summary = spark.read.parquet(str(out / "summary.parquet"))
+        counts = spark.read.parquet(str(out / "counts.parquet")).select("run", *COUNT_COLUMNS)
+        wide = summary.groupBy("run").pivot("metric", metrics).agg(
+            *[F.first(stat).alias(stat) for stat in SWEEP_STATS]
+        )
+        names = [f"{m}_{stat}" for m in metrics for stat in SWEEP_STATS]
+        wide = wide.select("run", *[F.col(f"`{n}`").cast("double").alias(n) for n in names])
+        columns = sweep_index_columns(axes)
+        points = spark.createDataFrame([tuple(r.get(name) for name, _ in columns) for r in point_rows],
+                                       ", ".join(f"`{name}` {kind}" for name, kind in columns))
+        table = points.join(counts, "run", "left").join(wide, "run", "left").orderBy("point_index", "mode")
+        table.coalesce(1).write.mode("overwrite").parquet(str(sweep_path(root)))
+    return read_sweep_analytics(root)
+
+
+def read_sweep_analytics(root: str | Path) -> pd.DataFrame | None:
+    """The sweep table written by ``compute_sweep_analytics``, or None."""
+    path = sweep_path(root)
+    if not (path / "_SUCCESS").exists():
+        return None
+    table = pq.read_table(str(path)).to_pandas()
+    return table.sort_values(["point_index", "mode"], kind="stable").reset_index(drop=True)
 
 
 def main(argv: list[str] | None = None) -> int:

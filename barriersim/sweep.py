@@ -1,0 +1,300 @@
+"""Sweeps: a scenario's ``[sweep]`` axes expanded into a run matrix, every point run in every mode, and the runs
+aggregated in Spark on Ray into one table.
+
+How this works: ``run_sweep`` expands the axes with the loader's ``expand_sweep`` (every combination; each point
+is a set of ``section.key`` overrides, checked as the file's values are), checks everything before the first
+run, then runs each point in each mode through ``barriersim.api`` into ``OUT/<point-label>/<mode>/`` (a point's
+label is its settings, e.g. ``zipf_exponent=0.5,interval_ms=100``). ``OUT/sweep.json`` indexes the sweep: the
+axes, the modes and, per point, its settings and per mode its run directory, verdict and checkpoint counts. The
+runs are then aggregated IN SPARK (``scenarios.analytics.compute_sweep_analytics``: the run tables loaded by
+Spark, Flink's summary statistics per run, pivoted to one row per (point, mode) with the axis values and
+``<metric>_<min|max|avg|p50|p90|p95|p99|p999>`` of ``end_to_end_duration``, ``alignment_duration``,
+``persisted_data`` and the rest) and written as Parquet to ``OUT/analytics/sweep.parquet``. On the simulator,
+``workload="spark"`` generates each point's workload in Spark on Ray too (once per distinct workload).
+
+The CLI: ``register(subparsers)`` adds ``barriersim sweep SCENARIO`` and ``main_from_args(args)`` runs it, with a
+rich progress bar; bad input costs one line naming the file and key, and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from barriersim import api
+from barriersim.runtime.faults import FaultScheduleError
+from barriersim.scenarios.loader import MODES, SCHEMA, Scenario, ScenarioError, expand_sweep
+
+EXIT_OK = 0
+EXIT_VIOLATED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+Progress = Callable[[str, int, int], None]  # (what, runs done, runs in all)
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def point_label(settings: dict[str, Any]) -> str:
+    """A point's directory name: its settings as ``name=value`` joined by commas, each named by the key's last
+    part unless two axes share it (then by the dotted key)."""
+    if not settings:
+        return "base"
+    short = [key.partition(".")[2] for key in settings]
+    names = short if len(set(short)) == len(short) else list(settings)
+    return ",".join(f"{n}={_format_value(v)}".replace(os.sep, "_") for n, v in zip(names, settings.values()))
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    index: int
+    label: str
+    settings: dict
+    scenario: Scenario = field(repr=False)
+
+
+@dataclass
+class SweepResult:
+    """A finished sweep: its directory, its index (``sweep.json``), the runs and the aggregated table."""
+
+    out_dir: Path
+    index: dict = field(repr=False)
+    runs: dict[tuple[str, str], api.RunResult] = field(repr=False)
+    table: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def verdicts(self) -> dict[tuple[str, str], str]:
+        """(point label, mode) -> verdict."""
+        return {key: r.verdict for key, r in self.runs.items()}
+
+
+def sweep_points(scenario: Scenario) -> list[SweepPoint]:
+    if not scenario.sweep:
+        raise ScenarioError(scenario.path, "sweep",
+                            "the scenario has no [sweep] table (dotted keys to lists of values, e.g. "
+                            "\"workload.zipf_exponent\" = [0.5, 1.5])")
+    return [SweepPoint(i, point_label(settings), settings, s) for i, (settings, s) in enumerate(expand_sweep(scenario))]
+
+
+def axis_types(scenario: Scenario) -> list[tuple[str, type]]:
+    out = []
+    for key, _ in scenario.sweep:
+        section, _, name = key.partition(".")
+        out.append((key, SCHEMA[section][name].kind))
+    return out
+
+
+def _write_index(out: Path, index: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "sweep.json.tmp"
+    tmp.write_text(json.dumps(index, indent=2) + "\n")
+    os.replace(tmp, out / "sweep.json")
+
+
+def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None = None, modes=None,
+              seed: int | None = None, workload: str | None = None, faults=None, address: str | None = None,
+              spark=None, aggregate: bool = True, progress: Progress | None = None) -> SweepResult:
+    """Run every point of the scenario's ``[sweep]`` in every mode and aggregate the runs in Spark.
+
+    ``scenario``: a path or a ``Scenario`` with a ``[sweep]`` table. ``modes``: None (each point's own mode), a
+    mode, a list of modes, or ``"all"`` (aligned, unaligned, at-least-once). ``out``: default
+    ``runs/<scenario>-sweep-<UTC stamp>``. ``backend``, ``seed``, ``workload``, ``faults``, ``address`` as in
+    ``barriersim.run``. ``spark``: a live SparkSession on Ray (else Spark on Ray is started when needed and
+    stopped at the end; with ``backend="ray"`` each run starts its own, and ``spark`` serves the aggregation
+    only). ``aggregate=False`` skips the Spark aggregation (``table`` is then None).
+    """
+    s = api.as_scenario(scenario)
+    points = sweep_points(s)
+    # Every point checked before the first run: a bad mode, seed or workload fails fast.
+    plans = [api.plan(p.scenario, backend=backend, mode=modes, seed=seed, faults=faults, workload=workload)
+             for p in points]
+    out_dir = Path(out) if out is not None else api.default_out(s, "-sweep")
+    say = progress or (lambda what, done, total: None)
+    total = sum(len(pl.modes) for pl in plans)
+    index: dict[str, Any] = {
+        "scenario": s.name, "path": s.path, "backend": backend, "seed": plans[0].seed,
+        "workload": plans[0].workload, "modes": modes if modes is None or isinstance(modes, str) else list(modes),
+        "axes": {key: list(values) for key, values in s.sweep}, "points": [], "analytics": None,
+    }
+    runs: dict[tuple[str, str], api.RunResult] = {}
+    done = 0
+    splits_cache: dict = {}
+    with api.SparkOnDemand(spark, address, app_name=f"barriersim-sweep-{s.name}") as session:
+        for point, pl in zip(points, plans):
+            entry = {"index": point.index, "label": point.label, "settings": point.settings, "runs": []}
+            splits = None
+            if pl.backend == "sim" and pl.workload == "spark":
+                key = (pl.scenario.workload, tuple((v.name, v.parallelism) for v in pl.scenario.job.graph.sources),
+                       pl.seed)
+                if key not in splits_cache:
+                    say(f"{point.label}: generating the workload in Spark", done, total)
+                    splits_cache[key] = api.spark_workload_splits(session.get(), pl.scenario, pl.seed)
+                splits = splits_cache[key]
+            for mode in pl.modes:
+                say(f"{point.label}: {mode}", done, total)
+                single = api.Plan(pl.scenario, pl.seed, [mode], pl.faults, pl.backend, pl.workload)
+                [result] = api.execute(single, out_dir / point.label, nest_modes=True, address=address,
+                                       splits=splits).values()
+                runs[(point.label, mode)] = result
+                v = result.summary["verification"]
+                entry["runs"].append({
+                    "mode": mode, "dir": f"{point.label}/{mode}", "verdict": v["verdict"],
+                    "lost": v["lost"], "duplicated": v["duplicated"], "wrong": v["wrong"],
+                    "checkpoints": result.summary.get("checkpoints", {}),
+                })
+                done += 1
+                say(f"{point.label}: {mode}", done, total)
+            index["points"].append(entry)
+            _write_index(out_dir, index)
+        _write_index(out_dir, index)
+        table = None
+        if aggregate:
+            say("aggregating the runs in Spark", done, total)
+            table = aggregate_sweep(session.get(), out_dir, index, axis_types(s))
+            index["analytics"] = "analytics/sweep.parquet"
+            _write_index(out_dir, index)
+    return SweepResult(out_dir=out_dir, index=index, runs=runs, table=table)
+
+
+def index_rows(index: dict) -> list[dict]:
+    """One row per (point, mode) of a sweep's index, keyed as ``scenarios.analytics.sweep_index_columns``."""
+    rows = []
+    for point in index["points"]:
+        for r in point["runs"]:
+            rows.append({"run": r["dir"], "point": point["label"], "point_index": point["index"], "mode": r["mode"],
+                         **point["settings"], "backend": index["backend"], "seed": index["seed"],
+                         "generated_by": index["workload"], "verdict": r["verdict"], "lost": r["lost"],
+                         "duplicated": r["duplicated"], "wrong": r["wrong"]})
+    return rows
+
+
+def aggregate_sweep(spark, out_dir: Path, index: dict, axes: list[tuple[str, type]]) -> pd.DataFrame:
+    """The sweep's table computed in Spark (``OUT/analytics/sweep.parquet``), as pandas."""
+    from barriersim.report.rundir import discover_runs
+    from barriersim.scenarios.analytics import compute_sweep_analytics
+
+    wanted = {r["dir"] for p in index["points"] for r in p["runs"]}
+    runs = [r for r in discover_runs(out_dir) if r.label in wanted]
+    return compute_sweep_analytics(spark, out_dir, index_rows(index), axes, runs)
+
+
+# -- the command line ----------------------------------------------------------------------------------------
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add ``barriersim sweep`` to the ``barriersim`` parser's subcommands."""
+    parser = subparsers.add_parser(
+        "sweep", help="run a scenario's [sweep] matrix and aggregate it in Spark",
+        description="Expand the scenario's [sweep] axes into a run matrix, run every point (in every mode) into "
+                    "OUT/<point>/<mode>/, index it in OUT/sweep.json and aggregate the runs in Spark on Ray into "
+                    "OUT/analytics/sweep.parquet (one row per point and mode, Flink's summary statistics).",
+    )
+    parser.add_argument("scenario", help="path of a scenario file (TOML) with a [sweep] table")
+    parser.add_argument("--backend", choices=api.BACKENDS, default="sim",
+                        help="sim: the deterministic simulator (default); ray: Ray actors with Spark on Ray")
+    parser.add_argument("--mode", choices=MODES + ("all",),
+                        help="checkpointing mode for every point (default: the scenario's); all: aligned, "
+                             "unaligned and at-least-once")
+    parser.add_argument("--out", help="sweep directory (default: runs/<scenario>-sweep-<UTC timestamp>)")
+    parser.add_argument("--seed", type=_seed, help="seed overriding the scenario's")
+    parser.add_argument("--workload", choices=api.WORKLOADS,
+                        help="where the simulator's workload is generated (default: local; the Ray backend always "
+                             "uses Spark)")
+    parser.add_argument("--address", help="address of an existing Ray cluster (default: start a local one)")
+    parser.add_argument("--no-analytics", action="store_true", help="skip the aggregation in Spark")
+    parser.set_defaults(handler=main_from_args)
+    return parser
+
+
+def _print_table(console, result: SweepResult) -> None:
+    from rich.table import Table
+
+    axes = list(result.index["axes"])
+    t = result.table
+    table = Table(title=f"barriersim sweep: {result.index['scenario']} ({result.index['backend']}, "
+                        f"seed {result.index['seed']})")
+    stats = ("e2e p50 ms", "e2e p99 ms", "align p99 ms", "persisted p99 B") if t is not None else ()
+    for col in (*(a.partition(".")[2] for a in axes), "mode", "verdict", "completed", *stats):
+        table.add_column(col, justify="right")
+    by_run = {row["run"]: row for row in t.to_dict("records")} if t is not None else {}
+
+    def fmt(row, col):
+        value = row.get(col) if row else None
+        return "-" if value is None or value != value else f"{value:,.0f}"
+
+    for point in result.index["points"]:
+        for r in point["runs"]:
+            row = by_run.get(r["dir"])
+            figures = [fmt(row, f"{m}_{q}") for m, q in (("end_to_end_duration", "p50"), ("end_to_end_duration", "p99"),
+                                                        ("alignment_duration", "p99"), ("persisted_data", "p99"))]
+            table.add_row(*(_format_value(point["settings"][a]) for a in axes), r["mode"], r["verdict"],
+                          str(r["checkpoints"].get("completed", "-")), *(figures if t is not None else ()))
+    console.print(table)
+
+
+def main_from_args(args) -> int:
+    """Run ``barriersim sweep`` from parsed arguments; returns the exit status (0; 1 when a run violated
+    exactly-once or at-least-once; 2 with one line on stderr for bad input; 130 on Ctrl-C)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from barriersim.report.rundir import RunDirError
+    from barriersim.run import UnsupportedScenario
+
+    console = Console(stderr=True)
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=True) as bar:
+            task = bar.add_task("checking the sweep", total=None)
+
+            def progress(what: str, done: int, total: int) -> None:
+                bar.update(task, description=what, completed=done, total=total)
+
+            result = run_sweep(args.scenario, backend=args.backend, out=args.out, modes=args.mode, seed=args.seed,
+                               workload=args.workload, address=args.address, aggregate=not args.no_analytics,
+                               progress=progress)
+    except (ScenarioError, UnsupportedScenario, FaultScheduleError, RunDirError) as e:
+        print(f"barriersim sweep: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("barriersim sweep: interrupted; Spark and Ray were stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    _print_table(Console(), result)
+    print(f"wrote {result.out_dir}/sweep.json" + (f" and {result.out_dir}/analytics/sweep.parquet"
+                                                  if result.table is not None else ""))
+    violated = [f"{p}/{m}" for (p, m), v in result.verdicts.items() if v == "violated"]
+    if violated:
+        print(f"violated: {', '.join(violated)}")
+        return EXIT_VIOLATED
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point until ``barriersim/cli.py`` wires the subcommand in."""
+    parser = argparse.ArgumentParser(prog="barriersim")
+    register(parser.add_subparsers(dest="command", required=True))
+    return main_from_args(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

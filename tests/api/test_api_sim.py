@@ -1,0 +1,160 @@
+"""``barriersim.run`` on the simulator: results as pandas DataFrames with Flink's names, modes side by side,
+overrides, and the CLI's typed errors for bad input (no Ray, no Spark)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import barriersim
+from barriersim import api
+from barriersim.run import UnsupportedScenario
+from barriersim.runtime.faults import FaultScheduleError
+from barriersim.scenarios.loader import ScenarioError, load_scenario
+from barriersim.simulate import simulate_scenario
+from tests.api.scenarios import TINY, TWO_SOURCES, write
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return write(tmp_path, TINY)
+
+
+def test_run_returns_the_run_directory_as_dataframes(tiny, tmp_path):
+    result = barriersim.run(tiny, out=tmp_path / "run")
+    assert isinstance(result, api.RunResult)
+    assert result.out_dir == tmp_path / "run"
+    on_disk = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert result.summary == on_disk
+    assert (result.backend, result.mode, result.verdict) == ("sim", "aligned", "exactly-once")
+    assert result.summary["workload"]["generated_by"] == "local"
+
+    cps, sts = result.checkpoints, result.subtasks
+    assert isinstance(cps, pd.DataFrame) and isinstance(sts, pd.DataFrame)
+    for name in ("id", "status", "trigger_timestamp", "end_to_end_duration", "state_size", "checkpointed_size",
+                 "persisted_data", "num_acknowledged_subtasks"):
+        assert name in cps.columns, name
+    for name in ("id", "task", "ack_timestamp", "alignment_duration", "start_delay", "checkpoint_sync", "aborted"):
+        assert name in sts.columns, name
+    completed = result.summary["checkpoints"]["completed"]
+    assert completed >= 2
+    assert (cps["status"] == "COMPLETED").sum() == completed
+    # The subtask rows of a completed checkpoint are its acknowledgements by running subtasks (those finished
+    # before it, FLIP-147, count as acknowledged without a row).
+    done = cps[cps["status"] == "COMPLETED"].set_index("id")["num_acknowledged_subtasks"]
+    acks = sts[sts["id"].isin(done.index) & ~sts["aborted"]].groupby("id")["task"].nunique()
+    assert set(acks.index) == set(done.index)
+    assert (acks <= done).all() and acks.max() == 5  # two sources, two keyed sums, one sink
+
+
+def test_barriersim_run_is_also_the_ray_backend_module():
+    import barriersim.run as ray_run_module
+
+    assert callable(barriersim.run)
+    assert ray_run_module is barriersim.run
+    assert barriersim.run.run_scenario is __import__("barriersim.run", fromlist=["run_scenario"]).run_scenario
+    assert barriersim.RunResult is api.RunResult
+
+
+def test_same_trace_as_simulate_scenario(tiny, tmp_path):
+    scenario = load_scenario(tiny)
+    direct = simulate_scenario(scenario, tmp_path / "direct", seed=5, mode="unaligned")
+    result = barriersim.run(scenario, out=tmp_path / "api", seed=5, mode="unaligned")
+    assert result.summary["trace_sha256"] == direct["trace_sha256"]
+    assert result.summary["seed"] == 5 and result.mode == "unaligned"
+    assert result.checkpoints.equals(pd.read_parquet(tmp_path / "direct" / "checkpoints.parquet"))
+
+
+def test_mode_all_gives_one_result_per_mode(tiny, tmp_path):
+    results = barriersim.run(tiny, out=tmp_path / "all", mode="all")
+    assert isinstance(results, api.RunResults)
+    assert list(results) == ["aligned", "unaligned", "at-least-once"]
+    for mode, r in results.items():
+        assert r.out_dir == tmp_path / "all" / mode
+        assert r.summary["mode"] == mode
+        assert (r.out_dir / "checkpoints.parquet").exists()
+    assert set(results.verdicts.values()) <= {"exactly-once", "at-least-once"}
+    both = results.checkpoints
+    assert both.columns[0] == "mode"
+    assert len(both) == sum(len(r.checkpoints) for r in results.values())
+    assert len({r.summary["trace_sha256"] for r in results.values()}) == 3
+
+
+def test_overrides_change_the_scenario(tiny, tmp_path):
+    result = barriersim.run(tiny, out=tmp_path / "o", overrides={"workload.records": 200, "checkpointing.interval_ms": 1000})
+    assert result.summary["workload"]["records"] == 200
+    triggers = result.checkpoints.sort_values("id")["trigger_timestamp"]
+    assert len(triggers) >= 2 and triggers.diff().dropna().min() >= 1000
+    default = barriersim.run(tiny, out=tmp_path / "d")
+    assert default.checkpoints.sort_values("id")["trigger_timestamp"].diff().dropna().min() < 1000
+
+
+def test_a_general_graph_with_two_source_vertices(tmp_path):
+    result = barriersim.run(write(tmp_path, TWO_SOURCES), out=tmp_path / "two")
+    assert result.summary["workload"]["records"] == 2 * 300
+    assert result.verdict == "exactly-once"
+    assert set(result.subtasks["task"].str.partition("#")[0]) == {"left", "right", "both", "sum", "sink"}
+
+
+def test_precomputed_splits_give_the_same_run_and_record_their_origin(tiny, tmp_path):
+    scenario = load_scenario(tiny)
+    plain = api.simulate(scenario, tmp_path / "plain", seed=3, mode="aligned", faults=None)
+    splits = api.local_workload_splits(scenario, 3)
+    given = api.simulate(scenario, tmp_path / "given", seed=3, mode="aligned", faults=None, splits=splits,
+                         generated_by="spark")
+    assert given["trace_sha256"] == plain["trace_sha256"]
+    assert given["workload"]["generated_by"] == "spark"
+    assert json.loads((tmp_path / "given" / "summary.json").read_text())["workload"]["generated_by"] == "spark"
+    # The stand-in for the local draws is gone after the call.
+    from barriersim import simulate as sim
+    from barriersim.scenarios.simulation_inputs import workload_splits
+
+    assert sim.workload_splits is workload_splits
+
+
+def test_faults_given_as_plain_tables_or_json(tiny, tmp_path):
+    crash = [{"type": "crash_task", "task": "keyed-sum#0", "at_ms": 5}]
+    result = barriersim.run(tiny, out=tmp_path / "f", faults=crash)
+    assert result.summary["faults"] == crash
+    assert result.summary["simulation"]["restarts"] >= 1
+    assert result.verdict == "exactly-once"
+    again = barriersim.run(tiny, out=tmp_path / "g", faults=json.dumps(crash))
+    assert again.summary["trace_sha256"] == result.summary["trace_sha256"]
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"overrides": {"workload.nope": 1}}, ScenarioError, "overrides.workload.nope"),
+    ({"overrides": {"job.source_parallelism": 3}}, ScenarioError, "overrides.job.source_parallelism"),
+    ({"overrides": {"workload.records": "many"}}, ScenarioError, "must be an integer"),
+    ({"overrides": {"workload.records": 0}}, ScenarioError, "overrides.workload.records"),
+    ({"overrides": {"checkpointing.mode": "unaligned", "checkpointing.max_concurrent": 2}}, ScenarioError,
+     "checkpointing.max_concurrent"),
+    ({"mode": "exactly-twice"}, ScenarioError, "mode: must be one of"),
+    ({"seed": -1}, ScenarioError, "seed: must be a non-negative integer"),
+    ({"seed": True}, ScenarioError, "seed"),
+    ({"faults": [{"type": "meteor"}]}, FaultScheduleError, "faults[0]"),
+    ({"faults": "{not json"}, FaultScheduleError, "not valid JSON"),
+    ({"backend": "flink"}, ValueError, "backend: must be one of sim, ray"),
+    ({"workload": "cloud"}, ValueError, "workload: must be one of local, spark"),
+    ({"backend": "ray", "workload": "local"}, UnsupportedScenario, "Spark on Ray"),
+])
+def test_bad_input_raises_the_clis_typed_errors(tiny, tmp_path, kwargs, error, words):
+    with pytest.raises(error) as info:
+        barriersim.run(tiny, out=tmp_path / "never", **kwargs)
+    message = str(info.value)
+    assert words in message and "\n" not in message
+    if error is ScenarioError:
+        assert message.startswith(str(tiny))
+    assert not (tmp_path / "never").exists()
+
+
+def test_a_missing_or_broken_scenario_file_names_the_file(tmp_path):
+    with pytest.raises(ScenarioError, match="no such scenario file"):
+        barriersim.run(tmp_path / "absent.toml")
+    broken = write(tmp_path, TINY.replace("records = 600", "records = -5"), "broken.toml")
+    with pytest.raises(ScenarioError, match=r"broken\.toml: workload\.records: must be between"):
+        barriersim.run(broken)
+    with pytest.raises(ScenarioError, match="must be a scenario file's path or a Scenario"):
+        barriersim.run(42)
