@@ -86,9 +86,13 @@ class SlowTask:
 
 @dataclass(frozen=True)
 class FailStorageWrite:
-    """The checkpoint storage write of checkpoint ``checkpoint_id`` fails (the checkpoint is then aborted)."""
+    """A checkpoint storage write of checkpoint ``checkpoint_id`` fails, and the checkpoint is aborted. Without
+    ``task``: the coordinator's ``_metadata`` write at finalization (Flink: ``FINALIZE_CHECKPOINT_FAILURE``);
+    with ``task``: that subtask's state write in the asynchronous part of its snapshot, so it declines
+    (Flink: ``CHECKPOINT_ASYNC_EXCEPTION``)."""
 
     checkpoint_id: int
+    task: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,16 @@ class FaultSchedule:
                    for f in self.of_type(FailCheckpoints))
 
     def fails_storage_write(self, checkpoint_id: int) -> bool:
-        return any(f.checkpoint_id == checkpoint_id for f in self.of_type(FailStorageWrite))
+        """Whether the ``_metadata`` write of ``checkpoint_id`` fails (a ``FailStorageWrite`` without a task)."""
+        return any(f.checkpoint_id == checkpoint_id and f.task is None for f in self.of_type(FailStorageWrite))
+
+    def fails_state_write(self, task: str, checkpoint_id: int) -> bool:
+        """Whether ``task``'s state write for ``checkpoint_id`` fails (a ``FailStorageWrite`` naming the task)."""
+        return any(f.checkpoint_id == checkpoint_id and f.task == task for f in self.of_type(FailStorageWrite))
+
+    def coordinator_crashes(self) -> list[int]:
+        """The times (ms) at which the coordinator crashes, in order."""
+        return sorted(f.at_ms for f in self.of_type(CrashCoordinator))
 
     # -- plain values and JSON (for scenario files and replay commands) ------------------------------
 

@@ -8,7 +8,12 @@ Randomness (the periodic trigger's initial delay) comes from the injected ``rand
 composed of three halves, one module each: ``triggering`` (request queue, plan, new pending checkpoints, the
 periodic trigger), ``completion`` (acknowledgements, declines, completing and aborting) and ``restore``
 (restoring the latest checkpoint or a savepoint); this module holds the state they share, the event dispatch,
-the task and job-status bookkeeping (global failover) and shutdown. Mirrors Flink's ``CheckpointCoordinator``
+the task and job-status bookkeeping (global failover) and shutdown. A driver that injects a
+``checkpoint_writer(metadata, is_savepoint)`` (Flink's ``CheckpointStorageCoordinatorView``) has the coordinator
+write each ``_metadata`` while finalizing, so a failed write aborts the checkpoint (``FINALIZE_CHECKPOINT_FAILURE``)
+before it reaches the store; without one the coordinator emits ``PersistCheckpoint`` and trusts the driver.
+``first_attempt_number`` lets a coordinator recovered after a JobManager failover hand out attempt ids that no
+earlier attempt used (Flink's new ``ExecutionGraph`` has fresh attempt ids). Mirrors Flink's ``CheckpointCoordinator``
 (and ``CheckpointCoordinatorDeActivator`` for job status changes).
 """
 
@@ -39,6 +44,7 @@ from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
 from barriersim.runtime.coordinator.triggering import CheckpointTriggering
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID
+from barriersim.runtime.state.snapshot import CheckpointMetadata
 
 NUM_GHOST_CHECKPOINT_IDS = 16
 
@@ -59,6 +65,8 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         completed_checkpoint_store: StandaloneCompletedCheckpointStore | None = None,
         checkpoint_id_counter: StandaloneCheckpointIDCounter | None = None,
         tasks_running: bool = True,
+        checkpoint_writer: Callable[[CheckpointMetadata, bool], Any] | None = None,
+        first_attempt_number: int = 0,
     ):
         self.job_id = job_id
         self.vertices = tuple(vertices)
@@ -66,6 +74,7 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         self._clock = clock
         self._timers = timer_service
         self._sink = action_sink
+        self.checkpoint_writer = checkpoint_writer
         self.master_hooks: dict[str, MasterTriggerRestoreHook] = {}
         for hook in master_hooks:
             if not self.add_master_hook(hook):
@@ -92,7 +101,8 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         state = ExecutionState.RUNNING if tasks_running else ExecutionState.CREATED
         for v in self.vertices:
             for i in range(v.parallelism):
-                self.executions[(v.vertex_id, i)] = Execution(ExecutionAttemptID(v.vertex_id, i, 0), state)
+                self.executions[(v.vertex_id, i)] = Execution(
+                    ExecutionAttemptID(v.vertex_id, i, first_attempt_number), state)
         self._out: list[Any] = []
         self._completing = False
         self._executing_queue = False

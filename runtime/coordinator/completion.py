@@ -2,7 +2,9 @@
 
 How this works: ``CheckpointCompletion`` is the completion half of ``CheckpointCoordinator`` (it uses the
 coordinator's pending checkpoints, completed store, failure manager, stats and outbox). Each
-``AcknowledgeCheckpoint`` goes to its ``PendingCheckpoint``; the last one completes it: ``PersistCheckpoint``,
+``AcknowledgeCheckpoint`` goes to its ``PendingCheckpoint``; the last one completes it: its ``_metadata`` is
+written (through the injected ``checkpoint_writer``; a failed write aborts it as ``FINALIZE_CHECKPOINT_FAILURE``,
+counted against the tolerable failures as in Flink 1.15+; without a writer ``PersistCheckpoint`` is emitted),
 the ``StandaloneCompletedCheckpointStore`` subsumes older checkpoints (``DiscardCheckpoint``), older pending
 checkpoints are aborted as subsumed, and every task to commit to gets ``NotifyCheckpointComplete`` (savepoints,
 except synchronous ones, notify nobody and stay out of the store, as in recent Flink). A decline, expiry,
@@ -103,10 +105,19 @@ class CheckpointCompletion:
         checkpoint_id = pending.checkpoint_id
         props = pending.props
         now = self._clock()
-        completed = pending.finalize_checkpoint(now)
+        writer = self.checkpoint_writer
+        try:
+            completed = pending.finalize_checkpoint(
+                now, None if writer is None else (lambda metadata: writer(metadata, props.is_savepoint)))
+        except Exception as e:  # Flink's finalizeCheckpoint: the _metadata could not be written
+            if not pending.is_disposed:
+                self._abort_pending_checkpoint(pending, CheckpointException(
+                    CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, checkpoint_id, f"{type(e).__name__}: {e}"), None)
+            return
         self.failure_manager.handle_checkpoint_success(checkpoint_id)
         self.pending_checkpoints.pop(checkpoint_id, None)
-        self._emit(m.PersistCheckpoint(completed.metadata, props.is_savepoint))
+        if writer is None:
+            self._emit(m.PersistCheckpoint(completed.metadata, props.is_savepoint))
         last_subsumed_id = INVALID_CHECKPOINT_ID
         if not props.is_savepoint:
             result = self.store.add_checkpoint_and_subsume_oldest_one(completed)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from barriersim.runtime.coordinator.plan import CheckpointPlan, JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties, JobStatus
@@ -257,7 +257,10 @@ class PendingCheckpoint:
                 done.add(v.vertex_id)
         return done
 
-    def finalize_checkpoint(self, completion_timestamp: int) -> CompletedCheckpoint:
+    def finalize_checkpoint(self, completion_timestamp: int,
+                            metadata_writer: Callable[[CheckpointMetadata], Any] | None = None) -> CompletedCheckpoint:
+        """Build the completed checkpoint; with ``metadata_writer``, write its ``_metadata`` first: if that raises,
+        the checkpoint stays pending (not disposed) for the coordinator to abort, as in Flink."""
         if self.disposed:
             raise PendingCheckpointError(f"finalize_checkpoint: checkpoint {self.checkpoint_id} is already disposed")
         if not self.is_fully_acknowledged():
@@ -289,6 +292,8 @@ class PendingCheckpoint:
             self.job_id, self.checkpoint_id, self.checkpoint_timestamp, completion_timestamp,
             dict(sorted(states.items())), tuple(self.master_states), self.props,
         )
+        if metadata_writer is not None:
+            metadata_writer(completed.metadata)
         self._dispose()
         return completed
 

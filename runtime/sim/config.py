@@ -94,3 +94,4 @@ class SimulationResult:
     trace_sha256: str
     restored_checkpoint_ids: list[int] = field(default_factory=list)
     restored_in_flight_bytes: int = 0
+    coordinator_failovers: int = 0

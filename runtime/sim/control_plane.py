@@ -3,10 +3,13 @@
 How this works: ``ControlPlane`` is the part of ``JobSimulation`` that carries messages of the checkpoint
 protocol. Acknowledgements and declines go from a task to the coordinator, triggers and completion/abort
 notifications from the coordinator to a task, each after ``rpc_latency_us`` plus any ``DelayMessage`` delay,
-unless a ``DropMessage`` loses it; a message for a task attempt that has since died is not delivered. The
-coordinator's actions are carried out here in order: triggers and notifications become RPCs, persisting and
-discarding checkpoints go to the checkpoint storage, ``RestoreFrom`` is kept for the next deployment and
-``FailJob`` fails the job over. ``FailCheckpoints`` faults turn an acknowledgement into a decline, and
+unless a ``DropMessage`` loses it; a message for a task attempt that has since died, or for a coordinator that
+has since crashed, is not delivered. The
+coordinator's actions are carried out here in order: triggers and notifications become RPCs, discarding
+checkpoints goes to the checkpoint storage (the coordinator writes ``_metadata`` through ``_write_metadata``, so a
+failed write aborts the checkpoint), ``RestoreFrom`` is kept for the next deployment and
+``FailJob`` fails the job over. ``FailCheckpoints`` faults turn an acknowledgement into a decline
+(``CHECKPOINT_DECLINED``), as does a failed task-side state write (``CHECKPOINT_ASYNC_EXCEPTION``), and
 protocol-point crashes fire where the protocol reaches them. Mirrors the RPC gateways between Flink's
 ``JobMaster`` and ``TaskExecutor`` (``acknowledgeCheckpoint``, ``declineCheckpoint``, ``triggerCheckpoint``,
 ``notifyCheckpointOnComplete``, ``notifyCheckpointAborted``).
@@ -33,6 +36,13 @@ class ControlPlane:
         cid = action.checkpoint_id
         if self._crash_point(task.name, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, cid):
             return
+        if self.config.faults.fails_state_write(task.name, cid):
+            # Flink's AsyncCheckpointRunnable: the asynchronous part failed, so the task declines
+            exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION, cid,
+                                      f"{task.name}: injected by fail_storage_write: the state write failed")
+            self._rpc_to_coordinator(MessageKind.DECLINE, task.name, cid,
+                                     m.DeclineCheckpoint(self.job_id, task.attempt_id, cid, exc))
+            return
         if self.config.faults.declines(task.name, cid, f"{self.graph.sources[0].name}#0"):
             exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED, cid, "injected by fail_checkpoints")
             self._rpc_to_coordinator(MessageKind.DECLINE, task.name, cid,
@@ -55,6 +65,7 @@ class ControlPlane:
                                  m.AcknowledgeCheckpoint(self.job_id, task.attempt_id, cid, action.task_state_snapshot, metrics))
         self._crash_point(task.name, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, cid)
 
+    # -- control plane -----------------------------------------------------------------------------------
 
     def _message_fault(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> tuple[bool, int]:
         drop, delay_ms = self.config.faults.message_fate(kind, task, checkpoint_id)
@@ -65,8 +76,13 @@ class ControlPlane:
         if drop:
             self.trace.record(self.sim.now_us, "dropped", f"{kind.value} {task} {checkpoint_id}")
             return
-        self.sim.schedule_after(int(self.config.rpc_latency_us) + delay,
-                                lambda: self._handle_coordinator(self.coordinator.handle(event)), Priority.CONTROL, "rpc")
+        generation = self.coordinator_generation
+
+        def deliver() -> None:
+            if generation == self.coordinator_generation:  # a message for a crashed coordinator is lost
+                self._handle_coordinator(self.coordinator.handle(event))
+
+        self.sim.schedule_after(int(self.config.rpc_latency_us) + delay, deliver, Priority.CONTROL, "rpc")
 
     def _rpc_to_task(self, kind: MessageKind | None, attempt, checkpoint_id: int, call) -> None:
         key = (attempt.vertex_id, attempt.subtask_index)
@@ -105,13 +121,6 @@ class ControlPlane:
             elif isinstance(action, m.NotifyCheckpointAborted):
                 self._rpc_to_task(MessageKind.NOTIFY_ABORTED, action.task, action.checkpoint_id,
                                   lambda t, a=action: t.notify_checkpoint_aborted(a.checkpoint_id, a.latest_completed_checkpoint_id))
-            elif isinstance(action, m.PersistCheckpoint):
-                if self.config.faults.fails_storage_write(action.metadata.checkpoint_id):
-                    self.storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
-                try:
-                    self.storage.persist_checkpoint(action.metadata, is_savepoint=action.is_savepoint)
-                except Exception as err:  # a failed write is reported to the coordinator as Flink's storage does
-                    self.trace.record(self.sim.now_us, "storage-failed", f"{action.metadata.checkpoint_id} {type(err).__name__}")
             elif isinstance(action, m.DiscardCheckpoint):
                 self.storage.discard_checkpoint(action.checkpoint_id)
             elif isinstance(action, m.RestoreFrom):
@@ -119,3 +128,20 @@ class ControlPlane:
             elif isinstance(action, m.FailJob):
                 failing = action.failing_task
                 self._failover(f"{failing.vertex_id}#{failing.subtask_index}" if failing else "coordinator", action.reason.name)
+
+    def _write_metadata(self, metadata, is_savepoint: bool):
+        """The coordinator's ``checkpoint_writer``: write ``_metadata`` to the checkpoint storage while the
+        coordinator finalizes the checkpoint; a failure (``FailStorageWrite`` without a task) raises into the
+        coordinator, which aborts the checkpoint as ``FINALIZE_CHECKPOINT_FAILURE``."""
+        cid = metadata.checkpoint_id
+        # the same trace line as when the driver carried out a PersistCheckpoint action (traces stay comparable)
+        self.trace.record(self.sim.now_us, "coordinator", "PersistCheckpoint ")
+        if self.config.faults.fails_storage_write(cid):
+            self.storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
+        try:
+            location = self.storage.persist_checkpoint(metadata, is_savepoint=is_savepoint)
+        except Exception as err:
+            self.trace.record(self.sim.now_us, "storage-failed", f"{cid} {type(err).__name__}")
+            raise
+        self.completed_in_epoch[cid] = (self.epoch, metadata)
+        return location

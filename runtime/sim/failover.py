@@ -6,14 +6,21 @@ failover: every task dies (sinks abort their open transactions), the epoch moves
 for the dead deployment runs, the coordinator aborts its pending checkpoints and picks the latest completed
 checkpoint, and after the restart delay new attempts restore it (operator state by key group, source offsets,
 channel state) and resume. More than ``max_restarts`` failovers fail the job. A crash of a task that is dead
-or finished does nothing. Mirrors Flink's ``DefaultScheduler`` with the ``RestartAllFailoverStrategy`` and a
-fixed-delay restart strategy.
+or finished does nothing. A coordinator crash (``CrashCoordinator``) is a JobManager failover: the coordinator's
+memory is lost (pending checkpoints, failure counts), every task dies, and after the restart delay a new
+coordinator recovers the completed checkpoints from the checkpoint storage and keeps the persisted id counter
+(``coordinator.checkpoint_recovery``), restores the latest one and redeploys; it does not count against
+``max_restarts`` (Flink's restart strategy belongs to the JobMaster that died). Mirrors Flink's
+``DefaultScheduler`` with the ``RestartAllFailoverStrategy`` and a fixed-delay restart strategy, and a
+JobManager failover under high availability (``JobMasterServiceLeadershipRunner`` recovering the job).
 """
 
 from __future__ import annotations
 
 from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.checkpoint_recovery import recover_completed_checkpoint_store
 from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults import CrashTask, ProtocolPoint
 from barriersim.runtime.sim.config import JobOutcome
 from barriersim.runtime.sim.kernel import Priority
@@ -45,7 +52,7 @@ class Failover:
         self.epoch += 1
         self._scheduled.clear()
         self._channel_clock.clear()
-        if self.restarts > self.config.max_restarts:
+        if self.restarts - self.coordinator_failovers > self.config.max_restarts:
             self.outcome = JobOutcome.FAILED
             self.sim.stop()
             return
@@ -68,6 +75,49 @@ class Failover:
                 self._fired_points.add(f)
                 self._crash(f.task, "during_restore")
                 return
+
+    def _crash_coordinator(self) -> None:
+        """A JobManager failover (``CrashCoordinator``): the coordinator's memory is gone (pending checkpoints,
+        statistics, failure counts); its timers never fire and messages to it are lost; the task executors lose
+        their JobManager and every task dies. After the restart delay a new coordinator recovers."""
+        if self.outcome is not None:
+            return
+        self.trace.record(self.sim.now_us, "failover", "coordinator crash_coordinator")
+        self.restarts += 1
+        self.coordinator_failovers += 1
+        for task in self.tasks.values():
+            task.fail()
+        self.epoch += 1
+        self._scheduled.clear()
+        self._channel_clock.clear()
+        old = self.coordinator
+        for cid in sorted(old.pending_checkpoints):  # for the run's statistics only: nobody tells anyone
+            old.stats.report_failed_checkpoint(cid, self.sim.clock_ms(), CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN,
+                                               "the JobManager failed; its pending checkpoints are lost")
+        self._retired_stats.append(old.stats)
+        self.coordinator_generation += 1
+        self._restore_from = None
+        epoch = self.epoch
+        self.sim.schedule_after(self.config.restart_delay_ms * 1000, lambda: self._recover_coordinator(epoch),
+                                Priority.URGENT, "restart")
+
+    def _recover_coordinator(self, epoch: int) -> None:
+        """The new JobManager: a coordinator whose completed checkpoint store is recovered from the checkpoint
+        storage and whose id counter is the persisted one; it restores the latest completed checkpoint, starts
+        its periodic trigger (job RUNNING) and deploys new attempts (ids no earlier attempt used)."""
+        if epoch != self.epoch:
+            return  # superseded by a later crash
+        recovered = recover_completed_checkpoint_store(self.job_id, self.storage, self.config.coordinator_configuration())
+        first_attempt = 1 + max(e.attempt_id.attempt_number for e in self.coordinator.executions.values())
+        self.coordinator = self._new_coordinator(recovered.store, first_attempt)
+        self.trace.record(self.sim.now_us, "coordinator-recovered",
+                          f"checkpoints={list(recovered.recovered_ids)} next_id={self.id_counter.get()}")
+        self._restore_from = None
+        self.coordinator.restore_latest_checkpointed_state()
+        self._handle_coordinator(self.coordinator.drain_actions())
+        restore = self._restore_from
+        self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
+        self._restart(restore, epoch)
 
     def _on_job_finished(self) -> None:
         self.outcome = JobOutcome.FINISHED

@@ -29,8 +29,10 @@ from typing import Sequence
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
+from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
 from barriersim.runtime.faults import CrashTask
 from barriersim.runtime.jobgraph import OperatorKind
 from barriersim.runtime.operators.sinks import ExternalStore
@@ -73,9 +75,23 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
         self.outcome: JobOutcome | None = None
         self._emit_watermarks = any(v.operator is OperatorKind.TUMBLING_WINDOW for v in self.graph.vertices)
         self._fired_points: set = set()
-        self.coordinator = CheckpointCoordinator(
-            self.job_id, vertices_from_job_graph(self.graph), config.coordinator_configuration(), clock=self.sim.clock_ms, timer_service=self.sim,
+        # what high availability keeps across a JobManager failover: the checkpoint id counter (the completed
+        # checkpoints are recovered from the checkpoint storage)
+        self.id_counter = StandaloneCheckpointIDCounter()
+        self.coordinator_generation = 0
+        self.coordinator_failovers = 0
+        self._retired_stats: list[CheckpointStatsTracker] = []
+        self.completed_in_epoch: dict[int, tuple[int, object]] = {}  # checkpoint id -> (epoch, metadata)
+        self.coordinator = self._new_coordinator()
+
+    def _new_coordinator(self, store=None, first_attempt_number: int = 0) -> CheckpointCoordinator:
+        generation = self.coordinator_generation
+        return CheckpointCoordinator(
+            self.job_id, vertices_from_job_graph(self.graph), self.config.coordinator_configuration(),
+            clock=self.sim.clock_ms, timer_service=_GenerationTimers(self, generation),
             rng=self.sim.random("coordinator"), action_sink=self._on_coordinator_action, tasks_running=False,
+            completed_checkpoint_store=store, checkpoint_id_counter=self.id_counter,
+            checkpoint_writer=self._write_metadata, first_attempt_number=first_attempt_number,
         )
 
     # -- running ---------------------------------------------------------------------------------------
@@ -86,27 +102,35 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
             if fault.at_ms is not None:
                 self.sim.schedule_at(fault.at_ms * 1000, lambda f=fault: self._crash(f.task, "crash_task"),
                                      Priority.URGENT, "fault")
+        for at_ms in self.config.faults.coordinator_crashes():
+            self.sim.schedule_at(at_ms * 1000, self._crash_coordinator, Priority.URGENT, "fault")
         self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
         result = self.sim.run(until_us=self.config.max_virtual_ms * 1000)
         if self.outcome is None:
             self.outcome = JobOutcome.TIMED_OUT if result is RunOutcome.TIME_LIMIT else JobOutcome.FINISHED
-        stats = self.coordinator.stats
+        every_stats = self._retired_stats + [self.coordinator.stats]
+        history = {cid: record for stats in every_stats for cid, record in stats.history.items()}
+        counts: dict[str, int] = {}
+        for stats in every_stats:
+            for name, n in stats.counts.items():
+                counts[name] = counts.get(name, 0) + n
         return SimulationResult(
             outcome=self.outcome,
             committed_output=self.store.output(),
-            checkpoints=self._checkpoint_rows(stats),
+            checkpoints=self._checkpoint_rows(history),
             subtasks=self._subtask_rows,
-            counts=dict(stats.counts),
+            counts=counts,
             restarts=self.restarts,
             virtual_ms=self.sim.clock_ms(),
             events=self.sim.events_processed,
             trace_sha256=self.trace.sha256,
             restored_checkpoint_ids=self.restored_ids,
             restored_in_flight_bytes=self.restored_in_flight,
+            coordinator_failovers=self.coordinator_failovers,
         )
 
-    def _checkpoint_rows(self, stats) -> list[dict]:
-        """The coordinator's per-checkpoint statistics plus Flink's per-checkpoint sums of the subtasks' figures
+    def _checkpoint_rows(self, history: dict[int, dict]) -> list[dict]:
+        """The coordinators' per-checkpoint statistics (of every coordinator, after JobManager failovers) plus Flink's per-checkpoint sums of the subtasks' figures
         (``alignment_buffered``, ``processed_data``, ``persisted_data``)."""
         sums: dict[int, dict[str, int]] = {}
         for row in self._subtask_rows:
@@ -115,7 +139,7 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
             acc["processed_data"] += row["alignment_processed"]
             acc["persisted_data"] += row["alignment_persisted"]
         empty = {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0}
-        return [{**record, **sums.get(cid, empty)} for cid, record in sorted(stats.history.items())]
+        return [{**record, **sums.get(cid, empty)} for cid, record in sorted(history.items())]
 
     def _deploy(self, restore: m.RestoreFrom | None) -> None:
         assignment = None
@@ -152,3 +176,20 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
             self._kick(key)
             self._schedule_flush(key, epoch)
         self.trace.record(self.sim.now_us, "deploy", f"epoch={epoch} restore={restore.checkpoint_id if restore else None}")
+
+
+class _GenerationTimers:
+    """The kernel as the coordinator's timer service; the timers of a crashed coordinator never fire."""
+
+    def __init__(self, job: JobSimulation, generation: int):
+        self._job = job
+        self._generation = generation
+
+    def register_timer(self, at_ms: int, callback):
+        job, generation = self._job, self._generation
+
+        def fire() -> None:
+            if generation == job.coordinator_generation:
+                callback()
+
+        return job.sim.register_timer(at_ms, fire)

@@ -7,7 +7,8 @@ version, declared length against the actual length (catches truncation and trail
 (catches every single-bit flip and every burst of up to 32 bits anywhere), then the payload's structure.
 Any failure raises ``CorruptMetadataError("<file>: <problem>")``; nothing partial is ever returned. The
 payload is plain msgpack maps/arrays (never pickle); state payloads stay opaque bytes; buffer records are
-msgpack values and come back with arrays as tuples. Mirrors Flink's ``Checkpoints.storeCheckpointMetadata``/
+msgpack values and come back with arrays as tuples; a ``Watermark`` travelling in a persisted buffer is a
+msgpack extension value (type 1, its timestamp as 8 signed bytes). Mirrors Flink's ``Checkpoints.storeCheckpointMetadata``/
 ``loadCheckpointMetadata`` and ``MetadataV3Serializer`` (``MetadataV2V3SerializerBase``).
 """
 
@@ -19,7 +20,7 @@ from typing import Any, Callable
 
 import msgpack
 
-from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo
+from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo, Watermark
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
     InputChannelStateHandle,
@@ -50,7 +51,7 @@ HEADER_SIZE = _HEAD.size + _CRC.size  # 20 bytes
 def serialize(metadata: CheckpointMetadata) -> bytes:
     """Encode ``metadata`` as a complete ``_metadata`` file image (header + checksummed payload)."""
     try:
-        payload = msgpack.packb(_metadata_to_plain(metadata), use_bin_type=True)
+        payload = msgpack.packb(_metadata_to_plain(metadata), use_bin_type=True, default=_encode_ext)
     except (TypeError, ValueError, OverflowError) as e:
         raise MetadataEncodingError(
             f"checkpoint {metadata.checkpoint_id}: cannot encode metadata with msgpack: {e}"
@@ -58,6 +59,22 @@ def serialize(metadata: CheckpointMetadata) -> bytes:
     head = _HEAD.pack(HEADER_MAGIC_NUMBER, METADATA_FORMAT_VERSION, len(payload))
     crc = zlib.crc32(payload, zlib.crc32(head))
     return head + _CRC.pack(crc) + payload
+
+
+_WATERMARK_EXT = 1  # msgpack extension type of a Watermark inside persisted buffers (timestamp: signed 8 bytes)
+_TIMESTAMP = struct.Struct(">q")
+
+
+def _encode_ext(value: Any) -> msgpack.ExtType:
+    if isinstance(value, Watermark):
+        return msgpack.ExtType(_WATERMARK_EXT, _TIMESTAMP.pack(value.timestamp))
+    raise TypeError(f"can not serialize {type(value).__name__!r} object")
+
+
+def _decode_ext(code: int, data: bytes) -> Any:
+    if code == _WATERMARK_EXT and len(data) == _TIMESTAMP.size:
+        return Watermark(_TIMESTAMP.unpack(data)[0])
+    raise _Malformed(f"unknown msgpack extension type {code} ({len(data)} bytes)")
 
 
 def _metadata_to_plain(m: CheckpointMetadata) -> dict:
@@ -143,7 +160,7 @@ def deserialize(data: bytes, source: str = "<bytes>") -> CheckpointMetadata:
     if crc != expected_crc:
         raise CorruptMetadataError(source, f"checksum mismatch (stored crc32 0x{expected_crc:08x}, computed 0x{crc:08x})")
     try:
-        plain = msgpack.unpackb(payload, raw=False, use_list=False, strict_map_key=False)
+        plain = msgpack.unpackb(payload, raw=False, use_list=False, strict_map_key=False, ext_hook=_decode_ext)
         return _metadata_from_plain(plain)
     except _Malformed as e:
         raise CorruptMetadataError(source, f"malformed payload: {e}") from None

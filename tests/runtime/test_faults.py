@@ -26,7 +26,7 @@ faults = st.one_of(
               task=st.none() | st.just("sink#0"), checkpoint_id=st.none() | st.integers(1, 9)),
     st.builds(DropMessage, kind=st.sampled_from(list(MessageKind)), checkpoint_id=st.integers(1, 9)),
     st.builds(SlowTask, task=st.just("sum#0"), factor=st.floats(0.1, 100), from_ms=st.integers(0, 100)),
-    st.builds(FailStorageWrite, checkpoint_id=st.integers(1, 9)),
+    st.builds(FailStorageWrite, checkpoint_id=st.integers(1, 9), task=st.none() | st.just("sum#0")),
     st.builds(FailCheckpoints, first_checkpoint_id=st.integers(1, 9), count=st.integers(1, 5)),
 )
 
@@ -74,6 +74,9 @@ def test_how_drivers_read_a_schedule():
         {"type": "delay_message", "kind": "acknowledge", "delay_ms": 5, "task": "sum#1"},
         {"type": "fail_checkpoints", "first_checkpoint_id": 2, "count": 2},
         {"type": "fail_storage_write", "checkpoint_id": 4},
+        {"type": "fail_storage_write", "checkpoint_id": 5, "task": "sum#1"},
+        {"type": "crash_coordinator", "at_ms": 300},
+        {"type": "crash_coordinator", "at_ms": 100},
     ])
     assert schedule.message_fate(MessageKind.NOTIFY_COMPLETE, "sink#0", 2) == (True, 0)
     assert schedule.message_fate(MessageKind.NOTIFY_COMPLETE, "sink#0", 3) == (False, 0)
@@ -82,3 +85,7 @@ def test_how_drivers_read_a_schedule():
     assert [schedule.declines("source#0", cid, "source#0") for cid in (1, 2, 3, 4)] == [False, True, True, False]
     assert not schedule.declines("sum#0", 2, "source#0")
     assert schedule.fails_storage_write(4) and not schedule.fails_storage_write(3)
+    assert not schedule.fails_storage_write(5)  # a task's state write, not the _metadata write
+    assert schedule.fails_state_write("sum#1", 5) and not schedule.fails_state_write("sum#0", 5)
+    assert not schedule.fails_state_write("sum#1", 4)
+    assert schedule.coordinator_crashes() == [100, 300]

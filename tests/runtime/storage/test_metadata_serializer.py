@@ -251,6 +251,28 @@ def test_unencodable_record_is_a_typed_error():
         ms.serialize(metadata)
 
 
+def test_watermarks_in_persisted_buffers_round_trip():
+    """Unaligned checkpoints of windowed jobs persist buffers holding watermarks beside records (found when the
+    simulator began writing ``_metadata`` while finalizing: every such checkpoint failed to encode)."""
+    from barriersim.runtime.events import MAX_WATERMARK, Buffer, InputChannelInfo, Watermark
+    from barriersim.runtime.state.snapshot import InputChannelStateHandle
+
+    records = ((1, 7, 10, 100), Watermark(99), (2, 7, 20, 101), MAX_WATERMARK, Watermark(-5))
+    handle = InputChannelStateHandle(0, InputChannelInfo(0, 1), (Buffer(records, 128, 3),))
+    back = _round_trip_subtask(OperatorSubtaskState(input_channel_state=(handle,))).input_channel_state
+    assert back == (handle,) and back[0].buffers[0].records[1] == Watermark(99)
+
+
+def test_an_unknown_extension_value_is_malformed():
+    payload = msgpack.packb({"checkpoint_id": 1, "operator_states": [msgpack.ExtType(9, b"x")], "master_states": []})
+    head = struct.pack(">IIQ", ms.HEADER_MAGIC_NUMBER, ms.METADATA_FORMAT_VERSION, len(payload))
+    import zlib
+
+    data = head + struct.pack(">I", zlib.crc32(payload, zlib.crc32(head))) + payload
+    with pytest.raises(CorruptMetadataError, match="unknown msgpack extension type 9"):
+        ms.deserialize(data, "f")
+
+
 def test_never_uses_pickle():
     import barriersim.runtime.storage.metadata_serializer as mod
 

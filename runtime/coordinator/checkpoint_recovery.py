@@ -1,0 +1,51 @@
+"""What a new JobManager recovers after the old one died: the completed checkpoints and the checkpoint id counter.
+
+How this works: a JobManager failover loses everything the coordinator held in memory (pending checkpoints,
+statistics, failure counts), but not what high availability persisted: the pointers to the completed
+checkpoints and the checkpoint id counter. ``recover_completed_checkpoint_store`` rebuilds the
+``StandaloneCompletedCheckpointStore`` from the checkpoint storage's retained checkpoints (oldest first, at most
+``max_retained`` of the newest), each as a ``CompletedCheckpoint`` with the job's checkpoint properties, so the
+recovered coordinator subsumes and discards them as the old one would have. A checkpoint whose ``_metadata``
+cannot be read is skipped and reported (Flink logs it and fails only if none can be read; here the caller
+decides). The id counter is not rebuilt: the caller hands the new coordinator the same (persisted) counter, so
+ids keep increasing above every id the old coordinator used, pending ones included. Mirrors Flink's
+``PerJobCheckpointRecoveryFactory`` (``createRecoveredCompletedCheckpointStore``, ``getCheckpointIdCounter``)
+and ``DefaultCompletedCheckpointStoreUtils.retrieveCompletedCheckpoints``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from barriersim.runtime.coordinator.completed_store import StandaloneCompletedCheckpointStore
+from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
+from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
+from barriersim.runtime.coordinator.properties import CheckpointProperties
+from barriersim.runtime.storage.errors import CheckpointStorageError
+
+
+@dataclass(frozen=True)
+class RecoveredStore:
+    store: StandaloneCompletedCheckpointStore
+    recovered_ids: tuple[int, ...]
+    skipped: tuple[str, ...]  # one message per retained checkpoint that could not be read
+
+
+def recover_completed_checkpoint_store(job_id: str, storage, config: CheckpointCoordinatorConfiguration) -> RecoveredStore:
+    """Rebuild the completed checkpoint store of ``job_id`` from ``storage`` (a ``CheckpointStorage``)."""
+    props = CheckpointProperties.for_checkpoint(config.retention_policy)
+    loaded: list[CompletedCheckpoint] = []
+    skipped: list[str] = []
+    for location in storage.list_retained_checkpoints():  # newest first
+        if len(loaded) == config.max_retained_checkpoints:
+            break
+        try:
+            metadata = storage.load_checkpoint(location).metadata
+        except CheckpointStorageError as e:
+            skipped.append(f"{location.metadata_pointer}: {e}")
+            continue
+        loaded.append(CompletedCheckpoint.from_metadata(job_id, metadata, props, location.external_pointer))
+    store = StandaloneCompletedCheckpointStore(config.max_retained_checkpoints)
+    for checkpoint in reversed(loaded):
+        store.add_checkpoint_and_subsume_oldest_one(checkpoint)
+    return RecoveredStore(store, tuple(c.checkpoint_id for c in reversed(loaded)), tuple(skipped))

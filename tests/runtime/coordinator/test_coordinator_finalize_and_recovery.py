@@ -1,0 +1,123 @@
+"""Writing ``_metadata`` while finalizing (a failed write aborts as FINALIZE_CHECKPOINT_FAILURE, counted against
+the tolerable failures as in Flink 1.15+) and the coordinator of a new JobManager (completed checkpoints recovered
+from storage, the persisted id counter, fresh attempt ids)."""
+
+from __future__ import annotations
+
+from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.checkpoint_recovery import recover_completed_checkpoint_store
+from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
+from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
+from barriersim.runtime.failure_reason import CheckpointFailureReason
+from barriersim.runtime.storage.errors import CheckpointStorageWriteError
+from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
+
+from coordinator_test_harness import JOB, NO_PERIODIC_CHECKPOINTS, keyed_snapshot, make, of
+
+NO_PERIODIC = dict(checkpoint_interval=NO_PERIODIC_CHECKPOINTS)
+
+
+class FlakyWriter:
+    """Writes into an in-memory storage; the writes of the ids in ``failing`` raise."""
+
+    def __init__(self, failing=()):
+        self.storage = JobManagerCheckpointStorage(JOB)
+        self.failing = set(failing)
+        self.written: list[int] = []
+
+    def __call__(self, metadata, is_savepoint):
+        if metadata.checkpoint_id in self.failing:
+            raise CheckpointStorageWriteError(f"checkpoint {metadata.checkpoint_id}: disk full")
+        self.written.append(metadata.checkpoint_id)
+        return self.storage.persist_checkpoint(metadata, is_savepoint=is_savepoint)
+
+
+def complete(h, checkpoint_id: int) -> list:
+    out = []
+    for a in h.all_attempts:
+        out += h.ack(a, checkpoint_id, keyed_snapshot(a.vertex_id))
+    return out
+
+
+def test_a_failed_metadata_write_aborts_the_checkpoint_as_finalize_checkpoint_failure():
+    writer = FlakyWriter(failing={1})
+    h = make(checkpoint_writer=writer, tolerable_checkpoint_failure_number=5, **NO_PERIODIC)
+    h.trigger()
+    actions = complete(h, 1)
+    assert not of(m.NotifyCheckpointComplete, actions) and not of(m.PersistCheckpoint, actions)
+    assert sorted(a.task for a in of(m.NotifyCheckpointAborted, actions)) == sorted(h.all_attempts)
+    assert [(a.checkpoint_id, a.reason) for a in of(m.DiscardCheckpoint, actions)] == [(1, m.DiscardReason.ABORTED)]
+    assert [a.reason for a in of(m.TriggerRequestFailed, actions)] == [CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE]
+    assert h.coord.number_of_retained_successful_checkpoints == 0 and h.pending_ids == []
+    row = h.coord.stats.history[1]
+    assert row["status"] == "FAILED" and row["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
+    assert "disk full" in row["failure_message"] and h.coord.failure_manager.continuous_failure_counter == 1
+    assert writer.storage.list_retained_checkpoints() == ()
+
+
+def test_a_written_checkpoint_is_stored_without_a_persist_action():
+    writer = FlakyWriter()
+    h = make(checkpoint_writer=writer, **NO_PERIODIC)
+    h.trigger()
+    actions = complete(h, 1)
+    assert not of(m.PersistCheckpoint, actions) and len(of(m.NotifyCheckpointComplete, actions)) == 2
+    assert writer.written == [1] and h.coord.store.get_latest_checkpoint_id() == 1
+    assert writer.storage.load_latest_checkpoint().metadata == h.coord.store.get_latest_checkpoint().metadata
+
+
+def test_finalize_failures_fail_the_job_once_past_the_tolerable_number():
+    h = make(checkpoint_writer=FlakyWriter(failing={1, 2}), tolerable_checkpoint_failure_number=1, **NO_PERIODIC)
+    h.trigger()
+    assert not of(m.FailJob, complete(h, 1))
+    h.trigger()
+    fail = of(m.FailJob, complete(h, 2))
+    assert [f.reason for f in fail] == [CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE]
+    assert fail[0].failing_task is None  # a coordinator-side (job level) failure
+
+
+def test_a_successful_write_resets_the_count_of_finalize_failures():
+    h = make(checkpoint_writer=FlakyWriter(failing={1, 3}), tolerable_checkpoint_failure_number=1, **NO_PERIODIC)
+    for cid in (1, 2, 3):
+        h.trigger()
+        assert not of(m.FailJob, complete(h, cid))
+    assert h.coord.store.get_latest_checkpoint_id() == 2
+
+
+def test_a_new_coordinator_recovers_completed_checkpoints_and_keeps_ids_and_attempts_increasing():
+    writer = FlakyWriter()
+    counter = StandaloneCheckpointIDCounter()
+    old = make(checkpoint_writer=writer, id_counter=counter, max_retained_checkpoints=2, **NO_PERIODIC)
+    for cid in (1, 2, 3):
+        old.trigger()
+        complete(old, cid)
+    old.trigger()
+    old.trigger()  # checkpoint 4 pending when the JobManager dies (5 is queued)
+    assert old.pending_ids == [4]
+    config = CheckpointCoordinatorConfiguration(max_retained_checkpoints=2, **NO_PERIODIC)
+    recovered = recover_completed_checkpoint_store(JOB, writer.storage, config)
+    assert recovered.recovered_ids == (2, 3) and recovered.skipped == ()
+    new = make(checkpoint_writer=writer, id_counter=counter, store=recovered.store, first_attempt_number=1,
+               tasks_running=False, max_retained_checkpoints=2, **NO_PERIODIC)
+    assert {a.attempt_number for a in new.all_attempts} == {1}
+    new.coord.restore_latest_checkpointed_state()
+    restore = of(m.RestoreFrom, new.coord.drain_actions())
+    assert [r.checkpoint_id for r in restore] == [3] and restore[0].metadata.checkpoint_id == 3
+    for a in new.all_attempts:
+        new.coord.handle(m.TaskRunning(a))
+    new.trigger()
+    assert new.pending_ids == [5]  # above every id the old coordinator used, the pending 4 included
+    actions = complete(new, 5)
+    assert [d.checkpoint_id for d in of(m.DiscardCheckpoint, actions)] == [2]  # the recovered 2 is subsumed
+    assert [c.checkpoint_id for c in new.coord.store.get_all_checkpoints()] == [3, 5]
+
+
+def test_an_unreadable_checkpoint_is_skipped_when_recovering_the_store():
+    writer = FlakyWriter()
+    h = make(checkpoint_writer=writer, max_retained_checkpoints=3, **NO_PERIODIC)
+    for cid in (1, 2):
+        h.trigger()
+        complete(h, cid)
+    writer.storage.corrupt_checkpoint(2, lambda data: data[:-3])
+    recovered = recover_completed_checkpoint_store(
+        JOB, writer.storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3, **NO_PERIODIC))
+    assert recovered.recovered_ids == (1,) and len(recovered.skipped) == 1 and "chk-2" in recovered.skipped[0]

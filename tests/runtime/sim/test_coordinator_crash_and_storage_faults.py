@@ -1,0 +1,116 @@
+"""JobManager failover (``crash_coordinator``) and failed storage writes (``fail_storage_write``) in whole simulated
+jobs: the job recovers from the completed checkpoints the storage holds with ids that keep increasing; a failed
+task-side state write declines as CHECKPOINT_ASYNC_EXCEPTION, a failed ``_metadata`` write aborts as
+FINALIZE_CHECKPOINT_FAILURE; both count against the tolerable failures, and past them the job fails over."""
+
+import pytest
+
+from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.sim.job_simulation import JobOutcome, JobSimulation, SimulationConfig
+from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.scenarios.loader import quickstart_graph
+from barriersim.scenarios.workload import local_splits
+
+MODES = ["aligned", "unaligned", "aligned-with-timeout", "at-least-once"]
+
+
+def simulate(mode, faults, records=30_000, seed=3, **extra):
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(records, 100, 1.0, 100, 2, seed=1)}
+    config = SimulationConfig(
+        graph, mode=mode, interval_ms=50, aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
+        source_rate_per_subtask=100_000, restart_delay_ms=50, faults=FaultSchedule.from_json(faults), **extra)
+    job = JobSimulation(config, splits, seed)
+    result = job.run()
+    return job, result, verify(expected_sink_input(graph, splits), result.committed_output)
+
+
+def assert_guarantee(mode, result, verdict):
+    assert result.outcome is JobOutcome.FINISHED
+    assert verdict.lost == 0 and verdict.wrong == 0
+    if mode != "at-least-once":
+        assert verdict.verdict == "exactly-once", verdict
+
+
+def rows(result, status=None):
+    return [c for c in result.checkpoints if status is None or c["status"] == status]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_crashed_coordinator_recovers_the_completed_checkpoints_and_restarts_the_job(mode):
+    job, result, verdict = simulate(mode, '[{"type":"crash_coordinator","at_ms":130}]', records=50_000)
+    assert_guarantee(mode, result, verdict)
+    assert result.coordinator_failovers == 1 and result.restarts == 1
+    old, new = job._retired_stats[0], job.coordinator.stats
+    assert old.counts["completed"] >= 1 and result.restored_checkpoint_ids == [max(
+        cid for cid, r in old.history.items() if r["status"] == "COMPLETED")]
+    assert min(new.history) > max(old.history)  # the persisted counter: no id is used twice
+    assert old.counts["in_progress"] == 0  # the dead coordinator's pending checkpoints are lost (failed)
+    ids = [c["id"] for c in result.checkpoints]
+    assert ids == sorted(set(ids))
+
+
+def test_pending_checkpoints_of_a_crashed_coordinator_are_lost_and_never_complete():
+    # a long acknowledgement delay keeps checkpoint 2 pending; the coordinator dies 10 ms after triggering it
+    delay = '{"type":"delay_message","kind":"acknowledge","delay_ms":40,"checkpoint_id":2}'
+    _, undisturbed, _ = simulate("aligned", f"[{delay}]")
+    at = next(c for c in undisturbed.checkpoints if c["id"] == 2)["trigger_timestamp"] + 10
+    job, result, verdict = simulate("aligned", f'[{delay},{{"type":"crash_coordinator","at_ms":{at}}}]')
+    assert_guarantee("aligned", result, verdict)
+    lost = job._retired_stats[0].history[2]
+    assert lost["status"] == "FAILED" and lost["failure_reason"] == "CHECKPOINT_COORDINATOR_SHUTDOWN"
+    assert result.restored_checkpoint_ids == [1] and min(job.coordinator.stats.history) == 3
+
+
+def test_a_coordinator_crash_before_any_checkpoint_completed_restarts_from_scratch():
+    job, result, verdict = simulate("unaligned", '[{"type":"crash_coordinator","at_ms":5}]', records=10_000)
+    assert_guarantee("unaligned", result, verdict)
+    assert result.restored_checkpoint_ids == [] and result.coordinator_failovers == 1
+
+
+def test_two_coordinator_crashes_and_a_task_crash_keep_exactly_once_and_attempt_ids_fresh():
+    job, result, verdict = simulate(
+        "aligned", '[{"type":"crash_coordinator","at_ms":90},{"type":"crash_task","task":"keyed-sum#0","at_ms":200},'
+                   '{"type":"crash_coordinator","at_ms":320}]', records=60_000)
+    assert_guarantee("aligned", result, verdict)
+    assert result.coordinator_failovers == 2 and result.restarts == 3
+    assert {t.attempt_id.attempt_number for t in job.tasks.values()} == {3}
+    assert len(result.restored_checkpoint_ids) == 3 and result.restored_checkpoint_ids == sorted(result.restored_checkpoint_ids)
+
+
+@pytest.mark.parametrize("mode", ["aligned", "unaligned"])
+def test_a_failed_state_write_declines_the_checkpoint_as_an_async_exception(mode):
+    job, result, verdict = simulate(mode, '[{"type":"fail_storage_write","checkpoint_id":2,"task":"keyed-sum#1"}]',
+                                    tolerable_failures=3)
+    assert_guarantee(mode, result, verdict)
+    failed = rows(result, "FAILED")
+    assert [(c["id"], c["failure_reason"]) for c in failed] == [(2, "CHECKPOINT_ASYNC_EXCEPTION")]
+    assert "keyed-sum#1" in failed[0]["failure_message"] and result.restarts == 0
+
+
+def test_failed_state_writes_past_the_tolerable_number_fail_the_job_over():
+    faults = ('[{"type":"fail_storage_write","checkpoint_id":2,"task":"source#0"},'
+              '{"type":"fail_storage_write","checkpoint_id":3,"task":"sink#0"}]')
+    _, tolerant, _ = simulate("aligned", faults, tolerable_failures=2)
+    job, strict, verdict = simulate("aligned", faults, tolerable_failures=1)
+    assert tolerant.restarts == 0 and tolerant.counts["failed"] == 2
+    assert strict.restarts == 1 and verdict.verdict == "exactly-once"
+    assert [c["failure_reason"] for c in rows(strict, "FAILED")][:2] == ["CHECKPOINT_ASYNC_EXCEPTION"] * 2
+
+
+@pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
+def test_a_failed_metadata_write_aborts_as_finalize_checkpoint_failure_and_is_never_restored(mode):
+    job, result, verdict = simulate(mode, '[{"type":"fail_storage_write","checkpoint_id":2},'
+                                          '{"type":"crash_task","task":"keyed-sum#0","at_ms":125}]',
+                                    tolerable_failures=3)
+    assert_guarantee(mode, result, verdict)
+    row = next(c for c in result.checkpoints if c["id"] == 2)
+    assert row["status"] == "FAILED" and row["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
+    assert 2 not in result.restored_checkpoint_ids and result.restarts == 1
+    assert all(loc.checkpoint_id != 2 for loc in job.storage.list_retained_checkpoints())
+
+
+def test_a_failed_metadata_write_past_the_tolerable_number_fails_the_job_over():
+    job, result, verdict = simulate("aligned", '[{"type":"fail_storage_write","checkpoint_id":2}]')
+    assert_guarantee("aligned", result, verdict)
+    assert result.restarts == 1 and result.restored_checkpoint_ids == [1]
