@@ -31,10 +31,12 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from barriersim.runtime.faults import (
+    CrashCoordinator,
     CrashTask,
     DelayMessage,
     DropMessage,
     FailCheckpoints,
+    FailStorageWrite,
     FaultSchedule,
     MessageKind,
     ProtocolPoint,
@@ -107,10 +109,18 @@ def subtask_names(graph: JobGraph) -> list[str]:
 
 
 @st.composite
-def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: int = 3) -> FaultSchedule:
+def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: int = 3,
+                    jobmanager_faults: bool = False) -> FaultSchedule:
+    """Up to ``max_faults`` faults on ``graph``'s subtasks inside ``horizon_ms``. With ``jobmanager_faults`` the
+    faults also include coordinator crashes (JobManager failover) and failed storage writes (a subtask's state
+    write or the ``_metadata`` write of an early checkpoint)."""
     names = subtask_names(graph)
     task = st.sampled_from(names)
     cid = st.integers(1, 6)
+    jobmanager = [
+        st.builds(CrashCoordinator, at_ms=st.integers(1, horizon_ms)),
+        st.builds(FailStorageWrite, checkpoint_id=cid, task=st.none() | task),
+    ] if jobmanager_faults else []
     fault = st.one_of(
         st.builds(CrashTask, task=task, at_ms=st.integers(1, horizon_ms)),
         st.builds(CrashTask, task=task, point=st.sampled_from([
@@ -123,6 +133,7 @@ def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: in
             SlowTask, task=task, factor=st.sampled_from([5.0, 50.0]), from_ms=st.just(start),
             until_ms=st.integers(start + 1, start + horizon_ms))),
         st.builds(FailCheckpoints, first_checkpoint_id=cid, count=st.integers(1, 3)),
+        *jobmanager,
     )
     return FaultSchedule(tuple(draw(st.lists(fault, max_size=max_faults))))
 
@@ -175,7 +186,7 @@ class CaseResult:
 
 @st.composite
 def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max_faults: int = 3,
-                    records: tuple[int, int] = (1000, 6000)) -> SimulatedCase:
+                    records: tuple[int, int] = (1000, 6000), jobmanager_faults: bool = False) -> SimulatedCase:
     checkpointing = draw(checkpointing_configs(mode))
     graph = draw(topologies(max_parallelism=max_parallelism,
                             at_least_once_sink=checkpointing["mode"] == "at-least-once"))
@@ -190,5 +201,5 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     w = document["workload"]
     slowest = min(v.parallelism for v in graph.sources)
     horizon_ms = max(20, int(w["records"] * 1000 / (w["rate_per_source"] * slowest)))
-    faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults))
+    faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults, jobmanager_faults=jobmanager_faults))
     return SimulatedCase(document, faults, draw(st.integers(0, 2**32 - 1)))

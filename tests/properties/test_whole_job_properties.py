@@ -13,6 +13,7 @@ from barriersim.strategies import MODES, simulated_cases
 
 CASES_DIR = Path(os.environ.get("BARRIERSIM_CASES_DIR", ".hypothesis/barriersim-cases"))
 EXAMPLES_PER_MODE = int(os.environ.get("BARRIERSIM_PROPERTY_EXAMPLES", "40"))
+JOBMANAGER_EXAMPLES_PER_MODE = max(1, EXAMPLES_PER_MODE // 2)
 # CI runs a fixed, reproducible set of examples; BARRIERSIM_PROPERTY_RANDOM=1 explores new ones (a bug hunt).
 DERANDOMIZE = os.environ.get("BARRIERSIM_PROPERTY_RANDOM", "") != "1"
 
@@ -44,6 +45,19 @@ def test_every_mode_keeps_its_guarantee_under_random_faults(mode):
     @settings(max_examples=EXAMPLES_PER_MODE, deadline=None, database=None, derandomize=DERANDOMIZE,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(simulated_cases(mode=mode))
+    def property_(case):
+        check_with_replay(case)
+
+    property_()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_keeps_its_guarantee_through_jobmanager_failovers_and_storage_failures(mode):
+    """Coordinator crashes (a JobManager failover: the new coordinator recovers the completed checkpoints from
+    storage) and failed storage writes (task state or ``_metadata``) on top of the task faults."""
+    @settings(max_examples=JOBMANAGER_EXAMPLES_PER_MODE, deadline=None, database=None, derandomize=DERANDOMIZE,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(simulated_cases(mode=mode, jobmanager_faults=True))
     def property_(case):
         check_with_replay(case)
 
