@@ -1,6 +1,8 @@
 """Runs any supported job graph on Ray actors, with the simulator's settings, and collects what it committed.
 
-How this works: ``run_graph_on_ray`` puts every source split in Ray's object store (msgpack), starts the
+How this works: ``run_graph_on_ray`` puts every source split in Ray's object store (msgpack; a split given
+as an ``ObjectRef`` of msgpack records, e.g. cut from a Spark workload by ``scenarios.workload``, is used as
+it is, so its records never pass through the driver), starts the
 ``ExternalStoreActor`` and the ``JobManagerActor`` (which deploys, checkpoints, fails over and ends the job),
 waits for the job manager's ``run`` call, reports progress every quarter second, then reads the committed
 output from the store. Every actor it started is killed on every exit path. The settings are
@@ -55,11 +57,18 @@ def run_graph_on_ray(
     seed: int = 0,
     timeout_seconds: float = 900.0,
     task_num_cpus: float = 0.01,
+    records: int | None = None,
 ) -> RayJobResult:
+    """Run the job of ``config`` on Ray actors. ``splits`` maps each source vertex to its subtasks' splits,
+    each a sequence of ``(record_id, key, value, event_time)`` tuples or an ``ObjectRef`` of their msgpack
+    encoding (``actors.messages.encode_records``); ``records`` is the workload's size when splits are refs."""
     store = job_manager = None
     try:
         store = ExternalStoreActor.remote()
-        split_refs = {name: [ray.put(encode_records(split)) for split in parts] for name, parts in splits.items()}
+        split_refs = {name: [split if isinstance(split, ray.ObjectRef) else ray.put(encode_records(split))
+                             for split in parts] for name, parts in splits.items()}
+        if records is None:
+            records = sum(len(s) for parts in splits.values() for s in parts if not isinstance(s, ray.ObjectRef))
         job_manager = JobManagerActor.remote(config, split_refs, checkpoint_root, job_id, seed, store, task_num_cpus)
         done = job_manager.run.remote()
         deadline = time.monotonic() + timeout_seconds
@@ -82,7 +91,7 @@ def run_graph_on_ray(
             counts=result["counts"],
             restarts=result["restarts"],
             job_seconds=result["job_seconds"],
-            records_emitted=sum(len(s) for parts in splits.values() for s in parts),
+            records_emitted=records,
             outcome=result["outcome"],
             restored_checkpoint_ids=result["restored_checkpoint_ids"],
             restored_in_flight_bytes=result["restored_in_flight_bytes"],

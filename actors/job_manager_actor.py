@@ -129,7 +129,7 @@ class JobManagerActor:
         stats = self.coordinator.stats
         return {
             "outcome": self.outcome.value,
-            "checkpoints": [dict(r) for _, r in sorted(stats.history.items())],
+            "checkpoints": self._checkpoint_rows(stats),
             "subtasks": self.subtask_rows,
             "counts": dict(stats.counts),
             "restarts": self.restarts,
@@ -143,10 +143,28 @@ class JobManagerActor:
             "first_deploy_seconds": self.deployed_seconds,
         }
 
+    def _checkpoint_rows(self, stats) -> list[dict]:
+        """The coordinator's per-checkpoint statistics plus Flink's per-checkpoint sums of the subtasks' figures
+        (``alignment_buffered``, ``processed_data``, ``persisted_data``), as the simulator writes them."""
+        sums: dict[int, dict[str, int]] = {}
+        for row in self.subtask_rows:
+            acc = sums.setdefault(row["id"], {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0})
+            acc["alignment_buffered"] += row["alignment_buffered"]
+            acc["processed_data"] += row["alignment_processed"]
+            acc["persisted_data"] += row["alignment_persisted"]
+        empty = {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0}
+        return [{**record, **sums.get(cid, empty)} for cid, record in sorted(stats.history.items())]
+
     async def progress(self) -> dict:
+        """Counts so far, and the records the current attempt's source subtasks have emitted."""
         counts = dict(self.coordinator.stats.counts) if hasattr(self, "coordinator") else {}
+        sources = [h for (vertex, _), h in self.tasks.items() if self.graph.vertex(vertex).operator.is_source]
+        try:
+            emitted = sum(await asyncio.gather(*(h.progress.remote() for h in sources)))
+        except Exception:  # noqa: BLE001 - a source died meanwhile; its failover is under way
+            emitted = None
         return {"counts": counts, "restarts": self.restarts, "finished_tasks": len(self.finished),
-                "tasks": sum(v.parallelism for v in self.graph.vertices)}
+                "tasks": sum(v.parallelism for v in self.graph.vertices), "source_records": emitted}
 
     async def shutdown(self) -> None:
         for handle in self.tasks.values():

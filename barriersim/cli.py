@@ -2,9 +2,10 @@
 
 How this works: argparse subcommands. ``run`` loads and validates the scenario (a bad file gets one line
 naming the file and the key, exit status 2) and runs it on Ray (with Spark on Ray for workload and
-reference) or on the deterministic simulator (``--backend sim``), in the scenario's mode or the one given
-(``--mode all``: aligned, unaligned and at-least-once on the same workload, side by side, each in
-``OUT/<mode>/``). ``replay`` re-runs a simulation exactly from its scenario, seed, mode and faults (the command
+reference; ``--address`` or ``RAY_ADDRESS`` attaches to an existing cluster, which the run leaves running) or
+on the deterministic simulator (``--backend sim``), in the scenario's mode or the one given (``--mode all``:
+aligned, unaligned and at-least-once on the same workload, side by side, each in ``OUT/<mode>/``; on Ray under
+one start of Ray and Spark). ``replay`` re-runs a simulation exactly from its scenario, seed, mode and faults (the command
 every simulated run and every failing property example prints). ``report`` writes the HTML report of a run
 directory. Ctrl-C stops a run cleanly (Spark and Ray are shut down) with exit status 130.
 """
@@ -33,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", help="path of a scenario file (TOML)")
     run.add_argument("--out", help="run directory (default: runs/<scenario>-<UTC timestamp>)")
     run.add_argument("--seed", type=_seed, help="seed overriding the scenario's")
-    run.add_argument("--address", help="address of an existing Ray cluster (default: start a local one)")
+    run.add_argument("--address", help="address of an existing Ray cluster, left running (default: $RAY_ADDRESS, else start a local one)")
     run.add_argument("--backend", choices=("ray", "sim"), default="ray",
                      help="ray: Ray actors with Spark on Ray; sim: the deterministic simulator (default: ray)")
     run.add_argument("--mode", choices=MODES + ("all",),
@@ -72,6 +73,7 @@ def _print_summary(console, result) -> None:
         ("records/s through the job", f"{s['throughput']['records_per_second']:,}"),
         ("checkpoints completed", str(s["checkpoints"]["completed"])),
         ("checkpoints aborted", str(s["checkpoints"]["aborted"])),
+        ("restarts", str(s["job"]["restarts"])),
         ("lost", str(v["lost"])),
         ("duplicated", str(v["duplicated"])),
         ("wrong", str(v["wrong"])),
@@ -98,16 +100,10 @@ def _cmd_run(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from barriersim.run import run_scenario
+    from barriersim.run import run_scenario, run_scenario_modes
 
     scenario = load_scenario(args.scenario)
-    if args.mode:
-        from barriersim.scenarios.loader import with_setting
-
-        if args.mode == "all":
-            raise UnsupportedScenario(f"{args.scenario}: --mode all: the Ray backend runs one mode per run so far; "
-                                      "use --backend sim for a side-by-side run")
-        scenario = with_setting(scenario, "checkpointing.mode", args.mode)
+    modes = _modes(args, scenario)
     console = Console()
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console,
                   transient=False) as bar:
@@ -123,9 +119,22 @@ def _cmd_run(args) -> int:
             else:
                 bar.update(task, description=stage, total=1.0, completed=fraction)
 
-        result = run_scenario(scenario, out_dir=args.out, seed=args.seed, address=args.address, progress=progress)
-    _print_summary(console, result)
-    return 0 if result.summary["verification"]["verdict"] != "violated" else EXIT_VIOLATED
+        if args.mode == "all":
+            results = run_scenario_modes(scenario, modes, out_dir=args.out, seed=args.seed, address=args.address,
+                                         progress=progress)
+        else:
+            results = [run_scenario(scenario, out_dir=args.out, seed=args.seed, address=args.address,
+                                    progress=progress, mode=modes[0])]
+    if len(results) == 1:
+        _print_summary(console, results[0])
+    else:
+        _print_side_by_side(console, [r.summary for r in results])
+        for r in results:
+            v = r.summary["verification"]
+            print(f"{r.summary['mode']}: verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} "
+                  f"wrong={v['wrong']}")
+        print(f"wrote {results[0].out_dir.parent}")
+    return EXIT_VIOLATED if any(r.summary["verification"]["verdict"] == "violated" for r in results) else 0
 
 
 SIDE_BY_SIDE_MODES = ("aligned", "unaligned", "at-least-once")
@@ -148,11 +157,12 @@ def _print_side_by_side(console, summaries: list[dict]) -> None:
     rows = [
         ("checkpoints completed", lambda s: s["checkpoints"]["completed"]),
         ("checkpoints failed", lambda s: s["checkpoints"]["failed"]),
-        ("restarts", lambda s: s.get("simulation", {}).get("restarts", 0)),
+        ("restarts", lambda s: s["job"]["restarts"]),
         ("lost", lambda s: s["verification"]["lost"]),
         ("duplicated", lambda s: s["verification"]["duplicated"]),
         ("wrong", lambda s: s["verification"]["wrong"]),
         ("verdict", lambda s: s["verification"]["verdict"]),
+        ("records/s", lambda s: f"{s['throughput']['records_per_second']} ({s['throughput']['clock']})"),
         ("virtual seconds", lambda s: s.get("simulation", {}).get("virtual_seconds", "-")),
         ("wall seconds", lambda s: s["wall_seconds"]),
         ("trace sha256", lambda s: s.get("trace_sha256", "-")[:16]),

@@ -1,26 +1,37 @@
-"""One run of a scenario, end to end: Spark on Ray generates the workload, the job runs on Ray actors with
-periodic checkpoints, Spark verifies the sink's output against its reference result, and the run directory
-gets ``summary.json`` and per-checkpoint and per-subtask statistics (CSV and Parquet, Flink's field names).
+"""Runs of a scenario on Ray, end to end: Spark on Ray generates the workload, the job runs on Ray actors
+(``actors.graph_runner.run_graph_on_ray``: every job graph, every mode, the scenario's faults), the output is
+verified, and the run directory gets ``summary.json`` and per-checkpoint and per-subtask statistics (CSV and
+Parquet, Flink's field names, ``barriersim.summary``) beside the job's filesystem checkpoints.
 
-How this works: ``run_scenario`` owns the run's lifecycle inside ``RayAndSpark`` (Ray and Spark are stopped on
-every exit path) and reports progress through an optional callback; the CLI and notebooks both call it.
+How this works: ``run_scenario`` runs one mode, ``run_scenario_modes`` several on the same Spark-generated
+workload (each in ``OUT/<mode>/``) under one start of Ray and Spark. Ray and Spark live inside ``RayAndSpark``
+(stopped on every exit path; a cluster given by ``address``, or by ``RAY_ADDRESS`` when no address is given,
+is attached to and left running). The workload's records go from Spark through Ray's object store to the
+source actors (``scenarios.workload.splits_to_object_store``); the settings are the simulator's
+(``scenarios.simulation_inputs.simulation_config``). The quickstart shape is verified by Spark SQL
+(``scenarios.reference.verify``), any other graph by the simulator's reference evaluated in a Ray task
+(``scenarios.reference.verify_in_ray``). Progress goes to an optional callback; the CLI and notebooks both
+call these functions.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib.metadata import version
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
-
+from barriersim.runtime.faults import FaultSchedule
 from barriersim.scenarios.loader import Scenario, with_overrides
+from barriersim.summary import build_summary, versions, write_json_atomically, write_run_directory, write_table
+
+__all__ = [
+    "ProgressCallback", "RunResult", "UnsupportedScenario", "check_ray_backend_supports", "default_out_dir",
+    "ray_address", "run_scenario",
+    "run_scenario_modes", "versions", "write_json_atomically", "write_table",
+]
 
 ProgressCallback = Callable[[str, float | None], None]
 
@@ -33,44 +44,36 @@ class RunResult:
     subtasks: list[dict] = field(default_factory=list)
 
 
+class UnsupportedScenario(Exception):
+    """A valid scenario that this backend cannot run; the message says what and why."""
+
+
 def default_out_dir(scenario: Scenario, root: str | Path = "runs") -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return Path(root) / f"{scenario.name}-{stamp}"
 
 
-def versions() -> dict[str, str]:
-    return {name: version(name) for name in ("barriersim", "ray", "raydp", "pyspark")}
+def _unsupported_fault(fault) -> str | None:
+    """What the Ray backend cannot carry out of ``fault`` yet, or None."""
+    from barriersim.runtime.faults import CrashCoordinator, CrashTask, ProtocolPoint, SlowTask
+
+    if isinstance(fault, SlowTask):
+        return "slow_task faults"
+    if isinstance(fault, CrashCoordinator):
+        return "crash_coordinator faults"
+    if isinstance(fault, CrashTask) and fault.point in (
+            ProtocolPoint.BEFORE_FORWARDING_BARRIER, ProtocolPoint.MID_ALIGNMENT, ProtocolPoint.DURING_RESTORE):
+        return f"crash_task faults at {fault.point.value}"
+    return None
 
 
-def write_table(rows: list[dict], path_stem: Path) -> None:
-    if not rows:
-        return
-    table = pa.Table.from_pylist(rows)
-    pacsv.write_csv(table, str(path_stem.with_suffix(".csv")))
-    pq.write_table(table, str(path_stem.with_suffix(".parquet")))
-
-
-def write_json_atomically(path: Path, data: dict) -> None:
-    from barriersim.runtime.skeleton.storage import atomic_write
-
-    atomic_write(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode())
-
-
-class UnsupportedScenario(Exception):
-    """A valid scenario that this backend cannot run yet; the message says what and why."""
-
-
-def check_ray_backend_supports(scenario: Scenario) -> None:
-    """The Ray backend so far runs the walking skeleton: the quickstart shape, aligned checkpoints, no faults."""
-    where = scenario.path
-    if not scenario.job.is_quickstart_shape:
-        raise UnsupportedScenario(f"{where}: job: the Ray backend runs only the quickstart shape so far (general graphs: issue 6)")
-    if scenario.checkpointing.mode != "aligned":
-        raise UnsupportedScenario(
-            f"{where}: checkpointing.mode: the Ray backend runs only aligned checkpoints so far, got {scenario.checkpointing.mode!r}"
-        )
-    if len(scenario.faults):
-        raise UnsupportedScenario(f"{where}: faults: the Ray backend does not inject faults yet (issue 6)")
+def check_ray_backend_supports(scenario: Scenario, faults: FaultSchedule | None = None) -> None:
+    """Raise ``UnsupportedScenario`` for a fault the Ray backend cannot carry out, before Ray starts."""
+    schedule = scenario.faults if faults is None else faults
+    for i, fault in enumerate(schedule.faults):
+        what = _unsupported_fault(fault)
+        if what is not None:
+            raise UnsupportedScenario(f"{scenario.path}: faults[{i}]: the Ray backend does not execute {what} yet")
 
 
 def run_scenario(
@@ -79,82 +82,110 @@ def run_scenario(
     seed: int | None = None,
     address: str | None = None,
     progress: ProgressCallback | None = None,
+    *,
+    mode: str | None = None,
+    faults: FaultSchedule | None = None,
 ) -> RunResult:
-    from barriersim.actors.job_runner import run_job_on_ray
-    from barriersim.scenarios.reference import output_table, verify
-    from barriersim.scenarios.spark_on_ray import RayAndSpark
-    from barriersim.scenarios.workload import generate_workload, splits_to_object_store
+    """One run on Ray in ``mode`` (default: the scenario's) with ``faults`` (default: the scenario's)."""
+    check_ray_backend_supports(scenario, faults)
+    if seed is not None:
+        scenario = with_overrides(scenario, seed=seed)
+    out = Path(out_dir) if out_dir else default_out_dir(scenario)
+    [result] = _run_on_ray(scenario, [mode or scenario.checkpointing.mode], out, address, progress, faults,
+                           per_mode_dirs=False)
+    return result
 
+
+def run_scenario_modes(
+    scenario: Scenario,
+    modes: Sequence[str],
+    out_dir: str | Path | None = None,
+    seed: int | None = None,
+    address: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> list[RunResult]:
+    """Several modes on the same Spark-generated workload, one Ray and Spark start, each in ``OUT/<mode>/``."""
     check_ray_backend_supports(scenario)
     if seed is not None:
         scenario = with_overrides(scenario, seed=seed)
     out = Path(out_dir) if out_dir else default_out_dir(scenario)
+    return _run_on_ray(scenario, list(modes), out, address, progress, None, per_mode_dirs=True)
+
+
+def ray_address(address: str | None) -> str | None:
+    """The cluster to attach to: ``address``, else ``RAY_ADDRESS`` (Ray's convention), else None (start one)."""
+    return address or os.environ.get("RAY_ADDRESS") or None
+
+
+def _run_on_ray(scenario: Scenario, modes: list[str], out: Path, address: str | None,
+                progress: ProgressCallback | None, faults: FaultSchedule | None, per_mode_dirs: bool) -> list[RunResult]:
+    from barriersim.actors.graph_runner import run_graph_on_ray
+    from barriersim.scenarios.reference import output_table, verify, verify_in_ray
+    from barriersim.scenarios.simulation_inputs import simulation_config
+    from barriersim.scenarios.spark_on_ray import RayAndSpark
+    from barriersim.scenarios.workload import generate_workload, splits_to_object_store
+
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda stage, fraction: None)
     wall_start = time.perf_counter()
+    seed = scenario.seed
+    results = []
 
     say("starting Ray and Spark on Ray", None)
-    with RayAndSpark(app_name=f"barriersim-{scenario.name}", address=address) as cluster:
+    with RayAndSpark(app_name=f"barriersim-{scenario.name}", address=ray_address(address)) as cluster:
         say("generating the workload in Spark", None)
         t0 = time.perf_counter()
-        workload = generate_workload(cluster.spark, scenario, scenario.seed)
-        block_refs = splits_to_object_store(workload)
+        workload = generate_workload(cluster.spark, scenario, seed)
+        split_refs = splits_to_object_store(workload)
         workload_seconds = time.perf_counter() - t0
-
-        say("running the job", 0.0)
-        total = scenario.workload.records
-        result = run_job_on_ray(
-            scenario,
-            block_refs,
-            checkpoint_root=str(out / "checkpoints"),
-            job_id=f"{scenario.name}-{scenario.seed}",
-            on_progress=lambda emitted, _: say("running the job", emitted / total),
-        )
-
-        say("verifying against Spark's reference", None)
-        t1 = time.perf_counter()
-        verification = verify(cluster.spark, workload.df, output_table(result.sink_rows))
-        verify_seconds = time.perf_counter() - t1
         spark_info = cluster.spark_info
-        timings = {
-            "ray_start": round(cluster.ray_started_seconds, 3),
-            "spark_start": round(cluster.spark_started_seconds, 3),
-            "workload": round(workload_seconds, 3),
-            "job": round(result.job_seconds, 3),
-            "verification": round(verify_seconds, 3),
-        }
 
-    stats = result.statistics
-    summary = {
-        "scenario": scenario.name,
-        "seed": scenario.seed,
-        "backend": "ray",
-        "mode": scenario.checkpointing.mode,
-        "versions": versions(),
-        "spark": spark_info,
-        "workload": {
-            "records": workload.records,
-            "generated_by": "spark",
-            "keys": scenario.workload.keys,
-            "zipf_exponent": scenario.workload.zipf_exponent,
-        },
-        "checkpoints": {
-            "completed": stats["completed"],
-            "aborted": stats["failed"],
-            "total": stats["completed"] + stats["failed"],
-            "in_progress": 0,
-            "failed": stats["failed"],
-            "restored": 0,
-            "skipped_triggers": stats["skipped"],
-        },
-        "verification": verification.as_dict(),
-        "throughput": {
-            "records_per_second": round(result.records_emitted / result.job_seconds, 1) if result.job_seconds else None,
-        },
-        "timings_seconds": timings,
-        "wall_seconds": round(time.perf_counter() - wall_start, 3),
-    }
-    write_table(stats["checkpoints"], out / "checkpoints")
-    write_table(stats["subtasks"], out / "subtasks")
-    write_json_atomically(out / "summary.json", summary)
-    return RunResult(out_dir=out, summary=summary, checkpoints=stats["checkpoints"], subtasks=stats["subtasks"])
+        for mode in modes:
+            mode_start = time.perf_counter()
+            target = out / mode if per_mode_dirs else out
+            target.mkdir(parents=True, exist_ok=True)
+            config = simulation_config(scenario, mode, faults)
+            stage = f"running the job ({mode})" if per_mode_dirs else "running the job"
+            say(stage, 0.0)
+
+            def on_progress(p: dict, stage=stage) -> None:
+                if p.get("source_records") is not None:
+                    say(stage, min(1.0, p["source_records"] / workload.records))
+
+            result = run_graph_on_ray(config, split_refs, str(target / "checkpoints"), f"{scenario.name}-{seed}",
+                                      on_progress, seed=seed, records=workload.records)
+
+            say("verifying against Spark's reference" if scenario.job.is_quickstart_shape
+                else "verifying against the reference", None)
+            t1 = time.perf_counter()
+            if scenario.job.is_quickstart_shape:
+                verification = verify(cluster.spark, workload.df, output_table(result.committed_output))
+            else:
+                verification = verify_in_ray(config.graph, split_refs, result.committed_output)
+            verify_seconds = time.perf_counter() - t1
+            first = not results
+            timings = {
+                "ray_start": round(cluster.ray_started_seconds, 3),
+                "spark_start": round(cluster.spark_started_seconds, 3),
+                "workload": round(workload_seconds, 3) if first else 0.0,
+                "job": round(result.job_seconds, 3),
+                "first_deploy": round(result.first_deploy_seconds, 3),
+                "verification": round(verify_seconds, 3),
+            }
+            wall = time.perf_counter() - (wall_start if first else mode_start)
+            summary = build_summary(
+                scenario=scenario, seed=seed, backend="ray", mode=config.mode, generated_by="spark",
+                records=workload.records, counts=result.counts, verification=verification.as_dict(),
+                outcome=result.outcome, restarts=result.restarts,
+                restored_checkpoint_ids=result.restored_checkpoint_ids,
+                restored_in_flight_bytes=result.restored_in_flight_bytes,
+                records_per_second=result.records_emitted / result.job_seconds if result.job_seconds else None,
+                throughput_clock="wall", faults=config.faults.to_plain(),
+                backend_sections={"spark": spark_info, "timings_seconds": timings,
+                                  "ray": {"killed": result.killed, "failures": result.failures}},
+                wall_seconds=wall,
+            )
+            write_run_directory(target, summary, result.checkpoints, result.subtasks)
+            results.append(RunResult(out_dir=target, summary=summary, checkpoints=result.checkpoints,
+                                     subtasks=result.subtasks))
+    return results

@@ -1,23 +1,30 @@
-"""The walking skeleton end to end: the real CLI, real Ray actors, real Spark on Ray (RayDP)."""
+"""The Ray backend end to end: the real CLI, the job on real Ray actors, real Spark on Ray (RayDP): all modes
+side by side on one local cluster, a run on an existing cluster that it leaves running, and Ctrl-C."""
 
 import csv
 import json
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import psutil
 import pytest
 
-from tests.e2e.processes import marked_environment, stray_processes
+from tests.e2e.processes import MARKER_VARIABLE, marked_environment, stray_processes
 
 ROOT = Path(__file__).parents[2]
 QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
+RAY = Path(sys.executable).parent / "ray"
 FLINK_CHECKPOINT_FIELDS = {
     "id", "status", "is_savepoint", "trigger_timestamp", "latest_ack_timestamp", "end_to_end_duration",
     "checkpointed_size", "state_size", "alignment_buffered", "processed_data", "persisted_data",
     "num_subtasks", "num_acknowledged_subtasks", "checkpoint_type",
 }
+SUMMARY_KEYS = ["scenario", "seed", "backend", "mode", "versions", "workload", "checkpoints", "verification", "job",
+                "throughput", "faults", "spark", "timings_seconds", "ray", "wall_seconds"]
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
 
@@ -29,22 +36,17 @@ def barriersim(*args, **kw):
     )
 
 
-def test_quickstart_runs_exactly_once_with_spark_reference(tmp_path):
-    env, marker = marked_environment()
-    out = tmp_path / "run"
-    proc = barriersim("run", str(QUICKSTART), "--out", str(out), "--seed", "7", env=env)
-    output, _ = proc.communicate(timeout=600)
-    assert proc.returncode == 0, output
-    assert "verdict: exactly-once" in output
-    assert "lost=0 duplicated=0 wrong=0" in output
-
+def check_run_directory(out: Path, mode: str, seed: int) -> dict:
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["scenario"] == "quickstart" and summary["seed"] == 7
-    assert summary["backend"] == "ray" and summary["mode"] == "aligned"
+    assert list(summary) == SUMMARY_KEYS
+    assert summary["scenario"] == "quickstart" and summary["seed"] == seed
+    assert summary["backend"] == "ray" and summary["mode"] == mode
     assert set(summary["versions"]) == {"barriersim", "ray", "raydp", "pyspark"}
     assert summary["versions"]["ray"] == "2.60.0" and summary["versions"]["pyspark"] == "3.5.7"
     assert summary["spark"]["app_id"] and summary["spark"]["master"].startswith("ray://")
     assert summary["workload"] == {**summary["workload"], "records": 100_000, "generated_by": "spark"}
+    assert summary["job"] == {**summary["job"], "outcome": "finished", "restarts": 0}
+    assert summary["throughput"]["records_per_second"] > 0 and summary["throughput"]["clock"] == "wall"
     v = summary["verification"]
     assert v["reference"] == "spark" and v["expected_records"] == 100_000
     assert (v["lost"], v["duplicated"], v["wrong"], v["final_sum_mismatched_keys"]) == (0, 0, 0, 0)
@@ -52,28 +54,109 @@ def test_quickstart_runs_exactly_once_with_spark_reference(tmp_path):
     assert summary["checkpoints"]["completed"] >= 2
     assert summary["wall_seconds"] > 0
 
-    # Per-checkpoint statistics with Flink's names, one row per checkpoint, consistent with the summary.
+    # Per-checkpoint and per-subtask statistics with Flink's names, consistent with the summary.
     with open(out / "checkpoints.csv") as f:
         rows = list(csv.DictReader(f))
     assert FLINK_CHECKPOINT_FIELDS <= set(rows[0])
     completed = [r for r in rows if r["status"] == "COMPLETED"]
     assert len(completed) == summary["checkpoints"]["completed"]
     assert all(int(r["num_acknowledged_subtasks"]) == int(r["num_subtasks"]) == 5 for r in completed)
-    assert (out / "checkpoints.parquet").stat().st_size > 0 and (out / "subtasks.csv").exists()
+    assert (out / "checkpoints.parquet").stat().st_size > 0 and (out / "subtasks.parquet").stat().st_size > 0
+    with open(out / "subtasks.csv") as f:
+        acks = [(r["id"], r["task"]) for r in csv.DictReader(f)]
+    assert len(acks) == len(set(acks))  # one row per subtask and checkpoint
+    for c in completed:  # subtasks that finished before a checkpoint (FLIP-147) do not acknowledge it
+        assert 1 <= sum(1 for cid, _ in acks if cid == c["id"]) <= 5
 
-    # Every completed checkpoint is on disk with its _metadata and one state file per subtask.
-    job_dir = out / "checkpoints" / "quickstart-7"
-    for r in completed:
-        chk = job_dir / f"chk-{r['id']}"
-        assert (chk / "_metadata").stat().st_size > 0
-        assert len(list((chk / "taskowned").glob("*.state"))) == 5
+    # The filesystem checkpoint storage's layout: the job's directory with its shared and task-owned state
+    # directories; the finished job's completed checkpoints (chk-<n>) were discarded, as Flink does when a job
+    # reaches FINISHED; no temporary file is left.
+    job_dir = out / "checkpoints" / f"quickstart-{seed}"
+    assert (job_dir / "shared").is_dir() and (job_dir / "taskowned").is_dir()
+    assert not list(job_dir.glob("chk-*"))
     assert not list(job_dir.rglob("*.tmp"))
+    return summary
 
+
+def test_all_modes_run_side_by_side_on_one_local_cluster(tmp_path):
+    env, marker = marked_environment()
+    env.pop("RAY_ADDRESS", None)
+    out = tmp_path / "run"
+    proc = barriersim("run", str(QUICKSTART), "--mode", "all", "--out", str(out), "--seed", "7", env=env)
+    output, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, output
+    assert output.count("starting Ray and Spark on Ray") == 1
+    apps = set()
+    for mode in ("aligned", "unaligned", "at-least-once"):
+        summary = check_run_directory(out / mode, mode, 7)
+        apps.add(summary["spark"]["app_id"])
+        assert f"{mode}: verdict: exactly-once  lost=0 duplicated=0 wrong=0" in output
+    assert len(apps) == 1  # one Spark session for the three modes
+    assert stray_processes(marker) == []
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop_marked_processes(marker: str) -> None:
+    """Stop the test's cluster: ``ray stop`` would stop every Ray process on the machine (other sessions' too),
+    so the processes carrying this test's marker are terminated by pid instead."""
+    procs = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.environ().get(MARKER_VARIABLE) == marker:
+                procs.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    for proc in procs:
+        try:
+            proc.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=20)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=10)
+
+
+def test_a_run_on_an_existing_cluster_leaves_it_running(tmp_path):
+    env, marker = marked_environment()
+    env.pop("RAY_ADDRESS", None)
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    temp_dir = tempfile.mkdtemp(prefix="bsray", dir="/tmp")  # short: Ray's socket paths live under it
+    try:
+        started = subprocess.run(
+            [str(RAY), "start", "--head", f"--port={port}", "--num-cpus=4", "--include-dashboard=false",
+             f"--temp-dir={temp_dir}", "--disable-usage-stats"],
+            env=env, capture_output=True, text=True, timeout=180)
+        assert started.returncode == 0, started.stdout + started.stderr
+
+        out = tmp_path / "run"
+        proc = barriersim("run", str(QUICKSTART), "--address", address, "--out", str(out), "--seed", "3", env=env)
+        output, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, output
+        assert "verdict: exactly-once" in output and "lost=0 duplicated=0 wrong=0" in output
+        check_run_directory(out, "aligned", 3)
+
+        status = subprocess.run([str(RAY), "status", f"--address={address}"], env=env, capture_output=True,
+                                text=True, timeout=120)
+        assert status.returncode == 0, status.stdout + status.stderr  # the run did not stop the cluster
+        assert "4.0 CPU" in status.stdout or "/4.0 CPU" in status.stdout, status.stdout
+    finally:
+        _stop_marked_processes(marker)
     assert stray_processes(marker) == []
 
 
 def test_ctrl_c_stops_spark_and_ray(tmp_path):
     env, marker = marked_environment()
+    env.pop("RAY_ADDRESS", None)
     proc = barriersim("run", str(QUICKSTART), "--out", str(tmp_path / "run"), env=env)
     for line in proc.stdout:
         if "generating the workload" in line or "running the job" in line:
@@ -83,5 +166,7 @@ def test_ctrl_c_stops_spark_and_ray(tmp_path):
     proc.send_signal(signal.SIGINT)
     rest, _ = proc.communicate(timeout=180)
     assert proc.returncode == 130, rest
-    assert "interrupted" in rest and "Traceback" not in rest
+    assert [line for line in rest.splitlines() if "interrupted" in line] == [
+        "barriersim: interrupted; Spark and Ray were stopped"], rest
+    assert "Traceback" not in rest
     assert stray_processes(marker) == []

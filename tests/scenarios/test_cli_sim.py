@@ -54,3 +54,15 @@ def test_every_command_has_help():
     for args in (["--help"], ["run", "--help"], ["replay", "--help"], ["report", "--help"]):
         proc = cli(*args)
         assert proc.returncode == 0 and "usage: barriersim" in proc.stdout
+
+
+def test_cli_refuses_faults_the_ray_backend_cannot_execute_before_starting_ray(tmp_path):
+    p = tmp_path / "f.toml"
+    p.write_text('[scenario]\nname="f"\n[[faults]]\ntype="crash_task"\ntask="keyed-sum#0"\npoint="mid_alignment"\n'
+                 'checkpoint_id=2\n')
+    proc = cli("run", str(p))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"barriersim: {p}: faults[0]: the Ray backend does not execute crash_task faults at mid_alignment yet"
+    )
+    assert "starting Ray" not in proc.stdout
