@@ -1,16 +1,21 @@
-"""Operators snapshot and restore their state through OperatorSubtaskState."""
+"""Operators snapshot and restore their state through OperatorSubtaskState (through the ``_metadata`` format)."""
 
 from barriersim.runtime.operators.keyed_sum import KeyedRunningSum
 from barriersim.runtime.operators.source import SplitSourceReader
-from barriersim.runtime.skeleton.storage import decode_subtask_state, encode_subtask_state
-from barriersim.runtime.state.snapshot import KeyGroupRange
+from barriersim.runtime.state.snapshot import CheckpointMetadata, KeyGroupRange, OperatorState, OperatorSubtaskState
+from barriersim.runtime.storage.metadata_serializer import deserialize, serialize
+
+
+def through_metadata(state: OperatorSubtaskState) -> OperatorSubtaskState:
+    data = serialize(CheckpointMetadata(1, (OperatorState("keyed-sum", 1, 128, {0: state}),)))
+    return deserialize(data).operator_states[0].subtask_states[0]
 
 
 def test_keyed_sum_emits_running_sums_and_restores_them():
     op = KeyedRunningSum(KeyGroupRange(0, 9), key_group_of=lambda k: k % 10)
     out = op.process_all([(1, 3, 5, 0), (2, 3, 2, 0), (3, 4, 1, 0)])
     assert out == [(1, 3, 5, 5), (2, 3, 2, 7), (3, 4, 1, 1)]
-    state = decode_subtask_state(encode_subtask_state(op.snapshot_state()))
+    state = through_metadata(op.snapshot_state())
     [handle] = state.managed_keyed_state
     assert sorted(handle.key_groups) == [3, 4]
     again = KeyedRunningSum(KeyGroupRange(0, 9), key_group_of=lambda k: k % 10)
