@@ -262,8 +262,23 @@ def _parse_job(path: str, given: Any) -> JobSpec:
     try:
         graph.validate()
     except JobGraphError as err:
-        raise ScenarioError(path, "job", str(err)) from None
+        raise ScenarioError(path, *_graph_error_key(graph, str(err))) from None
     return JobSpec(**shorthand, graph=graph, is_quickstart_shape=False)
+
+
+def _graph_error_key(graph: JobGraph, message: str) -> tuple[str, str]:
+    """The key a job graph error is about (``job.edge[i]`` or ``job.vertex[i]``, else ``job``) and the problem;
+    ``JobGraph.validate`` names an edge as ``edge <from -[partitioner]-> to (input n)>: ...`` and a vertex as
+    ``vertex 'name': ...``."""
+    for i, e in enumerate(graph.edges):
+        prefix = f"edge {e}: "
+        if message.startswith(prefix):
+            return f"job.edge[{i}]", f"{message[len(prefix):]} ({e})"
+    for i, v in enumerate(graph.vertices):
+        prefix = f"vertex {v.name!r}: "
+        if message.startswith(prefix):
+            return f"job.vertex[{i}]", f"{message[len(prefix):]} (vertex {v.name!r})"
+    return "job", message
 
 
 def _parse_sweep(path: str, given: Any) -> tuple[tuple[str, tuple], ...]:

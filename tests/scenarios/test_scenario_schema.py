@@ -74,13 +74,25 @@ def mutated(path, value):
 DELETE = object()
 
 MALFORMED = [
+    # parallelism 0
     (("job", "vertex", 2, "parallelism"), 0, "job.vertex[2].parallelism", "must be between 1 and 128"),
+    # wrong types
+    (("job", "vertex", 2, "parallelism"), "two", "job.vertex[2].parallelism", "must be an integer"),
+    (("job", "vertex", 2, "hot_key_extra_us"), "slow", "job.vertex[2].hot_key_extra_us", "must be a number"),
+    (("workload", "records"), 1.5, "workload.records", "must be an integer"),
+    (("checkpointing", "interval_ms"), True, "checkpointing.interval_ms", "must be an integer"),
     (("job", "vertex", 2, "operator"), "reduce", "job.vertex[2].operator", "must be one of"),
     (("job", "edge", 0, "partitioner"), "random", "job.edge[0].partitioner", "must be one of"),
-    (("job", "edge", 2, "partitioner"), "hash", "job", "hash partitioning needs a keyed operator"),
-    (("job", "edge", 1, "input"), 0, "job", "takes input(s) [0, 1], fed [0]"),
-    (("job", "edge", 0, "to"), "nowhere", "job", "no vertex named 'nowhere'"),
+    # impossible topologies: a hash partition into an operator without a key, a keyed operator without a key,
+    # a two-input operator fed on one input only, an edge to nowhere, a forward edge between parallelisms
+    (("job", "edge", 2, "partitioner"), "hash", "job.edge[2]", "hash partitioning needs a keyed operator"),
+    (("job", "edge", 0, "partitioner"), "rebalance", "job.edge[0]", "must be fed by a hash partitioner"),
+    (("job", "edge", 1, "input"), 0, "job.vertex[2]", "takes input(s) [0, 1], fed [0]"),
+    (("job", "edge", 0, "to"), "nowhere", "job.edge[0]", "no vertex named 'nowhere'"),
+    (("job", "edge", 2, "partitioner"), "forward", "job.edge[2]", "forward"),
+    # unknown and missing keys
     (("job", "vertex", 0, "speed"), 3, "job.vertex[0].speed", "unknown key"),
+    (("network", "bandwidth"), 3, "network.bandwidth", "unknown key"),
     (("job", "vertex", 0, "name"), DELETE, "job.vertex[0].name", "is required"),
     (("checkpointing", "max_concurrent"), 2, "checkpointing.max_concurrent", "at most 1 concurrent"),
     (("checkpointing", "aligned_checkpoint_timeout_ms"), 0, "checkpointing.aligned_checkpoint_timeout_ms", "must be > 0"),

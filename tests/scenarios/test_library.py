@@ -1,0 +1,124 @@
+"""The scenario library (``scenarios/*.toml``): every file loads, is named after its file, runs on the simulator in
+every mode with a small workload and verifies, and is sized for a short run as written; sweeps expand; the
+alignment-latency benchmark measures what its table reports."""
+
+from pathlib import Path
+
+import pytest
+
+from barriersim.runtime.jobgraph import OperatorKind, Partitioner
+from barriersim.runtime.sim.job_simulation import JobOutcome, JobSimulation
+from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.scenarios.loader import MODES, Scenario, expand_sweep, load_scenario, with_setting
+from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+
+SCENARIOS = Path(__file__).parents[2] / "scenarios"
+LIBRARY = sorted(SCENARIOS.glob("*.toml"))
+NAMES = [p.stem for p in LIBRARY]
+SMALL_RECORDS = 3000
+
+
+def simulate(scenario: Scenario, mode: str):
+    config = simulation_config(scenario, mode)
+    splits = workload_splits(scenario, scenario.seed)
+    result = JobSimulation(config, splits, scenario.seed).run()
+    return result, verify(expected_sink_input(config.graph, splits), result.committed_output)
+
+
+def small(scenario: Scenario) -> Scenario:
+    return with_setting(scenario, "workload.records", min(scenario.workload.records, SMALL_RECORDS))
+
+
+def test_the_library_holds_the_scenarios_of_the_issue():
+    assert {"quickstart", "skew", "backpressure_slow_sink", "alignment_latency", "checkpointing_time_benchmark",
+            "two_input", "failure_storm"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=NAMES)
+def test_each_file_loads_and_is_named_after_its_file(path):
+    s = load_scenario(path)
+    assert s.name == path.stem.replace("_", "-")
+    assert s.description and s.job.graph.validate() is not None
+    assert s.workload.records <= 100_000  # sized for a Ray run well under a minute
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("path", LIBRARY, ids=NAMES)
+def test_each_file_runs_in_every_mode_and_verifies(path, mode):
+    result, verdict = simulate(small(load_scenario(path)), mode)
+    assert result.outcome is JobOutcome.FINISHED
+    assert result.counts["completed"] >= 1
+    expected = "at-least-once" if mode == "at-least-once" else "exactly-once"
+    assert verdict.verdict in (expected, "exactly-once"), verdict
+    assert verdict.lost == verdict.wrong == 0
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=NAMES)
+def test_each_file_as_written_is_a_short_run(path):
+    """The file's own size and mode: finishes, verifies, checkpoints several times, and lasts under 20 virtual
+    seconds (so a Ray run that paces its sources and costs in real time stays well under a minute)."""
+    s = load_scenario(path)
+    result, verdict = simulate(s, s.checkpointing.mode)
+    assert result.outcome is JobOutcome.FINISHED and verdict.verdict == "exactly-once"
+    assert result.counts["completed"] >= 3
+    assert result.virtual_ms < 20_000
+
+
+def test_the_skew_sweep_expands_over_the_zipf_exponent():
+    runs = expand_sweep(load_scenario(SCENARIOS / "skew.toml"))
+    assert [settings["workload.zipf_exponent"] for settings, _ in runs] == [0.0, 0.5, 1.0, 1.5]
+    assert [s.workload.zipf_exponent for _, s in runs] == [0.0, 0.5, 1.0, 1.5]
+
+
+def test_skew_makes_the_hottest_subtask_slower():
+    """With unthrottled sources the job lasts as long as its busiest keyed subtask works: at exponent 1.5 the
+    subtask that owns the hottest keys gets about 60 % of the records instead of about 27 %."""
+    base = with_setting(load_scenario(SCENARIOS / "skew.toml"), "workload.rate_per_source", 0)
+    base = with_setting(base, "workload.records", 20_000)
+    uniform, _ = simulate(with_setting(base, "workload.zipf_exponent", 0.0), "aligned")
+    skewed, _ = simulate(with_setting(base, "workload.zipf_exponent", 1.5), "aligned")
+    assert skewed.virtual_ms > 1.5 * uniform.virtual_ms
+
+
+def test_the_alignment_latency_scenario_is_flinks_job():
+    s = load_scenario(SCENARIOS / "alignment_latency.toml")
+    g = s.job.graph
+    assert [(v.operator, v.parallelism) for v in g.vertices] == [
+        (OperatorKind.SOURCE, 2), (OperatorKind.KEYED_SUM, 4), (OperatorKind.AT_LEAST_ONCE_SINK, 2)]
+    assert [e.partitioner for e in g.edges] == [Partitioner.HASH, Partitioner.REBALANCE]
+    assert (s.network.buffer_size, s.network.exclusive_buffers_per_channel, s.network.floating_buffers_per_gate) == (
+        32 * 1024, 2, 8)
+    assert s.checkpointing.interval_ms == 1000 and s.workload.rate_per_source == 0
+    assert g.vertex("keyed").params["hot_key"] == 0 and g.vertex("keyed").params["hot_key_extra_us"] > 0
+
+
+def test_the_checkpointing_time_benchmark_scenario_is_flinks_topology():
+    s = load_scenario(SCENARIOS / "checkpointing_time_benchmark.toml")
+    g = s.job.graph
+    assert [v.parallelism for v in g.vertices] == [4, 4, 4]
+    assert [e.partitioner for e in g.edges] == [Partitioner.REBALANCE, Partitioner.REBALANCE]
+    assert g.vertex("sink").params["cost_us_per_record"] == 1000.0 and s.network.buffer_size == 4096
+
+
+def test_the_failure_storm_restarts_and_restores():
+    s = load_scenario(SCENARIOS / "failure_storm.toml")
+    result, verdict = simulate(s, "aligned")
+    assert result.restarts >= 3 and len(result.restored_checkpoint_ids) >= 3
+    assert verdict.verdict == "exactly-once"
+
+
+def test_the_benchmark_measures_the_bottleneck_under_heavy_backpressure():
+    """One row of the alignment-latency benchmark on a small workload: the hot key's subtask is the one whose
+    barrier waits (start delay), and an unaligned checkpoint persists in-flight data while an aligned one does
+    not."""
+    from benchmarks.alignment_latency import bottleneck_subtask, measure
+
+    base = load_scenario(SCENARIOS / "alignment_latency.toml")
+    small_heavy = {"workload.records": 40_000, "workload.rate_per_source": 0}
+    aligned = measure(base, "aligned", "heavy", "-", **small_heavy)
+    unaligned = measure(base, "unaligned", "heavy", "-", **small_heavy)
+    assert bottleneck_subtask(base).startswith("keyed#")
+    assert aligned.checkpoints >= 1 and unaligned.checkpoints >= 1
+    assert aligned.bottleneck_start_delay_ms > 10 * unaligned.bottleneck_start_delay_ms
+    assert aligned.median_persisted_bytes == 0 < unaligned.median_persisted_bytes
+    assert unaligned.unaligned_subtasks and not aligned.unaligned_subtasks
