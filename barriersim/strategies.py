@@ -155,8 +155,9 @@ class SimulatedCase:
 
         return parse_scenario(self.document, path)
 
-    def run(self):
-        """Simulate and verify; returns a ``CaseResult``."""
+    def run(self, check_cuts: bool = True):
+        """Simulate and verify; returns a ``CaseResult``. ``check_cuts``: also check that every completed
+        checkpoint is a consistent cut (``runtime.sim.consistent_cut``)."""
         from barriersim.runtime.sim.job_simulation import JobSimulation
         from barriersim.runtime.sim.verification import expected_sink_input, verify
         from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
@@ -164,8 +165,10 @@ class SimulatedCase:
         scenario = self.scenario()
         config = simulation_config(scenario, faults=self.faults)
         splits = workload_splits(scenario, self.seed)
-        result = JobSimulation(config, splits, self.seed).run()
-        return CaseResult(result, verify(expected_sink_input(config.graph, splits), result.committed_output))
+        job = JobSimulation(config, splits, self.seed, record_cuts=check_cuts)
+        result = job.run()
+        return CaseResult(result, verify(expected_sink_input(config.graph, splits), result.committed_output),
+                          tuple(job.consistent_cut_violations()) if check_cuts else ())
 
     def save(self, directory: Path) -> tuple[Path, str]:
         """Write the scenario file; returns it and the one-line replay command."""
@@ -182,6 +185,7 @@ class SimulatedCase:
 class CaseResult:
     simulation: object  # SimulationResult
     verdict: object  # Verdict
+    cut_violations: tuple = ()  # CutViolation: completed checkpoints that are not consistent cuts
 
 
 @st.composite

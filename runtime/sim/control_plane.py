@@ -143,5 +143,6 @@ class ControlPlane:
         except Exception as err:
             self.trace.record(self.sim.now_us, "storage-failed", f"{cid} {type(err).__name__}")
             raise
-        self.completed_in_epoch[cid] = (self.epoch, metadata)
+        if self.record_cuts and not is_savepoint:
+            self.completed_in_epoch[cid] = (self.epoch, metadata)
         return location

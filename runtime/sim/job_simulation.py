@@ -37,6 +37,7 @@ from barriersim.runtime.faults import CrashTask
 from barriersim.runtime.jobgraph import OperatorKind
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
+from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, DeploymentLog, check_consistent_cuts
 from barriersim.runtime.sim.config import JobOutcome, SimulationConfig, SimulationResult  # noqa: F401 (re-exported)
 from barriersim.runtime.sim.control_plane import ControlPlane
 from barriersim.runtime.sim.data_plane import DataPlane
@@ -48,8 +49,13 @@ from barriersim.runtime.stream_task import MODE_OF, StreamTask
 
 
 class JobSimulation(DataPlane, ControlPlane, Failover):
-    def __init__(self, config: SimulationConfig, splits: dict[str, Sequence[Sequence[tuple]]], seed: int):
+    def __init__(self, config: SimulationConfig, splits: dict[str, Sequence[Sequence[tuple]]], seed: int,
+                 record_cuts: bool = False):
+        """``record_cuts``: log every operator's records so that ``consistent_cut_violations()`` can check each
+        completed checkpoint after the run (costs memory and time; for tests and property checks)."""
         self.config = config
+        self.record_cuts = record_cuts
+        self.deployments: dict[int, DeploymentLog] = {}
         self.graph = config.graph.validate()
         self.splits = splits
         self.sim = Simulation(seed)
@@ -129,6 +135,14 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
             coordinator_failovers=self.coordinator_failovers,
         )
 
+    def consistent_cut_violations(self) -> list[CutViolation]:
+        """After ``run()``: every completed checkpoint checked as a consistent cut (``runtime.sim.consistent_cut``)."""
+        if not self.record_cuts:
+            raise ValueError("consistent_cut_violations: the simulation was created without record_cuts=True")
+        return check_consistent_cuts(self.graph, self.completed_in_epoch, self.deployments,
+                                     exactly_once=self.config.mode != "at-least-once",
+                                     aligned_only=self.config.mode == "aligned")
+
     def _checkpoint_rows(self, history: dict[int, dict]) -> list[dict]:
         """The coordinators' per-checkpoint statistics (of every coordinator, after JobManager failovers) plus Flink's per-checkpoint sums of the subtasks' figures
         (``alignment_buffered``, ``processed_data``, ``persisted_data``)."""
@@ -149,6 +163,8 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
             self.restored_ids.append(restore.checkpoint_id)
         epoch = self.epoch
         self.tasks = {}
+        if self.record_cuts:
+            log = self.deployments[epoch] = DeploymentLog(restore.metadata if restore is not None else None)
         for vertex in self.graph.vertices:
             for i in range(vertex.parallelism):
                 key = (vertex.name, i)
@@ -164,6 +180,8 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
                 snapshot = None
                 if assignment is not None and vertex.name in assignment.task_restores:
                     snapshot = assignment.task_restores[vertex.name][i].task_state_snapshot
+                if self.record_cuts:
+                    log.recorders[key] = CutRecorder.attach(task.operator)
                 restored = task.restore(snapshot)
                 self.restored_in_flight += restored["input_bytes"] + restored["output_bytes"]
                 self.tasks[key] = task

@@ -1,5 +1,6 @@
 """Property-based failure testing of whole jobs on the simulator: random topologies, configurations and fault
-schedules; every mode keeps its guarantee and every job finishes once faults stop. A failing example is saved as
+schedules; every mode keeps its guarantee, every completed checkpoint is a consistent cut, checkpoint ids are
+never reused and every job finishes once faults stop. A failing example is saved as
 a scenario file and its one-line ``barriersim replay`` command is printed with its seed."""
 
 import os
@@ -27,6 +28,9 @@ def check(case, outcome) -> None:
         assert verdict.verdict == "exactly-once", verdict
     completed = [c["id"] for c in sim.checkpoints if c["status"] == "COMPLETED"]
     assert completed == sorted(completed), f"checkpoints completed out of order: {completed}"
+    ids = [c["id"] for c in sim.checkpoints]
+    assert len(ids) == len(set(ids)), f"a checkpoint id was used twice: {ids}"
+    assert not outcome.cut_violations, "not a consistent cut: " + "; ".join(map(str, outcome.cut_violations[:3]))
 
 
 def check_with_replay(case) -> None:

@@ -1,0 +1,225 @@
+"""Every completed checkpoint is a consistent cut: checked record by record after a simulated run.
+
+How this works: while a job runs, a ``CutRecorder`` per task attempt logs the records its operator took in and
+gave out (a source: what it read) and marks where in those logs it took each snapshot. After the run,
+``check_consistent_cuts`` takes every completed checkpoint's ``CheckpointMetadata`` (what the snapshot claims:
+which subtasks had finished, the persisted in-flight buffers) with the logs of the deployment (epoch) it was
+taken in and the checkpoint that deployment was restored from. For each vertex D with inputs, as multisets of
+records (watermarks aside):
+
+    restored input of D + for each upstream U: restored output of U towards D + what U emitted before its snapshot
+ == what D's operator consumed before its snapshot + the in-flight records the checkpoint persisted for D's
+    input channels (D's input channel state and U's output subpartition state towards D)
+
+A record on the left only is *missing*: emitted before the upstream snapshot, but neither reflected downstream
+nor in the persisted channel state (lost on restore). A record on the right only is *unexpected*: reflected
+downstream or persisted although the upstream had not emitted it before its snapshot (replayed twice on
+restore). A subtask that had finished (FLIP-147) counts with its whole log. An aligned checkpoint must
+persist no in-flight data at all. At-least-once checkpoints are not consistent cuts (a fast channel's records
+after the barrier are processed before the snapshot), so for them only *missing* counts. This is the
+consistency property of Chandy-Lamport snapshots that Flink's asynchronous barrier snapshots implement; it
+mirrors no single Flink class (Flink checks it only end to end, e.g. ``UnalignedCheckpointITCase``'s
+record counters).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from barriersim.runtime.jobgraph import JobGraph, Partitioner
+from barriersim.runtime.state.snapshot import CheckpointMetadata
+
+SubtaskKey = tuple[str, int]
+
+
+class CutRecorder:
+    """The records one task attempt's operator consumed and emitted, with the log positions of its snapshots."""
+
+    __slots__ = ("inputs", "outputs", "marks")
+
+    def __init__(self) -> None:
+        self.inputs: list = []
+        self.outputs: list = []
+        self.marks: dict[int, tuple[int, int]] = {}
+
+    @staticmethod
+    def attach(operator) -> "CutRecorder":
+        """Wrap ``operator`` (a ``SubtaskOperator``) so that what it does is logged; returns the log."""
+        rec = CutRecorder()
+        if operator.is_source:
+            reader = operator.reader
+            poll = reader.poll
+
+            def logged_poll(max_records):
+                out = poll(max_records)
+                rec.outputs.extend(out)
+                return out
+
+            reader.poll = logged_poll
+        else:
+            process, process_watermark, end_of_input = operator.process, operator.process_watermark, operator.end_of_input
+
+            def logged_process(records):
+                rec.inputs.extend(records)
+                out = process(records)
+                rec.outputs.extend(out)
+                return out
+
+            def logged_watermark(watermark):
+                out = process_watermark(watermark)
+                rec.outputs.extend(out)
+                return out
+
+            def logged_end(final_checkpoint=False):
+                out = end_of_input(final_checkpoint)
+                rec.outputs.extend(out)
+                return out
+
+            operator.process, operator.process_watermark, operator.end_of_input = logged_process, logged_watermark, logged_end
+        snapshot = operator.snapshot
+
+        def logged_snapshot(checkpoint_id):
+            rec.marks.setdefault(checkpoint_id, (len(rec.inputs), len(rec.outputs)))
+            return snapshot(checkpoint_id)
+
+        operator.snapshot = logged_snapshot
+        return rec
+
+
+@dataclass(frozen=True)
+class CutViolation:
+    checkpoint_id: int
+    vertex: str  # the consuming vertex whose input channels the cut crosses
+    problem: str  # "missing", "unexpected", "in-flight data in an aligned checkpoint", "no snapshot"
+    count: int
+    examples: tuple = ()
+
+    def __str__(self) -> str:
+        return (f"checkpoint {self.checkpoint_id}, inputs of {self.vertex!r}: {self.problem}: {self.count} "
+                f"record(s), e.g. {list(self.examples)[:3]}")
+
+
+@dataclass
+class DeploymentLog:
+    """One deployment (epoch): the checkpoint it was restored from and each subtask's recorder."""
+
+    restored_from: CheckpointMetadata | None
+    recorders: dict[SubtaskKey, CutRecorder] = field(default_factory=dict)
+
+
+def _records(buffers) -> Iterable:
+    for buffer in buffers:
+        for r in buffer.records:
+            if isinstance(r, tuple):
+                yield r
+
+
+def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tuple[Counter, Counter]:
+    """Per consuming vertex: the records in input channel state, and in upstream output subpartition state."""
+    inputs: Counter = Counter()
+    outputs: Counter = Counter()
+    if metadata is None:
+        return inputs, outputs
+    for state in metadata.operator_states:
+        for subtask in state.subtask_states.values():
+            for h in subtask.input_channel_state:
+                for r in _records(h.buffers):
+                    inputs[(state.operator_id, r)] += 1
+            for h in subtask.result_subpartition_state:
+                target = graph.outputs_of(state.operator_id)[h.info.partition_idx].target
+                for r in _records(h.buffers):
+                    outputs[(target, r)] += 1
+    return inputs, outputs
+
+
+def _finished_subtasks(metadata: CheckpointMetadata) -> set[SubtaskKey]:
+    done = set()
+    for state in metadata.operator_states:
+        for index, subtask in state.subtask_states.items():
+            if state.fully_finished or subtask.is_finished:
+                done.add((state.operator_id, index))
+        if state.fully_finished:
+            done.update((state.operator_id, i) for i in range(state.parallelism))
+    return done
+
+
+def check_consistent_cuts(
+    graph: JobGraph,
+    completed: Mapping[int, tuple[int, CheckpointMetadata]],
+    deployments: Mapping[int, DeploymentLog],
+    exactly_once: bool,
+    aligned_only: bool,
+) -> list[CutViolation]:
+    """The violations of every completed checkpoint (``checkpoint id -> (epoch, metadata)``); empty if all are
+    consistent cuts. ``aligned_only``: the mode never takes unaligned checkpoints (no in-flight data allowed)."""
+    violations: list[CutViolation] = []
+    for checkpoint_id, (epoch, metadata) in sorted(completed.items()):
+        log = deployments[epoch]
+        finished = _finished_subtasks(metadata)
+
+        def before(key: SubtaskKey, outputs: bool) -> list | None:
+            rec = log.recorders.get(key)
+            if rec is None:
+                return None
+            if key in finished:
+                return rec.outputs if outputs else rec.inputs
+            mark = rec.marks.get(checkpoint_id)
+            if mark is None:
+                return None
+            return rec.outputs[:mark[1]] if outputs else rec.inputs[:mark[0]]
+
+        restored_in, restored_out = _channel_records(log.restored_from, graph)
+        persisted_in, persisted_out = _channel_records(metadata, graph)
+        if aligned_only and (persisted_in or persisted_out):
+            violations.append(CutViolation(checkpoint_id, "*", "in-flight data in an aligned checkpoint",
+                                           sum(persisted_in.values()) + sum(persisted_out.values())))
+        for vertex in graph.vertices:
+            edges = graph.inputs_of(vertex.name)
+            if not edges:
+                continue
+            left: Counter = Counter()
+            right: Counter = Counter()
+            for (target, r), n in restored_in.items():
+                if target == vertex.name:
+                    left[r] += n
+            for (target, r), n in restored_out.items():
+                if target == vertex.name:
+                    left[r] += n
+            for (target, r), n in persisted_in.items():
+                if target == vertex.name:
+                    right[r] += n
+            for (target, r), n in persisted_out.items():
+                if target == vertex.name:
+                    right[r] += n
+            absent = []
+            for edge in edges:  # operator logs hold records only (watermarks never reach an operator's process)
+                copies = vertex.parallelism if edge.partitioner is Partitioner.BROADCAST else 1
+                for i in range(graph.vertex(edge.source).parallelism):
+                    emitted = before((edge.source, i), outputs=True)
+                    if emitted is None:
+                        absent.append(f"{edge.source}#{i}")
+                        continue
+                    for _ in range(copies):
+                        left.update(emitted)
+            for i in range(vertex.parallelism):
+                consumed = before((vertex.name, i), outputs=False)
+                if consumed is None:
+                    absent.append(f"{vertex.name}#{i}")
+                    continue
+                right.update(consumed)
+            if absent:
+                violations.append(CutViolation(checkpoint_id, vertex.name, "no snapshot", len(absent), tuple(absent)))
+                continue
+            if dict.__eq__(left, right):  # the common case, compared in C (both hold positive counts only)
+                continue
+            missing = left - right
+            if missing:
+                violations.append(CutViolation(checkpoint_id, vertex.name, "missing", sum(missing.values()),
+                                               tuple(sorted(missing, key=repr)[:5])))
+            unexpected = right - left
+            if unexpected and exactly_once:
+                violations.append(CutViolation(checkpoint_id, vertex.name, "unexpected", sum(unexpected.values()),
+                                               tuple(sorted(unexpected, key=repr)[:5])))
+    return violations
