@@ -2,6 +2,8 @@
 
 import copy
 import re
+import tomllib
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -150,3 +152,45 @@ def test_random_malformed_files_get_one_line_errors(tmp_path, leaf, value, renam
         assert message.startswith(f"{p}: ") and "\n" not in message
         assert re.match(rf"{re.escape(str(p))}: [\w.\[\]]+: ", message), message
     # Some mutations are still valid (e.g. seed 0): then the file simply loads.
+
+
+LIBRARY = sorted((Path(__file__).parents[2] / "scenarios").glob("*.toml"))
+
+
+def _library_leaves():
+    out = []
+    for path in LIBRARY:
+        doc = tomllib.loads(path.read_text())
+        out += [(path.name, leaf) for leaf in _leaf_paths(doc) if leaf[0] != "sweep"]
+    return out
+
+
+LIBRARY_LEAVES = _library_leaves()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(target=st.sampled_from(LIBRARY_LEAVES), value=BAD_VALUES, how=st.sampled_from(["replace", "rename", "delete"]))
+def test_random_malformations_of_the_library_files_get_one_line_errors(tmp_path, target, value, how):
+    """Every library file with one key given a bad value, renamed to an unknown key or removed: it either still
+    loads (e.g. an optional key removed) or fails with one line naming the file and the key."""
+    name, leaf = target
+    doc = tomllib.loads((LIBRARY[0].parent / name).read_text())
+    node = doc
+    for part in leaf[:-1]:
+        node = node[part]
+    if how == "rename":
+        node[f"{leaf[-1]}_x"] = node.pop(leaf[-1])
+    elif how == "delete":
+        del node[leaf[-1]]
+    else:
+        node[leaf[-1]] = value
+    p = tmp_path / name
+    p.write_text(dumps(doc))
+    try:
+        load_scenario(p)
+    except ScenarioError as err:
+        message = str(err)
+        assert "\n" not in message
+        assert re.match(rf"{re.escape(str(p))}: [\w.\[\]]+: \S", message), message
+        if how == "rename":  # the renamed key is unknown, or the original one is now missing: either is named
+            assert f"{leaf[-1]}_x: unknown" in message or f"{leaf[-1]}: is required" in message, message
