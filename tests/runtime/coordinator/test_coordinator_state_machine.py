@@ -1,0 +1,179 @@
+"""A Hypothesis rule-based state machine driving the coordinator as a JobManager would see it: triggers,
+acknowledgements, declines, time passing (expiry, periodic triggers), failed ``_metadata`` writes, task failover
+and restart, and JobManager failover (a new coordinator recovering the completed checkpoints from storage, with
+the persisted id counter). After every step the invariants hold: checkpoint ids only grow (across JobManager
+failovers too), at most ``max_concurrent`` checkpoints are pending, completed ids only grow, the store retains
+at most ``max_retained`` checkpoints and exactly what the storage holds, a failed write never reaches the store,
+each task hears at most one outcome per checkpoint, and a restore picks the store's latest checkpoint."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.checkpoint_recovery import recover_completed_checkpoint_store
+from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
+from barriersim.runtime.coordinator.plan import JobVertexInfo
+from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.failure_reason import CheckpointFailureReason as R
+from barriersim.runtime.storage.errors import CheckpointStorageWriteError
+from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
+
+from coordinator_test_harness import JOB, keyed_snapshot, make
+
+VERTICES = [JobVertexInfo("src", 2), JobVertexInfo("map", 2, inputs=("src",)), JobVertexInfo("sink", 1, inputs=("map",))]
+DECLINES = [R.CHECKPOINT_DECLINED, R.CHECKPOINT_ASYNC_EXCEPTION, R.CHECKPOINT_DECLINED_TASK_NOT_READY]
+
+
+class CoordinatorMachine(RuleBasedStateMachine):
+    @initialize(max_concurrent=st.integers(1, 3), max_retained=st.integers(1, 3), interval=st.sampled_from([10, 30]),
+                timeout=st.sampled_from([15, 60]), tolerable=st.sampled_from([0, 2, 2**31 - 1]))
+    def start(self, max_concurrent, max_retained, interval, timeout, tolerable):
+        self.config = dict(max_concurrent_checkpoints=max_concurrent, max_retained_checkpoints=max_retained,
+                           checkpoint_interval=interval, checkpoint_timeout=timeout,
+                           tolerable_checkpoint_failure_number=tolerable)
+        self.storage = JobManagerCheckpointStorage(JOB)
+        self.counter = StandaloneCheckpointIDCounter()
+        self.failing_writes: set[int] = set()
+        self.triggered: list[int] = []
+        self.completed: list[int] = []
+        self.failed_writes: list[int] = []
+        self.outcomes: set[tuple] = set()
+        self.generation = 0
+        self.h = make(VERTICES, checkpoint_writer=self.write, id_counter=self.counter, **self.config)
+        self.carry_out(self.h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING)))
+
+    # -- the JobManager's side ---------------------------------------------------------------------
+
+    def write(self, metadata, is_savepoint):
+        if metadata.checkpoint_id in self.failing_writes:
+            self.failed_writes.append(metadata.checkpoint_id)
+            raise CheckpointStorageWriteError(f"checkpoint {metadata.checkpoint_id}: injected")
+        return self.storage.persist_checkpoint(metadata, is_savepoint=is_savepoint)
+
+    def carry_out(self, actions):
+        actions = list(actions) + self.h.sink
+        self.h.sink.clear()
+        for a in actions:
+            if isinstance(a, m.TriggerCheckpointOnSources):
+                assert all(a.checkpoint_id > t for t in self.triggered), (a.checkpoint_id, self.triggered)
+                self.triggered.append(a.checkpoint_id)
+            elif isinstance(a, (m.NotifyCheckpointComplete, m.NotifyCheckpointAborted)):
+                key = (self.generation, a.task, a.checkpoint_id)
+                assert key not in self.outcomes, f"a second outcome of checkpoint {a.checkpoint_id} for {a.task}"
+                self.outcomes.add(key)
+            elif isinstance(a, m.TriggerRequestCompleted):
+                self.completed.append(a.checkpoint_id)
+            elif isinstance(a, m.DiscardCheckpoint):
+                self.storage.discard_checkpoint(a.checkpoint_id)
+            elif isinstance(a, m.RestoreFrom):
+                assert a.checkpoint_id == (self.h.coord.store.get_latest_checkpoint_id() or None)
+            elif isinstance(a, m.FailJob):
+                self.fail_over()
+
+    def fail_over(self):
+        first = self.h.all_attempts[0]
+        self.carry_out(self.h.coord.handle(m.TaskFailed(first, "failover")))
+
+    # -- rules ---------------------------------------------------------------------------------------
+
+    @rule()
+    def trigger(self):
+        self.carry_out(self.h.trigger())
+
+    @rule(pick=st.integers(0, 10), task=st.integers(0, 4))
+    def acknowledge(self, pick, task):
+        if self.h.pending_ids:
+            cid = self.h.pending_ids[pick % len(self.h.pending_ids)]
+            attempt = self.h.all_attempts[task]
+            self.carry_out(self.h.ack(attempt, cid, keyed_snapshot(attempt.vertex_id)))
+
+    @rule(pick=st.integers(0, 10), fail_write=st.booleans())
+    def acknowledge_all(self, pick, fail_write):
+        if self.h.pending_ids:
+            cid = self.h.pending_ids[pick % len(self.h.pending_ids)]
+            if fail_write:
+                self.failing_writes.add(cid)
+            for attempt in self.h.all_attempts:
+                if cid in self.h.coord.pending_checkpoints:
+                    self.carry_out(self.h.ack(attempt, cid, keyed_snapshot(attempt.vertex_id)))
+
+    @rule(pick=st.integers(0, 10), task=st.integers(0, 4), reason=st.sampled_from(DECLINES))
+    def decline(self, pick, task, reason):
+        if self.h.pending_ids:
+            cid = self.h.pending_ids[pick % len(self.h.pending_ids)]
+            self.carry_out(self.h.decline(self.h.all_attempts[task], cid, reason))
+
+    @rule(ms=st.integers(1, 50))
+    def time_passes(self, ms):
+        self.h.timers.advance(ms)
+        self.carry_out([])
+
+    @rule(fail_write=st.booleans())
+    def trigger_and_complete(self, fail_write):
+        before = len(self.triggered)
+        self.trigger()
+        if len(self.triggered) > before:
+            cid = self.triggered[-1]
+            if fail_write:
+                self.failing_writes.add(cid)
+            for attempt in self.h.all_attempts:
+                if cid in self.h.coord.pending_checkpoints:
+                    self.carry_out(self.h.ack(attempt, cid, keyed_snapshot(attempt.vertex_id)))
+
+    @rule(restart=st.booleans())
+    def task_fails(self, restart):
+        self.fail_over()
+        if restart:
+            self.tasks_restart()
+
+    @rule()
+    def tasks_restart(self):
+        for attempt in self.h.all_attempts:
+            self.carry_out(self.h.coord.handle(m.TaskRunning(attempt)))
+
+    @precondition(lambda self: self.generation < 3)
+    @rule()
+    def jobmanager_fails_over(self):
+        """The old coordinator vanishes (nothing of it runs again); a new one recovers from storage."""
+        old = self.h
+        recovered = recover_completed_checkpoint_store(JOB, self.storage, old.coord.config)
+        assert recovered.skipped == ()
+        assert list(recovered.recovered_ids) == [c.checkpoint_id for c in old.coord.store.get_all_checkpoints()]
+        first_attempt = 1 + max(a.attempt_number for a in old.all_attempts)
+        self.generation += 1
+        self.h = make(VERTICES, checkpoint_writer=self.write, id_counter=self.counter, store=recovered.store,
+                      first_attempt_number=first_attempt, tasks_running=False, **self.config)
+        self.h.coord.restore_latest_checkpointed_state()
+        self.carry_out(self.h.coord.drain_actions())
+        self.carry_out(self.h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING)))
+        assert all(a.attempt_number == first_attempt for a in self.h.all_attempts)
+        self.tasks_restart()  # the new attempts are deployed
+
+    # -- invariants ----------------------------------------------------------------------------------
+
+    @invariant()
+    def at_most_max_concurrent_pending(self):
+        assert self.h.coord.number_of_pending_checkpoints <= self.config["max_concurrent_checkpoints"]
+
+    @invariant()
+    def completed_ids_only_grow(self):
+        assert self.completed == sorted(set(self.completed))
+
+    @invariant()
+    def the_store_retains_at_most_max_retained_and_what_storage_holds(self):
+        stored = [c.checkpoint_id for c in self.h.coord.store.get_all_checkpoints()]
+        assert len(stored) <= self.config["max_retained_checkpoints"]
+        assert sorted(loc.checkpoint_id for loc in self.storage.list_retained_checkpoints()) == stored
+        assert not set(stored) & set(self.failed_writes)
+
+    @invariant()
+    def the_next_id_is_above_every_id_used(self):
+        assert all(self.counter.get() > t for t in self.triggered)
+
+
+TestCoordinatorMachine = CoordinatorMachine.TestCase
+TestCoordinatorMachine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None, database=None,
+                                           derandomize=True, suppress_health_check=[HealthCheck.too_slow])
