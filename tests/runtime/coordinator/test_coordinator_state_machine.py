@@ -175,5 +175,5 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
 
 TestCoordinatorMachine = CoordinatorMachine.TestCase
-TestCoordinatorMachine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None, database=None,
+TestCoordinatorMachine.settings = settings(max_examples=40, stateful_step_count=40, deadline=None, database=None,
                                            derandomize=True, suppress_health_check=[HealthCheck.too_slow])
