@@ -12,15 +12,13 @@ files), ``verdict`` and ``to_spark(spark)``. ``mode="all"`` runs aligned, unalig
 workload, each in ``out/<mode>/``, and returns a ``RunResults`` mapping mode to result.
 
 The simulator's workload is drawn locally by default (``workload="local"``); ``workload="spark"`` generates it
-as a Spark DataFrame on Ray (RayDP), passes it through Ray's object store as Arrow blocks and cuts the source
-splits from them (``spark_workload_splits``). Every draw is a pure function of (seed, record id), so both give
+as the Ray backend does, as a Spark DataFrame on Ray (RayDP) passed through Ray's object store as Arrow blocks
+and cut there into the source splits (``spark_workload_splits``). Every draw is a pure function of (seed, record id), so both give
 the same splits; the summary records which one was used in ``workload.generated_by``.
 """
 
 from __future__ import annotations
 
-import inspect
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -258,64 +256,25 @@ def local_workload_splits(scenario: Scenario, seed: int) -> Splits:
     return workload_splits(scenario, seed)
 
 
-_WORKLOAD_DDL = "source int, record_id long, split int, offset long, key long, value long, event_time long"
-
-
-def _workload_frame(spark, scenario: Scenario, seed: int):
-    """The Spark DataFrame of every source vertex's records (column ``source`` is the vertex's index): the Ray
-    backend's generator (``scenarios.workload.generate_workload``) when it covers every source vertex, else the
-    same draws built here."""
-    import numpy as np
-    import pyarrow as pa
-
-    from barriersim.scenarios import workload as spark_workload
-    from barriersim.scenarios.simulation_inputs import SOURCE_ID_STRIDE
-
-    generated = spark_workload.generate_workload(spark, scenario, seed)
-    if "source" in generated.df.columns:
-        return generated.df
-    w = scenario.workload
-    cdf = spark_workload.zipf_cdf(w.keys, w.zipf_exponent)
-    frames = []
-    for k, source in enumerate(scenario.job.graph.sources):
-        parallelism = source.parallelism
-        total_rate = w.rate_per_source * parallelism
-        ms_per_record = 1000.0 / total_rate if total_rate else 1.0
-
-        def batches(iterator, k=k, parallelism=parallelism, ms_per_record=ms_per_record, max_value=w.max_value):
-            for batch in iterator:
-                ids = batch.column(0).to_numpy(zero_copy_only=False)
-                cols = spark_workload.draw_columns(ids, seed + k, cdf, max_value, parallelism, ms_per_record)
-                cols["record_id"] = cols["record_id"] + k * SOURCE_ID_STRIDE
-                yield pa.RecordBatch.from_pydict({"source": np.full(len(ids), k, dtype=np.int32), **cols})
-
-        partitions = max(1, min(8, w.records // 50_000 + 1))
-        frames.append(spark.range(0, w.records, 1, partitions).mapInArrow(batches, _WORKLOAD_DDL))
-    return reduce(lambda a, b: a.unionByName(b), frames)
-
-
 def spark_workload_splits(spark, scenario: Scenario, seed: int) -> Splits:
-    """The simulator's source splits generated in Spark on Ray: one DataFrame of every source vertex's records
-    (source vertex ``k`` draws with seed ``seed + k``, record ids offset by ``k * 10**9``, as
-    ``scenarios.simulation_inputs.workload_splits`` does locally), converted once into Arrow blocks in Ray's
-    object store (``ray.data.from_spark``); each split is cut from those blocks in offset order."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    """The simulator's source splits generated in Spark on Ray, by the Ray backend's own path: one DataFrame of
+    every source vertex's records (``scenarios.workload.generate_workload``: vertex ``k`` draws with seed
+    ``seed + k``, record ids offset by ``k * 10**9``), converted once into Arrow blocks in Ray's object store and
+    cut there into one msgpack split per source subtask (``splits_to_object_store``), which are fetched and
+    decoded as the source actors decode them. The same splits as the local draws
+    (``scenarios.simulation_inputs.workload_splits``)."""
     import ray
 
-    df = _workload_frame(spark, scenario, seed)
-    columns = ("source", "split", "offset", "record_id", "key", "value", "event_time")
-    table = pa.concat_tables(ray.get(ray.data.from_spark(df.select(*columns)).to_arrow_refs()))
-    out: Splits = {}
-    for k, source in enumerate(scenario.job.graph.sources):
-        of_source = table.filter(pc.equal(table.column("source"), k))
-        splits = []
-        for split in range(source.parallelism):
-            t = of_source.filter(pc.equal(of_source.column("split"), split)).sort_by("offset")
-            cols = [t.column(c).to_pylist() for c in ("record_id", "key", "value", "event_time")]
-            splits.append(list(zip(*cols)))
-        out[source.name] = splits
-    return out
+    from barriersim.actors.messages import decode_records
+    from barriersim.scenarios.workload import generate_workload, splits_to_object_store
+
+    workload = generate_workload(spark, scenario, seed)
+    try:
+        refs = splits_to_object_store(workload)
+        return {vertex: [decode_records(data) for data in ray.get(list(split_refs))]
+                for vertex, split_refs in refs.items()}
+    finally:
+        workload.df.unpersist()
 
 
 class SparkOnDemand:
@@ -332,9 +291,10 @@ class SparkOnDemand:
         if self._given is not None:
             return self._given
         if self._cluster is None:
+            from barriersim.run import ray_address
             from barriersim.scenarios.spark_on_ray import RayAndSpark
 
-            cluster = RayAndSpark(app_name=self._app_name, address=self._address)
+            cluster = RayAndSpark(app_name=self._app_name, address=ray_address(self._address))
             cluster.__enter__()
             self._cluster = cluster
         return self._cluster.spark
@@ -353,56 +313,34 @@ class SparkOnDemand:
 
 # -- running -----------------------------------------------------------------------------------------------
 
-def _write_summary(out_dir: Path, summary: dict) -> None:
-    path = out_dir / "summary.json"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
 def simulate(scenario: Scenario, out_dir: Path, *, seed: int, mode: str, faults: FaultSchedule | None,
              splits: Splits | None = None, generated_by: str = "local") -> dict:
-    """``simulate_scenario`` on precomputed ``splits`` when given. Until it takes a ``splits`` parameter, the
-    splits are handed in by standing in for its ``workload_splits`` for the duration of the call; the summary's
-    ``workload.generated_by`` is set to ``generated_by`` either way."""
-    from barriersim import simulate as sim
+    """``simulate_scenario``, on precomputed ``splits`` when given; the summary's ``workload.generated_by`` says
+    where they came from."""
+    from barriersim.simulate import simulate_scenario
+    from barriersim.summary import write_json_atomically
 
-    kwargs = {"seed": seed, "mode": mode, "faults": faults}
-    params = inspect.signature(sim.simulate_scenario).parameters
-    if splits is None:
-        summary = sim.simulate_scenario(scenario, out_dir=out_dir, **kwargs)
-    elif "splits" in params:
-        summary = sim.simulate_scenario(scenario, out_dir=out_dir, splits=splits, **kwargs)
-    else:
-        original = sim.workload_splits
-        sim.workload_splits = lambda _scenario, _seed: splits
-        try:
-            summary = sim.simulate_scenario(scenario, out_dir=out_dir, **kwargs)
-        finally:
-            sim.workload_splits = original
+    summary = simulate_scenario(scenario, out_dir=out_dir, seed=seed, mode=mode, faults=faults, splits=splits)
     if summary.get("workload", {}).get("generated_by") != generated_by:
         summary["workload"]["generated_by"] = generated_by
-        _write_summary(out_dir, summary)
+        write_json_atomically(out_dir / "summary.json", summary)
     return summary
 
 
-def _run_on_ray(scenario: Scenario, out_dir: Path, *, seed: int, mode: str, faults: FaultSchedule | None,
-                address: str | None, progress: Callable | None) -> dict:
-    from barriersim import run as ray_run
+def _run_on_ray(scenario: Scenario, out: Path, *, seed: int, modes: list[str], nest_modes: bool,
+                faults: FaultSchedule | None, address: str | None, progress: Callable | None) -> list[dict]:
+    """The Ray backend: one mode into ``out`` (``run_scenario``), or several on one Spark-generated workload and
+    one start of Ray and Spark, each into ``out/<mode>/`` (``run_scenario_modes``)."""
+    from barriersim.run import run_scenario, run_scenario_modes
 
-    params = inspect.signature(ray_run.run_scenario).parameters
-    kwargs: dict[str, Any] = {"out_dir": out_dir, "seed": seed, "address": address, "progress": progress}
-    if "mode" in params:
-        kwargs["mode"] = mode
-    else:
-        scenario = with_setting(scenario, "checkpointing.mode", mode)
-    if faults is not None:
-        if "faults" in params:
-            kwargs["faults"] = faults
-        else:
+    if nest_modes or len(modes) > 1:
+        if faults is not None:
             scenario = with_overrides(scenario, faults=faults)
-    result = ray_run.run_scenario(scenario, **kwargs)
-    return result.summary
+        results = run_scenario_modes(scenario, modes, out_dir=out, seed=seed, address=address, progress=progress)
+    else:
+        results = [run_scenario(scenario, out_dir=out, seed=seed, address=address, progress=progress,
+                                mode=modes[0], faults=faults)]
+    return [r.summary for r in results]
 
 
 @dataclass(frozen=True)
@@ -437,18 +375,19 @@ def execute(p: Plan, out: Path, *, nest_modes: bool, spark=None, address: str | 
             progress: Callable | None = None, splits: Splits | None = None) -> dict[str, RunResult]:
     """Run a plan: each mode into ``out/<mode>/`` (or ``out`` itself when ``nest_modes`` is false and there is
     one mode). On the sim backend with the Spark workload the splits are generated once for all modes."""
-    results = {}
-    if p.backend == "sim" and p.workload == "spark" and splits is None:
+    nest = nest_modes or len(p.modes) > 1
+    if p.backend == "ray":
+        summaries = _run_on_ray(p.scenario, out, seed=p.seed, modes=p.modes, nest_modes=nest, faults=p.faults,
+                                address=address, progress=progress)
+        return {m: RunResult(out_dir=out / m if nest else out, summary=s) for m, s in zip(p.modes, summaries)}
+    if p.workload == "spark" and splits is None:
         with SparkOnDemand(spark, address) as session:
             splits = spark_workload_splits(session.get(), p.scenario, p.seed)
+    results = {}
     for m in p.modes:
-        target = out / m if nest_modes or len(p.modes) > 1 else out
-        if p.backend == "sim":
-            summary = simulate(p.scenario, target, seed=p.seed, mode=m, faults=p.faults, splits=splits,
-                               generated_by=p.workload)
-        else:
-            summary = _run_on_ray(p.scenario, target, seed=p.seed, mode=m, faults=p.faults, address=address,
-                                  progress=progress)
+        target = out / m if nest else out
+        summary = simulate(p.scenario, target, seed=p.seed, mode=m, faults=p.faults, splits=splits,
+                           generated_by=p.workload)
         results[m] = RunResult(out_dir=target, summary=summary)
     return results
 

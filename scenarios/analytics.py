@@ -17,6 +17,11 @@ Both are written with Spark, coalesced to one part file, to ``root/analytics/sum
 ``root/analytics/counts.parquet`` (Spark's directory layout; pyarrow and pandas read the directory as one
 table), then read back and returned as pandas DataFrames.
 
+A sweep (``barriersim.sweep``) gets one more table, ``compute_sweep_analytics``: the same statistics pivoted
+to one row per (sweep point, mode), with the point's axis values, its verdict and counts, and the columns
+``<metric>_<min|max|avg|p50|p90|p95|p99|p999>``, computed in one Spark job and written to
+``root/analytics/sweep.parquet``.
+
 Percentiles are exact: Spark SQL's ``percentile(value, array(...))`` sorts the values and interpolates
 linearly between the two closest ranks, at 0-based position ``p * (n - 1)`` (Hyndman and Fan's type 7,
 numpy's default ``linear``). For values 10, 20, 30, 40, p50 is 25.0 and p90 is 37.0. Flink's
@@ -239,31 +244,32 @@ def sweep_path(root: str | Path) -> Path:
 
 def compute_sweep_analytics(spark, root: str | Path, point_rows: list[dict], axes: list[tuple[str, type]],
                             runs: list[Run] | None = None) -> pd.DataFrame:
-    """Aggregate a sweep's runs in Spark: one row per (point, mode) with the axis values, the verdict, Flink's
-    checkpoint counts and, per metric of ``summary`` (checkpoint and subtask scope), the columns
-    ``<metric>_<stat>`` for ``SWEEP_STATS``. Also writes the per-run ``summary`` and ``counts`` (as
-    ``compute_analytics``), so ``barriersim report`` reads them from the cache. ``point_rows`` hold the keys
-    of ``sweep_index_columns`` (``run`` is the run's directory relative to ``root``, e.g. ``zipf_exponent=0.5/aligned``).
-    Written to ``root/analytics/sweep.parquet``; returned as pandas, ordered by point and mode."""
+    """Aggregate a sweep's runs in Spark, in one Spark job: one row per (point, mode) with the axis values, the
+    verdict, Flink's checkpoint counts and, per metric of ``summary_frame`` (checkpoint and subtask scope), the
+    columns ``<metric>_<stat>`` for ``SWEEP_STATS``. ``point_rows`` hold the keys of ``sweep_index_columns``
+    (``run`` is the run's directory relative to ``root``, e.g. ``zipf_exponent=0.5/aligned``). Written to
+    ``root/analytics/sweep.parquet``; returned as pandas, ordered by point and mode."""
     from pyspark.sql import functions as F
 
-    compute_analytics(spark, root, runs)
-    out = analytics_dir(root)
+    runs = runs if runs is not None else discover_runs(root)
+    checkpoints, subtasks = load_run_frames(spark, runs)
     metrics = [*CHECKPOINT_METRICS, *SUBTASK_METRICS]
+    columns = sweep_index_columns(axes)
+    analytics_dir(root).mkdir(parents=True, exist_ok=True)
     with small_data_settings(spark):
-        summary = spark.read.parquet(str(out / "summary.parquet"))
-        counts = spark.read.parquet(str(out / "counts.parquet")).select("run", *COUNT_COLUMNS)
-        wide = summary.groupBy("run").pivot("metric", metrics).agg(
+        wide = summary_frame(checkpoints, subtasks).groupBy("run").pivot("metric", metrics).agg(
             *[F.first(stat).alias(stat) for stat in SWEEP_STATS]
         )
         names = [f"{m}_{stat}" for m in metrics for stat in SWEEP_STATS]
         wide = wide.select("run", *[F.col(f"`{n}`").cast("double").alias(n) for n in names])
-        columns = sweep_index_columns(axes)
+        counts = counts_frame(spark, checkpoints, runs).select("run", *COUNT_COLUMNS)
         points = spark.createDataFrame([tuple(r.get(name) for name, _ in columns) for r in point_rows],
                                        ", ".join(f"`{name}` {kind}" for name, kind in columns))
         table = points.join(counts, "run", "left").join(wide, "run", "left").orderBy("point_index", "mode")
         table.coalesce(1).write.mode("overwrite").parquet(str(sweep_path(root)))
-    return read_sweep_analytics(root)
+    result = read_sweep_analytics(root)
+    assert result is not None, f"{sweep_path(root)}: Spark wrote no _SUCCESS marker"
+    return result
 
 
 def read_sweep_analytics(root: str | Path) -> pd.DataFrame | None:

@@ -107,11 +107,6 @@ def test_precomputed_splits_give_the_same_run_and_record_their_origin(tiny, tmp_
     assert given["trace_sha256"] == plain["trace_sha256"]
     assert given["workload"]["generated_by"] == "spark"
     assert json.loads((tmp_path / "given" / "summary.json").read_text())["workload"]["generated_by"] == "spark"
-    # The stand-in for the local draws is gone after the call.
-    from barriersim import simulate as sim
-    from barriersim.scenarios.simulation_inputs import workload_splits
-
-    assert sim.workload_splits is workload_splits
 
 
 def test_faults_given_as_plain_tables_or_json(tiny, tmp_path):

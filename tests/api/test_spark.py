@@ -1,0 +1,87 @@
+"""The API and sweeps with real Spark on Ray (RayDP), sharing one Ray and Spark for the module: the Spark
+workload gives the simulator the very splits its local draws give; results as Spark DataFrames; a 2-point sweep
+aggregated in Spark against statistics computed here with numpy."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import barriersim
+from barriersim import api, sweep
+from barriersim.scenarios.analytics import SWEEP_STATS, read_sweep_analytics
+from barriersim.scenarios.loader import load_scenario
+from barriersim.scenarios.spark_on_ray import RayAndSpark
+from tests.api.scenarios import TWO_POINT_SWEEP, TWO_SOURCES, write
+
+pytestmark = [pytest.mark.ray, pytest.mark.spark]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    # Module scope: ``barriersim report`` in tests/report starts its own Spark on Ray, and RayDP runs one at a time.
+    with RayAndSpark(app_name="barriersim-tests-api") as cluster:
+        yield cluster.spark
+
+
+def test_spark_workload_gives_the_local_splits_and_the_same_run(spark, tmp_path, monkeypatch):
+    generated_splits = []
+
+    def spy(*args):
+        generated_splits.append(spark_workload_splits(*args))
+        return generated_splits[-1]
+
+    spark_workload_splits = api.spark_workload_splits
+    monkeypatch.setattr(api, "spark_workload_splits", spy)
+    path = write(tmp_path, TWO_SOURCES)
+    local = barriersim.run(path, out=tmp_path / "local")
+    generated = barriersim.run(path, out=tmp_path / "spark", workload="spark", spark=spark)
+
+    [from_spark] = generated_splits
+    assert from_spark == api.local_workload_splits(load_scenario(path), 11)
+    assert [len(s) for s in from_spark["left"]] == [150, 150] and [len(s) for s in from_spark["right"]] == [100] * 3
+    assert from_spark["right"][0][0][0] == 10**9  # record ids of the second source vertex start at 10**9
+    assert generated.summary["workload"]["generated_by"] == "spark"
+    assert json.loads((tmp_path / "spark" / "summary.json").read_text())["workload"]["generated_by"] == "spark"
+    assert generated.summary["trace_sha256"] == local.summary["trace_sha256"]
+
+    frames = generated.to_spark(spark)
+    assert set(generated.checkpoints.columns) <= set(frames.checkpoints.columns)
+    rows = frames.checkpoints.select("id", "status", "failure_reason").orderBy("id").collect()  # a null-typed column
+    assert [(r.id, r.status, r.failure_reason) for r in rows] == \
+        list(generated.checkpoints.sort_values("id")[["id", "status", "failure_reason"]].itertuples(index=False, name=None))
+    assert set(generated.subtasks.columns) <= set(frames.subtasks.columns)
+
+
+def test_two_point_sweep_aggregated_in_spark(spark, tmp_path):
+    scenario = write(tmp_path, TWO_POINT_SWEEP)
+    result = sweep.run_sweep(scenario, out=tmp_path / "out", modes=["aligned", "unaligned"], spark=spark)
+    table = result.table
+    assert table is not None and table.equals(read_sweep_analytics(tmp_path / "out"))
+    assert list(zip(table["point"], table["mode"])) == [
+        ("zipf_exponent=0.0", "aligned"), ("zipf_exponent=0.0", "unaligned"),
+        ("zipf_exponent=2.0", "aligned"), ("zipf_exponent=2.0", "unaligned"),
+    ]
+    assert table["workload.zipf_exponent"].tolist() == [0.0, 0.0, 2.0, 2.0]
+    assert set(table["verdict"]) == {"exactly-once"} and set(table["generated_by"]) == {"local"}
+    assert json.loads((tmp_path / "out" / "sweep.json").read_text())["analytics"] == "analytics/sweep.parquet"
+
+    for row in table.to_dict("records"):
+        run = result.runs[(row["point"], row["mode"])]
+        cps = run.checkpoints[run.checkpoints["status"] == "COMPLETED"]
+        assert row["completed"] == len(cps) == run.summary["checkpoints"]["completed"]
+        assert row["total"] == len(run.checkpoints)
+        sts = run.subtasks[run.subtasks["id"].isin(cps["id"]) & ~run.subtasks["aborted"]]
+        for metric, values in (("end_to_end_duration", cps["end_to_end_duration"]),
+                               ("persisted_data", cps["persisted_data"]),
+                               ("alignment_duration", sts["alignment_duration"])):
+            v = values.to_numpy(dtype=float)
+            expected = dict(min=v.min(), max=v.max(), avg=v.mean(),
+                            **{f"p{q}": np.percentile(v, float(f"0.{q}") * 100)  # Spark's exact percentile
+                               for q in ("50", "90", "95", "99", "999")})
+            got = {stat: row[f"{metric}_{stat}"] for stat in SWEEP_STATS}
+            assert got == pytest.approx(expected), (row["run"], metric)
+    # Unaligned checkpoints persist in-flight data; aligned ones persist none.
+    assert (table.loc[table["mode"] == "aligned", "persisted_data_max"] == 0).all()

@@ -1,0 +1,113 @@
+"""Sweeps on the simulator without Spark: the run matrix, the directory layout, ``sweep.json`` and the ``sweep``
+subcommand's functions (``register``, ``main_from_args``): help, exit statuses, one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from barriersim import sweep
+from barriersim.scenarios.loader import ScenarioError, load_scenario
+from tests.api.scenarios import TINY, TWO_POINT_SWEEP, write
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="barriersim")
+    sweep.register(p.add_subparsers(dest="command", required=True))
+    return p
+
+
+def cli(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    return args.handler(args)
+
+
+def test_point_labels_name_the_settings():
+    assert sweep.point_label({"workload.zipf_exponent": 0.5, "checkpointing.interval_ms": 100}) == \
+        "zipf_exponent=0.5,interval_ms=100"
+    assert sweep.point_label({"checkpointing.checkpoints_after_tasks_finish": False}) == \
+        "checkpoints_after_tasks_finish=false"
+    assert sweep.point_label({}) == "base"
+
+
+def test_a_sweep_runs_every_point_in_every_mode(tmp_path):
+    scenario = write(tmp_path, TWO_POINT_SWEEP + '"checkpointing.interval_ms" = [10, 25]\n')
+    result = sweep.run_sweep(scenario, out=tmp_path / "out", modes=["aligned", "at-least-once"], aggregate=False)
+    labels = [p["label"] for p in result.index["points"]]
+    assert labels == ["zipf_exponent=0.0,interval_ms=10", "zipf_exponent=0.0,interval_ms=25",
+                      "zipf_exponent=2.0,interval_ms=10", "zipf_exponent=2.0,interval_ms=25"]
+    assert len(result.runs) == 8 and result.table is None
+    index = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert index == json.loads(json.dumps(result.index))
+    assert index["axes"] == {"workload.zipf_exponent": [0.0, 2.0], "checkpointing.interval_ms": [10, 25]}
+    assert index["modes"] == ["aligned", "at-least-once"] and index["backend"] == "sim" and index["seed"] == 7
+    for point in index["points"]:
+        assert [r["mode"] for r in point["runs"]] == ["aligned", "at-least-once"]
+        for r in point["runs"]:
+            run_dir = tmp_path / "out" / r["dir"]
+            summary = json.loads((run_dir / "summary.json").read_text())
+            assert r["dir"] == f"{point['label']}/{r['mode']}"
+            assert summary["mode"] == r["mode"] and summary["verification"]["verdict"] == r["verdict"]
+            assert summary["workload"]["zipf_exponent"] == point["settings"]["workload.zipf_exponent"]
+            assert r["checkpoints"]["completed"] == summary["checkpoints"]["completed"] >= 1
+            assert (run_dir / "checkpoints.parquet").exists()
+    # The point's setting reached the run: the checkpoint interval shows in the trigger timestamps.
+    slow = result.runs[("zipf_exponent=0.0,interval_ms=25", "aligned")].checkpoints.sort_values("id")
+    assert slow["trigger_timestamp"].diff().dropna().min() >= 25
+
+
+def test_without_modes_each_point_runs_in_its_own_mode(tmp_path):
+    text = TINY + '\n[sweep]\n"checkpointing.mode" = ["aligned", "unaligned"]\n'
+    result = sweep.run_sweep(write(tmp_path, text), out=tmp_path / "out", aggregate=False)
+    assert sorted(result.runs) == [("mode=aligned", "aligned"), ("mode=unaligned", "unaligned")]
+    assert result.runs[("mode=unaligned", "unaligned")].summary["mode"] == "unaligned"
+
+
+def test_sweep_help_lists_the_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parser().parse_args(["sweep", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--backend", "--mode", "--out", "--seed", "--workload", "--no-analytics"):
+        assert option in text
+
+
+def test_sweep_command_runs_and_prints_the_matrix(tmp_path, capsys):
+    scenario = write(tmp_path, TWO_POINT_SWEEP)
+    assert cli(["sweep", str(scenario), "--out", str(tmp_path / "out"), "--mode", "all", "--seed", "3",
+                "--no-analytics"]) == 0
+    out = capsys.readouterr().out
+    assert "unaligned" in out and "exactly-once" in out and "sweep.json" in out
+    index = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert index["seed"] == 3 and sum(len(p["runs"]) for p in index["points"]) == 6
+
+
+@pytest.mark.parametrize("text, words", [
+    (TINY, "sweep: the scenario has no [sweep] table"),
+    (TINY + '\n[sweep]\n"workload.nope" = [1]\n', "sweep.workload.nope"),
+    (TINY + '\n[sweep]\n"workload.records" = [0, 10]\n', "sweep.workload.records"),
+    (TINY + '\n[sweep]\n"checkpointing.mode" = ["unaligned"]\n"checkpointing.max_concurrent" = [2]\n',
+     "checkpointing.max_concurrent"),
+])
+def test_bad_sweeps_cost_one_line_and_exit_2(tmp_path, capsys, text, words):
+    scenario = write(tmp_path, text)
+    assert cli(["sweep", str(scenario), "--out", str(tmp_path / "out"), "--no-analytics"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"barriersim sweep: {scenario}") and words in err
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_scenario_file_exits_2(tmp_path, capsys):
+    assert cli(["sweep", str(tmp_path / "absent.toml"), "--no-analytics"]) == 2
+    assert "absent.toml: no such scenario file" in capsys.readouterr().err
+
+
+def test_run_sweep_raises_typed_errors(tmp_path):
+    with pytest.raises(ScenarioError, match="mode: must be one of"):
+        sweep.run_sweep(write(tmp_path, TWO_POINT_SWEEP), modes="sideways", out=tmp_path / "o", aggregate=False)
+    assert not (tmp_path / "o").exists()
+    assert [t for t in sweep.axis_types(load_scenario(write(tmp_path, TWO_POINT_SWEEP)))] == \
+        [("workload.zipf_exponent", float)]
