@@ -5,7 +5,8 @@ figures with ``plots`` into the directory of the HTML file (by default ``RUN_DIR
 ``index.html`` referencing them by relative name. The page holds the runs, Flink's checkpoint counts and
 summary statistics (``min, max, avg, p50, p90, p95, p99, p999`` under Flink's field names, computed in Spark
 by ``barriersim.scenarios.analytics`` and passed in as pandas) and each run's ``verification`` block from
-``summary.json``. Everything is escaped; the page needs no scripts or network.
+``summary.json``. A sweep's directory (``barriersim sweep``) also gets its table of points, read from
+``analytics/sweep.parquet`` when the sweep wrote it. Everything is escaped; the page needs no scripts or network.
 """
 
 from __future__ import annotations
@@ -92,6 +93,22 @@ def _statistics_section(analytics) -> str:
     return "".join(parts)
 
 
+SWEEP_FIGURES = (("end_to_end_duration", ("p50", "p99")), ("alignment_duration", ("p50", "p99")),
+                 ("persisted_data", ("p50", "p99")))
+
+
+def _sweep_section(sweep: pd.DataFrame | None) -> str:
+    """The sweep's points: axis values, mode, verdict, counts and a few of the statistics Spark aggregated."""
+    if sweep is None or sweep.empty:
+        return ""
+    axes = list(sweep.columns[sweep.columns.get_loc("mode") + 1:sweep.columns.get_loc("backend")])
+    stats = [f"{m}_{q}" for m, qs in SWEEP_FIGURES for q in qs if f"{m}_{q}" in sweep.columns]
+    shown = sweep[["point", *axes, "mode", "verdict", "completed", "failed", *stats]]
+    return ("<h2>Sweep</h2>"
+            '<p class="note">One row per sweep point and mode, aggregated in Spark (all statistics in '
+            "<code>analytics/sweep.parquet</code>). Times in ms, sizes in bytes.</p>" + _table(shown))
+
+
 def _verification_section(tables: RunTables) -> str:
     parts = ["<h2>Verification</h2>"]
     blocks = [(run.label, run.mode, run.summary.get("verification")) for run in tables.runs]
@@ -118,7 +135,8 @@ def draw_figures(tables: RunTables, out_dir: Path, checkpoint_id: int | None = N
     }
 
 
-def render_html(title: str, tables: RunTables, analytics, checkpoint_id: int | None) -> str:
+def render_html(title: str, tables: RunTables, analytics, checkpoint_id: int | None,
+                sweep: pd.DataFrame | None = None) -> str:
     which = f"checkpoint {checkpoint_id}" if checkpoint_id is not None else \
         "the completed checkpoint with the longest end-to-end duration"
     x_axis = "key skew (workload.zipf_exponent)" if plots.differs_in_skew(tables.checkpoints) else "checkpoint id"
@@ -132,6 +150,7 @@ def render_html(title: str, tables: RunTables, analytics, checkpoint_id: int | N
     return (
         f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>"
         f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>"
+        + _sweep_section(sweep)
         + _runs_section(tables)
         + _statistics_section(analytics)
         + "<h2>Figures</h2>"
@@ -151,5 +170,8 @@ def build_report(root: str | Path, out_html: str | Path | None = None, checkpoin
     html_path.parent.mkdir(parents=True, exist_ok=True)
     figures = draw_figures(tables, html_path.parent, checkpoint_id)
     title = f"barriersim report: {root.resolve().name}"
-    html_path.write_text(render_html(title, tables, analytics, checkpoint_id), encoding="utf-8")
+    from barriersim.scenarios.analytics import read_sweep_analytics
+
+    sweep = read_sweep_analytics(root)
+    html_path.write_text(render_html(title, tables, analytics, checkpoint_id, sweep), encoding="utf-8")
     return Report(html=html_path, figures=figures)

@@ -1,0 +1,44 @@
+"""The report of a sweep's directory (no Spark: the sweep runs on the simulator without aggregation, and its
+table is written here in Spark's layout): a Sweep section with a row per point and mode, beside every run."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from barriersim import sweep
+from barriersim.report.html import build_report
+from barriersim.scenarios.analytics import SWEEP_STATS, read_sweep_analytics, sweep_path
+from tests.api.scenarios import TWO_POINT_SWEEP, write
+
+
+def test_report_of_a_sweep_shows_its_points(tmp_path):
+    result = sweep.run_sweep(write(tmp_path, TWO_POINT_SWEEP), out=tmp_path / "out", modes="all", aggregate=False)
+    rows = []
+    for i, row in enumerate(sweep.index_rows(result.index)):
+        stats = {f"{m}_{s}": float(100 * i + j) for m in ("end_to_end_duration", "alignment_duration", "persisted_data")
+                 for j, s in enumerate(SWEEP_STATS)}
+        rows.append({**row, "restored": 0, "total": 3, "in_progress": 0, "completed": 3, "failed": 0, **stats})
+    path = sweep_path(tmp_path / "out")
+    path.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), str(path / "part-00000.parquet"))
+    (path / "_SUCCESS").touch()
+    assert len(read_sweep_analytics(tmp_path / "out")) == 6
+
+    report = build_report(tmp_path / "out")
+    html = report.html.read_text()
+    assert "<h2>Sweep</h2>" in html
+    assert "<th>workload.zipf_exponent</th>" in html and "<th>end_to_end_duration_p99</th>" in html
+    assert html.count("<td>zipf_exponent=2.0</td>") == 3
+    assert "<td>506</td>" in html  # the last row's end_to_end_duration_p99 (row 5, stat index 6)
+    # Every run of the sweep is in the report's runs table.
+    for point in result.index["points"]:
+        for r in point["runs"]:
+            assert f"<td>{r['dir']}</td>" in html
+
+
+def test_a_run_directory_without_a_sweep_has_no_sweep_section(tmp_path):
+    from barriersim.report.html import _sweep_section
+
+    assert read_sweep_analytics(tmp_path) is None
+    assert _sweep_section(None) == ""
