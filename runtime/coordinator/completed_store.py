@@ -80,7 +80,8 @@ class StandaloneCompletedCheckpointStore:
             if (not candidate.props.is_savepoint and not latest.props.is_synchronous
                     and (latest_not_savepoint is None or latest_not_savepoint is candidate)):
                 continue  # keep the newest checkpoint unless the job stopped with a savepoint
-            self._checkpoints.remove(candidate)
+            # by identity: equality of checkpoints would compare all their state
+            del self._checkpoints[next(i for i, c in enumerate(self._checkpoints) if c is candidate)]
             if last_subsumed is None or candidate.checkpoint_id > last_subsumed.checkpoint_id:
                 last_subsumed = candidate
             if candidate.discard_on_subsume():

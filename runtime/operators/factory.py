@@ -128,6 +128,20 @@ class _Sink(SubtaskOperator):
         self.sink.close_on_failover()
 
 
+def _memoized_key_group(max_parallelism: int):
+    """``key -> key group`` with a cache: snapshots group every key by key group, and murmur hashing each key
+    again at every checkpoint is a large share of the simulator's time."""
+    cache: dict = {}
+
+    def key_group_of(key) -> int:
+        group = cache.get(key)
+        if group is None:
+            group = cache[key] = assign_to_key_group(key, max_parallelism)
+        return group
+
+    return key_group_of
+
+
 def create_operator(
     vertex: JobVertex,
     subtask_index: int,
@@ -147,7 +161,7 @@ def create_operator(
     if kind is OperatorKind.UNION:
         return SubtaskOperator()
     key_groups = compute_key_group_range_for_operator_index(vertex.max_parallelism, vertex.parallelism, subtask_index)
-    key_group_of = lambda key, m=vertex.max_parallelism: assign_to_key_group(key, m)  # noqa: E731
+    key_group_of = _memoized_key_group(vertex.max_parallelism)
     if kind is OperatorKind.KEYED_SUM:
         return _Wrapped(KeyedRunningSum(key_groups, key_group_of))
     if kind is OperatorKind.TUMBLING_WINDOW:

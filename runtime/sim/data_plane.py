@@ -59,16 +59,23 @@ class DataPlane:
             self._kick(key)
 
     def _cost_us(self, key: SubtaskKey, result) -> int:
-        vertex = self.graph.vertex(key[0])
-        if vertex.operator.is_source and self.config.source_rate_per_subtask:
-            per_record = 1e6 / self.config.source_rate_per_subtask
-        else:
-            per_record = vertex.params.get("cost_us_per_record", 1.0)
-        cost = result.records * per_record + result.hot_key_records * vertex.params.get("hot_key_extra_us", 0.0)
-        for slow in self.config.faults.of_type(SlowTask):
-            if slow.task == f"{key[0]}#{key[1]}" and slow.from_ms <= self.sim.clock_ms() and (
-                    slow.until_ms is None or self.sim.clock_ms() < slow.until_ms):
-                cost *= slow.factor
+        model = self._cost_model.get(key)
+        if model is None:
+            vertex = self.graph.vertex(key[0])
+            if vertex.operator.is_source and self.config.source_rate_per_subtask:
+                per_record = 1e6 / self.config.source_rate_per_subtask
+            else:
+                per_record = vertex.params.get("cost_us_per_record", 1.0)
+            name = f"{key[0]}#{key[1]}"
+            slows = tuple(f for f in self.config.faults.of_type(SlowTask) if f.task == name)
+            model = self._cost_model[key] = (per_record, vertex.params.get("hot_key_extra_us", 0.0), slows)
+        per_record, hot_extra, slows = model
+        cost = result.records * per_record + result.hot_key_records * hot_extra
+        if slows:
+            now_ms = self.sim.clock_ms()
+            for slow in slows:
+                if slow.from_ms <= now_ms and (slow.until_ms is None or now_ms < slow.until_ms):
+                    cost *= slow.factor
         return max(1, int(cost))
 
     def _schedule_flush(self, key: SubtaskKey, epoch: int) -> None:

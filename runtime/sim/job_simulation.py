@@ -70,6 +70,7 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
         self.epoch = 0
         self.tasks: dict[SubtaskKey, StreamTask] = {}
         self._busy_until: dict[SubtaskKey, int] = {}
+        self._cost_model: dict[SubtaskKey, tuple] = {}  # per subtask: per-record cost, hot-key extra, its slowdowns
         self._scheduled: set[SubtaskKey] = set()
         self._channel_clock: dict[tuple, int] = {}
         self._finished: set[SubtaskKey] = set()

@@ -18,7 +18,6 @@ import enum
 import hashlib
 import heapq
 import random
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 US_PER_MS = 1000
@@ -45,14 +44,17 @@ class SimulationError(Exception):
     """A misuse of the kernel, naming the event and the state."""
 
 
-@dataclass(order=True)
 class _Entry:
-    time: int
-    priority: int
-    seq: int
-    callback: Callable[[], Any] = field(compare=False)
-    label: str = field(compare=False, default="")
-    cancelled: bool = field(compare=False, default=False)
+    """A scheduled callback. The heap holds ``(time, priority, seq, entry)`` tuples, so ordering is compared in
+    C on three ints (``seq`` is unique, the entry itself is never compared)."""
+
+    __slots__ = ("time", "callback", "label", "cancelled")
+
+    def __init__(self, time: int, callback: Callable[[], Any], label: str):
+        self.time = time
+        self.callback = callback
+        self.label = label
+        self.cancelled = False
 
 
 class ScheduledEvent:
@@ -76,22 +78,35 @@ class ScheduledEvent:
 
 
 class Trace:
-    """The run's trace: lines ``time|label|detail``, hashed as they come; kept in memory only if asked."""
+    """The run's trace: lines ``time|label|detail``, hashed as they come (in batches: hashing the concatenation
+    equals hashing line by line); kept in memory only if asked."""
+
+    _BATCH = 512
 
     def __init__(self, keep_lines: bool = False):
         self._hash = hashlib.sha256()
+        self._pending: list[str] = []
         self.lines: list[str] | None = [] if keep_lines else None
         self.count = 0
 
     def record(self, time_us: int, label: str, detail: str = "") -> None:
         line = f"{time_us}|{label}|{detail}\n"
-        self._hash.update(line.encode())
+        pending = self._pending
+        pending.append(line)
         self.count += 1
         if self.lines is not None:
             self.lines.append(line)
+        if len(pending) >= self._BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._hash.update("".join(self._pending).encode())
+            self._pending.clear()
 
     @property
     def sha256(self) -> str:
+        self._flush()
         return self._hash.hexdigest()
 
 
@@ -122,9 +137,10 @@ class Simulation:
                     label: str = "") -> ScheduledEvent:
         if time_us < self.now_us:
             raise SimulationError(f"cannot schedule {label or callback!r} at {time_us} us: the clock is at {self.now_us} us")
-        entry = _Entry(time_us, int(priority), self._seq, callback, label)
-        self._seq += 1
-        heapq.heappush(self._heap, entry)
+        entry = _Entry(time_us, callback, label)
+        seq = self._seq
+        self._seq = seq + 1
+        heapq.heappush(self._heap, (time_us, int(priority), seq, entry))
         return ScheduledEvent(entry)
 
     def schedule_after(self, delay_us: int, callback: Callable[[], Any], priority: Priority = Priority.NORMAL,
@@ -151,7 +167,7 @@ class Simulation:
         self._stopped = True
 
     def pending_events(self) -> int:
-        return sum(1 for e in self._heap if not e.cancelled)
+        return sum(1 for item in self._heap if not item[3].cancelled)
 
     def run(self, until_us: int | None = None, max_events: int | None = None) -> RunOutcome:
         """Process events in ``(time, priority, seq)`` order until none is left, the clock would pass
@@ -159,20 +175,25 @@ class Simulation:
         self._stopped = False
         processed = 0
         heap = self._heap
-        while heap:
-            if self._stopped:
-                return RunOutcome.STOPPED
-            if max_events is not None and processed >= max_events:
-                return RunOutcome.EVENT_LIMIT
-            entry = heap[0]
-            if until_us is not None and entry.time > until_us:
-                self.now_us = until_us
-                return RunOutcome.TIME_LIMIT
-            heapq.heappop(heap)
-            if entry.cancelled:
-                continue
-            self.now_us = entry.time
-            processed += 1
-            self.events_processed += 1
-            entry.callback()
+        pop = heapq.heappop
+        limit = max_events if max_events is not None else -1
+        try:
+            while heap:
+                if self._stopped:
+                    return RunOutcome.STOPPED
+                if processed == limit:
+                    return RunOutcome.EVENT_LIMIT
+                item = heap[0]
+                if until_us is not None and item[0] > until_us:
+                    self.now_us = until_us
+                    return RunOutcome.TIME_LIMIT
+                pop(heap)
+                entry = item[3]
+                if entry.cancelled:
+                    continue
+                self.now_us = item[0]
+                processed += 1
+                entry.callback()
+        finally:
+            self.events_processed += processed
         return RunOutcome.STOPPED if self._stopped else RunOutcome.QUIESCENT
