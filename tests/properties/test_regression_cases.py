@@ -1,4 +1,5 @@
-"""Cases the property suite once found, kept as scenario files and replayed in every mode."""
+"""Cases the property suite once found, kept as scenario files and replayed in every mode (exactly-once output,
+and every completed checkpoint a consistent cut)."""
 
 from pathlib import Path
 
@@ -18,5 +19,7 @@ def test_found_cases_stay_fixed(path, mode):
     scenario = load_scenario(path)
     config = simulation_config(scenario, mode=mode)
     splits = workload_splits(scenario, scenario.seed)
-    result = JobSimulation(config, splits, scenario.seed).run()
+    job = JobSimulation(config, splits, scenario.seed, record_cuts=True)
+    result = job.run()
     assert verify(expected_sink_input(config.graph, splits), result.committed_output).verdict == "exactly-once"
+    assert job.consistent_cut_violations() == []
