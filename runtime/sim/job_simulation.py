@@ -15,7 +15,10 @@ How this works: every subtask is a ``StreamTask``; the ``CheckpointCoordinator``
   messages, failed storage writes, declined checkpoints; a crash runs Flink's global failover: every task
   dies (sinks abort their open transactions), pending checkpoints are aborted, and after the restart delay
   new attempts restore the latest completed checkpoint (operator state by key group, source offsets,
-  channel state) and resume.
+  channel state) and resume; a coordinator crash is a JobManager failover (the new coordinator recovers the
+  completed checkpoints from storage and keeps the persisted id counter); a failed task state write declines
+  (``CHECKPOINT_ASYNC_EXCEPTION``), a failed ``_metadata`` write aborts (``FINALIZE_CHECKPOINT_FAILURE``);
+- checks: with ``record_cuts`` every completed checkpoint is checked to be a consistent cut after the run.
 Everything random comes from the simulation's seed, so ``(config, workload, seed)`` fixes the trace. The
 parts live in their own modules: ``config`` (settings and result), ``data_plane`` (scheduling, network),
 ``control_plane`` (the protocol's RPCs, coordinator actions) and ``failover`` (crashes, restarts); this module
