@@ -141,6 +141,7 @@ class StreamTask:
         self._clock = clock
         self._actions: list[Any] = []
         self.finished = False
+        self.failed = False
         timers = _WakingTimers(timer_service, wakeup)
         self.operator = create_operator(self.vertex, subtask_index, split=split, store=store,
                                         attempt=attempt_id.attempt_number)
@@ -215,13 +216,23 @@ class StreamTask:
 
     # -- inputs from the driver ----------------------------------------------------------------------
 
+    # A failed task is a dead process: what still reaches it (data, credit, resume, notifications) is dropped,
+    # as Flink drops network messages for released channels and readers and ignores checkpoint notifications
+    # for a task that is not running (``Task.notifyCheckpoint``).
+
     def on_element(self, channel: InputChannelInfo, element, sequence_number: int, backlog: int | None) -> None:
+        if self.failed:
+            return
         self.input_side.on_element(channel, element, sequence_number, backlog)
 
     def on_credit(self, info: ResultSubpartitionInfo, credit: int) -> None:
+        if self.failed:
+            return
         self.partitions[info.partition_idx].add_credit(info, credit)
 
     def on_resume_consumption(self, info: ResultSubpartitionInfo) -> None:
+        if self.failed:
+            return
         self.partitions[info.partition_idx].resume_consumption(info)
 
     def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
@@ -249,19 +260,36 @@ class StreamTask:
         self._carry_out(self.checkpoints.on_all_barriers_received(checkpoint_id))
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if self.failed:
+            return
         self._carry_out(self.checkpoints.notify_checkpoint_complete(checkpoint_id))
         self.operator.notify_checkpoint_complete(checkpoint_id)
         if self._final_checkpoint_min_id is not None and checkpoint_id >= self._final_checkpoint_min_id:
             self._end_partitions()  # the final checkpoint completed: now the task may finish
 
     def notify_checkpoint_aborted(self, checkpoint_id: int, latest_completed_checkpoint_id: int) -> None:
+        if self.failed:
+            return
         self._carry_out(self.checkpoints.notify_checkpoint_aborted(checkpoint_id, latest_completed_checkpoint_id))
         self.operator.notify_checkpoint_aborted(checkpoint_id)
 
     def fail(self) -> None:
-        """The task dies (failover): release what it holds; its external transactions are aborted."""
+        """The task dies (failover) and releases what it holds, as Flink's ``Task`` does when it fails
+        (``releaseResources``): its external transactions are aborted, its result partitions are released
+        (``failAllResultPartitions``: nothing they queue is ever sent, so no consumer sees a gap in a dead
+        producer's wire sequence numbers), its input gates and barrier handler are closed
+        (``closeAllInputGates``, alignment timer cancelled) and its checkpoint steps are cancelled (output
+        alignment timer, running asynchronous parts). Idempotent."""
+        if self.failed:
+            return
         self.operator.close_on_failover()
+        self.failed = True
         self.finished = True
+        for p in self.partitions:
+            p.release()
+        if self.input_side is not None:
+            self.input_side.close()
+        self.checkpoints.cancel()
 
     # -- work ----------------------------------------------------------------------------------------
 

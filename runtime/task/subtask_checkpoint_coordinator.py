@@ -466,6 +466,12 @@ class SubtaskCheckpointCoordinator:
     def async_checkpoint_runnable_size(self) -> int:
         return len(self._pending)
 
+    def cancel(self) -> None:
+        """Flink's ``cancel`` (the task failed or is cancelled): running asynchronous parts are dropped and the
+        alignment timer is cancelled, so a dead task neither acknowledges nor converts barriers any more."""
+        self._cancel_alignment_timer()
+        self._pending.clear()
+
     def close(self) -> None:
         self._cancel_alignment_timer()
         self._pending.clear()

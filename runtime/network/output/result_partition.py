@@ -21,6 +21,11 @@ The network side (the driver's netty stand-in): ``add_credit(info, n)`` for the 
 ``poll_next(info)`` for the next element that may be sent (``BufferAndBacklog`` or None), and
 ``resume_consumption(info)`` after the receiver's alignment.
 
+``release`` (the task failed): every subpartition drops what it queues, open buffers are dropped, records
+and events written later are silently dropped, and the network side hands out nothing more and ignores
+credit and resume messages, as a released Flink partition whose readers are gone. So a dead producer never
+sends again; its consumer, which lost the elements in flight, cannot see a gap in the wire numbers.
+
 Mirrors Flink's ``PipelinedResultPartition`` / ``BufferWritingResultPartition`` (``emitRecord``,
 ``broadcastRecord``, ``broadcastEvent(event, isPriorityEvent)``, ``flush``, ``flushAll``, ``finish``,
 ``alignedBarrierTimeout``) with ``LocalBufferPool`` availability.
@@ -84,6 +89,7 @@ class ResultPartition:
         self._readers = [CreditBasedSequenceNumberingViewReader(s, initial_credit) for s in self.subpartitions]
         self._builders = [_BufferBuilder() for _ in range(num_subpartitions)]
         self._finished = False
+        self._released = False
         self.total_written_bytes = 0
 
     @property
@@ -106,7 +112,10 @@ class ResultPartition:
     # -- records -----------------------------------------------------------------------------------
 
     def emit_record(self, record: Any, target_subpartition: int, size: int) -> Availability:
-        """Serializes ``record`` (``size`` bytes) into the target subpartition's buffers."""
+        """Serializes ``record`` (``size`` bytes) into the target subpartition's buffers (silently dropped
+        once the partition is released)."""
+        if self._released:
+            return Availability.AVAILABLE
         self._check_in_produce_state(f"emit_record(to {target_subpartition})")
         if size < 0:
             raise ValueError(f"emit_record: negative record size {size}")
@@ -127,6 +136,8 @@ class ResultPartition:
     def emit_records(self, records_and_targets: Iterable[tuple[Any, int]], size: int) -> Availability:
         """``emit_record`` for a batch of ``(record, target_subpartition)`` pairs of ``size`` bytes each, with
         the availability computed once at the end (what one input buffer's processing writes)."""
+        if self._released:
+            return Availability.AVAILABLE
         self._check_in_produce_state("emit_records")
         if size < 0:
             raise ValueError(f"emit_records: negative record size {size}")
@@ -170,7 +181,10 @@ class ResultPartition:
         self, event: ChannelElement, is_priority_event: bool = False
     ) -> dict[ResultSubpartitionInfo, tuple[Buffer, ...]]:
         """Adds ``event`` to every subpartition after finishing the open buffers. Returns, for a priority
-        event, the data buffers it overtook per subpartition (only subpartitions with any)."""
+        event, the data buffers it overtook per subpartition (only subpartitions with any). Dropped once
+        released."""
+        if self._released:
+            return {}
         self._check_in_produce_state(f"broadcast_event({event!r})")
         self.flush_all()
         overtaken: dict[ResultSubpartitionInfo, tuple[Buffer, ...]] = {}
@@ -198,7 +212,7 @@ class ResultPartition:
 
     def finish(self) -> None:
         """Flink's ``finish``: flushes and ends every subpartition with an end of partition."""
-        if self._finished:
+        if self._finished or self._released:
             return
         self.flush_all()
         for sub in self.subpartitions:
@@ -209,6 +223,20 @@ class ResultPartition:
     def is_finished(self) -> bool:
         return self._finished
 
+    def release(self) -> None:
+        """Flink's ``ResultPartition.release`` (via ``fail`` when the task fails): the subpartitions are
+        released and the open buffers dropped; from now on writes are dropped and nothing is sent. Idempotent."""
+        if self._released:
+            return
+        self._released = True
+        self._builders = [_BufferBuilder() for _ in self.subpartitions]
+        for sub in self.subpartitions:
+            sub.release()
+
+    @property
+    def is_released(self) -> bool:
+        return self._released
+
     # -- restore -----------------------------------------------------------------------------------
 
     def add_recovered(self, info: ResultSubpartitionInfo, buffers: Iterable[Buffer]) -> None:
@@ -218,19 +246,25 @@ class ResultPartition:
     # -- the network side --------------------------------------------------------------------------
 
     def add_credit(self, info: ResultSubpartitionInfo, credit: int) -> None:
+        if self._released:
+            return  # the reader is gone: Flink's PartitionRequestQueue ignores messages for released readers
         self._readers[self._index(info)].add_credit(credit)
 
     def num_credits_available(self, info: ResultSubpartitionInfo) -> int:
         return self._readers[self._index(info)].num_credits_available
 
     def poll_next(self, info: ResultSubpartitionInfo) -> Optional[BufferAndBacklog]:
-        """The next element of ``info`` that may be sent now, or None (empty, blocked, or no credit)."""
+        """The next element of ``info`` that may be sent now, or None (empty, blocked, no credit, released)."""
+        if self._released:
+            return None
         return self._readers[self._index(info)].get_next_buffer()
 
     def is_subpartition_available(self, info: ResultSubpartitionInfo) -> bool:
         return self._readers[self._index(info)].is_available()
 
     def resume_consumption(self, info: ResultSubpartitionInfo) -> None:
+        if self._released:
+            return
         self._readers[self._index(info)].resume_consumption()
 
     def get_backlog(self, info: ResultSubpartitionInfo) -> int:

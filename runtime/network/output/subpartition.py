@@ -8,7 +8,9 @@ writer (they stay queued and are still sent: on restore the persisted copies rep
 barrier that may time out is announced: an ``EventAnnouncement`` goes ahead of the data as a priority
 element, and ``aligned_barrier_timeout`` later moves the queued barrier itself to the head as an unaligned
 barrier (returning the data it overtook). After an aligned barrier is handed out, the subpartition blocks
-until the consumer calls ``resume_consumption`` (Flink's ``isBlockingUpstream`` data types).
+until the consumer calls ``resume_consumption`` (Flink's ``isBlockingUpstream`` data types). ``release``
+(its task failed) drops everything queued: a released subpartition hands out nothing and silently drops
+what is added later, as Flink's does.
 
 Two numbers: each data buffer gets the subpartition's next *buffer index* when queued
 (``Buffer.sequence_number``: its identity and order among the buffers of this subpartition, kept in
@@ -136,13 +138,17 @@ class PipelinedSubpartition:
         self._sequence_number = 0  # wire number of the next element handed out
         self._is_blocked = False
         self._is_finished = False
+        self._is_released = False
         self.total_number_of_buffers = 0
         self.total_number_of_bytes = 0
 
     # -- producing -------------------------------------------------------------------------------
 
     def add_buffer(self, buffer: Buffer) -> Buffer:
-        """Queues a finished data buffer, numbering it with the next buffer index; returns it numbered."""
+        """Queues a finished data buffer, numbering it with the next buffer index; returns it numbered (a
+        released subpartition drops it and returns it as given)."""
+        if self._is_released:
+            return buffer
         self._check_not_finished(f"add_buffer({buffer.size} bytes)")
         numbered = buffer.with_sequence_number(self._next_buffer_index)
         self._next_buffer_index += 1
@@ -152,6 +158,8 @@ class PipelinedSubpartition:
 
     def add_recovered(self, buffers: Iterable[Buffer]) -> None:
         """Restore: persisted output buffers go in first, keeping their buffer indices."""
+        if self._is_released:
+            return
         if self._normal or self._priority or self._sequence_number:
             raise SubpartitionStateError(f"{self.info}: recovered buffers must come before any new data")
         for b in sorted(buffers, key=lambda x: x.sequence_number):
@@ -161,7 +169,10 @@ class PipelinedSubpartition:
 
     def add_event(self, event: ChannelElement, is_priority: bool = False) -> tuple[Buffer, ...]:
         """Queues an event; a priority event goes to the head and the data buffers it overtook are
-        returned (empty tuple otherwise). A timeoutable aligned barrier is announced ahead of the data."""
+        returned (empty tuple otherwise). A timeoutable aligned barrier is announced ahead of the data. A
+        released subpartition drops the event."""
+        if self._is_released:
+            return ()
         self._check_not_finished(f"add_event({event!r})")
         data_type = data_type_of(event, is_priority)
         if data_type.has_priority:
@@ -183,6 +194,17 @@ class PipelinedSubpartition:
         """Flink's ``finish``: queues the end of partition; no more elements may be added."""
         if not self._is_finished:
             self.add_event(EndOfPartition())
+
+    def release(self) -> None:
+        """Flink's ``release`` (the producing task failed or was cancelled): every queued buffer and event is
+        dropped, nothing is handed out any more and later adds are silently dropped. Idempotent."""
+        if self._is_released:
+            return
+        self._is_released = True
+        self._priority.clear()
+        self._normal.clear()
+        self._buffers_in_backlog = 0
+        self._is_blocked = False
 
     def aligned_barrier_timeout(self, checkpoint_id: int) -> Optional[tuple[Buffer, ...]]:
         """Converts the still queued timeoutable barrier of ``checkpoint_id`` into an unaligned priority
@@ -272,7 +294,10 @@ class PipelinedSubpartition:
         return BufferAndBacklog(element, self.get_buffers_in_backlog(), self.next_data_type(credits_left), seq)  # type: ignore[arg-type]
 
     def resume_consumption(self) -> None:
-        """Flink's ``resumeConsumption``: the consumer finished its alignment."""
+        """Flink's ``resumeConsumption``: the consumer finished its alignment (ignored once released: the
+        consumer's message finds no reader)."""
+        if self._is_released:
+            return
         if not self._is_blocked:
             raise SubpartitionStateError(f"resume_consumption: subpartition {self.info} is not blocked by a checkpoint")
         self._is_blocked = False
@@ -295,6 +320,10 @@ class PipelinedSubpartition:
     @property
     def is_finished(self) -> bool:
         return self._is_finished
+
+    @property
+    def is_released(self) -> bool:
+        return self._is_released
 
     @property
     def is_released_and_drained(self) -> bool:
