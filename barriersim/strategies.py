@@ -8,7 +8,10 @@ source (or two sources unioned), then maps and filters over forward or rebalance
 keyed running sum or a tumbling window behind a hash edge, then a two-phase-commit sink (an at-least-once sink
 in at-least-once mode). Parallelism is 1..``max_parallelism`` (16 at most, as the issue's DAGs). Fault
 schedules name subtasks of the drawn topology, at times inside the run or at protocol points of early
-checkpoints, so they shrink toward "no fault" and "earliest checkpoint".
+checkpoints, so they shrink toward "no fault" and "earliest checkpoint"; ``jobmanager_faults=True`` adds
+coordinator crashes (JobManager failover) and failed storage writes. ``SimulatedCase.run()`` simulates, verifies
+the committed output against the reference and checks that every completed checkpoint is a consistent cut
+(``CaseResult.cut_violations``).
 
 Example::
 
@@ -19,6 +22,7 @@ Example::
     def test_my_property(case):
         result = case.run()
         assert result.verdict.lost == 0
+        assert not result.cut_violations
 """
 
 from __future__ import annotations
