@@ -5,9 +5,9 @@ statistics, failure counts), but not what high availability persisted: the point
 checkpoints and the checkpoint id counter. ``recover_completed_checkpoint_store`` rebuilds the
 ``StandaloneCompletedCheckpointStore`` from the checkpoint storage's retained checkpoints (oldest first, at most
 ``max_retained`` of the newest), each as a ``CompletedCheckpoint`` with the job's checkpoint properties, so the
-recovered coordinator subsumes and discards them as the old one would have. A checkpoint whose ``_metadata``
-cannot be read is skipped and reported (Flink logs it and fails only if none can be read; here the caller
-decides). The id counter is not rebuilt: the caller hands the new coordinator the same (persisted) counter, so
+recovered coordinator subsumes and discards them as the old one would have. A retained checkpoint whose
+``_metadata`` cannot be read fails the recovery (``CheckpointRecoveryError`` naming it), as Flink's
+``retrieveCompletedCheckpoints`` does: a broken handle must be looked at, not silently skipped. The id counter is not rebuilt: the caller hands the new coordinator the same (persisted) counter, so
 ids keep increasing above every id the old coordinator used, pending ones included. Mirrors Flink's
 ``PerJobCheckpointRecoveryFactory`` (``createRecoveredCompletedCheckpointStore``, ``getCheckpointIdCounter``)
 and ``DefaultCompletedCheckpointStoreUtils.retrieveCompletedCheckpoints``.
@@ -24,28 +24,33 @@ from barriersim.runtime.coordinator.properties import CheckpointProperties
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
 
+class CheckpointRecoveryError(Exception):
+    """A retained checkpoint could not be read while recovering the store (naming the checkpoint and the file)."""
+
+
 @dataclass(frozen=True)
 class RecoveredStore:
     store: StandaloneCompletedCheckpointStore
-    recovered_ids: tuple[int, ...]
-    skipped: tuple[str, ...]  # one message per retained checkpoint that could not be read
+    recovered_ids: tuple[int, ...]  # oldest first
 
 
 def recover_completed_checkpoint_store(job_id: str, storage, config: CheckpointCoordinatorConfiguration) -> RecoveredStore:
     """Rebuild the completed checkpoint store of ``job_id`` from ``storage`` (a ``CheckpointStorage``)."""
     props = CheckpointProperties.for_checkpoint(config.retention_policy)
     loaded: list[CompletedCheckpoint] = []
-    skipped: list[str] = []
     for location in storage.list_retained_checkpoints():  # newest first
         if len(loaded) == config.max_retained_checkpoints:
             break
         try:
             metadata = storage.load_checkpoint(location).metadata
         except CheckpointStorageError as e:
-            skipped.append(f"{location.metadata_pointer}: {e}")
-            continue
+            raise CheckpointRecoveryError(
+                f"job {job_id}: could not retrieve checkpoint {location.checkpoint_id} from {location.metadata_pointer} "
+                f"while recovering the completed checkpoint store: {e}"
+            ) from e
         loaded.append(CompletedCheckpoint.from_metadata(job_id, metadata, props, location.external_pointer))
+    loaded.reverse()  # oldest first: Flink's retrieveCompletedCheckpoints orders them chronologically
     store = StandaloneCompletedCheckpointStore(config.max_retained_checkpoints)
-    for checkpoint in reversed(loaded):
+    for checkpoint in loaded:
         store.add_checkpoint_and_subsume_oldest_one(checkpoint)
-    return RecoveredStore(store, tuple(c.checkpoint_id for c in reversed(loaded)), tuple(skipped))
+    return RecoveredStore(store, tuple(c.checkpoint_id for c in loaded))

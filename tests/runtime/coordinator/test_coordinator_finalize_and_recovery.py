@@ -4,11 +4,14 @@ from storage, the persisted id counter, fresh attempt ids)."""
 
 from __future__ import annotations
 
+import pytest
+
 from barriersim.runtime.coordinator import messages as m
-from barriersim.runtime.coordinator.checkpoint_recovery import recover_completed_checkpoint_store
+from barriersim.runtime.coordinator.checkpoint_recovery import CheckpointRecoveryError, recover_completed_checkpoint_store
 from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.failure_reason import CheckpointFailureReason
+from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.errors import CheckpointStorageWriteError
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 
@@ -95,7 +98,7 @@ def test_a_new_coordinator_recovers_completed_checkpoints_and_keeps_ids_and_atte
     assert old.pending_ids == [4]
     config = CheckpointCoordinatorConfiguration(max_retained_checkpoints=2, **NO_PERIODIC)
     recovered = recover_completed_checkpoint_store(JOB, writer.storage, config)
-    assert recovered.recovered_ids == (2, 3) and recovered.skipped == ()
+    assert recovered.recovered_ids == (2, 3)
     new = make(checkpoint_writer=writer, id_counter=counter, store=recovered.store, first_attempt_number=1,
                tasks_running=False, max_retained_checkpoints=2, **NO_PERIODIC)
     assert {a.attempt_number for a in new.all_attempts} == {1}
@@ -111,13 +114,30 @@ def test_a_new_coordinator_recovers_completed_checkpoints_and_keeps_ids_and_atte
     assert [c.checkpoint_id for c in new.coord.store.get_all_checkpoints()] == [3, 5]
 
 
-def test_an_unreadable_checkpoint_is_skipped_when_recovering_the_store():
+def test_retrieved_checkpoints_are_ordered_chronologically():
+    """Port of Flink DefaultCompletedCheckpointStoreUtilsTest.testRetrievedCheckpointsAreOrderedChronologically.
+
+    Adapted: the checkpoints are written to the checkpoint storage in shuffled order (Flink: shuffled handles in
+    the HA state handle store); the recovered store holds them oldest first."""
+    storage = JobManagerCheckpointStorage(JOB)
+    for cid in (2, 3, 1):
+        storage.persist_checkpoint(CheckpointMetadata(cid, ()))
+    recovered = recover_completed_checkpoint_store(
+        JOB, storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3, **NO_PERIODIC))
+    assert recovered.recovered_ids == (1, 2, 3)
+    assert [c.checkpoint_id for c in recovered.store.get_all_checkpoints()] == [1, 2, 3]
+
+
+def test_retrieving_checkpoints_fails_if_retrieval_of_any_checkpoint_fails():
+    """Port of Flink DefaultCompletedCheckpointStoreUtilsTest.testRetrievingCheckpointsFailsIfRetrievalOfAnyCheckpointFails.
+
+    Adapted: the broken handle is a retained checkpoint whose ``_metadata`` was truncated."""
     writer = FlakyWriter()
     h = make(checkpoint_writer=writer, max_retained_checkpoints=3, **NO_PERIODIC)
-    for cid in (1, 2):
+    for cid in (1, 2, 3):
         h.trigger()
         complete(h, cid)
     writer.storage.corrupt_checkpoint(2, lambda data: data[:-3])
-    recovered = recover_completed_checkpoint_store(
-        JOB, writer.storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3, **NO_PERIODIC))
-    assert recovered.recovered_ids == (1,) and len(recovered.skipped) == 1 and "chk-2" in recovered.skipped[0]
+    with pytest.raises(CheckpointRecoveryError, match="could not retrieve checkpoint 2 from .*chk-2"):
+        recover_completed_checkpoint_store(
+            JOB, writer.storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3, **NO_PERIODIC))
