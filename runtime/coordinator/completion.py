@@ -4,7 +4,8 @@ How this works: ``CheckpointCompletion`` is the completion half of ``CheckpointC
 coordinator's pending checkpoints, completed store, failure manager, stats and outbox). Each
 ``AcknowledgeCheckpoint`` goes to its ``PendingCheckpoint``; the last one completes it: its ``_metadata`` is
 written (through the injected ``checkpoint_writer``; a failed write aborts it as ``FINALIZE_CHECKPOINT_FAILURE``,
-counted against the tolerable failures as in Flink 1.15+; without a writer ``PersistCheckpoint`` is emitted),
+counted against the tolerable failures as in Flink 1.15+; without a writer ``PersistCheckpoint`` is emitted;
+a store that cannot take it fails it the same way and discards it),
 the ``StandaloneCompletedCheckpointStore`` subsumes older checkpoints (``DiscardCheckpoint``), older pending
 checkpoints are aborted as subsumed, and every task to commit to gets ``NotifyCheckpointComplete`` (savepoints,
 except synchronous ones, notify nobody and stay out of the store, as in recent Flink). A decline, expiry,
@@ -114,16 +115,20 @@ class CheckpointCompletion:
                 self._abort_pending_checkpoint(pending, CheckpointException(
                     CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, checkpoint_id, f"{type(e).__name__}: {e}"), None)
             return
-        self.failure_manager.handle_checkpoint_success(checkpoint_id)
         self.pending_checkpoints.pop(checkpoint_id, None)
         if writer is None:
             self._emit(m.PersistCheckpoint(completed.metadata, props.is_savepoint))
         last_subsumed_id = INVALID_CHECKPOINT_ID
         if not props.is_savepoint:
-            result = self.store.add_checkpoint_and_subsume_oldest_one(completed)
+            try:
+                result = self.store.add_checkpoint_and_subsume_oldest_one(completed)
+            except Exception as e:  # Flink's addCompletedCheckpointToStoreAndSubsumeOldest
+                self._on_failed_storing(pending, f"{type(e).__name__}: {e}")
+                return
             for subsumed in result.to_discard:
                 self._emit(m.DiscardCheckpoint(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED))
             last_subsumed_id = result.last_subsumed_checkpoint_id
+        self.failure_manager.handle_checkpoint_success(checkpoint_id)
         self.stats.report_completed_checkpoint(checkpoint_id, now)
         self._emit(m.TriggerRequestCompleted(pending.request_id, checkpoint_id))
         self.last_checkpoint_completion_relative_time = now
@@ -137,6 +142,23 @@ class CheckpointCompletion:
                 self._emit(m.NotifyCheckpointComplete(task, checkpoint_id, last_subsumed_id, completed.timestamp))
         if props.is_synchronous:
             self._emit(m.StopJob(checkpoint_id, props.checkpoint_type is CheckpointType.SAVEPOINT_TERMINATE))
+        self._execute_queued_request()
+
+    def _on_failed_storing(self, pending: PendingCheckpoint, detail: str) -> None:
+        """The completed checkpoint store could not take a finalized checkpoint: its data is discarded
+        (``cleanCheckpointOnFailedStoring``), it fails as ``FINALIZE_CHECKPOINT_FAILURE`` (counted) and every task
+        to commit to hears it aborted."""
+        checkpoint_id = pending.checkpoint_id
+        exception = CheckpointException(CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, checkpoint_id,
+                                        f"could not add checkpoint {checkpoint_id} to the completed checkpoint store: {detail}")
+        self._emit(m.DiscardCheckpoint(checkpoint_id, m.DiscardReason.ABORTED))
+        self.stats.report_failed_checkpoint(checkpoint_id, self._clock(), exception.reason, str(exception))
+        self._emit(m.TriggerRequestFailed(pending.request_id, checkpoint_id, exception.reason))
+        outcome = self.failure_manager.handle_checkpoint_exception(pending.props, exception, checkpoint_id, None)
+        self._on_failure_outcome(outcome, exception, None, pending.props)
+        latest_completed = self.store.get_latest_checkpoint_id()
+        for task in pending.plan.tasks_to_commit_to:
+            self._emit(m.NotifyCheckpointAborted(task, checkpoint_id, latest_completed, pending.checkpoint_timestamp))
         self._execute_queued_request()
 
     def _drop_subsumed_checkpoints(self, checkpoint_id: int) -> None:

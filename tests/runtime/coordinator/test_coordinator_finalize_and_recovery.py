@@ -8,8 +8,10 @@ import pytest
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_recovery import CheckpointRecoveryError, recover_completed_checkpoint_store
+from barriersim.runtime.coordinator.completed_store import StandaloneCompletedCheckpointStore
 from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
+from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.errors import CheckpointStorageWriteError
@@ -141,3 +143,49 @@ def test_retrieving_checkpoints_fails_if_retrieval_of_any_checkpoint_fails():
     with pytest.raises(CheckpointRecoveryError, match="could not retrieve checkpoint 2 from .*chk-2"):
         recover_completed_checkpoint_store(
             JOB, writer.storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3, **NO_PERIODIC))
+
+
+class FailingCompletedCheckpointStore(StandaloneCompletedCheckpointStore):
+    def __init__(self, failure: Exception):
+        super().__init__(1)
+        self.failure = failure
+
+    def add_checkpoint_and_subsume_oldest_one(self, checkpoint):
+        raise self.failure
+
+
+def test_failing_completed_checkpoint_store_add():
+    """Port of Flink CheckpointCoordinatorFailureTest.testFailingCompletedCheckpointStoreAdd.
+
+    Adapted: the checkpoint fails as FINALIZE_CHECKPOINT_FAILURE and is disposed; its written data is discarded
+    through a ``DiscardCheckpoint`` action (Flink verifies discardState() on every handle) and the task hears
+    the checkpoint aborted."""
+    writer = FlakyWriter()
+    h = make([JobVertexInfo("v", 1)], checkpoint_writer=writer, tolerable_checkpoint_failure_number=5,
+             store=FailingCompletedCheckpointStore(RuntimeError("The failing completed checkpoint store failed again... :-(")),
+             **NO_PERIODIC)
+    h.trigger()
+    assert h.pending_ids == [1]
+    pending = h.coord.pending_checkpoints[1]
+    actions = complete(h, 1)
+    assert pending.is_disposed and h.pending_ids == []
+    assert [(d.checkpoint_id, d.reason) for d in of(m.DiscardCheckpoint, actions)] == [(1, m.DiscardReason.ABORTED)]
+    assert [a.task for a in of(m.NotifyCheckpointAborted, actions)] == h.all_attempts
+    assert not of(m.NotifyCheckpointComplete, actions)
+    assert [a.reason for a in of(m.TriggerRequestFailed, actions)] == [CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE]
+
+
+def test_cleanup_for_generic_failure():
+    """Port of Flink CheckpointCoordinatorFailureTest.testCleanupForGenericFailure.
+
+    Adapted: the cleanup is the one ``DiscardCheckpoint`` action; the statistics show the checkpoint FAILED with
+    FINALIZE_CHECKPOINT_FAILURE, and the failure is counted (tolerable 0: the job fails)."""
+    h = make([JobVertexInfo("v", 1)], checkpoint_writer=FlakyWriter(),
+             store=FailingCompletedCheckpointStore(RuntimeError("Expected exception")), **NO_PERIODIC)
+    h.trigger()
+    actions = complete(h, 1)
+    assert len(of(m.DiscardCheckpoint, actions)) == 1
+    row = h.coord.stats.history[1]
+    assert row["status"] == "FAILED" and row["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
+    assert "Expected exception" in row["failure_message"] and row["num_acknowledged_subtasks"] == 1
+    assert [f.reason for f in of(m.FailJob, actions)] == [CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE]
