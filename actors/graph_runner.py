@@ -45,6 +45,8 @@ class RayJobResult:
     store_counters: dict = field(default_factory=dict)
     task_runs: list[dict] = field(default_factory=list)  # per finished task: records, steps, idle waits
     first_deploy_seconds: float = 0.0  # part of job_seconds: starting the first attempt's actors
+    coordinator_failovers: int = 0  # JobManager failovers (crash_coordinator), part of restarts
+    storage_errors: list[str] = field(default_factory=list)
 
 
 def run_graph_on_ray(
@@ -100,6 +102,8 @@ def run_graph_on_ray(
             store_counters=counters,
             first_deploy_seconds=result["first_deploy_seconds"],
             task_runs=result["task_runs"],
+            coordinator_failovers=result["coordinator_failovers"],
+            storage_errors=result["storage_errors"],
         )
     finally:
         if job_manager is not None:

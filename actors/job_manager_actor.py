@@ -18,11 +18,19 @@ How this works: it does what the simulator's ``JobSimulation`` does around its t
   new attempts and answers ``RestoreFrom``), and after the restart delay the new attempts are deployed from
   that checkpoint. The job ends when every task of the current attempt finished.
 - other faults of the schedule, read as the simulator reads them: ``CrashTask`` at
-  ``after_sync_snapshot_before_ack`` (the acknowledgement is dropped and the actor killed) and
-  ``after_ack_before_completion_notice`` (killed instead of notified), ``DropMessage`` / ``DelayMessage`` of
-  acknowledgements, declines and completion/abort notices, ``FailCheckpoints`` (the acknowledgement becomes a
-  decline), ``FailStorageWrite`` (the ``_metadata`` write fails). Not yet: ``SlowTask``, ``CrashCoordinator``,
-  crashes ``during_restore``.
+  ``after_sync_snapshot_before_ack`` (the acknowledgement is dropped and the actor killed),
+  ``after_ack_before_completion_notice`` (killed instead of notified) and ``during_restore`` (the first restart's
+  actor is killed once it restored its state), ``DropMessage`` / ``DelayMessage`` of acknowledgements, declines
+  and completion/abort notices, ``FailCheckpoints`` (the acknowledgement becomes a decline),
+  ``FailStorageWrite`` of a task (its acknowledgement becomes a ``CHECKPOINT_ASYNC_EXCEPTION`` decline) or of
+  the ``_metadata`` (the coordinator's ``checkpoint_writer`` fails, so it aborts the checkpoint as
+  ``FINALIZE_CHECKPOINT_FAILURE``), ``SlowTask`` (handed to the task actor, which stretches its work) and
+  ``CrashCoordinator``: a JobManager failover inside this actor, as the simulator runs it: the coordinator's
+  memory is dropped (its timers never fire; its pending checkpoints are lost), every task actor is killed, and
+  after the restart delay a new coordinator recovers the completed checkpoints from the filesystem storage
+  (``coordinator.checkpoint_recovery``) with the persisted id counter and fresh attempt ids, restores the
+  latest one and redeploys; it does not count against ``max_restarts``. Not yet (the simulator does not run
+  them either): crashes ``before_forwarding_barrier`` and ``mid_alignment``.
 No protocol rule lives here.
 """
 
@@ -48,6 +56,8 @@ from barriersim.actors.realtime import LoopTimerService
 from barriersim.actors.stream_task_actor import StreamTaskActor, TaskDeployment
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
+from barriersim.runtime.coordinator.checkpoint_recovery import recover_completed_checkpoint_store
+from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.events import options_to_wire
@@ -56,6 +66,7 @@ from barriersim.runtime.faults import (
     CrashTask,
     MessageKind,
     ProtocolPoint,
+    SlowTask,
 )
 from barriersim.runtime.jobgraph import OperatorKind
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
@@ -98,6 +109,36 @@ class JobManagerActor:
         self._fired_points: set = set()
         self._error: str | None = None
         self._emit_watermarks = any(v.operator is OperatorKind.TUMBLING_WINDOW for v in self.graph.vertices)
+        # what high availability keeps across a JobManager failover: the id counter (and the storage)
+        self.id_counter = StandaloneCheckpointIDCounter()
+        self.coordinator_generation = 0
+        self.coordinator_failovers = 0
+        self._coordinator_down = False
+        self._retired_stats: list = []
+        self.started_ms = 0
+        self._slowdowns = {}
+        for f in config.faults.of_type(SlowTask):
+            self._slowdowns.setdefault(f.task, []).append((f.factor, f.from_ms, f.until_ms))
+
+    def _new_coordinator(self, store=None, first_attempt_number: int = 0) -> CheckpointCoordinator:
+        return CheckpointCoordinator(
+            self.job_id, vertices_from_job_graph(self.graph), self.config.coordinator_configuration(), clock=now_ms,
+            timer_service=_GenerationTimers(self, LoopTimerService(self.loop, self._on_error), self.coordinator_generation),
+            rng=random.Random(self.seed), action_sink=lambda action: self._handle([action]), tasks_running=False,
+            completed_checkpoint_store=store, checkpoint_id_counter=self.id_counter,
+            checkpoint_writer=self._write_metadata, first_attempt_number=first_attempt_number,
+        )
+
+    def _write_metadata(self, metadata, is_savepoint: bool):
+        """The coordinator's ``checkpoint_writer``: a failure (``FailStorageWrite`` without a task) raises into the
+        coordinator, which aborts the checkpoint as ``FINALIZE_CHECKPOINT_FAILURE``."""
+        if self.config.faults.fails_storage_write(metadata.checkpoint_id):
+            self.storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
+        try:
+            return self.storage.persist_checkpoint(metadata, is_savepoint=is_savepoint)
+        except Exception as err:
+            self.storage_errors.append(f"{metadata.checkpoint_id}: {type(err).__name__}: {err}")
+            raise
 
     # -- running -------------------------------------------------------------------------------------
 
@@ -106,18 +147,16 @@ class JobManagerActor:
         self.me = ray.get_runtime_context().current_actor
         self._done = asyncio.Event()
         c = self.config
-        cfg = c.coordinator_configuration()
-        self.coordinator = CheckpointCoordinator(
-            self.job_id, vertices_from_job_graph(self.graph), cfg, clock=now_ms,
-            timer_service=LoopTimerService(self.loop, self._on_error), rng=random.Random(self.seed),
-            action_sink=lambda action: self._handle([action]), tasks_running=False,
-        )
+        self.coordinator = self._new_coordinator()
         self.started = time.monotonic()
+        self.started_ms = now_ms()
         await self._deploy(None)
         self.deployed_seconds = time.monotonic() - self.started
         for fault in c.faults.of_type(CrashTask):
             if fault.at_ms is not None:
                 self.loop.call_later(fault.at_ms / 1000.0, self._crash, fault.task)
+        for at_ms in c.faults.coordinator_crashes():
+            self.loop.call_later(at_ms / 1000.0, lambda: self._guard(self._crash_coordinator))
         self._guard(lambda: self._handle(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING))))
         await self._done.wait()
         job_seconds = time.monotonic() - self.started
@@ -126,12 +165,18 @@ class JobManagerActor:
         self.tasks = {}
         if self._error is not None:
             raise RuntimeError(f"job {self.job_id} failed in the job manager: {self._error}")
-        stats = self.coordinator.stats
+        every_stats = self._retired_stats + [self.coordinator.stats]
+        history = {cid: record for stats in every_stats for cid, record in stats.history.items()}
+        counts: dict[str, int] = {}
+        for stats in every_stats:
+            for name, n in stats.counts.items():
+                counts[name] = counts.get(name, 0) + n
         return {
             "outcome": self.outcome.value,
-            "checkpoints": self._checkpoint_rows(stats),
+            "checkpoints": self._checkpoint_rows(history),
             "subtasks": self.subtask_rows,
-            "counts": dict(stats.counts),
+            "counts": counts,
+            "coordinator_failovers": self.coordinator_failovers,
             "restarts": self.restarts,
             "restored_checkpoint_ids": list(self.restored_ids),
             "restored_in_flight_bytes": self.restored_in_flight,
@@ -143,7 +188,7 @@ class JobManagerActor:
             "first_deploy_seconds": self.deployed_seconds,
         }
 
-    def _checkpoint_rows(self, stats) -> list[dict]:
+    def _checkpoint_rows(self, history: dict) -> list[dict]:
         """The coordinator's per-checkpoint statistics plus Flink's per-checkpoint sums of the subtasks' figures
         (``alignment_buffered``, ``processed_data``, ``persisted_data``), as the simulator writes them."""
         sums: dict[int, dict[str, int]] = {}
@@ -153,7 +198,7 @@ class JobManagerActor:
             acc["processed_data"] += row["alignment_processed"]
             acc["persisted_data"] += row["alignment_persisted"]
         empty = {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0}
-        return [{**record, **sums.get(cid, empty)} for cid, record in sorted(stats.history.items())]
+        return [{**record, **sums.get(cid, empty)} for cid, record in sorted(history.items())]
 
     async def progress(self) -> dict:
         """Counts so far, and the records the current attempt's source subtasks have emitted."""
@@ -196,6 +241,7 @@ class JobManagerActor:
                     buffer_timeout_ms=c.buffer_timeout_ms,
                     source_rate=c.source_rate_per_subtask if vertex.operator.is_source else 0,
                     emit_watermarks=self._emit_watermarks, checkpoints_after_tasks_finish=c.tasks_wait_for_final_checkpoint,
+                    slowdowns=tuple(self._slowdowns.get(f"{vertex.name}#{i}", ())), job_started_ms=self.started_ms,
                 )
                 tasks[key] = StreamTaskActor.options(num_cpus=self.task_num_cpus).remote(
                     deployment, split, snapshot, self.store if vertex.operator.is_sink else None, self.me)
@@ -215,6 +261,12 @@ class JobManagerActor:
             self._guard(lambda a=attempt: self._handle(self.coordinator.handle(m.TaskRunning(a))))
         for key, handle in tasks.items():
             self.loop.create_task(self._watch(key, handle.run.remote(), epoch))
+        if self.restarts:  # a restart: a crash during_restore fires once, on the first restart, as in the simulator
+            for f in self.config.faults.of_type(CrashTask):
+                if f.point is ProtocolPoint.DURING_RESTORE and f not in self._fired_points:
+                    self._fired_points.add(f)
+                    self._crash(f.task)
+                    return
 
     async def _watch(self, key, ref, epoch: int) -> None:
         try:
@@ -240,6 +292,13 @@ class JobManagerActor:
         name = f"{attempt.vertex_id}#{attempt.subtask_index}"
         if self._current(attempt) and self._crash_point(name, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, checkpoint_id):
             return  # the task died before its acknowledgement left it
+        if self.config.faults.fails_state_write(name, checkpoint_id):
+            # Flink's AsyncCheckpointRunnable: the asynchronous part failed, so the task declines
+            exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION, checkpoint_id,
+                                      f"{name}: injected by fail_storage_write: the state write failed")
+            self._to_coordinator(MessageKind.DECLINE, name, checkpoint_id,
+                                 m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exc))
+            return
         if self.config.faults.declines(name, checkpoint_id, f"{self.graph.sources[0].name}#0"):
             exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED, checkpoint_id, "injected by fail_checkpoints")
             self._to_coordinator(MessageKind.DECLINE, name, checkpoint_id,
@@ -279,7 +338,12 @@ class JobManagerActor:
         drop, delay = self._message_fault(kind, task, checkpoint_id)
         if drop:
             return
-        deliver = lambda: self._guard(lambda: self._handle(self.coordinator.handle(event)))  # noqa: E731
+        generation = self.coordinator_generation
+
+        def deliver() -> None:  # a message to a coordinator that crashed meanwhile is lost
+            if generation == self.coordinator_generation and not self._coordinator_down:
+                self._guard(lambda: self._handle(self.coordinator.handle(event)))
+
         if delay:
             self.loop.call_later(delay, deliver)
         else:
@@ -382,7 +446,7 @@ class JobManagerActor:
         for handle in self.tasks.values():
             ray.kill(handle)
         self.tasks, self.finished = {}, set()
-        if self.restarts > self.config.max_restarts:
+        if self.restarts - self.coordinator_failovers > self.config.max_restarts:
             self.outcome = JobOutcome.FAILED
             self._done.set()
             return
@@ -393,6 +457,48 @@ class JobManagerActor:
         restore = self._restore_from
         self.loop.call_later(self.config.restart_delay_ms / 1000.0,
                              lambda: self.loop.create_task(self._guarded_deploy(restore)))
+
+    def _crash_coordinator(self) -> None:
+        """A JobManager failover (``CrashCoordinator``): the coordinator's memory is gone (pending checkpoints,
+        statistics, failure counts), its timers never fire, every task actor dies; after the restart delay a new
+        coordinator recovers from the checkpoint storage."""
+        if self.outcome is not None:
+            return
+        self.restarts += 1
+        self.coordinator_failovers += 1
+        self.epoch += 1
+        self.killed.append("coordinator")
+        for handle in self.tasks.values():
+            ray.kill(handle)
+        self.tasks, self.finished = {}, set()
+        old = self.coordinator
+        for cid in sorted(old.pending_checkpoints):  # for the run's statistics only: nobody tells anyone
+            old.stats.report_failed_checkpoint(cid, now_ms(), CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN,
+                                               "the JobManager failed; its pending checkpoints are lost")
+        self._retired_stats.append(old.stats)
+        self.coordinator_generation += 1
+        self._coordinator_down = True
+        self.attempts = {}
+        self._restore_from = None
+        epoch = self.epoch
+        self.loop.call_later(self.config.restart_delay_ms / 1000.0,
+                             lambda: self._guard(lambda: self._recover_coordinator(epoch)))
+
+    def _recover_coordinator(self, epoch: int) -> None:
+        """The new JobManager: completed checkpoints recovered from storage, the persisted id counter, attempt ids
+        no earlier attempt used; it restores the latest checkpoint, starts its periodic trigger and redeploys."""
+        if epoch != self.epoch or self.outcome is not None:
+            return
+        recovered = recover_completed_checkpoint_store(self.job_id, self.storage, self.config.coordinator_configuration())
+        first_attempt = 1 + max(e.attempt_id.attempt_number for e in self.coordinator.executions.values())
+        self.coordinator = self._new_coordinator(recovered.store, first_attempt)
+        self._coordinator_down = False
+        self._restore_from = None
+        self.coordinator.restore_latest_checkpointed_state()
+        self._handle(self.coordinator.drain_actions())
+        restore = self._restore_from
+        self._handle(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
+        self.loop.create_task(self._guarded_deploy(restore))
 
     async def _guarded_deploy(self, restore) -> None:
         try:
@@ -413,3 +519,21 @@ class JobManagerActor:
         if self._error is None:
             self._error = text
         self._done.set()
+
+
+class _GenerationTimers:
+    """The coordinator's timer service on the actor's loop; the timers of a crashed coordinator never fire."""
+
+    def __init__(self, job_manager: JobManagerActor, timers: LoopTimerService, generation: int):
+        self._job_manager = job_manager
+        self._timers = timers
+        self._generation = generation
+
+    def register_timer(self, at_ms: int, callback):
+        job_manager, generation = self._job_manager, self._generation
+
+        def fire() -> None:
+            if generation == job_manager.coordinator_generation:
+                callback()
+
+        return self._timers.register_timer(at_ms, fire)

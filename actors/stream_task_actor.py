@@ -10,7 +10,9 @@ It mirrors what the simulator's ``JobSimulation`` does per subtask, with real ti
 - work: ``run`` calls ``process_next()`` while it returns PROCESSED (yielding to the loop every few ms so
   that messages get in), waits for a message when the task is IDLE or BACKPRESSURED, and returns when the
   task is FINISHED; sources are paced to ``source_rate`` records/s when one is set; an output flusher
-  calls ``flush_outputs()`` every ``buffer_timeout_ms`` (Flink's 100 ms);
+  calls ``flush_outputs()`` every ``buffer_timeout_ms`` (Flink's 100 ms); a task slowed by the fault schedule
+  (``SlowTask``: ``factor`` from ``from_ms`` until ``until_ms`` after the job started) sleeps ``factor - 1``
+  times each burst's duration after it, and works only from its loop (not inline on arrivals) meanwhile;
 - what leaves: after every step, message and timer, ``poll_sendable()`` elements go to per-consumer
   outboxes and ``drain_actions()`` credit/resume to per-producer outboxes; each outbox is sent as ONE Ray
   call (msgpack) when the current burst of work ends, in the order the partitions handed the elements out
@@ -72,6 +74,8 @@ class TaskDeployment:
     source_rate: int = 0  # records/s for a source subtask; 0: as fast as it can
     emit_watermarks: bool = False
     checkpoints_after_tasks_finish: bool = True
+    slowdowns: tuple = ()  # (factor, from_ms, until_ms or None) after job_started_ms, from the fault schedule
+    job_started_ms: int = 0
 
     @property
     def key(self) -> tuple[str, int]:
@@ -104,6 +108,7 @@ class StreamTaskActor:
         self._running = False
         self.waits = 0
         self.finished = False
+        self._burst_seconds = 0.0
 
     # -- setup ---------------------------------------------------------------------------------------
 
@@ -140,10 +145,13 @@ class StreamTaskActor:
                 self._send()
                 if self.finished:
                     break
+                slowed = max(0.0, self._slowdown() - 1.0) * self._burst_seconds
                 if outcome is StepOutcome.PROCESSED:
                     delay = started + self.records_processed / self.d.source_rate - time.monotonic() if pace else 0.0
-                    await asyncio.sleep(max(0.0, delay))
+                    await asyncio.sleep(max(0.0, delay, slowed))
                 else:
+                    if slowed:
+                        await asyncio.sleep(slowed)
                     self._wake.clear()
                     self.waits += 1
                     await self._wake.wait()
@@ -156,7 +164,8 @@ class StreamTaskActor:
         """Call ``process_next()`` while it returns PROCESSED, for at most ``BURST_SECONDS`` (one step for a
         paced source), collecting what each step produced."""
         task = self.task
-        burst_end = time.monotonic() + BURST_SECONDS
+        burst_start = time.monotonic()
+        burst_end = burst_start + BURST_SECONDS
         one_step = task.operator.is_source and self.d.source_rate
         while True:
             result = task.process_next()
@@ -167,11 +176,26 @@ class StreamTaskActor:
                 break
         if result.outcome is StepOutcome.FINISHED:
             self.finished = True
+        self._burst_seconds = time.monotonic() - burst_start
         return result.outcome
+
+    def _slowdown(self) -> float:
+        """The fault schedule's slowdown factor now (1.0: none); overlapping slowdowns multiply, as in the simulator."""
+        if not self.d.slowdowns:
+            return 1.0
+        at_ms = now_ms() - self.d.job_started_ms
+        factor = 1.0
+        for f, from_ms, until_ms in self.d.slowdowns:
+            if from_ms <= at_ms and (until_ms is None or at_ms < until_ms):
+                factor *= f
+        return factor
 
     def _work_inline(self) -> None:
         """A downstream task works on what just arrived at once, without a round through the event loop."""
         if self._running and not self.finished and not self.task.operator.is_source:
+            if self._slowdown() > 1.0:
+                self._wake.set()  # a slowed task works from its loop, which stretches each burst
+                return
             self._work()
 
     async def _flush_periodically(self) -> None:

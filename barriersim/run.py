@@ -55,14 +55,9 @@ def default_out_dir(scenario: Scenario, root: str | Path = "runs") -> Path:
 
 def _unsupported_fault(fault) -> str | None:
     """What the Ray backend cannot carry out of ``fault`` yet, or None."""
-    from barriersim.runtime.faults import CrashCoordinator, CrashTask, ProtocolPoint, SlowTask
+    from barriersim.runtime.faults import CrashTask, ProtocolPoint
 
-    if isinstance(fault, SlowTask):
-        return "slow_task faults"
-    if isinstance(fault, CrashCoordinator):
-        return "crash_coordinator faults"
-    if isinstance(fault, CrashTask) and fault.point in (
-            ProtocolPoint.BEFORE_FORWARDING_BARRIER, ProtocolPoint.MID_ALIGNMENT, ProtocolPoint.DURING_RESTORE):
+    if isinstance(fault, CrashTask) and fault.point in (ProtocolPoint.BEFORE_FORWARDING_BARRIER, ProtocolPoint.MID_ALIGNMENT):
         return f"crash_task faults at {fault.point.value}"
     return None
 
@@ -182,7 +177,9 @@ def _run_on_ray(scenario: Scenario, modes: list[str], out: Path, address: str | 
                 records_per_second=result.records_emitted / result.job_seconds if result.job_seconds else None,
                 throughput_clock="wall", faults=config.faults.to_plain(),
                 backend_sections={"spark": spark_info, "timings_seconds": timings,
-                                  "ray": {"killed": result.killed, "failures": result.failures}},
+                                  "ray": {"coordinator_failovers": result.coordinator_failovers,
+                                          "killed": result.killed, "failures": result.failures,
+                                          "storage_errors": result.storage_errors}},
                 wall_seconds=wall,
             )
             write_run_directory(target, summary, result.checkpoints, result.subtasks)

@@ -1,7 +1,9 @@
 """Whole jobs on real Ray actors driving the sans-IO stream tasks and checkpoint coordinator: every mode
 recovers from a task actor killed mid-run (``ray.kill``, detected through the actor error, global failover
 from filesystem checkpoint storage) and verifies against the reference; a job of 32 subtask actors
-completes at least ten checkpoints on this 2-core machine."""
+completes at least ten checkpoints on this 2-core machine; crashes at protocol points, message faults, a
+JobManager failover (crash_coordinator), a crash during restore, a slowed task and failed state and metadata
+writes keep exactly-once."""
 
 import pytest
 
@@ -86,4 +88,28 @@ def test_crashes_at_protocol_points_and_message_faults_keep_exactly_once(faults,
     assert result.outcome == "finished"
     assert result.killed == [f"{crashed}@0"] and result.restarts == 1
     assert result.restored_checkpoint_ids and result.counts["restored"] == 1
+    assert verdict.verdict == "exactly-once", verdict
+
+
+def test_coordinator_crash_crash_during_restore_slow_task_and_storage_faults_keep_exactly_once(tmp_path):
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(30_000, 100, 1.0, 100, 2, seed=5)}
+    schedule = FaultSchedule.from_json(
+        '[{"type":"slow_task","task":"keyed-sum#0","factor":3,"until_ms":1000},'
+        '{"type":"fail_storage_write","task":"sink#0","checkpoint_id":1},'
+        '{"type":"fail_storage_write","checkpoint_id":2},'
+        '{"type":"crash_coordinator","at_ms":1200},'
+        '{"type":"crash_task","task":"keyed-sum#1","point":"during_restore"}]')
+    # paced at 10k records/s per source: the job runs at least 1.5 s, so the coordinator crash lands mid-run
+    config = SimulationConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
+                              restart_delay_ms=100, tolerable_failures=10, faults=schedule)
+    result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "jm-failover", timeout_seconds=240)
+    verdict = verify(expected_sink_input(graph, splits), result.committed_output)
+
+    assert result.outcome == "finished"
+    assert result.coordinator_failovers == 1 and result.restarts == 2
+    assert result.killed[0] == "coordinator" and result.killed[1].startswith("keyed-sum#1@")
+    reasons = {c["id"]: c["failure_reason"] for c in result.checkpoints if c["status"] == "FAILED"}
+    assert reasons.get(1) == "CHECKPOINT_ASYNC_EXCEPTION" and reasons.get(2) == "FINALIZE_CHECKPOINT_FAILURE"
+    assert result.storage_errors and result.storage_errors[0].startswith("2:")
     assert verdict.verdict == "exactly-once", verdict
