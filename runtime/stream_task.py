@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 import random
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Callable, Optional, Sequence
 
 from barriersim.runtime.mutations import PlantedBug, is_planted
@@ -338,9 +339,16 @@ class StreamTask:
         return StepResult(StepOutcome.PROCESSED, len(records), self._hot(records))
 
     def _process_buffer(self, channel: InputChannelInfo, buffer: Buffer) -> StepResult:
+        items = buffer.records
+        if Watermark not in map(type, items):  # the common case: records only, processed as one batch
+            if not items:
+                return StepResult(StepOutcome.PROCESSED, 0, 0)
+            records = list(items)
+            self._route(self.operator.process(records))
+            return StepResult(StepOutcome.PROCESSED, len(records), self._hot(records))
         records: list[tuple] = []
         count = hot = 0
-        for item in buffer.records:
+        for item in items:
             if isinstance(item, Watermark):
                 if records:
                     self._route(self.operator.process(records))
@@ -373,19 +381,29 @@ class StreamTask:
 
     def _route(self, records: Sequence[tuple]) -> None:
         size = self.network.record_size
+        if not isinstance(records, (list, tuple)):
+            records = list(records)
         for i, (edge, partition) in enumerate(zip(self.output_edges, self.partitions)):
             kind = edge.partitioner
             if kind is Partitioner.BROADCAST:
                 for r in records:
                     partition.broadcast_record(r, size)
             elif kind is Partitioner.FORWARD:
-                partition.emit_records(((r, 0) for r in records), size)
+                partition.emit_batch(records, 0, size)
             elif kind is Partitioner.HASH:
-                partition.emit_records(((r, self._hash_target(i, edge, r[KEY])) for r in records), size)
+                cache = self._hash_cache[i]
+                targets = [
+                    cache[key] if key in cache else self._hash_target(i, edge, key)
+                    for key in map(itemgetter(KEY), records)
+                ]
+                partition.emit_batch(records, targets, size)
             else:  # rebalance: round robin, starting at a random channel as Flink's RebalancePartitioner
                 n = partition.number_of_subpartitions
                 start = self._next_rebalance[i]
-                partition.emit_records(((r, (start + k) % n) for k, r in enumerate(records)), size)
+                if n == 1:
+                    partition.emit_batch(records, 0, size)
+                else:
+                    partition.emit_batch(records, [(start + k) % n for k in range(len(records))], size)
                 self._next_rebalance[i] = (start + len(records)) % n
 
     def _hash_target(self, partition_idx: int, edge, key) -> int:
@@ -430,12 +448,7 @@ class StreamTask:
     def poll_sendable(self) -> list[tuple[ResultSubpartitionInfo, BufferAndBacklog]]:
         out = []
         for p in self.partitions:
-            for info in p.subpartition_infos:
-                while True:
-                    item = p.poll_next(info)
-                    if item is None:
-                        break
-                    out.append((info, item))
+            out.extend(p.poll_sendable())
         return out
 
     def drain_actions(self) -> list[Any]:

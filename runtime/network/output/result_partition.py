@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Sequence, Union
 
 from barriersim.runtime.events import Buffer, ChannelElement, ResultSubpartitionInfo
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog, PipelinedSubpartition
@@ -54,7 +54,7 @@ class PartitionStateError(RuntimeError):
     """An operation the partition's state does not allow (e.g. writing after ``finish``)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _BufferBuilder:
     records: list = field(default_factory=list)
     size: int = 0
@@ -116,22 +116,29 @@ class ResultPartition:
         once the partition is released)."""
         if self._released:
             return Availability.AVAILABLE
-        self._check_in_produce_state(f"emit_record(to {target_subpartition})")
+        if self._finished:
+            self._check_in_produce_state(f"emit_record(to {target_subpartition})")
         if size < 0:
             raise ValueError(f"emit_record: negative record size {size}")
-        builder = self._builders[target_subpartition]
+        self._write(record, target_subpartition, size)
+        self.total_written_bytes += size
+        return self.get_availability()
+
+    def _write(self, record: Any, target: int, size: int) -> None:
+        """Appends a record to the target's open buffer, finishing the buffers it fills (a spanning record
+        fills and finishes buffers until its last bytes fit)."""
+        segment = self.memory_segment_size
+        builder = self._builders[target]
         remaining = size
-        while remaining > self.memory_segment_size - builder.size:  # spanning record: fill and finish
-            remaining -= self.memory_segment_size - builder.size
-            builder.size = self.memory_segment_size
-            self._finish_builder(target_subpartition)
-            builder = self._builders[target_subpartition]
+        while remaining > segment - builder.size:  # spanning record: fill and finish
+            remaining -= segment - builder.size
+            builder.size = segment
+            self._finish_builder(target)
+            builder = self._builders[target]
         builder.records.append(record)
         builder.size += remaining
-        self.total_written_bytes += size
-        if builder.size == self.memory_segment_size:
-            self._finish_builder(target_subpartition)
-        return self.get_availability()
+        if builder.size == segment:
+            self._finish_builder(target)
 
     def emit_records(self, records_and_targets: Iterable[tuple[Any, int]], size: int) -> Availability:
         """``emit_record`` for a batch of ``(record, target_subpartition)`` pairs of ``size`` bytes each, with
@@ -141,20 +148,62 @@ class ResultPartition:
         self._check_in_produce_state("emit_records")
         if size < 0:
             raise ValueError(f"emit_records: negative record size {size}")
-        segment = self.memory_segment_size
-        builders = self._builders
         count = 0
         for record, target in records_and_targets:
             count += 1
-            builder = builders[target]
-            if size > segment - builder.size or builder.size + size == segment:
-                self.total_written_bytes -= size  # emit_record counts it again
-                self.emit_record(record, target, size)
-                continue
-            builder.records.append(record)
-            builder.size += size
+            self._append(record, target, size)
         self.total_written_bytes += count * size
         return self.get_availability()
+
+    def emit_batch(self, records: Sequence[Any], targets: Union[int, Sequence[int]], size: int) -> Availability:
+        """``emit_records`` for ``records[k]`` to subpartition ``targets[k]``, or every record to subpartition
+        ``targets`` if it is an int (a forward edge): same buffers, fewer steps."""
+        if self._released:
+            return Availability.AVAILABLE
+        self._check_in_produce_state("emit_batch")
+        if size < 0:
+            raise ValueError(f"emit_batch: negative record size {size}")
+        if isinstance(targets, int):
+            self._append_all(records, targets, size)
+        else:
+            segment = self.memory_segment_size
+            builders = self._builders
+            for record, target in zip(records, targets):
+                builder = builders[target]
+                filled = builder.size + size
+                if filled >= segment:  # the record fills the buffer, or spans into the next ones
+                    self._write(record, target, size)
+                else:
+                    builder.records.append(record)
+                    builder.size = filled
+        self.total_written_bytes += len(records) * size
+        return self.get_availability()
+
+    def _append(self, record: Any, target: int, size: int) -> None:
+        builder = self._builders[target]
+        filled = builder.size + size
+        if filled >= self.memory_segment_size:
+            self._write(record, target, size)
+        else:
+            builder.records.append(record)
+            builder.size = filled
+
+    def _append_all(self, records: Sequence[Any], target: int, size: int) -> None:
+        """Every record to one subpartition: runs of records that leave the open buffer not full are added at
+        once; the record that fills it (or spans) goes through ``_write``."""
+        segment = self.memory_segment_size
+        n, k = len(records), 0
+        while k < n:
+            builder = self._builders[target]
+            room = (segment - builder.size - 1) // size if size > 0 else n - k  # records leaving it not full
+            if room > 0:
+                chunk = records[k : k + room]
+                builder.records.extend(chunk)
+                builder.size += len(chunk) * size
+                k += len(chunk)
+            else:
+                self._write(records[k], target, size)
+                k += 1
 
     def broadcast_record(self, record: Any, size: int) -> Availability:
         for i in range(len(self.subpartitions)):
@@ -185,7 +234,8 @@ class ResultPartition:
         released."""
         if self._released:
             return {}
-        self._check_in_produce_state(f"broadcast_event({event!r})")
+        if self._finished:
+            self._check_in_produce_state(f"broadcast_event({event!r})")
         self.flush_all()
         overtaken: dict[ResultSubpartitionInfo, tuple[Buffer, ...]] = {}
         for sub in self.subpartitions:
@@ -259,6 +309,21 @@ class ResultPartition:
             return None
         return self._readers[self._index(info)].get_next_buffer()
 
+    def poll_sendable(self) -> list[tuple[ResultSubpartitionInfo, BufferAndBacklog]]:
+        """Everything the network may send now: subpartition by subpartition, in order, ``poll_next`` until
+        it returns None."""
+        if self._released:
+            return []
+        out = []
+        for reader in self._readers:
+            sub = reader.subpartition
+            if not sub.has_queued_elements:
+                continue
+            info = sub.info
+            while (item := reader.get_next_buffer()) is not None:
+                out.append((info, item))
+        return out
+
     def is_subpartition_available(self, info: ResultSubpartitionInfo) -> bool:
         return self._readers[self._index(info)].is_available()
 
@@ -279,7 +344,9 @@ class ResultPartition:
 
     def get_availability(self) -> Availability:
         """``BACKPRESSURED`` while any subpartition holds ``max_buffers_per_channel`` buffers or more."""
-        for i in range(len(self.subpartitions)):
-            if self.buffers_in_use(i) >= self.max_buffers_per_channel:
+        limit = self.max_buffers_per_channel
+        for sub, builder in zip(self.subpartitions, self._builders):
+            used = sub.number_of_queued_buffers + (1 if (builder.records or builder.size) else 0)
+            if used >= limit:
                 return Availability.BACKPRESSURED
         return Availability.AVAILABLE

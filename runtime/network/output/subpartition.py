@@ -73,6 +73,11 @@ class DataType(enum.Enum):
         return self is DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER
 
 
+_DATA_BUFFER = DataType.DATA_BUFFER
+_ALIGNED_BARRIER = DataType.ALIGNED_CHECKPOINT_BARRIER
+_TIMEOUTABLE_BARRIER = DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER
+
+
 def data_type_of(element: ChannelElement, is_priority: bool = False) -> DataType:
     """Flink's ``Buffer.DataType.getDataType(event, hasPriority)``."""
     if isinstance(element, Buffer):
@@ -149,7 +154,8 @@ class PipelinedSubpartition:
         released subpartition drops it and returns it as given)."""
         if self._is_released:
             return buffer
-        self._check_not_finished(f"add_buffer({buffer.size} bytes)")
+        if self._is_finished:
+            self._check_not_finished(f"add_buffer({buffer.size} bytes)")
         numbered = buffer.with_sequence_number(self._next_buffer_index)
         self._next_buffer_index += 1
         self._normal.append(_Entry(numbered, DataType.DATA_BUFFER))
@@ -173,7 +179,8 @@ class PipelinedSubpartition:
         released subpartition drops the event."""
         if self._is_released:
             return ()
-        self._check_not_finished(f"add_event({event!r})")
+        if self._is_finished:
+            self._check_not_finished(f"add_event({event!r})")
         data_type = data_type_of(event, is_priority)
         if data_type.has_priority:
             if isinstance(event, CheckpointBarrier) and not event.options.is_unaligned_checkpoint:
@@ -254,12 +261,18 @@ class PipelinedSubpartition:
     def next_data_type(self, num_credits_available: int) -> DataType:
         """The type of the element that could be handed out now with the given credit (``NONE`` if none:
         empty, blocked, or a data buffer at the head without credit)."""
-        head = self._head()
-        if head is None or self._is_blocked:
+        queue = self._priority or self._normal
+        if not queue or self._is_blocked:
             return DataType.NONE
-        if head.data_type.is_buffer and num_credits_available <= 0:
+        data_type = queue[0].data_type
+        if data_type is _DATA_BUFFER and num_credits_available <= 0:
             return DataType.NONE
-        return head.data_type
+        return data_type
+
+    @property
+    def has_queued_elements(self) -> bool:
+        """True while anything (data, events, announcements) is queued, sendable now or not."""
+        return bool(self._priority or self._normal)
 
     def is_available(self, num_credits_available: int) -> bool:
         return self.next_data_type(num_credits_available) is not DataType.NONE
@@ -267,11 +280,19 @@ class PipelinedSubpartition:
     def poll_buffer(self, num_credits_available: int) -> Optional[BufferAndBacklog]:
         """Hands out the head element if it can be sent with ``num_credits_available`` (events need no
         credit); the caller takes one credit for a data buffer."""
-        if not self.is_available(num_credits_available):
+        if self._is_blocked:
             return None
-        entry = (self._priority if self._priority else self._normal).popleft()
+        queue = self._priority or self._normal
+        if not queue:
+            return None
+        entry = queue[0]
+        data_type = entry.data_type
+        is_buffer = data_type is _DATA_BUFFER
+        if is_buffer and num_credits_available <= 0:
+            return None
+        queue.popleft()
         element = entry.element
-        if isinstance(element, _PendingAnnouncement):
+        if type(element) is _PendingAnnouncement:
             position = next(
                 (i for i, e in enumerate(self._normal) if e is element.barrier_entry), None
             )
@@ -282,16 +303,16 @@ class PipelinedSubpartition:
                 element.barrier_entry.element,  # type: ignore[arg-type]
                 self._sequence_number + 1 + len(self._priority) + position,
             )
-        if entry.data_type.is_buffer:
+        if is_buffer:
             self._buffers_in_backlog -= 1
             self.total_number_of_bytes += element.size  # type: ignore[union-attr]
+            num_credits_available -= 1
         self.total_number_of_buffers += 1
-        if entry.data_type.is_blocking_upstream and self.block_on_aligned_barrier:
+        if (data_type is _ALIGNED_BARRIER or data_type is _TIMEOUTABLE_BARRIER) and self.block_on_aligned_barrier:
             self._is_blocked = True
         seq = self._sequence_number
-        self._sequence_number += 1
-        credits_left = num_credits_available - (1 if entry.data_type.is_buffer else 0)
-        return BufferAndBacklog(element, self.get_buffers_in_backlog(), self.next_data_type(credits_left), seq)  # type: ignore[arg-type]
+        self._sequence_number = seq + 1
+        return BufferAndBacklog(element, self.get_buffers_in_backlog(), self.next_data_type(num_credits_available), seq)  # type: ignore[arg-type]
 
     def resume_consumption(self) -> None:
         """Flink's ``resumeConsumption``: the consumer finished its alignment (ignored once released: the
