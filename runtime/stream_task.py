@@ -159,6 +159,8 @@ class StreamTask:
 
         self.input_side: Optional[InputSide] = None
         self._recovered_input: list[tuple[InputChannelInfo, Buffer]] = []
+        # FLIP-147 barriers of RPC-triggered checkpoints, per unfinished channel, until the channel's data is consumed
+        self._rpc_barriers: dict[InputChannelInfo, CheckpointBarrier] = {}
         self._deployed_as_finished = False
         self._checkpoints_after_tasks_finish = checkpoints_after_tasks_finish
         self._final_checkpoint_min_id: Optional[int] = None  # set once the data ended (FLIP-147)
@@ -225,6 +227,8 @@ class StreamTask:
         if self.failed:
             return
         self.input_side.on_element(channel, element, sequence_number, backlog)
+        if self._rpc_barriers and channel in self._rpc_barriers:
+            self._deliver_rpc_barriers()
 
     def on_credit(self, info: ResultSubpartitionInfo, credit: int) -> None:
         if self.failed:
@@ -254,11 +258,27 @@ class StreamTask:
         if unfinished:
             barrier = CheckpointBarrier(checkpoint_id, timestamp, options)
             for info in unfinished:
-                self.input_side.barrier_handler.process_barrier(barrier, info, True)
+                self._rpc_barriers[info] = barrier
+            self._deliver_rpc_barriers()
             return
         self._carry_out(self.checkpoints.init_inputs_checkpoint(checkpoint_id, options))
         self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options))
         self._carry_out(self.checkpoints.on_all_barriers_received(checkpoint_id))
+
+    def _deliver_rpc_barriers(self) -> None:
+        """An RPC-triggered barrier enters the handler on a channel once everything the channel's finished
+        upstream sent before its end of partition has been consumed, i.e. when the end of partition is next.
+        Flink triggers such a checkpoint only after the upstream task finished, which it does only once its
+        consumers processed all its records (``ResultPartition.getAllDataProcessedFuture``, FLIP-147), so there
+        the channels hold nothing but the end of partition; our upstream task reports finished as soon as its
+        final checkpoint completed, so the barrier waits here for the data still queued or in flight (else the
+        snapshot would miss records of a finished upstream: not a consistent cut)."""
+        if self._recovered_input:
+            return
+        for info, barrier in list(self._rpc_barriers.items()):
+            if isinstance(self.input_side.get_channel(info).peek(), EndOfPartition):
+                del self._rpc_barriers[info]
+                self.input_side.barrier_handler.process_barrier(barrier, info, True)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         if self.failed:
@@ -311,12 +331,20 @@ class StreamTask:
             return self._read_source()
         if self._recovered_input:
             channel, buffer = self._recovered_input.pop(0)
-            return self._process_buffer(channel, buffer)
+            result = self._process_buffer(channel, buffer)
+            if self._rpc_barriers:
+                self._deliver_rpc_barriers()
+            return result
         boe = self.input_side.poll_next()
         if boe is None:
             return StepResult(StepOutcome.IDLE)
         if isinstance(boe.element, Buffer):
-            return self._process_buffer(boe.channel_info, boe.element)
+            result = self._process_buffer(boe.channel_info, boe.element)
+            if self._rpc_barriers:
+                self._deliver_rpc_barriers()  # this may have been the last buffer before an end of partition
+            return result
+        if self._rpc_barriers:
+            self._deliver_rpc_barriers()
         if isinstance(boe.element, EndOfPartition):
             wm = self._valve.end_of_input(boe.channel_info)
             if wm is not None:
@@ -400,10 +428,7 @@ class StreamTask:
             else:  # rebalance: round robin, starting at a random channel as Flink's RebalancePartitioner
                 n = partition.number_of_subpartitions
                 start = self._next_rebalance[i]
-                if n == 1:
-                    partition.emit_batch(records, 0, size)
-                else:
-                    partition.emit_batch(records, [(start + k) % n for k in range(len(records))], size)
+                partition.emit_round_robin(records, start, size)
                 self._next_rebalance[i] = (start + len(records)) % n
 
     def _hash_target(self, partition_idx: int, edge, key) -> int:
