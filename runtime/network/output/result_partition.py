@@ -166,16 +166,28 @@ class ResultPartition:
         if isinstance(targets, int):
             self._append_all(records, targets, size)
         else:
-            segment = self.memory_segment_size
-            builders = self._builders
+            # each subpartition's buffers depend only on the records it gets, in order: group, then fill
+            groups: list[list] = [[] for _ in self.subpartitions]
+            appends = [g.append for g in groups]
             for record, target in zip(records, targets):
-                builder = builders[target]
-                filled = builder.size + size
-                if filled >= segment:  # the record fills the buffer, or spans into the next ones
-                    self._write(record, target, size)
-                else:
-                    builder.records.append(record)
-                    builder.size = filled
+                appends[target](record)
+            for target, group in enumerate(groups):
+                if group:
+                    self._append_all(group, target, size)
+        self.total_written_bytes += len(records) * size
+        return self.get_availability()
+
+    def emit_round_robin(self, records: Sequence[Any], start: int, size: int) -> Availability:
+        """``records[k]`` to subpartition ``(start + k) % n`` (Flink's ``RebalancePartitioner``), as
+        ``emit_batch`` with those targets."""
+        if self._released:
+            return Availability.AVAILABLE
+        self._check_in_produce_state("emit_round_robin")
+        if size < 0:
+            raise ValueError(f"emit_round_robin: negative record size {size}")
+        n = len(self.subpartitions)
+        for j in range(min(n, len(records))):
+            self._append_all(records[j::n], (start + j) % n, size)
         self.total_written_bytes += len(records) * size
         return self.get_availability()
 

@@ -114,4 +114,3 @@ def test_fail_is_idempotent_and_releases_every_partition():
     task.fail()
     task.fail()
     assert all(p.is_released for p in task.partitions)
-
