@@ -230,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ScenarioError, UnsupportedScenario, FaultScheduleError) as e:
         print(f"barriersim: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except ConnectionError as e:  # e.g. no Ray cluster at --address / RAY_ADDRESS
+        print(f"barriersim: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("barriersim: interrupted; Spark and Ray were stopped", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -3,6 +3,7 @@ side by side on one local cluster, a run on an existing cluster that it leaves r
 
 import csv
 import json
+import random
 import signal
 import socket
 import subprocess
@@ -96,9 +97,18 @@ def test_all_modes_run_side_by_side_on_one_local_cluster(tmp_path):
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free on every interface, below the kernel's ephemeral range (where other Ray sessions on the machine
+    get their random component ports) and above Ray's worker port range (10002-19999)."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(20_000, 32_000)
+        with socket.socket() as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port found")
 
 
 def _stop_marked_processes(marker: str) -> None:
@@ -128,6 +138,9 @@ def _stop_marked_processes(marker: str) -> None:
 def test_a_run_on_an_existing_cluster_leaves_it_running(tmp_path):
     env, marker = marked_environment()
     env.pop("RAY_ADDRESS", None)
+    # `ray start` turns token authentication on by default (Ray 2.60); a local test cluster opts out, for the
+    # cluster and the run alike
+    env["RAY_AUTH_MODE"] = "disabled"
     port = _free_port()
     address = f"127.0.0.1:{port}"
     temp_dir = tempfile.mkdtemp(prefix="bsray", dir="/tmp")  # short: Ray's socket paths live under it
