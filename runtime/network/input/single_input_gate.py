@@ -82,6 +82,7 @@ class SingleInputGate:
                 self.channels.append(LocalInputChannel(info, sink))
             else:
                 raise ValueError(f"channel {idx} of gate {gate_idx}: kind must be 'remote' or 'local', got {kind!r}")
+        self._remote_channels = [c for c in self.channels if isinstance(c, RemoteInputChannel)]
         self._channels_with_data: PrioritizedDeque[int] = PrioritizedDeque()
         self._enqueued: set[int] = set()
         self._finished_channels: set[int] = set()
@@ -222,8 +223,9 @@ class SingleInputGate:
     def _announce_credit(self) -> None:
         if not self._set_up:
             return
-        for ch in self.channels:
-            ch.announce_credit()
+        for ch in self._remote_channels:  # local channels have no credit
+            if ch.buffer_manager.unannounced_credit > 0:
+                ch.announce_credit()
 
     def remote_channels(self) -> Iterable[RemoteInputChannel]:
         return (c for c in self.channels if isinstance(c, RemoteInputChannel))
