@@ -33,7 +33,9 @@ test: setup
 	$(PY) -m pytest
 
 bench: setup
-	$(PY) benchmarks/run_all.py
+	$(PY) -m benchmarks.alignment_latency
+	$(PY) -m benchmarks.simulator
+	$(PY) -m benchmarks.ray_pipeline
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from barriersim import sweep
 from barriersim.report.cli import add_report_parser, cmd_report
 from barriersim.run import UnsupportedScenario
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
@@ -47,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--faults", help="the fault schedule as JSON (default: the scenario's)")
     replay.add_argument("--out", help="run directory (default: runs/<scenario>-<UTC timestamp>)")
     add_report_parser(sub)
+    sweep.register(sub)
     return parser
 
 
@@ -227,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_replay(args)
         if args.command == "report":
             return cmd_report(args)
+        if args.command == "sweep":
+            return sweep.main_from_args(args)
     except (ScenarioError, UnsupportedScenario, FaultScheduleError) as e:
         print(f"barriersim: {e}", file=sys.stderr)
         return EXIT_USAGE

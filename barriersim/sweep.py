@@ -294,7 +294,7 @@ def main_from_args(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point until ``barriersim/cli.py`` wires the subcommand in."""
+    """Stand-alone entry point (``python -m barriersim.sweep``); ``barriersim sweep`` goes through the CLI."""
     parser = argparse.ArgumentParser(prog="barriersim")
     register(parser.add_subparsers(dest="command", required=True))
     return main_from_args(parser.parse_args(argv))

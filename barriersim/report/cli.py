@@ -118,7 +118,7 @@ def cmd_report(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point until ``barriersim/cli.py`` wires the subcommand in."""
+    """Stand-alone entry point (``python -m barriersim.report.cli``); ``barriersim report`` goes through the CLI."""
     parser = argparse.ArgumentParser(prog="barriersim")
     add_report_parser(parser.add_subparsers(dest="command", required=True))
     return cmd_report(parser.parse_args(argv))

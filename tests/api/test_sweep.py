@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from barriersim import cli as barriersim_cli
 from barriersim import sweep
 from barriersim.scenarios.loader import ScenarioError, load_scenario
 from tests.api.scenarios import TINY, TWO_POINT_SWEEP, write
@@ -20,8 +21,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def cli(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
-    return args.handler(args)
+    """The ``barriersim`` console script's own entry point, so the subcommand's wiring is tested too."""
+    return barriersim_cli.main(argv)
 
 
 def test_point_labels_name_the_settings():
@@ -65,9 +66,10 @@ def test_without_modes_each_point_runs_in_its_own_mode(tmp_path):
     assert result.runs[("mode=unaligned", "unaligned")].summary["mode"] == "unaligned"
 
 
-def test_sweep_help_lists_the_options(capsys):
+@pytest.mark.parametrize("entry", [lambda argv: parser().parse_args(argv), barriersim_cli.main])
+def test_sweep_help_lists_the_options(capsys, entry):
     with pytest.raises(SystemExit) as exit_info:
-        parser().parse_args(["sweep", "--help"])
+        entry(["sweep", "--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
     for option in ("--backend", "--mode", "--out", "--seed", "--workload", "--no-analytics"):

@@ -198,16 +198,11 @@ def run_case(tmp_path, faults="[]"):
     return job, verify(expected_sink_input(config.graph, splits), result.committed_output)
 
 
-@pytest.mark.xfail(strict=True, reason="open bug (task side, runtime/stream_task.py): a task reports finished once "
-                   "its final checkpoint completed, before its consumers processed all its data (Flink also waits "
-                   "for ResultPartition.getAllDataProcessedFuture, FLINK-21086's AckAllUserRecordsProcessed); the "
-                   "coordinator then triggers the consumer by RPC and its checkpoint misses the data in flight")
 def test_a_checkpoint_after_the_upstream_finished_includes_the_upstream_data_still_in_flight(tmp_path):
     job, _ = run_case(tmp_path)
-    assert job.consistent_cut_violations() == []  # today: checkpoint 4 misses 464 records of 'union'
+    assert job.consistent_cut_violations() == []  # before 8b04b8b: checkpoint 4 missed 464 records of 'union'
 
 
-@pytest.mark.xfail(strict=True, reason="the same open bug: restoring that checkpoint loses the records")
 def test_restoring_a_checkpoint_taken_after_the_upstream_finished_loses_nothing(tmp_path):
     _, verdict = run_case(tmp_path, '[{"type":"crash_task","task":"keyed_sum#1","at_ms":200}]')
-    assert verdict.lost == 0  # today: the crash at 200 ms restores checkpoint 4 and loses records
+    assert verdict.lost == 0  # before 8b04b8b: restoring checkpoint 4 lost records
