@@ -29,8 +29,10 @@ How this works: it does what the simulator's ``JobSimulation`` does around its t
   memory is dropped (its timers never fire; its pending checkpoints are lost), every task actor is killed, and
   after the restart delay a new coordinator recovers the completed checkpoints from the filesystem storage
   (``coordinator.checkpoint_recovery``) with the persisted id counter and fresh attempt ids, restores the
-  latest one and redeploys; it does not count against ``max_restarts``. Not yet (the simulator does not run
-  them either): crashes ``before_forwarding_barrier`` and ``mid_alignment``.
+  latest one and redeploys; it does not count against ``max_restarts``. Crashes ``before_forwarding_barrier``
+  and ``mid_alignment`` happen inside the task: each deployment is armed with its unfired task-side points
+  (``FaultSchedule.armed_crash_points``), the task stops itself there and reports
+  ``crashed_at_protocol_point``, and this actor fails the job over.
 No protocol rule lives here.
 """
 
@@ -242,6 +244,8 @@ class JobManagerActor:
                     source_rate=c.source_rate_per_subtask if vertex.operator.is_source else 0,
                     emit_watermarks=self._emit_watermarks, checkpoints_after_tasks_finish=c.tasks_wait_for_final_checkpoint,
                     slowdowns=tuple(self._slowdowns.get(f"{vertex.name}#{i}", ())), job_started_ms=self.started_ms,
+                    crash_points=tuple(sorted(self.config.faults.armed_crash_points(f"{vertex.name}#{i}", self._fired_points),
+                                              key=lambda p: (p[0].value, p[1]))),
                 )
                 tasks[key] = StreamTaskActor.options(num_cpus=self.task_num_cpus).remote(
                     deployment, split, snapshot, self.store if vertex.operator.is_sink else None, self.me)
@@ -424,13 +428,26 @@ class JobManagerActor:
     # -- faults and failover -------------------------------------------------------------------------
 
     def _crash_point(self, task: str, point: ProtocolPoint, checkpoint_id: int) -> bool:
-        """Kill ``task`` if the fault schedule crashes it at ``point`` of ``checkpoint_id`` (once)."""
-        for f in self.config.faults.of_type(CrashTask):
-            if f.task == task and f.point is point and f.checkpoint_id == checkpoint_id and f not in self._fired_points:
-                self._fired_points.add(f)
-                self._crash(task)
-                return True
-        return False
+        """Kill ``task`` if the fault schedule crashes it at the coordinator-side ``point`` of ``checkpoint_id``."""
+        fault = self.config.faults.crash_at(task, point, checkpoint_id, self._fired_points)
+        if fault is None:
+            return False
+        self._fired_points.add(fault)
+        self._crash(task)
+        return True
+
+    async def crashed_at_protocol_point(self, attempt, point: str, checkpoint_id: int) -> None:
+        """A task stopped itself at a task-side crash point it was deployed with (``runtime.task.crash_points``):
+        it is dead, so the job fails over now (its ``run`` call may already have returned)."""
+        attempt = attempt_from_wire(attempt)
+        name = f"{attempt.vertex_id}#{attempt.subtask_index}"
+        fault = self.config.faults.crash_at(name, ProtocolPoint(point), checkpoint_id, self._fired_points)
+        if fault is not None:
+            self._fired_points.add(fault)
+        if self._current(attempt) and self.outcome is None:
+            self.killed.append(f"{name}@{attempt.attempt_number}")
+            self.failures.append(f"{name}: crashed at {point} of checkpoint {checkpoint_id}")
+            self._failover(name, point, failed=attempt)
 
     def _crash(self, task_name: str) -> None:
         vertex, _, index = task_name.partition("#")

@@ -55,6 +55,7 @@ from barriersim.runtime.network.input.input_channel import AddCredit, ResumeCons
 from barriersim.runtime.sim.wiring import Wiring
 from barriersim.runtime.stream_task import MODE_OF, NetworkConfig, StepOutcome, StreamTask, TaskFinished
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
+from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
 BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and lets messages in
 
@@ -76,6 +77,7 @@ class TaskDeployment:
     checkpoints_after_tasks_finish: bool = True
     slowdowns: tuple = ()  # (factor, from_ms, until_ms or None) after job_started_ms, from the fault schedule
     job_started_ms: int = 0
+    crash_points: tuple = ()  # (ProtocolPoint, checkpoint_id) task-side crash points armed for this deployment
 
     @property
     def key(self) -> tuple[str, int]:
@@ -124,6 +126,7 @@ class StreamTaskActor:
             clock=now_ms, timer_service=LoopTimerService(loop, self._fail), rng=random.Random(self.d.seed),
             wakeup=self._after_event, network=self.d.network, split=self._split, store=self.store,
             emit_watermarks=self.d.emit_watermarks, checkpoints_after_tasks_finish=self.d.checkpoints_after_tasks_finish,
+            crash_points=self.d.crash_points,
         )
         restored = self.task.restore(decode_snapshot(self._snapshot, self.d.subtask_index))
         self._split = ()
@@ -291,6 +294,9 @@ class StreamTaskActor:
                     attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)))
             elif isinstance(action, TaskFinished):
                 self._reports.put_nowait(("task_finished", (attempt_to_wire(self.attempt), self.records_processed)))
+            elif isinstance(action, CrashedAtProtocolPoint):
+                self._reports.put_nowait(("crashed_at_protocol_point", (
+                    attempt_to_wire(self.attempt), action.point.value, action.checkpoint_id)))
             else:
                 raise TypeError(f"{self.d.name}: no way to carry out {action!r}")
 

@@ -28,7 +28,7 @@ from barriersim.scenarios.loader import Scenario, with_overrides
 from barriersim.summary import build_summary, versions, write_json_atomically, write_run_directory, write_table
 
 __all__ = [
-    "ProgressCallback", "RunResult", "UnsupportedScenario", "check_ray_backend_supports", "default_out_dir",
+    "ProgressCallback", "RunResult", "UnsupportedScenario", "default_out_dir",
     "ray_address", "run_scenario",
     "run_scenario_modes", "versions", "write_json_atomically", "write_table",
 ]
@@ -53,24 +53,6 @@ def default_out_dir(scenario: Scenario, root: str | Path = "runs") -> Path:
     return Path(root) / f"{scenario.name}-{stamp}"
 
 
-def _unsupported_fault(fault) -> str | None:
-    """What the Ray backend cannot carry out of ``fault`` yet, or None."""
-    from barriersim.runtime.faults import CrashTask, ProtocolPoint
-
-    if isinstance(fault, CrashTask) and fault.point in (ProtocolPoint.BEFORE_FORWARDING_BARRIER, ProtocolPoint.MID_ALIGNMENT):
-        return f"crash_task faults at {fault.point.value}"
-    return None
-
-
-def check_ray_backend_supports(scenario: Scenario, faults: FaultSchedule | None = None) -> None:
-    """Raise ``UnsupportedScenario`` for a fault the Ray backend cannot carry out, before Ray starts."""
-    schedule = scenario.faults if faults is None else faults
-    for i, fault in enumerate(schedule.faults):
-        what = _unsupported_fault(fault)
-        if what is not None:
-            raise UnsupportedScenario(f"{scenario.path}: faults[{i}]: the Ray backend does not execute {what} yet")
-
-
 def run_scenario(
     scenario: Scenario,
     out_dir: str | Path | None = None,
@@ -82,7 +64,6 @@ def run_scenario(
     faults: FaultSchedule | None = None,
 ) -> RunResult:
     """One run on Ray in ``mode`` (default: the scenario's) with ``faults`` (default: the scenario's)."""
-    check_ray_backend_supports(scenario, faults)
     if seed is not None:
         scenario = with_overrides(scenario, seed=seed)
     out = Path(out_dir) if out_dir else default_out_dir(scenario)
@@ -100,7 +81,6 @@ def run_scenario_modes(
     progress: ProgressCallback | None = None,
 ) -> list[RunResult]:
     """Several modes on the same Spark-generated workload, one Ray and Spark start, each in ``OUT/<mode>/``."""
-    check_ray_backend_supports(scenario)
     if seed is not None:
         scenario = with_overrides(scenario, seed=seed)
     out = Path(out_dir) if out_dir else default_out_dir(scenario)

@@ -112,6 +112,12 @@ def subtask_names(graph: JobGraph) -> list[str]:
     return [f"{v.name}#{i}" for v in graph.vertices for i in range(v.parallelism)]
 
 
+def aligning_subtask_names(graph: JobGraph) -> list[str]:
+    """The subtasks with two or more input channels: the ones that can crash ``mid_alignment``."""
+    return [f"{v.name}#{i}" for v in graph.vertices for i in range(v.parallelism)
+            if sum(len(graph.channels_in_gate(v.name, g, i)) for g in range(len(graph.gates_of(v.name)))) >= 2]
+
+
 @st.composite
 def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: int = 3,
                     jobmanager_faults: bool = False) -> FaultSchedule:
@@ -125,11 +131,15 @@ def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: in
         st.builds(CrashCoordinator, at_ms=st.integers(1, horizon_ms)),
         st.builds(FailStorageWrite, checkpoint_id=cid, task=st.none() | task),
     ] if jobmanager_faults else []
+    aligning = aligning_subtask_names(graph)
+    mid_alignment = [st.builds(CrashTask, task=st.sampled_from(aligning), point=st.just(ProtocolPoint.MID_ALIGNMENT),
+                               checkpoint_id=cid)] if aligning else []
     fault = st.one_of(
         st.builds(CrashTask, task=task, at_ms=st.integers(1, horizon_ms)),
         st.builds(CrashTask, task=task, point=st.sampled_from([
-            ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE]),
-            checkpoint_id=cid),
+            ProtocolPoint.BEFORE_FORWARDING_BARRIER, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK,
+            ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE]), checkpoint_id=cid),
+        *mid_alignment,
         st.builds(DropMessage, kind=st.sampled_from([MessageKind.NOTIFY_COMPLETE, MessageKind.ACKNOWLEDGE]),
                   task=task, checkpoint_id=cid),
         st.builds(DelayMessage, kind=st.sampled_from(list(MessageKind)), delay_ms=st.integers(1, 100), task=task),

@@ -26,6 +26,15 @@ class ProtocolPoint(enum.Enum):
     AFTER_ACK_BEFORE_COMPLETION_NOTICE = "after_ack_before_completion_notice"
     DURING_RESTORE = "during_restore"
 
+    @property
+    def is_task_side(self) -> bool:
+        """Reached inside the task (its input side or its checkpoint steps), not at a message to or from the
+        coordinator: the task itself stops there (``runtime.task.crash_points``)."""
+        return self in TASK_SIDE_POINTS
+
+
+TASK_SIDE_POINTS = frozenset({ProtocolPoint.BEFORE_FORWARDING_BARRIER, ProtocolPoint.MID_ALIGNMENT})
+
 
 class MessageKind(enum.Enum):
     ACKNOWLEDGE = "acknowledge"
@@ -187,6 +196,41 @@ class FaultSchedule:
     def fails_state_write(self, task: str, checkpoint_id: int) -> bool:
         """Whether ``task``'s state write for ``checkpoint_id`` fails (a ``FailStorageWrite`` naming the task)."""
         return any(f.checkpoint_id == checkpoint_id and f.task == task for f in self.of_type(FailStorageWrite))
+
+    def crash_at(self, task: str, point: ProtocolPoint, checkpoint_id: int | None, fired) -> CrashTask | None:
+        """The ``CrashTask`` that kills ``task`` at ``point`` of ``checkpoint_id`` (any checkpoint for
+        ``during_restore``) and is not in ``fired`` (each fires once per run), else None."""
+        for f in self.faults:
+            if (isinstance(f, CrashTask) and f.task == task and f.point is point and f not in fired
+                    and (point is ProtocolPoint.DURING_RESTORE or f.checkpoint_id == checkpoint_id)):
+                return f
+        return None
+
+    def armed_crash_points(self, task: str, fired) -> frozenset[tuple[ProtocolPoint, int]]:
+        """The task-side protocol points (``ProtocolPoint.is_task_side``) at which a deployment of ``task`` must
+        stop, as ``(point, checkpoint_id)`` pairs: the schedule's crashes of ``task`` that have not fired yet."""
+        return frozenset((f.point, f.checkpoint_id) for f in self.of_type(CrashTask)
+                         if f.task == task and f.point in TASK_SIDE_POINTS and f not in fired)
+
+    def check_against(self, graph) -> None:
+        """Raise ``FaultScheduleError`` for a fault naming a subtask the job graph (``runtime.jobgraph.JobGraph``)
+        does not have, or crashing a task ``mid_alignment`` that has fewer than two input channels (its
+        alignment starts and ends with one barrier, so the point is never reached)."""
+        subtasks = {f"{v.name}#{i}": (v.name, i) for v in graph.vertices for i in range(v.parallelism)}
+        for i, f in enumerate(self.faults):
+            task = getattr(f, "task", None)
+            if task is None:
+                continue
+            if task not in subtasks:
+                names = list(subtasks)
+                shown = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
+                raise FaultScheduleError(f"faults[{i}].task: the job has no subtask {task!r} (its subtasks: {shown})")
+            if isinstance(f, CrashTask) and f.point is ProtocolPoint.MID_ALIGNMENT:
+                name, index = subtasks[task]
+                channels = sum(len(graph.channels_in_gate(name, g, index)) for g in range(len(graph.gates_of(name))))
+                if channels < 2:
+                    raise FaultScheduleError(f"faults[{i}].point: {task} has {channels} input channel(s), so it is never "
+                                             f"mid_alignment (only a task with two or more aligns barriers)")
 
     def coordinator_crashes(self) -> list[int]:
         """The times (ms) at which the coordinator crashes, in order."""

@@ -13,7 +13,9 @@ coordinator, ``TaskFinished``). Barrier-handler actions are wired to the checkpo
 a ``TriggerCheckpointOnBarrier`` runs ``SubtaskCheckpointCoordinator.checkpoint_state`` at once, as Flink's
 mailbox does. Timers the task registers call the driver's ``wakeup`` after they fire, so the driver knows to
 collect their effects. Records are routed as Flink's partitioners route them: hash by key group, rebalance
-round robin from a random start, forward, broadcast; watermarks are broadcast.
+round robin from a random start, forward, broadcast; watermarks are broadcast. A fault schedule's task-side
+crash points (``runtime.task.crash_points``: ``before_forwarding_barrier``, ``mid_alignment``) stop the task
+where the protocol reaches them: it fails at once and emits ``CrashedAtProtocolPoint`` for its driver.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import enum
 import random
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from barriersim.runtime.mutations import PlantedBug, is_planted
 from barriersim.runtime.channel_state.reader import SequentialChannelStateReader
@@ -44,6 +46,7 @@ from barriersim.runtime.events import (
     Watermark,
 )
 from barriersim.runtime.failure_reason import CheckpointFailureReason
+from barriersim.runtime.faults import ProtocolPoint
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobGraph, Partitioner
 from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
@@ -56,6 +59,7 @@ from barriersim.runtime.operators.watermarks import WatermarkValve
 from barriersim.runtime.state.key_groups import assign_key_to_parallel_operator
 from barriersim.runtime.state.snapshot import TaskStateSnapshot
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
+from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
 from barriersim.runtime.task.subtask_checkpoint_coordinator import SubtaskCheckpointCoordinator
 
 
@@ -99,15 +103,20 @@ MODE_OF = {
 
 
 class _WakingTimers:
-    """The driver's timer service, calling ``wakeup`` after each of the task's timers fired."""
+    """The driver's timer service, calling ``wakeup`` after each of the task's timers fired; a timer that
+    runs into a crash point (an alignment timeout checkpointing) hands the crash to ``on_crash``."""
 
-    def __init__(self, timer_service, wakeup: Callable[[], None]):
+    def __init__(self, timer_service, wakeup: Callable[[], None], on_crash: Callable[[TaskCrashed], None]):
         self._timers = timer_service
         self._wakeup = wakeup
+        self._on_crash = on_crash
 
     def register_timer(self, at_ms: int, callback: Callable[[], None]):
         def fire() -> None:
-            callback()
+            try:
+                callback()
+            except TaskCrashed as crash:
+                self._on_crash(crash)
             self._wakeup()
 
         return self._timers.register_timer(at_ms, fire)
@@ -131,6 +140,7 @@ class StreamTask:
         store: ExternalStore | None = None,
         emit_watermarks: bool = False,
         checkpoints_after_tasks_finish: bool = True,
+        crash_points: Iterable[tuple[ProtocolPoint, int]] = (),
     ):
         self.graph = graph
         self.vertex = graph.vertex(vertex_name)
@@ -143,7 +153,9 @@ class StreamTask:
         self._actions: list[Any] = []
         self.finished = False
         self.failed = False
-        timers = _WakingTimers(timer_service, wakeup)
+        self._crash_points = CrashPoints(self.name, crash_points)
+        self._crash_mid_alignment = self._crash_points.is_armed(ProtocolPoint.MID_ALIGNMENT)
+        timers = _WakingTimers(timer_service, wakeup, self._crashed)
         self.operator = create_operator(self.vertex, subtask_index, split=split, store=store,
                                         attempt=attempt_id.attempt_number)
 
@@ -186,6 +198,7 @@ class StreamTask:
             sink=self._on_checkpoint_action,
             task_name=self.name,
             subtask_index=subtask_index,
+            crash_points=self._crash_points,
         )
         self.hot_key = self.vertex.params.get("hot_key", -1)
 
@@ -226,9 +239,14 @@ class StreamTask:
     def on_element(self, channel: InputChannelInfo, element, sequence_number: int, backlog: int | None) -> None:
         if self.failed:
             return
-        self.input_side.on_element(channel, element, sequence_number, backlog)
-        if self._rpc_barriers and channel in self._rpc_barriers:
-            self._deliver_rpc_barriers()
+        try:
+            self.input_side.on_element(channel, element, sequence_number, backlog)
+            if self._rpc_barriers and channel in self._rpc_barriers:
+                self._deliver_rpc_barriers()
+            if self._crash_mid_alignment:
+                self._check_mid_alignment()
+        except TaskCrashed as crash:
+            self._crashed(crash)
 
     def on_credit(self, info: ResultSubpartitionInfo, credit: int) -> None:
         if self.failed:
@@ -247,6 +265,12 @@ class StreamTask:
         whose end of partition was not consumed yet; with no such channel the task checkpoints at once, its
         inputs complete. A task that has finished declines, as Flink's ``Task.triggerCheckpointBarrier`` does for a
         task that is not running."""
+        try:
+            self._trigger_checkpoint(checkpoint_id, timestamp, options)
+        except TaskCrashed as crash:
+            self._crashed(crash)
+
+    def _trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
         if self.finished:
             self._actions.append(DeclineCheckpoint(checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
                                                    f"{self.name} has finished"))
@@ -260,6 +284,8 @@ class StreamTask:
             for info in unfinished:
                 self._rpc_barriers[info] = barrier
             self._deliver_rpc_barriers()
+            if self._crash_mid_alignment:
+                self._check_mid_alignment()
             return
         self._carry_out(self.checkpoints.init_inputs_checkpoint(checkpoint_id, options))
         self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options))
@@ -312,12 +338,38 @@ class StreamTask:
             self.input_side.close()
         self.checkpoints.cancel()
 
+    # -- crash points of the fault schedule (runtime.task.crash_points) ------------------------------------
+
+    def _check_mid_alignment(self) -> None:
+        if self.input_side is None:
+            return  # a source has no alignment (FaultSchedule.check_against refuses such a fault)
+        checkpoint_id = self.input_side.alignment_checkpoint_id()
+        if checkpoint_id is not None:
+            self._crash_points.reached(ProtocolPoint.MID_ALIGNMENT, checkpoint_id)
+
+    def _crashed(self, crash: TaskCrashed) -> None:
+        """The task stopped at a crash point: it dies as a process dies (nothing it queued is sent, nothing
+        that arrives is taken) and tells its driver, which fails the job over."""
+        self.fail()
+        self._actions.append(CrashedAtProtocolPoint(crash.point, crash.checkpoint_id))
+
     # -- work ----------------------------------------------------------------------------------------
 
     def is_backpressured(self) -> bool:
         return any(p.get_availability() is Availability.BACKPRESSURED for p in self.partitions)
 
     def process_next(self) -> StepResult:
+        """One unit of work: one input buffer or event, or one batch read from the source split."""
+        try:
+            result = self._process_next()
+            if self._crash_mid_alignment and not self.failed:
+                self._check_mid_alignment()
+            return result
+        except TaskCrashed as crash:
+            self._crashed(crash)
+            return StepResult(StepOutcome.FINISHED)
+
+    def _process_next(self) -> StepResult:
         if self.finished:
             return StepResult(StepOutcome.FINISHED)
         if self._deployed_as_finished:

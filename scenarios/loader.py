@@ -322,6 +322,7 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
     _check_cross_rules(path, checkpointing)
     try:
         faults = FaultSchedule.from_plain(data.get("faults", []))
+        faults.check_against(job.graph)
     except FaultScheduleError as err:
         raise ScenarioError(path, None, str(err)) from None
     return Scenario(

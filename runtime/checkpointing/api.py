@@ -288,6 +288,10 @@ class InputSide:
     def is_checkpoint_pending(self) -> bool:
         return self.barrier_handler.is_checkpoint_pending()
 
+    def alignment_checkpoint_id(self) -> Optional[int]:
+        """The checkpoint whose barriers arrived on some channels but not on all yet, else None."""
+        return self.barrier_handler.alignment_checkpoint_id()
+
     def is_finished(self) -> bool:
         return all(cg.is_finished() for cg in self.checkpointed_gates)
 

@@ -276,6 +276,11 @@ class CheckpointBarrierHandler(abc.ABC):
     def is_during_alignment(self) -> bool:
         return self._start_of_alignment_ms is not None
 
+    def alignment_checkpoint_id(self) -> Optional[int]:
+        """The checkpoint whose alignment is running (its barrier arrived on some channels, not yet on all), or
+        None: a task crashing ``mid_alignment`` is one for which this is the checkpoint named."""
+        return self._start_alignment_checkpoint_id if self._start_of_alignment_ms is not None else None
+
     def add_processed_bytes(self, nbytes: int) -> None:
         """Bytes the operator consumed; counted while an alignment is in progress."""
         if self.is_during_alignment():

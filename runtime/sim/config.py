@@ -46,6 +46,9 @@ class SimulationConfig:
     faults: FaultSchedule = FaultSchedule()
     max_virtual_ms: int = 3_600_000
 
+    def __post_init__(self) -> None:
+        self.faults.check_against(self.graph)  # FaultScheduleError: a fault for a subtask this job does not have
+
     @property
     def tasks_wait_for_final_checkpoint(self) -> bool:
         """FLIP-147: tasks at end of input wait for a final checkpoint only if checkpoints after tasks finish are

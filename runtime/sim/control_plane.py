@@ -115,7 +115,7 @@ class ControlPlane:
                                       lambda t, a=action: t.trigger_checkpoint(a.checkpoint_id, a.timestamp, a.options))
             elif isinstance(action, m.NotifyCheckpointComplete):
                 if not self._crash_point(f"{action.task.vertex_id}#{action.task.subtask_index}",
-                                         ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, action.checkpoint_id, peek=True):
+                                         ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, action.checkpoint_id):
                     self._rpc_to_task(MessageKind.NOTIFY_COMPLETE, action.task, action.checkpoint_id,
                                       lambda t, a=action: t.notify_checkpoint_complete(a.checkpoint_id))
             elif isinstance(action, m.NotifyCheckpointAborted):

@@ -25,6 +25,7 @@ from barriersim.runtime.sim.kernel import Priority
 from barriersim.runtime.sim.wiring import SubtaskKey
 from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
+from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
 
 class DataPlane:
@@ -140,6 +141,8 @@ class DataPlane:
             exc = CheckpointException(action.reason, action.checkpoint_id, action.detail)
             self._rpc_to_coordinator(MessageKind.DECLINE, task.name, action.checkpoint_id,
                                      m.DeclineCheckpoint(self.job_id, task.attempt_id, action.checkpoint_id, exc))
+        elif isinstance(action, CrashedAtProtocolPoint):
+            self._crashed_at_task_side_point(task, action)
         elif isinstance(action, TaskFinished):
             self._finished.add(key)
             self.trace.record(self.sim.now_us, "finished", task.name)

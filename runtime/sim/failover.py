@@ -24,18 +24,28 @@ from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults import CrashTask, ProtocolPoint
 from barriersim.runtime.sim.config import JobOutcome
 from barriersim.runtime.sim.kernel import Priority
+from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
 
 class Failover:
     """Crashes, failover and restart of ``JobSimulation``."""
 
-    def _crash_point(self, task: str, point: ProtocolPoint, checkpoint_id: int, peek: bool = False) -> bool:
-        for f in self.config.faults.of_type(CrashTask):
-            if f.task == task and f.point is point and f.checkpoint_id == checkpoint_id and f not in self._fired_points:
-                self._fired_points.add(f)
-                self._crash(task, point.value)
-                return True
-        return False
+    def _crash_point(self, task: str, point: ProtocolPoint, checkpoint_id: int) -> bool:
+        """Crash ``task`` if the fault schedule kills it at the coordinator-side ``point`` of ``checkpoint_id``."""
+        fault = self.config.faults.crash_at(task, point, checkpoint_id, self._fired_points)
+        if fault is None:
+            return False
+        self._fired_points.add(fault)
+        self._crash(task, point.value)
+        return True
+
+    def _crashed_at_task_side_point(self, task, action: CrashedAtProtocolPoint) -> None:
+        """``task`` stopped itself at a task-side crash point (it has failed already): fail the job over."""
+        fault = self.config.faults.crash_at(task.name, action.point, action.checkpoint_id, self._fired_points)
+        if fault is not None:
+            self._fired_points.add(fault)
+        if self.outcome is None:
+            self._failover(task.name, action.point.value, failed=task.attempt_id)
 
     def _crash(self, task_name: str, why: str) -> None:
         vertex, _, index = task_name.partition("#")

@@ -180,6 +180,7 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
                     network=self.config.network, split=split, store=self.store,
                     emit_watermarks=self._emit_watermarks,
                     checkpoints_after_tasks_finish=self.config.tasks_wait_for_final_checkpoint,
+                    crash_points=self.config.faults.armed_crash_points(f"{vertex.name}#{i}", self._fired_points),
                 )
                 snapshot = None
                 if assignment is not None and vertex.name in assignment.task_restores:

@@ -53,6 +53,7 @@ from barriersim.runtime.events import (
     CheckpointOptions,
 )
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.faults import ProtocolPoint
 from barriersim.runtime.ids import OperatorID
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.state.snapshot import OperatorSubtaskState, TaskStateSnapshot
@@ -66,6 +67,7 @@ from barriersim.runtime.task.actions import (
     TaskCheckpointAction,
     TaskCheckpointMetrics,
 )
+from barriersim.runtime.task.crash_points import NO_CRASH_POINTS, CrashPoints
 
 DEFAULT_MAX_RECORD_ABORTED_CHECKPOINTS = 128
 
@@ -113,8 +115,10 @@ class SubtaskCheckpointCoordinator:
         sink: Optional[Callable[[TaskCheckpointAction], None]] = None,
         task_name: str = "",
         subtask_index: int = 0,
+        crash_points: CrashPoints = NO_CRASH_POINTS,
     ):
         self.operator_id = operator_id
+        self._crash_points = crash_points
         self._snapshot_state = snapshot_state
         self._clock = clock
         self.partitions = list(partitions)
@@ -247,6 +251,8 @@ class SubtaskCheckpointCoordinator:
 
         # Step (1)
         self._call_operator("prepare_snapshot_pre_barrier", checkpoint_id)
+        if self._crash_points:  # a fault schedule's crash before_forwarding_barrier raises TaskCrashed here
+            self._crash_points.reached(ProtocolPoint.BEFORE_FORWARDING_BARRIER, checkpoint_id)
 
         # Step (2)
         actions: list[TaskCheckpointAction] = []

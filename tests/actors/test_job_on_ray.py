@@ -91,6 +91,28 @@ def test_crashes_at_protocol_points_and_message_faults_keep_exactly_once(faults,
     assert verdict.verdict == "exactly-once", verdict
 
 
+def test_task_side_crash_points_stop_the_task_actor_there_and_fire_once(tmp_path):
+    """mid_alignment and before_forwarding_barrier happen inside the task actor (runtime.task.crash_points):
+    it stops itself, reports it, and the job manager fails the job over; the next deployment is not armed."""
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(30_000, 100, 1.0, 100, 2, seed=6)}
+    schedule = FaultSchedule.from_json(
+        '[{"type":"crash_task","task":"keyed-sum#1","point":"mid_alignment","checkpoint_id":2},'
+        '{"type":"crash_task","task":"source#1","point":"before_forwarding_barrier","checkpoint_id":4}]')
+    config = SimulationConfig(graph, mode="unaligned", interval_ms=100, source_rate_per_subtask=10_000,
+                              restart_delay_ms=100, faults=schedule)
+    result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "task-side", timeout_seconds=240)
+    verdict = verify(expected_sink_input(graph, splits), result.committed_output)
+
+    assert result.outcome == "finished" and result.restarts == 2
+    assert result.killed == ["keyed-sum#1@0", "source#1@1"]
+    assert [f for f in result.failures if "crashed at" in f] == [
+        "keyed-sum#1: crashed at mid_alignment of checkpoint 2", "source#1: crashed at before_forwarding_barrier of checkpoint 4"]
+    statuses = {c["id"]: c["status"] for c in result.checkpoints}
+    assert statuses[2] == "FAILED" and statuses[4] == "FAILED"
+    assert verdict.verdict == "exactly-once", verdict
+
+
 def test_coordinator_crash_crash_during_restore_slow_task_and_storage_faults_keep_exactly_once(tmp_path):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(30_000, 100, 1.0, 100, 2, seed=5)}

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[2]
 QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
 
@@ -56,13 +58,17 @@ def test_every_command_has_help():
         assert proc.returncode == 0 and "usage: barriersim" in proc.stdout
 
 
-def test_cli_refuses_faults_the_ray_backend_cannot_execute_before_starting_ray(tmp_path):
+@pytest.mark.parametrize("task, point, problem", [
+    ("keyed-sum#7", "mid_alignment", "faults[0].task: the job has no subtask 'keyed-sum#7' (its subtasks: source#0, "
+                                     "source#1, keyed-sum#0, keyed-sum#1, sink#0)"),
+    ("source#0", "mid_alignment", "faults[0].point: source#0 has 0 input channel(s), so it is never mid_alignment "
+                                  "(only a task with two or more aligns barriers)"),
+])
+def test_cli_refuses_faults_the_job_cannot_reach_before_starting_ray(tmp_path, task, point, problem):
     p = tmp_path / "f.toml"
-    p.write_text('[scenario]\nname="f"\n[[faults]]\ntype="crash_task"\ntask="keyed-sum#0"\npoint="mid_alignment"\n'
+    p.write_text(f'[scenario]\nname="f"\n[[faults]]\ntype="crash_task"\ntask="{task}"\npoint="{point}"\n'
                  'checkpoint_id=2\n')
     proc = cli("run", str(p))
     assert proc.returncode == 2
-    assert proc.stderr.strip() == (
-        f"barriersim: {p}: faults[0]: the Ray backend does not execute crash_task faults at mid_alignment yet"
-    )
+    assert proc.stderr.strip() == f"barriersim: {p}: {problem}"
     assert "starting Ray" not in proc.stdout

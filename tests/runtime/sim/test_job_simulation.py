@@ -68,6 +68,22 @@ def test_faults_at_protocol_points_keep_the_guarantees(mode, faults):
     assert_semantics(mode, result, verdict)
 
 
+@pytest.mark.parametrize("point, task", [
+    ("mid_alignment", "keyed-sum#0"), ("mid_alignment", "sink#0"),
+    ("before_forwarding_barrier", "keyed-sum#1"), ("before_forwarding_barrier", "source#1"),
+])
+@pytest.mark.parametrize("mode", MODES)
+def test_task_side_crash_points_fire_once_fail_the_checkpoint_and_keep_the_guarantees(mode, point, task):
+    """The task stops itself where the protocol reaches the point (runtime.task.crash_points); the failover
+    aborts that checkpoint, and the restarted deployment is not armed again (each fault fires once)."""
+    faults = f'[{{"type":"crash_task","task":"{task}","point":"{point}","checkpoint_id":2}}]'
+    result, verdict = run(mode, faults, records=30_000)
+    assert_semantics(mode, result, verdict)
+    assert result.restarts == 1 and result.restored_checkpoint_ids == [1]
+    (second,) = [c for c in result.checkpoints if c["id"] == 2]
+    assert second["status"] == "FAILED"
+
+
 def test_tolerable_failures_fail_the_job_over_only_past_the_threshold():
     faults = '[{"type":"fail_checkpoints","first_checkpoint_id":2,"count":2}]'
     strict, _ = run("aligned", faults, records=60_000)
