@@ -134,7 +134,8 @@ class WorkloadSpec:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """The quickstart shorthand's values (kept for the Ray skeleton); ``graph`` is the job in either form."""
+    """The quickstart shorthand's values (``[job]`` with parallelisms instead of vertices and edges); ``graph`` is
+    the job in either form, and ``is_quickstart_shape`` says which form the file used."""
 
     source_parallelism: int
     keyed_sum_parallelism: int

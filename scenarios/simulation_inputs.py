@@ -13,9 +13,7 @@ from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.sim.job_simulation import SimulationConfig
 from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.loader import Scenario
-from barriersim.scenarios.workload import local_splits
-
-SOURCE_ID_STRIDE = 10**9
+from barriersim.scenarios.workload import SOURCE_ID_STRIDE, local_splits
 
 
 def simulation_config(scenario: Scenario, mode: str | None = None, faults: FaultSchedule | None = None) -> SimulationConfig:
