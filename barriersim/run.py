@@ -95,6 +95,8 @@ def ray_address(address: str | None) -> str | None:
 def _run_on_ray(scenario: Scenario, modes: list[str], out: Path, address: str | None,
                 progress: ProgressCallback | None, faults: FaultSchedule | None, per_mode_dirs: bool) -> list[RunResult]:
     from barriersim.actors.graph_runner import run_graph_on_ray
+    from barriersim.report.rundir import discover_runs
+    from barriersim.scenarios.analytics import compute_analytics
     from barriersim.scenarios.reference import output_table, verify, verify_in_ray
     from barriersim.scenarios.simulation_inputs import simulation_config
     from barriersim.scenarios.spark_on_ray import RayAndSpark
@@ -165,4 +167,8 @@ def _run_on_ray(scenario: Scenario, modes: list[str], out: Path, address: str | 
             write_run_directory(target, summary, result.checkpoints, result.subtasks)
             results.append(RunResult(out_dir=target, summary=summary, checkpoints=result.checkpoints,
                                      subtasks=result.subtasks))
+
+        # Flink's REST summaries (min, max, avg, p50 ... p999) of every run just written, in the Spark that is up
+        say("computing the checkpoint statistics in Spark", None)
+        compute_analytics(cluster.spark, out, discover_runs(out))
     return results

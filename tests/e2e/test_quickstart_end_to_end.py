@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from barriersim.scenarios.analytics import read_analytics
 from tests.e2e.processes import MARKER_VARIABLE, marked_environment, stray_processes
 
 ROOT = Path(__file__).parents[2]
@@ -93,6 +94,10 @@ def test_all_modes_run_side_by_side_on_one_local_cluster(tmp_path):
         apps.add(summary["spark"]["app_id"])
         assert f"{mode}: verdict: exactly-once  lost=0 duplicated=0 wrong=0" in output
     assert len(apps) == 1  # one Spark session for the three modes
+    # Flink's REST summaries of the three runs, computed by that Spark session and written as Parquet
+    analytics = read_analytics(out)
+    assert analytics is not None and set(analytics.counts["run"]) == {"aligned", "unaligned", "at-least-once"}
+    assert {"p50", "p99", "p999"} <= set(analytics.summary.columns)
     assert stray_processes(marker) == []
 
 
