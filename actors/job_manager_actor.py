@@ -70,7 +70,6 @@ from barriersim.runtime.faults import (
     ProtocolPoint,
     SlowTask,
 )
-from barriersim.runtime.jobgraph import OperatorKind
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.sim.job_simulation import JobOutcome, SimulationConfig
 from barriersim.runtime.storage.atomic_file import WriteFault
@@ -110,7 +109,7 @@ class JobManagerActor:
         self._restore_from: m.RestoreFrom | None = None
         self._fired_points: set = set()
         self._error: str | None = None
-        self._emit_watermarks = any(v.operator is OperatorKind.TUMBLING_WINDOW for v in self.graph.vertices)
+        self._emit_watermarks = any(v.operator.uses_event_time for v in self.graph.vertices)
         # what high availability keeps across a JobManager failover: the id counter (and the storage)
         self.id_counter = StandaloneCheckpointIDCounter()
         self.coordinator_generation = 0

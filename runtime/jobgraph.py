@@ -61,6 +61,11 @@ class OperatorKind(enum.Enum):
         return self in (OperatorKind.KEYED_SUM, OperatorKind.TUMBLING_WINDOW, OperatorKind.JOIN)
 
     @property
+    def uses_event_time(self) -> bool:
+        """Windows fire on watermarks: a job with such an operator has its sources emit watermarks."""
+        return self in (OperatorKind.TUMBLING_WINDOW, OperatorKind.JOIN)
+
+    @property
     def logical_inputs(self) -> int:
         """How many logical inputs the operator has (each fed by one or more gates)."""
         if self.is_source:

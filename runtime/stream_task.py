@@ -201,6 +201,9 @@ class StreamTask:
             crash_points=self._crash_points,
         )
         self.hot_key = self.vertex.params.get("hot_key", -1)
+        # a two-input operator (the window join) is told which logical input each buffer came from
+        self._input_of_gate = ([edge.target_input for edge in graph.gates_of(vertex_name)]
+                               if self.vertex.operator.logical_inputs == 2 else None)
 
     def _snapshot(self, checkpoint_id: int):
         if self.operator.is_source and is_planted(PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER):
@@ -420,18 +423,19 @@ class StreamTask:
 
     def _process_buffer(self, channel: InputChannelInfo, buffer: Buffer) -> StepResult:
         items = buffer.records
+        side = self._input_of_gate[channel.gate_idx] if self._input_of_gate else 0
         if Watermark not in map(type, items):  # the common case: records only, processed as one batch
             if not items:
                 return StepResult(StepOutcome.PROCESSED, 0, 0)
             records = list(items)
-            self._route(self.operator.process(records))
+            self._route(self.operator.process(records, side))
             return StepResult(StepOutcome.PROCESSED, len(records), self._hot(records))
         records: list[tuple] = []
         count = hot = 0
         for item in items:
             if isinstance(item, Watermark):
                 if records:
-                    self._route(self.operator.process(records))
+                    self._route(self.operator.process(records, side))
                     count += len(records)
                     hot += self._hot(records)
                     records = []
@@ -441,7 +445,7 @@ class StreamTask:
             else:
                 records.append(item)
         if records:
-            self._route(self.operator.process(records))
+            self._route(self.operator.process(records, side))
             count += len(records)
             hot += self._hot(records)
         return StepResult(StepOutcome.PROCESSED, count, hot)

@@ -1,7 +1,8 @@
 """Building the operator of one subtask from its job vertex, with a uniform interface for the stream task.
 
-How this works: ``create_operator`` returns a ``SubtaskOperator``: ``process(records)`` turns input records
-into output records, ``process_watermark(wm)`` does the same for event time (only windows produce output),
+How this works: ``create_operator`` returns a ``SubtaskOperator``: ``process(records, input_index)`` turns
+input records into output records (``input_index`` is the logical input they came from: 0, or 1 for the
+second input of a two-input operator such as the window join), ``process_watermark(wm)`` does the same for event time (only windows produce output),
 ``end_of_input()`` flushes what is left, ``snapshot(checkpoint_id)`` returns the ``OperatorSubtaskState``,
 ``restore(state)`` loads one, and sinks get ``notify_checkpoint_complete/aborted`` and ``close_on_failover``.
 Keyed operators get the key-group range of their subtask (Flink's ``KeyGroupRangeAssignment``).
@@ -18,6 +19,7 @@ from barriersim.runtime.operators.sinks import AtLeastOnceSink, ExternalStore, T
 from barriersim.runtime.operators.source import SplitSourceReader
 from barriersim.runtime.operators.stateless import FilterOperator, MapOperator
 from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
+from barriersim.runtime.operators.window_join import TumblingEventTimeWindowJoin
 from barriersim.runtime.state.key_groups import assign_to_key_group, compute_key_group_range_for_operator_index
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
 
@@ -32,7 +34,7 @@ class SubtaskOperator:
     is_source = False
     is_sink = False
 
-    def process(self, records: Sequence[tuple]) -> list[tuple]:
+    def process(self, records: Sequence[tuple], input_index: int = 0) -> list[tuple]:
         return list(records)
 
     def process_watermark(self, watermark: Watermark) -> list[tuple]:
@@ -62,7 +64,7 @@ class _Wrapped(SubtaskOperator):
     def __init__(self, inner):
         self.inner = inner
 
-    def process(self, records):
+    def process(self, records, input_index=0):
         return self.inner.process_all(records)
 
     def snapshot(self, checkpoint_id):
@@ -81,6 +83,11 @@ class _Window(_Wrapped):
         from barriersim.runtime.events import MAX_WATERMARK
 
         return self.inner.process_watermark(MAX_WATERMARK)
+
+
+class _WindowJoin(_Window):
+    def process(self, records, input_index=0):
+        return self.inner.process_all(records, input_index)
 
 
 class _Source(SubtaskOperator):
@@ -103,7 +110,7 @@ class _Sink(SubtaskOperator):
     def __init__(self, sink):
         self.sink = sink
 
-    def process(self, records):
+    def process(self, records, input_index=0):
         self.sink.invoke_all(records)
         return []
 
@@ -166,6 +173,8 @@ def create_operator(
         return _Wrapped(KeyedRunningSum(key_groups, key_group_of))
     if kind is OperatorKind.TUMBLING_WINDOW:
         return _Window(TumblingEventTimeWindowSum(vertex.params.get("window_ms", 1000), key_groups, key_group_of))
+    if kind is OperatorKind.JOIN:
+        return _WindowJoin(TumblingEventTimeWindowJoin(vertex.params.get("window_ms", 1000), key_groups, key_group_of))
     if kind is OperatorKind.TWO_PHASE_COMMIT_SINK:
         return _Sink(TwoPhaseCommitSink(store if store is not None else ExternalStore(), name, attempt))
     if kind is OperatorKind.AT_LEAST_ONCE_SINK:

@@ -61,9 +61,9 @@ class CutRecorder:
         else:
             process, process_watermark, end_of_input = operator.process, operator.process_watermark, operator.end_of_input
 
-            def logged_process(records):
+            def logged_process(records, input_index=0):
                 rec.inputs.extend(records)
-                out = process(records)
+                out = process(records, input_index)
                 rec.outputs.extend(out)
                 return out
 

@@ -37,7 +37,6 @@ from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
 from barriersim.runtime.faults import CrashTask
-from barriersim.runtime.jobgraph import OperatorKind
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, DeploymentLog, check_consistent_cuts
@@ -83,7 +82,7 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
         self.restored_ids: list[int] = []
         self.restored_in_flight = 0
         self.outcome: JobOutcome | None = None
-        self._emit_watermarks = any(v.operator is OperatorKind.TUMBLING_WINDOW for v in self.graph.vertices)
+        self._emit_watermarks = any(v.operator.uses_event_time for v in self.graph.vertices)
         self._fired_points: set = set()
         # what high availability keeps across a JobManager failover: the checkpoint id counter (the completed
         # checkpoints are recovered from the checkpoint storage)

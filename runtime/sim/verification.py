@@ -2,7 +2,7 @@
 
 How this works: ``expected_sink_input`` evaluates the job graph over multisets, in topological order, with the
 same operator semantics as the stream tasks (map, filter, union, keyed running sum, tumbling event-time
-window), ignoring every effect of timing. Outputs whose content depends on arrival order (the running sum of
+window, window join), ignoring every effect of timing. Outputs whose content depends on arrival order (the running sum of
 a keyed sum) are compared by their order-free identity ``(record_id, key, value)``, plus the final sum per
 key, which does not depend on order. ``verify`` counts ``lost`` (expected but missing), ``duplicated`` (seen
 more often than expected) and ``wrong`` (never expected) and gives the verdict: ``exactly-once`` when all are
@@ -19,6 +19,7 @@ from typing import Sequence
 
 from barriersim.runtime.jobgraph import JobGraph, OperatorKind
 from barriersim.runtime.operators.records import EVENT_TIME, KEY, RECORD_ID, VALUE
+from barriersim.runtime.operators.window_join import reference_window_join
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence[Sequence[tup
                 s, c = acc.get(k, (0, 0))
                 acc[k] = (s + r[VALUE], c + 1)
             out = [(start, key, s, c) for (start, key), (s, c) in sorted(acc.items())]
+        elif kind is OperatorKind.JOIN:
+            sides = [[r for e in graph.inputs_of(name) if e.target_input == side for r in streams[e.source]]
+                     for side in (0, 1)]
+            out = reference_window_join(sides[0], sides[1], v.params.get("window_ms", 1000))
         elif kind.is_sink:
             out = inputs
         else:

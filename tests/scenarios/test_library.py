@@ -31,7 +31,7 @@ def small(scenario: Scenario) -> Scenario:
 
 def test_the_library_holds_the_scenarios_of_the_issue():
     assert {"quickstart", "skew", "backpressure_slow_sink", "alignment_latency", "checkpointing_time_benchmark",
-            "two_input", "failure_storm"} <= set(NAMES)
+            "two_input", "window_join", "failure_storm"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("path", LIBRARY, ids=NAMES)
