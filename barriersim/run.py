@@ -138,7 +138,8 @@ def _run_on_ray(scenario: Scenario, modes: list[str], out: Path, address: str | 
             if scenario.job.is_quickstart_shape:
                 verification = verify(cluster.spark, workload.df, output_table(result.committed_output))
             else:
-                verification = verify_in_ray(config.graph, split_refs, result.committed_output)
+                verification = verify_in_ray(config.graph, split_refs, result.committed_output,
+                                             at_least_once=config.mode == "at-least-once")
             verify_seconds = time.perf_counter() - t1
             first = not results
             timings = {

@@ -90,21 +90,21 @@ def _verification_query(spark):
     ).collect()[0]
 
 
-def _python_verdict(graph, split_refs: dict, committed: list[tuple]) -> dict:
+def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_once: bool = False) -> dict:
     import ray
 
     from barriersim.actors.messages import decode_records
     from barriersim.runtime.sim.verification import expected_sink_input, verify as verify_python
 
     splits = {name: [decode_records(data) for data in ray.get(refs)] for name, refs in split_refs.items()}
-    return verify_python(expected_sink_input(graph, splits), committed).as_dict()
+    return verify_python(expected_sink_input(graph, splits), committed, at_least_once).as_dict()
 
 
-def verify_in_ray(graph, split_refs: dict[str, list], committed: list[tuple]) -> Verification:
+def verify_in_ray(graph, split_refs: dict[str, list], committed: list[tuple], at_least_once: bool = False) -> Verification:
     """The verdict on any job graph (``runtime.sim.verification``: the graph evaluated over its workload)
     computed in a Ray task that reads the splits from the object store, so the workload never comes to the
     driver; the reference is ``python``."""
     import ray
 
     task = ray.remote(num_cpus=0.5)(_python_verdict)
-    return Verification(reference="python", **ray.get(task.remote(graph, split_refs, committed)))
+    return Verification(reference="python", **ray.get(task.remote(graph, split_refs, committed, at_least_once)))

@@ -8,7 +8,13 @@ key, which does not depend on order. ``verify`` counts ``lost`` (expected but mi
 more often than expected) and ``wrong`` (never expected) and gives the verdict: ``exactly-once`` when all are
 zero and the final sums match; ``at-least-once`` when nothing is lost or wrong; ``violated`` otherwise. In
 at-least-once mode, replayed records may also be counted twice in keyed state, so only ``lost`` and
-``wrong`` decide there.
+``wrong`` decide there; and where the sink's input derives from an aggregate (a window or a window join), a
+replayed record inflates the aggregate instead of repeating a row, so ``verify(..., at_least_once=True)``
+compares such rows by their group ``(window_start or record_id, key)`` and their value as a lower bound: a
+row at or above its expected value is delivered (above it: a duplicate contribution, counted as
+``duplicated``), a group without such a row is ``lost``, and a row below every expected value of its group,
+or of a group never expected, is ``wrong``. (A filter after an aggregate may drop an inflated row; in
+at-least-once mode the reference cannot tell that from a loss.)
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ class Expected:
     identities: Counter  # identity -> count
     keyed_sum: bool  # identities are (record_id, key, value) of keyed-sum outputs
     final_sums: dict  # key -> final running sum (keyed sum only)
+    aggregated: bool = False  # the sink's input derives from a window or a window join
 
 
 @dataclass(frozen=True)
@@ -49,10 +56,13 @@ def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence[Sequence[tup
         raise ValueError(f"verification needs exactly one sink, the job has {len(sinks)}")
     streams: dict[str, list[tuple]] = {}
     keyed = {}
+    aggregated: set[str] = set()  # vertices whose output derives from an aggregate
     for name in graph.topological_order():
         v = graph.vertex(name)
         inputs = [r for e in graph.inputs_of(name) for r in streams[e.source]]
         kind = v.operator
+        if kind.uses_event_time or any(e.source in aggregated for e in graph.inputs_of(name)):
+            aggregated.add(name)
         if kind is OperatorKind.SOURCE:
             out = [r for split in splits.get(name, ()) for r in split]
         elif kind is OperatorKind.MAP:
@@ -90,10 +100,14 @@ def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence[Sequence[tup
     feeding = [e.source for e in graph.inputs_of(sink)]
     is_keyed = len(feeding) == 1 and graph.vertex(feeding[0]).operator is OperatorKind.KEYED_SUM
     identities = Counter((r[0], r[1], r[2]) if is_keyed else tuple(r) for r in streams[sink])
-    return Expected(identities, is_keyed, keyed.get(feeding[0], {}) if is_keyed else {})
+    return Expected(identities, is_keyed, keyed.get(feeding[0], {}) if is_keyed else {}, sink in aggregated)
 
 
-def verify(expected: Expected, committed: Sequence[tuple]) -> Verdict:
+def verify(expected: Expected, committed: Sequence[tuple], at_least_once: bool = False) -> Verdict:
+    """The verdict on ``committed``; ``at_least_once``: the run was in at-least-once mode (aggregates may be
+    inflated by replayed records, see the module's docstring)."""
+    if at_least_once and expected.aggregated:
+        return _verify_inflatable(expected, committed)
     actual = Counter((r[0], r[1], r[2]) if expected.keyed_sum else tuple(r) for r in committed)
     lost = sum(max(0, n - actual.get(k, 0)) for k, n in expected.identities.items())
     duplicated = sum(max(0, n - expected.identities[k]) for k, n in actual.items() if k in expected.identities)
@@ -111,3 +125,41 @@ def verify(expected: Expected, committed: Sequence[tuple]) -> Verdict:
     else:
         verdict = "violated"
     return Verdict(sum(expected.identities.values()), len(committed), lost, duplicated, wrong, mismatched, verdict)
+
+
+def _verify_inflatable(expected: Expected, committed: Sequence[tuple]) -> Verdict:
+    """At-least-once over aggregates: per group ``(r[0], r[1])``, match each expected value with a distinct
+    committed value at or above it (smallest first)."""
+    want: dict = {}
+    for identity, n in expected.identities.items():
+        want.setdefault((identity[0], identity[1]), []).extend([identity[2]] * n)
+    got: dict = {}
+    for r in committed:
+        got.setdefault((r[0], r[1]), []).append(r[2])
+    lost = duplicated = wrong = 0
+    exact = True
+    for group, values in got.items():
+        expected_values = sorted(want.get(group, ()))
+        if not expected_values:
+            wrong += len(values)
+            continue
+        unmatched = list(expected_values)
+        for value in sorted(values):
+            if unmatched and value >= unmatched[0]:
+                if value != unmatched[0]:
+                    exact = False
+                    duplicated += 1  # an aggregate that counted a replayed record again
+                unmatched.pop(0)
+            elif value < expected_values[0]:
+                wrong += 1  # below anything this group can be: input is missing from it
+            else:
+                duplicated += 1  # the group delivered again (a replayed window firing)
+        lost += len(unmatched)
+    lost += sum(len(v) for g, v in want.items() if g not in got)
+    if lost == duplicated == wrong == 0 and exact:
+        verdict = "exactly-once"
+    elif lost == 0 and wrong == 0:
+        verdict = "at-least-once"
+    else:
+        verdict = "violated"
+    return Verdict(sum(expected.identities.values()), len(committed), lost, duplicated, wrong, 0, verdict)

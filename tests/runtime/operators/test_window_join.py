@@ -90,3 +90,22 @@ def test_a_window_join_job_is_exactly_once_through_a_failover(mode):
     assert result.outcome is JobOutcome.FINISHED and result.restarts == 1
     assert sum(expected.identities.values()) > 50  # the windows do join
     assert verdict.verdict == "exactly-once", verdict
+
+
+def test_the_found_at_least_once_join_case_is_at_least_once():
+    from pathlib import Path
+
+    from barriersim.scenarios.loader import load_scenario
+    from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+
+    scenario = load_scenario(Path(__file__).parent / "join-at-least-once-case.toml")
+    faults = FaultSchedule.from_json(
+        '[{"checkpoint_id":2,"point":"before_forwarding_barrier","task":"source#0","type":"crash_task"}]')
+    config = simulation_config(scenario, faults=faults)
+    splits = workload_splits(scenario, 1)
+    result = JobSimulation(config, splits, 1).run()
+    expected = expected_sink_input(config.graph, splits)
+    assert verify(expected, result.committed_output).verdict == "violated"  # read as exact rows
+    verdict = verify(expected, result.committed_output, at_least_once=True)
+    assert result.restarts == 1 and verdict.lost == verdict.wrong == 0 and verdict.duplicated >= 1
+    assert verdict.verdict == "at-least-once"

@@ -1,0 +1,58 @@
+"""The reference and the verdict (``runtime.sim.verification``): exact comparison by identity, and in
+at-least-once mode over aggregates (windows, window joins) the comparison by group with the expected value as
+a lower bound, since a replayed record inflates an aggregate instead of repeating a row."""
+
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.sim.verification import expected_sink_input, verify
+
+WINDOWED = JobGraph(
+    (JobVertex("source", K.SOURCE, 1), JobVertex("window", K.TUMBLING_WINDOW, 1, params={"window_ms": 10}),
+     JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1)),
+    (JobEdge("source", "window", P.HASH), JobEdge("window", "sink", P.REBALANCE)),
+).validate()
+PLAIN = JobGraph(
+    (JobVertex("source", K.SOURCE, 1), JobVertex("map", K.MAP, 1), JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1)),
+    (JobEdge("source", "map", P.REBALANCE), JobEdge("map", "sink", P.REBALANCE)),
+).validate()
+SPLITS = {"source": [[(1, 5, 2, 1), (2, 5, 3, 4), (3, 6, 7, 12)]]}
+# the windows: [0, 10) key 5: sum 5 of 2 records; [10, 20) key 6: sum 7 of 1 record
+EXACT = [(0, 5, 5, 2), (10, 6, 7, 1)]
+
+
+def test_the_windowed_reference_is_marked_as_an_aggregate_and_the_plain_one_is_not():
+    assert expected_sink_input(WINDOWED, SPLITS).aggregated
+    assert not expected_sink_input(PLAIN, SPLITS).aggregated
+
+
+def test_an_exact_windowed_output_is_exactly_once_in_both_readings():
+    expected = expected_sink_input(WINDOWED, SPLITS)
+    assert verify(expected, EXACT).verdict == "exactly-once"
+    assert verify(expected, EXACT, at_least_once=True).verdict == "exactly-once"
+
+
+def test_an_inflated_aggregate_is_at_least_once_not_a_loss():
+    expected = expected_sink_input(WINDOWED, SPLITS)
+    inflated = [(0, 5, 8, 3), (10, 6, 7, 1)]  # record 2 replayed into the first window
+    strict = verify(expected, inflated)
+    assert strict.verdict == "violated" and strict.lost == 1 and strict.wrong == 1
+    v = verify(expected, inflated, at_least_once=True)
+    assert (v.lost, v.duplicated, v.wrong, v.verdict) == (0, 1, 0, "at-least-once")
+    again = verify(expected, EXACT + [(0, 5, 5, 2)], at_least_once=True)  # a window fired twice
+    assert (again.lost, again.duplicated, again.wrong, again.verdict) == (0, 1, 0, "at-least-once")
+
+
+def test_a_deflated_missing_or_unknown_group_is_violated_even_at_least_once():
+    expected = expected_sink_input(WINDOWED, SPLITS)
+    deflated = verify(expected, [(0, 5, 2, 1), (10, 6, 7, 1)], at_least_once=True)  # record 2 never counted
+    assert (deflated.lost, deflated.wrong, deflated.verdict) == (1, 1, "violated")
+    missing = verify(expected, [(0, 5, 5, 2)], at_least_once=True)
+    assert (missing.lost, missing.verdict) == (1, "violated")
+    unknown = verify(expected, EXACT + [(20, 9, 1, 1)], at_least_once=True)
+    assert (unknown.wrong, unknown.verdict) == (1, "violated")
+
+
+def test_without_an_aggregate_at_least_once_compares_identities_as_before():
+    expected = expected_sink_input(PLAIN, SPLITS)
+    rows = [(1, 5, 4, 1), (2, 5, 6, 4), (3, 6, 14, 12)]
+    assert verify(expected, rows + rows[:1], at_least_once=True).verdict == "at-least-once"
+    assert verify(expected, rows[1:], at_least_once=True).verdict == "violated"
