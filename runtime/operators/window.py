@@ -46,30 +46,41 @@ class TumblingEventTimeWindowSum:
         return []
 
     def process_watermark(self, watermark: Watermark) -> list[tuple]:
-        """Fire every window whose last timestamp (end - 1) is at or before the watermark (Flink's rule)."""
+        return [(start, key, total, count) for (start, key), (total, count) in self.fire_due(watermark)]
+
+    def fire_due(self, watermark: Watermark) -> list[tuple[tuple[int, int], list[int]]]:
+        """Remove and return, in (window start, key) order, every window whose last timestamp (end - 1) is at or
+        before the watermark (Flink's rule), with its accumulators."""
         self.watermark = max(self.watermark, watermark.timestamp)
         due = sorted(w for w in self._windows if w[0] + self.size_ms - 1 <= self.watermark)
-        out = []
-        for start, key in due:
-            total, count = self._windows.pop((start, key))
-            out.append((start, key, total, count))
-        return out
+        return [(w, self._windows.pop(w)) for w in due]
 
     def snapshot_state(self) -> OperatorSubtaskState:
-        by_group: dict[int, list] = defaultdict(list)
-        for (start, key), (total, count) in self._windows.items():
-            by_group[self._key_group_of(key)].append([start, key, total, count])
-        handle = KeyGroupsStateHandle(
-            self.key_group_range, {kg: pack(sorted(v)) for kg, v in sorted(by_group.items())}
-        )
-        return OperatorSubtaskState(managed_keyed_state=(handle,))
+        return snapshot_windows(self._windows, self.key_group_range, self._key_group_of)
 
     def restore_state(self, state: OperatorSubtaskState | None) -> None:
-        self._windows.clear()
-        if state is None:
-            return
-        for handle in state.managed_keyed_state:
-            for kg, data in handle.key_groups.items():
-                if kg in self.key_group_range:
-                    for start, key, total, count in unpack(data):
-                        self._windows[(start, key)] = [total, count]
+        self._windows = restore_windows(state, self.key_group_range)
+
+
+def snapshot_windows(windows: dict[tuple[int, int], list[int]], key_group_range: KeyGroupRange,
+                     key_group_of: Callable[[int], int]) -> OperatorSubtaskState:
+    """Open windows ``(window_start, key) -> accumulators`` as keyed state: per key group, the sorted rows
+    ``[window_start, key, *accumulators]`` (msgpack)."""
+    by_group: dict[int, list] = defaultdict(list)
+    for (start, key), acc in windows.items():
+        by_group[key_group_of(key)].append([start, key, *acc])
+    handle = KeyGroupsStateHandle(key_group_range, {kg: pack(sorted(v)) for kg, v in sorted(by_group.items())})
+    return OperatorSubtaskState(managed_keyed_state=(handle,))
+
+
+def restore_windows(state: OperatorSubtaskState | None, key_group_range: KeyGroupRange) -> dict[tuple[int, int], list[int]]:
+    """The open windows of the key groups in ``key_group_range`` (after rescaling, a handle may hold more)."""
+    windows: dict[tuple[int, int], list[int]] = {}
+    if state is None:
+        return windows
+    for handle in state.managed_keyed_state:
+        for kg, data in handle.key_groups.items():
+            if kg in key_group_range:
+                for start, key, *acc in unpack(data):
+                    windows[(start, key)] = list(acc)
+    return windows

@@ -18,30 +18,20 @@ Flink runs a window join as a co-group over a ``WindowOperator`` whose elements 
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Callable, Iterable
+from typing import Iterable
 
 from barriersim.runtime.events import Watermark
-from barriersim.runtime.operators.records import EVENT_TIME, KEY, VALUE, pack, unpack
-from barriersim.runtime.operators.watermarks import NO_WATERMARK
-from barriersim.runtime.state.snapshot import KeyGroupRange, KeyGroupsStateHandle, OperatorSubtaskState
+from barriersim.runtime.operators.records import EVENT_TIME, KEY, VALUE
+from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
 
 LEFT, RIGHT = 0, 1
 
 
-class TumblingEventTimeWindowJoin:
-    def __init__(self, size_ms: int, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]):
-        if size_ms <= 0:
-            raise ValueError(f"window size must be > 0 ms, got {size_ms}")
-        self.size_ms = size_ms
-        self.key_group_range = key_group_range
-        self._key_group_of = key_group_of
-        # (window_start, key) -> [left_count, left_sum, right_count, right_sum]
-        self._windows: dict[tuple[int, int], list[int]] = {}
-        self.watermark = NO_WATERMARK
-        self.late_records = 0
+class TumblingEventTimeWindowJoin(TumblingEventTimeWindowSum):
+    """The window sum's windows, state and firing rule, with two-sided accumulators
+    ``[left_count, left_sum, right_count, right_sum]`` per (window_start, key)."""
 
-    def process_all(self, records: Iterable[tuple], input_index: int) -> list[tuple]:
+    def process_all(self, records: Iterable[tuple], input_index: int = LEFT) -> list[tuple]:
         if input_index not in (LEFT, RIGHT):
             raise ValueError(f"a join has inputs 0 and 1, not {input_index}")
         at = 2 * input_index
@@ -60,34 +50,8 @@ class TumblingEventTimeWindowJoin:
         return []
 
     def process_watermark(self, watermark: Watermark) -> list[tuple]:
-        """Fire every window whose last timestamp (end - 1) is at or before the watermark (Flink's rule)."""
-        self.watermark = max(self.watermark, watermark.timestamp)
-        due = sorted(w for w in self._windows if w[0] + self.size_ms - 1 <= self.watermark)
-        out = []
-        for start, key in due:
-            left_count, left_sum, right_count, right_sum = self._windows.pop((start, key))
-            if left_count and right_count:
-                out.append((start, key, left_count * right_count, left_sum * right_count + right_sum * left_count))
-        return out
-
-    def snapshot_state(self) -> OperatorSubtaskState:
-        by_group: dict[int, list] = defaultdict(list)
-        for (start, key), acc in self._windows.items():
-            by_group[self._key_group_of(key)].append([start, key, *acc])
-        handle = KeyGroupsStateHandle(
-            self.key_group_range, {kg: pack(sorted(v)) for kg, v in sorted(by_group.items())}
-        )
-        return OperatorSubtaskState(managed_keyed_state=(handle,))
-
-    def restore_state(self, state: OperatorSubtaskState | None) -> None:
-        self._windows.clear()
-        if state is None:
-            return
-        for handle in state.managed_keyed_state:
-            for kg, data in handle.key_groups.items():
-                if kg in self.key_group_range:
-                    for start, key, *acc in unpack(data):
-                        self._windows[(start, key)] = list(acc)
+        return [(start, key, lc * rc, ls * rc + rs * lc)
+                for (start, key), (lc, ls, rc, rs) in self.fire_due(watermark) if lc and rc]
 
 
 def reference_window_join(left: Iterable[tuple], right: Iterable[tuple], size_ms: int) -> list[tuple]:
