@@ -244,6 +244,11 @@ class StreamTask:
             return
         try:
             self.input_side.on_element(channel, element, sequence_number, backlog)
+            if not self._recovered_input:
+                # A priority event (an unaligned barrier, an announcement) is handled on arrival, also while the
+                # task is backpressured or busy: Flink's gate notifies the mailbox (CheckpointedInputGate's
+                # processPriorityEvents mail), which runs it ahead of, and independent of, input processing.
+                self.input_side.process_priority_events(channel.gate_idx)
             if self._rpc_barriers and channel in self._rpc_barriers:
                 self._deliver_rpc_barriers()
             if self._crash_mid_alignment:
@@ -527,9 +532,14 @@ class StreamTask:
     # -- outputs to the driver -----------------------------------------------------------------------
 
     def poll_sendable(self) -> list[tuple[ResultSubpartitionInfo, BufferAndBacklog]]:
+        """What the partitions may send now. A timeoutable aligned barrier that just left its last partition
+        finishes its checkpoint's output side at once, as Flink's ``PipelinedSubpartition.pollBuffer`` does
+        (``completeTimeoutableCheckpointBarrier``): the acknowledgement does not wait for the alignment timer."""
         out = []
         for p in self.partitions:
             out.extend(p.poll_sendable())
+        if out and self.checkpoints.waits_for_output:
+            self._carry_out(self.checkpoints.notify_output_progress())
         return out
 
     def drain_actions(self) -> list[Any]:

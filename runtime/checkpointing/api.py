@@ -258,11 +258,14 @@ class InputSide:
             out.append(boe)
         return out
 
-    def process_priority_events(self) -> list[BufferOrEvent]:
-        """Flink's priority-event mail: handle queued priority events now, even if the operator is busy."""
+    def process_priority_events(self, gate_idx: Optional[int] = None) -> list[BufferOrEvent]:
+        """Flink's priority-event mail: handle queued priority events now, even if the operator is busy
+        (of every gate, or of gate ``gate_idx`` only)."""
+        gates = self.checkpointed_gates if gate_idx is None else (self.checkpointed_gates[gate_idx],)
         out: list[BufferOrEvent] = []
-        for cg in self.checkpointed_gates:
-            out.extend(cg.process_priority_events())
+        for cg in gates:
+            if cg.input_gate.has_priority_event():
+                out.extend(cg.process_priority_events())
         return out
 
     def drain_actions(self) -> list[Any]:

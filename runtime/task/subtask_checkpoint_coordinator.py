@@ -343,6 +343,11 @@ class SubtaskCheckpointCoordinator:
                     self.channel_state_writer.add_output_data(checkpoint_id, info, buffers[0].sequence_number, buffers)
         return self.notify_output_progress()
 
+    @property
+    def waits_for_output(self) -> bool:
+        """Whether a timeoutable barrier of a pending checkpoint is still queued in a partition."""
+        return any(p.waiting_for_output for p in self._pending.values())
+
     def notify_output_progress(self) -> list[TaskCheckpointAction]:
         """The driver sent elements from the partitions: a timeoutable barrier that left every partition
         finishes its checkpoint's output channel state (empty if it was sent aligned)."""

@@ -14,7 +14,7 @@ CASES = sorted((Path(__file__).parent / "cases").glob("*.toml"))
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-@pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
+@pytest.mark.parametrize("mode", ["aligned", "unaligned", "aligned-with-timeout", "at-least-once"])
 def test_found_cases_stay_fixed(path, mode):
     scenario = load_scenario(path)
     config = simulation_config(scenario, mode=mode)

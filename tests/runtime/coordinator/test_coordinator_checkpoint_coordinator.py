@@ -480,3 +480,21 @@ def test_checkpoint_stats_tracker_restore_callback():
     assert h.coord.restore_latest_checkpointed_state() is not None
     assert h.coord.stats.counts["restored"] == 1
     assert h.coord.stats.latest_restored["id"] == 0
+
+
+def test_checkpoint_type_becomes_unaligned_once_a_subtask_checkpointed_unaligned():
+    """Flink's PendingCheckpointStats/RestAPICheckpointType: a checkpoint is reported as UNALIGNED_CHECKPOINT
+    once one subtask's metrics say it checkpointed unaligned (also after an alignment timeout); savepoints keep
+    their type."""
+    from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
+    from barriersim.runtime.task.actions import TaskCheckpointMetrics
+
+    stats = CheckpointStatsTracker()
+    stats.report_pending_checkpoint(1, 0, False, "CHECKPOINT", 2)
+    stats.report_subtask_stats(1, "a", 1, 0, TaskCheckpointMetrics(1))
+    assert stats.history[1]["checkpoint_type"] == "CHECKPOINT"
+    stats.report_subtask_stats(1, "b", 2, 0, TaskCheckpointMetrics(1, unaligned_checkpoint=True))
+    assert stats.history[1]["checkpoint_type"] == "UNALIGNED_CHECKPOINT"
+    stats.report_pending_checkpoint(2, 0, True, "SAVEPOINT", 1)
+    stats.report_subtask_stats(2, "a", 1, 0, TaskCheckpointMetrics(2, unaligned_checkpoint=True))
+    assert stats.history[2]["checkpoint_type"] == "SAVEPOINT"
