@@ -413,7 +413,9 @@ class SubtaskCheckpointCoordinator:
             bytes_persisted_during_alignment=result.persisted_input_bytes if result else 0,
             persisted_output_bytes=result.persisted_output_bytes if result else 0,
             total_bytes_persisted=state.state_size,
-            unaligned_checkpoint=p.options.is_unaligned_checkpoint or bool(result and result.persisted_output_bytes),
+            # Flink sets it from the options checkpointState ran with (SubtaskCheckpointCoordinatorImpl): a
+            # timeoutable barrier that times out in the output later persists output data but stays aligned here
+            unaligned_checkpoint=p.options.is_unaligned_checkpoint,
         )
         return [AcknowledgeCheckpoint(checkpoint_id, snapshot, metrics)]
 

@@ -360,6 +360,8 @@ def test_timeoutable_barrier_times_out_on_the_output_and_acks_with_overtaken_dat
     timers.fire_until(clock.now)
     (ack,) = c.drain_timer_actions()
     assert isinstance(ack, AcknowledgeCheckpoint) and ack.metrics.persisted_output_bytes == 64
+    # as Flink's metric: taken from the options checkpointState ran with (aligned, timeoutable), not from the output
+    assert not ack.metrics.unaligned_checkpoint
     els = [e for _, e in _drain(part)]
     assert els[0].options.is_unaligned_checkpoint and els[1] == Buffer(("q",), 64, 0)
 
