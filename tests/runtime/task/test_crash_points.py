@@ -3,37 +3,16 @@
 barrier is not forwarded), tells its driver with ``CrashedAtProtocolPoint``, and is not disturbed by the
 checkpoints it is not armed for."""
 
-import random
-
 import pytest
 
-from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualClock, ManualTimerService
-from barriersim.runtime.events import (
-    Buffer,
-    CheckpointBarrier,
-    CheckpointOptions,
-    CheckpointType,
-    InputChannelInfo,
-    ResultSubpartitionInfo,
-)
+from barriersim.runtime.checkpointing.api import CheckpointingMode
+from barriersim.runtime.events import Buffer, CheckpointBarrier, CheckpointOptions, CheckpointType
 from barriersim.runtime.faults import CrashTask, FaultSchedule, ProtocolPoint
-from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.network.input.input_channel import AddCredit
-from barriersim.runtime.stream_task import NetworkConfig, StepOutcome, StreamTask
+from barriersim.runtime.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
+from two_source_map_job import CH0, CH1, OUT, deployed_task
 
-# two sources feed one map task through one gate of two channels
-GRAPH = JobGraph(
-    (
-        JobVertex("source", OperatorKind.SOURCE, 2),
-        JobVertex("map", OperatorKind.MAP, 1),
-        JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK, 1),
-    ),
-    (JobEdge("source", "map", Partitioner.REBALANCE), JobEdge("map", "sink", Partitioner.REBALANCE)),
-).validate()
-CH0, CH1 = InputChannelInfo(0, 0), InputChannelInfo(0, 1)
-OUT = ResultSubpartitionInfo(0, 0)
 MODES = [CheckpointingMode.ALIGNED, CheckpointingMode.UNALIGNED, CheckpointingMode.AT_LEAST_ONCE]
 
 
@@ -46,14 +25,7 @@ def _options(mode: CheckpointingMode) -> CheckpointOptions:
 
 
 def _task(vertex, mode, crash_points=(), index=0):
-    task = StreamTask(
-        GRAPH, vertex, index, ExecutionAttemptID(vertex, index, 0), mode=mode,
-        clock=ManualClock(0), timer_service=ManualTimerService(), rng=random.Random(0),
-        network=NetworkConfig(buffer_size=64, record_size=32, max_buffers_per_channel=100),
-        crash_points=crash_points,
-    )
-    task.restore(None)
-    return task
+    return deployed_task(vertex, mode, index=index, crash_points=crash_points)
 
 
 def _process_all(task: StreamTask) -> None:

@@ -5,42 +5,15 @@ timeoutable aligned barrier that left the task acknowledges at once, not when th
 alignment-latency benchmark (unaligned under backpressure took as long as the backpressure lasted; aligned
 with a timeout always took the full timeout)."""
 
-import random
-
-from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualClock, ManualTimerService
-from barriersim.runtime.events import (
-    Buffer,
-    CheckpointBarrier,
-    CheckpointOptions,
-    CheckpointType,
-    InputChannelInfo,
-    ResultSubpartitionInfo,
-)
-from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
-from barriersim.runtime.stream_task import NetworkConfig, StepOutcome, StreamTask
+from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualTimerService
+from barriersim.runtime.events import Buffer, CheckpointBarrier, CheckpointOptions, CheckpointType
+from barriersim.runtime.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint
-
-GRAPH = JobGraph(
-    (
-        JobVertex("source", OperatorKind.SOURCE, 2),
-        JobVertex("map", OperatorKind.MAP, 1),
-        JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK, 1),
-    ),
-    (JobEdge("source", "map", Partitioner.REBALANCE), JobEdge("map", "sink", Partitioner.REBALANCE)),
-).validate()
-CH0, CH1 = InputChannelInfo(0, 0), InputChannelInfo(0, 1)
-OUT = ResultSubpartitionInfo(0, 0)
+from two_source_map_job import CH0, CH1, OUT, deployed_task
 
 
 def _map_task(mode: CheckpointingMode, timers: ManualTimerService) -> StreamTask:
-    task = StreamTask(
-        GRAPH, "map", 0, ExecutionAttemptID("map", 0, 0), mode=mode,
-        clock=ManualClock(0), timer_service=timers, rng=random.Random(0),
-        network=NetworkConfig(buffer_size=64, record_size=32, max_buffers_per_channel=2),
-    )
-    task.restore(None)
-    return task
+    return deployed_task("map", mode, timer_service=timers, max_buffers_per_channel=2)
 
 
 def _records(first: int) -> Buffer:
