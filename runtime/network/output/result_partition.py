@@ -3,7 +3,11 @@ and hands buffers to the network under credit-based flow control.
 
 How this works: each subpartition has an open buffer builder. ``emit_record`` appends a record of ``size``
 bytes to its target's builder; a builder is finished (queued in the subpartition, where it gets the next
-buffer index) when it is full (the memory segment size, 32 KiB by default) or on ``flush``. A record larger
+buffer index) when it is full (the memory segment size, 32 KiB by default). ``flush`` (the output flusher,
+every ``execution.buffer-timeout``) only requests a flush, as Flink's ``PipelinedSubpartition.flush`` sets
+``flushRequested``: the open builder keeps filling until the network side may take it (the queue ahead of it
+sent, credit available), and is cut then with whatever it holds; so a backpressured subpartition keeps filling
+its buffers instead of queueing a small one per flush. A record larger
 than the space left spans buffers, as Flink's spanning records do: the full buffers carry its first bytes
 and the record value travels in the buffer where it ends. ``broadcast_event`` first finishes every open
 builder, so the data written before an event is queued before it, then adds the event to every
@@ -88,6 +92,7 @@ class ResultPartition:
         ]
         self._readers = [CreditBasedSequenceNumberingViewReader(s, initial_credit) for s in self.subpartitions]
         self._builders = [_BufferBuilder() for _ in range(num_subpartitions)]
+        self._flush_requested = [False] * num_subpartitions
         self._finished = False
         self._released = False
         self.total_written_bytes = 0
@@ -226,15 +231,35 @@ class ResultPartition:
         builder = self._builders[i]
         if builder.records or builder.size:
             self.subpartitions[i].add_buffer(builder.build())
-        self._builders[i] = _BufferBuilder()
+            self._builders[i] = _BufferBuilder()
+        self._flush_requested[i] = False
 
     def flush(self, target_subpartition: int) -> None:
-        """Makes the partially filled buffer of one subpartition available (Flink's ``flush``)."""
-        self._finish_builder(target_subpartition)
+        """Flink's ``flush``: the partially filled buffer of one subpartition may be sent as soon as the network
+        side can take it (``flushRequested``); until then it keeps filling."""
+        builder = self._builders[target_subpartition]
+        if builder.records or builder.size:
+            self._flush_requested[target_subpartition] = True
 
     def flush_all(self) -> None:
         for i in range(len(self.subpartitions)):
+            self.flush(i)
+
+    def _finish_builders(self) -> None:
+        """Every open buffer is finished and queued (before an event, Flink's ``finishUnicastBufferBuilders``)."""
+        for i in range(len(self.subpartitions)):
             self._finish_builder(i)
+
+    def _cut_flushed(self, i: int) -> bool:
+        """A requested flush takes effect when the network side could send the open buffer now: nothing queued
+        ahead of it and credit for it (Flink's reader reads the flushed builder's data at that point)."""
+        if not self._flush_requested[i]:
+            return False
+        sub = self.subpartitions[i]
+        if sub.has_queued_elements or sub.is_blocked or self._readers[i].num_credits_available <= 0:
+            return False
+        self._finish_builder(i)
+        return True
 
     # -- events ------------------------------------------------------------------------------------
 
@@ -248,7 +273,7 @@ class ResultPartition:
             return {}
         if self._finished:
             self._check_in_produce_state(f"broadcast_event({event!r})")
-        self.flush_all()
+        self._finish_builders()
         overtaken: dict[ResultSubpartitionInfo, tuple[Buffer, ...]] = {}
         for sub in self.subpartitions:
             data = sub.add_event(event, is_priority_event)
@@ -276,7 +301,7 @@ class ResultPartition:
         """Flink's ``finish``: flushes and ends every subpartition with an end of partition."""
         if self._finished or self._released:
             return
-        self.flush_all()
+        self._finish_builders()
         for sub in self.subpartitions:
             sub.finish()
         self._finished = True
@@ -292,6 +317,7 @@ class ResultPartition:
             return
         self._released = True
         self._builders = [_BufferBuilder() for _ in self.subpartitions]
+        self._flush_requested = [False] * len(self.subpartitions)
         for sub in self.subpartitions:
             sub.release()
 
@@ -303,7 +329,10 @@ class ResultPartition:
 
     def add_recovered(self, info: ResultSubpartitionInfo, buffers: Iterable[Buffer]) -> None:
         """Re-queues persisted output buffers of ``info`` before any new data (restore)."""
-        self.subpartitions[self._index(info)].add_recovered(buffers)
+        i = self._index(info)
+        if self._builders[i].records or self._builders[i].size:
+            self._finish_builder(i)  # new data already written: the subpartition refuses the recovered buffers
+        self.subpartitions[i].add_recovered(buffers)
 
     # -- the network side --------------------------------------------------------------------------
 
@@ -319,7 +348,11 @@ class ResultPartition:
         """The next element of ``info`` that may be sent now, or None (empty, blocked, no credit, released)."""
         if self._released:
             return None
-        return self._readers[self._index(info)].get_next_buffer()
+        i = self._index(info)
+        item = self._readers[i].get_next_buffer()
+        if item is None and self._cut_flushed(i):
+            item = self._readers[i].get_next_buffer()
+        return item
 
     def poll_sendable(self) -> list[tuple[ResultSubpartitionInfo, BufferAndBacklog]]:
         """Everything the network may send now: subpartition by subpartition, in order, ``poll_next`` until
@@ -327,17 +360,25 @@ class ResultPartition:
         if self._released:
             return []
         out = []
-        for reader in self._readers:
+        flush_requested = self._flush_requested
+        for i, reader in enumerate(self._readers):
             sub = reader.subpartition
-            if not sub.has_queued_elements:
+            if not sub.has_queued_elements and not flush_requested[i]:
                 continue
             info = sub.info
-            while (item := reader.get_next_buffer()) is not None:
-                out.append((info, item))
+            while True:
+                while (item := reader.get_next_buffer()) is not None:
+                    out.append((info, item))
+                if not self._cut_flushed(i):
+                    break
         return out
 
     def is_subpartition_available(self, info: ResultSubpartitionInfo) -> bool:
-        return self._readers[self._index(info)].is_available()
+        i = self._index(info)
+        if self._readers[i].is_available():
+            return True
+        return (self._flush_requested[i] and not self._released and not self.subpartitions[i].has_queued_elements
+                and self._readers[i].num_credits_available > 0)
 
     def resume_consumption(self, info: ResultSubpartitionInfo) -> None:
         if self._released:
@@ -345,7 +386,11 @@ class ResultPartition:
         self._readers[self._index(info)].resume_consumption()
 
     def get_backlog(self, info: ResultSubpartitionInfo) -> int:
-        return self.subpartitions[self._index(info)].get_buffers_in_backlog()
+        i = self._index(info)
+        sub = self.subpartitions[i]
+        # Flink's getBuffersInBacklog counts a flushed, unfinished buffer too (flushRequested)
+        flushed = 1 if self._flush_requested[i] and not sub.is_blocked else 0
+        return sub.get_buffers_in_backlog() + flushed
 
     # -- availability ------------------------------------------------------------------------------
 

@@ -361,3 +361,23 @@ def test_restored_output_buffers_go_first():
         Buffer(("r2",), 5, 4),
         Buffer(("new",), 5, 5),
     ]
+
+
+def test_flush_without_credit_keeps_filling_the_open_buffer():
+    """Flink's PipelinedSubpartition.flush only sets flushRequested: the flushed buffer keeps taking records
+    until the reader can read it. Before, every flush (the 100 ms output flusher) queued a small buffer, so a
+    backpressured channel reached its buffer limit holding a fraction of the data Flink holds (aligned
+    checkpoints under heavy backpressure took 1.75 s in the alignment benchmark against Flink's 3.4 s)."""
+    part = ResultPartition(0, 1, memory_segment_size=1024)
+    part.emit_record("a", 0, 100)
+    part.flush(0)
+    assert part.poll_next(INFO) is None  # no credit: nothing leaves, the buffer stays open
+    part.emit_record("b", 0, 100)
+    part.flush(0)
+    part.emit_record("c", 0, 100)
+    assert part.buffers_in_use(0) == 1 and part.get_backlog(INFO) == 1
+    part.add_credit(INFO, 1)
+    assert [item.element for _, item in part.poll_sendable()] == [Buffer(("a", "b", "c"), 300, 0)]
+    part.emit_record("d", 0, 100)  # written after the cut: waits for the next flush
+    part.add_credit(INFO, 1)
+    assert part.poll_sendable() == []
