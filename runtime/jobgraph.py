@@ -94,7 +94,13 @@ class JobEdge:
     target_input: int = 0
 
     def __str__(self) -> str:
-        return f"{self.source} -[{self.partitioner.value}]-> {self.target} (input {self.target_input})"
+        return f"{_shown(self.source)} -[{self.partitioner.value}]-> {_shown(self.target)} (input {self.target_input})"
+
+
+def _shown(name: str) -> str:
+    """A vertex name as messages show it: as written, or quoted and escaped if it is empty, has surrounding
+    blanks or a character that does not print (a newline would break a one-line error)."""
+    return name if isinstance(name, str) and name and name.isprintable() and name.strip() == name else repr(name)
 
 
 @dataclass(frozen=True)

@@ -57,12 +57,19 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
     return lambda v: None if v in choices else f"must be one of {', '.join(choices)}, got {v!r}"
 
 
+def _plain_name(v: str) -> str | None:
+    """A name that shows as written in one-line messages, run directories and subtask names ('name#0')."""
+    if not v or not v.isprintable() or v.strip() != v or any(c in v for c in "/#"):
+        return f"must be a non-empty printable name without surrounding blanks, '/' or '#', got {v!r}"
+    return None
+
+
 OPERATORS = tuple(k.value for k in OperatorKind)
 PARTITIONERS = tuple(p.value for p in Partitioner)
 
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
-        "name": Field(str, None),
+        "name": Field(str, None, _plain_name),
         "description": Field(str, ""),
         "seed": Field(int, 0, _at_least(0)),
     },
@@ -104,7 +111,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
 }
 
 VERTEX_FIELDS: dict[str, Field] = {
-    "name": Field(str, None),
+    "name": Field(str, None, _plain_name),
     "operator": Field(str, None, _one_of(*OPERATORS)),
     "parallelism": Field(int, None, _between(1, 128)),
     "max_parallelism": Field(int, 128, _between(1, 32768)),

@@ -194,3 +194,25 @@ def test_random_malformations_of_the_library_files_get_one_line_errors(tmp_path,
         assert re.match(rf"{re.escape(str(p))}: [\w.\[\]]+: \S", message), message
         if how == "rename":  # the renamed key is unknown, or the original one is now missing: either is named
             assert f"{leaf[-1]}_x: unknown" in message or f"{leaf[-1]}: is required" in message, message
+
+
+def test_an_edge_naming_a_vertex_with_a_newline_gets_a_one_line_error(tmp_path):
+    """Found by the Hypothesis malformed-file test (job.edge[1].from = "\\n"): the edge was shown with the raw
+    name, so the error spanned two lines."""
+    text = (Path(__file__).parents[2] / "scenarios" / "window_join.toml").read_text()
+    assert 'from = "right"' in text
+    path = tmp_path / "newline.toml"
+    path.write_text(text.replace('from = "right"', 'from = "\\n"', 1))
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert "\n" not in str(err.value) and "job.edge[" in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["", " left", "a\nb", "a/b", "a#1"])
+def test_a_vertex_name_that_cannot_show_in_one_line_is_refused(tmp_path, name):
+    text = (Path(__file__).parents[2] / "scenarios" / "window_join.toml").read_text()
+    path = tmp_path / "bad-name.toml"
+    path.write_text(text.replace('name = "left"', f"name = {dumps({'x': name}).split('=', 1)[1].strip()}", 1))
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert "\n" not in str(err.value) and "job.vertex[0].name: must be a non-empty printable name" in str(err.value)
