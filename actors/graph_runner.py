@@ -47,6 +47,7 @@ class RayJobResult:
     first_deploy_seconds: float = 0.0  # part of job_seconds: starting the first attempt's actors
     coordinator_failovers: int = 0  # JobManager failovers (crash_coordinator), part of restarts
     storage_errors: list[str] = field(default_factory=list)
+    fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
 
 
 def run_graph_on_ray(
@@ -104,6 +105,7 @@ def run_graph_on_ray(
             task_runs=result["task_runs"],
             coordinator_failovers=result["coordinator_failovers"],
             storage_errors=result["storage_errors"],
+            fault_log=result["fault_log"],
         )
     finally:
         if job_manager is not None:

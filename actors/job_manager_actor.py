@@ -64,7 +64,9 @@ from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.events import options_to_wire
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.fault_log import FaultLog
 from barriersim.runtime.faults import (
+    CrashCoordinator,
     CrashTask,
     MessageKind,
     ProtocolPoint,
@@ -108,6 +110,8 @@ class JobManagerActor:
         self.outcome: JobOutcome | None = None
         self._restore_from: m.RestoreFrom | None = None
         self._fired_points: set = set()
+        self.fault_log = FaultLog(config.faults)
+        self._finished_at_ms: dict[str, int] = {}  # a subtask's last finish, since the job started
         self._error: str | None = None
         self._emit_watermarks = any(v.operator.uses_event_time for v in self.graph.vertices)
         # what high availability keeps across a JobManager failover: the id counter (and the storage)
@@ -133,7 +137,7 @@ class JobManagerActor:
     def _write_metadata(self, metadata, is_savepoint: bool):
         """The coordinator's ``checkpoint_writer``: a failure (``FailStorageWrite`` without a task) raises into the
         coordinator, which aborts the checkpoint as ``FINALIZE_CHECKPOINT_FAILURE``."""
-        if self.config.faults.fails_storage_write(metadata.checkpoint_id):
+        if self.fault_log.fails_storage_write(metadata.checkpoint_id, self._job_ms()):
             self.storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
         try:
             return self.storage.persist_checkpoint(metadata, is_savepoint=is_savepoint)
@@ -155,12 +159,13 @@ class JobManagerActor:
         self.deployed_seconds = time.monotonic() - self.started
         for fault in c.faults.of_type(CrashTask):
             if fault.at_ms is not None:
-                self.loop.call_later(fault.at_ms / 1000.0, self._crash, fault.task)
-        for at_ms in c.faults.coordinator_crashes():
-            self.loop.call_later(at_ms / 1000.0, lambda: self._guard(self._crash_coordinator))
+                self.loop.call_later(fault.at_ms / 1000.0, self._crash_at_time, fault)
+        for fault in sorted(c.faults.of_type(CrashCoordinator), key=lambda f: f.at_ms):
+            self.loop.call_later(fault.at_ms / 1000.0, lambda f=fault: self._guard(lambda: self._crash_coordinator(f)))
         self._guard(lambda: self._handle(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING))))
         await self._done.wait()
         job_seconds = time.monotonic() - self.started
+        self._account_for_slowdowns()
         for handle in self.tasks.values():
             ray.kill(handle)
         self.tasks = {}
@@ -185,6 +190,7 @@ class JobManagerActor:
             "task_runs": list(self.task_runs),
             "failures": list(self.failures),
             "storage_errors": list(self.storage_errors),
+            "fault_log": self.fault_log.report(),
             "job_seconds": job_seconds,
             "first_deploy_seconds": self.deployed_seconds,
         }
@@ -268,7 +274,8 @@ class JobManagerActor:
             for f in self.config.faults.of_type(CrashTask):
                 if f.point is ProtocolPoint.DURING_RESTORE and f not in self._fired_points:
                     self._fired_points.add(f)
-                    self._crash(f.task)
+                    if self._crash(f.task):
+                        self.fault_log.fired(f, self._job_ms())
                     return
 
     async def _watch(self, key, ref, epoch: int) -> None:
@@ -295,14 +302,14 @@ class JobManagerActor:
         name = f"{attempt.vertex_id}#{attempt.subtask_index}"
         if self._current(attempt) and self._crash_point(name, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, checkpoint_id):
             return  # the task died before its acknowledgement left it
-        if self.config.faults.fails_state_write(name, checkpoint_id):
+        if self.fault_log.fails_state_write(name, checkpoint_id, self._job_ms()):
             # Flink's AsyncCheckpointRunnable: the asynchronous part failed, so the task declines
             exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION, checkpoint_id,
                                       f"{name}: injected by fail_storage_write: the state write failed")
             self._to_coordinator(MessageKind.DECLINE, name, checkpoint_id,
                                  m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exc))
             return
-        if self.config.faults.declines(name, checkpoint_id, f"{self.graph.sources[0].name}#0"):
+        if self.fault_log.declines(name, checkpoint_id, f"{self.graph.sources[0].name}#0", self._job_ms()):
             exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED, checkpoint_id, "injected by fail_checkpoints")
             self._to_coordinator(MessageKind.DECLINE, name, checkpoint_id,
                                  m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exc))
@@ -334,7 +341,7 @@ class JobManagerActor:
 
     def _message_fault(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> tuple[bool, float]:
         """A fault schedule's ``DropMessage`` / ``DelayMessage`` for this message (``FaultSchedule.message_fate``)."""
-        drop, delay_ms = self.config.faults.message_fate(kind, task, checkpoint_id)
+        drop, delay_ms = self.fault_log.message_fate(kind, task, checkpoint_id, self._job_ms())
         return drop, delay_ms / 1000.0
 
     def _to_coordinator(self, kind: MessageKind, task: str, checkpoint_id: int, event) -> None:
@@ -372,6 +379,7 @@ class JobManagerActor:
         if not self._current(attempt) or self.outcome is not None:
             return
         self.finished.add((attempt.vertex_id, attempt.subtask_index))
+        self._finished_at_ms[f"{attempt.vertex_id}#{attempt.subtask_index}"] = self._job_ms()
         self._guard(lambda: self._handle(self.coordinator.handle(m.TaskFinished(attempt))))
         if len(self.finished) == len(self.tasks):
             self.outcome = JobOutcome.FINISHED
@@ -409,7 +417,7 @@ class JobManagerActor:
                               lambda h, a=action: h.notify_checkpoint_aborted.remote(
                                   a.checkpoint_id, a.latest_completed_checkpoint_id))
             elif isinstance(action, m.PersistCheckpoint):
-                if self.config.faults.fails_storage_write(action.metadata.checkpoint_id):
+                if self.fault_log.fails_storage_write(action.metadata.checkpoint_id, self._job_ms()):
                     self.storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
                 try:
                     self.storage.persist_checkpoint(action.metadata, is_savepoint=action.is_savepoint)
@@ -432,7 +440,8 @@ class JobManagerActor:
         if fault is None:
             return False
         self._fired_points.add(fault)
-        self._crash(task)
+        if self._crash(task):
+            self.fault_log.fired(fault, self._job_ms())
         return True
 
     async def crashed_at_protocol_point(self, attempt, point: str, checkpoint_id: int) -> None:
@@ -443,18 +452,37 @@ class JobManagerActor:
         fault = self.config.faults.crash_at(name, ProtocolPoint(point), checkpoint_id, self._fired_points)
         if fault is not None:
             self._fired_points.add(fault)
+            self.fault_log.fired(fault, self._job_ms())
         if self._current(attempt) and self.outcome is None:
             self.killed.append(f"{name}@{attempt.attempt_number}")
             self.failures.append(f"{name}: crashed at {point} of checkpoint {checkpoint_id}")
             self._failover(name, point, failed=attempt)
 
-    def _crash(self, task_name: str) -> None:
+    def _job_ms(self) -> int:
+        """The fault log's clock: ms since the job started."""
+        return now_ms() - self.started_ms
+
+    def _crash_at_time(self, fault: CrashTask) -> None:
+        if self._crash(fault.task):
+            self.fault_log.fired(fault, self._job_ms())
+
+    def _crash(self, task_name: str) -> bool:
+        """Kill ``task_name``'s actor; False (nothing happens) if it is unknown, finished or the job is over."""
         vertex, _, index = task_name.partition("#")
         key = (vertex, int(index or 0))
         if key not in self.tasks or key in self.finished or self.outcome is not None:
-            return
+            return False
         self.killed.append(f"{task_name}@{self.attempts[key].attempt_number}")
         ray.kill(self.tasks[key])  # its death is detected through the error of its run call
+        return True
+
+    def _account_for_slowdowns(self) -> None:
+        """A ``SlowTask`` fired (once, at ``from_ms``) if its window opened before its task last finished (or
+        before the job ended): the slowing itself happens inside the task actor, which cannot report after a kill."""
+        end_ms = self._job_ms()
+        for f in self.config.faults.of_type(SlowTask):
+            if f.from_ms < self._finished_at_ms.get(f.task, end_ms):
+                self.fault_log.fired(f, f.from_ms)
 
     def _failover(self, task_name: str, why: str, failed=None) -> None:
         self.restarts += 1
@@ -474,12 +502,13 @@ class JobManagerActor:
         self.loop.call_later(self.config.restart_delay_ms / 1000.0,
                              lambda: self.loop.create_task(self._guarded_deploy(restore)))
 
-    def _crash_coordinator(self) -> None:
+    def _crash_coordinator(self, fault: CrashCoordinator) -> None:
         """A JobManager failover (``CrashCoordinator``): the coordinator's memory is gone (pending checkpoints,
         statistics, failure counts), its timers never fire, every task actor dies; after the restart delay a new
         coordinator recovers from the checkpoint storage."""
         if self.outcome is not None:
             return
+        self.fault_log.fired(fault, self._job_ms())
         self.restarts += 1
         self.coordinator_failovers += 1
         self.epoch += 1

@@ -18,6 +18,7 @@ import sys
 from barriersim import sweep
 from barriersim.report.cli import add_report_parser, cmd_report
 from barriersim.run import UnsupportedScenario
+from barriersim.runtime.fault_log import fired_line
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.scenarios.loader import MODES, ScenarioError, load_scenario
 
@@ -76,6 +77,7 @@ def _print_summary(console, result) -> None:
         ("checkpoints completed", str(s["checkpoints"]["completed"])),
         ("checkpoints aborted", str(s["checkpoints"]["aborted"])),
         ("restarts", str(s["job"]["restarts"])),
+        ("faults", fired_line(s["faults_fired"])),
         ("lost", str(v["lost"])),
         ("duplicated", str(v["duplicated"])),
         ("wrong", str(v["wrong"])),
@@ -135,6 +137,8 @@ def _cmd_run(args) -> int:
             v = r.summary["verification"]
             print(f"{r.summary['mode']}: verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} "
                   f"wrong={v['wrong']}")
+            if r.summary["faults_fired"]:
+                print(f"  faults: {fired_line(r.summary['faults_fired'])}")
         print(f"wrote {results[0].out_dir.parent}")
     return EXIT_VIOLATED if any(r.summary["verification"]["verdict"] == "violated" for r in results) else 0
 
@@ -160,6 +164,7 @@ def _print_side_by_side(console, summaries: list[dict]) -> None:
         ("checkpoints completed", lambda s: s["checkpoints"]["completed"]),
         ("checkpoints failed", lambda s: s["checkpoints"]["failed"]),
         ("restarts", lambda s: s["job"]["restarts"]),
+        ("faults", lambda s: fired_line(s["faults_fired"], detail=False)),
         ("lost", lambda s: s["verification"]["lost"]),
         ("duplicated", lambda s: s["verification"]["duplicated"]),
         ("wrong", lambda s: s["verification"]["wrong"]),
@@ -195,6 +200,8 @@ def _cmd_run_sim(args) -> int:
     for s in summaries:  # plain print: a replay command must stay on one line whatever the terminal width
         v = s["verification"]
         print(f"{s['mode']}: verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} wrong={v['wrong']}")
+        if s["faults_fired"]:
+            print(f"  faults: {fired_line(s['faults_fired'])}")
         print(f"  replay: {s['replay']}")
     print(f"wrote {out}")
     return EXIT_VIOLATED if any(s["verification"]["verdict"] == "violated" for s in summaries) else 0
@@ -216,6 +223,8 @@ def _cmd_replay(args) -> int:
     _print_side_by_side(console, [summary])
     v = summary["verification"]
     print(f"verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} wrong={v['wrong']}")
+    if summary["faults_fired"]:
+        print(f"faults: {fired_line(summary['faults_fired'])}")
     print(f"trace_sha256: {summary['trace_sha256']}")
     return EXIT_VIOLATED if v["verdict"] == "violated" else 0
 

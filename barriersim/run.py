@@ -158,7 +158,7 @@ def _run_on_ray(scenario: Scenario, modes: list[str], out: Path, address: str | 
                 restored_checkpoint_ids=result.restored_checkpoint_ids,
                 restored_in_flight_bytes=result.restored_in_flight_bytes,
                 records_per_second=result.records_emitted / result.job_seconds if result.job_seconds else None,
-                throughput_clock="wall", faults=config.faults.to_plain(),
+                throughput_clock="wall", faults=config.faults.to_plain(), faults_fired=result.fault_log,
                 backend_sections={"spark": spark_info, "timings_seconds": timings,
                                   "ray": {"coordinator_failovers": result.coordinator_failovers,
                                           "killed": result.killed, "failures": result.failures,

@@ -52,7 +52,7 @@ def simulate_scenario(scenario: Scenario, out_dir: Path, seed: int | None = None
         restored_checkpoint_ids=result.restored_checkpoint_ids,
         restored_in_flight_bytes=result.restored_in_flight_bytes,
         records_per_second=records / virtual_seconds if virtual_seconds else None, throughput_clock="virtual",
-        faults=config.faults.to_plain(),
+        faults=config.faults.to_plain(), faults_fired=result.fault_log,
         backend_sections={
             "simulation": {
                 "outcome": result.outcome.value,

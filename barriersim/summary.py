@@ -6,7 +6,8 @@ this order: ``scenario``, ``seed``, ``backend`` (``ray`` or ``sim``), ``mode``, 
 ``aborted``, ``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
 verdict's counts), ``job`` (``outcome``, ``restarts``, ``restored_checkpoint_ids``,
 ``restored_in_flight_bytes``), ``throughput`` (``records_per_second`` and the ``clock`` it was measured on:
-``wall`` on Ray, ``virtual`` in the simulator), ``faults`` (the fault schedule run), then the backend's own
+``wall`` on Ray, ``virtual`` in the simulator), ``faults`` (the fault schedule run), ``faults_fired`` (each
+fault of it with ``fired``, how often it took effect, and ``first_at_ms``: ``runtime.fault_log``), then the backend's own
 sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
 ``wall_seconds`` last. ``write_run_directory`` writes it atomically (``runtime.storage``'s
 ``AtomicFileWriter``) beside ``checkpoints`` and ``subtasks`` tables (CSV and Parquet, Flink's field names;
@@ -72,6 +73,7 @@ def build_summary(
     records_per_second: float | None,
     throughput_clock: str,
     faults: list,
+    faults_fired: list,
     backend_sections: dict,
     wall_seconds: float,
 ) -> dict:
@@ -100,6 +102,7 @@ def build_summary(
             "clock": throughput_clock,
         },
         "faults": faults,
+        "faults_fired": faults_fired,
     }
     summary.update(backend_sections)
     summary["wall_seconds"] = round(wall_seconds, 3)

@@ -154,6 +154,21 @@ def _check(fault: Fault, where: str) -> None:
                       "checkpoint ids start at 1")
 
 
+def fault_to_plain(fault: Fault) -> dict:
+    """One fault as the plain table a scenario file or a replay command gives: ``type`` first, no None fields."""
+    d = {"type": _NAME_OF[type(fault)]}
+    for key, value in asdict(fault).items():
+        if value is not None:
+            d[key] = value.value if isinstance(value, enum.Enum) else value
+    return d
+
+
+def fate_of(message_faults: list) -> tuple[bool, int]:
+    """``(dropped, delay_ms)`` of a message hit by ``message_faults``: any drop loses it, delays add up."""
+    drop = any(isinstance(f, DropMessage) for f in message_faults)
+    return drop, sum(f.delay_ms for f in message_faults if isinstance(f, DelayMessage))
+
+
 @dataclass(frozen=True)
 class FaultSchedule:
     faults: tuple[Fault, ...] = ()
@@ -172,30 +187,48 @@ class FaultSchedule:
 
     # -- how a driver reads the schedule (one reading for the simulator and the Ray backend) -----------
 
+    def message_faults(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> list:
+        """The ``DropMessage`` / ``DelayMessage`` faults that hit the ``kind`` message of ``task`` for ``checkpoint_id``."""
+        return [f for f in self.faults
+                if isinstance(f, (DropMessage, DelayMessage)) and f.kind is kind and f.task in (None, task)
+                and f.checkpoint_id in (None, checkpoint_id)]
+
     def message_fate(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> tuple[bool, int]:
         """``(dropped, delay_ms)`` of the ``kind`` message of ``task`` for ``checkpoint_id``: delays add up."""
-        drop, delay_ms = False, 0
-        for f in self.faults:
-            if isinstance(f, (DropMessage, DelayMessage)) and f.kind is kind and f.task in (None, task) and (
-                    f.checkpoint_id in (None, checkpoint_id)):
-                if isinstance(f, DropMessage):
-                    drop = True
-                else:
-                    delay_ms += f.delay_ms
-        return drop, delay_ms
+        return fate_of(self.message_faults(kind, task, checkpoint_id))
+
+    def decline_fault(self, task: str, checkpoint_id: int, first_source: str) -> FailCheckpoints | None:
+        """The ``FailCheckpoints`` by which ``task`` declines ``checkpoint_id`` (default task: the first source)."""
+        for f in self.of_type(FailCheckpoints):
+            if (f.task or first_source) == task and f.first_checkpoint_id <= checkpoint_id < f.first_checkpoint_id + f.count:
+                return f
+        return None
 
     def declines(self, task: str, checkpoint_id: int, first_source: str) -> bool:
         """Whether ``task`` declines ``checkpoint_id`` by a ``FailCheckpoints`` (default task: the first source)."""
-        return any((f.task or first_source) == task and f.first_checkpoint_id <= checkpoint_id < f.first_checkpoint_id + f.count
-                   for f in self.of_type(FailCheckpoints))
+        return self.decline_fault(task, checkpoint_id, first_source) is not None
+
+    def storage_write_fault(self, checkpoint_id: int) -> FailStorageWrite | None:
+        """The ``FailStorageWrite`` without a task that fails the ``_metadata`` write of ``checkpoint_id``."""
+        for f in self.of_type(FailStorageWrite):
+            if f.checkpoint_id == checkpoint_id and f.task is None:
+                return f
+        return None
 
     def fails_storage_write(self, checkpoint_id: int) -> bool:
         """Whether the ``_metadata`` write of ``checkpoint_id`` fails (a ``FailStorageWrite`` without a task)."""
-        return any(f.checkpoint_id == checkpoint_id and f.task is None for f in self.of_type(FailStorageWrite))
+        return self.storage_write_fault(checkpoint_id) is not None
+
+    def state_write_fault(self, task: str, checkpoint_id: int) -> FailStorageWrite | None:
+        """The ``FailStorageWrite`` naming ``task`` that fails its state write for ``checkpoint_id``."""
+        for f in self.of_type(FailStorageWrite):
+            if f.checkpoint_id == checkpoint_id and f.task == task:
+                return f
+        return None
 
     def fails_state_write(self, task: str, checkpoint_id: int) -> bool:
         """Whether ``task``'s state write for ``checkpoint_id`` fails (a ``FailStorageWrite`` naming the task)."""
-        return any(f.checkpoint_id == checkpoint_id and f.task == task for f in self.of_type(FailStorageWrite))
+        return self.state_write_fault(task, checkpoint_id) is not None
 
     def crash_at(self, task: str, point: ProtocolPoint, checkpoint_id: int | None, fired) -> CrashTask | None:
         """The ``CrashTask`` that kills ``task`` at ``point`` of ``checkpoint_id`` (any checkpoint for
@@ -239,15 +272,7 @@ class FaultSchedule:
     # -- plain values and JSON (for scenario files and replay commands) ------------------------------
 
     def to_plain(self) -> list[dict]:
-        out = []
-        for fault in self.faults:
-            d = {"type": _NAME_OF[type(fault)]}
-            for key, value in asdict(fault).items():
-                if value is None:
-                    continue
-                d[key] = value.value if isinstance(value, enum.Enum) else value
-            out.append(d)
-        return out
+        return [fault_to_plain(fault) for fault in self.faults]
 
     @staticmethod
     def from_plain(items: list, where: str = "faults") -> "FaultSchedule":

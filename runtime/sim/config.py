@@ -98,3 +98,4 @@ class SimulationResult:
     restored_checkpoint_ids: list[int] = field(default_factory=list)
     restored_in_flight_bytes: int = 0
     coordinator_failovers: int = 0
+    fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired

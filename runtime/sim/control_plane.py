@@ -36,14 +36,14 @@ class ControlPlane:
         cid = action.checkpoint_id
         if self._crash_point(task.name, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, cid):
             return
-        if self.config.faults.fails_state_write(task.name, cid):
+        if self.fault_log.fails_state_write(task.name, cid, self.sim.clock_ms()):
             # Flink's AsyncCheckpointRunnable: the asynchronous part failed, so the task declines
             exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION, cid,
                                       f"{task.name}: injected by fail_storage_write: the state write failed")
             self._rpc_to_coordinator(MessageKind.DECLINE, task.name, cid,
                                      m.DeclineCheckpoint(self.job_id, task.attempt_id, cid, exc))
             return
-        if self.config.faults.declines(task.name, cid, f"{self.graph.sources[0].name}#0"):
+        if self.fault_log.declines(task.name, cid, f"{self.graph.sources[0].name}#0", self.sim.clock_ms()):
             exc = CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED, cid, "injected by fail_checkpoints")
             self._rpc_to_coordinator(MessageKind.DECLINE, task.name, cid,
                                      m.DeclineCheckpoint(self.job_id, task.attempt_id, cid, exc))
@@ -68,7 +68,7 @@ class ControlPlane:
     # -- control plane -----------------------------------------------------------------------------------
 
     def _message_fault(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> tuple[bool, int]:
-        drop, delay_ms = self.config.faults.message_fate(kind, task, checkpoint_id)
+        drop, delay_ms = self.fault_log.message_fate(kind, task, checkpoint_id, self.sim.clock_ms())
         return drop, delay_ms * 1000
 
     def _rpc_to_coordinator(self, kind: MessageKind, task: str, checkpoint_id: int, event) -> None:
@@ -136,7 +136,7 @@ class ControlPlane:
         cid = metadata.checkpoint_id
         # the same trace line as when the driver carried out a PersistCheckpoint action (traces stay comparable)
         self.trace.record(self.sim.now_us, "coordinator", "PersistCheckpoint ")
-        if self.config.faults.fails_storage_write(cid):
+        if self.fault_log.fails_storage_write(cid, self.sim.clock_ms()):
             self.storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
         try:
             location = self.storage.persist_checkpoint(metadata, is_savepoint=is_savepoint)

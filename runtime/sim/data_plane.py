@@ -77,6 +77,8 @@ class DataPlane:
             for slow in slows:
                 if slow.from_ms <= now_ms and (slow.until_ms is None or now_ms < slow.until_ms):
                     cost *= slow.factor
+                    if not self.fault_log.times_fired(slow):  # a slowdown fires once, at its first slowed step
+                        self.fault_log.fired(slow, now_ms)
         return max(1, int(cost))
 
     def _schedule_flush(self, key: SubtaskKey, epoch: int) -> None:

@@ -21,7 +21,7 @@ from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_recovery import recover_completed_checkpoint_store
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.failure_reason import CheckpointFailureReason
-from barriersim.runtime.faults import CrashTask, ProtocolPoint
+from barriersim.runtime.faults import CrashCoordinator, CrashTask, ProtocolPoint
 from barriersim.runtime.sim.config import JobOutcome
 from barriersim.runtime.sim.kernel import Priority
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
@@ -36,7 +36,8 @@ class Failover:
         if fault is None:
             return False
         self._fired_points.add(fault)
-        self._crash(task, point.value)
+        if self._crash(task, point.value):
+            self.fault_log.fired(fault, self.sim.clock_ms())
         return True
 
     def _crashed_at_task_side_point(self, task, action: CrashedAtProtocolPoint) -> None:
@@ -44,15 +45,22 @@ class Failover:
         fault = self.config.faults.crash_at(task.name, action.point, action.checkpoint_id, self._fired_points)
         if fault is not None:
             self._fired_points.add(fault)
+            self.fault_log.fired(fault, self.sim.clock_ms())
         if self.outcome is None:
             self._failover(task.name, action.point.value, failed=task.attempt_id)
 
-    def _crash(self, task_name: str, why: str) -> None:
+    def _crash_at_time(self, fault: CrashTask) -> None:
+        if self._crash(fault.task, "crash_task"):
+            self.fault_log.fired(fault, self.sim.clock_ms())
+
+    def _crash(self, task_name: str, why: str) -> bool:
+        """Fail ``task_name`` over; False (nothing happens) if it is unknown, finished or already dead."""
         vertex, _, index = task_name.partition("#")
         key = (vertex, int(index or 0))
         if key not in self.tasks or key in self._finished or self.outcome is not None or self.tasks[key].finished:
-            return  # unknown, finished, or already dead (the job is restarting): nothing left to crash
+            return False  # unknown, finished, or already dead (the job is restarting): nothing left to crash
         self._failover(task_name, why, failed=self.tasks[key].attempt_id)
+        return True
 
     def _failover(self, task_name: str, why: str, failed=None) -> None:
         self.trace.record(self.sim.now_us, "failover", f"{task_name} {why}")
@@ -83,15 +91,17 @@ class Failover:
         for f in self.config.faults.of_type(CrashTask):
             if f.point is ProtocolPoint.DURING_RESTORE and f not in self._fired_points:
                 self._fired_points.add(f)
-                self._crash(f.task, "during_restore")
+                if self._crash(f.task, "during_restore"):
+                    self.fault_log.fired(f, self.sim.clock_ms())
                 return
 
-    def _crash_coordinator(self) -> None:
+    def _crash_coordinator(self, fault: CrashCoordinator) -> None:
         """A JobManager failover (``CrashCoordinator``): the coordinator's memory is gone (pending checkpoints,
         statistics, failure counts); its timers never fire and messages to it are lost; the task executors lose
         their JobManager and every task dies. After the restart delay a new coordinator recovers."""
         if self.outcome is not None:
             return
+        self.fault_log.fired(fault, self.sim.clock_ms())
         self.trace.record(self.sim.now_us, "failover", "coordinator crash_coordinator")
         self.restarts += 1
         self.coordinator_failovers += 1

@@ -36,7 +36,8 @@ from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCoun
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
-from barriersim.runtime.faults import CrashTask
+from barriersim.runtime.fault_log import FaultLog
+from barriersim.runtime.faults import CrashCoordinator, CrashTask
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, DeploymentLog, check_consistent_cuts
@@ -84,6 +85,7 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
         self.outcome: JobOutcome | None = None
         self._emit_watermarks = any(v.operator.uses_event_time for v in self.graph.vertices)
         self._fired_points: set = set()
+        self.fault_log = FaultLog(config.faults)
         # what high availability keeps across a JobManager failover: the checkpoint id counter (the completed
         # checkpoints are recovered from the checkpoint storage)
         self.id_counter = StandaloneCheckpointIDCounter()
@@ -109,10 +111,9 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
         self._deploy(restore=None)
         for fault in self.config.faults.of_type(CrashTask):
             if fault.at_ms is not None:
-                self.sim.schedule_at(fault.at_ms * 1000, lambda f=fault: self._crash(f.task, "crash_task"),
-                                     Priority.URGENT, "fault")
-        for at_ms in self.config.faults.coordinator_crashes():
-            self.sim.schedule_at(at_ms * 1000, self._crash_coordinator, Priority.URGENT, "fault")
+                self.sim.schedule_at(fault.at_ms * 1000, lambda f=fault: self._crash_at_time(f), Priority.URGENT, "fault")
+        for fault in sorted(self.config.faults.of_type(CrashCoordinator), key=lambda f: f.at_ms):
+            self.sim.schedule_at(fault.at_ms * 1000, lambda f=fault: self._crash_coordinator(f), Priority.URGENT, "fault")
         self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
         result = self.sim.run(until_us=self.config.max_virtual_ms * 1000)
         if self.outcome is None:
@@ -136,6 +137,7 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
             restored_checkpoint_ids=self.restored_ids,
             restored_in_flight_bytes=self.restored_in_flight,
             coordinator_failovers=self.coordinator_failovers,
+            fault_log=self.fault_log.report(),
         )
 
     def consistent_cut_violations(self) -> list[CutViolation]:

@@ -89,6 +89,10 @@ def test_crashes_at_protocol_points_and_message_faults_keep_exactly_once(faults,
     assert result.killed == [f"{crashed}@0"] and result.restarts == 1
     assert result.restored_checkpoint_ids and result.counts["restored"] == 1
     assert verdict.verdict == "exactly-once", verdict
+    # the fault log: every fault met the job (the ack delay hits every acknowledgement until the crash and after)
+    fired = {(e["type"], e.get("point") or e.get("kind")): e["fired"] for e in result.fault_log}
+    assert len(result.fault_log) == len(schedule) and all(n >= 1 for n in fired.values()), result.fault_log
+    assert fired[("crash_task", schedule.of_type(CrashTask)[0].point.value)] == 1
 
 
 def test_task_side_crash_points_stop_the_task_actor_there_and_fire_once(tmp_path):
@@ -106,6 +110,7 @@ def test_task_side_crash_points_stop_the_task_actor_there_and_fire_once(tmp_path
 
     assert result.outcome == "finished" and result.restarts == 2
     assert result.killed == ["keyed-sum#1@0", "source#1@1"]
+    assert [e["fired"] for e in result.fault_log] == [1, 1]
     assert [f for f in result.failures if "crashed at" in f] == [
         "keyed-sum#1: crashed at mid_alignment of checkpoint 2", "source#1: crashed at before_forwarding_barrier of checkpoint 4"]
     statuses = {c["id"]: c["status"] for c in result.checkpoints}
@@ -134,4 +139,5 @@ def test_coordinator_crash_crash_during_restore_slow_task_and_storage_faults_kee
     reasons = {c["id"]: c["failure_reason"] for c in result.checkpoints if c["status"] == "FAILED"}
     assert reasons.get(1) == "CHECKPOINT_ASYNC_EXCEPTION" and reasons.get(2) == "FINALIZE_CHECKPOINT_FAILURE"
     assert result.storage_errors and result.storage_errors[0].startswith("2:")
+    assert [e["fired"] for e in result.fault_log] == [1, 1, 1, 1, 1], result.fault_log
     assert verdict.verdict == "exactly-once", verdict

@@ -26,7 +26,7 @@ FLINK_CHECKPOINT_FIELDS = {
     "num_subtasks", "num_acknowledged_subtasks", "checkpoint_type",
 }
 SUMMARY_KEYS = ["scenario", "seed", "backend", "mode", "versions", "workload", "checkpoints", "verification", "job",
-                "throughput", "faults", "spark", "timings_seconds", "ray", "wall_seconds"]
+                "throughput", "faults", "faults_fired", "spark", "timings_seconds", "ray", "wall_seconds"]
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
 
@@ -54,6 +54,7 @@ def check_run_directory(out: Path, mode: str, seed: int) -> dict:
     assert (v["lost"], v["duplicated"], v["wrong"], v["final_sum_mismatched_keys"]) == (0, 0, 0, 0)
     assert v["verdict"] == "exactly-once"
     assert summary["checkpoints"]["completed"] >= 2
+    assert summary["faults"] == summary["faults_fired"] == []
     assert summary["wall_seconds"] > 0
 
     # Per-checkpoint and per-subtask statistics with Flink's names, consistent with the summary.

@@ -107,6 +107,16 @@ def test_the_failure_storm_restarts_and_restores():
     assert verdict.verdict == "exactly-once"
 
 
+@pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once", "aligned-with-timeout"])
+def test_every_fault_of_the_failure_storm_fires(mode):
+    """The library's failure storm meets every one of its faults on the simulator, in every mode: none falls
+    into a restart (where a crash or a slowdown does nothing) or after the job."""
+    s = load_scenario(SCENARIOS / "failure_storm.toml")
+    result, _ = simulate(s, mode)
+    assert len(result.fault_log) == len(s.faults) == 11
+    assert [e for e in result.fault_log if not e["fired"]] == []
+
+
 def test_the_benchmark_measures_the_bottleneck_under_heavy_backpressure():
     """One row of the alignment-latency benchmark on a small workload: the hot key's subtask is the one whose
     barrier waits (start delay), and an unaligned checkpoint persists in-flight data while an aligned one does
