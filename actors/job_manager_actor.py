@@ -12,7 +12,8 @@ How this works: it does what the simulator's ``JobSimulation`` does around its t
   acknowledgements, declines and finished notices arrive as actor calls (older attempts' are ignored by the
   coordinator); ``PersistCheckpoint`` / ``DiscardCheckpoint`` go to storage;
 - failures: a fault schedule's ``CrashTask(at_ms=...)`` is a ``ray.kill`` of the task's actor at that time
-  after the job started; a task's death is seen only as the error of its ``run`` call
+  on the job's clock, which starts when the first deployment's tasks start running (the simulator's time 0;
+  starting the actors before it takes seconds); slowdowns and the fault log use the same clock; a task's death is seen only as the error of its ``run`` call
   (``RayActorError``), and any task error is a failure too. Failover as in the simulator: every task actor
   of the attempt is killed, the coordinator gets ``TaskFailed`` (it aborts pending checkpoints, creates the
   new attempts and answers ``RestoreFrom``), and after the restart delay the new attempts are deployed from
@@ -111,7 +112,6 @@ class JobManagerActor:
         self._restore_from: m.RestoreFrom | None = None
         self._fired_points: set = set()
         self.fault_log = FaultLog(config.faults)
-        self._finished_at_ms: dict[str, int] = {}  # a subtask's last finish, since the job started
         self._error: str | None = None
         self._emit_watermarks = any(v.operator.uses_event_time for v in self.graph.vertices)
         # what high availability keeps across a JobManager failover: the id counter (and the storage)
@@ -120,10 +120,12 @@ class JobManagerActor:
         self.coordinator_failovers = 0
         self._coordinator_down = False
         self._retired_stats: list = []
-        self.started_ms = 0
-        self._slowdowns = {}
+        self.started_ms: int | None = None  # the job's clock (fault times) starts when the first deployment runs
+        self._slowdowns = {}  # task -> its slowdowns as (factor, from_ms, until_ms), in the schedule's order
+        self._slow_faults: dict[str, list] = {}
         for f in config.faults.of_type(SlowTask):
             self._slowdowns.setdefault(f.task, []).append((f.factor, f.from_ms, f.until_ms))
+            self._slow_faults.setdefault(f.task, []).append(f)
 
     def _new_coordinator(self, store=None, first_attempt_number: int = 0) -> CheckpointCoordinator:
         return CheckpointCoordinator(
@@ -154,18 +156,17 @@ class JobManagerActor:
         c = self.config
         self.coordinator = self._new_coordinator()
         self.started = time.monotonic()
-        self.started_ms = now_ms()
         await self._deploy(None)
         self.deployed_seconds = time.monotonic() - self.started
         for fault in c.faults.of_type(CrashTask):
             if fault.at_ms is not None:
-                self.loop.call_later(fault.at_ms / 1000.0, self._crash_at_time, fault)
+                self.loop.call_later(self._seconds_until(fault.at_ms), self._crash_at_time, fault)
         for fault in sorted(c.faults.of_type(CrashCoordinator), key=lambda f: f.at_ms):
-            self.loop.call_later(fault.at_ms / 1000.0, lambda f=fault: self._guard(lambda: self._crash_coordinator(f)))
+            self.loop.call_later(self._seconds_until(fault.at_ms),
+                                 lambda f=fault: self._guard(lambda: self._crash_coordinator(f)))
         self._guard(lambda: self._handle(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING))))
         await self._done.wait()
         job_seconds = time.monotonic() - self.started
-        self._account_for_slowdowns()
         for handle in self.tasks.values():
             ray.kill(handle)
         self.tasks = {}
@@ -248,7 +249,7 @@ class JobManagerActor:
                     buffer_timeout_ms=c.buffer_timeout_ms,
                     source_rate=c.source_rate_per_subtask if vertex.operator.is_source else 0,
                     emit_watermarks=self._emit_watermarks, checkpoints_after_tasks_finish=c.tasks_wait_for_final_checkpoint,
-                    slowdowns=tuple(self._slowdowns.get(f"{vertex.name}#{i}", ())), job_started_ms=self.started_ms,
+                    slowdowns=tuple(self._slowdowns.get(f"{vertex.name}#{i}", ())),
                     crash_points=tuple(sorted(self.config.faults.armed_crash_points(f"{vertex.name}#{i}", self._fired_points),
                                               key=lambda p: (p[0].value, p[1]))),
                 )
@@ -268,8 +269,10 @@ class JobManagerActor:
         self.restored_in_flight += sum(r["input_bytes"] + r["output_bytes"] for r in restored)
         for attempt in attempts.values():
             self._guard(lambda a=attempt: self._handle(self.coordinator.handle(m.TaskRunning(a))))
+        if self.started_ms is None:  # time 0 of the fault schedule, as the simulator's: the first tasks start
+            self.started_ms = now_ms()
         for key, handle in tasks.items():
-            self.loop.create_task(self._watch(key, handle.run.remote(), epoch))
+            self.loop.create_task(self._watch(key, handle.run.remote(self.started_ms), epoch))
         if self.restarts:  # a restart: a crash during_restore fires once, on the first restart, as in the simulator
             for f in self.config.faults.of_type(CrashTask):
                 if f.point is ProtocolPoint.DURING_RESTORE and f not in self._fired_points:
@@ -333,6 +336,13 @@ class JobManagerActor:
         if self._current(attempt):
             self._crash_point(name, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, checkpoint_id)
 
+    async def slowdown_fired(self, attempt, index: int, at_ms: int) -> None:
+        """A task actor worked inside the window of its ``index``-th slowdown (first time for this attempt)."""
+        attempt = attempt_from_wire(attempt)
+        fault = self._slow_faults[f"{attempt.vertex_id}#{attempt.subtask_index}"][index]
+        if not self.fault_log.times_fired(fault):  # fires once, as in the simulator
+            self.fault_log.fired(fault, at_ms)
+
     async def decline(self, attempt, checkpoint_id: int, reason: str, detail: str) -> None:
         attempt = attempt_from_wire(attempt)
         exc = CheckpointException(reason_from_wire(reason), checkpoint_id, detail)
@@ -379,7 +389,6 @@ class JobManagerActor:
         if not self._current(attempt) or self.outcome is not None:
             return
         self.finished.add((attempt.vertex_id, attempt.subtask_index))
-        self._finished_at_ms[f"{attempt.vertex_id}#{attempt.subtask_index}"] = self._job_ms()
         self._guard(lambda: self._handle(self.coordinator.handle(m.TaskFinished(attempt))))
         if len(self.finished) == len(self.tasks):
             self.outcome = JobOutcome.FINISHED
@@ -459,8 +468,12 @@ class JobManagerActor:
             self._failover(name, point, failed=attempt)
 
     def _job_ms(self) -> int:
-        """The fault log's clock: ms since the job started."""
-        return now_ms() - self.started_ms
+        """The job's clock for fault times and the fault log: ms since the first deployment's tasks started
+        (time 0 of the simulator's virtual clock); 0 before that."""
+        return 0 if self.started_ms is None else now_ms() - self.started_ms
+
+    def _seconds_until(self, at_ms: int) -> float:
+        return max(0.0, at_ms - self._job_ms()) / 1000.0
 
     def _crash_at_time(self, fault: CrashTask) -> None:
         if self._crash(fault.task):
@@ -475,14 +488,6 @@ class JobManagerActor:
         self.killed.append(f"{task_name}@{self.attempts[key].attempt_number}")
         ray.kill(self.tasks[key])  # its death is detected through the error of its run call
         return True
-
-    def _account_for_slowdowns(self) -> None:
-        """A ``SlowTask`` fired (once, at ``from_ms``) if its window opened before its task last finished (or
-        before the job ended): the slowing itself happens inside the task actor, which cannot report after a kill."""
-        end_ms = self._job_ms()
-        for f in self.config.faults.of_type(SlowTask):
-            if f.from_ms < self._finished_at_ms.get(f.task, end_ms):
-                self.fault_log.fired(f, f.from_ms)
 
     def _failover(self, task_name: str, why: str, failed=None) -> None:
         self.restarts += 1

@@ -75,8 +75,7 @@ class TaskDeployment:
     source_rate: int = 0  # records/s for a source subtask; 0: as fast as it can
     emit_watermarks: bool = False
     checkpoints_after_tasks_finish: bool = True
-    slowdowns: tuple = ()  # (factor, from_ms, until_ms or None) after job_started_ms, from the fault schedule
-    job_started_ms: int = 0
+    slowdowns: tuple = ()  # (factor, from_ms, until_ms or None) on the job's clock, from the fault schedule
     crash_points: tuple = ()  # (ProtocolPoint, checkpoint_id) task-side crash points armed for this deployment
 
     @property
@@ -111,6 +110,7 @@ class StreamTaskActor:
         self.waits = 0
         self.finished = False
         self._burst_seconds = 0.0
+        self._slowdowns_reported: set[int] = set()
 
     # -- setup ---------------------------------------------------------------------------------------
 
@@ -135,7 +135,9 @@ class StreamTaskActor:
 
     # -- the work loop -------------------------------------------------------------------------------
 
-    async def run(self) -> dict:
+    async def run(self, job_started_ms: int) -> dict:
+        """Work until the task finishes; ``job_started_ms``: time 0 of the job's clock (the fault schedule's)."""
+        self._job_started_ms = job_started_ms
         started = time.monotonic()
         pace = self.task.operator.is_source and self.d.source_rate
         self._running = True
@@ -186,11 +188,14 @@ class StreamTaskActor:
         """The fault schedule's slowdown factor now (1.0: none); overlapping slowdowns multiply, as in the simulator."""
         if not self.d.slowdowns:
             return 1.0
-        at_ms = now_ms() - self.d.job_started_ms
+        at_ms = now_ms() - self._job_started_ms
         factor = 1.0
-        for f, from_ms, until_ms in self.d.slowdowns:
+        for i, (f, from_ms, until_ms) in enumerate(self.d.slowdowns):
             if from_ms <= at_ms and (until_ms is None or at_ms < until_ms):
                 factor *= f
+                if i not in self._slowdowns_reported:  # for the run's fault log: this slowdown met the task
+                    self._slowdowns_reported.add(i)
+                    self.job_manager.slowdown_fired.remote(attempt_to_wire(self.attempt), i, at_ms)
         return factor
 
     def _work_inline(self) -> None:
