@@ -6,8 +6,8 @@ failover: every task dies (sinks abort their open transactions), the epoch moves
 for the dead deployment runs, the coordinator aborts its pending checkpoints and picks the latest completed
 checkpoint, and after the restart delay new attempts restore it (operator state by key group, source offsets,
 channel state) and resume. More than ``max_restarts`` failovers fail the job. A crash of a task that is dead
-or finished does nothing. A coordinator crash (``CrashCoordinator``) is a JobManager failover: the coordinator's
-memory is lost (pending checkpoints, failure counts), every task dies, and after the restart delay a new
+or finished does nothing and is not counted as fired (``runtime.fault_log``). A coordinator crash
+(``CrashCoordinator``) is a JobManager failover: the coordinator's memory is lost (pending checkpoints, failure counts), every task dies, and after the restart delay a new
 coordinator recovers the completed checkpoints from the checkpoint storage and keeps the persisted id counter
 (``coordinator.checkpoint_recovery``), restores the latest one and redeploys; it does not count against
 ``max_restarts`` (Flink's restart strategy belongs to the JobMaster that died). Mirrors Flink's
