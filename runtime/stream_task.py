@@ -12,8 +12,8 @@ messages for others (credit and resume for upstream tasks, acknowledgements and 
 coordinator, ``TaskFinished``). Barrier-handler actions are wired to the checkpoint steps inside the task:
 a ``TriggerCheckpointOnBarrier`` runs ``SubtaskCheckpointCoordinator.checkpoint_state`` at once, as Flink's
 mailbox does. Timers the task registers call the driver's ``wakeup`` after they fire, so the driver knows to
-collect their effects. Records are routed as Flink's partitioners route them: hash by key group, rebalance
-round robin from a random start, forward, broadcast; watermarks are broadcast. A fault schedule's task-side
+collect their effects. Records and watermarks reach the result partitions through the task's
+``RecordWriters`` (``runtime.task.record_writers``: Flink's partitioners). A fault schedule's task-side
 crash points (``runtime.task.crash_points``: ``before_forwarding_barrier``, ``mid_alignment``) stop the task
 where the protocol reaches them: it fails at once and emits ``CrashedAtProtocolPoint`` for its driver.
 """
@@ -23,7 +23,6 @@ from __future__ import annotations
 import enum
 import random
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from barriersim.runtime.mutations import PlantedBug, is_planted
@@ -48,7 +47,7 @@ from barriersim.runtime.events import (
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults import ProtocolPoint
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.jobgraph import JobGraph, Partitioner
+from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
 from barriersim.runtime.network.output.result_partition import Availability, ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
@@ -56,10 +55,10 @@ from barriersim.runtime.operators.factory import create_operator
 from barriersim.runtime.operators.records import KEY
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.operators.watermarks import WatermarkValve
-from barriersim.runtime.state.key_groups import assign_key_to_parallel_operator
 from barriersim.runtime.state.snapshot import TaskStateSnapshot
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
+from barriersim.runtime.task.record_writers import RecordWriters
 from barriersim.runtime.task.subtask_checkpoint_coordinator import SubtaskCheckpointCoordinator
 
 
@@ -166,8 +165,7 @@ class StreamTask:
                             max_buffers_per_channel=network.max_buffers_per_channel)
             for i, edge in enumerate(self.output_edges)
         ]
-        self._next_rebalance = [rng.randrange(max(1, p.number_of_subpartitions)) for p in self.partitions]
-        self._hash_cache: list[dict] = [{} for _ in self.partitions]
+        self.record_writers = RecordWriters(graph, self.output_edges, self.partitions, network.record_size, rng)
 
         self.input_side: Optional[InputSide] = None
         self._recovered_input: list[tuple[InputChannelInfo, Buffer]] = []
@@ -465,41 +463,10 @@ class StreamTask:
         self._broadcast_watermark(watermark)
 
     def _broadcast_watermark(self, watermark: Watermark) -> None:
-        for p in self.partitions:
-            p.broadcast_record(watermark, self.network.record_size)
+        self.record_writers.broadcast(watermark)
 
     def _route(self, records: Sequence[tuple]) -> None:
-        size = self.network.record_size
-        if not isinstance(records, (list, tuple)):
-            records = list(records)
-        for i, (edge, partition) in enumerate(zip(self.output_edges, self.partitions)):
-            kind = edge.partitioner
-            if kind is Partitioner.BROADCAST:
-                for r in records:
-                    partition.broadcast_record(r, size)
-            elif kind is Partitioner.FORWARD:
-                partition.emit_batch(records, 0, size)
-            elif kind is Partitioner.HASH:
-                cache = self._hash_cache[i]
-                targets = [
-                    cache[key] if key in cache else self._hash_target(i, edge, key)
-                    for key in map(itemgetter(KEY), records)
-                ]
-                partition.emit_batch(records, targets, size)
-            else:  # rebalance: round robin, starting at a random channel as Flink's RebalancePartitioner
-                n = partition.number_of_subpartitions
-                start = self._next_rebalance[i]
-                partition.emit_round_robin(records, start, size)
-                self._next_rebalance[i] = (start + len(records)) % n
-
-    def _hash_target(self, partition_idx: int, edge, key) -> int:
-        """Flink's KeyGroupStreamPartitioner (key -> key group -> subtask), memoized per key."""
-        cache = self._hash_cache[partition_idx]
-        target = cache.get(key)
-        if target is None:
-            consumer = self.graph.vertex(edge.target)
-            target = cache[key] = assign_key_to_parallel_operator(key, consumer.max_parallelism, consumer.parallelism)
-        return target
+        self.record_writers.emit(records)
 
     def flush_outputs(self) -> None:
         """Flink's output flusher (``execution.buffer-timeout``, 100 ms by default) finishing open buffers."""
