@@ -14,10 +14,10 @@ How this works: it does what the simulator's ``JobSimulation`` does around its t
 - failures: a fault schedule's ``CrashTask(at_ms=...)`` is a ``ray.kill`` of the task's actor at that time
   on the job's clock, which starts when the first deployment's tasks start running (the simulator's time 0;
   starting the actors before it takes seconds); slowdowns and the fault log use the same clock; a task's
-  death is seen only as the error of its ``run`` call (``RayActorError``), and any task error is a failure too. Failover as in the simulator: every task actor
-  of the attempt is killed, the coordinator gets ``TaskFailed`` (it aborts pending checkpoints, creates the
-  new attempts and answers ``RestoreFrom``), and after the restart delay the new attempts are deployed from
-  that checkpoint. The job ends when every task of the current attempt finished.
+  death is seen only as the error of its ``run`` call (``RayActorError``), and any task error is a failure
+  too. Failover as in the simulator: every task actor of the attempt is killed, the coordinator gets
+  ``TaskFailed`` (it aborts pending checkpoints, creates the new attempts and answers ``RestoreFrom``), and
+  after the restart delay the new attempts are deployed from that checkpoint. The job ends when every task of the current attempt finished.
 - the fault schedule and the failover itself: ``actors.failover.RayFailover``, which this actor mixes in.
 No protocol rule lives here.
 """
@@ -106,10 +106,8 @@ class JobManagerActor(RayFailover):
         self._coordinator_down = False
         self._retired_stats: list = []
         self.started_ms: int | None = None  # the job's clock (fault times) starts when the first deployment runs
-        self._slowdowns = {}  # task -> its slowdowns as (factor, from_ms, until_ms), in the schedule's order
-        self._slow_faults: dict[str, list] = {}
+        self._slow_faults: dict[str, list[SlowTask]] = {}  # task -> its slowdowns, in the schedule's order
         for f in config.faults.of_type(SlowTask):
-            self._slowdowns.setdefault(f.task, []).append((f.factor, f.from_ms, f.until_ms))
             self._slow_faults.setdefault(f.task, []).append(f)
 
     def _new_coordinator(self, store=None, first_attempt_number: int = 0) -> CheckpointCoordinator:
@@ -234,7 +232,8 @@ class JobManagerActor(RayFailover):
                     buffer_timeout_ms=c.buffer_timeout_ms,
                     source_rate=c.source_rate_per_subtask if vertex.operator.is_source else 0,
                     emit_watermarks=self._emit_watermarks, checkpoints_after_tasks_finish=c.tasks_wait_for_final_checkpoint,
-                    slowdowns=tuple(self._slowdowns.get(f"{vertex.name}#{i}", ())),
+                    slowdowns=tuple((f.factor, f.from_ms, f.until_ms)
+                                    for f in self._slow_faults.get(f"{vertex.name}#{i}", ())),
                     crash_points=tuple(sorted(self.config.faults.armed_crash_points(f"{vertex.name}#{i}", self._fired_points),
                                               key=lambda p: (p[0].value, p[1]))),
                 )

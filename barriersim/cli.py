@@ -137,10 +137,15 @@ def _cmd_run(args) -> int:
             v = r.summary["verification"]
             print(f"{r.summary['mode']}: verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} "
                   f"wrong={v['wrong']}")
-            if r.summary["faults_fired"]:
-                print(f"  faults: {fired_line(r.summary['faults_fired'])}")
+            _print_faults_fired(r.summary, "  ")
         print(f"wrote {results[0].out_dir.parent}")
     return EXIT_VIOLATED if any(r.summary["verification"]["verdict"] == "violated" for r in results) else 0
+
+
+def _print_faults_fired(summary: dict, indent: str = "") -> None:
+    """Which faults of a run with a fault schedule fired, on one plain line (nothing without faults)."""
+    if summary["faults_fired"]:
+        print(f"{indent}faults: {fired_line(summary['faults_fired'])}")
 
 
 SIDE_BY_SIDE_MODES = ("aligned", "unaligned", "at-least-once")
@@ -200,8 +205,7 @@ def _cmd_run_sim(args) -> int:
     for s in summaries:  # plain print: a replay command must stay on one line whatever the terminal width
         v = s["verification"]
         print(f"{s['mode']}: verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} wrong={v['wrong']}")
-        if s["faults_fired"]:
-            print(f"  faults: {fired_line(s['faults_fired'])}")
+        _print_faults_fired(s, "  ")
         print(f"  replay: {s['replay']}")
     print(f"wrote {out}")
     return EXIT_VIOLATED if any(s["verification"]["verdict"] == "violated" for s in summaries) else 0
@@ -223,8 +227,7 @@ def _cmd_replay(args) -> int:
     _print_side_by_side(console, [summary])
     v = summary["verification"]
     print(f"verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} wrong={v['wrong']}")
-    if summary["faults_fired"]:
-        print(f"faults: {fired_line(summary['faults_fired'])}")
+    _print_faults_fired(summary)
     print(f"trace_sha256: {summary['trace_sha256']}")
     return EXIT_VIOLATED if v["verdict"] == "violated" else 0
 

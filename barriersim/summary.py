@@ -7,8 +7,8 @@ this order: ``scenario``, ``seed``, ``backend`` (``ray`` or ``sim``), ``mode``, 
 verdict's counts), ``job`` (``outcome``, ``restarts``, ``restored_checkpoint_ids``,
 ``restored_in_flight_bytes``), ``throughput`` (``records_per_second`` and the ``clock`` it was measured on:
 ``wall`` on Ray, ``virtual`` in the simulator), ``faults`` (the fault schedule run), ``faults_fired`` (each
-fault of it with ``fired``, how often it took effect, and ``first_at_ms``: ``runtime.fault_log``), then the backend's own
-sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
+fault of it with ``fired``, how often it took effect, and ``first_at_ms``: ``runtime.fault_log``), then the
+backend's own sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
 ``wall_seconds`` last. ``write_run_directory`` writes it atomically (``runtime.storage``'s
 ``AtomicFileWriter``) beside ``checkpoints`` and ``subtasks`` tables (CSV and Parquet, Flink's field names;
 no table without rows).

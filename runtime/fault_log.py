@@ -25,11 +25,12 @@ class FaultLog:
         self.schedule = schedule
         self._counts = [0] * len(schedule.faults)
         self._first_at_ms: list[int | None] = [None] * len(schedule.faults)
+        self._index_of_object = {id(f): i for i, f in enumerate(schedule.faults)}  # the schedule's own fault values
 
     def _index(self, fault) -> int:
-        for i, f in enumerate(self.schedule.faults):
-            if f is fault:
-                return i
+        i = self._index_of_object.get(id(fault))
+        if i is not None:
+            return i
         try:
             return self.schedule.faults.index(fault)
         except ValueError:

@@ -5,10 +5,10 @@ How this works: the coordinator reports each checkpoint's life (``report_pending
 ``report_failed_checkpoint``) and restores (``report_restored_checkpoint``); failures before a checkpoint id
 existed are ``report_failed_checkpoint_without_in_progress``. ``history`` holds plain dicts keyed like Flink's
 REST API (``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED/FAILED, ``is_savepoint``,
-``checkpoint_type`` CHECKPOINT/UNALIGNED_CHECKPOINT/SAVEPOINT..., ``trigger_timestamp``, ``latest_ack_timestamp``, ``end_to_end_duration``, ``state_size``,
-``checkpointed_size``, ``num_subtasks``, ``num_acknowledged_subtasks``, ``failure_timestamp``,
-``failure_message``) and ``counts`` Flink's ``restored``, ``total``, ``in_progress``, ``completed``,
-``failed``. Mirrors Flink's ``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and
+``checkpoint_type`` CHECKPOINT/UNALIGNED_CHECKPOINT/SAVEPOINT..., ``trigger_timestamp``,
+``latest_ack_timestamp``, ``end_to_end_duration``, ``state_size``, ``checkpointed_size``, ``num_subtasks``,
+``num_acknowledged_subtasks``, ``failure_timestamp``, ``failure_message``) and ``counts`` Flink's ``restored``,
+``total``, ``in_progress``, ``completed``, ``failed``. Mirrors Flink's ``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and
 ``CheckpointStatsCounts``.
 """
 
@@ -56,7 +56,7 @@ class CheckpointStatsTracker:
         if record is None or record["status"] != "IN_PROGRESS":
             return
         record["num_acknowledged_subtasks"] += 1
-        if getattr(metrics, "unaligned_checkpoint", False) and record["checkpoint_type"] == "CHECKPOINT":
+        if metrics is not None and metrics.unaligned_checkpoint and record["checkpoint_type"] == "CHECKPOINT":
             # Flink's PendingCheckpointStats: one subtask that checkpointed unaligned (also after its alignment
             # timed out) makes the checkpoint unaligned; REST reports it as UNALIGNED_CHECKPOINT
             record["checkpoint_type"] = "UNALIGNED_CHECKPOINT"
