@@ -21,19 +21,12 @@ from barriersim.runtime.events import (
     ResultSubpartitionInfo,
 )
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.network.input.input_channel import AddCredit, BufferReorderingException, LocalInputChannel
 from barriersim.runtime.stream_task import NetworkConfig, StepOutcome, StreamTask
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint
+from two_source_map_job import source_map_sink_graph
 
-GRAPH = JobGraph(
-    (
-        JobVertex("source", OperatorKind.SOURCE, 1),
-        JobVertex("map", OperatorKind.MAP, 1),
-        JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK, 1),
-    ),
-    (JobEdge("source", "map", Partitioner.REBALANCE), JobEdge("map", "sink", Partitioner.REBALANCE)),
-).validate()
+GRAPH = source_map_sink_graph(1)
 IN = InputChannelInfo(0, 0)
 OUT = ResultSubpartitionInfo(0, 0)
 TIMEOUT_MS = 5

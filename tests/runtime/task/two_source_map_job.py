@@ -9,14 +9,22 @@ from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.stream_task import NetworkConfig, StreamTask
 
-GRAPH = JobGraph(
-    (
-        JobVertex("source", OperatorKind.SOURCE, 2),
-        JobVertex("map", OperatorKind.MAP, 1),
-        JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK, 1),
-    ),
-    (JobEdge("source", "map", Partitioner.REBALANCE), JobEdge("map", "sink", Partitioner.REBALANCE)),
-).validate()
+
+
+def source_map_sink_graph(sources: int) -> JobGraph:
+    """source (``sources`` subtasks) -> map -> exactly-once sink, rebalanced; the map task has one gate of
+    ``sources`` channels. Other stream task tests deploy its one-source form."""
+    return JobGraph(
+        (
+            JobVertex("source", OperatorKind.SOURCE, sources),
+            JobVertex("map", OperatorKind.MAP, 1),
+            JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK, 1),
+        ),
+        (JobEdge("source", "map", Partitioner.REBALANCE), JobEdge("map", "sink", Partitioner.REBALANCE)),
+    ).validate()
+
+
+GRAPH = source_map_sink_graph(2)
 CH0, CH1 = InputChannelInfo(0, 0), InputChannelInfo(0, 1)
 OUT = ResultSubpartitionInfo(0, 0)
 
