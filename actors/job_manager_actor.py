@@ -48,6 +48,7 @@ from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoor
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.coordinator.stats_tracker import job_statistics
 from barriersim.runtime.events import options_to_wire
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.fault_log import FaultLog
@@ -88,7 +89,6 @@ class JobManagerActor(RayFailover):
         self.restarts = 0
         self.restored_ids: list[int] = []
         self.restored_in_flight = 0
-        self.subtask_rows: list[dict] = []
         self.killed: list[str] = []
         self.task_runs: list[dict] = []  # what each finished task's run call returned
         self.failures: list[str] = []
@@ -155,16 +155,11 @@ class JobManagerActor(RayFailover):
         self.tasks = {}
         if self._error is not None:
             raise RuntimeError(f"job {self.job_id} failed in the job manager: {self._error}")
-        every_stats = self._retired_stats + [self.coordinator.stats]
-        history = {cid: record for stats in every_stats for cid, record in stats.history.items()}
-        counts: dict[str, int] = {}
-        for stats in every_stats:
-            for name, n in stats.counts.items():
-                counts[name] = counts.get(name, 0) + n
+        checkpoints, subtasks, counts = job_statistics(self._retired_stats + [self.coordinator.stats])
         return {
             "outcome": self.outcome.value,
-            "checkpoints": self._checkpoint_rows(history),
-            "subtasks": self.subtask_rows,
+            "checkpoints": checkpoints,
+            "subtasks": subtasks,
             "counts": counts,
             "coordinator_failovers": self.coordinator_failovers,
             "restarts": self.restarts,
@@ -178,18 +173,6 @@ class JobManagerActor(RayFailover):
             "job_seconds": job_seconds,
             "first_deploy_seconds": self.deployed_seconds,
         }
-
-    def _checkpoint_rows(self, history: dict) -> list[dict]:
-        """The coordinator's per-checkpoint statistics plus Flink's per-checkpoint sums of the subtasks' figures
-        (``alignment_buffered``, ``processed_data``, ``persisted_data``), as the simulator writes them."""
-        sums: dict[int, dict[str, int]] = {}
-        for row in self.subtask_rows:
-            acc = sums.setdefault(row["id"], {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0})
-            acc["alignment_buffered"] += row["alignment_buffered"]
-            acc["processed_data"] += row["alignment_processed"]
-            acc["persisted_data"] += row["alignment_persisted"]
-        empty = {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0}
-        return [{**record, **sums.get(cid, empty)} for cid, record in sorted(history.items())]
 
     async def progress(self) -> dict:
         """Counts so far, and the records the current attempt's source subtasks have emitted."""
@@ -284,7 +267,7 @@ class JobManagerActor(RayFailover):
     def _current(self, attempt) -> bool:
         return self.attempts.get((attempt.vertex_id, attempt.subtask_index)) == attempt
 
-    async def acknowledge(self, attempt, checkpoint_id: int, snapshot: bytes, metrics: bytes, at_ms: int) -> None:
+    async def acknowledge(self, attempt, checkpoint_id: int, snapshot: bytes, metrics: bytes) -> None:
         attempt = attempt_from_wire(attempt)
         name = f"{attempt.vertex_id}#{attempt.subtask_index}"
         if self._current(attempt) and self._crash_point(name, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, checkpoint_id):
@@ -303,18 +286,6 @@ class JobManagerActor(RayFailover):
             return
         state = decode_snapshot(snapshot, attempt.subtask_index)
         metrics = decode_metrics(metrics)
-        if self._current(attempt):
-            self.subtask_rows.append({
-                "id": checkpoint_id, "task": name, "ack_timestamp": at_ms,
-                "state_size": state.state_size, "checkpointed_size": state.state_size,
-                "checkpoint_sync": metrics.sync_duration_ms, "checkpoint_async": metrics.async_duration_ms,
-                "alignment_buffered": 0,
-                "alignment_processed": metrics.bytes_processed_during_alignment or 0,
-                "alignment_persisted": metrics.bytes_persisted_during_alignment + metrics.persisted_output_bytes,
-                "alignment_duration": metrics.alignment_duration_ms or 0,
-                "start_delay": metrics.checkpoint_start_delay_ms,
-                "unaligned_checkpoint": metrics.unaligned_checkpoint, "aborted": False,
-            })
         self._to_coordinator(MessageKind.ACKNOWLEDGE, name, checkpoint_id,
                              m.AcknowledgeCheckpoint(self.job_id, attempt, checkpoint_id, state, metrics))
         if self._current(attempt):

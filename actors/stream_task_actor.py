@@ -293,7 +293,7 @@ class StreamTaskActor:
                 self._reports.put_nowait(("acknowledge", (
                     attempt_to_wire(self.attempt), action.checkpoint_id,
                     encode_snapshot(action.task_state_snapshot, self.d.subtask_index, action.checkpoint_id),
-                    encode_metrics(action.metrics), now_ms())))
+                    encode_metrics(action.metrics))))
             elif isinstance(action, DeclineCheckpoint):
                 self._reports.put_nowait(("decline", (
                     attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)))

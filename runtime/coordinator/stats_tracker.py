@@ -9,12 +9,14 @@ REST API (``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED
 ``latest_ack_timestamp``, ``end_to_end_duration``, ``state_size``, ``checkpointed_size``, ``num_subtasks``,
 ``num_acknowledged_subtasks``, ``failure_timestamp``, ``failure_message``) and ``counts`` Flink's ``restored``,
 ``total``, ``in_progress``, ``completed``, ``failed``. Mirrors Flink's ``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and
-``CheckpointStatsCounts``.
+``CheckpointStatsCounts``. A subtask's ``ack_timestamp`` is the coordinator's clock when the acknowledgement
+arrived, as in Flink's ``PendingCheckpoint.acknowledgeTask``. ``job_statistics`` turns the trackers of a run
+(one per coordinator: a JobManager failover retires one) into what both drivers report.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 
@@ -105,3 +107,49 @@ class CheckpointStatsTracker:
     def latest_completed(self) -> dict[str, Any] | None:
         done = [r for r in self.history.values() if r["status"] == "COMPLETED"]
         return max(done, key=lambda r: r["id"]) if done else None
+
+
+def subtask_row(checkpoint_id: int, entry: dict[str, Any]) -> dict[str, Any]:
+    """One acknowledgement as a row of the run's subtask statistics (Flink's ``SubtaskStateStats``: sync and async
+    durations, alignment, start delay; ``alignment_buffered`` is 0 since Flink 1.11)."""
+    metrics = entry["metrics"]
+    return {
+        "id": checkpoint_id, "task": entry["task"].partition("@")[0],  # ExecutionAttemptID: vertex#index@attempt
+        "ack_timestamp": entry["ack_timestamp"],
+        "state_size": entry["state_size"], "checkpointed_size": entry["checkpointed_size"],
+        "checkpoint_sync": metrics.sync_duration_ms, "checkpoint_async": metrics.async_duration_ms,
+        "alignment_buffered": 0,
+        "alignment_processed": metrics.bytes_processed_during_alignment or 0,
+        "alignment_persisted": metrics.bytes_persisted_during_alignment + metrics.persisted_output_bytes,
+        "alignment_duration": metrics.alignment_duration_ms or 0,
+        "start_delay": metrics.checkpoint_start_delay_ms,
+        "unaligned_checkpoint": metrics.unaligned_checkpoint, "aborted": False,
+    }
+
+
+def job_statistics(trackers: Sequence[CheckpointStatsTracker]) -> tuple[list[dict], list[dict], dict[str, int]]:
+    """A run's statistics over all its coordinators, in order: ``(checkpoints, subtasks, counts)``.
+
+    ``checkpoints``: every checkpoint's record by id, with Flink's per-checkpoint sums of its subtasks' figures
+    (``alignment_buffered``, ``processed_data``, ``persisted_data``); ``subtasks``: a row per acknowledgement that
+    reached a pending checkpoint (tasks that had finished, FLIP-147, acknowledged nothing and have none);
+    ``counts``: Flink's counts, summed."""
+    history: dict[int, dict[str, Any]] = {}
+    subtasks: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
+    for tracker in trackers:
+        history.update(tracker.history)
+        for checkpoint_id in sorted(tracker.subtask_stats):
+            subtasks.extend(subtask_row(checkpoint_id, entry) for entry in tracker.subtask_stats[checkpoint_id]
+                            if entry["metrics"] is not None)
+        for name, n in tracker.counts.items():
+            counts[name] = counts.get(name, 0) + n
+    sums: dict[int, dict[str, int]] = {}
+    for row in subtasks:
+        acc = sums.setdefault(row["id"], {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0})
+        acc["alignment_buffered"] += row["alignment_buffered"]
+        acc["processed_data"] += row["alignment_processed"]
+        acc["persisted_data"] += row["alignment_persisted"]
+    empty = {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0}
+    checkpoints = [{**record, **sums.get(cid, empty)} for cid, record in sorted(history.items())]
+    return checkpoints, subtasks, counts

@@ -48,21 +48,8 @@ class ControlPlane:
             self._rpc_to_coordinator(MessageKind.DECLINE, task.name, cid,
                                      m.DeclineCheckpoint(self.job_id, task.attempt_id, cid, exc))
             return
-        metrics = action.metrics
-        self._subtask_rows.append({
-            "id": cid, "task": task.name, "ack_timestamp": self.sim.clock_ms(),
-            "state_size": action.task_state_snapshot.state_size,
-            "checkpointed_size": action.task_state_snapshot.state_size,
-            "checkpoint_sync": metrics.sync_duration_ms, "checkpoint_async": metrics.async_duration_ms,
-            "alignment_buffered": 0,
-            "alignment_processed": metrics.bytes_processed_during_alignment or 0,
-            "alignment_persisted": metrics.bytes_persisted_during_alignment + metrics.persisted_output_bytes,
-            "alignment_duration": metrics.alignment_duration_ms or 0,
-            "start_delay": metrics.checkpoint_start_delay_ms,
-            "unaligned_checkpoint": metrics.unaligned_checkpoint, "aborted": False,
-        })
         self._rpc_to_coordinator(MessageKind.ACKNOWLEDGE, task.name, cid,
-                                 m.AcknowledgeCheckpoint(self.job_id, task.attempt_id, cid, action.task_state_snapshot, metrics))
+                                 m.AcknowledgeCheckpoint(self.job_id, task.attempt_id, cid, action.task_state_snapshot, action.metrics))
         self._crash_point(task.name, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, cid)
 
     # -- control plane -----------------------------------------------------------------------------------

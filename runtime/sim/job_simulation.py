@@ -35,7 +35,7 @@ from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoor
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
-from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
+from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
 from barriersim.runtime.fault_log import FaultLog
 from barriersim.runtime.faults import CrashCoordinator, CrashTask
 from barriersim.runtime.operators.sinks import ExternalStore
@@ -77,7 +77,6 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
         self._scheduled: set[SubtaskKey] = set()
         self._channel_clock: dict[tuple, int] = {}
         self._finished: set[SubtaskKey] = set()
-        self._subtask_rows: list[dict] = []
         self._restore_from: m.RestoreFrom | None = None
         self.restarts = 0
         self.restored_ids: list[int] = []
@@ -118,17 +117,12 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
         result = self.sim.run(until_us=self.config.max_virtual_ms * 1000)
         if self.outcome is None:
             self.outcome = JobOutcome.TIMED_OUT if result is RunOutcome.TIME_LIMIT else JobOutcome.FINISHED
-        every_stats = self._retired_stats + [self.coordinator.stats]
-        history = {cid: record for stats in every_stats for cid, record in stats.history.items()}
-        counts: dict[str, int] = {}
-        for stats in every_stats:
-            for name, n in stats.counts.items():
-                counts[name] = counts.get(name, 0) + n
+        checkpoints, subtasks, counts = job_statistics(self._retired_stats + [self.coordinator.stats])
         return SimulationResult(
             outcome=self.outcome,
             committed_output=self.store.output(),
-            checkpoints=self._checkpoint_rows(history),
-            subtasks=self._subtask_rows,
+            checkpoints=checkpoints,
+            subtasks=subtasks,
             counts=counts,
             restarts=self.restarts,
             virtual_ms=self.sim.clock_ms(),
@@ -147,18 +141,6 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
         return check_consistent_cuts(self.graph, self.completed_in_epoch, self.deployments,
                                      exactly_once=self.config.mode != "at-least-once",
                                      aligned_only=self.config.mode == "aligned")
-
-    def _checkpoint_rows(self, history: dict[int, dict]) -> list[dict]:
-        """The coordinators' per-checkpoint statistics (of every coordinator, after JobManager failovers) plus Flink's per-checkpoint sums of the subtasks' figures
-        (``alignment_buffered``, ``processed_data``, ``persisted_data``)."""
-        sums: dict[int, dict[str, int]] = {}
-        for row in self._subtask_rows:
-            acc = sums.setdefault(row["id"], {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0})
-            acc["alignment_buffered"] += row["alignment_buffered"]
-            acc["processed_data"] += row["alignment_processed"]
-            acc["persisted_data"] += row["alignment_persisted"]
-        empty = {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0}
-        return [{**record, **sums.get(cid, empty)} for cid, record in sorted(history.items())]
 
     def _deploy(self, restore: m.RestoreFrom | None) -> None:
         assignment = None

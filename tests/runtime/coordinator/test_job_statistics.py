@@ -1,0 +1,72 @@
+"""The run's statistics as both drivers report them (``stats_tracker.job_statistics``): a subtask's
+``ack_timestamp`` is the coordinator's clock when the acknowledgement arrived (Flink's
+``PendingCheckpoint.acknowledgeTask``), only acknowledgements that reached a pending checkpoint have a row, and
+the trackers of every coordinator of a run are summed."""
+
+from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
+from barriersim.runtime.failure_reason import CheckpointFailureReason
+from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.sim.job_simulation import JobOutcome, JobSimulation, SimulationConfig
+from barriersim.runtime.task.actions import TaskCheckpointMetrics
+from barriersim.scenarios.loader import quickstart_graph
+from barriersim.scenarios.workload import local_splits
+
+
+def test_rows_per_acknowledgement_sums_per_checkpoint_and_counts_over_every_coordinator():
+    first, second = CheckpointStatsTracker(), CheckpointStatsTracker()
+    first.report_pending_checkpoint(1, 100, False, "CHECKPOINT", 3)
+    first.report_subtask_stats(1, "source#0@0", 100, 0)  # a finished task (FLIP-147): acknowledged nothing
+    first.report_subtask_stats(1, "sum#1@0", 130, 64, TaskCheckpointMetrics(
+        1, alignment_duration_ms=7, bytes_processed_during_alignment=500, checkpoint_start_delay_ms=3))
+    first.report_subtask_stats(1, "sink#0@0", 142, 8, TaskCheckpointMetrics(
+        1, bytes_persisted_during_alignment=40, persisted_output_bytes=2, unaligned_checkpoint=True))
+    first.report_completed_checkpoint(1, 150)
+    first.report_pending_checkpoint(2, 200, False, "CHECKPOINT", 3)
+    first.report_failed_checkpoint(2, 210, CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+    second.report_pending_checkpoint(3, 300, False, "CHECKPOINT", 1)
+    second.report_subtask_stats(3, "sum#1@1", 333, 64, TaskCheckpointMetrics(3, sync_duration_ms=2))
+
+    checkpoints, subtasks, counts = job_statistics([first, second])
+
+    assert [c["id"] for c in checkpoints] == [1, 2, 3]
+    assert [c["status"] for c in checkpoints] == ["COMPLETED", "FAILED", "IN_PROGRESS"]
+    assert (checkpoints[0]["processed_data"], checkpoints[0]["persisted_data"]) == (500, 42)
+    assert (checkpoints[1]["processed_data"], checkpoints[1]["persisted_data"]) == (0, 0)
+    assert [(r["id"], r["task"], r["ack_timestamp"]) for r in subtasks] == [
+        (1, "sum#1", 130), (1, "sink#0", 142), (3, "sum#1", 333)]
+    sum_row = subtasks[0]
+    assert (sum_row["alignment_duration"], sum_row["start_delay"], sum_row["state_size"]) == (7, 3, 64)
+    assert subtasks[1]["unaligned_checkpoint"] and subtasks[2]["checkpoint_sync"] == 2
+    assert counts == {"restored": 0, "total": 3, "in_progress": 1, "completed": 1, "failed": 1}
+
+
+def simulate(faults: str):
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=1)}
+    config = SimulationConfig(graph, mode="aligned", interval_ms=50, source_rate_per_subtask=100_000,
+                              restart_delay_ms=50, faults=FaultSchedule.from_json(faults))
+    result = JobSimulation(config, splits, seed=3).run()
+    assert result.outcome is JobOutcome.FINISHED
+    return result
+
+
+def test_a_delayed_acknowledgement_is_stamped_when_the_coordinator_receives_it():
+    undelayed = simulate("[]")
+    result = simulate('[{"type":"delay_message","kind":"acknowledge","delay_ms":40,"task":"keyed-sum#1",'
+                      '"checkpoint_id":2}]')
+    before = {(r["id"], r["task"]): r["ack_timestamp"] for r in undelayed.subtasks}
+    after = {(r["id"], r["task"]): r["ack_timestamp"] for r in result.subtasks}
+    assert after[(2, "keyed-sum#1")] >= before[(2, "keyed-sum#1")] + 40
+    second = next(c for c in result.checkpoints if c["id"] == 2)
+    assert second["status"] == "COMPLETED"
+    assert after[(2, "keyed-sum#1")] == second["latest_ack_timestamp"] == max(
+        t for (cid, _), t in after.items() if cid == 2)
+
+
+def test_a_lost_acknowledgement_has_no_row():
+    result = simulate('[{"type":"drop_message","kind":"acknowledge","task":"keyed-sum#1","checkpoint_id":2}]')
+    second = next(c for c in result.checkpoints if c["id"] == 2)
+    assert second["status"] == "FAILED"  # it expires without the acknowledgement
+    tasks_of_2 = {r["task"] for r in result.subtasks if r["id"] == 2}
+    assert "keyed-sum#1" not in tasks_of_2 and tasks_of_2  # the others did reach the pending checkpoint
+    assert second["num_acknowledged_subtasks"] == len(tasks_of_2)
