@@ -69,6 +69,9 @@ def task_seed(seed: int, vertex: str, subtask: int, attempt: int) -> int:
     return zlib.crc32(f"{seed}/{vertex}/{subtask}/{attempt}".encode())
 
 
+RUN_RESULTS_TIMEOUT_SECONDS = 30.0  # for the run calls of tasks that already reported they finished
+
+
 @ray.remote(num_cpus=0.01)
 class JobManagerActor(RayFailover):
     def __init__(self, config: SimulationConfig, split_refs: dict, checkpoint_root: str, job_id: str, seed: int,
@@ -91,6 +94,7 @@ class JobManagerActor(RayFailover):
         self.restored_in_flight = 0
         self.killed: list[str] = []
         self.task_runs: list[dict] = []  # what each finished task's run call returned
+        self._watchers: list[asyncio.Task] = []  # the current deployment's run calls
         self.failures: list[str] = []
         self.storage_errors: list[str] = []
         self.outcome: JobOutcome | None = None
@@ -150,6 +154,8 @@ class JobManagerActor(RayFailover):
         self._guard(lambda: self._handle(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING))))
         await self._done.wait()
         job_seconds = time.monotonic() - self.started
+        if self.outcome is JobOutcome.FINISHED:  # every task said it finished: let their run calls return
+            await asyncio.wait(self._watchers, timeout=RUN_RESULTS_TIMEOUT_SECONDS)
         for handle in self.tasks.values():
             ray.kill(handle)
         self.tasks = {}
@@ -238,8 +244,8 @@ class JobManagerActor(RayFailover):
             self._guard(lambda a=attempt: self._handle(self.coordinator.handle(m.TaskRunning(a))))
         if self.started_ms is None:  # time 0 of the fault schedule, as the simulator's: the first tasks start
             self.started_ms = now_ms()
-        for key, handle in tasks.items():
-            self.loop.create_task(self._watch(key, handle.run.remote(self.started_ms), epoch))
+        self._watchers = [self.loop.create_task(self._watch(key, handle.run.remote(self.started_ms), epoch))
+                          for key, handle in tasks.items()]
         if self.restarts:  # a restart: a crash during_restore fires once, on the first restart, as in the simulator
             for f in self.config.faults.of_type(CrashTask):
                 if f.point is ProtocolPoint.DURING_RESTORE and f not in self._fired_points:

@@ -9,7 +9,8 @@ It mirrors what the simulator's ``JobSimulation`` does per subtask, with real ti
   arrives early waits until the gap before it is filled;
 - work: ``run`` calls ``process_next()`` while it returns PROCESSED (yielding to the loop every few ms so
   that messages get in), waits for a message when the task is IDLE or BACKPRESSURED, and returns when the
-  task is FINISHED; sources are paced to ``source_rate`` records/s when one is set; an output flusher
+  task is FINISHED (with its records, steps, idle waits and when, on the job's clock, it processed its last
+  record); sources are paced to ``source_rate`` records/s when one is set; an output flusher
   calls ``flush_outputs()`` every ``buffer_timeout_ms`` (Flink's 100 ms); a task slowed by the fault schedule
   (``SlowTask``: ``factor`` from ``from_ms`` until ``until_ms`` after the job started) sleeps ``factor - 1``
   times each burst's duration after it, and works only from its loop (not inline on arrivals) meanwhile;
@@ -111,6 +112,7 @@ class StreamTaskActor:
         self.finished = False
         self._burst_seconds = 0.0
         self._slowdowns_reported: set[int] = set()
+        self._last_record_ms: int | None = None  # when the task last processed a record (wall clock)
 
     # -- setup ---------------------------------------------------------------------------------------
 
@@ -163,7 +165,9 @@ class StreamTaskActor:
         finally:
             flusher.cancel()
         self._raise_if_failed()
-        return {"task": self.d.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits}
+        last = None if self._last_record_ms is None else self._last_record_ms - job_started_ms
+        return {"task": self.d.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits,
+                "last_record_at_ms": last}
 
     def _work(self) -> StepOutcome:
         """Call ``process_next()`` while it returns PROCESSED, for at most ``BURST_SECONDS`` (one step for a
@@ -172,6 +176,7 @@ class StreamTaskActor:
         burst_start = time.monotonic()
         burst_end = burst_start + BURST_SECONDS
         one_step = task.operator.is_source and self.d.source_rate
+        records_before = self.records_processed
         while True:
             result = task.process_next()
             self.steps += 1
@@ -181,6 +186,8 @@ class StreamTaskActor:
                 break
         if result.outcome is StepOutcome.FINISHED:
             self.finished = True
+        if self.records_processed != records_before:
+            self._last_record_ms = now_ms()
         self._burst_seconds = time.monotonic() - burst_start
         return result.outcome
 

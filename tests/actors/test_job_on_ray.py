@@ -48,6 +48,26 @@ def test_a_killed_task_actor_fails_over_to_the_latest_checkpoint(mode, tmp_path)
     assert completed == sorted(completed)
 
 
+def test_every_task_run_returns_before_the_job_finishes_also_the_sink_that_finishes_last(tmp_path):
+    # an unpaced 4-stage pipeline into an at-least-once sink: the sink is the last task to say it finished
+    # (after the final checkpoint, FLIP-147), the job's end kills its actor, and its run call (records,
+    # last_record_at_ms) must still be in the result
+    graph = JobGraph(
+        (JobVertex("source", K.SOURCE, 1), JobVertex("map-1", K.MAP, 1), JobVertex("map-2", K.MAP, 1),
+         JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1)),
+        (JobEdge("source", "map-1", P.FORWARD), JobEdge("map-1", "map-2", P.FORWARD),
+         JobEdge("map-2", "sink", P.FORWARD)),
+    )
+    splits = {"source": local_splits(20_000, 100, 1.0, 100, 1, seed=5)}
+    config = SimulationConfig(graph, mode="aligned", interval_ms=50)
+    result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "runs", timeout_seconds=120)
+    assert result.outcome == "finished"
+    runs = {run["task"]: run for run in result.task_runs}
+    assert sorted(runs) == ["map-1#0", "map-2#0", "sink#0", "source#0"]
+    assert all(run["records"] == 20_000 for run in runs.values())
+    assert runs["source#0"]["last_record_at_ms"] <= runs["sink#0"]["last_record_at_ms"]
+
+
 def test_a_job_of_32_subtask_actors_completes_at_least_ten_checkpoints(tmp_path):
     graph = JobGraph(
         (JobVertex("source", K.SOURCE, 8), JobVertex("map", K.MAP, 8), JobVertex("filter", K.FILTER, 8),
@@ -63,7 +83,14 @@ def test_a_job_of_32_subtask_actors_completes_at_least_ten_checkpoints(tmp_path)
 
     assert result.outcome == "finished" and result.restarts == 0
     assert result.counts["completed"] >= 10, result.counts
-    assert len(result.task_runs) == 32
+    # every task's run call returned before the job manager reported the job finished
+    assert sorted(run["task"] for run in result.task_runs) == sorted(
+        f"{v.name}#{i}" for v in graph.vertices for i in range(v.parallelism))
+    # when each task processed its last record, on the job's clock: the sink after every source (causality)
+    last = {run["task"]: run["last_record_at_ms"] for run in result.task_runs}
+    sources = [last[f"source#{i}"] for i in range(8)]
+    assert all(t is not None and t >= 0 for t in last.values())
+    assert max(sources) <= last["sink#0"] <= result.job_seconds * 1000
     assert all(c["num_acknowledged_subtasks"] == 32 for c in result.checkpoints if c["status"] == "COMPLETED")
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
     assert verdict.verdict == "exactly-once", verdict
