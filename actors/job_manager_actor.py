@@ -154,7 +154,7 @@ class JobManagerActor(RayFailover):
         self._guard(lambda: self._handle(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING))))
         await self._done.wait()
         job_seconds = time.monotonic() - self.started
-        if self.outcome is JobOutcome.FINISHED:  # every task said it finished: let their run calls return
+        if self.outcome is JobOutcome.FINISHED and self._watchers:  # every task said it finished: let their runs return
             await asyncio.wait(self._watchers, timeout=RUN_RESULTS_TIMEOUT_SECONDS)
         for handle in self.tasks.values():
             ray.kill(handle)
