@@ -76,7 +76,8 @@ class CheckpointStatsTracker:
         if record["status"] != "IN_PROGRESS":
             return
         record["status"] = "COMPLETED"
-        record["end_to_end_duration"] = max(0, completion_timestamp - record["trigger_timestamp"])
+        # Flink's AbstractCheckpointStats.getEndToEndDuration: trigger to the latest acknowledgement; the
+        # finalization after it (the metadata write) is not part of it, unlike a failure's (failure - trigger)
         record["external_path"] = external_path
         self.counts["in_progress"] -= 1
         self.counts["completed"] += 1

@@ -70,3 +70,17 @@ def test_a_lost_acknowledgement_has_no_row():
     tasks_of_2 = {r["task"] for r in result.subtasks if r["id"] == 2}
     assert "keyed-sum#1" not in tasks_of_2 and tasks_of_2  # the others did reach the pending checkpoint
     assert second["num_acknowledged_subtasks"] == len(tasks_of_2)
+
+
+def test_end_to_end_duration_runs_to_the_latest_acknowledgement_or_to_the_failure():
+    """Flink's AbstractCheckpointStats.getEndToEndDuration (latest ack - trigger) and FailedCheckpointStats's
+    (failure - trigger): finalizing a completed checkpoint after its last acknowledgement is not counted."""
+    stats = CheckpointStatsTracker()
+    stats.report_pending_checkpoint(1, 1_000, False, "CHECKPOINT", 1)
+    stats.report_subtask_stats(1, "sink#0@0", 1_012, 0, TaskCheckpointMetrics(1))
+    stats.report_completed_checkpoint(1, 1_030)  # the metadata write took 18 ms
+    assert (stats.history[1]["end_to_end_duration"], stats.history[1]["latest_ack_timestamp"]) == (12, 1_012)
+    stats.report_pending_checkpoint(2, 2_000, False, "CHECKPOINT", 2)
+    stats.report_subtask_stats(2, "sink#0@0", 2_005, 0, TaskCheckpointMetrics(2))
+    stats.report_failed_checkpoint(2, 2_040, CheckpointFailureReason.CHECKPOINT_EXPIRED)
+    assert stats.history[2]["end_to_end_duration"] == 40
