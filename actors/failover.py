@@ -13,7 +13,8 @@ coordinator's ``checkpoint_writer`` fails, so it aborts the checkpoint as ``FINA
 inside this actor, as the simulator runs it: the coordinator's memory is dropped (its timers never fire; its
 pending checkpoints are lost), every task actor is killed, and after the restart delay a new coordinator recovers
 the completed checkpoints from the filesystem storage (``coordinator.checkpoint_recovery``) with the persisted id
-counter and fresh attempt ids, restores the latest one and redeploys; it does not count against ``max_restarts``.
+counter and fresh attempt ids, restores the latest one and redeploys; it is no failure the restart strategy
+(``runtime.restart_strategy``, which decides every task failover) counts, and the new JobMaster starts a new one.
 Crashes ``before_forwarding_barrier`` and ``mid_alignment`` happen inside the task: each deployment is armed with
 its unfired task-side points (``FaultSchedule.armed_crash_points``), the task stops itself there and reports
 ``crashed_at_protocol_point``, and this actor fails the job over. Every fault that takes effect is counted in the
@@ -28,10 +29,14 @@ import ray
 from barriersim.actors.clock import now_ms
 from barriersim.actors.messages import attempt_from_wire
 from barriersim.runtime.coordinator import messages as m
-from barriersim.runtime.coordinator.checkpoint_recovery import recover_completed_checkpoint_store
+from barriersim.runtime.coordinator.checkpoint_recovery import (
+    next_attempt_number,
+    recover_completed_checkpoint_store,
+    retire_coordinator,
+)
 from barriersim.runtime.coordinator.properties import JobStatus
-from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults import CrashCoordinator, CrashTask, ProtocolPoint
+from barriersim.runtime.restart_strategy import RestartDecision
 from barriersim.runtime.sim.config import JobOutcome
 
 
@@ -97,7 +102,7 @@ class RayFailover:
         for handle in self.tasks.values():
             ray.kill(handle)
         self.tasks, self.finished = {}, set()
-        if self.restarts - self.coordinator_failovers > self.config.max_restarts:
+        if self.restart_strategy.on_failure() is RestartDecision.FAIL_JOB:
             self.outcome = JobOutcome.FAILED
             self._done.set()
             return
@@ -106,7 +111,7 @@ class RayFailover:
             failed = self.coordinator.current_attempt(self.graph.vertices[0].name, 0)
         self._guard(lambda: self._handle(self.coordinator.handle(m.TaskFailed(failed, f"{task_name}: {why}"))))
         restore = self._restore_from
-        self.loop.call_later(self.config.restart_delay_ms / 1000.0,
+        self.loop.call_later(self.restart_strategy.delay_ms / 1000.0,
                              lambda: self.loop.create_task(self._guarded_deploy(restore)))
 
     def _crash_coordinator(self, fault: CrashCoordinator) -> None:
@@ -123,11 +128,7 @@ class RayFailover:
         for handle in self.tasks.values():
             ray.kill(handle)
         self.tasks, self.finished = {}, set()
-        old = self.coordinator
-        for cid in sorted(old.pending_checkpoints):  # for the run's statistics only: nobody tells anyone
-            old.stats.report_failed_checkpoint(cid, now_ms(), CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN,
-                                               "the JobManager failed; its pending checkpoints are lost")
-        self._retired_stats.append(old.stats)
+        self._retired_stats.append(retire_coordinator(self.coordinator, now_ms()))
         self.coordinator_generation += 1
         self._coordinator_down = True
         self.attempts = {}
@@ -142,8 +143,8 @@ class RayFailover:
         if epoch != self.epoch or self.outcome is not None:
             return
         recovered = recover_completed_checkpoint_store(self.job_id, self.storage, self.config.coordinator_configuration())
-        first_attempt = 1 + max(e.attempt_id.attempt_number for e in self.coordinator.executions.values())
-        self.coordinator = self._new_coordinator(recovered.store, first_attempt)
+        self.coordinator = self._new_coordinator(recovered.store, next_attempt_number(self.coordinator))
+        self.restart_strategy = self.config.restart_strategy()
         self._coordinator_down = False
         self._restore_from = None
         self.coordinator.restore_latest_checkpointed_state()

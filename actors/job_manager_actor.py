@@ -142,6 +142,7 @@ class JobManagerActor(RayFailover):
         self._done = asyncio.Event()
         c = self.config
         self.coordinator = self._new_coordinator()
+        self.restart_strategy = c.restart_strategy()  # the JobMaster's
         self.started = time.monotonic()
         await self._deploy(None)
         self.deployed_seconds = time.monotonic() - self.started

@@ -8,7 +8,10 @@ checkpoints and the checkpoint id counter. ``recover_completed_checkpoint_store`
 recovered coordinator subsumes and discards them as the old one would have. A retained checkpoint whose
 ``_metadata`` cannot be read fails the recovery (``CheckpointRecoveryError`` naming it), as Flink's
 ``retrieveCompletedCheckpoints`` does: a broken handle must be looked at, not silently skipped. The id counter is not rebuilt: the caller hands the new coordinator the same (persisted) counter, so
-ids keep increasing above every id the old coordinator used, pending ones included. Mirrors Flink's
+ids keep increasing above every id the old coordinator used, pending ones included. ``retire_coordinator``
+closes the dead coordinator's statistics (its pending checkpoints failed as ``CHECKPOINT_COORDINATOR_SHUTDOWN``,
+for the run's record only: nobody is told) and ``next_attempt_number`` gives the new deployment attempt numbers
+no earlier attempt used. Mirrors Flink's
 ``PerJobCheckpointRecoveryFactory`` (``createRecoveredCompletedCheckpointStore``, ``getCheckpointIdCounter``)
 and ``DefaultCompletedCheckpointStoreUtils.retrieveCompletedCheckpoints``.
 """
@@ -21,6 +24,8 @@ from barriersim.runtime.coordinator.completed_store import StandaloneCompletedCh
 from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
 from barriersim.runtime.coordinator.properties import CheckpointProperties
+from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
+from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
 
@@ -54,3 +59,16 @@ def recover_completed_checkpoint_store(job_id: str, storage, config: CheckpointC
     for checkpoint in loaded:
         store.add_checkpoint_and_subsume_oldest_one(checkpoint)
     return RecoveredStore(store, tuple(c.checkpoint_id for c in loaded))
+
+
+def retire_coordinator(coordinator, now_ms: int) -> CheckpointStatsTracker:
+    """The statistics of a coordinator whose JobManager died, closed: its pending checkpoints are lost."""
+    for cid in sorted(coordinator.pending_checkpoints):
+        coordinator.stats.report_failed_checkpoint(cid, now_ms, CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN,
+                                                   "the JobManager failed; its pending checkpoints are lost")
+    return coordinator.stats
+
+
+def next_attempt_number(coordinator) -> int:
+    """The first attempt number of a recovered JobManager's deployment: above every attempt the old one made."""
+    return 1 + max(e.attempt_id.attempt_number for e in coordinator.executions.values())

@@ -21,6 +21,7 @@ from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.stream_task import NetworkConfig
+from barriersim.runtime.restart_strategy import FixedDelayRestartStrategy
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class SimulationConfig:
         enabled and periodic checkpointing is on (Flink waits only when checkpointing is enabled); otherwise a
         job without checkpoints could never end."""
         return self.checkpoints_after_tasks_finish and MINIMAL_CHECKPOINT_TIME <= self.interval_ms < NO_PERIODIC_CHECKPOINTS
+
+    def restart_strategy(self) -> FixedDelayRestartStrategy:
+        """A new JobMaster's restart strategy for these settings (one mapping for every driver)."""
+        return FixedDelayRestartStrategy(self.max_restarts, self.restart_delay_ms)
 
     def coordinator_configuration(self) -> CheckpointCoordinatorConfiguration:
         """The coordinator's configuration for these settings (one mapping for every driver)."""

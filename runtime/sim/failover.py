@@ -5,12 +5,13 @@ crash (at a time, or when the protocol reaches a ``ProtocolPoint`` for a checkpo
 failover: every task dies (sinks abort their open transactions), the epoch moves on so that nothing scheduled
 for the dead deployment runs, the coordinator aborts its pending checkpoints and picks the latest completed
 checkpoint, and after the restart delay new attempts restore it (operator state by key group, source offsets,
-channel state) and resume. More than ``max_restarts`` failovers fail the job. A crash of a task that is dead
+channel state) and resume. The JobMaster's restart strategy (``runtime.restart_strategy``: more than
+``max_restarts`` failures) fails the job. A crash of a task that is dead
 or finished does nothing and is not counted as fired (``runtime.fault_log``). A coordinator crash
 (``CrashCoordinator``) is a JobManager failover: the coordinator's memory is lost (pending checkpoints, failure counts), every task dies, and after the restart delay a new
 coordinator recovers the completed checkpoints from the checkpoint storage and keeps the persisted id counter
-(``coordinator.checkpoint_recovery``), restores the latest one and redeploys; it does not count against
-``max_restarts`` (Flink's restart strategy belongs to the JobMaster that died). Mirrors Flink's
+(``coordinator.checkpoint_recovery``), restores the latest one and redeploys; it is no failure the restart
+strategy counts, and the new JobMaster starts a new one (Flink's restart strategy belongs to the JobMaster). Mirrors Flink's
 ``DefaultScheduler`` with the ``RestartAllFailoverStrategy`` and a fixed-delay restart strategy, and a
 JobManager failover under high availability (``JobMasterServiceLeadershipRunner`` recovering the job).
 """
@@ -18,10 +19,14 @@ JobManager failover under high availability (``JobMasterServiceLeadershipRunner`
 from __future__ import annotations
 
 from barriersim.runtime.coordinator import messages as m
-from barriersim.runtime.coordinator.checkpoint_recovery import recover_completed_checkpoint_store
+from barriersim.runtime.coordinator.checkpoint_recovery import (
+    next_attempt_number,
+    recover_completed_checkpoint_store,
+    retire_coordinator,
+)
 from barriersim.runtime.coordinator.properties import JobStatus
-from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults import CrashCoordinator, CrashTask, ProtocolPoint
+from barriersim.runtime.restart_strategy import RestartDecision
 from barriersim.runtime.sim.config import JobOutcome
 from barriersim.runtime.sim.kernel import Priority
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
@@ -70,7 +75,7 @@ class Failover:
         self.epoch += 1
         self._scheduled.clear()
         self._channel_clock.clear()
-        if self.restarts - self.coordinator_failovers > self.config.max_restarts:
+        if self.restart_strategy.on_failure() is RestartDecision.FAIL_JOB:
             self.outcome = JobOutcome.FAILED
             self.sim.stop()
             return
@@ -81,7 +86,7 @@ class Failover:
         self._handle_coordinator(self.coordinator.handle(m.TaskFailed(failed, why)))
         restore = self._restore_from
         epoch = self.epoch
-        self.sim.schedule_after(self.config.restart_delay_ms * 1000, lambda: self._restart(restore, epoch),
+        self.sim.schedule_after(self.restart_strategy.delay_ms * 1000, lambda: self._restart(restore, epoch),
                                 Priority.URGENT, "restart")
 
     def _restart(self, restore: m.RestoreFrom | None, epoch: int) -> None:
@@ -110,11 +115,7 @@ class Failover:
         self.epoch += 1
         self._scheduled.clear()
         self._channel_clock.clear()
-        old = self.coordinator
-        for cid in sorted(old.pending_checkpoints):  # for the run's statistics only: nobody tells anyone
-            old.stats.report_failed_checkpoint(cid, self.sim.clock_ms(), CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN,
-                                               "the JobManager failed; its pending checkpoints are lost")
-        self._retired_stats.append(old.stats)
+        self._retired_stats.append(retire_coordinator(self.coordinator, self.sim.clock_ms()))
         self.coordinator_generation += 1
         self._restore_from = None
         epoch = self.epoch
@@ -128,8 +129,8 @@ class Failover:
         if epoch != self.epoch:
             return  # superseded by a later crash
         recovered = recover_completed_checkpoint_store(self.job_id, self.storage, self.config.coordinator_configuration())
-        first_attempt = 1 + max(e.attempt_id.attempt_number for e in self.coordinator.executions.values())
-        self.coordinator = self._new_coordinator(recovered.store, first_attempt)
+        self.coordinator = self._new_coordinator(recovered.store, next_attempt_number(self.coordinator))
+        self.restart_strategy = self.config.restart_strategy()
         self.trace.record(self.sim.now_us, "coordinator-recovered",
                           f"checkpoints={list(recovered.recovered_ids)} next_id={self.id_counter.get()}")
         self._restore_from = None

@@ -93,6 +93,7 @@ class JobSimulation(DataPlane, ControlPlane, Failover):
         self._retired_stats: list[CheckpointStatsTracker] = []
         self.completed_in_epoch: dict[int, tuple[int, object]] = {}  # checkpoint id -> (epoch, metadata)
         self.coordinator = self._new_coordinator()
+        self.restart_strategy = config.restart_strategy()  # the JobMaster's
 
     def _new_coordinator(self, store=None, first_attempt_number: int = 0) -> CheckpointCoordinator:
         generation = self.coordinator_generation
