@@ -19,13 +19,13 @@ import msgpack
 from barriersim.runtime.events import InputChannelInfo, ResultSubpartitionInfo, from_wire, to_wire
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
+from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorState, TaskStateSnapshot
 from barriersim.runtime.storage import metadata_serializer
 from barriersim.runtime.task.actions import TaskCheckpointMetrics
 
-CREDIT, RESUME = 0, 1
+CREDIT, RESUME, BUFFER_SIZE = 0, 1, 2  # kinds of upstream messages
 
 
 def pack(value) -> bytes:
@@ -57,13 +57,16 @@ def upstream_entry(info: ResultSubpartitionInfo, action) -> list:
         return [info.partition_idx, info.subpartition_idx, CREDIT, action.credit]
     if isinstance(action, ResumeConsumptionUpstream):
         return [info.partition_idx, info.subpartition_idx, RESUME, 0]
+    if isinstance(action, AnnounceBufferSize):
+        return [info.partition_idx, info.subpartition_idx, BUFFER_SIZE, action.buffer_size]
     raise TypeError(f"not an upstream message: {action!r}")
 
 
 def decode_upstream(data: bytes):
-    """Yield ``(subpartition, kind, credit)`` for every entry of an upstream batch."""
-    for partition, subpartition, kind, credit in unpack(data):
-        yield ResultSubpartitionInfo(partition, subpartition), kind, credit
+    """Yield ``(subpartition, kind, value)`` for every entry of an upstream batch (value: the credit, the buffer
+    size, or 0)."""
+    for partition, subpartition, kind, value in unpack(data):
+        yield ResultSubpartitionInfo(partition, subpartition), kind, value
 
 
 # -- control -----------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 How this works: the actor is an asyncio actor, so the task object sees one event at a time on one thread.
 It mirrors what the simulator's ``JobSimulation`` does per subtask, with real time and real messages:
-- what arrives: ``deliver`` (a batch of channel elements from one upstream actor), ``upstream`` (credit and
-  resume-consumption for this task's subpartitions), ``trigger_checkpoint`` (sources),
+- what arrives: ``deliver`` (a batch of channel elements from one upstream actor), ``upstream`` (credit,
+  resume-consumption and debloated buffer sizes for this task's subpartitions), ``trigger_checkpoint`` (sources),
   ``notify_checkpoint_complete`` / ``notify_checkpoint_aborted``. Elements are handed to the task in each
   channel's sequence-number order: Ray does not promise call order for async actors, so an element that
   arrives early waits until the gap before it is filled;
@@ -36,6 +36,7 @@ import ray
 from barriersim.actors.clock import now_ms
 from barriersim.actors.external_store import RemoteExternalStore
 from barriersim.actors.messages import (
+    BUFFER_SIZE,
     CREDIT,
     attempt_to_wire,
     decode_elements,
@@ -52,7 +53,7 @@ from barriersim.actors.realtime import LoopTimerService
 from barriersim.runtime.events import options_from_wire
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobGraph
-from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
+from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.sim.wiring import Wiring
 from barriersim.runtime.stream_task import MODE_OF, NetworkConfig, StepOutcome, StreamTask, TaskFinished
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
@@ -250,9 +251,11 @@ class StreamTaskActor:
 
     async def upstream(self, data: bytes) -> None:
         try:
-            for info, kind, credit in decode_upstream(data):
+            for info, kind, value in decode_upstream(data):
                 if kind == CREDIT:
-                    self.task.on_credit(info, credit)
+                    self.task.on_credit(info, value)
+                elif kind == BUFFER_SIZE:
+                    self.task.on_new_buffer_size(info, value)
                 else:
                     self.task.on_resume_consumption(info)
             self._work_inline()
@@ -293,7 +296,7 @@ class StreamTaskActor:
             consumer, channel = self.wiring.channel_of(self.key, info)
             self._data_out[consumer].append(element_entry(channel, item))
         for action in task.drain_actions():
-            if isinstance(action, (AddCredit, ResumeConsumptionUpstream)):
+            if isinstance(action, (AddCredit, ResumeConsumptionUpstream, AnnounceBufferSize)):
                 producer, info = self.wiring.subpartition_of(self.key, action.channel_info)
                 self._upstream_out[producer].append(upstream_entry(info, action))
             elif isinstance(action, AcknowledgeCheckpoint):

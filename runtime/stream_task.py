@@ -48,7 +48,8 @@ from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults import ProtocolPoint
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobGraph
-from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
+from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
+from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.network.output.result_partition import Availability, ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
@@ -91,6 +92,7 @@ class NetworkConfig:
     max_buffers_per_channel: int = 10
     record_size: int = 32
     source_batch_records: int = 256
+    buffer_debloat: BufferDebloatConfiguration = BufferDebloatConfiguration()  # off, as in Flink
 
 
 MODE_OF = {
@@ -154,7 +156,7 @@ class StreamTask:
         self.failed = False
         self._crash_points = CrashPoints(self.name, crash_points)
         self._crash_mid_alignment = self._crash_points.is_armed(ProtocolPoint.MID_ALIGNMENT)
-        timers = _WakingTimers(timer_service, wakeup, self._crashed)
+        timers = self._timers = _WakingTimers(timer_service, wakeup, self._crashed)
         self.operator = create_operator(self.vertex, subtask_index, split=split, store=store,
                                         attempt=attempt_id.attempt_number)
 
@@ -184,8 +186,12 @@ class StreamTask:
                 exclusive_buffers_per_channel=network.exclusive_buffers_per_channel,
                 floating_buffers_per_gate=network.floating_buffers_per_gate,
                 sink=self._on_input_action,
+                buffer_debloat=network.buffer_debloat,
+                max_buffer_size=network.buffer_size,
             )
             self._valve = WatermarkValve(self.input_side.channel_infos())
+            if network.buffer_debloat.enabled:
+                self._schedule_debloat(network.buffer_debloat.period_ms)
         self.checkpoints = SubtaskCheckpointCoordinator(
             operator_id=vertex_name,
             snapshot_state=lambda checkpoint_id, options: self._snapshot(checkpoint_id),
@@ -258,6 +264,23 @@ class StreamTask:
         if self.failed:
             return
         self.partitions[info.partition_idx].add_credit(info, credit)
+
+    def _schedule_debloat(self, period_ms: int) -> None:
+        """Flink's ``scheduleBufferDebloater``: every period, each input gate recalculates its buffer size and
+        announces a changed one upstream (``AnnounceBufferSize`` actions)."""
+        def debloat() -> None:
+            if self.failed or self.finished:
+                return
+            self.input_side.trigger_debloating()
+            self._schedule_debloat(period_ms)
+
+        self._timers.register_timer(self._clock() + period_ms, debloat)
+
+    def on_new_buffer_size(self, info: ResultSubpartitionInfo, buffer_size: int) -> None:
+        """The consumer's debloated buffer size for subpartition ``info`` (``AnnounceBufferSize``)."""
+        if self.failed:
+            return
+        self.partitions[info.partition_idx].set_buffer_size(info, buffer_size)
 
     def on_resume_consumption(self, info: ResultSubpartitionInfo) -> None:
         if self.failed:
@@ -516,7 +539,7 @@ class StreamTask:
     # -- wiring of the handler's and the checkpoint steps' actions ---------------------------------------
 
     def _on_input_action(self, action: Any) -> None:
-        if isinstance(action, (AddCredit, ResumeConsumptionUpstream)):
+        if isinstance(action, (AddCredit, ResumeConsumptionUpstream, AnnounceBufferSize)):
             self._actions.append(action)
         elif isinstance(action, TriggerCheckpointOnBarrier):
             self._carry_out(self.checkpoints.checkpoint_state(

@@ -96,6 +96,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "latency_us_mean": Field(float, 100.0, _between(0.0, 10_000_000.0)),
         "latency_us_jitter": Field(float, 20.0, _between(0.0, 10_000_000.0)),
         "record_size": Field(int, 32, _between(1, 1 << 20)),
+        # buffer debloating (FLIP-183), Flink's taskmanager.network.memory.buffer-debloat.* and min-segment-size
+        "buffer_debloat": Field(bool, False),
+        "buffer_debloat_target_ms": Field(int, 1000, _between(1, 3_600_000)),
+        "buffer_debloat_period_ms": Field(int, 200, _between(1, 3_600_000)),
+        "buffer_debloat_samples": Field(int, 20, _between(1, 100_000)),
+        "buffer_debloat_threshold_percentages": Field(int, 25, _between(0, 100)),
+        "min_buffer_size": Field(int, 256, _between(1, 1024)),
     },
     "checkpointing": {
         "mode": Field(str, "aligned", _one_of(*MODES)),
@@ -162,6 +169,12 @@ class NetworkSpec:
     latency_us_mean: float
     latency_us_jitter: float
     record_size: int
+    buffer_debloat: bool
+    buffer_debloat_target_ms: int
+    buffer_debloat_period_ms: int
+    buffer_debloat_samples: int
+    buffer_debloat_threshold_percentages: int
+    min_buffer_size: int
 
 
 @dataclass(frozen=True)

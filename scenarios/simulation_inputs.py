@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.sim.job_simulation import SimulationConfig
+from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.workload import SOURCE_ID_STRIDE, local_splits
@@ -39,6 +40,10 @@ def simulation_config(scenario: Scenario, mode: str | None = None, faults: Fault
             floating_buffers_per_gate=net.floating_buffers_per_gate,
             max_buffers_per_channel=net.max_buffers_per_channel,
             record_size=net.record_size,
+            buffer_debloat=BufferDebloatConfiguration(
+                enabled=net.buffer_debloat, target_ms=net.buffer_debloat_target_ms,
+                period_ms=net.buffer_debloat_period_ms, samples=net.buffer_debloat_samples,
+                threshold_percentages=net.buffer_debloat_threshold_percentages, min_buffer_size=net.min_buffer_size),
         ),
         latency_us_mean=net.latency_us_mean,
         latency_us_jitter=net.latency_us_jitter,

@@ -53,6 +53,7 @@ from barriersim.runtime.checkpointing.barrier_handler import (
 from barriersim.runtime.checkpointing.checkpointed_input_gate import CheckpointedInputGate, GateActionRouter
 from barriersim.runtime.checkpointing.single_checkpoint_barrier_handler import SingleCheckpointBarrierHandler
 from barriersim.runtime.events import Buffer, ChannelElement, InputChannelInfo
+from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.network.input.buffer_manager import (
     DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
     DEFAULT_FLOATING_BUFFERS_PER_GATE,
@@ -151,6 +152,8 @@ class InputSide:
         floating_buffers_per_gate: int = DEFAULT_FLOATING_BUFFERS_PER_GATE,
         sink: Optional[Callable[[Any], None]] = None,
         barrier_handler_factory: Optional[HandlerFactory] = None,
+        buffer_debloat: Optional[BufferDebloatConfiguration] = None,
+        max_buffer_size: int = 32 * 1024,
     ):
         self.mode = mode
         self.clock = clock
@@ -169,6 +172,9 @@ class InputSide:
             self.gates.append(
                 SingleInputGate(gate_idx, kinds, self._record, exclusive_buffers_per_channel, floating_buffers_per_gate)
             )
+        if buffer_debloat is not None and buffer_debloat.enabled:
+            for gate in self.gates:
+                gate.enable_debloating(buffer_debloat, max_buffer_size, clock)
         num_channels = sum(g.number_of_input_channels for g in self.gates)
         router = GateActionRouter(self.gates, self._record)
         if barrier_handler_factory is not None:
@@ -216,6 +222,11 @@ class InputSide:
             self._sink(action)
 
     # -- driving ------------------------------------------------------------------------------------------
+
+    def trigger_debloating(self) -> None:
+        """Flink's ``StreamTask.debloat``: every gate recalculates its buffer size and announces a changed one."""
+        for gate in self.gates:
+            gate.trigger_debloating()
 
     def gate(self, gate_idx: int) -> SingleInputGate:
         return self.gates[gate_idx]

@@ -7,7 +7,7 @@ factor); a task whose output is backpressured, or whose input is empty, sleeps u
 (``_wake``/``_kick``); an output flusher finishes open buffers every ``buffer_timeout_ms``. ``_pump`` sends
 what a task's subpartitions may send (its receiver granted credit): each element reaches its input channel
 after a latency drawn from the ``network`` random stream, never before the previous element of the same
-channel (FIFO per channel); credit and resume-consumption messages travel back the same way. Every callback
+channel (FIFO per channel); credit, resume-consumption and new-buffer-size messages travel back the same way. Every callback
 carries the epoch it was scheduled in, so nothing of a failed-over deployment reaches the next one. Mirrors
 Flink's task mailbox loop (``StreamTask.processInput``), its ``OutputFlusher`` and the credit-based Netty
 stack (``PartitionRequestQueue`` / ``CreditBasedPartitionRequestClientHandler``).
@@ -20,7 +20,7 @@ from typing import Any
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.failure_reason import CheckpointException
 from barriersim.runtime.faults import MessageKind, SlowTask
-from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
+from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.sim.kernel import Priority
 from barriersim.runtime.sim.wiring import SubtaskKey
 from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
@@ -123,7 +123,7 @@ class DataPlane:
 
     def _on_task_action(self, key: SubtaskKey, task: StreamTask, action: Any) -> None:
         epoch = self.epoch
-        if isinstance(action, (AddCredit, ResumeConsumptionUpstream)):
+        if isinstance(action, (AddCredit, ResumeConsumptionUpstream, AnnounceBufferSize)):
             producer, info = self.wiring.subpartition_of(key, action.channel_info)
 
             def upstream(producer=producer, info=info, action=action) -> None:
@@ -131,6 +131,8 @@ class DataPlane:
                     return
                 if isinstance(action, AddCredit):
                     self.tasks[producer].on_credit(info, action.credit)
+                elif isinstance(action, AnnounceBufferSize):
+                    self.tasks[producer].on_new_buffer_size(info, action.buffer_size)
                 else:
                     self.tasks[producer].on_resume_consumption(info)
                 self._pump(producer)

@@ -10,8 +10,10 @@ import pytest
 from barriersim.actors.graph_runner import run_graph_on_ray
 from barriersim.runtime.faults import CrashTask, FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.sim.job_simulation import SimulationConfig
 from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 
@@ -46,6 +48,20 @@ def test_a_killed_task_actor_fails_over_to_the_latest_checkpoint(mode, tmp_path)
     completed = [c["id"] for c in result.checkpoints if c["status"] == "COMPLETED"]
     assert result.restored_checkpoint_ids[0] in completed
     assert completed == sorted(completed)
+
+
+def test_buffer_debloating_on_ray_announces_sizes_upstream_and_keeps_exactly_once(tmp_path):
+    # every 50 ms each downstream task's gates recalculate their buffer size from the throughput they measured
+    # and announce it to the upstream actors, which cut their next buffers at it
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=4)}
+    network = NetworkConfig(buffer_debloat=BufferDebloatConfiguration(enabled=True, target_ms=100, period_ms=50))
+    config = SimulationConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=5_000, network=network)
+    result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "debloat", timeout_seconds=120)
+    assert result.outcome == "finished" and result.restarts == 0 and not result.failures
+    assert result.counts["completed"] >= 5
+    verdict = verify(expected_sink_input(graph, splits), result.committed_output)
+    assert verdict.verdict == "exactly-once", verdict
 
 
 def test_every_task_run_returns_before_the_job_finishes_also_the_sink_that_finishes_last(tmp_path):

@@ -134,6 +134,11 @@ class BufferManager:
         self._available_exclusive -= 1
         return BufferOrigin.EXCLUSIVE
 
+    @property
+    def num_required(self) -> int:
+        """Flink's ``getNumberOfRequiredBuffers``: the sender's backlog plus the initial credit."""
+        return self._num_required
+
     def on_sender_backlog(self, backlog: int) -> None:
         """Flink's ``onSenderBacklog``: want ``backlog + initial_credit`` available buffers."""
         self._num_required = backlog + self.initial_credit

@@ -66,6 +66,15 @@ class ResumeConsumptionUpstream:
     channel_info: InputChannelInfo
 
 
+@dataclass(frozen=True)
+class AnnounceBufferSize:
+    """Flink's ``NettyMessage.NewBufferSize``: the receiver of ``channel_info`` asks its sender to cut new
+    buffers at ``buffer_size`` bytes (buffer debloating)."""
+
+    channel_info: InputChannelInfo
+    buffer_size: int
+
+
 class BufferReorderingException(Exception):
     """An element arrived with an unexpected sequence number (Flink's ``BufferReorderingException``)."""
 

@@ -9,8 +9,10 @@ returns the next ``BufferOrEvent`` or ``None``. Blocked channels (aligned checkp
 announced (``AddCredit``). End of partition is returned per channel; the gate is finished when every
 channel delivered it.
 
-Everything the gate emits (``AddCredit``, ``ResumeConsumptionUpstream``, ``AddInputData``) goes to the
-injected sink. The checkpointing hooks (``block_consumption``, ``resume_consumption``,
+Everything the gate emits (``AddCredit``, ``ResumeConsumptionUpstream``, ``AddInputData``,
+``AnnounceBufferSize``) goes to the injected sink. With buffer debloating (``enable_debloating``) the gate
+measures its throughput as it hands out data and ``trigger_debloating`` announces new buffer sizes
+(``runtime.network.input.buffer_debloater``). The checkpointing hooks (``block_consumption``, ``resume_consumption``,
 ``checkpoint_started``, ``checkpoint_stopped``, ``convert_to_priority_event``) are Flink's
 ``CheckpointableInput`` and are driven by ``CheckpointedInputGate``.
 
@@ -29,7 +31,17 @@ from barriersim.runtime.network.input.buffer_manager import (
     DEFAULT_FLOATING_BUFFERS_PER_GATE,
     FloatingBufferPool,
 )
-from barriersim.runtime.network.input.input_channel import InputChannel, LocalInputChannel, RemoteInputChannel
+from barriersim.runtime.network.input.buffer_debloater import (
+    BufferDebloatConfiguration,
+    BufferDebloater,
+    ThroughputCalculator,
+)
+from barriersim.runtime.network.input.input_channel import (
+    AnnounceBufferSize,
+    InputChannel,
+    LocalInputChannel,
+    RemoteInputChannel,
+)
 from barriersim.runtime.network.input.prioritized_deque import PrioritizedDeque
 
 
@@ -88,8 +100,18 @@ class SingleInputGate:
         self._finished_channels: set[int] = set()
         self.closed = False
         self._set_up = False
+        self._clock: Optional[Callable[[], int]] = None
+        self.throughput: Optional[ThroughputCalculator] = None
+        self.debloater: Optional[BufferDebloater] = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
+
+    def enable_debloating(self, config: BufferDebloatConfiguration, max_buffer_size: int,
+                          clock: Callable[[], int]) -> None:
+        """Measure throughput and size the senders' buffers (Flink's ``createBufferDebloater``)."""
+        self._clock = clock
+        self.throughput = ThroughputCalculator(clock)
+        self.debloater = BufferDebloater(config.validate(max_buffer_size), max_buffer_size)
 
     def setup(self) -> None:
         """Request the partitions: remote channels announce their initial (exclusive) credit."""
@@ -164,7 +186,13 @@ class SingleInputGate:
                 self._finished_channels.add(idx)
                 ch.release()
             self._announce_credit()
+            if self.throughput is not None:
+                self.throughput.resume_measurement(self._clock())
+                if isinstance(entry.element, Buffer):
+                    self.throughput.incoming_data_size(entry.element.size)
             return BufferOrEvent(entry.element, ch.channel_info, bool(self._channels_with_data), entry.sequence_number)
+        if self.throughput is not None:
+            self.throughput.pause_measurement(self._clock())
         return None
 
     def is_finished(self) -> bool:
@@ -226,6 +254,29 @@ class SingleInputGate:
         for ch in self._remote_channels:  # local channels have no credit
             if ch.buffer_manager.unannounced_credit > 0:
                 ch.announce_credit()
+
+    # -- buffer debloating ---------------------------------------------------------------------------
+
+    def buffers_in_use(self) -> int:
+        """Flink's ``getBuffersInUseCount``: per channel the queued buffers plus the sender's backlog."""
+        count = 0
+        for ch in self.channels:
+            count += ch.num_queued
+            if isinstance(ch, RemoteInputChannel):
+                count += max(0, ch.buffer_manager.num_required - ch.buffer_manager.initial_credit)
+        return count
+
+    def trigger_debloating(self) -> Optional[int]:
+        """Flink's ``triggerDebloating``: recalculate the buffer size and announce it to every unfinished
+        channel's sender; returns the announced size (None: unchanged, or the gate is finished)."""
+        if self.debloater is None or self.closed or self.is_finished():
+            return None
+        size = self.debloater.recalculate_buffer_size(self.throughput.calculate_throughput(), self.buffers_in_use())
+        if size is not None:
+            for idx, ch in enumerate(self.channels):
+                if idx not in self._finished_channels:
+                    self._sink(AnnounceBufferSize(ch.channel_info, size))
+        return size
 
     def remote_channels(self) -> Iterable[RemoteInputChannel]:
         return (c for c in self.channels if isinstance(c, RemoteInputChannel))

@@ -60,6 +60,7 @@ class PartitionStateError(RuntimeError):
 
 @dataclass(slots=True)
 class _BufferBuilder:
+    capacity: int  # the subpartition's buffer size when the builder was opened (Flink's BufferBuilder.trim)
     records: list = field(default_factory=list)
     size: int = 0
 
@@ -91,7 +92,8 @@ class ResultPartition:
             for i in range(num_subpartitions)
         ]
         self._readers = [CreditBasedSequenceNumberingViewReader(s, initial_credit) for s in self.subpartitions]
-        self._builders = [_BufferBuilder() for _ in range(num_subpartitions)]
+        self._buffer_sizes = [memory_segment_size] * num_subpartitions  # debloated sizes, announced by the receivers
+        self._builders = [_BufferBuilder(memory_segment_size) for _ in range(num_subpartitions)]
         self._flush_requested = [False] * num_subpartitions
         self._finished = False
         self._released = False
@@ -132,14 +134,15 @@ class ResultPartition:
     def _write(self, record: Any, target: int, size: int) -> None:
         """Appends a record to the target's open buffer, finishing the buffers it fills (a spanning record
         fills and finishes buffers until its last bytes fit)."""
-        segment = self.memory_segment_size
         builder = self._builders[target]
+        segment = builder.capacity
         remaining = size
         while remaining > segment - builder.size:  # spanning record: fill and finish
             remaining -= segment - builder.size
             builder.size = segment
             self._finish_builder(target)
             builder = self._builders[target]
+            segment = builder.capacity
         builder.records.append(record)
         builder.size += remaining
         if builder.size == segment:
@@ -199,7 +202,7 @@ class ResultPartition:
     def _append(self, record: Any, target: int, size: int) -> None:
         builder = self._builders[target]
         filled = builder.size + size
-        if filled >= self.memory_segment_size:
+        if filled >= builder.capacity:
             self._write(record, target, size)
         else:
             builder.records.append(record)
@@ -208,11 +211,10 @@ class ResultPartition:
     def _append_all(self, records: Sequence[Any], target: int, size: int) -> None:
         """Every record to one subpartition: runs of records that leave the open buffer not full are added at
         once; the record that fills it (or spans) goes through ``_write``."""
-        segment = self.memory_segment_size
         n, k = len(records), 0
         while k < n:
             builder = self._builders[target]
-            room = (segment - builder.size - 1) // size if size > 0 else n - k  # records leaving it not full
+            room = (builder.capacity - builder.size - 1) // size if size > 0 else n - k  # records leaving it not full
             if room > 0:
                 chunk = records[k : k + room]
                 builder.records.extend(chunk)
@@ -231,7 +233,7 @@ class ResultPartition:
         builder = self._builders[i]
         if builder.records or builder.size:
             self.subpartitions[i].add_buffer(builder.build())
-            self._builders[i] = _BufferBuilder()
+            self._builders[i] = _BufferBuilder(self._buffer_sizes[i])
         self._flush_requested[i] = False
 
     def flush(self, target_subpartition: int) -> None:
@@ -316,7 +318,7 @@ class ResultPartition:
         if self._released:
             return
         self._released = True
-        self._builders = [_BufferBuilder() for _ in self.subpartitions]
+        self._builders = [_BufferBuilder(s) for s in self._buffer_sizes]
         self._flush_requested = [False] * len(self.subpartitions)
         for sub in self.subpartitions:
             sub.release()
@@ -335,6 +337,21 @@ class ResultPartition:
         self.subpartitions[i].add_recovered(buffers)
 
     # -- the network side --------------------------------------------------------------------------
+
+    def set_buffer_size(self, info: ResultSubpartitionInfo, buffer_size: int) -> None:
+        """The receiver's debloated buffer size (Flink's ``PipelinedSubpartition.bufferSize`` set by
+        ``notifyNewBufferSize``): buffers opened from now on are cut at it; one already filling keeps its size."""
+        if self._released:
+            return
+        i = self._index(info)
+        if not 0 < buffer_size <= self.memory_segment_size:
+            raise ValueError(f"{info}: buffer size {buffer_size} outside (0, {self.memory_segment_size}]")
+        self._buffer_sizes[i] = buffer_size
+        if self._builders[i].size == 0:
+            self._builders[i].capacity = buffer_size
+
+    def buffer_size(self, info: ResultSubpartitionInfo) -> int:
+        return self._buffer_sizes[self._index(info)]
 
     def add_credit(self, info: ResultSubpartitionInfo, credit: int) -> None:
         if self._released:

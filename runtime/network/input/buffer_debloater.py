@@ -1,0 +1,131 @@
+"""Buffer debloating (FLIP-183): each input gate sizes its upstream's buffers so that the data in flight to it
+takes about a target time to consume.
+
+How this works: the gate's ``ThroughputCalculator`` adds up the bytes of the data buffers the task consumes
+and the time it spent consuming, leaving out the time the gate had nothing to hand out
+(``pause_measurement`` when a poll returns nothing, ``resume_measurement`` when one returns data). Every
+debloat period (200 ms by default) the task asks each gate to ``trigger_debloating``: the ``BufferDebloater``
+turns the throughput into the total in-flight bytes the target time allows (``throughput * target``),
+divides it by the buffers in use (queued buffers plus the sender's backlog, at least 1), smooths the size
+with an exponential moving average over ``samples`` periods (``BufferSizeEMA``: alpha ``2 / (samples + 1)``,
+the instant size capped at twice the current one, the result clamped to [min, max]) and announces it to
+every channel's sender unless it differs from the last announced size by less than ``threshold_percentages``
+(a size at min or max is always announced). The sender then cuts each new buffer of that subpartition at
+the announced size (``ResultPartition.set_buffer_size``), so with the same credit less data is in flight:
+an aligned barrier has less to wait behind. Mirrors Flink's ``ThroughputCalculator``, ``BufferSizeEMA``,
+``BufferDebloater`` and ``SingleInputGate.triggerDebloating`` / ``announceBufferSize``, with the options
+``taskmanager.network.memory.buffer-debloat.{enabled, target, period, samples, threshold-percentages}``
+(off, 1 s, 200 ms, 20, 25) and ``taskmanager.memory.min-segment-size`` (256 bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+NOT_TRACKED = -1
+
+
+@dataclass(frozen=True)
+class BufferDebloatConfiguration:
+    enabled: bool = False
+    target_ms: int = 1000
+    period_ms: int = 200
+    samples: int = 20
+    threshold_percentages: int = 25
+    min_buffer_size: int = 256
+
+    def validate(self, max_buffer_size: int) -> "BufferDebloatConfiguration":
+        for name in ("target_ms", "period_ms", "samples", "min_buffer_size"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"buffer debloating: {name} must be positive, got {getattr(self, name)}")
+        if not 0 <= self.threshold_percentages <= 100:
+            raise ValueError(f"buffer debloating: threshold_percentages must be in [0, 100], got {self.threshold_percentages}")
+        if self.min_buffer_size > max_buffer_size:
+            raise ValueError(f"buffer debloating: min_buffer_size ({self.min_buffer_size}) exceeds the buffer size "
+                             f"({max_buffer_size})")
+        return self
+
+
+class ThroughputCalculator:
+    """Bytes consumed per second of time spent consuming (idle time left out), over the last period."""
+
+    def __init__(self, clock: Callable[[], int]):
+        self._clock = clock
+        self.current_throughput = 0
+        self._accumulated_bytes = 0
+        self._measurement_ms = 0
+        self._start_ms = NOT_TRACKED
+
+    def incoming_data_size(self, size: int) -> None:
+        if self._start_ms == NOT_TRACKED:  # data resumes the measurement
+            self._start_ms = self._clock()
+        self._accumulated_bytes += size
+
+    def pause_measurement(self, now_ms: int) -> None:
+        if self._start_ms != NOT_TRACKED:
+            self._measurement_ms += now_ms - self._start_ms
+        self._start_ms = NOT_TRACKED
+
+    def resume_measurement(self, now_ms: int) -> None:
+        if self._start_ms == NOT_TRACKED:
+            self._start_ms = now_ms
+
+    def calculate_throughput(self) -> int:
+        """Bytes per second since the last call (the previous value if no time was measured)."""
+        if self._start_ms != NOT_TRACKED:
+            now = self._clock()
+            self._measurement_ms += now - self._start_ms
+            self._start_ms = now
+        if self._measurement_ms > 0:
+            self.current_throughput = int(self._accumulated_bytes / self._measurement_ms * 1000)
+        self._accumulated_bytes = self._measurement_ms = 0
+        return self.current_throughput
+
+
+class BufferSizeEMA:
+    """Exponential moving average of the buffer size, growing and shrinking at the same speed."""
+
+    def __init__(self, max_buffer_size: int, min_buffer_size: int, samples: int):
+        self.max_buffer_size = max_buffer_size
+        self.min_buffer_size = min_buffer_size
+        self.alpha = 2.0 / (samples + 1)
+        self.last_buffer_size = float(max_buffer_size)
+
+    def calculate_buffer_size(self, total_bytes: int, total_buffers: int) -> int:
+        if total_bytes < 0 or total_buffers <= 0:
+            raise ValueError(f"buffer size EMA: total bytes ({total_bytes}) must be >= 0 and buffers "
+                             f"({total_buffers}) > 0")
+        desirable = min(total_bytes / total_buffers, 2 * self.last_buffer_size)
+        self.last_buffer_size += self.alpha * (desirable - self.last_buffer_size)
+        self.last_buffer_size = max(self.min_buffer_size, min(self.last_buffer_size, self.max_buffer_size))
+        return math.floor(self.last_buffer_size + 0.5)  # Java's Math.round: halves round up
+
+
+class BufferDebloater:
+    """One gate's buffer size from its throughput and the buffers in use."""
+
+    def __init__(self, config: BufferDebloatConfiguration, max_buffer_size: int):
+        self.config = config
+        self.max_buffer_size = max_buffer_size
+        self.last_buffer_size = max_buffer_size
+        self._ema = BufferSizeEMA(max_buffer_size, config.min_buffer_size, config.samples)
+
+    def recalculate_buffer_size(self, throughput: int, buffers_in_use: int) -> Optional[int]:
+        """The new size to announce, or None if it is too close to the last one."""
+        buffers = max(1, buffers_in_use)
+        desired_total = throughput * self.config.target_ms // 1000
+        new_size = self._ema.calculate_buffer_size(desired_total, buffers)
+        if self._skip_update(new_size):
+            return None
+        self.last_buffer_size = new_size
+        return new_size
+
+    def _skip_update(self, new_size: int) -> bool:
+        if new_size == self.last_buffer_size:
+            return True
+        if new_size <= self.config.min_buffer_size or new_size >= self.max_buffer_size:
+            return False
+        delta = int(self.last_buffer_size * self.config.threshold_percentages / 100)
+        return abs(new_size - self.last_buffer_size) < delta
