@@ -190,8 +190,10 @@ class StreamTask:
                 max_buffer_size=network.buffer_size,
             )
             self._valve = WatermarkValve(self.input_side.channel_infos())
-            if network.buffer_debloat.enabled:
-                self._schedule_debloat(network.buffer_debloat.period_ms)
+        # buffer debloating starts once the task runs (its first step), as Flink's invoke() schedules it after
+        # the restore: announcements must not reach upstream tasks that are still being deployed
+        self._debloat_period_ms = network.buffer_debloat.period_ms if (
+            network.buffer_debloat.enabled and self.input_side is not None) else 0
         self.checkpoints = SubtaskCheckpointCoordinator(
             operator_id=vertex_name,
             snapshot_state=lambda checkpoint_id, options: self._snapshot(checkpoint_id),
@@ -390,6 +392,9 @@ class StreamTask:
     def process_next(self) -> StepResult:
         """One unit of work: one input buffer or event, or one batch read from the source split."""
         try:
+            if self._debloat_period_ms:
+                self._schedule_debloat(self._debloat_period_ms)
+                self._debloat_period_ms = 0
             result = self._process_next()
             if self._crash_mid_alignment and not self.failed:
                 self._check_mid_alignment()

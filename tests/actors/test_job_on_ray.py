@@ -58,7 +58,7 @@ def test_buffer_debloating_on_ray_announces_sizes_upstream_and_keeps_exactly_onc
     network = NetworkConfig(buffer_debloat=BufferDebloatConfiguration(enabled=True, target_ms=100, period_ms=50))
     config = SimulationConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=5_000, network=network)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "debloat", timeout_seconds=120)
-    assert result.outcome == "finished" and result.restarts == 0 and not result.failures
+    assert result.outcome == "finished" and result.restarts == 0 and not result.failures, result.failures
     assert result.counts["completed"] >= 5
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
     assert verdict.verdict == "exactly-once", verdict
