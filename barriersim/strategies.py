@@ -9,7 +9,8 @@ keyed running sum or a tumbling window behind a hash edge, then a two-phase-comm
 in at-least-once mode). Parallelism is 1..``max_parallelism`` (16 at most, as the issue's DAGs). Fault
 schedules name subtasks of the drawn topology, at times inside the run or at protocol points of early
 checkpoints, so they shrink toward "no fault" and "earliest checkpoint"; ``jobmanager_faults=True`` adds
-coordinator crashes (JobManager failover) and failed storage writes. ``SimulatedCase.run()`` simulates, verifies
+coordinator crashes (JobManager failover) and failed storage writes. Some cases run with buffer debloating
+(``network_configs``), its buffer sizes changing while faults strike. ``SimulatedCase.run()`` simulates, verifies
 the committed output against the reference and checks that every completed checkpoint is a consistent cut
 (``CaseResult.cut_violations``).
 
@@ -118,6 +119,22 @@ def checkpointing_configs(draw, mode: str | None = None) -> dict:
         "aligned_checkpoint_timeout_ms": draw(st.sampled_from([5, 20])) if mode == "aligned-with-timeout" else 0,
         "max_concurrent": 1 if exactly_once_unaligned else draw(st.integers(1, 3)),
         "tolerable_failures": draw(st.integers(0, 3)),
+    }
+
+
+@st.composite
+def network_configs(draw) -> dict:
+    """A ``[network]`` table: Flink's defaults (empty), or (a drawn boolean) buffer debloating sized for runs of
+    a few hundred simulated milliseconds (short periods and targets, so that buffer sizes change while faults
+    strike)."""
+    if not draw(st.booleans()):
+        return {}
+    return {
+        "buffer_debloat": True,
+        "buffer_debloat_period_ms": draw(st.sampled_from([5, 20, 50])),
+        "buffer_debloat_target_ms": draw(st.sampled_from([5, 20, 100])),
+        "buffer_debloat_samples": draw(st.sampled_from([1, 5, 20])),
+        "min_buffer_size": draw(st.sampled_from([64, 256])),
     }
 
 
@@ -234,4 +251,8 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     slowest = min(v.parallelism for v in graph.sources)
     horizon_ms = max(20, int(w["records"] * 1000 / (w["rate_per_source"] * slowest)))
     faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults, jobmanager_faults=jobmanager_faults))
-    return SimulatedCase(document, faults, draw(st.integers(0, 2**32 - 1)))
+    seed = draw(st.integers(0, 2**32 - 1))
+    network = draw(network_configs())
+    if network:
+        document["network"] = network
+    return SimulatedCase(document, faults, seed)
