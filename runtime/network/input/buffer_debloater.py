@@ -63,14 +63,14 @@ class ThroughputCalculator:
             self._start_ms = self._clock()
         self._accumulated_bytes += size
 
-    def pause_measurement(self, now_ms: int) -> None:
+    def pause_measurement(self) -> None:
         if self._start_ms != NOT_TRACKED:
-            self._measurement_ms += now_ms - self._start_ms
+            self._measurement_ms += self._clock() - self._start_ms
         self._start_ms = NOT_TRACKED
 
-    def resume_measurement(self, now_ms: int) -> None:
+    def resume_measurement(self) -> None:
         if self._start_ms == NOT_TRACKED:
-            self._start_ms = now_ms
+            self._start_ms = self._clock()
 
     def calculate_throughput(self) -> int:
         """Bytes per second since the last call (the previous value if no time was measured)."""

@@ -135,9 +135,9 @@ class BufferManager:
         return BufferOrigin.EXCLUSIVE
 
     @property
-    def num_required(self) -> int:
-        """Flink's ``getNumberOfRequiredBuffers``: the sender's backlog plus the initial credit."""
-        return self._num_required
+    def sender_backlog(self) -> int:
+        """The sender's last announced backlog (Flink's ``getNumberOfRequiredBuffers() - initialCredit``)."""
+        return max(0, self._num_required - self.initial_credit)
 
     def on_sender_backlog(self, backlog: int) -> None:
         """Flink's ``onSenderBacklog``: want ``backlog + initial_credit`` available buffers."""

@@ -100,7 +100,6 @@ class SingleInputGate:
         self._finished_channels: set[int] = set()
         self.closed = False
         self._set_up = False
-        self._clock: Optional[Callable[[], int]] = None
         self.throughput: Optional[ThroughputCalculator] = None
         self.debloater: Optional[BufferDebloater] = None
 
@@ -109,7 +108,6 @@ class SingleInputGate:
     def enable_debloating(self, config: BufferDebloatConfiguration, max_buffer_size: int,
                           clock: Callable[[], int]) -> None:
         """Measure throughput and size the senders' buffers (Flink's ``createBufferDebloater``)."""
-        self._clock = clock
         self.throughput = ThroughputCalculator(clock)
         self.debloater = BufferDebloater(config.validate(max_buffer_size), max_buffer_size)
 
@@ -187,12 +185,12 @@ class SingleInputGate:
                 ch.release()
             self._announce_credit()
             if self.throughput is not None:
-                self.throughput.resume_measurement(self._clock())
+                self.throughput.resume_measurement()
                 if isinstance(entry.element, Buffer):
                     self.throughput.incoming_data_size(entry.element.size)
             return BufferOrEvent(entry.element, ch.channel_info, bool(self._channels_with_data), entry.sequence_number)
         if self.throughput is not None:
-            self.throughput.pause_measurement(self._clock())
+            self.throughput.pause_measurement()
         return None
 
     def is_finished(self) -> bool:
@@ -263,7 +261,7 @@ class SingleInputGate:
         for ch in self.channels:
             count += ch.num_queued
             if isinstance(ch, RemoteInputChannel):
-                count += max(0, ch.buffer_manager.num_required - ch.buffer_manager.initial_credit)
+                count += ch.buffer_manager.sender_backlog
         return count
 
     def trigger_debloating(self) -> Optional[int]:
