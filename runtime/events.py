@@ -264,10 +264,18 @@ def options_from_wire(v: list) -> CheckpointOptions:
 
 
 def to_wire(element: ChannelElement) -> list:
-    """Encode a channel element as plain lists and scalars (msgpack-ready)."""
+    """Encode a channel element as plain lists, tuples and scalars (msgpack-ready).
+
+    A buffer of records only (the common case) keeps its tuple of record tuples as it is: msgpack packs the
+    nested tuples as arrays in C, and ``msgpack.unpackb(..., use_list=False)`` gives them back as tuples, so
+    neither side touches a record in Python (tag ``"B"``). A buffer that also carries watermarks tags each
+    watermark (tag ``"M"``)."""
     if isinstance(element, Buffer):
-        records = [["W", r.timestamp] if isinstance(r, Watermark) else list(r) for r in element.records]
-        return ["B", records, element.size, element.sequence_number]
+        records = element.records
+        if Watermark not in map(type, records):
+            return ["B", records, element.size, element.sequence_number]
+        mixed = [["W", r.timestamp] if isinstance(r, Watermark) else r for r in records]
+        return ["M", mixed, element.size, element.sequence_number]
     if isinstance(element, CheckpointBarrier):
         return ["C", element.id, element.timestamp, options_to_wire(element.options)]
     if isinstance(element, CancelCheckpointMarker):
@@ -282,6 +290,11 @@ def to_wire(element: ChannelElement) -> list:
 def from_wire(v: list) -> ChannelElement:
     tag = v[0]
     if tag == "B":
+        records = v[1]
+        if type(records) is not tuple or (records and type(records[0]) is not tuple):  # decoded with lists
+            records = tuple(tuple(r) if isinstance(r, list) else r for r in records)
+        return Buffer(records, int(v[2]), int(v[3]))
+    if tag == "M":
         records = tuple(
             Watermark(int(r[1])) if r and r[0] == "W" else tuple(r) if isinstance(r, list) else r for r in v[1]
         )

@@ -1,5 +1,8 @@
 """Map, filter, watermark valve and the tumbling event-time window."""
 
+import msgpack
+import pytest
+
 from barriersim.runtime.events import MAX_WATERMARK, Buffer, Watermark, from_wire, to_wire
 from barriersim.runtime.operators.stateless import FilterOperator, MapOperator
 from barriersim.runtime.operators.watermarks import WatermarkValve
@@ -15,6 +18,16 @@ def test_map_and_filter():
 def test_watermarks_travel_in_buffers_on_the_wire():
     buffer = Buffer(((1, 2, 3, 4), Watermark(99)), 40, 5)
     assert from_wire(to_wire(buffer)) == buffer
+    assert from_wire(msgpack.unpackb(msgpack.packb(to_wire(buffer)), use_list=False)) == buffer
+
+
+@pytest.mark.parametrize("use_list", [False, True])
+def test_a_buffer_of_records_crosses_msgpack_as_tuples_of_tuples(use_list):
+    buffer = Buffer(((1, 2, 3, 4), (2, -7, 2**40, 0)), 64, 3)
+    back = from_wire(msgpack.unpackb(msgpack.packb(to_wire(buffer)), use_list=use_list))
+    assert back == buffer
+    assert all(type(r) is tuple for r in back.records)
+    assert from_wire(to_wire(Buffer((), 0, 1))) == Buffer((), 0, 1)
 
 
 def test_valve_emits_the_minimum_when_it_advances_and_ended_channels_do_not_hold_it_back():
