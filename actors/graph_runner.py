@@ -43,11 +43,12 @@ class RayJobResult:
     killed: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     store_counters: dict = field(default_factory=dict)
-    task_runs: list[dict] = field(default_factory=list)  # per finished task: records, steps, idle waits, last_record_at_ms
+    task_runs: list[dict] = field(default_factory=list)  # per finished task: records, steps, idle waits, last_record_at_ms, cpu_seconds
     first_deploy_seconds: float = 0.0  # part of job_seconds: starting the first attempt's actors
     coordinator_failovers: int = 0  # JobManager failovers (crash_coordinator), part of restarts
     storage_errors: list[str] = field(default_factory=list)
     fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
+    job_manager_cpu_seconds: float = 0.0  # the job manager's process CPU from the first tasks' start to the job's end
 
 
 def run_graph_on_ray(
@@ -106,6 +107,7 @@ def run_graph_on_ray(
             coordinator_failovers=result["coordinator_failovers"],
             storage_errors=result["storage_errors"],
             fault_log=result["fault_log"],
+            job_manager_cpu_seconds=result["job_manager_cpu_seconds"],
         )
     finally:
         if job_manager is not None:

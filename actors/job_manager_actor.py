@@ -155,6 +155,7 @@ class JobManagerActor(RayFailover):
         self._guard(lambda: self._handle(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING))))
         await self._done.wait()
         job_seconds = time.monotonic() - self.started
+        cpu_seconds = time.process_time() - self._cpu_started if self.started_ms is not None else 0.0
         if self.outcome is JobOutcome.FINISHED and self._watchers:  # every task said it finished: let their runs return
             await asyncio.wait(self._watchers, timeout=RUN_RESULTS_TIMEOUT_SECONDS)
         for handle in self.tasks.values():
@@ -179,6 +180,7 @@ class JobManagerActor(RayFailover):
             "fault_log": self.fault_log.report(),
             "job_seconds": job_seconds,
             "first_deploy_seconds": self.deployed_seconds,
+            "job_manager_cpu_seconds": cpu_seconds,
         }
 
     async def progress(self) -> dict:
@@ -245,6 +247,7 @@ class JobManagerActor(RayFailover):
             self._guard(lambda a=attempt: self._handle(self.coordinator.handle(m.TaskRunning(a))))
         if self.started_ms is None:  # time 0 of the fault schedule, as the simulator's: the first tasks start
             self.started_ms = now_ms()
+            self._cpu_started = time.process_time()
         self._watchers = [self.loop.create_task(self._watch(key, handle.run.remote(self.started_ms), epoch))
                           for key, handle in tasks.items()]
         if self.restarts:  # a restart: a crash during_restore fires once, on the first restart, as in the simulator

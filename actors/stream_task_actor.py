@@ -9,16 +9,17 @@ It mirrors what the simulator's ``JobSimulation`` does per subtask, with real ti
   arrives early waits until the gap before it is filled;
 - work: ``run`` calls ``process_next()`` while it returns PROCESSED (yielding to the loop every few ms so
   that messages get in), waits for a message when the task is IDLE or BACKPRESSURED, and returns when the
-  task is FINISHED (with its records, steps, idle waits and when, on the job's clock, it processed its last
-  record); sources are paced to ``source_rate`` records/s when one is set; an output flusher
-  calls ``flush_outputs()`` every ``buffer_timeout_ms`` (Flink's 100 ms); a task slowed by the fault schedule
+  task is FINISHED (with its records, steps, idle waits, when on the job's clock it processed its last
+  record, the process CPU its run took, and the Ray calls and bytes of channel elements it sent); sources are paced to
+  ``source_rate`` records/s when one is set; an output flusher calls ``flush_outputs()`` every ``buffer_timeout_ms`` (Flink's 100 ms); a task slowed by the fault schedule
   (``SlowTask``: ``factor`` from ``from_ms`` until ``until_ms`` after the job started) sleeps ``factor - 1``
   times each burst's duration after it, and works only from its loop (not inline on arrivals) meanwhile;
 - what leaves: after every step, message and timer, ``poll_sendable()`` elements go to per-consumer
   outboxes and ``drain_actions()`` credit/resume to per-producer outboxes; each outbox is sent as ONE Ray
   call (msgpack) when the current burst of work ends, in the order the partitions handed the elements out
   (priority events first, as the partitions order them). Acknowledgements, declines and the finished notice
-  go to the job manager actor in order, each after the sink's store writes were confirmed.
+  go to the job manager actor in order, each after the sink's store writes were confirmed; an acknowledgement's
+  snapshot is encoded only then, after the barrier went on downstream (as Flink's asynchronous snapshot part).
 Any error in the task fails the actor's ``run`` call, which the job manager treats as a task failure.
 No protocol rule lives here.
 """
@@ -107,6 +108,8 @@ class StreamTaskActor:
         self._held: dict = defaultdict(dict)
         self._failure: BaseException | None = None
         self.records_processed = 0
+        self.data_bytes_sent = 0  # msgpack bytes of the channel elements this task sent downstream
+        self.data_calls_sent = self.upstream_calls_sent = 0  # Ray calls: element batches, credit batches
         self.steps = 0
         self._running = False
         self.waits = 0
@@ -142,6 +145,7 @@ class StreamTaskActor:
         """Work until the task finishes; ``job_started_ms``: time 0 of the job's clock (the fault schedule's)."""
         self._job_started_ms = job_started_ms
         started = time.monotonic()
+        cpu_started = time.process_time()
         pace = self.task.operator.is_source and self.d.source_rate
         self._running = True
         self._after_event()  # recovered output and initial credit
@@ -168,7 +172,9 @@ class StreamTaskActor:
         self._raise_if_failed()
         last = None if self._last_record_ms is None else self._last_record_ms - job_started_ms
         return {"task": self.d.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits,
-                "last_record_at_ms": last}
+                "last_record_at_ms": last, "cpu_seconds": time.process_time() - cpu_started,
+                "data_bytes_sent": self.data_bytes_sent, "data_calls_sent": self.data_calls_sent,
+                "upstream_calls_sent": self.upstream_calls_sent}
 
     def _work(self) -> StepOutcome:
         """Call ``process_next()`` while it returns PROCESSED, for at most ``BURST_SECONDS`` (one step for a
@@ -300,10 +306,9 @@ class StreamTaskActor:
                 producer, info = self.wiring.subpartition_of(self.key, action.channel_info)
                 self._upstream_out[producer].append(upstream_entry(info, action))
             elif isinstance(action, AcknowledgeCheckpoint):
-                self._reports.put_nowait(("acknowledge", (
-                    attempt_to_wire(self.attempt), action.checkpoint_id,
-                    encode_snapshot(action.task_state_snapshot, self.d.subtask_index, action.checkpoint_id),
-                    encode_metrics(action.metrics))))
+                # encoded by the reporter, after this burst's data (the barrier among it) went out: Flink
+                # sends the barrier on before the snapshot's asynchronous part acknowledges the checkpoint
+                self._reports.put_nowait(("acknowledge", action))
             elif isinstance(action, DeclineCheckpoint):
                 self._reports.put_nowait(("decline", (
                     attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)))
@@ -318,10 +323,14 @@ class StreamTaskActor:
     def _send(self) -> None:
         if self._data_out:
             for consumer, entries in self._data_out.items():
-                self.handles[consumer].deliver.remote(pack(entries))
+                data = pack(entries)
+                self.data_bytes_sent += len(data)
+                self.data_calls_sent += 1
+                self.handles[consumer].deliver.remote(data)
             self._data_out.clear()
         if self._upstream_out:
             for producer, entries in self._upstream_out.items():
+                self.upstream_calls_sent += 1
                 self.handles[producer].upstream.remote(pack(entries))
             self._upstream_out.clear()
         if self.store is not None:
@@ -332,6 +341,10 @@ class StreamTaskActor:
             method, args = await self._reports.get()
             if self.store is not None and self.store.has_unconfirmed:
                 await self.store.flush()
+            if method == "acknowledge":
+                args = (attempt_to_wire(self.attempt), args.checkpoint_id,
+                        encode_snapshot(args.task_state_snapshot, self.d.subtask_index, args.checkpoint_id),
+                        encode_metrics(args.metrics))
             getattr(self.job_manager, method).remote(*args)
 
     # -- failure -------------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ fires calls carrying a payload (32 KiB by default, a Flink network buffer) with 
 flight and we count calls and bytes per second; (2) round trip: the sender awaits each call before the next
 and we report the median and p99 latency; (3) a chain of ``depth`` actors, each forwarding a small message to
 the next and awaiting it: the one-hop latency times the depth is what a barrier through an idle pipeline of
-that depth is compared with.
+that depth is compared with; (4) ``measure_raw_pipeline``: 32 KiB payloads through a chain of ``depth`` actors
+that do nothing but pass them on, with a window of calls in flight per hop: the ceiling of any pipeline of
+that shape on Ray here.
 
 Run alone: ``python -m benchmarks.ray_baseline``.
 """
@@ -62,6 +64,59 @@ class ChainLink:
     async def forward(self, payload: bytes) -> None:
         if self.next_link is not None:
             await self.next_link.forward.remote(payload)
+
+
+@ray.remote(num_cpus=0.01)
+class PipelineStage:
+    """One stage of a raw Ray pipeline: forwards every payload to the next stage without awaiting it, with at
+    most ``window`` calls in flight (a call returns once its payload is passed on and the window has room, so
+    a full window holds the caller back: the raw counterpart of credit-based flow control); the last stage
+    counts what arrives."""
+
+    def __init__(self, next_stage=None, window: int = 10):
+        self.next_stage = next_stage
+        self.window = window
+        self.in_flight: list = []
+        self.received = 0
+        self.bytes = 0
+
+    async def receive(self, payload: bytes) -> None:
+        if self.next_stage is None:
+            self.received += 1
+            self.bytes += len(payload)
+            return
+        self.in_flight.append(self.next_stage.receive.remote(payload))
+        while len(self.in_flight) > self.window:
+            await self.in_flight.pop(0)
+
+    async def drain(self) -> int:
+        if self.in_flight:
+            await asyncio.gather(*self.in_flight)
+            self.in_flight = []
+        if self.next_stage is not None:
+            return await self.next_stage.drain.remote()
+        return self.received
+
+
+def measure_raw_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, calls: int = 3000, window: int = 10) -> dict:
+    """The best a Ray pipeline of ``depth`` actors does on this machine: the first stage is fed like the
+    one-way baseline, every stage passes each 32 KiB payload on with one call and no work, at most ``window``
+    calls in flight per hop (Flink's 2 exclusive + 8 floating buffers). Every payload crosses ``depth - 1``
+    actor hops (plus the feed), each costing a call's CPU at both ends on the same cores."""
+    stages = [PipelineStage.remote(None, window)]
+    for _ in range(depth - 1):
+        stages.append(PipelineStage.remote(stages[-1], window))
+    first, sender = stages[-1], Sender.remote()
+    payload = b"x" * payload_bytes
+    ray.get(sender.one_way.remote(first, payload, 200, window))  # warm up
+    ray.get(first.drain.remote())
+    started = time.perf_counter()
+    ray.get(sender.one_way.remote(first, payload, calls, window))
+    arrived = ray.get(first.drain.remote()) - 200
+    seconds = time.perf_counter() - started
+    for actor in (sender, *stages):
+        ray.kill(actor)
+    return {"depth": depth, "calls_per_second": arrived / seconds, "mb_per_second": arrived * payload_bytes / seconds / 1e6}
 
 
 def percentile(values: list[float], q: float) -> float:
