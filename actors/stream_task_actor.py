@@ -16,8 +16,10 @@ It mirrors what the simulator's ``JobSimulation`` does per subtask, with real ti
   times each burst's duration after it, and works only from its loop (not inline on arrivals) meanwhile;
 - what leaves: after every step, message and timer, ``poll_sendable()`` elements go to per-consumer
   outboxes and ``drain_actions()`` credit/resume to per-producer outboxes; each outbox is sent as ONE Ray
-  call (msgpack) when the current burst of work ends, in the order the partitions handed the elements out
-  (priority events first, as the partitions order them). Acknowledgements, declines and the finished notice
+  call (msgpack) when the current burst of work ends, or at once when a step produced a channel event (a
+  barrier, above all an unaligned one, must not wait behind the rest of a burst: Flink's network thread sends
+  it as soon as it is queued), in the order the partitions handed the elements out (priority events first,
+  as the partitions order them). Acknowledgements, declines and the finished notice
   go to the job manager actor in order, each after the sink's store writes were confirmed; an acknowledgement's
   snapshot is encoded only then, after the barrier went on downstream (as Flink's asynchronous snapshot part).
 Any error in the task fails the actor's ``run`` call, which the job manager treats as a task failure.
@@ -51,7 +53,7 @@ from barriersim.actors.messages import (
     upstream_entry,
 )
 from barriersim.actors.realtime import LoopTimerService
-from barriersim.runtime.events import options_from_wire
+from barriersim.runtime.events import Buffer, options_from_wire
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
@@ -188,7 +190,8 @@ class StreamTaskActor:
             result = task.process_next()
             self.steps += 1
             self.records_processed += result.records
-            self._collect()
+            if self._collect():
+                self._send()  # an event (barrier, cancel marker, announcement) does not wait for the burst's end
             if result.outcome is not StepOutcome.PROCESSED or one_step or time.monotonic() >= burst_end:
                 break
         if result.outcome is StepOutcome.FINISHED:
@@ -296,11 +299,15 @@ class StreamTaskActor:
         self._send()
         self._wake.set()
 
-    def _collect(self) -> None:
+    def _collect(self) -> bool:
+        """Move what the task's last step produced into the outboxes; True if that includes a channel event."""
         task = self.task
+        events = False
         for info, item in task.poll_sendable():
             consumer, channel = self.wiring.channel_of(self.key, info)
             self._data_out[consumer].append(element_entry(channel, item))
+            if type(item.element) is not Buffer:
+                events = True
         for action in task.drain_actions():
             if isinstance(action, (AddCredit, ResumeConsumptionUpstream, AnnounceBufferSize)):
                 producer, info = self.wiring.subpartition_of(self.key, action.channel_info)
@@ -319,6 +326,7 @@ class StreamTaskActor:
                     attempt_to_wire(self.attempt), action.point.value, action.checkpoint_id)))
             else:
                 raise TypeError(f"{self.d.name}: no way to carry out {action!r}")
+        return events
 
     def _send(self) -> None:
         if self._data_out:
