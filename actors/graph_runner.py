@@ -43,7 +43,8 @@ class RayJobResult:
     killed: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     store_counters: dict = field(default_factory=dict)
-    task_runs: list[dict] = field(default_factory=list)  # per finished task: records, steps, idle waits, last_record_at_ms, cpu_seconds
+    # per finished task: records, steps, idle waits, last_record_at_ms, cpu_seconds, data and upstream calls, bytes
+    task_runs: list[dict] = field(default_factory=list)
     first_deploy_seconds: float = 0.0  # part of job_seconds: starting the first attempt's actors
     coordinator_failovers: int = 0  # JobManager failovers (crash_coordinator), part of restarts
     storage_errors: list[str] = field(default_factory=list)

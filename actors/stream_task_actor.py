@@ -10,8 +10,9 @@ It mirrors what the simulator's ``JobSimulation`` does per subtask, with real ti
 - work: ``run`` calls ``process_next()`` while it returns PROCESSED (yielding to the loop every few ms so
   that messages get in), waits for a message when the task is IDLE or BACKPRESSURED, and returns when the
   task is FINISHED (with its records, steps, idle waits, when on the job's clock it processed its last
-  record, the process CPU its run took, and the Ray calls and bytes of channel elements it sent); sources are paced to
-  ``source_rate`` records/s when one is set; an output flusher calls ``flush_outputs()`` every ``buffer_timeout_ms`` (Flink's 100 ms); a task slowed by the fault schedule
+  record, the process CPU its run took, and the Ray calls and bytes of channel elements it sent); sources
+  are paced to ``source_rate`` records/s when one is set; an output flusher calls ``flush_outputs()`` every
+  ``buffer_timeout_ms`` (Flink's 100 ms); a task slowed by the fault schedule
   (``SlowTask``: ``factor`` from ``from_ms`` until ``until_ms`` after the job started) sleeps ``factor - 1``
   times each burst's duration after it, and works only from its loop (not inline on arrivals) meanwhile;
 - what leaves: after every step, message and timer, ``poll_sendable()`` elements go to per-consumer
@@ -19,9 +20,9 @@ It mirrors what the simulator's ``JobSimulation`` does per subtask, with real ti
   call (msgpack) when the current burst of work ends, or at once when a step produced a channel event (a
   barrier, above all an unaligned one, must not wait behind the rest of a burst: Flink's network thread sends
   it as soon as it is queued), in the order the partitions handed the elements out (priority events first,
-  as the partitions order them). Acknowledgements, declines and the finished notice
-  go to the job manager actor in order, each after the sink's store writes were confirmed; an acknowledgement's
-  snapshot is encoded only then, after the barrier went on downstream (as Flink's asynchronous snapshot part).
+  as the partitions order them). Acknowledgements, declines and the finished notice go to the job manager
+  actor in order, each after the sink's store writes were confirmed; an acknowledgement's snapshot is encoded
+  only then, after the barrier went on downstream (as Flink's asynchronous snapshot part).
 Any error in the task fails the actor's ``run`` call, which the job manager treats as a task failure.
 No protocol rule lives here.
 """
