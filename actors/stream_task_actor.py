@@ -16,11 +16,11 @@ It mirrors what the simulator's ``JobSimulation`` does per subtask, with real ti
   (``SlowTask``: ``factor`` from ``from_ms`` until ``until_ms`` after the job started) sleeps ``factor - 1``
   times each burst's duration after it, and works only from its loop (not inline on arrivals) meanwhile;
 - what leaves: after every step, message and timer, ``poll_sendable()`` elements go to per-consumer
-  outboxes and ``drain_actions()`` credit/resume to per-producer outboxes; each outbox is sent as ONE Ray
-  call (msgpack) when the current burst of work ends, or at once when a step produced a channel event (a
-  barrier, above all an unaligned one, must not wait behind the rest of a burst: Flink's network thread sends
-  it as soon as it is queued), in the order the partitions handed the elements out (priority events first,
-  as the partitions order them). Acknowledgements, declines and the finished notice go to the job manager
+  outboxes and ``drain_actions()`` credit, resume-consumption and buffer sizes to per-producer outboxes; each
+  outbox is sent as ONE Ray call (msgpack) when the current burst of work ends, or at once when a step produced
+  a channel event (a barrier, above all an unaligned one, must not wait behind the rest of a burst: Flink's
+  network thread sends it as soon as it is queued), in the order the partitions handed the elements out
+  (priority events first, as the partitions order them). Acknowledgements, declines and the finished notice go to the job manager
   actor in order, each after the sink's store writes were confirmed; an acknowledgement's snapshot is encoded
   only then, after the barrier went on downstream (as Flink's asynchronous snapshot part).
 Any error in the task fails the actor's ``run`` call, which the job manager treats as a task failure.

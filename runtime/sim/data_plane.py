@@ -7,8 +7,9 @@ factor); a task whose output is backpressured, or whose input is empty, sleeps u
 (``_wake``/``_kick``); an output flusher finishes open buffers every ``buffer_timeout_ms``. ``_pump`` sends
 what a task's subpartitions may send (its receiver granted credit): each element reaches its input channel
 after a latency drawn from the ``network`` random stream, never before the previous element of the same
-channel (FIFO per channel); credit, resume-consumption and new-buffer-size messages travel back the same way. Every callback
-carries the epoch it was scheduled in, so nothing of a failed-over deployment reaches the next one. Mirrors
+channel (FIFO per channel); credit, resume-consumption and new-buffer-size messages travel back the same way.
+Every callback carries the epoch it was scheduled in, so nothing of a failed-over deployment reaches the next
+one. Mirrors
 Flink's task mailbox loop (``StreamTask.processInput``), its ``OutputFlusher`` and the credit-based Netty
 stack (``PartitionRequestQueue`` / ``CreditBasedPartitionRequestClientHandler``).
 """
