@@ -5,9 +5,9 @@ as an ``ObjectRef`` of msgpack records, e.g. cut from a Spark workload by ``scen
 it is, so its records never pass through the driver), starts the
 ``ExternalStoreActor`` and the ``JobManagerActor`` (which deploys, checkpoints, fails over and ends the job),
 waits for the job manager's ``run`` call, reports progress every quarter second, then reads the committed
-output from the store. Every actor it started is killed on every exit path. The settings are
-``runtime.sim.job_simulation.SimulationConfig`` (graph, mode, intervals, network, source rate, faults; the
-simulator's latency and cost-model fields do not apply: Ray's are real). Ray must already be initialised.
+output from the store. Every actor it started is killed on every exit path. The settings are the job's
+``runtime.job.config.JobConfig`` (graph, mode, intervals, network, source rate, faults; the simulated network's
+latencies do not apply: Ray's are real). Ray must already be initialised.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import ray
 from barriersim.actors.external_store import ExternalStoreActor
 from barriersim.actors.job_manager_actor import JobManagerActor
 from barriersim.actors.messages import decode_records, encode_records
-from barriersim.runtime.sim.job_simulation import SimulationConfig
+from barriersim.runtime.job.config import JobConfig
 
 
 class RayJobError(RuntimeError):
@@ -53,7 +53,7 @@ class RayJobResult:
 
 
 def run_graph_on_ray(
-    config: SimulationConfig,
+    config: JobConfig,
     splits: dict[str, Sequence[Sequence[tuple]]],
     checkpoint_root: str,
     job_id: str,

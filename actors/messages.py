@@ -1,6 +1,7 @@
 """What crosses between the actors of a job run on Ray, as msgpack bytes: batches of channel elements,
-batches of upstream messages (credit, resume consumption), acknowledgements with their task state
-snapshots and metrics, declines, restore snapshots, and records for the external store.
+batches of upstream messages (credit, resume consumption), the JobMaster's messages to a task (trigger,
+completion and abort notices), acknowledgements with their task state snapshots and metrics, declines,
+restore snapshots, and records for the external store.
 
 How this works: Ray would pickle arbitrary Python objects; barriersim encodes everything it sends as plain
 msgpack (``runtime.events.to_wire`` for channel elements, the ``_metadata`` serializer of
@@ -16,9 +17,22 @@ from dataclasses import asdict
 
 import msgpack
 
-from barriersim.runtime.events import InputChannelInfo, ResultSubpartitionInfo, from_wire, to_wire
+from barriersim.runtime.events import (
+    InputChannelInfo,
+    ResultSubpartitionInfo,
+    from_wire,
+    options_from_wire,
+    options_to_wire,
+    to_wire,
+)
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.job.actions import (
+    NotifyCheckpointAborted,
+    NotifyCheckpointComplete,
+    TaskMessage,
+    TriggerCheckpoint,
+)
 from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorState, TaskStateSnapshot
@@ -108,6 +122,28 @@ def encode_metrics(metrics: TaskCheckpointMetrics) -> bytes:
 
 def decode_metrics(data: bytes) -> TaskCheckpointMetrics:
     return TaskCheckpointMetrics(**unpack(data))
+
+
+TRIGGER, COMPLETE, ABORTED = 0, 1, 2  # kinds of messages from the JobMaster to a task
+
+
+def task_message_to_wire(message: TaskMessage) -> bytes:
+    if type(message) is TriggerCheckpoint:
+        return pack([TRIGGER, message.checkpoint_id, message.timestamp, options_to_wire(message.options)])
+    if type(message) is NotifyCheckpointComplete:
+        return pack([COMPLETE, message.checkpoint_id])
+    if type(message) is NotifyCheckpointAborted:
+        return pack([ABORTED, message.checkpoint_id, message.latest_completed_checkpoint_id])
+    raise TypeError(f"not a message for a task: {message!r}")
+
+
+def task_message_from_wire(data: bytes) -> TaskMessage:
+    kind, checkpoint_id, *rest = unpack(data)
+    if kind == TRIGGER:
+        return TriggerCheckpoint(checkpoint_id, rest[0], options_from_wire(rest[1]))
+    if kind == COMPLETE:
+        return NotifyCheckpointComplete(checkpoint_id)
+    return NotifyCheckpointAborted(checkpoint_id, rest[0])
 
 
 def reason_from_wire(name: str) -> CheckpointFailureReason:

@@ -1,10 +1,11 @@
 """One subtask of a job as a Ray actor driving a sans-IO ``runtime.stream_task.StreamTask``.
 
 How this works: the actor is an asyncio actor, so the task object sees one event at a time on one thread.
-It mirrors what the simulator's ``JobSimulation`` does per subtask, with real time and real messages:
+The task is built from its deployment descriptor as on the simulator (``runtime.job.deployment``); the actor
+does per subtask what the simulator's data plane does, with real time and real messages:
 - what arrives: ``deliver`` (a batch of channel elements from one upstream actor), ``upstream`` (credit,
-  resume-consumption and debloated buffer sizes for this task's subpartitions), ``trigger_checkpoint`` (sources),
-  ``notify_checkpoint_complete`` / ``notify_checkpoint_aborted``. Elements are handed to the task in each
+  resume-consumption and debloated buffer sizes for this task's subpartitions), ``task_message`` (the
+  JobMaster's checkpoint trigger, completion and abort notices). Elements are handed to the task in each
   channel's sequence-number order: Ray does not promise call order for async actors, so an element that
   arrives early waits until the gap before it is filled;
 - work: ``run`` calls ``process_next()`` while it returns PROCESSED (yielding to the loop every few ms so
@@ -30,10 +31,10 @@ No protocol rule lives here.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import time
 from collections import defaultdict
-from dataclasses import dataclass
 
 import ray
 
@@ -51,57 +52,38 @@ from barriersim.actors.messages import (
     encode_metrics,
     encode_snapshot,
     pack,
+    task_message_from_wire,
     upstream_entry,
 )
 from barriersim.actors.realtime import LoopTimerService
-from barriersim.runtime.events import Buffer, options_from_wire
-from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.events import Buffer
+from barriersim.runtime.job.actions import TaskDeploymentDescriptor
+from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.deployment import Slowdowns, deliver_task_message, deploy_task
+from barriersim.runtime.job.wiring import Wiring
 from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
-from barriersim.runtime.sim.wiring import Wiring
-from barriersim.runtime.stream_task import MODE_OF, NetworkConfig, StepOutcome, StreamTask, TaskFinished
+from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
 BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and lets messages in
 
 
-@dataclass(frozen=True)
-class TaskDeployment:
-    """What a subtask actor needs to build its task (Flink's ``TaskDeploymentDescriptor``, without state)."""
-
-    graph: JobGraph
-    vertex: str
-    subtask_index: int
-    attempt_number: int
-    mode: str
-    network: NetworkConfig
-    seed: int
-    buffer_timeout_ms: int = 100
-    source_rate: int = 0  # records/s for a source subtask; 0: as fast as it can
-    emit_watermarks: bool = False
-    checkpoints_after_tasks_finish: bool = True
-    slowdowns: tuple = ()  # (factor, from_ms, until_ms or None) on the job's clock, from the fault schedule
-    crash_points: tuple = ()  # (ProtocolPoint, checkpoint_id) task-side crash points armed for this deployment
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return (self.vertex, self.subtask_index)
-
-    @property
-    def name(self) -> str:
-        return f"{self.vertex}#{self.subtask_index}"
-
-
 @ray.remote(num_cpus=0.01)
 class StreamTaskActor:
-    def __init__(self, deployment: TaskDeployment, split: bytes | None, snapshot: bytes | None, store, job_manager):
-        self.d = deployment
-        self.key = deployment.key
-        self.attempt = ExecutionAttemptID(deployment.vertex, deployment.subtask_index, deployment.attempt_number)
+    def __init__(self, config: JobConfig, descriptor: TaskDeploymentDescriptor, seed: int, split: bytes | None,
+                 snapshot: bytes | None, store, job_manager):
+        """``descriptor`` comes without its state, which travels as ``snapshot`` (msgpack)."""
+        self.config = config
+        self.descriptor = descriptor
+        self.name = descriptor.name
+        self.key = descriptor.key
+        self.attempt = descriptor.attempt
+        self.seed = seed
+        self.source_rate = config.source_rate_per_subtask if config.graph.vertex(self.key[0]).operator.is_source else 0
         self._split = decode_records(split) if split is not None else ()
         self._snapshot = snapshot
-        self.store = RemoteExternalStore(store, f"{deployment.name}@{deployment.attempt_number}") if store is not None else None
+        self.store = RemoteExternalStore(store, f"{self.name}@{self.attempt.attempt_number}") if store is not None else None
         self.job_manager = job_manager
         self.task: StreamTask | None = None
         self.handles: dict = {}
@@ -118,7 +100,7 @@ class StreamTaskActor:
         self.waits = 0
         self.finished = False
         self._burst_seconds = 0.0
-        self._slowdowns_reported: set[int] = set()
+        self._slowdowns = Slowdowns(descriptor.slowdowns)
         self._last_record_ms: int | None = None  # when the task last processed a record (wall clock)
 
     # -- setup ---------------------------------------------------------------------------------------
@@ -127,17 +109,13 @@ class StreamTaskActor:
         """Build the task on this actor's loop, restore its state, and learn every peer's handle."""
         loop = asyncio.get_running_loop()
         self.handles = handles
-        self.wiring = Wiring(self.d.graph)
+        self.wiring = Wiring(self.config.graph)
         self._wake = asyncio.Event()
         self._reports: asyncio.Queue = asyncio.Queue()
-        self.task = StreamTask(
-            self.d.graph, self.d.vertex, self.d.subtask_index, self.attempt, mode=MODE_OF[self.d.mode],
-            clock=now_ms, timer_service=LoopTimerService(loop, self._fail), rng=random.Random(self.d.seed),
-            wakeup=self._after_event, network=self.d.network, split=self._split, store=self.store,
-            emit_watermarks=self.d.emit_watermarks, checkpoints_after_tasks_finish=self.d.checkpoints_after_tasks_finish,
-            crash_points=self.d.crash_points,
-        )
-        restored = self.task.restore(decode_snapshot(self._snapshot, self.d.subtask_index))
+        restore = dataclasses.replace(self.descriptor, state=decode_snapshot(self._snapshot, self.key[1]))
+        self.task, restored = deploy_task(
+            self.config, restore, clock=now_ms, timer_service=LoopTimerService(loop, self._fail),
+            rng=random.Random(self.seed), wakeup=self._after_event, split=self._split, store=self.store)
         self._split = ()
         self._reporter = loop.create_task(self._report_in_order())
         return restored
@@ -149,7 +127,7 @@ class StreamTaskActor:
         self._job_started_ms = job_started_ms
         started = time.monotonic()
         cpu_started = time.process_time()
-        pace = self.task.operator.is_source and self.d.source_rate
+        pace = self.task.operator.is_source and self.source_rate
         self._running = True
         self._after_event()  # recovered output and initial credit
         flusher = asyncio.get_running_loop().create_task(self._flush_periodically())
@@ -162,7 +140,7 @@ class StreamTaskActor:
                     break
                 slowed = max(0.0, self._slowdown() - 1.0) * self._burst_seconds
                 if outcome is StepOutcome.PROCESSED:
-                    delay = started + self.records_processed / self.d.source_rate - time.monotonic() if pace else 0.0
+                    delay = started + self.records_processed / self.source_rate - time.monotonic() if pace else 0.0
                     await asyncio.sleep(max(0.0, delay, slowed))
                 else:
                     if slowed:
@@ -174,7 +152,7 @@ class StreamTaskActor:
             flusher.cancel()
         self._raise_if_failed()
         last = None if self._last_record_ms is None else self._last_record_ms - job_started_ms
-        return {"task": self.d.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits,
+        return {"task": self.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits,
                 "last_record_at_ms": last, "cpu_seconds": time.process_time() - cpu_started,
                 "data_bytes_sent": self.data_bytes_sent, "data_calls_sent": self.data_calls_sent,
                 "upstream_calls_sent": self.upstream_calls_sent}
@@ -185,7 +163,7 @@ class StreamTaskActor:
         task = self.task
         burst_start = time.monotonic()
         burst_end = burst_start + BURST_SECONDS
-        one_step = task.operator.is_source and self.d.source_rate
+        one_step = task.operator.is_source and self.source_rate
         records_before = self.records_processed
         while True:
             result = task.process_next()
@@ -203,17 +181,14 @@ class StreamTaskActor:
         return result.outcome
 
     def _slowdown(self) -> float:
-        """The fault schedule's slowdown factor now (1.0: none); overlapping slowdowns multiply, as in the simulator."""
-        if not self.d.slowdowns:
+        """The fault schedule's slowdown factor now (1.0: none; ``runtime.job.deployment.Slowdowns``); a slowdown
+        met for the first time is reported for the run's fault log."""
+        if not self._slowdowns:
             return 1.0
         at_ms = now_ms() - self._job_started_ms
-        factor = 1.0
-        for i, (f, from_ms, until_ms) in enumerate(self.d.slowdowns):
-            if from_ms <= at_ms and (until_ms is None or at_ms < until_ms):
-                factor *= f
-                if i not in self._slowdowns_reported:  # for the run's fault log: this slowdown met the task
-                    self._slowdowns_reported.add(i)
-                    self.job_manager.slowdown_fired.remote(attempt_to_wire(self.attempt), i, at_ms)
+        factor, first_time = self._slowdowns.apply(1.0, at_ms)
+        for index in first_time:
+            self.job_manager.slowdown_met.remote(attempt_to_wire(self.attempt), index, at_ms)
         return factor
 
     def _work_inline(self) -> None:
@@ -225,7 +200,7 @@ class StreamTaskActor:
             self._work()
 
     async def _flush_periodically(self) -> None:
-        interval = self.d.buffer_timeout_ms / 1000.0
+        interval = self.config.buffer_timeout_ms / 1000.0
         while not self.finished and not self.task.finished:
             await asyncio.sleep(interval)
             if self.task.finished:
@@ -273,14 +248,9 @@ class StreamTaskActor:
         except BaseException as err:  # noqa: BLE001
             self._fail(err)
 
-    async def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: list) -> None:
-        self._call(lambda: self.task.trigger_checkpoint(checkpoint_id, timestamp, options_from_wire(options)))
-
-    async def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        self._call(lambda: self.task.notify_checkpoint_complete(checkpoint_id))
-
-    async def notify_checkpoint_aborted(self, checkpoint_id: int, latest_completed_checkpoint_id: int) -> None:
-        self._call(lambda: self.task.notify_checkpoint_aborted(checkpoint_id, latest_completed_checkpoint_id))
+    async def task_message(self, data: bytes) -> None:
+        """A message of the JobMaster: a checkpoint trigger, or a completion or abort notice."""
+        self._call(lambda: deliver_task_message(self.task, task_message_from_wire(data)))
 
     async def progress(self) -> int:
         return self.records_processed
@@ -326,7 +296,7 @@ class StreamTaskActor:
                 self._reports.put_nowait(("crashed_at_protocol_point", (
                     attempt_to_wire(self.attempt), action.point.value, action.checkpoint_id)))
             else:
-                raise TypeError(f"{self.d.name}: no way to carry out {action!r}")
+                raise TypeError(f"{self.name}: no way to carry out {action!r}")
         return events
 
     def _send(self) -> None:
@@ -352,7 +322,7 @@ class StreamTaskActor:
                 await self.store.flush()
             if method == "acknowledge":
                 args = (attempt_to_wire(self.attempt), args.checkpoint_id,
-                        encode_snapshot(args.task_state_snapshot, self.d.subtask_index, args.checkpoint_id),
+                        encode_snapshot(args.task_state_snapshot, self.key[1], args.checkpoint_id),
                         encode_metrics(args.metrics))
             getattr(self.job_manager, method).remote(*args)
 
@@ -367,6 +337,6 @@ class StreamTaskActor:
 
     def _raise_if_failed(self) -> None:
         if self._failure is not None:
-            raise RuntimeError(f"{self.d.name} (attempt {self.attempt.attempt_number}) failed: "
+            raise RuntimeError(f"{self.name} (attempt {self.attempt.attempt_number}) failed: "
                                f"{type(self._failure).__name__}: {self._failure}") from self._failure
 

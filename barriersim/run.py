@@ -139,7 +139,7 @@ def _run_on_ray(scenario: Scenario, modes: list[str], out: Path, address: str | 
                 verification = verify(cluster.spark, workload.df, output_table(result.committed_output))
             else:
                 verification = verify_in_ray(config.graph, split_refs, result.committed_output,
-                                             at_least_once=config.mode == "at-least-once")
+                                             at_least_once=not config.mode.exactly_once)
             verify_seconds = time.perf_counter() - t1
             first = not results
             timings = {
@@ -152,7 +152,7 @@ def _run_on_ray(scenario: Scenario, modes: list[str], out: Path, address: str | 
             }
             wall = time.perf_counter() - (wall_start if first else mode_start)
             summary = build_summary(
-                scenario=scenario, seed=seed, backend="ray", mode=config.mode, generated_by="spark",
+                scenario=scenario, seed=seed, backend="ray", mode=config.mode.value, generated_by="spark",
                 records=workload.records, counts=result.counts, verification=verification.as_dict(),
                 outcome=result.outcome, restarts=result.restarts,
                 restored_checkpoint_ids=result.restored_checkpoint_ids,

@@ -42,11 +42,11 @@ def simulate_scenario(scenario: Scenario, out_dir: Path, seed: int | None = None
     result = JobSimulation(config, splits, seed).run()
     wall = time.perf_counter() - started
     verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=config.mode == "at-least-once")
+                     at_least_once=not config.mode.exactly_once)
     records = sum(len(s) for splits_of in splits.values() for s in splits_of)
     virtual_seconds = result.virtual_ms / 1000
     summary = build_summary(
-        scenario=scenario, seed=seed, backend="sim", mode=config.mode, generated_by="local", records=records,
+        scenario=scenario, seed=seed, backend="sim", mode=config.mode.value, generated_by="local", records=records,
         counts=result.counts, verification={"reference": "python", **verdict.as_dict()},
         outcome=result.outcome.value, restarts=result.restarts,
         restored_checkpoint_ids=result.restored_checkpoint_ids,
@@ -64,7 +64,7 @@ def simulate_scenario(scenario: Scenario, out_dir: Path, seed: int | None = None
                 "restored_in_flight_bytes": result.restored_in_flight_bytes,
             },
             "trace_sha256": result.trace_sha256,
-            "replay": replay_command(scenario, seed, config.mode, config.faults),
+            "replay": replay_command(scenario, seed, config.mode.value, config.faults),
         },
         wall_seconds=wall,
     )

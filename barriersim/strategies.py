@@ -212,7 +212,7 @@ class SimulatedCase:
         job = JobSimulation(config, splits, self.seed, record_cuts=check_cuts)
         result = job.run()
         return CaseResult(result, verify(expected_sink_input(config.graph, splits), result.committed_output,
-                                         at_least_once=config.mode == "at-least-once"),
+                                         at_least_once=not config.mode.exactly_once),
                           tuple(job.consistent_cut_violations()) if check_cuts else ())
 
     def save(self, directory: Path) -> tuple[Path, str]:

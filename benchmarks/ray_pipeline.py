@@ -35,7 +35,7 @@ import ray
 from barriersim.actors.graph_runner import RayJobResult, run_graph_on_ray
 from benchmarks.ray_baseline import measure_raw_pipeline, measure_raw_ray
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner
-from barriersim.runtime.sim.job_simulation import SimulationConfig
+from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.workload import local_splits
 
@@ -98,7 +98,7 @@ def run(graph: JobGraph, records: int, interval_ms: int, rate: int = 0, job_id: 
         network: NetworkConfig = NetworkConfig()) -> RayJobResult:
     splits = {"source": local_splits(records, 100, 1.0, 100, 1, seed=5)}
     # with no periodic checkpoint, tasks must not wait for a final checkpoint (FLIP-147) at end of input
-    config = SimulationConfig(graph, mode="aligned", interval_ms=interval_ms, source_rate_per_subtask=rate,
+    config = JobConfig(graph, mode="aligned", interval_ms=interval_ms, source_rate_per_subtask=rate,
                               network=network, checkpoints_after_tasks_finish=interval_ms != NEVER_MS)
     with tempfile.TemporaryDirectory() as root:
         result = run_graph_on_ray(config, splits, root, job_id, timeout_seconds=TIMEOUT)
@@ -182,7 +182,7 @@ def main() -> None:
     if args.records < 1 or args.repeats < 1:
         parser.error("--records and --repeats must be at least 1")
     graph = pipeline(Partitioner(args.partitioner))
-    record_size = SimulationConfig(graph).network.record_size
+    record_size = JobConfig(graph).network.record_size
 
     ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
     try:

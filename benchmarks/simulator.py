@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
-from barriersim.runtime.sim.job_simulation import JobSimulation, SimulationConfig
+from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.sim.kernel import Priority, Simulation
 from barriersim.scenarios.workload import local_splits
 from barriersim.strategies import simulated_cases
@@ -34,7 +35,7 @@ SIXTEEN_TASKS = JobGraph(
 
 def measure_job(mode: str, faults: str = "[]", records: int = 400_000, rate: int = 10_000) -> dict:
     splits = {"source": local_splits(records, 1000, 1.0, 100, 4, seed=1, rate_per_source=rate)}
-    config = SimulationConfig(SIXTEEN_TASKS, mode=mode, interval_ms=100, source_rate_per_subtask=rate,
+    config = JobConfig(SIXTEEN_TASKS, mode=mode, interval_ms=100, source_rate_per_subtask=rate,
                               aligned_checkpoint_timeout_ms=50 if mode == "aligned-with-timeout" else 0,
                               faults=FaultSchedule.from_json(faults), restart_delay_ms=200)
     started, cpu_started = time.perf_counter(), time.process_time()

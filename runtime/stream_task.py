@@ -95,14 +95,6 @@ class NetworkConfig:
     buffer_debloat: BufferDebloatConfiguration = BufferDebloatConfiguration()  # off, as in Flink
 
 
-MODE_OF = {
-    "aligned": CheckpointingMode.ALIGNED,
-    "unaligned": CheckpointingMode.UNALIGNED,
-    "aligned-with-timeout": CheckpointingMode.ALIGNED_WITH_TIMEOUT,
-    "at-least-once": CheckpointingMode.AT_LEAST_ONCE,
-}
-
-
 class _WakingTimers:
     """The driver's timer service, calling ``wakeup`` after each of the task's timers fired; a timer that
     runs into a crash point (an alignment timeout checkpointing) hands the crash to ``on_crash``."""

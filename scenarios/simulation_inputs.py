@@ -10,20 +10,20 @@ onto ``runtime.sim.job_simulation.SimulationConfig`` (the Ray backend takes the 
 from __future__ import annotations
 
 from barriersim.runtime.faults import FaultSchedule
-from barriersim.runtime.sim.job_simulation import SimulationConfig
+from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.workload import SOURCE_ID_STRIDE, local_splits
 
 
-def simulation_config(scenario: Scenario, mode: str | None = None, faults: FaultSchedule | None = None) -> SimulationConfig:
+def simulation_config(scenario: Scenario, mode: str | None = None, faults: FaultSchedule | None = None) -> JobConfig:
     cp, net = scenario.checkpointing, scenario.network
     mode = mode or cp.mode
     timeout = cp.aligned_checkpoint_timeout_ms if mode == "aligned-with-timeout" else 0
     if mode == "aligned-with-timeout" and timeout <= 0:
         timeout = 500  # a scenario written for another mode, run with --mode aligned-with-timeout
-    return SimulationConfig(
+    return JobConfig(
         graph=scenario.job.graph,
         mode=mode,
         interval_ms=cp.interval_ms,

@@ -32,7 +32,6 @@ Flink mirror: the wiring of Flink's ``InputProcessorUtil.createCheckpointedMulti
 
 from __future__ import annotations
 
-import enum
 import heapq
 import itertools
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     TimerService,
     TriggerCheckpointOnBarrier,
 )
+from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.checkpointing.checkpointed_input_gate import CheckpointedInputGate, GateActionRouter
 from barriersim.runtime.checkpointing.single_checkpoint_barrier_handler import SingleCheckpointBarrierHandler
 from barriersim.runtime.events import Buffer, ChannelElement, InputChannelInfo
@@ -62,11 +62,6 @@ from barriersim.runtime.network.input.input_channel import AddCredit, InputChann
 from barriersim.runtime.network.input.single_input_gate import BufferOrEvent, SingleInputGate
 
 
-class CheckpointingMode(enum.Enum):
-    ALIGNED = "ALIGNED"
-    UNALIGNED = "UNALIGNED"
-    ALIGNED_WITH_TIMEOUT = "ALIGNED_WITH_TIMEOUT"  # Flink's "alternating" handler
-    AT_LEAST_ONCE = "AT_LEAST_ONCE"
 
 
 # -- deterministic clock and timers (reference implementations; any TimerService works) -------------------

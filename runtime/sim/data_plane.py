@@ -18,12 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from barriersim.runtime.coordinator import messages as m
-from barriersim.runtime.failure_reason import CheckpointException
-from barriersim.runtime.faults import MessageKind, SlowTask
+from barriersim.runtime.job.wiring import SubtaskKey
 from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.sim.kernel import Priority
-from barriersim.runtime.sim.wiring import SubtaskKey
 from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
@@ -68,18 +65,15 @@ class DataPlane:
                 per_record = 1e6 / self.config.source_rate_per_subtask
             else:
                 per_record = vertex.params.get("cost_us_per_record", 1.0)
-            name = f"{key[0]}#{key[1]}"
-            slows = tuple(f for f in self.config.faults.of_type(SlowTask) if f.task == name)
-            model = self._cost_model[key] = (per_record, vertex.params.get("hot_key_extra_us", 0.0), slows)
-        per_record, hot_extra, slows = model
+            model = self._cost_model[key] = (per_record, vertex.params.get("hot_key_extra_us", 0.0))
+        per_record, hot_extra = model
         cost = result.records * per_record + result.hot_key_records * hot_extra
-        if slows:
+        slowdowns = self._slowdowns[key]
+        if slowdowns:
             now_ms = self.sim.clock_ms()
-            for slow in slows:
-                if slow.from_ms <= now_ms and (slow.until_ms is None or now_ms < slow.until_ms):
-                    cost *= slow.factor
-                    if not self.fault_log.times_fired(slow):  # a slowdown fires once, at its first slowed step
-                        self.fault_log.fired(slow, now_ms)
+            cost, first_time = slowdowns.apply(cost, now_ms)
+            for index in first_time:
+                self.job_master.slowdown_met(self.tasks[key].name, index, now_ms)
         return max(1, int(cost))
 
     def _schedule_flush(self, key: SubtaskKey, epoch: int) -> None:
@@ -141,16 +135,12 @@ class DataPlane:
 
             self._deliver_in_order(("credit", producer, info), upstream, "credit")
         elif isinstance(action, AcknowledgeCheckpoint):
-            self._on_acknowledge(key, task, action)
+            self._carry_out(self.job_master.acknowledge_checkpoint(
+                task.attempt_id, action.checkpoint_id, action.task_state_snapshot, action.metrics))
         elif isinstance(action, DeclineCheckpoint):
-            exc = CheckpointException(action.reason, action.checkpoint_id, action.detail)
-            self._rpc_to_coordinator(MessageKind.DECLINE, task.name, action.checkpoint_id,
-                                     m.DeclineCheckpoint(self.job_id, task.attempt_id, action.checkpoint_id, exc))
+            self._carry_out(self.job_master.decline_checkpoint(
+                task.attempt_id, action.checkpoint_id, action.reason, action.detail))
         elif isinstance(action, CrashedAtProtocolPoint):
-            self._crashed_at_task_side_point(task, action)
+            self._carry_out(self.job_master.task_crashed_at(task.attempt_id, action.point, action.checkpoint_id))
         elif isinstance(action, TaskFinished):
-            self._finished.add(key)
-            self.trace.record(self.sim.now_us, "finished", task.name)
-            self._handle_coordinator(self.coordinator.handle(m.TaskFinished(task.attempt_id)))
-            if len(self._finished) == len(self.tasks):
-                self._on_job_finished()
+            self._carry_out(self.job_master.task_finished(task.attempt_id))

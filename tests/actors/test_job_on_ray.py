@@ -11,7 +11,7 @@ from barriersim.actors.graph_runner import run_graph_on_ray
 from barriersim.runtime.faults import CrashTask, FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
-from barriersim.runtime.sim.job_simulation import SimulationConfig
+from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.sim.verification import expected_sink_input, verify
 from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.loader import quickstart_graph
@@ -28,7 +28,7 @@ def test_a_killed_task_actor_fails_over_to_the_latest_checkpoint(mode, tmp_path)
     splits = {"source": local_splits(50_000, 100, 1.0, 100, 2, seed=1)}
     # The sources are paced to 10k records/s each, so the job runs at least 2.5 s and the kill at 1.5 s
     # (after several 100 ms checkpoints) lands mid-run.
-    config = SimulationConfig(
+    config = JobConfig(
         graph, mode=mode, interval_ms=100,
         aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
         source_rate_per_subtask=10_000, restart_delay_ms=100,
@@ -56,7 +56,7 @@ def test_buffer_debloating_on_ray_announces_sizes_upstream_and_keeps_exactly_onc
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=4)}
     network = NetworkConfig(buffer_debloat=BufferDebloatConfiguration(enabled=True, target_ms=100, period_ms=50))
-    config = SimulationConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=5_000, network=network)
+    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=5_000, network=network)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "debloat", timeout_seconds=120)
     assert result.outcome == "finished" and result.restarts == 0 and not result.failures, result.failures
     assert result.counts["completed"] >= 5
@@ -75,7 +75,7 @@ def test_every_task_run_returns_before_the_job_finishes_also_the_sink_that_finis
          JobEdge("map-2", "sink", P.FORWARD)),
     )
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 1, seed=5)}
-    config = SimulationConfig(graph, mode="aligned", interval_ms=50)
+    config = JobConfig(graph, mode="aligned", interval_ms=50)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "runs", timeout_seconds=120)
     assert result.outcome == "finished"
     runs = {run["task"]: run for run in result.task_runs}
@@ -100,7 +100,7 @@ def test_a_job_of_32_subtask_actors_completes_at_least_ten_checkpoints(tmp_path)
     assert sum(v.parallelism for v in graph.vertices) == 32
     # 8 sources x 3,000 records paced at 250 records/s: the job runs at least 12 s after deployment
     splits = {"source": local_splits(24_000, 100, 1.0, 100, 8, seed=2)}
-    config = SimulationConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=250)
+    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=250)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "thirty-two", timeout_seconds=300)
 
     assert result.outcome == "finished" and result.restarts == 0
@@ -128,7 +128,7 @@ def test_crashes_at_protocol_points_and_message_faults_keep_exactly_once(faults,
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=4)}
     schedule = FaultSchedule.from_json(faults)
-    config = SimulationConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
+    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
                               restart_delay_ms=100, faults=schedule)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "points", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
@@ -152,7 +152,7 @@ def test_task_side_crash_points_stop_the_task_actor_there_and_fire_once(tmp_path
     schedule = FaultSchedule.from_json(
         '[{"type":"crash_task","task":"keyed-sum#1","point":"mid_alignment","checkpoint_id":2},'
         '{"type":"crash_task","task":"source#1","point":"before_forwarding_barrier","checkpoint_id":4}]')
-    config = SimulationConfig(graph, mode="unaligned", interval_ms=100, source_rate_per_subtask=10_000,
+    config = JobConfig(graph, mode="unaligned", interval_ms=100, source_rate_per_subtask=10_000,
                               restart_delay_ms=100, faults=schedule)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "task-side", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
@@ -177,7 +177,7 @@ def test_coordinator_crash_crash_during_restore_slow_task_and_storage_faults_kee
         '{"type":"crash_coordinator","at_ms":1200},'
         '{"type":"crash_task","task":"keyed-sum#1","point":"during_restore"}]')
     # paced at 10k records/s per source: the job runs at least 1.5 s, so the coordinator crash lands mid-run
-    config = SimulationConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
+    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
                               restart_delay_ms=100, tolerable_failures=10, faults=schedule)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "jm-failover", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)

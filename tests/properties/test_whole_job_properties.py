@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 
-from barriersim.runtime.sim.job_simulation import JobOutcome
+from barriersim.runtime.job.config import JobOutcome
 from barriersim.strategies import MODES, simulated_cases
 
 CASES_DIR = Path(os.environ.get("BARRIERSIM_CASES_DIR", ".hypothesis/barriersim-cases"))

@@ -4,7 +4,8 @@ import pytest
 
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.restart_strategy import FixedDelayRestartStrategy, RestartDecision
-from barriersim.runtime.sim.job_simulation import JobOutcome, JobSimulation, SimulationConfig
+from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 
@@ -26,7 +27,7 @@ def test_negative_settings_are_refused(max_attempts, delay_ms):
 def simulate(faults: str, max_restarts: int):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(40_000, 100, 1.0, 100, 2, seed=1)}
-    config = SimulationConfig(graph, mode="aligned", interval_ms=50, source_rate_per_subtask=100_000,
+    config = JobConfig(graph, mode="aligned", interval_ms=50, source_rate_per_subtask=100_000,
                               restart_delay_ms=20, max_restarts=max_restarts, faults=FaultSchedule.from_json(faults))
     return JobSimulation(config, splits, seed=3).run()
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
-from barriersim.runtime.sim.job_simulation import JobOutcome, JobSimulation
+from barriersim.runtime.job.config import JobOutcome
+from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.sim.verification import expected_sink_input, verify
 from barriersim.scenarios.loader import MODES, Scenario, expand_sweep, load_scenario, with_setting
 from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits

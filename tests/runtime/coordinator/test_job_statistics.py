@@ -6,7 +6,8 @@ the trackers of every coordinator of a run are summed."""
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults import FaultSchedule
-from barriersim.runtime.sim.job_simulation import JobOutcome, JobSimulation, SimulationConfig
+from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.task.actions import TaskCheckpointMetrics
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
@@ -43,7 +44,7 @@ def test_rows_per_acknowledgement_sums_per_checkpoint_and_counts_over_every_coor
 def simulate(faults: str):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=1)}
-    config = SimulationConfig(graph, mode="aligned", interval_ms=50, source_rate_per_subtask=100_000,
+    config = JobConfig(graph, mode="aligned", interval_ms=50, source_rate_per_subtask=100_000,
                               restart_delay_ms=50, faults=FaultSchedule.from_json(faults))
     result = JobSimulation(config, splits, seed=3).run()
     assert result.outcome is JobOutcome.FINISHED

@@ -12,7 +12,8 @@ from barriersim.runtime.events import MAX_WATERMARK, Watermark
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.operators.window_join import LEFT, RIGHT, TumblingEventTimeWindowJoin, reference_window_join
-from barriersim.runtime.sim.job_simulation import JobOutcome, JobSimulation, SimulationConfig
+from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.sim.verification import expected_sink_input, verify
 from barriersim.runtime.state.snapshot import KeyGroupRange
 from barriersim.scenarios.workload import local_splits
@@ -82,7 +83,7 @@ def test_a_window_join_job_is_exactly_once_through_a_failover(mode):
     splits = {"left": local_splits(6000, 50, 1.0, 100, 2, seed=1), "right": local_splits(3000, 50, 1.0, 100, 1, seed=2,
                                                                                          record_id_offset=10**9)}
     faults = FaultSchedule.from_json('[{"type":"crash_task","task":"join#1","point":"mid_alignment","checkpoint_id":2}]')
-    config = SimulationConfig(GRAPH, mode=mode, interval_ms=50, source_rate_per_subtask=5000, restart_delay_ms=50,
+    config = JobConfig(GRAPH, mode=mode, interval_ms=50, source_rate_per_subtask=5000, restart_delay_ms=50,
                               aligned_checkpoint_timeout_ms=10 if mode == "aligned-with-timeout" else 0, faults=faults)
     result = JobSimulation(config, splits, 5).run()
     expected = expected_sink_input(GRAPH, splits)

@@ -9,7 +9,8 @@ from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.mutations import PlantedBug, planted
 from barriersim.runtime.sim.consistent_cut import CutRecorder, DeploymentLog, check_consistent_cuts
-from barriersim.runtime.sim.job_simulation import JobSimulation, SimulationConfig
+from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.sim.verification import expected_sink_input, verify
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
@@ -28,7 +29,7 @@ BACKPRESSURE = '{"type":"slow_task","task":"keyed-sum#0","factor":20}'
 def simulate(mode, faults, records=20_000):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(records, 100, 1.0, 100, 2, seed=1)}
-    config = SimulationConfig(
+    config = JobConfig(
         graph, mode=mode, interval_ms=50, aligned_checkpoint_timeout_ms=5 if mode == "aligned-with-timeout" else 0,
         source_rate_per_subtask=100_000, restart_delay_ms=50, faults=FaultSchedule.from_json(faults))
     job = JobSimulation(config, splits, 3, record_cuts=True)
@@ -36,7 +37,7 @@ def simulate(mode, faults, records=20_000):
 
 
 def persisted_records(job) -> int:
-    return sum(len(b.records) for _, md in job.completed_in_epoch.values() for s in md.operator_states
+    return sum(len(b.records) for _, md in job.job_master.completed_in_epoch.values() for s in md.operator_states
                for st in s.subtask_states.values() for h in st.input_channel_state + st.result_subpartition_state
                for b in h.buffers)
 
@@ -45,7 +46,7 @@ def persisted_records(job) -> int:
 def test_every_completed_checkpoint_is_a_consistent_cut(mode):
     job, result = simulate(mode, f'[{BACKPRESSURE},{{"type":"crash_task","task":"keyed-sum#1","at_ms":150}},'
                                  f'{{"type":"crash_coordinator","at_ms":260}}]')
-    assert len(job.completed_in_epoch) >= 3 and len(job.deployments) == 3
+    assert len(job.job_master.completed_in_epoch) >= 3 and len(job.deployments) == 3
     assert job.consistent_cut_violations() == []
     if mode in ("unaligned", "aligned-with-timeout"):
         assert persisted_records(job) > 0  # the in-flight part of the cut is exercised
@@ -65,7 +66,7 @@ def test_a_source_that_snapshots_after_emitting_behind_its_barrier_is_not_a_cons
 
 def test_record_cuts_must_be_asked_for():
     graph = quickstart_graph(1, 1)
-    job = JobSimulation(SimulationConfig(graph), {"source": [[]]}, 1)
+    job = JobSimulation(JobConfig(graph), {"source": [[]]}, 1)
     with pytest.raises(ValueError, match="record_cuts"):
         job.consistent_cut_violations()
 

@@ -6,7 +6,8 @@ FINALIZE_CHECKPOINT_FAILURE; both count against the tolerable failures, and past
 import pytest
 
 from barriersim.runtime.faults import FaultSchedule
-from barriersim.runtime.sim.job_simulation import JobOutcome, JobSimulation, SimulationConfig
+from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.sim.verification import expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
@@ -17,7 +18,7 @@ MODES = ["aligned", "unaligned", "aligned-with-timeout", "at-least-once"]
 def simulate(mode, faults, records=30_000, seed=3, **extra):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(records, 100, 1.0, 100, 2, seed=1)}
-    config = SimulationConfig(
+    config = JobConfig(
         graph, mode=mode, interval_ms=50, aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
         source_rate_per_subtask=100_000, restart_delay_ms=50, faults=FaultSchedule.from_json(faults), **extra)
     job = JobSimulation(config, splits, seed)
@@ -41,7 +42,7 @@ def test_a_crashed_coordinator_recovers_the_completed_checkpoints_and_restarts_t
     job, result, verdict = simulate(mode, '[{"type":"crash_coordinator","at_ms":130}]', records=50_000)
     assert_guarantee(mode, result, verdict)
     assert result.coordinator_failovers == 1 and result.restarts == 1
-    old, new = job._retired_stats[0], job.coordinator.stats
+    old, new = job.job_master.retired_stats[0], job.job_master.coordinator.stats
     assert old.counts["completed"] >= 1 and result.restored_checkpoint_ids == [max(
         cid for cid, r in old.history.items() if r["status"] == "COMPLETED")]
     assert min(new.history) > max(old.history)  # the persisted counter: no id is used twice
@@ -57,9 +58,9 @@ def test_pending_checkpoints_of_a_crashed_coordinator_are_lost_and_never_complet
     at = next(c for c in undisturbed.checkpoints if c["id"] == 2)["trigger_timestamp"] + 10
     job, result, verdict = simulate("aligned", f'[{delay},{{"type":"crash_coordinator","at_ms":{at}}}]')
     assert_guarantee("aligned", result, verdict)
-    lost = job._retired_stats[0].history[2]
+    lost = job.job_master.retired_stats[0].history[2]
     assert lost["status"] == "FAILED" and lost["failure_reason"] == "CHECKPOINT_COORDINATOR_SHUTDOWN"
-    assert result.restored_checkpoint_ids == [1] and min(job.coordinator.stats.history) == 3
+    assert result.restored_checkpoint_ids == [1] and min(job.job_master.coordinator.stats.history) == 3
 
 
 def test_a_coordinator_crash_before_any_checkpoint_completed_restarts_from_scratch():

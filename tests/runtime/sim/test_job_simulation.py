@@ -5,7 +5,8 @@ import pytest
 
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
-from barriersim.runtime.sim.job_simulation import JobOutcome, JobSimulation, SimulationConfig
+from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.sim.verification import expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
@@ -16,7 +17,7 @@ MODES = ["aligned", "unaligned", "aligned-with-timeout", "at-least-once"]
 def run(mode, faults="[]", records=20_000, seed=3, graph=None, splits=None, **extra):
     graph = graph or quickstart_graph(2, 2)
     splits = splits or {"source": local_splits(records, 100, 1.0, 100, 2, seed=1)}
-    config = SimulationConfig(
+    config = JobConfig(
         graph, mode=mode, interval_ms=50,
         aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
         source_rate_per_subtask=100_000, restart_delay_ms=50, faults=FaultSchedule.from_json(faults), **extra)
@@ -126,7 +127,7 @@ def test_without_periodic_checkpoints_tasks_do_not_wait_for_a_final_checkpoint()
     """FLIP-147's final checkpoint applies only with checkpointing on; otherwise the job would never end."""
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(5000, 100, 1.0, 100, 2, seed=1)}
-    config = SimulationConfig(graph, interval_ms=2**63 - 1, source_rate_per_subtask=100_000, max_virtual_ms=10_000)
+    config = JobConfig(graph, interval_ms=2**63 - 1, source_rate_per_subtask=100_000, max_virtual_ms=10_000)
     result = JobSimulation(config, splits, 3).run()
     assert result.outcome is JobOutcome.FINISHED and result.counts["total"] == 0
     assert verify(expected_sink_input(graph, splits), result.committed_output).verdict == "exactly-once"

@@ -1,0 +1,175 @@
+"""What the JobMaster asks its driver to do, and the timers and messages it hands out.
+
+How this works: ``JobMaster`` (``runtime.job.job_master``) is sans-IO: each of its entry points returns a list of
+the values below, which the driver (the simulator, or the Ray job manager actor) carries out in order. Every value
+is frozen; none holds a callback.
+- ``DeployTasks``: start one task per ``TaskDeploymentDescriptor`` (Flink's ``TaskDeploymentDescriptor``: the
+  attempt, the state to restore, the armed crash points and slowdowns), then report ``tasks_restored`` and, once
+  they run, ``tasks_started``; ``KillTask``: the fault schedule kills one task (the driver reports its death
+  with ``task_failed``); ``CancelTasks``: every task of that deployment dies at once (a failover).
+- ``SendToTask``: carry ``message`` (``TriggerCheckpoint``, ``NotifyCheckpointComplete``,
+  ``NotifyCheckpointAborted``) to the attempt after the driver's transport time plus ``delay_ms`` (a fault's
+  delay), and deliver it only if ``JobMaster.is_current(attempt)`` still holds then.
+- ``SendToCoordinator``: a task's message that the JobMaster accepted, to hand back with
+  ``coordinator_receives`` after the driver's transport time (simulator: the RPC latency; Ray: none, the call
+  already crossed) plus ``delay_ms``.
+- ``StartTimer``: call ``timer_fired(timer)`` after ``delay_ms``; the timers are ``FaultDue``, ``RestartDue``
+  and ``CoordinatorRecoveryDue``.
+- ``JobEnded``: the job reached its outcome; nothing more will happen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.messages import RestoreFrom
+from barriersim.runtime.events import CheckpointOptions
+from barriersim.runtime.faults import Fault, ProtocolPoint, SlowTask
+from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.job.config import JobOutcome
+from barriersim.runtime.state.snapshot import CheckpointMetadata, TaskStateSnapshot
+
+SubtaskKey = tuple[str, int]  # (vertex name, subtask index)
+
+
+def subtask_name(key: SubtaskKey) -> str:
+    """A subtask as the fault schedule and the statistics name it: ``vertex#index``."""
+    return f"{key[0]}#{key[1]}"
+
+
+# -- deploying ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskDeploymentDescriptor:
+    """One subtask's deployment: its attempt, the state it restores (None: fresh), the task-side protocol points
+    at which it must crash (``FaultSchedule.armed_crash_points``) and its slowdowns (the fault schedule's
+    ``SlowTask`` values for it, in the schedule's order). Mirrors Flink's ``TaskDeploymentDescriptor``."""
+
+    attempt: ExecutionAttemptID
+    state: TaskStateSnapshot | None = None
+    crash_points: tuple[tuple[ProtocolPoint, int], ...] = ()
+    slowdowns: tuple[SlowTask, ...] = ()
+
+    @property
+    def key(self) -> SubtaskKey:
+        return (self.attempt.vertex_id, self.attempt.subtask_index)
+
+    @property
+    def name(self) -> str:
+        return subtask_name(self.key)
+
+
+@dataclass(frozen=True)
+class DeployTasks:
+    epoch: int
+    tasks: tuple[TaskDeploymentDescriptor, ...]
+    restored_checkpoint_id: int | None = None
+    restored_metadata: CheckpointMetadata | None = None
+
+
+@dataclass(frozen=True)
+class KillTask:
+    """The fault schedule kills this attempt (``why``: the fault). The driver kills it and reports its death with
+    ``task_failed`` when it sees it (the simulator at once; on Ray, when the actor's ``run`` call fails)."""
+
+    attempt: ExecutionAttemptID
+    why: str
+
+
+@dataclass(frozen=True)
+class CancelTasks:
+    """Every task of deployment ``epoch`` dies at once (global failover, or a JobManager failover)."""
+
+    epoch: int
+
+
+# -- messages ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TriggerCheckpoint:
+    """Flink's ``triggerCheckpoint`` RPC to a source task."""
+
+    checkpoint_id: int
+    timestamp: int
+    options: CheckpointOptions
+
+
+@dataclass(frozen=True)
+class NotifyCheckpointComplete:
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class NotifyCheckpointAborted:
+    checkpoint_id: int
+    latest_completed_checkpoint_id: int
+
+
+TaskMessage = Union[TriggerCheckpoint, NotifyCheckpointComplete, NotifyCheckpointAborted]
+
+
+@dataclass(frozen=True)
+class SendToTask:
+    attempt: ExecutionAttemptID
+    message: TaskMessage
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True)
+class CoordinatorMessage:
+    """A task's message for the coordinator of ``generation`` (lost if that coordinator has died meanwhile)."""
+
+    generation: int
+    event: Union[m.AcknowledgeCheckpoint, m.DeclineCheckpoint]
+
+
+@dataclass(frozen=True)
+class SendToCoordinator:
+    message: CoordinatorMessage
+    delay_ms: int = 0
+
+
+# -- timers ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FaultDue:
+    """A fault of the schedule with a time (``CrashTask`` with ``at_ms``, ``CrashCoordinator``) is due."""
+
+    fault: Fault
+
+
+@dataclass(frozen=True)
+class RestartDue:
+    """The restart delay after the failover that ended deployment ``epoch - 1`` has passed."""
+
+    epoch: int
+    restore: RestoreFrom | None
+
+
+@dataclass(frozen=True)
+class CoordinatorRecoveryDue:
+    """The restart delay after a JobManager failover has passed: a new coordinator recovers."""
+
+    epoch: int
+
+
+JobTimer = Union[FaultDue, RestartDue, CoordinatorRecoveryDue]
+
+
+@dataclass(frozen=True)
+class StartTimer:
+    delay_ms: int
+    timer: JobTimer
+
+
+@dataclass(frozen=True)
+class JobEnded:
+    outcome: JobOutcome
+
+
+JobAction = Union[DeployTasks, KillTask, CancelTasks, SendToTask, SendToCoordinator, StartTimer, JobEnded]

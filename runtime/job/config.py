@@ -1,0 +1,110 @@
+"""What a job run is given, and how it ended: the settings every driver maps the same way.
+
+How this works: ``JobConfig`` holds one job's settings: the job graph, the checkpointing mode
+(``runtime.checkpointing_mode``) and the coordinator's settings, the network (buffers, credit, debloating), the
+source rate, the restart policy, the fault schedule, and the simulated network's latencies and virtual time
+limit (which only the simulator reads: on Ray, latency is real). It checks itself when built: the mode with its
+settings (``checkpointing_problem``) and the fault schedule against the graph. ``coordinator_configuration()``,
+``checkpoint_options()`` and ``restart_strategy()`` map it onto the coordinator's configuration, Flink's
+``CheckpointOptions`` and a JobMaster's restart strategy: one mapping for both drivers. ``JobOutcome`` is how a
+job ended. Mirrors Flink's ``CheckpointConfig`` / ``ExecutionConfig`` settings as a job's configuration carries
+them.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from barriersim.runtime.checkpointing_mode import CheckpointingMode, checkpointing_problem
+from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS, CheckpointCoordinatorConfiguration
+from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT_TIME
+from barriersim.runtime.events import CheckpointOptions, CheckpointType
+from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.restart_strategy import FixedDelayRestartStrategy
+from barriersim.runtime.stream_task import NetworkConfig
+
+
+class JobConfigError(ValueError):
+    """Settings a job cannot run with; ``key`` is the scenario key at fault, ``str()`` the one-line message."""
+
+    def __init__(self, key: str, problem: str):
+        self.key = key
+        self.problem = problem
+        super().__init__(f"{key}: {problem}")
+
+
+class JobOutcome(enum.Enum):
+    FINISHED = "finished"
+    FAILED = "failed"  # too many restarts, or the failure manager failed the job for good
+    TIMED_OUT = "timed_out"  # the simulator's virtual time limit: a deadlock or a job too long for the limit
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    graph: JobGraph
+    mode: CheckpointingMode = CheckpointingMode.ALIGNED
+    interval_ms: int = 1000
+    timeout_ms: int = 600_000
+    aligned_checkpoint_timeout_ms: int = 0
+    max_concurrent: int = 1
+    min_pause_ms: int = 0
+    tolerable_failures: int = 0
+    max_retained: int = 1
+    checkpoints_after_tasks_finish: bool = True
+    network: NetworkConfig = NetworkConfig()
+    buffer_timeout_ms: int = 100
+    restart_delay_ms: int = 1000
+    max_restarts: int = 20
+    source_rate_per_subtask: int = 0  # records/s; 0: limited by cost and backpressure only
+    faults: FaultSchedule = FaultSchedule()
+    # the simulated network and time limit (the simulator's; on Ray latency is real and the driver sets the limit)
+    latency_us_mean: float = 100.0
+    latency_us_jitter: float = 20.0
+    rpc_latency_us: float = 500.0
+    max_virtual_ms: int = 3_600_000
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", CheckpointingMode.parse(self.mode, "checkpointing.mode"))
+        problem = checkpointing_problem(self.mode, self.max_concurrent, self.aligned_checkpoint_timeout_ms)
+        if problem is not None:
+            raise JobConfigError(*problem)
+        self.faults.check_against(self.graph)  # FaultScheduleError: a fault for a subtask this job does not have
+
+    @property
+    def tasks_wait_for_final_checkpoint(self) -> bool:
+        """FLIP-147: tasks at end of input wait for a final checkpoint only if checkpoints after tasks finish are
+        enabled and periodic checkpointing is on (Flink waits only when checkpointing is enabled); otherwise a
+        job without checkpoints could never end."""
+        return self.checkpoints_after_tasks_finish and MINIMAL_CHECKPOINT_TIME <= self.interval_ms < NO_PERIODIC_CHECKPOINTS
+
+    @property
+    def emits_watermarks(self) -> bool:
+        """Sources emit watermarks when some operator of the job works in event time."""
+        return any(v.operator.uses_event_time for v in self.graph.vertices)
+
+    def restart_strategy(self) -> FixedDelayRestartStrategy:
+        """A new JobMaster's restart strategy for these settings."""
+        return FixedDelayRestartStrategy(self.max_restarts, self.restart_delay_ms)
+
+    def coordinator_configuration(self) -> CheckpointCoordinatorConfiguration:
+        """The coordinator's configuration for these settings."""
+        return CheckpointCoordinatorConfiguration(
+            checkpoint_interval=self.interval_ms,
+            checkpoint_timeout=self.timeout_ms,
+            min_pause_between_checkpoints=self.min_pause_ms,
+            max_concurrent_checkpoints=self.max_concurrent,
+            tolerable_checkpoint_failure_number=self.tolerable_failures,
+            max_retained_checkpoints=self.max_retained,
+            checkpoint_options=self.checkpoint_options(),
+            allow_checkpoints_after_tasks_finished=self.checkpoints_after_tasks_finish,
+        )
+
+    def checkpoint_options(self) -> CheckpointOptions:
+        return CheckpointOptions.for_config(
+            CheckpointType.CHECKPOINT,
+            exactly_once=self.mode.exactly_once,
+            unaligned_enabled=self.mode.unaligned_enabled,
+            aligned_checkpoint_timeout=self.mode.alignment_timeout_ms(self.aligned_checkpoint_timeout_ms),
+        )

@@ -1,0 +1,538 @@
+"""The JobMaster of one job, sans-IO: it deploys attempts, runs the checkpoint coordinator, applies the fault
+schedule, fails the job over, recovers a crashed JobManager and writes checkpoint metadata. Both drivers run
+this one class: the simulator around its event kernel, the Ray job manager actor around its asyncio loop.
+
+How this works: the driver feeds events (``start``, ``tasks_restored``, ``tasks_started``, ``deploy_failed``,
+``acknowledge_checkpoint``, ``decline_checkpoint``, ``task_finished``, ``task_failed``, ``task_crashed_at``,
+``coordinator_receives``, ``timer_fired``) and carries out the actions each returns (``runtime.job.actions``);
+the coordinator's own timers run on the driver's timer service, and the actions they cause go to the driver's
+``action_sink`` (as the coordinator's do). Time is the injected ``clock`` (ms, the coordinator's) and the job's
+clock for fault times is ms since the first deployment's tasks were restored (the simulator's time 0).
+- Deploying: every subtask gets the coordinator's current attempt, its share of the restored checkpoint
+  (``assign_states``), its armed task-side crash points and its slowdowns. An attempt counts as running from
+  ``tasks_restored``; messages for any other attempt are not delivered (``is_current``).
+- Messages from tasks: an acknowledgement meets, in this order, a crash ``after_sync_snapshot_before_ack`` (the
+  acknowledgement is lost with the task), a failed state write (it becomes a ``CHECKPOINT_ASYNC_EXCEPTION``
+  decline), a ``fail_checkpoints`` decline, then the message's fate (dropped, or delayed), and after it a crash
+  ``after_ack_before_completion_notice``. What survives reaches the coordinator of its generation only: a
+  message for a coordinator that died meanwhile is lost.
+- Messages to tasks: triggers go as they are; completion and abort notices meet a crash
+  ``after_ack_before_completion_notice`` (the task dies instead of being notified) and their fate.
+- Crashes: a task the fault schedule crashes is killed (``KillTask``); the driver reports its death with
+  ``task_failed`` when it sees it (the simulator at once, Ray when the actor's call fails).
+- Failover (a task's death, ``FailJob``): Flink's restart-all strategy. The deployment is cancelled, the
+  restart strategy decides (``runtime.restart_strategy``: too many failures fail the job), the coordinator
+  aborts its pending checkpoints and picks the latest completed checkpoint, and after the restart delay the next
+  deployment restores it; its first restart also meets a ``during_restore`` crash, once per run. A fault of the
+  schedule fires once (a crash of a task that is not running does nothing and is not counted).
+- JobManager failover (``CrashCoordinator``): the coordinator's memory is lost (its timers never fire, messages
+  to it are lost), every task dies, and after the restart delay a new coordinator recovers the completed
+  checkpoints from the checkpoint storage with the persisted id counter (``checkpoint_recovery``), restores the
+  latest one and redeploys; the new JobMaster's restart strategy starts from zero.
+- Checkpoint metadata is written through the injected ``CheckpointStorage`` while the coordinator finalizes (a
+  ``fail_storage_write`` of the ``_metadata`` makes the write fail, and the coordinator aborts the checkpoint);
+  discarded checkpoints are deleted there.
+What happened is counted in the fault log (``runtime.fault_log``) and told to the optional ``trace(label,
+detail)``. Mirrors Flink's ``JobMaster`` with its ``DefaultScheduler`` (``RestartAllFailoverStrategy``, fixed-delay
+restart strategy), its ``CheckpointCoordinator``, and a JobManager failover under high availability
+(``JobMasterServiceLeadershipRunner`` recovering the job).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
+from barriersim.runtime.coordinator.checkpoint_recovery import (
+    next_attempt_number,
+    recover_completed_checkpoint_store,
+    retire_coordinator,
+)
+from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
+from barriersim.runtime.coordinator.plan import vertices_from_job_graph
+from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
+from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.fault_log import FaultLog
+from barriersim.runtime.faults import CrashCoordinator, CrashTask, MessageKind, ProtocolPoint, SlowTask
+from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.job.actions import (
+    CancelTasks,
+    CoordinatorMessage,
+    CoordinatorRecoveryDue,
+    DeployTasks,
+    FaultDue,
+    JobEnded,
+    JobTimer,
+    KillTask,
+    NotifyCheckpointAborted,
+    NotifyCheckpointComplete,
+    RestartDue,
+    SendToCoordinator,
+    SendToTask,
+    StartTimer,
+    SubtaskKey,
+    TaskDeploymentDescriptor,
+    TaskMessage,
+    TriggerCheckpoint,
+    subtask_name,
+)
+from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
+from barriersim.runtime.restart_strategy import RestartDecision
+from barriersim.runtime.storage.atomic_file import WriteFault
+from barriersim.runtime.task.actions import TaskCheckpointMetrics
+
+ActionSink = Callable[[list], None]
+Trace = Callable[[str, str], None]
+
+
+@dataclass
+class JobReport:
+    """What a JobMaster can tell about its run (after the job ended, or at any time)."""
+
+    outcome: JobOutcome | None
+    checkpoints: list[dict]
+    subtasks: list[dict]
+    counts: dict[str, int]
+    restarts: int
+    restored_checkpoint_ids: list[int]
+    restored_in_flight_bytes: int
+    coordinator_failovers: int
+    fault_log: list[dict]
+    killed: list[str] = field(default_factory=list)  # subtasks killed by the fault schedule, "name@attempt"
+    failures: list[str] = field(default_factory=list)  # what failed the job over, one line each
+    storage_errors: list[str] = field(default_factory=list)
+
+
+class JobMaster:
+    def __init__(self, config: JobConfig, job_id: str, *, storage, clock: Callable[[], int], timer_service,
+                 coordinator_rng: Callable[[], random.Random], action_sink: ActionSink,
+                 trace: Trace | None = None, keep_completed_metadata: bool = False):
+        """``storage``: a ``CheckpointStorage`` (checkpoint metadata, recovery); ``timer_service``: the driver's
+        (``register_timer(at_ms, callback)``) for the coordinator's timers; ``coordinator_rng()``: the random
+        stream of each new coordinator; ``action_sink``: where actions caused by the coordinator's timers go;
+        ``keep_completed_metadata``: keep every completed checkpoint's metadata with its deployment epoch
+        (``completed_in_epoch``, for consistent-cut checks)."""
+        self.config = config
+        self.graph = config.graph.validate()
+        self.job_id = job_id
+        self.storage = storage
+        self.clock = clock
+        self._timer_service = timer_service
+        self._coordinator_rng = coordinator_rng
+        self._action_sink = action_sink
+        self._trace = trace or (lambda label, detail: None)
+        self._out: list = []
+        self.subtasks: tuple[SubtaskKey, ...] = tuple((v.name, i) for v in self.graph.vertices for i in range(v.parallelism))
+        self._first_source = subtask_name((self.graph.sources[0].name, 0))
+        self._slowdowns = {name: tuple(f for f in config.faults.of_type(SlowTask) if f.task == name)
+                           for name in map(subtask_name, self.subtasks)}
+        self.epoch = 0
+        self.attempts: dict[SubtaskKey, ExecutionAttemptID] = {}  # the deployed attempt of each subtask
+        self.running = False  # the current deployment's tasks were restored and have not been cancelled
+        self.finished: set[SubtaskKey] = set()  # cleared in place: a driver may hold it
+        self._killed_keys: set[SubtaskKey] = set()  # killed by the fault schedule, death not yet reported
+        self.outcome: JobOutcome | None = None
+        self.restarts = 0
+        self.restored_ids: list[int] = []
+        self.restored_in_flight = 0
+        self.killed: list[str] = []
+        self.failures: list[str] = []
+        self.storage_errors: list[str] = []
+        self.fault_log = FaultLog(config.faults)
+        self._fired_points: set = set()
+        self.started_ms: int | None = None  # the job's clock (fault times) starts when the first tasks restored
+        self._deployments = 0
+        self._restore_from: m.RestoreFrom | None = None
+        self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
+        # what high availability keeps across a JobManager failover: the checkpoint id counter (the completed
+        # checkpoints are recovered from the checkpoint storage)
+        self.id_counter = StandaloneCheckpointIDCounter()
+        self.coordinator_generation = 0
+        self.coordinator_failovers = 0
+        self.coordinator_down = False
+        self.retired_stats: list[CheckpointStatsTracker] = []  # the statistics of coordinators that died
+        self.coordinator = self._new_coordinator()
+        self.restart_strategy = config.restart_strategy()
+
+    # -- queries --------------------------------------------------------------------------------------
+
+    def job_ms(self) -> int:
+        """The job's clock: ms since the first deployment's tasks were restored (0 before)."""
+        return 0 if self.started_ms is None else self.clock() - self.started_ms
+
+    def is_current(self, attempt: ExecutionAttemptID) -> bool:
+        """Whether ``attempt`` is a running task of the current deployment (a message for it is delivered)."""
+        return self.running and self.attempts.get((attempt.vertex_id, attempt.subtask_index)) == attempt
+
+    def report(self) -> JobReport:
+        checkpoints, subtasks, counts = job_statistics(self.retired_stats + [self.coordinator.stats])
+        return JobReport(
+            outcome=self.outcome, checkpoints=checkpoints, subtasks=subtasks, counts=counts, restarts=self.restarts,
+            restored_checkpoint_ids=list(self.restored_ids), restored_in_flight_bytes=self.restored_in_flight,
+            coordinator_failovers=self.coordinator_failovers, fault_log=self.fault_log.report(),
+            killed=list(self.killed), failures=list(self.failures), storage_errors=list(self.storage_errors),
+        )
+
+    # -- events from the driver -----------------------------------------------------------------------
+
+    def start(self) -> list:
+        """Deploy the first attempt (fresh state)."""
+        self._deploy(None)
+        return self._take()
+
+    def tasks_restored(self, epoch: int, restored_in_flight_bytes: int) -> list:
+        """Every task of deployment ``epoch`` was built and restored its state: they count as running."""
+        if epoch != self.epoch or self.outcome is not None:
+            return []
+        self.running = True
+        self.restored_in_flight += restored_in_flight_bytes
+        for key in self.subtasks:
+            self._handle_coordinator(self.coordinator.handle(m.TaskRunning(self.attempts[key])))
+        if self.started_ms is None:
+            self.started_ms = self.clock()
+        return self._take()
+
+    def tasks_started(self, epoch: int) -> list:
+        """The tasks of deployment ``epoch`` work. On the first deployment the fault schedule's timed faults are
+        set and the periodic checkpoints start; on a later one a ``during_restore`` crash fires (once)."""
+        if epoch != self.epoch or self.outcome is not None:
+            return []
+        self._deployments += 1
+        if self._deployments == 1:
+            for fault in self.config.faults.of_type(CrashTask):
+                if fault.at_ms is not None:
+                    self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
+            for fault in sorted(self.config.faults.of_type(CrashCoordinator), key=lambda f: f.at_ms):
+                self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
+            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
+        else:
+            for fault in self.config.faults.of_type(CrashTask):
+                if fault.point is ProtocolPoint.DURING_RESTORE and fault not in self._fired_points:
+                    self._fired_points.add(fault)
+                    if self._crash(fault.task, "during_restore"):
+                        self.fault_log.fired(fault, self.job_ms())
+                    break
+        return self._take()
+
+    def deploy_failed(self, epoch: int, cause: str) -> list:
+        """A task of deployment ``epoch`` could not be deployed (its process died): fail over again."""
+        if epoch == self.epoch and self.outcome is None:
+            self.failures.append(f"deploy of attempt {epoch}: {cause}")
+            self._failover("deploy", f"deploy failed: {cause}")
+        return self._take()
+
+    def acknowledge_checkpoint(self, attempt: ExecutionAttemptID, checkpoint_id: int, snapshot,
+                               metrics: TaskCheckpointMetrics) -> list:
+        name = subtask_name((attempt.vertex_id, attempt.subtask_index))
+        current = self.is_current(attempt)
+        if current and self._crash_point(name, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, checkpoint_id):
+            return self._take()  # the task died before its acknowledgement left it
+        if self.fault_log.fails_state_write(name, checkpoint_id, self.job_ms()):
+            # Flink's AsyncCheckpointRunnable: the asynchronous part failed, so the task declines
+            self._decline(attempt, checkpoint_id, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
+                          f"{name}: injected by fail_storage_write: the state write failed")
+        elif self.fault_log.declines(name, checkpoint_id, self._first_source, self.job_ms()):
+            self._decline(attempt, checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED, "injected by fail_checkpoints")
+        else:
+            self._to_coordinator(MessageKind.ACKNOWLEDGE, name, checkpoint_id,
+                                 m.AcknowledgeCheckpoint(self.job_id, attempt, checkpoint_id, snapshot, metrics))
+            if current:
+                self._crash_point(name, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, checkpoint_id)
+        return self._take()
+
+    def decline_checkpoint(self, attempt: ExecutionAttemptID, checkpoint_id: int, reason: CheckpointFailureReason,
+                           detail: str) -> list:
+        self._decline(attempt, checkpoint_id, reason, detail)
+        return self._take()
+
+    def task_finished(self, attempt: ExecutionAttemptID) -> list:
+        if not self.is_current(attempt) or self.outcome is not None:
+            return []
+        key = (attempt.vertex_id, attempt.subtask_index)
+        self.finished.add(key)
+        self._trace("finished", subtask_name(key))
+        self._handle_coordinator(self.coordinator.handle(m.TaskFinished(attempt)))
+        if len(self.finished) == len(self.subtasks) and self.outcome is None:
+            self.outcome = JobOutcome.FINISHED
+            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FINISHED)))
+            self._out.append(JobEnded(JobOutcome.FINISHED))
+        return self._take()
+
+    def task_failed(self, attempt: ExecutionAttemptID, cause: str) -> list:
+        """A task of the current deployment died (killed by the fault schedule, or not) or raised: the job fails
+        over."""
+        if self.is_current(attempt) and self.outcome is None:
+            name = subtask_name((attempt.vertex_id, attempt.subtask_index))
+            self.failures.append(f"{name}: {cause}")
+            self._failover(name, cause, failed=attempt)
+        return self._take()
+
+    def task_crashed_at(self, attempt: ExecutionAttemptID, point: ProtocolPoint, checkpoint_id: int) -> list:
+        """A task stopped itself at a task-side crash point it was deployed with (``runtime.task.crash_points``):
+        it is dead, so the job fails over."""
+        name = subtask_name((attempt.vertex_id, attempt.subtask_index))
+        fault = self.config.faults.crash_at(name, point, checkpoint_id, self._fired_points)
+        if fault is not None:
+            self._fired_points.add(fault)
+            self.fault_log.fired(fault, self.job_ms())
+        if self.is_current(attempt) and self.outcome is None:
+            self.killed.append(f"{name}@{attempt.attempt_number}")
+            self.failures.append(f"{name}: crashed at {point.value} of checkpoint {checkpoint_id}")
+            self._failover(name, point.value, failed=attempt)
+        return self._take()
+
+    def slowdown_met(self, task: str, index: int, at_ms: int) -> None:
+        """The ``index``-th slowdown of ``task`` slowed its work for the first time in a deployment; it fires once
+        per run."""
+        fault = self._slowdowns[task][index]
+        if not self.fault_log.times_fired(fault):
+            self.fault_log.fired(fault, at_ms)
+
+    def slowdowns_of(self, task: str) -> tuple[SlowTask, ...]:
+        return self._slowdowns[task]
+
+    def coordinator_receives(self, message: CoordinatorMessage) -> list:
+        """A task's message reaches the coordinator, unless the coordinator it was sent to died meanwhile."""
+        if message.generation == self.coordinator_generation and not self.coordinator_down:
+            self._handle_coordinator(self.coordinator.handle(message.event))
+        return self._take()
+
+    def timer_fired(self, timer: JobTimer) -> list:
+        if type(timer) is FaultDue:
+            fault = timer.fault
+            if isinstance(fault, CrashTask):
+                if self._crash(fault.task, "crash_task"):
+                    self.fault_log.fired(fault, self.job_ms())
+            elif isinstance(fault, CrashCoordinator):
+                self._crash_coordinator(fault)
+        elif type(timer) is RestartDue:
+            if timer.epoch == self.epoch and self.outcome is None:
+                self._deploy(timer.restore)
+        elif type(timer) is CoordinatorRecoveryDue:
+            if timer.epoch == self.epoch and self.outcome is None:
+                self._recover_coordinator()
+        else:
+            raise TypeError(f"job {self.job_id}: not a JobMaster timer: {timer!r}")
+        return self._take()
+
+    # -- deploying ------------------------------------------------------------------------------------
+
+    def _deploy(self, restore: m.RestoreFrom | None) -> None:
+        assignment = None
+        if restore is not None and restore.metadata is not None:
+            infos = [ExecutionJobVertexInfo(v.name, v.parallelism, v.max_parallelism) for v in self.graph.vertices]
+            assignment = assign_states(restore.metadata, infos, allow_non_restored_state=restore.allow_non_restored_state)
+            self.restored_ids.append(restore.checkpoint_id)
+        descriptors = []
+        for key in self.subtasks:
+            vertex, i = key
+            name = subtask_name(key)
+            state = None
+            if assignment is not None and vertex in assignment.task_restores:
+                state = assignment.task_restores[vertex][i].task_state_snapshot
+            crash_points = tuple(sorted(self.config.faults.armed_crash_points(name, self._fired_points),
+                                        key=lambda p: (p[0].value, p[1])))
+            descriptors.append(TaskDeploymentDescriptor(self.coordinator.current_attempt(vertex, i), state,
+                                                        crash_points, self._slowdowns[name]))
+        self.attempts = {d.key: d.attempt for d in descriptors}
+        self.finished.clear()
+        self._killed_keys.clear()
+        self._out.append(DeployTasks(self.epoch, tuple(descriptors),
+                                     restore.checkpoint_id if restore is not None else None,
+                                     restore.metadata if restore is not None else None))
+
+    # -- messages -------------------------------------------------------------------------------------
+
+    def _decline(self, attempt: ExecutionAttemptID, checkpoint_id: int, reason: CheckpointFailureReason,
+                 detail: str) -> None:
+        name = subtask_name((attempt.vertex_id, attempt.subtask_index))
+        exc = CheckpointException(reason, checkpoint_id, detail)
+        self._to_coordinator(MessageKind.DECLINE, name, checkpoint_id,
+                             m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exc))
+
+    def _to_coordinator(self, kind: MessageKind, task: str, checkpoint_id: int, event) -> None:
+        drop, delay_ms = self.fault_log.message_fate(kind, task, checkpoint_id, self.job_ms())
+        if drop:
+            self._trace("dropped", f"{kind.value} {task} {checkpoint_id}")
+            return
+        self._out.append(SendToCoordinator(CoordinatorMessage(self.coordinator_generation, event), delay_ms))
+
+    def _to_task(self, kind: MessageKind | None, attempt: ExecutionAttemptID, checkpoint_id: int,
+                 message: TaskMessage) -> None:
+        delay_ms = 0
+        if kind is not None:
+            name = subtask_name((attempt.vertex_id, attempt.subtask_index))
+            drop, delay_ms = self.fault_log.message_fate(kind, name, checkpoint_id, self.job_ms())
+            if drop:
+                self._trace("dropped", f"{kind.value} {name} {checkpoint_id}")
+                return
+        self._out.append(SendToTask(attempt, message, delay_ms))
+
+    # -- the coordinator ------------------------------------------------------------------------------
+
+    def _new_coordinator(self, store=None, first_attempt_number: int = 0) -> CheckpointCoordinator:
+        return CheckpointCoordinator(
+            self.job_id, vertices_from_job_graph(self.graph), self.config.coordinator_configuration(),
+            clock=self.clock, timer_service=_GenerationTimers(self, self.coordinator_generation),
+            rng=self._coordinator_rng(), action_sink=self._on_coordinator_timer_action, tasks_running=False,
+            completed_checkpoint_store=store, checkpoint_id_counter=self.id_counter,
+            checkpoint_writer=self._write_metadata, first_attempt_number=first_attempt_number,
+        )
+
+    def _on_coordinator_timer_action(self, action: Any) -> None:
+        self._handle_coordinator([action])
+
+    def _flush_to_sink(self) -> None:
+        """Hand what a coordinator timer caused to the driver's action sink."""
+        actions = self._take()
+        if actions:
+            self._action_sink(actions)
+
+    def _handle_coordinator(self, actions: list) -> None:
+        for action in actions:
+            self._trace("coordinator", type(action).__name__ + " " + str(getattr(action, "checkpoint_id", "")))
+            if isinstance(action, m.TriggerCheckpointOnSources):
+                for attempt in action.tasks:
+                    self._to_task(None, attempt, action.checkpoint_id,
+                                  TriggerCheckpoint(action.checkpoint_id, action.timestamp, action.options))
+            elif isinstance(action, m.NotifyCheckpointComplete):
+                if not self._crash_point(subtask_name((action.task.vertex_id, action.task.subtask_index)),
+                                         ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, action.checkpoint_id):
+                    self._to_task(MessageKind.NOTIFY_COMPLETE, action.task, action.checkpoint_id,
+                                  NotifyCheckpointComplete(action.checkpoint_id))
+            elif isinstance(action, m.NotifyCheckpointAborted):
+                self._to_task(MessageKind.NOTIFY_ABORTED, action.task, action.checkpoint_id,
+                              NotifyCheckpointAborted(action.checkpoint_id, action.latest_completed_checkpoint_id))
+            elif isinstance(action, m.DiscardCheckpoint):
+                self.storage.discard_checkpoint(action.checkpoint_id)
+            elif isinstance(action, m.RestoreFrom):
+                self._restore_from = action
+            elif isinstance(action, m.FailJob):
+                failing = action.failing_task
+                name = subtask_name((failing.vertex_id, failing.subtask_index)) if failing else "coordinator"
+                self._failover(name, action.reason.name)
+
+    def _write_metadata(self, metadata, is_savepoint: bool):
+        """The coordinator's ``checkpoint_writer``: write ``_metadata`` to the checkpoint storage while the
+        coordinator finalizes the checkpoint; a failure (``FailStorageWrite`` without a task) raises into the
+        coordinator, which aborts the checkpoint as ``FINALIZE_CHECKPOINT_FAILURE``."""
+        cid = metadata.checkpoint_id
+        self._trace("coordinator", "PersistCheckpoint ")
+        if self.fault_log.fails_storage_write(cid, self.job_ms()):
+            self.storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
+        try:
+            location = self.storage.persist_checkpoint(metadata, is_savepoint=is_savepoint)
+        except Exception as err:
+            self._trace("storage-failed", f"{cid} {type(err).__name__}")
+            self.storage_errors.append(f"{cid}: {type(err).__name__}: {err}")
+            raise
+        if self.completed_in_epoch is not None and not is_savepoint:
+            self.completed_in_epoch[cid] = (self.epoch, metadata)
+        return location
+
+    # -- faults and failover --------------------------------------------------------------------------
+
+    def _crash_point(self, task: str, point: ProtocolPoint, checkpoint_id: int) -> bool:
+        """Crash ``task`` if the fault schedule kills it at the JobMaster-side ``point`` of ``checkpoint_id``."""
+        fault = self.config.faults.crash_at(task, point, checkpoint_id, self._fired_points)
+        if fault is None:
+            return False
+        self._fired_points.add(fault)
+        if self._crash(task, point.value):
+            self.fault_log.fired(fault, self.job_ms())
+        return True
+
+    def _crash(self, task: str, why: str) -> bool:
+        """Kill ``task`` (its death, once the driver sees it, fails the job over); False (nothing happens) if it is
+        unknown, finished, already killed or not running."""
+        vertex, _, index = task.partition("#")
+        key = (vertex, int(index or 0))
+        if (not self.running or key not in self.attempts or key in self.finished or key in self._killed_keys
+                or self.outcome is not None):
+            return False
+        attempt = self.attempts[key]
+        self._killed_keys.add(key)
+        self.killed.append(f"{task}@{attempt.attempt_number}")
+        self._out.append(KillTask(attempt, why))
+        return True
+
+    def _cancel_deployment(self) -> None:
+        self._out.append(CancelTasks(self.epoch))
+        self.epoch += 1
+        self.running = False
+        self.finished.clear()
+
+    def _failover(self, task: str, why: str, failed: ExecutionAttemptID | None = None) -> None:
+        self._trace("failover", f"{task} {why}")
+        self.restarts += 1
+        self._cancel_deployment()
+        if self.restart_strategy.on_failure() is RestartDecision.FAIL_JOB:
+            self.outcome = JobOutcome.FAILED
+            self._out.append(JobEnded(JobOutcome.FAILED))
+            return
+        self._restore_from = None
+        if failed is None:
+            failed = self.coordinator.current_attempt(self.graph.vertices[0].name, 0)
+        self._handle_coordinator(self.coordinator.handle(m.TaskFailed(failed, why)))
+        self._out.append(StartTimer(self.restart_strategy.delay_ms, RestartDue(self.epoch, self._restore_from)))
+
+    def _crash_coordinator(self, fault: CrashCoordinator) -> None:
+        if self.outcome is not None:
+            return
+        self.fault_log.fired(fault, self.job_ms())
+        self._trace("failover", "coordinator crash_coordinator")
+        self.restarts += 1
+        self.coordinator_failovers += 1
+        self.killed.append("coordinator")
+        self._cancel_deployment()
+        self.retired_stats.append(retire_coordinator(self.coordinator, self.clock()))
+        self.coordinator_generation += 1
+        self.coordinator_down = True
+        self._restore_from = None
+        self._out.append(StartTimer(self.config.restart_delay_ms, CoordinatorRecoveryDue(self.epoch)))
+
+    def _recover_coordinator(self) -> None:
+        """The new JobManager: a coordinator whose completed checkpoint store is recovered from the checkpoint
+        storage and whose id counter is the persisted one; it restores the latest completed checkpoint, starts
+        its periodic trigger (job RUNNING) and deploys new attempts (ids no earlier attempt used)."""
+        recovered = recover_completed_checkpoint_store(self.job_id, self.storage, self.config.coordinator_configuration())
+        self.coordinator = self._new_coordinator(recovered.store, next_attempt_number(self.coordinator))
+        self.restart_strategy = self.config.restart_strategy()
+        self.coordinator_down = False
+        self._trace("coordinator-recovered", f"checkpoints={list(recovered.recovered_ids)} next_id={self.id_counter.get()}")
+        self._restore_from = None
+        self.coordinator.restore_latest_checkpointed_state()
+        self._handle_coordinator(self.coordinator.drain_actions())
+        restore = self._restore_from
+        self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
+        self._deploy(restore)
+
+    # -- plumbing -------------------------------------------------------------------------------------
+
+    def _take(self) -> list:
+        out, self._out = self._out, []
+        return out
+
+
+class _GenerationTimers:
+    """The driver's timer service for one coordinator: the timers of a coordinator that crashed never fire, and
+    what a timer causes goes to the driver's action sink."""
+
+    def __init__(self, job_master: JobMaster, generation: int):
+        self._job_master = job_master
+        self._generation = generation
+
+    def register_timer(self, at_ms: int, callback):
+        job_master, generation = self._job_master, self._generation
+
+        def fire() -> None:
+            if generation == job_master.coordinator_generation:
+                callback()
+                job_master._flush_to_sink()
+
+        return job_master._timer_service.register_timer(at_ms, fire)
