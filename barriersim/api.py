@@ -265,7 +265,7 @@ def spark_workload_splits(spark, scenario: Scenario, seed: int) -> Splits:
     (``scenarios.simulation_inputs.workload_splits``)."""
     import ray
 
-    from barriersim.actors.messages import decode_records
+    from barriersim.runtime.records_codec import decode_records
     from barriersim.scenarios.workload import generate_workload, splits_to_object_store
 
     workload = generate_workload(spark, scenario, seed)

@@ -93,7 +93,7 @@ def _verification_query(spark):
 def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_once: bool = False) -> dict:
     import ray
 
-    from barriersim.actors.messages import decode_records
+    from barriersim.runtime.records_codec import decode_records
     from barriersim.runtime.sim.verification import expected_sink_input, verify as verify_python
 
     splits = {name: [decode_records(data) for data in ray.get(refs)] for name, refs in split_refs.items()}

@@ -119,7 +119,7 @@ def splits_to_object_store(workload: Workload) -> dict[str, list]:
 
 
 def _cut_splits_of(source: int, parallelism: int, *tables: pa.Table):
-    from barriersim.actors.messages import encode_records
+    from barriersim.runtime.records_codec import encode_records
 
     import pyarrow.compute as pc
 
