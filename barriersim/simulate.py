@@ -17,7 +17,7 @@ from pathlib import Path
 
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.verification import expected_sink_input, verify
 from barriersim.scenarios.loader import Scenario
 from barriersim.summary import build_summary, write_run_directory
 from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
