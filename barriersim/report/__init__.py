@@ -2,6 +2,6 @@
 
 How this works: ``rundir`` finds the runs under a directory and loads their tables into pandas; ``plots``
 draws each figure from pandas DataFrames with matplotlib (Agg); ``html`` puts the figures, the summary table
-computed by ``barriersim.scenarios.analytics`` (Spark on Ray) and the verification blocks on one page;
+computed by ``barriersim.spark.analytics`` (Spark on Ray) and the verification blocks on one page;
 ``cli`` is the ``barriersim report`` subcommand.
 """

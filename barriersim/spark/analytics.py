@@ -282,10 +282,10 @@ def read_sweep_analytics(root: str | Path) -> pd.DataFrame | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m barriersim.scenarios.analytics RUN_DIR``: compute and print the statistics."""
+    """``python -m barriersim.spark.analytics RUN_DIR``: compute and print the statistics."""
     import argparse
 
-    from barriersim.scenarios.spark_on_ray import RayAndSpark
+    from barriersim.spark.session import RayAndSpark
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("run_dir")

@@ -34,7 +34,7 @@ def output_table(rows: list[tuple]) -> pa.Table:
 def verify(spark, workload_df, output: pa.Table) -> Verification:
     import ray
 
-    from barriersim.scenarios.analytics import small_data_settings
+    from barriersim.spark.analytics import small_data_settings
 
     output_df = ray.data.from_arrow(output).to_spark(spark)
     workload_df.createOrReplaceTempView("workload")
