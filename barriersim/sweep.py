@@ -185,7 +185,7 @@ def index_rows(index: dict) -> list[dict]:
 
 def aggregate_sweep(spark, out_dir: Path, index: dict, axes: list[tuple[str, type]]) -> pd.DataFrame:
     """The sweep's table computed in Spark (``OUT/analytics/sweep.parquet``), as pandas."""
-    from barriersim.report.rundir import discover_runs
+    from barriersim.rundir import discover_runs
     from barriersim.spark.analytics import compute_sweep_analytics
 
     wanted = {r["dir"] for p in index["points"] for r in p["runs"]}
@@ -262,7 +262,7 @@ def main_from_args(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from barriersim.report.rundir import RunDirError
+    from barriersim.rundir import RunDirError
     from barriersim.run import UnsupportedScenario
 
     console = Console(stderr=True)

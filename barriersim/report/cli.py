@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from barriersim.report.rundir import RunDirError, input_files, load_tables
+from barriersim.rundir import RunDirError, input_files, load_tables
 
 EXIT_OK = 0
 EXIT_USAGE = 2

@@ -1,8 +1,8 @@
 """The HTML report: one self-describing page per run directory, with the four figures as PNG files beside it.
 
-How this works: ``build_report`` loads the run tables (``rundir.load_tables``) unless given, draws the four
-figures with ``plots`` into the directory of the HTML file (by default ``RUN_DIR/report/``), and writes
-``index.html`` referencing them by relative name. The page holds the runs, Flink's checkpoint counts and
+How this works: ``build_report`` loads the run tables (``barriersim.rundir.load_tables``) unless given, draws
+the four figures with ``plots`` into the directory of the HTML file (by default ``RUN_DIR/report/``), and
+writes ``index.html`` referencing them by relative name. The page holds the runs, Flink's checkpoint counts and
 summary statistics (``min, max, avg, p50, p90, p95, p99, p999`` under Flink's field names, computed in Spark
 by ``barriersim.spark.analytics`` and passed in as pandas) and each run's ``verification`` block from
 ``summary.json``. A sweep's directory (``barriersim sweep``) also gets its table of points, read from
@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from barriersim.report import plots
-from barriersim.report.rundir import RunTables, load_tables
+from barriersim.rundir import RunTables, load_tables
 
 FIGURES = ("barrier_timeline.png", "alignment_by_mode.png", "end_to_end.png", "persisted_data.png")
 
