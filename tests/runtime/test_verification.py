@@ -1,9 +1,12 @@
 """The reference and the verdict (``runtime.verification``): exact comparison by identity, and in
 at-least-once mode over aggregates (windows, window joins) the comparison by group with the expected value as
-a lower bound, since a replayed record inflates an aggregate instead of repeating a row."""
+a lower bound, since a replayed record inflates an aggregate instead of repeating a row; one verdict rule, and
+the ``summary.json`` block it gives."""
+
+import json
 
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.verification import Verdict, expected_sink_input, verdict_of, verify
 
 WINDOWED = JobGraph(
     (JobVertex("source", K.SOURCE, 1), JobVertex("window", K.TUMBLING_WINDOW, 1, params={"window_ms": 10}),
@@ -56,3 +59,19 @@ def test_without_an_aggregate_at_least_once_compares_identities_as_before():
     rows = [(1, 5, 4, 1), (2, 5, 6, 4), (3, 6, 14, 12)]
     assert verify(expected, rows + rows[:1], at_least_once=True).verdict is Verdict.AT_LEAST_ONCE
     assert verify(expected, rows[1:], at_least_once=True).verdict is Verdict.VIOLATED
+
+
+def test_one_verdict_rule_from_the_counts():
+    assert verdict_of(0, 0, 0, 0) is Verdict.EXACTLY_ONCE
+    assert verdict_of(0, 2, 0, 0) is Verdict.AT_LEAST_ONCE and verdict_of(0, 0, 0, 1) is Verdict.AT_LEAST_ONCE
+    assert verdict_of(1, 0, 0, 0) is Verdict.VIOLATED and verdict_of(0, 3, 1, 0) is Verdict.VIOLATED
+
+
+def test_the_summary_block_keeps_its_fields_and_the_verdict_as_its_string():
+    output = [(1, 5, 4, 1), (2, 5, 6, 4), (3, 6, 14, 12)]  # the map doubles the values
+    block = verify(expected_sink_input(PLAIN, SPLITS), output).as_dict()
+    assert block == {"reference": "python", "expected_records": 3, "output_records": 3, "lost": 0, "duplicated": 0,
+                     "wrong": 0, "final_sum_mismatched_keys": 0, "verdict": "exactly-once"}
+    assert list(block) == ["reference", "expected_records", "output_records", "lost", "duplicated", "wrong",
+                           "final_sum_mismatched_keys", "verdict"]
+    assert json.loads(json.dumps(block)) == block
