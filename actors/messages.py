@@ -6,7 +6,8 @@ restore snapshots, and records for the external store.
 How this works: Ray would pickle arbitrary Python objects; barriersim encodes everything it sends as plain
 msgpack (``runtime.events.to_wire`` for channel elements, the ``_metadata`` serializer of
 ``runtime.storage.metadata_serializer`` for state snapshots), so what travels is the same on every backend
-and never unpickled from data. A ``TaskStateSnapshot`` travels as a one-checkpoint ``CheckpointMetadata``
+and never unpickled from data. Records (splits, the sink's output) use ``runtime.records_codec``, re-exported
+here for the actors. A ``TaskStateSnapshot`` travels as a one-checkpoint ``CheckpointMetadata``
 holding one ``OperatorState`` per operator with the single subtask's state, plus its two FLIP-147 flags.
 No protocol rule lives here.
 """
@@ -35,19 +36,13 @@ from barriersim.runtime.job.actions import (
 )
 from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
+from barriersim.runtime.records_codec import decode_records, encode_records  # noqa: F401 (the actors' records codec)
+from barriersim.runtime.records_codec import pack, unpack
 from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorState, TaskStateSnapshot
 from barriersim.runtime.storage import metadata_serializer
 from barriersim.runtime.task.actions import TaskCheckpointMetrics
 
 CREDIT, RESUME, BUFFER_SIZE = 0, 1, 2  # kinds of upstream messages
-
-
-def pack(value) -> bytes:
-    return msgpack.packb(value, use_bin_type=True)
-
-
-def unpack(data: bytes):
-    return msgpack.unpackb(data, raw=False)
 
 
 # -- data channels -----------------------------------------------------------------------------------
@@ -148,11 +143,3 @@ def task_message_from_wire(data: bytes) -> TaskMessage:
 
 def reason_from_wire(name: str) -> CheckpointFailureReason:
     return CheckpointFailureReason[name]
-
-
-def encode_records(records) -> bytes:
-    return pack([list(r) for r in records])
-
-
-def decode_records(data: bytes) -> list[tuple]:
-    return [tuple(r) for r in unpack(data)]

@@ -1,7 +1,9 @@
 """barriersim: Flink-style checkpointing (asynchronous barrier snapshots) simulated on Ray actors.
 
 Subpackages: ``barriersim.runtime`` (the sans-IO core), ``barriersim.actors`` (thin Ray actors driving it),
-``barriersim.scenarios`` (scenario files, Spark-on-Ray workloads and reference results).
+``barriersim.scenarios`` (scenario files, their loader and the local workload draws), ``barriersim.spark``
+(Spark on Ray: the session, workloads, Spark SQL's reference result, run analytics) and ``barriersim.report``
+(HTML reports of run directories).
 
 For notebooks: ``barriersim.run(scenario, backend="sim", mode=None, seed=None, out=None, ...)`` runs a scenario
 and returns its results with pandas DataFrames (``barriersim.api.run``); ``barriersim.run_sweep`` runs a

@@ -258,15 +258,15 @@ def local_workload_splits(scenario: Scenario, seed: int) -> Splits:
 
 def spark_workload_splits(spark, scenario: Scenario, seed: int) -> Splits:
     """The simulator's source splits generated in Spark on Ray, by the Ray backend's own path: one DataFrame of
-    every source vertex's records (``scenarios.workload.generate_workload``: vertex ``k`` draws with seed
+    every source vertex's records (``barriersim.spark.workload.generate_workload``: vertex ``k`` draws with seed
     ``seed + k``, record ids offset by ``k * 10**9``), converted once into Arrow blocks in Ray's object store and
     cut there into one msgpack split per source subtask (``splits_to_object_store``), which are fetched and
     decoded as the source actors decode them. The same splits as the local draws
     (``scenarios.simulation_inputs.workload_splits``)."""
     import ray
 
-    from barriersim.actors.messages import decode_records
-    from barriersim.scenarios.workload import generate_workload, splits_to_object_store
+    from barriersim.runtime.records_codec import decode_records
+    from barriersim.spark.workload import generate_workload, splits_to_object_store
 
     workload = generate_workload(spark, scenario, seed)
     try:
@@ -292,7 +292,7 @@ class SparkOnDemand:
             return self._given
         if self._cluster is None:
             from barriersim.run import ray_address
-            from barriersim.scenarios.spark_on_ray import RayAndSpark
+            from barriersim.spark.session import RayAndSpark
 
             cluster = RayAndSpark(app_name=self._app_name, address=ray_address(self._address))
             cluster.__enter__()

@@ -95,12 +95,12 @@ def ray_address(address: str | None) -> str | None:
 def _run_on_ray(scenario: Scenario, modes: list[str], out: Path, address: str | None,
                 progress: ProgressCallback | None, faults: FaultSchedule | None, per_mode_dirs: bool) -> list[RunResult]:
     from barriersim.actors.graph_runner import run_graph_on_ray
-    from barriersim.report.rundir import discover_runs
-    from barriersim.scenarios.analytics import compute_analytics
-    from barriersim.scenarios.reference import output_table, verify, verify_in_ray
+    from barriersim.rundir import discover_runs
+    from barriersim.spark.analytics import compute_analytics
+    from barriersim.spark.reference import output_table, verify, verify_in_ray
     from barriersim.scenarios.simulation_inputs import simulation_config
-    from barriersim.scenarios.spark_on_ray import RayAndSpark
-    from barriersim.scenarios.workload import generate_workload, splits_to_object_store
+    from barriersim.spark.session import RayAndSpark
+    from barriersim.spark.workload import generate_workload, splits_to_object_store
 
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda stage, fraction: None)

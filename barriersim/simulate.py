@@ -2,7 +2,7 @@
 
 How this works: ``simulate_scenario`` builds the simulation from the scenario (``scenarios.simulation_inputs``),
 runs it, verifies the committed output against the reference evaluated over the same workload
-(``runtime.sim.verification``), and writes the run directory as the Ray backend does (``barriersim.summary``):
+(``runtime.verification``), and writes the run directory as the Ray backend does (``barriersim.summary``):
 ``summary.json`` (same fields and layout, ``backend: "sim"``, plus the ``simulation`` section, ``trace_sha256``
 and the one-line ``replay`` command) and the per-checkpoint and per-subtask statistics with Flink's names (CSV
 and Parquet). A run is a pure function of (scenario, seed, mode,
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.verification import expected_sink_input, verify
 from barriersim.scenarios.loader import Scenario
 from barriersim.summary import build_summary, write_run_directory
 from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits

@@ -79,7 +79,7 @@ def topologies(draw, max_parallelism: int = 4, max_stages: int = 5, at_least_onc
         last = two_input
     stages = 2 + (1 if two_sources else 0)
     # in at-least-once mode a join's aggregate may be inflated by replays; a filter after it could drop the
-    # inflated row, which the reference cannot tell from a loss (runtime.sim.verification)
+    # inflated row, which the reference cannot tell from a loss (runtime.verification)
     kinds = ["map"] if joined and at_least_once_sink else ["map", "filter"]
     middle = draw(st.lists(st.sampled_from(kinds), max_size=max(0, max_stages - stages - 1)))
     for i, kind in enumerate(middle):
@@ -203,7 +203,7 @@ class SimulatedCase:
         """Simulate and verify; returns a ``CaseResult``. ``check_cuts``: also check that every completed
         checkpoint is a consistent cut (``runtime.sim.consistent_cut``)."""
         from barriersim.runtime.sim.job_simulation import JobSimulation
-        from barriersim.runtime.sim.verification import expected_sink_input, verify
+        from barriersim.runtime.verification import expected_sink_input, verify
         from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
 
         scenario = self.scenario()
@@ -229,7 +229,7 @@ class SimulatedCase:
 @dataclass(frozen=True)
 class CaseResult:
     simulation: object  # SimulationResult
-    verdict: object  # Verdict
+    verdict: object  # runtime.verification.Verification
     cut_violations: tuple = ()  # CutViolation: completed checkpoints that are not consistent cuts
 
 

@@ -6,7 +6,7 @@ is a set of ``section.key`` overrides, checked as the file's values are), checks
 run, then runs each point in each mode through ``barriersim.api`` into ``OUT/<point-label>/<mode>/`` (a point's
 label is its settings, e.g. ``zipf_exponent=0.5,interval_ms=100``). ``OUT/sweep.json`` indexes the sweep: the
 axes, the modes and, per point, its settings and per mode its run directory, verdict and checkpoint counts. The
-runs are then aggregated IN SPARK (``scenarios.analytics.compute_sweep_analytics``: the run tables loaded by
+runs are then aggregated IN SPARK (``barriersim.spark.analytics.compute_sweep_analytics``: the run tables loaded by
 Spark, Flink's summary statistics per run, pivoted to one row per (point, mode) with the axis values and
 ``<metric>_<min|max|avg|p50|p90|p95|p99|p999>`` of ``end_to_end_duration``, ``alignment_duration``,
 ``persisted_data`` and the rest) and written as Parquet to ``OUT/analytics/sweep.parquet``. On the simulator,
@@ -172,7 +172,7 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
 
 
 def index_rows(index: dict) -> list[dict]:
-    """One row per (point, mode) of a sweep's index, keyed as ``scenarios.analytics.sweep_index_columns``."""
+    """One row per (point, mode) of a sweep's index, keyed as ``barriersim.spark.analytics.sweep_index_columns``."""
     rows = []
     for point in index["points"]:
         for r in point["runs"]:
@@ -185,8 +185,8 @@ def index_rows(index: dict) -> list[dict]:
 
 def aggregate_sweep(spark, out_dir: Path, index: dict, axes: list[tuple[str, type]]) -> pd.DataFrame:
     """The sweep's table computed in Spark (``OUT/analytics/sweep.parquet``), as pandas."""
-    from barriersim.report.rundir import discover_runs
-    from barriersim.scenarios.analytics import compute_sweep_analytics
+    from barriersim.rundir import discover_runs
+    from barriersim.spark.analytics import compute_sweep_analytics
 
     wanted = {r["dir"] for p in index["points"] for r in p["runs"]}
     runs = [r for r in discover_runs(out_dir) if r.label in wanted]
@@ -262,7 +262,7 @@ def main_from_args(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from barriersim.report.rundir import RunDirError
+    from barriersim.rundir import RunDirError
     from barriersim.run import UnsupportedScenario
 
     console = Console(stderr=True)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.verification import expected_sink_input, verify
 from barriersim.runtime.state.key_groups import assign_key_to_parallel_operator
 from barriersim.scenarios.loader import Scenario, load_scenario, with_setting
 from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
@@ -143,7 +143,7 @@ def measure(scenario: Scenario, mode: str, group: str, flink: str, **settings: A
     started = time.perf_counter()
     result = JobSimulation(config, splits, scenario.seed).run()
     wall = time.perf_counter() - started
-    verdict = verify(expected_sink_input(config.graph, splits), result.committed_output).verdict
+    verdict = verify(expected_sink_input(config.graph, splits), result.committed_output).verdict.value
     graph = scenario.job.graph
     sources = {f"{v.name}#{i}" for v in graph.sources for i in range(v.parallelism)}
     sinks = {f"{v.name}#{i}" for v in graph.sinks for i in range(v.parallelism)}

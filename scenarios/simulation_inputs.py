@@ -1,7 +1,7 @@
 """From a scenario to what a job run needs: the simulation settings and the workload splits per source.
 
 How this works: ``simulation_config`` maps the scenario's job graph, checkpointing, network and fault sections
-onto ``runtime.sim.job_simulation.SimulationConfig`` (the Ray backend takes the same settings);
+onto ``runtime.job.config.JobConfig`` (the same for the simulator and the Ray backend);
 ``workload_splits`` draws every source vertex's workload locally with the same per-record draws Spark uses
 (``scenarios.workload.draw_columns``): source vertex ``k`` gets seed ``seed + k`` and record ids offset by
 ``k * 10**9`` so records of different sources never share an id.

@@ -5,7 +5,7 @@ How this works: ``add_report_parser(subparsers)`` adds the subcommand to the ``b
 checkpoint id) so that a mistake costs one line on stderr naming the path or the id, and exit status 2, before
 anything slow starts. The summary statistics come from ``RUN_DIR/analytics/`` when they are newer than the
 run's files; otherwise Ray and Spark on Ray are started (with a rich status line) and
-``barriersim.scenarios.analytics`` computes and writes them. Then the figures and the HTML are written.
+``barriersim.spark.analytics`` computes and writes them. Then the figures and the HTML are written.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from barriersim.report.rundir import RunDirError, input_files, load_tables
+from barriersim.rundir import RunDirError, input_files, load_tables
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -70,7 +70,7 @@ def _out_path(text: str | None, run_dir: Path) -> Path:
 
 
 def _fresh_analytics(run_dir: Path, runs):
-    from barriersim.scenarios.analytics import read_analytics, written_at
+    from barriersim.spark.analytics import read_analytics, written_at
 
     stamp = written_at(run_dir)
     if stamp is None or any(f.stat().st_mtime > stamp for f in input_files(runs)):
@@ -82,8 +82,8 @@ def _fresh_analytics(run_dir: Path, runs):
 
 
 def _compute_analytics(run_dir: Path, runs, address: str | None, console):
-    from barriersim.scenarios.analytics import compute_analytics
-    from barriersim.scenarios.spark_on_ray import RayAndSpark
+    from barriersim.spark.analytics import compute_analytics
+    from barriersim.spark.session import RayAndSpark
 
     with console.status("starting Ray and Spark on Ray for the checkpoint statistics") as status:
         with RayAndSpark(app_name="barriersim-report", address=address) as cluster:

@@ -1,10 +1,10 @@
 """The HTML report: one self-describing page per run directory, with the four figures as PNG files beside it.
 
-How this works: ``build_report`` loads the run tables (``rundir.load_tables``) unless given, draws the four
-figures with ``plots`` into the directory of the HTML file (by default ``RUN_DIR/report/``), and writes
-``index.html`` referencing them by relative name. The page holds the runs, Flink's checkpoint counts and
+How this works: ``build_report`` loads the run tables (``barriersim.rundir.load_tables``) unless given, draws
+the four figures with ``plots`` into the directory of the HTML file (by default ``RUN_DIR/report/``), and
+writes ``index.html`` referencing them by relative name. The page holds the runs, Flink's checkpoint counts and
 summary statistics (``min, max, avg, p50, p90, p95, p99, p999`` under Flink's field names, computed in Spark
-by ``barriersim.scenarios.analytics`` and passed in as pandas) and each run's ``verification`` block from
+by ``barriersim.spark.analytics`` and passed in as pandas) and each run's ``verification`` block from
 ``summary.json``. A sweep's directory (``barriersim sweep``) also gets its table of points, read from
 ``analytics/sweep.parquet`` when the sweep wrote it. Everything is escaped; the page needs no scripts or network.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from barriersim.report import plots
-from barriersim.report.rundir import RunTables, load_tables
+from barriersim.rundir import RunTables, load_tables
 
 FIGURES = ("barrier_timeline.png", "alignment_by_mode.png", "end_to_end.png", "persisted_data.png")
 
@@ -75,7 +75,7 @@ def _runs_section(tables: RunTables) -> str:
 def _statistics_section(analytics) -> str:
     if analytics is None:
         return "<h2>Checkpoint statistics</h2><p>Not computed.</p>"
-    from barriersim.scenarios.analytics import COUNT_COLUMNS, STAT_COLUMNS
+    from barriersim.spark.analytics import COUNT_COLUMNS, STAT_COLUMNS
 
     parts = ["<h2>Checkpoint counts</h2>", _table(analytics.counts[["run", "mode", *COUNT_COLUMNS]])]
     parts.append("<h2>Checkpoint statistics summary</h2>")
@@ -163,14 +163,14 @@ def render_html(title: str, tables: RunTables, analytics, checkpoint_id: int | N
 def build_report(root: str | Path, out_html: str | Path | None = None, checkpoint_id: int | None = None,
                  analytics=None, tables: RunTables | None = None) -> Report:
     """Write the report of the run(s) under ``root``: ``out_html`` (default ``root/report/index.html``) and
-    the PNGs beside it. ``analytics`` is a ``barriersim.scenarios.analytics.Analytics`` (or None)."""
+    the PNGs beside it. ``analytics`` is a ``barriersim.spark.analytics.Analytics`` (or None)."""
     root = Path(root)
     tables = tables if tables is not None else load_tables(root)
     html_path = Path(out_html) if out_html else root / "report" / "index.html"
     html_path.parent.mkdir(parents=True, exist_ok=True)
     figures = draw_figures(tables, html_path.parent, checkpoint_id)
     title = f"barriersim report: {root.resolve().name}"
-    from barriersim.scenarios.analytics import read_sweep_analytics
+    from barriersim.spark.analytics import read_sweep_analytics
 
     sweep = read_sweep_analytics(root)
     html_path.write_text(render_html(title, tables, analytics, checkpoint_id, sweep), encoding="utf-8")

@@ -1,8 +1,8 @@
 """The report's figures, drawn with matplotlib (Agg) from pandas DataFrames and saved as PNG.
 
-How this works: every function takes the run tables ``rundir.load_tables`` gives (one row per checkpoint or
-per acknowledged subtask, with the run columns ``run, mode, scenario, seed, zipf_exponent`` in front) and
-a PNG path, draws one figure and returns the path. Nothing here reads run directories or starts Spark, so the
+How this works: every function takes the run tables ``barriersim.rundir.load_tables`` gives (one row per
+checkpoint or per acknowledged subtask, with the run columns ``run, mode, scenario, seed, zipf_exponent`` in
+front) and a PNG path, draws one figure and returns the path. Nothing here reads run directories or starts Spark, so the
 figures are quick to test. The barrier timeline derives each subtask's phases from Flink's per-subtask
 statistics when the timeline columns (``first_barrier_timestamp``, ``alignment_end_timestamp``,
 ``snapshot_timestamp``) are absent: first barrier = trigger + ``start_delay``, alignment end = first barrier

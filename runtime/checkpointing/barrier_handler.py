@@ -30,8 +30,9 @@ Who consumes which action:
   ``CheckpointStopped``, ``ConvertToPriorityEvent``. ``CheckpointedInputGate`` applies them to its gate at
   once and forwards every action to the outer sink, so drivers can observe them too.
 * channel-state actions (``AddInputData``): emitted by the input gate (Flink's ``ChannelStatePersister`` ->
-  ``ChannelStateWriter.addInputData``), never by handlers; defined here so all input-side actions are in one
-  place.
+  ``ChannelStateWriter.addInputData``), never by handlers; defined with the persister in the network layer
+  (``runtime.network.input.channel_state_persister``, below this one) and imported here, so that every
+  input-side action is named in ``HandlerAction``.
 
 Time: the handler reads ``clock()`` (int milliseconds) and registers timers on an injected ``TimerService``
 (``register_timer(at_ms, callback) -> Cancellable``); the callback takes no arguments and emits into the
@@ -49,13 +50,13 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Protocol, Union
 
 from barriersim.runtime.events import (
-    Buffer,
     CancelCheckpointMarker,
     CheckpointBarrier,
     CheckpointOptions,
     InputChannelInfo,
 )
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.network.input.channel_state_persister import AddInputData
 
 # ---------------------------------------------------------------------------------------------------
 # injected services
@@ -181,20 +182,6 @@ class ConvertToPriorityEvent:
 
     channel_info: InputChannelInfo
     sequence_number: int
-
-
-@dataclass(frozen=True)
-class AddInputData:
-    """Flink's ``ChannelStateWriter.addInputData(checkpointId, info, startSeqNum, data)``: in-flight input
-    data of ``channel_info`` persisted for unaligned checkpoint ``checkpoint_id``."""
-
-    checkpoint_id: int
-    channel_info: InputChannelInfo
-    buffers: tuple[Buffer, ...]
-
-    @property
-    def size(self) -> int:
-        return sum(b.size for b in self.buffers)
 
 
 TaskAction = Union[TriggerCheckpointOnBarrier, AbortCheckpointOnBarrier, InitInputsCheckpoint, AllBarriersReceived]

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, note, seed, settings
 
 from barriersim.actors.graph_runner import run_graph_on_ray
-from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.verification import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import load_scenario
 from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
 from barriersim.strategies import MODES, simulated_cases
@@ -87,7 +87,7 @@ def check(mode: str, result, verdict) -> None:
     assert verdict.lost == 0, f"lost {verdict.lost} records"
     assert verdict.wrong == 0, f"{verdict.wrong} wrong records"
     if mode != "at-least-once":
-        assert verdict.verdict == "exactly-once", verdict
+        assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
     ids = [c["id"] for c in result.checkpoints]
     assert len(ids) == len(set(ids)), f"a checkpoint id was used twice: {ids}"
     completed = [c["id"] for c in result.checkpoints if c["status"] == "COMPLETED"]

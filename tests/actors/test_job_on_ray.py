@@ -12,7 +12,7 @@ from barriersim.runtime.faults import CrashTask, FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.job.config import JobConfig
-from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.verification import Verdict, expected_sink_input, verify
 from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
@@ -44,7 +44,7 @@ def test_a_killed_task_actor_fails_over_to_the_latest_checkpoint(mode, tmp_path)
     assert verdict.lost == 0 and verdict.wrong == 0, verdict
     if mode != "at-least-once":
         assert (verdict.duplicated, verdict.final_sum_mismatched_keys) == (0, 0), verdict
-        assert verdict.verdict == "exactly-once"
+        assert verdict.verdict is Verdict.EXACTLY_ONCE
     completed = [c["id"] for c in result.checkpoints if c["status"] == "COMPLETED"]
     assert result.restored_checkpoint_ids[0] in completed
     assert completed == sorted(completed)
@@ -61,7 +61,7 @@ def test_buffer_debloating_on_ray_announces_sizes_upstream_and_keeps_exactly_onc
     assert result.outcome == "finished" and result.restarts == 0 and not result.failures, result.failures
     assert result.counts["completed"] >= 5
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
-    assert verdict.verdict == "exactly-once", verdict
+    assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
 
 
 def test_every_task_run_returns_before_the_job_finishes_also_the_sink_that_finishes_last(tmp_path):
@@ -115,7 +115,7 @@ def test_a_job_of_32_subtask_actors_completes_at_least_ten_checkpoints(tmp_path)
     assert max(sources) <= last["sink#0"] <= result.job_seconds * 1000
     assert all(c["num_acknowledged_subtasks"] == 32 for c in result.checkpoints if c["status"] == "COMPLETED")
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
-    assert verdict.verdict == "exactly-once", verdict
+    assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
 
 
 @pytest.mark.parametrize("faults", [
@@ -137,7 +137,7 @@ def test_crashes_at_protocol_points_and_message_faults_keep_exactly_once(faults,
     assert result.outcome == "finished"
     assert result.killed == [f"{crashed}@0"] and result.restarts == 1
     assert result.restored_checkpoint_ids and result.counts["restored"] == 1
-    assert verdict.verdict == "exactly-once", verdict
+    assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
     # the fault log: every fault met the job (the ack delay hits every acknowledgement until the crash and after)
     fired = {(e["type"], e.get("point") or e.get("kind")): e["fired"] for e in result.fault_log}
     assert len(result.fault_log) == len(schedule) and all(n >= 1 for n in fired.values()), result.fault_log
@@ -164,7 +164,7 @@ def test_task_side_crash_points_stop_the_task_actor_there_and_fire_once(tmp_path
         "keyed-sum#1: crashed at mid_alignment of checkpoint 2", "source#1: crashed at before_forwarding_barrier of checkpoint 4"]
     statuses = {c["id"]: c["status"] for c in result.checkpoints}
     assert statuses[2] == "FAILED" and statuses[4] == "FAILED"
-    assert verdict.verdict == "exactly-once", verdict
+    assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
 
 
 def test_coordinator_crash_crash_during_restore_slow_task_and_storage_faults_keep_exactly_once(tmp_path):
@@ -189,4 +189,4 @@ def test_coordinator_crash_crash_during_restore_slow_task_and_storage_faults_kee
     assert reasons.get(1) == "CHECKPOINT_ASYNC_EXCEPTION" and reasons.get(2) == "FINALIZE_CHECKPOINT_FAILURE"
     assert result.storage_errors and result.storage_errors[0].startswith("2:")
     assert [e["fired"] for e in result.fault_log] == [1, 1, 1, 1, 1], result.fault_log
-    assert verdict.verdict == "exactly-once", verdict
+    assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict

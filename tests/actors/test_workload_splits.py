@@ -6,10 +6,11 @@ functions)."""
 import numpy as np
 import pyarrow as pa
 
-from barriersim.actors.messages import decode_records
+from barriersim.runtime.records_codec import decode_records
 from barriersim.scenarios.loader import parse_scenario
 from barriersim.scenarios.simulation_inputs import workload_splits
-from barriersim.scenarios.workload import _cut_splits_of, source_batch, zipf_cdf
+from barriersim.scenarios.workload import zipf_cdf
+from barriersim.spark.workload import _cut_splits_of, source_batch
 
 SCENARIO = {
     "scenario": {"name": "two-sources", "seed": 11},

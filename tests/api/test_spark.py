@@ -11,9 +11,9 @@ import pytest
 
 import barriersim
 from barriersim import api, sweep
-from barriersim.scenarios.analytics import SWEEP_STATS, read_sweep_analytics
+from barriersim.spark.analytics import SWEEP_STATS, read_sweep_analytics
 from barriersim.scenarios.loader import load_scenario
-from barriersim.scenarios.spark_on_ray import RayAndSpark
+from barriersim.spark.session import RayAndSpark
 from tests.api.scenarios import TWO_POINT_SWEEP, TWO_SOURCES, write
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]

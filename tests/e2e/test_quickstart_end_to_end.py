@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from barriersim.scenarios.analytics import read_analytics
+from barriersim.spark.analytics import read_analytics
 from tests.e2e.processes import MARKER_VARIABLE, marked_environment, stray_processes
 
 ROOT = Path(__file__).parents[2]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.verification import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import load_scenario
 from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
 
@@ -21,5 +21,5 @@ def test_found_cases_stay_fixed(path, mode):
     splits = workload_splits(scenario, scenario.seed)
     job = JobSimulation(config, splits, scenario.seed, record_cuts=True)
     result = job.run()
-    assert verify(expected_sink_input(config.graph, splits), result.committed_output).verdict == "exactly-once"
+    assert verify(expected_sink_input(config.graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE
     assert job.consistent_cut_violations() == []

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 
 from barriersim.runtime.job.config import JobOutcome
+from barriersim.runtime.verification import Verdict
 from barriersim.strategies import MODES, simulated_cases
 
 CASES_DIR = Path(os.environ.get("BARRIERSIM_CASES_DIR", ".hypothesis/barriersim-cases"))
@@ -25,7 +26,7 @@ def check(case, outcome) -> None:
     assert verdict.lost == 0, f"lost {verdict.lost} records"
     assert verdict.wrong == 0, f"{verdict.wrong} wrong records"
     if case.mode != "at-least-once":
-        assert verdict.verdict == "exactly-once", verdict
+        assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
     completed = [c["id"] for c in sim.checkpoints if c["status"] == "COMPLETED"]
     assert completed == sorted(completed), f"checkpoints completed out of order: {completed}"
     ids = [c["id"] for c in sim.checkpoints]

@@ -8,7 +8,7 @@ import pytest
 
 from barriersim.report import cli as report_cli
 from barriersim.report.html import FIGURES
-from barriersim.scenarios.analytics import read_analytics, written_at
+from barriersim.spark.analytics import read_analytics, written_at
 from tests.report.rundirs import checkpoint_row, subtask_row, write_run
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from barriersim.report.plots import barrier_phases, differs_in_skew, pick_checkpoint
-from barriersim.report.rundir import load_tables
+from barriersim.rundir import load_tables
 from tests.report.rundirs import TRIGGER0, checkpoint_row, subtask_row, two_mode_run_dir, write_run
 
 

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 
 from barriersim import sweep
 from barriersim.report.html import build_report
-from barriersim.scenarios.analytics import SWEEP_STATS, read_sweep_analytics, sweep_path
+from barriersim.spark.analytics import SWEEP_STATS, read_sweep_analytics, sweep_path
 from tests.api.scenarios import TWO_POINT_SWEEP, write
 
 

@@ -2,7 +2,7 @@
 
 import logging
 
-from barriersim.scenarios.spark_on_ray import _DropPy4jInterruptTraceback
+from barriersim.spark.session import _DropPy4jInterruptTraceback
 
 
 def _record(pathname: str, exc: BaseException | None) -> logging.LogRecord:

@@ -9,7 +9,7 @@ import pytest
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
 from barriersim.runtime.job.config import JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.verification import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import MODES, Scenario, expand_sweep, load_scenario, with_setting
 from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
 
@@ -49,8 +49,8 @@ def test_each_file_runs_in_every_mode_and_verifies(path, mode):
     result, verdict = simulate(small(load_scenario(path)), mode)
     assert result.outcome is JobOutcome.FINISHED
     assert result.counts["completed"] >= 1
-    expected = "at-least-once" if mode == "at-least-once" else "exactly-once"
-    assert verdict.verdict in (expected, "exactly-once"), verdict
+    expected = Verdict.AT_LEAST_ONCE if mode == "at-least-once" else Verdict.EXACTLY_ONCE
+    assert verdict.verdict in (expected, Verdict.EXACTLY_ONCE), verdict
     assert verdict.lost == verdict.wrong == 0
 
 
@@ -60,7 +60,7 @@ def test_each_file_as_written_is_a_short_run(path):
     seconds (so a Ray run that paces its sources and costs in real time stays well under a minute)."""
     s = load_scenario(path)
     result, verdict = simulate(s, s.checkpointing.mode)
-    assert result.outcome is JobOutcome.FINISHED and verdict.verdict == "exactly-once"
+    assert result.outcome is JobOutcome.FINISHED and verdict.verdict is Verdict.EXACTLY_ONCE
     assert result.counts["completed"] >= 3
     assert result.virtual_ms < 20_000
 
@@ -105,7 +105,7 @@ def test_the_failure_storm_restarts_and_restores():
     s = load_scenario(SCENARIOS / "failure_storm.toml")
     result, verdict = simulate(s, "aligned")
     assert result.restarts >= 3 and len(result.restored_checkpoint_ids) >= 3
-    assert verdict.verdict == "exactly-once"
+    assert verdict.verdict is Verdict.EXACTLY_ONCE
 
 
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once", "aligned-with-timeout"])

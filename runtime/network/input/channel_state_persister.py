@@ -5,7 +5,8 @@ starts an unaligned checkpoint (``start_persisting``), the buffers already queue
 barrier are persisted at once and, while the barrier is still pending, every data buffer that arrives is
 persisted too (``maybe_persist``). The barrier itself (found by ``check_for_barrier`` when it arrives in the
 queue) ends persisting for this channel; ``stop_persisting`` ends it when the checkpoint completes or is
-aborted. Persisted data goes out as ``AddInputData`` actions to an injected sink (the channel state
+aborted. Persisted data goes out as ``AddInputData`` actions (defined here, in the network layer; the
+checkpointing layer above names them among its input-side actions) to an injected sink (the channel state
 writer's input).
 
 Mirrors Flink's ``ChannelStatePersister`` (``startPersisting``, ``stopPersisting``, ``maybePersist``,
@@ -15,12 +16,26 @@ Mirrors Flink's ``ChannelStatePersister`` (``startPersisting``, ``stopPersisting
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from barriersim.runtime.mutations import PlantedBug, is_planted
-from barriersim.runtime.checkpointing.barrier_handler import AddInputData
 from barriersim.runtime.events import Buffer, CheckpointBarrier, EventAnnouncement, InputChannelInfo
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+
+
+@dataclass(frozen=True)
+class AddInputData:
+    """Flink's ``ChannelStateWriter.addInputData(checkpointId, info, startSeqNum, data)``: in-flight input
+    data of ``channel_info`` persisted for unaligned checkpoint ``checkpoint_id``."""
+
+    checkpoint_id: int
+    channel_info: InputChannelInfo
+    buffers: tuple[Buffer, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(b.size for b in self.buffers)
 
 
 class CheckpointStatus(enum.Enum):

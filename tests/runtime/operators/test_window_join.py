@@ -14,7 +14,7 @@ from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKi
 from barriersim.runtime.operators.window_join import LEFT, RIGHT, TumblingEventTimeWindowJoin, reference_window_join
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.verification import Verdict, expected_sink_input, verify
 from barriersim.runtime.state.snapshot import KeyGroupRange
 from barriersim.scenarios.workload import local_splits
 
@@ -90,7 +90,7 @@ def test_a_window_join_job_is_exactly_once_through_a_failover(mode):
     verdict = verify(expected, result.committed_output)
     assert result.outcome is JobOutcome.FINISHED and result.restarts == 1
     assert sum(expected.identities.values()) > 50  # the windows do join
-    assert verdict.verdict == "exactly-once", verdict
+    assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
 
 
 def test_the_found_at_least_once_join_case_is_at_least_once():
@@ -106,7 +106,7 @@ def test_the_found_at_least_once_join_case_is_at_least_once():
     splits = workload_splits(scenario, 1)
     result = JobSimulation(config, splits, 1).run()
     expected = expected_sink_input(config.graph, splits)
-    assert verify(expected, result.committed_output).verdict == "violated"  # read as exact rows
+    assert verify(expected, result.committed_output).verdict is Verdict.VIOLATED  # read as exact rows
     verdict = verify(expected, result.committed_output, at_least_once=True)
     assert result.restarts == 1 and verdict.lost == verdict.wrong == 0 and verdict.duplicated >= 1
-    assert verdict.verdict == "at-least-once"
+    assert verdict.verdict is Verdict.AT_LEAST_ONCE

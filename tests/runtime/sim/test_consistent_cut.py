@@ -11,7 +11,7 @@ from barriersim.runtime.mutations import PlantedBug, planted
 from barriersim.runtime.sim.consistent_cut import CutRecorder, DeploymentLog, check_consistent_cuts
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.verification import expected_sink_input, verify
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
     InputChannelStateHandle,

@@ -8,7 +8,7 @@ import pytest
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.verification import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 
@@ -30,7 +30,7 @@ def assert_guarantee(mode, result, verdict):
     assert result.outcome is JobOutcome.FINISHED
     assert verdict.lost == 0 and verdict.wrong == 0
     if mode != "at-least-once":
-        assert verdict.verdict == "exactly-once", verdict
+        assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
 
 
 def rows(result, status=None):
@@ -95,7 +95,7 @@ def test_failed_state_writes_past_the_tolerable_number_fail_the_job_over():
     _, tolerant, _ = simulate("aligned", faults, tolerable_failures=2)
     job, strict, verdict = simulate("aligned", faults, tolerable_failures=1)
     assert tolerant.restarts == 0 and tolerant.counts["failed"] == 2
-    assert strict.restarts == 1 and verdict.verdict == "exactly-once"
+    assert strict.restarts == 1 and verdict.verdict is Verdict.EXACTLY_ONCE
     assert [c["failure_reason"] for c in rows(strict, "FAILED")][:2] == ["CHECKPOINT_ASYNC_EXCEPTION"] * 2
 
 

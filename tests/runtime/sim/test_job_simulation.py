@@ -7,7 +7,7 @@ from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.verification import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 
@@ -29,14 +29,14 @@ def assert_semantics(mode, result, verdict):
     assert result.outcome is JobOutcome.FINISHED
     assert verdict.lost == 0 and verdict.wrong == 0
     if mode != "at-least-once":
-        assert verdict.verdict == "exactly-once", verdict
+        assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_every_mode_completes_checkpoints_and_is_exactly_once_without_faults(mode):
     result, verdict = run(mode)
     assert_semantics(mode, result, verdict)
-    assert verdict.verdict == "exactly-once"
+    assert verdict.verdict is Verdict.EXACTLY_ONCE
     assert result.counts["completed"] >= 2 and result.restarts == 0
     completed = [c["id"] for c in result.checkpoints if c["status"] == "COMPLETED"]
     assert completed == sorted(completed)
@@ -51,7 +51,7 @@ def test_a_crashed_task_fails_over_to_the_latest_checkpoint(mode):
 
 def test_unaligned_restore_reinjects_in_flight_data():
     result, verdict = run("unaligned", '[{"type":"crash_task","task":"keyed-sum#1","at_ms":120}]', records=50_000)
-    assert verdict.verdict == "exactly-once"
+    assert verdict.verdict is Verdict.EXACTLY_ONCE
     assert result.restored_in_flight_bytes > 0
 
 
@@ -90,7 +90,7 @@ def test_tolerable_failures_fail_the_job_over_only_past_the_threshold():
     strict, _ = run("aligned", faults, records=60_000)
     tolerant, verdict = run("aligned", faults, records=60_000, tolerable_failures=5)
     assert strict.restarts >= 1
-    assert tolerant.restarts == 0 and tolerant.counts["failed"] == 2 and verdict.verdict == "exactly-once"
+    assert tolerant.restarts == 0 and tolerant.counts["failed"] == 2 and verdict.verdict is Verdict.EXACTLY_ONCE
 
 
 def test_same_seed_same_trace_and_different_seeds_differ():
@@ -119,7 +119,7 @@ def test_a_windowed_job_with_a_union_of_two_sources_matches_the_reference():
     for mode in ("aligned", "unaligned"):
         result, verdict = run(mode, '[{"type":"crash_task","task":"window#2","at_ms":30}]', graph=graph, splits=splits)
         assert result.outcome is JobOutcome.FINISHED and result.restarts == 1
-        assert verdict.verdict == "exactly-once", verdict
+        assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
         assert verdict.expected_records > 300  # about 8 windows of 50 keys
 
 
@@ -130,4 +130,4 @@ def test_without_periodic_checkpoints_tasks_do_not_wait_for_a_final_checkpoint()
     config = JobConfig(graph, interval_ms=2**63 - 1, source_rate_per_subtask=100_000, max_virtual_ms=10_000)
     result = JobSimulation(config, splits, 3).run()
     assert result.outcome is JobOutcome.FINISHED and result.counts["total"] == 0
-    assert verify(expected_sink_input(graph, splits), result.committed_output).verdict == "exactly-once"
+    assert verify(expected_sink_input(graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE

@@ -1,12 +1,11 @@
-"""The reference result of a job over its workload, and the verdict on what a run committed.
+"""The reference result of a job over its workload, and the one result type and verdict rule of every verification.
 
 How this works: ``expected_sink_input`` evaluates the job graph over multisets, in topological order, with the
 same operator semantics as the stream tasks (map, filter, union, keyed running sum, tumbling event-time
 window, window join), ignoring every effect of timing. Outputs whose content depends on arrival order (the running sum of
 a keyed sum) are compared by their order-free identity ``(record_id, key, value)``, plus the final sum per
 key, which does not depend on order. ``verify`` counts ``lost`` (expected but missing), ``duplicated`` (seen
-more often than expected) and ``wrong`` (never expected) and gives the verdict: ``exactly-once`` when all are
-zero and the final sums match; ``at-least-once`` when nothing is lost or wrong; ``violated`` otherwise. In
+more often than expected) and ``wrong`` (never expected) and gives the verdict. In
 at-least-once mode, replayed records may also be counted twice in keyed state, so only ``lost`` and
 ``wrong`` decide there; and where the sink's input derives from an aggregate (a window or a window join), a
 replayed record inflates the aggregate instead of repeating a row, so ``verify(..., at_least_once=True)``
@@ -15,10 +14,18 @@ row at or above its expected value is delivered (above it: a duplicate contribut
 ``duplicated``), a group without such a row is ``lost``, and a row below every expected value of its group,
 or of a group never expected, is ``wrong``. (A filter after an aggregate may drop an inflated row; in
 at-least-once mode the reference cannot tell that from a loss.)
+
+Every driver reports its result as a ``Verification``: this module's reference (``reference="python"``: the
+simulator, and the Ray backend for graphs other than the quickstart's) and Spark SQL's over the workload
+(``barriersim.spark.reference``, ``reference="spark"``). ``verdict_of`` is the one rule from the counts to the
+``Verdict``: ``exactly-once`` when nothing is lost, duplicated or wrong and every final sum matches;
+``at-least-once`` when nothing is lost or wrong; ``violated`` otherwise. ``Verification.as_dict()`` is the
+``verification`` block of ``summary.json``, the verdict as its string.
 """
 
 from __future__ import annotations
 
+import enum
 from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Sequence
@@ -36,18 +43,36 @@ class Expected:
     aggregated: bool = False  # the sink's input derives from a window or a window join
 
 
+class Verdict(enum.Enum):
+    """What a run's committed output shows; ``.value`` is what ``summary.json`` holds."""
+
+    EXACTLY_ONCE = "exactly-once"
+    AT_LEAST_ONCE = "at-least-once"
+    VIOLATED = "violated"
+
+
 @dataclass(frozen=True)
-class Verdict:
+class Verification:
+    reference: str  # who computed the expected output: "python" (this module) or "spark" (Spark SQL)
     expected_records: int
     output_records: int
     lost: int
     duplicated: int
     wrong: int
     final_sum_mismatched_keys: int
-    verdict: str
+    verdict: Verdict
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "verdict": self.verdict.value}
+
+
+def verdict_of(lost: int, duplicated: int, wrong: int, final_sum_mismatched_keys: int) -> Verdict:
+    """The verdict on a run's output from its counts."""
+    if lost == duplicated == wrong == final_sum_mismatched_keys == 0:
+        return Verdict.EXACTLY_ONCE
+    if lost == 0 and wrong == 0:
+        return Verdict.AT_LEAST_ONCE
+    return Verdict.VIOLATED
 
 
 def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence[Sequence[tuple]]]) -> Expected:
@@ -103,7 +128,7 @@ def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence[Sequence[tup
     return Expected(identities, is_keyed, keyed.get(feeding[0], {}) if is_keyed else {}, sink in aggregated)
 
 
-def verify(expected: Expected, committed: Sequence[tuple], at_least_once: bool = False) -> Verdict:
+def verify(expected: Expected, committed: Sequence[tuple], at_least_once: bool = False) -> Verification:
     """The verdict on ``committed``; ``at_least_once``: the run was in at-least-once mode (aggregates may be
     inflated by replayed records, see the module's docstring)."""
     if at_least_once and expected.aggregated:
@@ -118,16 +143,11 @@ def verify(expected: Expected, committed: Sequence[tuple], at_least_once: bool =
         for r in committed:
             final[r[1]] = max(final.get(r[1], r[3]), r[3])
         mismatched = sum(1 for k, s in expected.final_sums.items() if final.get(k) != s)
-    if lost == duplicated == wrong == mismatched == 0:
-        verdict = "exactly-once"
-    elif lost == 0 and wrong == 0:
-        verdict = "at-least-once"
-    else:
-        verdict = "violated"
-    return Verdict(sum(expected.identities.values()), len(committed), lost, duplicated, wrong, mismatched, verdict)
+    return Verification("python", sum(expected.identities.values()), len(committed), lost, duplicated, wrong,
+                        mismatched, verdict_of(lost, duplicated, wrong, mismatched))
 
 
-def _verify_inflatable(expected: Expected, committed: Sequence[tuple]) -> Verdict:
+def _verify_inflatable(expected: Expected, committed: Sequence[tuple]) -> Verification:
     """At-least-once over aggregates: per group ``(r[0], r[1])``, match each expected value with a distinct
     committed value at or above it (smallest first)."""
     want: dict = {}
@@ -137,7 +157,6 @@ def _verify_inflatable(expected: Expected, committed: Sequence[tuple]) -> Verdic
     for r in committed:
         got.setdefault((r[0], r[1]), []).append(r[2])
     lost = duplicated = wrong = 0
-    exact = True
     for group, values in got.items():
         expected_values = sorted(want.get(group, ()))
         if not expected_values:
@@ -147,7 +166,6 @@ def _verify_inflatable(expected: Expected, committed: Sequence[tuple]) -> Verdic
         for value in sorted(values):
             if unmatched and value >= unmatched[0]:
                 if value != unmatched[0]:
-                    exact = False
                     duplicated += 1  # an aggregate that counted a replayed record again
                 unmatched.pop(0)
             elif value < expected_values[0]:
@@ -156,10 +174,5 @@ def _verify_inflatable(expected: Expected, committed: Sequence[tuple]) -> Verdic
                 duplicated += 1  # the group delivered again (a replayed window firing)
         lost += len(unmatched)
     lost += sum(len(v) for g, v in want.items() if g not in got)
-    if lost == duplicated == wrong == 0 and exact:
-        verdict = "exactly-once"
-    elif lost == 0 and wrong == 0:
-        verdict = "at-least-once"
-    else:
-        verdict = "violated"
-    return Verdict(sum(expected.identities.values()), len(committed), lost, duplicated, wrong, 0, verdict)
+    return Verification("python", sum(expected.identities.values()), len(committed), lost, duplicated, wrong, 0,
+                        verdict_of(lost, duplicated, wrong, 0))

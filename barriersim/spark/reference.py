@@ -5,36 +5,25 @@ through Ray's object store (``ray.data.from_arrow(...).to_spark``). Spark SQL th
 workload: ``lost`` (workload records missing from the output), ``duplicated`` (output rows beyond the first
 per record), ``wrong`` (output rows whose key or value differ from the workload's record, or that name no
 workload record) and ``final_sum_mismatched_keys`` (keys whose last running sum differs from
-``SUM(value) GROUP BY key``). The verdict is ``exactly-once`` when all four are 0, ``at-least-once`` when
-nothing is lost or wrong but records were duplicated (at-least-once state may then count some twice), and
-``violated`` otherwise. Job graphs of other shapes are verified by ``verify_in_ray``: the simulator's reference
-(``runtime.sim.verification``, the graph evaluated over the same splits) run in a Ray task beside the data.
+``SUM(value) GROUP BY key``). The result is the runtime's ``Verification`` (``reference="spark"``) with the
+verdict of its one rule (``runtime.verification.verdict_of``): ``exactly-once`` when all four are 0,
+``at-least-once`` when nothing is lost or wrong but records were duplicated (at-least-once state may then count
+some twice), and ``violated`` otherwise. Job graphs of other shapes are verified by ``verify_in_ray``: the
+simulator's reference (``runtime.verification``, the graph evaluated over the same splits, ``reference="python"``)
+run in a Ray task beside the data.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
 import pyarrow as pa
+
+from barriersim.runtime.records_codec import decode_records
+from barriersim.runtime.verification import Verification, expected_sink_input, verdict_of
+from barriersim.runtime.verification import verify as verify_python
 
 OUTPUT_SCHEMA = pa.schema(
     [("record_id", pa.int64()), ("key", pa.int64()), ("value", pa.int64()), ("running_sum", pa.int64())]
 )
-
-
-@dataclass(frozen=True)
-class Verification:
-    reference: str
-    expected_records: int
-    output_records: int
-    lost: int
-    duplicated: int
-    wrong: int
-    final_sum_mismatched_keys: int
-    verdict: str
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def output_table(rows: list[tuple]) -> pa.Table:
@@ -42,18 +31,10 @@ def output_table(rows: list[tuple]) -> pa.Table:
     return pa.Table.from_arrays([pa.array(c, type=pa.int64()) for c in cols], schema=OUTPUT_SCHEMA)
 
 
-def verdict_of(lost: int, duplicated: int, wrong: int, mismatched: int) -> str:
-    if lost == 0 and wrong == 0 and duplicated == 0 and mismatched == 0:
-        return "exactly-once"
-    if lost == 0 and wrong == 0:
-        return "at-least-once"
-    return "violated"
-
-
 def verify(spark, workload_df, output: pa.Table) -> Verification:
     import ray
 
-    from barriersim.scenarios.analytics import small_data_settings
+    from barriersim.spark.analytics import small_data_settings
 
     output_df = ray.data.from_arrow(output).to_spark(spark)
     workload_df.createOrReplaceTempView("workload")
@@ -90,21 +71,18 @@ def _verification_query(spark):
     ).collect()[0]
 
 
-def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_once: bool = False) -> dict:
+def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_once: bool = False) -> Verification:
     import ray
 
-    from barriersim.actors.messages import decode_records
-    from barriersim.runtime.sim.verification import expected_sink_input, verify as verify_python
-
     splits = {name: [decode_records(data) for data in ray.get(refs)] for name, refs in split_refs.items()}
-    return verify_python(expected_sink_input(graph, splits), committed, at_least_once).as_dict()
+    return verify_python(expected_sink_input(graph, splits), committed, at_least_once)
 
 
 def verify_in_ray(graph, split_refs: dict[str, list], committed: list[tuple], at_least_once: bool = False) -> Verification:
-    """The verdict on any job graph (``runtime.sim.verification``: the graph evaluated over its workload)
+    """The verdict on any job graph (``runtime.verification``: the graph evaluated over its workload)
     computed in a Ray task that reads the splits from the object store, so the workload never comes to the
     driver; the reference is ``python``."""
     import ray
 
     task = ray.remote(num_cpus=0.5)(_python_verdict)
-    return Verification(reference="python", **ray.get(task.remote(graph, split_refs, committed, at_least_once)))
+    return ray.get(task.remote(graph, split_refs, committed, at_least_once))

@@ -1,7 +1,7 @@
 """Flink-style checkpoint statistics over one or many runs, computed in Spark on Ray.
 
 How this works: ``compute_analytics(spark, root)`` finds the runs under ``root`` (one run, or sub-runs per
-mode or per sweep point; see ``barriersim.report.rundir``), reads each run's ``checkpoints.parquet`` and
+mode or per sweep point; see ``barriersim.rundir``), reads each run's ``checkpoints.parquet`` and
 ``subtasks.parquet`` with Spark, tags the rows with the run's label, mode, scenario, seed and
 ``workload.zipf_exponent`` (from its ``summary.json``) and unions them. It then computes what Flink's REST
 API serves as a job's checkpoint statistics (``CheckpointingStatistics``, Flink's ``StatsSummary``):
@@ -41,7 +41,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from barriersim.report.rundir import RUN_KEYS, Run, discover_runs
+from barriersim.rundir import RUN_KEYS, Run, discover_runs
 
 CHECKPOINT_METRICS = ("end_to_end_duration", "checkpointed_size", "state_size", "processed_data", "persisted_data")
 SUBTASK_METRICS = ("alignment_duration", "start_delay")
@@ -282,10 +282,10 @@ def read_sweep_analytics(root: str | Path) -> pd.DataFrame | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m barriersim.scenarios.analytics RUN_DIR``: compute and print the statistics."""
+    """``python -m barriersim.spark.analytics RUN_DIR``: compute and print the statistics."""
     import argparse
 
-    from barriersim.scenarios.spark_on_ray import RayAndSpark
+    from barriersim.spark.session import RayAndSpark
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("run_dir")

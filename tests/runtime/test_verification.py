@@ -1,9 +1,12 @@
-"""The reference and the verdict (``runtime.sim.verification``): exact comparison by identity, and in
+"""The reference and the verdict (``runtime.verification``): exact comparison by identity, and in
 at-least-once mode over aggregates (windows, window joins) the comparison by group with the expected value as
-a lower bound, since a replayed record inflates an aggregate instead of repeating a row."""
+a lower bound, since a replayed record inflates an aggregate instead of repeating a row; one verdict rule, and
+the ``summary.json`` block it gives."""
+
+import json
 
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
-from barriersim.runtime.sim.verification import expected_sink_input, verify
+from barriersim.runtime.verification import Verdict, expected_sink_input, verdict_of, verify
 
 WINDOWED = JobGraph(
     (JobVertex("source", K.SOURCE, 1), JobVertex("window", K.TUMBLING_WINDOW, 1, params={"window_ms": 10}),
@@ -26,33 +29,49 @@ def test_the_windowed_reference_is_marked_as_an_aggregate_and_the_plain_one_is_n
 
 def test_an_exact_windowed_output_is_exactly_once_in_both_readings():
     expected = expected_sink_input(WINDOWED, SPLITS)
-    assert verify(expected, EXACT).verdict == "exactly-once"
-    assert verify(expected, EXACT, at_least_once=True).verdict == "exactly-once"
+    assert verify(expected, EXACT).verdict is Verdict.EXACTLY_ONCE
+    assert verify(expected, EXACT, at_least_once=True).verdict is Verdict.EXACTLY_ONCE
 
 
 def test_an_inflated_aggregate_is_at_least_once_not_a_loss():
     expected = expected_sink_input(WINDOWED, SPLITS)
     inflated = [(0, 5, 8, 3), (10, 6, 7, 1)]  # record 2 replayed into the first window
     strict = verify(expected, inflated)
-    assert strict.verdict == "violated" and strict.lost == 1 and strict.wrong == 1
+    assert strict.verdict is Verdict.VIOLATED and strict.lost == 1 and strict.wrong == 1
     v = verify(expected, inflated, at_least_once=True)
-    assert (v.lost, v.duplicated, v.wrong, v.verdict) == (0, 1, 0, "at-least-once")
+    assert (v.lost, v.duplicated, v.wrong, v.verdict) == (0, 1, 0, Verdict.AT_LEAST_ONCE)
     again = verify(expected, EXACT + [(0, 5, 5, 2)], at_least_once=True)  # a window fired twice
-    assert (again.lost, again.duplicated, again.wrong, again.verdict) == (0, 1, 0, "at-least-once")
+    assert (again.lost, again.duplicated, again.wrong, again.verdict) == (0, 1, 0, Verdict.AT_LEAST_ONCE)
 
 
 def test_a_deflated_missing_or_unknown_group_is_violated_even_at_least_once():
     expected = expected_sink_input(WINDOWED, SPLITS)
     deflated = verify(expected, [(0, 5, 2, 1), (10, 6, 7, 1)], at_least_once=True)  # record 2 never counted
-    assert (deflated.lost, deflated.wrong, deflated.verdict) == (1, 1, "violated")
+    assert (deflated.lost, deflated.wrong, deflated.verdict) == (1, 1, Verdict.VIOLATED)
     missing = verify(expected, [(0, 5, 5, 2)], at_least_once=True)
-    assert (missing.lost, missing.verdict) == (1, "violated")
+    assert (missing.lost, missing.verdict) == (1, Verdict.VIOLATED)
     unknown = verify(expected, EXACT + [(20, 9, 1, 1)], at_least_once=True)
-    assert (unknown.wrong, unknown.verdict) == (1, "violated")
+    assert (unknown.wrong, unknown.verdict) == (1, Verdict.VIOLATED)
 
 
 def test_without_an_aggregate_at_least_once_compares_identities_as_before():
     expected = expected_sink_input(PLAIN, SPLITS)
     rows = [(1, 5, 4, 1), (2, 5, 6, 4), (3, 6, 14, 12)]
-    assert verify(expected, rows + rows[:1], at_least_once=True).verdict == "at-least-once"
-    assert verify(expected, rows[1:], at_least_once=True).verdict == "violated"
+    assert verify(expected, rows + rows[:1], at_least_once=True).verdict is Verdict.AT_LEAST_ONCE
+    assert verify(expected, rows[1:], at_least_once=True).verdict is Verdict.VIOLATED
+
+
+def test_one_verdict_rule_from_the_counts():
+    assert verdict_of(0, 0, 0, 0) is Verdict.EXACTLY_ONCE
+    assert verdict_of(0, 2, 0, 0) is Verdict.AT_LEAST_ONCE and verdict_of(0, 0, 0, 1) is Verdict.AT_LEAST_ONCE
+    assert verdict_of(1, 0, 0, 0) is Verdict.VIOLATED and verdict_of(0, 3, 1, 0) is Verdict.VIOLATED
+
+
+def test_the_summary_block_keeps_its_fields_and_the_verdict_as_its_string():
+    output = [(1, 5, 4, 1), (2, 5, 6, 4), (3, 6, 14, 12)]  # the map doubles the values
+    block = verify(expected_sink_input(PLAIN, SPLITS), output).as_dict()
+    assert block == {"reference": "python", "expected_records": 3, "output_records": 3, "lost": 0, "duplicated": 0,
+                     "wrong": 0, "final_sum_mismatched_keys": 0, "verdict": "exactly-once"}
+    assert list(block) == ["reference", "expected_records", "output_records", "lost", "duplicated", "wrong",
+                           "final_sum_mismatched_keys", "verdict"]
+    assert json.loads(json.dumps(block)) == block

@@ -7,7 +7,8 @@ up to two levels deep; both layouts are found by ``discover_runs``. Each run is 
 to the directory given (``.`` for the directory itself) and carries its summary's mode, scenario, seed and
 ``workload.zipf_exponent``. ``load_tables`` reads every run's Parquet files with pyarrow into two pandas
 DataFrames with those run columns in front. Everything a user can get wrong raises ``RunDirError`` whose
-message is one line naming the path.
+message is one line naming the path. This module sits below both of its users, the report
+(``barriersim.report``) and the Spark analytics (``barriersim.spark.analytics``), and imports neither.
 """
 
 from __future__ import annotations
