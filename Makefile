@@ -1,6 +1,6 @@
 # barriersim: `make run` runs the default scenario end to end; `make test` runs the whole suite.
-# Both create .venv if absent, install the project with its pinned dependencies, and make sure Java 17 is
-# there (Spark needs it).
+# Both create .venv if absent, install the project with every extra and the test tools, at the exact versions
+# of constraints.txt (pyproject.toml declares the ranges), and make sure Java 17 is there (Spark needs it).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -13,10 +13,11 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 setup: $(STAMP) java
 
-$(STAMP): pyproject.toml setup.py
+$(STAMP): pyproject.toml setup.py constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	@# PYTHONWARNINGS: only setuptools' notice that an editable install uses an import hook (informational)
+	PYTHONWARNINGS='ignore:Editable installation.' $(PY) -m pip install --quiet -c constraints.txt -e '.[all,test]'
 	@touch $(STAMP)
 
 java:

@@ -1,5 +1,5 @@
-"""Package layout: the repository keeps runtime/, actors/ and scenarios/ at the top level (as the project's
-architecture asks); they install as subpackages of the one import package `barriersim`."""
+"""Package layout: the repository keeps runtime/, actors/ and scenarios/ at the top level; they install as
+subpackages of the one import package `barriersim`, with the scenario files (scenarios/*.toml) as package data."""
 
 from setuptools import find_packages, setup
 

@@ -16,8 +16,8 @@ import argparse
 import sys
 
 from barriersim import sweep
+from barriersim.errors import UnsupportedScenario
 from barriersim.report.cli import add_report_parser, cmd_report
-from barriersim.run import UnsupportedScenario
 from barriersim.runtime.fault_log import fired_line
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.scenarios.loader import MODES, ScenarioError, load_scenario

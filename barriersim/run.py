@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
+from barriersim.errors import UnsupportedScenario
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.scenarios.loader import Scenario, with_overrides
 from barriersim.summary import build_summary, versions, write_json_atomically, write_run_directory, write_table
@@ -42,10 +43,6 @@ class RunResult:
     summary: dict
     checkpoints: list[dict] = field(default_factory=list)
     subtasks: list[dict] = field(default_factory=list)
-
-
-class UnsupportedScenario(Exception):
-    """A valid scenario that this backend cannot run; the message says what and why."""
 
 
 def default_out_dir(scenario: Scenario, root: str | Path = "runs") -> Path:

@@ -6,7 +6,7 @@ parses to), so a generated case runs through exactly the code path a scenario fi
 be saved as a TOML file and replayed with ``barriersim replay``. Topologies are pipelines of 2-5 stages: one
 source (or two sources unioned), then maps and filters over forward or rebalance edges, then optionally a
 keyed running sum or a tumbling window behind a hash edge, then a two-phase-commit sink (an at-least-once sink
-in at-least-once mode). Parallelism is 1..``max_parallelism`` (16 at most, as the issue's DAGs). Fault
+in at-least-once mode). Parallelism is 1..``max_parallelism`` (16 at most). Fault
 schedules name subtasks of the drawn topology, at times inside the run or at protocol points of early
 checkpoints, so they shrink toward "no fault" and "earliest checkpoint"; ``jobmanager_faults=True`` adds
 coordinator crashes (JobManager failover) and failed storage writes. Some cases run with buffer debloating

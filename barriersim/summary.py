@@ -17,7 +17,7 @@ no table without rows).
 from __future__ import annotations
 
 import json
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,8 +28,17 @@ from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.scenarios.loader import Scenario
 
 
-def versions() -> dict[str, str]:
-    return {name: version(name) for name in ("barriersim", "ray", "raydp", "pyspark")}
+def versions() -> dict[str, str | None]:
+    """The installed versions of barriersim and of the Ray and Spark packages; ``None`` for one not installed
+    (a simulator-only install has none of ray, raydp and pyspark)."""
+    return {name: _installed_version(name) for name in ("barriersim", "ray", "raydp", "pyspark")}
+
+
+def _installed_version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
 
 
 def write_table(rows: list[dict], path_stem: Path) -> None:

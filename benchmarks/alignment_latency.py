@@ -1,4 +1,4 @@
-"""The alignment-latency benchmark: the job of Flink's measured table (``shared/FLINK-FACTS.md``) on the simulator,
+"""The alignment-latency benchmark: the job of Flink's measured table (``docs/flink-facts.md``) on the simulator,
 in every mode, without and with heavy backpressure and with a 500 ms aligned-checkpoint timeout, beside Flink's
 figures; then Flink's own CheckpointingTimeBenchmark topology; then the shape checks as PASS/FAIL lines.
 
@@ -54,7 +54,7 @@ CTB_ALIGNED = "CheckpointingTimeBenchmark, 64 B records, debloating 300 ms"
 CTB_FULL_BUFFERS = "CheckpointingTimeBenchmark, 64 B records, no debloating"
 CTB_UNALIGNED = "CheckpointingTimeBenchmark, 1 KiB records"
 
-# Flink's figures (shared/FLINK-FACTS.md), as text for the table and as numbers for the checks.
+# Flink's figures (docs/flink-facts.md), as text for the table and as numbers for the checks.
 FLINK_NO_BACKPRESSURE = "17-26 ms"
 FLINK_HEAVY_ALIGNED = "≈ 3.4 s (start delay ≈ 3.3 s)"
 FLINK_HEAVY_AT_LEAST_ONCE = "≈ 3.4 s"
@@ -301,7 +301,7 @@ def print_results(rows: list[Row], checks: list[Check]) -> None:
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 160)
-    table = Table(title="alignment latency: barriersim's simulator beside Flink (PyFlink 2.3 minicluster, FLINK-FACTS.md)")
+    table = Table(title="alignment latency: barriersim's simulator beside Flink (PyFlink 2.3 minicluster, docs/flink-facts.md)")
     for col in ("setting", "mode", "ckpts", "median end-to-end", "Flink", "bottleneck start delay",
                 "sink alignment", "persisted / ckpt", "unaligned at"):
         table.add_column(col, justify="left" if col in ("setting", "mode", "Flink", "unaligned at") else "right")

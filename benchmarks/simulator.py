@@ -1,6 +1,6 @@
 """Simulator speed, measured in this run: events per second and simulated seconds per wall second for a
 16-task job checkpointing every 100 simulated ms (no faults, and with a crash), and the property campaign's
-throughput (generated fault schedules per minute). Targets from the simulator issue: >= 500,000 events/s,
+throughput (generated fault schedules per minute). The simulator's targets: >= 500,000 events/s,
 >= 50x faster than real time, >= 100 fault schedules per minute.
 
 Baseline, measured in the same run: the kernel's ceiling, i.e. the same ``Simulation`` heap loop driving 16

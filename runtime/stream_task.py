@@ -84,7 +84,7 @@ class TaskFinished:
 
 @dataclass(frozen=True)
 class NetworkConfig:
-    """Flink's network defaults (``shared/FLINK-FACTS.md``)."""
+    """Flink's network defaults (``docs/flink-facts.md``)."""
 
     buffer_size: int = 32 * 1024
     exclusive_buffers_per_channel: int = 2

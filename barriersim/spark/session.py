@@ -3,8 +3,8 @@ on every exit path.
 
 How this works: ``RayAndSpark`` is a context manager. Entering it starts Ray (a new local cluster with the
 dashboard off, or the cluster at ``address``), applies the RayDP fetch-task workaround, and starts Spark on
-that cluster with ``raydp.init_spark`` using the settings ``shared/PINS.md`` found necessary (Java 17
-``--add-opens`` flags for driver, executor and app master; ``PYSPARK_PYTHON``; fault-tolerant mode). Leaving
+that cluster with ``raydp.init_spark`` using the settings found necessary (``docs/versions-and-settings.md``: Java
+17 ``--add-opens`` flags for driver, executor and app master; ``PYSPARK_PYTHON``; fault-tolerant mode). Leaving
 it (normally, on an exception, or on Ctrl-C) stops Spark and shuts Ray down, so no Java or Ray process is
 left behind.
 """
@@ -79,7 +79,7 @@ def _quiet_ray_data() -> None:
 def _patch_raydp_fetch_task() -> None:
     """raydp 1.6.5's fetch task switches the Ray worker it runs in to "load code from local" for good, and
     Ray reuses that worker for later tasks, which then crash. Giving the task its own ``runtime_env`` puts it
-    in a separate worker pool (``shared/PINS.md``)."""
+    in a separate worker pool (``docs/versions-and-settings.md``)."""
     import ray
     import raydp.spark.dataset as raydp_dataset
 

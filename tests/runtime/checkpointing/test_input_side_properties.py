@@ -1,4 +1,4 @@
-"""Hypothesis properties of the input side (issue 3): random interleavings of buffers, barriers, cancel
+"""Hypothesis properties of the input side: random interleavings of buffers, barriers, cancel
 markers and end of partition on 1-3 gates of 1-4 channels, for each checkpointing mode.
 
 How this works: a scenario draws the gates (remote channels mostly, some local), 1-3 checkpoints and, per

@@ -1,5 +1,5 @@
 """Releasing a result partition when its task fails: ports of Flink's SubpartitionTestBase and ResultPartitionTest
-release methods, and the exact sequence of issue 5 (a dead producer's timed-out barrier) at the component level.
+release methods, and the exact sequence of a dead producer's timed-out barrier at the component level.
 
 Model differences the ports adapt to: buffers are values, so "recycled" becomes "not queued and never handed
 out"; Flink's ``add`` returns -1 on a released subpartition, ours returns the buffer unqueued.
@@ -86,7 +86,7 @@ def _sent_until_blocked_or_empty(partition: ResultPartition) -> list:
 
 
 def test_released_partition_never_sends_its_timed_out_barrier():
-    """Issue 5 at the component level: the sequence behind the BufferReorderingException after a failover.
+    """The sequence behind the BufferReorderingException after a failover, at the component level.
 
     A producer queues data and a timeoutable barrier; the receiver was granted one buffer, so the
     announcement and one buffer go out, and then the producer's task fails (global failover) while that

@@ -2,7 +2,7 @@
 reaches it, as Flink's ``Task`` does when it fails (``releaseResources``: ``failAllResultPartitions``,
 ``closeAllInputGates``; ``notifyCheckpoint`` ignores notifications for a task that is not running).
 
-The first test is issue 5 (a BufferReorderingException in aligned-with-timeout after a protocol-point crash)
+The first test is a BufferReorderingException found in aligned-with-timeout after a protocol-point crash,
 reduced to one task: the whole-job case is ``tests/properties/cases/dead-task-sends-timed-out-barrier.toml``.
 """
 
@@ -69,7 +69,7 @@ def _up_to_barrier(task: StreamTask, timers: ManualTimerService, clock: ManualCl
 
 
 def test_failed_task_sends_nothing_after_its_alignment_timer_fires():
-    """Issue 5: the failed task's partition is released (Flink's ``Task.releaseResources`` ->
+    """The failed task's partition is released (Flink's ``Task.releaseResources`` ->
     ``ResultPartition.fail`` -> ``PipelinedSubpartition.release``), so when its alignment timer would fire,
     no converted unaligned barrier is handed out to a receiver that lost the buffers in flight."""
     # control: a live task converts its barrier at the timeout and sends it with the next wire number
