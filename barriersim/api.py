@@ -1,20 +1,22 @@
-"""The Python API for notebooks: ``barriersim.run(scenario, ...)`` runs a scenario and hands back its results
-as pandas DataFrames (and Spark DataFrames on request).
+"""The front door: every run (the CLI's ``run``, ``replay`` and ``sweep``, and ``barriersim.run`` in a notebook)
+is planned, then executed, here.
 
-How this works: ``run`` takes a scenario file's path or a loaded ``Scenario``, applies the caller's settings
-(``overrides`` of ``section.key`` values, ``seed``, ``faults``), checks everything before anything slow starts
-(the errors are the CLI's: ``ScenarioError`` naming the file and the key, ``FaultScheduleError``,
-``UnsupportedScenario``) and runs it on the deterministic simulator (``backend="sim"``,
-``barriersim.simulate.simulate_scenario``) or on Ray actors with Spark on Ray (``backend="ray"``,
-``barriersim.run.run_scenario``). Each run writes its run directory as the CLI does; the result reads it back:
-``summary`` (the ``summary.json`` dict), ``checkpoints`` and ``subtasks`` (Flink's field names, from the Parquet
-files), ``verdict`` and ``to_spark(spark)``. ``mode="all"`` runs aligned, unaligned and at-least-once on the same
-workload, each in ``out/<mode>/``, and returns a ``RunResults`` mapping mode to result.
+How this works: ``plan`` takes a scenario (a file's path or a loaded ``Scenario``) and what the caller gave
+(``overrides`` of ``section.key`` values, ``seed``, ``faults``, ``mode``, ``backend``, ``workload``), checks all of
+it before anything slow starts (the one scenario value checker, ``scenarios.loader.apply_settings``; the one mode
+rule; the errors name the file and the key) and returns a ``Plan``: one *effective scenario* per mode, with
+everything applied. ``execute`` runs a plan on the deterministic simulator (``barriersim.sim_backend``) or on
+Ray actors with Spark on Ray (``barriersim.ray_backend``), each mode into its own run directory (``out/<mode>/``
+when there are several, or ``mode="all"``), whose ``scenario.toml`` is that effective scenario, so a run is
+replayed from its own directory. The result is one type, ``RunResult``: a mapping of mode to ``ModeRun``
+(``summary``, ``verdict``, ``checkpoints`` and ``subtasks`` as pandas DataFrames with Flink's field names,
+``to_spark``), with the modes' tables side by side (``checkpoints``, ``subtasks`` with a ``mode`` column first)
+and ``only`` for a one-mode run.
 
-The simulator's workload is drawn locally by default (``workload="local"``); ``workload="spark"`` generates it
-as the Ray backend does, as a Spark DataFrame on Ray (RayDP) passed through Ray's object store as Arrow blocks
-and cut there into the source splits (``spark_workload_splits``). Every draw is a pure function of (seed, record id), so both give
-the same splits; the summary records which one was used in ``workload.generated_by``.
+The simulator's workload is drawn locally by default (``workload="local"``); ``workload="spark"`` generates it as
+the Ray backend does, as a Spark DataFrame on Ray (RayDP) passed through Ray's object store and cut there into
+the source splits (``spark_workload_splits``). Every draw is a pure function of (seed, record id), so both give the
+same splits; the summary records which one was used in ``workload.generated_by``.
 """
 
 from __future__ import annotations
@@ -24,21 +26,33 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, reduce
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 import pandas as pd
 
+from barriersim.errors import ArgumentError, UnsupportedScenario
+from barriersim.runtime.checkpointing_mode import (
+    ALL_MODES,
+    SIDE_BY_SIDE_MODES,
+    CheckpointingMode,
+    CheckpointingModeError,
+)
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.scenarios.loader import (
-    MODES, SCHEMA, Scenario, ScenarioError, expand_sweep, load_scenario, with_overrides, with_setting,
+    Scenario,
+    ScenarioError,
+    apply_settings,
+    effective_scenario,
+    load_scenario,
+    with_overrides,
 )
+from barriersim.summary import default_out_dir
 
 BACKENDS = ("sim", "ray")
 WORKLOADS = ("local", "spark")
-SIDE_BY_SIDE_MODES = ("aligned", "unaligned", "at-least-once")
-SETTABLE_SECTIONS = ("workload", "checkpointing", "network")
 
 Splits = dict[str, list[list[tuple]]]
+Progress = Callable[[str, float | None], None]
 
 
 class SparkFrames(NamedTuple):
@@ -46,30 +60,6 @@ class SparkFrames(NamedTuple):
 
     checkpoints: Any  # pyspark.sql.DataFrame
     subtasks: Any
-
-
-# Columns that hold only nulls in a run without failures are stored with Arrow's null type, which Spark cannot
-# read; they are read as typed nulls instead.
-_NULL_COLUMN_TYPES = {"failure_timestamp": "bigint", "failure_message": "string", "failure_reason": "string",
-                      "external_path": "string"}
-_ARROW_TO_SPARK = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint", "double": "double",
-                   "float": "float", "string": "string", "large_string": "string", "bool": "boolean"}
-
-
-def _parquet_to_spark(spark, path: Path, mode: str | None = None):
-    import pyarrow.parquet as pq
-    from pyspark.sql import functions as F
-
-    if not path.exists():
-        return spark.createDataFrame([], "id bigint")
-    schema = pq.read_schema(str(path))
-    typed = [(n, _ARROW_TO_SPARK.get(str(schema.field(n).type))) for n in schema.names]
-    ddl = ", ".join(f"`{n}` {t}" for n, t in typed if t)
-    df = spark.read.schema(ddl).parquet(str(path))
-    cols = [F.col(f"`{n}`") if t else F.lit(None).cast(_NULL_COLUMN_TYPES.get(n, "string")).alias(n) for n, t in typed]
-    if mode is not None:
-        cols.insert(0, F.lit(mode).alias("mode"))
-    return df.select(*cols)
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -80,9 +70,12 @@ def _read_table(path: Path) -> pd.DataFrame:
     return pq.read_table(str(path)).to_pandas()
 
 
+# -- results -------------------------------------------------------------------------------------------------
+
+
 @dataclass
-class RunResult:
-    """One run: its directory and what it wrote there."""
+class ModeRun:
+    """One mode's run: its directory and what it wrote there."""
 
     out_dir: Path
     summary: dict = field(repr=False)
@@ -100,6 +93,11 @@ class RunResult:
         """``exactly-once``, ``at-least-once`` or ``violated`` (the verification of the committed output)."""
         return self.summary["verification"]["verdict"]
 
+    @property
+    def scenario_file(self) -> Path:
+        """The effective scenario this run ran (``barriersim replay`` of it runs it again)."""
+        return self.out_dir / "scenario.toml"
+
     @cached_property
     def checkpoints(self) -> pd.DataFrame:
         """One row per checkpoint, Flink's field names (``id, status, end_to_end_duration, state_size, ...``)."""
@@ -112,28 +110,48 @@ class RunResult:
 
     def to_spark(self, spark) -> SparkFrames:
         """The run's checkpoints and subtasks as Spark DataFrames, read from its Parquet files."""
-        return SparkFrames(_parquet_to_spark(spark, self.out_dir / "checkpoints.parquet"),
-                           _parquet_to_spark(spark, self.out_dir / "subtasks.parquet"))
+        from barriersim.spark.analytics import parquet_to_spark
+
+        return SparkFrames(parquet_to_spark(spark, self.out_dir / "checkpoints.parquet"),
+                           parquet_to_spark(spark, self.out_dir / "subtasks.parquet"))
 
     def __repr__(self) -> str:
         cps = self.summary.get("checkpoints", {})
-        return (f"RunResult({self.summary.get('scenario')!r}, backend={self.backend!r}, mode={self.mode!r}, "
+        return (f"ModeRun({self.summary.get('scenario')!r}, backend={self.backend!r}, mode={self.mode!r}, "
                 f"verdict={self.verdict!r}, completed={cps.get('completed')}, out_dir={str(self.out_dir)!r})")
 
 
-class RunResults(dict):
-    """``mode="all"``: mode -> ``RunResult`` (in run order), with the tables of all modes side by side."""
+class RunResult(Mapping):
+    """What a run gives back, for one mode or several: mode -> ``ModeRun``, in run order, with every mode's
+    tables side by side."""
 
-    def __init__(self, out_dir: Path, results: Mapping[str, RunResult]):
-        super().__init__(results)
-        self.out_dir = out_dir
+    def __init__(self, out_dir: Path, runs: Mapping[str, ModeRun]):
+        self.out_dir = Path(out_dir)
+        self._runs = dict(runs)
+
+    def __getitem__(self, mode: str) -> ModeRun:
+        return self._runs[CheckpointingMode.parse(mode).value]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._runs)
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    @property
+    def only(self) -> ModeRun:
+        """The run of a one-mode request."""
+        if len(self._runs) != 1:
+            raise ValueError(f"this result holds {len(self._runs)} modes ({', '.join(self._runs)}): pick one with "
+                             "result[mode]")
+        return next(iter(self._runs.values()))
 
     @property
     def verdicts(self) -> dict[str, str]:
         return {mode: r.verdict for mode, r in self.items()}
 
     @property
-    def summary(self) -> dict[str, dict]:
+    def summaries(self) -> dict[str, dict]:
         return {mode: r.summary for mode, r in self.items()}
 
     def _concat(self, name: str) -> pd.DataFrame:
@@ -152,15 +170,21 @@ class RunResults(dict):
 
     def to_spark(self, spark) -> SparkFrames:
         """All modes' tables as two Spark DataFrames with a ``mode`` column first."""
+        from barriersim.spark.analytics import parquet_to_spark
+
         def union(name: str):
-            frames = [_parquet_to_spark(spark, r.out_dir / name, mode) for mode, r in self.items()
+            frames = [parquet_to_spark(spark, r.out_dir / name, mode) for mode, r in self.items()
                       if (r.out_dir / name).exists()]
             return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames) if frames else \
                 spark.createDataFrame([], "mode string, id bigint")
         return SparkFrames(union("checkpoints.parquet"), union("subtasks.parquet"))
 
+    def __repr__(self) -> str:
+        return f"RunResult({str(self.out_dir)!r}, {self.verdicts})"
+
 
 # -- checking what the caller gave ---------------------------------------------------------------------------
+
 
 def as_scenario(scenario: str | os.PathLike | Scenario) -> Scenario:
     if isinstance(scenario, Scenario):
@@ -172,30 +196,32 @@ def as_scenario(scenario: str | os.PathLike | Scenario) -> Scenario:
 
 def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     if value not in choices:
-        raise ValueError(f"{name}: must be one of {', '.join(choices)}, got {value!r}")
+        raise ArgumentError(f"{name}: must be one of {', '.join(choices)}, got {value!r}")
 
 
-def check_seed(scenario: Scenario, seed: Any) -> int:
+def check_seed(scenario: Scenario, seed: Any) -> int | None:
     if seed is None:
-        return scenario.seed
+        return None
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ScenarioError(scenario.path, "seed", f"must be a non-negative integer, got {seed!r}")
     return seed
 
 
-def modes_of(scenario: Scenario, mode: str | list[str] | tuple[str, ...] | None) -> list[str]:
-    """The modes a run covers: the scenario's, the one given, a list of them, or ``"all"`` (side by side)."""
+def modes_of(scenario: Scenario, mode) -> list[CheckpointingMode] | None:
+    """The modes a request covers: None (the scenario's own), one mode, a list of them, or ``"all"`` (aligned,
+    unaligned and at-least-once side by side)."""
     if mode is None:
-        return [scenario.checkpointing.mode]
+        return None
     if mode == "all":
         return list(SIDE_BY_SIDE_MODES)
-    wanted = [mode] if isinstance(mode, str) else list(mode)
-    for m in wanted:
-        if m not in MODES:
-            raise ScenarioError(scenario.path, "mode", f"must be one of {', '.join(MODES)} or all, got {m!r}")
+    wanted = [mode] if isinstance(mode, (str, CheckpointingMode)) else list(mode)
     if not wanted:
         raise ScenarioError(scenario.path, "mode", "must name at least one mode")
-    return wanted
+    try:
+        return [CheckpointingMode.parse(m, "mode") for m in wanted]
+    except CheckpointingModeError:
+        bad = next(m for m in wanted if m not in ALL_MODES and not isinstance(m, CheckpointingMode))
+        raise ScenarioError(scenario.path, "mode", f"must be one of {', '.join(ALL_MODES)} or all, got {bad!r}") from None
 
 
 def as_faults(faults: FaultSchedule | list | str | None) -> FaultSchedule | None:
@@ -210,53 +236,70 @@ def as_faults(faults: FaultSchedule | list | str | None) -> FaultSchedule | None
     raise FaultScheduleError(f"faults: must be a FaultSchedule, a list of fault tables or JSON, got {type(faults).__name__}")
 
 
-_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
-
-
 def apply_overrides(scenario: Scenario, overrides: Mapping[str, Any] | None) -> Scenario:
-    """``scenario`` with ``section.key`` settings replaced, each checked as the scenario file's would be."""
+    """``scenario`` with ``section.key`` settings replaced, checked as the scenario file's are."""
     if not overrides:
         return scenario
     if not isinstance(overrides, Mapping):
-        raise ScenarioError(scenario.path, "overrides", f"must be a mapping of dotted keys to values, got {type(overrides).__name__}")
-    for key, value in overrides.items():
-        section, _, name = str(key).partition(".")
-        if section not in SETTABLE_SECTIONS or name not in SCHEMA[section]:
-            raise ScenarioError(scenario.path, f"overrides.{key}",
-                                "must name a workload, checkpointing or network key, e.g. \"workload.zipf_exponent\"")
-        spec = SCHEMA[section][name]
-        if spec.kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, spec.kind) or (spec.kind is not bool and isinstance(value, bool)):
-            raise ScenarioError(scenario.path, f"overrides.{key}",
-                                f"must be {_TYPE_NAMES[spec.kind]}, got {type(value).__name__} {value!r}")
-        problem = spec.check(value)
-        if problem:
-            raise ScenarioError(scenario.path, f"overrides.{key}", problem)
-        scenario = with_setting(scenario, key, value)
-    # The loader's checks that span keys (e.g. unaligned needs max_concurrent 1), through its sweep expansion
-    # of a one-point sweep that changes nothing.
-    sweep = (("checkpointing.mode", (scenario.checkpointing.mode,)),)
-    [(_, checked)] = expand_sweep(with_overrides(scenario, sweep=sweep))
-    return with_overrides(checked, sweep=scenario.sweep)
+        raise ScenarioError(scenario.path, "overrides",
+                            f"must be a mapping of dotted keys to values, got {type(overrides).__name__}")
+    return apply_settings(scenario, dict(overrides), "overrides")
 
 
-def default_out(scenario: Scenario, suffix: str = "") -> Path:
-    from barriersim.run import default_out_dir
-
-    out = default_out_dir(scenario)
-    return out.with_name(out.name.replace(scenario.name, scenario.name + suffix, 1)) if suffix else out
+# -- planning --------------------------------------------------------------------------------------------------
 
 
-# -- workloads ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    """A checked request: one effective scenario per mode, the backend and where the workload comes from;
+    ``nest``: each mode gets ``out/<mode>/`` (several modes, or ``mode="all"``)."""
 
-def local_workload_splits(scenario: Scenario, seed: int) -> Splits:
+    runs: tuple[Scenario, ...]
+    backend: str
+    workload: str
+    nest: bool
+
+    @property
+    def modes(self) -> list[str]:
+        return [s.checkpointing.mode.value for s in self.runs]
+
+    @property
+    def scenario(self) -> Scenario:
+        """The first run's effective scenario (every run of a plan shares its workload and seed)."""
+        return self.runs[0]
+
+    def targets(self, out: Path) -> list[tuple[Path, Scenario]]:
+        return [(out / s.checkpointing.mode.value if self.nest else out, s) for s in self.runs]
+
+
+def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, overrides=None,
+         workload: str | None = None, mode_origin: str = "mode=") -> Plan:
+    """Check everything the caller gave, before anything slow starts: the overrides first, then the seed and
+    the faults, then each mode (``mode_origin`` names where a mode came from in its errors)."""
+    _check_choice("backend", backend, BACKENDS)
+    if workload is None:
+        workload = "spark" if backend == "ray" else "local"
+    _check_choice("workload", workload, WORKLOADS)
+    s = apply_overrides(as_scenario(scenario), overrides)
+    if backend == "ray" and workload == "local":
+        raise UnsupportedScenario(f"{s.path}: workload: the Ray backend generates its workload in Spark on Ray; "
+                                  "workload=\"local\" applies to the sim backend")
+    s = effective_scenario(s, seed=check_seed(s, seed), faults=as_faults(faults))
+    modes = modes_of(s, mode)
+    runs = (s,) if modes is None else tuple(effective_scenario(s, mode=m, origin=mode_origin) for m in modes)
+    return Plan(runs, backend, workload, nest=mode == "all" or len(runs) > 1)
+
+
+# -- running ---------------------------------------------------------------------------------------------------
+
+
+def local_workload_splits(scenario: Scenario) -> Splits:
     from barriersim.scenarios.simulation_inputs import workload_splits
 
-    return workload_splits(scenario, seed)
+    return workload_splits(scenario)
 
 
-def spark_workload_splits(spark, scenario: Scenario, seed: int) -> Splits:
+def spark_workload_splits(spark, scenario: Scenario) -> Splits:
     """The simulator's source splits generated in Spark on Ray, by the Ray backend's own path: one DataFrame of
     every source vertex's records (``barriersim.spark.workload.generate_workload``: vertex ``k`` draws with seed
     ``seed + k``, record ids offset by ``k * 10**9``), converted once into Arrow blocks in Ray's object store and
@@ -268,7 +311,7 @@ def spark_workload_splits(spark, scenario: Scenario, seed: int) -> Splits:
     from barriersim.runtime.records_codec import decode_records
     from barriersim.spark.workload import generate_workload, splits_to_object_store
 
-    workload = generate_workload(spark, scenario, seed)
+    workload = generate_workload(spark, scenario, scenario.seed)
     try:
         refs = splits_to_object_store(workload)
         return {vertex: [decode_records(data) for data in ray.get(list(split_refs))]
@@ -277,143 +320,56 @@ def spark_workload_splits(spark, scenario: Scenario, seed: int) -> Splits:
         workload.df.unpersist()
 
 
-class SparkOnDemand:
-    """A SparkSession for as long as it is needed: the caller's, or Spark on Ray started on first use and
-    stopped by ``close``."""
-
-    def __init__(self, spark=None, address: str | None = None, app_name: str = "barriersim-api"):
-        self._given = spark
-        self._address = address
-        self._app_name = app_name
-        self._cluster = None
-
-    def get(self):
-        if self._given is not None:
-            return self._given
-        if self._cluster is None:
-            from barriersim.run import ray_address
-            from barriersim.spark.session import RayAndSpark
-
-            cluster = RayAndSpark(app_name=self._app_name, address=ray_address(self._address))
-            cluster.__enter__()
-            self._cluster = cluster
-        return self._cluster.spark
-
-    def close(self) -> None:
-        if self._cluster is not None:
-            cluster, self._cluster = self._cluster, None
-            cluster.close()
-
-    def __enter__(self) -> "SparkOnDemand":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-# -- running -----------------------------------------------------------------------------------------------
-
-def simulate(scenario: Scenario, out_dir: Path, *, seed: int, mode: str, faults: FaultSchedule | None,
-             splits: Splits | None = None, generated_by: str = "local") -> dict:
-    """``simulate_scenario``, on precomputed ``splits`` when given; the summary's ``workload.generated_by`` says
-    where they came from."""
-    from barriersim.simulate import simulate_scenario
-    from barriersim.summary import write_json_atomically
-
-    summary = simulate_scenario(scenario, out_dir=out_dir, seed=seed, mode=mode, faults=faults, splits=splits)
-    if summary.get("workload", {}).get("generated_by") != generated_by:
-        summary["workload"]["generated_by"] = generated_by
-        write_json_atomically(out_dir / "summary.json", summary)
-    return summary
-
-
-def _run_on_ray(scenario: Scenario, out: Path, *, seed: int, modes: list[str], nest_modes: bool,
-                faults: FaultSchedule | None, address: str | None, progress: Callable | None) -> list[dict]:
-    """The Ray backend: one mode into ``out`` (``run_scenario``), or several on one Spark-generated workload and
-    one start of Ray and Spark, each into ``out/<mode>/`` (``run_scenario_modes``)."""
-    from barriersim.run import run_scenario, run_scenario_modes
-
-    if nest_modes or len(modes) > 1:
-        if faults is not None:
-            scenario = with_overrides(scenario, faults=faults)
-        results = run_scenario_modes(scenario, modes, out_dir=out, seed=seed, address=address, progress=progress)
-    else:
-        results = [run_scenario(scenario, out_dir=out, seed=seed, address=address, progress=progress,
-                                mode=modes[0], faults=faults)]
-    return [r.summary for r in results]
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A checked request: the scenario with its overrides, the seed, modes, faults, backend and workload."""
-
-    scenario: Scenario
-    seed: int
-    modes: list[str]
-    faults: FaultSchedule | None
-    backend: str
-    workload: str
-
-
-def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, overrides=None,
-         workload: str | None = None) -> Plan:
-    """Check everything the caller gave, before anything slow starts."""
-    _check_choice("backend", backend, BACKENDS)
-    if workload is None:
-        workload = "spark" if backend == "ray" else "local"
-    _check_choice("workload", workload, WORKLOADS)
-    s = apply_overrides(as_scenario(scenario), overrides)
-    if backend == "ray" and workload == "local":
-        from barriersim.run import UnsupportedScenario
-
-        raise UnsupportedScenario(f"{s.path}: workload: the Ray backend generates its workload in Spark on Ray; "
-                                  "workload=\"local\" applies to the sim backend")
-    return Plan(s, check_seed(s, seed), modes_of(s, mode), as_faults(faults), backend, workload)
-
-
-def execute(p: Plan, out: Path, *, nest_modes: bool, spark=None, address: str | None = None,
-            progress: Callable | None = None, splits: Splits | None = None) -> dict[str, RunResult]:
-    """Run a plan: each mode into ``out/<mode>/`` (or ``out`` itself when ``nest_modes`` is false and there is
-    one mode). On the sim backend with the Spark workload the splits are generated once for all modes."""
-    nest = nest_modes or len(p.modes) > 1
+def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progress: Progress | None = None,
+            splits: Splits | None = None) -> RunResult:
+    """Run a plan into ``out``. On the sim backend with the Spark workload the splits are generated once for all
+    modes (or given)."""
+    out = Path(out)
+    targets = p.targets(out)
     if p.backend == "ray":
-        summaries = _run_on_ray(p.scenario, out, seed=p.seed, modes=p.modes, nest_modes=nest, faults=p.faults,
-                                address=address, progress=progress)
-        return {m: RunResult(out_dir=out / m if nest else out, summary=s) for m, s in zip(p.modes, summaries)}
+        from barriersim.ray_backend import run_on_ray
+
+        summaries = run_on_ray(targets, address=address, progress=progress)
+        return RunResult(out, {s["mode"]: ModeRun(target, s) for (target, _), s in zip(targets, summaries)})
+    from barriersim.sim_backend import simulate
+
     if p.workload == "spark" and splits is None:
+        from barriersim.spark.session import SparkOnDemand
+
         with SparkOnDemand(spark, address) as session:
-            splits = spark_workload_splits(session.get(), p.scenario, p.seed)
-    results = {}
-    for m in p.modes:
-        target = out / m if nest else out
-        summary = simulate(p.scenario, target, seed=p.seed, mode=m, faults=p.faults, splits=splits,
-                           generated_by=p.workload)
-        results[m] = RunResult(out_dir=target, summary=summary)
-    return results
+            splits = spark_workload_splits(session.get(), p.scenario)
+    runs = {}
+    for target, scenario in targets:
+        if progress is not None:
+            progress(f"simulating {scenario.name} in {scenario.checkpointing.mode.value} mode", None)
+        summary = simulate(scenario, target, splits=splits, generated_by=p.workload)
+        runs[summary["mode"]] = ModeRun(target, summary)
+    return RunResult(out, runs)
 
 
-def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode: str | None = None,
-        seed: int | None = None, out: str | os.PathLike | None = None, faults=None, address: str | None = None,
+def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=None, seed: int | None = None,
+        out: str | os.PathLike | None = None, faults=None, address: str | None = None,
         overrides: Mapping[str, Any] | None = None, workload: str | None = None, spark=None,
-        progress: Callable[[str, float | None], None] | None = None) -> RunResult | RunResults:
-    """Run a scenario and return its results.
+        progress: Progress | None = None) -> RunResult:
+    """Run a scenario and return its results (``RunResult``: mode -> ``ModeRun``; ``.only`` for one mode).
 
     ``scenario``: a scenario file's path or a loaded ``Scenario``. ``backend``: ``"sim"`` (the deterministic
     simulator, default) or ``"ray"`` (Ray actors, Spark on Ray). ``mode``: a checkpointing mode overriding the
-    scenario's, or ``"all"`` (aligned, unaligned, at-least-once side by side: returns ``RunResults``).
-    ``seed``: overrides the scenario's. ``out``: the run directory (default ``runs/<scenario>-<UTC stamp>``).
-    ``faults``: a fault schedule (``FaultSchedule``, its plain list or its JSON) replacing the scenario's.
-    ``address``: an existing Ray cluster. ``overrides``: ``{"section.key": value}`` for workload, checkpointing
-    and network keys. ``workload``: ``"local"`` or ``"spark"`` (sim backend; the Ray backend always uses Spark).
-    ``spark``: a live SparkSession on Ray to use instead of starting one. ``progress``: ``(stage, fraction)``
-    callback of the Ray backend.
+    scenario's, a list of modes, or ``"all"`` (aligned, unaligned, at-least-once side by side). ``seed``:
+    overrides the scenario's. ``out``: the run directory (default ``runs/<scenario>-<UTC stamp>``; each mode in
+    ``out/<mode>/`` when there are several). ``faults``: a fault schedule (``FaultSchedule``, its plain list or
+    its JSON) replacing the scenario's. ``address``: an existing Ray cluster. ``overrides``:
+    ``{"section.key": value}`` for workload, checkpointing and network keys. ``workload``: ``"local"`` or
+    ``"spark"`` (sim backend; the Ray backend always uses Spark). ``spark``: a live SparkSession on Ray to use
+    instead of starting one. ``progress``: ``(stage, fraction)`` callback.
 
-    Raises ``ScenarioError`` / ``FaultScheduleError`` / ``UnsupportedScenario`` (one-line messages naming the file
-    and key) for bad input, ``ValueError`` for an unknown backend or workload.
+    Raises ``ScenarioError`` / ``FaultScheduleError`` / ``UnsupportedScenario`` / ``ArgumentError`` (one-line
+    messages naming the file and key) for bad input, before anything is started or written.
     """
     p = plan(scenario, backend=backend, mode=mode, seed=seed, faults=faults, overrides=overrides, workload=workload)
-    out_dir = Path(out) if out is not None else default_out(p.scenario)
-    results = execute(p, out_dir, nest_modes=mode == "all", spark=spark, address=address, progress=progress)
-    if mode == "all" or len(results) > 1:
-        return RunResults(out_dir, results)
-    return next(iter(results.values()))
+    out_dir = Path(out) if out is not None else default_out_dir(p.scenario)
+    return execute(p, out_dir, spark=spark, address=address, progress=progress)
+
+
+__all__ = ["BACKENDS", "WORKLOADS", "ModeRun", "Plan", "RunResult", "SparkFrames", "execute", "plan", "run",
+           "as_scenario", "apply_overrides", "local_workload_splits", "spark_workload_splits", "with_overrides"]

@@ -1,26 +1,31 @@
 """The ``barriersim`` command line.
 
-How this works: argparse subcommands. ``run`` loads and validates the scenario (a bad file gets one line
-naming the file and the key, exit status 2) and runs it on Ray (with Spark on Ray for workload and
-reference; ``--address`` or ``RAY_ADDRESS`` attaches to an existing cluster, which the run leaves running) or
-on the deterministic simulator (``--backend sim``), in the scenario's mode or the one given (``--mode all``:
-aligned, unaligned and at-least-once on the same workload, side by side, each in ``OUT/<mode>/``; on Ray under
-one start of Ray and Spark). ``replay`` re-runs a simulation exactly from its scenario, seed, mode and faults (the command
-every simulated run and every failing property example prints). ``report`` writes the HTML report of a run
-directory. Ctrl-C stops a run cleanly (Spark and Ray are shut down) with exit status 130.
+How this works: argparse subcommands, each a thin layer over the one front door (``barriersim.api``: ``plan``
+checks everything before anything starts, ``execute`` runs). ``run`` runs a scenario on Ray (with Spark on Ray
+for workload and reference; ``--address`` or ``RAY_ADDRESS`` attaches to an existing cluster, which the run
+leaves running) or on the deterministic simulator (``--backend sim``), in the scenario's mode or the one given
+(``--mode all``: aligned, unaligned and at-least-once on the same workload, each in ``OUT/<mode>/``), with
+``--set section.key=value`` overrides checked as the file's values are. ``replay`` re-runs a simulation exactly
+from a scenario file, typically a run's own ``scenario.toml`` (or its run directory), which holds the seed, mode,
+faults and overrides it ran with. ``sweep`` runs a ``[sweep]`` matrix (``barriersim.sweep``), ``report`` writes
+the HTML report of a run directory. Bad input gets one line naming the file and the key and exit status 2, a
+violated guarantee exit status 1; Ctrl-C stops a run cleanly (Spark and Ray are shut down) with exit status 130.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from barriersim import sweep
-from barriersim.errors import UnsupportedScenario
+from barriersim.errors import BarriersimError
 from barriersim.report.cli import add_report_parser, cmd_report
+from barriersim.runtime.checkpointing_mode import ALL_MODES
 from barriersim.runtime.fault_log import fired_line
-from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
-from barriersim.scenarios.loader import MODES, ScenarioError, load_scenario
+from barriersim.runtime.faults import FaultScheduleError
+from barriersim.scenarios.loader import ScenarioError
+from barriersim.summary import SCENARIO_FILE, default_out_dir
 
 EXIT_VIOLATED = 1
 EXIT_USAGE = 2
@@ -39,18 +44,27 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--address", help="address of an existing Ray cluster, left running (default: $RAY_ADDRESS, else start a local one)")
     run.add_argument("--backend", choices=("ray", "sim"), default="ray",
                      help="ray: Ray actors with Spark on Ray; sim: the deterministic simulator (default: ray)")
-    run.add_argument("--mode", choices=MODES + ("all",),
+    run.add_argument("--mode", choices=ALL_MODES + ("all",),
                      help="checkpointing mode overriding the scenario's; all: aligned, unaligned and at-least-once")
+    _add_set(run)
     replay = sub.add_parser("replay", help="re-run a simulation exactly",
-                            description="Re-run a simulation from its scenario, seed, mode and faults.")
-    replay.add_argument("scenario", help="path of the scenario file (TOML)")
-    replay.add_argument("--seed", type=_seed, required=True, help="the run's seed")
-    replay.add_argument("--mode", choices=MODES, help="checkpointing mode (default: the scenario's)")
-    replay.add_argument("--faults", help="the fault schedule as JSON (default: the scenario's)")
+                            description="Re-run a simulation from a scenario file: a run's scenario.toml (or its run "
+                                        "directory) holds everything it ran with.")
+    replay.add_argument("scenario", help="a scenario file (TOML), e.g. RUN_DIR/scenario.toml, or a run directory")
+    replay.add_argument("--seed", type=_seed, help="seed overriding the file's")
+    replay.add_argument("--mode", choices=ALL_MODES, help="checkpointing mode overriding the file's")
+    replay.add_argument("--faults", help="a fault schedule as JSON, replacing the file's")
+    _add_set(replay)
     replay.add_argument("--out", help="run directory (default: runs/<scenario>-<UTC timestamp>)")
     add_report_parser(sub)
     sweep.register(sub)
     return parser
+
+
+def _add_set(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        type=_setting, help="override one workload, checkpointing or network setting (a TOML value, "
+                                            "e.g. checkpointing.interval_ms=200); may be given several times")
 
 
 def _seed(text: str) -> int:
@@ -63,10 +77,30 @@ def _seed(text: str) -> int:
     return value
 
 
-def _print_summary(console, result) -> None:
+def _setting(text: str) -> tuple[str, object]:
+    """``section.key=value`` with the value read as TOML (a bare word is a string)."""
+    import tomllib
+
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"must be SECTION.KEY=VALUE, got {text!r}")
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return key.strip(), value
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _print_summary(console, summary: dict) -> None:
     from rich.table import Table
 
-    s = result.summary
+    s = summary
     v = s["verification"]
     table = Table(title=f"barriersim run: {s['scenario']} (seed {s['seed']}, {s['backend']}, {s['mode']})")
     table.add_column("what")
@@ -75,7 +109,7 @@ def _print_summary(console, result) -> None:
         ("records", f"{s['workload']['records']:,}"),
         ("records/s through the job", f"{s['throughput']['records_per_second']:,}"),
         ("checkpoints completed", str(s["checkpoints"]["completed"])),
-        ("checkpoints aborted", str(s["checkpoints"]["aborted"])),
+        ("checkpoints failed", str(s["checkpoints"]["failed"])),
         ("restarts", str(s["job"]["restarts"])),
         ("faults", fired_line(s["faults_fired"])),
         ("lost", str(v["lost"])),
@@ -88,73 +122,6 @@ def _print_summary(console, result) -> None:
     for what, value in rows:
         table.add_row(what, value)
     console.print(table)
-    if result.checkpoints:
-        cps = Table(title="checkpoints (Flink's field names)")
-        for col in ("id", "status", "end_to_end_duration", "state_size", "alignment_buffered", "num_acknowledged_subtasks"):
-            cps.add_column(col, justify="right")
-        for c in result.checkpoints:
-            cps.add_row(*(str(c[col]) for col in ("id", "status", "end_to_end_duration", "state_size",
-                                                  "alignment_buffered", "num_acknowledged_subtasks")))
-        console.print(cps)
-    console.print(f"verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} wrong={v['wrong']}")
-    console.print(f"wrote {result.out_dir}/summary.json")
-
-
-def _cmd_run(args) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from barriersim.run import run_scenario, run_scenario_modes
-
-    scenario = load_scenario(args.scenario)
-    modes = _modes(args, scenario)
-    console = Console()
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console,
-                  transient=False) as bar:
-        task = bar.add_task("starting", total=None)
-        stages: list[str] = []
-
-        def progress(stage: str, fraction: float | None) -> None:
-            if not stages or stages[-1] != stage:
-                stages.append(stage)
-                bar.console.print(f"[bold]{stage}[/bold]")
-            if fraction is None:
-                bar.update(task, description=stage, total=None)
-            else:
-                bar.update(task, description=stage, total=1.0, completed=fraction)
-
-        if args.mode == "all":
-            results = run_scenario_modes(scenario, modes, out_dir=args.out, seed=args.seed, address=args.address,
-                                         progress=progress)
-        else:
-            results = [run_scenario(scenario, out_dir=args.out, seed=args.seed, address=args.address,
-                                    progress=progress, mode=modes[0])]
-    if len(results) == 1:
-        _print_summary(console, results[0])
-    else:
-        _print_side_by_side(console, [r.summary for r in results])
-        for r in results:
-            v = r.summary["verification"]
-            print(f"{r.summary['mode']}: verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} "
-                  f"wrong={v['wrong']}")
-            _print_faults_fired(r.summary, "  ")
-        print(f"wrote {results[0].out_dir.parent}")
-    return EXIT_VIOLATED if any(r.summary["verification"]["verdict"] == "violated" for r in results) else 0
-
-
-def _print_faults_fired(summary: dict, indent: str = "") -> None:
-    """Which faults of a run with a fault schedule fired, on one plain line (nothing without faults)."""
-    if summary["faults_fired"]:
-        print(f"{indent}faults: {fired_line(summary['faults_fired'])}")
-
-
-SIDE_BY_SIDE_MODES = ("aligned", "unaligned", "at-least-once")
-
-
-def _modes(args, scenario) -> list[str]:
-    if args.mode == "all":
-        return list(SIDE_BY_SIDE_MODES)
-    return [args.mode or scenario.checkpointing.mode]
 
 
 def _print_side_by_side(console, summaries: list[dict]) -> None:
@@ -184,66 +151,91 @@ def _print_side_by_side(console, summaries: list[dict]) -> None:
     console.print(table)
 
 
-def _cmd_run_sim(args) -> int:
-    from pathlib import Path
+def _print_verdicts(result) -> None:
+    """One plain line per mode (a replay command must stay on one line whatever the terminal width)."""
+    for mode, r in result.items():
+        s, v = r.summary, r.summary["verification"]
+        print(f"{mode}: verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} wrong={v['wrong']}")
+        if s["faults_fired"]:
+            print(f"  faults: {fired_line(s['faults_fired'])}")
+        if "replay" in s:
+            print(f"  replay: {s['replay']}")
 
-    from rich.console import Console
 
-    from barriersim.run import default_out_dir
-    from barriersim.simulate import simulate_scenario
+def _exit_status(result) -> int:
+    return EXIT_VIOLATED if any(v == "violated" for v in result.verdicts.values()) else 0
 
-    scenario = load_scenario(args.scenario)
-    modes = _modes(args, scenario)
-    out = Path(args.out) if args.out else default_out_dir(scenario)
-    console = Console()
-    summaries = []
-    for mode in modes:
-        target = out / mode if len(modes) > 1 else out
-        console.print(f"[bold]simulating {scenario.name} in {mode} mode[/bold]")
-        summaries.append(simulate_scenario(scenario, target, seed=args.seed, mode=mode))
-    _print_side_by_side(console, summaries)
-    for s in summaries:  # plain print: a replay command must stay on one line whatever the terminal width
-        v = s["verification"]
-        print(f"{s['mode']}: verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} wrong={v['wrong']}")
-        _print_faults_fired(s, "  ")
-        print(f"  replay: {s['replay']}")
+
+def _cmd_run(args) -> int:
+    from barriersim import api
+
+    p = api.plan(args.scenario, backend=args.backend, mode=args.mode, seed=args.seed,
+                 overrides=dict(args.overrides), mode_origin="--mode")
+    out = Path(args.out) if args.out else default_out_dir(p.scenario)
+    console = _console()
+    if args.backend == "sim":
+        result = api.execute(p, out, progress=lambda stage, _f: console.print(f"[bold]{stage}[/bold]"))
+        _print_side_by_side(console, list(result.summaries.values()))
+    else:
+        result = _execute_with_progress_bar(console, api, p, out, args.address)
+        if len(result) == 1:
+            _print_summary(console, result.only.summary)
+        else:
+            _print_side_by_side(console, list(result.summaries.values()))
+    _print_verdicts(result)
     print(f"wrote {out}")
-    return EXIT_VIOLATED if any(s["verification"]["verdict"] == "violated" for s in summaries) else 0
+    return _exit_status(result)
+
+
+def _execute_with_progress_bar(console, api, p, out: Path, address: str | None):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console,
+                  transient=False) as bar:
+        task = bar.add_task("starting", total=None)
+        stages: list[str] = []
+
+        def progress(stage: str, fraction: float | None) -> None:
+            if not stages or stages[-1] != stage:
+                stages.append(stage)
+                bar.console.print(f"[bold]{stage}[/bold]")
+            if fraction is None:
+                bar.update(task, description=stage, total=None)
+            else:
+                bar.update(task, description=stage, total=1.0, completed=fraction)
+
+        return api.execute(p, out, address=address, progress=progress)
 
 
 def _cmd_replay(args) -> int:
-    from pathlib import Path
+    from barriersim import api
 
-    from rich.console import Console
-
-    from barriersim.run import default_out_dir
-    from barriersim.simulate import simulate_scenario
-
-    scenario = load_scenario(args.scenario)
-    faults = FaultSchedule.from_json(args.faults) if args.faults is not None else None
-    out = Path(args.out) if args.out else default_out_dir(scenario)
-    summary = simulate_scenario(scenario, out, seed=args.seed, mode=args.mode, faults=faults)
-    console = Console()
-    _print_side_by_side(console, [summary])
-    v = summary["verification"]
-    print(f"verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} wrong={v['wrong']}")
-    _print_faults_fired(summary)
+    path = Path(args.scenario)
+    if path.is_dir():
+        path = path / SCENARIO_FILE
+    p = api.plan(path, backend="sim", mode=args.mode, seed=args.seed, faults=args.faults,
+                 overrides=dict(args.overrides), mode_origin="--mode")
+    out = Path(args.out) if args.out else default_out_dir(p.scenario)
+    result = api.execute(p, out)
+    summary = result.only.summary
+    _print_side_by_side(_console(), [summary])
+    _print_verdicts(result)
     print(f"trace_sha256: {summary['trace_sha256']}")
-    return EXIT_VIOLATED if v["verdict"] == "violated" else 0
+    return _exit_status(result)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
-            return _cmd_run_sim(args) if args.backend == "sim" else _cmd_run(args)
+            return _cmd_run(args)
         if args.command == "replay":
             return _cmd_replay(args)
         if args.command == "report":
             return cmd_report(args)
         if args.command == "sweep":
             return sweep.main_from_args(args)
-    except (ScenarioError, UnsupportedScenario, FaultScheduleError) as e:
+    except (ScenarioError, FaultScheduleError, BarriersimError) as e:
         print(f"barriersim: {e}", file=sys.stderr)
         return EXIT_USAGE
     except ConnectionError as e:  # e.g. no Ray cluster at --address / RAY_ADDRESS

@@ -1,7 +1,16 @@
-"""Exceptions shared by the backends, the API and the command line, in a module without heavy imports, so the
-simulator's paths (``barriersim run --backend sim``, ``barriersim replay``) import no Ray backend module.
-``barriersim.run`` re-exports ``UnsupportedScenario``."""
+"""The errors barriersim raises for bad input, in a module without heavy imports (the simulator's paths import no
+Ray backend module). Each message is one line naming the file, key or argument and the problem.
+``ScenarioError`` (a scenario file or setting) and ``FaultScheduleError`` (a fault schedule) live beside the code
+that checks them; ``barriersim`` exports them all."""
 
 
-class UnsupportedScenario(Exception):
+class BarriersimError(Exception):
+    """Bad input to barriersim; ``str()`` is the one-line message for the user."""
+
+
+class UnsupportedScenario(BarriersimError):
     """A valid scenario that this backend cannot run; the message says what and why."""
+
+
+class ArgumentError(BarriersimError, ValueError):
+    """An argument of the API or the command line that has no meaning (e.g. an unknown backend)."""

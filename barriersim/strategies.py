@@ -35,6 +35,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
+from barriersim.runtime.checkpointing_mode import ALL_MODES as MODES, CheckpointingMode
 from barriersim.runtime.faults import (
     CrashCoordinator,
     CrashTask,
@@ -48,8 +49,6 @@ from barriersim.runtime.faults import (
     SlowTask,
 )
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
-
-MODES = ("aligned", "unaligned", "aligned-with-timeout", "at-least-once")
 
 
 @st.composite
@@ -111,13 +110,12 @@ def topologies(draw, max_parallelism: int = 4, max_stages: int = 5, at_least_onc
 @st.composite
 def checkpointing_configs(draw, mode: str | None = None) -> dict:
     """A ``[checkpointing]`` table: mode, interval, alignment timeout, max concurrent, tolerable failures."""
-    mode = mode or draw(st.sampled_from(MODES))
-    exactly_once_unaligned = mode in ("unaligned", "aligned-with-timeout")
+    mode = CheckpointingMode.parse(mode or draw(st.sampled_from(MODES)))
     return {
-        "mode": mode,
+        "mode": mode.value,
         "interval_ms": draw(st.sampled_from([20, 50, 100])),
-        "aligned_checkpoint_timeout_ms": draw(st.sampled_from([5, 20])) if mode == "aligned-with-timeout" else 0,
-        "max_concurrent": 1 if exactly_once_unaligned else draw(st.integers(1, 3)),
+        "aligned_checkpoint_timeout_ms": draw(st.sampled_from([5, 20])) if mode.uses_alignment_timeout else 0,
+        "max_concurrent": mode.max_concurrent_allowed or draw(st.integers(1, 3)),
         "tolerable_failures": draw(st.integers(0, 3)),
     }
 
@@ -195,20 +193,21 @@ class SimulatedCase:
         return self.document["checkpointing"]["mode"]
 
     def scenario(self, path: str = "<generated>"):
-        from barriersim.scenarios.loader import parse_scenario
+        """The case as the scenario it runs: the document with its fault schedule and seed."""
+        from barriersim.scenarios.loader import effective_scenario, parse_scenario
 
-        return parse_scenario(self.document, path)
+        return effective_scenario(parse_scenario(self.document, path), seed=self.seed, faults=self.faults)
 
     def run(self, check_cuts: bool = True):
         """Simulate and verify; returns a ``CaseResult``. ``check_cuts``: also check that every completed
         checkpoint is a consistent cut (``runtime.sim.consistent_cut``)."""
         from barriersim.runtime.sim.job_simulation import JobSimulation
         from barriersim.runtime.verification import expected_sink_input, verify
-        from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+        from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
         scenario = self.scenario()
-        config = simulation_config(scenario, faults=self.faults)
-        splits = workload_splits(scenario, self.seed)
+        config = job_config(scenario)
+        splits = workload_splits(scenario)
         job = JobSimulation(config, splits, self.seed, record_cuts=check_cuts)
         result = job.run()
         return CaseResult(result, verify(expected_sink_input(config.graph, splits), result.committed_output,
@@ -216,14 +215,14 @@ class SimulatedCase:
                           tuple(job.consistent_cut_violations()) if check_cuts else ())
 
     def save(self, directory: Path) -> tuple[Path, str]:
-        """Write the scenario file; returns it and the one-line replay command."""
-        from barriersim.scenarios.documents import save_scenario
-        from barriersim.simulate import replay_command
+        """Write the case as a scenario file (its faults and seed included); returns it and the one-line command
+        that replays it."""
+        from barriersim.scenarios.documents import write_scenario
+        from barriersim.sim_backend import replay_command
 
         digest = hashlib.sha256(json.dumps(self.document, sort_keys=True).encode()).hexdigest()[:12]
-        name = f"case-{digest}-{self.seed}"
-        path = save_scenario(self.document, directory / f"{name}.toml")
-        return path, replay_command(self.scenario(str(path)), self.seed, self.mode, self.faults)
+        path = write_scenario(self.scenario(), directory / f"case-{digest}-{self.seed}.toml")
+        return path, replay_command(path)
 
 
 @dataclass(frozen=True)
@@ -238,10 +237,10 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
                     records: tuple[int, int] = (1000, 6000), jobmanager_faults: bool = False) -> SimulatedCase:
     checkpointing = draw(checkpointing_configs(mode))
     graph = draw(topologies(max_parallelism=max_parallelism,
-                            at_least_once_sink=checkpointing["mode"] == "at-least-once"))
-    from barriersim.scenarios.documents import scenario_document
+                            at_least_once_sink=not CheckpointingMode.parse(checkpointing["mode"]).exactly_once))
+    from barriersim.scenarios.documents import generated_document
 
-    document = scenario_document(
+    document = generated_document(
         "generated", graph, records=draw(st.integers(*records)), keys=draw(st.sampled_from([1, 10, 100])),
         zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])), rate_per_source=draw(st.sampled_from([20_000, 100_000])),
         checkpointing=checkpointing,

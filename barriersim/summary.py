@@ -1,22 +1,26 @@
-"""The run directory both backends write: ``summary.json`` and the per-checkpoint and per-subtask statistics.
+"""The run directory both backends write: the effective scenario, ``summary.json`` and the per-checkpoint and
+per-subtask statistics.
 
 How this works: ``build_summary`` lays out ``summary.json`` the same way for a Ray run and a simulated one, in
 this order: ``scenario``, ``seed``, ``backend`` (``ray`` or ``sim``), ``mode``, ``versions``, ``workload``
-(``records``, ``generated_by``, ``keys``, ``zipf_exponent``), ``checkpoints`` (Flink's counts: ``completed``,
-``aborted``, ``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
+(``records``, ``generated_by``, then the scenario's workload settings), ``checkpointing`` and ``network`` (the
+settings the run used, as the scenario file names them), ``checkpoints`` (Flink's counts: ``completed``,
+``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
 verdict's counts), ``job`` (``outcome``, ``restarts``, ``restored_checkpoint_ids``,
 ``restored_in_flight_bytes``), ``throughput`` (``records_per_second`` and the ``clock`` it was measured on:
 ``wall`` on Ray, ``virtual`` in the simulator), ``faults`` (the fault schedule run), ``faults_fired`` (each
 fault of it with ``fired``, how often it took effect, and ``first_at_ms``: ``runtime.fault_log``), then the
 backend's own sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
 ``wall_seconds`` last. ``write_run_directory`` writes it atomically (``runtime.storage``'s
-``AtomicFileWriter``) beside ``checkpoints`` and ``subtasks`` tables (CSV and Parquet, Flink's field names;
-no table without rows).
+``AtomicFileWriter``) beside ``scenario.toml`` (the effective scenario: overrides, sweep values, seed, mode and
+faults applied, so ``barriersim replay`` of it runs the same run) and the ``checkpoints`` and ``subtasks``
+tables (CSV and Parquet, Flink's field names; no table without rows).
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -25,6 +29,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
+from barriersim.scenarios.documents import scenario_document, write_scenario
 from barriersim.scenarios.loader import Scenario
 
 
@@ -54,10 +59,9 @@ def write_json_atomically(path: Path, data: dict) -> None:
 
 
 def checkpoint_counts(counts: dict[str, int]) -> dict[str, int]:
-    """The coordinator's counts (Flink's ``CheckpointStatsCounts``), with ``aborted`` as the summary names failures."""
+    """The coordinator's counts (Flink's ``CheckpointStatsCounts``)."""
     return {
         "completed": counts["completed"],
-        "aborted": counts["failed"],
         "total": counts["total"],
         "in_progress": counts["in_progress"],
         "failed": counts["failed"],
@@ -68,9 +72,7 @@ def checkpoint_counts(counts: dict[str, int]) -> dict[str, int]:
 def build_summary(
     *,
     scenario: Scenario,
-    seed: int,
     backend: str,
-    mode: str,
     generated_by: str,
     records: int,
     counts: dict[str, int],
@@ -81,23 +83,23 @@ def build_summary(
     restored_in_flight_bytes: int,
     records_per_second: float | None,
     throughput_clock: str,
-    faults: list,
     faults_fired: list,
     backend_sections: dict,
     wall_seconds: float,
 ) -> dict:
+    """``summary.json`` of a run of the effective ``scenario`` (the one its ``scenario.toml`` holds)."""
+    document = scenario_document(scenario)
     summary = {
         "scenario": scenario.name,
-        "seed": seed,
+        "seed": scenario.seed,
         "backend": backend,
-        "mode": mode,
+        "mode": scenario.checkpointing.mode.value,
         "versions": versions(),
-        "workload": {
-            "records": records,
-            "generated_by": generated_by,
-            "keys": scenario.workload.keys,
-            "zipf_exponent": scenario.workload.zipf_exponent,
-        },
+        # records: in all (a general graph's workload.records is per source vertex; scenario.toml has it)
+        "workload": {"records": records, "generated_by": generated_by,
+                     **{k: v for k, v in document["workload"].items() if k != "records"}},
+        "checkpointing": document["checkpointing"],
+        "network": document["network"],
         "checkpoints": checkpoint_counts(counts),
         "verification": verification,
         "job": {
@@ -110,7 +112,7 @@ def build_summary(
             "records_per_second": None if records_per_second is None else round(records_per_second, 1),
             "clock": throughput_clock,
         },
-        "faults": faults,
+        "faults": scenario.faults.to_plain(),
         "faults_fired": faults_fired,
     }
     summary.update(backend_sections)
@@ -118,9 +120,21 @@ def build_summary(
     return summary
 
 
-def write_run_directory(out_dir: Path, summary: dict, checkpoints: list[dict], subtasks: list[dict]) -> None:
+SCENARIO_FILE = "scenario.toml"
+
+
+def write_run_directory(out_dir: Path, scenario: Scenario, summary: dict, checkpoints: list[dict],
+                        subtasks: list[dict]) -> None:
+    """The run directory: the effective scenario (``scenario.toml``), the statistics tables, ``summary.json``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    write_scenario(scenario, out_dir / SCENARIO_FILE)
     write_table(checkpoints, out_dir / "checkpoints")
     write_table(subtasks, out_dir / "subtasks")
     write_json_atomically(out_dir / "summary.json", summary)
+
+
+def default_out_dir(scenario: Scenario, root: str | Path = "runs", suffix: str = "") -> Path:
+    """``runs/<scenario><suffix>-<UTC timestamp>``."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return Path(root) / f"{scenario.name}{suffix}-{stamp}"

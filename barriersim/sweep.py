@@ -19,7 +19,6 @@ rich progress bar; bad input costs one line naming the file and key, and exit st
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import dataclass, field, replace
@@ -30,7 +29,11 @@ import pandas as pd
 
 from barriersim import api
 from barriersim.runtime.faults import FaultScheduleError
-from barriersim.scenarios.loader import MODES, SCHEMA, Scenario, ScenarioError, expand_sweep
+from barriersim.errors import BarriersimError
+from barriersim.runtime.checkpointing_mode import ALL_MODES
+from barriersim.scenarios.loader import SCHEMA, Scenario, ScenarioError, expand_sweep
+from barriersim.spark.session import SparkOnDemand
+from barriersim.summary import default_out_dir, write_json_atomically
 
 EXIT_OK = 0
 EXIT_VIOLATED = 1
@@ -70,7 +73,7 @@ class SweepResult:
 
     out_dir: Path
     index: dict = field(repr=False)
-    runs: dict[tuple[str, str], api.RunResult] = field(repr=False)
+    runs: dict[tuple[str, str], api.ModeRun] = field(repr=False)
     table: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -96,10 +99,7 @@ def axis_types(scenario: Scenario) -> list[tuple[str, type]]:
 
 
 def _write_index(out: Path, index: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "sweep.json.tmp"
-    tmp.write_text(json.dumps(index, indent=2) + "\n")
-    os.replace(tmp, out / "sweep.json")
+    write_json_atomically(out / "sweep.json", index)
 
 
 def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None = None, modes=None,
@@ -116,46 +116,47 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     """
     s = api.as_scenario(scenario)
     points = sweep_points(s)
-    # Every point checked before the first run: a bad mode, seed or workload fails fast.
-    plans = [api.plan(p.scenario, backend=backend, mode=modes, seed=seed, faults=faults, workload=workload)
-             for p in points]
-    out_dir = Path(out) if out is not None else api.default_out(s, "-sweep")
+    # Every point checked before the first run: a bad mode, seed, fault or workload fails fast.
+    plans = [api.plan(p.scenario, backend=backend, mode=modes, seed=seed, faults=faults, workload=workload,
+                      mode_origin="--mode") for p in points]
+    plans = [replace(pl, nest=True) for pl in plans]
+    out_dir = Path(out) if out is not None else default_out_dir(s, suffix="-sweep")
     say = progress or (lambda what, done, total: None)
-    total = sum(len(pl.modes) for pl in plans)
+    total = sum(len(pl.runs) for pl in plans)
     index: dict[str, Any] = {
-        "scenario": s.name, "path": s.path, "backend": backend, "seed": plans[0].seed,
+        "scenario": s.name, "path": s.path, "backend": backend, "seed": plans[0].scenario.seed,
         "workload": plans[0].workload, "modes": modes if modes is None or isinstance(modes, str) else list(modes),
         "axes": {key: list(values) for key, values in s.sweep}, "points": [], "analytics": None,
     }
-    runs: dict[tuple[str, str], api.RunResult] = {}
+    runs: dict[tuple[str, str], api.ModeRun] = {}
     done = 0
     splits_cache: dict = {}
-    with api.SparkOnDemand(spark, address, app_name=f"barriersim-sweep-{s.name}") as session:
+    with SparkOnDemand(spark, address, app_name=f"barriersim-sweep-{s.name}") as session:
         for point, pl in zip(points, plans):
             entry = {"index": point.index, "label": point.label, "settings": point.settings, "runs": []}
             splits = None
             if pl.backend == "sim" and pl.workload == "spark":
-                key = (pl.scenario.workload, tuple((v.name, v.parallelism) for v in pl.scenario.job.graph.sources),
-                       pl.seed)
+                w = pl.scenario
+                key = (w.workload, tuple((v.name, v.parallelism) for v in w.job.graph.sources), w.seed)
                 if key not in splits_cache:
                     say(f"{point.label}: generating the workload in Spark", done, total)
-                    splits_cache[key] = api.spark_workload_splits(session.get(), pl.scenario, pl.seed)
+                    splits_cache[key] = api.spark_workload_splits(session.get(), w)
                 splits = splits_cache[key]
             # The simulator runs one mode at a time; the Ray backend runs a point's modes on one workload and one
             # start of Ray and Spark.
-            for group in ([[m] for m in pl.modes] if pl.backend == "sim" else [pl.modes]):
-                stage = f"{point.label}: {', '.join(group)}"
+            groups = [(run,) for run in pl.runs] if pl.backend == "sim" else [pl.runs]
+            for group in groups:
+                stage = f"{point.label}: {', '.join(r.checkpointing.mode.value for r in group)}"
                 say(stage, done, total)
-                results = api.execute(replace(pl, modes=group), out_dir / point.label, nest_modes=True,
-                                      address=address, splits=splits,
-                                      progress=lambda what, _f, stage=stage: say(f"{stage}: {what}", done, total))
-                for mode, result in results.items():
-                    runs[(point.label, mode)] = result
-                    v = result.summary["verification"]
+                result = api.execute(replace(pl, runs=group), out_dir / point.label, address=address, splits=splits,
+                                     progress=lambda what, _f, stage=stage: say(f"{stage}: {what}", done, total))
+                for mode, r in result.items():
+                    runs[(point.label, mode)] = r
+                    v = r.summary["verification"]
                     entry["runs"].append({
                         "mode": mode, "dir": f"{point.label}/{mode}", "verdict": v["verdict"],
                         "lost": v["lost"], "duplicated": v["duplicated"], "wrong": v["wrong"],
-                        "checkpoints": result.summary.get("checkpoints", {}),
+                        "checkpoints": r.summary.get("checkpoints", {}),
                     })
                 done += len(group)
                 say(stage, done, total)
@@ -216,7 +217,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("scenario", help="path of a scenario file (TOML) with a [sweep] table")
     parser.add_argument("--backend", choices=api.BACKENDS, default="sim",
                         help="sim: the deterministic simulator (default); ray: Ray actors with Spark on Ray")
-    parser.add_argument("--mode", choices=MODES + ("all",),
+    parser.add_argument("--mode", choices=ALL_MODES + ("all",),
                         help="checkpointing mode for every point (default: the scenario's); all: aligned, "
                              "unaligned and at-least-once")
     parser.add_argument("--out", help="sweep directory (default: runs/<scenario>-sweep-<UTC timestamp>)")
@@ -263,7 +264,6 @@ def main_from_args(args) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from barriersim.rundir import RunDirError
-    from barriersim.run import UnsupportedScenario
 
     console = Console(stderr=True)
     try:
@@ -277,7 +277,7 @@ def main_from_args(args) -> int:
             result = run_sweep(args.scenario, backend=args.backend, out=args.out, modes=args.mode, seed=args.seed,
                                workload=args.workload, address=args.address, aggregate=not args.no_analytics,
                                progress=progress)
-    except (ScenarioError, UnsupportedScenario, FaultScheduleError, RunDirError) as e:
+    except (ScenarioError, BarriersimError, FaultScheduleError, RunDirError) as e:
         print(f"barriersim sweep: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

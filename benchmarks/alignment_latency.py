@@ -4,7 +4,7 @@ figures; then Flink's own CheckpointingTimeBenchmark topology; then the shape ch
 
 How this works: every row is one deterministic simulation of ``scenarios/alignment_latency.toml`` (or
 ``scenarios/checkpointing_time_benchmark.toml``) with a few settings overridden through the loader
-(``with_setting``): the source rate (0: unthrottled, so the hot keyed subtask backpressures the sources; or a
+(``apply_settings``): the source rate (0: unthrottled, so the hot keyed subtask backpressures the sources; or a
 rate well under the bottleneck's capacity: no backpressure), the mode, the timeout, the minimum pause. The
 figures come from the run's statistics with Flink's names (``checkpoints`` and ``subtasks`` rows): medians of
 ``end_to_end_duration`` and ``persisted_data`` over the completed checkpoints that every source subtask
@@ -35,8 +35,9 @@ from typing import Any
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification import expected_sink_input, verify
 from barriersim.runtime.state.key_groups import assign_key_to_parallel_operator
-from barriersim.scenarios.loader import Scenario, load_scenario, with_setting
-from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+from barriersim.runtime.checkpointing_mode import CheckpointingMode
+from barriersim.scenarios.loader import Scenario, apply_settings, load_scenario
+from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
 ROOT = Path(__file__).resolve().parent.parent
 ALIGNMENT_SCENARIO = ROOT / "scenarios" / "alignment_latency.toml"
@@ -133,13 +134,12 @@ def _bottleneck_tasks(scenario: Scenario) -> set[str]:
 
 def measure(scenario: Scenario, mode: str, group: str, flink: str, **settings: Any) -> Row:
     """One simulated run of ``scenario`` in ``mode`` with ``settings`` (dotted keys) and its figures."""
-    for key, value in settings.items():
-        scenario = with_setting(scenario, key, value)
-    if mode == "aligned-with-timeout":
-        scenario = with_setting(scenario, "checkpointing.aligned_checkpoint_timeout_ms", ALIGNED_TIMEOUT_MS)
-    scenario = with_setting(scenario, "checkpointing.mode", mode)
-    config = simulation_config(scenario, mode)
-    splits = workload_splits(scenario, scenario.seed)
+    settings = {**settings, "checkpointing.mode": mode}
+    if CheckpointingMode.parse(mode).uses_alignment_timeout:
+        settings["checkpointing.aligned_checkpoint_timeout_ms"] = ALIGNED_TIMEOUT_MS
+    scenario = apply_settings(scenario, settings, "benchmark")
+    config = job_config(scenario)
+    splits = workload_splits(scenario)
     started = time.perf_counter()
     result = JobSimulation(config, splits, scenario.seed).run()
     wall = time.perf_counter() - started

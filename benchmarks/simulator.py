@@ -18,6 +18,7 @@ import time
 
 from hypothesis import HealthCheck, Phase, given, settings
 
+from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.job.config import JobConfig
@@ -36,7 +37,7 @@ SIXTEEN_TASKS = JobGraph(
 def measure_job(mode: str, faults: str = "[]", records: int = 400_000, rate: int = 10_000) -> dict:
     splits = {"source": local_splits(records, 1000, 1.0, 100, 4, seed=1, rate_per_source=rate)}
     config = JobConfig(SIXTEEN_TASKS, mode=mode, interval_ms=100, source_rate_per_subtask=rate,
-                              aligned_checkpoint_timeout_ms=50 if mode == "aligned-with-timeout" else 0,
+                              aligned_checkpoint_timeout_ms=50 if CheckpointingMode.parse(mode).uses_alignment_timeout else 0,
                               faults=FaultSchedule.from_json(faults), restart_delay_ms=200)
     started, cpu_started = time.perf_counter(), time.process_time()
     result = JobSimulation(config, splits, seed=7).run()

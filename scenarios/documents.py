@@ -1,21 +1,36 @@
-"""A scenario as a TOML document, for cases that were generated rather than written (property tests).
+"""A scenario as a TOML document: the effective scenario of a run written beside it, and generated cases saved as
+scenario files.
 
-How this works: ``scenario_document`` turns a job graph, the checkpointing settings and the workload size into
-the same dict a scenario file parses to (``[[job.vertex]]``/``[[job.edge]]`` form), so ``save_scenario`` can
-write it next to the run and ``barriersim replay FILE --seed N --mode M --faults JSON`` re-runs it exactly.
+How this works: ``scenario_document`` turns a loaded ``Scenario`` back into the dict a scenario file parses to,
+with every setting written out (defaults included), the job in its own form (the quickstart shorthand or
+``[[job.vertex]]``/``[[job.edge]]``), the fault schedule and the sweep axes, so that ``parse_scenario`` of it
+gives the same scenario: a run directory's ``scenario.toml`` (``write_scenario``) is exactly what the run ran,
+overrides, sweep values, seed, mode and faults included, and ``barriersim replay`` of it runs it again.
+``generated_document`` builds the document of a generated case (the Hypothesis strategies). Files are written
+with tomli-w, through a temporary file renamed into place.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
+import tomli_w
+
 from barriersim.runtime.jobgraph import JobGraph
-from barriersim.scenarios.loader import VERTEX_FIELDS
-from barriersim.scenarios.toml_writer import dumps
+from barriersim.runtime.storage.atomic_file import AtomicFileWriter
+from barriersim.scenarios.loader import SCHEMA, VERTEX_FIELDS, Scenario
 
 
-def scenario_document(name: str, graph: JobGraph, *, records: int, keys: int, zipf_exponent: float,
-                      rate_per_source: int, checkpointing: dict, seed: int = 0) -> dict:
+def _plain(value):
+    return value.value if hasattr(value, "value") and not isinstance(value, (int, float, str, bool)) else value
+
+
+def _section(spec) -> dict:
+    return {f.name: _plain(getattr(spec, f.name)) for f in fields(spec)}
+
+
+def graph_document(graph: JobGraph) -> dict:
     vertices = []
     for v in graph.vertices:
         doc = {"name": v.name, "operator": v.operator.value, "parallelism": v.parallelism,
@@ -24,16 +39,53 @@ def scenario_document(name: str, graph: JobGraph, *, records: int, keys: int, zi
         vertices.append(doc)
     edges = [{"from": e.source, "to": e.target, "partitioner": e.partitioner.value, "input": e.target_input}
              for e in graph.edges]
+    return {"vertex": vertices, "edge": edges}
+
+
+def scenario_document(scenario: Scenario) -> dict:
+    """The document ``parse_scenario`` reads back as ``scenario`` (its path aside)."""
+    job = scenario.job
+    shorthand = {k: getattr(job, k) for k in SCHEMA["job"]}
+    if not job.is_quickstart_shape:
+        shorthand = {k: v for k, v in shorthand.items()
+                     if k not in ("source_parallelism", "keyed_sum_parallelism", "sink_parallelism")}
+        shorthand.update(graph_document(job.graph))
+    doc = {
+        "scenario": {"name": scenario.name, "description": scenario.description, "seed": scenario.seed},
+        "workload": _section(scenario.workload),
+        "job": shorthand,
+        "network": _section(scenario.network),
+        "checkpointing": _section(scenario.checkpointing),
+    }
+    if len(scenario.faults):
+        doc["faults"] = scenario.faults.to_plain()
+    if scenario.sweep:
+        doc["sweep"] = {key: [_plain(v) for v in values] for key, values in scenario.sweep}
+    return doc
+
+
+def generated_document(name: str, graph: JobGraph, *, records: int, keys: int, zipf_exponent: float,
+                       rate_per_source: int, checkpointing: dict, seed: int = 0) -> dict:
+    """The document of a generated case: a job graph, its checkpointing table and the workload's size."""
     return {
         "scenario": {"name": name, "seed": seed},
         "workload": {"records": records, "keys": keys, "zipf_exponent": float(zipf_exponent),
                      "rate_per_source": rate_per_source},
         "checkpointing": checkpointing,
-        "job": {"vertex": vertices, "edge": edges},
+        "job": graph_document(graph),
     }
 
 
+def dumps(document: dict) -> str:
+    return tomli_w.dumps(document)
+
+
 def save_scenario(document: dict, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dumps(document), encoding="utf-8")
+    """Write ``document`` as a TOML file (atomically: a temporary file renamed into place)."""
+    path = Path(path)
+    AtomicFileWriter().write(path, dumps(document).encode("utf-8"))
     return path
+
+
+def write_scenario(scenario: Scenario, path: Path) -> Path:
+    return save_scenario(scenario_document(scenario), path)

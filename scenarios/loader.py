@@ -22,10 +22,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
+from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode, checkpointing_problem
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
 
-MODES = ("aligned", "unaligned", "aligned-with-timeout", "at-least-once")
+SETTABLE_SECTIONS = ("workload", "checkpointing", "network")  # what overrides and sweeps may set, as "section.key"
 
 
 class ScenarioError(Exception):
@@ -105,7 +106,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "min_buffer_size": Field(int, 256, _between(1, 1024)),
     },
     "checkpointing": {
-        "mode": Field(str, "aligned", _one_of(*MODES)),
+        "mode": Field(str, CheckpointingMode.ALIGNED.value, _one_of(*ALL_MODES)),
         "interval_ms": Field(int, 1000, _at_least(10)),
         "timeout_ms": Field(int, 600_000, _at_least(1)),
         "aligned_checkpoint_timeout_ms": Field(int, 0, _at_least(0)),
@@ -179,7 +180,7 @@ class NetworkSpec:
 
 @dataclass(frozen=True)
 class CheckpointingSpec:
-    mode: str
+    mode: CheckpointingMode
     interval_ms: int
     timeout_ms: int
     aligned_checkpoint_timeout_ms: int = 0
@@ -307,26 +308,20 @@ def _parse_sweep(path: str, given: Any) -> tuple[tuple[str, tuple], ...]:
         raise ScenarioError(path, "sweep", "must be a table of dotted keys to lists of values")
     axes = []
     for key, values in given.items():
-        section, _, name = key.partition(".")
-        if section not in ("workload", "checkpointing", "network") or name not in SCHEMA[section]:
-            raise ScenarioError(path, f"sweep.{key}", "must name a workload, checkpointing or network key, e.g. \"workload.zipf_exponent\"")
+        _settable_field(path, "sweep", key)
         if not isinstance(values, list) or not values:
             raise ScenarioError(path, f"sweep.{key}", "must be a non-empty list of values")
-        for v in values:
-            _coerce(path, f"sweep.{key}", SCHEMA[section][name], v)
-        axes.append((key, tuple(values)))
+        axes.append((key, tuple(check_setting(path, "sweep", key, v) for v in values)))
     return tuple(axes)
 
 
-def _check_cross_rules(path: str, cp: CheckpointingSpec) -> None:
-    if cp.mode in ("unaligned", "aligned-with-timeout") and cp.max_concurrent != 1:
-        raise ScenarioError(path, "checkpointing.max_concurrent",
-                            "unaligned checkpoints allow at most 1 concurrent checkpoint (as in Flink)")
-    if cp.mode == "aligned-with-timeout" and cp.aligned_checkpoint_timeout_ms <= 0:
-        raise ScenarioError(path, "checkpointing.aligned_checkpoint_timeout_ms", "must be > 0 in aligned-with-timeout mode")
-    if cp.mode != "aligned-with-timeout" and cp.aligned_checkpoint_timeout_ms > 0:
-        raise ScenarioError(path, "checkpointing.aligned_checkpoint_timeout_ms",
-                            "applies only to mode \"aligned-with-timeout\"")
+def _check_cross_rules(path: str, cp: CheckpointingSpec, origin: str = "") -> None:
+    """The one rule on a mode with its settings (``runtime.checkpointing_mode.checkpointing_problem``);
+    ``origin`` says where a mode that is not the file's came from."""
+    problem = checkpointing_problem(cp.mode, cp.max_concurrent, cp.aligned_checkpoint_timeout_ms)
+    if problem is not None:
+        key, text = problem
+        raise ScenarioError(path, key, f"{text} ({origin})" if origin else text)
 
 
 def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
@@ -339,7 +334,8 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
     for section in ("scenario", "workload", "network", "checkpointing"):
         plain[section] = _table(path, section, data.get(section, {}), SCHEMA[section])
     job = _parse_job(path, data.get("job", {}))
-    checkpointing = CheckpointingSpec(**plain["checkpointing"])
+    checkpointing = CheckpointingSpec(**{**plain["checkpointing"],
+                                         "mode": CheckpointingMode.parse(plain["checkpointing"]["mode"])})
     _check_cross_rules(path, checkpointing)
     try:
         faults = FaultSchedule.from_plain(data.get("faults", []))
@@ -384,25 +380,81 @@ def with_overrides(scenario: Scenario, **changes: Any) -> Scenario:
 
 
 def with_setting(scenario: Scenario, dotted_key: str, value: Any) -> Scenario:
-    """A copy with one ``section.key`` of workload, checkpointing or network replaced."""
+    """A copy with one ``section.key`` of workload, checkpointing or network replaced (unchecked: see
+    ``apply_setting``)."""
     section, _, name = dotted_key.partition(".")
     current = getattr(scenario, section)
     values = {f.name: getattr(current, f.name) for f in fields(current)}
-    values[name] = value
+    values[name] = CheckpointingMode.parse(value) if dotted_key == "checkpointing.mode" else value
     return with_overrides(scenario, **{section: type(current)(**values)})
 
 
+def check_setting(path: str, where: str, dotted_key: Any, value: Any) -> Any:
+    """``value`` for ``section.key`` checked as the scenario file's would be (type and range; the key named
+    ``where.section.key`` in the error), returned as the file would hold it."""
+    return _coerce(path, f"{where}.{dotted_key}", _settable_field(path, where, dotted_key), value)
+
+
+def _settable_field(path: str, where: str, dotted_key: Any) -> Field:
+    section, _, name = str(dotted_key).partition(".")
+    if section not in SETTABLE_SECTIONS or name not in SCHEMA[section]:
+        raise ScenarioError(path, f"{where}.{dotted_key}",
+                            "must name a workload, checkpointing or network key, e.g. \"workload.zipf_exponent\"")
+    return SCHEMA[section][name]
+
+
+def apply_settings(scenario: Scenario, settings: dict[str, Any], where: str, origin: str | None = None) -> Scenario:
+    """``scenario`` with ``section.key`` settings replaced, each checked as the file's values are
+    (``check_setting``, naming the key ``where.section.key``), then the rules that span keys (``origin``: where the
+    settings came from, for their message): the one checker of overrides, sweep points and modes given from
+    outside the file. A mode set without a timeout drops the file's aligned-checkpoint timeout unless the mode
+    uses it (the timeout applies only in aligned-with-timeout mode)."""
+    for key, value in settings.items():
+        scenario = with_setting(scenario, str(key), check_setting(scenario.path, where, key, value))
+    if ("checkpointing.mode" in settings and "checkpointing.aligned_checkpoint_timeout_ms" not in settings
+            and not scenario.checkpointing.mode.uses_alignment_timeout):
+        scenario = with_setting(scenario, "checkpointing.aligned_checkpoint_timeout_ms", 0)
+    _check_cross_rules(scenario.path, scenario.checkpointing, origin or f"with {where} {_shown(settings)}")
+    return scenario
+
+
+def _shown(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{k} = {v!r}" for k, v in settings.items())
+
+
+def in_mode(scenario: Scenario, mode: CheckpointingMode | str, origin: str = "the mode given") -> Scenario:
+    """``scenario`` run in ``mode`` (``apply_settings``): a mode its settings do not allow (aligned-with-timeout
+    without a timeout, an unaligned mode with more than one concurrent checkpoint) is a ``ScenarioError`` naming
+    the key and ``origin``."""
+    mode = CheckpointingMode.parse(mode, "mode")
+    if mode is scenario.checkpointing.mode:
+        return scenario
+    return apply_settings(scenario, {"checkpointing.mode": mode.value}, "mode", f"mode {mode.value} from {origin}")
+
+
 def expand_sweep(scenario: Scenario) -> list[tuple[dict[str, Any], Scenario]]:
-    """The run matrix of a ``[sweep]``: every combination of its axes, each as (settings, scenario)."""
+    """The run matrix of a ``[sweep]``: every combination of its axes, each as (settings, scenario) with the
+    settings applied (``apply_settings``) and no ``[sweep]`` table left."""
     if not scenario.sweep:
         return [({}, scenario)]
     keys = [k for k, _ in scenario.sweep]
+    base = with_overrides(scenario, sweep=())
     runs = []
     for combo in itertools.product(*(values for _, values in scenario.sweep)):
-        s = scenario
         settings = dict(zip(keys, combo))
-        for key, value in settings.items():
-            s = with_setting(s, key, value)
-        _check_cross_rules(s.path, s.checkpointing)
-        runs.append((settings, s))
+        runs.append((settings, apply_settings(base, settings, "sweep")))
     return runs
+
+
+def effective_scenario(scenario: Scenario, *, mode: CheckpointingMode | str | None = None, seed: int | None = None,
+                       faults: FaultSchedule | None = None, origin: str = "the mode given") -> Scenario:
+    """What a run of ``scenario`` runs: in ``mode`` (``in_mode``), with ``seed`` and ``faults`` replacing the file's
+    when given (faults checked against the job graph: ``FaultScheduleError``)."""
+    if mode is not None:
+        scenario = in_mode(scenario, mode, origin)
+    if seed is not None:
+        scenario = with_overrides(scenario, seed=seed)
+    if faults is not None:
+        faults.check_against(scenario.job.graph)
+        scenario = with_overrides(scenario, faults=faults)
+    return scenario

@@ -1,7 +1,7 @@
-"""From a scenario to what a job run needs: the simulation settings and the workload splits per source.
+"""From a scenario to what a job run needs: the job's settings and the workload splits per source.
 
-How this works: ``simulation_config`` maps the scenario's job graph, checkpointing, network and fault sections
-onto ``runtime.job.config.JobConfig`` (the same for the simulator and the Ray backend);
+How this works: ``job_config`` maps the (effective) scenario's job graph, checkpointing, network, rate and fault
+sections onto ``runtime.job.config.JobConfig`` (the same for the simulator and the Ray backend);
 ``workload_splits`` draws every source vertex's workload locally with the same per-record draws Spark uses
 (``scenarios.workload.draw_columns``): source vertex ``k`` gets seed ``seed + k`` and record ids offset by
 ``k * 10**9`` so records of different sources never share an id.
@@ -9,7 +9,6 @@ onto ``runtime.job.config.JobConfig`` (the same for the simulator and the Ray ba
 
 from __future__ import annotations
 
-from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.stream_task import NetworkConfig
@@ -17,19 +16,16 @@ from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.workload import SOURCE_ID_STRIDE, local_splits
 
 
-def simulation_config(scenario: Scenario, mode: str | None = None, faults: FaultSchedule | None = None) -> JobConfig:
+def job_config(scenario: Scenario) -> JobConfig:
+    """The job's settings from the (effective) scenario: its mode, checkpointing, network, rate and faults."""
     cp, net = scenario.checkpointing, scenario.network
-    mode = mode or cp.mode
-    timeout = cp.aligned_checkpoint_timeout_ms if mode == "aligned-with-timeout" else 0
-    if mode == "aligned-with-timeout" and timeout <= 0:
-        timeout = 500  # a scenario written for another mode, run with --mode aligned-with-timeout
     return JobConfig(
         graph=scenario.job.graph,
-        mode=mode,
+        mode=cp.mode,
         interval_ms=cp.interval_ms,
         timeout_ms=cp.timeout_ms,
-        aligned_checkpoint_timeout_ms=timeout,
-        max_concurrent=1 if mode in ("unaligned", "aligned-with-timeout") else cp.max_concurrent,
+        aligned_checkpoint_timeout_ms=cp.aligned_checkpoint_timeout_ms,
+        max_concurrent=cp.max_concurrent,
         min_pause_ms=cp.min_pause_ms,
         tolerable_failures=cp.tolerable_failures,
         max_retained=cp.max_retained,
@@ -48,12 +44,13 @@ def simulation_config(scenario: Scenario, mode: str | None = None, faults: Fault
         latency_us_mean=net.latency_us_mean,
         latency_us_jitter=net.latency_us_jitter,
         source_rate_per_subtask=scenario.workload.rate_per_source,
-        faults=scenario.faults if faults is None else faults,
+        faults=scenario.faults,
     )
 
 
-def workload_splits(scenario: Scenario, seed: int) -> dict[str, list[list[tuple]]]:
-    w = scenario.workload
+def workload_splits(scenario: Scenario) -> dict[str, list[list[tuple]]]:
+    """Every source vertex's splits, drawn locally from the scenario's workload and seed."""
+    w, seed = scenario.workload, scenario.seed
     out = {}
     for k, source in enumerate(scenario.job.graph.sources):
         out[source.name] = local_splits(w.records, w.keys, w.zipf_exponent, w.max_value, source.parallelism,

@@ -68,7 +68,7 @@ def _runs_section(tables: RunTables) -> str:
         c = run.summary.get("checkpoints") or {}
         rows.append({"run": run.label, "mode": run.mode, "scenario": run.scenario, "seed": run.seed,
                      "zipf_exponent": run.zipf_exponent, "completed": c.get("completed"),
-                     "aborted": c.get("aborted"), "verdict": v.get("verdict")})
+                     "failed": c.get("failed"), "verdict": v.get("verdict")})
     return "<h2>Runs</h2>" + _table(pd.DataFrame(rows))
 
 

@@ -21,7 +21,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-MODE_ORDER = ("aligned", "aligned-with-timeout", "unaligned", "at-least-once")
+from barriersim.runtime.checkpointing_mode import ALL_MODES  # noqa: E402
+
+MODE_ORDER = ALL_MODES  # the one list of the modes
 PHASES = (
     ("start delay", "first_barrier", "#9e9e9e"),
     ("alignment", "alignment_end", "#e4572e"),

@@ -71,6 +71,29 @@ _ARROW_TO_SPARK = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int6
                    "large_string": "string", "bool": "boolean"}
 
 
+# Columns that hold only nulls in a run without failures are stored with Arrow's null type, which Spark cannot
+# read; they are read as typed nulls instead.
+_NULL_COLUMN_TYPES = {"failure_timestamp": "bigint", "failure_message": "string", "failure_reason": "string",
+                      "external_path": "string"}
+
+
+def parquet_to_spark(spark, path: Path, mode: str | None = None):
+    """A run's Parquet table as a Spark DataFrame, typed as stored (null-typed columns as typed nulls), with a
+    ``mode`` column first when given."""
+    from pyspark.sql import functions as F
+
+    if not path.exists():
+        return spark.createDataFrame([], "id bigint")
+    schema = pq.read_schema(str(path))
+    typed = [(n, _ARROW_TO_SPARK.get(str(schema.field(n).type))) for n in schema.names]
+    ddl = ", ".join(f"`{n}` {t}" for n, t in typed if t)
+    df = spark.read.schema(ddl).parquet(str(path))
+    cols = [F.col(f"`{n}`") if t else F.lit(None).cast(_NULL_COLUMN_TYPES.get(n, "string")).alias(n) for n, t in typed]
+    if mode is not None:
+        cols.insert(0, F.lit(mode).alias("mode"))
+    return df.select(*cols)
+
+
 def _file_schema(path: Path, wanted: dict[str, str]) -> str:
     """A Spark DDL schema for the ``wanted`` columns the Parquet file has, typed as stored. Giving Spark the
     schema spares it the job it would run to infer one from the file footer."""

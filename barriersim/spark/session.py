@@ -163,3 +163,39 @@ class RayAndSpark:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def ray_address(address: str | None) -> str | None:
+    """The cluster to attach to: ``address``, else ``RAY_ADDRESS`` (Ray's convention), else None (start one)."""
+    return address or os.environ.get("RAY_ADDRESS") or None
+
+
+class SparkOnDemand:
+    """A SparkSession for as long as it is needed: the caller's, or Spark on Ray started on first use and
+    stopped by ``close``."""
+
+    def __init__(self, spark=None, address: str | None = None, app_name: str = "barriersim-api"):
+        self._given = spark
+        self._address = address
+        self._app_name = app_name
+        self._cluster = None
+
+    def get(self):
+        if self._given is not None:
+            return self._given
+        if self._cluster is None:
+            cluster = RayAndSpark(app_name=self._app_name, address=ray_address(self._address))
+            cluster.__enter__()
+            self._cluster = cluster
+        return self._cluster.spark
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            cluster, self._cluster = self._cluster, None
+            cluster.close()
+
+    def __enter__(self) -> "SparkOnDemand":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,8 +1,8 @@
 """Atomic file writes with a fault-injection hook: a file is either absent or complete, never half-written.
 
 How this works: ``AtomicFileWriter.write`` writes the bytes to a temporary file in the target's directory
-(``.<name>.<random>.tmp``), flushes and fsyncs it, then ``os.replace``s it onto the target (atomic on POSIX)
-and fsyncs the directory. A crash before the rename leaves at most a temporary file that nothing reads, so a
+(``.<name>.<random>.tmp``), flushes and fsyncs it, gives it the mode a plain ``open()`` would (0666 less the
+umask), then ``os.replace``s it onto the target (atomic on POSIX) and fsyncs the directory. A crash before the rename leaves at most a temporary file that nothing reads, so a
 checkpoint directory counts as complete only once its ``_metadata`` exists. ``fail_next_write`` arms a
 ``WriteFault`` for the next write, which simulates a failing or crashing storage write (used by tests and
 the simulator's "fail a checkpoint storage write" fault): the write raises ``CheckpointStorageWriteError``
@@ -70,6 +70,7 @@ class AtomicFileWriter:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+                os.fchmod(f.fileno(), _FILE_MODE)  # mkstemp makes it 0600; a finished file is as any other
             if fault is WriteFault.CRASH_BEFORE_RENAME:
                 crashed = True
                 raise CheckpointStorageWriteError(f"{path}: injected crash before renaming {tmp} into place")
@@ -82,6 +83,22 @@ class AtomicFileWriter:
             if not crashed and os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+
+
+def _file_mode() -> int:
+    """0666 less the process's umask, as ``open()`` would create a file (read without changing the umask:
+    ``/proc/self/status`` on Linux, else the usual 022)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o644
+
+
+_FILE_MODE = _file_mode()
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, Phase, given, note, seed, settings
 from barriersim.actors.graph_runner import run_graph_on_ray
 from barriersim.runtime.verification import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import load_scenario
-from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+from barriersim.scenarios.loader import effective_scenario
+from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from barriersim.strategies import MODES, simulated_cases
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_cluster")]
@@ -43,8 +44,9 @@ def with_real_time_checkpoint_timeout(case):
 
 def run_on_ray(case):
     scenario = case.scenario()
-    config = simulation_config(scenario, faults=case.faults)
-    splits = workload_splits(scenario, case.seed)
+    scenario = effective_scenario(scenario, seed=case.seed, faults=case.faults)
+    config = job_config(scenario)
+    splits = workload_splits(scenario)
     with tempfile.TemporaryDirectory() as root:
         result = run_graph_on_ray(config, splits, root, f"generated-{case.seed}", seed=case.seed, timeout_seconds=180)
     verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
@@ -98,8 +100,8 @@ def check(mode: str, result, verdict) -> None:
 def test_cases_the_ray_hunt_found_stay_fixed(path):
     """Cases a random hunt of this property found, kept as scenario files (faults and seed included)."""
     scenario = load_scenario(path)
-    config = simulation_config(scenario)
-    splits = workload_splits(scenario, scenario.seed)
+    config = job_config(scenario)
+    splits = workload_splits(scenario)
     with tempfile.TemporaryDirectory() as root:
         result = run_graph_on_ray(config, splits, root, f"found-{path.stem}", seed=scenario.seed, timeout_seconds=180)
     verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,

@@ -47,7 +47,7 @@ def test_splits_cut_from_arrow_blocks_equal_the_simulators_local_splits():
             blocks.append(pa.Table.from_batches([batch]))
     blocks = blocks[1::2] + blocks[::2]
 
-    expected = workload_splits(scenario, scenario.seed)
+    expected = workload_splits(scenario)
     assert set(expected) == {"left", "right"}
     for k, vertex in enumerate(scenario.job.graph.sources):
         cut = _cut_splits_of(k, vertex.parallelism, *blocks)

@@ -10,10 +10,10 @@ import pytest
 
 import barriersim
 from barriersim import api
-from barriersim.run import UnsupportedScenario
+from barriersim.errors import UnsupportedScenario
 from barriersim.runtime.faults import FaultScheduleError
-from barriersim.scenarios.loader import ScenarioError, load_scenario
-from barriersim.simulate import simulate_scenario
+from barriersim.scenarios.loader import ScenarioError, effective_scenario, load_scenario
+from barriersim.sim_backend import simulate
 from tests.api.scenarios import TINY, TWO_SOURCES, write
 
 
@@ -23,8 +23,9 @@ def tiny(tmp_path):
 
 
 def test_run_returns_the_run_directory_as_dataframes(tiny, tmp_path):
-    result = barriersim.run(tiny, out=tmp_path / "run")
-    assert isinstance(result, api.RunResult)
+    results = barriersim.run(tiny, out=tmp_path / "run")
+    assert isinstance(results, api.RunResult) and list(results) == ["aligned"]
+    result = results.only
     assert result.out_dir == tmp_path / "run"
     on_disk = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert result.summary == on_disk
@@ -49,19 +50,18 @@ def test_run_returns_the_run_directory_as_dataframes(tiny, tmp_path):
     assert (acks <= done).all() and acks.max() == 5  # two sources, two keyed sums, one sink
 
 
-def test_barriersim_run_is_also_the_ray_backend_module():
-    import barriersim.run as ray_run_module
-
-    assert callable(barriersim.run)
-    assert ray_run_module is barriersim.run
-    assert barriersim.run.run_scenario is __import__("barriersim.run", fromlist=["run_scenario"]).run_scenario
+def test_barriersim_exports_run_and_the_errors_it_raises():
+    assert barriersim.run is api.run
     assert barriersim.RunResult is api.RunResult
+    assert barriersim.ScenarioError is ScenarioError and barriersim.FaultScheduleError is FaultScheduleError
+    assert barriersim.UnsupportedScenario is UnsupportedScenario
+    assert issubclass(barriersim.ArgumentError, ValueError)
 
 
-def test_same_trace_as_simulate_scenario(tiny, tmp_path):
+def test_same_trace_as_the_simulator_backend(tiny, tmp_path):
     scenario = load_scenario(tiny)
-    direct = simulate_scenario(scenario, tmp_path / "direct", seed=5, mode="unaligned")
-    result = barriersim.run(scenario, out=tmp_path / "api", seed=5, mode="unaligned")
+    direct = simulate(effective_scenario(scenario, seed=5, mode="unaligned"), tmp_path / "direct")
+    result = barriersim.run(scenario, out=tmp_path / "api", seed=5, mode="unaligned").only
     assert result.summary["trace_sha256"] == direct["trace_sha256"]
     assert result.summary["seed"] == 5 and result.mode == "unaligned"
     assert result.checkpoints.equals(pd.read_parquet(tmp_path / "direct" / "checkpoints.parquet"))
@@ -69,7 +69,7 @@ def test_same_trace_as_simulate_scenario(tiny, tmp_path):
 
 def test_mode_all_gives_one_result_per_mode(tiny, tmp_path):
     results = barriersim.run(tiny, out=tmp_path / "all", mode="all")
-    assert isinstance(results, api.RunResults)
+    assert isinstance(results, api.RunResult)
     assert list(results) == ["aligned", "unaligned", "at-least-once"]
     for mode, r in results.items():
         assert r.out_dir == tmp_path / "all" / mode
@@ -83,27 +83,27 @@ def test_mode_all_gives_one_result_per_mode(tiny, tmp_path):
 
 
 def test_overrides_change_the_scenario(tiny, tmp_path):
-    result = barriersim.run(tiny, out=tmp_path / "o", overrides={"workload.records": 200, "checkpointing.interval_ms": 1000})
+    result = barriersim.run(tiny, out=tmp_path / "o",
+                            overrides={"workload.records": 200, "checkpointing.interval_ms": 1000}).only
     assert result.summary["workload"]["records"] == 200
     triggers = result.checkpoints.sort_values("id")["trigger_timestamp"]
     assert len(triggers) >= 2 and triggers.diff().dropna().min() >= 1000
-    default = barriersim.run(tiny, out=tmp_path / "d")
+    default = barriersim.run(tiny, out=tmp_path / "d").only
     assert default.checkpoints.sort_values("id")["trigger_timestamp"].diff().dropna().min() < 1000
 
 
 def test_a_general_graph_with_two_source_vertices(tmp_path):
-    result = barriersim.run(write(tmp_path, TWO_SOURCES), out=tmp_path / "two")
+    result = barriersim.run(write(tmp_path, TWO_SOURCES), out=tmp_path / "two").only
     assert result.summary["workload"]["records"] == 2 * 300
     assert result.verdict == "exactly-once"
     assert set(result.subtasks["task"].str.partition("#")[0]) == {"left", "right", "both", "sum", "sink"}
 
 
 def test_precomputed_splits_give_the_same_run_and_record_their_origin(tiny, tmp_path):
-    scenario = load_scenario(tiny)
-    plain = api.simulate(scenario, tmp_path / "plain", seed=3, mode="aligned", faults=None)
-    splits = api.local_workload_splits(scenario, 3)
-    given = api.simulate(scenario, tmp_path / "given", seed=3, mode="aligned", faults=None, splits=splits,
-                         generated_by="spark")
+    scenario = effective_scenario(load_scenario(tiny), seed=3, mode="aligned")
+    plain = simulate(scenario, tmp_path / "plain")
+    splits = api.local_workload_splits(scenario)
+    given = simulate(scenario, tmp_path / "given", splits=splits, generated_by="spark")
     assert given["trace_sha256"] == plain["trace_sha256"]
     assert given["workload"]["generated_by"] == "spark"
     assert json.loads((tmp_path / "given" / "summary.json").read_text())["workload"]["generated_by"] == "spark"
@@ -111,11 +111,11 @@ def test_precomputed_splits_give_the_same_run_and_record_their_origin(tiny, tmp_
 
 def test_faults_given_as_plain_tables_or_json(tiny, tmp_path):
     crash = [{"type": "crash_task", "task": "keyed-sum#0", "at_ms": 5}]
-    result = barriersim.run(tiny, out=tmp_path / "f", faults=crash)
+    result = barriersim.run(tiny, out=tmp_path / "f", faults=crash).only
     assert result.summary["faults"] == crash
     assert result.summary["simulation"]["restarts"] >= 1
     assert result.verdict == "exactly-once"
-    again = barriersim.run(tiny, out=tmp_path / "g", faults=json.dumps(crash))
+    again = barriersim.run(tiny, out=tmp_path / "g", faults=json.dumps(crash)).only
     assert again.summary["trace_sha256"] == result.summary["trace_sha256"]
 
 

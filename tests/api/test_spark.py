@@ -36,11 +36,11 @@ def test_spark_workload_gives_the_local_splits_and_the_same_run(spark, tmp_path,
     spark_workload_splits = api.spark_workload_splits
     monkeypatch.setattr(api, "spark_workload_splits", spy)
     path = write(tmp_path, TWO_SOURCES)
-    local = barriersim.run(path, out=tmp_path / "local")
-    generated = barriersim.run(path, out=tmp_path / "spark", workload="spark", spark=spark)
+    local = barriersim.run(path, out=tmp_path / "local").only
+    generated = barriersim.run(path, out=tmp_path / "spark", workload="spark", spark=spark).only
 
     [from_spark] = generated_splits
-    assert from_spark == api.local_workload_splits(load_scenario(path), 11)
+    assert from_spark == api.local_workload_splits(load_scenario(path))  # the file's seed, 11
     assert [len(s) for s in from_spark["left"]] == [150, 150] and [len(s) for s in from_spark["right"]] == [100] * 3
     assert from_spark["right"][0][0][0] == 10**9  # record ids of the second source vertex start at 10**9
     assert generated.summary["workload"]["generated_by"] == "spark"

@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from barriersim.scenarios.loader import load_scenario
 from barriersim.spark.analytics import read_analytics
 from tests.e2e.processes import MARKER_VARIABLE, marked_environment, stray_processes
 
@@ -25,8 +26,9 @@ FLINK_CHECKPOINT_FIELDS = {
     "checkpointed_size", "state_size", "alignment_buffered", "processed_data", "persisted_data",
     "num_subtasks", "num_acknowledged_subtasks", "checkpoint_type",
 }
-SUMMARY_KEYS = ["scenario", "seed", "backend", "mode", "versions", "workload", "checkpoints", "verification", "job",
-                "throughput", "faults", "faults_fired", "spark", "timings_seconds", "ray", "wall_seconds"]
+SUMMARY_KEYS = ["scenario", "seed", "backend", "mode", "versions", "workload", "checkpointing", "network",
+                "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "timings_seconds",
+                "ray", "wall_seconds"]
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
 
@@ -56,6 +58,10 @@ def check_run_directory(out: Path, mode: str, seed: int) -> dict:
     assert summary["checkpoints"]["completed"] >= 2
     assert summary["faults"] == summary["faults_fired"] == []
     assert summary["wall_seconds"] > 0
+    # the effective scenario the run ran, and its checkpointing settings in the summary
+    ran = load_scenario(out / "scenario.toml")
+    assert (ran.seed, ran.checkpointing.mode.value) == (seed, mode)
+    assert summary["checkpointing"]["mode"] == mode and summary["checkpointing"]["interval_ms"] == 400
 
     # Per-checkpoint and per-subtask statistics with Flink's names, consistent with the summary.
     with open(out / "checkpoints.csv") as f:

@@ -16,9 +16,10 @@ import json
 import sys
 from pathlib import Path
 
+from barriersim.runtime.checkpointing_mode import ALL_MODES as MODES
+
 GOLDEN = Path(__file__).with_name("golden.json")
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"
-MODES = ("aligned", "unaligned", "aligned-with-timeout", "at-least-once")
 
 
 def _digest(rows) -> str:
@@ -29,13 +30,16 @@ def _digest(rows) -> str:
 def _run(scenario, mode, seed, faults=None):
     from barriersim.runtime.sim.job_simulation import JobSimulation
     from barriersim.runtime.verification import expected_sink_input, verify
-    from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+    from barriersim.scenarios.loader import effective_scenario
+    from barriersim.scenarios.simulation_inputs import job_config, workload_splits
+    from tests.modes import in_test_mode
 
-    config = simulation_config(scenario, mode, faults)
-    splits = workload_splits(scenario, seed)
+    scenario = effective_scenario(in_test_mode(scenario, mode), seed=seed, faults=faults)
+    config = job_config(scenario)
+    splits = workload_splits(scenario)
     result = JobSimulation(config, splits, seed).run()
     verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=mode == "at-least-once")
+                     at_least_once=not config.mode.exactly_once)
     return result, verdict
 
 

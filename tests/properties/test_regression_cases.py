@@ -8,7 +8,8 @@ import pytest
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import load_scenario
-from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+from tests.modes import in_test_mode
+from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.toml"))
 
@@ -17,8 +18,9 @@ CASES = sorted((Path(__file__).parent / "cases").glob("*.toml"))
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "aligned-with-timeout", "at-least-once"])
 def test_found_cases_stay_fixed(path, mode):
     scenario = load_scenario(path)
-    config = simulation_config(scenario, mode=mode)
-    splits = workload_splits(scenario, scenario.seed)
+    scenario = in_test_mode(scenario, mode)
+    config = job_config(scenario)
+    splits = workload_splits(scenario)
     job = JobSimulation(config, splits, scenario.seed, record_cuts=True)
     result = job.run()
     assert verify(expected_sink_input(config.graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from barriersim.scenarios.loader import load_scenario
+
 ROOT = Path(__file__).parents[2]
 QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
 
@@ -35,7 +37,10 @@ def test_replay_reproduces_a_faulty_run_byte_for_byte(tmp_path):
     assert first.returncode == 0, first.stderr
     a = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert a["simulation"]["restarts"] == 1 and a["verification"]["verdict"] == "exactly-once"
-    assert a["replay"].startswith("barriersim replay ") and "--faults" in a["replay"]
+    # the printed command re-runs the run's own scenario.toml, which holds the seed, mode and faults it ran with
+    assert a["replay"] == f"barriersim replay {tmp_path / 'a' / 'scenario.toml'}"
+    ran = load_scenario(tmp_path / "a" / "scenario.toml")
+    assert (ran.seed, ran.checkpointing.mode.value, ran.faults.to_plain()) == (9, "unaligned", json.loads(faults))
     args = a["replay"].split(" ", 2)[2]  # the printed command, run again as printed
     import shlex
     again = cli("replay", *shlex.split(args), "--out", str(tmp_path / "b"))

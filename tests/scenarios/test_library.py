@@ -10,8 +10,9 @@ from barriersim.runtime.jobgraph import OperatorKind, Partitioner
 from barriersim.runtime.job.config import JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification import Verdict, expected_sink_input, verify
-from barriersim.scenarios.loader import MODES, Scenario, expand_sweep, load_scenario, with_setting
-from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+from barriersim.scenarios.loader import Scenario, expand_sweep, load_scenario, with_setting
+from tests.modes import ALL_MODES, in_test_mode
+from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
 SCENARIOS = Path(__file__).parents[2] / "scenarios"
 LIBRARY = sorted(SCENARIOS.glob("*.toml"))
@@ -20,8 +21,9 @@ SMALL_RECORDS = 3000
 
 
 def simulate(scenario: Scenario, mode: str):
-    config = simulation_config(scenario, mode)
-    splits = workload_splits(scenario, scenario.seed)
+    scenario = in_test_mode(scenario, mode)
+    config = job_config(scenario)
+    splits = workload_splits(scenario)
     result = JobSimulation(config, splits, scenario.seed).run()
     return result, verify(expected_sink_input(config.graph, splits), result.committed_output)
 
@@ -43,7 +45,7 @@ def test_each_file_loads_and_is_named_after_its_file(path):
     assert s.workload.records <= 100_000  # sized for a Ray run well under a minute
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", ALL_MODES)
 @pytest.mark.parametrize("path", LIBRARY, ids=NAMES)
 def test_each_file_runs_in_every_mode_and_verifies(path, mode):
     result, verdict = simulate(small(load_scenario(path)), mode)

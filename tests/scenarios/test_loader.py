@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.scenarios.loader import ScenarioError, load_scenario
 
 QUICKSTART = Path(__file__).parents[2] / "scenarios" / "quickstart.toml"
@@ -21,7 +22,7 @@ def test_quickstart_loads_with_its_values():
     s = load_scenario(QUICKSTART)
     assert s.name == "quickstart"
     assert (s.job.source_parallelism, s.job.keyed_sum_parallelism, s.job.sink_parallelism) == (2, 2, 1)
-    assert s.checkpointing.mode == "aligned"
+    assert s.checkpointing.mode is CheckpointingMode.ALIGNED
     assert s.workload.records >= 10_000
 
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from barriersim.runtime.faults import CrashTask, ProtocolPoint
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
 from barriersim.scenarios.loader import ScenarioError, expand_sweep, load_scenario, parse_scenario
-from barriersim.scenarios.toml_writer import dumps
+from barriersim.scenarios.documents import dumps
 
 GRAPH_DOC = {
     "scenario": {"name": "two-input", "seed": 3},

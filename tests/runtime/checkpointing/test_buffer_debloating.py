@@ -19,7 +19,8 @@ from barriersim.runtime.network.input.single_input_gate import SingleInputGate
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.loader import load_scenario, with_setting
-from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+from barriersim.scenarios.loader import effective_scenario
+from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
 CTB = Path(__file__).resolve().parents[3] / "scenarios" / "checkpointing_time_benchmark.toml"
 
@@ -121,7 +122,8 @@ def test_partition_cuts_buffers_opened_after_the_announcement_at_the_new_size():
 def checkpointing_time_benchmark(debloat: bool):
     scenario = with_setting(load_scenario(CTB), "workload.records", 60_000)
     scenario = with_setting(scenario, "network.buffer_debloat", debloat)
-    result = JobSimulation(simulation_config(scenario, "aligned"), workload_splits(scenario, 7), seed=7).run()
+    scenario = effective_scenario(scenario, mode="aligned", seed=7)
+    result = JobSimulation(job_config(scenario), workload_splits(scenario), seed=7).run()
     # the checkpoints every source acknowledged: the later ones run on queues drained after the sources ended
     sources = {}
     for row in result.subtasks:

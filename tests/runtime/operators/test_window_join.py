@@ -97,13 +97,15 @@ def test_the_found_at_least_once_join_case_is_at_least_once():
     from pathlib import Path
 
     from barriersim.scenarios.loader import load_scenario
-    from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+    from barriersim.scenarios.loader import effective_scenario
+    from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
     scenario = load_scenario(Path(__file__).parent / "join-at-least-once-case.toml")
     faults = FaultSchedule.from_json(
         '[{"checkpoint_id":2,"point":"before_forwarding_barrier","task":"source#0","type":"crash_task"}]')
-    config = simulation_config(scenario, faults=faults)
-    splits = workload_splits(scenario, 1)
+    scenario = effective_scenario(scenario, seed=1, faults=faults)
+    config = job_config(scenario)
+    splits = workload_splits(scenario)
     result = JobSimulation(config, splits, 1).run()
     expected = expected_sink_input(config.graph, splits)
     assert verify(expected, result.committed_output).verdict is Verdict.VIOLATED  # read as exact rows

@@ -187,13 +187,15 @@ FINISHED_UPSTREAM_CASE = """
 
 def run_case(tmp_path, faults="[]"):
     from barriersim.scenarios.loader import load_scenario
-    from barriersim.scenarios.simulation_inputs import simulation_config, workload_splits
+    from barriersim.scenarios.loader import effective_scenario
+    from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
     path = tmp_path / "case.toml"
     path.write_text(FINISHED_UPSTREAM_CASE)
     scenario = load_scenario(path)
-    config = simulation_config(scenario, faults=FaultSchedule.from_json(faults))
-    splits = workload_splits(scenario, 10868465)
+    scenario = effective_scenario(scenario, seed=10868465, faults=FaultSchedule.from_json(faults))
+    config = job_config(scenario)
+    splits = workload_splits(scenario)
     job = JobSimulation(config, splits, 10868465, record_cuts=True)
     result = job.run()
     return job, verify(expected_sink_input(config.graph, splits), result.committed_output)
