@@ -89,27 +89,8 @@ def run_graph_on_ray(
         result = ray.get(done)
         output = decode_records(ray.get(store.output.remote()))
         counters = ray.get(store.counters.remote())
-        return RayJobResult(
-            committed_output=output,
-            checkpoints=result["checkpoints"],
-            subtasks=result["subtasks"],
-            counts=result["counts"],
-            restarts=result["restarts"],
-            job_seconds=result["job_seconds"],
-            records_emitted=records,
-            outcome=result["outcome"],
-            restored_checkpoint_ids=result["restored_checkpoint_ids"],
-            restored_in_flight_bytes=result["restored_in_flight_bytes"],
-            killed=result["killed"],
-            failures=result["failures"],
-            store_counters=counters,
-            first_deploy_seconds=result["first_deploy_seconds"],
-            task_runs=result["task_runs"],
-            coordinator_failovers=result["coordinator_failovers"],
-            storage_errors=result["storage_errors"],
-            fault_log=result["fault_log"],
-            job_manager_cpu_seconds=result["job_manager_cpu_seconds"],
-        )
+        # the job manager's result dict has every field but what the store and the caller know
+        return RayJobResult(committed_output=output, records_emitted=records, store_counters=counters, **result)
     finally:
         if job_manager is not None:
             try:

@@ -43,16 +43,7 @@ from barriersim.actors.messages import (
 from barriersim.actors.realtime import LoopTimerService
 from barriersim.actors.stream_task_actor import StreamTaskActor
 from barriersim.runtime.faults import ProtocolPoint
-from barriersim.runtime.job.actions import (
-    CancelTasks,
-    DeployTasks,
-    JobEnded,
-    KillTask,
-    SendToCoordinator,
-    SendToTask,
-    StartTimer,
-    subtask_name,
-)
+from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.job_master import JobMaster
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
@@ -145,25 +136,25 @@ class JobManagerActor:
     def _carry_out(self, actions: list) -> None:
         for action in actions:
             kind = type(action)
-            if kind is SendToTask:
-                self._later(action.delay_ms, lambda a=action: self._send_to_task(a))
-            elif kind is SendToCoordinator:
+            if kind is a.SendToTask:
+                self._later(action.delay_ms, lambda act=action: self._send_to_task(act))
+            elif kind is a.SendToCoordinator:
                 self._later(action.delay_ms,
                             lambda msg=action.message: self._carry_out(self.job_master.coordinator_receives(msg)))
-            elif kind is StartTimer:
+            elif kind is a.StartTimer:
                 self._later(action.delay_ms, lambda t=action.timer: self._carry_out(self.job_master.timer_fired(t)),
                             always_later=True)
-            elif kind is DeployTasks:
+            elif kind is a.DeployTasks:
                 deploy = self.loop.create_task(self._guarded_deploy(action))
                 if self._first_deploy is None:
                     self._first_deploy = deploy
-            elif kind is KillTask:  # its death is seen as the error of its run call (_watch)
+            elif kind is a.KillTask:  # its death is seen as the error of its run call (_watch)
                 handle = self.handles.get((action.attempt.vertex_id, action.attempt.subtask_index))
                 if handle is not None:
                     ray.kill(handle)
-            elif kind is CancelTasks:
+            elif kind is a.CancelTasks:
                 self._kill_tasks()
-            elif kind is JobEnded:
+            elif kind is a.JobEnded:
                 self._done.set()
             else:
                 raise TypeError(f"job {self.job_id}: the Ray job manager cannot carry out {action!r}")
@@ -175,20 +166,20 @@ class JobManagerActor:
         else:
             fn()
 
-    def _send_to_task(self, action: SendToTask) -> None:
+    def _send_to_task(self, action: a.SendToTask) -> None:
         attempt = action.attempt
         if self.job_master.is_current(attempt):
             handle = self.handles.get((attempt.vertex_id, attempt.subtask_index))
             if handle is not None:
                 handle.task_message.remote(task_message_to_wire(action.message))
 
-    async def _guarded_deploy(self, action: DeployTasks) -> None:
+    async def _guarded_deploy(self, action: a.DeployTasks) -> None:
         try:
             await self._deploy(action)
         except BaseException:  # noqa: BLE001
             self._on_error_text(traceback.format_exc())
 
-    async def _deploy(self, action: DeployTasks) -> None:
+    async def _deploy(self, action: a.DeployTasks) -> None:
         jm, epoch = self.job_master, action.epoch
         handles = {}
         for descriptor in action.tasks:
@@ -252,7 +243,7 @@ class JobManagerActor:
 
     async def slowdown_met(self, attempt, index: int, at_ms: int) -> None:
         attempt = attempt_from_wire(attempt)
-        self.job_master.slowdown_met(subtask_name((attempt.vertex_id, attempt.subtask_index)), index, at_ms)
+        self.job_master.slowdown_met(a.subtask_name((attempt.vertex_id, attempt.subtask_index)), index, at_ms)
 
     # -- errors --------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from barriersim import sweep
+from barriersim.arguments import add_set_argument, seed_argument
 from barriersim.errors import BarriersimError
 from barriersim.report.cli import add_report_parser, cmd_report
 from barriersim.runtime.checkpointing_mode import ALL_MODES
@@ -40,55 +41,25 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a scenario end to end", description="Run a scenario end to end.")
     run.add_argument("scenario", help="path of a scenario file (TOML)")
     run.add_argument("--out", help="run directory (default: runs/<scenario>-<UTC timestamp>)")
-    run.add_argument("--seed", type=_seed, help="seed overriding the scenario's")
+    run.add_argument("--seed", type=seed_argument, help="seed overriding the scenario's")
     run.add_argument("--address", help="address of an existing Ray cluster, left running (default: $RAY_ADDRESS, else start a local one)")
     run.add_argument("--backend", choices=("ray", "sim"), default="ray",
                      help="ray: Ray actors with Spark on Ray; sim: the deterministic simulator (default: ray)")
     run.add_argument("--mode", choices=ALL_MODES + ("all",),
                      help="checkpointing mode overriding the scenario's; all: aligned, unaligned and at-least-once")
-    _add_set(run)
+    add_set_argument(run)
     replay = sub.add_parser("replay", help="re-run a simulation exactly",
                             description="Re-run a simulation from a scenario file: a run's scenario.toml (or its run "
                                         "directory) holds everything it ran with.")
     replay.add_argument("scenario", help="a scenario file (TOML), e.g. RUN_DIR/scenario.toml, or a run directory")
-    replay.add_argument("--seed", type=_seed, help="seed overriding the file's")
+    replay.add_argument("--seed", type=seed_argument, help="seed overriding the file's")
     replay.add_argument("--mode", choices=ALL_MODES, help="checkpointing mode overriding the file's")
     replay.add_argument("--faults", help="a fault schedule as JSON, replacing the file's")
-    _add_set(replay)
+    add_set_argument(replay)
     replay.add_argument("--out", help="run directory (default: runs/<scenario>-<UTC timestamp>)")
     add_report_parser(sub)
     sweep.register(sub)
     return parser
-
-
-def _add_set(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        type=_setting, help="override one workload, checkpointing or network setting (a TOML value, "
-                                            "e.g. checkpointing.interval_ms=200); may be given several times")
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
-
-
-def _setting(text: str) -> tuple[str, object]:
-    """``section.key=value`` with the value read as TOML (a bare word is a string)."""
-    import tomllib
-
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"must be SECTION.KEY=VALUE, got {text!r}")
-    try:
-        value = tomllib.loads(f"v = {raw.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw.strip()
-    return key.strip(), value
 
 
 def _console():

@@ -29,6 +29,7 @@ import pandas as pd
 
 from barriersim import api
 from barriersim.runtime.faults import FaultScheduleError
+from barriersim.arguments import seed_argument
 from barriersim.errors import BarriersimError
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 from barriersim.scenarios.loader import SCHEMA, Scenario, ScenarioError, expand_sweep
@@ -196,16 +197,6 @@ def aggregate_sweep(spark, out_dir: Path, index: dict, axes: list[tuple[str, typ
 
 # -- the command line ----------------------------------------------------------------------------------------
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
-
-
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``barriersim sweep`` to the ``barriersim`` parser's subcommands."""
     parser = subparsers.add_parser(
@@ -221,7 +212,7 @@ def register(subparsers) -> argparse.ArgumentParser:
                         help="checkpointing mode for every point (default: the scenario's); all: aligned, "
                              "unaligned and at-least-once")
     parser.add_argument("--out", help="sweep directory (default: runs/<scenario>-sweep-<UTC timestamp>)")
-    parser.add_argument("--seed", type=_seed, help="seed overriding the scenario's")
+    parser.add_argument("--seed", type=seed_argument, help="seed overriding the scenario's")
     parser.add_argument("--workload", choices=api.WORKLOADS,
                         help="where the simulator's workload is generated (default: local; the Ray backend always "
                              "uses Spark)")

@@ -23,15 +23,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
-from barriersim.runtime.job.actions import (
-    CancelTasks,
-    DeployTasks,
-    JobEnded,
-    KillTask,
-    SendToCoordinator,
-    SendToTask,
-    StartTimer,
-)
+from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.deployment import Slowdowns, deliver_task_message, deploy_task
 from barriersim.runtime.job.job_master import JobMaster
@@ -137,27 +129,27 @@ class JobSimulation(DataPlane):
     def _carry_out(self, actions: list) -> None:
         for action in actions:
             kind = type(action)
-            if kind is SendToTask:
+            if kind is a.SendToTask:
                 self._send_to_task(action)
-            elif kind is SendToCoordinator:
+            elif kind is a.SendToCoordinator:
                 self._send_to_coordinator(action)
-            elif kind is StartTimer:
+            elif kind is a.StartTimer:
                 self.sim.schedule_after(action.delay_ms * 1000,
                                         lambda timer=action.timer: self._carry_out(self.job_master.timer_fired(timer)),
                                         Priority.URGENT, "timer")
-            elif kind is DeployTasks:
+            elif kind is a.DeployTasks:
                 self._deploy(action)
-            elif kind is KillTask:  # the task dies, and its death is seen at once
+            elif kind is a.KillTask:  # the task dies, and its death is seen at once
                 self._carry_out(self.job_master.task_failed(action.attempt, action.why))
-            elif kind is CancelTasks:
+            elif kind is a.CancelTasks:
                 self._cancel(action)
-            elif kind is JobEnded:
+            elif kind is a.JobEnded:
                 self.outcome = action.outcome
                 self.sim.stop()
             else:
                 raise TypeError(f"job {self.job_id}: the simulator cannot carry out {action!r}")
 
-    def _send_to_task(self, action: SendToTask) -> None:
+    def _send_to_task(self, action: a.SendToTask) -> None:
         attempt = action.attempt
         key = (attempt.vertex_id, attempt.subtask_index)
         epoch = self.epoch
@@ -172,13 +164,13 @@ class JobSimulation(DataPlane):
 
         self.sim.schedule_after(int(self.config.rpc_latency_us) + action.delay_ms * 1000, deliver, Priority.CONTROL, "rpc")
 
-    def _send_to_coordinator(self, action: SendToCoordinator) -> None:
+    def _send_to_coordinator(self, action: a.SendToCoordinator) -> None:
         message = action.message
         self.sim.schedule_after(int(self.config.rpc_latency_us) + action.delay_ms * 1000,
                                 lambda: self._carry_out(self.job_master.coordinator_receives(message)),
                                 Priority.CONTROL, "rpc")
 
-    def _deploy(self, action: DeployTasks) -> None:
+    def _deploy(self, action: a.DeployTasks) -> None:
         epoch = self.epoch = action.epoch
         self.tasks = {}
         if self.record_cuts:
@@ -204,7 +196,7 @@ class JobSimulation(DataPlane):
         self.trace.record(self.sim.now_us, "deploy", f"epoch={epoch} restore={action.restored_checkpoint_id}")
         self._carry_out(self.job_master.tasks_started(epoch))
 
-    def _cancel(self, action: CancelTasks) -> None:
+    def _cancel(self, action: a.CancelTasks) -> None:
         """Every task of the deployment dies (sinks abort their open transactions); nothing scheduled for it runs."""
         for task in self.tasks.values():
             task.fail()
