@@ -3,7 +3,7 @@ per-subtask statistics.
 
 How this works: ``build_summary`` lays out ``summary.json`` the same way for a Ray run and a simulated one, in
 this order: ``scenario``, ``seed``, ``backend`` (``ray`` or ``sim``), ``mode``, ``versions``, ``workload``
-(``records``, ``generated_by``, then the scenario's workload settings), ``checkpointing`` and ``network`` (the
+(``records``, ``generated_by``, then the scenario's workload settings), ``checkpointing``, ``network`` and ``cluster`` (the
 settings the run used, as the scenario file names them), ``checkpoints`` (Flink's counts: ``completed``,
 ``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
 verdict's counts), ``job`` (``outcome``, ``restarts``, ``restored_checkpoint_ids``,
@@ -100,6 +100,7 @@ def build_summary(
                      **{k: v for k, v in document["workload"].items() if k != "records"}},
         "checkpointing": document["checkpointing"],
         "network": document["network"],
+        "cluster": document["cluster"],
         "checkpoints": checkpoint_counts(counts),
         "verification": verification,
         "job": {

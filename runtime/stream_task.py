@@ -134,7 +134,10 @@ class StreamTask:
         emit_watermarks: bool = False,
         checkpoints_after_tasks_finish: bool = True,
         crash_points: Iterable[tuple[ProtocolPoint, int]] = (),
+        input_channel_kinds: Optional[Sequence[Sequence[str]]] = None,
     ):
+        """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (where the producer runs:
+        ``runtime.job.placement``); default every channel remote."""
         self.graph = graph
         self.vertex = graph.vertex(vertex_name)
         self.subtask_index = subtask_index
@@ -170,8 +173,8 @@ class StreamTask:
         self._final_checkpoint_min_id: Optional[int] = None  # set once the data ended (FLIP-147)
         self._valve: Optional[WatermarkValve] = None
         if not self.operator.is_source:
-            gates = [len(graph.channels_in_gate(vertex_name, g, subtask_index))
-                     for g in range(len(graph.gates_of(vertex_name)))]
+            gates = input_channel_kinds if input_channel_kinds is not None else [
+                len(graph.channels_in_gate(vertex_name, g, subtask_index)) for g in range(len(graph.gates_of(vertex_name)))]
             self.input_side = InputSide(
                 gates, mode, clock, timers, task_name=self.name,
                 enable_checkpoint_after_tasks_finished=checkpoints_after_tasks_finish,

@@ -55,6 +55,7 @@ def scenario_document(scenario: Scenario) -> dict:
         "workload": _section(scenario.workload),
         "job": shorthand,
         "network": _section(scenario.network),
+        "cluster": _section(scenario.cluster),
         "checkpointing": _section(scenario.checkpointing),
     }
     if len(scenario.faults):

@@ -42,6 +42,7 @@ def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, cloc
         emit_watermarks=config.emits_watermarks,
         checkpoints_after_tasks_finish=config.tasks_wait_for_final_checkpoint,
         crash_points=descriptor.crash_points,
+        input_channel_kinds=config.placement.gate_specs(config.graph, attempt.vertex_id, attempt.subtask_index),
     )
     if on_built is not None:
         on_built(task)

@@ -69,7 +69,7 @@ class JobSimulation(DataPlane):
         self.splits = splits
         self.sim = Simulation(seed)
         self.trace = self.sim.trace
-        self.wiring = Wiring(self.graph)
+        self.wiring = Wiring(self.graph, config.placement)
         self.store = ExternalStore()
         self.job_id = f"sim-{seed}"
         self.storage = JobManagerCheckpointStorage(self.job_id, rng=self.sim.random("storage"))
