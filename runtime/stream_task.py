@@ -551,7 +551,7 @@ class StreamTask:
                 self.checkpoints.channel_state_writer.add_input_data(
                     action.checkpoint_id, action.channel_info, -1, action.buffers)
         elif isinstance(action, AllBarriersReceived):
-            self._carry_out(self.checkpoints.on_all_barriers_received(action.checkpoint_id))
+            self._carry_out(self.checkpoints.on_all_barriers_received(action.checkpoint_id, action.metrics))
         elif isinstance(action, AbortCheckpointOnBarrier):
             self._carry_out(self.checkpoints.abort_checkpoint_on_barrier(action.checkpoint_id, action.reason))
         # gate actions (block, resume, priority conversion) were applied by the input side already
