@@ -80,6 +80,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "records": Field(int, 100_000, _between(1, 100_000_000)),
         "keys": Field(int, 1000, _between(1, 10_000_000)),
         "zipf_exponent": Field(float, 1.0, _between(0.0, 3.0)),
+        "hot_key_share": Field(float, 0.0, _between(0.0, 0.99)),  # > 0: key 0 carries this share of the records
         "max_value": Field(int, 100, _between(1, 1_000_000)),
         "rate_per_source": Field(int, 0, _at_least(0)),
     },
@@ -137,6 +138,8 @@ VERTEX_FIELDS: dict[str, Field] = {
     "factor": Field(int, 2, _between(-1_000_000, 1_000_000)),
     "modulus": Field(int, 3, _between(1, 1_000_000)),
     "window_ms": Field(int, 1000, _between(1, 10**12)),
+    # Flink's slotSharingGroup(name): subtasks of one group share slots (runtime.job.placement)
+    "slot_sharing_group": Field(str, "default", _plain_name),
 }
 EDGE_FIELDS: dict[str, Field] = {
     "from": Field(str, None),
@@ -153,6 +156,7 @@ class WorkloadSpec:
     zipf_exponent: float
     max_value: int
     rate_per_source: int
+    hot_key_share: float = 0.0
 
 
 @dataclass(frozen=True)

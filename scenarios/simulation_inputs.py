@@ -56,5 +56,6 @@ def workload_splits(scenario: Scenario) -> dict[str, list[list[tuple]]]:
     out = {}
     for k, source in enumerate(scenario.job.graph.sources):
         out[source.name] = local_splits(w.records, w.keys, w.zipf_exponent, w.max_value, source.parallelism,
-                                        seed + k, w.rate_per_source, record_id_offset=k * SOURCE_ID_STRIDE)
+                                        seed + k, w.rate_per_source, record_id_offset=k * SOURCE_ID_STRIDE,
+                                        hot_key_share=w.hot_key_share)
     return out

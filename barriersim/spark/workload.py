@@ -49,7 +49,7 @@ def source_batch(ids: np.ndarray, source: int, seed: int, cdf: np.ndarray, max_v
 
 def generate_workload(spark, scenario: Scenario, seed: int) -> Workload:
     w = scenario.workload
-    cdf = zipf_cdf(w.keys, w.zipf_exponent)
+    cdf = zipf_cdf(w.keys, w.zipf_exponent, w.hot_key_share)
     max_value = w.max_value
     sources = tuple((v.name, v.parallelism) for v in scenario.job.graph.sources)
     partitions = max(2, min(8, w.records // 50_000 + 1))

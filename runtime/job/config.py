@@ -28,6 +28,9 @@ from barriersim.runtime.restart_strategy import FixedDelayRestartStrategy
 from barriersim.runtime.stream_task import NetworkConfig
 
 
+SOURCE_PACING_MS = 10  # a paced source emits what its rate allows per this many ms
+
+
 class JobConfigError(ValueError):
     """Settings a job cannot run with; ``key`` is the scenario key at fault, ``str()`` the one-line message."""
 
@@ -95,6 +98,16 @@ class JobConfig:
     def emits_watermarks(self) -> bool:
         """Sources emit watermarks when some operator of the job works in event time."""
         return any(v.operator.uses_event_time for v in self.graph.vertices)
+
+    @property
+    def source_batch_records(self) -> int:
+        """Records a source subtask reads per step: a paced source (``source_rate_per_subtask``) reads what its rate
+        allows in ``SOURCE_PACING_MS`` (at least one record), so that a barrier or a flush never waits behind more
+        than that much of its output; an unpaced one reads ``network.source_batch_records``."""
+        limit = self.network.source_batch_records
+        if not self.source_rate_per_subtask:
+            return limit
+        return max(1, min(limit, round(self.source_rate_per_subtask * SOURCE_PACING_MS / 1000)))
 
     def restart_strategy(self) -> FixedDelayRestartStrategy:
         """A new JobMaster's restart strategy for these settings."""

@@ -13,6 +13,7 @@ task (the run's fault log counts it as fired then). Mirrors what Flink's ``TaskE
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Callable, Sequence
 
@@ -36,9 +37,12 @@ def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, cloc
     """The task of ``descriptor``, restored; and what it restored (``StreamTask.restore``'s account).
     ``on_built`` sees the task before it restores (e.g. to log what its operator does from the start)."""
     attempt = descriptor.attempt
+    network = config.network
+    if config.graph.vertex(attempt.vertex_id).operator.is_source:
+        network = dataclasses.replace(network, source_batch_records=config.source_batch_records)
     task = StreamTask(
         config.graph, attempt.vertex_id, attempt.subtask_index, attempt, mode=config.mode, clock=clock,
-        timer_service=timer_service, rng=rng, wakeup=wakeup, network=config.network, split=split, store=store,
+        timer_service=timer_service, rng=rng, wakeup=wakeup, network=network, split=split, store=store,
         emit_watermarks=config.emits_watermarks,
         checkpoints_after_tasks_finish=config.tasks_wait_for_final_checkpoint,
         crash_points=descriptor.crash_points,

@@ -59,3 +59,20 @@ def test_remote_channels_hold_receiver_buffers_that_local_channels_do_not(mode):
         assert persisted == {1: 0, 4: 0}
     else:
         assert persisted[4] > persisted[1] > 0
+
+
+def test_slot_sharing_groups_take_slots_of_their_own():
+    """Flink's ``slotSharingGroup(name)``: the CheckpointingTimeBenchmark puts source, map and sink in groups of
+    their own on 12 one-slot TaskManagers, so every channel is remote."""
+    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+
+    graph = JobGraph((JobVertex("source", K.SOURCE, 4, params={"slot_sharing_group": "source"}),
+                      JobVertex("map", K.MAP, 4, params={"slot_sharing_group": "map"}),
+                      JobVertex("sink", K.AT_LEAST_ONCE_SINK, 4, params={"slot_sharing_group": "sink"})),
+                     (JobEdge("source", "map", P.REBALANCE), JobEdge("map", "sink", P.REBALANCE)))
+    p = place(graph, ClusterConfig(taskmanagers=12, slots_per_taskmanager=1))
+    assert sorted(p.slot_of.values()) == list(range(12))
+    assert all(kind == "remote" for gate in p.gate_specs(graph, "map", 0) for kind in gate)
+    with pytest.raises(PlacementError, match="needs 12 slots"):
+        place(graph, ClusterConfig(taskmanagers=4, slots_per_taskmanager=2))
+    assert place(graph).gate_specs(graph, "sink", 3) == [["local"] * 4]  # one TaskManager with 12 slots
