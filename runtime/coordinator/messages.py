@@ -26,7 +26,8 @@ from barriersim.runtime.state.snapshot import CheckpointMetadata, TaskStateSnaps
 
 @dataclass(frozen=True)
 class TriggerRequest:
-    """A user (or test) asks for a checkpoint or savepoint. ``forced`` defaults to True for savepoints."""
+    """A user (or test) asks for a checkpoint or savepoint. ``forced`` None: Flink's choice (a savepoint is forced
+    unless unaligned checkpoints are enabled; a checkpoint takes the configured properties, not forced)."""
 
     checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT
     request_id: int | None = None

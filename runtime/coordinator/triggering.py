@@ -29,8 +29,14 @@ class CheckpointTriggering:
     """The triggering half of ``CheckpointCoordinator``."""
 
     def trigger_checkpoint(self, request: m.TriggerRequest) -> None:
-        """Flink's ``triggerCheckpoint`` / ``triggerSavepoint`` / ``triggerSynchronousSavepoint``."""
-        props = CheckpointProperties.for_type(request.checkpoint_type, self.checkpoint_properties, request.forced)
+        """Flink's ``triggerCheckpoint`` / ``triggerSavepoint`` / ``triggerSynchronousSavepoint``. A savepoint is
+        forced only when unaligned checkpoints are disabled (Flink's ``CheckpointProperties.forSavepoint(
+        !unalignedCheckpointsEnabled)``): with them enabled (aligned with a timeout included) it respects max
+        concurrent checkpoints, waits in the queue ahead of checkpoints and starts when a slot frees."""
+        forced = request.forced
+        if forced is None and request.checkpoint_type.is_savepoint:
+            forced = not self.config.unaligned_checkpoints_enabled
+        props = CheckpointProperties.for_type(request.checkpoint_type, self.checkpoint_properties, forced)
         if props.is_synchronous:
             # stop-with-savepoint: the scheduler stops the periodic trigger first (aborting pending checkpoints)
             self.stop_checkpoint_scheduler()
