@@ -86,18 +86,6 @@ class CheckpointCompletion:
             return DeclineOutcome.LATE
         return DeclineOutcome.UNKNOWN_CHECKPOINT
 
-    def receive_coordinator_state(self, message: m.AcknowledgeCoordinatorState) -> AcknowledgeOutcome:
-        pending = self.pending_checkpoints.get(message.checkpoint_id)
-        if pending is None or pending.is_disposed:
-            return AcknowledgeOutcome.UNKNOWN_CHECKPOINT
-        vertex = self._vertex_of_operator.get(message.operator_id)
-        if vertex is None:
-            return AcknowledgeOutcome.UNKNOWN
-        result = pending.acknowledge_coordinator_state(vertex, message.operator_id, message.state)
-        if result is TaskAcknowledgeResult.SUCCESS and pending.is_fully_acknowledged():
-            self._complete_pending_checkpoint(pending)
-        return AcknowledgeOutcome[result.name]
-
     # ------------------------------------------------------------------------------------------
     # completing and aborting
     # ------------------------------------------------------------------------------------------
@@ -159,7 +147,7 @@ class CheckpointCompletion:
         latest_completed = self.store.get_latest_checkpoint_id()
         for task in pending.plan.tasks_to_commit_to:
             self._emit(m.NotifyCheckpointAborted(task, checkpoint_id, latest_completed, pending.checkpoint_timestamp))
-        self._execute_queued_request()
+        self._pending_checkpoint_ended(pending, exception)
 
     def _drop_subsumed_checkpoints(self, checkpoint_id: int) -> None:
         self.abort_pending_checkpoints(
@@ -190,7 +178,7 @@ class CheckpointCompletion:
             self._emit(m.NotifyCheckpointAborted(task, checkpoint_id, latest_completed, pending.checkpoint_timestamp))
         if pending.props.is_synchronous:
             self._on_synchronous_savepoint_failed(exception.reason)
-        self._execute_queued_request()
+        self._pending_checkpoint_ended(pending, exception)
 
     def _on_failure_outcome(self, outcome: FailureOutcome, exception: CheckpointException,
                             failing_task: ExecutionAttemptID | None,

@@ -3,10 +3,14 @@
 How this works: every value is a frozen dataclass. Drivers (the simulator, the Ray coordinator actor) feed
 events to ``CheckpointCoordinator.handle`` and carry out the returned actions in order: send triggers and
 notifications to tasks, persist or discard checkpoint data (through storage, never here), fail or stop the job,
-restore tasks. Timers the coordinator registers deliver ``TimerFired`` back to it. Mirrors the RPCs around
-Flink's ``CheckpointCoordinator``: ``AcknowledgeCheckpoint`` and ``DeclineCheckpoint`` (messages from tasks),
+restore tasks. Timers the coordinator registers deliver ``TimerFired`` back to it. Whoever runs operator
+coordinators or master hooks that answer later delivers their answers (``AcknowledgeCoordinatorState``,
+``CoordinatorCheckpointFailed``, ``MasterHookCompleted``). Mirrors the RPCs around Flink's
+``CheckpointCoordinator``: ``AcknowledgeCheckpoint`` and ``DeclineCheckpoint`` (messages from tasks),
 ``Execution.triggerCheckpoint`` / ``notifyCheckpointComplete`` / ``notifyCheckpointAborted`` (calls to tasks),
-``CheckpointCoordinatorDeActivator`` (job status) and the scheduler's restore and fail calls.
+``OperatorCoordinatorCheckpointContext`` (calls to operator coordinators and their futures), the futures of
+``MasterTriggerRestoreHook.triggerCheckpoint``, ``CheckpointCoordinatorDeActivator`` (job status) and the
+scheduler's restore and fail calls.
 """
 
 from __future__ import annotations
@@ -61,6 +65,28 @@ class AcknowledgeCoordinatorState:
     state: bytes | None = None
 
 
+@dataclass(frozen=True)
+class CoordinatorCheckpointFailed:
+    """An operator coordinator could not checkpoint (Flink: the future of its ``checkpointCoordinator`` call
+    failed): the checkpoint being triggered fails as ``TRIGGER_CHECKPOINT_FAILURE``."""
+
+    checkpoint_id: int
+    operator_id: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class MasterHookCompleted:
+    """A master hook that answered ``trigger_checkpoint`` with ``MASTER_STATE_PENDING`` finished: with its state
+    (``data``; None: nothing to store) or, if ``failure`` is set, with an error (Flink: the future the hook
+    returned completes, normally or exceptionally)."""
+
+    checkpoint_id: int
+    identifier: str
+    data: bytes | None = None
+    failure: str | None = None
+
+
 class TimerKind(enum.Enum):
     PERIODIC_TRIGGER = "PERIODIC_TRIGGER"
     CHECKPOINT_TIMEOUT = "CHECKPOINT_TIMEOUT"
@@ -96,8 +122,8 @@ class JobStatusChanged:
 
 
 CoordinatorEvent = Union[
-    TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, AcknowledgeCoordinatorState, TimerFired,
-    TaskRunning, TaskFinished, TaskFailed, JobStatusChanged,
+    TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, AcknowledgeCoordinatorState, CoordinatorCheckpointFailed,
+    MasterHookCompleted, TimerFired, TaskRunning, TaskFinished, TaskFailed, JobStatusChanged,
 ]
 
 # -- actions out -------------------------------------------------------------------------------------
@@ -111,6 +137,23 @@ class TriggerCheckpointOnSources:
     timestamp: int
     options: CheckpointOptions
     tasks: tuple[ExecutionAttemptID, ...]
+
+
+@dataclass(frozen=True)
+class TriggerCoordinatorCheckpoint:
+    """Ask the operator coordinator of ``operator_id`` for its state in checkpoint ``checkpoint_id`` (Flink's
+    ``OperatorCoordinatorCheckpointContext.checkpointCoordinator``). It answers with ``AcknowledgeCoordinatorState``
+    or ``CoordinatorCheckpointFailed``; the tasks are triggered once every coordinator has answered."""
+
+    operator_id: str
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class AbortCoordinatorTriggering:
+    """A trigger failed: the operator coordinator stops waiting for it (Flink's ``abortCurrentTriggering``)."""
+
+    operator_id: str
 
 
 @dataclass(frozen=True)
@@ -198,7 +241,7 @@ class TriggerRequestFailed:
 
 
 CoordinatorAction = Union[
-    TriggerCheckpointOnSources, NotifyCheckpointComplete, NotifyCheckpointAborted, PersistCheckpoint,
+    TriggerCheckpointOnSources, TriggerCoordinatorCheckpoint, AbortCoordinatorTriggering, NotifyCheckpointComplete, NotifyCheckpointAborted, PersistCheckpoint,
     DiscardCheckpoint, DiscardSubtaskState, FailJob, StopJob, RestoreFrom, TriggerRequestCompleted,
     TriggerRequestFailed,
 ]
