@@ -173,6 +173,24 @@ class NotifyCheckpointAborted:
 
 
 @dataclass(frozen=True)
+class NotifyCoordinatorCheckpointComplete:
+    """Tell the operator coordinator of ``operator_id`` that checkpoint ``checkpoint_id`` completed (Flink's
+    ``OperatorCoordinatorCheckpointContext.notifyCheckpointComplete``)."""
+
+    operator_id: str
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class NotifyCoordinatorCheckpointAborted:
+    """Tell the operator coordinator of ``operator_id`` that checkpoint ``checkpoint_id`` was aborted (Flink's
+    ``OperatorCoordinatorCheckpointContext.notifyCheckpointAborted``)."""
+
+    operator_id: str
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
 class PersistCheckpoint:
     """Write the ``_metadata`` of a completed checkpoint or savepoint (storage's job)."""
 
@@ -241,7 +259,8 @@ class TriggerRequestFailed:
 
 
 CoordinatorAction = Union[
-    TriggerCheckpointOnSources, TriggerCoordinatorCheckpoint, AbortCoordinatorTriggering, NotifyCheckpointComplete, NotifyCheckpointAborted, PersistCheckpoint,
-    DiscardCheckpoint, DiscardSubtaskState, FailJob, StopJob, RestoreFrom, TriggerRequestCompleted,
+    TriggerCheckpointOnSources, TriggerCoordinatorCheckpoint, AbortCoordinatorTriggering, NotifyCheckpointComplete,
+    NotifyCheckpointAborted, NotifyCoordinatorCheckpointComplete, NotifyCoordinatorCheckpointAborted,
+    PersistCheckpoint, DiscardCheckpoint, DiscardSubtaskState, FailJob, StopJob, RestoreFrom, TriggerRequestCompleted,
     TriggerRequestFailed,
 ]

@@ -1,6 +1,6 @@
 """Ports of Flink's CheckpointCoordinatorTest on operator coordinators: they checkpoint before the master hooks
-and the tasks (the trigger's first phase), a trigger waits for them, and a failing or silent one ends the
-trigger. Flink's MockOperatorCoordinatorCheckpointContext is the test answering ``TriggerCoordinatorCheckpoint``
+and the tasks (the trigger's first phase), a trigger waits for them, a failing or silent one ends the trigger,
+and they hear of every checkpoint that completes or is aborted. Flink's MockOperatorCoordinatorCheckpointContext is the test answering ``TriggerCoordinatorCheckpoint``
 with ``AcknowledgeCoordinatorState``; Flink's master hook that acknowledges the tasks from inside its trigger call
 (an externally induced source) is a hook answering ``MASTER_STATE_PENDING`` while the test acknowledges the tasks,
 since a sans-IO hook does not call back into the coordinator."""
@@ -8,8 +8,11 @@ since a sans-IO hook does not call back into the coordinator."""
 from __future__ import annotations
 
 from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.completed_store import StandaloneCompletedCheckpointStore
 from barriersim.runtime.coordinator.master_hooks import MASTER_STATE_PENDING
 from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome, TriggerPhaseOutcome
+from barriersim.runtime.coordinator.plan import JobVertexInfo
+from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointFailureReason as R
 
 from coordinator_test_harness import make, of, triggered_ids, two_vertices
@@ -105,3 +108,54 @@ def test_failing_operator_coordinator_fails_the_trigger():
                                                          m.AbortCoordinatorTriggering("map")]
     assert h.coord.receive_coordinator_checkpoint_failure(m.CoordinatorCheckpointFailed(1, "map", "again")) \
         is TriggerPhaseOutcome.NOT_TRIGGERING
+
+
+def answering(h, actions) -> list:
+    """Answer every ``TriggerCoordinatorCheckpoint`` at once with an empty state (Flink's mock context that
+    completes its future with ``new byte[0]``)."""
+    out = list(actions)
+    for operator_id, checkpoint_id in coordinator_requests(actions):
+        out += answering(h, h.coord.handle(m.AcknowledgeCoordinatorState(checkpoint_id, operator_id, b"")))
+    return out
+
+
+def coordinator_notices(actions) -> tuple[list[int], list[int]]:
+    return ([a.checkpoint_id for a in of(m.NotifyCoordinatorCheckpointAborted, actions)],
+            [a.checkpoint_id for a in of(m.NotifyCoordinatorCheckpointComplete, actions)])
+
+
+def test_notify_checkpoint_abortion_in_operator_coordinator():
+    """Port of Flink CheckpointCoordinatorTest.testNotifyCheckpointAbortionInOperatorCoordinator: completing
+    checkpoint 2 subsumes checkpoint 1; the operator coordinator hears both (until now it heard neither)."""
+    h = make([JobVertexInfo("v", 1)], operator_coordinators=("v",), max_concurrent_checkpoints=BIG)
+    actions = answering(h, h.trigger())
+    checkpoint_id1 = max(h.coord.pending_checkpoints)
+    actions += answering(h, h.trigger())
+    checkpoint_id2 = max(h.coord.pending_checkpoints)
+    assert coordinator_notices(actions) == ([], [])
+    actions = h.ack(h.attempt("v"), checkpoint_id2)  # completes 2, which aborts 1
+    assert coordinator_notices(actions) == ([checkpoint_id1], [checkpoint_id2])
+    assert [(a.operator_id, a.checkpoint_id) for a in of(m.NotifyCoordinatorCheckpointAborted, actions)] == [
+        ("v", checkpoint_id1)]
+
+
+def test_operator_coordinators_hear_of_every_abort_but_of_no_savepoint_completing():
+    """Flink's sendAbortedMessages reaches the coordinators for every aborted checkpoint or savepoint (decline,
+    expiry, a completed checkpoint the store could not take); sendAcknowledgeMessages only for checkpoints and
+    synchronous savepoints."""
+    h = make(two_vertices(), operator_coordinators=("src", "map"), max_concurrent_checkpoints=BIG,
+             checkpoint_timeout=100)
+    answering(h, h.trigger(CheckpointType.SAVEPOINT))
+    assert coordinator_notices(h.ack_all(1)) == ([], [])  # a savepoint completing notifies nobody
+    answering(h, h.trigger())
+    assert coordinator_notices(h.decline(h.attempt("map"), 2)) == ([2, 2], [])
+    answering(h, h.trigger())
+    assert coordinator_notices(h.advance(100)) == ([3, 3], [])  # expired
+
+    class FailingStore(StandaloneCompletedCheckpointStore):
+        def add_checkpoint_and_subsume_oldest_one(self, checkpoint):
+            raise RuntimeError("by design")
+
+    h = make(two_vertices(), operator_coordinators=("src",), store=FailingStore(1))
+    answering(h, h.trigger())
+    assert coordinator_notices(h.ack_all(1)) == ([1], [])
