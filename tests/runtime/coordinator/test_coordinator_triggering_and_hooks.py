@@ -108,6 +108,22 @@ def test_trigger_checkpoint_with_shutting_down_coordinator():
     assert failed_reasons(h.trigger()) == [R.CHECKPOINT_COORDINATOR_SHUTDOWN]
 
 
+def test_shutting_down_while_a_trigger_is_in_flight():
+    """The other half of Flink's testTriggerCheckpointWithShuttingDownCoordinator: the coordinator shuts down
+    while the request is being triggered (its master hook has not answered); it fails with
+    CHECKPOINT_COORDINATOR_SHUTDOWN, the trigger ends and the hook's late answer changes nothing."""
+    h = one_vertex(checkpoint_interval=10_000)
+    h.coord.add_master_hook(Hook("testing master hook", pending=True))
+    h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    h.trigger(is_periodic=True, request_id=2)
+    assert h.coord.is_triggering
+    h.coord.shutdown(JobStatus.FINISHED)
+    actions = h.coord.drain_actions()
+    assert m.TriggerRequestFailed(2, 1, R.CHECKPOINT_COORDINATOR_SHUTDOWN) in actions
+    assert not h.coord.is_triggering
+    assert triggered_ids(actions + h.coord.handle(m.MasterHookCompleted(1, "testing master hook", b"late"))) == []
+
+
 def test_trigger_checkpoint_before_previous_one_completed():
     """Port of Flink CheckpointCoordinatorTriggeringTest.testTriggerCheckpointBeforePreviousOneCompleted: a
     request made while another is being triggered waits in the queue and starts when that trigger finished.
