@@ -473,6 +473,9 @@ class JobMaster:
         self._cancel_deployment()
         if self.restart_strategy.on_failure() is RestartDecision.FAIL_JOB:
             self.outcome = JobOutcome.FAILED
+            # as on FINISHED: the terminal status stops and shuts down the coordinator, whose periodic trigger would
+            # otherwise go on triggering checkpoints on the dead attempts (and their expiry fail the job again)
+            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FAILED)))
             self._out.append(JobEnded(JobOutcome.FAILED))
             return
         self._restore_from = None
