@@ -170,7 +170,9 @@ class JobMaster:
         return self.running and self.attempts.get((attempt.vertex_id, attempt.subtask_index)) == attempt
 
     def report(self) -> JobReport:
-        checkpoints, subtasks, counts = job_statistics(self.retired_stats + [self.coordinator.stats])
+        # while the JobManager is down, its dead coordinator's statistics are already among the retired ones
+        live = [] if self.coordinator_down else [self.coordinator.stats]
+        checkpoints, subtasks, counts = job_statistics(self.retired_stats + live)
         return JobReport(
             outcome=self.outcome, checkpoints=checkpoints, subtasks=subtasks, counts=counts, restarts=self.restarts,
             restored_checkpoint_ids=list(self.restored_ids), restored_in_flight_bytes=self.restored_in_flight,
@@ -485,8 +487,8 @@ class JobMaster:
         self._out.append(StartTimer(self.restart_strategy.delay_ms, RestartDue(self.epoch, self._restore_from)))
 
     def _crash_coordinator(self, fault: CrashCoordinator) -> None:
-        if self.outcome is not None:
-            return
+        if self.outcome is not None or self.coordinator_down:
+            return  # no JobManager runs: nothing to crash (and the fault does not count as fired)
         self.fault_log.fired(fault, self.job_ms())
         self._trace("failover", "coordinator crash_coordinator")
         self.restarts += 1
