@@ -281,8 +281,9 @@ class JobMaster:
         fault = self.config.faults.crash_at(name, point, checkpoint_id, self._fired_points)
         if fault is not None:
             self._fired_points.add(fault)
-            self.fault_log.fired(fault, self.job_ms())
         if self.is_current(attempt) and self.outcome is None:
+            if fault is not None:  # counted only if it killed a running task (a late report of an old attempt did not)
+                self.fault_log.fired(fault, self.job_ms())
             self.killed.append(f"{name}@{attempt.attempt_number}")
             self.failures.append(f"{name}: crashed at {point.value} of checkpoint {checkpoint_id}")
             self._failover(name, point.value, failed=attempt)
