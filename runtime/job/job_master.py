@@ -170,7 +170,9 @@ class JobMaster:
         return self.running and self.attempts.get((attempt.vertex_id, attempt.subtask_index)) == attempt
 
     def report(self) -> JobReport:
-        checkpoints, subtasks, counts = job_statistics(self.retired_stats + [self.coordinator.stats])
+        # while the JobManager is down, its dead coordinator's statistics are already among the retired ones
+        live = [] if self.coordinator_down else [self.coordinator.stats]
+        checkpoints, subtasks, counts = job_statistics(self.retired_stats + live)
         return JobReport(
             outcome=self.outcome, checkpoints=checkpoints, subtasks=subtasks, counts=counts, restarts=self.restarts,
             restored_checkpoint_ids=list(self.restored_ids), restored_in_flight_bytes=self.restored_in_flight,
@@ -279,8 +281,9 @@ class JobMaster:
         fault = self.config.faults.crash_at(name, point, checkpoint_id, self._fired_points)
         if fault is not None:
             self._fired_points.add(fault)
-            self.fault_log.fired(fault, self.job_ms())
         if self.is_current(attempt) and self.outcome is None:
+            if fault is not None:  # counted only if it killed a running task (a late report of an old attempt did not)
+                self.fault_log.fired(fault, self.job_ms())
             self.killed.append(f"{name}@{attempt.attempt_number}")
             self.failures.append(f"{name}: crashed at {point.value} of checkpoint {checkpoint_id}")
             self._failover(name, point.value, failed=attempt)
@@ -473,6 +476,9 @@ class JobMaster:
         self._cancel_deployment()
         if self.restart_strategy.on_failure() is RestartDecision.FAIL_JOB:
             self.outcome = JobOutcome.FAILED
+            # as on FINISHED: the terminal status stops and shuts down the coordinator, whose periodic trigger would
+            # otherwise go on triggering checkpoints on the dead attempts (and their expiry fail the job again)
+            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FAILED)))
             self._out.append(JobEnded(JobOutcome.FAILED))
             return
         self._restore_from = None
@@ -482,8 +488,8 @@ class JobMaster:
         self._out.append(StartTimer(self.restart_strategy.delay_ms, RestartDue(self.epoch, self._restore_from)))
 
     def _crash_coordinator(self, fault: CrashCoordinator) -> None:
-        if self.outcome is not None:
-            return
+        if self.outcome is not None or self.coordinator_down:
+            return  # no JobManager runs: nothing to crash (and the fault does not count as fired)
         self.fault_log.fired(fault, self.job_ms())
         self._trace("failover", "coordinator crash_coordinator")
         self.restarts += 1
