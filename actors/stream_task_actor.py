@@ -63,7 +63,7 @@ from barriersim.runtime.job.deployment import Slowdowns, deliver_task_message, d
 from barriersim.runtime.job.wiring import Wiring
 from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
-from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
+from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFailed
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
 BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and lets messages in
@@ -292,6 +292,8 @@ class StreamTaskActor:
                     attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)))
             elif isinstance(action, TaskFinished):
                 self._reports.put_nowait(("task_finished", (attempt_to_wire(self.attempt), self.records_processed)))
+            elif isinstance(action, TaskFailed):
+                self._fail(RuntimeError(action.cause))
             elif isinstance(action, CrashedAtProtocolPoint):
                 self._reports.put_nowait(("crashed_at_protocol_point", (
                     attempt_to_wire(self.attempt), action.point.value, action.checkpoint_id)))

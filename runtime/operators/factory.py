@@ -10,7 +10,7 @@ Keyed operators get the key-group range of their subtask (Flink's ``KeyGroupRang
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from barriersim.runtime.events import Watermark
 from barriersim.runtime.jobgraph import JobVertex, OperatorKind
@@ -154,13 +154,16 @@ def create_operator(
     subtask_index: int,
     *,
     split: Sequence[tuple] = (),
+    splits: Mapping[int, Sequence[tuple]] | None = None,
     store: ExternalStore | None = None,
     attempt: int = 0,
 ) -> SubtaskOperator:
+    """``splits``: a source's assigned splits (split id -> records); without them it reads ``split`` as the split
+    of its own index."""
     kind = vertex.operator
     name = f"{vertex.name}#{subtask_index}"
     if kind is OperatorKind.SOURCE:
-        return _Source(SplitSourceReader(subtask_index, split))
+        return _Source(SplitSourceReader(splits if splits is not None else {subtask_index: split}))
     if kind is OperatorKind.MAP:
         return _Wrapped(MapOperator(vertex.params.get("factor", 2)))
     if kind is OperatorKind.FILTER:

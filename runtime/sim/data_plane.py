@@ -22,7 +22,7 @@ from barriersim.runtime.job.wiring import SubtaskKey
 from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.sim.kernel import Priority
 from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
-from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
+from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFailed
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
 
@@ -146,3 +146,5 @@ class DataPlane:
             self._carry_out(self.job_master.task_crashed_at(task.attempt_id, action.point, action.checkpoint_id))
         elif isinstance(action, TaskFinished):
             self._carry_out(self.job_master.task_finished(task.attempt_id))
+        elif isinstance(action, TaskFailed):
+            self._carry_out(self.job_master.task_failed(task.attempt_id, action.cause))
