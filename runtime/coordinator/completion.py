@@ -118,7 +118,7 @@ class CheckpointCompletion:
                 self._emit(m.DiscardCheckpoint(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED))
             last_subsumed_id = result.last_subsumed_checkpoint_id
         self.failure_manager.handle_checkpoint_success(checkpoint_id)
-        self.stats.report_completed_checkpoint(checkpoint_id, now)
+        self.stats.report_completed_checkpoint(checkpoint_id, now, completed.external_pointer)
         self._emit(m.TriggerRequestCompleted(pending.request_id, checkpoint_id))
         self.last_checkpoint_completion_relative_time = now
         if not props.is_savepoint or props.is_synchronous:

@@ -31,7 +31,19 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   latest one and redeploys; the new JobMaster's restart strategy starts from zero.
 - Checkpoint metadata is written through the injected ``CheckpointStorage`` while the coordinator finalizes (a
   ``fail_storage_write`` of the ``_metadata`` makes the write fail, and the coordinator aborts the checkpoint);
-  discarded checkpoints are deleted there.
+  discarded checkpoints are deleted there; savepoints go to the ``savepoint_storage`` (the savepoint directory).
+- Operations (``trigger_savepoint``, ``stop_with_savepoint``, ``cancel``): a savepoint is a trigger request of
+  the coordinator (canonical format); a stop-with-savepoint a synchronous one, after which the tasks finish and
+  the job ends FINISHED (a task that stopped for it fails if it is aborted, and the job fails over); a cancel
+  ends the job CANCELED at once, its checkpoints kept only if the retention policy retains them on
+  cancellation. Each operation is recorded with its outcome (``operations``).
+- A job restored from a savepoint or retained checkpoint (``restore``): the coordinator restores it
+  (``restore_savepoint``: counter past its id, ``latest.restored``) and the first deployment assigns its state to
+  the job's subtasks, rescaled if the parallelism changed; its sources read the splits their state names. A
+  restore that cannot be done (a missing or unreadable path, state that cannot be mapped) ends the job FAILED.
+  The first deployment of a restored job meets a ``during_restore`` crash as a restart does.
+- Several jobs of one run (``runtime.job.dispatcher``) share the fault log, the fired protocol points and the
+  ``finished`` set, and continue the epochs and attempt numbers of the job before.
 What happened is counted in the fault log (``runtime.fault_log``) and told to the optional ``trace(label,
 detail)``. Mirrors Flink's ``JobMaster`` with its ``DefaultScheduler`` (``RestartAllFailoverStrategy``, fixed-delay
 restart strategy), its ``CheckpointCoordinator``, and a JobManager failover under high availability
@@ -54,7 +66,9 @@ from barriersim.runtime.coordinator.checkpoint_recovery import (
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.coordinator.restore import StateRestoreError
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
+from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.fault_log import FaultLog
 from barriersim.runtime.faults import CrashCoordinator, CrashTask, MessageKind, ProtocolPoint, SlowTask
@@ -81,13 +95,45 @@ from barriersim.runtime.job.actions import (
     subtask_name,
 )
 from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.operators.source import assigned_splits
+from barriersim.runtime.recovery.errors import StateAssignmentError
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.restart_strategy import RestartDecision
+from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.atomic_file import WriteFault
+from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.task.actions import TaskCheckpointMetrics
 
 ActionSink = Callable[[list], None]
 Trace = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class JobRestore:
+    """Where a new job's state comes from: a savepoint or retained checkpoint at ``path``, read by ``loader``
+    (Flink's ``SavepointRestoreSettings``)."""
+
+    path: str
+    loader: Callable[[str], CheckpointMetadata]
+    allow_non_restored_state: bool = False
+
+
+@dataclass
+class Operation:
+    """A savepoint, stop-with-savepoint or cancel asked of the job, and how it ended."""
+
+    operation: str  # savepoint, stop_with_savepoint, cancel
+    at_ms: int  # the job's clock when it was asked
+    request_id: int = 0
+    drain: bool | None = None
+    status: str = "IN_PROGRESS"  # IN_PROGRESS, COMPLETED, FAILED
+    checkpoint_id: int | None = None
+    path: str | None = None  # the savepoint's directory
+    savepoint_format: str | None = None
+    failure: str | None = None
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
 
 
 @dataclass
@@ -106,21 +152,34 @@ class JobReport:
     killed: list[str] = field(default_factory=list)  # subtasks killed by the fault schedule, "name@attempt"
     failures: list[str] = field(default_factory=list)  # what failed the job over, one line each
     storage_errors: list[str] = field(default_factory=list)
+    job_id: str = ""
+    final_state: str | None = None  # Flink's terminal JobStatus: FINISHED, CANCELED, FAILED
+    operations: list[dict] = field(default_factory=list)
+    latest_restored: dict | None = None  # Flink's latest.restored: id, restore_timestamp, is_savepoint, external_path
+    retained_checkpoint: str | None = None  # the newest checkpoint a cancelled job retained
 
 
 class JobMaster:
     def __init__(self, config: JobConfig, job_id: str, *, storage, clock: Callable[[], int], timer_service,
                  coordinator_rng: Callable[[], random.Random], action_sink: ActionSink,
-                 trace: Trace | None = None, keep_completed_metadata: bool = False):
-        """``storage``: a ``CheckpointStorage`` (checkpoint metadata, recovery); ``timer_service``: the driver's
-        (``register_timer(at_ms, callback)``) for the coordinator's timers; ``coordinator_rng()``: the random
-        stream of each new coordinator; ``action_sink``: where actions caused by the coordinator's timers go;
+                 trace: Trace | None = None, keep_completed_metadata: bool = False,
+                 savepoint_storage=None, restore: JobRestore | None = None, first_epoch: int = 0,
+                 first_attempt_number: int = 0, fault_log: FaultLog | None = None, fired_points: set | None = None,
+                 finished: set | None = None, started_ms: int | None = None, arm_timed_faults: bool = True):
+        """``storage``: a ``CheckpointStorage`` (checkpoint metadata, recovery); ``savepoint_storage``: where
+        savepoints are written (default ``storage``); ``timer_service``: the driver's (``register_timer(at_ms,
+        callback)``) for the coordinator's timers; ``coordinator_rng()``: the random stream of each new
+        coordinator; ``action_sink``: where actions caused by the coordinator's timers go;
         ``keep_completed_metadata``: keep every completed checkpoint's metadata with its deployment epoch
-        (``completed_in_epoch``, for consistent-cut checks)."""
+        (``completed_in_epoch``, for consistent-cut checks). ``restore``: the job starts from a savepoint or
+        retained checkpoint. A job after another of the same run continues its ``first_epoch`` and
+        ``first_attempt_number``, shares its ``fault_log``, ``fired_points`` and ``finished`` set, keeps the run's
+        clock (``started_ms``) and leaves the timed faults to the dispatcher (``arm_timed_faults=False``)."""
         self.config = config
         self.graph = config.graph.validate()
         self.job_id = job_id
         self.storage = storage
+        self.savepoint_storage = savepoint_storage if savepoint_storage is not None else storage
         self.clock = clock
         self._timer_service = timer_service
         self._coordinator_rng = coordinator_rng
@@ -131,10 +190,11 @@ class JobMaster:
         self._first_source = subtask_name((self.graph.sources[0].name, 0))
         self._slowdowns = {name: tuple(f for f in config.faults.of_type(SlowTask) if f.task == name)
                            for name in map(subtask_name, self.subtasks)}
-        self.epoch = 0
+        self.epoch = first_epoch
         self.attempts: dict[SubtaskKey, ExecutionAttemptID] = {}  # the deployed attempt of each subtask
         self.running = False  # the current deployment's tasks were restored and have not been cancelled
-        self.finished: set[SubtaskKey] = set()  # cleared in place: a driver may hold it
+        self.finished: set[SubtaskKey] = finished if finished is not None else set()  # cleared in place: a driver may hold it
+        self.finished.clear()
         self._killed_keys: set[SubtaskKey] = set()  # killed by the fault schedule, death not yet reported
         self.outcome: JobOutcome | None = None
         self.restarts = 0
@@ -143,9 +203,17 @@ class JobMaster:
         self.killed: list[str] = []
         self.failures: list[str] = []
         self.storage_errors: list[str] = []
-        self.fault_log = FaultLog(config.faults)
-        self._fired_points: set = set()
-        self.started_ms: int | None = None  # the job's clock (fault times) starts when the first tasks restored
+        self.fault_log = fault_log if fault_log is not None else FaultLog(config.faults)
+        self._fired_points: set = fired_points if fired_points is not None else set()
+        self.started_ms: int | None = started_ms  # the job's clock (fault times) starts when the first tasks restored
+        self._arm_timed_faults = arm_timed_faults
+        self._restore_settings = restore
+        self.restored_at_start = False  # the job was started from a savepoint or retained checkpoint
+        self.operations: list[Operation] = []
+        self._operation_of_request: dict[int, Operation] = {}
+        self._next_request_id = 1
+        self._savepoint_paths: dict[int, str] = {}
+        self.retained_checkpoint: str | None = None
         self._deployments = 0
         self._restore_from: m.RestoreFrom | None = None
         self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
@@ -156,7 +224,7 @@ class JobMaster:
         self.coordinator_failovers = 0
         self.coordinator_down = False
         self.retired_stats: list[CheckpointStatsTracker] = []  # the statistics of coordinators that died
-        self.coordinator = self._new_coordinator()
+        self.coordinator = self._new_coordinator(first_attempt_number=first_attempt_number)
         self.restart_strategy = config.restart_strategy()
 
     # -- queries --------------------------------------------------------------------------------------
@@ -171,20 +239,108 @@ class JobMaster:
 
     def report(self) -> JobReport:
         # while the JobManager is down, its dead coordinator's statistics are already among the retired ones
-        live = [] if self.coordinator_down else [self.coordinator.stats]
-        checkpoints, subtasks, counts = job_statistics(self.retired_stats + live)
+        trackers = self.retired_stats + ([] if self.coordinator_down else [self.coordinator.stats])
+        checkpoints, subtasks, counts = job_statistics(trackers)
+        restored = [t.latest_restored for t in trackers if t.latest_restored is not None]
         return JobReport(
             outcome=self.outcome, checkpoints=checkpoints, subtasks=subtasks, counts=counts, restarts=self.restarts,
             restored_checkpoint_ids=list(self.restored_ids), restored_in_flight_bytes=self.restored_in_flight,
             coordinator_failovers=self.coordinator_failovers, fault_log=self.fault_log.report(),
             killed=list(self.killed), failures=list(self.failures), storage_errors=list(self.storage_errors),
+            job_id=self.job_id, final_state=self.final_state, operations=[o.as_dict() for o in self.operations],
+            latest_restored=dict(restored[-1]) if restored else None, retained_checkpoint=self.retained_checkpoint,
         )
+
+    @property
+    def final_state(self) -> str | None:
+        """Flink's terminal ``JobStatus`` of the job, once it ended (a timed-out simulation has none)."""
+        return {JobOutcome.FINISHED: "FINISHED", JobOutcome.CANCELED: "CANCELED",
+                JobOutcome.FAILED: "FAILED"}.get(self.outcome)
+
+    @property
+    def stopped_with_savepoint(self) -> Operation | None:
+        """The stop-with-savepoint whose savepoint completed, if the job ended by it."""
+        for op in self.operations:
+            if op.operation == "stop_with_savepoint" and op.status == "COMPLETED":
+                return op
+        return None
+
+    @property
+    def savepoints(self) -> list[Operation]:
+        """The savepoints of the job that completed (of savepoint and stop-with-savepoint operations)."""
+        return [op for op in self.operations if op.path is not None and op.status == "COMPLETED"]
 
     # -- events from the driver -----------------------------------------------------------------------
 
     def start(self) -> list:
-        """Deploy the first attempt (fresh state)."""
-        self._deploy(None)
+        """Deploy the first attempt: fresh state, or the state of the savepoint or checkpoint to restore."""
+        restore = None
+        settings = self._restore_settings
+        try:
+            if settings is not None:
+                self.coordinator.restore_savepoint(settings.path, settings.loader, settings.allow_non_restored_state)
+                self._restore_from = None
+                self._handle_coordinator(self.coordinator.drain_actions())
+                restore = self._restore_from
+                self.restored_at_start = True
+            self._deploy(restore)
+        except (CheckpointStorageError, StateRestoreError, StateAssignmentError) as err:
+            where = f"restore from {settings.path}: " if settings is not None else ""
+            self._fail_to_start(f"{where}{type(err).__name__}: {err}")
+        return self._take()
+
+    def _fail_to_start(self, reason: str) -> None:
+        """The job cannot be deployed (Flink: the JobMaster fails to create the job's execution graph)."""
+        self._trace("failover", f"job {reason}")
+        self.failures.append(reason)
+        self.outcome = JobOutcome.FAILED
+        self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FAILED)))
+        self._out.append(JobEnded(JobOutcome.FAILED))
+
+    # -- operations (savepoint, stop-with-savepoint, cancel) -------------------------------------------
+
+    def trigger_savepoint(self) -> list:
+        """Flink's ``triggerSavepoint`` (canonical format); the job goes on."""
+        self._request_savepoint(Operation("savepoint", self.job_ms(), savepoint_format="CANONICAL"),
+                                CheckpointType.SAVEPOINT)
+        return self._take()
+
+    def stop_with_savepoint(self, drain: bool) -> list:
+        """Flink's ``stopWithSavepoint``: a synchronous savepoint (``drain``: ``SAVEPOINT_TERMINATE``, else
+        ``SAVEPOINT_SUSPEND``), after which the tasks finish and the job ends FINISHED."""
+        self._request_savepoint(Operation("stop_with_savepoint", self.job_ms(), drain=drain, savepoint_format="CANONICAL"),
+                                CheckpointType.SAVEPOINT_TERMINATE if drain else CheckpointType.SAVEPOINT_SUSPEND)
+        return self._take()
+
+    def _request_savepoint(self, op: Operation, checkpoint_type: CheckpointType) -> None:
+        self.operations.append(op)
+        if self.outcome is not None or self.coordinator_down:
+            op.status, op.failure = "FAILED", ("the job has ended" if self.outcome is not None
+                                               else "the JobManager is recovering")
+            return
+        op.request_id = self._next_request_id
+        self._next_request_id += 1
+        self._operation_of_request[op.request_id] = op
+        self._trace("operation", f"{op.operation} request {op.request_id}")
+        self._handle_coordinator(self.coordinator.handle(m.TriggerRequest(checkpoint_type, op.request_id)))
+
+    def cancel(self) -> list:
+        """Flink's ``cancel``: every task is cancelled and the job ends CANCELED; the coordinator shuts down and
+        its completed checkpoints are discarded unless the retention policy retains them on cancellation."""
+        op = Operation("cancel", self.job_ms())
+        self.operations.append(op)
+        if self.outcome is not None:
+            op.status, op.failure = "FAILED", "the job has ended"
+            return self._take()
+        op.status = "COMPLETED"
+        self._trace("operation", "cancel")
+        self._cancel_deployment()
+        self.outcome = JobOutcome.CANCELED
+        if not self.coordinator_down:
+            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.CANCELED)))
+        retained = self.storage.list_retained_checkpoints()
+        self.retained_checkpoint = retained[0].external_pointer if retained else None
+        self._out.append(JobEnded(JobOutcome.CANCELED))
         return self._take()
 
     def tasks_restored(self, epoch: int, restored_in_flight_bytes: int) -> list:
@@ -206,13 +362,14 @@ class JobMaster:
             return []
         self._deployments += 1
         if self._deployments == 1:
-            for fault in self.config.faults.of_type(CrashTask):
-                if fault.at_ms is not None:
+            if self._arm_timed_faults:
+                for fault in self.config.faults.of_type(CrashTask):
+                    if fault.at_ms is not None:
+                        self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
+                for fault in sorted(self.config.faults.of_type(CrashCoordinator), key=lambda f: f.at_ms):
                     self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
-            for fault in sorted(self.config.faults.of_type(CrashCoordinator), key=lambda f: f.at_ms):
-                self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
-        else:
+        if self._deployments > 1 or self.restored_at_start:
             for fault in self.config.faults.of_type(CrashTask):
                 if fault.point is ProtocolPoint.DURING_RESTORE and fault not in self._fired_points:
                     self._fired_points.add(fault)
@@ -329,8 +486,10 @@ class JobMaster:
         assignment = None
         if restore is not None and restore.metadata is not None:
             infos = [ExecutionJobVertexInfo(v.name, v.parallelism, v.max_parallelism) for v in self.graph.vertices]
-            assignment = assign_states(restore.metadata, infos, allow_non_restored_state=restore.allow_non_restored_state)
+            assignment = assign_states(restore.metadata, infos, allow_non_restored_state=restore.allow_non_restored_state,
+                                       graph=self.graph)
             self.restored_ids.append(restore.checkpoint_id)
+        splits = self._source_splits(restore.metadata if assignment is not None else None, assignment)
         descriptors = []
         for key in self.subtasks:
             vertex, i = key
@@ -341,13 +500,40 @@ class JobMaster:
             crash_points = tuple(sorted(self.config.faults.armed_crash_points(name, self._fired_points),
                                         key=lambda p: (p[0].value, p[1])))
             descriptors.append(TaskDeploymentDescriptor(self.coordinator.current_attempt(vertex, i), state,
-                                                        crash_points, self._slowdowns[name]))
+                                                        crash_points, self._slowdowns[name], splits.get(key, ())))
         self.attempts = {d.key: d.attempt for d in descriptors}
         self.finished.clear()
         self._killed_keys.clear()
         self._out.append(DeployTasks(self.epoch, tuple(descriptors),
                                      restore.checkpoint_id if restore is not None else None,
-                                     restore.metadata if restore is not None else None))
+                                     restore.metadata if restore is not None else None, self.config))
+
+    def _source_splits(self, metadata: CheckpointMetadata | None, assignment) -> dict[SubtaskKey, tuple[int, ...]]:
+        """The splits each source subtask reads: its own index when its vertex starts fresh, else the splits its
+        restored state names; a restore must name every split of the source once, those of subtasks that had
+        finished (FLIP-147: their splits are done) aside (``StateAssignmentError``)."""
+        restored = {s.operator_id: s for s in metadata.operator_states} if metadata is not None else {}
+        out: dict[SubtaskKey, tuple[int, ...]] = {}
+        for v in self.graph.sources:
+            total = self.config.splits_of(v.name)
+            named = {i: assigned_splits(assignment.subtask_state(v.name, i)) for i in range(v.parallelism)} \
+                if v.name in restored else {}
+            if not any(named.values()):  # fresh, or restored state that names no split: each reads its own
+                for i in range(v.parallelism):
+                    out[(v.name, i)] = (i,) if i < total else ()
+                continue
+            seen: list[int] = []
+            for i in range(v.parallelism):
+                out[(v.name, i)] = named[i]
+                seen.extend(named[i])
+            old = restored[v.name]
+            some_finished = old.fully_finished or any(st.is_finished for st in old.subtask_states.values())
+            if (len(seen) != len(set(seen)) or not set(seen) <= set(range(total))
+                    or (not some_finished and len(seen) != total)):
+                raise StateAssignmentError(
+                    f"checkpoint {metadata.checkpoint_id}: source {v.name!r} holds the offsets of splits {sorted(seen)}, "
+                    f"but its workload has {total} split(s) (0..{total - 1}): it was taken of another workload")
+        return out
 
     # -- messages -------------------------------------------------------------------------------------
 
@@ -415,6 +601,15 @@ class JobMaster:
                 self.storage.discard_checkpoint(action.checkpoint_id)
             elif isinstance(action, m.RestoreFrom):
                 self._restore_from = action
+            elif isinstance(action, m.TriggerRequestCompleted):
+                op = self._operation_of_request.pop(action.request_id, None) if action.request_id else None
+                if op is not None:
+                    op.status, op.checkpoint_id = "COMPLETED", action.checkpoint_id
+                    op.path = self._savepoint_paths.get(action.checkpoint_id)
+            elif isinstance(action, m.TriggerRequestFailed):
+                op = self._operation_of_request.pop(action.request_id, None) if action.request_id else None
+                if op is not None:
+                    op.status, op.checkpoint_id, op.failure = "FAILED", action.checkpoint_id, action.reason.name
             elif isinstance(action, m.FailJob):
                 failing = action.failing_task
                 name = subtask_name((failing.vertex_id, failing.subtask_index)) if failing else "coordinator"
@@ -426,14 +621,17 @@ class JobMaster:
         coordinator, which aborts the checkpoint as ``FINALIZE_CHECKPOINT_FAILURE``."""
         cid = metadata.checkpoint_id
         self._trace("coordinator", "PersistCheckpoint ")
+        storage = self.savepoint_storage if is_savepoint else self.storage
         if self.fault_log.fails_storage_write(cid, self.job_ms()):
-            self.storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
+            storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
         try:
-            location = self.storage.persist_checkpoint(metadata, is_savepoint=is_savepoint)
+            location = storage.persist_checkpoint(metadata, is_savepoint=is_savepoint)
         except Exception as err:
             self._trace("storage-failed", f"{cid} {type(err).__name__}")
             self.storage_errors.append(f"{cid}: {type(err).__name__}: {err}")
             raise
+        if is_savepoint:
+            self._savepoint_paths[cid] = location.external_pointer
         if self.completed_in_epoch is not None and not is_savepoint:
             self.completed_in_epoch[cid] = (self.epoch, metadata)
         return location

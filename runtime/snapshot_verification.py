@@ -1,0 +1,141 @@
+"""The reference of a run whose last job was stopped or cancelled and not restored: what the snapshot it ended
+with accounts for.
+
+How this works: a job stopped with a savepoint (or cancelled, whose latest completed checkpoint a restore would
+resume from) has delivered exactly what its sources read before that snapshot, except what the snapshot itself
+still holds and a restore would deliver: the records of open windows (a stop without ``--drain`` keeps them in
+state), the in-flight data of an unaligned checkpoint (channel state), and the transactions the sinks had
+pre-committed for it (committed by a restore, Flink's ``recoverAndCommit``). ``expected_at_snapshot`` gives the
+reference of such a run: the job graph evaluated over the prefix of every split its sources' offsets in the
+snapshot name (a split of a source subtask that had finished counts whole), minus what the in-flight records
+would still produce (the graph evaluated from the vertex each of them waits at), with the window groups still
+open or touched by in-flight records left out of the comparison (``ignored_groups``, rows ``(window_start,
+key, ...)``) and the final sums of keys that in-flight data touches left unchecked. An at-least-once sink
+writes what it receives at once, so its rows past the snapshot are tolerated (``tolerated``: what the whole
+workload would give). ``pending_transactions`` lists the transactions the snapshot's sinks hold, and
+``committed_for_verification`` drops the rows of ignored groups and tolerated rows from a run's committed
+output; ``runtime.verification.verify`` then gives the verdict as for any run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+from barriersim.runtime.jobgraph import JobGraph, OperatorKind
+from barriersim.runtime.operators.records import unpack
+from barriersim.runtime.operators.sinks import PENDING_TRANSACTIONS_STATE
+from barriersim.runtime.operators.source import split_offsets
+from barriersim.runtime.operators.window import restore_windows
+from barriersim.runtime.state.snapshot import CheckpointMetadata, KeyGroupRange
+from barriersim.runtime.verification import Expected, expected_sink_input
+
+_ALL_KEY_GROUPS = KeyGroupRange(0, 2**15)
+
+
+def snapshot_prefix(graph: JobGraph, splits: dict[str, Sequence[Sequence[tuple]]],
+                    metadata: CheckpointMetadata | None) -> dict[str, list[Sequence[tuple]]]:
+    """Per source vertex, the records of each split its sources had read when ``metadata`` was taken (none
+    without a snapshot)."""
+    states = {s.operator_id: s for s in metadata.operator_states} if metadata is not None else {}
+    out: dict[str, list[Sequence[tuple]]] = {}
+    for source in graph.sources:
+        parts = list(splits.get(source.name, ()))
+        state = states.get(source.name)
+        offsets: dict[int, int] = {}
+        finished = False
+        if state is not None:
+            finished = state.fully_finished or any(st.is_finished for st in state.subtask_states.values())
+            for st in state.subtask_states.values():
+                offsets.update(split_offsets(st))
+        out[source.name] = [part[:offsets[sid]] if sid in offsets else (part if finished else ())
+                            for sid, part in enumerate(parts)]
+    return out
+
+
+def _held_records(graph: JobGraph, metadata: CheckpointMetadata) -> dict[tuple[str, int], list[tuple]]:
+    """The in-flight records of the snapshot, by the logical input of the vertex they wait to enter."""
+    held: dict[tuple[str, int], list[tuple]] = {}
+    states = {s.operator_id: s for s in metadata.operator_states}
+    for vertex in graph.vertices:
+        state = states.get(vertex.name)
+        if state is None:
+            continue
+        gates = graph.gates_of(vertex.name)
+        outputs = graph.outputs_of(vertex.name)
+        for st in state.subtask_states.values():
+            for h in st.input_channel_state:
+                if h.info.gate_idx < len(gates):
+                    key = (vertex.name, gates[h.info.gate_idx].target_input)
+                    held.setdefault(key, []).extend(r for b in h.buffers for r in b.records if isinstance(r, tuple))
+            for h in st.result_subpartition_state:
+                if h.info.partition_idx < len(outputs):
+                    edge = outputs[h.info.partition_idx]
+                    key = (edge.target, edge.target_input)
+                    held.setdefault(key, []).extend(r for b in h.buffers for r in b.records if isinstance(r, tuple))
+    return held
+
+
+def _open_window_groups(graph: JobGraph, metadata: CheckpointMetadata) -> set[tuple[int, int]]:
+    groups: set[tuple[int, int]] = set()
+    states = {s.operator_id: s for s in metadata.operator_states}
+    for vertex in graph.vertices:
+        if vertex.operator not in (OperatorKind.TUMBLING_WINDOW, OperatorKind.JOIN) or vertex.name not in states:
+            continue
+        for st in states[vertex.name].subtask_states.values():
+            groups.update(restore_windows(st, _ALL_KEY_GROUPS))
+    return groups
+
+
+def expected_at_snapshot(graph: JobGraph, splits: dict[str, Sequence[Sequence[tuple]]],
+                         metadata: CheckpointMetadata | None) -> Expected:
+    """The reference of a run that ended with ``metadata`` (None: before any snapshot: nothing is expected)."""
+    prefix = expected_sink_input(graph, snapshot_prefix(graph, splits, metadata))
+    full = expected_sink_input(graph, splits)
+    ignored: set[tuple] = set()
+    identities = Counter(prefix.identities)
+    final_sums = dict(prefix.final_sums)
+    if metadata is not None:
+        held = _held_records(graph, metadata)
+        if held:
+            from_held = expected_sink_input(graph, {}, held)
+            identities.subtract(from_held.identities)
+            identities = +identities
+            for identity in from_held.identities:
+                final_sums.pop(identity[1], None)
+                if prefix.aggregated:
+                    ignored.add((identity[0], identity[1]))
+        ignored |= _open_window_groups(graph, metadata)
+    if prefix.aggregated and ignored:
+        identities = Counter({i: n for i, n in identities.items() if (i[0], i[1]) not in ignored})
+    tolerated = Counter()
+    if any(s.operator is OperatorKind.AT_LEAST_ONCE_SINK for s in graph.sinks):
+        tolerated = full.identities
+    return Expected(identities, prefix.keyed_sum, final_sums, prefix.aggregated, frozenset(ignored), tolerated)
+
+
+def pending_transactions(metadata: CheckpointMetadata | None) -> list[str]:
+    """The transactions the snapshot's sinks had pre-committed (a restore commits them)."""
+    tids = []
+    if metadata is None:
+        return tids
+    for state in metadata.operator_states:
+        for st in state.subtask_states.values():
+            for handle in st.managed_operator_state:
+                for part in handle.states.get(PENDING_TRANSACTIONS_STATE, ()):
+                    tids.append(unpack(part)[1])
+    return tids
+
+
+def committed_for_verification(expected: Expected, committed: Sequence[tuple]) -> list[tuple]:
+    """``committed`` without the rows of ignored window groups and the tolerated rows of an at-least-once sink
+    past the snapshot."""
+    out = []
+    for r in committed:
+        identity = (r[0], r[1], r[2]) if expected.keyed_sum else tuple(r)
+        if expected.aggregated and (r[0], r[1]) in expected.ignored_groups:
+            continue
+        if expected.tolerated and identity not in expected.identities and identity in expected.tolerated:
+            continue
+        out.append(r)
+    return out
