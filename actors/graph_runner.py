@@ -3,9 +3,11 @@
 How this works: ``run_graph_on_ray`` puts every source split in Ray's object store (msgpack; a split given
 as an ``ObjectRef`` of msgpack records, e.g. cut from a Spark workload by ``scenarios.workload``, is used as
 it is, so its records never pass through the driver), starts the
-``ExternalStoreActor`` and the ``JobManagerActor`` (which deploys, checkpoints, fails over and ends the job),
-waits for the job manager's ``run`` call, reports progress every quarter second, then reads the committed
-output from the store. Every actor it started is killed on every exit path. The settings are the job's
+``ExternalStoreActor`` (loaded with the external system of an earlier run when this run continues it) and the
+``JobManagerActor`` (which deploys, checkpoints, takes savepoints, stops, cancels, restores, fails over and ends the
+run's jobs), waits for the job manager's ``run`` call, reports progress every quarter second, then reads the
+committed output from the store, the whole store (``store_snapshot``) and the records of the transactions the
+run's ending snapshot lists as pending. Every actor it started is killed on every exit path. The settings are the job's
 ``runtime.job.config.JobConfig`` (graph, mode, intervals, network, source rate, faults; the simulated network's
 latencies do not apply: Ray's are real). Ray must already be initialised.
 """
@@ -38,6 +40,18 @@ class RayJobResult:
     job_seconds: float
     records_emitted: int
     outcome: str = "finished"
+    jobs: list[dict] = field(default_factory=list)  # each job's report (runtime.job.dispatcher.RunReport.jobs)
+    actions: list[dict] = field(default_factory=list)
+    final_state: str | None = None
+    operations: list[dict] = field(default_factory=list)
+    latest_restored: dict | None = None
+    retained_checkpoint: str | None = None
+    parallelism: dict = field(default_factory=dict)
+    job_id: str = ""
+    ending: list = field(default_factory=lambda: [False, None])  # [ended by a snapshot, its _metadata (msgpack)]
+    next_attempt_number: int = 0
+    store_snapshot: bytes = b""  # the external system (ExternalStore.snapshot, msgpack)
+    pending_records: list[tuple] = field(default_factory=list)  # of the transactions the ending snapshot lists
     restored_checkpoint_ids: list[int] = field(default_factory=list)
     restored_in_flight_bytes: int = 0
     killed: list[str] = field(default_factory=list)
@@ -63,18 +77,26 @@ def run_graph_on_ray(
     timeout_seconds: float = 900.0,
     task_num_cpus: float = 0.01,
     records: int | None = None,
+    savepoint_root: str | None = None,
+    first_attempt_number: int = 0,
+    store_snapshot: bytes | None = None,
 ) -> RayJobResult:
     """Run the job of ``config`` on Ray actors. ``splits`` maps each source vertex to its subtasks' splits,
     each a sequence of ``(record_id, key, value, event_time)`` tuples or an ``ObjectRef`` of their msgpack
-    encoding (``actors.messages.encode_records``); ``records`` is the workload's size when splits are refs."""
+    encoding (``actors.messages.encode_records``); ``records`` is the workload's size when splits are refs.
+    ``savepoint_root``: the savepoint directory; ``store_snapshot`` and ``first_attempt_number``: the external
+    system and the attempts of the run this one continues (a restore of one of its snapshots)."""
     store = job_manager = None
     try:
         store = ExternalStoreActor.remote()
+        if store_snapshot is not None:
+            ray.get(store.load.remote(store_snapshot))
         split_refs = {name: [split if isinstance(split, ray.ObjectRef) else ray.put(encode_records(split))
                              for split in parts] for name, parts in splits.items()}
         if records is None:
             records = sum(len(s) for parts in splits.values() for s in parts if not isinstance(s, ray.ObjectRef))
-        job_manager = JobManagerActor.remote(config, split_refs, checkpoint_root, job_id, seed, store, task_num_cpus)
+        job_manager = JobManagerActor.remote(config, split_refs, checkpoint_root, job_id, seed, store, task_num_cpus,
+                                             savepoint_root, first_attempt_number)
         done = job_manager.run.remote()
         deadline = time.monotonic() + timeout_seconds
         while True:
@@ -89,8 +111,16 @@ def run_graph_on_ray(
         result = ray.get(done)
         output = decode_records(ray.get(store.output.remote()))
         counters = ray.get(store.counters.remote())
+        pending = []
+        if result["ending"][1] is not None:
+            from barriersim.runtime.snapshot_verification import pending_transactions
+            from barriersim.runtime.storage import metadata_serializer
+
+            tids = pending_transactions(metadata_serializer.deserialize(result["ending"][1], "<ending snapshot>"))
+            pending = decode_records(ray.get(store.pending_records.remote(tids)))
         # the job manager's result dict has every field but what the store and the caller know
-        return RayJobResult(committed_output=output, records_emitted=records, store_counters=counters, **result)
+        return RayJobResult(committed_output=output, records_emitted=records, store_counters=counters,
+                            store_snapshot=ray.get(store.snapshot.remote()), pending_records=pending, **result)
     finally:
         if job_manager is not None:
             try:

@@ -1,13 +1,17 @@
-"""The job manager as a Ray actor: the sans-IO ``JobMaster`` (``runtime.job``) on an asyncio loop, with one
-``StreamTaskActor`` per subtask and the checkpoints in a ``FileSystemCheckpointStorage``.
+"""The job manager as a Ray actor: the sans-IO ``Dispatcher`` of the run's jobs (``runtime.job``: a
+``JobMaster`` per job) on an asyncio loop, with one ``StreamTaskActor`` per subtask and the checkpoints of each job
+in a ``FileSystemCheckpointStorage`` (``<checkpoint root>/<job-id>/``, savepoints in the savepoint directory).
 
 How this works: the JobMaster decides everything at the job level (deployments, the coordinator, the fault
-schedule, failover, JobManager failover, checkpoint metadata); this actor feeds it what happens and carries out
+schedule, failover, JobManager failover, checkpoint metadata, savepoints, stop-with-savepoint, cancel) and the
+Dispatcher the run's jobs (experiment actions, restored jobs); this actor feeds it what happens and carries out
 the actions it returns, with real time and real actors:
 - ``DeployTasks``: one task actor per descriptor, given the job's settings, the descriptor (its state as msgpack),
   its split (an object-store reference) and the handles of this actor and the external store; once every actor
   of the deployment built and restored its task and knows its peers (``connect``), the JobMaster hears
-  ``tasks_restored``, the tasks are started (``run``, on the job's clock) and it hears ``tasks_started``;
+  ``tasks_restored``, the tasks are started (``run``, on the job's clock) and it hears ``tasks_started``; a
+  restored job's deployment carries its own settings (its graph's parallelism) and its sources the object
+  references of the splits they read;
   ``KillTask``: ``ray.kill`` of the actor (its death comes back as the error of its ``run`` call);
   ``CancelTasks``: every task actor of that deployment is killed;
 - ``SendToTask``: after the fault's delay, a ``task_message`` call to the attempt's actor if the attempt is still
@@ -40,12 +44,13 @@ from barriersim.actors.messages import (
     reason_from_wire,
     task_message_to_wire,
 )
+from barriersim.runtime.storage import metadata_serializer
 from barriersim.actors.realtime import LoopTimerService
 from barriersim.actors.stream_task_actor import StreamTaskActor
 from barriersim.runtime.faults import ProtocolPoint
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
-from barriersim.runtime.job.job_master import JobMaster
+from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 
 
@@ -59,7 +64,7 @@ RUN_RESULTS_TIMEOUT_SECONDS = 30.0  # for the run calls of tasks that already re
 @ray.remote(num_cpus=0.01)
 class JobManagerActor:
     def __init__(self, config: JobConfig, split_refs: dict, checkpoint_root: str, job_id: str, seed: int,
-                 store, task_num_cpus: float = 0.01):
+                 store, task_num_cpus: float = 0.01, savepoint_root: str | None = None, first_attempt_number: int = 0):
         self.config = config
         self.graph = config.graph.validate()
         self.split_refs = split_refs
@@ -67,9 +72,11 @@ class JobManagerActor:
         self.seed = seed
         self.store = store
         self.task_num_cpus = task_num_cpus
-        self.storage = FileSystemCheckpointStorage(checkpoint_root, job_id, rng=random.Random(seed))
-        self.storage.initialize_base_locations()
-        self.job_master: JobMaster | None = None
+        self.checkpoint_root = checkpoint_root
+        self.savepoint_root = savepoint_root
+        self.first_attempt_number = first_attempt_number
+        self._storage_rng = random.Random(seed)
+        self.job_master: Dispatcher | None = None
         self.handles: dict = {}  # subtask key -> actor handle of the deployed attempt
         self.task_runs: list[dict] = []  # what each finished task's run call returned
         self._watchers: list[asyncio.Task] = []  # the current deployment's run calls
@@ -83,10 +90,12 @@ class JobManagerActor:
         self.loop = asyncio.get_running_loop()
         self.me = ray.get_runtime_context().current_actor
         self._done = asyncio.Event()
-        self.job_master = JobMaster(
-            self.config, self.job_id, storage=self.storage, clock=now_ms,
+        self.job_master = Dispatcher(
+            self.config, self.job_id, storage_for=self._storage_for, clock=now_ms,
             timer_service=LoopTimerService(self.loop, self._on_error),
             coordinator_rng=lambda: random.Random(self.seed), action_sink=self._carry_out,
+            restore_loader=FileSystemCheckpointStorage(self.checkpoint_root, "restore").load_checkpoint_metadata,
+            first_attempt_number=self.first_attempt_number,
         )
         self.started = time.monotonic()
         self._guard(lambda: self._carry_out(self.job_master.start()))
@@ -102,9 +111,15 @@ class JobManagerActor:
         if self._error is not None:
             raise RuntimeError(f"job {self.job_id} failed in the job manager: {self._error}")
         report = self.job_master.report()
+        ended_by_snapshot, metadata = self.job_master.ending_snapshot
+        result = dataclasses.asdict(report)
+        for job in result["jobs"]:
+            job["outcome"] = job["outcome"].value if job["outcome"] is not None else None
         return {
-            **dataclasses.asdict(report),
+            **result,
             "outcome": report.outcome.value,
+            "ending": [ended_by_snapshot, None if metadata is None else metadata_serializer.serialize(metadata)],
+            "next_attempt_number": self.job_master.next_attempt_number,
             "task_runs": list(self.task_runs),
             "job_seconds": job_seconds,
             "first_deploy_seconds": self.deployed_seconds,
@@ -121,7 +136,15 @@ class JobManagerActor:
         except Exception:  # noqa: BLE001 - a source died meanwhile; its failover is under way
             emitted = None
         return {"counts": counts, "restarts": jm.restarts if jm else 0, "finished_tasks": len(jm.finished) if jm else 0,
-                "tasks": sum(v.parallelism for v in self.graph.vertices), "source_records": emitted}
+                "tasks": sum(v.parallelism for v in jm.current.graph.vertices) if jm else 0,
+                "source_records": emitted}
+
+    def _storage_for(self, job_id: str):
+        """A job's checkpoint storage, whose savepoints go to the run's savepoint directory."""
+        storage = FileSystemCheckpointStorage(self.checkpoint_root, job_id, rng=self._storage_rng,
+                                              default_savepoint_directory=self.savepoint_root)
+        storage.initialize_base_locations()
+        return storage, storage
 
     async def shutdown(self) -> None:
         self._kill_tasks()
@@ -181,15 +204,19 @@ class JobManagerActor:
 
     async def _deploy(self, action: a.DeployTasks) -> None:
         jm, epoch = self.job_master, action.epoch
+        config = action.config or self.config
         handles = {}
         for descriptor in action.tasks:
             vertex, i = descriptor.key
-            operator = self.graph.vertex(vertex).operator
+            operator = config.graph.vertex(vertex).operator
             snapshot = encode_snapshot(descriptor.state, i)
-            split = self.split_refs[vertex][i] if operator.is_source and vertex in self.split_refs else None
+            splits = None
+            if operator.is_source:
+                refs = self.split_refs.get(vertex, ())
+                splits = {sid: refs[sid] for sid in descriptor.source_splits if sid < len(refs)}
             seed = task_seed(self.seed, vertex, i, descriptor.attempt.attempt_number)
             handles[descriptor.key] = StreamTaskActor.options(num_cpus=self.task_num_cpus).remote(
-                self.config, dataclasses.replace(descriptor, state=None), seed, split, snapshot,
+                config, dataclasses.replace(descriptor, state=None), seed, splits, snapshot,
                 self.store if operator.is_sink else None, self.me)
         self.handles = handles
         try:

@@ -71,9 +71,10 @@ BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes an
 
 @ray.remote(num_cpus=0.01)
 class StreamTaskActor:
-    def __init__(self, config: JobConfig, descriptor: TaskDeploymentDescriptor, seed: int, split: bytes | None,
+    def __init__(self, config: JobConfig, descriptor: TaskDeploymentDescriptor, seed: int, splits: dict | None,
                  snapshot: bytes | None, store, job_manager):
-        """``descriptor`` comes without its state, which travels as ``snapshot`` (msgpack)."""
+        """``descriptor`` comes without its state, which travels as ``snapshot`` (msgpack); a source gets the
+        object references of the splits it reads (split id -> msgpack records), fetched when it connects."""
         self.config = config
         self.descriptor = descriptor
         self.name = descriptor.name
@@ -81,7 +82,7 @@ class StreamTaskActor:
         self.attempt = descriptor.attempt
         self.seed = seed
         self.source_rate = config.source_rate_per_subtask if config.graph.vertex(self.key[0]).operator.is_source else 0
-        self._split = decode_records(split) if split is not None else ()
+        self._split_refs = splits
         self._snapshot = snapshot
         self.store = RemoteExternalStore(store, f"{self.name}@{self.attempt.attempt_number}") if store is not None else None
         self.job_manager = job_manager
@@ -113,10 +114,15 @@ class StreamTaskActor:
         self._wake = asyncio.Event()
         self._reports: asyncio.Queue = asyncio.Queue()
         restore = dataclasses.replace(self.descriptor, state=decode_snapshot(self._snapshot, self.key[1]))
+        splits = None
+        if self._split_refs is not None:
+            ids = list(self._split_refs)
+            data = await asyncio.gather(*(self._split_refs[sid] for sid in ids))
+            splits = {sid: decode_records(d) for sid, d in zip(ids, data)}
         self.task, restored = deploy_task(
             self.config, restore, clock=now_ms, timer_service=LoopTimerService(loop, self._fail),
-            rng=random.Random(self.seed), wakeup=self._after_event, split=self._split, store=self.store)
-        self._split = ()
+            rng=random.Random(self.seed), wakeup=self._after_event, splits=splits, store=self.store)
+        self._split_refs = None
         self._reporter = loop.create_task(self._report_in_order())
         return restored
 

@@ -9,8 +9,11 @@ every exit path; a cluster given by ``address``, or by ``RAY_ADDRESS`` when no a
 and left running), on one Spark-generated workload whose records go from Spark through Ray's object store to the
 source actors (``barriersim.spark.workload``). The quickstart shape is verified by Spark SQL
 (``barriersim.spark.reference.verify``), any other graph by the reference evaluated in a Ray task
-(``verify_in_ray``). Each mode's ``wall_seconds`` is its own; the shared start of Ray and Spark and the workload
-are in every mode's ``timings_seconds``. Progress goes to an optional callback.
+(``verify_in_ray``), as is a run whose last job was stopped or cancelled (against its snapshot). Savepoints go to
+``savepoints/``, checkpoints to ``checkpoints/<job-id>/``, the external system to ``external_store.msgpack``; a run
+restored from an earlier run's snapshot continues that run's external system (``barriersim.continuation``). Each
+mode's ``wall_seconds`` is its own; the shared start of Ray and Spark and the workload are in every mode's
+``timings_seconds``. Progress goes to an optional callback.
 """
 
 from __future__ import annotations
@@ -28,8 +31,13 @@ ProgressCallback = Callable[[str, float | None], None]
 def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None,
                progress: ProgressCallback | None = None) -> list[dict]:
     """Run each ``(run directory, effective scenario)`` on Ray, on one workload; returns their summaries."""
+    import msgpack
+
     from barriersim.actors.graph_runner import run_graph_on_ray
+    from barriersim.continuation import previous_run, write_external_store
     from barriersim.rundir import discover_runs
+    from barriersim.runtime.operators.sinks import ExternalStore
+    from barriersim.summary import jobs_sections
     from barriersim.scenarios.simulation_inputs import job_config
     from barriersim.spark.analytics import compute_analytics
     from barriersim.spark.reference import output_table, verify, verify_in_ray
@@ -61,18 +69,24 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 if p.get("source_records") is not None:
                     say(stage, min(1.0, p["source_records"] / workload.records))
 
+            previous = previous_run(scenario)
             result = run_graph_on_ray(config, split_refs, str(target / "checkpoints"),
                                       f"{scenario.name}-{scenario.seed}", on_progress, seed=scenario.seed,
-                                      records=workload.records)
+                                      records=workload.records, savepoint_root=str((target / "savepoints").resolve()),
+                                      first_attempt_number=previous.next_attempt_number if previous else 0,
+                                      store_snapshot=msgpack.packb(previous.store.snapshot(), use_bin_type=True)
+                                      if previous else None)
 
             say("verifying against Spark's reference" if scenario.job.is_quickstart_shape
                 else "verifying against the reference", None)
             t1 = time.perf_counter()
-            if scenario.job.is_quickstart_shape:
+            ended_by_snapshot = bool(result.ending[0])
+            if scenario.job.is_quickstart_shape and not ended_by_snapshot:
                 verification = verify(cluster.spark, workload.df, output_table(result.committed_output))
             else:
                 verification = verify_in_ray(config.graph, split_refs, result.committed_output,
-                                             at_least_once=not config.mode.exactly_once)
+                                             at_least_once=not config.mode.exactly_once, ending=result.ending,
+                                             pending=result.pending_records)
             timings = {
                 "ray_start": round(cluster.ray_started_seconds, 3),
                 "spark_start": round(cluster.spark_started_seconds, 3),
@@ -89,6 +103,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 restored_in_flight_bytes=result.restored_in_flight_bytes,
                 records_per_second=result.records_emitted / result.job_seconds if result.job_seconds else None,
                 throughput_clock="wall", faults_fired=result.fault_log,
+                **jobs_sections(result, result.next_attempt_number, "snapshot" if ended_by_snapshot else "workload"),
                 backend_sections={"spark": spark_info, "timings_seconds": timings,
                                   "ray": {"coordinator_failovers": result.coordinator_failovers,
                                           "killed": result.killed, "failures": result.failures,
@@ -96,6 +111,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 wall_seconds=time.perf_counter() - mode_start,
             )
             write_run_directory(target, scenario, summary, result.checkpoints, result.subtasks)
+            write_external_store(target, ExternalStore.from_snapshot(
+                msgpack.unpackb(result.store_snapshot, raw=False, strict_map_key=False)))
             summaries.append(summary)
 
         # Flink's REST summaries (min, max, avg, p50 ... p999) of every run just written, in the Spark that is up

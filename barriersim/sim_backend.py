@@ -6,8 +6,13 @@ the workload locally unless ``splits`` are given (Spark's, for ``workload="spark
 committed output against the reference evaluated over the same workload (``runtime.verification``), and writes
 the run directory as the Ray backend does (``barriersim.summary``): ``scenario.toml``, ``summary.json`` (with
 ``backend: "sim"``, the ``simulation`` section, ``trace_sha256`` and the one-line ``replay`` command, which
-re-runs that ``scenario.toml``) and the per-checkpoint and per-subtask statistics. A run is a pure function of
-its effective scenario.
+re-runs that ``scenario.toml``) and the per-checkpoint and per-subtask statistics. Savepoints are written as files
+in ``savepoints/`` (Flink's JobManager storage with a savepoint directory); the checkpoints a cancelled job
+retained, kept in memory while the run lasts, are written to ``checkpoints/<job-id>/`` at its end; the external
+system the sinks wrote goes to ``external_store.msgpack``, so that a later run restored from one of them
+continues it (``barriersim.continuation``). A run whose last job ended by a stop or a cancel is verified against
+that snapshot (``runtime.snapshot_verification.verify_run``). A run is a pure function of its effective scenario
+(and, restored, of the run it continues).
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ import shlex
 import time
 from pathlib import Path
 
+from barriersim.continuation import previous_run, write_external_store
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.verification import expected_sink_input, verify
+from barriersim.runtime.snapshot_verification import verify_run
+from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
-from barriersim.summary import SCENARIO_FILE, build_summary, write_run_directory
+from barriersim.summary import SCENARIO_FILE, build_summary, jobs_sections, write_run_directory
 
 
 def replay_command(scenario_file: Path | str) -> str:
@@ -35,11 +42,18 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     config = job_config(scenario)
     if splits is None:
         splits = workload_splits(scenario)
+    previous = previous_run(scenario)
     started = time.perf_counter()
-    result = JobSimulation(config, splits, scenario.seed).run()
+    sim = JobSimulation(config, splits, scenario.seed, savepoint_directory=out_dir / "savepoints",
+                        store=previous.store if previous else None,
+                        first_attempt_number=previous.next_attempt_number if previous else 0)
+    result = sim.run()
     wall = time.perf_counter() - started
-    verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=not config.mode.exactly_once)
+    report = sim.report
+    _externalize_retained_checkpoints(sim, report, out_dir)
+    verdict, scope = verify_run(config.graph, splits, sim.job_master.ending_snapshot, result.committed_output,
+                                lambda tids: [r for t in tids for r in sim.store.pending.get(t, ())],
+                                at_least_once=not config.mode.exactly_once)
     records = sum(len(s) for splits_of in splits.values() for s in splits_of)
     virtual_seconds = result.virtual_ms / 1000
     summary = build_summary(
@@ -50,6 +64,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
         restored_in_flight_bytes=result.restored_in_flight_bytes,
         records_per_second=records / virtual_seconds if virtual_seconds else None, throughput_clock="virtual",
         faults_fired=result.fault_log,
+        **jobs_sections(report, sim.job_master.next_attempt_number, scope),
         backend_sections={
             "simulation": {
                 "outcome": result.outcome.value,
@@ -66,4 +81,21 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
         wall_seconds=wall,
     )
     write_run_directory(out_dir, scenario, summary, result.checkpoints, result.subtasks)
+    write_external_store(out_dir, sim.store)
     return summary
+
+
+def _externalize_retained_checkpoints(sim: JobSimulation, report, out_dir: Path) -> None:
+    """The checkpoints a cancelled job retained live in the simulator's memory: write them to
+    ``checkpoints/<job-id>/chk-<n>/_metadata`` (Flink's externalized checkpoints), where a later run can
+    restore them, and report that path."""
+    for job_report in report.jobs:
+        pointer = job_report.retained_checkpoint
+        storage = sim.storages.get(job_report.job_id)
+        if pointer is None or storage is None or not pointer.startswith("jobmanager://"):
+            continue
+        metadata = storage.load_checkpoint_metadata(pointer)
+        files = FileSystemCheckpointStorage(out_dir / "checkpoints", job_report.job_id)
+        job_report.retained_checkpoint = files.persist_checkpoint(metadata).external_pointer
+    if report.jobs:
+        report.retained_checkpoint = report.jobs[-1].retained_checkpoint

@@ -7,10 +7,13 @@ this order: ``scenario``, ``seed``, ``backend`` (``ray`` or ``sim``), ``mode``, 
 settings the run used, as the scenario file names them), ``checkpoints`` (Flink's counts: ``completed``,
 ``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
 verdict's counts), ``job`` (``outcome``, ``restarts``, ``restored_checkpoint_ids``,
-``restored_in_flight_bytes``), ``throughput`` (``records_per_second`` and the ``clock`` it was measured on:
-``wall`` on Ray, ``virtual`` in the simulator), ``faults`` (the fault schedule run), ``faults_fired`` (each
-fault of it with ``fired``, how often it took effect, and ``first_at_ms``: ``runtime.fault_log``), then the
-backend's own sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
+``restored_in_flight_bytes``, ``final_state``, ``stopped_with_savepoint``, ``retained_checkpoint``,
+``latest_restored``, ``next_attempt_number``), ``throughput`` (``records_per_second`` and the ``clock`` it was
+measured on: ``wall`` on Ray, ``virtual`` in the simulator), ``faults`` (the fault schedule run), ``faults_fired``
+(each fault of it with ``fired``, how often it took effect, and ``first_at_ms``: ``runtime.fault_log``), then,
+for a run with experiment actions or a restore, ``restore`` (the run's own ``--from``), ``actions`` (each action
+with its job, status, savepoint id and path) and ``jobs`` (each job of the run: its id, final state,
+parallelism, ``latest_restored``, counts and operations), then the backend's own sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
 ``wall_seconds`` last. ``write_run_directory`` writes it atomically (``runtime.storage``'s
 ``AtomicFileWriter``) beside ``scenario.toml`` (the effective scenario: overrides, sweep values, seed, mode and
 faults applied, so ``barriersim replay`` of it runs the same run) and the ``checkpoints`` and ``subtasks``
@@ -86,6 +89,10 @@ def build_summary(
     faults_fired: list,
     backend_sections: dict,
     wall_seconds: float,
+    job_extra: dict | None = None,
+    jobs: list[dict] | None = None,
+    actions: list[dict] | None = None,
+    verification_scope: str = "workload",
 ) -> dict:
     """``summary.json`` of a run of the effective ``scenario`` (the one its ``scenario.toml`` holds)."""
     document = scenario_document(scenario)
@@ -102,12 +109,15 @@ def build_summary(
         "network": document["network"],
         "cluster": document["cluster"],
         "checkpoints": checkpoint_counts(counts),
-        "verification": verification,
+        # covers: "workload" (every record), or "snapshot" (a run that ended by a stop or a cancel: what its last
+        # snapshot accounts for, runtime.snapshot_verification)
+        "verification": {**verification, "covers": verification_scope},
         "job": {
             "outcome": outcome,
             "restarts": restarts,
             "restored_checkpoint_ids": list(restored_checkpoint_ids),
             "restored_in_flight_bytes": restored_in_flight_bytes,
+            **(job_extra or {}),
         },
         "throughput": {
             "records_per_second": None if records_per_second is None else round(records_per_second, 1),
@@ -116,9 +126,42 @@ def build_summary(
         "faults": scenario.faults.to_plain(),
         "faults_fired": faults_fired,
     }
+    if scenario.restore is not None or len(scenario.actions):
+        summary["restore"] = scenario.restore.to_plain() if scenario.restore is not None else None
+        summary["actions"] = actions or []
+        summary["jobs"] = jobs or []
     summary.update(backend_sections)
     summary["wall_seconds"] = round(wall_seconds, 3)
     return summary
+
+
+def _field(value, name: str):
+    return value[name] if isinstance(value, dict) else getattr(value, name)
+
+
+def jobs_sections(report, next_attempt_number: int, verification_scope: str) -> dict:
+    """``build_summary``'s job-level arguments from a run's report (``runtime.job.dispatcher.RunReport``, or its
+    fields as the Ray backend's result holds them, each job's report a dict)."""
+    stop = next((op for op in report.operations if op["operation"] == "stop_with_savepoint"
+                 and op["status"] == "COMPLETED"), None) if report.final_state == "FINISHED" else None
+    jobs = []
+    for k, job in enumerate(report.jobs):
+        outcome = _field(job, "outcome")
+        jobs.append({"job": k, "job_id": _field(job, "job_id"), "final_state": _field(job, "final_state"),
+                     "outcome": getattr(outcome, "value", outcome),
+                     "parallelism": _field(job, "parallelism"), "latest_restored": _field(job, "latest_restored"),
+                     "checkpoints": checkpoint_counts(_field(job, "counts")), "restarts": _field(job, "restarts"),
+                     "operations": _field(job, "operations"), "retained_checkpoint": _field(job, "retained_checkpoint")})
+    return {
+        "job_extra": {"final_state": report.final_state,
+                      "stopped_with_savepoint": None if stop is None else {
+                          "savepoint_id": stop["checkpoint_id"], "path": stop["path"], "drain": stop["drain"]},
+                      "retained_checkpoint": report.retained_checkpoint, "latest_restored": report.latest_restored,
+                      "next_attempt_number": next_attempt_number},
+        "jobs": jobs,
+        "actions": report.actions,
+        "verification_scope": verification_scope,
+    }
 
 
 SCENARIO_FILE = "scenario.toml"

@@ -14,13 +14,15 @@ key, ...)``) and the final sums of keys that in-flight data touches left uncheck
 writes what it receives at once, so its rows past the snapshot are tolerated (``tolerated``: what the whole
 workload would give). ``pending_transactions`` lists the transactions the snapshot's sinks hold, and
 ``committed_for_verification`` drops the rows of ignored groups and tolerated rows from a run's committed
-output; ``runtime.verification.verify`` then gives the verdict as for any run.
+output; ``runtime.verification.verify`` then gives the verdict as for any run. ``verify_run`` is the one rule
+both backends apply: a run whose last job ended by a snapshot is verified against it (``"snapshot"``), any other
+against the whole workload (``"workload"``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from typing import Callable, Sequence
 
 from barriersim.runtime.jobgraph import JobGraph, OperatorKind
 from barriersim.runtime.operators.records import unpack
@@ -28,7 +30,7 @@ from barriersim.runtime.operators.sinks import PENDING_TRANSACTIONS_STATE
 from barriersim.runtime.operators.source import split_offsets
 from barriersim.runtime.operators.window import restore_windows
 from barriersim.runtime.state.snapshot import CheckpointMetadata, KeyGroupRange
-from barriersim.runtime.verification import Expected, expected_sink_input
+from barriersim.runtime.verification import Expected, Verification, expected_sink_input, verify
 
 _ALL_KEY_GROUPS = KeyGroupRange(0, 2**15)
 
@@ -139,3 +141,16 @@ def committed_for_verification(expected: Expected, committed: Sequence[tuple]) -
             continue
         out.append(r)
     return out
+
+
+def verify_run(graph: JobGraph, splits: dict[str, Sequence[Sequence[tuple]]], ending: tuple[bool, CheckpointMetadata | None],
+               committed: Sequence[tuple], pending_records: Callable[[list[str]], list[tuple]],
+               at_least_once: bool = False) -> tuple[Verification, str]:
+    """The verification of a run and what it covers (``"workload"`` or ``"snapshot"``): ``ending`` is the last
+    job's (``JobMaster.ending_snapshot``); ``pending_records(tids)`` gives the records of pending transactions."""
+    ended_by_snapshot, metadata = ending
+    if not ended_by_snapshot:
+        return verify(expected_sink_input(graph, splits), committed, at_least_once), "workload"
+    expected = expected_at_snapshot(graph, splits, metadata)
+    output = list(committed) + list(pending_records(pending_transactions(metadata)))
+    return verify(expected, committed_for_verification(expected, output), at_least_once), "snapshot"

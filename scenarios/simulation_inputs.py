@@ -9,7 +9,7 @@ sections onto ``runtime.job.config.JobConfig`` (the same for the simulator and t
 
 from __future__ import annotations
 
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import ExternalizedCheckpointRetention, JobConfig
 from barriersim.runtime.job.placement import ClusterConfig
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.stream_task import NetworkConfig
@@ -18,7 +18,8 @@ from barriersim.scenarios.workload import SOURCE_ID_STRIDE, local_splits
 
 
 def job_config(scenario: Scenario) -> JobConfig:
-    """The job's settings from the (effective) scenario: its mode, checkpointing, network, rate and faults."""
+    """The job's settings from the (effective) scenario: its mode, checkpointing, network, rate, faults, actions
+    and restore."""
     cp, net = scenario.checkpointing, scenario.network
     return JobConfig(
         graph=scenario.job.graph,
@@ -46,6 +47,9 @@ def job_config(scenario: Scenario) -> JobConfig:
         latency_us_jitter=net.latency_us_jitter,
         source_rate_per_subtask=scenario.workload.rate_per_source,
         faults=scenario.faults,
+        actions=scenario.actions,
+        restore=scenario.restore,
+        externalized_checkpoint_retention=ExternalizedCheckpointRetention(cp.externalized_checkpoint_retention),
         cluster=ClusterConfig(scenario.cluster.taskmanagers, scenario.cluster.slots_per_taskmanager),
     )
 

@@ -312,6 +312,16 @@ class Dispatcher:
     def job_ms(self) -> int:
         return self.current.job_ms()
 
+    @property
+    def next_attempt_number(self) -> int:
+        """Above every execution attempt the run made (a run that continues this one starts there)."""
+        return next_attempt_number(self.current.coordinator)
+
+    @property
+    def ending_snapshot(self):
+        """The last job's ending snapshot (``JobMaster.ending_snapshot``), for the run's verification."""
+        return self.current.ending_snapshot
+
     def slowdowns_of(self, task: str):
         return self.current.slowdowns_of(task)
 
@@ -352,7 +362,7 @@ class Dispatcher:
             storage_errors=[e for r in reports for e in r.storage_errors], job_id=last.job_id,
             final_state=last.final_state, operations=[o for r in reports for o in r.operations],
             latest_restored=last.latest_restored, retained_checkpoint=last.retained_checkpoint,
-            jobs=reports, actions=self.action_report(),
+            parallelism=last.parallelism, jobs=reports, actions=self.action_report(),
         )
 
     @property

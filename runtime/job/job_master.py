@@ -157,6 +157,7 @@ class JobReport:
     operations: list[dict] = field(default_factory=list)
     latest_restored: dict | None = None  # Flink's latest.restored: id, restore_timestamp, is_savepoint, external_path
     retained_checkpoint: str | None = None  # the newest checkpoint a cancelled job retained
+    parallelism: dict = field(default_factory=dict)  # vertex -> parallelism of the job
 
 
 class JobMaster:
@@ -213,7 +214,9 @@ class JobMaster:
         self._operation_of_request: dict[int, Operation] = {}
         self._next_request_id = 1
         self._savepoint_paths: dict[int, str] = {}
+        self._savepoint_metadata: dict[int, CheckpointMetadata] = {}
         self.retained_checkpoint: str | None = None
+        self._cancelled_at: CheckpointMetadata | None = None  # the latest completed checkpoint when cancelled
         self._deployments = 0
         self._restore_from: m.RestoreFrom | None = None
         self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
@@ -249,6 +252,7 @@ class JobMaster:
             killed=list(self.killed), failures=list(self.failures), storage_errors=list(self.storage_errors),
             job_id=self.job_id, final_state=self.final_state, operations=[o.as_dict() for o in self.operations],
             latest_restored=dict(restored[-1]) if restored else None, retained_checkpoint=self.retained_checkpoint,
+            parallelism={v.name: v.parallelism for v in self.graph.vertices},
         )
 
     @property
@@ -264,6 +268,18 @@ class JobMaster:
             if op.operation == "stop_with_savepoint" and op.status == "COMPLETED":
                 return op
         return None
+
+    @property
+    def ending_snapshot(self) -> tuple[bool, CheckpointMetadata | None]:
+        """Whether the job ended by a snapshot a restore would resume from (a completed stop-with-savepoint, or a
+        cancel), and that snapshot: the stop's savepoint, or the latest checkpoint completed when it was cancelled
+        (None if there was none, or the JobManager was down)."""
+        stop = self.stopped_with_savepoint
+        if self.outcome is JobOutcome.FINISHED and stop is not None:
+            return True, self._savepoint_metadata.get(stop.checkpoint_id)
+        if self.outcome is JobOutcome.CANCELED:
+            return True, self._cancelled_at
+        return False, None
 
     @property
     def savepoints(self) -> list[Operation]:
@@ -334,6 +350,9 @@ class JobMaster:
             return self._take()
         op.status = "COMPLETED"
         self._trace("operation", "cancel")
+        if not self.coordinator_down:
+            latest = self.coordinator.store.get_latest_checkpoint()
+            self._cancelled_at = latest.metadata if latest is not None else None
         self._cancel_deployment()
         self.outcome = JobOutcome.CANCELED
         if not self.coordinator_down:
@@ -632,6 +651,7 @@ class JobMaster:
             raise
         if is_savepoint:
             self._savepoint_paths[cid] = location.external_pointer
+            self._savepoint_metadata[cid] = metadata
         if self.completed_in_epoch is not None and not is_savepoint:
             self.completed_in_epoch[cid] = (self.epoch, metadata)
         return location
