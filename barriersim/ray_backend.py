@@ -88,7 +88,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 restored_checkpoint_ids=result.restored_checkpoint_ids,
                 restored_in_flight_bytes=result.restored_in_flight_bytes,
                 records_per_second=result.records_emitted / result.job_seconds if result.job_seconds else None,
-                throughput_clock="wall", faults_fired=result.fault_log,
+                throughput_clock="wall", faults_fired=result.fault_log, failure_reason=result.failure_reason,
                 backend_sections={"spark": spark_info, "timings_seconds": timings,
                                   "ray": {"coordinator_failovers": result.coordinator_failovers,
                                           "killed": result.killed, "failures": result.failures,
