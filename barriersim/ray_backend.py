@@ -69,7 +69,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 else "verifying against the reference", None)
             t1 = time.perf_counter()
             if scenario.job.is_quickstart_shape:
-                verification = verify(cluster.spark, workload.df, output_table(result.committed_output))
+                verification = verify(cluster.spark, workload.df, output_table(result.committed_output),
+                                      exactly_once=config.mode.exactly_once)
             else:
                 verification = verify_in_ray(config.graph, split_refs, result.committed_output,
                                              at_least_once=not config.mode.exactly_once)
