@@ -217,7 +217,8 @@ class CheckpointStorage(abc.ABC):
         ``CheckpointStorageWriteError`` (nothing visible) when the write fails, ``CheckpointAlreadyExistsError``
         when checkpoint N already has metadata."""
         location = self._store(metadata, is_savepoint, target_location)
-        self._known[metadata.checkpoint_id] = location
+        if not is_savepoint:  # a savepoint the job takes is never in the store (it may hold a checkpoint's id)
+            self._known[metadata.checkpoint_id] = location
         return location
 
     # -- reading ----------------------------------------------------------------------------------
@@ -243,15 +244,19 @@ class CheckpointStorage(abc.ABC):
                 source, f"is not the file the completed-checkpoint list points to for checkpoint {listed.checkpoint_id} "
                         f"({len(data)} bytes, crc32 0x{crc:08x}; the list says {listed.metadata_size} bytes, "
                         f"crc32 0x{listed.metadata_crc32:08x})")
-        decoded = metadata_serializer.decode(data, source, read_state_file=self._state_file_reader(location))
+        def check_identity(checkpoint_id: int, recorded_directory: str | None) -> None:
+            if location.checkpoint_id is not None and checkpoint_id != location.checkpoint_id:
+                raise CorruptMetadataError(
+                    source, f"holds checkpoint {checkpoint_id}, not {location.checkpoint_id}: another checkpoint's metadata")
+            _check_directory(source, recorded_directory, self._directory_name(location))
+
+        decoded = metadata_serializer.decode(data, source, read_state_file=self._state_file_reader(location),
+                                             before_state_files=check_identity)
         checkpoint_id = decoded.metadata.checkpoint_id
-        if location.checkpoint_id is not None and checkpoint_id != location.checkpoint_id:
-            raise CorruptMetadataError(
-                source, f"holds checkpoint {checkpoint_id}, not {location.checkpoint_id}: another checkpoint's metadata")
-        _check_directory(source, decoded.directory, self._directory_name(location))
         location = dataclasses.replace(location, checkpoint_id=checkpoint_id, metadata_size=len(data),
                                        metadata_crc32=crc, state_files=decoded.state_files)
-        self._known[checkpoint_id] = location
+        if not location.is_savepoint or checkpoint_id not in self._known:  # a restored savepoint may join the store
+            self._known[checkpoint_id] = location
         return LoadedCheckpoint(location, decoded.metadata)
 
     def load_checkpoint_metadata(self, pointer: str) -> CheckpointMetadata:

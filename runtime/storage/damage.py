@@ -13,8 +13,8 @@ its whole directory. The damages:
 - ``foreign_metadata``: the ``_metadata`` of another completed checkpoint of the job replaces it (a copy
   mistake);
 - ``malformed_state``: the first keyed-state blob becomes bytes that are not msgpack, and every checksum and
-  size around it (the state file's handle, the ``_metadata``'s CRC32) is recomputed, so that only restoring the
-  state can tell.
+  size around it (the state file's handle, the ``_metadata``'s CRC32, its entry in the completed-checkpoint
+  list) is recomputed, so that only restoring the state can tell.
 ``DamageNotApplicable`` says a damage cannot strike this checkpoint (no state file, no other checkpoint, a
 storage without files for ``unreadable`` of a directory). The in-memory storage takes the same damages on its
 bytes (``unreadable`` makes its reads fail as a denied permission would). No Flink class does this; it stands
@@ -32,7 +32,7 @@ from pathlib import Path
 import msgpack
 
 from barriersim.runtime.storage import metadata_serializer as ms
-from barriersim.runtime.storage.checkpoint_storage import METADATA_FILE_NAME, CheckpointStorage
+from barriersim.runtime.storage.checkpoint_storage import METADATA_FILE_NAME, POINTER_LIST_MAGIC, CheckpointStorage
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
 
@@ -147,9 +147,22 @@ def _state_files_of(directory: Path) -> list[Path]:
 
 def _damage_files(storage, checkpoint_id: int, damage: CheckpointDamage, target: DamageTarget) -> str:
     directory = storage.checkpoint_directory(checkpoint_id)
-    metadata = directory / METADATA_FILE_NAME
-    if not metadata.is_file():
+    if not (directory / METADATA_FILE_NAME).is_file():
         raise DamageNotApplicable(f"{directory}: no completed checkpoint {checkpoint_id} there")
+    other = None
+    if damage is CheckpointDamage.FOREIGN_METADATA:
+        other = _other_metadata(storage, checkpoint_id)
+    what = damage_directory(directory, damage, target, other, storage.memory_threshold)
+    if damage is CheckpointDamage.MALFORMED_STATE:
+        _relist(storage, checkpoint_id)
+    return what
+
+
+def damage_directory(directory: Path, damage: CheckpointDamage, target: DamageTarget = DamageTarget.METADATA,
+                     other: tuple[int, bytes] | None = None, memory_threshold: int = 0) -> str:
+    """Damage the checkpoint or savepoint in ``directory``; ``other`` is ``(checkpoint id, _metadata bytes)`` of the
+    checkpoint whose metadata ``foreign_metadata`` copies."""
+    metadata = directory / METADATA_FILE_NAME
     if target is DamageTarget.DIRECTORY:
         path = directory
     elif target is DamageTarget.METADATA:
@@ -157,8 +170,8 @@ def _damage_files(storage, checkpoint_id: int, damage: CheckpointDamage, target:
     else:
         files = _state_files_of(directory)
         if not files:
-            raise DamageNotApplicable(f"{directory}: checkpoint {checkpoint_id} has no state file (all its state is "
-                                      f"below the memory threshold of {storage.memory_threshold} bytes)")
+            raise DamageNotApplicable(f"{directory}: has no state file (all its state is below the memory "
+                                      f"threshold of {memory_threshold} bytes)")
         path = files[0]
     if damage in _BYTE_DAMAGES:
         if path.is_dir():
@@ -171,11 +184,10 @@ def _damage_files(storage, checkpoint_id: int, damage: CheckpointDamage, target:
     if damage is CheckpointDamage.UNREADABLE:
         return _make_unreadable(path)
     if damage is CheckpointDamage.FOREIGN_METADATA:
-        if target is not DamageTarget.METADATA:
-            raise DamageNotApplicable(f"{damage.value} replaces a _metadata file")
-        other, data = _other_metadata(storage, checkpoint_id)
-        path.write_bytes(data)
-        return f"copied the _metadata of checkpoint {other} over {path}"
+        if target is not DamageTarget.METADATA or other is None:
+            raise DamageNotApplicable(f"{damage.value} replaces a _metadata file by another checkpoint's")
+        path.write_bytes(other[1])
+        return f"copied the _metadata of checkpoint {other[0]} over {path}"
     if damage is CheckpointDamage.MALFORMED_STATE:
         if target is DamageTarget.METADATA:
             path.write_bytes(malformed_state_metadata(path.read_bytes(), str(path)))
@@ -224,6 +236,21 @@ def _make_unreadable(path: Path) -> str:
     return f"replaced {path} by a symbolic link to itself (chmod 000 does not keep this process out)"
 
 
+def _relist(storage: CheckpointStorage, checkpoint_id: int) -> None:
+    """Make the completed-checkpoint list's entry of ``checkpoint_id`` match its (damaged) ``_metadata`` again."""
+    found = storage._read_pointer_list()
+    if found is None:
+        return
+    source, data = found
+    plain = msgpack.unpackb(ms.unframe(data, source, POINTER_LIST_MAGIC), raw=False, use_list=True)
+    for entry in plain["checkpoints"]:
+        if entry[0] == checkpoint_id:
+            location = storage.resolve_checkpoint(entry[1])
+            metadata = storage._read(location)
+            entry[3], entry[4] = len(metadata), zlib.crc32(metadata)
+    storage._write_pointer_list(ms.frame(msgpack.packb(plain, use_bin_type=True), POINTER_LIST_MAGIC))
+
+
 # -- memory ---------------------------------------------------------------------------------------------
 
 
@@ -246,4 +273,5 @@ def _damage_memory(storage, checkpoint_id: int, damage: CheckpointDamage, target
         return f"copied the _metadata of checkpoint {other} over {location.metadata_pointer}"
     elif damage is CheckpointDamage.MALFORMED_STATE:
         storage._blobs[key] = (location, malformed_state_metadata(data, location.metadata_pointer))
+        _relist(storage, checkpoint_id)
     return f"{damage.value} {location.metadata_pointer}"

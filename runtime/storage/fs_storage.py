@@ -79,6 +79,8 @@ def resolve_checkpoint_pointer(pointer: str) -> CompletedCheckpointStorageLocati
     path = Path(raw)
     try:
         if not path.exists():
+            if os.path.lexists(path):
+                os.stat(path)  # a link that leads nowhere readable: its OSError says why
             raise CheckpointNotFoundError(f"Cannot find checkpoint or savepoint file/directory '{pointer}'")
         if path.is_dir():
             directory = path

@@ -245,9 +245,11 @@ def deserialize(data: bytes, source: str = "<bytes>", *, read_state_file: StateF
     return decode(data, source, read_state_file=read_state_file).metadata
 
 
-def decode(data: bytes, source: str = "<bytes>", *, read_state_file: StateFileReader | None = None) -> DecodedMetadata:
+def decode(data: bytes, source: str = "<bytes>", *, read_state_file: StateFileReader | None = None,
+           before_state_files: Callable[[int, str | None], None] | None = None) -> DecodedMetadata:
     """Decode a ``_metadata`` file image, reading and checking every state file it references through
-    ``read_state_file`` (without one, a referenced state file is an error)."""
+    ``read_state_file`` (without one, a referenced state file is an error); ``before_state_files(checkpoint id,
+    recorded directory)`` may refuse the metadata before any state file is read."""
     payload = unframe(bytes(data), source)
     try:
         plain = msgpack.unpackb(payload, raw=False, use_list=False, strict_map_key=False, ext_hook=_decode_ext)
@@ -259,6 +261,8 @@ def decode(data: bytes, source: str = "<bytes>", *, read_state_file: StateFileRe
     try:
         if isinstance(plain, dict):
             directory = _expect(plain.get("directory"), (str, type(None)), "metadata.directory")
+            if before_state_files is not None:
+                before_state_files(_field(plain, "checkpoint_id", int, "metadata"), directory)
             for i, operator in enumerate(_field(plain, "operator_states", tuple, "metadata")):
                 for j, entry in enumerate(_field(operator, "subtask_states", tuple, f"metadata.operator_states[{i}]")):
                     if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], dict):
