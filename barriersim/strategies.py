@@ -9,7 +9,12 @@ keyed running sum or a tumbling window behind a hash edge, then a two-phase-comm
 in at-least-once mode). Parallelism is 1..``max_parallelism`` (16 at most). Fault
 schedules name subtasks of the drawn topology, at times inside the run or at protocol points of early
 checkpoints, so they shrink toward "no fault" and "earliest checkpoint"; ``jobmanager_faults=True`` adds
-coordinator crashes (JobManager failover) and failed storage writes. Some cases run with buffer debloating
+coordinator crashes (JobManager failover) and failed storage writes. In three cases of four a schedule also holds
+one of the ``protocol_situations`` (faults that together cancel a checkpoint during an alignment, while its
+barriers are on the wire, or let it expire with data in flight), weighted by what the mode's protocol can meet;
+``cancelled_in_flight_cases`` shapes whole jobs for the late barrier of a cancelled checkpoint. Checkpoint
+timeouts are drawn from 1-10 s (Flink's 10-minute default would make a case whose acknowledgement was dropped
+wait ten simulated minutes). Some cases run with buffer debloating
 (``network_configs``), its buffer sizes changing while faults strike. ``SimulatedCase.run()`` simulates, verifies
 the committed output against the reference and checks that every completed checkpoint is a consistent cut
 (``CaseResult.cut_violations``).

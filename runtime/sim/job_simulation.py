@@ -7,7 +7,8 @@ applying the fault schedule, failover, JobManager failover, the checkpoint coord
 an in-memory ``JobManagerCheckpointStorage`` or, given a directory, to a ``FileSystemCheckpointStorage`` (the Ray
 backend's, with its state files and completed-checkpoint list). This module carries out the JobMaster's actions in virtual time:
 - ``DeployTasks``: every subtask becomes a ``StreamTask`` (``runtime.job.deployment.deploy_task``), restored, then
-  started (the first output and credit sent, its flusher set); ``KillTask``: the task's death is reported at
+  started (the first output and credit sent, its flusher set); a task that cannot restore its state fails the
+  deployment (``deploy_failed``); ``KillTask``: the task's death is reported at
   once; ``CancelTasks``: every task of the deployment fails, and nothing scheduled for it runs any more;
 - ``SendToTask`` / ``SendToCoordinator``: an RPC delivered after ``rpc_latency_us`` plus the fault's delay;
 - ``StartTimer``: a kernel event (faults, restarts and recoveries come before anything else at their instant);

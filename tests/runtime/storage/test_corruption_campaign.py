@@ -288,3 +288,17 @@ def test_an_unreadable_checkpoint_directory_at_a_discard_is_reported_and_the_job
         _readable_again(tmp_path)
     assert result.outcome is JobOutcome.FINISHED and verdict.verdict is Verdict.EXACTLY_ONCE
     assert len(result.storage_errors) == 1 and result.storage_errors[0].startswith("discarding checkpoint ")
+
+
+def test_a_damaged_state_file_fails_the_restore_after_a_task_failure_until_the_restart_strategy_gives_up(tmp_path):
+    """A task failover restores from the checkpoint the JobMaster holds, but the tasks read their state files
+    (Flink: from the file system at restore): each restore fails, with no fallback to an older checkpoint."""
+    faults = ('[{"type":"damage_checkpoint","at_ms":1000,"damage":"flip_byte","target":"state_file"},'
+              '{"type":"crash_task","task":"sum#0","at_ms":1010}]')
+    result, verdict = run(faults, tmp_path)
+    assert [e["fired"] for e in result.fault_log] == [1, 1]
+    assert result.outcome is JobOutcome.FAILED and result.restored_checkpoint_ids == []
+    assert result.failure_reason.startswith("the restart strategy gave up after 4 failures (at most 3 restarts); "
+                                            "the last: restore: could not restore checkpoint ")
+    assert "checksum" in result.failure_reason or "crc32" in result.failure_reason
+    assert result.restarts == 4  # the crash, then three restores that could not read their state
