@@ -54,8 +54,8 @@ def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, cloc
     try:
         return task, task.restore(descriptor.state)
     except Exception as err:  # noqa: BLE001 - whatever the state's decoding raised: the restore failed
-        raise TaskRestoreError(f"{task.name}: could not restore its state: {type(err).__name__}: "
-                               f"{str(err) or 'no detail'}") from err
+        detail = f": {err}" if str(err) else ""
+        raise TaskRestoreError(f"{task.name}: could not restore its state: {type(err).__name__}{detail}") from err
 
 
 def deliver_task_message(task: StreamTask, message: TaskMessage) -> None:

@@ -171,6 +171,7 @@ class JobMaster:
         self.started_ms: int | None = None  # the job's clock (fault times) starts when the first tasks restored
         self._deployments = 0
         self._restore_from: m.RestoreFrom | None = None
+        self._deployed_restore: int | None = None  # the checkpoint the current deployment restores
         self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
         # what high availability keeps across a JobManager failover: the checkpoint id counter (the completed
         # checkpoints are recovered from the checkpoint storage)
@@ -245,10 +246,12 @@ class JobMaster:
         return self._take()
 
     def deploy_failed(self, epoch: int, cause: str) -> list:
-        """A task of deployment ``epoch`` could not be deployed (its process died): fail over again."""
+        """A task of deployment ``epoch`` could not be deployed (its process died, or it could not restore its
+        state): fail over again."""
         if epoch == self.epoch and self.outcome is None:
-            self.failures.append(f"deploy of attempt {epoch}: {cause}")
-            self._failover("deploy", f"deploy failed: {cause}")
+            restoring = f" restoring checkpoint {self._deployed_restore}" if self._deployed_restore is not None else ""
+            self.failures.append(f"deploy of attempt {epoch}{restoring}: {cause}")
+            self._failover("deploy", f"deploy failed{restoring}: {cause}")
         return self._take()
 
     def acknowledge_checkpoint(self, attempt: ExecutionAttemptID, checkpoint_id: int, snapshot,
@@ -374,6 +377,7 @@ class JobMaster:
             descriptors.append(TaskDeploymentDescriptor(self.coordinator.current_attempt(vertex, i), state,
                                                         crash_points, self._slowdowns[name]))
         self.attempts = {d.key: d.attempt for d in descriptors}
+        self._deployed_restore = restore.checkpoint_id if restore is not None and restore.metadata is not None else None
         self.finished.clear()
         self._killed_keys.clear()
         self._out.append(DeployTasks(self.epoch, tuple(descriptors),

@@ -185,7 +185,7 @@ def test_every_damage_on_every_path_ends_in_its_typed_outcome(real_checkpoints, 
     try:
         case.damage(damage, target, path)
         if damage is D.MALFORMED_STATE:  # valid checksums everywhere: only the restore can tell
-            with pytest.raises(TaskRestoreError, match=r"sum#\d: could not restore its state: \w+"):
+            with pytest.raises(TaskRestoreError, match=r"sum#\d: could not restore its state: \w+Error"):
                 case.read(path)
             return
         expected = expected_error(damage, target, path)
@@ -243,6 +243,7 @@ def test_a_jobmanager_failover_after_any_damage_ends_the_run_failed_with_the_rea
     assert result.outcome is JobOutcome.FAILED and "\n" not in result.failure_reason
     if damage is D.MALFORMED_STATE:  # recovered, but no deployment can restore it: the restart strategy gives up
         assert result.failure_reason.startswith("the restart strategy gave up after 4 failures"), result.failure_reason
+        assert "deploy failed restoring checkpoint " in result.failure_reason
         assert "could not restore its state" in result.failure_reason
     else:
         assert result.failure_reason.startswith("JobManager failover: job sim-3: could not retrieve checkpoint ")
