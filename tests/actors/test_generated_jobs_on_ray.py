@@ -31,8 +31,8 @@ EXAMPLES_PER_MODE = int(os.environ.get("BARRIERSIM_RAY_PROPERTY_EXAMPLES", "2"))
 # BARRIERSIM_PROPERTY_RANDOM=1 draws new ones (a bug hunt)
 FIXED_SEED = None if os.environ.get("BARRIERSIM_PROPERTY_RANDOM", "") == "1" else 20261125
 
-# The generated cases keep Flink's 10-minute checkpoint timeout, which costs the simulator nothing; in real time
-# a dropped acknowledgement would hold every later checkpoint (and the job's final one, FLIP-147) for 10 minutes.
+# The generated cases draw checkpoint timeouts of 1-10 s; in real time a dropped acknowledgement holds every later
+# checkpoint (and the job's final one, FLIP-147) until its checkpoint times out, so they all get 5 s here.
 REAL_TIME_CHECKPOINT_TIMEOUT_MS = 5_000
 
 
