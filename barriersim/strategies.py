@@ -33,6 +33,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ from barriersim.runtime.faults import (
     ProtocolPoint,
     SlowTask,
 )
+from barriersim.runtime.job.placement import slots_needed
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 
 
@@ -118,6 +120,23 @@ CHECKPOINT_TIMEOUTS_MS = (1_000, 2_000, 5_000, 10_000)
 # "tolerate every checkpoint failure" (the loader's upper bound): a cancelled checkpoint then never fails the job
 # over, so whatever the cancellation left behind (a blocked channel) has to heal by itself
 TOLERATE_ALL = 1_000_000
+
+
+@st.composite
+def cluster_configs(draw, graph: JobGraph) -> dict:
+    """The TaskManagers a generated job is placed in: one (every channel local, as Flink's MiniCluster), one per
+    slot (a channel is local only between subtasks of the same index), or a number in between; so that both
+    channel kinds, ``LocalInputChannel`` and ``RemoteInputChannel``, and their mix in one gate are exercised."""
+    slots = slots_needed(graph)
+    taskmanagers = draw(st.sampled_from(sorted({1, slots, max(1, (slots + 1) // 2)})))
+    return {"taskmanagers": taskmanagers, "slots_per_taskmanager": -(-slots // taskmanagers)}
+
+
+def with_own_slot_sharing_groups(graph: JobGraph) -> JobGraph:
+    """``graph`` with every vertex in a slot sharing group of its own: placed in one-slot TaskManagers, every
+    channel is remote."""
+    return JobGraph(tuple(dataclasses.replace(v, params={**v.params, "slot_sharing_group": v.name})
+                          for v in graph.vertices), graph.edges).validate()
 
 
 @st.composite
@@ -332,7 +351,7 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     document = generated_document(
         "generated", graph, records=draw(st.integers(*records)), keys=draw(st.sampled_from([1, 10, 100])),
         zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])), rate_per_source=draw(st.sampled_from([20_000, 100_000])),
-        checkpointing=checkpointing,
+        checkpointing=checkpointing, cluster=draw(cluster_configs(graph)),
     )
     # crashes inside the run: the sources need about records / (rate * parallelism) to read their input
     w = document["workload"]
@@ -372,14 +391,17 @@ def cancelled_in_flight_cases(draw, mode: str | None = None) -> SimulatedCase:
     parallelism = draw(st.integers(2, 3))
     stage = JobVertex("map0", OperatorKind.MAP, parallelism, params={"factor": draw(st.integers(2, 5))})
     sink = JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK if exactly_once else OperatorKind.AT_LEAST_ONCE_SINK, 1)
-    graph = JobGraph((JobVertex("source", OperatorKind.SOURCE, parallelism), stage, sink),
-                     (JobEdge("source", stage.name, Partitioner.FORWARD), JobEdge(stage.name, "sink", Partitioner.REBALANCE))
-                     ).validate()
+    graph = with_own_slot_sharing_groups(JobGraph(
+        (JobVertex("source", OperatorKind.SOURCE, parallelism), stage, sink),
+        (JobEdge("source", stage.name, Partitioner.FORWARD), JobEdge(stage.name, "sink", Partitioner.REBALANCE))))
     from barriersim.scenarios.documents import generated_document
 
+    # every channel remote (one-slot TaskManagers, a slot sharing group per vertex): a remote channel announces a
+    # timeoutable barrier when it arrives, so the sink can time out on the slowed channel while its data waits
     document = generated_document(
         "generated", graph, records=draw(st.integers(5000, 6000)), keys=draw(st.sampled_from([10, 100])),
         zipf_exponent=draw(st.sampled_from([1.0, 1.5])), rate_per_source=100_000, checkpointing=checkpointing,
+        cluster={"taskmanagers": slots_needed(graph), "slots_per_taskmanager": 1},
     )
     target = f"{stage.name}#{draw(st.integers(0, parallelism - 1))}"
     faults = FaultSchedule((

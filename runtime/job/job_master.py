@@ -518,16 +518,11 @@ class JobMaster:
         self.restarts += 1
         self._cancel_deployment()
         if self.restart_strategy.on_failure() is RestartDecision.FAIL_JOB:
-<<<<<<< HEAD
-            self.outcome = JobOutcome.FAILED
             # as on FINISHED: the terminal status stops and shuts down the coordinator, whose periodic trigger would
             # otherwise go on triggering checkpoints on the dead attempts (and their expiry fail the job again)
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FAILED)))
-            self._out.append(JobEnded(JobOutcome.FAILED))
-=======
             self._fail_job(f"the restart strategy gave up after {self.restart_strategy.failures} failures "
                            f"(at most {self.restart_strategy.max_attempts} restarts); the last: {task}: {one_line(why)}")
->>>>>>> wp-15
             return
         self._restore_from = None
         if failed is None:
