@@ -94,7 +94,7 @@ class JobManagerActor:
             self.config, self.job_id, storage_for=self._storage_for, clock=now_ms,
             timer_service=LoopTimerService(self.loop, self._on_error),
             coordinator_rng=lambda: random.Random(self.seed), action_sink=self._carry_out,
-            restore_loader=FileSystemCheckpointStorage(self.checkpoint_root, "restore").load_checkpoint_metadata,
+            restore_storage=FileSystemCheckpointStorage(self.checkpoint_root, "restore"),
             first_attempt_number=self.first_attempt_number,
         )
         self.started = time.monotonic()
@@ -142,7 +142,8 @@ class JobManagerActor:
     def _storage_for(self, job_id: str):
         """A job's checkpoint storage, whose savepoints go to the run's savepoint directory."""
         storage = FileSystemCheckpointStorage(self.checkpoint_root, job_id, rng=self._storage_rng,
-                                              default_savepoint_directory=self.savepoint_root)
+                                              default_savepoint_directory=self.savepoint_root,
+                                              memory_threshold=self.config.memory_threshold_bytes)
         storage.initialize_base_locations()
         return storage, storage
 

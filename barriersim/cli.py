@@ -12,7 +12,7 @@ faults and overrides it ran with. ``run`` also takes experiment actions (``--sav
 from a savepoint or retained checkpoint of an earlier run with ``--from PATH --parallelism vertex=n``.
 ``sweep`` runs a ``[sweep]`` matrix (``barriersim.sweep``), ``report`` writes
 the HTML report of a run directory. Bad input gets one line naming the file and the key and exit status 2, a
-violated guarantee exit status 1; Ctrl-C stops a run cleanly (Spark and Ray are shut down) with exit status 130.
+violated guarantee or a job that ended FAILED (its one-line reason printed) exit status 1; Ctrl-C stops a run cleanly (Spark and Ray are shut down) with exit status 130.
 """
 
 from __future__ import annotations
@@ -133,6 +133,8 @@ def _print_verdicts(result) -> None:
     for mode, r in result.items():
         s, v = r.summary, r.summary["verification"]
         print(f"{mode}: verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} wrong={v['wrong']}")
+        if s["job"]["outcome"] == "failed":
+            print(f"  job failed: {s['job'].get('failure_reason') or 'no reason recorded'}")
         if s["faults_fired"]:
             print(f"  faults: {fired_line(s['faults_fired'])}")
         if "replay" in s:
@@ -140,7 +142,8 @@ def _print_verdicts(result) -> None:
 
 
 def _exit_status(result) -> int:
-    return EXIT_VIOLATED if any(v == "violated" for v in result.verdicts.values()) else 0
+    failed = any(r.summary["job"]["outcome"] == "failed" for r in result.values())
+    return EXIT_VIOLATED if failed or any(v == "violated" for v in result.verdicts.values()) else 0
 
 
 def _actions_of(args) -> list | str | None:

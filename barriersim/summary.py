@@ -6,14 +6,15 @@ this order: ``scenario``, ``seed``, ``backend`` (``ray`` or ``sim``), ``mode``, 
 (``records``, ``generated_by``, then the scenario's workload settings), ``checkpointing``, ``network`` and ``cluster`` (the
 settings the run used, as the scenario file names them), ``checkpoints`` (Flink's counts: ``completed``,
 ``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
-verdict's counts), ``job`` (``outcome``, ``restarts``, ``restored_checkpoint_ids``,
-``restored_in_flight_bytes``, ``final_state``, ``stopped_with_savepoint``, ``retained_checkpoint``,
-``latest_restored``, ``next_attempt_number``), ``throughput`` (``records_per_second`` and the ``clock`` it was
-measured on: ``wall`` on Ray, ``virtual`` in the simulator), ``faults`` (the fault schedule run), ``faults_fired``
-(each fault of it with ``fired``, how often it took effect, and ``first_at_ms``: ``runtime.fault_log``), then,
-for a run with experiment actions or a restore, ``restore`` (the run's own ``--from``), ``actions`` (each action
-with its job, status, savepoint id and path) and ``jobs`` (each job of the run: its id, final state,
-parallelism, ``latest_restored``, counts and operations), then the backend's own sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
+verdict's counts), ``job`` (``outcome``, ``failure_reason``: one line saying what failed the job, or null,
+``restarts``, ``restored_checkpoint_ids``, ``restored_in_flight_bytes``, ``final_state``,
+``stopped_with_savepoint``, ``retained_checkpoint``, ``latest_restored``, ``next_attempt_number``),
+``throughput`` (``records_per_second`` and the ``clock`` it was measured on: ``wall`` on Ray, ``virtual`` in the
+simulator), ``faults`` (the fault schedule run), ``faults_fired`` (each fault of it with ``fired``, how often it
+took effect, and ``first_at_ms``: ``runtime.fault_log``), then, for a run with experiment actions or a restore,
+``restore`` (the run's own ``--from``), ``actions`` (each action with its job, status, savepoint id and path) and
+``jobs`` (each job of the run: its id, final state, parallelism, ``latest_restored``, counts and operations), then
+the backend's own sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
 ``wall_seconds`` last. ``write_run_directory`` writes it atomically (``runtime.storage``'s
 ``AtomicFileWriter``) beside ``scenario.toml`` (the effective scenario: overrides, sweep values, seed, mode and
 faults applied, so ``barriersim replay`` of it runs the same run) and the ``checkpoints`` and ``subtasks``
@@ -93,6 +94,7 @@ def build_summary(
     jobs: list[dict] | None = None,
     actions: list[dict] | None = None,
     verification_scope: str = "workload",
+    failure_reason: str | None = None,
 ) -> dict:
     """``summary.json`` of a run of the effective ``scenario`` (the one its ``scenario.toml`` holds)."""
     document = scenario_document(scenario)
@@ -114,6 +116,7 @@ def build_summary(
         "verification": {**verification, "covers": verification_scope},
         "job": {
             "outcome": outcome,
+            "failure_reason": failure_reason,
             "restarts": restarts,
             "restored_checkpoint_ids": list(restored_checkpoint_ids),
             "restored_in_flight_bytes": restored_in_flight_bytes,

@@ -132,6 +132,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "externalized_checkpoint_retention": Field(str, "no_externalized_checkpoints",
                                                    _one_of("no_externalized_checkpoints", "delete_on_cancellation",
                                                            "retain_on_cancellation")),
+        # Flink's state.storage.fs.memory-threshold (20 KiB, at most 1 MiB): a subtask's state stream at or above it
+        # is written to a file of its own in the checkpoint's directory, a smaller one inline in _metadata
+        "memory_threshold_bytes": Field(int, 20 * 1024, _between(0, 1024 * 1024)),
     },
 }
 
@@ -210,6 +213,7 @@ class CheckpointingSpec:
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
     externalized_checkpoint_retention: str = "no_externalized_checkpoints"
+    memory_threshold_bytes: int = 20 * 1024
 
 
 @dataclass(frozen=True)

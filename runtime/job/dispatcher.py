@@ -5,7 +5,7 @@ run this one class in place of a single JobMaster.
 How this works: the ``Dispatcher`` has the interface a driver uses with a ``JobMaster`` (``start``, the task and
 coordinator events, ``timer_fired``, ``is_current``, ``report``) and forwards each event to the JobMaster of the
 current job. The first job starts fresh, or from the run's ``RestoreSettings`` (``--from``), read by the driver's
-``restore_loader``. Its timed actions (``runtime.experiment``: savepoint, stop-with-savepoint, cancel) are armed
+``restore_storage`` (a checkpoint storage that reads the path; the new job's store adopts the snapshot). Its timed actions (``runtime.experiment``: savepoint, stop-with-savepoint, cancel) are armed
 on the run's clock once it runs (``ActionDue``) and carried out on the job they belong to; an action whose job
 has ended (or not started) is not performed. When a job ends by a stop-with-savepoint or a cancel and a
 ``Restore`` follows, the next job is submitted at once: its graph has the restore's parallelism, its state is the
@@ -74,8 +74,9 @@ class Dispatcher:
     def __init__(self, config: JobConfig, job_id: str, *, storage_for: Callable[[str], tuple[Any, Any]],
                  clock: Callable[[], int], timer_service, coordinator_rng: Callable[[], random.Random],
                  action_sink: Callable[[list], None], trace=None, keep_completed_metadata: bool = False,
-                 restore_loader: Optional[Callable[[str], CheckpointMetadata]] = None, first_attempt_number: int = 0):
-        """``storage_for(job_id)``: the (checkpoint storage, savepoint storage) of a job; ``restore_loader``: reads
+                 restore_storage=None, first_attempt_number: int = 0):
+        """``storage_for(job_id)``: the (checkpoint storage, savepoint storage) of a job; ``restore_storage``: a
+        checkpoint storage that reads
         the metadata at the run's ``--from`` path; ``first_attempt_number``: above every attempt of earlier runs
         whose external system this run continues."""
         self.config = config
@@ -87,7 +88,7 @@ class Dispatcher:
         self._action_sink = action_sink
         self._trace = trace or (lambda label, detail: None)
         self._keep_completed_metadata = keep_completed_metadata
-        self._restore_loader = restore_loader
+        self._restore_storage = restore_storage
         self._first_attempt_number = first_attempt_number
         self.graphs = config.job_graphs
         self._job_actions = config.actions.jobs()  # per job: (the restore that starts it, its timed actions)
@@ -109,10 +110,9 @@ class Dispatcher:
         settings = self.config.restore
         if settings is None:
             return None
-        loader = self._restore_loader
-        if loader is None:
-            raise ValueError(f"job {self.base_job_id}: restoring from {settings.path} needs a restore_loader")
-        return JobRestore(settings.path, loader, settings.allow_non_restored_state)
+        if self._restore_storage is None:
+            raise ValueError(f"job {self.base_job_id}: restoring from {settings.path} needs a restore_storage")
+        return JobRestore(settings.path, self._restore_storage, settings.allow_non_restored_state)
 
     def _new_job(self, index: int, restore: Optional[JobRestore], *, first_epoch: int,
                  first_attempt_number: int) -> JobMaster:
@@ -198,20 +198,20 @@ class Dispatcher:
         self.outcome = ended.outcome
         return [ended]
 
-    def _restore_path(self, restore: Restore, ended: JobMaster) -> Optional[tuple[str, Callable]]:
-        """The path a restore reads, and the loader of the storage that wrote it; None if there is none: the job
+    def _restore_path(self, restore: Restore, ended: JobMaster) -> Optional[tuple[str, Any]]:
+        """The path a restore reads, and the storage that wrote it; None if there is none: the job
         before did not end by its stop or cancel, or left no savepoint (or no retained checkpoint)."""
         if restore.source is RestoreSource.CHECKPOINT:
             if ended.outcome is not JobOutcome.CANCELED or ended.retained_checkpoint is None:
                 return None
-            return ended.retained_checkpoint, ended.storage.load_checkpoint_metadata
+            return ended.retained_checkpoint, ended.storage
         if ended.outcome is JobOutcome.FINISHED and ended.stopped_with_savepoint is None:
             return None  # it finished its input before it could be stopped
         if ended.outcome not in (JobOutcome.FINISHED, JobOutcome.CANCELED):
             return None
         for job in reversed(self.jobs):
             if job.savepoints:
-                return job.savepoints[-1].path, job.savepoint_storage.load_checkpoint_metadata
+                return job.savepoints[-1].path, job.savepoint_storage
         return None
 
     # -- events from the driver (forwarded to the current job) ---------------------------------------------
@@ -359,7 +359,8 @@ class Dispatcher:
             restored_in_flight_bytes=sum(r.restored_in_flight_bytes for r in reports),
             coordinator_failovers=sum(r.coordinator_failovers for r in reports), fault_log=self.fault_log.report(),
             killed=[k for r in reports for k in r.killed], failures=[f for r in reports for f in r.failures],
-            storage_errors=[e for r in reports for e in r.storage_errors], job_id=last.job_id,
+            storage_errors=[e for r in reports for e in r.storage_errors], failure_reason=last.failure_reason,
+            job_id=last.job_id,
             final_state=last.final_state, operations=[o for r in reports for o in r.operations],
             latest_restored=last.latest_restored, retained_checkpoint=last.retained_checkpoint,
             parallelism=last.parallelism, jobs=reports, actions=self.action_report(),

@@ -4,9 +4,11 @@ kernel with a network and cost model.
 How this works: the simulator is three things. The kernel (``runtime.sim.kernel``) keeps virtual time, one seed
 and the trace. The ``JobMaster`` (``runtime.job``) decides everything at the job level: deploying attempts,
 applying the fault schedule, failover, JobManager failover, the checkpoint coordinator and its metadata, written to
-an in-memory ``JobManagerCheckpointStorage``. This module carries out the JobMaster's actions in virtual time:
+an in-memory ``JobManagerCheckpointStorage`` or, given a directory, to a ``FileSystemCheckpointStorage`` (the Ray
+backend's, with its state files and completed-checkpoint list). This module carries out the JobMaster's actions in virtual time:
 - ``DeployTasks``: every subtask becomes a ``StreamTask`` (``runtime.job.deployment.deploy_task``), restored, then
-  started (the first output and credit sent, its flusher set); ``KillTask``: the task's death is reported at
+  started (the first output and credit sent, its flusher set); a task that cannot restore its state fails the
+  deployment (``deploy_failed``); ``KillTask``: the task's death is reported at
   once; ``CancelTasks``: every task of the deployment fails, and nothing scheduled for it runs any more;
 - ``SendToTask`` / ``SendToCoordinator``: an RPC delivered after ``rpc_latency_us`` plus the fault's delay;
 - ``StartTimer``: a kernel event (faults, restarts and recoveries come before anything else at their instant);
@@ -20,12 +22,13 @@ job: its ``JobMaster`` and its task executors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
-from barriersim.runtime.job.deployment import Slowdowns, deliver_task_message, deploy_task
+from barriersim.runtime.job.deployment import Slowdowns, TaskRestoreError, deliver_task_message, deploy_task
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.job.wiring import SubtaskKey, Wiring
 from barriersim.runtime.operators.sinks import ExternalStore
@@ -56,17 +59,19 @@ class SimulationResult:
     coordinator_failovers: int = 0
     fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
     storage_errors: list[str] = field(default_factory=list)
+    failure_reason: str | None = None  # one line, when the outcome is FAILED
 
 
 class JobSimulation(DataPlane):
     def __init__(self, config: JobConfig, splits: dict[str, Sequence[Sequence[tuple]]], seed: int,
-                 record_cuts: bool = False, *, savepoint_directory=None, store: ExternalStore | None = None,
-                 first_attempt_number: int = 0):
+                 record_cuts: bool = False, checkpoint_directory: str | Path | None = None, *,
+                 savepoint_directory=None, store: ExternalStore | None = None, first_attempt_number: int = 0):
         """``record_cuts``: log every operator's records so that ``consistent_cut_violations()`` can check each
         completed checkpoint after the run (costs memory and time; for tests and property checks);
-        ``savepoint_directory``: where savepoints are written as files (else they stay in memory); ``store``: the
-        external system, e.g. with what the run restored from wrote to it; ``first_attempt_number``: above the
-        attempts of that run."""
+        ``checkpoint_directory``: keep the checkpoints in a ``FileSystemCheckpointStorage`` there (as the Ray
+        backend does) instead of in memory; ``savepoint_directory``: where savepoints are written as files (else
+        they stay with the checkpoints); ``store``: the external system, e.g. with what the run restored from
+        wrote to it; ``first_attempt_number``: above the attempts of that run."""
         self.config = config
         self.record_cuts = record_cuts
         self.deployments: dict[int, DeploymentLog] = {}
@@ -78,8 +83,9 @@ class JobSimulation(DataPlane):
         self.store = store if store is not None else ExternalStore()
         self.job_id = f"sim-{seed}"
         self._storage_rng = self.sim.random("storage")
+        self._checkpoint_directory = checkpoint_directory
         self._savepoint_directory = savepoint_directory
-        self.storages: dict[str, JobManagerCheckpointStorage] = {}
+        self.storages: dict = {}  # job id -> its checkpoint storage
         self._net_rng = self.sim.random("network")
         self._task_rng = self.sim.random("tasks")
         self.epoch = 0  # the deployment whose tasks run (the JobMaster's epoch once it deployed)
@@ -94,7 +100,7 @@ class JobSimulation(DataPlane):
             config, self.job_id, storage_for=self._storage_for, clock=self.sim.clock_ms, timer_service=self.sim,
             coordinator_rng=lambda: self.sim.random("coordinator"), action_sink=self._carry_out,
             trace=lambda label, detail: self.trace.record(self.sim.now_us, label, detail),
-            keep_completed_metadata=record_cuts, restore_loader=self._load_external,
+            keep_completed_metadata=record_cuts, restore_storage=FileSystemCheckpointStorage(".", "restore"),
             first_attempt_number=first_attempt_number,
         )
         self._finished = self.job_master.finished
@@ -102,19 +108,21 @@ class JobSimulation(DataPlane):
     def _storage_for(self, job_id: str):
         """A job's checkpoint storage (in memory, Flink's JobManager storage) and its savepoints' (files in the
         savepoint directory when one is given, as Flink's JobManager storage writes them there)."""
-        storage = self.storages[job_id] = JobManagerCheckpointStorage(job_id, rng=self._storage_rng)
-        if self._savepoint_directory is None:
+        if self._checkpoint_directory is None:
+            storage = JobManagerCheckpointStorage(job_id, rng=self._storage_rng)
+        else:
+            storage = FileSystemCheckpointStorage(self._checkpoint_directory, job_id, rng=self._storage_rng,
+                                                  memory_threshold=self.config.memory_threshold_bytes,
+                                                  default_savepoint_directory=self._savepoint_directory)
+            storage.initialize_base_locations()
+        self.storages[job_id] = storage
+        if self._savepoint_directory is None or self._checkpoint_directory is not None:
             return storage, storage
         return storage, FileSystemCheckpointStorage(self._savepoint_directory, job_id, rng=self._storage_rng,
                                                     default_savepoint_directory=self._savepoint_directory)
 
-    @staticmethod
-    def _load_external(path: str):
-        """The metadata of a savepoint or retained checkpoint on disk (the run's ``--from``)."""
-        return FileSystemCheckpointStorage(".", "restore").load_checkpoint_metadata(path)
-
     @property
-    def storage(self) -> JobManagerCheckpointStorage:
+    def storage(self):
         """The checkpoint storage of the first job."""
         return self.storages[self.job_id]
 
@@ -142,6 +150,7 @@ class JobSimulation(DataPlane):
             coordinator_failovers=report.coordinator_failovers,
             fault_log=report.fault_log,
             storage_errors=report.storage_errors,
+            failure_reason=report.failure_reason,
         )
 
     def consistent_cut_violations(self) -> list[CutViolation]:
@@ -218,9 +227,13 @@ class JobSimulation(DataPlane):
                 available = self.splits.get(vertex.name, ())
                 splits = {sid: available[sid] if sid < len(available) else () for sid in descriptor.source_splits}
             on_built = (lambda t, k=key: log.recorders.__setitem__(k, CutRecorder.attach(t.operator))) if self.record_cuts else None
-            task, restored = deploy_task(
-                config, descriptor, clock=self.sim.clock_ms, timer_service=self.sim, rng=self._task_rng,
-                wakeup=lambda k=key, e=epoch: self._wake(k, e), splits=splits, store=self.store, on_built=on_built)
+            try:
+                task, restored = deploy_task(
+                    config, descriptor, clock=self.sim.clock_ms, timer_service=self.sim, rng=self._task_rng,
+                    wakeup=lambda k=key, e=epoch: self._wake(k, e), splits=splits, store=self.store, on_built=on_built)
+            except TaskRestoreError as err:  # the deployment fails; the tasks built so far die with it
+                self._carry_out(self.job_master.deploy_failed(epoch, str(err)))
+                return
             restored_bytes += restored["input_bytes"] + restored["output_bytes"]
             self.tasks[key] = task
             self._slowdowns[key] = Slowdowns(descriptor.slowdowns)
