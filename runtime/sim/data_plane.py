@@ -38,7 +38,9 @@ class DataPlane:
             self._kick(key)
 
     def _kick(self, key: SubtaskKey) -> None:
-        if key in self._scheduled or key in self._finished:
+        # not a task of the deployment: what was just sent ended the job and a restored job with other subtasks
+        # runs now
+        if key in self._scheduled or key in self._finished or key not in self.tasks:
             return
         self._scheduled.add(key)
         epoch = self.epoch
