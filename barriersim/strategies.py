@@ -330,26 +330,27 @@ def rescalings(draw, graph: JobGraph, max_parallelism: int = 4) -> dict[str, int
 
 @st.composite
 def action_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_jobs: int = 3,
-                     max_parallelism: int = 4) -> ActionSchedule:
-    """Experiment actions for up to ``max_jobs`` jobs: each but the last takes savepoints and ends by a
+                     max_parallelism: int = 4, min_jobs: int = 1) -> ActionSchedule:
+    """Experiment actions for ``min_jobs`` to ``max_jobs`` jobs: each but the last takes savepoints and ends by a
     stop-with-savepoint or a cancel followed by a restore (from its savepoint, or from the retained checkpoint of
     a cancelled job) with new parallelisms; the last job may take a savepoint and be stopped (drained or not) or
     cancelled. Times are increasing, inside ``horizon_ms``."""
     actions: list = []
-    jobs = draw(st.integers(1, max_jobs))
+    jobs = draw(st.integers(min_jobs, max_jobs))
     t = 0
     current = graph
     for job in range(jobs):
         last = job == jobs - 1
         step = max(1, horizon_ms // (2 * jobs))
+        gap = st.integers(max(1, step // 4), step)  # spread over the run, each savepoint given time to complete
         for _ in range(draw(st.integers(0, 1))):
-            t += draw(st.integers(1, step))
+            t += draw(gap)
             actions.append(Savepoint(t))
         if last and draw(st.booleans()):
             break  # the last job runs to its end
-        t += draw(st.integers(1, step))
+        t += draw(gap)
         savepoint_taken = any(isinstance(a, (Savepoint, StopWithSavepoint)) for a in actions)
-        if draw(st.booleans()):
+        if draw(st.sampled_from(["stop", "cancel", "stop"])) == "stop":  # a stop leaves a savepoint to restore
             actions.append(StopWithSavepoint(t, drain=last and draw(st.booleans())))
             source = RestoreSource.SAVEPOINT
         else:
@@ -438,8 +439,9 @@ class CaseResult:
 @st.composite
 def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max_faults: int = 3,
                     records: tuple[int, int] = (1000, 6000), jobmanager_faults: bool = False,
-                    actions: bool = False) -> SimulatedCase:
-    """A whole run; with ``actions``, experiment actions (``action_schedules``) and faults aimed at them too."""
+                    actions: bool = False, min_jobs: int = 1) -> SimulatedCase:
+    """A whole run; with ``actions``, experiment actions (``action_schedules``, ``min_jobs`` jobs at least: 2 for
+    a rescale sequence) and faults aimed at them too."""
     checkpointing = draw(checkpointing_configs(mode))
     graph = draw(topologies(max_parallelism=max_parallelism,
                             at_least_once_sink=not CheckpointingMode.parse(checkpointing["mode"]).exactly_once))
@@ -460,11 +462,16 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
         # checkpoints declined on purpose: tolerate it, so that no failover wipes out what the cancellations left
         document["checkpointing"]["tolerable_failures"] = TOLERATE_ALL
     if actions:
-        schedule = draw(action_schedules(graph, horizon_ms=horizon_ms, max_parallelism=max_parallelism))
+        schedule = draw(action_schedules(graph, horizon_ms=horizon_ms, max_parallelism=max_parallelism,
+                                         min_jobs=min_jobs))
         document["actions"] = schedule.to_plain()
         if any(isinstance(a, Restore) and a.source is RestoreSource.CHECKPOINT for a in schedule):
             document["checkpointing"]["externalized_checkpoint_retention"] = "retain_on_cancellation"
         faults = FaultSchedule(faults.faults + draw(action_faults(graph, schedule)).faults)
+        # the cluster holds the largest job of the run
+        slots = max(slots_needed(g) for g in schedule.graphs(graph))
+        cluster = document["cluster"]
+        cluster["slots_per_taskmanager"] = max(cluster["slots_per_taskmanager"], -(-slots // cluster["taskmanagers"]))
     seed = draw(st.integers(0, 2**32 - 1))
     network = draw(network_configs())
     if network:

@@ -752,7 +752,24 @@ class JobMaster:
         if failed is None:
             failed = self.coordinator.current_attempt(self.graph.vertices[0].name, 0)
         self._handle_coordinator(self.coordinator.handle(m.TaskFailed(failed, why)))
+        self._stop_with_savepoint_failed_over()
         self._out.append(StartTimer(self.restart_strategy.delay_ms, RestartDue(self.epoch, self._restore_from)))
+
+    def _stop_with_savepoint_failed_over(self) -> None:
+        """A failover while the job stops with a savepoint: the stop fails (Flink's
+        ``StopWithSavepointTerminationHandlerImpl``: a savepoint created but tasks not finished is "Inconsistent
+        execution state after stopping with savepoint", a savepoint not created fails it), and the periodic
+        checkpoint scheduler its synchronous savepoint stopped runs again (restarted with the job, as Flink's
+        ``CheckpointCoordinatorDeActivator`` does when the job runs again): the job goes on to its end."""
+        stops = [op for op in self.operations
+                 if op.operation == "stop_with_savepoint" and op.status in ("IN_PROGRESS", "COMPLETED")]
+        if not stops or self.coordinator_down:
+            return
+        for op in stops:
+            if op.status == "COMPLETED":
+                op.status, op.failure = "FAILED", ("Inconsistent execution state after stopping with savepoint: "
+                                                   "a global fail-over is triggered to recover the job")
+        self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
 
     def _damage_checkpoint(self, fault: DamageCheckpoint) -> None:
         """The storage is damaged (fault injection); it fires if there was a checkpoint it could strike."""

@@ -216,6 +216,8 @@ class JobSimulation(DataPlane):
             self.wiring = Wiring(self.graph, config.placement)
             self._cost_model.clear()
         self.tasks = {}
+        # steps scheduled for the job before (one that finished, e.g. stopped with a savepoint) never run
+        self._scheduled.clear()
         if self.record_cuts:
             log = self.deployments[epoch] = DeploymentLog(action.restored_metadata)
         restored_bytes = 0
