@@ -60,3 +60,29 @@ def test_a_retained_unaligned_checkpoint_restores_rescaled_with_its_in_flight_da
     assert restored["latest_restored"]["external_path"] == first["retained_checkpoint"]
     assert restored["restored_in_flight_bytes"] > 0  # the unaligned checkpoint's in-flight data, redistributed
     assert_exactly_once("unaligned", verify(expected_sink_input(config.graph, splits), result.committed_output))
+
+
+@pytest.mark.parametrize("drain", [False, True])
+def test_stop_with_savepoint_with_and_without_drain_on_ray(drain, tmp_path):
+    """The job (a tumbling window for the keyed sum) ends FINISHED by the stop; its savepoint is the final
+    checkpoint (SAVEPOINT_TERMINATE with drain, SAVEPOINT_SUSPEND without); the output is what the savepoint
+    accounts for, exactly once (drained: with every window fired)."""
+    from barriersim.runtime.snapshot_verification import verify_run
+    from barriersim.runtime.storage import metadata_serializer
+
+    sc = scenario("aligned", {}, [StopWithSavepoint(1000, drain=drain)],
+                  keyed_operator={"operator": "tumbling_window", "window_ms": 500})
+    config, splits, result = run_on_ray(sc, tmp_path, f"stop-drain-{drain}")
+    assert result.outcome == "finished"
+    (only,) = result.jobs
+    (stop,) = only["operations"]
+    assert only["final_state"] == "FINISHED" and stop["status"] == "COMPLETED"
+    final = [c for c in result.checkpoints if c["id"] == stop["checkpoint_id"]][0]
+    assert final["checkpoint_type"] == ("SAVEPOINT_TERMINATE" if drain else "SAVEPOINT_SUSPEND")
+    ended, blob = result.ending
+    assert ended and blob is not None
+    metadata = metadata_serializer.deserialize(blob, "<ending snapshot>")
+    verdict, covers = verify_run(config.graph, splits, (True, metadata), result.committed_output,
+                                 lambda tids: list(result.pending_records))
+    assert covers == "snapshot" and 0 < verdict.expected_records < 30000
+    assert_exactly_once("aligned", verdict)
