@@ -14,8 +14,8 @@ replayed from its own directory. The result is one type, ``RunResult``: a mappin
 and ``only`` for a one-mode run.
 
 The simulator's workload is drawn locally by default (``workload="local"``); ``workload="spark"`` generates it as
-the Ray backend does, as a Spark DataFrame on Ray (RayDP) passed through Ray's object store and cut there into
-the source splits (``spark_workload_splits``). Every draw is a pure function of (seed, record id), so both give the
+the Ray backend does, in one Spark job on Ray (RayDP) that hands the source splits over as Arrow tables
+(``spark_workload_splits``). Every draw is a pure function of (seed, record id), so both give the
 same splits; the summary records which one was used in ``workload.generated_by``.
 """
 
@@ -300,22 +300,17 @@ def local_workload_splits(scenario: Scenario) -> Splits:
 
 
 def spark_workload_splits(spark, scenario: Scenario) -> Splits:
-    """The simulator's source splits generated in Spark on Ray, by the Ray backend's own path: one DataFrame of
-    every source vertex's records (``barriersim.spark.workload.generate_workload``: vertex ``k`` draws with seed
-    ``seed + k``, record ids offset by ``k * 10**9``), converted once into Arrow blocks in Ray's object store and
-    cut there into one msgpack split per source subtask (``splits_to_object_store``), which are fetched and
-    decoded as the source actors decode them. The same splits as the local draws
+    """The simulator's source splits generated in Spark on Ray, by the Ray backend's own path: one Spark job
+    draws every source vertex's records (``barriersim.spark.workload.generate_workload``: vertex ``k`` draws with
+    seed ``seed + k``, record ids offset by ``k * 10**9``, one Spark partition per split) and hands them over as
+    Arrow tables (``hand_off``), decoded as the source actors decode them. The same splits as the local draws
     (``scenarios.simulation_inputs.workload_splits``)."""
-    import ray
-
-    from barriersim.runtime.records_codec import decode_records
-    from barriersim.spark.workload import generate_workload, splits_to_object_store
+    from barriersim.runtime.records_codec import decode_split
+    from barriersim.spark.workload import generate_workload, hand_off
 
     workload = generate_workload(spark, scenario, scenario.seed)
     try:
-        refs = splits_to_object_store(workload)
-        return {vertex: [decode_records(data) for data in ray.get(list(split_refs))]
-                for vertex, split_refs in refs.items()}
+        return {vertex: [decode_split(table) for table in tables] for vertex, tables in hand_off(workload).items()}
     finally:
         workload.df.unpersist()
 
@@ -336,8 +331,13 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
     if p.workload == "spark" and splits is None:
         from barriersim.spark.session import SparkOnDemand
 
-        with SparkOnDemand(spark, address) as session:
-            splits = spark_workload_splits(session.get(), p.scenario)
+        with SparkOnDemand(spark, address, log_dir=out / "logs") as session:
+            if progress is not None and spark is None:
+                progress("starting Spark on Ray", None)
+            spark_session = session.get()
+            if progress is not None:
+                progress("generating the workload in Spark", None)
+            splits = spark_workload_splits(spark_session, p.scenario)
     runs = {}
     for target, scenario in targets:
         if progress is not None:

@@ -2,8 +2,9 @@
 
 How this works: ``compute_analytics(spark, root)`` finds the runs under ``root`` (one run, or sub-runs per
 mode or per sweep point; see ``barriersim.rundir``), reads each run's ``checkpoints.parquet`` and
-``subtasks.parquet`` with Spark, tags the rows with the run's label, mode, scenario, seed and
-``workload.zipf_exponent`` (from its ``summary.json``) and unions them. It then computes what Flink's REST
+``subtasks.parquet`` (pyarrow, ``barriersim.rundir.run_tables``), tags the rows with the run's label, mode,
+scenario, seed and ``workload.zipf_exponent`` (from its ``summary.json``) and gives them to Spark as Arrow
+batches. It then computes what Flink's REST
 API serves as a job's checkpoint statistics (``CheckpointingStatistics``, Flink's ``StatsSummary``):
 
 - ``summary``: per run and metric, ``count, min, max, avg, p50, p90, p95, p99, p999`` of
@@ -13,14 +14,15 @@ API serves as a job's checkpoint statistics (``CheckpointingStatistics``, Flink'
 - ``counts``: per run, ``restored, total, in_progress, completed, failed`` (from the checkpoint table's
   ``status``; ``restored`` from ``summary.json``).
 
-Both are written with Spark, coalesced to one part file, to ``root/analytics/summary.parquet`` and
-``root/analytics/counts.parquet`` (Spark's directory layout; pyarrow and pandas read the directory as one
-table), then read back and returned as pandas DataFrames.
+Both are collected from Spark as Arrow and written by the driver to ``root/analytics/summary.parquet`` and
+``root/analytics/counts.parquet`` in Spark's directory layout (one part file and a ``_SUCCESS`` marker; pyarrow
+and pandas read the directory as one table), then read back and returned as pandas DataFrames.
 
 A sweep (``barriersim.sweep``) gets one more table, ``compute_sweep_analytics``: the same statistics pivoted
 to one row per (sweep point, mode), with the point's axis values, its verdict and counts, and the columns
 ``<metric>_<min|max|avg|p50|p90|p95|p99|p999>``, computed in one Spark job and written to
-``root/analytics/sweep.parquet``.
+``root/analytics/sweep.parquet``, beside the per-run ``summary`` and ``counts`` (so ``barriersim report`` of the
+sweep reuses them).
 
 Percentiles are exact: Spark SQL's ``percentile(value, array(...))`` sorts the values and interpolates
 linearly between the two closest ranks, at 0-based position ``p * (n - 1)`` (Hyndman and Fan's type 7,
@@ -35,7 +37,6 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import reduce
 from pathlib import Path
 
 import pandas as pd
@@ -94,45 +95,31 @@ def parquet_to_spark(spark, path: Path, mode: str | None = None):
     return df.select(*cols)
 
 
-def _file_schema(path: Path, wanted: dict[str, str]) -> str:
-    """A Spark DDL schema for the ``wanted`` columns the Parquet file has, typed as stored. Giving Spark the
-    schema spares it the job it would run to infer one from the file footer."""
-    stored = pq.read_schema(str(path))
-    fields = []
-    for name in wanted:
-        if name in stored.names:
-            arrow_type = str(stored.field(name).type)
-            if arrow_type in _ARROW_TO_SPARK:
-                fields.append(f"`{name}` {_ARROW_TO_SPARK[arrow_type]}")
-    return ", ".join(fields)
+CHECKPOINT_FRAME_COLUMNS = {"id": "bigint", "status": "string", **{m: "bigint" for m in CHECKPOINT_METRICS}}
+SUBTASK_FRAME_COLUMNS = {"id": "bigint", "task": "string", "aborted": "boolean", **{m: "bigint" for m in SUBTASK_METRICS}}
 
 
-def _tagged(spark, run: Run, name: str, columns: dict[str, str]):
-    from pyspark.sql import functions as F
-
-    path = run.path / name
-    schema = _file_schema(path, columns)
-    df = spark.read.schema(schema).parquet(str(path)) if schema else spark.read.parquet(str(path))
-    present = set(df.columns)
-    cols = [
-        (F.col(c) if c in present else F.lit(None)).cast(t).alias(c)
-        for c, t in columns.items()
-    ]
-    keys = [F.lit(value).cast(_RUN_KEY_TYPES[key]).alias(key) for key, value in run.keys().items()]
-    return df.select(*keys, *cols)
+def _typed(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
+    """``df``'s run keys and ``columns`` (absent ones as nulls), typed for Spark's Arrow conversion."""
+    out = pd.DataFrame({key: df[key] for key in RUN_KEYS})
+    out["seed"] = out["seed"].astype("Int64")
+    out["zipf_exponent"] = out["zipf_exponent"].astype("float64")
+    for name, kind in columns.items():
+        values = df[name] if name in df else pd.Series([None] * len(df), index=df.index, dtype="object")
+        out[name] = values.astype({"bigint": "Int64", "boolean": "boolean", "string": "string"}[kind])
+    return out
 
 
 def load_run_frames(spark, runs: list[Run]):
-    """Spark DataFrames ``(checkpoints, subtasks)`` of all ``runs``, run key columns first."""
-    cp_cols = {"id": "bigint", "status": "string", **{m: "bigint" for m in CHECKPOINT_METRICS}}
-    st_cols = {"id": "bigint", "task": "string", "aborted": "boolean", **{m: "bigint" for m in SUBTASK_METRICS}}
-    checkpoints = [_tagged(spark, r, "checkpoints.parquet", cp_cols) for r in runs]
-    subtasks = [_tagged(spark, r, "subtasks.parquet", st_cols) for r in runs if (r.path / "subtasks.parquet").exists()]
-    union = lambda frames: reduce(lambda a, b: a.unionByName(b), frames)  # noqa: E731
-    st = union(subtasks) if subtasks else spark.createDataFrame(
-        [], ", ".join(f"{k} {t}" for k, t in {**_RUN_KEY_TYPES, **st_cols}.items())
-    )
-    return union(checkpoints), st
+    """Spark DataFrames ``(checkpoints, subtasks)`` of all ``runs``, run key columns first: the runs' Parquet
+    tables read by pyarrow (``barriersim.rundir.run_tables``) and given to Spark as Arrow batches."""
+    from barriersim.rundir import run_tables
+    from barriersim.spark.reference import arrow_to_spark
+
+    cp, st = run_tables(runs)
+    ddl = lambda columns: ", ".join(f"`{k}` {t}" for k, t in {**_RUN_KEY_TYPES, **columns}.items())  # noqa: E731
+    return (arrow_to_spark(spark, _typed(cp, CHECKPOINT_FRAME_COLUMNS), ddl(CHECKPOINT_FRAME_COLUMNS)),
+            arrow_to_spark(spark, _typed(st, SUBTASK_FRAME_COLUMNS), ddl(SUBTASK_FRAME_COLUMNS)))
 
 
 def _summarize(df, metrics: tuple[str, ...], scope: str):
@@ -201,6 +188,29 @@ def read_analytics(root: str | Path) -> Analytics | None:
     )
 
 
+def write_analytics(root: str | Path, analytics: Analytics) -> Analytics:
+    """Write analytics computed outside Spark under ``root/analytics/`` in the layout Spark writes (a directory
+    per table with one part file and a ``_SUCCESS`` marker, written last), so ``read_analytics`` reads them
+    alike."""
+    import pyarrow as pa
+
+    from barriersim.runtime.storage.atomic_file import AtomicFileWriter
+
+    writer = AtomicFileWriter()
+    for name, df in (("summary.parquet", analytics.summary), ("counts.parquet", analytics.counts)):
+        out = analytics_dir(root) / name
+        out.mkdir(parents=True, exist_ok=True)
+        for stale in out.iterdir():
+            stale.unlink()
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), sink)
+        writer.write(out / "part-00000.parquet", sink.getvalue().to_pybytes())
+        writer.write(out / "_SUCCESS", b"")
+    result = read_analytics(root)
+    assert result is not None
+    return result
+
+
 def written_at(root: str | Path) -> float | None:
     """When the analytics under ``root`` were written (mtime, seconds), or None."""
     marks = [analytics_dir(root) / name / "_SUCCESS" for name in ("summary.parquet", "counts.parquet")]
@@ -231,19 +241,23 @@ def small_data_settings(spark):
                 spark.conf.set(key, value)
 
 
+def _collect(df) -> pd.DataFrame:
+    """A small result brought to the driver as Arrow (a few dozen rows per run)."""
+    from barriersim.spark.workload import to_arrow
+
+    return to_arrow(df).to_pandas()
+
+
 def compute_analytics(spark, root: str | Path, runs: list[Run] | None = None) -> Analytics:
     """Compute the statistics of every run under ``root`` in Spark, write them under ``root/analytics/``
-    and return them as pandas."""
+    and return them as pandas. The results (tens of rows) are collected and written as Parquet by the driver
+    (``write_analytics``), which costs far less than a Spark write job of one row group."""
     runs = runs if runs is not None else discover_runs(root)
     checkpoints, subtasks = load_run_frames(spark, runs)
-    out = analytics_dir(root)
-    out.mkdir(parents=True, exist_ok=True)
     with small_data_settings(spark):
-        summary_frame(checkpoints, subtasks).coalesce(1).write.mode("overwrite").parquet(str(out / "summary.parquet"))
-        counts_frame(spark, checkpoints, runs).coalesce(1).write.mode("overwrite").parquet(str(out / "counts.parquet"))
-    result = read_analytics(root)
-    assert result is not None, f"{out}: Spark wrote no _SUCCESS marker"
-    return result
+        summary = _collect(summary_frame(checkpoints, subtasks))
+        counts = _collect(counts_frame(spark, checkpoints, runs))
+    return write_analytics(root, Analytics(summary=summary, counts=counts))
 
 
 SWEEP_STATS = ("min", "max", "avg", "p50", "p90", "p95", "p99", "p999")
@@ -290,6 +304,9 @@ def compute_sweep_analytics(spark, root: str | Path, point_rows: list[dict], axe
                                        ", ".join(f"`{name}` {kind}" for name, kind in columns))
         table = points.join(counts, "run", "left").join(wide, "run", "left").orderBy("point_index", "mode")
         table.coalesce(1).write.mode("overwrite").parquet(str(sweep_path(root)))
+        # the per-run summaries too, which ``barriersim report`` of the sweep shows and reuses
+        write_analytics(root, Analytics(summary=_collect(summary_frame(checkpoints, subtasks)),
+                                        counts=_collect(counts_frame(spark, checkpoints, runs))))
     result = read_sweep_analytics(root)
     assert result is not None, f"{sweep_path(root)}: Spark wrote no _SUCCESS marker"
     return result
