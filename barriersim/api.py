@@ -46,6 +46,7 @@ from barriersim.scenarios.loader import (
     load_scenario,
     with_overrides,
 )
+from barriersim.out_dir import prepare_out_dir
 from barriersim.summary import default_out_dir
 
 BACKENDS = ("sim", "ray")
@@ -350,7 +351,7 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
 def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=None, seed: int | None = None,
         out: str | os.PathLike | None = None, faults=None, address: str | None = None,
         overrides: Mapping[str, Any] | None = None, workload: str | None = None, spark=None,
-        progress: Progress | None = None) -> RunResult:
+        progress: Progress | None = None, force: bool = False) -> RunResult:
     """Run a scenario and return its results (``RunResult``: mode -> ``ModeRun``; ``.only`` for one mode).
 
     ``scenario``: a scenario file's path or a loaded ``Scenario``. ``backend``: ``"sim"`` (the deterministic
@@ -361,13 +362,15 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     its JSON) replacing the scenario's. ``address``: an existing Ray cluster. ``overrides``:
     ``{"section.key": value}`` for workload, checkpointing and network keys. ``workload``: ``"local"`` or
     ``"spark"`` (sim backend; the Ray backend always uses Spark). ``spark``: a live SparkSession on Ray to use
-    instead of starting one. ``progress``: ``(stage, fraction)`` callback.
+    instead of starting one. ``progress``: ``(stage, fraction)`` callback. ``force``: ``out`` may be a previous
+    run's directory, whose contents are replaced (else a non-empty ``out`` is refused).
 
     Raises ``ScenarioError`` / ``FaultScheduleError`` / ``UnsupportedScenario`` / ``ArgumentError`` (one-line
     messages naming the file and key) for bad input, before anything is started or written.
     """
     p = plan(scenario, backend=backend, mode=mode, seed=seed, faults=faults, overrides=overrides, workload=workload)
     out_dir = Path(out) if out is not None else default_out_dir(p.scenario)
+    prepare_out_dir(out_dir, force)
     return execute(p, out_dir, spark=spark, address=address, progress=progress)
 
 
