@@ -24,13 +24,14 @@ to one row per (sweep point, mode), with the point's axis values, its verdict an
 ``root/analytics/sweep.parquet``, beside the per-run ``summary`` and ``counts`` (so ``barriersim report`` of the
 sweep reuses them).
 
-Percentiles are exact: Spark SQL's ``percentile(value, array(...))`` sorts the values and interpolates
-linearly between the two closest ranks, at 0-based position ``p * (n - 1)`` (Hyndman and Fan's type 7,
-numpy's default ``linear``). For values 10, 20, 30, 40, p50 is 25.0 and p90 is 37.0. Flink's
-``DescriptiveStatisticsHistogramStatistics`` uses Apache Commons Math's ``Percentile`` (legacy estimation,
-1-based position ``p * (n + 1)`` clamped to the ends), so on few checkpoints our tail percentiles can be
-lower than Flink's (for the example, Flink's p90 is 40); min, max and median agree. ``avg`` is the
-arithmetic mean as a double (Flink serves ``sum / count`` truncated to a long).
+Percentiles are Flink's: Flink's checkpoint statistics (``StatsSummary``, a ``DescriptiveStatisticsHistogram``
+whose ``DescriptiveStatisticsHistogramStatistics`` asks Apache Commons Math's ``Percentile`` in its default, legacy
+estimation) place quantile ``q`` at the 1-based position ``pos = q * (n + 1)`` of the sorted values, take the first
+value when ``pos < 1``, the last when ``pos >= n``, and interpolate linearly between the two neighbouring values
+otherwise (``flink_percentile``; in Spark, the same rule over ``array_sort(collect_list(value))``). For values 10,
+20, 30, 40, p50 is 25.0 and p90 is 40. ``avg`` is the arithmetic mean as a double (Flink serves
+``sum / count`` truncated to a long). ``barriersim.report.statistics`` computes the same tables in pandas for
+small simulator runs, with ``flink_percentile``; a test holds both paths to the same numbers.
 """
 
 from __future__ import annotations
@@ -100,14 +101,16 @@ SUBTASK_FRAME_COLUMNS = {"id": "bigint", "task": "string", "aborted": "boolean",
 
 
 def _typed(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
-    """``df``'s run keys and ``columns`` (absent ones as nulls), typed for Spark's Arrow conversion."""
-    out = pd.DataFrame({key: df[key] for key in RUN_KEYS})
-    out["seed"] = out["seed"].astype("Int64")
-    out["zipf_exponent"] = out["zipf_exponent"].astype("float64")
-    for name, kind in columns.items():
+    """``df``'s run keys and ``columns`` (absent ones as nulls) as plain numpy or object columns, which PySpark's
+    Arrow conversion takes (not pandas' extension types); Spark gets the types from the DDL."""
+    out = pd.DataFrame(index=df.index)
+    for name, kind in {**_RUN_KEY_TYPES, **columns}.items():
         values = df[name] if name in df else pd.Series([None] * len(df), index=df.index, dtype="object")
-        out[name] = values.astype({"bigint": "Int64", "boolean": "boolean", "string": "string"}[kind])
-    return out
+        if kind in ("bigint", "double"):
+            out[name] = pd.to_numeric(values, errors="coerce").astype("float64")  # nulls as NaN
+        else:
+            out[name] = values.astype("object").where(values.notna(), None)
+    return out.reset_index(drop=True)
 
 
 def load_run_frames(spark, runs: list[Run]):
@@ -122,23 +125,49 @@ def load_run_frames(spark, runs: list[Run]):
             arrow_to_spark(spark, _typed(st, SUBTASK_FRAME_COLUMNS), ddl(SUBTASK_FRAME_COLUMNS)))
 
 
+def flink_percentile(sorted_values, quantile: float) -> float | None:
+    """Flink's quantile of ascending ``sorted_values`` (Commons Math's legacy ``Percentile``, asked for
+    ``quantile * 100`` percent as Flink asks it); None for no values."""
+    n = len(sorted_values)
+    if n == 0:
+        return None
+    pos = (quantile * 100) / 100 * (n + 1)
+    if pos < 1:
+        return float(sorted_values[0])
+    if pos >= n:
+        return float(sorted_values[n - 1])
+    lower_index = int(pos // 1)
+    lower, upper = float(sorted_values[lower_index - 1]), float(sorted_values[lower_index])
+    return lower + (pos - lower_index) * (upper - lower)
+
+
+def _flink_percentile_sql(values: str, n: str, quantile: float) -> str:
+    """``flink_percentile`` as a Spark SQL expression over an ascending array ``values`` of ``n`` doubles."""
+    pos = f"(({quantile!r} * 100) / 100 * ({n} + 1))"
+    at = f"CAST(FLOOR({pos}) AS INT)"
+    return (f"CASE WHEN {n} = 0 THEN NULL WHEN {pos} < 1 THEN element_at({values}, 1) "
+            f"WHEN {pos} >= {n} THEN element_at({values}, {n}) "
+            f"ELSE element_at({values}, {at}) + ({pos} - FLOOR({pos})) * "
+            f"(element_at({values}, {at} + 1) - element_at({values}, {at})) END")
+
+
 def _summarize(df, metrics: tuple[str, ...], scope: str):
     """Long format: one row per run and metric with Flink's summary statistics."""
     from pyspark.sql import functions as F
 
     pairs = F.array(*[F.struct(F.lit(m).alias("metric"), F.col(m).cast("double").alias("value")) for m in metrics])
     long = df.select(*RUN_KEYS, F.explode(pairs).alias("kv")).select(*RUN_KEYS, "kv.metric", "kv.value")
-    fractions = ", ".join(repr(p) for _, p in PERCENTILES)
     stats = long.groupBy(*RUN_KEYS, "metric").agg(
         F.count("value").alias("count"),
         F.min("value").alias("min"),
         F.max("value").alias("max"),
         F.avg("value").alias("avg"),
-        F.expr(f"percentile(value, array({fractions}))").alias("pct"),
+        F.array_sort(F.collect_list("value")).alias("sorted"),
     )
     return stats.select(
         *RUN_KEYS, F.lit(scope).alias("scope"), "metric", "count", "min", "max", "avg",
-        *[F.col("pct")[i].alias(name) for i, (name, _) in enumerate(PERCENTILES)],
+        *[F.expr(_flink_percentile_sql("sorted", "CAST(count AS INT)", q)).cast("double").alias(name)
+          for name, q in PERCENTILES],
     )
 
 
