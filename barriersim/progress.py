@@ -34,10 +34,10 @@ class StageProgress:
 
     def __call__(self, stage: str, fraction: float | None = None) -> None:
         if stage != self._stage:
-            if self._task is not None:
-                self._bar.remove_task(self._task)
-            self._stage = stage
+            old, self._task, self._stage = self._task, None, stage
+            if old is not None and old in self._bar.task_ids:
+                self._bar.remove_task(old)
             self.console.print(f"{self.prefix}{stage}", markup=False, highlight=False)
             self._task = self._bar.add_task(stage, total=None)
-        if fraction is not None:
+        if fraction is not None and self._task is not None:
             self._bar.update(self._task, total=1.0, completed=fraction)

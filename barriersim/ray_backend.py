@@ -179,5 +179,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             for handoff in handoffs:
                 ray.kill(handoff)
         finally:
-            say("stopping Spark and Ray", None)
-            cluster.close()
+            try:
+                say("stopping Spark and Ray", None)
+            finally:
+                cluster.close()

@@ -126,11 +126,11 @@ class _PythonLogs:
 _gateway_lock = threading.Lock()
 
 
-def _launch_driver_jvm_beside_the_app_master(driver_log: Path | None):
+def _launch_driver_jvm_beside_the_app_master(driver_log: Path | None, launched: list):
     """RayDP starts its app master (a Python actor that launches a JVM), then the Spark driver JVM, one after the
     other; this starts the driver JVM (PySpark's py4j gateway, through ``spark-submit`` with RayDP's prepared
     settings) on a thread while the app master starts, with its output in ``driver_log``. PySpark's SparkContext
-    then finds the gateway running. Returns the function that undoes the patch."""
+    then finds the gateway running; it is appended to ``launched``. Returns the function that undoes the patch."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
     from raydp.spark.ray_cluster import SparkCluster
@@ -143,29 +143,30 @@ def _launch_driver_jvm_beside_the_app_master(driver_log: Path | None):
         conf = SparkConf(loadDefaults=False, _jvm=None)
         for key, value in self._configs.items():
             conf.set(key, value)
-        launched: Future = Future()
+        started: Future = Future()
 
         def launch() -> None:
             try:
                 out = open(driver_log, "ab") if driver_log is not None else None  # noqa: SIM115 - the JVM holds it
                 try:
                     popen = {"stdout": out, "stderr": out} if out is not None else None
-                    launched.set_result(launch_gateway(conf, popen_kwargs=popen))
+                    started.set_result(launch_gateway(conf, popen_kwargs=popen))
                 finally:
                     if out is not None:
                         out.close()  # the JVM has its own descriptor
             except BaseException as err:  # noqa: BLE001 - re-raised on the caller's thread
-                launched.set_exception(err)
+                started.set_exception(err)
 
         threading.Thread(target=launch, name="spark-driver-jvm", daemon=True).start()
         try:
             original(self, resources, kwargs)
         finally:
-            gateway = launched.result()
+            gateway = started.result()
             with SparkContext._lock:
                 if SparkContext._gateway is None:
                     SparkContext._gateway = gateway
                     SparkContext._jvm = gateway.jvm
+                    launched.append(gateway)
 
     SparkCluster._set_up_master = set_up_master
     return lambda: setattr(SparkCluster, "_set_up_master", original)
@@ -183,6 +184,7 @@ class RayAndSpark:
     ray_started_seconds: float = 0.0
     spark_started_seconds: float = 0.0
     prepared: object = None
+    _driver_gateway: object = field(default=None, repr=False)
     _owns_ray: bool = field(default=False, repr=False)
     _spark_future: Future | None = field(default=None, repr=False)
     _logs: _PythonLogs | None = field(default=None, repr=False)
@@ -224,13 +226,15 @@ class RayAndSpark:
 
         t1 = time.perf_counter()
         driver_log = Path(self.log_dir) / SPARK_DRIVER_LOG if self.log_dir is not None else None
+        launched: list = []
         with _gateway_lock:
-            undo = _launch_driver_jvm_beside_the_app_master(driver_log)
+            undo = _launch_driver_jvm_beside_the_app_master(driver_log, launched)
             try:
                 spark = raydp.init_spark(self.app_name, 1, 1, "1G", configs=spark_configs(),
                                          fault_tolerant_mode=True)
             finally:
                 undo()
+                self._driver_gateway = launched[0] if launched else None
         if prepare is not None:
             self.prepared = prepare(spark)
         _wait_for_an_executor(spark)
@@ -289,6 +293,10 @@ class RayAndSpark:
                 raydp.stop_spark()
                 self.spark = None
         finally:
+            driver_jvm = None
+            if self._driver_gateway is not None:
+                gateway, self._driver_gateway = self._driver_gateway, None
+                driver_jvm = _stop_driver_jvm(gateway)
             try:
                 if self._owns_ray:
                     import ray
@@ -296,12 +304,46 @@ class RayAndSpark:
                     ray.shutdown()
                     self._owns_ray = False
             finally:
+                if driver_jvm is not None:
+                    _wait_for_exit(driver_jvm)
                 if self._logs is not None:
                     self._logs.close()
                     self._logs = None
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _stop_driver_jvm(gateway):
+    """Tell the driver JVM this module launched to end (it would end on its own only after this process, when its
+    stdin closes), let PySpark launch a new one for the next session of this process, and return its process."""
+    from pyspark import SparkContext
+
+    with SparkContext._lock:
+        if SparkContext._gateway is gateway:
+            SparkContext._gateway = None
+            SparkContext._jvm = None
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001 - the JVM may be gone already
+        pass
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:
+        try:
+            proc.stdin.close()  # the gateway server exits at the end of its stdin
+        except OSError:
+            pass
+    return proc
+
+
+def _wait_for_exit(proc, timeout: float = 10.0) -> None:
+    import subprocess
+
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
 
 
 EXECUTOR_START_TIMEOUT_SECONDS = 180.0
