@@ -277,11 +277,11 @@ def main_from_args(args) -> int:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=True) as bar:
             task = bar.add_task("checking the sweep", total=None)
-            shown: list[str] = []
+            shown: set[str] = set()
 
             def progress(what: str, done: int, total: int) -> None:
-                if not shown or shown[-1] != what:  # each phase named as it starts, a line that stays
-                    shown.append(what)
+                if what not in shown:  # each phase named as it starts, a line that stays
+                    shown.add(what)
                     bar.console.print(what, markup=False, highlight=False)
                 bar.update(task, description=what, completed=done, total=total)
 

@@ -121,6 +121,9 @@ def _sweep_section(sweep: pd.DataFrame | None) -> str:
     (p50 and p99 per mode), so that no table is wider than the page."""
     if sweep is None or sweep.empty:
         return ""
+    rank = {m: i for i, m in enumerate(plots.MODE_ORDER)}
+    sweep = sweep.assign(_rank=sweep["mode"].map(lambda m: rank.get(m, len(rank)))).sort_values(
+        ["point_index", "_rank"], kind="stable").drop(columns="_rank")
     axes = list(sweep.columns[sweep.columns.get_loc("mode") + 1:sweep.columns.get_loc("backend")])
     parts = ["<h2>Sweep</h2>",
              '<p class="note">One row per sweep point and mode, aggregated in Spark (all statistics in '
