@@ -38,8 +38,10 @@ LOGS_DIR = "logs"
 
 
 def prepare(spark, scenario: Scenario):
-    """What the Spark driver can do while Spark's executor starts: plan the workload's Spark job, and analyse the
-    verification query once (the driver's first queries load and compile most of what later ones use)."""
+    """What the Spark driver can do while Spark's executor starts: plan the workload's Spark job, the verification
+    query and the statistics' queries once (the driver's first queries load and compile most of what later ones
+    use)."""
+    from barriersim.spark.analytics import plan_analytics
     from barriersim.spark.reference import prepare_verification
     from barriersim.spark.workload import generate_workload
 
@@ -47,6 +49,7 @@ def prepare(spark, scenario: Scenario):
     workload.df._jdf.queryExecution().executedPlan()
     if scenario.job.is_quickstart_shape:
         prepare_verification(spark, workload.df)
+    plan_analytics(spark)
     return workload
 
 

@@ -117,12 +117,18 @@ def load_run_frames(spark, runs: list[Run]):
     """Spark DataFrames ``(checkpoints, subtasks)`` of all ``runs``, run key columns first: the runs' Parquet
     tables read by pyarrow (``barriersim.rundir.run_tables``) and given to Spark as Arrow batches."""
     from barriersim.rundir import run_tables
-    from barriersim.spark.reference import arrow_to_spark
 
     cp, st = run_tables(runs)
-    ddl = lambda columns: ", ".join(f"`{k}` {t}" for k, t in {**_RUN_KEY_TYPES, **columns}.items())  # noqa: E731
-    return (arrow_to_spark(spark, _typed(cp, CHECKPOINT_FRAME_COLUMNS), ddl(CHECKPOINT_FRAME_COLUMNS)),
-            arrow_to_spark(spark, _typed(st, SUBTASK_FRAME_COLUMNS), ddl(SUBTASK_FRAME_COLUMNS)))
+    return (arrow_to_spark_typed(spark, cp, CHECKPOINT_FRAME_COLUMNS),
+            arrow_to_spark_typed(spark, st, SUBTASK_FRAME_COLUMNS))
+
+
+def arrow_to_spark_typed(spark, df: pd.DataFrame, columns: dict[str, str]):
+    """``df``'s run keys and ``columns`` as a Spark DataFrame, sent as Arrow batches."""
+    from barriersim.spark.reference import arrow_to_spark
+
+    ddl = ", ".join(f"`{k}` {t}" for k, t in {**_RUN_KEY_TYPES, **columns}.items())
+    return arrow_to_spark(spark, _typed(df, columns), ddl)
 
 
 def flink_percentile(sorted_values, quantile: float) -> float | None:
@@ -194,8 +200,19 @@ def counts_frame(spark, checkpoints, runs: list[Run]):
         F.count(F.lit(1)).alias("total"), status_count("IN_PROGRESS"), status_count("COMPLETED"),
         status_count("FAILED"),
     )
-    restored = spark.createDataFrame([(r.label, r.restored) for r in runs], "run string, restored bigint")
-    return counts.join(restored, "run").select(*RUN_KEYS, *COUNT_COLUMNS)
+    restored = F.lit(0).cast("bigint")  # from each run's summary.json, looked up by its label
+    for r in runs:
+        restored = F.when(F.col("run") == F.lit(r.label), F.lit(r.restored).cast("bigint")).otherwise(restored)
+    return counts.withColumn("restored", restored).select(*RUN_KEYS, *COUNT_COLUMNS)
+
+
+def plan_analytics(spark) -> None:
+    """Plan the statistics' queries over empty tables without running them (the driver's first planning of a
+    query shape loads and compiles most of what later ones use)."""
+    empty = lambda columns: arrow_to_spark_typed(spark, pd.DataFrame(columns=[*RUN_KEYS, *columns]), columns)  # noqa: E731
+    checkpoints, subtasks = empty(CHECKPOINT_FRAME_COLUMNS), empty(SUBTASK_FRAME_COLUMNS)
+    for frame in (summary_frame(checkpoints, subtasks), counts_frame(spark, checkpoints, [])):
+        frame._jdf.queryExecution().executedPlan()
 
 
 def _metric_order(summary: pd.DataFrame) -> pd.DataFrame:
