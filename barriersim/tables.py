@@ -58,7 +58,7 @@ def _rate_cell(summary: dict) -> str:
 
 SHARED_PHASES = (
     ("ray_start", "Ray start"),
-    ("spark_start", "Spark start (the first job deployed meanwhile)"),
+    ("spark_start", "Spark start, the first job deploying meanwhile"),
     ("workload", "workload generation in Spark"),
     ("analytics", "checkpoint statistics in Spark"),
 )
