@@ -133,7 +133,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             t1 = time.perf_counter()
             if scenario.job.is_quickstart_shape:
                 say(f"verifying against Spark's reference{suffix}", None)
-                verification = verify(spark, workload.df, output_table(result.committed_output))
+                verification = verify(spark, workload.df, output_table(result.committed_output),
+                                      exactly_once=config.mode.exactly_once)
             else:
                 say(f"verifying against the reference{suffix}", None)
                 verification = verify_in_ray(config.graph, split_refs, result.committed_output,
@@ -150,7 +151,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 restored_in_flight_bytes=result.restored_in_flight_bytes,
                 records_per_second=result.records_emitted / running if running > 0 else None,
                 throughput_clock="wall", source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
-                faults_fired=result.fault_log,
+                faults_fired=result.fault_log, failure_reason=result.failure_reason,
                 backend_sections={"spark": spark_info, "timings_seconds": own,
                                   "ray": {"coordinator_failovers": result.coordinator_failovers,
                                           "killed": result.killed, "failures": result.failures,

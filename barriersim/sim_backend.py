@@ -55,7 +55,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
         restored_in_flight_bytes=result.restored_in_flight_bytes,
         records_per_second=records / virtual_seconds if virtual_seconds else None, throughput_clock="virtual",
         source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
-        faults_fired=result.fault_log,
+        faults_fired=result.fault_log, failure_reason=result.failure_reason,
         backend_sections={
             "simulation": {
                 "outcome": result.outcome.value,

@@ -3,13 +3,13 @@ per-subtask statistics.
 
 How this works: ``build_summary`` lays out ``summary.json`` the same way for a Ray run and a simulated one, in
 this order: ``scenario``, ``seed``, ``backend`` (``ray`` or ``sim``), ``mode``, ``versions``, ``workload``
-(``records``, ``generated_by``, then the scenario's workload settings), ``checkpointing`` and ``network`` (the
+(``records``, ``generated_by``, then the scenario's workload settings), ``checkpointing``, ``network`` and ``cluster`` (the
 settings the run used, as the scenario file names them), ``checkpoints`` (Flink's counts: ``completed``,
 ``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
-verdict's counts), ``job`` (``outcome``, ``restarts``, ``restored_checkpoint_ids``,
-``restored_in_flight_bytes``), ``throughput`` (``records_per_second`` and the ``clock`` it was measured on:
-``wall`` on Ray, ``virtual`` in the simulator; then the offered rate against the achieved one per source subtask,
-``source_rates``), ``faults`` (the fault schedule run), ``faults_fired`` (each
+verdict's counts), ``job`` (``outcome``, ``failure_reason``: one line saying what failed the job, or null,
+``restarts``, ``restored_checkpoint_ids``, ``restored_in_flight_bytes``), ``throughput`` (``records_per_second``
+and the ``clock`` it was measured on: ``wall`` on Ray, ``virtual`` in the simulator; then the offered rate against
+the achieved one per source subtask, ``source_rates``), ``faults`` (the fault schedule run), ``faults_fired`` (each
 fault of it with ``fired``, how often it took effect, and ``first_at_ms``: ``runtime.fault_log``), then the
 backend's own sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
 ``wall_seconds`` last. ``write_run_directory`` writes it atomically (``runtime.storage``'s
@@ -116,6 +116,7 @@ def build_summary(
     backend_sections: dict,
     wall_seconds: float,
     source_rates: dict | None = None,
+    failure_reason: str | None = None,
 ) -> dict:
     """``summary.json`` of a run of the effective ``scenario`` (the one its ``scenario.toml`` holds)."""
     document = scenario_document(scenario)
@@ -130,10 +131,12 @@ def build_summary(
                      **{k: v for k, v in document["workload"].items() if k != "records"}},
         "checkpointing": document["checkpointing"],
         "network": document["network"],
+        "cluster": document["cluster"],
         "checkpoints": checkpoint_counts(counts),
         "verification": verification,
         "job": {
             "outcome": outcome,
+            "failure_reason": failure_reason,
             "restarts": restarts,
             "restored_checkpoint_ids": list(restored_checkpoint_ids),
             "restored_in_flight_bytes": restored_in_flight_bytes,

@@ -134,7 +134,10 @@ class StreamTask:
         emit_watermarks: bool = False,
         checkpoints_after_tasks_finish: bool = True,
         crash_points: Iterable[tuple[ProtocolPoint, int]] = (),
+        input_channel_kinds: Optional[Sequence[Sequence[str]]] = None,
     ):
+        """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (where the producer runs:
+        ``runtime.job.placement``); default every channel remote."""
         self.graph = graph
         self.vertex = graph.vertex(vertex_name)
         self.subtask_index = subtask_index
@@ -170,8 +173,8 @@ class StreamTask:
         self._final_checkpoint_min_id: Optional[int] = None  # set once the data ended (FLIP-147)
         self._valve: Optional[WatermarkValve] = None
         if not self.operator.is_source:
-            gates = [len(graph.channels_in_gate(vertex_name, g, subtask_index))
-                     for g in range(len(graph.gates_of(vertex_name)))]
+            gates = input_channel_kinds if input_channel_kinds is not None else [
+                len(graph.channels_in_gate(vertex_name, g, subtask_index)) for g in range(len(graph.gates_of(vertex_name)))]
             self.input_side = InputSide(
                 gates, mode, clock, timers, task_name=self.name,
                 enable_checkpoint_after_tasks_finished=checkpoints_after_tasks_finish,
@@ -548,7 +551,7 @@ class StreamTask:
                 self.checkpoints.channel_state_writer.add_input_data(
                     action.checkpoint_id, action.channel_info, -1, action.buffers)
         elif isinstance(action, AllBarriersReceived):
-            self._carry_out(self.checkpoints.on_all_barriers_received(action.checkpoint_id))
+            self._carry_out(self.checkpoints.on_all_barriers_received(action.checkpoint_id, action.metrics))
         elif isinstance(action, AbortCheckpointOnBarrier):
             self._carry_out(self.checkpoints.abort_checkpoint_on_barrier(action.checkpoint_id, action.reason))
         # gate actions (block, resume, priority conversion) were applied by the input side already

@@ -10,7 +10,8 @@ The job is either the quickstart shorthand (``[job]`` with ``source_parallelism`
 ``sink_parallelism``) or a general DAG: ``[[job.vertex]]`` tables (``name``, ``operator``, ``parallelism``,
 operator parameters, per-record cost) and ``[[job.edge]]`` tables (``from``, ``to``, ``partitioner``,
 ``input``), validated as a ``runtime.jobgraph.JobGraph``. ``[network]`` sets the buffer size, Flink's credit
-defaults and the channel latency; ``[[faults]]`` is a fault schedule (``runtime.faults``); ``[sweep]`` maps
+defaults and the channel latency; ``[cluster]`` the TaskManagers and slots the job is placed in (one
+TaskManager by default, so every channel is local, as in Flink's MiniCluster); ``[[faults]]`` is a fault schedule (``runtime.faults``); ``[sweep]`` maps
 dotted keys to lists of values and expands into a run matrix. The CLI prints an error's line and exits 2.
 """
 
@@ -24,9 +25,10 @@ from typing import Any, Callable
 
 from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode, checkpointing_problem
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
+from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
 
-SETTABLE_SECTIONS = ("workload", "checkpointing", "network")  # what overrides and sweeps may set, as "section.key"
+SETTABLE_SECTIONS = ("workload", "checkpointing", "network", "cluster")  # what overrides and sweeps may set, as "section.key"
 
 
 class ScenarioError(Exception):
@@ -78,6 +80,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "records": Field(int, 100_000, _between(1, 100_000_000)),
         "keys": Field(int, 1000, _between(1, 10_000_000)),
         "zipf_exponent": Field(float, 1.0, _between(0.0, 3.0)),
+        "hot_key_share": Field(float, 0.0, _between(0.0, 0.99)),  # > 0: key 0 carries this share of the records
         "max_value": Field(int, 100, _between(1, 1_000_000)),
         "rate_per_source": Field(int, 0, _at_least(0)),
     },
@@ -105,6 +108,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "buffer_debloat_threshold_percentages": Field(int, 25, _between(0, 100)),
         "min_buffer_size": Field(int, 256, _between(1, 1024)),
     },
+    # where the job runs: TaskManagers and their slots (runtime.job.placement); channels between subtasks of one
+    # TaskManager are local. The default is Flink's MiniCluster: one TaskManager with a slot per parallel instance.
+    "cluster": {
+        "taskmanagers": Field(int, 1, _between(1, 1024)),
+        "slots_per_taskmanager": Field(int, 0, _between(0, 1024)),  # 0: the job's highest parallelism
+    },
     "checkpointing": {
         "mode": Field(str, CheckpointingMode.ALIGNED.value, _one_of(*ALL_MODES)),
         "interval_ms": Field(int, 1000, _at_least(10)),
@@ -115,6 +124,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "tolerable_failures": Field(int, 0, _between(0, 1_000_000)),
         "max_retained": Field(int, 1, _between(1, 1000)),
         "checkpoints_after_tasks_finish": Field(bool, True),
+        # Flink's state.storage.fs.memory-threshold (20 KiB, at most 1 MiB): a subtask's state stream at or above it
+        # is written to a file of its own in the checkpoint's directory, a smaller one inline in _metadata
+        "memory_threshold_bytes": Field(int, 20 * 1024, _between(0, 1024 * 1024)),
     },
 }
 
@@ -129,6 +141,8 @@ VERTEX_FIELDS: dict[str, Field] = {
     "factor": Field(int, 2, _between(-1_000_000, 1_000_000)),
     "modulus": Field(int, 3, _between(1, 1_000_000)),
     "window_ms": Field(int, 1000, _between(1, 10**12)),
+    # Flink's slotSharingGroup(name): subtasks of one group share slots (runtime.job.placement)
+    "slot_sharing_group": Field(str, "default", _plain_name),
 }
 EDGE_FIELDS: dict[str, Field] = {
     "from": Field(str, None),
@@ -145,6 +159,7 @@ class WorkloadSpec:
     zipf_exponent: float
     max_value: int
     rate_per_source: int
+    hot_key_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -189,6 +204,13 @@ class CheckpointingSpec:
     tolerable_failures: int = 0
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
+    memory_threshold_bytes: int = 20 * 1024
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    taskmanagers: int = 1
+    slots_per_taskmanager: int = 0
 
 
 @dataclass(frozen=True)
@@ -203,6 +225,7 @@ class Scenario:
     network: NetworkSpec | None = None
     faults: FaultSchedule = FaultSchedule()
     sweep: tuple[tuple[str, tuple], ...] = ()
+    cluster: ClusterSpec = ClusterSpec()
 
 
 def _type_name(kind: type) -> str:
@@ -324,6 +347,14 @@ def _check_cross_rules(path: str, cp: CheckpointingSpec, origin: str = "") -> No
         raise ScenarioError(path, key, f"{text} ({origin})" if origin else text)
 
 
+def _check_placement(path: str, graph: JobGraph, cluster: ClusterSpec) -> None:
+    """The cluster must hold the job (``runtime.job.placement.place``)."""
+    try:
+        place(graph, ClusterConfig(cluster.taskmanagers, cluster.slots_per_taskmanager))
+    except PlacementError as err:
+        raise ScenarioError(path, err.key, str(err).partition(": ")[2]) from None
+
+
 def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
     """Validate an already-parsed TOML document."""
     known = list(SCHEMA) + ["faults", "sweep"]
@@ -331,7 +362,7 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         if section not in known:
             raise ScenarioError(path, section, f"unknown section (known: {', '.join(known)})")
     plain = {}
-    for section in ("scenario", "workload", "network", "checkpointing"):
+    for section in ("scenario", "workload", "network", "cluster", "checkpointing"):
         plain[section] = _table(path, section, data.get(section, {}), SCHEMA[section])
     job = _parse_job(path, data.get("job", {}))
     checkpointing = CheckpointingSpec(**{**plain["checkpointing"],
@@ -342,6 +373,8 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         faults.check_against(job.graph)
     except FaultScheduleError as err:
         raise ScenarioError(path, None, str(err)) from None
+    cluster = ClusterSpec(**plain["cluster"])
+    _check_placement(path, job.graph, cluster)
     return Scenario(
         path=path,
         name=plain["scenario"]["name"],
@@ -353,6 +386,7 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         network=NetworkSpec(**plain["network"]),
         faults=faults,
         sweep=_parse_sweep(path, data["sweep"]) if "sweep" in data else (),
+        cluster=cluster,
     )
 
 
@@ -399,7 +433,7 @@ def _settable_field(path: str, where: str, dotted_key: Any) -> Field:
     section, _, name = str(dotted_key).partition(".")
     if section not in SETTABLE_SECTIONS or name not in SCHEMA[section]:
         raise ScenarioError(path, f"{where}.{dotted_key}",
-                            "must name a workload, checkpointing or network key, e.g. \"workload.zipf_exponent\"")
+                            "must name a workload, checkpointing, network or cluster key, e.g. \"workload.zipf_exponent\"")
     return SCHEMA[section][name]
 
 
@@ -415,6 +449,7 @@ def apply_settings(scenario: Scenario, settings: dict[str, Any], where: str, ori
             and not scenario.checkpointing.mode.uses_alignment_timeout):
         scenario = with_setting(scenario, "checkpointing.aligned_checkpoint_timeout_ms", 0)
     _check_cross_rules(scenario.path, scenario.checkpointing, origin or f"with {where} {_shown(settings)}")
+    _check_placement(scenario.path, scenario.job.graph, scenario.cluster)
     return scenario
 
 

@@ -10,6 +10,7 @@ sections onto ``runtime.job.config.JobConfig`` (the same for the simulator and t
 from __future__ import annotations
 
 from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.placement import ClusterConfig
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.loader import Scenario
@@ -30,6 +31,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         tolerable_failures=cp.tolerable_failures,
         max_retained=cp.max_retained,
         checkpoints_after_tasks_finish=cp.checkpoints_after_tasks_finish,
+        memory_threshold_bytes=cp.memory_threshold_bytes,
         network=NetworkConfig(
             buffer_size=net.buffer_size,
             exclusive_buffers_per_channel=net.exclusive_buffers_per_channel,
@@ -45,6 +47,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         latency_us_jitter=net.latency_us_jitter,
         source_rate_per_subtask=scenario.workload.rate_per_source,
         faults=scenario.faults,
+        cluster=ClusterConfig(scenario.cluster.taskmanagers, scenario.cluster.slots_per_taskmanager),
     )
 
 
@@ -54,5 +57,6 @@ def workload_splits(scenario: Scenario) -> dict[str, list[list[tuple]]]:
     out = {}
     for k, source in enumerate(scenario.job.graph.sources):
         out[source.name] = local_splits(w.records, w.keys, w.zipf_exponent, w.max_value, source.parallelism,
-                                        seed + k, w.rate_per_source, record_id_offset=k * SOURCE_ID_STRIDE)
+                                        seed + k, w.rate_per_source, record_id_offset=k * SOURCE_ID_STRIDE,
+                                        hot_key_share=w.hot_key_share)
     return out

@@ -5,7 +5,7 @@ How this works: every random draw is a pure function of ``(seed, record_id)``: a
 (``splitmix64``) of the record id mixed with the seed, so the same seed gives the same workload whatever
 computes it and however it is partitioned. ``draw_columns`` gives, for record ids ``i`` of one source vertex of
 parallelism ``p``: keys from a finite Zipf distribution over ``keys`` keys with the scenario's exponent
-(``zipf_cdf``; 0 is uniform), values uniform in ``1..max_value``, event times advancing at the vertex's total
+(``zipf_cdf``; 0 is uniform; optionally with one hot key carrying a fixed share), values uniform in ``1..max_value``, event times advancing at the vertex's total
 rate, and split ``i % p`` at offset ``i // p``. ``local_splits`` draws one source vertex's records and deals
 them into its splits as ``(record_id, key, value, event_time)`` tuples; source vertex ``k`` of a graph draws
 with seed ``seed + k`` and record ids offset by ``k * SOURCE_ID_STRIDE`` (``scenarios.simulation_inputs``).
@@ -28,8 +28,14 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def zipf_cdf(keys: int, exponent: float) -> np.ndarray:
+def zipf_cdf(keys: int, exponent: float, hot_key_share: float = 0.0) -> np.ndarray:
+    """The keys' cumulative distribution: a finite Zipf distribution over ``keys`` keys (exponent 0: uniform); with
+    ``hot_key_share`` > 0, key 0 carries that share of the records and the others follow the Zipf distribution over
+    the rest (e.g. 64 keys, 30 % on key 0, the rest uniform)."""
     weights = 1.0 / np.power(np.arange(1, keys + 1, dtype=np.float64), exponent)
+    if hot_key_share > 0 and keys > 1:
+        rest = weights[1:] / weights[1:].sum()
+        weights = np.concatenate(([hot_key_share], (1.0 - hot_key_share) * rest))
     cdf = np.cumsum(weights)
     return cdf / cdf[-1]
 
@@ -53,12 +59,12 @@ def draw_columns(record_ids: np.ndarray, seed: int, cdf: np.ndarray, max_value: 
 
 
 def local_splits(records: int, keys: int, zipf_exponent: float, max_value: int, sources: int, seed: int,
-                 rate_per_source: int = 0, record_id_offset: int = 0) -> list[list[tuple]]:
+                 rate_per_source: int = 0, record_id_offset: int = 0, hot_key_share: float = 0.0) -> list[list[tuple]]:
     """The same workload as ``barriersim.spark.workload.generate_workload`` (the same draws per record),
     computed locally with numpy for the simulator and its property tests, where starting Spark per example would
     dominate: split ``i`` holds records ``i, i + sources, ...`` as ``(record_id, key, value, event_time)``."""
     total_rate = rate_per_source * sources
-    cols = draw_columns(np.arange(records, dtype=np.int64), seed, zipf_cdf(keys, zipf_exponent), max_value, sources,
+    cols = draw_columns(np.arange(records, dtype=np.int64), seed, zipf_cdf(keys, zipf_exponent, hot_key_share), max_value, sources,
                         1000.0 / total_rate if total_rate else 1.0)
     rows = list(zip((cols["record_id"] + record_id_offset).tolist(), cols["key"].tolist(), cols["value"].tolist(),
                     cols["event_time"].tolist()))

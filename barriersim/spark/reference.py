@@ -7,12 +7,13 @@ one Spark job, then counts against the workload (the cached DataFrame the worklo
 ``wrong`` (output rows whose key or value differ from the workload's record, or that name no workload record)
 and ``final_sum_mismatched_keys`` (keys whose last running sum differs from ``SUM(value) GROUP BY key``). The
 query reads each table once: it unions them and groups the rows by ``(record_id, key, value)``, then by record
-and by key in one pass (grouping sets), so no figure has a job or a scan of its own. The result is the runtime's ``Verification`` (``reference="spark"``) with the verdict of its one
-rule (``runtime.verification.verdict_of``): ``exactly-once`` when all four are 0, ``at-least-once`` when nothing
-is lost or wrong but records were duplicated (at-least-once state may then count some twice), and ``violated``
-otherwise. Job graphs of other shapes are verified by ``verify_in_ray``: the simulator's reference
-(``runtime.verification``, the graph evaluated over the same splits, ``reference="python"``) run in a Ray task
-beside the data.
+and by key in one pass (grouping sets), so no figure has a job or a scan of its own. The result is the runtime's
+``Verification`` (``reference="spark"``) with the verdict of its one rule (``runtime.verification.verdict_of``,
+given the run's mode): ``exactly-once`` when all four are 0; in an exactly-once mode anything else is
+``violated``; in at-least-once mode ``at-least-once`` when nothing is lost or wrong but records were duplicated
+(at-least-once state may then count some twice), else ``violated``. Job graphs of other shapes are verified by
+``verify_in_ray``: the simulator's reference (``runtime.verification``, the graph evaluated over the same splits,
+``reference="python"``) run in a Ray task beside the data.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def prepare_verification(spark, workload_df) -> None:
     spark.sql(VERIFICATION_QUERY)._jdf.queryExecution().executedPlan()
 
 
-def verify(spark, workload_df, output: pa.Table) -> Verification:
+def verify(spark, workload_df, output: pa.Table, exactly_once: bool = True) -> Verification:
     from barriersim.spark.analytics import small_data_settings
 
     output_df = arrow_to_spark(spark, output, OUTPUT_DDL)
@@ -88,7 +89,8 @@ def verify(spark, workload_df, output: pa.Table) -> Verification:
         duplicated=counts["duplicated"],
         wrong=counts["wrong"],
         final_sum_mismatched_keys=counts["mismatched"],
-        verdict=verdict_of(counts["lost"], counts["duplicated"], counts["wrong"], counts["mismatched"]),
+        verdict=verdict_of(counts["lost"], counts["duplicated"], counts["wrong"], counts["mismatched"],
+                           exactly_once=exactly_once),
     )
 
 

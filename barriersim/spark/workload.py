@@ -74,7 +74,7 @@ def split_plan(scenario: Scenario, seed: int) -> SplitPlan:
         total_rate = w.rate_per_source * vertex.parallelism
         ms_per_record = 1000.0 / total_rate if total_rate else 1.0
         splits += [(k, vertex.parallelism, s, ms_per_record) for s in range(vertex.parallelism)]
-    return SplitPlan(tuple(splits), w.records, seed, zipf_cdf(w.keys, w.zipf_exponent), w.max_value)
+    return SplitPlan(tuple(splits), w.records, seed, zipf_cdf(w.keys, w.zipf_exponent, w.hot_key_share), w.max_value)
 
 
 def split_batches(plan: SplitPlan, partition: int):

@@ -1,7 +1,8 @@
 """The checkpoint coordinator as small sans-IO parts.
 
 How this works: ``checkpoint_coordinator.CheckpointCoordinator`` takes events (``messages.py``) and returns actions;
-it assembles one module per idea: ``triggering`` (request, plan, new pending checkpoint, periodic trigger) and
+it assembles one module per idea: ``triggering`` (request, plan, new pending checkpoint, the trigger's phases:
+operator coordinators, master hooks, tasks; periodic trigger) and
 ``completion`` (acknowledge, complete, abort) as its two halves, ``properties`` (CheckpointProperties, retention), ``id_counter``,
 ``request_decider`` (queue, max concurrent, min pause), ``failure_manager`` (tolerable failures), ``plan`` (tasks
 to trigger / wait for / commit to, FLIP-147), ``pending_checkpoint`` (acks, completion, abort), ``completed_store``

@@ -6,7 +6,7 @@ on the injected ``TimerService``; when one fires the coordinator handles ``Timer
 actions to the injected ``action_sink`` (a driver may also deliver ``TimerFired`` to ``handle`` itself).
 Randomness (the periodic trigger's initial delay) comes from the injected ``random.Random``. The class is
 composed of three halves, one module each: ``triggering`` (request queue, plan, new pending checkpoints, the
-periodic trigger), ``completion`` (acknowledgements, declines, completing and aborting) and ``restore``
+trigger's phases: operator coordinators, master hooks, tasks; the periodic trigger), ``completion`` (acknowledgements, declines, completing and aborting) and ``restore``
 (restoring the latest checkpoint or a savepoint); this module holds the state they share, the event dispatch,
 the task and job-status bookkeeping (global failover) and shutdown. A driver that injects a
 ``checkpoint_writer(metadata, is_savepoint)`` (Flink's ``CheckpointStorageCoordinatorView``) has the coordinator
@@ -41,7 +41,7 @@ from barriersim.runtime.coordinator.properties import CheckpointProperties, JobS
 from barriersim.runtime.coordinator.request_decider import CheckpointRequestDecider
 from barriersim.runtime.coordinator.restore import CoordinatorRestoreMixin
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
-from barriersim.runtime.coordinator.triggering import CheckpointTriggering
+from barriersim.runtime.coordinator.triggering import CheckpointTriggering, TriggeringCheckpoint
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID
 from barriersim.runtime.state.snapshot import CheckpointMetadata
@@ -104,6 +104,7 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
                 self.executions[(v.vertex_id, i)] = Execution(
                     ExecutionAttemptID(v.vertex_id, i, first_attempt_number), state)
         self._out: list[Any] = []
+        self.triggering: TriggeringCheckpoint | None = None
         self._completing = False
         self._executing_queue = False
         self._execute_queue_again = False
@@ -134,6 +135,10 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
             self.receive_decline_message(event)
         elif isinstance(event, m.AcknowledgeCoordinatorState):
             self.receive_coordinator_state(event)
+        elif isinstance(event, m.CoordinatorCheckpointFailed):
+            self.receive_coordinator_checkpoint_failure(event)
+        elif isinstance(event, m.MasterHookCompleted):
+            self.receive_master_hook_completed(event)
         elif isinstance(event, m.TimerFired):
             self._on_timer(event)
         elif isinstance(event, m.TaskRunning):

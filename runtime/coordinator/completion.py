@@ -7,10 +7,11 @@ written (through the injected ``checkpoint_writer``; a failed write aborts it as
 counted against the tolerable failures as in Flink 1.15+; without a writer ``PersistCheckpoint`` is emitted;
 a store that cannot take it fails it the same way and discards it),
 the ``StandaloneCompletedCheckpointStore`` subsumes older checkpoints (``DiscardCheckpoint``), older pending
-checkpoints are aborted as subsumed, and every task to commit to gets ``NotifyCheckpointComplete`` (savepoints,
-except synchronous ones, notify nobody and stay out of the store, as in recent Flink). A decline, expiry,
-failover or suspension aborts the pending checkpoint: every task to commit to gets one
-``NotifyCheckpointAborted``, the ``CheckpointFailureManager`` counts the failure and may emit ``FailJob``.
+checkpoints are aborted as subsumed, every task to commit to gets ``NotifyCheckpointComplete`` and every operator
+coordinator ``NotifyCoordinatorCheckpointComplete`` (savepoints, except synchronous ones, notify nobody and stay
+out of the store, as in recent Flink). A decline, expiry, failover or suspension aborts the pending checkpoint:
+every task to commit to gets one ``NotifyCheckpointAborted`` and every operator coordinator one
+``NotifyCoordinatorCheckpointAborted``, the ``CheckpointFailureManager`` counts the failure and may emit ``FailJob``.
 Late or unknown messages are handled as Flink does: acknowledgements for unknown or ended checkpoints have
 their state discarded (``DiscardSubtaskState``), declines for them are ignored. Mirrors Flink's
 ``CheckpointCoordinator.receiveAcknowledgeMessage`` / ``receiveDeclineMessage`` / ``completePendingCheckpoint``
@@ -86,18 +87,6 @@ class CheckpointCompletion:
             return DeclineOutcome.LATE
         return DeclineOutcome.UNKNOWN_CHECKPOINT
 
-    def receive_coordinator_state(self, message: m.AcknowledgeCoordinatorState) -> AcknowledgeOutcome:
-        pending = self.pending_checkpoints.get(message.checkpoint_id)
-        if pending is None or pending.is_disposed:
-            return AcknowledgeOutcome.UNKNOWN_CHECKPOINT
-        vertex = self._vertex_of_operator.get(message.operator_id)
-        if vertex is None:
-            return AcknowledgeOutcome.UNKNOWN
-        result = pending.acknowledge_coordinator_state(vertex, message.operator_id, message.state)
-        if result is TaskAcknowledgeResult.SUCCESS and pending.is_fully_acknowledged():
-            self._complete_pending_checkpoint(pending)
-        return AcknowledgeOutcome[result.name]
-
     # ------------------------------------------------------------------------------------------
     # completing and aborting
     # ------------------------------------------------------------------------------------------
@@ -140,6 +129,8 @@ class CheckpointCompletion:
                 self._completing = False
             for task in pending.plan.tasks_to_commit_to:
                 self._emit(m.NotifyCheckpointComplete(task, checkpoint_id, last_subsumed_id, completed.timestamp))
+            for operator_id in self.operator_coordinators:  # Flink's sendAcknowledgeMessages: tasks, then coordinators
+                self._emit(m.NotifyCoordinatorCheckpointComplete(operator_id, checkpoint_id))
         if props.is_synchronous:
             self._emit(m.StopJob(checkpoint_id, props.checkpoint_type is CheckpointType.SAVEPOINT_TERMINATE))
         self._execute_queued_request()
@@ -156,10 +147,18 @@ class CheckpointCompletion:
         self._emit(m.TriggerRequestFailed(pending.request_id, checkpoint_id, exception.reason))
         outcome = self.failure_manager.handle_checkpoint_exception(pending.props, exception, checkpoint_id, None)
         self._on_failure_outcome(outcome, exception, None, pending.props)
+        self._send_aborted_messages(pending)
+        self._pending_checkpoint_ended(pending, exception)
+
+    def _send_aborted_messages(self, pending: PendingCheckpoint) -> None:
+        """Flink's ``sendAbortedMessages``: every task to commit to, then every operator coordinator, hears that
+        the checkpoint was aborted."""
         latest_completed = self.store.get_latest_checkpoint_id()
         for task in pending.plan.tasks_to_commit_to:
-            self._emit(m.NotifyCheckpointAborted(task, checkpoint_id, latest_completed, pending.checkpoint_timestamp))
-        self._execute_queued_request()
+            self._emit(m.NotifyCheckpointAborted(task, pending.checkpoint_id, latest_completed,
+                                                 pending.checkpoint_timestamp))
+        for operator_id in self.operator_coordinators:
+            self._emit(m.NotifyCoordinatorCheckpointAborted(operator_id, pending.checkpoint_id))
 
     def _drop_subsumed_checkpoints(self, checkpoint_id: int) -> None:
         self.abort_pending_checkpoints(
@@ -185,12 +184,10 @@ class CheckpointCompletion:
         self._emit(m.TriggerRequestFailed(pending.request_id, checkpoint_id, exception.reason))
         outcome = self.failure_manager.handle_checkpoint_exception(pending.props, exception, checkpoint_id, failing_task)
         self._on_failure_outcome(outcome, exception, failing_task, pending.props)
-        latest_completed = self.store.get_latest_checkpoint_id()
-        for task in pending.plan.tasks_to_commit_to:
-            self._emit(m.NotifyCheckpointAborted(task, checkpoint_id, latest_completed, pending.checkpoint_timestamp))
+        self._send_aborted_messages(pending)
         if pending.props.is_synchronous:
             self._on_synchronous_savepoint_failed(exception.reason)
-        self._execute_queued_request()
+        self._pending_checkpoint_ended(pending, exception)
 
     def _on_failure_outcome(self, outcome: FailureOutcome, exception: CheckpointException,
                             failing_task: ExecutionAttemptID | None,

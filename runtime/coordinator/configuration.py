@@ -2,7 +2,10 @@
 
 How this works: one frozen value passed to ``CheckpointCoordinator``; every duration is in milliseconds.
 ``checkpoint_interval`` of ``NO_PERIODIC_CHECKPOINTS`` (or anything under 10 ms) disables periodic checkpoints
-(savepoints and manual checkpoints can still be requested). Mirrors Flink's
+(savepoints and manual checkpoints can still be requested). ``checkpoint_options`` are the options of a plain
+checkpoint (Flink's ``CheckpointOptions.forConfig`` of the exactly-once flag, the unaligned flag and the
+aligned-checkpoint timeout); ``unaligned_checkpoints_enabled`` reads Flink's ``isUnalignedCheckpointsEnabled``
+back from them (unaligned, or aligned with a timeout after which it switches to unaligned). Mirrors Flink's
 ``CheckpointCoordinatorConfiguration`` (and the defaults of ``ExecutionCheckpointingOptions``).
 """
 
@@ -11,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from barriersim.runtime.coordinator.properties import CheckpointRetentionPolicy
-from barriersim.runtime.events import CheckpointOptions
+from barriersim.runtime.events import NO_ALIGNED_CHECKPOINT_TIME_OUT, AlignmentType, CheckpointOptions
 
 NO_PERIODIC_CHECKPOINTS = 2**63 - 1
 
@@ -31,3 +34,13 @@ class CheckpointCoordinatorConfiguration:
     retention_policy: CheckpointRetentionPolicy = CheckpointRetentionPolicy.NEVER_RETAIN_AFTER_TERMINATION
     allow_checkpoints_after_tasks_finished: bool = True
     max_queued_requests: int = 1000
+
+    @property
+    def unaligned_checkpoints_enabled(self) -> bool:
+        """Flink's ``isUnalignedCheckpointsEnabled``: plain checkpoints are unaligned, or aligned with a timeout
+        (``execution.checkpointing.unaligned.enabled`` with a positive ``aligned-checkpoint-timeout``)."""
+        options = self.checkpoint_options
+        return options.alignment is AlignmentType.UNALIGNED or (
+            options.alignment is AlignmentType.ALIGNED
+            and options.aligned_checkpoint_timeout != NO_ALIGNED_CHECKPOINT_TIME_OUT
+        )

@@ -3,10 +3,14 @@
 How this works: every value is a frozen dataclass. Drivers (the simulator, the Ray coordinator actor) feed
 events to ``CheckpointCoordinator.handle`` and carry out the returned actions in order: send triggers and
 notifications to tasks, persist or discard checkpoint data (through storage, never here), fail or stop the job,
-restore tasks. Timers the coordinator registers deliver ``TimerFired`` back to it. Mirrors the RPCs around
-Flink's ``CheckpointCoordinator``: ``AcknowledgeCheckpoint`` and ``DeclineCheckpoint`` (messages from tasks),
+restore tasks. Timers the coordinator registers deliver ``TimerFired`` back to it. Whoever runs operator
+coordinators or master hooks that answer later delivers their answers (``AcknowledgeCoordinatorState``,
+``CoordinatorCheckpointFailed``, ``MasterHookCompleted``). Mirrors the RPCs around Flink's
+``CheckpointCoordinator``: ``AcknowledgeCheckpoint`` and ``DeclineCheckpoint`` (messages from tasks),
 ``Execution.triggerCheckpoint`` / ``notifyCheckpointComplete`` / ``notifyCheckpointAborted`` (calls to tasks),
-``CheckpointCoordinatorDeActivator`` (job status) and the scheduler's restore and fail calls.
+``OperatorCoordinatorCheckpointContext`` (calls to operator coordinators and their futures), the futures of
+``MasterTriggerRestoreHook.triggerCheckpoint``, ``CheckpointCoordinatorDeActivator`` (job status) and the
+scheduler's restore and fail calls.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from barriersim.runtime.state.snapshot import CheckpointMetadata, TaskStateSnaps
 
 @dataclass(frozen=True)
 class TriggerRequest:
-    """A user (or test) asks for a checkpoint or savepoint. ``forced`` defaults to True for savepoints."""
+    """A user (or test) asks for a checkpoint or savepoint. ``forced`` None: Flink's choice (a savepoint is forced
+    unless unaligned checkpoints are enabled; a checkpoint takes the configured properties, not forced)."""
 
     checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT
     request_id: int | None = None
@@ -58,6 +63,28 @@ class AcknowledgeCoordinatorState:
     checkpoint_id: int
     operator_id: str
     state: bytes | None = None
+
+
+@dataclass(frozen=True)
+class CoordinatorCheckpointFailed:
+    """An operator coordinator could not checkpoint (Flink: the future of its ``checkpointCoordinator`` call
+    failed): the checkpoint being triggered fails as ``TRIGGER_CHECKPOINT_FAILURE``."""
+
+    checkpoint_id: int
+    operator_id: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class MasterHookCompleted:
+    """A master hook that answered ``trigger_checkpoint`` with ``MASTER_STATE_PENDING`` finished: with its state
+    (``data``; None: nothing to store) or, if ``failure`` is set, with an error (Flink: the future the hook
+    returned completes, normally or exceptionally)."""
+
+    checkpoint_id: int
+    identifier: str
+    data: bytes | None = None
+    failure: str | None = None
 
 
 class TimerKind(enum.Enum):
@@ -95,8 +122,8 @@ class JobStatusChanged:
 
 
 CoordinatorEvent = Union[
-    TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, AcknowledgeCoordinatorState, TimerFired,
-    TaskRunning, TaskFinished, TaskFailed, JobStatusChanged,
+    TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, AcknowledgeCoordinatorState, CoordinatorCheckpointFailed,
+    MasterHookCompleted, TimerFired, TaskRunning, TaskFinished, TaskFailed, JobStatusChanged,
 ]
 
 # -- actions out -------------------------------------------------------------------------------------
@@ -113,6 +140,23 @@ class TriggerCheckpointOnSources:
 
 
 @dataclass(frozen=True)
+class TriggerCoordinatorCheckpoint:
+    """Ask the operator coordinator of ``operator_id`` for its state in checkpoint ``checkpoint_id`` (Flink's
+    ``OperatorCoordinatorCheckpointContext.checkpointCoordinator``). It answers with ``AcknowledgeCoordinatorState``
+    or ``CoordinatorCheckpointFailed``; the tasks are triggered once every coordinator has answered."""
+
+    operator_id: str
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class AbortCoordinatorTriggering:
+    """A trigger failed: the operator coordinator stops waiting for it (Flink's ``abortCurrentTriggering``)."""
+
+    operator_id: str
+
+
+@dataclass(frozen=True)
 class NotifyCheckpointComplete:
     task: ExecutionAttemptID
     checkpoint_id: int
@@ -126,6 +170,24 @@ class NotifyCheckpointAborted:
     checkpoint_id: int
     latest_completed_checkpoint_id: int
     timestamp: int = 0
+
+
+@dataclass(frozen=True)
+class NotifyCoordinatorCheckpointComplete:
+    """Tell the operator coordinator of ``operator_id`` that checkpoint ``checkpoint_id`` completed (Flink's
+    ``OperatorCoordinatorCheckpointContext.notifyCheckpointComplete``)."""
+
+    operator_id: str
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class NotifyCoordinatorCheckpointAborted:
+    """Tell the operator coordinator of ``operator_id`` that checkpoint ``checkpoint_id`` was aborted (Flink's
+    ``OperatorCoordinatorCheckpointContext.notifyCheckpointAborted``)."""
+
+    operator_id: str
+    checkpoint_id: int
 
 
 @dataclass(frozen=True)
@@ -197,7 +259,8 @@ class TriggerRequestFailed:
 
 
 CoordinatorAction = Union[
-    TriggerCheckpointOnSources, NotifyCheckpointComplete, NotifyCheckpointAborted, PersistCheckpoint,
-    DiscardCheckpoint, DiscardSubtaskState, FailJob, StopJob, RestoreFrom, TriggerRequestCompleted,
+    TriggerCheckpointOnSources, TriggerCoordinatorCheckpoint, AbortCoordinatorTriggering, NotifyCheckpointComplete,
+    NotifyCheckpointAborted, NotifyCoordinatorCheckpointComplete, NotifyCoordinatorCheckpointAborted,
+    PersistCheckpoint, DiscardCheckpoint, DiscardSubtaskState, FailJob, StopJob, RestoreFrom, TriggerRequestCompleted,
     TriggerRequestFailed,
 ]

@@ -1,48 +1,98 @@
-"""Triggering checkpoints: the request queue, the plan, a new pending checkpoint and the periodic trigger.
+"""Triggering checkpoints: the request queue, the plan, a new pending checkpoint, the trigger's phases and the
+periodic trigger.
 
 How this works: ``CheckpointTriggering`` is the triggering half of ``CheckpointCoordinator`` (it uses the
 coordinator's decider, plan calculator, id counter, hooks, timers, stats and outbox). A trigger request goes
 through the ``CheckpointRequestDecider`` (queue, max concurrent, min pause); when it runs, the global state is
-checked, the ``DefaultCheckpointPlanCalculator`` picks the tasks, the id counter the id, a ``PendingCheckpoint``
-is created with an expiry timer, master hooks are snapshotted and ``TriggerCheckpointOnSources`` is emitted. A
-request that cannot start fails (``TriggerRequestFailed``) and is counted by the failure manager. The periodic
-trigger is the ``PeriodicScheduler``'s timer delivering ``TimerFired(PERIODIC_TRIGGER)``; an expiry timer aborts
-its checkpoint as ``CHECKPOINT_EXPIRED``. Mirrors Flink's ``CheckpointCoordinator.triggerCheckpoint`` /
-``startTriggeringCheckpoint`` / ``createPendingCheckpoint`` / ``onTriggerFailure`` / ``startCheckpointScheduler``
-/ ``stopCheckpointScheduler`` and its ``ScheduledTrigger``.
+checked, the ``DefaultCheckpointPlanCalculator`` picks the tasks, the id counter the id, and a
+``PendingCheckpoint`` is created with its expiry timer. The trigger then runs in phases, one at a time
+(``TriggeringCheckpoint``; while it is in flight, ``is_triggering``, new requests wait in the queue):
+``OPERATOR_COORDINATORS`` (every operator coordinator is asked for its state, ``TriggerCoordinatorCheckpoint``, and
+answers with ``AcknowledgeCoordinatorState``), then ``MASTER_HOOKS`` (every master hook is called; one that
+answers ``MASTER_STATE_PENDING`` finishes with ``MasterHookCompleted``), then the tasks are triggered
+(``TriggerCheckpointOnSources``; a checkpoint whose tasks all acknowledged already completes at once) and the next
+queued request may start. A phase with nothing to wait for ends at once, so a job without operator coordinators
+and without hooks that answer later triggers within the one event, as Flink's chain of futures does within a few
+executor hops. A failing coordinator or hook fails the trigger (``TRIGGER_CHECKPOINT_FAILURE``); a checkpoint
+aborted before its trigger finished (expired, declined, failed over, suspended) ends the trigger too, and as in
+Flink that late trigger failure is reported once more to the failure manager (which counts a checkpoint once)
+and to the statistics (as a failure without a checkpoint in progress). A request that cannot start fails
+(``TriggerRequestFailed``) and is counted by the failure manager. The periodic trigger is the
+``PeriodicScheduler``'s timer delivering ``TimerFired(PERIODIC_TRIGGER)``; an expiry timer aborts its checkpoint as
+``CHECKPOINT_EXPIRED``. Mirrors Flink's ``CheckpointCoordinator.triggerCheckpoint`` / ``startTriggeringCheckpoint``
+/ ``createPendingCheckpoint`` / ``snapshotMasterState`` / ``triggerCheckpointRequest`` / ``triggerTasks`` /
+``maybeCompleteCheckpoint`` / ``onTriggerSuccess`` / ``onTriggerFailure`` / ``startCheckpointScheduler`` /
+``stopCheckpointScheduler``, its ``ScheduledTrigger``, and ``OperatorCoordinatorCheckpoints``.
 """
 
 from __future__ import annotations
 
+import enum
+from dataclasses import dataclass, field
+
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.failure_manager import UNKNOWN_CHECKPOINT_ID
-from barriersim.runtime.coordinator.master_hooks import MasterHookError, trigger_hook
-from barriersim.runtime.coordinator.outcomes import CoordinatorError
-from barriersim.runtime.coordinator.pending_checkpoint import PendingCheckpoint
+from barriersim.runtime.coordinator.master_hooks import (
+    MASTER_STATE_PENDING,
+    MasterHookError,
+    master_state_of,
+    trigger_hook,
+)
+from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome, CoordinatorError, TriggerPhaseOutcome
+from barriersim.runtime.coordinator.pending_checkpoint import PendingCheckpoint, TaskAcknowledgeResult
 from barriersim.runtime.coordinator.properties import CheckpointProperties
 from barriersim.runtime.coordinator.request_decider import CheckpointTriggerRequest
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 
 
+class TriggerPhase(enum.Enum):
+    """What a checkpoint being triggered waits for before its tasks are triggered."""
+
+    OPERATOR_COORDINATORS = "OPERATOR_COORDINATORS"  # the operator coordinators' states
+    MASTER_HOOKS = "MASTER_HOOKS"  # the master hooks that answered MASTER_STATE_PENDING
+
+
+@dataclass
+class TriggeringCheckpoint:
+    """The one trigger in flight (Flink's ``isTriggering`` with what its futures wait for)."""
+
+    request: CheckpointTriggerRequest
+    pending: PendingCheckpoint
+    phase: TriggerPhase = TriggerPhase.OPERATOR_COORDINATORS
+    waiting_hooks: set[str] = field(default_factory=set)
+
+
 class CheckpointTriggering:
     """The triggering half of ``CheckpointCoordinator``."""
 
     def trigger_checkpoint(self, request: m.TriggerRequest) -> None:
-        """Flink's ``triggerCheckpoint`` / ``triggerSavepoint`` / ``triggerSynchronousSavepoint``."""
-        props = CheckpointProperties.for_type(request.checkpoint_type, self.checkpoint_properties, request.forced)
+        """Flink's ``triggerCheckpoint`` / ``triggerSavepoint`` / ``triggerSynchronousSavepoint``. A savepoint is
+        forced only when unaligned checkpoints are disabled (Flink's ``CheckpointProperties.forSavepoint(
+        !unalignedCheckpointsEnabled)``): with them enabled (aligned with a timeout included) it respects max
+        concurrent checkpoints, waits in the queue ahead of checkpoints and starts when a slot frees."""
+        forced = request.forced
+        if forced is None and request.checkpoint_type.is_savepoint:
+            forced = not self.config.unaligned_checkpoints_enabled
+        props = CheckpointProperties.for_type(request.checkpoint_type, self.checkpoint_properties, forced)
         if props.is_synchronous:
             # stop-with-savepoint: the scheduler stops the periodic trigger first (aborting pending checkpoints)
             self.stop_checkpoint_scheduler()
         self._submit(CheckpointTriggerRequest(props, request.is_periodic, self._clock(), request.request_id))
 
+    @property
+    def is_triggering(self) -> bool:
+        """Flink's ``isTriggering``: a trigger is in flight (new requests wait in the queue)."""
+        return self.triggering is not None
+
     def _submit(self, request: CheckpointTriggerRequest) -> None:
-        chosen = self.decider.choose_request_to_execute(request, False, self.last_checkpoint_completion_relative_time)
+        chosen = self.decider.choose_request_to_execute(request, self.is_triggering,
+                                                         self.last_checkpoint_completion_relative_time)
         if chosen is not None:
             self._start_triggering_checkpoint(chosen)
 
     def _execute_queued_request(self) -> None:
-        """Flink runs the next queued request asynchronously; here a trigger that fails at once asks for the next
+        """Flink runs the next queued request asynchronously; here a trigger that ends at once asks for the next
         request from inside this call, so the nesting is flattened into a loop (a full queue of 1000 requests
         that all fail must not recurse 1000 deep)."""
         if self.is_shutdown or self._completing:
@@ -54,7 +104,8 @@ class CheckpointTriggering:
         try:
             while True:
                 self._execute_queue_again = False
-                chosen = self.decider.choose_queued_request_to_execute(False, self.last_checkpoint_completion_relative_time)
+                chosen = self.decider.choose_queued_request_to_execute(
+                    self.is_triggering, self.last_checkpoint_completion_relative_time)
                 if chosen is not None:
                     self._start_triggering_checkpoint(chosen)
                 if not self._execute_queue_again or self.is_shutdown or self._completing:
@@ -77,6 +128,7 @@ class CheckpointTriggering:
         return CheckpointOptions.aligned(checkpoint_type)
 
     def _start_triggering_checkpoint(self, request: CheckpointTriggerRequest) -> None:
+        """Flink's ``startTriggeringCheckpoint``: plan, id and pending checkpoint, then the phases."""
         try:
             self._pre_check_global_state(request.is_periodic)
             plan = self.plan_calculator.calculate_checkpoint_plan(self.executions)
@@ -111,31 +163,141 @@ class CheckpointTriggering:
         )
         if not pending.set_canceller_handle(handle):
             handle.cancel()
-        try:
-            for hook in self.master_hooks.values():
-                pending.acknowledge_master_state(hook.identifier, trigger_hook(hook, checkpoint_id, timestamp))
-        except MasterHookError as e:
-            self._on_trigger_failure(
-                request, pending, CheckpointException(CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, checkpoint_id, str(e))
-            )
+        self.triggering = TriggeringCheckpoint(request, pending)
+        self._trigger_operator_coordinators(self.triggering)
+
+    # -- the phases -----------------------------------------------------------------------------
+
+    def _trigger_operator_coordinators(self, triggering: TriggeringCheckpoint) -> None:
+        """Flink's ``OperatorCoordinatorCheckpoints.triggerAndAcknowledgeAllCoordinatorCheckpointsWithCompletion``:
+        ask every operator coordinator; the master hooks follow once all answered."""
+        if not self.operator_coordinators:
+            self._snapshot_master_state(triggering)
             return
+        for operator_id in self.operator_coordinators:
+            self._emit(m.TriggerCoordinatorCheckpoint(operator_id, triggering.pending.checkpoint_id))
+
+    def receive_coordinator_state(self, message: m.AcknowledgeCoordinatorState) -> AcknowledgeOutcome:
+        """An operator coordinator's state (``None``: stateless); the last one of a checkpoint being triggered
+        moves it on to the master hooks."""
+        pending = self.pending_checkpoints.get(message.checkpoint_id)
+        if pending is None or pending.is_disposed:
+            return AcknowledgeOutcome.UNKNOWN_CHECKPOINT
+        vertex = self._vertex_of_operator.get(message.operator_id)
+        if vertex is None:
+            return AcknowledgeOutcome.UNKNOWN
+        result = pending.acknowledge_coordinator_state(vertex, message.operator_id, message.state)
+        triggering = self.triggering
+        if (result is TaskAcknowledgeResult.SUCCESS and triggering is not None and triggering.pending is pending
+                and triggering.phase is TriggerPhase.OPERATOR_COORDINATORS
+                and pending.are_coordinators_fully_acknowledged()):
+            self._snapshot_master_state(triggering)
+        return AcknowledgeOutcome[result.name]
+
+    def receive_coordinator_checkpoint_failure(self, message: m.CoordinatorCheckpointFailed) -> TriggerPhaseOutcome:
+        triggering = self.triggering
+        if (triggering is None or triggering.pending.checkpoint_id != message.checkpoint_id
+                or triggering.phase is not TriggerPhase.OPERATOR_COORDINATORS
+                or message.operator_id not in triggering.pending.not_yet_acknowledged_operator_coordinators):
+            return TriggerPhaseOutcome.NOT_TRIGGERING
+        self._on_trigger_failure(triggering.request, triggering.pending, CheckpointException(
+            CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, message.checkpoint_id,
+            f"operator coordinator {message.operator_id!r} failed to checkpoint: {message.detail}"))
+        return TriggerPhaseOutcome.ACCEPTED
+
+    def _snapshot_master_state(self, triggering: TriggeringCheckpoint) -> None:
+        """Flink's ``snapshotMasterState``: call every master hook, after the operator coordinators have
+        checkpointed (a source whose checkpoints a hook induces then checkpoints after its coordinator); the first
+        failure fails the trigger."""
+        triggering.phase = TriggerPhase.MASTER_HOOKS
+        pending = triggering.pending
+        failure: MasterHookError | None = None
+        for hook in self.master_hooks.values():
+            try:
+                state = trigger_hook(hook, pending.checkpoint_id, pending.checkpoint_timestamp)
+            except MasterHookError as e:
+                failure = failure or e
+                continue
+            if state is MASTER_STATE_PENDING:
+                triggering.waiting_hooks.add(hook.identifier)
+            elif failure is None:
+                pending.acknowledge_master_state(hook.identifier, state)
+        if failure is not None:
+            self._on_trigger_failure(triggering.request, pending, CheckpointException(
+                CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, pending.checkpoint_id, str(failure)))
+        elif not triggering.waiting_hooks:
+            self._trigger_checkpoint_request(triggering)
+
+    def receive_master_hook_completed(self, message: m.MasterHookCompleted) -> TriggerPhaseOutcome:
+        triggering = self.triggering
+        if (triggering is None or triggering.pending.checkpoint_id != message.checkpoint_id
+                or message.identifier not in triggering.waiting_hooks):
+            return TriggerPhaseOutcome.NOT_TRIGGERING  # Flink: the hook's future completes after the checkpoint ended
+        triggering.waiting_hooks.discard(message.identifier)
+        pending = triggering.pending
+        if message.failure is not None:
+            self._on_trigger_failure(triggering.request, pending, CheckpointException(
+                CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, pending.checkpoint_id,
+                f"master hook {message.identifier!r} failed to trigger checkpoint {pending.checkpoint_id}: "
+                f"{message.failure}"))
+            return TriggerPhaseOutcome.ACCEPTED
+        pending.acknowledge_master_state(message.identifier,
+                                         master_state_of(self.master_hooks[message.identifier], message.data))
+        if not triggering.waiting_hooks:
+            self._trigger_checkpoint_request(triggering)
+        return TriggerPhaseOutcome.ACCEPTED
+
+    def _trigger_checkpoint_request(self, triggering: TriggeringCheckpoint) -> None:
+        """Flink's ``triggerCheckpointRequest``: trigger the tasks (``triggerTasks``), complete the checkpoint if
+        its tasks already acknowledged (``maybeCompleteCheckpoint``: an externally induced source), then the
+        trigger succeeded (``onTriggerSuccess``: the next queued request may start)."""
+        pending = triggering.pending
         self._emit(m.TriggerCheckpointOnSources(
-            checkpoint_id, timestamp, self._options_for(request.props.checkpoint_type), plan.tasks_to_trigger
+            pending.checkpoint_id, pending.checkpoint_timestamp, self._options_for(pending.props.checkpoint_type),
+            pending.plan.tasks_to_trigger,
         ))
-        self._execute_queued_request()
+        if pending.is_fully_acknowledged() and not self.is_shutdown:
+            self._complete_pending_checkpoint(pending)
+        if self.triggering is triggering:  # a completion that failed already ended the trigger
+            self.triggering = None
+            self._execute_queued_request()
 
     def _on_trigger_failure(self, request: CheckpointTriggerRequest, pending: PendingCheckpoint | None,
                             exception: CheckpointException) -> None:
+        """Flink's ``onTriggerFailure``: the operator coordinators stop waiting, the checkpoint (if it is still
+        pending) is aborted, the trigger ends and the next queued request may start. A checkpoint that had already
+        ended (aborted while it was being triggered) is reported to the failure manager once more, with no
+        statistics of its own: Flink passes it without its ``PendingCheckpointStats``, so the statistics count one
+        more failed checkpoint without one in progress."""
+        if self.triggering is not None and self.triggering.request is request:
+            self.triggering = None
+        for operator_id in self.operator_coordinators:
+            self._emit(m.AbortCoordinatorTriggering(operator_id))
         if pending is not None and not pending.is_disposed:
             self._abort_pending_checkpoint(pending, exception, None)
             return
         self.stats.report_failed_checkpoint_without_in_progress()
-        self._fail_request(request, exception.reason)
-        outcome = self.failure_manager.handle_checkpoint_exception(request.props, exception, UNKNOWN_CHECKPOINT_ID, None)
-        self._on_failure_outcome(outcome, exception, None)
-        if request.props.is_synchronous:
-            self._on_synchronous_savepoint_failed(exception.reason)
+        if pending is None:
+            self._fail_request(request, exception.reason)
+            outcome = self.failure_manager.handle_checkpoint_exception(request.props, exception, UNKNOWN_CHECKPOINT_ID,
+                                                                       None)
+            self._on_failure_outcome(outcome, exception, None)
+            if request.props.is_synchronous:
+                self._on_synchronous_savepoint_failed(exception.reason)
+        else:
+            outcome = self.failure_manager.handle_checkpoint_exception(pending.props, exception,
+                                                                       pending.checkpoint_id, None)
+            self._on_failure_outcome(outcome, exception, None)
         self._execute_queued_request()
+
+    def _pending_checkpoint_ended(self, pending: PendingCheckpoint, exception: CheckpointException) -> None:
+        """A pending checkpoint failed: if it was still being triggered, the trigger fails with it (Flink: the
+        abort fails the trigger's ``masterTriggerCompletionPromise``); then the next queued request may start."""
+        triggering = self.triggering
+        if triggering is not None and triggering.pending is pending:
+            self._on_trigger_failure(triggering.request, pending, exception)
+        else:
+            self._execute_queued_request()
 
     def _fail_request(self, request: CheckpointTriggerRequest, reason: CheckpointFailureReason) -> None:
         self._emit(m.TriggerRequestFailed(request.request_id, None, reason))

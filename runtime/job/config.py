@@ -4,7 +4,8 @@ How this works: ``JobConfig`` holds one job's settings: the job graph, the check
 (``runtime.checkpointing_mode``) and the coordinator's settings, the network (buffers, credit, debloating), the
 source rate, the restart policy, the fault schedule, and the simulated network's latencies and virtual time
 limit (which only the simulator reads: on Ray, latency is real). It checks itself when built: the mode with its
-settings (``checkpointing_problem``) and the fault schedule against the graph. ``coordinator_configuration()``,
+settings (``checkpointing_problem``), the fault schedule against the graph, and that the cluster (``cluster``:
+TaskManagers and slots, ``runtime.job.placement``) can hold the job. ``coordinator_configuration()``,
 ``checkpoint_options()`` and ``restart_strategy()`` map it onto the coordinator's configuration, Flink's
 ``CheckpointOptions`` and a JobMaster's restart strategy: one mapping for both drivers. ``JobOutcome`` is how a
 job ended. Mirrors Flink's ``CheckpointConfig`` / ``ExecutionConfig`` settings as a job's configuration carries
@@ -21,9 +22,13 @@ from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS
 from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT_TIME
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.job.placement import ClusterConfig, Placement, PlacementError, place
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.restart_strategy import FixedDelayRestartStrategy
 from barriersim.runtime.stream_task import NetworkConfig
+
+
+SOURCE_PACING_MS = 10  # a paced source emits what its rate allows per this many ms
 
 
 class JobConfigError(ValueError):
@@ -53,12 +58,14 @@ class JobConfig:
     tolerable_failures: int = 0
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
+    memory_threshold_bytes: int = 20 * 1024  # Flink's state.storage.fs.memory-threshold (filesystem storage)
     network: NetworkConfig = NetworkConfig()
     buffer_timeout_ms: int = 100
     restart_delay_ms: int = 1000
     max_restarts: int = 20
     source_rate_per_subtask: int = 0  # records/s; 0: limited by cost and backpressure only
     faults: FaultSchedule = FaultSchedule()
+    cluster: ClusterConfig = ClusterConfig()
     # the simulated network and time limit (the simulator's; on Ray latency is real and the driver sets the limit)
     latency_us_mean: float = 100.0
     latency_us_jitter: float = 20.0
@@ -71,6 +78,15 @@ class JobConfig:
         if problem is not None:
             raise JobConfigError(*problem)
         self.faults.check_against(self.graph)  # FaultScheduleError: a fault for a subtask this job does not have
+        try:
+            object.__setattr__(self, "_placement", place(self.graph, self.cluster))
+        except PlacementError as err:
+            raise JobConfigError(err.key, str(err).partition(": ")[2]) from None
+
+    @property
+    def placement(self) -> Placement:
+        """Where each subtask runs (TaskManager, slot), and so which channels are local."""
+        return self._placement  # type: ignore[attr-defined]
 
     @property
     def tasks_wait_for_final_checkpoint(self) -> bool:
@@ -83,6 +99,16 @@ class JobConfig:
     def emits_watermarks(self) -> bool:
         """Sources emit watermarks when some operator of the job works in event time."""
         return any(v.operator.uses_event_time for v in self.graph.vertices)
+
+    @property
+    def source_batch_records(self) -> int:
+        """Records a source subtask reads per step: a paced source (``source_rate_per_subtask``) reads what its rate
+        allows in ``SOURCE_PACING_MS`` (at least one record), so that a barrier or a flush never waits behind more
+        than that much of its output; an unpaced one reads ``network.source_batch_records``."""
+        limit = self.network.source_batch_records
+        if not self.source_rate_per_subtask:
+            return limit
+        return max(1, min(limit, round(self.source_rate_per_subtask * SOURCE_PACING_MS / 1000)))
 
     def restart_strategy(self) -> FixedDelayRestartStrategy:
         """A new JobMaster's restart strategy for these settings."""

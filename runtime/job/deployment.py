@@ -3,7 +3,8 @@ messages the JobMaster sends it, and the slowdowns the fault schedule puts on it
 
 How this works: ``deploy_task`` builds the sans-IO ``StreamTask`` of one ``TaskDeploymentDescriptor`` with the
 job's settings (mode, network, watermarks, FLIP-147 final checkpoint, armed crash points) and restores its state;
-the driver supplies only what is its own (clock, timer service, random stream, wakeup, split, external store).
+the driver supplies only what is its own (clock, timer service, random stream, wakeup, split, external store); a
+state that cannot be restored raises ``TaskRestoreError``, which each driver reports as a failed deployment.
 ``deliver_task_message`` hands a ``TaskMessage`` to the task. ``Slowdowns`` is the rule of the ``SlowTask``
 faults of one deployment: the cost of a piece of work is multiplied by the factor of every slowdown whose window
 holds the moment (overlapping ones multiply), and each slowdown is reported once, the first time it slows the
@@ -13,6 +14,7 @@ task (the run's fault log counts it as fired then). Mirrors what Flink's ``TaskE
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Callable, Sequence
 
@@ -29,6 +31,11 @@ from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.stream_task import StreamTask
 
 
+class TaskRestoreError(Exception):
+    """A task could not restore the state it was deployed with (a state blob that does not decode); the one-line
+    message names the task. Flink: the task fails while restoring, and the job fails over."""
+
+
 def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, clock: Callable[[], int], timer_service,
                 rng: random.Random, wakeup: Callable[[], None] = lambda: None, split: Sequence[tuple] = (),
                 store: ExternalStore | None = None,
@@ -36,16 +43,24 @@ def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, cloc
     """The task of ``descriptor``, restored; and what it restored (``StreamTask.restore``'s account).
     ``on_built`` sees the task before it restores (e.g. to log what its operator does from the start)."""
     attempt = descriptor.attempt
+    network = config.network
+    if config.graph.vertex(attempt.vertex_id).operator.is_source:
+        network = dataclasses.replace(network, source_batch_records=config.source_batch_records)
     task = StreamTask(
         config.graph, attempt.vertex_id, attempt.subtask_index, attempt, mode=config.mode, clock=clock,
-        timer_service=timer_service, rng=rng, wakeup=wakeup, network=config.network, split=split, store=store,
+        timer_service=timer_service, rng=rng, wakeup=wakeup, network=network, split=split, store=store,
         emit_watermarks=config.emits_watermarks,
         checkpoints_after_tasks_finish=config.tasks_wait_for_final_checkpoint,
         crash_points=descriptor.crash_points,
+        input_channel_kinds=config.placement.gate_specs(config.graph, attempt.vertex_id, attempt.subtask_index),
     )
     if on_built is not None:
         on_built(task)
-    return task, task.restore(descriptor.state)
+    try:
+        return task, task.restore(descriptor.state)
+    except Exception as err:  # noqa: BLE001 - whatever the state's decoding raised: the restore failed
+        detail = f": {err}" if str(err) else ""
+        raise TaskRestoreError(f"{task.name}: could not restore its state: {type(err).__name__}{detail}") from err
 
 
 def deliver_task_message(task: StreamTask, message: TaskMessage) -> None:

@@ -3,28 +3,23 @@
 How this works: Flink's channel layout (``runtime.jobgraph``) gives, per consumer subtask and gate, the
 producer subtask behind each input channel, and per producer subtask and output edge, the consumer subtask
 behind each subpartition. ``Wiring`` precomputes both directions once, so a driver maps a subpartition to
-the channel it delivers to (data) and a channel back to its subpartition (credit, resume) in O(1).
+the channel it delivers to (data) and a channel back to its subpartition (credit, resume) in O(1); given the
+job's placement it also says which channels are local (producer and consumer in one TaskManager).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from barriersim.runtime.events import InputChannelInfo, ResultSubpartitionInfo
+from barriersim.runtime.job.placement import Placement
 from barriersim.runtime.jobgraph import JobGraph
 
 SubtaskKey = tuple[str, int]  # (vertex name, subtask index)
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    subtask: SubtaskKey
-    channel: InputChannelInfo | None = None
-    subpartition: ResultSubpartitionInfo | None = None
-
-
 class Wiring:
-    def __init__(self, graph: JobGraph):
+    def __init__(self, graph: JobGraph, placement: Placement | None = None):
+        """``placement``: where the subtasks run, for ``is_local`` (without one, every channel is remote)."""
+        self._taskmanager_of = placement.taskmanager_of if placement is not None else None
         self.downstream: dict[tuple[SubtaskKey, ResultSubpartitionInfo], tuple[SubtaskKey, InputChannelInfo]] = {}
         self.upstream: dict[tuple[SubtaskKey, InputChannelInfo], tuple[SubtaskKey, ResultSubpartitionInfo]] = {}
         for vertex in graph.vertices:
@@ -43,3 +38,8 @@ class Wiring:
 
     def subpartition_of(self, consumer: SubtaskKey, info: InputChannelInfo) -> tuple[SubtaskKey, ResultSubpartitionInfo]:
         return self.upstream[(consumer, info)]
+
+    def is_local(self, producer: SubtaskKey, consumer: SubtaskKey) -> bool:
+        """Whether the channel between the two subtasks is local (one TaskManager runs both)."""
+        tm = self._taskmanager_of
+        return tm is not None and tm[producer] == tm[consumer]

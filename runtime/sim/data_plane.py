@@ -92,8 +92,10 @@ class DataPlane:
         c = self.config
         return max(1, int(self._net_rng.gauss(c.latency_us_mean, c.latency_us_jitter)))
 
-    def _deliver_in_order(self, channel_key: tuple, action, label: str) -> None:
-        at = max(self.sim.now_us + self._latency_us(), self._channel_clock.get(channel_key, 0))
+    def _deliver_in_order(self, channel_key: tuple, action, label: str, local: bool = False) -> None:
+        """``action`` after the network latency (none for a local channel), never before the channel's previous
+        element."""
+        at = max(self.sim.now_us + (0 if local else self._latency_us()), self._channel_clock.get(channel_key, 0))
         self._channel_clock[channel_key] = at
         self.sim.schedule_at(at, action, Priority.NORMAL, label)
 
@@ -112,7 +114,7 @@ class DataPlane:
                 self._pump(consumer)
                 self._kick(consumer)
 
-            self._deliver_in_order(("data", consumer, channel), deliver, "deliver")
+            self._deliver_in_order(("data", consumer, channel), deliver, "deliver", self.wiring.is_local(key, consumer))
         for action in task.drain_actions():
             self._on_task_action(key, task, action)
 
@@ -133,7 +135,7 @@ class DataPlane:
                 self._pump(producer)
                 self._kick(producer)
 
-            self._deliver_in_order(("credit", producer, info), upstream, "credit")
+            self._deliver_in_order(("credit", producer, info), upstream, "credit", self.wiring.is_local(producer, key))
         elif isinstance(action, AcknowledgeCheckpoint):
             self._carry_out(self.job_master.acknowledge_checkpoint(
                 task.attempt_id, action.checkpoint_id, action.task_state_snapshot, action.metrics))

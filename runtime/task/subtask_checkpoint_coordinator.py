@@ -141,6 +141,9 @@ class SubtaskCheckpointCoordinator:
         self._pending: dict[int, _PendingCheckpoint] = {}
         self._started_writes: set[int] = set()
         self._all_barriers_received: set[int] = set()
+        # the alignment metrics as they stood when the last barrier arrived (Flink completes the metric
+        # builder's alignment-duration future there): what the acknowledgement reports
+        self._final_input_metrics: dict[int, CheckpointMetrics] = {}
         self._inputs_finished: set[int] = set()
         self._alignment_timer: Optional[tuple[int, Cancellable]] = None
 
@@ -201,8 +204,15 @@ class SubtaskCheckpointCoordinator:
             self._start_write(checkpoint_id, options)
         return []
 
-    def on_all_barriers_received(self, checkpoint_id: int) -> list[TaskCheckpointAction]:
-        """The barrier handler's ``AllBarriersReceived``: the input side of the channel state is complete."""
+    def on_all_barriers_received(self, checkpoint_id: int,
+                                 metrics: Optional[CheckpointMetrics] = None) -> list[TaskCheckpointAction]:
+        """The barrier handler's ``AllBarriersReceived``: the input side of the channel state is complete, and
+        ``metrics`` are the alignment's final figures (an unaligned checkpoint was triggered on its first
+        barrier, before the alignment ended: Flink's alignment duration runs from the first barrier to the last)."""
+        if metrics is not None and (checkpoint_id > self.last_checkpoint_id or checkpoint_id in self._pending):
+            self._final_input_metrics[checkpoint_id] = metrics
+            for old in [c for c in self._final_input_metrics if c < self.last_checkpoint_id and c not in self._pending]:
+                del self._final_input_metrics[old]
         if checkpoint_id in self._started_writes:
             self._finish_input(checkpoint_id)
         elif checkpoint_id > self.last_checkpoint_id or checkpoint_id in self._pending:
@@ -402,7 +412,7 @@ class SubtaskCheckpointCoordinator:
                 + result.result_subpartition_state_handles.result(),
             )
         snapshot = TaskStateSnapshot({self.operator_id: state}, is_task_finished=p.is_task_finished)
-        m = p.input_metrics
+        m = self._final_input_metrics.pop(checkpoint_id, None) or p.input_metrics
         metrics = TaskCheckpointMetrics(
             checkpoint_id,
             sync_duration_ms=p.sync_duration_ms,

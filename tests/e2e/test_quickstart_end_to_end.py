@@ -28,7 +28,7 @@ FLINK_CHECKPOINT_FIELDS = {
     "num_subtasks", "num_acknowledged_subtasks", "checkpoint_type",
 }
 SUMMARY_KEYS = ["scenario", "seed", "backend", "mode", "versions", "workload", "checkpointing", "network",
-                "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "timings_seconds",
+                "cluster", "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "timings_seconds",
                 "ray", "wall_seconds"]
 
 TIMINGS = ["ray_start", "spark_start", "workload", "analytics", "deploy", "job", "verification"]

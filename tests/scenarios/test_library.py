@@ -91,14 +91,29 @@ def test_the_alignment_latency_scenario_is_flinks_job():
     assert [e.partitioner for e in g.edges] == [Partitioner.HASH, Partitioner.REBALANCE]
     assert (s.network.buffer_size, s.network.exclusive_buffers_per_channel, s.network.floating_buffers_per_gate) == (
         32 * 1024, 2, 8)
-    assert s.checkpointing.interval_ms == 1000 and s.workload.rate_per_source == 0
-    assert g.vertex("keyed").params["hot_key"] == 0 and g.vertex("keyed").params["hot_key_extra_us"] > 0
+    assert s.checkpointing.interval_ms == 1000 and s.workload.rate_per_source == 2000  # heavy backpressure
+    assert (s.workload.keys, s.workload.hot_key_share, s.network.record_size, s.cluster.taskmanagers) == (64, 0.3, 110, 1)
+    assert g.vertex("keyed").params["hot_key"] == 0 and g.vertex("keyed").params["hot_key_extra_us"] == 1000.0
+
+
+def test_the_hot_key_carries_its_share_and_the_rest_is_uniform():
+    from barriersim.scenarios.workload import zipf_cdf
+    cdf = zipf_cdf(64, 0.0, 0.3)
+    assert cdf[0] == pytest.approx(0.3)
+    assert cdf[1] - cdf[0] == pytest.approx(0.7 / 63) and cdf[-1] == pytest.approx(1.0)
 
 
 def test_the_checkpointing_time_benchmark_scenario_is_flinks_topology():
     s = load_scenario(SCENARIOS / "checkpointing_time_benchmark.toml")
     g = s.job.graph
     assert [v.parallelism for v in g.vertices] == [4, 4, 4]
+    # as the benchmark runs it: a slot sharing group per vertex, one slot per TaskManager, so every channel is remote
+    from barriersim.runtime.job.placement import ChannelKind, ClusterConfig, place, slots_needed
+    placement = place(g, ClusterConfig(s.cluster.taskmanagers, s.cluster.slots_per_taskmanager))
+    assert slots_needed(g) == 12
+    kinds = {placement.channel_kind((e.source, i), (e.target, j))
+             for e in g.edges for i in range(4) for j in range(4)}
+    assert kinds == {ChannelKind.REMOTE}
     assert [e.partitioner for e in g.edges] == [Partitioner.REBALANCE, Partitioner.REBALANCE]
     assert g.vertex("sink").params["cost_us_per_record"] == 1000.0 and s.network.buffer_size == 4096
 
@@ -122,16 +137,18 @@ def test_every_fault_of_the_failure_storm_fires(mode):
 
 def test_the_benchmark_measures_the_bottleneck_under_heavy_backpressure():
     """One row of the alignment-latency benchmark on a small workload: the hot key's subtask is the one whose
-    barrier waits (start delay), and an unaligned checkpoint persists in-flight data while an aligned one does
-    not."""
+    barrier waits (start delay), an unaligned checkpoint persists in-flight data while an aligned one does not,
+    and every subtask of an unaligned checkpoint reports it unaligned."""
     from benchmarks.alignment_latency import bottleneck_subtask, measure
 
     base = load_scenario(SCENARIOS / "alignment_latency.toml")
-    small_heavy = {"workload.records": 40_000, "workload.rate_per_source": 0}
-    aligned = measure(base, "aligned", "heavy", "-", **small_heavy)
-    unaligned = measure(base, "unaligned", "heavy", "-", **small_heavy)
-    assert bottleneck_subtask(base).startswith("keyed#")
+    small_heavy = {"workload.records": 20_000}
+    aligned = measure(base, "aligned", "heavy", **small_heavy)
+    unaligned = measure(base, "unaligned", "heavy", **small_heavy)
+    assert bottleneck_subtask(base) == "keyed#2"  # key 0's key group (Flink's KeyGroupRangeAssignment)
     assert aligned.checkpoints >= 1 and unaligned.checkpoints >= 1
-    assert aligned.bottleneck_start_delay_ms > 10 * unaligned.bottleneck_start_delay_ms
+    assert aligned.verdict == unaligned.verdict == "exactly-once"
+    assert aligned.start_delay_ms > 10 * unaligned.start_delay_ms
     assert aligned.median_persisted_bytes == 0 < unaligned.median_persisted_bytes
     assert unaligned.unaligned_subtasks and not aligned.unaligned_subtasks
+    assert aligned.keyed_unaligned == "0,0,0,0" and unaligned.keyed_unaligned == "1,1,1,1"

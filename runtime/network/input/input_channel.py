@@ -2,25 +2,26 @@
 
 How this works: the driver hands each arriving element to ``on_element`` with its sequence number (checked
 against the expected one) and, for data buffers of remote channels, the sender's backlog. Unaligned
-barriers (and announcements) are *priority* elements and go ahead of queued data (``PrioritizedDeque``).
-An aligned barrier that may time out (``options.is_timeoutable``) is queued in order and, as in Flink, the
-channel itself puts an ``EventAnnouncement`` of it ahead of the data, so the task learns early that the
-barrier is on its way. ``get_next`` hands out the head element; a consumed data buffer is recycled, which
-returns credit. For unaligned checkpoints, ``checkpoint_started`` persists the data queued before this
-channel's barrier and, through the ``ChannelStatePersister``, data arriving before the barrier.
+barriers are *priority* elements and go ahead of queued data (``PrioritizedDeque``). ``get_next`` hands out
+the head element; a consumed data buffer is recycled, which returns credit. For unaligned checkpoints,
+``checkpoint_started`` persists the data queued before this channel's barrier and, through the
+``ChannelStatePersister``, data arriving before the barrier.
 
-If the sender already put an ``EventAnnouncement`` of a barrier on the wire (our output side does, for
-local and remote channels alike), the channel does not announce that barrier again, and a request to
-prioritize it that comes before the barrier itself is remembered and applied when it arrives.
-
-``RemoteInputChannel`` uses a ``BufferManager`` (exclusive + floating buffers, credit); ``LocalInputChannel``
-has no credit (unlimited availability), as Flink's local channel reads the producer's partition directly.
-Unlike Flink's local channel (whose queue *is* the upstream subpartition), ours keeps its own queue, so it
-persists queued data on ``checkpoint_started`` exactly like a remote channel.
+The two kinds differ as Flink's do. A ``RemoteInputChannel`` (the producer runs in another TaskManager) holds
+exclusive and floating buffers (``BufferManager``: credit-based flow control) and, when an aligned barrier that
+may time out arrives, puts an ``EventAnnouncement`` of it ahead of the queued data, so the task learns early
+that the barrier is on its way and can overtake the data with it on an alignment timeout
+(``convert_to_priority_event``). A ``LocalInputChannel`` (the producer runs in the same TaskManager) reads the
+producer's subpartition directly: it has no buffers of its own and announces nothing; the barrier reaches the
+task in order behind the data, and on an alignment timeout the producer itself converts a barrier still queued
+in its subpartition. barriersim's tasks exchange elements through their driver, so a local channel reads one
+buffer at a time: it asks for one buffer at setup and for the next each time the task takes one
+(``AddCredit(1)``, delivered without network latency): the data in flight stays in the producer's subpartition,
+as in Flink, and at most the buffer the task reads next waits on the consumer's side.
 
 Mirrors Flink's ``InputChannel``, ``RemoteInputChannel`` (``onBuffer``, ``getNextBuffer``,
 ``checkpointStarted``/``checkpointStopped``, ``getInflightBuffersUnsafe``, ``convertToPriorityEvent``,
-``resumeConsumption``) and ``LocalInputChannel``.
+``resumeConsumption``) and ``LocalInputChannel`` (``getNextBuffer``, ``resumeConsumption``).
 """
 
 from __future__ import annotations
@@ -105,10 +106,6 @@ class InputChannel:
         self._last_barrier_id = NONE
         self._last_barrier_sequence_number = NONE
         self.blocked = False
-        # barriers announced by the sender itself (an EventAnnouncement on the wire): not announced again
-        self._announced_by_sender: set[int] = set()
-        # announced barriers to prioritize on arrival (the handler asked before the barrier came in)
-        self._pending_priority_sequence_numbers: set[int] = set()
         self.end_of_partition_received = False
         self.released = False
         self.queued_bytes = 0
@@ -136,26 +133,9 @@ class InputChannel:
             priority = isinstance(element, EventAnnouncement) or (
                 isinstance(element, CheckpointBarrier) and element.options.is_unaligned_checkpoint
             )
-        if isinstance(element, EventAnnouncement):
-            self._announced_by_sender.add(element.announced_event.id)
-        if isinstance(element, CheckpointBarrier) and sequence_number in self._pending_priority_sequence_numbers:
-            self._pending_priority_sequence_numbers.discard(sequence_number)
-            priority = True
         origin = self._take_buffer() if isinstance(element, Buffer) else None
-        entry = SequenceElement(element, sequence_number, origin)
-        self._queue.add(entry, priority)
-        has_priority = priority
-        if (
-            isinstance(element, CheckpointBarrier)
-            and not priority
-            and element.options.is_timeoutable
-            and element.id not in self._announced_by_sender
-        ):
-            # Flink: DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER requires an announcement
-            self._queue.add_priority_element(
-                SequenceElement(EventAnnouncement(element, sequence_number), sequence_number)
-            )
-            has_priority = True
+        self._queue.add(SequenceElement(element, sequence_number, origin), priority)
+        has_priority = priority or self._announce(element, sequence_number)
         if isinstance(element, Buffer):
             self.queued_bytes += element.size
         if isinstance(element, EndOfPartition):
@@ -171,6 +151,11 @@ class InputChannel:
         if backlog is not None:
             self._on_sender_backlog(backlog)
         return has_priority
+
+    def _announce(self, element: ChannelElement, sequence_number: int) -> bool:
+        """A channel that announces timeoutable barriers puts an announcement ahead of the data (remote only);
+        True if it did."""
+        return False
 
     def _take_buffer(self) -> Optional[BufferOrigin]:
         return None
@@ -244,13 +229,10 @@ class InputChannel:
         return buffers
 
     def convert_to_priority_event(self, sequence_number: int) -> bool:
-        """Move the queued (announced) barrier at ``sequence_number`` ahead of the data; True if moved.
-        If the sender announced it and it has not arrived yet, it goes ahead when it arrives."""
+        """Move the queued (announced) barrier at ``sequence_number`` ahead of the data; True if moved."""
         moved = self._queue.prioritize(
             lambda e: e.sequence_number == sequence_number and isinstance(e.element, CheckpointBarrier)
         )
-        if moved is None and sequence_number >= self.expected_sequence_number:
-            self._pending_priority_sequence_numbers.add(sequence_number)
         return moved is not None
 
     def block_consumption(self) -> None:
@@ -288,6 +270,15 @@ class RemoteInputChannel(InputChannel):
         self.buffer_manager = BufferManager(pool, exclusive_buffers)
         self.buffer_manager.unannounced_credit = exclusive_buffers  # Flink: initial credit of the partition request
 
+    def _announce(self, element: ChannelElement, sequence_number: int) -> bool:
+        """Flink's ``RemoteInputChannel.onBuffer``: a timeoutable aligned barrier
+        (``DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER``) is announced ahead of the queued data."""
+        if isinstance(element, CheckpointBarrier) and element.options.is_timeoutable and not element.options.is_unaligned_checkpoint:
+            self._queue.add_priority_element(
+                SequenceElement(EventAnnouncement(element, sequence_number), sequence_number))
+            return True
+        return False
+
     def _take_buffer(self) -> Optional[BufferOrigin]:
         return self.buffer_manager.take_buffer()
 
@@ -324,7 +315,27 @@ class RemoteInputChannel(InputChannel):
 
 
 class LocalInputChannel(InputChannel):
-    """A channel reading a partition of the same process: no credit, unlimited availability."""
+    """A channel reading a subpartition of the same TaskManager: no buffers of its own, no announcements; it
+    reads one buffer at a time (see the module's docstring)."""
+
+    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]):
+        super().__init__(channel_info, sink)
+        self._requested = False
+        self.sender_backlog = 0  # the producer's queued buffers when it last handed one out
+
+    def _on_sender_backlog(self, backlog: int) -> None:
+        self.sender_backlog = backlog
+
+    def announce_credit(self) -> None:
+        """The partition request: ask for the first buffer."""
+        if not self._requested and not self.released:
+            self._requested = True
+            self._sink(AddCredit(self.channel_info, 1))
+
+    def _recycle(self, origin: Optional[BufferOrigin]) -> None:
+        # the task took a buffer: read the next one from the producer's subpartition
+        if not self.released:
+            self._sink(AddCredit(self.channel_info, 1))
 
     def resume_consumption(self) -> None:
         super().resume_consumption()

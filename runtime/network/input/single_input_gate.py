@@ -112,10 +112,14 @@ class SingleInputGate:
         self.debloater = BufferDebloater(config.validate(max_buffer_size), max_buffer_size)
 
     def setup(self) -> None:
-        """Request the partitions: remote channels announce their initial (exclusive) credit."""
+        """Request the partitions: remote channels announce their initial (exclusive) credit, local channels
+        ask for their first buffer."""
         if not self._set_up:
             self._set_up = True
             self._announce_credit()
+            for ch in self.channels:
+                if isinstance(ch, LocalInputChannel):
+                    ch.announce_credit()
 
     def close(self) -> None:
         self.closed = True
@@ -256,12 +260,15 @@ class SingleInputGate:
     # -- buffer debloating ---------------------------------------------------------------------------
 
     def buffers_in_use(self) -> int:
-        """Flink's ``getBuffersInUseCount``: per channel the queued buffers plus the sender's backlog."""
+        """Flink's ``getBuffersInUseCount``: per channel the queued buffers plus the sender's backlog (a local
+        channel's buffers in use are the producer's queued ones)."""
         count = 0
         for ch in self.channels:
             count += ch.num_queued
             if isinstance(ch, RemoteInputChannel):
                 count += ch.buffer_manager.sender_backlog
+            elif isinstance(ch, LocalInputChannel):
+                count += ch.sender_backlog
         return count
 
     def trigger_debloating(self) -> Optional[int]:

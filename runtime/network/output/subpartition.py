@@ -5,9 +5,10 @@ How this works: finished data buffers and events are appended in order. A *prior
 checkpoint barrier) goes to the head, behind earlier priority events, and overtakes everything queued;
 the data buffers it overtook are returned as the subpartition's in-flight data for the channel state
 writer (they stay queued and are still sent: on restore the persisted copies replace them). An aligned
-barrier that may time out is announced: an ``EventAnnouncement`` goes ahead of the data as a priority
-element, and ``aligned_barrier_timeout`` later moves the queued barrier itself to the head as an unaligned
-barrier (returning the data it overtook). After an aligned barrier is handed out, the subpartition blocks
+barrier that may time out is queued in order, like any event; the subpartition does not announce it (in
+Flink only a ``RemoteInputChannel`` announces a timeoutable barrier, once it received it), and
+``aligned_barrier_timeout`` (the producer's alignment timer) moves the still queued barrier to the head as an
+unaligned barrier (returning the data it overtook). After an aligned barrier is handed out, the subpartition blocks
 until the consumer calls ``resume_consumption`` (Flink's ``isBlockingUpstream`` data types). ``release``
 (its task failed) drops everything queued: a released subpartition hands out nothing and silently drops
 what is added later, as Flink's does.
@@ -16,9 +17,7 @@ Two numbers: each data buffer gets the subpartition's next *buffer index* when q
 (``Buffer.sequence_number``: its identity and order among the buffers of this subpartition, kept in
 channel state), and every element handed out by ``poll_buffer`` gets the next *wire sequence number*
 (``BufferAndBacklog.sequence_number``, counting buffers and events, as Flink's ``PipelinedSubpartition``
-numbers what it sends; a receiver expects consecutive wire numbers). An announcement carries the wire
-number its barrier will be sent with, computed when the announcement is sent; a later priority event of
-another checkpoint inserted ahead of the announced barrier would shift it (documented limitation).
+numbers what it sends; a receiver expects consecutive wire numbers).
 
 Mirrors Flink's ``PipelinedSubpartition`` (``add``, ``addPriorityElement``/``processPriorityBuffer``,
 ``alignedBarrierTimeout``, ``pollBuffer``, ``resumeConsumption``, ``getBuffersInBacklogUnsafe``), its
@@ -37,7 +36,6 @@ from barriersim.runtime.events import (
     ChannelElement,
     CheckpointBarrier,
     EndOfPartition,
-    EventAnnouncement,
     ResultSubpartitionInfo,
 )
 
@@ -70,6 +68,7 @@ class DataType(enum.Enum):
 
     @property
     def requires_announcement(self) -> bool:
+        """The receiver's ``RemoteInputChannel`` announces such a barrier when it arrives."""
         return self is DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER
 
 
@@ -121,15 +120,8 @@ class SubpartitionStateError(RuntimeError):
 
 @dataclass
 class _Entry:
-    element: Union[ChannelElement, "_PendingAnnouncement"]
+    element: ChannelElement
     data_type: DataType
-
-
-@dataclass
-class _PendingAnnouncement:
-    """An announcement whose wire sequence number is fixed when it is sent."""
-
-    barrier_entry: _Entry
 
 
 class PipelinedSubpartition:
@@ -175,8 +167,7 @@ class PipelinedSubpartition:
 
     def add_event(self, event: ChannelElement, is_priority: bool = False) -> tuple[Buffer, ...]:
         """Queues an event; a priority event goes to the head and the data buffers it overtook are
-        returned (empty tuple otherwise). A timeoutable aligned barrier is announced ahead of the data. A
-        released subpartition drops the event."""
+        returned (empty tuple otherwise). A released subpartition drops the event."""
         if self._is_released:
             return ()
         if self._is_finished:
@@ -189,10 +180,7 @@ class PipelinedSubpartition:
                 )
             self._priority.append(_Entry(event, data_type))
             return self._queued_data()
-        entry = _Entry(event, data_type)
-        self._normal.append(entry)
-        if data_type.requires_announcement:
-            self._priority.append(_Entry(_PendingAnnouncement(entry), DataType.PRIORITIZED_EVENT_BUFFER))
+        self._normal.append(_Entry(event, data_type))
         if isinstance(event, EndOfPartition):
             self._is_finished = True
         return ()
@@ -225,12 +213,6 @@ class PipelinedSubpartition:
             ):
                 overtaken = tuple(e.element for e in list(self._normal)[:i] if e.data_type.is_buffer)
                 del self._normal[i]
-                # an unsent announcement of this barrier is dropped: the barrier itself now overtakes
-                self._priority = deque(
-                    p
-                    for p in self._priority
-                    if not (isinstance(p.element, _PendingAnnouncement) and p.element.barrier_entry is entry)
-                )
                 self._priority.append(_Entry(el.as_unaligned(), DataType.PRIORITIZED_EVENT_BUFFER))
                 return overtaken  # type: ignore[return-value]
         return None
@@ -292,17 +274,6 @@ class PipelinedSubpartition:
             return None
         queue.popleft()
         element = entry.element
-        if type(element) is _PendingAnnouncement:
-            position = next(
-                (i for i, e in enumerate(self._normal) if e is element.barrier_entry), None
-            )
-            if position is None:  # its barrier was converted meanwhile: drop the stale announcement
-                return self.poll_buffer(num_credits_available)
-            # the barrier will be sent after the remaining priority elements and the data ahead of it
-            element = EventAnnouncement(
-                element.barrier_entry.element,  # type: ignore[arg-type]
-                self._sequence_number + 1 + len(self._priority) + position,
-            )
         if is_buffer:
             self._buffers_in_backlog -= 1
             self.total_number_of_bytes += element.size  # type: ignore[union-attr]
@@ -355,14 +326,8 @@ class PipelinedSubpartition:
         return self._next_buffer_index
 
     def queued_elements(self) -> list[ChannelElement]:
-        """The queue in hand-out order (announcements shown with their barrier); for tests and traces."""
-        out: list[ChannelElement] = []
-        for e in list(self._priority) + list(self._normal):
-            el = e.element
-            out.append(
-                EventAnnouncement(el.barrier_entry.element, -1) if isinstance(el, _PendingAnnouncement) else el  # type: ignore[arg-type]
-            )
-        return out
+        """The queue in hand-out order; for tests and traces."""
+        return [e.element for e in (*self._priority, *self._normal)]
 
 
 __all__ = [

@@ -13,11 +13,9 @@ they arrive (Flink's ``SyncMailboxExecutor`` runs the priority-event mail at onc
 never does (the mailbox is not run). Durations are milliseconds; Flink's nanosecond assertions are divided
 by 10^6.
 
-One systematic adaptation: Flink's ``TestInputChannel`` does not announce timeoutable barriers, while
-every channel of ours does (as Flink's real ``RemoteInputChannel`` and ``PipelinedSubpartition`` do). Where
-a Flink test polls a barrier from a test channel one element at a time, the port first polls its
-``EventAnnouncement``; where it sends a hand-made announcement before the barrier, the port sends only the
-barrier (the channel announces it itself). Each such test says so.
+Announcements are Flink's: a remote channel announces a timeoutable barrier when it receives it
+(``RemoteInputChannel.onBuffer``); a local channel, like Flink's ``LocalInputChannel`` and ``TestInputChannel``,
+does not. Where a Flink test sends a hand-made announcement through a test channel, the port does too.
 """
 
 from __future__ import annotations
@@ -371,9 +369,7 @@ def test_timeout_alignment_on_first_barrier(clock):
 
 
 def test_timeout_alignment_before_first_barrier(clock):
-    """Port of Flink AlternatingCheckpointsTest.testTimeoutAlignmentBeforeFirstBarrier.
-
-    Adapted: our local channel announces the timeoutable barrier, so its announcement is polled before it."""
+    """Port of Flink AlternatingCheckpointsTest.testTimeoutAlignmentBeforeFirstBarrier."""
     # given: Local channels.
     target = ValidatingCheckpointHandler()
     gate = AltGate(["test", "test"], target, clock, sync_executor=False)
@@ -383,16 +379,13 @@ def test_timeout_alignment_before_first_barrier(clock):
     clock.advance_time(aligned_checkpoint_timeout + 1)
     gate.on_element(0, checkpoint_barrier)
     # then: The UC is triggered as soon as the first barrier is received.
-    gate.assert_announcement()
     gate.assert_barrier()
     assert target.triggered_checkpoint_counter == 1
 
 
 def test_timeout_alignment_when_local_barrier_first(clock):
-    """Port of Flink AlternatingCheckpointsTest.testTimeoutAlignmentWhenLocalBarrierFirst.
-
-    Adapted: channel 0 (Flink's ``TestInputChannel``, our local channel) announces its barriers too, so
-    one more announcement is polled for it."""
+    """Port of Flink AlternatingCheckpointsTest.testTimeoutAlignmentWhenLocalBarrierFirst: the local channel
+    does not announce its barrier, so the alignment timeout starts only when that barrier is read."""
     # given: Gate with remote and local channels.
     target = ValidatingCheckpointHandler()
     gate = AltGate(["test", "remote", "remote"], target, clock, sync_executor=False)
@@ -405,7 +398,6 @@ def test_timeout_alignment_when_local_barrier_first(clock):
     gate.on_element(2, checkpoint_barrier, 0)
     gate.assert_announcement()
     gate.assert_announcement()
-    gate.assert_announcement()  # channel 0's own announcement
     gate.assert_barrier()
     gate.assert_barrier()
     gate.assert_barrier()
@@ -416,9 +408,8 @@ def test_timeout_alignment_when_local_barrier_first(clock):
     clock.advance_time(alignment_timeout + 1)
     checkpoint_barrier = gate.with_timeout(alignment_timeout, 2)
 
-    # when: Execute the second checkpoint when barrier from local channel received first.
+    # when: Execute the second checkpoint when barrier from local channel without announcement received first.
     gate.on_element(0, checkpoint_barrier)
-    gate.assert_announcement()  # channel 0's own announcement
     gate.assert_barrier()
     # then: Nothing happens because the alignment timeout should only start after this barrier.
     assert target.triggered_checkpoint_counter == 1
@@ -435,9 +426,7 @@ def test_timeout_alignment_when_local_barrier_first(clock):
 
 
 def test_active_timeout_after_local_barrier_passive_timeout(clock):
-    """Port of Flink AlternatingCheckpointsTest.testActiveTimeoutAfterLocalBarrierPassiveTimeout.
-
-    Adapted: channel 0 (local) announces its barrier, polled before the barrier."""
+    """Port of Flink AlternatingCheckpointsTest.testActiveTimeoutAfterLocalBarrierPassiveTimeout."""
     target = ValidatingCheckpointHandler()
     gate = AltGate(["test", "remote"], target, clock, sync_executor=False)
     alignment_timeout = 10
@@ -445,7 +434,6 @@ def test_active_timeout_after_local_barrier_passive_timeout(clock):
 
     gate.on_element(0, checkpoint_barrier)
     gate.on_element(0, data_buffer())
-    gate.assert_announcement()  # channel 0's own announcement
     gate.assert_barrier()
 
     gate.on_element(1, data_buffer(), 0)
@@ -531,20 +519,20 @@ def test_active_timeout_alignment_on_first_barrier(clock):
 
 
 def test_all_channels_unblocked_after_alignment_timeout(clock):
-    """Port of Flink AlternatingCheckpointsTest.testAllChannelsUnblockedAfterAlignmentTimeout.
-
-    Adapted: Flink sends a hand-made ``EventAnnouncement`` before each barrier because its test channels
-    do not announce; ours do, so only the barrier is sent."""
+    """Port of Flink AlternatingCheckpointsTest.testAllChannelsUnblockedAfterAlignmentTimeout."""
     target = ValidatingCheckpointHandler()
     gate = AltGate(["test", "test"], target, clock, sync_executor=True)
     alignment_timeout = 100
     checkpoint_barrier = CheckpointBarrier(1, clock(), aligned_with_timeout(CHECKPOINT, alignment_timeout))
 
+    # we set timer on announcement and test channels do not produce announcements by themselves
+    gate.send(EventAnnouncement(checkpoint_barrier, 1), 0, priority=True)
     # emulate blocking channels on aligned barriers
     gate.channel(0).set_blocked(True)
     gate.send(checkpoint_barrier, 0)
 
     clock.advance_time(alignment_timeout + 1)
+    gate.send(EventAnnouncement(checkpoint_barrier, 1), 1, priority=True)
     # emulate blocking channels on aligned barriers
     gate.channel(1).set_blocked(True)
     gate.send(checkpoint_barrier, 1)

@@ -21,7 +21,7 @@ run must end with every script delivered and every gate finished (no deadlock).
 Checked, from the log of everything polled and every emitted action:
 
 * aligned data: a buffer sent on a channel after barrier ``k`` is never handed to the operator before
-  checkpoint ``k`` was triggered or aborted (or aborted by a newer checkpoint's abort), in every
+  checkpoint ``k`` was triggered or aborted (or ended by a newer checkpoint's trigger or abort), in every
   exactly-once mode;
 * unaligned persistence: for an unaligned checkpoint whose barriers all arrived, per channel, the buffers
   the operator consumed before the trigger followed by the persisted ones are exactly the buffers sent
@@ -36,6 +36,9 @@ Checked, from the log of everything polled and every emitted action:
 * credit: after every step, for each remote channel the receiver's view of the sender's credit equals the
   driver's and is never negative, the receiver never received more buffers than it granted credit for, and
   every gate's floating pool stays within its size.
+
+The properties run derandomized (the same examples every run, no example database);
+``BARRIERSIM_PROPERTY_RANDOM=1`` draws new examples.
 """
 
 from __future__ import annotations
@@ -76,6 +79,10 @@ from support_ported import ClockWithDelayedActions
 TRACKER_COMMITTED = os.path.exists(
     os.path.join(os.path.dirname(__file__), "..", "..", "..", "runtime", "checkpointing", "tracker.py")
 )
+
+# CI runs a fixed, reproducible set of examples without an example database; BARRIERSIM_PROPERTY_RANDOM=1 draws new
+# ones (a bug hunt), as for the whole-job properties
+DERANDOMIZE = os.environ.get("BARRIERSIM_PROPERTY_RANDOM", "") != "1"
 
 START_MS = 1_000
 MODES = [
@@ -369,7 +376,10 @@ def check_run(run: Run) -> None:
             assert any(j > k for j in ended_ids), f"checkpoint {k} saw a barrier but never ended"
 
     def end_index(k: int) -> Optional[int]:
-        candidates = [ts[0][0] for j, ts in triggers.items() if j == k]
+        # a newer checkpoint's trigger ends k too: a local channel does not announce, so an unaligned barrier of
+        # a newer checkpoint can overtake k's barrier there (as in the producer's subpartition in Flink); k's
+        # barrier is then obsolete at this task, which never acknowledges k
+        candidates = [ts[0][0] for j, ts in triggers.items() if j >= k]
         candidates += [ab[0] for j, ab in aborts.items() if j >= k]
         return min(candidates) if candidates else None
 
@@ -420,7 +430,8 @@ def _run(mode: CheckpointingMode, sc: Scenario) -> Run:
 
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+          derandomize=DERANDOMIZE, database=None)
 @given(data=st.data())
 def test_input_side_properties(mode, data):
     """Properties: aligned data held back, exact unaligned persistence, one outcome per checkpoint, no loss
@@ -547,7 +558,7 @@ def check_snapshot_property(mode, counts, steps, timeout_ms=10):
     return side
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, derandomize=DERANDOMIZE, database=None)
 @given(snap_scenario)
 def test_snapshot_property_aligned(s):
     """Property: aligned checkpoints see exactly the pre-barrier data and persist nothing."""
@@ -556,7 +567,7 @@ def test_snapshot_property_aligned(s):
     assert all(not t.is_unaligned for t in side.triggered_checkpoints)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, derandomize=DERANDOMIZE, database=None)
 @given(snap_scenario)
 def test_snapshot_property_unaligned(s):
     """Property: unaligned checkpoints: consumed-at-trigger plus persisted in-flight data is exactly the
@@ -565,7 +576,7 @@ def test_snapshot_property_unaligned(s):
     assert all(t.is_unaligned for t in side.triggered_checkpoints)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=120, deadline=None, derandomize=DERANDOMIZE, database=None)
 @given(snap_scenario, st.sampled_from([1, 8, 30, 200]))
 def test_snapshot_property_aligned_with_timeout(s, timeout_ms):
     """Property: with an alignment timeout, every checkpoint (aligned, or switched to unaligned by the

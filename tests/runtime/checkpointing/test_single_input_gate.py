@@ -16,6 +16,7 @@ from barriersim.runtime.events import (
 )
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.network.input.input_channel import ChannelStateError
+from barriersim.runtime.network.input.input_channel import AddCredit
 from barriersim.runtime.network.input.single_input_gate import GateClosedError, SingleInputGate
 
 
@@ -83,10 +84,11 @@ def test_end_of_partition_per_channel_and_gate_finish():
         gate.poll_next()
 
 
-def test_timeoutable_barrier_is_announced_and_can_be_prioritized():
-    gate, _ = make_gate(1)
+def test_a_remote_channel_announces_a_timeoutable_barrier_that_can_then_be_prioritized():
+    """Flink's ``RemoteInputChannel.onBuffer``: the announcement goes ahead of the data the barrier is behind."""
+    gate, _ = make_gate(1, ["remote"])
     barrier = CheckpointBarrier(4, 0, CheckpointOptions.aligned_with_timeout(CheckpointType.CHECKPOINT, 10))
-    gate.on_element(0, buf("x"))
+    gate.on_element(0, buf("x"), backlog=0)
     gate.on_element(0, barrier)
     ann = gate.poll_next()
     assert ann.element == EventAnnouncement(barrier, 1)
@@ -119,13 +121,14 @@ def test_checkpoint_started_for_an_overwritten_checkpoint_is_subsumed():
     assert e.value.reason is CheckpointFailureReason.CHECKPOINT_SUBSUMED
 
 
-def test_sender_announced_barrier_is_not_announced_twice_and_prioritized_on_arrival():
-    gate, _ = make_gate(1)
+def test_a_local_channel_announces_nothing_and_hands_out_the_barrier_in_order():
+    """Flink's ``LocalInputChannel`` reads the producer's subpartition: a timeoutable barrier comes in order,
+    unannounced, and the channel has no buffers of its own: it asks for one buffer at a time."""
+    gate, out = make_gate(1, ["local"])
+    assert [a.credit for a in out if isinstance(a, AddCredit)] == [1]  # the request for the first buffer
     barrier = CheckpointBarrier(4, 0, CheckpointOptions.aligned_with_timeout(CheckpointType.CHECKPOINT, 10))
-    gate.on_element(0, buf("x"), 0)
-    gate.on_element(0, EventAnnouncement(barrier, 2), 1)  # the sender's announcement of wire number 2
-    assert gate.poll_next().element == EventAnnouncement(barrier, 2)
-    gate.convert_to_priority_event(0, 2)  # timed out before the barrier arrived
-    gate.on_element(0, barrier, 2)
-    assert gate.poll_next().element == barrier  # overtakes "x", and no second announcement
-    assert records(gate) == ["x"]
+    gate.on_element(0, buf("x"))
+    gate.on_element(0, barrier)
+    assert gate.poll_next().element == buf("x")
+    assert [a.credit for a in out if isinstance(a, AddCredit)] == [1, 1]  # taking "x" asks for the next one
+    assert gate.poll_next().element == barrier

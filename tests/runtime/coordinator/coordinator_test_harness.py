@@ -66,14 +66,15 @@ class Harness:
         return sorted(self.coord.pending_checkpoints)
 
 
-def make(vertices=None, *, seed: int = 0, hooks=(), tasks_running: bool = True, checkpoint_writer=None,
-         store=None, id_counter=None, first_attempt_number: int = 0, **config) -> Harness:
+def make(vertices=None, *, seed: int = 0, hooks=(), operator_coordinators=(), tasks_running: bool = True,
+         checkpoint_writer=None, store=None, id_counter=None, first_attempt_number: int = 0, **config) -> Harness:
     timers = ManualTimerService(0)
     sink: list = []
     cfg = CheckpointCoordinatorConfiguration(**config)
     coord = CheckpointCoordinator(
         JOB, vertices or two_vertices(), cfg, clock=timers.clock, timer_service=timers, rng=random.Random(seed),
-        action_sink=sink.append, master_hooks=hooks, tasks_running=tasks_running, checkpoint_writer=checkpoint_writer,
+        action_sink=sink.append, master_hooks=hooks, operator_coordinators=operator_coordinators,
+        tasks_running=tasks_running, checkpoint_writer=checkpoint_writer,
         completed_checkpoint_store=store, checkpoint_id_counter=id_counter, first_attempt_number=first_attempt_number,
     )
     return Harness(coord, timers, sink)

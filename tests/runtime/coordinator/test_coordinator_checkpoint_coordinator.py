@@ -6,6 +6,8 @@ unless told otherwise; ``sources`` below does the same."""
 
 from __future__ import annotations
 
+import pytest
+
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.completed_store import INVALID_CHECKPOINT_ID
 from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome, DeclineOutcome
@@ -456,6 +458,47 @@ def test_min_delay_between_savepoints():
     a1 = h.trigger(CheckpointType.SAVEPOINT)
     assert failed_reasons(a0 + a1) == []
     assert h.pending_ids == [1, 2]
+
+
+@pytest.mark.parametrize("options", [CheckpointOptions.unaligned(),
+                                     CheckpointOptions.aligned_with_timeout(CheckpointType.CHECKPOINT, 500)],
+                         ids=["unaligned", "aligned-with-timeout"])
+def test_savepoint_scheduled_in_unaligned_mode(options):
+    """Port of Flink CheckpointCoordinatorTest.testSavepointScheduledInUnalignedMode: with unaligned checkpoints
+    enabled (aligned with a timeout counts, as in Flink) a savepoint is not forced: it waits while the one
+    allowed checkpoint is pending, ahead of the queued periodic requests, and starts when that one ends."""
+    max_concurrent, requests = 1, 10
+    h = make(sources("v"), checkpoint_interval=10_000, max_concurrent_checkpoints=max_concurrent,
+             checkpoint_options=options)
+    assert h.coord.start_checkpoint_scheduler()
+    actions = []
+    for i in range(requests):
+        actions += h.trigger(is_periodic=True, request_id=i)
+    assert h.coord.decider.num_queued_requests == requests - max_concurrent
+    actions += h.trigger(CheckpointType.SAVEPOINT, request_id=100)
+    assert h.coord.decider.num_queued_requests == requests + 1 - max_concurrent
+    actions += h.coord.handle(m.DeclineCheckpoint(JOB, ExecutionAttemptID("unknown", 0), 1,
+                                                  CheckpointException(R.CHECKPOINT_DECLINED)))
+    assert h.coord.decider.num_queued_requests == requests - max_concurrent  # the savepoint was triggered
+    done = {a.request_id for a in actions if isinstance(a, (m.TriggerRequestCompleted, m.TriggerRequestFailed))}
+    assert done == {0}  # only the declined checkpoint is done
+    assert h.coord.number_of_pending_checkpoints == max_concurrent
+    [pending] = h.coord.pending_checkpoints.values()
+    assert pending.request_id == 100 and pending.props.is_savepoint and not pending.props.forced
+
+
+@pytest.mark.parametrize("options, forced", [(CheckpointOptions.aligned(), True),
+                                             (CheckpointOptions.not_exactly_once(), True),
+                                             (CheckpointOptions.unaligned(), False),
+                                             (CheckpointOptions.aligned_with_timeout(CheckpointType.CHECKPOINT, 500),
+                                              False)])
+@pytest.mark.parametrize("checkpoint_type", [CheckpointType.SAVEPOINT, CheckpointType.SAVEPOINT_SUSPEND,
+                                             CheckpointType.SAVEPOINT_TERMINATE])
+def test_savepoint_forced_only_when_unaligned_checkpoints_are_disabled(options, forced, checkpoint_type):
+    """Flink's triggerSavepoint and triggerSynchronousSavepoint: ``forced = !unalignedCheckpointsEnabled``."""
+    h = make(sources("v"), checkpoint_options=options)
+    [trigger] = of(m.TriggerCheckpointOnSources, h.trigger(checkpoint_type))
+    assert h.coord.pending_checkpoints[trigger.checkpoint_id].props.forced is forced
 
 
 # -- statistics -------------------------------------------------------------------------------------------

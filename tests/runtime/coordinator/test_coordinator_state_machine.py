@@ -1,10 +1,12 @@
 """A Hypothesis rule-based state machine driving the coordinator as a JobManager would see it: triggers,
 acknowledgements, declines, time passing (expiry, periodic triggers), failed ``_metadata`` writes, task failover
-and restart, and JobManager failover (a new coordinator recovering the completed checkpoints from storage, with
-the persisted id counter). After every step the invariants hold: checkpoint ids only grow (across JobManager
-failovers too), at most ``max_concurrent`` checkpoints are pending, completed ids only grow, the store retains
-at most ``max_retained`` checkpoints and exactly what the storage holds, a failed write never reaches the store,
-each task hears at most one outcome per checkpoint, and a restore picks the store's latest checkpoint."""
+and restart, JobManager failover (a new coordinator recovering the completed checkpoints from the storage's
+completed-checkpoint list, with the persisted id counter), and, for some jobs, a master hook or an operator
+coordinator that answers each trigger later (or fails). After every step the invariants hold: checkpoint ids only grow (across JobManager failovers
+too), at most ``max_concurrent`` checkpoints are pending, completed ids only grow, the store retains at most
+``max_retained`` checkpoints and exactly what the storage holds, a failed write never reaches the store, each
+task hears at most one outcome per checkpoint, a restore picks the store's latest checkpoint, and a trigger in
+flight belongs to a live pending checkpoint whose tasks have not been triggered yet."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_recovery import recover_completed_checkpoint_store
+from barriersim.runtime.coordinator.completed_store import DefaultCompletedCheckpointStore
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
+from barriersim.runtime.coordinator.master_hooks import MASTER_STATE_PENDING
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.failure_reason import CheckpointFailureReason as R
@@ -27,13 +31,27 @@ VERTICES = [JobVertexInfo("src", 2), JobVertexInfo("map", 2, inputs=("src",)), J
 DECLINES = [R.CHECKPOINT_DECLINED, R.CHECKPOINT_ASYNC_EXCEPTION, R.CHECKPOINT_DECLINED_TASK_NOT_READY]
 
 
+class LaterHook:
+    """A master hook that always answers later (``MasterHookCompleted``)."""
+
+    identifier, version = "later", 1
+
+    def trigger_checkpoint(self, checkpoint_id, timestamp):
+        return MASTER_STATE_PENDING
+
+    def restore_checkpoint(self, checkpoint_id, data):
+        pass
+
+
 class CoordinatorMachine(RuleBasedStateMachine):
     @initialize(max_concurrent=st.integers(1, 3), max_retained=st.integers(1, 3), interval=st.sampled_from([10, 30]),
-                timeout=st.sampled_from([15, 60]), tolerable=st.sampled_from([0, 2, 2**31 - 1]))
-    def start(self, max_concurrent, max_retained, interval, timeout, tolerable):
+                timeout=st.sampled_from([15, 60]), tolerable=st.sampled_from([0, 2, 2**31 - 1]),
+                answers_later=st.sampled_from(["nothing", "master hook", "operator coordinator"]))
+    def start(self, max_concurrent, max_retained, interval, timeout, tolerable, answers_later):
         self.config = dict(max_concurrent_checkpoints=max_concurrent, max_retained_checkpoints=max_retained,
                            checkpoint_interval=interval, checkpoint_timeout=timeout,
                            tolerable_checkpoint_failure_number=tolerable)
+        self.answers_later = answers_later
         self.storage = JobManagerCheckpointStorage(JOB)
         self.counter = StandaloneCheckpointIDCounter()
         self.failing_writes: set[int] = set()
@@ -42,8 +60,14 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.failed_writes: list[int] = []
         self.outcomes: set[tuple] = set()
         self.generation = 0
-        self.h = make(VERTICES, checkpoint_writer=self.write, id_counter=self.counter, **self.config)
+        self.h = self.new_coordinator(store=DefaultCompletedCheckpointStore(max_retained, self.storage))
         self.carry_out(self.h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING)))
+
+    def new_coordinator(self, **kw):
+        return make(VERTICES, checkpoint_writer=self.write, id_counter=self.counter,
+                    hooks=(LaterHook(),) if self.answers_later == "master hook" else (),
+                    operator_coordinators=("src",) if self.answers_later == "operator coordinator" else (),
+                    **kw, **self.config)
 
     # -- the JobManager's side ---------------------------------------------------------------------
 
@@ -123,6 +147,20 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 if cid in self.h.coord.pending_checkpoints:
                     self.carry_out(self.h.ack(attempt, cid, keyed_snapshot(attempt.vertex_id)))
 
+    @rule(fail=st.booleans())
+    def the_trigger_in_flight_gets_its_answer(self, fail):
+        """The master hook or operator coordinator answers the checkpoint being triggered (or fails)."""
+        triggering = self.h.coord.triggering
+        if triggering is None:
+            return
+        cid = triggering.pending.checkpoint_id
+        if self.answers_later == "master hook":
+            event = m.MasterHookCompleted(cid, "later", b"state", "by design" if fail else None)
+        else:
+            event = (m.CoordinatorCheckpointFailed(cid, "src", "by design") if fail
+                     else m.AcknowledgeCoordinatorState(cid, "src", b"state"))
+        self.carry_out(self.h.coord.handle(event))
+
     @rule(restart=st.booleans())
     def task_fails(self, restart):
         self.fail_over()
@@ -143,8 +181,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         assert list(recovered.recovered_ids) == [c.checkpoint_id for c in old.coord.store.get_all_checkpoints()]
         first_attempt = 1 + max(a.attempt_number for a in old.all_attempts)
         self.generation += 1
-        self.h = make(VERTICES, checkpoint_writer=self.write, id_counter=self.counter, store=recovered.store,
-                      first_attempt_number=first_attempt, tasks_running=False, **self.config)
+        self.h = self.new_coordinator(store=recovered.store, first_attempt_number=first_attempt, tasks_running=False)
         self.h.coord.restore_latest_checkpointed_state()
         self.carry_out(self.h.coord.drain_actions())
         self.carry_out(self.h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING)))
@@ -166,7 +203,16 @@ class CoordinatorMachine(RuleBasedStateMachine):
         stored = [c.checkpoint_id for c in self.h.coord.store.get_all_checkpoints()]
         assert len(stored) <= self.config["max_retained_checkpoints"]
         assert sorted(loc.checkpoint_id for loc in self.storage.list_retained_checkpoints()) == stored
+        assert [p.checkpoint_id for p in self.storage.completed_checkpoint_pointers() or ()] == stored
         assert not set(stored) & set(self.failed_writes)
+
+    @invariant()
+    def a_trigger_in_flight_belongs_to_a_live_checkpoint_not_yet_triggered(self):
+        triggering = self.h.coord.triggering
+        if triggering is not None:
+            cid = triggering.pending.checkpoint_id
+            assert self.h.coord.pending_checkpoints.get(cid) is triggering.pending
+            assert not triggering.pending.is_disposed and cid not in self.triggered
 
     @invariant()
     def the_next_id_is_above_every_id_used(self):

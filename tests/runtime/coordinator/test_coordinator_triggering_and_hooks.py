@@ -1,6 +1,9 @@
-"""Ports of Flink's CheckpointCoordinatorTriggeringTest and CheckpointCoordinatorMasterHooksTest. Triggering is
-synchronous here (Flink's is asynchronous: ``isTriggering``, the timer thread), so "queued while triggering" is
-adapted to "queued while the concurrency limit is reached"; master hooks are synchronous too."""
+"""Ports of Flink's CheckpointCoordinatorTriggeringTest and CheckpointCoordinatorMasterHooksTest, and of the
+tests of Flink's CheckpointCoordinatorTest on the trigger's phases (operator coordinators, master hooks, then the
+tasks). Flink's ManuallyTriggeredScheduledExecutor runs the futures between the phases; here a phase with nothing
+to wait for ends within the event, and what Flink's tests hold back (a master hook's future, an operator
+coordinator's answer) is a hook that answers ``MASTER_STATE_PENDING`` and finishes with ``MasterHookCompleted``,
+or a coordinator that answers ``TriggerCoordinatorCheckpoint`` with ``AcknowledgeCoordinatorState``."""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ import pytest
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
-from barriersim.runtime.coordinator.master_hooks import MasterHookError
+from barriersim.runtime.coordinator.master_hooks import MASTER_STATE_PENDING, MasterHookError
+from barriersim.runtime.coordinator.outcomes import TriggerPhaseOutcome
 from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties, JobStatus
@@ -104,14 +108,86 @@ def test_trigger_checkpoint_with_shutting_down_coordinator():
     assert failed_reasons(h.trigger()) == [R.CHECKPOINT_COORDINATOR_SHUTDOWN]
 
 
-def test_trigger_checkpoint_before_previous_one_completed():
-    """Port of Flink CheckpointCoordinatorTriggeringTest.testTriggerCheckpointBeforePreviousOneCompleted."""
-    h = one_vertex(checkpoint_interval=10_000, max_concurrent_checkpoints=BIG)
+def test_shutting_down_while_a_trigger_is_in_flight():
+    """The other half of Flink's testTriggerCheckpointWithShuttingDownCoordinator: the coordinator shuts down
+    while the request is being triggered (its master hook has not answered); it fails with
+    CHECKPOINT_COORDINATOR_SHUTDOWN, the trigger ends and the hook's late answer changes nothing."""
+    h = one_vertex(checkpoint_interval=10_000)
+    h.coord.add_master_hook(Hook("testing master hook", pending=True))
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
-    actions = h.trigger(is_periodic=True) + h.trigger(is_periodic=True)
+    h.trigger(is_periodic=True, request_id=2)
+    assert h.coord.is_triggering
+    h.coord.shutdown(JobStatus.FINISHED)
+    actions = h.coord.drain_actions()
+    assert m.TriggerRequestFailed(2, 1, R.CHECKPOINT_COORDINATOR_SHUTDOWN) in actions
+    assert not h.coord.is_triggering
+    assert triggered_ids(actions + h.coord.handle(m.MasterHookCompleted(1, "testing master hook", b"late"))) == []
+
+
+def test_trigger_checkpoint_before_previous_one_completed():
+    """Port of Flink CheckpointCoordinatorTriggeringTest.testTriggerCheckpointBeforePreviousOneCompleted: a
+    request made while another is being triggered waits in the queue and starts when that trigger finished.
+    (Flink's test holds the trigger back in its executor; here a master hook answers later.)"""
+    h = one_vertex(checkpoint_interval=10_000, max_concurrent_checkpoints=BIG)
+    h.coord.add_master_hook(Hook("testing master hook", pending=True))
+    h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    actions = h.trigger(is_periodic=True, request_id=1)
+    assert h.coord.is_triggering and h.coord.decider.num_queued_requests == 0
+    actions += h.trigger(is_periodic=True, request_id=2)  # another trigger before the prior one finished
+    assert h.coord.is_triggering and h.coord.decider.num_queued_requests == 1
+    assert triggered_ids(actions) == []
+    actions += h.coord.handle(m.MasterHookCompleted(1, "testing master hook", b"one"))
+    assert triggered_ids(actions) == [1] and h.coord.is_triggering  # the second one is triggering now
+    actions += h.coord.handle(m.MasterHookCompleted(2, "testing master hook", b"two"))
     assert failed_reasons(actions) == []
-    assert h.coord.decider.num_queued_requests == 0
+    assert not h.coord.is_triggering and h.coord.decider.num_queued_requests == 0
     assert triggered_ids(actions) == [1, 2]
+
+
+def test_trigger_without_operator_coordinators_or_pending_hooks_ends_within_the_event():
+    """Without operator coordinators and hooks that answer later, every phase ends at once (Flink: a few
+    executor hops, no time): two requests in a row are both triggered, nothing waits in the queue."""
+    h = one_vertex(checkpoint_interval=10_000, max_concurrent_checkpoints=BIG)
+    h.coord.add_master_hook(Hook("answers at once", b"state"))
+    h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    first = h.trigger(is_periodic=True)
+    assert triggered_ids(first) == [1] and not h.coord.is_triggering
+    second = h.trigger(is_periodic=True)
+    assert triggered_ids(second) == [2] and h.coord.decider.num_queued_requests == 0
+
+
+def test_trigger_checkpoint_request_cancelled():
+    """Port of Flink CheckpointCoordinatorTriggeringTest.testTriggerCheckpointRequestCancelled: a checkpoint
+    whose master hook has not answered expires; the trigger ends and its tasks are never triggered. Flink still
+    reports ``isTriggering`` right after the expiry (the trigger's failure runs on the next executor turn); here
+    the expiry ends it in the same event."""
+    h = one_vertex(checkpoint_interval=10_000, checkpoint_timeout=200)
+    h.coord.add_master_hook(Hook("testing master hook", pending=True))
+    h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    actions = h.trigger(is_periodic=True, request_id=1)
+    assert h.coord.is_triggering and triggered_ids(actions) == []
+    actions = h.advance(200)  # the checkpoint expires
+    assert of(m.TriggerRequestFailed, actions) == [m.TriggerRequestFailed(1, 1, R.CHECKPOINT_EXPIRED)]
+    assert not h.coord.is_triggering
+    late = h.coord.receive_master_hook_completed(m.MasterHookCompleted(1, "testing master hook", b"late"))
+    assert late is TriggerPhaseOutcome.NOT_TRIGGERING
+    assert not h.coord.is_triggering
+    assert triggered_ids(actions + h.coord.drain_actions()) == []  # the tasks were never triggered
+    assert h.coord.decider.num_queued_requests == 0
+
+
+def test_checkpoint_aborted_while_triggering_is_reported_again_as_flink_does():
+    """Flink's onTriggerFailure for a checkpoint that ended while it was being triggered reports it once more to
+    the failure manager (which counts a checkpoint once) without its statistics: the statistics count one more
+    failed checkpoint without one in progress."""
+    h = one_vertex(checkpoint_timeout=200, tolerable_checkpoint_failure_number=5)
+    h.coord.add_master_hook(Hook("testing master hook", pending=True))
+    h.trigger(request_id=1)
+    actions = h.advance(200)
+    assert failed_reasons(actions) == [R.CHECKPOINT_EXPIRED]  # the request fails once
+    assert h.coord.failure_manager.continuous_failure_counter == 1
+    assert h.coord.stats.history[1]["status"] == "FAILED"
+    assert h.coord.stats.counts["total"] == 2 and h.coord.stats.counts["failed"] == 2
 
 
 class UnstableCheckpointIDCounter(StandaloneCheckpointIDCounter):
@@ -169,8 +245,11 @@ def test_trigger_checkpoint_initialization_failed():
 
 
 class Hook:
-    def __init__(self, identifier: str, state: bytes | None = None, version: int = 1, fail: bool = False):
-        self.identifier, self.state, self.version, self.fail = identifier, state, version, fail
+    """A master hook for the tests: answers ``state`` at once, raises (``fail``), or answers later (``pending``)."""
+
+    def __init__(self, identifier: str, state: bytes | None = None, version: int = 1, fail: bool = False,
+                 pending: bool = False):
+        self.identifier, self.state, self.version, self.fail, self.pending = identifier, state, version, fail, pending
         self.triggered: list[int] = []
         self.restored: list[tuple[int, bytes | None]] = []
         self.resets = 0
@@ -183,7 +262,7 @@ class Hook:
             self.on_trigger(checkpoint_id)
         if self.fail:
             raise RuntimeError("by design")
-        return self.state
+        return MASTER_STATE_PENDING if self.pending else self.state
 
     def restore_checkpoint(self, checkpoint_id: int, data: bytes | None) -> None:
         self.restored.append((checkpoint_id, data))
@@ -198,12 +277,28 @@ class Hook:
 def test_trigger_checkpoint_snapshot_master_hook_failed():
     """Port of Flink CheckpointCoordinatorTriggeringTest.testTriggerCheckpointSnapshotMasterHookFailed."""
     h = one_vertex(checkpoint_interval=10_000)
-    h.coord.add_master_hook(Hook("testing master hook", fail=True))
+    h.coord.add_master_hook(Hook("testing master hook", pending=True))
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     actions = h.trigger(is_periodic=True)
+    assert h.coord.is_triggering  # the trigger waits for the master hook
+    actions += h.coord.handle(m.MasterHookCompleted(1, "testing master hook", failure="by design"))
+    assert not h.coord.is_triggering
     assert failed_reasons(actions) == [R.TRIGGER_CHECKPOINT_FAILURE]
     assert of(m.TriggerCheckpointOnSources, actions) == []  # the tasks are not triggered
     assert h.coord.decider.num_queued_requests == 0
+
+
+def test_master_hook_failing_at_once_fails_the_trigger():
+    """A hook that raises in ``trigger_checkpoint`` (Flink's MasterHooks.triggerHook turns it into a failed
+    future): every hook is still called, the trigger fails, the tasks are not triggered."""
+    h = one_vertex()
+    failing, other = Hook("failing", fail=True), Hook("other", b"state")
+    h.coord.add_master_hook(failing)
+    h.coord.add_master_hook(other)
+    actions = h.trigger()
+    assert failing.triggered == other.triggered == [1]
+    assert failed_reasons(actions) == [R.TRIGGER_CHECKPOINT_FAILURE] and triggered_ids(actions) == []
+    assert not h.coord.is_triggering and h.coord.number_of_pending_checkpoints == 0
 
 
 def test_deduplicate_on_register():

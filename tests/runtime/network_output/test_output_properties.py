@@ -135,23 +135,27 @@ def test_output_side_loses_and_duplicates_nothing_and_respects_credit(operations
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 250)), max_size=40))
-def test_announcement_points_at_its_barrier(records):
+def test_a_timeoutable_barrier_leaves_in_order_unannounced(records):
+    """The sender never announces (Flink's ``PipelinedSubpartition``): the barrier follows exactly the data
+    written before it, and the wire numbers are consecutive."""
     part = ResultPartition(0, 2, memory_segment_size=64)
+    before = [0, 0]
     for target, size in records[: len(records) // 2]:
         part.emit_record(size, target, size)
+        before[target] += size
     part.broadcast_event(CheckpointBarrier(9, 0, _options("timeoutable")))
     for target, size in records[len(records) // 2 :]:
         part.emit_record(size, target, size)
     part.finish()
     for info in part.subpartition_infos:
         part.add_credit(info, 1000)
-        by_seq = {}
-        announced = None
+        sent = []
         while (n := part.poll_next(info)) is not None:
-            by_seq[n.sequence_number] = n.element
-            if isinstance(n.element, EventAnnouncement):
-                announced = n.element.sequence_number
+            sent.append(n)
             if part.subpartitions[info.subpartition_idx].is_blocked:
                 part.resume_consumption(info)
-        assert by_seq[announced] == CheckpointBarrier(9, 0, _options("timeoutable"))
-        assert isinstance(by_seq[max(by_seq)], EndOfPartition)
+        assert [n.sequence_number for n in sent] == list(range(len(sent)))
+        assert not any(isinstance(n.element, EventAnnouncement) for n in sent)
+        at = next(i for i, n in enumerate(sent) if n.element == CheckpointBarrier(9, 0, _options("timeoutable")))
+        assert sum(n.element.size for n in sent[:at]) == before[info.subpartition_idx]
+        assert isinstance(sent[-1].element, EndOfPartition)

@@ -5,8 +5,8 @@ record serialization.
 Model differences the ports adapt to: our queue holds only *finished* buffers (the open buffer builder
 lives in the result partition until it is full or flushed), so Flink's "last unfinished buffer is not in
 the backlog" rule disappears and the backlog counts every queued data buffer; "recycled" has no meaning
-(buffers are values); availability is ``is_available(credits)``; a timeoutable barrier is announced by the
-sender with an ``EventAnnouncement`` (Flink creates it in the receiving channel).
+(buffers are values); availability is ``is_available(credits)``. As in Flink, the sender never announces a
+timeoutable barrier (a receiving ``RemoteInputChannel`` does).
 """
 
 import pytest
@@ -18,7 +18,6 @@ from barriersim.runtime.events import (
     CheckpointOptions,
     CheckpointType,
     EndOfPartition,
-    EventAnnouncement,
     ResultSubpartitionInfo,
 )
 from barriersim.runtime.network.output.result_partition import Availability, PartitionStateError, ResultPartition
@@ -243,13 +242,10 @@ def test_consume_timeoutable_checkpoint_barrier_quickly():
         for _ in range(n_data):
             sub.add_buffer(_buf(4096))
         sub.add_event(_timeoutable(cid))
-        ann = sub.poll_buffer(MAX)
-        assert isinstance(ann.element, EventAnnouncement) and ann.element.announced_event.id == cid
         for _ in range(n_data):
             assert sub.poll_buffer(MAX).is_buffer
-        barrier = sub.poll_buffer(MAX)
+        barrier = sub.poll_buffer(MAX)  # in order, unannounced (a remote receiver announces it, not the sender)
         assert data_type_of(barrier.element) is DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER
-        assert barrier.sequence_number == ann.element.sequence_number
         assert sub.aligned_barrier_timeout(cid) is None
         assert sub.is_blocked
         sub.resume_consumption()
@@ -269,7 +265,7 @@ def test_timeout_aligned_to_unaligned_barrier():
         for _ in range(n_data):
             assert sub.poll_buffer(MAX).is_buffer
         assert not sub.is_blocked  # an unaligned barrier does not block
-        assert sub.poll_buffer(MAX) is None  # the stale announcement was dropped
+        assert sub.poll_buffer(MAX) is None
 
 
 # -- credits and backpressure (our contract) -------------------------------------------------------
@@ -301,8 +297,8 @@ def test_wire_sequence_numbers_are_consecutive_with_priority_events():
             sub.resume_consumption()
     assert [n.sequence_number for n in got] == list(range(len(got)))
     kinds = [type(n.element).__name__ for n in got]
-    assert kinds == ["EventAnnouncement", "CheckpointBarrier", "Buffer", "CheckpointBarrier", "Buffer"]
-    assert got[0].element.sequence_number == 3  # the aligned barrier 3 is the 4th element sent
+    assert kinds == ["CheckpointBarrier", "Buffer", "CheckpointBarrier", "Buffer"]
+    assert [n.element.id for n in got if kinds[got.index(n)] == "CheckpointBarrier"] == [4, 3]
 
 
 def test_result_partition_serializes_records_into_segments_and_spans():

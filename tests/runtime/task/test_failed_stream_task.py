@@ -16,7 +16,6 @@ from barriersim.runtime.events import (
     CheckpointBarrier,
     CheckpointOptions,
     CheckpointType,
-    EventAnnouncement,
     InputChannelInfo,
     ResultSubpartitionInfo,
 )
@@ -54,15 +53,15 @@ def _process_all(task: StreamTask) -> None:
 
 def _up_to_barrier(task: StreamTask, timers: ManualTimerService, clock: ManualClock):
     """Data then a timeoutable barrier reach the map task; its output holds both behind too little credit;
-    the announcement and one buffer go out (the buffer is lost in flight when the job fails over)."""
+    two buffers go out (the second is lost in flight when the job fails over)."""
     for seq in range(3):
         task.on_element(IN, _records(2 * seq), seq, 0)
     barrier = CheckpointBarrier(2, 0, CheckpointOptions.aligned_with_timeout(CheckpointType.CHECKPOINT, TIMEOUT_MS))
     task.on_element(IN, barrier, 3, 0)
     _process_all(task)
-    task.on_credit(OUT, 1)
+    task.on_credit(OUT, 2)
     sent = task.poll_sendable()
-    assert [type(item.element) for _, item in sent] == [EventAnnouncement, Buffer]
+    assert [type(item.element) for _, item in sent] == [Buffer, Buffer]
     receiver = LocalInputChannel(IN, lambda action: None)
     receiver.on_element(sent[0][1].element, sent[0][1].sequence_number)  # wire 1 is lost in flight
     return receiver

@@ -1,0 +1,78 @@
+"""TaskManagers, slots and channel kinds: Flink's default slot sharing places subtask i of every vertex in slot
+i, slots fill the TaskManagers in order, and a channel is local when one TaskManager runs both ends."""
+
+import pytest
+
+from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.job.config import JobConfig, JobConfigError
+from barriersim.runtime.job.placement import ChannelKind, ClusterConfig, PlacementError, place
+from barriersim.runtime.sim.job_simulation import JobSimulation
+from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.scenarios.loader import ScenarioError, parse_scenario, quickstart_graph
+from barriersim.scenarios.workload import local_splits
+
+GRAPH = quickstart_graph(4, 4)  # source p=4 -> hash -> keyed-sum p=4 -> rebalance -> sink p=1
+
+
+def test_the_default_is_one_taskmanager_so_every_channel_is_local():
+    p = place(GRAPH)
+    assert set(p.taskmanager_of.values()) == {0} and p.slots_per_taskmanager == 4
+    assert p.slot_of[("source", 2)] == p.slot_of[("keyed-sum", 2)] == 2  # slot sharing: one of each vertex
+    assert p.gate_specs(GRAPH, "keyed-sum", 1) == [["local"] * 4]
+
+
+def test_two_taskmanagers_split_the_slots_and_make_the_cross_channels_remote():
+    p = place(GRAPH, ClusterConfig(taskmanagers=2, slots_per_taskmanager=2))
+    assert [p.taskmanager_of[("source", i)] for i in range(4)] == [0, 0, 1, 1]
+    assert p.channel_kind(("source", 0), ("keyed-sum", 1)) is ChannelKind.LOCAL
+    assert p.channel_kind(("source", 0), ("keyed-sum", 2)) is ChannelKind.REMOTE
+    assert p.gate_specs(GRAPH, "keyed-sum", 3) == [["remote", "remote", "local", "local"]]
+    assert p.gate_specs(GRAPH, "sink", 0) == [["local", "local", "remote", "remote"]]
+
+
+def test_a_cluster_too_small_for_the_job_is_refused_with_the_key():
+    with pytest.raises(PlacementError, match="needs 4 slots .* offer 2"):
+        place(GRAPH, ClusterConfig(taskmanagers=1, slots_per_taskmanager=2))
+    with pytest.raises(JobConfigError) as info:
+        JobConfig(GRAPH, cluster=ClusterConfig(2, 1))
+    assert info.value.key == "cluster.slots_per_taskmanager"
+    doc = {"scenario": {"name": "x"}, "job": {"source_parallelism": 4, "keyed_sum_parallelism": 4},
+           "cluster": {"taskmanagers": 3, "slots_per_taskmanager": 1}}
+    with pytest.raises(ScenarioError, match=r"<s>: cluster\.slots_per_taskmanager: the job needs 4 slots"):
+        parse_scenario(doc, "<s>")
+
+
+@pytest.mark.parametrize("mode", ["aligned", "unaligned"])
+def test_remote_channels_hold_receiver_buffers_that_local_channels_do_not(mode):
+    """Under backpressure an unaligned checkpoint persists the in-flight data of its channels: remote channels
+    add their receiver-side exclusive and floating buffers to what the producers queue, local channels do not;
+    both runs stay exactly-once."""
+    splits = {"source": local_splits(20_000, 50, 1.5, 100, 4, seed=1)}
+    persisted = {}
+    for cluster in (ClusterConfig(1), ClusterConfig(4, 1)):
+        config = JobConfig(quickstart_graph(4, 4), mode=mode, interval_ms=50, source_rate_per_subtask=200_000,
+                           cluster=cluster, faults=FaultSchedule())
+        result = JobSimulation(config, splits, 3).run()
+        assert verify(expected_sink_input(config.graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE
+        persisted[cluster.taskmanagers] = sum(c["persisted_data"] for c in result.checkpoints if c["status"] == "COMPLETED")
+    if mode == "aligned":
+        assert persisted == {1: 0, 4: 0}
+    else:
+        assert persisted[4] > persisted[1] > 0
+
+
+def test_slot_sharing_groups_take_slots_of_their_own():
+    """Flink's ``slotSharingGroup(name)``: the CheckpointingTimeBenchmark puts source, map and sink in groups of
+    their own on 12 one-slot TaskManagers, so every channel is remote."""
+    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+
+    graph = JobGraph((JobVertex("source", K.SOURCE, 4, params={"slot_sharing_group": "source"}),
+                      JobVertex("map", K.MAP, 4, params={"slot_sharing_group": "map"}),
+                      JobVertex("sink", K.AT_LEAST_ONCE_SINK, 4, params={"slot_sharing_group": "sink"})),
+                     (JobEdge("source", "map", P.REBALANCE), JobEdge("map", "sink", P.REBALANCE)))
+    p = place(graph, ClusterConfig(taskmanagers=12, slots_per_taskmanager=1))
+    assert sorted(p.slot_of.values()) == list(range(12))
+    assert all(kind == "remote" for gate in p.gate_specs(graph, "map", 0) for kind in gate)
+    with pytest.raises(PlacementError, match="needs 12 slots"):
+        place(graph, ClusterConfig(taskmanagers=4, slots_per_taskmanager=2))
+    assert place(graph).gate_specs(graph, "sink", 3) == [["local"] * 4]  # one TaskManager with 12 slots
