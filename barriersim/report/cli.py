@@ -7,7 +7,7 @@ anything slow starts. The summary statistics come from ``RUN_DIR/analytics/`` wh
 runs' statistics tables (a run's or a sweep's own Spark session wrote them); otherwise, for simulator runs with
 small tables, pandas computes them by the same definitions (``barriersim.report.statistics``), and for anything
 else Ray and Spark on Ray are started and ``barriersim.spark.analytics`` computes and writes them (Spark's logs
-in ``RUN_DIR/logs/``). Each phase shows a rich status line. Then the figures and the HTML are written.
+in ``RUN_DIR/logs/``). Each phase is named as it starts (``barriersim.progress``). Then the figures and the HTML are written.
 """
 
 from __future__ import annotations
@@ -84,22 +84,23 @@ def fresh_analytics(run_dir: Path, runs):
     return cached
 
 
-def compute_analytics(run_dir: Path, tables, address: str | None, console):
-    """The statistics of ``tables``' runs: in pandas for small simulator runs, else in Spark on Ray."""
+def compute_analytics(run_dir: Path, tables, address: str | None, say):
+    """The statistics of ``tables``' runs: in pandas for small simulator runs, else in Spark on Ray. ``say`` is
+    the command's ``(stage, fraction)`` progress callback."""
     from barriersim.report.statistics import all_simulated, compute_locally, is_small
 
     if all_simulated(tables.runs) and is_small(tables):
-        with console.status("computing the checkpoint statistics"):
-            return compute_locally(run_dir, tables)
+        say("computing the checkpoint statistics (pandas)", None)
+        return compute_locally(run_dir, tables)
     from barriersim.spark.analytics import compute_analytics as in_spark
     from barriersim.spark.session import RayAndSpark
 
-    with console.status("starting Ray and Spark on Ray for the checkpoint statistics") as status:
-        with RayAndSpark(app_name="barriersim-report", address=address, log_dir=run_dir / "logs") as cluster:
-            status.update("computing the checkpoint statistics in Spark")
-            analytics = in_spark(cluster.spark, run_dir, tables.runs)
-            status.update("stopping Spark and Ray")
-            return analytics
+    say("starting Ray and Spark on Ray for the checkpoint statistics", None)
+    with RayAndSpark(app_name="barriersim-report", address=address, log_dir=run_dir / "logs") as cluster:
+        say("computing the checkpoint statistics in Spark", None)
+        analytics = in_spark(cluster.spark, run_dir, tables.runs)
+        say("stopping Spark and Ray", None)
+        return analytics
 
 
 def cmd_report(args) -> int:
@@ -118,11 +119,15 @@ def cmd_report(args) -> int:
 
     from barriersim.report.html import build_report
 
-    console = Console(stderr=True)
-    analytics = fresh_analytics(run_dir, tables.runs)
-    if analytics is None:
-        analytics = compute_analytics(run_dir, tables, getattr(args, "address", None), console)
-    with console.status("drawing the figures"):
+    from barriersim.progress import StageProgress
+
+    with StageProgress(Console(stderr=True)) as say:
+        analytics = fresh_analytics(run_dir, tables.runs)
+        if analytics is None:
+            analytics = compute_analytics(run_dir, tables, getattr(args, "address", None), say)
+        else:
+            say("reusing the checkpoint statistics in analytics/", None)
+        say("drawing the figures", None)
         report = build_report(run_dir, out, checkpoint_id, analytics=analytics, tables=tables)
     print(f"wrote {report.html} ({len(report.figures)} figures)")
     return EXIT_OK

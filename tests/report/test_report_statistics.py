@@ -35,11 +35,14 @@ def test_flink_percentile_is_commons_maths_legacy_estimate(values, expected):
     assert got == pytest.approx(expected)
 
 
-def test_report_of_a_small_simulator_run_starts_no_spark_and_is_reused(tmp_path, no_spark, monkeypatch):
+def test_report_of_a_small_simulator_run_starts_no_spark_and_is_reused(tmp_path, no_spark, monkeypatch, capsys):
     result = barriersim.run(write(tmp_path, TINY), out=tmp_path / "run", mode="all")
     tables = load_tables(tmp_path / "run")
     assert all_simulated(tables.runs) and is_small(tables)
+    capsys.readouterr()
     assert report_cli.main(["report", str(tmp_path / "run")]) == 0
+    phases = capsys.readouterr().err.splitlines()  # each phase named as it starts, also on a pipe
+    assert phases == ["computing the checkpoint statistics (pandas)", "drawing the figures"]
 
     stamp = written_at(tmp_path / "run")
     analytics = read_analytics(tmp_path / "run")
@@ -61,6 +64,8 @@ def test_report_of_a_small_simulator_run_starts_no_spark_and_is_reused(tmp_path,
     monkeypatch.setattr(report_cli, "compute_analytics", refuse)
     assert report_cli.main(["report", str(tmp_path / "run")]) == 0
     assert written_at(tmp_path / "run") == stamp
+    assert capsys.readouterr().err.splitlines() == ["reusing the checkpoint statistics in analytics/",
+                                                    "drawing the figures"]
 
 
 def test_only_small_simulator_runs_are_computed_locally(tmp_path):
