@@ -107,7 +107,7 @@ def _statistics_section(analytics, order: list[str]) -> str:
     )
     for run, rows in _by_run_order(analytics.summary, order).groupby("run", sort=False):
         mode = rows["mode"].iloc[0]
-        parts.append(f"<h3>{escape(str(mode))} <small>({escape(str(run))})</small></h3>")
+        parts.append(_run_heading(str(mode), str(run)))
         parts.append(_table(rows[["scope", "metric", *STAT_COLUMNS]]))
     return "".join(parts)
 
@@ -138,13 +138,20 @@ def _sweep_section(sweep: pd.DataFrame | None) -> str:
     return "".join(parts)
 
 
+def _run_heading(mode: str, label: str) -> str:
+    """A run's heading: its mode, and its label when that says more (a sweep point's ``point/mode``)."""
+    if label in (mode, "."):
+        return f"<h3>{escape(mode)}</h3>"
+    return f"<h3>{escape(mode)} <small>({escape(label)})</small></h3>"
+
+
 def _verification_section(tables: RunTables) -> str:
     parts = ["<h2>Verification</h2>"]
     blocks = [(run.label, run.mode, run.summary.get("verification")) for run in _ordered_runs(tables)]
     if tables.root_summary and tables.root_summary.get("verification") is not None:
         blocks.insert(0, ("all runs", str(tables.root_summary.get("mode", "")), tables.root_summary["verification"]))
     for label, mode, block in blocks:
-        parts.append(f"<h3>{escape(mode)} <small>({escape(label)})</small></h3>")
+        parts.append(_run_heading(mode, label))
         parts.append(f"<pre>{escape(json.dumps(block, indent=2))}</pre>")
     return "".join(parts)
 
