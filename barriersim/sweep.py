@@ -155,10 +155,15 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
             # start of Ray and Spark.
             groups = [(run,) for run in pl.runs] if pl.backend == "sim" else [pl.runs]
             for group in groups:
-                stage = f"{point.label}: {', '.join(r.checkpointing.mode.value for r in group)}"
-                say(stage, done, total)
+                # the backend names its phases (the mode among them); each line says the point
+                stage = [f"{point.label}: {', '.join(r.checkpointing.mode.value for r in group)}"]
+
+                def backend_says(what: str, _fraction, stage=stage, label=point.label, done=done) -> None:
+                    stage[0] = f"{label}: {what}"
+                    say(stage[0], done, total)
+
                 result = api.execute(replace(pl, runs=group), out_dir / point.label, address=address, splits=splits,
-                                     progress=lambda what, _f, stage=stage: say(f"{stage}: {what}", done, total))
+                                     progress=backend_says)
                 for mode, r in result.items():
                     runs[(point.label, mode)] = r
                     v = r.summary["verification"]
@@ -168,7 +173,7 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                         "checkpoints": r.summary.get("checkpoints", {}),
                     })
                 done += len(group)
-                say(stage, done, total)
+                say(stage[0], done, total)
             index["points"].append(entry)
             _write_index(out_dir, index)
         _write_index(out_dir, index)
