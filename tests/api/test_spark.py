@@ -5,6 +5,7 @@ aggregated in Spark against statistics computed here (numpy, and Flink's percent
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import pytest
 import barriersim
 from barriersim import api, sweep
 from barriersim.spark.analytics import SWEEP_STATS, flink_percentile, read_sweep_analytics
-from barriersim.scenarios.loader import load_scenario
+from barriersim.scenarios.loader import load_scenario, with_overrides
 from barriersim.spark.session import RayAndSpark
 from tests.api.scenarios import TWO_POINT_SWEEP, TWO_SOURCES, write
 
@@ -46,6 +47,10 @@ def test_spark_workload_gives_the_local_splits_and_the_same_run(spark, tmp_path,
     assert generated.summary["workload"]["generated_by"] == "spark"
     assert json.loads((tmp_path / "spark" / "summary.json").read_text())["workload"]["generated_by"] == "spark"
     assert generated.summary["trace_sha256"] == local.summary["trace_sha256"]
+    # a hot key (workload.hot_key_share) is drawn alike too
+    scenario = load_scenario(path)
+    hot = with_overrides(scenario, workload=replace(scenario.workload, hot_key_share=0.3))
+    assert api.spark_workload_splits(spark, hot) == api.local_workload_splits(hot) != from_spark
 
     frames = generated.to_spark(spark)
     assert set(generated.checkpoints.columns) <= set(frames.checkpoints.columns)
