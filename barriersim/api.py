@@ -317,9 +317,9 @@ def spark_workload_splits(spark, scenario: Scenario) -> Splits:
 
 
 def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progress: Progress | None = None,
-            splits: Splits | None = None) -> RunResult:
+            splits: Splits | None = None, checkpoint_files: bool = False) -> RunResult:
     """Run a plan into ``out``. On the sim backend with the Spark workload the splits are generated once for all
-    modes (or given)."""
+    modes (or given); ``checkpoint_files``: the simulator writes its checkpoints as a Ray run does."""
     out = Path(out)
     targets = p.targets(out)
     if p.backend == "ray":
@@ -343,7 +343,7 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
     for target, scenario in targets:
         if progress is not None:
             progress(f"simulating {scenario.name} in {scenario.checkpointing.mode.value} mode", None)
-        summary = simulate(scenario, target, splits=splits, generated_by=p.workload)
+        summary = simulate(scenario, target, splits=splits, generated_by=p.workload, checkpoint_files=checkpoint_files)
         runs[summary["mode"]] = ModeRun(target, summary)
     return RunResult(out, runs)
 
@@ -351,7 +351,7 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
 def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=None, seed: int | None = None,
         out: str | os.PathLike | None = None, faults=None, address: str | None = None,
         overrides: Mapping[str, Any] | None = None, workload: str | None = None, spark=None,
-        progress: Progress | None = None, force: bool = False) -> RunResult:
+        progress: Progress | None = None, force: bool = False, checkpoint_files: bool = False) -> RunResult:
     """Run a scenario and return its results (``RunResult``: mode -> ``ModeRun``; ``.only`` for one mode).
 
     ``scenario``: a scenario file's path or a loaded ``Scenario``. ``backend``: ``"sim"`` (the deterministic
@@ -363,7 +363,8 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     ``{"section.key": value}`` for workload, checkpointing and network keys. ``workload``: ``"local"`` or
     ``"spark"`` (sim backend; the Ray backend always uses Spark). ``spark``: a live SparkSession on Ray to use
     instead of starting one. ``progress``: ``(stage, fraction)`` callback. ``force``: ``out`` may be a previous
-    run's directory, whose contents are replaced (else a non-empty ``out`` is refused).
+    run's directory, whose contents are replaced (else a non-empty ``out`` is refused). ``checkpoint_files``: on
+    the simulator, keep the checkpoints in files under ``out/checkpoints/`` as a Ray run does (same trace).
 
     Raises ``ScenarioError`` / ``FaultScheduleError`` / ``UnsupportedScenario`` / ``ArgumentError`` (one-line
     messages naming the file and key) for bad input, before anything is started or written.
@@ -371,7 +372,7 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     p = plan(scenario, backend=backend, mode=mode, seed=seed, faults=faults, overrides=overrides, workload=workload)
     out_dir = Path(out) if out is not None else default_out_dir(p.scenario)
     prepare_out_dir(out_dir, force)
-    return execute(p, out_dir, spark=spark, address=address, progress=progress)
+    return execute(p, out_dir, spark=spark, address=address, progress=progress, checkpoint_files=checkpoint_files)
 
 
 __all__ = ["BACKENDS", "WORKLOADS", "ModeRun", "Plan", "RunResult", "SparkFrames", "execute", "plan", "run",

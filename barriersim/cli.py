@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from barriersim import sweep, tables
-from barriersim.arguments import add_set_argument, seed_argument
+from barriersim.arguments import add_checkpoint_arguments, add_set_argument, seed_argument
 from barriersim.errors import BarriersimError
 from barriersim.out_dir import prepare_out_dir
 from barriersim.progress import StageProgress
@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--mode", choices=ALL_MODES + ("all",),
                      help="checkpointing mode overriding the scenario's; all: aligned, unaligned and at-least-once")
     add_set_argument(run)
+    add_checkpoint_arguments(run)
     replay = sub.add_parser("replay", help="re-run a simulation exactly",
                             description="Re-run a simulation from a scenario file: a run's scenario.toml (or its run "
                                         "directory) holds everything it ran with.")
@@ -60,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--mode", choices=ALL_MODES, help="checkpointing mode overriding the file's")
     replay.add_argument("--faults", help="a fault schedule as JSON, replacing the file's")
     add_set_argument(replay)
+    add_checkpoint_arguments(replay)
     replay.add_argument("--out", help="run directory, new or empty (default: runs/<scenario>-<UTC timestamp>)")
     replay.add_argument("--force", action="store_true", help="replace the run in a non-empty --out directory")
     add_report_parser(sub)
@@ -103,7 +105,7 @@ def _cmd_run(args) -> int:
     out = _out(args, p.scenario)
     console = tables.console()
     with StageProgress(console) as progress:
-        result = api.execute(p, out, address=args.address, progress=progress)
+        result = api.execute(p, out, address=args.address, progress=progress, checkpoint_files=args.checkpoint_files)
     summaries = list(result.summaries.values())
     total = time.perf_counter() - started
     if args.backend == "sim":
@@ -127,7 +129,7 @@ def _cmd_replay(args) -> int:
     p = api.plan(path, backend="sim", mode=args.mode, seed=args.seed, faults=args.faults,
                  overrides=dict(args.overrides), mode_origin="--mode")
     out = _out(args, p.scenario)
-    result = api.execute(p, out)
+    result = api.execute(p, out, checkpoint_files=args.checkpoint_files)
     summary = result.only.summary
     tables.console().print(tables.modes_table([summary]))
     _print_verdicts(result)

@@ -29,15 +29,19 @@ def replay_command(scenario_file: Path | str) -> str:
     return " ".join(shlex.quote(p) for p in ("barriersim", "replay", str(scenario_file)))
 
 
-def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, generated_by: str = "local") -> dict:
+def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, generated_by: str = "local",
+             checkpoint_files: bool = False) -> dict:
     """Simulate the effective ``scenario`` into ``out_dir``; ``splits`` (``{source vertex: [records per
-    subtask]}``) replace the locally drawn workload, and ``generated_by`` says where they came from."""
+    subtask]}``) replace the locally drawn workload, and ``generated_by`` says where they came from.
+    ``checkpoint_files``: keep the checkpoints in ``out_dir/checkpoints/<job-id>/`` (the filesystem checkpoint
+    storage, as a Ray run does) instead of in memory; the simulation is the same."""
     out_dir = Path(out_dir)
     config = job_config(scenario)
     if splits is None:
         splits = workload_splits(scenario)
     started = time.perf_counter()
-    simulation = JobSimulation(config, splits, scenario.seed)
+    simulation = JobSimulation(config, splits, scenario.seed,
+                               checkpoint_directory=out_dir / "checkpoints" if checkpoint_files else None)
     finished_at = _record_source_finishes(simulation)
     result = simulation.run()
     wall = time.perf_counter() - started
