@@ -305,10 +305,13 @@ def main_from_args(args) -> int:
     print(f"wrote {result.out_dir}/sweep.json" + (f" and {result.out_dir}/analytics/sweep.parquet"
                                                   if result.table is not None else ""))
     violated = [f"{p}/{m}" for (p, m), v in result.verdicts.items() if v == "violated"]
+    failed = [(f"{p}/{m}", r.summary["job"].get("failure_reason") or "no reason recorded")
+              for (p, m), r in result.runs.items() if r.summary["job"]["outcome"] == "failed"]
     if violated:
         print(f"violated: {', '.join(violated)}")
-        return EXIT_VIOLATED
-    return EXIT_OK
+    for run, reason in failed:
+        print(f"failed: {run}: {reason}")
+    return EXIT_VIOLATED if violated or failed else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
