@@ -7,7 +7,8 @@ schedule, failover, JobManager failover, checkpoint metadata, savepoints, stop-w
 Dispatcher the run's jobs (experiment actions, restored jobs); this actor feeds it what happens and carries out
 the actions it returns, with real time and real actors:
 - ``DeployTasks``: one task actor per descriptor, given the job's settings, the descriptor (its state as msgpack),
-  its split (an object-store reference) and the handles of this actor and the external store; once every actor
+  its split (an object-store reference, passed inside a list so that the actor is created before the split exists
+  and reads it when it builds its task) and the handles of this actor and the external store; once every actor
   of the deployment built and restored its task and knows its peers (``connect``), the JobMaster hears
   ``tasks_restored``, the tasks are started (``run``, on the job's clock) and it hears ``tasks_started``; a
   restored job's deployment carries its own settings (its graph's parallelism) and its sources the object

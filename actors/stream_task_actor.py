@@ -45,7 +45,7 @@ from barriersim.actors.messages import (
     CREDIT,
     attempt_to_wire,
     decode_elements,
-    decode_records,
+    decode_split,
     decode_snapshot,
     decode_upstream,
     element_entry,
@@ -74,7 +74,8 @@ class StreamTaskActor:
     def __init__(self, config: JobConfig, descriptor: TaskDeploymentDescriptor, seed: int, splits: dict | None,
                  snapshot: bytes | None, store, job_manager):
         """``descriptor`` comes without its state, which travels as ``snapshot`` (msgpack); a source gets the
-        object references of the splits it reads (split id -> msgpack records), fetched when it connects."""
+        object references of the splits it reads (split id -> msgpack records or an Arrow table), read in
+        ``connect``, so that the actor is created before its splits exist (``actors.workload_handoff``)."""
         self.config = config
         self.descriptor = descriptor
         self.name = descriptor.name
@@ -118,7 +119,7 @@ class StreamTaskActor:
         if self._split_refs is not None:
             ids = list(self._split_refs)
             data = await asyncio.gather(*(self._split_refs[sid] for sid in ids))
-            splits = {sid: decode_records(d) for sid, d in zip(ids, data)}
+            splits = {sid: decode_split(d) for sid, d in zip(ids, data)}
         self.task, restored = deploy_task(
             self.config, restore, clock=now_ms, timer_service=LoopTimerService(loop, self._fail),
             rng=random.Random(self.seed), wakeup=self._after_event, splits=splits, store=self.store)

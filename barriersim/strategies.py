@@ -466,7 +466,7 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
                                          min_jobs=min_jobs))
         document["actions"] = schedule.to_plain()
         if any(isinstance(a, Restore) and a.source is RestoreSource.CHECKPOINT for a in schedule):
-            document["checkpointing"]["externalized_checkpoint_retention"] = "retain_on_cancellation"
+            document["checkpointing"]["externalized_checkpoint_retention"] = "RETAIN_ON_CANCELLATION"
         faults = FaultSchedule(faults.faults + draw(action_faults(graph, schedule)).faults)
         # the cluster holds the largest job of the run
         slots = max(slots_needed(g) for g in schedule.graphs(graph))

@@ -257,7 +257,7 @@ class ActionSchedule:
             if isinstance(action, Restore) and action.source is RestoreSource.CHECKPOINT and not retains_on_cancellation:
                 raise ActionScheduleError(
                     f"actions[{i}].from: a cancelled job retains no checkpoint unless "
-                    f"checkpointing.externalized_checkpoint_retention = \"retain_on_cancellation\"")
+                    f"checkpointing.externalized_checkpoint_retention = \"RETAIN_ON_CANCELLATION\"")
 
     # -- plain values and JSON --------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode, checkpointing_problem
+from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
@@ -73,6 +74,7 @@ def _plain_name(v: str) -> str | None:
 
 OPERATORS = tuple(k.value for k in OperatorKind)
 PARTITIONERS = tuple(p.value for p in Partitioner)
+RETENTIONS = tuple(r.value for r in ExternalizedCheckpointRetention)  # Flink's default first
 
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
@@ -128,13 +130,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "tolerable_failures": Field(int, 0, _between(0, 1_000_000)),
         "max_retained": Field(int, 1, _between(1, 1000)),
         "checkpoints_after_tasks_finish": Field(bool, True),
-        # Flink's execution.checkpointing.externalized-checkpoint-retention: what a cancelled job keeps
-        "externalized_checkpoint_retention": Field(str, "no_externalized_checkpoints",
-                                                   _one_of("no_externalized_checkpoints", "delete_on_cancellation",
-                                                           "retain_on_cancellation")),
         # Flink's state.storage.fs.memory-threshold (20 KiB, at most 1 MiB): a subtask's state stream at or above it
         # is written to a file of its own in the checkpoint's directory, a smaller one inline in _metadata
         "memory_threshold_bytes": Field(int, 20 * 1024, _between(0, 1024 * 1024)),
+        # Flink's execution.checkpointing.externalized-checkpoint-retention: what a job that was cancelled, failed or
+        # suspended keeps of its completed checkpoints (a finished job keeps none under any setting)
+        "externalized_checkpoint_retention": Field(str, RETENTIONS[0], _one_of(*RETENTIONS)),
     },
 }
 
@@ -212,8 +213,8 @@ class CheckpointingSpec:
     tolerable_failures: int = 0
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
-    externalized_checkpoint_retention: str = "no_externalized_checkpoints"
     memory_threshold_bytes: int = 20 * 1024
+    externalized_checkpoint_retention: str = RETENTIONS[0]
 
 
 @dataclass(frozen=True)
@@ -377,7 +378,7 @@ def _check_jobs(path: str, scenario: Scenario) -> None:
     try:
         graphs = scenario.job_graphs()
         scenario.actions.check_against(graphs[0], scenario.checkpointing.externalized_checkpoint_retention
-                                       == "retain_on_cancellation")
+                                       == ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION.value)
     except ActionScheduleError as err:
         key, _, problem = str(err).partition(": ")
         raise ScenarioError(path, key, problem) from None

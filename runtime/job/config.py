@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from barriersim.runtime.checkpointing_mode import CheckpointingMode, checkpointing_problem
 from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS, CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT_TIME
-from barriersim.runtime.coordinator.properties import CheckpointRetentionPolicy
+from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
 from barriersim.runtime.faults import FaultSchedule
@@ -55,23 +55,6 @@ class JobOutcome(enum.Enum):
     TIMED_OUT = "timed_out"  # the simulator's virtual time limit: a deadlock or a job too long for the limit
 
 
-class ExternalizedCheckpointRetention(enum.Enum):
-    """Flink's ``execution.checkpointing.externalized-checkpoint-retention`` (``ExternalizedCheckpointCleanup``)
-    and the ``CheckpointRetentionPolicy`` each means."""
-
-    NO_EXTERNALIZED_CHECKPOINTS = "no_externalized_checkpoints"
-    DELETE_ON_CANCELLATION = "delete_on_cancellation"
-    RETAIN_ON_CANCELLATION = "retain_on_cancellation"
-
-    @property
-    def policy(self) -> CheckpointRetentionPolicy:
-        return {
-            ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS: CheckpointRetentionPolicy.NEVER_RETAIN_AFTER_TERMINATION,
-            ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION: CheckpointRetentionPolicy.RETAIN_ON_FAILURE,
-            ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION: CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION,
-        }[self]
-
-
 @dataclass(frozen=True)
 class JobConfig:
     graph: JobGraph
@@ -85,6 +68,9 @@ class JobConfig:
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
     memory_threshold_bytes: int = 20 * 1024  # Flink's state.storage.fs.memory-threshold (filesystem storage)
+    # what survives the job's end (Flink's execution.checkpointing.externalized-checkpoint-retention)
+    externalized_checkpoint_retention: ExternalizedCheckpointRetention = (
+        ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS)
     network: NetworkConfig = NetworkConfig()
     buffer_timeout_ms: int = 100
     restart_delay_ms: int = 1000
@@ -93,7 +79,6 @@ class JobConfig:
     faults: FaultSchedule = FaultSchedule()
     actions: ActionSchedule = ActionSchedule()
     restore: RestoreSettings | None = None  # the run starts from this savepoint or retained checkpoint
-    externalized_checkpoint_retention: ExternalizedCheckpointRetention = ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
     base_graph: JobGraph | None = None  # the run's first graph, when ``graph`` is a restored job's
     cluster: ClusterConfig = ClusterConfig()
     # the simulated network and time limit (the simulator's; on Ray latency is real and the driver sets the limit)
@@ -178,8 +163,8 @@ class JobConfig:
             max_concurrent_checkpoints=self.max_concurrent,
             tolerable_checkpoint_failure_number=self.tolerable_failures,
             max_retained_checkpoints=self.max_retained,
+            retention_policy=self.externalized_checkpoint_retention.retention_policy,
             checkpoint_options=self.checkpoint_options(),
-            retention_policy=self.externalized_checkpoint_retention.policy,
             allow_checkpoints_after_tasks_finished=self.checkpoints_after_tasks_finish,
         )
 

@@ -34,7 +34,7 @@ def scenario(mode: str, parallelism: dict[str, int], actions, *, retain: bool = 
         if keyed_operator is not None and vertex["name"] == "keyed":
             vertex.update(keyed_operator)
     if retain:
-        document["checkpointing"]["externalized_checkpoint_retention"] = "retain_on_cancellation"
+        document["checkpointing"]["externalized_checkpoint_retention"] = "RETAIN_ON_CANCELLATION"
     return effective_scenario(in_test_mode(parse_scenario(document, str(RESCALE)), mode), seed=SEED,
                               actions=ActionSchedule(tuple(actions)))
 
