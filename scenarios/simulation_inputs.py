@@ -10,7 +10,6 @@ sections onto ``runtime.job.config.JobConfig`` (the same for the simulator and t
 from __future__ import annotations
 
 from barriersim.runtime.job.config import JobConfig
-from barriersim.runtime.job.placement import ClusterConfig
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.loader import Scenario
@@ -46,7 +45,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         latency_us_jitter=net.latency_us_jitter,
         source_rate_per_subtask=scenario.workload.rate_per_source,
         faults=scenario.faults,
-        cluster=ClusterConfig(scenario.cluster.taskmanagers, scenario.cluster.slots_per_taskmanager),
+        cluster=scenario.cluster.config(),
     )
 
 

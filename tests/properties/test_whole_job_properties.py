@@ -16,6 +16,7 @@ from barriersim.strategies import MODES, simulated_cases
 CASES_DIR = Path(os.environ.get("BARRIERSIM_CASES_DIR", ".hypothesis/barriersim-cases"))
 EXAMPLES_PER_MODE = int(os.environ.get("BARRIERSIM_PROPERTY_EXAMPLES", "40"))
 JOBMANAGER_EXAMPLES_PER_MODE = max(1, EXAMPLES_PER_MODE // 2)
+TASKMANAGER_EXAMPLES_PER_MODE = max(1, EXAMPLES_PER_MODE // 4)
 # CI runs a fixed, reproducible set of examples; BARRIERSIM_PROPERTY_RANDOM=1 explores new ones (a bug hunt).
 DERANDOMIZE = os.environ.get("BARRIERSIM_PROPERTY_RANDOM", "") != "1"
 
@@ -63,6 +64,19 @@ def test_every_mode_keeps_its_guarantee_through_jobmanager_failovers_and_storage
     @settings(max_examples=JOBMANAGER_EXAMPLES_PER_MODE, deadline=None, database=None, derandomize=DERANDOMIZE,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(simulated_cases(mode=mode, jobmanager_faults=True))
+    def property_(case):
+        check_with_replay(case)
+
+    property_()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_keeps_its_guarantee_through_taskmanager_and_node_loss(mode):
+    """Jobs placed in 2-4 TaskManagers on 1-3 nodes: TaskManager crashes and node losses (every subtask of them
+    dies at once; a lost node's TaskManagers restart on the survivors) on top of the task faults."""
+    @settings(max_examples=TASKMANAGER_EXAMPLES_PER_MODE, deadline=None, database=None, derandomize=DERANDOMIZE,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(simulated_cases(mode=mode, taskmanager_faults=True))
     def property_(case):
         check_with_replay(case)
 
