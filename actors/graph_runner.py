@@ -2,16 +2,19 @@
 
 How this works: ``run_graph_on_ray`` puts every source split in Ray's object store (msgpack; a split given
 as an ``ObjectRef`` of msgpack records, e.g. cut from a Spark workload by ``scenarios.workload``, is used as
-it is, so its records never pass through the driver), starts the
-``ExternalStoreActor`` and the ``JobManagerActor`` (which deploys, checkpoints, fails over and ends the job),
-waits for the job manager's ``run`` call, reports progress every quarter second, then reads the committed
-output from the store. Every actor it started is killed on every exit path. The settings are the job's
-``runtime.job.config.JobConfig`` (graph, mode, intervals, network, source rate, faults; the simulated network's
-latencies do not apply: Ray's are real). Ray must already be initialised.
+it is, so its records never pass through the driver), picks the Ray nodes the job's TaskManagers are spread
+over (``actors.placement.cluster_nodes``: ``cluster.nodes`` of them, or every node with CPUs when it is 0, which
+the job's placement then takes as its node count), starts the ``ExternalStoreActor`` and the ``JobManagerActor``
+(which deploys, checkpoints, fails over and ends the job) on the driver's node, waits for the job manager's
+``run`` call, reports progress every quarter second, then reads the committed output from the store. Every actor
+it started is killed on every exit path. The settings are the job's ``runtime.job.config.JobConfig`` (graph,
+mode, intervals, network, source rate, faults, cluster; the simulated network's latencies do not apply: Ray's
+are real). Ray must already be initialised.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -21,6 +24,7 @@ import ray
 from barriersim.actors.external_store import ExternalStoreActor
 from barriersim.actors.job_manager_actor import JobManagerActor
 from barriersim.actors.messages import decode_records, encode_records
+from barriersim.actors.placement import cluster_nodes, driver_node
 from barriersim.runtime.job.config import JobConfig
 
 
@@ -50,6 +54,12 @@ class RayJobResult:
     storage_errors: list[str] = field(default_factory=list)
     fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
     job_manager_cpu_seconds: float = 0.0  # the job manager's process CPU from the first tasks' start to the job's end
+    # per deployment: its epoch, restored checkpoint and the node of each TaskManager (runtime.job.placement)
+    deployments: list[dict] = field(default_factory=list)
+    # per deployment and subtask: TaskManager, slot, node, channel kinds and the Ray node it ran on
+    placement: list[dict] = field(default_factory=list)
+    ray_nodes: list[dict] = field(default_factory=list)  # node index -> Ray node id and address
+    config: JobConfig | None = None  # the settings the job ran with (cluster.nodes resolved to the Ray cluster's)
 
 
 def run_graph_on_ray(
@@ -69,12 +79,16 @@ def run_graph_on_ray(
     encoding (``actors.messages.encode_records``); ``records`` is the workload's size when splits are refs."""
     store = job_manager = None
     try:
-        store = ExternalStoreActor.remote()
+        ray_nodes = cluster_nodes(config.cluster.nodes)
+        if config.cluster.nodes == 0:  # every node of the cluster: the placement spreads over that many
+            config = dataclasses.replace(config, cluster=dataclasses.replace(config.cluster, nodes=len(ray_nodes)))
+        store = ExternalStoreActor.options(**driver_node()).remote()
         split_refs = {name: [split if isinstance(split, ray.ObjectRef) else ray.put(encode_records(split))
                              for split in parts] for name, parts in splits.items()}
         if records is None:
             records = sum(len(s) for parts in splits.values() for s in parts if not isinstance(s, ray.ObjectRef))
-        job_manager = JobManagerActor.remote(config, split_refs, checkpoint_root, job_id, seed, store, task_num_cpus)
+        job_manager = JobManagerActor.options(**driver_node()).remote(
+            config, split_refs, checkpoint_root, job_id, seed, store, task_num_cpus, ray_nodes)
         done = job_manager.run.remote()
         deadline = time.monotonic() + timeout_seconds
         while True:
@@ -90,7 +104,8 @@ def run_graph_on_ray(
         output = decode_records(ray.get(store.output.remote()))
         counters = ray.get(store.counters.remote())
         # the job manager's result dict has every field but what the store and the caller know
-        return RayJobResult(committed_output=output, records_emitted=records, store_counters=counters, **result)
+        return RayJobResult(committed_output=output, records_emitted=records, store_counters=counters,
+                            config=config, **result)
     finally:
         if job_manager is not None:
             try:

@@ -118,7 +118,7 @@ class StreamTaskActor:
             rng=random.Random(self.seed), wakeup=self._after_event, split=self._split, store=self.store)
         self._split = ()
         self._reporter = loop.create_task(self._report_in_order())
-        return restored
+        return {**restored, "ray_node_id": ray.get_runtime_context().get_node_id()}
 
     # -- the work loop -------------------------------------------------------------------------------
 

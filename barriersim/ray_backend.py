@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from barriersim.scenarios.loader import Scenario
-from barriersim.summary import build_summary, write_run_directory
+from barriersim.summary import build_summary, placement_section, with_channel_kinds, write_run_directory
 
 ProgressCallback = Callable[[str, float | None], None]
 
@@ -29,6 +29,9 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                progress: ProgressCallback | None = None) -> list[dict]:
     """Run each ``(run directory, effective scenario)`` on Ray, on one workload; returns their summaries."""
     from barriersim.actors.graph_runner import run_graph_on_ray
+    from barriersim.actors.placement import cluster_nodes
+    from barriersim.errors import UnsupportedScenario
+    from barriersim.runtime.job.placement import PlacementError
     from barriersim.rundir import discover_runs
     from barriersim.scenarios.simulation_inputs import job_config
     from barriersim.spark.analytics import compute_analytics
@@ -42,6 +45,10 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     summaries = []
     say("starting Ray and Spark on Ray", None)
     with RayAndSpark(app_name=f"barriersim-{first.name}", address=ray_address(address)) as cluster:
+        try:  # the Ray cluster must have the nodes the scenario spreads its TaskManagers over
+            cluster_nodes(max(s.cluster.nodes for _, s in runs))
+        except PlacementError as err:
+            raise UnsupportedScenario(f"{first.path}: {err}") from None
         say("generating the workload in Spark", None)
         t0 = time.perf_counter()
         workload = generate_workload(cluster.spark, first, first.seed)
@@ -94,8 +101,10 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                                           "killed": result.killed, "failures": result.failures,
                                           "storage_errors": result.storage_errors}},
                 wall_seconds=time.perf_counter() - mode_start,
+                placement=placement_section(result.config, result.deployments, result.ray_nodes),
             )
-            write_run_directory(target, scenario, summary, result.checkpoints, result.subtasks)
+            write_run_directory(target, scenario, summary, result.checkpoints,
+                                with_channel_kinds(result.subtasks, result.config), result.placement)
             summaries.append(summary)
 
         # Flink's REST summaries (min, max, avg, p50 ... p999) of every run just written, in the Spark that is up

@@ -7,7 +7,9 @@ figures are quick to test. The barrier timeline derives each subtask's phases fr
 statistics when the timeline columns (``first_barrier_timestamp``, ``alignment_end_timestamp``,
 ``snapshot_timestamp``) are absent: first barrier = trigger + ``start_delay``, alignment end = first barrier
 + ``alignment_duration``, snapshot end = alignment end + ``checkpoint_sync``, then the asynchronous part
-until ``ack_timestamp``.
+until ``ack_timestamp``. When the subtask rows say where each subtask ran (``taskmanager``,
+``local_input_channels``, ``remote_input_channels``), the timeline labels each subtask with its TaskManager and
+how many of its input channels are local and remote, and its title counts the local ones.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pandas as pd  # noqa: E402
 from barriersim.runtime.checkpointing_mode import ALL_MODES  # noqa: E402
 
 MODE_ORDER = ALL_MODES  # the one list of the modes
+PLACEMENT_COLUMNS = ("taskmanager", "local_input_channels", "remote_input_channels")
 PHASES = (
     ("start delay", "first_barrier", "#9e9e9e"),
     ("alignment", "alignment_end", "#e4572e"),
@@ -109,7 +112,22 @@ def barrier_phases(subtasks: pd.DataFrame, trigger_timestamp: int) -> pd.DataFra
     ack = np.maximum(subtasks["ack_timestamp"].astype(float) - trigger_timestamp, snap)
     phases = pd.DataFrame({"task": subtasks["task"].astype(str), "first_barrier": first, "alignment_end": align,
                            "snapshot_end": snap, "ack": ack})
+    for name in PLACEMENT_COLUMNS:  # where the subtask ran, when the run recorded it
+        if name in subtasks and subtasks[name].notna().all():
+            phases[name] = subtasks[name].astype(int)
     return phases.sort_values(["first_barrier", "task"], kind="stable").reset_index(drop=True)
+
+
+def _has_placement(phases: pd.DataFrame) -> bool:
+    return all(name in phases for name in PLACEMENT_COLUMNS)
+
+
+def subtask_label(row) -> str:
+    """``keyed-sum#3`` or, with its placement, ``keyed-sum#3 · TM1 · in 2 local / 6 remote``."""
+    if not all(name in row for name in PLACEMENT_COLUMNS):
+        return str(row["task"])
+    return (f"{row['task']} · TM{int(row['taskmanager'])} · in {int(row['local_input_channels'])} local / "
+            f"{int(row['remote_input_channels'])} remote")
 
 
 def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out: Path,
@@ -140,13 +158,16 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
             ax.set_yticks([])
             continue
         phases = barrier_phases(sts, int(row["trigger_timestamp"]))
+        if _has_placement(phases):
+            local, remote = int(phases["local_input_channels"].sum()), int(phases["remote_input_channels"].sum())
+            ax.set_title(f"{title}; {local} of {local + remote} input channels local", fontsize=10, loc="left")
         for y, p in phases.iterrows():
             start = 0.0
             for label, end_col, color in PHASES:
                 width = p[end_col] - start
                 ax.barh(y, width, left=start, color=color, height=0.7, label=label if y == 0 else None)
                 start = p[end_col]
-        ax.set_yticks(range(len(phases)), phases["task"], fontsize=8)
+        ax.set_yticks(range(len(phases)), [subtask_label(p) for _, p in phases.iterrows()], fontsize=8)
         ax.invert_yaxis()
         ax.set_xlim(left=0)
         ax.grid(axis="x", alpha=0.3)
