@@ -4,8 +4,10 @@ on every exit path.
 How this works: ``RayAndSpark`` is a context manager. Entering it starts Ray (a new local cluster with the
 dashboard off, or the cluster at ``address``), applies the RayDP fetch-task workaround, and starts Spark on
 that cluster with ``raydp.init_spark`` using the settings found necessary (``docs/versions-and-settings.md``: Java
-17 ``--add-opens`` flags for driver, executor and app master; ``PYSPARK_PYTHON``; fault-tolerant mode). Leaving
-it (normally, on an exception, or on Ctrl-C) stops Spark and shuts Ray down, so no Java or Ray process is
+17 ``--add-opens`` flags for driver, executor and app master; ``PYSPARK_PYTHON``; fault-tolerant mode). On a
+cluster of several nodes it starts one executor per node with CPUs (at most ``MAX_SPREAD_EXECUTORS``) in a
+placement group of strategy ``SPREAD``, so the executors run on different nodes; on one node, one executor.
+Leaving it (normally, on an exception, or on Ctrl-C) stops Spark and shuts Ray down, so no Java or Ray process is
 left behind.
 """
 
@@ -22,6 +24,22 @@ JAVA_OPENS = (
     "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "sun.nio.ch", "sun.nio.cs",
     "sun.security.action", "sun.util.calendar",
 )
+
+
+MAX_SPREAD_EXECUTORS = 3  # Spark executors on a cluster of several nodes: one per node, at most this many
+
+
+def spark_executors(nodes_with_cpus: int) -> tuple[int, str | None]:
+    """How many executors to start and RayDP's placement group strategy for them: one per node with CPUs (at
+    most ``MAX_SPREAD_EXECUTORS``), spread over the nodes; one, anywhere, on a one-node cluster."""
+    executors = max(1, min(nodes_with_cpus, MAX_SPREAD_EXECUTORS))
+    return executors, ("SPREAD" if executors > 1 else None)
+
+
+def _nodes_with_cpus() -> int:
+    import ray
+
+    return sum(1 for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0)
 
 
 def java_options() -> str:
@@ -103,6 +121,7 @@ class RayAndSpark:
     spark: object = None
     ray_started_seconds: float = 0.0
     spark_started_seconds: float = 0.0
+    executors: int = 0  # the Spark executors started (one per node on a cluster of several nodes)
     _owns_ray: bool = field(default=False, repr=False)
 
     def __enter__(self) -> "RayAndSpark":
@@ -131,8 +150,10 @@ class RayAndSpark:
             import raydp
 
             t1 = time.perf_counter()
+            self.executors, strategy = spark_executors(_nodes_with_cpus())
             self.spark = raydp.init_spark(
-                self.app_name, 1, 1, "1G", configs=spark_configs(), fault_tolerant_mode=True
+                self.app_name, self.executors, 1, "1G", configs=spark_configs(), fault_tolerant_mode=True,
+                placement_group_strategy=strategy,
             )
             self.spark_started_seconds = time.perf_counter() - t1
             self.spark.sparkContext.setLogLevel("ERROR")
@@ -145,7 +166,7 @@ class RayAndSpark:
     @property
     def spark_info(self) -> dict[str, str]:
         sc = self.spark.sparkContext
-        return {"app_id": sc.applicationId, "master": sc.master}
+        return {"app_id": sc.applicationId, "master": sc.master, "executors": self.executors}
 
     def close(self) -> None:
         try:
