@@ -24,7 +24,7 @@ import ray
 from barriersim.actors.external_store import ExternalStoreActor
 from barriersim.actors.job_manager_actor import JobManagerActor
 from barriersim.actors.messages import decode_records, encode_records
-from barriersim.actors.placement import cluster_nodes, driver_node
+from barriersim.actors.placement import check_kill_nodes, cluster_nodes, driver_node
 from barriersim.runtime.job.config import JobConfig
 
 
@@ -80,6 +80,7 @@ def run_graph_on_ray(
     store = job_manager = None
     try:
         ray_nodes = cluster_nodes(config.cluster.nodes)
+        check_kill_nodes(config.faults, ray_nodes)
         if config.cluster.nodes == 0:  # every node of the cluster: the placement spreads over that many
             config = dataclasses.replace(config, cluster=dataclasses.replace(config.cluster, nodes=len(ray_nodes)))
         store = ExternalStoreActor.options(**driver_node()).remote()

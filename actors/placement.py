@@ -4,8 +4,9 @@ killed for a ``kill_node`` fault.
 
 How this works: ``cluster_nodes(wanted)`` lists the Ray cluster's alive nodes that have CPUs, the driver's node
 first (node 0, the JobManager's host, which ``kill_node`` may not name), then the others by address and node id,
-and keeps the first ``wanted`` (0: all of them); a cluster with fewer raises ``PlacementError`` naming
-``cluster.nodes``. ``runtime.job.placement`` decides the node of each TaskManager (TaskManager ``t`` on node
+Ray's head node last (unless the driver runs there), and keeps the first ``wanted`` (0: all of them); a cluster
+with fewer raises ``PlacementError`` naming ``cluster.nodes``, and so does a ``kill_node`` of the head node (its
+GCS is the cluster: ``check_kill_nodes``). ``runtime.job.placement`` decides the node of each TaskManager (TaskManager ``t`` on node
 ``t % nodes``, a lost node's TaskManagers on the survivors); ``on_node`` is the scheduling strategy that pins an
 actor to its node (Ray's ``NodeAffinitySchedulingStrategy``, not soft), so a TaskManager's actors run together
 and the TaskManagers spread as the placement says. ``driver_node`` pins the job manager and the external store to
@@ -29,13 +30,17 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from barriersim.runtime.job.placement import PlacementError
 
 
+HEAD_RESOURCE = "node:__internal_head__"  # the resource Ray gives its head node
+
+
 @dataclass(frozen=True)
 class RayNode:
-    """Node ``index`` of the job's placement: a Ray node, by id and address."""
+    """Node ``index`` of the job's placement: a Ray node, by id and address, and whether it is Ray's head."""
 
     index: int
     node_id: str
     address: str
+    is_head: bool = False
 
     def as_row(self) -> dict:
         return {"node": self.index, "ray_node_id": self.node_id, "ray_node_address": self.address}
@@ -46,12 +51,24 @@ def cluster_nodes(wanted: int = 0) -> list[RayNode]:
     ``wanted`` of them (0: every one)."""
     here = ray.get_runtime_context().get_node_id()
     alive = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
-    alive.sort(key=lambda n: (n["NodeID"] != here, n.get("NodeManagerAddress", ""), n["NodeID"]))
+    alive.sort(key=lambda n: (n["NodeID"] != here, HEAD_RESOURCE in n["Resources"], n.get("NodeManagerAddress", ""),
+                              n["NodeID"]))
     if wanted > len(alive):
         raise PlacementError("cluster.nodes", f"the job's TaskManagers are to be spread over {wanted} nodes, but the "
                                               f"Ray cluster has {len(alive)} alive node(s) with CPUs")
     chosen = alive[:wanted] if wanted else alive
-    return [RayNode(i, n["NodeID"], n.get("NodeManagerAddress", "")) for i, n in enumerate(chosen)]
+    return [RayNode(i, n["NodeID"], n.get("NodeManagerAddress", ""), HEAD_RESOURCE in n["Resources"])
+            for i, n in enumerate(chosen)]
+
+
+def check_kill_nodes(faults, nodes: list[RayNode]) -> None:
+    """Raise ``PlacementError`` for a ``kill_node`` of Ray's head node (when the driver does not run there)."""
+    from barriersim.runtime.faults import KillNode
+
+    for i, fault in enumerate(faults.faults):
+        if isinstance(fault, KillNode) and fault.node < len(nodes) and nodes[fault.node].is_head:
+            raise PlacementError(f"faults[{i}].node", f"node {fault.node} is Ray's head node here (the driver runs on "
+                                                      "another node): killing it would end the cluster")
 
 
 def on_node(node_id: str) -> NodeAffinitySchedulingStrategy:

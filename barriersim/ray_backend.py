@@ -29,7 +29,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                progress: ProgressCallback | None = None) -> list[dict]:
     """Run each ``(run directory, effective scenario)`` on Ray, on one workload; returns their summaries."""
     from barriersim.actors.graph_runner import run_graph_on_ray
-    from barriersim.actors.placement import cluster_nodes
+    from barriersim.actors.placement import check_kill_nodes, cluster_nodes
     from barriersim.errors import UnsupportedScenario
     from barriersim.runtime.job.placement import PlacementError
     from barriersim.rundir import discover_runs
@@ -46,7 +46,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     say("starting Ray and Spark on Ray", None)
     with RayAndSpark(app_name=f"barriersim-{first.name}", address=ray_address(address)) as cluster:
         try:  # the Ray cluster must have the nodes the scenario spreads its TaskManagers over
-            cluster_nodes(max(s.cluster.nodes for _, s in runs))
+            for _, scenario in runs:
+                check_kill_nodes(scenario.faults, cluster_nodes(scenario.cluster.nodes))
         except PlacementError as err:
             raise UnsupportedScenario(f"{first.path}: {err}") from None
         say("generating the workload in Spark", None)

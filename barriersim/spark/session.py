@@ -6,7 +6,9 @@ dashboard off, or the cluster at ``address``), applies the RayDP fetch-task work
 that cluster with ``raydp.init_spark`` using the settings found necessary (``docs/versions-and-settings.md``: Java
 17 ``--add-opens`` flags for driver, executor and app master; ``PYSPARK_PYTHON``; fault-tolerant mode). On a
 cluster of several nodes it starts one executor per node with CPUs (at most ``MAX_SPREAD_EXECUTORS``) in a
-placement group of strategy ``SPREAD``, so the executors run on different nodes; on one node, one executor.
+placement group of strategy ``SPREAD`` (one bundle per executor, of RayDP's shape: its cores and memory), so the
+executors run on different nodes, and records each executor's node (``executor_nodes``); on one node, one
+executor.
 Leaving it (normally, on an exception, or on Ctrl-C) stops Spark and shuts Ray down, so no Java or Ray process is
 left behind.
 """
@@ -34,6 +36,31 @@ def spark_executors(nodes_with_cpus: int) -> tuple[int, str | None]:
     most ``MAX_SPREAD_EXECUTORS``), spread over the nodes; one, anywhere, on a one-node cluster."""
     executors = max(1, min(nodes_with_cpus, MAX_SPREAD_EXECUTORS))
     return executors, ("SPREAD" if executors > 1 else None)
+
+
+EXECUTOR_CORES = 1
+EXECUTOR_MEMORY = "1G"
+PLACEMENT_GROUP_READY_SECONDS = 120
+
+
+def _executor_placement_group(executors: int, strategy: str):
+    """A placement group with one bundle per executor, as RayDP would make it (its cores and memory), and the
+    node of each bundle once Ray placed them."""
+    import ray
+    from ray.util.placement_group import placement_group, placement_group_table
+    from raydp.utils import parse_memory_size
+
+    bundle = {"CPU": EXECUTOR_CORES, "memory": parse_memory_size(EXECUTOR_MEMORY)}
+    group = placement_group([dict(bundle) for _ in range(executors)], strategy=strategy)
+    ready, _ = ray.wait([group.ready()], timeout=PLACEMENT_GROUP_READY_SECONDS)
+    if not ready:
+        from ray.util.placement_group import remove_placement_group
+
+        remove_placement_group(group)
+        raise RuntimeError(f"Spark on Ray: the Ray cluster could not place {executors} executors of {bundle} "
+                           f"({strategy}) within {PLACEMENT_GROUP_READY_SECONDS} s")
+    nodes = placement_group_table(group)["bundles_to_node_id"]
+    return group, [nodes[i] for i in range(executors)]
 
 
 def _nodes_with_cpus() -> int:
@@ -122,7 +149,9 @@ class RayAndSpark:
     ray_started_seconds: float = 0.0
     spark_started_seconds: float = 0.0
     executors: int = 0  # the Spark executors started (one per node on a cluster of several nodes)
+    executor_nodes: list = field(default_factory=list)  # the Ray node of each executor's bundle (spread executors)
     _owns_ray: bool = field(default=False, repr=False)
+    _placement_group: object = field(default=None, repr=False)
 
     def __enter__(self) -> "RayAndSpark":
         import ray
@@ -151,9 +180,11 @@ class RayAndSpark:
 
             t1 = time.perf_counter()
             self.executors, strategy = spark_executors(_nodes_with_cpus())
+            if strategy is not None:
+                self._placement_group, self.executor_nodes = _executor_placement_group(self.executors, strategy)
             self.spark = raydp.init_spark(
-                self.app_name, self.executors, 1, "1G", configs=spark_configs(), fault_tolerant_mode=True,
-                placement_group_strategy=strategy,
+                self.app_name, self.executors, EXECUTOR_CORES, EXECUTOR_MEMORY, configs=spark_configs(),
+                fault_tolerant_mode=True, placement_group=self._placement_group,
             )
             self.spark_started_seconds = time.perf_counter() - t1
             self.spark.sparkContext.setLogLevel("ERROR")
@@ -166,7 +197,10 @@ class RayAndSpark:
     @property
     def spark_info(self) -> dict[str, str]:
         sc = self.spark.sparkContext
-        return {"app_id": sc.applicationId, "master": sc.master, "executors": self.executors}
+        info = {"app_id": sc.applicationId, "master": sc.master, "executors": self.executors}
+        if self.executor_nodes:
+            info["executor_nodes"] = list(self.executor_nodes)
+        return info
 
     def close(self) -> None:
         try:
@@ -176,6 +210,11 @@ class RayAndSpark:
                 raydp.stop_spark()
                 self.spark = None
         finally:
+            if self._placement_group is not None:
+                from ray.util.placement_group import remove_placement_group
+
+                remove_placement_group(self._placement_group)
+                self._placement_group = None
             if self._owns_ray:
                 import ray
 

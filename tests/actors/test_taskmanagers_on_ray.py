@@ -46,10 +46,11 @@ def ray_node_of_each_task(result, deployment: int) -> dict[str, str]:
 @pytest.mark.parametrize("mode", MODES)
 def test_64_subtasks_in_4_taskmanagers_over_3_nodes_complete_ten_checkpoints(mode, ray_cluster, tmp_path):
     assert sum(v.parallelism for v in SIXTY_FOUR.vertices) == 64
-    # 16 sources x 2,000 records paced at 100 records/s: the job runs at least 20 s once its actors run, time for
-    # ten checkpoints even on a loaded machine (a checkpoint of 64 actors on 2 busy cores takes up to 1.5 s)
-    splits = {"source": local_splits(32_000, 100, 1.0, 100, 16, seed=2)}
-    config = JobConfig(SIXTY_FOUR, mode=mode, interval_ms=100, source_rate_per_subtask=100,
+    # 16 sources x 300 records paced at 20 records/s: the job runs at least 15 s once its actors run. A trickle: 64
+    # actors on 2 cores have CPU to spare, so a checkpoint takes tens of ms on an idle machine (ten need about 2 s;
+    # on one loaded 30-fold, where every hop waits about a second for a core, a checkpoint took 6 s)
+    splits = {"source": local_splits(4_800, 100, 1.0, 100, 16, seed=2)}
+    config = JobConfig(SIXTY_FOUR, mode=mode, interval_ms=100, source_rate_per_subtask=20,
                        aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
                        cluster=FOUR_TASKMANAGERS)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"sixty-four-{mode}", timeout_seconds=600)
