@@ -32,7 +32,7 @@ import time
 import ray
 
 from barriersim.actors.graph_runner import RayJobResult, run_graph_on_ray
-from barriersim.actors.placement import on_node
+from barriersim.actors.placement import cluster_nodes, on_node
 from barriersim.local_cluster import LocalCluster
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.placement import ClusterConfig
@@ -150,12 +150,11 @@ def main() -> None:
     local = LocalCluster(3, head_cpus=2, worker_cpus=2)
     try:
         figures = {name: {"source_start_delay": [], "sink_start_delay": [], "end_to_end": []} for name in PLACEMENTS}
-        ray_nodes = None
+        ray_nodes = [n.node_id for n in cluster_nodes(3)]  # the driver's node first, as the job's placement has them
         for i in range(args.repeats):
             names = list(PLACEMENTS) if i % 2 == 0 else list(reversed(PLACEMENTS))
             for name in names:
                 result = run_job(PLACEMENTS[name], args.records, f"placement-{i}-{len(name)}")
-                ray_nodes = ray_nodes or [n["ray_node_id"] for n in result.ray_nodes]
                 for key, values in barrier_figures(result).items():
                     figures[name][key] += values
                 if name == "4 TaskManagers, 3 nodes":

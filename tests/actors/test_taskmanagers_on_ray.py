@@ -46,11 +46,11 @@ def ray_node_of_each_task(result, deployment: int) -> dict[str, str]:
 @pytest.mark.parametrize("mode", MODES)
 def test_64_subtasks_in_4_taskmanagers_over_3_nodes_complete_ten_checkpoints(mode, ray_cluster, tmp_path):
     assert sum(v.parallelism for v in SIXTY_FOUR.vertices) == 64
-    # 16 sources x 300 records paced at 20 records/s: the job runs at least 15 s once its actors run. A trickle: 64
-    # actors on 2 cores have CPU to spare, so a checkpoint takes tens of ms on an idle machine (ten need about 2 s;
-    # on one loaded 30-fold, where every hop waits about a second for a core, a checkpoint took 6 s)
+    # 16 sources x 300 records paced at 10 records/s: the job runs at least 30 s once its actors run. A trickle: on an
+    # idle 2-core machine a checkpoint of these 64 actors takes tens of ms, but where every hop waits for a core
+    # (this machine shared, loaded 10 to 30-fold) one took 2 to 6 s
     splits = {"source": local_splits(4_800, 100, 1.0, 100, 16, seed=2)}
-    config = JobConfig(SIXTY_FOUR, mode=mode, interval_ms=100, source_rate_per_subtask=20,
+    config = JobConfig(SIXTY_FOUR, mode=mode, interval_ms=100, source_rate_per_subtask=10,
                        aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
                        cluster=FOUR_TASKMANAGERS)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"sixty-four-{mode}", timeout_seconds=600)
