@@ -15,6 +15,7 @@ are real). Ray must already be initialised.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -63,6 +64,20 @@ class RayJobResult:
     config: JobConfig | None = None  # the settings the job ran with (cluster.nodes resolved to the Ray cluster's)
 
 
+# the object store's client settings the job manager (the one actor that reads and writes checkpoints) gets from
+# the driver's environment, as Flink's JobManager gets its S3 credentials from its own configuration
+STORAGE_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION",
+                       "AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
+
+
+def storage_environment(checkpoint_root: str) -> dict:
+    """Actor options giving the job manager the driver's object store settings, for an ``s3://`` storage."""
+    from barriersim.runtime.storage.object_storage import is_object_store_uri
+
+    variables = {k: os.environ[k] for k in STORAGE_ENVIRONMENT if k in os.environ}
+    return {"runtime_env": {"env_vars": variables}} if is_object_store_uri(checkpoint_root) and variables else {}
+
+
 def run_graph_on_ray(
     config: JobConfig,
     splits: dict[str, Sequence[Sequence[tuple]]],
@@ -89,7 +104,7 @@ def run_graph_on_ray(
                              for split in parts] for name, parts in splits.items()}
         if records is None:
             records = sum(len(s) for parts in splits.values() for s in parts if not isinstance(s, ray.ObjectRef))
-        job_manager = JobManagerActor.options(**driver_node()).remote(
+        job_manager = JobManagerActor.options(**driver_node(), **storage_environment(checkpoint_root)).remote(
             config, split_refs, checkpoint_root, job_id, seed, store, task_num_cpus, ray_nodes)
         done = job_manager.run.remote()
         deadline = time.monotonic() + timeout_seconds

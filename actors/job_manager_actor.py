@@ -52,7 +52,7 @@ from barriersim.runtime.faults import KillNode, ProtocolPoint
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.job_master import JobMaster
-from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
+from barriersim.runtime.storage.object_storage import checkpoint_storage_for
 
 
 def task_seed(seed: int, vertex: str, subtask: int, attempt: int) -> int:
@@ -78,8 +78,9 @@ class JobManagerActor:
         self.seed = seed
         self.store = store
         self.task_num_cpus = task_num_cpus
-        self.storage = FileSystemCheckpointStorage(checkpoint_root, job_id, rng=random.Random(seed),
-                                                   memory_threshold=config.memory_threshold_bytes)
+        # Flink's state.checkpoints.dir: a path or file:// URI every node sees, or s3://
+        self.storage = checkpoint_storage_for(checkpoint_root, job_id, rng=random.Random(seed),
+                                              memory_threshold=config.memory_threshold_bytes)
         self.storage.initialize_base_locations()
         self.job_master: JobMaster | None = None
         self.handles: dict = {}  # subtask key -> actor handle of the deployed attempt
