@@ -320,16 +320,38 @@ def spark_workload_splits(spark, scenario: Scenario) -> Splits:
         workload.df.unpersist()
 
 
+def check_checkpoint_storage(backend: str, checkpoint_storage: str | None) -> str | None:
+    """The checkpoint storage URI to run with (a plain path made absolute: the job manager's working directory is
+    not the caller's); ``ArgumentError`` for one that names no storage, or one given to the simulator (which keeps
+    its checkpoints in memory)."""
+    if checkpoint_storage is None:
+        return None
+    if backend != "ray":
+        raise ArgumentError(f"checkpoint storage {checkpoint_storage!r}: only the ray backend writes checkpoints to a "
+                            "storage URI (the simulator keeps them in memory)")
+    from barriersim.runtime.storage.errors import CheckpointStorageError
+    from barriersim.runtime.storage.object_storage import check_storage_uri
+
+    try:
+        check_storage_uri(checkpoint_storage)
+    except CheckpointStorageError as err:
+        raise ArgumentError(str(err)) from None
+    return checkpoint_storage if "://" in checkpoint_storage else str(Path(checkpoint_storage).resolve())
+
+
 def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progress: Progress | None = None,
-            splits: Splits | None = None) -> RunResult:
+            splits: Splits | None = None, checkpoint_storage: str | None = None) -> RunResult:
     """Run a plan into ``out``. On the sim backend with the Spark workload the splits are generated once for all
-    modes (or given)."""
+    modes (or given). ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` for the ray backend (a path every
+    node sees, ``file://...`` or ``s3://bucket/prefix[?endpoint_override=host:port&scheme=http]``; default: each
+    run directory's ``checkpoints/``)."""
     out = Path(out)
+    checkpoint_storage = check_checkpoint_storage(p.backend, checkpoint_storage)
     targets = p.targets(out)
     if p.backend == "ray":
         from barriersim.ray_backend import run_on_ray
 
-        summaries = run_on_ray(targets, address=address, progress=progress)
+        summaries = run_on_ray(targets, address=address, progress=progress, checkpoint_storage=checkpoint_storage)
         return RunResult(out, {s["mode"]: ModeRun(target, s) for (target, _), s in zip(targets, summaries)})
     from barriersim.sim_backend import simulate
 
@@ -350,7 +372,7 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
 def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=None, seed: int | None = None,
         out: str | os.PathLike | None = None, faults=None, address: str | None = None,
         overrides: Mapping[str, Any] | None = None, workload: str | None = None, spark=None,
-        progress: Progress | None = None) -> RunResult:
+        progress: Progress | None = None, checkpoint_storage: str | None = None) -> RunResult:
     """Run a scenario and return its results (``RunResult``: mode -> ``ModeRun``; ``.only`` for one mode).
 
     ``scenario``: a scenario file's path or a loaded ``Scenario``. ``backend``: ``"sim"`` (the deterministic
@@ -361,14 +383,16 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     its JSON) replacing the scenario's. ``address``: an existing Ray cluster. ``overrides``:
     ``{"section.key": value}`` for workload, checkpointing and network keys. ``workload``: ``"local"`` or
     ``"spark"`` (sim backend; the Ray backend always uses Spark). ``spark``: a live SparkSession on Ray to use
-    instead of starting one. ``progress``: ``(stage, fraction)`` callback.
+    instead of starting one. ``progress``: ``(stage, fraction)`` callback. ``checkpoint_storage``: where the ray
+    backend writes checkpoints (Flink's ``state.checkpoints.dir``: a path, ``file://`` or ``s3://`` URI).
 
     Raises ``ScenarioError`` / ``FaultScheduleError`` / ``UnsupportedScenario`` / ``ArgumentError`` (one-line
     messages naming the file and key) for bad input, before anything is started or written.
     """
     p = plan(scenario, backend=backend, mode=mode, seed=seed, faults=faults, overrides=overrides, workload=workload)
+    check_checkpoint_storage(p.backend, checkpoint_storage)
     out_dir = Path(out) if out is not None else default_out_dir(p.scenario)
-    return execute(p, out_dir, spark=spark, address=address, progress=progress)
+    return execute(p, out_dir, spark=spark, address=address, progress=progress, checkpoint_storage=checkpoint_storage)
 
 
 __all__ = ["BACKENDS", "WORKLOADS", "ModeRun", "Plan", "RunResult", "SparkFrames", "execute", "plan", "run",

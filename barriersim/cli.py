@@ -43,6 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="run directory (default: runs/<scenario>-<UTC timestamp>)")
     run.add_argument("--seed", type=seed_argument, help="seed overriding the scenario's")
     run.add_argument("--address", help="address of an existing Ray cluster, left running (default: $RAY_ADDRESS, else start a local one)")
+    run.add_argument("--checkpoint-storage", metavar="URI",
+                     help="where the ray backend writes checkpoints, as Flink's state.checkpoints.dir: a path every "
+                          "Ray node sees, file:///path, or s3://bucket/prefix (S3 client options in the query, e.g. "
+                          "?endpoint_override=host:9000&scheme=http; credentials from the AWS_* variables); "
+                          "default: the run directory's checkpoints/")
     run.add_argument("--backend", choices=("ray", "sim"), default="ray",
                      help="ray: Ray actors with Spark on Ray; sim: the deterministic simulator (default: ray)")
     run.add_argument("--mode", choices=ALL_MODES + ("all",),
@@ -146,12 +151,13 @@ def _cmd_run(args) -> int:
     p = api.plan(args.scenario, backend=args.backend, mode=args.mode, seed=args.seed,
                  overrides=dict(args.overrides), mode_origin="--mode")
     out = Path(args.out) if args.out else default_out_dir(p.scenario)
+    api.check_checkpoint_storage(args.backend, args.checkpoint_storage)
     console = _console()
     if args.backend == "sim":
         result = api.execute(p, out, progress=lambda stage, _f: console.print(f"[bold]{stage}[/bold]"))
         _print_side_by_side(console, list(result.summaries.values()))
     else:
-        result = _execute_with_progress_bar(console, api, p, out, args.address)
+        result = _execute_with_progress_bar(console, api, p, out, args.address, args.checkpoint_storage)
         if len(result) == 1:
             _print_summary(console, result.only.summary)
         else:
@@ -161,7 +167,7 @@ def _cmd_run(args) -> int:
     return _exit_status(result)
 
 
-def _execute_with_progress_bar(console, api, p, out: Path, address: str | None):
+def _execute_with_progress_bar(console, api, p, out: Path, address: str | None, checkpoint_storage: str | None = None):
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console,
@@ -178,7 +184,7 @@ def _execute_with_progress_bar(console, api, p, out: Path, address: str | None):
             else:
                 bar.update(task, description=stage, total=1.0, completed=fraction)
 
-        return api.execute(p, out, address=address, progress=progress)
+        return api.execute(p, out, address=address, progress=progress, checkpoint_storage=checkpoint_storage)
 
 
 def _cmd_replay(args) -> int:

@@ -26,12 +26,16 @@ ProgressCallback = Callable[[str, float | None], None]
 
 
 def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None,
-               progress: ProgressCallback | None = None) -> list[dict]:
-    """Run each ``(run directory, effective scenario)`` on Ray, on one workload; returns their summaries."""
+               progress: ProgressCallback | None = None, checkpoint_storage: str | None = None) -> list[dict]:
+    """Run each ``(run directory, effective scenario)`` on Ray, on one workload; returns their summaries.
+    ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` (a path every node sees, ``file://`` or ``s3://``),
+    each run's checkpoints under ``<storage>/<run directory name>[/<mode>]``; default: each run directory's
+    ``checkpoints/``."""
     from barriersim.actors.graph_runner import run_graph_on_ray
     from barriersim.actors.placement import check_kill_nodes, cluster_nodes
     from barriersim.errors import UnsupportedScenario
     from barriersim.runtime.job.placement import PlacementError
+    from barriersim.runtime.storage.object_storage import child_uri
     from barriersim.rundir import discover_runs
     from barriersim.scenarios.simulation_inputs import job_config
     from barriersim.spark.analytics import compute_analytics
@@ -69,7 +73,11 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 if p.get("source_records") is not None:
                     say(stage, min(1.0, p["source_records"] / workload.records))
 
-            result = run_graph_on_ray(config, split_refs, str(target / "checkpoints"),
+            if checkpoint_storage is None:
+                storage_uri = str(target / "checkpoints")
+            else:
+                storage_uri = child_uri(checkpoint_storage, *(target.parts[-2:] if several else target.parts[-1:]))
+            result = run_graph_on_ray(config, split_refs, storage_uri,
                                       f"{scenario.name}-{scenario.seed}", on_progress, seed=scenario.seed,
                                       records=workload.records)
 
@@ -101,7 +109,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 backend_sections={"spark": spark_info, "timings_seconds": timings,
                                   "ray": {"coordinator_failovers": result.coordinator_failovers,
                                           "killed": result.killed, "failures": result.failures,
-                                          "storage_errors": result.storage_errors}},
+                                          "storage_errors": result.storage_errors,
+                                          "checkpoint_storage": storage_uri}},
                 wall_seconds=time.perf_counter() - mode_start,
                 placement=placement_section(result.config, result.deployments, result.ray_nodes),
             )

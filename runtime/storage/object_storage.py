@@ -345,6 +345,27 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
             metadata_size=size)
 
 
+def check_storage_uri(uri: str) -> None:
+    """Raise ``InvalidCheckpointPointerError`` (one line, naming the URI) for a checkpoint storage URI that
+    names no storage: an unknown scheme, an ``s3://`` URI without a bucket or with options pyarrow does not know."""
+    scheme = urlsplit(uri).scheme
+    if scheme in OBJECT_STORE_SCHEMES:
+        object_store_filesystem(uri)
+    elif scheme and scheme != "file":
+        raise InvalidCheckpointPointerError(f"checkpoint storage {uri!r}: unknown scheme {scheme!r} (file:// or s3://)")
+    elif not uri:
+        raise InvalidCheckpointPointerError("checkpoint storage: empty URI")
+
+
+def child_uri(uri: str, *names: str) -> str:
+    """``uri`` with ``names`` appended to its path (its query kept): where one run of several keeps its
+    checkpoints under a common storage URI."""
+    parts = urlsplit(uri)
+    if not parts.scheme or parts.scheme == "file":
+        return "/".join([uri.rstrip("/"), *names])
+    return parts._replace(path="/".join([parts.path.rstrip("/"), *names])).geturl()
+
+
 def checkpoint_storage_for(uri: str | os.PathLike, job_id: str, *, rng: random.Random | None = None,
                            memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
                            default_savepoint_directory: str | None = None) -> CheckpointStorage:

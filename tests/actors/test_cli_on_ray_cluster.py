@@ -1,6 +1,7 @@
 """The one command on an existing Ray cluster of three nodes (``tests/actors/conftest.py``), as a user runs it:
 ``barriersim run SCENARIO --address ADDRESS`` in its own process, a second driver of the cluster. Spark's
-executors spread over the nodes, the job's TaskManagers too, and the run directory says where each subtask ran."""
+executors spread over the nodes, the job's TaskManagers too, the checkpoints go to ``s3://`` storage (a real
+S3-compatible server, ``tests.s3_server``), and the run directory says where each subtask ran."""
 
 import csv
 import json
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.s3_server import s3_server  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
 
@@ -36,12 +39,13 @@ interval_ms = 200
 """
 
 
-def test_a_scenario_runs_over_the_nodes_of_an_existing_cluster_with_the_one_command(ray_cluster, tmp_path):
+def test_a_scenario_runs_over_the_nodes_of_an_existing_cluster_with_the_one_command(ray_cluster, s3_server, tmp_path):
     scenario = tmp_path / "spread.toml"
     scenario.write_text(SCENARIO)
     out = tmp_path / "run"
+    storage = s3_server.versioned_bucket_uri()  # the AWS variables the fixture set reach the command's process
     proc = subprocess.run([sys.executable, "-m", "barriersim.cli", "run", str(scenario), "--address",
-                           ray_cluster.address, "--out", str(out)],
+                           ray_cluster.address, "--out", str(out), "--checkpoint-storage", storage],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
@@ -58,3 +62,10 @@ def test_a_scenario_runs_over_the_nodes_of_an_existing_cluster_with_the_one_comm
     assert all(r["ray_node_id"] == nodes[int(r["taskmanager"])] for r in rows)
     # keyed-sum#i reads 3 channels, one of them from source#i in its own TaskManager
     assert {(r["local_input_channels"], r["remote_input_channels"]) for r in rows if r["task"].startswith("keyed")} == {("1", "2")}
+    # the checkpoints were written to the bucket, under the run directory's name, and discarded when the job finished
+    assert summary["ray"]["checkpoint_storage"] == storage.replace("/checkpoints?", "/checkpoints/run?")
+    assert summary["checkpoints"]["completed"] >= 1
+    metadata = {k for k in s3_server.written_keys(storage) if k.endswith("/_metadata")}
+    assert len(metadata) == summary["checkpoints"]["completed"]
+    assert all(k.startswith("checkpoints/run/spread-5/chk-") for k in metadata), sorted(metadata)
+    assert not (out / "checkpoints").exists()

@@ -19,13 +19,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_cluster")]
 
 
 def test_checkpoints_restores_and_a_jobmanager_failover_go_through_s3(s3_server):
-    import boto3
-
-    uri = s3_server.bucket_uri()
-    bucket = uri.split("/")[2]
-    s3 = boto3.client("s3", endpoint_url=f"http://{s3_server.endpoint}")
-    s3.create_bucket(Bucket=bucket)
-    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    uri = s3_server.versioned_bucket_uri()
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(60_000, 100, 1.0, 100, 2, seed=3)}
     # the sources paced to 10k records/s each: the job runs at least 3 s; the task crash at 1.2 s and the
@@ -46,7 +40,7 @@ def test_checkpoints_restores_and_a_jobmanager_failover_go_through_s3(s3_server)
 
     # the bucket keeps every version of every object (versioning on): each completed checkpoint's _metadata, its
     # state objects and the completed-checkpoint list were written there, and all were deleted at the end
-    keys = {v["Key"] for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket) for v in page.get("Versions", [])}
+    keys = s3_server.written_keys(uri)
     job = "checkpoints/on-s3"
     assert {f"{job}/chk-{c}/_metadata" for c in completed} <= keys, sorted(keys)[:20]
     assert f"{job}/_completed_checkpoints" in keys
