@@ -7,7 +7,8 @@ schedule, failover, JobManager failover, checkpoint metadata); this actor feeds 
 the actions it returns, with real time and real actors:
 - ``DeployTasks``: one task actor per descriptor, pinned to the Ray node of its TaskManager
   (``actors.placement``: the deployment's node of each TaskManager, mapped onto the job's ``RayNode`` list), given
-  the job's settings, the descriptor (its state as msgpack), its split (an object-store reference) and the handles
+  the job's settings, the descriptor (its state as msgpack), its split (an object-store reference, passed inside a
+  list so that the actor is created before the split exists and reads it when it builds its task) and the handles
   of this actor and the external store; once every actor of the deployment built and restored its task and knows
   its peers (``connect``, which also says on which Ray node the actor runs: the run's placement record), the
   JobMaster hears ``tasks_restored``, the tasks are started (``run``, on the job's clock) and it hears
@@ -237,7 +238,7 @@ class JobManagerActor:
             vertex, i = descriptor.key
             operator = self.graph.vertex(vertex).operator
             snapshot = encode_snapshot(descriptor.state, i)
-            split = self.split_refs[vertex][i] if operator.is_source and vertex in self.split_refs else None
+            split = [self.split_refs[vertex][i]] if operator.is_source and vertex in self.split_refs else None
             seed = task_seed(self.seed, vertex, i, descriptor.attempt.attempt_number)
             options = {"num_cpus": self.task_num_cpus}
             if self.ray_nodes is not None:

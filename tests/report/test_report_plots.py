@@ -15,7 +15,7 @@ def test_phases_derived_from_flink_subtask_statistics():
     sts = pd.DataFrame([subtask_row(0, "sink#0", start_delay=30, alignment=12, sync=3, ack_after=70),
                         subtask_row(0, "source#0", start_delay=5, alignment=0, sync=1, ack_after=9)])
     phases = barrier_phases(sts, TRIGGER0)
-    assert phases["task"].tolist() == ["source#0", "sink#0"]  # by first barrier
+    assert phases["task"].tolist() == ["source#0", "sink#0"]  # no graph given: by the vertices' median start delay
     assert phases.iloc[1][["first_barrier", "alignment_end", "snapshot_end", "ack"]].tolist() == [30, 42, 45, 70]
     assert phases.iloc[0][["first_barrier", "alignment_end", "snapshot_end", "ack"]].tolist() == [5, 5, 6, 9]
 
@@ -74,5 +74,7 @@ def test_a_subtask_with_its_placement_is_labelled_with_its_taskmanager_and_chann
     # without them (an older run), the task name alone
     assert subtask_label(barrier_phases(pd.DataFrame([subtask_row(0, "t", 1, 1, 1, 9)]), TRIGGER0).iloc[0]) == "t"
     checkpoints = pd.DataFrame([checkpoint_row(0, 70)]).assign(run=".", mode="aligned")
-    out = plot_barrier_timeline(checkpoints, pd.DataFrame(rows).assign(run=".", mode="aligned"), tmp_path / "t.png")
-    assert out.stat().st_size > 0
+    figure = plot_barrier_timeline(checkpoints, pd.DataFrame(rows).assign(run=".", mode="aligned"), tmp_path / "t.png")
+    assert figure.png.stat().st_size > 0
+    assert figure.panels[0].ytick_labels == ["keyed-sum#1 · TM1 · in 1 local / 1 remote",
+                                             "sink#0 · TM0 · in 1 local / 3 remote"]
