@@ -46,10 +46,10 @@ def ray_node_of_each_task(result, deployment: int) -> dict[str, str]:
 @pytest.mark.parametrize("mode", MODES)
 def test_64_subtasks_in_4_taskmanagers_over_3_nodes_complete_ten_checkpoints(mode, ray_cluster, tmp_path):
     assert sum(v.parallelism for v in SIXTY_FOUR.vertices) == 64
-    # 16 sources x 300 records paced at 10 records/s: the job runs at least 30 s once its actors run. A trickle: on an
+    # 16 sources x 450 records paced at 10 records/s: the job runs at least 45 s once its actors run. A trickle: on an
     # idle 2-core machine a checkpoint of these 64 actors takes tens of ms, but where every hop waits for a core
-    # (this machine shared, loaded 10 to 30-fold) one took 2 to 6 s
-    splits = {"source": local_splits(4_800, 100, 1.0, 100, 16, seed=2)}
+    # (this machine shared, loaded 10 to 40-fold) one took 2 to 6 s, and 30 s gave 8 or 9 checkpoints
+    splits = {"source": local_splits(7_200, 100, 1.0, 100, 16, seed=2)}
     config = JobConfig(SIXTY_FOUR, mode=mode, interval_ms=100, source_rate_per_subtask=10,
                        aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
                        cluster=FOUR_TASKMANAGERS)
