@@ -318,18 +318,19 @@ def spark_workload_splits(spark, scenario: Scenario) -> Splits:
 
 def check_checkpoint_storage(backend: str, checkpoint_storage: str | None) -> str | None:
     """The checkpoint storage URI to run with (a plain path made absolute: the job manager's working directory is
-    not the caller's); ``ArgumentError`` for one that names no storage, or one given to the simulator (which keeps
-    its checkpoints in memory)."""
+    not the caller's); ``ArgumentError`` for one that names no storage or an object store this node cannot reach,
+    or one given to the simulator (which keeps its checkpoints in memory)."""
     if checkpoint_storage is None:
         return None
     if backend != "ray":
         raise ArgumentError(f"checkpoint storage {checkpoint_storage!r}: only the ray backend writes checkpoints to a "
                             "storage URI (the simulator keeps them in memory, or in the run directory with checkpoint files)")
     from barriersim.runtime.storage.errors import CheckpointStorageError
-    from barriersim.runtime.storage.object_storage import check_storage_uri
+    from barriersim.runtime.storage.object_storage import check_storage_uri, probe_storage
 
     try:
         check_storage_uri(checkpoint_storage)
+        probe_storage(checkpoint_storage)  # the job manager runs on this (the driver's) node: what it will reach
     except CheckpointStorageError as err:
         raise ArgumentError(str(err)) from None
     return checkpoint_storage if "://" in checkpoint_storage else str(Path(checkpoint_storage).resolve())

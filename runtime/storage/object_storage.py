@@ -45,6 +45,7 @@ from barriersim.runtime.storage.errors import (
     CheckpointAlreadyExistsError,
     CheckpointDiscardError,
     CheckpointNotFoundError,
+    CheckpointStorageIOError,
     CheckpointStorageWriteError,
     InvalidCheckpointPointerError,
     NoSavepointLocationError,
@@ -355,6 +356,20 @@ def check_storage_uri(uri: str) -> None:
         raise InvalidCheckpointPointerError(f"checkpoint storage {uri!r}: unknown scheme {scheme!r} (file:// or s3://)")
     elif not uri:
         raise InvalidCheckpointPointerError("checkpoint storage: empty URI")
+
+
+def probe_storage(uri: str) -> None:
+    """Raise ``CheckpointStorageIOError`` (one line, naming the URI) when the object store of an ``s3://`` URI
+    cannot be reached or refuses this client (its endpoint, its credentials); a path or ``file://`` URI is created
+    by the run itself."""
+    if not is_object_store_uri(uri):
+        return
+    filesystem, path = object_store_filesystem(uri)
+    try:
+        filesystem.get_file_info(path)
+    except OSError as e:
+        reason = " ".join(str(e).split())
+        raise CheckpointStorageIOError(uri.split("?")[0], f"cannot reach the object store: {reason}") from None
 
 
 def child_uri(uri: str, *names: str) -> str:
