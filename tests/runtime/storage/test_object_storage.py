@@ -1,6 +1,6 @@
 """Checkpoint storage on a real S3-compatible server (``tests.s3_server``): the same layout, atomic ``_metadata``
 commit, checksums, completed-checkpoint list, savepoints, pointers and retention as the filesystem storage, and
-the choice of storage by URI."""
+the choice of storage by URI, and the damage faults an object store can take."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import pytest
 
 from barriersim.runtime.storage.atomic_file import WriteFault
 from barriersim.runtime.storage.checkpoint_storage import RetentionDecision
+from barriersim.runtime.storage.damage import CheckpointDamage, DamageNotApplicable, DamageTarget, damage_checkpoint
 from barriersim.runtime.storage.errors import (
     CheckpointAlreadyExistsError,
     CheckpointNotFoundError,
+    CheckpointStorageError,
     CheckpointStorageWriteError,
     CorruptMetadataError,
     CorruptStateFileError,
@@ -120,3 +122,30 @@ def test_the_storage_is_chosen_by_uri(tmp_path):
         checkpoint_storage_for("hdfs://namenode/checkpoints", "j")
     with pytest.raises(InvalidCheckpointPointerError, match="s3://"):
         checkpoint_storage_for("s3:///no-bucket", "j")
+
+
+@pytest.mark.parametrize("damage", [d for d in CheckpointDamage if d not in (CheckpointDamage.UNREADABLE,
+                                                                             CheckpointDamage.MALFORMED_STATE)])
+@pytest.mark.parametrize("target", [DamageTarget.METADATA, DamageTarget.STATE_FILE])
+def test_damage_faults_strike_the_objects_and_every_read_names_the_damaged_one(s3_server, damage, target):
+    storage = _storage(s3_server.bucket_uri())
+    for checkpoint_id in (1, 2):
+        storage.persist_checkpoint(_state(checkpoint_id, 4096))
+    if damage is CheckpointDamage.FOREIGN_METADATA and target is DamageTarget.STATE_FILE:
+        with pytest.raises(DamageNotApplicable):
+            damage_checkpoint(storage, 2, damage, target)
+        return
+    what = damage_checkpoint(storage, 2, damage, target)
+    assert "chk-2/" in what
+    with pytest.raises(CheckpointStorageError, match=r"chk-2\b"):
+        storage.load_checkpoint(f"s3://{storage.checkpoint_directory(2)}")
+    assert storage.load_checkpoint(f"s3://{storage.checkpoint_directory(1)}").metadata == _state(1, 4096)
+
+
+def test_damage_an_object_store_cannot_take_is_not_applicable(s3_server):
+    storage = _storage(s3_server.bucket_uri())
+    storage.persist_checkpoint(_state(1, 4096))
+    for damage, target in ((CheckpointDamage.UNREADABLE, DamageTarget.METADATA),
+                           (CheckpointDamage.DELETE, DamageTarget.DIRECTORY)):
+        with pytest.raises(DamageNotApplicable, match="object store"):
+            damage_checkpoint(storage, 1, damage, target)
