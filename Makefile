@@ -37,6 +37,7 @@ bench: setup
 	$(PY) -m benchmarks.alignment_latency
 	$(PY) -m benchmarks.simulator
 	$(PY) -m benchmarks.ray_pipeline
+	$(PY) -m benchmarks.placement
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis

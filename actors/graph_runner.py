@@ -3,16 +3,20 @@
 How this works: ``RayJob`` puts every source split in Ray's object store (msgpack; a split given as an
 ``ObjectRef``, e.g. an Arrow table of a Spark workload handed over by ``actors.workload_handoff``, is used as it
 is, so its records never pass through the driver, and it may still be unresolved: the job is deployed and its
-sources wait for it), starts the ``ExternalStoreActor`` and the ``JobManagerActor`` (which deploys, checkpoints,
-fails over and ends the job) and calls its ``run``; ``RayJob.wait`` reports progress every quarter second until
-that call returns, then reads the committed output from the store. ``run_graph_on_ray`` does both. Every actor
-it started is killed on every exit path. The settings are the job's
-``runtime.job.config.JobConfig`` (graph, mode, intervals, network, source rate, faults; the simulated network's
-latencies do not apply: Ray's are real). Ray must already be initialised.
+sources wait for it), picks the Ray nodes the job's TaskManagers are spread over
+(``actors.placement.cluster_nodes``: ``cluster.nodes`` of them, or every node with CPUs when it is 0, which the
+job's placement then takes as its node count), starts the ``ExternalStoreActor`` and the ``JobManagerActor``
+(which deploys, checkpoints, fails over and ends the job) on the driver's node and calls its ``run``;
+``RayJob.wait`` reports progress every quarter second until that call returns, then reads the committed output
+from the store. ``run_graph_on_ray`` does both. Every actor it started is killed on every exit path. The settings
+are the job's ``runtime.job.config.JobConfig`` (graph, mode, intervals, network, source rate, faults, cluster; the
+simulated network's latencies do not apply: Ray's are real). Ray must already be initialised.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -22,6 +26,7 @@ import ray
 from barriersim.actors.external_store import ExternalStoreActor
 from barriersim.actors.job_manager_actor import JobManagerActor
 from barriersim.actors.messages import decode_records, encode_records
+from barriersim.actors.placement import check_kill_nodes, cluster_nodes, driver_node
 from barriersim.runtime.job.config import JobConfig
 
 
@@ -52,6 +57,26 @@ class RayJobResult:
     failure_reason: str | None = None  # one line, when the job ended FAILED
     fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
     job_manager_cpu_seconds: float = 0.0  # the job manager's process CPU from the first tasks' start to the job's end
+    # per deployment: its epoch, restored checkpoint and the node of each TaskManager (runtime.job.placement)
+    deployments: list[dict] = field(default_factory=list)
+    # per deployment and subtask: TaskManager, slot, node, channel kinds and the Ray node it ran on
+    placement: list[dict] = field(default_factory=list)
+    ray_nodes: list[dict] = field(default_factory=list)  # node index -> Ray node id and address
+    config: JobConfig | None = None  # the settings the job ran with (cluster.nodes resolved to the Ray cluster's)
+
+
+# the object store's client settings the job manager (the one actor that reads and writes checkpoints) gets from
+# the driver's environment, as Flink's JobManager gets its S3 credentials from its own configuration
+STORAGE_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION",
+                       "AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
+
+
+def storage_environment(checkpoint_root: str) -> dict:
+    """Actor options giving the job manager the driver's object store settings, for an ``s3://`` storage."""
+    from barriersim.runtime.storage.object_storage import is_object_store_uri
+
+    variables = {k: os.environ[k] for k in STORAGE_ENVIRONMENT if k in os.environ}
+    return {"runtime_env": {"env_vars": variables}} if is_object_store_uri(checkpoint_root) and variables else {}
 
 
 class RayJob:
@@ -67,14 +92,19 @@ class RayJob:
         self.ended_at: float | None = None  # time.perf_counter() when the job manager's run returned
         self.store = self.job_manager = None
         try:
-            self.store = ExternalStoreActor.remote()
+            ray_nodes = cluster_nodes(config.cluster.nodes)
+            check_kill_nodes(config.faults, ray_nodes)
+            if config.cluster.nodes == 0:  # every node of the cluster: the placement spreads over that many
+                config = dataclasses.replace(config, cluster=dataclasses.replace(config.cluster, nodes=len(ray_nodes)))
+            self.config = config
+            self.store = ExternalStoreActor.options(**driver_node()).remote()
             split_refs = {name: [split if isinstance(split, ray.ObjectRef) else ray.put(encode_records(split))
                                  for split in parts] for name, parts in splits.items()}
             if records is None:
                 records = sum(len(s) for parts in splits.values() for s in parts if not isinstance(s, ray.ObjectRef))
             self.records = records
-            self.job_manager = JobManagerActor.remote(config, split_refs, checkpoint_root, job_id, seed, self.store,
-                                                      task_num_cpus)
+            self.job_manager = JobManagerActor.options(**driver_node(), **storage_environment(checkpoint_root)).remote(
+                config, split_refs, checkpoint_root, job_id, seed, self.store, task_num_cpus, ray_nodes)
             self.done = self.job_manager.run.remote()
         except BaseException:
             self.kill()
@@ -98,7 +128,7 @@ class RayJob:
             counters = ray.get(self.store.counters.remote())
             # the job manager's result dict has every field but what the store and the caller know
             return RayJobResult(committed_output=output, records_emitted=self.records, store_counters=counters,
-                                **result)
+                                config=self.config, **result)
         finally:
             self.kill()
 

@@ -121,7 +121,7 @@ class StreamTaskActor:
             self.config, restore, clock=now_ms, timer_service=LoopTimerService(loop, self._fail),
             rng=random.Random(self.seed), wakeup=self._after_event, split=split, store=self.store)
         self._reporter = loop.create_task(self._report_in_order())
-        return restored
+        return {**restored, "ray_node_id": ray.get_runtime_context().get_node_id()}
 
     # -- the work loop -------------------------------------------------------------------------------
 

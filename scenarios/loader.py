@@ -11,7 +11,9 @@ The job is either the quickstart shorthand (``[job]`` with ``source_parallelism`
 operator parameters, per-record cost) and ``[[job.edge]]`` tables (``from``, ``to``, ``partitioner``,
 ``input``), validated as a ``runtime.jobgraph.JobGraph``. ``[network]`` sets the buffer size, Flink's credit
 defaults and the channel latency; ``[cluster]`` the TaskManagers and slots the job is placed in (one
-TaskManager by default, so every channel is local, as in Flink's MiniCluster); ``[[faults]]`` is a fault schedule (``runtime.faults``); ``[sweep]`` maps
+TaskManager by default, so every channel is local, as in Flink's MiniCluster) and the nodes they are spread
+over; ``[[faults]]`` is a fault schedule (``runtime.faults``), checked against the graph and the placement;
+``[sweep]`` maps
 dotted keys to lists of values and expands into a run matrix. The CLI prints an error's line and exits 2.
 """
 
@@ -115,6 +117,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "cluster": {
         "taskmanagers": Field(int, 1, _between(1, 1024)),
         "slots_per_taskmanager": Field(int, 0, _between(0, 1024)),  # 0: the job's highest parallelism
+        # the hosts the TaskManagers are spread over (TaskManager t on node t % nodes; node 0 hosts the JobManager);
+        # 0: every node of the Ray cluster (one on the simulator)
+        "nodes": Field(int, 0, _between(0, 1024)),
     },
     "checkpointing": {
         "mode": Field(str, CheckpointingMode.ALIGNED.value, _one_of(*ALL_MODES)),
@@ -217,6 +222,10 @@ class CheckpointingSpec:
 class ClusterSpec:
     taskmanagers: int = 1
     slots_per_taskmanager: int = 0
+    nodes: int = 0
+
+    def config(self) -> ClusterConfig:
+        return ClusterConfig(self.taskmanagers, self.slots_per_taskmanager, self.nodes)
 
 
 @dataclass(frozen=True)
@@ -353,12 +362,17 @@ def _check_cross_rules(path: str, cp: CheckpointingSpec, origin: str = "") -> No
         raise ScenarioError(path, key, f"{text} ({origin})" if origin else text)
 
 
-def _check_placement(path: str, graph: JobGraph, cluster: ClusterSpec) -> None:
-    """The cluster must hold the job (``runtime.job.placement.place``)."""
+def _check_placement(path: str, graph: JobGraph, cluster: ClusterSpec, faults: FaultSchedule) -> None:
+    """The cluster must hold the job (``runtime.job.placement.place``), and the TaskManager and node faults must
+    name TaskManagers and nodes it has."""
     try:
-        place(graph, ClusterConfig(cluster.taskmanagers, cluster.slots_per_taskmanager))
+        placement = place(graph, cluster.config())
     except PlacementError as err:
         raise ScenarioError(path, err.key, str(err).partition(": ")[2]) from None
+    try:
+        faults.check_against_placement(graph, placement)
+    except FaultScheduleError as err:
+        raise ScenarioError(path, None, str(err)) from None
 
 
 def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
@@ -380,7 +394,7 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
     except FaultScheduleError as err:
         raise ScenarioError(path, None, str(err)) from None
     cluster = ClusterSpec(**plain["cluster"])
-    _check_placement(path, job.graph, cluster)
+    _check_placement(path, job.graph, cluster, faults)
     return Scenario(
         path=path,
         name=plain["scenario"]["name"],
@@ -455,7 +469,7 @@ def apply_settings(scenario: Scenario, settings: dict[str, Any], where: str, ori
             and not scenario.checkpointing.mode.uses_alignment_timeout):
         scenario = with_setting(scenario, "checkpointing.aligned_checkpoint_timeout_ms", 0)
     _check_cross_rules(scenario.path, scenario.checkpointing, origin or f"with {where} {_shown(settings)}")
-    _check_placement(scenario.path, scenario.job.graph, scenario.cluster)
+    _check_placement(scenario.path, scenario.job.graph, scenario.cluster, scenario.faults)
     return scenario
 
 
@@ -497,5 +511,6 @@ def effective_scenario(scenario: Scenario, *, mode: CheckpointingMode | str | No
         scenario = with_overrides(scenario, seed=seed)
     if faults is not None:
         faults.check_against(scenario.job.graph)
+        faults.check_against_placement(scenario.job.graph, place(scenario.job.graph, scenario.cluster.config()))
         scenario = with_overrides(scenario, faults=faults)
     return scenario

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.job.config import JobConfig
-from barriersim.runtime.job.placement import ClusterConfig
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.loader import Scenario
@@ -49,7 +48,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         latency_us_jitter=net.latency_us_jitter,
         source_rate_per_subtask=scenario.workload.rate_per_source,
         faults=scenario.faults,
-        cluster=ClusterConfig(scenario.cluster.taskmanagers, scenario.cluster.slots_per_taskmanager),
+        cluster=scenario.cluster.config(),
     )
 
 

@@ -4,8 +4,9 @@ How this works: ``JobConfig`` holds one job's settings: the job graph, the check
 (``runtime.checkpointing_mode``) and the coordinator's settings, the network (buffers, credit, debloating), the
 source rate, the restart policy, the fault schedule, and the simulated network's latencies and virtual time
 limit (which only the simulator reads: on Ray, latency is real). It checks itself when built: the mode with its
-settings (``checkpointing_problem``), the fault schedule against the graph, and that the cluster (``cluster``:
-TaskManagers and slots, ``runtime.job.placement``) can hold the job. ``coordinator_configuration()``,
+settings (``checkpointing_problem``), the fault schedule against the graph, that the cluster (``cluster``:
+TaskManagers, slots and nodes, ``runtime.job.placement``) can hold the job, and the TaskManager and node faults
+against that placement. ``coordinator_configuration()``,
 ``checkpoint_options()`` and ``restart_strategy()`` map it onto the coordinator's configuration, Flink's
 ``CheckpointOptions`` and a JobMaster's restart strategy: one mapping for both drivers. ``JobOutcome`` is how a
 job ended. Mirrors Flink's ``CheckpointConfig`` / ``ExecutionConfig`` settings as a job's configuration carries
@@ -86,6 +87,7 @@ class JobConfig:
             object.__setattr__(self, "_placement", place(self.graph, self.cluster))
         except PlacementError as err:
             raise JobConfigError(err.key, str(err).partition(": ")[2]) from None
+        self.faults.check_against_placement(self.graph, self.placement)
 
     @property
     def placement(self) -> Placement:

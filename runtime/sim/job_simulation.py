@@ -8,8 +8,10 @@ an in-memory ``JobManagerCheckpointStorage`` or, given a directory, to a ``FileS
 backend's, with its state files and completed-checkpoint list). This module carries out the JobMaster's actions in virtual time:
 - ``DeployTasks``: every subtask becomes a ``StreamTask`` (``runtime.job.deployment.deploy_task``), restored, then
   started (the first output and credit sent, its flusher set); a task that cannot restore its state fails the
-  deployment (``deploy_failed``); ``KillTask``: the task's death is reported at
-  once; ``CancelTasks``: every task of the deployment fails, and nothing scheduled for it runs any more;
+  deployment (``deploy_failed``); ``KillTask``: the task's death is reported at once; ``KillTaskManagers`` (a
+  TaskManager crash, or a node loss: the simulator has no node processes, so losing a node is losing every
+  TaskManager on it): every death is reported at once, the first failing the job over;
+  ``CancelTasks``: every task of the deployment fails, and nothing scheduled for it runs any more;
 - ``SendToTask`` / ``SendToCoordinator``: an RPC delivered after ``rpc_latency_us`` plus the fault's delay;
 - ``StartTimer``: a kernel event (faults, restarts and recoveries come before anything else at their instant);
 - ``JobEnded``: the kernel stops.
@@ -59,6 +61,7 @@ class SimulationResult:
     coordinator_failovers: int = 0
     fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
     storage_errors: list[str] = field(default_factory=list)
+    deployments: list[dict] = field(default_factory=list)  # per deployment: epoch, restored id, TaskManager nodes
     failure_reason: str | None = None  # one line, when the outcome is FAILED
 
 
@@ -126,6 +129,7 @@ class JobSimulation(DataPlane):
             coordinator_failovers=report.coordinator_failovers,
             fault_log=report.fault_log,
             storage_errors=report.storage_errors,
+            deployments=report.deployments,
             failure_reason=report.failure_reason,
         )
 
@@ -154,6 +158,10 @@ class JobSimulation(DataPlane):
                 self._deploy(action)
             elif kind is a.KillTask:  # the task dies, and its death is seen at once
                 self._carry_out(self.job_master.task_failed(action.attempt, action.why))
+            elif kind is a.KillTaskManagers:  # every task of the TaskManagers dies at once
+                lost = f"node {action.node}" if action.node is not None else f"taskmanager {action.taskmanagers[0]}"
+                for attempt in action.attempts:
+                    self._carry_out(self.job_master.task_failed(attempt, f"{lost} lost ({action.why})"))
             elif kind is a.CancelTasks:
                 self._cancel(action)
             elif kind is a.JobEnded:
