@@ -1,8 +1,8 @@
 """Runs any supported job graph on Ray actors, with the simulator's settings, and collects what it committed.
 
-How this works: ``run_graph_on_ray`` puts every source split in Ray's object store (msgpack; a split given
-as an ``ObjectRef`` of msgpack records, e.g. cut from a Spark workload by ``scenarios.workload``, is used as
-it is, so its records never pass through the driver), starts the
+How this works: ``run_graph_on_ray`` puts every source split in Ray's object store (its column buffers,
+``runtime.records_codec``; a split given as an ``ObjectRef`` of encoded records, e.g. cut from a Spark workload by
+``barriersim.spark.workload``, is used as it is, so its records never pass through the driver), starts the
 ``ExternalStoreActor`` and the ``JobManagerActor`` (which deploys, checkpoints, fails over and ends the job),
 waits for the job manager's ``run`` call, reports progress every quarter second, then reads the committed
 output from the store. Every actor it started is killed on every exit path. The settings are the job's
@@ -22,6 +22,7 @@ from barriersim.actors.external_store import ExternalStoreActor
 from barriersim.actors.job_manager_actor import JobManagerActor
 from barriersim.actors.messages import decode_records, encode_records
 from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.record_batch import RecordBatch
 
 
 class RayJobError(RuntimeError):
@@ -30,7 +31,7 @@ class RayJobError(RuntimeError):
 
 @dataclass
 class RayJobResult:
-    committed_output: list[tuple]
+    committed_output: RecordBatch  # what the sinks committed, as one batch (a sequence of record tuples too)
     checkpoints: list[dict]
     subtasks: list[dict]
     counts: dict[str, int]
@@ -65,8 +66,8 @@ def run_graph_on_ray(
     records: int | None = None,
 ) -> RayJobResult:
     """Run the job of ``config`` on Ray actors. ``splits`` maps each source vertex to its subtasks' splits,
-    each a sequence of ``(record_id, key, value, event_time)`` tuples or an ``ObjectRef`` of their msgpack
-    encoding (``actors.messages.encode_records``); ``records`` is the workload's size when splits are refs."""
+    each a ``RecordBatch`` (or a sequence of ``(record_id, key, value, event_time)`` tuples) or an ``ObjectRef`` of
+    its encoding (``actors.messages.encode_records``); ``records`` is the workload's size when splits are refs."""
     store = job_manager = None
     try:
         store = ExternalStoreActor.remote()
@@ -87,7 +88,7 @@ def run_graph_on_ray(
             if on_progress is not None:
                 on_progress(ray.get(job_manager.progress.remote()))
         result = ray.get(done)
-        output = decode_records(ray.get(store.output.remote()))
+        output = RecordBatch.of(decode_records(ray.get(store.output.remote())))
         counters = ray.get(store.counters.remote())
         # the job manager's result dict has every field but what the store and the caller know
         return RayJobResult(committed_output=output, records_emitted=records, store_counters=counters, **result)

@@ -23,6 +23,7 @@ from typing import Iterable
 from barriersim.runtime.events import Watermark
 from barriersim.runtime.operators.records import EVENT_TIME, KEY, VALUE
 from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
+from barriersim.runtime.record_batch import RecordBatch
 
 LEFT, RIGHT = 0, 1
 
@@ -31,27 +32,22 @@ class TumblingEventTimeWindowJoin(TumblingEventTimeWindowSum):
     """The window sum's windows, state and firing rule, with two-sided accumulators
     ``[left_count, left_sum, right_count, right_sum]`` per (window_start, key)."""
 
-    def process_all(self, records: Iterable[tuple], input_index: int = LEFT) -> list[tuple]:
+    def process_all(self, records, input_index: int = LEFT) -> RecordBatch:
         if input_index not in (LEFT, RIGHT):
             raise ValueError(f"a join has inputs 0 and 1, not {input_index}")
         at = 2 * input_index
-        size = self.size_ms
-        for r in records:
-            t = r[EVENT_TIME]
-            start = t - t % size
-            if start + size - 1 <= self.watermark:
-                self.late_records += 1
-                continue
-            acc = self._windows.get((start, r[KEY]))
+        windows = self._windows
+        for start, key, total, count in self.on_time_groups(RecordBatch.of(records)):
+            acc = windows.get((start, key))
             if acc is None:
-                acc = self._windows[(start, r[KEY])] = [0, 0, 0, 0]
-            acc[at] += 1
-            acc[at + 1] += r[VALUE]
-        return []
+                acc = windows[(start, key)] = [0, 0, 0, 0]
+            acc[at] += count
+            acc[at + 1] += total
+        return RecordBatch.empty()
 
-    def process_watermark(self, watermark: Watermark) -> list[tuple]:
-        return [(start, key, lc * rc, ls * rc + rs * lc)
-                for (start, key), (lc, ls, rc, rs) in self.fire_due(watermark) if lc and rc]
+    def process_watermark(self, watermark: Watermark) -> RecordBatch:
+        return RecordBatch.from_rows([(start, key, lc * rc, ls * rc + rs * lc)
+                                      for (start, key), (lc, ls, rc, rs) in self.fire_due(watermark) if lc and rc])
 
 
 def reference_window_join(left: Iterable[tuple], right: Iterable[tuple], size_ms: int) -> list[tuple]:

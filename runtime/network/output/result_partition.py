@@ -41,9 +41,13 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence, Union
 
+import numpy as np
+
 from barriersim.runtime.events import Buffer, ChannelElement, ResultSubpartitionInfo
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog, PipelinedSubpartition
 from barriersim.runtime.network.output.view_reader import CreditBasedSequenceNumberingViewReader
+from barriersim.runtime.buffer_content import content_of
+from barriersim.runtime.record_batch import RecordBatch
 
 DEFAULT_MEMORY_SEGMENT_SIZE = 32 * 1024
 DEFAULT_MAX_BUFFERS_PER_CHANNEL = 10
@@ -61,11 +65,11 @@ class PartitionStateError(RuntimeError):
 @dataclass(slots=True)
 class _BufferBuilder:
     capacity: int  # the subpartition's buffer size when the builder was opened (Flink's BufferBuilder.trim)
-    records: list = field(default_factory=list)
+    records: list = field(default_factory=list)  # record batches (runs of records), watermarks, or single records
     size: int = 0
 
     def build(self) -> Buffer:
-        return Buffer(tuple(self.records), self.size)
+        return Buffer(content_of(self.records), self.size)
 
 
 class ResultPartition:
@@ -165,16 +169,30 @@ class ResultPartition:
 
     def emit_batch(self, records: Sequence[Any], targets: Union[int, Sequence[int]], size: int) -> Availability:
         """``emit_records`` for ``records[k]`` to subpartition ``targets[k]``, or every record to subpartition
-        ``targets`` if it is an int (a forward edge): same buffers, fewer steps."""
+        ``targets`` if it is an int (a forward edge): same buffers, fewer steps. ``records`` is a ``RecordBatch``
+        (the data path: ``targets`` an int array, and each subpartition's share is cut from the batch without
+        touching single records) or a sequence of single records."""
         if self._released:
             return Availability.AVAILABLE
         self._check_in_produce_state("emit_batch")
         if size < 0:
             raise ValueError(f"emit_batch: negative record size {size}")
-        if isinstance(targets, int):
+        if type(records) is RecordBatch:
+            if isinstance(targets, (int, np.integer)):
+                self._append_batch(records, int(targets), size)
+            else:
+                # each subpartition's buffers depend only on the records it gets, in order: group (stably), then fill
+                targets = np.asarray(targets)
+                counts = np.bincount(targets, minlength=len(self.subpartitions)).tolist()
+                grouped = records.take(np.argsort(targets, kind="stable"))
+                start = 0
+                for target, count in enumerate(counts):
+                    if count:
+                        self._append_batch(grouped.slice(start, start + count), target, size)
+                        start += count
+        elif isinstance(targets, int):
             self._append_all(records, targets, size)
         else:
-            # each subpartition's buffers depend only on the records it gets, in order: group, then fill
             groups: list[list] = [[] for _ in self.subpartitions]
             appends = [g.append for g in groups]
             for record, target in zip(records, targets):
@@ -194,9 +212,29 @@ class ResultPartition:
         if size < 0:
             raise ValueError(f"emit_round_robin: negative record size {size}")
         n = len(self.subpartitions)
-        for j in range(min(n, len(records))):
-            self._append_all(records[j::n], (start + j) % n, size)
+        if type(records) is RecordBatch:
+            if n == 1:
+                self._append_batch(records, 0, size)
+            else:
+                for j in range(min(n, len(records))):
+                    self._append_batch(records.every(j, n), (start + j) % n, size)
+        else:
+            for j in range(min(n, len(records))):
+                self._append_all(records[j::n], (start + j) % n, size)
         self.total_written_bytes += len(records) * size
+        return self.get_availability()
+
+    def broadcast_batch(self, records: RecordBatch, size: int) -> Availability:
+        """Every record of ``records`` to every subpartition (a broadcast edge), as ``broadcast_record`` for each
+        record in order: each subpartition gets the whole batch."""
+        if self._released:
+            return Availability.AVAILABLE
+        self._check_in_produce_state("broadcast_batch")
+        if size < 0:
+            raise ValueError(f"broadcast_batch: negative record size {size}")
+        for target in range(len(self.subpartitions)):
+            self._append_batch(records, target, size)
+        self.total_written_bytes += len(records) * size * len(self.subpartitions)
         return self.get_availability()
 
     def _append(self, record: Any, target: int, size: int) -> None:
@@ -222,6 +260,22 @@ class ResultPartition:
                 k += len(chunk)
             else:
                 self._write(records[k], target, size)
+                k += 1
+
+    def _append_batch(self, records: RecordBatch, target: int, size: int) -> None:
+        """``_append_all`` for a batch: the runs are slices of it (views), the record that fills or spans a
+        buffer a slice of one record."""
+        n, k = len(records), 0
+        while k < n:
+            builder = self._builders[target]
+            room = (builder.capacity - builder.size - 1) // size if size > 0 else n - k  # records leaving it not full
+            if room > 0:
+                end = min(n, k + room)
+                builder.records.append(records if (k == 0 and end == n) else records.slice(k, end))
+                builder.size += (end - k) * size
+                k = end
+            else:
+                self._write(records.slice(k, k + 1), target, size)
                 k += 1
 
     def broadcast_record(self, record: Any, size: int) -> Availability:
