@@ -48,7 +48,7 @@ class RecordBatch:
     @staticmethod
     def from_columns(*columns) -> "RecordBatch":
         """One batch from one array (or sequence of ints) per field, all of the same length."""
-        return RecordBatch(np.array(np.stack([np.asarray(c, dtype=_INT64) for c in columns]), dtype=_INT64))
+        return RecordBatch(np.stack([np.asarray(c, dtype=_INT64) for c in columns]))
 
     @staticmethod
     def from_rows(rows: Iterable[Sequence[int]], fields: int | None = None) -> "RecordBatch":

@@ -8,7 +8,7 @@ window's end, the window fires: ``(window_start, key, sum, count)`` is emitted a
 and are dropped (and counted), as Flink does with zero allowed lateness. The state (open windows per key)
 is keyed state, snapshotted per key group, so the result after a restore is the same as without failure.
 A batch is added at once: its records' windows computed on the columns, late records masked out, and the rest
-aggregated per (window start, key) (``aggregate_by_window_and_key``) before they reach the state.
+aggregated per (window start, key) (``window_sums``) before they reach the state.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class TumblingEventTimeWindowSum:
             self.late_records += late_count
             on_time = ~late
             starts, keys, values = starts[on_time], keys[on_time], values[on_time]
-        return aggregate_by_window_and_key(starts, keys, values)
+        return list(zip(*(a.tolist() for a in window_sums(starts, keys, values))))
 
     def process_watermark(self, watermark: Watermark) -> RecordBatch:
         return RecordBatch.from_rows([(start, key, total, count) for (start, key), (total, count) in self.fire_due(watermark)])
@@ -83,20 +83,20 @@ class TumblingEventTimeWindowSum:
         self._windows = restore_windows(state, self.key_group_range)
 
 
-def aggregate_by_window_and_key(starts: np.ndarray, keys: np.ndarray, values: np.ndarray) -> list[tuple[int, int, int, int]]:
-    """``(window_start, key, sum of values, count)`` per distinct (window start, key), in that order."""
+def window_sums(starts: np.ndarray, keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per distinct (window start, key), in that order: the window starts, the keys, the sums of the values and the
+    counts of records (four arrays)."""
     n = len(starts)
     if not n:
-        return []
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty, empty
     order = np.lexsort((keys, starts))
     starts, keys, values = starts[order], keys[order], values[order]
     first = np.empty(n, dtype=bool)
     first[0] = True
     np.logical_or(starts[1:] != starts[:-1], keys[1:] != keys[:-1], out=first[1:])
     at = np.flatnonzero(first)
-    sums = np.add.reduceat(values, at)
-    counts = np.diff(np.append(at, n))
-    return list(zip(starts[at].tolist(), keys[at].tolist(), sums.tolist(), counts.tolist()))
+    return starts[at], keys[at], np.add.reduceat(values, at), np.diff(np.append(at, n))
 
 
 def snapshot_windows(windows: dict[tuple[int, int], list[int]], key_group_range: KeyGroupRange,

@@ -18,11 +18,11 @@ Flink runs a window join as a co-group over a ``WindowOperator`` whose elements 
 
 from __future__ import annotations
 
-from typing import Iterable
+import numpy as np
 
 from barriersim.runtime.events import Watermark
 from barriersim.runtime.operators.records import EVENT_TIME, KEY, VALUE
-from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
+from barriersim.runtime.operators.window import TumblingEventTimeWindowSum, window_sums
 from barriersim.runtime.record_batch import RecordBatch
 
 LEFT, RIGHT = 0, 1
@@ -50,14 +50,22 @@ class TumblingEventTimeWindowJoin(TumblingEventTimeWindowSum):
                                       for (start, key), (lc, ls, rc, rs) in self.fire_due(watermark) if lc and rc])
 
 
-def reference_window_join(left: Iterable[tuple], right: Iterable[tuple], size_ms: int) -> list[tuple]:
-    """What the join emits over the whole input, ignoring timing (no record is late then): the reference."""
-    acc: dict[tuple[int, int], list[int]] = {}
-    for at, records in ((0, left), (2, right)):
-        for r in records:
-            k = (r[EVENT_TIME] - r[EVENT_TIME] % size_ms, r[KEY])
-            a = acc.setdefault(k, [0, 0, 0, 0])
-            a[at] += 1
-            a[at + 1] += r[VALUE]
-    return [(start, key, lc * rc, ls * rc + rs * lc)
-            for (start, key), (lc, ls, rc, rs) in sorted(acc.items()) if lc and rc]
+def reference_window_join(left, right, size_ms: int) -> RecordBatch:
+    """What the join emits over the whole input, ignoring timing (no record is late then): the reference. Each side
+    (a ``RecordBatch``, or record tuples) is summed per window and key; the (window, key) pairs both sides have are
+    joined, in (window start, key) order."""
+    sides = []
+    for records in (left, right):
+        batch = RecordBatch.of(records)
+        times = batch.columns[EVENT_TIME]
+        sides.append(window_sums(times - times % size_ms, batch.columns[KEY], batch.columns[VALUE]))
+    (l_start, l_key, l_sum, l_count), (r_start, r_key, r_sum, r_count) = sides
+    starts = np.concatenate([l_start, r_start])
+    keys = np.concatenate([l_key, r_key])
+    side = np.concatenate([np.zeros(len(l_start), dtype=np.int64), np.ones(len(r_start), dtype=np.int64)])
+    order = np.lexsort((side, keys, starts))  # a (window, key) of both sides: its left entry, then its right one
+    starts, keys = starts[order], keys[order]
+    pair = np.flatnonzero((starts[1:] == starts[:-1]) & (keys[1:] == keys[:-1]))
+    li, ri = order[pair], order[pair + 1] - len(l_start)
+    lc, ls, rc, rs = l_count[li], l_sum[li], r_count[ri], r_sum[ri]
+    return RecordBatch.from_columns(starts[pair], keys[pair], lc * rc, ls * rc + rs * lc)
