@@ -190,6 +190,7 @@ class StreamTask:
                 sink=self._on_input_action,
                 buffer_debloat=network.buffer_debloat,
                 max_buffer_size=network.buffer_size,
+                keep_history=False,
             )
             self._valve = WatermarkValve(self.input_side.channel_infos())
         # buffer debloating starts once the task runs (its first step), as Flink's invoke() schedules it after
@@ -389,7 +390,10 @@ class StreamTask:
     # -- work ----------------------------------------------------------------------------------------
 
     def is_backpressured(self) -> bool:
-        return any(p.get_availability() is Availability.BACKPRESSURED for p in self.partitions)
+        for p in self.partitions:
+            if p.is_backpressured():
+                return True
+        return False
 
     def process_next(self) -> StepResult:
         """One unit of work: one input buffer or event, or one batch read from the source split."""

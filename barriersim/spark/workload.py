@@ -9,8 +9,8 @@ locally for the simulator: Spark's Arrow batch function (``source_batch``) calls
 event times at the vertex's total rate, record ``i`` of a vertex of parallelism ``p`` in split ``i % p`` at
 offset ``i // p``), so the same seed gives the same workload whatever Spark's partitioning.
 ``splits_to_object_store`` converts the DataFrame once with ``ray.data.from_spark`` and cuts the Arrow blocks
-into one split per source subtask (``runtime.records_codec``'s msgpack encoding) in a Ray task per source
-vertex, so the records go from Spark's executors to the object store and on to the source actors without
+into one split per source subtask (a ``RecordBatch`` made from the Arrow columns, in ``runtime.records_codec``'s
+encoding: its column buffers) in a Ray task per source vertex, so the records go from Spark's executors to the object store and on to the source actors without
 passing through the driver.
 """
 
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.records_codec import encode_records
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.workload import SOURCE_ID_STRIDE, draw_columns, zipf_cdf
@@ -117,13 +118,13 @@ class _LazyRemote:
 _cut_splits = _LazyRemote(_remote_cut_splits)
 
 
-def split_records_from_tables(tables: list[pa.Table], split: int) -> list[tuple]:
-    """A source task's records in offset order: ``(record_id, key, value, event_time)`` tuples."""
+def split_records_from_tables(tables: list[pa.Table], split: int) -> RecordBatch:
+    """A source task's records in offset order: a ``RecordBatch`` of ``(record_id, key, value, event_time)``,
+    taken from the Arrow columns (no record becomes a Python object)."""
     import pyarrow.compute as pc
 
     if not tables:
-        return []
+        return RecordBatch.empty()
     table = pa.concat_tables(tables)
     table = table.filter(pc.equal(table.column("split"), split)).sort_by("offset")
-    cols = [table.column(c).to_pylist() for c in ("record_id", "key", "value", "event_time")]
-    return list(zip(*cols))
+    return RecordBatch.of(table.select(["record_id", "key", "value", "event_time"]))

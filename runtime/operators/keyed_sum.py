@@ -34,6 +34,12 @@ class KeySlots:
 
     def slots_of(self, keys: np.ndarray) -> np.ndarray:
         """The slot of every key of an int64 column, new keys getting new slots."""
+        table = self._table
+        size = len(table)
+        if size and keys.view(np.uint64).max() < size:  # every key in [0, size) (a negative one is huge as uint64)
+            slots = table[keys]
+            if slots.min() >= 0:
+                return slots
         low, high = int(keys.min()), int(keys.max())
         if low >= 0 and high < self.DENSE_LIMIT:
             if high >= len(self._table):
@@ -95,11 +101,11 @@ class KeyedRunningSum:
         return self.process_all([record])[0]
 
     def process_all(self, records) -> RecordBatch:
-        batch = RecordBatch.of(records)
-        n = len(batch)
+        batch = records if type(records) is RecordBatch else RecordBatch.of(records)
+        columns = batch.columns
+        n = columns.shape[1]
         if not n:
             return batch
-        columns = batch.columns
         slots = self._slots.slots_of(columns[KEY])
         if self._slots.count > len(self._sums):
             grown = np.zeros(max(64, 2 * self._slots.count), dtype=np.int64)
@@ -107,14 +113,14 @@ class KeyedRunningSum:
             self._sums = grown
         sums = self._sums
         values = columns[VALUE]
-        out = np.empty_like(columns)
-        out[:3] = columns[:3]
+        out = columns.copy()  # record_id, key, value; the running sum replaces the event time below
         if n == 1:
             total = sums[slots[0]] + values[0]
             sums[slots[0]] = total
             out[3, 0] = total
             return RecordBatch(out)
-        order = np.argsort(slots, kind="stable")
+        # the batch's records grouped by key, in arrival order within a key (a stable sort; radix on small slots)
+        order = np.argsort(slots.astype(np.int16) if self._slots.count <= 32767 else slots, kind="stable")
         ordered_slots = slots[order]
         ordered_values = values[order]
         cumulative = np.cumsum(ordered_values)
@@ -127,7 +133,9 @@ class KeyedRunningSum:
         np.maximum.accumulate(start_of, out=start_of)  # index of its key's first record, for every record
         running = cumulative - (cumulative[start_of] - ordered_values[start_of]) + sums[ordered_slots]
         out[3, order] = running
-        last = np.append(starts[1:], n) - 1
+        last = np.empty_like(starts)  # the last record of each key
+        last[:-1] = starts[1:] - 1
+        last[-1] = n - 1
         sums[ordered_slots[last]] = running[last]
         return RecordBatch(out)
 

@@ -50,14 +50,14 @@ class RecordWriters:
         for i, (edge, partition) in enumerate(zip(self._edges, self._partitions)):
             kind = edge.partitioner
             if kind is Partitioner.FORWARD:
-                partition.emit_batch(records, 0, size)
+                partition.write_batch(records, 0, size)
             elif kind is Partitioner.HASH:
-                partition.emit_batch(records, self._hash[i].targets(records.columns[KEY]), size)
+                partition.write_batch(records, self._hash[i].targets(records.columns[KEY]), size)
             elif kind is Partitioner.BROADCAST:
-                partition.broadcast_batch(records, size)
+                partition.write_broadcast(records, size)
             else:  # rebalance: round robin, starting at a random channel as Flink's RebalancePartitioner
                 start = self._next_rebalance[i]
-                partition.emit_round_robin(records, start, size)
+                partition.write_round_robin(records, start, size)
                 self._next_rebalance[i] = (start + n) % partition.number_of_subpartitions
 
     def broadcast(self, element) -> None:

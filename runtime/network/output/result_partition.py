@@ -67,9 +67,13 @@ class _BufferBuilder:
     capacity: int  # the subpartition's buffer size when the builder was opened (Flink's BufferBuilder.trim)
     records: list = field(default_factory=list)  # record batches (runs of records), watermarks, or single records
     size: int = 0
+    batches_only: bool = True  # every part is a RecordBatch (the common case: no watermark, no single record)
 
     def build(self) -> Buffer:
-        return Buffer(content_of(self.records), self.size)
+        parts = self.records
+        if self.batches_only:
+            return Buffer(RecordBatch.concat(parts) if parts else (), self.size)
+        return Buffer(content_of(parts), self.size)
 
 
 class ResultPartition:
@@ -148,6 +152,8 @@ class ResultPartition:
             builder = self._builders[target]
             segment = builder.capacity
         builder.records.append(record)
+        if type(record) is not RecordBatch:
+            builder.batches_only = False
         builder.size += remaining
         if builder.size == segment:
             self._finish_builder(target)
@@ -170,27 +176,16 @@ class ResultPartition:
     def emit_batch(self, records: Sequence[Any], targets: Union[int, Sequence[int]], size: int) -> Availability:
         """``emit_records`` for ``records[k]`` to subpartition ``targets[k]``, or every record to subpartition
         ``targets`` if it is an int (a forward edge): same buffers, fewer steps. ``records`` is a ``RecordBatch``
-        (the data path: ``targets`` an int array, and each subpartition's share is cut from the batch without
-        touching single records) or a sequence of single records."""
+        (``write_batch``) or a sequence of single records."""
+        if type(records) is RecordBatch:
+            self.write_batch(records, targets, size)
+            return self.get_availability()
         if self._released:
             return Availability.AVAILABLE
         self._check_in_produce_state("emit_batch")
         if size < 0:
             raise ValueError(f"emit_batch: negative record size {size}")
-        if type(records) is RecordBatch:
-            if isinstance(targets, (int, np.integer)):
-                self._append_batch(records, int(targets), size)
-            else:
-                # each subpartition's buffers depend only on the records it gets, in order: group (stably), then fill
-                targets = np.asarray(targets)
-                counts = np.bincount(targets, minlength=len(self.subpartitions)).tolist()
-                grouped = records.take(np.argsort(targets, kind="stable"))
-                start = 0
-                for target, count in enumerate(counts):
-                    if count:
-                        self._append_batch(grouped.slice(start, start + count), target, size)
-                        start += count
-        elif isinstance(targets, int):
+        if isinstance(targets, int):
             self._append_all(records, targets, size)
         else:
             groups: list[list] = [[] for _ in self.subpartitions]
@@ -206,36 +201,71 @@ class ResultPartition:
     def emit_round_robin(self, records: Sequence[Any], start: int, size: int) -> Availability:
         """``records[k]`` to subpartition ``(start + k) % n`` (Flink's ``RebalancePartitioner``), as
         ``emit_batch`` with those targets."""
+        if type(records) is RecordBatch:
+            self.write_round_robin(records, start, size)
+            return self.get_availability()
         if self._released:
             return Availability.AVAILABLE
         self._check_in_produce_state("emit_round_robin")
         if size < 0:
             raise ValueError(f"emit_round_robin: negative record size {size}")
         n = len(self.subpartitions)
-        if type(records) is RecordBatch:
-            if n == 1:
-                self._append_batch(records, 0, size)
-            else:
-                for j in range(min(n, len(records))):
-                    self._append_batch(records.every(j, n), (start + j) % n, size)
-        else:
-            for j in range(min(n, len(records))):
-                self._append_all(records[j::n], (start + j) % n, size)
+        for j in range(min(n, len(records))):
+            self._append_all(records[j::n], (start + j) % n, size)
         self.total_written_bytes += len(records) * size
         return self.get_availability()
 
-    def broadcast_batch(self, records: RecordBatch, size: int) -> Availability:
+    # -- record batches (the data path; the caller checks the availability before it takes more input) -------
+
+    def _check_batch_write(self, what: str, size: int) -> bool:
+        """False when the write is to be dropped (released); raises when it is not allowed."""
+        if self._released:
+            return False
+        self._check_in_produce_state(what)
+        if size < 0:
+            raise ValueError(f"{what}: negative record size {size}")
+        return True
+
+    def write_batch(self, records: RecordBatch, targets, size: int) -> None:
+        """``records.slice(k, k + 1)`` to subpartition ``targets[k]`` (an int array), or every record to subpartition
+        ``targets`` if it is an int: each subpartition's share is cut from the batch (grouped stably, so in
+        order), without touching single records; the same buffers as ``emit_record`` record by record."""
+        if not self._check_batch_write("write_batch", size):
+            return
+        if isinstance(targets, (int, np.integer)):
+            self._append_batch(records, int(targets), size)
+        else:
+            targets = np.asarray(targets)
+            counts = np.bincount(targets, minlength=len(self.subpartitions)).tolist()
+            grouped = records.take(np.argsort(targets, kind="stable"))
+            start = 0
+            for target, count in enumerate(counts):
+                if count:
+                    self._append_batch(grouped.slice(start, start + count), target, size)
+                    start += count
+        self.total_written_bytes += len(records) * size
+
+    def write_round_robin(self, records: RecordBatch, start: int, size: int) -> None:
+        """Record ``k`` of ``records`` to subpartition ``(start + k) % n`` (Flink's ``RebalancePartitioner``):
+        subpartition ``(start + j) % n`` gets the strided slice ``j, j + n, ...``."""
+        if not self._check_batch_write("write_round_robin", size):
+            return
+        n = len(self.subpartitions)
+        if n == 1:
+            self._append_batch(records, 0, size)
+        else:
+            for j in range(min(n, len(records))):
+                self._append_batch(records.every(j, n), (start + j) % n, size)
+        self.total_written_bytes += len(records) * size
+
+    def write_broadcast(self, records: RecordBatch, size: int) -> None:
         """Every record of ``records`` to every subpartition (a broadcast edge), as ``broadcast_record`` for each
         record in order: each subpartition gets the whole batch."""
-        if self._released:
-            return Availability.AVAILABLE
-        self._check_in_produce_state("broadcast_batch")
-        if size < 0:
-            raise ValueError(f"broadcast_batch: negative record size {size}")
+        if not self._check_batch_write("write_broadcast", size):
+            return
         for target in range(len(self.subpartitions)):
             self._append_batch(records, target, size)
         self.total_written_bytes += len(records) * size * len(self.subpartitions)
-        return self.get_availability()
 
     def _append(self, record: Any, target: int, size: int) -> None:
         builder = self._builders[target]
@@ -244,6 +274,7 @@ class ResultPartition:
             self._write(record, target, size)
         else:
             builder.records.append(record)
+            builder.batches_only = False
             builder.size = filled
 
     def _append_all(self, records: Sequence[Any], target: int, size: int) -> None:
@@ -256,6 +287,7 @@ class ResultPartition:
             if room > 0:
                 chunk = records[k : k + room]
                 builder.records.extend(chunk)
+                builder.batches_only = False
                 builder.size += len(chunk) * size
                 k += len(chunk)
             else:
@@ -268,12 +300,20 @@ class ResultPartition:
         n, k = len(records), 0
         while k < n:
             builder = self._builders[target]
-            room = (builder.capacity - builder.size - 1) // size if size > 0 else n - k  # records leaving it not full
+            if size > 0:
+                free = builder.capacity - builder.size
+                room = (free - 1) // size  # records leaving it not full
+                if free == (room + 1) * size:
+                    room += 1  # and the record that fills it exactly (no spanning): ``_write`` would finish it
+            else:
+                room = n - k
             if room > 0:
                 end = min(n, k + room)
                 builder.records.append(records if (k == 0 and end == n) else records.slice(k, end))
                 builder.size += (end - k) * size
                 k = end
+                if builder.size == builder.capacity:
+                    self._finish_builder(target)
             else:
                 self._write(records.slice(k, k + 1), target, size)
                 k += 1
@@ -472,9 +512,12 @@ class ResultPartition:
 
     def get_availability(self) -> Availability:
         """``BACKPRESSURED`` while any subpartition holds ``max_buffers_per_channel`` buffers or more."""
+        return Availability.BACKPRESSURED if self.is_backpressured() else Availability.AVAILABLE
+
+    def is_backpressured(self) -> bool:
         limit = self.max_buffers_per_channel
         for sub, builder in zip(self.subpartitions, self._builders):
-            used = sub.number_of_queued_buffers + (1 if (builder.records or builder.size) else 0)
-            if used >= limit:
-                return Availability.BACKPRESSURED
-        return Availability.AVAILABLE
+            queued = sub.number_of_queued_buffers
+            if queued >= limit or (queued + 1 >= limit and (builder.records or builder.size)):
+                return True
+        return False
