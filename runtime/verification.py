@@ -185,21 +185,29 @@ def _multiset_difference(expected: np.ndarray, actual: np.ndarray) -> tuple[int,
         return 0, 0, n_actual
     ids = expected[0]
     low, high = int(ids.min()), int(ids.max())
-    if high - low <= 4 * n_expected + 1024:
-        where = np.full(high - low + 1, -1, dtype=np.int64)  # record id -> its expected row, if distinct
-        where[ids - low] = np.arange(n_expected)
+    if high - low <= 4 * n_expected + 1024 and n_expected < 2**31:
+        where = np.full(high - low + 1, -1, dtype=np.int32)  # record id -> its expected row, if distinct
+        where[ids - low] = np.arange(n_expected, dtype=np.int32)
         if np.count_nonzero(where >= 0) == n_expected:  # every expected record id is distinct: address directly
-            got = actual[0]
-            inside = (got >= low) & (got <= high)
-            at = np.full(n_actual, -1, dtype=np.int64)
-            at[inside] = where[got[inside] - low]
-            match = at >= 0
-            match[match] = (actual[1:, match] == expected[1:, at[match]]).all(axis=0)
-            copies = np.bincount(at[match], minlength=n_expected)
+            copies = np.zeros(n_expected, dtype=np.int32)
+            matched = 0
+            for start in range(0, n_actual, _CHUNK):  # in chunks, to bound the temporary arrays
+                part = actual[:, start:start + _CHUNK]
+                got = part[0]
+                at = np.full(len(got), -1, dtype=np.int32)
+                inside = (got >= low) & (got <= high)
+                at[inside] = where[got[inside] - low]
+                match = at >= 0
+                match[match] = (part[1:, match] == expected[1:, at[match]]).all(axis=0)
+                np.add.at(copies, at[match], 1)
+                matched += int(np.count_nonzero(match))
             lost = int(np.count_nonzero(copies == 0))
-            duplicated = int(np.maximum(copies - 1, 0).sum())
-            return lost, duplicated, n_actual - int(np.count_nonzero(match))
+            duplicated = int(np.maximum(copies - 1, 0).sum(dtype=np.int64))
+            return lost, duplicated, n_actual - matched
     return _sorted_difference(expected, actual)
+
+
+_CHUNK = 1 << 22  # output rows compared at a time
 
 
 def _sorted_difference(expected: np.ndarray, actual: np.ndarray) -> tuple[int, int, int]:

@@ -67,7 +67,17 @@ def local_splits(records: int, keys: int, zipf_exponent: float, max_value: int, 
     dominate: split ``i`` holds records ``i, i + sources, ...`` as a ``RecordBatch`` of
     ``(record_id, key, value, event_time)``."""
     total_rate = rate_per_source * sources
-    cols = draw_columns(np.arange(records, dtype=np.int64), seed, zipf_cdf(keys, zipf_exponent, hot_key_share), max_value, sources,
-                        1000.0 / total_rate if total_rate else 1.0)
-    columns = np.stack([cols["record_id"] + record_id_offset, cols["key"], cols["value"], cols["event_time"]])
+    cdf = zipf_cdf(keys, zipf_exponent, hot_key_share)
+    ms_per_record = 1000.0 / total_rate if total_rate else 1.0
+    columns = np.empty((4, records), dtype=np.int64)
+    for start in range(0, records, _DRAW_CHUNK):  # in chunks, to bound the draws' temporary arrays
+        ids = np.arange(start, min(records, start + _DRAW_CHUNK), dtype=np.int64)
+        cols = draw_columns(ids, seed, cdf, max_value, sources, ms_per_record)
+        columns[:, start:start + len(ids)] = (cols["record_id"] + record_id_offset, cols["key"], cols["value"],
+                                               cols["event_time"])
+    if sources == 1:
+        return [RecordBatch(columns)]
     return [RecordBatch(np.ascontiguousarray(columns[:, i::sources])) for i in range(sources)]
+
+
+_DRAW_CHUNK = 1 << 22
