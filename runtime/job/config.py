@@ -58,6 +58,7 @@ class JobConfig:
     tolerable_failures: int = 0
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
+    memory_threshold_bytes: int = 20 * 1024  # Flink's state.storage.fs.memory-threshold (filesystem storage)
     network: NetworkConfig = NetworkConfig()
     buffer_timeout_ms: int = 100
     restart_delay_ms: int = 1000
