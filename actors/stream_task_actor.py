@@ -51,7 +51,7 @@ from barriersim.actors.messages import (
     CREDIT,
     attempt_to_wire,
     decode_elements,
-    decode_records,
+    decode_split,
     decode_snapshot,
     decode_upstream,
     element_entry,
@@ -79,9 +79,11 @@ DATA_CALLS_IN_FLIGHT = 2  # data calls to one consumer not yet taken in, at most
 
 @ray.remote(num_cpus=0.01)
 class StreamTaskActor:
-    def __init__(self, config: JobConfig, descriptor: TaskDeploymentDescriptor, seed: int, split: bytes | None,
+    def __init__(self, config: JobConfig, descriptor: TaskDeploymentDescriptor, seed: int, split: list | None,
                  snapshot: bytes | None, store, job_manager):
-        """``descriptor`` comes without its state, which travels as ``snapshot`` (msgpack)."""
+        """``descriptor`` comes without its state, which travels as ``snapshot`` (msgpack); a source's ``split``
+        comes as ``[ObjectRef]`` (msgpack records or an Arrow table), read in ``connect``, so that the actor is
+        created before its split exists (``actors.workload_handoff``)."""
         self.config = config
         self.descriptor = descriptor
         self.name = descriptor.name
@@ -89,7 +91,7 @@ class StreamTaskActor:
         self.attempt = descriptor.attempt
         self.seed = seed
         self.source_rate = config.source_rate_per_subtask if config.graph.vertex(self.key[0]).operator.is_source else 0
-        self._split = decode_records(split) if split is not None else ()
+        self._split_ref = split[0] if split else None
         self._snapshot = snapshot
         self.store = RemoteExternalStore(store, f"{self.name}@{self.attempt.attempt_number}") if store is not None else None
         self.job_manager = job_manager
@@ -122,11 +124,12 @@ class StreamTaskActor:
         self._wake = asyncio.Event()
         self._sent = asyncio.Event()
         self._reports: asyncio.Queue = asyncio.Queue()
+        split = decode_split(await self._split_ref) if self._split_ref is not None else ()
+        self._split_ref = None
         restore = dataclasses.replace(self.descriptor, state=decode_snapshot(self._snapshot, self.key[1]))
         self.task, restored = deploy_task(
             self.config, restore, clock=now_ms, timer_service=LoopTimerService(loop, self._fail),
-            rng=random.Random(self.seed), wakeup=self._after_event, split=self._split, store=self.store)
-        self._split = ()
+            rng=random.Random(self.seed), wakeup=self._after_event, split=split, store=self.store)
         self._reporter = loop.create_task(self._report_in_order())
         return restored
 

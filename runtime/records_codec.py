@@ -9,8 +9,10 @@ msgpack array of its parts, a ``Watermark`` one (``WATERMARK_EXT``, its timestam
 ``ext_default`` / ``ext_hook`` are the msgpack hooks for these; ``pack`` and ``unpack`` are the msgpack settings
 every barriersim encoding uses (bytes stay bytes, strings stay strings) with them. ``encode_records`` /
 ``decode_records`` write and read a split or an output: a batch as one extension value; record tuples from older
-encodings (a msgpack array of arrays) still decode, as tuples. Both drivers share this encoding, so a split cut
-from a Spark DataFrame decodes to exactly what the simulator draws locally.
+encodings (a msgpack array of arrays) still decode, as tuples. Both drivers share this encoding. A source's split
+may also come as an Arrow table (the Spark workload's hand-off) with the columns ``SPLIT_COLUMNS``;
+``decode_split`` takes either form and gives a ``RecordBatch`` (an Arrow table's columns taken as they are), so a
+split cut from a Spark DataFrame is exactly what the simulator draws locally.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def ext_hook(code: int, data: bytes) -> Any:
         return StreamElements(parts)
     raise MalformedRecords(f"unknown msgpack extension type {code} ({len(data)} bytes)")
 
+SPLIT_COLUMNS = ("record_id", "key", "value", "event_time")  # a source's records, in this order
+
 
 def pack(value) -> bytes:
     return msgpack.packb(value, use_bin_type=True, default=ext_default)
@@ -76,3 +80,11 @@ def decode_records(data: bytes):
     if type(value) is RecordBatch:
         return value
     return [tuple(r) for r in value]
+
+
+def decode_split(data):
+    """A source's split as a ``RecordBatch`` of ``(record_id, key, value, event_time)``, from its encoding (bytes)
+    or from an Arrow table with the columns ``SPLIT_COLUMNS`` (column by column, no record as a Python object)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return decode_records(data)
+    return RecordBatch.of(data.select(list(SPLIT_COLUMNS)))

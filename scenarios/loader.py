@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode, checkpointing_problem
+from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
@@ -69,6 +70,7 @@ def _plain_name(v: str) -> str | None:
 
 OPERATORS = tuple(k.value for k in OperatorKind)
 PARTITIONERS = tuple(p.value for p in Partitioner)
+RETENTIONS = tuple(r.value for r in ExternalizedCheckpointRetention)  # Flink's default first
 
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
@@ -127,6 +129,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         # Flink's state.storage.fs.memory-threshold (20 KiB, at most 1 MiB): a subtask's state stream at or above it
         # is written to a file of its own in the checkpoint's directory, a smaller one inline in _metadata
         "memory_threshold_bytes": Field(int, 20 * 1024, _between(0, 1024 * 1024)),
+        # Flink's execution.checkpointing.externalized-checkpoint-retention: what a job that was cancelled, failed or
+        # suspended keeps of its completed checkpoints (a finished job keeps none under any setting)
+        "externalized_checkpoint_retention": Field(str, RETENTIONS[0], _one_of(*RETENTIONS)),
     },
 }
 
@@ -205,6 +210,7 @@ class CheckpointingSpec:
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
     memory_threshold_bytes: int = 20 * 1024
+    externalized_checkpoint_retention: str = RETENTIONS[0]
 
 
 @dataclass(frozen=True)

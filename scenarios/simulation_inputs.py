@@ -9,6 +9,7 @@ sections onto ``runtime.job.config.JobConfig`` (the same for the simulator and t
 
 from __future__ import annotations
 
+from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.placement import ClusterConfig
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
@@ -32,6 +33,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         max_retained=cp.max_retained,
         checkpoints_after_tasks_finish=cp.checkpoints_after_tasks_finish,
         memory_threshold_bytes=cp.memory_threshold_bytes,
+        externalized_checkpoint_retention=ExternalizedCheckpointRetention(cp.externalized_checkpoint_retention),
         network=NetworkConfig(
             buffer_size=net.buffer_size,
             exclusive_buffers_per_channel=net.exclusive_buffers_per_channel,

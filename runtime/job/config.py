@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from barriersim.runtime.checkpointing_mode import CheckpointingMode, checkpointing_problem
 from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS, CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT_TIME
+from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.job.placement import ClusterConfig, Placement, PlacementError, place
@@ -59,6 +60,9 @@ class JobConfig:
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
     memory_threshold_bytes: int = 20 * 1024  # Flink's state.storage.fs.memory-threshold (filesystem storage)
+    # what survives the job's end (Flink's execution.checkpointing.externalized-checkpoint-retention)
+    externalized_checkpoint_retention: ExternalizedCheckpointRetention = (
+        ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS)
     network: NetworkConfig = NetworkConfig()
     buffer_timeout_ms: int = 100
     restart_delay_ms: int = 1000
@@ -123,6 +127,7 @@ class JobConfig:
             max_concurrent_checkpoints=self.max_concurrent,
             tolerable_checkpoint_failure_number=self.tolerable_failures,
             max_retained_checkpoints=self.max_retained,
+            retention_policy=self.externalized_checkpoint_retention.retention_policy,
             checkpoint_options=self.checkpoint_options(),
             allow_checkpoints_after_tasks_finished=self.checkpoints_after_tasks_finish,
         )
