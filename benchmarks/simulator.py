@@ -147,7 +147,7 @@ def print_rates(rates: dict) -> None:
             table.add_row(f"{rate:,}", side, f"{r['records']:,.0f}", f"{r['events']:,.0f}", f"{r['virtual_seconds']:.2f}",
                           f"{r['cpu_seconds']:.2f}", f"{r['wall_seconds']:.2f}", f"{r['x_real_time_cpu']:.2f}",
                           f"{r['x_real_time_wall']:.2f}", f"{r['checkpoints']:.0f}")
-    Console().print(table)
+    Console(width=max(Console().width, 160)).print(table)  # wide enough for every column when piped
     for rate, target in ((10_000, 100.0), (1_000_000, 1.0)):
         after = rates[rate]["after"]["x_real_time_cpu"]
         print(f"    {rate:,} records/s per source: {after:.2f}x real time per CPU second (target >= {target:g}x): "
