@@ -1,7 +1,7 @@
 """Runs any supported job graph on Ray actors, with the simulator's settings, and collects what it committed.
 
-How this works: ``RayJob`` puts every source split in Ray's object store (msgpack; a split given as an
-``ObjectRef``, e.g. an Arrow table of a Spark workload handed over by ``actors.workload_handoff``, is used as it
+How this works: ``RayJob`` puts every source split in Ray's object store (its column buffers,
+``runtime.records_codec``; a split given as an ``ObjectRef``, e.g. an Arrow table of a Spark workload handed over by ``actors.workload_handoff``, is used as it
 is, so its records never pass through the driver, and it may still be unresolved: the job is deployed and its
 sources wait for it), picks the Ray nodes the job's TaskManagers are spread over
 (``actors.placement.cluster_nodes``: ``cluster.nodes`` of them, or every node with CPUs when it is 0, which the
@@ -28,6 +28,7 @@ from barriersim.actors.job_manager_actor import JobManagerActor
 from barriersim.actors.messages import decode_records, encode_records
 from barriersim.actors.placement import check_kill_nodes, cluster_nodes, driver_node
 from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.record_batch import RecordBatch
 
 
 class RayJobError(RuntimeError):
@@ -36,7 +37,7 @@ class RayJobError(RuntimeError):
 
 @dataclass
 class RayJobResult:
-    committed_output: list[tuple]
+    committed_output: RecordBatch  # what the sinks committed, as one batch (a sequence of record tuples too)
     checkpoints: list[dict]
     subtasks: list[dict]
     counts: dict[str, int]
@@ -124,7 +125,7 @@ class RayJob:
                 if on_progress is not None:
                     on_progress(ray.get(self.job_manager.progress.remote()))
             result = ray.get(self.done)
-            output = decode_records(ray.get(self.store.output.remote()))
+            output = RecordBatch.of(decode_records(ray.get(self.store.output.remote())))
             counters = ray.get(self.store.counters.remote())
             # the job manager's result dict has every field but what the store and the caller know
             return RayJobResult(committed_output=output, records_emitted=self.records, store_counters=counters,
@@ -158,8 +159,8 @@ def run_graph_on_ray(
     records: int | None = None,
 ) -> RayJobResult:
     """Run the job of ``config`` on Ray actors. ``splits`` maps each source vertex to its subtasks' splits,
-    each a sequence of ``(record_id, key, value, event_time)`` tuples or an ``ObjectRef`` of their msgpack
-    encoding (``actors.messages.encode_records``) or of an Arrow table (``runtime.records_codec.SPLIT_COLUMNS``);
+    each a ``RecordBatch`` (or a sequence of ``(record_id, key, value, event_time)`` tuples) or an ``ObjectRef`` of
+    its encoding (``actors.messages.encode_records``) or of an Arrow table (``runtime.records_codec.SPLIT_COLUMNS``);
     ``records`` is the workload's size when splits are refs."""
     job = RayJob(config, splits, checkpoint_root, job_id, seed=seed, task_num_cpus=task_num_cpus, records=records)
     return job.wait(on_progress, timeout_seconds)

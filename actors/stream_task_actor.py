@@ -18,10 +18,16 @@ does per subtask what the simulator's data plane does, with real time and real m
   times each burst's duration after it, and works only from its loop (not inline on arrivals) meanwhile;
 - what leaves: after every step, message and timer, ``poll_sendable()`` elements go to per-consumer
   outboxes and ``drain_actions()`` credit, resume-consumption and buffer sizes to per-producer outboxes; each
-  outbox is sent as ONE Ray call (msgpack) when the current burst of work ends, or at once when a step produced
-  a channel event (a barrier, above all an unaligned one, must not wait behind the rest of a burst: Flink's
-  network thread sends it as soon as it is queued), in the order the partitions handed the elements out
-  (priority events first, as the partitions order them). Acknowledgements, declines and the finished notice go to the job manager
+  outbox is sent as ONE Ray call (msgpack; a buffer's records as their column buffers) when the current burst of
+  work ends, or at once when a step produced a channel event (a barrier, above all an unaligned one, must not
+  wait behind the rest of a burst: Flink's network thread sends it as soon as it is queued), in the order the
+  partitions handed the elements out (priority events first, as the partitions order them). At most
+  ``DATA_CALLS_IN_FLIGHT`` calls to one consumer, and one to each producer, are in flight at a time (a call
+  completes when the receiver has taken it in): what becomes ready meanwhile waits in the outbox and goes with
+  the next call, so a task sends all the buffers its credit allows for one consumer in one call, as Flink's
+  network stack writes whatever is queued for a connection whenever it is writable; credits for one
+  subpartition waiting together are announced as one (Flink's ``unannouncedCredit``). The upstream window of one
+  also keeps a producer's messages in order. Acknowledgements, declines and the finished notice go to the job manager
   actor in order, each after the sink's store writes were confirmed; an acknowledgement's snapshot is encoded
   only then, after the barrier went on downstream (as Flink's asynchronous snapshot part).
 Any error in the task fails the actor's ``run`` call, which the job manager treats as a task failure.
@@ -50,6 +56,7 @@ from barriersim.actors.messages import (
     decode_upstream,
     element_entry,
     encode_metrics,
+    merge_credits,
     encode_snapshot,
     pack,
     task_message_from_wire,
@@ -67,6 +74,7 @@ from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckp
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
 BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and lets messages in
+DATA_CALLS_IN_FLIGHT = 2  # data calls to one consumer not yet taken in, at most
 
 
 @ray.remote(num_cpus=0.01)
@@ -91,6 +99,7 @@ class StreamTaskActor:
         self.handles: dict = {}
         self._data_out: dict = defaultdict(list)
         self._upstream_out: dict = defaultdict(list)
+        self._in_flight: dict = defaultdict(int)  # ("data", consumer) / ("upstream", producer) -> calls in flight
         self._expected: dict = {}
         self._held: dict = defaultdict(dict)
         self._failure: BaseException | None = None
@@ -113,6 +122,7 @@ class StreamTaskActor:
         self.handles = handles
         self.wiring = Wiring(self.config.graph)
         self._wake = asyncio.Event()
+        self._sent = asyncio.Event()
         self._reports: asyncio.Queue = asyncio.Queue()
         split = decode_split(await self._split_ref) if self._split_ref is not None else ()
         self._split_ref = None
@@ -153,6 +163,8 @@ class StreamTaskActor:
                     await self._wake.wait()
         finally:
             flusher.cancel()
+        self._raise_if_failed()
+        await self._drain_outboxes()  # the end of partition must leave before the run call returns
         self._raise_if_failed()
         last = None if self._last_record_ms is None else self._last_record_ms - job_started_ms
         return {"task": self.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits,
@@ -304,19 +316,37 @@ class StreamTaskActor:
 
     def _send(self) -> None:
         if self._data_out:
-            for consumer, entries in self._data_out.items():
-                data = pack(entries)
+            for consumer in [c for c in self._data_out if self._in_flight[("data", c)] < DATA_CALLS_IN_FLIGHT]:
+                data = pack(self._data_out.pop(consumer))
                 self.data_bytes_sent += len(data)
                 self.data_calls_sent += 1
-                self.handles[consumer].deliver.remote(data)
-            self._data_out.clear()
+                self._track(("data", consumer), self.handles[consumer].deliver.remote(data))
         if self._upstream_out:
-            for producer, entries in self._upstream_out.items():
+            for producer in [p for p in self._upstream_out if not self._in_flight[("upstream", p)]]:
                 self.upstream_calls_sent += 1
-                self.handles[producer].upstream.remote(pack(entries))
-            self._upstream_out.clear()
+                entries = merge_credits(self._upstream_out.pop(producer))
+                self._track(("upstream", producer), self.handles[producer].upstream.remote(pack(entries)))
         if self.store is not None:
             self.store.send()
+
+    def _track(self, key: tuple, ref) -> None:
+        """Count the call in flight until the receiver took it in; then send what waited for it."""
+        self._in_flight[key] += 1
+        ref.as_future().add_done_callback(lambda _done, key=key: self._call_done(key))
+
+    def _call_done(self, key: tuple) -> None:
+        # a failed call (the receiver died) needs nothing here: the job manager fails the job over
+        self._in_flight[key] -= 1
+        if self._data_out or self._upstream_out:
+            self._send()
+        if not (self._data_out or self._upstream_out):
+            self._sent.set()
+
+    async def _drain_outboxes(self) -> None:
+        """Wait until everything in the outboxes has been handed to Ray."""
+        while self._data_out or self._upstream_out:
+            self._sent.clear()
+            await self._sent.wait()
 
     async def _report_in_order(self) -> None:
         while True:

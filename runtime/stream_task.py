@@ -12,8 +12,11 @@ messages for others (credit and resume for upstream tasks, acknowledgements and 
 coordinator, ``TaskFinished``). Barrier-handler actions are wired to the checkpoint steps inside the task:
 a ``TriggerCheckpointOnBarrier`` runs ``SubtaskCheckpointCoordinator.checkpoint_state`` at once, as Flink's
 mailbox does. Timers the task registers call the driver's ``wakeup`` after they fire, so the driver knows to
-collect their effects. Records and watermarks reach the result partitions through the task's
-``RecordWriters`` (``runtime.task.record_writers``: Flink's partitioners). A fault schedule's task-side
+collect their effects. Records travel as ``RecordBatch``es (``runtime.record_batch``): a source step reads a
+batch from its split, an input buffer's records are one batch (or, with watermarks between them, batches split
+at the watermarks, processed in order), the operator turns a batch into a batch, and records and watermarks
+reach the result partitions through the task's ``RecordWriters`` (``runtime.task.record_writers``: Flink's
+partitioners, vectorized). A fault schedule's task-side
 crash points (``runtime.task.crash_points``: ``before_forwarding_barrier``, ``mid_alignment``) stop the task
 where the protocol reaches them: it fails at once and emits ``CrashedAtProtocolPoint`` for its driver.
 """
@@ -24,6 +27,8 @@ import enum
 import random
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Sequence
+
+import numpy as np
 
 from barriersim.runtime.mutations import PlantedBug, is_planted
 from barriersim.runtime.channel_state.reader import SequentialChannelStateReader
@@ -53,9 +58,11 @@ from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBu
 from barriersim.runtime.network.output.result_partition import Availability, ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
-from barriersim.runtime.operators.records import KEY
+from barriersim.runtime.operators.records import EVENT_TIME, KEY
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.operators.watermarks import WatermarkValve
+from barriersim.runtime.buffer_content import segments
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.snapshot import TaskStateSnapshot
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
@@ -129,7 +136,7 @@ class StreamTask:
         rng: random.Random,
         wakeup: Callable[[], None] = lambda: None,
         network: NetworkConfig = NetworkConfig(),
-        split: Sequence[tuple] = (),
+        split=(),
         store: ExternalStore | None = None,
         emit_watermarks: bool = False,
         checkpoints_after_tasks_finish: bool = True,
@@ -183,6 +190,7 @@ class StreamTask:
                 sink=self._on_input_action,
                 buffer_debloat=network.buffer_debloat,
                 max_buffer_size=network.buffer_size,
+                keep_history=False,
             )
             self._valve = WatermarkValve(self.input_side.channel_infos())
         # buffer debloating starts once the task runs (its first step), as Flink's invoke() schedules it after
@@ -382,7 +390,10 @@ class StreamTask:
     # -- work ----------------------------------------------------------------------------------------
 
     def is_backpressured(self) -> bool:
-        return any(p.get_availability() is Availability.BACKPRESSURED for p in self.partitions)
+        for p in self.partitions:
+            if p.is_backpressured():
+                return True
+        return False
 
     def process_next(self) -> StepResult:
         """One unit of work: one input buffer or event, or one batch read from the source split."""
@@ -441,45 +452,38 @@ class StreamTask:
             return StepResult(StepOutcome.IDLE if not self.finished else StepOutcome.FINISHED)
         records = reader.poll(self.network.source_batch_records)
         self._route(records)
-        if self.emit_watermarks and records:
+        n = len(records)
+        if self.emit_watermarks and n:
             # Flink's WatermarkStrategy.forMonotonousTimestamps: the watermark is the largest timestamp seen
             # minus 1, since the next record may carry the same timestamp as the last one.
-            self._broadcast_watermark(Watermark(records[-1][3] - 1))
-        return StepResult(StepOutcome.PROCESSED, len(records), self._hot(records))
+            self._broadcast_watermark(Watermark(int(records.columns[EVENT_TIME][n - 1]) - 1))
+        return StepResult(StepOutcome.PROCESSED, n, self._hot(records))
 
     def _process_buffer(self, channel: InputChannelInfo, buffer: Buffer) -> StepResult:
         items = buffer.records
         side = self._input_of_gate[channel.gate_idx] if self._input_of_gate else 0
-        if Watermark not in map(type, items):  # the common case: records only, processed as one batch
-            if not items:
-                return StepResult(StepOutcome.PROCESSED, 0, 0)
-            records = list(items)
-            self._route(self.operator.process(records, side))
-            return StepResult(StepOutcome.PROCESSED, len(records), self._hot(records))
-        records: list[tuple] = []
+        if type(items) is RecordBatch:  # the common case: records only, processed as one batch
+            n = len(items)
+            if n:
+                self._route(self.operator.process(items, side))
+            return StepResult(StepOutcome.PROCESSED, n, self._hot(items) if n else 0)
         count = hot = 0
-        for item in items:
-            if isinstance(item, Watermark):
-                if records:
-                    self._route(self.operator.process(records, side))
-                    count += len(records)
-                    hot += self._hot(records)
-                    records = []
-                combined = self._valve.input_watermark(channel, item)
+        for part in segments(items):  # records and watermarks in order; the batch is split at each watermark
+            if type(part) is RecordBatch:
+                if len(part):
+                    self._route(self.operator.process(part, side))
+                    count += len(part)
+                    hot += self._hot(part)
+            else:
+                combined = self._valve.input_watermark(channel, part)
                 if combined is not None:
                     self._emit_watermark(combined)
-            else:
-                records.append(item)
-        if records:
-            self._route(self.operator.process(records, side))
-            count += len(records)
-            hot += self._hot(records)
         return StepResult(StepOutcome.PROCESSED, count, hot)
 
-    def _hot(self, records) -> int:
+    def _hot(self, records: RecordBatch) -> int:
         if self.hot_key < 0:
             return 0
-        return sum(1 for r in records if r[KEY] == self.hot_key)
+        return int(np.count_nonzero(records.columns[KEY] == self.hot_key))
 
     def _emit_watermark(self, watermark: Watermark) -> None:
         self._route(self.operator.process_watermark(watermark))
@@ -488,8 +492,9 @@ class StreamTask:
     def _broadcast_watermark(self, watermark: Watermark) -> None:
         self.record_writers.broadcast(watermark)
 
-    def _route(self, records: Sequence[tuple]) -> None:
-        self.record_writers.emit(records)
+    def _route(self, records: RecordBatch) -> None:
+        if len(records):
+            self.record_writers.emit(records)
 
     def flush_outputs(self) -> None:
         """Flink's output flusher (``execution.buffer-timeout``, 100 ms by default) finishing open buffers."""

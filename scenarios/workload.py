@@ -7,13 +7,15 @@ computes it and however it is partitioned. ``draw_columns`` gives, for record id
 parallelism ``p``: keys from a finite Zipf distribution over ``keys`` keys with the scenario's exponent
 (``zipf_cdf``; 0 is uniform; optionally with one hot key carrying a fixed share), values uniform in ``1..max_value``, event times advancing at the vertex's total
 rate, and split ``i % p`` at offset ``i // p``. ``local_splits`` draws one source vertex's records and deals
-them into its splits as ``(record_id, key, value, event_time)`` tuples; source vertex ``k`` of a graph draws
+them into its splits as ``RecordBatch``es of ``(record_id, key, value, event_time)``; source vertex ``k`` of a graph draws
 with seed ``seed + k`` and record ids offset by ``k * SOURCE_ID_STRIDE`` (``scenarios.simulation_inputs``).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from barriersim.runtime.record_batch import RecordBatch
 
 SOURCE_ID_STRIDE = 10**9  # record ids of source vertex k start at k * SOURCE_ID_STRIDE
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -59,13 +61,23 @@ def draw_columns(record_ids: np.ndarray, seed: int, cdf: np.ndarray, max_value: 
 
 
 def local_splits(records: int, keys: int, zipf_exponent: float, max_value: int, sources: int, seed: int,
-                 rate_per_source: int = 0, record_id_offset: int = 0, hot_key_share: float = 0.0) -> list[list[tuple]]:
+                 rate_per_source: int = 0, record_id_offset: int = 0, hot_key_share: float = 0.0) -> list[RecordBatch]:
     """The same workload as ``barriersim.spark.workload.generate_workload`` (the same draws per record),
     computed locally with numpy for the simulator and its property tests, where starting Spark per example would
-    dominate: split ``i`` holds records ``i, i + sources, ...`` as ``(record_id, key, value, event_time)``."""
+    dominate: split ``i`` holds records ``i, i + sources, ...`` as a ``RecordBatch`` of
+    ``(record_id, key, value, event_time)``."""
     total_rate = rate_per_source * sources
-    cols = draw_columns(np.arange(records, dtype=np.int64), seed, zipf_cdf(keys, zipf_exponent, hot_key_share), max_value, sources,
-                        1000.0 / total_rate if total_rate else 1.0)
-    rows = list(zip((cols["record_id"] + record_id_offset).tolist(), cols["key"].tolist(), cols["value"].tolist(),
-                    cols["event_time"].tolist()))
-    return [rows[i::sources] for i in range(sources)]
+    cdf = zipf_cdf(keys, zipf_exponent, hot_key_share)
+    ms_per_record = 1000.0 / total_rate if total_rate else 1.0
+    columns = np.empty((4, records), dtype=np.int64)
+    for start in range(0, records, _DRAW_CHUNK):  # in chunks, to bound the draws' temporary arrays
+        ids = np.arange(start, min(records, start + _DRAW_CHUNK), dtype=np.int64)
+        cols = draw_columns(ids, seed, cdf, max_value, sources, ms_per_record)
+        columns[:, start:start + len(ids)] = (cols["record_id"] + record_id_offset, cols["key"], cols["value"],
+                                               cols["event_time"])
+    if sources == 1:
+        return [RecordBatch(columns)]
+    return [RecordBatch(np.ascontiguousarray(columns[:, i::sources])) for i in range(sources)]
+
+
+_DRAW_CHUNK = 1 << 22

@@ -1,16 +1,17 @@
 """Building the operator of one subtask from its job vertex, with a uniform interface for the stream task.
 
-How this works: ``create_operator`` returns a ``SubtaskOperator``: ``process(records, input_index)`` turns
-input records into output records (``input_index`` is the logical input they came from: 0, or 1 for the
+How this works: ``create_operator`` returns a ``SubtaskOperator``: ``process(records, input_index)`` turns a
+``RecordBatch`` of input records into one of output records (``input_index`` is the logical input they came from: 0, or 1 for the
 second input of a two-input operator such as the window join), ``process_watermark(wm)`` does the same for event time (only windows produce output),
 ``end_of_input()`` flushes what is left, ``snapshot(checkpoint_id)`` returns the ``OperatorSubtaskState``,
 ``restore(state)`` loads one, and sinks get ``notify_checkpoint_complete/aborted`` and ``close_on_failover``.
-Keyed operators get the key-group range of their subtask (Flink's ``KeyGroupRangeAssignment``).
+Keyed operators get the key-group range of their subtask (Flink's ``KeyGroupRangeAssignment``) and a
+``KeyGroupAssigner`` for their max parallelism.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from barriersim.runtime.events import Watermark
 from barriersim.runtime.jobgraph import JobVertex, OperatorKind
@@ -20,8 +21,12 @@ from barriersim.runtime.operators.source import SplitSourceReader
 from barriersim.runtime.operators.stateless import FilterOperator, MapOperator
 from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
 from barriersim.runtime.operators.window_join import TumblingEventTimeWindowJoin
-from barriersim.runtime.state.key_groups import assign_to_key_group, compute_key_group_range_for_operator_index
+from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.state.key_groups import KeyGroupAssigner, compute_key_group_range_for_operator_index
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
+
+
+_NOTHING = RecordBatch.empty()
 
 
 class UnsupportedOperator(ValueError):
@@ -34,15 +39,15 @@ class SubtaskOperator:
     is_source = False
     is_sink = False
 
-    def process(self, records: Sequence[tuple], input_index: int = 0) -> list[tuple]:
-        return list(records)
+    def process(self, records: RecordBatch, input_index: int = 0) -> RecordBatch:
+        return records
 
-    def process_watermark(self, watermark: Watermark) -> list[tuple]:
-        return []
+    def process_watermark(self, watermark: Watermark) -> RecordBatch:
+        return _NOTHING
 
-    def end_of_input(self, final_checkpoint: bool = False) -> list[tuple]:
+    def end_of_input(self, final_checkpoint: bool = False) -> RecordBatch:
         """End of all input; ``final_checkpoint``: a final checkpoint will follow (FLIP-147) and commit."""
-        return []
+        return _NOTHING
 
     def snapshot(self, checkpoint_id: int) -> OperatorSubtaskState:
         return OperatorSubtaskState()
@@ -112,12 +117,12 @@ class _Sink(SubtaskOperator):
 
     def process(self, records, input_index=0):
         self.sink.invoke_all(records)
-        return []
+        return _NOTHING
 
     def end_of_input(self, final_checkpoint=False):
         if not final_checkpoint:  # without a final checkpoint, end of input is the last chance to commit
             self.sink.finish()
-        return []
+        return _NOTHING
 
     def snapshot(self, checkpoint_id):
         return self.sink.snapshot_state(checkpoint_id)
@@ -135,25 +140,11 @@ class _Sink(SubtaskOperator):
         self.sink.close_on_failover()
 
 
-def _memoized_key_group(max_parallelism: int):
-    """``key -> key group`` with a cache: snapshots group every key by key group, and murmur hashing each key
-    again at every checkpoint is a large share of the simulator's time."""
-    cache: dict = {}
-
-    def key_group_of(key) -> int:
-        group = cache.get(key)
-        if group is None:
-            group = cache[key] = assign_to_key_group(key, max_parallelism)
-        return group
-
-    return key_group_of
-
-
 def create_operator(
     vertex: JobVertex,
     subtask_index: int,
     *,
-    split: Sequence[tuple] = (),
+    split=(),  # the source split: a RecordBatch, or record tuples
     store: ExternalStore | None = None,
     attempt: int = 0,
 ) -> SubtaskOperator:
@@ -168,7 +159,7 @@ def create_operator(
     if kind is OperatorKind.UNION:
         return SubtaskOperator()
     key_groups = compute_key_group_range_for_operator_index(vertex.max_parallelism, vertex.parallelism, subtask_index)
-    key_group_of = _memoized_key_group(vertex.max_parallelism)
+    key_group_of = KeyGroupAssigner(vertex.max_parallelism)
     if kind is OperatorKind.KEYED_SUM:
         return _Wrapped(KeyedRunningSum(key_groups, key_group_of))
     if kind is OperatorKind.TUMBLING_WINDOW:

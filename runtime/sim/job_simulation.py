@@ -34,6 +34,7 @@ from barriersim.runtime.job.deployment import Slowdowns, TaskRestoreError, deliv
 from barriersim.runtime.job.job_master import JobMaster
 from barriersim.runtime.job.wiring import SubtaskKey, Wiring
 from barriersim.runtime.operators.sinks import ExternalStore
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, DeploymentLog, check_consistent_cuts
 from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.kernel import Priority, RunOutcome, Simulation
@@ -48,7 +49,7 @@ class SimulationResult:
     simulation's own figures (virtual time, events, the trace's SHA-256)."""
 
     outcome: JobOutcome
-    committed_output: list[tuple]
+    committed_output: RecordBatch  # what the sinks committed, as one batch (a sequence of record tuples too)
     checkpoints: list[dict]
     subtasks: list[dict]
     counts: dict[str, int]

@@ -8,7 +8,9 @@ version, declared length against the actual length (catches truncation and trail
 Any failure raises ``CorruptMetadataError("<file>: <problem>")``; nothing partial is ever returned. The
 payload is plain msgpack maps/arrays (never pickle); state payloads stay opaque bytes; buffer records are
 msgpack values and come back with arrays as tuples; a ``Watermark`` travelling in a persisted buffer is a
-msgpack extension value (type 1, its timestamp as 8 signed bytes). Mirrors Flink's ``Checkpoints.storeCheckpointMetadata``/
+msgpack extension value (type 1, its timestamp as 8 signed bytes), and a buffer's records as columns (a
+``RecordBatch``, or ``StreamElements`` with watermarks) the extension values of ``runtime.records_codec``
+(types 2 and 3: the column buffers as they are). Mirrors Flink's ``Checkpoints.storeCheckpointMetadata``/
 ``loadCheckpointMetadata`` and ``MetadataV3Serializer`` (``MetadataV2V3SerializerBase``).
 
 State files: given a ``write_state_file``, ``serialize`` writes each subtask's keyed state, operator state and
@@ -31,7 +33,9 @@ from typing import Any, Callable
 
 import msgpack
 
-from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo, Watermark
+from barriersim.runtime import records_codec
+from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo, StreamElements, Watermark
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
     InputChannelStateHandle,
@@ -163,12 +167,19 @@ _TIMESTAMP = struct.Struct(">q")
 def _encode_ext(value: Any) -> msgpack.ExtType:
     if isinstance(value, Watermark):
         return msgpack.ExtType(_WATERMARK_EXT, _TIMESTAMP.pack(value.timestamp))
+    if type(value) in (RecordBatch, StreamElements):
+        return records_codec.ext_default(value)
     raise TypeError(f"can not serialize {type(value).__name__!r} object")
 
 
 def _decode_ext(code: int, data: bytes) -> Any:
     if code == _WATERMARK_EXT and len(data) == _TIMESTAMP.size:
         return Watermark(_TIMESTAMP.unpack(data)[0])
+    if code in (records_codec.RECORD_BATCH_EXT, records_codec.STREAM_ELEMENTS_EXT):
+        try:
+            return records_codec.ext_hook(code, data)
+        except records_codec.MalformedRecords as e:
+            raise _Malformed(str(e)) from None
     raise _Malformed(f"unknown msgpack extension type {code} ({len(data)} bytes)")
 
 
@@ -220,7 +231,8 @@ def _subtask_to_plain(s: OperatorSubtaskState) -> dict:
 
 
 def _buffer_to_plain(b: Buffer) -> list:
-    return [list(b.records), b.size, b.sequence_number]
+    records = b.records if type(b.records) in (RecordBatch, StreamElements) else list(b.records)
+    return [records, b.size, b.sequence_number]
 
 
 # -- decoding -------------------------------------------------------------------------------------
@@ -430,4 +442,5 @@ def _buffer_from_plain(p: Any, w: str) -> Buffer:
     _expect(p, tuple, w)
     if len(p) != 3:
         raise _Malformed(f"{w} has {len(p)} items, expected 3")
-    return Buffer(_expect(p[0], tuple, f"{w}.records"), _expect(p[1], int, f"{w}.size"), _expect(p[2], int, f"{w}.sequence_number"))
+    records = p[0] if type(p[0]) in (RecordBatch, StreamElements) else _expect(p[0], tuple, f"{w}.records")
+    return Buffer(records, _expect(p[1], int, f"{w}.size"), _expect(p[2], int, f"{w}.sequence_number"))
