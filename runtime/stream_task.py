@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from barriersim.runtime.mutations import PlantedBug, is_planted
 from barriersim.runtime.channel_state.reader import SequentialChannelStateReader
+from barriersim.runtime.checkpoint_cost import FREE, CostCharger
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide
 from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
@@ -56,11 +57,18 @@ from barriersim.runtime.operators.factory import create_operator
 from barriersim.runtime.operators.records import KEY
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.operators.watermarks import WatermarkValve
+from barriersim.runtime.state.backend import full_snapshot_work
 from barriersim.runtime.state.snapshot import TaskStateSnapshot
-from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
+from barriersim.runtime.task.actions import (
+    AcknowledgeCheckpoint,
+    AsyncCheckpointStarted,
+    AsyncPart,
+    DeclineCheckpoint,
+    SyncSnapshotTaken,
+)
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
 from barriersim.runtime.task.record_writers import RecordWriters
-from barriersim.runtime.task.subtask_checkpoint_coordinator import SubtaskCheckpointCoordinator
+from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
 
 
 class StepOutcome(enum.Enum):
@@ -135,9 +143,16 @@ class StreamTask:
         checkpoints_after_tasks_finish: bool = True,
         crash_points: Iterable[tuple[ProtocolPoint, int]] = (),
         input_channel_kinds: Optional[Sequence[Sequence[str]]] = None,
+        cost: Optional[CostCharger] = None,
+        memory_threshold: int = 20 * 1024,
     ):
         """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (where the producer runs:
-        ``runtime.job.placement``); default every channel remote."""
+        ``runtime.job.placement``); default every channel remote. ``cost``: what checkpoints cost
+        (``runtime.checkpoint_cost``); with one, the asynchronous part and the channel-state write of each checkpoint
+        are the driver's to complete (``SyncSnapshotTaken`` / ``AsyncCheckpointStarted`` among ``drain_actions()``,
+        then ``complete_async_part``); without one, checkpoints cost nothing and acknowledge at once.
+        ``memory_threshold``: state streams at or above it are files of their own (Flink's
+        ``state.storage.fs.memory-threshold``)."""
         self.graph = graph
         self.vertex = graph.vertex(vertex_name)
         self.subtask_index = subtask_index
@@ -200,6 +215,10 @@ class StreamTask:
             task_name=self.name,
             subtask_index=subtask_index,
             crash_points=self._crash_points,
+            async_completion=AsyncCompletion.IMMEDIATE if cost is None else AsyncCompletion.DRIVER,
+            cost=cost or FREE,
+            snapshot_work=lambda state: full_snapshot_work(state, memory_threshold),
+            memory_threshold=memory_threshold,
         )
         self.hot_key = self.vertex.params.get("hot_key", -1)
         # a two-input operator (the window join) is told which logical input each buffer came from
@@ -331,6 +350,13 @@ class StreamTask:
             if isinstance(self.input_side.get_channel(info).peek(), EndOfPartition):
                 del self._rpc_barriers[info]
                 self.input_side.barrier_handler.process_barrier(barrier, info, True)
+
+    def complete_async_part(self, checkpoint_id: int, part: AsyncPart = AsyncPart.SNAPSHOT) -> None:
+        """The driver finished ``part`` of ``checkpoint_id`` (an ``AsyncCheckpointStarted`` it was given): the
+        acknowledgement may follow. Nothing happens for a task that failed meanwhile."""
+        if self.failed:
+            return
+        self._carry_out(self.checkpoints.complete_async_part(checkpoint_id, part))
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         if self.failed:
@@ -561,7 +587,7 @@ class StreamTask:
 
     def _carry_out(self, actions: list) -> None:
         for action in actions:
-            if isinstance(action, (AcknowledgeCheckpoint, DeclineCheckpoint)):
+            if isinstance(action, (AcknowledgeCheckpoint, DeclineCheckpoint, SyncSnapshotTaken, AsyncCheckpointStarted)):
                 self._actions.append(action)
-            # BroadcastEvent, CheckpointSkipped, AsyncCheckpointStarted: the partitions already hold the
-            # event; the driver sends what they hand out.
+            # BroadcastEvent, CheckpointSkipped: the partitions already hold the event; the driver sends what they
+            # hand out.

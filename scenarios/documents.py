@@ -57,6 +57,7 @@ def scenario_document(scenario: Scenario) -> dict:
         "network": _section(scenario.network),
         "cluster": _section(scenario.cluster),
         "checkpointing": _section(scenario.checkpointing),
+        "storage": _section(scenario.storage),
     }
     if len(scenario.faults):
         doc["faults"] = scenario.faults.to_plain()

@@ -11,7 +11,8 @@ The job is either the quickstart shorthand (``[job]`` with ``source_parallelism`
 operator parameters, per-record cost) and ``[[job.edge]]`` tables (``from``, ``to``, ``partitioner``,
 ``input``), validated as a ``runtime.jobgraph.JobGraph``. ``[network]`` sets the buffer size, Flink's credit
 defaults and the channel latency; ``[cluster]`` the TaskManagers and slots the job is placed in (one
-TaskManager by default, so every channel is local, as in Flink's MiniCluster); ``[[faults]]`` is a fault schedule (``runtime.faults``); ``[sweep]`` maps
+TaskManager by default, so every channel is local, as in Flink's MiniCluster); ``[storage]`` what checkpoint work
+costs (``runtime.checkpoint_cost``); ``[[faults]]`` is a fault schedule (``runtime.faults``); ``[sweep]`` maps
 dotted keys to lists of values and expands into a run matrix. The CLI prints an error's line and exits 2.
 """
 
@@ -23,12 +24,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
+from barriersim.runtime.checkpoint_cost import CheckpointCostModel
 from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode, checkpointing_problem
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
 
-SETTABLE_SECTIONS = ("workload", "checkpointing", "network", "cluster")  # what overrides and sweeps may set, as "section.key"
+SETTABLE_SECTIONS = ("workload", "checkpointing", "network", "cluster", "storage")  # what overrides and sweeps may set, as "section.key"
 
 
 class ScenarioError(Exception):
@@ -67,6 +69,7 @@ def _plain_name(v: str) -> str | None:
     return None
 
 
+_COST = CheckpointCostModel()
 OPERATORS = tuple(k.value for k in OperatorKind)
 PARTITIONERS = tuple(p.value for p in Partitioner)
 
@@ -124,6 +127,19 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "tolerable_failures": Field(int, 0, _between(0, 1_000_000)),
         "max_retained": Field(int, 1, _between(1, 1000)),
         "checkpoints_after_tasks_finish": Field(bool, True),
+    },
+    # what checkpoint work costs (runtime.checkpoint_cost.CheckpointCostModel: its docstring says which of Flink's
+    # measured figures each default is calibrated to); the simulator charges it on its virtual clock, Ray only when
+    # emulate_remote_store asks it to add the modelled upload times to its real file writes
+    "storage": {
+        "snapshot_fixed_ms": Field(float, _COST.snapshot_fixed_ms, _between(0.0, 3_600_000.0)),
+        "snapshot_mib_per_s": Field(float, _COST.snapshot_mib_per_s, _between(0.001, 1e9)),
+        "async_fixed_ms": Field(float, _COST.async_fixed_ms, _between(0.0, 3_600_000.0)),
+        "upload_mib_per_s": Field(float, _COST.upload_mib_per_s, _between(0.001, 1e9)),
+        "file_latency_ms": Field(float, _COST.file_latency_ms, _between(0.0, 3_600_000.0)),
+        "channel_state_fixed_ms": Field(float, _COST.channel_state_fixed_ms, _between(0.0, 3_600_000.0)),
+        "latency_sigma": Field(float, _COST.latency_sigma, _between(0.0, 3.0)),
+        "emulate_remote_store": Field(bool, _COST.emulate_remote_store),
     },
 }
 
@@ -222,6 +238,7 @@ class Scenario:
     faults: FaultSchedule = FaultSchedule()
     sweep: tuple[tuple[str, tuple], ...] = ()
     cluster: ClusterSpec = ClusterSpec()
+    storage: CheckpointCostModel = CheckpointCostModel()
 
 
 def _type_name(kind: type) -> str:
@@ -358,7 +375,7 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         if section not in known:
             raise ScenarioError(path, section, f"unknown section (known: {', '.join(known)})")
     plain = {}
-    for section in ("scenario", "workload", "network", "cluster", "checkpointing"):
+    for section in ("scenario", "workload", "network", "cluster", "checkpointing", "storage"):
         plain[section] = _table(path, section, data.get(section, {}), SCHEMA[section])
     job = _parse_job(path, data.get("job", {}))
     checkpointing = CheckpointingSpec(**{**plain["checkpointing"],
@@ -383,6 +400,7 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         faults=faults,
         sweep=_parse_sweep(path, data["sweep"]) if "sweep" in data else (),
         cluster=cluster,
+        storage=CheckpointCostModel(**plain["storage"]),
     )
 
 
@@ -429,7 +447,8 @@ def _settable_field(path: str, where: str, dotted_key: Any) -> Field:
     section, _, name = str(dotted_key).partition(".")
     if section not in SETTABLE_SECTIONS or name not in SCHEMA[section]:
         raise ScenarioError(path, f"{where}.{dotted_key}",
-                            "must name a workload, checkpointing, network or cluster key, e.g. \"workload.zipf_exponent\"")
+                            "must name a workload, checkpointing, network, cluster or storage key, "
+                            "e.g. \"workload.zipf_exponent\"")
     return SCHEMA[section][name]
 
 

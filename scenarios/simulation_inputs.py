@@ -1,6 +1,6 @@
 """From a scenario to what a job run needs: the job's settings and the workload splits per source.
 
-How this works: ``job_config`` maps the (effective) scenario's job graph, checkpointing, network, rate and fault
+How this works: ``job_config`` maps the (effective) scenario's job graph, checkpointing, network, storage, rate and fault
 sections onto ``runtime.job.config.JobConfig`` (the same for the simulator and the Ray backend);
 ``workload_splits`` draws every source vertex's workload locally with the same per-record draws Spark uses
 (``scenarios.workload.draw_columns``): source vertex ``k`` gets seed ``seed + k`` and record ids offset by
@@ -47,6 +47,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         source_rate_per_subtask=scenario.workload.rate_per_source,
         faults=scenario.faults,
         cluster=ClusterConfig(scenario.cluster.taskmanagers, scenario.cluster.slots_per_taskmanager),
+        storage=scenario.storage,
     )
 
 

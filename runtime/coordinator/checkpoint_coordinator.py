@@ -12,7 +12,10 @@ the task and job-status bookkeeping (global failover) and shutdown. A driver tha
 ``checkpoint_writer(metadata, is_savepoint)`` (Flink's ``CheckpointStorageCoordinatorView``) has the coordinator
 write each ``_metadata`` while finalizing, so a failed write aborts the checkpoint (``FINALIZE_CHECKPOINT_FAILURE``)
 before it reaches the store; without one the coordinator emits ``PersistCheckpoint`` and trusts the driver.
-``first_attempt_number`` lets a coordinator recovered after a JobManager failover hand out attempt ids that no
+With ``metadata_write_ms``, a checkpoint's ``_metadata`` write takes that long (the cost model's time): the
+completion's rest (the store, subsumption, notifications) happens when it has passed, and every event that
+arrives meanwhile waits for it, as under Flink's coordinator lock (a failover or a job status change ends the write
+at once instead, so that it sees the completed checkpoint, as it would after taking the lock). ``first_attempt_number`` lets a coordinator recovered after a JobManager failover hand out attempt ids that no
 earlier attempt used (Flink's new ``ExecutionGraph`` has fresh attempt ids). Mirrors Flink's ``CheckpointCoordinator``
 (and ``CheckpointCoordinatorDeActivator`` for job status changes).
 """
@@ -67,7 +70,10 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         tasks_running: bool = True,
         checkpoint_writer: Callable[[CheckpointMetadata, bool], Any] | None = None,
         first_attempt_number: int = 0,
+        metadata_write_ms: Callable[[Any], float] | None = None,
     ):
+        """``metadata_write_ms(location)``: how long the ``_metadata`` write that ``checkpoint_writer`` returned
+        ``location`` for holds the coordinator (``runtime.checkpoint_cost``; default: no time)."""
         self.job_id = job_id
         self.vertices = tuple(vertices)
         self.config = config
@@ -75,6 +81,10 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         self._timers = timer_service
         self._sink = action_sink
         self.checkpoint_writer = checkpoint_writer
+        self.metadata_write_ms = metadata_write_ms
+        # a checkpoint whose _metadata write is under way holds the coordinator's lock: events wait meanwhile
+        self._finalizing: Any = None
+        self._held_events: deque = deque()
         self.master_hooks: dict[str, MasterTriggerRestoreHook] = {}
         for hook in master_hooks:
             if not self.add_master_hook(hook):
@@ -127,6 +137,23 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
     # ------------------------------------------------------------------------------------------
 
     def handle(self, event: m.CoordinatorEvent) -> list:
+        if self._finalizing is not None and not self._ends_finalization(event):
+            if not isinstance(event, (m.TaskFailed, m.JobStatusChanged)):
+                self._held_events.append(event)  # Flink: the coordinator's lock is held while the _metadata is written
+                return []
+            # a failover or a job status change takes the lock after the write: the completion ends now (a little
+            # early), so that the restore it decides sees the completed checkpoint, as in Flink
+            self._on_metadata_written(self._finalizing.checkpoint_id)
+        self._dispatch(event)
+        while self._held_events and self._finalizing is None:
+            self._dispatch(self._held_events.popleft())
+        return self.drain_actions()
+
+    def _ends_finalization(self, event: m.CoordinatorEvent) -> bool:
+        return (isinstance(event, m.TimerFired) and event.kind is m.TimerKind.METADATA_WRITTEN
+                and event.token == self._finalizing.checkpoint_id)
+
+    def _dispatch(self, event: m.CoordinatorEvent) -> None:
         if isinstance(event, m.TriggerRequest):
             self.trigger_checkpoint(event)
         elif isinstance(event, m.AcknowledgeCheckpoint):
@@ -151,7 +178,6 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
             self.job_status_changes(event.status)
         else:
             raise CoordinatorError(f"unknown event {event!r} (job {self.job_id}, {len(self.pending_checkpoints)} pending)")
-        return self.drain_actions()
 
     def drain_actions(self) -> list:
         out, self._out = self._out, []
@@ -189,6 +215,11 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
     @property
     def is_periodic_checkpointing_started(self) -> bool:
         return self.scheduler.running
+
+    @property
+    def finalizing_checkpoint_id(self) -> int | None:
+        """The checkpoint whose ``_metadata`` write is under way (written, not yet in the store), if any."""
+        return None if self._finalizing is None else self._finalizing.checkpoint_id
 
     @property
     def is_shutdown(self) -> bool:

@@ -4,7 +4,9 @@ How this works: ``CheckpointCompletion`` is the completion half of ``CheckpointC
 coordinator's pending checkpoints, completed store, failure manager, stats and outbox). Each
 ``AcknowledgeCheckpoint`` goes to its ``PendingCheckpoint``; the last one completes it: its ``_metadata`` is
 written (through the injected ``checkpoint_writer``; a failed write aborts it as ``FINALIZE_CHECKPOINT_FAILURE``,
-counted against the tolerable failures as in Flink 1.15+; without a writer ``PersistCheckpoint`` is emitted;
+counted against the tolerable failures as in Flink 1.15+; without a writer ``PersistCheckpoint`` is emitted; a
+write that takes time by the cost model holds the coordinator until it has passed, and the rest of the completion
+follows then;
 a store that cannot take it fails it the same way and discards it),
 the ``StandaloneCompletedCheckpointStore`` subsumes older checkpoints (``DiscardCheckpoint``), older pending
 checkpoints are aborted as subsumed, every task to commit to gets ``NotifyCheckpointComplete`` and every operator
@@ -20,7 +22,8 @@ their state discarded (``DiscardSubtaskState``), declines for them are ignored. 
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.completed_store import INVALID_CHECKPOINT_ID
@@ -31,6 +34,15 @@ from barriersim.runtime.coordinator.properties import CheckpointProperties, JobS
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID
+
+
+@dataclass(frozen=True)
+class _Finalizing:
+    """A checkpoint whose ``_metadata`` write is under way (the coordinator is held until it ends)."""
+
+    checkpoint_id: int
+    pending: PendingCheckpoint
+    completed: Any
 
 
 class CheckpointCompletion:
@@ -96,16 +108,40 @@ class CheckpointCompletion:
         props = pending.props
         now = self._clock()
         writer = self.checkpoint_writer
+        written: list = []
         try:
             completed = pending.finalize_checkpoint(
-                now, None if writer is None else (lambda metadata: writer(metadata, props.is_savepoint)))
+                now, None if writer is None else (lambda metadata: written.append(writer(metadata, props.is_savepoint))))
         except Exception as e:  # Flink's finalizeCheckpoint: the _metadata could not be written
             if not pending.is_disposed:
                 self._abort_pending_checkpoint(pending, CheckpointException(
                     CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, checkpoint_id, f"{type(e).__name__}: {e}"), None)
             return
+        write_ms = self.metadata_write_ms(written[0]) if written and self.metadata_write_ms is not None else 0
+        if write_ms > 0:
+            # the write takes time: the coordinator is held until it has passed (``handle``), then completes
+            self._finalizing = _Finalizing(checkpoint_id, pending, completed)
+            self._timers.register_timer(
+                now + max(1, round(write_ms)),
+                lambda: self._deliver_timer(m.TimerFired(m.TimerKind.METADATA_WRITTEN, checkpoint_id)))
+            return
+        self._finish_completion(pending, completed)
+
+    def _on_metadata_written(self, checkpoint_id: int) -> None:
+        finalizing = self._finalizing
+        if finalizing is None or finalizing.checkpoint_id != checkpoint_id:
+            return
+        self._finalizing = None
+        self._finish_completion(finalizing.pending, finalizing.completed)
+
+    def _finish_completion(self, pending: PendingCheckpoint, completed) -> None:
+        """Flink's ``completePendingCheckpoint`` after ``finalizeCheckpoint``: the store and subsumption, the
+        statistics, the notifications."""
+        checkpoint_id = pending.checkpoint_id
+        props = pending.props
+        now = self._clock()
         self.pending_checkpoints.pop(checkpoint_id, None)
-        if writer is None:
+        if self.checkpoint_writer is None:
             self._emit(m.PersistCheckpoint(completed.metadata, props.is_savepoint))
         last_subsumed_id = INVALID_CHECKPOINT_ID
         if not props.is_savepoint:

@@ -90,12 +90,13 @@ class MasterHookCompleted:
 class TimerKind(enum.Enum):
     PERIODIC_TRIGGER = "PERIODIC_TRIGGER"
     CHECKPOINT_TIMEOUT = "CHECKPOINT_TIMEOUT"
+    METADATA_WRITTEN = "METADATA_WRITTEN"  # the modelled time of a checkpoint's _metadata write has passed
 
 
 @dataclass(frozen=True)
 class TimerFired:
     kind: TimerKind
-    token: int  # the checkpoint id for CHECKPOINT_TIMEOUT, the scheduler generation for PERIODIC_TRIGGER
+    token: int  # the checkpoint id for CHECKPOINT_TIMEOUT and METADATA_WRITTEN, the scheduler generation for PERIODIC_TRIGGER
 
 
 @dataclass(frozen=True)

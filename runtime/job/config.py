@@ -17,6 +17,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from barriersim.runtime.checkpoint_cost import CheckpointCostModel
 from barriersim.runtime.checkpointing_mode import CheckpointingMode, checkpointing_problem
 from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS, CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT_TIME
@@ -59,6 +60,7 @@ class JobConfig:
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
     network: NetworkConfig = NetworkConfig()
+    storage: CheckpointCostModel = CheckpointCostModel()  # what checkpoints cost (runtime.checkpoint_cost)
     buffer_timeout_ms: int = 100
     restart_delay_ms: int = 1000
     max_restarts: int = 20

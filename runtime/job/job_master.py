@@ -31,7 +31,8 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   latest one and redeploys; the new JobMaster's restart strategy starts from zero.
 - Checkpoint metadata is written through the injected ``CheckpointStorage`` while the coordinator finalizes (a
   ``fail_storage_write`` of the ``_metadata`` makes the write fail, and the coordinator aborts the checkpoint);
-  discarded checkpoints are deleted there.
+  the write holds the coordinator for the time the job's checkpoint cost model charges on this driver
+  (``runtime.checkpoint_cost``); discarded checkpoints are deleted there.
 What happened is counted in the fault log (``runtime.fault_log``) and told to the optional ``trace(label,
 detail)``. Mirrors Flink's ``JobMaster`` with its ``DefaultScheduler`` (``RestartAllFailoverStrategy``, fixed-delay
 restart strategy), its ``CheckpointCoordinator``, and a JobManager failover under high availability
@@ -44,6 +45,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
 from barriersim.runtime.coordinator.checkpoint_recovery import (
@@ -111,12 +113,14 @@ class JobReport:
 class JobMaster:
     def __init__(self, config: JobConfig, job_id: str, *, storage, clock: Callable[[], int], timer_service,
                  coordinator_rng: Callable[[], random.Random], action_sink: ActionSink,
-                 trace: Trace | None = None, keep_completed_metadata: bool = False):
+                 trace: Trace | None = None, keep_completed_metadata: bool = False,
+                 charging: Charging = Charging.VIRTUAL, cost_rng: random.Random | None = None):
         """``storage``: a ``CheckpointStorage`` (checkpoint metadata, recovery); ``timer_service``: the driver's
         (``register_timer(at_ms, callback)``) for the coordinator's timers; ``coordinator_rng()``: the random
         stream of each new coordinator; ``action_sink``: where actions caused by the coordinator's timers go;
         ``keep_completed_metadata``: keep every completed checkpoint's metadata with its deployment epoch
-        (``completed_in_epoch``, for consistent-cut checks)."""
+        (``completed_in_epoch``, for consistent-cut checks); ``charging`` and ``cost_rng``: how the driver charges
+        the ``_metadata`` write of the job's checkpoint cost model (``config.storage``) and its random stream."""
         self.config = config
         self.graph = config.graph.validate()
         self.job_id = job_id
@@ -127,6 +131,7 @@ class JobMaster:
         self._action_sink = action_sink
         self._trace = trace or (lambda label, detail: None)
         self._out: list = []
+        self._cost = CostCharger(config.storage, charging, cost_rng or random.Random(0))
         self.subtasks: tuple[SubtaskKey, ...] = tuple((v.name, i) for v in self.graph.vertices for i in range(v.parallelism))
         self._first_source = subtask_name((self.graph.sources[0].name, 0))
         self._slowdowns = {name: tuple(f for f in config.faults.of_type(SlowTask) if f.task == name)
@@ -385,6 +390,7 @@ class JobMaster:
             rng=self._coordinator_rng(), action_sink=self._on_coordinator_timer_action, tasks_running=False,
             completed_checkpoint_store=store, checkpoint_id_counter=self.id_counter,
             checkpoint_writer=self._write_metadata, first_attempt_number=first_attempt_number,
+            metadata_write_ms=lambda location: self._cost.metadata_ms(location.metadata_size),
         )
 
     def _on_coordinator_timer_action(self, action: Any) -> None:

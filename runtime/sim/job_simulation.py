@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
@@ -75,6 +76,7 @@ class JobSimulation(DataPlane):
         self.storage = JobManagerCheckpointStorage(self.job_id, rng=self.sim.random("storage"))
         self._net_rng = self.sim.random("network")
         self._task_rng = self.sim.random("tasks")
+        self._cost_rng = self.sim.random("checkpoint-cost")
         self.epoch = 0  # the deployment whose tasks run (the JobMaster's epoch once it deployed)
         self.tasks: dict[SubtaskKey, StreamTask] = {}
         self._busy_until: dict[SubtaskKey, int] = {}
@@ -87,7 +89,8 @@ class JobSimulation(DataPlane):
             config, self.job_id, storage=self.storage, clock=self.sim.clock_ms, timer_service=self.sim,
             coordinator_rng=lambda: self.sim.random("coordinator"), action_sink=self._carry_out,
             trace=lambda label, detail: self.trace.record(self.sim.now_us, label, detail),
-            keep_completed_metadata=record_cuts,
+            keep_completed_metadata=record_cuts, charging=Charging.VIRTUAL,
+            cost_rng=self.sim.random("metadata-cost"),
         )
         self._finished = self.job_master.finished
 
@@ -183,6 +186,7 @@ class JobSimulation(DataPlane):
             on_built = (lambda t, k=key: log.recorders.__setitem__(k, CutRecorder.attach(t.operator))) if self.record_cuts else None
             task, restored = deploy_task(
                 self.config, descriptor, clock=self.sim.clock_ms, timer_service=self.sim, rng=self._task_rng,
+                charging=Charging.VIRTUAL, cost_rng=self._cost_rng,
                 wakeup=lambda k=key, e=epoch: self._wake(k, e), split=split, store=self.store, on_built=on_built)
             restored_bytes += restored["input_bytes"] + restored["output_bytes"]
             self.tasks[key] = task

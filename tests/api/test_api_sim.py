@@ -148,7 +148,7 @@ def test_bad_input_raises_the_clis_typed_errors(tiny, tmp_path, kwargs, error, w
 def test_a_missing_or_broken_scenario_file_names_the_file(tmp_path):
     with pytest.raises(ScenarioError, match="no such scenario file"):
         barriersim.run(tmp_path / "absent.toml")
-    broken = write(tmp_path, TINY.replace("records = 600", "records = -5"), "broken.toml")
+    broken = write(tmp_path, TINY.replace("records = 1200", "records = -5"), "broken.toml")
     with pytest.raises(ScenarioError, match=r"broken\.toml: workload\.records: must be between"):
         barriersim.run(broken)
     with pytest.raises(ScenarioError, match="must be a scenario file's path or a Scenario"):
