@@ -130,8 +130,12 @@ def fault_schedules(draw, graph: JobGraph) -> FaultSchedule:
         st.builds(FailStorageWrite, cid, st.none() | task),
         st.builds(FailCheckpoints, cid, st.integers(1, 3), st.none() | task),
     )
+    # drawn on their own, so that most schedules have some: JobManager crashes and task-side crash points
     jobmanager_crashes = draw(st.lists(st.builds(CrashCoordinator, st.integers(0, 400)), max_size=2))
-    faults = tuple(draw(st.lists(fault, max_size=4)) + jobmanager_crashes)
+    task_side = st.sampled_from(sorted(TASK_SIDE_POINTS, key=lambda p: p.value))
+    task_side_crashes = draw(st.lists(st.builds(CrashTask, task, point=task_side, checkpoint_id=st.integers(1, 4)),
+                                      max_size=2))
+    faults = tuple(draw(st.lists(fault, max_size=4)) + jobmanager_crashes + task_side_crashes)
     schedule = FaultSchedule(faults)
     try:
         schedule.check_against(graph)
@@ -528,13 +532,18 @@ class JobMasterMachine(RuleBasedStateMachine):
     def an_old_attempt_speaks(self, pick, kind, point):
         """A message of an attempt of an earlier deployment arrives late: it changes nothing."""
         old = self.old_tasks()
-        task = old[pick % len(old)]
+        armed = [(t, cid) for t in old for cid in sorted(t.to_ack) if t.armed(cid)]
+        if kind == "crashed" and armed:  # one that was cancelled before it reached its armed crash point
+            task, cid = armed[pick % len(armed)]
+            event("a cancelled attempt reports its armed crash point")
+        else:
+            task = old[pick % len(old)]
+            seen = sorted(task.seen)
+            if kind in ("ack", "decline", "crashed") and not seen:
+                kind = "finished"  # it never heard of a checkpoint
+            cid = seen[pick % len(seen)] if seen else 0
         self.old_spoke += 1
         assert not self.jm.is_current(task.attempt)
-        seen = sorted(task.seen)
-        if kind in ("ack", "decline", "crashed") and not seen:
-            kind = "finished"  # it never heard of a checkpoint
-        cid = seen[pick % len(seen)] if seen else 0
         before = self.account()
         if kind == "ack":
             out = self.jm.acknowledge_checkpoint(task.attempt, cid, snapshot(task.attempt, task.parallelism, cid),
@@ -606,7 +615,8 @@ class JobMasterMachine(RuleBasedStateMachine):
                 f"(max_restarts {self.config.max_restarts})")
         else:
             assert self.outcome is JobOutcome.FINISHED, self.outcome
-        self.timers.advance(10 * (self.config.timeout_ms if self.config.timeout_ms < 1000 else 1000))
+        # past every checkpoint's expiry: an ended job's coordinator must not trigger, expire or fail anything
+        self.timers.advance(self.config.timeout_ms + 1000)
 
     def teardown(self):
         if not self.failed_step and hasattr(self, "jm") and self.outcome is None:
