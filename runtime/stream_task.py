@@ -57,7 +57,7 @@ from barriersim.runtime.operators.factory import create_operator
 from barriersim.runtime.operators.records import KEY
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.operators.watermarks import WatermarkValve
-from barriersim.runtime.state.backend import full_snapshot_work
+from barriersim.runtime.state.backend import StateBackendConfig, full_snapshot_work
 from barriersim.runtime.state.snapshot import TaskStateSnapshot
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
@@ -145,6 +145,7 @@ class StreamTask:
         input_channel_kinds: Optional[Sequence[Sequence[str]]] = None,
         cost: Optional[CostCharger] = None,
         memory_threshold: int = 20 * 1024,
+        state_backend: StateBackendConfig = StateBackendConfig(),
     ):
         """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (where the producer runs:
         ``runtime.job.placement``); default every channel remote. ``cost``: what checkpoints cost
@@ -152,7 +153,8 @@ class StreamTask:
         are the driver's to complete (``SyncSnapshotTaken`` / ``AsyncCheckpointStarted`` among ``drain_actions()``,
         then ``complete_async_part``); without one, checkpoints cost nothing and acknowledge at once.
         ``memory_threshold``: state streams at or above it are files of their own (Flink's
-        ``state.storage.fs.memory-threshold``)."""
+        ``state.storage.fs.memory-threshold``). ``state_backend``: the keyed state backend of a keyed operator
+        (``runtime.state.backend``)."""
         self.graph = graph
         self.vertex = graph.vertex(vertex_name)
         self.subtask_index = subtask_index
@@ -160,6 +162,7 @@ class StreamTask:
         self.name = f"{vertex_name}#{subtask_index}"
         self.network = network
         self.emit_watermarks = emit_watermarks
+        self._memory_threshold = memory_threshold
         self._clock = clock
         self._actions: list[Any] = []
         self.finished = False
@@ -168,7 +171,8 @@ class StreamTask:
         self._crash_mid_alignment = self._crash_points.is_armed(ProtocolPoint.MID_ALIGNMENT)
         timers = self._timers = _WakingTimers(timer_service, wakeup, self._crashed)
         self.operator = create_operator(self.vertex, subtask_index, split=split, store=store,
-                                        attempt=attempt_id.attempt_number)
+                                        attempt=attempt_id.attempt_number, state_backend=state_backend,
+                                        memory_threshold=memory_threshold, rng=rng)
 
         self.output_edges = graph.outputs_of(vertex_name)
         self.partitions = [
@@ -217,13 +221,21 @@ class StreamTask:
             crash_points=self._crash_points,
             async_completion=AsyncCompletion.IMMEDIATE if cost is None else AsyncCompletion.DRIVER,
             cost=cost or FREE,
-            snapshot_work=lambda state: full_snapshot_work(state, memory_threshold),
+            snapshot_work=self._snapshot_work,
             memory_threshold=memory_threshold,
         )
         self.hot_key = self.vertex.params.get("hot_key", -1)
         # a two-input operator (the window join) is told which logical input each buffer came from
         self._input_of_gate = ([edge.target_input for edge in graph.gates_of(vertex_name)]
                                if self.vertex.operator.logical_inputs == 2 else None)
+
+    def _snapshot_work(self, state):
+        """What the snapshot wrote: a keyed operator's backend knows (an incremental one uploads only new runs);
+        any other state is written in full."""
+        backend = getattr(self.operator, "backend", None)
+        if backend is not None:
+            return backend.last_work
+        return full_snapshot_work(state, self._memory_threshold)
 
     def _snapshot(self, checkpoint_id: int):
         if self.operator.is_source and is_planted(PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER):

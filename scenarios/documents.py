@@ -58,6 +58,7 @@ def scenario_document(scenario: Scenario) -> dict:
         "cluster": _section(scenario.cluster),
         "checkpointing": _section(scenario.checkpointing),
         "storage": _section(scenario.storage),
+        "state": _section(scenario.state),
     }
     if len(scenario.faults):
         doc["faults"] = scenario.faults.to_plain()

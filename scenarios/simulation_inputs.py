@@ -9,6 +9,7 @@ sections onto ``runtime.job.config.JobConfig`` (the same for the simulator and t
 
 from __future__ import annotations
 
+from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.placement import ClusterConfig
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
@@ -48,6 +49,8 @@ def job_config(scenario: Scenario) -> JobConfig:
         faults=scenario.faults,
         cluster=ClusterConfig(scenario.cluster.taskmanagers, scenario.cluster.slots_per_taskmanager),
         storage=scenario.storage,
+        state=scenario.state,
+        claim_mode=RecoveryClaimMode(cp.recovery_claim_mode),
     )
 
 
@@ -58,5 +61,5 @@ def workload_splits(scenario: Scenario) -> dict[str, list[list[tuple]]]:
     for k, source in enumerate(scenario.job.graph.sources):
         out[source.name] = local_splits(w.records, w.keys, w.zipf_exponent, w.max_value, source.parallelism,
                                         seed + k, w.rate_per_source, record_id_offset=k * SOURCE_ID_STRIDE,
-                                        hot_key_share=w.hot_key_share)
+                                        hot_key_share=w.hot_key_share, key_growth=w.key_growth)
     return out

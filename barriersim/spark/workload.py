@@ -40,9 +40,9 @@ class Workload:
 
 
 def source_batch(ids: np.ndarray, source: int, seed: int, cdf: np.ndarray, max_value: int, parallelism: int,
-                 ms_per_record: float) -> pa.RecordBatch:
+                 ms_per_record: float, growth_records: int = 0) -> pa.RecordBatch:
     """The rows of records ``ids`` of source vertex ``source`` (``SCHEMA_DDL``), as ``workload_splits`` draws them."""
-    cols = draw_columns(ids, seed + source, cdf, max_value, parallelism, ms_per_record)
+    cols = draw_columns(ids, seed + source, cdf, max_value, parallelism, ms_per_record, growth_records)
     cols["record_id"] = cols["record_id"] + source * SOURCE_ID_STRIDE
     return pa.RecordBatch.from_pydict({"source": np.full(len(ids), source, dtype=np.int32), **cols})
 
@@ -51,6 +51,7 @@ def generate_workload(spark, scenario: Scenario, seed: int) -> Workload:
     w = scenario.workload
     cdf = zipf_cdf(w.keys, w.zipf_exponent, w.hot_key_share)
     max_value = w.max_value
+    growth_records = w.records if w.key_growth else 0
     sources = tuple((v.name, v.parallelism) for v in scenario.job.graph.sources)
     partitions = max(2, min(8, w.records // 50_000 + 1))
     frames = []
@@ -61,7 +62,7 @@ def generate_workload(spark, scenario: Scenario, seed: int) -> Workload:
         def batches(iterator, k=k, parallelism=parallelism, ms_per_record=ms_per_record):
             for batch in iterator:
                 ids = batch.column(0).to_numpy(zero_copy_only=False)
-                yield source_batch(ids, k, seed, cdf, max_value, parallelism, ms_per_record)
+                yield source_batch(ids, k, seed, cdf, max_value, parallelism, ms_per_record, growth_records)
 
         frames.append(spark.range(0, w.records, 1, partitions).mapInArrow(batches, SCHEMA_DDL))
     df = frames[0]

@@ -212,6 +212,15 @@ class DiscardCheckpoint:
 
 
 @dataclass(frozen=True)
+class DiscardSharedState:
+    """Shared files no retained checkpoint uses any more (the ``SharedStateRegistry`` released them after
+    checkpoint ``lowest_retained`` became the oldest retained one, or at the job's end): delete them."""
+
+    handles: tuple  # of runtime.state.snapshot.SharedStateHandle
+    lowest_retained: int
+
+
+@dataclass(frozen=True)
 class DiscardSubtaskState:
     """A late or unknown acknowledgement's state is not needed: discard it (Flink's ``discardSubtaskState``)."""
 
@@ -262,6 +271,6 @@ class TriggerRequestFailed:
 CoordinatorAction = Union[
     TriggerCheckpointOnSources, TriggerCoordinatorCheckpoint, AbortCoordinatorTriggering, NotifyCheckpointComplete,
     NotifyCheckpointAborted, NotifyCoordinatorCheckpointComplete, NotifyCoordinatorCheckpointAborted,
-    PersistCheckpoint, DiscardCheckpoint, DiscardSubtaskState, FailJob, StopJob, RestoreFrom, TriggerRequestCompleted,
+    PersistCheckpoint, DiscardCheckpoint, DiscardSharedState, DiscardSubtaskState, FailJob, StopJob, RestoreFrom, TriggerRequestCompleted,
     TriggerRequestFailed,
 ]

@@ -21,11 +21,13 @@ from barriersim.runtime.checkpoint_cost import CheckpointCostModel
 from barriersim.runtime.checkpointing_mode import CheckpointingMode, checkpointing_problem
 from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS, CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT_TIME
+from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.job.placement import ClusterConfig, Placement, PlacementError, place
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.restart_strategy import FixedDelayRestartStrategy
+from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.runtime.stream_task import NetworkConfig
 
 
@@ -61,6 +63,9 @@ class JobConfig:
     checkpoints_after_tasks_finish: bool = True
     network: NetworkConfig = NetworkConfig()
     storage: CheckpointCostModel = CheckpointCostModel()  # what checkpoints cost (runtime.checkpoint_cost)
+    state: StateBackendConfig = StateBackendConfig()  # the keyed state backend (runtime.state.backend)
+    # whether a new JobManager's recovered checkpoints are the job's to discard (Flink's claim mode; NO_CLAIM default)
+    claim_mode: RecoveryClaimMode = RecoveryClaimMode.NO_CLAIM
     buffer_timeout_ms: int = 100
     restart_delay_ms: int = 1000
     max_restarts: int = 20

@@ -54,6 +54,7 @@ def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, cloc
         crash_points=descriptor.crash_points,
         input_channel_kinds=config.placement.gate_specs(config.graph, attempt.vertex_id, attempt.subtask_index),
         cost=CostCharger(config.storage, charging, cost_rng),
+        state_backend=config.state,
     )
     if on_built is not None:
         on_built(task)

@@ -85,6 +85,7 @@ from barriersim.runtime.job.actions import (
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.restart_strategy import RestartDecision
+from barriersim.runtime.state.snapshot import MEMORY_THRESHOLD, metadata_bytes_estimate
 from barriersim.runtime.storage.atomic_file import WriteFault
 from barriersim.runtime.task.actions import TaskCheckpointMetrics
 
@@ -153,6 +154,10 @@ class JobMaster:
         self.started_ms: int | None = None  # the job's clock (fault times) starts when the first tasks restored
         self._deployments = 0
         self._restore_from: m.RestoreFrom | None = None
+        # a FailJob the coordinator emits while a failover runs (a _metadata write that the failover ended, and that
+        # failed) waits until that failover is done, as Flink's failJob is queued on the JobMaster's main thread
+        self._failing_over = False
+        self._deferred_failures: list[m.FailJob] = []
         self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
         # what high availability keeps across a JobManager failover: the checkpoint id counter (the completed
         # checkpoints are recovered from the checkpoint storage)
@@ -390,7 +395,9 @@ class JobMaster:
             rng=self._coordinator_rng(), action_sink=self._on_coordinator_timer_action, tasks_running=False,
             completed_checkpoint_store=store, checkpoint_id_counter=self.id_counter,
             checkpoint_writer=self._write_metadata, first_attempt_number=first_attempt_number,
-            metadata_write_ms=lambda location: self._cost.metadata_ms(location.metadata_size),
+            metadata_write_ms=lambda states: self._cost.metadata_ms(
+                metadata_bytes_estimate(states, MEMORY_THRESHOLD)),
+            claim_mode=self.config.claim_mode,
         )
 
     def _on_coordinator_timer_action(self, action: Any) -> None:
@@ -421,6 +428,8 @@ class JobMaster:
                 self.storage.discard_checkpoint(action.checkpoint_id)
             elif isinstance(action, m.RestoreFrom):
                 self._restore_from = action
+            elif isinstance(action, m.FailJob) and self._failing_over:
+                self._deferred_failures.append(action)
             elif isinstance(action, m.FailJob):
                 failing = action.failing_task
                 name = subtask_name((failing.vertex_id, failing.subtask_index)) if failing else "coordinator"
@@ -477,6 +486,16 @@ class JobMaster:
         self.finished.clear()
 
     def _failover(self, task: str, why: str, failed: ExecutionAttemptID | None = None) -> None:
+        self._failing_over = True
+        try:
+            self._fail_over(task, why, failed)
+        finally:
+            self._failing_over = False
+        deferred, self._deferred_failures = self._deferred_failures, []
+        if self.outcome is None:
+            self._handle_coordinator(deferred)
+
+    def _fail_over(self, task: str, why: str, failed: ExecutionAttemptID | None) -> None:
         self._trace("failover", f"{task} {why}")
         self.restarts += 1
         self._cancel_deployment()

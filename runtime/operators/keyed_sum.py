@@ -3,7 +3,8 @@
 How this works: for each record ``(record_id, key, value, event_time)`` the operator adds ``value`` to the
 sum of ``key`` and emits ``(record_id, key, value, running_sum)``. Its state is one integer per key, kept in
 the key group the key belongs to, so a snapshot is a ``KeyGroupsStateHandle`` that can be redistributed
-when the parallelism changes.
+when the parallelism changes; its state backend (``runtime.state.backend``) reads it as ``(key, running_sum)``
+rows.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from barriersim.runtime.state.snapshot import KeyGroupRange, KeyGroupsStateHandl
 
 
 class KeyedRunningSum:
+    ROW_KEY_WIDTH = 1  # a state row is (key, running_sum)
+
     def __init__(self, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]):
         self.key_group_range = key_group_range
         self._key_group_of = key_group_of
@@ -39,6 +42,14 @@ class KeyedRunningSum:
             sums[key] = total
             append((r[RECORD_ID], key, value, total))
         return out
+
+    def keyed_rows(self) -> Iterable[tuple[int, tuple]]:
+        """The state as ``(key group, (key, running_sum))`` rows (``runtime.state.backend.KeyedRows``)."""
+        key_group_of = self._key_group_of
+        return ((key_group_of(key), (key, total)) for key, total in self._sums.items())
+
+    def entry_count(self) -> int:
+        return len(self._sums)
 
     def snapshot_state(self) -> OperatorSubtaskState:
         by_group: dict[int, list] = defaultdict(list)

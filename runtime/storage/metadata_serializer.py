@@ -8,7 +8,8 @@ version, declared length against the actual length (catches truncation and trail
 Any failure raises ``CorruptMetadataError("<file>: <problem>")``; nothing partial is ever returned. The
 payload is plain msgpack maps/arrays (never pickle); state payloads stay opaque bytes; buffer records are
 msgpack values and come back with arrays as tuples; a ``Watermark`` travelling in a persisted buffer is a
-msgpack extension value (type 1, its timestamp as 8 signed bytes). Mirrors Flink's ``Checkpoints.storeCheckpointMetadata``/
+msgpack extension value (type 1, its timestamp as 8 signed bytes). An incremental keyed handle keeps its shared
+runs as handles (key, size, CRC32, modelled size, and their bytes when the state travelled inline). Mirrors Flink's ``Checkpoints.storeCheckpointMetadata``/
 ``loadCheckpointMetadata`` and ``MetadataV3Serializer`` (``MetadataV2V3SerializerBase``).
 """
 
@@ -23,6 +24,8 @@ import msgpack
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo, Watermark
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
+    HandleAndLocalPath,
+    IncrementalKeyedStateHandle,
     InputChannelStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
@@ -31,7 +34,9 @@ from barriersim.runtime.state.snapshot import (
     OperatorStateDistributionMode,
     OperatorStateHandle,
     OperatorSubtaskState,
+    PlaceholderStateHandle,
     ResultSubpartitionStateHandle,
+    SharedStateHandle,
 )
 from barriersim.runtime.storage.errors import CorruptMetadataError, MetadataEncodingError
 
@@ -105,13 +110,7 @@ def _subtask_to_plain(s: OperatorSubtaskState) -> dict:
             }
             for h in s.managed_operator_state
         ],
-        "managed_keyed_state": [
-            {
-                "range": [h.key_group_range.start_key_group, h.key_group_range.end_key_group],
-                "key_groups": [[kg, bytes(v)] for kg, v in sorted(h.key_groups.items())],
-            }
-            for h in s.managed_keyed_state
-        ],
+        "managed_keyed_state": [_keyed_handle_to_plain(h) for h in s.managed_keyed_state],
         "input_channel_state": [
             [h.subtask_index, [h.info.gate_idx, h.info.channel_idx], [_buffer_to_plain(b) for b in h.buffers]]
             for h in s.input_channel_state
@@ -122,6 +121,35 @@ def _subtask_to_plain(s: OperatorSubtaskState) -> dict:
         ],
         "finished": s.is_finished,
     }
+
+
+def _keyed_handle_to_plain(h) -> dict:
+    if isinstance(h, IncrementalKeyedStateHandle):
+        return {
+            "incremental": h.backend_id,
+            "range": [h.key_group_range.start_key_group, h.key_group_range.end_key_group],
+            "checkpoint_id": h.checkpoint_id,
+            "shared": [[e.local_path, _shared_handle_to_plain(e.handle)] for e in h.shared_state],
+            "meta": bytes(h.meta_state),
+            "checkpointed_size": h.checkpointed_size,
+        }
+    plain = {
+        "range": [h.key_group_range.start_key_group, h.key_group_range.end_key_group],
+        "key_groups": [[kg, bytes(v)] for kg, v in sorted(h.key_groups.items())],
+    }
+    if h.modelled_size is not None:
+        plain["modelled_size"] = h.modelled_size
+    return plain
+
+
+def _shared_handle_to_plain(h) -> dict:
+    """A shared file's handle; a placeholder never reaches a completed checkpoint (the registry replaced it)."""
+    if isinstance(h, PlaceholderStateHandle):
+        raise TypeError(f"shared state {h.key} is still a placeholder in a completed checkpoint")
+    plain = {"key": h.key, "size": h.size, "crc32": h.crc32, "state_size": h.state_size}
+    if h.data is not None:
+        plain["data"] = bytes(h.data)
+    return plain
 
 
 def _buffer_to_plain(b: Buffer) -> list:
@@ -264,8 +292,17 @@ def _operator_handle_from_plain(p: Any, w: str) -> OperatorStateHandle:
     return OperatorStateHandle(states, modes)
 
 
-def _keyed_handle_from_plain(p: Any, w: str) -> KeyGroupsStateHandle:
+def _keyed_handle_from_plain(p: Any, w: str) -> KeyGroupsStateHandle | IncrementalKeyedStateHandle:
     start, end = _pair(_field(p, "range", tuple, w), f"{w}.range")
+    if "incremental" in p:
+        return IncrementalKeyedStateHandle(
+            backend_id=_field(p, "incremental", str, w),
+            key_group_range=KeyGroupRange(start, end),
+            checkpoint_id=_field(p, "checkpoint_id", int, w),
+            shared_state=_seq(_field(p, "shared", tuple, w), f"{w}.shared", _shared_entry_from_plain),
+            meta_state=_field(p, "meta", bytes, w),
+            checkpointed_size=_field(p, "checkpointed_size", int, w),
+        )
     key_groups: dict[int, bytes] = {}
     for i, entry in enumerate(_field(p, "key_groups", tuple, w)):
         _expect(entry, tuple, f"{w}.key_groups[{i}]")
@@ -275,7 +312,24 @@ def _keyed_handle_from_plain(p: Any, w: str) -> KeyGroupsStateHandle:
         if not start <= kg <= end:
             raise _Malformed(f"{w}.key_groups holds key group {kg} outside its range [{start}, {end}]")
         key_groups[kg] = _expect(entry[1], bytes, f"{w}.key_groups[{i}][1]")
-    return KeyGroupsStateHandle(KeyGroupRange(start, end), key_groups)
+    modelled = p.get("modelled_size")
+    if modelled is not None:
+        _expect(modelled, int, f"{w}.modelled_size")
+    return KeyGroupsStateHandle(KeyGroupRange(start, end), key_groups, modelled)
+
+
+def _shared_entry_from_plain(p: Any, w: str) -> HandleAndLocalPath:
+    _expect(p, tuple, w)
+    if len(p) != 2:
+        raise _Malformed(f"{w} has {len(p)} items, expected 2")
+    path = _expect(p[0], str, f"{w}[0]")
+    h = p[1]
+    data = h.get("data") if isinstance(h, dict) else None
+    if data is not None:
+        _expect(data, bytes, f"{w}[1].data")
+    return HandleAndLocalPath(path, SharedStateHandle(
+        _field(h, "key", str, f"{w}[1]"), _field(h, "size", int, f"{w}[1]"), _field(h, "crc32", int, f"{w}[1]"),
+        _field(h, "state_size", int, f"{w}[1]"), data))
 
 
 def _channel_handle_from_plain(p: Any, w: str, handle_type: type, info_type: type):

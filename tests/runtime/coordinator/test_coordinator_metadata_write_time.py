@@ -1,5 +1,5 @@
-"""A ``_metadata`` write that takes time (the checkpoint cost model's): the completion's rest happens when it has
-passed, and what reaches the coordinator meanwhile waits, as under Flink's coordinator lock while
+"""A ``_metadata`` write that takes time (the checkpoint cost model's): the file appears and the completion's rest
+happens when it has passed, and what reaches the coordinator meanwhile waits, as under Flink's coordinator lock while
 ``completePendingCheckpoint`` runs ``finalizeCheckpoint``; a failover or a job status change ends the write at once,
 so that it sees the completed checkpoint, as it would after taking the lock."""
 
@@ -16,17 +16,18 @@ NO_PERIODIC = dict(checkpoint_interval=NO_PERIODIC_CHECKPOINTS)
 
 def test_the_completion_waits_for_the_metadata_write_and_events_wait_with_it():
     writer = FlakyWriter()
-    h = make(checkpoint_writer=writer, metadata_write_ms=lambda location: 7.4, **NO_PERIODIC)
+    h = make(checkpoint_writer=writer, metadata_write_ms=lambda states: 7.4, **NO_PERIODIC)
     h.trigger()
     h.trigger()  # checkpoint 2 waits (one concurrent checkpoint) until 1 completes
     actions = complete(h, 1)
-    # written at once, but neither stored nor notified: the write takes 7 ms
-    assert writer.written == [1] and h.coord.finalizing_checkpoint_id == 1
+    # neither written nor stored nor notified yet: the write takes 7 ms, and its file appears when it ends
+    assert writer.written == [] and h.coord.finalizing_checkpoint_id == 1
     assert not of(m.NotifyCheckpointComplete, actions) and h.coord.store.get_latest_checkpoint_id() == 0
     # a late acknowledgement of checkpoint 1's task arrives meanwhile: it waits for the lock
     assert h.ack(h.attempt("src"), 1, keyed_snapshot("src")) == []
     assert h.advance(6) == []
     done = h.advance(1)
+    assert writer.written == [1]
     assert h.coord.finalizing_checkpoint_id is None and h.coord.store.get_latest_checkpoint_id() == 1
     assert sorted(a.task for a in of(m.NotifyCheckpointComplete, done)) == sorted(h.all_attempts)
     assert h.coord.stats.history[1]["status"] == "COMPLETED"
@@ -36,7 +37,7 @@ def test_the_completion_waits_for_the_metadata_write_and_events_wait_with_it():
 
 def test_a_failover_during_the_write_restores_the_checkpoint_being_completed():
     writer = FlakyWriter()
-    h = make(checkpoint_writer=writer, metadata_write_ms=lambda location: 5, **NO_PERIODIC)
+    h = make(checkpoint_writer=writer, metadata_write_ms=lambda states: 5, **NO_PERIODIC)
     h.trigger()
     complete(h, 1)
     assert h.coord.finalizing_checkpoint_id == 1
@@ -47,7 +48,7 @@ def test_a_failover_during_the_write_restores_the_checkpoint_being_completed():
 
 
 def test_the_end_of_the_job_during_the_write_completes_it_first():
-    h = make(checkpoint_writer=FlakyWriter(), metadata_write_ms=lambda location: 5, **NO_PERIODIC)
+    h = make(checkpoint_writer=FlakyWriter(), metadata_write_ms=lambda states: 5, **NO_PERIODIC)
     h.trigger()
     complete(h, 1)
     h.coord.handle(m.JobStatusChanged(JobStatus.FINISHED))
@@ -55,6 +56,17 @@ def test_the_end_of_the_job_during_the_write_completes_it_first():
 
 
 def test_no_write_time_completes_at_once():
-    h = make(checkpoint_writer=FlakyWriter(), metadata_write_ms=lambda location: 0.0, **NO_PERIODIC)
+    h = make(checkpoint_writer=FlakyWriter(), metadata_write_ms=lambda states: 0.0, **NO_PERIODIC)
     h.trigger()
     assert len(of(m.NotifyCheckpointComplete, complete(h, 1))) == 2
+
+
+def test_a_write_that_fails_when_it_ends_aborts_the_checkpoint_then():
+    writer = FlakyWriter(failing={1})
+    h = make(checkpoint_writer=writer, metadata_write_ms=lambda states: 3, tolerable_checkpoint_failure_number=5,
+             **NO_PERIODIC)
+    h.trigger()
+    assert not of(m.NotifyCheckpointAborted, complete(h, 1))
+    aborted = h.advance(3)
+    assert sorted(a.task for a in of(m.NotifyCheckpointAborted, aborted)) == sorted(h.all_attempts)
+    assert h.coord.stats.history[1]["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
