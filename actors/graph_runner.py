@@ -48,6 +48,7 @@ class RayJobResult:
     first_deploy_seconds: float = 0.0  # part of job_seconds: starting the first attempt's actors
     coordinator_failovers: int = 0  # JobManager failovers (crash_coordinator), part of restarts
     storage_errors: list[str] = field(default_factory=list)
+    failure_reason: str | None = None  # one line, when the job ended FAILED
     fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
     job_manager_cpu_seconds: float = 0.0  # the job manager's process CPU from the first tasks' start to the job's end
 

@@ -68,7 +68,8 @@ class JobManagerActor:
         self.seed = seed
         self.store = store
         self.task_num_cpus = task_num_cpus
-        self.storage = FileSystemCheckpointStorage(checkpoint_root, job_id, rng=random.Random(seed))
+        self.storage = FileSystemCheckpointStorage(checkpoint_root, job_id, rng=random.Random(seed),
+                                                   memory_threshold=config.memory_threshold_bytes)
         self.storage.initialize_base_locations()
         self.job_master: JobMaster | None = None
         self.handles: dict = {}  # subtask key -> actor handle of the deployed attempt

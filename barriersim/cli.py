@@ -9,7 +9,7 @@ leaves running) or on the deterministic simulator (``--backend sim``), in the sc
 from a scenario file, typically a run's own ``scenario.toml`` (or its run directory), which holds the seed, mode,
 faults and overrides it ran with. ``sweep`` runs a ``[sweep]`` matrix (``barriersim.sweep``), ``report`` writes
 the HTML report of a run directory. Bad input gets one line naming the file and the key and exit status 2, a
-violated guarantee exit status 1; Ctrl-C stops a run cleanly (Spark and Ray are shut down) with exit status 130.
+violated guarantee or a job that ended FAILED (its one-line reason printed) exit status 1; Ctrl-C stops a run cleanly (Spark and Ray are shut down) with exit status 130.
 """
 
 from __future__ import annotations
@@ -127,6 +127,8 @@ def _print_verdicts(result) -> None:
     for mode, r in result.items():
         s, v = r.summary, r.summary["verification"]
         print(f"{mode}: verdict: {v['verdict']}  lost={v['lost']} duplicated={v['duplicated']} wrong={v['wrong']}")
+        if s["job"]["outcome"] == "failed":
+            print(f"  job failed: {s['job'].get('failure_reason') or 'no reason recorded'}")
         if s["faults_fired"]:
             print(f"  faults: {fired_line(s['faults_fired'])}")
         if "replay" in s:
@@ -134,7 +136,8 @@ def _print_verdicts(result) -> None:
 
 
 def _exit_status(result) -> int:
-    return EXIT_VIOLATED if any(v == "violated" for v in result.verdicts.values()) else 0
+    failed = any(r.summary["job"]["outcome"] == "failed" for r in result.values())
+    return EXIT_VIOLATED if failed or any(v == "violated" for v in result.verdicts.values()) else 0
 
 
 def _cmd_run(args) -> int:

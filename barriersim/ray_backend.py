@@ -69,7 +69,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 else "verifying against the reference", None)
             t1 = time.perf_counter()
             if scenario.job.is_quickstart_shape:
-                verification = verify(cluster.spark, workload.df, output_table(result.committed_output))
+                verification = verify(cluster.spark, workload.df, output_table(result.committed_output),
+                                      exactly_once=config.mode.exactly_once)
             else:
                 verification = verify_in_ray(config.graph, split_refs, result.committed_output,
                                              at_least_once=not config.mode.exactly_once)
@@ -88,7 +89,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 restored_checkpoint_ids=result.restored_checkpoint_ids,
                 restored_in_flight_bytes=result.restored_in_flight_bytes,
                 records_per_second=result.records_emitted / result.job_seconds if result.job_seconds else None,
-                throughput_clock="wall", faults_fired=result.fault_log,
+                throughput_clock="wall", faults_fired=result.fault_log, failure_reason=result.failure_reason,
                 backend_sections={"spark": spark_info, "timings_seconds": timings,
                                   "ray": {"coordinator_failovers": result.coordinator_failovers,
                                           "killed": result.killed, "failures": result.failures,

@@ -49,7 +49,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
         restored_checkpoint_ids=result.restored_checkpoint_ids,
         restored_in_flight_bytes=result.restored_in_flight_bytes,
         records_per_second=records / virtual_seconds if virtual_seconds else None, throughput_clock="virtual",
-        faults_fired=result.fault_log,
+        faults_fired=result.fault_log, failure_reason=result.failure_reason,
         backend_sections={
             "simulation": {
                 "outcome": result.outcome.value,

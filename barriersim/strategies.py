@@ -9,7 +9,12 @@ keyed running sum or a tumbling window behind a hash edge, then a two-phase-comm
 in at-least-once mode). Parallelism is 1..``max_parallelism`` (16 at most). Fault
 schedules name subtasks of the drawn topology, at times inside the run or at protocol points of early
 checkpoints, so they shrink toward "no fault" and "earliest checkpoint"; ``jobmanager_faults=True`` adds
-coordinator crashes (JobManager failover) and failed storage writes. Some cases run with buffer debloating
+coordinator crashes (JobManager failover) and failed storage writes. In three cases of four a schedule also holds
+one of the ``protocol_situations`` (faults that together cancel a checkpoint during an alignment, while its
+barriers are on the wire, or let it expire with data in flight), weighted by what the mode's protocol can meet;
+``cancelled_in_flight_cases`` shapes whole jobs for the late barrier of a cancelled checkpoint. Checkpoint
+timeouts are drawn from 1-10 s (Flink's 10-minute default would make a case whose acknowledgement was dropped
+wait ten simulated minutes). Some cases run with buffer debloating
 (``network_configs``), its buffer sizes changing while faults strike. ``SimulatedCase.run()`` simulates, verifies
 the committed output against the reference and checks that every completed checkpoint is a consistent cut
 (``CaseResult.cut_violations``).
@@ -28,6 +33,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -48,6 +54,7 @@ from barriersim.runtime.faults import (
     ProtocolPoint,
     SlowTask,
 )
+from barriersim.runtime.job.placement import slots_needed
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 
 
@@ -107,16 +114,43 @@ def topologies(draw, max_parallelism: int = 4, max_stages: int = 5, at_least_onc
     return JobGraph(tuple(vertices), tuple(edges)).validate()
 
 
+# Checkpoint timeouts a job like these would be given (Flink's default of 10 minutes would make a case whose
+# acknowledgement was dropped wait ten simulated minutes, for nothing more than a realistic timeout shows).
+CHECKPOINT_TIMEOUTS_MS = (1_000, 2_000, 5_000, 10_000)
+# "tolerate every checkpoint failure" (the loader's upper bound): a cancelled checkpoint then never fails the job
+# over, so whatever the cancellation left behind (a blocked channel) has to heal by itself
+TOLERATE_ALL = 1_000_000
+
+
+@st.composite
+def cluster_configs(draw, graph: JobGraph) -> dict:
+    """The TaskManagers a generated job is placed in: one (every channel local, as Flink's MiniCluster), one per
+    slot (a channel is local only between subtasks of the same index), or a number in between; so that both
+    channel kinds, ``LocalInputChannel`` and ``RemoteInputChannel``, and their mix in one gate are exercised."""
+    slots = slots_needed(graph)
+    taskmanagers = draw(st.sampled_from(sorted({1, slots, max(1, (slots + 1) // 2)})))
+    return {"taskmanagers": taskmanagers, "slots_per_taskmanager": -(-slots // taskmanagers)}
+
+
+def with_own_slot_sharing_groups(graph: JobGraph) -> JobGraph:
+    """``graph`` with every vertex in a slot sharing group of its own: placed in one-slot TaskManagers, every
+    channel is remote."""
+    return JobGraph(tuple(dataclasses.replace(v, params={**v.params, "slot_sharing_group": v.name})
+                          for v in graph.vertices), graph.edges).validate()
+
+
 @st.composite
 def checkpointing_configs(draw, mode: str | None = None) -> dict:
-    """A ``[checkpointing]`` table: mode, interval, alignment timeout, max concurrent, tolerable failures."""
+    """A ``[checkpointing]`` table: mode, interval, checkpoint timeout (seconds), alignment timeout, max
+    concurrent, tolerable failures."""
     mode = CheckpointingMode.parse(mode or draw(st.sampled_from(MODES)))
     return {
         "mode": mode.value,
         "interval_ms": draw(st.sampled_from([20, 50, 100])),
+        "timeout_ms": draw(st.sampled_from(CHECKPOINT_TIMEOUTS_MS)),
         "aligned_checkpoint_timeout_ms": draw(st.sampled_from([5, 20])) if mode.uses_alignment_timeout else 0,
         "max_concurrent": mode.max_concurrent_allowed or draw(st.integers(1, 3)),
-        "tolerable_failures": draw(st.integers(0, 3)),
+        "tolerable_failures": draw(st.sampled_from([0, 1, 3, TOLERATE_ALL])),
     }
 
 
@@ -146,12 +180,84 @@ def aligning_subtask_names(graph: JobGraph) -> list[str]:
             if sum(len(graph.channels_in_gate(v.name, g, i)) for g in range(len(graph.gates_of(v.name)))) >= 2]
 
 
+def upstream_subtask_names(graph: JobGraph, subtask: str) -> list[str]:
+    """The subtasks that send to ``subtask`` (``vertex#i``) over some channel."""
+    vertex, _, index = subtask.partition("#")
+    out = []
+    for g, edge in enumerate(graph.gates_of(vertex)):
+        for channel in graph.channels_in_gate(vertex, g, int(index)):
+            name = f"{edge.source}#{channel}"
+            if name not in out:
+                out.append(name)
+    return out
+
+
+# which situations each mode's protocol can get into, the likelier ones first (an alignment is what an aligned
+# checkpoint cancels; an alignment timeout is what lets an aligned barrier of a cancelled checkpoint arrive late)
+SITUATIONS = {
+    CheckpointingMode.ALIGNED: ("during_alignment", "during_alignment", "during_alignment", "expired"),
+    CheckpointingMode.ALIGNED_WITH_TIMEOUT: ("late_barrier", "late_barrier", "during_alignment", "expired"),
+    CheckpointingMode.UNALIGNED: ("late_barrier", "expired"),
+    CheckpointingMode.AT_LEAST_ONCE: ("during_alignment", "expired"),
+}
+
+
+@st.composite
+def protocol_situations(draw, graph: JobGraph, horizon_ms: int = 400, mode: str | None = None) -> tuple:
+    """A few faults that together put the checkpoint protocol into a situation random single faults rarely reach:
+    - a checkpoint cancelled while its barriers are still on the wire: a slowed subtask (its input queues and its
+      aligned barriers wait behind data) that hears of the cancellation late (its abort notice delayed), while a
+      source declines the checkpoint at once, so the next checkpoint starts with the old barrier still under way;
+    - a checkpoint cancelled during an alignment: one input of an aligning subtask is slowed, and a subtask on
+      another input declines (after it forwarded the barrier), so the aligning subtask hears the cancellation
+      with some of its channels blocked;
+    - a checkpoint that expires with data and later barriers in flight: the acknowledgement of a slowed subtask is
+      lost (the checkpoint times out, and the next one starts at once)."""
+    names = subtask_names(graph)
+    inner = [n for n in names if graph.inputs_of(n.partition("#")[0]) and graph.outputs_of(n.partition("#")[0])]
+    # fed by one source subtask alone: its slow steps hold that source's output, where later barriers pile up, and
+    # it forwards each barrier as it reaches it (no alignment with other channels)
+    after_source = [n for n in inner if len(upstream_subtask_names(graph, n)) == 1
+                    and graph.vertex(upstream_subtask_names(graph, n)[0].partition("#")[0]).operator.is_source]
+    first = draw(st.integers(1, 4))
+    slow = lambda name, factors=(5.0, 50.0): st.integers(0, horizon_ms // 2).flatmap(lambda start: st.builds(  # noqa: E731
+        SlowTask, task=st.just(name), factor=st.sampled_from(factors), from_ms=st.just(start),
+        until_ms=st.integers(start + horizon_ms // 2, start + 2 * horizon_ms)))
+    def non_source(name: str) -> bool:
+        return not graph.vertex(name.partition("#")[0]).operator.is_source
+
+    # an aligning subtask with a non-source upstream: that one declines after it forwarded its barrier
+    aligning = [a for a in aligning_subtask_names(graph)
+                if len(upstream_subtask_names(graph, a)) >= 2 and any(map(non_source, upstream_subtask_names(graph, a)))]
+    possible = {"late_barrier": bool(inner), "expired": bool(inner), "during_alignment": bool(aligning)}
+    kinds = [k for k in SITUATIONS[CheckpointingMode.parse(mode)] if possible[k]] if mode else \
+        [k for k, ok in possible.items() if ok]
+    if not kinds:
+        return ()
+    kind = draw(st.sampled_from(kinds))
+    if kind == "late_barrier":  # long steps: the slowed subtask forwards old barriers only when one ends
+        target = draw(st.sampled_from(after_source or inner))
+        return (SlowTask(target, 50.0, 0, draw(st.integers(max(300, 5 * horizon_ms), max(600, 10 * horizon_ms)))),
+                DelayMessage(MessageKind.NOTIFY_ABORTED, draw(st.integers(100, 250)), target),
+                FailCheckpoints(draw(st.integers(1, 2)), draw(st.integers(3, 4))))
+    if kind == "expired":
+        target = draw(st.sampled_from(inner))
+        return (draw(slow(target)), DropMessage(MessageKind.ACKNOWLEDGE, target, first))
+    target = draw(st.sampled_from(aligning))
+    upstream = upstream_subtask_names(graph, target)
+    decliner = draw(st.sampled_from([u for u in upstream if non_source(u)]))
+    slowed = draw(st.sampled_from([u for u in upstream if u != decliner]))
+    return (SlowTask(slowed, draw(st.sampled_from([5.0, 50.0])), 0, draw(st.integers(horizon_ms, 3 * horizon_ms))),
+            FailCheckpoints(first, draw(st.integers(1, 3)), decliner))
+
+
 @st.composite
 def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: int = 3,
-                    jobmanager_faults: bool = False) -> FaultSchedule:
-    """Up to ``max_faults`` faults on ``graph``'s subtasks inside ``horizon_ms``. With ``jobmanager_faults`` the
-    faults also include coordinator crashes (JobManager failover) and failed storage writes (a subtask's state
-    write or the ``_metadata`` write of an early checkpoint)."""
+                    jobmanager_faults: bool = False, situations: bool = True, mode: str | None = None) -> FaultSchedule:
+    """Up to ``max_faults`` faults on ``graph``'s subtasks inside ``horizon_ms``, and (``situations``, a drawn
+    boolean) one of the ``protocol_situations``. With ``jobmanager_faults`` the faults also include coordinator
+    crashes (JobManager failover) and failed storage writes (a subtask's state write or the ``_metadata`` write of
+    an early checkpoint)."""
     names = subtask_names(graph)
     task = st.sampled_from(names)
     cid = st.integers(1, 6)
@@ -174,10 +280,12 @@ def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: in
         st.integers(0, horizon_ms).flatmap(lambda start: st.builds(  # a slowdown that stops, as faults must
             SlowTask, task=task, factor=st.sampled_from([5.0, 50.0]), from_ms=st.just(start),
             until_ms=st.integers(start + 1, start + horizon_ms))),
-        st.builds(FailCheckpoints, first_checkpoint_id=cid, count=st.integers(1, 3)),
+        # a decline by any subtask: by a source at once, by a later one while others still align or persist
+        st.builds(FailCheckpoints, first_checkpoint_id=cid, count=st.integers(1, 3), task=st.none() | task),
         *jobmanager,
     )
-    return FaultSchedule(tuple(draw(st.lists(fault, max_size=max_faults))))
+    situation = draw(protocol_situations(graph, horizon_ms, mode)) if situations and draw(st.integers(0, 3)) else ()
+    return FaultSchedule(situation + tuple(draw(st.lists(fault, max_size=max_faults))))
 
 
 @dataclass(frozen=True)
@@ -243,15 +351,62 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     document = generated_document(
         "generated", graph, records=draw(st.integers(*records)), keys=draw(st.sampled_from([1, 10, 100])),
         zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])), rate_per_source=draw(st.sampled_from([20_000, 100_000])),
-        checkpointing=checkpointing,
+        checkpointing=checkpointing, cluster=draw(cluster_configs(graph)),
     )
     # crashes inside the run: the sources need about records / (rate * parallelism) to read their input
     w = document["workload"]
     slowest = min(v.parallelism for v in graph.sources)
     horizon_ms = max(20, int(w["records"] * 1000 / (w["rate_per_source"] * slowest)))
-    faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults, jobmanager_faults=jobmanager_faults))
+    faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults, jobmanager_faults=jobmanager_faults,
+                                  mode=checkpointing["mode"]))
+    if faults.of_type(FailCheckpoints) and draw(st.booleans()):
+        # checkpoints declined on purpose: tolerate it, so that no failover wipes out what the cancellations left
+        document["checkpointing"]["tolerable_failures"] = TOLERATE_ALL
     seed = draw(st.integers(0, 2**32 - 1))
     network = draw(network_configs())
     if network:
         document["network"] = network
     return SimulatedCase(document, faults, seed)
+
+
+@st.composite
+def cancelled_in_flight_cases(draw, mode: str | None = None) -> SimulatedCase:
+    """Whole jobs in which checkpoints are cancelled while their barriers are still on the wire: each source
+    subtask feeds one subtask of a map stage alone (a forward edge), whose output goes to the sink over
+    two or three channels; one subtask of that stage is slowed fifty times, so that each of its steps holds its
+    source's output, where the barriers of the checkpoints taken meanwhile (one every 20 ms; an aligned barrier
+    times out after 5 ms) pile up; the first source declines three checkpoints in a row (each cancelled while its
+    barriers wait), and the slowed subtask hears of the cancellations late, so it forwards their barriers when it
+    reaches them, with data between them and the next checkpoint's barrier, while the sink started that next
+    checkpoint already on its other channels. The situation in which the late barrier of a cancelled checkpoint
+    arrives on a channel whose data the next (unaligned) checkpoint must persist; it is narrow in time, and
+    these jobs are shaped for it (``protocol_situations``' ``late_barrier`` reaches it in any job, rarely). Every
+    mode must keep its guarantee in it."""
+    checkpointing = draw(checkpointing_configs(mode))
+    checkpointing["interval_ms"] = 20
+    checkpointing["tolerable_failures"] = TOLERATE_ALL
+    if checkpointing["aligned_checkpoint_timeout_ms"]:
+        checkpointing["aligned_checkpoint_timeout_ms"] = 5
+    exactly_once = CheckpointingMode.parse(checkpointing["mode"]).exactly_once
+    parallelism = draw(st.integers(2, 3))
+    stage = JobVertex("map0", OperatorKind.MAP, parallelism, params={"factor": draw(st.integers(2, 5))})
+    sink = JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK if exactly_once else OperatorKind.AT_LEAST_ONCE_SINK, 1)
+    graph = with_own_slot_sharing_groups(JobGraph(
+        (JobVertex("source", OperatorKind.SOURCE, parallelism), stage, sink),
+        (JobEdge("source", stage.name, Partitioner.FORWARD), JobEdge(stage.name, "sink", Partitioner.REBALANCE))))
+    from barriersim.scenarios.documents import generated_document
+
+    # every channel remote (one-slot TaskManagers, a slot sharing group per vertex): a remote channel announces a
+    # timeoutable barrier when it arrives, so the sink can time out on the slowed channel while its data waits
+    document = generated_document(
+        "generated", graph, records=draw(st.integers(5000, 6000)), keys=draw(st.sampled_from([10, 100])),
+        zipf_exponent=draw(st.sampled_from([1.0, 1.5])), rate_per_source=100_000, checkpointing=checkpointing,
+        cluster={"taskmanagers": slots_needed(graph), "slots_per_taskmanager": 1},
+    )
+    target = f"{stage.name}#{draw(st.integers(0, parallelism - 1))}"
+    faults = FaultSchedule((
+        SlowTask(target, 50.0, 0, draw(st.integers(300, 400))),
+        DelayMessage(MessageKind.NOTIFY_ABORTED, draw(st.integers(60, 200)), target),
+        FailCheckpoints(2, 3),
+    ))
+    return SimulatedCase(document, faults, draw(st.integers(0, 2**32 - 1)))

@@ -6,8 +6,8 @@ this order: ``scenario``, ``seed``, ``backend`` (``ray`` or ``sim``), ``mode``, 
 (``records``, ``generated_by``, then the scenario's workload settings), ``checkpointing``, ``network`` and ``cluster`` (the
 settings the run used, as the scenario file names them), ``checkpoints`` (Flink's counts: ``completed``,
 ``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
-verdict's counts), ``job`` (``outcome``, ``restarts``, ``restored_checkpoint_ids``,
-``restored_in_flight_bytes``), ``throughput`` (``records_per_second`` and the ``clock`` it was measured on:
+verdict's counts), ``job`` (``outcome``, ``failure_reason``: one line saying what failed the job, or null,
+``restarts``, ``restored_checkpoint_ids``, ``restored_in_flight_bytes``), ``throughput`` (``records_per_second`` and the ``clock`` it was measured on:
 ``wall`` on Ray, ``virtual`` in the simulator), ``faults`` (the fault schedule run), ``faults_fired`` (each
 fault of it with ``fired``, how often it took effect, and ``first_at_ms``: ``runtime.fault_log``), then the
 backend's own sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
@@ -86,6 +86,7 @@ def build_summary(
     faults_fired: list,
     backend_sections: dict,
     wall_seconds: float,
+    failure_reason: str | None = None,
 ) -> dict:
     """``summary.json`` of a run of the effective ``scenario`` (the one its ``scenario.toml`` holds)."""
     document = scenario_document(scenario)
@@ -105,6 +106,7 @@ def build_summary(
         "verification": verification,
         "job": {
             "outcome": outcome,
+            "failure_reason": failure_reason,
             "restarts": restarts,
             "restored_checkpoint_ids": list(restored_checkpoint_ids),
             "restored_in_flight_bytes": restored_in_flight_bytes,

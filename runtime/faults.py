@@ -16,6 +16,8 @@ import json
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Union
 
+from barriersim.runtime.storage.damage import CheckpointDamage, DamageTarget
+
 
 class ProtocolPoint(enum.Enum):
     """Where in the checkpoint protocol a task crash happens."""
@@ -105,6 +107,18 @@ class FailStorageWrite:
 
 
 @dataclass(frozen=True)
+class DamageCheckpoint:
+    """At ``at_ms``, ``damage`` strikes the ``target`` (``metadata``, ``state_file`` or ``directory``) of completed
+    checkpoint ``checkpoint_id`` (None: the newest one the completed-checkpoint list names) in the checkpoint
+    storage (``runtime.storage.damage``); a later read of it must detect it (e.g. after a ``crash_coordinator``)."""
+
+    at_ms: int
+    damage: CheckpointDamage
+    target: DamageTarget = DamageTarget.METADATA
+    checkpoint_id: int | None = None
+
+
+@dataclass(frozen=True)
 class FailCheckpoints:
     """Checkpoints ``first_checkpoint_id`` .. ``+count-1`` are declined by ``task`` (None: the first source),
     to exercise the tolerable-failure threshold."""
@@ -114,7 +128,8 @@ class FailCheckpoints:
     task: str | None = None
 
 
-Fault = Union[CrashTask, CrashCoordinator, DelayMessage, DropMessage, SlowTask, FailStorageWrite, FailCheckpoints]
+Fault = Union[CrashTask, CrashCoordinator, DelayMessage, DropMessage, SlowTask, FailStorageWrite, FailCheckpoints,
+              DamageCheckpoint]
 FAULT_TYPES: dict[str, type] = {
     "crash_task": CrashTask,
     "crash_coordinator": CrashCoordinator,
@@ -123,9 +138,10 @@ FAULT_TYPES: dict[str, type] = {
     "slow_task": SlowTask,
     "fail_storage_write": FailStorageWrite,
     "fail_checkpoints": FailCheckpoints,
+    "damage_checkpoint": DamageCheckpoint,
 }
 _NAME_OF = {cls: name for name, cls in FAULT_TYPES.items()}
-_ENUMS = {"point": ProtocolPoint, "kind": MessageKind}
+_ENUMS = {"point": ProtocolPoint, "kind": MessageKind, "damage": CheckpointDamage, "target": DamageTarget}
 
 
 def _check(fault: Fault, where: str) -> None:
@@ -147,6 +163,11 @@ def _check(fault: Fault, where: str) -> None:
         raise bad("until_ms", "must not be before from_ms")
     if isinstance(fault, FailCheckpoints) and fault.count < 1:
         raise bad("count", f"must be >= 1, got {fault.count}")
+    if isinstance(fault, DamageCheckpoint) and fault.checkpoint_id is not None and fault.checkpoint_id < 1:
+        raise bad("checkpoint_id", "checkpoint ids start at 1")
+    if (isinstance(fault, DamageCheckpoint) and fault.damage is CheckpointDamage.FOREIGN_METADATA
+            and fault.target is not DamageTarget.METADATA):
+        raise bad("target", "foreign_metadata replaces a metadata file")
     if isinstance(fault, (FailStorageWrite, FailCheckpoints)):
         first = fault.checkpoint_id if isinstance(fault, FailStorageWrite) else fault.first_checkpoint_id
         if first < 1:

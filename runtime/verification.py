@@ -18,8 +18,9 @@ at-least-once mode the reference cannot tell that from a loss.)
 Every driver reports its result as a ``Verification``: this module's reference (``reference="python"``: the
 simulator, and the Ray backend for graphs other than the quickstart's) and Spark SQL's over the workload
 (``barriersim.spark.reference``, ``reference="spark"``). ``verdict_of`` is the one rule from the counts to the
-``Verdict``: ``exactly-once`` when nothing is lost, duplicated or wrong and every final sum matches;
-``at-least-once`` when nothing is lost or wrong; ``violated`` otherwise. ``Verification.as_dict()`` is the
+``Verdict``, given the run's mode: ``exactly-once`` when nothing is lost, duplicated or wrong and every final sum
+matches; in an exactly-once mode anything else is ``violated`` (a duplicate breaks its guarantee as a loss
+does); in at-least-once mode ``at-least-once`` when nothing is lost or wrong, ``violated`` otherwise. ``Verification.as_dict()`` is the
 ``verification`` block of ``summary.json``, the verdict as its string.
 """
 
@@ -66,11 +67,13 @@ class Verification:
         return {**asdict(self), "verdict": self.verdict.value}
 
 
-def verdict_of(lost: int, duplicated: int, wrong: int, final_sum_mismatched_keys: int) -> Verdict:
-    """The verdict on a run's output from its counts."""
+def verdict_of(lost: int, duplicated: int, wrong: int, final_sum_mismatched_keys: int, *,
+               exactly_once: bool) -> Verdict:
+    """The verdict on a run's output from its counts; ``exactly_once``: the run's mode promises exactly-once
+    (``CheckpointingMode.exactly_once``), so any duplicate or loss violates it."""
     if lost == duplicated == wrong == final_sum_mismatched_keys == 0:
         return Verdict.EXACTLY_ONCE
-    if lost == 0 and wrong == 0:
+    if lost == 0 and wrong == 0 and not exactly_once:
         return Verdict.AT_LEAST_ONCE
     return Verdict.VIOLATED
 
@@ -129,8 +132,9 @@ def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence[Sequence[tup
 
 
 def verify(expected: Expected, committed: Sequence[tuple], at_least_once: bool = False) -> Verification:
-    """The verdict on ``committed``; ``at_least_once``: the run was in at-least-once mode (aggregates may be
-    inflated by replayed records, see the module's docstring)."""
+    """The verdict on ``committed``; ``at_least_once``: the run was in at-least-once mode (duplicates are allowed
+    and aggregates may be inflated by replayed records, see the module's docstring), else in an exactly-once
+    mode."""
     if at_least_once and expected.aggregated:
         return _verify_inflatable(expected, committed)
     actual = Counter((r[0], r[1], r[2]) if expected.keyed_sum else tuple(r) for r in committed)
@@ -144,7 +148,7 @@ def verify(expected: Expected, committed: Sequence[tuple], at_least_once: bool =
             final[r[1]] = max(final.get(r[1], r[3]), r[3])
         mismatched = sum(1 for k, s in expected.final_sums.items() if final.get(k) != s)
     return Verification("python", sum(expected.identities.values()), len(committed), lost, duplicated, wrong,
-                        mismatched, verdict_of(lost, duplicated, wrong, mismatched))
+                        mismatched, verdict_of(lost, duplicated, wrong, mismatched, exactly_once=not at_least_once))
 
 
 def _verify_inflatable(expected: Expected, committed: Sequence[tuple]) -> Verification:
@@ -175,4 +179,4 @@ def _verify_inflatable(expected: Expected, committed: Sequence[tuple]) -> Verifi
         lost += len(unmatched)
     lost += sum(len(v) for g, v in want.items() if g not in got)
     return Verification("python", sum(expected.identities.values()), len(committed), lost, duplicated, wrong, 0,
-                        verdict_of(lost, duplicated, wrong, 0))
+                        verdict_of(lost, duplicated, wrong, 0, exactly_once=False))

@@ -68,15 +68,19 @@ def scenario_document(scenario: Scenario) -> dict:
 
 
 def generated_document(name: str, graph: JobGraph, *, records: int, keys: int, zipf_exponent: float,
-                       rate_per_source: int, checkpointing: dict, seed: int = 0) -> dict:
-    """The document of a generated case: a job graph, its checkpointing table and the workload's size."""
-    return {
+                       rate_per_source: int, checkpointing: dict, seed: int = 0, cluster: dict | None = None) -> dict:
+    """The document of a generated case: a job graph, its checkpointing table, the workload's size and, if given,
+    the TaskManagers it is placed in (``[cluster]``; else the default, one TaskManager)."""
+    document = {
         "scenario": {"name": name, "seed": seed},
         "workload": {"records": records, "keys": keys, "zipf_exponent": float(zipf_exponent),
                      "rate_per_source": rate_per_source},
         "checkpointing": checkpointing,
         "job": graph_document(graph),
     }
+    if cluster:
+        document["cluster"] = cluster
+    return document
 
 
 def dumps(document: dict) -> str:

@@ -131,6 +131,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "tolerable_failures": Field(int, 0, _between(0, 1_000_000)),
         "max_retained": Field(int, 1, _between(1, 1000)),
         "checkpoints_after_tasks_finish": Field(bool, True),
+        # Flink's state.storage.fs.memory-threshold (20 KiB, at most 1 MiB): a subtask's state stream at or above it
+        # is written to a file of its own in the checkpoint's directory, a smaller one inline in _metadata
+        "memory_threshold_bytes": Field(int, 20 * 1024, _between(0, 1024 * 1024)),
         # Flink's execution.state-recovery.claim-mode for the checkpoints a new JobManager recovers: no_claim (Flink's
         # default) never discards the files they created, claim discards them once no retained checkpoint uses them
         "recovery_claim_mode": Field(str, RecoveryClaimMode.NO_CLAIM.value, _one_of(*(m.value for m in RecoveryClaimMode))),
@@ -237,6 +240,7 @@ class CheckpointingSpec:
     tolerable_failures: int = 0
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
+    memory_threshold_bytes: int = 20 * 1024
     recovery_claim_mode: str = RecoveryClaimMode.NO_CLAIM.value
 
 

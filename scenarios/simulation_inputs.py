@@ -32,6 +32,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         tolerable_failures=cp.tolerable_failures,
         max_retained=cp.max_retained,
         checkpoints_after_tasks_finish=cp.checkpoints_after_tasks_finish,
+        memory_threshold_bytes=cp.memory_threshold_bytes,
         network=NetworkConfig(
             buffer_size=net.buffer_size,
             exclusive_buffers_per_channel=net.exclusive_buffers_per_channel,

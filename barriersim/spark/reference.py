@@ -6,9 +6,10 @@ workload: ``lost`` (workload records missing from the output), ``duplicated`` (o
 per record), ``wrong`` (output rows whose key or value differ from the workload's record, or that name no
 workload record) and ``final_sum_mismatched_keys`` (keys whose last running sum differs from
 ``SUM(value) GROUP BY key``). The result is the runtime's ``Verification`` (``reference="spark"``) with the
-verdict of its one rule (``runtime.verification.verdict_of``): ``exactly-once`` when all four are 0,
-``at-least-once`` when nothing is lost or wrong but records were duplicated (at-least-once state may then count
-some twice), and ``violated`` otherwise. Job graphs of other shapes are verified by ``verify_in_ray``: the
+verdict of its one rule (``runtime.verification.verdict_of``, given the run's mode): ``exactly-once`` when all four
+are 0; in an exactly-once mode anything else is ``violated``; in at-least-once mode ``at-least-once`` when nothing
+is lost or wrong but records were duplicated (at-least-once state may then count some twice), else
+``violated``. Job graphs of other shapes are verified by ``verify_in_ray``: the
 simulator's reference (``runtime.verification``, the graph evaluated over the same splits, ``reference="python"``)
 run in a Ray task beside the data.
 """
@@ -31,7 +32,7 @@ def output_table(rows: list[tuple]) -> pa.Table:
     return pa.Table.from_arrays([pa.array(c, type=pa.int64()) for c in cols], schema=OUTPUT_SCHEMA)
 
 
-def verify(spark, workload_df, output: pa.Table) -> Verification:
+def verify(spark, workload_df, output: pa.Table, exactly_once: bool = True) -> Verification:
     import ray
 
     from barriersim.spark.analytics import small_data_settings
@@ -49,7 +50,8 @@ def verify(spark, workload_df, output: pa.Table) -> Verification:
         duplicated=int(row["duplicated"]),
         wrong=int(row["wrong"]),
         final_sum_mismatched_keys=int(row["mismatched"]),
-        verdict=verdict_of(int(row["lost"]), int(row["duplicated"]), int(row["wrong"]), int(row["mismatched"])),
+        verdict=verdict_of(int(row["lost"]), int(row["duplicated"]), int(row["wrong"]), int(row["mismatched"]),
+                           exactly_once=exactly_once),
     )
 
 

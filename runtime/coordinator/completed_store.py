@@ -8,16 +8,28 @@ never discarded by us). The caller turns these into ``DiscardCheckpoint`` action
 files. ``shutdown(job_status)`` empties the store and returns the checkpoints whose properties discard them for
 that status. The id of the newest subsumed checkpoint is what ``notifyCheckpointComplete`` carries as
 ``last_subsumed_id`` (``INVALID_CHECKPOINT_ID`` = -1 when none). Mirrors Flink's
-``StandaloneCompletedCheckpointStore`` / ``DefaultCompletedCheckpointStore`` and ``CheckpointSubsumeHelper``.
+``StandaloneCompletedCheckpointStore`` and ``CheckpointSubsumeHelper``.
+
+``DefaultCompletedCheckpointStore`` is the store of a job under high availability (Flink's
+``DefaultCompletedCheckpointStore`` over a ``StateHandleStore``): every change of its contents is also written
+to the checkpoint storage's completed-checkpoint list, so that a new JobManager recovers exactly these
+checkpoints (``checkpoint_recovery``). As in Flink, the new checkpoint's pointer is written before the store
+takes it (if that write fails, the store is unchanged and the coordinator fails the checkpoint as
+``FINALIZE_CHECKPOINT_FAILURE``), and a subsumed checkpoint's pointer is removed before its files may be
+discarded: if that removal fails it is reported (Flink logs it) and the subsumed checkpoint is not discarded, so
+the list never points to discarded files. When the job reaches a globally terminal status the list is emptied
+(Flink's ``clearEntries``); a suspended job keeps it.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Callable, Iterable
 
 from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
 from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.storage.errors import CheckpointStorageError
 
 INVALID_CHECKPOINT_ID = -1
 DEFAULT_MAX_RETAINED_CHECKPOINTS = 1
@@ -53,6 +65,11 @@ class StandaloneCompletedCheckpointStore:
         self._shut_down = False
 
     def add_checkpoint_and_subsume_oldest_one(self, checkpoint: CompletedCheckpoint) -> SubsumeResult:
+        self._check_can_add(checkpoint)
+        self._checkpoints.append(checkpoint)
+        return self._subsume()
+
+    def _check_can_add(self, checkpoint: CompletedCheckpoint) -> None:
         if self._shut_down:
             raise CompletedCheckpointStoreError(
                 f"add checkpoint {checkpoint.checkpoint_id}: the store is shut down"
@@ -62,8 +79,6 @@ class StandaloneCompletedCheckpointStore:
                 f"add checkpoint {checkpoint.checkpoint_id}: not newer than the latest retained checkpoint "
                 f"{self._checkpoints[-1].checkpoint_id}"
             )
-        self._checkpoints.append(checkpoint)
-        return self._subsume()
 
     def _subsume(self) -> SubsumeResult:
         if len(self._checkpoints) <= self.max_number_of_retained_checkpoints:
@@ -113,4 +128,44 @@ class StandaloneCompletedCheckpointStore:
         discarded = [c for c in self._checkpoints if c.should_be_discarded_on_shutdown(job_status)]
         self._checkpoints.clear()
         self._shut_down = True
+        return discarded
+
+
+_GLOBALLY_TERMINAL = frozenset({JobStatus.FINISHED, JobStatus.CANCELED, JobStatus.FAILED})
+
+
+class DefaultCompletedCheckpointStore(StandaloneCompletedCheckpointStore):
+    """The store whose contents are persisted in ``storage``'s completed-checkpoint list (see the module's
+    docstring); ``recovered`` are the checkpoints a new JobManager read from that list, oldest first;
+    ``on_error`` hears what could not be written when nothing can be failed any more (a pointer removal)."""
+
+    def __init__(self, max_number_of_checkpoints_to_retain: int, storage,
+                 recovered: Iterable[CompletedCheckpoint] = (), on_error: Callable[[str], None] | None = None):
+        super().__init__(max_number_of_checkpoints_to_retain)
+        self.storage = storage
+        self._checkpoints.extend(recovered)
+        self._on_error = on_error or (lambda message: None)
+
+    def add_checkpoint_and_subsume_oldest_one(self, checkpoint: CompletedCheckpoint) -> SubsumeResult:
+        self._check_can_add(checkpoint)
+        # first the pointer: if it cannot be written, nothing of the store changes (Flink: addAndLock)
+        self.storage.update_completed_checkpoints([c.checkpoint_id for c in self._checkpoints] + [checkpoint.checkpoint_id])
+        before = len(self._checkpoints) + 1
+        result = super().add_checkpoint_and_subsume_oldest_one(checkpoint)
+        if len(self._checkpoints) == before:
+            return result
+        try:  # the subsumed checkpoints' pointers go before their files may
+            self.storage.update_completed_checkpoints([c.checkpoint_id for c in self._checkpoints])
+        except CheckpointStorageError as err:
+            self._on_error(f"the completed-checkpoint list still names subsumed checkpoints, which are kept: {err}")
+            return SubsumeResult(result.last_subsumed, ())
+        return result
+
+    def shutdown(self, job_status: JobStatus) -> list[CompletedCheckpoint]:
+        discarded = super().shutdown(job_status)
+        if job_status in _GLOBALLY_TERMINAL:
+            try:
+                self.storage.update_completed_checkpoints([])
+            except CheckpointStorageError as err:
+                self._on_error(f"the completed-checkpoint list could not be cleared: {err}")
         return discarded

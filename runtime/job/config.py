@@ -61,6 +61,7 @@ class JobConfig:
     tolerable_failures: int = 0
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
+    memory_threshold_bytes: int = 20 * 1024  # Flink's state.storage.fs.memory-threshold (filesystem storage)
     network: NetworkConfig = NetworkConfig()
     storage: CheckpointCostModel = CheckpointCostModel()  # what checkpoints cost (runtime.checkpoint_cost)
     state: StateBackendConfig = StateBackendConfig()  # the keyed state backend (runtime.state.backend)

@@ -3,7 +3,8 @@ messages the JobMaster sends it, and the slowdowns the fault schedule puts on it
 
 How this works: ``deploy_task`` builds the sans-IO ``StreamTask`` of one ``TaskDeploymentDescriptor`` with the
 job's settings (mode, network, watermarks, FLIP-147 final checkpoint, armed crash points) and restores its state;
-the driver supplies only what is its own (clock, timer service, random stream, wakeup, split, external store).
+the driver supplies only what is its own (clock, timer service, random stream, wakeup, split, external store); a
+state that cannot be restored raises ``TaskRestoreError``, which each driver reports as a failed deployment.
 ``deliver_task_message`` hands a ``TaskMessage`` to the task. Every deployed task charges the job's checkpoint
 cost model (``runtime.checkpoint_cost``) as its driver says (``Charging``): its checkpoints' asynchronous parts
 are then the driver's to complete (``StreamTask.complete_async_part``). ``Slowdowns`` is the rule of the ``SlowTask``
@@ -33,6 +34,11 @@ from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.stream_task import StreamTask
 
 
+class TaskRestoreError(Exception):
+    """A task could not restore the state it was deployed with (a state blob that does not decode); the one-line
+    message names the task. Flink: the task fails while restoring, and the job fails over."""
+
+
 def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, clock: Callable[[], int], timer_service,
                 rng: random.Random, charging: Charging, cost_rng: random.Random,
                 wakeup: Callable[[], None] = lambda: None, split: Sequence[tuple] = (),
@@ -55,10 +61,15 @@ def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, cloc
         input_channel_kinds=config.placement.gate_specs(config.graph, attempt.vertex_id, attempt.subtask_index),
         cost=CostCharger(config.storage, charging, cost_rng),
         state_backend=config.state,
+        memory_threshold=config.memory_threshold_bytes,
     )
     if on_built is not None:
         on_built(task)
-    return task, task.restore(descriptor.state)
+    try:
+        return task, task.restore(descriptor.state)
+    except Exception as err:  # noqa: BLE001 - whatever the state's decoding raised: the restore failed
+        detail = f": {err}" if str(err) else ""
+        raise TaskRestoreError(f"{task.name}: could not restore its state: {type(err).__name__}{detail}") from err
 
 
 def deliver_task_message(task: StreamTask, message: TaskMessage) -> None:

@@ -27,12 +27,21 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   schedule fires once (a crash of a task that is not running does nothing and is not counted).
 - JobManager failover (``CrashCoordinator``): the coordinator's memory is lost (its timers never fire, messages
   to it are lost), every task dies, and after the restart delay a new coordinator recovers the completed
-  checkpoints from the checkpoint storage with the persisted id counter (``checkpoint_recovery``), restores the
-  latest one and redeploys; the new JobMaster's restart strategy starts from zero.
+  checkpoints from the checkpoint storage's completed-checkpoint list with the persisted id counter
+  (``checkpoint_recovery``), restores the latest one and redeploys; the new JobMaster's restart strategy starts
+  from zero. A checkpoint the list names that cannot be read fails the recovery, and the job ends ``FAILED``
+  with that reason (Flink: the JobMaster cannot be created, the job fails).
 - Checkpoint metadata is written through the injected ``CheckpointStorage`` while the coordinator finalizes (a
   ``fail_storage_write`` of the ``_metadata`` makes the write fail, and the coordinator aborts the checkpoint);
   the write holds the coordinator for the time the job's checkpoint cost model charges on this driver
-  (``runtime.checkpoint_cost``); discarded checkpoints are deleted there.
+  (``runtime.checkpoint_cost``); the coordinator's store is a ``DefaultCompletedCheckpointStore`` that keeps the storage's completed-checkpoint
+  list; discarded checkpoints are deleted there (a discard that fails is reported in ``storage_errors`` and the
+  job goes on, as Flink's ``CheckpointsCleaner`` logs it).
+- Restoring: before a deployment restores a checkpoint, its state files are read again and checked
+  (``check_state_files``: Flink's tasks read their state files at restore); a damaged one fails that restore as
+  a task failure does (the job fails over, and fails once the restart strategy gives up), as does a task whose
+  state cannot be restored (``deploy_failed``). Flink never falls back to an older checkpoint on its own.
+- How a job ended: ``outcome`` and, for ``FAILED``, ``failure_reason`` (one line: what failed it).
 What happened is counted in the fault log (``runtime.fault_log``) and told to the optional ``trace(label,
 detail)``. Mirrors Flink's ``JobMaster`` with its ``DefaultScheduler`` (``RestartAllFailoverStrategy``, fixed-delay
 restart strategy), its ``CheckpointCoordinator``, and a JobManager failover under high availability
@@ -49,17 +58,20 @@ from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
 from barriersim.runtime.coordinator.checkpoint_recovery import (
+    CheckpointRecoveryError,
     next_attempt_number,
     recover_completed_checkpoint_store,
     retire_coordinator,
 )
+from barriersim.runtime.coordinator.completed_store import DefaultCompletedCheckpointStore
+from barriersim.runtime.coordinator.restore import StateRestoreError
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.fault_log import FaultLog
-from barriersim.runtime.faults import CrashCoordinator, CrashTask, MessageKind, ProtocolPoint, SlowTask
+from barriersim.runtime.faults import CrashCoordinator, CrashTask, DamageCheckpoint, MessageKind, ProtocolPoint, SlowTask
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.actions import (
     CancelTasks,
@@ -85,8 +97,10 @@ from barriersim.runtime.job.actions import (
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.restart_strategy import RestartDecision
-from barriersim.runtime.state.snapshot import MEMORY_THRESHOLD, metadata_bytes_estimate
+from barriersim.runtime.state.snapshot import metadata_bytes_estimate
 from barriersim.runtime.storage.atomic_file import WriteFault
+from barriersim.runtime.storage.damage import damage_checkpoint
+from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.task.actions import TaskCheckpointMetrics
 
 ActionSink = Callable[[list], None]
@@ -109,6 +123,14 @@ class JobReport:
     killed: list[str] = field(default_factory=list)  # subtasks killed by the fault schedule, "name@attempt"
     failures: list[str] = field(default_factory=list)  # what failed the job over, one line each
     storage_errors: list[str] = field(default_factory=list)
+    failure_reason: str | None = None  # one line, when the outcome is FAILED
+
+
+def one_line(text: str) -> str:
+    """The line of a (possibly multi-line, e.g. a remote traceback) message that says what happened: its last
+    non-empty line."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 class JobMaster:
@@ -143,6 +165,7 @@ class JobMaster:
         self.finished: set[SubtaskKey] = set()  # cleared in place: a driver may hold it
         self._killed_keys: set[SubtaskKey] = set()  # killed by the fault schedule, death not yet reported
         self.outcome: JobOutcome | None = None
+        self.failure_reason: str | None = None
         self.restarts = 0
         self.restored_ids: list[int] = []
         self.restored_in_flight = 0
@@ -158,6 +181,7 @@ class JobMaster:
         # failed) waits until that failover is done, as Flink's failJob is queued on the JobMaster's main thread
         self._failing_over = False
         self._deferred_failures: list[m.FailJob] = []
+        self._deployed_restore: int | None = None  # the checkpoint the current deployment restores
         self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
         # what high availability keeps across a JobManager failover: the checkpoint id counter (the completed
         # checkpoints are recovered from the checkpoint storage)
@@ -188,6 +212,7 @@ class JobMaster:
             restored_checkpoint_ids=list(self.restored_ids), restored_in_flight_bytes=self.restored_in_flight,
             coordinator_failovers=self.coordinator_failovers, fault_log=self.fault_log.report(),
             killed=list(self.killed), failures=list(self.failures), storage_errors=list(self.storage_errors),
+            failure_reason=self.failure_reason,
         )
 
     # -- events from the driver -----------------------------------------------------------------------
@@ -219,7 +244,8 @@ class JobMaster:
             for fault in self.config.faults.of_type(CrashTask):
                 if fault.at_ms is not None:
                     self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
-            for fault in sorted(self.config.faults.of_type(CrashCoordinator), key=lambda f: f.at_ms):
+            for fault in sorted(self.config.faults.of_type(DamageCheckpoint) + self.config.faults.of_type(CrashCoordinator),
+                                key=lambda f: f.at_ms):  # a damage before a coordinator crash at the same ms
                 self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
         else:
@@ -232,10 +258,12 @@ class JobMaster:
         return self._take()
 
     def deploy_failed(self, epoch: int, cause: str) -> list:
-        """A task of deployment ``epoch`` could not be deployed (its process died): fail over again."""
+        """A task of deployment ``epoch`` could not be deployed (its process died, or it could not restore its
+        state): fail over again."""
         if epoch == self.epoch and self.outcome is None:
-            self.failures.append(f"deploy of attempt {epoch}: {cause}")
-            self._failover("deploy", f"deploy failed: {cause}")
+            restoring = f" restoring checkpoint {self._deployed_restore}" if self._deployed_restore is not None else ""
+            self.failures.append(f"deploy of attempt {epoch}{restoring}: {cause}")
+            self._failover("deploy", f"deploy failed{restoring}: {cause}")
         return self._take()
 
     def acknowledge_checkpoint(self, attempt: ExecutionAttemptID, checkpoint_id: int, snapshot,
@@ -323,6 +351,8 @@ class JobMaster:
                     self.fault_log.fired(fault, self.job_ms())
             elif isinstance(fault, CrashCoordinator):
                 self._crash_coordinator(fault)
+            elif isinstance(fault, DamageCheckpoint):
+                self._damage_checkpoint(fault)
         elif type(timer) is RestartDue:
             if timer.epoch == self.epoch and self.outcome is None:
                 self._deploy(timer.restore)
@@ -338,6 +368,13 @@ class JobMaster:
     def _deploy(self, restore: m.RestoreFrom | None) -> None:
         assignment = None
         if restore is not None and restore.metadata is not None:
+            try:
+                self.storage.check_state_files(restore.checkpoint_id)
+            except CheckpointStorageError as err:  # the tasks could not read their state: a failed restore
+                why = f"could not restore checkpoint {restore.checkpoint_id}: {err}"
+                self.failures.append(f"restore: {why}")
+                self._failover("restore", why)
+                return
             infos = [ExecutionJobVertexInfo(v.name, v.parallelism, v.max_parallelism) for v in self.graph.vertices]
             assignment = assign_states(restore.metadata, infos, allow_non_restored_state=restore.allow_non_restored_state)
             self.restored_ids.append(restore.checkpoint_id)
@@ -353,6 +390,7 @@ class JobMaster:
             descriptors.append(TaskDeploymentDescriptor(self.coordinator.current_attempt(vertex, i), state,
                                                         crash_points, self._slowdowns[name]))
         self.attempts = {d.key: d.attempt for d in descriptors}
+        self._deployed_restore = restore.checkpoint_id if restore is not None and restore.metadata is not None else None
         self.finished.clear()
         self._killed_keys.clear()
         self._out.append(DeployTasks(self.epoch, tuple(descriptors),
@@ -389,6 +427,8 @@ class JobMaster:
     # -- the coordinator ------------------------------------------------------------------------------
 
     def _new_coordinator(self, store=None, first_attempt_number: int = 0) -> CheckpointCoordinator:
+        if store is None:
+            store = DefaultCompletedCheckpointStore(self.config.max_retained, self.storage, on_error=self._storage_error)
         return CheckpointCoordinator(
             self.job_id, vertices_from_job_graph(self.graph), self.config.coordinator_configuration(),
             clock=self.clock, timer_service=_GenerationTimers(self, self.coordinator_generation),
@@ -396,7 +436,7 @@ class JobMaster:
             completed_checkpoint_store=store, checkpoint_id_counter=self.id_counter,
             checkpoint_writer=self._write_metadata, first_attempt_number=first_attempt_number,
             metadata_write_ms=lambda states: self._cost.metadata_ms(
-                metadata_bytes_estimate(states, MEMORY_THRESHOLD)),
+                metadata_bytes_estimate(states, self.config.memory_threshold_bytes)),
             claim_mode=self.config.claim_mode,
         )
 
@@ -425,7 +465,15 @@ class JobMaster:
                 self._to_task(MessageKind.NOTIFY_ABORTED, action.task, action.checkpoint_id,
                               NotifyCheckpointAborted(action.checkpoint_id, action.latest_completed_checkpoint_id))
             elif isinstance(action, m.DiscardCheckpoint):
-                self.storage.discard_checkpoint(action.checkpoint_id)
+                try:
+                    self.storage.discard_checkpoint(action.checkpoint_id)
+                except CheckpointStorageError as err:  # Flink's CheckpointsCleaner logs it; the job goes on
+                    self._storage_error(f"discarding checkpoint {action.checkpoint_id}: {err}")
+            elif isinstance(action, m.DiscardSharedState):
+                try:
+                    self.storage.discard_shared_state([h.key for h in action.handles])
+                except CheckpointStorageError as err:  # as a failed discard of a checkpoint: the job goes on
+                    self._storage_error(f"discarding shared state: {err}")
             elif isinstance(action, m.RestoreFrom):
                 self._restore_from = action
             elif isinstance(action, m.FailJob) and self._failing_over:
@@ -500,17 +548,35 @@ class JobMaster:
         self.restarts += 1
         self._cancel_deployment()
         if self.restart_strategy.on_failure() is RestartDecision.FAIL_JOB:
-            self.outcome = JobOutcome.FAILED
             # as on FINISHED: the terminal status stops and shuts down the coordinator, whose periodic trigger would
             # otherwise go on triggering checkpoints on the dead attempts (and their expiry fail the job again)
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FAILED)))
-            self._out.append(JobEnded(JobOutcome.FAILED))
+            self._fail_job(f"the restart strategy gave up after {self.restart_strategy.failures} failures "
+                           f"(at most {self.restart_strategy.max_attempts} restarts); the last: {task}: {one_line(why)}")
             return
         self._restore_from = None
         if failed is None:
             failed = self.coordinator.current_attempt(self.graph.vertices[0].name, 0)
         self._handle_coordinator(self.coordinator.handle(m.TaskFailed(failed, why)))
         self._out.append(StartTimer(self.restart_strategy.delay_ms, RestartDue(self.epoch, self._restore_from)))
+
+    def _damage_checkpoint(self, fault: DamageCheckpoint) -> None:
+        """The storage is damaged (fault injection); it fires if there was a checkpoint it could strike."""
+        if self.outcome is not None:
+            return
+        try:
+            checkpoint_id = fault.checkpoint_id
+            if checkpoint_id is None:
+                listed = self.storage.completed_checkpoint_pointers() or ()
+                if not listed:
+                    return
+                checkpoint_id = listed[-1].checkpoint_id
+            what = damage_checkpoint(self.storage, checkpoint_id, fault.damage, fault.target)
+        except (CheckpointStorageError, OSError) as err:
+            self._trace("damage-missed", str(err))
+            return
+        self._trace("damage", what)
+        self.fault_log.fired(fault, self.job_ms())
 
     def _crash_coordinator(self, fault: CrashCoordinator) -> None:
         if self.outcome is not None or self.coordinator_down:
@@ -531,17 +597,38 @@ class JobMaster:
         """The new JobManager: a coordinator whose completed checkpoint store is recovered from the checkpoint
         storage and whose id counter is the persisted one; it restores the latest completed checkpoint, starts
         its periodic trigger (job RUNNING) and deploys new attempts (ids no earlier attempt used)."""
-        recovered = recover_completed_checkpoint_store(self.job_id, self.storage, self.config.coordinator_configuration())
+        try:
+            recovered = recover_completed_checkpoint_store(self.job_id, self.storage,
+                                                           self.config.coordinator_configuration(), self._storage_error)
+        except CheckpointRecoveryError as err:
+            self._fail_job(f"JobManager failover: {err}")
+            return
         self.coordinator = self._new_coordinator(recovered.store, next_attempt_number(self.coordinator))
         self.restart_strategy = self.config.restart_strategy()
         self.coordinator_down = False
         self._trace("coordinator-recovered", f"checkpoints={list(recovered.recovered_ids)} next_id={self.id_counter.get()}")
         self._restore_from = None
-        self.coordinator.restore_latest_checkpointed_state()
+        try:
+            self.coordinator.restore_latest_checkpointed_state()
+        except StateRestoreError as err:
+            self._fail_job(f"JobManager failover: {err}")
+            return
         self._handle_coordinator(self.coordinator.drain_actions())
         restore = self._restore_from
         self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
         self._deploy(restore)
+
+    def _fail_job(self, reason: str) -> None:
+        """The job ends ``FAILED`` for ``reason`` (one line)."""
+        self._trace("job-failed", reason)
+        self.outcome = JobOutcome.FAILED
+        self.failure_reason = reason
+        self._out.append(JobEnded(JobOutcome.FAILED))
+
+    def _storage_error(self, message: str) -> None:
+        """A storage fault the job goes on after (as in Flink): reported, never silent."""
+        self._trace("storage-error", message)
+        self.storage_errors.append(message)
 
     # -- plumbing -------------------------------------------------------------------------------------
 

@@ -4,9 +4,11 @@ kernel with a network and cost model.
 How this works: the simulator is three things. The kernel (``runtime.sim.kernel``) keeps virtual time, one seed
 and the trace. The ``JobMaster`` (``runtime.job``) decides everything at the job level: deploying attempts,
 applying the fault schedule, failover, JobManager failover, the checkpoint coordinator and its metadata, written to
-an in-memory ``JobManagerCheckpointStorage``. This module carries out the JobMaster's actions in virtual time:
+an in-memory ``JobManagerCheckpointStorage`` or, given a directory, to a ``FileSystemCheckpointStorage`` (the Ray
+backend's, with its state files and completed-checkpoint list). This module carries out the JobMaster's actions in virtual time:
 - ``DeployTasks``: every subtask becomes a ``StreamTask`` (``runtime.job.deployment.deploy_task``), restored, then
-  started (the first output and credit sent, its flusher set); ``KillTask``: the task's death is reported at
+  started (the first output and credit sent, its flusher set); a task that cannot restore its state fails the
+  deployment (``deploy_failed``); ``KillTask``: the task's death is reported at
   once; ``CancelTasks``: every task of the deployment fails, and nothing scheduled for it runs any more;
 - ``SendToTask`` / ``SendToCoordinator``: an RPC delivered after ``rpc_latency_us`` plus the fault's delay;
 - ``StartTimer``: a kernel event (faults, restarts and recoveries come before anything else at their instant);
@@ -20,19 +22,21 @@ job: its ``JobMaster`` and its task executors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
-from barriersim.runtime.job.deployment import Slowdowns, deliver_task_message, deploy_task
+from barriersim.runtime.job.deployment import Slowdowns, TaskRestoreError, deliver_task_message, deploy_task
 from barriersim.runtime.job.job_master import JobMaster
 from barriersim.runtime.job.wiring import SubtaskKey, Wiring
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, DeploymentLog, check_consistent_cuts
 from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.kernel import Priority, RunOutcome, Simulation
+from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 from barriersim.runtime.stream_task import StreamTask
 
@@ -56,13 +60,16 @@ class SimulationResult:
     coordinator_failovers: int = 0
     fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
     storage_errors: list[str] = field(default_factory=list)
+    failure_reason: str | None = None  # one line, when the outcome is FAILED
 
 
 class JobSimulation(DataPlane):
     def __init__(self, config: JobConfig, splits: dict[str, Sequence[Sequence[tuple]]], seed: int,
-                 record_cuts: bool = False):
+                 record_cuts: bool = False, checkpoint_directory: str | Path | None = None):
         """``record_cuts``: log every operator's records so that ``consistent_cut_violations()`` can check each
-        completed checkpoint after the run (costs memory and time; for tests and property checks)."""
+        completed checkpoint after the run (costs memory and time; for tests and property checks);
+        ``checkpoint_directory``: keep the checkpoints in a ``FileSystemCheckpointStorage`` there (as the Ray
+        backend does) instead of in memory."""
         self.config = config
         self.record_cuts = record_cuts
         self.deployments: dict[int, DeploymentLog] = {}
@@ -73,7 +80,12 @@ class JobSimulation(DataPlane):
         self.wiring = Wiring(self.graph, config.placement)
         self.store = ExternalStore()
         self.job_id = f"sim-{seed}"
-        self.storage = JobManagerCheckpointStorage(self.job_id, rng=self.sim.random("storage"))
+        if checkpoint_directory is None:
+            self.storage = JobManagerCheckpointStorage(self.job_id, rng=self.sim.random("storage"))
+        else:
+            self.storage = FileSystemCheckpointStorage(checkpoint_directory, self.job_id, rng=self.sim.random("storage"),
+                                                       memory_threshold=config.memory_threshold_bytes)
+            self.storage.initialize_base_locations()
         self._net_rng = self.sim.random("network")
         self._task_rng = self.sim.random("tasks")
         self._cost_rng = self.sim.random("checkpoint-cost")
@@ -117,6 +129,7 @@ class JobSimulation(DataPlane):
             coordinator_failovers=report.coordinator_failovers,
             fault_log=report.fault_log,
             storage_errors=report.storage_errors,
+            failure_reason=report.failure_reason,
         )
 
     def consistent_cut_violations(self) -> list[CutViolation]:
@@ -184,10 +197,14 @@ class JobSimulation(DataPlane):
             vertex = self.graph.vertex(key[0])
             split = self.splits.get(vertex.name, [()] * vertex.parallelism)[key[1]] if vertex.operator.is_source else ()
             on_built = (lambda t, k=key: log.recorders.__setitem__(k, CutRecorder.attach(t.operator))) if self.record_cuts else None
-            task, restored = deploy_task(
-                self.config, descriptor, clock=self.sim.clock_ms, timer_service=self.sim, rng=self._task_rng,
-                charging=Charging.VIRTUAL, cost_rng=self._cost_rng,
-                wakeup=lambda k=key, e=epoch: self._wake(k, e), split=split, store=self.store, on_built=on_built)
+            try:
+                task, restored = deploy_task(
+                    self.config, descriptor, clock=self.sim.clock_ms, timer_service=self.sim, rng=self._task_rng,
+                    charging=Charging.VIRTUAL, cost_rng=self._cost_rng,
+                    wakeup=lambda k=key, e=epoch: self._wake(k, e), split=split, store=self.store, on_built=on_built)
+            except TaskRestoreError as err:  # the deployment fails; the tasks built so far die with it
+                self._carry_out(self.job_master.deploy_failed(epoch, str(err)))
+                return
             restored_bytes += restored["input_bytes"] + restored["output_bytes"]
             self.tasks[key] = task
             self._slowdowns[key] = Slowdowns(descriptor.slowdowns)

@@ -2,12 +2,13 @@
 
 The main entry points, re-exported here: ``FileSystemCheckpointStorage`` / ``JobManagerCheckpointStorage``
 (both ``CheckpointStorage``), ``resolve_checkpoint_pointer``, ``serialize``/``deserialize`` of the
-metadata format, ``WriteFault`` for fault injection and the typed errors.
+metadata format, ``WriteFault`` for fault injection, the completed-checkpoint list's pointers and the typed errors.
 """
 
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter, WriteFault
 from barriersim.runtime.storage.checkpoint_storage import (
     CheckpointStorage,
+    CompletedCheckpointPointer,
     CompletedCheckpointStorageLocation,
     LoadedCheckpoint,
     NoValidCheckpointError,
@@ -16,10 +17,15 @@ from barriersim.runtime.storage.checkpoint_storage import (
 )
 from barriersim.runtime.storage.errors import (
     CheckpointAlreadyExistsError,
+    CheckpointDiscardError,
     CheckpointNotFoundError,
+    CheckpointStorageAccessError,
     CheckpointStorageError,
+    CheckpointStorageIOError,
     CheckpointStorageWriteError,
     CorruptMetadataError,
+    CorruptPointerListError,
+    CorruptStateFileError,
     InvalidCheckpointPointerError,
     MetadataEncodingError,
     NoSavepointLocationError,
@@ -29,9 +35,11 @@ from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorag
 from barriersim.runtime.storage.metadata_serializer import deserialize, serialize
 
 __all__ = [
-    "AtomicFileWriter", "WriteFault", "CheckpointStorage", "CompletedCheckpointStorageLocation", "LoadedCheckpoint",
-    "NoValidCheckpointError", "RetentionDecision", "discard_on_termination", "CheckpointAlreadyExistsError",
-    "CheckpointNotFoundError", "CheckpointStorageError", "CheckpointStorageWriteError", "CorruptMetadataError",
+    "AtomicFileWriter", "WriteFault", "CheckpointStorage", "CompletedCheckpointPointer",
+    "CompletedCheckpointStorageLocation", "LoadedCheckpoint", "NoValidCheckpointError", "RetentionDecision",
+    "discard_on_termination", "CheckpointAlreadyExistsError", "CheckpointDiscardError", "CheckpointNotFoundError",
+    "CheckpointStorageAccessError", "CheckpointStorageError", "CheckpointStorageIOError", "CheckpointStorageWriteError",
+    "CorruptMetadataError", "CorruptPointerListError", "CorruptStateFileError",
     "InvalidCheckpointPointerError", "MetadataEncodingError", "NoSavepointLocationError",
     "FileSystemCheckpointStorage", "resolve_checkpoint_pointer", "JobManagerCheckpointStorage", "serialize",
     "deserialize",

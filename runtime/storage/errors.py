@@ -1,12 +1,18 @@
 """Typed errors of checkpoint storage: every message names the file (or pointer) and the problem.
 
-How this works: storage never returns partial state. Reading a ``_metadata`` file either yields a complete
-``CheckpointMetadata`` or raises one of these errors; resolving a pointer either yields a completed location
-or raises. Mirrors the ``IOException``/``FileNotFoundException`` cases of Flink's ``Checkpoints`` and
-``AbstractFsCheckpointStorageAccess.resolveCheckpointPointer``.
+How this works: storage never returns partial state and never lets an ``OSError`` escape. Reading a
+``_metadata`` file (or a state file it references, or the completed-checkpoint pointer list) either yields
+complete values or raises one of these errors; resolving a pointer either yields a completed location or
+raises. ``storage_error_of`` turns an ``OSError`` met at a path into the typed error of its kind: a missing
+file is ``CheckpointNotFoundError``, a denied permission ``CheckpointStorageAccessError``, any other I/O
+fault (a directory where a file should be, a failing device) ``CheckpointStorageIOError``. Mirrors the
+``IOException``/``FileNotFoundException`` cases of Flink's ``Checkpoints``,
+``AbstractFsCheckpointStorageAccess.resolveCheckpointPointer`` and ``FileStateHandle.openInputStream``.
 """
 
 from __future__ import annotations
+
+import errno
 
 
 class CheckpointStorageError(Exception):
@@ -14,7 +20,8 @@ class CheckpointStorageError(Exception):
 
 
 class CorruptMetadataError(CheckpointStorageError):
-    """A ``_metadata`` file (or byte string) is truncated, bit-flipped, of an unknown version or malformed.
+    """A ``_metadata`` file (or byte string) is truncated, bit-flipped, of an unknown version, malformed, or
+    holds another checkpoint's metadata.
 
     ``source`` names the file (``"<bytes>"`` when decoding bytes not read from a file) and ``problem`` says
     what is wrong; the message is ``"<source>: <problem>"``."""
@@ -25,9 +32,36 @@ class CorruptMetadataError(CheckpointStorageError):
         self.problem = problem
 
 
+class CorruptStateFileError(CorruptMetadataError):
+    """A state file a ``_metadata`` references (state above the memory threshold, written on its own) does not
+    match its handle (size or checksum) or does not decode; ``source`` is the state file."""
+
+
+class CorruptPointerListError(CorruptMetadataError):
+    """The persisted list of completed checkpoints (the high-availability store's pointers) is damaged."""
+
+
 class CheckpointNotFoundError(CheckpointStorageError):
-    """A checkpoint/savepoint pointer names nothing, or a directory without ``_metadata``
-    (Flink's ``FileNotFoundException`` from ``resolveCheckpointPointer``)."""
+    """A checkpoint/savepoint pointer names nothing, a directory without ``_metadata``, or a file that a
+    listed checkpoint needs is missing (Flink's ``FileNotFoundException``)."""
+
+
+class CheckpointStorageIOError(CheckpointStorageError):
+    """An I/O fault at a path of the checkpoint storage (not a missing file): ``path`` and ``problem``."""
+
+    def __init__(self, path: str, problem: str):
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+class CheckpointStorageAccessError(CheckpointStorageIOError):
+    """A path of the checkpoint storage cannot be read or changed: permission denied."""
+
+
+class CheckpointDiscardError(CheckpointStorageIOError):
+    """Discarding a checkpoint's files failed; what is left is named (Flink's ``CheckpointsCleaner`` logs
+    this and the job goes on)."""
 
 
 class InvalidCheckpointPointerError(CheckpointStorageError):
@@ -48,3 +82,14 @@ class NoSavepointLocationError(CheckpointStorageError):
 
 class MetadataEncodingError(CheckpointStorageError, TypeError):
     """A ``CheckpointMetadata`` holds a value msgpack cannot encode (e.g. an arbitrary object as a record)."""
+
+
+def storage_error_of(err: OSError, path: object, doing: str) -> CheckpointStorageError:
+    """The typed error for ``err``, met while ``doing`` (e.g. ``"reading"``) at ``path``."""
+    where = str(path)
+    reason = err.strerror or type(err).__name__
+    if isinstance(err, FileNotFoundError):
+        return CheckpointNotFoundError(f"{where}: missing ({doing}: {reason})")
+    if isinstance(err, PermissionError) or err.errno in (errno.EACCES, errno.EPERM):
+        return CheckpointStorageAccessError(where, f"{doing}: permission denied")
+    return CheckpointStorageIOError(where, f"{doing}: {reason}")

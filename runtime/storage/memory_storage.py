@@ -1,21 +1,25 @@
 """In-memory checkpoint storage: the metadata of each checkpoint kept as bytes (Flink's JobManager storage).
 
-How this works: ``persist_checkpoint`` encodes the metadata exactly as the filesystem storage does and
-keeps the bytes under a pointer ``jobmanager://<job-id>/chk-<n>`` (savepoints under
-``jobmanager://savepoints/savepoint-<jobid6>-<random>``); loading decodes them again, so the same checksum
-checks apply. The fault-injection switch is honoured too: a failing or crashing write stores nothing (there
-is no disk a crash could leave something on). Nothing survives the process, which is the point of this
-storage: fast, deterministic tests and simulations. Mirrors Flink's ``JobManagerCheckpointStorage`` /
+How this works: ``persist_checkpoint`` encodes the metadata exactly as the filesystem storage does (every state
+stream inline: there are no files) and keeps the bytes under a pointer ``jobmanager://<job-id>/chk-<n>``
+(savepoints under ``jobmanager://savepoints/savepoint-<jobid6>-<random>``); loading decodes them again, so the
+same checksum and checkpoint-id checks apply. The completed-checkpoint list is kept as bytes too, in the same
+format. The fault-injection switch is honoured: a failing or crashing write stores nothing (there is no disk
+a crash could leave something on). Nothing survives the process, which is the point of this storage: fast,
+deterministic tests and simulations. Mirrors Flink's ``JobManagerCheckpointStorage`` /
 ``MemoryBackendCheckpointStorageAccess`` (without a checkpoint directory).
 """
 
 from __future__ import annotations
 
 import random
+import zlib
 
+from barriersim.runtime.storage import metadata_serializer
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.runtime.storage.checkpoint_storage import (
     CHECKPOINT_DIR_PREFIX,
+    COMPLETED_CHECKPOINTS_FILE_NAME,
     METADATA_FILE_NAME,
     SAVEPOINT_DIR_PREFIX,
     CheckpointStorage,
@@ -24,6 +28,7 @@ from barriersim.runtime.storage.checkpoint_storage import (
 from barriersim.runtime.storage.errors import (
     CheckpointAlreadyExistsError,
     CheckpointNotFoundError,
+    CheckpointStorageAccessError,
     CheckpointStorageWriteError,
     InvalidCheckpointPointerError,
 )
@@ -38,11 +43,14 @@ class JobManagerCheckpointStorage(CheckpointStorage):
         super().__init__(job_id, writer)
         self._rng = rng or random.Random(0)
         self._blobs: dict[str, tuple[CompletedCheckpointStorageLocation, bytes]] = {}
+        self._pointer_list: bytes | None = None
+        self._unreadable: set[str] = set()  # damaged (fault injection): reading them is denied
 
     def _checkpoint_pointer(self, checkpoint_id: int) -> str:
         return f"{SCHEME}{self.job_id}/{CHECKPOINT_DIR_PREFIX}{checkpoint_id}"
 
-    def _store(self, checkpoint_id, data, is_savepoint, target_location):
+    def _store(self, metadata, is_savepoint, target_location):
+        checkpoint_id = metadata.checkpoint_id
         fault = self.writer.take_fault()
         if fault is not None:
             raise CheckpointStorageWriteError(
@@ -59,30 +67,49 @@ class JobManagerCheckpointStorage(CheckpointStorage):
             pointer = self._checkpoint_pointer(checkpoint_id)
             if pointer in self._blobs:
                 raise CheckpointAlreadyExistsError(f"{pointer}/{METADATA_FILE_NAME}: checkpoint {checkpoint_id} already has metadata")
+        data = metadata_serializer.serialize(metadata)
         location = CompletedCheckpointStorageLocation(
             checkpoint_id=checkpoint_id,
             external_pointer=pointer,
             metadata_pointer=f"{pointer}/{METADATA_FILE_NAME}",
             is_savepoint=is_savepoint,
             metadata_size=len(data),
+            metadata_crc32=zlib.crc32(data),
         )
         self._blobs[pointer] = (location, bytes(data))
         return location
 
     def _read(self, location):
+        if location.external_pointer in self._unreadable:
+            raise CheckpointStorageAccessError(location.metadata_pointer, "reading the metadata: permission denied")
         try:
             return self._blobs[location.external_pointer][1]
         except KeyError:
             raise CheckpointNotFoundError(f"{location.metadata_pointer}: no such checkpoint in memory") from None
 
+    def _state_file_reader(self, location):
+        return None
+
+    def _directory_name(self, location):
+        return location.external_pointer.rsplit("/", 1)[-1]
+
     def _overwrite(self, location, data):
         self._blobs[location.external_pointer] = (self._blobs[location.external_pointer][0], bytes(data))
 
-    def _remove(self, location):
-        self._blobs.pop(location.external_pointer, None)
+    def _discard(self, checkpoint_id):
+        self._unreadable.discard(self._checkpoint_pointer(checkpoint_id))
+        return self._blobs.pop(self._checkpoint_pointer(checkpoint_id), None) is not None
 
     def _checkpoint_locations(self):
         return [loc for loc, _ in self._blobs.values() if not loc.is_savepoint]
+
+    def _read_pointer_list(self):
+        if self._pointer_list is None:
+            return None
+        return f"{SCHEME}{self.job_id}/{COMPLETED_CHECKPOINTS_FILE_NAME}", self._pointer_list
+
+    def _write_pointer_list(self, data):
+        self._pointer_list = None if data is None else bytes(data)
 
     def resolve_checkpoint(self, pointer: str) -> CompletedCheckpointStorageLocation:
         if not isinstance(pointer, str):

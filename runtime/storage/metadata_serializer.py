@@ -11,12 +11,23 @@ msgpack values and come back with arrays as tuples; a ``Watermark`` travelling i
 msgpack extension value (type 1, its timestamp as 8 signed bytes). An incremental keyed handle keeps its shared
 runs as handles (key, size, CRC32, modelled size, and their bytes when the state travelled inline). Mirrors Flink's ``Checkpoints.storeCheckpointMetadata``/
 ``loadCheckpointMetadata`` and ``MetadataV3Serializer`` (``MetadataV2V3SerializerBase``).
+
+State files: given a ``write_state_file``, ``serialize`` writes each subtask's keyed state, operator state and
+channel state (input and output together) as a stream of its own, as Flink's ``FsCheckpointStreamFactory``
+does: a stream smaller than ``memory_threshold`` stays inline in the metadata (Flink's
+``ByteStreamStateHandle``), a larger one goes to a file of its own and the metadata keeps a handle to it
+(``{"file", "size", "crc32"}``: Flink's ``FileStateHandle``, plus a CRC32 of the file so that a damaged file is
+found when it is read). ``deserialize`` reads such a file through ``read_state_file`` and checks its size and
+checksum before it decodes it (``CorruptStateFileError`` naming the file). ``directory``, when given, is
+recorded in the payload (the name of the directory the metadata was written to) so that a ``_metadata`` copied
+from another checkpoint or savepoint is recognised on every path that reads it.
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import msgpack
@@ -38,7 +49,7 @@ from barriersim.runtime.state.snapshot import (
     ResultSubpartitionStateHandle,
     SharedStateHandle,
 )
-from barriersim.runtime.storage.errors import CorruptMetadataError, MetadataEncodingError
+from barriersim.runtime.storage.errors import CorruptMetadataError, CorruptStateFileError, MetadataEncodingError
 
 # Flink's Checkpoints.HEADER_MAGIC_NUMBER
 HEADER_MAGIC_NUMBER = 0x4960672D
@@ -50,20 +61,125 @@ _CRC = struct.Struct(">I")
 HEADER_SIZE = _HEAD.size + _CRC.size  # 20 bytes
 
 
+# Flink's state.storage.fs.memory-threshold: a state stream at or above it goes to a file of its own
+DEFAULT_MEMORY_THRESHOLD = 20 * 1024
+MAX_MEMORY_THRESHOLD = 1024 * 1024  # Flink's FsStateBackend.MAX_FILE_STATE_THRESHOLD
+
+
+@dataclass(frozen=True)
+class StateFileHandle:
+    """A state stream written to a file of its own: its name in the checkpoint's directory, size and CRC32."""
+
+    file: str
+    size: int
+    crc32: int
+
+
+StateFileWriter = Callable[[bytes], StateFileHandle]
+SharedFileWriter = Callable[[str, bytes], StateFileHandle]  # (registration key, bytes) -> the shared file's handle
+SHARED_FILE_PREFIX = "shared/"  # a shared file's name in a handle: in the job's shared state directory
+StateFileReader = Callable[[StateFileHandle], tuple[str, bytes]]  # -> (the file's path, its bytes)
+
+
+# -- framing (shared by the _metadata file and the pointer list) ---------------------------------
+
+
+def frame(payload: bytes, magic: int = HEADER_MAGIC_NUMBER, version: int = METADATA_FORMAT_VERSION) -> bytes:
+    """The 20-byte header (magic, version, length, CRC32 over header and payload) followed by ``payload``."""
+    head = _HEAD.pack(magic, version, len(payload))
+    crc = zlib.crc32(payload, zlib.crc32(head))
+    return head + _CRC.pack(crc) + payload
+
+
+def unframe(data: bytes, source: str, magic: int = HEADER_MAGIC_NUMBER, what: str = "checkpoint/savepoint metadata",
+            error: type[CorruptMetadataError] = CorruptMetadataError) -> bytes:
+    """The payload of a framed file image, after checking its header, length and checksum."""
+    if len(data) < HEADER_SIZE:
+        raise error(source, f"truncated: {len(data)} bytes is shorter than the {HEADER_SIZE}-byte header")
+    found, version, length = _HEAD.unpack_from(data, 0)
+    if found != magic:
+        raise error(
+            source,
+            f"unexpected magic number 0x{found:08x} (expected 0x{magic:08x}): "
+            f"not a {what} file, or the file has been corrupted",
+        )
+    if version not in SUPPORTED_VERSIONS:
+        kind = "metadata" if magic == HEADER_MAGIC_NUMBER else what
+        raise error(source, f"unsupported {kind} format version {version} (supported: {sorted(SUPPORTED_VERSIONS)})")
+    actual = len(data) - HEADER_SIZE
+    if actual < length:
+        raise error(source, f"truncated: payload has {actual} of {length} bytes")
+    if actual > length:
+        raise error(source, f"{actual - length} unexpected trailing bytes after the {length}-byte payload")
+    (expected_crc,) = _CRC.unpack_from(data, _HEAD.size)
+    payload = data[HEADER_SIZE:]
+    crc = zlib.crc32(payload, zlib.crc32(data[: _HEAD.size]))
+    if crc != expected_crc:
+        raise error(source, f"checksum mismatch (stored crc32 0x{expected_crc:08x}, computed 0x{crc:08x})")
+    return payload
+
+
 # -- encoding -------------------------------------------------------------------------------------
 
 
-def serialize(metadata: CheckpointMetadata) -> bytes:
-    """Encode ``metadata`` as a complete ``_metadata`` file image (header + checksummed payload)."""
+def serialize(metadata: CheckpointMetadata, *, directory: str | None = None,
+              write_state_file: StateFileWriter | None = None,
+              memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
+              write_shared_file: SharedFileWriter | None = None) -> bytes:
+    """Encode ``metadata`` as a complete ``_metadata`` file image (header + checksummed payload); with
+    ``write_state_file``, state streams of ``memory_threshold`` bytes or more are written through it and
+    referenced by handle; with ``write_shared_file``, so are an incremental handle's shared runs of that size
+    (by their registration key, once: a later checkpoint refers to the same file); ``directory`` is recorded in
+    the payload."""
     try:
-        payload = msgpack.packb(_metadata_to_plain(metadata), use_bin_type=True, default=_encode_ext)
+        plain = _metadata_to_plain(metadata)
+        if write_shared_file is not None:
+            for operator in plain["operator_states"]:
+                for _, subtask in operator["subtask_states"]:
+                    _externalize_shared(subtask, write_shared_file, memory_threshold)
+        if write_state_file is not None:
+            for operator in plain["operator_states"]:
+                for _, subtask in operator["subtask_states"]:
+                    _externalize(subtask, write_state_file, memory_threshold)
+        if directory is not None:
+            plain["directory"] = directory
+        payload = msgpack.packb(plain, use_bin_type=True, default=_encode_ext)
     except (TypeError, ValueError, OverflowError) as e:
         raise MetadataEncodingError(
             f"checkpoint {metadata.checkpoint_id}: cannot encode metadata with msgpack: {e}"
         ) from e
-    head = _HEAD.pack(HEADER_MAGIC_NUMBER, METADATA_FORMAT_VERSION, len(payload))
-    crc = zlib.crc32(payload, zlib.crc32(head))
-    return head + _CRC.pack(crc) + payload
+    return frame(payload)
+
+
+def _externalize_shared(subtask: dict, write: SharedFileWriter, threshold: int) -> None:
+    """Move each shared run of ``subtask``'s incremental keyed handles of ``threshold`` bytes or more to its file in
+    the shared state directory (the metadata keeps ``file``: ``shared/<key>``)."""
+    for keyed in subtask["managed_keyed_state"]:
+        for _, shared in keyed.get("shared", ()):
+            data = shared.get("data")
+            if data is not None and len(data) >= threshold:
+                handle = write(shared["key"], data)
+                del shared["data"]
+                shared["file"] = handle.file
+
+
+def _externalize(subtask: dict, write: StateFileWriter, threshold: int) -> None:
+    """Move each of ``subtask``'s state streams of ``threshold`` bytes or more to a file of its own."""
+    streams = {
+        "managed_keyed_state": subtask["managed_keyed_state"],
+        "managed_operator_state": subtask["managed_operator_state"],
+        "channel_state": [subtask["input_channel_state"], subtask["result_subpartition_state"]],
+    }
+    for key, value in streams.items():
+        if key != "channel_state" and not value or key == "channel_state" and not (value[0] or value[1]):
+            continue
+        data = msgpack.packb(value, use_bin_type=True, default=_encode_ext)
+        if len(data) < threshold:
+            continue
+        handle = write(data)
+        subtask[key] = {"file": handle.file, "size": handle.size, "crc32": handle.crc32}
+        if key == "channel_state":
+            del subtask["input_channel_state"], subtask["result_subpartition_state"]
 
 
 _WATERMARK_EXT = 1  # msgpack extension type of a Watermark inside persisted buffers (timestamp: signed 8 bytes)
@@ -163,37 +279,115 @@ class _Malformed(Exception):
     pass
 
 
-def deserialize(data: bytes, source: str = "<bytes>") -> CheckpointMetadata:
+@dataclass(frozen=True)
+class DecodedMetadata:
+    """A decoded ``_metadata``: the checkpoint's metadata, the directory it was written to (if recorded) and the
+    handles of the state files it references (each already read and checked)."""
+
+    metadata: CheckpointMetadata
+    directory: str | None
+    state_files: tuple[StateFileHandle, ...]
+
+
+def deserialize(data: bytes, source: str = "<bytes>", *, read_state_file: StateFileReader | None = None) -> CheckpointMetadata:
     """Decode a ``_metadata`` file image; ``source`` (the file's path) names it in every error."""
-    data = bytes(data)
-    if len(data) < HEADER_SIZE:
-        raise CorruptMetadataError(source, f"truncated: {len(data)} bytes is shorter than the {HEADER_SIZE}-byte header")
-    magic, version, length = _HEAD.unpack_from(data, 0)
-    if magic != HEADER_MAGIC_NUMBER:
-        raise CorruptMetadataError(
-            source,
-            f"unexpected magic number 0x{magic:08x} (expected 0x{HEADER_MAGIC_NUMBER:08x}): "
-            "not a checkpoint/savepoint metadata file, or the file has been corrupted",
-        )
-    if version not in SUPPORTED_VERSIONS:
-        raise CorruptMetadataError(source, f"unsupported metadata format version {version} (supported: {sorted(SUPPORTED_VERSIONS)})")
-    actual = len(data) - HEADER_SIZE
-    if actual < length:
-        raise CorruptMetadataError(source, f"truncated: payload has {actual} of {length} bytes")
-    if actual > length:
-        raise CorruptMetadataError(source, f"{actual - length} unexpected trailing bytes after the {length}-byte payload")
-    (expected_crc,) = _CRC.unpack_from(data, _HEAD.size)
-    payload = data[HEADER_SIZE:]
-    crc = zlib.crc32(payload, zlib.crc32(data[: _HEAD.size]))
-    if crc != expected_crc:
-        raise CorruptMetadataError(source, f"checksum mismatch (stored crc32 0x{expected_crc:08x}, computed 0x{crc:08x})")
+    return decode(data, source, read_state_file=read_state_file).metadata
+
+
+def decode(data: bytes, source: str = "<bytes>", *, read_state_file: StateFileReader | None = None,
+           before_state_files: Callable[[int, str | None], None] | None = None) -> DecodedMetadata:
+    """Decode a ``_metadata`` file image, reading and checking every state file it references through
+    ``read_state_file`` (without one, a referenced state file is an error); ``before_state_files(checkpoint id,
+    recorded directory)`` may refuse the metadata before any state file is read."""
+    payload = unframe(bytes(data), source)
     try:
         plain = msgpack.unpackb(payload, raw=False, use_list=False, strict_map_key=False, ext_hook=_decode_ext)
-        return _metadata_from_plain(plain)
     except _Malformed as e:
         raise CorruptMetadataError(source, f"malformed payload: {e}") from None
     except (msgpack.UnpackException, ValueError, TypeError) as e:
-        raise CorruptMetadataError(source, f"undecodable payload: {e}") from None
+        raise CorruptMetadataError(source, f"undecodable payload: {e or type(e).__name__}") from None
+    handles: list[StateFileHandle] = []
+    try:
+        if isinstance(plain, dict):
+            directory = _expect(plain.get("directory"), (str, type(None)), "metadata.directory")
+            if before_state_files is not None:
+                before_state_files(_field(plain, "checkpoint_id", int, "metadata"), directory)
+            for i, operator in enumerate(_field(plain, "operator_states", tuple, "metadata")):
+                for j, entry in enumerate(_field(operator, "subtask_states", tuple, f"metadata.operator_states[{i}]")):
+                    if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], dict):
+                        where = f"metadata.operator_states[{i}].subtask_states[{j}]"
+                        _internalize(entry[1], read_state_file, source, handles, where)
+                        _internalize_shared(entry[1], read_state_file, source, handles, where)
+        else:
+            directory = None
+        return DecodedMetadata(_metadata_from_plain(plain), directory, tuple(handles))
+    except _Malformed as e:
+        raise CorruptMetadataError(source, f"malformed payload: {e}") from None
+
+
+def _internalize_shared(subtask: dict, read: StateFileReader | None, source: str, handles: list, where: str) -> None:
+    """Read back each shared run of ``subtask``'s incremental keyed handles that lives in a shared file, checking
+    its size and CRC32 (``CorruptStateFileError`` naming the file)."""
+    keyed = subtask.get("managed_keyed_state")
+    if not isinstance(keyed, tuple):
+        return
+    for k, handle in enumerate(keyed):
+        if not isinstance(handle, dict) or "incremental" not in handle:
+            continue
+        for n, entry in enumerate(_field(handle, "shared", tuple, f"{where}.managed_keyed_state[{k}]")):
+            w = f"{where}.managed_keyed_state[{k}].shared[{n}]"
+            _expect(entry, tuple, w)
+            if len(entry) != 2 or not isinstance(entry[1], dict) or "file" not in entry[1]:
+                continue
+            shared = entry[1]
+            name = _field(shared, "file", str, f"{w}[1]")
+            base = name.removeprefix(SHARED_FILE_PREFIX)
+            if base == name or "/" in base or base in ("", ".", ".."):
+                raise _Malformed(f"{w}[1].file {name!r} is not a file name in the shared state directory")
+            if read is None:
+                raise _Malformed(f"{w}[1] refers to the shared file {name!r}, which only a filesystem storage can read")
+            file = StateFileHandle(name, _field(shared, "size", int, f"{w}[1]"), _field(shared, "crc32", int, f"{w}[1]"))
+            path, data = read(file)
+            if len(data) != file.size:
+                raise CorruptStateFileError(path, f"shared state file of {len(data)} bytes, but {source} says {file.size}")
+            crc = zlib.crc32(data)
+            if crc != file.crc32:
+                raise CorruptStateFileError(path, f"checksum mismatch (crc32 0x{crc:08x}, {source} says 0x{file.crc32:08x})")
+            handles.append(file)
+            shared["data"] = data
+            del shared["file"]
+
+
+def _internalize(subtask: dict, read: StateFileReader | None, source: str, handles: list, where: str) -> None:
+    """Replace each state-file handle of ``subtask`` (a plain dict, changed in place) by the file's content."""
+    for key in ("managed_keyed_state", "managed_operator_state", "channel_state"):
+        value = subtask.get(key)
+        if not isinstance(value, dict):
+            continue
+        handle = StateFileHandle(_field(value, "file", str, f"{where}.{key}"), _field(value, "size", int, f"{where}.{key}"),
+                                 _field(value, "crc32", int, f"{where}.{key}"))
+        if "/" in handle.file or handle.file in ("", ".", ".."):
+            raise _Malformed(f"{where}.{key}.file {handle.file!r} is not a file name in the checkpoint's directory")
+        if read is None:
+            raise _Malformed(f"{where}.{key} refers to the state file {handle.file!r}, which only a filesystem storage can read")
+        path, data = read(handle)
+        if len(data) != handle.size:
+            raise CorruptStateFileError(path, f"state file of {len(data)} bytes, but {source} says {handle.size}")
+        crc = zlib.crc32(data)
+        if crc != handle.crc32:
+            raise CorruptStateFileError(path, f"checksum mismatch (crc32 0x{crc:08x}, {source} says 0x{handle.crc32:08x})")
+        try:
+            content = msgpack.unpackb(data, raw=False, use_list=False, strict_map_key=False, ext_hook=_decode_ext)
+        except (_Malformed, msgpack.UnpackException, ValueError, TypeError) as e:
+            raise CorruptStateFileError(path, f"undecodable state: {e or type(e).__name__}") from None
+        handles.append(handle)
+        if key == "channel_state":
+            if not isinstance(content, tuple) or len(content) != 2:
+                raise CorruptStateFileError(path, "malformed channel state: expected [input channels, output subpartitions]")
+            del subtask[key]
+            subtask["input_channel_state"], subtask["result_subpartition_state"] = content
+        else:
+            subtask[key] = content
 
 
 def _expect(value: Any, kind: type | tuple[type, ...], what: str) -> Any:

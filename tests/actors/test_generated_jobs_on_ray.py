@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, note, seed, settings
 
 from barriersim.actors.graph_runner import run_graph_on_ray
+from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.verification import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import load_scenario
 from barriersim.scenarios.loader import effective_scenario
@@ -31,8 +32,8 @@ EXAMPLES_PER_MODE = int(os.environ.get("BARRIERSIM_RAY_PROPERTY_EXAMPLES", "2"))
 # BARRIERSIM_PROPERTY_RANDOM=1 draws new ones (a bug hunt)
 FIXED_SEED = None if os.environ.get("BARRIERSIM_PROPERTY_RANDOM", "") == "1" else 20261125
 
-# The generated cases keep Flink's 10-minute checkpoint timeout, which costs the simulator nothing; in real time
-# a dropped acknowledgement would hold every later checkpoint (and the job's final one, FLIP-147) for 10 minutes.
+# The generated cases draw checkpoint timeouts of 1-10 s; in real time a dropped acknowledgement holds every later
+# checkpoint (and the job's final one, FLIP-147) until its checkpoint times out, so they all get 5 s here.
 REAL_TIME_CHECKPOINT_TIMEOUT_MS = 5_000
 
 
@@ -50,7 +51,7 @@ def run_on_ray(case):
     with tempfile.TemporaryDirectory() as root:
         result = run_graph_on_ray(config, splits, root, f"generated-{case.seed}", seed=case.seed, timeout_seconds=180)
     verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=config.mode == "at-least-once")
+                     at_least_once=not config.mode.exactly_once)
     return result, verdict
 
 
@@ -84,11 +85,11 @@ def test_generated_jobs_keep_their_guarantee_on_ray_actors(mode, jobmanager_faul
     print(f"{mode}, jobmanager faults {jobmanager_faults}: faults fired per example {fired}")
 
 
-def check(mode: str, result, verdict) -> None:
+def check(mode: CheckpointingMode | str, result, verdict) -> None:
     assert result.outcome == "finished", f"the job did not finish: {result.outcome}; {result.failures}"
     assert verdict.lost == 0, f"lost {verdict.lost} records"
     assert verdict.wrong == 0, f"{verdict.wrong} wrong records"
-    if mode != "at-least-once":
+    if CheckpointingMode.parse(mode).exactly_once:
         assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
     ids = [c["id"] for c in result.checkpoints]
     assert len(ids) == len(set(ids)), f"a checkpoint id was used twice: {ids}"
@@ -105,6 +106,6 @@ def test_cases_the_ray_hunt_found_stay_fixed(path):
     with tempfile.TemporaryDirectory() as root:
         result = run_graph_on_ray(config, splits, root, f"found-{path.stem}", seed=scenario.seed, timeout_seconds=180)
     verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=config.mode == "at-least-once")
+                     at_least_once=not config.mode.exactly_once)
     assert result.fault_log and all(fault["fired"] for fault in result.fault_log), result.fault_log
     check(config.mode, result, verdict)

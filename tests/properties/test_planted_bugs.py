@@ -1,59 +1,84 @@
 """Mutation check: with each known historical bug planted (``runtime.mutations``), the property suite, at its
-default budget, fails. Each bug names the properties expected to catch it; the test passes when one does."""
+default budget, fails. The whole-job suite (``test_whole_job_properties``: every property that runs in a mode, at
+its default budget, derandomized as in CI) must find each bug in every mode whose protocol can meet it; the
+input-side unit properties must find the bugs of the input side too.
+
+Where each bug can show in a whole job on the simulator:
+- the late barrier of a cancelled checkpoint: only when a barrier can arrive after the next checkpoint started
+  on its channel, i.e. with an alignment timeout (aligned barriers wait behind data; the next checkpoint turns
+  unaligned). In unaligned mode every task takes a priority barrier the moment it arrives, so a cancelled
+  checkpoint's barrier is never late there;
+- channels not unblocked on cancel: only an aligned alignment blocks channels that a cancellation must release
+  (with an alignment timeout the alternating handler releases them on its own path);
+- the tracker triggering on the first barrier: only at-least-once checkpoints use the tracker;
+- a source snapshotting after its barrier: every mode."""
 
 import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode
 from barriersim.runtime.mutations import PlantedBug, is_planted, planted
-from barriersim.strategies import simulated_cases
-from tests.properties.test_whole_job_properties import DERANDOMIZE, EXAMPLES_PER_MODE, check
+from barriersim.strategies import MODES
+from tests.properties.test_whole_job_properties import (
+    IN_FLIGHT_MODES,
+    in_flight_property,
+    jobmanager_property,
+    random_faults_property,
+)
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "runtime" / "checkpointing"))  # its helper modules
 from tests.runtime.checkpointing import test_input_side_properties as input_side  # noqa: E402
 
-
-def whole_job(mode):
-    @settings(max_examples=EXAMPLES_PER_MODE, deadline=None, database=None, phases=[Phase.generate],
-              derandomize=DERANDOMIZE,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(simulated_cases(mode=mode))
-    def property_(case):
-        check(case, case.run())
-
-    return property_
-
-
-PROPERTIES = {
-    "input side, unaligned": lambda: input_side.test_input_side_properties(mode=CheckpointingMode.UNALIGNED),
-    "input side, aligned": lambda: input_side.test_input_side_properties(mode=CheckpointingMode.ALIGNED),
-    "input side, at-least-once": lambda: input_side.test_input_side_properties(mode=CheckpointingMode.AT_LEAST_ONCE),
-    "unaligned snapshot": input_side.test_snapshot_property_unaligned,
-    "whole job, aligned": whole_job("aligned"),
-    "whole job, unaligned": whole_job("unaligned"),
-}
-
-CATCHERS = {
-    PlantedBug.LATE_BARRIER_OF_CANCELLED_CHECKPOINT: ["unaligned snapshot", "input side, unaligned"],
-    PlantedBug.CHANNELS_NOT_UNBLOCKED_ON_CANCEL: ["input side, aligned"],
-    PlantedBug.TRACKER_TRIGGERS_ON_FIRST_BARRIER: ["input side, at-least-once"],
-    PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER: ["whole job, aligned", "whole job, unaligned"],
+WHOLE_JOB_MODES = {
+    PlantedBug.LATE_BARRIER_OF_CANCELLED_CHECKPOINT: ("aligned-with-timeout",),
+    PlantedBug.CHANNELS_NOT_UNBLOCKED_ON_CANCEL: ("aligned",),
+    PlantedBug.TRACKER_TRIGGERS_ON_FIRST_BARRIER: ("at-least-once",),
+    PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER: tuple(MODES),
 }
 
 
-@pytest.mark.parametrize("bug", list(PlantedBug), ids=lambda b: b.value)
-def test_the_property_suite_finds_each_planted_bug(bug):
-    failures = {}
+def whole_job_suite(mode: str) -> list:
+    """Every whole-job property that runs in ``mode``, each at its default budget (a failure is not shrunk)."""
+    suite = [random_faults_property(mode, planted_check=True), jobmanager_property(mode, planted_check=True)]
+    if mode in IN_FLIGHT_MODES:
+        suite.append(in_flight_property(mode, planted_check=True))
+    return suite
+
+
+def first_failure(properties) -> Exception | None:
+    for property_ in properties:
+        try:
+            property_()
+        except Exception as failure:  # a falsified property (AssertionError, or the error the bug caused)
+            return failure
+    return None
+
+
+@pytest.mark.parametrize(("bug", "mode"), [(bug, mode) for bug, modes in WHOLE_JOB_MODES.items() for mode in modes],
+                         ids=lambda v: getattr(v, "value", v))
+def test_the_whole_job_suite_finds_each_planted_bug_in_every_mode_it_can_show_in(bug, mode):
     with planted(bug):
         assert is_planted(bug)
-        for name in CATCHERS[bug]:
-            try:
-                PROPERTIES[name]()
-            except Exception as failure:  # a falsified property (AssertionError, or the error the bug caused)
-                failures[name] = failure
-                break
+        failure = first_failure(whole_job_suite(mode))
     assert not is_planted(bug)
-    assert failures, f"no property found the planted bug {bug.value}"
+    assert failure is not None, f"the whole-job suite in {mode} mode did not find the planted bug {bug.value}"
+
+
+UNIT_CATCHERS = {
+    PlantedBug.LATE_BARRIER_OF_CANCELLED_CHECKPOINT: [
+        input_side.test_snapshot_property_unaligned,
+        lambda: input_side.test_input_side_properties(mode=CheckpointingMode.UNALIGNED)],
+    PlantedBug.CHANNELS_NOT_UNBLOCKED_ON_CANCEL: [
+        lambda: input_side.test_input_side_properties(mode=CheckpointingMode.ALIGNED)],
+    PlantedBug.TRACKER_TRIGGERS_ON_FIRST_BARRIER: [
+        lambda: input_side.test_input_side_properties(mode=CheckpointingMode.AT_LEAST_ONCE)],
+}
+
+
+@pytest.mark.parametrize("bug", list(UNIT_CATCHERS), ids=lambda b: b.value)
+def test_the_input_side_properties_find_the_planted_bugs_of_the_input_side(bug):
+    with planted(bug):
+        failure = first_failure(UNIT_CATCHERS[bug])
+    assert failure is not None, f"no input-side property found the planted bug {bug.value}"

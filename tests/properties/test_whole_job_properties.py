@@ -1,23 +1,42 @@
 """Property-based failure testing of whole jobs on the simulator: random topologies, configurations and fault
 schedules; every mode keeps its guarantee, every completed checkpoint is a consistent cut, checkpoint ids are
-never reused and every job finishes once faults stop. A failing example is saved as
-a scenario file and its one-line ``barriersim replay`` command is printed with its seed."""
+never reused and every job finishes once faults stop. The fault schedules add, in three cases of four, one of the
+protocol situations random single faults rarely reach (``barriersim.strategies.protocol_situations``: a checkpoint
+cancelled during an alignment, while its barriers are still on the wire, or expiring with data in flight), and a
+third property runs jobs shaped for checkpoints cancelled with their barriers in flight
+(``cancelled_in_flight_cases``). A failing example is saved as a scenario file and its one-line ``barriersim
+replay`` command is printed with its seed.
+
+CI runs a fixed, reproducible set of examples (derandomized, no example database); ``BARRIERSIM_PROPERTY_RANDOM=1``
+draws new ones (a bug hunt) and ``BARRIERSIM_PROPERTY_EXAMPLES=N`` sets the budget per mode (default 40; the
+JobManager property runs half of it, the in-flight property three times it)."""
 
 import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, Phase, given, note, settings
 
 from barriersim.runtime.job.config import JobOutcome
 from barriersim.runtime.verification import Verdict
-from barriersim.strategies import MODES, simulated_cases
+from barriersim.strategies import MODES, cancelled_in_flight_cases, simulated_cases
 
 CASES_DIR = Path(os.environ.get("BARRIERSIM_CASES_DIR", ".hypothesis/barriersim-cases"))
 EXAMPLES_PER_MODE = int(os.environ.get("BARRIERSIM_PROPERTY_EXAMPLES", "40"))
 JOBMANAGER_EXAMPLES_PER_MODE = max(1, EXAMPLES_PER_MODE // 2)
+IN_FLIGHT_EXAMPLES_PER_MODE = 3 * EXAMPLES_PER_MODE  # a narrow situation in time: more tries, each one short
+IN_FLIGHT_MODES = ("unaligned", "aligned-with-timeout")  # the modes that persist in-flight data
 # CI runs a fixed, reproducible set of examples; BARRIERSIM_PROPERTY_RANDOM=1 explores new ones (a bug hunt).
 DERANDOMIZE = os.environ.get("BARRIERSIM_PROPERTY_RANDOM", "") != "1"
+
+
+def property_settings(max_examples: int, shrink: bool = True):
+    """The settings of every whole-job property; without ``shrink`` a failure ends the run at once (the planted-bug
+    check only asks whether the property fails)."""
+    phases = None if shrink else [Phase.explicit, Phase.generate]
+    return settings(max_examples=max_examples, deadline=None, database=None, derandomize=DERANDOMIZE,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+                    **({"phases": phases} if phases else {}))
 
 
 def check(case, outcome) -> None:
@@ -45,25 +64,45 @@ def check_with_replay(case) -> None:
         raise
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_every_mode_keeps_its_guarantee_under_random_faults(mode):
-    @settings(max_examples=EXAMPLES_PER_MODE, deadline=None, database=None, derandomize=DERANDOMIZE,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+def random_faults_property(mode, planted_check: bool = False):
+    @property_settings(EXAMPLES_PER_MODE, shrink=not planted_check)
     @given(simulated_cases(mode=mode))
     def property_(case):
-        check_with_replay(case)
+        check(case, case.run()) if planted_check else check_with_replay(case)
 
-    property_()
+    return property_
+
+
+def jobmanager_property(mode, planted_check: bool = False):
+    @property_settings(JOBMANAGER_EXAMPLES_PER_MODE, shrink=not planted_check)
+    @given(simulated_cases(mode=mode, jobmanager_faults=True))
+    def property_(case):
+        check(case, case.run()) if planted_check else check_with_replay(case)
+
+    return property_
+
+
+def in_flight_property(mode, planted_check: bool = False):
+    @property_settings(IN_FLIGHT_EXAMPLES_PER_MODE, shrink=not planted_check)
+    @given(cancelled_in_flight_cases(mode=mode))
+    def property_(case):
+        check(case, case.run()) if planted_check else check_with_replay(case)
+
+    return property_
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_keeps_its_guarantee_under_random_faults(mode):
+    random_faults_property(mode)()
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_every_mode_keeps_its_guarantee_through_jobmanager_failovers_and_storage_failures(mode):
     """Coordinator crashes (a JobManager failover: the new coordinator recovers the completed checkpoints from
     storage) and failed storage writes (task state or ``_metadata``) on top of the task faults."""
-    @settings(max_examples=JOBMANAGER_EXAMPLES_PER_MODE, deadline=None, database=None, derandomize=DERANDOMIZE,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(simulated_cases(mode=mode, jobmanager_faults=True))
-    def property_(case):
-        check_with_replay(case)
+    jobmanager_property(mode)()
 
-    property_()
+
+@pytest.mark.parametrize("mode", IN_FLIGHT_MODES)
+def test_every_mode_keeps_its_guarantee_when_checkpoints_are_cancelled_with_barriers_in_flight(mode):
+    in_flight_property(mode)()

@@ -61,10 +61,23 @@ def test_without_an_aggregate_at_least_once_compares_identities_as_before():
     assert verify(expected, rows[1:], at_least_once=True).verdict is Verdict.VIOLATED
 
 
-def test_one_verdict_rule_from_the_counts():
-    assert verdict_of(0, 0, 0, 0) is Verdict.EXACTLY_ONCE
-    assert verdict_of(0, 2, 0, 0) is Verdict.AT_LEAST_ONCE and verdict_of(0, 0, 0, 1) is Verdict.AT_LEAST_ONCE
-    assert verdict_of(1, 0, 0, 0) is Verdict.VIOLATED and verdict_of(0, 3, 1, 0) is Verdict.VIOLATED
+def test_one_verdict_rule_from_the_counts_and_the_mode():
+    for exactly_once in (True, False):
+        assert verdict_of(0, 0, 0, 0, exactly_once=exactly_once) is Verdict.EXACTLY_ONCE
+        assert verdict_of(1, 0, 0, 0, exactly_once=exactly_once) is Verdict.VIOLATED
+        assert verdict_of(0, 3, 1, 0, exactly_once=exactly_once) is Verdict.VIOLATED
+    # at-least-once mode allows duplicates (and sums that count them); an exactly-once mode does not
+    assert verdict_of(0, 2, 0, 0, exactly_once=False) is Verdict.AT_LEAST_ONCE
+    assert verdict_of(0, 0, 0, 1, exactly_once=False) is Verdict.AT_LEAST_ONCE
+    assert verdict_of(0, 2, 0, 0, exactly_once=True) is Verdict.VIOLATED
+    assert verdict_of(0, 0, 0, 1, exactly_once=True) is Verdict.VIOLATED
+
+
+def test_a_duplicate_in_an_exactly_once_run_is_a_violation():
+    expected = expected_sink_input(PLAIN, SPLITS)
+    rows = [(1, 5, 4, 1), (2, 5, 6, 4), (3, 6, 14, 12)]
+    assert verify(expected, rows + rows[:1]).verdict is Verdict.VIOLATED
+    assert verify(expected, rows + rows[:1], at_least_once=True).verdict is Verdict.AT_LEAST_ONCE
 
 
 def test_the_summary_block_keeps_its_fields_and_the_verdict_as_its_string():

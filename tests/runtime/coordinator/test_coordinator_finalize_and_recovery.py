@@ -8,7 +8,7 @@ import pytest
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_recovery import CheckpointRecoveryError, recover_completed_checkpoint_store
-from barriersim.runtime.coordinator.completed_store import StandaloneCompletedCheckpointStore
+from barriersim.runtime.coordinator.completed_store import DefaultCompletedCheckpointStore, StandaloneCompletedCheckpointStore
 from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.plan import JobVertexInfo
@@ -91,7 +91,8 @@ def test_a_successful_write_resets_the_count_of_finalize_failures():
 def test_a_new_coordinator_recovers_completed_checkpoints_and_keeps_ids_and_attempts_increasing():
     writer = FlakyWriter()
     counter = StandaloneCheckpointIDCounter()
-    old = make(checkpoint_writer=writer, id_counter=counter, max_retained_checkpoints=2, **NO_PERIODIC)
+    old = make(checkpoint_writer=writer, id_counter=counter, store=DefaultCompletedCheckpointStore(2, writer.storage),
+               max_retained_checkpoints=2, **NO_PERIODIC)
     for cid in (1, 2, 3):
         old.trigger()
         complete(old, cid)
@@ -119,11 +120,13 @@ def test_a_new_coordinator_recovers_completed_checkpoints_and_keeps_ids_and_atte
 def test_retrieved_checkpoints_are_ordered_chronologically():
     """Port of Flink DefaultCompletedCheckpointStoreUtilsTest.testRetrievedCheckpointsAreOrderedChronologically.
 
-    Adapted: the checkpoints are written to the checkpoint storage in shuffled order (Flink: shuffled handles in
-    the HA state handle store); the recovered store holds them oldest first."""
+    Adapted: the checkpoints are written to the checkpoint storage and listed in the completed-checkpoint list in
+    shuffled order (Flink: shuffled handles in the HA state handle store); the recovered store holds them oldest
+    first."""
     storage = JobManagerCheckpointStorage(JOB)
     for cid in (2, 3, 1):
         storage.persist_checkpoint(CheckpointMetadata(cid, ()))
+    storage.update_completed_checkpoints([2, 3, 1])
     recovered = recover_completed_checkpoint_store(
         JOB, storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3, **NO_PERIODIC))
     assert recovered.recovered_ids == (1, 2, 3)
@@ -135,7 +138,8 @@ def test_retrieving_checkpoints_fails_if_retrieval_of_any_checkpoint_fails():
 
     Adapted: the broken handle is a retained checkpoint whose ``_metadata`` was truncated."""
     writer = FlakyWriter()
-    h = make(checkpoint_writer=writer, max_retained_checkpoints=3, **NO_PERIODIC)
+    h = make(checkpoint_writer=writer, store=DefaultCompletedCheckpointStore(3, writer.storage),
+             max_retained_checkpoints=3, **NO_PERIODIC)
     for cid in (1, 2, 3):
         h.trigger()
         complete(h, cid)

@@ -1,8 +1,8 @@
 """A Hypothesis rule-based state machine driving the coordinator as a JobManager would see it: triggers,
 acknowledgements, declines, time passing (expiry, periodic triggers), failed ``_metadata`` writes, task failover
-and restart, JobManager failover (a new coordinator recovering the completed checkpoints from storage, with
-the persisted id counter), and, for some jobs, a master hook or an operator coordinator that answers each trigger
-later (or fails). After every step the invariants hold: checkpoint ids only grow (across JobManager failovers
+and restart, JobManager failover (a new coordinator recovering the completed checkpoints from the storage's
+completed-checkpoint list, with the persisted id counter), and, for some jobs, a master hook or an operator
+coordinator that answers each trigger later (or fails). After every step the invariants hold: checkpoint ids only grow (across JobManager failovers
 too), at most ``max_concurrent`` checkpoints are pending, completed ids only grow, the store retains at most
 ``max_retained`` checkpoints and exactly what the storage holds, a failed write never reaches the store, each
 task hears at most one outcome per checkpoint, a restore picks the store's latest checkpoint, and a trigger in
@@ -16,6 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_recovery import recover_completed_checkpoint_store
+from barriersim.runtime.coordinator.completed_store import DefaultCompletedCheckpointStore
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.master_hooks import MASTER_STATE_PENDING
 from barriersim.runtime.coordinator.plan import JobVertexInfo
@@ -59,7 +60,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.failed_writes: list[int] = []
         self.outcomes: set[tuple] = set()
         self.generation = 0
-        self.h = self.new_coordinator()
+        self.h = self.new_coordinator(store=DefaultCompletedCheckpointStore(max_retained, self.storage))
         self.carry_out(self.h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING)))
 
     def new_coordinator(self, **kw):
@@ -202,6 +203,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         stored = [c.checkpoint_id for c in self.h.coord.store.get_all_checkpoints()]
         assert len(stored) <= self.config["max_retained_checkpoints"]
         assert sorted(loc.checkpoint_id for loc in self.storage.list_retained_checkpoints()) == stored
+        assert [p.checkpoint_id for p in self.storage.completed_checkpoint_pointers() or ()] == stored
         assert not set(stored) & set(self.failed_writes)
 
     @invariant()

@@ -1,0 +1,277 @@
+"""Fault injection: damage a completed checkpoint in its storage, as disks, operators and bugs do.
+
+How this works: ``damage_checkpoint(storage, checkpoint_id, damage, target)`` changes what the storage holds for
+one completed checkpoint and returns a line saying what it did; the storage's readers must then detect it
+(``CheckpointStorage.load_checkpoint`` and the restore-time ``check_state_files``). ``target`` picks the
+checkpoint's ``_metadata`` file, its first state file (state written on its own above the memory threshold) or
+its whole directory. The damages:
+- ``truncate`` (half the bytes stay), ``flip_byte`` (one bit of the middle byte), ``append_junk`` (bytes after
+  the end), ``pickle_payload`` (the file holds a Python pickle instead: something another tool wrote);
+- ``delete``: the file (or the directory) is gone;
+- ``unreadable``: ``chmod 000``; where that does not keep the process out (it runs as root) the path becomes a
+  symbolic link to itself, which no process can open either (``ELOOP``);
+- ``foreign_metadata``: the ``_metadata`` of another completed checkpoint of the job replaces it (a copy
+  mistake);
+- ``malformed_state``: the first keyed-state blob becomes bytes that are not msgpack, and every checksum and
+  size around it (the state file's handle, the ``_metadata``'s CRC32, its entry in the completed-checkpoint
+  list) is recomputed, so that only restoring the state can tell.
+``DamageNotApplicable`` says a damage cannot strike this checkpoint (no state file, no other checkpoint, a
+storage without files for ``unreadable`` of a directory). The in-memory storage takes the same damages on its
+bytes (``unreadable`` makes its reads fail as a denied permission would). No Flink class does this; it stands
+for what Flink's ``FileStateHandle`` and ``Checkpoints.loadCheckpointMetadata`` meet on a damaged file system.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import shutil
+import zlib
+from pathlib import Path
+
+import msgpack
+
+from barriersim.runtime.storage import metadata_serializer as ms
+from barriersim.runtime.storage.checkpoint_storage import METADATA_FILE_NAME, POINTER_LIST_MAGIC, CheckpointStorage
+from barriersim.runtime.storage.errors import CheckpointStorageError
+
+
+class CheckpointDamage(enum.Enum):
+    TRUNCATE = "truncate"
+    FLIP_BYTE = "flip_byte"
+    APPEND_JUNK = "append_junk"
+    PICKLE_PAYLOAD = "pickle_payload"
+    DELETE = "delete"
+    UNREADABLE = "unreadable"
+    FOREIGN_METADATA = "foreign_metadata"
+    MALFORMED_STATE = "malformed_state"
+
+
+class DamageTarget(enum.Enum):
+    METADATA = "metadata"
+    STATE_FILE = "state_file"
+    DIRECTORY = "directory"
+
+
+class DamageNotApplicable(CheckpointStorageError):
+    """The damage cannot strike this checkpoint (the message says why)."""
+
+
+# what pickle.dumps({"checkpoint_id": 12, "operator_states": []}, protocol=4) writes: a file some tool pickled
+PICKLE_PAYLOAD = (b"\x80\x04\x95+\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\rcheckpoint_id\x94K\x0c\x8c\x0f"
+                  b"operator_states\x94]\x94u.")
+JUNK = b"\x00junk\xff" * 4
+NOT_MSGPACK = b"\xc1"  # the one byte msgpack never uses: no msgpack value starts with it
+
+
+def damaged_bytes(data: bytes, damage: CheckpointDamage) -> bytes:
+    """``data`` after one of the byte-level damages."""
+    if damage is CheckpointDamage.TRUNCATE:
+        return data[: len(data) // 2]
+    if damage is CheckpointDamage.FLIP_BYTE:
+        if not data:
+            raise DamageNotApplicable("an empty file has no byte to flip")
+        middle = len(data) // 2
+        return data[:middle] + bytes([data[middle] ^ 0x10]) + data[middle + 1:]
+    if damage is CheckpointDamage.APPEND_JUNK:
+        return data + JUNK
+    if damage is CheckpointDamage.PICKLE_PAYLOAD:
+        return PICKLE_PAYLOAD
+    raise ValueError(f"{damage.value} is not a byte-level damage")
+
+
+_BYTE_DAMAGES = frozenset({CheckpointDamage.TRUNCATE, CheckpointDamage.FLIP_BYTE, CheckpointDamage.APPEND_JUNK,
+                           CheckpointDamage.PICKLE_PAYLOAD})
+
+
+def _malform_first_keyed_blob(plain) -> bool:
+    """Replace the first keyed-state blob found in ``plain`` (decoded with lists) by non-msgpack bytes."""
+    if isinstance(plain, dict):
+        groups = plain.get("key_groups")
+        if isinstance(groups, list):
+            for entry in groups:
+                if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], bytes):
+                    entry[1] = NOT_MSGPACK
+                    return True
+        return any(_malform_first_keyed_blob(v) for v in plain.values())
+    if isinstance(plain, list):
+        return any(_malform_first_keyed_blob(v) for v in plain)
+    return False
+
+
+def _repack(value) -> bytes:
+    return msgpack.packb(value, use_bin_type=True, default=ms._encode_ext)
+
+
+def _unpack(data: bytes):
+    return msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=False, ext_hook=ms._decode_ext)
+
+
+def malformed_state_metadata(data: bytes, source: str) -> bytes:
+    """A ``_metadata`` image whose first inline keyed-state blob is not msgpack, with a valid CRC32."""
+    plain = _unpack(ms.unframe(data, source))
+    if not _malform_first_keyed_blob(plain.get("operator_states")):
+        raise DamageNotApplicable(f"{source}: holds no keyed state inline")
+    return ms.frame(_repack(plain))
+
+
+def damage_checkpoint(storage: CheckpointStorage, checkpoint_id: int, damage: CheckpointDamage,
+                      target: DamageTarget = DamageTarget.METADATA) -> str:
+    """Damage completed checkpoint ``checkpoint_id`` of ``storage``; returns what was done (one line)."""
+    from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
+    from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
+
+    if isinstance(storage, FileSystemCheckpointStorage):
+        return _damage_files(storage, checkpoint_id, damage, target)
+    if isinstance(storage, JobManagerCheckpointStorage):
+        return _damage_memory(storage, checkpoint_id, damage, target)
+    raise DamageNotApplicable(f"{type(storage).__name__}: cannot be damaged")
+
+
+def _other_metadata(storage: CheckpointStorage, checkpoint_id: int) -> tuple[int, bytes]:
+    """The ``_metadata`` bytes of the completed checkpoint nearest to ``checkpoint_id`` (older ones first)."""
+    others = sorted((loc for loc in storage.list_retained_checkpoints() if loc.checkpoint_id != checkpoint_id),
+                    key=lambda loc: (loc.checkpoint_id > checkpoint_id, abs(loc.checkpoint_id - checkpoint_id)))
+    if not others:
+        raise DamageNotApplicable(f"checkpoint {checkpoint_id}: no other completed checkpoint to copy metadata from")
+    return others[0].checkpoint_id, storage._read(others[0])
+
+
+# -- files ----------------------------------------------------------------------------------------------
+
+
+def _state_files_of(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir()
+                  if p.name != METADATA_FILE_NAME and not p.name.startswith(".") and p.is_file())
+
+
+def _damage_files(storage, checkpoint_id: int, damage: CheckpointDamage, target: DamageTarget) -> str:
+    directory = storage.checkpoint_directory(checkpoint_id)
+    if not (directory / METADATA_FILE_NAME).is_file():
+        raise DamageNotApplicable(f"{directory}: no completed checkpoint {checkpoint_id} there")
+    other = None
+    if damage is CheckpointDamage.FOREIGN_METADATA:
+        other = _other_metadata(storage, checkpoint_id)
+    what = damage_directory(directory, damage, target, other, storage.memory_threshold)
+    if damage is CheckpointDamage.MALFORMED_STATE:
+        _relist(storage, checkpoint_id)
+    return what
+
+
+def damage_directory(directory: Path, damage: CheckpointDamage, target: DamageTarget = DamageTarget.METADATA,
+                     other: tuple[int, bytes] | None = None, memory_threshold: int = 0) -> str:
+    """Damage the checkpoint or savepoint in ``directory``; ``other`` is ``(checkpoint id, _metadata bytes)`` of the
+    checkpoint whose metadata ``foreign_metadata`` copies."""
+    metadata = directory / METADATA_FILE_NAME
+    if target is DamageTarget.DIRECTORY:
+        path = directory
+    elif target is DamageTarget.METADATA:
+        path = metadata
+    else:
+        files = _state_files_of(directory)
+        if not files:
+            raise DamageNotApplicable(f"{directory}: has no state file (all its state is below the memory "
+                                      f"threshold of {memory_threshold} bytes)")
+        path = files[0]
+    if damage in _BYTE_DAMAGES:
+        if path.is_dir():
+            raise DamageNotApplicable(f"{path}: {damage.value} needs a file")
+        path.write_bytes(damaged_bytes(path.read_bytes(), damage))
+        return f"{damage.value} {path}"
+    if damage is CheckpointDamage.DELETE:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+        return f"deleted {path}"
+    if damage is CheckpointDamage.UNREADABLE:
+        return _make_unreadable(path)
+    if damage is CheckpointDamage.FOREIGN_METADATA:
+        if target is not DamageTarget.METADATA or other is None:
+            raise DamageNotApplicable(f"{damage.value} replaces a _metadata file by another checkpoint's")
+        path.write_bytes(other[1])
+        return f"copied the _metadata of checkpoint {other[0]} over {path}"
+    if damage is CheckpointDamage.MALFORMED_STATE:
+        if target is DamageTarget.METADATA:
+            path.write_bytes(malformed_state_metadata(path.read_bytes(), str(path)))
+            return f"malformed the first inline keyed-state blob of {path}, checksum recomputed"
+        if target is DamageTarget.STATE_FILE:
+            return _malform_state_file(metadata)
+    raise DamageNotApplicable(f"{damage.value} of the {target.value}")
+
+
+def _malform_state_file(metadata: Path) -> str:
+    """Malform the first keyed-state blob held in a state file; the file's handle in ``_metadata`` and the
+    ``_metadata``'s CRC32 are recomputed to match."""
+    plain = _unpack(ms.unframe(metadata.read_bytes(), str(metadata)))
+    for operator in plain.get("operator_states", []):
+        for _, subtask in operator.get("subtask_states", []):
+            handle = subtask.get("managed_keyed_state")
+            if not isinstance(handle, dict):
+                continue
+            state_file = metadata.parent / handle["file"]
+            content = _unpack(state_file.read_bytes())
+            if not _malform_first_keyed_blob(content):
+                continue
+            data = _repack(content)
+            state_file.write_bytes(data)
+            handle["size"], handle["crc32"] = len(data), zlib.crc32(data)
+            metadata.write_bytes(ms.frame(_repack(plain)))
+            return f"malformed the first keyed-state blob of {state_file}, its handle and {metadata} recomputed"
+    raise DamageNotApplicable(f"{metadata}: no keyed state in a state file")
+
+
+def _make_unreadable(path: Path) -> str:
+    """``chmod 000``, or, when that does not keep this process out, a symbolic link to itself in its place."""
+    os.chmod(path, 0)
+    try:
+        if path.is_dir():
+            os.listdir(path)
+        else:
+            with open(path, "rb"):
+                pass
+    except PermissionError:
+        return f"chmod 000 {path}"
+    os.chmod(path, 0o755 if path.is_dir() else 0o644)  # the process reads through permissions (root)
+    moved = path.with_name(f".{path.name}.unreadable")
+    os.rename(path, moved)
+    os.symlink(path.name, path)  # a link to itself: opening it fails with ELOOP
+    return f"replaced {path} by a symbolic link to itself (chmod 000 does not keep this process out)"
+
+
+def _relist(storage: CheckpointStorage, checkpoint_id: int) -> None:
+    """Make the completed-checkpoint list's entry of ``checkpoint_id`` match its (damaged) ``_metadata`` again."""
+    found = storage._read_pointer_list()
+    if found is None:
+        return
+    source, data = found
+    plain = msgpack.unpackb(ms.unframe(data, source, POINTER_LIST_MAGIC), raw=False, use_list=True)
+    for entry in plain["checkpoints"]:
+        if entry[0] == checkpoint_id:
+            location = storage.resolve_checkpoint(entry[1])
+            metadata = storage._read(location)
+            entry[3], entry[4] = len(metadata), zlib.crc32(metadata)
+    storage._write_pointer_list(ms.frame(msgpack.packb(plain, use_bin_type=True), POINTER_LIST_MAGIC))
+
+
+# -- memory ---------------------------------------------------------------------------------------------
+
+
+def _damage_memory(storage, checkpoint_id: int, damage: CheckpointDamage, target: DamageTarget) -> str:
+    key = storage._checkpoint_pointer(checkpoint_id)
+    if key not in storage._blobs:
+        raise DamageNotApplicable(f"{key}: no completed checkpoint {checkpoint_id} in memory")
+    if target is not DamageTarget.METADATA and damage not in (CheckpointDamage.DELETE, CheckpointDamage.UNREADABLE):
+        raise DamageNotApplicable(f"{key}: the job manager's storage keeps no state files")
+    location, data = storage._blobs[key]
+    if damage in _BYTE_DAMAGES:
+        storage._blobs[key] = (location, damaged_bytes(data, damage))
+    elif damage is CheckpointDamage.DELETE:
+        del storage._blobs[key]
+    elif damage is CheckpointDamage.UNREADABLE:
+        storage._unreadable.add(key)
+    elif damage is CheckpointDamage.FOREIGN_METADATA:
+        other, foreign = _other_metadata(storage, checkpoint_id)
+        storage._blobs[key] = (location, foreign)
+        return f"copied the _metadata of checkpoint {other} over {location.metadata_pointer}"
+    elif damage is CheckpointDamage.MALFORMED_STATE:
+        storage._blobs[key] = (location, malformed_state_metadata(data, location.metadata_pointer))
+        _relist(storage, checkpoint_id)
+    return f"{damage.value} {location.metadata_pointer}"
