@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from barriersim.runtime.checkpoint_cost import CheckpointCostModel
+from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode, checkpointing_problem
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
@@ -137,6 +138,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         # Flink's execution.state-recovery.claim-mode for the checkpoints a new JobManager recovers: no_claim (Flink's
         # default) never discards the files they created, claim discards them once no retained checkpoint uses them
         "recovery_claim_mode": Field(str, RecoveryClaimMode.NO_CLAIM.value, _one_of(*(m.value for m in RecoveryClaimMode))),
+        # Flink's execution.checkpointing.externalized-checkpoint-retention: what the checkpoints leave when the job ends
+        "externalized_retention": Field(str, ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS.value,
+                                        _one_of(*(r.value for r in ExternalizedCheckpointRetention))),
     },
     # the keyed state backend (runtime.state.backend): heap (full snapshots) or incremental (RocksDB-like sorted runs,
     # flushes and leveled compaction with RocksDB's defaults); entry_bytes models each state entry's size
@@ -242,6 +246,7 @@ class CheckpointingSpec:
     checkpoints_after_tasks_finish: bool = True
     memory_threshold_bytes: int = 20 * 1024
     recovery_claim_mode: str = RecoveryClaimMode.NO_CLAIM.value
+    externalized_retention: str = ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS.value
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ sections onto ``runtime.job.config.JobConfig`` (the same for the simulator and t
 
 from __future__ import annotations
 
+from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.placement import ClusterConfig
@@ -52,6 +53,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         storage=scenario.storage,
         state=scenario.state,
         claim_mode=RecoveryClaimMode(cp.recovery_claim_mode),
+        externalized_retention=ExternalizedCheckpointRetention(cp.externalized_retention),
     )
 
 

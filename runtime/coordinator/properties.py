@@ -24,6 +24,24 @@ class CheckpointRetentionPolicy(enum.Enum):
     NEVER_RETAIN_AFTER_TERMINATION = "NEVER_RETAIN_AFTER_TERMINATION"
 
 
+class ExternalizedCheckpointRetention(enum.Enum):
+    """What a job's checkpoints leave behind when it ends (Flink's ``ExternalizedCheckpointRetention``,
+    ``execution.checkpointing.externalized-checkpoint-retention``), as the retention policy the coordinator's
+    checkpoint properties follow (Flink's ``StreamingJobGraphGenerator``)."""
+
+    NO_EXTERNALIZED_CHECKPOINTS = "NO_EXTERNALIZED_CHECKPOINTS"  # discarded however the job ends
+    DELETE_ON_CANCELLATION = "DELETE_ON_CANCELLATION"  # kept when the job failed
+    RETAIN_ON_CANCELLATION = "RETAIN_ON_CANCELLATION"  # kept when the job failed or was cancelled
+
+    @property
+    def retention_policy(self) -> CheckpointRetentionPolicy:
+        return {
+            ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS: CheckpointRetentionPolicy.NEVER_RETAIN_AFTER_TERMINATION,
+            ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION: CheckpointRetentionPolicy.RETAIN_ON_FAILURE,
+            ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION: CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION,
+        }[self]
+
+
 class JobStatus(enum.Enum):
     """The job statuses the coordinator reacts to (Flink's ``JobStatus``)."""
 

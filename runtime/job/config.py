@@ -21,6 +21,7 @@ from barriersim.runtime.checkpoint_cost import CheckpointCostModel
 from barriersim.runtime.checkpointing_mode import CheckpointingMode, checkpointing_problem
 from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS, CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT_TIME
+from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.faults import FaultSchedule
@@ -45,6 +46,7 @@ class JobConfigError(ValueError):
 
 class JobOutcome(enum.Enum):
     FINISHED = "finished"
+    CANCELED = "canceled"  # cancelled by the user (JobMaster.cancel)
     FAILED = "failed"  # too many restarts, or the failure manager failed the job for good
     TIMED_OUT = "timed_out"  # the simulator's virtual time limit: a deadlock or a job too long for the limit
 
@@ -67,6 +69,8 @@ class JobConfig:
     state: StateBackendConfig = StateBackendConfig()  # the keyed state backend (runtime.state.backend)
     # whether a new JobManager's recovered checkpoints are the job's to discard (Flink's claim mode; NO_CLAIM default)
     claim_mode: RecoveryClaimMode = RecoveryClaimMode.NO_CLAIM
+    # what the checkpoints leave behind when the job ends (Flink's ExternalizedCheckpointRetention)
+    externalized_retention: ExternalizedCheckpointRetention = ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
     buffer_timeout_ms: int = 100
     restart_delay_ms: int = 1000
     max_restarts: int = 20
@@ -132,6 +136,7 @@ class JobConfig:
             max_retained_checkpoints=self.max_retained,
             checkpoint_options=self.checkpoint_options(),
             allow_checkpoints_after_tasks_finished=self.checkpoints_after_tasks_finish,
+            retention_policy=self.externalized_retention.retention_policy,
         )
 
     def checkpoint_options(self) -> CheckpointOptions:

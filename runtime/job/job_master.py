@@ -303,6 +303,19 @@ class JobMaster:
             self._out.append(JobEnded(JobOutcome.FINISHED))
         return self._take()
 
+    def cancel(self) -> list:
+        """The user cancels the job (Flink's ``JobMaster.cancel``): its tasks are cancelled, the coordinator shuts
+        down with the job ``CANCELED`` (its checkpoints kept or discarded as the retention says) and the job ends."""
+        if self.outcome is not None:
+            return []
+        self._trace("cancel", "")
+        self._cancel_deployment()
+        self.outcome = JobOutcome.CANCELED
+        if not self.coordinator_down:
+            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.CANCELED)))
+        self._out.append(JobEnded(JobOutcome.CANCELED))
+        return self._take()
+
     def task_failed(self, attempt: ExecutionAttemptID, cause: str) -> list:
         """A task of the current deployment died (killed by the fault schedule, or not) or raised: the job fails
         over."""
