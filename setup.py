@@ -12,4 +12,4 @@ for top in TOP_LEVEL:
     packages.append(f"barriersim.{top}")
     packages += [f"barriersim.{top}.{p}" for p in find_packages(top)]
 
-setup(packages=packages, package_dir=package_dir, package_data={"barriersim.scenarios": ["*.toml"]})
+setup(packages=packages, package_dir=package_dir, package_data={"barriersim.scenarios": ["*.toml"], "barriersim.spark": ["log4j2.properties"]})

@@ -5,7 +5,8 @@ How this works: the JobMaster decides everything at the job level (deployments, 
 schedule, failover, JobManager failover, checkpoint metadata); this actor feeds it what happens and carries out
 the actions it returns, with real time and real actors:
 - ``DeployTasks``: one task actor per descriptor, given the job's settings, the descriptor (its state as msgpack),
-  its split (an object-store reference) and the handles of this actor and the external store; once every actor
+  its split (an object-store reference, passed inside a list so that the actor is created before the split exists
+  and reads it when it builds its task) and the handles of this actor and the external store; once every actor
   of the deployment built and restored its task and knows its peers (``connect``), the JobMaster hears
   ``tasks_restored``, the tasks are started (``run``, on the job's clock) and it hears ``tasks_started``;
   ``KillTask``: ``ray.kill`` of the actor (its death comes back as the error of its ``run`` call);
@@ -189,7 +190,7 @@ class JobManagerActor:
             vertex, i = descriptor.key
             operator = self.graph.vertex(vertex).operator
             snapshot = encode_snapshot(descriptor.state, i)
-            split = self.split_refs[vertex][i] if operator.is_source and vertex in self.split_refs else None
+            split = [self.split_refs[vertex][i]] if operator.is_source and vertex in self.split_refs else None
             seed = task_seed(self.seed, vertex, i, descriptor.attempt.attempt_number)
             handles[descriptor.key] = StreamTaskActor.options(num_cpus=self.task_num_cpus).remote(
                 self.config, dataclasses.replace(descriptor, state=None), seed, split, snapshot,

@@ -36,7 +36,7 @@ from barriersim.runtime.job.actions import (
 )
 from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
-from barriersim.runtime.records_codec import decode_records, encode_records  # noqa: F401 (the actors' records codec)
+from barriersim.runtime.records_codec import decode_records, decode_split, encode_records  # noqa: F401 (the actors' records codec)
 from barriersim.runtime.records_codec import pack, unpack
 from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorState, TaskStateSnapshot
 from barriersim.runtime.storage import metadata_serializer

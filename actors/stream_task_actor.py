@@ -48,7 +48,7 @@ from barriersim.actors.messages import (
     CREDIT,
     attempt_to_wire,
     decode_elements,
-    decode_records,
+    decode_split,
     decode_snapshot,
     decode_upstream,
     element_entry,
@@ -80,9 +80,11 @@ BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes an
 
 @ray.remote(num_cpus=0.01)
 class StreamTaskActor:
-    def __init__(self, config: JobConfig, descriptor: TaskDeploymentDescriptor, seed: int, split: bytes | None,
+    def __init__(self, config: JobConfig, descriptor: TaskDeploymentDescriptor, seed: int, split: list | None,
                  snapshot: bytes | None, store, job_manager):
-        """``descriptor`` comes without its state, which travels as ``snapshot`` (msgpack)."""
+        """``descriptor`` comes without its state, which travels as ``snapshot`` (msgpack); a source's ``split``
+        comes as ``[ObjectRef]`` (msgpack records or an Arrow table), read in ``connect``, so that the actor is
+        created before its split exists (``actors.workload_handoff``)."""
         self.config = config
         self.descriptor = descriptor
         self.name = descriptor.name
@@ -90,7 +92,7 @@ class StreamTaskActor:
         self.attempt = descriptor.attempt
         self.seed = seed
         self.source_rate = config.source_rate_per_subtask if config.graph.vertex(self.key[0]).operator.is_source else 0
-        self._split = decode_records(split) if split is not None else ()
+        self._split_ref = split[0] if split else None
         self._snapshot = snapshot
         self.store = RemoteExternalStore(store, f"{self.name}@{self.attempt.attempt_number}") if store is not None else None
         self.job_manager = job_manager
@@ -121,12 +123,13 @@ class StreamTaskActor:
         self.wiring = Wiring(self.config.graph)
         self._wake = asyncio.Event()
         self._reports: asyncio.Queue = asyncio.Queue()
+        split = decode_split(await self._split_ref) if self._split_ref is not None else ()
+        self._split_ref = None
         restore = dataclasses.replace(self.descriptor, state=decode_snapshot(self._snapshot, self.key[1]))
         self.task, restored = deploy_task(
             self.config, restore, clock=now_ms, timer_service=LoopTimerService(loop, self._fail),
             rng=random.Random(self.seed), charging=Charging.REAL_TIME, cost_rng=random.Random(self.seed ^ 0x5EED),
-            wakeup=self._after_event, split=self._split, store=self.store)
-        self._split = ()
+            wakeup=self._after_event, split=split, store=self.store)
         self._reporter = loop.create_task(self._report_in_order())
         return restored
 

@@ -14,8 +14,8 @@ replayed from its own directory. The result is one type, ``RunResult``: a mappin
 and ``only`` for a one-mode run.
 
 The simulator's workload is drawn locally by default (``workload="local"``); ``workload="spark"`` generates it as
-the Ray backend does, as a Spark DataFrame on Ray (RayDP) passed through Ray's object store and cut there into
-the source splits (``spark_workload_splits``). Every draw is a pure function of (seed, record id), so both give the
+the Ray backend does, in one Spark job on Ray (RayDP) that hands the source splits over as Arrow tables
+(``spark_workload_splits``). Every draw is a pure function of (seed, record id), so both give the
 same splits; the summary records which one was used in ``workload.generated_by``.
 """
 
@@ -46,6 +46,7 @@ from barriersim.scenarios.loader import (
     load_scenario,
     with_overrides,
 )
+from barriersim.out_dir import prepare_out_dir
 from barriersim.summary import default_out_dir
 
 BACKENDS = ("sim", "ray")
@@ -300,30 +301,25 @@ def local_workload_splits(scenario: Scenario) -> Splits:
 
 
 def spark_workload_splits(spark, scenario: Scenario) -> Splits:
-    """The simulator's source splits generated in Spark on Ray, by the Ray backend's own path: one DataFrame of
-    every source vertex's records (``barriersim.spark.workload.generate_workload``: vertex ``k`` draws with seed
-    ``seed + k``, record ids offset by ``k * 10**9``), converted once into Arrow blocks in Ray's object store and
-    cut there into one msgpack split per source subtask (``splits_to_object_store``), which are fetched and
-    decoded as the source actors decode them. The same splits as the local draws
+    """The simulator's source splits generated in Spark on Ray, by the Ray backend's own path: one Spark job
+    draws every source vertex's records (``barriersim.spark.workload.generate_workload``: vertex ``k`` draws with
+    seed ``seed + k``, record ids offset by ``k * 10**9``, one Spark partition per split) and hands them over as
+    Arrow tables (``hand_off``), decoded as the source actors decode them. The same splits as the local draws
     (``scenarios.simulation_inputs.workload_splits``)."""
-    import ray
-
-    from barriersim.runtime.records_codec import decode_records
-    from barriersim.spark.workload import generate_workload, splits_to_object_store
+    from barriersim.runtime.records_codec import decode_split
+    from barriersim.spark.workload import generate_workload, hand_off
 
     workload = generate_workload(spark, scenario, scenario.seed)
     try:
-        refs = splits_to_object_store(workload)
-        return {vertex: [decode_records(data) for data in ray.get(list(split_refs))]
-                for vertex, split_refs in refs.items()}
+        return {vertex: [decode_split(table) for table in tables] for vertex, tables in hand_off(workload).items()}
     finally:
         workload.df.unpersist()
 
 
 def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progress: Progress | None = None,
-            splits: Splits | None = None) -> RunResult:
+            splits: Splits | None = None, checkpoint_files: bool = False) -> RunResult:
     """Run a plan into ``out``. On the sim backend with the Spark workload the splits are generated once for all
-    modes (or given)."""
+    modes (or given); ``checkpoint_files``: the simulator writes its checkpoints as a Ray run does."""
     out = Path(out)
     targets = p.targets(out)
     if p.backend == "ray":
@@ -336,13 +332,18 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
     if p.workload == "spark" and splits is None:
         from barriersim.spark.session import SparkOnDemand
 
-        with SparkOnDemand(spark, address) as session:
-            splits = spark_workload_splits(session.get(), p.scenario)
+        with SparkOnDemand(spark, address, log_dir=out / "logs") as session:
+            if progress is not None and spark is None:
+                progress("starting Spark on Ray", None)
+            spark_session = session.get()
+            if progress is not None:
+                progress("generating the workload in Spark", None)
+            splits = spark_workload_splits(spark_session, p.scenario)
     runs = {}
     for target, scenario in targets:
         if progress is not None:
             progress(f"simulating {scenario.name} in {scenario.checkpointing.mode.value} mode", None)
-        summary = simulate(scenario, target, splits=splits, generated_by=p.workload)
+        summary = simulate(scenario, target, splits=splits, generated_by=p.workload, checkpoint_files=checkpoint_files)
         runs[summary["mode"]] = ModeRun(target, summary)
     return RunResult(out, runs)
 
@@ -350,7 +351,7 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
 def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=None, seed: int | None = None,
         out: str | os.PathLike | None = None, faults=None, address: str | None = None,
         overrides: Mapping[str, Any] | None = None, workload: str | None = None, spark=None,
-        progress: Progress | None = None) -> RunResult:
+        progress: Progress | None = None, force: bool = False, checkpoint_files: bool = False) -> RunResult:
     """Run a scenario and return its results (``RunResult``: mode -> ``ModeRun``; ``.only`` for one mode).
 
     ``scenario``: a scenario file's path or a loaded ``Scenario``. ``backend``: ``"sim"`` (the deterministic
@@ -361,14 +362,17 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     its JSON) replacing the scenario's. ``address``: an existing Ray cluster. ``overrides``:
     ``{"section.key": value}`` for workload, checkpointing and network keys. ``workload``: ``"local"`` or
     ``"spark"`` (sim backend; the Ray backend always uses Spark). ``spark``: a live SparkSession on Ray to use
-    instead of starting one. ``progress``: ``(stage, fraction)`` callback.
+    instead of starting one. ``progress``: ``(stage, fraction)`` callback. ``force``: ``out`` may be a previous
+    run's directory, whose contents are replaced (else a non-empty ``out`` is refused). ``checkpoint_files``: on
+    the simulator, keep the checkpoints in files under ``out/checkpoints/`` as a Ray run does (same trace).
 
     Raises ``ScenarioError`` / ``FaultScheduleError`` / ``UnsupportedScenario`` / ``ArgumentError`` (one-line
     messages naming the file and key) for bad input, before anything is started or written.
     """
     p = plan(scenario, backend=backend, mode=mode, seed=seed, faults=faults, overrides=overrides, workload=workload)
     out_dir = Path(out) if out is not None else default_out_dir(p.scenario)
-    return execute(p, out_dir, spark=spark, address=address, progress=progress)
+    prepare_out_dir(out_dir, force)
+    return execute(p, out_dir, spark=spark, address=address, progress=progress, checkpoint_files=checkpoint_files)
 
 
 __all__ = ["BACKENDS", "WORKLOADS", "ModeRun", "Plan", "RunResult", "SparkFrames", "execute", "plan", "run",

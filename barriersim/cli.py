@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
-from barriersim import sweep
-from barriersim.arguments import add_set_argument, seed_argument
+from barriersim import sweep, tables
+from barriersim.arguments import add_checkpoint_arguments, add_set_argument, seed_argument
 from barriersim.errors import BarriersimError
+from barriersim.out_dir import prepare_out_dir
+from barriersim.progress import StageProgress
 from barriersim.report.cli import add_report_parser, cmd_report
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 from barriersim.runtime.fault_log import fired_line
@@ -40,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a scenario end to end", description="Run a scenario end to end.")
     run.add_argument("scenario", help="path of a scenario file (TOML)")
-    run.add_argument("--out", help="run directory (default: runs/<scenario>-<UTC timestamp>)")
+    run.add_argument("--out", help="run directory, new or empty (default: runs/<scenario>-<UTC timestamp>)")
+    run.add_argument("--force", action="store_true", help="replace the run in a non-empty --out directory")
     run.add_argument("--seed", type=seed_argument, help="seed overriding the scenario's")
     run.add_argument("--address", help="address of an existing Ray cluster, left running (default: $RAY_ADDRESS, else start a local one)")
     run.add_argument("--backend", choices=("ray", "sim"), default="ray",
@@ -48,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--mode", choices=ALL_MODES + ("all",),
                      help="checkpointing mode overriding the scenario's; all: aligned, unaligned and at-least-once")
     add_set_argument(run)
+    add_checkpoint_arguments(run)
     replay = sub.add_parser("replay", help="re-run a simulation exactly",
                             description="Re-run a simulation from a scenario file: a run's scenario.toml (or its run "
                                         "directory) holds everything it ran with.")
@@ -56,70 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--mode", choices=ALL_MODES, help="checkpointing mode overriding the file's")
     replay.add_argument("--faults", help="a fault schedule as JSON, replacing the file's")
     add_set_argument(replay)
-    replay.add_argument("--out", help="run directory (default: runs/<scenario>-<UTC timestamp>)")
+    add_checkpoint_arguments(replay)
+    replay.add_argument("--out", help="run directory, new or empty (default: runs/<scenario>-<UTC timestamp>)")
+    replay.add_argument("--force", action="store_true", help="replace the run in a non-empty --out directory")
     add_report_parser(sub)
     sweep.register(sub)
     return parser
-
-
-def _console():
-    from rich.console import Console
-
-    return Console()
-
-
-def _print_summary(console, summary: dict) -> None:
-    from rich.table import Table
-
-    s = summary
-    v = s["verification"]
-    table = Table(title=f"barriersim run: {s['scenario']} (seed {s['seed']}, {s['backend']}, {s['mode']})")
-    table.add_column("what")
-    table.add_column("value", justify="right")
-    rows = [
-        ("records", f"{s['workload']['records']:,}"),
-        ("records/s through the job", f"{s['throughput']['records_per_second']:,}"),
-        ("checkpoints completed", str(s["checkpoints"]["completed"])),
-        ("checkpoints failed", str(s["checkpoints"]["failed"])),
-        ("restarts", str(s["job"]["restarts"])),
-        ("faults", fired_line(s["faults_fired"])),
-        ("lost", str(v["lost"])),
-        ("duplicated", str(v["duplicated"])),
-        ("wrong", str(v["wrong"])),
-        ("verdict", v["verdict"]),
-        ("Spark start (s)", str(s["timings_seconds"]["spark_start"])),
-        ("wall time (s)", str(s["wall_seconds"])),
-    ]
-    for what, value in rows:
-        table.add_row(what, value)
-    console.print(table)
-
-
-def _print_side_by_side(console, summaries: list[dict]) -> None:
-    from rich.table import Table
-
-    first = summaries[0]
-    table = Table(title=f"barriersim {first['backend']}: {first['scenario']} (seed {first['seed']})")
-    table.add_column("figure")
-    for s in summaries:
-        table.add_column(s["mode"], justify="right")
-    rows = [
-        ("checkpoints completed", lambda s: s["checkpoints"]["completed"]),
-        ("checkpoints failed", lambda s: s["checkpoints"]["failed"]),
-        ("restarts", lambda s: s["job"]["restarts"]),
-        ("faults", lambda s: fired_line(s["faults_fired"], detail=False)),
-        ("lost", lambda s: s["verification"]["lost"]),
-        ("duplicated", lambda s: s["verification"]["duplicated"]),
-        ("wrong", lambda s: s["verification"]["wrong"]),
-        ("verdict", lambda s: s["verification"]["verdict"]),
-        ("records/s", lambda s: f"{s['throughput']['records_per_second']} ({s['throughput']['clock']})"),
-        ("virtual seconds", lambda s: s.get("simulation", {}).get("virtual_seconds", "-")),
-        ("wall seconds", lambda s: s["wall_seconds"]),
-        ("trace sha256", lambda s: s.get("trace_sha256", "-")[:16]),
-    ]
-    for name, get in rows:
-        table.add_row(name, *(str(get(s)) for s in summaries))
-    console.print(table)
 
 
 def _print_verdicts(result) -> None:
@@ -133,6 +80,8 @@ def _print_verdicts(result) -> None:
             print(f"  faults: {fired_line(s['faults_fired'])}")
         if "replay" in s:
             print(f"  replay: {s['replay']}")
+    for line in tables.rate_warnings(list(result.summaries.values())):
+        print(line)
 
 
 def _exit_status(result) -> int:
@@ -140,45 +89,35 @@ def _exit_status(result) -> int:
     return EXIT_VIOLATED if failed or any(v == "violated" for v in result.verdicts.values()) else 0
 
 
+def _out(args, scenario) -> Path:
+    """The run directory, checked before anything starts (``barriersim.out_dir``)."""
+    out = Path(args.out) if args.out else default_out_dir(scenario)
+    prepare_out_dir(out, args.force)
+    return out
+
+
 def _cmd_run(args) -> int:
     from barriersim import api
 
+    started = time.perf_counter()
     p = api.plan(args.scenario, backend=args.backend, mode=args.mode, seed=args.seed,
                  overrides=dict(args.overrides), mode_origin="--mode")
-    out = Path(args.out) if args.out else default_out_dir(p.scenario)
-    console = _console()
+    out = _out(args, p.scenario)
+    console = tables.console()
+    with StageProgress(console) as progress:
+        result = api.execute(p, out, address=args.address, progress=progress, checkpoint_files=args.checkpoint_files)
+    summaries = list(result.summaries.values())
+    total = time.perf_counter() - started
     if args.backend == "sim":
-        result = api.execute(p, out, progress=lambda stage, _f: console.print(f"[bold]{stage}[/bold]"))
-        _print_side_by_side(console, list(result.summaries.values()))
+        console.print(tables.modes_table(summaries))
+    elif len(summaries) == 1:
+        console.print(tables.run_table(summaries[0], total))
     else:
-        result = _execute_with_progress_bar(console, api, p, out, args.address)
-        if len(result) == 1:
-            _print_summary(console, result.only.summary)
-        else:
-            _print_side_by_side(console, list(result.summaries.values()))
+        console.print(tables.shared_setup_table(summaries[0], total))
+        console.print(tables.modes_table(summaries))
     _print_verdicts(result)
     print(f"wrote {out}")
     return _exit_status(result)
-
-
-def _execute_with_progress_bar(console, api, p, out: Path, address: str | None):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console,
-                  transient=False) as bar:
-        task = bar.add_task("starting", total=None)
-        stages: list[str] = []
-
-        def progress(stage: str, fraction: float | None) -> None:
-            if not stages or stages[-1] != stage:
-                stages.append(stage)
-                bar.console.print(f"[bold]{stage}[/bold]")
-            if fraction is None:
-                bar.update(task, description=stage, total=None)
-            else:
-                bar.update(task, description=stage, total=1.0, completed=fraction)
-
-        return api.execute(p, out, address=address, progress=progress)
 
 
 def _cmd_replay(args) -> int:
@@ -189,10 +128,10 @@ def _cmd_replay(args) -> int:
         path = path / SCENARIO_FILE
     p = api.plan(path, backend="sim", mode=args.mode, seed=args.seed, faults=args.faults,
                  overrides=dict(args.overrides), mode_origin="--mode")
-    out = Path(args.out) if args.out else default_out_dir(p.scenario)
-    result = api.execute(p, out)
+    out = _out(args, p.scenario)
+    result = api.execute(p, out, checkpoint_files=args.checkpoint_files)
     summary = result.only.summary
-    _print_side_by_side(_console(), [summary])
+    tables.console().print(tables.modes_table([summary]))
     _print_verdicts(result)
     print(f"trace_sha256: {summary['trace_sha256']}")
     return _exit_status(result)

@@ -1,16 +1,27 @@
 """Runs on Ray, end to end: Spark on Ray generates the workload, the job runs on Ray actors
-(``actors.graph_runner.run_graph_on_ray``: every job graph, every mode, the scenario's faults), the output is
-verified, and each run directory gets its effective scenario, ``summary.json`` and per-checkpoint and
-per-subtask statistics (``barriersim.summary``) beside the job's filesystem checkpoints.
+(``actors.graph_runner``: every job graph, every mode, the scenario's faults), the output is verified, and each
+run directory gets its effective scenario, ``summary.json`` and per-checkpoint and per-subtask statistics
+(``barriersim.summary``) beside the job's filesystem checkpoints.
 
 How this works: ``run_on_ray`` takes the effective scenarios of one request (one per mode, all with the same
 workload: ``barriersim.api.plan``) and runs them under one start of Ray and Spark (``RayAndSpark``, stopped on
 every exit path; a cluster given by ``address``, or by ``RAY_ADDRESS`` when no address is given, is attached to
-and left running), on one Spark-generated workload whose records go from Spark through Ray's object store to the
-source actors (``barriersim.spark.workload``). The quickstart shape is verified by Spark SQL
-(``barriersim.spark.reference.verify``), any other graph by the reference evaluated in a Ray task
-(``verify_in_ray``). Each mode's ``wall_seconds`` is its own; the shared start of Ray and Spark and the workload
-are in every mode's ``timings_seconds``. Progress goes to an optional callback.
+and left running), on one workload, spending as little time as it can outside the job:
+1. Ray starts; Spark on Ray starts on a thread, and meanwhile the first mode's job is deployed: its actors are
+   created with source splits that are still object references of ``actors.workload_handoff``;
+2. once Spark is up, one Spark job generates the workload and hands it over as Arrow tables
+   (``barriersim.spark.workload``); the waiting sources read their splits and the job runs;
+3. the output is verified: the quickstart shape by one Spark SQL job over Arrow data
+   (``barriersim.spark.reference.verify``), any other graph by the reference evaluated in a Ray task
+   (``verify_in_ray``); meanwhile the next mode's job is deployed, waiting for its splits (the same tables,
+   through its own hand-off), which it gets when the verification is over, so that no two jobs run at once;
+4. Flink's checkpoint statistics of all modes are computed in the same Spark session
+   (``barriersim.spark.analytics``), then each mode's ``summary.json`` is written.
+Every phase is timed in ``timings_seconds``: the shared ones (``ray_start``, ``spark_start``, ``workload``,
+``analytics``: the same in every mode of one run) and the mode's own (``deploy``: from the workload being ready,
+or the previous mode's end, until its tasks run; ``job``: the tasks' run; ``verification``); ``wall_seconds`` is
+the mode's own wall time. Spark's and Ray's logs go to ``logs/`` in the run directory (the root one for several
+modes). Progress, ``(stage, fraction or None)``, goes to an optional callback.
 """
 
 from __future__ import annotations
@@ -20,87 +31,159 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from barriersim.scenarios.loader import Scenario
-from barriersim.summary import build_summary, write_run_directory
+from barriersim.summary import build_summary, source_rates, write_run_directory, write_summary
 
 ProgressCallback = Callable[[str, float | None], None]
+LOGS_DIR = "logs"
+
+
+def prepare(spark, scenario: Scenario):
+    """What the Spark driver can do while Spark's executor starts: plan the workload's Spark job, the verification
+    query and the statistics' queries once (the driver's first queries load and compile most of what later ones
+    use)."""
+    from barriersim.spark.analytics import plan_analytics
+    from barriersim.spark.reference import prepare_verification
+    from barriersim.spark.workload import generate_workload
+
+    workload = generate_workload(spark, scenario, scenario.seed)
+    workload.df._jdf.queryExecution().executedPlan()
+    if scenario.job.is_quickstart_shape:
+        prepare_verification(spark, workload.df)
+    plan_analytics(spark)
+    return workload
 
 
 def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None,
                progress: ProgressCallback | None = None) -> list[dict]:
     """Run each ``(run directory, effective scenario)`` on Ray, on one workload; returns their summaries."""
-    from barriersim.actors.graph_runner import run_graph_on_ray
-    from barriersim.rundir import discover_runs
+    import ray
+
+    from barriersim.actors.graph_runner import RayJob
+    from barriersim.actors.workload_handoff import WorkloadHandOff, refs
+    from barriersim.rundir import Run
     from barriersim.scenarios.simulation_inputs import job_config
     from barriersim.spark.analytics import compute_analytics
     from barriersim.spark.reference import output_table, verify, verify_in_ray
     from barriersim.spark.session import RayAndSpark, ray_address
-    from barriersim.spark.workload import generate_workload, splits_to_object_store
+    from barriersim.spark.workload import hand_off
 
     say = progress or (lambda stage, fraction: None)
     first = runs[0][1]
     several = len(runs) > 1
-    summaries = []
-    say("starting Ray and Spark on Ray", None)
-    with RayAndSpark(app_name=f"barriersim-{first.name}", address=ray_address(address)) as cluster:
+    root = runs[0][0].parent if several else runs[0][0]
+    root.mkdir(parents=True, exist_ok=True)
+    sources = tuple((v.name, v.parallelism) for v in first.job.graph.sources)
+    records = first.workload.records * len(sources)
+    cluster = RayAndSpark(app_name=f"barriersim-{first.name}", address=ray_address(address),
+                          log_dir=root / LOGS_DIR)
+    shared: dict[str, float] = {}
+    handoffs: list = []
+    jobs: list = []
+
+    def start_job(target: Path, scenario: Scenario):
+        """Deploy a mode's job now; its sources wait for the splits its own hand-off gets later."""
+        handoffs.append(WorkloadHandOff.remote())
+        target.mkdir(parents=True, exist_ok=True)
+        jobs.append(RayJob(job_config(scenario), refs(handoffs[-1], sources), str(target / "checkpoints"),
+                           f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=records))
+        return jobs[-1]
+
+    try:
+        say("starting Ray", None)
+        cluster.start_ray()
+        shared["ray_start"] = cluster.ray_started_seconds
+        cluster.start_spark_in_background(prepare=lambda spark: prepare(spark, first))
+        job = start_job(*runs[0])  # its actors deploy while Spark starts
+        say("starting Spark on Ray (the job's actors deploy meanwhile)", None)
+        try:
+            spark = cluster.wait_for_spark()
+        except BaseException as err:
+            handoffs[0].fail.remote(f"Spark did not start: {type(err).__name__}")
+            raise
+        shared["spark_start"] = cluster.spark_started_seconds
         say("generating the workload in Spark", None)
         t0 = time.perf_counter()
-        workload = generate_workload(cluster.spark, first, first.seed)
-        split_refs = splits_to_object_store(workload)
-        workload_seconds = time.perf_counter() - t0
+        workload = cluster.prepared
+        splits = hand_off(workload)
+        handoffs[0].supply.remote(splits)
+        split_refs = refs(handoffs[0], sources)  # resolved: for the Ray task of a general graph's reference
+        split_sizes = {f"{vertex}#{i}": t.num_rows for vertex, tables in splits.items() for i, t in enumerate(tables)}
+        mode_start = time.perf_counter()
+        shared["workload"] = mode_start - t0
         spark_info = cluster.spark_info
 
-        for target, scenario in runs:
-            mode_start = time.perf_counter()
+        finished: list[tuple[Path, dict]] = []
+        for n, (target, scenario) in enumerate(runs):
             mode = scenario.checkpointing.mode.value
-            target.mkdir(parents=True, exist_ok=True)
-            config = job_config(scenario)
+            config = job.config
             stage = f"running the job ({mode})" if several else "running the job"
             say(stage, 0.0)
 
             def on_progress(p: dict, stage=stage) -> None:
                 if p.get("source_records") is not None:
-                    say(stage, min(1.0, p["source_records"] / workload.records))
+                    say(stage, min(1.0, p["source_records"] / records))
 
-            result = run_graph_on_ray(config, split_refs, str(target / "checkpoints"),
-                                      f"{scenario.name}-{scenario.seed}", on_progress, seed=scenario.seed,
-                                      records=workload.records)
+            result = job.wait(on_progress)
+            running = result.job_seconds - result.first_deploy_seconds
+            deploy = max(0.0, job.ended_at - mode_start - running)
+            # the next mode's actors deploy while this one is verified; its sources wait for their splits
+            job = start_job(*runs[n + 1]) if n + 1 < len(runs) else None
 
-            say("verifying against Spark's reference" if scenario.job.is_quickstart_shape
-                else "verifying against the reference", None)
+            suffix = f" ({mode})" if several else ""
             t1 = time.perf_counter()
             if scenario.job.is_quickstart_shape:
-                verification = verify(cluster.spark, workload.df, output_table(result.committed_output),
+                say(f"verifying against Spark's reference{suffix}", None)
+                verification = verify(spark, workload.df, output_table(result.committed_output),
                                       exactly_once=config.mode.exactly_once)
             else:
+                say(f"verifying against the reference{suffix}", None)
                 verification = verify_in_ray(config.graph, split_refs, result.committed_output,
                                              at_least_once=not config.mode.exactly_once)
-            timings = {
-                "ray_start": round(cluster.ray_started_seconds, 3),
-                "spark_start": round(cluster.spark_started_seconds, 3),
-                "workload": round(workload_seconds, 3),
-                "job": round(result.job_seconds, 3),
-                "first_deploy": round(result.first_deploy_seconds, 3),
-                "verification": round(time.perf_counter() - t1, 3),
-            }
+            own = {"deploy": deploy, "job": running, "verification": time.perf_counter() - t1}
+            write_run_directory(target, scenario, None, result.checkpoints, result.subtasks)
+            source_runs = {r["task"]: (split_sizes[r["task"]], r.get("last_record_at_ms"))
+                           for r in result.task_runs if r.get("task") in split_sizes}
             summary = build_summary(
                 scenario=scenario, backend="ray", generated_by="spark",
-                records=workload.records, counts=result.counts, verification=verification.as_dict(),
+                records=records, counts=result.counts, verification=verification.as_dict(),
                 outcome=result.outcome, restarts=result.restarts,
                 restored_checkpoint_ids=result.restored_checkpoint_ids,
                 restored_in_flight_bytes=result.restored_in_flight_bytes,
-                records_per_second=result.records_emitted / result.job_seconds if result.job_seconds else None,
-                throughput_clock="wall", faults_fired=result.fault_log, failure_reason=result.failure_reason,
-                backend_sections={"spark": spark_info, "timings_seconds": timings,
+                records_per_second=result.records_emitted / running if running > 0 else None,
+                throughput_clock="wall", source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
+                faults_fired=result.fault_log, failure_reason=result.failure_reason,
+                backend_sections={"spark": spark_info, "timings_seconds": own,
                                   "ray": {"coordinator_failovers": result.coordinator_failovers,
                                           "killed": result.killed, "failures": result.failures,
                                           "storage_errors": result.storage_errors}},
                 wall_seconds=time.perf_counter() - mode_start,
             )
-            write_run_directory(target, scenario, summary, result.checkpoints, result.subtasks)
-            summaries.append(summary)
+            finished.append((target, summary))
+            if job is not None:
+                handoffs[-1].supply.remote(splits)
+                mode_start = time.perf_counter()
 
         # Flink's REST summaries (min, max, avg, p50 ... p999) of every run just written, in the Spark that is up
         say("computing the checkpoint statistics in Spark", None)
-        root = runs[0][0].parent if several else runs[0][0]
-        compute_analytics(cluster.spark, root, discover_runs(root))
-    return summaries
+        t2 = time.perf_counter()
+        compute_analytics(spark, root, [Run(path=target, label="." if target == root else target.name, summary=s)
+                                        for target, s in finished])
+        shared["analytics"] = time.perf_counter() - t2
+        summaries = []
+        for target, summary in finished:
+            timings = {key: round(value, 3) for key, value in {**shared, **summary["timings_seconds"]}.items()}
+            summary = {**summary, "timings_seconds": timings}
+            write_summary(target, summary)
+            summaries.append(summary)
+        return summaries
+    finally:
+        try:
+            for started in jobs:
+                started.kill()
+            for handoff in handoffs:
+                ray.kill(handoff)
+        finally:
+            try:
+                say("stopping Spark and Ray", None)
+            finally:
+                cluster.close()

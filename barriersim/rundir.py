@@ -32,7 +32,7 @@ SUBTASK_COLUMNS = (
 # Per-subtask timeline columns later runs add; derived from the others when absent.
 TIMELINE_COLUMNS = ("first_barrier_timestamp", "alignment_end_timestamp", "snapshot_timestamp")
 
-_SKIP_DIRS = {"checkpoints", "report", "analytics"}
+_SKIP_DIRS = {"checkpoints", "report", "analytics", "logs"}
 _MAX_DEPTH = 2
 
 
@@ -148,10 +148,8 @@ def _with_run_columns(df: pd.DataFrame, run: Run) -> pd.DataFrame:
     return df
 
 
-def load_tables(root: str | Path) -> RunTables:
-    """Every run's checkpoints and subtasks under ``root`` as two pandas DataFrames (run columns first)."""
-    root = Path(root)
-    runs = discover_runs(root)
+def run_tables(runs: list[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``runs``' checkpoints and subtasks as two pandas DataFrames (run columns first)."""
     checkpoints, subtasks = [], []
     for run in runs:
         checkpoints.append(_with_run_columns(_read_parquet(run.path / "checkpoints.parquet", CHECKPOINT_COLUMNS), run))
@@ -160,6 +158,14 @@ def load_tables(root: str | Path) -> RunTables:
             subtasks.append(_with_run_columns(_read_parquet(st_path, SUBTASK_COLUMNS), run))
     cp = pd.concat(checkpoints, ignore_index=True)
     st = pd.concat(subtasks, ignore_index=True) if subtasks else pd.DataFrame(columns=[*RUN_KEYS, *SUBTASK_COLUMNS])
+    return cp, st
+
+
+def load_tables(root: str | Path) -> RunTables:
+    """Every run's checkpoints and subtasks under ``root`` as two pandas DataFrames (run columns first)."""
+    root = Path(root)
+    runs = discover_runs(root)
+    cp, st = run_tables(runs)
     root_summary = None
     if all(r.path != root for r in runs) and (root / "summary.json").is_file():
         root_summary = read_summary(root / "summary.json")
@@ -167,10 +173,11 @@ def load_tables(root: str | Path) -> RunTables:
 
 
 def input_files(runs: list[Run]) -> list[Path]:
-    """The files a run's statistics come from (to tell whether derived results are stale)."""
+    """The files a run's statistics come from, to tell whether derived results are stale: its statistics tables
+    (a Ray run writes its ``summary.json``, with the time its statistics took, after them)."""
     files = []
     for run in runs:
-        for name in ("summary.json", "checkpoints.parquet", "subtasks.parquet"):
+        for name in ("checkpoints.parquet", "subtasks.parquet"):
             if (run.path / name).exists():
                 files.append(run.path / name)
     return files

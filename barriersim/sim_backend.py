@@ -4,7 +4,8 @@ How this works: ``simulate`` takes the effective scenario of one run (its mode, 
 applied: ``barriersim.api.plan``), builds the job's settings (``scenarios.simulation_inputs.job_config``), draws
 the workload locally unless ``splits`` are given (Spark's, for ``workload="spark"``), simulates, verifies the
 committed output against the reference evaluated over the same workload (``runtime.verification``), and writes
-the run directory as the Ray backend does (``barriersim.summary``): ``scenario.toml``, ``summary.json`` (with
+the run directory as the Ray backend does (``barriersim.summary``, with the offered and achieved rate of each
+source subtask, measured on the virtual clock until the subtask finished): ``scenario.toml``, ``summary.json`` (with
 ``backend: "sim"``, the ``simulation`` section, ``trace_sha256`` and the one-line ``replay`` command, which
 re-runs that ``scenario.toml``) and the per-checkpoint and per-subtask statistics. A run is a pure function of
 its effective scenario.
@@ -20,7 +21,7 @@ from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification import expected_sink_input, verify
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
-from barriersim.summary import SCENARIO_FILE, build_summary, write_run_directory
+from barriersim.summary import SCENARIO_FILE, build_summary, source_rates, write_run_directory
 
 
 def replay_command(scenario_file: Path | str) -> str:
@@ -28,16 +29,24 @@ def replay_command(scenario_file: Path | str) -> str:
     return " ".join(shlex.quote(p) for p in ("barriersim", "replay", str(scenario_file)))
 
 
-def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, generated_by: str = "local") -> dict:
+def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, generated_by: str = "local",
+             checkpoint_files: bool = False) -> dict:
     """Simulate the effective ``scenario`` into ``out_dir``; ``splits`` (``{source vertex: [records per
-    subtask]}``) replace the locally drawn workload, and ``generated_by`` says where they came from."""
+    subtask]}``) replace the locally drawn workload, and ``generated_by`` says where they came from.
+    ``checkpoint_files``: keep the checkpoints in ``out_dir/checkpoints/<job-id>/`` (the filesystem checkpoint
+    storage, as a Ray run does) instead of in memory; the simulation is the same."""
     out_dir = Path(out_dir)
     config = job_config(scenario)
     if splits is None:
         splits = workload_splits(scenario)
     started = time.perf_counter()
-    result = JobSimulation(config, splits, scenario.seed).run()
+    simulation = JobSimulation(config, splits, scenario.seed,
+                               checkpoint_directory=out_dir / "checkpoints" if checkpoint_files else None)
+    finished_at = _record_source_finishes(simulation)
+    result = simulation.run()
     wall = time.perf_counter() - started
+    source_runs = {f"{vertex}#{i}": (len(split), finished_at.get((vertex, i))) for vertex, parts in splits.items()
+                   for i, split in enumerate(parts)}
     verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
                      at_least_once=not config.mode.exactly_once)
     records = sum(len(s) for splits_of in splits.values() for s in splits_of)
@@ -49,6 +58,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
         restored_checkpoint_ids=result.restored_checkpoint_ids,
         restored_in_flight_bytes=result.restored_in_flight_bytes,
         records_per_second=records / virtual_seconds if virtual_seconds else None, throughput_clock="virtual",
+        source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
         faults_fired=result.fault_log, failure_reason=result.failure_reason,
         backend_sections={
             "simulation": {
@@ -67,3 +77,23 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     )
     write_run_directory(out_dir, scenario, summary, result.checkpoints, result.subtasks)
     return summary
+
+
+def _record_source_finishes(simulation: JobSimulation) -> dict[tuple[str, int], int]:
+    """``{(vertex, subtask): virtual ms after the job's start}`` at which each source subtask finished (its last
+    record emitted), filled while the simulation runs: the JobMaster's ``task_finished`` is observed, nothing
+    else changes (the trace and every outcome stay the same)."""
+    job_master = simulation.job_master
+    sources = {v.name for v in simulation.graph.vertices if v.operator.is_source}
+    finished_at: dict[tuple[str, int], int] = {}
+    task_finished = job_master.task_finished
+
+    def observed(attempt):
+        actions = task_finished(attempt)
+        key = (attempt.vertex_id, attempt.subtask_index)
+        if key[0] in sources and key in job_master.finished:  # the latest finish counts (after a restart)
+            finished_at[key] = job_master.clock() - (job_master.started_ms or 0)
+        return actions
+
+    job_master.task_finished = observed
+    return finished_at

@@ -7,8 +7,9 @@ this order: ``scenario``, ``seed``, ``backend`` (``ray`` or ``sim``), ``mode``, 
 settings the run used, as the scenario file names them), ``checkpoints`` (Flink's counts: ``completed``,
 ``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
 verdict's counts), ``job`` (``outcome``, ``failure_reason``: one line saying what failed the job, or null,
-``restarts``, ``restored_checkpoint_ids``, ``restored_in_flight_bytes``), ``throughput`` (``records_per_second`` and the ``clock`` it was measured on:
-``wall`` on Ray, ``virtual`` in the simulator), ``faults`` (the fault schedule run), ``faults_fired`` (each
+``restarts``, ``restored_checkpoint_ids``, ``restored_in_flight_bytes``), ``throughput`` (``records_per_second``
+and the ``clock`` it was measured on: ``wall`` on Ray, ``virtual`` in the simulator; then the offered rate against
+the achieved one per source subtask, ``source_rates``), ``faults`` (the fault schedule run), ``faults_fired`` (each
 fault of it with ``fired``, how often it took effect, and ``first_at_ms``: ``runtime.fault_log``), then the
 backend's own sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
 ``wall_seconds`` last. ``write_run_directory`` writes it atomically (``runtime.storage``'s
@@ -69,6 +70,34 @@ def checkpoint_counts(counts: dict[str, int]) -> dict[str, int]:
     }
 
 
+# A source subtask reached the offered rate when it emitted its split at least this fraction of that rate.
+RATE_REACHED_FRACTION = 0.9
+
+
+def source_rates(offered_per_subtask: int, sources: dict[str, tuple[int, int | None]]) -> dict:
+    """The offered rate against the achieved one: ``sources`` maps each source subtask (``vertex#i``) to its
+    split's records and when it emitted its last one (ms after the job's start, the clock of the fault schedule;
+    None when it did not finish). A subtask's achieved rate is its records over that time; it reached the offered
+    rate when it is at least ``RATE_REACHED_FRACTION`` of it. Without an offered rate (0: as fast as possible)
+    nothing is flagged."""
+    offered = offered_per_subtask or None
+    rows = []
+    for task in sorted(sources, key=_subtask_order):
+        records, last_ms = sources[task]
+        achieved = round(records * 1000 / last_ms, 1) if last_ms else None
+        reached = None if offered is None or achieved is None else achieved >= RATE_REACHED_FRACTION * offered
+        rows.append({"task": task, "records": records, "seconds": None if last_ms is None else last_ms / 1000,
+                     "achieved_per_second": achieved, "reached": reached})
+    flags = [r["reached"] for r in rows if r["reached"] is not None]
+    return {"offered_per_source_subtask": offered, "offered_rate_reached": all(flags) if flags else None,
+            "sources": rows}
+
+
+def _subtask_order(task: str) -> tuple[str, int]:
+    vertex, _, index = task.rpartition("#")
+    return (vertex, int(index)) if index.isdigit() else (task, 0)
+
+
 def build_summary(
     *,
     scenario: Scenario,
@@ -86,6 +115,7 @@ def build_summary(
     faults_fired: list,
     backend_sections: dict,
     wall_seconds: float,
+    source_rates: dict | None = None,
     failure_reason: str | None = None,
 ) -> dict:
     """``summary.json`` of a run of the effective ``scenario`` (the one its ``scenario.toml`` holds)."""
@@ -114,6 +144,7 @@ def build_summary(
         "throughput": {
             "records_per_second": None if records_per_second is None else round(records_per_second, 1),
             "clock": throughput_clock,
+            **(source_rates or {}),
         },
         "faults": scenario.faults.to_plain(),
         "faults_fired": faults_fired,
@@ -124,17 +155,24 @@ def build_summary(
 
 
 SCENARIO_FILE = "scenario.toml"
+SUMMARY_FILE = "summary.json"
 
 
-def write_run_directory(out_dir: Path, scenario: Scenario, summary: dict, checkpoints: list[dict],
+def write_run_directory(out_dir: Path, scenario: Scenario, summary: dict | None, checkpoints: list[dict],
                         subtasks: list[dict]) -> None:
-    """The run directory: the effective scenario (``scenario.toml``), the statistics tables, ``summary.json``."""
+    """The run directory: the effective scenario (``scenario.toml``), the statistics tables, ``summary.json``
+    (last: a directory with ``summary.json`` is a finished run; None leaves it to ``write_summary``)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_scenario(scenario, out_dir / SCENARIO_FILE)
     write_table(checkpoints, out_dir / "checkpoints")
     write_table(subtasks, out_dir / "subtasks")
-    write_json_atomically(out_dir / "summary.json", summary)
+    if summary is not None:
+        write_summary(out_dir, summary)
+
+
+def write_summary(out_dir: Path, summary: dict) -> None:
+    write_json_atomically(Path(out_dir) / SUMMARY_FILE, summary)
 
 
 def default_out_dir(scenario: Scenario, root: str | Path = "runs", suffix: str = "") -> Path:

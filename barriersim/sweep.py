@@ -12,8 +12,10 @@ Spark, Flink's summary statistics per run, pivoted to one row per (point, mode) 
 ``persisted_data`` and the rest) and written as Parquet to ``OUT/analytics/sweep.parquet``. On the simulator,
 ``workload="spark"`` generates each point's workload in Spark on Ray too (once per distinct workload).
 
-The CLI: ``register(subparsers)`` adds ``barriersim sweep SCENARIO`` and ``main_from_args(args)`` runs it, with a
-rich progress bar; bad input costs one line naming the file and key, and exit status 2.
+The CLI: ``register(subparsers)`` adds ``barriersim sweep SCENARIO`` and ``main_from_args(args)`` runs it, naming
+each phase as it starts (the Spark ones too) above a rich progress bar of the runs done, into a new or empty
+``--out`` (``--force`` replaces a previous one); bad input costs one line naming the file and key, and exit
+status 2.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from barriersim.arguments import seed_argument
 from barriersim.errors import BarriersimError
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 from barriersim.scenarios.loader import SCHEMA, Scenario, ScenarioError, expand_sweep
+from barriersim.out_dir import prepare_out_dir
 from barriersim.spark.session import SparkOnDemand
 from barriersim.summary import default_out_dir, write_json_atomically
 
@@ -105,7 +108,7 @@ def _write_index(out: Path, index: dict) -> None:
 
 def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None = None, modes=None,
               seed: int | None = None, workload: str | None = None, faults=None, address: str | None = None,
-              spark=None, aggregate: bool = True, progress: Progress | None = None) -> SweepResult:
+              spark=None, aggregate: bool = True, progress: Progress | None = None, force: bool = False) -> SweepResult:
     """Run every point of the scenario's ``[sweep]`` in every mode and aggregate the runs in Spark.
 
     ``scenario``: a path or a ``Scenario`` with a ``[sweep]`` table. ``modes``: None (each point's own mode), a
@@ -113,7 +116,8 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     ``runs/<scenario>-sweep-<UTC stamp>``. ``backend``, ``seed``, ``workload``, ``faults``, ``address`` as in
     ``barriersim.run``. ``spark``: a live SparkSession on Ray (else Spark on Ray is started when needed and
     stopped at the end; with ``backend="ray"`` each run starts its own, and ``spark`` serves the aggregation
-    only). ``aggregate=False`` skips the Spark aggregation (``table`` is then None).
+    only). ``aggregate=False`` skips the Spark aggregation (``table`` is then None). ``force``: ``out`` may be a
+    previous run's or sweep's directory, whose contents are replaced (else a non-empty ``out`` is refused).
     """
     s = api.as_scenario(scenario)
     points = sweep_points(s)
@@ -122,6 +126,7 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                       mode_origin="--mode") for p in points]
     plans = [replace(pl, nest=True) for pl in plans]
     out_dir = Path(out) if out is not None else default_out_dir(s, suffix="-sweep")
+    prepare_out_dir(out_dir, force)
     say = progress or (lambda what, done, total: None)
     total = sum(len(pl.runs) for pl in plans)
     index: dict[str, Any] = {
@@ -132,7 +137,7 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     runs: dict[tuple[str, str], api.ModeRun] = {}
     done = 0
     splits_cache: dict = {}
-    with SparkOnDemand(spark, address, app_name=f"barriersim-sweep-{s.name}") as session:
+    with SparkOnDemand(spark, address, app_name=f"barriersim-sweep-{s.name}", log_dir=out_dir / "logs") as session:
         for point, pl in zip(points, plans):
             entry = {"index": point.index, "label": point.label, "settings": point.settings, "runs": []}
             splits = None
@@ -140,6 +145,9 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                 w = pl.scenario
                 key = (w.workload, tuple((v.name, v.parallelism) for v in w.job.graph.sources), w.seed)
                 if key not in splits_cache:
+                    if not session.started:
+                        say("starting Spark on Ray", done, total)
+                        session.get()
                     say(f"{point.label}: generating the workload in Spark", done, total)
                     splits_cache[key] = api.spark_workload_splits(session.get(), w)
                 splits = splits_cache[key]
@@ -147,10 +155,15 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
             # start of Ray and Spark.
             groups = [(run,) for run in pl.runs] if pl.backend == "sim" else [pl.runs]
             for group in groups:
-                stage = f"{point.label}: {', '.join(r.checkpointing.mode.value for r in group)}"
-                say(stage, done, total)
+                # the backend names its phases (the mode among them); each line says the point
+                stage = [f"{point.label}: {', '.join(r.checkpointing.mode.value for r in group)}"]
+
+                def backend_says(what: str, _fraction, stage=stage, label=point.label, done=done) -> None:
+                    stage[0] = f"{label}: {what}"
+                    say(stage[0], done, total)
+
                 result = api.execute(replace(pl, runs=group), out_dir / point.label, address=address, splits=splits,
-                                     progress=lambda what, _f, stage=stage: say(f"{stage}: {what}", done, total))
+                                     progress=backend_says)
                 for mode, r in result.items():
                     runs[(point.label, mode)] = r
                     v = r.summary["verification"]
@@ -160,12 +173,15 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                         "checkpoints": r.summary.get("checkpoints", {}),
                     })
                 done += len(group)
-                say(stage, done, total)
+                say(stage[0], done, total)
             index["points"].append(entry)
             _write_index(out_dir, index)
         _write_index(out_dir, index)
         table = None
         if aggregate:
+            if not session.started:
+                say("starting Spark on Ray", done, total)
+                session.get()
             say("aggregating the runs in Spark", done, total)
             table = aggregate_sweep(session.get(), out_dir, index, axis_types(s))
             index["analytics"] = "analytics/sweep.parquet"
@@ -211,7 +227,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--mode", choices=ALL_MODES + ("all",),
                         help="checkpointing mode for every point (default: the scenario's); all: aligned, "
                              "unaligned and at-least-once")
-    parser.add_argument("--out", help="sweep directory (default: runs/<scenario>-sweep-<UTC timestamp>)")
+    parser.add_argument("--out", help="sweep directory, new or empty (default: runs/<scenario>-sweep-<UTC timestamp>)")
+    parser.add_argument("--force", action="store_true", help="replace the sweep or run in a non-empty --out directory")
     parser.add_argument("--seed", type=seed_argument, help="seed overriding the scenario's")
     parser.add_argument("--workload", choices=api.WORKLOADS,
                         help="where the simulator's workload is generated (default: local; the Ray backend always "
@@ -222,16 +239,21 @@ def register(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+SWEEP_TABLE_FIGURES = (("end_to_end_duration", "p50", "ms"), ("end_to_end_duration", "p99", "ms"),
+                       ("alignment_duration", "p99", "ms"), ("persisted_data", "p99", "bytes"))
+
+
 def _print_table(console, result: SweepResult) -> None:
-    from rich.table import Table
+    from barriersim.tables import new_table
 
     axes = list(result.index["axes"])
     t = result.table
-    table = Table(title=f"barriersim sweep: {result.index['scenario']} ({result.index['backend']}, "
-                        f"seed {result.index['seed']})")
-    stats = ("e2e p50 ms", "e2e p99 ms", "align p99 ms", "persisted p99 B") if t is not None else ()
-    for col in (*(a.partition(".")[2] for a in axes), "mode", "verdict", "completed", *stats):
-        table.add_column(col, justify="right")
+    stats = SWEEP_TABLE_FIGURES if t is not None else ()
+    table = new_table(f"barriersim sweep: {result.index['scenario']} ({result.index['backend']}, "
+                      f"seed {result.index['seed']})",
+                      *((a.partition(".")[2], "right") for a in axes), ("mode", "left"), ("verdict", "left"),
+                      ("checkpoints completed", "right"),
+                      *((f"{metric} {stat} ({unit})", "right") for metric, stat, unit in stats))
     by_run = {row["run"]: row for row in t.to_dict("records")} if t is not None else {}
 
     def fmt(row, col):
@@ -241,10 +263,9 @@ def _print_table(console, result: SweepResult) -> None:
     for point in result.index["points"]:
         for r in point["runs"]:
             row = by_run.get(r["dir"])
-            figures = [fmt(row, f"{m}_{q}") for m, q in (("end_to_end_duration", "p50"), ("end_to_end_duration", "p99"),
-                                                        ("alignment_duration", "p99"), ("persisted_data", "p99"))]
+            figures = [fmt(row, f"{metric}_{stat}") for metric, stat, _ in stats]
             table.add_row(*(_format_value(point["settings"][a]) for a in axes), r["mode"], r["verdict"],
-                          str(r["checkpoints"].get("completed", "-")), *(figures if t is not None else ()))
+                          str(r["checkpoints"].get("completed", "-")), *figures)
     console.print(table)
 
 
@@ -261,27 +282,36 @@ def main_from_args(args) -> int:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=True) as bar:
             task = bar.add_task("checking the sweep", total=None)
+            shown: set[str] = set()
 
             def progress(what: str, done: int, total: int) -> None:
+                if what not in shown:  # each phase named as it starts, a line that stays
+                    shown.add(what)
+                    bar.console.print(what, markup=False, highlight=False)
                 bar.update(task, description=what, completed=done, total=total)
 
             result = run_sweep(args.scenario, backend=args.backend, out=args.out, modes=args.mode, seed=args.seed,
                                workload=args.workload, address=args.address, aggregate=not args.no_analytics,
-                               progress=progress)
+                               progress=progress, force=args.force)
     except (ScenarioError, BarriersimError, FaultScheduleError, RunDirError) as e:
         print(f"barriersim sweep: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("barriersim sweep: interrupted; Spark and Ray were stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
-    _print_table(Console(), result)
+    from barriersim.tables import console as table_console
+
+    _print_table(table_console(), result)
     print(f"wrote {result.out_dir}/sweep.json" + (f" and {result.out_dir}/analytics/sweep.parquet"
                                                   if result.table is not None else ""))
     violated = [f"{p}/{m}" for (p, m), v in result.verdicts.items() if v == "violated"]
+    failed = [(f"{p}/{m}", r.summary["job"].get("failure_reason") or "no reason recorded")
+              for (p, m), r in result.runs.items() if r.summary["job"]["outcome"] == "failed"]
     if violated:
         print(f"violated: {', '.join(violated)}")
-        return EXIT_VIOLATED
-    return EXIT_OK
+    for run, reason in failed:
+        print(f"failed: {run}: {reason}")
+    return EXIT_VIOLATED if violated or failed else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:

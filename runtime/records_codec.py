@@ -5,12 +5,15 @@ records, ``(record_id, key, value, running_sum)`` for a sink's output); ``encode
 msgpack array of arrays and ``decode_records`` turns the arrays back into tuples. ``pack`` and ``unpack`` are
 the msgpack settings every barriersim encoding uses (bytes stay bytes, strings stay strings). Both drivers and
 the Spark workload hand-off share this encoding, so a split cut from a Spark DataFrame decodes to exactly what
-the simulator draws locally.
+the simulator draws locally. A source's split may also come as an Arrow table (the Spark workload's hand-off)
+with the columns ``SPLIT_COLUMNS``; ``decode_split`` takes either form.
 """
 
 from __future__ import annotations
 
 import msgpack
+
+SPLIT_COLUMNS = ("record_id", "key", "value", "event_time")  # a source's records, in this order
 
 
 def pack(value) -> bytes:
@@ -27,3 +30,11 @@ def encode_records(records) -> bytes:
 
 def decode_records(data: bytes) -> list[tuple]:
     return [tuple(r) for r in unpack(data)]
+
+
+def decode_split(data) -> list[tuple]:
+    """A source's split as ``(record_id, key, value, event_time)`` tuples, from its msgpack bytes or from an Arrow
+    table with the columns ``SPLIT_COLUMNS`` (converted column by column)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return decode_records(data)
+    return list(zip(*(data.column(name).to_pylist() for name in SPLIT_COLUMNS)))

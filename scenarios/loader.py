@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from barriersim.runtime.checkpoint_cost import CheckpointCostModel
-from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode, checkpointing_problem
+from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
@@ -76,6 +76,7 @@ _COST = CheckpointCostModel()
 _STATE = StateBackendConfig()
 OPERATORS = tuple(k.value for k in OperatorKind)
 PARTITIONERS = tuple(p.value for p in Partitioner)
+RETENTIONS = tuple(r.value for r in ExternalizedCheckpointRetention)  # Flink's default first
 
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
@@ -135,12 +136,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
         # Flink's state.storage.fs.memory-threshold (20 KiB, at most 1 MiB): a subtask's state stream at or above it
         # is written to a file of its own in the checkpoint's directory, a smaller one inline in _metadata
         "memory_threshold_bytes": Field(int, 20 * 1024, _between(0, 1024 * 1024)),
+        # Flink's execution.checkpointing.externalized-checkpoint-retention: what a job that was cancelled, failed or
+        # suspended keeps of its completed checkpoints (a finished job keeps none under any setting)
+        "externalized_checkpoint_retention": Field(str, RETENTIONS[0], _one_of(*RETENTIONS)),
         # Flink's execution.state-recovery.claim-mode for the checkpoints a new JobManager recovers: no_claim (Flink's
         # default) never discards the files they created, claim discards them once no retained checkpoint uses them
         "recovery_claim_mode": Field(str, RecoveryClaimMode.NO_CLAIM.value, _one_of(*(m.value for m in RecoveryClaimMode))),
-        # Flink's execution.checkpointing.externalized-checkpoint-retention: what the checkpoints leave when the job ends
-        "externalized_retention": Field(str, ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS.value,
-                                        _one_of(*(r.value for r in ExternalizedCheckpointRetention))),
     },
     # the keyed state backend (runtime.state.backend): heap (full snapshots) or incremental (RocksDB-like sorted runs,
     # flushes and leveled compaction with RocksDB's defaults); entry_bytes models each state entry's size
@@ -245,8 +246,8 @@ class CheckpointingSpec:
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
     memory_threshold_bytes: int = 20 * 1024
+    externalized_checkpoint_retention: str = RETENTIONS[0]
     recovery_claim_mode: str = RecoveryClaimMode.NO_CLAIM.value
-    externalized_retention: str = ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS.value
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         max_retained=cp.max_retained,
         checkpoints_after_tasks_finish=cp.checkpoints_after_tasks_finish,
         memory_threshold_bytes=cp.memory_threshold_bytes,
+        externalized_checkpoint_retention=ExternalizedCheckpointRetention(cp.externalized_checkpoint_retention),
         network=NetworkConfig(
             buffer_size=net.buffer_size,
             exclusive_buffers_per_channel=net.exclusive_buffers_per_channel,
@@ -53,7 +54,6 @@ def job_config(scenario: Scenario) -> JobConfig:
         storage=scenario.storage,
         state=scenario.state,
         claim_mode=RecoveryClaimMode(cp.recovery_claim_mode),
-        externalized_retention=ExternalizedCheckpointRetention(cp.externalized_retention),
     )
 
 

@@ -8,7 +8,8 @@ How this works: ``import_graph`` parses every module under ``runtime/``, ``actor
 subpackage of ``runtime`` is one node (``runtime.checkpointing``, ``runtime.network``, ``runtime.sim``, ...),
 every top module of ``runtime`` is one node (``runtime.events``, ``runtime.stream_task``, ...), and then
 ``actors``, ``scenarios``, ``barriersim.report``, ``barriersim.spark``, ``barriersim.rundir`` (the reading of
-run directories, below both the report and the Spark analytics) and ``barriersim`` (the rest of the package:
+run directories, below both the report and the Spark analytics), ``barriersim.progress`` (the command line's
+phase lines and bars, below the CLI, the sweep and the report) and ``barriersim`` (the rest of the package:
 CLI, API, the drivers' entry points). Imports of other distributions become ``ext:<top-level name>``.
 ``python -m tests.test_package_layering`` prints the node graph.
 """
@@ -73,7 +74,7 @@ def node_of(module: str) -> str:
         return "runtime" if len(parts) == 2 else f"runtime.{parts[2]}"
     if parts[1] in ("actors", "scenarios"):
         return parts[1]
-    if parts[1] in ("report", "spark", "rundir"):
+    if parts[1] in ("report", "spark", "rundir", "progress"):
         return f"barriersim.{parts[1]}"
     return "barriersim"
 

@@ -4,8 +4,10 @@ How this works: ``add_report_parser(subparsers)`` adds the subcommand to the ``b
 ``cmd_report(args)`` runs it. It first checks everything the user gave (the run directory and its tables, the
 checkpoint id) so that a mistake costs one line on stderr naming the path or the id, and exit status 2, before
 anything slow starts. The summary statistics come from ``RUN_DIR/analytics/`` when they are newer than the
-run's files; otherwise Ray and Spark on Ray are started (with a rich status line) and
-``barriersim.spark.analytics`` computes and writes them. Then the figures and the HTML are written.
+runs' statistics tables (a run's or a sweep's own Spark session wrote them); otherwise, for simulator runs with
+small tables, pandas computes them by the same definitions (``barriersim.report.statistics``), and for anything
+else Ray and Spark on Ray are started and ``barriersim.spark.analytics`` computes and writes them (Spark's logs
+in ``RUN_DIR/logs/``). Each phase is named as it starts (``barriersim.progress``). Then the figures and the HTML are written.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ def _out_path(text: str | None, run_dir: Path) -> Path:
     return out
 
 
-def _fresh_analytics(run_dir: Path, runs):
+def fresh_analytics(run_dir: Path, runs):
+    """The analytics under ``run_dir`` if they cover exactly ``runs`` and are newer than their tables, else None."""
     from barriersim.spark.analytics import read_analytics, written_at
 
     stamp = written_at(run_dir)
@@ -81,14 +84,23 @@ def _fresh_analytics(run_dir: Path, runs):
     return cached
 
 
-def _compute_analytics(run_dir: Path, runs, address: str | None, console):
-    from barriersim.spark.analytics import compute_analytics
+def compute_analytics(run_dir: Path, tables, address: str | None, say):
+    """The statistics of ``tables``' runs: in pandas for small simulator runs, else in Spark on Ray. ``say`` is
+    the command's ``(stage, fraction)`` progress callback."""
+    from barriersim.report.statistics import all_simulated, compute_locally, is_small
+
+    if all_simulated(tables.runs) and is_small(tables):
+        say("computing the checkpoint statistics (pandas)", None)
+        return compute_locally(run_dir, tables)
+    from barriersim.spark.analytics import compute_analytics as in_spark
     from barriersim.spark.session import RayAndSpark
 
-    with console.status("starting Ray and Spark on Ray for the checkpoint statistics") as status:
-        with RayAndSpark(app_name="barriersim-report", address=address) as cluster:
-            status.update("computing the checkpoint statistics in Spark")
-            return compute_analytics(cluster.spark, run_dir, runs)
+    say("starting Ray and Spark on Ray for the checkpoint statistics", None)
+    with RayAndSpark(app_name="barriersim-report", address=address, log_dir=run_dir / "logs") as cluster:
+        say("computing the checkpoint statistics in Spark", None)
+        analytics = in_spark(cluster.spark, run_dir, tables.runs)
+        say("stopping Spark and Ray", None)
+        return analytics
 
 
 def cmd_report(args) -> int:
@@ -107,11 +119,15 @@ def cmd_report(args) -> int:
 
     from barriersim.report.html import build_report
 
-    console = Console(stderr=True)
-    analytics = _fresh_analytics(run_dir, tables.runs)
-    if analytics is None:
-        analytics = _compute_analytics(run_dir, tables.runs, getattr(args, "address", None), console)
-    with console.status("drawing the figures"):
+    from barriersim.progress import StageProgress
+
+    with StageProgress(Console(stderr=True)) as say:
+        analytics = fresh_analytics(run_dir, tables.runs)
+        if analytics is None:
+            analytics = compute_analytics(run_dir, tables, getattr(args, "address", None), say)
+        else:
+            say("reusing the checkpoint statistics in analytics/", None)
+        say("drawing the figures", None)
         report = build_report(run_dir, out, checkpoint_id, analytics=analytics, tables=tables)
     print(f"wrote {report.html} ({len(report.figures)} figures)")
     return EXIT_OK

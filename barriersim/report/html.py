@@ -1,8 +1,12 @@
-"""The HTML report: one self-describing page per run directory, with the four figures as PNG files beside it.
+"""The HTML report: one self-describing page per run directory, with the four figures as PNG (and SVG) files
+beside it.
 
 How this works: ``build_report`` loads the run tables (``barriersim.rundir.load_tables``) unless given, draws
-the four figures with ``plots`` into the directory of the HTML file (by default ``RUN_DIR/report/``), and
-writes ``index.html`` referencing them by relative name. The page holds the runs, Flink's checkpoint counts and
+the four figures with ``plots`` into the directory of the HTML file (by default ``RUN_DIR/report/``; 1,440 px
+wide, the subtasks in the job graph's vertex order read from the runs' ``scenario.toml``), writes what each
+figure shows to ``figures.json`` (panels, x-ranges, series and their styles) and writes ``index.html``
+referencing the figures by relative name. Every table sits in a box as wide as the page that scrolls sideways if
+it must, and the sweep's table is split into one table of the points and one per statistic, so none is cut. The page holds the runs, Flink's checkpoint counts and
 summary statistics (``min, max, avg, p50, p90, p95, p99, p999`` under Flink's field names, computed in Spark
 by ``barriersim.spark.analytics`` and passed in as pandas) and each run's ``verification`` block from
 ``summary.json``. A sweep's directory (``barriersim sweep``) also gets its table of points, read from
@@ -25,14 +29,15 @@ from barriersim.rundir import RunTables, load_tables
 FIGURES = ("barrier_timeline.png", "alignment_by_mode.png", "end_to_end.png", "persisted_data.png")
 
 _CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1480px; padding: 0 1em; color: #222; }
+.table { max-width: 100%; overflow-x: auto; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 th { background: #f2f2f2; }
 figure { margin: 1em 0 2em; }
 figcaption { font-size: 0.9em; color: #555; }
-img { max-width: 100%; }
+img { width: 100%; height: auto; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
 .note { font-size: 0.85em; color: #555; }
 """
@@ -41,7 +46,7 @@ pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
 @dataclass
 class Report:
     html: Path
-    figures: dict[str, Path]
+    figures: dict[str, "plots.Figure"]
 
 
 def _fmt(value) -> str:
@@ -58,12 +63,26 @@ def _table(df: pd.DataFrame) -> str:
         "<tr>" + "".join(f"<td>{_fmt(v.item() if hasattr(v, 'item') else v)}</td>" for v in row) + "</tr>"
         for row in df.itertuples(index=False)
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    return f'<div class="table"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+
+
+def _ordered_runs(tables: RunTables) -> list:
+    """The runs in the figures' order: by mode, then by label."""
+    if tables.checkpoints.empty:
+        return list(tables.runs)
+    rank = {label: i for i, label in enumerate(plots.runs_in_order(tables.checkpoints))}
+    return sorted(tables.runs, key=lambda r: rank.get(r.label, len(rank)))
+
+
+def _by_run_order(df: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    rank = {label: i for i, label in enumerate(order)}
+    return df.assign(_rank=df["run"].map(lambda r: rank.get(r, len(rank)))).sort_values(
+        "_rank", kind="stable").drop(columns="_rank")
 
 
 def _runs_section(tables: RunTables) -> str:
     rows = []
-    for run in tables.runs:
+    for run in _ordered_runs(tables):
         v = run.summary.get("verification") or {}
         c = run.summary.get("checkpoints") or {}
         rows.append({"run": run.label, "mode": run.mode, "scenario": run.scenario, "seed": run.seed,
@@ -72,23 +91,23 @@ def _runs_section(tables: RunTables) -> str:
     return "<h2>Runs</h2>" + _table(pd.DataFrame(rows))
 
 
-def _statistics_section(analytics) -> str:
+def _statistics_section(analytics, order: list[str]) -> str:
     if analytics is None:
         return "<h2>Checkpoint statistics</h2><p>Not computed.</p>"
     from barriersim.spark.analytics import COUNT_COLUMNS, STAT_COLUMNS
 
-    parts = ["<h2>Checkpoint counts</h2>", _table(analytics.counts[["run", "mode", *COUNT_COLUMNS]])]
+    parts = ["<h2>Checkpoint counts</h2>", _table(_by_run_order(analytics.counts, order)[["run", "mode", *COUNT_COLUMNS]])]
     parts.append("<h2>Checkpoint statistics summary</h2>")
     parts.append(
         '<p class="note">As Flink\'s REST API names them. Scope <em>checkpoint</em>: over completed checkpoints; '
         "scope <em>subtask</em>: over the acknowledged subtasks of completed checkpoints. Times in ms, sizes in "
-        "bytes. Computed in Spark with the exact <code>percentile</code> (linear interpolation at rank "
-        "p&middot;(n&minus;1)); Flink's Commons Math estimator (rank p&middot;(n+1)) can give higher tail "
-        "percentiles on few checkpoints.</p>"
+        "bytes. Percentiles as Flink computes them (Apache Commons Math's estimator: position p&middot;(n+1) of "
+        "the sorted values, linear interpolation between neighbours); computed in Spark, or in pandas by the same "
+        "rule for small simulator runs.</p>"
     )
-    for run, rows in analytics.summary.groupby("run", sort=False):
+    for run, rows in _by_run_order(analytics.summary, order).groupby("run", sort=False):
         mode = rows["mode"].iloc[0]
-        parts.append(f"<h3>{escape(str(mode))} <small>({escape(str(run))})</small></h3>")
+        parts.append(_run_heading(str(mode), str(run)))
         parts.append(_table(rows[["scope", "metric", *STAT_COLUMNS]]))
     return "".join(parts)
 
@@ -98,41 +117,76 @@ SWEEP_FIGURES = (("end_to_end_duration", ("p50", "p99")), ("alignment_duration",
 
 
 def _sweep_section(sweep: pd.DataFrame | None) -> str:
-    """The sweep's points: axis values, mode, verdict, counts and a few of the statistics Spark aggregated."""
+    """The sweep's points: one table of the axis values, mode, verdict and counts, then one table per statistic
+    (p50 and p99 per mode), so that no table is wider than the page."""
     if sweep is None or sweep.empty:
         return ""
+    rank = {m: i for i, m in enumerate(plots.MODE_ORDER)}
+    sweep = sweep.assign(_rank=sweep["mode"].map(lambda m: rank.get(m, len(rank)))).sort_values(
+        ["point_index", "_rank"], kind="stable").drop(columns="_rank")
     axes = list(sweep.columns[sweep.columns.get_loc("mode") + 1:sweep.columns.get_loc("backend")])
-    stats = [f"{m}_{q}" for m, qs in SWEEP_FIGURES for q in qs if f"{m}_{q}" in sweep.columns]
-    shown = sweep[["point", *axes, "mode", "verdict", "completed", "failed", *stats]]
-    return ("<h2>Sweep</h2>"
-            '<p class="note">One row per sweep point and mode, aggregated in Spark (all statistics in '
-            "<code>analytics/sweep.parquet</code>). Times in ms, sizes in bytes.</p>" + _table(shown))
+    parts = ["<h2>Sweep</h2>",
+             '<p class="note">One row per sweep point and mode, aggregated in Spark (all statistics in '
+             "<code>analytics/sweep.parquet</code>). Times in ms, sizes in bytes.</p>",
+             _table(sweep[["point", *axes, "mode", "verdict", "completed", "failed"]])]
+    for metric, stats in SWEEP_FIGURES:
+        columns = [f"{metric}_{q}" for q in stats if f"{metric}_{q}" in sweep.columns]
+        if columns:
+            unit = "bytes" if metric.endswith("_data") else "ms"
+            parts.append(f"<h3>{escape(metric)} ({unit})</h3>")
+            parts.append(_table(sweep[["point", "mode", *columns]]))
+    return "".join(parts)
+
+
+def _run_heading(mode: str, label: str) -> str:
+    """A run's heading: its mode, and its label when that says more (a sweep point's ``point/mode``)."""
+    if label in (mode, "."):
+        return f"<h3>{escape(mode)}</h3>"
+    return f"<h3>{escape(mode)} <small>({escape(label)})</small></h3>"
 
 
 def _verification_section(tables: RunTables) -> str:
     parts = ["<h2>Verification</h2>"]
-    blocks = [(run.label, run.mode, run.summary.get("verification")) for run in tables.runs]
+    blocks = [(run.label, run.mode, run.summary.get("verification")) for run in _ordered_runs(tables)]
     if tables.root_summary and tables.root_summary.get("verification") is not None:
         blocks.insert(0, ("all runs", str(tables.root_summary.get("mode", "")), tables.root_summary["verification"]))
     for label, mode, block in blocks:
-        parts.append(f"<h3>{escape(mode)} <small>({escape(label)})</small></h3>")
+        parts.append(_run_heading(mode, label))
         parts.append(f"<pre>{escape(json.dumps(block, indent=2))}</pre>")
     return "".join(parts)
 
 
 def _figure(name: str, caption: str) -> str:
-    return f'<figure><img src="{escape(name)}" alt="{escape(caption)}"><figcaption>{escape(caption)}</figcaption></figure>'
+    svg = Path(name).with_suffix(".svg").name
+    return (f'<figure><img src="{escape(name)}" alt="{escape(caption)}"><figcaption>{escape(caption)} '
+            f'(<a href="{escape(svg)}">SVG</a>)</figcaption></figure>')
 
 
-def draw_figures(tables: RunTables, out_dir: Path, checkpoint_id: int | None = None) -> dict[str, Path]:
+def vertex_order(tables: RunTables) -> list[str]:
+    """The job graph's vertices in order, from the first run's ``scenario.toml`` (none when it has none)."""
+    from barriersim.scenarios.loader import ScenarioError, load_scenario
+
+    for run in tables.runs:
+        path = run.path / "scenario.toml"
+        if path.is_file():
+            try:
+                return [v.name for v in load_scenario(path).job.graph.vertices]
+            except (ScenarioError, OSError, ValueError):
+                continue
+    return []
+
+
+def draw_figures(tables: RunTables, out_dir: Path, checkpoint_id: int | None = None) -> dict[str, plots.Figure]:
     cp, st = tables.checkpoints, tables.subtasks
     timeline, alignment, e2e, persisted = (out_dir / name for name in FIGURES)
-    return {
-        FIGURES[0]: plots.plot_barrier_timeline(cp, st, timeline, checkpoint_id),
+    figures = {
+        FIGURES[0]: plots.plot_barrier_timeline(cp, st, timeline, checkpoint_id, vertex_order(tables)),
         FIGURES[1]: plots.plot_alignment_distribution(cp, st, alignment),
         FIGURES[2]: plots.plot_end_to_end(cp, e2e),
         FIGURES[3]: plots.plot_persisted(cp, persisted),
     }
+    (out_dir / "figures.json").write_text(json.dumps({name: f.as_dict() for name, f in figures.items()}, indent=1))
+    return figures
 
 
 def render_html(title: str, tables: RunTables, analytics, checkpoint_id: int | None,
@@ -141,18 +195,21 @@ def render_html(title: str, tables: RunTables, analytics, checkpoint_id: int | N
         "the completed checkpoint with the longest end-to-end duration"
     x_axis = "key skew (workload.zipf_exponent)" if plots.differs_in_skew(tables.checkpoints) else "checkpoint id"
     captions = (
-        f"(1) Barrier timeline of {which}, per run: per subtask, start delay (trigger to first barrier), "
-        "alignment, synchronous snapshot, asynchronous part until the acknowledgement.",
-        "(2) Distribution of the subtasks' alignment_duration, per mode.",
-        f"(3) Checkpoint end_to_end_duration over {x_axis}.",
-        "(4) In-flight data persisted (persisted_data) per completed checkpoint, per mode.",
+        f"(1) Barrier timeline of {which}, per run, on one time axis: per subtask (in the job graph's order), "
+        "start delay (trigger to first barrier), alignment, synchronous snapshot, asynchronous part until the "
+        "acknowledgement.",
+        "(2) Distribution of the subtasks' alignment_duration, per mode (every value a point).",
+        f"(3) Checkpoint end_to_end_duration over {x_axis}; runs with equal values show as a thin line inside a "
+        "wide one.",
+        "(4) In-flight data persisted (persisted_data) per completed checkpoint, per mode; runs with equal values "
+        "show as a thin line inside a wide one.",
     )
     return (
         f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>"
         f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>"
         + _sweep_section(sweep)
         + _runs_section(tables)
-        + _statistics_section(analytics)
+        + _statistics_section(analytics, [r.label for r in _ordered_runs(tables)])
         + "<h2>Figures</h2>"
         + "".join(_figure(name, caption) for name, caption in zip(FIGURES, captions))
         + _verification_section(tables)

@@ -2,8 +2,9 @@
 
 How this works: ``compute_analytics(spark, root)`` finds the runs under ``root`` (one run, or sub-runs per
 mode or per sweep point; see ``barriersim.rundir``), reads each run's ``checkpoints.parquet`` and
-``subtasks.parquet`` with Spark, tags the rows with the run's label, mode, scenario, seed and
-``workload.zipf_exponent`` (from its ``summary.json``) and unions them. It then computes what Flink's REST
+``subtasks.parquet`` (pyarrow, ``barriersim.rundir.run_tables``), tags the rows with the run's label, mode,
+scenario, seed and ``workload.zipf_exponent`` (from its ``summary.json``) and gives them to Spark as Arrow
+batches. It then computes what Flink's REST
 API serves as a job's checkpoint statistics (``CheckpointingStatistics``, Flink's ``StatsSummary``):
 
 - ``summary``: per run and metric, ``count, min, max, avg, p50, p90, p95, p99, p999`` of
@@ -13,29 +14,30 @@ API serves as a job's checkpoint statistics (``CheckpointingStatistics``, Flink'
 - ``counts``: per run, ``restored, total, in_progress, completed, failed`` (from the checkpoint table's
   ``status``; ``restored`` from ``summary.json``).
 
-Both are written with Spark, coalesced to one part file, to ``root/analytics/summary.parquet`` and
-``root/analytics/counts.parquet`` (Spark's directory layout; pyarrow and pandas read the directory as one
-table), then read back and returned as pandas DataFrames.
+Both are collected from Spark as Arrow and written by the driver to ``root/analytics/summary.parquet`` and
+``root/analytics/counts.parquet`` in Spark's directory layout (one part file and a ``_SUCCESS`` marker; pyarrow
+and pandas read the directory as one table), then read back and returned as pandas DataFrames.
 
 A sweep (``barriersim.sweep``) gets one more table, ``compute_sweep_analytics``: the same statistics pivoted
 to one row per (sweep point, mode), with the point's axis values, its verdict and counts, and the columns
 ``<metric>_<min|max|avg|p50|p90|p95|p99|p999>``, computed in one Spark job and written to
-``root/analytics/sweep.parquet``.
+``root/analytics/sweep.parquet``, beside the per-run ``summary`` and ``counts`` (so ``barriersim report`` of the
+sweep reuses them).
 
-Percentiles are exact: Spark SQL's ``percentile(value, array(...))`` sorts the values and interpolates
-linearly between the two closest ranks, at 0-based position ``p * (n - 1)`` (Hyndman and Fan's type 7,
-numpy's default ``linear``). For values 10, 20, 30, 40, p50 is 25.0 and p90 is 37.0. Flink's
-``DescriptiveStatisticsHistogramStatistics`` uses Apache Commons Math's ``Percentile`` (legacy estimation,
-1-based position ``p * (n + 1)`` clamped to the ends), so on few checkpoints our tail percentiles can be
-lower than Flink's (for the example, Flink's p90 is 40); min, max and median agree. ``avg`` is the
-arithmetic mean as a double (Flink serves ``sum / count`` truncated to a long).
+Percentiles are Flink's: Flink's checkpoint statistics (``StatsSummary``, a ``DescriptiveStatisticsHistogram``
+whose ``DescriptiveStatisticsHistogramStatistics`` asks Apache Commons Math's ``Percentile`` in its default, legacy
+estimation) place quantile ``q`` at the 1-based position ``pos = q * (n + 1)`` of the sorted values, take the first
+value when ``pos < 1``, the last when ``pos >= n``, and interpolate linearly between the two neighbouring values
+otherwise (``flink_percentile``; in Spark, the same rule over ``array_sort(collect_list(value))``). For values 10,
+20, 30, 40, p50 is 25.0 and p90 is 40. ``avg`` is the arithmetic mean as a double (Flink serves
+``sum / count`` truncated to a long). ``barriersim.report.statistics`` computes the same tables in pandas for
+small simulator runs, with ``flink_percentile``; a test holds both paths to the same numbers.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import reduce
 from pathlib import Path
 
 import pandas as pd
@@ -94,45 +96,65 @@ def parquet_to_spark(spark, path: Path, mode: str | None = None):
     return df.select(*cols)
 
 
-def _file_schema(path: Path, wanted: dict[str, str]) -> str:
-    """A Spark DDL schema for the ``wanted`` columns the Parquet file has, typed as stored. Giving Spark the
-    schema spares it the job it would run to infer one from the file footer."""
-    stored = pq.read_schema(str(path))
-    fields = []
-    for name in wanted:
-        if name in stored.names:
-            arrow_type = str(stored.field(name).type)
-            if arrow_type in _ARROW_TO_SPARK:
-                fields.append(f"`{name}` {_ARROW_TO_SPARK[arrow_type]}")
-    return ", ".join(fields)
+CHECKPOINT_FRAME_COLUMNS = {"id": "bigint", "status": "string", **{m: "bigint" for m in CHECKPOINT_METRICS}}
+SUBTASK_FRAME_COLUMNS = {"id": "bigint", "task": "string", "aborted": "boolean", **{m: "bigint" for m in SUBTASK_METRICS}}
 
 
-def _tagged(spark, run: Run, name: str, columns: dict[str, str]):
-    from pyspark.sql import functions as F
-
-    path = run.path / name
-    schema = _file_schema(path, columns)
-    df = spark.read.schema(schema).parquet(str(path)) if schema else spark.read.parquet(str(path))
-    present = set(df.columns)
-    cols = [
-        (F.col(c) if c in present else F.lit(None)).cast(t).alias(c)
-        for c, t in columns.items()
-    ]
-    keys = [F.lit(value).cast(_RUN_KEY_TYPES[key]).alias(key) for key, value in run.keys().items()]
-    return df.select(*keys, *cols)
+def _typed(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
+    """``df``'s run keys and ``columns`` (absent ones as nulls) as plain numpy or object columns, which PySpark's
+    Arrow conversion takes (not pandas' extension types); Spark gets the types from the DDL."""
+    out = pd.DataFrame(index=df.index)
+    for name, kind in {**_RUN_KEY_TYPES, **columns}.items():
+        values = df[name] if name in df else pd.Series([None] * len(df), index=df.index, dtype="object")
+        if kind in ("bigint", "double"):
+            out[name] = pd.to_numeric(values, errors="coerce").astype("float64")  # nulls as NaN
+        else:
+            out[name] = values.astype("object").where(values.notna(), None)
+    return out.reset_index(drop=True)
 
 
 def load_run_frames(spark, runs: list[Run]):
-    """Spark DataFrames ``(checkpoints, subtasks)`` of all ``runs``, run key columns first."""
-    cp_cols = {"id": "bigint", "status": "string", **{m: "bigint" for m in CHECKPOINT_METRICS}}
-    st_cols = {"id": "bigint", "task": "string", "aborted": "boolean", **{m: "bigint" for m in SUBTASK_METRICS}}
-    checkpoints = [_tagged(spark, r, "checkpoints.parquet", cp_cols) for r in runs]
-    subtasks = [_tagged(spark, r, "subtasks.parquet", st_cols) for r in runs if (r.path / "subtasks.parquet").exists()]
-    union = lambda frames: reduce(lambda a, b: a.unionByName(b), frames)  # noqa: E731
-    st = union(subtasks) if subtasks else spark.createDataFrame(
-        [], ", ".join(f"{k} {t}" for k, t in {**_RUN_KEY_TYPES, **st_cols}.items())
-    )
-    return union(checkpoints), st
+    """Spark DataFrames ``(checkpoints, subtasks)`` of all ``runs``, run key columns first: the runs' Parquet
+    tables read by pyarrow (``barriersim.rundir.run_tables``) and given to Spark as Arrow batches."""
+    from barriersim.rundir import run_tables
+
+    cp, st = run_tables(runs)
+    return (arrow_to_spark_typed(spark, cp, CHECKPOINT_FRAME_COLUMNS),
+            arrow_to_spark_typed(spark, st, SUBTASK_FRAME_COLUMNS))
+
+
+def arrow_to_spark_typed(spark, df: pd.DataFrame, columns: dict[str, str]):
+    """``df``'s run keys and ``columns`` as a Spark DataFrame, sent as Arrow batches."""
+    from barriersim.spark.reference import arrow_to_spark
+
+    ddl = ", ".join(f"`{k}` {t}" for k, t in {**_RUN_KEY_TYPES, **columns}.items())
+    return arrow_to_spark(spark, _typed(df, columns), ddl)
+
+
+def flink_percentile(sorted_values, quantile: float) -> float | None:
+    """Flink's quantile of ascending ``sorted_values`` (Commons Math's legacy ``Percentile``, asked for
+    ``quantile * 100`` percent as Flink asks it); None for no values."""
+    n = len(sorted_values)
+    if n == 0:
+        return None
+    pos = (quantile * 100) / 100 * (n + 1)
+    if pos < 1:
+        return float(sorted_values[0])
+    if pos >= n:
+        return float(sorted_values[n - 1])
+    lower_index = int(pos // 1)
+    lower, upper = float(sorted_values[lower_index - 1]), float(sorted_values[lower_index])
+    return lower + (pos - lower_index) * (upper - lower)
+
+
+def _flink_percentile_sql(values: str, n: str, quantile: float) -> str:
+    """``flink_percentile`` as a Spark SQL expression over an ascending array ``values`` of ``n`` doubles."""
+    pos = f"(({quantile!r} * 100) / 100 * ({n} + 1))"
+    at = f"CAST(FLOOR({pos}) AS INT)"
+    return (f"CASE WHEN {n} = 0 THEN NULL WHEN {pos} < 1 THEN element_at({values}, 1) "
+            f"WHEN {pos} >= {n} THEN element_at({values}, {n}) "
+            f"ELSE element_at({values}, {at}) + ({pos} - FLOOR({pos})) * "
+            f"(element_at({values}, {at} + 1) - element_at({values}, {at})) END")
 
 
 def _summarize(df, metrics: tuple[str, ...], scope: str):
@@ -141,17 +163,17 @@ def _summarize(df, metrics: tuple[str, ...], scope: str):
 
     pairs = F.array(*[F.struct(F.lit(m).alias("metric"), F.col(m).cast("double").alias("value")) for m in metrics])
     long = df.select(*RUN_KEYS, F.explode(pairs).alias("kv")).select(*RUN_KEYS, "kv.metric", "kv.value")
-    fractions = ", ".join(repr(p) for _, p in PERCENTILES)
     stats = long.groupBy(*RUN_KEYS, "metric").agg(
         F.count("value").alias("count"),
         F.min("value").alias("min"),
         F.max("value").alias("max"),
         F.avg("value").alias("avg"),
-        F.expr(f"percentile(value, array({fractions}))").alias("pct"),
+        F.array_sort(F.collect_list("value")).alias("sorted"),
     )
     return stats.select(
         *RUN_KEYS, F.lit(scope).alias("scope"), "metric", "count", "min", "max", "avg",
-        *[F.col("pct")[i].alias(name) for i, (name, _) in enumerate(PERCENTILES)],
+        *[F.expr(_flink_percentile_sql("sorted", "CAST(count AS INT)", q)).cast("double").alias(name)
+          for name, q in PERCENTILES],
     )
 
 
@@ -178,8 +200,19 @@ def counts_frame(spark, checkpoints, runs: list[Run]):
         F.count(F.lit(1)).alias("total"), status_count("IN_PROGRESS"), status_count("COMPLETED"),
         status_count("FAILED"),
     )
-    restored = spark.createDataFrame([(r.label, r.restored) for r in runs], "run string, restored bigint")
-    return counts.join(restored, "run").select(*RUN_KEYS, *COUNT_COLUMNS)
+    restored = F.lit(0).cast("bigint")  # from each run's summary.json, looked up by its label
+    for r in runs:
+        restored = F.when(F.col("run") == F.lit(r.label), F.lit(r.restored).cast("bigint")).otherwise(restored)
+    return counts.withColumn("restored", restored).select(*RUN_KEYS, *COUNT_COLUMNS)
+
+
+def plan_analytics(spark) -> None:
+    """Plan the statistics' queries over empty tables without running them (the driver's first planning of a
+    query shape loads and compiles most of what later ones use)."""
+    empty = lambda columns: arrow_to_spark_typed(spark, pd.DataFrame(columns=[*RUN_KEYS, *columns]), columns)  # noqa: E731
+    checkpoints, subtasks = empty(CHECKPOINT_FRAME_COLUMNS), empty(SUBTASK_FRAME_COLUMNS)
+    for frame in (summary_frame(checkpoints, subtasks), counts_frame(spark, checkpoints, [])):
+        frame._jdf.queryExecution().executedPlan()
 
 
 def _metric_order(summary: pd.DataFrame) -> pd.DataFrame:
@@ -199,6 +232,29 @@ def read_analytics(root: str | Path) -> Analytics | None:
         summary=_metric_order(summary[list(SUMMARY_COLUMNS)]),
         counts=counts[[*RUN_KEYS, *COUNT_COLUMNS]].sort_values("run").reset_index(drop=True),
     )
+
+
+def write_analytics(root: str | Path, analytics: Analytics) -> Analytics:
+    """Write analytics computed outside Spark under ``root/analytics/`` in the layout Spark writes (a directory
+    per table with one part file and a ``_SUCCESS`` marker, written last), so ``read_analytics`` reads them
+    alike."""
+    import pyarrow as pa
+
+    from barriersim.runtime.storage.atomic_file import AtomicFileWriter
+
+    writer = AtomicFileWriter()
+    for name, df in (("summary.parquet", analytics.summary), ("counts.parquet", analytics.counts)):
+        out = analytics_dir(root) / name
+        out.mkdir(parents=True, exist_ok=True)
+        for stale in out.iterdir():
+            stale.unlink()
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), sink)
+        writer.write(out / "part-00000.parquet", sink.getvalue().to_pybytes())
+        writer.write(out / "_SUCCESS", b"")
+    result = read_analytics(root)
+    assert result is not None
+    return result
 
 
 def written_at(root: str | Path) -> float | None:
@@ -231,19 +287,23 @@ def small_data_settings(spark):
                 spark.conf.set(key, value)
 
 
+def _collect(df) -> pd.DataFrame:
+    """A small result brought to the driver as Arrow (a few dozen rows per run)."""
+    from barriersim.spark.workload import to_arrow
+
+    return to_arrow(df).to_pandas()
+
+
 def compute_analytics(spark, root: str | Path, runs: list[Run] | None = None) -> Analytics:
     """Compute the statistics of every run under ``root`` in Spark, write them under ``root/analytics/``
-    and return them as pandas."""
+    and return them as pandas. The results (tens of rows) are collected and written as Parquet by the driver
+    (``write_analytics``), which costs far less than a Spark write job of one row group."""
     runs = runs if runs is not None else discover_runs(root)
     checkpoints, subtasks = load_run_frames(spark, runs)
-    out = analytics_dir(root)
-    out.mkdir(parents=True, exist_ok=True)
     with small_data_settings(spark):
-        summary_frame(checkpoints, subtasks).coalesce(1).write.mode("overwrite").parquet(str(out / "summary.parquet"))
-        counts_frame(spark, checkpoints, runs).coalesce(1).write.mode("overwrite").parquet(str(out / "counts.parquet"))
-    result = read_analytics(root)
-    assert result is not None, f"{out}: Spark wrote no _SUCCESS marker"
-    return result
+        summary = _collect(summary_frame(checkpoints, subtasks))
+        counts = _collect(counts_frame(spark, checkpoints, runs))
+    return write_analytics(root, Analytics(summary=summary, counts=counts))
 
 
 SWEEP_STATS = ("min", "max", "avg", "p50", "p90", "p95", "p99", "p999")
@@ -290,6 +350,9 @@ def compute_sweep_analytics(spark, root: str | Path, point_rows: list[dict], axe
                                        ", ".join(f"`{name}` {kind}" for name, kind in columns))
         table = points.join(counts, "run", "left").join(wide, "run", "left").orderBy("point_index", "mode")
         table.coalesce(1).write.mode("overwrite").parquet(str(sweep_path(root)))
+        # the per-run summaries too, which ``barriersim report`` of the sweep shows and reuses
+        write_analytics(root, Analytics(summary=_collect(summary_frame(checkpoints, subtasks)),
+                                        counts=_collect(counts_frame(spark, checkpoints, runs))))
     result = read_sweep_analytics(root)
     assert result is not None, f"{sweep_path(root)}: Spark wrote no _SUCCESS marker"
     return result

@@ -1,12 +1,21 @@
 """Ray and Spark-on-Ray (RayDP) lifecycle for a run: start both, hand back the live SparkSession, stop both
-on every exit path.
+on every exit path, and keep their logs out of the user's terminal.
 
-How this works: ``RayAndSpark`` is a context manager. Entering it starts Ray (a new local cluster with the
-dashboard off, or the cluster at ``address``), applies the RayDP fetch-task workaround, and starts Spark on
-that cluster with ``raydp.init_spark`` using the settings found necessary (``docs/versions-and-settings.md``: Java
-17 ``--add-opens`` flags for driver, executor and app master; ``PYSPARK_PYTHON``; fault-tolerant mode). Leaving
-it (normally, on an exception, or on Ctrl-C) stops Spark and shuts Ray down, so no Java or Ray process is
-left behind.
+How this works: ``RayAndSpark`` owns Ray and Spark for one run. ``start_ray`` starts Ray on the calling (main)
+thread: a new local cluster with the dashboard off, or the cluster at ``address``. ``start_spark`` starts Spark
+on that cluster with ``raydp.init_spark`` and the settings found necessary (``docs/versions-and-settings.md``:
+Java 17 ``--add-opens`` flags for driver, executor and app master; ``PYSPARK_PYTHON``; fault-tolerant mode),
+plus JVM flags for a quick start (``-XX:TieredStopAtLevel=1``: the JVMs live for one run and their start-up,
+mostly class loading and JIT compilation, dominates what Spark costs here). ``start_spark_in_background`` runs
+it on a thread so that the caller deploys its Ray job meanwhile; ``wait_for_spark`` joins it. Used as a context
+manager it starts both in turn. ``close`` (on every exit path, Ctrl-C included) waits for a Spark start under
+way, stops Spark and shuts Ray down, so no Java or Ray process is left behind.
+
+Logs: given a ``log_dir``, the Spark driver JVM (its log4j output, its Ray core worker's lines) writes to
+``log_dir/spark-driver.log`` and the Python loggers of Ray, RayDP and py4j to ``log_dir/ray-and-spark.log``,
+instead of the terminal. The driver JVM is launched by this module, beside RayDP's app master (which starts at
+the same time), with its output redirected; its log4j 2 configuration is ``log4j2.properties`` here. The
+executors and the app master log into Ray's session directory, whose path the log names.
 """
 
 from __future__ import annotations
@@ -14,20 +23,29 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 
 JAVA_OPENS = (
     "java.lang", "java.lang.invoke", "java.io", "java.net", "java.nio", "java.math", "java.text",
     "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "sun.nio.ch", "sun.nio.cs",
     "sun.security.action", "sun.util.calendar",
 )
+# A run's JVMs live for a minute or so: C1 compilation only (no C2 compiler threads competing for the two cores
+# while the JVMs load their classes) halves Spark's start here (docs/versions-and-settings.md).
+QUICK_START_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+LOG4J2_PROPERTIES = Path(__file__).with_name("log4j2.properties")
+SPARK_DRIVER_LOG = "spark-driver.log"
+PYTHON_LOG = "ray-and-spark.log"
+_QUIET_LOGGERS = ("ray", "raydp", "py4j", "pyspark")
 
 
 def java_options() -> str:
-    return "-XX:+IgnoreUnrecognizedVMOptions " + " ".join(
-        f"--add-opens=java.base/{pkg}=ALL-UNNAMED" for pkg in JAVA_OPENS
-    )
+    return " ".join(("-XX:+IgnoreUnrecognizedVMOptions", *QUICK_START_JVM_OPTIONS,
+                     *(f"--add-opens=java.base/{pkg}=ALL-UNNAMED" for pkg in JAVA_OPENS)))
 
 
 def spark_configs() -> dict[str, str]:
@@ -36,19 +54,26 @@ def spark_configs() -> dict[str, str]:
         "spark.driver.extraJavaOptions": opts,
         "spark.executor.extraJavaOptions": opts,
         "spark.ray.raydp_app_master.extraJavaOptions": opts,
+        # RayDP passes this to the driver JVM as log4j2.configurationFile
+        "spark.log4j.config.file.name": str(LOG4J2_PROPERTIES),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.session.timeZone": "UTC",
+        # pandas and Arrow data go to Spark as Arrow batches, never row by row, and stay Arrow batches in an RDD
+        # (a local relation of 100,000 rows would travel inside every task and be converted there row by row)
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
+        "spark.sql.execution.arrow.localRelationThreshold": "0",
     }
 
 
 def _restore_default_sigint() -> None:
-    """PySpark's SparkContext installs a SIGINT handler that calls ``cancelAllJobs`` over py4j; a Ctrl-C that lands
-    during another py4j call makes that call re-entrant and py4j logs a traceback. Python's own handler raises
-    KeyboardInterrupt instead, and leaving ``RayAndSpark`` stops Spark (cancelling its jobs) cleanly."""
+    """PySpark's SparkContext installs a SIGINT handler that calls ``cancelAllJobs`` over py4j when it is created on
+    the main thread; a Ctrl-C that lands during another py4j call makes that call re-entrant and py4j logs a
+    traceback. Python's own handler raises KeyboardInterrupt instead, and ``close`` stops Spark (cancelling its
+    jobs) cleanly."""
     import signal
-    import threading
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -67,102 +92,281 @@ class _DropPy4jInterruptTraceback(logging.Filter):
         return not (isinstance(exc, KeyboardInterrupt) and record.pathname.endswith("java_gateway.py"))
 
 
-def _quiet_ray_data() -> None:
-    """Ray Data logs every dataset execution and draws progress bars; a run prints its own progress."""
-    import ray.data
+class _PythonLogs:
+    """The Python loggers of Ray, RayDP, py4j and PySpark into one file for as long as Ray and Spark run (their
+    warnings are no business of the user's terminal); restored on ``close``."""
 
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    for name in ("ray.data", "ray.data._internal", "ray"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.handler = logging.FileHandler(path, encoding="utf-8")
+        self.handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self.saved = {}
+        for name in _QUIET_LOGGERS:
+            logger = logging.getLogger(name)
+            self.saved[name] = (list(logger.handlers), logger.propagate, logger.level)
+            logger.handlers = [self.handler]
+            logger.propagate = False
+            logger.setLevel(logging.INFO)
+
+    def quiet_ray_again(self) -> None:
+        """``ray.init`` sets up the "ray" logger's own terminal handler: move it into the file again."""
+        logger = logging.getLogger("ray")
+        logger.handlers = [self.handler]
+        logger.propagate = False
+        logger.setLevel(logging.INFO)
+
+    def close(self) -> None:
+        for name, (handlers, propagate, level) in self.saved.items():
+            logger = logging.getLogger(name)
+            logger.handlers, logger.propagate = handlers, propagate
+            logger.setLevel(level)
+        self.handler.close()
 
 
-def _patch_raydp_fetch_task() -> None:
-    """raydp 1.6.5's fetch task switches the Ray worker it runs in to "load code from local" for good, and
-    Ray reuses that worker for later tasks, which then crash. Giving the task its own ``runtime_env`` puts it
-    in a separate worker pool (``docs/versions-and-settings.md``)."""
-    import ray
-    import raydp.spark.dataset as raydp_dataset
+_gateway_lock = threading.Lock()
 
-    fetch = raydp_dataset._fetch_arrow_table_from_executor
-    if getattr(fetch, "_barriersim_patched", False):
-        return
-    patched = ray.remote(max_retries=-1, runtime_env={"env_vars": {"BARRIERSIM_RAYDP_FETCH_POOL": "1"}})(
-        fetch._function
-    )
-    patched._barriersim_patched = True
-    raydp_dataset._fetch_arrow_table_from_executor = patched
+
+def _launch_driver_jvm_beside_the_app_master(driver_log: Path | None, launched: list):
+    """RayDP starts its app master (a Python actor that launches a JVM), then the Spark driver JVM, one after the
+    other; this starts the driver JVM (PySpark's py4j gateway, through ``spark-submit`` with RayDP's prepared
+    settings) on a thread while the app master starts, with its output in ``driver_log``. PySpark's SparkContext
+    then finds the gateway running; it is appended to ``launched``. Returns the function that undoes the patch."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from raydp.spark.ray_cluster import SparkCluster
+
+    original = SparkCluster._set_up_master
+
+    def set_up_master(self, resources, kwargs):
+        if SparkContext._gateway is not None:  # a driver JVM of this process is up (it outlives Spark's stop)
+            return original(self, resources, kwargs)
+        conf = SparkConf(loadDefaults=False, _jvm=None)
+        for key, value in self._configs.items():
+            conf.set(key, value)
+        started: Future = Future()
+
+        def launch() -> None:
+            try:
+                out = open(driver_log, "ab") if driver_log is not None else None  # noqa: SIM115 - the JVM holds it
+                try:
+                    popen = {"stdout": out, "stderr": out} if out is not None else None
+                    started.set_result(launch_gateway(conf, popen_kwargs=popen))
+                finally:
+                    if out is not None:
+                        out.close()  # the JVM has its own descriptor
+            except BaseException as err:  # noqa: BLE001 - re-raised on the caller's thread
+                started.set_exception(err)
+
+        threading.Thread(target=launch, name="spark-driver-jvm", daemon=True).start()
+        try:
+            original(self, resources, kwargs)
+        finally:
+            gateway = started.result()
+            with SparkContext._lock:
+                if SparkContext._gateway is None:
+                    SparkContext._gateway = gateway
+                    SparkContext._jvm = gateway.jvm
+                    launched.append(gateway)
+
+    SparkCluster._set_up_master = set_up_master
+    return lambda: setattr(SparkCluster, "_set_up_master", original)
 
 
 @dataclass
 class RayAndSpark:
-    """Context manager owning Ray and Spark for one run."""
+    """Ray and Spark for one run (see the module's docstring)."""
 
     app_name: str = "barriersim"
     address: str | None = None
     num_cpus: int | None = None
+    log_dir: Path | None = None
     spark: object = None
     ray_started_seconds: float = 0.0
     spark_started_seconds: float = 0.0
+    prepared: object = None
+    _driver_gateway: object = field(default=None, repr=False)
     _owns_ray: bool = field(default=False, repr=False)
+    _spark_future: Future | None = field(default=None, repr=False)
+    _logs: _PythonLogs | None = field(default=None, repr=False)
 
-    def __enter__(self) -> "RayAndSpark":
+    # -- starting --------------------------------------------------------------------------------------
+
+    def start_ray(self) -> None:
+        """Start Ray (or attach to ``address``) on the calling thread, the main one."""
         import ray
 
+        if self.log_dir is not None and self._logs is None:
+            self._logs = _PythonLogs(Path(self.log_dir) / PYTHON_LOG)
         os.environ["PYSPARK_PYTHON"] = sys.executable
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         t0 = time.perf_counter()
-        try:
-            if not ray.is_initialized():
-                if self.address:
-                    ray.init(address=self.address, log_to_driver=False)
-                else:
-                    # A run never attaches to a cluster it did not mean to: "local" always starts a new one.
-                    ray.init(
-                        address="local",
-                        num_cpus=self.num_cpus or max(4, os.cpu_count() or 2),
-                        include_dashboard=False,
-                        log_to_driver=False,
-                        logging_level=logging.ERROR,
-                    )
-                self._owns_ray = True
-            self.ray_started_seconds = time.perf_counter() - t0
-            _quiet_ray_data()
-            _patch_raydp_fetch_task()
-            import raydp
+        if not ray.is_initialized():
+            if self.address:
+                ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR)
+            else:
+                # A run never attaches to a cluster it did not mean to: "local" always starts a new one.
+                ray.init(
+                    address="local",
+                    num_cpus=self.num_cpus or max(4, os.cpu_count() or 2),
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level=logging.ERROR,
+                )
+            self._owns_ray = True
+        if self._logs is not None:
+            self._logs.quiet_ray_again()
+            logging.getLogger("raydp").info("Ray's session logs: %s", _ray_logs_dir())
+        self.ray_started_seconds = time.perf_counter() - t0
+        _restore_default_sigint()
 
-            t1 = time.perf_counter()
-            self.spark = raydp.init_spark(
-                self.app_name, 1, 1, "1G", configs=spark_configs(), fault_tolerant_mode=True
-            )
-            self.spark_started_seconds = time.perf_counter() - t1
-            self.spark.sparkContext.setLogLevel("ERROR")
-            _restore_default_sigint()
+    def start_spark(self, prepare=None):
+        """Start Spark on Ray (blocking) and return the SparkSession. ``prepare(spark)``, if given, runs on the
+        driver while Spark's executor starts (it must not run a Spark job); its result is ``self.prepared``."""
+        import raydp
+
+        t1 = time.perf_counter()
+        driver_log = Path(self.log_dir) / SPARK_DRIVER_LOG if self.log_dir is not None else None
+        launched: list = []
+        with _gateway_lock:
+            undo = _launch_driver_jvm_beside_the_app_master(driver_log, launched)
+            try:
+                spark = raydp.init_spark(self.app_name, 1, 1, "1G", configs=spark_configs(),
+                                         fault_tolerant_mode=True)
+            finally:
+                undo()
+                self._driver_gateway = launched[0] if launched else None
+        if prepare is not None:
+            self.prepared = prepare(spark)
+        _wait_for_an_executor(spark)
+        self.spark = spark
+        self.spark_started_seconds = time.perf_counter() - t1
+        return spark
+
+    def start_spark_in_background(self, prepare=None) -> None:
+        """Start Spark on a thread (``start_spark``); ``wait_for_spark`` gives the session (or raises what the start
+        raised)."""
+        future: Future = Future()
+
+        def start() -> None:
+            try:
+                future.set_result(self.start_spark(prepare))
+            except BaseException as err:  # noqa: BLE001 - re-raised by wait_for_spark
+                future.set_exception(err)
+
+        self._spark_future = future
+        threading.Thread(target=start, name="spark-on-ray-start", daemon=True).start()
+
+    def wait_for_spark(self):
+        if self.spark is None and self._spark_future is not None:
+            self._spark_future.result()
+        return self.spark
+
+    def __enter__(self) -> "RayAndSpark":
+        try:
+            self.start_ray()
+            self.start_spark()
         except BaseException:
             self.close()
             raise
         return self
+
+    # -- using -----------------------------------------------------------------------------------------
 
     @property
     def spark_info(self) -> dict[str, str]:
         sc = self.spark.sparkContext
         return {"app_id": sc.applicationId, "master": sc.master}
 
+    # -- stopping --------------------------------------------------------------------------------------
+
     def close(self) -> None:
         try:
+            if self._spark_future is not None:
+                future, self._spark_future = self._spark_future, None
+                try:  # a start under way finishes first: RayDP cannot be stopped half-started
+                    future.result()
+                except BaseException:  # noqa: BLE001 - the caller hears of it from wait_for_spark
+                    pass
             if self.spark is not None:
                 import raydp
 
                 raydp.stop_spark()
                 self.spark = None
         finally:
-            if self._owns_ray:
-                import ray
+            driver_jvm = None
+            if self._driver_gateway is not None:
+                gateway, self._driver_gateway = self._driver_gateway, None
+                driver_jvm = _stop_driver_jvm(gateway)
+            try:
+                if self._owns_ray:
+                    import ray
 
-                ray.shutdown()
-                self._owns_ray = False
+                    ray.shutdown()
+                    self._owns_ray = False
+            finally:
+                if driver_jvm is not None:
+                    _wait_for_exit(driver_jvm)
+                if self._logs is not None:
+                    self._logs.close()
+                    self._logs = None
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _stop_driver_jvm(gateway):
+    """Tell the driver JVM this module launched to end (it would end on its own only after this process, when its
+    stdin closes), let PySpark launch a new one for the next session of this process, and return its process."""
+    from pyspark import SparkContext
+
+    with SparkContext._lock:
+        if SparkContext._gateway is gateway:
+            SparkContext._gateway = None
+            SparkContext._jvm = None
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001 - the JVM may be gone already
+        pass
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:
+        try:
+            proc.stdin.close()  # the gateway server exits at the end of its stdin
+        except OSError:
+            pass
+    return proc
+
+
+def _wait_for_exit(proc, timeout: float = 10.0) -> None:
+    import subprocess
+
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
+
+
+EXECUTOR_START_TIMEOUT_SECONDS = 180.0
+
+
+def _wait_for_an_executor(spark) -> None:
+    """Wait until Spark's executor has registered: RayDP returns the session while its executor (a Ray actor
+    running a JVM) still starts, and the start of Spark is only over when a job can run."""
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus  # the driver and every registered executor
+    deadline = time.monotonic() + EXECUTOR_START_TIMEOUT_SECONDS
+    while status().size() < 2:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"Spark's executor did not register within {EXECUTOR_START_TIMEOUT_SECONDS:.0f} s")
+        time.sleep(0.1)
+
+
+def _ray_logs_dir() -> str:
+    try:
+        import ray
+
+        return ray._private.worker._global_node.get_logs_dir_path()
+    except Exception:  # noqa: BLE001 - only for the log's first line
+        return "(unknown)"
 
 
 def ray_address(address: str | None) -> str | None:
@@ -171,20 +375,26 @@ def ray_address(address: str | None) -> str | None:
 
 
 class SparkOnDemand:
-    """A SparkSession for as long as it is needed: the caller's, or Spark on Ray started on first use and
-    stopped by ``close``."""
+    """A SparkSession for as long as it is needed: the caller's, or Spark on Ray started on first use (its logs in
+    ``log_dir``) and stopped by ``close``."""
 
-    def __init__(self, spark=None, address: str | None = None, app_name: str = "barriersim-api"):
+    def __init__(self, spark=None, address: str | None = None, app_name: str = "barriersim-api",
+                 log_dir: Path | None = None):
         self._given = spark
         self._address = address
         self._app_name = app_name
+        self._log_dir = log_dir
         self._cluster = None
+
+    @property
+    def started(self) -> bool:
+        return self._given is not None or self._cluster is not None
 
     def get(self):
         if self._given is not None:
             return self._given
         if self._cluster is None:
-            cluster = RayAndSpark(app_name=self._app_name, address=ray_address(self._address))
+            cluster = RayAndSpark(app_name=self._app_name, address=ray_address(self._address), log_dir=self._log_dir)
             cluster.__enter__()
             self._cluster = cluster
         return self._cluster.spark

@@ -4,8 +4,8 @@ How this works: ``CheckpointProperties`` is a frozen value attached to every tri
 completed checkpoint. ``forced`` checkpoints bypass the max-concurrent and min-pause limits of the request
 decider; savepoints are never subsumed by checkpoints and are never discarded by the coordinator; the
 ``discard_*`` flags decide, per ``JobStatus``, whether the completed checkpoint store discards a checkpoint on
-shutdown (Flink's ``CheckpointRetentionPolicy``). Mirrors Flink's ``CheckpointProperties`` and
-``CheckpointRetentionPolicy`` (and the ``JobStatus`` values the store cares about).
+shutdown (Flink's ``CheckpointRetentionPolicy``). Mirrors Flink's ``CheckpointProperties``,
+``CheckpointRetentionPolicy``, ``ExternalizedCheckpointRetention`` (and the ``JobStatus`` values the store cares about).
 """
 
 from __future__ import annotations
@@ -25,21 +25,21 @@ class CheckpointRetentionPolicy(enum.Enum):
 
 
 class ExternalizedCheckpointRetention(enum.Enum):
-    """What a job's checkpoints leave behind when it ends (Flink's ``ExternalizedCheckpointRetention``,
-    ``execution.checkpointing.externalized-checkpoint-retention``), as the retention policy the coordinator's
-    checkpoint properties follow (Flink's ``StreamingJobGraphGenerator``)."""
+    """Flink's ``ExternalizedCheckpointRetention`` (``execution.checkpointing.externalized-checkpoint-retention``,
+    default ``NO_EXTERNALIZED_CHECKPOINTS``) and the ``CheckpointRetentionPolicy`` Flink's
+    ``StreamingJobGraphGenerator`` derives from it. Every policy discards a finished job's checkpoints."""
 
-    NO_EXTERNALIZED_CHECKPOINTS = "NO_EXTERNALIZED_CHECKPOINTS"  # discarded however the job ends
-    DELETE_ON_CANCELLATION = "DELETE_ON_CANCELLATION"  # kept when the job failed
-    RETAIN_ON_CANCELLATION = "RETAIN_ON_CANCELLATION"  # kept when the job failed or was cancelled
+    NO_EXTERNALIZED_CHECKPOINTS = "NO_EXTERNALIZED_CHECKPOINTS"
+    DELETE_ON_CANCELLATION = "DELETE_ON_CANCELLATION"
+    RETAIN_ON_CANCELLATION = "RETAIN_ON_CANCELLATION"
 
     @property
     def retention_policy(self) -> CheckpointRetentionPolicy:
-        return {
-            ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS: CheckpointRetentionPolicy.NEVER_RETAIN_AFTER_TERMINATION,
-            ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION: CheckpointRetentionPolicy.RETAIN_ON_FAILURE,
-            ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION: CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION,
-        }[self]
+        if self is ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS:
+            return CheckpointRetentionPolicy.NEVER_RETAIN_AFTER_TERMINATION
+        if self is ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION:
+            return CheckpointRetentionPolicy.RETAIN_ON_FAILURE
+        return CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION
 
 
 class JobStatus(enum.Enum):

@@ -64,13 +64,14 @@ class JobConfig:
     max_retained: int = 1
     checkpoints_after_tasks_finish: bool = True
     memory_threshold_bytes: int = 20 * 1024  # Flink's state.storage.fs.memory-threshold (filesystem storage)
+    # what survives the job's end (Flink's execution.checkpointing.externalized-checkpoint-retention)
+    externalized_checkpoint_retention: ExternalizedCheckpointRetention = (
+        ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS)
     network: NetworkConfig = NetworkConfig()
     storage: CheckpointCostModel = CheckpointCostModel()  # what checkpoints cost (runtime.checkpoint_cost)
     state: StateBackendConfig = StateBackendConfig()  # the keyed state backend (runtime.state.backend)
     # whether a new JobManager's recovered checkpoints are the job's to discard (Flink's claim mode; NO_CLAIM default)
     claim_mode: RecoveryClaimMode = RecoveryClaimMode.NO_CLAIM
-    # what the checkpoints leave behind when the job ends (Flink's ExternalizedCheckpointRetention)
-    externalized_retention: ExternalizedCheckpointRetention = ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
     buffer_timeout_ms: int = 100
     restart_delay_ms: int = 1000
     max_restarts: int = 20
@@ -134,9 +135,9 @@ class JobConfig:
             max_concurrent_checkpoints=self.max_concurrent,
             tolerable_checkpoint_failure_number=self.tolerable_failures,
             max_retained_checkpoints=self.max_retained,
+            retention_policy=self.externalized_checkpoint_retention.retention_policy,
             checkpoint_options=self.checkpoint_options(),
             allow_checkpoints_after_tasks_finished=self.checkpoints_after_tasks_finish,
-            retention_policy=self.externalized_retention.retention_policy,
         )
 
     def checkpoint_options(self) -> CheckpointOptions:

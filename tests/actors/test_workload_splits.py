@@ -1,16 +1,13 @@
-"""The per-subtask splits the Ray backend cuts from the Spark workload's Arrow blocks are exactly the splits the
+"""The per-subtask splits the Ray backend hands over from the Spark workload's Arrow table are exactly the splits the
 simulator draws locally (``simulation_inputs.workload_splits``), for a graph with two source vertices of
-different parallelism; no Ray or Spark needed (the Spark batch function and the cutting task are plain
-functions)."""
+different parallelism; no Ray or Spark needed (Spark's batch function and the cutting are plain functions)."""
 
-import numpy as np
 import pyarrow as pa
 
-from barriersim.runtime.records_codec import decode_records
+from barriersim.runtime.records_codec import SPLIT_COLUMNS, decode_split
 from barriersim.scenarios.loader import parse_scenario
 from barriersim.scenarios.simulation_inputs import workload_splits
-from barriersim.scenarios.workload import zipf_cdf
-from barriersim.spark.workload import _cut_splits_of, source_batch
+from barriersim.spark import workload as spark_workload
 
 SCENARIO = {
     "scenario": {"name": "two-sources", "seed": 11},
@@ -33,23 +30,20 @@ SCENARIO = {
 }
 
 
-def test_splits_cut_from_arrow_blocks_equal_the_simulators_local_splits():
+def test_splits_handed_over_as_arrow_equal_the_simulators_local_splits(monkeypatch):
     scenario = parse_scenario(SCENARIO)
-    w = scenario.workload
-    cdf = zipf_cdf(w.keys, w.zipf_exponent)
-    blocks = []
-    for k, vertex in enumerate(scenario.job.graph.sources):
-        ms_per_record = 1000.0 / (w.rate_per_source * vertex.parallelism)
-        # Spark's partitions: uneven, out of order, sources interleaved in the block list
-        for lo, hi in ((600, 1_000), (0, 250), (250, 600)):
-            batch = source_batch(np.arange(lo, hi), k, scenario.seed, cdf, w.max_value, vertex.parallelism,
-                                 ms_per_record)
-            blocks.append(pa.Table.from_batches([batch]))
-    blocks = blocks[1::2] + blocks[::2]
+    plan = spark_workload.split_plan(scenario, scenario.seed)
+    assert [(source, split) for source, _, split, _ in plan.splits] == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]
+    monkeypatch.setattr(spark_workload, "BATCH_RECORDS", 128)  # several Arrow batches per split
+    # Spark's partitions, one per split, collected in any order
+    partitions = [pa.Table.from_batches(list(spark_workload.split_batches(plan, p))) for p in (3, 0, 4, 2, 1)]
+    table = pa.concat_tables(partitions)
+    sources = tuple((v.name, v.parallelism) for v in scenario.job.graph.sources)
+    tables = spark_workload.split_tables(table, sources)
 
     expected = workload_splits(scenario)
-    assert set(expected) == {"left", "right"}
-    for k, vertex in enumerate(scenario.job.graph.sources):
-        cut = _cut_splits_of(k, vertex.parallelism, *blocks)
-        cut = [cut] if vertex.parallelism == 1 else list(cut)
-        assert [decode_records(data) for data in cut] == expected[vertex.name]
+    assert set(expected) == set(tables) == {"left", "right"}
+    for name, parts in tables.items():
+        assert all(part.column_names == list(SPLIT_COLUMNS) for part in parts)
+        assert [decode_split(part) for part in parts] == expected[name]
+    assert sum(part.num_rows for parts in tables.values() for part in parts) == 2 * 1_000

@@ -131,8 +131,9 @@ def test_faults_given_as_plain_tables_or_json(tiny, tmp_path):
     ({"seed": True}, ScenarioError, "seed"),
     ({"faults": [{"type": "meteor"}]}, FaultScheduleError, "faults[0]"),
     ({"faults": "{not json"}, FaultScheduleError, "not valid JSON"),
-    ({"backend": "flink"}, ValueError, "backend: must be one of sim, ray"),
-    ({"workload": "cloud"}, ValueError, "workload: must be one of local, spark"),
+    ({"backend": "flink"}, barriersim.ArgumentError, "backend: must be one of sim, ray"),
+    ({"backend": "spark"}, barriersim.ArgumentError, "backend: must be one of sim, ray"),
+    ({"workload": "cloud"}, barriersim.ArgumentError, "workload: must be one of local, spark"),
     ({"backend": "ray", "workload": "local"}, UnsupportedScenario, "Spark on Ray"),
 ])
 def test_bad_input_raises_the_clis_typed_errors(tiny, tmp_path, kwargs, error, words):
@@ -143,6 +144,27 @@ def test_bad_input_raises_the_clis_typed_errors(tiny, tmp_path, kwargs, error, w
     if error is ScenarioError:
         assert message.startswith(str(tiny))
     assert not (tmp_path / "never").exists()
+
+
+def test_a_run_refuses_a_non_empty_out_directory_unless_forced(tiny, tmp_path):
+    first = barriersim.run(tiny, out=tmp_path / "run", mode="all")
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "run").rglob("*"))
+    with pytest.raises(barriersim.ArgumentError, match=r"--out: .*run is not empty"):
+        barriersim.run(tiny, out=tmp_path / "run")
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "run").rglob("*")) == before
+    again = barriersim.run(tiny, out=tmp_path / "run", force=True)
+    assert isinstance(again, api.RunResult) and list(again) == ["aligned"] and len(first) == 3
+    assert not (tmp_path / "run" / "unaligned").exists()  # the previous run was replaced, not mixed in
+
+
+def test_one_result_type_for_one_mode_and_several(tiny, tmp_path):
+    one = barriersim.run(tiny, out=tmp_path / "one")
+    several = barriersim.run(tiny, out=tmp_path / "several", mode=["aligned", "unaligned"])
+    assert type(one) is type(several) is barriersim.RunResult
+    assert isinstance(one.only, barriersim.ModeRun) and one["aligned"] is one.only
+    with pytest.raises(ValueError, match="holds 2 modes"):
+        several.only
+    assert all(isinstance(r, barriersim.ModeRun) for r in several.values())
 
 
 def test_a_missing_or_broken_scenario_file_names_the_file(tmp_path):

@@ -59,3 +59,14 @@ def test_a_finished_run_has_no_failure_reason(tmp_path):
     assert cli.main(["run", str(scenario), "--backend", "sim", "--out", str(out)]) == 0
     job = json.loads((out / "summary.json").read_text())["job"]
     assert job["outcome"] == "finished" and job["failure_reason"] is None
+
+
+def test_a_sweep_with_a_failed_run_exits_1_and_names_the_run_and_its_reason(tmp_path, capsys):
+    scenario = tmp_path / "damaged_sweep.toml"
+    scenario.write_text(DAMAGED + '\n[sweep]\n"checkpointing.interval_ms" = [100, 150]\n')
+    out = tmp_path / "sweep"
+    status = cli.main(["sweep", str(scenario), "--backend", "sim", "--out", str(out), "--no-analytics"])
+    printed = capsys.readouterr().out
+    failed_lines = [line for line in printed.splitlines() if line.startswith("failed: ")]
+    assert status == cli.EXIT_VIOLATED
+    assert failed_lines and all("JobManager failover: job " in line for line in failed_lines), printed

@@ -1,18 +1,19 @@
 """The API and sweeps with real Spark on Ray (RayDP), sharing one Ray and Spark for the module: the Spark
 workload gives the simulator the very splits its local draws give; results as Spark DataFrames; a 2-point sweep
-aggregated in Spark against statistics computed here with numpy."""
+aggregated in Spark against statistics computed here (numpy, and Flink's percentile rule)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import barriersim
 from barriersim import api, sweep
-from barriersim.spark.analytics import SWEEP_STATS, read_sweep_analytics
-from barriersim.scenarios.loader import load_scenario
+from barriersim.spark.analytics import SWEEP_STATS, flink_percentile, read_sweep_analytics
+from barriersim.scenarios.loader import load_scenario, with_overrides
 from barriersim.spark.session import RayAndSpark
 from tests.api.scenarios import TWO_POINT_SWEEP, TWO_SOURCES, write
 
@@ -46,6 +47,10 @@ def test_spark_workload_gives_the_local_splits_and_the_same_run(spark, tmp_path,
     assert generated.summary["workload"]["generated_by"] == "spark"
     assert json.loads((tmp_path / "spark" / "summary.json").read_text())["workload"]["generated_by"] == "spark"
     assert generated.summary["trace_sha256"] == local.summary["trace_sha256"]
+    # a hot key (workload.hot_key_share) is drawn alike too
+    scenario = load_scenario(path)
+    hot = with_overrides(scenario, workload=replace(scenario.workload, hot_key_share=0.3))
+    assert api.spark_workload_splits(spark, hot) == api.local_workload_splits(hot) != from_spark
 
     frames = generated.to_spark(spark)
     assert set(generated.checkpoints.columns) <= set(frames.checkpoints.columns)
@@ -79,7 +84,7 @@ def test_two_point_sweep_aggregated_in_spark(spark, tmp_path):
                                ("alignment_duration", sts["alignment_duration"])):
             v = values.to_numpy(dtype=float)
             expected = dict(min=v.min(), max=v.max(), avg=v.mean(),
-                            **{f"p{q}": np.percentile(v, float(f"0.{q}") * 100)  # Spark's exact percentile
+                            **{f"p{q}": flink_percentile(np.sort(v), float(f"0.{q}"))  # Flink's percentile
                                for q in ("50", "90", "95", "99", "999")})
             got = {stat: row[f"{metric}_{stat}"] for stat in SWEEP_STATS}
             assert got == pytest.approx(expected), (row["run"], metric)

@@ -80,10 +80,16 @@ def test_sweep_command_runs_and_prints_the_matrix(tmp_path, capsys):
     scenario = write(tmp_path, TWO_POINT_SWEEP)
     assert cli(["sweep", str(scenario), "--out", str(tmp_path / "out"), "--mode", "all", "--seed", "3",
                 "--no-analytics"]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "unaligned" in out and "exactly-once" in out and "sweep.json" in out
     index = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert index["seed"] == 3 and sum(len(p["runs"]) for p in index["points"]) == 6
+    # each run is named once, by the point and the backend's phase
+    phases = [line for line in captured.err.splitlines() if line]
+    labels = [p["label"] for p in index["points"]]
+    assert phases == [f"{label}: simulating tiny in {mode} mode" for label in labels
+                      for mode in ("aligned", "unaligned", "at-least-once")]
 
 
 @pytest.mark.parametrize("text, words", [

@@ -4,6 +4,7 @@ side by side on one local cluster, a run on an existing cluster that it leaves r
 import csv
 import json
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -30,7 +31,15 @@ SUMMARY_KEYS = ["scenario", "seed", "backend", "mode", "versions", "workload", "
                 "cluster", "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "timings_seconds",
                 "ray", "wall_seconds"]
 
+TIMINGS = ["ray_start", "spark_start", "workload", "analytics", "deploy", "job", "verification"]
+# what a run must not print: Spark's, Ray's or log4j's warnings and errors, Ray's core worker lines, Python warnings
+NOISE = re.compile(r"\bWARN\b|\bERROR\b|StatusConsoleListener|gcs_client|Warning:|warnings\.warn")
+
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
+
+
+def assert_quiet(output: str) -> None:
+    assert not [line for line in output.splitlines() if NOISE.search(line)], output
 
 
 def barriersim(*args, **kw):
@@ -51,6 +60,12 @@ def check_run_directory(out: Path, mode: str, seed: int) -> dict:
     assert summary["workload"] == {**summary["workload"], "records": 100_000, "generated_by": "spark"}
     assert summary["job"] == {**summary["job"], "outcome": "finished", "restarts": 0}
     assert summary["throughput"]["records_per_second"] > 0 and summary["throughput"]["clock"] == "wall"
+    assert summary["throughput"]["offered_per_source_subtask"] == 25_000
+    sources = summary["throughput"]["sources"]
+    assert [r["task"] for r in sources] == ["source#0", "source#1"]
+    assert all(r["records"] == 50_000 and r["achieved_per_second"] > 0 for r in sources)
+    assert summary["throughput"]["offered_rate_reached"] == all(r["reached"] for r in sources)
+    assert list(summary["timings_seconds"]) == TIMINGS and min(summary["timings_seconds"].values()) >= 0
     v = summary["verification"]
     assert v["reference"] == "spark" and v["expected_records"] == 100_000
     assert (v["lost"], v["duplicated"], v["wrong"], v["final_sum_mismatched_keys"]) == (0, 0, 0, 0)
@@ -94,13 +109,19 @@ def test_all_modes_run_side_by_side_on_one_local_cluster(tmp_path):
     proc = barriersim("run", str(QUICKSTART), "--mode", "all", "--out", str(out), "--seed", "7", env=env)
     output, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, output
-    assert output.count("starting Ray and Spark on Ray") == 1
+    assert output.count("starting Spark on Ray") == 1
+    assert_quiet(output)
+    assert output.count("shared by the modes") == 1 and "own wall time (s)" in output
+    assert (out / "logs" / "spark-driver.log").is_file()
     apps = set()
+    shared = set()
     for mode in ("aligned", "unaligned", "at-least-once"):
         summary = check_run_directory(out / mode, mode, 7)
         apps.add(summary["spark"]["app_id"])
+        shared.add(tuple(summary["timings_seconds"][k] for k in ("ray_start", "spark_start", "workload", "analytics")))
         assert f"{mode}: verdict: exactly-once  lost=0 duplicated=0 wrong=0" in output
     assert len(apps) == 1  # one Spark session for the three modes
+    assert len(shared) == 1  # the phases the modes share, the same in each
     # Flink's REST summaries of the three runs, computed by that Spark session and written as Parquet
     analytics = read_analytics(out)
     assert analytics is not None and set(analytics.counts["run"]) == {"aligned", "unaligned", "at-least-once"}
@@ -168,6 +189,7 @@ def test_a_run_on_an_existing_cluster_leaves_it_running(tmp_path):
         output, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, output
         assert "verdict: exactly-once" in output and "lost=0 duplicated=0 wrong=0" in output
+        assert_quiet(output)
         check_run_directory(out, "aligned", 3)
 
         status = subprocess.run([str(RAY), "status", f"--address={address}"], env=env, capture_output=True,

@@ -1,5 +1,5 @@
 """The checkpoint statistics through real Spark on Ray, against numbers computed by hand: ``barriersim
-report`` on a run directory without analytics starts Ray and Spark on Ray and computes them."""
+report`` on a Ray run directory without analytics starts Ray and Spark on Ray and computes them."""
 
 from __future__ import annotations
 
@@ -46,16 +46,17 @@ def test_summary_percentiles_and_counts_match_hand_computation(tmp_path):
     result = read_analytics(root)
     assert result is not None
 
-    # Spark's exact percentile interpolates at rank p * (n - 1): for 10, 20, 30, 40 the p90 rank is 2.7.
+    # Flink's percentile (Commons Math): position p * (n + 1) of the sorted values, the last value from position n
+    # on: for 10, 20, 30, 40, p50 is at 2.5 (25) and p90 at 4.5 (40).
     expected = {
-        ("aligned", "end_to_end_duration"): (4, 10, 40, 25, 25, 37, 38.5, 39.7, 39.97),
-        ("aligned", "state_size"): (4, 1000, 4000, 2500, 2500, 3700, 3850, 3970, 3997),
-        ("aligned", "processed_data"): (4, 0, 300, 150, 150, 270, 285, 297, 299.7),
+        ("aligned", "end_to_end_duration"): (4, 10, 40, 25, 25, 40, 40, 40, 40),
+        ("aligned", "state_size"): (4, 1000, 4000, 2500, 2500, 4000, 4000, 4000, 4000),
+        ("aligned", "processed_data"): (4, 0, 300, 150, 150, 300, 300, 300, 300),
         ("aligned", "persisted_data"): (4, 0, 0, 0, 0, 0, 0, 0, 0),
-        ("aligned", "alignment_duration"): (4, 1, 4, 2.5, 2.5, 3.7, 3.85, 3.97, 3.997),
-        ("aligned", "start_delay"): (4, 10, 40, 25, 25, 37, 38.5, 39.7, 39.97),
-        ("unaligned", "end_to_end_duration"): (2, 7, 9, 8, 8, 8.8, 8.9, 8.98, 8.998),
-        ("unaligned", "persisted_data"): (2, 100, 300, 200, 200, 280, 290, 298, 299.8),
+        ("aligned", "alignment_duration"): (4, 1, 4, 2.5, 2.5, 4, 4, 4, 4),
+        ("aligned", "start_delay"): (4, 10, 40, 25, 25, 40, 40, 40, 40),
+        ("unaligned", "end_to_end_duration"): (2, 7, 9, 8, 8, 9, 9, 9, 9),
+        ("unaligned", "persisted_data"): (2, 100, 300, 200, 200, 300, 300, 300, 300),
         ("unaligned", "alignment_duration"): (2, 0, 0, 0, 0, 0, 0, 0, 0),
     }
     columns = ("count", "min", "max", "avg", "p50", "p90", "p95", "p99", "p999")
@@ -73,11 +74,40 @@ def test_summary_percentiles_and_counts_match_hand_computation(tmp_path):
     assert counts.loc["aligned"].tolist() == [2, 6, 1, 4, 1]
     assert counts.loc["unaligned"].tolist() == [0, 2, 0, 2, 0]
 
-    # Written by Spark, one part file each, and read back unchanged.
+    # Written in Spark's layout, one part file each, and read back unchanged.
     for name in ("summary.parquet", "counts.parquet"):
         assert len(list((root / "analytics" / name).glob("part-*.parquet"))) == 1
     assert pq.read_table(str(root / "analytics" / "summary.parquet")).num_rows == 14
 
     html = (root / "report" / "index.html").read_text()
-    assert "<td>39.7</td>" in html  # the aligned run's p99 end_to_end_duration
+    # the aligned run's end_to_end_duration row: count, min, max, avg, p50, p90, p95, p99, p999
+    assert "<td>end_to_end_duration</td><td>4</td><td>10</td><td>40</td><td>25</td><td>25</td><td>40</td>" in html
     assert all((root / "report" / name).stat().st_size > 0 for name in FIGURES)
+
+
+def test_pandas_path_gives_the_spark_paths_numbers(tmp_path):
+    """The statistics of small simulator runs, computed in pandas (``barriersim.report.statistics``), equal Spark's
+    for the same runs: hand-made runs with failed, in-progress and aborted rows, and real simulated runs."""
+    import barriersim
+    from barriersim.report.statistics import compute_locally
+    from barriersim.rundir import load_tables
+    from barriersim.spark.analytics import COUNT_COLUMNS, STAT_COLUMNS, compute_analytics
+    from barriersim.spark.session import RayAndSpark
+    from tests.api.scenarios import TINY, write
+
+    tiny_runs(tmp_path / "hand")
+    barriersim.run(write(tmp_path, TINY), out=tmp_path / "sim", mode="all", seed=3)
+    with RayAndSpark(app_name="barriersim-tests-statistics") as cluster:
+        in_spark = {root: compute_analytics(cluster.spark, tmp_path / root) for root in ("hand", "sim")}
+    for root, spark_result in in_spark.items():
+        local = compute_locally(tmp_path / root, load_tables(tmp_path / root))
+        keys = ["run", "scope", "metric"]
+        a = spark_result.summary.sort_values(keys).reset_index(drop=True)
+        b = local.summary.sort_values(keys).reset_index(drop=True)
+        assert a[keys].equals(b[keys]), root
+        for column in STAT_COLUMNS:
+            assert a[column].astype(float).tolist() == pytest.approx(b[column].astype(float).tolist(), nan_ok=True), \
+                (root, column)
+        ca = spark_result.counts.sort_values("run").reset_index(drop=True)
+        cb = local.counts.sort_values("run").reset_index(drop=True)
+        assert ca[["run", *COUNT_COLUMNS]].astype(str).equals(cb[["run", *COUNT_COLUMNS]].astype(str)), root

@@ -16,7 +16,7 @@ def no_spark(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("Spark must not start when the arguments are wrong")
 
-    monkeypatch.setattr(report_cli, "_compute_analytics", refuse)
+    monkeypatch.setattr(report_cli, "compute_analytics", refuse)
 
 
 def report_error(capsys, *argv: str) -> str:

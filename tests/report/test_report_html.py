@@ -71,7 +71,7 @@ def no_spark(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the report started Spark although fresh analytics were there")
 
-    monkeypatch.setattr(report_cli, "_compute_analytics", refuse)
+    monkeypatch.setattr(report_cli, "compute_analytics", refuse)
 
 
 def test_report_writes_html_with_all_four_pngs(run_dir, no_spark, capsys):
@@ -100,11 +100,11 @@ def test_report_out_file_puts_pngs_beside_it(run_dir, no_spark, tmp_path):
 def test_report_recomputes_stale_analytics(run_dir, monkeypatch):
     calls = []
 
-    def fake_compute(root, runs, address, console):
-        calls.append((Path(root), sorted(r.label for r in runs)))
+    def fake_compute(root, tables, address, console):
+        calls.append((Path(root), sorted(r.label for r in tables.runs)))
         return hand_analytics()
 
-    monkeypatch.setattr(report_cli, "_compute_analytics", fake_compute)
+    monkeypatch.setattr(report_cli, "compute_analytics", fake_compute)
     newer = os.stat(run_dir / "analytics" / "summary.parquet" / "_SUCCESS").st_mtime + 10
     os.utime(run_dir / "unaligned" / "checkpoints.parquet", (newer, newer))
     assert report_cli.main(["report", str(run_dir)]) == 0

@@ -1,5 +1,6 @@
 """The report of a sweep's directory (no Spark: the sweep runs on the simulator without aggregation, and its
-table is written here in Spark's layout): a Sweep section with a row per point and mode, beside every run."""
+table is written here in Spark's layout): a Sweep section with a row per point and mode in each of its tables,
+beside every run."""
 
 from __future__ import annotations
 
@@ -29,7 +30,10 @@ def test_report_of_a_sweep_shows_its_points(tmp_path):
     html = report.html.read_text()
     assert "<h2>Sweep</h2>" in html
     assert "<th>workload.zipf_exponent</th>" in html and "<th>end_to_end_duration_p99</th>" in html
-    assert html.count("<td>zipf_exponent=2.0</td>") == 3
+    # one table of the points and one per statistic (none wider than the page), a row per point and mode in each
+    tables = html.split("<h2>Sweep</h2>")[1].split("<h2>")[0].count("<table>")
+    assert tables == 4
+    assert html.count("<td>zipf_exponent=2.0</td>") == 3 * tables
     assert "<td>506</td>" in html  # the last row's end_to_end_duration_p99 (row 5, stat index 6)
     # Every run of the sweep is in the report's runs table.
     for point in result.index["points"]:

@@ -77,3 +77,28 @@ def test_cli_refuses_faults_the_job_cannot_reach_before_starting_ray(tmp_path, t
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"barriersim: {p}: {problem}"
     assert "starting Ray" not in proc.stdout
+
+
+def test_a_simulated_run_writes_its_checkpoints_when_asked_and_keeps_the_retention_in_its_scenario(tmp_path):
+    faults = '[{"type":"crash_task","task":"keyed-sum#1","at_ms":700}]'
+    plain = cli("replay", str(QUICKSTART), "--faults", faults, "--out", str(tmp_path / "memory"))
+    files = cli("replay", str(QUICKSTART), "--faults", faults, "--out", str(tmp_path / "files"), "--checkpoint-files",
+                "--externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
+    assert plain.returncode == 0 and files.returncode == 0, files.stderr
+    a, b = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("memory", "files"))
+    assert a["trace_sha256"] == b["trace_sha256"] and b["job"]["restarts"] == 1  # the same simulation
+    assert not (tmp_path / "memory" / "checkpoints").exists()
+    job_dir, = (tmp_path / "files" / "checkpoints").iterdir()
+    assert (job_dir / "shared").is_dir() and not list(job_dir.glob("chk-*"))  # finished: discarded, as in Flink
+    assert a["checkpointing"]["externalized_checkpoint_retention"] == "NO_EXTERNALIZED_CHECKPOINTS"
+    assert b["checkpointing"]["externalized_checkpoint_retention"] == "RETAIN_ON_CANCELLATION"
+    assert load_scenario(tmp_path / "files" / "scenario.toml").checkpointing.externalized_checkpoint_retention == \
+        "RETAIN_ON_CANCELLATION"
+
+
+def test_an_unknown_retention_costs_one_line_and_exit_2(tmp_path):
+    proc = cli("run", str(QUICKSTART), "--backend", "sim", "--out", str(tmp_path / "run"),
+               "--externalized-checkpoint-retention", "KEEP_ALL")
+    assert proc.returncode == 2 and not (tmp_path / "run").exists()
+    assert proc.stderr.count("\n") == 1 and "checkpointing.externalized_checkpoint_retention" in proc.stderr
+    assert "KEEP_ALL" in proc.stderr and "Traceback" not in proc.stderr

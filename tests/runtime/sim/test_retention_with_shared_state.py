@@ -1,4 +1,4 @@
-"""What a job's checkpoints leave on disk when it ends, per Flink's ``ExternalizedCheckpointRetention``: after a
+"""What a job's checkpoints and their shared state leave on disk when it ends, per Flink's ``ExternalizedCheckpointRetention``: after a
 finished, a cancelled and a failed job (simulator, filesystem storage, incremental backend with shared files):
 nothing at all, or the retained checkpoints with exactly the shared files they refer to, each loadable."""
 
@@ -32,7 +32,7 @@ def simulation(retention: str, ending: str, tmp_path) -> JobSimulation:
         "scenario": {"name": "retention", "seed": 2},
         "workload": {"records": 8_000, "keys": 2_000, "rate_per_source": 4_000, "key_growth": True},
         "checkpointing": {"interval_ms": 100, "max_retained": 2, "memory_threshold_bytes": 0,
-                          "externalized_retention": retention},
+                          "externalized_checkpoint_retention": retention},
         "state": {"backend": "incremental", "entry_bytes": 100, "write_buffer_bytes": 20_000,
                   "target_file_bytes": 30_000, "level0_compaction_trigger": 2, "max_bytes_for_level_base": 60_000},
         "job": {"source_parallelism": 2, "keyed_sum_parallelism": 2},
