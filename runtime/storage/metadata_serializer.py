@@ -259,9 +259,10 @@ def _keyed_handle_to_plain(h) -> dict:
 
 
 def _shared_handle_to_plain(h) -> dict:
-    """A shared file's handle; a placeholder never reaches a completed checkpoint (the registry replaced it)."""
+    """A shared file's handle, or a placeholder (in an acknowledgement on its way to the coordinator, whose registry
+    replaces it: a completed checkpoint's _metadata never holds one)."""
     if isinstance(h, PlaceholderStateHandle):
-        raise TypeError(f"shared state {h.key} is still a placeholder in a completed checkpoint")
+        return {"key": h.key, "state_size": h.state_size, "placeholder": True}
     plain = {"key": h.key, "size": h.size, "crc32": h.crc32, "state_size": h.state_size}
     if h.data is not None:
         plain["data"] = bytes(h.data)
@@ -518,6 +519,9 @@ def _shared_entry_from_plain(p: Any, w: str) -> HandleAndLocalPath:
         raise _Malformed(f"{w} has {len(p)} items, expected 2")
     path = _expect(p[0], str, f"{w}[0]")
     h = p[1]
+    if isinstance(h, dict) and h.get("placeholder"):
+        return HandleAndLocalPath(path, PlaceholderStateHandle(_field(h, "key", str, f"{w}[1]"),
+                                                               _field(h, "state_size", int, f"{w}[1]")))
     data = h.get("data") if isinstance(h, dict) else None
     if data is not None:
         _expect(data, bytes, f"{w}[1].data")

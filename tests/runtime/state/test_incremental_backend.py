@@ -194,3 +194,22 @@ def _resolve(handle, registry):
     return dataclasses.replace(handle, shared_state=tuple(
         HandleAndLocalPath(e.local_path, registry[e.handle.key] if e.is_placeholder else e.handle)
         for e in handle.shared_state))
+
+
+def test_an_acknowledgement_with_placeholders_travels_through_the_metadata_format():
+    """Ray sends an acknowledgement's snapshot in the _metadata format: new uploads and placeholders come back as
+    they went (the registry replaces the placeholders at the coordinator)."""
+    from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorState
+    from barriersim.runtime.storage import metadata_serializer
+
+    table = Table()
+    table.values = {k: k for k in range(20)}
+    b = backend(table)
+    b.snapshot(1)
+    b.notify_checkpoint_complete(1)
+    table.values[99] = 1
+    state = b.snapshot(2)
+    assert {type(e.handle) for e in handle_of(state).shared_state} == {SharedStateHandle, PlaceholderStateHandle}
+    metadata = CheckpointMetadata(2, (OperatorState("op", 1, 128, {0: state}),))
+    back = metadata_serializer.deserialize(metadata_serializer.serialize(metadata))
+    assert back.operator_states[0].subtask_states[0] == state
