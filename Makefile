@@ -35,6 +35,7 @@ test: setup
 
 bench: setup
 	$(PY) -m benchmarks.alignment_latency
+	$(PY) -m benchmarks.state_size
 	$(PY) -m benchmarks.simulator
 	$(PY) -m benchmarks.ray_pipeline
 	$(PY) -m benchmarks.placement

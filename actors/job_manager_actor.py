@@ -49,6 +49,7 @@ from barriersim.actors.messages import (
 from barriersim.actors.placement import NodeAgent, RayNode, on_node
 from barriersim.actors.realtime import LoopTimerService
 from barriersim.actors.stream_task_actor import StreamTaskActor
+from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.faults import KillNode, ProtocolPoint
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
@@ -101,6 +102,7 @@ class JobManagerActor:
             self.config, self.job_id, storage=self.storage, clock=now_ms,
             timer_service=LoopTimerService(self.loop, self._on_error),
             coordinator_rng=lambda: random.Random(self.seed), action_sink=self._carry_out,
+            charging=Charging.REAL_TIME, cost_rng=random.Random(self.seed ^ 0x5EED),
         )
         await self._start_node_agents()
         self.started = time.monotonic()

@@ -29,7 +29,10 @@ does per subtask what the simulator's data plane does, with real time and real m
   subpartition waiting together are announced as one (Flink's ``unannouncedCredit``). The upstream window of one
   also keeps a producer's messages in order. Acknowledgements, declines and the finished notice go to the job manager
   actor in order, each after the sink's store writes were confirmed; an acknowledgement's snapshot is encoded
-  only then, after the barrier went on downstream (as Flink's asynchronous snapshot part).
+  only then, after the barrier went on downstream (as Flink's asynchronous snapshot part). A checkpoint's
+  asynchronous part and channel-state write complete on the loop after the cost model's emulated remote-store
+  time (``runtime.checkpoint_cost``, ``Charging.REAL_TIME``: none unless the scenario asks for it), then the task
+  acknowledges.
 Any error in the task fails the actor's ``run`` call, which the job manager treats as a task failure.
 No protocol rule lives here.
 """
@@ -63,6 +66,7 @@ from barriersim.actors.messages import (
     upstream_entry,
 )
 from barriersim.actors.realtime import LoopTimerService
+from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.events import Buffer
 from barriersim.runtime.job.actions import TaskDeploymentDescriptor
 from barriersim.runtime.job.config import JobConfig
@@ -70,7 +74,12 @@ from barriersim.runtime.job.deployment import Slowdowns, deliver_task_message, d
 from barriersim.runtime.job.wiring import Wiring
 from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
-from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
+from barriersim.runtime.task.actions import (
+    AcknowledgeCheckpoint,
+    AsyncCheckpointStarted,
+    DeclineCheckpoint,
+    SyncSnapshotTaken,
+)
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
 BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and lets messages in
@@ -129,7 +138,8 @@ class StreamTaskActor:
         restore = dataclasses.replace(self.descriptor, state=decode_snapshot(self._snapshot, self.key[1]))
         self.task, restored = deploy_task(
             self.config, restore, clock=now_ms, timer_service=LoopTimerService(loop, self._fail),
-            rng=random.Random(self.seed), wakeup=self._after_event, split=split, store=self.store)
+            rng=random.Random(self.seed), charging=Charging.REAL_TIME, cost_rng=random.Random(self.seed ^ 0x5EED),
+            wakeup=self._after_event, split=split, store=self.store)
         self._reporter = loop.create_task(self._report_in_order())
         return {**restored, "ray_node_id": ray.get_runtime_context().get_node_id()}
 
@@ -302,6 +312,13 @@ class StreamTaskActor:
                 # encoded by the reporter, after this burst's data (the barrier among it) went out: Flink
                 # sends the barrier on before the snapshot's asynchronous part acknowledges the checkpoint
                 self._reports.put_nowait(("acknowledge", action))
+            elif isinstance(action, AsyncCheckpointStarted):
+                # the part runs off the task's thread: after the model's emulated remote-store time, if any
+                asyncio.get_running_loop().call_later(
+                    action.delay_ms / 1000, self._call,
+                    lambda a=action: self.task.complete_async_part(a.checkpoint_id, a.part))
+            elif isinstance(action, SyncSnapshotTaken):
+                pass  # the real synchronous part took its real time on this thread
             elif isinstance(action, DeclineCheckpoint):
                 self._reports.put_nowait(("decline", (
                     attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)))

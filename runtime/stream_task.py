@@ -32,6 +32,7 @@ import numpy as np
 
 from barriersim.runtime.mutations import PlantedBug, is_planted
 from barriersim.runtime.channel_state.reader import SequentialChannelStateReader
+from barriersim.runtime.checkpoint_cost import FREE, CostCharger
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide
 from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
@@ -63,11 +64,18 @@ from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.operators.watermarks import WatermarkValve
 from barriersim.runtime.buffer_content import segments
 from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.state.backend import StateBackendConfig, full_snapshot_work
 from barriersim.runtime.state.snapshot import TaskStateSnapshot
-from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint
+from barriersim.runtime.task.actions import (
+    AcknowledgeCheckpoint,
+    AsyncCheckpointStarted,
+    AsyncPart,
+    DeclineCheckpoint,
+    SyncSnapshotTaken,
+)
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
 from barriersim.runtime.task.record_writers import RecordWriters
-from barriersim.runtime.task.subtask_checkpoint_coordinator import SubtaskCheckpointCoordinator
+from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
 
 
 class StepOutcome(enum.Enum):
@@ -142,9 +150,18 @@ class StreamTask:
         checkpoints_after_tasks_finish: bool = True,
         crash_points: Iterable[tuple[ProtocolPoint, int]] = (),
         input_channel_kinds: Optional[Sequence[Sequence[str]]] = None,
+        cost: Optional[CostCharger] = None,
+        memory_threshold: int = 20 * 1024,
+        state_backend: StateBackendConfig = StateBackendConfig(),
     ):
         """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (where the producer runs:
-        ``runtime.job.placement``); default every channel remote."""
+        ``runtime.job.placement``); default every channel remote. ``cost``: what checkpoints cost
+        (``runtime.checkpoint_cost``); with one, the asynchronous part and the channel-state write of each checkpoint
+        are the driver's to complete (``SyncSnapshotTaken`` / ``AsyncCheckpointStarted`` among ``drain_actions()``,
+        then ``complete_async_part``); without one, checkpoints cost nothing and acknowledge at once.
+        ``memory_threshold``: state streams at or above it are files of their own (Flink's
+        ``state.storage.fs.memory-threshold``). ``state_backend``: the keyed state backend of a keyed operator
+        (``runtime.state.backend``)."""
         self.graph = graph
         self.vertex = graph.vertex(vertex_name)
         self.subtask_index = subtask_index
@@ -152,6 +169,7 @@ class StreamTask:
         self.name = f"{vertex_name}#{subtask_index}"
         self.network = network
         self.emit_watermarks = emit_watermarks
+        self._memory_threshold = memory_threshold
         self._clock = clock
         self._actions: list[Any] = []
         self.finished = False
@@ -160,7 +178,8 @@ class StreamTask:
         self._crash_mid_alignment = self._crash_points.is_armed(ProtocolPoint.MID_ALIGNMENT)
         timers = self._timers = _WakingTimers(timer_service, wakeup, self._crashed)
         self.operator = create_operator(self.vertex, subtask_index, split=split, store=store,
-                                        attempt=attempt_id.attempt_number)
+                                        attempt=attempt_id.attempt_number, state_backend=state_backend,
+                                        memory_threshold=memory_threshold, rng=rng)
 
         self.output_edges = graph.outputs_of(vertex_name)
         self.partitions = [
@@ -208,11 +227,23 @@ class StreamTask:
             task_name=self.name,
             subtask_index=subtask_index,
             crash_points=self._crash_points,
+            async_completion=AsyncCompletion.IMMEDIATE if cost is None else AsyncCompletion.DRIVER,
+            cost=cost or FREE,
+            snapshot_work=self._snapshot_work,
+            memory_threshold=memory_threshold,
         )
         self.hot_key = self.vertex.params.get("hot_key", -1)
         # a two-input operator (the window join) is told which logical input each buffer came from
         self._input_of_gate = ([edge.target_input for edge in graph.gates_of(vertex_name)]
                                if self.vertex.operator.logical_inputs == 2 else None)
+
+    def _snapshot_work(self, state):
+        """What the snapshot wrote: a keyed operator's backend knows (an incremental one uploads only new runs);
+        any other state is written in full."""
+        backend = getattr(self.operator, "backend", None)
+        if backend is not None:
+            return backend.last_work
+        return full_snapshot_work(state, self._memory_threshold)
 
     def _snapshot(self, checkpoint_id: int):
         if self.operator.is_source and is_planted(PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER):
@@ -339,6 +370,13 @@ class StreamTask:
             if isinstance(self.input_side.get_channel(info).peek(), EndOfPartition):
                 del self._rpc_barriers[info]
                 self.input_side.barrier_handler.process_barrier(barrier, info, True)
+
+    def complete_async_part(self, checkpoint_id: int, part: AsyncPart = AsyncPart.SNAPSHOT) -> None:
+        """The driver finished ``part`` of ``checkpoint_id`` (an ``AsyncCheckpointStarted`` it was given): the
+        acknowledgement may follow. Nothing happens for a task that failed meanwhile."""
+        if self.failed:
+            return
+        self._carry_out(self.checkpoints.complete_async_part(checkpoint_id, part))
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         if self.failed:
@@ -566,7 +604,7 @@ class StreamTask:
 
     def _carry_out(self, actions: list) -> None:
         for action in actions:
-            if isinstance(action, (AcknowledgeCheckpoint, DeclineCheckpoint)):
+            if isinstance(action, (AcknowledgeCheckpoint, DeclineCheckpoint, SyncSnapshotTaken, AsyncCheckpointStarted)):
                 self._actions.append(action)
-            # BroadcastEvent, CheckpointSkipped, AsyncCheckpointStarted: the partitions already hold the
-            # event; the driver sends what they hand out.
+            # BroadcastEvent, CheckpointSkipped: the partitions already hold the event; the driver sends what they
+            # hand out.

@@ -12,7 +12,8 @@ operator parameters, per-record cost) and ``[[job.edge]]`` tables (``from``, ``t
 ``input``), validated as a ``runtime.jobgraph.JobGraph``. ``[network]`` sets the buffer size, Flink's credit
 defaults and the channel latency; ``[cluster]`` the TaskManagers and slots the job is placed in (one
 TaskManager by default, so every channel is local, as in Flink's MiniCluster) and the nodes they are spread
-over; ``[[faults]]`` is a fault schedule (``runtime.faults``), checked against the graph and the placement;
+over; ``[storage]`` what checkpoint work costs (``runtime.checkpoint_cost``); ``[state]`` the keyed state backend
+(``runtime.state.backend``); ``[[faults]]`` is a fault schedule (``runtime.faults``), checked against the graph and the placement;
 ``[sweep]`` maps
 dotted keys to lists of values and expands into a run matrix. The CLI prints an error's line and exits 2.
 """
@@ -25,13 +26,16 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
+from barriersim.runtime.checkpoint_cost import CheckpointCostModel
+from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode, checkpointing_problem
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
+from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind
 
-SETTABLE_SECTIONS = ("workload", "checkpointing", "network", "cluster")  # what overrides and sweeps may set, as "section.key"
+SETTABLE_SECTIONS = ("workload", "checkpointing", "network", "cluster", "storage", "state")  # what overrides and sweeps may set, as "section.key"
 
 
 class ScenarioError(Exception):
@@ -70,6 +74,8 @@ def _plain_name(v: str) -> str | None:
     return None
 
 
+_COST = CheckpointCostModel()
+_STATE = StateBackendConfig()
 OPERATORS = tuple(k.value for k in OperatorKind)
 PARTITIONERS = tuple(p.value for p in Partitioner)
 RETENTIONS = tuple(r.value for r in ExternalizedCheckpointRetention)  # Flink's default first
@@ -85,6 +91,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "keys": Field(int, 1000, _between(1, 10_000_000)),
         "zipf_exponent": Field(float, 1.0, _between(0.0, 3.0)),
         "hot_key_share": Field(float, 0.0, _between(0.0, 0.99)),  # > 0: key 0 carries this share of the records
+        "key_growth": Field(bool, False),  # keys added over time: the key space grows from 1 to `keys` over the run
         "max_value": Field(int, 100, _between(1, 1_000_000)),
         "rate_per_source": Field(int, 0, _at_least(0)),
     },
@@ -137,6 +144,34 @@ SCHEMA: dict[str, dict[str, Field]] = {
         # Flink's execution.checkpointing.externalized-checkpoint-retention: what a job that was cancelled, failed or
         # suspended keeps of its completed checkpoints (a finished job keeps none under any setting)
         "externalized_checkpoint_retention": Field(str, RETENTIONS[0], _one_of(*RETENTIONS)),
+        # Flink's execution.state-recovery.claim-mode for the checkpoints a new JobManager recovers: no_claim (Flink's
+        # default) never discards the files they created, claim discards them once no retained checkpoint uses them
+        "recovery_claim_mode": Field(str, RecoveryClaimMode.NO_CLAIM.value, _one_of(*(m.value for m in RecoveryClaimMode))),
+    },
+    # the keyed state backend (runtime.state.backend): heap (full snapshots) or incremental (RocksDB-like sorted runs,
+    # flushes and leveled compaction with RocksDB's defaults); entry_bytes models each state entry's size
+    "state": {
+        "backend": Field(str, _STATE.backend.value, _one_of(*(k.value for k in StateBackendKind))),
+        "entry_bytes": Field(int, _STATE.entry_bytes, _between(0, 1 << 30)),
+        "write_buffer_bytes": Field(int, _STATE.write_buffer_bytes, _between(1, 1 << 40)),
+        "target_file_bytes": Field(int, _STATE.target_file_bytes, _between(1, 1 << 40)),
+        "level0_compaction_trigger": Field(int, _STATE.level0_compaction_trigger, _between(1, 1000)),
+        "max_bytes_for_level_base": Field(int, _STATE.max_bytes_for_level_base, _between(1, 1 << 50)),
+        "level_multiplier": Field(int, _STATE.level_multiplier, _between(1, 1000)),
+        "num_levels": Field(int, _STATE.num_levels, _between(2, 20)),
+    },
+    # what checkpoint work costs (runtime.checkpoint_cost.CheckpointCostModel: its docstring says which of Flink's
+    # measured figures each default is calibrated to); the simulator charges it on its virtual clock, Ray only when
+    # emulate_remote_store asks it to add the modelled upload times to its real file writes
+    "storage": {
+        "snapshot_fixed_ms": Field(float, _COST.snapshot_fixed_ms, _between(0.0, 3_600_000.0)),
+        "snapshot_mib_per_s": Field(float, _COST.snapshot_mib_per_s, _between(0.001, 1e9)),
+        "async_fixed_ms": Field(float, _COST.async_fixed_ms, _between(0.0, 3_600_000.0)),
+        "upload_mib_per_s": Field(float, _COST.upload_mib_per_s, _between(0.001, 1e9)),
+        "file_latency_ms": Field(float, _COST.file_latency_ms, _between(0.0, 3_600_000.0)),
+        "channel_state_fixed_ms": Field(float, _COST.channel_state_fixed_ms, _between(0.0, 3_600_000.0)),
+        "latency_sigma": Field(float, _COST.latency_sigma, _between(0.0, 3.0)),
+        "emulate_remote_store": Field(bool, _COST.emulate_remote_store),
     },
 }
 
@@ -170,6 +205,7 @@ class WorkloadSpec:
     max_value: int
     rate_per_source: int
     hot_key_share: float = 0.0
+    key_growth: bool = False
 
 
 @dataclass(frozen=True)
@@ -216,6 +252,7 @@ class CheckpointingSpec:
     checkpoints_after_tasks_finish: bool = True
     memory_threshold_bytes: int = 20 * 1024
     externalized_checkpoint_retention: str = RETENTIONS[0]
+    recovery_claim_mode: str = RecoveryClaimMode.NO_CLAIM.value
 
 
 @dataclass(frozen=True)
@@ -241,6 +278,8 @@ class Scenario:
     faults: FaultSchedule = FaultSchedule()
     sweep: tuple[tuple[str, tuple], ...] = ()
     cluster: ClusterSpec = ClusterSpec()
+    storage: CheckpointCostModel = CheckpointCostModel()
+    state: StateBackendConfig = StateBackendConfig()
 
 
 def _type_name(kind: type) -> str:
@@ -382,7 +421,7 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         if section not in known:
             raise ScenarioError(path, section, f"unknown section (known: {', '.join(known)})")
     plain = {}
-    for section in ("scenario", "workload", "network", "cluster", "checkpointing"):
+    for section in ("scenario", "workload", "network", "cluster", "checkpointing", "storage", "state"):
         plain[section] = _table(path, section, data.get(section, {}), SCHEMA[section])
     job = _parse_job(path, data.get("job", {}))
     checkpointing = CheckpointingSpec(**{**plain["checkpointing"],
@@ -407,6 +446,8 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         faults=faults,
         sweep=_parse_sweep(path, data["sweep"]) if "sweep" in data else (),
         cluster=cluster,
+        storage=CheckpointCostModel(**plain["storage"]),
+        state=StateBackendConfig(**plain["state"]),
     )
 
 
@@ -453,7 +494,8 @@ def _settable_field(path: str, where: str, dotted_key: Any) -> Field:
     section, _, name = str(dotted_key).partition(".")
     if section not in SETTABLE_SECTIONS or name not in SCHEMA[section]:
         raise ScenarioError(path, f"{where}.{dotted_key}",
-                            "must name a workload, checkpointing, network or cluster key, e.g. \"workload.zipf_exponent\"")
+                            "must name a workload, checkpointing, network, cluster, storage or state key, "
+                            "e.g. \"workload.zipf_exponent\"")
     return SCHEMA[section][name]
 
 

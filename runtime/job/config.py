@@ -18,15 +18,18 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from barriersim.runtime.checkpoint_cost import CheckpointCostModel
 from barriersim.runtime.checkpointing_mode import CheckpointingMode, checkpointing_problem
 from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS, CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT_TIME
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
+from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.job.placement import ClusterConfig, Placement, PlacementError, place
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.restart_strategy import FixedDelayRestartStrategy
+from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.runtime.stream_task import NetworkConfig
 
 
@@ -44,6 +47,7 @@ class JobConfigError(ValueError):
 
 class JobOutcome(enum.Enum):
     FINISHED = "finished"
+    CANCELED = "canceled"  # cancelled by the user (JobMaster.cancel)
     FAILED = "failed"  # too many restarts, or the failure manager failed the job for good
     TIMED_OUT = "timed_out"  # the simulator's virtual time limit: a deadlock or a job too long for the limit
 
@@ -65,6 +69,10 @@ class JobConfig:
     externalized_checkpoint_retention: ExternalizedCheckpointRetention = (
         ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS)
     network: NetworkConfig = NetworkConfig()
+    storage: CheckpointCostModel = CheckpointCostModel()  # what checkpoints cost (runtime.checkpoint_cost)
+    state: StateBackendConfig = StateBackendConfig()  # the keyed state backend (runtime.state.backend)
+    # whether a new JobManager's recovered checkpoints are the job's to discard (Flink's claim mode; NO_CLAIM default)
+    claim_mode: RecoveryClaimMode = RecoveryClaimMode.NO_CLAIM
     buffer_timeout_ms: int = 100
     restart_delay_ms: int = 1000
     max_restarts: int = 20

@@ -38,7 +38,8 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   with that reason (Flink: the JobMaster cannot be created, the job fails).
 - Checkpoint metadata is written through the injected ``CheckpointStorage`` while the coordinator finalizes (a
   ``fail_storage_write`` of the ``_metadata`` makes the write fail, and the coordinator aborts the checkpoint);
-  the coordinator's store is a ``DefaultCompletedCheckpointStore`` that keeps the storage's completed-checkpoint
+  the write holds the coordinator for the time the job's checkpoint cost model charges on this driver
+  (``runtime.checkpoint_cost``); the coordinator's store is a ``DefaultCompletedCheckpointStore`` that keeps the storage's completed-checkpoint
   list; discarded checkpoints are deleted there (a discard that fails is reported in ``storage_errors`` and the
   job goes on, as Flink's ``CheckpointsCleaner`` logs it).
 - Restoring: before a deployment restores a checkpoint, its state files are read again and checked
@@ -58,6 +59,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
 from barriersim.runtime.coordinator.checkpoint_recovery import (
@@ -111,6 +113,7 @@ from barriersim.runtime.job.actions import (
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.restart_strategy import RestartDecision
+from barriersim.runtime.state.snapshot import metadata_bytes_estimate
 from barriersim.runtime.storage.atomic_file import WriteFault
 from barriersim.runtime.storage.damage import damage_checkpoint
 from barriersim.runtime.storage.errors import CheckpointStorageError
@@ -151,12 +154,14 @@ def one_line(text: str) -> str:
 class JobMaster:
     def __init__(self, config: JobConfig, job_id: str, *, storage, clock: Callable[[], int], timer_service,
                  coordinator_rng: Callable[[], random.Random], action_sink: ActionSink,
-                 trace: Trace | None = None, keep_completed_metadata: bool = False):
+                 trace: Trace | None = None, keep_completed_metadata: bool = False,
+                 charging: Charging = Charging.VIRTUAL, cost_rng: random.Random | None = None):
         """``storage``: a ``CheckpointStorage`` (checkpoint metadata, recovery); ``timer_service``: the driver's
         (``register_timer(at_ms, callback)``) for the coordinator's timers; ``coordinator_rng()``: the random
         stream of each new coordinator; ``action_sink``: where actions caused by the coordinator's timers go;
         ``keep_completed_metadata``: keep every completed checkpoint's metadata with its deployment epoch
-        (``completed_in_epoch``, for consistent-cut checks)."""
+        (``completed_in_epoch``, for consistent-cut checks); ``charging`` and ``cost_rng``: how the driver charges
+        the ``_metadata`` write of the job's checkpoint cost model (``config.storage``) and its random stream."""
         self.config = config
         self.graph = config.graph.validate()
         self.job_id = job_id
@@ -167,6 +172,7 @@ class JobMaster:
         self._action_sink = action_sink
         self._trace = trace or (lambda label, detail: None)
         self._out: list = []
+        self._cost = CostCharger(config.storage, charging, cost_rng or random.Random(0))
         self.subtasks: tuple[SubtaskKey, ...] = tuple((v.name, i) for v in self.graph.vertices for i in range(v.parallelism))
         self.placement = config.placement
         self.lost_nodes: set[int] = set()  # nodes a kill_node took; they do not come back
@@ -193,6 +199,10 @@ class JobMaster:
         self.started_ms: int | None = None  # the job's clock (fault times) starts when the first tasks restored
         self._deployments = 0
         self._restore_from: m.RestoreFrom | None = None
+        # a FailJob the coordinator emits while a failover runs (a _metadata write that the failover ended, and that
+        # failed) waits until that failover is done, as Flink's failJob is queued on the JobMaster's main thread
+        self._failing_over = False
+        self._deferred_failures: list[m.FailJob] = []
         self._deployed_restore: int | None = None  # the checkpoint the current deployment restores
         self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
         # what high availability keeps across a JobManager failover: the checkpoint id counter (the completed
@@ -318,6 +328,19 @@ class JobMaster:
             self.outcome = JobOutcome.FINISHED
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FINISHED)))
             self._out.append(JobEnded(JobOutcome.FINISHED))
+        return self._take()
+
+    def cancel(self) -> list:
+        """The user cancels the job (Flink's ``JobMaster.cancel``): its tasks are cancelled, the coordinator shuts
+        down with the job ``CANCELED`` (its checkpoints kept or discarded as the retention says) and the job ends."""
+        if self.outcome is not None:
+            return []
+        self._trace("cancel", "")
+        self._cancel_deployment()
+        self.outcome = JobOutcome.CANCELED
+        if not self.coordinator_down:
+            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.CANCELED)))
+        self._out.append(JobEnded(JobOutcome.CANCELED))
         return self._take()
 
     def task_failed(self, attempt: ExecutionAttemptID, cause: str) -> list:
@@ -461,6 +484,9 @@ class JobMaster:
             rng=self._coordinator_rng(), action_sink=self._on_coordinator_timer_action, tasks_running=False,
             completed_checkpoint_store=store, checkpoint_id_counter=self.id_counter,
             checkpoint_writer=self._write_metadata, first_attempt_number=first_attempt_number,
+            metadata_write_ms=lambda states: self._cost.metadata_ms(
+                metadata_bytes_estimate(states, self.config.memory_threshold_bytes)),
+            claim_mode=self.config.claim_mode,
         )
 
     def _on_coordinator_timer_action(self, action: Any) -> None:
@@ -492,8 +518,15 @@ class JobMaster:
                     self.storage.discard_checkpoint(action.checkpoint_id)
                 except CheckpointStorageError as err:  # Flink's CheckpointsCleaner logs it; the job goes on
                     self._storage_error(f"discarding checkpoint {action.checkpoint_id}: {err}")
+            elif isinstance(action, m.DiscardSharedState):
+                try:
+                    self.storage.discard_shared_state([h.key for h in action.handles])
+                except CheckpointStorageError as err:  # as a failed discard of a checkpoint: the job goes on
+                    self._storage_error(f"discarding shared state: {err}")
             elif isinstance(action, m.RestoreFrom):
                 self._restore_from = action
+            elif isinstance(action, m.FailJob) and self._failing_over:
+                self._deferred_failures.append(action)
             elif isinstance(action, m.FailJob):
                 failing = action.failing_task
                 name = subtask_name((failing.vertex_id, failing.subtask_index)) if failing else "coordinator"
@@ -594,6 +627,16 @@ class JobMaster:
         self.finished.clear()
 
     def _failover(self, task: str, why: str, failed: ExecutionAttemptID | None = None) -> None:
+        self._failing_over = True
+        try:
+            self._fail_over(task, why, failed)
+        finally:
+            self._failing_over = False
+        deferred, self._deferred_failures = self._deferred_failures, []
+        if self.outcome is None:
+            self._handle_coordinator(deferred)
+
+    def _fail_over(self, task: str, why: str, failed: ExecutionAttemptID | None) -> None:
         self._trace("failover", f"{task} {why}")
         self.restarts += 1
         self._cancel_deployment()

@@ -6,11 +6,13 @@ second input of a two-input operator such as the window join), ``process_waterma
 ``end_of_input()`` flushes what is left, ``snapshot(checkpoint_id)`` returns the ``OperatorSubtaskState``,
 ``restore(state)`` loads one, and sinks get ``notify_checkpoint_complete/aborted`` and ``close_on_failover``.
 Keyed operators get the key-group range of their subtask (Flink's ``KeyGroupRangeAssignment``) and a
-``KeyGroupAssigner`` for their max parallelism.
+``KeyGroupAssigner`` for their max parallelism, and a keyed state
+backend (``runtime.state.backend``: heap or incremental), which takes their snapshots and restores.
 """
 
 from __future__ import annotations
 
+import random
 from typing import Iterable
 
 from barriersim.runtime.events import Watermark
@@ -22,6 +24,7 @@ from barriersim.runtime.operators.stateless import FilterOperator, MapOperator
 from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
 from barriersim.runtime.operators.window_join import TumblingEventTimeWindowJoin
 from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind, create_keyed_backend
 from barriersim.runtime.state.key_groups import KeyGroupAssigner, compute_key_group_range_for_operator_index
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
 
@@ -80,7 +83,28 @@ class _Wrapped(SubtaskOperator):
             self.inner.restore_state(state)
 
 
-class _Window(_Wrapped):
+class _Keyed(_Wrapped):
+    """A keyed operator: its snapshots and restores go through its state backend (``runtime.state.backend``)."""
+
+    def __init__(self, inner, backend):
+        super().__init__(inner)
+        self.backend = backend
+
+    def snapshot(self, checkpoint_id):
+        return self.backend.snapshot(checkpoint_id)
+
+    def restore(self, state):
+        if state is not None:
+            self.backend.restore(state)
+
+    def notify_checkpoint_complete(self, checkpoint_id):
+        self.backend.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id):
+        self.backend.notify_checkpoint_aborted(checkpoint_id)
+
+
+class _Window(_Keyed):
     def process_watermark(self, watermark):
         return self.inner.process_watermark(watermark)
 
@@ -147,7 +171,13 @@ def create_operator(
     split=(),  # the source split: a RecordBatch, or record tuples
     store: ExternalStore | None = None,
     attempt: int = 0,
+    state_backend: StateBackendConfig = StateBackendConfig(),
+    memory_threshold: int = 20 * 1024,
+    rng: random.Random | None = None,
 ) -> SubtaskOperator:
+    """``state_backend``: the keyed operators' backend (``runtime.state.backend``); ``memory_threshold``: state
+    streams at or over it are files of their own; ``rng``: the task's random stream (an incremental backend seeds
+    its compaction policy from it)."""
     kind = vertex.operator
     name = f"{vertex.name}#{subtask_index}"
     if kind is OperatorKind.SOURCE:
@@ -160,12 +190,22 @@ def create_operator(
         return SubtaskOperator()
     key_groups = compute_key_group_range_for_operator_index(vertex.max_parallelism, vertex.parallelism, subtask_index)
     key_group_of = KeyGroupAssigner(vertex.max_parallelism)
+
+    def backend(inner):
+        # only an incremental backend draws (its compaction policy): a heap backend leaves the task's stream alone
+        incremental = state_backend.backend is StateBackendKind.INCREMENTAL
+        seeded = random.Random(rng.getrandbits(64) if incremental and rng is not None else f"{name}@{attempt}")
+        return create_keyed_backend(inner, key_groups, state_backend, memory_threshold, seeded, f"{name}@{attempt}")
+
     if kind is OperatorKind.KEYED_SUM:
-        return _Wrapped(KeyedRunningSum(key_groups, key_group_of))
+        inner = KeyedRunningSum(key_groups, key_group_of)
+        return _Keyed(inner, backend(inner))
     if kind is OperatorKind.TUMBLING_WINDOW:
-        return _Window(TumblingEventTimeWindowSum(vertex.params.get("window_ms", 1000), key_groups, key_group_of))
+        inner = TumblingEventTimeWindowSum(vertex.params.get("window_ms", 1000), key_groups, key_group_of)
+        return _Window(inner, backend(inner))
     if kind is OperatorKind.JOIN:
-        return _WindowJoin(TumblingEventTimeWindowJoin(vertex.params.get("window_ms", 1000), key_groups, key_group_of))
+        inner = TumblingEventTimeWindowJoin(vertex.params.get("window_ms", 1000), key_groups, key_group_of)
+        return _WindowJoin(inner, backend(inner))
     if kind is OperatorKind.TWO_PHASE_COMMIT_SINK:
         return _Sink(TwoPhaseCommitSink(store if store is not None else ExternalStore(), name, attempt))
     if kind is OperatorKind.AT_LEAST_ONCE_SINK:

@@ -5,12 +5,13 @@ sum of ``key`` and emits ``(record_id, key, value, running_sum)``. Its state is 
 the key group the key belongs to, so a snapshot is a ``KeyGroupsStateHandle`` that can be redistributed
 when the parallelism changes. A batch is processed at once, with the per-record result of Flink's one call per
 record: the batch's records are ordered stably by key, each key's values summed cumulatively in arrival order
-and added to the key's sum before the batch (``KeyedSums``: the sums as a numpy column, one slot per key).
+and added to the key's sum before the batch (``KeyedSums``: the sums as a numpy column, one slot per key). Its state backend
+(``runtime.state.backend``) reads it as ``(key, running_sum)`` rows.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -86,6 +87,8 @@ class KeySlots:
 
 
 class KeyedRunningSum:
+    ROW_KEY_WIDTH = 1  # a state row is (key, running_sum)
+
     def __init__(self, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]):
         """``key_group_of``: a key's key group; given a ``KeyGroupAssigner`` (``of_keys``), snapshots assign a
         whole key column at once."""
@@ -144,6 +147,16 @@ class KeyedRunningSum:
         if of_keys is not None:
             return of_keys(keys)
         return np.array([self._key_group_of(k) for k in keys.tolist()], dtype=np.int64)
+
+    def keyed_rows(self) -> Iterable[tuple[int, tuple]]:
+        """The state as ``(key group, (key, running_sum))`` rows (``runtime.state.backend.KeyedRows``), keys in the
+        order they were first seen."""
+        count = self._slots.count
+        keys, sums = self._slots.keys[:count], self._sums[:count]
+        return zip(self._key_groups(keys).tolist(), zip(keys.tolist(), sums.tolist()))
+
+    def entry_count(self) -> int:
+        return self._slots.count
 
     def snapshot_state(self) -> OperatorSubtaskState:
         """Per key group, the sorted ``[key, sum]`` pairs of its keys (msgpack)."""

@@ -26,6 +26,8 @@ from barriersim.runtime.state.snapshot import KeyGroupRange, KeyGroupsStateHandl
 
 
 class TumblingEventTimeWindowSum:
+    ROW_KEY_WIDTH = 2  # a state row is (window_start, key, *accumulators)
+
     def __init__(self, size_ms: int, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]):
         if size_ms <= 0:
             raise ValueError(f"window size must be > 0 ms, got {size_ms}")
@@ -75,6 +77,15 @@ class TumblingEventTimeWindowSum:
         self.watermark = max(self.watermark, watermark.timestamp)
         due = sorted(w for w in self._windows if w[0] + self.size_ms - 1 <= self.watermark)
         return [(w, self._windows.pop(w)) for w in due]
+
+    def keyed_rows(self) -> Iterable[tuple[int, tuple]]:
+        """The open windows as ``(key group, (window_start, key, *accumulators))`` rows
+        (``runtime.state.backend.KeyedRows``)."""
+        key_group_of = self._key_group_of
+        return ((key_group_of(key), (start, key, *acc)) for (start, key), acc in self._windows.items())
+
+    def entry_count(self) -> int:
+        return len(self._windows)
 
     def snapshot_state(self) -> OperatorSubtaskState:
         return snapshot_windows(self._windows, self.key_group_range, self._key_group_of)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
@@ -91,6 +92,7 @@ class JobSimulation(DataPlane):
             self.storage.initialize_base_locations()
         self._net_rng = self.sim.random("network")
         self._task_rng = self.sim.random("tasks")
+        self._cost_rng = self.sim.random("checkpoint-cost")
         self.epoch = 0  # the deployment whose tasks run (the JobMaster's epoch once it deployed)
         self.tasks: dict[SubtaskKey, StreamTask] = {}
         self._busy_until: dict[SubtaskKey, int] = {}
@@ -103,7 +105,8 @@ class JobSimulation(DataPlane):
             config, self.job_id, storage=self.storage, clock=self.sim.clock_ms, timer_service=self.sim,
             coordinator_rng=lambda: self.sim.random("coordinator"), action_sink=self._carry_out,
             trace=lambda label, detail: self.trace.record(self.sim.now_us, label, detail),
-            keep_completed_metadata=record_cuts,
+            keep_completed_metadata=record_cuts, charging=Charging.VIRTUAL,
+            cost_rng=self.sim.random("metadata-cost"),
         )
         self._finished = self.job_master.finished
 
@@ -206,6 +209,7 @@ class JobSimulation(DataPlane):
             try:
                 task, restored = deploy_task(
                     self.config, descriptor, clock=self.sim.clock_ms, timer_service=self.sim, rng=self._task_rng,
+                    charging=Charging.VIRTUAL, cost_rng=self._cost_rng,
                     wakeup=lambda k=key, e=epoch: self._wake(k, e), split=split, store=self.store, on_built=on_built)
             except TaskRestoreError as err:  # the deployment fails; the tasks built so far die with it
                 self._carry_out(self.job_master.deploy_failed(epoch, str(err)))

@@ -170,7 +170,7 @@ def test_one_result_type_for_one_mode_and_several(tiny, tmp_path):
 def test_a_missing_or_broken_scenario_file_names_the_file(tmp_path):
     with pytest.raises(ScenarioError, match="no such scenario file"):
         barriersim.run(tmp_path / "absent.toml")
-    broken = write(tmp_path, TINY.replace("records = 600", "records = -5"), "broken.toml")
+    broken = write(tmp_path, TINY.replace("records = 1200", "records = -5"), "broken.toml")
     with pytest.raises(ScenarioError, match=r"broken\.toml: workload\.records: must be between"):
         barriersim.run(broken)
     with pytest.raises(ScenarioError, match="must be a scenario file's path or a Scenario"):
