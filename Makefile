@@ -35,8 +35,10 @@ test: setup
 
 bench: setup
 	$(PY) -m benchmarks.alignment_latency
+	$(PY) -m benchmarks.state_size
 	$(PY) -m benchmarks.simulator
 	$(PY) -m benchmarks.ray_pipeline
+	$(PY) -m benchmarks.placement
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis

@@ -22,6 +22,7 @@ import ray
 
 from barriersim.actors.messages import encode_records
 from barriersim.runtime.operators.sinks import ExternalStore
+from barriersim.runtime.records_codec import ext_default, ext_hook
 
 _METHODS = frozenset(name for name in dir(ExternalStore) if not name.startswith("_") and callable(getattr(ExternalStore, name)))
 
@@ -29,7 +30,10 @@ _METHODS = frozenset(name for name in dir(ExternalStore) if not name.startswith(
 def _plain(value):
     if isinstance(value, (set, frozenset)):
         return sorted(value)
-    raise TypeError(f"cannot send {type(value).__name__} to the external store")
+    try:
+        return ext_default(value)  # record batches travel as their column buffers
+    except TypeError:
+        raise TypeError(f"cannot send {type(value).__name__} to the external store") from None
 
 
 @ray.remote(num_cpus=0.01)
@@ -45,7 +49,7 @@ class ExternalStoreActor:
         held[sequence_number] = calls
         expected = self._expected.get(caller, 0)
         while expected in held:
-            for name, args in msgpack.unpackb(held.pop(expected), raw=False, use_list=False):
+            for name, args in msgpack.unpackb(held.pop(expected), raw=False, use_list=False, ext_hook=ext_hook):
                 if name not in _METHODS:
                     raise ValueError(f"external store: {caller} called unknown method {name!r}")
                 getattr(self.store, name)(*args)
@@ -71,7 +75,7 @@ class ExternalStoreActor:
         s = self.store
         return {"transactions": len(s.committed), "pending_transactions": len(getattr(s, "pending", ())),
                 "commits_attempted": s.commits_attempted, "aborted_transactions": s.aborted_transactions,
-                "direct_records": len(s.direct)}
+                "direct_records": s.direct_records}
 
 
 class RemoteExternalStore:

@@ -1,20 +1,24 @@
 """Runs any supported job graph on Ray actors, with the simulator's settings, and collects what it committed.
 
-How this works: ``RayJob`` puts every source split in Ray's object store (msgpack; a split given as an
-``ObjectRef``, e.g. an Arrow table of a Spark workload handed over by ``actors.workload_handoff``, is used as it
+How this works: ``RayJob`` puts every source split in Ray's object store (its column buffers,
+``runtime.records_codec``; a split given as an ``ObjectRef``, e.g. an Arrow table of a Spark workload handed over by ``actors.workload_handoff``, is used as it
 is, so its records never pass through the driver, and it may still be unresolved: the job is deployed and its
-sources wait for it), starts the ``ExternalStoreActor`` (loaded with the external system of an earlier run when this run continues it)
-and the ``JobManagerActor`` (which deploys, checkpoints, takes savepoints, stops, cancels, restores, fails over
-and ends the run's jobs) and calls its ``run``; ``RayJob.wait`` reports progress every quarter second until that
-call returns, then reads the committed output from the store, the whole store (``store_snapshot``) and the
-records of the transactions the run's ending snapshot lists as pending. ``run_graph_on_ray`` does both. Every actor
-it started is killed on every exit path. The settings are the job's
-``runtime.job.config.JobConfig`` (graph, mode, intervals, network, source rate, faults; the simulated network's
-latencies do not apply: Ray's are real). Ray must already be initialised.
+sources wait for it), picks the Ray nodes the job's TaskManagers are spread over
+(``actors.placement.cluster_nodes``: ``cluster.nodes`` of them, or every node with CPUs when it is 0, which the
+job's placement then takes as its node count), starts the ``ExternalStoreActor`` (loaded with the external system
+of an earlier run when this run continues it) and the ``JobManagerActor`` (which deploys, checkpoints, takes
+savepoints, stops, cancels, restores, fails over and ends the run's jobs) on the driver's node and calls its
+``run``; ``RayJob.wait`` reports progress every quarter second until that call returns, then reads the committed
+output from the store, the whole store (``store_snapshot``) and the records of the transactions the run's ending
+snapshot lists as pending. ``run_graph_on_ray`` does both. Every actor it started is killed on every exit path.
+The settings are the job's ``runtime.job.config.JobConfig`` (graph, mode, intervals, network, source rate, faults,
+cluster; the simulated network's latencies do not apply: Ray's are real). Ray must already be initialised.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -24,7 +28,9 @@ import ray
 from barriersim.actors.external_store import ExternalStoreActor
 from barriersim.actors.job_manager_actor import JobManagerActor
 from barriersim.actors.messages import decode_records, encode_records
+from barriersim.actors.placement import check_kill_nodes, cluster_nodes, driver_node
 from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.record_batch import RecordBatch
 
 
 class RayJobError(RuntimeError):
@@ -33,7 +39,7 @@ class RayJobError(RuntimeError):
 
 @dataclass
 class RayJobResult:
-    committed_output: list[tuple]
+    committed_output: RecordBatch  # what the sinks committed, as one batch (a sequence of record tuples too)
     checkpoints: list[dict]
     subtasks: list[dict]
     counts: dict[str, int]
@@ -66,6 +72,26 @@ class RayJobResult:
     failure_reason: str | None = None  # one line, when the job ended FAILED
     fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
     job_manager_cpu_seconds: float = 0.0  # the job manager's process CPU from the first tasks' start to the job's end
+    # per deployment: its epoch, restored checkpoint and the node of each TaskManager (runtime.job.placement)
+    deployments: list[dict] = field(default_factory=list)
+    # per deployment and subtask: TaskManager, slot, node, channel kinds and the Ray node it ran on
+    placement: list[dict] = field(default_factory=list)
+    ray_nodes: list[dict] = field(default_factory=list)  # node index -> Ray node id and address
+    config: JobConfig | None = None  # the settings the job ran with (cluster.nodes resolved to the Ray cluster's)
+
+
+# the object store's client settings the job manager (the one actor that reads and writes checkpoints) gets from
+# the driver's environment, as Flink's JobManager gets its S3 credentials from its own configuration
+STORAGE_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION",
+                       "AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
+
+
+def storage_environment(checkpoint_root: str) -> dict:
+    """Actor options giving the job manager the driver's object store settings, for an ``s3://`` storage."""
+    from barriersim.runtime.storage.object_storage import is_object_store_uri
+
+    variables = {k: os.environ[k] for k in STORAGE_ENVIRONMENT if k in os.environ}
+    return {"runtime_env": {"env_vars": variables}} if is_object_store_uri(checkpoint_root) and variables else {}
 
 
 class RayJob:
@@ -82,7 +108,12 @@ class RayJob:
         self.ended_at: float | None = None  # time.perf_counter() when the job manager's run returned
         self.store = self.job_manager = None
         try:
-            self.store = ExternalStoreActor.remote()
+            ray_nodes = cluster_nodes(config.cluster.nodes)
+            check_kill_nodes(config.faults, ray_nodes)
+            if config.cluster.nodes == 0:  # every node of the cluster: the placement spreads over that many
+                config = dataclasses.replace(config, cluster=dataclasses.replace(config.cluster, nodes=len(ray_nodes)))
+            self.config = config
+            self.store = ExternalStoreActor.options(**driver_node()).remote()
             if store_snapshot is not None:
                 ray.get(self.store.load.remote(store_snapshot))
             split_refs = {name: [split if isinstance(split, ray.ObjectRef) else ray.put(encode_records(split))
@@ -90,8 +121,9 @@ class RayJob:
             if records is None:
                 records = sum(len(s) for parts in splits.values() for s in parts if not isinstance(s, ray.ObjectRef))
             self.records = records
-            self.job_manager = JobManagerActor.remote(config, split_refs, checkpoint_root, job_id, seed, self.store,
-                                                      task_num_cpus, savepoint_root, first_attempt_number)
+            self.job_manager = JobManagerActor.options(**driver_node(), **storage_environment(checkpoint_root)).remote(
+                config, split_refs, checkpoint_root, job_id, seed, self.store, task_num_cpus, ray_nodes,
+                savepoint_root, first_attempt_number)
             self.done = self.job_manager.run.remote()
         except BaseException:
             self.kill()
@@ -111,7 +143,7 @@ class RayJob:
                 if on_progress is not None:
                     on_progress(ray.get(self.job_manager.progress.remote()))
             result = ray.get(self.done)
-            output = decode_records(ray.get(self.store.output.remote()))
+            output = RecordBatch.of(decode_records(ray.get(self.store.output.remote())))
             counters = ray.get(self.store.counters.remote())
             pending = []
             if result["ending"][1] is not None:
@@ -123,7 +155,7 @@ class RayJob:
             # the job manager's result dict has every field but what the store and the caller know
             return RayJobResult(committed_output=output, records_emitted=self.records, store_counters=counters,
                                 store_snapshot=ray.get(self.store.snapshot.remote()), pending_records=pending,
-                                **result)
+                                config=self.config, **result)
         finally:
             self.kill()
 
@@ -156,8 +188,8 @@ def run_graph_on_ray(
     store_snapshot: bytes | None = None,
 ) -> RayJobResult:
     """Run the job of ``config`` on Ray actors. ``splits`` maps each source vertex to its subtasks' splits,
-    each a sequence of ``(record_id, key, value, event_time)`` tuples or an ``ObjectRef`` of their msgpack
-    encoding (``actors.messages.encode_records``) or of an Arrow table (``runtime.records_codec.SPLIT_COLUMNS``);
+    each a ``RecordBatch`` (or a sequence of ``(record_id, key, value, event_time)`` tuples) or an ``ObjectRef`` of
+    its encoding (``actors.messages.encode_records``) or of an Arrow table (``runtime.records_codec.SPLIT_COLUMNS``);
     ``records`` is the workload's size when splits are refs. ``savepoint_root``: the savepoint directory;
     ``store_snapshot`` and ``first_attempt_number``: the external system and the attempts of the run this one
     continues (a restore of one of its snapshots)."""

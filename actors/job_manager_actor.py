@@ -1,20 +1,26 @@
 """The job manager as a Ray actor: the sans-IO ``Dispatcher`` of the run's jobs (``runtime.job``: a
-``JobMaster`` per job) on an asyncio loop, with one ``StreamTaskActor`` per subtask and the checkpoints of each job
-in a ``FileSystemCheckpointStorage`` (``<checkpoint root>/<job-id>/``, savepoints in the savepoint directory).
+``JobMaster`` per job) on an asyncio loop, with one ``StreamTaskActor`` per subtask, each TaskManager's actors on
+its Ray node, and the checkpoints of each job in the storage of its checkpoint root (``<checkpoint root>/<job-id>/``:
+a ``FileSystemCheckpointStorage``, or an ``ObjectStoreCheckpointStorage`` for ``s3://``; savepoints in the savepoint
+directory).
 
 How this works: the JobMaster decides everything at the job level (deployments, the coordinator, the fault
 schedule, failover, JobManager failover, checkpoint metadata, savepoints, stop-with-savepoint, cancel) and the
 Dispatcher the run's jobs (experiment actions, restored jobs); this actor feeds it what happens and carries out
 the actions it returns, with real time and real actors:
-- ``DeployTasks``: one task actor per descriptor, given the job's settings, the descriptor (its state as msgpack),
-  its split (an object-store reference, passed inside a list so that the actor is created before the split exists
-  and reads it when it builds its task) and the handles of this actor and the external store; once every actor
-  of the deployment built and restored its task and knows its peers (``connect``), the JobMaster hears
-  ``tasks_restored``, the tasks are started (``run``, on the job's clock) and it hears ``tasks_started``; a
-  restored job's deployment carries its own settings (its graph's parallelism) and its sources the object
-  references of the splits they read;
-  ``KillTask``: ``ray.kill`` of the actor (its death comes back as the error of its ``run`` call);
-  ``CancelTasks``: every task actor of that deployment is killed;
+- ``DeployTasks``: one task actor per descriptor, pinned to the Ray node of its TaskManager
+  (``actors.placement``: the deployment's node of each TaskManager, mapped onto the job's ``RayNode`` list), given
+  the job's settings, the descriptor (its state as msgpack), its split (an object-store reference, passed inside a
+  list so that the actor is created before the split exists and reads it when it builds its task) and the handles
+  of this actor and the external store; once every actor of the deployment built and restored its task and knows
+  its peers (``connect``, which also says on which Ray node the actor runs: the run's placement record), the
+  JobMaster hears ``tasks_restored``, the tasks are started (``run``, on the job's clock) and it hears
+  ``tasks_started``; a restored job's deployment carries its own settings (its graph's parallelism) and its
+  sources the object references of the splits they read; ``KillTask``: ``ray.kill`` of the actor (its death comes
+  back as the error of its ``run`` call); ``KillTaskManagers``: ``ray.kill`` of every actor of those TaskManagers
+  at once, or, for a lost node, the node itself killed by its ``NodeAgent`` (its actors die with it, and Ray
+  reports their deaths once it declares the node dead); ``CancelTasks``: every task actor of that deployment is
+  killed;
 - ``SendToTask``: after the fault's delay, a ``task_message`` call to the attempt's actor if the attempt is still
   current; ``SendToCoordinator``: after the fault's delay, back into the JobMaster; ``StartTimer``: a timer on
   the loop; ``JobEnded``: the run returns. The coordinator's own timers run on the loop (``LoopTimerService``),
@@ -45,14 +51,17 @@ from barriersim.actors.messages import (
     reason_from_wire,
     task_message_to_wire,
 )
+from barriersim.actors.placement import NodeAgent, RayNode, on_node
 from barriersim.runtime.storage import metadata_serializer
 from barriersim.actors.realtime import LoopTimerService
 from barriersim.actors.stream_task_actor import StreamTaskActor
-from barriersim.runtime.faults import ProtocolPoint
+from barriersim.runtime.checkpoint_cost import Charging
+from barriersim.runtime.faults import KillNode, ProtocolPoint
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
+from barriersim.runtime.storage.object_storage import checkpoint_storage_for
 
 
 def task_seed(seed: int, vertex: str, subtask: int, attempt: int) -> int:
@@ -65,8 +74,15 @@ RUN_RESULTS_TIMEOUT_SECONDS = 30.0  # for the run calls of tasks that already re
 @ray.remote(num_cpus=0.01)
 class JobManagerActor:
     def __init__(self, config: JobConfig, split_refs: dict, checkpoint_root: str, job_id: str, seed: int,
-                 store, task_num_cpus: float = 0.01, savepoint_root: str | None = None, first_attempt_number: int = 0):
+                 store, task_num_cpus: float = 0.01, ray_nodes: list[RayNode] | None = None,
+                 savepoint_root: str | None = None, first_attempt_number: int = 0):
+        """``ray_nodes``: the Ray node of each node of the job's placement (``actors.placement.cluster_nodes``;
+        None: the TaskManagers are not pinned); ``savepoint_root``: the run's savepoint directory;
+        ``first_attempt_number``: above every attempt of the run this one continues."""
         self.config = config
+        self.ray_nodes = ray_nodes
+        self.placement_rows: list[dict] = []  # per deployment and subtask: where it ran
+        self._agents: dict[int, object] = {}  # node index -> NodeAgent, for kill_node faults
         self.graph = config.graph.validate()
         self.split_refs = split_refs
         self.job_id = job_id
@@ -97,7 +113,9 @@ class JobManagerActor:
             coordinator_rng=lambda: random.Random(self.seed), action_sink=self._carry_out,
             restore_storage=FileSystemCheckpointStorage(self.checkpoint_root, "restore"),
             first_attempt_number=self.first_attempt_number,
+            charging=Charging.REAL_TIME, cost_rng=random.Random(self.seed ^ 0x5EED),
         )
+        await self._start_node_agents()
         self.started = time.monotonic()
         self._guard(lambda: self._carry_out(self.job_master.start()))
         if self._first_deploy is not None:
@@ -109,6 +127,7 @@ class JobManagerActor:
         if self.job_master.outcome is JobOutcome.FINISHED and self._watchers:
             await asyncio.wait(self._watchers, timeout=RUN_RESULTS_TIMEOUT_SECONDS)  # let the tasks' runs return
         self._kill_tasks()
+        self._kill_agents()
         if self._error is not None:
             raise RuntimeError(f"job {self.job_id} failed in the job manager: {self._error}")
         report = self.job_master.report()
@@ -125,6 +144,8 @@ class JobManagerActor:
             "job_seconds": job_seconds,
             "first_deploy_seconds": self.deployed_seconds,
             "job_manager_cpu_seconds": cpu_seconds,
+            "placement": list(self.placement_rows),
+            "ray_nodes": [n.as_row() for n in self.ray_nodes or ()],
         }
 
     async def progress(self) -> dict:
@@ -142,19 +163,45 @@ class JobManagerActor:
 
     def _storage_for(self, job_id: str):
         """A job's checkpoint storage, whose savepoints go to the run's savepoint directory."""
-        storage = FileSystemCheckpointStorage(self.checkpoint_root, job_id, rng=self._storage_rng,
-                                              default_savepoint_directory=self.savepoint_root,
-                                              memory_threshold=self.config.memory_threshold_bytes)
+        # Flink's state.checkpoints.dir: a path or file:// URI every node sees, or s3://
+        storage = checkpoint_storage_for(self.checkpoint_root, job_id, rng=self._storage_rng,
+                                         default_savepoint_directory=self.savepoint_root,
+                                         memory_threshold=self.config.memory_threshold_bytes)
         storage.initialize_base_locations()
         return storage, storage
 
     async def shutdown(self) -> None:
         self._kill_tasks()
+        self._kill_agents()
 
     def _kill_tasks(self) -> None:
         for handle in self.handles.values():
             ray.kill(handle)
         self.handles = {}
+
+    def _kill_agents(self) -> None:
+        for agent in self._agents.values():
+            ray.kill(agent)
+        self._agents = {}
+
+    async def _start_node_agents(self) -> None:
+        """A ``NodeAgent`` on every node a ``kill_node`` fault names, up before the job starts."""
+        nodes = {f.node for f in self.config.faults.of_type(KillNode)}
+        if not nodes:
+            return
+        if self.ray_nodes is None:
+            raise RuntimeError(f"job {self.job_id}: kill_node needs the job's Ray nodes")
+        self._agents = {n: NodeAgent.options(scheduling_strategy=on_node(self.ray_nodes[n].node_id)).remote()
+                        for n in sorted(nodes)}
+        await asyncio.gather(*(agent.node_id.remote() for agent in self._agents.values()))
+
+    async def _kill_node(self, node: int) -> None:
+        """Kill node ``node`` through its agent; the call fails with the agent's death, as it must."""
+        try:
+            await self._agents[node].kill_node.remote()
+        except ray.exceptions.RayActorError:
+            return
+        self._on_error_text(f"job {self.job_id}: kill_node {node}: the node's agent returned without killing it")
 
     # -- the JobMaster's actions ---------------------------------------------------------------------
 
@@ -177,6 +224,14 @@ class JobManagerActor:
                 handle = self.handles.get((action.attempt.vertex_id, action.attempt.subtask_index))
                 if handle is not None:
                     ray.kill(handle)
+            elif kind is a.KillTaskManagers:
+                if action.node is not None:  # the node goes, and every actor on it with it
+                    self.loop.create_task(self._kill_node(action.node))
+                else:
+                    for attempt in action.attempts:
+                        handle = self.handles.get((attempt.vertex_id, attempt.subtask_index))
+                        if handle is not None:
+                            ray.kill(handle)
             elif kind is a.CancelTasks:
                 self._kill_tasks()
             elif kind is a.JobEnded:
@@ -207,6 +262,7 @@ class JobManagerActor:
     async def _deploy(self, action: a.DeployTasks) -> None:
         jm, epoch = self.job_master, action.epoch
         config = action.config or self.config
+        placement = config.placement
         handles = {}
         for descriptor in action.tasks:
             vertex, i = descriptor.key
@@ -217,7 +273,11 @@ class JobManagerActor:
                 refs = self.split_refs.get(vertex, ())
                 splits = {sid: refs[sid] for sid in descriptor.source_splits if sid < len(refs)}
             seed = task_seed(self.seed, vertex, i, descriptor.attempt.attempt_number)
-            handles[descriptor.key] = StreamTaskActor.options(num_cpus=self.task_num_cpus).remote(
+            options = {"num_cpus": self.task_num_cpus}
+            if self.ray_nodes is not None:
+                node = action.taskmanager_nodes[placement.taskmanager_of[descriptor.key]]
+                options["scheduling_strategy"] = on_node(self.ray_nodes[node].node_id)
+            handles[descriptor.key] = StreamTaskActor.options(**options).remote(
                 config, dataclasses.replace(descriptor, state=None), seed, splits, snapshot,
                 self.store if operator.is_sink else None, self.me)
         self.handles = handles
@@ -226,6 +286,7 @@ class JobManagerActor:
         except Exception as err:  # noqa: BLE001 - a task died while deploying: fail over again
             self._carry_out(jm.deploy_failed(epoch, f"{type(err).__name__}: {err}"))
             return
+        self._record_placement(action, restored)
         if epoch != jm.epoch:
             return
         self._carry_out(jm.tasks_restored(epoch, sum(r["input_bytes"] + r["output_bytes"] for r in restored)))
@@ -234,6 +295,20 @@ class JobManagerActor:
         self._watchers = [self.loop.create_task(self._watch(d.attempt, handles[d.key].run.remote(jm.started_ms)))
                           for d in action.tasks]
         self._carry_out(jm.tasks_started(epoch))
+
+    def _record_placement(self, action: a.DeployTasks, restored: list[dict]) -> None:
+        """Where each task of the deployment runs: its TaskManager, slot and node, and the Ray node it reported."""
+        by_index = {n.index: n for n in self.ray_nodes or ()}
+        config = action.config or self.config
+        rows = {row["task"]: row for row in config.placement.describe(config.graph, action.taskmanager_nodes)}
+        for descriptor, report in zip(action.tasks, restored):
+            row = rows[descriptor.name]
+            expected = by_index.get(row["node"])
+            self.placement_rows.append({
+                "deployment": action.epoch, **row,
+                "ray_node_id": report["ray_node_id"],
+                "ray_node_address": expected.address if expected is not None else None,
+            })
 
     async def _watch(self, attempt, ref) -> None:
         try:

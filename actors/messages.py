@@ -82,6 +82,22 @@ def upstream_entry(info: ResultSubpartitionInfo, action) -> list:
     raise TypeError(f"not an upstream message: {action!r}")
 
 
+def merge_credits(entries: list) -> list:
+    """Upstream entries with every subpartition's credits summed into its first credit entry (Flink announces the
+    credit that accumulated before it could write as one ``AddCredit``); other entries keep their order."""
+    merged: list = []
+    first_credit: dict = {}
+    for entry in entries:
+        if entry[2] == CREDIT:
+            at = first_credit.get((entry[0], entry[1]))
+            if at is not None:
+                merged[at] = [entry[0], entry[1], CREDIT, merged[at][3] + entry[3]]
+                continue
+            first_credit[(entry[0], entry[1])] = len(merged)
+        merged.append(entry)
+    return merged
+
+
 def decode_upstream(data: bytes):
     """Yield ``(subpartition, kind, value)`` for every entry of an upstream batch (value: the credit, the buffer
     size, or 0)."""

@@ -18,12 +18,21 @@ does per subtask what the simulator's data plane does, with real time and real m
   times each burst's duration after it, and works only from its loop (not inline on arrivals) meanwhile;
 - what leaves: after every step, message and timer, ``poll_sendable()`` elements go to per-consumer
   outboxes and ``drain_actions()`` credit, resume-consumption and buffer sizes to per-producer outboxes; each
-  outbox is sent as ONE Ray call (msgpack) when the current burst of work ends, or at once when a step produced
-  a channel event (a barrier, above all an unaligned one, must not wait behind the rest of a burst: Flink's
-  network thread sends it as soon as it is queued), in the order the partitions handed the elements out
-  (priority events first, as the partitions order them). Acknowledgements, declines and the finished notice go to the job manager
+  outbox is sent as ONE Ray call (msgpack; a buffer's records as their column buffers) when the current burst of
+  work ends, or at once when a step produced a channel event (a barrier, above all an unaligned one, must not
+  wait behind the rest of a burst: Flink's network thread sends it as soon as it is queued), in the order the
+  partitions handed the elements out (priority events first, as the partitions order them). At most
+  ``DATA_CALLS_IN_FLIGHT`` calls to one consumer, and one to each producer, are in flight at a time (a call
+  completes when the receiver has taken it in): what becomes ready meanwhile waits in the outbox and goes with
+  the next call, so a task sends all the buffers its credit allows for one consumer in one call, as Flink's
+  network stack writes whatever is queued for a connection whenever it is writable; credits for one
+  subpartition waiting together are announced as one (Flink's ``unannouncedCredit``). The upstream window of one
+  also keeps a producer's messages in order. Acknowledgements, declines and the finished notice go to the job manager
   actor in order, each after the sink's store writes were confirmed; an acknowledgement's snapshot is encoded
-  only then, after the barrier went on downstream (as Flink's asynchronous snapshot part).
+  only then, after the barrier went on downstream (as Flink's asynchronous snapshot part). A checkpoint's
+  asynchronous part and channel-state write complete on the loop after the cost model's emulated remote-store
+  time (``runtime.checkpoint_cost``, ``Charging.REAL_TIME``: none unless the scenario asks for it), then the task
+  acknowledges.
 Any error in the task fails the actor's ``run`` call, which the job manager treats as a task failure.
 No protocol rule lives here.
 """
@@ -50,12 +59,14 @@ from barriersim.actors.messages import (
     decode_upstream,
     element_entry,
     encode_metrics,
+    merge_credits,
     encode_snapshot,
     pack,
     task_message_from_wire,
     upstream_entry,
 )
 from barriersim.actors.realtime import LoopTimerService
+from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.events import Buffer
 from barriersim.runtime.job.actions import TaskDeploymentDescriptor
 from barriersim.runtime.job.config import JobConfig
@@ -63,10 +74,17 @@ from barriersim.runtime.job.deployment import Slowdowns, deliver_task_message, d
 from barriersim.runtime.job.wiring import Wiring
 from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
-from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFailed
+from barriersim.runtime.task.actions import (
+    AcknowledgeCheckpoint,
+    AsyncCheckpointStarted,
+    DeclineCheckpoint,
+    SyncSnapshotTaken,
+    TaskFailed,
+)
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
 BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and lets messages in
+DATA_CALLS_IN_FLIGHT = 2  # data calls to one consumer not yet taken in, at most
 
 
 @ray.remote(num_cpus=0.01)
@@ -91,6 +109,7 @@ class StreamTaskActor:
         self.handles: dict = {}
         self._data_out: dict = defaultdict(list)
         self._upstream_out: dict = defaultdict(list)
+        self._in_flight: dict = defaultdict(int)  # ("data", consumer) / ("upstream", producer) -> calls in flight
         self._expected: dict = {}
         self._held: dict = defaultdict(dict)
         self._failure: BaseException | None = None
@@ -113,6 +132,7 @@ class StreamTaskActor:
         self.handles = handles
         self.wiring = Wiring(self.config.graph)
         self._wake = asyncio.Event()
+        self._sent = asyncio.Event()
         self._reports: asyncio.Queue = asyncio.Queue()
         restore = dataclasses.replace(self.descriptor, state=decode_snapshot(self._snapshot, self.key[1]))
         splits = None
@@ -122,10 +142,11 @@ class StreamTaskActor:
             splits = {sid: decode_split(d) for sid, d in zip(ids, data)}
         self.task, restored = deploy_task(
             self.config, restore, clock=now_ms, timer_service=LoopTimerService(loop, self._fail),
-            rng=random.Random(self.seed), wakeup=self._after_event, splits=splits, store=self.store)
+            rng=random.Random(self.seed), charging=Charging.REAL_TIME, cost_rng=random.Random(self.seed ^ 0x5EED),
+            wakeup=self._after_event, splits=splits, store=self.store)
         self._split_refs = None
         self._reporter = loop.create_task(self._report_in_order())
-        return restored
+        return {**restored, "ray_node_id": ray.get_runtime_context().get_node_id()}
 
     # -- the work loop -------------------------------------------------------------------------------
 
@@ -157,6 +178,8 @@ class StreamTaskActor:
                     await self._wake.wait()
         finally:
             flusher.cancel()
+        self._raise_if_failed()
+        await self._drain_outboxes()  # the end of partition must leave before the run call returns
         self._raise_if_failed()
         last = None if self._last_record_ms is None else self._last_record_ms - job_started_ms
         return {"task": self.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits,
@@ -294,6 +317,13 @@ class StreamTaskActor:
                 # encoded by the reporter, after this burst's data (the barrier among it) went out: Flink
                 # sends the barrier on before the snapshot's asynchronous part acknowledges the checkpoint
                 self._reports.put_nowait(("acknowledge", action))
+            elif isinstance(action, AsyncCheckpointStarted):
+                # the part runs off the task's thread: after the model's emulated remote-store time, if any
+                asyncio.get_running_loop().call_later(
+                    action.delay_ms / 1000, self._call,
+                    lambda a=action: self.task.complete_async_part(a.checkpoint_id, a.part))
+            elif isinstance(action, SyncSnapshotTaken):
+                pass  # the real synchronous part took its real time on this thread
             elif isinstance(action, DeclineCheckpoint):
                 self._reports.put_nowait(("decline", (
                     attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)))
@@ -310,19 +340,37 @@ class StreamTaskActor:
 
     def _send(self) -> None:
         if self._data_out:
-            for consumer, entries in self._data_out.items():
-                data = pack(entries)
+            for consumer in [c for c in self._data_out if self._in_flight[("data", c)] < DATA_CALLS_IN_FLIGHT]:
+                data = pack(self._data_out.pop(consumer))
                 self.data_bytes_sent += len(data)
                 self.data_calls_sent += 1
-                self.handles[consumer].deliver.remote(data)
-            self._data_out.clear()
+                self._track(("data", consumer), self.handles[consumer].deliver.remote(data))
         if self._upstream_out:
-            for producer, entries in self._upstream_out.items():
+            for producer in [p for p in self._upstream_out if not self._in_flight[("upstream", p)]]:
                 self.upstream_calls_sent += 1
-                self.handles[producer].upstream.remote(pack(entries))
-            self._upstream_out.clear()
+                entries = merge_credits(self._upstream_out.pop(producer))
+                self._track(("upstream", producer), self.handles[producer].upstream.remote(pack(entries)))
         if self.store is not None:
             self.store.send()
+
+    def _track(self, key: tuple, ref) -> None:
+        """Count the call in flight until the receiver took it in; then send what waited for it."""
+        self._in_flight[key] += 1
+        ref.as_future().add_done_callback(lambda _done, key=key: self._call_done(key))
+
+    def _call_done(self, key: tuple) -> None:
+        # a failed call (the receiver died) needs nothing here: the job manager fails the job over
+        self._in_flight[key] -= 1
+        if self._data_out or self._upstream_out:
+            self._send()
+        if not (self._data_out or self._upstream_out):
+            self._sent.set()
+
+    async def _drain_outboxes(self) -> None:
+        """Wait until everything in the outboxes has been handed to Ray."""
+        while self._data_out or self._upstream_out:
+            self._sent.clear()
+            await self._sent.wait()
 
     async def _report_in_order(self) -> None:
         while True:

@@ -354,16 +354,41 @@ def spark_workload_splits(spark, scenario: Scenario) -> Splits:
         workload.df.unpersist()
 
 
+def check_checkpoint_storage(backend: str, checkpoint_storage: str | None) -> str | None:
+    """The checkpoint storage URI to run with (a plain path made absolute: the job manager's working directory is
+    not the caller's); ``ArgumentError`` for one that names no storage or an object store this node cannot reach,
+    or one given to the simulator (which keeps its checkpoints in memory)."""
+    if checkpoint_storage is None:
+        return None
+    if backend != "ray":
+        raise ArgumentError(f"checkpoint storage {checkpoint_storage!r}: only the ray backend writes checkpoints to a "
+                            "storage URI (the simulator keeps them in memory, or in the run directory with checkpoint files)")
+    from barriersim.runtime.storage.errors import CheckpointStorageError
+    from barriersim.runtime.storage.object_storage import check_storage_uri, probe_storage
+
+    try:
+        check_storage_uri(checkpoint_storage)
+        probe_storage(checkpoint_storage)  # the job manager runs on this (the driver's) node: what it will reach
+    except CheckpointStorageError as err:
+        raise ArgumentError(str(err)) from None
+    return checkpoint_storage if "://" in checkpoint_storage else str(Path(checkpoint_storage).resolve())
+
+
 def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progress: Progress | None = None,
-            splits: Splits | None = None, checkpoint_files: bool = False) -> RunResult:
+            splits: Splits | None = None, checkpoint_files: bool = False,
+            checkpoint_storage: str | None = None) -> RunResult:
     """Run a plan into ``out``. On the sim backend with the Spark workload the splits are generated once for all
-    modes (or given); ``checkpoint_files``: the simulator writes its checkpoints as a Ray run does."""
+    modes (or given); ``checkpoint_files``: the simulator writes its checkpoints as a Ray run does.
+    ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` for the ray backend (a path every node sees,
+    ``file://...`` or ``s3://bucket/prefix[?endpoint_override=host:port&scheme=http]``; default: each run
+    directory's ``checkpoints/``)."""
     out = Path(out)
+    checkpoint_storage = check_checkpoint_storage(p.backend, checkpoint_storage)
     targets = p.targets(out)
     if p.backend == "ray":
         from barriersim.ray_backend import run_on_ray
 
-        summaries = run_on_ray(targets, address=address, progress=progress)
+        summaries = run_on_ray(targets, address=address, progress=progress, checkpoint_storage=checkpoint_storage)
         return RunResult(out, {s["mode"]: ModeRun(target, s) for (target, _), s in zip(targets, summaries)})
     from barriersim.sim_backend import simulate
 
@@ -389,7 +414,8 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
 def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=None, seed: int | None = None,
         out: str | os.PathLike | None = None, faults=None, actions=None, restore_from=None, parallelism=None,
         address: str | None = None, overrides: Mapping[str, Any] | None = None, workload: str | None = None,
-        spark=None, progress: Progress | None = None, force: bool = False, checkpoint_files: bool = False) -> RunResult:
+        spark=None, progress: Progress | None = None, force: bool = False, checkpoint_files: bool = False,
+        checkpoint_storage: str | None = None) -> RunResult:
     """Run a scenario and return its results (``RunResult``: mode -> ``ModeRun``; ``.only`` for one mode).
 
     ``scenario``: a scenario file's path or a loaded ``Scenario``. ``backend``: ``"sim"`` (the deterministic
@@ -406,15 +432,19 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     instead of starting one. ``progress``: ``(stage, fraction)`` callback. ``force``: ``out`` may be a previous
     run's directory, whose contents are replaced (else a non-empty ``out`` is refused). ``checkpoint_files``: on
     the simulator, keep the checkpoints in files under ``out/checkpoints/`` as a Ray run does (same trace).
+    ``checkpoint_storage``: where the ray backend writes checkpoints (Flink's ``state.checkpoints.dir``: a path,
+    ``file://`` or ``s3://`` URI).
 
     Raises ``ScenarioError`` / ``FaultScheduleError`` / ``UnsupportedScenario`` / ``ArgumentError`` (one-line
     messages naming the file and key) for bad input, before anything is started or written.
     """
     p = plan(scenario, backend=backend, mode=mode, seed=seed, faults=faults, actions=actions,
              restore_from=restore_from, parallelism=parallelism, overrides=overrides, workload=workload)
+    check_checkpoint_storage(p.backend, checkpoint_storage)
     out_dir = Path(out) if out is not None else default_out_dir(p.scenario)
     prepare_out_dir(out_dir, force)
-    return execute(p, out_dir, spark=spark, address=address, progress=progress, checkpoint_files=checkpoint_files)
+    return execute(p, out_dir, spark=spark, address=address, progress=progress, checkpoint_files=checkpoint_files,
+                   checkpoint_storage=checkpoint_storage)
 
 
 __all__ = ["BACKENDS", "WORKLOADS", "ModeRun", "Plan", "RunResult", "SparkFrames", "execute", "plan", "run",

@@ -51,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="replace the run in a non-empty --out directory")
     run.add_argument("--seed", type=seed_argument, help="seed overriding the scenario's")
     run.add_argument("--address", help="address of an existing Ray cluster, left running (default: $RAY_ADDRESS, else start a local one)")
+    run.add_argument("--checkpoint-storage", metavar="URI",
+                     help="where the ray backend writes checkpoints, as Flink's state.checkpoints.dir: a path every "
+                          "Ray node sees, file:///path, or s3://bucket/prefix (S3 client options in the query, e.g. "
+                          "?endpoint_override=host:9000&scheme=http; credentials from the AWS_* variables); "
+                          "default: the run directory's checkpoints/")
     run.add_argument("--backend", choices=("ray", "sim"), default="ray",
                      help="ray: Ray actors with Spark on Ray; sim: the deterministic simulator (default: ray)")
     run.add_argument("--mode", choices=ALL_MODES + ("all",),
@@ -132,10 +137,12 @@ def _cmd_run(args) -> int:
     p = api.plan(args.scenario, backend=args.backend, mode=args.mode, seed=args.seed,
                  overrides=dict(args.overrides), actions=_actions_of(args), restore_from=args.restore_from,
                  parallelism=dict(args.parallelism) or None, mode_origin="--mode")
+    checkpoint_storage = api.check_checkpoint_storage(args.backend, args.checkpoint_storage)
     out = _out(args, p.scenario)
     console = tables.console()
     with StageProgress(console) as progress:
-        result = api.execute(p, out, address=args.address, progress=progress, checkpoint_files=args.checkpoint_files)
+        result = api.execute(p, out, address=args.address, progress=progress, checkpoint_files=args.checkpoint_files,
+                             checkpoint_storage=checkpoint_storage)
     summaries = list(result.summaries.values())
     total = time.perf_counter() - started
     if args.backend == "sim":

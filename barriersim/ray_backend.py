@@ -34,7 +34,14 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from barriersim.scenarios.loader import Scenario
-from barriersim.summary import build_summary, source_rates, write_run_directory, write_summary
+from barriersim.summary import (
+    build_summary,
+    placement_section,
+    source_rates,
+    with_channel_kinds,
+    write_run_directory,
+    write_summary,
+)
 
 ProgressCallback = Callable[[str, float | None], None]
 LOGS_DIR = "logs"
@@ -57,8 +64,11 @@ def prepare(spark, scenario: Scenario):
 
 
 def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None,
-               progress: ProgressCallback | None = None) -> list[dict]:
-    """Run each ``(run directory, effective scenario)`` on Ray, on one workload; returns their summaries."""
+               progress: ProgressCallback | None = None, checkpoint_storage: str | None = None) -> list[dict]:
+    """Run each ``(run directory, effective scenario)`` on Ray, on one workload; returns their summaries.
+    ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` (a path every node sees, ``file://`` or ``s3://``),
+    each run's checkpoints under ``<storage>/<run directory name>[/<mode>]``; default: each run directory's
+    ``checkpoints/``."""
     import msgpack
     import ray
 
@@ -66,7 +76,11 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     from barriersim.continuation import previous_run, write_external_store
     from barriersim.runtime.operators.sinks import ExternalStore
     from barriersim.summary import jobs_sections
+    from barriersim.actors.placement import check_kill_nodes, cluster_nodes
     from barriersim.actors.workload_handoff import WorkloadHandOff, refs
+    from barriersim.errors import UnsupportedScenario
+    from barriersim.runtime.job.placement import PlacementError
+    from barriersim.runtime.storage.object_storage import child_uri
     from barriersim.rundir import Run
     from barriersim.scenarios.simulation_inputs import job_config
     from barriersim.spark.analytics import compute_analytics
@@ -87,12 +101,16 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     handoffs: list = []
     jobs: list = []
 
+    storage_uris = {target: str(target / "checkpoints") if checkpoint_storage is None else
+                    child_uri(checkpoint_storage, *(target.parts[-2:] if several else target.parts[-1:]))
+                    for target, _ in runs}
+
     def start_job(target: Path, scenario: Scenario):
         """Deploy a mode's job now; its sources wait for the splits its own hand-off gets later."""
         handoffs.append(WorkloadHandOff.remote())
         target.mkdir(parents=True, exist_ok=True)
         previous = previous_run(scenario)  # the run whose snapshot this one restores, continued
-        jobs.append(RayJob(job_config(scenario), refs(handoffs[-1], sources), str(target / "checkpoints"),
+        jobs.append(RayJob(job_config(scenario), refs(handoffs[-1], sources), storage_uris[target],
                            f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=records,
                            savepoint_root=str((target / "savepoints").resolve()),
                            first_attempt_number=previous.next_attempt_number if previous else 0,
@@ -104,6 +122,11 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
         say("starting Ray", None)
         cluster.start_ray()
         shared["ray_start"] = cluster.ray_started_seconds
+        try:  # the Ray cluster must have the nodes the scenario spreads its TaskManagers over
+            for _, scenario in runs:
+                check_kill_nodes(scenario.faults, cluster_nodes(scenario.cluster.nodes))
+        except PlacementError as err:
+            raise UnsupportedScenario(f"{first.path}: {err}") from None
         cluster.start_spark_in_background(prepare=lambda spark: prepare(spark, first))
         job = start_job(*runs[0])  # its actors deploy while Spark starts
         say("starting Spark on Ray (the job's actors deploy meanwhile)", None)
@@ -154,7 +177,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                                              at_least_once=not config.mode.exactly_once, ending=result.ending,
                                              pending=result.pending_records)
             own = {"deploy": deploy, "job": running, "verification": time.perf_counter() - t1}
-            write_run_directory(target, scenario, None, result.checkpoints, result.subtasks)
+            write_run_directory(target, scenario, None, result.checkpoints,
+                                with_channel_kinds(result.subtasks, result.config), result.placement)
             write_external_store(target, ExternalStore.from_snapshot(
                 msgpack.unpackb(result.store_snapshot, raw=False, strict_map_key=False)))
             source_runs = {r["task"]: (split_sizes[r["task"]], r.get("last_record_at_ms"))
@@ -172,8 +196,10 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 backend_sections={"spark": spark_info, "timings_seconds": own,
                                   "ray": {"coordinator_failovers": result.coordinator_failovers,
                                           "killed": result.killed, "failures": result.failures,
-                                          "storage_errors": result.storage_errors}},
+                                          "storage_errors": result.storage_errors,
+                                          "checkpoint_storage": storage_uris[target]}},
                 wall_seconds=time.perf_counter() - mode_start,
+                placement=placement_section(result.config, result.deployments, result.ray_nodes),
             )
             finished.append((target, summary))
             if job is not None:

@@ -28,7 +28,16 @@ from barriersim.runtime.snapshot_verification import verify_run
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
-from barriersim.summary import SCENARIO_FILE, build_summary, jobs_sections, source_rates, write_run_directory
+from barriersim.summary import (
+    SCENARIO_FILE,
+    build_summary,
+    jobs_sections,
+    placement_rows,
+    placement_section,
+    source_rates,
+    with_channel_kinds,
+    write_run_directory,
+)
 
 
 def replay_command(scenario_file: Path | str) -> str:
@@ -88,8 +97,10 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
             "replay": replay_command(out_dir / SCENARIO_FILE),
         },
         wall_seconds=wall,
+        placement=placement_section(config, result.deployments),
     )
-    write_run_directory(out_dir, scenario, summary, result.checkpoints, result.subtasks)
+    write_run_directory(out_dir, scenario, summary, result.checkpoints, with_channel_kinds(result.subtasks, config),
+                        placement_rows(config, result.deployments))
     write_external_store(out_dir, simulation.store)
     return summary
 

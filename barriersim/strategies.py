@@ -9,7 +9,9 @@ keyed running sum or a tumbling window behind a hash edge, then a two-phase-comm
 in at-least-once mode). Parallelism is 1..``max_parallelism`` (16 at most). Fault
 schedules name subtasks of the drawn topology, at times inside the run or at protocol points of early
 checkpoints, so they shrink toward "no fault" and "earliest checkpoint"; ``jobmanager_faults=True`` adds
-coordinator crashes (JobManager failover) and failed storage writes. In three cases of four a schedule also holds
+coordinator crashes (JobManager failover) and failed storage writes; ``taskmanager_faults=True`` places the job
+in 2-4 TaskManagers on 1-3 nodes (``[cluster]``) and adds TaskManager crashes and node losses, at times and at
+protocol points. In three cases of four a schedule also holds
 one of the ``protocol_situations`` (faults that together cancel a checkpoint during an alignment, while its
 barriers are on the wire, or let it expire with data in flight), weighted by what the mode's protocol can meet;
 ``cancelled_in_flight_cases`` shapes whole jobs for the late barrier of a cancelled checkpoint. Checkpoint
@@ -58,16 +60,18 @@ from barriersim.runtime.experiment import (
 from barriersim.runtime.faults import (
     CrashCoordinator,
     CrashTask,
+    CrashTaskManager,
     DelayMessage,
     DropMessage,
     FailCheckpoints,
     FailStorageWrite,
     FaultSchedule,
+    KillNode,
     MessageKind,
     ProtocolPoint,
     SlowTask,
 )
-from barriersim.runtime.job.placement import slots_needed
+from barriersim.runtime.job.placement import ClusterConfig, Placement, place, slots_needed
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 
 
@@ -265,12 +269,40 @@ def protocol_situations(draw, graph: JobGraph, horizon_ms: int = 400, mode: str 
 
 
 @st.composite
+def spread_cluster_configs(draw, graph: JobGraph) -> dict:
+    """A ``[cluster]`` table: 2-4 TaskManagers sharing the job's slots, spread over 1-3 nodes."""
+    taskmanagers = draw(st.integers(2, 4))
+    return {"taskmanagers": taskmanagers, "slots_per_taskmanager": -(-slots_needed(graph) // taskmanagers),
+            "nodes": draw(st.integers(1, 3))}
+
+
+def _group_crashes(graph: JobGraph, placement: Placement, horizon_ms: int, cid) -> list:
+    """TaskManager crashes and, on two or more nodes, node losses, at a time or at a protocol point."""
+    points = [ProtocolPoint.BEFORE_FORWARDING_BARRIER, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK,
+              ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE]
+    aligning = {tuple(name.rsplit("#", 1)) for name in aligning_subtask_names(graph)}
+    tms = [t for t in range(placement.taskmanagers) if placement.subtasks_of(t)]
+    aligning_tms = [t for t in tms if any((v, str(i)) in aligning for v, i in placement.subtasks_of(t))]
+    out = [st.builds(CrashTaskManager, taskmanager=st.sampled_from(tms), at_ms=st.integers(1, horizon_ms)),
+           st.builds(CrashTaskManager, taskmanager=st.sampled_from(tms), point=st.sampled_from(points), checkpoint_id=cid)]
+    if aligning_tms:
+        out.append(st.builds(CrashTaskManager, taskmanager=st.sampled_from(aligning_tms),
+                             point=st.just(ProtocolPoint.MID_ALIGNMENT), checkpoint_id=cid))
+    if placement.nodes >= 2:
+        nodes = st.integers(1, placement.nodes - 1)
+        out += [st.builds(KillNode, node=nodes, at_ms=st.integers(1, horizon_ms)),
+                st.builds(KillNode, node=nodes, point=st.sampled_from(points), checkpoint_id=cid)]
+    return out
+
+
+@st.composite
 def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: int = 3,
-                    jobmanager_faults: bool = False, situations: bool = True, mode: str | None = None) -> FaultSchedule:
+                    jobmanager_faults: bool = False, situations: bool = True, mode: str | None = None,
+                    placement: Placement | None = None) -> FaultSchedule:
     """Up to ``max_faults`` faults on ``graph``'s subtasks inside ``horizon_ms``, and (``situations``, a drawn
     boolean) one of the ``protocol_situations``. With ``jobmanager_faults`` the faults also include coordinator
     crashes (JobManager failover) and failed storage writes (a subtask's state write or the ``_metadata`` write of
-    an early checkpoint)."""
+    an early checkpoint); with a ``placement``, TaskManager crashes and node losses of it."""
     names = subtask_names(graph)
     task = st.sampled_from(names)
     cid = st.integers(1, 6)
@@ -296,6 +328,7 @@ def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: in
         # a decline by any subtask: by a source at once, by a later one while others still align or persist
         st.builds(FailCheckpoints, first_checkpoint_id=cid, count=st.integers(1, 3), task=st.none() | task),
         *jobmanager,
+        *(_group_crashes(graph, placement, horizon_ms, cid) if placement is not None else []),
     )
     situation = draw(protocol_situations(graph, horizon_ms, mode)) if situations and draw(st.integers(0, 3)) else ()
     return FaultSchedule(situation + tuple(draw(st.lists(fault, max_size=max_faults))))
@@ -439,7 +472,7 @@ class CaseResult:
 @st.composite
 def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max_faults: int = 3,
                     records: tuple[int, int] = (1000, 6000), jobmanager_faults: bool = False,
-                    actions: bool = False, min_jobs: int = 1) -> SimulatedCase:
+                    taskmanager_faults: bool = False, actions: bool = False, min_jobs: int = 1) -> SimulatedCase:
     """A whole run; with ``actions``, experiment actions (``action_schedules``, ``min_jobs`` jobs at least: 2 for
     a rescale sequence) and faults aimed at them too."""
     checkpointing = draw(checkpointing_configs(mode))
@@ -450,14 +483,16 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     document = generated_document(
         "generated", graph, records=draw(st.integers(*records)), keys=draw(st.sampled_from([1, 10, 100])),
         zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])), rate_per_source=draw(st.sampled_from([20_000, 100_000])),
-        checkpointing=checkpointing, cluster=draw(cluster_configs(graph)),
+        checkpointing=checkpointing,
+        cluster=draw(spread_cluster_configs(graph) if taskmanager_faults else cluster_configs(graph)),
     )
     # crashes inside the run: the sources need about records / (rate * parallelism) to read their input
     w = document["workload"]
     slowest = min(v.parallelism for v in graph.sources)
     horizon_ms = max(20, int(w["records"] * 1000 / (w["rate_per_source"] * slowest)))
+    placement = place(graph, ClusterConfig(**document["cluster"])) if taskmanager_faults else None
     faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults, jobmanager_faults=jobmanager_faults,
-                                  mode=checkpointing["mode"]))
+                                  mode=checkpointing["mode"], placement=placement))
     if faults.of_type(FailCheckpoints) and draw(st.booleans()):
         # checkpoints declined on purpose: tolerate it, so that no failover wipes out what the cancellations left
         document["checkpointing"]["tolerable_failures"] = TOLERATE_ALL
@@ -513,6 +548,10 @@ def cancelled_in_flight_cases(draw, mode: str | None = None) -> SimulatedCase:
         zipf_exponent=draw(st.sampled_from([1.0, 1.5])), rate_per_source=100_000, checkpointing=checkpointing,
         cluster={"taskmanagers": slots_needed(graph), "slots_per_taskmanager": 1},
     )
+    # checkpoint work costs nothing here: the situation is a matter of a few ms between barriers, and the shape's
+    # times were chosen for the protocol alone
+    document["storage"] = {"snapshot_fixed_ms": 0.0, "async_fixed_ms": 0.0, "channel_state_fixed_ms": 0.0,
+                           "file_latency_ms": 0.0, "snapshot_mib_per_s": 1e9, "upload_mib_per_s": 1e9}
     target = f"{stage.name}#{draw(st.integers(0, parallelism - 1))}"
     faults = FaultSchedule((
         SlowTask(target, 50.0, 0, draw(st.integers(300, 400))),

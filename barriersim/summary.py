@@ -4,7 +4,9 @@ per-subtask statistics.
 How this works: ``build_summary`` lays out ``summary.json`` the same way for a Ray run and a simulated one, in
 this order: ``scenario``, ``seed``, ``backend`` (``ray`` or ``sim``), ``mode``, ``versions``, ``workload``
 (``records``, ``generated_by``, then the scenario's workload settings), ``checkpointing``, ``network`` and ``cluster`` (the
-settings the run used, as the scenario file names them), ``checkpoints`` (Flink's counts: ``completed``,
+settings the run used, as the scenario file names them), ``placement`` (where the job ran: TaskManagers, slots, the
+nodes they were spread over, how many input channels are local and how many remote, each deployment's node of every
+TaskManager, the nodes a ``kill_node`` lost, and on Ray the Ray node behind each node), ``checkpoints`` (Flink's counts: ``completed``,
 ``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
 verdict's counts), ``job`` (``outcome``, ``failure_reason``: one line saying what failed the job, or null,
 ``restarts``, ``restored_checkpoint_ids``, ``restored_in_flight_bytes``, ``final_state``,
@@ -18,8 +20,11 @@ of the run: its id, final state, parallelism, ``latest_restored``, counts and op
 sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
 ``wall_seconds`` last. ``write_run_directory`` writes it atomically (``runtime.storage``'s
 ``AtomicFileWriter``) beside ``scenario.toml`` (the effective scenario: overrides, sweep values, seed, mode and
-faults applied, so ``barriersim replay`` of it runs the same run) and the ``checkpoints`` and ``subtasks``
-tables (CSV and Parquet, Flink's field names; no table without rows).
+faults applied, so ``barriersim replay`` of it runs the same run) and the ``checkpoints``, ``subtasks`` and
+``placement`` tables (CSV and Parquet, Flink's field names; no table without rows). A subtask's rows say its
+TaskManager and how many of its input channels are local (``LocalInputChannel``: the producer in the same
+TaskManager) and remote; ``placement`` has one row per deployment and subtask: TaskManager, slot, node and, on
+Ray, the Ray node it ran on.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.scenarios.documents import scenario_document, write_scenario
 from barriersim.scenarios.loader import Scenario
@@ -72,6 +78,71 @@ def checkpoint_counts(counts: dict[str, int]) -> dict[str, int]:
         "failed": counts["failed"],
         "restored": counts["restored"],
     }
+
+
+def placement_section(config: JobConfig, deployments: list[dict], ray_nodes: list[dict] | None = None) -> dict:
+    """Where the job ran (``runtime.job.placement``): its TaskManagers, slots and nodes, the kinds of its input
+    channels, every deployment's node of each TaskManager, the nodes lost, and the Ray nodes (Ray runs)."""
+    placement, graph = config.placement, config.graph
+    local = remote = 0
+    for v in graph.vertices:
+        for i in range(v.parallelism):
+            n_local, n_remote = placement.input_channel_counts(graph, v.name, i)
+            local, remote = local + n_local, remote + n_remote
+    nodes_by_deployment = [list(d["taskmanager_nodes"]) for d in deployments]
+    first = nodes_by_deployment[0] if nodes_by_deployment else list(placement.taskmanager_nodes())
+    section = {
+        "taskmanagers": placement.taskmanagers,
+        "slots_per_taskmanager": placement.slots_per_taskmanager,
+        "nodes": placement.nodes,
+        "input_channels": {"local": local, "remote": remote},
+        "taskmanager_nodes": nodes_by_deployment,
+        # a lost node's TaskManagers move to the survivors, so it is in the first deployment and not in the last
+        "nodes_lost": sorted(set(first) - set(nodes_by_deployment[-1] if nodes_by_deployment else first)),
+    }
+    if ray_nodes is not None:
+        section["ray_nodes"] = ray_nodes
+    return section
+
+
+def _job_config(config: JobConfig, job: int | None) -> JobConfig:
+    """The settings of job ``job`` of a run of several jobs (restores: their own graphs and placements)."""
+    if job is None:
+        return config
+    graph = config.job_graphs[job]
+    return config if graph is config.graph else config.for_job(graph)
+
+
+def placement_rows(config: JobConfig, deployments: list[dict]) -> list[dict]:
+    """One row per deployment and subtask: its TaskManager, slot, node and input channel kinds (a simulated run's
+    ``placement`` table; a Ray run's adds the Ray node each actor reported). In a run of several jobs a
+    deployment names its job, and its rows do too."""
+    rows = []
+    for d in deployments:
+        job = d.get("job")
+        c = _job_config(config, job)
+        head = {"deployment": d["epoch"]} if job is None else {"job": job, "deployment": d["epoch"]}
+        rows.extend({**head, **row} for row in c.placement.describe(c.graph, tuple(d["taskmanager_nodes"])))
+    return rows
+
+
+def with_channel_kinds(subtasks: list[dict], config: JobConfig) -> list[dict]:
+    """The per-subtask statistics with each subtask's TaskManager and how many of its input channels are local
+    and how many remote (in a run of several jobs, by each row's job)."""
+    described: dict = {}
+
+    def rows_of(job):
+        if job not in described:
+            c = _job_config(config, job)
+            described[job] = {row["task"]: row for row in c.placement.describe(c.graph)}
+        return described[job]
+
+    keys = ("taskmanager", "local_input_channels", "remote_input_channels")
+    out = []
+    for r in subtasks:
+        rows = rows_of(r.get("job"))
+        out.append({**r, **{k: rows[r["task"]][k] for k in keys}} if r.get("task") in rows else r)
+    return out
 
 
 # A source subtask reached the offered rate when it emitted its split at least this fraction of that rate.
@@ -123,6 +194,7 @@ def build_summary(
     jobs: list[dict] | None = None,
     actions: list[dict] | None = None,
     verification_scope: str = "workload",
+    placement: dict | None = None,
     source_rates: dict | None = None,
     failure_reason: str | None = None,
 ) -> dict:
@@ -140,6 +212,7 @@ def build_summary(
         "checkpointing": document["checkpointing"],
         "network": document["network"],
         "cluster": document["cluster"],
+        "placement": placement,
         "checkpoints": checkpoint_counts(counts),
         # covers: "workload" (every record), or "snapshot" (a run that ended by a stop or a cancel: what its last
         # snapshot accounts for, runtime.snapshot_verification)
@@ -203,14 +276,16 @@ SUMMARY_FILE = "summary.json"
 
 
 def write_run_directory(out_dir: Path, scenario: Scenario, summary: dict | None, checkpoints: list[dict],
-                        subtasks: list[dict]) -> None:
-    """The run directory: the effective scenario (``scenario.toml``), the statistics tables, ``summary.json``
-    (last: a directory with ``summary.json`` is a finished run; None leaves it to ``write_summary``)."""
+                        subtasks: list[dict], placement: list[dict] = ()) -> None:
+    """The run directory: the effective scenario (``scenario.toml``), the statistics tables, where each subtask
+    ran (``placement``), ``summary.json`` (last: a directory with ``summary.json`` is a finished run; None leaves
+    it to ``write_summary``)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_scenario(scenario, out_dir / SCENARIO_FILE)
     write_table(checkpoints, out_dir / "checkpoints")
     write_table(subtasks, out_dir / "subtasks")
+    write_table(list(placement), out_dir / "placement")
     if summary is not None:
         write_summary(out_dir, summary)
 

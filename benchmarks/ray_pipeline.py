@@ -19,16 +19,26 @@ the raw one-hop latency (half the raw round trip) and against a raw chain of 4 f
 awaited, as barriersim's channel calls are). Prints the ratios against the targets: (2)/(1) bytes/s >= 0.7,
 checkpoints every 100 ms cost <= 5 %, (3) <= 1.5x the raw hops.
 
-Run: ``python -m benchmarks.ray_pipeline [--records N] [--repeats N] [--partitioner forward|rebalance]``.
+Before and after the columnar data plane (``--before-after``), in one run: the pipeline's records/s and MB/s with
+checkpointing off and every 100 ms, each side in a Ray cluster of its own started by a subprocess (the current code,
+and the code of ``baseline_tree.BEFORE_COLUMNAR``: records as Python tuples, one msgpack array each on the wire),
+each against the raw same-shape pipeline (1') measured in that same cluster just before; targets: >= 1,000,000
+records/s, and byte throughput (records x 32 B) at least the raw pipeline's.
+
+Run: ``python -m benchmarks.ray_pipeline [--records N] [--repeats N] [--partitioner forward|rebalance]
+[--before-after [--baseline-rev REV]]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import ray
 
@@ -173,14 +183,67 @@ def measure_checkpoint_cost(graph: JobGraph, records: int, repeats: int, record_
     }
 
 
+def measure_throughput(records: int, repeats: int, partitioner: str) -> dict:
+    """In a Ray cluster of its own: the raw same-shape pipeline, then the pipeline's throughput with checkpointing
+    off and every 100 ms (``measure_checkpoint_cost``)."""
+    graph = pipeline(Partitioner(partitioner))
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
+    try:
+        raw_pipeline = measure_raw_pipeline(4)
+        measured = measure_checkpoint_cost(graph, records, repeats, 32)
+    finally:
+        ray.shutdown()
+    return {"raw_pipeline": raw_pipeline, "off": measured["off"], "every": measured["every"]}
+
+
+def before_after(records: int, repeats: int, partitioner: str, baseline_rev: str) -> None:
+    from benchmarks.baseline_tree import REPO, BaselineUnavailable, export, run_json
+
+    args = ["--measure-throughput", str(records), str(repeats), partitioner]
+    try:
+        before = run_json(export(baseline_rev), Path(__file__), args)
+    except BaselineUnavailable as err:
+        before = None
+        print(f"before: not measured ({err})")
+    after = run_json(REPO, Path(__file__), args)
+    print(f"Ray pipeline source -> map -> map -> sink ({partitioner}), {records:,} records of 32 B, medians of {repeats} "
+          f"interleaved pairs per side; each side against the raw same-shape pipeline of its own cluster (4 actors "
+          f"passing 32 KiB payloads on):")
+    for name, side in (("before", before), ("after", after)):
+        if side is None:
+            continue
+        raw = side["raw_pipeline"]
+        print(f"  {name:6}: raw pipeline {raw['calls_per_second']:,.0f} payloads/s = {raw['mb_per_second']:.1f} MB/s")
+        for label, key in (("checkpointing off", "off"), ("every 100 ms", "every")):
+            r = side[key]
+            print(f"          {label:18} {r['records_per_second']:>12,.0f} records/s = {r['mb_per_second']:6.2f} MB/s "
+                  f"= {r['mb_per_second'] / raw['mb_per_second']:.2f} of the raw pipeline's bytes/s; "
+                  f"{r['cpu_us_per_record']:.2f} us of CPU per record")
+    for label, key in (("checkpointing off", "off"), ("every 100 ms", "every")):
+        r, raw = after[key], after["raw_pipeline"]
+        speedup = f", {r['records_per_second'] / before[key]['records_per_second']:.1f}x before" if before else ""
+        print(f"  after, {label}: {r['records_per_second']:,.0f} records/s (target >= 1,000,000: "
+              f"{'met' if r['records_per_second'] >= 1e6 else 'NOT met'}{speedup}); bytes/s "
+              f"{r['mb_per_second'] / raw['mb_per_second']:.2f} of the raw pipeline's (target >= 1: "
+              f"{'met' if r['mb_per_second'] >= raw['mb_per_second'] else 'NOT met'})")
+
+
 def main() -> None:
+    from benchmarks.baseline_tree import BEFORE_COLUMNAR
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=400_000)
     parser.add_argument("--repeats", type=int, default=5, help="interleaved pairs of runs, checkpointing off / every 100 ms")
     parser.add_argument("--partitioner", choices=["forward", "rebalance"], default="forward")
+    parser.add_argument("--before-after", action="store_true",
+                        help="throughput before and after the columnar data plane, each against its raw pipeline")
+    parser.add_argument("--baseline-rev", default=BEFORE_COLUMNAR)
     args = parser.parse_args()
     if args.records < 1 or args.repeats < 1:
         parser.error("--records and --repeats must be at least 1")
+    if args.before_after:
+        before_after(args.records, args.repeats, args.partitioner, args.baseline_rev)
+        return
     graph = pipeline(Partitioner(args.partitioner))
     record_size = JobConfig(graph).network.record_size
 
@@ -240,4 +303,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 5 and sys.argv[1] == "--measure-throughput":
+        print(json.dumps(measure_throughput(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])))
+    else:
+        main()

@@ -9,20 +9,32 @@ The campaign's baselines, measured in the same run on the same generated cases: 
 checkpoint timeout of 10 minutes instead of the drawn 1-10 s (a case whose acknowledgement was dropped then waits
 ten simulated minutes), and Hypothesis drawing the cases without simulating them (the ceiling of the campaign).
 
+Before and after the columnar data plane, in the same run: the same 16-task shape (4 sources -> hash -> 8 keyed
+sums -> rebalance -> 3 maps -> rebalance -> 1 exactly-once sink, 0.1 us of work per record downstream, so that the
+job keeps up with its sources) at 10,000, 100,000 and 1,000,000 records/s per source, checkpoints every 100 ms:
+simulated seconds per second of CPU (and of wall time) on the current code ("after") and, in a subprocess, on the
+code of ``baseline_tree.BEFORE_COLUMNAR`` ("before": records as Python tuples), alternately. Targets: >= 100x real
+time at 10,000 records/s per source, >= 1x at 1,000,000.
+
 Baseline, measured in the same run: the kernel's ceiling, i.e. the same ``Simulation`` heap loop driving 16
 self-rescheduling callbacks that do nothing else (the events/s no simulated job can exceed on this machine,
 and the microseconds each event of the job spends beyond it). Simulated seconds per wall second depend on
 the job's rate as much as on the simulator: the table has the default rate (10,000 records/s per source
 subtask) and a tenth of it.
 
-Run: ``python -m benchmarks.simulator``.
+Run: ``python -m benchmarks.simulator [--rates-only] [--repeats N] [--baseline-rev REV]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
+import json
+import statistics
+import sys
 import time
 import warnings
+from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, settings
 
@@ -64,6 +76,82 @@ def measure_job(mode: str, faults: str = "[]", records: int = 400_000, rate: int
         "speedup_vs_real_time": result.virtual_ms / 1000 / wall,
         "checkpoints": result.counts["completed"],
     }
+
+
+RATE_SECONDS = {10_000: 10.0, 100_000: 4.0, 1_000_000: 2.0}  # simulated seconds of records at each rate
+
+
+def rate_graph() -> JobGraph:
+    """The 16-task shape, with 0.1 us of work per record downstream: it keeps up with 4 sources at 1M records/s."""
+    cost = {"cost_us_per_record": 0.1}
+    return JobGraph(
+        (JobVertex("source", K.SOURCE, 4), JobVertex("sum", K.KEYED_SUM, 8, params=cost),
+         JobVertex("map", K.MAP, 3, params=cost), JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1, params=cost)),
+        (JobEdge("source", "sum", P.HASH), JobEdge("sum", "map", P.REBALANCE), JobEdge("map", "sink", P.REBALANCE)),
+    )
+
+
+def measure_rate(rate: int, seconds: float) -> dict:
+    """The 16-task shape with ``seconds`` worth of records at ``rate`` records/s per source: simulated seconds per
+    CPU second and per wall second (the workload drawn before the clock starts)."""
+    records = int(rate * seconds) * 4
+    splits = {"source": local_splits(records, 1000, 1.0, 100, 4, seed=1, rate_per_source=rate)}
+    config = JobConfig(rate_graph(), mode="aligned", interval_ms=100, source_rate_per_subtask=rate)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    result = JobSimulation(config, splits, seed=7).run()
+    wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
+    if len(result.committed_output) != records:
+        raise RuntimeError(f"rate {rate}: committed {len(result.committed_output)} of {records} records")
+    virtual = result.virtual_ms / 1000
+    return {"rate": rate, "records": records, "events": result.events, "virtual_seconds": virtual,
+            "cpu_seconds": cpu, "wall_seconds": wall, "x_real_time_cpu": virtual / cpu, "x_real_time_wall": virtual / wall,
+            "checkpoints": result.counts["completed"]}
+
+
+def measure_rates_before_after(repeats: int, baseline_rev: str) -> dict:
+    """Each rate on the current code and on ``baseline_rev``'s, alternately, ``repeats`` times: the medians."""
+    from benchmarks.baseline_tree import BaselineUnavailable, export, run_json
+
+    try:
+        tree = export(baseline_rev)
+    except BaselineUnavailable as err:
+        print(f"before: not measured ({err})")
+        tree = None
+    out = {}
+    for rate, seconds in RATE_SECONDS.items():
+        runs: dict[str, list] = {"before": [], "after": []}
+        for _ in range(repeats):
+            if tree is not None:
+                runs["before"].append(run_json(tree, Path(__file__), ["--measure-rate", str(rate), str(seconds)]))
+            runs["after"].append(measure_rate(rate, seconds))
+        out[rate] = {side: {f: statistics.median(r[f] for r in rs) for f in rs[0]} if rs else None
+                     for side, rs in runs.items()}
+    return out
+
+
+def print_rates(rates: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="simulator, 16-task shape, checkpoints every 100 ms: simulated seconds per second "
+                        "(targets: >= 100x at 10,000 records/s per source, >= 1x at 1,000,000)")
+    for col in ("records/s per source", "side", "records", "events", "virtual s", "cpu s", "wall s",
+                "x real time (cpu)", "x real time (wall)", "checkpoints"):
+        table.add_column(col, justify="right")
+    for rate, sides in rates.items():
+        for side in ("before", "after"):
+            r = sides[side]
+            if r is None:
+                continue
+            table.add_row(f"{rate:,}", side, f"{r['records']:,.0f}", f"{r['events']:,.0f}", f"{r['virtual_seconds']:.2f}",
+                          f"{r['cpu_seconds']:.2f}", f"{r['wall_seconds']:.2f}", f"{r['x_real_time_cpu']:.2f}",
+                          f"{r['x_real_time_wall']:.2f}", f"{r['checkpoints']:.0f}")
+    Console(width=max(Console().width, 160)).print(table)  # wide enough for every column when piped
+    for rate, target in ((10_000, 100.0), (1_000_000, 1.0)):
+        after = rates[rate]["after"]["x_real_time_cpu"]
+        print(f"    {rate:,} records/s per source: {after:.2f}x real time per CPU second (target >= {target:g}x): "
+              f"{'met' if after >= target else 'NOT met'}")
 
 
 def measure_kernel_ceiling(events: int = 400_000, tasks: int = 16) -> dict:
@@ -132,6 +220,19 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from benchmarks.baseline_tree import BEFORE_COLUMNAR
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates-only", action="store_true", help="only the before/after table at three rates")
+    parser.add_argument("--repeats", type=int, default=3, help="alternating runs per side and rate (medians)")
+    parser.add_argument("--baseline-rev", default=BEFORE_COLUMNAR)
+    args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    print_rates(measure_rates_before_after(args.repeats, args.baseline_rev))
+    if args.rates_only:
+        return
+
     ceiling = measure_kernel_ceiling()
     rows = [measure_job(m) for m in ("aligned", "unaligned", "at-least-once")]
     rows.append({**measure_job("aligned", '[{"type":"crash_task","task":"sum#3","at_ms":4000}]'), "mode": "aligned + crash"})
@@ -170,4 +271,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 4 and sys.argv[1] == "--measure-rate":
+        print(json.dumps(measure_rate(int(sys.argv[2]), float(sys.argv[3]))))
+    else:
+        main()

@@ -9,14 +9,17 @@ log into a trace, and encode with msgpack (see ``to_wire``/``from_wire``).
 Mirrors Flink's ``CheckpointBarrier``, ``CheckpointOptions`` (with ``CheckpointOptions.AlignmentType``),
 ``SnapshotType``/``CheckpointType``/``SavepointType``, ``CancelCheckpointMarker``, ``EndOfPartitionEvent``,
 ``EndOfData`` (with ``StopMode``), ``EventAnnouncement``, ``SubtaskConnectionDescriptor``,
-``EndOfChannelStateEvent``, ``Buffer``, ``InputChannelInfo`` and ``ResultSubpartitionInfo``.
+``EndOfChannelStateEvent``, ``Buffer`` (with its content of ``StreamElements`` when watermarks travel in it),
+``InputChannelInfo`` and ``ResultSubpartitionInfo``.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Sequence, Union
+
+from barriersim.runtime.record_batch import RecordBatch, batch_from_bytes, batch_to_bytes
 
 # Flink: CheckpointOptions.NO_ALIGNED_CHECKPOINT_TIME_OUT = Long.MAX_VALUE
 NO_ALIGNED_CHECKPOINT_TIME_OUT: int = 2**63 - 1
@@ -240,12 +243,14 @@ class EventAnnouncement:
 
 @dataclass(frozen=True)
 class Buffer:
-    """A network buffer of serialized records: ``records`` is a tuple of record values, ``size`` the
-    number of bytes it occupies (at most the memory segment size, 32 KiB by default), and
+    """A network buffer of serialized records: ``records`` is its content (on the data path a
+    ``runtime.record_batch.RecordBatch``, or ``StreamElements`` when watermarks travel between the records; the
+    network layer treats it as opaque, and its tests use tuples of values), ``size`` the number of bytes it
+    occupies (``records x record_size``, at most the memory segment size, 32 KiB by default), and
     ``sequence_number`` its position in its channel (Flink's ``BufferConsumerWithPartialRecordLength``
     and ``RemoteInputChannel`` sequence numbers)."""
 
-    records: tuple[Any, ...]
+    records: Any
     size: int
     sequence_number: int = 0
 
@@ -262,6 +267,44 @@ class Watermark:
 
 
 MAX_WATERMARK = Watermark(2**63 - 1)
+
+
+class StreamElements:
+    """What a buffer holds when watermarks travel between its records (Flink serializes ``StreamRecord`` and
+    ``Watermark`` elements into the same buffers): ``parts``, in order, each a ``RecordBatch`` (a run of records)
+    or a ``Watermark``. Iterating gives records (tuples) and watermarks; equal to a list or tuple of those."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: Sequence[Union[RecordBatch, Watermark]]):
+        self.parts = tuple(parts)
+
+    @property
+    def record_count(self) -> int:
+        return sum(len(p) for p in self.parts if type(p) is RecordBatch)
+
+    def __len__(self) -> int:
+        return sum(len(p) if type(p) is RecordBatch else 1 for p in self.parts)
+
+    def __iter__(self):
+        for part in self.parts:
+            if type(part) is RecordBatch:
+                yield from part
+            else:
+                yield part
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, StreamElements):
+            return len(self.parts) == len(other.parts) and all(a == b for a, b in zip(self.parts, other.parts))
+        if isinstance(other, (list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.parts)
+
+    def __repr__(self) -> str:
+        return f"StreamElements({list(self.parts)!r})"
 
 
 # Everything that can travel through a channel.
@@ -299,14 +342,22 @@ def options_from_wire(v: list) -> CheckpointOptions:
 
 
 def to_wire(element: ChannelElement) -> list:
-    """Encode a channel element as plain lists, tuples and scalars (msgpack-ready).
+    """Encode a channel element as plain lists, tuples, bytes and scalars (msgpack-ready).
 
-    A buffer of records only (the common case) keeps its tuple of record tuples as it is: msgpack packs the
-    nested tuples as arrays in C, and ``msgpack.unpackb(..., use_list=False)`` gives them back as tuples, so
-    neither side touches a record in Python (tag ``"B"``). A buffer that also carries watermarks tags each
-    watermark (tag ``"M"``)."""
+    A buffer of records as columns (a ``RecordBatch``: the data path) travels as its column buffers, one bytes
+    value (tag ``"R"``, ``runtime.records_codec.batch_to_bytes``); one that also carries watermarks as its parts,
+    each a column buffer or a tagged watermark (tag ``"S"``). A buffer of record tuples (the network layer's own
+    tests) keeps its tuple of record tuples as it is: msgpack packs the nested tuples as arrays in C, and
+    ``msgpack.unpackb(..., use_list=False)`` gives them back as tuples (tag ``"B"``); with watermarks among them,
+    each watermark is tagged (tag ``"M"``)."""
     if isinstance(element, Buffer):
         records = element.records
+        kind = type(records)
+        if kind is RecordBatch:
+            return ["R", batch_to_bytes(records), element.size, element.sequence_number]
+        if kind is StreamElements:
+            parts = [["W", p.timestamp] if isinstance(p, Watermark) else batch_to_bytes(p) for p in records.parts]
+            return ["S", parts, element.size, element.sequence_number]
         if Watermark not in map(type, records):
             return ["B", records, element.size, element.sequence_number]
         mixed = [["W", r.timestamp] if isinstance(r, Watermark) else r for r in records]
@@ -324,12 +375,17 @@ def to_wire(element: ChannelElement) -> list:
     if isinstance(element, SubtaskConnectionDescriptor):
         return ["V", element.input_subtask_index, element.output_subtask_index]
     if isinstance(element, EndOfChannelStateEvent):
-        return ["R"]
+        return ["Q"]
     raise TypeError(f"not a channel element: {element!r}")
 
 
 def from_wire(v: list) -> ChannelElement:
     tag = v[0]
+    if tag == "R":
+        return Buffer(batch_from_bytes(v[1]), int(v[2]), int(v[3]))
+    if tag == "S":
+        parts = [Watermark(int(p[1])) if isinstance(p, (list, tuple)) else batch_from_bytes(p) for p in v[1]]
+        return Buffer(StreamElements(parts), int(v[2]), int(v[3]))
     if tag == "B":
         records = v[1]
         if type(records) is not tuple or (records and type(records[0]) is not tuple):  # decoded with lists
@@ -354,6 +410,7 @@ def from_wire(v: list) -> ChannelElement:
         return EndOfData(StopMode(v[1]))
     if tag == "V":
         return SubtaskConnectionDescriptor(int(v[1]), int(v[2]))
-    if tag == "R":
+    if tag == "Q":
         return END_OF_CHANNEL_STATE
     raise ValueError(f"unknown channel element tag {tag!r}")
+

@@ -1,12 +1,15 @@
 """Fault schedules: what goes wrong, when, as immutable named values shared by both backends.
 
 How this works: a ``FaultSchedule`` is a tuple of fault values (frozen dataclasses). Each fault names its
-target (a subtask such as ``sum#1``, the coordinator, a message kind, a checkpoint) and its moment: a virtual
-or real time in ms, or a *protocol point* (``ProtocolPoint``) reached for a given checkpoint, such as "after
-the synchronous snapshot but before the acknowledgement". The simulator fires them from its event loop; the
-Ray backend turns them into ``ray.kill``, slowed actors and delayed RPCs. A schedule round-trips through plain
-dicts (``to_plain``/``from_plain``) and a compact JSON string, so a failing property-based example can print a
-one-line replay command. Malformed schedules raise ``FaultScheduleError`` naming the fault and the field.
+target (a subtask such as ``sum#1``, a TaskManager or a node of the job's placement, the coordinator, a message
+kind, a checkpoint) and its moment: a virtual or real time in ms, or a *protocol point* (``ProtocolPoint``)
+reached for a given checkpoint, such as "after the synchronous snapshot but before the acknowledgement". The
+JobMaster (``runtime.job.job_master``) applies them for both drivers; the Ray backend carries them out with
+``ray.kill``, a killed Ray node, slowed actors and delayed RPCs. A schedule round-trips through plain dicts
+(``to_plain``/``from_plain``) and a compact JSON string, so a failing property-based example can print a
+one-line replay command. Malformed schedules raise ``FaultScheduleError`` naming the fault and the field;
+``check_against`` checks one against the job graph, ``check_against_placement`` against the TaskManagers and
+nodes the job is placed in (``runtime.job.placement``).
 """
 
 from __future__ import annotations
@@ -54,6 +57,34 @@ class CrashTask:
     """Kill subtask ``task`` at ``at_ms``, or when it reaches ``point`` during checkpoint ``checkpoint_id``."""
 
     task: str
+    at_ms: int | None = None
+    point: ProtocolPoint | None = None
+    checkpoint_id: int | None = None
+
+
+@dataclass(frozen=True)
+class CrashTaskManager:
+    """Lose TaskManager ``taskmanager`` (its process dies): every subtask it runs dies at once, at ``at_ms``, or
+    when one of them reaches ``point`` during checkpoint ``checkpoint_id``. Flink's JobMaster sees the
+    TaskManager's slots released and fails their tasks; the first failure restarts the job, the others are of
+    attempts already being cancelled."""
+
+    taskmanager: int
+    at_ms: int | None = None
+    point: ProtocolPoint | None = None
+    checkpoint_id: int | None = None
+
+
+@dataclass(frozen=True)
+class KillNode:
+    """Lose node ``node`` of the cluster (the job's placement spreads its TaskManagers over ``cluster.nodes``
+    nodes): every TaskManager on it dies at once, at ``at_ms``, or when one of its subtasks reaches ``point``
+    during checkpoint ``checkpoint_id``, and the node does not come back, so later deployments place those
+    TaskManagers on the surviving nodes. On Ray the node's raylet and worker processes are killed; on the
+    simulator it is a ``CrashTaskManager`` of every TaskManager on the node. Node 0 hosts the JobManager and
+    cannot be killed."""
+
+    node: int
     at_ms: int | None = None
     point: ProtocolPoint | None = None
     checkpoint_id: int | None = None
@@ -128,10 +159,15 @@ class FailCheckpoints:
     task: str | None = None
 
 
-Fault = Union[CrashTask, CrashCoordinator, DelayMessage, DropMessage, SlowTask, FailStorageWrite, FailCheckpoints,
-              DamageCheckpoint]
+Fault = Union[CrashTask, CrashTaskManager, KillNode, CrashCoordinator, DelayMessage, DropMessage, SlowTask,
+              FailStorageWrite, FailCheckpoints, DamageCheckpoint]
+GroupCrash = Union[CrashTaskManager, KillNode]  # faults that kill every subtask of some TaskManagers at once
+GROUP_CRASHES = (CrashTaskManager, KillNode)
+CRASHES = (CrashTask, CrashTaskManager, KillNode)  # faults with a time or a protocol point that kill subtasks
 FAULT_TYPES: dict[str, type] = {
     "crash_task": CrashTask,
+    "crash_taskmanager": CrashTaskManager,
+    "kill_node": KillNode,
     "crash_coordinator": CrashCoordinator,
     "delay_message": DelayMessage,
     "drop_message": DropMessage,
@@ -152,11 +188,13 @@ def _check(fault: Fault, where: str) -> None:
         value = getattr(fault, f.name)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
             raise bad(f.name, f"must be >= 0, got {value}")
-    if isinstance(fault, CrashTask):
+    if isinstance(fault, CRASHES):
         if (fault.at_ms is None) == (fault.point is None):
             raise bad("at_ms", "give exactly one of at_ms and point")
         if fault.point is not None and fault.checkpoint_id is None and fault.point is not ProtocolPoint.DURING_RESTORE:
             raise bad("checkpoint_id", f"is required with point {fault.point.value}")
+    if isinstance(fault, KillNode) and fault.node == 0:
+        raise bad("node", "node 0 hosts the JobManager and cannot be killed (name a node from 1)")
     if isinstance(fault, SlowTask) and fault.factor <= 0:
         raise bad("factor", f"must be > 0, got {fault.factor}")
     if isinstance(fault, SlowTask) and fault.until_ms is not None and fault.until_ms < fault.from_ms:
@@ -182,6 +220,13 @@ def fault_to_plain(fault: Fault) -> dict:
         if value is not None:
             d[key] = value.value if isinstance(value, enum.Enum) else value
     return d
+
+
+def _hits(fault: GroupCrash, taskmanager: int | None, node: int | None) -> bool:
+    """Whether a group crash strikes TaskManager ``taskmanager`` running on ``node``."""
+    if isinstance(fault, CrashTaskManager):
+        return fault.taskmanager == taskmanager
+    return fault.node == node
 
 
 def fate_of(message_faults: list) -> tuple[bool, int]:
@@ -260,11 +305,26 @@ class FaultSchedule:
                 return f
         return None
 
-    def armed_crash_points(self, task: str, fired) -> frozenset[tuple[ProtocolPoint, int]]:
+    def group_crash_at(self, taskmanager: int, node: int, point: ProtocolPoint, checkpoint_id: int | None,
+                       fired) -> GroupCrash | None:
+        """The ``CrashTaskManager`` of ``taskmanager`` or the ``KillNode`` of ``node`` (where that TaskManager runs)
+        that strikes when one of its subtasks reaches ``point`` of ``checkpoint_id`` (any checkpoint for
+        ``during_restore``) and is not in ``fired``, else None."""
+        for f in self.faults:
+            if (isinstance(f, GROUP_CRASHES) and f.point is point and f not in fired
+                    and _hits(f, taskmanager, node)
+                    and (point is ProtocolPoint.DURING_RESTORE or f.checkpoint_id == checkpoint_id)):
+                return f
+        return None
+
+    def armed_crash_points(self, task: str, fired, taskmanager: int | None = None,
+                           node: int | None = None) -> frozenset[tuple[ProtocolPoint, int]]:
         """The task-side protocol points (``ProtocolPoint.is_task_side``) at which a deployment of ``task`` must
-        stop, as ``(point, checkpoint_id)`` pairs: the schedule's crashes of ``task`` that have not fired yet."""
-        return frozenset((f.point, f.checkpoint_id) for f in self.of_type(CrashTask)
-                         if f.task == task and f.point in TASK_SIDE_POINTS and f not in fired)
+        stop, as ``(point, checkpoint_id)`` pairs: the schedule's crashes of ``task``, and of its TaskManager
+        ``taskmanager`` and node ``node`` when given, that have not fired yet."""
+        return frozenset((f.point, f.checkpoint_id) for f in self.faults
+                         if isinstance(f, CRASHES) and f.point in TASK_SIDE_POINTS and f not in fired
+                         and (f.task == task if isinstance(f, CrashTask) else _hits(f, taskmanager, node)))
 
     def check_against(self, graph) -> None:
         """Raise ``FaultScheduleError`` for a fault naming a subtask the job graph (``runtime.jobgraph.JobGraph``)
@@ -285,6 +345,32 @@ class FaultSchedule:
                 if channels < 2:
                     raise FaultScheduleError(f"faults[{i}].point: {task} has {channels} input channel(s), so it is never "
                                              f"mid_alignment (only a task with two or more aligns barriers)")
+
+    def check_against_placement(self, graph, placement) -> None:
+        """Raise ``FaultScheduleError`` for a ``crash_taskmanager`` naming a TaskManager the job's placement
+        (``runtime.job.placement.Placement``) does not have, a ``kill_node`` naming a node it does not spread
+        over, or either crashing ``mid_alignment`` where no subtask of theirs has two or more input channels."""
+        aligning = {key for key in placement.taskmanager_of
+                    if sum(len(graph.channels_in_gate(key[0], g, key[1])) for g in range(len(graph.gates_of(key[0])))) >= 2}
+        for i, f in enumerate(self.faults):
+            if isinstance(f, CrashTaskManager):
+                if f.taskmanager >= placement.taskmanagers:
+                    raise FaultScheduleError(f"faults[{i}].taskmanager: the job runs in {placement.taskmanagers} "
+                                             f"TaskManager(s), numbered from 0, got {f.taskmanager}")
+                members = {key for key, tm in placement.taskmanager_of.items() if tm == f.taskmanager}
+            elif isinstance(f, KillNode):
+                if placement.nodes < 2 or f.node >= placement.nodes:
+                    raise FaultScheduleError(
+                        f"faults[{i}].node: the job's TaskManagers are spread over {placement.nodes} node(s) "
+                        f"(cluster.nodes), so kill_node needs cluster.nodes >= 2 and a node from 1 to "
+                        f"{max(1, placement.nodes - 1)}, got {f.node}")
+                members = {key for key, tm in placement.taskmanager_of.items()
+                           if placement.node_of_taskmanager(tm) == f.node}
+            else:
+                continue
+            if f.point is ProtocolPoint.MID_ALIGNMENT and not members & aligning:
+                raise FaultScheduleError(f"faults[{i}].point: no subtask of its TaskManager(s) has two or more input "
+                                         f"channels, so none is ever mid_alignment")
 
     def coordinator_crashes(self) -> list[int]:
         """The times (ms) at which the coordinator crashes, in order."""

@@ -1,40 +1,90 @@
-"""The byte form of a list of records: a source subtask's split, a sink's committed output.
+"""The byte form of records: a source subtask's split, a network buffer's content on the wire, a sink's committed
+output, and the record batches inside persisted channel state.
 
-How this works: records are tuples of plain values (``(record_id, key, value, event_time)`` for a source's
-records, ``(record_id, key, value, running_sum)`` for a sink's output); ``encode_records`` writes them as one
-msgpack array of arrays and ``decode_records`` turns the arrays back into tuples. ``pack`` and ``unpack`` are
-the msgpack settings every barriersim encoding uses (bytes stay bytes, strings stay strings). Both drivers and
-the Spark workload hand-off share this encoding, so a split cut from a Spark DataFrame decodes to exactly what
-the simulator draws locally. A source's split may also come as an Arrow table (the Spark workload's hand-off)
-with the columns ``SPLIT_COLUMNS``; ``decode_split`` takes either form.
+How this works: a ``RecordBatch`` is written as its column buffers, with no per-record step: a msgpack extension
+value (type ``RECORD_BATCH_EXT``) whose data is a small header (fields, records) followed by the ``int64`` columns,
+little-endian, field after field; reading it back makes a read-only numpy view of the received bytes (no copy).
+Buffer content with watermarks (``StreamElements``) is an extension value (``STREAM_ELEMENTS_EXT``) holding the
+msgpack array of its parts, a ``Watermark`` one (``WATERMARK_EXT``, its timestamp as 8 signed bytes).
+``ext_default`` / ``ext_hook`` are the msgpack hooks for these; ``pack`` and ``unpack`` are the msgpack settings
+every barriersim encoding uses (bytes stay bytes, strings stay strings) with them. ``encode_records`` /
+``decode_records`` write and read a split or an output: a batch as one extension value; record tuples from older
+encodings (a msgpack array of arrays) still decode, as tuples. Both drivers share this encoding. A source's split
+may also come as an Arrow table (the Spark workload's hand-off) with the columns ``SPLIT_COLUMNS``;
+``decode_split`` takes either form and gives a ``RecordBatch`` (an Arrow table's columns taken as they are), so a
+split cut from a Spark DataFrame is exactly what the simulator draws locally.
 """
 
 from __future__ import annotations
 
+import struct
+from typing import Any
+
 import msgpack
+
+from barriersim.runtime.events import StreamElements, Watermark
+from barriersim.runtime.record_batch import MalformedRecords, RecordBatch, batch_from_bytes, batch_to_bytes
+
+WATERMARK_EXT = 1  # a Watermark: its timestamp as 8 signed bytes (big-endian)
+RECORD_BATCH_EXT = 2  # a RecordBatch: header (fields, records), then the int64 columns (little-endian)
+STREAM_ELEMENTS_EXT = 3  # StreamElements: the msgpack array of its parts
+
+_TIMESTAMP = struct.Struct(">q")
+
+
+def ext_default(value: Any) -> msgpack.ExtType:
+    """msgpack's ``default`` hook for record batches, buffer content with watermarks, and watermarks."""
+    kind = type(value)
+    if kind is RecordBatch:
+        return msgpack.ExtType(RECORD_BATCH_EXT, batch_to_bytes(value))
+    if kind is Watermark:
+        return msgpack.ExtType(WATERMARK_EXT, _TIMESTAMP.pack(value.timestamp))
+    if kind is StreamElements:
+        return msgpack.ExtType(STREAM_ELEMENTS_EXT, pack(list(value.parts)))
+    raise TypeError(f"can not serialize {kind.__name__!r} object")
+
+
+def ext_hook(code: int, data: bytes) -> Any:
+    """msgpack's ``ext_hook`` for what ``ext_default`` writes."""
+    if code == RECORD_BATCH_EXT:
+        return batch_from_bytes(data)
+    if code == WATERMARK_EXT and len(data) == _TIMESTAMP.size:
+        return Watermark(_TIMESTAMP.unpack(data)[0])
+    if code == STREAM_ELEMENTS_EXT:
+        parts = unpack(data)
+        if not isinstance(parts, (list, tuple)) or any(type(p) not in (RecordBatch, Watermark) for p in parts):
+            raise MalformedRecords("stream elements: not an array of record batches and watermarks")
+        return StreamElements(parts)
+    raise MalformedRecords(f"unknown msgpack extension type {code} ({len(data)} bytes)")
 
 SPLIT_COLUMNS = ("record_id", "key", "value", "event_time")  # a source's records, in this order
 
 
 def pack(value) -> bytes:
-    return msgpack.packb(value, use_bin_type=True)
+    return msgpack.packb(value, use_bin_type=True, default=ext_default)
 
 
 def unpack(data: bytes):
-    return msgpack.unpackb(data, raw=False)
+    return msgpack.unpackb(data, raw=False, ext_hook=ext_hook)
 
 
 def encode_records(records) -> bytes:
-    return pack([list(r) for r in records])
+    """A split or an output as bytes: one record batch (record tuples are converted to one first)."""
+    return pack(RecordBatch.of(records))
 
 
-def decode_records(data: bytes) -> list[tuple]:
-    return [tuple(r) for r in unpack(data)]
+def decode_records(data: bytes):
+    """What ``encode_records`` wrote, as a ``RecordBatch``; an older encoding (an array of record arrays) as a
+    list of tuples."""
+    value = unpack(data)
+    if type(value) is RecordBatch:
+        return value
+    return [tuple(r) for r in value]
 
 
-def decode_split(data) -> list[tuple]:
-    """A source's split as ``(record_id, key, value, event_time)`` tuples, from its msgpack bytes or from an Arrow
-    table with the columns ``SPLIT_COLUMNS`` (converted column by column)."""
+def decode_split(data):
+    """A source's split as a ``RecordBatch`` of ``(record_id, key, value, event_time)``, from its encoding (bytes)
+    or from an Arrow table with the columns ``SPLIT_COLUMNS`` (column by column, no record as a Python object)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         return decode_records(data)
-    return list(zip(*(data.column(name).to_pylist() for name in SPLIT_COLUMNS)))
+    return RecordBatch.of(data.select(list(SPLIT_COLUMNS)))

@@ -21,28 +21,31 @@ against the whole workload (``"workload"``).
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Callable, Sequence
 
+import numpy as np
+
+from barriersim.runtime.buffer_content import segments
 from barriersim.runtime.jobgraph import JobGraph, OperatorKind
 from barriersim.runtime.operators.records import unpack
 from barriersim.runtime.operators.sinks import PENDING_TRANSACTIONS_STATE
 from barriersim.runtime.operators.source import split_offsets
 from barriersim.runtime.operators.window import restore_windows
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.snapshot import CheckpointMetadata, KeyGroupRange
 from barriersim.runtime.verification import Expected, Verification, expected_sink_input, verify
 
 _ALL_KEY_GROUPS = KeyGroupRange(0, 2**15)
 
 
-def snapshot_prefix(graph: JobGraph, splits: dict[str, Sequence[Sequence[tuple]]],
-                    metadata: CheckpointMetadata | None) -> dict[str, list[Sequence[tuple]]]:
-    """Per source vertex, the records of each split its sources had read when ``metadata`` was taken (none
-    without a snapshot)."""
+def snapshot_prefix(graph: JobGraph, splits: dict[str, Sequence], metadata: CheckpointMetadata | None
+                    ) -> dict[str, list[RecordBatch]]:
+    """Per source vertex, the records of each split (a ``RecordBatch``, or record tuples) its sources had read
+    when ``metadata`` was taken (none without a snapshot), as slices of the splits."""
     states = {s.operator_id: s for s in metadata.operator_states} if metadata is not None else {}
-    out: dict[str, list[Sequence[tuple]]] = {}
+    out: dict[str, list[RecordBatch]] = {}
     for source in graph.sources:
-        parts = list(splits.get(source.name, ()))
+        parts = [RecordBatch.of(part) for part in splits.get(source.name, ())]
         state = states.get(source.name)
         offsets: dict[int, int] = {}
         finished = False
@@ -50,14 +53,18 @@ def snapshot_prefix(graph: JobGraph, splits: dict[str, Sequence[Sequence[tuple]]
             finished = state.fully_finished or any(st.is_finished for st in state.subtask_states.values())
             for st in state.subtask_states.values():
                 offsets.update(split_offsets(st))
-        out[source.name] = [part[:offsets[sid]] if sid in offsets else (part if finished else ())
+        out[source.name] = [part.slice(0, offsets[sid]) if sid in offsets else (part if finished else part.slice(0, 0))
                             for sid, part in enumerate(parts)]
     return out
 
 
-def _held_records(graph: JobGraph, metadata: CheckpointMetadata) -> dict[tuple[str, int], list[tuple]]:
+def _records_of(buffers) -> list[RecordBatch]:
+    return [part for b in buffers for part in segments(b.records) if type(part) is RecordBatch and len(part)]
+
+
+def _held_records(graph: JobGraph, metadata: CheckpointMetadata) -> dict[tuple[str, int], RecordBatch]:
     """The in-flight records of the snapshot, by the logical input of the vertex they wait to enter."""
-    held: dict[tuple[str, int], list[tuple]] = {}
+    held: dict[tuple[str, int], list[RecordBatch]] = {}
     states = {s.operator_id: s for s in metadata.operator_states}
     for vertex in graph.vertices:
         state = states.get(vertex.name)
@@ -69,13 +76,13 @@ def _held_records(graph: JobGraph, metadata: CheckpointMetadata) -> dict[tuple[s
             for h in st.input_channel_state:
                 if h.info.gate_idx < len(gates):
                     key = (vertex.name, gates[h.info.gate_idx].target_input)
-                    held.setdefault(key, []).extend(r for b in h.buffers for r in b.records if isinstance(r, tuple))
+                    held.setdefault(key, []).extend(_records_of(h.buffers))
             for h in st.result_subpartition_state:
                 if h.info.partition_idx < len(outputs):
                     edge = outputs[h.info.partition_idx]
                     key = (edge.target, edge.target_input)
-                    held.setdefault(key, []).extend(r for b in h.buffers for r in b.records if isinstance(r, tuple))
-    return held
+                    held.setdefault(key, []).extend(_records_of(h.buffers))
+    return {key: RecordBatch.concat(batches) for key, batches in held.items() if batches}
 
 
 def _open_window_groups(graph: JobGraph, metadata: CheckpointMetadata) -> set[tuple[int, int]]:
@@ -89,34 +96,65 @@ def _open_window_groups(graph: JobGraph, metadata: CheckpointMetadata) -> set[tu
     return groups
 
 
-def expected_at_snapshot(graph: JobGraph, splits: dict[str, Sequence[Sequence[tuple]]],
-                         metadata: CheckpointMetadata | None) -> Expected:
+def _row_ids(*row_sets: np.ndarray) -> list[np.ndarray]:
+    """One integer id per distinct row (column of the ``(fields, n)`` arrays), the same across ``row_sets``."""
+    sizes = [r.shape[1] for r in row_sets]
+    if not sum(sizes):
+        return [np.empty(0, dtype=np.int64) for _ in row_sets]
+    _, inverse = np.unique(np.concatenate(row_sets, axis=1), axis=1, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    return np.split(inverse, np.cumsum(sizes)[:-1])
+
+
+def _multiset_minus(rows: np.ndarray, taken: np.ndarray) -> np.ndarray:
+    """The multiset of ``rows`` less one occurrence of each row of ``taken`` (columns)."""
+    if not taken.shape[1] or not rows.shape[1]:
+        return rows
+    a, b = _row_ids(rows, taken)
+    counts = np.bincount(a, minlength=int(max(a.max(), b.max())) + 1)
+    counts = counts - np.bincount(b, minlength=len(counts))
+    order = np.argsort(a, kind="stable")
+    ids, starts = np.unique(a[order], return_index=True)
+    first = order[starts]  # a column of rows for each id present in rows
+    keep = np.maximum(counts[ids], 0)
+    return rows[:, np.repeat(first, keep)]
+
+
+def _in_groups(rows: np.ndarray, groups: set) -> np.ndarray:
+    """Whether each row's ``(rows[0], rows[1])`` is one of ``groups``."""
+    if not groups or not rows.shape[1]:
+        return np.zeros(rows.shape[1], dtype=bool)
+    pairs = np.array(sorted(groups), dtype=np.int64).T
+    ids, group_ids = _row_ids(rows[:2], pairs)
+    return np.isin(ids, group_ids)
+
+
+def expected_at_snapshot(graph: JobGraph, splits: dict[str, Sequence], metadata: CheckpointMetadata | None) -> Expected:
     """The reference of a run that ended with ``metadata`` (None: before any snapshot: nothing is expected)."""
     prefix = expected_sink_input(graph, snapshot_prefix(graph, splits, metadata))
     full = expected_sink_input(graph, splits)
     ignored: set[tuple] = set()
-    identities = Counter(prefix.identities)
+    rows = prefix.rows
     final_sums = dict(prefix.final_sums)
     if metadata is not None:
         held = _held_records(graph, metadata)
         if held:
             from_held = expected_sink_input(graph, {}, held)
-            identities.subtract(from_held.identities)
-            identities = +identities
-            for identity in from_held.identities:
-                final_sums.pop(identity[1], None)
-                if prefix.aggregated:
-                    ignored.add((identity[0], identity[1]))
+            rows = _multiset_minus(rows, from_held.rows)
+            for key in np.unique(from_held.rows[1]).tolist():
+                final_sums.pop(key, None)
+            if prefix.aggregated:
+                ignored.update(zip(from_held.rows[0].tolist(), from_held.rows[1].tolist()))
         open_groups = _open_window_groups(graph, metadata)
         for _, key in open_groups:  # what a restore would still emit for them changes the keys' sums downstream
             final_sums.pop(key, None)
         ignored |= open_groups
     if prefix.aggregated and ignored:
-        identities = Counter({i: n for i, n in identities.items() if (i[0], i[1]) not in ignored})
-    tolerated = Counter()
+        rows = rows[:, ~_in_groups(rows, ignored)]
+    tolerated = None
     if any(s.operator is OperatorKind.AT_LEAST_ONCE_SINK for s in graph.sinks):
-        tolerated = full.identities
-    return Expected(identities, prefix.keyed_sum, final_sums, prefix.aggregated, frozenset(ignored), tolerated)
+        tolerated = full.rows
+    return Expected(rows, prefix.keyed_sum, final_sums, prefix.aggregated, frozenset(ignored), tolerated)
 
 
 def pending_transactions(metadata: CheckpointMetadata | None) -> list[str]:
@@ -132,28 +170,32 @@ def pending_transactions(metadata: CheckpointMetadata | None) -> list[str]:
     return tids
 
 
-def committed_for_verification(expected: Expected, committed: Sequence[tuple]) -> list[tuple]:
-    """``committed`` without the rows of ignored window groups and the tolerated rows of an at-least-once sink
-    past the snapshot."""
-    out = []
-    for r in committed:
-        identity = (r[0], r[1], r[2]) if expected.keyed_sum else tuple(r)
-        if expected.aggregated and (r[0], r[1]) in expected.ignored_groups:
-            continue
-        if expected.tolerated and identity not in expected.identities and identity in expected.tolerated:
-            continue
-        out.append(r)
-    return out
+def committed_for_verification(expected: Expected, committed) -> RecordBatch:
+    """``committed`` (a ``RecordBatch``, or record tuples) without the rows of ignored window groups and the
+    tolerated rows of an at-least-once sink past the snapshot."""
+    batch = RecordBatch.of(committed) if len(committed) else RecordBatch.empty()
+    columns = batch.columns
+    keep = np.ones(len(batch), dtype=bool)
+    if expected.aggregated and expected.ignored_groups:
+        keep &= ~_in_groups(columns, set(expected.ignored_groups))
+    if expected.tolerated is not None and len(batch):
+        fields = expected.rows.shape[0]
+        ids, expected_ids, tolerated_ids = _row_ids(columns[:fields], expected.rows, expected.tolerated)
+        keep &= ~(~np.isin(ids, expected_ids) & np.isin(ids, tolerated_ids))
+    return batch if keep.all() else batch.take(keep)
 
 
-def verify_run(graph: JobGraph, splits: dict[str, Sequence[Sequence[tuple]]], ending: tuple[bool, CheckpointMetadata | None],
-               committed: Sequence[tuple], pending_records: Callable[[list[str]], list[tuple]],
-               at_least_once: bool = False) -> tuple[Verification, str]:
+def verify_run(graph: JobGraph, splits: dict[str, Sequence], ending: tuple[bool, CheckpointMetadata | None],
+               committed, pending_records: Callable[[list[str]], Sequence], at_least_once: bool = False
+               ) -> tuple[Verification, str]:
     """The verification of a run and what it covers (``"workload"`` or ``"snapshot"``): ``ending`` is the last
-    job's (``JobMaster.ending_snapshot``); ``pending_records(tids)`` gives the records of pending transactions."""
+    job's (``JobMaster.ending_snapshot``); ``pending_records(tids)`` gives the records of pending transactions
+    (a ``RecordBatch`` or record tuples)."""
     ended_by_snapshot, metadata = ending
     if not ended_by_snapshot:
         return verify(expected_sink_input(graph, splits), committed, at_least_once), "workload"
     expected = expected_at_snapshot(graph, splits, metadata)
-    output = list(committed) + list(pending_records(pending_transactions(metadata)))
+    pending = pending_records(pending_transactions(metadata))
+    parts = [RecordBatch.of(b) for b in (committed, pending) if len(b)]
+    output = RecordBatch.concat(parts) if parts else RecordBatch.empty()
     return verify(expected, committed_for_verification(expected, output), at_least_once), "snapshot"

@@ -12,8 +12,11 @@ messages for others (credit and resume for upstream tasks, acknowledgements and 
 coordinator, ``TaskFinished``). Barrier-handler actions are wired to the checkpoint steps inside the task:
 a ``TriggerCheckpointOnBarrier`` runs ``SubtaskCheckpointCoordinator.checkpoint_state`` at once, as Flink's
 mailbox does. Timers the task registers call the driver's ``wakeup`` after they fire, so the driver knows to
-collect their effects. Records and watermarks reach the result partitions through the task's
-``RecordWriters`` (``runtime.task.record_writers``: Flink's partitioners). A fault schedule's task-side
+collect their effects. Records travel as ``RecordBatch``es (``runtime.record_batch``): a source step reads a
+batch from its split, an input buffer's records are one batch (or, with watermarks between them, batches split
+at the watermarks, processed in order), the operator turns a batch into a batch, and records and watermarks
+reach the result partitions through the task's ``RecordWriters`` (``runtime.task.record_writers``: Flink's
+partitioners, vectorized). A fault schedule's task-side
 crash points (``runtime.task.crash_points``: ``before_forwarding_barrier``, ``mid_alignment``) stop the task
 where the protocol reaches them: it fails at once and emits ``CrashedAtProtocolPoint`` for its driver.
 """
@@ -25,8 +28,11 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
+import numpy as np
+
 from barriersim.runtime.mutations import PlantedBug, is_planted
 from barriersim.runtime.channel_state.reader import ChannelStateRestoreError, SequentialChannelStateReader
+from barriersim.runtime.checkpoint_cost import FREE, CostCharger
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide
 from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
@@ -60,15 +66,25 @@ from barriersim.runtime.network.input.virtual_channels import DemultiplexingChan
 from barriersim.runtime.network.output.result_partition import Availability, ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
-from barriersim.runtime.operators.records import KEY
+from barriersim.runtime.operators.records import EVENT_TIME, KEY
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.operators.watermarks import WatermarkValve
-from barriersim.runtime.state.key_groups import assign_key_to_parallel_operator
+from barriersim.runtime.buffer_content import segments
+from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.state.backend import StateBackendConfig, full_snapshot_work
+from barriersim.runtime.state.key_groups import KeyGroupAssigner, operator_indices_for_key_groups
 from barriersim.runtime.state.snapshot import OperatorSubtaskState, TaskStateSnapshot
-from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFailed
+from barriersim.runtime.task.actions import (
+    AcknowledgeCheckpoint,
+    AsyncCheckpointStarted,
+    AsyncPart,
+    DeclineCheckpoint,
+    SyncSnapshotTaken,
+    TaskFailed,
+)
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
 from barriersim.runtime.task.record_writers import RecordWriters
-from barriersim.runtime.task.subtask_checkpoint_coordinator import SubtaskCheckpointCoordinator
+from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
 
 
 class StepOutcome(enum.Enum):
@@ -137,16 +153,25 @@ class StreamTask:
         rng: random.Random,
         wakeup: Callable[[], None] = lambda: None,
         network: NetworkConfig = NetworkConfig(),
-        split: Sequence[tuple] = (),
-        splits: Optional[Mapping[int, Sequence[tuple]]] = None,
+        split=(),
+        splits: Optional[Mapping] = None,
         store: ExternalStore | None = None,
         emit_watermarks: bool = False,
         checkpoints_after_tasks_finish: bool = True,
         crash_points: Iterable[tuple[ProtocolPoint, int]] = (),
         input_channel_kinds: Optional[Sequence[Sequence[str]]] = None,
+        cost: Optional[CostCharger] = None,
+        memory_threshold: int = 20 * 1024,
+        state_backend: StateBackendConfig = StateBackendConfig(),
     ):
         """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (where the producer runs:
-        ``runtime.job.placement``); default every channel remote."""
+        ``runtime.job.placement``); default every channel remote. ``cost``: what checkpoints cost
+        (``runtime.checkpoint_cost``); with one, the asynchronous part and the channel-state write of each checkpoint
+        are the driver's to complete (``SyncSnapshotTaken`` / ``AsyncCheckpointStarted`` among ``drain_actions()``,
+        then ``complete_async_part``); without one, checkpoints cost nothing and acknowledge at once.
+        ``memory_threshold``: state streams at or above it are files of their own (Flink's
+        ``state.storage.fs.memory-threshold``). ``state_backend``: the keyed state backend of a keyed operator
+        (``runtime.state.backend``)."""
         self.graph = graph
         self.vertex = graph.vertex(vertex_name)
         self.subtask_index = subtask_index
@@ -154,6 +179,7 @@ class StreamTask:
         self.name = f"{vertex_name}#{subtask_index}"
         self.network = network
         self.emit_watermarks = emit_watermarks
+        self._memory_threshold = memory_threshold
         self._clock = clock
         self._actions: list[Any] = []
         self.finished = False
@@ -162,7 +188,8 @@ class StreamTask:
         self._crash_mid_alignment = self._crash_points.is_armed(ProtocolPoint.MID_ALIGNMENT)
         timers = self._timers = _WakingTimers(timer_service, wakeup, self._crashed)
         self.operator = create_operator(self.vertex, subtask_index, split=split, splits=splits, store=store,
-                                        attempt=attempt_id.attempt_number)
+                                        attempt=attempt_id.attempt_number, state_backend=state_backend,
+                                        memory_threshold=memory_threshold, rng=rng)
 
         self.output_edges = graph.outputs_of(vertex_name)
         self.partitions = [
@@ -202,6 +229,7 @@ class StreamTask:
                 sink=self._on_input_action,
                 buffer_debloat=network.buffer_debloat,
                 max_buffer_size=network.buffer_size,
+                keep_history=False,
             )
             self._valve = WatermarkValve(self.input_side.channel_infos())
         # buffer debloating starts once the task runs (its first step), as Flink's invoke() schedules it after
@@ -219,11 +247,23 @@ class StreamTask:
             task_name=self.name,
             subtask_index=subtask_index,
             crash_points=self._crash_points,
+            async_completion=AsyncCompletion.IMMEDIATE if cost is None else AsyncCompletion.DRIVER,
+            cost=cost or FREE,
+            snapshot_work=self._snapshot_work,
+            memory_threshold=memory_threshold,
         )
         self.hot_key = self.vertex.params.get("hot_key", -1)
         # a two-input operator (the window join) is told which logical input each buffer came from
         self._input_of_gate = ([edge.target_input for edge in graph.gates_of(vertex_name)]
                                if self.vertex.operator.logical_inputs == 2 else None)
+
+    def _snapshot_work(self, state):
+        """What the snapshot wrote: a keyed operator's backend knows (an incremental one uploads only new runs);
+        any other state is written in full."""
+        backend = getattr(self.operator, "backend", None)
+        if backend is not None:
+            return backend.last_work
+        return full_snapshot_work(state, self._memory_threshold)
 
     def _snapshot(self, checkpoint_id: int):
         if self.operator.is_source and is_planted(PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER):
@@ -272,7 +312,8 @@ class StreamTask:
         if edge.partitioner is not Partitioner.HASH:
             return None
         max_p, p, me = self.vertex.max_parallelism, self.vertex.parallelism, self.subtask_index
-        return lambda record: assign_key_to_parallel_operator(record[KEY], max_p, p) == me
+        key_group_of = KeyGroupAssigner(max_p)
+        return lambda batch: operator_indices_for_key_groups(key_group_of.of_keys(batch.columns[KEY]), max_p, p) == me
 
     def _on_recovery_event(self, channel: InputChannelInfo, event) -> None:
         """A ``SubtaskConnectionDescriptor`` selects the virtual channel of the recovered buffers that follow; an
@@ -395,6 +436,13 @@ class StreamTask:
                 del self._rpc_barriers[info]
                 self.input_side.barrier_handler.process_barrier(barrier, info, True)
 
+    def complete_async_part(self, checkpoint_id: int, part: AsyncPart = AsyncPart.SNAPSHOT) -> None:
+        """The driver finished ``part`` of ``checkpoint_id`` (an ``AsyncCheckpointStarted`` it was given): the
+        acknowledgement may follow. Nothing happens for a task that failed meanwhile."""
+        if self.failed:
+            return
+        self._carry_out(self.checkpoints.complete_async_part(checkpoint_id, part))
+
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         if self.failed:
             return
@@ -490,7 +538,10 @@ class StreamTask:
     # -- work ----------------------------------------------------------------------------------------
 
     def is_backpressured(self) -> bool:
-        return any(p.get_availability() is Availability.BACKPRESSURED for p in self.partitions)
+        for p in self.partitions:
+            if p.is_backpressured():
+                return True
+        return False
 
     def process_next(self) -> StepResult:
         """One unit of work: one input buffer or event, or one batch read from the source split."""
@@ -556,51 +607,44 @@ class StreamTask:
             return StepResult(StepOutcome.IDLE if not self.finished else StepOutcome.FINISHED)
         records = reader.poll(self.network.source_batch_records)
         self._route(records)
-        if self.emit_watermarks and records:
+        n = len(records)
+        if self.emit_watermarks and n:
             # Flink's WatermarkStrategy.forMonotonousTimestamps, per split: the largest timestamp seen minus 1 (the
             # next record may carry the same timestamp), the minimum over the reader's splits
             watermark = reader.current_watermark()
             if watermark is not None:
                 self._broadcast_watermark(Watermark(watermark))
-        return StepResult(StepOutcome.PROCESSED, len(records), self._hot(records))
+        return StepResult(StepOutcome.PROCESSED, n, self._hot(records))
 
     def _process_buffer(self, channel: InputChannelInfo, buffer: Buffer) -> StepResult:
         items = buffer.records
         if self._demux:
             demux = self._demux.get(channel)
             if demux is not None and demux.is_selecting:
-                items = tuple(demux.demultiplex(items))
+                items = demux.demultiplex(items)
         side = self._input_of_gate[channel.gate_idx] if self._input_of_gate else 0
-        if Watermark not in map(type, items):  # the common case: records only, processed as one batch
-            if not items:
-                return StepResult(StepOutcome.PROCESSED, 0, 0)
-            records = list(items)
-            self._route(self.operator.process(records, side))
-            return StepResult(StepOutcome.PROCESSED, len(records), self._hot(records))
-        records: list[tuple] = []
+        if type(items) is RecordBatch:  # the common case: records only, processed as one batch
+            n = len(items)
+            if n:
+                self._route(self.operator.process(items, side))
+            return StepResult(StepOutcome.PROCESSED, n, self._hot(items) if n else 0)
         count = hot = 0
-        for item in items:
-            if isinstance(item, Watermark):
-                if records:
-                    self._route(self.operator.process(records, side))
-                    count += len(records)
-                    hot += self._hot(records)
-                    records = []
-                combined = self._valve.input_watermark(channel, item)
+        for part in segments(items):  # records and watermarks in order; the batch is split at each watermark
+            if type(part) is RecordBatch:
+                if len(part):
+                    self._route(self.operator.process(part, side))
+                    count += len(part)
+                    hot += self._hot(part)
+            else:
+                combined = self._valve.input_watermark(channel, part)
                 if combined is not None:
                     self._emit_watermark(combined)
-            else:
-                records.append(item)
-        if records:
-            self._route(self.operator.process(records, side))
-            count += len(records)
-            hot += self._hot(records)
         return StepResult(StepOutcome.PROCESSED, count, hot)
 
-    def _hot(self, records) -> int:
+    def _hot(self, records: RecordBatch) -> int:
         if self.hot_key < 0:
             return 0
-        return sum(1 for r in records if r[KEY] == self.hot_key)
+        return int(np.count_nonzero(records.columns[KEY] == self.hot_key))
 
     def _emit_watermark(self, watermark: Watermark) -> None:
         self._route(self.operator.process_watermark(watermark))
@@ -609,8 +653,9 @@ class StreamTask:
     def _broadcast_watermark(self, watermark: Watermark) -> None:
         self.record_writers.broadcast(watermark)
 
-    def _route(self, records: Sequence[tuple]) -> None:
-        self.record_writers.emit(records)
+    def _route(self, records: RecordBatch) -> None:
+        if len(records):
+            self.record_writers.emit(records)
 
     def flush_outputs(self) -> None:
         """Flink's output flusher (``execution.buffer-timeout``, 100 ms by default) finishing open buffers."""
@@ -688,7 +733,7 @@ class StreamTask:
 
     def _carry_out(self, actions: list) -> None:
         for action in actions:
-            if isinstance(action, (AcknowledgeCheckpoint, DeclineCheckpoint)):
+            if isinstance(action, (AcknowledgeCheckpoint, DeclineCheckpoint, SyncSnapshotTaken, AsyncCheckpointStarted)):
                 self._actions.append(action)
-            # BroadcastEvent, CheckpointSkipped, AsyncCheckpointStarted: the partitions already hold the
-            # event; the driver sends what they hand out.
+            # BroadcastEvent, CheckpointSkipped: the partitions already hold the event; the driver sends what they
+            # hand out.

@@ -57,6 +57,8 @@ def scenario_document(scenario: Scenario) -> dict:
         "network": _section(scenario.network),
         "cluster": _section(scenario.cluster),
         "checkpointing": _section(scenario.checkpointing),
+        "storage": _section(scenario.storage),
+        "state": _section(scenario.state),
     }
     if scenario.restore is not None:
         doc["restore"] = scenario.restore.to_plain()

@@ -11,11 +11,13 @@ The job is either the quickstart shorthand (``[job]`` with ``source_parallelism`
 operator parameters, per-record cost) and ``[[job.edge]]`` tables (``from``, ``to``, ``partitioner``,
 ``input``), validated as a ``runtime.jobgraph.JobGraph``. ``[network]`` sets the buffer size, Flink's credit
 defaults and the channel latency; ``[cluster]`` the TaskManagers and slots the job is placed in (one
-TaskManager by default, so every channel is local, as in Flink's MiniCluster); ``[[faults]]`` is a fault schedule (``runtime.faults``);
-``[[actions]]`` the experiment actions (``runtime.experiment``: savepoints, stop-with-savepoint, cancel, restores
-with new parallelisms), checked against the job as faults are; ``[restore]`` (``from`` a savepoint or retained
-checkpoint path, ``parallelism``) starts the run from a snapshot; ``[sweep]`` maps dotted keys to lists of values
-and expands into a run matrix. The CLI prints an error's line and exits 2.
+TaskManager by default, so every channel is local, as in Flink's MiniCluster) and the nodes they are spread
+over; ``[storage]`` what checkpoint work costs (``runtime.checkpoint_cost``); ``[state]`` the keyed state backend
+(``runtime.state.backend``); ``[[faults]]`` is a fault schedule (``runtime.faults``), checked against the graph and
+the placement; ``[[actions]]`` the experiment actions (``runtime.experiment``: savepoints, stop-with-savepoint,
+cancel, restores with new parallelisms), checked against the job as faults are; ``[restore]`` (``from`` a savepoint
+or retained checkpoint path, ``parallelism``) starts the run from a snapshot; ``[sweep]`` maps dotted keys to
+lists of values and expands into a run matrix. The CLI prints an error's line and exits 2.
 """
 
 from __future__ import annotations
@@ -26,14 +28,17 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
+from barriersim.runtime.checkpoint_cost import CheckpointCostModel
+from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode, checkpointing_problem
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
+from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind
 
-SETTABLE_SECTIONS = ("workload", "checkpointing", "network", "cluster")  # what overrides and sweeps may set, as "section.key"
+SETTABLE_SECTIONS = ("workload", "checkpointing", "network", "cluster", "storage", "state")  # what overrides and sweeps may set, as "section.key"
 
 
 class ScenarioError(Exception):
@@ -72,6 +77,8 @@ def _plain_name(v: str) -> str | None:
     return None
 
 
+_COST = CheckpointCostModel()
+_STATE = StateBackendConfig()
 OPERATORS = tuple(k.value for k in OperatorKind)
 PARTITIONERS = tuple(p.value for p in Partitioner)
 RETENTIONS = tuple(r.value for r in ExternalizedCheckpointRetention)  # Flink's default first
@@ -87,6 +94,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "keys": Field(int, 1000, _between(1, 10_000_000)),
         "zipf_exponent": Field(float, 1.0, _between(0.0, 3.0)),
         "hot_key_share": Field(float, 0.0, _between(0.0, 0.99)),  # > 0: key 0 carries this share of the records
+        "key_growth": Field(bool, False),  # keys added over time: the key space grows from 1 to `keys` over the run
         "max_value": Field(int, 100, _between(1, 1_000_000)),
         "rate_per_source": Field(int, 0, _at_least(0)),
     },
@@ -119,6 +127,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "cluster": {
         "taskmanagers": Field(int, 1, _between(1, 1024)),
         "slots_per_taskmanager": Field(int, 0, _between(0, 1024)),  # 0: the job's highest parallelism
+        # the hosts the TaskManagers are spread over (TaskManager t on node t % nodes; node 0 hosts the JobManager);
+        # 0: every node of the Ray cluster (one on the simulator)
+        "nodes": Field(int, 0, _between(0, 1024)),
     },
     "checkpointing": {
         "mode": Field(str, CheckpointingMode.ALIGNED.value, _one_of(*ALL_MODES)),
@@ -136,6 +147,34 @@ SCHEMA: dict[str, dict[str, Field]] = {
         # Flink's execution.checkpointing.externalized-checkpoint-retention: what a job that was cancelled, failed or
         # suspended keeps of its completed checkpoints (a finished job keeps none under any setting)
         "externalized_checkpoint_retention": Field(str, RETENTIONS[0], _one_of(*RETENTIONS)),
+        # Flink's execution.state-recovery.claim-mode for the checkpoints a new JobManager recovers: no_claim (Flink's
+        # default) never discards the files they created, claim discards them once no retained checkpoint uses them
+        "recovery_claim_mode": Field(str, RecoveryClaimMode.NO_CLAIM.value, _one_of(*(m.value for m in RecoveryClaimMode))),
+    },
+    # the keyed state backend (runtime.state.backend): heap (full snapshots) or incremental (RocksDB-like sorted runs,
+    # flushes and leveled compaction with RocksDB's defaults); entry_bytes models each state entry's size
+    "state": {
+        "backend": Field(str, _STATE.backend.value, _one_of(*(k.value for k in StateBackendKind))),
+        "entry_bytes": Field(int, _STATE.entry_bytes, _between(0, 1 << 30)),
+        "write_buffer_bytes": Field(int, _STATE.write_buffer_bytes, _between(1, 1 << 40)),
+        "target_file_bytes": Field(int, _STATE.target_file_bytes, _between(1, 1 << 40)),
+        "level0_compaction_trigger": Field(int, _STATE.level0_compaction_trigger, _between(1, 1000)),
+        "max_bytes_for_level_base": Field(int, _STATE.max_bytes_for_level_base, _between(1, 1 << 50)),
+        "level_multiplier": Field(int, _STATE.level_multiplier, _between(1, 1000)),
+        "num_levels": Field(int, _STATE.num_levels, _between(2, 20)),
+    },
+    # what checkpoint work costs (runtime.checkpoint_cost.CheckpointCostModel: its docstring says which of Flink's
+    # measured figures each default is calibrated to); the simulator charges it on its virtual clock, Ray only when
+    # emulate_remote_store asks it to add the modelled upload times to its real file writes
+    "storage": {
+        "snapshot_fixed_ms": Field(float, _COST.snapshot_fixed_ms, _between(0.0, 3_600_000.0)),
+        "snapshot_mib_per_s": Field(float, _COST.snapshot_mib_per_s, _between(0.001, 1e9)),
+        "async_fixed_ms": Field(float, _COST.async_fixed_ms, _between(0.0, 3_600_000.0)),
+        "upload_mib_per_s": Field(float, _COST.upload_mib_per_s, _between(0.001, 1e9)),
+        "file_latency_ms": Field(float, _COST.file_latency_ms, _between(0.0, 3_600_000.0)),
+        "channel_state_fixed_ms": Field(float, _COST.channel_state_fixed_ms, _between(0.0, 3_600_000.0)),
+        "latency_sigma": Field(float, _COST.latency_sigma, _between(0.0, 3.0)),
+        "emulate_remote_store": Field(bool, _COST.emulate_remote_store),
     },
 }
 
@@ -169,6 +208,7 @@ class WorkloadSpec:
     max_value: int
     rate_per_source: int
     hot_key_share: float = 0.0
+    key_growth: bool = False
 
 
 @dataclass(frozen=True)
@@ -215,12 +255,17 @@ class CheckpointingSpec:
     checkpoints_after_tasks_finish: bool = True
     memory_threshold_bytes: int = 20 * 1024
     externalized_checkpoint_retention: str = RETENTIONS[0]
+    recovery_claim_mode: str = RecoveryClaimMode.NO_CLAIM.value
 
 
 @dataclass(frozen=True)
 class ClusterSpec:
     taskmanagers: int = 1
     slots_per_taskmanager: int = 0
+    nodes: int = 0
+
+    def config(self) -> ClusterConfig:
+        return ClusterConfig(self.taskmanagers, self.slots_per_taskmanager, self.nodes)
 
 
 @dataclass(frozen=True)
@@ -243,6 +288,8 @@ class Scenario:
         """The graph of every job of the run: the first (rescaled by ``[restore]``), then each restore's."""
         first = rescaled(self.job.graph, self.restore.parallelism, "restore.parallelism") if self.restore else self.job.graph
         return self.actions.graphs(first)
+    storage: CheckpointCostModel = CheckpointCostModel()
+    state: StateBackendConfig = StateBackendConfig()
 
 
 def _type_name(kind: type) -> str:
@@ -364,12 +411,17 @@ def _check_cross_rules(path: str, cp: CheckpointingSpec, origin: str = "") -> No
         raise ScenarioError(path, key, f"{text} ({origin})" if origin else text)
 
 
-def _check_placement(path: str, graph: JobGraph, cluster: ClusterSpec) -> None:
-    """The cluster must hold the job (``runtime.job.placement.place``)."""
+def _check_placement(path: str, graph: JobGraph, cluster: ClusterSpec, faults: FaultSchedule) -> None:
+    """The cluster must hold the job (``runtime.job.placement.place``), and the TaskManager and node faults must
+    name TaskManagers and nodes it has."""
     try:
-        place(graph, ClusterConfig(cluster.taskmanagers, cluster.slots_per_taskmanager))
+        placement = place(graph, cluster.config())
     except PlacementError as err:
         raise ScenarioError(path, err.key, str(err).partition(": ")[2]) from None
+    try:
+        faults.check_against_placement(graph, placement)
+    except FaultScheduleError as err:
+        raise ScenarioError(path, None, str(err)) from None
 
 
 def _check_jobs(path: str, scenario: Scenario) -> None:
@@ -383,7 +435,7 @@ def _check_jobs(path: str, scenario: Scenario) -> None:
         key, _, problem = str(err).partition(": ")
         raise ScenarioError(path, key, problem) from None
     for graph in graphs if scenario.restore is not None else graphs[1:]:
-        _check_placement(path, graph, scenario.cluster)
+        _check_placement(path, graph, scenario.cluster, FaultSchedule())  # its faults: checked on the first job
     try:
         scenario.faults.check_against(graphs[0] if len(graphs) == 1 else _union_graph(graphs))
     except FaultScheduleError as err:
@@ -404,7 +456,7 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         if section not in known:
             raise ScenarioError(path, section, f"unknown section (known: {', '.join(known)})")
     plain = {}
-    for section in ("scenario", "workload", "network", "cluster", "checkpointing"):
+    for section in ("scenario", "workload", "network", "cluster", "checkpointing", "storage", "state"):
         plain[section] = _table(path, section, data.get(section, {}), SCHEMA[section])
     job = _parse_job(path, data.get("job", {}))
     checkpointing = CheckpointingSpec(**{**plain["checkpointing"],
@@ -425,7 +477,7 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
     except FaultScheduleError as err:
         raise ScenarioError(path, None, str(err)) from None
     cluster = ClusterSpec(**plain["cluster"])
-    _check_placement(path, job.graph, cluster)
+    _check_placement(path, job.graph, cluster, faults)
     scenario = Scenario(
         path=path,
         name=plain["scenario"]["name"],
@@ -440,6 +492,8 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         cluster=cluster,
         actions=actions,
         restore=restore,
+        storage=CheckpointCostModel(**plain["storage"]),
+        state=StateBackendConfig(**plain["state"]),
     )
     _check_jobs(path, scenario)
     return scenario
@@ -488,7 +542,8 @@ def _settable_field(path: str, where: str, dotted_key: Any) -> Field:
     section, _, name = str(dotted_key).partition(".")
     if section not in SETTABLE_SECTIONS or name not in SCHEMA[section]:
         raise ScenarioError(path, f"{where}.{dotted_key}",
-                            "must name a workload, checkpointing, network or cluster key, e.g. \"workload.zipf_exponent\"")
+                            "must name a workload, checkpointing, network, cluster, storage or state key, "
+                            "e.g. \"workload.zipf_exponent\"")
     return SCHEMA[section][name]
 
 
@@ -504,7 +559,7 @@ def apply_settings(scenario: Scenario, settings: dict[str, Any], where: str, ori
             and not scenario.checkpointing.mode.uses_alignment_timeout):
         scenario = with_setting(scenario, "checkpointing.aligned_checkpoint_timeout_ms", 0)
     _check_cross_rules(scenario.path, scenario.checkpointing, origin or f"with {where} {_shown(settings)}")
-    _check_placement(scenario.path, scenario.job.graph, scenario.cluster)
+    _check_placement(scenario.path, scenario.job.graph, scenario.cluster, scenario.faults)
     _check_jobs(scenario.path, scenario)
     return scenario
 
@@ -556,5 +611,6 @@ def effective_scenario(scenario: Scenario, *, mode: CheckpointingMode | str | No
     if faults is not None:
         graphs = scenario.job_graphs()
         faults.check_against(graphs[0] if len(graphs) == 1 else _union_graph(graphs))
+        faults.check_against_placement(scenario.job.graph, place(scenario.job.graph, scenario.cluster.config()))
         scenario = with_overrides(scenario, faults=faults)
     return scenario

@@ -1,6 +1,6 @@
 """From a scenario to what a job run needs: the job's settings and the workload splits per source.
 
-How this works: ``job_config`` maps the (effective) scenario's job graph, checkpointing, network, rate and fault
+How this works: ``job_config`` maps the (effective) scenario's job graph, checkpointing, network, storage, rate and fault
 sections onto ``runtime.job.config.JobConfig`` (the same for the simulator and the Ray backend);
 ``workload_splits`` draws every source vertex's workload locally with the same per-record draws Spark uses
 (``scenarios.workload.draw_columns``): source vertex ``k`` gets seed ``seed + k`` and record ids offset by
@@ -10,8 +10,8 @@ sections onto ``runtime.job.config.JobConfig`` (the same for the simulator and t
 from __future__ import annotations
 
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
+from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.job.config import JobConfig
-from barriersim.runtime.job.placement import ClusterConfig
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.loader import Scenario
@@ -52,7 +52,10 @@ def job_config(scenario: Scenario) -> JobConfig:
         faults=scenario.faults,
         actions=scenario.actions,
         restore=scenario.restore,
-        cluster=ClusterConfig(scenario.cluster.taskmanagers, scenario.cluster.slots_per_taskmanager),
+        cluster=scenario.cluster.config(),
+        storage=scenario.storage,
+        state=scenario.state,
+        claim_mode=RecoveryClaimMode(cp.recovery_claim_mode),
     )
 
 
@@ -63,5 +66,5 @@ def workload_splits(scenario: Scenario) -> dict[str, list[list[tuple]]]:
     for k, source in enumerate(scenario.job.graph.sources):
         out[source.name] = local_splits(w.records, w.keys, w.zipf_exponent, w.max_value, source.parallelism,
                                         seed + k, w.rate_per_source, record_id_offset=k * SOURCE_ID_STRIDE,
-                                        hot_key_share=w.hot_key_share)
+                                        hot_key_share=w.hot_key_share, key_growth=w.key_growth)
     return out

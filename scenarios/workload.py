@@ -5,15 +5,19 @@ How this works: every random draw is a pure function of ``(seed, record_id)``: a
 (``splitmix64``) of the record id mixed with the seed, so the same seed gives the same workload whatever
 computes it and however it is partitioned. ``draw_columns`` gives, for record ids ``i`` of one source vertex of
 parallelism ``p``: keys from a finite Zipf distribution over ``keys`` keys with the scenario's exponent
-(``zipf_cdf``; 0 is uniform; optionally with one hot key carrying a fixed share), values uniform in ``1..max_value``, event times advancing at the vertex's total
+(``zipf_cdf``; 0 is uniform; optionally with one hot key carrying a fixed share; with ``key_growth`` the key space
+grows over the run, ``active_keys``, so keyed state grows while its older keys keep being updated), values uniform in
+``1..max_value``, event times advancing at the vertex's total
 rate, and split ``i % p`` at offset ``i // p``. ``local_splits`` draws one source vertex's records and deals
-them into its splits as ``(record_id, key, value, event_time)`` tuples; source vertex ``k`` of a graph draws
+them into its splits as ``RecordBatch``es of ``(record_id, key, value, event_time)``; source vertex ``k`` of a graph draws
 with seed ``seed + k`` and record ids offset by ``k * SOURCE_ID_STRIDE`` (``scenarios.simulation_inputs``).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from barriersim.runtime.record_batch import RecordBatch
 
 SOURCE_ID_STRIDE = 10**9  # record ids of source vertex k start at k * SOURCE_ID_STRIDE
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -40,13 +44,25 @@ def zipf_cdf(keys: int, exponent: float, hot_key_share: float = 0.0) -> np.ndarr
     return cdf / cdf[-1]
 
 
+def active_keys(record_ids: np.ndarray, keys: int, growth_records: int) -> np.ndarray:
+    """How many keys exist when each record is drawn: all ``keys`` without growth (``growth_records`` 0); with growth,
+    the key space grows linearly over the first ``growth_records`` record ids, from one key to all of them."""
+    if not growth_records:
+        return np.full(len(record_ids), keys, dtype=np.int64)
+    grown = np.ceil(keys * (record_ids.astype(np.float64) + 1.0) / growth_records).astype(np.int64)
+    return np.clip(grown, 1, keys)
+
+
 def draw_columns(record_ids: np.ndarray, seed: int, cdf: np.ndarray, max_value: int, sources: int,
-                 ms_per_record: float) -> dict[str, np.ndarray]:
+                 ms_per_record: float, growth_records: int = 0) -> dict[str, np.ndarray]:
     ids = record_ids.astype(np.uint64)
     with np.errstate(over="ignore"):
         base = np.uint64(seed) * np.uint64(0x100000001B3)
         u = (splitmix64(ids ^ base) >> np.uint64(11)).astype(np.float64) / float(1 << 53)
         v = splitmix64(ids ^ (base + np.uint64(0x5851F42D4C957F2D)))
+    if growth_records:
+        # keys added over time: the draw follows the distribution restricted to the keys that exist by then
+        u = u * cdf[active_keys(record_ids, len(cdf), growth_records) - 1]
     keys = np.minimum(np.searchsorted(cdf, u, side="right"), len(cdf) - 1).astype(np.int64)
     return {
         "record_id": record_ids.astype(np.int64),
@@ -59,13 +75,24 @@ def draw_columns(record_ids: np.ndarray, seed: int, cdf: np.ndarray, max_value: 
 
 
 def local_splits(records: int, keys: int, zipf_exponent: float, max_value: int, sources: int, seed: int,
-                 rate_per_source: int = 0, record_id_offset: int = 0, hot_key_share: float = 0.0) -> list[list[tuple]]:
+                 rate_per_source: int = 0, record_id_offset: int = 0, hot_key_share: float = 0.0,
+                 key_growth: bool = False) -> list[RecordBatch]:
     """The same workload as ``barriersim.spark.workload.generate_workload`` (the same draws per record),
     computed locally with numpy for the simulator and its property tests, where starting Spark per example would
-    dominate: split ``i`` holds records ``i, i + sources, ...`` as ``(record_id, key, value, event_time)``."""
+    dominate: split ``i`` holds records ``i, i + sources, ...`` as a ``RecordBatch`` of
+    ``(record_id, key, value, event_time)``."""
     total_rate = rate_per_source * sources
-    cols = draw_columns(np.arange(records, dtype=np.int64), seed, zipf_cdf(keys, zipf_exponent, hot_key_share), max_value, sources,
-                        1000.0 / total_rate if total_rate else 1.0)
-    rows = list(zip((cols["record_id"] + record_id_offset).tolist(), cols["key"].tolist(), cols["value"].tolist(),
-                    cols["event_time"].tolist()))
-    return [rows[i::sources] for i in range(sources)]
+    cdf = zipf_cdf(keys, zipf_exponent, hot_key_share)
+    ms_per_record = 1000.0 / total_rate if total_rate else 1.0
+    columns = np.empty((4, records), dtype=np.int64)
+    for start in range(0, records, _DRAW_CHUNK):  # in chunks, to bound the draws' temporary arrays
+        ids = np.arange(start, min(records, start + _DRAW_CHUNK), dtype=np.int64)
+        cols = draw_columns(ids, seed, cdf, max_value, sources, ms_per_record, records if key_growth else 0)
+        columns[:, start:start + len(ids)] = (cols["record_id"] + record_id_offset, cols["key"], cols["value"],
+                                               cols["event_time"])
+    if sources == 1:
+        return [RecordBatch(columns)]
+    return [RecordBatch(np.ascontiguousarray(columns[:, i::sources])) for i in range(sources)]
+
+
+_DRAW_CHUNK = 1 << 22

@@ -15,7 +15,9 @@ as a thin line inside a wide one. The barrier timeline derives each subtask's ph
 statistics when the timeline columns (``first_barrier_timestamp``, ``alignment_end_timestamp``,
 ``snapshot_timestamp``) are absent: first barrier = trigger + ``start_delay``, alignment end = first barrier +
 ``alignment_duration``, snapshot end = alignment end + ``checkpoint_sync``, then the asynchronous part until
-``ack_timestamp``.
+``ack_timestamp``. When the subtask rows say where each subtask ran (``taskmanager``, ``local_input_channels``,
+``remote_input_channels``), the timeline labels each subtask with its TaskManager and how many of its input
+channels are local and remote, and each panel's title counts the local ones.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import pandas as pd  # noqa: E402
 from barriersim.runtime.checkpointing_mode import ALL_MODES  # noqa: E402
 
 MODE_ORDER = ALL_MODES  # the one list of the modes
+PLACEMENT_COLUMNS = ("taskmanager", "local_input_channels", "remote_input_channels")
 DPI = 100
 WIDTH_PX = 1440
 WIDTH_IN = WIDTH_PX / DPI
@@ -196,10 +199,25 @@ def barrier_phases(subtasks: pd.DataFrame, trigger_timestamp: int, order: list[s
     ack = np.maximum(subtasks["ack_timestamp"].astype(float) - trigger_timestamp, snap)
     phases = pd.DataFrame({"task": subtasks["task"].astype(str), "first_barrier": first, "alignment_end": align,
                            "snapshot_end": snap, "ack": ack})
+    for name in PLACEMENT_COLUMNS:  # where the subtask ran, when the run recorded it
+        if name in subtasks and subtasks[name].notna().all():
+            phases[name] = subtasks[name].astype(int).to_numpy()
     order = order or subtask_order(phases["task"], start_delays=subtasks[["task", "start_delay"]])
     rank = {task: i for i, task in enumerate(order)}
     phases = phases.assign(_rank=phases["task"].map(lambda t: rank.get(t, len(rank))))
     return phases.sort_values(["_rank", "task"], kind="stable").drop(columns="_rank").reset_index(drop=True)
+
+
+def _has_placement(phases: pd.DataFrame) -> bool:
+    return all(name in phases for name in PLACEMENT_COLUMNS)
+
+
+def subtask_label(row) -> str:
+    """``keyed-sum#3`` or, with its placement, ``keyed-sum#3 · TM1 · in 2 local / 6 remote``."""
+    if not all(name in row for name in PLACEMENT_COLUMNS):
+        return str(row["task"])
+    return (f"{row['task']} · TM{int(row['taskmanager'])} · in {int(row['local_input_channels'])} local / "
+            f"{int(row['remote_input_channels'])} remote")
 
 
 def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out: Path,
@@ -234,6 +252,11 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
             ax.text(0.5, 0.5, "no acknowledged subtasks", ha="center", va="center", transform=ax.transAxes)
             continue
         phases = barrier_phases(sts, int(row["trigger_timestamp"]), order)
+        if _has_placement(phases):
+            local, remote = int(phases["local_input_channels"].sum()), int(phases["remote_input_channels"].sum())
+            ax.set_title(f"{title}; {local} of {local + remote} input channels local", fontsize=11, loc="left")
+            labels = {p["task"]: subtask_label(p) for _, p in phases.iterrows()}
+            ax.set_yticks(range(len(order)), [labels.get(task, task) for task in order], fontsize=9)
         for _, p in phases.iterrows():
             y = order.index(p["task"])
             start = 0.0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.records_codec import decode_split
 from barriersim.runtime.verification import Verification, expected_sink_input, verdict_of
 from barriersim.runtime.verification import verify as verify_python
@@ -30,9 +31,10 @@ OUTPUT_SCHEMA = pa.schema(
 OUTPUT_DDL = "record_id long, key long, value long, running_sum long"
 
 
-def output_table(rows: list[tuple]) -> pa.Table:
-    cols = list(zip(*rows)) if rows else [(), (), (), ()]
-    return pa.Table.from_arrays([pa.array(c, type=pa.int64()) for c in cols], schema=OUTPUT_SCHEMA)
+def output_table(rows) -> pa.Table:
+    """The sink's output (a ``RecordBatch``, or record tuples) as an Arrow table, column by column."""
+    columns = RecordBatch.of(rows).columns if len(rows) else RecordBatch.empty().columns
+    return pa.Table.from_arrays([pa.array(c, type=pa.int64()) for c in columns], schema=OUTPUT_SCHEMA)
 
 
 def arrow_to_spark(spark, table, ddl: str):

@@ -11,6 +11,11 @@ it on a thread so that the caller deploys its Ray job meanwhile; ``wait_for_spar
 manager it starts both in turn. ``close`` (on every exit path, Ctrl-C included) waits for a Spark start under
 way, stops Spark and shuts Ray down, so no Java or Ray process is left behind.
 
+On a cluster of several nodes Spark gets one executor per node with CPUs (at most ``MAX_SPREAD_EXECUTORS``) in a
+placement group of strategy ``SPREAD`` (one bundle per executor, of RayDP's shape: its cores and memory), so the
+executors run on different nodes, and each executor's node is recorded (``executor_nodes``); on one node, one
+executor.
+
 Logs: given a ``log_dir``, the Spark driver JVM (its log4j output, its Ray core worker's lines) writes to
 ``log_dir/spark-driver.log`` and the Python loggers of Ray, RayDP and py4j to ``log_dir/ray-and-spark.log``,
 instead of the terminal. The driver JVM is launched by this module, beside RayDP's app master (which starts at
@@ -41,6 +46,47 @@ LOG4J2_PROPERTIES = Path(__file__).with_name("log4j2.properties")
 SPARK_DRIVER_LOG = "spark-driver.log"
 PYTHON_LOG = "ray-and-spark.log"
 _QUIET_LOGGERS = ("ray", "raydp", "py4j", "pyspark")
+
+
+MAX_SPREAD_EXECUTORS = 3  # Spark executors on a cluster of several nodes: one per node, at most this many
+
+
+def spark_executors(nodes_with_cpus: int) -> tuple[int, str | None]:
+    """How many executors to start and RayDP's placement group strategy for them: one per node with CPUs (at
+    most ``MAX_SPREAD_EXECUTORS``), spread over the nodes; one, anywhere, on a one-node cluster."""
+    executors = max(1, min(nodes_with_cpus, MAX_SPREAD_EXECUTORS))
+    return executors, ("SPREAD" if executors > 1 else None)
+
+
+EXECUTOR_CORES = 1
+EXECUTOR_MEMORY = "1G"
+PLACEMENT_GROUP_READY_SECONDS = 120
+
+
+def _executor_placement_group(executors: int, strategy: str):
+    """A placement group with one bundle per executor, as RayDP would make it (its cores and memory), and the
+    node of each bundle once Ray placed them."""
+    import ray
+    from ray.util.placement_group import placement_group, placement_group_table
+    from raydp.utils import parse_memory_size
+
+    bundle = {"CPU": EXECUTOR_CORES, "memory": parse_memory_size(EXECUTOR_MEMORY)}
+    group = placement_group([dict(bundle) for _ in range(executors)], strategy=strategy)
+    ready, _ = ray.wait([group.ready()], timeout=PLACEMENT_GROUP_READY_SECONDS)
+    if not ready:
+        from ray.util.placement_group import remove_placement_group
+
+        remove_placement_group(group)
+        raise RuntimeError(f"Spark on Ray: the Ray cluster could not place {executors} executors of {bundle} "
+                           f"({strategy}) within {PLACEMENT_GROUP_READY_SECONDS} s")
+    nodes = placement_group_table(group)["bundles_to_node_id"]
+    return group, [nodes[i] for i in range(executors)]
+
+
+def _nodes_with_cpus() -> int:
+    import ray
+
+    return sum(1 for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0)
 
 
 def java_options() -> str:
@@ -183,9 +229,12 @@ class RayAndSpark:
     spark: object = None
     ray_started_seconds: float = 0.0
     spark_started_seconds: float = 0.0
+    executors: int = 0  # the Spark executors started (one per node on a cluster of several nodes)
+    executor_nodes: list = field(default_factory=list)  # the Ray node of each executor's bundle (spread executors)
     prepared: object = None
     _driver_gateway: object = field(default=None, repr=False)
     _owns_ray: bool = field(default=False, repr=False)
+    _placement_group: object = field(default=None, repr=False)
     _spark_future: Future | None = field(default=None, repr=False)
     _logs: _PythonLogs | None = field(default=None, repr=False)
 
@@ -225,13 +274,17 @@ class RayAndSpark:
         import raydp
 
         t1 = time.perf_counter()
+        self.executors, strategy = spark_executors(_nodes_with_cpus())
+        if strategy is not None and self._placement_group is None:
+            self._placement_group, self.executor_nodes = _executor_placement_group(self.executors, strategy)
         driver_log = Path(self.log_dir) / SPARK_DRIVER_LOG if self.log_dir is not None else None
         launched: list = []
         with _gateway_lock:
             undo = _launch_driver_jvm_beside_the_app_master(driver_log, launched)
             try:
-                spark = raydp.init_spark(self.app_name, 1, 1, "1G", configs=spark_configs(),
-                                         fault_tolerant_mode=True)
+                spark = raydp.init_spark(self.app_name, self.executors, EXECUTOR_CORES, EXECUTOR_MEMORY,
+                                         configs=spark_configs(), fault_tolerant_mode=True,
+                                         placement_group=self._placement_group)
             finally:
                 undo()
                 self._driver_gateway = launched[0] if launched else None
@@ -275,7 +328,10 @@ class RayAndSpark:
     @property
     def spark_info(self) -> dict[str, str]:
         sc = self.spark.sparkContext
-        return {"app_id": sc.applicationId, "master": sc.master}
+        info = {"app_id": sc.applicationId, "master": sc.master, "executors": self.executors}
+        if self.executor_nodes:
+            info["executor_nodes"] = list(self.executor_nodes)
+        return info
 
     # -- stopping --------------------------------------------------------------------------------------
 
@@ -293,6 +349,11 @@ class RayAndSpark:
                 raydp.stop_spark()
                 self.spark = None
         finally:
+            if self._placement_group is not None:
+                from ray.util.placement_group import remove_placement_group
+
+                remove_placement_group(self._placement_group)
+                self._placement_group = None
             driver_jvm = None
             if self._driver_gateway is not None:
                 gateway, self._driver_gateway = self._driver_gateway, None

@@ -45,9 +45,9 @@ class Workload:
 
 
 def source_batch(ids: np.ndarray, source: int, seed: int, cdf: np.ndarray, max_value: int, parallelism: int,
-                 ms_per_record: float) -> pa.RecordBatch:
+                 ms_per_record: float, growth_records: int = 0) -> pa.RecordBatch:
     """The rows of records ``ids`` of source vertex ``source`` (``SCHEMA_DDL``), as ``workload_splits`` draws them."""
-    cols = draw_columns(ids, seed + source, cdf, max_value, parallelism, ms_per_record)
+    cols = draw_columns(ids, seed + source, cdf, max_value, parallelism, ms_per_record, growth_records)
     return pa.RecordBatch.from_pydict({
         "source": np.full(len(ids), source, dtype=np.int32), "split": cols["split"], "offset": cols["offset"],
         "record_id": cols["record_id"] + source * SOURCE_ID_STRIDE, "key": cols["key"], "value": cols["value"],
@@ -65,6 +65,7 @@ class SplitPlan:
     seed: int
     cdf: np.ndarray
     max_value: int
+    growth_records: int = 0  # with workload.key_growth, the records over which the key space grows
 
 
 def split_plan(scenario: Scenario, seed: int) -> SplitPlan:
@@ -74,7 +75,8 @@ def split_plan(scenario: Scenario, seed: int) -> SplitPlan:
         total_rate = w.rate_per_source * vertex.parallelism
         ms_per_record = 1000.0 / total_rate if total_rate else 1.0
         splits += [(k, vertex.parallelism, s, ms_per_record) for s in range(vertex.parallelism)]
-    return SplitPlan(tuple(splits), w.records, seed, zipf_cdf(w.keys, w.zipf_exponent, w.hot_key_share), w.max_value)
+    return SplitPlan(tuple(splits), w.records, seed, zipf_cdf(w.keys, w.zipf_exponent, w.hot_key_share), w.max_value,
+                     w.records if w.key_growth else 0)
 
 
 def split_batches(plan: SplitPlan, partition: int):
@@ -84,7 +86,8 @@ def split_batches(plan: SplitPlan, partition: int):
     for start in range(0, max(len(ids), 1), BATCH_RECORDS):
         chunk = ids[start:start + BATCH_RECORDS]
         if len(chunk):
-            yield source_batch(chunk, source, plan.seed, plan.cdf, plan.max_value, parallelism, ms_per_record)
+            yield source_batch(chunk, source, plan.seed, plan.cdf, plan.max_value, parallelism, ms_per_record,
+                               plan.growth_records)
 
 
 def generate_workload(spark, scenario: Scenario, seed: int) -> Workload:

@@ -149,8 +149,13 @@ class InputSide:
         barrier_handler_factory: Optional[HandlerFactory] = None,
         buffer_debloat: Optional[BufferDebloatConfiguration] = None,
         max_buffer_size: int = 32 * 1024,
+        keep_history: bool = True,
     ):
+        """``keep_history``: keep every action for ``actions``, ``triggered_checkpoints``, ``metrics`` and the other
+        observing methods (tests); a task that takes its actions through ``sink`` alone passes False, so a long run
+        holds no history."""
         self.mode = mode
+        self._keep_history = keep_history or sink is None
         self.clock = clock
         self._sink = sink
         self._actions: list[Any] = []
@@ -204,6 +209,9 @@ class InputSide:
     # -- recording ---------------------------------------------------------------------------------------
 
     def _record(self, action: Any) -> None:
+        if not self._keep_history:
+            self._sink(action)
+            return
         self._actions.append(action)
         if isinstance(action, TriggerCheckpointOnBarrier):
             self.triggered_checkpoints.append(action)

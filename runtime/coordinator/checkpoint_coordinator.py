@@ -12,7 +12,10 @@ the task and job-status bookkeeping (global failover) and shutdown. A driver tha
 ``checkpoint_writer(metadata, is_savepoint)`` (Flink's ``CheckpointStorageCoordinatorView``) has the coordinator
 write each ``_metadata`` while finalizing, so a failed write aborts the checkpoint (``FINALIZE_CHECKPOINT_FAILURE``)
 before it reaches the store; without one the coordinator emits ``PersistCheckpoint`` and trusts the driver.
-``first_attempt_number`` lets a coordinator recovered after a JobManager failover hand out attempt ids that no
+With ``metadata_write_ms``, a checkpoint's ``_metadata`` write takes that long (the cost model's time): the file
+appears and the completion's rest (the store, subsumption, notifications) happens when it has passed, and every event that
+arrives meanwhile waits for it, as under Flink's coordinator lock (a failover or a job status change ends the write
+at once instead, so that it sees the completed checkpoint, as it would after taking the lock). ``first_attempt_number`` lets a coordinator recovered after a JobManager failover hand out attempt ids that no
 earlier attempt used (Flink's new ``ExecutionGraph`` has fresh attempt ids). Mirrors Flink's ``CheckpointCoordinator``
 (and ``CheckpointCoordinatorDeActivator`` for job status changes).
 """
@@ -40,6 +43,7 @@ from barriersim.runtime.coordinator.plan import DefaultCheckpointPlanCalculator,
 from barriersim.runtime.coordinator.properties import CheckpointProperties, JobStatus
 from barriersim.runtime.coordinator.request_decider import CheckpointRequestDecider
 from barriersim.runtime.coordinator.restore import CoordinatorRestoreMixin
+from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode, SharedStateRegistry
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
 from barriersim.runtime.coordinator.triggering import CheckpointTriggering, TriggeringCheckpoint
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
@@ -67,7 +71,13 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         tasks_running: bool = True,
         checkpoint_writer: Callable[[CheckpointMetadata, bool], Any] | None = None,
         first_attempt_number: int = 0,
+        metadata_write_ms: Callable[[list], float] | None = None,
+        claim_mode: RecoveryClaimMode = RecoveryClaimMode.NO_CLAIM,
     ):
+        """``metadata_write_ms(subtask_states)``: how long the ``_metadata`` write of a checkpoint of these
+        ``OperatorSubtaskState``s holds the coordinator (``runtime.checkpoint_cost``; default: no time): the
+        ``checkpoint_writer`` writes it when that time has passed. ``claim_mode``: whether
+        the checkpoints of a recovered ``completed_checkpoint_store`` are the job's to discard once unused."""
         self.job_id = job_id
         self.vertices = tuple(vertices)
         self.config = config
@@ -75,6 +85,10 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         self._timers = timer_service
         self._sink = action_sink
         self.checkpoint_writer = checkpoint_writer
+        self.metadata_write_ms = metadata_write_ms
+        # a checkpoint whose _metadata write is under way holds the coordinator's lock: events wait meanwhile
+        self._finalizing: Any = None
+        self._held_events: deque = deque()
         self.master_hooks: dict[str, MasterTriggerRestoreHook] = {}
         for hook in master_hooks:
             if not self.add_master_hook(hook):
@@ -88,6 +102,11 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         self.checkpoint_properties = CheckpointProperties.for_checkpoint(config.retention_policy)
         self.plan_calculator = DefaultCheckpointPlanCalculator(self.vertices, config.allow_checkpoints_after_tasks_finished)
         self.store = completed_checkpoint_store or StandaloneCompletedCheckpointStore(config.max_retained_checkpoints)
+        # Flink's store owns the registry; a store recovered by a new JobManager registers its checkpoints again
+        self.shared_state_registry = SharedStateRegistry()
+        for checkpoint in self.store.get_all_checkpoints():
+            self.shared_state_registry.register_all_after_restored(
+                checkpoint.checkpoint_id, checkpoint.operator_states.values(), claim_mode)
         self.id_counter = checkpoint_id_counter or StandaloneCheckpointIDCounter()
         self.id_counter.start()
         self.failure_manager = CheckpointFailureManager(config.tolerable_checkpoint_failure_number)
@@ -127,6 +146,23 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
     # ------------------------------------------------------------------------------------------
 
     def handle(self, event: m.CoordinatorEvent) -> list:
+        if self._finalizing is not None and not self._ends_finalization(event):
+            if not isinstance(event, (m.TaskFailed, m.JobStatusChanged)):
+                self._held_events.append(event)  # Flink: the coordinator's lock is held while the _metadata is written
+                return []
+            # a failover or a job status change takes the lock after the write: the completion ends now (a little
+            # early), so that the restore it decides sees the completed checkpoint, as in Flink
+            self._on_metadata_written(self._finalizing.checkpoint_id)
+        self._dispatch(event)
+        while self._held_events and self._finalizing is None:
+            self._dispatch(self._held_events.popleft())
+        return self.drain_actions()
+
+    def _ends_finalization(self, event: m.CoordinatorEvent) -> bool:
+        return (isinstance(event, m.TimerFired) and event.kind is m.TimerKind.METADATA_WRITTEN
+                and event.token == self._finalizing.checkpoint_id)
+
+    def _dispatch(self, event: m.CoordinatorEvent) -> None:
         if isinstance(event, m.TriggerRequest):
             self.trigger_checkpoint(event)
         elif isinstance(event, m.AcknowledgeCheckpoint):
@@ -151,7 +187,6 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
             self.job_status_changes(event.status)
         else:
             raise CoordinatorError(f"unknown event {event!r} (job {self.job_id}, {len(self.pending_checkpoints)} pending)")
-        return self.drain_actions()
 
     def drain_actions(self) -> list:
         out, self._out = self._out, []
@@ -189,6 +224,11 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
     @property
     def is_periodic_checkpointing_started(self) -> bool:
         return self.scheduler.running
+
+    @property
+    def finalizing_checkpoint_id(self) -> int | None:
+        """The checkpoint whose ``_metadata`` write is under way (written, not yet in the store), if any."""
+        return None if self._finalizing is None else self._finalizing.checkpoint_id
 
     @property
     def is_shutdown(self) -> bool:
@@ -237,6 +277,13 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         if status.is_terminal:
             self.shutdown(status)
 
+    def _release_shared_state(self, lowest_retained: int | None) -> None:
+        """Discard the shared files no checkpoint from ``lowest_retained`` on uses (None: no checkpoint is kept)."""
+        lowest = lowest_retained if lowest_retained is not None else self.id_counter.get() + 1
+        handles = self.shared_state_registry.unregister_unused_state(lowest)
+        if handles:
+            self._emit(m.DiscardSharedState(tuple(handles), lowest))
+
     def shutdown(self, job_status: JobStatus) -> None:
         if self.is_shutdown:
             return
@@ -245,7 +292,14 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
             CheckpointException(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
         )
         self.shutdown_status = job_status
-        for checkpoint in self.store.shutdown(job_status):
+        retained = self.store.get_all_checkpoints()
+        discarded = self.store.shutdown(job_status)
+        for checkpoint in discarded:
             self._emit(m.DiscardCheckpoint(checkpoint.checkpoint_id, m.DiscardReason.SHUTDOWN))
+        if job_status.is_globally_terminal:
+            # the shared state no checkpoint the retention keeps uses (Flink's store shutdown)
+            gone = {id(c) for c in discarded}
+            lowest = min((c.checkpoint_id for c in retained if id(c) not in gone), default=None)
+            self._release_shared_state(lowest)
         self.id_counter.shutdown()
         close_hooks(self.master_hooks)

@@ -4,9 +4,13 @@ How this works: ``CheckpointCompletion`` is the completion half of ``CheckpointC
 coordinator's pending checkpoints, completed store, failure manager, stats and outbox). Each
 ``AcknowledgeCheckpoint`` goes to its ``PendingCheckpoint``; the last one completes it: its ``_metadata`` is
 written (through the injected ``checkpoint_writer``; a failed write aborts it as ``FINALIZE_CHECKPOINT_FAILURE``,
-counted against the tolerable failures as in Flink 1.15+; without a writer ``PersistCheckpoint`` is emitted;
+counted against the tolerable failures as in Flink 1.15+; without a writer ``PersistCheckpoint`` is emitted; a
+write that takes time by the cost model holds the coordinator until it has passed, and the rest of the completion
+follows then;
 a store that cannot take it fails it the same way and discards it),
-the ``StandaloneCompletedCheckpointStore`` subsumes older checkpoints (``DiscardCheckpoint``), older pending
+the ``StandaloneCompletedCheckpointStore`` subsumes older checkpoints (``DiscardCheckpoint``) and the
+``SharedStateRegistry`` releases the shared files only they used (``DiscardSharedState``; every acknowledgement's
+incremental handles are registered when it arrives, placeholders replaced by the registered handles), older pending
 checkpoints are aborted as subsumed, every task to commit to gets ``NotifyCheckpointComplete`` and every operator
 coordinator ``NotifyCoordinatorCheckpointComplete`` (savepoints, except synchronous ones, notify nobody and stay
 out of the store, as in recent Flink). A decline, expiry, failover or suspension aborts the pending checkpoint:
@@ -20,6 +24,8 @@ their state discarded (``DiscardSubtaskState``), declines for them are ignored. 
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Callable
 
 from barriersim.runtime.coordinator import messages as m
@@ -33,6 +39,14 @@ from barriersim.runtime.failure_reason import CheckpointException, CheckpointFai
 from barriersim.runtime.ids import ExecutionAttemptID
 
 
+@dataclass(frozen=True)
+class _Finalizing:
+    """A checkpoint whose ``_metadata`` write is under way (the coordinator is held until it ends)."""
+
+    checkpoint_id: int
+    pending: PendingCheckpoint
+
+
 class CheckpointCompletion:
     """The completion half of ``CheckpointCoordinator``."""
 
@@ -43,12 +57,22 @@ class CheckpointCompletion:
             return AcknowledgeOutcome.WRONG_JOB
         checkpoint_id = message.checkpoint_id
         pending = self.pending_checkpoints.get(checkpoint_id)
+        if message.subtask_state is not None and (pending is None or not pending.props.is_savepoint):
+            # Flink registers shared state whatever became of the checkpoint (not a savepoint's), so that a late
+            # acknowledgement's new files are released by a later subsumption
+            registered, discards = self.shared_state_registry.register_task_state(message.subtask_state, checkpoint_id)
+            if discards:
+                self._emit(m.DiscardSharedState(tuple(discards), checkpoint_id))
+            if registered is not message.subtask_state:
+                message = dataclasses.replace(message, subtask_state=registered)
         if pending is not None and not pending.is_disposed:
             now = self._clock()
             result = pending.acknowledge_task(message.attempt_id, message.subtask_state, message.metrics, now)
             if result is TaskAcknowledgeResult.SUCCESS:
-                size = message.subtask_state.state_size if message.subtask_state is not None else 0
-                self.stats.report_subtask_stats(checkpoint_id, str(message.attempt_id), now, size, message.metrics)
+                state = message.subtask_state
+                self.stats.report_subtask_stats(checkpoint_id, str(message.attempt_id), now,
+                                                state.state_size if state is not None else 0, message.metrics,
+                                                state.checkpointed_size if state is not None else 0)
                 if pending.is_fully_acknowledged():
                     self._complete_pending_checkpoint(pending)
             elif result is not TaskAcknowledgeResult.DUPLICATE:
@@ -93,19 +117,51 @@ class CheckpointCompletion:
 
     def _complete_pending_checkpoint(self, pending: PendingCheckpoint) -> None:
         checkpoint_id = pending.checkpoint_id
+        write_ms = 0.0
+        if self.checkpoint_writer is not None and self.metadata_write_ms is not None:
+            write_ms = self.metadata_write_ms([subtask for state in pending.operator_states.values()
+                                              for subtask in state.subtask_states.values()])
+        if write_ms > 0:
+            # the write takes time: the coordinator is held until it has passed (``handle``); the _metadata appears
+            # (atomically) when it ends, and the completion goes on then
+            self._finalizing = _Finalizing(checkpoint_id, pending)
+            self._timers.register_timer(
+                self._clock() + max(1, round(write_ms)),
+                lambda: self._deliver_timer(m.TimerFired(m.TimerKind.METADATA_WRITTEN, checkpoint_id)))
+            return
+        self._finalize(pending)
+
+    def _on_metadata_written(self, checkpoint_id: int) -> None:
+        finalizing = self._finalizing
+        if finalizing is None or finalizing.checkpoint_id != checkpoint_id:
+            return
+        self._finalizing = None
+        self._finalize(finalizing.pending)
+
+    def _finalize(self, pending: PendingCheckpoint) -> None:
+        """Flink's ``finalizeCheckpoint``: the ``_metadata`` is written (a failed write aborts the checkpoint), then
+        the rest of the completion."""
+        checkpoint_id = pending.checkpoint_id
         props = pending.props
-        now = self._clock()
         writer = self.checkpoint_writer
         try:
             completed = pending.finalize_checkpoint(
-                now, None if writer is None else (lambda metadata: writer(metadata, props.is_savepoint)))
+                self._clock(), None if writer is None else (lambda metadata: writer(metadata, props.is_savepoint)))
         except Exception as e:  # Flink's finalizeCheckpoint: the _metadata could not be written
             if not pending.is_disposed:
                 self._abort_pending_checkpoint(pending, CheckpointException(
                     CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, checkpoint_id, f"{type(e).__name__}: {e}"), None)
             return
+        self._finish_completion(pending, completed)
+
+    def _finish_completion(self, pending: PendingCheckpoint, completed) -> None:
+        """Flink's ``completePendingCheckpoint`` after ``finalizeCheckpoint``: the store and subsumption, the
+        statistics, the notifications."""
+        checkpoint_id = pending.checkpoint_id
+        props = pending.props
+        now = self._clock()
         self.pending_checkpoints.pop(checkpoint_id, None)
-        if writer is None:
+        if self.checkpoint_writer is None:
             self._emit(m.PersistCheckpoint(completed.metadata, props.is_savepoint))
         last_subsumed_id = INVALID_CHECKPOINT_ID
         if not props.is_savepoint:
@@ -117,6 +173,10 @@ class CheckpointCompletion:
             for subsumed in result.to_discard:
                 self._emit(m.DiscardCheckpoint(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED))
             last_subsumed_id = result.last_subsumed_checkpoint_id
+            self.shared_state_registry.checkpoint_completed(checkpoint_id)
+            retained = self.store.get_all_checkpoints()
+            if retained:  # Flink's store: after subsuming, release what only older checkpoints used
+                self._release_shared_state(min(c.checkpoint_id for c in retained))
         self.failure_manager.handle_checkpoint_success(checkpoint_id)
         self.stats.report_completed_checkpoint(checkpoint_id, now, completed.external_pointer)
         self._emit(m.TriggerRequestCompleted(pending.request_id, checkpoint_id))

@@ -90,12 +90,13 @@ class MasterHookCompleted:
 class TimerKind(enum.Enum):
     PERIODIC_TRIGGER = "PERIODIC_TRIGGER"
     CHECKPOINT_TIMEOUT = "CHECKPOINT_TIMEOUT"
+    METADATA_WRITTEN = "METADATA_WRITTEN"  # the modelled time of a checkpoint's _metadata write has passed
 
 
 @dataclass(frozen=True)
 class TimerFired:
     kind: TimerKind
-    token: int  # the checkpoint id for CHECKPOINT_TIMEOUT, the scheduler generation for PERIODIC_TRIGGER
+    token: int  # the checkpoint id for CHECKPOINT_TIMEOUT and METADATA_WRITTEN, the scheduler generation for PERIODIC_TRIGGER
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,15 @@ class DiscardCheckpoint:
 
 
 @dataclass(frozen=True)
+class DiscardSharedState:
+    """Shared files no retained checkpoint uses any more (the ``SharedStateRegistry`` released them after
+    checkpoint ``lowest_retained`` became the oldest retained one, or at the job's end): delete them."""
+
+    handles: tuple  # of runtime.state.snapshot.SharedStateHandle
+    lowest_retained: int
+
+
+@dataclass(frozen=True)
 class DiscardSubtaskState:
     """A late or unknown acknowledgement's state is not needed: discard it (Flink's ``discardSubtaskState``)."""
 
@@ -261,6 +271,6 @@ class TriggerRequestFailed:
 CoordinatorAction = Union[
     TriggerCheckpointOnSources, TriggerCoordinatorCheckpoint, AbortCoordinatorTriggering, NotifyCheckpointComplete,
     NotifyCheckpointAborted, NotifyCoordinatorCheckpointComplete, NotifyCoordinatorCheckpointAborted,
-    PersistCheckpoint, DiscardCheckpoint, DiscardSubtaskState, FailJob, StopJob, RestoreFrom, TriggerRequestCompleted,
+    PersistCheckpoint, DiscardCheckpoint, DiscardSharedState, DiscardSubtaskState, FailJob, StopJob, RestoreFrom, TriggerRequestCompleted,
     TriggerRequestFailed,
 ]

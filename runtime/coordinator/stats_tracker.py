@@ -57,7 +57,11 @@ class CheckpointStatsTracker:
         return record
 
     def report_subtask_stats(self, checkpoint_id: int, task: str, ack_timestamp: int, state_size: int,
-                             metrics: Any = None) -> None:
+                             metrics: Any = None, checkpointed_size: int | None = None) -> None:
+        """``state_size``: all the state the acknowledgement refers to; ``checkpointed_size`` (default: the same):
+        what this checkpoint wrote of it (an incremental snapshot's new uploads), as Flink's ``SubtaskStateStats``."""
+        if checkpointed_size is None:
+            checkpointed_size = state_size
         record = self.history.get(checkpoint_id)
         if record is None or record["status"] != "IN_PROGRESS":
             return
@@ -69,9 +73,9 @@ class CheckpointStatsTracker:
         record["latest_ack_timestamp"] = ack_timestamp
         record["end_to_end_duration"] = max(0, ack_timestamp - record["trigger_timestamp"])
         record["state_size"] += state_size
-        record["checkpointed_size"] += state_size
+        record["checkpointed_size"] += checkpointed_size
         self.subtask_stats[checkpoint_id].append(
-            {"task": task, "ack_timestamp": ack_timestamp, "state_size": state_size, "checkpointed_size": state_size,
+            {"task": task, "ack_timestamp": ack_timestamp, "state_size": state_size, "checkpointed_size": checkpointed_size,
              "end_to_end_duration": max(0, ack_timestamp - record["trigger_timestamp"]), "metrics": metrics}
         )
 

@@ -333,6 +333,9 @@ class CheckpointTriggering:
         self.abort_pending_checkpoints(exception)
 
     def _on_timer(self, event: m.TimerFired) -> None:
+        if event.kind is m.TimerKind.METADATA_WRITTEN:
+            self._on_metadata_written(event.token)
+            return
         if event.kind is m.TimerKind.PERIODIC_TRIGGER:
             if self.scheduler.fired(event.token):
                 self._submit(CheckpointTriggerRequest(self.checkpoint_properties, True, self._clock(), None))

@@ -4,9 +4,11 @@ How this works: ``JobMaster`` (``runtime.job.job_master``) is sans-IO: each of i
 the values below, which the driver (the simulator, or the Ray job manager actor) carries out in order. Every value
 is frozen; none holds a callback.
 - ``DeployTasks``: start one task per ``TaskDeploymentDescriptor`` (Flink's ``TaskDeploymentDescriptor``: the
-  attempt, the state to restore, the armed crash points and slowdowns), then report ``tasks_restored`` and, once
-  they run, ``tasks_started``; ``KillTask``: the fault schedule kills one task (the driver reports its death
-  with ``task_failed``); ``CancelTasks``: every task of that deployment dies at once (a failover).
+  attempt, the state to restore, the armed crash points and slowdowns) on the node its TaskManager is given
+  (``taskmanager_nodes``), then report ``tasks_restored`` and, once they run, ``tasks_started``; ``KillTask``: the
+  fault schedule kills one task (the driver reports its death with ``task_failed``); ``KillTaskManagers``: it
+  kills some TaskManagers with every task in them at once, or a whole node (``node``), which the Ray driver kills
+  for real; ``CancelTasks``: every task of that deployment dies at once (a failover).
 - ``SendToTask``: carry ``message`` (``TriggerCheckpoint``, ``NotifyCheckpointComplete``,
   ``NotifyCheckpointAborted``) to the attempt after the driver's transport time plus ``delay_ms`` (a fault's
   delay), and deliver it only if ``JobMaster.is_current(attempt)`` still holds then.
@@ -66,14 +68,15 @@ class TaskDeploymentDescriptor:
 
 @dataclass(frozen=True)
 class DeployTasks:
-    """Deploy ``tasks`` as deployment ``epoch`` of the job whose settings are ``config`` (a restored job may have
-    another graph than the run's first)."""
-
+    """Deployment ``epoch`` of the job whose settings are ``config`` (a restored job may have another graph than the
+    run's first): its tasks, the checkpoint they restore, and the node (``runtime.job.placement``) each TaskManager
+    runs on, in TaskManager order."""
     epoch: int
     tasks: tuple[TaskDeploymentDescriptor, ...]
     restored_checkpoint_id: int | None = None
     restored_metadata: CheckpointMetadata | None = None
     config: "JobConfig | None" = None
+    taskmanager_nodes: tuple[int, ...] = (0,)
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,20 @@ class KillTask:
     ``task_failed`` when it sees it (the simulator at once; on Ray, when the actor's ``run`` call fails)."""
 
     attempt: ExecutionAttemptID
+    why: str
+
+
+@dataclass(frozen=True)
+class KillTaskManagers:
+    """The fault schedule loses TaskManagers ``taskmanagers``: every attempt in ``attempts`` (their running tasks)
+    dies at once. ``node``: they go because that node of the cluster goes (``kill_node``; the Ray driver kills the
+    node's processes, so its tasks die with it), else None (``crash_taskmanager``: the driver kills the tasks).
+    The driver reports the deaths with ``task_failed`` when it sees them; the first fails the job over, the
+    others are then of a cancelled deployment."""
+
+    taskmanagers: tuple[int, ...]
+    attempts: tuple[ExecutionAttemptID, ...]
+    node: int | None
     why: str
 
 
@@ -178,4 +195,4 @@ class JobEnded:
     outcome: JobOutcome
 
 
-JobAction = Union[DeployTasks, KillTask, CancelTasks, SendToTask, SendToCoordinator, StartTimer, JobEnded]
+JobAction = Union[DeployTasks, KillTask, KillTaskManagers, CancelTasks, SendToTask, SendToCoordinator, StartTimer, JobEnded]

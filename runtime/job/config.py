@@ -9,8 +9,8 @@ limit (which only the simulator reads: on Ray, latency is real). A run may hold 
 ``job_graphs`` are their graphs, ``for_job`` the settings of one of them (its graph; the run's first graph stays
 ``base_graph``, whose sources' parallelism is the number of splits of each source, ``splits_of``). It checks
 itself when built: the mode with its settings (``checkpointing_problem``), the actions and the fault schedule
-against the graphs, and that the cluster (``cluster``: TaskManagers and slots, ``runtime.job.placement``) can hold
-every job. ``coordinator_configuration()``,
+against the graphs, that the cluster (``cluster``: TaskManagers, slots and nodes, ``runtime.job.placement``) can
+hold every job, and the TaskManager and node faults against that placement. ``coordinator_configuration()``,
 ``checkpoint_options()`` and ``restart_strategy()`` map it onto the coordinator's configuration, Flink's
 ``CheckpointOptions`` and a JobMaster's restart strategy: one mapping for both drivers. ``JobOutcome`` is how a
 job ended. Mirrors Flink's ``CheckpointConfig`` / ``ExecutionConfig`` settings as a job's configuration carries
@@ -23,16 +23,19 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 
+from barriersim.runtime.checkpoint_cost import CheckpointCostModel
 from barriersim.runtime.checkpointing_mode import CheckpointingMode, checkpointing_problem
 from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS, CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT_TIME
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
+from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.job.placement import ClusterConfig, Placement, PlacementError, place
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.restart_strategy import FixedDelayRestartStrategy
+from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.runtime.stream_task import NetworkConfig
 
 
@@ -50,8 +53,8 @@ class JobConfigError(ValueError):
 
 class JobOutcome(enum.Enum):
     FINISHED = "finished"
+    CANCELED = "canceled"  # cancelled by the user (JobMaster.cancel)
     FAILED = "failed"  # too many restarts, or the failure manager failed the job for good
-    CANCELED = "canceled"  # a cancel action
     TIMED_OUT = "timed_out"  # the simulator's virtual time limit: a deadlock or a job too long for the limit
 
 
@@ -72,6 +75,10 @@ class JobConfig:
     externalized_checkpoint_retention: ExternalizedCheckpointRetention = (
         ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS)
     network: NetworkConfig = NetworkConfig()
+    storage: CheckpointCostModel = CheckpointCostModel()  # what checkpoints cost (runtime.checkpoint_cost)
+    state: StateBackendConfig = StateBackendConfig()  # the keyed state backend (runtime.state.backend)
+    # whether a new JobManager's recovered checkpoints are the job's to discard (Flink's claim mode; NO_CLAIM default)
+    claim_mode: RecoveryClaimMode = RecoveryClaimMode.NO_CLAIM
     buffer_timeout_ms: int = 100
     restart_delay_ms: int = 1000
     max_restarts: int = 20
@@ -101,6 +108,7 @@ class JobConfig:
             object.__setattr__(self, "_placement", place(self.graph, self.cluster))
         except PlacementError as err:
             raise JobConfigError(err.key, str(err).partition(": ")[2]) from None
+        self.faults.check_against_placement(self.graph, self.placement)
 
     @property
     def job_graphs(self) -> list[JobGraph]:

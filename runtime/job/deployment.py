@@ -5,7 +5,9 @@ How this works: ``deploy_task`` builds the sans-IO ``StreamTask`` of one ``TaskD
 job's settings (mode, network, watermarks, FLIP-147 final checkpoint, armed crash points) and restores its state;
 the driver supplies only what is its own (clock, timer service, random stream, wakeup, split, external store); a
 state that cannot be restored raises ``TaskRestoreError``, which each driver reports as a failed deployment.
-``deliver_task_message`` hands a ``TaskMessage`` to the task. ``Slowdowns`` is the rule of the ``SlowTask``
+``deliver_task_message`` hands a ``TaskMessage`` to the task. Every deployed task charges the job's checkpoint
+cost model (``runtime.checkpoint_cost``) as its driver says (``Charging``): its checkpoints' asynchronous parts
+are then the driver's to complete (``StreamTask.complete_async_part``). ``Slowdowns`` is the rule of the ``SlowTask``
 faults of one deployment: the cost of a piece of work is multiplied by the factor of every slowdown whose window
 holds the moment (overlapping ones multiply), and each slowdown is reported once, the first time it slows the
 task (the run's fault log counts it as fired then). Mirrors what Flink's ``TaskExecutor.submitTask`` does with a
@@ -18,6 +20,7 @@ import dataclasses
 import random
 from typing import Callable, Mapping, Sequence
 
+from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.job.actions import (
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
@@ -37,13 +40,15 @@ class TaskRestoreError(Exception):
 
 
 def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, clock: Callable[[], int], timer_service,
-                rng: random.Random, wakeup: Callable[[], None] = lambda: None, split: Sequence[tuple] = (),
+                rng: random.Random, charging: Charging, cost_rng: random.Random,
+                wakeup: Callable[[], None] = lambda: None, split: Sequence[tuple] = (),
                 splits: Mapping[int, Sequence[tuple]] | None = None, store: ExternalStore | None = None,
                 on_built: Callable[[StreamTask], None] | None = None) -> tuple[StreamTask, dict]:
     """The task of ``descriptor``, restored; and what it restored (``StreamTask.restore``'s account). A source
     reads ``splits`` (split id -> records: the splits of ``descriptor.source_splits``), or ``split`` as the split of
-    its own index. ``on_built`` sees the task before it restores (e.g. to log what its operator does from the
-    start)."""
+    its own index. ``charging`` and ``cost_rng``: how the driver charges the job's checkpoint cost model
+    (``config.storage``) and the random stream of its spread. ``on_built`` sees the task before it restores (e.g. to
+    log what its operator does from the start)."""
     attempt = descriptor.attempt
     network = config.network
     if config.graph.vertex(attempt.vertex_id).operator.is_source:
@@ -56,6 +61,9 @@ def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, cloc
         checkpoints_after_tasks_finish=config.tasks_wait_for_final_checkpoint,
         crash_points=descriptor.crash_points,
         input_channel_kinds=config.placement.gate_specs(config.graph, attempt.vertex_id, attempt.subtask_index),
+        cost=CostCharger(config.storage, charging, cost_rng),
+        state_backend=config.state,
+        memory_threshold=config.memory_threshold_bytes,
     )
     if on_built is not None:
         on_built(task)

@@ -27,6 +27,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.coordinator.checkpoint_recovery import next_attempt_number
 from barriersim.runtime.experiment import (
     Action,
@@ -38,7 +39,7 @@ from barriersim.runtime.experiment import (
     action_to_plain,
 )
 from barriersim.runtime.fault_log import FaultLog
-from barriersim.runtime.faults import CrashCoordinator, CrashTask
+from barriersim.runtime.faults import CrashCoordinator, CrashTask, CrashTaskManager, KillNode
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.job_master import JobMaster, JobReport, JobRestore
@@ -74,11 +75,13 @@ class Dispatcher:
     def __init__(self, config: JobConfig, job_id: str, *, storage_for: Callable[[str], tuple[Any, Any]],
                  clock: Callable[[], int], timer_service, coordinator_rng: Callable[[], random.Random],
                  action_sink: Callable[[list], None], trace=None, keep_completed_metadata: bool = False,
-                 restore_storage=None, first_attempt_number: int = 0):
+                 restore_storage=None, first_attempt_number: int = 0, charging: Charging = Charging.VIRTUAL,
+                 cost_rng: random.Random | None = None):
         """``storage_for(job_id)``: the (checkpoint storage, savepoint storage) of a job; ``restore_storage``: a
         checkpoint storage that reads
         the metadata at the run's ``--from`` path; ``first_attempt_number``: above every attempt of earlier runs
-        whose external system this run continues."""
+        whose external system this run continues; ``charging`` and ``cost_rng``: how the driver charges the
+        ``_metadata`` writes of the checkpoint cost model, and its random stream (the jobs' in turn)."""
         self.config = config
         self.base_job_id = job_id
         self._storage_for = storage_for
@@ -90,6 +93,8 @@ class Dispatcher:
         self._keep_completed_metadata = keep_completed_metadata
         self._restore_storage = restore_storage
         self._first_attempt_number = first_attempt_number
+        self._charging = charging
+        self._cost_rng = cost_rng
         self.graphs = config.job_graphs
         self._job_actions = config.actions.jobs()  # per job: (the restore that starts it, its timed actions)
         self._action_index = {id(action): i for i, action in enumerate(config.actions.actions)}
@@ -124,11 +129,14 @@ class Dispatcher:
             self.config if graph is self.config.graph else self.config.for_job(graph), job_id,
             storage=storage, savepoint_storage=savepoint_storage, clock=self.clock, timer_service=self._timer_service,
             coordinator_rng=self._coordinator_rng, action_sink=lambda actions, k=index: self._from_sink(k, actions),
-            trace=self._trace, keep_completed_metadata=self._keep_completed_metadata, restore=restore,
+            trace=self._trace, keep_completed_metadata=self._keep_completed_metadata, charging=self._charging,
+            cost_rng=self._cost_rng, restore=restore,
             first_epoch=first_epoch, first_attempt_number=first_attempt_number, fault_log=self.fault_log,
             fired_points=self._fired_points, finished=self.finished,
             started_ms=previous.started_ms if previous is not None else None, arm_timed_faults=index == 0,
         )
+        if previous is not None:  # a node the run lost stays lost: a restored job places its TaskManagers elsewhere
+            job.lost_nodes |= previous.lost_nodes
         self.jobs.append(job)
         return job
 
@@ -237,6 +245,10 @@ class Dispatcher:
     def task_finished(self, attempt) -> list:
         return self._forward(self.current.task_finished(attempt))
 
+    def cancel(self) -> list:
+        """The user cancels the job that runs (``JobMaster.cancel``)."""
+        return self._forward(self.current.cancel())
+
     def task_failed(self, attempt, cause: str) -> list:
         return self._forward(self.current.task_failed(attempt, cause))
 
@@ -256,7 +268,7 @@ class Dispatcher:
         if type(timer) is not JobScoped:
             raise TypeError(f"job {self.base_job_id}: not a dispatcher timer: {timer!r}")
         inner = timer.value
-        if type(inner) is a.FaultDue and isinstance(inner.fault, (CrashTask, CrashCoordinator)):
+        if type(inner) is a.FaultDue and isinstance(inner.fault, (CrashTask, CrashCoordinator, CrashTaskManager, KillNode)):
             return self._forward(self.current.timer_fired(inner))  # the run's timed faults hit the job that runs
         return self._forward_from(timer.job, self.jobs[timer.job].timer_fired(inner))
 
@@ -284,6 +296,16 @@ class Dispatcher:
         return out
 
     # -- queries --------------------------------------------------------------------------------------------
+
+    @property
+    def killed(self) -> list[str]:
+        """The subtasks the fault schedule killed, over the run's jobs (``JobMaster.killed``)."""
+        return [k for job in self.jobs for k in job.killed]
+
+    @property
+    def lost_nodes(self) -> set[int]:
+        """The nodes the run lost (``JobMaster.lost_nodes``: they do not come back)."""
+        return self.current.lost_nodes
 
     def is_current(self, attempt) -> bool:
         return self.current.is_current(attempt)
@@ -359,8 +381,10 @@ class Dispatcher:
             restored_in_flight_bytes=sum(r.restored_in_flight_bytes for r in reports),
             coordinator_failovers=sum(r.coordinator_failovers for r in reports), fault_log=self.fault_log.report(),
             killed=[k for r in reports for k in r.killed], failures=[f for r in reports for f in r.failures],
-            storage_errors=[e for r in reports for e in r.storage_errors], failure_reason=last.failure_reason,
-            job_id=last.job_id,
+            storage_errors=[e for r in reports for e in r.storage_errors],
+            deployments=(list(last.deployments) if len(reports) == 1
+                         else [{"job": k, **d} for k, r in enumerate(reports) for d in r.deployments]),
+            failure_reason=last.failure_reason, job_id=last.job_id,
             final_state=last.final_state, operations=[o for r in reports for o in r.operations],
             latest_restored=last.latest_restored, retained_checkpoint=last.retained_checkpoint,
             parallelism=last.parallelism, jobs=reports, actions=self.action_report(),

@@ -19,7 +19,12 @@ clock for fault times is ms since the first deployment's tasks were restored (th
 - Messages to tasks: triggers go as they are; completion and abort notices meet a crash
   ``after_ack_before_completion_notice`` (the task dies instead of being notified) and their fate.
 - Crashes: a task the fault schedule crashes is killed (``KillTask``); the driver reports its death with
-  ``task_failed`` when it sees it (the simulator at once, Ray when the actor's call fails).
+  ``task_failed`` when it sees it (the simulator at once, Ray when the actor's call fails). A TaskManager crash
+  (``crash_taskmanager``) or a node loss (``kill_node``) kills every running task of those TaskManagers at once
+  (``KillTaskManagers``), at a time or when one of their tasks reaches a protocol point; the first death fails the
+  job over, as in Flink, where the lost TaskManager's slots fail their tasks and the first failure restarts the
+  job. A lost node stays lost: every later deployment places its TaskManagers on the surviving nodes
+  (``Placement.node_of_taskmanager``).
 - Failover (a task's death, ``FailJob``): Flink's restart-all strategy. The deployment is cancelled, the
   restart strategy decides (``runtime.restart_strategy``: too many failures fail the job), the coordinator
   aborts its pending checkpoints and picks the latest completed checkpoint, and after the restart delay the next
@@ -33,7 +38,8 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   with that reason (Flink: the JobMaster cannot be created, the job fails).
 - Checkpoint metadata is written through the injected ``CheckpointStorage`` while the coordinator finalizes (a
   ``fail_storage_write`` of the ``_metadata`` makes the write fail, and the coordinator aborts the checkpoint);
-  the coordinator's store is a ``DefaultCompletedCheckpointStore`` that keeps the storage's completed-checkpoint
+  the write holds the coordinator for the time the job's checkpoint cost model charges on this driver
+  (``runtime.checkpoint_cost``); the coordinator's store is a ``DefaultCompletedCheckpointStore`` that keeps the storage's completed-checkpoint
   list; discarded checkpoints are deleted there (a discard that fails is reported in ``storage_errors`` and the
   job goes on, as Flink's ``CheckpointsCleaner`` logs it); savepoints go to the ``savepoint_storage`` (the
   savepoint directory).
@@ -66,6 +72,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
 from barriersim.runtime.coordinator.checkpoint_recovery import (
@@ -84,7 +91,17 @@ from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker,
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.fault_log import FaultLog
-from barriersim.runtime.faults import CrashCoordinator, CrashTask, DamageCheckpoint, MessageKind, ProtocolPoint, SlowTask
+from barriersim.runtime.faults import (
+    CRASHES,
+    CrashCoordinator,
+    CrashTask,
+    CrashTaskManager,
+    DamageCheckpoint,
+    KillNode,
+    MessageKind,
+    ProtocolPoint,
+    SlowTask,
+)
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.actions import (
     CancelTasks,
@@ -95,6 +112,7 @@ from barriersim.runtime.job.actions import (
     JobEnded,
     JobTimer,
     KillTask,
+    KillTaskManagers,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     RestartDue,
@@ -112,7 +130,7 @@ from barriersim.runtime.operators.source import assigned_splits
 from barriersim.runtime.recovery.errors import StateAssignmentError
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.restart_strategy import RestartDecision
-from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.state.snapshot import CheckpointMetadata, metadata_bytes_estimate
 from barriersim.runtime.storage.atomic_file import WriteFault
 from barriersim.runtime.storage.damage import damage_checkpoint
 from barriersim.runtime.storage.errors import CheckpointStorageError
@@ -166,6 +184,8 @@ class JobReport:
     killed: list[str] = field(default_factory=list)  # subtasks killed by the fault schedule, "name@attempt"
     failures: list[str] = field(default_factory=list)  # what failed the job over, one line each
     storage_errors: list[str] = field(default_factory=list)
+    # per deployment: its epoch, the checkpoint it restored and the node of each TaskManager (runtime.job.placement)
+    deployments: list[dict] = field(default_factory=list)
     failure_reason: str | None = None  # one line, when the outcome is FAILED
     job_id: str = ""
     final_state: str | None = None  # Flink's terminal JobStatus: FINISHED, CANCELED, FAILED
@@ -186,6 +206,7 @@ class JobMaster:
     def __init__(self, config: JobConfig, job_id: str, *, storage, clock: Callable[[], int], timer_service,
                  coordinator_rng: Callable[[], random.Random], action_sink: ActionSink,
                  trace: Trace | None = None, keep_completed_metadata: bool = False,
+                 charging: Charging = Charging.VIRTUAL, cost_rng: random.Random | None = None,
                  savepoint_storage=None, restore: JobRestore | None = None, first_epoch: int = 0,
                  first_attempt_number: int = 0, fault_log: FaultLog | None = None, fired_points: set | None = None,
                  finished: set | None = None, started_ms: int | None = None, arm_timed_faults: bool = True):
@@ -194,10 +215,12 @@ class JobMaster:
         callback)``) for the coordinator's timers; ``coordinator_rng()``: the random stream of each new
         coordinator; ``action_sink``: where actions caused by the coordinator's timers go;
         ``keep_completed_metadata``: keep every completed checkpoint's metadata with its deployment epoch
-        (``completed_in_epoch``, for consistent-cut checks). ``restore``: the job starts from a savepoint or
-        retained checkpoint. A job after another of the same run continues its ``first_epoch`` and
-        ``first_attempt_number``, shares its ``fault_log``, ``fired_points`` and ``finished`` set, keeps the run's
-        clock (``started_ms``) and leaves the timed faults to the dispatcher (``arm_timed_faults=False``)."""
+        (``completed_in_epoch``, for consistent-cut checks); ``charging`` and ``cost_rng``: how the driver charges
+        the ``_metadata`` write of the job's checkpoint cost model (``config.storage``) and its random stream.
+        ``restore``: the job starts from a savepoint or retained checkpoint. A job after another of the same run
+        continues its ``first_epoch`` and ``first_attempt_number``, shares its ``fault_log``, ``fired_points`` and
+        ``finished`` set, keeps the run's clock (``started_ms``) and leaves the timed faults to the dispatcher
+        (``arm_timed_faults=False``)."""
         self.config = config
         self.graph = config.graph.validate()
         self.job_id = job_id
@@ -209,7 +232,12 @@ class JobMaster:
         self._action_sink = action_sink
         self._trace = trace or (lambda label, detail: None)
         self._out: list = []
+        self._cost = CostCharger(config.storage, charging, cost_rng or random.Random(0))
         self.subtasks: tuple[SubtaskKey, ...] = tuple((v.name, i) for v in self.graph.vertices for i in range(v.parallelism))
+        self.placement = config.placement
+        self.lost_nodes: set[int] = set()  # nodes a kill_node took; they do not come back
+        self.taskmanager_nodes: tuple[int, ...] = self.placement.taskmanager_nodes()  # of the current deployment
+        self.deployments: list[dict] = []
         self._first_source = subtask_name((self.graph.sources[0].name, 0))
         self._slowdowns = {name: tuple(f for f in config.faults.of_type(SlowTask) if f.task == name)
                            for name in map(subtask_name, self.subtasks)}
@@ -242,6 +270,10 @@ class JobMaster:
         self._cancelled_at: CheckpointMetadata | None = None  # the latest completed checkpoint when cancelled
         self._deployments = 0
         self._restore_from: m.RestoreFrom | None = None
+        # a FailJob the coordinator emits while a failover runs (a _metadata write that the failover ended, and that
+        # failed) waits until that failover is done, as Flink's failJob is queued on the JobMaster's main thread
+        self._failing_over = False
+        self._deferred_failures: list[m.FailJob] = []
         self._deployed_restore: int | None = None  # the checkpoint the current deployment restores
         self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
         # what high availability keeps across a JobManager failover: the checkpoint id counter (the completed
@@ -274,6 +306,7 @@ class JobMaster:
             restored_checkpoint_ids=list(self.restored_ids), restored_in_flight_bytes=self.restored_in_flight,
             coordinator_failovers=self.coordinator_failovers, fault_log=self.fault_log.report(),
             killed=list(self.killed), failures=list(self.failures), storage_errors=list(self.storage_errors),
+            deployments=[dict(d) for d in self.deployments],
             failure_reason=self.failure_reason,
             job_id=self.job_id, final_state=self.final_state, operations=[o.as_dict() for o in self.operations],
             latest_restored=dict(restored[-1]) if restored else None, retained_checkpoint=self.retained_checkpoint,
@@ -416,15 +449,19 @@ class JobMaster:
                 for fault in self.config.faults.of_type(CrashTask):
                     if fault.at_ms is not None:
                         self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
+                for fault in self.config.faults.faults:
+                    if isinstance(fault, (CrashTaskManager, KillNode)) and fault.at_ms is not None:
+                        self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
                 for fault in sorted(self.config.faults.of_type(DamageCheckpoint) + self.config.faults.of_type(CrashCoordinator),
                                     key=lambda f: f.at_ms):  # a damage before a coordinator crash at the same ms
                     self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
         if self._deployments > 1 or self.restored_at_start:
-            for fault in self.config.faults.of_type(CrashTask):
-                if fault.point is ProtocolPoint.DURING_RESTORE and fault not in self._fired_points:
+            for fault in self.config.faults.faults:
+                if (isinstance(fault, CRASHES) and fault.point is ProtocolPoint.DURING_RESTORE
+                        and fault not in self._fired_points):
                     self._fired_points.add(fault)
-                    if self._crash(fault.task, "during_restore"):
+                    if self._crash_fault(fault, "during_restore"):
                         self.fault_log.fired(fault, self.job_ms())
                     break
         return self._take()
@@ -487,8 +524,11 @@ class JobMaster:
     def task_crashed_at(self, attempt: ExecutionAttemptID, point: ProtocolPoint, checkpoint_id: int) -> list:
         """A task stopped itself at a task-side crash point it was deployed with (``runtime.task.crash_points``):
         it is dead, so the job fails over."""
-        name = subtask_name((attempt.vertex_id, attempt.subtask_index))
+        key = (attempt.vertex_id, attempt.subtask_index)
+        name = subtask_name(key)
         fault = self.config.faults.crash_at(name, point, checkpoint_id, self._fired_points)
+        if fault is None:  # armed by a crash of its TaskManager or node: the others of the group die with it
+            fault = self._group_crash_at(key, point, checkpoint_id)
         if fault is not None:
             self._fired_points.add(fault)
         if self.is_current(attempt) and self.outcome is None:
@@ -496,6 +536,8 @@ class JobMaster:
                 self.fault_log.fired(fault, self.job_ms())
             self.killed.append(f"{name}@{attempt.attempt_number}")
             self.failures.append(f"{name}: crashed at {point.value} of checkpoint {checkpoint_id}")
+            if isinstance(fault, (CrashTaskManager, KillNode)):
+                self._crash_group(fault, point.value, already_dead=key)
             self._failover(name, point.value, failed=attempt)
         return self._take()
 
@@ -518,8 +560,8 @@ class JobMaster:
     def timer_fired(self, timer: JobTimer) -> list:
         if type(timer) is FaultDue:
             fault = timer.fault
-            if isinstance(fault, CrashTask):
-                if self._crash(fault.task, "crash_task"):
+            if isinstance(fault, CRASHES):
+                if self._crash_fault(fault, _FAULT_NAMES[type(fault)]):
                     self.fault_log.fired(fault, self.job_ms())
             elif isinstance(fault, CrashCoordinator):
                 self._crash_coordinator(fault)
@@ -552,6 +594,7 @@ class JobMaster:
                                        graph=self.graph)
             self.restored_ids.append(restore.checkpoint_id)
         splits = self._source_splits(restore.metadata if assignment is not None else None, assignment)
+        self.taskmanager_nodes = self.placement.taskmanager_nodes(self.lost_nodes)
         descriptors = []
         for key in self.subtasks:
             vertex, i = key
@@ -559,17 +602,21 @@ class JobMaster:
             state = None
             if assignment is not None and vertex in assignment.task_restores:
                 state = assignment.task_restores[vertex][i].task_state_snapshot
-            crash_points = tuple(sorted(self.config.faults.armed_crash_points(name, self._fired_points),
-                                        key=lambda p: (p[0].value, p[1])))
+            tm = self.placement.taskmanager_of[key]
+            armed = self.config.faults.armed_crash_points(name, self._fired_points, tm, self.taskmanager_nodes[tm])
+            crash_points = tuple(sorted(armed, key=lambda p: (p[0].value, p[1])))
             descriptors.append(TaskDeploymentDescriptor(self.coordinator.current_attempt(vertex, i), state,
                                                         crash_points, self._slowdowns[name], splits.get(key, ())))
         self.attempts = {d.key: d.attempt for d in descriptors}
         self._deployed_restore = restore.checkpoint_id if restore is not None and restore.metadata is not None else None
         self.finished.clear()
         self._killed_keys.clear()
-        self._out.append(DeployTasks(self.epoch, tuple(descriptors),
-                                     restore.checkpoint_id if restore is not None else None,
-                                     restore.metadata if restore is not None else None, self.config))
+        restored_id = restore.checkpoint_id if restore is not None else None
+        self.deployments.append({"epoch": self.epoch, "restored_checkpoint_id": restored_id,
+                                 "taskmanager_nodes": list(self.taskmanager_nodes)})
+        self._out.append(DeployTasks(self.epoch, tuple(descriptors), restored_id,
+                                     restore.metadata if restore is not None else None, self.config,
+                                     taskmanager_nodes=self.taskmanager_nodes))
 
     def _source_splits(self, metadata: CheckpointMetadata | None, assignment) -> dict[SubtaskKey, tuple[int, ...]]:
         """The splits each source subtask reads: its own index when its vertex starts fresh, else the splits its
@@ -636,6 +683,9 @@ class JobMaster:
             rng=self._coordinator_rng(), action_sink=self._on_coordinator_timer_action, tasks_running=False,
             completed_checkpoint_store=store, checkpoint_id_counter=self.id_counter,
             checkpoint_writer=self._write_metadata, first_attempt_number=first_attempt_number,
+            metadata_write_ms=lambda states: self._cost.metadata_ms(
+                metadata_bytes_estimate(states, self.config.memory_threshold_bytes)),
+            claim_mode=self.config.claim_mode,
         )
 
     def _on_coordinator_timer_action(self, action: Any) -> None:
@@ -667,8 +717,15 @@ class JobMaster:
                     self.storage.discard_checkpoint(action.checkpoint_id)
                 except CheckpointStorageError as err:  # Flink's CheckpointsCleaner logs it; the job goes on
                     self._storage_error(f"discarding checkpoint {action.checkpoint_id}: {err}")
+            elif isinstance(action, m.DiscardSharedState):
+                try:
+                    self.storage.discard_shared_state([h.key for h in action.handles])
+                except CheckpointStorageError as err:  # as a failed discard of a checkpoint: the job goes on
+                    self._storage_error(f"discarding shared state: {err}")
             elif isinstance(action, m.RestoreFrom):
                 self._restore_from = action
+            elif isinstance(action, m.FailJob) and self._failing_over:
+                self._deferred_failures.append(action)
             elif isinstance(action, m.TriggerRequestCompleted):
                 op = self._operation_of_request.pop(action.request_id, None) if action.request_id else None
                 if op is not None:
@@ -708,13 +765,57 @@ class JobMaster:
     # -- faults and failover --------------------------------------------------------------------------
 
     def _crash_point(self, task: str, point: ProtocolPoint, checkpoint_id: int) -> bool:
-        """Crash ``task`` if the fault schedule kills it at the JobMaster-side ``point`` of ``checkpoint_id``."""
+        """Crash ``task`` if the fault schedule kills it, its TaskManager or its node at the JobMaster-side
+        ``point`` of ``checkpoint_id``."""
         fault = self.config.faults.crash_at(task, point, checkpoint_id, self._fired_points)
+        if fault is None:
+            vertex, _, index = task.partition("#")
+            fault = self._group_crash_at((vertex, int(index or 0)), point, checkpoint_id)
         if fault is None:
             return False
         self._fired_points.add(fault)
-        if self._crash(task, point.value):
+        if self._crash_fault(fault, point.value):
             self.fault_log.fired(fault, self.job_ms())
+        return True
+
+    def _group_crash_at(self, key: SubtaskKey, point: ProtocolPoint, checkpoint_id: int | None):
+        """The TaskManager or node crash of the subtask ``key``'s TaskManager that strikes at ``point``."""
+        tm = self.placement.taskmanager_of.get(key)
+        if tm is None:
+            return None
+        return self.config.faults.group_crash_at(tm, self.taskmanager_nodes[tm], point, checkpoint_id,
+                                                 self._fired_points)
+
+    def _crash_fault(self, fault, why: str) -> bool:
+        """Carry out a crash fault (of a task, a TaskManager or a node); False if it met no running task."""
+        if isinstance(fault, CrashTask):
+            return self._crash(fault.task, why)
+        return self._crash_group(fault, why)
+
+    def _crash_group(self, fault, why: str, already_dead: SubtaskKey | None = None) -> bool:
+        """Kill every running task of the TaskManagers a ``CrashTaskManager`` or ``KillNode`` takes, at once; a
+        node kill also loses the node for good. ``already_dead``: the task whose reaching a task-side crash point
+        set the fault off (it stopped itself). False (nothing happens) if the job is not running or none of those
+        TaskManagers runs a task."""
+        if isinstance(fault, CrashTaskManager):
+            taskmanagers, node = (fault.taskmanager,), None
+        else:
+            node = fault.node
+            taskmanagers = tuple(t for t, n in enumerate(self.taskmanager_nodes) if n == node)
+        if not self.running or self.outcome is not None:
+            return False
+        victims = [key for tm in taskmanagers for key in self.placement.subtasks_of(tm)
+                   if key in self.attempts and key not in self.finished and key not in self._killed_keys
+                   and key != already_dead]
+        if not victims and already_dead is None:
+            return False
+        for key in victims:
+            self._killed_keys.add(key)
+            self.killed.append(f"{subtask_name(key)}@{self.attempts[key].attempt_number}")
+        if node is not None:
+            self.lost_nodes.add(node)
+        self._trace("crash-group", f"{_FAULT_NAMES[type(fault)]} taskmanagers={list(taskmanagers)} node={node} {why}")
+        self._out.append(KillTaskManagers(taskmanagers, tuple(self.attempts[key] for key in victims), node, why))
         return True
 
     def _crash(self, task: str, why: str) -> bool:
@@ -738,6 +839,16 @@ class JobMaster:
         self.finished.clear()
 
     def _failover(self, task: str, why: str, failed: ExecutionAttemptID | None = None) -> None:
+        self._failing_over = True
+        try:
+            self._fail_over(task, why, failed)
+        finally:
+            self._failing_over = False
+        deferred, self._deferred_failures = self._deferred_failures, []
+        if self.outcome is None:
+            self._handle_coordinator(deferred)
+
+    def _fail_over(self, task: str, why: str, failed: ExecutionAttemptID | None) -> None:
         self._trace("failover", f"{task} {why}")
         self.restarts += 1
         self._cancel_deployment()
@@ -846,6 +957,9 @@ class JobMaster:
     def _take(self) -> list:
         out, self._out = self._out, []
         return out
+
+
+_FAULT_NAMES = {CrashTask: "crash_task", CrashTaskManager: "crash_taskmanager", KillNode: "kill_node"}
 
 
 class _GenerationTimers:

@@ -10,9 +10,14 @@ the slots fill the TaskManagers in order. A job that needs more slots than
 the cluster offers is refused (Flink's ``NoResourceAvailableException``). ``Placement.channel_kind`` says whether
 the channel between two subtasks is local (both in one TaskManager: Flink's ``LocalInputChannel``) or remote
 (``RemoteInputChannel``, over the network); ``gate_specs`` gives a consumer subtask's input gates with the kind
-of each channel. Mirrors Flink's ``SlotSharingGroup`` default placement (``LocalInputPreferredSlotSharingStrategy``
-puts producer and consumer subtask ``i`` together) and the choice of channel in ``SingleInputGateFactory``
-(``createInputChannel``: local if the producer's partition is on this TaskManager).
+of each channel. The TaskManagers are spread over ``nodes`` hosts (``ClusterConfig.nodes``; the Ray backend
+resolves 0, "every node of the Ray cluster", to the cluster's size before the job is placed, the simulator to 1):
+TaskManager ``t`` runs on node ``t % nodes``, node 0 being the JobManager's host. A node that is lost
+(``node_of_taskmanager(t, lost)``) does not come back: its TaskManagers are replaced on the surviving nodes in
+turn, as an active resource manager (Kubernetes, YARN) starts new TaskManagers wherever it can. Mirrors Flink's
+``SlotSharingGroup`` default placement (``LocalInputPreferredSlotSharingStrategy`` puts producer and consumer
+subtask ``i`` together) and the choice of channel in ``SingleInputGateFactory`` (``createInputChannel``: local if
+the producer's partition is on this TaskManager).
 """
 
 from __future__ import annotations
@@ -41,10 +46,12 @@ class PlacementError(ValueError):
 @dataclass(frozen=True)
 class ClusterConfig:
     """``taskmanagers`` TaskManagers with ``slots_per_taskmanager`` slots each (0: as many as the job needs, one
-    TaskManager holding the whole job)."""
+    TaskManager holding the whole job), spread over ``nodes`` hosts (0: every node of the Ray cluster; one on the
+    simulator)."""
 
     taskmanagers: int = 1
     slots_per_taskmanager: int = 0
+    nodes: int = 0
 
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
@@ -69,6 +76,26 @@ class Placement:
     taskmanager_of: dict[SubtaskKey, int]
     taskmanagers: int
     slots_per_taskmanager: int
+    nodes: int = 1
+
+    def node_of_taskmanager(self, taskmanager: int, lost: frozenset[int] | set[int] = frozenset()) -> int:
+        """The node TaskManager ``taskmanager`` runs on: ``taskmanager % nodes``, or, when that node is ``lost``,
+        the surviving node its turn gives (the surviving nodes in order, ``taskmanager`` modulo their number)."""
+        home = taskmanager % self.nodes
+        if home not in lost:
+            return home
+        surviving = [n for n in range(self.nodes) if n not in lost]
+        if not surviving:
+            raise PlacementError("cluster.nodes", f"every one of the {self.nodes} node(s) is lost")
+        return surviving[taskmanager % len(surviving)]
+
+    def taskmanager_nodes(self, lost: frozenset[int] | set[int] = frozenset()) -> tuple[int, ...]:
+        """The node of every TaskManager, in TaskManager order."""
+        return tuple(self.node_of_taskmanager(t, lost) for t in range(self.taskmanagers))
+
+    def subtasks_of(self, taskmanager: int) -> list[SubtaskKey]:
+        """The subtasks TaskManager ``taskmanager`` runs, in the job's order."""
+        return [key for key, tm in self.taskmanager_of.items() if tm == taskmanager]
 
     def channel_kind(self, producer: SubtaskKey, consumer: SubtaskKey) -> ChannelKind:
         same = self.taskmanager_of[producer] == self.taskmanager_of[consumer]
@@ -81,15 +108,31 @@ class Placement:
                  for producer in graph.channels_in_gate(vertex, gate_idx, subtask_index)]
                 for gate_idx, edge in enumerate(graph.gates_of(vertex))]
 
-    def describe(self) -> list[dict]:
-        """One row per subtask: its TaskManager and slot (for the run directory)."""
-        return [{"task": f"{v}#{i}", "taskmanager": self.taskmanager_of[(v, i)], "slot": self.slot_of[(v, i)]}
-                for (v, i) in self.slot_of]
+    def input_channel_counts(self, graph: JobGraph, vertex: str, subtask_index: int) -> tuple[int, int]:
+        """``(local, remote)``: how many of the subtask's input channels are local and how many remote."""
+        kinds = [kind for gate in self.gate_specs(graph, vertex, subtask_index) for kind in gate]
+        local = kinds.count(ChannelKind.LOCAL.value)
+        return local, len(kinds) - local
+
+    def describe(self, graph: JobGraph | None = None, taskmanager_nodes: tuple[int, ...] | None = None) -> list[dict]:
+        """One row per subtask: its TaskManager, slot and node (``taskmanager_nodes``: a deployment's, else the
+        first), and with ``graph`` how many of its input channels are local and how many remote (for the run
+        directory)."""
+        nodes = taskmanager_nodes if taskmanager_nodes is not None else self.taskmanager_nodes()
+        rows = []
+        for (v, i), slot in self.slot_of.items():
+            tm = self.taskmanager_of[(v, i)]
+            row = {"task": f"{v}#{i}", "taskmanager": tm, "slot": slot, "node": nodes[tm]}
+            if graph is not None:
+                row["local_input_channels"], row["remote_input_channels"] = self.input_channel_counts(graph, v, i)
+            rows.append(row)
+        return rows
 
 
 def place(graph: JobGraph, cluster: ClusterConfig = ClusterConfig()) -> Placement:
-    if cluster.taskmanagers < 1 or cluster.slots_per_taskmanager < 0:
-        raise PlacementError("cluster", f"needs at least one TaskManager and a non-negative slot count, got {cluster}")
+    if cluster.taskmanagers < 1 or cluster.slots_per_taskmanager < 0 or cluster.nodes < 0:
+        raise PlacementError("cluster", f"needs at least one TaskManager and non-negative slot and node counts, "
+                                        f"got {cluster}")
     needed = slots_needed(graph)
     slots = cluster.slots_per_taskmanager or needed
     if needed > cluster.taskmanagers * slots:
@@ -107,4 +150,4 @@ def place(graph: JobGraph, cluster: ClusterConfig = ClusterConfig()) -> Placemen
         start += width
     slot_of = {(v.name, i): offsets[slot_sharing_group(v)] + i for v in graph.vertices for i in range(v.parallelism)}
     taskmanager_of = {key: slot // slots for key, slot in slot_of.items()}
-    return Placement(slot_of, taskmanager_of, cluster.taskmanagers, slots)
+    return Placement(slot_of, taskmanager_of, cluster.taskmanagers, slots, max(1, cluster.nodes))

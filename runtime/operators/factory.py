@@ -1,16 +1,19 @@
 """Building the operator of one subtask from its job vertex, with a uniform interface for the stream task.
 
-How this works: ``create_operator`` returns a ``SubtaskOperator``: ``process(records, input_index)`` turns
-input records into output records (``input_index`` is the logical input they came from: 0, or 1 for the
+How this works: ``create_operator`` returns a ``SubtaskOperator``: ``process(records, input_index)`` turns a
+``RecordBatch`` of input records into one of output records (``input_index`` is the logical input they came from: 0, or 1 for the
 second input of a two-input operator such as the window join), ``process_watermark(wm)`` does the same for event time (only windows produce output),
 ``end_of_input()`` flushes what is left, ``snapshot(checkpoint_id)`` returns the ``OperatorSubtaskState``,
 ``restore(state)`` loads one, and sinks get ``notify_checkpoint_complete/aborted`` and ``close_on_failover``.
-Keyed operators get the key-group range of their subtask (Flink's ``KeyGroupRangeAssignment``).
+Keyed operators get the key-group range of their subtask (Flink's ``KeyGroupRangeAssignment``) and a
+``KeyGroupAssigner`` for their max parallelism, and a keyed state
+backend (``runtime.state.backend``: heap or incremental), which takes their snapshots and restores.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+import random
+from typing import Iterable, Mapping
 
 from barriersim.runtime.events import Watermark
 from barriersim.runtime.jobgraph import JobVertex, OperatorKind
@@ -20,8 +23,13 @@ from barriersim.runtime.operators.source import SplitSourceReader
 from barriersim.runtime.operators.stateless import FilterOperator, MapOperator
 from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
 from barriersim.runtime.operators.window_join import TumblingEventTimeWindowJoin
-from barriersim.runtime.state.key_groups import assign_to_key_group, compute_key_group_range_for_operator_index
+from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind, create_keyed_backend
+from barriersim.runtime.state.key_groups import KeyGroupAssigner, compute_key_group_range_for_operator_index
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
+
+
+_NOTHING = RecordBatch.empty()
 
 
 class UnsupportedOperator(ValueError):
@@ -34,15 +42,15 @@ class SubtaskOperator:
     is_source = False
     is_sink = False
 
-    def process(self, records: Sequence[tuple], input_index: int = 0) -> list[tuple]:
-        return list(records)
+    def process(self, records: RecordBatch, input_index: int = 0) -> RecordBatch:
+        return records
 
-    def process_watermark(self, watermark: Watermark) -> list[tuple]:
-        return []
+    def process_watermark(self, watermark: Watermark) -> RecordBatch:
+        return _NOTHING
 
-    def end_of_input(self, final_checkpoint: bool = False) -> list[tuple]:
+    def end_of_input(self, final_checkpoint: bool = False) -> RecordBatch:
         """End of all input; ``final_checkpoint``: a final checkpoint will follow (FLIP-147) and commit."""
-        return []
+        return _NOTHING
 
     def snapshot(self, checkpoint_id: int) -> OperatorSubtaskState:
         return OperatorSubtaskState()
@@ -75,7 +83,28 @@ class _Wrapped(SubtaskOperator):
             self.inner.restore_state(state)
 
 
-class _Window(_Wrapped):
+class _Keyed(_Wrapped):
+    """A keyed operator: its snapshots and restores go through its state backend (``runtime.state.backend``)."""
+
+    def __init__(self, inner, backend):
+        super().__init__(inner)
+        self.backend = backend
+
+    def snapshot(self, checkpoint_id):
+        return self.backend.snapshot(checkpoint_id)
+
+    def restore(self, state):
+        if state is not None:
+            self.backend.restore(state)
+
+    def notify_checkpoint_complete(self, checkpoint_id):
+        self.backend.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id):
+        self.backend.notify_checkpoint_aborted(checkpoint_id)
+
+
+class _Window(_Keyed):
     def process_watermark(self, watermark):
         return self.inner.process_watermark(watermark)
 
@@ -112,12 +141,12 @@ class _Sink(SubtaskOperator):
 
     def process(self, records, input_index=0):
         self.sink.invoke_all(records)
-        return []
+        return _NOTHING
 
     def end_of_input(self, final_checkpoint=False):
         if not final_checkpoint:  # without a final checkpoint, end of input is the last chance to commit
             self.sink.finish()
-        return []
+        return _NOTHING
 
     def snapshot(self, checkpoint_id):
         return self.sink.snapshot_state(checkpoint_id)
@@ -135,31 +164,22 @@ class _Sink(SubtaskOperator):
         self.sink.close_on_failover()
 
 
-def _memoized_key_group(max_parallelism: int):
-    """``key -> key group`` with a cache: snapshots group every key by key group, and murmur hashing each key
-    again at every checkpoint is a large share of the simulator's time."""
-    cache: dict = {}
-
-    def key_group_of(key) -> int:
-        group = cache.get(key)
-        if group is None:
-            group = cache[key] = assign_to_key_group(key, max_parallelism)
-        return group
-
-    return key_group_of
-
-
 def create_operator(
     vertex: JobVertex,
     subtask_index: int,
     *,
-    split: Sequence[tuple] = (),
-    splits: Mapping[int, Sequence[tuple]] | None = None,
+    split=(),  # the source split: a RecordBatch, or record tuples
+    splits: Mapping[int, object] | None = None,
     store: ExternalStore | None = None,
     attempt: int = 0,
+    state_backend: StateBackendConfig = StateBackendConfig(),
+    memory_threshold: int = 20 * 1024,
+    rng: random.Random | None = None,
 ) -> SubtaskOperator:
-    """``splits``: a source's assigned splits (split id -> records); without them it reads ``split`` as the split
-    of its own index."""
+    """``splits``: a source's assigned splits (split id -> a RecordBatch or record tuples); without them it reads
+    ``split`` as the split of its own index. ``state_backend``: the keyed operators' backend
+    (``runtime.state.backend``); ``memory_threshold``: state streams at or over it are files of their own; ``rng``:
+    the task's random stream (an incremental backend seeds its compaction policy from it)."""
     kind = vertex.operator
     name = f"{vertex.name}#{subtask_index}"
     if kind is OperatorKind.SOURCE:
@@ -171,13 +191,23 @@ def create_operator(
     if kind is OperatorKind.UNION:
         return SubtaskOperator()
     key_groups = compute_key_group_range_for_operator_index(vertex.max_parallelism, vertex.parallelism, subtask_index)
-    key_group_of = _memoized_key_group(vertex.max_parallelism)
+    key_group_of = KeyGroupAssigner(vertex.max_parallelism)
+
+    def backend(inner):
+        # only an incremental backend draws (its compaction policy): a heap backend leaves the task's stream alone
+        incremental = state_backend.backend is StateBackendKind.INCREMENTAL
+        seeded = random.Random(rng.getrandbits(64) if incremental and rng is not None else f"{name}@{attempt}")
+        return create_keyed_backend(inner, key_groups, state_backend, memory_threshold, seeded, f"{name}@{attempt}")
+
     if kind is OperatorKind.KEYED_SUM:
-        return _Wrapped(KeyedRunningSum(key_groups, key_group_of))
+        inner = KeyedRunningSum(key_groups, key_group_of)
+        return _Keyed(inner, backend(inner))
     if kind is OperatorKind.TUMBLING_WINDOW:
-        return _Window(TumblingEventTimeWindowSum(vertex.params.get("window_ms", 1000), key_groups, key_group_of))
+        inner = TumblingEventTimeWindowSum(vertex.params.get("window_ms", 1000), key_groups, key_group_of)
+        return _Window(inner, backend(inner))
     if kind is OperatorKind.JOIN:
-        return _WindowJoin(TumblingEventTimeWindowJoin(vertex.params.get("window_ms", 1000), key_groups, key_group_of))
+        inner = TumblingEventTimeWindowJoin(vertex.params.get("window_ms", 1000), key_groups, key_group_of)
+        return _WindowJoin(inner, backend(inner))
     if kind is OperatorKind.TWO_PHASE_COMMIT_SINK:
         return _Sink(TwoPhaseCommitSink(store if store is not None else ExternalStore(), name, attempt))
     if kind is OperatorKind.AT_LEAST_ONCE_SINK:

@@ -10,15 +10,16 @@ commits every pending transaction up to that id. On restore it commits the trans
 lists as pending (Flink's ``recoverAndCommit``: the checkpoint they belong to completed, the notification
 may have been lost) and aborts everything else (``recoverAndAbort``). Commits are idempotent per
 transaction id, as Flink requires. ``AtLeastOnceSink`` writes every record to the store at once, so records
-replayed after a failure appear twice.
+replayed after a failure appear twice. Records reach the sinks and the store as ``RecordBatch``es: a transaction
+stages the batches it is given and pre-commits them as one batch; the store's output is one batch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from barriersim.runtime.operators.records import pack, unpack
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
 
 PENDING_TRANSACTIONS_STATE = "pending-transactions"
@@ -29,14 +30,14 @@ class ExternalStore:
     """The external system, transactional like Kafka's: data of a transaction is written at pre-commit, stays
     invisible while pending, and becomes visible when committed; commits are idempotent per transaction id."""
 
-    committed: dict[str, tuple] = field(default_factory=dict)
-    pending: dict[str, tuple] = field(default_factory=dict)
-    direct: list[tuple] = field(default_factory=list)
+    committed: dict[str, RecordBatch] = field(default_factory=dict)
+    pending: dict[str, RecordBatch] = field(default_factory=dict)
+    direct: list[RecordBatch] = field(default_factory=list)
     commits_attempted: int = 0
     aborted_transactions: int = 0
 
-    def pre_commit(self, transaction_id: str, records: tuple) -> None:
-        self.pending[transaction_id] = records
+    def pre_commit(self, transaction_id: str, records) -> None:
+        self.pending[transaction_id] = RecordBatch.of(records)
 
     def commit(self, transaction_id: str) -> None:
         self.commits_attempted += 1
@@ -54,13 +55,19 @@ class ExternalStore:
         for tid in [t for t in self.pending if t.startswith(owner + "@") and t not in keep]:
             self.abort(tid)
 
-    def write(self, records: Iterable[tuple]) -> None:
-        self.direct.extend(records)
+    def write(self, records) -> None:
+        batch = RecordBatch.of(records)
+        if len(batch):
+            self.direct.append(batch)
 
-    def output(self) -> list[tuple]:
-        """Everything visible to readers of the external system (read-committed)."""
-        out = [r for records in self.committed.values() for r in records]  # in commit order
-        return out + list(self.direct)
+    @property
+    def direct_records(self) -> int:
+        return sum(len(b) for b in self.direct)
+
+    def output(self) -> RecordBatch:
+        """Everything visible to readers of the external system (read-committed), as one batch."""
+        parts = [b for b in self.committed.values() if len(b)] + self.direct  # in commit order
+        return RecordBatch.concat(parts) if parts else RecordBatch.empty()
 
     def snapshot(self) -> dict:
         """Everything the system holds, as plain values (msgpack-ready), to be continued by a later run that
@@ -85,7 +92,7 @@ class TwoPhaseCommitSink:
         self.subtask = subtask
         self._attempt = attempt
         self._serial = 0
-        self._current: list[tuple] = []
+        self._current: list[RecordBatch] = []
         self._current_id = self._new_transaction_id()
         self._pending: dict[int, str] = {}  # checkpoint id -> pre-committed transaction id
 
@@ -93,13 +100,18 @@ class TwoPhaseCommitSink:
         self._serial += 1
         return f"{self.subtask}@{self._attempt}/{self._serial}"
 
-    def invoke_all(self, records: Iterable[tuple]) -> None:
-        self._current.extend(records)
+    def invoke_all(self, records) -> None:
+        batch = RecordBatch.of(records)
+        if len(batch):
+            self._current.append(batch)
+
+    def _staged(self) -> RecordBatch:
+        return RecordBatch.concat(self._current) if self._current else RecordBatch.empty()
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSubtaskState:
         """Pre-commit the current transaction for ``checkpoint_id`` and open the next one; the state holds the
         pending transaction handles only (the data is in the external system)."""
-        self.store.pre_commit(self._current_id, tuple(self._current))
+        self.store.pre_commit(self._current_id, self._staged())
         self._pending[checkpoint_id] = self._current_id
         self._current = []
         self._current_id = self._new_transaction_id()
@@ -138,7 +150,7 @@ class TwoPhaseCommitSink:
         for cid in sorted(self._pending):
             self.store.commit(self._pending.pop(cid))
         if self._current:
-            self.store.pre_commit(self._current_id, tuple(self._current))
+            self.store.pre_commit(self._current_id, self._staged())
             self.store.commit(self._current_id)
             self._current = []
 
@@ -147,7 +159,7 @@ class AtLeastOnceSink:
     def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0):
         self.store = store
 
-    def invoke_all(self, records: Iterable[tuple]) -> None:
+    def invoke_all(self, records) -> None:
         self.store.write(records)
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSubtaskState:

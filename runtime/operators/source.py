@@ -1,10 +1,11 @@
 """A source reading its assigned replayable splits by offset (Flink's ``SourceReader`` over ``SourceSplit`` s).
 
-How this works: each split is an ordered sequence of records; the reader's state is, per split, the offset of
-the next record to emit. A fresh subtask reads the split with its own index; a restored one reads the splits its
-restored state names (a rescaled restore redistributes them as operator state, round robin, as Flink's
-``SourceOperator`` keeps its reader's splits in a split-distributed list state), which ``assigned_splits`` reads
-for the deployment. ``poll(n)`` returns up to ``n`` records of one split and moves on to the next unfinished
+How this works: each split is an ordered run of records, held as one ``RecordBatch`` (a split given as record
+tuples or as an Arrow table is converted once); the reader's state is, per split, the offset of the next record
+to emit. A fresh subtask reads the split with its own index; a restored one reads the splits its restored state
+names (a rescaled restore redistributes them as operator state, round robin, as Flink's ``SourceOperator`` keeps
+its reader's splits in a split-distributed list state), which ``assigned_splits`` reads for the deployment.
+``poll(n)`` returns up to ``n`` records of one split, a slice (view) of it, and moves on to the next unfinished
 split (round robin over the assigned splits). Event time is watermarked per split, as Flink's per-split
 watermark generation does: a split's watermark is the largest timestamp it emitted minus 1 (the next record
 may carry the same timestamp), and the reader's watermark is the minimum over the splits it still reads (the
@@ -16,20 +17,22 @@ barrier), so a restore resumes exactly after the last record that went out befor
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional
 
 from barriersim.runtime.operators.records import EVENT_TIME, pack, unpack
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
 
 OFFSETS_STATE = "source-offsets"
 
 
 class SplitSourceReader:
-    def __init__(self, split_id_or_splits, records: Sequence[tuple] = ()):
+    def __init__(self, split_id_or_splits, records=()):
         """``SplitSourceReader(split_id, records)`` reads one split; ``SplitSourceReader({split_id: records})``
-        reads every split given, in split id order."""
+        reads every split given, in split id order. A split is a ``RecordBatch``, or record tuples or an Arrow
+        table (converted once)."""
         splits = split_id_or_splits if isinstance(split_id_or_splits, Mapping) else {split_id_or_splits: records}
-        self._splits: dict[int, Sequence[tuple]] = dict(sorted(splits.items()))
+        self._splits: dict[int, RecordBatch] = {sid: RecordBatch.of(r) for sid, r in sorted(splits.items())}
         self.offsets: dict[int, int] = {sid: 0 for sid in self._splits}
         self._order = list(self._splits)
         self._next = 0
@@ -60,8 +63,9 @@ class SplitSourceReader:
     def remaining(self) -> int:
         return sum(len(self._splits[sid]) - self.offsets[sid] for sid in self._order)
 
-    def poll(self, max_records: int) -> Sequence[tuple]:
-        """Up to ``max_records`` records of the next unfinished split (round robin over the splits)."""
+    def poll(self, max_records: int) -> RecordBatch:
+        """Up to ``max_records`` records of the next unfinished split (round robin over the splits), a slice of
+        it."""
         order = self._order
         for _ in range(len(order)):
             sid = order[self._next]
@@ -72,12 +76,12 @@ class SplitSourceReader:
             start = self.offsets[sid]
             end = min(len(records), start + max_records)
             self.offsets[sid] = end
-            out = records[start:end]
-            if out:
-                self._last_timestamp[sid] = out[-1][EVENT_TIME]
+            out = records.slice(start, end)
+            if end > start:
+                self._last_timestamp[sid] = int(records.columns[EVENT_TIME, end - 1])
             self._polled = sid
             return out
-        return ()
+        return RecordBatch.empty()
 
     def current_watermark(self) -> Optional[int]:
         """The reader's watermark after the last poll: the minimum over its unfinished splits and the split just

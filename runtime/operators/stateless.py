@@ -2,14 +2,14 @@
 
 How this works: both are pure functions of one record, so they keep no state and their snapshot is empty;
 their parameters come from the job graph vertex (``factor`` for map, ``modulus`` for filter) so Spark can
-compute the same transformation for the reference result.
+compute the same transformation for the reference result. Both work on a whole ``RecordBatch`` at once (the
+value column multiplied; a mask over the value column), record by record the same as Flink's per-record calls.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
-
 from barriersim.runtime.operators.records import VALUE
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
 
 
@@ -19,9 +19,10 @@ class MapOperator:
     def __init__(self, factor: int = 2):
         self.factor = factor
 
-    def process_all(self, records: Iterable[tuple]) -> list[tuple]:
-        f = self.factor
-        return [(r[0], r[1], r[VALUE] * f, r[3]) for r in records]
+    def process_all(self, records) -> RecordBatch:
+        columns = RecordBatch.of(records).columns.copy()
+        columns[VALUE] *= self.factor
+        return RecordBatch(columns)
 
     def snapshot_state(self) -> OperatorSubtaskState:
         return OperatorSubtaskState()
@@ -36,9 +37,10 @@ class FilterOperator:
     def __init__(self, modulus: int = 3):
         self.modulus = modulus
 
-    def process_all(self, records: Iterable[tuple]) -> list[tuple]:
-        m = self.modulus
-        return [r for r in records if r[VALUE] % m != 0]
+    def process_all(self, records) -> RecordBatch:
+        batch = RecordBatch.of(records)
+        keep = batch.columns[VALUE] % self.modulus != 0
+        return batch if keep.all() else batch.take(keep)
 
     def snapshot_state(self) -> OperatorSubtaskState:
         return OperatorSubtaskState()

@@ -7,20 +7,27 @@ window's end, the window fires: ``(window_start, key, sum, count)`` is emitted a
 (window start, key) order so the output is deterministic. Records for windows that already fired are late
 and are dropped (and counted), as Flink does with zero allowed lateness. The state (open windows per key)
 is keyed state, snapshotted per key group, so the result after a restore is the same as without failure.
+A batch is added at once: its records' windows computed on the columns, late records masked out, and the rest
+aggregated per (window start, key) (``window_sums``) before they reach the state.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Iterable
+from typing import Callable
+
+import numpy as np
 
 from barriersim.runtime.events import Watermark
 from barriersim.runtime.operators.records import EVENT_TIME, KEY, VALUE, pack, unpack
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.operators.watermarks import NO_WATERMARK
 from barriersim.runtime.state.snapshot import KeyGroupRange, KeyGroupsStateHandle, OperatorSubtaskState
 
 
 class TumblingEventTimeWindowSum:
+    ROW_KEY_WIDTH = 2  # a state row is (window_start, key, *accumulators)
+
     def __init__(self, size_ms: int, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]):
         if size_ms <= 0:
             raise ValueError(f"window size must be > 0 ms, got {size_ms}")
@@ -34,19 +41,35 @@ class TumblingEventTimeWindowSum:
     def window_start(self, event_time: int) -> int:
         return event_time - (event_time % self.size_ms)
 
-    def process_all(self, records: Iterable[tuple]) -> list[tuple]:
-        for r in records:
-            start = self.window_start(r[EVENT_TIME])
-            if start + self.size_ms - 1 <= self.watermark:
-                self.late_records += 1
-                continue
-            acc = self._windows.setdefault((start, r[KEY]), [0, 0])
-            acc[0] += r[VALUE]
-            acc[1] += 1
-        return []
+    def process_all(self, records) -> RecordBatch:
+        for start, key, total, count in self.on_time_groups(RecordBatch.of(records)):
+            acc = self._windows.get((start, key))
+            if acc is None:
+                self._windows[(start, key)] = [total, count]
+            else:
+                acc[0] += total
+                acc[1] += count
+        return RecordBatch.empty()
 
-    def process_watermark(self, watermark: Watermark) -> list[tuple]:
-        return [(start, key, total, count) for (start, key), (total, count) in self.fire_due(watermark)]
+    def on_time_groups(self, batch: RecordBatch) -> list[tuple[int, int, int, int]]:
+        """The records of ``batch`` that are not late, as ``(window_start, key, sum of values, count)`` per window
+        and key; late records are counted in ``late_records``."""
+        if not len(batch):
+            return []
+        columns = batch.columns
+        times = columns[EVENT_TIME]
+        starts = times - times % self.size_ms
+        late = starts + (self.size_ms - 1) <= self.watermark
+        late_count = int(np.count_nonzero(late))
+        keys, values = columns[KEY], columns[VALUE]
+        if late_count:
+            self.late_records += late_count
+            on_time = ~late
+            starts, keys, values = starts[on_time], keys[on_time], values[on_time]
+        return list(zip(*(a.tolist() for a in window_sums(starts, keys, values))))
+
+    def process_watermark(self, watermark: Watermark) -> RecordBatch:
+        return RecordBatch.from_rows([(start, key, total, count) for (start, key), (total, count) in self.fire_due(watermark)])
 
     def fire_due(self, watermark: Watermark) -> list[tuple[tuple[int, int], list[int]]]:
         """Remove and return, in (window start, key) order, every window whose last timestamp (end - 1) is at or
@@ -55,11 +78,36 @@ class TumblingEventTimeWindowSum:
         due = sorted(w for w in self._windows if w[0] + self.size_ms - 1 <= self.watermark)
         return [(w, self._windows.pop(w)) for w in due]
 
+    def keyed_rows(self) -> Iterable[tuple[int, tuple]]:
+        """The open windows as ``(key group, (window_start, key, *accumulators))`` rows
+        (``runtime.state.backend.KeyedRows``)."""
+        key_group_of = self._key_group_of
+        return ((key_group_of(key), (start, key, *acc)) for (start, key), acc in self._windows.items())
+
+    def entry_count(self) -> int:
+        return len(self._windows)
+
     def snapshot_state(self) -> OperatorSubtaskState:
         return snapshot_windows(self._windows, self.key_group_range, self._key_group_of)
 
     def restore_state(self, state: OperatorSubtaskState | None) -> None:
         self._windows = restore_windows(state, self.key_group_range)
+
+
+def window_sums(starts: np.ndarray, keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per distinct (window start, key), in that order: the window starts, the keys, the sums of the values and the
+    counts of records (four arrays)."""
+    n = len(starts)
+    if not n:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    order = np.lexsort((keys, starts))
+    starts, keys, values = starts[order], keys[order], values[order]
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    np.logical_or(starts[1:] != starts[:-1], keys[1:] != keys[:-1], out=first[1:])
+    at = np.flatnonzero(first)
+    return starts[at], keys[at], np.add.reduceat(values, at), np.diff(np.append(at, n))
 
 
 def snapshot_windows(windows: dict[tuple[int, int], list[int]], key_group_range: KeyGroupRange,

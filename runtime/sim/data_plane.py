@@ -8,6 +8,9 @@ factor); a task whose output is backpressured, or whose input is empty, sleeps u
 what a task's subpartitions may send (its receiver granted credit): each element reaches its input channel
 after a latency drawn from the ``network`` random stream, never before the previous element of the same
 channel (FIFO per channel); credit, resume-consumption and new-buffer-size messages travel back the same way.
+A checkpoint's synchronous part keeps its task busy for the cost model's charge (``SyncSnapshotTaken``: the next
+step waits), and its asynchronous part and channel-state write complete that many virtual ms after they start
+(``AsyncCheckpointStarted``), off the task's thread, before the acknowledgement leaves.
 Every callback carries the epoch it was scheduled in, so nothing of a failed-over deployment reaches the next
 one. Mirrors
 Flink's task mailbox loop (``StreamTask.processInput``), its ``OutputFlusher`` and the credit-based Netty
@@ -22,7 +25,13 @@ from barriersim.runtime.job.wiring import SubtaskKey
 from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
 from barriersim.runtime.sim.kernel import Priority
 from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
-from barriersim.runtime.task.actions import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFailed
+from barriersim.runtime.task.actions import (
+    AcknowledgeCheckpoint,
+    AsyncCheckpointStarted,
+    DeclineCheckpoint,
+    SyncSnapshotTaken,
+    TaskFailed,
+)
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
 
@@ -50,13 +59,17 @@ class DataPlane:
     def _step(self, key: SubtaskKey, epoch: int) -> None:
         if epoch != self.epoch:
             return
+        now = self.sim.now_us
+        if self._busy_until[key] > now:  # a synchronous snapshot kept the task busy after this step was scheduled
+            self.sim.schedule_at(self._busy_until[key], lambda: self._step(key, epoch), Priority.NORMAL, "step")
+            return
         self._scheduled.discard(key)
         task = self.tasks[key]
         result = task.process_next()
-        self.trace.record(self.sim.now_us, "step", f"{task.name} {result.outcome.value} {result.records}")
+        self.trace.record(now, "step", f"{task.name} {result.outcome.value} {result.records}")
         self._pump(key)
         if result.outcome is StepOutcome.PROCESSED:
-            self._busy_until[key] = self.sim.now_us + self._cost_us(key, result)
+            self._busy_until[key] = max(self._busy_until[key], now) + self._cost_us(key, result)
             self._kick(key)
 
     def _cost_us(self, key: SubtaskKey, result) -> int:
@@ -138,6 +151,16 @@ class DataPlane:
                 self._kick(producer)
 
             self._deliver_in_order(("credit", producer, info), upstream, "credit", self.wiring.is_local(producer, key))
+        elif isinstance(action, SyncSnapshotTaken):  # the synchronous part held the task thread
+            self._busy_until[key] = max(self._busy_until[key], self.sim.now_us) + round(action.duration_ms * 1000)
+        elif isinstance(action, AsyncCheckpointStarted):  # runs off the task thread; done after its modelled time
+
+            def complete(action=action) -> None:
+                if epoch == self.epoch and self.tasks.get(key) is task:
+                    task.complete_async_part(action.checkpoint_id, action.part)
+                    self._pump(key)
+
+            self.sim.schedule_after(round(action.delay_ms * 1000), complete, Priority.NORMAL, "async-part")
         elif isinstance(action, AcknowledgeCheckpoint):
             self._carry_out(self.job_master.acknowledge_checkpoint(
                 task.attempt_id, action.checkpoint_id, action.task_state_snapshot, action.metrics))

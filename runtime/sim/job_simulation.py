@@ -8,8 +8,10 @@ an in-memory ``JobManagerCheckpointStorage`` or, given a directory, to a ``FileS
 backend's, with its state files and completed-checkpoint list). This module carries out the JobMaster's actions in virtual time:
 - ``DeployTasks``: every subtask becomes a ``StreamTask`` (``runtime.job.deployment.deploy_task``), restored, then
   started (the first output and credit sent, its flusher set); a task that cannot restore its state fails the
-  deployment (``deploy_failed``); ``KillTask``: the task's death is reported at
-  once; ``CancelTasks``: every task of the deployment fails, and nothing scheduled for it runs any more;
+  deployment (``deploy_failed``); ``KillTask``: the task's death is reported at once; ``KillTaskManagers`` (a
+  TaskManager crash, or a node loss: the simulator has no node processes, so losing a node is losing every
+  TaskManager on it): every death is reported at once, the first failing the job over;
+  ``CancelTasks``: every task of the deployment fails, and nothing scheduled for it runs any more;
 - ``SendToTask`` / ``SendToCoordinator``: an RPC delivered after ``rpc_latency_us`` plus the fault's delay;
 - ``StartTimer``: a kernel event (faults, restarts and recoveries come before anything else at their instant);
 - ``JobEnded``: the kernel stops.
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
@@ -32,6 +35,7 @@ from barriersim.runtime.job.deployment import Slowdowns, TaskRestoreError, deliv
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.job.wiring import SubtaskKey, Wiring
 from barriersim.runtime.operators.sinks import ExternalStore
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, DeploymentLog, check_consistent_cuts
 from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.kernel import Priority, RunOutcome, Simulation
@@ -46,7 +50,7 @@ class SimulationResult:
     simulation's own figures (virtual time, events, the trace's SHA-256)."""
 
     outcome: JobOutcome
-    committed_output: list[tuple]
+    committed_output: RecordBatch  # what the sinks committed, as one batch (a sequence of record tuples too)
     checkpoints: list[dict]
     subtasks: list[dict]
     counts: dict[str, int]
@@ -59,6 +63,7 @@ class SimulationResult:
     coordinator_failovers: int = 0
     fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
     storage_errors: list[str] = field(default_factory=list)
+    deployments: list[dict] = field(default_factory=list)  # per deployment: epoch, restored id, TaskManager nodes
     failure_reason: str | None = None  # one line, when the outcome is FAILED
 
 
@@ -88,6 +93,7 @@ class JobSimulation(DataPlane):
         self.storages: dict = {}  # job id -> its checkpoint storage
         self._net_rng = self.sim.random("network")
         self._task_rng = self.sim.random("tasks")
+        self._cost_rng = self.sim.random("checkpoint-cost")
         self.epoch = 0  # the deployment whose tasks run (the JobMaster's epoch once it deployed)
         self.tasks: dict[SubtaskKey, StreamTask] = {}
         self._busy_until: dict[SubtaskKey, int] = {}
@@ -101,7 +107,8 @@ class JobSimulation(DataPlane):
             coordinator_rng=lambda: self.sim.random("coordinator"), action_sink=self._carry_out,
             trace=lambda label, detail: self.trace.record(self.sim.now_us, label, detail),
             keep_completed_metadata=record_cuts, restore_storage=FileSystemCheckpointStorage(".", "restore"),
-            first_attempt_number=first_attempt_number,
+            first_attempt_number=first_attempt_number, charging=Charging.VIRTUAL,
+            cost_rng=self.sim.random("metadata-cost"),
         )
         self._finished = self.job_master.finished
 
@@ -150,6 +157,7 @@ class JobSimulation(DataPlane):
             coordinator_failovers=report.coordinator_failovers,
             fault_log=report.fault_log,
             storage_errors=report.storage_errors,
+            deployments=report.deployments,
             failure_reason=report.failure_reason,
         )
 
@@ -179,6 +187,10 @@ class JobSimulation(DataPlane):
                 self._deploy(action)
             elif kind is a.KillTask:  # the task dies, and its death is seen at once
                 self._carry_out(self.job_master.task_failed(action.attempt, action.why))
+            elif kind is a.KillTaskManagers:  # every task of the TaskManagers dies at once
+                lost = f"node {action.node}" if action.node is not None else f"taskmanager {action.taskmanagers[0]}"
+                for attempt in action.attempts:
+                    self._carry_out(self.job_master.task_failed(attempt, f"{lost} lost ({action.why})"))
             elif kind is a.CancelTasks:
                 self._cancel(action)
             elif kind is a.JobEnded:
@@ -232,6 +244,7 @@ class JobSimulation(DataPlane):
             try:
                 task, restored = deploy_task(
                     config, descriptor, clock=self.sim.clock_ms, timer_service=self.sim, rng=self._task_rng,
+                    charging=Charging.VIRTUAL, cost_rng=self._cost_rng,
                     wakeup=lambda k=key, e=epoch: self._wake(k, e), splits=splits, store=self.store, on_built=on_built)
             except TaskRestoreError as err:  # the deployment fails; the tasks built so far die with it
                 self._carry_out(self.job_master.deploy_failed(epoch, str(err)))

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
+
 from barriersim.runtime.state.snapshot import KeyGroupRange
 
 _M32 = 0xFFFFFFFF
@@ -114,3 +116,81 @@ def _check_parallelism(max_parallelism: int, parallelism: int) -> None:
         raise ValueError(
             f"parallelism {parallelism} must be in 1..max parallelism {max_parallelism} (at most {UPPER_BOUND_MAX_PARALLELISM})"
         )
+
+
+# -- the same assignment for a whole column of integer keys (numpy) ---------------------------------------------
+
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def java_hash_codes(keys: np.ndarray) -> np.ndarray:
+    """``java_hash_code`` of every key of an int64 array, as uint32 bit patterns: a key in the 32-bit range hashes
+    to itself (Java's ``Integer.hashCode``), any other as ``Long.hashCode`` (``value ^ (value >>> 32)``)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    bits = keys.view(np.uint64)
+    long_codes = (bits ^ (bits >> np.uint64(32))).astype(np.uint32)
+    small = (keys >= _INT32_MIN) & (keys <= _INT32_MAX)
+    return np.where(small, keys.astype(np.uint32), long_codes)
+
+
+def _rotl32_array(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+
+def murmur_hashes(codes: np.ndarray) -> np.ndarray:
+    """``murmur_hash`` of every hash code (uint32 bit patterns), as non-negative int64."""
+    code = np.asarray(codes, dtype=np.uint32)
+    code = code * np.uint32(0xCC9E2D51)
+    code = _rotl32_array(code, 15)
+    code = code * np.uint32(0x1B873593)
+    code = _rotl32_array(code, 13)
+    code = code * np.uint32(5) + np.uint32(0xE6546B64)
+    code ^= np.uint32(4)
+    code ^= code >> np.uint32(16)
+    code = code * np.uint32(0x85EBCA6B)
+    code ^= code >> np.uint32(13)
+    code = code * np.uint32(0xC2B2AE35)
+    code ^= code >> np.uint32(16)
+    signed = code.view(np.int32).astype(np.int64)
+    # Flink: code >= 0 ? code : (code != Integer.MIN_VALUE ? -code : 0)
+    return np.where(signed >= 0, signed, np.where(signed != _INT32_MIN, -signed, 0))
+
+
+def assign_to_key_groups(keys: np.ndarray, max_parallelism: int) -> np.ndarray:
+    """``assign_to_key_group`` of every integer key of an array (int64 key groups)."""
+    return murmur_hashes(java_hash_codes(keys)) % max_parallelism
+
+
+class KeyGroupAssigner:
+    """``key -> key group`` for a ``max_parallelism``, for single keys (``assigner(key)``) and for whole int64 key
+    columns (``assigner.of_keys(keys)``), memoized: key groups of the keys in ``[0, cached)`` are computed once and
+    looked up after (every workload's keys are small non-negative ints), any other key is hashed."""
+
+    _MAX_CACHED = 1 << 20
+
+    def __init__(self, max_parallelism: int):
+        self.max_parallelism = max_parallelism
+        self._table = np.empty(0, dtype=np.int64)
+        self._single: dict = {}
+
+    def __call__(self, key) -> int:
+        group = self._single.get(key)
+        if group is None:
+            group = self._single[key] = assign_to_key_group(key, self.max_parallelism)
+        return group
+
+    def of_keys(self, keys: np.ndarray) -> np.ndarray:
+        if not len(keys):
+            return np.empty(0, dtype=np.int64)
+        low, high = int(keys.min()), int(keys.max())
+        if low >= 0 and high < self._MAX_CACHED:
+            if high >= len(self._table):
+                size = min(self._MAX_CACHED, max(1024, 2 * (high + 1)))
+                self._table = assign_to_key_groups(np.arange(size, dtype=np.int64), self.max_parallelism)
+            return self._table[keys]
+        return assign_to_key_groups(keys, self.max_parallelism)
+
+
+def operator_indices_for_key_groups(key_groups: np.ndarray, max_parallelism: int, parallelism: int) -> np.ndarray:
+    """``compute_operator_index_for_key_group`` of every key group of an array."""
+    return key_groups * parallelism // max_parallelism

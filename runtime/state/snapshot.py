@@ -9,7 +9,13 @@ redistributed when the parallelism changes; operator (non-keyed) list state is r
 round-robin split, as Flink's ``SPLIT_DISTRIBUTE`` mode; in-flight data of unaligned checkpoints is kept
 per input channel and per result subpartition.
 
-Mirrors Flink's ``KeyGroupRange``, ``KeyGroupsStateHandle``, ``OperatorStateHandle``,
+An incremental keyed state backend acknowledges ``IncrementalKeyedStateHandle``s instead: its sorted runs as
+shared state (``SharedStateHandle`` for a new upload, ``PlaceholderStateHandle`` for one an earlier checkpoint
+uploaded), which the coordinator's ``SharedStateRegistry`` counts references to. A checkpoint's ``state_size`` is
+all the state it refers to, its ``checkpointed_size`` what it wrote.
+
+Mirrors Flink's ``KeyGroupRange``, ``KeyGroupsStateHandle``, ``IncrementalRemoteKeyedStateHandle`` (with
+``HandleAndLocalPath``, ``PlaceholderStreamStateHandle``), ``OperatorStateHandle``,
 ``InputChannelStateHandle``, ``ResultSubpartitionStateHandle``, ``OperatorSubtaskState``,
 ``TaskStateSnapshot``, ``OperatorState``, ``MasterState`` and ``CheckpointMetadata``; a restored subtask's
 state also carries the in-flight data rescaling descriptors (``runtime.state.inflight_data_rescaling``).
@@ -64,14 +70,85 @@ class KeyGroupRange:
 
 @dataclass(frozen=True)
 class KeyGroupsStateHandle:
-    """Keyed state of a range of key groups: ``key_groups`` maps a key group to its encoded state."""
+    """Keyed state of a range of key groups: ``key_groups`` maps a key group to its encoded state.
+    ``modelled_size``, when set, is the size the model gives this state (its entries' modelled bytes, as
+    ``record_size`` models a record's), reported instead of the encoded bytes."""
 
     key_group_range: KeyGroupRange
     key_groups: Mapping[int, bytes] = field(default_factory=dict)
+    modelled_size: int | None = None
 
     @property
     def state_size(self) -> int:
+        if self.modelled_size is not None:
+            return self.modelled_size
         return sum(len(v) for v in self.key_groups.values())
+
+    @property
+    def checkpointed_size(self) -> int:
+        """A full snapshot uploads all of it (Flink's ``KeyGroupsStateHandle.getCheckpointedSize``)."""
+        return self.state_size
+
+
+@dataclass(frozen=True)
+class SharedStateHandle:
+    """A file of shared state (an incremental backend's sorted run) in the checkpoint storage's ``shared/``
+    directory, or inline (``data``) where the storage keeps state in memory or below the memory threshold.
+    ``key`` is its registration key in the ``SharedStateRegistry`` (Flink's ``SharedStateRegistryKey``: the
+    physical file's id), unique per upload; ``size`` the real encoded bytes and ``crc32`` their checksum;
+    ``state_size`` its modelled bytes. Mirrors Flink's ``FileStateHandle`` / ``ByteStreamStateHandle`` in
+    ``CheckpointedStateScope.SHARED``."""
+
+    key: str
+    size: int
+    crc32: int
+    state_size: int
+    data: bytes | None = None
+
+
+@dataclass(frozen=True)
+class PlaceholderStateHandle:
+    """A reference to shared state an earlier completed checkpoint uploaded (Flink's
+    ``PlaceholderStreamStateHandle``): the registry replaces it with the registered handle."""
+
+    key: str
+    state_size: int
+
+
+@dataclass(frozen=True)
+class HandleAndLocalPath:
+    """One sorted run of an incremental snapshot: its local file name (``L<level>-<sequence>.sst``: where it sits in
+    the backend's levels) and the handle of its upload or a placeholder (Flink's ``HandleAndLocalPath``)."""
+
+    local_path: str
+    handle: SharedStateHandle | PlaceholderStateHandle
+
+    @property
+    def is_placeholder(self) -> bool:
+        return isinstance(self.handle, PlaceholderStateHandle)
+
+
+@dataclass(frozen=True)
+class IncrementalKeyedStateHandle:
+    """An incremental snapshot of a keyed state backend (Flink's ``IncrementalRemoteKeyedStateHandle``): the
+    backend's identity, its key groups, the checkpoint, its sorted runs as shared state (new uploads and
+    placeholders), its private meta state (uploaded every time) and ``checkpointed_size``, what this checkpoint
+    uploaded (Flink's ``persistedSizeOfThisCheckpoint``), against ``state_size``, all of it."""
+
+    backend_id: str
+    key_group_range: KeyGroupRange
+    checkpoint_id: int
+    shared_state: tuple[HandleAndLocalPath, ...] = ()
+    meta_state: bytes = b""
+    checkpointed_size: int = 0
+
+    @property
+    def state_size(self) -> int:
+        return len(self.meta_state) + sum(entry.handle.state_size for entry in self.shared_state)
+
+    @property
+    def shared_handles(self) -> tuple[SharedStateHandle | PlaceholderStateHandle, ...]:
+        return tuple(entry.handle for entry in self.shared_state)
 
 
 class OperatorStateDistributionMode(enum.Enum):
@@ -153,6 +230,16 @@ class OperatorSubtaskState:
         )
 
     @property
+    def checkpointed_size(self) -> int:
+        """What this checkpoint wrote of it (Flink's ``OperatorSubtaskState.getCheckpointedSize``): an incremental
+        snapshot's new uploads; everything of a full one, and all channel state."""
+        return (
+            sum(h.state_size for h in self.managed_operator_state)
+            + sum(h.checkpointed_size for h in self.managed_keyed_state)
+            + self.in_flight_data_size
+        )
+
+    @property
     def in_flight_data_size(self) -> int:
         return sum(h.state_size for h in self.input_channel_state) + sum(
             h.state_size for h in self.result_subpartition_state
@@ -185,6 +272,10 @@ class TaskStateSnapshot:
     @property
     def state_size(self) -> int:
         return sum(s.state_size for s in self.subtask_states_by_operator.values())
+
+    @property
+    def checkpointed_size(self) -> int:
+        return sum(s.checkpointed_size for s in self.subtask_states_by_operator.values())
 
 
 @dataclass(frozen=True)
@@ -223,3 +314,27 @@ class CheckpointMetadata:
     @property
     def state_size(self) -> int:
         return sum(s.state_size for s in self.operator_states)
+
+
+HANDLE_BYTES = 64  # what a reference to a state file takes in the _metadata (name, size, checksum)
+MEMORY_THRESHOLD = 20 * 1024  # Flink's state.storage.fs.memory-threshold default
+
+
+def metadata_bytes_estimate(states, memory_threshold: int) -> int:
+    """About how many bytes the ``_metadata`` of a checkpoint of these ``OperatorSubtaskState``s takes: each
+    subtask's keyed, operator and channel state inline below ``memory_threshold``, a file reference above; an
+    incremental handle's shared runs inline if they travelled inline, else a reference each. For the cost model."""
+    total = 0
+    for state in states:
+        keyed = 0
+        for h in state.managed_keyed_state:
+            if isinstance(h, IncrementalKeyedStateHandle):
+                keyed += len(h.meta_state) + sum(
+                    len(e.handle.data) if isinstance(e.handle, SharedStateHandle) and e.handle.data is not None
+                    else HANDLE_BYTES for e in h.shared_state)
+            else:
+                keyed += sum(len(v) for v in h.key_groups.values())
+        parts = (keyed, sum(len(p) for h in state.managed_operator_state for parts in h.states.values() for p in parts),
+                 state.in_flight_data_size)
+        total += HANDLE_BYTES + sum(part if part < memory_threshold else HANDLE_BYTES for part in parts)
+    return total

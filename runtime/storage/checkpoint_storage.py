@@ -363,6 +363,15 @@ class CheckpointStorage(abc.ABC):
         self._known.pop(checkpoint_id, None)
         return self._discard(checkpoint_id)
 
+    def discard_shared_state(self, keys) -> int:
+        """Delete the shared state of these registration keys (the ``SharedStateRegistry`` released them); this
+        storage keeps shared state inline in the metadata: nothing to delete."""
+        return 0
+
+    def shared_state_files(self) -> set[str]:
+        """The names of the files in the shared state directory (none in a storage without one)."""
+        return set()
+
     def apply_retention_policy(self, retention_policy: object, job_status: object) -> dict[int, RetentionDecision]:
         """Called when the job ends: discard or retain every retained checkpoint (never savepoints); the
         completed-checkpoint list goes either way (Flink clears its HA entries when the job ends)."""

@@ -17,7 +17,9 @@ its whole directory. The damages:
   list) is recomputed, so that only restoring the state can tell.
 ``DamageNotApplicable`` says a damage cannot strike this checkpoint (no state file, no other checkpoint, a
 storage without files for ``unreadable`` of a directory). The in-memory storage takes the same damages on its
-bytes (``unreadable`` makes its reads fail as a denied permission would). No Flink class does this; it stands
+bytes (``unreadable`` makes its reads fail as a denied permission would); an object store (``s3://``) takes the
+byte damages, ``delete`` and ``foreign_metadata`` of its objects (it has no permissions or directories to damage).
+No Flink class does this; it stands
 for what Flink's ``FileStateHandle`` and ``Checkpoints.loadCheckpointMetadata`` meet on a damaged file system.
 """
 
@@ -125,6 +127,10 @@ def damage_checkpoint(storage: CheckpointStorage, checkpoint_id: int, damage: Ch
         return _damage_files(storage, checkpoint_id, damage, target)
     if isinstance(storage, JobManagerCheckpointStorage):
         return _damage_memory(storage, checkpoint_id, damage, target)
+    from barriersim.runtime.storage.object_storage import ObjectStoreCheckpointStorage
+
+    if isinstance(storage, ObjectStoreCheckpointStorage):
+        return _damage_objects(storage, checkpoint_id, damage, target)
     raise DamageNotApplicable(f"{type(storage).__name__}: cannot be damaged")
 
 
@@ -249,6 +255,42 @@ def _relist(storage: CheckpointStorage, checkpoint_id: int) -> None:
             metadata = storage._read(location)
             entry[3], entry[4] = len(metadata), zlib.crc32(metadata)
     storage._write_pointer_list(ms.frame(msgpack.packb(plain, use_bin_type=True), POINTER_LIST_MAGIC))
+
+
+# -- objects --------------------------------------------------------------------------------------------
+
+
+def _damage_objects(storage, checkpoint_id: int, damage: CheckpointDamage, target: DamageTarget) -> str:
+    """On an object store: the byte damages, a deletion and another checkpoint's ``_metadata``, of the ``_metadata``
+    or the first state object (an object store has no permissions to take away and no directories to damage)."""
+    from pyarrow.fs import FileSelector, FileType
+
+    directory = storage.checkpoint_directory(checkpoint_id)
+    metadata = f"{directory}/{METADATA_FILE_NAME}"
+    if not storage._is_file(metadata):
+        raise DamageNotApplicable(f"{storage.uri(directory)}: no completed checkpoint {checkpoint_id} there")
+    if target is DamageTarget.METADATA:
+        path = metadata
+    elif target is DamageTarget.STATE_FILE:
+        infos = storage.filesystem.get_file_info(FileSelector(directory))
+        files = sorted(i.path for i in infos if i.type is FileType.File and i.base_name != METADATA_FILE_NAME)
+        if not files:
+            raise DamageNotApplicable(f"{storage.uri(directory)}: has no state file (all its state is below the "
+                                      f"memory threshold of {storage.memory_threshold} bytes)")
+        path = files[0]
+    else:
+        raise DamageNotApplicable(f"{damage.value} of the {target.value}: an object store has no directories")
+    if damage in _BYTE_DAMAGES:
+        storage._put(path, damaged_bytes(storage._get(path, "damaging"), damage))
+        return f"{damage.value} {storage.uri(path)}"
+    if damage is CheckpointDamage.DELETE:
+        storage.filesystem.delete_file(path)
+        return f"deleted {storage.uri(path)}"
+    if damage is CheckpointDamage.FOREIGN_METADATA and target is DamageTarget.METADATA:
+        other, foreign = _other_metadata(storage, checkpoint_id)
+        storage._put(path, foreign)
+        return f"copied the _metadata of checkpoint {other} over {storage.uri(path)}"
+    raise DamageNotApplicable(f"{damage.value} of the {target.value} on an object store")
 
 
 # -- memory ---------------------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ from barriersim.runtime.storage.errors import (
     NoSavepointLocationError,
     storage_error_of,
 )
-from barriersim.runtime.storage.metadata_serializer import DEFAULT_MEMORY_THRESHOLD, StateFileHandle
+from barriersim.runtime.storage.metadata_serializer import DEFAULT_MEMORY_THRESHOLD, SHARED_FILE_PREFIX, StateFileHandle
 
 RANDOM_FILE_NAME_LENGTH = 12
 _SAVEPOINT_DIR_ATTEMPTS = 10
@@ -205,8 +205,23 @@ class FileSystemCheckpointStorage(CheckpointStorage):
             written.append(StateFileHandle(name, len(data), zlib.crc32(data)))
             return written[-1]
 
+        def write_shared_file(key: str, data: bytes) -> StateFileHandle:
+            path = self.shared_state_directory / key
+            handle = StateFileHandle(SHARED_FILE_PREFIX + key, len(data), zlib.crc32(data))
+            if "/" in key or key in ("", ".", ".."):
+                raise CheckpointStorageWriteError(f"{path}: {key!r} is not a shared state file name")
+            if not os.path.lexists(path):  # written by the first checkpoint that uploaded it; later ones refer to it
+                try:
+                    self._state_writer.write(path, data, exclusive=True)
+                except OSError as e:
+                    raise CheckpointStorageWriteError(f"{path}: writing a shared state file of checkpoint "
+                                                      f"{checkpoint_id} failed: {e}") from e
+            written.append(handle)
+            return handle
+
         data = metadata_serializer.serialize(metadata, directory=directory.name, write_state_file=write_state_file,
-                                             memory_threshold=self.memory_threshold)
+                                             memory_threshold=self.memory_threshold,
+                                             write_shared_file=None if is_savepoint else write_shared_file)
         try:
             self.writer.write(path, data, exclusive=True)
         except FileExistsError:
@@ -235,7 +250,10 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         directory = Path(location.external_pointer)
 
         def read(handle: StateFileHandle) -> tuple[str, bytes]:
-            path = directory / handle.file
+            if handle.file.startswith(SHARED_FILE_PREFIX):
+                path = self.shared_state_directory / handle.file.removeprefix(SHARED_FILE_PREFIX)
+            else:
+                path = directory / handle.file
             try:
                 return str(path), path.read_bytes()
             except OSError as e:
@@ -271,6 +289,28 @@ class FileSystemCheckpointStorage(CheckpointStorage):
             raise CheckpointDiscardError(str(directory), f"checkpoint {checkpoint_id} was not fully discarded: "
                                                          + (failures[0] if failures else "the directory stays"))
         return True
+
+    def discard_shared_state(self, keys) -> int:
+        """Delete the shared state files of these registration keys (those written as files; missing ones are
+        not an error: small runs stay inline in the metadata); how many were deleted. ``CheckpointDiscardError``
+        names the first file that could not be deleted."""
+        deleted = 0
+        for key in keys:
+            path = self.shared_state_directory / key
+            try:
+                if os.path.lexists(path):
+                    path.unlink()
+                    deleted += 1
+            except OSError as e:
+                raise CheckpointDiscardError(str(path), f"cannot discard shared state: {e.strerror or type(e).__name__}") from None
+        return deleted
+
+    def shared_state_files(self) -> set[str]:
+        """The names of the files in the shared state directory."""
+        try:
+            return {p.name for p in self.shared_state_directory.iterdir()} if self.shared_state_directory.is_dir() else set()
+        except OSError as e:
+            raise storage_error_of(e, self.shared_state_directory, "listing the shared state") from None
 
     def _checkpoint_locations(self):
         try:

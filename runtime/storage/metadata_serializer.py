@@ -8,7 +8,10 @@ version, declared length against the actual length (catches truncation and trail
 Any failure raises ``CorruptMetadataError("<file>: <problem>")``; nothing partial is ever returned. The
 payload is plain msgpack maps/arrays (never pickle); state payloads stay opaque bytes; buffer records are
 msgpack values and come back with arrays as tuples; a ``Watermark`` travelling in a persisted buffer is a
-msgpack extension value (type 1, its timestamp as 8 signed bytes). Mirrors Flink's ``Checkpoints.storeCheckpointMetadata``/
+msgpack extension value (type 1, its timestamp as 8 signed bytes), and a buffer's records as columns (a
+``RecordBatch``, or ``StreamElements`` with watermarks) the extension values of ``runtime.records_codec``
+(types 2 and 3: the column buffers as they are). An incremental keyed handle keeps its shared
+runs as handles (key, size, CRC32, modelled size, and their bytes when the state travelled inline). Mirrors Flink's ``Checkpoints.storeCheckpointMetadata``/
 ``loadCheckpointMetadata`` and ``MetadataV3Serializer`` (``MetadataV2V3SerializerBase``).
 
 State files: given a ``write_state_file``, ``serialize`` writes each subtask's keyed state, operator state and
@@ -31,9 +34,13 @@ from typing import Any, Callable
 
 import msgpack
 
-from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo, Watermark
+from barriersim.runtime import records_codec
+from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo, StreamElements, Watermark
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
+    HandleAndLocalPath,
+    IncrementalKeyedStateHandle,
     InputChannelStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
@@ -42,7 +49,9 @@ from barriersim.runtime.state.snapshot import (
     OperatorStateDistributionMode,
     OperatorStateHandle,
     OperatorSubtaskState,
+    PlaceholderStateHandle,
     ResultSubpartitionStateHandle,
+    SharedStateHandle,
 )
 from barriersim.runtime.storage.errors import CorruptMetadataError, CorruptStateFileError, MetadataEncodingError
 
@@ -71,6 +80,8 @@ class StateFileHandle:
 
 
 StateFileWriter = Callable[[bytes], StateFileHandle]
+SharedFileWriter = Callable[[str, bytes], StateFileHandle]  # (registration key, bytes) -> the shared file's handle
+SHARED_FILE_PREFIX = "shared/"  # a shared file's name in a handle: in the job's shared state directory
 StateFileReader = Callable[[StateFileHandle], tuple[str, bytes]]  # -> (the file's path, its bytes)
 
 
@@ -117,12 +128,19 @@ def unframe(data: bytes, source: str, magic: int = HEADER_MAGIC_NUMBER, what: st
 
 def serialize(metadata: CheckpointMetadata, *, directory: str | None = None,
               write_state_file: StateFileWriter | None = None,
-              memory_threshold: int = DEFAULT_MEMORY_THRESHOLD) -> bytes:
+              memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
+              write_shared_file: SharedFileWriter | None = None) -> bytes:
     """Encode ``metadata`` as a complete ``_metadata`` file image (header + checksummed payload); with
     ``write_state_file``, state streams of ``memory_threshold`` bytes or more are written through it and
-    referenced by handle; ``directory`` is recorded in the payload."""
+    referenced by handle; with ``write_shared_file``, so are an incremental handle's shared runs of that size
+    (by their registration key, once: a later checkpoint refers to the same file); ``directory`` is recorded in
+    the payload."""
     try:
         plain = _metadata_to_plain(metadata)
+        if write_shared_file is not None:
+            for operator in plain["operator_states"]:
+                for _, subtask in operator["subtask_states"]:
+                    _externalize_shared(subtask, write_shared_file, memory_threshold)
         if write_state_file is not None:
             for operator in plain["operator_states"]:
                 for _, subtask in operator["subtask_states"]:
@@ -135,6 +153,18 @@ def serialize(metadata: CheckpointMetadata, *, directory: str | None = None,
             f"checkpoint {metadata.checkpoint_id}: cannot encode metadata with msgpack: {e}"
         ) from e
     return frame(payload)
+
+
+def _externalize_shared(subtask: dict, write: SharedFileWriter, threshold: int) -> None:
+    """Move each shared run of ``subtask``'s incremental keyed handles of ``threshold`` bytes or more to its file in
+    the shared state directory (the metadata keeps ``file``: ``shared/<key>``)."""
+    for keyed in subtask["managed_keyed_state"]:
+        for _, shared in keyed.get("shared", ()):
+            data = shared.get("data")
+            if data is not None and len(data) >= threshold:
+                handle = write(shared["key"], data)
+                del shared["data"]
+                shared["file"] = handle.file
 
 
 def _externalize(subtask: dict, write: StateFileWriter, threshold: int) -> None:
@@ -163,12 +193,19 @@ _TIMESTAMP = struct.Struct(">q")
 def _encode_ext(value: Any) -> msgpack.ExtType:
     if isinstance(value, Watermark):
         return msgpack.ExtType(_WATERMARK_EXT, _TIMESTAMP.pack(value.timestamp))
+    if type(value) in (RecordBatch, StreamElements):
+        return records_codec.ext_default(value)
     raise TypeError(f"can not serialize {type(value).__name__!r} object")
 
 
 def _decode_ext(code: int, data: bytes) -> Any:
     if code == _WATERMARK_EXT and len(data) == _TIMESTAMP.size:
         return Watermark(_TIMESTAMP.unpack(data)[0])
+    if code in (records_codec.RECORD_BATCH_EXT, records_codec.STREAM_ELEMENTS_EXT):
+        try:
+            return records_codec.ext_hook(code, data)
+        except records_codec.MalformedRecords as e:
+            raise _Malformed(str(e)) from None
     raise _Malformed(f"unknown msgpack extension type {code} ({len(data)} bytes)")
 
 
@@ -200,13 +237,7 @@ def _subtask_to_plain(s: OperatorSubtaskState) -> dict:
             }
             for h in s.managed_operator_state
         ],
-        "managed_keyed_state": [
-            {
-                "range": [h.key_group_range.start_key_group, h.key_group_range.end_key_group],
-                "key_groups": [[kg, bytes(v)] for kg, v in sorted(h.key_groups.items())],
-            }
-            for h in s.managed_keyed_state
-        ],
+        "managed_keyed_state": [_keyed_handle_to_plain(h) for h in s.managed_keyed_state],
         "input_channel_state": [
             [h.subtask_index, [h.info.gate_idx, h.info.channel_idx], [_buffer_to_plain(b) for b in h.buffers]]
             for h in s.input_channel_state
@@ -219,8 +250,39 @@ def _subtask_to_plain(s: OperatorSubtaskState) -> dict:
     }
 
 
+def _keyed_handle_to_plain(h) -> dict:
+    if isinstance(h, IncrementalKeyedStateHandle):
+        return {
+            "incremental": h.backend_id,
+            "range": [h.key_group_range.start_key_group, h.key_group_range.end_key_group],
+            "checkpoint_id": h.checkpoint_id,
+            "shared": [[e.local_path, _shared_handle_to_plain(e.handle)] for e in h.shared_state],
+            "meta": bytes(h.meta_state),
+            "checkpointed_size": h.checkpointed_size,
+        }
+    plain = {
+        "range": [h.key_group_range.start_key_group, h.key_group_range.end_key_group],
+        "key_groups": [[kg, bytes(v)] for kg, v in sorted(h.key_groups.items())],
+    }
+    if h.modelled_size is not None:
+        plain["modelled_size"] = h.modelled_size
+    return plain
+
+
+def _shared_handle_to_plain(h) -> dict:
+    """A shared file's handle, or a placeholder (in an acknowledgement on its way to the coordinator, whose registry
+    replaces it: a completed checkpoint's _metadata never holds one)."""
+    if isinstance(h, PlaceholderStateHandle):
+        return {"key": h.key, "state_size": h.state_size, "placeholder": True}
+    plain = {"key": h.key, "size": h.size, "crc32": h.crc32, "state_size": h.state_size}
+    if h.data is not None:
+        plain["data"] = bytes(h.data)
+    return plain
+
+
 def _buffer_to_plain(b: Buffer) -> list:
-    return [list(b.records), b.size, b.sequence_number]
+    records = b.records if type(b.records) in (RecordBatch, StreamElements) else list(b.records)
+    return [records, b.size, b.sequence_number]
 
 
 # -- decoding -------------------------------------------------------------------------------------
@@ -266,13 +328,47 @@ def decode(data: bytes, source: str = "<bytes>", *, read_state_file: StateFileRe
             for i, operator in enumerate(_field(plain, "operator_states", tuple, "metadata")):
                 for j, entry in enumerate(_field(operator, "subtask_states", tuple, f"metadata.operator_states[{i}]")):
                     if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], dict):
-                        _internalize(entry[1], read_state_file, source, handles,
-                                     f"metadata.operator_states[{i}].subtask_states[{j}]")
+                        where = f"metadata.operator_states[{i}].subtask_states[{j}]"
+                        _internalize(entry[1], read_state_file, source, handles, where)
+                        _internalize_shared(entry[1], read_state_file, source, handles, where)
         else:
             directory = None
         return DecodedMetadata(_metadata_from_plain(plain), directory, tuple(handles))
     except _Malformed as e:
         raise CorruptMetadataError(source, f"malformed payload: {e}") from None
+
+
+def _internalize_shared(subtask: dict, read: StateFileReader | None, source: str, handles: list, where: str) -> None:
+    """Read back each shared run of ``subtask``'s incremental keyed handles that lives in a shared file, checking
+    its size and CRC32 (``CorruptStateFileError`` naming the file)."""
+    keyed = subtask.get("managed_keyed_state")
+    if not isinstance(keyed, tuple):
+        return
+    for k, handle in enumerate(keyed):
+        if not isinstance(handle, dict) or "incremental" not in handle:
+            continue
+        for n, entry in enumerate(_field(handle, "shared", tuple, f"{where}.managed_keyed_state[{k}]")):
+            w = f"{where}.managed_keyed_state[{k}].shared[{n}]"
+            _expect(entry, tuple, w)
+            if len(entry) != 2 or not isinstance(entry[1], dict) or "file" not in entry[1]:
+                continue
+            shared = entry[1]
+            name = _field(shared, "file", str, f"{w}[1]")
+            base = name.removeprefix(SHARED_FILE_PREFIX)
+            if base == name or "/" in base or base in ("", ".", ".."):
+                raise _Malformed(f"{w}[1].file {name!r} is not a file name in the shared state directory")
+            if read is None:
+                raise _Malformed(f"{w}[1] refers to the shared file {name!r}, which only a filesystem storage can read")
+            file = StateFileHandle(name, _field(shared, "size", int, f"{w}[1]"), _field(shared, "crc32", int, f"{w}[1]"))
+            path, data = read(file)
+            if len(data) != file.size:
+                raise CorruptStateFileError(path, f"shared state file of {len(data)} bytes, but {source} says {file.size}")
+            crc = zlib.crc32(data)
+            if crc != file.crc32:
+                raise CorruptStateFileError(path, f"checksum mismatch (crc32 0x{crc:08x}, {source} says 0x{file.crc32:08x})")
+            handles.append(file)
+            shared["data"] = data
+            del shared["file"]
 
 
 def _internalize(subtask: dict, read: StateFileReader | None, source: str, handles: list, where: str) -> None:
@@ -403,8 +499,17 @@ def _operator_handle_from_plain(p: Any, w: str) -> OperatorStateHandle:
     return OperatorStateHandle(states, modes)
 
 
-def _keyed_handle_from_plain(p: Any, w: str) -> KeyGroupsStateHandle:
+def _keyed_handle_from_plain(p: Any, w: str) -> KeyGroupsStateHandle | IncrementalKeyedStateHandle:
     start, end = _pair(_field(p, "range", tuple, w), f"{w}.range")
+    if "incremental" in p:
+        return IncrementalKeyedStateHandle(
+            backend_id=_field(p, "incremental", str, w),
+            key_group_range=KeyGroupRange(start, end),
+            checkpoint_id=_field(p, "checkpoint_id", int, w),
+            shared_state=_seq(_field(p, "shared", tuple, w), f"{w}.shared", _shared_entry_from_plain),
+            meta_state=_field(p, "meta", bytes, w),
+            checkpointed_size=_field(p, "checkpointed_size", int, w),
+        )
     key_groups: dict[int, bytes] = {}
     for i, entry in enumerate(_field(p, "key_groups", tuple, w)):
         _expect(entry, tuple, f"{w}.key_groups[{i}]")
@@ -414,7 +519,27 @@ def _keyed_handle_from_plain(p: Any, w: str) -> KeyGroupsStateHandle:
         if not start <= kg <= end:
             raise _Malformed(f"{w}.key_groups holds key group {kg} outside its range [{start}, {end}]")
         key_groups[kg] = _expect(entry[1], bytes, f"{w}.key_groups[{i}][1]")
-    return KeyGroupsStateHandle(KeyGroupRange(start, end), key_groups)
+    modelled = p.get("modelled_size")
+    if modelled is not None:
+        _expect(modelled, int, f"{w}.modelled_size")
+    return KeyGroupsStateHandle(KeyGroupRange(start, end), key_groups, modelled)
+
+
+def _shared_entry_from_plain(p: Any, w: str) -> HandleAndLocalPath:
+    _expect(p, tuple, w)
+    if len(p) != 2:
+        raise _Malformed(f"{w} has {len(p)} items, expected 2")
+    path = _expect(p[0], str, f"{w}[0]")
+    h = p[1]
+    if isinstance(h, dict) and h.get("placeholder"):
+        return HandleAndLocalPath(path, PlaceholderStateHandle(_field(h, "key", str, f"{w}[1]"),
+                                                               _field(h, "state_size", int, f"{w}[1]")))
+    data = h.get("data") if isinstance(h, dict) else None
+    if data is not None:
+        _expect(data, bytes, f"{w}[1].data")
+    return HandleAndLocalPath(path, SharedStateHandle(
+        _field(h, "key", str, f"{w}[1]"), _field(h, "size", int, f"{w}[1]"), _field(h, "crc32", int, f"{w}[1]"),
+        _field(h, "state_size", int, f"{w}[1]"), data))
 
 
 def _channel_handle_from_plain(p: Any, w: str, handle_type: type, info_type: type):
@@ -430,4 +555,5 @@ def _buffer_from_plain(p: Any, w: str) -> Buffer:
     _expect(p, tuple, w)
     if len(p) != 3:
         raise _Malformed(f"{w} has {len(p)} items, expected 3")
-    return Buffer(_expect(p[0], tuple, f"{w}.records"), _expect(p[1], int, f"{w}.size"), _expect(p[2], int, f"{w}.sequence_number"))
+    records = p[0] if type(p[0]) in (RecordBatch, StreamElements) else _expect(p[0], tuple, f"{w}.records")
+    return Buffer(records, _expect(p[1], int, f"{w}.size"), _expect(p[2], int, f"{w}.sequence_number"))

@@ -4,9 +4,11 @@ How this works: every method of ``SubtaskCheckpointCoordinator`` returns a list 
 the order Flink's task would perform them. ``BroadcastEvent`` records an event the coordinator already
 added to the task's result partitions (the driver sends what the partitions now hand out);
 ``AcknowledgeCheckpoint`` / ``DeclineCheckpoint`` are the messages for the checkpoint coordinator;
-``AsyncCheckpointStarted`` tells the driver that the asynchronous part runs now and that it must call
-``complete_async_part`` (or ``fail_async_part``) when its modelled upload ends; ``CheckpointSkipped`` notes a
-barrier that started nothing.
+``SyncSnapshotTaken`` tells the driver how long the synchronous part kept the task thread busy (the model's
+charge: the simulator keeps the task busy that long); ``AsyncCheckpointStarted`` tells the driver that a part
+running off the task thread (the snapshot's upload, or the channel-state write) runs now and that it must call
+``complete_async_part`` (or ``fail_async_part``) once it ends, ``delay_ms`` from now by the cost model;
+``CheckpointSkipped`` notes a barrier that started nothing.
 
 Mirrors the messages of Flink's ``SubtaskCheckpointCoordinatorImpl`` / ``AsyncCheckpointRunnable``
 (``Environment.acknowledgeCheckpoint`` with ``CheckpointMetrics`` and ``TaskStateSnapshot``,
@@ -58,13 +60,33 @@ class BroadcastEvent:
     overtaken_bytes: int = 0
 
 
+class AsyncPart(enum.Enum):
+    """What runs off the task thread before a subtask acknowledges: the snapshot's asynchronous part (Flink's
+    ``AsyncCheckpointRunnable``: the upload of the state) and, for a checkpoint that persisted in-flight data,
+    the channel-state write (Flink's ``ChannelStateWriteRequestExecutor`` closing the checkpoint's stream)."""
+
+    SNAPSHOT = "SNAPSHOT"
+    CHANNEL_STATE = "CHANNEL_STATE"
+
+
+@dataclass(frozen=True)
+class SyncSnapshotTaken:
+    """The synchronous part of ``checkpoint_id`` kept the task thread busy for ``duration_ms`` by the cost model
+    (0 where real time passed instead)."""
+
+    checkpoint_id: int
+    duration_ms: float
+
+
 @dataclass(frozen=True)
 class AsyncCheckpointStarted:
-    """The synchronous part of ``checkpoint_id`` is done; the driver calls ``complete_async_part`` when the
-    asynchronous part (the upload of ``state_size`` bytes) has finished."""
+    """``part`` of ``checkpoint_id`` runs off the task thread now; the driver calls ``complete_async_part`` when it
+    has finished: ``delay_ms`` from now by the cost model (on Ray, after the real writes as well)."""
 
     checkpoint_id: int
     state_size: int
+    part: AsyncPart = AsyncPart.SNAPSHOT
+    delay_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -93,5 +115,5 @@ class CheckpointSkipped:
 
 
 TaskCheckpointAction = Union[
-    BroadcastEvent, AsyncCheckpointStarted, AcknowledgeCheckpoint, DeclineCheckpoint, CheckpointSkipped
+    BroadcastEvent, SyncSnapshotTaken, AsyncCheckpointStarted, AcknowledgeCheckpoint, DeclineCheckpoint, CheckpointSkipped
 ]

@@ -3,23 +3,27 @@
 How this works: ``RecordWriters`` holds one writer per output edge of the task, each writing into that edge's
 ``ResultPartition`` with the edge's partitioner choosing the subpartition of every record: forward (the one
 subpartition), rebalance (round robin, starting at a channel drawn from the task's injected random source, as
-Flink's ``RebalancePartitioner`` starts at a random channel), hash (key -> key group -> consumer subtask,
-Flink's ``KeyGroupStreamPartitioner``, memoized per key) and broadcast (every subpartition). ``emit`` writes a
-batch of records; ``broadcast`` writes a watermark to every subpartition of every partition. Records are
-written in batches (``emit_batch`` / ``emit_round_robin``) because this is the simulator's hottest path.
-Mirrors Flink's ``RecordWriterOutput`` over ``ChannelSelectorRecordWriter`` / ``BroadcastRecordWriter``.
+Flink's ``RebalancePartitioner`` starts at a random channel, and continuing across batches), hash (key -> key
+group -> consumer subtask, Flink's ``KeyGroupStreamPartitioner``) and broadcast (every subpartition). ``emit``
+writes a ``RecordBatch``: the partitioner computes the targets of the whole batch at once (the hash partitioner
+with ``KeyGroupAssigner.of_keys``: Flink's murmur hash of the key's hash code, modulo the max parallelism, then
+the key group's operator index), and the partition cuts each subpartition's share from the batch.
+``broadcast`` writes a watermark to every subpartition of every partition. Mirrors Flink's ``RecordWriterOutput``
+over ``ChannelSelectorRecordWriter`` / ``BroadcastRecordWriter``.
 """
 
 from __future__ import annotations
 
 import random
-from operator import itemgetter
-from typing import Iterable, Sequence
+from typing import Sequence
+
+import numpy as np
 
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, Partitioner
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.operators.records import KEY
-from barriersim.runtime.state.key_groups import assign_key_to_parallel_operator
+from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.state.key_groups import KeyGroupAssigner, operator_indices_for_key_groups
 
 
 class RecordWriters:
@@ -32,43 +36,50 @@ class RecordWriters:
         self._partitions = tuple(partitions)
         self._record_size = record_size
         self._next_rebalance = [rng.randrange(max(1, p.number_of_subpartitions)) for p in self._partitions]
-        self._hash_cache: list[dict] = [{} for _ in self._partitions]
+        self._hash = [_HashTargets(graph.vertex(e.target).max_parallelism, graph.vertex(e.target).parallelism)
+                      if e.partitioner is Partitioner.HASH else None for e in self._edges]
 
-    def emit(self, records: Iterable[tuple]) -> None:
+    def emit(self, records: RecordBatch) -> None:
         """Write ``records`` to every output edge, each record to the subpartition(s) its partitioner picks."""
+        if type(records) is not RecordBatch:
+            records = RecordBatch.of(records)
+        n = len(records)
+        if not n:
+            return
         size = self._record_size
-        if not isinstance(records, (list, tuple)):
-            records = list(records)
         for i, (edge, partition) in enumerate(zip(self._edges, self._partitions)):
             kind = edge.partitioner
-            if kind is Partitioner.BROADCAST:
-                for r in records:
-                    partition.broadcast_record(r, size)
-            elif kind is Partitioner.FORWARD:
-                partition.emit_batch(records, 0, size)
+            if kind is Partitioner.FORWARD:
+                partition.write_batch(records, 0, size)
             elif kind is Partitioner.HASH:
-                cache = self._hash_cache[i]
-                targets = [
-                    cache[key] if key in cache else self._hash_target(i, edge, key)
-                    for key in map(itemgetter(KEY), records)
-                ]
-                partition.emit_batch(records, targets, size)
+                partition.write_batch(records, self._hash[i].targets(records.columns[KEY]), size)
+            elif kind is Partitioner.BROADCAST:
+                partition.write_broadcast(records, size)
             else:  # rebalance: round robin, starting at a random channel as Flink's RebalancePartitioner
-                n = partition.number_of_subpartitions
                 start = self._next_rebalance[i]
-                partition.emit_round_robin(records, start, size)
-                self._next_rebalance[i] = (start + len(records)) % n
+                partition.write_round_robin(records, start, size)
+                self._next_rebalance[i] = (start + n) % partition.number_of_subpartitions
 
     def broadcast(self, element) -> None:
         """Write ``element`` (a watermark) to every subpartition of every output edge."""
         for p in self._partitions:
             p.broadcast_record(element, self._record_size)
 
-    def _hash_target(self, partition_idx: int, edge: JobEdge, key) -> int:
-        """Flink's KeyGroupStreamPartitioner (key -> key group -> subtask), memoized per key."""
-        cache = self._hash_cache[partition_idx]
-        target = cache.get(key)
-        if target is None:
-            consumer = self._graph.vertex(edge.target)
-            target = cache[key] = assign_key_to_parallel_operator(key, consumer.max_parallelism, consumer.parallelism)
-        return target
+
+class _HashTargets:
+    """Flink's ``KeyGroupStreamPartitioner`` for a whole key column: key -> key group (memoized for small keys,
+    ``KeyGroupAssigner``) -> the consumer subtask owning that key group."""
+
+    def __init__(self, max_parallelism: int, parallelism: int):
+        self._key_groups = KeyGroupAssigner(max_parallelism)
+        self._max_parallelism = max_parallelism
+        self._parallelism = parallelism
+        self._table = None  # operator index per key group
+
+    def targets(self, keys):
+        if self._parallelism == 1:
+            return 0
+        if self._table is None:
+            self._table = operator_indices_for_key_groups(
+                np.arange(self._max_parallelism, dtype=np.int64), self._max_parallelism, self._parallelism)
+        return self._table[self._key_groups.of_keys(keys)]

@@ -21,7 +21,15 @@ The asynchronous part completes immediately (``AsyncCompletion.IMMEDIATE``) or w
 (``AsyncCompletion.DRIVER``: ``AsyncCheckpointStarted`` is returned and the driver later calls
 ``complete_async_part``/``fail_async_part``). Either way the acknowledgement also waits for the channel
 state: the input side finishes on ``on_all_barriers_received`` (the barrier handler's
-``AllBarriersReceived``), the output side as above.
+``AllBarriersReceived``), the output side as above; in DRIVER mode, a checkpoint that persisted in-flight data
+then also waits for the channel-state write (a second ``AsyncCheckpointStarted``, of ``AsyncPart.CHANNEL_STATE``).
+
+What the checkpoint costs comes from the injected ``CostCharger`` (``runtime.checkpoint_cost``), fed with the
+``SnapshotWork`` the injected ``snapshot_work`` callback reports for a snapshot: the synchronous part's charge
+is returned as ``SyncSnapshotTaken`` (the driver keeps the task busy that long) and counts in the reported
+synchronous duration; the asynchronous part's and the channel-state write's charges are the ``delay_ms`` of
+their ``AsyncCheckpointStarted``. The asynchronous duration runs from the end of the synchronous part (the
+clock plus its charge) to the acknowledgement, as Flink's ``AsyncCheckpointRunnable`` measures it.
 
 Sans-IO: methods return the actions (``runtime/task/actions.py``) in order. Work triggered by the alignment
 timer goes to the injected ``sink`` (or is kept for ``drain_timer_actions``). Time comes from ``clock()``
@@ -44,6 +52,7 @@ from barriersim.runtime.channel_state.writer import (
     ChannelStateWriterImpl,
     ChannelStateWriteResult,
 )
+from barriersim.runtime.checkpoint_cost import FREE, NO_WORK, CostCharger, SnapshotWork
 from barriersim.runtime.checkpointing.barrier_handler import Cancellable, CheckpointMetrics, Clock, TimerService
 from barriersim.runtime.events import (
     AlignmentType,
@@ -60,10 +69,12 @@ from barriersim.runtime.state.snapshot import OperatorSubtaskState, TaskStateSna
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
+    AsyncPart,
     BroadcastEvent,
     CheckpointSkipped,
     DeclineCheckpoint,
     SkipReason,
+    SyncSnapshotTaken,
     TaskCheckpointAction,
     TaskCheckpointMetrics,
 )
@@ -82,6 +93,15 @@ class CheckpointCancelled(Exception):
 
 
 SnapshotState = Callable[[int, CheckpointOptions], OperatorSubtaskState]
+SnapshotWorkOf = Callable[[OperatorSubtaskState], SnapshotWork]
+
+
+class ChannelStateWrite(enum.Enum):
+    """Where a pending checkpoint's channel-state write stands (DRIVER mode)."""
+
+    NONE = "NONE"  # nothing to write, or not known yet
+    RUNNING = "RUNNING"  # handed to the driver, which completes it
+    DONE = "DONE"
 
 
 @dataclass
@@ -91,11 +111,12 @@ class _PendingCheckpoint:
     operator_state: OperatorSubtaskState
     channel_state: Optional[ChannelStateWriteResult]
     input_metrics: Optional[CheckpointMetrics]
-    sync_duration_ms: int
-    async_start_ms: int
+    sync_duration_ms: float
+    async_start_ms: float
     is_task_finished: bool
     waiting_for_output: bool = False
     async_done: bool = False
+    channel_state_write: ChannelStateWrite = ChannelStateWrite.NONE
 
 
 class SubtaskCheckpointCoordinator:
@@ -116,8 +137,17 @@ class SubtaskCheckpointCoordinator:
         task_name: str = "",
         subtask_index: int = 0,
         crash_points: CrashPoints = NO_CRASH_POINTS,
+        cost: CostCharger = FREE,
+        snapshot_work: Optional[SnapshotWorkOf] = None,
+        memory_threshold: int = 20 * 1024,
     ):
+        """``cost``: what the checkpoint's parts cost (``runtime.checkpoint_cost``); ``snapshot_work``: what a
+        snapshot did (default: nothing to copy or upload); ``memory_threshold``: channel state at or above it is
+        written to a file of its own (Flink's ``state.storage.fs.memory-threshold``)."""
         self.operator_id = operator_id
+        self._cost = cost
+        self._snapshot_work = snapshot_work or (lambda state: NO_WORK)
+        self.memory_threshold = memory_threshold
         self._crash_points = crash_points
         self._snapshot_state = snapshot_state
         self._clock = clock
@@ -296,17 +326,22 @@ class SubtaskCheckpointCoordinator:
         except Exception as e:  # the operator's snapshot failed
             return actions + self._cleanup(checkpoint_id, CheckpointFailureReason.TASK_CHECKPOINT_FAILURE, repr(e))
         end = self._clock()
+        work = self._snapshot_work(state)
+        sync_charge = self._cost.sync_ms(work.copied_bytes)
+        if sync_charge > 0:
+            actions.append(SyncSnapshotTaken(checkpoint_id, sync_charge))
         channel_state = None
         if needs_channel_state:
             channel_state = self.channel_state_writer.get_and_remove_write_result(checkpoint_id)
         self._pending[checkpoint_id] = _PendingCheckpoint(
-            checkpoint_id, options, state, channel_state, input_metrics, end - start, end, is_task_finished,
-            waiting_for_output,
+            checkpoint_id, options, state, channel_state, input_metrics, end - start + sync_charge, end + sync_charge,
+            is_task_finished, waiting_for_output,
         )
         # asynchronous part
         if self.async_completion is AsyncCompletion.DRIVER:
-            actions.append(AsyncCheckpointStarted(checkpoint_id, state.state_size))
-            return actions
+            delay = sync_charge + self._cost.async_ms(work.uploaded_bytes, work.files)
+            actions.append(AsyncCheckpointStarted(checkpoint_id, state.state_size, AsyncPart.SNAPSHOT, delay))
+            return actions + self._try_complete(checkpoint_id)  # a channel state already complete starts its write
         self._pending[checkpoint_id].async_done = True
         return actions + self._try_complete(checkpoint_id)
 
@@ -368,11 +403,14 @@ class SubtaskCheckpointCoordinator:
 
     # -- completing the asynchronous part ---------------------------------------------------------------
 
-    def complete_async_part(self, checkpoint_id: int) -> list[TaskCheckpointAction]:
+    def complete_async_part(self, checkpoint_id: int, part: AsyncPart = AsyncPart.SNAPSHOT) -> list[TaskCheckpointAction]:
         pending = self._pending.get(checkpoint_id)
         if pending is None:  # cancelled meanwhile (aborted): nothing to report
             return []
-        pending.async_done = True
+        if part is AsyncPart.SNAPSHOT:
+            pending.async_done = True
+        elif pending.channel_state_write is ChannelStateWrite.RUNNING:
+            pending.channel_state_write = ChannelStateWrite.DONE
         return self._try_complete(checkpoint_id)
 
     def fail_async_part(self, checkpoint_id: int, cause: str = "") -> list[TaskCheckpointAction]:
@@ -390,11 +428,20 @@ class SubtaskCheckpointCoordinator:
             self._cancel_alignment_timer(checkpoint_id)
             if not self.channel_state_writer_is_aborted(checkpoint_id):
                 self.channel_state_writer.finish_output(checkpoint_id)
-        if not p.async_done or p.waiting_for_output:
+        if p.waiting_for_output:
             return []
         result = p.channel_state
-        if result is not None and not result.is_done():
-            return []
+        started: list[TaskCheckpointAction] = []
+        if (result is not None and result.is_done() and self.async_completion is AsyncCompletion.DRIVER
+                and p.channel_state_write is ChannelStateWrite.NONE):
+            # the channel-state writer's thread writes it while the asynchronous part uploads the snapshot
+            written = self._channel_state_write(p, result)
+            if written is not None:
+                started.append(written)
+        if not p.async_done or (result is not None and not result.is_done()):
+            return started
+        if p.channel_state_write is ChannelStateWrite.RUNNING:
+            return started
         del self._pending[checkpoint_id]
         self._forget_write(checkpoint_id)
         if result is not None and (
@@ -415,8 +462,8 @@ class SubtaskCheckpointCoordinator:
         m = self._final_input_metrics.pop(checkpoint_id, None) or p.input_metrics
         metrics = TaskCheckpointMetrics(
             checkpoint_id,
-            sync_duration_ms=p.sync_duration_ms,
-            async_duration_ms=self._clock() - p.async_start_ms,
+            sync_duration_ms=round(p.sync_duration_ms),
+            async_duration_ms=max(0, round(self._clock() - p.async_start_ms)),
             alignment_duration_ms=(m.alignment_duration_ms or 0) if m else 0,
             checkpoint_start_delay_ms=m.checkpoint_start_delay_ms if m else 0,
             bytes_processed_during_alignment=(m.bytes_processed_during_alignment or 0) if m else 0,
@@ -428,6 +475,21 @@ class SubtaskCheckpointCoordinator:
             unaligned_checkpoint=p.options.is_unaligned_checkpoint,
         )
         return [AcknowledgeCheckpoint(checkpoint_id, snapshot, metrics)]
+
+    def _channel_state_write(self, p: _PendingCheckpoint, result: ChannelStateWriteResult) -> Optional[AsyncCheckpointStarted]:
+        """Hand the completed channel state's write to the driver, if the checkpoint persisted in-flight data (a
+        subtask whose channels held nothing, or an aligned one whose alignment never timed out, writes nothing)."""
+        if (result.input_channel_state_handles.is_completed_exceptionally()
+                or result.result_subpartition_state_handles.is_completed_exceptionally()):
+            return None
+        persisted = result.persisted_input_bytes + result.persisted_output_bytes
+        if persisted == 0:  # nothing in flight was persisted: the writer has nothing to write
+            p.channel_state_write = ChannelStateWrite.DONE
+            return None
+        p.channel_state_write = ChannelStateWrite.RUNNING
+        files = 1 if persisted >= self.memory_threshold and persisted > 0 else 0
+        delay = self._cost.channel_state_ms(persisted, files)
+        return AsyncCheckpointStarted(p.checkpoint_id, persisted, AsyncPart.CHANNEL_STATE, delay)
 
     # -- aborts and notifications ------------------------------------------------------------------------
 

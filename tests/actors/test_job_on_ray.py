@@ -194,3 +194,34 @@ def test_coordinator_crash_crash_during_restore_slow_task_and_storage_faults_kee
     assert result.storage_errors and result.storage_errors[0].startswith("2:")
     assert [e["fired"] for e in result.fault_log] == [1, 1, 1, 1, 1], result.fault_log
     assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
+
+
+def test_incremental_checkpoints_on_ray_restore_after_a_jobmanager_failover_and_release_their_shared_files(tmp_path):
+    """The incremental backend on real actors and real files: shared runs land in shared/, a JobManager failover
+    (its checkpoints claimed) and a killed task restore from them, the output is exactly-once, a checkpoint writes
+    less than it refers to, and no shared file is left once the job finished."""
+    from pathlib import Path
+
+    from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
+    from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind
+
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(30_000, 3_000, 0.5, 100, 2, seed=7, key_growth=True)}
+    config = JobConfig(
+        graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000, restart_delay_ms=100,
+        tolerable_failures=10, memory_threshold_bytes=0, claim_mode=RecoveryClaimMode.CLAIM,
+        state=StateBackendConfig(StateBackendKind.INCREMENTAL, entry_bytes=100, write_buffer_bytes=20_000,
+                                 target_file_bytes=30_000, level0_compaction_trigger=2,
+                                 max_bytes_for_level_base=60_000, level_multiplier=2, num_levels=4),
+        faults=FaultSchedule.from_json('[{"type":"crash_coordinator","at_ms":800},'
+                                       '{"type":"crash_task","task":"keyed-sum#0","at_ms":1800}]'))
+    root = tmp_path / "checkpoints"
+    result = run_graph_on_ray(config, splits, str(root), "incremental", timeout_seconds=240)
+    verdict = verify(expected_sink_input(graph, splits), result.committed_output)
+
+    assert result.outcome == "finished"
+    assert result.coordinator_failovers == 1 and result.restored_checkpoint_ids, result.restored_checkpoint_ids
+    assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
+    completed = [c for c in result.checkpoints if c["status"] == "COMPLETED" and c["state_size"] > 1_000]
+    assert any(c["checkpointed_size"] < c["state_size"] for c in completed), completed
+    assert [p for p in Path(root).glob("*/shared/*")] == []

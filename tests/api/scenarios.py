@@ -11,7 +11,7 @@ name = "tiny"
 seed = 7
 
 [workload]
-records = 600
+records = 1200
 keys = 40
 rate_per_source = 20000
 

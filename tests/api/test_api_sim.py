@@ -170,8 +170,39 @@ def test_one_result_type_for_one_mode_and_several(tiny, tmp_path):
 def test_a_missing_or_broken_scenario_file_names_the_file(tmp_path):
     with pytest.raises(ScenarioError, match="no such scenario file"):
         barriersim.run(tmp_path / "absent.toml")
-    broken = write(tmp_path, TINY.replace("records = 600", "records = -5"), "broken.toml")
+    broken = write(tmp_path, TINY.replace("records = 1200", "records = -5"), "broken.toml")
     with pytest.raises(ScenarioError, match=r"broken\.toml: workload\.records: must be between"):
         barriersim.run(broken)
     with pytest.raises(ScenarioError, match="must be a scenario file's path or a Scenario"):
         barriersim.run(42)
+
+
+def test_the_run_directory_records_where_each_subtask_ran_and_which_channels_are_local(tmp_path):
+    # 4 TaskManagers of one slot on 3 nodes; node 2 (TaskManager 2: source#2, keyed-sum#2) is lost mid-run
+    path = write(tmp_path, TINY.replace("rate_per_source = 20000", "rate_per_source = 2000")
+                 .replace("source_parallelism = 2", "source_parallelism = 4")
+                 .replace("keyed_sum_parallelism = 2", "keyed_sum_parallelism = 4") + """
+[cluster]
+taskmanagers = 4
+slots_per_taskmanager = 1
+nodes = 3
+
+[[faults]]
+type = "kill_node"
+node = 2
+at_ms = 30
+""")
+    result = barriersim.run(path, out=tmp_path / "run").only
+    placement = result.summary["placement"]
+    assert list(result.summary).index("placement") == list(result.summary).index("cluster") + 1
+    # keyed-sum#i reads 4 channels (one local: source#i); the sink 4 (one local: keyed-sum#0)
+    assert placement == {"taskmanagers": 4, "slots_per_taskmanager": 1, "nodes": 3,
+                         "input_channels": {"local": 5, "remote": 15},
+                         "taskmanager_nodes": [[0, 1, 2, 0], [0, 1, 0, 0]], "nodes_lost": [2]}
+    rows = pd.read_parquet(tmp_path / "run" / "placement.parquet")
+    assert len(rows) == 2 * 9 and set(rows["deployment"]) == {0, 1}
+    moved = rows[rows["task"] == "keyed-sum#2"].set_index("deployment")
+    assert moved["taskmanager"].tolist() == [2, 2] and moved["node"].tolist() == [2, 0]
+    sts = result.subtasks
+    sink = sts[sts["task"] == "sink#0"].iloc[0]
+    assert (sink["taskmanager"], sink["local_input_channels"], sink["remote_input_channels"]) == (0, 1, 3)

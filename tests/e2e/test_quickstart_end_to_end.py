@@ -28,7 +28,7 @@ FLINK_CHECKPOINT_FIELDS = {
     "num_subtasks", "num_acknowledged_subtasks", "checkpoint_type",
 }
 SUMMARY_KEYS = ["scenario", "seed", "backend", "mode", "versions", "workload", "checkpointing", "network",
-                "cluster", "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "timings_seconds",
+                "cluster", "placement", "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "timings_seconds",
                 "ray", "wall_seconds"]
 
 TIMINGS = ["ray_start", "spark_start", "workload", "analytics", "deploy", "job", "verification"]
@@ -73,6 +73,13 @@ def check_run_directory(out: Path, mode: str, seed: int) -> dict:
     assert summary["checkpoints"]["completed"] >= 2
     assert summary["faults"] == summary["faults_fired"] == []
     assert summary["wall_seconds"] > 0
+    # one TaskManager (the default) on the driver's node; the quickstart's channels are all local
+    placement = summary["placement"]
+    assert (placement["taskmanagers"], placement["taskmanager_nodes"]) == (1, [[0]])
+    assert placement["input_channels"] == {"local": 6, "remote": 0} and len(placement["ray_nodes"]) >= 1
+    with open(out / "placement.csv") as f:
+        where = list(csv.DictReader(f))
+    assert len(where) == 5 and {r["ray_node_id"] for r in where} == {placement["ray_nodes"][0]["ray_node_id"]}
     # the effective scenario the run ran, and its checkpointing settings in the summary
     ran = load_scenario(out / "scenario.toml")
     assert (ran.seed, ran.checkpointing.mode.value) == (seed, mode)

@@ -2,14 +2,14 @@
 schedules; every mode keeps its guarantee, every completed checkpoint is a consistent cut, checkpoint ids are
 never reused and every job finishes once faults stop. The fault schedules add, in three cases of four, one of the
 protocol situations random single faults rarely reach (``barriersim.strategies.protocol_situations``: a checkpoint
-cancelled during an alignment, while its barriers are still on the wire, or expiring with data in flight), and a
+cancelled during an alignment, while its barriers are still on the wire, or expiring with data in flight); jobs placed in 2-4 TaskManagers also lose TaskManagers and nodes; and a
 third property runs jobs shaped for checkpoints cancelled with their barriers in flight
 (``cancelled_in_flight_cases``). A failing example is saved as a scenario file and its one-line ``barriersim
 replay`` command is printed with its seed.
 
 CI runs a fixed, reproducible set of examples (derandomized, no example database); ``BARRIERSIM_PROPERTY_RANDOM=1``
 draws new ones (a bug hunt) and ``BARRIERSIM_PROPERTY_EXAMPLES=N`` sets the budget per mode (default 40; the
-JobManager property runs half of it, the in-flight property three times it)."""
+JobManager property runs half of it, the TaskManager property a quarter, the in-flight property three times it)."""
 
 import os
 from pathlib import Path
@@ -24,6 +24,7 @@ from barriersim.strategies import MODES, cancelled_in_flight_cases, simulated_ca
 CASES_DIR = Path(os.environ.get("BARRIERSIM_CASES_DIR", ".hypothesis/barriersim-cases"))
 EXAMPLES_PER_MODE = int(os.environ.get("BARRIERSIM_PROPERTY_EXAMPLES", "40"))
 JOBMANAGER_EXAMPLES_PER_MODE = max(1, EXAMPLES_PER_MODE // 2)
+TASKMANAGER_EXAMPLES_PER_MODE = max(1, EXAMPLES_PER_MODE // 4)
 IN_FLIGHT_EXAMPLES_PER_MODE = 3 * EXAMPLES_PER_MODE  # a narrow situation in time: more tries, each one short
 IN_FLIGHT_MODES = ("unaligned", "aligned-with-timeout")  # the modes that persist in-flight data
 # CI runs a fixed, reproducible set of examples; BARRIERSIM_PROPERTY_RANDOM=1 explores new ones (a bug hunt).
@@ -82,6 +83,15 @@ def jobmanager_property(mode, planted_check: bool = False):
     return property_
 
 
+def taskmanager_property(mode, planted_check: bool = False):
+    @property_settings(TASKMANAGER_EXAMPLES_PER_MODE, shrink=not planted_check)
+    @given(simulated_cases(mode=mode, taskmanager_faults=True))
+    def property_(case):
+        check(case, case.run()) if planted_check else check_with_replay(case)
+
+    return property_
+
+
 def in_flight_property(mode, planted_check: bool = False):
     @property_settings(IN_FLIGHT_EXAMPLES_PER_MODE, shrink=not planted_check)
     @given(cancelled_in_flight_cases(mode=mode))
@@ -101,6 +111,14 @@ def test_every_mode_keeps_its_guarantee_through_jobmanager_failovers_and_storage
     """Coordinator crashes (a JobManager failover: the new coordinator recovers the completed checkpoints from
     storage) and failed storage writes (task state or ``_metadata``) on top of the task faults."""
     jobmanager_property(mode)()
+
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_keeps_its_guarantee_through_taskmanager_and_node_loss(mode):
+    """Jobs placed in 2-4 TaskManagers on 1-3 nodes: TaskManager crashes and node losses (every subtask of them
+    dies at once; a lost node's TaskManagers restart on the survivors) on top of the task faults."""
+    taskmanager_property(mode)()
 
 
 @pytest.mark.parametrize("mode", IN_FLIGHT_MODES)

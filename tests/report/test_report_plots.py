@@ -6,7 +6,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from barriersim.report.plots import barrier_phases, differs_in_skew, pick_checkpoint
+from barriersim.report.plots import barrier_phases, differs_in_skew, pick_checkpoint, plot_barrier_timeline, subtask_label
 from barriersim.rundir import load_tables
 from tests.report.rundirs import TRIGGER0, checkpoint_row, subtask_row, two_mode_run_dir, write_run
 
@@ -61,3 +61,20 @@ def test_runs_found_in_both_layouts_with_run_columns(tmp_path):
     assert not differs_in_skew(both.checkpoints)
     write_run(root / "skewed", "aligned", [checkpoint_row(1, 40)], [], zipf=2.0)
     assert differs_in_skew(load_tables(root).checkpoints)
+
+
+def test_a_subtask_with_its_placement_is_labelled_with_its_taskmanager_and_channel_kinds(tmp_path):
+    rows = [subtask_row(0, "sink#0", start_delay=30, alignment=12, sync=3, ack_after=70),
+            subtask_row(0, "keyed-sum#1", start_delay=5, alignment=2, sync=1, ack_after=9)]
+    rows[0].update(taskmanager=0, local_input_channels=1, remote_input_channels=3)
+    rows[1].update(taskmanager=1, local_input_channels=1, remote_input_channels=1)
+    phases = barrier_phases(pd.DataFrame(rows), TRIGGER0)
+    assert [subtask_label(p) for _, p in phases.iterrows()] == [
+        "keyed-sum#1 · TM1 · in 1 local / 1 remote", "sink#0 · TM0 · in 1 local / 3 remote"]
+    # without them (an older run), the task name alone
+    assert subtask_label(barrier_phases(pd.DataFrame([subtask_row(0, "t", 1, 1, 1, 9)]), TRIGGER0).iloc[0]) == "t"
+    checkpoints = pd.DataFrame([checkpoint_row(0, 70)]).assign(run=".", mode="aligned")
+    figure = plot_barrier_timeline(checkpoints, pd.DataFrame(rows).assign(run=".", mode="aligned"), tmp_path / "t.png")
+    assert figure.png.stat().st_size > 0
+    assert figure.panels[0].ytick_labels == ["keyed-sum#1 · TM1 · in 1 local / 1 remote",
+                                             "sink#0 · TM0 · in 1 local / 3 remote"]

@@ -39,6 +39,9 @@ def test_quickstart_loads_with_its_values():
         ('[scenario]\nname="x"\n[workload]\nzipf_exponent=-1\n', "workload.zipf_exponent", "must be between"),
         ("[workload]\nrecords=5\n", "scenario.name", "is required"),
         ('workload=3\n[scenario]\nname="x"\n', "workload", "must be a table"),
+        ('[scenario]\nname="x"\n[storage]\nasync_fixed_ms=-2\n', "storage.async_fixed_ms", "must be between"),
+        ('[scenario]\nname="x"\n[storage]\nupload_mib_per_s=0\n', "storage.upload_mib_per_s", "must be between"),
+        ('[scenario]\nname="x"\n[storage]\nlatency=1\n', "storage.latency", "unknown key"),
     ],
 )
 def test_malformed_scenarios_name_file_and_key(tmp_path, text, key, problem):
@@ -89,3 +92,14 @@ def test_cli_rejects_a_negative_seed_with_exit_2(tmp_path):
     )
     assert proc.returncode == 2
     assert "--seed" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_storage_costs_default_to_the_calibrated_model_and_take_the_file_s_figures(tmp_path):
+    from barriersim.runtime.checkpoint_cost import CheckpointCostModel
+    from barriersim.scenarios.documents import scenario_document
+    from barriersim.scenarios.loader import parse_scenario
+
+    assert load_scenario(QUICKSTART).storage == CheckpointCostModel()
+    s = load_scenario(write(tmp_path, '[scenario]\nname="x"\n[storage]\nasync_fixed_ms=2\nemulate_remote_store=true\n'))
+    assert s.storage.async_fixed_ms == 2.0 and s.storage.emulate_remote_store
+    assert parse_scenario(scenario_document(s), s.path) == s  # written out in a run's scenario.toml, read back

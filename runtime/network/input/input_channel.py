@@ -129,6 +129,15 @@ class InputChannel:
             )
         if self.end_of_partition_received:
             raise ChannelStateError(f"{type(element).__name__} on {self.channel_info} after end of partition")
+        if type(element) is Buffer:  # the common case, the steps below that apply to a data buffer
+            priority = bool(priority)
+            self._queue.add(SequenceElement(element, sequence_number, self._take_buffer()), priority)
+            self.queued_bytes += element.size
+            self._persister.maybe_persist(element)
+            self.expected_sequence_number += 1
+            if backlog is not None:
+                self._on_sender_backlog(backlog)
+            return priority
         if priority is None:
             priority = isinstance(element, EventAnnouncement) or (
                 isinstance(element, CheckpointBarrier) and element.options.is_unaligned_checkpoint

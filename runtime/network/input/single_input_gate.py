@@ -209,6 +209,8 @@ class SingleInputGate:
 
     def has_priority_event(self) -> bool:
         """True if the next poll returns a priority event (of a channel that is not blocked)."""
+        if not self._channels_with_data.has_priority_element():
+            return False
         return any(
             not self.channels[i].blocked and self.channels[i].has_priority_element()
             for i in self._channels_with_data.iter_priority()

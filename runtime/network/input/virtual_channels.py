@@ -8,7 +8,7 @@ own recovered input and in what the upstream subtask re-sends from its recovered
 channel's view: ``select`` picks the virtual channel of the buffers that follow, and ``demultiplex`` turns a
 buffer's items into what the operator sees: records of a virtual channel whose old downstream subtask several new
 subtasks took over (an *ambiguous* one, e.g. a range of key groups split in two) pass only if this subtask owns
-them (the record filter: the partitioner's choice of subtask for the record), and a watermark updates its virtual
+them (the record filter: the partitioner's choice of subtask for each record, one numpy mask per record batch), and a watermark updates its virtual
 channel's last watermark and is replaced by the minimum over all the channel's virtual channels (none while one
 of them has not seen a watermark yet), so that the recovered data of one old connection never moves event time
 past the data of another. ``demultiplexers`` builds them for a task's gates from its input rescaling descriptor:
@@ -19,12 +19,17 @@ mapped to ``c``. Mirrors Flink's ``DemultiplexingRecordDeserializer`` (with its 
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
+import numpy as np
+
+from barriersim.runtime.buffer_content import content_of, segments
 from barriersim.runtime.events import InputChannelInfo, SubtaskConnectionDescriptor, Watermark
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.inflight_data_rescaling import InflightDataRescalingDescriptor
 
-RecordFilter = Callable[[tuple], bool]
+# Flink's RecordFilter, on columns: a batch's records -> a boolean mask of those this subtask keeps
+RecordFilter = Callable[[RecordBatch], np.ndarray]
 
 
 class VirtualChannelError(RuntimeError):
@@ -64,21 +69,26 @@ class DemultiplexingChannel:
     def is_selecting(self) -> bool:
         return self.current is not None
 
-    def demultiplex(self, items: Iterable) -> list:
-        """The items of a recovered buffer of the selected virtual channel, as the operator sees them."""
+    def demultiplex(self, content):
+        """A recovered buffer's content (a ``RecordBatch``, ``StreamElements``, or record tuples and watermarks)
+        of the selected virtual channel, as the operator sees it, in the same forms: the records of an ambiguous
+        virtual channel filtered by one mask per batch, watermarks combined over the virtual channels."""
         vc = self.current
         if vc is None:
-            return list(items)
-        out = []
-        for item in items:
-            if isinstance(item, Watermark):
-                vc.last_watermark = item.timestamp
+            return content
+        parts = []
+        for part in segments(content):
+            if type(part) is RecordBatch:
+                if vc.record_filter is not None and len(part):
+                    part = part.take(np.asarray(vc.record_filter(part), dtype=bool))
+                if len(part):
+                    parts.append(part)
+            else:
+                vc.last_watermark = part.timestamp
                 marks = [v.last_watermark for v in self.virtual_channels.values()]
                 if None not in marks:
-                    out.append(Watermark(min(marks)))
-            elif vc.record_filter is None or vc.record_filter(item):
-                out.append(item)
-        return out
+                    parts.append(Watermark(min(marks)))
+        return content_of(parts) if parts else RecordBatch.empty()
 
 
 def demultiplexers(gates: Sequence[Sequence[InputChannelInfo]], descriptor: InflightDataRescalingDescriptor,

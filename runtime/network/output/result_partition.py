@@ -41,9 +41,13 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence, Union
 
+import numpy as np
+
 from barriersim.runtime.events import Buffer, ChannelElement, ResultSubpartitionInfo
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog, PipelinedSubpartition
 from barriersim.runtime.network.output.view_reader import CreditBasedSequenceNumberingViewReader
+from barriersim.runtime.buffer_content import content_of
+from barriersim.runtime.record_batch import RecordBatch
 
 DEFAULT_MEMORY_SEGMENT_SIZE = 32 * 1024
 DEFAULT_MAX_BUFFERS_PER_CHANNEL = 10
@@ -61,11 +65,15 @@ class PartitionStateError(RuntimeError):
 @dataclass(slots=True)
 class _BufferBuilder:
     capacity: int  # the subpartition's buffer size when the builder was opened (Flink's BufferBuilder.trim)
-    records: list = field(default_factory=list)
+    records: list = field(default_factory=list)  # record batches (runs of records), watermarks, or single records
     size: int = 0
+    batches_only: bool = True  # every part is a RecordBatch (the common case: no watermark, no single record)
 
     def build(self) -> Buffer:
-        return Buffer(tuple(self.records), self.size)
+        parts = self.records
+        if self.batches_only:
+            return Buffer(RecordBatch.concat(parts) if parts else (), self.size)
+        return Buffer(content_of(parts), self.size)
 
 
 class ResultPartition:
@@ -144,6 +152,8 @@ class ResultPartition:
             builder = self._builders[target]
             segment = builder.capacity
         builder.records.append(record)
+        if type(record) is not RecordBatch:
+            builder.batches_only = False
         builder.size += remaining
         if builder.size == segment:
             self._finish_builder(target)
@@ -165,7 +175,11 @@ class ResultPartition:
 
     def emit_batch(self, records: Sequence[Any], targets: Union[int, Sequence[int]], size: int) -> Availability:
         """``emit_records`` for ``records[k]`` to subpartition ``targets[k]``, or every record to subpartition
-        ``targets`` if it is an int (a forward edge): same buffers, fewer steps."""
+        ``targets`` if it is an int (a forward edge): same buffers, fewer steps. ``records`` is a ``RecordBatch``
+        (``write_batch``) or a sequence of single records."""
+        if type(records) is RecordBatch:
+            self.write_batch(records, targets, size)
+            return self.get_availability()
         if self._released:
             return Availability.AVAILABLE
         self._check_in_produce_state("emit_batch")
@@ -174,7 +188,6 @@ class ResultPartition:
         if isinstance(targets, int):
             self._append_all(records, targets, size)
         else:
-            # each subpartition's buffers depend only on the records it gets, in order: group, then fill
             groups: list[list] = [[] for _ in self.subpartitions]
             appends = [g.append for g in groups]
             for record, target in zip(records, targets):
@@ -188,6 +201,9 @@ class ResultPartition:
     def emit_round_robin(self, records: Sequence[Any], start: int, size: int) -> Availability:
         """``records[k]`` to subpartition ``(start + k) % n`` (Flink's ``RebalancePartitioner``), as
         ``emit_batch`` with those targets."""
+        if type(records) is RecordBatch:
+            self.write_round_robin(records, start, size)
+            return self.get_availability()
         if self._released:
             return Availability.AVAILABLE
         self._check_in_produce_state("emit_round_robin")
@@ -199,6 +215,58 @@ class ResultPartition:
         self.total_written_bytes += len(records) * size
         return self.get_availability()
 
+    # -- record batches (the data path; the caller checks the availability before it takes more input) -------
+
+    def _check_batch_write(self, what: str, size: int) -> bool:
+        """False when the write is to be dropped (released); raises when it is not allowed."""
+        if self._released:
+            return False
+        self._check_in_produce_state(what)
+        if size < 0:
+            raise ValueError(f"{what}: negative record size {size}")
+        return True
+
+    def write_batch(self, records: RecordBatch, targets, size: int) -> None:
+        """``records.slice(k, k + 1)`` to subpartition ``targets[k]`` (an int array), or every record to subpartition
+        ``targets`` if it is an int: each subpartition's share is cut from the batch (grouped stably, so in
+        order), without touching single records; the same buffers as ``emit_record`` record by record."""
+        if not self._check_batch_write("write_batch", size):
+            return
+        if isinstance(targets, (int, np.integer)):
+            self._append_batch(records, int(targets), size)
+        else:
+            targets = np.asarray(targets)
+            counts = np.bincount(targets, minlength=len(self.subpartitions)).tolist()
+            grouped = records.take(np.argsort(targets, kind="stable"))
+            start = 0
+            for target, count in enumerate(counts):
+                if count:
+                    self._append_batch(grouped.slice(start, start + count), target, size)
+                    start += count
+        self.total_written_bytes += len(records) * size
+
+    def write_round_robin(self, records: RecordBatch, start: int, size: int) -> None:
+        """Record ``k`` of ``records`` to subpartition ``(start + k) % n`` (Flink's ``RebalancePartitioner``):
+        subpartition ``(start + j) % n`` gets the strided slice ``j, j + n, ...``."""
+        if not self._check_batch_write("write_round_robin", size):
+            return
+        n = len(self.subpartitions)
+        if n == 1:
+            self._append_batch(records, 0, size)
+        else:
+            for j in range(min(n, len(records))):
+                self._append_batch(records.every(j, n), (start + j) % n, size)
+        self.total_written_bytes += len(records) * size
+
+    def write_broadcast(self, records: RecordBatch, size: int) -> None:
+        """Every record of ``records`` to every subpartition (a broadcast edge), as ``broadcast_record`` for each
+        record in order: each subpartition gets the whole batch."""
+        if not self._check_batch_write("write_broadcast", size):
+            return
+        for target in range(len(self.subpartitions)):
+            self._append_batch(records, target, size)
+        self.total_written_bytes += len(records) * size * len(self.subpartitions)
+
     def _append(self, record: Any, target: int, size: int) -> None:
         builder = self._builders[target]
         filled = builder.size + size
@@ -206,6 +274,7 @@ class ResultPartition:
             self._write(record, target, size)
         else:
             builder.records.append(record)
+            builder.batches_only = False
             builder.size = filled
 
     def _append_all(self, records: Sequence[Any], target: int, size: int) -> None:
@@ -218,10 +287,35 @@ class ResultPartition:
             if room > 0:
                 chunk = records[k : k + room]
                 builder.records.extend(chunk)
+                builder.batches_only = False
                 builder.size += len(chunk) * size
                 k += len(chunk)
             else:
                 self._write(records[k], target, size)
+                k += 1
+
+    def _append_batch(self, records: RecordBatch, target: int, size: int) -> None:
+        """``_append_all`` for a batch: the runs are slices of it (views), the record that fills or spans a
+        buffer a slice of one record."""
+        n, k = len(records), 0
+        while k < n:
+            builder = self._builders[target]
+            if size > 0:
+                free = builder.capacity - builder.size
+                room = (free - 1) // size  # records leaving it not full
+                if free == (room + 1) * size:
+                    room += 1  # and the record that fills it exactly (no spanning): ``_write`` would finish it
+            else:
+                room = n - k
+            if room > 0:
+                end = min(n, k + room)
+                builder.records.append(records if (k == 0 and end == n) else records.slice(k, end))
+                builder.size += (end - k) * size
+                k = end
+                if builder.size == builder.capacity:
+                    self._finish_builder(target)
+            else:
+                self._write(records.slice(k, k + 1), target, size)
                 k += 1
 
     def broadcast_record(self, record: Any, size: int) -> Availability:
@@ -425,9 +519,12 @@ class ResultPartition:
 
     def get_availability(self) -> Availability:
         """``BACKPRESSURED`` while any subpartition holds ``max_buffers_per_channel`` buffers or more."""
+        return Availability.BACKPRESSURED if self.is_backpressured() else Availability.AVAILABLE
+
+    def is_backpressured(self) -> bool:
         limit = self.max_buffers_per_channel
         for sub, builder in zip(self.subpartitions, self._builders):
-            used = sub.number_of_queued_buffers + (1 if (builder.records or builder.size) else 0)
-            if used >= limit:
-                return Availability.BACKPRESSURED
-        return Availability.AVAILABLE
+            queued = sub.number_of_queued_buffers
+            if queued >= limit or (queued + 1 >= limit and (builder.records or builder.size)):
+                return True
+        return False

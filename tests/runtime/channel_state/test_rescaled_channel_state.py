@@ -83,7 +83,7 @@ def test_watermarks_of_virtual_channels_are_combined_and_ambiguous_records_filte
     channels. A watermark is emitted only once every virtual channel has one, as their minimum; records of an
     ambiguous old subtask pass only if the filter keeps them."""
     d = descriptor((0, 1), [(0, 1)], 2, ambiguous=(1,))
-    demux = demultiplexers([[InputChannelInfo(0, 0)]], d, lambda gate: (lambda record: record[1] % 2 == 0))[
+    demux = demultiplexers([[InputChannelInfo(0, 0)]], d, lambda gate: (lambda batch: batch.columns[1] % 2 == 0))[
         InputChannelInfo(0, 0)]
     assert sorted(demux.virtual_channels) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     out = []

@@ -67,7 +67,8 @@ class Harness:
 
 
 def make(vertices=None, *, seed: int = 0, hooks=(), operator_coordinators=(), tasks_running: bool = True,
-         checkpoint_writer=None, store=None, id_counter=None, first_attempt_number: int = 0, **config) -> Harness:
+         checkpoint_writer=None, store=None, id_counter=None, first_attempt_number: int = 0,
+         metadata_write_ms=None, **config) -> Harness:
     timers = ManualTimerService(0)
     sink: list = []
     cfg = CheckpointCoordinatorConfiguration(**config)
@@ -76,6 +77,7 @@ def make(vertices=None, *, seed: int = 0, hooks=(), operator_coordinators=(), ta
         action_sink=sink.append, master_hooks=hooks, operator_coordinators=operator_coordinators,
         tasks_running=tasks_running, checkpoint_writer=checkpoint_writer,
         completed_checkpoint_store=store, checkpoint_id_counter=id_counter, first_attempt_number=first_attempt_number,
+        metadata_write_ms=metadata_write_ms,
     )
     return Harness(coord, timers, sink)
 

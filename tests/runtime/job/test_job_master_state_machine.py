@@ -9,8 +9,10 @@ starts the checkpoint in every live task of its deployment; rules then acknowled
 name the checkpoint), decline it, let a task die, crash at a task-side protocol point (a deployment's armed points
 fire when the task gets there: at its acknowledgement), finish, or send messages from attempts of cancelled
 deployments. Each example draws a small job graph (source, map, sink; parallelism 1-2), a short checkpoint interval
-and timeout, a restart policy and a fault schedule (timed and protocol-point task crashes, JobManager failovers,
-dropped and delayed messages, declined checkpoints, failing state and ``_metadata`` writes).
+and timeout, a restart policy, a placement in two TaskManagers on two nodes and a fault schedule (timed and
+protocol-point task crashes, TaskManager crashes and node losses (``KillTaskManagers``: every death reported as a
+``KillTask``'s), JobManager failovers, dropped and delayed messages, declined checkpoints, failing state and
+``_metadata`` writes).
 
 Invariants, after every step:
 1. checkpoint ids strictly increase across failovers and JobManager failovers: the triggers in emission order and
@@ -49,12 +51,14 @@ from barriersim.runtime.faults import (
     TASK_SIDE_POINTS,
     CrashCoordinator,
     CrashTask,
+    CrashTaskManager,
     DelayMessage,
     DropMessage,
     FailCheckpoints,
     FailStorageWrite,
     FaultSchedule,
     FaultScheduleError,
+    KillNode,
     MessageKind,
     ProtocolPoint,
 )
@@ -64,6 +68,7 @@ from barriersim.runtime.job.actions import (
     DeployTasks,
     JobEnded,
     KillTask,
+    KillTaskManagers,
     NotifyCheckpointAborted,
     SendToCoordinator,
     SendToTask,
@@ -73,6 +78,7 @@ from barriersim.runtime.job.actions import (
 )
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.job_master import JobMaster
+from barriersim.runtime.job.placement import ClusterConfig, place, slots_needed
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.state.key_groups import compute_key_group_range_for_operator_index
 from barriersim.runtime.state.snapshot import KeyGroupsStateHandle, OperatorSubtaskState, TaskStateSnapshot
@@ -114,6 +120,11 @@ def restored_checkpoint_ids(descriptor: TaskDeploymentDescriptor) -> set[int]:
             for handle in state.managed_keyed_state for data in handle.key_groups.values()}
 
 
+def cluster_of(graph: JobGraph) -> ClusterConfig:
+    """Two TaskManagers sharing the job's slots, on two nodes."""
+    return ClusterConfig(taskmanagers=2, slots_per_taskmanager=-(-slots_needed(graph) // 2), nodes=2)
+
+
 @st.composite
 def fault_schedules(draw, graph: JobGraph) -> FaultSchedule:
     names = [f"{v.name}#{i}" for v in graph.vertices for i in range(v.parallelism)]
@@ -129,6 +140,11 @@ def fault_schedules(draw, graph: JobGraph) -> FaultSchedule:
         st.builds(DelayMessage, st.sampled_from(list(MessageKind)), st.integers(1, 80), st.none() | task, cid),
         st.builds(FailStorageWrite, cid, st.none() | task),
         st.builds(FailCheckpoints, cid, st.integers(1, 3), st.none() | task),
+        st.builds(CrashTaskManager, st.integers(0, 1), at_ms=st.integers(0, 400)),
+        st.builds(CrashTaskManager, st.integers(0, 1), point=st.sampled_from(points), checkpoint_id=cid),
+        st.builds(KillNode, st.just(1), at_ms=st.integers(0, 400)),
+        st.builds(KillNode, st.just(1), point=st.sampled_from(points + [ProtocolPoint.DURING_RESTORE]),
+                  checkpoint_id=cid),
     )
     # drawn on their own, so that most schedules have some: JobManager crashes and task-side crash points
     jobmanager_crashes = draw(st.lists(st.builds(CrashCoordinator, st.integers(0, 400)), max_size=2))
@@ -139,7 +155,8 @@ def fault_schedules(draw, graph: JobGraph) -> FaultSchedule:
     schedule = FaultSchedule(faults)
     try:
         schedule.check_against(graph)
-    except FaultScheduleError:  # a mid_alignment crash of a task with one input channel
+        schedule.check_against_placement(graph, place(graph, cluster_of(graph)))
+    except FaultScheduleError:  # a mid_alignment crash of a task, TaskManager or node with one input channel
         schedule = FaultSchedule(tuple(f for f in faults
                                        if getattr(f, "point", None) is not ProtocolPoint.MID_ALIGNMENT))
     return schedule
@@ -198,6 +215,7 @@ class JobMasterMachine(RuleBasedStateMachine):
               max_restarts, deaths_at_once):
         graph = job_graph(sources, maps)
         self.config = JobConfig(graph, interval_ms=interval, timeout_ms=timeout, max_concurrent=max_concurrent,
+                                cluster=cluster_of(graph),
                                 max_retained=max_retained, tolerable_failures=tolerable,
                                 restart_delay_ms=restart_delay, max_restarts=max_restarts,
                                 faults=data.draw(fault_schedules(graph), label="faults"))
@@ -246,6 +264,11 @@ class JobMasterMachine(RuleBasedStateMachine):
                 assert self.latest is not None and action.attempt in self.attempts_of(self.latest), action
                 assert self.latest.epoch not in self.cancelled, f"{action}: its deployment was cancelled"
                 self.deaths.append(action)
+            elif kind is KillTaskManagers:  # each of its tasks dies; the driver reports each death as a KillTask's
+                assert self.latest is not None and set(action.attempts) <= self.attempts_of(self.latest), action
+                assert self.latest.epoch not in self.cancelled, f"{action}: its deployment was cancelled"
+                self.deaths += [KillTask(attempt, action.why) for attempt in action.attempts]
+                event("TaskManagers killed" if action.node is None else "node lost")
             elif kind is CancelTasks:
                 self.cancelled.add(action.epoch)
                 self.completed_at_cancel = self.highest_completed()

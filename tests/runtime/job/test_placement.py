@@ -76,3 +76,25 @@ def test_slot_sharing_groups_take_slots_of_their_own():
     with pytest.raises(PlacementError, match="needs 12 slots"):
         place(graph, ClusterConfig(taskmanagers=4, slots_per_taskmanager=2))
     assert place(graph).gate_specs(graph, "sink", 3) == [["local"] * 4]  # one TaskManager with 12 slots
+
+
+def test_taskmanagers_spread_over_nodes_and_a_lost_nodes_move_to_the_survivors():
+    p = place(GRAPH, ClusterConfig(taskmanagers=4, slots_per_taskmanager=1, nodes=3))
+    assert p.nodes == 3 and p.taskmanager_nodes() == (0, 1, 2, 0)
+    # node 1 lost: its TaskManager 1 goes to the survivors' turn (1 % 2 -> node 2); the others stay
+    assert p.taskmanager_nodes({1}) == (0, 2, 2, 0)
+    assert p.taskmanager_nodes({1, 2}) == (0, 0, 0, 0)
+    with pytest.raises(PlacementError, match="every one of the 3 node"):
+        p.node_of_taskmanager(0, {0, 1, 2})
+    assert place(GRAPH).nodes == 1 and place(GRAPH, ClusterConfig(nodes=0)).taskmanager_nodes() == (0,)
+
+
+def test_the_run_directory_rows_name_taskmanager_slot_node_and_the_channel_kinds():
+    p = place(GRAPH, ClusterConfig(taskmanagers=2, slots_per_taskmanager=2, nodes=2))
+    rows = {r["task"]: r for r in p.describe(GRAPH)}
+    assert rows["keyed-sum#3"] == {"task": "keyed-sum#3", "taskmanager": 1, "slot": 3, "node": 1,
+                                   "local_input_channels": 2, "remote_input_channels": 2}
+    assert rows["sink#0"]["local_input_channels"] == 2 and rows["sink#0"]["remote_input_channels"] == 2
+    assert rows["source#0"]["local_input_channels"] == rows["source#0"]["remote_input_channels"] == 0
+    # a later deployment's nodes (node 1 lost)
+    assert {r["node"] for r in p.describe(GRAPH, (0, 0))} == {0}

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.coordinator.checkpoint_recovery import CheckpointRecoveryError, recover_completed_checkpoint_store
 from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
 from barriersim.runtime.faults import FaultSchedule
@@ -122,7 +123,8 @@ def restore(metadata) -> int:
         for i in range(vertex.parallelism):
             state = assignment.task_restores[vertex.name][i].task_state_snapshot if vertex.name in assignment.task_restores else None
             deploy_task(job, TaskDeploymentDescriptor(ExecutionAttemptID(vertex.name, i, 1), state),
-                        clock=ManualClock(), timer_service=ManualTimerService(), rng=random.Random(0))
+                        clock=ManualClock(), timer_service=ManualTimerService(), rng=random.Random(0),
+                        charging=Charging.VIRTUAL, cost_rng=random.Random(0))
     return metadata.checkpoint_id
 
 

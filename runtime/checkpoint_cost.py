@@ -1,0 +1,179 @@
+"""What a checkpoint costs in time: the synchronous snapshot, the asynchronous upload, the channel-state write
+and the coordinator's ``_metadata`` write, as one model both drivers charge.
+
+How this works: ``CheckpointCostModel`` holds the machine's and the checkpoint storage's figures (a scenario's
+``[storage]`` section) and turns a piece of checkpoint work into milliseconds:
+- the synchronous part of a subtask's snapshot (``sync_ms``): a fixed part (the operator chain's
+  ``snapshotState``, registering the asynchronous part) plus the bytes it copies or flushes at
+  ``snapshot_mib_per_s`` (a heap backend walks its copy-on-write tables; an incremental backend flushes its
+  memtable to a local sorted run);
+- the asynchronous part (``async_ms``): a fixed part (handing the snapshot to the asynchronous executor and
+  building the acknowledgement) plus the upload of the state files: their bytes at ``upload_mib_per_s`` and a
+  latency per file;
+- the channel-state write of an unaligned checkpoint (``channel_state_ms``): a fixed part (the channel-state
+  writer's request queue and the close of its stream) plus the persisted in-flight bytes at
+  ``upload_mib_per_s`` and a latency per file;
+- the coordinator's ``_metadata`` write (``metadata_ms``): a file latency plus its bytes at ``upload_mib_per_s``.
+Every fixed part and every latency is a median from which each draw deviates by a log-normal factor
+``exp(latency_sigma * N(0, 1))`` taken from the injected seeded ``random.Random`` (0: no spread). Byte counts
+are the model's bytes (a state entry's modelled size, as ``record_size`` models a record's), so that a
+simulated job can hold gigabytes of keyed state without materialising them.
+
+``Charging`` says how a driver uses the model: the simulator charges everything on its virtual clock
+(``VIRTUAL``: the synchronous part keeps the task busy, the asynchronous part and the channel-state write run
+off the task thread before the acknowledgement, the metadata write holds the coordinator); the Ray backend's
+real snapshots and file writes take real time, so it charges only the uploads and the metadata write, and only
+when ``emulate_remote_store`` asks it to emulate a remote store on top of the local files (``REAL_TIME``).
+``CostCharger`` binds a model, a charging and a random stream: what the task and the coordinator call.
+
+Flink has no such model; it mirrors what Flink's ``SubtaskCheckpointCoordinatorImpl.takeSnapshotSync`` (the
+synchronous duration), ``AsyncCheckpointRunnable`` (the asynchronous duration, from the end of the synchronous
+part to the acknowledgement, waiting for the channel state too), ``ChannelStateWriteRequestExecutorImpl`` and
+``CheckpointCoordinator.completePendingCheckpoint`` (the metadata write, under the coordinator's lock) spend.
+``docs/flink-facts.md`` says which measured figure each default is calibrated to.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import random
+from dataclasses import dataclass, fields
+
+MIB = 1024 * 1024
+
+
+class Charging(enum.Enum):
+    """Which of the model's costs a driver charges."""
+
+    VIRTUAL = "virtual"  # the simulator: every cost, on the virtual clock
+    REAL_TIME = "real_time"  # Ray: real work takes real time; only an emulated remote store's uploads are added
+
+
+@dataclass(frozen=True)
+class CheckpointCostModel:
+    """The cost of checkpoint work. The defaults are calibrated to Flink's measured table (``docs/flink-facts.md``,
+    "What a checkpoint costs"), on the part of each end-to-end duration that comes after the barrier reached the
+    bottleneck (the end-to-end median less the bottleneck's start-delay median), since the start delay itself is
+    the barrier's travel, not the checkpoint's cost:
+    - ``snapshot_fixed_ms`` + ``async_fixed_ms`` (1 + 6 ms, with the spread ≈ 9-10 ms for the later of two
+      subtasks): without backpressure an aligned checkpoint ends 8-15 ms (at-least-once 7-12 ms) after the
+      bottleneck's first barrier; the last to acknowledge are the stateless sinks, whose checkpoint is nothing but
+      these fixed parts and the acknowledgement's RPC;
+    - ``channel_state_fixed_ms`` (8 ms): without backpressure an unaligned checkpoint, whose barriers overtake the
+      data, ends 15-17 ms after its start delay, ≈ 5 ms later than an aligned one at the same start delay: the
+      sources and keyed subtasks each write ≈ 2 KB of in-flight data, and the slowest of six such writes,
+      concurrent with the asynchronous part, makes the difference;
+    - ``upload_mib_per_s`` (250 MiB/s) and ``file_latency_ms`` (1 ms): with heavy backpressure an unaligned
+      checkpoint persists ≈ 450 KB (≈ 400 KB of it in one file at the bottleneck) and still ends 10-25 ms after
+      its start delay, hardly later than the idle one: the local filesystem writes fast;
+    - ``latency_sigma`` (0.5): Flink's unaligned p90s are 1.3-1.7 × their medians; the slowest of a checkpoint's
+      subtasks decides its duration, so the spread of each draw must be that wide;
+    - ``snapshot_mib_per_s`` (1000 MiB/s): a heap backend's copy-on-write snapshot walks its tables in memory; an
+      incremental backend's memtable flush writes a local file. Flink's measured job (≈ 9 KiB of keyed state) does
+      not show it; it matters for the state-size sweep only."""
+
+    snapshot_fixed_ms: float = 1.0  # the synchronous part's fixed cost
+    snapshot_mib_per_s: float = 1000.0  # bytes the synchronous part copies or flushes, per second
+    async_fixed_ms: float = 6.0  # the asynchronous part's fixed cost (executor hand-off, acknowledgement)
+    upload_mib_per_s: float = 250.0  # state, channel state and metadata bytes written per second
+    file_latency_ms: float = 1.0  # per file written (state file, channel-state file, _metadata)
+    channel_state_fixed_ms: float = 8.0  # the channel-state write of a subtask that persisted in-flight data
+    latency_sigma: float = 0.5  # log-normal spread of every fixed part and latency (0: none)
+    emulate_remote_store: bool = False  # Ray: add the modelled upload and metadata times to the real writes
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "emulate_remote_store":
+                continue
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value) or value < 0:
+                raise ValueError(f"storage.{f.name}: must be a number >= 0, got {value!r}")
+            if f.name.endswith("_per_s") and value <= 0:
+                raise ValueError(f"storage.{f.name}: must be > 0, got {value!r}")
+
+    # -- the pieces -----------------------------------------------------------------------------------
+
+    def _spread(self, median_ms: float, rng: random.Random) -> float:
+        if median_ms <= 0 or self.latency_sigma <= 0:
+            return median_ms
+        return median_ms * math.exp(self.latency_sigma * rng.gauss(0.0, 1.0))
+
+    def _files(self, files: int, rng: random.Random) -> float:
+        return sum(self._spread(self.file_latency_ms, rng) for _ in range(files))
+
+    def sync_ms(self, copied_bytes: int, rng: random.Random) -> float:
+        """The synchronous part of one subtask's snapshot that copies or flushes ``copied_bytes``."""
+        return self._spread(self.snapshot_fixed_ms, rng) + copied_bytes / (self.snapshot_mib_per_s * MIB) * 1000
+
+    def upload_ms(self, uploaded_bytes: int, files: int, rng: random.Random) -> float:
+        """Writing ``files`` files of ``uploaded_bytes`` in all to the checkpoint storage."""
+        return self._files(files, rng) + uploaded_bytes / (self.upload_mib_per_s * MIB) * 1000
+
+    def async_ms(self, uploaded_bytes: int, files: int, rng: random.Random) -> float:
+        """The asynchronous part of one subtask's snapshot: its fixed part and the upload of its state files."""
+        return self._spread(self.async_fixed_ms, rng) + self.upload_ms(uploaded_bytes, files, rng)
+
+    def channel_state_ms(self, persisted_bytes: int, files: int, rng: random.Random) -> float:
+        """One subtask's channel-state write of ``persisted_bytes`` of in-flight data in ``files`` files."""
+        return self._spread(self.channel_state_fixed_ms, rng) + self.upload_ms(persisted_bytes, files, rng)
+
+    def metadata_ms(self, metadata_bytes: int, rng: random.Random) -> float:
+        """The coordinator's ``_metadata`` write."""
+        return self.upload_ms(metadata_bytes, 1, rng)
+
+
+NO_COST = CheckpointCostModel(snapshot_fixed_ms=0.0, async_fixed_ms=0.0, file_latency_ms=0.0,
+                              channel_state_fixed_ms=0.0, latency_sigma=0.0, snapshot_mib_per_s=math.inf,
+                              upload_mib_per_s=math.inf)
+
+
+class CostCharger:
+    """A model bound to a driver's charging and a seeded random stream: the milliseconds a driver charges for
+    each piece of checkpoint work (0 for what its charging leaves to real time)."""
+
+    def __init__(self, model: CheckpointCostModel, charging: Charging, rng: random.Random):
+        self.model = model
+        self.charging = charging
+        self._rng = rng
+
+    @property
+    def charges_uploads(self) -> bool:
+        return self.charging is Charging.VIRTUAL or self.model.emulate_remote_store
+
+    def sync_ms(self, copied_bytes: int) -> float:
+        if self.charging is not Charging.VIRTUAL:
+            return 0.0
+        return self.model.sync_ms(copied_bytes, self._rng)
+
+    def async_ms(self, uploaded_bytes: int, files: int) -> float:
+        if self.charging is Charging.VIRTUAL:
+            return self.model.async_ms(uploaded_bytes, files, self._rng)
+        return self.model.upload_ms(uploaded_bytes, files, self._rng) if self.model.emulate_remote_store else 0.0
+
+    def channel_state_ms(self, persisted_bytes: int, files: int) -> float:
+        if self.charging is Charging.VIRTUAL:
+            return self.model.channel_state_ms(persisted_bytes, files, self._rng)
+        return self.model.upload_ms(persisted_bytes, files, self._rng) if self.model.emulate_remote_store else 0.0
+
+    def metadata_ms(self, metadata_bytes: int) -> float:
+        if not self.charges_uploads:
+            return 0.0
+        return self.model.metadata_ms(metadata_bytes, self._rng)
+
+
+FREE = CostCharger(NO_COST, Charging.VIRTUAL, random.Random(0))  # charges nothing: unit tests of the protocol
+
+
+@dataclass(frozen=True)
+class SnapshotWork:
+    """What one subtask's snapshot does, in the model's bytes: ``copied_bytes`` in its synchronous part (a heap
+    backend's table walk, an incremental backend's memtable flush), ``uploaded_bytes`` in ``files`` state files
+    in its asynchronous part (state below the memory threshold travels inline in the acknowledgement: no file)."""
+
+    copied_bytes: int = 0
+    uploaded_bytes: int = 0
+    files: int = 0
+
+
+NO_WORK = SnapshotWork()

@@ -1,0 +1,189 @@
+"""Keyed state backends: how a keyed operator's state becomes a snapshot, what that snapshot writes, and how a
+restore brings it back.
+
+How this works: a keyed operator exposes its state as rows (``KeyedRows``: ``keyed_rows()`` yields
+``(key_group, row)`` where the first ``ROW_KEY_WIDTH`` fields of ``row`` are the entry's key and the rest its
+value; ``restore_state`` takes the rows back, per key group, as a ``KeyGroupsStateHandle``). A backend takes the
+snapshots and the restores:
+- ``HeapKeyedStateBackend`` (Flink's ``HashMapStateBackend``): a full snapshot, every entry every time, through the
+  operator's own ``snapshot_state``; its synchronous part walks the tables (copy-on-write), its asynchronous part
+  writes them all, one stream (a file at or over the memory threshold);
+- ``IncrementalKeyedStateBackend`` (``runtime.state.incremental``, Flink's RocksDB backend with incremental
+  checkpoints): changes land in sorted runs that are flushed and compacted; a snapshot uploads the runs the last
+  completed checkpoint did not, and refers to the others.
+Sizes are the model's: ``StateBackendConfig.entry_bytes`` gives each entry a modelled size (as ``record_size``
+models a record's bytes; 0: its real encoded size), so a simulated job can hold gigabytes of keyed state without
+materialising them. ``last_work`` is what the last snapshot did, for the checkpoint cost model
+(``runtime.checkpoint_cost.SnapshotWork``). ``full_snapshot_work`` is that work for a full snapshot of any state.
+``state_from_rows`` / ``rows_from_state`` convert between rows and a full snapshot's key groups.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterable, Protocol
+
+import msgpack
+
+from barriersim.runtime.checkpoint_cost import NO_WORK, SnapshotWork
+from barriersim.runtime.state.snapshot import (
+    IncrementalKeyedStateHandle,
+    KeyGroupRange,
+    KeyGroupsStateHandle,
+    OperatorSubtaskState,
+)
+
+MIB = 1024 * 1024
+
+
+class StateBackendKind(enum.Enum):
+    HEAP = "heap"  # Flink's HashMapStateBackend: full snapshots
+    INCREMENTAL = "incremental"  # Flink's EmbeddedRocksDBStateBackend with incremental checkpoints
+
+
+class StateBackendError(ValueError):
+    """Settings a state backend cannot work with; ``str()`` names the scenario key."""
+
+
+@dataclass(frozen=True)
+class StateBackendConfig:
+    """A scenario's ``[state]``: the backend and its figures. The incremental backend's defaults are RocksDB's as
+    Flink configures it (``write_buffer_size`` 64 MiB, ``target_file_size_base`` 64 MiB,
+    ``level0_file_num_compaction_trigger`` 4, ``max_bytes_for_level_base`` 256 MiB, level multiplier 10, 7
+    levels)."""
+
+    backend: StateBackendKind = StateBackendKind.HEAP
+    entry_bytes: int = 0  # modelled bytes of one state entry; 0: its real encoded size
+    write_buffer_bytes: int = 64 * MIB  # a memtable is flushed to a sorted run when it holds this much
+    target_file_bytes: int = 64 * MIB  # compaction cuts its output into files of this size
+    level0_compaction_trigger: int = 4  # level-0 runs that start a compaction into level 1
+    max_bytes_for_level_base: int = 256 * MIB  # level 1's target size; level n's is this * multiplier^(n-1)
+    level_multiplier: int = 10
+    num_levels: int = 7
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "backend", _backend_kind(self.backend))
+        for name in ("entry_bytes",):
+            if getattr(self, name) < 0:
+                raise StateBackendError(f"state.{name}: must be >= 0, got {getattr(self, name)}")
+        for name in ("write_buffer_bytes", "target_file_bytes", "level0_compaction_trigger",
+                     "max_bytes_for_level_base", "level_multiplier"):
+            if getattr(self, name) < 1:
+                raise StateBackendError(f"state.{name}: must be >= 1, got {getattr(self, name)}")
+        if self.num_levels < 2:
+            raise StateBackendError(f"state.num_levels: must be >= 2, got {self.num_levels}")
+
+
+def _backend_kind(value) -> StateBackendKind:
+    if isinstance(value, StateBackendKind):
+        return value
+    try:
+        return StateBackendKind(value)
+    except ValueError:
+        raise StateBackendError(f"state.backend: must be one of {', '.join(k.value for k in StateBackendKind)}, "
+                                f"got {value!r}") from None
+
+
+class KeyedRows(Protocol):
+    """What a keyed operator gives its backend."""
+
+    ROW_KEY_WIDTH: int
+
+    def keyed_rows(self) -> Iterable[tuple[int, tuple]]: ...
+
+    def entry_count(self) -> int: ...
+
+    def snapshot_state(self) -> OperatorSubtaskState: ...
+
+    def restore_state(self, state: OperatorSubtaskState) -> None: ...
+
+
+def full_snapshot_work(state: OperatorSubtaskState, memory_threshold: int) -> SnapshotWork:
+    """The work of writing every state stream of ``state`` (channel state aside: its writer charges it)."""
+    sizes = [h.state_size for h in state.managed_keyed_state] + [h.state_size for h in state.managed_operator_state]
+    total = sum(sizes)
+    return SnapshotWork(copied_bytes=total, uploaded_bytes=total,
+                        files=sum(1 for size in sizes if size > 0 and size >= memory_threshold))
+
+
+def entry_size(row: tuple, entry_bytes: int) -> int:
+    """An entry's modelled bytes: ``entry_bytes``, or its real msgpack size when that is 0."""
+    return entry_bytes if entry_bytes else len(msgpack.packb(list(row), use_bin_type=True))
+
+
+def state_from_rows(rows: Iterable[tuple[int, tuple]], key_group_range: KeyGroupRange,
+                    modelled_size: int | None = None) -> OperatorSubtaskState:
+    """Rows as a full snapshot: per key group, the sorted rows packed with msgpack (the keyed operators' own
+    encoding), only the key groups in ``key_group_range``."""
+    by_group: dict[int, list] = defaultdict(list)
+    for kg, row in rows:
+        if kg in key_group_range:
+            by_group[kg].append(list(row))
+    handle = KeyGroupsStateHandle(
+        key_group_range,
+        {kg: msgpack.packb(sorted(entries), use_bin_type=True) for kg, entries in sorted(by_group.items())},
+        modelled_size,
+    )
+    return OperatorSubtaskState(managed_keyed_state=(handle,))
+
+
+def rows_from_state(state: OperatorSubtaskState | None) -> list[tuple[int, tuple]]:
+    """The rows of a full snapshot's key groups."""
+    rows = []
+    if state is None:
+        return rows
+    for handle in state.managed_keyed_state:
+        if isinstance(handle, KeyGroupsStateHandle):
+            for kg, data in handle.key_groups.items():
+                rows.extend((kg, tuple(row)) for row in msgpack.unpackb(data, raw=False, strict_map_key=False))
+    return rows
+
+
+class HeapKeyedStateBackend:
+    """Full snapshots (Flink's ``HashMapStateBackend`` with its ``HeapSnapshotStrategy``): the synchronous part is the
+    copy-on-write snapshot of the tables, the asynchronous part writes every entry."""
+
+    def __init__(self, operator: KeyedRows, key_group_range: KeyGroupRange, config: StateBackendConfig,
+                 memory_threshold: int):
+        self._operator = operator
+        self.key_group_range = key_group_range
+        self._entry_bytes = config.entry_bytes
+        self._threshold = memory_threshold
+        self.last_work: SnapshotWork = NO_WORK
+
+    def snapshot(self, checkpoint_id: int) -> OperatorSubtaskState:
+        state = self._operator.snapshot_state()
+        if self._entry_bytes:
+            state = OperatorSubtaskState(managed_keyed_state=tuple(
+                KeyGroupsStateHandle(h.key_group_range, h.key_groups, self._operator.entry_count() * self._entry_bytes)
+                for h in state.managed_keyed_state))
+        self.last_work = full_snapshot_work(state, self._threshold)
+        return state
+
+    def restore(self, state: OperatorSubtaskState) -> None:
+        if any(isinstance(h, IncrementalKeyedStateHandle) for h in state.managed_keyed_state):
+            from barriersim.runtime.state.incremental import rows_of_incremental_handles
+
+            rows = rows_of_incremental_handles(state.managed_keyed_state, self.key_group_range)
+            state = state_from_rows(rows, self.key_group_range)
+        self._operator.restore_state(state)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        pass
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        pass
+
+
+def create_keyed_backend(operator: KeyedRows, key_group_range: KeyGroupRange, config: StateBackendConfig,
+                         memory_threshold: int, rng: random.Random, name: str):
+    """The backend ``config`` names for ``operator`` (``name``: the subtask and attempt, part of its files' names;
+    ``rng``: the seeded stream of its compaction policy)."""
+    if config.backend is StateBackendKind.INCREMENTAL:
+        from barriersim.runtime.state.incremental import IncrementalKeyedStateBackend
+
+        return IncrementalKeyedStateBackend(operator, key_group_range, config, memory_threshold, rng, name)
+    return HeapKeyedStateBackend(operator, key_group_range, config, memory_threshold)

@@ -1,0 +1,336 @@
+"""An incremental keyed state backend modelled on RocksDB's: sorted runs, flushes, leveled compaction, and
+checkpoints that upload only the runs not uploaded before.
+
+How this works: the backend keeps the logical state as of its last flush (``_flushed``: ``(key group, entry key)
+-> value``). A snapshot's synchronous part flushes the memtable: the entries the operator changed since (and
+tombstones for those it removed) become level-0 sorted runs of at most ``write_buffer_bytes`` each (Flink's
+RocksDB snapshot flushes the memtable and takes a native checkpoint). Compaction then runs as RocksDB's leveled
+compaction does: ``level0_compaction_trigger`` level-0 runs are merged with the level-1 runs they overlap into
+level 1; a level over its target size (``max_bytes_for_level_base * level_multiplier^(n-1)``) has one of its files,
+chosen by the backend's seeded random stream, merged into the next level; outputs are cut into files of
+``target_file_bytes`` and tombstones are dropped once no deeper level holds data. Runs are immutable and each has a
+file name that says its level and sequence (``L<level>-<sequence>.sst``). The snapshot's asynchronous part uploads
+the live runs the last completed checkpoint did not upload (new ``SharedStateHandle``s, through the injected
+``upload``: inline by default, a file in the checkpoint storage's ``shared/`` directory where there is one) and
+refers to the others by ``PlaceholderStateHandle``, as Flink's ``RocksIncrementalSnapshotStrategy`` does with the
+files of its last completed checkpoint (``uploadedSstFiles``, confirmed by ``notifyCheckpointComplete``, dropped
+for an aborted checkpoint). ``checkpointed_size`` is what it uploaded, ``state_size`` all it refers to.
+
+A restore of one handle of the same key groups reuses its runs and counts them as uploaded by the restored
+checkpoint (Flink's restore without rescaling keeps the backend's identity and ``lastCompletedCheckpointId``);
+any other restore (several handles after a rescale, or a full snapshot) builds the state from the entries and
+uploads it all at the next checkpoint. ``rows_of_incremental_handles`` reads the entries of incremental handles
+(the shared runs' data, merged newest first) for a restore of either backend. Mirrors Flink's
+``EmbeddedRocksDBStateBackend`` with ``RocksIncrementalSnapshotStrategy`` and ``RocksDBIncrementalRestoreOperation``;
+the LSM tree is RocksDB's leveled compaction in miniature.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import msgpack
+
+from barriersim.runtime.checkpoint_cost import NO_WORK, SnapshotWork
+from barriersim.runtime.state.backend import (
+    KeyedRows,
+    StateBackendConfig,
+    entry_size,
+    rows_from_state,
+    state_from_rows,
+)
+from barriersim.runtime.state.snapshot import (
+    HandleAndLocalPath,
+    IncrementalKeyedStateHandle,
+    KeyGroupRange,
+    OperatorSubtaskState,
+    PlaceholderStateHandle,
+    SharedStateHandle,
+)
+
+TOMBSTONE = None  # the value of a deleted entry
+TOMBSTONE_BYTES = 16  # a tombstone's modelled bytes when entries have a modelled size
+Upload = Callable[[str, bytes, int], SharedStateHandle]  # (key, data, modelled bytes) -> the uploaded handle
+
+
+class IncrementalStateError(Exception):
+    """Shared state that cannot be read (missing data, a checksum mismatch, an undecodable run); names the key."""
+
+
+def inline_upload(key: str, data: bytes, state_size: int) -> SharedStateHandle:
+    """Shared state kept inline in the handle (Flink's ``ByteStreamStateHandle``: memory storage, small files)."""
+    return SharedStateHandle(key, len(data), zlib.crc32(data), state_size, data)
+
+
+@dataclass(frozen=True)
+class SortedRun:
+    """An immutable sorted run (an SST file): entries ``((key group, entry key), value or TOMBSTONE)`` in key order."""
+
+    level: int
+    sequence: int
+    entries: tuple[tuple[tuple, tuple | None], ...]
+    state_size: int
+
+    @property
+    def local_path(self) -> str:
+        return local_path(self.level, self.sequence)
+
+    @property
+    def smallest(self) -> tuple:
+        return self.entries[0][0]
+
+    @property
+    def largest(self) -> tuple:
+        return self.entries[-1][0]
+
+    def overlaps(self, smallest: tuple, largest: tuple) -> bool:
+        return not (self.largest < smallest or largest < self.smallest)
+
+    def encode(self) -> bytes:
+        return msgpack.packb([[kg, list(key), None if value is None else list(value)]
+                              for (kg, key), value in self.entries], use_bin_type=True)
+
+
+def local_path(level: int, sequence: int) -> str:
+    return f"L{level}-{sequence:08d}.sst"
+
+
+def parse_local_path(path: str) -> tuple[int, int]:
+    """``(level, sequence)`` of a run's file name."""
+    try:
+        level, sequence = path.removesuffix(".sst").removeprefix("L").split("-")
+        return int(level), int(sequence)
+    except ValueError:
+        raise IncrementalStateError(f"{path!r} is not the file name of a sorted run (L<level>-<sequence>.sst)") from None
+
+
+def decode_run(handle: SharedStateHandle, path: str) -> list[tuple[tuple, tuple | None]]:
+    """The entries of an uploaded run, after checking its size and CRC32."""
+    data = handle.data
+    if data is None:
+        raise IncrementalStateError(f"shared state {handle.key}: its data was not read")
+    if len(data) != handle.size or zlib.crc32(data) != handle.crc32:
+        raise IncrementalStateError(f"shared state {handle.key} ({path}): {len(data)} bytes with crc32 "
+                                    f"0x{zlib.crc32(data):08x}, its handle says {handle.size} bytes, 0x{handle.crc32:08x}")
+    try:
+        plain = msgpack.unpackb(data, raw=False, use_list=False, strict_map_key=False)
+        return [((kg, tuple(key)), None if value is None else tuple(value)) for kg, key, value in plain]
+    except (msgpack.UnpackException, ValueError, TypeError) as e:
+        raise IncrementalStateError(f"shared state {handle.key} ({path}): undecodable run: {e or type(e).__name__}") from None
+
+
+def _merge_newest_first(runs: Sequence[Iterable[tuple[tuple, tuple | None]]]) -> dict[tuple, tuple | None]:
+    merged: dict[tuple, tuple | None] = {}
+    for entries in runs:
+        for key, value in entries:
+            if key not in merged:
+                merged[key] = value
+    return merged
+
+
+def _precedence(path: str) -> tuple[int, int]:
+    level, sequence = parse_local_path(path)
+    return level, -sequence  # level 0 first, newest first; deeper levels after
+
+
+def rows_of_incremental_handles(handles: Iterable, key_group_range: KeyGroupRange) -> list[tuple[int, tuple]]:
+    """The rows (``(key group, row)``) in ``key_group_range`` of incremental handles, each handle's runs merged newest
+    first (a rescaled restore may get several handles, of disjoint key groups)."""
+    rows: list[tuple[int, tuple]] = []
+    for handle in handles:
+        if not isinstance(handle, IncrementalKeyedStateHandle):
+            rows.extend((kg, row) for kg, row in rows_from_state(OperatorSubtaskState(managed_keyed_state=(handle,)))
+                        if kg in key_group_range)
+            continue
+        entries = sorted(handle.shared_state, key=lambda e: _precedence(e.local_path))
+        merged = _merge_newest_first([decode_run(_real(e), e.local_path) for e in entries])
+        rows.extend((kg, key + value) for (kg, key), value in sorted(merged.items())
+                    if value is not None and kg in key_group_range)
+    return rows
+
+
+def _real(entry: HandleAndLocalPath) -> SharedStateHandle:
+    if isinstance(entry.handle, PlaceholderStateHandle):
+        raise IncrementalStateError(f"shared state {entry.handle.key} ({entry.local_path}) is a placeholder: only a "
+                                    "registered checkpoint's handles can be restored")
+    return entry.handle
+
+
+class IncrementalKeyedStateBackend:
+    def __init__(self, operator: KeyedRows, key_group_range: KeyGroupRange, config: StateBackendConfig,
+                 memory_threshold: int, rng: random.Random, name: str, upload: Upload = inline_upload):
+        self._operator = operator
+        self.key_group_range = key_group_range
+        self.config = config
+        self._threshold = memory_threshold
+        self._rng = rng
+        self._upload = upload
+        self._width = operator.ROW_KEY_WIDTH
+        # uploads are named after this instance (subtask, attempt, random bits), never reused by another attempt
+        self._upload_prefix = f"{name}-{rng.getrandbits(32):08x}"
+        self.backend_id = self._upload_prefix
+        self._flushed: dict[tuple, tuple] = {}
+        self.levels: list[list[SortedRun]] = [[] for _ in range(config.num_levels)]  # level 0 newest first
+        self._sequence = 0
+        self._uploads = 0
+        self._uploaded: dict[int, dict[str, SharedStateHandle]] = {}  # per checkpoint: run file -> its upload
+        self.last_completed_checkpoint_id = -1
+        self.last_work: SnapshotWork = NO_WORK
+        self.compactions = 0
+
+    # -- sizes ------------------------------------------------------------------------------------------------
+
+    def _size(self, key: tuple, value: tuple | None) -> int:
+        if value is None:
+            return TOMBSTONE_BYTES if self.config.entry_bytes else len(msgpack.packb(list(key[1]), use_bin_type=True))
+        return entry_size(key[1] + value, self.config.entry_bytes)
+
+    def _target(self, level: int) -> int:
+        return self.config.max_bytes_for_level_base * self.config.level_multiplier ** (level - 1)
+
+    @property
+    def live_runs(self) -> list[SortedRun]:
+        return [run for level in self.levels for run in level]
+
+    # -- the memtable and its flush ----------------------------------------------------------------------------
+
+    def _changes(self) -> list[tuple[tuple, tuple | None]]:
+        width = self._width
+        current: dict[tuple, tuple] = {}
+        for kg, row in self._operator.keyed_rows():
+            current[(kg, tuple(row[:width]))] = tuple(row[width:])
+        flushed = self._flushed
+        changes = [(key, value) for key, value in current.items() if flushed.get(key) != value]
+        changes += [(key, TOMBSTONE) for key in flushed if key not in current]
+        self._flushed = current
+        return sorted(changes, key=lambda e: e[0])
+
+    def _new_run(self, level: int, entries: list) -> SortedRun:
+        self._sequence += 1
+        return SortedRun(level, self._sequence, tuple(entries), sum(self._size(k, v) for k, v in entries))
+
+    def _cut(self, entries: list, limit: int) -> list[list]:
+        pieces, piece, size = [], [], 0
+        for key, value in entries:
+            piece.append((key, value))
+            size += self._size(key, value)
+            if size >= limit:
+                pieces.append(piece)
+                piece, size = [], 0
+        if piece:
+            pieces.append(piece)
+        return pieces
+
+    def _flush(self) -> int:
+        """The memtable's changes as level-0 runs (several if they outgrew the write buffer); the bytes flushed."""
+        changes = self._changes()
+        flushed = 0
+        for piece in self._cut(changes, self.config.write_buffer_bytes):
+            run = self._new_run(0, piece)
+            self.levels[0].insert(0, run)
+            flushed += run.state_size
+        return flushed
+
+    # -- compaction ----------------------------------------------------------------------------------------------
+
+    def _compact(self) -> None:
+        last = len(self.levels) - 1
+        while True:
+            if len(self.levels[0]) >= self.config.level0_compaction_trigger:
+                self._merge(0, list(self.levels[0]))
+                continue
+            over = next((n for n in range(1, last) if sum(r.state_size for r in self.levels[n]) > self._target(n)), None)
+            if over is None:
+                return
+            self._merge(over, [self._rng.choice(self.levels[over])])
+
+    def _merge(self, level: int, inputs: list[SortedRun]) -> None:
+        """Merge ``inputs`` (of ``level``, newest first) with the runs of the next level they overlap."""
+        out_level = level + 1
+        smallest = min(r.smallest for r in inputs)
+        largest = max(r.largest for r in inputs)
+        below = [r for r in self.levels[out_level] if r.overlaps(smallest, largest)]
+        merged = _merge_newest_first([r.entries for r in inputs] + [r.entries for r in below])
+        deeper = any(self.levels[n] for n in range(out_level + 1, len(self.levels)))
+        entries = sorted((k, v) for k, v in merged.items() if v is not None or deeper)
+        gone = {id(r) for r in inputs + below}
+        self.levels[level] = [r for r in self.levels[level] if id(r) not in gone]
+        kept = [r for r in self.levels[out_level] if id(r) not in gone]
+        outputs = [self._new_run(out_level, piece) for piece in self._cut(entries, self.config.target_file_bytes)]
+        self.levels[out_level] = sorted(kept + outputs, key=lambda r: r.smallest)
+        self.compactions += 1
+
+    # -- snapshots ----------------------------------------------------------------------------------------------
+
+    def snapshot(self, checkpoint_id: int) -> OperatorSubtaskState:
+        flushed = self._flush()
+        self._compact()
+        previous = self._uploaded.get(self.last_completed_checkpoint_id, {})
+        shared: list[HandleAndLocalPath] = []
+        uploads: dict[str, SharedStateHandle] = {}
+        new_bytes = files = 0
+        for run in self.live_runs:
+            done = previous.get(run.local_path)
+            if done is not None:
+                shared.append(HandleAndLocalPath(run.local_path, PlaceholderStateHandle(done.key, done.state_size)))
+                uploads[run.local_path] = done
+                continue
+            self._uploads += 1
+            handle = self._upload(f"{self._upload_prefix}-{self._uploads:06d}", run.encode(), run.state_size)
+            uploads[run.local_path] = handle
+            shared.append(HandleAndLocalPath(run.local_path, handle))
+            new_bytes += run.state_size
+            files += run.state_size >= self._threshold
+        self._uploaded[checkpoint_id] = uploads
+        meta = msgpack.packb({"backend": self.backend_id, "checkpoint": checkpoint_id, "key_width": self._width},
+                             use_bin_type=True)
+        handle = IncrementalKeyedStateHandle(self.backend_id, self.key_group_range, checkpoint_id, tuple(shared), meta,
+                                             new_bytes + len(meta))
+        self.last_work = SnapshotWork(copied_bytes=flushed, uploaded_bytes=new_bytes + len(meta), files=files)
+        return OperatorSubtaskState(managed_keyed_state=(handle,))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if checkpoint_id > self.last_completed_checkpoint_id and checkpoint_id in self._uploaded:
+            self.last_completed_checkpoint_id = checkpoint_id
+            for old in [c for c in self._uploaded if c < checkpoint_id]:
+                del self._uploaded[old]
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        if checkpoint_id != self.last_completed_checkpoint_id:
+            self._uploaded.pop(checkpoint_id, None)
+
+    # -- restore ------------------------------------------------------------------------------------------------
+
+    def restore(self, state: OperatorSubtaskState) -> None:
+        handles = state.managed_keyed_state
+        rows = rows_of_incremental_handles(handles, self.key_group_range)
+        self._operator.restore_state(state_from_rows(rows, self.key_group_range))
+        if (len(handles) == 1 and isinstance(handles[0], IncrementalKeyedStateHandle)
+                and handles[0].key_group_range == self.key_group_range):
+            self._reuse(handles[0])
+        # otherwise the state is the operator's, written anew (all of it) at the next checkpoint
+
+    def _reuse(self, handle: IncrementalKeyedStateHandle) -> None:
+        """Flink's restore without rescaling: the restored runs are the backend's files, uploaded by the restored
+        checkpoint, which counts as the last completed one; the backend keeps its identity."""
+        self.backend_id = handle.backend_id
+        self.levels = [[] for _ in range(self.config.num_levels)]
+        uploads: dict[str, SharedStateHandle] = {}
+        for entry in handle.shared_state:
+            level, sequence = parse_local_path(entry.local_path)
+            real = _real(entry)
+            entries = decode_run(real, entry.local_path)
+            self.levels[min(level, len(self.levels) - 1)].append(
+                SortedRun(level, sequence, tuple(entries), real.state_size))
+            uploads[entry.local_path] = real
+            self._sequence = max(self._sequence, sequence)
+        self.levels[0].sort(key=lambda r: -r.sequence)
+        for n in range(1, len(self.levels)):
+            self.levels[n].sort(key=lambda r: r.smallest)
+        merged = _merge_newest_first([r.entries for r in self.live_runs])
+        self._flushed = {k: v for k, v in merged.items() if v is not None}
+        self._uploaded = {handle.checkpoint_id: uploads}
+        self.last_completed_checkpoint_id = handle.checkpoint_id
