@@ -111,7 +111,9 @@ def plot_restore_checkpoints(checkpoints: pd.DataFrame, summaries: dict[str, dic
         axes[1][col].set_ylabel("state_size (bytes)")
         axes[1][col].set_xlabel("trigger_timestamp (ms, the coordinator's clock)")
         axes[0][col].legend(fontsize=8)
-    return plots._save(fig, out)
+    panels = [plots._panel(axes[row][col], axes[row][col].get_title() or axes[row][col].get_ylabel())
+              for col in range(len(runs)) for row in (0, 1)]
+    return plots._save(fig, out, panels).png
 
 
 def _booleans_as_text(df: pd.DataFrame) -> pd.DataFrame:
