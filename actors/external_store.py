@@ -8,7 +8,9 @@ applies a caller's batches in that order (Ray does not promise call order for as
 transaction's pre-commit always precedes its commit. Every call's reference is kept until ``flush()``
 awaited it. The task actor flushes before it acknowledges a checkpoint or reports that it finished, so what
 the sink handed to the store before a checkpoint's barrier (pre-committed transactions, directly written
-records) is in the store when the checkpoint can complete, and everything is in it when the job ends.
+records) is in the store when the checkpoint can complete, and everything is in it when the job ends. The store
+of an earlier run can be loaded (``load``) and the whole store read back (``snapshot``), so a run restored from a
+savepoint continues the external system of the run that took it.
 """
 
 from __future__ import annotations
@@ -56,6 +58,18 @@ class ExternalStoreActor:
 
     async def output(self) -> bytes:
         return encode_records(self.store.output())
+
+    async def load(self, snapshot: bytes) -> None:
+        """Continue the external system of an earlier run (a run restored from one of its snapshots)."""
+        self.store = ExternalStore.from_snapshot(msgpack.unpackb(snapshot, raw=False, strict_map_key=False))
+
+    async def snapshot(self) -> bytes:
+        """Everything the system holds (``ExternalStore.snapshot``), msgpack."""
+        return msgpack.packb(self.store.snapshot(), use_bin_type=True)
+
+    async def pending_records(self, transaction_ids: list) -> bytes:
+        """The records of the pending transactions ``transaction_ids`` (a snapshot's sinks list them)."""
+        return encode_records([r for tid in transaction_ids for r in self.store.pending.get(tid, ())])
 
     async def counters(self) -> dict:
         s = self.store

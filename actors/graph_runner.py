@@ -5,12 +5,14 @@ How this works: ``RayJob`` puts every source split in Ray's object store (its co
 is, so its records never pass through the driver, and it may still be unresolved: the job is deployed and its
 sources wait for it), picks the Ray nodes the job's TaskManagers are spread over
 (``actors.placement.cluster_nodes``: ``cluster.nodes`` of them, or every node with CPUs when it is 0, which the
-job's placement then takes as its node count), starts the ``ExternalStoreActor`` and the ``JobManagerActor``
-(which deploys, checkpoints, fails over and ends the job) on the driver's node and calls its ``run``;
-``RayJob.wait`` reports progress every quarter second until that call returns, then reads the committed output
-from the store. ``run_graph_on_ray`` does both. Every actor it started is killed on every exit path. The settings
-are the job's ``runtime.job.config.JobConfig`` (graph, mode, intervals, network, source rate, faults, cluster; the
-simulated network's latencies do not apply: Ray's are real). Ray must already be initialised.
+job's placement then takes as its node count), starts the ``ExternalStoreActor`` (loaded with the external system
+of an earlier run when this run continues it) and the ``JobManagerActor`` (which deploys, checkpoints, takes
+savepoints, stops, cancels, restores, fails over and ends the run's jobs) on the driver's node and calls its
+``run``; ``RayJob.wait`` reports progress every quarter second until that call returns, then reads the committed
+output from the store, the whole store (``store_snapshot``) and the records of the transactions the run's ending
+snapshot lists as pending. ``run_graph_on_ray`` does both. Every actor it started is killed on every exit path.
+The settings are the job's ``runtime.job.config.JobConfig`` (graph, mode, intervals, network, source rate, faults,
+cluster; the simulated network's latencies do not apply: Ray's are real). Ray must already be initialised.
 """
 
 from __future__ import annotations
@@ -45,6 +47,18 @@ class RayJobResult:
     job_seconds: float
     records_emitted: int
     outcome: str = "finished"
+    jobs: list[dict] = field(default_factory=list)  # each job's report (runtime.job.dispatcher.RunReport.jobs)
+    actions: list[dict] = field(default_factory=list)
+    final_state: str | None = None
+    operations: list[dict] = field(default_factory=list)
+    latest_restored: dict | None = None
+    retained_checkpoint: str | None = None
+    parallelism: dict = field(default_factory=dict)
+    job_id: str = ""
+    ending: list = field(default_factory=lambda: [False, None])  # [ended by a snapshot, its _metadata (msgpack)]
+    next_attempt_number: int = 0
+    store_snapshot: bytes = b""  # the external system (ExternalStore.snapshot, msgpack)
+    pending_records: list[tuple] = field(default_factory=list)  # of the transactions the ending snapshot lists
     restored_checkpoint_ids: list[int] = field(default_factory=list)
     restored_in_flight_bytes: int = 0
     killed: list[str] = field(default_factory=list)
@@ -87,7 +101,8 @@ class RayJob:
     ended and returns its result; ``kill`` kills every actor the job started (``wait`` does it too)."""
 
     def __init__(self, config: JobConfig, splits: dict[str, Sequence], checkpoint_root: str, job_id: str, *,
-                 seed: int = 0, task_num_cpus: float = 0.01, records: int | None = None):
+                 seed: int = 0, task_num_cpus: float = 0.01, records: int | None = None,
+                 savepoint_root: str | None = None, first_attempt_number: int = 0, store_snapshot: bytes | None = None):
         self.config = config
         self.job_id = job_id
         self.ended_at: float | None = None  # time.perf_counter() when the job manager's run returned
@@ -99,13 +114,16 @@ class RayJob:
                 config = dataclasses.replace(config, cluster=dataclasses.replace(config.cluster, nodes=len(ray_nodes)))
             self.config = config
             self.store = ExternalStoreActor.options(**driver_node()).remote()
+            if store_snapshot is not None:
+                ray.get(self.store.load.remote(store_snapshot))
             split_refs = {name: [split if isinstance(split, ray.ObjectRef) else ray.put(encode_records(split))
                                  for split in parts] for name, parts in splits.items()}
             if records is None:
                 records = sum(len(s) for parts in splits.values() for s in parts if not isinstance(s, ray.ObjectRef))
             self.records = records
             self.job_manager = JobManagerActor.options(**driver_node(), **storage_environment(checkpoint_root)).remote(
-                config, split_refs, checkpoint_root, job_id, seed, self.store, task_num_cpus, ray_nodes)
+                config, split_refs, checkpoint_root, job_id, seed, self.store, task_num_cpus, ray_nodes,
+                savepoint_root, first_attempt_number)
             self.done = self.job_manager.run.remote()
         except BaseException:
             self.kill()
@@ -127,8 +145,16 @@ class RayJob:
             result = ray.get(self.done)
             output = RecordBatch.of(decode_records(ray.get(self.store.output.remote())))
             counters = ray.get(self.store.counters.remote())
+            pending = []
+            if result["ending"][1] is not None:
+                from barriersim.runtime.snapshot_verification import pending_transactions
+                from barriersim.runtime.storage import metadata_serializer
+
+                tids = pending_transactions(metadata_serializer.deserialize(result["ending"][1], "<ending snapshot>"))
+                pending = decode_records(ray.get(self.store.pending_records.remote(tids)))
             # the job manager's result dict has every field but what the store and the caller know
             return RayJobResult(committed_output=output, records_emitted=self.records, store_counters=counters,
+                                store_snapshot=ray.get(self.store.snapshot.remote()), pending_records=pending,
                                 config=self.config, **result)
         finally:
             self.kill()
@@ -157,10 +183,17 @@ def run_graph_on_ray(
     timeout_seconds: float = 900.0,
     task_num_cpus: float = 0.01,
     records: int | None = None,
+    savepoint_root: str | None = None,
+    first_attempt_number: int = 0,
+    store_snapshot: bytes | None = None,
 ) -> RayJobResult:
     """Run the job of ``config`` on Ray actors. ``splits`` maps each source vertex to its subtasks' splits,
     each a ``RecordBatch`` (or a sequence of ``(record_id, key, value, event_time)`` tuples) or an ``ObjectRef`` of
     its encoding (``actors.messages.encode_records``) or of an Arrow table (``runtime.records_codec.SPLIT_COLUMNS``);
-    ``records`` is the workload's size when splits are refs."""
-    job = RayJob(config, splits, checkpoint_root, job_id, seed=seed, task_num_cpus=task_num_cpus, records=records)
+    ``records`` is the workload's size when splits are refs. ``savepoint_root``: the savepoint directory;
+    ``store_snapshot`` and ``first_attempt_number``: the external system and the attempts of the run this one
+    continues (a restore of one of its snapshots)."""
+    job = RayJob(config, splits, checkpoint_root, job_id, seed=seed, task_num_cpus=task_num_cpus, records=records,
+                 savepoint_root=savepoint_root, first_attempt_number=first_attempt_number,
+                 store_snapshot=store_snapshot)
     return job.wait(on_progress, timeout_seconds)

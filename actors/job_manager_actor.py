@@ -1,9 +1,12 @@
-"""The job manager as a Ray actor: the sans-IO ``JobMaster`` (``runtime.job``) on an asyncio loop, with one
-``StreamTaskActor`` per subtask, each TaskManager's actors on its Ray node, and the checkpoints in a
-``FileSystemCheckpointStorage``.
+"""The job manager as a Ray actor: the sans-IO ``Dispatcher`` of the run's jobs (``runtime.job``: a
+``JobMaster`` per job) on an asyncio loop, with one ``StreamTaskActor`` per subtask, each TaskManager's actors on
+its Ray node, and the checkpoints of each job in the storage of its checkpoint root (``<checkpoint root>/<job-id>/``:
+a ``FileSystemCheckpointStorage``, or an ``ObjectStoreCheckpointStorage`` for ``s3://``; savepoints in the savepoint
+directory).
 
 How this works: the JobMaster decides everything at the job level (deployments, the coordinator, the fault
-schedule, failover, JobManager failover, checkpoint metadata); this actor feeds it what happens and carries out
+schedule, failover, JobManager failover, checkpoint metadata, savepoints, stop-with-savepoint, cancel) and the
+Dispatcher the run's jobs (experiment actions, restored jobs); this actor feeds it what happens and carries out
 the actions it returns, with real time and real actors:
 - ``DeployTasks``: one task actor per descriptor, pinned to the Ray node of its TaskManager
   (``actors.placement``: the deployment's node of each TaskManager, mapped onto the job's ``RayNode`` list), given
@@ -12,10 +15,12 @@ the actions it returns, with real time and real actors:
   of this actor and the external store; once every actor of the deployment built and restored its task and knows
   its peers (``connect``, which also says on which Ray node the actor runs: the run's placement record), the
   JobMaster hears ``tasks_restored``, the tasks are started (``run``, on the job's clock) and it hears
-  ``tasks_started``; ``KillTask``: ``ray.kill`` of the actor (its death comes back as the error of its ``run``
-  call); ``KillTaskManagers``: ``ray.kill`` of every actor of those TaskManagers at once, or, for a lost node, the
-  node itself killed by its ``NodeAgent`` (its actors die with it, and Ray reports their deaths once it declares
-  the node dead); ``CancelTasks``: every task actor of that deployment is killed;
+  ``tasks_started``; a restored job's deployment carries its own settings (its graph's parallelism) and its
+  sources the object references of the splits they read; ``KillTask``: ``ray.kill`` of the actor (its death comes
+  back as the error of its ``run`` call); ``KillTaskManagers``: ``ray.kill`` of every actor of those TaskManagers
+  at once, or, for a lost node, the node itself killed by its ``NodeAgent`` (its actors die with it, and Ray
+  reports their deaths once it declares the node dead); ``CancelTasks``: every task actor of that deployment is
+  killed;
 - ``SendToTask``: after the fault's delay, a ``task_message`` call to the attempt's actor if the attempt is still
   current; ``SendToCoordinator``: after the fault's delay, back into the JobMaster; ``StartTimer``: a timer on
   the loop; ``JobEnded``: the run returns. The coordinator's own timers run on the loop (``LoopTimerService``),
@@ -47,13 +52,15 @@ from barriersim.actors.messages import (
     task_message_to_wire,
 )
 from barriersim.actors.placement import NodeAgent, RayNode, on_node
+from barriersim.runtime.storage import metadata_serializer
 from barriersim.actors.realtime import LoopTimerService
 from barriersim.actors.stream_task_actor import StreamTaskActor
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.faults import KillNode, ProtocolPoint
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
-from barriersim.runtime.job.job_master import JobMaster
+from barriersim.runtime.job.dispatcher import Dispatcher
+from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.object_storage import checkpoint_storage_for
 
 
@@ -67,9 +74,11 @@ RUN_RESULTS_TIMEOUT_SECONDS = 30.0  # for the run calls of tasks that already re
 @ray.remote(num_cpus=0.01)
 class JobManagerActor:
     def __init__(self, config: JobConfig, split_refs: dict, checkpoint_root: str, job_id: str, seed: int,
-                 store, task_num_cpus: float = 0.01, ray_nodes: list[RayNode] | None = None):
+                 store, task_num_cpus: float = 0.01, ray_nodes: list[RayNode] | None = None,
+                 savepoint_root: str | None = None, first_attempt_number: int = 0):
         """``ray_nodes``: the Ray node of each node of the job's placement (``actors.placement.cluster_nodes``;
-        None: the TaskManagers are not pinned)."""
+        None: the TaskManagers are not pinned); ``savepoint_root``: the run's savepoint directory;
+        ``first_attempt_number``: above every attempt of the run this one continues."""
         self.config = config
         self.ray_nodes = ray_nodes
         self.placement_rows: list[dict] = []  # per deployment and subtask: where it ran
@@ -80,11 +89,11 @@ class JobManagerActor:
         self.seed = seed
         self.store = store
         self.task_num_cpus = task_num_cpus
-        # Flink's state.checkpoints.dir: a path or file:// URI every node sees, or s3://
-        self.storage = checkpoint_storage_for(checkpoint_root, job_id, rng=random.Random(seed),
-                                              memory_threshold=config.memory_threshold_bytes)
-        self.storage.initialize_base_locations()
-        self.job_master: JobMaster | None = None
+        self.checkpoint_root = checkpoint_root
+        self.savepoint_root = savepoint_root
+        self.first_attempt_number = first_attempt_number
+        self._storage_rng = random.Random(seed)
+        self.job_master: Dispatcher | None = None
         self.handles: dict = {}  # subtask key -> actor handle of the deployed attempt
         self.task_runs: list[dict] = []  # what each finished task's run call returned
         self._watchers: list[asyncio.Task] = []  # the current deployment's run calls
@@ -98,10 +107,12 @@ class JobManagerActor:
         self.loop = asyncio.get_running_loop()
         self.me = ray.get_runtime_context().current_actor
         self._done = asyncio.Event()
-        self.job_master = JobMaster(
-            self.config, self.job_id, storage=self.storage, clock=now_ms,
+        self.job_master = Dispatcher(
+            self.config, self.job_id, storage_for=self._storage_for, clock=now_ms,
             timer_service=LoopTimerService(self.loop, self._on_error),
             coordinator_rng=lambda: random.Random(self.seed), action_sink=self._carry_out,
+            restore_storage=FileSystemCheckpointStorage(self.checkpoint_root, "restore"),
+            first_attempt_number=self.first_attempt_number,
             charging=Charging.REAL_TIME, cost_rng=random.Random(self.seed ^ 0x5EED),
         )
         await self._start_node_agents()
@@ -120,9 +131,15 @@ class JobManagerActor:
         if self._error is not None:
             raise RuntimeError(f"job {self.job_id} failed in the job manager: {self._error}")
         report = self.job_master.report()
+        ended_by_snapshot, metadata = self.job_master.ending_snapshot
+        result = dataclasses.asdict(report)
+        for job in result["jobs"]:
+            job["outcome"] = job["outcome"].value if job["outcome"] is not None else None
         return {
-            **dataclasses.asdict(report),
+            **result,
             "outcome": report.outcome.value,
+            "ending": [ended_by_snapshot, None if metadata is None else metadata_serializer.serialize(metadata)],
+            "next_attempt_number": self.job_master.next_attempt_number,
             "task_runs": list(self.task_runs),
             "job_seconds": job_seconds,
             "first_deploy_seconds": self.deployed_seconds,
@@ -141,7 +158,17 @@ class JobManagerActor:
         except Exception:  # noqa: BLE001 - a source died meanwhile; its failover is under way
             emitted = None
         return {"counts": counts, "restarts": jm.restarts if jm else 0, "finished_tasks": len(jm.finished) if jm else 0,
-                "tasks": sum(v.parallelism for v in self.graph.vertices), "source_records": emitted}
+                "tasks": sum(v.parallelism for v in jm.current.graph.vertices) if jm else 0,
+                "source_records": emitted}
+
+    def _storage_for(self, job_id: str):
+        """A job's checkpoint storage, whose savepoints go to the run's savepoint directory."""
+        # Flink's state.checkpoints.dir: a path or file:// URI every node sees, or s3://
+        storage = checkpoint_storage_for(self.checkpoint_root, job_id, rng=self._storage_rng,
+                                         default_savepoint_directory=self.savepoint_root,
+                                         memory_threshold=self.config.memory_threshold_bytes)
+        storage.initialize_base_locations()
+        return storage, storage
 
     async def shutdown(self) -> None:
         self._kill_tasks()
@@ -234,20 +261,24 @@ class JobManagerActor:
 
     async def _deploy(self, action: a.DeployTasks) -> None:
         jm, epoch = self.job_master, action.epoch
-        placement = self.config.placement
+        config = action.config or self.config
+        placement = config.placement
         handles = {}
         for descriptor in action.tasks:
             vertex, i = descriptor.key
-            operator = self.graph.vertex(vertex).operator
+            operator = config.graph.vertex(vertex).operator
             snapshot = encode_snapshot(descriptor.state, i)
-            split = [self.split_refs[vertex][i]] if operator.is_source and vertex in self.split_refs else None
+            splits = None
+            if operator.is_source:
+                refs = self.split_refs.get(vertex, ())
+                splits = {sid: refs[sid] for sid in descriptor.source_splits if sid < len(refs)}
             seed = task_seed(self.seed, vertex, i, descriptor.attempt.attempt_number)
             options = {"num_cpus": self.task_num_cpus}
             if self.ray_nodes is not None:
                 node = action.taskmanager_nodes[placement.taskmanager_of[descriptor.key]]
                 options["scheduling_strategy"] = on_node(self.ray_nodes[node].node_id)
             handles[descriptor.key] = StreamTaskActor.options(**options).remote(
-                self.config, dataclasses.replace(descriptor, state=None), seed, split, snapshot,
+                config, dataclasses.replace(descriptor, state=None), seed, splits, snapshot,
                 self.store if operator.is_sink else None, self.me)
         self.handles = handles
         try:
@@ -268,7 +299,8 @@ class JobManagerActor:
     def _record_placement(self, action: a.DeployTasks, restored: list[dict]) -> None:
         """Where each task of the deployment runs: its TaskManager, slot and node, and the Ray node it reported."""
         by_index = {n.index: n for n in self.ray_nodes or ()}
-        rows = {row["task"]: row for row in self.config.placement.describe(self.graph, action.taskmanager_nodes)}
+        config = action.config or self.config
+        rows = {row["task"]: row for row in config.placement.describe(config.graph, action.taskmanager_nodes)}
         for descriptor, report in zip(action.tasks, restored):
             row = rows[descriptor.name]
             expected = by_index.get(row["node"])

@@ -8,7 +8,9 @@ msgpack (``runtime.events.to_wire`` for channel elements, the ``_metadata`` seri
 ``runtime.storage.metadata_serializer`` for state snapshots), so what travels is the same on every backend
 and never unpickled from data. Records (splits, the sink's output) use ``runtime.records_codec``, re-exported
 here for the actors. A ``TaskStateSnapshot`` travels as a one-checkpoint ``CheckpointMetadata``
-holding one ``OperatorState`` per operator with the single subtask's state, plus its two FLIP-147 flags.
+holding one ``OperatorState`` per operator with the single subtask's state, plus its two FLIP-147 flags and, for a
+restore, each operator's in-flight data rescaling descriptors and rescaled gates and partitions (which are never
+part of a checkpoint).
 No protocol rule lives here.
 """
 
@@ -38,6 +40,15 @@ from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBu
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.records_codec import decode_records, decode_split, encode_records  # noqa: F401 (the actors' records codec)
 from barriersim.runtime.records_codec import pack, unpack
+import dataclasses
+
+from barriersim.runtime.state.inflight_data_rescaling import (
+    NO_RESCALE,
+    InflightDataGateOrPartitionRescalingDescriptor,
+    InflightDataRescalingDescriptor,
+    MappingType,
+)
+from barriersim.runtime.state.rescale_mappings import RescaleMappings
 from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorState, TaskStateSnapshot
 from barriersim.runtime.storage import metadata_serializer
 from barriersim.runtime.task.actions import TaskCheckpointMetrics
@@ -105,6 +116,30 @@ def attempt_from_wire(v) -> ExecutionAttemptID:
     return ExecutionAttemptID(v[0], int(v[1]), int(v[2]))
 
 
+def _mappings_to_wire(m: RescaleMappings) -> list:
+    return [m.is_identity, m.number_of_sources, m.number_of_targets, [list(t) for t in m.mappings]]
+
+
+def _mappings_from_wire(v) -> RescaleMappings:
+    identity, sources, targets, mappings = v
+    return RescaleMappings(sources, mappings, targets, identity=identity)
+
+
+def _descriptor_to_wire(d: InflightDataRescalingDescriptor):
+    if d.is_no_rescale:
+        return None
+    return [[list(g.old_subtask_indexes), _mappings_to_wire(g.rescale_mappings), sorted(g.ambiguous_subtask_indexes),
+             g.mapping_type.value] for g in d.gate_or_partition_descriptors]
+
+
+def _descriptor_from_wire(v) -> InflightDataRescalingDescriptor:
+    if v is None:
+        return NO_RESCALE
+    return InflightDataRescalingDescriptor(tuple(
+        InflightDataGateOrPartitionRescalingDescriptor(tuple(old), _mappings_from_wire(m), frozenset(amb), MappingType(t))
+        for old, m, amb, t in v))
+
+
 def encode_snapshot(snapshot: TaskStateSnapshot | None, subtask_index: int, checkpoint_id: int = 0) -> bytes | None:
     if snapshot is None:
         return None
@@ -112,19 +147,32 @@ def encode_snapshot(snapshot: TaskStateSnapshot | None, subtask_index: int, chec
         OperatorState(op, subtask_index + 1, max(128, subtask_index + 1), {subtask_index: state})
         for op, state in snapshot.subtask_states_by_operator.items()
     ))
+    rescaling = {op: [_descriptor_to_wire(s.input_rescaling_descriptor), _descriptor_to_wire(s.output_rescaling_descriptor),
+                      list(s.end_of_channel_state_gates), list(s.end_of_channel_state_partitions)]
+                 for op, s in snapshot.subtask_states_by_operator.items()
+                 if not (s.input_rescaling_descriptor.is_no_rescale and s.output_rescaling_descriptor.is_no_rescale
+                         and not s.end_of_channel_state_gates and not s.end_of_channel_state_partitions)}
     return pack([snapshot.is_task_finished, snapshot.is_task_deployed_as_finished,
-                 metadata_serializer.serialize(metadata)])
+                 metadata_serializer.serialize(metadata), rescaling])
 
 
 def decode_snapshot(data: bytes | None, subtask_index: int) -> TaskStateSnapshot | None:
     if data is None:
         return None
-    finished, deployed_finished, metadata_bytes = unpack(data)
+    finished, deployed_finished, metadata_bytes, *rest = unpack(data)
+    rescaling = rest[0] if rest else {}
     metadata = metadata_serializer.deserialize(metadata_bytes, "<task state snapshot>")
-    return TaskStateSnapshot(
-        {s.operator_id: s.subtask_states[subtask_index] for s in metadata.operator_states},
-        is_task_finished=finished, is_task_deployed_as_finished=deployed_finished,
-    )
+    states = {}
+    for s in metadata.operator_states:
+        state = s.subtask_states[subtask_index]
+        if s.operator_id in rescaling:
+            in_desc, out_desc, gates, partitions = rescaling[s.operator_id]
+            state = dataclasses.replace(
+                state, input_rescaling_descriptor=_descriptor_from_wire(in_desc),
+                output_rescaling_descriptor=_descriptor_from_wire(out_desc),
+                end_of_channel_state_gates=tuple(gates), end_of_channel_state_partitions=tuple(partitions))
+        states[s.operator_id] = state
+    return TaskStateSnapshot(states, is_task_finished=finished, is_task_deployed_as_finished=deployed_finished)
 
 
 def encode_metrics(metrics: TaskCheckpointMetrics) -> bytes:

@@ -79,6 +79,7 @@ from barriersim.runtime.task.actions import (
     AsyncCheckpointStarted,
     DeclineCheckpoint,
     SyncSnapshotTaken,
+    TaskFailed,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
@@ -88,11 +89,11 @@ DATA_CALLS_IN_FLIGHT = 2  # data calls to one consumer not yet taken in, at most
 
 @ray.remote(num_cpus=0.01)
 class StreamTaskActor:
-    def __init__(self, config: JobConfig, descriptor: TaskDeploymentDescriptor, seed: int, split: list | None,
+    def __init__(self, config: JobConfig, descriptor: TaskDeploymentDescriptor, seed: int, splits: dict | None,
                  snapshot: bytes | None, store, job_manager):
-        """``descriptor`` comes without its state, which travels as ``snapshot`` (msgpack); a source's ``split``
-        comes as ``[ObjectRef]`` (msgpack records or an Arrow table), read in ``connect``, so that the actor is
-        created before its split exists (``actors.workload_handoff``)."""
+        """``descriptor`` comes without its state, which travels as ``snapshot`` (msgpack); a source gets the
+        object references of the splits it reads (split id -> msgpack records or an Arrow table), read in
+        ``connect``, so that the actor is created before its splits exist (``actors.workload_handoff``)."""
         self.config = config
         self.descriptor = descriptor
         self.name = descriptor.name
@@ -100,7 +101,7 @@ class StreamTaskActor:
         self.attempt = descriptor.attempt
         self.seed = seed
         self.source_rate = config.source_rate_per_subtask if config.graph.vertex(self.key[0]).operator.is_source else 0
-        self._split_ref = split[0] if split else None
+        self._split_refs = splits
         self._snapshot = snapshot
         self.store = RemoteExternalStore(store, f"{self.name}@{self.attempt.attempt_number}") if store is not None else None
         self.job_manager = job_manager
@@ -133,13 +134,17 @@ class StreamTaskActor:
         self._wake = asyncio.Event()
         self._sent = asyncio.Event()
         self._reports: asyncio.Queue = asyncio.Queue()
-        split = decode_split(await self._split_ref) if self._split_ref is not None else ()
-        self._split_ref = None
         restore = dataclasses.replace(self.descriptor, state=decode_snapshot(self._snapshot, self.key[1]))
+        splits = None
+        if self._split_refs is not None:
+            ids = list(self._split_refs)
+            data = await asyncio.gather(*(self._split_refs[sid] for sid in ids))
+            splits = {sid: decode_split(d) for sid, d in zip(ids, data)}
         self.task, restored = deploy_task(
             self.config, restore, clock=now_ms, timer_service=LoopTimerService(loop, self._fail),
             rng=random.Random(self.seed), charging=Charging.REAL_TIME, cost_rng=random.Random(self.seed ^ 0x5EED),
-            wakeup=self._after_event, split=split, store=self.store)
+            wakeup=self._after_event, splits=splits, store=self.store)
+        self._split_refs = None
         self._reporter = loop.create_task(self._report_in_order())
         return {**restored, "ray_node_id": ray.get_runtime_context().get_node_id()}
 
@@ -324,6 +329,8 @@ class StreamTaskActor:
                     attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)))
             elif isinstance(action, TaskFinished):
                 self._reports.put_nowait(("task_finished", (attempt_to_wire(self.attempt), self.records_processed)))
+            elif isinstance(action, TaskFailed):
+                self._fail(RuntimeError(action.cause))
             elif isinstance(action, CrashedAtProtocolPoint):
                 self._reports.put_nowait(("crashed_at_protocol_point", (
                     attempt_to_wire(self.attempt), action.point.value, action.checkpoint_id)))

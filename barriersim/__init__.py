@@ -8,8 +8,9 @@ and analytics in Spark on Ray).
 For notebooks: ``barriersim.run(scenario, backend="sim", mode=None, seed=None, out=None, ...)`` runs a scenario
 and returns a ``RunResult`` (``barriersim.api.run``); ``barriersim.run_sweep`` runs a ``[sweep]`` and aggregates
 it in Spark (``barriersim.sweep.run_sweep``). The errors bad input raises are exported here too:
-``ScenarioError``, ``FaultScheduleError``, ``UnsupportedScenario``, ``ArgumentError`` (all ``BarriersimError``
-but the first two, which are ``ValueError``-like errors of the loader and the fault schedule). Names are loaded
+``ScenarioError``, ``FaultScheduleError``, ``ActionScheduleError``, ``UnsupportedScenario``, ``ArgumentError``
+(all ``BarriersimError`` but the first three, which are ``ValueError``-like errors of the loader, the fault
+schedule and the action schedule). Names are loaded
 on first use, so ``import barriersim`` stays cheap for the sans-IO core.
 """
 
@@ -25,6 +26,7 @@ _EXPORTS = {
     "load_scenario": ("barriersim.scenarios.loader", "load_scenario"),
     "ScenarioError": ("barriersim.scenarios.loader", "ScenarioError"),
     "FaultScheduleError": ("barriersim.runtime.faults", "FaultScheduleError"),
+    "ActionScheduleError": ("barriersim.runtime.experiment", "ActionScheduleError"),
     "BarriersimError": ("barriersim.errors", "BarriersimError"),
     "UnsupportedScenario": ("barriersim.errors", "UnsupportedScenario"),
     "ArgumentError": ("barriersim.errors", "ArgumentError"),

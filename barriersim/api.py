@@ -2,7 +2,8 @@
 is planned, then executed, here.
 
 How this works: ``plan`` takes a scenario (a file's path or a loaded ``Scenario``) and what the caller gave
-(``overrides`` of ``section.key`` values, ``seed``, ``faults``, ``mode``, ``backend``, ``workload``), checks all of
+(``overrides`` of ``section.key`` values, ``seed``, ``faults``, ``actions``, ``restore_from`` with
+``parallelism``, ``mode``, ``backend``, ``workload``), checks all of
 it before anything slow starts (the one scenario value checker, ``scenarios.loader.apply_settings``; the one mode
 rule; the errors name the file and the key) and returns a ``Plan``: one *effective scenario* per mode, with
 everything applied. ``execute`` runs a plan on the deterministic simulator (``barriersim.sim_backend``) or on
@@ -37,6 +38,7 @@ from barriersim.runtime.checkpointing_mode import (
     CheckpointingMode,
     CheckpointingModeError,
 )
+from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, RestoreSettings
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.scenarios.loader import (
     Scenario,
@@ -237,6 +239,37 @@ def as_faults(faults: FaultSchedule | list | str | None) -> FaultSchedule | None
     raise FaultScheduleError(f"faults: must be a FaultSchedule, a list of fault tables or JSON, got {type(faults).__name__}")
 
 
+def as_actions(actions: ActionSchedule | list | str | None) -> ActionSchedule | None:
+    """An action schedule from an ``ActionSchedule``, its plain form (a list of dicts, as in a scenario's
+    ``[[actions]]``) or its JSON."""
+    if actions is None or isinstance(actions, ActionSchedule):
+        return actions
+    if isinstance(actions, str):
+        return ActionSchedule.from_json(actions)
+    if isinstance(actions, list):
+        return ActionSchedule.from_plain(actions)
+    raise ActionScheduleError(f"actions: must be an ActionSchedule, a list of action tables or JSON, got "
+                              f"{type(actions).__name__}")
+
+
+def as_restore(scenario: Scenario, restore_from: str | os.PathLike | None,
+               parallelism: Mapping[str, int] | None) -> RestoreSettings | None:
+    """The run's start from a savepoint or retained checkpoint: ``restore_from`` with ``parallelism`` (vertex ->
+    parallelism of the restored job)."""
+    if restore_from is None:
+        if parallelism:
+            raise ArgumentError("parallelism: rescales the job restored from a savepoint or checkpoint; give "
+                                "restore_from (--from PATH) too")
+        return None
+    if not isinstance(parallelism, (Mapping, type(None))):
+        raise ArgumentError(f"parallelism: must be a mapping of vertex to parallelism, got {type(parallelism).__name__}")
+    try:
+        return RestoreSettings.from_plain({"from": os.path.abspath(os.fspath(restore_from)),
+                                           "parallelism": dict(parallelism or {})})
+    except ActionScheduleError as err:
+        raise ScenarioError(scenario.path, *str(err).split(": ", 1)) from None
+
+
 def apply_overrides(scenario: Scenario, overrides: Mapping[str, Any] | None) -> Scenario:
     """``scenario`` with ``section.key`` settings replaced, checked as the scenario file's are."""
     if not overrides:
@@ -273,10 +306,11 @@ class Plan:
         return [(out / s.checkpointing.mode.value if self.nest else out, s) for s in self.runs]
 
 
-def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, overrides=None,
-         workload: str | None = None, mode_origin: str = "mode=") -> Plan:
-    """Check everything the caller gave, before anything slow starts: the overrides first, then the seed and
-    the faults, then each mode (``mode_origin`` names where a mode came from in its errors)."""
+def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, actions=None, restore_from=None,
+         parallelism=None, overrides=None, workload: str | None = None, mode_origin: str = "mode=") -> Plan:
+    """Check everything the caller gave, before anything slow starts: the overrides first, then the seed, the
+    faults, the actions and the restore (the snapshot must be readable, of an earlier run of the same scenario),
+    then each mode (``mode_origin`` names where a mode came from in its errors)."""
     _check_choice("backend", backend, BACKENDS)
     if workload is None:
         workload = "spark" if backend == "ray" else "local"
@@ -285,7 +319,11 @@ def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, o
     if backend == "ray" and workload == "local":
         raise UnsupportedScenario(f"{s.path}: workload: the Ray backend generates its workload in Spark on Ray; "
                                   "workload=\"local\" applies to the sim backend")
-    s = effective_scenario(s, seed=check_seed(s, seed), faults=as_faults(faults))
+    s = effective_scenario(s, seed=check_seed(s, seed), faults=as_faults(faults), actions=as_actions(actions),
+                           restore=as_restore(s, restore_from, parallelism))
+    from barriersim.continuation import check_restore
+
+    check_restore(s)
     modes = modes_of(s, mode)
     runs = (s,) if modes is None else tuple(effective_scenario(s, mode=m, origin=mode_origin) for m in modes)
     return Plan(runs, backend, workload, nest=mode == "all" or len(runs) > 1)
@@ -374,9 +412,9 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
 
 
 def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=None, seed: int | None = None,
-        out: str | os.PathLike | None = None, faults=None, address: str | None = None,
-        overrides: Mapping[str, Any] | None = None, workload: str | None = None, spark=None,
-        progress: Progress | None = None, force: bool = False, checkpoint_files: bool = False,
+        out: str | os.PathLike | None = None, faults=None, actions=None, restore_from=None, parallelism=None,
+        address: str | None = None, overrides: Mapping[str, Any] | None = None, workload: str | None = None,
+        spark=None, progress: Progress | None = None, force: bool = False, checkpoint_files: bool = False,
         checkpoint_storage: str | None = None) -> RunResult:
     """Run a scenario and return its results (``RunResult``: mode -> ``ModeRun``; ``.only`` for one mode).
 
@@ -385,7 +423,10 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     scenario's, a list of modes, or ``"all"`` (aligned, unaligned, at-least-once side by side). ``seed``:
     overrides the scenario's. ``out``: the run directory (default ``runs/<scenario>-<UTC stamp>``; each mode in
     ``out/<mode>/`` when there are several). ``faults``: a fault schedule (``FaultSchedule``, its plain list or
-    its JSON) replacing the scenario's. ``address``: an existing Ray cluster. ``overrides``:
+    its JSON) replacing the scenario's. ``actions``: experiment actions (``ActionSchedule``, its plain list or
+    JSON: savepoints, stop-with-savepoint, cancel, restores) replacing the scenario's. ``restore_from``: start
+    from this savepoint or retained checkpoint of an earlier run of the scenario, with ``parallelism`` (vertex ->
+    parallelism) for the restored job. ``address``: an existing Ray cluster. ``overrides``:
     ``{"section.key": value}`` for workload, checkpointing and network keys. ``workload``: ``"local"`` or
     ``"spark"`` (sim backend; the Ray backend always uses Spark). ``spark``: a live SparkSession on Ray to use
     instead of starting one. ``progress``: ``(stage, fraction)`` callback. ``force``: ``out`` may be a previous
@@ -397,7 +438,8 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     Raises ``ScenarioError`` / ``FaultScheduleError`` / ``UnsupportedScenario`` / ``ArgumentError`` (one-line
     messages naming the file and key) for bad input, before anything is started or written.
     """
-    p = plan(scenario, backend=backend, mode=mode, seed=seed, faults=faults, overrides=overrides, workload=workload)
+    p = plan(scenario, backend=backend, mode=mode, seed=seed, faults=faults, actions=actions,
+             restore_from=restore_from, parallelism=parallelism, overrides=overrides, workload=workload)
     check_checkpoint_storage(p.backend, checkpoint_storage)
     out_dir = Path(out) if out is not None else default_out_dir(p.scenario)
     prepare_out_dir(out_dir, force)

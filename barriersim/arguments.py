@@ -1,4 +1,5 @@
-"""Argument types the command line's subcommands share: a seed, and ``--set section.key=value`` overrides."""
+"""Argument types the command line's subcommands share: a seed, ``--set section.key=value`` overrides, the
+experiment actions' times, ``--parallelism vertex=n``, and the experiment action options of ``run``."""
 
 from __future__ import annotations
 
@@ -33,6 +34,52 @@ def add_set_argument(parser: argparse.ArgumentParser) -> None:
                         type=setting_argument, help="override one workload, checkpointing or network setting (a TOML "
                                                     "value, e.g. checkpointing.interval_ms=200); may be given "
                                                     "several times")
+
+
+def ms_argument(text: str) -> int:
+    """A time in ms on the run's clock: a non-negative integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a time in ms (a non-negative integer), got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a time in ms (a non-negative integer), got {text!r}")
+    return value
+
+
+def parallelism_argument(text: str) -> tuple[str, int]:
+    """``vertex=n``: a vertex's new parallelism (n >= 1)."""
+    vertex, sep, raw = text.partition("=")
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not sep or not vertex.strip() or value < 1:
+        raise argparse.ArgumentTypeError(f"must be VERTEX=N with N >= 1, got {text!r}")
+    return vertex.strip(), value
+
+
+def add_action_arguments(parser: argparse.ArgumentParser) -> None:
+    """``run``'s experiment actions: savepoints, a stop-with-savepoint or a cancel, and a start from a savepoint
+    or retained checkpoint with new parallelisms."""
+    group = parser.add_argument_group("experiment actions (they replace the scenario's [[actions]])")
+    group.add_argument("--savepoint-at", dest="savepoint_at", action="append", default=[], type=ms_argument,
+                       metavar="MS", help="take a savepoint (canonical format) at MS on the run's clock; may be given "
+                                          "several times")
+    group.add_argument("--stop-with-savepoint-at", dest="stop_at", type=ms_argument, metavar="MS",
+                       help="stop the job with a savepoint at MS (Flink's stop)")
+    group.add_argument("--drain", action="store_true",
+                       help="with --stop-with-savepoint-at: drain (MAX_WATERMARK and the end of input before the "
+                            "savepoint, as flink stop --drain)")
+    group.add_argument("--cancel-at", dest="cancel_at", type=ms_argument, metavar="MS", help="cancel the job at MS")
+    group.add_argument("--actions", help="a whole action schedule as JSON (as in a scenario's [[actions]])")
+    restore = parser.add_argument_group("restore (Flink's run --fromSavepoint)")
+    restore.add_argument("--from", dest="restore_from", metavar="PATH",
+                         help="start from this savepoint or retained checkpoint (a directory, or its _metadata) of "
+                              "an earlier run of the same scenario")
+    restore.add_argument("--parallelism", dest="parallelism", action="append", default=[], type=parallelism_argument,
+                         metavar="VERTEX=N", help="with --from: the restored job's parallelism of VERTEX; may be "
+                                                  "given several times")
 
 
 RETENTION_KEY = "checkpointing.externalized_checkpoint_retention"

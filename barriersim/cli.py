@@ -7,7 +7,10 @@ leaves running) or on the deterministic simulator (``--backend sim``), in the sc
 (``--mode all``: aligned, unaligned and at-least-once on the same workload, each in ``OUT/<mode>/``), with
 ``--set section.key=value`` overrides checked as the file's values are. ``replay`` re-runs a simulation exactly
 from a scenario file, typically a run's own ``scenario.toml`` (or its run directory), which holds the seed, mode,
-faults and overrides it ran with. ``sweep`` runs a ``[sweep]`` matrix (``barriersim.sweep``), ``report`` writes
+faults and overrides it ran with. ``run`` also takes experiment actions (``--savepoint-at``,
+``--stop-with-savepoint-at`` with ``--drain``, ``--cancel-at``, or a whole ``--actions`` schedule) and starts
+from a savepoint or retained checkpoint of an earlier run with ``--from PATH --parallelism vertex=n``.
+``sweep`` runs a ``[sweep]`` matrix (``barriersim.sweep``), ``report`` writes
 the HTML report of a run directory. Bad input gets one line naming the file and the key and exit status 2, a
 violated guarantee or a job that ended FAILED (its one-line reason printed) exit status 1; Ctrl-C stops a run cleanly (Spark and Ray are shut down) with exit status 130.
 """
@@ -20,13 +23,14 @@ import time
 from pathlib import Path
 
 from barriersim import sweep, tables
-from barriersim.arguments import add_checkpoint_arguments, add_set_argument, seed_argument
-from barriersim.errors import BarriersimError
+from barriersim.arguments import add_action_arguments, add_checkpoint_arguments, add_set_argument, seed_argument
+from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.out_dir import prepare_out_dir
 from barriersim.progress import StageProgress
 from barriersim.report.cli import add_report_parser, cmd_report
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 from barriersim.runtime.fault_log import fired_line
+from barriersim.runtime.experiment import ActionScheduleError
 from barriersim.runtime.faults import FaultScheduleError
 from barriersim.scenarios.loader import ScenarioError
 from barriersim.summary import SCENARIO_FILE, default_out_dir
@@ -57,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--mode", choices=ALL_MODES + ("all",),
                      help="checkpointing mode overriding the scenario's; all: aligned, unaligned and at-least-once")
     add_set_argument(run)
+    add_action_arguments(run)
     add_checkpoint_arguments(run)
     replay = sub.add_parser("replay", help="re-run a simulation exactly",
                             description="Re-run a simulation from a scenario file: a run's scenario.toml (or its run "
@@ -65,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--seed", type=seed_argument, help="seed overriding the file's")
     replay.add_argument("--mode", choices=ALL_MODES, help="checkpointing mode overriding the file's")
     replay.add_argument("--faults", help="a fault schedule as JSON, replacing the file's")
+    replay.add_argument("--actions", help="an action schedule as JSON, replacing the file's")
     add_set_argument(replay)
     add_checkpoint_arguments(replay)
     replay.add_argument("--out", help="run directory, new or empty (default: runs/<scenario>-<UTC timestamp>)")
@@ -94,6 +100,29 @@ def _exit_status(result) -> int:
     return EXIT_VIOLATED if failed or any(v == "violated" for v in result.verdicts.values()) else 0
 
 
+def _actions_of(args) -> list | str | None:
+    """The action schedule of ``run``'s options: ``--actions`` as given, or the timed options (savepoints in
+    time order, then the stop or the cancel); None when none is given (the scenario's own)."""
+    timed = bool(args.savepoint_at) or args.stop_at is not None or args.cancel_at is not None
+    if args.drain and args.stop_at is None:
+        raise ArgumentError("--drain: drains a stop-with-savepoint; give --stop-with-savepoint-at too")
+    if args.actions is not None:
+        if timed:
+            raise ArgumentError("--actions: give a whole schedule or --savepoint-at / --stop-with-savepoint-at / "
+                                "--cancel-at, not both")
+        return args.actions
+    if not timed:
+        return None
+    if args.stop_at is not None and args.cancel_at is not None:
+        raise ArgumentError("--cancel-at: the job is stopped by --stop-with-savepoint-at; give one of them")
+    actions = [{"type": "savepoint", "at_ms": at} for at in sorted(args.savepoint_at)]
+    if args.stop_at is not None:
+        actions.append({"type": "stop_with_savepoint", "at_ms": args.stop_at, "drain": args.drain})
+    if args.cancel_at is not None:
+        actions.append({"type": "cancel", "at_ms": args.cancel_at})
+    return actions
+
+
 def _out(args, scenario) -> Path:
     """The run directory, checked before anything starts (``barriersim.out_dir``)."""
     out = Path(args.out) if args.out else default_out_dir(scenario)
@@ -106,7 +135,8 @@ def _cmd_run(args) -> int:
 
     started = time.perf_counter()
     p = api.plan(args.scenario, backend=args.backend, mode=args.mode, seed=args.seed,
-                 overrides=dict(args.overrides), mode_origin="--mode")
+                 overrides=dict(args.overrides), actions=_actions_of(args), restore_from=args.restore_from,
+                 parallelism=dict(args.parallelism) or None, mode_origin="--mode")
     checkpoint_storage = api.check_checkpoint_storage(args.backend, args.checkpoint_storage)
     out = _out(args, p.scenario)
     console = tables.console()
@@ -133,7 +163,7 @@ def _cmd_replay(args) -> int:
     path = Path(args.scenario)
     if path.is_dir():
         path = path / SCENARIO_FILE
-    p = api.plan(path, backend="sim", mode=args.mode, seed=args.seed, faults=args.faults,
+    p = api.plan(path, backend="sim", mode=args.mode, seed=args.seed, faults=args.faults, actions=args.actions,
                  overrides=dict(args.overrides), mode_origin="--mode")
     out = _out(args, p.scenario)
     result = api.execute(p, out, checkpoint_files=args.checkpoint_files)
@@ -155,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_report(args)
         if args.command == "sweep":
             return sweep.main_from_args(args)
-    except (ScenarioError, FaultScheduleError, BarriersimError) as e:
+    except (ScenarioError, FaultScheduleError, ActionScheduleError, BarriersimError) as e:
         print(f"barriersim: {e}", file=sys.stderr)
         return EXIT_USAGE
     except ConnectionError as e:  # e.g. no Ray cluster at --address / RAY_ADDRESS

@@ -19,8 +19,8 @@ from barriersim.errors import ArgumentError
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 
 RUN_FILES = {"summary.json", "scenario.toml", "checkpoints.csv", "checkpoints.parquet", "subtasks.csv",
-             "subtasks.parquet", "placement.csv", "placement.parquet", "sweep.json"}
-RUN_DIRS = {"checkpoints", "analytics", "report", "logs"}
+             "subtasks.parquet", "placement.csv", "placement.parquet", "sweep.json", "external_store.msgpack"}
+RUN_DIRS = {"checkpoints", "savepoints", "analytics", "report", "logs"}
 MARKERS = ("summary.json", "scenario.toml", "sweep.json")
 
 

@@ -13,14 +13,17 @@ and left running), on one workload, spending as little time as it can outside th
    (``barriersim.spark.workload``); the waiting sources read their splits and the job runs;
 3. the output is verified: the quickstart shape by one Spark SQL job over Arrow data
    (``barriersim.spark.reference.verify``), any other graph by the reference evaluated in a Ray task
-   (``verify_in_ray``); meanwhile the next mode's job is deployed, waiting for its splits (the same tables,
+   (``verify_in_ray``), as is a run whose last job was stopped or cancelled (against its snapshot); meanwhile the
+   next mode's job is deployed, waiting for its splits (the same tables,
    through its own hand-off), which it gets when the verification is over, so that no two jobs run at once;
 4. Flink's checkpoint statistics of all modes are computed in the same Spark session
    (``barriersim.spark.analytics``), then each mode's ``summary.json`` is written.
 Every phase is timed in ``timings_seconds``: the shared ones (``ray_start``, ``spark_start``, ``workload``,
 ``analytics``: the same in every mode of one run) and the mode's own (``deploy``: from the workload being ready,
 or the previous mode's end, until its tasks run; ``job``: the tasks' run; ``verification``); ``wall_seconds`` is
-the mode's own wall time. Spark's and Ray's logs go to ``logs/`` in the run directory (the root one for several
+the mode's own wall time. Savepoints go to ``savepoints/``, checkpoints to ``checkpoints/<job-id>/``, the
+external system to ``external_store.msgpack``; a run restored from an earlier run's snapshot continues that run's
+external system (``barriersim.continuation``). Spark's and Ray's logs go to ``logs/`` in the run directory (the root one for several
 modes). Progress, ``(stage, fraction or None)``, goes to an optional callback.
 """
 
@@ -66,9 +69,13 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` (a path every node sees, ``file://`` or ``s3://``),
     each run's checkpoints under ``<storage>/<run directory name>[/<mode>]``; default: each run directory's
     ``checkpoints/``."""
+    import msgpack
     import ray
 
     from barriersim.actors.graph_runner import RayJob
+    from barriersim.continuation import previous_run, write_external_store
+    from barriersim.runtime.operators.sinks import ExternalStore
+    from barriersim.summary import jobs_sections
     from barriersim.actors.placement import check_kill_nodes, cluster_nodes
     from barriersim.actors.workload_handoff import WorkloadHandOff, refs
     from barriersim.errors import UnsupportedScenario
@@ -102,8 +109,13 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
         """Deploy a mode's job now; its sources wait for the splits its own hand-off gets later."""
         handoffs.append(WorkloadHandOff.remote())
         target.mkdir(parents=True, exist_ok=True)
+        previous = previous_run(scenario)  # the run whose snapshot this one restores, continued
         jobs.append(RayJob(job_config(scenario), refs(handoffs[-1], sources), storage_uris[target],
-                           f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=records))
+                           f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=records,
+                           savepoint_root=str((target / "savepoints").resolve()),
+                           first_attempt_number=previous.next_attempt_number if previous else 0,
+                           store_snapshot=msgpack.packb(previous.store.snapshot(), use_bin_type=True)
+                           if previous else None))
         return jobs[-1]
 
     try:
@@ -154,17 +166,21 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
 
             suffix = f" ({mode})" if several else ""
             t1 = time.perf_counter()
-            if scenario.job.is_quickstart_shape:
+            ended_by_snapshot = bool(result.ending[0])
+            if scenario.job.is_quickstart_shape and not ended_by_snapshot:
                 say(f"verifying against Spark's reference{suffix}", None)
                 verification = verify(spark, workload.df, output_table(result.committed_output),
                                       exactly_once=config.mode.exactly_once)
             else:
                 say(f"verifying against the reference{suffix}", None)
                 verification = verify_in_ray(config.graph, split_refs, result.committed_output,
-                                             at_least_once=not config.mode.exactly_once)
+                                             at_least_once=not config.mode.exactly_once, ending=result.ending,
+                                             pending=result.pending_records)
             own = {"deploy": deploy, "job": running, "verification": time.perf_counter() - t1}
             write_run_directory(target, scenario, None, result.checkpoints,
                                 with_channel_kinds(result.subtasks, result.config), result.placement)
+            write_external_store(target, ExternalStore.from_snapshot(
+                msgpack.unpackb(result.store_snapshot, raw=False, strict_map_key=False)))
             source_runs = {r["task"]: (split_sizes[r["task"]], r.get("last_record_at_ms"))
                            for r in result.task_runs if r.get("task") in split_sizes}
             summary = build_summary(
@@ -176,6 +192,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 records_per_second=result.records_emitted / running if running > 0 else None,
                 throughput_clock="wall", source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
                 faults_fired=result.fault_log, failure_reason=result.failure_reason,
+                **jobs_sections(result, result.next_attempt_number, "snapshot" if ended_by_snapshot else "workload"),
                 backend_sections={"spark": spark_info, "timings_seconds": own,
                                   "ray": {"coordinator_failovers": result.coordinator_failovers,
                                           "killed": result.killed, "failures": result.failures,

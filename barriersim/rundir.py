@@ -32,7 +32,7 @@ SUBTASK_COLUMNS = (
 # Per-subtask timeline columns later runs add; derived from the others when absent.
 TIMELINE_COLUMNS = ("first_barrier_timestamp", "alignment_end_timestamp", "snapshot_timestamp")
 
-_SKIP_DIRS = {"checkpoints", "report", "analytics", "logs"}
+_SKIP_DIRS = {"checkpoints", "savepoints", "report", "analytics", "logs"}
 _MAX_DEPTH = 2
 
 

@@ -7,8 +7,13 @@ committed output against the reference evaluated over the same workload (``runti
 the run directory as the Ray backend does (``barriersim.summary``, with the offered and achieved rate of each
 source subtask, measured on the virtual clock until the subtask finished): ``scenario.toml``, ``summary.json`` (with
 ``backend: "sim"``, the ``simulation`` section, ``trace_sha256`` and the one-line ``replay`` command, which
-re-runs that ``scenario.toml``) and the per-checkpoint and per-subtask statistics. A run is a pure function of
-its effective scenario.
+re-runs that ``scenario.toml``) and the per-checkpoint and per-subtask statistics. Savepoints are written as files
+in ``savepoints/`` (Flink's JobManager storage with a savepoint directory); the checkpoints a cancelled job
+retained, kept in memory while the run lasts, are written to ``checkpoints/<job-id>/`` at its end; the external
+system the sinks wrote goes to ``external_store.msgpack``, so that a later run restored from one of them
+continues it (``barriersim.continuation``). A run whose last job ended by a stop or a cancel is verified against
+that snapshot (``runtime.snapshot_verification.verify_run``). A run is a pure function of its effective scenario
+(and, restored, of the run it continues).
 """
 
 from __future__ import annotations
@@ -17,13 +22,16 @@ import shlex
 import time
 from pathlib import Path
 
+from barriersim.continuation import previous_run, write_external_store
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.verification import expected_sink_input, verify
+from barriersim.runtime.snapshot_verification import verify_run
+from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from barriersim.summary import (
     SCENARIO_FILE,
     build_summary,
+    jobs_sections,
     placement_rows,
     placement_section,
     source_rates,
@@ -47,16 +55,22 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     config = job_config(scenario)
     if splits is None:
         splits = workload_splits(scenario)
+    previous = previous_run(scenario)
     started = time.perf_counter()
     simulation = JobSimulation(config, splits, scenario.seed,
-                               checkpoint_directory=out_dir / "checkpoints" if checkpoint_files else None)
+                               checkpoint_directory=out_dir / "checkpoints" if checkpoint_files else None,
+                               savepoint_directory=out_dir / "savepoints", store=previous.store if previous else None,
+                               first_attempt_number=previous.next_attempt_number if previous else 0)
     finished_at = _record_source_finishes(simulation)
     result = simulation.run()
     wall = time.perf_counter() - started
     source_runs = {f"{vertex}#{i}": (len(split), finished_at.get((vertex, i))) for vertex, parts in splits.items()
                    for i, split in enumerate(parts)}
-    verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=not config.mode.exactly_once)
+    report = simulation.report
+    _externalize_retained_checkpoints(simulation, report, out_dir)
+    verdict, scope = verify_run(config.graph, splits, simulation.job_master.ending_snapshot, result.committed_output,
+                                lambda tids: [r for t in tids for r in simulation.store.pending.get(t, ())],
+                                at_least_once=not config.mode.exactly_once)
     records = sum(len(s) for splits_of in splits.values() for s in splits_of)
     virtual_seconds = result.virtual_ms / 1000
     summary = build_summary(
@@ -68,6 +82,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
         records_per_second=records / virtual_seconds if virtual_seconds else None, throughput_clock="virtual",
         source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
         faults_fired=result.fault_log, failure_reason=result.failure_reason,
+        **jobs_sections(report, simulation.job_master.next_attempt_number, scope),
         backend_sections={
             "simulation": {
                 "outcome": result.outcome.value,
@@ -86,7 +101,24 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     )
     write_run_directory(out_dir, scenario, summary, result.checkpoints, with_channel_kinds(result.subtasks, config),
                         placement_rows(config, result.deployments))
+    write_external_store(out_dir, simulation.store)
     return summary
+
+
+def _externalize_retained_checkpoints(sim: JobSimulation, report, out_dir: Path) -> None:
+    """The checkpoints a cancelled job retained live in the simulator's memory: write them to
+    ``checkpoints/<job-id>/chk-<n>/_metadata`` (Flink's externalized checkpoints), where a later run can
+    restore them, and report that path."""
+    for job_report in report.jobs:
+        pointer = job_report.retained_checkpoint
+        storage = sim.storages.get(job_report.job_id)
+        if pointer is None or storage is None or not pointer.startswith("jobmanager://"):
+            continue
+        metadata = storage.load_checkpoint_metadata(pointer)
+        files = FileSystemCheckpointStorage(out_dir / "checkpoints", job_report.job_id)
+        job_report.retained_checkpoint = files.persist_checkpoint(metadata).external_pointer
+    if report.jobs:
+        report.retained_checkpoint = report.jobs[-1].retained_checkpoint
 
 
 def _record_source_finishes(simulation: JobSimulation) -> dict[tuple[str, int], int]:

@@ -17,9 +17,14 @@ barriers are on the wire, or let it expire with data in flight), weighted by wha
 ``cancelled_in_flight_cases`` shapes whole jobs for the late barrier of a cancelled checkpoint. Checkpoint
 timeouts are drawn from 1-10 s (Flink's 10-minute default would make a case whose acknowledgement was dropped
 wait ten simulated minutes). Some cases run with buffer debloating
-(``network_configs``), its buffer sizes changing while faults strike. ``SimulatedCase.run()`` simulates, verifies
-the committed output against the reference and checks that every completed checkpoint is a consistent cut
-(``CaseResult.cut_violations``).
+(``network_configs``), its buffer sizes changing while faults strike. ``action_schedules`` draws experiment actions
+(``runtime.experiment``): savepoints, a stop-with-savepoint (drained only when nothing follows) or a cancel, and
+restores with new parallelisms (a forward-connected group of vertices rescaled together), for up to three jobs,
+at times inside the run; ``action_faults`` adds faults aimed at them (a crash while a savepoint is taken, a failed
+savepoint write, a crash while a restored job restores). ``simulated_cases(actions=True)`` combines them with the
+other faults. ``SimulatedCase.run()`` simulates, verifies the committed output against the reference (against
+the snapshot the run ended with when its last job was stopped or cancelled) and checks that every completed
+checkpoint is a consistent cut (``CaseResult.cut_violations``).
 
 Example::
 
@@ -44,6 +49,14 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from barriersim.runtime.checkpointing_mode import ALL_MODES as MODES, CheckpointingMode
+from barriersim.runtime.experiment import (
+    ActionSchedule,
+    Cancel,
+    Restore,
+    RestoreSource,
+    Savepoint,
+    StopWithSavepoint,
+)
 from barriersim.runtime.faults import (
     CrashCoordinator,
     CrashTask,
@@ -321,6 +334,86 @@ def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: in
     return FaultSchedule(situation + tuple(draw(st.lists(fault, max_size=max_faults))))
 
 
+def forward_groups(graph: JobGraph) -> list[list[str]]:
+    """The vertices joined by forward edges (their parallelism changes together), in vertex order."""
+    group_of = {v.name: {v.name} for v in graph.vertices}
+    for e in graph.edges:
+        if e.partitioner is Partitioner.FORWARD:
+            merged = group_of[e.source] | group_of[e.target]
+            for name in merged:
+                group_of[name] = merged
+    seen, groups = set(), []
+    for v in graph.vertices:
+        if v.name not in seen:
+            groups.append([n for n in (x.name for x in graph.vertices) if n in group_of[v.name]])
+            seen |= group_of[v.name]
+    return groups
+
+
+@st.composite
+def rescalings(draw, graph: JobGraph, max_parallelism: int = 4) -> dict[str, int]:
+    """New parallelisms for some forward-connected groups of ``graph``'s vertices (the sink's too)."""
+    out: dict[str, int] = {}
+    for group in draw(st.lists(st.sampled_from(forward_groups(graph)), min_size=1, max_size=3, unique_by=tuple)):
+        cap = min(max_parallelism, min(graph.vertex(n).max_parallelism for n in group))
+        p = draw(st.integers(1, cap))
+        out.update({n: p for n in group})
+    return out
+
+
+@st.composite
+def action_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_jobs: int = 3,
+                     max_parallelism: int = 4, min_jobs: int = 1) -> ActionSchedule:
+    """Experiment actions for ``min_jobs`` to ``max_jobs`` jobs: each but the last takes savepoints and ends by a
+    stop-with-savepoint or a cancel followed by a restore (from its savepoint, or from the retained checkpoint of
+    a cancelled job) with new parallelisms; the last job may take a savepoint and be stopped (drained or not) or
+    cancelled. Times are increasing, inside ``horizon_ms``."""
+    actions: list = []
+    jobs = draw(st.integers(min_jobs, max_jobs))
+    t = 0
+    current = graph
+    for job in range(jobs):
+        last = job == jobs - 1
+        step = max(1, horizon_ms // (2 * jobs))
+        gap = st.integers(max(1, step // 4), step)  # spread over the run, each savepoint given time to complete
+        for _ in range(draw(st.integers(0, 1))):
+            t += draw(gap)
+            actions.append(Savepoint(t))
+        if last and draw(st.booleans()):
+            break  # the last job runs to its end
+        t += draw(gap)
+        savepoint_taken = any(isinstance(a, (Savepoint, StopWithSavepoint)) for a in actions)
+        if draw(st.sampled_from(["stop", "cancel", "stop"])) == "stop":  # a stop leaves a savepoint to restore
+            actions.append(StopWithSavepoint(t, drain=last and draw(st.booleans())))
+            source = RestoreSource.SAVEPOINT
+        else:
+            actions.append(Cancel(t))
+            source = RestoreSource.CHECKPOINT if not savepoint_taken or draw(st.booleans()) else RestoreSource.SAVEPOINT
+        if last:
+            break
+        parallelism = draw(rescalings(current, max_parallelism))
+        restore = Restore(source, parallelism)
+        actions.append(restore)
+        current = JobGraph(tuple(v if v.name not in parallelism else type(v)(v.name, v.operator, parallelism[v.name],
+                                                                            v.max_parallelism, v.params)
+                                 for v in current.vertices), current.edges)
+    return ActionSchedule(tuple(actions))
+
+
+@st.composite
+def action_faults(draw, graph: JobGraph, schedule: ActionSchedule, max_faults: int = 2) -> FaultSchedule:
+    """Faults aimed at the actions: a crash of a subtask while a savepoint is taken (shortly after it is
+    asked for), a failed ``_metadata`` write of an early checkpoint or savepoint, a crash while a job restores."""
+    names = subtask_names(graph)
+    times = [a.at_ms for a in schedule if isinstance(a, (Savepoint, StopWithSavepoint))]
+    options = [st.builds(FailStorageWrite, checkpoint_id=st.integers(1, 8)),
+               st.builds(CrashTask, task=st.sampled_from(names), point=st.just(ProtocolPoint.DURING_RESTORE))]
+    if times:
+        options.append(st.builds(CrashTask, task=st.sampled_from(names),
+                                 at_ms=st.sampled_from(times).flatmap(lambda at: st.integers(at, at + 30))))
+    return FaultSchedule(tuple(draw(st.lists(st.one_of(*options), max_size=max_faults))))
+
+
 @dataclass(frozen=True)
 class SimulatedCase:
     """One generated run: a scenario document, a fault schedule and a seed."""
@@ -343,7 +436,7 @@ class SimulatedCase:
         """Simulate and verify; returns a ``CaseResult``. ``check_cuts``: also check that every completed
         checkpoint is a consistent cut (``runtime.sim.consistent_cut``)."""
         from barriersim.runtime.sim.job_simulation import JobSimulation
-        from barriersim.runtime.verification import expected_sink_input, verify
+        from barriersim.runtime.snapshot_verification import verify_run
         from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
         scenario = self.scenario()
@@ -351,9 +444,11 @@ class SimulatedCase:
         splits = workload_splits(scenario)
         job = JobSimulation(config, splits, self.seed, record_cuts=check_cuts)
         result = job.run()
-        return CaseResult(result, verify(expected_sink_input(config.graph, splits), result.committed_output,
-                                         at_least_once=not config.mode.exactly_once),
-                          tuple(job.consistent_cut_violations()) if check_cuts else ())
+        verdict, _ = verify_run(config.graph, splits, job.job_master.ending_snapshot, result.committed_output,
+                                lambda tids: [r for t in tids for r in job.store.pending.get(t, ())],
+                                at_least_once=not config.mode.exactly_once)
+        return CaseResult(result, verdict, tuple(job.consistent_cut_violations()) if check_cuts else (),
+                          job.report)
 
     def save(self, directory: Path) -> tuple[Path, str]:
         """Write the case as a scenario file (its faults and seed included); returns it and the one-line command
@@ -371,12 +466,15 @@ class CaseResult:
     simulation: object  # SimulationResult
     verdict: object  # runtime.verification.Verification
     cut_violations: tuple = ()  # CutViolation: completed checkpoints that are not consistent cuts
+    report: object = None  # runtime.job.dispatcher.RunReport: every job, every action
 
 
 @st.composite
 def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max_faults: int = 3,
                     records: tuple[int, int] = (1000, 6000), jobmanager_faults: bool = False,
-                    taskmanager_faults: bool = False) -> SimulatedCase:
+                    taskmanager_faults: bool = False, actions: bool = False, min_jobs: int = 1) -> SimulatedCase:
+    """A whole run; with ``actions``, experiment actions (``action_schedules``, ``min_jobs`` jobs at least: 2 for
+    a rescale sequence) and faults aimed at them too."""
     checkpointing = draw(checkpointing_configs(mode))
     graph = draw(topologies(max_parallelism=max_parallelism,
                             at_least_once_sink=not CheckpointingMode.parse(checkpointing["mode"]).exactly_once))
@@ -398,6 +496,17 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     if faults.of_type(FailCheckpoints) and draw(st.booleans()):
         # checkpoints declined on purpose: tolerate it, so that no failover wipes out what the cancellations left
         document["checkpointing"]["tolerable_failures"] = TOLERATE_ALL
+    if actions:
+        schedule = draw(action_schedules(graph, horizon_ms=horizon_ms, max_parallelism=max_parallelism,
+                                         min_jobs=min_jobs))
+        document["actions"] = schedule.to_plain()
+        if any(isinstance(a, Restore) and a.source is RestoreSource.CHECKPOINT for a in schedule):
+            document["checkpointing"]["externalized_checkpoint_retention"] = "RETAIN_ON_CANCELLATION"
+        faults = FaultSchedule(faults.faults + draw(action_faults(graph, schedule)).faults)
+        # the cluster holds the largest job of the run
+        slots = max(slots_needed(g) for g in schedule.graphs(graph))
+        cluster = document["cluster"]
+        cluster["slots_per_taskmanager"] = max(cluster["slots_per_taskmanager"], -(-slots // cluster["taskmanagers"]))
     seed = draw(st.integers(0, 2**32 - 1))
     network = draw(network_configs())
     if network:

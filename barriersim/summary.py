@@ -9,11 +9,15 @@ nodes they were spread over, how many input channels are local and how many remo
 TaskManager, the nodes a ``kill_node`` lost, and on Ray the Ray node behind each node), ``checkpoints`` (Flink's counts: ``completed``,
 ``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
 verdict's counts), ``job`` (``outcome``, ``failure_reason``: one line saying what failed the job, or null,
-``restarts``, ``restored_checkpoint_ids``, ``restored_in_flight_bytes``), ``throughput`` (``records_per_second``
-and the ``clock`` it was measured on: ``wall`` on Ray, ``virtual`` in the simulator; then the offered rate against
-the achieved one per source subtask, ``source_rates``), ``faults`` (the fault schedule run), ``faults_fired`` (each
-fault of it with ``fired``, how often it took effect, and ``first_at_ms``: ``runtime.fault_log``), then the
-backend's own sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
+``restarts``, ``restored_checkpoint_ids``, ``restored_in_flight_bytes``, ``final_state``,
+``stopped_with_savepoint``, ``retained_checkpoint``, ``latest_restored``, ``next_attempt_number``),
+``throughput`` (``records_per_second`` and the ``clock`` it was measured on: ``wall`` on Ray, ``virtual`` in the
+simulator; then the offered rate against the achieved one per source subtask, ``source_rates``), ``faults`` (the
+fault schedule run), ``faults_fired`` (each fault of it with ``fired``, how often it took effect, and
+``first_at_ms``: ``runtime.fault_log``), then, for a run with experiment actions or a restore, ``restore`` (the
+run's own ``--from``), ``actions`` (each action with its job, status, savepoint id and path) and ``jobs`` (each job
+of the run: its id, final state, parallelism, ``latest_restored``, counts and operations), then the backend's own
+sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
 ``wall_seconds`` last. ``write_run_directory`` writes it atomically (``runtime.storage``'s
 ``AtomicFileWriter``) beside ``scenario.toml`` (the effective scenario: overrides, sweep values, seed, mode and
 faults applied, so ``barriersim replay`` of it runs the same run) and the ``checkpoints``, ``subtasks`` and
@@ -101,19 +105,44 @@ def placement_section(config: JobConfig, deployments: list[dict], ray_nodes: lis
     return section
 
 
+def _job_config(config: JobConfig, job: int | None) -> JobConfig:
+    """The settings of job ``job`` of a run of several jobs (restores: their own graphs and placements)."""
+    if job is None:
+        return config
+    graph = config.job_graphs[job]
+    return config if graph is config.graph else config.for_job(graph)
+
+
 def placement_rows(config: JobConfig, deployments: list[dict]) -> list[dict]:
     """One row per deployment and subtask: its TaskManager, slot, node and input channel kinds (a simulated run's
-    ``placement`` table; a Ray run's adds the Ray node each actor reported)."""
-    return [{"deployment": d["epoch"], **row} for d in deployments
-            for row in config.placement.describe(config.graph, tuple(d["taskmanager_nodes"]))]
+    ``placement`` table; a Ray run's adds the Ray node each actor reported). In a run of several jobs a
+    deployment names its job, and its rows do too."""
+    rows = []
+    for d in deployments:
+        job = d.get("job")
+        c = _job_config(config, job)
+        head = {"deployment": d["epoch"]} if job is None else {"job": job, "deployment": d["epoch"]}
+        rows.extend({**head, **row} for row in c.placement.describe(c.graph, tuple(d["taskmanager_nodes"])))
+    return rows
 
 
 def with_channel_kinds(subtasks: list[dict], config: JobConfig) -> list[dict]:
     """The per-subtask statistics with each subtask's TaskManager and how many of its input channels are local
-    and how many remote."""
-    rows = {row["task"]: row for row in config.placement.describe(config.graph)}
+    and how many remote (in a run of several jobs, by each row's job)."""
+    described: dict = {}
+
+    def rows_of(job):
+        if job not in described:
+            c = _job_config(config, job)
+            described[job] = {row["task"]: row for row in c.placement.describe(c.graph)}
+        return described[job]
+
     keys = ("taskmanager", "local_input_channels", "remote_input_channels")
-    return [{**r, **{k: rows[r["task"]][k] for k in keys}} if r.get("task") in rows else r for r in subtasks]
+    out = []
+    for r in subtasks:
+        rows = rows_of(r.get("job"))
+        out.append({**r, **{k: rows[r["task"]][k] for k in keys}} if r.get("task") in rows else r)
+    return out
 
 
 # A source subtask reached the offered rate when it emitted its split at least this fraction of that rate.
@@ -161,6 +190,10 @@ def build_summary(
     faults_fired: list,
     backend_sections: dict,
     wall_seconds: float,
+    job_extra: dict | None = None,
+    jobs: list[dict] | None = None,
+    actions: list[dict] | None = None,
+    verification_scope: str = "workload",
     placement: dict | None = None,
     source_rates: dict | None = None,
     failure_reason: str | None = None,
@@ -181,13 +214,16 @@ def build_summary(
         "cluster": document["cluster"],
         "placement": placement,
         "checkpoints": checkpoint_counts(counts),
-        "verification": verification,
+        # covers: "workload" (every record), or "snapshot" (a run that ended by a stop or a cancel: what its last
+        # snapshot accounts for, runtime.snapshot_verification)
+        "verification": {**verification, "covers": verification_scope},
         "job": {
             "outcome": outcome,
             "failure_reason": failure_reason,
             "restarts": restarts,
             "restored_checkpoint_ids": list(restored_checkpoint_ids),
             "restored_in_flight_bytes": restored_in_flight_bytes,
+            **(job_extra or {}),
         },
         "throughput": {
             "records_per_second": None if records_per_second is None else round(records_per_second, 1),
@@ -197,9 +233,42 @@ def build_summary(
         "faults": scenario.faults.to_plain(),
         "faults_fired": faults_fired,
     }
+    if scenario.restore is not None or len(scenario.actions):
+        summary["restore"] = scenario.restore.to_plain() if scenario.restore is not None else None
+        summary["actions"] = actions or []
+        summary["jobs"] = jobs or []
     summary.update(backend_sections)
     summary["wall_seconds"] = round(wall_seconds, 3)
     return summary
+
+
+def _field(value, name: str):
+    return value[name] if isinstance(value, dict) else getattr(value, name)
+
+
+def jobs_sections(report, next_attempt_number: int, verification_scope: str) -> dict:
+    """``build_summary``'s job-level arguments from a run's report (``runtime.job.dispatcher.RunReport``, or its
+    fields as the Ray backend's result holds them, each job's report a dict)."""
+    stop = next((op for op in report.operations if op["operation"] == "stop_with_savepoint"
+                 and op["status"] == "COMPLETED"), None) if report.final_state == "FINISHED" else None
+    jobs = []
+    for k, job in enumerate(report.jobs):
+        outcome = _field(job, "outcome")
+        jobs.append({"job": k, "job_id": _field(job, "job_id"), "final_state": _field(job, "final_state"),
+                     "outcome": getattr(outcome, "value", outcome),
+                     "parallelism": _field(job, "parallelism"), "latest_restored": _field(job, "latest_restored"),
+                     "checkpoints": checkpoint_counts(_field(job, "counts")), "restarts": _field(job, "restarts"),
+                     "operations": _field(job, "operations"), "retained_checkpoint": _field(job, "retained_checkpoint")})
+    return {
+        "job_extra": {"final_state": report.final_state,
+                      "stopped_with_savepoint": None if stop is None else {
+                          "savepoint_id": stop["checkpoint_id"], "path": stop["path"], "drain": stop["drain"]},
+                      "retained_checkpoint": report.retained_checkpoint, "latest_restored": report.latest_restored,
+                      "next_attempt_number": next_attempt_number},
+        "jobs": jobs,
+        "actions": report.actions,
+        "verification_scope": verification_scope,
+    }
 
 
 SCENARIO_FILE = "scenario.toml"

@@ -8,7 +8,8 @@ log into a trace, and encode with msgpack (see ``to_wire``/``from_wire``).
 
 Mirrors Flink's ``CheckpointBarrier``, ``CheckpointOptions`` (with ``CheckpointOptions.AlignmentType``),
 ``SnapshotType``/``CheckpointType``/``SavepointType``, ``CancelCheckpointMarker``, ``EndOfPartitionEvent``,
-``EventAnnouncement``, ``Buffer`` (with its content of ``StreamElements`` when watermarks travel in it),
+``EndOfData`` (with ``StopMode``), ``EventAnnouncement``, ``SubtaskConnectionDescriptor``,
+``EndOfChannelStateEvent``, ``Buffer`` (with its content of ``StreamElements`` when watermarks travel in it),
 ``InputChannelInfo`` and ``ResultSubpartitionInfo``.
 """
 
@@ -198,6 +199,39 @@ class EndOfPartition:
 END_OF_PARTITION = EndOfPartition()
 
 
+class StopMode(enum.Enum):
+    """Flink's ``StopMode``: how a stop-with-savepoint ends the data (``--drain`` or not)."""
+
+    DRAIN = "DRAIN"  # the operators finish: MAX_WATERMARK, end of input, every window fires
+    NO_DRAIN = "NO_DRAIN"  # the sources just stop: operators keep their state for the savepoint
+
+
+@dataclass(frozen=True)
+class EndOfData:
+    """Flink's ``EndOfData``: the producer sends no more records (a stop-with-savepoint stopped its sources);
+    the synchronous savepoint's barrier follows it."""
+
+    mode: StopMode
+
+
+@dataclass(frozen=True)
+class SubtaskConnectionDescriptor:
+    """Flink's ``SubtaskConnectionDescriptor``: the recovered buffers that follow on this channel are in-flight
+    data of the *virtual channel* between old downstream subtask ``input_subtask_index`` and old upstream subtask
+    ``output_subtask_index`` (sent only when a rescaled restore redistributes in-flight data)."""
+
+    input_subtask_index: int
+    output_subtask_index: int
+
+
+@dataclass(frozen=True)
+class EndOfChannelStateEvent:
+    """Flink's ``EndOfChannelStateEvent``: the recovered in-flight data of this channel ends here."""
+
+
+END_OF_CHANNEL_STATE = EndOfChannelStateEvent()
+
+
 @dataclass(frozen=True)
 class EventAnnouncement:
     """Flink's ``EventAnnouncement``: a priority message telling the receiver that ``announced_event``
@@ -274,8 +308,9 @@ class StreamElements:
 
 
 # Everything that can travel through a channel.
-ChannelEvent = Union[CheckpointBarrier, CancelCheckpointMarker, EndOfPartition, EventAnnouncement]
-ChannelElement = Union[Buffer, CheckpointBarrier, CancelCheckpointMarker, EndOfPartition, EventAnnouncement]
+ChannelEvent = Union[CheckpointBarrier, CancelCheckpointMarker, EndOfPartition, EventAnnouncement, EndOfData,
+                     SubtaskConnectionDescriptor, EndOfChannelStateEvent]
+ChannelElement = Union[Buffer, ChannelEvent]
 
 
 @dataclass(frozen=True, order=True)
@@ -335,6 +370,12 @@ def to_wire(element: ChannelElement) -> list:
         return ["E"]
     if isinstance(element, EventAnnouncement):
         return ["A", to_wire(element.announced_event), element.sequence_number]
+    if isinstance(element, EndOfData):
+        return ["D", element.mode.value]
+    if isinstance(element, SubtaskConnectionDescriptor):
+        return ["V", element.input_subtask_index, element.output_subtask_index]
+    if isinstance(element, EndOfChannelStateEvent):
+        return ["Q"]
     raise TypeError(f"not a channel element: {element!r}")
 
 
@@ -365,5 +406,11 @@ def from_wire(v: list) -> ChannelElement:
         barrier = from_wire(v[1])
         assert isinstance(barrier, CheckpointBarrier)
         return EventAnnouncement(barrier, int(v[2]))
+    if tag == "D":
+        return EndOfData(StopMode(v[1]))
+    if tag == "V":
+        return SubtaskConnectionDescriptor(int(v[1]), int(v[2]))
+    if tag == "Q":
+        return END_OF_CHANNEL_STATE
     raise ValueError(f"unknown channel element tag {tag!r}")
 

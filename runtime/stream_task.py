@@ -26,12 +26,12 @@ from __future__ import annotations
 import enum
 import random
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from barriersim.runtime.mutations import PlantedBug, is_planted
-from barriersim.runtime.channel_state.reader import SequentialChannelStateReader
+from barriersim.runtime.channel_state.reader import ChannelStateRestoreError, SequentialChannelStateReader
 from barriersim.runtime.checkpoint_cost import FREE, CostCharger
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide
 from barriersim.runtime.checkpointing.barrier_handler import (
@@ -42,20 +42,27 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     TriggerCheckpointOnBarrier,
 )
 from barriersim.runtime.events import (
+    END_OF_CHANNEL_STATE,
     Buffer,
     CheckpointBarrier,
     CheckpointOptions,
+    MAX_WATERMARK,
+    EndOfChannelStateEvent,
+    EndOfData,
     EndOfPartition,
     InputChannelInfo,
     ResultSubpartitionInfo,
+    StopMode,
+    SubtaskConnectionDescriptor,
     Watermark,
 )
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults import ProtocolPoint
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.jobgraph import JobGraph, Partitioner
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
+from barriersim.runtime.network.input.virtual_channels import DemultiplexingChannel, demultiplexers
 from barriersim.runtime.network.output.result_partition import Availability, ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
@@ -65,13 +72,15 @@ from barriersim.runtime.operators.watermarks import WatermarkValve
 from barriersim.runtime.buffer_content import segments
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.backend import StateBackendConfig, full_snapshot_work
-from barriersim.runtime.state.snapshot import TaskStateSnapshot
+from barriersim.runtime.state.key_groups import KeyGroupAssigner, operator_indices_for_key_groups
+from barriersim.runtime.state.snapshot import OperatorSubtaskState, TaskStateSnapshot
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
     AsyncPart,
     DeclineCheckpoint,
     SyncSnapshotTaken,
+    TaskFailed,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
 from barriersim.runtime.task.record_writers import RecordWriters
@@ -145,6 +154,7 @@ class StreamTask:
         wakeup: Callable[[], None] = lambda: None,
         network: NetworkConfig = NetworkConfig(),
         split=(),
+        splits: Optional[Mapping] = None,
         store: ExternalStore | None = None,
         emit_watermarks: bool = False,
         checkpoints_after_tasks_finish: bool = True,
@@ -177,7 +187,7 @@ class StreamTask:
         self._crash_points = CrashPoints(self.name, crash_points)
         self._crash_mid_alignment = self._crash_points.is_armed(ProtocolPoint.MID_ALIGNMENT)
         timers = self._timers = _WakingTimers(timer_service, wakeup, self._crashed)
-        self.operator = create_operator(self.vertex, subtask_index, split=split, store=store,
+        self.operator = create_operator(self.vertex, subtask_index, split=split, splits=splits, store=store,
                                         attempt=attempt_id.attempt_number, state_backend=state_backend,
                                         memory_threshold=memory_threshold, rng=rng)
 
@@ -191,12 +201,22 @@ class StreamTask:
         self.record_writers = RecordWriters(graph, self.output_edges, self.partitions, network.record_size, rng)
 
         self.input_side: Optional[InputSide] = None
-        self._recovered_input: list[tuple[InputChannelInfo, Buffer]] = []
+        self._recovered_input: list[tuple[InputChannelInfo, Any]] = []
+        # a rescaled restore's recovered in-flight data: the virtual channels of each input channel that carries
+        # data of several old connections, and the channels whose recovered data has not ended yet (until then the
+        # task declines checkpoints, as Flink's RescalingStreamTaskNetworkInput does)
+        self._demux: dict[InputChannelInfo, DemultiplexingChannel] = {}
+        self._awaiting_end_of_channel_state: set[InputChannelInfo] = set()
         # FLIP-147 barriers of RPC-triggered checkpoints, per unfinished channel, until the channel's data is consumed
         self._rpc_barriers: dict[InputChannelInfo, CheckpointBarrier] = {}
         self._deployed_as_finished = False
         self._checkpoints_after_tasks_finish = checkpoints_after_tasks_finish
         self._final_checkpoint_min_id: Optional[int] = None  # set once the data ended (FLIP-147)
+        # stop-with-savepoint: the synchronous savepoint the task stopped for, and how its data ended (EndOfData)
+        self._synchronous_savepoint_id: Optional[int] = None
+        self._synchronous_savepoint_completed = False
+        self._end_of_data_mode: Optional[StopMode] = None
+        self._end_of_data_channels: set[InputChannelInfo] = set()
         self._valve: Optional[WatermarkValve] = None
         if not self.operator.is_source:
             gates = input_channel_kinds if input_channel_kinds is not None else [
@@ -257,21 +277,63 @@ class StreamTask:
         if snapshot is None:
             self.operator.restore(None)
             return {"input_bytes": 0, "output_bytes": 0}
+        own = snapshot.subtask_states_by_operator.get(self.vertex.name, OperatorSubtaskState())
         if snapshot.is_task_deployed_as_finished:
             # FLIP-147: every operator of this task had finished when the checkpoint was taken; Flink deploys the
             # task as finished (FinishedOnRestoreOperatorChain): it only ends its outputs, it reads and emits nothing.
             self._deployed_as_finished = True
+            for partition_idx in own.end_of_channel_state_partitions:
+                partition = self.partitions[partition_idx]
+                for info in partition.subpartition_infos:
+                    partition.add_recovered_elements(info, (END_OF_CHANNEL_STATE,))
             return {"input_bytes": 0, "output_bytes": 0}
         self.operator.restore(snapshot.subtask_states_by_operator.get(self.vertex.name))
         reader = SequentialChannelStateReader(snapshot)
         restored_in = {}
         if self.input_side is not None:
             # Recovered in-flight input is processed before any new data (Flink's RecoveredInputChannel).
+            descriptor = own.input_rescaling_descriptor
             restored_in = reader.read_input_data(
-                lambda info, buffers: self._recovered_input.extend((info, b) for b in buffers))
-            self._recovered_input.sort(key=lambda item: (item[0], item[1].sequence_number))
-        restored_out = reader.read_output_data(self.partitions)
+                lambda info, elements: self._recovered_input.extend((info, e) for e in elements), descriptor)
+            if descriptor.is_no_rescale:
+                self._recovered_input.sort(key=lambda item: (item[0], item[1].sequence_number))
+            infos = self.input_side.channel_infos()
+            gates = [[info for info in infos if info.gate_idx == g] for g in range(len(self.input_side.gates))]
+            self._demux = demultiplexers(gates, descriptor, self._record_filter_of_gate)
+            self._awaiting_end_of_channel_state = {info for g in own.end_of_channel_state_gates for info in gates[g]}
+        restored_out = reader.read_output_data(self.partitions, own.output_rescaling_descriptor,
+                                               own.end_of_channel_state_partitions)
         return {"input_bytes": sum(restored_in.values()), "output_bytes": sum(restored_out.values())}
+
+    def _record_filter_of_gate(self, gate_idx: int):
+        """Flink's ``RecordFilter``: whether a recovered record of an ambiguous virtual channel belongs to this
+        subtask, by the gate's partitioner (only hash partitioning makes virtual channels ambiguous)."""
+        edge = self.graph.gates_of(self.vertex.name)[gate_idx]
+        if edge.partitioner is not Partitioner.HASH:
+            return None
+        max_p, p, me = self.vertex.max_parallelism, self.vertex.parallelism, self.subtask_index
+        key_group_of = KeyGroupAssigner(max_p)
+        return lambda batch: operator_indices_for_key_groups(key_group_of.of_keys(batch.columns[KEY]), max_p, p) == me
+
+    def _on_recovery_event(self, channel: InputChannelInfo, event) -> None:
+        """A ``SubtaskConnectionDescriptor`` selects the virtual channel of the recovered buffers that follow; an
+        ``EndOfChannelStateEvent`` ends the channel's recovered data."""
+        demux = self._demux.get(channel)
+        if type(event) is SubtaskConnectionDescriptor:
+            if demux is None:
+                raise ChannelStateRestoreError(
+                    f"{self.name}: recovered data on {channel} names virtual channel {event}, but the channel has none")
+            demux.select(event)
+        else:
+            if demux is not None:
+                demux.finish()
+            self._awaiting_end_of_channel_state.discard(channel)
+
+    @property
+    def is_recovering_rescaled_state(self) -> bool:
+        """Whether recovered in-flight data of a rescaled edge is still to come on some input channel; meanwhile
+        the task declines checkpoints (``CHECKPOINT_DECLINED_TASK_NOT_READY``)."""
+        return bool(self._awaiting_end_of_channel_state)
 
     # -- inputs from the driver ----------------------------------------------------------------------
 
@@ -341,6 +403,8 @@ class StreamTask:
                                                    f"{self.name} has finished"))
             return
         if self.input_side is None:
+            if options.checkpoint_type.is_synchronous:
+                self._stop_source_for_savepoint(checkpoint_id, options.checkpoint_type.should_drain)
             self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options))
             return
         unfinished = self.input_side.unfinished_channels()
@@ -353,7 +417,8 @@ class StreamTask:
                 self._check_mid_alignment()
             return
         self._carry_out(self.checkpoints.init_inputs_checkpoint(checkpoint_id, options))
-        self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options))
+        self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options,
+                                                          is_running=not self._awaiting_end_of_channel_state))
         self._carry_out(self.checkpoints.on_all_barriers_received(checkpoint_id))
 
     def _deliver_rpc_barriers(self) -> None:
@@ -383,7 +448,11 @@ class StreamTask:
             return
         self._carry_out(self.checkpoints.notify_checkpoint_complete(checkpoint_id))
         self.operator.notify_checkpoint_complete(checkpoint_id)
-        if self._final_checkpoint_min_id is not None and checkpoint_id >= self._final_checkpoint_min_id:
+        if checkpoint_id == self._synchronous_savepoint_id:
+            # Flink's StreamTask: the synchronous savepoint completes the task's final checkpoint
+            self._synchronous_savepoint_completed = True
+        if self._final_checkpoint_min_id is not None and (checkpoint_id >= self._final_checkpoint_min_id
+                                                          or self._synchronous_savepoint_completed):
             self._end_partitions()  # the final checkpoint completed: now the task may finish
 
     def notify_checkpoint_aborted(self, checkpoint_id: int, latest_completed_checkpoint_id: int) -> None:
@@ -391,6 +460,47 @@ class StreamTask:
             return
         self._carry_out(self.checkpoints.notify_checkpoint_aborted(checkpoint_id, latest_completed_checkpoint_id))
         self.operator.notify_checkpoint_aborted(checkpoint_id)
+        if checkpoint_id == self._synchronous_savepoint_id:
+            # Flink's StreamTask: a task that stopped for a synchronous savepoint cannot go on without it
+            self.fail()
+            self._actions.append(TaskFailed(f"{self.name}: Stop-with-savepoint failed (savepoint {checkpoint_id} "
+                                            f"was aborted)"))
+
+    # -- stop-with-savepoint ------------------------------------------------------------------------------
+
+    def _stop_source_for_savepoint(self, savepoint_id: int, drain: bool) -> None:
+        """Flink's ``triggerStopWithSavepointAsync`` of a source task: the source stops reading, its data ends
+        (``EndOfData``; with ``--drain`` after ``MAX_WATERMARK`` and the end of input), the savepoint's barrier
+        follows, and the task finishes once the savepoint completed."""
+        self._synchronous_savepoint_id = savepoint_id
+        if self._final_checkpoint_min_id is not None:
+            return  # its input had ended already: it waits for a final checkpoint, which the savepoint is
+        self._end_data(StopMode.DRAIN if drain else StopMode.NO_DRAIN, savepoint_id)
+
+    def _on_end_of_data(self, channel: InputChannelInfo, mode: StopMode) -> None:
+        """``EndOfData`` arrived on ``channel``; once every channel has it (or has ended), the task's data ends."""
+        self._end_of_data_channels.add(channel)
+        if self._end_of_data_mode is None and self._final_checkpoint_min_id is None and all(
+                info in self._end_of_data_channels or self.input_side.get_channel(info).end_of_partition_received
+                for info in self.input_side.channel_infos()):
+            self._end_data(mode, max(self.checkpoints.last_checkpoint_id, 0) + 1)
+
+    def _end_data(self, mode: StopMode, final_checkpoint_min_id: int) -> None:
+        """Flink's ``StreamTask.endData``: with ``DRAIN`` event time advances to its end (every window fires) and
+        the operator finishes; with ``NO_DRAIN`` its state stays for the savepoint. ``EndOfData`` goes downstream,
+        and the task finishes when a checkpoint from ``final_checkpoint_min_id`` on (the savepoint) completed."""
+        self._end_of_data_mode = mode
+        if mode is StopMode.DRAIN:
+            if self.emit_watermarks:
+                if self.operator.is_source:
+                    self._broadcast_watermark(MAX_WATERMARK)
+                else:
+                    self._emit_watermark(MAX_WATERMARK)
+            self._route(self.operator.end_of_input(final_checkpoint=True))
+        for p in self.partitions:
+            p.broadcast_event(EndOfData(mode))
+        self.flush_outputs()
+        self._final_checkpoint_min_id = final_checkpoint_min_id
 
     def fail(self) -> None:
         """The task dies (failover) and releases what it holds, as Flink's ``Task`` does when it fails
@@ -453,15 +563,18 @@ class StreamTask:
         if self._deployed_as_finished:
             self._end_partitions()
             return StepResult(StepOutcome.FINISHED)
-        if self._final_checkpoint_min_id is not None:
+        if self._final_checkpoint_min_id is not None and (self._end_of_data_mode is None or self.input_side is None):
             return StepResult(StepOutcome.IDLE)  # data ended; waiting for the final checkpoint
         if self.is_backpressured():
             return StepResult(StepOutcome.BACKPRESSURED)
         if self.operator.is_source:
             return self._read_source()
         if self._recovered_input:
-            channel, buffer = self._recovered_input.pop(0)
-            result = self._process_buffer(channel, buffer)
+            channel, element = self._recovered_input.pop(0)
+            if type(element) is SubtaskConnectionDescriptor:
+                self._on_recovery_event(channel, element)
+                return StepResult(StepOutcome.PROCESSED)
+            result = self._process_buffer(channel, element)
             if self._rpc_barriers:
                 self._deliver_rpc_barriers()
             return result
@@ -475,7 +588,11 @@ class StreamTask:
             return result
         if self._rpc_barriers:
             self._deliver_rpc_barriers()
-        if isinstance(boe.element, EndOfPartition):
+        if type(boe.element) in (SubtaskConnectionDescriptor, EndOfChannelStateEvent):
+            self._on_recovery_event(boe.channel_info, boe.element)
+        elif type(boe.element) is EndOfData:
+            self._on_end_of_data(boe.channel_info, boe.element.mode)
+        elif isinstance(boe.element, EndOfPartition):
             wm = self._valve.end_of_input(boe.channel_info)
             if wm is not None:
                 self._emit_watermark(wm)
@@ -492,13 +609,19 @@ class StreamTask:
         self._route(records)
         n = len(records)
         if self.emit_watermarks and n:
-            # Flink's WatermarkStrategy.forMonotonousTimestamps: the watermark is the largest timestamp seen
-            # minus 1, since the next record may carry the same timestamp as the last one.
-            self._broadcast_watermark(Watermark(int(records.columns[EVENT_TIME][n - 1]) - 1))
+            # Flink's WatermarkStrategy.forMonotonousTimestamps, per split: the largest timestamp seen minus 1 (the
+            # next record may carry the same timestamp), the minimum over the reader's splits
+            watermark = reader.current_watermark()
+            if watermark is not None:
+                self._broadcast_watermark(Watermark(watermark))
         return StepResult(StepOutcome.PROCESSED, n, self._hot(records))
 
     def _process_buffer(self, channel: InputChannelInfo, buffer: Buffer) -> StepResult:
         items = buffer.records
+        if self._demux:
+            demux = self._demux.get(channel)
+            if demux is not None and demux.is_selecting:
+                items = demux.demultiplex(items)
         side = self._input_of_gate[channel.gate_idx] if self._input_of_gate else 0
         if type(items) is RecordBatch:  # the common case: records only, processed as one batch
             n = len(items)
@@ -548,7 +671,10 @@ class StreamTask:
             return
         final = self._checkpoints_after_tasks_finish
         self._route(self.operator.end_of_input(final_checkpoint=final))
-        if final:
+        if final and self._synchronous_savepoint_completed:
+            self.flush_outputs()
+            self._end_partitions()  # the synchronous savepoint it stopped for was its final checkpoint
+        elif final:
             self.flush_outputs()
             self._final_checkpoint_min_id = max(self.checkpoints.last_checkpoint_id, 0) + 1
         else:
@@ -585,8 +711,11 @@ class StreamTask:
         if isinstance(action, (AddCredit, ResumeConsumptionUpstream, AnnounceBufferSize)):
             self._actions.append(action)
         elif isinstance(action, TriggerCheckpointOnBarrier):
+            if action.options.checkpoint_type.is_synchronous:
+                self._synchronous_savepoint_id = action.checkpoint_id
             self._carry_out(self.checkpoints.checkpoint_state(
-                action.checkpoint_id, action.timestamp, action.options, action.metrics))
+                action.checkpoint_id, action.timestamp, action.options, action.metrics,
+                is_running=not self._awaiting_end_of_channel_state))
         elif isinstance(action, InitInputsCheckpoint):
             self._carry_out(self.checkpoints.init_inputs_checkpoint(action.checkpoint_id, action.options))
         elif isinstance(action, AddInputData):

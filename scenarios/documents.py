@@ -3,7 +3,7 @@ scenario files.
 
 How this works: ``scenario_document`` turns a loaded ``Scenario`` back into the dict a scenario file parses to,
 with every setting written out (defaults included), the job in its own form (the quickstart shorthand or
-``[[job.vertex]]``/``[[job.edge]]``), the fault schedule and the sweep axes, so that ``parse_scenario`` of it
+``[[job.vertex]]``/``[[job.edge]]``), the restore, the fault schedule, the actions and the sweep axes, so that ``parse_scenario`` of it
 gives the same scenario: a run directory's ``scenario.toml`` (``write_scenario``) is exactly what the run ran,
 overrides, sweep values, seed, mode and faults included, and ``barriersim replay`` of it runs it again.
 ``generated_document`` builds the document of a generated case (the Hypothesis strategies). Files are written
@@ -60,8 +60,12 @@ def scenario_document(scenario: Scenario) -> dict:
         "storage": _section(scenario.storage),
         "state": _section(scenario.state),
     }
+    if scenario.restore is not None:
+        doc["restore"] = scenario.restore.to_plain()
     if len(scenario.faults):
         doc["faults"] = scenario.faults.to_plain()
+    if len(scenario.actions):
+        doc["actions"] = scenario.actions.to_plain()
     if scenario.sweep:
         doc["sweep"] = {key: [_plain(v) for v in values] for key, values in scenario.sweep}
     return doc

@@ -13,9 +13,11 @@ operator parameters, per-record cost) and ``[[job.edge]]`` tables (``from``, ``t
 defaults and the channel latency; ``[cluster]`` the TaskManagers and slots the job is placed in (one
 TaskManager by default, so every channel is local, as in Flink's MiniCluster) and the nodes they are spread
 over; ``[storage]`` what checkpoint work costs (``runtime.checkpoint_cost``); ``[state]`` the keyed state backend
-(``runtime.state.backend``); ``[[faults]]`` is a fault schedule (``runtime.faults``), checked against the graph and the placement;
-``[sweep]`` maps
-dotted keys to lists of values and expands into a run matrix. The CLI prints an error's line and exits 2.
+(``runtime.state.backend``); ``[[faults]]`` is a fault schedule (``runtime.faults``), checked against the graph and
+the placement; ``[[actions]]`` the experiment actions (``runtime.experiment``: savepoints, stop-with-savepoint,
+cancel, restores with new parallelisms), checked against the job as faults are; ``[restore]`` (``from`` a savepoint
+or retained checkpoint path, ``parallelism``) starts the run from a snapshot; ``[sweep]`` maps dotted keys to
+lists of values and expands into a run matrix. The CLI prints an error's line and exits 2.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from barriersim.runtime.checkpoint_cost import CheckpointCostModel
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode, checkpointing_problem
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
+from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
@@ -278,6 +281,13 @@ class Scenario:
     faults: FaultSchedule = FaultSchedule()
     sweep: tuple[tuple[str, tuple], ...] = ()
     cluster: ClusterSpec = ClusterSpec()
+    actions: ActionSchedule = ActionSchedule()
+    restore: RestoreSettings | None = None
+
+    def job_graphs(self) -> list[JobGraph]:
+        """The graph of every job of the run: the first (rescaled by ``[restore]``), then each restore's."""
+        first = rescaled(self.job.graph, self.restore.parallelism, "restore.parallelism") if self.restore else self.job.graph
+        return self.actions.graphs(first)
     storage: CheckpointCostModel = CheckpointCostModel()
     state: StateBackendConfig = StateBackendConfig()
 
@@ -414,9 +424,34 @@ def _check_placement(path: str, graph: JobGraph, cluster: ClusterSpec, faults: F
         raise ScenarioError(path, None, str(err)) from None
 
 
+def _check_jobs(path: str, scenario: Scenario) -> None:
+    """The actions and the restore fit the job, the cluster holds every job of the run, and every fault names a
+    subtask of some job (``ScenarioError`` naming the key)."""
+    try:
+        graphs = scenario.job_graphs()
+        scenario.actions.check_against(graphs[0], scenario.checkpointing.externalized_checkpoint_retention
+                                       == ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION.value)
+    except ActionScheduleError as err:
+        key, _, problem = str(err).partition(": ")
+        raise ScenarioError(path, key, problem) from None
+    for graph in graphs if scenario.restore is not None else graphs[1:]:
+        _check_placement(path, graph, scenario.cluster, FaultSchedule())  # its faults: checked on the first job
+    try:
+        scenario.faults.check_against(graphs[0] if len(graphs) == 1 else _union_graph(graphs))
+    except FaultScheduleError as err:
+        raise ScenarioError(path, None, str(err)) from None
+
+
+def _union_graph(graphs: list[JobGraph]) -> JobGraph:
+    from dataclasses import replace
+
+    return JobGraph(tuple(replace(v, parallelism=max(g.vertex(v.name).parallelism for g in graphs))
+                          for v in graphs[0].vertices), graphs[0].edges)
+
+
 def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
     """Validate an already-parsed TOML document."""
-    known = list(SCHEMA) + ["faults", "sweep"]
+    known = list(SCHEMA) + ["faults", "actions", "restore", "sweep"]
     for section in data:
         if section not in known:
             raise ScenarioError(path, section, f"unknown section (known: {', '.join(known)})")
@@ -428,13 +463,22 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
                                          "mode": CheckpointingMode.parse(plain["checkpointing"]["mode"])})
     _check_cross_rules(path, checkpointing)
     try:
+        actions = ActionSchedule.from_plain(data.get("actions", []))
+        restore = RestoreSettings.from_plain(data["restore"]) if "restore" in data else None
+        if restore is not None and not Path(restore.path).is_absolute() and Path(path).is_file():
+            # a relative path in a scenario file is relative to the file
+            restore = RestoreSettings(str((Path(path).parent / restore.path).resolve()), restore.parallelism,
+                                      restore.allow_non_restored_state)
+    except ActionScheduleError as err:
+        key, _, problem = str(err).partition(": ")
+        raise ScenarioError(path, key, problem) from None
+    try:
         faults = FaultSchedule.from_plain(data.get("faults", []))
-        faults.check_against(job.graph)
     except FaultScheduleError as err:
         raise ScenarioError(path, None, str(err)) from None
     cluster = ClusterSpec(**plain["cluster"])
     _check_placement(path, job.graph, cluster, faults)
-    return Scenario(
+    scenario = Scenario(
         path=path,
         name=plain["scenario"]["name"],
         description=plain["scenario"]["description"],
@@ -446,9 +490,13 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         faults=faults,
         sweep=_parse_sweep(path, data["sweep"]) if "sweep" in data else (),
         cluster=cluster,
+        actions=actions,
+        restore=restore,
         storage=CheckpointCostModel(**plain["storage"]),
         state=StateBackendConfig(**plain["state"]),
     )
+    _check_jobs(path, scenario)
+    return scenario
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -512,6 +560,7 @@ def apply_settings(scenario: Scenario, settings: dict[str, Any], where: str, ori
         scenario = with_setting(scenario, "checkpointing.aligned_checkpoint_timeout_ms", 0)
     _check_cross_rules(scenario.path, scenario.checkpointing, origin or f"with {where} {_shown(settings)}")
     _check_placement(scenario.path, scenario.job.graph, scenario.cluster, scenario.faults)
+    _check_jobs(scenario.path, scenario)
     return scenario
 
 
@@ -544,15 +593,24 @@ def expand_sweep(scenario: Scenario) -> list[tuple[dict[str, Any], Scenario]]:
 
 
 def effective_scenario(scenario: Scenario, *, mode: CheckpointingMode | str | None = None, seed: int | None = None,
-                       faults: FaultSchedule | None = None, origin: str = "the mode given") -> Scenario:
-    """What a run of ``scenario`` runs: in ``mode`` (``in_mode``), with ``seed`` and ``faults`` replacing the file's
-    when given (faults checked against the job graph: ``FaultScheduleError``)."""
+                       faults: FaultSchedule | None = None, actions: ActionSchedule | None = None,
+                       restore: RestoreSettings | None = None, origin: str = "the mode given") -> Scenario:
+    """What a run of ``scenario`` runs: in ``mode`` (``in_mode``), with ``seed``, ``faults``, ``actions`` and
+    ``restore`` replacing the file's when given (checked against the job's graphs: ``FaultScheduleError``,
+    ``ScenarioError``)."""
     if mode is not None:
         scenario = in_mode(scenario, mode, origin)
     if seed is not None:
         scenario = with_overrides(scenario, seed=seed)
+    if actions is not None or restore is not None:
+        changes = {"actions": actions} if actions is not None else {}
+        if restore is not None:
+            changes["restore"] = restore
+        scenario = with_overrides(scenario, **changes)
+        _check_jobs(scenario.path, scenario)
     if faults is not None:
-        faults.check_against(scenario.job.graph)
+        graphs = scenario.job_graphs()
+        faults.check_against(graphs[0] if len(graphs) == 1 else _union_graph(graphs))
         faults.check_against_placement(scenario.job.graph, place(scenario.job.graph, scenario.cluster.config()))
         scenario = with_overrides(scenario, faults=faults)
     return scenario

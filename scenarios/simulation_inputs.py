@@ -19,7 +19,8 @@ from barriersim.scenarios.workload import SOURCE_ID_STRIDE, local_splits
 
 
 def job_config(scenario: Scenario) -> JobConfig:
-    """The job's settings from the (effective) scenario: its mode, checkpointing, network, rate and faults."""
+    """The job's settings from the (effective) scenario: its mode, checkpointing, network, rate, faults, actions
+    and restore."""
     cp, net = scenario.checkpointing, scenario.network
     return JobConfig(
         graph=scenario.job.graph,
@@ -49,6 +50,8 @@ def job_config(scenario: Scenario) -> JobConfig:
         latency_us_jitter=net.latency_us_jitter,
         source_rate_per_subtask=scenario.workload.rate_per_source,
         faults=scenario.faults,
+        actions=scenario.actions,
+        restore=scenario.restore,
         cluster=scenario.cluster.config(),
         storage=scenario.storage,
         state=scenario.state,

@@ -10,7 +10,9 @@ it must, and the sweep's table is split into one table of the points and one per
 summary statistics (``min, max, avg, p50, p90, p95, p99, p999`` under Flink's field names, computed in Spark
 by ``barriersim.spark.analytics`` and passed in as pandas) and each run's ``verification`` block from
 ``summary.json``. A sweep's directory (``barriersim sweep``) also gets its table of points, read from
-``analytics/sweep.parquet`` when the sweep wrote it. Everything is escaped; the page needs no scripts or network.
+``analytics/sweep.parquet`` when the sweep wrote it; a run that restored a job also gets the restore page
+(``restore_page``: the checkpoints before and after the restore), linked from the index. Everything is escaped;
+the page needs no scripts or network.
 """
 
 from __future__ import annotations
@@ -190,7 +192,7 @@ def draw_figures(tables: RunTables, out_dir: Path, checkpoint_id: int | None = N
 
 
 def render_html(title: str, tables: RunTables, analytics, checkpoint_id: int | None,
-                sweep: pd.DataFrame | None = None) -> str:
+                sweep: pd.DataFrame | None = None, restore_page: str | None = None) -> str:
     which = f"checkpoint {checkpoint_id}" if checkpoint_id is not None else \
         "the completed checkpoint with the longest end-to-end duration"
     x_axis = "key skew (workload.zipf_exponent)" if plots.differs_in_skew(tables.checkpoints) else "checkpoint id"
@@ -208,6 +210,8 @@ def render_html(title: str, tables: RunTables, analytics, checkpoint_id: int | N
         f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>"
         f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>"
         + _sweep_section(sweep)
+        + (f'<p>A job was restored: <a href="{escape(restore_page)}">the checkpoints before and after the '
+           "restore</a>.</p>" if restore_page else "")
         + _runs_section(tables)
         + _statistics_section(analytics, [r.label for r in _ordered_runs(tables)])
         + "<h2>Figures</h2>"
@@ -230,5 +234,12 @@ def build_report(root: str | Path, out_html: str | Path | None = None, checkpoin
     from barriersim.spark.analytics import read_sweep_analytics
 
     sweep = read_sweep_analytics(root)
-    html_path.write_text(render_html(title, tables, analytics, checkpoint_id, sweep), encoding="utf-8")
+    from barriersim.report import restore_page
+
+    page = None
+    if restore_page.has_restore(tables):
+        page = restore_page.write_restore_page(tables, html_path.parent, _table)
+        figures[restore_page.FIGURE] = html_path.parent / restore_page.FIGURE
+    html_path.write_text(render_html(title, tables, analytics, checkpoint_id, sweep, page.name if page else None),
+                         encoding="utf-8")
     return Report(html=html_path, figures=figures)

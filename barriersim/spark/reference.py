@@ -96,18 +96,28 @@ def verify(spark, workload_df, output: pa.Table, exactly_once: bool = True) -> V
     )
 
 
-def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_once: bool = False) -> Verification:
+def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_once: bool = False,
+                    ending: list | None = None, pending: list[tuple] = ()) -> Verification:
     import ray
 
     splits = {name: [decode_split(data) for data in ray.get(refs)] for name, refs in split_refs.items()}
+    if ending is not None and ending[0]:
+        from barriersim.runtime.snapshot_verification import verify_run
+        from barriersim.runtime.storage import metadata_serializer
+
+        metadata = None if ending[1] is None else metadata_serializer.deserialize(ending[1], "<ending snapshot>")
+        return verify_run(graph, splits, (True, metadata), committed, lambda tids: list(pending), at_least_once)[0]
     return verify_python(expected_sink_input(graph, splits), committed, at_least_once)
 
 
-def verify_in_ray(graph, split_refs: dict[str, list], committed: list[tuple], at_least_once: bool = False) -> Verification:
+def verify_in_ray(graph, split_refs: dict[str, list], committed: list[tuple], at_least_once: bool = False,
+                  ending: list | None = None, pending: list[tuple] = ()) -> Verification:
     """The verdict on any job graph (``runtime.verification``: the graph evaluated over its workload)
     computed in a Ray task that reads the splits from the object store, so the workload never comes to the
-    driver; the reference is ``python``."""
+    driver; the reference is ``python``. ``ending`` (``[ended by a snapshot, its _metadata]``) and ``pending``
+    (the records of the transactions that snapshot lists) verify a run whose last job was stopped or cancelled
+    against its snapshot (``runtime.snapshot_verification``)."""
     import ray
 
     task = ray.remote(num_cpus=0.5)(_python_verdict)
-    return ray.get(task.remote(graph, split_refs, committed, at_least_once))
+    return ray.get(task.remote(graph, split_refs, committed, at_least_once, ending, list(pending)))

@@ -9,19 +9,33 @@ numbers). ``read_output_data`` re-queues the output buffers in the task's result
 input channel's buffers to an injected callback (the input gate's recovered channel), which must put them
 ahead of anything received later. Both report what they restored so the driver can trace it.
 
-Redistribution of channel state on rescaling (Flink's ``InflightDataRescalingDescriptor``) is out of
-scope: the handles are restored to the channels they name.
+After a rescaled restore the subtask's state carries in-flight data rescaling descriptors
+(``runtime.state.inflight_data_rescaling``) and the handles of every old subtask it took over. Then each input
+handle's buffers go to the one new channel that took over the old channel (the inverted channel mapping of its
+gate), and each output handle's buffers go to every new subpartition that took over the old one (the same
+buffers to several when the consumers filter them), each run of them preceded by the
+``SubtaskConnectionDescriptor`` of its virtual channel (old downstream subtask, old upstream subtask); the
+partitions of rescaled edges end their recovered data with an ``EndOfChannelStateEvent`` on every subpartition.
+Gates and partitions whose descriptor is the identity restore as without rescaling.
 
 Mirrors Flink's ``SequentialChannelStateReader`` / ``SequentialChannelStateReaderImpl`` (``readInputData``,
-``readOutputData``) with ``ChannelStateChunkReader``'s per-channel ordering.
+``readOutputData``) with ``ChannelStateChunkReader``'s per-channel ordering, and the rescaling of
+``InputChannelRecoveredStateHandler`` / ``ResultSubpartitionRecoveredStateHandler``.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping, Sequence, Union
 
-from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo
+from barriersim.runtime.events import (
+    END_OF_CHANNEL_STATE,
+    Buffer,
+    InputChannelInfo,
+    ResultSubpartitionInfo,
+    SubtaskConnectionDescriptor,
+)
 from barriersim.runtime.network.output.result_partition import ResultPartition
+from barriersim.runtime.state.inflight_data_rescaling import NO_RESCALE, InflightDataRescalingDescriptor
 from barriersim.runtime.state.snapshot import OperatorSubtaskState, TaskStateSnapshot
 
 
@@ -40,11 +54,16 @@ class SequentialChannelStateReader:
         states = state.subtask_states_by_operator.values() if isinstance(state, TaskStateSnapshot) else state
         inputs: dict[InputChannelInfo, list[Buffer]] = {}
         outputs: dict[ResultSubpartitionInfo, list[Buffer]] = {}
+        # per (old subtask, channel): the handles a rescaled restore routes by virtual channel
+        self._input_handles: dict[tuple[int, InputChannelInfo], list[Buffer]] = {}
+        self._output_handles: dict[tuple[int, ResultSubpartitionInfo], list[Buffer]] = {}
         for s in states:
             for h in s.input_channel_state:
                 inputs.setdefault(h.info, []).extend(h.buffers)
+                self._input_handles.setdefault((h.subtask_index, h.info), []).extend(h.buffers)
             for h in s.result_subpartition_state:
                 outputs.setdefault(h.info, []).extend(h.buffers)
+                self._output_handles.setdefault((h.subtask_index, h.info), []).extend(h.buffers)
         self._inputs = _ordered(inputs)
         self._outputs = _ordered(outputs)
 
@@ -63,27 +82,81 @@ class SequentialChannelStateReader:
         return bool(self._inputs or self._outputs)
 
     def read_input_data(
-        self, inject: Callable[[InputChannelInfo, tuple[Buffer, ...]], None]
+        self, inject: Callable[[InputChannelInfo, tuple], None],
+        descriptor: InflightDataRescalingDescriptor = NO_RESCALE,
     ) -> dict[InputChannelInfo, int]:
-        """Calls ``inject(channel, buffers)`` once per channel with persisted data; returns bytes per channel."""
-        restored = {}
-        for info, buffers in self._inputs.items():
-            inject(info, buffers)
-            restored[info] = sum(b.size for b in buffers)
+        """Calls ``inject(channel, elements)`` once per channel (rescaled: once per virtual channel of a channel)
+        with persisted data: its buffers, after a rescaled restore preceded by their virtual channel's
+        ``SubtaskConnectionDescriptor``; returns bytes per channel."""
+        restored: dict[InputChannelInfo, int] = {}
+        if descriptor.is_no_rescale:
+            for info, buffers in self._inputs.items():
+                inject(info, buffers)
+                restored[info] = sum(b.size for b in buffers)
+            return restored
+        routed: dict[InputChannelInfo, list[tuple]] = {}
+        for (old_subtask, info), buffers in sorted(self._input_handles.items()):
+            buffers = tuple(sorted(buffers, key=lambda b: b.sequence_number))
+            if not buffers:
+                continue
+            gate = descriptor.descriptor(info.gate_idx)
+            if gate.is_identity:
+                routed.setdefault(info, []).append(buffers)
+                continue
+            targets = gate.rescale_mappings.invert().get_mapped_indexes(info.channel_idx)
+            if len(targets) != 1:
+                raise ChannelStateRestoreError(
+                    f"read_input_data: the persisted data of {info} (old subtask {old_subtask}) maps to channels "
+                    f"{list(targets)}: one buffer is only distributed to one target input channel")
+            target = InputChannelInfo(info.gate_idx, targets[0])
+            routed.setdefault(target, []).append(
+                (SubtaskConnectionDescriptor(old_subtask, info.channel_idx),) + buffers)
+        for info in sorted(routed):
+            for elements in routed[info]:
+                inject(info, elements)
+                restored[info] = restored.get(info, 0) + sum(e.size for e in elements if isinstance(e, Buffer))
         return restored
 
-    def read_output_data(self, partitions: Sequence[ResultPartition]) -> dict[ResultSubpartitionInfo, int]:
+    def read_output_data(self, partitions: Sequence[ResultPartition],
+                         descriptor: InflightDataRescalingDescriptor = NO_RESCALE,
+                         end_of_channel_state_partitions: Sequence[int] = ()) -> dict[ResultSubpartitionInfo, int]:
         """Re-queues persisted output buffers into ``partitions`` (indexed by partition index) before any new
-        data; returns bytes per subpartition."""
+        data, after a rescaled restore routed by virtual channel and with the end of the recovered data on the
+        partitions of rescaled edges; returns bytes per (old) subpartition."""
         by_idx = {p.partition_idx: p for p in partitions}
-        restored = {}
-        for info, buffers in self._outputs.items():
-            partition = by_idx.get(info.partition_idx)
-            if partition is None or info.subpartition_idx >= partition.number_of_subpartitions:
-                raise ChannelStateRestoreError(
-                    f"read_output_data: persisted data of {info} has no result subpartition in this task "
-                    f"(partitions {sorted(by_idx)})"
-                )
-            partition.add_recovered(info, buffers)
-            restored[info] = sum(b.size for b in buffers)
+        restored: dict[ResultSubpartitionInfo, int] = {}
+        rescaled = not descriptor.is_no_rescale or bool(end_of_channel_state_partitions)
+        if not rescaled:
+            for info, buffers in self._outputs.items():
+                self._partition_of(by_idx, info).add_recovered(info, buffers)
+                restored[info] = sum(b.size for b in buffers)
+            return restored
+        for (old_subtask, info), buffers in sorted(self._output_handles.items()):
+            buffers = tuple(sorted(buffers, key=lambda b: b.sequence_number))
+            if not buffers:
+                continue
+            gate = descriptor.descriptor(info.partition_idx)
+            if gate.is_identity:
+                self._partition_of(by_idx, info).add_recovered_elements(info, buffers)
+            else:
+                partition = self._partition_of(by_idx, ResultSubpartitionInfo(info.partition_idx, 0))
+                descriptor_event = SubtaskConnectionDescriptor(info.subpartition_idx, old_subtask)
+                for target in gate.rescale_mappings.invert().get_mapped_indexes(info.subpartition_idx):
+                    target_info = ResultSubpartitionInfo(info.partition_idx, target)
+                    partition.add_recovered_elements(target_info, (descriptor_event,) + buffers)
+            restored[info] = restored.get(info, 0) + sum(b.size for b in buffers)
+        for partition_idx in end_of_channel_state_partitions:
+            partition = by_idx[partition_idx]
+            for info in partition.subpartition_infos:
+                partition.add_recovered_elements(info, (END_OF_CHANNEL_STATE,))
         return restored
+
+    @staticmethod
+    def _partition_of(by_idx: dict, info: ResultSubpartitionInfo) -> ResultPartition:
+        partition = by_idx.get(info.partition_idx)
+        if partition is None or info.subpartition_idx >= partition.number_of_subpartitions:
+            raise ChannelStateRestoreError(
+                f"read_output_data: persisted data of {info} has no result subpartition in this task "
+                f"(partitions {sorted(by_idx)})"
+            )
+        return partition

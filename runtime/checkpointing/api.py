@@ -182,6 +182,11 @@ class InputSide:
         elif mode is CheckpointingMode.ALIGNED:
             self.barrier_handler = SingleCheckpointBarrierHandler.aligned(
                 task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished)
+        elif mode is CheckpointingMode.UNALIGNED and timer_service is not None:
+            # Flink's InputProcessorUtil: with unaligned checkpoints enabled the handler is the alternating one, so
+            # that an aligned barrier (a savepoint's) is aligned while checkpoints' barriers overtake the data
+            self.barrier_handler = SingleCheckpointBarrierHandler.alternating(
+                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished)
         elif mode is CheckpointingMode.UNALIGNED:
             self.barrier_handler = SingleCheckpointBarrierHandler.unaligned(
                 task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished)

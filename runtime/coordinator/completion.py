@@ -178,7 +178,7 @@ class CheckpointCompletion:
             if retained:  # Flink's store: after subsuming, release what only older checkpoints used
                 self._release_shared_state(min(c.checkpoint_id for c in retained))
         self.failure_manager.handle_checkpoint_success(checkpoint_id)
-        self.stats.report_completed_checkpoint(checkpoint_id, now)
+        self.stats.report_completed_checkpoint(checkpoint_id, now, completed.external_pointer)
         self._emit(m.TriggerRequestCompleted(pending.request_id, checkpoint_id))
         self.last_checkpoint_completion_relative_time = now
         if not props.is_savepoint or props.is_synchronous:

@@ -15,6 +15,7 @@ subsumed (aborting one with ``CHECKPOINT_SUBSUMED`` is an error). Mirrors Flink'
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -260,7 +261,8 @@ class PendingCheckpoint:
     def finalize_checkpoint(self, completion_timestamp: int,
                             metadata_writer: Callable[[CheckpointMetadata], Any] | None = None) -> CompletedCheckpoint:
         """Build the completed checkpoint; with ``metadata_writer``, write its ``_metadata`` first: if that raises,
-        the checkpoint stays pending (not disposed) for the coordinator to abort, as in Flink."""
+        the checkpoint stays pending (not disposed) for the coordinator to abort, as in Flink. A savepoint keeps the
+        external pointer of where the writer put it (a checkpoint's is not externally addressable here)."""
         if self.disposed:
             raise PendingCheckpointError(f"finalize_checkpoint: checkpoint {self.checkpoint_id} is already disposed")
         if not self.is_fully_acknowledged():
@@ -293,7 +295,10 @@ class PendingCheckpoint:
             dict(sorted(states.items())), tuple(self.master_states), self.props,
         )
         if metadata_writer is not None:
-            metadata_writer(completed.metadata)
+            location = metadata_writer(completed.metadata)
+            pointer = getattr(location, "external_pointer", None)
+            if self.props.is_savepoint and pointer is not None:
+                completed = dataclasses.replace(completed, external_pointer=pointer)
         self._dispose()
         return completed
 

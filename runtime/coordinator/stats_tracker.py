@@ -4,11 +4,13 @@ How this works: the coordinator reports each checkpoint's life (``report_pending
 ``report_subtask_stats`` per acknowledgement, then ``report_completed_checkpoint`` or
 ``report_failed_checkpoint``) and restores (``report_restored_checkpoint``); failures before a checkpoint id
 existed are ``report_failed_checkpoint_without_in_progress``. ``history`` holds plain dicts keyed like Flink's
-REST API (``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED/FAILED, ``is_savepoint``,
+REST API (``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED/FAILED, ``is_savepoint`` (a
+savepoint's record also ``savepoint_format`` and, once completed, its ``external_path``),
 ``checkpoint_type`` CHECKPOINT/UNALIGNED_CHECKPOINT/SAVEPOINT..., ``trigger_timestamp``,
 ``latest_ack_timestamp``, ``end_to_end_duration``, ``state_size``, ``checkpointed_size``, ``num_subtasks``,
 ``num_acknowledged_subtasks``, ``failure_timestamp``, ``failure_message``) and ``counts`` Flink's ``restored``,
-``total``, ``in_progress``, ``completed``, ``failed``. Mirrors Flink's ``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and
+``total``, ``in_progress``, ``completed``, ``failed``; ``latest_restored`` is Flink's ``latest.restored`` (``id``,
+``restore_timestamp``, ``is_savepoint``, ``external_path``). Mirrors Flink's ``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and
 ``CheckpointStatsCounts``. A subtask's ``ack_timestamp`` is the coordinator's clock when the acknowledgement
 arrived, as in Flink's ``PendingCheckpoint.acknowledgeTask``. ``job_statistics`` turns the trackers of a run
 (one per coordinator: a JobManager failover retires one) into what both drivers report.
@@ -46,6 +48,8 @@ class CheckpointStatsTracker:
             "failure_message": None,
             "failure_reason": None,
         }
+        if is_savepoint:  # Flink's REST savepointFormat: the format a savepoint was written in
+            record["savepoint_format"] = "CANONICAL"
         self.history[checkpoint_id] = record
         self.subtask_stats[checkpoint_id] = []
         self.counts["total"] += 1

@@ -30,7 +30,7 @@ from barriersim.runtime.coordinator.messages import RestoreFrom
 from barriersim.runtime.events import CheckpointOptions
 from barriersim.runtime.faults import Fault, ProtocolPoint, SlowTask
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.job.config import JobOutcome
+from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.state.snapshot import CheckpointMetadata, TaskStateSnapshot
 
 SubtaskKey = tuple[str, int]  # (vertex name, subtask index)
@@ -47,13 +47,15 @@ def subtask_name(key: SubtaskKey) -> str:
 @dataclass(frozen=True)
 class TaskDeploymentDescriptor:
     """One subtask's deployment: its attempt, the state it restores (None: fresh), the task-side protocol points
-    at which it must crash (``FaultSchedule.armed_crash_points``) and its slowdowns (the fault schedule's
-    ``SlowTask`` values for it, in the schedule's order). Mirrors Flink's ``TaskDeploymentDescriptor``."""
+    at which it must crash (``FaultSchedule.armed_crash_points``), its slowdowns (the fault schedule's
+    ``SlowTask`` values for it, in the schedule's order) and, for a source, the splits it reads (its own index
+    when fresh; after a restore the splits its state names). Mirrors Flink's ``TaskDeploymentDescriptor``."""
 
     attempt: ExecutionAttemptID
     state: TaskStateSnapshot | None = None
     crash_points: tuple[tuple[ProtocolPoint, int], ...] = ()
     slowdowns: tuple[SlowTask, ...] = ()
+    source_splits: tuple[int, ...] = ()
 
     @property
     def key(self) -> SubtaskKey:
@@ -66,13 +68,14 @@ class TaskDeploymentDescriptor:
 
 @dataclass(frozen=True)
 class DeployTasks:
-    """Deployment ``epoch``: its tasks, the checkpoint they restore, and the node (``runtime.job.placement``) each
-    TaskManager runs on, in TaskManager order."""
-
+    """Deployment ``epoch`` of the job whose settings are ``config`` (a restored job may have another graph than the
+    run's first): its tasks, the checkpoint they restore, and the node (``runtime.job.placement``) each TaskManager
+    runs on, in TaskManager order."""
     epoch: int
     tasks: tuple[TaskDeploymentDescriptor, ...]
     restored_checkpoint_id: int | None = None
     restored_metadata: CheckpointMetadata | None = None
+    config: "JobConfig | None" = None
     taskmanager_nodes: tuple[int, ...] = (0,)
 
 

@@ -1,12 +1,16 @@
 """What a job run is given, and how it ended: the settings every driver maps the same way.
 
 How this works: ``JobConfig`` holds one job's settings: the job graph, the checkpointing mode
-(``runtime.checkpointing_mode``) and the coordinator's settings, the network (buffers, credit, debloating), the
-source rate, the restart policy, the fault schedule, and the simulated network's latencies and virtual time
-limit (which only the simulator reads: on Ray, latency is real). It checks itself when built: the mode with its
-settings (``checkpointing_problem``), the fault schedule against the graph, that the cluster (``cluster``:
-TaskManagers, slots and nodes, ``runtime.job.placement``) can hold the job, and the TaskManager and node faults
-against that placement. ``coordinator_configuration()``,
+(``runtime.checkpointing_mode``) and the coordinator's settings (with the retention of externalized checkpoints),
+the network (buffers, credit, debloating), the source rate, the restart policy, the fault schedule, the
+experiment actions (``runtime.experiment``: savepoints, stop-with-savepoint, cancel and restores of new jobs with
+new parallelisms) and the run's own restore from a path, and the simulated network's latencies and virtual time
+limit (which only the simulator reads: on Ray, latency is real). A run may hold several jobs (restores):
+``job_graphs`` are their graphs, ``for_job`` the settings of one of them (its graph; the run's first graph stays
+``base_graph``, whose sources' parallelism is the number of splits of each source, ``splits_of``). It checks
+itself when built: the mode with its settings (``checkpointing_problem``), the actions and the fault schedule
+against the graphs, that the cluster (``cluster``: TaskManagers, slots and nodes, ``runtime.job.placement``) can
+hold every job, and the TaskManager and node faults against that placement. ``coordinator_configuration()``,
 ``checkpoint_options()`` and ``restart_strategy()`` map it onto the coordinator's configuration, Flink's
 ``CheckpointOptions`` and a JobMaster's restart strategy: one mapping for both drivers. ``JobOutcome`` is how a
 job ended. Mirrors Flink's ``CheckpointConfig`` / ``ExecutionConfig`` settings as a job's configuration carries
@@ -15,6 +19,7 @@ them.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 
@@ -25,6 +30,7 @@ from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
+from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.job.placement import ClusterConfig, Placement, PlacementError, place
 from barriersim.runtime.jobgraph import JobGraph
@@ -78,6 +84,9 @@ class JobConfig:
     max_restarts: int = 20
     source_rate_per_subtask: int = 0  # records/s; 0: limited by cost and backpressure only
     faults: FaultSchedule = FaultSchedule()
+    actions: ActionSchedule = ActionSchedule()
+    restore: RestoreSettings | None = None  # the run starts from this savepoint or retained checkpoint
+    base_graph: JobGraph | None = None  # the run's first graph, when ``graph`` is a restored job's
     cluster: ClusterConfig = ClusterConfig()
     # the simulated network and time limit (the simulator's; on Ray latency is real and the driver sets the limit)
     latency_us_mean: float = 100.0
@@ -90,12 +99,37 @@ class JobConfig:
         problem = checkpointing_problem(self.mode, self.max_concurrent, self.aligned_checkpoint_timeout_ms)
         if problem is not None:
             raise JobConfigError(*problem)
-        self.faults.check_against(self.graph)  # FaultScheduleError: a fault for a subtask this job does not have
+        graphs = self.job_graphs
+        # FaultScheduleError: a fault for a subtask no job of the run has
+        self.faults.check_against(graphs[0] if len(graphs) == 1 else _union(graphs))
         try:
+            for graph in graphs:
+                place(graph, self.cluster)
             object.__setattr__(self, "_placement", place(self.graph, self.cluster))
         except PlacementError as err:
             raise JobConfigError(err.key, str(err).partition(": ")[2]) from None
         self.faults.check_against_placement(self.graph, self.placement)
+
+    @property
+    def job_graphs(self) -> list[JobGraph]:
+        """The graph of each job of the run: the first (restored from ``restore`` if set), then each restore's."""
+        base = self.base_graph or self.graph
+        try:
+            first = rescaled(base, self.restore.parallelism, "restore.parallelism") if self.restore else base
+            self.actions.check_against(
+                first, self.externalized_checkpoint_retention is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION)
+            return self.actions.graphs(first)
+        except ActionScheduleError as err:
+            key, _, problem = str(err).partition(": ")
+            raise JobConfigError(key, problem) from None
+
+    def for_job(self, graph: JobGraph) -> "JobConfig":
+        """The settings of one job of the run: its graph (the run's first graph stays ``base_graph``)."""
+        return dataclasses.replace(self, graph=graph, base_graph=self.base_graph or self.graph)
+
+    def splits_of(self, source: str) -> int:
+        """How many splits source vertex ``source`` reads: its parallelism in the run's first graph."""
+        return (self.base_graph or self.graph).vertex(source).parallelism
 
     @property
     def placement(self) -> Placement:
@@ -149,3 +183,11 @@ class JobConfig:
             unaligned_enabled=self.mode.unaligned_enabled,
             aligned_checkpoint_timeout=self.mode.alignment_timeout_ms(self.aligned_checkpoint_timeout_ms),
         )
+
+
+def _union(graphs: list[JobGraph]) -> JobGraph:
+    """A graph holding every subtask of ``graphs`` (the vertices at their highest parallelism), for checking a
+    fault schedule against every job of a run."""
+    vertices = [dataclasses.replace(v, parallelism=max(g.vertex(v.name).parallelism for g in graphs))
+                for v in graphs[0].vertices]
+    return JobGraph(tuple(vertices), graphs[0].edges)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.job.actions import (
@@ -42,19 +42,21 @@ class TaskRestoreError(Exception):
 def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, clock: Callable[[], int], timer_service,
                 rng: random.Random, charging: Charging, cost_rng: random.Random,
                 wakeup: Callable[[], None] = lambda: None, split: Sequence[tuple] = (),
-                store: ExternalStore | None = None,
+                splits: Mapping[int, Sequence[tuple]] | None = None, store: ExternalStore | None = None,
                 on_built: Callable[[StreamTask], None] | None = None) -> tuple[StreamTask, dict]:
-    """The task of ``descriptor``, restored; and what it restored (``StreamTask.restore``'s account).
-    ``charging`` and ``cost_rng``: how the driver charges the job's checkpoint cost model (``config.storage``) and
-    the random stream of its spread. ``on_built`` sees the task before it restores (e.g. to log what its operator
-    does from the start)."""
+    """The task of ``descriptor``, restored; and what it restored (``StreamTask.restore``'s account). A source
+    reads ``splits`` (split id -> records: the splits of ``descriptor.source_splits``), or ``split`` as the split of
+    its own index. ``charging`` and ``cost_rng``: how the driver charges the job's checkpoint cost model
+    (``config.storage``) and the random stream of its spread. ``on_built`` sees the task before it restores (e.g. to
+    log what its operator does from the start)."""
     attempt = descriptor.attempt
     network = config.network
     if config.graph.vertex(attempt.vertex_id).operator.is_source:
         network = dataclasses.replace(network, source_batch_records=config.source_batch_records)
     task = StreamTask(
         config.graph, attempt.vertex_id, attempt.subtask_index, attempt, mode=config.mode, clock=clock,
-        timer_service=timer_service, rng=rng, wakeup=wakeup, network=network, split=split, store=store,
+        timer_service=timer_service, rng=rng, wakeup=wakeup, network=network, split=split, splits=splits,
+        store=store,
         emit_watermarks=config.emits_watermarks,
         checkpoints_after_tasks_finish=config.tasks_wait_for_final_checkpoint,
         crash_points=descriptor.crash_points,

@@ -41,7 +41,20 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   the write holds the coordinator for the time the job's checkpoint cost model charges on this driver
   (``runtime.checkpoint_cost``); the coordinator's store is a ``DefaultCompletedCheckpointStore`` that keeps the storage's completed-checkpoint
   list; discarded checkpoints are deleted there (a discard that fails is reported in ``storage_errors`` and the
-  job goes on, as Flink's ``CheckpointsCleaner`` logs it).
+  job goes on, as Flink's ``CheckpointsCleaner`` logs it); savepoints go to the ``savepoint_storage`` (the
+  savepoint directory).
+- Operations (``trigger_savepoint``, ``stop_with_savepoint``, ``cancel``): a savepoint is a trigger request of
+  the coordinator (canonical format); a stop-with-savepoint a synchronous one, after which the tasks finish and
+  the job ends FINISHED (a task that stopped for it fails if it is aborted, and the job fails over); a cancel
+  ends the job CANCELED at once, its checkpoints kept only if the retention policy retains them on
+  cancellation. Each operation is recorded with its outcome (``operations``).
+- A job restored from a savepoint or retained checkpoint (``restore``): the coordinator restores it
+  (``restore_savepoint``: counter past its id, ``latest.restored``) and the first deployment assigns its state to
+  the job's subtasks, rescaled if the parallelism changed; its sources read the splits their state names. A
+  restore that cannot be done (a missing or unreadable path, state that cannot be mapped) ends the job FAILED.
+  The first deployment of a restored job meets a ``during_restore`` crash as a restart does.
+- Several jobs of one run (``runtime.job.dispatcher``) share the fault log, the fired protocol points and the
+  ``finished`` set, and continue the epochs and attempt numbers of the job before.
 - Restoring: before a deployment restores a checkpoint, its state files are read again and checked
   (``check_state_files``: Flink's tasks read their state files at restore); a damaged one fails that restore as
   a task failure does (the job fails over, and fails once the restart strategy gives up), as does a task whose
@@ -73,7 +86,9 @@ from barriersim.runtime.coordinator.restore import StateRestoreError
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.coordinator.restore import StateRestoreError
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
+from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.fault_log import FaultLog
 from barriersim.runtime.faults import (
@@ -111,9 +126,11 @@ from barriersim.runtime.job.actions import (
     subtask_name,
 )
 from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.operators.source import assigned_splits
+from barriersim.runtime.recovery.errors import StateAssignmentError
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.restart_strategy import RestartDecision
-from barriersim.runtime.state.snapshot import metadata_bytes_estimate
+from barriersim.runtime.state.snapshot import CheckpointMetadata, metadata_bytes_estimate
 from barriersim.runtime.storage.atomic_file import WriteFault
 from barriersim.runtime.storage.damage import damage_checkpoint
 from barriersim.runtime.storage.errors import CheckpointStorageError
@@ -121,6 +138,34 @@ from barriersim.runtime.task.actions import TaskCheckpointMetrics
 
 ActionSink = Callable[[list], None]
 Trace = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class JobRestore:
+    """Where a new job's state comes from: a savepoint or retained checkpoint at ``path``, read through the
+    checkpoint storage ``source`` (Flink's ``SavepointRestoreSettings``)."""
+
+    path: str
+    source: Any  # runtime.storage.CheckpointStorage that can read ``path``
+    allow_non_restored_state: bool = False
+
+
+@dataclass
+class Operation:
+    """A savepoint, stop-with-savepoint or cancel asked of the job, and how it ended."""
+
+    operation: str  # savepoint, stop_with_savepoint, cancel
+    at_ms: int  # the job's clock when it was asked
+    request_id: int = 0
+    drain: bool | None = None
+    status: str = "IN_PROGRESS"  # IN_PROGRESS, COMPLETED, FAILED
+    checkpoint_id: int | None = None
+    path: str | None = None  # the savepoint's directory
+    savepoint_format: str | None = None
+    failure: str | None = None
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
 
 
 @dataclass
@@ -142,6 +187,12 @@ class JobReport:
     # per deployment: its epoch, the checkpoint it restored and the node of each TaskManager (runtime.job.placement)
     deployments: list[dict] = field(default_factory=list)
     failure_reason: str | None = None  # one line, when the outcome is FAILED
+    job_id: str = ""
+    final_state: str | None = None  # Flink's terminal JobStatus: FINISHED, CANCELED, FAILED
+    operations: list[dict] = field(default_factory=list)
+    latest_restored: dict | None = None  # Flink's latest.restored: id, restore_timestamp, is_savepoint, external_path
+    retained_checkpoint: str | None = None  # the newest checkpoint a cancelled job retained
+    parallelism: dict = field(default_factory=dict)  # vertex -> parallelism of the job
 
 
 def one_line(text: str) -> str:
@@ -155,17 +206,26 @@ class JobMaster:
     def __init__(self, config: JobConfig, job_id: str, *, storage, clock: Callable[[], int], timer_service,
                  coordinator_rng: Callable[[], random.Random], action_sink: ActionSink,
                  trace: Trace | None = None, keep_completed_metadata: bool = False,
-                 charging: Charging = Charging.VIRTUAL, cost_rng: random.Random | None = None):
-        """``storage``: a ``CheckpointStorage`` (checkpoint metadata, recovery); ``timer_service``: the driver's
-        (``register_timer(at_ms, callback)``) for the coordinator's timers; ``coordinator_rng()``: the random
-        stream of each new coordinator; ``action_sink``: where actions caused by the coordinator's timers go;
+                 charging: Charging = Charging.VIRTUAL, cost_rng: random.Random | None = None,
+                 savepoint_storage=None, restore: JobRestore | None = None, first_epoch: int = 0,
+                 first_attempt_number: int = 0, fault_log: FaultLog | None = None, fired_points: set | None = None,
+                 finished: set | None = None, started_ms: int | None = None, arm_timed_faults: bool = True):
+        """``storage``: a ``CheckpointStorage`` (checkpoint metadata, recovery); ``savepoint_storage``: where
+        savepoints are written (default ``storage``); ``timer_service``: the driver's (``register_timer(at_ms,
+        callback)``) for the coordinator's timers; ``coordinator_rng()``: the random stream of each new
+        coordinator; ``action_sink``: where actions caused by the coordinator's timers go;
         ``keep_completed_metadata``: keep every completed checkpoint's metadata with its deployment epoch
         (``completed_in_epoch``, for consistent-cut checks); ``charging`` and ``cost_rng``: how the driver charges
-        the ``_metadata`` write of the job's checkpoint cost model (``config.storage``) and its random stream."""
+        the ``_metadata`` write of the job's checkpoint cost model (``config.storage``) and its random stream.
+        ``restore``: the job starts from a savepoint or retained checkpoint. A job after another of the same run
+        continues its ``first_epoch`` and ``first_attempt_number``, shares its ``fault_log``, ``fired_points`` and
+        ``finished`` set, keeps the run's clock (``started_ms``) and leaves the timed faults to the dispatcher
+        (``arm_timed_faults=False``)."""
         self.config = config
         self.graph = config.graph.validate()
         self.job_id = job_id
         self.storage = storage
+        self.savepoint_storage = savepoint_storage if savepoint_storage is not None else storage
         self.clock = clock
         self._timer_service = timer_service
         self._coordinator_rng = coordinator_rng
@@ -181,10 +241,11 @@ class JobMaster:
         self._first_source = subtask_name((self.graph.sources[0].name, 0))
         self._slowdowns = {name: tuple(f for f in config.faults.of_type(SlowTask) if f.task == name)
                            for name in map(subtask_name, self.subtasks)}
-        self.epoch = 0
+        self.epoch = first_epoch
         self.attempts: dict[SubtaskKey, ExecutionAttemptID] = {}  # the deployed attempt of each subtask
         self.running = False  # the current deployment's tasks were restored and have not been cancelled
-        self.finished: set[SubtaskKey] = set()  # cleared in place: a driver may hold it
+        self.finished: set[SubtaskKey] = finished if finished is not None else set()  # cleared in place: a driver may hold it
+        self.finished.clear()
         self._killed_keys: set[SubtaskKey] = set()  # killed by the fault schedule, death not yet reported
         self.outcome: JobOutcome | None = None
         self.failure_reason: str | None = None
@@ -194,9 +255,19 @@ class JobMaster:
         self.killed: list[str] = []
         self.failures: list[str] = []
         self.storage_errors: list[str] = []
-        self.fault_log = FaultLog(config.faults)
-        self._fired_points: set = set()
-        self.started_ms: int | None = None  # the job's clock (fault times) starts when the first tasks restored
+        self.fault_log = fault_log if fault_log is not None else FaultLog(config.faults)
+        self._fired_points: set = fired_points if fired_points is not None else set()
+        self.started_ms: int | None = started_ms  # the job's clock (fault times) starts when the first tasks restored
+        self._arm_timed_faults = arm_timed_faults
+        self._restore_settings = restore
+        self.restored_at_start = False  # the job was started from a savepoint or retained checkpoint
+        self.operations: list[Operation] = []
+        self._operation_of_request: dict[int, Operation] = {}
+        self._next_request_id = 1
+        self._savepoint_paths: dict[int, str] = {}
+        self._savepoint_metadata: dict[int, CheckpointMetadata] = {}
+        self.retained_checkpoint: str | None = None
+        self._cancelled_at: CheckpointMetadata | None = None  # the latest completed checkpoint when cancelled
         self._deployments = 0
         self._restore_from: m.RestoreFrom | None = None
         # a FailJob the coordinator emits while a failover runs (a _metadata write that the failover ended, and that
@@ -212,7 +283,7 @@ class JobMaster:
         self.coordinator_failovers = 0
         self.coordinator_down = False
         self.retired_stats: list[CheckpointStatsTracker] = []  # the statistics of coordinators that died
-        self.coordinator = self._new_coordinator()
+        self.coordinator = self._new_coordinator(first_attempt_number=first_attempt_number)
         self.restart_strategy = config.restart_strategy()
 
     # -- queries --------------------------------------------------------------------------------------
@@ -227,8 +298,9 @@ class JobMaster:
 
     def report(self) -> JobReport:
         # while the JobManager is down, its dead coordinator's statistics are already among the retired ones
-        live = [] if self.coordinator_down else [self.coordinator.stats]
-        checkpoints, subtasks, counts = job_statistics(self.retired_stats + live)
+        trackers = self.retired_stats + ([] if self.coordinator_down else [self.coordinator.stats])
+        checkpoints, subtasks, counts = job_statistics(trackers)
+        restored = [t.latest_restored for t in trackers if t.latest_restored is not None]
         return JobReport(
             outcome=self.outcome, checkpoints=checkpoints, subtasks=subtasks, counts=counts, restarts=self.restarts,
             restored_checkpoint_ids=list(self.restored_ids), restored_in_flight_bytes=self.restored_in_flight,
@@ -236,13 +308,122 @@ class JobMaster:
             killed=list(self.killed), failures=list(self.failures), storage_errors=list(self.storage_errors),
             deployments=[dict(d) for d in self.deployments],
             failure_reason=self.failure_reason,
+            job_id=self.job_id, final_state=self.final_state, operations=[o.as_dict() for o in self.operations],
+            latest_restored=dict(restored[-1]) if restored else None, retained_checkpoint=self.retained_checkpoint,
+            parallelism={v.name: v.parallelism for v in self.graph.vertices},
         )
+
+    @property
+    def final_state(self) -> str | None:
+        """Flink's terminal ``JobStatus`` of the job, once it ended (a timed-out simulation has none)."""
+        return {JobOutcome.FINISHED: "FINISHED", JobOutcome.CANCELED: "CANCELED",
+                JobOutcome.FAILED: "FAILED"}.get(self.outcome)
+
+    @property
+    def stopped_with_savepoint(self) -> Operation | None:
+        """The stop-with-savepoint whose savepoint completed, if the job ended by it."""
+        for op in self.operations:
+            if op.operation == "stop_with_savepoint" and op.status == "COMPLETED":
+                return op
+        return None
+
+    @property
+    def ending_snapshot(self) -> tuple[bool, CheckpointMetadata | None]:
+        """Whether the job ended by a snapshot a restore would resume from (a completed stop-with-savepoint, or a
+        cancel), and that snapshot: the stop's savepoint, or the latest checkpoint completed when it was cancelled
+        (None if there was none, or the JobManager was down)."""
+        stop = self.stopped_with_savepoint
+        if self.outcome is JobOutcome.FINISHED and stop is not None:
+            return True, self._savepoint_metadata.get(stop.checkpoint_id)
+        if self.outcome is JobOutcome.CANCELED:
+            return True, self._cancelled_at
+        return False, None
+
+    @property
+    def savepoints(self) -> list[Operation]:
+        """The savepoints of the job that completed (of savepoint and stop-with-savepoint operations)."""
+        return [op for op in self.operations if op.path is not None and op.status == "COMPLETED"]
 
     # -- events from the driver -----------------------------------------------------------------------
 
     def start(self) -> list:
-        """Deploy the first attempt (fresh state)."""
-        self._deploy(None)
+        """Deploy the first attempt: fresh state, or the state of the savepoint or checkpoint to restore."""
+        restore = None
+        settings = self._restore_settings
+        try:
+            if settings is not None:
+                loaded = settings.source.load_checkpoint(settings.path)
+                # the job's completed-checkpoint store points to the restored snapshot (Flink keeps an unclaimed
+                # savepoint in the new job's CompletedCheckpointStore)
+                self.storage.adopt_restored(loaded.location, settings.source)
+                self.coordinator.restore_savepoint(settings.path, lambda _path: loaded.metadata,
+                                                   settings.allow_non_restored_state)
+                self._restore_from = None
+                self._handle_coordinator(self.coordinator.drain_actions())
+                restore = self._restore_from
+                self.restored_at_start = True
+            self._deploy(restore)
+        except (CheckpointStorageError, StateRestoreError, StateAssignmentError) as err:
+            where = f"restore from {settings.path}: " if settings is not None else ""
+            self._fail_to_start(f"{where}{type(err).__name__}: {err}")
+        return self._take()
+
+    def _fail_to_start(self, reason: str) -> None:
+        """The job cannot be deployed (Flink: the JobMaster fails to create the job's execution graph)."""
+        self._trace("failover", f"job {reason}")
+        self.failures.append(reason)
+        self.outcome = JobOutcome.FAILED
+        self.failure_reason = one_line(reason)
+        self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FAILED)))
+        self._out.append(JobEnded(JobOutcome.FAILED))
+
+    # -- operations (savepoint, stop-with-savepoint, cancel) -------------------------------------------
+
+    def trigger_savepoint(self) -> list:
+        """Flink's ``triggerSavepoint`` (canonical format); the job goes on."""
+        self._request_savepoint(Operation("savepoint", self.job_ms(), savepoint_format="CANONICAL"),
+                                CheckpointType.SAVEPOINT)
+        return self._take()
+
+    def stop_with_savepoint(self, drain: bool) -> list:
+        """Flink's ``stopWithSavepoint``: a synchronous savepoint (``drain``: ``SAVEPOINT_TERMINATE``, else
+        ``SAVEPOINT_SUSPEND``), after which the tasks finish and the job ends FINISHED."""
+        self._request_savepoint(Operation("stop_with_savepoint", self.job_ms(), drain=drain, savepoint_format="CANONICAL"),
+                                CheckpointType.SAVEPOINT_TERMINATE if drain else CheckpointType.SAVEPOINT_SUSPEND)
+        return self._take()
+
+    def _request_savepoint(self, op: Operation, checkpoint_type: CheckpointType) -> None:
+        self.operations.append(op)
+        if self.outcome is not None or self.coordinator_down:
+            op.status, op.failure = "FAILED", ("the job has ended" if self.outcome is not None
+                                               else "the JobManager is recovering")
+            return
+        op.request_id = self._next_request_id
+        self._next_request_id += 1
+        self._operation_of_request[op.request_id] = op
+        self._trace("operation", f"{op.operation} request {op.request_id}")
+        self._handle_coordinator(self.coordinator.handle(m.TriggerRequest(checkpoint_type, op.request_id)))
+
+    def cancel(self) -> list:
+        """Flink's ``cancel``: every task is cancelled and the job ends CANCELED; the coordinator shuts down and
+        its completed checkpoints are discarded unless the retention policy retains them on cancellation."""
+        op = Operation("cancel", self.job_ms())
+        self.operations.append(op)
+        if self.outcome is not None:
+            op.status, op.failure = "FAILED", "the job has ended"
+            return self._take()
+        op.status = "COMPLETED"
+        self._trace("operation", "cancel")
+        if not self.coordinator_down:
+            latest = self.coordinator.store.get_latest_checkpoint()
+            self._cancelled_at = latest.metadata if latest is not None else None
+        self._cancel_deployment()
+        self.outcome = JobOutcome.CANCELED
+        if not self.coordinator_down:
+            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.CANCELED)))
+        retained = self.storage.list_retained_checkpoints()
+        self.retained_checkpoint = retained[0].external_pointer if retained else None
+        self._out.append(JobEnded(JobOutcome.CANCELED))
         return self._take()
 
     def tasks_restored(self, epoch: int, restored_in_flight_bytes: int) -> list:
@@ -264,17 +445,18 @@ class JobMaster:
             return []
         self._deployments += 1
         if self._deployments == 1:
-            for fault in self.config.faults.of_type(CrashTask):
-                if fault.at_ms is not None:
+            if self._arm_timed_faults:
+                for fault in self.config.faults.of_type(CrashTask):
+                    if fault.at_ms is not None:
+                        self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
+                for fault in self.config.faults.faults:
+                    if isinstance(fault, (CrashTaskManager, KillNode)) and fault.at_ms is not None:
+                        self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
+                for fault in sorted(self.config.faults.of_type(DamageCheckpoint) + self.config.faults.of_type(CrashCoordinator),
+                                    key=lambda f: f.at_ms):  # a damage before a coordinator crash at the same ms
                     self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
-            for fault in self.config.faults.faults:
-                if isinstance(fault, (CrashTaskManager, KillNode)) and fault.at_ms is not None:
-                    self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
-            for fault in sorted(self.config.faults.of_type(DamageCheckpoint) + self.config.faults.of_type(CrashCoordinator),
-                                key=lambda f: f.at_ms):  # a damage before a coordinator crash at the same ms
-                self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
-        else:
+        if self._deployments > 1 or self.restored_at_start:
             for fault in self.config.faults.faults:
                 if (isinstance(fault, CRASHES) and fault.point is ProtocolPoint.DURING_RESTORE
                         and fault not in self._fired_points):
@@ -328,19 +510,6 @@ class JobMaster:
             self.outcome = JobOutcome.FINISHED
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FINISHED)))
             self._out.append(JobEnded(JobOutcome.FINISHED))
-        return self._take()
-
-    def cancel(self) -> list:
-        """The user cancels the job (Flink's ``JobMaster.cancel``): its tasks are cancelled, the coordinator shuts
-        down with the job ``CANCELED`` (its checkpoints kept or discarded as the retention says) and the job ends."""
-        if self.outcome is not None:
-            return []
-        self._trace("cancel", "")
-        self._cancel_deployment()
-        self.outcome = JobOutcome.CANCELED
-        if not self.coordinator_down:
-            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.CANCELED)))
-        self._out.append(JobEnded(JobOutcome.CANCELED))
         return self._take()
 
     def task_failed(self, attempt: ExecutionAttemptID, cause: str) -> list:
@@ -421,8 +590,10 @@ class JobMaster:
                 self._failover("restore", why)
                 return
             infos = [ExecutionJobVertexInfo(v.name, v.parallelism, v.max_parallelism) for v in self.graph.vertices]
-            assignment = assign_states(restore.metadata, infos, allow_non_restored_state=restore.allow_non_restored_state)
+            assignment = assign_states(restore.metadata, infos, allow_non_restored_state=restore.allow_non_restored_state,
+                                       graph=self.graph)
             self.restored_ids.append(restore.checkpoint_id)
+        splits = self._source_splits(restore.metadata if assignment is not None else None, assignment)
         self.taskmanager_nodes = self.placement.taskmanager_nodes(self.lost_nodes)
         descriptors = []
         for key in self.subtasks:
@@ -435,7 +606,7 @@ class JobMaster:
             armed = self.config.faults.armed_crash_points(name, self._fired_points, tm, self.taskmanager_nodes[tm])
             crash_points = tuple(sorted(armed, key=lambda p: (p[0].value, p[1])))
             descriptors.append(TaskDeploymentDescriptor(self.coordinator.current_attempt(vertex, i), state,
-                                                        crash_points, self._slowdowns[name]))
+                                                        crash_points, self._slowdowns[name], splits.get(key, ())))
         self.attempts = {d.key: d.attempt for d in descriptors}
         self._deployed_restore = restore.checkpoint_id if restore is not None and restore.metadata is not None else None
         self.finished.clear()
@@ -444,7 +615,35 @@ class JobMaster:
         self.deployments.append({"epoch": self.epoch, "restored_checkpoint_id": restored_id,
                                  "taskmanager_nodes": list(self.taskmanager_nodes)})
         self._out.append(DeployTasks(self.epoch, tuple(descriptors), restored_id,
-                                     restore.metadata if restore is not None else None, self.taskmanager_nodes))
+                                     restore.metadata if restore is not None else None, self.config,
+                                     taskmanager_nodes=self.taskmanager_nodes))
+
+    def _source_splits(self, metadata: CheckpointMetadata | None, assignment) -> dict[SubtaskKey, tuple[int, ...]]:
+        """The splits each source subtask reads: its own index when its vertex starts fresh, else the splits its
+        restored state names; a restore must name every split of the source once, those of subtasks that had
+        finished (FLIP-147: their splits are done) aside (``StateAssignmentError``)."""
+        restored = {s.operator_id: s for s in metadata.operator_states} if metadata is not None else {}
+        out: dict[SubtaskKey, tuple[int, ...]] = {}
+        for v in self.graph.sources:
+            total = self.config.splits_of(v.name)
+            named = {i: assigned_splits(assignment.subtask_state(v.name, i)) for i in range(v.parallelism)} \
+                if v.name in restored else {}
+            if not any(named.values()):  # fresh, or restored state that names no split: each reads its own
+                for i in range(v.parallelism):
+                    out[(v.name, i)] = (i,) if i < total else ()
+                continue
+            seen: list[int] = []
+            for i in range(v.parallelism):
+                out[(v.name, i)] = named[i]
+                seen.extend(named[i])
+            old = restored[v.name]
+            some_finished = old.fully_finished or any(st.is_finished for st in old.subtask_states.values())
+            if (len(seen) != len(set(seen)) or not set(seen) <= set(range(total))
+                    or (not some_finished and len(seen) != total)):
+                raise StateAssignmentError(
+                    f"checkpoint {metadata.checkpoint_id}: source {v.name!r} holds the offsets of splits {sorted(seen)}, "
+                    f"but its workload has {total} split(s) (0..{total - 1}): it was taken of another workload")
+        return out
 
     # -- messages -------------------------------------------------------------------------------------
 
@@ -527,6 +726,15 @@ class JobMaster:
                 self._restore_from = action
             elif isinstance(action, m.FailJob) and self._failing_over:
                 self._deferred_failures.append(action)
+            elif isinstance(action, m.TriggerRequestCompleted):
+                op = self._operation_of_request.pop(action.request_id, None) if action.request_id else None
+                if op is not None:
+                    op.status, op.checkpoint_id = "COMPLETED", action.checkpoint_id
+                    op.path = self._savepoint_paths.get(action.checkpoint_id)
+            elif isinstance(action, m.TriggerRequestFailed):
+                op = self._operation_of_request.pop(action.request_id, None) if action.request_id else None
+                if op is not None:
+                    op.status, op.checkpoint_id, op.failure = "FAILED", action.checkpoint_id, action.reason.name
             elif isinstance(action, m.FailJob):
                 failing = action.failing_task
                 name = subtask_name((failing.vertex_id, failing.subtask_index)) if failing else "coordinator"
@@ -538,14 +746,18 @@ class JobMaster:
         coordinator, which aborts the checkpoint as ``FINALIZE_CHECKPOINT_FAILURE``."""
         cid = metadata.checkpoint_id
         self._trace("coordinator", "PersistCheckpoint ")
+        storage = self.savepoint_storage if is_savepoint else self.storage
         if self.fault_log.fails_storage_write(cid, self.job_ms()):
-            self.storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
+            storage.fail_next_write(WriteFault.FAIL_BEFORE_WRITE)
         try:
-            location = self.storage.persist_checkpoint(metadata, is_savepoint=is_savepoint)
+            location = storage.persist_checkpoint(metadata, is_savepoint=is_savepoint)
         except Exception as err:
             self._trace("storage-failed", f"{cid} {type(err).__name__}")
             self.storage_errors.append(f"{cid}: {type(err).__name__}: {err}")
             raise
+        if is_savepoint:
+            self._savepoint_paths[cid] = location.external_pointer
+            self._savepoint_metadata[cid] = metadata
         if self.completed_in_epoch is not None and not is_savepoint:
             self.completed_in_epoch[cid] = (self.epoch, metadata)
         return location
@@ -651,7 +863,24 @@ class JobMaster:
         if failed is None:
             failed = self.coordinator.current_attempt(self.graph.vertices[0].name, 0)
         self._handle_coordinator(self.coordinator.handle(m.TaskFailed(failed, why)))
+        self._stop_with_savepoint_failed_over()
         self._out.append(StartTimer(self.restart_strategy.delay_ms, RestartDue(self.epoch, self._restore_from)))
+
+    def _stop_with_savepoint_failed_over(self) -> None:
+        """A failover while the job stops with a savepoint: the stop fails (Flink's
+        ``StopWithSavepointTerminationHandlerImpl``: a savepoint created but tasks not finished is "Inconsistent
+        execution state after stopping with savepoint", a savepoint not created fails it), and the periodic
+        checkpoint scheduler its synchronous savepoint stopped runs again (restarted with the job, as Flink's
+        ``CheckpointCoordinatorDeActivator`` does when the job runs again): the job goes on to its end."""
+        stops = [op for op in self.operations
+                 if op.operation == "stop_with_savepoint" and op.status in ("IN_PROGRESS", "COMPLETED")]
+        if not stops or self.coordinator_down:
+            return
+        for op in stops:
+            if op.status == "COMPLETED":
+                op.status, op.failure = "FAILED", ("Inconsistent execution state after stopping with savepoint: "
+                                                   "a global fail-over is triggered to recover the job")
+        self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
 
     def _damage_checkpoint(self, fault: DamageCheckpoint) -> None:
         """The storage is damaged (fault injection); it fires if there was a checkpoint it could strike."""

@@ -13,7 +13,7 @@ backend (``runtime.state.backend``: heap or incremental), which takes their snap
 from __future__ import annotations
 
 import random
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from barriersim.runtime.events import Watermark
 from barriersim.runtime.jobgraph import JobVertex, OperatorKind
@@ -169,19 +169,21 @@ def create_operator(
     subtask_index: int,
     *,
     split=(),  # the source split: a RecordBatch, or record tuples
+    splits: Mapping[int, object] | None = None,
     store: ExternalStore | None = None,
     attempt: int = 0,
     state_backend: StateBackendConfig = StateBackendConfig(),
     memory_threshold: int = 20 * 1024,
     rng: random.Random | None = None,
 ) -> SubtaskOperator:
-    """``state_backend``: the keyed operators' backend (``runtime.state.backend``); ``memory_threshold``: state
-    streams at or over it are files of their own; ``rng``: the task's random stream (an incremental backend seeds
-    its compaction policy from it)."""
+    """``splits``: a source's assigned splits (split id -> a RecordBatch or record tuples); without them it reads
+    ``split`` as the split of its own index. ``state_backend``: the keyed operators' backend
+    (``runtime.state.backend``); ``memory_threshold``: state streams at or over it are files of their own; ``rng``:
+    the task's random stream (an incremental backend seeds its compaction policy from it)."""
     kind = vertex.operator
     name = f"{vertex.name}#{subtask_index}"
     if kind is OperatorKind.SOURCE:
-        return _Source(SplitSourceReader(subtask_index, split))
+        return _Source(SplitSourceReader(splits if splits is not None else {subtask_index: split}))
     if kind is OperatorKind.MAP:
         return _Wrapped(MapOperator(vertex.params.get("factor", 2)))
     if kind is OperatorKind.FILTER:

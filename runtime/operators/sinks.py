@@ -69,6 +69,22 @@ class ExternalStore:
         parts = [b for b in self.committed.values() if len(b)] + self.direct  # in commit order
         return RecordBatch.concat(parts) if parts else RecordBatch.empty()
 
+    def snapshot(self) -> dict:
+        """Everything the system holds, as plain values (msgpack-ready), to be continued by a later run that
+        restores a savepoint of this one (the transactions a restore commits stay pending until then)."""
+        return {"committed": [[tid, [list(r) for r in records]] for tid, records in self.committed.items()],
+                "pending": [[tid, [list(r) for r in records]] for tid, records in self.pending.items()],
+                "direct": [list(r) for r in self.direct]}
+
+    @staticmethod
+    def from_snapshot(snapshot: dict) -> "ExternalStore":
+        def records(rows) -> tuple:
+            return tuple(tuple(r) for r in rows)
+
+        return ExternalStore(committed={tid: records(rows) for tid, rows in snapshot.get("committed", ())},
+                             pending={tid: records(rows) for tid, rows in snapshot.get("pending", ())},
+                             direct=list(records(snapshot.get("direct", ()))))
+
 
 class TwoPhaseCommitSink:
     def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0):

@@ -1,16 +1,25 @@
-"""A source reading one replayable split by offset (Flink's ``SourceReader`` over a ``SourceSplit``).
+"""A source reading its assigned replayable splits by offset (Flink's ``SourceReader`` over ``SourceSplit`` s).
 
-How this works: the split is an ordered run of records, held as one ``RecordBatch`` (a split given as record
-tuples or as an Arrow table is converted once); the reader's only state is the offset of the next record to
-emit. ``poll(n)`` returns up to ``n`` records, a slice (view) of the split, and advances the offset. A checkpoint snapshots
-the offset *before* the barrier is emitted (Flink snapshots a source's state in the synchronous part of the
-checkpoint, then broadcasts the barrier), so a restore resumes exactly after the last record that went out
-before the barrier.
+How this works: each split is an ordered run of records, held as one ``RecordBatch`` (a split given as record
+tuples or as an Arrow table is converted once); the reader's state is, per split, the offset of the next record
+to emit. A fresh subtask reads the split with its own index; a restored one reads the splits its restored state
+names (a rescaled restore redistributes them as operator state, round robin, as Flink's ``SourceOperator`` keeps
+its reader's splits in a split-distributed list state), which ``assigned_splits`` reads for the deployment.
+``poll(n)`` returns up to ``n`` records of one split, a slice (view) of it, and moves on to the next unfinished
+split (round robin over the assigned splits). Event time is watermarked per split, as Flink's per-split
+watermark generation does: a split's watermark is the largest timestamp it emitted minus 1 (the next record
+may carry the same timestamp), and the reader's watermark is the minimum over the splits it still reads (the
+split just polled included, so that a reader of one split emits exactly its split's watermark); none while an
+unfinished split has not emitted a record yet. A checkpoint snapshots the offsets *before* the barrier is
+emitted (Flink snapshots a source's state in the synchronous part of the checkpoint, then broadcasts the
+barrier), so a restore resumes exactly after the last record that went out before the barrier.
 """
 
 from __future__ import annotations
 
-from barriersim.runtime.operators.records import pack, unpack
+from typing import Mapping, Optional
+
+from barriersim.runtime.operators.records import EVENT_TIME, pack, unpack
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
 
@@ -18,32 +27,98 @@ OFFSETS_STATE = "source-offsets"
 
 
 class SplitSourceReader:
-    def __init__(self, split_id: int, records):
-        self.split_id = split_id
-        self._records = RecordBatch.of(records)
-        self.offset = 0
+    def __init__(self, split_id_or_splits, records=()):
+        """``SplitSourceReader(split_id, records)`` reads one split; ``SplitSourceReader({split_id: records})``
+        reads every split given, in split id order. A split is a ``RecordBatch``, or record tuples or an Arrow
+        table (converted once)."""
+        splits = split_id_or_splits if isinstance(split_id_or_splits, Mapping) else {split_id_or_splits: records}
+        self._splits: dict[int, RecordBatch] = {sid: RecordBatch.of(r) for sid, r in sorted(splits.items())}
+        self.offsets: dict[int, int] = {sid: 0 for sid in self._splits}
+        self._order = list(self._splits)
+        self._next = 0
+        self._last_timestamp: dict[int, int] = {}  # per split: the largest timestamp emitted since the reader started
+        self._polled: Optional[int] = None  # the split of the last poll
+
+    @property
+    def split_ids(self) -> tuple[int, ...]:
+        return tuple(self._splits)
+
+    @property
+    def split_id(self) -> Optional[int]:
+        return self._order[0] if self._order else None
+
+    @property
+    def offset(self) -> int:
+        """The offset of the first split (for a reader of one split: its offset)."""
+        return self.offsets[self._order[0]] if self._order else 0
+
+    def _split_finished(self, sid: int) -> bool:
+        return self.offsets[sid] >= len(self._splits[sid])
 
     @property
     def is_finished(self) -> bool:
-        return self.offset >= len(self._records)
+        return all(self._split_finished(sid) for sid in self._order)
 
     @property
     def remaining(self) -> int:
-        return len(self._records) - self.offset
+        return sum(len(self._splits[sid]) - self.offsets[sid] for sid in self._order)
 
     def poll(self, max_records: int) -> RecordBatch:
-        start = self.offset
-        end = min(len(self._records), start + max_records)
-        self.offset = end
-        return self._records.slice(start, end)
+        """Up to ``max_records`` records of the next unfinished split (round robin over the splits), a slice of
+        it."""
+        order = self._order
+        for _ in range(len(order)):
+            sid = order[self._next]
+            self._next = (self._next + 1) % len(order)
+            if self._split_finished(sid):
+                continue
+            records = self._splits[sid]
+            start = self.offsets[sid]
+            end = min(len(records), start + max_records)
+            self.offsets[sid] = end
+            out = records.slice(start, end)
+            if end > start:
+                self._last_timestamp[sid] = int(records.columns[EVENT_TIME, end - 1])
+            self._polled = sid
+            return out
+        return RecordBatch.empty()
+
+    def current_watermark(self) -> Optional[int]:
+        """The reader's watermark after the last poll: the minimum over its unfinished splits and the split just
+        polled of (largest timestamp emitted - 1); None while one of them has emitted nothing."""
+        polled = self._polled
+        marks = []
+        for sid in self._order:
+            if sid != polled and self._split_finished(sid):
+                continue
+            last = self._last_timestamp.get(sid)
+            if last is None:
+                return None
+            marks.append(last - 1)
+        return min(marks) if marks else None
 
     def snapshot_state(self) -> OperatorSubtaskState:
-        handle = OperatorStateHandle({OFFSETS_STATE: (pack([self.split_id, self.offset]),)})
+        handle = OperatorStateHandle({OFFSETS_STATE: tuple(pack([sid, self.offsets[sid]]) for sid in self._order)})
         return OperatorSubtaskState(managed_operator_state=(handle,))
 
     def restore_state(self, state: OperatorSubtaskState) -> None:
-        for handle in state.managed_operator_state:
-            for part in handle.states.get(OFFSETS_STATE, ()):
-                split_id, offset = unpack(part)
-                if split_id == self.split_id:
-                    self.offset = offset
+        for sid, offset in split_offsets(state).items():
+            if sid in self.offsets:
+                self.offsets[sid] = offset
+
+
+def split_offsets(state: OperatorSubtaskState | None) -> dict[int, int]:
+    """The split offsets a source subtask's state holds: split id -> offset of its next record."""
+    offsets: dict[int, int] = {}
+    if state is None:
+        return offsets
+    for handle in state.managed_operator_state:
+        for part in handle.states.get(OFFSETS_STATE, ()):
+            split_id, offset = unpack(part)
+            offsets[split_id] = offset
+    return offsets
+
+
+def assigned_splits(state: OperatorSubtaskState | None) -> tuple[int, ...]:
+    """The splits a restored source subtask reads: those its (possibly redistributed) state names."""
+    return tuple(sorted(split_offsets(state)))

@@ -1,27 +1,36 @@
 """State assignment on restore: which state each subtask of the (possibly rescaled) job starts from.
 
 How this works: ``assign_states`` takes a checkpoint's ``CheckpointMetadata`` and the job's vertices
-(operator id, new parallelism, max parallelism) and returns a ``JobManagerTaskRestore`` for every subtask
-of every vertex. First it checks the mapping: state of an operator that is not in the job is an error
-unless ``allow_non_restored_state`` (operators without any state are skipped silently); the checkpoint's
+(operator id, new parallelism, max parallelism), and the job graph, and returns a ``JobManagerTaskRestore`` for
+every subtask of every vertex. First it checks the mapping: state of an operator that is not in the job is an
+error unless ``allow_non_restored_state`` (operators without any state are skipped silently); the checkpoint's
 max parallelism must not be below the new parallelism, and a configured max parallelism must equal the
-checkpoint's (an unconfigured one adopts it). Then per operator: keyed state is cut by key groups - new
-subtask ``i`` owns ``compute_key_group_range_for_operator_index(maxP, p, i)`` and receives the intersection
-of every old handle with that range, so each key group lands on exactly one subtask for any old and new
-parallelism up to the max parallelism; operator state goes through the round-robin repartitioner; channel
-state (unaligned checkpoints' in-flight data) stays with the same subtask index, and is refused with
-``ChannelStateRescalingUnsupportedError`` when the parallelism changed and any of it holds buffers (as
-Flink 1.11 did; later Flink rescales it, which barriersim does not model; empty handles are dropped). Fully finished operators are deployed as finished. Vertices the checkpoint has no state for
-get empty state. Mirrors Flink's ``StateAssignmentOperation`` (with 1.11's ``channelStateNonRescalingRepartitioner``) and
+checkpoint's (an unconfigured one adopts it). Then per operator: keyed state is cut by key groups - new subtask
+``i`` owns ``compute_key_group_range_for_operator_index(maxP, p, i)`` and receives the intersection of every old
+handle with that range, so each key group lands on exactly one subtask for any old and new parallelism up to the
+max parallelism; operator state goes through the round-robin repartitioner; channel state (unaligned
+checkpoints' in-flight data) is redistributed by the partitioners' subtask state mappers and every subtask gets
+its in-flight data rescaling descriptors (``runtime.recovery.channel_state_assignment``; without the job graph,
+in-flight data restores only at the same parallelism). Fully finished operators are deployed as finished.
+Vertices the checkpoint has no state for get empty state. Mirrors Flink's ``StateAssignmentOperation`` and
 ``Checkpoints.loadAndValidateCheckpoint``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from barriersim.runtime.ids import OperatorID
+from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.recovery.channel_state_assignment import ChannelStateAssignment
+from barriersim.runtime.recovery.errors import (  # noqa: F401 (re-exported)
+    ChannelStateRescalingUnsupportedError,
+    MaxParallelismMismatchError,
+    NonRestoredStateError,
+    StateAssignmentError,
+)
 from barriersim.runtime.recovery.operator_state_repartitioner import repartition_state
 from barriersim.runtime.state.key_groups import (
     compute_key_group_range_for_operator_index,
@@ -35,22 +44,6 @@ from barriersim.runtime.state.snapshot import (
     OperatorSubtaskState,
     TaskStateSnapshot,
 )
-
-
-class StateAssignmentError(Exception):
-    """The checkpoint's state cannot be mapped onto the job (Flink's ``IllegalStateException`` cases)."""
-
-
-class NonRestoredStateError(StateAssignmentError):
-    """State of an operator that is not in the job, and allow-non-restored-state is off."""
-
-
-class MaxParallelismMismatchError(StateAssignmentError):
-    """The job's configured max parallelism differs from the checkpoint's, or is below the new parallelism."""
-
-
-class ChannelStateRescalingUnsupportedError(StateAssignmentError):
-    """In-flight data of an unaligned checkpoint would have to be rescaled (not modelled by barriersim)."""
 
 
 @dataclass(frozen=True)
@@ -93,14 +86,25 @@ def assign_states(
     vertices: Iterable[ExecutionJobVertexInfo],
     *,
     allow_non_restored_state: bool = False,
+    graph: JobGraph | None = None,
 ) -> StateAssignment:
-    """Flink's ``StateAssignmentOperation.assignStates`` (with ``Checkpoints.loadAndValidateCheckpoint``'s checks)."""
+    """Flink's ``StateAssignmentOperation.assignStates`` (with ``Checkpoints.loadAndValidateCheckpoint``'s checks);
+    ``graph``: the job graph (vertex name = operator id), needed to rescale in-flight data."""
     vertices = list(vertices)
     by_operator = {v.operator_id: v for v in vertices}
     if len(by_operator) != len(vertices):
         raise ValueError("two job vertices share an operator id")
     states = {s.operator_id: s for s in metadata.operator_states}
     non_restored = _check_state_mapping_completeness(metadata, by_operator, allow_non_restored_state)
+    for vertex in vertices:
+        state = states.get(vertex.operator_id)
+        if state is not None:
+            _check_subtask_indexes(metadata.checkpoint_id, state)
+    channels = ChannelStateAssignment(
+        metadata.checkpoint_id, graph,
+        {v.operator_id: (None if states.get(v.operator_id) is None or states[v.operator_id].fully_finished
+                         else states[v.operator_id]) for v in vertices},
+        {v.operator_id: v.parallelism for v in vertices})
 
     task_restores: dict[OperatorID, tuple[JobManagerTaskRestore, ...]] = {}
     max_parallelism: dict[OperatorID, int] = {}
@@ -120,8 +124,18 @@ def assign_states(
             subtasks = (
                 [OperatorSubtaskState() for _ in range(vertex.parallelism)]
                 if finished
-                else _assign_operator(metadata.checkpoint_id, state, vertex.parallelism, max_p)
+                else _assign_operator(state, vertex.parallelism, max_p)
             )
+        op = vertex.operator_id
+        gates, partitions = channels.end_of_channel_state_gates(op), channels.end_of_channel_state_partitions(op)
+        subtasks = [dataclasses.replace(
+            s,
+            input_channel_state=channels.input_states[op][i], result_subpartition_state=channels.output_states[op][i],
+            input_rescaling_descriptor=channels.input_descriptor(op, i),
+            output_rescaling_descriptor=channels.output_descriptor(op, i),
+            end_of_channel_state_gates=gates, end_of_channel_state_partitions=partitions,
+        ) if not finished else dataclasses.replace(s, end_of_channel_state_partitions=partitions)
+            for i, s in enumerate(subtasks)]
         task_restores[vertex.operator_id] = tuple(
             JobManagerTaskRestore(
                 metadata.checkpoint_id,
@@ -169,29 +183,19 @@ def _check_parallelism_preconditions(checkpoint_id: int, state: OperatorState, v
     return vertex.max_parallelism
 
 
-def _assign_operator(checkpoint_id: int, state: OperatorState, new_parallelism: int, max_parallelism: int) -> list[OperatorSubtaskState]:
-    old_parallelism = state.parallelism
-    old = [state.subtask_states.get(i, OperatorSubtaskState()) for i in range(old_parallelism)]
-    stray = sorted(i for i in state.subtask_states if not 0 <= i < old_parallelism)
+def _check_subtask_indexes(checkpoint_id: int, state: OperatorState) -> None:
+    stray = sorted(i for i in state.subtask_states if not 0 <= i < state.parallelism)
     if stray:
         raise StateAssignmentError(
             f"checkpoint {checkpoint_id}: operator {state.operator_id} has state for subtasks {stray} outside its "
-            f"parallelism {old_parallelism}"
+            f"parallelism {state.parallelism}"
         )
-    if new_parallelism != old_parallelism:
-        # only handles that carry buffers block rescaling (Flink 1.11's channelStateNonRescalingRepartitioner)
-        with_channel_state = [
-            i for i, s in enumerate(old)
-            if any(h.buffers for h in (*s.input_channel_state, *s.result_subpartition_state))
-        ]
-        if with_channel_state:
-            raise ChannelStateRescalingUnsupportedError(
-                f"Cannot restore operator {state.operator_id} from unaligned checkpoint {checkpoint_id} with "
-                f"parallelism {new_parallelism}: its subtasks {with_channel_state} hold in-flight channel state "
-                f"taken at parallelism {old_parallelism}, and rescaling channel state (Flink's "
-                "InflightDataRescalingDescriptor) is not modelled by barriersim. Restore with the same parallelism, "
-                "or from an aligned checkpoint or a savepoint."
-            )
+
+
+def _assign_operator(state: OperatorState, new_parallelism: int, max_parallelism: int) -> list[OperatorSubtaskState]:
+    """Keyed and operator state of each new subtask (channel state is assigned by ``ChannelStateAssignment``)."""
+    old_parallelism = state.parallelism
+    old = [state.subtask_states.get(i, OperatorSubtaskState()) for i in range(old_parallelism)]
     keyed = reassign_keyed_state(old, old_parallelism, new_parallelism, max_parallelism)
     operator = repartition_state([list(s.managed_operator_state) for s in old], old_parallelism, new_parallelism)
     result = []
@@ -200,8 +204,6 @@ def _assign_operator(checkpoint_id: int, state: OperatorState, new_parallelism: 
         result.append(OperatorSubtaskState(
             managed_operator_state=tuple(operator[i]),
             managed_keyed_state=keyed[i],
-            input_channel_state=same.input_channel_state,
-            result_subpartition_state=same.result_subpartition_state,
             is_finished=same.is_finished,  # FLIP-147: kept only at unchanged parallelism
         ))
     return result

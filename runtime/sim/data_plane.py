@@ -30,6 +30,7 @@ from barriersim.runtime.task.actions import (
     AsyncCheckpointStarted,
     DeclineCheckpoint,
     SyncSnapshotTaken,
+    TaskFailed,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
@@ -46,7 +47,9 @@ class DataPlane:
             self._kick(key)
 
     def _kick(self, key: SubtaskKey) -> None:
-        if key in self._scheduled or key in self._finished:
+        # not a task of the deployment: what was just sent ended the job and a restored job with other subtasks
+        # runs now
+        if key in self._scheduled or key in self._finished or key not in self.tasks:
             return
         self._scheduled.add(key)
         epoch = self.epoch
@@ -168,3 +171,5 @@ class DataPlane:
             self._carry_out(self.job_master.task_crashed_at(task.attempt_id, action.point, action.checkpoint_id))
         elif isinstance(action, TaskFinished):
             self._carry_out(self.job_master.task_finished(task.attempt_id))
+        elif isinstance(action, TaskFailed):
+            self._carry_out(self.job_master.task_failed(task.attempt_id, action.cause))

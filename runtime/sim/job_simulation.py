@@ -32,7 +32,7 @@ from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.deployment import Slowdowns, TaskRestoreError, deliver_task_message, deploy_task
-from barriersim.runtime.job.job_master import JobMaster
+from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.job.wiring import SubtaskKey, Wiring
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.record_batch import RecordBatch
@@ -69,11 +69,14 @@ class SimulationResult:
 
 class JobSimulation(DataPlane):
     def __init__(self, config: JobConfig, splits: dict[str, Sequence[Sequence[tuple]]], seed: int,
-                 record_cuts: bool = False, checkpoint_directory: str | Path | None = None):
+                 record_cuts: bool = False, checkpoint_directory: str | Path | None = None, *,
+                 savepoint_directory=None, store: ExternalStore | None = None, first_attempt_number: int = 0):
         """``record_cuts``: log every operator's records so that ``consistent_cut_violations()`` can check each
         completed checkpoint after the run (costs memory and time; for tests and property checks);
         ``checkpoint_directory``: keep the checkpoints in a ``FileSystemCheckpointStorage`` there (as the Ray
-        backend does) instead of in memory."""
+        backend does) instead of in memory; ``savepoint_directory``: where savepoints are written as files (else
+        they stay with the checkpoints); ``store``: the external system, e.g. with what the run restored from
+        wrote to it; ``first_attempt_number``: above the attempts of that run."""
         self.config = config
         self.record_cuts = record_cuts
         self.deployments: dict[int, DeploymentLog] = {}
@@ -82,14 +85,12 @@ class JobSimulation(DataPlane):
         self.sim = Simulation(seed)
         self.trace = self.sim.trace
         self.wiring = Wiring(self.graph, config.placement)
-        self.store = ExternalStore()
+        self.store = store if store is not None else ExternalStore()
         self.job_id = f"sim-{seed}"
-        if checkpoint_directory is None:
-            self.storage = JobManagerCheckpointStorage(self.job_id, rng=self.sim.random("storage"))
-        else:
-            self.storage = FileSystemCheckpointStorage(checkpoint_directory, self.job_id, rng=self.sim.random("storage"),
-                                                       memory_threshold=config.memory_threshold_bytes)
-            self.storage.initialize_base_locations()
+        self._storage_rng = self.sim.random("storage")
+        self._checkpoint_directory = checkpoint_directory
+        self._savepoint_directory = savepoint_directory
+        self.storages: dict = {}  # job id -> its checkpoint storage
         self._net_rng = self.sim.random("network")
         self._task_rng = self.sim.random("tasks")
         self._cost_rng = self.sim.random("checkpoint-cost")
@@ -101,14 +102,36 @@ class JobSimulation(DataPlane):
         self._scheduled: set[SubtaskKey] = set()
         self._channel_clock: dict[tuple, int] = {}
         self.outcome: JobOutcome | None = None
-        self.job_master = JobMaster(
-            config, self.job_id, storage=self.storage, clock=self.sim.clock_ms, timer_service=self.sim,
+        self.job_master = Dispatcher(
+            config, self.job_id, storage_for=self._storage_for, clock=self.sim.clock_ms, timer_service=self.sim,
             coordinator_rng=lambda: self.sim.random("coordinator"), action_sink=self._carry_out,
             trace=lambda label, detail: self.trace.record(self.sim.now_us, label, detail),
-            keep_completed_metadata=record_cuts, charging=Charging.VIRTUAL,
+            keep_completed_metadata=record_cuts, restore_storage=FileSystemCheckpointStorage(".", "restore"),
+            first_attempt_number=first_attempt_number, charging=Charging.VIRTUAL,
             cost_rng=self.sim.random("metadata-cost"),
         )
         self._finished = self.job_master.finished
+
+    def _storage_for(self, job_id: str):
+        """A job's checkpoint storage (in memory, Flink's JobManager storage) and its savepoints' (files in the
+        savepoint directory when one is given, as Flink's JobManager storage writes them there)."""
+        if self._checkpoint_directory is None:
+            storage = JobManagerCheckpointStorage(job_id, rng=self._storage_rng)
+        else:
+            storage = FileSystemCheckpointStorage(self._checkpoint_directory, job_id, rng=self._storage_rng,
+                                                  memory_threshold=self.config.memory_threshold_bytes,
+                                                  default_savepoint_directory=self._savepoint_directory)
+            storage.initialize_base_locations()
+        self.storages[job_id] = storage
+        if self._savepoint_directory is None or self._checkpoint_directory is not None:
+            return storage, storage
+        return storage, FileSystemCheckpointStorage(self._savepoint_directory, job_id, rng=self._storage_rng,
+                                                    default_savepoint_directory=self._savepoint_directory)
+
+    @property
+    def storage(self):
+        """The checkpoint storage of the first job."""
+        return self.storages[self.job_id]
 
     # -- running ---------------------------------------------------------------------------------------
 
@@ -118,6 +141,7 @@ class JobSimulation(DataPlane):
         if self.outcome is None:
             self.outcome = JobOutcome.TIMED_OUT if result is RunOutcome.TIME_LIMIT else JobOutcome.FINISHED
         report = self.job_master.report()
+        self.report = report
         return SimulationResult(
             outcome=self.outcome,
             committed_output=self.store.output(),
@@ -141,9 +165,10 @@ class JobSimulation(DataPlane):
         """After ``run()``: every completed checkpoint checked as a consistent cut (``runtime.sim.consistent_cut``)."""
         if not self.record_cuts:
             raise ValueError("consistent_cut_violations: the simulation was created without record_cuts=True")
-        return check_consistent_cuts(self.graph, self.job_master.completed_in_epoch, self.deployments,
-                                     exactly_once=self.config.mode.exactly_once,
-                                     aligned_only=self.config.mode is CheckpointingMode.ALIGNED)
+        return [v for graph, completed in self.job_master.completed_in_epoch_by_job()
+                for v in check_consistent_cuts(graph, completed, self.deployments,
+                                               exactly_once=self.config.mode.exactly_once,
+                                               aligned_only=self.config.mode is CheckpointingMode.ALIGNED)]
 
     # -- the JobMaster's actions -----------------------------------------------------------------------
 
@@ -197,20 +222,30 @@ class JobSimulation(DataPlane):
 
     def _deploy(self, action: a.DeployTasks) -> None:
         epoch = self.epoch = action.epoch
+        config = action.config or self.config
+        if config.graph is not self.graph:  # a restored job with another parallelism: other channels
+            self.graph = config.graph
+            self.wiring = Wiring(self.graph, config.placement)
+            self._cost_model.clear()
         self.tasks = {}
+        # steps scheduled for the job before (one that finished, e.g. stopped with a savepoint) never run
+        self._scheduled.clear()
         if self.record_cuts:
             log = self.deployments[epoch] = DeploymentLog(action.restored_metadata)
         restored_bytes = 0
         for descriptor in action.tasks:
             key = descriptor.key
             vertex = self.graph.vertex(key[0])
-            split = self.splits.get(vertex.name, [()] * vertex.parallelism)[key[1]] if vertex.operator.is_source else ()
+            splits = None
+            if vertex.operator.is_source:
+                available = self.splits.get(vertex.name, ())
+                splits = {sid: available[sid] if sid < len(available) else () for sid in descriptor.source_splits}
             on_built = (lambda t, k=key: log.recorders.__setitem__(k, CutRecorder.attach(t.operator))) if self.record_cuts else None
             try:
                 task, restored = deploy_task(
-                    self.config, descriptor, clock=self.sim.clock_ms, timer_service=self.sim, rng=self._task_rng,
+                    config, descriptor, clock=self.sim.clock_ms, timer_service=self.sim, rng=self._task_rng,
                     charging=Charging.VIRTUAL, cost_rng=self._cost_rng,
-                    wakeup=lambda k=key, e=epoch: self._wake(k, e), split=split, store=self.store, on_built=on_built)
+                    wakeup=lambda k=key, e=epoch: self._wake(k, e), splits=splits, store=self.store, on_built=on_built)
             except TaskRestoreError as err:  # the deployment fails; the tasks built so far die with it
                 self._carry_out(self.job_master.deploy_failed(epoch, str(err)))
                 return

@@ -17,7 +17,8 @@ all the state it refers to, its ``checkpointed_size`` what it wrote.
 Mirrors Flink's ``KeyGroupRange``, ``KeyGroupsStateHandle``, ``IncrementalRemoteKeyedStateHandle`` (with
 ``HandleAndLocalPath``, ``PlaceholderStreamStateHandle``), ``OperatorStateHandle``,
 ``InputChannelStateHandle``, ``ResultSubpartitionStateHandle``, ``OperatorSubtaskState``,
-``TaskStateSnapshot``, ``OperatorState``, ``MasterState`` and ``CheckpointMetadata``.
+``TaskStateSnapshot``, ``OperatorState``, ``MasterState`` and ``CheckpointMetadata``; a restored subtask's
+state also carries the in-flight data rescaling descriptors (``runtime.state.inflight_data_rescaling``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Mapping
 
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo
 from barriersim.runtime.ids import OperatorID
+from barriersim.runtime.state.inflight_data_rescaling import NO_RESCALE, InflightDataRescalingDescriptor
 
 
 @dataclass(frozen=True, order=True)
@@ -211,6 +213,13 @@ class OperatorSubtaskState:
     result_subpartition_state: tuple[ResultSubpartitionStateHandle, ...] = ()
     # Flink's FinishedOperatorSubtaskState: the subtask had finished when the checkpoint was taken (FLIP-147).
     is_finished: bool = False
+    # Set on restore only (never checkpointed): how in-flight data taken at another parallelism maps onto this
+    # subtask's channels (Flink's input/output rescaling descriptors), and the input gates and result partitions
+    # whose recovered data ends with an EndOfChannelStateEvent (the edges whose in-flight data is rescaled).
+    input_rescaling_descriptor: InflightDataRescalingDescriptor = NO_RESCALE
+    output_rescaling_descriptor: InflightDataRescalingDescriptor = NO_RESCALE
+    end_of_channel_state_gates: tuple[int, ...] = ()
+    end_of_channel_state_partitions: tuple[int, ...] = ()
 
     @property
     def state_size(self) -> int:

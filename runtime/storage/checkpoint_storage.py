@@ -259,6 +259,17 @@ class CheckpointStorage(abc.ABC):
             self._known[checkpoint_id] = location
         return LoadedCheckpoint(location, decoded.metadata)
 
+    def adopt_restored(self, location: CompletedCheckpointStorageLocation, source: "CheckpointStorage") -> None:
+        """A savepoint or retained checkpoint that ``source`` read (another job's, or the run's ``--from``) is
+        restored by this storage's job: its completed-checkpoint list may point to it from now on."""
+        if location.checkpoint_id is None or location.checkpoint_id in self._known:
+            return
+        self._known[location.checkpoint_id] = location
+        self._adopt(location, source)
+
+    def _adopt(self, location: CompletedCheckpointStorageLocation, source: "CheckpointStorage") -> None:
+        """Make ``location`` readable here (a file storage reads it by its path already)."""
+
     def load_checkpoint_metadata(self, pointer: str) -> CheckpointMetadata:
         """The restore loader: ``pointer`` (checkpoint/savepoint dir or ``_metadata`` file) -> metadata."""
         return self.load_checkpoint(pointer).metadata

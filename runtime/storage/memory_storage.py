@@ -87,6 +87,10 @@ class JobManagerCheckpointStorage(CheckpointStorage):
         except KeyError:
             raise CheckpointNotFoundError(f"{location.metadata_pointer}: no such checkpoint in memory") from None
 
+    def _adopt(self, location, source):
+        if source is not self and location.external_pointer not in self._blobs:
+            self._blobs[location.external_pointer] = (location, bytes(source._read(location)))
+
     def _state_file_reader(self, location):
         return None
 

@@ -27,6 +27,14 @@ from barriersim.runtime.state.snapshot import TaskStateSnapshot
 
 
 @dataclass(frozen=True)
+class TaskFailed:
+    """The task failed on its own (Flink's ``Task.failExternally``: e.g. ``Stop-with-savepoint failed.`` when the
+    synchronous savepoint it stopped for was aborted); it is dead, and the driver fails the job over."""
+
+    cause: str
+
+
+@dataclass(frozen=True)
 class TaskCheckpointMetrics:
     """Flink's ``CheckpointMetrics`` of one subtask for one checkpoint (durations in ms, sizes in bytes)."""
 

@@ -210,3 +210,22 @@ def test_persisted_channel_state_keeps_its_batches():
     state = OperatorSubtaskState(input_channel_state=(InputChannelStateHandle(0, InputChannelInfo(0, 0), buffers),))
     back = deserialize(serialize(CheckpointMetadata(3, (OperatorState("sink", 1, 128, {0: state}),))))
     assert back.operator_states[0].subtask_states[0].input_channel_state[0].buffers == buffers
+
+
+def test_every_channel_element_has_its_own_wire_tag_and_comes_back():
+    """A batch buffer and the rescaling events of a restore (virtual channel descriptors, the end of recovered
+    channel state, end of data) cross the wire in one stream: each kind decodes as itself."""
+    from barriersim.runtime.events import (
+        END_OF_CHANNEL_STATE,
+        END_OF_PARTITION,
+        EndOfData,
+        StopMode,
+        SubtaskConnectionDescriptor,
+    )
+
+    batch = RecordBatch.from_rows([(1, 2, 3, 4)])
+    elements = [Buffer(batch, 32, 0), Buffer(StreamElements([batch, Watermark(5)]), 32, 1), END_OF_CHANNEL_STATE,
+                SubtaskConnectionDescriptor(1, 0), EndOfData(StopMode.DRAIN), END_OF_PARTITION]
+    wires = [to_wire(e) for e in elements]
+    assert len({w[0] for w in wires}) == len(elements)
+    assert [from_wire(msgpack.unpackb(msgpack.packb(w), use_list=False)) for w in wires] == elements

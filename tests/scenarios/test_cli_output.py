@@ -100,9 +100,9 @@ def test_force_replaces_a_previous_run(tmp_path):
     assert cli("report", str(out)).returncode == 0
     proc = cli("run", str(QUICKSTART), "--backend", "sim", "--out", str(out), "--force", "--seed", "3")
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoints.csv", "checkpoints.parquet", "placement.csv",
-                                                     "placement.parquet", "scenario.toml", "subtasks.csv",
-                                                     "subtasks.parquet", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoints.csv", "checkpoints.parquet", "external_store.msgpack",
+                                                     "placement.csv", "placement.parquet", "scenario.toml",
+                                                     "subtasks.csv", "subtasks.parquet", "summary.json"]
     assert json.loads((out / "summary.json").read_text())["seed"] == 3
 
 

@@ -432,6 +432,13 @@ class ResultPartition:
 
     # -- the network side --------------------------------------------------------------------------
 
+    def add_recovered_elements(self, info: ResultSubpartitionInfo, elements: Iterable) -> None:
+        """Re-queues recovered buffers of a rescaled restore, with their virtual-channel events, before new data."""
+        i = self._index(info)
+        if self._builders[i].records or self._builders[i].size:
+            self._finish_builder(i)  # new data already written: the subpartition refuses the recovered buffers
+        self.subpartitions[i].add_recovered_elements(elements)
+
     def set_buffer_size(self, info: ResultSubpartitionInfo, buffer_size: int) -> None:
         """The receiver's debloated buffer size (Flink's ``PipelinedSubpartition.bufferSize`` set by
         ``notifyNewBufferSize``): buffers opened from now on are cut at it; one already filling keeps its size."""

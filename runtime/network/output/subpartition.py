@@ -136,6 +136,7 @@ class PipelinedSubpartition:
         self._is_blocked = False
         self._is_finished = False
         self._is_released = False
+        self._new_data_added = False  # a buffer or event other than recovered data was queued
         self.total_number_of_buffers = 0
         self.total_number_of_bytes = 0
 
@@ -149,6 +150,7 @@ class PipelinedSubpartition:
         if self._is_finished:
             self._check_not_finished(f"add_buffer({buffer.size} bytes)")
         numbered = buffer.with_sequence_number(self._next_buffer_index)
+        self._new_data_added = True
         self._next_buffer_index += 1
         self._normal.append(_Entry(numbered, DataType.DATA_BUFFER))
         self._buffers_in_backlog += 1
@@ -165,6 +167,21 @@ class PipelinedSubpartition:
             self._buffers_in_backlog += 1
             self._next_buffer_index = max(self._next_buffer_index, b.sequence_number + 1)
 
+    def add_recovered_elements(self, elements: Iterable[ChannelElement]) -> None:
+        """Restore after rescaling: recovered buffers with the virtual-channel events between them (and the end of
+        the recovered data), in the given order, before any new data; the buffers are numbered in that order."""
+        if self._is_released:
+            return
+        if self._sequence_number or self._new_data_added or self._priority:
+            raise SubpartitionStateError(f"{self.info}: recovered buffers must come before any new data")
+        for element in elements:
+            if isinstance(element, Buffer):
+                self._normal.append(_Entry(element.with_sequence_number(self._next_buffer_index), DataType.DATA_BUFFER))
+                self._next_buffer_index += 1
+                self._buffers_in_backlog += 1
+            else:
+                self._normal.append(_Entry(element, data_type_of(element)))
+
     def add_event(self, event: ChannelElement, is_priority: bool = False) -> tuple[Buffer, ...]:
         """Queues an event; a priority event goes to the head and the data buffers it overtook are
         returned (empty tuple otherwise). A released subpartition drops the event."""
@@ -173,6 +190,7 @@ class PipelinedSubpartition:
         if self._is_finished:
             self._check_not_finished(f"add_event({event!r})")
         data_type = data_type_of(event, is_priority)
+        self._new_data_added = True
         if data_type.has_priority:
             if isinstance(event, CheckpointBarrier) and not event.options.is_unaligned_checkpoint:
                 raise SubpartitionStateError(

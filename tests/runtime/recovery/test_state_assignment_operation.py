@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.recovery.operator_state_repartitioner import repartition_state
 from barriersim.runtime.recovery.restore import checkpoint_loader, restore_from_pointer, restore_latest_checkpoint
 from barriersim.runtime.recovery.state_assignment_operation import (
@@ -23,7 +24,14 @@ from barriersim.runtime.recovery.state_assignment_operation import (
     key_groups_state_intersection,
     reassign_keyed_state,
 )
+from barriersim.runtime.state.inflight_data_rescaling import (
+    NO_RESCALE,
+    InflightDataGateOrPartitionRescalingDescriptor,
+    InflightDataRescalingDescriptor,
+    MappingType,
+)
 from barriersim.runtime.state.key_groups import compute_key_group_range_for_operator_index
+from barriersim.runtime.state.rescale_mappings import RescaleMappings
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
     InputChannelStateHandle,
@@ -196,85 +204,182 @@ def _vertices(operator_ids: list[str], parallelism: int) -> list[ExecutionJobVer
     return [ExecutionJobVertexInfo(op, parallelism, MAX_P) for op in operator_ids]
 
 
+def _chain(operator_ids: list[str], parallelism: int, partitioner: Partitioner = Partitioner.HASH) -> JobGraph:
+    """Flink's ``buildVertices(operatorIds, parallelism, RANGE, ROUND_ROBIN)``: a chain of vertices, each edge
+    with a range-mapped downstream and a round-robin upstream, as a hash edge is (only the topology is used)."""
+    kinds = [OperatorKind.SOURCE] + [OperatorKind.KEYED_SUM] * (len(operator_ids) - 1)
+    return JobGraph(tuple(JobVertex(op, kind, parallelism, MAX_P) for op, kind in zip(operator_ids, kinds)),
+                    tuple(JobEdge(a, b, partitioner) for a, b in zip(operator_ids, operator_ids[1:])))
+
+
+def _assign(states, operator_ids, parallelism, partitioner=Partitioner.HASH):
+    return assign_states(_metadata(states), _vertices(operator_ids, parallelism),
+                         graph=_chain(operator_ids, parallelism, partitioner))
+
+
+def _assert_state(assignment, states, op, new_index, field, *old_indexes):
+    """Flink's ``assertState``: the new subtask's channel state is the old subtasks' (in any order)."""
+    got = getattr(assignment.subtask_state(op, new_index), field)
+    want = [h for i in old_indexes for h in getattr(states[op].subtask_states[i], field)]
+    assert sorted(map(repr, got)) == sorted(map(repr, want))
+
+
+def _descriptor(old, mapping, ambiguous=(), identity=False):
+    return InflightDataRescalingDescriptor((InflightDataGateOrPartitionRescalingDescriptor(
+        tuple(old), RescaleMappings.of(mapping, max((t for ts in mapping for t in ts), default=-1) + 1),
+        frozenset(ambiguous), MappingType.IDENTITY if identity else MappingType.RESCALING),))
+
+
 def test_channel_state_assignment_stability():
     """Port of Flink StateAssignmentOperationTest.testChannelStateAssignmentStability."""
     operator_ids = [f"op-{j}" for j in range(10)]
     states = _build_operator_states(operator_ids, 100)
-    assignment = assign_states(_metadata(states), _vertices(operator_ids, 100))
+    assignment = _assign(states, operator_ids, 100)
     for op in operator_ids:
         for i in range(100):
             assert assignment.subtask_state(op, i) == states[op].subtask_states[i]
 
 
 def test_channel_state_assignment_no_rescale():
-    """Port of Flink StateAssignmentOperationTest.testChannelStateAssignmentNoRescale.
-
-    Adapted: without rescaling descriptors (not modelled) the check is that each subtask gets back exactly
-    the input channel and result subpartition state of the same old subtask."""
+    """Port of Flink StateAssignmentOperationTest.testChannelStateAssignmentNoRescale."""
     operator_ids = ["op-0", "op-1"]
     states = _build_operator_states(operator_ids, 2)
-    assignment = assign_states(_metadata(states), _vertices(operator_ids, 2))
+    assignment = _assign(states, operator_ids, 2)
     for op in operator_ids:
         for i in (0, 1):
-            new = assignment.subtask_state(op, i)
-            assert new.input_channel_state == states[op].subtask_states[i].input_channel_state
-            assert new.result_subpartition_state == states[op].subtask_states[i].result_subpartition_state
+            _assert_state(assignment, states, op, i, "input_channel_state", i)
+            _assert_state(assignment, states, op, i, "result_subpartition_state", i)
     assert assignment.subtask_state("op-1", 0).input_channel_state  # really carried over
+    for i in (0, 1):
+        assert assignment.subtask_state("op-0", i).output_rescaling_descriptor == NO_RESCALE
+        assert assignment.subtask_state("op-1", i).input_rescaling_descriptor == NO_RESCALE
+    assert assignment.subtask_state("op-1", 0).end_of_channel_state_gates == ()
 
 
 def test_channel_state_assignment_downscaling():
-    """Port of Flink StateAssignmentOperationTest.testChannelStateAssignmentDownscaling.
-
-    Differs on purpose: Flink rescales in-flight channel state (InflightDataRescalingDescriptor); barriersim
-    does not model that and refuses with a clear error naming the operator and both parallelisms."""
+    """Port of Flink StateAssignmentOperationTest.testChannelStateAssignmentDownscaling (3 -> 2)."""
     operator_ids = ["op-0", "op-1"]
     states = _build_operator_states(operator_ids, 3)
-    with pytest.raises(ChannelStateRescalingUnsupportedError, match=r"op-0 from unaligned checkpoint 0 with parallelism 2") as e:
-        assign_states(_metadata(states), _vertices(operator_ids, 2))
-    assert "taken at parallelism 3" in str(e.value) and "not modelled" in str(e.value)
+    assignment = _assign(states, operator_ids, 2)
+    for op in operator_ids:
+        # input is range partitioned, so there is an overlap
+        _assert_state(assignment, states, op, 0, "input_channel_state", 0, 1)
+        _assert_state(assignment, states, op, 1, "input_channel_state", 1, 2)
+        # output is round robin redistributed
+        _assert_state(assignment, states, op, 0, "result_subpartition_state", 0, 2)
+        _assert_state(assignment, states, op, 1, "result_subpartition_state", 1)
+    assert assignment.subtask_state("op-0", 0).output_rescaling_descriptor == _descriptor((0, 2), [(0, 1), (1, 2)])
+    assert assignment.subtask_state("op-0", 1).output_rescaling_descriptor == _descriptor((1,), [(0, 1), (1, 2)])
+    assert assignment.subtask_state("op-1", 0).input_rescaling_descriptor == _descriptor((0, 1), [(0, 2), (1,)], {1})
+    assert assignment.subtask_state("op-1", 1).input_rescaling_descriptor == _descriptor((1, 2), [(0, 2), (1,)], {1})
+    # barriersim's own: the edge's recovered data ends with an EndOfChannelStateEvent on both sides
+    assert assignment.subtask_state("op-0", 1).end_of_channel_state_partitions == (0,)
+    assert assignment.subtask_state("op-1", 1).end_of_channel_state_gates == (0,)
 
 
 def test_channel_state_assignment_upscaling():
-    """Port of Flink StateAssignmentOperationTest.testChannelStateAssignmentUpscaling.
-
-    Differs on purpose: refused as in the downscaling case; the same state restores fine at parallelism 2."""
+    """Port of Flink StateAssignmentOperationTest.testChannelStateAssignmentUpscaling (2 -> 3)."""
     operator_ids = ["op-0", "op-1"]
     states = _build_operator_states(operator_ids, 2)
-    with pytest.raises(ChannelStateRescalingUnsupportedError, match="with parallelism 3"):
-        assign_states(_metadata(states), _vertices(operator_ids, 3))
-    assert assign_states(_metadata(states), _vertices(operator_ids, 2)).subtask_state("op-0", 1) == states["op-0"].subtask_states[1]
+    assignment = _assign(states, operator_ids, 3)
+    for op in operator_ids:
+        _assert_state(assignment, states, op, 0, "input_channel_state", 0)
+        _assert_state(assignment, states, op, 1, "input_channel_state", 0, 1)
+        _assert_state(assignment, states, op, 2, "input_channel_state", 1)
+        _assert_state(assignment, states, op, 0, "result_subpartition_state", 0)
+        _assert_state(assignment, states, op, 1, "result_subpartition_state", 1)
+        _assert_state(assignment, states, op, 2, "result_subpartition_state")
+    mapping = [(0,), (0, 1), (1,)]
+    assert assignment.subtask_state("op-0", 0).output_rescaling_descriptor == _descriptor((0,), mapping)
+    assert assignment.subtask_state("op-0", 1).output_rescaling_descriptor == _descriptor((1,), mapping)
+    # unmapped subtask index, so nothing to do
+    assert assignment.subtask_state("op-0", 2).output_rescaling_descriptor == NO_RESCALE
+    assert assignment.subtask_state("op-1", 0).input_rescaling_descriptor == _descriptor((0,), [(0,), (1,), ()], {0, 1})
+    assert assignment.subtask_state("op-1", 1).input_rescaling_descriptor == _descriptor((0, 1), [(0,), (1,), ()], {0, 1})
+    assert assignment.subtask_state("op-1", 2).input_rescaling_descriptor == _descriptor((1,), [(0,), (1,), ()], {0, 1})
+    # the unmapped producer still ends its (empty) recovered output on the rescaled edge
+    assert assignment.subtask_state("op-0", 2).end_of_channel_state_partitions == (0,)
 
 
 def test_only_upstream_channel_state_assignment():
     """Port of Flink StateAssignmentOperationTest.testOnlyUpstreamChannelStateAssignment.
 
     Adapted: only subtask 0 of the upstream operator has (result subpartition) channel state. At the same
-    parallelism every subtask of both vertices gets a restore (possibly empty); at parallelism 3, as in
-    Flink's test, barriersim refuses because that channel state would need rescaling."""
+    parallelism every subtask of both vertices gets a restore (possibly empty); at parallelism 3 the downstream
+    vertex, which holds no state itself (an empty operator state, as every acknowledged vertex has one), still
+    gets rescaling descriptors for the upstream's in-flight data (FLINK-31963)."""
     rnd = random.Random(3)
     upstream = OperatorState("op-0", 2, MAX_P, {0: OperatorSubtaskState(result_subpartition_state=(
         ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 0), _buffers(rnd)),
         ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 1), _buffers(rnd)),
     ))})
-    metadata = CheckpointMetadata(0, (upstream,))
-    assignment = assign_states(metadata, _vertices(["op-0", "op-1"], 2))
+    metadata = CheckpointMetadata(0, (upstream, OperatorState("op-1", 2, MAX_P)))
+    graph = _chain(["op-0", "op-1"], 2)
+    assignment = assign_states(metadata, _vertices(["op-0", "op-1"], 2), graph=graph)
     for op in ("op-0", "op-1"):
         assert len(assignment.task_restores[op]) == 2
         assert all(r is not None and r.restore_checkpoint_id == 0 for r in assignment.task_restores[op])
     assert assignment.subtask_state("op-0", 0) == upstream.subtask_states[0]
     assert assignment.subtask_state("op-1", 1) == OperatorSubtaskState()
-    with pytest.raises(ChannelStateRescalingUnsupportedError):
+    rescaled = assign_states(metadata, _vertices(["op-0", "op-1"], 3), graph=_chain(["op-0", "op-1"], 3))
+    assert rescaled.subtask_state("op-0", 0).result_subpartition_state == upstream.subtask_states[0].result_subpartition_state
+    assert not rescaled.subtask_state("op-1", 1).has_state
+    assert rescaled.subtask_state("op-1", 1).input_rescaling_descriptor == _descriptor((0, 1), [(0,), (1,), ()], {0, 1})
+    # without the topology, the in-flight data cannot be rescaled
+    with pytest.raises(ChannelStateRescalingUnsupportedError, match="without the job's topology"):
         assign_states(metadata, _vertices(["op-0", "op-1"], 3))
 
 
-def test_state_with_fully_finished_operators():
-    """Port of Flink StateAssignmentOperationTest.testStateWithFullyFinishedOperators.
+@pytest.mark.parametrize("upstream_state", [True, False], ids=["upstream", "downstream"])
+def test_only_upstream_or_downstream_channel_rescale_state_assignment(upstream_state):
+    """Port of Flink StateAssignmentOperationTest.testOnlyUpstreamChannelRescaleStateAssignment and
+    testOnlyDownstreamChannelRescaleStateAssignment (FLINK-31963): from parallelism 5 for both, with only the
+    upstream's output state the downstream goes to 3 (5 and 7 old subtasks mapped), with only the downstream's
+    input state the upstream goes to 3 (5 and 5)."""
+    rnd = random.Random(31963)
+    up, down = OperatorState("op-0", 5, MAX_P), OperatorState("op-1", 5, MAX_P)
+    if upstream_state:
+        up = OperatorState("op-0", 5, MAX_P, {0: OperatorSubtaskState(result_subpartition_state=(
+            ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 0), _buffers(rnd)),
+            ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 1), _buffers(rnd))))})
+        parallelism = {"op-0": 5, "op-1": 3}
+    else:
+        down = OperatorState("op-1", 5, MAX_P, {0: OperatorSubtaskState(input_channel_state=(
+            InputChannelStateHandle(0, InputChannelInfo(0, 0), _buffers(rnd)),
+            InputChannelStateHandle(0, InputChannelInfo(0, 1), _buffers(rnd))))})
+        parallelism = {"op-0": 3, "op-1": 5}
+    graph = JobGraph((JobVertex("op-0", OperatorKind.SOURCE, parallelism["op-0"], MAX_P),
+                      JobVertex("op-1", OperatorKind.KEYED_SUM, parallelism["op-1"], MAX_P)),
+                     (JobEdge("op-0", "op-1", Partitioner.HASH),))
+    assignment = assign_states(CheckpointMetadata(0, (up, down)),
+                               [ExecutionJobVertexInfo(op, p, MAX_P) for op, p in parallelism.items()], graph=graph)
 
-    Adapted: the running operator's state is built without channel state (it is rescaled 3 -> 2, which
-    barriersim only allows for aligned state)."""
-    states = _build_operator_states(["op-1"], 3, channel_state=False)
+    def mapped(op, side):
+        counts = [len(getattr(assignment.subtask_state(op, i), side).old_subtask_indexes(0)) for i in range(parallelism[op])]
+        assert all(n > 0 for n in counts)  # there is a mapping
+        return sum(counts)
+
+    assert (mapped("op-0", "output_rescaling_descriptor"), mapped("op-1", "input_rescaling_descriptor")) == (
+        (5, 7) if upstream_state else (5, 5))
+
+
+@pytest.mark.parametrize("partitioner", [Partitioner.BROADCAST, Partitioner.FORWARD])
+def test_in_flight_data_of_a_partitioner_that_cannot_rescale_is_refused(partitioner):
+    """Flink's UNSUPPORTED subtask state mapper (broadcast, forward): restoring their in-flight data rescaled fails
+    with one line naming the edge; aligned state of the same job rescales."""
+    operator_ids = ["op-0", "op-1"]
+    states = _build_operator_states(operator_ids, 2)
+    with pytest.raises(ChannelStateRescalingUnsupportedError, match=rf"edge op-0 -\[{partitioner.value}\]-> op-1 .*explicit shuffle"):
+        _assign(states, operator_ids, 3, partitioner)
+    aligned = _build_operator_states(operator_ids, 2, channel_state=False)
+    assert _assign(aligned, operator_ids, 3, partitioner).subtask_state("op-1", 2).input_rescaling_descriptor == NO_RESCALE
+
+
+def test_state_with_fully_finished_operators():
+    """Port of Flink StateAssignmentOperationTest.testStateWithFullyFinishedOperators."""
+    states = _build_operator_states(["op-1"], 3)
     states["op-0"] = OperatorState("op-0", 3, 256, {}, fully_finished=True)
-    assignment = assign_states(_metadata(states), _vertices(["op-0", "op-1"], 2))
+    assignment = assign_states(_metadata(states), _vertices(["op-0", "op-1"], 2), graph=_chain(["op-0", "op-1"], 2))
     assert all(r.task_state_snapshot.is_task_deployed_as_finished for r in assignment.task_restores["op-0"])
     assert not any(r.task_state_snapshot.is_task_deployed_as_finished for r in assignment.task_restores["op-1"])
 
@@ -313,7 +418,8 @@ def test_no_rescaling(old_parallelism, new_parallelism, offsets_size, extract):
     """Port of Flink ChannelStateNoRescalingPartitionerTest.testNoRescaling.
 
     Adapted: Flink's offsets are our buffers; the whole assignment is run (not only the repartitioner), with
-    max parallelism 128 (Flink's test calls the repartitioner directly, which skips that check); an empty
+    max parallelism 128 (Flink's test calls the repartitioner directly, which skips that check) and without the
+    job graph, so that in-flight data cannot be rescaled (the repartitioner Flink's test exercises); an empty
     channel state handle is dropped when rescaling."""
     buffers = tuple(Buffer((0,), 1, s) for s in range(offsets_size))
     subtask = OperatorSubtaskState(

@@ -1,0 +1,133 @@
+"""Savepoints, stop-with-savepoint and rescaling on the simulator, each run verified by the exactly-once oracle
+(``runtime.snapshot_verification.verify_run``: against the whole workload when the last job ran to its end,
+against what its last snapshot accounts for when it was stopped or cancelled).
+
+The job is the library's ``rescale.toml`` (two paced sources, a keyed running sum behind a hash edge, an
+exactly-once sink behind a rebalance edge, under backpressure) with its parallelism and actions set per test:
+a savepoint then a stop-with-savepoint and a restore with the same parallelism, scaled up (2 -> 4) and scaled
+down (4 -> 2) in aligned, unaligned and at-least-once mode; in unaligned mode also a retained unaligned
+checkpoint taken with data in flight, restored with rescaling (its in-flight data redistributed, Flink 1.13+);
+stop-with-savepoint with and without ``--drain`` on a tumbling event-time window."""
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from barriersim.runtime.experiment import ActionSchedule, Cancel, Restore, RestoreSource, Savepoint, StopWithSavepoint
+from barriersim.runtime.sim.job_simulation import JobSimulation
+from barriersim.runtime.snapshot_verification import verify_run
+from barriersim.runtime.verification import Verdict
+from barriersim.scenarios.loader import effective_scenario, parse_scenario
+from barriersim.scenarios.simulation_inputs import job_config, workload_splits
+from tests.modes import in_test_mode
+
+RESCALE = Path(__file__).resolve().parents[3] / "scenarios" / "rescale.toml"
+SEED = 17
+
+
+def scenario(mode: str, parallelism: dict[str, int], actions, *, retain: bool = False, keyed_operator=None):
+    document = tomllib.loads(RESCALE.read_text())
+    document.pop("actions")
+    for vertex in document["job"]["vertex"]:
+        vertex["parallelism"] = parallelism.get(vertex["name"], vertex["parallelism"])
+        if keyed_operator is not None and vertex["name"] == "keyed":
+            vertex.update(keyed_operator)
+    if retain:
+        document["checkpointing"]["externalized_checkpoint_retention"] = "RETAIN_ON_CANCELLATION"
+    return effective_scenario(in_test_mode(parse_scenario(document, str(RESCALE)), mode), seed=SEED,
+                              actions=ActionSchedule(tuple(actions)))
+
+
+def run(sc):
+    config, splits = job_config(sc), workload_splits(sc)
+    job = JobSimulation(config, splits, SEED, record_cuts=True)
+    result = job.run()
+    verification, covers = verify_run(
+        config.graph, splits, job.job_master.ending_snapshot, result.committed_output,
+        lambda tids: [r for t in tids for r in job.store.pending.get(t, ())], at_least_once=not config.mode.exactly_once)
+    return job, result, verification, covers
+
+
+def assert_verified(mode: str, verification) -> None:
+    assert verification.lost == 0 and verification.wrong == 0 and verification.final_sum_mismatched_keys == 0, verification
+    if mode != "at-least-once":
+        assert verification.verdict is Verdict.EXACTLY_ONCE, verification
+    else:
+        assert verification.verdict in (Verdict.EXACTLY_ONCE, Verdict.AT_LEAST_ONCE), verification
+
+
+SCALINGS = {
+    "same": ({"keyed": 2, "sink": 1}, {"keyed": 2, "sink": 1}),
+    "up 2->4": ({"keyed": 2, "sink": 1}, {"keyed": 4, "sink": 2}),
+    "down 4->2": ({"keyed": 4, "sink": 2}, {"keyed": 2, "sink": 1}),
+}
+
+
+@pytest.mark.parametrize("scaling", sorted(SCALINGS))
+@pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
+def test_savepoint_stop_and_restore_with_new_parallelism_is_verified(mode, scaling):
+    before, after = SCALINGS[scaling]
+    job, result, verification, covers = run(scenario(mode, before, [
+        Savepoint(1200), StopWithSavepoint(2500), Restore(RestoreSource.SAVEPOINT, after)]))
+    assert_verified(mode, verification)
+    assert covers == "workload" and verification.expected_records == 30000
+    assert not job.consistent_cut_violations()
+    first, restored = job.report.jobs
+    assert first.final_state == "FINISHED" and [(o["operation"], o["status"]) for o in first.operations] == [
+        ("savepoint", "COMPLETED"), ("stop_with_savepoint", "COMPLETED")]
+    assert {k: first.parallelism[k] for k in before} == before
+    assert restored.final_state == "FINISHED" and {k: restored.parallelism[k] for k in after} == after
+    stop = first.operations[1]
+    # Flink's latest.restored: the stop's savepoint, restored as a savepoint, at its external path
+    assert restored.latest_restored["id"] == stop["checkpoint_id"] and restored.latest_restored["is_savepoint"]
+    assert restored.latest_restored["external_path"] == stop["path"]
+    savepoints = [c for c in job.report.checkpoints if c["is_savepoint"]]
+    assert [c["checkpoint_type"] for c in savepoints] == ["SAVEPOINT", "SAVEPOINT_SUSPEND"]
+    assert all(c["savepoint_format"] == "CANONICAL" and c["external_path"] for c in savepoints)
+    # the restored job's checkpoint ids continue past the savepoint's (Flink sets the counter to its id + 1)
+    assert min(c["id"] for c in job.report.checkpoints if c["job"] == 1) > stop["checkpoint_id"]
+    assert result.restored_in_flight_bytes == 0  # a savepoint is aligned: it has no in-flight data
+
+
+@pytest.mark.parametrize("keyed", [4, 1])
+def test_a_retained_unaligned_checkpoint_with_data_in_flight_restores_rescaled(keyed):
+    """Cancelled under backpressure, the job keeps its last unaligned checkpoint (retain on cancellation); a new
+    job restores it with the keyed sum rescaled: the in-flight data of the hash edge is redistributed by key group
+    range, that of the rebalance edge round robin (Flink's TaskStateAssignment), and the oracle finds every record
+    exactly once."""
+    job, result, verification, covers = run(scenario("unaligned", {"keyed": 2, "sink": 1}, [
+        Cancel(2500), Restore(RestoreSource.CHECKPOINT, {"keyed": keyed})], retain=True))
+    assert_verified("unaligned", verification)
+    assert covers == "workload" and verification.expected_records == 30000
+    first, restored = job.report.jobs
+    assert first.final_state == "CANCELED" and first.retained_checkpoint is not None
+    assert restored.parallelism["keyed"] == keyed and restored.final_state == "FINISHED"
+    assert restored.latest_restored["external_path"] == first.retained_checkpoint
+    assert restored.restored_in_flight_bytes > 0  # the checkpoint held in-flight data and it was restored
+    assert not job.consistent_cut_violations()
+
+
+def test_stop_with_savepoint_with_and_without_drain():
+    """Flink 1.14+: the stop's savepoint is the job's final checkpoint and the job ends FINISHED. With ``--drain``
+    the sources emit MAX_WATERMARK first, so every event-time window fires before the savepoint; without it the
+    open windows stay in the savepoint's state and are not emitted. Either way the output is what the savepoint
+    accounts for, exactly once."""
+    window = {"operator": "tumbling_window", "window_ms": 500}
+    outputs = {}
+    for drain in (False, True):
+        job, result, verification, covers = run(scenario("aligned", {}, [StopWithSavepoint(1500, drain=drain)],
+                                                         keyed_operator=window))
+        assert_verified("aligned", verification)
+        assert covers == "snapshot" and verification.expected_records == len(result.committed_output) > 0
+        (only,) = job.report.jobs
+        assert only.final_state == "FINISHED" and result.outcome.value == "finished"
+        (stop,) = only.operations
+        assert stop["operation"] == "stop_with_savepoint" and stop["status"] == "COMPLETED"
+        final = job.report.checkpoints[-1]
+        assert final["checkpoint_type"] == ("SAVEPOINT_TERMINATE" if drain else "SAVEPOINT_SUSPEND")
+        assert final["id"] == stop["checkpoint_id"] and final["external_path"] == stop["path"]
+        outputs[drain] = set(result.committed_output)  # (window start, key, sum, count)
+    # the same windows fired before the stop; drained, the windows still open at the stop fired too
+    assert outputs[False] < outputs[True]
+    assert min(r[0] for r in outputs[True] - outputs[False]) >= max(r[0] for r in outputs[False])
