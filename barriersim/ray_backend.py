@@ -80,7 +80,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     from barriersim.actors.workload_handoff import WorkloadHandOff, refs
     from barriersim.errors import UnsupportedScenario
     from barriersim.runtime.job.placement import PlacementError
-    from barriersim.runtime.storage.object_storage import child_uri
+    from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri, object_store_path
     from barriersim.rundir import Run
     from barriersim.scenarios.simulation_inputs import job_config
     from barriersim.spark.analytics import compute_analytics
@@ -105,6 +105,12 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                     child_uri(checkpoint_storage, *(target.parts[-2:] if several else target.parts[-1:]))
                     for target, _ in runs}
 
+    def savepoint_root(target: Path) -> str:
+        """The run's savepoints: beside its checkpoints on an object store, else in the run directory."""
+        if is_object_store_uri(storage_uris[target]):
+            return object_store_path(child_uri(storage_uris[target], "savepoints"))
+        return str((target / "savepoints").resolve())
+
     def start_job(target: Path, scenario: Scenario):
         """Deploy a mode's job now; its sources wait for the splits its own hand-off gets later."""
         handoffs.append(WorkloadHandOff.remote())
@@ -112,7 +118,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
         previous = previous_run(scenario)  # the run whose snapshot this one restores, continued
         jobs.append(RayJob(job_config(scenario), refs(handoffs[-1], sources), storage_uris[target],
                            f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=records,
-                           savepoint_root=str((target / "savepoints").resolve()),
+                           savepoint_root=savepoint_root(target),
                            first_attempt_number=previous.next_attempt_number if previous else 0,
                            store_snapshot=msgpack.packb(previous.store.snapshot(), use_bin_type=True)
                            if previous else None))

@@ -372,6 +372,12 @@ def probe_storage(uri: str) -> None:
         raise CheckpointStorageIOError(uri.split("?")[0], f"cannot reach the object store: {reason}") from None
 
 
+def object_store_path(uri: str) -> str:
+    """The ``bucket/prefix`` an ``s3://`` URI names (as its filesystem's paths are written), without its query."""
+    parts = urlsplit(uri)
+    return (parts.netloc + parts.path).rstrip("/")
+
+
 def child_uri(uri: str, *names: str) -> str:
     """``uri`` with ``names`` appended to its path (its query kept): where one run of several keeps its
     checkpoints under a common storage URI."""

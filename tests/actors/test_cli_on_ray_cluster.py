@@ -45,7 +45,8 @@ def test_a_scenario_runs_over_the_nodes_of_an_existing_cluster_with_the_one_comm
     out = tmp_path / "run"
     storage = s3_server.versioned_bucket_uri()  # the AWS variables the fixture set reach the command's process
     proc = subprocess.run([sys.executable, "-m", "barriersim.cli", "run", str(scenario), "--address",
-                           ray_cluster.address, "--out", str(out), "--checkpoint-storage", storage],
+                           ray_cluster.address, "--out", str(out), "--checkpoint-storage", storage,
+                           "--savepoint-at", "300"],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
@@ -65,7 +66,13 @@ def test_a_scenario_runs_over_the_nodes_of_an_existing_cluster_with_the_one_comm
     # the checkpoints were written to the bucket, under the run directory's name, and discarded when the job finished
     assert summary["ray"]["checkpoint_storage"] == storage.replace("/checkpoints?", "/checkpoints/run?")
     assert summary["checkpoints"]["completed"] >= 1
-    metadata = {k for k in s3_server.written_keys(storage) if k.endswith("/_metadata")}
-    assert len(metadata) == summary["checkpoints"]["completed"]
+    written = s3_server.written_keys(storage)
+    metadata = {k for k in written if k.endswith("/_metadata") and "/chk-" in k}
+    # the savepoint taken at 300 ms went to the bucket beside the run's checkpoints, not to the run directory; as in
+    # Flink, the completed count includes it
+    savepoints = {k for k in written if k.startswith("checkpoints/run/savepoints/savepoint-") and k.endswith("/_metadata")}
+    assert len(savepoints) == 1, sorted(written)[:20]
+    assert len(metadata) + len(savepoints) == summary["checkpoints"]["completed"]
     assert all(k.startswith("checkpoints/run/spread-5/chk-") for k in metadata), sorted(metadata)
     assert not (out / "checkpoints").exists()
+    assert not (out / "savepoints").exists() or not any((out / "savepoints").iterdir())

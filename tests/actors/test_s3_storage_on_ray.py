@@ -50,3 +50,35 @@ def test_checkpoints_restores_and_a_jobmanager_failover_go_through_s3(s3_server)
     storage = checkpoint_storage_for(uri, "on-s3")
     assert isinstance(storage, ObjectStoreCheckpointStorage)
     assert storage.list_retained_checkpoints() == () and not storage.completed_checkpoint_pointers()
+
+
+def test_a_savepoint_stop_and_rescaled_restore_go_through_s3(s3_server):
+    """Savepoints on the object store too: a savepoint, a stop with a savepoint and the restore of a new job from
+    it with the keyed sum rescaled 2 -> 4, every savepoint a directory of objects in the bucket."""
+    from barriersim.runtime.experiment import Restore, RestoreSource, Savepoint, StopWithSavepoint
+    from barriersim.runtime.storage.object_storage import object_store_filesystem
+    from barriersim.scenarios.simulation_inputs import job_config, workload_splits
+    from tests.runtime.sim.test_savepoint_and_rescale import SCALINGS, scenario
+
+    uri = s3_server.versioned_bucket_uri()
+    _, base = object_store_filesystem(uri)
+    bucket = base.split("/")[0]
+    before, after = SCALINGS["up 2->4"]
+    sc = scenario("aligned", before, [Savepoint(600), StopWithSavepoint(1200), Restore(RestoreSource.SAVEPOINT, after)])
+    config, splits = job_config(sc), workload_splits(sc)
+    result = run_graph_on_ray(config, splits, uri, "savepoints-on-s3", seed=sc.seed, timeout_seconds=300,
+                              savepoint_root=f"{bucket}/savepoints")
+
+    assert result.outcome == "finished", result.failures
+    first, restored = result.jobs
+    assert [(o["operation"], o["status"]) for o in first["operations"]] == [
+        ("savepoint", "COMPLETED"), ("stop_with_savepoint", "COMPLETED")]
+    stop = first["operations"][1]
+    assert stop["path"].startswith(f"s3://{bucket}/savepoints/savepoint-"), stop["path"]
+    assert restored["latest_restored"]["external_path"] == stop["path"] and restored["latest_restored"]["is_savepoint"]
+    assert {k: restored["parallelism"][k] for k in after} == after
+    keys = s3_server.written_keys(uri)
+    savepoint_metadata = {k for k in keys if k.startswith("savepoints/savepoint-") and k.endswith("/_metadata")}
+    assert len(savepoint_metadata) == 2, sorted(keys)[:20]
+    verdict = verify(expected_sink_input(config.graph, splits), result.committed_output)
+    assert (verdict.lost, verdict.duplicated, verdict.wrong, verdict.verdict) == (0, 0, 0, Verdict.EXACTLY_ONCE), verdict
