@@ -6,6 +6,8 @@ latest completed checkpoint and verify, in aligned, unaligned and at-least-once 
 
 import collections
 
+import os
+
 import pytest
 import ray
 
@@ -43,7 +45,14 @@ def ray_node_of_each_task(result, deployment: int) -> dict[str, str]:
     return {row["task"]: row["ray_node_id"] for row in result.placement if row["deployment"] == deployment}
 
 
-@pytest.mark.parametrize("mode", MODES)
+# each run is about 80 s on 2 cores (64 actors deployed and torn down): CI runs aligned and unaligned,
+# BARRIERSIM_RAY_ALL_MODES=1 every mode (all four pass)
+ALL_MODES = os.environ.get("BARRIERSIM_RAY_ALL_MODES", "") == "1"
+
+
+@pytest.mark.parametrize("mode", [
+    pytest.param(mode, marks=[] if ALL_MODES or mode in ("aligned", "unaligned") else [pytest.mark.skip(
+        reason="aligned and unaligned in CI; BARRIERSIM_RAY_ALL_MODES=1 runs every mode")]) for mode in MODES])
 def test_64_subtasks_in_4_taskmanagers_over_3_nodes_complete_ten_checkpoints(mode, ray_cluster, tmp_path):
     assert sum(v.parallelism for v in SIXTY_FOUR.vertices) == 64
     # 16 sources x 450 records paced at 10 records/s: the job runs at least 45 s once its actors run. A trickle: on an
