@@ -7,14 +7,19 @@ import argparse
 import tomllib
 
 
-def seed_argument(text: str) -> int:
+def _non_negative_int(text: str, what: str) -> int:
+    """``text`` as an integer >= 0, else an ``ArgumentTypeError`` saying it must be ``what``."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
     return value
+
+
+def seed_argument(text: str) -> int:
+    return _non_negative_int(text, "a non-negative integer")
 
 
 def setting_argument(text: str) -> tuple[str, object]:
@@ -38,13 +43,7 @@ def add_set_argument(parser: argparse.ArgumentParser) -> None:
 
 def ms_argument(text: str) -> int:
     """A time in ms on the run's clock: a non-negative integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a time in ms (a non-negative integer), got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a time in ms (a non-negative integer), got {text!r}")
-    return value
+    return _non_negative_int(text, "a time in ms (a non-negative integer)")
 
 
 def parallelism_argument(text: str) -> tuple[str, int]:
