@@ -516,10 +516,10 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
 
 @st.composite
 def cancelled_in_flight_cases(draw, mode: str | None = None) -> SimulatedCase:
-    """Whole jobs in which checkpoints are cancelled while their barriers are still on the wire: each source
-    subtask feeds one subtask of a map stage alone (a forward edge), whose output goes to the sink over
-    two or three channels; one subtask of that stage is slowed fifty times, so that each of its steps holds its
-    source's output, where the barriers of the checkpoints taken meanwhile (one every 20 ms; an aligned barrier
+    """Whole jobs in which checkpoints are cancelled while their barriers are still on the wire: the source
+    subtasks feed a map stage of the same parallelism (rebalance: over a forward edge Flink sends barriers forced
+    aligned, so none could time out there), whose output goes to the sink over two or three channels; one subtask
+    of that stage is slowed fifty times, so that each of its steps holds the sources' output, where the barriers of the checkpoints taken meanwhile (one every 20 ms; an aligned barrier
     times out after 5 ms) pile up; the first source declines three checkpoints in a row (each cancelled while its
     barriers wait), and the slowed subtask hears of the cancellations late, so it forwards their barriers when it
     reaches them, with data between them and the next checkpoint's barrier, while the sink started that next
@@ -538,7 +538,7 @@ def cancelled_in_flight_cases(draw, mode: str | None = None) -> SimulatedCase:
     sink = JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK if exactly_once else OperatorKind.AT_LEAST_ONCE_SINK, 1)
     graph = with_own_slot_sharing_groups(JobGraph(
         (JobVertex("source", OperatorKind.SOURCE, parallelism), stage, sink),
-        (JobEdge("source", stage.name, Partitioner.FORWARD), JobEdge(stage.name, "sink", Partitioner.REBALANCE))))
+        (JobEdge("source", stage.name, Partitioner.REBALANCE), JobEdge(stage.name, "sink", Partitioner.REBALANCE))))
     from barriersim.scenarios.documents import generated_document
 
     # every channel remote (one-slot TaskManagers, a slot sharing group per vertex): a remote channel announces a

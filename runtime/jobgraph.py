@@ -36,6 +36,12 @@ class Partitioner(enum.Enum):
     def is_pointwise(self) -> bool:
         return self is Partitioner.FORWARD
 
+    @property
+    def supports_unaligned_checkpoints(self) -> bool:
+        """Flink's ``StreamPartitioner.isSupportsUnalignedCheckpoint``: every partitioner but the pointwise and the
+        broadcast ones."""
+        return not self.is_pointwise and self is not Partitioner.BROADCAST
+
 
 class OperatorKind(enum.Enum):
     SOURCE = "source"
@@ -133,6 +139,12 @@ class JobGraph:
         if edge.partitioner.is_pointwise:
             return [subtask]
         return list(range(self.vertex(edge.source).parallelism))
+
+    def supports_unaligned_checkpoints(self, edge: JobEdge) -> bool:
+        """Whether ``edge`` carries unaligned barriers: not if any input edge of its target vertex has a partitioner
+        that cannot (Flink's ``StreamGraphGenerator`` marks every input edge of such a vertex, so that its barrier
+        handler never sees unaligned and forced-aligned barriers of one checkpoint)."""
+        return all(e.partitioner.supports_unaligned_checkpoints for e in self.inputs_of(edge.target))
 
     def subpartitions_of(self, edge: JobEdge, producer_subtask: int) -> list[int]:
         """The consumer subtasks that producer subtask's result partition for ``edge`` feeds, one per

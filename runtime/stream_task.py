@@ -196,7 +196,8 @@ class StreamTask:
         self.partitions = [
             ResultPartition(i, len(graph.subpartitions_of(edge, subtask_index)),
                             memory_segment_size=network.buffer_size,
-                            max_buffers_per_channel=network.max_buffers_per_channel)
+                            max_buffers_per_channel=network.max_buffers_per_channel,
+                            supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge))
             for i, edge in enumerate(self.output_edges)
         ]
         self.record_writers = RecordWriters(graph, self.output_edges, self.partitions, network.record_size, rng)

@@ -63,3 +63,15 @@ def test_invalid_graphs_are_refused_naming_the_culprit(vertices, edges, message)
     g = JobGraph(tuple(JobVertex(*v) for v in vertices), tuple(JobEdge(*e) for e in edges))
     with pytest.raises(JobGraphError, match=message):
         g.validate()
+
+
+def test_pointwise_and_broadcast_edges_and_every_input_edge_beside_them_carry_no_unaligned_barriers():
+    """Flink's StreamPartitioner.isSupportsUnalignedCheckpoint (all but pointwise and broadcast) and
+    StreamGraphGenerator's rule: one such input edge takes unaligned barriers from every input edge of its vertex."""
+    assert [p.supports_unaligned_checkpoints for p in (P.FORWARD, P.REBALANCE, P.HASH, P.BROADCAST)] == [
+        False, True, True, False]
+    g = JobGraph(
+        (JobVertex("a", K.SOURCE, 2), JobVertex("b", K.SOURCE, 2), JobVertex("u", K.UNION, 2),
+         JobVertex("s", K.AT_LEAST_ONCE_SINK, 1)),
+        (JobEdge("a", "u", P.FORWARD), JobEdge("b", "u", P.REBALANCE), JobEdge("u", "s", P.HASH)))
+    assert [g.supports_unaligned_checkpoints(e) for e in g.edges] == [False, False, True]

@@ -13,7 +13,10 @@ and the record value travels in the buffer where it ends. ``broadcast_event`` fi
 builder, so the data written before an event is queued before it, then adds the event to every
 subpartition; as a priority event (an unaligned barrier) it overtakes the queued data, and the overtaken
 buffers are returned per subpartition for the channel state writer. ``aligned_barrier_timeout`` turns a
-queued timeoutable barrier into a priority one the same way.
+queued timeoutable barrier into a priority one the same way. A partition whose edge cannot carry unaligned
+barriers (``supports_unaligned_checkpoints`` False: a pointwise or broadcast edge, or any input edge of a vertex that
+has one) sends a checkpoint barrier forced aligned and in order, as Flink's ``RecordWriterOutput.broadcastEvent``
+does with ``withUnalignedUnsupported``.
 
 Backpressure: a subpartition may hold at most ``max_buffers_per_channel`` buffers (queued plus the open
 builder). When one reaches it, ``get_availability`` is ``BACKPRESSURED`` and the producer must stop taking
@@ -37,13 +40,14 @@ Mirrors Flink's ``PipelinedResultPartition`` / ``BufferWritingResultPartition`` 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence, Union
 
 import numpy as np
 
-from barriersim.runtime.events import Buffer, ChannelElement, ResultSubpartitionInfo
+from barriersim.runtime.events import Buffer, ChannelElement, CheckpointBarrier, ResultSubpartitionInfo
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog, PipelinedSubpartition
 from barriersim.runtime.network.output.view_reader import CreditBasedSequenceNumberingViewReader
 from barriersim.runtime.buffer_content import content_of
@@ -86,6 +90,7 @@ class ResultPartition:
         max_buffers_per_channel: int = DEFAULT_MAX_BUFFERS_PER_CHANNEL,
         initial_credit: int = 0,
         block_on_aligned_barrier: bool = True,
+        supports_unaligned_checkpoints: bool = True,
     ):
         if num_subpartitions <= 0 or memory_segment_size <= 0 or max_buffers_per_channel <= 0:
             raise ValueError(
@@ -93,6 +98,7 @@ class ResultPartition:
                 f"({memory_segment_size}) and max buffers per channel ({max_buffers_per_channel}) must be positive"
             )
         self.partition_idx = partition_idx
+        self.supports_unaligned_checkpoints = supports_unaligned_checkpoints
         self.memory_segment_size = memory_segment_size
         self.max_buffers_per_channel = max_buffers_per_channel
         self.subpartitions = [
@@ -369,6 +375,9 @@ class ResultPartition:
             return {}
         if self._finished:
             self._check_in_produce_state(f"broadcast_event({event!r})")
+        if isinstance(event, CheckpointBarrier) and not self.supports_unaligned_checkpoints:
+            event = dataclasses.replace(event, options=event.options.with_unaligned_unsupported())
+            is_priority_event = False
         self._finish_builders()
         overtaken: dict[ResultSubpartitionInfo, tuple[Buffer, ...]] = {}
         for sub in self.subpartitions:

@@ -12,6 +12,7 @@ timeoutable barrier (a receiving ``RemoteInputChannel`` does).
 import pytest
 
 from barriersim.runtime.events import (
+    AlignmentType,
     Buffer,
     CancelCheckpointMarker,
     CheckpointBarrier,
@@ -339,6 +340,22 @@ def test_broadcast_event_finishes_open_buffers_and_returns_overtaken():
         part.add_credit(info, 5)
         els = [part.poll_next(info).element for _ in range(3)]
         assert isinstance(els[0], CheckpointBarrier) and isinstance(els[2], EndOfPartition)
+
+
+@pytest.mark.parametrize("barrier", [_unaligned(1), _timeoutable(1)], ids=["unaligned", "timeoutable"])
+def test_a_partition_without_unaligned_support_sends_barriers_forced_aligned_in_order(barrier):
+    """Flink's RecordWriterOutput.broadcastEvent on an edge that cannot carry unaligned barriers (pointwise,
+    broadcast): the barrier goes withUnalignedUnsupported, as a normal event behind the data, overtaking nothing."""
+    part = ResultPartition(0, 1, supports_unaligned_checkpoints=False)
+    part.emit_record("x", 0, 10)
+    assert part.broadcast_event(barrier, is_priority_event=barrier.options.is_unaligned_checkpoint) == {}
+    info = part.subpartition_infos[0]
+    part.add_credit(info, 5)
+    first, second = part.poll_next(info).element, part.poll_next(info).element
+    assert first == Buffer(("x",), 10, 0)
+    assert second.id == 1 and second.options.alignment is AlignmentType.FORCED_ALIGNED
+    assert second.options.with_unaligned_supported() == barrier.options  # the receiver can turn it back
+    assert not part.has_pending_timeoutable_barrier(1)
 
 
 def test_only_unaligned_barriers_may_be_priority_events():

@@ -77,3 +77,29 @@ def test_the_start_delay_holds_the_coordinator_trigger_path():
         assert delays[trigger_ms][True] and delays[trigger_ms][False]
     assert set(delays[0.0][True]) <= {0, 1}
     assert set(delays[9.0][True]) <= {9, 10} and min(delays[9.0][False]) >= 9
+
+
+def test_an_unaligned_job_sends_forced_aligned_barriers_over_a_forward_edge():
+    """Over a forward edge the barrier cannot overtake (Flink's withUnalignedUnsupported): the sources, whose only
+    output is that edge, persist no in-flight data; the map behind it turns its checkpoint back to unaligned
+    (checkpointState's withUnalignedSupported) and its barrier overtakes its output towards the keyed sum, which
+    is persisted; the job stays exactly-once."""
+    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
+    from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+
+    graph = JobGraph(
+        (JobVertex("source", OperatorKind.SOURCE, 2), JobVertex("map", OperatorKind.MAP, 2, params={"factor": 2}),
+         JobVertex("sum", OperatorKind.KEYED_SUM, 2, params={"cost_us_per_record": 40.0}),
+         JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK, 1)),
+        (JobEdge("source", "map", Partitioner.FORWARD), JobEdge("map", "sum", Partitioner.HASH),
+         JobEdge("sum", "sink", Partitioner.REBALANCE)))
+    splits = {"source": local_splits(20_000, 64, 1.2, 100, 2, seed=4)}
+    config = JobConfig(graph, mode="unaligned", interval_ms=50, source_rate_per_subtask=50_000)
+    result = JobSimulation(config, splits, 5).run()
+    completed = {c["id"] for c in result.checkpoints if c["status"] == "COMPLETED"}
+    rows = {(r["task"], r["id"]): r for r in result.subtasks if r["id"] in completed}
+    of = {name: [r for (task, _), r in rows.items() if task.startswith(name + "#")] for name in ("source", "map")}
+    assert of["source"] and all(r["alignment_persisted"] == 0 for r in of["source"])
+    assert of["map"] and all(r["unaligned_checkpoint"] for r in of["map"])
+    assert sum(r["alignment_persisted"] for r in of["map"]) > 0
+    assert verify(expected_sink_input(graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE
