@@ -23,11 +23,12 @@ taken from the cache instead, and then Spark does not start at all: the splits g
 soon as it deploys, the quickstart shape is verified against Spark's cached reference
 (``barriersim.spark.reference.compare_with_reference``, the same counts as the Spark SQL job), any other graph in
 a Ray task as above, and small statistics are computed in pandas (``barriersim.report.statistics``; large ones
-in a Spark started for them). A run that generated its workload in Spark computes the reference meanwhile (while
-the first job runs) and writes the entry. ``summary.json``'s ``workload_cache`` says which (``status``: ``hit``,
+in a Spark started for them). A run that generated its workload in Spark computes the reference once its jobs are over
+(so that no Spark job competes with a running one) and writes the entry (``cache_write`` in the timings). ``summary.json``'s ``workload_cache`` says which (``status``: ``hit``,
 ``miss``, ``corrupt`` or ``disabled``; ``key``, ``path``, ``written``, ``statistics``: ``spark`` or ``pandas``).
 Every phase is timed in ``timings_seconds``: the shared ones (``ray_start``, ``spark_start``, ``workload``,
-``analytics``: the same in every mode of one run; ``spark_start`` is 0 when Spark did not start) and the mode's own (``deploy``: from the workload being ready,
+``cache_write``, ``analytics``: the same in every mode of one run; ``spark_start`` is 0 when Spark did not
+start, ``cache_write`` when no entry was written) and the mode's own (``deploy``: from the workload being ready,
 or the previous mode's end, until its tasks run; ``job``: the tasks' run; ``verification``); ``wall_seconds`` is
 the mode's own wall time. Savepoints go to ``savepoints/``, checkpoints to ``checkpoints/<job-id>/``, the
 external system to ``external_store.msgpack``; a run restored from an earlier run's snapshot continues that run's
@@ -186,13 +187,6 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
         split_sizes = {f"{vertex}#{i}": t.num_rows for vertex, tables in splits.items() for i, t in enumerate(tables)}
         mode_start = time.perf_counter()
         shared["workload"] = mode_start - t0
-        if cached is not None and not hit:  # while the first job runs: Spark's reference, then the cache entry
-            say("computing the verification reference in Spark for the workload cache", None)
-            try:
-                workload_cache.store(first, splits, reference_table(spark, workload.df))
-                cache_section["written"] = True
-            except (OSError, CheckpointStorageError) as err:
-                warn(f"workload cache: could not write {cached.path} ({err}); the run goes on without it")
         spark_info = cluster.spark_info if spark is not None else {"started": False}
 
         finished: list[tuple[Path, dict]] = []
@@ -245,6 +239,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 throughput_clock="wall", source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
                 faults_fired=result.fault_log, failure_reason=result.failure_reason,
                 **jobs_sections(result, result.next_attempt_number, "snapshot" if ended_by_snapshot else "workload"),
+                # cache_section is shared: "written" is set once the jobs are over, before any summary is written
                 backend_sections={"spark": spark_info, "workload_cache": cache_section, "timings_seconds": own,
                                   "ray": {"coordinator_failovers": result.coordinator_failovers,
                                           "killed": result.killed, "failures": result.failures,
@@ -257,6 +252,17 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             if job is not None:
                 handoffs[-1].supply.remote(splits)
                 mode_start = time.perf_counter()
+
+        # once no job runs (nothing competes with a job for the CPU): Spark's reference, then the cache entry
+        t3 = time.perf_counter()
+        if cached is not None and not hit:
+            say("computing the verification reference in Spark and writing the workload cache", None)
+            try:
+                workload_cache.store(first, splits, reference_table(spark, workload.df))
+                cache_section["written"] = True
+            except (OSError, CheckpointStorageError) as err:
+                warn(f"workload cache: could not write {cached.path} ({err}); the run goes on without it")
+        shared["cache_write"] = time.perf_counter() - t3
 
         # Flink's REST summaries (min, max, avg, p50 ... p999) of every run just written: in the Spark that is up,
         # else in pandas when they are small (barriersim.report.statistics), else in a Spark started for them

@@ -60,6 +60,7 @@ SHARED_PHASES = (
     ("ray_start", "Ray start"),
     ("spark_start", "Spark start, the first job deploying meanwhile"),
     ("workload", "workload generation in Spark"),
+    ("cache_write", "verification reference in Spark and workload cache write"),
     ("analytics", "checkpoint statistics in Spark"),
 )
 CACHED_PHASES = {  # the shared phases' labels when the workload and its reference came from the workload cache
