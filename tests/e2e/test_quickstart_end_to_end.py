@@ -259,7 +259,12 @@ def test_a_run_on_an_existing_cluster_leaves_it_running(tmp_path):
         assert proc.returncode == 0, output
         assert "verdict: exactly-once" in output and "lost=0 duplicated=0 wrong=0" in output
         assert_quiet(output)
-        check_run_directory(out, "aligned", 3)
+        summary = check_run_directory(out, "aligned", 3)
+        # --no-cache: Spark generated the workload, and the cache was neither read nor written
+        key = workload_cache.cache_key(replace(load_scenario(QUICKSTART), seed=3))
+        assert summary["workload_cache"] == {"status": "disabled", "key": key, "path": None, "written": False,
+                                             "statistics": "spark"}
+        assert not workload_cache.entry_path(key).exists()
 
         status = subprocess.run([str(RAY), "status", f"--address={address}"], env=env, capture_output=True,
                                 text=True, timeout=120)
