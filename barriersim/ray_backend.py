@@ -305,6 +305,6 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 ray.kill(handoff)
         finally:
             try:
-                say("stopping Spark and Ray", None)
+                say("stopping Ray" if hit and spark is None else "stopping Spark and Ray", None)
             finally:
                 cluster.close()

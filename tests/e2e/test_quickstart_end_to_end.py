@@ -176,7 +176,7 @@ def test_a_warm_run_takes_the_workload_and_reference_from_the_cache_and_starts_n
     output, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, output
     assert_quiet(output)
-    assert "Spark on Ray" not in output and "warning" not in output
+    assert "Spark on Ray" not in output and "warning" not in output and "stopping Ray\n" in output
     assert f"hit: workload and reference from the cache; statistics in pandas (key {all_modes_run.key})" in output
     summary = json.loads((out / "summary.json").read_text())
     cold = json.loads((all_modes_run.out / "unaligned" / "summary.json").read_text())
