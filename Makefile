@@ -39,6 +39,7 @@ bench: setup
 	$(PY) -m benchmarks.simulator
 	$(PY) -m benchmarks.ray_pipeline
 	$(PY) -m benchmarks.placement
+	$(PY) -m benchmarks.warm_run
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis

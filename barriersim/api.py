@@ -376,19 +376,22 @@ def check_checkpoint_storage(backend: str, checkpoint_storage: str | None) -> st
 
 def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progress: Progress | None = None,
             splits: Splits | None = None, checkpoint_files: bool = False,
-            checkpoint_storage: str | None = None) -> RunResult:
+            checkpoint_storage: str | None = None, cache: bool = True) -> RunResult:
     """Run a plan into ``out``. On the sim backend with the Spark workload the splits are generated once for all
     modes (or given); ``checkpoint_files``: the simulator writes its checkpoints as a Ray run does.
     ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` for the ray backend (a path every node sees,
     ``file://...`` or ``s3://bucket/prefix[?endpoint_override=host:port&scheme=http]``; default: each run
-    directory's ``checkpoints/``)."""
+    directory's ``checkpoints/``). ``cache``: the ray backend takes a workload Spark generated before, and its
+    reference, from the workload cache (``barriersim.workload_cache``) without starting Spark; False: Spark
+    generates it."""
     out = Path(out)
     checkpoint_storage = check_checkpoint_storage(p.backend, checkpoint_storage)
     targets = p.targets(out)
     if p.backend == "ray":
         from barriersim.ray_backend import run_on_ray
 
-        summaries = run_on_ray(targets, address=address, progress=progress, checkpoint_storage=checkpoint_storage)
+        summaries = run_on_ray(targets, address=address, progress=progress, checkpoint_storage=checkpoint_storage,
+                               cache=cache)
         return RunResult(out, {s["mode"]: ModeRun(target, s) for (target, _), s in zip(targets, summaries)})
     from barriersim.sim_backend import simulate
 
@@ -415,7 +418,7 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
         out: str | os.PathLike | None = None, faults=None, actions=None, restore_from=None, parallelism=None,
         address: str | None = None, overrides: Mapping[str, Any] | None = None, workload: str | None = None,
         spark=None, progress: Progress | None = None, force: bool = False, checkpoint_files: bool = False,
-        checkpoint_storage: str | None = None) -> RunResult:
+        checkpoint_storage: str | None = None, cache: bool = True) -> RunResult:
     """Run a scenario and return its results (``RunResult``: mode -> ``ModeRun``; ``.only`` for one mode).
 
     ``scenario``: a scenario file's path or a loaded ``Scenario``. ``backend``: ``"sim"`` (the deterministic
@@ -433,7 +436,10 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     run's directory, whose contents are replaced (else a non-empty ``out`` is refused). ``checkpoint_files``: on
     the simulator, keep the checkpoints in files under ``out/checkpoints/`` as a Ray run does (same trace).
     ``checkpoint_storage``: where the ray backend writes checkpoints (Flink's ``state.checkpoints.dir``: a path,
-    ``file://`` or ``s3://`` URI).
+    ``file://`` or ``s3://`` URI). ``cache``: the ray backend reuses the workload and the verification
+    reference Spark computed in an earlier run of the same workload (``barriersim.workload_cache``: in
+    ``$BARRIERSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/barriersim`` or ``~/.cache/barriersim``) and then does not
+    start Spark; False: Spark computes them and the cache is not used.
 
     Raises ``ScenarioError`` / ``FaultScheduleError`` / ``UnsupportedScenario`` / ``ArgumentError`` (one-line
     messages naming the file and key) for bad input, before anything is started or written.
@@ -444,7 +450,7 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     out_dir = Path(out) if out is not None else default_out_dir(p.scenario)
     prepare_out_dir(out_dir, force)
     return execute(p, out_dir, spark=spark, address=address, progress=progress, checkpoint_files=checkpoint_files,
-                   checkpoint_storage=checkpoint_storage)
+                   checkpoint_storage=checkpoint_storage, cache=cache)
 
 
 __all__ = ["BACKENDS", "WORKLOADS", "ModeRun", "Plan", "RunResult", "SparkFrames", "execute", "plan", "run",

@@ -60,6 +60,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="ray: Ray actors with Spark on Ray; sim: the deterministic simulator (default: ray)")
     run.add_argument("--mode", choices=ALL_MODES + ("all",),
                      help="checkpointing mode overriding the scenario's; all: aligned, unaligned and at-least-once")
+    run.add_argument("--no-cache", dest="cache", action="store_false",
+                     help="ray backend: generate the workload and its reference in Spark even if the workload cache "
+                          "($BARRIERSIM_CACHE_DIR, else $XDG_CACHE_HOME/barriersim or ~/.cache/barriersim) has them, "
+                          "and leave the cache alone")
     add_set_argument(run)
     add_action_arguments(run)
     add_checkpoint_arguments(run)
@@ -142,7 +146,7 @@ def _cmd_run(args) -> int:
     console = tables.console()
     with StageProgress(console) as progress:
         result = api.execute(p, out, address=args.address, progress=progress, checkpoint_files=args.checkpoint_files,
-                             checkpoint_storage=checkpoint_storage)
+                             checkpoint_storage=checkpoint_storage, cache=args.cache)
     summaries = list(result.summaries.values())
     total = time.perf_counter() - started
     if args.backend == "sim":

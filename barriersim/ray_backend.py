@@ -18,8 +18,17 @@ and left running), on one workload, spending as little time as it can outside th
    through its own hand-off), which it gets when the verification is over, so that no two jobs run at once;
 4. Flink's checkpoint statistics of all modes are computed in the same Spark session
    (``barriersim.spark.analytics``), then each mode's ``summary.json`` is written.
+A workload Spark generated before (the same ``[workload]``, sources and seed: ``barriersim.workload_cache``) is
+taken from the cache instead, and then Spark does not start at all: the splits go to the first job's sources as
+soon as it deploys, the quickstart shape is verified against Spark's cached reference
+(``barriersim.spark.reference.compare_with_reference``, the same counts as the Spark SQL job), any other graph in
+a Ray task as above, and small statistics are computed in pandas (``barriersim.report.statistics``; large ones
+in a Spark started for them). A run that generated its workload in Spark computes the reference once its jobs are over
+(so that no Spark job competes with a running one) and writes the entry (``cache_write`` in the timings). ``summary.json``'s ``workload_cache`` says which (``status``: ``hit``,
+``miss``, ``corrupt`` or ``disabled``; ``key``, ``path``, ``written``, ``statistics``: ``spark`` or ``pandas``).
 Every phase is timed in ``timings_seconds``: the shared ones (``ray_start``, ``spark_start``, ``workload``,
-``analytics``: the same in every mode of one run) and the mode's own (``deploy``: from the workload being ready,
+``cache_write``, ``analytics``: the same in every mode of one run; ``spark_start`` is 0 when Spark did not
+start, ``cache_write`` when no entry was written) and the mode's own (``deploy``: from the workload being ready,
 or the previous mode's end, until its tasks run; ``job``: the tasks' run; ``verification``); ``wall_seconds`` is
 the mode's own wall time. Savepoints go to ``savepoints/``, checkpoints to ``checkpoints/<job-id>/``, the
 external system to ``external_store.msgpack``; a run restored from an earlier run's snapshot continues that run's
@@ -29,6 +38,7 @@ modes). Progress, ``(stage, fraction or None)``, goes to an optional callback.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -63,12 +73,20 @@ def prepare(spark, scenario: Scenario):
     return workload
 
 
+def _warn(message: str) -> None:
+    print(f"barriersim: warning: {message}", file=sys.stderr)
+
+
 def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None,
-               progress: ProgressCallback | None = None, checkpoint_storage: str | None = None) -> list[dict]:
+               progress: ProgressCallback | None = None, checkpoint_storage: str | None = None,
+               cache: bool = True, warn: Callable[[str], None] = _warn) -> list[dict]:
     """Run each ``(run directory, effective scenario)`` on Ray, on one workload; returns their summaries.
     ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` (a path every node sees, ``file://`` or ``s3://``),
     each run's checkpoints under ``<storage>/<run directory name>[/<mode>]``; default: each run directory's
-    ``checkpoints/``."""
+    ``checkpoints/``. ``cache``: take the workload and its reference from ``barriersim.workload_cache`` when it
+    has them (then Spark does not start, unless the statistics are large), and store them there when Spark
+    computed them; False: Spark computes them and the cache is neither read nor written. ``warn`` hears of a
+    cache entry that could not be read, in one line."""
     import msgpack
     import ray
 
@@ -84,7 +102,9 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     from barriersim.rundir import Run
     from barriersim.scenarios.simulation_inputs import job_config
     from barriersim.spark.analytics import compute_analytics
-    from barriersim.spark.reference import output_table, verify, verify_in_ray
+    from barriersim import workload_cache
+    from barriersim.runtime.storage.errors import CheckpointStorageError
+    from barriersim.spark.reference import compare_with_reference, output_table, reference_table, verify, verify_in_ray
     from barriersim.spark.session import RayAndSpark, ray_address
     from barriersim.spark.workload import hand_off
 
@@ -98,6 +118,14 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     cluster = RayAndSpark(app_name=f"barriersim-{first.name}", address=ray_address(address),
                           log_dir=root / LOGS_DIR)
     shared: dict[str, float] = {}
+    cached = workload_cache.lookup(first) if cache else None
+    if cached is not None and cached.outcome is workload_cache.Lookup.CORRUPT:
+        warn(f"workload cache: {cached.problem}; Spark recomputes the entry")
+    hit = cached is not None and cached.outcome is workload_cache.Lookup.HIT
+    cache_section = {"status": "disabled" if cached is None else cached.outcome.value,
+                     "key": workload_cache.cache_key(first) if cached is None else cached.key,
+                     "path": None if cached is None else str(cached.path), "written": False}
+    spark = None
     handoffs: list = []
     jobs: list = []
 
@@ -133,25 +161,33 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 check_kill_nodes(scenario.faults, cluster_nodes(scenario.cluster.nodes))
         except PlacementError as err:
             raise UnsupportedScenario(f"{first.path}: {err}") from None
-        cluster.start_spark_in_background(prepare=lambda spark: prepare(spark, first))
-        job = start_job(*runs[0])  # its actors deploy while Spark starts
-        say("starting Spark on Ray (the job's actors deploy meanwhile)", None)
-        try:
-            spark = cluster.wait_for_spark()
-        except BaseException as err:
-            handoffs[0].fail.remote(f"Spark did not start: {type(err).__name__}")
-            raise
-        shared["spark_start"] = cluster.spark_started_seconds
-        say("generating the workload in Spark", None)
-        t0 = time.perf_counter()
-        workload = cluster.prepared
-        splits = hand_off(workload)
-        handoffs[0].supply.remote(splits)
+        if hit:
+            job = start_job(*runs[0])
+            say("reading the workload and its reference from the cache (Spark not started)", None)
+            t0 = time.perf_counter()
+            workload, splits, reference = None, cached.splits, cached.reference
+            handoffs[0].supply.remote(splits)
+            shared["spark_start"] = 0.0
+        else:
+            cluster.start_spark_in_background(prepare=lambda spark: prepare(spark, first))
+            job = start_job(*runs[0])  # its actors deploy while Spark starts
+            say("starting Spark on Ray (the job's actors deploy meanwhile)", None)
+            try:
+                spark = cluster.wait_for_spark()
+            except BaseException as err:
+                handoffs[0].fail.remote(f"Spark did not start: {type(err).__name__}")
+                raise
+            shared["spark_start"] = cluster.spark_started_seconds
+            say("generating the workload in Spark", None)
+            t0 = time.perf_counter()
+            workload = cluster.prepared
+            splits = hand_off(workload)
+            handoffs[0].supply.remote(splits)
         split_refs = refs(handoffs[0], sources)  # resolved: for the Ray task of a general graph's reference
         split_sizes = {f"{vertex}#{i}": t.num_rows for vertex, tables in splits.items() for i, t in enumerate(tables)}
         mode_start = time.perf_counter()
         shared["workload"] = mode_start - t0
-        spark_info = cluster.spark_info
+        spark_info = cluster.spark_info if spark is not None else {"started": False}
 
         finished: list[tuple[Path, dict]] = []
         for n, (target, scenario) in enumerate(runs):
@@ -173,7 +209,11 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             suffix = f" ({mode})" if several else ""
             t1 = time.perf_counter()
             ended_by_snapshot = bool(result.ending[0])
-            if scenario.job.is_quickstart_shape and not ended_by_snapshot:
+            if scenario.job.is_quickstart_shape and not ended_by_snapshot and spark is None:
+                say(f"verifying against Spark's cached reference{suffix}", None)
+                verification = compare_with_reference(splits, reference, output_table(result.committed_output),
+                                                      exactly_once=config.mode.exactly_once)
+            elif scenario.job.is_quickstart_shape and not ended_by_snapshot:
                 say(f"verifying against Spark's reference{suffix}", None)
                 verification = verify(spark, workload.df, output_table(result.committed_output),
                                       exactly_once=config.mode.exactly_once)
@@ -199,7 +239,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 throughput_clock="wall", source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
                 faults_fired=result.fault_log, failure_reason=result.failure_reason,
                 **jobs_sections(result, result.next_attempt_number, "snapshot" if ended_by_snapshot else "workload"),
-                backend_sections={"spark": spark_info, "timings_seconds": own,
+                # cache_section is shared: "written" is set once the jobs are over, before any summary is written
+                backend_sections={"spark": spark_info, "workload_cache": cache_section, "timings_seconds": own,
                                   "ray": {"coordinator_failovers": result.coordinator_failovers,
                                           "killed": result.killed, "failures": result.failures,
                                           "storage_errors": result.storage_errors,
@@ -212,16 +253,47 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 handoffs[-1].supply.remote(splits)
                 mode_start = time.perf_counter()
 
-        # Flink's REST summaries (min, max, avg, p50 ... p999) of every run just written, in the Spark that is up
-        say("computing the checkpoint statistics in Spark", None)
+        # once no job runs (nothing competes with a job for the CPU): Spark's reference, then the cache entry
+        t3 = time.perf_counter()
+        if cached is not None and not hit:
+            say("computing the verification reference in Spark and writing the workload cache", None)
+            try:
+                workload_cache.store(first, splits, reference_table(spark, workload.df))
+                cache_section["written"] = True
+            except (OSError, CheckpointStorageError) as err:
+                warn(f"workload cache: could not write {cached.path} ({err}); the run goes on without it")
+        shared["cache_write"] = time.perf_counter() - t3
+
+        # Flink's REST summaries (min, max, avg, p50 ... p999) of every run just written: in the Spark that is up,
+        # else in pandas when they are small (barriersim.report.statistics), else in a Spark started for them
         t2 = time.perf_counter()
-        compute_analytics(spark, root, [Run(path=target, label="." if target == root else target.name, summary=s)
-                                        for target, s in finished])
+        written = [Run(path=target, label="." if target == root else target.name, summary=s) for target, s in finished]
+        statistics = "spark"
+        if spark is None:
+            from barriersim.report.statistics import compute_locally, is_small
+            from barriersim.rundir import RunTables, run_tables
+
+            tables = RunTables(written, *run_tables(written))
+            if is_small(tables):
+                statistics = "pandas"
+                say("computing the checkpoint statistics (pandas)", None)
+                compute_locally(root, tables)
+            else:
+                say("starting Spark on Ray for the checkpoint statistics", None)
+                spark = cluster.start_spark()
+                shared["spark_start"] = cluster.spark_started_seconds
+                t2 = time.perf_counter()
+        if statistics == "spark":
+            say("computing the checkpoint statistics in Spark", None)
+            compute_analytics(spark, root, written)
         shared["analytics"] = time.perf_counter() - t2
         summaries = []
         for target, summary in finished:
             timings = {key: round(value, 3) for key, value in {**shared, **summary["timings_seconds"]}.items()}
-            summary = {**summary, "timings_seconds": timings}
+            summary = {**summary, "timings_seconds": timings,
+                       "workload_cache": {**summary["workload_cache"], "statistics": statistics}}
+            if spark is not None and not summary["spark"].get("started", True):  # started for the statistics
+                summary["spark"] = cluster.spark_info
             write_summary(target, summary)
             summaries.append(summary)
         return summaries
@@ -233,6 +305,6 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 ray.kill(handoff)
         finally:
             try:
-                say("stopping Spark and Ray", None)
+                say("stopping Ray" if hit and spark is None else "stopping Spark and Ray", None)
             finally:
                 cluster.close()

@@ -60,8 +60,49 @@ SHARED_PHASES = (
     ("ray_start", "Ray start"),
     ("spark_start", "Spark start, the first job deploying meanwhile"),
     ("workload", "workload generation in Spark"),
+    ("cache_write", "verification reference in Spark and workload cache write"),
     ("analytics", "checkpoint statistics in Spark"),
 )
+CACHED_PHASES = {  # the shared phases' labels when the workload and its reference came from the workload cache
+    "spark_start": "Spark start (not started: workload and reference cached)",
+    "workload": "workload and Spark's reference read from the cache",
+}
+
+
+def cache_line(summary: dict) -> str | None:
+    """The workload cache's part in a Ray run: hit, miss (and written), corrupt (recomputed) or disabled, with
+    the key."""
+    c = summary.get("workload_cache")
+    if not c:
+        return None
+    if c["status"] == "disabled":
+        return "not used (--no-cache)"
+    what = {"hit": "hit: workload and reference from the cache", "miss": "miss: generated in Spark",
+            "corrupt": "unreadable entry: regenerated in Spark"}[c["status"]]
+    if c["status"] != "hit":
+        what += ", entry written" if c.get("written") else ", entry not written"
+    if c.get("statistics") == "pandas":
+        what += "; statistics in pandas"
+    return f"{what} (key {c['key']})"
+
+
+def shared_phase_rows(summary: dict) -> list[tuple[str, str]]:
+    """``(phase, seconds)`` of the phases the modes of one Ray run share, labelled as they ran."""
+    timings = summary.get("timings_seconds", {})
+    hit = (summary.get("workload_cache") or {}).get("status") == "hit"
+    pandas = (summary.get("workload_cache") or {}).get("statistics") == "pandas"
+    rows = []
+    for key, label in SHARED_PHASES:
+        if key not in timings:
+            continue
+        if hit and key in CACHED_PHASES:
+            label = CACHED_PHASES[key]
+        if key == "analytics" and pandas:
+            label = "checkpoint statistics in pandas"
+        rows.append((label, _seconds(timings[key])))
+    return rows
+
+
 OWN_PHASES = (
     ("deploy", "deploy after the workload was ready"),
     ("job", "job (tasks running)"),
@@ -93,7 +134,10 @@ def run_table(summary: dict, total_seconds: float | None = None) -> Table:
         ("verdict", v["verdict"]),
     ]
     timings = s.get("timings_seconds", {})
-    for key, label in (*SHARED_PHASES, *OWN_PHASES):
+    if cache_line(s) is not None:
+        rows.append(("workload cache", cache_line(s)))
+    rows += [(f"{label} (s)", value) for label, value in shared_phase_rows(s)]
+    for key, label in OWN_PHASES:
         if key in timings:
             rows.append((f"{label} (s)", _seconds(timings[key])))
     if total_seconds is not None:
@@ -105,11 +149,11 @@ def run_table(summary: dict, total_seconds: float | None = None) -> Table:
 
 def shared_setup_table(summary: dict, total_seconds: float | None = None) -> Table:
     """The phases the modes of one Ray run share, once."""
-    timings = summary.get("timings_seconds", {})
     table = new_table("shared by the modes", ("phase", "left"), ("seconds", "right"))
-    for key, label in SHARED_PHASES:
-        if key in timings:
-            table.add_row(label, _seconds(timings[key]))
+    if cache_line(summary) is not None:
+        table.add_row("workload cache", cache_line(summary))
+    for label, value in shared_phase_rows(summary):
+        table.add_row(label, value)
     if total_seconds is not None:
         table.add_row("total wall time of the command", _seconds(total_seconds))
     return table

@@ -14,6 +14,11 @@ given the run's mode): ``exactly-once`` when all four are 0; in an exactly-once 
 (at-least-once state may then count some twice), else ``violated``. Job graphs of other shapes are verified by
 ``verify_in_ray``: the simulator's reference (``runtime.verification``, the graph evaluated over the same splits,
 ``reference="python"``) run in a Ray task beside the data.
+
+The same verdict without Spark, for a run whose workload came from ``barriersim.workload_cache``: Spark's part,
+the reference (``reference_table``: per key, ``SUM(value)``), is computed once when the workload is generated and
+cached with the splits; ``compare_with_reference`` then counts the same four figures over the output and the
+cached splits and sums in pandas (a test holds both to the same ``Verification``).
 """
 
 from __future__ import annotations
@@ -93,6 +98,58 @@ def verify(spark, workload_df, output: pa.Table, exactly_once: bool = True) -> V
         final_sum_mismatched_keys=counts["mismatched"],
         verdict=verdict_of(counts["lost"], counts["duplicated"], counts["wrong"], counts["mismatched"],
                            exactly_once=exactly_once),
+    )
+
+
+REFERENCE_QUERY = "SELECT key, COUNT(*) AS records, SUM(value) AS expected_sum FROM workload GROUP BY key ORDER BY key"
+REFERENCE_SCHEMA = pa.schema([("key", pa.int64()), ("records", pa.int64()), ("expected_sum", pa.int64())])
+
+
+def reference_table(spark, workload_df) -> pa.Table:
+    """The reference Spark computes from the workload for a later verification without Spark
+    (``compare_with_reference``; ``barriersim.workload_cache`` keeps it): per key, its records and
+    ``SUM(value)``, collected as Arrow."""
+    from barriersim.spark.analytics import small_data_settings
+    from barriersim.spark.workload import to_arrow
+
+    workload_df.createOrReplaceTempView("workload")
+    with small_data_settings(spark):
+        table = to_arrow(spark.sql(REFERENCE_QUERY))
+    return table.cast(REFERENCE_SCHEMA) if table.num_rows else REFERENCE_SCHEMA.empty_table()
+
+
+def compare_with_reference(splits: dict[str, list[pa.Table]], reference: pa.Table, output: pa.Table,
+                           exactly_once: bool = True) -> Verification:
+    """``verify``'s counts, computed here over Arrow columns (pandas, no record as a Python object): the workload's
+    records from its ``splits`` (as handed to the sources), the per-key sums from Spark's ``reference_table``.
+    The same definitions as ``VERIFICATION_QUERY``: ``lost``, workload records no output row names; ``duplicated``,
+    output rows beyond the first per record; ``wrong``, output rows whose ``(record_id, key, value)`` is no
+    workload record's; ``final_sum_mismatched_keys``, keys (of the workload or the output) whose largest running
+    sum is absent or differs from the reference's sum. ``reference`` is ``spark``: Spark computed what is compared
+    against (the splits and the sums), in this run or in an earlier one."""
+    import pandas as pd
+
+    tables = [t.select(["record_id", "key", "value"]) for ts in splits.values() for t in ts]
+    workload = (pa.concat_tables(tables) if tables else OUTPUT_SCHEMA.empty_table().select(["record_id", "key", "value"])
+                ).to_pandas()
+    out = output.to_pandas()
+    expected = len(workload)
+    produced = len(out)
+    records = pd.Index(pd.unique(workload["record_id"]))
+    lost = int((~records.isin(out["record_id"])).sum())
+    duplicated = produced - int(out["record_id"].nunique())
+    triples = workload.drop_duplicates(["record_id", "key", "value"])
+    matching = len(out.merge(triples, on=["record_id", "key", "value"], how="inner"))
+    wrong = produced - matching
+    sums = reference.select(["key", "expected_sum"]).to_pandas()
+    last = out.groupby("key", sort=False)["running_sum"].max().rename("last_sum").reset_index()
+    keys = sums.merge(last, on="key", how="outer")
+    mismatched = int((keys["expected_sum"].isna() | keys["last_sum"].isna()
+                      | (keys["expected_sum"] != keys["last_sum"])).sum())
+    return Verification(
+        reference="spark", expected_records=expected, output_records=produced, lost=lost, duplicated=duplicated,
+        wrong=wrong, final_sum_mismatched_keys=mismatched,
+        verdict=verdict_of(lost, duplicated, wrong, mismatched, exactly_once=exactly_once),
     )
 
 

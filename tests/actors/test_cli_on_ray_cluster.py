@@ -46,7 +46,7 @@ def test_a_scenario_runs_over_the_nodes_of_an_existing_cluster_with_the_one_comm
     storage = s3_server.versioned_bucket_uri()  # the AWS variables the fixture set reach the command's process
     proc = subprocess.run([sys.executable, "-m", "barriersim.cli", "run", str(scenario), "--address",
                            ray_cluster.address, "--out", str(out), "--checkpoint-storage", storage,
-                           "--savepoint-at", "300"],
+                           "--savepoint-at", "300", "--no-cache"],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())

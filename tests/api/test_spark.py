@@ -15,7 +15,7 @@ from barriersim import api, sweep
 from barriersim.spark.analytics import SWEEP_STATS, flink_percentile, read_sweep_analytics
 from barriersim.scenarios.loader import load_scenario, with_overrides
 from barriersim.spark.session import RayAndSpark
-from tests.api.scenarios import TWO_POINT_SWEEP, TWO_SOURCES, write
+from tests.api.scenarios import TINY, TWO_POINT_SWEEP, TWO_SOURCES, write
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
 
@@ -90,3 +90,45 @@ def test_two_point_sweep_aggregated_in_spark(spark, tmp_path):
             assert got == pytest.approx(expected), (row["run"], metric)
     # Unaligned checkpoints persist in-flight data; aligned ones persist none.
     assert (table.loc[table["mode"] == "aligned", "persisted_data_max"] == 0).all()
+
+
+def test_the_cached_reference_gives_the_spark_verification(spark, tmp_path):
+    """``compare_with_reference`` (a run whose workload came from the cache) counts what ``verify``'s Spark SQL
+    job counts: on outputs with lost, duplicated and wrong records, records of no workload, mismatched sums."""
+    from barriersim.spark.reference import compare_with_reference, output_table, reference_table, verify
+    from barriersim.spark.workload import generate_workload, hand_off
+
+    scenario = load_scenario(write(tmp_path, TINY))
+    workload = generate_workload(spark, scenario, scenario.seed)
+    try:
+        splits = hand_off(workload)
+        reference = reference_table(spark, workload.df)
+        records = sorted((r, k, v) for tables in splits.values() for t in tables
+                         for r, k, v in zip(*(t.column(c).to_pylist() for c in ("record_id", "key", "value"))))
+        sums: dict[int, int] = {}
+        exact = []
+        for r, k, v in records:
+            sums[k] = sums.get(k, 0) + v
+            exact.append((r, k, v, sums[k]))
+        r0, k0, v0, s0 = exact[0]
+        outputs = {
+            "exact": exact,
+            "lost": exact[5:],
+            "duplicated": exact + exact[:3],
+            "wrong value": [(r0, k0, v0 + 1, s0 + 1)] + exact[1:],
+            "unknown record": exact + [(10**12, k0, 1, 10**6)],
+            "wrong sum": exact[:-1] + [exact[-1][:3] + (exact[-1][3] + 7,)],
+            "empty": [],
+        }
+        for i, (name, rows) in enumerate(outputs.items()):
+            table = output_table(rows)
+            exactly_once = i % 2 == 0
+            assert compare_with_reference(splits, reference, table, exactly_once) == \
+                verify(spark, workload.df, table, exactly_once), name
+        assert compare_with_reference(splits, reference, output_table(exact)).verdict.value == "exactly-once"
+        counts = {name: compare_with_reference(splits, reference, output_table(rows)) for name, rows in outputs.items()}
+        assert (counts["lost"].lost, counts["duplicated"].duplicated, counts["wrong value"].wrong,
+                counts["unknown record"].wrong, counts["empty"].lost) == (5, 3, 1, 1, len(exact))
+        assert (counts["wrong sum"].final_sum_mismatched_keys, counts["wrong sum"].wrong) == (1, 0)
+    finally:
+        workload.df.unpersist()

@@ -1,5 +1,7 @@
 """The Ray backend end to end: the real CLI, the job on real Ray actors, real Spark on Ray (RayDP): all modes
-side by side on one local cluster, a run on an existing cluster that it leaves running, and Ctrl-C."""
+side by side on one local cluster (cold: Spark generates the workload, replacing an unreadable cache entry), the
+same workload again warm (from the workload cache, without Spark), a run on an existing cluster that it leaves
+running, and Ctrl-C."""
 
 import csv
 import json
@@ -10,11 +12,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import pytest
 
+from barriersim import workload_cache
 from barriersim.scenarios.loader import load_scenario
 from barriersim.spark.analytics import read_analytics
 from tests.e2e.processes import MARKER_VARIABLE, marked_environment, stray_processes
@@ -28,10 +33,10 @@ FLINK_CHECKPOINT_FIELDS = {
     "num_subtasks", "num_acknowledged_subtasks", "checkpoint_type",
 }
 SUMMARY_KEYS = ["scenario", "seed", "backend", "mode", "versions", "workload", "checkpointing", "network",
-                "cluster", "placement", "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "timings_seconds",
+                "cluster", "placement", "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "workload_cache", "timings_seconds",
                 "ray", "wall_seconds"]
 
-TIMINGS = ["ray_start", "spark_start", "workload", "analytics", "deploy", "job", "verification"]
+TIMINGS = ["ray_start", "spark_start", "workload", "cache_write", "analytics", "deploy", "job", "verification"]
 # what a run must not print: Spark's, Ray's or log4j's warnings and errors, Ray's core worker lines, Python warnings
 NOISE = re.compile(r"\bWARN\b|\bERROR\b|StatusConsoleListener|gcs_client|Warning:|warnings\.warn")
 
@@ -109,13 +114,28 @@ def check_run_directory(out: Path, mode: str, seed: int) -> dict:
     return summary
 
 
-def test_all_modes_run_side_by_side_on_one_local_cluster(tmp_path):
+@pytest.fixture(scope="module")
+def all_modes_run(tmp_path_factory):
+    """``--mode all`` of the quickstart, seed 7, cold: with a workload cache of its own whose entry for this
+    workload is unreadable (a manifest that is no msgpack map), so Spark generates the workload and rewrites it."""
+    tmp = tmp_path_factory.mktemp("all-modes")
     env, marker = marked_environment()
     env.pop("RAY_ADDRESS", None)
-    out = tmp_path / "run"
+    env["BARRIERSIM_CACHE_DIR"] = str(tmp / "cache")
+    key = workload_cache.cache_key(replace(load_scenario(QUICKSTART), seed=7))
+    planted = workload_cache.entry_path(key, tmp / "cache") / workload_cache.MANIFEST_FILE
+    planted.parent.mkdir(parents=True)
+    planted.write_bytes(b"\x93 not a manifest")
+    out = tmp / "run"
     proc = barriersim("run", str(QUICKSTART), "--mode", "all", "--out", str(out), "--seed", "7", env=env)
     output, _ = proc.communicate(timeout=900)
-    assert proc.returncode == 0, output
+    return SimpleNamespace(out=out, output=output, returncode=proc.returncode, marker=marker, key=key,
+                           cache=tmp / "cache", planted=planted)
+
+
+def test_all_modes_run_side_by_side_on_one_local_cluster(all_modes_run):
+    output, out, marker = all_modes_run.output, all_modes_run.out, all_modes_run.marker
+    assert all_modes_run.returncode == 0, output
     assert output.count("starting Spark on Ray") == 1
     assert_quiet(output)
     assert output.count("shared by the modes") == 1 and "own wall time (s)" in output
@@ -125,14 +145,55 @@ def test_all_modes_run_side_by_side_on_one_local_cluster(tmp_path):
     for mode in ("aligned", "unaligned", "at-least-once"):
         summary = check_run_directory(out / mode, mode, 7)
         apps.add(summary["spark"]["app_id"])
-        shared.add(tuple(summary["timings_seconds"][k] for k in ("ray_start", "spark_start", "workload", "analytics")))
+        shared.add(tuple(summary["timings_seconds"][k] for k in ("ray_start", "spark_start", "workload", "cache_write",
+                                                                  "analytics")))
         assert f"{mode}: verdict: exactly-once  lost=0 duplicated=0 wrong=0" in output
+        # the unreadable cache entry was reported, and Spark's workload and reference replaced it
+        assert summary["workload_cache"] == {"status": "corrupt", "key": all_modes_run.key,
+                                             "path": str(all_modes_run.planted.parent), "written": True,
+                                             "statistics": "spark"}
+    assert [line for line in output.splitlines() if "workload cache:" in line] == [
+        f"barriersim: warning: workload cache: {all_modes_run.planted}: unreadable manifest (ExtraData: unpack(b) "
+        "received extra data.); Spark recomputes the entry"], output
     assert len(apps) == 1  # one Spark session for the three modes
     assert len(shared) == 1  # the phases the modes share, the same in each
     # Flink's REST summaries of the three runs, computed by that Spark session and written as Parquet
     analytics = read_analytics(out)
     assert analytics is not None and set(analytics.counts["run"]) == {"aligned", "unaligned", "at-least-once"}
     assert {"p50", "p99", "p999"} <= set(analytics.summary.columns)
+    assert stray_processes(marker) == []
+
+
+def test_a_warm_run_takes_the_workload_and_reference_from_the_cache_and_starts_no_spark(all_modes_run, tmp_path):
+    """The same workload again, in one mode: the cold run's cache entry gives the splits and Spark's reference,
+    Spark does not start, the statistics are computed in pandas, and the verification counts what Spark's did."""
+    assert all_modes_run.returncode == 0, all_modes_run.output
+    env, marker = marked_environment()
+    env.pop("RAY_ADDRESS", None)
+    env["BARRIERSIM_CACHE_DIR"] = str(all_modes_run.cache)
+    out = tmp_path / "warm"
+    proc = barriersim("run", str(QUICKSTART), "--mode", "unaligned", "--out", str(out), "--seed", "7", env=env)
+    output, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, output
+    assert_quiet(output)
+    assert "Spark on Ray" not in output and "warning" not in output and "stopping Ray\n" in output
+    assert f"hit: workload and reference from the cache; statistics in pandas (key {all_modes_run.key})" in output
+    summary = json.loads((out / "summary.json").read_text())
+    cold = json.loads((all_modes_run.out / "unaligned" / "summary.json").read_text())
+    assert list(summary) == SUMMARY_KEYS
+    assert summary["spark"] == {"started": False}
+    assert summary["workload_cache"] == {"status": "hit", "key": all_modes_run.key,
+                                         "path": str(all_modes_run.planted.parent), "written": False,
+                                         "statistics": "pandas"}
+    assert list(summary["timings_seconds"]) == TIMINGS
+    assert summary["timings_seconds"]["spark_start"] == summary["timings_seconds"]["cache_write"] == 0
+    assert summary["workload"] == {**cold["workload"], "generated_by": "spark"}
+    assert summary["verification"] == cold["verification"]
+    assert summary["verification"]["verdict"] == "exactly-once" and summary["verification"]["expected_records"] == 100_000
+    assert [r["records"] for r in summary["throughput"]["sources"]] == [50_000, 50_000]
+    analytics = read_analytics(out)
+    assert analytics is not None and set(analytics.counts["run"]) == {"."}
+    assert int(analytics.counts["completed"].iloc[0]) == summary["checkpoints"]["completed"]
     assert stray_processes(marker) == []
 
 
@@ -192,12 +253,18 @@ def test_a_run_on_an_existing_cluster_leaves_it_running(tmp_path):
         assert started.returncode == 0, started.stdout + started.stderr
 
         out = tmp_path / "run"
-        proc = barriersim("run", str(QUICKSTART), "--address", address, "--out", str(out), "--seed", "3", env=env)
+        proc = barriersim("run", str(QUICKSTART), "--address", address, "--out", str(out), "--seed", "3", "--no-cache",
+                          env=env)
         output, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, output
         assert "verdict: exactly-once" in output and "lost=0 duplicated=0 wrong=0" in output
         assert_quiet(output)
-        check_run_directory(out, "aligned", 3)
+        summary = check_run_directory(out, "aligned", 3)
+        # --no-cache: Spark generated the workload, and the cache was neither read nor written
+        key = workload_cache.cache_key(replace(load_scenario(QUICKSTART), seed=3))
+        assert summary["workload_cache"] == {"status": "disabled", "key": key, "path": None, "written": False,
+                                             "statistics": "spark"}
+        assert not workload_cache.entry_path(key).exists()
 
         status = subprocess.run([str(RAY), "status", f"--address={address}"], env=env, capture_output=True,
                                 text=True, timeout=120)
@@ -211,7 +278,7 @@ def test_a_run_on_an_existing_cluster_leaves_it_running(tmp_path):
 def test_ctrl_c_stops_spark_and_ray(tmp_path):
     env, marker = marked_environment()
     env.pop("RAY_ADDRESS", None)
-    proc = barriersim("run", str(QUICKSTART), "--out", str(tmp_path / "run"), env=env)
+    proc = barriersim("run", str(QUICKSTART), "--out", str(tmp_path / "run"), "--no-cache", env=env)
     for line in proc.stdout:
         if "generating the workload" in line or "running the job" in line:
             break
