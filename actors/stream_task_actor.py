@@ -11,7 +11,8 @@ does per subtask what the simulator's data plane does, with real time and real m
 - work: ``run`` calls ``process_next()`` while it returns PROCESSED (yielding to the loop every few ms so
   that messages get in), waits for a message when the task is IDLE or BACKPRESSURED, and returns when the
   task is FINISHED (with its records, steps, idle waits, when on the job's clock it processed its last
-  record, the process CPU its run took, and the Ray calls and bytes of channel elements it sent); sources
+  record, the process CPU its run took and its own thread's part of it, the Ray calls, buffers and bytes of
+  channel elements it sent, and where its thread's time went: steps, arrivals, outgoing elements, calls); sources
   are paced to ``source_rate`` records/s when one is set; an output flusher calls ``flush_outputs()`` every
   ``buffer_timeout_ms`` (Flink's 100 ms); a task slowed by the fault schedule
   (``SlowTask``: ``factor`` from ``from_ms`` until ``until_ms`` after the job started) sleeps ``factor - 1``
@@ -26,7 +27,9 @@ does per subtask what the simulator's data plane does, with real time and real m
   completes when the receiver has taken it in): what becomes ready meanwhile waits in the outbox and goes with
   the next call, so a task sends all the buffers its credit allows for one consumer in one call, as Flink's
   network stack writes whatever is queued for a connection whenever it is writable; credits for one
-  subpartition waiting together are announced as one (Flink's ``unannouncedCredit``). The upstream window of one
+  subpartition waiting together are announced as one (Flink's ``unannouncedCredit``). How many buffers a call
+  carries is the receiver's credit: up to its exclusive and floating buffers over a remote channel, one over a local
+  channel (producer and consumer in one TaskManager), which asks for one buffer at a time. The upstream window of one
   also keeps a producer's messages in order. Acknowledgements, declines and the finished notice go to the job manager
   actor in order, each after the sink's store writes were confirmed; an acknowledgement's snapshot is encoded
   only then, after the barrier went on downstream (as Flink's asynchronous snapshot part). A checkpoint's
@@ -116,6 +119,11 @@ class StreamTaskActor:
         self.records_processed = 0
         self.data_bytes_sent = 0  # msgpack bytes of the channel elements this task sent downstream
         self.data_calls_sent = self.upstream_calls_sent = 0  # Ray calls: element batches, credit batches
+        self.data_buffers_sent = 0  # data buffers among the channel elements sent
+        # where the actor's thread spends its time (perf_counter seconds): the task's steps, taking in what
+        # arrived (decoding it and handing it to the task), collecting what leaves (each element's wire form),
+        # packing a call's elements, handing calls to Ray
+        self._seconds = {"steps": 0.0, "receive": 0.0, "collect": 0.0, "encode": 0.0, "submit": 0.0}
         self.steps = 0
         self._running = False
         self.waits = 0
@@ -155,6 +163,7 @@ class StreamTaskActor:
         self._job_started_ms = job_started_ms
         started = time.monotonic()
         cpu_started = time.process_time()
+        thread_cpu_started = time.thread_time()
         pace = self.task.operator.is_source and self.source_rate
         self._running = True
         self._after_event()  # recovered output and initial credit
@@ -184,8 +193,10 @@ class StreamTaskActor:
         last = None if self._last_record_ms is None else self._last_record_ms - job_started_ms
         return {"task": self.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits,
                 "last_record_at_ms": last, "cpu_seconds": time.process_time() - cpu_started,
+                "thread_cpu_seconds": time.thread_time() - thread_cpu_started,
+                **{f"{name}_seconds": value for name, value in self._seconds.items()},
                 "data_bytes_sent": self.data_bytes_sent, "data_calls_sent": self.data_calls_sent,
-                "upstream_calls_sent": self.upstream_calls_sent}
+                "data_buffers_sent": self.data_buffers_sent, "upstream_calls_sent": self.upstream_calls_sent}
 
     def _work(self) -> StepOutcome:
         """Call ``process_next()`` while it returns PROCESSED, for at most ``BURST_SECONDS`` (one step for a
@@ -195,8 +206,11 @@ class StreamTaskActor:
         burst_end = burst_start + BURST_SECONDS
         one_step = task.operator.is_source and self.source_rate
         records_before = self.records_processed
+        seconds = self._seconds
         while True:
+            step_start = time.perf_counter()
             result = task.process_next()
+            seconds["steps"] += time.perf_counter() - step_start
             self.steps += 1
             self.records_processed += result.records
             if self._collect():
@@ -246,6 +260,7 @@ class StreamTaskActor:
 
     async def deliver(self, data: bytes) -> None:
         try:
+            receive_start = time.perf_counter()
             for channel, seq, backlog, element in decode_elements(data):
                 expected = self._expected.get(channel, 0)
                 if seq != expected:
@@ -259,6 +274,7 @@ class StreamTaskActor:
                     self.task.on_element(channel, element, expected, backlog)
                     expected += 1
                 self._expected[channel] = expected
+            self._seconds["receive"] += time.perf_counter() - receive_start
             self._work_inline()
             self._after_event()
         except BaseException as err:  # noqa: BLE001
@@ -304,11 +320,15 @@ class StreamTaskActor:
         """Move what the task's last step produced into the outboxes; True if that includes a channel event."""
         task = self.task
         events = False
+        collect_start = time.perf_counter()
         for info, item in task.poll_sendable():
             consumer, channel = self.wiring.channel_of(self.key, info)
             self._data_out[consumer].append(element_entry(channel, item))
-            if type(item.element) is not Buffer:
+            if type(item.element) is Buffer:
+                self.data_buffers_sent += 1
+            else:
                 events = True
+        self._seconds["collect"] += time.perf_counter() - collect_start
         for action in task.drain_actions():
             if isinstance(action, (AddCredit, ResumeConsumptionUpstream, AnnounceBufferSize)):
                 producer, info = self.wiring.subpartition_of(self.key, action.channel_info)
@@ -341,22 +361,29 @@ class StreamTaskActor:
     def _send(self) -> None:
         if self._data_out:
             for consumer in [c for c in self._data_out if self._in_flight[("data", c)] < DATA_CALLS_IN_FLIGHT]:
+                encode_start = time.perf_counter()
                 data = pack(self._data_out.pop(consumer))
+                submit_start = time.perf_counter()
                 self.data_bytes_sent += len(data)
                 self.data_calls_sent += 1
                 self._track(("data", consumer), self.handles[consumer].deliver.remote(data))
+                self._seconds["encode"] += submit_start - encode_start
+                self._seconds["submit"] += time.perf_counter() - submit_start
         if self._upstream_out:
             for producer in [p for p in self._upstream_out if not self._in_flight[("upstream", p)]]:
                 self.upstream_calls_sent += 1
+                submit_start = time.perf_counter()
                 entries = merge_credits(self._upstream_out.pop(producer))
                 self._track(("upstream", producer), self.handles[producer].upstream.remote(pack(entries)))
+                self._seconds["submit"] += time.perf_counter() - submit_start
         if self.store is not None:
             self.store.send()
 
     def _track(self, key: tuple, ref) -> None:
         """Count the call in flight until the receiver took it in; then send what waited for it."""
         self._in_flight[key] += 1
-        ref.as_future().add_done_callback(lambda _done, key=key: self._call_done(key))
+        # ref.future(), not ref.as_future(): Ray logs a deprecation warning on every as_future() call
+        asyncio.wrap_future(ref.future()).add_done_callback(lambda _done, key=key: self._call_done(key))
 
     def _call_done(self, key: tuple) -> None:
         # a failed call (the receiver died) needs nothing here: the job manager fails the job over
