@@ -65,6 +65,7 @@ from barriersim.actors.messages import (
     merge_credits,
     encode_snapshot,
     pack,
+    pack_elements,
     task_message_from_wire,
     upstream_entry,
 )
@@ -258,10 +259,11 @@ class StreamTaskActor:
 
     # -- what arrives --------------------------------------------------------------------------------
 
-    async def deliver(self, data: bytes) -> None:
+    async def deliver(self, *parts: bytes) -> None:
+        """Channel elements in order, in one or more msgpack arrays (``messages.pack_elements``)."""
         try:
             receive_start = time.perf_counter()
-            for channel, seq, backlog, element in decode_elements(data):
+            for channel, seq, backlog, element in (e for data in parts for e in decode_elements(data)):
                 expected = self._expected.get(channel, 0)
                 if seq != expected:
                     self._held[channel][seq] = (backlog, element)
@@ -362,11 +364,11 @@ class StreamTaskActor:
         if self._data_out:
             for consumer in [c for c in self._data_out if self._in_flight[("data", c)] < DATA_CALLS_IN_FLIGHT]:
                 encode_start = time.perf_counter()
-                data = pack(self._data_out.pop(consumer))
+                parts = pack_elements(self._data_out.pop(consumer))
                 submit_start = time.perf_counter()
-                self.data_bytes_sent += len(data)
+                self.data_bytes_sent += sum(len(part) for part in parts)
                 self.data_calls_sent += 1
-                self._track(("data", consumer), self.handles[consumer].deliver.remote(data))
+                self._track(("data", consumer), self.handles[consumer].deliver.remote(*parts))
                 self._seconds["encode"] += submit_start - encode_start
                 self._seconds["submit"] += time.perf_counter() - submit_start
         if self._upstream_out:
