@@ -23,7 +23,9 @@ Every phase is timed in ``timings_seconds``: the shared ones (``ray_start``, ``s
 or the previous mode's end, until its tasks run; ``job``: the tasks' run; ``verification``); ``wall_seconds`` is
 the mode's own wall time. Savepoints go to ``savepoints/``, checkpoints to ``checkpoints/<job-id>/``, the
 external system to ``external_store.msgpack``; a run restored from an earlier run's snapshot continues that run's
-external system (``barriersim.continuation``). Spark's and Ray's logs go to ``logs/`` in the run directory (the root one for several
+external system (``barriersim.continuation``). With ``s3://`` checkpoint storage the analytics are also written
+under ``<storage>/<run>/analytics/`` (``barriersim.spark.analytics_export``), their URI in each ``summary.json``
+(``ray.analytics_uri``). Spark's and Ray's logs go to ``logs/`` in the run directory (the root one for several
 modes). Progress, ``(stage, fraction or None)``, goes to an optional callback.
 """
 
@@ -83,7 +85,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri, object_store_path
     from barriersim.rundir import Run
     from barriersim.scenarios.simulation_inputs import job_config
-    from barriersim.spark.analytics import compute_analytics
+    from barriersim.spark.analytics import analytics_dir, compute_analytics
+    from barriersim.spark.analytics_export import AnalyticsExportError, export_analytics
     from barriersim.spark.reference import output_table, verify, verify_in_ray
     from barriersim.spark.session import RayAndSpark, ray_address
     from barriersim.spark.workload import hand_off
@@ -101,8 +104,11 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     handoffs: list = []
     jobs: list = []
 
-    storage_uris = {target: str(target / "checkpoints") if checkpoint_storage is None else
-                    child_uri(checkpoint_storage, *(target.parts[-2:] if several else target.parts[-1:]))
+    # on a storage URI, everything of the request goes under <storage>/<run directory name>: each mode's checkpoints
+    # and savepoints (in <mode>/ when there are several), and the analytics
+    remote_root = None if checkpoint_storage is None else child_uri(checkpoint_storage, root.name)
+    storage_uris = {target: str(target / "checkpoints") if remote_root is None else
+                    child_uri(remote_root, target.name) if several else remote_root
                     for target, _ in runs}
 
     def savepoint_root(target: Path) -> str:
@@ -217,13 +223,24 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
         t2 = time.perf_counter()
         compute_analytics(spark, root, [Run(path=target, label="." if target == root else target.name, summary=s)
                                         for target, s in finished])
+        analytics_uri, export_error = None, None
+        if remote_root is not None and is_object_store_uri(remote_root):
+            say("writing the checkpoint statistics to the object store", None)
+            try:
+                analytics_uri = export_analytics(analytics_dir(root), child_uri(remote_root, "analytics"))
+            except AnalyticsExportError as err:
+                export_error = err  # raised once the run directory is complete
         shared["analytics"] = time.perf_counter() - t2
         summaries = []
         for target, summary in finished:
             timings = {key: round(value, 3) for key, value in {**shared, **summary["timings_seconds"]}.items()}
             summary = {**summary, "timings_seconds": timings}
+            if analytics_uri is not None:
+                summary["ray"] = {**summary["ray"], "analytics_uri": analytics_uri}
             write_summary(target, summary)
             summaries.append(summary)
+        if export_error is not None:
+            raise export_error
         return summaries
     finally:
         try:

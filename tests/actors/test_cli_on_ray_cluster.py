@@ -76,3 +76,19 @@ def test_a_scenario_runs_over_the_nodes_of_an_existing_cluster_with_the_one_comm
     assert all(k.startswith("checkpoints/run/spread-5/chk-") for k in metadata), sorted(metadata)
     assert not (out / "checkpoints").exists()
     assert not (out / "savepoints").exists() or not any((out / "savepoints").iterdir())
+    # the analytics Spark computed went to the bucket too, beside the run's checkpoints, in the run directory's
+    # layout, and read back equal to the run directory's; summary.json says where
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from barriersim.runtime.storage.object_storage import object_store_filesystem
+
+    analytics_uri = summary["ray"]["analytics_uri"]
+    assert analytics_uri == storage.replace("/checkpoints?", "/checkpoints/run/analytics?")
+    assert {f"checkpoints/run/analytics/{t}/_SUCCESS" for t in ("summary.parquet", "counts.parquet")} <= written
+    filesystem, base = object_store_filesystem(analytics_uri)
+    for table in ("summary.parquet", "counts.parquet"):
+        remote = pq.read_table(f"{base}/{table}", filesystem=filesystem).to_pandas()
+        local = pq.read_table(str(out / "analytics" / table)).to_pandas()
+        assert len(local) > 0
+        pd.testing.assert_frame_equal(remote, local)
