@@ -6,6 +6,7 @@ the URI, and the run directory's tables stay."""
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -27,8 +28,21 @@ def _local_analytics(root):
     return write_analytics(root, Analytics(summary=summary, counts=counts))
 
 
+def _spark_written_sweep_table(root) -> pd.DataFrame:
+    """A sweep table as Spark writes it: a part file, its ``.crc`` checksum file and ``_SUCCESS``."""
+    table = analytics_dir(root) / "sweep.parquet"
+    table.mkdir(parents=True)
+    frame = pd.DataFrame({"run": ["a/aligned", "b/aligned"], "point_index": [0, 1], "end_to_end_duration_p50": [1.5, 2.0]})
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False),
+                   str(table / "part-00000-1234.snappy.parquet"))
+    (table / ".part-00000-1234.snappy.parquet.crc").write_bytes(b"crc")
+    (table / "_SUCCESS").write_bytes(b"")
+    return frame
+
+
 def test_the_tables_are_written_in_the_local_layout_and_read_back_equal(s3_server, tmp_path):
     local = _local_analytics(tmp_path)
+    sweep = _spark_written_sweep_table(tmp_path)
     uri = child_uri(s3_server.bucket_uri("runs"), "run", "analytics")
     assert export_analytics(analytics_dir(tmp_path), uri) == uri
     assert export_analytics(analytics_dir(tmp_path), uri) == uri  # again, over the first export
@@ -38,8 +52,10 @@ def test_the_tables_are_written_in_the_local_layout_and_read_back_equal(s3_serve
     names = sorted(i.path[len(base) + 1:] for i in filesystem.get_file_info(FileSelector(base, recursive=True))
                    if i.type.name == "File")
     assert names == ["counts.parquet/_SUCCESS", "counts.parquet/part-00000.parquet",
-                     "summary.parquet/_SUCCESS", "summary.parquet/part-00000.parquet"]
-    for name, frame in (("summary.parquet", local.summary), ("counts.parquet", local.counts)):
+                     "summary.parquet/_SUCCESS", "summary.parquet/part-00000.parquet",
+                     "sweep.parquet/_SUCCESS", "sweep.parquet/part-00000-1234.snappy.parquet"]
+    for name, frame in (("summary.parquet", local.summary), ("counts.parquet", local.counts),
+                        ("sweep.parquet", sweep)):
         remote = pq.read_table(f"{base}/{name}", filesystem=filesystem).to_pandas()
         pd.testing.assert_frame_equal(remote[list(frame.columns)].reset_index(drop=True), frame)
 
