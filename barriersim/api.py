@@ -263,8 +263,11 @@ def as_restore(scenario: Scenario, restore_from: str | os.PathLike | None,
         return None
     if not isinstance(parallelism, (Mapping, type(None))):
         raise ArgumentError(f"parallelism: must be a mapping of vertex to parallelism, got {type(parallelism).__name__}")
-    try:
-        return RestoreSettings.from_plain({"from": os.path.abspath(os.fspath(restore_from)),
+    from barriersim.runtime.storage.object_storage import is_object_store_uri
+
+    pointer = os.fspath(restore_from)
+    try:  # an object store URI as given (its query holds the S3 client's options), a path made absolute
+        return RestoreSettings.from_plain({"from": pointer if is_object_store_uri(pointer) else os.path.abspath(pointer),
                                            "parallelism": dict(parallelism or {})})
     except ActionScheduleError as err:
         raise ScenarioError(scenario.path, *str(err).split(": ", 1)) from None

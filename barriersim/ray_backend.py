@@ -25,7 +25,8 @@ the mode's own wall time. Savepoints go to ``savepoints/``, checkpoints to ``che
 external system to ``external_store.msgpack``; a run restored from an earlier run's snapshot continues that run's
 external system (``barriersim.continuation``). With ``s3://`` checkpoint storage the analytics are also written
 under ``<storage>/<run>/analytics/`` (``barriersim.spark.analytics_export``), their URI in each ``summary.json``
-(``ray.analytics_uri``). Spark's and Ray's logs go to ``logs/`` in the run directory (the root one for several
+(``ray.analytics_uri``), and each mode's ``scenario.toml``, external system and ``summary.json`` beside its
+checkpoints (``barriersim.continuation.publish_run``), where a restore from one of them finds the run. Spark's and Ray's logs go to ``logs/`` in the run directory (the root one for several
 modes). Progress, ``(stage, fraction or None)``, goes to an optional callback.
 """
 
@@ -75,7 +76,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     import ray
 
     from barriersim.actors.graph_runner import RayJob
-    from barriersim.continuation import previous_run, write_external_store
+    from barriersim.continuation import RunPublishError, previous_run, publish_run, write_external_store
     from barriersim.runtime.operators.sinks import ExternalStore
     from barriersim.summary import jobs_sections
     from barriersim.actors.placement import check_kill_nodes, cluster_nodes
@@ -239,6 +240,11 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 summary["ray"] = {**summary["ray"], "analytics_uri": analytics_uri}
             write_summary(target, summary)
             summaries.append(summary)
+            if is_object_store_uri(storage_uris[target]) and export_error is None:
+                try:  # beside its savepoints and checkpoints, where a restore from them finds the run
+                    publish_run(target, storage_uris[target])
+                except RunPublishError as err:
+                    export_error = err
         if export_error is not None:
             raise export_error
         return summaries

@@ -8,7 +8,7 @@ connector on Spark's classpath, which the Spark on Ray installation does not shi
 writes each table the driver wrote (``summary.parquet``, ``counts.parquet`` and, for a sweep, ``sweep.parquet``)
 to the object store through the same pyarrow filesystem the checkpoint storage uses
 (``runtime.storage.object_storage.object_store_filesystem``), in the same layout as the local one: a directory
-per table holding its part files, one PUT per object (an object is visible whole or not at all), and the
+per table holding its part files, one upload (PUT) per object, visible whole once it completes or not at all, and the
 ``_SUCCESS`` marker written last, so a reader that sees ``_SUCCESS`` sees the whole table (objects a previous
 export left there are removed first). Any failure raises ``AnalyticsExportError``, one line naming the URI; the
 local tables are left as they are.

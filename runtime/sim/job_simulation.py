@@ -41,6 +41,7 @@ from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.kernel import Priority, RunOutcome, Simulation
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
+from barriersim.runtime.storage.object_storage import restore_storage_for
 from barriersim.runtime.stream_task import StreamTask
 
 
@@ -106,7 +107,7 @@ class JobSimulation(DataPlane):
             config, self.job_id, storage_for=self._storage_for, clock=self.sim.clock_ms, timer_service=self.sim,
             coordinator_rng=lambda: self.sim.random("coordinator"), action_sink=self._carry_out,
             trace=lambda label, detail: self.trace.record(self.sim.now_us, label, detail),
-            keep_completed_metadata=record_cuts, restore_storage=FileSystemCheckpointStorage(".", "restore"),
+            keep_completed_metadata=record_cuts, restore_storage=restore_storage_for(config.restore.path if config.restore else None),
             first_attempt_number=first_attempt_number, charging=Charging.VIRTUAL,
             cost_rng=self.sim.random("metadata-cost"),
         )
