@@ -24,7 +24,7 @@ or the previous mode's end, until its tasks run; ``job``: the tasks' run; ``veri
 the mode's own wall time. Savepoints go to ``savepoints/``, checkpoints to ``checkpoints/<job-id>/``, the
 external system to ``external_store.msgpack``; a run restored from an earlier run's snapshot continues that run's
 external system (``barriersim.continuation``). With ``s3://`` checkpoint storage the analytics are also written
-under ``<storage>/<run>/analytics/`` (``barriersim.spark.analytics_export``), their URI in each ``summary.json``
+under ``<storage>/<run>/analytics/`` (``barriersim.analytics_export``), their URI in each ``summary.json``
 (``ray.analytics_uri``), and each mode's ``scenario.toml``, external system and ``summary.json`` beside its
 checkpoints (``barriersim.continuation.publish_run``), where a restore from one of them finds the run. Spark's and Ray's logs go to ``logs/`` in the run directory (the root one for several
 modes). Progress, ``(stage, fraction or None)``, goes to an optional callback.
@@ -87,7 +87,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     from barriersim.rundir import Run
     from barriersim.scenarios.simulation_inputs import job_config
     from barriersim.spark.analytics import analytics_dir, compute_analytics
-    from barriersim.spark.analytics_export import AnalyticsExportError, export_analytics
+    from barriersim.analytics_export import AnalyticsExportError, export_analytics
     from barriersim.spark.reference import output_table, verify, verify_in_ray
     from barriersim.spark.session import RayAndSpark, ray_address
     from barriersim.spark.workload import hand_off

@@ -38,7 +38,7 @@ from barriersim.scenarios.loader import SCHEMA, Scenario, ScenarioError, expand_
 from barriersim.out_dir import prepare_out_dir
 from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri
 from barriersim.spark.analytics import analytics_dir
-from barriersim.spark.analytics_export import export_analytics
+from barriersim.analytics_export import export_analytics
 from barriersim.spark.session import SparkOnDemand
 from barriersim.summary import default_out_dir, write_json_atomically
 

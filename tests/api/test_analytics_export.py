@@ -1,4 +1,4 @@
-"""A run's analytics written to the object store of its checkpoint storage (``barriersim.spark.analytics_export``)
+"""A run's analytics written to the object store of its checkpoint storage (``barriersim.analytics_export``)
 on a real S3-compatible server (``tests.s3_server``): the same tables in the same layout (a directory per table,
 its part file and ``_SUCCESS``), read back equal by pyarrow; a store that cannot be written is one line naming
 the URI, and the run directory's tables stay."""
@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from barriersim.spark.analytics import Analytics, analytics_dir, read_analytics, write_analytics
-from barriersim.spark.analytics_export import AnalyticsExportError, export_analytics
+from barriersim.analytics_export import AnalyticsExportError, export_analytics
 from barriersim.runtime.storage.object_storage import child_uri, object_store_filesystem
 from tests.s3_server import s3_server  # noqa: F401 - the fixture
 
