@@ -26,8 +26,8 @@ external system to ``external_store.msgpack``; a run restored from an earlier ru
 external system (``barriersim.continuation``). With ``s3://`` checkpoint storage the analytics are also written
 under ``<storage>/<run>/analytics/`` (``barriersim.analytics_export``), their URI in each ``summary.json``
 (``ray.analytics_uri``), and each mode's ``scenario.toml``, external system and ``summary.json`` beside its
-checkpoints (``barriersim.continuation.publish_run``), where a restore from one of them finds the run. Spark's and Ray's logs go to ``logs/`` in the run directory (the root one for several
-modes). Progress, ``(stage, fraction or None)``, goes to an optional callback.
+checkpoints (``barriersim.continuation.publish_run``), where a restore from one of them finds the run. Spark's
+and Ray's logs go to ``logs/`` in the run directory (the root one for several modes). Progress, ``(stage, fraction or None)``, goes to an optional callback.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     import ray
 
     from barriersim.actors.graph_runner import RayJob
+    from barriersim.api import storage_uris as run_storage_uris
     from barriersim.continuation import RunPublishError, previous_run, publish_run, write_external_store
     from barriersim.runtime.operators.sinks import ExternalStore
     from barriersim.summary import jobs_sections
@@ -107,10 +108,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
 
     # on a storage URI, everything of the request goes under <storage>/<run directory name>: each mode's checkpoints
     # and savepoints (in <mode>/ when there are several), and the analytics
-    remote_root = None if checkpoint_storage is None else child_uri(checkpoint_storage, root.name)
-    storage_uris = {target: str(target / "checkpoints") if remote_root is None else
-                    child_uri(remote_root, target.name) if several else remote_root
-                    for target, _ in runs}
+    remote_root, on_storage = run_storage_uris(checkpoint_storage, list(runs))
+    storage_uris = {target: str(target / "checkpoints") if uri is None else uri for target, uri in on_storage.items()}
 
     def savepoint_root(target: Path) -> str:
         """The run's savepoints: beside its checkpoints on an object store, else in the run directory."""

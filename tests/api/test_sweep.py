@@ -122,7 +122,7 @@ def test_run_sweep_raises_typed_errors(tmp_path):
 
 
 @pytest.mark.parametrize("backend, uri, message", [
-    ("sim", "s3://bucket/checkpoints", "only the ray backend"),
+    ("sim", "s3://bucket/checkpoints?endpoint_override=127.0.0.1:1&scheme=http", "cannot reach the object store"),
     ("ray", "hdfs://namenode/checkpoints", "unknown scheme 'hdfs'"),
     ("ray", "s3://bucket/checkpoints?endpoint_override=127.0.0.1:1&scheme=http", "cannot reach the object store"),
 ])
