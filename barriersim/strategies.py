@@ -551,7 +551,7 @@ def cancelled_in_flight_cases(draw, mode: str | None = None) -> SimulatedCase:
     # checkpoint work costs nothing here: the situation is a matter of a few ms between barriers, and the shape's
     # times were chosen for the protocol alone
     document["storage"] = {"snapshot_fixed_ms": 0.0, "async_fixed_ms": 0.0, "channel_state_fixed_ms": 0.0,
-                           "file_latency_ms": 0.0, "snapshot_mib_per_s": 1e9, "upload_mib_per_s": 1e9}
+                           "trigger_fixed_ms": 0.0, "file_latency_ms": 0.0, "snapshot_mib_per_s": 1e9, "upload_mib_per_s": 1e9}
     target = f"{stage.name}#{draw(st.integers(0, parallelism - 1))}"
     faults = FaultSchedule((
         SlowTask(target, 50.0, 0, draw(st.integers(300, 400))),

@@ -13,7 +13,10 @@ How this works: ``CheckpointCostModel`` holds the machine's and the checkpoint s
 - the channel-state write of an unaligned checkpoint (``channel_state_ms``): a fixed part (the channel-state
   writer's request queue and the close of its stream) plus the persisted in-flight bytes at
   ``upload_mib_per_s`` and a latency per file;
-- the coordinator's ``_metadata`` write (``metadata_ms``): a file latency plus its bytes at ``upload_mib_per_s``.
+- the coordinator's ``_metadata`` write (``metadata_ms``): a file latency plus its bytes at ``upload_mib_per_s``;
+- the coordinator's trigger path (``trigger_ms``): from the checkpoint's timestamp until its trigger RPCs leave for
+  the sources (the checkpoint location's initialization on the IO executor, the source coordinators' checkpoints,
+  the master hooks, each a hop between executors), a fixed part.
 Every fixed part and every latency is a median from which each draw deviates by a log-normal factor
 ``exp(latency_sigma * N(0, 1))`` taken from the injected seeded ``random.Random`` (0: no spread). Byte counts
 are the model's bytes (a state entry's modelled size, as ``record_size`` models a record's), so that a
@@ -69,6 +72,10 @@ class CheckpointCostModel:
       its start delay, hardly later than the idle one: the local filesystem writes fast;
     - ``latency_sigma`` (0.5): Flink's unaligned p90s are 1.3-1.7 × their medians; the slowest of a checkpoint's
       subtasks decides its duration, so the spread of each draw must be that wide;
+    - ``trigger_fixed_ms`` (8.5 ms): an unaligned barrier overtakes every buffer in its way, so without
+      backpressure (and with it) an unaligned checkpoint's start delay at the bottleneck is the coordinator's trigger
+      path and the trigger RPC alone: Flink measured 9-10 ms (heavy backpressure 7-10 ms); with the 0.5 ms RPC
+      the model's median start delay is ≈ 9 ms;
     - ``snapshot_mib_per_s`` (1000 MiB/s): a heap backend's copy-on-write snapshot walks its tables in memory; an
       incremental backend's memtable flush writes a local file. Flink's measured job (≈ 9 KiB of keyed state) does
       not show it; it matters for the state-size sweep only."""
@@ -79,6 +86,7 @@ class CheckpointCostModel:
     upload_mib_per_s: float = 250.0  # state, channel state and metadata bytes written per second
     file_latency_ms: float = 1.0  # per file written (state file, channel-state file, _metadata)
     channel_state_fixed_ms: float = 8.0  # the channel-state write of a subtask that persisted in-flight data
+    trigger_fixed_ms: float = 8.5  # the coordinator's trigger path, from the checkpoint's timestamp to the trigger RPCs
     latency_sigma: float = 0.5  # log-normal spread of every fixed part and latency (0: none)
     emulate_remote_store: bool = False  # Ray: add the modelled upload and metadata times to the real writes
 
@@ -122,10 +130,14 @@ class CheckpointCostModel:
         """The coordinator's ``_metadata`` write."""
         return self.upload_ms(metadata_bytes, 1, rng)
 
+    def trigger_ms(self, rng: random.Random) -> float:
+        """The coordinator's trigger path of one checkpoint, before its trigger RPCs leave."""
+        return self._spread(self.trigger_fixed_ms, rng)
+
 
 NO_COST = CheckpointCostModel(snapshot_fixed_ms=0.0, async_fixed_ms=0.0, file_latency_ms=0.0,
-                              channel_state_fixed_ms=0.0, latency_sigma=0.0, snapshot_mib_per_s=math.inf,
-                              upload_mib_per_s=math.inf)
+                              channel_state_fixed_ms=0.0, trigger_fixed_ms=0.0, latency_sigma=0.0,
+                              snapshot_mib_per_s=math.inf, upload_mib_per_s=math.inf)
 
 
 class CostCharger:
@@ -160,6 +172,12 @@ class CostCharger:
         if not self.charges_uploads:
             return 0.0
         return self.model.metadata_ms(metadata_bytes, self._rng)
+
+    def trigger_ms(self) -> float:
+        """On Ray the coordinator actor's real trigger path takes real time: nothing is added."""
+        if self.charging is not Charging.VIRTUAL:
+            return 0.0
+        return self.model.trigger_ms(self._rng)
 
 
 FREE = CostCharger(NO_COST, Charging.VIRTUAL, random.Random(0))  # charges nothing: unit tests of the protocol

@@ -38,6 +38,7 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
     AddInputData,
     AllBarriersReceived,
+    CheckpointMetrics,
     InitInputsCheckpoint,
     TriggerCheckpointOnBarrier,
 )
@@ -402,10 +403,14 @@ class StreamTask:
             self._actions.append(DeclineCheckpoint(checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
                                                    f"{self.name} has finished"))
             return
+        # a checkpoint injected by the trigger RPC (a source's, or a task's whose inputs all finished) starts when
+        # the RPC arrives and aligns nothing (Flink's StreamTask.triggerCheckpointAsyncInMailbox:
+        # latestAsyncCheckpointStartDelayNanos)
+        metrics = CheckpointMetrics(checkpoint_id, checkpoint_start_delay_ms=max(0, self._clock() - timestamp))
         if self.input_side is None:
             if options.checkpoint_type.is_synchronous:
                 self._stop_source_for_savepoint(checkpoint_id, options.checkpoint_type.should_drain)
-            self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options))
+            self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics))
             return
         unfinished = self.input_side.unfinished_channels()
         if unfinished:
@@ -417,9 +422,9 @@ class StreamTask:
                 self._check_mid_alignment()
             return
         self._carry_out(self.checkpoints.init_inputs_checkpoint(checkpoint_id, options))
-        self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options,
+        self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics,
                                                           is_running=not self._awaiting_end_of_channel_state))
-        self._carry_out(self.checkpoints.on_all_barriers_received(checkpoint_id))
+        self._carry_out(self.checkpoints.on_all_barriers_received(checkpoint_id, metrics))
 
     def _deliver_rpc_barriers(self) -> None:
         """An RPC-triggered barrier enters the handler on a channel once everything the channel's finished

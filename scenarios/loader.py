@@ -114,6 +114,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "latency_us_mean": Field(float, 100.0, _between(0.0, 10_000_000.0)),
         "latency_us_jitter": Field(float, 20.0, _between(0.0, 10_000_000.0)),
         "record_size": Field(int, 32, _between(1, 1 << 20)),
+        # Flink's execution.buffer-timeout.interval: the output flusher hands open buffers to the consumers this often
+        "buffer_timeout_ms": Field(int, 100, _between(1, 3_600_000)),
         # buffer debloating (FLIP-183), Flink's taskmanager.network.memory.buffer-debloat.* and min-segment-size
         "buffer_debloat": Field(bool, False),
         "buffer_debloat_target_ms": Field(int, 1000, _between(1, 3_600_000)),
@@ -173,6 +175,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "upload_mib_per_s": Field(float, _COST.upload_mib_per_s, _between(0.001, 1e9)),
         "file_latency_ms": Field(float, _COST.file_latency_ms, _between(0.0, 3_600_000.0)),
         "channel_state_fixed_ms": Field(float, _COST.channel_state_fixed_ms, _between(0.0, 3_600_000.0)),
+        "trigger_fixed_ms": Field(float, _COST.trigger_fixed_ms, _between(0.0, 3_600_000.0)),
         "latency_sigma": Field(float, _COST.latency_sigma, _between(0.0, 3.0)),
         "emulate_remote_store": Field(bool, _COST.emulate_remote_store),
     },
@@ -234,6 +237,7 @@ class NetworkSpec:
     latency_us_mean: float
     latency_us_jitter: float
     record_size: int
+    buffer_timeout_ms: int
     buffer_debloat: bool
     buffer_debloat_target_ms: int
     buffer_debloat_period_ms: int

@@ -47,6 +47,7 @@ def job_config(scenario: Scenario) -> JobConfig:
                 threshold_percentages=net.buffer_debloat_threshold_percentages, min_buffer_size=net.min_buffer_size),
         ),
         latency_us_mean=net.latency_us_mean,
+        buffer_timeout_ms=net.buffer_timeout_ms,
         latency_us_jitter=net.latency_us_jitter,
         source_rate_per_subtask=scenario.workload.rate_per_source,
         faults=scenario.faults,

@@ -276,6 +276,9 @@ class JobMaster:
         self._deferred_failures: list[m.FailJob] = []
         self._deployed_restore: int | None = None  # the checkpoint the current deployment restores
         self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
+        # the deployment each checkpoint's tasks were triggered in: a failover can end a _metadata write still in
+        # progress after the deployment was cancelled, and the checkpoint still belongs to the one it snapshotted
+        self._triggered_in_epoch: dict[int, int] = {}
         # what high availability keeps across a JobManager failover: the checkpoint id counter (the completed
         # checkpoints are recovered from the checkpoint storage)
         self.id_counter = StandaloneCheckpointIDCounter()
@@ -665,11 +668,11 @@ class JobMaster:
         self._out.append(SendToCoordinator(CoordinatorMessage(self.coordinator_generation, event), delay_ms))
 
     def _to_task(self, kind: MessageKind | None, attempt: ExecutionAttemptID, checkpoint_id: int,
-                 message: TaskMessage) -> None:
-        delay_ms = 0
+                 message: TaskMessage, delay_ms: int = 0) -> None:
         if kind is not None:
             name = subtask_name((attempt.vertex_id, attempt.subtask_index))
-            drop, delay_ms = self.fault_log.message_fate(kind, name, checkpoint_id, self.job_ms())
+            drop, fault_delay_ms = self.fault_log.message_fate(kind, name, checkpoint_id, self.job_ms())
+            delay_ms += fault_delay_ms
             if drop:
                 self._trace("dropped", f"{kind.value} {name} {checkpoint_id}")
                 return
@@ -704,9 +707,12 @@ class JobMaster:
         for action in actions:
             self._trace("coordinator", type(action).__name__ + " " + str(getattr(action, "checkpoint_id", "")))
             if isinstance(action, m.TriggerCheckpointOnSources):
+                if self.completed_in_epoch is not None:
+                    self._triggered_in_epoch[action.checkpoint_id] = self.epoch
+                trigger_ms = round(self._cost.trigger_ms())  # the trigger path, before the RPCs leave
                 for attempt in action.tasks:
                     self._to_task(None, attempt, action.checkpoint_id,
-                                  TriggerCheckpoint(action.checkpoint_id, action.timestamp, action.options))
+                                  TriggerCheckpoint(action.checkpoint_id, action.timestamp, action.options), trigger_ms)
             elif isinstance(action, m.NotifyCheckpointComplete):
                 if not self._crash_point(subtask_name((action.task.vertex_id, action.task.subtask_index)),
                                          ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, action.checkpoint_id):
@@ -762,7 +768,7 @@ class JobMaster:
             self._savepoint_paths[cid] = location.external_pointer
             self._savepoint_metadata[cid] = metadata
         if self.completed_in_epoch is not None and not is_savepoint:
-            self.completed_in_epoch[cid] = (self.epoch, metadata)
+            self.completed_in_epoch[cid] = (self._triggered_in_epoch.pop(cid, self.epoch), metadata)
         return location
 
     # -- faults and failover --------------------------------------------------------------------------

@@ -19,6 +19,16 @@ def test_each_piece_is_its_fixed_part_plus_bytes_over_bandwidth_plus_a_latency_p
     assert FLAT.async_ms(5 * MIB, 2, rng) == pytest.approx(5.0 + 2 * 3.0 + 100.0)
     assert FLAT.channel_state_ms(MIB // 2, 1, rng) == pytest.approx(4.0 + 3.0 + 10.0)
     assert FLAT.metadata_ms(0, rng) == pytest.approx(3.0)
+    assert CheckpointCostModel(trigger_fixed_ms=7.0, latency_sigma=0.0).trigger_ms(rng) == 7.0
+
+
+def test_the_trigger_path_is_charged_on_the_simulator_only():
+    model = CheckpointCostModel(trigger_fixed_ms=7.0, latency_sigma=0.0)
+    assert CostCharger(model, Charging.VIRTUAL, random.Random(0)).trigger_ms() == 7.0
+    # on Ray the coordinator actor's real trigger path takes real time, emulated store or not
+    emulated = CheckpointCostModel(**{**model.__dict__, "emulate_remote_store": True})
+    assert CostCharger(emulated, Charging.REAL_TIME, random.Random(0)).trigger_ms() == 0.0
+    assert NO_COST.trigger_ms(random.Random(0)) == 0.0
 
 
 def test_the_spread_is_seeded_log_normal_around_the_median():

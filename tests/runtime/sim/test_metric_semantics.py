@@ -56,3 +56,24 @@ def test_the_simulator_charges_the_cost_model_as_flink_reports_sync_and_async():
     assert all(11 <= r["checkpoint_async"] <= 12 for r in rows)
     for r in rows:  # nobody acknowledges before its sync and async parts ended
         assert r["ack_timestamp"] - completed[r["id"]]["trigger_timestamp"] >= r["start_delay"] + 14
+
+
+def test_the_start_delay_holds_the_coordinator_trigger_path():
+    """A source's start delay is the coordinator's trigger path and the trigger RPC: the model's trigger_fixed_ms
+    (and under a millisecond without it); every later subtask's barrier comes after its sources'."""
+    from barriersim.runtime.checkpoint_cost import CheckpointCostModel
+
+    splits = {"source": local_splits(6_000, 64, 1.2, 100, 2, seed=4)}
+    delays = {}
+    for trigger_ms in (0.0, 9.0):
+        model = CheckpointCostModel(trigger_fixed_ms=trigger_ms, latency_sigma=0.0)
+        config = JobConfig(GRAPH, mode="unaligned", interval_ms=100, source_rate_per_subtask=20_000, storage=model)
+        result = JobSimulation(config, splits, 5).run()
+        completed = {c["id"] for c in result.checkpoints if c["status"] == "COMPLETED"}
+        delays[trigger_ms] = {r["task"].partition("#")[0] == "source": [] for r in result.subtasks}
+        for r in result.subtasks:
+            if r["id"] in completed:
+                delays[trigger_ms][r["task"].startswith("source#")].append(r["start_delay"])
+        assert delays[trigger_ms][True] and delays[trigger_ms][False]
+    assert set(delays[0.0][True]) <= {0, 1}
+    assert set(delays[9.0][True]) <= {9, 10} and min(delays[9.0][False]) >= 9
