@@ -27,7 +27,8 @@ external system (``barriersim.continuation``). With ``s3://`` checkpoint storage
 under ``<storage>/<run>/analytics/`` (``barriersim.analytics_export``), their URI in each ``summary.json``
 (``ray.analytics_uri``), and each mode's ``scenario.toml``, external system and ``summary.json`` beside its
 checkpoints (``barriersim.continuation.publish_run``), where a restore from one of them finds the run. Spark's
-and Ray's logs go to ``logs/`` in the run directory (the root one for several modes). Progress, ``(stage, fraction or None)``, goes to an optional callback.
+and Ray's logs go to ``logs/`` in the run directory (the root one for several modes). Progress, ``(stage,
+fraction or None)``, goes to an optional callback.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ no object. Pointers are URIs (``s3://bucket/prefix/<job-id>/chk-<n>``), resolved
 Every ``OSError`` pyarrow raises becomes a typed storage error naming the object. Mirrors Flink's
 ``FsCheckpointStorageAccess`` over its S3 ``FileSystem`` (``flink-s3-fs-hadoop``/``-presto``).
 
-``checkpoint_storage_for(uri, job_id, ...)`` picks the storage: a URI's query holds the S3 client's options
+``checkpoint_storage_for(uri, job_id, ...)`` picks the storage (``restore_storage_for(pointer)`` the one that
+reads a snapshot a run restores, by the pointer's scheme): a URI's query holds the S3 client's options
 (``s3://bucket/prefix?endpoint_override=127.0.0.1:9000&scheme=http``, pyarrow's ``S3FileSystem.from_uri``), and
 credentials come from the usual AWS variables (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``).
 """
@@ -406,7 +407,8 @@ def checkpoint_storage_for(uri: str | os.PathLike, job_id: str, *, rng: random.R
                                        default_savepoint_directory=default_savepoint_directory)
 
 
-def restore_storage_for(pointer: str | os.PathLike | None, working_directory: str | os.PathLike = ".") -> CheckpointStorage:
+def restore_storage_for(pointer: str | os.PathLike | None,
+                        working_directory: str | os.PathLike = ".") -> CheckpointStorage:
     """The storage that reads a savepoint or retained checkpoint a run starts from, chosen by the pointer's own
     scheme, whatever the job's checkpoint storage is (Flink's ``AbstractFsCheckpointStorageAccess
     .resolveCheckpointPointer`` opens the ``FileSystem`` of the pointer's URI): an ``s3://`` pointer (the S3

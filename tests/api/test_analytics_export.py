@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyarrow.fs import FileSelector
 
 from barriersim.spark.analytics import Analytics, analytics_dir, read_analytics, write_analytics
 from barriersim.analytics_export import AnalyticsExportError, export_analytics
@@ -47,8 +48,6 @@ def test_the_tables_are_written_in_the_local_layout_and_read_back_equal(s3_serve
     assert export_analytics(analytics_dir(tmp_path), uri) == uri
     assert export_analytics(analytics_dir(tmp_path), uri) == uri  # again, over the first export
     filesystem, base = object_store_filesystem(uri)
-    from pyarrow.fs import FileSelector
-
     names = sorted(i.path[len(base) + 1:] for i in filesystem.get_file_info(FileSelector(base, recursive=True))
                    if i.type.name == "File")
     assert names == ["counts.parquet/_SUCCESS", "counts.parquet/part-00000.parquet",
