@@ -84,3 +84,25 @@ def test_a_sweep_puts_every_points_runs_under_the_sweeps_name(s3_server, tmp_pat
         job = f"sim-{summary['seed']}"  # the simulated job's id
         assert any(k.startswith(f"sweeps/sweep/{point}/aligned/{job}/chk-") and k.endswith("/_metadata") for k in keys)
         assert summary["verification"]["verdict"] == "exactly-once"
+
+
+def test_a_checkpoint_retained_on_s3_by_a_cancelled_job_is_restored_by_a_later_run(s3_server, tmp_path):
+    """Flink's RETAIN_ON_CANCELLATION on an object store: the cancelled job's latest checkpoint stays in the
+    bucket (``chk-<n>`` with its ``_metadata``), and ``--from`` its ``s3://`` pointer starts a run that continues
+    the cancelled run's output exactly once."""
+    storage = s3_server.bucket_uri("runs")
+    bucket, query = storage.split("/")[2], storage.split("?", 1)[1]
+    first = tmp_path / "cancelled"
+    assert main(["run", "scenarios/quickstart.toml", "--backend", "sim", "--out", str(first), "--checkpoint-storage",
+                 storage, "--cancel-at", "400", "--externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION"]) == 0
+    retained = _summary(first)["job"]["retained_checkpoint"]
+    assert retained is not None and retained.startswith(f"s3://{bucket}/runs/cancelled/sim-"), retained
+    assert "/chk-" in retained
+
+    restored = tmp_path / "restored"
+    assert main(["run", "scenarios/quickstart.toml", "--backend", "sim", "--out", str(restored),
+                 "--checkpoint-storage", storage, "--from", f"{retained}?{query}"]) == 0
+    summary = _summary(restored)
+    assert summary["job"]["latest_restored"]["external_path"] == retained
+    v = summary["verification"]
+    assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("exactly-once", 0, 0, 0), v
