@@ -240,11 +240,11 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 summary["ray"] = {**summary["ray"], "analytics_uri": analytics_uri}
             write_summary(target, summary)
             summaries.append(summary)
-            if is_object_store_uri(storage_uris[target]) and export_error is None:
+            if is_object_store_uri(storage_uris[target]):
                 try:  # beside its savepoints and checkpoints, where a restore from them finds the run
                     publish_run(target, storage_uris[target])
                 except RunPublishError as err:
-                    export_error = err
+                    export_error = export_error or err
         if export_error is not None:
             raise export_error
         return summaries
