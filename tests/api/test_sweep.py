@@ -122,9 +122,8 @@ def test_run_sweep_raises_typed_errors(tmp_path):
 
 
 @pytest.mark.parametrize("backend, uri, message", [
-    ("sim", "s3://bucket/checkpoints?endpoint_override=127.0.0.1:1&scheme=http", "cannot reach the object store"),
+    ("sim", "s3:///checkpoints", "not an object store URI"),
     ("ray", "hdfs://namenode/checkpoints", "unknown scheme 'hdfs'"),
-    ("ray", "s3://bucket/checkpoints?endpoint_override=127.0.0.1:1&scheme=http", "cannot reach the object store"),
 ])
 def test_sweep_checks_the_checkpoint_storage_as_run_does_before_anything_starts(tmp_path, capsys, backend, uri,
                                                                                  message):
