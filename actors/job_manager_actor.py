@@ -60,8 +60,7 @@ from barriersim.runtime.faults import KillNode, ProtocolPoint
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.dispatcher import Dispatcher
-from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
-from barriersim.runtime.storage.object_storage import checkpoint_storage_for
+from barriersim.runtime.storage.object_storage import checkpoint_storage_for, restore_storage_for
 
 
 def task_seed(seed: int, vertex: str, subtask: int, attempt: int) -> int:
@@ -111,7 +110,8 @@ class JobManagerActor:
             self.config, self.job_id, storage_for=self._storage_for, clock=now_ms,
             timer_service=LoopTimerService(self.loop, self._on_error),
             coordinator_rng=lambda: random.Random(self.seed), action_sink=self._carry_out,
-            restore_storage=FileSystemCheckpointStorage(self.checkpoint_root, "restore"),
+            restore_storage=restore_storage_for(self.config.restore.path if self.config.restore else None,
+                                                self.checkpoint_root),
             first_attempt_number=self.first_attempt_number,
             charging=Charging.REAL_TIME, cost_rng=random.Random(self.seed ^ 0x5EED),
         )

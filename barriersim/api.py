@@ -263,8 +263,11 @@ def as_restore(scenario: Scenario, restore_from: str | os.PathLike | None,
         return None
     if not isinstance(parallelism, (Mapping, type(None))):
         raise ArgumentError(f"parallelism: must be a mapping of vertex to parallelism, got {type(parallelism).__name__}")
-    try:
-        return RestoreSettings.from_plain({"from": os.path.abspath(os.fspath(restore_from)),
+    from barriersim.runtime.storage.object_storage import is_object_store_uri
+
+    pointer = os.fspath(restore_from)
+    try:  # an object store URI as given (its query holds the S3 client's options), a path made absolute
+        return RestoreSettings.from_plain({"from": pointer if is_object_store_uri(pointer) else os.path.abspath(pointer),
                                            "parallelism": dict(parallelism or {})})
     except ActionScheduleError as err:
         raise ScenarioError(scenario.path, *str(err).split(": ", 1)) from None
@@ -356,13 +359,11 @@ def spark_workload_splits(spark, scenario: Scenario) -> Splits:
 
 def check_checkpoint_storage(backend: str, checkpoint_storage: str | None) -> str | None:
     """The checkpoint storage URI to run with (a plain path made absolute: the job manager's working directory is
-    not the caller's); ``ArgumentError`` for one that names no storage or an object store this node cannot reach,
-    or one given to the simulator (which keeps its checkpoints in memory)."""
+    not the caller's); ``ArgumentError`` for one that names no storage or an object store this node cannot reach.
+    Both backends take one (the simulator then writes its checkpoints there instead of keeping them in memory)."""
     if checkpoint_storage is None:
         return None
-    if backend != "ray":
-        raise ArgumentError(f"checkpoint storage {checkpoint_storage!r}: only the ray backend writes checkpoints to a "
-                            "storage URI (the simulator keeps them in memory, or in the run directory with checkpoint files)")
+    _check_choice("backend", backend, BACKENDS)
     from barriersim.runtime.storage.errors import CheckpointStorageError
     from barriersim.runtime.storage.object_storage import check_storage_uri, probe_storage
 
@@ -374,16 +375,32 @@ def check_checkpoint_storage(backend: str, checkpoint_storage: str | None) -> st
     return checkpoint_storage if "://" in checkpoint_storage else str(Path(checkpoint_storage).resolve())
 
 
+def storage_uris(checkpoint_storage: str | None, targets: list[tuple[Path, Scenario]]
+                 ) -> tuple[str | None, dict[Path, str | None]]:
+    """Where a request's runs go on a checkpoint storage URI: everything under ``<storage>/<the request's
+    directory name>`` (returned first), each mode's checkpoints and savepoints there, or in ``<mode>/`` when the
+    request has several; ``(None, {target: None})`` without a storage URI."""
+    if checkpoint_storage is None:
+        return None, {target: None for target, _ in targets}
+    from barriersim.runtime.storage.object_storage import child_uri
+
+    several = len(targets) > 1
+    root = targets[0][0].parent if several else targets[0][0]
+    remote_root = child_uri(checkpoint_storage, root.name)
+    return remote_root, {target: child_uri(remote_root, target.name) if several else remote_root
+                         for target, _ in targets}
+
+
 def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progress: Progress | None = None,
             splits: Splits | None = None, checkpoint_files: bool = False,
             checkpoint_storage: str | None = None, cache: bool = True) -> RunResult:
     """Run a plan into ``out``. On the sim backend with the Spark workload the splits are generated once for all
     modes (or given); ``checkpoint_files``: the simulator writes its checkpoints as a Ray run does.
-    ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` for the ray backend (a path every node sees,
-    ``file://...`` or ``s3://bucket/prefix[?endpoint_override=host:port&scheme=http]``; default: each run
-    directory's ``checkpoints/``). ``cache``: the ray backend takes a workload Spark generated before, and its
-    reference, from the workload cache (``barriersim.workload_cache``) without starting Spark; False: Spark
-    generates it."""
+    ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` (a path every node sees, ``file://...`` or
+    ``s3://bucket/prefix[?endpoint_override=host:port&scheme=http]``; ``storage_uris`` says where each run goes;
+    default: each run directory's ``checkpoints/`` on Ray, memory (or ``checkpoints/`` with ``checkpoint_files``)
+    on the simulator). ``cache``: the ray backend takes a workload Spark generated before, and its reference,
+    from the workload cache (``barriersim.workload_cache``) without starting Spark; False: Spark generates it."""
     out = Path(out)
     checkpoint_storage = check_checkpoint_storage(p.backend, checkpoint_storage)
     targets = p.targets(out)
@@ -406,10 +423,12 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
                 progress("generating the workload in Spark", None)
             splits = spark_workload_splits(spark_session, p.scenario)
     runs = {}
+    _, storages = storage_uris(checkpoint_storage, targets)
     for target, scenario in targets:
         if progress is not None:
             progress(f"simulating {scenario.name} in {scenario.checkpointing.mode.value} mode", None)
-        summary = simulate(scenario, target, splits=splits, generated_by=p.workload, checkpoint_files=checkpoint_files)
+        summary = simulate(scenario, target, splits=splits, generated_by=p.workload, checkpoint_files=checkpoint_files,
+                           checkpoint_storage=storages[target])
         runs[summary["mode"]] = ModeRun(target, summary)
     return RunResult(out, runs)
 
@@ -435,10 +454,10 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     instead of starting one. ``progress``: ``(stage, fraction)`` callback. ``force``: ``out`` may be a previous
     run's directory, whose contents are replaced (else a non-empty ``out`` is refused). ``checkpoint_files``: on
     the simulator, keep the checkpoints in files under ``out/checkpoints/`` as a Ray run does (same trace).
-    ``checkpoint_storage``: where the ray backend writes checkpoints (Flink's ``state.checkpoints.dir``: a path,
-    ``file://`` or ``s3://`` URI). ``cache``: the ray backend reuses the workload and the verification
-    reference Spark computed in an earlier run of the same workload (``barriersim.workload_cache``: in
-    ``$BARRIERSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/barriersim`` or ``~/.cache/barriersim``) and then does not
+    ``checkpoint_storage``: where the checkpoints and savepoints go (Flink's ``state.checkpoints.dir``: a path,
+    ``file://`` or ``s3://`` URI), on either backend. ``cache``: the ray backend reuses the workload and the
+    verification reference Spark computed in an earlier run of the same workload (``barriersim.workload_cache``:
+    in ``$BARRIERSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/barriersim`` or ``~/.cache/barriersim``) and then does not
     start Spark; False: Spark computes them and the cache is not used.
 
     Raises ``ScenarioError`` / ``FaultScheduleError`` / ``UnsupportedScenario`` / ``ArgumentError`` (one-line

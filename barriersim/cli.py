@@ -52,10 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=seed_argument, help="seed overriding the scenario's")
     run.add_argument("--address", help="address of an existing Ray cluster, left running (default: $RAY_ADDRESS, else start a local one)")
     run.add_argument("--checkpoint-storage", metavar="URI",
-                     help="where the ray backend writes checkpoints, as Flink's state.checkpoints.dir: a path every "
+                     help="where the checkpoints and savepoints go, as Flink's state.checkpoints.dir: a path every "
                           "Ray node sees, file:///path, or s3://bucket/prefix (S3 client options in the query, e.g. "
-                          "?endpoint_override=host:9000&scheme=http; credentials from the AWS_* variables); "
-                          "default: the run directory's checkpoints/")
+                          "?endpoint_override=host:9000&scheme=http; credentials from the AWS_* variables), each run "
+                          "under URI/<run directory name>; default: the run directory's checkpoints/ (ray), memory "
+                          "(sim)")
     run.add_argument("--backend", choices=("ray", "sim"), default="ray",
                      help="ray: Ray actors with Spark on Ray; sim: the deterministic simulator (default: ray)")
     run.add_argument("--mode", choices=ALL_MODES + ("all",),

@@ -10,31 +10,88 @@ a scenario's ``[restore]`` before anything starts: the path must name a readable
 run directory of the same scenario (workload, seed and job up to parallelism), else a ``ScenarioError`` names
 ``restore.from`` and the problem in one line. ``previous_run`` gives what the restored run continues.
 ``write_external_store`` / ``read_external_store`` keep the external system in a run directory, atomically.
+
+A run whose checkpoint storage is an object store (``s3://``) keeps its savepoints and checkpoints there, under
+``<storage>/<run>[/<mode>]``, where another machine restores them; ``publish_run`` puts the run directory's
+``scenario.toml``, ``external_store.msgpack`` and ``summary.json`` (last) beside them, so that a pointer into the
+object store (``--from s3://bucket/.../savepoints/savepoint-...``, the S3 client's options in its query as in
+the storage URI) finds its run there as a path finds its run directory: the nearest ancestor holding a
+``summary.json`` and the external store (``run_dir_of``).
 """
 
 from __future__ import annotations
 
 import json
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import msgpack
 
+from barriersim.errors import BarriersimError
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.runtime.storage.errors import CheckpointStorageError
-from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
-from barriersim.scenarios.loader import Scenario, ScenarioError, load_scenario
+from barriersim.runtime.storage.object_storage import (
+    is_object_store_uri,
+    object_store_filesystem,
+    restore_storage_for,
+)
+from barriersim.scenarios.loader import Scenario, ScenarioError, load_scenario, parse_scenario
 
 EXTERNAL_STORE_FILE = "external_store.msgpack"
+SCENARIO_FILE = "scenario.toml"
+SUMMARY_FILE = "summary.json"
+PUBLISHED_FILES = (SCENARIO_FILE, EXTERNAL_STORE_FILE, SUMMARY_FILE)  # summary.json last: the run is there
 _SEARCH_DEPTH = 4  # savepoints/<dir>, checkpoints/<job>/chk-<n>, and a file inside them
+
+
+class RunPublishError(BarriersimError):
+    """The run directory's files could not be written to the object store; the message names the URI."""
+
+
+@dataclass(frozen=True)
+class RunDirectory:
+    """A run directory's files, read by name: a local directory, or a run published on an object store.
+    ``where``: its path or URI, as messages name it."""
+
+    where: str
+    read_bytes: Callable[[str], bytes]
+    is_file: Callable[[str], bool]
+
+    def __truediv__(self, name: str) -> str:
+        return f"{self.where}/{name}"
+
+    def holds_a_run(self) -> bool:
+        return self.is_file(SUMMARY_FILE) and self.is_file(EXTERNAL_STORE_FILE)
+
+    @staticmethod
+    def local(path: Path) -> "RunDirectory":
+        return RunDirectory(str(path), lambda name: (path / name).read_bytes(), lambda name: (path / name).is_file())
+
+    @staticmethod
+    def on_object_store(filesystem, path: str, scheme: str) -> "RunDirectory":
+        from pyarrow.fs import FileType
+
+        def read(name: str) -> bytes:
+            with filesystem.open_input_stream(f"{path}/{name}") as stream:
+                return stream.readall()
+
+        def is_file(name: str) -> bool:
+            try:
+                return filesystem.get_file_info(f"{path}/{name}").type is FileType.File
+            except OSError:
+                return False
+
+        return RunDirectory(f"{scheme}://{path}", read, is_file)
 
 
 @dataclass(frozen=True)
 class PreviousRun:
     """What a restored run continues: the earlier run's directory, its external system and next attempt number."""
 
-    run_dir: Path
+    run_dir: RunDirectory
     store: ExternalStore
     next_attempt_number: int
 
@@ -43,18 +100,64 @@ def write_external_store(out_dir: Path, store: ExternalStore) -> None:
     AtomicFileWriter().write(Path(out_dir) / EXTERNAL_STORE_FILE, msgpack.packb(store.snapshot(), use_bin_type=True))
 
 
-def read_external_store(run_dir: Path) -> ExternalStore:
-    data = (Path(run_dir) / EXTERNAL_STORE_FILE).read_bytes()
+def read_external_store(run_dir: Path | RunDirectory) -> ExternalStore:
+    directory = run_dir if isinstance(run_dir, RunDirectory) else RunDirectory.local(Path(run_dir))
+    data = directory.read_bytes(EXTERNAL_STORE_FILE)
     return ExternalStore.from_snapshot(msgpack.unpackb(data, raw=False, strict_map_key=False))
 
 
-def run_dir_of(path: str | Path) -> Path | None:
-    """The run directory holding ``path`` (the nearest ancestor with a ``summary.json`` and the external store)."""
-    p = Path(str(path)[len("file://"):] if str(path).startswith("file://") else str(path)).resolve()
+def publish_run(out_dir: Path, uri: str) -> None:
+    """Put the run directory's ``scenario.toml``, external store and ``summary.json`` (last) under ``uri`` (the
+    run's directory on the object store of its checkpoint storage, where its savepoints and checkpoints are): one
+    PUT each. Raises ``RunPublishError`` naming the URI."""
+    try:
+        filesystem, path = object_store_filesystem(uri)
+        for name in PUBLISHED_FILES:
+            with filesystem.open_output_stream(f"{path}/{name}") as out:
+                out.write((Path(out_dir) / name).read_bytes())
+    except (OSError, CheckpointStorageError) as err:
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise RunPublishError(f"{uri.split('?')[0]}: writing the run's {', '.join(PUBLISHED_FILES)} beside its "
+                              f"checkpoints failed ({reason}); a restore from there will not find the run") from None
+
+
+def run_dir_of(path: str | Path) -> RunDirectory | None:
+    """The run directory holding ``path`` (the nearest ancestor with a ``summary.json`` and the external store):
+    a local one, or, for an object store pointer, the run published beside it (``publish_run``)."""
+    text = str(path)
+    if is_object_store_uri(text):
+        try:
+            filesystem, base = object_store_filesystem(text)
+        except CheckpointStorageError:
+            return None
+        scheme = text.split("://", 1)[0]
+        parts = base.split("/")
+        for depth in range(min(_SEARCH_DEPTH + 1, len(parts) - 1)):  # never the bucket itself
+            candidate = RunDirectory.on_object_store(filesystem, "/".join(parts[:len(parts) - depth]), scheme)
+            if candidate.holds_a_run():
+                return candidate
+        return None
+    p = Path(text[len("file://"):] if text.startswith("file://") else text).resolve()
     for candidate in [p, *p.parents][:_SEARCH_DEPTH + 1]:
-        if (candidate / "summary.json").is_file() and (candidate / EXTERNAL_STORE_FILE).is_file():
-            return candidate
+        if (candidate / SUMMARY_FILE).is_file() and (candidate / EXTERNAL_STORE_FILE).is_file():
+            return RunDirectory.local(candidate)
     return None
+
+
+def _earlier_scenario(run_dir: RunDirectory) -> Scenario:
+    """The scenario the run in ``run_dir`` ran (its ``scenario.toml``); ``ScenarioError`` naming the file."""
+    where = run_dir / SCENARIO_FILE
+    if not is_object_store_uri(where):
+        return load_scenario(where)
+    try:
+        text = run_dir.read_bytes(SCENARIO_FILE).decode("utf-8")
+        return parse_scenario(tomllib.loads(text), where)
+    except OSError as err:
+        raise ScenarioError(where, None, f"cannot be read ({' '.join(str(err).split())})") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(where, None, "not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(where, None, f"not valid TOML: {e}") from None
 
 
 def _job_shape(scenario: Scenario) -> list:
@@ -79,20 +182,21 @@ def check_restore(scenario: Scenario) -> None:
         return ScenarioError(scenario.path, "restore.from", f"{path}: {problem}")
 
     try:
-        FileSystemCheckpointStorage(".", "restore").load_checkpoint_metadata(path)
+        restore_storage_for(path).load_checkpoint_metadata(path)
     except CheckpointStorageError as err:
         raise bad(f"not a readable savepoint or checkpoint ({err})") from None
     run_dir = run_dir_of(path)
     if run_dir is None:
         raise bad(f"not inside a barriersim run directory (its {EXTERNAL_STORE_FILE} holds what the sinks wrote "
-                  "before the snapshot, without which the restored run cannot be verified)")
+                  "before the snapshot, without which the restored run cannot be verified; on an object store, the "
+                  "run's files beside its checkpoints)")
     try:
-        earlier = load_scenario(run_dir / "scenario.toml")
+        earlier = _earlier_scenario(run_dir)
     except ScenarioError as err:
         raise bad(f"the run that wrote it has no readable scenario.toml ({err})") from None
     if (earlier.seed, earlier.workload) != (scenario.seed, scenario.workload) or _job_shape(earlier) != _job_shape(scenario) \
             or not _same_source_parallelism(earlier, scenario):
-        raise bad(f"it was written by a run of another scenario ({run_dir / 'scenario.toml'}: its seed, workload or "
+        raise bad(f"it was written by a run of another scenario ({run_dir / SCENARIO_FILE}: its seed, workload or "
                   "job differ; only the parallelism may change, and only through restore.parallelism)")
 
 
@@ -103,5 +207,5 @@ def previous_run(scenario: Scenario) -> PreviousRun | None:
     run_dir = run_dir_of(scenario.restore.path)
     if run_dir is None:
         raise ScenarioError(scenario.path, "restore.from", f"{scenario.restore.path}: not inside a barriersim run directory")
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = json.loads(run_dir.read_bytes(SUMMARY_FILE))
     return PreviousRun(run_dir, read_external_store(run_dir), int(summary.get("job", {}).get("next_attempt_number", 0)))

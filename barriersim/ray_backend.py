@@ -32,8 +32,12 @@ start, ``cache_write`` when no entry was written) and the mode's own (``deploy``
 or the previous mode's end, until its tasks run; ``job``: the tasks' run; ``verification``); ``wall_seconds`` is
 the mode's own wall time. Savepoints go to ``savepoints/``, checkpoints to ``checkpoints/<job-id>/``, the
 external system to ``external_store.msgpack``; a run restored from an earlier run's snapshot continues that run's
-external system (``barriersim.continuation``). Spark's and Ray's logs go to ``logs/`` in the run directory (the root one for several
-modes). Progress, ``(stage, fraction or None)``, goes to an optional callback.
+external system (``barriersim.continuation``). With ``s3://`` checkpoint storage the analytics are also written
+under ``<storage>/<run>/analytics/`` (``barriersim.analytics_export``), their URI in each ``summary.json``
+(``ray.analytics_uri``), and each mode's ``scenario.toml``, external system and ``summary.json`` beside its
+checkpoints (``barriersim.continuation.publish_run``), where a restore from one of them finds the run. Spark's
+and Ray's logs go to ``logs/`` in the run directory (the root one for several modes). Progress, ``(stage,
+fraction or None)``, goes to an optional callback.
 """
 
 from __future__ import annotations
@@ -91,7 +95,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     import ray
 
     from barriersim.actors.graph_runner import RayJob
-    from barriersim.continuation import previous_run, write_external_store
+    from barriersim.api import storage_uris as run_storage_uris
+    from barriersim.continuation import RunPublishError, previous_run, publish_run, write_external_store
     from barriersim.runtime.operators.sinks import ExternalStore
     from barriersim.summary import jobs_sections
     from barriersim.actors.placement import check_kill_nodes, cluster_nodes
@@ -101,8 +106,9 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri, object_store_path
     from barriersim.rundir import Run
     from barriersim.scenarios.simulation_inputs import job_config
-    from barriersim.spark.analytics import compute_analytics
+    from barriersim.spark.analytics import analytics_dir, compute_analytics
     from barriersim import workload_cache
+    from barriersim.analytics_export import AnalyticsExportError, export_analytics
     from barriersim.runtime.storage.errors import CheckpointStorageError
     from barriersim.spark.reference import compare_with_reference, output_table, reference_table, verify, verify_in_ray
     from barriersim.spark.session import RayAndSpark, ray_address
@@ -129,9 +135,10 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     handoffs: list = []
     jobs: list = []
 
-    storage_uris = {target: str(target / "checkpoints") if checkpoint_storage is None else
-                    child_uri(checkpoint_storage, *(target.parts[-2:] if several else target.parts[-1:]))
-                    for target, _ in runs}
+    # on a storage URI, everything of the request goes under <storage>/<run directory name>: each mode's checkpoints
+    # and savepoints (in <mode>/ when there are several), and the analytics
+    remote_root, on_storage = run_storage_uris(checkpoint_storage, list(runs))
+    storage_uris = {target: str(target / "checkpoints") if uri is None else uri for target, uri in on_storage.items()}
 
     def savepoint_root(target: Path) -> str:
         """The run's savepoints: beside its checkpoints on an object store, else in the run directory."""
@@ -286,6 +293,13 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
         if statistics == "spark":
             say("computing the checkpoint statistics in Spark", None)
             compute_analytics(spark, root, written)
+        analytics_uri, export_error = None, None
+        if remote_root is not None and is_object_store_uri(remote_root):
+            say("writing the checkpoint statistics to the object store", None)
+            try:
+                analytics_uri = export_analytics(analytics_dir(root), child_uri(remote_root, "analytics"))
+            except AnalyticsExportError as err:
+                export_error = err  # raised once the run directory is complete
         shared["analytics"] = time.perf_counter() - t2
         summaries = []
         for target, summary in finished:
@@ -294,8 +308,17 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                        "workload_cache": {**summary["workload_cache"], "statistics": statistics}}
             if spark is not None and not summary["spark"].get("started", True):  # started for the statistics
                 summary["spark"] = cluster.spark_info
+            if analytics_uri is not None:
+                summary["ray"] = {**summary["ray"], "analytics_uri": analytics_uri}
             write_summary(target, summary)
             summaries.append(summary)
+            if is_object_store_uri(storage_uris[target]):
+                try:  # beside its savepoints and checkpoints, where a restore from them finds the run
+                    publish_run(target, storage_uris[target])
+                except RunPublishError as err:
+                    export_error = export_error or err
+        if export_error is not None:
+            raise export_error
         return summaries
     finally:
         try:

@@ -22,10 +22,11 @@ import shlex
 import time
 from pathlib import Path
 
-from barriersim.continuation import previous_run, write_external_store
+from barriersim.continuation import previous_run, publish_run, write_external_store
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.snapshot_verification import verify_run
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
+from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri, object_store_path
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from barriersim.summary import (
@@ -46,20 +47,23 @@ def replay_command(scenario_file: Path | str) -> str:
 
 
 def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, generated_by: str = "local",
-             checkpoint_files: bool = False) -> dict:
+             checkpoint_files: bool = False, checkpoint_storage: str | None = None) -> dict:
     """Simulate the effective ``scenario`` into ``out_dir``; ``splits`` (``{source vertex: [records per
     subtask]}``) replace the locally drawn workload, and ``generated_by`` says where they came from.
     ``checkpoint_files``: keep the checkpoints in ``out_dir/checkpoints/<job-id>/`` (the filesystem checkpoint
-    storage, as a Ray run does) instead of in memory; the simulation is the same."""
+    storage, as a Ray run does) instead of in memory; ``checkpoint_storage``: keep them at this storage URI
+    instead (a path, ``file://`` or ``s3://``: ``runtime.storage.object_storage.checkpoint_storage_for``), its
+    savepoints in its ``savepoints/`` and, on an object store, the run's files beside them
+    (``barriersim.continuation.publish_run``), as a Ray run does. The simulation is the same."""
     out_dir = Path(out_dir)
     config = job_config(scenario)
     if splits is None:
         splits = workload_splits(scenario)
     previous = previous_run(scenario)
     started = time.perf_counter()
-    simulation = JobSimulation(config, splits, scenario.seed,
-                               checkpoint_directory=out_dir / "checkpoints" if checkpoint_files else None,
-                               savepoint_directory=out_dir / "savepoints", store=previous.store if previous else None,
+    checkpoints, savepoints = _storage_directories(out_dir, checkpoint_files, checkpoint_storage)
+    simulation = JobSimulation(config, splits, scenario.seed, checkpoint_directory=checkpoints,
+                               savepoint_directory=savepoints, store=previous.store if previous else None,
                                first_attempt_number=previous.next_attempt_number if previous else 0)
     finished_at = _record_source_finishes(simulation)
     result = simulation.run()
@@ -102,7 +106,17 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     write_run_directory(out_dir, scenario, summary, result.checkpoints, with_channel_kinds(result.subtasks, config),
                         placement_rows(config, result.deployments))
     write_external_store(out_dir, simulation.store)
+    if checkpoint_storage is not None and is_object_store_uri(checkpoint_storage):
+        publish_run(out_dir, checkpoint_storage)
     return summary
+
+
+def _storage_directories(out_dir: Path, checkpoint_files: bool, checkpoint_storage: str | None):
+    """Where the simulation keeps its checkpoints (None: in memory) and writes its savepoints."""
+    if checkpoint_storage is None:
+        return (out_dir / "checkpoints" if checkpoint_files else None), out_dir / "savepoints"
+    savepoints = child_uri(checkpoint_storage, "savepoints")
+    return checkpoint_storage, object_store_path(savepoints) if is_object_store_uri(savepoints) else savepoints
 
 
 def _externalize_retained_checkpoints(sim: JobSimulation, report, out_dir: Path) -> None:

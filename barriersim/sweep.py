@@ -36,6 +36,9 @@ from barriersim.errors import BarriersimError
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 from barriersim.scenarios.loader import SCHEMA, Scenario, ScenarioError, expand_sweep
 from barriersim.out_dir import prepare_out_dir
+from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri
+from barriersim.spark.analytics import analytics_dir
+from barriersim.analytics_export import export_analytics
 from barriersim.spark.session import SparkOnDemand
 from barriersim.summary import default_out_dir, write_json_atomically
 
@@ -108,7 +111,8 @@ def _write_index(out: Path, index: dict) -> None:
 
 def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None = None, modes=None,
               seed: int | None = None, workload: str | None = None, faults=None, address: str | None = None,
-              spark=None, aggregate: bool = True, progress: Progress | None = None, force: bool = False) -> SweepResult:
+              spark=None, aggregate: bool = True, progress: Progress | None = None, force: bool = False,
+              checkpoint_storage: str | None = None) -> SweepResult:
     """Run every point of the scenario's ``[sweep]`` in every mode and aggregate the runs in Spark.
 
     ``scenario``: a path or a ``Scenario`` with a ``[sweep]`` table. ``modes``: None (each point's own mode), a
@@ -118,6 +122,10 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     stopped at the end; with ``backend="ray"`` each run starts its own, and ``spark`` serves the aggregation
     only). ``aggregate=False`` skips the Spark aggregation (``table`` is then None). ``force``: ``out`` may be a
     previous run's or sweep's directory, whose contents are replaced (else a non-empty ``out`` is refused).
+    ``checkpoint_storage``: as ``barriersim.run``'s, for every point; everything of the sweep goes under
+    ``<storage>/<sweep directory name>/``, laid out as the sweep directory (``<point>/<mode>/``: each run's
+    checkpoints and savepoints; ``analytics/``: on ``s3://``, the sweep's analytics, ``sweep.json``
+    ``analytics_uri``).
     """
     s = api.as_scenario(scenario)
     points = sweep_points(s)
@@ -125,7 +133,9 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     plans = [api.plan(p.scenario, backend=backend, mode=modes, seed=seed, faults=faults, workload=workload,
                       mode_origin="--mode") for p in points]
     plans = [replace(pl, nest=True) for pl in plans]
+    checkpoint_storage = api.check_checkpoint_storage(backend, checkpoint_storage)
     out_dir = Path(out) if out is not None else default_out_dir(s, suffix="-sweep")
+    sweep_storage = None if checkpoint_storage is None else child_uri(checkpoint_storage, out_dir.name)
     prepare_out_dir(out_dir, force)
     say = progress or (lambda what, done, total: None)
     total = sum(len(pl.runs) for pl in plans)
@@ -162,8 +172,12 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                     stage[0] = f"{label}: {what}"
                     say(stage[0], done, total)
 
+                # a backend puts a request's runs under <storage>/<its directory's name>: the point's, or the
+                # mode's when the point runs one mode (then nested in the point's)
+                storage = None if sweep_storage is None else \
+                    child_uri(sweep_storage, point.label) if len(group) == 1 else sweep_storage
                 result = api.execute(replace(pl, runs=group), out_dir / point.label, address=address, splits=splits,
-                                     progress=backend_says)
+                                     progress=backend_says, checkpoint_storage=storage)
                 for mode, r in result.items():
                     runs[(point.label, mode)] = r
                     v = r.summary["verification"]
@@ -186,6 +200,10 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
             table = aggregate_sweep(session.get(), out_dir, index, axis_types(s))
             index["analytics"] = "analytics/sweep.parquet"
             _write_index(out_dir, index)
+            if sweep_storage is not None and is_object_store_uri(sweep_storage):
+                say("writing the analytics to the object store", done, total)
+                index["analytics_uri"] = export_analytics(analytics_dir(out_dir), child_uri(sweep_storage, "analytics"))
+                _write_index(out_dir, index)
     return SweepResult(out_dir=out_dir, index=index, runs=runs, table=table)
 
 
@@ -235,6 +253,10 @@ def register(subparsers) -> argparse.ArgumentParser:
                              "uses Spark)")
     parser.add_argument("--address", help="address of an existing Ray cluster (default: start a local one)")
     parser.add_argument("--no-analytics", action="store_true", help="skip the aggregation in Spark")
+    parser.add_argument("--checkpoint-storage", metavar="URI",
+                        help="as run's: where every point's checkpoints go (Flink's state.checkpoints.dir: a path, "
+                             "file:///path or s3://bucket/prefix?options), under URI/<sweep directory name>/; on "
+                             "s3:// the analytics too")
     parser.set_defaults(handler=main_from_args)
     return parser
 
@@ -292,7 +314,7 @@ def main_from_args(args) -> int:
 
             result = run_sweep(args.scenario, backend=args.backend, out=args.out, modes=args.mode, seed=args.seed,
                                workload=args.workload, address=args.address, aggregate=not args.no_analytics,
-                               progress=progress, force=args.force)
+                               progress=progress, force=args.force, checkpoint_storage=args.checkpoint_storage)
     except (ScenarioError, BarriersimError, FaultScheduleError, RunDirError) as e:
         print(f"barriersim sweep: {e}", file=sys.stderr)
         return EXIT_USAGE

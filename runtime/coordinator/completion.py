@@ -37,6 +37,7 @@ from barriersim.runtime.coordinator.properties import CheckpointProperties, JobS
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.storage.memory_storage import external_path
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,8 @@ class CheckpointCompletion:
             if retained:  # Flink's store: after subsuming, release what only older checkpoints used
                 self._release_shared_state(min(c.checkpoint_id for c in retained))
         self.failure_manager.handle_checkpoint_success(checkpoint_id)
-        self.stats.report_completed_checkpoint(checkpoint_id, now, completed.external_pointer)
+        path = external_path(completed.external_pointer, props.is_savepoint)
+        self.stats.report_completed_checkpoint(checkpoint_id, now, path)
         self._emit(m.TriggerRequestCompleted(pending.request_id, checkpoint_id))
         self.last_checkpoint_completion_relative_time = now
         if not props.is_savepoint or props.is_synchronous:

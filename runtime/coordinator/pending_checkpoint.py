@@ -296,8 +296,9 @@ class PendingCheckpoint:
         )
         if metadata_writer is not None:
             location = metadata_writer(completed.metadata)
+            # Flink's CompletedCheckpoint keeps its storage location's external pointer, checkpoint or savepoint
             pointer = getattr(location, "external_pointer", None)
-            if self.props.is_savepoint and pointer is not None:
+            if pointer is not None:
                 completed = dataclasses.replace(completed, external_pointer=pointer)
         self._dispose()
         return completed

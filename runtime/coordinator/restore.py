@@ -22,6 +22,7 @@ from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoin
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties
 from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.storage.memory_storage import external_path
 
 
 class StateRestoreError(Exception):
@@ -74,7 +75,8 @@ class CoordinatorRestoreMixin:
         if self.id_counter.get() <= latest.checkpoint_id:
             self.id_counter.set_count(latest.checkpoint_id + 1)
         restore_master_hooks(self.master_hooks, latest.master_states, latest.checkpoint_id, allow_non_restored_state)
-        self.stats.report_restored_checkpoint(latest.checkpoint_id, self._clock(), latest.external_pointer,
+        self.stats.report_restored_checkpoint(latest.checkpoint_id, self._clock(),
+                                              external_path(latest.external_pointer, latest.props.is_savepoint),
                                               latest.props.is_savepoint)
         self._emit(m.RestoreFrom(latest.checkpoint_id, metadata, latest.props.is_savepoint, allow_non_restored_state))
         return latest

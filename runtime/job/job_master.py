@@ -359,7 +359,10 @@ class JobMaster:
                 # the job's completed-checkpoint store points to the restored snapshot (Flink keeps an unclaimed
                 # savepoint in the new job's CompletedCheckpointStore)
                 self.storage.adopt_restored(loaded.location, settings.source)
-                self.coordinator.restore_savepoint(settings.path, lambda _path: loaded.metadata,
+                # the restored snapshot is known by its resolved location's pointer (Flink's restoreSavepoint keeps
+                # the CompletedCheckpoint of checkpointStorage.resolveCheckpoint(pointer)): an object store URI
+                # without the client options a user's pointer carries in its query
+                self.coordinator.restore_savepoint(loaded.location.external_pointer, lambda _path: loaded.metadata,
                                                    settings.allow_non_restored_state)
                 self._restore_from = None
                 self._handle_coordinator(self.coordinator.drain_actions())

@@ -78,12 +78,14 @@ class ExternalStore:
 
     @staticmethod
     def from_snapshot(snapshot: dict) -> "ExternalStore":
-        def records(rows) -> tuple:
-            return tuple(tuple(r) for r in rows)
+        """The store ``snapshot`` describes, its records as batches again (one per transaction, one per direct
+        write)."""
+        def batch(rows) -> RecordBatch:
+            return RecordBatch.from_rows([tuple(r) for r in rows]) if len(rows) else RecordBatch.empty()
 
-        return ExternalStore(committed={tid: records(rows) for tid, rows in snapshot.get("committed", ())},
-                             pending={tid: records(rows) for tid, rows in snapshot.get("pending", ())},
-                             direct=list(records(snapshot.get("direct", ()))))
+        return ExternalStore(committed={tid: batch(rows) for tid, rows in snapshot.get("committed", ())},
+                             pending={tid: batch(rows) for tid, rows in snapshot.get("pending", ())},
+                             direct=[batch(rows) for rows in snapshot.get("direct", ())])
 
 
 class TwoPhaseCommitSink:

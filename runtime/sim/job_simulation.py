@@ -4,8 +4,9 @@ kernel with a network and cost model.
 How this works: the simulator is three things. The kernel (``runtime.sim.kernel``) keeps virtual time, one seed
 and the trace. The ``JobMaster`` (``runtime.job``) decides everything at the job level: deploying attempts,
 applying the fault schedule, failover, JobManager failover, the checkpoint coordinator and its metadata, written to
-an in-memory ``JobManagerCheckpointStorage`` or, given a directory, to a ``FileSystemCheckpointStorage`` (the Ray
-backend's, with its state files and completed-checkpoint list). This module carries out the JobMaster's actions in virtual time:
+an in-memory ``JobManagerCheckpointStorage`` or, given a directory or storage URI, to the Ray backend's storage
+(``FileSystemCheckpointStorage``, or ``ObjectStoreCheckpointStorage`` for ``s3://``, with its state files and
+completed-checkpoint list). This module carries out the JobMaster's actions in virtual time:
 - ``DeployTasks``: every subtask becomes a ``StreamTask`` (``runtime.job.deployment.deploy_task``), restored, then
   started (the first output and credit sent, its flusher set); a task that cannot restore its state fails the
   deployment (``deploy_failed``); ``KillTask``: the task's death is reported at once; ``KillTaskManagers`` (a
@@ -41,6 +42,7 @@ from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.kernel import Priority, RunOutcome, Simulation
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
+from barriersim.runtime.storage.object_storage import checkpoint_storage_for, restore_storage_for
 from barriersim.runtime.stream_task import StreamTask
 
 
@@ -73,8 +75,9 @@ class JobSimulation(DataPlane):
                  savepoint_directory=None, store: ExternalStore | None = None, first_attempt_number: int = 0):
         """``record_cuts``: log every operator's records so that ``consistent_cut_violations()`` can check each
         completed checkpoint after the run (costs memory and time; for tests and property checks);
-        ``checkpoint_directory``: keep the checkpoints in a ``FileSystemCheckpointStorage`` there (as the Ray
-        backend does) instead of in memory; ``savepoint_directory``: where savepoints are written as files (else
+        ``checkpoint_directory``: keep the checkpoints in the storage of this directory or storage URI
+        (``checkpoint_storage_for``: a ``FileSystemCheckpointStorage``, or an ``ObjectStoreCheckpointStorage`` for
+        ``s3://``, as the Ray backend does) instead of in memory; ``savepoint_directory``: where savepoints are written as files (else
         they stay with the checkpoints); ``store``: the external system, e.g. with what the run restored from
         wrote to it; ``first_attempt_number``: above the attempts of that run."""
         self.config = config
@@ -106,7 +109,7 @@ class JobSimulation(DataPlane):
             config, self.job_id, storage_for=self._storage_for, clock=self.sim.clock_ms, timer_service=self.sim,
             coordinator_rng=lambda: self.sim.random("coordinator"), action_sink=self._carry_out,
             trace=lambda label, detail: self.trace.record(self.sim.now_us, label, detail),
-            keep_completed_metadata=record_cuts, restore_storage=FileSystemCheckpointStorage(".", "restore"),
+            keep_completed_metadata=record_cuts, restore_storage=restore_storage_for(config.restore.path if config.restore else None),
             first_attempt_number=first_attempt_number, charging=Charging.VIRTUAL,
             cost_rng=self.sim.random("metadata-cost"),
         )
@@ -118,9 +121,10 @@ class JobSimulation(DataPlane):
         if self._checkpoint_directory is None:
             storage = JobManagerCheckpointStorage(job_id, rng=self._storage_rng)
         else:
-            storage = FileSystemCheckpointStorage(self._checkpoint_directory, job_id, rng=self._storage_rng,
-                                                  memory_threshold=self.config.memory_threshold_bytes,
-                                                  default_savepoint_directory=self._savepoint_directory)
+            storage = checkpoint_storage_for(self._checkpoint_directory, job_id, rng=self._storage_rng,
+                                             memory_threshold=self.config.memory_threshold_bytes,
+                                             default_savepoint_directory=None if self._savepoint_directory is None
+                                             else str(self._savepoint_directory))
             storage.initialize_base_locations()
         self.storages[job_id] = storage
         if self._savepoint_directory is None or self._checkpoint_directory is not None:

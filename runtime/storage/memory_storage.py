@@ -2,9 +2,10 @@
 
 How this works: ``persist_checkpoint`` encodes the metadata exactly as the filesystem storage does (every state
 stream inline: there are no files) and keeps the bytes under a pointer ``jobmanager://<job-id>/chk-<n>``
-(savepoints under ``jobmanager://savepoints/savepoint-<jobid6>-<random>``); loading decodes them again, so the
-same checksum and checkpoint-id checks apply. The completed-checkpoint list is kept as bytes too, in the same
-format. The fault-injection switch is honoured: a failing or crashing write stores nothing (there is no disk
+(savepoints under ``jobmanager://savepoints/savepoint-<jobid6>-<random>``); the checkpoint statistics show a
+checkpoint's as Flink's ``<checkpoint-not-externally-addressable>`` (``external_path``); loading decodes them
+again, so the same checksum and checkpoint-id checks apply. The completed-checkpoint list is kept as bytes too,
+in the same format. The fault-injection switch is honoured: a failing or crashing write stores nothing (there is no disk
 a crash could leave something on). Nothing survives the process, which is the point of this storage: fast,
 deterministic tests and simulations. Mirrors Flink's ``JobManagerCheckpointStorage`` /
 ``MemoryBackendCheckpointStorageAccess`` (without a checkpoint directory).
@@ -34,6 +35,20 @@ from barriersim.runtime.storage.errors import (
 )
 
 SCHEME = "jobmanager://"
+# Flink's NonPersistentMetadataCheckpointStorageLocation.EXTERNAL_POINTER: what the checkpoint statistics show as
+# the external path of a checkpoint kept in the JobManager's memory
+NOT_EXTERNALLY_ADDRESSABLE = "<checkpoint-not-externally-addressable>"
+
+
+def external_path(pointer: str | None, is_savepoint: bool) -> str | None:
+    """The external path Flink's checkpoint statistics show for a completed or restored snapshot at ``pointer``
+    (``CompletedCheckpointStats.getExternalPath``): its directory, or ``NOT_EXTERNALLY_ADDRESSABLE`` for a
+    checkpoint kept in this storage's memory. A savepoint (and a snapshot a user restores, which the job keeps
+    as one) always has its pointer: Flink writes savepoints to a directory, which the simulator stands in for
+    with ``jobmanager://savepoints/``."""
+    if pointer is not None and pointer.startswith(SCHEME) and not is_savepoint:
+        return NOT_EXTERNALLY_ADDRESSABLE
+    return pointer
 
 
 class JobManagerCheckpointStorage(CheckpointStorage):

@@ -16,7 +16,8 @@ no object. Pointers are URIs (``s3://bucket/prefix/<job-id>/chk-<n>``), resolved
 Every ``OSError`` pyarrow raises becomes a typed storage error naming the object. Mirrors Flink's
 ``FsCheckpointStorageAccess`` over its S3 ``FileSystem`` (``flink-s3-fs-hadoop``/``-presto``).
 
-``checkpoint_storage_for(uri, job_id, ...)`` picks the storage: a URI's query holds the S3 client's options
+``checkpoint_storage_for(uri, job_id, ...)`` picks the storage (``restore_storage_for(pointer)`` the one that
+reads a snapshot a run restores, by the pointer's scheme): a URI's query holds the S3 client's options
 (``s3://bucket/prefix?endpoint_override=127.0.0.1:9000&scheme=http``, pyarrow's ``S3FileSystem.from_uri``), and
 credentials come from the usual AWS variables (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``).
 """
@@ -404,3 +405,17 @@ def checkpoint_storage_for(uri: str | os.PathLike, job_id: str, *, rng: random.R
     path = text[len("file://"):] if text.startswith("file://") else text
     return FileSystemCheckpointStorage(path, job_id, rng=rng, memory_threshold=memory_threshold,
                                        default_savepoint_directory=default_savepoint_directory)
+
+
+def restore_storage_for(pointer: str | os.PathLike | None,
+                        working_directory: str | os.PathLike = ".") -> CheckpointStorage:
+    """The storage that reads a savepoint or retained checkpoint a run starts from, chosen by the pointer's own
+    scheme, whatever the job's checkpoint storage is (Flink's ``AbstractFsCheckpointStorageAccess
+    .resolveCheckpointPointer`` opens the ``FileSystem`` of the pointer's URI): an ``s3://`` pointer (the S3
+    client's options in its query, as a storage URI's) is read from its object store, a path or ``file://`` from
+    the filesystem, relative to ``working_directory``."""
+    text = os.fspath(pointer) if pointer is not None else ""
+    if is_object_store_uri(text):
+        filesystem, path = object_store_filesystem(text)
+        return ObjectStoreCheckpointStorage(filesystem, _parent(path), "restore", scheme=urlsplit(text).scheme)
+    return FileSystemCheckpointStorage(working_directory, "restore")

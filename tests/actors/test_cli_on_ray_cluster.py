@@ -39,17 +39,29 @@ interval_ms = 200
 """
 
 
-def test_a_scenario_runs_over_the_nodes_of_an_existing_cluster_with_the_one_command(ray_cluster, s3_server, tmp_path):
+def _run(ray_cluster, scenario: Path, out: Path, storage: str, *options: str) -> dict:
+    """``barriersim run`` in its own process (the AWS variables the fixture set reach it); its summary."""
+    proc = subprocess.run([sys.executable, "-m", "barriersim.cli", "run", str(scenario), "--address",
+                           ray_cluster.address, "--out", str(out), "--checkpoint-storage", storage, *options],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((out / "summary.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def first_run(ray_cluster, s3_server, tmp_path_factory):
+    """A run with s3:// storage that is stopped with a savepoint at 500 ms."""
+    tmp_path = tmp_path_factory.mktemp("one-command")
     scenario = tmp_path / "spread.toml"
     scenario.write_text(SCENARIO)
     out = tmp_path / "run"
-    storage = s3_server.versioned_bucket_uri()  # the AWS variables the fixture set reach the command's process
-    proc = subprocess.run([sys.executable, "-m", "barriersim.cli", "run", str(scenario), "--address",
-                           ray_cluster.address, "--out", str(out), "--checkpoint-storage", storage,
-                           "--savepoint-at", "300", "--no-cache"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    summary = json.loads((out / "summary.json").read_text())
+    storage = s3_server.versioned_bucket_uri()
+    summary = _run(ray_cluster, scenario, out, storage, "--stop-with-savepoint-at", "500", "--no-cache")
+    return scenario, out, storage, summary
+
+
+def test_a_scenario_runs_over_the_nodes_of_an_existing_cluster_with_the_one_command(first_run, s3_server):
+    _, out, storage, summary = first_run
     assert summary["verification"]["verdict"] == "exactly-once"
     # Spark: one executor per node, each on its own node
     spark = summary["spark"]
@@ -68,11 +80,46 @@ def test_a_scenario_runs_over_the_nodes_of_an_existing_cluster_with_the_one_comm
     assert summary["checkpoints"]["completed"] >= 1
     written = s3_server.written_keys(storage)
     metadata = {k for k in written if k.endswith("/_metadata") and "/chk-" in k}
-    # the savepoint taken at 300 ms went to the bucket beside the run's checkpoints, not to the run directory; as in
-    # Flink, the completed count includes it
+    # the stop's savepoint went to the bucket beside the run's checkpoints, not to the run directory; as in Flink,
+    # the completed count includes it
     savepoints = {k for k in written if k.startswith("checkpoints/run/savepoints/savepoint-") and k.endswith("/_metadata")}
     assert len(savepoints) == 1, sorted(written)[:20]
     assert len(metadata) + len(savepoints) == summary["checkpoints"]["completed"]
     assert all(k.startswith("checkpoints/run/spread-5/chk-") for k in metadata), sorted(metadata)
     assert not (out / "checkpoints").exists()
     assert not (out / "savepoints").exists() or not any((out / "savepoints").iterdir())
+    # the analytics Spark computed went to the bucket too, beside the run's checkpoints, in the run directory's
+    # layout, and read back equal to the run directory's; summary.json says where
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from barriersim.runtime.storage.object_storage import object_store_filesystem
+
+    analytics_uri = summary["ray"]["analytics_uri"]
+    assert analytics_uri == storage.replace("/checkpoints?", "/checkpoints/run/analytics?")
+    assert {f"checkpoints/run/analytics/{t}/_SUCCESS" for t in ("summary.parquet", "counts.parquet")} <= written
+    filesystem, base = object_store_filesystem(analytics_uri)
+    for table in ("summary.parquet", "counts.parquet"):
+        remote = pq.read_table(f"{base}/{table}", filesystem=filesystem).to_pandas()
+        local = pq.read_table(str(out / "analytics" / table)).to_pandas()
+        assert len(local) > 0
+        pd.testing.assert_frame_equal(remote, local)
+
+
+def test_a_later_run_restores_from_the_savepoint_the_first_wrote_to_s3(ray_cluster, first_run, s3_server):
+    """``--from`` an ``s3://`` savepoint pointer (the S3 client's options in its query, as in the storage URI):
+    the savepoint is read from the bucket, the run that wrote it is found beside it (its scenario, external system
+    and summary, published there), and the restored run continues that run's output, exactly once."""
+    scenario, out, storage, summary = first_run
+    stop = summary["job"]["stopped_with_savepoint"]
+    bucket = storage.split("/")[2]
+    assert stop["path"].startswith(f"s3://{bucket}/checkpoints/run/savepoints/savepoint-"), stop
+    assert {f"checkpoints/run/{name}" for name in ("scenario.toml", "summary.json", "external_store.msgpack")} <= \
+        s3_server.written_keys(storage)
+    pointer = f"{stop['path']}?{storage.split('?', 1)[1]}"
+    restored = _run(ray_cluster, scenario, out.parent / "restored", storage, "--from", pointer)
+    assert restored["job"]["latest_restored"]["external_path"] == stop["path"]
+    assert restored["job"]["latest_restored"]["is_savepoint"]
+    v = restored["verification"]
+    assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("exactly-once", 0, 0, 0), v
+    assert restored["checkpoints"]["restored"] == 1

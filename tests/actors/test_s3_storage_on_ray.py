@@ -37,6 +37,10 @@ def test_checkpoints_restores_and_a_jobmanager_failover_go_through_s3(s3_server)
     assert result.coordinator_failovers == 1 and result.restarts == 2, result.failures
     completed = [c["id"] for c in result.checkpoints if c["status"] == "COMPLETED"]
     assert len(result.restored_checkpoint_ids) == 2 and set(result.restored_checkpoint_ids) <= set(completed)
+    # Flink's external_path: each completed checkpoint's directory in the bucket
+    bucket = uri.split("/")[2]
+    assert [c["external_path"] for c in result.checkpoints if c["status"] == "COMPLETED"] == \
+        [f"s3://{bucket}/checkpoints/on-s3/chk-{c}" for c in completed]
 
     # the bucket keeps every version of every object (versioning on): each completed checkpoint's _metadata, its
     # state objects and the completed-checkpoint list were written there, and all were deleted at the end

@@ -1,6 +1,6 @@
-"""``run --checkpoint-storage`` / ``checkpoint_storage=``: a URI that names no storage, or one given to the
-simulator, or an object store the driver's node cannot reach, is a one-line error before anything starts; a plain
-path is made absolute."""
+"""``run --checkpoint-storage`` / ``checkpoint_storage=``: a URI that names no storage, or an object store the
+driver's node cannot reach, is a one-line error before anything starts (on either backend); a plain path is made
+absolute."""
 
 import pytest
 
@@ -10,7 +10,7 @@ from barriersim.errors import ArgumentError
 
 
 @pytest.mark.parametrize("backend, uri, message", [
-    ("sim", "s3://bucket/checkpoints", "only the ray backend"),
+    ("sim", "s3:///checkpoints", "not an object store URI"),  # the simulator checks a storage as Ray does
     ("ray", "hdfs://namenode/checkpoints", "unknown scheme 'hdfs'"),
     ("ray", "s3:///checkpoints", "not an object store URI"),
     ("ray", "s3://bucket/checkpoints?no_such_option=1", "Unexpected query parameter"),

@@ -8,6 +8,7 @@ import json
 from dataclasses import replace
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 import barriersim
@@ -15,7 +16,9 @@ from barriersim import api, sweep
 from barriersim.spark.analytics import SWEEP_STATS, flink_percentile, read_sweep_analytics
 from barriersim.scenarios.loader import load_scenario, with_overrides
 from barriersim.spark.session import RayAndSpark
+from barriersim.runtime.storage.object_storage import object_store_filesystem
 from tests.api.scenarios import TINY, TWO_POINT_SWEEP, TWO_SOURCES, write
+from tests.s3_server import s3_server  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
 
@@ -60,11 +63,23 @@ def test_spark_workload_gives_the_local_splits_and_the_same_run(spark, tmp_path,
     assert set(generated.subtasks.columns) <= set(frames.subtasks.columns)
 
 
-def test_two_point_sweep_aggregated_in_spark(spark, tmp_path):
+def test_two_point_sweep_aggregated_in_spark(spark, s3_server, tmp_path):
     scenario = write(tmp_path, TWO_POINT_SWEEP)
-    result = sweep.run_sweep(scenario, out=tmp_path / "out", modes=["aligned", "unaligned"], spark=spark)
+    storage = s3_server.bucket_uri("sweeps")
+    result = sweep.run_sweep(scenario, out=tmp_path / "out", modes=["aligned", "unaligned"], spark=spark,
+                             checkpoint_storage=storage)
     table = result.table
     assert table is not None and table.equals(read_sweep_analytics(tmp_path / "out"))
+    # with s3:// checkpoint storage the sweep's analytics also went to <storage>/<sweep>/analytics/, the same
+    # tables in the same layout (each a directory with its part files and _SUCCESS)
+    analytics_uri = json.loads((tmp_path / "out" / "sweep.json").read_text())["analytics_uri"]
+    assert analytics_uri == storage.replace("/sweeps?", "/sweeps/out/analytics?")
+    filesystem, base = object_store_filesystem(analytics_uri)
+    for name in ("sweep.parquet", "summary.parquet", "counts.parquet"):
+        assert filesystem.get_file_info(f"{base}/{name}/_SUCCESS").type.name == "File"
+        remote = pq.read_table(f"{base}/{name}", filesystem=filesystem).to_pandas()
+        local = pq.read_table(str(tmp_path / "out" / "analytics" / name)).to_pandas()
+        assert len(local) and remote.equals(local), name
     assert list(zip(table["point"], table["mode"])) == [
         ("zipf_exponent=0.0", "aligned"), ("zipf_exponent=0.0", "unaligned"),
         ("zipf_exponent=2.0", "aligned"), ("zipf_exponent=2.0", "unaligned"),

@@ -72,7 +72,7 @@ def test_sweep_help_lists_the_options(capsys, entry):
         entry(["sweep", "--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    for option in ("--backend", "--mode", "--out", "--seed", "--workload", "--no-analytics"):
+    for option in ("--backend", "--mode", "--out", "--seed", "--workload", "--no-analytics", "--checkpoint-storage"):
         assert option in text
 
 
@@ -119,3 +119,19 @@ def test_run_sweep_raises_typed_errors(tmp_path):
     assert not (tmp_path / "o").exists()
     assert [t for t in sweep.axis_types(load_scenario(write(tmp_path, TWO_POINT_SWEEP)))] == \
         [("workload.zipf_exponent", float)]
+
+
+@pytest.mark.parametrize("backend, uri, message", [
+    ("sim", "s3:///checkpoints", "not an object store URI"),
+    ("ray", "hdfs://namenode/checkpoints", "unknown scheme 'hdfs'"),
+])
+def test_sweep_checks_the_checkpoint_storage_as_run_does_before_anything_starts(tmp_path, capsys, backend, uri,
+                                                                                 message):
+    scenario = write(tmp_path, TWO_POINT_SWEEP)
+    out = tmp_path / "out"
+    assert cli(["sweep", str(scenario), "--backend", backend, "--checkpoint-storage", uri, "--out", str(out),
+                "--no-analytics"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("barriersim sweep: ") and message in err and uri.split("?")[0] in err, err
+    assert len(err.splitlines()) == 1 and not out.exists()
+

@@ -67,3 +67,22 @@ def test_end_of_input_commits_pre_committed_and_open_transactions():
     sink.invoke_all([(2,)])
     sink.finish()
     assert store.output() == [(1,), (2,)]
+
+
+def test_the_store_continued_from_its_snapshot_holds_the_same_batches():
+    """What a later run restored from a savepoint continues: the snapshot, through msgpack as the run directory
+    keeps it, gives back a store whose output and pending transactions are batches equal to the original's."""
+    import msgpack
+
+    store = ExternalStore()
+    store.pre_commit("sink#0@0/1", [(1, 2, 3, 4), (5, 6, 7, 8)])
+    store.commit("sink#0@0/1")
+    store.pre_commit("sink#0@0/2", [(9, 9, 9, 9)])
+    store.pre_commit("sink#1@0/1", [])
+    store.write([(4, 3, 2, 1)])
+    data = msgpack.unpackb(msgpack.packb(store.snapshot(), use_bin_type=True), raw=False, strict_map_key=False)
+    continued = ExternalStore.from_snapshot(data)
+    assert continued.output() == store.output() and len(continued.output()) == 3
+    assert continued.pending == store.pending and continued.direct_records == 1
+    continued.commit("sink#0@0/2")
+    assert continued.output().to_rows() == [(1, 2, 3, 4), (5, 6, 7, 8), (9, 9, 9, 9), (4, 3, 2, 1)]

@@ -1,0 +1,108 @@
+"""The simulator with a checkpoint storage URI (``--checkpoint-storage``), on a real S3-compatible server
+(``tests.s3_server``): its checkpoints and savepoints go to the bucket under the run directory's name, as a Ray
+run's do, with the run's files beside them; a later run restores with ``--from`` the ``s3://`` savepoint pointer
+and continues the earlier run's output exactly once; a sweep puts every point's runs under the sweep's name."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from barriersim.cli import main
+from barriersim.runtime.storage.memory_storage import NOT_EXTERNALLY_ADDRESSABLE
+from tests.api.scenarios import TWO_POINT_SWEEP, write
+from tests.s3_server import s3_server  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _summary(out) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_a_simulated_run_keeps_its_snapshots_on_s3_and_a_later_run_restores_from_there(s3_server, tmp_path):
+    storage = s3_server.versioned_bucket_uri("runs")
+    bucket, query = storage.split("/")[2], storage.split("?", 1)[1]
+    first = tmp_path / "first"
+    assert main(["run", "scenarios/quickstart.toml", "--backend", "sim", "--out", str(first), "--checkpoint-storage",
+                 storage, "--stop-with-savepoint-at", "300"]) == 0
+    summary = _summary(first)
+    stop = summary["job"]["stopped_with_savepoint"]
+    assert stop["path"].startswith(f"s3://{bucket}/runs/first/savepoints/savepoint-"), stop
+    keys = s3_server.written_keys(storage)
+    # every completed checkpoint was written to the bucket, and the statistics give its directory there
+    job = summary["jobs"][0]["job_id"]
+    checkpoints = pq.read_table(str(first / "checkpoints.parquet")).to_pandas()
+    completed = checkpoints[(checkpoints["status"] == "COMPLETED") & ~checkpoints["is_savepoint"]]
+    assert len(completed) >= 1
+    assert list(completed["external_path"]) == [f"s3://{bucket}/runs/first/{job}/chk-{i}" for i in completed["id"]]
+    assert {f"runs/first/{job}/chk-{i}/_metadata" for i in completed["id"]} <= keys, sorted(keys)[:20]
+    assert NOT_EXTERNALLY_ADDRESSABLE not in set(checkpoints["external_path"])
+    assert {f"runs/first/{name}" for name in ("scenario.toml", "summary.json", "external_store.msgpack")} <= keys
+    assert not (first / "checkpoints").exists() and not (first / "savepoints").exists()
+
+    restored = tmp_path / "restored"
+    assert main(["run", "scenarios/quickstart.toml", "--backend", "sim", "--out", str(restored),
+                 "--checkpoint-storage", storage, "--from", f"{stop['path']}?{query}"]) == 0
+    summary = _summary(restored)
+    assert summary["job"]["latest_restored"]["external_path"] == stop["path"]
+    v = summary["verification"]
+    assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("exactly-once", 0, 0, 0), v
+
+
+def test_an_s3_pointer_without_its_run_beside_it_is_a_one_line_error(s3_server, tmp_path, capsys):
+    storage = s3_server.bucket_uri("runs")
+    query = storage.split("?", 1)[1]
+    assert main(["run", "scenarios/quickstart.toml", "--backend", "sim", "--out", str(tmp_path / "a"),
+                 "--checkpoint-storage", storage, "--stop-with-savepoint-at", "300"]) == 0
+    stop = _summary(tmp_path / "a")["job"]["stopped_with_savepoint"]["path"]
+    filesystem_uri = f"{stop}?{query}"
+    from barriersim.runtime.storage.object_storage import object_store_filesystem
+
+    filesystem, path = object_store_filesystem(filesystem_uri)
+    filesystem.delete_file(path.rsplit("/savepoints/", 1)[0] + "/summary.json")  # the run is no longer there
+    capsys.readouterr()
+    assert main(["run", "scenarios/quickstart.toml", "--backend", "sim", "--out", str(tmp_path / "b"),
+                 "--from", filesystem_uri]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "restore.from" in err and "not inside a barriersim run directory" in err and len(err.splitlines()) == 1
+
+
+def test_a_sweep_puts_every_points_runs_under_the_sweeps_name(s3_server, tmp_path):
+    storage = s3_server.versioned_bucket_uri("sweeps")
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(write(tmp_path, TWO_POINT_SWEEP)), "--backend", "sim", "--mode", "all", "--out",
+                 str(out), "--checkpoint-storage", storage, "--no-analytics"]) == 0
+    keys = s3_server.written_keys(storage)
+    published = {k for k in keys if k.endswith("/summary.json")}
+    assert published == {f"sweeps/sweep/zipf_exponent={z}/{mode}/summary.json" for z in ("0.0", "2.0")
+                         for mode in ("aligned", "unaligned", "at-least-once")}, sorted(published)
+    for point in ("zipf_exponent=0.0", "zipf_exponent=2.0"):
+        summary = _summary(out / point / "aligned")
+        job = f"sim-{summary['seed']}"  # the simulated job's id
+        assert any(k.startswith(f"sweeps/sweep/{point}/aligned/{job}/chk-") and k.endswith("/_metadata") for k in keys)
+        assert summary["verification"]["verdict"] == "exactly-once"
+
+
+def test_a_checkpoint_retained_on_s3_by_a_cancelled_job_is_restored_by_a_later_run(s3_server, tmp_path):
+    """Flink's RETAIN_ON_CANCELLATION on an object store: the cancelled job's latest checkpoint stays in the
+    bucket (``chk-<n>`` with its ``_metadata``), and ``--from`` its ``s3://`` pointer starts a run that continues
+    the cancelled run's output exactly once."""
+    storage = s3_server.bucket_uri("runs")
+    bucket, query = storage.split("/")[2], storage.split("?", 1)[1]
+    first = tmp_path / "cancelled"
+    assert main(["run", "scenarios/quickstart.toml", "--backend", "sim", "--out", str(first), "--checkpoint-storage",
+                 storage, "--cancel-at", "400", "--externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION"]) == 0
+    retained = _summary(first)["job"]["retained_checkpoint"]
+    assert retained is not None and retained.startswith(f"s3://{bucket}/runs/cancelled/sim-"), retained
+    assert "/chk-" in retained
+
+    restored = tmp_path / "restored"
+    assert main(["run", "scenarios/quickstart.toml", "--backend", "sim", "--out", str(restored),
+                 "--checkpoint-storage", storage, "--from", f"{retained}?{query}"]) == 0
+    summary = _summary(restored)
+    assert summary["job"]["latest_restored"]["external_path"] == retained
+    v = summary["verification"]
+    assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("exactly-once", 0, 0, 0), v
