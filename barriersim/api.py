@@ -230,26 +230,25 @@ def modes_of(scenario: Scenario, mode) -> list[CheckpointingMode] | None:
 def as_faults(faults: FaultSchedule | list | str | None) -> FaultSchedule | None:
     """A fault schedule from a ``FaultSchedule``, its plain form (a list of dicts, as in a scenario's
     ``[[faults]]``) or its JSON (as in a replay command)."""
-    if faults is None or isinstance(faults, FaultSchedule):
-        return faults
-    if isinstance(faults, str):
-        return FaultSchedule.from_json(faults)
-    if isinstance(faults, list):
-        return FaultSchedule.from_plain(faults)
-    raise FaultScheduleError(f"faults: must be a FaultSchedule, a list of fault tables or JSON, got {type(faults).__name__}")
+    return _as_schedule(faults, FaultSchedule, FaultScheduleError, "faults: must be a FaultSchedule, a list of fault "
+                        "tables or JSON")
 
 
 def as_actions(actions: ActionSchedule | list | str | None) -> ActionSchedule | None:
     """An action schedule from an ``ActionSchedule``, its plain form (a list of dicts, as in a scenario's
     ``[[actions]]``) or its JSON."""
-    if actions is None or isinstance(actions, ActionSchedule):
-        return actions
-    if isinstance(actions, str):
-        return ActionSchedule.from_json(actions)
-    if isinstance(actions, list):
-        return ActionSchedule.from_plain(actions)
-    raise ActionScheduleError(f"actions: must be an ActionSchedule, a list of action tables or JSON, got "
-                              f"{type(actions).__name__}")
+    return _as_schedule(actions, ActionSchedule, ActionScheduleError, "actions: must be an ActionSchedule, a list of "
+                        "action tables or JSON")
+
+
+def _as_schedule(value, schedule: type, error: type, expected: str):
+    if value is None or isinstance(value, schedule):
+        return value
+    if isinstance(value, str):
+        return schedule.from_json(value)
+    if isinstance(value, list):
+        return schedule.from_plain(value)
+    raise error(f"{expected}, got {type(value).__name__}")
 
 
 def as_restore(scenario: Scenario, restore_from: str | os.PathLike | None,

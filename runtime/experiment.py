@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 from dataclasses import dataclass, fields
 from typing import Mapping, Union
 
 from barriersim.runtime.jobgraph import JobGraph, JobGraphError
+from barriersim.runtime.tagged_tables import decode_tagged_tables, tables_from_json, tables_to_json
 
 
 class ActionScheduleError(ValueError):
@@ -266,32 +266,19 @@ class ActionSchedule:
 
     @staticmethod
     def from_plain(items, where: str = "actions") -> "ActionSchedule":
-        if not isinstance(items, list):
-            raise ActionScheduleError(f"{where}: must be a list of action tables ([[{where}]])")
-        actions = []
-        for i, item in enumerate(items):
-            at = f"{where}[{i}]"
-            if not isinstance(item, dict) or "type" not in item:
-                raise ActionScheduleError(f"{at}.type: is required (one of {', '.join(ACTION_TYPES)})")
-            cls = ACTION_TYPES.get(item["type"]) if isinstance(item["type"], str) else None
-            if cls is None:
-                raise ActionScheduleError(f"{at}.type: unknown action {item['type']!r} (known: {', '.join(ACTION_TYPES)})")
-            actions.append(_action_from_plain(cls, item, at))
+        actions = decode_tagged_tables(items, where, ACTION_TYPES, "action", ActionScheduleError,
+                                       f"{where}: must be a list of action tables ([[{where}]])", _action_from_plain)
         try:
             return ActionSchedule(tuple(actions))
         except ActionScheduleError as err:
             raise ActionScheduleError(str(err).replace("actions[", f"{where}[", 1)) from None
 
     def to_json(self) -> str:
-        return json.dumps(self.to_plain(), separators=(",", ":"), sort_keys=True)
+        return tables_to_json(self.to_plain())
 
     @staticmethod
     def from_json(text: str) -> "ActionSchedule":
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ActionScheduleError(f"actions: not valid JSON ({e.msg} at column {e.colno})") from None
-        return ActionSchedule.from_plain(items)
+        return ActionSchedule.from_plain(tables_from_json(text, "actions", ActionScheduleError))
 
 
 def _action_from_plain(cls: type, item: Mapping, at: str) -> Action:

@@ -15,11 +15,11 @@ nodes the job is placed in (``runtime.job.placement``).
 from __future__ import annotations
 
 import enum
-import json
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Union
 
 from barriersim.runtime.storage.damage import CheckpointDamage, DamageTarget
+from barriersim.runtime.tagged_tables import decode_tagged_tables, tables_from_json, tables_to_json
 
 
 class ProtocolPoint(enum.Enum):
@@ -383,55 +383,46 @@ class FaultSchedule:
 
     @staticmethod
     def from_plain(items: list, where: str = "faults") -> "FaultSchedule":
-        if not isinstance(items, list):
-            raise FaultScheduleError(f"{where}: must be a list of fault tables")
-        faults = []
-        for i, item in enumerate(items):
-            at = f"{where}[{i}]"
-            if not isinstance(item, dict) or "type" not in item:
-                raise FaultScheduleError(f"{at}.type: is required (one of {', '.join(FAULT_TYPES)})")
-            cls = FAULT_TYPES.get(item["type"]) if isinstance(item["type"], str) else None
-            if cls is None:
-                raise FaultScheduleError(f"{at}.type: unknown fault {item['type']!r} (known: {', '.join(FAULT_TYPES)})")
-            known = {f.name: f for f in fields(cls)}
-            kwargs = {}
-            for key, value in item.items():
-                if key == "type":
-                    continue
-                if key not in known:
-                    raise FaultScheduleError(f"{at}.{key}: unknown field for {item['type']} (known: {', '.join(known)})")
-                if key in _ENUMS:
-                    try:
-                        value = _ENUMS[key](value)
-                    except ValueError:
-                        choices = ", ".join(m.value for m in _ENUMS[key])
-                        raise FaultScheduleError(f"{at}.{key}: must be one of {choices}, got {value!r}") from None
-                elif key in ("task",):
-                    if not isinstance(value, str):
-                        raise FaultScheduleError(f"{at}.{key}: must be a string, got {value!r}")
-                elif key == "factor":
-                    if isinstance(value, bool) or not isinstance(value, (int, float)):
-                        raise FaultScheduleError(f"{at}.{key}: must be a number, got {value!r}")
-                    value = float(value)
-                elif isinstance(value, bool) or not isinstance(value, int):
-                    raise FaultScheduleError(f"{at}.{key}: must be an integer, got {value!r}")
-                kwargs[key] = value
-            try:
-                fault = cls(**kwargs)
-            except TypeError as e:
-                missing = [f for f in known if f not in kwargs and known[f].default is MISSING]
-                raise FaultScheduleError(f"{at}.{missing[0] if missing else 'type'}: is required ({e})") from None
-            _check(fault, at)
-            faults.append(fault)
-        return FaultSchedule(tuple(faults))
+        return FaultSchedule(tuple(decode_tagged_tables(items, where, FAULT_TYPES, "fault", FaultScheduleError,
+                                                        f"{where}: must be a list of fault tables", _fault_from_plain)))
 
     def to_json(self) -> str:
-        return json.dumps(self.to_plain(), separators=(",", ":"), sort_keys=True)
+        return tables_to_json(self.to_plain())
 
     @staticmethod
     def from_json(text: str) -> "FaultSchedule":
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise FaultScheduleError(f"faults: not valid JSON ({e.msg} at column {e.colno})") from None
-        return FaultSchedule.from_plain(items)
+        return FaultSchedule.from_plain(tables_from_json(text, "faults", FaultScheduleError))
+
+
+def _fault_from_plain(cls: type, item: dict, at: str) -> Fault:
+    """One ``[[faults]]`` table of fault class ``cls`` at ``at``, its fields checked."""
+    known = {f.name: f for f in fields(cls)}
+    kwargs = {}
+    for key, value in item.items():
+        if key == "type":
+            continue
+        if key not in known:
+            raise FaultScheduleError(f"{at}.{key}: unknown field for {item['type']} (known: {', '.join(known)})")
+        if key in _ENUMS:
+            try:
+                value = _ENUMS[key](value)
+            except ValueError:
+                choices = ", ".join(m.value for m in _ENUMS[key])
+                raise FaultScheduleError(f"{at}.{key}: must be one of {choices}, got {value!r}") from None
+        elif key in ("task",):
+            if not isinstance(value, str):
+                raise FaultScheduleError(f"{at}.{key}: must be a string, got {value!r}")
+        elif key == "factor":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise FaultScheduleError(f"{at}.{key}: must be a number, got {value!r}")
+            value = float(value)
+        elif isinstance(value, bool) or not isinstance(value, int):
+            raise FaultScheduleError(f"{at}.{key}: must be an integer, got {value!r}")
+        kwargs[key] = value
+    try:
+        fault = cls(**kwargs)
+    except TypeError as e:
+        missing = [f for f in known if f not in kwargs and known[f].default is MISSING]
+        raise FaultScheduleError(f"{at}.{missing[0] if missing else 'type'}: is required ({e})") from None
+    _check(fault, at)
+    return fault
