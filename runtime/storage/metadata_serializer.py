@@ -360,15 +360,21 @@ def _internalize_shared(subtask: dict, read: StateFileReader | None, source: str
             if read is None:
                 raise _Malformed(f"{w}[1] refers to the shared file {name!r}, which only a filesystem storage can read")
             file = StateFileHandle(name, _field(shared, "size", int, f"{w}[1]"), _field(shared, "crc32", int, f"{w}[1]"))
-            path, data = read(file)
-            if len(data) != file.size:
-                raise CorruptStateFileError(path, f"shared state file of {len(data)} bytes, but {source} says {file.size}")
-            crc = zlib.crc32(data)
-            if crc != file.crc32:
-                raise CorruptStateFileError(path, f"checksum mismatch (crc32 0x{crc:08x}, {source} says 0x{file.crc32:08x})")
+            path, data = _read_checked(read, file, "shared state file", source)
             handles.append(file)
             shared["data"] = data
             del shared["file"]
+
+
+def _read_checked(read: StateFileReader, handle: StateFileHandle, what: str, source: str) -> tuple[str, bytes]:
+    """The path and content of ``handle``'s file, checked against the size and CRC32 ``source`` recorded."""
+    path, data = read(handle)
+    if len(data) != handle.size:
+        raise CorruptStateFileError(path, f"{what} of {len(data)} bytes, but {source} says {handle.size}")
+    crc = zlib.crc32(data)
+    if crc != handle.crc32:
+        raise CorruptStateFileError(path, f"checksum mismatch (crc32 0x{crc:08x}, {source} says 0x{handle.crc32:08x})")
+    return path, data
 
 
 def _internalize(subtask: dict, read: StateFileReader | None, source: str, handles: list, where: str) -> None:
@@ -383,12 +389,7 @@ def _internalize(subtask: dict, read: StateFileReader | None, source: str, handl
             raise _Malformed(f"{where}.{key}.file {handle.file!r} is not a file name in the checkpoint's directory")
         if read is None:
             raise _Malformed(f"{where}.{key} refers to the state file {handle.file!r}, which only a filesystem storage can read")
-        path, data = read(handle)
-        if len(data) != handle.size:
-            raise CorruptStateFileError(path, f"state file of {len(data)} bytes, but {source} says {handle.size}")
-        crc = zlib.crc32(data)
-        if crc != handle.crc32:
-            raise CorruptStateFileError(path, f"checksum mismatch (crc32 0x{crc:08x}, {source} says 0x{handle.crc32:08x})")
+        path, data = _read_checked(read, handle, "state file", source)
         try:
             content = msgpack.unpackb(data, raw=False, use_list=False, strict_map_key=False, ext_hook=_decode_ext)
         except (_Malformed, msgpack.UnpackException, ValueError, TypeError) as e:
