@@ -19,8 +19,8 @@ and left running), on one workload, spending as little time as it can outside th
 4. Flink's checkpoint statistics of all modes are computed in the same Spark session
    (``barriersim.spark.analytics``), then each mode's ``summary.json`` is written.
 A workload Spark generated before (the same ``[workload]``, sources and seed: ``barriersim.workload_cache``) is
-taken from the cache instead, and then Spark does not start at all: the splits go to the first job's sources as
-soon as it deploys, the quickstart shape is verified against Spark's cached reference
+taken from the cache instead, and then Spark does not start at all: the splits are put in the object store and the
+first job deploys with them (no hand-off actor to start), the quickstart shape is verified against Spark's cached reference
 (``barriersim.spark.reference.compare_with_reference``, the same counts as the Spark SQL job), any other graph in
 a Ray task as above, and small statistics are computed in pandas (``barriersim.report.statistics``; large ones
 in a Spark started for them). A run that generated its workload in Spark computes the reference once its jobs are over
@@ -133,6 +133,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                      "path": None if cached is None else str(cached.path), "written": False}
     spark = None
     handoffs: list = []
+    put_splits: dict[str, list] | None = None  # a cache hit's splits, in the object store before the first job deploys
     jobs: list = []
 
     # on a storage URI, everything of the request goes under <storage>/<run directory name>: each mode's checkpoints
@@ -146,12 +147,17 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             return object_store_path(child_uri(storage_uris[target], "savepoints"))
         return str((target / "savepoints").resolve())
 
-    def start_job(target: Path, scenario: Scenario):
-        """Deploy a mode's job now; its sources wait for the splits its own hand-off gets later."""
-        handoffs.append(WorkloadHandOff.remote())
+    def start_job(target: Path, scenario: Scenario, splits_now: dict[str, list] | None = None):
+        """Deploy a mode's job now: its sources read ``splits_now`` (object references) if given, else they wait for
+        the splits its own hand-off gets later."""
+        if splits_now is not None:
+            job_splits = splits_now
+        else:
+            handoffs.append(WorkloadHandOff.remote())
+            job_splits = refs(handoffs[-1], sources)
         target.mkdir(parents=True, exist_ok=True)
         previous = previous_run(scenario)  # the run whose snapshot this one restores, continued
-        jobs.append(RayJob(job_config(scenario), refs(handoffs[-1], sources), storage_uris[target],
+        jobs.append(RayJob(job_config(scenario), job_splits, storage_uris[target],
                            f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=records,
                            savepoint_root=savepoint_root(target),
                            first_attempt_number=previous.next_attempt_number if previous else 0,
@@ -169,11 +175,14 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
         except PlacementError as err:
             raise UnsupportedScenario(f"{first.path}: {err}") from None
         if hit:
-            job = start_job(*runs[0])
             say("reading the workload and its reference from the cache (Spark not started)", None)
             t0 = time.perf_counter()
             workload, splits, reference = None, cached.splits, cached.reference
-            handoffs[0].supply.remote(splits)
+            # known before the first job deploys: its sources read them from the object store at once, with no
+            # hand-off actor (one actor process fewer to start before the job manager's); a later mode's job still
+            # waits for its hand-off, so that it does not run while the previous mode is verified
+            put_splits = {vertex: [ray.put(table) for table in tables] for vertex, tables in splits.items()}
+            job = start_job(*runs[0], splits_now=put_splits)
             shared["spark_start"] = 0.0
         else:
             cluster.start_spark_in_background(prepare=lambda spark: prepare(spark, first))
@@ -190,7 +199,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             workload = cluster.prepared
             splits = hand_off(workload)
             handoffs[0].supply.remote(splits)
-        split_refs = refs(handoffs[0], sources)  # resolved: for the Ray task of a general graph's reference
+        split_refs = put_splits if put_splits is not None else refs(handoffs[0], sources)  # resolved: for the Ray task of a general graph's reference
         split_sizes = {f"{vertex}#{i}": t.num_rows for vertex, tables in splits.items() for i, t in enumerate(tables)}
         mode_start = time.perf_counter()
         shared["workload"] = mode_start - t0
