@@ -200,7 +200,9 @@ class StreamTask:
                             supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge))
             for i, edge in enumerate(self.output_edges)
         ]
-        self.record_writers = RecordWriters(graph, self.output_edges, self.partitions, network.record_size, rng)
+        # the bytes of each record this task emits: its vertex's output record size, else the network's
+        record_size = self.vertex.params.get("record_size") or network.record_size
+        self.record_writers = RecordWriters(graph, self.output_edges, self.partitions, record_size, rng)
 
         self.input_side: Optional[InputSide] = None
         self._recovered_input: list[tuple[InputChannelInfo, Any]] = []

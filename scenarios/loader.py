@@ -8,7 +8,7 @@ keys (e.g. unaligned checkpoints need exactly-once and at most one concurrent ch
 
 The job is either the quickstart shorthand (``[job]`` with ``source_parallelism``, ``keyed_sum_parallelism``,
 ``sink_parallelism``) or a general DAG: ``[[job.vertex]]`` tables (``name``, ``operator``, ``parallelism``,
-operator parameters, per-record cost) and ``[[job.edge]]`` tables (``from``, ``to``, ``partitioner``,
+operator parameters, per-record cost, the size of the records it emits) and ``[[job.edge]]`` tables (``from``, ``to``, ``partitioner``,
 ``input``), validated as a ``runtime.jobgraph.JobGraph``. ``[network]`` sets the buffer size, Flink's credit
 defaults and the channel latency; ``[cluster]`` the TaskManagers and slots the job is placed in (one
 TaskManager by default, so every channel is local, as in Flink's MiniCluster) and the nodes they are spread
@@ -192,6 +192,9 @@ VERTEX_FIELDS: dict[str, Field] = {
     "factor": Field(int, 2, _between(-1_000_000, 1_000_000)),
     "modulus": Field(int, 3, _between(1, 1_000_000)),
     "window_ms": Field(int, 1000, _between(1, 10**12)),
+    # bytes each record this vertex emits occupies in a network buffer (its output type's serialized size);
+    # 0: the scenario's [network] record_size
+    "record_size": Field(int, 0, _between(0, 1 << 20)),
     # Flink's slotSharingGroup(name): subtasks of one group share slots (runtime.job.placement)
     "slot_sharing_group": Field(str, "default", _plain_name),
 }
@@ -366,7 +369,8 @@ def _parse_job(path: str, given: Any) -> JobSpec:
         v = _table(path, f"job.vertex[{i}]", raw, VERTEX_FIELDS)
         if v["max_parallelism"] < v["parallelism"]:
             raise ScenarioError(path, f"job.vertex[{i}].max_parallelism", f"must be >= parallelism {v['parallelism']}")
-        params = {k: v[k] for k in VERTEX_FIELDS if k not in ("name", "operator", "parallelism", "max_parallelism")}
+        params = {k: v[k] for k in VERTEX_FIELDS if k not in ("name", "operator", "parallelism", "max_parallelism")
+                  and not (k == "record_size" and v[k] == 0)}  # unset: the network's, and no parameter
         vertices.append(JobVertex(v["name"], OperatorKind(v["operator"]), v["parallelism"], v["max_parallelism"], params))
     for i, raw in enumerate(_array_of_tables(path, "job.edge", given.get("edge", []))):
         e = _table(path, f"job.edge[{i}]", raw, EDGE_FIELDS)

@@ -218,3 +218,42 @@ def test_a_vertex_name_that_cannot_show_in_one_line_is_refused(tmp_path, name):
     with pytest.raises(ScenarioError) as err:
         load_scenario(path)
     assert "\n" not in str(err.value) and "job.vertex[0].name: must be a non-empty printable name" in str(err.value)
+
+
+def test_a_vertex_record_size_sizes_the_records_it_emits_and_only_those():
+    """``[[job.vertex]] record_size``: the bytes of each record that vertex emits (its output type's size), so its
+    output buffers fill with more of them; records of other vertices keep ``[network] record_size``."""
+    from barriersim.runtime.sim.job_simulation import JobSimulation
+    from barriersim.scenarios.simulation_inputs import job_config, workload_splits
+
+    doc = {
+        "scenario": {"name": "sizes", "seed": 5},
+        "workload": {"records": 600, "keys": 10, "rate_per_source": 0},
+        "network": {"record_size": 100, "buffer_size": 4000},
+        "checkpointing": {"mode": "aligned", "interval_ms": 1000},
+        "job": {
+            "vertex": [
+                {"name": "source", "operator": "source", "parallelism": 1},
+                {"name": "sum", "operator": "keyed_sum", "parallelism": 1, "record_size": 20},
+                {"name": "sink", "operator": "at_least_once_sink", "parallelism": 1},
+            ],
+            "edge": [{"from": "source", "to": "sum", "partitioner": "hash"},
+                     {"from": "sum", "to": "sink", "partitioner": "forward"}],
+        },
+    }
+    s = parse_scenario(doc)
+    assert s.job.graph.vertex("sum").params["record_size"] == 20 and "record_size" not in s.job.graph.vertex("source").params
+    sim = JobSimulation(job_config(s), workload_splits(s), s.seed)
+    sim.run()
+    written = {f"{v}#{i}": sum(p.total_written_bytes for p in task.partitions) for (v, i), task in sim.tasks.items()}
+    assert written["source#0"] == 600 * 100
+    # its 600 records at 20 bytes, and the watermark its inputs' end gives it, a record-sized element
+    assert written["sum#0"] == 600 * 20 + 20
+
+
+@pytest.mark.parametrize("value", [-1, 1 << 21, "big"])
+def test_a_vertex_record_size_out_of_range_is_named(value):
+    doc = copy.deepcopy(GRAPH_DOC)
+    doc["job"]["vertex"][2]["record_size"] = value
+    with pytest.raises(ScenarioError, match=re.escape("job.vertex[2].record_size")):
+        parse_scenario(doc)
