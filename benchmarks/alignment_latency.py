@@ -2,7 +2,7 @@
 beside Flink's table, then the wide-band shape checks and Flink's own CheckpointingTimeBenchmark topology.
 
 How this works: every row is one deterministic simulation of ``scenarios/alignment_latency.toml`` (Flink's job: one
-TaskManager, paced sources, 64 keys with 30 % on key 0, 110-byte records) or of
+TaskManager, paced sources, 64 keys with 30 % on key 0, 110-byte source records, the keyed function's 28 bytes) or of
 ``scenarios/checkpointing_time_benchmark.toml``, with a few settings overridden through the loader
 (``apply_settings``): the mode, the offered source rate (no backpressure: the 625 records/s per source Flink's
 paced sources delivered; heavy: the 2,000 per source Flink's job offered), the alignment timeout. The figures come
@@ -334,10 +334,9 @@ def flink_checks(rows: list[Row], base: Scenario) -> list[Check]:
 
 
 HINTS = {
-    "processed KiB": "the sinks process the bottleneck's records while they wait for its barrier; at ≈ 1,160 records/s "
-                     "for 3.3 s, 110-byte records would make ≈ 410 KiB, so Flink's 107 KiB implies the keyed function "
-                     "emits records of ≈ 25 bytes, which docs/flink-facts.md does not give (barriersim sends 110 bytes "
-                     "on every edge)",
+    "processed KiB": "the sinks process the bottleneck's records for as long as they wait for its barrier, so this "
+                     "follows the plateau (the heavy aligned end-to-end row's ratio); the keyed function's record "
+                     "size (28 bytes, scenarios/alignment_latency.toml) is derived from Flink's 107 KiB",
     "end-to-end median ms": "the end-to-end duration is the bottleneck's start delay (its own row: the barrier waits "
                             "behind the records the output flusher held back) plus the checkpoint's cost after it "
                             "(the row 'end-to-end less start delay', the cost model's, within Flink's)",

@@ -94,6 +94,8 @@ def test_the_alignment_latency_scenario_is_flinks_job():
     assert s.checkpointing.interval_ms == 1000 and s.workload.rate_per_source == 2000  # heavy backpressure
     assert (s.workload.keys, s.workload.hot_key_share, s.network.record_size, s.cluster.taskmanagers) == (64, 0.3, 110, 1)
     assert g.vertex("keyed").params["hot_key"] == 0 and g.vertex("keyed").params["hot_key_extra_us"] == 1000.0
+    # the keyed function's small output records (derived from Flink's heavy aligned processed_data); the sources' 110 B
+    assert g.vertex("keyed").params["record_size"] == 28 and "record_size" not in g.vertex("source").params
 
 
 def test_the_hot_key_carries_its_share_and_the_rest_is_uniform():
