@@ -13,7 +13,8 @@ reached the bottleneck: the figure the checkpoint cost model, ``runtime/checkpoi
 against Flink's end-to-end median less its start-delay median), the bottleneck's
 ``start_delay`` (the subtask owning the hot key, by Flink's key-group assignment), the sinks' ``alignment_duration``
 (the larger of the two per checkpoint), the median ``persisted_data`` and ``processed_data``, and per vertex which
-subtasks report ``unaligned_checkpoint``; for heavy aligned also the first checkpoints' ramp. Each figure is printed
+subtasks report ``unaligned_checkpoint``; for heavy aligned also the first checkpoints' ramp (over several seeds,
+since the first trigger's random initial delay sets the first durations: ``ramp_runs``). Each figure is printed
 beside Flink's with the ratio and PASS within Flink's range widened by 30 % (figures under 50 ms: by 15 ms). A
 second block keeps the earlier wide-band shape checks.
 
@@ -27,6 +28,7 @@ import argparse
 import json
 import statistics
 import time
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -262,7 +264,7 @@ def run_all(quick: bool = False) -> tuple[list[Row], list[Check], list[Check]]:
                         **{"workload.records": ctb_records, "network.buffer_debloat": False}))
     rows.append(measure(ctb, "unaligned", CTB_UNALIGNED,
                         **{"workload.records": ctb_records // 2, "network.record_size": 1024}))
-    return rows, flink_checks(rows, base), shape_checks(rows, base)
+    return rows, flink_checks(rows, base) + [ramp_check(ramp_runs(quick))], shape_checks(rows, base)
 
 
 FLUSHER_TIMEOUTS_MS = (100, 10, 1)
@@ -326,12 +328,59 @@ def flink_checks(rows: list[Row], base: Scenario) -> list[Check]:
         if f.sinks_unaligned is not None:
             checks.append(Check(f"{group}, {mode}: sink unaligned flags", r.sinks_unaligned == f.sinks_unaligned,
                                 f"{r.sinks_unaligned} (Flink {f.sinks_unaligned})", HINT_FLAGS))
-    ramp = _find(rows, HEAVY, "aligned").ramp_ms
-    within = [_within(v, (w, w)) for v, w in zip(ramp, FLINK_RAMP_MS)]
-    checks.append(Check("heavy, aligned: the first checkpoints' ramp", len(ramp) == len(FLINK_RAMP_MS) and all(within),
-                        f"{', '.join(f'{v:.0f}' for v in ramp)} ms (Flink {', '.join(map(str, FLINK_RAMP_MS))})"))
     return checks
 
+
+RAMP_SEEDS = tuple(range(1, 9))
+
+
+@dataclass(frozen=True)
+class RampRun:
+    """The heavy aligned job's first checkpoints in one seed's run."""
+
+    seed: int
+    first_trigger_ms: int  # when the first periodic trigger fired: the random initial delay
+    ramp_ms: list[int]  # end-to-end durations of checkpoints 1-6
+
+
+def ramp_runs(quick: bool = False) -> list[RampRun]:
+    """The heavy aligned job's first six checkpoints, once per seed. Flink triggers the first periodic checkpoint after
+    a random initial delay (``CheckpointCoordinator.getRandomInitDelay``: uniform between the minimum pause and the
+    interval, here 0-1,000 ms; barriersim draws it from the seed, ``runtime/coordinator/periodic_scheduler.py``), and
+    how much data the channels in front of the bottleneck hold by then sets the first durations: one run's ramp is
+    one draw. Flink's table gives its run's durations, not its initial delay."""
+    base = load_scenario(ALIGNMENT_SCENARIO)
+    heavy = apply_settings(base, {"checkpointing.mode": "aligned", "workload.rate_per_source": HEAVY_RATE,
+                                  "workload.records": 45_000}, "benchmark")  # about 18 s of the job
+    runs = []
+    for seed in RAMP_SEEDS[:4] if quick else RAMP_SEEDS:
+        scenario = dataclasses.replace(heavy, seed=seed)
+        result = JobSimulation(job_config(scenario), workload_splits(scenario), seed).run()
+        completed = sorted((c for c in result.checkpoints if c["status"] == "COMPLETED"), key=lambda c: c["id"])
+        first = completed[:len(FLINK_RAMP_MS)]
+        runs.append(RampRun(seed, first[0]["trigger_timestamp"] if first else -1,
+                            [c["end_to_end_duration"] for c in first]))
+    return runs
+
+
+def ramp_check(runs: list[RampRun]) -> Check:
+    """Flink's first checkpoint (227 ms) fixes the one unknown, its initial delay: the seed whose first checkpoint is
+    nearest it stands for Flink's draw, and its checkpoints 2-6 are compared with Flink's (how fast the channels in
+    front of the bottleneck fill, and the plateau they reach)."""
+    nearest = min(runs, key=lambda r: abs(r.ramp_ms[0] - FLINK_RAMP_MS[0]) if r.ramp_ms else float("inf"))
+    rest = list(zip(nearest.ramp_ms[1:], FLINK_RAMP_MS[1:]))
+    passed = len(nearest.ramp_ms) == len(FLINK_RAMP_MS) and all(_within(v, (w, w)) for v, w in rest)
+    firsts = ", ".join(f"{r.first_trigger_ms} ms ({r.ramp_ms[0] if r.ramp_ms else '-'})" for r in runs)
+    return Check("heavy, aligned: the first checkpoints' ramp, checkpoints 2-6", passed,
+                 f"{', '.join(f'{v:.0f}' for v, _ in rest)} ms (Flink {', '.join(str(w) for _, w in rest)}), in the run "
+                 f"of seed {nearest.seed}, whose first trigger came {nearest.first_trigger_ms} ms after the start and "
+                 f"whose first checkpoint took {nearest.ramp_ms[0]} ms (Flink {FLINK_RAMP_MS[0]}); first triggers "
+                 f"(and first checkpoints) of seeds {RAMP_SEEDS[0]}-{runs[-1].seed}: {firsts}",
+                 HINT_RAMP)
+
+
+HINT_RAMP = ("the sixth is the plateau, the heavy aligned end-to-end row's divergence (the data queued in front of "
+             "the bottleneck); the first follows the random initial delay, so a single run's ramp is not comparable")
 
 HINTS = {
     "processed KiB": "the sinks process the bottleneck's records for as long as they wait for its barrier, so this "
@@ -458,14 +507,15 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
         console.print(f"{'PASS' if c.passed else 'FAIL'}  {c.name}: {c.detail}", markup=False, highlight=False)
     if flusher:
         console.print("\nthe output flusher in the idle aligned start delay (Flink's execution.buffer-timeout.interval; "
-                      "Flink's job ran with its default, 100 ms):", markup=False, highlight=False)
+                      "its default, 100 ms; the facts do not give the measured job's setting):", markup=False, highlight=False)
         for r in flusher:
             console.print(f"  {r.group}: bottleneck start delay {_ms(r.start_delay_ms)}, e2e median {_ms(r.e2e_ms)}, "
                           f"sink alignment {_ms(r.sink_alignment_ms)} (Flink at 100 ms: 9-12, 20-24, 3-6 ms)",
                           markup=False, highlight=False)
         rows = rows + flusher
     console.print(f"{len(rows)} simulated runs, {sum(r.virtual_seconds for r in rows):.0f} virtual s in "
-                  f"{sum(r.wall_seconds for r in rows):.1f} wall s", markup=False, highlight=False)
+                  f"{sum(r.wall_seconds for r in rows):.1f} wall s, besides the ramp's runs (one per seed)", markup=False,
+                  highlight=False)
 
 
 def main(argv: list[str] | None = None) -> int:
