@@ -20,7 +20,8 @@ and left running), on one workload, spending as little time as it can outside th
    (``barriersim.spark.analytics``), then each mode's ``summary.json`` is written.
 A workload Spark generated before (the same ``[workload]``, sources and seed: ``barriersim.workload_cache``) is
 taken from the cache instead, and then Spark does not start at all: the splits are put in the object store and the
-first job deploys with them (no hand-off actor to start), the quickstart shape is verified against Spark's cached reference
+first job deploys with them (no hand-off actor to start), the quickstart shape is verified against Spark's cached
+reference
 (``barriersim.spark.reference.compare_with_reference``, the same counts as the Spark SQL job), any other graph in
 a Ray task as above, and small statistics are computed in pandas (``barriersim.report.statistics``; large ones
 in a Spark started for them). A run that generated its workload in Spark computes the reference once its jobs are over
@@ -199,7 +200,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             workload = cluster.prepared
             splits = hand_off(workload)
             handoffs[0].supply.remote(splits)
-        split_refs = put_splits if put_splits is not None else refs(handoffs[0], sources)  # resolved: for the Ray task of a general graph's reference
+        # resolved: for the Ray task of a general graph's reference
+        split_refs = put_splits if put_splits is not None else refs(handoffs[0], sources)
         split_sizes = {f"{vertex}#{i}": t.num_rows for vertex, tables in splits.items() for i, t in enumerate(tables)}
         mode_start = time.perf_counter()
         shared["workload"] = mode_start - t0

@@ -372,7 +372,8 @@ def ramp_check(runs: list[RampRun]) -> Check:
     passed = len(nearest.ramp_ms) == len(FLINK_RAMP_MS) and all(_within(v, (w, w)) for v, w in rest)
     firsts = ", ".join(f"{r.first_trigger_ms} ms ({r.ramp_ms[0] if r.ramp_ms else '-'})" for r in runs)
     return Check("heavy, aligned: the first checkpoints' ramp, checkpoints 2-6", passed,
-                 f"{', '.join(f'{v:.0f}' for v, _ in rest)} ms (Flink {', '.join(str(w) for _, w in rest)}), in the run "
+                 f"{', '.join(f'{v:.0f}' for v, _ in rest)} ms (Flink {', '.join(str(w) for _, w in rest)}), "
+                 f"in the run "
                  f"of seed {nearest.seed}, whose first trigger came {nearest.first_trigger_ms} ms after the start and "
                  f"whose first checkpoint took {nearest.ramp_ms[0]} ms (Flink {FLINK_RAMP_MS[0]}); first triggers "
                  f"(and first checkpoints) of seeds {RAMP_SEEDS[0]}-{runs[-1].seed}: {firsts}",
@@ -507,14 +508,16 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
         console.print(f"{'PASS' if c.passed else 'FAIL'}  {c.name}: {c.detail}", markup=False, highlight=False)
     if flusher:
         console.print("\nthe output flusher in the idle aligned start delay (Flink's execution.buffer-timeout.interval; "
-                      "its default, 100 ms; the facts do not give the measured job's setting):", markup=False, highlight=False)
+                      "its default, 100 ms; the facts do not give the measured job's setting):", markup=False,
+                      highlight=False)
         for r in flusher:
             console.print(f"  {r.group}: bottleneck start delay {_ms(r.start_delay_ms)}, e2e median {_ms(r.e2e_ms)}, "
                           f"sink alignment {_ms(r.sink_alignment_ms)} (Flink at 100 ms: 9-12, 20-24, 3-6 ms)",
                           markup=False, highlight=False)
         rows = rows + flusher
     console.print(f"{len(rows)} simulated runs, {sum(r.virtual_seconds for r in rows):.0f} virtual s in "
-                  f"{sum(r.wall_seconds for r in rows):.1f} wall s, besides the ramp's runs (one per seed)", markup=False,
+                  f"{sum(r.wall_seconds for r in rows):.1f} wall s, besides the ramp's runs (one per seed)",
+                  markup=False,
                   highlight=False)
 
 

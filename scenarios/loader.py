@@ -8,10 +8,10 @@ keys (e.g. unaligned checkpoints need exactly-once and at most one concurrent ch
 
 The job is either the quickstart shorthand (``[job]`` with ``source_parallelism``, ``keyed_sum_parallelism``,
 ``sink_parallelism``) or a general DAG: ``[[job.vertex]]`` tables (``name``, ``operator``, ``parallelism``,
-operator parameters, per-record cost, the size of the records it emits) and ``[[job.edge]]`` tables (``from``, ``to``, ``partitioner``,
-``input``), validated as a ``runtime.jobgraph.JobGraph``. ``[network]`` sets the buffer size, Flink's credit
-defaults and the channel latency; ``[cluster]`` the TaskManagers and slots the job is placed in (one
-TaskManager by default, so every channel is local, as in Flink's MiniCluster) and the nodes they are spread
+operator parameters, per-record cost, the size of the records it emits) and ``[[job.edge]]`` tables (``from``,
+``to``, ``partitioner``, ``input``), validated as a ``runtime.jobgraph.JobGraph``. ``[network]`` sets the buffer
+size, Flink's credit defaults and the channel latency; ``[cluster]`` the TaskManagers and slots the job is placed
+in (one TaskManager by default, so every channel is local, as in Flink's MiniCluster) and the nodes they are spread
 over; ``[storage]`` what checkpoint work costs (``runtime.checkpoint_cost``); ``[state]`` the keyed state backend
 (``runtime.state.backend``); ``[[faults]]`` is a fault schedule (``runtime.faults``), checked against the graph and
 the placement; ``[[actions]]`` the experiment actions (``runtime.experiment``: savepoints, stop-with-savepoint,

@@ -242,7 +242,8 @@ def test_a_vertex_record_size_sizes_the_records_it_emits_and_only_those():
         },
     }
     s = parse_scenario(doc)
-    assert s.job.graph.vertex("sum").params["record_size"] == 20 and "record_size" not in s.job.graph.vertex("source").params
+    graph = s.job.graph
+    assert graph.vertex("sum").params["record_size"] == 20 and "record_size" not in graph.vertex("source").params
     sim = JobSimulation(job_config(s), workload_splits(s), s.seed)
     sim.run()
     written = {f"{v}#{i}": sum(p.total_written_bytes for p in task.partitions) for (v, i), task in sim.tasks.items()}
