@@ -27,7 +27,7 @@ from dataclasses import dataclass, fields
 from typing import Mapping, Union
 
 from barriersim.runtime.jobgraph import JobGraph, JobGraphError
-from barriersim.runtime.tagged_tables import decode_tagged_tables, tables_from_json, tables_to_json
+from barriersim.runtime.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
 
 
 class ActionScheduleError(ValueError):
@@ -284,11 +284,7 @@ class ActionSchedule:
 def _action_from_plain(cls: type, item: Mapping, at: str) -> Action:
     known = ["from", "parallelism", "allow_non_restored_state"] if cls is Restore else [f.name for f in fields(cls)]
     kwargs = {}
-    for key, value in item.items():
-        if key == "type":
-            continue
-        if key not in known:
-            raise ActionScheduleError(f"{at}.{key}: unknown field for {item['type']} (known: {', '.join(known)})")
+    for key, value in table_fields(item, known, at, ActionScheduleError):
         where = f"{at}.{key}"
         if key == "at_ms":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:

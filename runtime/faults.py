@@ -19,7 +19,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Union
 
 from barriersim.runtime.storage.damage import CheckpointDamage, DamageTarget
-from barriersim.runtime.tagged_tables import decode_tagged_tables, tables_from_json, tables_to_json
+from barriersim.runtime.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
 
 
 class ProtocolPoint(enum.Enum):
@@ -398,11 +398,7 @@ def _fault_from_plain(cls: type, item: dict, at: str) -> Fault:
     """One ``[[faults]]`` table of fault class ``cls`` at ``at``, its fields checked."""
     known = {f.name: f for f in fields(cls)}
     kwargs = {}
-    for key, value in item.items():
-        if key == "type":
-            continue
-        if key not in known:
-            raise FaultScheduleError(f"{at}.{key}: unknown field for {item['type']} (known: {', '.join(known)})")
+    for key, value in table_fields(item, known, at, FaultScheduleError):
         if key in _ENUMS:
             try:
                 value = _ENUMS[key](value)

@@ -3,15 +3,15 @@ values and JSON.
 
 How this works: ``decode_tagged_tables`` checks that the plain value is a list of tables, that each names a known
 ``type``, and hands each table with its class and its place (``faults[2]``) to the caller's ``build``, which checks
-the table's fields; every problem is the caller's error type with a one-line message naming the place.
-``tables_from_json`` reads the JSON form (a replay command's) with the same kind of error, ``tables_to_json`` writes
-it compactly and in a stable order.
+the table's fields (``table_fields`` gives them, refusing unknown ones); every problem is the caller's error type
+with a one-line message naming the place. ``tables_from_json`` reads the JSON form (a replay command's) with the
+same kind of error, ``tables_to_json`` writes it compactly and in a stable order.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Iterator, Mapping
 
 
 def decode_tagged_tables(items: Any, where: str, types: Mapping[str, type], kind: str, error: Callable[[str], Exception],
@@ -30,6 +30,18 @@ def decode_tagged_tables(items: Any, where: str, types: Mapping[str, type], kind
             raise error(f"{at}.type: unknown {kind} {item['type']!r} (known: {', '.join(types)})")
         values.append(build(cls, item, at))
     return values
+
+
+def table_fields(item: Mapping, known: Collection[str], at: str,
+                 error: Callable[[str], Exception]) -> Iterator[tuple[str, Any]]:
+    """The ``(key, value)`` fields of one tagged table other than its ``type``; a key not in ``known`` is ``error``
+    naming the field and the known ones."""
+    for key, value in item.items():
+        if key == "type":
+            continue
+        if key not in known:
+            raise error(f"{at}.{key}: unknown field for {item['type']} (known: {', '.join(known)})")
+        yield key, value
 
 
 def tables_from_json(text: str, where: str, error: Callable[[str], Exception]) -> Any:
