@@ -38,9 +38,9 @@ def export_analytics(local_analytics: str | Path, uri: str) -> str:
     with the storage's client options in its query), each a directory of part files with ``_SUCCESS`` last.
     Returns ``uri``; raises ``AnalyticsExportError``."""
     from barriersim.runtime.storage.errors import CheckpointStorageError
-    from barriersim.runtime.storage.object_storage import object_store_filesystem
+    from barriersim.runtime.storage.object_storage import object_store_filesystem, uri_for_messages
 
-    shown = uri.split("?")[0]
+    shown = uri_for_messages(uri)
     local = Path(local_analytics)
     tables = [local / name for name in TABLES if (local / name / SUCCESS).is_file()]
     try:

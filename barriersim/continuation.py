@@ -37,6 +37,7 @@ from barriersim.runtime.storage.object_storage import (
     is_object_store_uri,
     object_store_filesystem,
     restore_storage_for,
+    uri_for_messages,
 )
 from barriersim.scenarios.loader import Scenario, ScenarioError, load_scenario, parse_scenario
 
@@ -117,7 +118,7 @@ def publish_run(out_dir: Path, uri: str) -> None:
                 out.write((Path(out_dir) / name).read_bytes())
     except (OSError, CheckpointStorageError) as err:
         reason = " ".join(str(err).split()) or type(err).__name__
-        raise RunPublishError(f"{uri.split('?')[0]}: writing the run's {', '.join(PUBLISHED_FILES)} beside its "
+        raise RunPublishError(f"{uri_for_messages(uri)}: writing the run's {', '.join(PUBLISHED_FILES)} beside its "
                               f"checkpoints failed ({reason}); a restore from there will not find the run") from None
 
 

@@ -370,7 +370,12 @@ def probe_storage(uri: str) -> None:
         filesystem.get_file_info(path)
     except OSError as e:
         reason = " ".join(str(e).split())
-        raise CheckpointStorageIOError(uri.split("?")[0], f"cannot reach the object store: {reason}") from None
+        raise CheckpointStorageIOError(uri_for_messages(uri), f"cannot reach the object store: {reason}") from None
+
+
+def uri_for_messages(uri: str) -> str:
+    """``uri`` as messages name it: without its query, which holds the object store client's options."""
+    return uri.split("?")[0]
 
 
 def object_store_path(uri: str) -> str:
