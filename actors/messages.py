@@ -85,10 +85,12 @@ def pack_elements(entries: list) -> list[bytes]:
     return parts
 
 
+_HEADERS = msgpack.Packer()
+
+
 def _array(packed: list[bytes]) -> bytes:
-    n = len(packed)
-    header = bytes([0x90 | n]) if n < 16 else (b"\xdc" + n.to_bytes(2, "big") if n < 65536 else b"\xdd" + n.to_bytes(4, "big"))
-    return header + b"".join(packed)
+    """A msgpack array of the already packed ``packed`` values."""
+    return _HEADERS.pack_array_header(len(packed)) + b"".join(packed)
 
 
 def decode_elements(data: bytes):
