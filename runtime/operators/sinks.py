@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from barriersim.runtime.operators.records import pack, unpack
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
@@ -88,13 +90,50 @@ class ExternalStore:
                              direct=[batch(rows) for rows in snapshot.get("direct", ())])
 
 
+class _TransactionBuffer:
+    """The records of one open transaction, appended in order into one growing ``int64`` array (capacity doubles):
+    the transaction's data is one contiguous batch when it is pre-committed, without a final copy, and the
+    batches it was given go back to the allocator at once instead of staying alive until the pre-commit (a
+    long transaction otherwise keeps every network buffer's batch, fresh memory page by page). The first batch is
+    kept as it is (no copy) until a second one arrives: its array is full, so the second one grows into a new one.
+    """
+
+    __slots__ = ("_array", "_size")
+
+    def __init__(self):
+        self._array = None
+        self._size = 0
+
+    def __bool__(self) -> bool:
+        return self._size > 0
+
+    def append(self, batch: RecordBatch) -> None:
+        columns = batch.columns
+        n = columns.shape[1]
+        if self._array is None:
+            self._array, self._size = columns, n
+            return
+        size, array = self._size, self._array
+        if array.shape[1] < size + n:
+            grown = np.empty((array.shape[0], max(size + n, 2 * array.shape[1])), dtype=array.dtype)
+            grown[:, :size] = array[:, :size]
+            self._array = array = grown
+        array[:, size:size + n] = columns
+        self._size = size + n
+
+    def batch(self) -> RecordBatch:
+        """The records appended so far, as one batch (a view; nothing writes into it again: a pre-committed
+        transaction's buffer is not appended to)."""
+        return RecordBatch(self._array[:, :self._size]) if self._size else RecordBatch.empty()
+
+
 class TwoPhaseCommitSink:
     def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0):
         self.store = store
         self.subtask = subtask
         self._attempt = attempt
         self._serial = 0
-        self._current: list[RecordBatch] = []
+        self._current = _TransactionBuffer()
         self._current_id = self._new_transaction_id()
         self._pending: dict[int, str] = {}  # checkpoint id -> pre-committed transaction id
 
@@ -108,14 +147,14 @@ class TwoPhaseCommitSink:
             self._current.append(batch)
 
     def _staged(self) -> RecordBatch:
-        return RecordBatch.concat(self._current) if self._current else RecordBatch.empty()
+        return self._current.batch()
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSubtaskState:
         """Pre-commit the current transaction for ``checkpoint_id`` and open the next one; the state holds the
         pending transaction handles only (the data is in the external system)."""
         self.store.pre_commit(self._current_id, self._staged())
         self._pending[checkpoint_id] = self._current_id
-        self._current = []
+        self._current = _TransactionBuffer()
         self._current_id = self._new_transaction_id()
         parts = tuple(pack([cid, tid]) for cid, tid in sorted(self._pending.items()))
         return OperatorSubtaskState(managed_operator_state=(OperatorStateHandle({PENDING_TRANSACTIONS_STATE: parts}),))
@@ -143,7 +182,7 @@ class TwoPhaseCommitSink:
 
     def close_on_failover(self) -> None:
         """The open transaction was never pre-committed: it simply disappears with the task."""
-        self._current = []
+        self._current = _TransactionBuffer()
 
     def finish(self) -> None:
         """End of input: commit every pre-committed transaction and the open one. This stands in for FLIP-147's
@@ -154,7 +193,7 @@ class TwoPhaseCommitSink:
         if self._current:
             self.store.pre_commit(self._current_id, self._staged())
             self.store.commit(self._current_id)
-            self._current = []
+            self._current = _TransactionBuffer()
 
 
 class AtLeastOnceSink:

@@ -86,3 +86,27 @@ def test_the_store_continued_from_its_snapshot_holds_the_same_batches():
     assert continued.pending == store.pending and continued.direct_records == 1
     continued.commit("sink#0@0/2")
     assert continued.output().to_rows() == [(1, 2, 3, 4), (5, 6, 7, 8), (9, 9, 9, 9), (4, 3, 2, 1)]
+
+
+def test_a_transaction_pre_commits_its_batches_in_order_and_leaves_them_unchanged():
+    """The open transaction copies what it is given into one growing array: the pre-committed batch holds every
+    record in arrival order across the array's growth, the batches handed in are never written to, and the next
+    transaction writes into its own array, not into the pre-committed one."""
+    import numpy as np
+
+    from barriersim.runtime.record_batch import RecordBatch
+
+    store = ExternalStore()
+    sink = TwoPhaseCommitSink(store, "sink#0")
+    given = [RecordBatch.from_rows([(i, i % 7, i, 0) for i in range(start, start + size)])
+             for start, size in ((0, 1), (1, 3), (4, 50), (54, 1), (55, 200))]
+    copies = [b.columns.copy() for b in given]
+    for batch in given:
+        sink.invoke_all(batch)
+    sink.snapshot_state(1)
+    sink.invoke_all(RecordBatch.from_rows([(999, 0, 0, 0)] * 300))
+    sink.notify_checkpoint_complete(1)
+    assert store.output() == [(i, i % 7, i, 0) for i in range(255)]
+    assert all(np.array_equal(b.columns, c) for b, c in zip(given, copies))
+    sink.finish()
+    assert len(store.output()) == 555 and store.output()[255] == (999, 0, 0, 0)
