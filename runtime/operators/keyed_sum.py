@@ -122,24 +122,27 @@ class KeyedRunningSum:
             sums[slots[0]] = total
             out[3, 0] = total
             return RecordBatch(out)
-        # the batch's records grouped by key, in arrival order within a key (a stable sort; radix on small slots)
+        # the batch's records grouped by key, in arrival order within a key (a stable sort; radix on small slots);
+        # in that order a record's running sum is the batch's cumulative sum through it, minus the cumulative sum
+        # before its key's first record, plus its key's sum before the batch
         order = np.argsort(slots.astype(np.int16) if self._slots.count <= 32767 else slots, kind="stable")
         ordered_slots = slots[order]
-        ordered_values = values[order]
-        cumulative = np.cumsum(ordered_values)
-        first = np.empty(n, dtype=bool)  # the first record of each key in the ordered batch
-        first[0] = True
-        np.not_equal(ordered_slots[1:], ordered_slots[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        start_of = np.zeros(n, dtype=np.int64)
-        start_of[starts] = starts
-        np.maximum.accumulate(start_of, out=start_of)  # index of its key's first record, for every record
-        running = cumulative - (cumulative[start_of] - ordered_values[start_of]) + sums[ordered_slots]
-        out[3, order] = running
-        last = np.empty_like(starts)  # the last record of each key
-        last[:-1] = starts[1:] - 1
-        last[-1] = n - 1
-        sums[ordered_slots[last]] = running[last]
+        cumulative = values[order].cumsum()
+        last = np.empty(n, dtype=bool)  # the last record of each key in the ordered batch
+        last[-1] = True
+        np.not_equal(ordered_slots[1:], ordered_slots[:-1], out=last[:-1])
+        ends = last.nonzero()[0]
+        key_slots = ordered_slots[ends]  # per key of the batch, in order
+        through = cumulative[ends]  # the cumulative sum through the key's last record
+        before = np.empty_like(through)  # ... and before its first record
+        before[0] = 0
+        before[1:] = through[:-1]
+        lengths = ends.copy()  # the key's number of records
+        lengths[1:] -= ends[:-1]
+        lengths[0] += 1
+        base = sums[key_slots] - before
+        out[3][order] = cumulative + base.repeat(lengths)
+        sums[key_slots] = base + through
         return RecordBatch(out)
 
     def _key_groups(self, keys: np.ndarray) -> np.ndarray:
