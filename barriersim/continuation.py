@@ -11,11 +11,12 @@ run directory of the same scenario (workload, seed and job up to parallelism), e
 ``restore.from`` and the problem in one line. ``previous_run`` gives what the restored run continues.
 ``write_external_store`` / ``read_external_store`` keep the external system in a run directory, atomically.
 
-A run whose checkpoint storage is an object store (``s3://``) keeps its savepoints and checkpoints there, under
-``<storage>/<run>[/<mode>]``, where another machine restores them; ``publish_run`` puts the run directory's
-``scenario.toml``, ``external_store.msgpack`` and ``summary.json`` (last) beside them, so that a pointer into the
-object store (``--from s3://bucket/.../savepoints/savepoint-...``, the S3 client's options in its query as in
-the storage URI) finds its run there as a path finds its run directory: the nearest ancestor holding a
+A run with a checkpoint storage (``--checkpoint-storage``: an object store, ``s3://``, or a path every node
+sees) keeps its savepoints and checkpoints there, under ``<storage>/<run>[/<mode>]``, where another machine
+restores them (``runtime.storage.object_storage.savepoint_directory_for``); ``publish_run`` puts the run
+directory's ``scenario.toml``, ``external_store.msgpack`` and ``summary.json`` (last) beside them, so that a
+pointer there (a path, or ``--from s3://bucket/.../savepoints/savepoint-...``, the S3 client's options in its
+query as in the storage URI) finds its run as a path into a run directory does: the nearest ancestor holding a
 ``summary.json`` and the external store (``run_dir_of``).
 """
 
@@ -33,6 +34,7 @@ from barriersim.errors import BarriersimError
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.runtime.storage.errors import CheckpointStorageError
+from barriersim.runtime.storage.fs_storage import local_path
 from barriersim.runtime.storage.object_storage import (
     is_object_store_uri,
     object_store_filesystem,
@@ -108,14 +110,22 @@ def read_external_store(run_dir: Path | RunDirectory) -> ExternalStore:
 
 
 def publish_run(out_dir: Path, uri: str) -> None:
-    """Put the run directory's ``scenario.toml``, external store and ``summary.json`` (last) under ``uri`` (the
-    run's directory on the object store of its checkpoint storage, where its savepoints and checkpoints are): one
-    PUT each. Raises ``RunPublishError`` naming the URI."""
+    """Put the run directory's ``scenario.toml``, external store and ``summary.json`` (last) under ``uri``, the run's
+    directory on its checkpoint storage, where its savepoints and checkpoints are: on an object store one PUT each,
+    on a filesystem one atomic file each (nothing when ``uri`` is the run directory itself). Raises
+    ``RunPublishError`` naming the URI."""
     try:
-        filesystem, path = object_store_filesystem(uri)
-        for name in PUBLISHED_FILES:
-            with filesystem.open_output_stream(f"{path}/{name}") as out:
-                out.write((Path(out_dir) / name).read_bytes())
+        if is_object_store_uri(uri):
+            filesystem, path = object_store_filesystem(uri)
+            for name in PUBLISHED_FILES:
+                with filesystem.open_output_stream(f"{path}/{name}") as out:
+                    out.write((Path(out_dir) / name).read_bytes())
+        else:
+            target = Path(local_path(uri)).resolve()
+            if target != Path(out_dir).resolve():
+                target.mkdir(parents=True, exist_ok=True)
+                for name in PUBLISHED_FILES:
+                    AtomicFileWriter().write(target / name, (Path(out_dir) / name).read_bytes())
     except (OSError, CheckpointStorageError) as err:
         reason = " ".join(str(err).split()) or type(err).__name__
         raise RunPublishError(f"{uri_for_messages(uri)}: writing the run's {', '.join(PUBLISHED_FILES)} beside its "
@@ -138,7 +148,7 @@ def run_dir_of(path: str | Path) -> RunDirectory | None:
             if candidate.holds_a_run():
                 return candidate
         return None
-    p = Path(text[len("file://"):] if text.startswith("file://") else text).resolve()
+    p = Path(local_path(text)).resolve()
     for candidate in [p, *p.parents][:_SEARCH_DEPTH + 1]:
         if (candidate / SUMMARY_FILE).is_file() and (candidate / EXTERNAL_STORE_FILE).is_file():
             return RunDirectory.local(candidate)

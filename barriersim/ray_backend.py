@@ -33,10 +33,11 @@ start, ``cache_write`` when no entry was written) and the mode's own (``deploy``
 or the previous mode's end, until its tasks run; ``job``: the tasks' run; ``verification``); ``wall_seconds`` is
 the mode's own wall time. Savepoints go to ``savepoints/``, checkpoints to ``checkpoints/<job-id>/``, the
 external system to ``external_store.msgpack``; a run restored from an earlier run's snapshot continues that run's
-external system (``barriersim.continuation``). With ``s3://`` checkpoint storage the analytics are also written
-under ``<storage>/<run>/analytics/`` (``barriersim.analytics_export``), their URI in each ``summary.json``
-(``ray.analytics_uri``), and each mode's ``scenario.toml``, external system and ``summary.json`` beside its
-checkpoints (``barriersim.continuation.publish_run``), where a restore from one of them finds the run. Spark's
+external system (``barriersim.continuation``). With a checkpoint storage (a path or ``s3://``) the checkpoints and
+savepoints go under ``<storage>/<run>[/<mode>]`` instead, as the simulator's do, and each mode's ``scenario.toml``,
+external system and ``summary.json`` beside them (``barriersim.continuation.publish_run``), where a restore from
+one of them finds the run; on ``s3://`` the analytics are also written under ``<storage>/<run>/analytics/``
+(``barriersim.analytics_export``), their URI in each ``summary.json`` (``ray.analytics_uri``). Spark's
 and Ray's logs go to ``logs/`` in the run directory (the root one for several modes). Progress, ``(stage,
 fraction or None)``, goes to an optional callback.
 """
@@ -104,7 +105,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     from barriersim.actors.workload_handoff import WorkloadHandOff, refs
     from barriersim.errors import UnsupportedScenario
     from barriersim.runtime.job.placement import PlacementError
-    from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri, object_store_path
+    from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri, savepoint_directory_for
     from barriersim.rundir import Run
     from barriersim.scenarios.simulation_inputs import job_config
     from barriersim.spark.analytics import analytics_dir, compute_analytics
@@ -142,12 +143,6 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     remote_root, on_storage = run_storage_uris(checkpoint_storage, list(runs))
     storage_uris = {target: str(target / "checkpoints") if uri is None else uri for target, uri in on_storage.items()}
 
-    def savepoint_root(target: Path) -> str:
-        """The run's savepoints: beside its checkpoints on an object store, else in the run directory."""
-        if is_object_store_uri(storage_uris[target]):
-            return object_store_path(child_uri(storage_uris[target], "savepoints"))
-        return str((target / "savepoints").resolve())
-
     def start_job(target: Path, scenario: Scenario, splits_now: dict[str, list] | None = None):
         """Deploy a mode's job now: its sources read ``splits_now`` (object references) if given, else they wait for
         the splits its own hand-off gets later."""
@@ -160,7 +155,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
         previous = previous_run(scenario)  # the run whose snapshot this one restores, continued
         jobs.append(RayJob(job_config(scenario), job_splits, storage_uris[target],
                            f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=records,
-                           savepoint_root=savepoint_root(target),
+                           savepoint_root=savepoint_directory_for(on_storage[target], target),
                            first_attempt_number=previous.next_attempt_number if previous else 0,
                            store_snapshot=msgpack.packb(previous.store.snapshot(), use_bin_type=True)
                            if previous else None))
@@ -323,7 +318,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 summary["ray"] = {**summary["ray"], "analytics_uri": analytics_uri}
             write_summary(target, summary)
             summaries.append(summary)
-            if is_object_store_uri(storage_uris[target]):
+            if on_storage[target] is not None:
                 try:  # beside its savepoints and checkpoints, where a restore from them finds the run
                     publish_run(target, storage_uris[target])
                 except RunPublishError as err:

@@ -26,7 +26,7 @@ from barriersim.continuation import previous_run, publish_run, write_external_st
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.snapshot_verification import verify_run
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
-from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri, object_store_path
+from barriersim.runtime.storage.object_storage import savepoint_directory_for
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from barriersim.summary import (
@@ -53,7 +53,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     ``checkpoint_files``: keep the checkpoints in ``out_dir/checkpoints/<job-id>/`` (the filesystem checkpoint
     storage, as a Ray run does) instead of in memory; ``checkpoint_storage``: keep them at this storage URI
     instead (a path, ``file://`` or ``s3://``: ``runtime.storage.object_storage.checkpoint_storage_for``), its
-    savepoints in its ``savepoints/`` and, on an object store, the run's files beside them
+    savepoints in its ``savepoints/`` (``savepoint_directory_for``) and the run's files beside them
     (``barriersim.continuation.publish_run``), as a Ray run does. The simulation is the same."""
     out_dir = Path(out_dir)
     config = job_config(scenario)
@@ -106,17 +106,17 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     write_run_directory(out_dir, scenario, summary, result.checkpoints, with_channel_kinds(result.subtasks, config),
                         placement_rows(config, result.deployments))
     write_external_store(out_dir, simulation.store)
-    if checkpoint_storage is not None and is_object_store_uri(checkpoint_storage):
+    if checkpoint_storage is not None:
         publish_run(out_dir, checkpoint_storage)
     return summary
 
 
 def _storage_directories(out_dir: Path, checkpoint_files: bool, checkpoint_storage: str | None):
     """Where the simulation keeps its checkpoints (None: in memory) and writes its savepoints."""
+    savepoints = savepoint_directory_for(checkpoint_storage, out_dir)
     if checkpoint_storage is None:
-        return (out_dir / "checkpoints" if checkpoint_files else None), out_dir / "savepoints"
-    savepoints = child_uri(checkpoint_storage, "savepoints")
-    return checkpoint_storage, object_store_path(savepoints) if is_object_store_uri(savepoints) else savepoints
+        return (out_dir / "checkpoints" if checkpoint_files else None), savepoints
+    return checkpoint_storage, savepoints
 
 
 def _externalize_retained_checkpoints(sim: JobSimulation, report, out_dir: Path) -> None:

@@ -66,6 +66,11 @@ def _checkpoint_id_of(directory: Path) -> int | None:
     return None
 
 
+def local_path(uri: str) -> str:
+    """The filesystem path a plain path or ``file://`` URI names."""
+    return uri[len("file://"):] if uri.startswith("file://") else uri
+
+
 def resolve_checkpoint_pointer(pointer: str) -> CompletedCheckpointStorageLocation:
     """Flink's ``AbstractFsCheckpointStorageAccess.resolveCheckpointPointer``: a checkpoint/savepoint
     directory or ``_metadata`` file -> its completed location. The external pointer is the directory."""
@@ -73,7 +78,7 @@ def resolve_checkpoint_pointer(pointer: str) -> CompletedCheckpointStorageLocati
         raise InvalidCheckpointPointerError(f"checkpoint pointer must be a path string, got {pointer!r}")
     if not pointer:
         raise InvalidCheckpointPointerError("empty checkpoint pointer")
-    raw = pointer[len("file://"):] if pointer.startswith("file://") else pointer
+    raw = local_path(pointer)
     if "\x00" in raw:
         raise InvalidCheckpointPointerError(f"checkpoint/savepoint path {pointer!r} is not a valid file path")
     path = Path(raw)
@@ -153,7 +158,7 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     def initialize_location_for_savepoint(self, checkpoint_id: int, target_location: str | None = None) -> Path:
         """A fresh ``savepoint-<jobid6>-<random>`` directory under ``target_location`` or the default."""
         if target_location is not None:
-            base = Path(target_location[len("file://"):] if target_location.startswith("file://") else target_location)
+            base = Path(local_path(target_location))
         elif self.default_savepoint_directory is not None:
             base = self.default_savepoint_directory
         else:

@@ -52,7 +52,7 @@ from barriersim.runtime.storage.errors import (
     NoSavepointLocationError,
     storage_error_of,
 )
-from barriersim.runtime.storage.fs_storage import RANDOM_FILE_NAME_LENGTH, FileSystemCheckpointStorage
+from barriersim.runtime.storage.fs_storage import RANDOM_FILE_NAME_LENGTH, FileSystemCheckpointStorage, local_path
 from barriersim.runtime.storage.metadata_serializer import DEFAULT_MEMORY_THRESHOLD, StateFileHandle
 
 OBJECT_STORE_SCHEMES = ("s3",)
@@ -393,6 +393,18 @@ def child_uri(uri: str, *names: str) -> str:
     return parts._replace(path="/".join([parts.path.rstrip("/"), *names])).geturl()
 
 
+def savepoint_directory_for(checkpoint_storage: str | None, run_directory: str | os.PathLike) -> str:
+    """Where a run writes its savepoints (Flink's ``state.savepoints.dir``), as its storage writes paths: with a
+    checkpoint storage (the run's directory on it, ``<storage>/<run>[/<mode>]``), beside the checkpoints in its
+    ``savepoints/`` (an object store's ``bucket/prefix/savepoints``, or a filesystem path, ``file://`` taken off),
+    where a restore on another machine finds them and the run published beside them; without one, the run
+    directory's ``savepoints/``. Both backends place savepoints by this one rule."""
+    if checkpoint_storage is None:
+        return os.path.abspath(os.path.join(os.fspath(run_directory), "savepoints"))
+    uri = child_uri(checkpoint_storage, "savepoints")
+    return object_store_path(uri) if is_object_store_uri(uri) else os.path.abspath(local_path(uri))
+
+
 def checkpoint_storage_for(uri: str | os.PathLike, job_id: str, *, rng: random.Random | None = None,
                            memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
                            default_savepoint_directory: str | None = None) -> CheckpointStorage:
@@ -407,8 +419,7 @@ def checkpoint_storage_for(uri: str | os.PathLike, job_id: str, *, rng: random.R
     scheme = urlsplit(text).scheme
     if scheme and scheme != "file":
         raise InvalidCheckpointPointerError(f"checkpoint storage {text!r}: unknown scheme {scheme!r} (file:// or s3://)")
-    path = text[len("file://"):] if text.startswith("file://") else text
-    return FileSystemCheckpointStorage(path, job_id, rng=rng, memory_threshold=memory_threshold,
+    return FileSystemCheckpointStorage(local_path(text), job_id, rng=rng, memory_threshold=memory_threshold,
                                        default_savepoint_directory=default_savepoint_directory)
 
 

@@ -6,6 +6,7 @@ and continues the earlier run's output exactly once; a sweep puts every point's 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -16,6 +17,7 @@ from tests.api.scenarios import TWO_POINT_SWEEP, write
 from tests.s3_server import s3_server  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.timeout(120)
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def _summary(out) -> dict:
@@ -104,5 +106,34 @@ def test_a_checkpoint_retained_on_s3_by_a_cancelled_job_is_restored_by_a_later_r
                  "--checkpoint-storage", storage, "--from", f"{retained}?{query}"]) == 0
     summary = _summary(restored)
     assert summary["job"]["latest_restored"]["external_path"] == retained
+    v = summary["verification"]
+    assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("exactly-once", 0, 0, 0), v
+
+
+@pytest.mark.parametrize("as_uri", [False, True], ids=["path", "file-uri"])
+def test_a_filesystem_checkpoint_storage_holds_the_runs_savepoints_and_files_where_a_restore_finds_them(
+        tmp_path, monkeypatch, as_uri):
+    """A path (or ``file://`` URI) as checkpoint storage is treated as an object store is: the savepoint goes beside
+    the checkpoints under ``<storage>/<run>/savepoints/`` (not under a directory named ``file:`` in the working
+    directory), the run's files are published beside them, and a later run restores from that savepoint's path and
+    continues the earlier output exactly once."""
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "store"
+    storage = f"file://{store}" if as_uri else str(store)
+    first = tmp_path / "first"
+    assert main(["run", str(SCENARIOS / "quickstart.toml"), "--backend", "sim", "--out", str(first),
+                 "--checkpoint-storage", storage, "--stop-with-savepoint-at", "300"]) == 0
+    stop = _summary(first)["job"]["stopped_with_savepoint"]
+    assert stop["path"].startswith(f"{store}/first/savepoints/savepoint-"), stop
+    assert (Path(stop["path"]) / "_metadata").is_file()
+    assert {p.name for p in (store / "first").iterdir()} >= {"savepoints", "scenario.toml", "summary.json",
+                                                            "external_store.msgpack"}
+    assert not (tmp_path / "file:").exists() and not (first / "savepoints").exists()
+
+    restored = tmp_path / "restored"
+    assert main(["run", str(SCENARIOS / "quickstart.toml"), "--backend", "sim", "--out", str(restored),
+                 "--from", stop["path"]]) == 0
+    summary = _summary(restored)
+    assert summary["job"]["latest_restored"]["is_savepoint"]
     v = summary["verification"]
     assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("exactly-once", 0, 0, 0), v

@@ -149,3 +149,14 @@ def test_damage_an_object_store_cannot_take_is_not_applicable(s3_server):
                            (CheckpointDamage.DELETE, DamageTarget.DIRECTORY)):
         with pytest.raises(DamageNotApplicable, match="object store"):
             damage_checkpoint(storage, 1, damage, target)
+
+
+def test_savepoints_go_beside_the_checkpoints_on_any_storage_else_into_the_run_directory(tmp_path):
+    from barriersim.runtime.storage.object_storage import savepoint_directory_for
+
+    run = tmp_path / "run"
+    assert savepoint_directory_for(None, run) == str(run / "savepoints")
+    assert savepoint_directory_for(str(tmp_path / "store" / "run"), run) == str(tmp_path / "store" / "run" / "savepoints")
+    assert savepoint_directory_for(f"file://{tmp_path}/store/run", run) == f"{tmp_path}/store/run/savepoints"
+    assert savepoint_directory_for("s3://bucket/runs/run?endpoint_override=localhost:9000", run) == \
+        "bucket/runs/run/savepoints"
