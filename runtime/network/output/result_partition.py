@@ -24,6 +24,10 @@ input until the network drains it (Flink's ``LocalBufferPool`` with ``maxBuffers
 emitted while processing one input are never refused (Flink blocks inside the write; a sans-IO producer
 cannot), so the bound is checked by the driver before the producer takes its next input.
 
+Record batches (``write_batch``, ``write_round_robin``, ``write_broadcast``) are cut into slices per subpartition,
+never into single records; a hash write that fills no buffer is staged and cut later together with the next ones,
+which no caller can observe (``write_batch``).
+
 The network side (the driver's netty stand-in): ``add_credit(info, n)`` for the receiver's credit,
 ``poll_next(info)`` for the next element that may be sent (``BufferAndBacklog`` or None), and
 ``resume_consumption(info)`` after the receiver's alignment.
@@ -112,6 +116,12 @@ class ResultPartition:
         self._finished = False
         self._released = False
         self.total_written_bytes = 0
+        # hash-partitioned writes not yet cut into the builders (``write_batch``): the batches and their targets, the
+        # records staged per subpartition, the bytes each builder had free when staging began, the record size
+        self._staged: list[tuple[RecordBatch, np.ndarray]] = []
+        self._staged_counts: Optional[np.ndarray] = None
+        self._staged_room: Optional[np.ndarray] = None
+        self._staged_size = 0
 
     @property
     def number_of_subpartitions(self) -> int:
@@ -141,6 +151,7 @@ class ResultPartition:
             self._check_in_produce_state(f"emit_record(to {target_subpartition})")
         if size < 0:
             raise ValueError(f"emit_record: negative record size {size}")
+        self._cut_staged()
         self._write(record, target_subpartition, size)
         self.total_written_bytes += size
         return self.get_availability()
@@ -172,6 +183,7 @@ class ResultPartition:
         self._check_in_produce_state("emit_records")
         if size < 0:
             raise ValueError(f"emit_records: negative record size {size}")
+        self._cut_staged()
         count = 0
         for record, target in records_and_targets:
             count += 1
@@ -191,6 +203,7 @@ class ResultPartition:
         self._check_in_produce_state("emit_batch")
         if size < 0:
             raise ValueError(f"emit_batch: negative record size {size}")
+        self._cut_staged()
         if isinstance(targets, int):
             self._append_all(records, targets, size)
         else:
@@ -215,6 +228,7 @@ class ResultPartition:
         self._check_in_produce_state("emit_round_robin")
         if size < 0:
             raise ValueError(f"emit_round_robin: negative record size {size}")
+        self._cut_staged()
         n = len(self.subpartitions)
         for j in range(min(n, len(records))):
             self._append_all(records[j::n], (start + j) % n, size)
@@ -235,27 +249,85 @@ class ResultPartition:
     def write_batch(self, records: RecordBatch, targets, size: int) -> None:
         """``records.slice(k, k + 1)`` to subpartition ``targets[k]`` (an int array), or every record to subpartition
         ``targets`` if it is an int: each subpartition's share is cut from the batch (grouped stably, so in
-        order), without touching single records; the same buffers as ``emit_record`` record by record."""
+        order), without touching single records; the same buffers as ``emit_record`` record by record.
+
+        A write to an int array of targets that fills no buffer is only staged: its records are cut into the
+        builders together with the writes staged after it, at the first write that fills a buffer or anything else
+        that reads or changes the open buffers (``_cut_staged``). Nothing can tell the difference: a builder's
+        content is the same records in the same order, and every buffer is finished in the same write as without
+        staging (``tests/runtime/network_output/test_staged_hash_writes.py``); but a hash edge's many small shares
+        (a source's step cut into one slice per subpartition) are cut a few writes at a time, in one grouping,
+        instead of one write at a time."""
         if not self._check_batch_write("write_batch", size):
             return
         if isinstance(targets, (int, np.integer)):
+            self._cut_staged()
             self._append_batch(records, int(targets), size)
         else:
             targets = np.asarray(targets)
-            counts = np.bincount(targets, minlength=len(self.subpartitions)).tolist()
-            grouped = records.take(np.argsort(targets, kind="stable"))
-            start = 0
-            for target, count in enumerate(counts):
-                if count:
-                    self._append_batch(grouped.slice(start, start + count), target, size)
-                    start += count
+            counts = np.bincount(targets, minlength=len(self.subpartitions))
+            if not self._stage(records, targets, counts, size):
+                if self._staged and size == self._staged_size:  # it fills a buffer: cut with the staged ones
+                    self._cut(self._take_staged((records, targets, counts)), size)
+                else:
+                    self._cut_staged()
+                    self._cut((records, targets, counts), size)
         self.total_written_bytes += len(records) * size
+
+    def _stage(self, records: RecordBatch, targets: np.ndarray, counts: np.ndarray, size: int) -> bool:
+        """Stage a hash write if, with what is staged, it leaves every open buffer not full (no flush pending)."""
+        if size <= 0 or True in self._flush_requested:
+            return False
+        if self._staged:
+            if size != self._staged_size:
+                return False
+            staged = self._staged_counts + counts
+        else:
+            self._staged_room = np.array([b.capacity - b.size for b in self._builders], dtype=np.int64)
+            staged = counts
+        if not (staged * size < self._staged_room).all():
+            return False
+        self._staged.append((records, targets))
+        self._staged_counts = staged
+        self._staged_size = size
+        return True
+
+    def _cut_staged(self) -> None:
+        """Cut the staged writes into the builders (nothing if none is staged)."""
+        if self._staged:
+            size = self._staged_size
+            self._cut(self._take_staged(), size)
+
+    def _take_staged(self, then: Optional[tuple[RecordBatch, np.ndarray, np.ndarray]] = None
+                     ) -> tuple[RecordBatch, np.ndarray, np.ndarray]:
+        """The staged writes, then ``then``, as one write (records, targets, records per subpartition); nothing is
+        staged afterwards."""
+        writes = self._staged + ([then[:2]] if then is not None else [])
+        counts = self._staged_counts if then is None else self._staged_counts + then[2]
+        self._staged = []
+        self._staged_counts = self._staged_room = None
+        if len(writes) == 1:
+            return writes[0][0], writes[0][1], counts
+        return RecordBatch.concat([r for r, _ in writes]), np.concatenate([t for _, t in writes]), counts
+
+    def _cut(self, write: tuple[RecordBatch, np.ndarray, np.ndarray], size: int) -> None:
+        """Each subpartition's records of ``write`` (records, targets, records per subpartition), in order, as one
+        slice of their stable grouping by target, to its builder."""
+        records, targets, counts = write
+        order = np.argsort(targets.astype(np.int16) if len(self.subpartitions) <= 32767 else targets, kind="stable")
+        grouped = records.take(order)
+        start = 0
+        for target, count in enumerate(counts.tolist()):
+            if count:
+                self._append_batch(grouped.slice(start, start + count), target, size)
+                start += count
 
     def write_round_robin(self, records: RecordBatch, start: int, size: int) -> None:
         """Record ``k`` of ``records`` to subpartition ``(start + k) % n`` (Flink's ``RebalancePartitioner``):
         subpartition ``(start + j) % n`` gets the strided slice ``j, j + n, ...``."""
         if not self._check_batch_write("write_round_robin", size):
             return
+        self._cut_staged()
         n = len(self.subpartitions)
         if n == 1:
             self._append_batch(records, 0, size)
@@ -269,6 +341,7 @@ class ResultPartition:
         record in order: each subpartition gets the whole batch."""
         if not self._check_batch_write("write_broadcast", size):
             return
+        self._cut_staged()
         for target in range(len(self.subpartitions)):
             self._append_batch(records, target, size)
         self.total_written_bytes += len(records) * size * len(self.subpartitions)
@@ -339,6 +412,7 @@ class ResultPartition:
     def flush(self, target_subpartition: int) -> None:
         """Flink's ``flush``: the partially filled buffer of one subpartition may be sent as soon as the network
         side can take it (``flushRequested``); until then it keeps filling."""
+        self._cut_staged()
         builder = self._builders[target_subpartition]
         if builder.records or builder.size:
             self._flush_requested[target_subpartition] = True
@@ -349,6 +423,7 @@ class ResultPartition:
 
     def _finish_builders(self) -> None:
         """Every open buffer is finished and queued (before an event, Flink's ``finishUnicastBufferBuilders``)."""
+        self._cut_staged()
         for i in range(len(self.subpartitions)):
             self._finish_builder(i)
 
@@ -357,6 +432,7 @@ class ResultPartition:
         ahead of it and credit for it (Flink's reader reads the flushed builder's data at that point)."""
         if not self._flush_requested[i]:
             return False
+        self._cut_staged()  # (nothing is staged while a flush is pending)
         sub = self.subpartitions[i]
         if sub.has_queued_elements or sub.is_blocked or self._readers[i].num_credits_available <= 0:
             return False
@@ -421,6 +497,7 @@ class ResultPartition:
         if self._released:
             return
         self._released = True
+        self._staged, self._staged_counts, self._staged_room = [], None, None
         self._builders = [_BufferBuilder(s) for s in self._buffer_sizes]
         self._flush_requested = [False] * len(self.subpartitions)
         for sub in self.subpartitions:
@@ -435,6 +512,7 @@ class ResultPartition:
     def add_recovered(self, info: ResultSubpartitionInfo, buffers: Iterable[Buffer]) -> None:
         """Re-queues persisted output buffers of ``info`` before any new data (restore)."""
         i = self._index(info)
+        self._cut_staged()
         if self._builders[i].records or self._builders[i].size:
             self._finish_builder(i)  # new data already written: the subpartition refuses the recovered buffers
         self.subpartitions[i].add_recovered(buffers)
@@ -444,6 +522,7 @@ class ResultPartition:
     def add_recovered_elements(self, info: ResultSubpartitionInfo, elements: Iterable) -> None:
         """Re-queues recovered buffers of a rescaled restore, with their virtual-channel events, before new data."""
         i = self._index(info)
+        self._cut_staged()
         if self._builders[i].records or self._builders[i].size:
             self._finish_builder(i)  # new data already written: the subpartition refuses the recovered buffers
         self.subpartitions[i].add_recovered_elements(elements)
@@ -456,6 +535,7 @@ class ResultPartition:
         i = self._index(info)
         if not 0 < buffer_size <= self.memory_segment_size:
             raise ValueError(f"{info}: buffer size {buffer_size} outside (0, {self.memory_segment_size}]")
+        self._cut_staged()
         self._buffer_sizes[i] = buffer_size
         if self._builders[i].size == 0:
             self._builders[i].capacity = buffer_size
@@ -523,7 +603,8 @@ class ResultPartition:
 
     def buffers_in_use(self, target_subpartition: int) -> int:
         builder = self._builders[target_subpartition]
-        open_builder = 1 if (builder.records or builder.size) else 0
+        staged = self._staged_counts is not None and self._staged_counts[target_subpartition] > 0
+        open_builder = 1 if (builder.records or builder.size or staged) else 0
         return self.subpartitions[target_subpartition].number_of_queued_buffers + open_builder
 
     def get_availability(self) -> Availability:
@@ -532,8 +613,10 @@ class ResultPartition:
 
     def is_backpressured(self) -> bool:
         limit = self.max_buffers_per_channel
-        for sub, builder in zip(self.subpartitions, self._builders):
+        staged = self._staged_counts
+        for i, (sub, builder) in enumerate(zip(self.subpartitions, self._builders)):
             queued = sub.number_of_queued_buffers
-            if queued >= limit or (queued + 1 >= limit and (builder.records or builder.size)):
+            if queued >= limit or (queued + 1 >= limit and (builder.records or builder.size
+                                                            or (staged is not None and staged[i] > 0))):
                 return True
         return False
