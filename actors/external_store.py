@@ -61,11 +61,11 @@ class ExternalStoreActor:
 
     async def load(self, snapshot: bytes) -> None:
         """Continue the external system of an earlier run (a run restored from one of its snapshots)."""
-        self.store = ExternalStore.from_snapshot(msgpack.unpackb(snapshot, raw=False, strict_map_key=False))
+        self.store = ExternalStore.from_msgpack(snapshot)
 
     async def snapshot(self) -> bytes:
-        """Everything the system holds (``ExternalStore.snapshot``), msgpack."""
-        return msgpack.packb(self.store.snapshot(), use_bin_type=True)
+        """Everything the system holds (``ExternalStore.to_msgpack``)."""
+        return self.store.to_msgpack()
 
     async def pending_records(self, transaction_ids: list) -> bytes:
         """The records of the pending transactions ``transaction_ids`` (a snapshot's sinks list them)."""

@@ -2,7 +2,8 @@
 
 How this works: a savepoint or retained checkpoint a run wrote lives in its run directory (``savepoints/`` or
 ``checkpoints/<job-id>/``); the run directory also holds what the run's sinks wrote to the external system
-(``external_store.msgpack``, msgpack: committed transactions in order, pending ones, direct writes) and, in its
+(``external_store.msgpack``, msgpack: committed transactions in order, pending ones, direct writes, each
+as its column buffers) and, in its
 ``summary.json``, the next execution attempt number no attempt of it used. A run restored from there continues
 that external system (as a Kafka topic outlives the job), so its output is verified together with the earlier
 output, and its attempts start above the earlier ones (a transaction id is never reused). ``check_restore`` checks
@@ -28,8 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import msgpack
-
 from barriersim.errors import BarriersimError
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
@@ -48,6 +47,10 @@ SCENARIO_FILE = "scenario.toml"
 SUMMARY_FILE = "summary.json"
 PUBLISHED_FILES = (SCENARIO_FILE, EXTERNAL_STORE_FILE, SUMMARY_FILE)  # summary.json last: the run is there
 _SEARCH_DEPTH = 4  # savepoints/<dir>, checkpoints/<job>/chk-<n>, and a file inside them
+
+
+class ExternalStoreFileError(BarriersimError):
+    """A run directory's external store file cannot be read or does not hold one (names the file)."""
 
 
 class RunPublishError(BarriersimError):
@@ -100,13 +103,19 @@ class PreviousRun:
 
 
 def write_external_store(out_dir: Path, store: ExternalStore) -> None:
-    AtomicFileWriter().write(Path(out_dir) / EXTERNAL_STORE_FILE, msgpack.packb(store.snapshot(), use_bin_type=True))
+    AtomicFileWriter().write(Path(out_dir) / EXTERNAL_STORE_FILE, store.to_msgpack())
 
 
 def read_external_store(run_dir: Path | RunDirectory) -> ExternalStore:
+    """The external system a run directory holds; ``ExternalStoreFileError`` naming the file if it cannot be read
+    or does not hold one."""
     directory = run_dir if isinstance(run_dir, RunDirectory) else RunDirectory.local(Path(run_dir))
-    data = directory.read_bytes(EXTERNAL_STORE_FILE)
-    return ExternalStore.from_snapshot(msgpack.unpackb(data, raw=False, strict_map_key=False))
+    try:
+        return ExternalStore.from_msgpack(directory.read_bytes(EXTERNAL_STORE_FILE))
+    except (OSError, ValueError, TypeError, AttributeError, KeyError) as err:
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise ExternalStoreFileError(f"{directory / EXTERNAL_STORE_FILE}: not a readable external store "
+                                     f"({reason})") from None
 
 
 def publish_run(out_dir: Path, uri: str) -> None:
@@ -219,4 +228,8 @@ def previous_run(scenario: Scenario) -> PreviousRun | None:
     if run_dir is None:
         raise ScenarioError(scenario.path, "restore.from", f"{scenario.restore.path}: not inside a barriersim run directory")
     summary = json.loads(run_dir.read_bytes(SUMMARY_FILE))
-    return PreviousRun(run_dir, read_external_store(run_dir), int(summary.get("job", {}).get("next_attempt_number", 0)))
+    try:
+        store = read_external_store(run_dir)
+    except ExternalStoreFileError as err:
+        raise ScenarioError(scenario.path, "restore.from", str(err)) from None
+    return PreviousRun(run_dir, store, int(summary.get("job", {}).get("next_attempt_number", 0)))

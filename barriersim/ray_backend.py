@@ -93,7 +93,6 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     has them (then Spark does not start, unless the statistics are large), and store them there when Spark
     computed them; False: Spark computes them and the cache is neither read nor written. ``warn`` hears of a
     cache entry that could not be read, in one line."""
-    import msgpack
     import ray
 
     from barriersim.actors.graph_runner import RayJob
@@ -157,8 +156,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                            f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=records,
                            savepoint_root=savepoint_directory_for(on_storage[target], target),
                            first_attempt_number=previous.next_attempt_number if previous else 0,
-                           store_snapshot=msgpack.packb(previous.store.snapshot(), use_bin_type=True)
-                           if previous else None))
+                           store_snapshot=previous.store.to_msgpack() if previous else None))
         return jobs[-1]
 
     try:
@@ -238,8 +236,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             own = {"deploy": deploy, "job": running, "verification": time.perf_counter() - t1}
             write_run_directory(target, scenario, None, result.checkpoints,
                                 with_channel_kinds(result.subtasks, result.config), result.placement)
-            write_external_store(target, ExternalStore.from_snapshot(
-                msgpack.unpackb(result.store_snapshot, raw=False, strict_map_key=False)))
+            write_external_store(target, ExternalStore.from_msgpack(result.store_snapshot))
             source_runs = {r["task"]: (split_sizes[r["task"]], r.get("last_record_at_ms"))
                            for r in result.task_runs if r.get("task") in split_sizes}
             summary = build_summary(

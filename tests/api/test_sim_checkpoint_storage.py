@@ -137,3 +137,18 @@ def test_a_filesystem_checkpoint_storage_holds_the_runs_savepoints_and_files_whe
     assert summary["job"]["latest_restored"]["is_savepoint"]
     v = summary["verification"]
     assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("exactly-once", 0, 0, 0), v
+
+
+def test_a_restore_whose_run_has_a_damaged_external_store_is_a_one_line_error(tmp_path, capsys):
+    first = tmp_path / "first"
+    assert main(["run", str(SCENARIOS / "quickstart.toml"), "--backend", "sim", "--out", str(first),
+                 "--stop-with-savepoint-at", "300"]) == 0
+    stop = _summary(first)["job"]["stopped_with_savepoint"]["path"]
+    (first / "external_store.msgpack").write_bytes(b"\xfc not msgpack")
+    capsys.readouterr()
+    assert main(["run", str(SCENARIOS / "quickstart.toml"), "--backend", "sim", "--out", str(tmp_path / "b"),
+                 "--from", stop]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "restore.from" in err, err
+    assert f"{first / 'external_store.msgpack'}: not a readable external store" in err, err
+    assert not (tmp_path / "b").exists()
