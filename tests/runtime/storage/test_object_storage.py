@@ -156,7 +156,8 @@ def test_savepoints_go_beside_the_checkpoints_on_any_storage_else_into_the_run_d
 
     run = tmp_path / "run"
     assert savepoint_directory_for(None, run) == str(run / "savepoints")
-    assert savepoint_directory_for(str(tmp_path / "store" / "run"), run) == str(tmp_path / "store" / "run" / "savepoints")
+    store = tmp_path / "store" / "run"
+    assert savepoint_directory_for(str(store), run) == str(store / "savepoints")
     assert savepoint_directory_for(f"file://{tmp_path}/store/run", run) == f"{tmp_path}/store/run/savepoints"
     assert savepoint_directory_for("s3://bucket/runs/run?endpoint_override=localhost:9000", run) == \
         "bucket/runs/run/savepoints"
