@@ -69,7 +69,7 @@ class ExternalStoreActor:
 
     async def pending_records(self, transaction_ids: list) -> bytes:
         """The records of the pending transactions ``transaction_ids`` (a snapshot's sinks list them)."""
-        return encode_records([r for tid in transaction_ids for r in self.store.pending.get(tid, ())])
+        return encode_records(self.store.pending_records(transaction_ids))
 
     async def counters(self) -> dict:
         s = self.store

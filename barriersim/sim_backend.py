@@ -73,7 +73,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     report = simulation.report
     _externalize_retained_checkpoints(simulation, report, out_dir)
     verdict, scope = verify_run(config.graph, splits, simulation.job_master.ending_snapshot, result.committed_output,
-                                lambda tids: [r for t in tids for r in simulation.store.pending.get(t, ())],
+                                simulation.store.pending_records,
                                 at_least_once=not config.mode.exactly_once)
     records = sum(len(s) for splits_of in splits.values() for s in splits_of)
     virtual_seconds = result.virtual_ms / 1000

@@ -445,7 +445,7 @@ class SimulatedCase:
         job = JobSimulation(config, splits, self.seed, record_cuts=check_cuts)
         result = job.run()
         verdict, _ = verify_run(config.graph, splits, job.job_master.ending_snapshot, result.committed_output,
-                                lambda tids: [r for t in tids for r in job.store.pending.get(t, ())],
+                                job.store.pending_records,
                                 at_least_once=not config.mode.exactly_once)
         return CaseResult(result, verdict, tuple(job.consistent_cut_violations()) if check_cuts else (),
                           job.report)

@@ -67,6 +67,12 @@ class ExternalStore:
     def direct_records(self) -> int:
         return sum(len(b) for b in self.direct)
 
+    def pending_records(self, transaction_ids) -> RecordBatch:
+        """The records of the pending transactions ``transaction_ids`` (a snapshot's sinks list them), in that
+        order, as one batch; an id that is not pending has none."""
+        parts = [self.pending[t] for t in transaction_ids if t in self.pending and len(self.pending[t])]
+        return RecordBatch.concat(parts) if parts else RecordBatch.empty()
+
     def output(self) -> RecordBatch:
         """Everything visible to readers of the external system (read-committed), as one batch."""
         parts = [b for b in self.committed.values() if len(b)] + self.direct  # in commit order

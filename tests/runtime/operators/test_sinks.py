@@ -129,3 +129,15 @@ def test_bytes_that_hold_no_store_raise_a_value_error():
     for data in (b"\xfc\x00garbage", msgpack.packb([1, 2, 3]), msgpack.packb({"committed": [["t", 7]]})):
         with pytest.raises((ValueError, TypeError)):
             ExternalStore.from_msgpack(data)
+
+
+def test_pending_records_are_the_listed_transactions_records_in_that_order_as_one_batch():
+    store = ExternalStore()
+    store.pre_commit("a", [(1, 0, 0, 0), (2, 0, 0, 0)])
+    store.pre_commit("b", [(3, 0, 0, 0)])
+    store.pre_commit("c", [])
+    store.pre_commit("d", [(4, 0, 0, 0)])
+    store.commit("d")
+    assert store.pending_records(["b", "a", "c", "d", "missing"]).to_rows() == [(3, 0, 0, 0), (1, 0, 0, 0),
+                                                                               (2, 0, 0, 0)]
+    assert len(store.pending_records([])) == 0
