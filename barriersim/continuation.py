@@ -102,8 +102,11 @@ class PreviousRun:
     next_attempt_number: int
 
 
-def write_external_store(out_dir: Path, store: ExternalStore) -> None:
-    AtomicFileWriter().write(Path(out_dir) / EXTERNAL_STORE_FILE, store.to_msgpack())
+def write_external_store(out_dir: Path, store: ExternalStore | bytes) -> None:
+    """``store`` into the run directory, atomically; given as bytes, they are ``ExternalStore.to_msgpack``'s (the
+    external store actor's ``snapshot``) and are written as they are."""
+    data = store if isinstance(store, bytes) else store.to_msgpack()
+    AtomicFileWriter().write(Path(out_dir) / EXTERNAL_STORE_FILE, data)
 
 
 def read_external_store(run_dir: Path | RunDirectory) -> ExternalStore:

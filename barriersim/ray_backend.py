@@ -98,7 +98,6 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     from barriersim.actors.graph_runner import RayJob
     from barriersim.api import storage_uris as run_storage_uris
     from barriersim.continuation import RunPublishError, previous_run, publish_run, write_external_store
-    from barriersim.runtime.operators.sinks import ExternalStore
     from barriersim.summary import jobs_sections
     from barriersim.actors.placement import check_kill_nodes, cluster_nodes
     from barriersim.actors.workload_handoff import WorkloadHandOff, refs
@@ -236,7 +235,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             own = {"deploy": deploy, "job": running, "verification": time.perf_counter() - t1}
             write_run_directory(target, scenario, None, result.checkpoints,
                                 with_channel_kinds(result.subtasks, result.config), result.placement)
-            write_external_store(target, ExternalStore.from_msgpack(result.store_snapshot))
+            write_external_store(target, result.store_snapshot)
             source_runs = {r["task"]: (split_sizes[r["task"]], r.get("last_record_at_ms"))
                            for r in result.task_runs if r.get("task") in split_sizes}
             summary = build_summary(

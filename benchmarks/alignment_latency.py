@@ -28,8 +28,7 @@ import argparse
 import json
 import statistics
 import time
-import dataclasses
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -354,7 +353,7 @@ def ramp_runs() -> list[RampRun]:
                                   "workload.records": 45_000}, "benchmark")  # about 18 s of the job
     runs = []
     for seed in RAMP_SEEDS:  # the same in --quick: the ramp needs only the first checkpoints
-        scenario = dataclasses.replace(heavy, seed=seed)
+        scenario = replace(heavy, seed=seed)
         result = JobSimulation(job_config(scenario), workload_splits(scenario), seed).run()
         completed = sorted((c for c in result.checkpoints if c["status"] == "COMPLETED"), key=lambda c: c["id"])
         first = completed[:len(FLINK_RAMP_MS)]
@@ -373,8 +372,7 @@ def ramp_check(runs: list[RampRun]) -> Check:
     firsts = ", ".join(f"{r.first_trigger_ms} ms ({r.ramp_ms[0] if r.ramp_ms else '-'})" for r in runs)
     return Check("heavy, aligned: the first checkpoints' ramp, checkpoints 2-6", passed,
                  f"{', '.join(f'{v:.0f}' for v, _ in rest)} ms (Flink {', '.join(str(w) for _, w in rest)}), "
-                 f"in the run "
-                 f"of seed {nearest.seed}, whose first trigger came {nearest.first_trigger_ms} ms after the start and "
+                 f"in the run of seed {nearest.seed}, whose first trigger came {nearest.first_trigger_ms} ms after the start and "
                  f"whose first checkpoint took {nearest.ramp_ms[0]} ms (Flink {FLINK_RAMP_MS[0]}); first triggers "
                  f"(and first checkpoints) of seeds {RAMP_SEEDS[0]}-{runs[-1].seed}: {firsts}",
                  HINT_RAMP)
@@ -517,8 +515,7 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
         rows = rows + flusher
     console.print(f"{len(rows)} simulated runs, {sum(r.virtual_seconds for r in rows):.0f} virtual s in "
                   f"{sum(r.wall_seconds for r in rows):.1f} wall s, besides the ramp's runs (one per seed)",
-                  markup=False,
-                  highlight=False)
+                  markup=False, highlight=False)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -70,8 +70,7 @@ class ExternalStore:
     def pending_records(self, transaction_ids) -> RecordBatch:
         """The records of the pending transactions ``transaction_ids`` (a snapshot's sinks list them), in that
         order, as one batch; an id that is not pending has none."""
-        parts = [self.pending[t] for t in transaction_ids if t in self.pending and len(self.pending[t])]
-        return RecordBatch.concat(parts) if parts else RecordBatch.empty()
+        return RecordBatch.concat([self.pending[t] for t in transaction_ids if len(self.pending.get(t, ()))])
 
     def output(self) -> RecordBatch:
         """Everything visible to readers of the external system (read-committed), as one batch."""

@@ -95,11 +95,15 @@ class BatchWrites:
         staged afterwards."""
         writes = self._staged + ([then[:2]] if then is not None else [])
         counts = self._staged_counts if then is None else self._staged_counts + then[2]
-        self._staged = []
-        self._staged_counts = self._staged_room = None
+        self._drop_staged()
         if len(writes) == 1:
             return writes[0][0], writes[0][1], counts
         return RecordBatch.concat([r for r, _ in writes]), np.concatenate([t for _, t in writes]), counts
+
+    def _drop_staged(self) -> None:
+        """Nothing is staged any more (the staged writes were taken, or the partition was released)."""
+        self._staged = []
+        self._staged_counts = self._staged_room = None
 
     def _cut(self, write: tuple[RecordBatch, np.ndarray, np.ndarray], size: int) -> None:
         """Each subpartition's records of ``write`` (records, targets, records per subpartition), in order, as one

@@ -364,7 +364,7 @@ class ResultPartition(BatchWrites):
         if self._released:
             return
         self._released = True
-        self._staged, self._staged_counts, self._staged_room = [], None, None
+        self._drop_staged()
         self._builders = [_BufferBuilder(s) for s in self._buffer_sizes]
         self._flush_requested = [False] * len(self.subpartitions)
         for sub in self.subpartitions:
