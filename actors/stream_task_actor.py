@@ -28,8 +28,9 @@ does per subtask what the simulator's data plane does, with real time and real m
   the next call, so a task sends all the buffers its credit allows for one consumer in one call, as Flink's
   network stack writes whatever is queued for a connection whenever it is writable; credits for one
   subpartition waiting together are announced as one (Flink's ``unannouncedCredit``). How many buffers a call
-  carries is the receiver's credit: up to its exclusive and floating buffers over a remote channel, one over a local
-  channel (producer and consumer in one TaskManager), which asks for one buffer at a time. The upstream window of one
+  carries is the receiver's credit: up to its exclusive and floating buffers over a remote channel, at most two over a
+  local channel (producer and consumer in one TaskManager), which holds the buffer its task reads and the next one
+  (``runtime.network.input.input_channel``). The upstream window of one
   also keeps a producer's messages in order. Acknowledgements, declines and the finished notice go to the job manager
   actor in order, each after the sink's store writes were confirmed; an acknowledgement's snapshot is encoded
   only then, after the barrier went on downstream (as Flink's asynchronous snapshot part). A checkpoint's

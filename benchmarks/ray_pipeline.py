@@ -117,8 +117,9 @@ def pipeline(partitioner: Partitioner, spread: bool = False) -> JobGraph:
 
 # One stage per TaskManager: every channel remote (Flink's RemoteInputChannel, credit-based flow control with
 # exclusive and floating buffers), as every hop of the raw pipeline crosses between processes. In one
-# TaskManager (the default cluster) every channel is local: Flink's LocalInputChannel reads the producer's
-# subpartition one buffer at a time (runtime.network.input.input_channel), so each Ray call carries one buffer.
+# TaskManager (the default cluster) every channel is local: Flink's LocalInputChannel reads the producer's own
+# buffers, and barriersim's holds at most two of them, the one its task reads and the next
+# (runtime.network.input.input_channel), so a Ray call carries one or two buffers.
 SPREAD = ClusterConfig(taskmanagers=4, slots_per_taskmanager=1)
 SHAPES = {"spread": (True, SPREAD), "one": (False, ClusterConfig())}
 SHAPE_NAMES = {"spread": "4 TaskManagers, remote channels", "one": "one TaskManager, local channels"}

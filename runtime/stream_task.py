@@ -161,12 +161,14 @@ class StreamTask:
         checkpoints_after_tasks_finish: bool = True,
         crash_points: Iterable[tuple[ProtocolPoint, int]] = (),
         input_channel_kinds: Optional[Sequence[Sequence[str]]] = None,
+        local_subpartitions: Optional[Sequence[Sequence[bool]]] = None,
         cost: Optional[CostCharger] = None,
         memory_threshold: int = 20 * 1024,
         state_backend: StateBackendConfig = StateBackendConfig(),
     ):
         """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (where the producer runs:
-        ``runtime.job.placement``); default every channel remote. ``cost``: what checkpoints cost
+        ``runtime.job.placement``); default every channel remote. ``local_subpartitions``: per output edge, whether
+        each subpartition's consumer reads it through a local channel (default: none). ``cost``: what checkpoints cost
         (``runtime.checkpoint_cost``); with one, the asynchronous part and the channel-state write of each checkpoint
         are the driver's to complete (``SyncSnapshotTaken`` / ``AsyncCheckpointStarted`` among ``drain_actions()``,
         then ``complete_async_part``); without one, checkpoints cost nothing and acknowledge at once.
@@ -197,7 +199,8 @@ class StreamTask:
             ResultPartition(i, len(graph.subpartitions_of(edge, subtask_index)),
                             memory_segment_size=network.buffer_size,
                             max_buffers_per_channel=network.max_buffers_per_channel,
-                            supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge))
+                            supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge),
+                            local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else ())
             for i, edge in enumerate(self.output_edges)
         ]
         # the bytes of each record this task emits: its vertex's output record size, else the network's
@@ -571,6 +574,8 @@ class StreamTask:
         if self._deployed_as_finished:
             self._end_partitions()
             return StepResult(StepOutcome.FINISHED)
+        if self.input_side is not None:
+            self.input_side.release_processed()  # the previous step processed its buffer, whatever comes next
         if self._final_checkpoint_min_id is not None and (self._end_of_data_mode is None or self.input_side is None):
             return StepResult(StepOutcome.IDLE)  # data ended; waiting for the final checkpoint
         if self.is_backpressured():

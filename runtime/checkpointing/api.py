@@ -255,8 +255,16 @@ class InputSide:
         rule: unaligned barriers and announcements are priority elements)."""
         self.gates[channel_info.gate_idx].on_element(channel_info, element, sequence_number, backlog, priority)
 
+    def release_processed(self) -> None:
+        """The task processed the data buffers it polled: their channels recycle them
+        (``SingleInputGate.release_processed``)."""
+        for gate in self.gates:
+            gate.release_processed()
+
     def poll_next(self) -> Optional[BufferOrEvent]:
-        """What the operator consumes next (gates with a priority event first, else round robin)."""
+        """What the operator consumes next (gates with a priority event first, else round robin); the task
+        processed what it polled before."""
+        self.release_processed()
         n = len(self.checkpointed_gates)
         for cg in self.checkpointed_gates:
             if cg.input_gate.has_priority_event():

@@ -61,6 +61,8 @@ def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, cloc
         checkpoints_after_tasks_finish=config.tasks_wait_for_final_checkpoint,
         crash_points=descriptor.crash_points,
         input_channel_kinds=config.placement.gate_specs(config.graph, attempt.vertex_id, attempt.subtask_index),
+        local_subpartitions=config.placement.local_subpartitions(config.graph, attempt.vertex_id,
+                                                                 attempt.subtask_index),
         cost=CostCharger(config.storage, charging, cost_rng),
         state_backend=config.state,
         memory_threshold=config.memory_threshold_bytes,

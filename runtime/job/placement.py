@@ -108,6 +108,14 @@ class Placement:
                  for producer in graph.channels_in_gate(vertex, gate_idx, subtask_index)]
                 for gate_idx, edge in enumerate(graph.gates_of(vertex))]
 
+    def local_subpartitions(self, graph: JobGraph, vertex: str, subtask_index: int) -> list[list[bool]]:
+        """Per output edge of ``vertex#subtask_index``, whether each subpartition's consumer runs in the same
+        TaskManager (a local channel reads it)."""
+        producer = (vertex, subtask_index)
+        return [[self.channel_kind(producer, (edge.target, consumer)) is ChannelKind.LOCAL
+                 for consumer in graph.subpartitions_of(edge, subtask_index)]
+                for edge in graph.outputs_of(vertex)]
+
     def input_channel_counts(self, graph: JobGraph, vertex: str, subtask_index: int) -> tuple[int, int]:
         """``(local, remote)``: how many of the subtask's input channels are local and how many remote."""
         kinds = [kind for gate in self.gate_specs(graph, vertex, subtask_index) for kind in gate]

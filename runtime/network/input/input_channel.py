@@ -14,10 +14,19 @@ that the barrier is on its way and can overtake the data with it on an alignment
 (``convert_to_priority_event``). A ``LocalInputChannel`` (the producer runs in the same TaskManager) reads the
 producer's subpartition directly: it has no buffers of its own and announces nothing; the barrier reaches the
 task in order behind the data, and on an alignment timeout the producer itself converts a barrier still queued
-in its subpartition. barriersim's tasks exchange elements through their driver, so a local channel reads one
-buffer at a time: it asks for one buffer at setup and for the next each time the task takes one
-(``AddCredit(1)``, delivered without network latency): the data in flight stays in the producer's subpartition,
-as in Flink, and at most the buffer the task reads next waits on the consumer's side.
+in its subpartition. barriersim's tasks exchange elements through their driver, so a local channel reads ahead
+by one buffer: it asks for ``LOCAL_CHANNEL_BUFFERS`` (2) buffers at setup and for one more each time the task
+finished one (``AddCredit``, delivered without network latency): the data in flight stays in the producer's
+subpartition, as in Flink, and besides the buffer the task reads at most the one it reads next waits on the
+consumer's side. Both still belong to the producer's buffer pool: Flink's local channel hands the task the
+producer's own memory segment, which returns to the producer's ``LocalBufferPool`` only once the task's record
+deserializer has read all of it, so the producer counts them against ``max_buffers_per_channel``
+(``ResultPartition``, local subpartitions).
+
+A data buffer the task takes (``get_next``) is released once the task has processed it: at the task's next step
+(``release_processed``), as Flink's ``SpillingAdaptiveSpanningRecordDeserializer`` recycles its buffer once the
+last record is read. Releasing a remote channel's buffer returns it to the channel's exclusive or floating
+buffers (credit); releasing a local channel's asks the producer for the next.
 
 Mirrors Flink's ``InputChannel``, ``RemoteInputChannel`` (``onBuffer``, ``getNextBuffer``,
 ``checkpointStarted``/``checkpointStopped``, ``getInflightBuffersUnsafe``, ``convertToPriorityEvent``,
@@ -48,6 +57,9 @@ from barriersim.runtime.network.input.channel_state_persister import ChannelStat
 from barriersim.runtime.network.input.prioritized_deque import PrioritizedDeque
 
 NONE = -1
+
+# the buffers a local channel holds of its producer's: the one its task reads and the next one (see above)
+LOCAL_CHANNEL_BUFFERS = 2
 
 
 @dataclass(frozen=True)
@@ -109,6 +121,7 @@ class InputChannel:
         self.end_of_partition_received = False
         self.released = False
         self.queued_bytes = 0
+        self._in_task: list[Optional[BufferOrigin]] = []  # data buffers the task took and has not processed yet
 
     # -- arriving elements -------------------------------------------------------------------------
 
@@ -180,8 +193,18 @@ class InputChannel:
             return None
         if isinstance(entry.element, Buffer):
             self.queued_bytes -= entry.element.size
-            self._recycle(entry.origin)
+            self._in_task.append(entry.origin)
         return entry
+
+    @property
+    def holds_processed_buffers(self) -> bool:
+        return bool(self._in_task)
+
+    def release_processed(self) -> None:
+        """The task processed the data buffers it took from this channel: recycle them."""
+        in_task, self._in_task = self._in_task, []
+        for origin in in_task:
+            self._recycle(origin)
 
     def _recycle(self, origin: Optional[BufferOrigin]) -> None:
         pass
@@ -325,7 +348,7 @@ class RemoteInputChannel(InputChannel):
 
 class LocalInputChannel(InputChannel):
     """A channel reading a subpartition of the same TaskManager: no buffers of its own, no announcements; it
-    reads one buffer at a time (see the module's docstring)."""
+    holds at most ``LOCAL_CHANNEL_BUFFERS`` of the producer's buffers (see the module's docstring)."""
 
     def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]):
         super().__init__(channel_info, sink)
@@ -336,13 +359,13 @@ class LocalInputChannel(InputChannel):
         self.sender_backlog = backlog
 
     def announce_credit(self) -> None:
-        """The partition request: ask for the first buffer."""
+        """The partition request: ask for the first buffers."""
         if not self._requested and not self.released:
             self._requested = True
-            self._sink(AddCredit(self.channel_info, 1))
+            self._sink(AddCredit(self.channel_info, LOCAL_CHANNEL_BUFFERS))
 
     def _recycle(self, origin: Optional[BufferOrigin]) -> None:
-        # the task took a buffer: read the next one from the producer's subpartition
+        # the task processed a buffer: it returns to the producer, and the channel reads the next one
         if not self.released:
             self._sink(AddCredit(self.channel_info, 1))
 
@@ -352,6 +375,7 @@ class LocalInputChannel(InputChannel):
 
 
 __all__ = [
+    "LOCAL_CHANNEL_BUFFERS",
     "AddCredit",
     "ResumeConsumptionUpstream",
     "BufferReorderingException",

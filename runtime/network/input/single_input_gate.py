@@ -4,7 +4,8 @@ How this works: the driver hands arriving elements to ``on_element(channel_idx, 
 queues them in the channel and remembers that the channel has data (``_channels_with_data``, itself a
 ``PrioritizedDeque`` of channel indexes: channels holding a priority element come first, the others in
 the order they became available, re-queued at the end after each poll, i.e. round robin). ``poll_next``
-returns the next ``BufferOrEvent`` or ``None``. Blocked channels (aligned checkpoint) are not polled until
+returns the next ``BufferOrEvent`` or ``None``; the data buffers it returned are the task's until it polls
+again or calls ``release_processed`` (it processed them), then the channels recycle them. Blocked channels (aligned checkpoint) are not polled until
 ``resume_consumption``. After each operation, credit that became available on remote channels is
 announced (``AddCredit``). End of partition is returned per channel; the gate is finished when every
 channel delivered it.
@@ -98,6 +99,7 @@ class SingleInputGate:
         self._channels_with_data: PrioritizedDeque[int] = PrioritizedDeque()
         self._enqueued: set[int] = set()
         self._finished_channels: set[int] = set()
+        self._holding: list[int] = []  # channels whose data buffers the task took and has not released yet
         self.closed = False
         self._set_up = False
         self.throughput: Optional[ThroughputCalculator] = None
@@ -174,6 +176,8 @@ class SingleInputGate:
     def poll_next(self) -> Optional[BufferOrEvent]:
         if self.closed:
             raise GateClosedError(f"poll of closed gate {self.gate_idx}")
+        if self._holding:  # the task polls again: it processed what it polled before
+            self.release_processed()
         while self._channels_with_data:
             idx = self._channels_with_data.poll()
             self._enqueued.discard(idx)
@@ -182,6 +186,8 @@ class SingleInputGate:
                 continue
             entry = ch.get_next()
             assert entry is not None
+            if ch.holds_processed_buffers and idx not in self._holding:
+                self._holding.append(idx)
             if ch.has_data() and not ch.blocked:
                 self._queue_channel(idx, ch.has_priority_element())
             if isinstance(entry.element, EndOfPartition):
@@ -196,6 +202,16 @@ class SingleInputGate:
         if self.throughput is not None:
             self.throughput.pause_measurement()
         return None
+
+    def release_processed(self) -> None:
+        """The task processed the data buffers it polled: the channels recycle them (the receiver's buffers
+        return as credit; a local channel's to its producer)."""
+        if not self._holding:
+            return
+        holding, self._holding = self._holding, []
+        for idx in holding:
+            self.channels[idx].release_processed()
+        self._announce_credit()
 
     def is_finished(self) -> bool:
         return len(self._finished_channels) == len(self.channels)

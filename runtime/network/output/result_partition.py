@@ -18,8 +18,9 @@ barriers (``supports_unaligned_checkpoints`` False: a pointwise or broadcast edg
 has one) sends a checkpoint barrier forced aligned and in order, as Flink's ``RecordWriterOutput.broadcastEvent``
 does with ``withUnalignedUnsupported``.
 
-Backpressure: a subpartition may hold at most ``max_buffers_per_channel`` buffers (queued plus the open
-builder). When one reaches it, ``get_availability`` is ``BACKPRESSURED`` and the producer must stop taking
+Backpressure: a subpartition may hold at most ``max_buffers_per_channel`` buffers (queued, the open builder,
+and for a local subpartition the buffers its local channel holds: Flink's local channel reads the producer's own
+memory segments, which return to its pool only once the consumer's deserializer has read them). When one reaches it, ``get_availability`` is ``BACKPRESSURED`` and the producer must stop taking
 input until the network drains it (Flink's ``LocalBufferPool`` with ``maxBuffersPerChannel``). Records
 emitted while processing one input are never refused (Flink blocks inside the write; a sans-IO producer
 cannot), so the bound is checked by the driver before the producer takes its next input.
@@ -97,7 +98,10 @@ class ResultPartition(BatchWrites):
         initial_credit: int = 0,
         block_on_aligned_barrier: bool = True,
         supports_unaligned_checkpoints: bool = True,
+        local_subpartitions: Sequence[bool] = (),
     ):
+        """``local_subpartitions``: per subpartition, whether its consumer runs in this TaskManager (a local
+        channel reads it); none by default."""
         if num_subpartitions <= 0 or memory_segment_size <= 0 or max_buffers_per_channel <= 0:
             raise ValueError(
                 f"result partition {partition_idx}: subpartitions ({num_subpartitions}), segment size "
@@ -115,6 +119,15 @@ class ResultPartition(BatchWrites):
         self._buffer_sizes = [memory_segment_size] * num_subpartitions  # debloated sizes, announced by the receivers
         self._builders = [_BufferBuilder(memory_segment_size) for _ in range(num_subpartitions)]
         self._flush_requested = [False] * num_subpartitions
+        # the local subpartitions, and the buffers each one's local channel holds (handed out, not yet recycled);
+        # a local channel's first credit is its partition request, each later one recycles that many buffers
+        if local_subpartitions and len(local_subpartitions) != num_subpartitions:
+            raise ValueError(f"result partition {partition_idx}: {len(local_subpartitions)} local flags for "
+                             f"{num_subpartitions} subpartitions")
+        self._local = [bool(f) for f in local_subpartitions] if local_subpartitions else [False] * num_subpartitions
+        self._any_local = any(self._local)
+        self._requested = [False] * num_subpartitions
+        self._at_consumer = [0] * num_subpartitions
         self._finished = False
         self._released = False
         self.total_written_bytes = 0
@@ -413,7 +426,15 @@ class ResultPartition(BatchWrites):
     def add_credit(self, info: ResultSubpartitionInfo, credit: int) -> None:
         if self._released:
             return  # the reader is gone: Flink's PartitionRequestQueue ignores messages for released readers
-        self._readers[self._index(info)].add_credit(credit)
+        i = self._index(info)
+        self._readers[i].add_credit(credit)
+        if self._local[i]:
+            if not self._requested[i]:
+                self._requested[i] = True
+            elif credit > self._at_consumer[i]:
+                raise ValueError(f"{info}: the local channel recycled {credit} buffers but holds {self._at_consumer[i]}")
+            else:
+                self._at_consumer[i] -= credit
 
     def num_credits_available(self, info: ResultSubpartitionInfo) -> int:
         return self._readers[self._index(info)].num_credits_available
@@ -426,6 +447,8 @@ class ResultPartition(BatchWrites):
         item = self._readers[i].get_next_buffer()
         if item is None and self._cut_flushed(i):
             item = self._readers[i].get_next_buffer()
+        if item is not None and self._local[i] and item.is_buffer:
+            self._at_consumer[i] += 1
         return item
 
     def poll_sendable(self) -> list[tuple[ResultSubpartitionInfo, BufferAndBacklog]]:
@@ -440,11 +463,14 @@ class ResultPartition(BatchWrites):
             if not sub.has_queued_elements and not flush_requested[i]:
                 continue
             info = sub.info
+            sent = len(out)
             while True:
                 while (item := reader.get_next_buffer()) is not None:
                     out.append((info, item))
                 if not self._cut_flushed(i):
                     break
+            if self._any_local and self._local[i]:
+                self._at_consumer[i] += sum(1 for _, item in out[sent:] if item.is_buffer)
         return out
 
     def is_subpartition_available(self, info: ResultSubpartitionInfo) -> bool:
@@ -469,10 +495,12 @@ class ResultPartition(BatchWrites):
     # -- availability ------------------------------------------------------------------------------
 
     def buffers_in_use(self, target_subpartition: int) -> int:
+        """The subpartition's buffers of the pool: queued, the open builder, and those its local channel holds."""
         builder = self._builders[target_subpartition]
         staged = self._staged_counts is not None and self._staged_counts[target_subpartition] > 0
         open_builder = 1 if (builder.records or builder.size or staged) else 0
-        return self.subpartitions[target_subpartition].number_of_queued_buffers + open_builder
+        return (self.subpartitions[target_subpartition].number_of_queued_buffers + open_builder
+                + self._at_consumer[target_subpartition])
 
     def get_availability(self) -> Availability:
         """``BACKPRESSURED`` while any subpartition holds ``max_buffers_per_channel`` buffers or more."""
@@ -481,8 +509,9 @@ class ResultPartition(BatchWrites):
     def is_backpressured(self) -> bool:
         limit = self.max_buffers_per_channel
         staged = self._staged_counts
+        at_consumer = self._at_consumer
         for i, (sub, builder) in enumerate(zip(self.subpartitions, self._builders)):
-            queued = sub.number_of_queued_buffers
+            queued = sub.number_of_queued_buffers + at_consumer[i]
             if queued >= limit or (queued + 1 >= limit and (builder.records or builder.size
                                                             or (staged is not None and staged[i] > 0))):
                 return True

@@ -35,8 +35,13 @@ def test_consuming_a_buffer_returns_its_credit():
     side.on_element(CH0, Buffer(("a",), 10), backlog=0)
     assert side.sender_credit(CH0) == 1 and side.drain_actions() == []
     side.poll_next()
+    # the task holds the buffer until it processed it (Flink's deserializer recycles it after its last record)
+    assert credits(side.drain_actions(), CH0) == []
+    side.release_processed()
     assert credits(side.drain_actions(), CH0) == [1]
     assert side.sender_credit(CH0) == 2
+    side.release_processed()  # released once only
+    assert side.drain_actions() == [] and side.sender_credit(CH0) == 2
 
 
 def test_backlog_zero_still_refills_to_the_initial_credit():
@@ -70,7 +75,8 @@ def test_recycled_floating_buffer_goes_to_a_waiting_channel():
     assert credits(side.drain_actions(), CH1) == []
     side.poll_next()  # CH0's first buffer (exclusive): CH0 has enough now, no new credit for more floating
     side.poll_next()  # CH1's buffer
-    side.poll_next()  # CH0's floating buffer: recycled to the pool, handed to the waiting CH1
+    side.poll_next()  # CH0's floating buffer
+    side.release_processed()  # processed: recycled to the pool, handed to the waiting CH1
     actions = side.drain_actions()
     assert sum(credits(actions, CH1)) == 1 + 1  # its exclusive back, plus the floating buffer
     assert side.get_channel(CH1).buffer_manager.num_floating_held == 1
@@ -164,6 +170,8 @@ def test_credit_never_negative_and_never_exceeds_free_buffers(ops, floating, exc
         elif op == "poll":
             side.poll_next()
         elif op == "block":
+            side.release_processed()  # the task processed what it took before it reads a barrier and blocks
+            side.drain_actions()
             gate.block_consumption(info)
         else:
             gate.resume_consumption(info)

@@ -123,12 +123,16 @@ def test_checkpoint_started_for_an_overwritten_checkpoint_is_subsumed():
 
 def test_a_local_channel_announces_nothing_and_hands_out_the_barrier_in_order():
     """Flink's ``LocalInputChannel`` reads the producer's subpartition: a timeoutable barrier comes in order,
-    unannounced, and the channel has no buffers of its own: it asks for one buffer at a time."""
+    unannounced, and the channel has no buffers of its own: it holds at most two of the producer's (the one the
+    task reads and the next), and gives one back, asking for the next, once the task processed it."""
     gate, out = make_gate(1, ["local"])
-    assert [a.credit for a in out if isinstance(a, AddCredit)] == [1]  # the request for the first buffer
+    assert [a.credit for a in out if isinstance(a, AddCredit)] == [2]  # the request for the first buffers
     barrier = CheckpointBarrier(4, 0, CheckpointOptions.aligned_with_timeout(CheckpointType.CHECKPOINT, 10))
     gate.on_element(0, buf("x"))
     gate.on_element(0, barrier)
     assert gate.poll_next().element == buf("x")
-    assert [a.credit for a in out if isinstance(a, AddCredit)] == [1, 1]  # taking "x" asks for the next one
-    assert gate.poll_next().element == barrier
+    assert [a.credit for a in out if isinstance(a, AddCredit)] == [2]  # the task still reads "x"
+    assert gate.poll_next().element == barrier  # polling again: the task processed "x"
+    assert [a.credit for a in out if isinstance(a, AddCredit)] == [2, 1]
+    gate.release_processed()  # an event holds no buffer: nothing more to give back
+    assert [a.credit for a in out if isinstance(a, AddCredit)] == [2, 1]
