@@ -1,14 +1,13 @@
 """An input gate: the channels of one logical input of a task, polled in availability order.
 
-How this works: the driver hands arriving elements to ``on_element(channel_idx, element, ...)``; the gate
-queues them in the channel and remembers that the channel has data (``_channels_with_data``, itself a
-``PrioritizedDeque`` of channel indexes: channels holding a priority element come first, the others in
-the order they became available, re-queued at the end after each poll, i.e. round robin). ``poll_next``
-returns the next ``BufferOrEvent`` or ``None``; the data buffers it returned are the task's until it polls
-again or calls ``release_processed`` (it processed them), then the channels recycle them. Blocked channels (aligned checkpoint) are not polled until
-``resume_consumption``. After each operation, credit that became available on remote channels is
-announced (``AddCredit``). End of partition is returned per channel; the gate is finished when every
-channel delivered it.
+How this works: the driver hands arriving elements to ``on_element(channel_idx, element, ...)``; the gate queues
+them in the channel and remembers that the channel has data (``_channels_with_data``, itself a ``PrioritizedDeque``
+of channel indexes: channels holding a priority element come first, the others in the order they became available,
+re-queued at the end after each poll, i.e. round robin). ``poll_next`` returns the next ``BufferOrEvent`` or
+``None``; the data buffers it returned are the task's until it polls again or calls ``release_processed`` (it
+processed them), then the channels recycle them. Blocked channels (aligned checkpoint) are not polled until
+``resume_consumption``. After each operation, credit that became available on remote channels is announced
+(``AddCredit``). End of partition is returned per channel; the gate is finished when every channel delivered it.
 
 Everything the gate emits (``AddCredit``, ``ResumeConsumptionUpstream``, ``AddInputData``,
 ``AnnounceBufferSize``) goes to the injected sink. With buffer debloating (``enable_debloating``) the gate

@@ -18,12 +18,13 @@ barriers (``supports_unaligned_checkpoints`` False: a pointwise or broadcast edg
 has one) sends a checkpoint barrier forced aligned and in order, as Flink's ``RecordWriterOutput.broadcastEvent``
 does with ``withUnalignedUnsupported``.
 
-Backpressure: a subpartition may hold at most ``max_buffers_per_channel`` buffers (queued, the open builder,
-and for a local subpartition the buffers its local channel holds: Flink's local channel reads the producer's own
-memory segments, which return to its pool only once the consumer's deserializer has read them). When one reaches it, ``get_availability`` is ``BACKPRESSURED`` and the producer must stop taking
-input until the network drains it (Flink's ``LocalBufferPool`` with ``maxBuffersPerChannel``). Records
-emitted while processing one input are never refused (Flink blocks inside the write; a sans-IO producer
-cannot), so the bound is checked by the driver before the producer takes its next input.
+Backpressure: a subpartition may hold at most ``max_buffers_per_channel`` buffers (queued, the open builder, and for
+a local subpartition the buffers its local channel holds: Flink's local channel reads the producer's own memory
+segments, which return to its pool only once the consumer's deserializer has read them). When one reaches it,
+``get_availability`` is ``BACKPRESSURED`` and the producer must stop taking input until the network drains it
+(Flink's ``LocalBufferPool`` with ``maxBuffersPerChannel``). Records emitted while processing one input are never
+refused (Flink blocks inside the write; a sans-IO producer cannot), so the bound is checked by the driver before the
+producer takes its next input.
 
 Record batches (``write_batch``, ``write_round_robin``, ``write_broadcast``: ``batch_writes.BatchWrites``, a part
 of this class) are cut into slices per subpartition, never into single records; a hash write that fills no buffer
@@ -56,7 +57,7 @@ import numpy as np
 from barriersim.runtime.events import Buffer, ChannelElement, CheckpointBarrier, ResultSubpartitionInfo
 from barriersim.runtime.network.output.batch_writes import BatchWrites
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog, PipelinedSubpartition
-from barriersim.runtime.network.output.view_reader import CreditBasedSequenceNumberingViewReader
+from barriersim.runtime.network.output.view_reader import CreditBasedSequenceNumberingViewReader, CreditError
 from barriersim.runtime.buffer_content import content_of
 from barriersim.runtime.record_batch import RecordBatch
 
@@ -432,7 +433,8 @@ class ResultPartition(BatchWrites):
             if not self._requested[i]:
                 self._requested[i] = True
             elif credit > self._at_consumer[i]:
-                raise ValueError(f"{info}: the local channel recycled {credit} buffers but holds {self._at_consumer[i]}")
+                raise CreditError(f"add_credit({credit}) on local subpartition {info}: its channel holds only "
+                                  f"{self._at_consumer[i]} buffer(s) to recycle")
             else:
                 self._at_consumer[i] -= credit
 

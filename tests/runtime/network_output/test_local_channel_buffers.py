@@ -11,6 +11,7 @@ from barriersim.runtime.events import Buffer, InputChannelInfo
 from barriersim.runtime.network.input.input_channel import LOCAL_CHANNEL_BUFFERS, AddCredit
 from barriersim.runtime.network.input.single_input_gate import SingleInputGate
 from barriersim.runtime.network.output.result_partition import ResultPartition
+from barriersim.runtime.network.output.view_reader import CreditError
 from barriersim.runtime.record_batch import RecordBatch
 
 SEGMENT = 100  # bytes per buffer: ten 10-byte records
@@ -38,7 +39,7 @@ def test_buffers_a_local_channel_holds_count_until_it_gives_them_back():
     assert part.is_backpressured()  # the local subpartition has its 4 buffers
     part.add_credit(local, 1)  # the consumer processed one
     assert part.buffers_in_use(0) == 3 and not part.is_backpressured()
-    with pytest.raises(ValueError, match="recycled 2 buffers but holds 1"):
+    with pytest.raises(CreditError, match="holds only 1 buffer"):
         part.add_credit(local, 2)
 
 
