@@ -117,7 +117,12 @@ def test_the_checkpointing_time_benchmark_scenario_is_flinks_topology():
              for e in g.edges for i in range(4) for j in range(4)}
     assert kinds == {ChannelKind.REMOTE}
     assert [e.partitioner for e in g.edges] == [Partitioner.REBALANCE, Partitioner.REBALANCE]
-    assert g.vertex("sink").params["cost_us_per_record"] == 1000.0 and s.network.buffer_size == 4096
+    # the benchmark's constants: a sink busy-waiting 200 us per record, 8 KiB segments, 29-byte records, debloating
+    # to 300 ms over 5 samples taken every 200 ms
+    assert g.vertex("sink").params["cost_us_per_record"] == 200.0 and s.network.buffer_size == 8192
+    assert s.network.record_size == 29
+    assert (s.network.buffer_debloat, s.network.buffer_debloat_target_ms, s.network.buffer_debloat_period_ms,
+            s.network.buffer_debloat_samples) == (True, 300, 200, 5)
 
 
 def test_the_failure_storm_restarts_and_restores():

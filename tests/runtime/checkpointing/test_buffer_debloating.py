@@ -120,7 +120,7 @@ def test_partition_cuts_buffers_opened_after_the_announcement_at_the_new_size():
 
 
 def checkpointing_time_benchmark(debloat: bool):
-    scenario = with_setting(load_scenario(CTB), "workload.records", 60_000)
+    scenario = with_setting(load_scenario(CTB), "workload.records", 300_000)  # about 15 s of the job
     scenario = with_setting(scenario, "network.buffer_debloat", debloat)
     scenario = effective_scenario(scenario, mode="aligned", seed=7)
     result = JobSimulation(job_config(scenario), workload_splits(scenario), seed=7).run()
@@ -138,7 +138,7 @@ def test_debloating_shortens_aligned_checkpoints_under_backpressure_and_keeps_ex
     full, full_durations = checkpointing_time_benchmark(False)
     debloated, debloated_durations = checkpointing_time_benchmark(True)
     # the scenario's target is 300 ms per exchange (Flink's benchmark); without debloating every exchange keeps
-    # its full 4 KiB buffers in flight
+    # its full 8 KiB buffers in flight
     assert debloated_durations[len(debloated_durations) // 2] * 3 < full_durations[len(full_durations) // 2]
     assert len(debloated_durations) > len(full_durations)
     assert sorted(debloated.committed_output) == sorted(full.committed_output)
