@@ -231,16 +231,19 @@ def measure(scenario: Scenario, mode: str, group: str, **settings: Any) -> Row:
 
 
 def channel_capacity_bytes(scenario: Scenario, subtask: str) -> int:
-    """The bytes the network can hold in front of ``subtask``: its input channels' exclusive buffers and its
-    gates' floating buffers, plus up to ``max_buffers_per_channel`` buffers queued in each upstream subpartition
-    feeding it."""
+    """The bytes the network can hold in front of ``subtask``: up to ``max_buffers_per_channel`` buffers of each
+    upstream subpartition feeding it (for a local channel these include the buffers it holds, which are the
+    producer's), plus, for its remote channels only, their exclusive buffers and their gates' floating buffers (a
+    local channel has no buffers of its own)."""
     net, graph = scenario.network, scenario.job.graph
     name, _, index = subtask.partition("#")
+    kinds = job_config(scenario).placement.gate_specs(graph, name, int(index))
     buffers = 0
-    for gate in range(len(graph.gates_of(name))):
-        channels = len(graph.channels_in_gate(name, gate, int(index)))
-        buffers += channels * net.exclusive_buffers_per_channel + net.floating_buffers_per_gate
-        buffers += channels * net.max_buffers_per_channel
+    for gate in kinds:
+        remote = sum(1 for kind in gate if kind == "remote")
+        buffers += len(gate) * net.max_buffers_per_channel
+        if remote:
+            buffers += remote * net.exclusive_buffers_per_channel + net.floating_buffers_per_gate
     return buffers * net.buffer_size
 
 
