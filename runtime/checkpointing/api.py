@@ -262,9 +262,7 @@ class InputSide:
             gate.release_processed()
 
     def poll_next(self) -> Optional[BufferOrEvent]:
-        """What the operator consumes next (gates with a priority event first, else round robin); the task
-        processed what it polled before."""
-        self.release_processed()
+        """What the operator consumes next (gates with a priority event first, else round robin)."""
         n = len(self.checkpointed_gates)
         for cg in self.checkpointed_gates:
             if cg.input_gate.has_priority_event():
