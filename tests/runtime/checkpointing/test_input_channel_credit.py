@@ -44,6 +44,24 @@ def test_consuming_a_buffer_returns_its_credit():
     assert side.drain_actions() == [] and side.sender_credit(CH0) == 2
 
 
+def test_a_priority_event_handled_mid_buffer_does_not_recycle_the_buffer_the_task_reads():
+    """Flink's priority-event mail runs between two records of the buffer the task is reading: handling an
+    unaligned barrier then must not recycle that buffer (its credit returns once the task processed it)."""
+    side = InputSide([2], CheckpointingMode.UNALIGNED, ManualClock(), floating_buffers_per_gate=0,
+                     exclusive_buffers_per_channel=1)
+    side.drain_actions()
+    side.on_element(CH0, Buffer(("a",), 10), backlog=0)
+    assert side.poll_next().element == Buffer(("a",), 10)  # the task reads CH0's buffer
+    side.drain_actions()
+    barrier = CheckpointBarrier(1, 0, CheckpointOptions.unaligned())
+    side.on_element(CH1, barrier, backlog=0)
+    assert [boe.element for boe in side.process_priority_events()] == [barrier]
+    assert credits(side.drain_actions(), CH0) == []  # still the task's
+    assert side.sender_credit(CH0) == 0
+    side.release_processed()  # the task's next step: it processed the buffer
+    assert credits(side.drain_actions(), CH0) == [1]
+
+
 def test_backlog_zero_still_refills_to_the_initial_credit():
     """Flink requests floating buffers until ``backlog + initialCredit`` are free."""
     side = InputSide([1], CheckpointingMode.ALIGNED, ManualClock())
