@@ -247,6 +247,11 @@ def channel_capacity_bytes(scenario: Scenario, subtask: str) -> int:
     return buffers * net.buffer_size
 
 
+def _calm(records: int) -> dict:
+    """The overrides of the no-backpressure rows: Flink's delivered rate, ``records`` per source vertex."""
+    return {"workload.rate_per_source": NO_BACKPRESSURE_RATE, "workload.records": records}
+
+
 def run_all(quick: bool = False) -> tuple[list[Row], list[Check], list[Check]]:
     base = load_scenario(ALIGNMENT_SCENARIO)
     ctb = load_scenario(CTB_SCENARIO)
@@ -254,7 +259,7 @@ def run_all(quick: bool = False) -> tuple[list[Row], list[Check], list[Check]]:
     calm_records = 20_000 if quick else 40_000  # about 16 or 32 s at 1,250 records/s
     ctb_records = 120_000 if quick else 300_000  # about 6 or 15 s of the job at ≈ 20,000 records/s
     rows: list[Row] = []
-    calm = {"workload.rate_per_source": NO_BACKPRESSURE_RATE, "workload.records": calm_records}
+    calm = _calm(calm_records)
     for mode in ("aligned", "unaligned", "at-least-once"):
         rows.append(measure(base, mode, CALM, **calm))
     heavy = {"workload.rate_per_source": HEAVY_RATE, "workload.records": heavy_records}
@@ -280,7 +285,7 @@ def flusher_rows(quick: bool = False) -> list[Row]:
     hands them over (Flink's ``PipelinedSubpartition.flush``), so they reach the bottleneck in bursts, and the barrier
     that finishes the open buffers waits behind the burst it closes."""
     base = load_scenario(ALIGNMENT_SCENARIO)
-    calm = {"workload.rate_per_source": NO_BACKPRESSURE_RATE, "workload.records": 20_000 if quick else 40_000}
+    calm = _calm(20_000 if quick else 40_000)
     return [measure(base, "aligned", f"{CALM}, flusher {t} ms", **calm, **{"network.buffer_timeout_ms": t})
             for t in FLUSHER_TIMEOUTS_MS]
 
@@ -292,7 +297,7 @@ def flusher_phase_rows(quick: bool = False) -> list[Row]:
     ms of work, so a barrier that leaves its source φ ms after a flush waits for what is left of the previous burst,
     max(0, 50 - φ) ms, and then for the burst it closes, φ / 2 ms: at least 25 ms."""
     base = load_scenario(ALIGNMENT_SCENARIO)
-    calm = {"workload.rate_per_source": NO_BACKPRESSURE_RATE, "workload.records": 10_000 if quick else 20_000}
+    calm = _calm(10_000 if quick else 20_000)
     return [measure(replace(base, seed=seed), "aligned", f"{CALM}, flusher 100 ms, seed {seed}", **calm)
             for seed in RAMP_SEEDS]
 

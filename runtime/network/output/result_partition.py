@@ -450,7 +450,7 @@ class ResultPartition(BatchWrites):
         if item is None and self._cut_flushed(i):
             item = self._readers[i].get_next_buffer()
         if item is not None and self._local[i] and item.is_buffer:
-            self._at_consumer[i] += 1
+            self._handed_to_local_channel(i, 1)
         return item
 
     def poll_sendable(self) -> list[tuple[ResultSubpartitionInfo, BufferAndBacklog]]:
@@ -472,8 +472,14 @@ class ResultPartition(BatchWrites):
                 if not self._cut_flushed(i):
                     break
             if self._any_local and self._local[i]:
-                self._at_consumer[i] += sum(1 for _, item in out[sent:] if item.is_buffer)
+                self._handed_to_local_channel(i, sum(1 for _, item in out[sent:] if item.is_buffer))
         return out
+
+    def _handed_to_local_channel(self, i: int, buffers: int) -> None:
+        """``buffers`` data buffers of local subpartition ``i`` went to its ``LocalInputChannel``: they stay this
+        partition's (Flink's local channel reads the producer's own memory segments) until the channel recycles
+        them (``add_credit``), so they count in ``buffers_in_use`` and ``is_backpressured``."""
+        self._at_consumer[i] += buffers
 
     def is_subpartition_available(self, info: ResultSubpartitionInfo) -> bool:
         i = self._index(info)
