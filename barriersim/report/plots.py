@@ -232,7 +232,11 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
             picks.append((run, cps[cps["id"] == cid].iloc[0]))
     chosen = [subtasks[(subtasks["run"] == run) & (subtasks["id"] == row["id"])] for run, row in picks]
     every = pd.concat(chosen) if chosen else subtasks.iloc[0:0]
-    order = subtask_order(every["task"], vertices, every[["task", "start_delay"]] if len(every) else None)
+    # every subtask the runs ever acknowledged with, so that the panels share one order even when a subtask had
+    # finished (FLIP-147) before the drawn checkpoint of one run: it has a row there, and no bars
+    seen = subtasks[subtasks["run"].isin([run for run, _ in picks])]["task"]
+    order = subtask_order(pd.concat([every["task"], seen]), vertices,
+                          every[["task", "start_delay"]] if len(every) else None)
     height = max(1.5, 0.32 * max(len(order), 1) + 1.0)
     fig, axes = plt.subplots(max(len(picks), 1), 1, figsize=(WIDTH_IN, height * max(len(picks), 1) + 1.0),
                              squeeze=False, sharex=True, layout="constrained")
@@ -252,10 +256,13 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
             ax.text(0.5, 0.5, "no acknowledged subtasks", ha="center", va="center", transform=ax.transAxes)
             continue
         phases = barrier_phases(sts, int(row["trigger_timestamp"]), order)
+        absent = "finished" if row["status"] == "COMPLETED" else "no acknowledgement"
+        labels = {task: f"{task} · {absent}" for task in order if task not in set(phases["task"])}
         if _has_placement(phases):
             local, remote = int(phases["local_input_channels"].sum()), int(phases["remote_input_channels"].sum())
             ax.set_title(f"{title}; {local} of {local + remote} input channels local", fontsize=11, loc="left")
-            labels = {p["task"]: subtask_label(p) for _, p in phases.iterrows()}
+            labels.update({p["task"]: subtask_label(p) for _, p in phases.iterrows()})
+        if labels:
             ax.set_yticks(range(len(order)), [labels.get(task, task) for task in order], fontsize=9)
         for _, p in phases.iterrows():
             y = order.index(p["task"])

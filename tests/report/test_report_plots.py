@@ -78,3 +78,15 @@ def test_a_subtask_with_its_placement_is_labelled_with_its_taskmanager_and_chann
     assert figure.png.stat().st_size > 0
     assert figure.panels[0].ytick_labels == ["keyed-sum#1 · TM1 · in 1 local / 1 remote",
                                              "sink#0 · TM0 · in 1 local / 3 remote"]
+
+
+def test_a_subtask_finished_before_the_drawn_checkpoint_keeps_its_row_labelled_finished(tmp_path):
+    """A source that finished (FLIP-147) acknowledges no later checkpoint: the timeline of the longest checkpoint,
+    taken after it finished, still lists it in the job's order, labelled finished and without bars."""
+    rows = [subtask_row(1, "source#0", 0, 0, 1, 5), subtask_row(1, "sink#0", 4, 1, 1, 9),
+            subtask_row(2, "sink#0", 20, 10, 1, 40)]  # checkpoint 2: the source had finished
+    checkpoints = pd.DataFrame([checkpoint_row(1, 9, subtasks=2), checkpoint_row(2, 40, subtasks=2)])
+    figure = plot_barrier_timeline(checkpoints.assign(run=".", mode="aligned"),
+                                   pd.DataFrame(rows).assign(run=".", mode="aligned"), tmp_path / "t.png",
+                                   vertices=["source", "sink"])
+    assert figure.panels[0].ytick_labels == ["source#0 · finished", "sink#0"]
