@@ -4,7 +4,7 @@ How this works: ``DataPlane`` is the part of ``JobSimulation`` that moves data. 
 buffer (or one source batch) at a time (``_step`` calls ``StreamTask.process_next``) and is busy for
 ``records * cost_us_per_record`` (plus ``hot_key_extra_us`` per hot-key record, times any ``SlowTask``
 factor); a task whose output is backpressured, or whose input is empty, sleeps until credit or data arrives
-(``_wake``/``_kick``); an output flusher finishes open buffers every ``buffer_timeout_ms``. ``_pump`` sends
+(``_wake``/``_kick``); an output flusher finishes open buffers every ``buffer_timeout_ms``, each task's at a phase of its own. ``_pump`` sends
 what a task's subpartitions may send (its receiver granted credit): each element reaches its input channel
 after a latency drawn from the ``network`` random stream, never before the previous element of the same
 channel (FIFO per channel); credit, resume-consumption and new-buffer-size messages travel back the same way.
@@ -91,7 +91,11 @@ class DataPlane:
                 self.job_master.slowdown_met(self.tasks[key].name, index, now_ms)
         return max(1, int(cost))
 
-    def _schedule_flush(self, key: SubtaskKey, epoch: int) -> None:
+    def _schedule_flush(self, key: SubtaskKey, epoch: int, first: bool = False) -> None:
+        """The task's output flusher: every ``buffer_timeout_ms`` from a phase of its own. Flink starts each task's
+        ``OutputFlusher`` thread when the task builds its record writers, and the thread sleeps the timeout between
+        flushes, so the tasks of a job flush at unrelated phases, not in step: the first flush comes after a delay
+        drawn uniformly from ``(0, buffer_timeout_ms]`` (the ``output-flusher`` random stream)."""
         def flush() -> None:
             if not self._alive(key, epoch):
                 return
@@ -99,7 +103,9 @@ class DataPlane:
             self._pump(key)
             self._schedule_flush(key, epoch)
 
-        self.sim.schedule_after(self.config.buffer_timeout_ms * 1000, flush, Priority.TIMER, "flush")
+        interval_us = self.config.buffer_timeout_ms * 1000
+        delay_us = self.sim.random("output-flusher").randint(1, interval_us) if first and interval_us > 1 else interval_us
+        self.sim.schedule_after(delay_us, flush, Priority.TIMER, "flush")
 
     # -- network -------------------------------------------------------------------------------------
 

@@ -261,7 +261,7 @@ class JobSimulation(DataPlane):
         for key in self.tasks:
             self._pump(key)  # recovered output data and initial credit
             self._kick(key)
-            self._schedule_flush(key, epoch)
+            self._schedule_flush(key, epoch, first=True)
         self.trace.record(self.sim.now_us, "deploy", f"epoch={epoch} restore={action.restored_checkpoint_id}")
         self._carry_out(self.job_master.tasks_started(epoch))
 

@@ -1,6 +1,8 @@
 """TaskManagers, slots and channel kinds: Flink's default slot sharing places subtask i of every vertex in slot
 i, slots fill the TaskManagers in order, and a channel is local when one TaskManager runs both ends."""
 
+import statistics
+
 import pytest
 
 from barriersim.runtime.faults import FaultSchedule
@@ -44,22 +46,29 @@ def test_a_cluster_too_small_for_the_job_is_refused_with_the_key():
 
 @pytest.mark.parametrize("mode", ["aligned", "unaligned"])
 def test_remote_channels_hold_receiver_buffers_that_local_channels_do_not(mode):
-    """Under backpressure an unaligned checkpoint persists the in-flight data of its channels: remote channels
-    add their receiver-side exclusive and floating buffers to what the producers queue, local channels do not;
-    both runs stay exactly-once. The first checkpoint, 20 ms in (plus the trigger path), catches the job's
-    start-up backpressure."""
-    splits = {"source": local_splits(20_000, 50, 1.5, 100, 4, seed=1)}
+    """Under sustained backpressure (a sink slower than the sources, 6 MB of records: more than the channels hold)
+    an unaligned checkpoint persists the in-flight data of its channels: remote channels add their receiver-side
+    exclusive and floating buffers to what the producers queue, local channels do not; both runs stay
+    exactly-once."""
+    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+
+    graph = JobGraph((JobVertex("source", K.SOURCE, 4), JobVertex("keyed-sum", K.KEYED_SUM, 4),
+                      JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1, params={"cost_us_per_record": 20.0})),
+                     (JobEdge("source", "keyed-sum", P.HASH), JobEdge("keyed-sum", "sink", P.REBALANCE)))
+    splits = {"source": local_splits(200_000, 50, 1.5, 100, 4, seed=1)}
     persisted = {}
     for cluster in (ClusterConfig(1), ClusterConfig(4, 1)):
-        config = JobConfig(quickstart_graph(4, 4), mode=mode, interval_ms=20, source_rate_per_subtask=200_000,
+        config = JobConfig(graph, mode=mode, interval_ms=200, source_rate_per_subtask=200_000,
                            cluster=cluster, faults=FaultSchedule())
         result = JobSimulation(config, splits, 3).run()
         assert verify(expected_sink_input(config.graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE
-        persisted[cluster.taskmanagers] = sum(c["persisted_data"] for c in result.checkpoints if c["status"] == "COMPLETED")
+        completed = [c["persisted_data"] for c in result.checkpoints if c["status"] == "COMPLETED"]
+        assert len(completed) >= 3
+        persisted[cluster.taskmanagers] = statistics.median(completed)
     if mode == "aligned":
         assert persisted == {1: 0, 4: 0}
     else:
-        assert persisted[4] > persisted[1] > 0
+        assert persisted[4] > 1.2 * persisted[1] > 0
 
 
 def test_slot_sharing_groups_take_slots_of_their_own():
