@@ -131,7 +131,7 @@ def barrier_figures(result: RayJobResult) -> dict[str, list[float]]:
     left out (it meets tasks still starting)."""
     completed = sorted(c["id"] for c in result.checkpoints if c["status"] == "COMPLETED")[1:]
     keep = set(completed)
-    rows = [r for r in result.subtasks if r["id"] in keep]
+    rows = [r for r in result.subtasks if r["id"] in keep and not r["finished"]]  # finished: no barrier (FLIP-147)
     return {
         "source_start_delay": [r["start_delay"] for r in rows if r["task"].startswith("source")],
         "sink_start_delay": [r["start_delay"] for r in rows if r["task"].startswith("sink")],

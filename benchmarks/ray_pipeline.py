@@ -192,14 +192,14 @@ def barrier_times(result: RayJobResult) -> dict:
     completed = {c["id"]: c for c in result.checkpoints if c["status"] == "COMPLETED"}
     acks: dict = {}
     for row in result.subtasks:
-        if row["id"] in completed:
+        if row["id"] in completed and not row["finished"]:  # a task finished before the trigger had no barrier
             acks.setdefault(row["id"], {})[row["task"].split("#")[0]] = row["ack_timestamp"]
     end_to_end = [c["end_to_end_duration"] for c in completed.values()]
     through = [a["sink"] - a["source"] for a in acks.values() if "sink" in a and "source" in a]
     # Flink's start delay of the sink: from the trigger to the first barrier's arrival at the sink, i.e. the
     # barrier's way through the pipeline (trigger RPC to the source, then three data hops): 4 hops
     to_sink = [row["start_delay"] for row in result.subtasks
-               if row["id"] in completed and row["task"].startswith("sink")]
+               if row["id"] in completed and row["task"].startswith("sink") and not row["finished"]]
     return {"checkpoints": len(completed),
             "end_to_end_median_ms": statistics.median(end_to_end) if end_to_end else float("nan"),
             "sink_start_delay_median_ms": statistics.median(to_sink) if to_sink else float("nan"),

@@ -169,6 +169,14 @@ def _completed(checkpoints: pd.DataFrame) -> pd.DataFrame:
     return checkpoints[checkpoints["status"] == "COMPLETED"]
 
 
+def _without_finished(subtasks: pd.DataFrame) -> pd.DataFrame:
+    """The rows of subtasks that took part in their checkpoint: not those of tasks that had finished before the
+    trigger (``finished``, FLIP-147: Flink reports them acknowledged at the trigger, every figure 0)."""
+    if "finished" not in subtasks:  # a run written before the column existed
+        return subtasks
+    return subtasks[~subtasks["finished"].fillna(False).astype(bool)]
+
+
 def pick_checkpoint(checkpoints: pd.DataFrame, checkpoint_id: int | None = None) -> int | None:
     """The checkpoint to draw for one run: ``checkpoint_id`` if the run has it, else (when no id is asked
     for) the completed checkpoint with the longest end-to-end duration (the lowest id on ties)."""
@@ -230,10 +238,11 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
         cid = pick_checkpoint(cps, checkpoint_id)
         if cid is not None:
             picks.append((run, cps[cps["id"] == cid].iloc[0]))
-    chosen = [subtasks[(subtasks["run"] == run) & (subtasks["id"] == row["id"])] for run, row in picks]
+    chosen = [_without_finished(subtasks[(subtasks["run"] == run) & (subtasks["id"] == row["id"])])
+              for run, row in picks]
     every = pd.concat(chosen) if chosen else subtasks.iloc[0:0]
-    # every subtask the runs ever acknowledged with, so that the panels share one order even when a subtask had
-    # finished (FLIP-147) before the drawn checkpoint of one run: it has a row there, and no bars
+    # every subtask of the runs, so that the panels share one order even when a subtask had finished (FLIP-147)
+    # before the drawn checkpoint of one run: it keeps its row there, labelled, without bars
     seen = subtasks[subtasks["run"].isin([run for run, _ in picks])]["task"]
     order = subtask_order(pd.concat([every["task"], seen]), vertices,
                           every[["task", "start_delay"]] if len(every) else None)
@@ -284,9 +293,10 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
 
 def plot_alignment_distribution(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out: Path) -> Figure:
     """(2) Box plot of the subtasks' ``alignment_duration`` per mode (completed checkpoints, acknowledged
-    non-aborted subtasks), with every value drawn as a point; one box when the runs share one mode."""
+    non-aborted subtasks; not those that had finished before the trigger, which received no barrier), with every
+    value drawn as a point; one box when the runs share one mode."""
     done = _completed(checkpoints)[["run", "id"]]
-    sts = subtasks.merge(done, on=["run", "id"])
+    sts = _without_finished(subtasks.merge(done, on=["run", "id"]))
     if "aborted" in sts:
         sts = sts[~sts["aborted"].fillna(False).astype(bool)]
     modes = _modes(checkpoints)

@@ -57,9 +57,12 @@ class CheckpointStatsTracker:
         return record
 
     def report_subtask_stats(self, checkpoint_id: int, task: str, ack_timestamp: int, state_size: int,
-                             metrics: Any = None, checkpointed_size: int | None = None) -> None:
+                             metrics: Any = None, checkpointed_size: int | None = None, finished: bool = False) -> None:
         """``state_size``: all the state the acknowledgement refers to; ``checkpointed_size`` (default: the same):
-        what this checkpoint wrote of it (an incremental snapshot's new uploads), as Flink's ``SubtaskStateStats``."""
+        what this checkpoint wrote of it (an incremental snapshot's new uploads), as Flink's ``SubtaskStateStats``.
+        ``finished``: a task that had finished before the trigger (FLIP-147), which Flink's
+        ``CheckpointCoordinator.reportFinishedTasks`` reports at the trigger as acknowledged, with an acknowledgement
+        at the trigger time and zero for every size and duration (``new SubtaskStateStats(index, now)``)."""
         if checkpointed_size is None:
             checkpointed_size = state_size
         record = self.history.get(checkpoint_id)
@@ -76,7 +79,8 @@ class CheckpointStatsTracker:
         record["checkpointed_size"] += checkpointed_size
         self.subtask_stats[checkpoint_id].append(
             {"task": task, "ack_timestamp": ack_timestamp, "state_size": state_size, "checkpointed_size": checkpointed_size,
-             "end_to_end_duration": max(0, ack_timestamp - record["trigger_timestamp"]), "metrics": metrics}
+             "end_to_end_duration": max(0, ack_timestamp - record["trigger_timestamp"]), "metrics": metrics,
+             "finished": finished}
         )
 
     def report_completed_checkpoint(self, checkpoint_id: int, completion_timestamp: int, external_path: str | None = None) -> None:
@@ -120,10 +124,20 @@ class CheckpointStatsTracker:
 
 def subtask_row(checkpoint_id: int, entry: dict[str, Any]) -> dict[str, Any]:
     """One acknowledgement as a row of the run's subtask statistics (Flink's ``SubtaskStateStats``: sync and async
-    durations, alignment, start delay; ``alignment_buffered`` is 0 since Flink 1.11)."""
+    durations, alignment, start delay; ``alignment_buffered`` is 0 since Flink 1.11), and barriersim's ``finished``:
+    True for a task that had finished before the trigger (FLIP-147; acknowledged at the trigger, every figure 0,
+    as Flink reports it)."""
     metrics = entry["metrics"]
+    task = entry["task"].partition("@")[0]  # ExecutionAttemptID: vertex#index@attempt
+    if entry.get("finished"):
+        return {
+            "id": checkpoint_id, "task": task, "ack_timestamp": entry["ack_timestamp"], "state_size": 0,
+            "checkpointed_size": 0, "checkpoint_sync": 0, "checkpoint_async": 0, "alignment_buffered": 0,
+            "alignment_processed": 0, "alignment_persisted": 0, "alignment_duration": 0, "start_delay": 0,
+            "unaligned_checkpoint": False, "aborted": False, "finished": True,
+        }
     return {
-        "id": checkpoint_id, "task": entry["task"].partition("@")[0],  # ExecutionAttemptID: vertex#index@attempt
+        "id": checkpoint_id, "task": task,
         "ack_timestamp": entry["ack_timestamp"],
         "state_size": entry["state_size"], "checkpointed_size": entry["checkpointed_size"],
         "checkpoint_sync": metrics.sync_duration_ms, "checkpoint_async": metrics.async_duration_ms,
@@ -132,7 +146,7 @@ def subtask_row(checkpoint_id: int, entry: dict[str, Any]) -> dict[str, Any]:
         "alignment_persisted": metrics.bytes_persisted_during_alignment + metrics.persisted_output_bytes,
         "alignment_duration": metrics.alignment_duration_ms or 0,
         "start_delay": metrics.checkpoint_start_delay_ms,
-        "unaligned_checkpoint": metrics.unaligned_checkpoint, "aborted": False,
+        "unaligned_checkpoint": metrics.unaligned_checkpoint, "aborted": False, "finished": False,
     }
 
 
@@ -141,7 +155,8 @@ def job_statistics(trackers: Sequence[CheckpointStatsTracker]) -> tuple[list[dic
 
     ``checkpoints``: every checkpoint's record by id, with Flink's per-checkpoint sums of its subtasks' figures
     (``alignment_buffered``, ``processed_data``, ``persisted_data``); ``subtasks``: a row per acknowledgement that
-    reached a pending checkpoint (tasks that had finished, FLIP-147, acknowledged nothing and have none);
+    reached a pending checkpoint, and one per task that had finished before the trigger (FLIP-147: Flink reports
+    them as acknowledged at the trigger, every figure 0; ``finished`` True);
     ``counts``: Flink's counts, summed."""
     history: dict[int, dict[str, Any]] = {}
     subtasks: list[dict[str, Any]] = []
@@ -150,7 +165,7 @@ def job_statistics(trackers: Sequence[CheckpointStatsTracker]) -> tuple[list[dic
         history.update(tracker.history)
         for checkpoint_id in sorted(tracker.subtask_stats):
             subtasks.extend(subtask_row(checkpoint_id, entry) for entry in tracker.subtask_stats[checkpoint_id]
-                            if entry["metrics"] is not None)
+                            if entry["metrics"] is not None or entry.get("finished"))
         for name, n in tracker.counts.items():
             counts[name] = counts.get(name, 0) + n
     sums: dict[int, dict[str, int]] = {}

@@ -156,7 +156,7 @@ class CheckpointTriggering:
             len(self.executions),
         )
         for finished in plan.finished_tasks:  # finished tasks count as acknowledged (FLIP-147)
-            self.stats.report_subtask_stats(checkpoint_id, str(finished), timestamp, 0)
+            self.stats.report_subtask_stats(checkpoint_id, str(finished), timestamp, 0, finished=True)
         handle = self._timers.register_timer(
             timestamp + self.config.checkpoint_timeout,
             lambda: self._deliver_timer(m.TimerFired(m.TimerKind.CHECKPOINT_TIMEOUT, checkpoint_id)),

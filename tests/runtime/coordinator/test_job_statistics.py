@@ -1,7 +1,9 @@
 """The run's statistics as both drivers report them (``stats_tracker.job_statistics``): a subtask's
 ``ack_timestamp`` is the coordinator's clock when the acknowledgement arrived (Flink's
-``PendingCheckpoint.acknowledgeTask``), only acknowledgements that reached a pending checkpoint have a row, and
-the trackers of every coordinator of a run are summed."""
+``PendingCheckpoint.acknowledgeTask``), only acknowledgements that reached a pending checkpoint have a row, a
+task that had finished before the trigger (FLIP-147) has one as Flink's ``CheckpointCoordinator.reportFinishedTasks``
+reports it (acknowledged at the trigger, every figure 0), and the trackers of every coordinator of a run are
+summed."""
 
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
 from barriersim.runtime.failure_reason import CheckpointFailureReason
@@ -16,7 +18,7 @@ from barriersim.scenarios.workload import local_splits
 def test_rows_per_acknowledgement_sums_per_checkpoint_and_counts_over_every_coordinator():
     first, second = CheckpointStatsTracker(), CheckpointStatsTracker()
     first.report_pending_checkpoint(1, 100, False, "CHECKPOINT", 3)
-    first.report_subtask_stats(1, "source#0@0", 100, 0)  # a finished task (FLIP-147): acknowledged nothing
+    first.report_subtask_stats(1, "source#0@0", 100, 0, finished=True)  # finished before the trigger (FLIP-147)
     first.report_subtask_stats(1, "sum#1@0", 130, 64, TaskCheckpointMetrics(
         1, alignment_duration_ms=7, bytes_processed_during_alignment=500, checkpoint_start_delay_ms=3))
     first.report_subtask_stats(1, "sink#0@0", 142, 8, TaskCheckpointMetrics(
@@ -33,8 +35,12 @@ def test_rows_per_acknowledgement_sums_per_checkpoint_and_counts_over_every_coor
     assert [c["status"] for c in checkpoints] == ["COMPLETED", "FAILED", "IN_PROGRESS"]
     assert (checkpoints[0]["processed_data"], checkpoints[0]["persisted_data"]) == (500, 42)
     assert (checkpoints[1]["processed_data"], checkpoints[1]["persisted_data"]) == (0, 0)
-    assert [(r["id"], r["task"], r["ack_timestamp"]) for r in subtasks] == [
-        (1, "sum#1", 130), (1, "sink#0", 142), (3, "sum#1", 333)]
+    assert [(r["id"], r["task"], r["ack_timestamp"], r["finished"]) for r in subtasks] == [
+        (1, "source#0", 100, True), (1, "sum#1", 130, False), (1, "sink#0", 142, False), (3, "sum#1", 333, False)]
+    finished = subtasks.pop(0)  # Flink's new SubtaskStateStats(index, now): every size and duration 0
+    assert all(finished[f] == 0 for f in ("state_size", "checkpointed_size", "checkpoint_sync", "checkpoint_async",
+                                          "alignment_duration", "start_delay", "alignment_persisted"))
+    assert not finished["unaligned_checkpoint"] and not finished["aborted"]
     sum_row = subtasks[0]
     assert (sum_row["alignment_duration"], sum_row["start_delay"], sum_row["state_size"]) == (7, 3, 64)
     assert subtasks[1]["unaligned_checkpoint"] and subtasks[2]["checkpoint_sync"] == 2
@@ -85,3 +91,18 @@ def test_end_to_end_duration_runs_to_the_latest_acknowledgement_or_to_the_failur
     stats.report_subtask_stats(2, "sink#0@0", 2_005, 0, TaskCheckpointMetrics(2))
     stats.report_failed_checkpoint(2, 2_040, CheckpointFailureReason.CHECKPOINT_EXPIRED)
     assert stats.history[2]["end_to_end_duration"] == 40
+
+
+def test_a_source_that_finished_before_the_trigger_is_reported_acknowledged_at_the_trigger():
+    """FLIP-147 in a whole run: the checkpoints triggered after a task finished list it once, acknowledged at the
+    trigger with nothing in it; while it ran, its rows are its acknowledgements."""
+    result = simulate("[]")
+    trigger = {c["id"]: c["trigger_timestamp"] for c in result.checkpoints}
+    finished = [r for r in result.subtasks if r["finished"]]
+    assert any(r["task"].startswith("source#") for r in finished)  # the sources end first, the others after them
+    assert all(r["ack_timestamp"] == trigger[r["id"]] and r["start_delay"] == 0 for r in finished)
+    for task in {r["task"] for r in finished}:
+        mine = sorted((r["id"], r["finished"]) for r in result.subtasks if r["task"] == task)
+        flags = [flag for _, flag in mine]
+        assert flags == sorted(flags) and not flags[0]  # acknowledged while running, then reported finished
+        assert len({cid for cid, _ in mine}) == len(mine)  # one row per checkpoint
