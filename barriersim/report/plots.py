@@ -266,7 +266,8 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
             continue
         phases = barrier_phases(sts, int(row["trigger_timestamp"]), order)
         absent = "finished" if row["status"] == "COMPLETED" else "no acknowledgement"
-        labels = {task: f"{task} · {absent}" for task in order if task not in set(phases["task"])}
+        drawn = set(phases["task"])
+        labels = {task: f"{task} · {absent}" for task in order if task not in drawn}
         if _has_placement(phases):
             local, remote = int(phases["local_input_channels"].sum()), int(phases["remote_input_channels"].sum())
             ax.set_title(f"{title}; {local} of {local + remote} input channels local", fontsize=11, loc="left")
