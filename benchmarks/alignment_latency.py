@@ -293,7 +293,8 @@ def flusher_rows(quick: bool = False) -> list[Row]:
 
 def flusher_phase_rows(quick: bool = False) -> list[Row]:
     """The idle aligned row with Flink's 100 ms flusher in one run per seed of ``RAMP_SEEDS``: each seed draws its own
-    initial checkpoint delay, so its own phase of the trigger against the flushers. Whatever the phase, the start delay
+    initial checkpoint delay and every task's flusher phase, so its own phases of the trigger against the flushers.
+    Whatever the phases, the start delay
     stays well above the trigger path: each flush hands the bottleneck (about half busy) 100 ms of records, about 50
     ms of work, so a barrier that leaves its source φ ms after a flush waits for what is left of the previous burst,
     max(0, 50 - φ) ms, and then for the burst it closes, φ / 2 ms: at least 25 ms."""
@@ -541,8 +542,8 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
     if phases:
         delays = [r.start_delay_ms for r in phases if r.start_delay_ms is not None]
         e2e = [r.e2e_ms for r in phases if r.e2e_ms is not None]
-        console.print(f"  flusher 100 ms, one run per seed {RAMP_SEEDS[0]}-{RAMP_SEEDS[-1]} (each its own phase of the "
-                      f"trigger against the flushers): bottleneck start delay {_ms(min(delays))} to {_ms(max(delays))}, "
+        console.print(f"  flusher 100 ms, one run per seed {RAMP_SEEDS[0]}-{RAMP_SEEDS[-1]} (each its own phases of the "
+                      f"trigger and of the flushers): bottleneck start delay {_ms(min(delays))} to {_ms(max(delays))}, "
                       f"e2e median {_ms(min(e2e))} to {_ms(max(e2e))} (Flink: 9-12 and 20-24 ms)",
                       markup=False, highlight=False)
         rows = rows + list(phases)
