@@ -294,10 +294,10 @@ def flusher_rows(quick: bool = False) -> list[Row]:
 def flusher_phase_rows(quick: bool = False) -> list[Row]:
     """The idle aligned row with Flink's 100 ms flusher in one run per seed of ``RAMP_SEEDS``: each seed draws its own
     initial checkpoint delay and every task's flusher phase, so its own phases of the trigger against the flushers.
-    Whatever the phases, the start delay
-    stays well above the trigger path: each flush hands the bottleneck (about half busy) 100 ms of records, about 50
-    ms of work, so a barrier that leaves its source φ ms after a flush waits for what is left of the previous burst,
-    max(0, 50 - φ) ms, and then for the burst it closes, φ / 2 ms: at least 25 ms."""
+    Whatever the phases, the start delay stays well above the trigger path: each flush hands the bottleneck (about
+    half busy) 100 ms of records, about 50 ms of work, so a barrier that leaves its source φ ms after a flush waits
+    for what is left of the previous burst, max(0, 50 - φ) ms, and then for the burst it closes, φ / 2 ms: at least
+    25 ms."""
     base = load_scenario(ALIGNMENT_SCENARIO)
     calm = _calm(10_000 if quick else 20_000)
     return [measure(replace(base, seed=seed), "aligned", f"{CALM}, flusher 100 ms, seed {seed}", **calm)
