@@ -294,10 +294,9 @@ def flusher_rows(quick: bool = False) -> list[Row]:
 def flusher_phase_rows(quick: bool = False) -> list[Row]:
     """The idle aligned row with Flink's 100 ms flusher in one run per seed of ``RAMP_SEEDS``: each seed draws its own
     initial checkpoint delay and every task's flusher phase, so its own phases of the trigger against the flushers.
-    Whatever the phases, the start delay stays well above the trigger path: each flush hands the bottleneck (about
-    half busy) 100 ms of records, about 50 ms of work, so a barrier that leaves its source φ ms after a flush waits
-    for what is left of the previous burst, max(0, 50 - φ) ms, and then for the burst it closes, φ / 2 ms: at least
-    25 ms."""
+    Whatever the phases, the start delay stays well above the trigger path: each source's flush hands the bottleneck
+    (about half busy) 100 ms of that source's records, about 25 ms of work, and the first barrier it takes waits
+    behind the records its own source held back since its last flush and behind what is left of the bursts before."""
     base = load_scenario(ALIGNMENT_SCENARIO)
     calm = _calm(10_000 if quick else 20_000)
     return [measure(replace(base, seed=seed), "aligned", f"{CALM}, flusher 100 ms, seed {seed}", **calm)
@@ -416,7 +415,7 @@ HINTS = {
                                       "are calibrated to these figures",
     "bottleneck start delay ms": "the trigger path (≈ 9 ms, the unaligned rows' start delay) and then the records the "
                                  "100 ms output flusher held back, which reach the bottleneck (≈ 50 % busy) in one "
-                                 "burst ahead of the barrier, and whatever the phase of the flushers against the "
+                                 "burst ahead of the barrier, and whatever the phases of the flushers against the "
                                  "trigger the bottleneck is still busy with the previous burst or takes in a long new "
                                  "one: see the output-flusher block below. Flink's aligned start delay is within 0-2 ms "
                                  "of its unaligned one, so its measured job's records did not wait for the flusher; "
