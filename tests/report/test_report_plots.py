@@ -90,3 +90,17 @@ def test_a_subtask_finished_before_the_drawn_checkpoint_keeps_its_row_labelled_f
                                    pd.DataFrame(rows).assign(run=".", mode="aligned"), tmp_path / "t.png",
                                    vertices=["source", "sink"])
     assert figure.panels[0].ytick_labels == ["source#0 · finished", "sink#0"]
+
+
+def test_the_alignment_distribution_leaves_out_subtasks_finished_before_the_trigger(tmp_path):
+    """Their rows (Flink's report of a finished task: every figure 0) are no barrier observations: the box plot
+    counts only the subtasks that took part."""
+    from barriersim.report.plots import plot_alignment_distribution
+
+    rows = [subtask_row(1, "keyed#0", 4, 12, 1, 30), subtask_row(1, "sink#0", 20, 7, 1, 40),
+            {**subtask_row(1, "source#0", 0, 0, 0, 0), "finished": True}]
+    subtasks = pd.DataFrame(rows).assign(run=".", mode="aligned")
+    subtasks["finished"] = subtasks["finished"].fillna(False)
+    checkpoints = pd.DataFrame([checkpoint_row(1, 40)]).assign(run=".", mode="aligned")
+    figure = plot_alignment_distribution(checkpoints, subtasks, tmp_path / "a.png")
+    assert [(s.label, s.points) for s in figure.panels[0].series] == [("aligned", 2)]
