@@ -516,11 +516,4 @@ class ResultPartition(BatchWrites):
 
     def is_backpressured(self) -> bool:
         limit = self.max_buffers_per_channel
-        staged = self._staged_counts
-        at_consumer = self._at_consumer
-        for i, (sub, builder) in enumerate(zip(self.subpartitions, self._builders)):
-            queued = sub.number_of_queued_buffers + at_consumer[i]
-            if queued >= limit or (queued + 1 >= limit and (builder.records or builder.size
-                                                            or (staged is not None and staged[i] > 0))):
-                return True
-        return False
+        return any(self.buffers_in_use(i) >= limit for i in range(len(self.subpartitions)))
