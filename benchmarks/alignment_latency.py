@@ -15,10 +15,9 @@ against Flink's end-to-end median less its start-delay median), the bottleneck's
 (the larger of the two per checkpoint), the median ``persisted_data`` and ``processed_data``, and per vertex which
 subtasks report ``unaligned_checkpoint``; the job's throughput where the facts give it, in steady state (the
 bottleneck's rate over the middle half of its activity, scaled to the whole job: ``steady_throughput``; without
-backpressure it is the configured delivered rate, so that row checks only that the job keeps up); for heavy aligned also the first
-checkpoints' ramp (over several seeds, since the first trigger's random initial delay sets the first durations:
-``ramp_runs``). Each figure is printed
-beside Flink's with the ratio and PASS within Flink's range widened by 30 % (figures under 50 ms: by 15 ms). A
+backpressure it is the configured delivered rate, so that row checks only that the job keeps up); for heavy
+aligned also the first checkpoints' ramp (over several seeds, since the first trigger's random initial delay sets
+the first durations: ``ramp_runs``). Each figure is printed beside Flink's with the ratio and PASS within Flink's range widened by 30 % (figures under 50 ms: by 15 ms). A
 second block keeps the earlier wide-band shape checks.
 
 Run: ``.venv/bin/python -m benchmarks.alignment_latency`` from the repository root (``--quick`` for a smaller
@@ -130,7 +129,7 @@ class Row:
     sinks_unaligned: str = ""
     ramp_ms: list[float] = field(default_factory=list)
     unaligned_subtasks: list[str] = field(default_factory=list)
-    throughput: float | None = None  # records/s reaching the sinks in steady state (``steady_throughput``)
+    throughput: float | None = None  # records/s through the job in steady state (``steady_throughput``)
     verdict: str = ""
     virtual_seconds: float = 0.0
     wall_seconds: float = 0.0
