@@ -17,8 +17,8 @@ subtasks report ``unaligned_checkpoint``; the job's throughput where the facts g
 bottleneck's rate over the middle half of its activity, scaled to the whole job: ``steady_throughput``; without
 backpressure it is the configured delivered rate, so that row checks only that the job keeps up); for heavy
 aligned also the first checkpoints' ramp (over several seeds, since the first trigger's random initial delay sets
-the first durations: ``ramp_runs``). Each figure is printed beside Flink's with the ratio and PASS within Flink's range widened by 30 % (figures under 50 ms: by 15 ms). A
-second block keeps the earlier wide-band shape checks.
+the first durations: ``ramp_runs``). Each figure is printed beside Flink's with the ratio and PASS within Flink's
+range widened by 30 % (figures under 50 ms: by 15 ms). A second block keeps the earlier wide-band shape checks.
 
 Run: ``.venv/bin/python -m benchmarks.alignment_latency`` from the repository root (``--quick`` for a smaller
 workload, ``--json FILE`` to keep the figures).
