@@ -278,10 +278,15 @@ class InputSide:
         return None
 
     def poll_all(self) -> list[BufferOrEvent]:
+        """Everything available, polled as a task's steps poll it: each step processes what it polled, so the
+        buffers polled before are released (``release_processed``) before the next poll, and after the last."""
         out = []
-        while (boe := self.poll_next()) is not None:
+        while True:
+            self.release_processed()
+            boe = self.poll_next()
+            if boe is None:
+                return out
             out.append(boe)
-        return out
 
     def process_priority_events(self, gate_idx: Optional[int] = None) -> list[BufferOrEvent]:
         """Flink's priority-event mail: handle queued priority events now, even if the operator is busy

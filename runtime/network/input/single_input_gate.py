@@ -4,9 +4,9 @@ How this works: the driver hands arriving elements to ``on_element(channel_idx, 
 them in the channel and remembers that the channel has data (``_channels_with_data``, itself a ``PrioritizedDeque``
 of channel indexes: channels holding a priority element come first, the others in the order they became available,
 re-queued at the end after each poll, i.e. round robin). ``poll_next`` returns the next ``BufferOrEvent`` or
-``None``; the data buffers it returned are the task's until it polls again for input (a poll that returns a priority
-event does not count: the mailbox handles it between records) or calls ``release_processed`` (it processed them),
-then the channels recycle them. Blocked channels (aligned checkpoint) are not polled until
+``None``; the data buffers it returned are the task's until it calls ``release_processed`` (it processed them: the
+task does at the start of its next step, so the priority-event mail, which runs between two records, never
+recycles the buffer being read), then the channels recycle them. Blocked channels (aligned checkpoint) are not polled until
 ``resume_consumption``. After each operation, credit that became available on remote channels is announced
 (``AddCredit``). End of partition is returned per channel; the gate is finished when every channel delivered it.
 
@@ -176,11 +176,6 @@ class SingleInputGate:
     def poll_next(self) -> Optional[BufferOrEvent]:
         if self.closed:
             raise GateClosedError(f"poll of closed gate {self.gate_idx}")
-        if self._holding and not self.has_priority_event():
-            # The task polls again for input: it processed what it polled before. A priority event is polled by
-            # Flink's priority-event mail, which runs between two records, while the task may still be reading
-            # the buffer it polled last: that buffer stays the task's (its deserializer has not recycled it).
-            self.release_processed()
         while self._channels_with_data:
             idx = self._channels_with_data.poll()
             self._enqueued.discard(idx)

@@ -237,6 +237,9 @@ class Run:
             s.blocked = True
 
     def poll(self) -> bool:
+        # the task's step: it processed what it polled before (as StreamTask releases at the start of a step), then
+        # polls; the priority-event mail (``process_priority_events``) releases nothing
+        self.side.release_processed()
         boe = self.side.poll_next()
         if boe is None:
             return False
@@ -511,6 +514,7 @@ def _snap_run(mode, counts, steps, timeout_ms=10):
             side.on_element(info, CheckpointBarrier(head, ts, _snap_options(mode, timeout_ms)))
 
     def poll():
+        side.release_processed()  # the task processed what it polled before (StreamTask, at the start of a step)
         boe = side.poll_next()
         if boe is not None and boe.is_buffer:
             consumed.update(boe.element.records)

@@ -81,7 +81,8 @@ def test_a_backpressured_producer_never_has_more_buffers_out_than_its_limit(ops,
         elif op == "flush":
             part.flush(0)
         else:
-            boe = gate.poll_next()  # the task's next step: it processed what it polled before
+            gate.release_processed()  # the task's next step: it processed what it polled before
+            boe = gate.poll_next()
             if boe is not None:
                 received += len(boe.element.records)
         _deliver(part, info, gate)
@@ -94,5 +95,6 @@ def test_a_backpressured_producer_never_has_more_buffers_out_than_its_limit(ops,
     _deliver(part, info, gate)
     while (boe := gate.poll_next()) is not None:
         received += len(boe.element.records)
+        gate.release_processed()
         _deliver(part, info, gate)
     assert received == written and part.buffers_in_use(0) == _held_by_consumer(gate) == 0
