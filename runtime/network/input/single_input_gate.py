@@ -6,9 +6,10 @@ of channel indexes: channels holding a priority element come first, the others i
 re-queued at the end after each poll, i.e. round robin). ``poll_next`` returns the next ``BufferOrEvent`` or
 ``None``; the data buffers it returned are the task's until it calls ``release_processed`` (it processed them: the
 task does at the start of its next step, so the priority-event mail, which runs between two records, never
-recycles the buffer being read), then the channels recycle them. Blocked channels (aligned checkpoint) are not polled until
-``resume_consumption``. After each operation, credit that became available on remote channels is announced
-(``AddCredit``). End of partition is returned per channel; the gate is finished when every channel delivered it.
+recycles the buffer being read), then the channels recycle them. Blocked channels (aligned checkpoint) are not
+polled until ``resume_consumption``. After each operation, credit that became available on remote channels is
+announced (``AddCredit``). End of partition is returned per channel; the gate is finished when every channel
+delivered it.
 
 Everything the gate emits (``AddCredit``, ``ResumeConsumptionUpstream``, ``AddInputData``,
 ``AnnounceBufferSize``) goes to the injected sink. With buffer debloating (``enable_debloating``) the gate
