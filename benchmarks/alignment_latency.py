@@ -36,6 +36,7 @@ from typing import Any
 
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.sim.job_simulation import JobSimulation
+from barriersim.runtime.sim.kernel import Trace
 from barriersim.runtime.state.key_groups import assign_key_to_parallel_operator
 from barriersim.runtime.verification import expected_sink_input, verify
 from barriersim.scenarios.loader import Scenario, apply_settings, load_scenario
@@ -270,11 +271,11 @@ def steady_throughput(trace_lines: list[str], bottleneck: set[str], records: int
     back while the sinks align."""
     steps = []
     for line in trace_lines:
-        time_us, label, detail = line.rstrip("\n").split("|", 2)
+        time_us, label, detail = Trace.parse(line)
         if label == "step":
             task, _, count = detail.split(" ")
             if task in bottleneck and int(count):
-                steps.append((int(time_us), int(count)))
+                steps.append((time_us, int(count)))
     total = sum(n for _, n in steps)
     if len(steps) < 2 or not total:
         return None

@@ -99,6 +99,12 @@ class Trace:
         if len(pending) >= self._BATCH:
             self._flush()
 
+    @staticmethod
+    def parse(line: str) -> tuple[int, str, str]:
+        """A kept line as ``(time_us, label, detail)``: the inverse of ``record``."""
+        time_us, label, detail = line.rstrip("\n").split("|", 2)
+        return int(time_us), label, detail
+
     def _flush(self) -> None:
         if self._pending:
             self._hash.update("".join(self._pending).encode())
