@@ -95,8 +95,8 @@ def test_only_a_drained_end_of_data_fires_the_open_windows(mode):
 
 
 def test_a_channel_that_ends_without_end_of_data_counts_as_drained():
-    """A bounded input that ends (its source read its split to the end) ends drained, as Flink's source sends
-    ``MAX_WATERMARK`` before its end of partition: the open window fires."""
+    """An input that ends without ``EndOfData`` (an upstream that runs without checkpoints after tasks finish ends
+    its partition at once) ended drained, as if after its ``MAX_WATERMARK``: the open window fires."""
     sent = _sent_after(_window_task(), RECORDS, EndOfPartition())
     assert [r[0] for r in _window_results(sent)] == [0, 10]
     assert MAX_WATERMARK.timestamp in _watermarks(sent)
@@ -105,7 +105,8 @@ def test_a_channel_that_ends_without_end_of_data_counts_as_drained():
 def test_the_task_acknowledges_end_of_data_and_finishes_once_its_consumer_acknowledged_its_own():
     task = _window_task()
     sent = _sent_after(task, RECORDS, EndOfData(StopMode.DRAIN), CheckpointBarrier(1, 0), EndOfPartition())
-    assert EndOfData(StopMode.DRAIN) in sent  # its own data ended and it said so downstream, before the barrier
+    barrier_at = next(i for i, e in enumerate(sent) if isinstance(e, CheckpointBarrier))
+    assert EndOfData(StopMode.DRAIN) in sent[:barrier_at]  # its own data ended and it said so downstream, in order
     actions = task.drain_actions()
     assert AcknowledgeAllRecordsProcessed(IN) in actions  # it processed everything its producer sent
     task.notify_checkpoint_complete(1)  # its final checkpoint
