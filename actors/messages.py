@@ -1,7 +1,7 @@
-"""What crosses between the actors of a job run on Ray, as msgpack bytes: batches of channel elements,
-batches of upstream messages (credit, resume consumption), the JobMaster's messages to a task (trigger,
-completion and abort notices), acknowledgements with their task state snapshots and metrics, declines,
-restore snapshots, and records for the external store.
+"""What crosses between the actors of a job run on Ray, as msgpack bytes: batches of channel elements, batches of
+upstream messages (credit, resume consumption, buffer size, all records processed), the JobMaster's messages to a
+task (trigger, completion and abort notices), acknowledgements with their task state snapshots and metrics,
+declines, restore snapshots, and records for the external store.
 
 How this works: Ray would pickle arbitrary Python objects; barriersim encodes everything it sends as plain
 msgpack (``runtime.events.to_wire`` for channel elements, the ``_metadata`` serializer of
@@ -36,7 +36,12 @@ from barriersim.runtime.job.actions import (
     TaskMessage,
     TriggerCheckpoint,
 )
-from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
+from barriersim.runtime.network.input.input_channel import (
+    AcknowledgeAllRecordsProcessed,
+    AddCredit,
+    AnnounceBufferSize,
+    ResumeConsumptionUpstream,
+)
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.records_codec import decode_records, decode_split, encode_records  # noqa: F401 (the actors' records codec)
 from barriersim.runtime.records_codec import pack, unpack
@@ -53,7 +58,7 @@ from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorState,
 from barriersim.runtime.storage import metadata_serializer
 from barriersim.runtime.task.actions import TaskCheckpointMetrics
 
-CREDIT, RESUME, BUFFER_SIZE = 0, 1, 2  # kinds of upstream messages
+CREDIT, RESUME, BUFFER_SIZE, ALL_RECORDS_PROCESSED = 0, 1, 2, 3  # kinds of upstream messages
 
 
 # -- data channels -----------------------------------------------------------------------------------
@@ -107,6 +112,8 @@ def upstream_entry(info: ResultSubpartitionInfo, action) -> list:
         return [info.partition_idx, info.subpartition_idx, RESUME, 0]
     if isinstance(action, AnnounceBufferSize):
         return [info.partition_idx, info.subpartition_idx, BUFFER_SIZE, action.buffer_size]
+    if isinstance(action, AcknowledgeAllRecordsProcessed):
+        return [info.partition_idx, info.subpartition_idx, ALL_RECORDS_PROCESSED, 0]
     raise TypeError(f"not an upstream message: {action!r}")
 
 

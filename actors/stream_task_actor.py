@@ -54,6 +54,7 @@ import ray
 from barriersim.actors.clock import now_ms
 from barriersim.actors.external_store import RemoteExternalStore
 from barriersim.actors.messages import (
+    ALL_RECORDS_PROCESSED,
     BUFFER_SIZE,
     CREDIT,
     attempt_to_wire,
@@ -77,7 +78,7 @@ from barriersim.runtime.job.actions import TaskDeploymentDescriptor
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.deployment import Slowdowns, deliver_task_message, deploy_task
 from barriersim.runtime.job.wiring import Wiring
-from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
+from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
 from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
@@ -290,6 +291,8 @@ class StreamTaskActor:
                     self.task.on_credit(info, value)
                 elif kind == BUFFER_SIZE:
                     self.task.on_new_buffer_size(info, value)
+                elif kind == ALL_RECORDS_PROCESSED:
+                    self.task.on_all_records_processed(info)
                 else:
                     self.task.on_resume_consumption(info)
             self._work_inline()
@@ -333,7 +336,7 @@ class StreamTaskActor:
                 events = True
         self._seconds["collect"] += time.perf_counter() - collect_start
         for action in task.drain_actions():
-            if isinstance(action, (AddCredit, ResumeConsumptionUpstream, AnnounceBufferSize)):
+            if isinstance(action, UPSTREAM_MESSAGES):
                 producer, info = self.wiring.subpartition_of(self.key, action.channel_info)
                 self._upstream_out[producer].append(upstream_entry(info, action))
             elif isinstance(action, AcknowledgeCheckpoint):

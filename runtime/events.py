@@ -208,8 +208,9 @@ class StopMode(enum.Enum):
 
 @dataclass(frozen=True)
 class EndOfData:
-    """Flink's ``EndOfData``: the producer sends no more records (a stop-with-savepoint stopped its sources);
-    the synchronous savepoint's barrier follows it."""
+    """Flink's ``EndOfData``: the producer sends no more records: its input ended (``DRAIN``: a bounded source at
+    the end of its split, and every task downstream of ended inputs) or a stop-with-savepoint stopped its sources
+    (then the synchronous savepoint's barrier follows it)."""
 
     mode: StopMode
 

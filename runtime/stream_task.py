@@ -1,24 +1,26 @@
 """One subtask of a job, sans-IO: its input gates with their barrier handler, its operator, its result
 partitions and its checkpoint steps, composed as Flink's ``StreamTask`` composes them.
 
-How this works: the driver (the simulator or a Ray actor) owns time, the network and scheduling; the task
-owns every protocol rule. The driver hands the task what arrives (``on_element`` for a channel element with
-its sequence number and the sender's backlog, ``on_credit`` and ``on_resume_consumption`` for its result
-subpartitions, ``trigger_checkpoint`` from the coordinator for sources, ``notify_checkpoint_complete`` /
-``notify_checkpoint_aborted``), asks it to do one unit of work with ``process_next()`` (one input buffer or
-event, or one batch read from the source split), and collects two kinds of output: ``poll_sendable()`` gives
-the elements its partitions may send now (credit-based flow control decides), and ``drain_actions()`` gives
-messages for others (credit and resume for upstream tasks, acknowledgements and declines for the
-coordinator, ``TaskFinished``). Barrier-handler actions are wired to the checkpoint steps inside the task:
-a ``TriggerCheckpointOnBarrier`` runs ``SubtaskCheckpointCoordinator.checkpoint_state`` at once, as Flink's
-mailbox does. Timers the task registers call the driver's ``wakeup`` after they fire, so the driver knows to
-collect their effects. Records travel as ``RecordBatch``es (``runtime.record_batch``): a source step reads a
-batch from its split, an input buffer's records are one batch (or, with watermarks between them, batches split
-at the watermarks, processed in order), the operator turns a batch into a batch, and records and watermarks
-reach the result partitions through the task's ``RecordWriters`` (``runtime.task.record_writers``: Flink's
-partitioners, vectorized). A fault schedule's task-side
-crash points (``runtime.task.crash_points``: ``before_forwarding_barrier``, ``mid_alignment``) stop the task
-where the protocol reaches them: it fails at once and emits ``CrashedAtProtocolPoint`` for its driver.
+How this works: the driver (the simulator or a Ray actor) owns time, the network and scheduling; the task owns
+every protocol rule. The driver hands the task what arrives (``on_element`` for a channel element with its
+sequence number and the sender's backlog, ``on_credit``, ``on_resume_consumption`` and
+``on_all_records_processed`` for its result subpartitions, ``trigger_checkpoint`` from the coordinator for
+sources, ``notify_checkpoint_complete`` / ``notify_checkpoint_aborted``), asks it to do one unit of work with
+``process_next()`` (one input buffer or event, or one batch read from the source split), and collects two kinds of
+output: ``poll_sendable()`` gives the elements its partitions may send now (credit-based flow control decides),
+and ``drain_actions()`` gives messages for others (``UPSTREAM_MESSAGES`` for upstream tasks: credit, resume,
+buffer size and the acknowledgement of their ``EndOfData``; acknowledgements and declines for the coordinator,
+``TaskFinished``). When its data ends (``_end_data``, as Flink's ``StreamTask.endData``) it sends ``EndOfData`` on
+and finishes once its final checkpoint completed and its consumers acknowledged all its data. Barrier-handler
+actions are wired to the checkpoint steps inside the task: a ``TriggerCheckpointOnBarrier`` runs
+``SubtaskCheckpointCoordinator.checkpoint_state`` at once, as Flink's mailbox does. Timers the task registers call
+the driver's ``wakeup`` after they fire, so the driver knows to collect their effects. Records travel as
+``RecordBatch``es (``runtime.record_batch``): a source step reads a batch from its split, an input buffer's
+records are one batch (or, with watermarks between them, batches split at the watermarks, processed in order), the
+operator turns a batch into a batch, and records and watermarks reach the result partitions through the task's
+``RecordWriters`` (``runtime.task.record_writers``: Flink's partitioners, vectorized). A fault schedule's
+task-side crash points (``runtime.task.crash_points``: ``before_forwarding_barrier``, ``mid_alignment``) stop the
+task where the protocol reaches them: it fails at once and emits ``CrashedAtProtocolPoint`` for its driver.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from barriersim.runtime.faults import ProtocolPoint
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobGraph, Partitioner
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
-from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
+from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES, AcknowledgeAllRecordsProcessed
 from barriersim.runtime.network.input.virtual_channels import DemultiplexingChannel, demultiplexers
 from barriersim.runtime.network.output.result_partition import Availability, ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
@@ -219,11 +221,12 @@ class StreamTask:
         self._deployed_as_finished = False
         self._checkpoints_after_tasks_finish = checkpoints_after_tasks_finish
         self._final_checkpoint_min_id: Optional[int] = None  # set once the data ended (FLIP-147)
+        self._final_checkpoint_completed = False  # then it finishes once its consumers processed all its data
         # stop-with-savepoint: the synchronous savepoint the task stopped for, and how its data ended (EndOfData)
         self._synchronous_savepoint_id: Optional[int] = None
         self._synchronous_savepoint_completed = False
         self._end_of_data_mode: Optional[StopMode] = None
-        self._end_of_data_channels: set[InputChannelInfo] = set()
+        self._end_of_data_channels: dict[InputChannelInfo, StopMode] = {}  # how each channel's data ended
         self._valve: Optional[WatermarkValve] = None
         if not self.operator.is_source:
             gates = input_channel_kinds if input_channel_kinds is not None else [
@@ -392,6 +395,13 @@ class StreamTask:
             return
         self.partitions[info.partition_idx].resume_consumption(info)
 
+    def on_all_records_processed(self, info: ResultSubpartitionInfo) -> None:
+        """The consumer of subpartition ``info`` processed all its records (``AcknowledgeAllRecordsProcessed``)."""
+        if self.failed:
+            return
+        self.partitions[info.partition_idx].on_subpartition_all_data_processed(info)
+        self._finish_after_final_checkpoint()
+
     def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
         """A checkpoint triggered by the coordinator (Flink's ``triggerCheckpointAsync``): a source's, or, after
         its upstream tasks finished (FLIP-147), a downstream task's. Like Flink's
@@ -464,7 +474,8 @@ class StreamTask:
             self._synchronous_savepoint_completed = True
         if self._final_checkpoint_min_id is not None and (checkpoint_id >= self._final_checkpoint_min_id
                                                           or self._synchronous_savepoint_completed):
-            self._end_partitions()  # the final checkpoint completed: now the task may finish
+            self._final_checkpoint_completed = True
+            self._finish_after_final_checkpoint()
 
     def notify_checkpoint_aborted(self, checkpoint_id: int, latest_completed_checkpoint_id: int) -> None:
         if self.failed:
@@ -489,24 +500,38 @@ class StreamTask:
         self._end_data(StopMode.DRAIN if drain else StopMode.NO_DRAIN, savepoint_id)
 
     def _on_end_of_data(self, channel: InputChannelInfo, mode: StopMode) -> None:
-        """``EndOfData`` arrived on ``channel``; once every channel has it (or has ended), the task's data ends."""
-        self._end_of_data_channels.add(channel)
+        """``EndOfData`` arrived on ``channel``; once every channel has it (or has ended), the task's data ends:
+        drained only if no channel's data was stopped without draining (Flink's ``SingleInputGate.
+        hasReceivedEndOfData``: ``DRAINED`` or ``STOPPED``)."""
+        self._end_of_data_channels[channel] = mode
+        # every record before it was processed (Flink's CheckpointedInputGate acknowledges on EndOfData)
+        self._actions.append(AcknowledgeAllRecordsProcessed(channel))
         if self._end_of_data_mode is None and self._final_checkpoint_min_id is None and all(
                 info in self._end_of_data_channels or self.input_side.get_channel(info).end_of_partition_received
                 for info in self.input_side.channel_infos()):
-            self._end_data(mode, max(self.checkpoints.last_checkpoint_id, 0) + 1)
+            self._end_data(self._input_end_mode(), max(self.checkpoints.last_checkpoint_id, 0) + 1)
+
+    def _input_end_mode(self) -> StopMode:
+        """How the task's input ended: stopped if any channel's data was stopped without ``--drain``, else drained
+        (Flink's ``SingleInputGate.hasReceivedEndOfData``: ``STOPPED`` or ``DRAINED``; a channel that ended
+        without ``EndOfData`` came from an upstream that finished drained)."""
+        return StopMode.NO_DRAIN if StopMode.NO_DRAIN in self._end_of_data_channels.values() else StopMode.DRAIN
 
     def _end_data(self, mode: StopMode, final_checkpoint_min_id: int) -> None:
         """Flink's ``StreamTask.endData``: with ``DRAIN`` event time advances to its end (every window fires) and
         the operator finishes; with ``NO_DRAIN`` its state stays for the savepoint. ``EndOfData`` goes downstream,
-        and the task finishes when a checkpoint from ``final_checkpoint_min_id`` on (the savepoint) completed."""
+        and the task finishes when a checkpoint from ``final_checkpoint_min_id`` on (the savepoint) completed and
+        its consumers processed all its data. A source sends ``MAX_WATERMARK`` only in a job with event time; a
+        task downstream passes it on once every input ended (its watermark valve, as it always has)."""
         self._end_of_data_mode = mode
         if mode is StopMode.DRAIN:
-            if self.emit_watermarks:
-                if self.operator.is_source:
+            if self.operator.is_source:
+                if self.emit_watermarks:
                     self._broadcast_watermark(MAX_WATERMARK)
-                else:
-                    self._emit_watermark(MAX_WATERMARK)
+            else:
+                watermark = self._valve.end_of_all_inputs()
+                if watermark is not None:
+                    self._emit_watermark(watermark)
             self._route(self.operator.end_of_input(final_checkpoint=True))
         for p in self.partitions:
             p.broadcast_event(EndOfData(mode))
@@ -606,9 +631,13 @@ class StreamTask:
         elif type(boe.element) is EndOfData:
             self._on_end_of_data(boe.channel_info, boe.element.mode)
         elif isinstance(boe.element, EndOfPartition):
-            wm = self._valve.end_of_input(boe.channel_info)
-            if wm is not None:
-                self._emit_watermark(wm)
+            if self._end_of_data_mode is None and self._end_of_data_channels.get(boe.channel_info) is None:
+                # a channel that ends without EndOfData (an upstream without checkpoints after tasks finish) ended
+                # drained, as if after its MAX_WATERMARK; once the task's data ended nothing more goes out, and after
+                # EndOfData(NO_DRAIN) event time stays: Flink's StatusWatermarkValve never hears of an ended channel
+                wm = self._valve.end_of_input(boe.channel_info)
+                if wm is not None:
+                    self._emit_watermark(wm)
             if self.input_side.is_finished():
                 self._finish()
         return StepResult(StepOutcome.PROCESSED)
@@ -676,21 +705,32 @@ class StreamTask:
             p.flush_all()
 
     def _finish(self) -> None:
-        """End of all input. With checkpoints after tasks finish (FLIP-147) the task then waits for a final
-        checkpoint, one triggered after this point, to complete before it ends its partitions and finishes, as
-        Flink's StreamTask does; so no later checkpoint can miss data this task sent, and the final checkpoint
-        commits what the sinks still hold. Without it, the task finishes at once."""
+        """End of all input: a source read its split to the end, or every input channel ended (an upstream without
+        checkpoints after tasks finish ends its partitions without ``EndOfData``). With checkpoints after tasks
+        finish (FLIP-147) the task's data ends as Flink's ``StreamTask.endData`` ends it at a bounded input's end
+        (a FLIP-27 source's ``END_OF_DATA``): drained (event time to its end, every window fires) unless part of
+        the input was stopped without ``--drain``, ``EndOfData`` downstream, so that every task of the job ends
+        its data at once; the task then finishes once a final checkpoint, one triggered after this point,
+        completed and its consumers processed all its data (``_finish_after_final_checkpoint``): no later
+        checkpoint can miss data it sent, and the final checkpoint commits what the sinks still hold. Without
+        FLIP-147 the task finishes at once."""
         if self.finished or self._final_checkpoint_min_id is not None:
             return
-        final = self._checkpoints_after_tasks_finish
-        self._route(self.operator.end_of_input(final_checkpoint=final))
-        if final and self._synchronous_savepoint_completed:
-            self.flush_outputs()
-            self._end_partitions()  # the synchronous savepoint it stopped for was its final checkpoint
-        elif final:
-            self.flush_outputs()
-            self._final_checkpoint_min_id = max(self.checkpoints.last_checkpoint_id, 0) + 1
-        else:
+        if not self._checkpoints_after_tasks_finish:
+            self._route(self.operator.end_of_input(final_checkpoint=False))
+            self._end_partitions()
+            return
+        self._end_data(self._input_end_mode(), max(self.checkpoints.last_checkpoint_id, 0) + 1)
+        if self._synchronous_savepoint_completed:  # the synchronous savepoint it stopped for was its final checkpoint
+            self._final_checkpoint_completed = True
+            self._finish_after_final_checkpoint()
+
+    def _finish_after_final_checkpoint(self) -> None:
+        """Flink's ``StreamTask.afterInvoke`` with checkpoints after tasks finish: the task ends its partitions and
+        finishes once its final checkpoint completed and every consumer processed all its data
+        (``ResultPartition.getAllDataProcessedFuture``), so that, until then, checkpoints still reach its
+        consumers through it."""
+        if self._final_checkpoint_completed and all(p.all_data_processed for p in self.partitions):
             self._end_partitions()
 
     def _end_partitions(self) -> None:
@@ -721,7 +761,7 @@ class StreamTask:
     # -- wiring of the handler's and the checkpoint steps' actions ---------------------------------------
 
     def _on_input_action(self, action: Any) -> None:
-        if isinstance(action, (AddCredit, ResumeConsumptionUpstream, AnnounceBufferSize)):
+        if isinstance(action, UPSTREAM_MESSAGES):
             self._actions.append(action)
         elif isinstance(action, TriggerCheckpointOnBarrier):
             if action.options.checkpoint_type.is_synchronous:

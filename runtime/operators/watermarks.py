@@ -30,6 +30,12 @@ class WatermarkValve:
         self._channel_watermarks[channel] = MAX_WATERMARK.timestamp
         return self._advance()
 
+    def end_of_all_inputs(self) -> Watermark | None:
+        """Every input ended drained (``StreamTask.endData(DRAIN)``): ``MAX_WATERMARK`` if that advances it."""
+        for channel in self._channel_watermarks:
+            self._channel_watermarks[channel] = MAX_WATERMARK.timestamp
+        return self._advance()
+
     def _advance(self) -> Watermark | None:
         combined = min(self._channel_watermarks.values())
         if combined > self.current:

@@ -7,7 +7,8 @@ factor); a task whose output is backpressured, or whose input is empty, sleeps u
 (``_wake``/``_kick``); an output flusher finishes open buffers every ``buffer_timeout_ms``, each task's at a phase of its own. ``_pump`` sends
 what a task's subpartitions may send (its receiver granted credit): each element reaches its input channel
 after a latency drawn from the ``network`` random stream, never before the previous element of the same
-channel (FIFO per channel); credit, resume-consumption and new-buffer-size messages travel back the same way.
+channel (FIFO per channel); credit, resume-consumption, new-buffer-size and all-records-processed messages travel
+back the same way.
 A checkpoint's synchronous part keeps its task busy for the cost model's charge (``SyncSnapshotTaken``: the next
 step waits), and its asynchronous part and channel-state write complete that many virtual ms after they start
 (``AsyncCheckpointStarted``), off the task's thread, before the acknowledgement leaves.
@@ -22,7 +23,12 @@ from __future__ import annotations
 from typing import Any
 
 from barriersim.runtime.job.wiring import SubtaskKey
-from barriersim.runtime.network.input.input_channel import AddCredit, AnnounceBufferSize, ResumeConsumptionUpstream
+from barriersim.runtime.network.input.input_channel import (
+    UPSTREAM_MESSAGES,
+    AcknowledgeAllRecordsProcessed,
+    AddCredit,
+    AnnounceBufferSize,
+)
 from barriersim.runtime.sim.kernel import Priority
 from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
 from barriersim.runtime.task.actions import (
@@ -141,7 +147,7 @@ class DataPlane:
 
     def _on_task_action(self, key: SubtaskKey, task: StreamTask, action: Any) -> None:
         epoch = self.epoch
-        if isinstance(action, (AddCredit, ResumeConsumptionUpstream, AnnounceBufferSize)):
+        if isinstance(action, UPSTREAM_MESSAGES):
             producer, info = self.wiring.subpartition_of(key, action.channel_info)
 
             def upstream(producer=producer, info=info, action=action) -> None:
@@ -151,6 +157,8 @@ class DataPlane:
                     self.tasks[producer].on_credit(info, action.credit)
                 elif isinstance(action, AnnounceBufferSize):
                     self.tasks[producer].on_new_buffer_size(info, action.buffer_size)
+                elif isinstance(action, AcknowledgeAllRecordsProcessed):
+                    self.tasks[producer].on_all_records_processed(info)
                 else:
                     self.tasks[producer].on_resume_consumption(info)
                 self._pump(producer)

@@ -84,8 +84,9 @@ def test_mode_all_gives_one_result_per_mode(tiny, tmp_path):
 
 
 def test_overrides_change_the_scenario(tiny, tmp_path):
-    result = barriersim.run(tiny, out=tmp_path / "o",
-                            overrides={"workload.records": 200, "checkpointing.interval_ms": 1000}).only
+    # 200 records at 50 records/s per source: 2 s of data, so that checkpoints every second trigger at least twice
+    result = barriersim.run(tiny, out=tmp_path / "o", overrides={
+        "workload.records": 200, "workload.rate_per_source": 50, "checkpointing.interval_ms": 1000}).only
     assert result.summary["workload"]["records"] == 200
     triggers = result.checkpoints.sort_values("id")["trigger_timestamp"]
     assert len(triggers) >= 2 and triggers.diff().dropna().min() >= 1000

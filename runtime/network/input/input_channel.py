@@ -88,6 +88,19 @@ class AnnounceBufferSize:
     buffer_size: int
 
 
+@dataclass(frozen=True)
+class AcknowledgeAllRecordsProcessed:
+    """Flink's ``InputChannel.acknowledgeAllRecordsProcessed`` (``NettyMessage.AckAllUserRecordsProcessed`` from a
+    remote channel, ``acknowledgeAllDataProcessed`` on the subpartition view from a local one): the task reading
+    ``channel_info`` processed every record before its ``EndOfData``, so the sender may finish."""
+
+    channel_info: InputChannelInfo
+
+
+# the messages a consumer's task sends the producer of one of its channels, each naming the channel
+UPSTREAM_MESSAGES = (AddCredit, ResumeConsumptionUpstream, AnnounceBufferSize, AcknowledgeAllRecordsProcessed)
+
+
 class BufferReorderingException(Exception):
     """An element arrived with an unexpected sequence number (Flink's ``BufferReorderingException``)."""
 
@@ -377,7 +390,10 @@ class LocalInputChannel(InputChannel):
 __all__ = [
     "LOCAL_CHANNEL_BUFFERS",
     "AddCredit",
+    "AcknowledgeAllRecordsProcessed",
+    "AnnounceBufferSize",
     "ResumeConsumptionUpstream",
+    "UPSTREAM_MESSAGES",
     "BufferReorderingException",
     "ChannelStateError",
     "SequenceElement",

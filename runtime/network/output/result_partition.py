@@ -120,6 +120,7 @@ class ResultPartition(BatchWrites):
         self._buffer_sizes = [memory_segment_size] * num_subpartitions  # debloated sizes, announced by the receivers
         self._builders = [_BufferBuilder(memory_segment_size) for _ in range(num_subpartitions)]
         self._flush_requested = [False] * num_subpartitions
+        self._all_data_processed = [False] * num_subpartitions  # each consumer acknowledged its EndOfData
         # the local subpartitions, and the buffers each one's local channel holds (handed out, not yet recycled);
         # a local channel's first credit is its partition request, each later one recycles that many buffers
         if local_subpartitions and len(local_subpartitions) != num_subpartitions:
@@ -387,6 +388,16 @@ class ResultPartition(BatchWrites):
     @property
     def is_released(self) -> bool:
         return self._released
+
+    def on_subpartition_all_data_processed(self, info: ResultSubpartitionInfo) -> None:
+        """Flink's ``ResultPartition.onSubpartitionAllDataProcessed``: the consumer of ``info`` processed every
+        record this partition gave it (it consumed the ``EndOfData``)."""
+        self._all_data_processed[info.subpartition_idx] = True
+
+    @property
+    def all_data_processed(self) -> bool:
+        """Flink's ``getAllDataProcessedFuture``, done: every consumer processed all the data."""
+        return all(self._all_data_processed)
 
     # -- restore -----------------------------------------------------------------------------------
 

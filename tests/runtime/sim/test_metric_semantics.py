@@ -24,7 +24,15 @@ def run(mode: str):
 
 
 def test_an_unaligned_subtask_reports_its_alignment_from_first_to_last_barrier():
-    result = run("unaligned")
+    """Spread over four TaskManagers, the sink reads three of the sums through remote channels whose latency
+    (2 ms, give or take 1 ms) brings their barriers at different times."""
+    from barriersim.runtime.job.placement import ClusterConfig
+
+    splits = {"source": local_splits(30_000, 64, 1.2, 100, 2, seed=4)}
+    config = JobConfig(GRAPH, mode="unaligned", interval_ms=100, source_rate_per_subtask=20_000, faults=FaultSchedule(),
+                       cluster=ClusterConfig(taskmanagers=4, slots_per_taskmanager=1), latency_us_mean=2_000.0,
+                       latency_us_jitter=1_000.0)
+    result = JobSimulation(config, splits, 5).run()
     completed = {c["id"]: c for c in result.checkpoints if c["status"] == "COMPLETED"}
     sink_rows = [r for r in result.subtasks if r["task"] == "sink#0" and r["id"] in completed]
     assert sink_rows and all(r["unaligned_checkpoint"] for r in sink_rows)

@@ -131,3 +131,24 @@ def test_stop_with_savepoint_with_and_without_drain():
     # the same windows fired before the stop; drained, the windows still open at the stop fired too
     assert outputs[False] < outputs[True]
     assert min(r[0] for r in outputs[True] - outputs[False]) >= max(r[0] for r in outputs[False])
+
+
+FOUND_CASES = sorted((Path(__file__).parent / "cases").glob("stop-without-drain-*.toml"))
+
+
+@pytest.mark.parametrize("path", FOUND_CASES, ids=[p.stem for p in FOUND_CASES])
+def test_the_found_stops_without_drain_fire_no_window_twice(path):
+    """The rescale property's cases of a stop-with-savepoint without ``--drain`` while some sources had already
+    read their splits (at-least-once, a direct-writing sink): every window reaches the sink once, in full."""
+    from barriersim.scenarios.loader import load_scenario
+
+    sc = load_scenario(path)
+    config, splits = job_config(sc), workload_splits(sc)
+    job = JobSimulation(config, splits, sc.seed, record_cuts=True)
+    result = job.run()
+    verification, covers = verify_run(config.graph, splits, job.job_master.ending_snapshot, result.committed_output,
+                                      job.store.pending_records, at_least_once=True)
+    assert [a["status"] for a in job.report.actions if a["type"] != "savepoint"] == ["COMPLETED", "COMPLETED"]
+    assert covers == "workload" and verification.wrong == verification.lost == 0, verification
+    assert verification.duplicated == 0 and len(result.committed_output) == verification.expected_records
+    assert not job.consistent_cut_violations()
