@@ -714,7 +714,10 @@ class StreamTask:
         completed and its consumers processed all its data (``_finish_after_final_checkpoint``): no later
         checkpoint can miss data it sent, and the final checkpoint commits what the sinks still hold. Without
         FLIP-147 the task finishes at once."""
-        if self.finished or self._final_checkpoint_min_id is not None:
+        if self.finished:
+            return
+        if self._final_checkpoint_min_id is not None:  # END_OF_INPUT after END_OF_DATA
+            self._finish_after_final_checkpoint()
             return
         if not self._checkpoints_after_tasks_finish:
             self._route(self.operator.end_of_input(final_checkpoint=False))
@@ -727,10 +730,14 @@ class StreamTask:
 
     def _finish_after_final_checkpoint(self) -> None:
         """Flink's ``StreamTask.afterInvoke`` with checkpoints after tasks finish: the task ends its partitions and
-        finishes once its final checkpoint completed and every consumer processed all its data
+        finishes once every input channel ended (``END_OF_INPUT``: an upstream task whose data ended after this
+        task's final checkpoint was triggered has a later final checkpoint, whose barriers come through this
+        task until that upstream finishes), its final checkpoint completed, and every consumer processed all its
+        data
         (``ResultPartition.getAllDataProcessedFuture``), so that, until then, checkpoints still reach its
         consumers through it."""
-        if self._final_checkpoint_completed and all(p.all_data_processed for p in self.partitions):
+        if (self._final_checkpoint_completed and (self.input_side is None or self.input_side.is_finished())
+                and all(p.all_data_processed for p in self.partitions)):
             self._end_partitions()
 
     def _end_partitions(self) -> None:

@@ -54,10 +54,10 @@ def _window_task() -> StreamTask:
     return task
 
 
-def _sent_after(task: StreamTask, *elements) -> list:
+def _sent_after(task: StreamTask, *elements, first_sequence_number: int = 0) -> list:
     """Hands ``elements`` to the task's one channel, runs it until it has nothing left, flushes its output (as its
     output flusher would) and returns what it sent."""
-    for sequence_number, element in enumerate(elements):
+    for sequence_number, element in enumerate(elements, first_sequence_number):
         task.on_element(IN, element, sequence_number, 0 if isinstance(element, Buffer) else None)
     sent = []
     while task.process_next().outcome is StepOutcome.PROCESSED:
@@ -112,4 +112,22 @@ def test_the_task_acknowledges_end_of_data_and_finishes_once_its_consumer_acknow
     task.notify_checkpoint_complete(1)  # its final checkpoint
     assert not task.finished and not any(isinstance(a, TaskFinished) for a in task.drain_actions())
     task.on_all_records_processed(OUT)  # and its sink processed everything it sent
+    assert task.finished and any(isinstance(a, TaskFinished) for a in task.drain_actions())
+
+
+def test_the_task_finishes_only_once_every_input_channel_ended():
+    """Flink's ``END_OF_INPUT``: a task whose data ended and whose final checkpoint completed still waits for its
+    upstream's end of partition, for until the upstream finishes, later checkpoints' barriers come through its
+    channels (that upstream's final checkpoint may be a later one, when its data ended after this task's final
+    checkpoint was triggered). Found on Ray: a sink that finished early never took a later checkpoint, which
+    stayed pending, and the job never ended."""
+    task = _window_task()
+    _sent_after(task, RECORDS, EndOfData(StopMode.DRAIN), CheckpointBarrier(1, 0))
+    task.on_resume_consumption(OUT)  # the sink aligned checkpoint 1
+    task.notify_checkpoint_complete(1)
+    task.on_all_records_processed(OUT)
+    assert not task.finished and not any(isinstance(a, TaskFinished) for a in task.drain_actions())
+    sent = _sent_after(task, CheckpointBarrier(2, 0), first_sequence_number=3)
+    assert CheckpointBarrier(2, 0) in sent  # a later checkpoint still reaches it, and goes on
+    _sent_after(task, EndOfPartition(), first_sequence_number=4)  # the upstream finished: now this task may
     assert task.finished and any(isinstance(a, TaskFinished) for a in task.drain_actions())
