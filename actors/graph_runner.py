@@ -138,7 +138,7 @@ class RayJob:
                     self.ended_at = time.perf_counter()
                     break
                 if time.monotonic() > deadline:
-                    progress = ray.get(self.job_manager.progress.remote(), timeout=10)
+                    progress = ray.get(self.job_manager.progress.remote(True), timeout=30)
                     raise RayJobError(f"job {self.job_id} did not finish within {timeout_seconds} s (progress: {progress})")
                 if on_progress is not None:
                     on_progress(ray.get(self.job_manager.progress.remote()))

@@ -148,8 +148,9 @@ class JobManagerActor:
             "ray_nodes": [n.as_row() for n in self.ray_nodes or ()],
         }
 
-    async def progress(self) -> dict:
-        """Counts so far, and the records the current attempt's source subtasks have emitted."""
+    async def progress(self, unfinished_tasks: bool = False) -> dict:
+        """Counts so far, and the records the current attempt's source subtasks have emitted; with
+        ``unfinished_tasks``, where each task that has not finished stands (``StreamTask.lifecycle_report``)."""
         jm = self.job_master
         counts = dict(jm.coordinator.stats.counts) if jm is not None else {}
         sources = [h for (vertex, _), h in self.handles.items() if self.graph.vertex(vertex).operator.is_source]
@@ -157,9 +158,15 @@ class JobManagerActor:
             emitted = sum(await asyncio.gather(*(h.progress.remote() for h in sources)))
         except Exception:  # noqa: BLE001 - a source died meanwhile; its failover is under way
             emitted = None
-        return {"counts": counts, "restarts": jm.restarts if jm else 0, "finished_tasks": len(jm.finished) if jm else 0,
-                "tasks": sum(v.parallelism for v in jm.current.graph.vertices) if jm else 0,
-                "source_records": emitted}
+        progress = {"counts": counts, "restarts": jm.restarts if jm else 0,
+                    "finished_tasks": len(jm.finished) if jm else 0,
+                    "tasks": sum(v.parallelism for v in jm.current.graph.vertices) if jm else 0,
+                    "source_records": emitted}
+        if unfinished_tasks and jm is not None:
+            waiting = [h for key, h in self.handles.items() if key not in jm.finished]
+            reports = await asyncio.gather(*(h.lifecycle.remote() for h in waiting), return_exceptions=True)
+            progress["unfinished_tasks"] = [r if isinstance(r, dict) else repr(r) for r in reports]
+        return progress
 
     def _storage_for(self, job_id: str):
         """A job's checkpoint storage, whose savepoints go to the run's savepoint directory."""

@@ -307,6 +307,13 @@ class StreamTaskActor:
     async def progress(self) -> int:
         return self.records_processed
 
+    async def lifecycle(self) -> dict:
+        """The task's ``lifecycle_report`` and what its outboxes still hold, for the report of a job that did not
+        end in time."""
+        outboxes = {"data_out": sum(map(len, self._data_out.values())),
+                    "upstream_out": sum(map(len, self._upstream_out.values()))}
+        return {"task": self.name, **(self.task.lifecycle_report() if self.task is not None else {}), **outboxes}
+
     def _call(self, fn) -> None:
         try:
             fn()

@@ -345,6 +345,23 @@ class StreamTask:
         the task declines checkpoints (``CHECKPOINT_DECLINED_TASK_NOT_READY``)."""
         return bool(self._awaiting_end_of_channel_state)
 
+    def lifecycle_report(self) -> dict:
+        """Where the task stands on its way to finishing, for a driver's report of a job that did not end in time:
+        its data ended (``END_OF_DATA``, how), its latest checkpoint and whether its final one completed, its
+        input channels that ended (``END_OF_INPUT`` once all did), and its partitions whose consumers processed
+        all its data."""
+        ended_channels = channels = 0
+        if self.input_side is not None:
+            channels = len(self.input_side.channel_infos())
+            ended_channels = channels - len(self.input_side.unfinished_channels())
+        return {"finished": self.finished, "failed": self.failed,
+                "data_ended": None if self._end_of_data_mode is None else self._end_of_data_mode.name,
+                "latest_checkpoint_id": self.checkpoints.last_checkpoint_id,
+                "final_checkpoint_completed": self._final_checkpoint_completed,
+                "input_channels_ended": f"{ended_channels}/{channels}",
+                "partitions_all_data_processed": f"{sum(p.all_data_processed for p in self.partitions)}/"
+                                                 f"{len(self.partitions)}"}
+
     # -- inputs from the driver ----------------------------------------------------------------------
 
     # A failed task is a dead process: what still reaches it (data, credit, resume, notifications) is dropped,

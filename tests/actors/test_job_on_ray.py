@@ -9,7 +9,7 @@ import collections
 
 import pytest
 
-from barriersim.actors.graph_runner import run_graph_on_ray
+from barriersim.actors.graph_runner import RayJobError, run_graph_on_ray
 from barriersim.runtime.faults import CrashTask, FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
@@ -225,3 +225,18 @@ def test_incremental_checkpoints_on_ray_restore_after_a_jobmanager_failover_and_
     completed = [c for c in result.checkpoints if c["status"] == "COMPLETED" and c["state_size"] > 1_000]
     assert any(c["checkpointed_size"] < c["state_size"] for c in completed), completed
     assert [p for p in Path(root).glob("*/shared/*")] == []
+
+
+def test_a_job_that_does_not_end_in_time_reports_where_each_unfinished_task_stands(tmp_path):
+    # sources paced at 10 records/s over 20,000 records cannot end within the 15 s given: the error names every
+    # task that has not finished with its lifecycle (data not ended, no final checkpoint, no input channel ended)
+    graph = quickstart_graph(2, 1)
+    splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=6)}
+    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10)
+    with pytest.raises(RayJobError, match="did not finish within 15 s") as raised:
+        run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "late", timeout_seconds=15)
+    report = str(raised.value)
+    for task in ("source#0", "source#1", "keyed-sum#0", "sink#0"):
+        assert f"'task': '{task}'" in report, report
+    assert report.count("'data_ended': None") == 4 and report.count("'final_checkpoint_completed': False") == 4
+    assert "'input_channels_ended': '0/2'" in report  # the keyed sum reads both sources
