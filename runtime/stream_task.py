@@ -750,8 +750,7 @@ class StreamTask:
         finishes once every input channel ended (``END_OF_INPUT``: an upstream task whose data ended after this
         task's final checkpoint was triggered has a later final checkpoint, whose barriers come through this
         task until that upstream finishes), its final checkpoint completed, and every consumer processed all its
-        data
-        (``ResultPartition.getAllDataProcessedFuture``), so that, until then, checkpoints still reach its
+        data (``ResultPartition.getAllDataProcessedFuture``), so that, until then, checkpoints still reach its
         consumers through it."""
         if (self._final_checkpoint_completed and (self.input_side is None or self.input_side.is_finished())
                 and all(p.all_data_processed for p in self.partitions)):
