@@ -448,7 +448,7 @@ class SimulatedCase:
                                 job.store.pending_records,
                                 at_least_once=not config.mode.exactly_once)
         return CaseResult(result, verdict, tuple(job.consistent_cut_violations()) if check_cuts else (),
-                          job.report)
+                          job.report, tuple(job.finish_order_violations))
 
     def save(self, directory: Path) -> tuple[Path, str]:
         """Write the case as a scenario file (its faults and seed included); returns it and the one-line command
@@ -467,6 +467,7 @@ class CaseResult:
     verdict: object  # runtime.verification.Verification
     cut_violations: tuple = ()  # CutViolation: completed checkpoints that are not consistent cuts
     report: object = None  # runtime.job.dispatcher.RunReport: every job, every action
+    finish_order_violations: tuple = ()  # tasks that finished while a task they read still ran
 
 
 @st.composite

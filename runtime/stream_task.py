@@ -345,6 +345,11 @@ class StreamTask:
         the task declines checkpoints (``CHECKPOINT_DECLINED_TASK_NOT_READY``)."""
         return bool(self._awaiting_end_of_channel_state)
 
+    @property
+    def deployed_as_finished(self) -> bool:
+        """Restored from a snapshot in which this task had finished (FLIP-147): it finishes at its first step."""
+        return self._deployed_as_finished
+
     def lifecycle_report(self) -> dict:
         """Where the task stands on its way to finishing, for a driver's report of a job that did not end in time:
         its data ended (``END_OF_DATA``, how), its latest checkpoint and whether its final one completed, its

@@ -145,6 +145,19 @@ class DataPlane:
         for action in task.drain_actions():
             self._on_task_action(key, task, action)
 
+    def _check_finish_order(self, key: SubtaskKey, task: StreamTask) -> None:
+        """A task finishes only after every upstream task it reads finished (Flink's ``END_OF_INPUT`` before
+        ``afterInvoke``), unless it was deployed as finished; kept with ``record_cuts`` as a property of the run."""
+        if task.input_side is None or task.deployed_as_finished:
+            return
+        running = sorted({self.tasks[producer].name for producer, _ in (
+            self.wiring.subpartition_of(key, info) for info in task.input_side.channel_infos())
+            if not self.tasks[producer].finished})
+        if running:
+            self.finish_order_violations.append(
+                f"{task.name} finished at {self.sim.now_us} us (epoch {self.epoch}) while its upstream "
+                f"{', '.join(running)} still ran")
+
     def _on_task_action(self, key: SubtaskKey, task: StreamTask, action: Any) -> None:
         epoch = self.epoch
         if isinstance(action, UPSTREAM_MESSAGES):
@@ -184,6 +197,8 @@ class DataPlane:
         elif isinstance(action, CrashedAtProtocolPoint):
             self._carry_out(self.job_master.task_crashed_at(task.attempt_id, action.point, action.checkpoint_id))
         elif isinstance(action, TaskFinished):
+            if self.record_cuts:
+                self._check_finish_order(key, task)
             self._carry_out(self.job_master.task_finished(task.attempt_id))
         elif isinstance(action, TaskFailed):
             self._carry_out(self.job_master.task_failed(task.attempt_id, action.cause))

@@ -74,7 +74,8 @@ class JobSimulation(DataPlane):
                  record_cuts: bool = False, checkpoint_directory: str | Path | None = None, *,
                  savepoint_directory=None, store: ExternalStore | None = None, first_attempt_number: int = 0):
         """``record_cuts``: log every operator's records so that ``consistent_cut_violations()`` can check each
-        completed checkpoint after the run (costs memory and time; for tests and property checks);
+        completed checkpoint after the run, and list in ``finish_order_violations`` every task that finished while
+        a task it reads still ran (costs memory and time; for tests and property checks);
         ``checkpoint_directory``: keep the checkpoints in the storage of this directory or storage URI
         (``checkpoint_storage_for``: a ``FileSystemCheckpointStorage``, or an ``ObjectStoreCheckpointStorage`` for
         ``s3://``, as the Ray backend does) instead of in memory; ``savepoint_directory``: where savepoints are written as files (else
@@ -82,6 +83,7 @@ class JobSimulation(DataPlane):
         wrote to it; ``first_attempt_number``: above the attempts of that run."""
         self.config = config
         self.record_cuts = record_cuts
+        self.finish_order_violations: list[str] = []  # with record_cuts: tasks that finished before an upstream
         self.deployments: dict[int, DeploymentLog] = {}
         self.graph = config.graph.validate()
         self.splits = splits

@@ -44,6 +44,7 @@ def check(case, outcome) -> None:
     if case.mode != "at-least-once":
         assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
     assert not outcome.cut_violations, "not a consistent cut: " + "; ".join(map(str, outcome.cut_violations[:3]))
+    assert not outcome.finish_order_violations, "; ".join(outcome.finish_order_violations[:3])  # END_OF_INPUT
     restores = [a for a in report.actions if a["type"] == "restore"]
     for job, r in enumerate(report.jobs):
         ids = [c["id"] for c in r.checkpoints]

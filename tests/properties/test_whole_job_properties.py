@@ -1,6 +1,7 @@
 """Property-based failure testing of whole jobs on the simulator: random topologies, configurations and fault
 schedules; every mode keeps its guarantee, every completed checkpoint is a consistent cut with one statistics row
-per subtask, checkpoint ids are never reused and every job finishes once faults stop. The fault schedules add, in three cases of four, one of the
+per subtask, checkpoint ids are never reused, a task finishes only after every task it reads did (Flink's
+``END_OF_INPUT``) and every job finishes once faults stop. The fault schedules add, in three cases of four, one of the
 protocol situations random single faults rarely reach (``barriersim.strategies.protocol_situations``: a checkpoint
 cancelled during an alignment, while its barriers are still on the wire, or expiring with data in flight); jobs placed in 2-4 TaskManagers also lose TaskManagers and nodes; and a
 third property runs jobs shaped for checkpoints cancelled with their barriers in flight
@@ -52,6 +53,9 @@ def check(case, outcome) -> None:
     ids = [c["id"] for c in sim.checkpoints]
     assert len(ids) == len(set(ids)), f"a checkpoint id was used twice: {ids}"
     assert not outcome.cut_violations, "not a consistent cut: " + "; ".join(map(str, outcome.cut_violations[:3]))
+    # Flink's END_OF_INPUT: a task finishes only after every task it reads did (else a later checkpoint's barrier
+    # from a running upstream meets a finished task, and that checkpoint waits until it expires)
+    assert not outcome.finish_order_violations, "; ".join(outcome.finish_order_violations[:3])
     # Flink's statistics: a completed checkpoint has one subtask row per subtask, its acknowledgement or, for a task
     # finished before the trigger (FLIP-147), Flink's report of it at the trigger
     rows: dict[tuple, list[str]] = {}
