@@ -138,7 +138,10 @@ class RayJob:
                     self.ended_at = time.perf_counter()
                     break
                 if time.monotonic() > deadline:
-                    progress = ray.get(self.job_manager.progress.remote(True), timeout=30)
+                    try:
+                        progress = ray.get(self.job_manager.progress.remote(True), timeout=30)
+                    except Exception as err:  # noqa: BLE001 - the report is best effort; the timeout is the error
+                        progress = f"not available ({type(err).__name__}: {err})"
                     raise RayJobError(f"job {self.job_id} did not finish within {timeout_seconds} s (progress: {progress})")
                 if on_progress is not None:
                     on_progress(ray.get(self.job_manager.progress.remote()))

@@ -164,7 +164,9 @@ class JobManagerActor:
                     "source_records": emitted}
         if unfinished_tasks and jm is not None:
             waiting = [h for key, h in self.handles.items() if key not in jm.finished]
-            reports = await asyncio.gather(*(h.lifecycle.remote() for h in waiting), return_exceptions=True)
+            # each actor answers within 10 s or is reported by its error (a dead or stuck actor among them)
+            reports = await asyncio.gather(*(asyncio.wait_for(h.lifecycle.remote(), 10) for h in waiting),
+                                           return_exceptions=True)
             progress["unfinished_tasks"] = [r if isinstance(r, dict) else repr(r) for r in reports]
         return progress
 
