@@ -15,21 +15,15 @@ from pathlib import Path
 import pytest
 
 from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.snapshot_verification import verify_run
 from barriersim.scenarios.loader import load_scenario
-from barriersim.scenarios.simulation_inputs import job_config, workload_splits
+from tests.simulated_runs import simulate_and_verify
 
 DRAINED_STOP_FAILS = Path(__file__).parent / "known_gaps" / "drained-stop-fails-after-windows-fired.toml"
 
 
 def _run_drained_stop_that_fails():
-    scenario = load_scenario(DRAINED_STOP_FAILS)
-    config, splits = job_config(scenario), workload_splits(scenario)
-    job = JobSimulation(config, splits, scenario.seed)
-    result = job.run()
-    verdict, _ = verify_run(config.graph, splits, job.job_master.ending_snapshot, result.committed_output,
-                            job.store.pending_records, at_least_once=True)
+    job, result, verdict, _ = simulate_and_verify(load_scenario(DRAINED_STOP_FAILS))
+    assert not job.config.mode.exactly_once
     return job, result, verdict
 
 

@@ -15,12 +15,10 @@ from pathlib import Path
 import pytest
 
 from barriersim.runtime.experiment import ActionSchedule, Cancel, Restore, RestoreSource, Savepoint, StopWithSavepoint
-from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.snapshot_verification import verify_run
 from barriersim.runtime.verification import Verdict
 from barriersim.scenarios.loader import effective_scenario, parse_scenario
-from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from tests.modes import in_test_mode
+from tests.simulated_runs import simulate_and_verify
 
 RESCALE = Path(__file__).resolve().parents[3] / "scenarios" / "rescale.toml"
 SEED = 17
@@ -37,16 +35,6 @@ def scenario(mode: str, parallelism: dict[str, int], actions, *, retain: bool = 
         document["checkpointing"]["externalized_checkpoint_retention"] = "RETAIN_ON_CANCELLATION"
     return effective_scenario(in_test_mode(parse_scenario(document, str(RESCALE)), mode), seed=SEED,
                               actions=ActionSchedule(tuple(actions)))
-
-
-def run(sc):
-    config, splits = job_config(sc), workload_splits(sc)
-    job = JobSimulation(config, splits, SEED, record_cuts=True)
-    result = job.run()
-    verification, covers = verify_run(
-        config.graph, splits, job.job_master.ending_snapshot, result.committed_output,
-        lambda tids: [r for t in tids for r in job.store.pending.get(t, ())], at_least_once=not config.mode.exactly_once)
-    return job, result, verification, covers
 
 
 def assert_verified(mode: str, verification) -> None:
@@ -68,7 +56,7 @@ SCALINGS = {
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
 def test_savepoint_stop_and_restore_with_new_parallelism_is_verified(mode, scaling):
     before, after = SCALINGS[scaling]
-    job, result, verification, covers = run(scenario(mode, before, [
+    job, result, verification, covers = simulate_and_verify(scenario(mode, before, [
         Savepoint(1200), StopWithSavepoint(2500), Restore(RestoreSource.SAVEPOINT, after)]))
     assert_verified(mode, verification)
     assert covers == "workload" and verification.expected_records == 30000
@@ -96,7 +84,7 @@ def test_a_retained_unaligned_checkpoint_with_data_in_flight_restores_rescaled(k
     job restores it with the keyed sum rescaled: the in-flight data of the hash edge is redistributed by key group
     range, that of the rebalance edge round robin (Flink's TaskStateAssignment), and the oracle finds every record
     exactly once."""
-    job, result, verification, covers = run(scenario("unaligned", {"keyed": 2, "sink": 1}, [
+    job, result, verification, covers = simulate_and_verify(scenario("unaligned", {"keyed": 2, "sink": 1}, [
         Cancel(2500), Restore(RestoreSource.CHECKPOINT, {"keyed": keyed})], retain=True))
     assert_verified("unaligned", verification)
     assert covers == "workload" and verification.expected_records == 30000
@@ -116,7 +104,7 @@ def test_stop_with_savepoint_with_and_without_drain():
     window = {"operator": "tumbling_window", "window_ms": 500}
     outputs = {}
     for drain in (False, True):
-        job, result, verification, covers = run(scenario("aligned", {}, [StopWithSavepoint(1500, drain=drain)],
+        job, result, verification, covers = simulate_and_verify(scenario("aligned", {}, [StopWithSavepoint(1500, drain=drain)],
                                                          keyed_operator=window))
         assert_verified("aligned", verification)
         assert covers == "snapshot" and verification.expected_records == len(result.committed_output) > 0
@@ -142,12 +130,8 @@ def test_the_found_stops_without_drain_fire_no_window_twice(path):
     read their splits (at-least-once, a direct-writing sink): every window reaches the sink once, in full."""
     from barriersim.scenarios.loader import load_scenario
 
-    sc = load_scenario(path)
-    config, splits = job_config(sc), workload_splits(sc)
-    job = JobSimulation(config, splits, sc.seed, record_cuts=True)
-    result = job.run()
-    verification, covers = verify_run(config.graph, splits, job.job_master.ending_snapshot, result.committed_output,
-                                      job.store.pending_records, at_least_once=True)
+    job, result, verification, covers = simulate_and_verify(load_scenario(path))
+    assert not job.config.mode.exactly_once
     assert [a["status"] for a in job.report.actions if a["type"] != "savepoint"] == ["COMPLETED", "COMPLETED"]
     assert covers == "workload" and verification.wrong == verification.lost == 0, verification
     assert verification.duplicated == 0 and len(result.committed_output) == verification.expected_records
