@@ -167,6 +167,7 @@ class StreamTask:
         cost: Optional[CostCharger] = None,
         memory_threshold: int = 20 * 1024,
         state_backend: StateBackendConfig = StateBackendConfig(),
+        source_min_checkpoints: int = 0,
     ):
         """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (where the producer runs:
         ``runtime.job.placement``); default every channel remote. ``local_subpartitions``: per output edge, whether
@@ -176,7 +177,12 @@ class StreamTask:
         then ``complete_async_part``); without one, checkpoints cost nothing and acknowledge at once.
         ``memory_threshold``: state streams at or above it are files of their own (Flink's
         ``state.storage.fs.memory-threshold``). ``state_backend``: the keyed state backend of a keyed operator
-        (``runtime.state.backend``)."""
+        (``runtime.state.backend``). ``source_min_checkpoints``: a source that read its splits to the end holds its
+        end of input until it was notified of that many completed checkpoints (Flink's ``minCheckpoints`` of
+        ``UnalignedCheckpointTestBase.LongSource``, whose reader returns ``END_OF_INPUT`` only once
+        ``numCompletedCheckpoints >= minCheckpoints``), so that a job completes at least that many checkpoints
+        however fast or slow it runs; counted from the task's deployment (Flink's test source keeps the count in
+        its split state across restarts); 0: the source ends with its splits."""
         self.graph = graph
         self.vertex = graph.vertex(vertex_name)
         self.subtask_index = subtask_index
@@ -219,6 +225,8 @@ class StreamTask:
         # FLIP-147 barriers of RPC-triggered checkpoints, per unfinished channel, until the channel's data is consumed
         self._rpc_barriers: dict[InputChannelInfo, CheckpointBarrier] = {}
         self._deployed_as_finished = False
+        self._source_min_checkpoints = source_min_checkpoints
+        self._completed_checkpoints_notified = 0
         self._checkpoints_after_tasks_finish = checkpoints_after_tasks_finish
         self._final_checkpoint_min_id: Optional[int] = None  # set once the data ended (FLIP-147)
         self._final_checkpoint_completed = False  # then it finishes once its consumers processed all its data
@@ -353,8 +361,9 @@ class StreamTask:
     def lifecycle_report(self) -> dict:
         """Where the task stands on its way to finishing, for a driver's report of a job that did not end in time:
         its data ended (``END_OF_DATA``, how), its latest checkpoint and whether its final one completed, its
-        input channels that ended (``END_OF_INPUT`` once all did), and its partitions whose consumers processed
-        all its data."""
+        input channels that ended (``END_OF_INPUT`` once all did), its partitions whose consumers processed
+        all its data, and how many completed checkpoints it was notified of (what a source holding its end for
+        ``source_min_checkpoints`` counts)."""
         ended_channels = channels = 0
         if self.input_side is not None:
             channels = len(self.input_side.channel_infos())
@@ -365,7 +374,8 @@ class StreamTask:
                 "final_checkpoint_completed": self._final_checkpoint_completed,
                 "input_channels_ended": f"{ended_channels}/{channels}",
                 "partitions_all_data_processed": f"{sum(p.all_data_processed for p in self.partitions)}/"
-                                                 f"{len(self.partitions)}"}
+                                                 f"{len(self.partitions)}",
+                "completed_checkpoints_notified": self._completed_checkpoints_notified}
 
     # -- inputs from the driver ----------------------------------------------------------------------
 
@@ -491,6 +501,7 @@ class StreamTask:
             return
         self._carry_out(self.checkpoints.notify_checkpoint_complete(checkpoint_id))
         self.operator.notify_checkpoint_complete(checkpoint_id)
+        self._completed_checkpoints_notified += 1
         if checkpoint_id == self._synchronous_savepoint_id:
             # Flink's StreamTask: the synchronous savepoint completes the task's final checkpoint
             self._synchronous_savepoint_completed = True
@@ -667,6 +678,8 @@ class StreamTask:
     def _read_source(self) -> StepResult:
         reader = self.operator.reader
         if reader.is_finished:
+            if self._completed_checkpoints_notified < self._source_min_checkpoints:
+                return StepResult(StepOutcome.IDLE)  # the end of input waits for a completed checkpoint's notice
             self._finish()
             return StepResult(StepOutcome.IDLE if not self.finished else StepOutcome.FINISHED)
         records = reader.poll(self.network.source_batch_records)

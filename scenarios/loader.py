@@ -97,6 +97,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "key_growth": Field(bool, False),  # keys added over time: the key space grows from 1 to `keys` over the run
         "max_value": Field(int, 100, _between(1, 1_000_000)),
         "rate_per_source": Field(int, 0, _at_least(0)),
+        # > 0: a source that read its records holds its end of input until it was notified of this many completed
+        # checkpoints (Flink's minCheckpoints of its test sources), so the job completes at least that many
+        "min_checkpoints": Field(int, 0, _between(0, 1_000_000)),
     },
     # The quickstart shorthand; a general DAG uses [[job.vertex]] and [[job.edge]] instead.
     "job": {
@@ -215,6 +218,7 @@ class WorkloadSpec:
     rate_per_source: int
     hot_key_share: float = 0.0
     key_growth: bool = False
+    min_checkpoints: int = 0
 
 
 @dataclass(frozen=True)

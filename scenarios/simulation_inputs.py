@@ -50,6 +50,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         buffer_timeout_ms=net.buffer_timeout_ms,
         latency_us_jitter=net.latency_us_jitter,
         source_rate_per_subtask=scenario.workload.rate_per_source,
+        source_min_checkpoints=scenario.workload.min_checkpoints,
         faults=scenario.faults,
         actions=scenario.actions,
         restore=scenario.restore,

@@ -83,6 +83,9 @@ class JobConfig:
     restart_delay_ms: int = 1000
     max_restarts: int = 20
     source_rate_per_subtask: int = 0  # records/s; 0: limited by cost and backpressure only
+    # a source that read its splits holds its end of input until it was notified of this many completed checkpoints
+    # (Flink's minCheckpoints of its UnalignedCheckpointTestBase.LongSource; StreamTask's source_min_checkpoints)
+    source_min_checkpoints: int = 0
     faults: FaultSchedule = FaultSchedule()
     actions: ActionSchedule = ActionSchedule()
     restore: RestoreSettings | None = None  # the run starts from this savepoint or retained checkpoint
@@ -99,6 +102,11 @@ class JobConfig:
         problem = checkpointing_problem(self.mode, self.max_concurrent, self.aligned_checkpoint_timeout_ms)
         if problem is not None:
             raise JobConfigError(*problem)
+        if self.source_min_checkpoints < 0:
+            raise JobConfigError("workload.min_checkpoints", f"must be at least 0, not {self.source_min_checkpoints}")
+        if self.source_min_checkpoints and not MINIMAL_CHECKPOINT_TIME <= self.interval_ms < NO_PERIODIC_CHECKPOINTS:
+            raise JobConfigError("workload.min_checkpoints", "needs periodic checkpoints (checkpointing.interval_ms): "
+                                                              "without them the sources would never end")
         graphs = self.job_graphs
         # FaultScheduleError: a fault for a subtask no job of the run has
         self.faults.check_against(graphs[0] if len(graphs) == 1 else _union(graphs))

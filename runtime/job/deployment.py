@@ -66,6 +66,7 @@ def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, cloc
         cost=CostCharger(config.storage, charging, cost_rng),
         state_backend=config.state,
         memory_threshold=config.memory_threshold_bytes,
+        source_min_checkpoints=config.source_min_checkpoints,
     )
     if on_built is not None:
         on_built(task)
