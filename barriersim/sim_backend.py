@@ -74,7 +74,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     _externalize_retained_checkpoints(simulation, report, out_dir)
     verdict, scope = verify_run(config.graph, splits, simulation.job_master.ending_snapshot, result.committed_output,
                                 simulation.store.pending_records,
-                                at_least_once=not config.mode.exactly_once)
+                                at_least_once=not config.mode.exactly_once, operations=report.operations)
     records = sum(len(s) for splits_of in splits.values() for s in splits_of)
     virtual_seconds = result.virtual_ms / 1000
     summary = build_summary(

@@ -444,11 +444,12 @@ class SimulatedCase:
         splits = workload_splits(scenario)
         job = JobSimulation(config, splits, self.seed, record_cuts=check_cuts)
         result = job.run()
+        report = job.report
         verdict, _ = verify_run(config.graph, splits, job.job_master.ending_snapshot, result.committed_output,
                                 job.store.pending_records,
-                                at_least_once=not config.mode.exactly_once)
+                                at_least_once=not config.mode.exactly_once, operations=report.operations)
         return CaseResult(result, verdict, tuple(job.consistent_cut_violations()) if check_cuts else (),
-                          job.report, tuple(job.finish_order_violations))
+                          report, tuple(job.finish_order_violations))
 
     def save(self, directory: Path) -> tuple[Path, str]:
         """Write the case as a scenario file (its faults and seed included); returns it and the one-line command

@@ -13,5 +13,6 @@ def simulate_and_verify(sc):
     job = JobSimulation(config, splits, sc.seed, record_cuts=True)
     result = job.run()
     verification, covers = verify_run(config.graph, splits, job.job_master.ending_snapshot, result.committed_output,
-                                      job.store.pending_records, at_least_once=not config.mode.exactly_once)
+                                      job.store.pending_records, at_least_once=not config.mode.exactly_once,
+                                      operations=job.report.operations)
     return job, result, verification, covers

@@ -27,8 +27,7 @@ import pyarrow as pa
 
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.records_codec import decode_split
-from barriersim.runtime.verification import Verification, expected_sink_input, verdict_of
-from barriersim.runtime.verification import verify as verify_python
+from barriersim.runtime.verification import Verification, verdict_of
 
 OUTPUT_SCHEMA = pa.schema(
     [("record_id", pa.int64()), ("key", pa.int64()), ("value", pa.int64()), ("running_sum", pa.int64())]
@@ -154,27 +153,31 @@ def compare_with_reference(splits: dict[str, list[pa.Table]], reference: pa.Tabl
 
 
 def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_once: bool = False,
-                    ending: list | None = None, pending: list[tuple] = ()) -> Verification:
+                    ending: list | None = None, pending: list[tuple] = (), operations: list[dict] = ()
+                    ) -> Verification:
     import ray
 
-    splits = {name: [decode_split(data) for data in ray.get(refs)] for name, refs in split_refs.items()}
-    if ending is not None and ending[0]:
-        from barriersim.runtime.snapshot_verification import verify_run
-        from barriersim.runtime.storage import metadata_serializer
+    from barriersim.runtime.snapshot_verification import verify_run
+    from barriersim.runtime.storage import metadata_serializer
 
-        metadata = None if ending[1] is None else metadata_serializer.deserialize(ending[1], "<ending snapshot>")
-        return verify_run(graph, splits, (True, metadata), committed, lambda tids: list(pending), at_least_once)[0]
-    return verify_python(expected_sink_input(graph, splits), committed, at_least_once)
+    splits = {name: [decode_split(data) for data in ray.get(refs)] for name, refs in split_refs.items()}
+    metadata = None
+    if ending is not None and ending[0] and ending[1] is not None:
+        metadata = metadata_serializer.deserialize(ending[1], "<ending snapshot>")
+    ended_by_snapshot = bool(ending is not None and ending[0])
+    return verify_run(graph, splits, (ended_by_snapshot, metadata), committed, lambda tids: list(pending),
+                      at_least_once, operations)[0]
 
 
 def verify_in_ray(graph, split_refs: dict[str, list], committed: list[tuple], at_least_once: bool = False,
-                  ending: list | None = None, pending: list[tuple] = ()) -> Verification:
+                  ending: list | None = None, pending: list[tuple] = (), operations: list[dict] = ()) -> Verification:
     """The verdict on any job graph (``runtime.verification``: the graph evaluated over its workload)
     computed in a Ray task that reads the splits from the object store, so the workload never comes to the
     driver; the reference is ``python``. ``ending`` (``[ended by a snapshot, its _metadata]``) and ``pending``
     (the records of the transactions that snapshot lists) verify a run whose last job was stopped or cancelled
-    against its snapshot (``runtime.snapshot_verification``)."""
+    against its snapshot; ``operations`` (the run report's) tell of a failed drained stop, whose early window
+    results an at-least-once sink keeps (``runtime.snapshot_verification.verify_run``)."""
     import ray
 
     task = ray.remote(num_cpus=0.5)(_python_verdict)
-    return ray.get(task.remote(graph, split_refs, committed, at_least_once, ending, list(pending)))
+    return ray.get(task.remote(graph, split_refs, committed, at_least_once, ending, list(pending), list(operations)))

@@ -93,6 +93,28 @@ def test_stop_with_savepoint_with_and_without_drain_on_ray(drain, tmp_path):
     assert ended and blob is not None
     metadata = metadata_serializer.deserialize(blob, "<ending snapshot>")
     verdict, covers = verify_run(config.graph, splits, (True, metadata), result.committed_output,
-                                 lambda tids: list(result.pending_records))
+                                 lambda tids: list(result.pending_records), operations=result.operations)
     assert covers == "snapshot" and 0 < verdict.expected_records < 30000
     assert_exactly_once("aligned", verdict)
+
+
+def test_the_reference_in_ray_tolerates_the_early_window_results_of_a_failed_drained_stop():
+    """The Ray backend's reference (``verify_in_ray``, a Ray task beside the splits) is told of the run's operations
+    and, after a failed drained stop, tolerates the early window results an at-least-once sink kept: the output of
+    the case of ``tests/properties/test_failed_drained_stop.py`` (simulated) verified in Ray."""
+    import ray
+
+    from barriersim.runtime.record_batch import RecordBatch
+    from barriersim.runtime.records_codec import encode_records
+    from barriersim.scenarios.loader import load_scenario
+    from barriersim.spark.reference import verify_in_ray
+    from tests.properties.test_failed_drained_stop import DRAINED_STOP_FAILS
+    from tests.simulated_runs import simulate_and_verify
+
+    sc = load_scenario(DRAINED_STOP_FAILS)
+    job, result, _, _ = simulate_and_verify(sc)
+    split_refs = {name: [ray.put(encode_records(s)) for s in parts] for name, parts in workload_splits(sc).items()}
+    committed = RecordBatch.of(result.committed_output).to_rows()
+    verdicts = [verify_in_ray(job.config.graph, split_refs, committed, at_least_once=True, ending=[False, None],
+                              operations=operations) for operations in (job.report.operations, [])]
+    assert [(v.lost, v.wrong) for v in verdicts] == [(0, 0), (0, 1)], verdicts
