@@ -55,12 +55,12 @@ ALL_MODES = os.environ.get("BARRIERSIM_RAY_ALL_MODES", "") == "1"
         reason="aligned and unaligned in CI; BARRIERSIM_RAY_ALL_MODES=1 runs every mode")]) for mode in MODES])
 def test_64_subtasks_in_4_taskmanagers_over_3_nodes_complete_nine_checkpoints(mode, ray_cluster, tmp_path):
     assert sum(v.parallelism for v in SIXTY_FOUR.vertices) == 64
-    # 16 sources x 150 records paced at 10 records/s: data flows for at least 15 s once the actors run, and each
+    # 16 sources x 60 records paced at 10 records/s: data flows for at least 6 s once the actors run, and each
     # source then holds its end of input until it was notified of 8 completed checkpoints (Flink's minCheckpoints),
     # so the job completes at least 9 (the final one after them) however slowly it runs: on an idle 2-core machine
     # a checkpoint of these 64 actors takes tens of ms, where every hop waits for a core (a shared machine, loaded
     # 10 to 40-fold; CI once) one took 2 to 6 s, and 54 s of paced data gave 7 completed of 10
-    splits = {"source": local_splits(2_400, 100, 1.0, 100, 16, seed=2)}
+    splits = {"source": local_splits(960, 100, 1.0, 100, 16, seed=2)}
     config = JobConfig(SIXTY_FOUR, mode=mode, interval_ms=100, source_rate_per_subtask=10, source_min_checkpoints=8,
                        aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
                        cluster=FOUR_TASKMANAGERS)
