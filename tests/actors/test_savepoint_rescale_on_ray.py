@@ -3,7 +3,7 @@ savepoints and retained checkpoints as files), each run verified by the oracle: 
 (backpressured keyed sum and exactly-once sink) stopped with a savepoint and restored with the same parallelism,
 scaled up (keyed 2 -> 4, sink 1 -> 2) and scaled down (4 -> 2), in aligned, unaligned and at-least-once mode; a
 retained unaligned checkpoint with in-flight data restored with the keyed sum rescaled; a stop with and without
-drain."""
+drain; and the reference in Ray after a failed drained stop."""
 
 import os
 
