@@ -24,7 +24,6 @@ from pathlib import Path
 
 from barriersim.continuation import previous_run, publish_run, write_external_store
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.snapshot_verification import verify_run
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.object_storage import savepoint_directory_for
 from barriersim.scenarios.loader import Scenario
@@ -72,9 +71,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
                    for i, split in enumerate(parts)}
     report = simulation.report
     _externalize_retained_checkpoints(simulation, report, out_dir)
-    verdict, scope = verify_run(config.graph, splits, simulation.job_master.ending_snapshot, result.committed_output,
-                                simulation.store.pending_records,
-                                at_least_once=not config.mode.exactly_once, operations=report.operations)
+    verdict, scope = simulation.verify(result)
     records = sum(len(s) for splits_of in splits.values() for s in splits_of)
     virtual_seconds = result.virtual_ms / 1000
     summary = build_summary(

@@ -436,7 +436,6 @@ class SimulatedCase:
         """Simulate and verify; returns a ``CaseResult``. ``check_cuts``: also check that every completed
         checkpoint is a consistent cut (``runtime.sim.consistent_cut``)."""
         from barriersim.runtime.sim.job_simulation import JobSimulation
-        from barriersim.runtime.snapshot_verification import verify_run
         from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
         scenario = self.scenario()
@@ -444,12 +443,9 @@ class SimulatedCase:
         splits = workload_splits(scenario)
         job = JobSimulation(config, splits, self.seed, record_cuts=check_cuts)
         result = job.run()
-        report = job.report
-        verdict, _ = verify_run(config.graph, splits, job.job_master.ending_snapshot, result.committed_output,
-                                job.store.pending_records,
-                                at_least_once=not config.mode.exactly_once, operations=report.operations)
+        verdict, _ = job.verify(result)
         return CaseResult(result, verdict, tuple(job.consistent_cut_violations()) if check_cuts else (),
-                          report, tuple(job.finish_order_violations))
+                          job.report, tuple(job.finish_order_violations))
 
     def save(self, directory: Path) -> tuple[Path, str]:
         """Write the case as a scenario file (its faults and seed included); returns it and the one-line command

@@ -2,7 +2,6 @@
 the helper of tests that replay savepoint, rescale and found cases."""
 
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.snapshot_verification import verify_run
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
 
@@ -12,7 +11,5 @@ def simulate_and_verify(sc):
     config, splits = job_config(sc), workload_splits(sc)
     job = JobSimulation(config, splits, sc.seed, record_cuts=True)
     result = job.run()
-    verification, covers = verify_run(config.graph, splits, job.job_master.ending_snapshot, result.committed_output,
-                                      job.store.pending_records, at_least_once=not config.mode.exactly_once,
-                                      operations=job.report.operations)
+    verification, covers = job.verify(result)
     return job, result, verification, covers

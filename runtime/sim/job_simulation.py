@@ -40,10 +40,12 @@ from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, DeploymentLog, check_consistent_cuts
 from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.kernel import Priority, RunOutcome, Simulation
+from barriersim.runtime.snapshot_verification import verify_run
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 from barriersim.runtime.storage.object_storage import checkpoint_storage_for, restore_storage_for
 from barriersim.runtime.stream_task import StreamTask
+from barriersim.runtime.verification import Verification
 
 
 @dataclass
@@ -166,6 +168,15 @@ class JobSimulation(DataPlane):
             deployments=report.deployments,
             failure_reason=report.failure_reason,
         )
+
+    def verify(self, result: SimulationResult) -> tuple[Verification, str]:
+        """After ``run()``: the run's verification and what it covers, by the rule both backends apply
+        (``runtime.snapshot_verification.verify_run``): its output against its splits, or against the snapshot its
+        last job ended with (the store's pending transactions included), the run's operations telling of a failed
+        drained stop."""
+        return verify_run(self.config.graph, self.splits, self.job_master.ending_snapshot, result.committed_output,
+                          self.store.pending_records, at_least_once=not self.config.mode.exactly_once,
+                          operations=self.report.operations)
 
     def consistent_cut_violations(self) -> list[CutViolation]:
         """After ``run()``: every completed checkpoint checked as a consistent cut (``runtime.sim.consistent_cut``)."""
