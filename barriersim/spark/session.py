@@ -126,6 +126,26 @@ def _restore_default_sigint() -> None:
     root = logging.getLogger()
     if not any(isinstance(f, _DropPy4jInterruptTraceback) for f in root.filters):
         root.addFilter(_DropPy4jInterruptTraceback())
+    if sys.unraisablehook is not _drop_py4j_half_made_connection_error:
+        global _previous_unraisablehook
+        _previous_unraisablehook = sys.unraisablehook
+        sys.unraisablehook = _drop_py4j_half_made_connection_error
+
+
+_previous_unraisablehook = sys.unraisablehook
+
+
+def _drop_py4j_half_made_connection_error(unraisable) -> None:
+    """``sys.unraisablehook``: a Ctrl-C that lands while py4j makes a connection leaves the object without its
+    ``socket`` (its ``__init__`` was interrupted), and its ``__del__`` then fails with ``AttributeError`` when it is
+    collected, which Python prints as a traceback ("Exception ignored in ..."); the caller reports the interrupt in
+    one line, so that error goes to the py4j logger (the run's Python log file), and every other one to the hook
+    that was there before."""
+    where = getattr(unraisable.object, "__module__", None) or ""
+    if where.startswith("py4j.") and isinstance(unraisable.exc_value, AttributeError):
+        logging.getLogger("py4j").info("ignored in %r: %r", unraisable.object, unraisable.exc_value)
+        return
+    _previous_unraisablehook(unraisable)
 
 
 class _DropPy4jInterruptTraceback(logging.Filter):

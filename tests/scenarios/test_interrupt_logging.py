@@ -21,3 +21,35 @@ def test_other_records_pass():
     assert dropper.filter(_record("/venv/site-packages/py4j/java_gateway.py", ConnectionError("gone"))) is True
     assert dropper.filter(_record("/work/barriersim/run.py", KeyboardInterrupt())) is True
     assert dropper.filter(_record("/venv/site-packages/py4j/java_gateway.py", None)) is True
+
+
+class _HalfMadeConnection:
+    """As py4j's ``ClientServerConnection`` when a Ctrl-C interrupted its ``__init__``: no ``socket`` yet."""
+
+    def close(self):
+        return self.socket
+
+    def __del__(self):
+        self.close()
+
+
+_HalfMadeConnection.__del__.__module__ = "py4j.clientserver"
+
+
+def test_the_finalizer_error_of_a_half_made_py4j_connection_is_not_printed(monkeypatch):
+    import sys
+
+    from barriersim.spark import session
+
+    seen = []
+    monkeypatch.setattr(session, "_previous_unraisablehook", seen.append)
+    monkeypatch.setattr(sys, "unraisablehook", session._drop_py4j_half_made_connection_error)
+    _HalfMadeConnection()  # collected at once: its __del__ raises AttributeError
+    assert seen == []
+
+    class Other:
+        def __del__(self):
+            raise AttributeError("socket")
+
+    Other()  # not py4j's: passed on to the previous hook
+    assert [type(u.exc_value) for u in seen] == [AttributeError]
