@@ -161,10 +161,10 @@ def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_on
     from barriersim.runtime.storage import metadata_serializer
 
     splits = {name: [decode_split(data) for data in ray.get(refs)] for name, refs in split_refs.items()}
+    ended_by_snapshot = bool(ending and ending[0])
     metadata = None
-    if ending is not None and ending[0] and ending[1] is not None:
+    if ended_by_snapshot and ending[1] is not None:
         metadata = metadata_serializer.deserialize(ending[1], "<ending snapshot>")
-    ended_by_snapshot = bool(ending is not None and ending[0])
     return verify_run(graph, splits, (ended_by_snapshot, metadata), committed, lambda tids: list(pending),
                       at_least_once, operations)[0]
 

@@ -104,7 +104,7 @@ class JobConfig:
             raise JobConfigError(*problem)
         if self.source_min_checkpoints < 0:
             raise JobConfigError("workload.min_checkpoints", f"must be at least 0, not {self.source_min_checkpoints}")
-        if self.source_min_checkpoints and not MINIMAL_CHECKPOINT_TIME <= self.interval_ms < NO_PERIODIC_CHECKPOINTS:
+        if self.source_min_checkpoints and not self.periodic_checkpoints:
             raise JobConfigError("workload.min_checkpoints", "needs periodic checkpoints (checkpointing.interval_ms): "
                                                               "without them the sources would never end")
         graphs = self.job_graphs
@@ -145,11 +145,16 @@ class JobConfig:
         return self._placement  # type: ignore[attr-defined]
 
     @property
+    def periodic_checkpoints(self) -> bool:
+        """Whether the coordinator triggers checkpoints periodically (an interval it schedules)."""
+        return MINIMAL_CHECKPOINT_TIME <= self.interval_ms < NO_PERIODIC_CHECKPOINTS
+
+    @property
     def tasks_wait_for_final_checkpoint(self) -> bool:
         """FLIP-147: tasks at end of input wait for a final checkpoint only if checkpoints after tasks finish are
         enabled and periodic checkpointing is on (Flink waits only when checkpointing is enabled); otherwise a
         job without checkpoints could never end."""
-        return self.checkpoints_after_tasks_finish and MINIMAL_CHECKPOINT_TIME <= self.interval_ms < NO_PERIODIC_CHECKPOINTS
+        return self.checkpoints_after_tasks_finish and self.periodic_checkpoints
 
     @property
     def emits_watermarks(self) -> bool:

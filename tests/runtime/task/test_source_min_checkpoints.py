@@ -12,6 +12,7 @@ from barriersim.runtime.events import CheckpointBarrier, CheckpointOptions, EndO
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.config import JobConfig, JobConfigError
 from barriersim.runtime.stream_task import NetworkConfig, StepOutcome, StreamTask
+from test_stream_task_end_of_data import _sent_after  # runs the task, flushes, returns what it sent
 from two_source_map_job import source_map_sink_graph
 
 GRAPH = source_map_sink_graph(1)
@@ -30,33 +31,24 @@ def _source_task(min_checkpoints: int) -> StreamTask:
     return task
 
 
-def _sent(task: StreamTask) -> list:
-    """Runs the task until it has nothing left to do and returns what it sent."""
-    sent = []
-    while task.process_next().outcome is StepOutcome.PROCESSED:
-        sent += [item.element for _, item in task.poll_sendable()]
-    task.flush_outputs()
-    return sent + [item.element for _, item in task.poll_sendable()]
-
-
 def test_the_source_ends_its_input_only_after_the_asked_for_completed_checkpoints():
     task = _source_task(2)
-    sent = _sent(task)
+    sent = _sent_after(task)
     assert not any(isinstance(e, EndOfData) for e in sent)  # every record read, the end of input held back
     assert task.process_next().outcome is StepOutcome.IDLE
     for checkpoint_id in (1, 2):
         task.trigger_checkpoint(checkpoint_id, 0, CheckpointOptions.aligned())
-        assert [e.checkpoint_id for e in _sent(task) if isinstance(e, CheckpointBarrier)] == [checkpoint_id]
+        assert [e.checkpoint_id for e in _sent_after(task) if isinstance(e, CheckpointBarrier)] == [checkpoint_id]
         task.on_resume_consumption(OUT)  # the consumer aligned it
         task.notify_checkpoint_complete(checkpoint_id)
         held = checkpoint_id < 2
-        ended = [e for e in _sent(task) if isinstance(e, EndOfData)]
+        ended = [e for e in _sent_after(task) if isinstance(e, EndOfData)]
         assert (ended == []) is held, (checkpoint_id, ended)
     assert task.lifecycle_report()["completed_checkpoints_notified"] == 2
 
 
 def test_without_the_setting_the_source_ends_with_its_records():
-    assert any(isinstance(e, EndOfData) for e in _sent(_source_task(0)))
+    assert any(isinstance(e, EndOfData) for e in _sent_after(_source_task(0)))
 
 
 def test_the_setting_needs_periodic_checkpoints():
