@@ -79,7 +79,8 @@ from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.deployment import Slowdowns, deliver_task_message, deploy_task
 from barriersim.runtime.job.wiring import Wiring
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
-from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
+from barriersim.runtime.stream_task import StepOutcome, StreamTask
+from barriersim.runtime.task.actions import TaskFinished
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,

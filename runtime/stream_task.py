@@ -20,7 +20,9 @@ records are one batch (or, with watermarks between them, batches split at the wa
 operator turns a batch into a batch, and records and watermarks reach the result partitions through the task's
 ``RecordWriters`` (``runtime.task.record_writers``: Flink's partitioners, vectorized). A fault schedule's
 task-side crash points (``runtime.task.crash_points``: ``before_forwarding_barrier``, ``mid_alignment``) stop the
-task where the protocol reaches them: it fails at once and emits ``CrashedAtProtocolPoint`` for its driver.
+task where the protocol reaches them: it fails at once and emits ``CrashedAtProtocolPoint`` for its driver. Two
+parts of the task live in modules of their own, as base classes sharing its state: its restore
+(``runtime.task.task_restore``) and how its data ends and it finishes (``runtime.task.end_of_data``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from barriersim.runtime.mutations import PlantedBug, is_planted
-from barriersim.runtime.channel_state.reader import ChannelStateRestoreError, SequentialChannelStateReader
 from barriersim.runtime.checkpoint_cost import FREE, CostCharger
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide
 from barriersim.runtime.checkpointing.barrier_handler import (
@@ -45,11 +46,9 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     TriggerCheckpointOnBarrier,
 )
 from barriersim.runtime.events import (
-    END_OF_CHANNEL_STATE,
     Buffer,
     CheckpointBarrier,
     CheckpointOptions,
-    MAX_WATERMARK,
     EndOfChannelStateEvent,
     EndOfData,
     EndOfPartition,
@@ -62,21 +61,19 @@ from barriersim.runtime.events import (
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults import ProtocolPoint
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.jobgraph import JobGraph, Partitioner
+from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
-from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES, AcknowledgeAllRecordsProcessed
-from barriersim.runtime.network.input.virtual_channels import DemultiplexingChannel, demultiplexers
-from barriersim.runtime.network.output.result_partition import Availability, ResultPartition
+from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
+from barriersim.runtime.network.input.virtual_channels import DemultiplexingChannel
+from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
-from barriersim.runtime.operators.records import EVENT_TIME, KEY
+from barriersim.runtime.operators.records import KEY
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.operators.watermarks import WatermarkValve
 from barriersim.runtime.buffer_content import segments
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.backend import StateBackendConfig, full_snapshot_work
-from barriersim.runtime.state.key_groups import KeyGroupAssigner, operator_indices_for_key_groups
-from barriersim.runtime.state.snapshot import OperatorSubtaskState, TaskStateSnapshot
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
@@ -86,8 +83,10 @@ from barriersim.runtime.task.actions import (
     TaskFailed,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
+from barriersim.runtime.task.end_of_data import TaskEndOfData
 from barriersim.runtime.task.record_writers import RecordWriters
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
+from barriersim.runtime.task.task_restore import TaskRestore
 
 
 class StepOutcome(enum.Enum):
@@ -102,11 +101,6 @@ class StepResult:
     outcome: StepOutcome
     records: int = 0
     hot_key_records: int = 0
-
-
-@dataclass(frozen=True)
-class TaskFinished:
-    attempt_id: ExecutionAttemptID
 
 
 @dataclass(frozen=True)
@@ -142,7 +136,7 @@ class _WakingTimers:
         return self._timers.register_timer(at_ms, fire)
 
 
-class StreamTask:
+class StreamTask(TaskRestore, TaskEndOfData):
     def __init__(
         self,
         graph: JobGraph,
@@ -288,95 +282,6 @@ class StreamTask:
             self._read_source()  # the historical bug: records go out behind the barrier before the offset is taken
         return self.operator.snapshot(checkpoint_id)
 
-    # -- restore -------------------------------------------------------------------------------------
-
-    def restore(self, snapshot: TaskStateSnapshot | None) -> dict[str, int]:
-        """Load the operator state and re-inject in-flight data (channel state) before any new data."""
-        if snapshot is None:
-            self.operator.restore(None)
-            return {"input_bytes": 0, "output_bytes": 0}
-        own = snapshot.subtask_states_by_operator.get(self.vertex.name, OperatorSubtaskState())
-        if snapshot.is_task_deployed_as_finished:
-            # FLIP-147: every operator of this task had finished when the checkpoint was taken; Flink deploys the
-            # task as finished (FinishedOnRestoreOperatorChain): it only ends its outputs, it reads and emits nothing.
-            self._deployed_as_finished = True
-            for partition_idx in own.end_of_channel_state_partitions:
-                partition = self.partitions[partition_idx]
-                for info in partition.subpartition_infos:
-                    partition.add_recovered_elements(info, (END_OF_CHANNEL_STATE,))
-            return {"input_bytes": 0, "output_bytes": 0}
-        self.operator.restore(snapshot.subtask_states_by_operator.get(self.vertex.name))
-        reader = SequentialChannelStateReader(snapshot)
-        restored_in = {}
-        if self.input_side is not None:
-            # Recovered in-flight input is processed before any new data (Flink's RecoveredInputChannel).
-            descriptor = own.input_rescaling_descriptor
-            restored_in = reader.read_input_data(
-                lambda info, elements: self._recovered_input.extend((info, e) for e in elements), descriptor)
-            if descriptor.is_no_rescale:
-                self._recovered_input.sort(key=lambda item: (item[0], item[1].sequence_number))
-            infos = self.input_side.channel_infos()
-            gates = [[info for info in infos if info.gate_idx == g] for g in range(len(self.input_side.gates))]
-            self._demux = demultiplexers(gates, descriptor, self._record_filter_of_gate)
-            self._awaiting_end_of_channel_state = {info for g in own.end_of_channel_state_gates for info in gates[g]}
-        restored_out = reader.read_output_data(self.partitions, own.output_rescaling_descriptor,
-                                               own.end_of_channel_state_partitions)
-        return {"input_bytes": sum(restored_in.values()), "output_bytes": sum(restored_out.values())}
-
-    def _record_filter_of_gate(self, gate_idx: int):
-        """Flink's ``RecordFilter``: whether a recovered record of an ambiguous virtual channel belongs to this
-        subtask, by the gate's partitioner (only hash partitioning makes virtual channels ambiguous)."""
-        edge = self.graph.gates_of(self.vertex.name)[gate_idx]
-        if edge.partitioner is not Partitioner.HASH:
-            return None
-        max_p, p, me = self.vertex.max_parallelism, self.vertex.parallelism, self.subtask_index
-        key_group_of = KeyGroupAssigner(max_p)
-        return lambda batch: operator_indices_for_key_groups(key_group_of.of_keys(batch.columns[KEY]), max_p, p) == me
-
-    def _on_recovery_event(self, channel: InputChannelInfo, event) -> None:
-        """A ``SubtaskConnectionDescriptor`` selects the virtual channel of the recovered buffers that follow; an
-        ``EndOfChannelStateEvent`` ends the channel's recovered data."""
-        demux = self._demux.get(channel)
-        if type(event) is SubtaskConnectionDescriptor:
-            if demux is None:
-                raise ChannelStateRestoreError(
-                    f"{self.name}: recovered data on {channel} names virtual channel {event}, but the channel has none")
-            demux.select(event)
-        else:
-            if demux is not None:
-                demux.finish()
-            self._awaiting_end_of_channel_state.discard(channel)
-
-    @property
-    def is_recovering_rescaled_state(self) -> bool:
-        """Whether recovered in-flight data of a rescaled edge is still to come on some input channel; meanwhile
-        the task declines checkpoints (``CHECKPOINT_DECLINED_TASK_NOT_READY``)."""
-        return bool(self._awaiting_end_of_channel_state)
-
-    @property
-    def deployed_as_finished(self) -> bool:
-        """Restored from a snapshot in which this task had finished (FLIP-147): it finishes at its first step."""
-        return self._deployed_as_finished
-
-    def lifecycle_report(self) -> dict:
-        """Where the task stands on its way to finishing, for a driver's report of a job that did not end in time:
-        its data ended (``END_OF_DATA``, how), its latest checkpoint and whether its final one completed, its
-        input channels that ended (``END_OF_INPUT`` once all did), its partitions whose consumers processed
-        all its data, and how many completed checkpoints it was notified of (what a source holding its end for
-        ``source_min_checkpoints`` counts)."""
-        ended_channels = channels = 0
-        if self.input_side is not None:
-            channels = len(self.input_side.channel_infos())
-            ended_channels = channels - len(self.input_side.unfinished_channels())
-        return {"finished": self.finished, "failed": self.failed,
-                "data_ended": None if self._end_of_data_mode is None else self._end_of_data_mode.name,
-                "latest_checkpoint_id": self.checkpoints.last_checkpoint_id,
-                "final_checkpoint_completed": self._final_checkpoint_completed,
-                "input_channels_ended": f"{ended_channels}/{channels}",
-                "partitions_all_data_processed": f"{sum(p.all_data_processed for p in self.partitions)}/"
-                                                 f"{len(self.partitions)}",
-                "completed_checkpoints_notified": self._completed_checkpoints_notified}
-
     # -- inputs from the driver ----------------------------------------------------------------------
 
     # A failed task is a dead process: what still reaches it (data, credit, resume, notifications) is dropped,
@@ -520,56 +425,6 @@ class StreamTask:
             self.fail()
             self._actions.append(TaskFailed(f"{self.name}: Stop-with-savepoint failed (savepoint {checkpoint_id} "
                                             f"was aborted)"))
-
-    # -- stop-with-savepoint ------------------------------------------------------------------------------
-
-    def _stop_source_for_savepoint(self, savepoint_id: int, drain: bool) -> None:
-        """Flink's ``triggerStopWithSavepointAsync`` of a source task: the source stops reading, its data ends
-        (``EndOfData``; with ``--drain`` after ``MAX_WATERMARK`` and the end of input), the savepoint's barrier
-        follows, and the task finishes once the savepoint completed."""
-        self._synchronous_savepoint_id = savepoint_id
-        if self._final_checkpoint_min_id is not None:
-            return  # its input had ended already: it waits for a final checkpoint, which the savepoint is
-        self._end_data(StopMode.DRAIN if drain else StopMode.NO_DRAIN, savepoint_id)
-
-    def _on_end_of_data(self, channel: InputChannelInfo, mode: StopMode) -> None:
-        """``EndOfData`` arrived on ``channel``; once every channel has it (or has ended), the task's data ends:
-        drained only if no channel's data was stopped without draining (Flink's ``SingleInputGate.
-        hasReceivedEndOfData``: ``DRAINED`` or ``STOPPED``)."""
-        self._end_of_data_channels[channel] = mode
-        # every record before it was processed (Flink's CheckpointedInputGate acknowledges on EndOfData)
-        self._actions.append(AcknowledgeAllRecordsProcessed(channel))
-        if self._end_of_data_mode is None and self._final_checkpoint_min_id is None and all(
-                info in self._end_of_data_channels or self.input_side.get_channel(info).end_of_partition_received
-                for info in self.input_side.channel_infos()):
-            self._end_data(self._input_end_mode(), max(self.checkpoints.last_checkpoint_id, 0) + 1)
-
-    def _input_end_mode(self) -> StopMode:
-        """How the task's input ended: stopped if any channel's data was stopped without ``--drain``, else drained
-        (Flink's ``SingleInputGate.hasReceivedEndOfData``: ``STOPPED`` or ``DRAINED``; a channel that ended
-        without ``EndOfData`` came from an upstream that finished drained)."""
-        return StopMode.NO_DRAIN if StopMode.NO_DRAIN in self._end_of_data_channels.values() else StopMode.DRAIN
-
-    def _end_data(self, mode: StopMode, final_checkpoint_min_id: int) -> None:
-        """Flink's ``StreamTask.endData``: with ``DRAIN`` event time advances to its end (every window fires) and
-        the operator finishes; with ``NO_DRAIN`` its state stays for the savepoint. ``EndOfData`` goes downstream,
-        and the task finishes when a checkpoint from ``final_checkpoint_min_id`` on (the savepoint) completed and
-        its consumers processed all its data. A source sends ``MAX_WATERMARK`` only in a job with event time; a
-        task downstream passes it on once every input ended (its watermark valve, as it always has)."""
-        self._end_of_data_mode = mode
-        if mode is StopMode.DRAIN:
-            if self.operator.is_source:
-                if self.emit_watermarks:
-                    self._broadcast_watermark(MAX_WATERMARK)
-            else:
-                watermark = self._valve.end_of_all_inputs()
-                if watermark is not None:
-                    self._emit_watermark(watermark)
-            self._route(self.operator.end_of_input(final_checkpoint=True))
-        for p in self.partitions:
-            p.broadcast_event(EndOfData(mode))
-        self.flush_outputs()
-        self._final_checkpoint_min_id = final_checkpoint_min_id
 
     def fail(self) -> None:
         """The task dies (failover) and releases what it holds, as Flink's ``Task`` does when it fails
@@ -738,49 +593,6 @@ class StreamTask:
         """Flink's output flusher (``execution.buffer-timeout``, 100 ms by default) finishing open buffers."""
         for p in self.partitions:
             p.flush_all()
-
-    def _finish(self) -> None:
-        """End of all input: a source read its split to the end, or every input channel ended (an upstream without
-        checkpoints after tasks finish ends its partitions without ``EndOfData``). With checkpoints after tasks
-        finish (FLIP-147) the task's data ends as Flink's ``StreamTask.endData`` ends it at a bounded input's end
-        (a FLIP-27 source's ``END_OF_DATA``): drained (event time to its end, every window fires) unless part of
-        the input was stopped without ``--drain``, ``EndOfData`` downstream, so that every task of the job ends
-        its data at once; the task then finishes once a final checkpoint, one triggered after this point,
-        completed and its consumers processed all its data (``_finish_after_final_checkpoint``): no later
-        checkpoint can miss data it sent, and the final checkpoint commits what the sinks still hold. Without
-        FLIP-147 the task finishes at once."""
-        if self.finished:
-            return
-        if self._final_checkpoint_min_id is not None:  # END_OF_INPUT after END_OF_DATA
-            self._finish_after_final_checkpoint()
-            return
-        if not self._checkpoints_after_tasks_finish:
-            self._route(self.operator.end_of_input(final_checkpoint=False))
-            self._end_partitions()
-            return
-        self._end_data(self._input_end_mode(), max(self.checkpoints.last_checkpoint_id, 0) + 1)
-        if self._synchronous_savepoint_completed:  # the synchronous savepoint it stopped for was its final checkpoint
-            self._final_checkpoint_completed = True
-            self._finish_after_final_checkpoint()
-
-    def _finish_after_final_checkpoint(self) -> None:
-        """Flink's ``StreamTask.afterInvoke`` with checkpoints after tasks finish: the task ends its partitions and
-        finishes once every input channel ended (``END_OF_INPUT``: an upstream task whose data ended after this
-        task's final checkpoint was triggered has a later final checkpoint, whose barriers come through this
-        task until that upstream finishes), its final checkpoint completed, and every consumer processed all its
-        data (``ResultPartition.getAllDataProcessedFuture``), so that, until then, checkpoints still reach its
-        consumers through it."""
-        if (self._final_checkpoint_completed and (self.input_side is None or self.input_side.is_finished())
-                and all(p.all_data_processed for p in self.partitions)):
-            self._end_partitions()
-
-    def _end_partitions(self) -> None:
-        if self.finished:
-            return
-        for p in self.partitions:
-            p.finish()
-        self.finished = True
-        self._actions.append(TaskFinished(self.attempt_id))
 
     # -- outputs to the driver -----------------------------------------------------------------------
 

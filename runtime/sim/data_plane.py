@@ -30,7 +30,8 @@ from barriersim.runtime.network.input.input_channel import (
     AnnounceBufferSize,
 )
 from barriersim.runtime.sim.kernel import Priority
-from barriersim.runtime.stream_task import StepOutcome, StreamTask, TaskFinished
+from barriersim.runtime.stream_task import StepOutcome, StreamTask
+from barriersim.runtime.task.actions import TaskFinished
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,

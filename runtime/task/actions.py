@@ -23,6 +23,7 @@ from typing import Union
 
 from barriersim.runtime.events import ChannelElement
 from barriersim.runtime.failure_reason import CheckpointFailureReason
+from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.state.snapshot import TaskStateSnapshot
 
 
@@ -32,6 +33,14 @@ class TaskFailed:
     synchronous savepoint it stopped for was aborted); it is dead, and the driver fails the job over."""
 
     cause: str
+
+
+@dataclass(frozen=True)
+class TaskFinished:
+    """The task finished (its partitions ended); the driver tells the JobMaster (Flink's ``Task`` reaching
+    ``FINISHED``)."""
+
+    attempt_id: ExecutionAttemptID
 
 
 @dataclass(frozen=True)
