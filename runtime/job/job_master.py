@@ -61,8 +61,9 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   state cannot be restored (``deploy_failed``). Flink never falls back to an older checkpoint on its own.
 - How a job ended: ``outcome`` and, for ``FAILED``, ``failure_reason`` (one line: what failed it).
 What happened is counted in the fault log (``runtime.fault_log``) and told to the optional ``trace(label,
-detail)``. The faults and failover part of the class is ``runtime.job.failover.JobFailover`` (its base class), what
-it reports ``runtime.job.report``. Mirrors Flink's ``JobMaster`` with its ``DefaultScheduler`` (``RestartAllFailoverStrategy``, fixed-delay
+detail)``. Three parts of the class are base classes of it in modules of their own: its faults and failover
+(``runtime.job.failover.JobFailover``), its operations (``runtime.job.operations.JobOperations``) and its
+deployments (``runtime.job.execution_deployer.ExecutionDeployer``); what it reports is ``runtime.job.report``. Mirrors Flink's ``JobMaster`` with its ``DefaultScheduler`` (``RestartAllFailoverStrategy``, fixed-delay
 restart strategy), its ``CheckpointCoordinator``, and a JobManager failover under high availability
 (``JobMasterServiceLeadershipRunner`` recovering the job).
 """
@@ -81,7 +82,6 @@ from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.coordinator.restore import StateRestoreError
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
-from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.fault_log import FaultLog
 from barriersim.runtime.faults import (
@@ -99,12 +99,9 @@ from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.actions import (
     CoordinatorMessage,
     CoordinatorRecoveryDue,
-    DeployTasks,
     FaultDue,
     JobEnded,
     JobTimer,
-    KillTask,
-    KillTaskManagers,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     RestartDue,
@@ -112,17 +109,16 @@ from barriersim.runtime.job.actions import (
     SendToTask,
     StartTimer,
     SubtaskKey,
-    TaskDeploymentDescriptor,
     TaskMessage,
     TriggerCheckpoint,
     subtask_name,
 )
 from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.execution_deployer import ExecutionDeployer
 from barriersim.runtime.job.failover import FAULT_NAMES, JobFailover
+from barriersim.runtime.job.operations import JobOperations
 from barriersim.runtime.job.report import JobReport, JobRestore, Operation, one_line
-from barriersim.runtime.operators.source import assigned_splits
 from barriersim.runtime.recovery.errors import StateAssignmentError
-from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.state.snapshot import CheckpointMetadata, metadata_bytes_estimate
 from barriersim.runtime.storage.atomic_file import WriteFault
 from barriersim.runtime.storage.errors import CheckpointStorageError
@@ -132,7 +128,7 @@ ActionSink = Callable[[list], None]
 Trace = Callable[[str, str], None]
 
 
-class JobMaster(JobFailover):
+class JobMaster(JobFailover, JobOperations, ExecutionDeployer):
     def __init__(self, config: JobConfig, job_id: str, *, storage, clock: Callable[[], int], timer_service,
                  coordinator_rng: Callable[[], random.Random], action_sink: ActionSink,
                  trace: Trace | None = None, keep_completed_metadata: bool = False,
@@ -252,31 +248,6 @@ class JobMaster(JobFailover):
         return {JobOutcome.FINISHED: "FINISHED", JobOutcome.CANCELED: "CANCELED",
                 JobOutcome.FAILED: "FAILED"}.get(self.outcome)
 
-    @property
-    def stopped_with_savepoint(self) -> Operation | None:
-        """The stop-with-savepoint whose savepoint completed, if the job ended by it."""
-        for op in self.operations:
-            if op.operation == "stop_with_savepoint" and op.status == "COMPLETED":
-                return op
-        return None
-
-    @property
-    def ending_snapshot(self) -> tuple[bool, CheckpointMetadata | None]:
-        """Whether the job ended by a snapshot a restore would resume from (a completed stop-with-savepoint, or a
-        cancel), and that snapshot: the stop's savepoint, or the latest checkpoint completed when it was cancelled
-        (None if there was none, or the JobManager was down)."""
-        stop = self.stopped_with_savepoint
-        if self.outcome is JobOutcome.FINISHED and stop is not None:
-            return True, self._savepoint_metadata.get(stop.checkpoint_id)
-        if self.outcome is JobOutcome.CANCELED:
-            return True, self._cancelled_at
-        return False, None
-
-    @property
-    def savepoints(self) -> list[Operation]:
-        """The savepoints of the job that completed (of savepoint and stop-with-savepoint operations)."""
-        return [op for op in self.operations if op.path is not None and op.status == "COMPLETED"]
-
     # -- events from the driver -----------------------------------------------------------------------
 
     def start(self) -> list:
@@ -312,55 +283,6 @@ class JobMaster(JobFailover):
         self.failure_reason = one_line(reason)
         self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FAILED)))
         self._out.append(JobEnded(JobOutcome.FAILED))
-
-    # -- operations (savepoint, stop-with-savepoint, cancel) -------------------------------------------
-
-    def trigger_savepoint(self) -> list:
-        """Flink's ``triggerSavepoint`` (canonical format); the job goes on."""
-        self._request_savepoint(Operation("savepoint", self.job_ms(), savepoint_format="CANONICAL"),
-                                CheckpointType.SAVEPOINT)
-        return self._take()
-
-    def stop_with_savepoint(self, drain: bool) -> list:
-        """Flink's ``stopWithSavepoint``: a synchronous savepoint (``drain``: ``SAVEPOINT_TERMINATE``, else
-        ``SAVEPOINT_SUSPEND``), after which the tasks finish and the job ends FINISHED."""
-        self._request_savepoint(Operation("stop_with_savepoint", self.job_ms(), drain=drain, savepoint_format="CANONICAL"),
-                                CheckpointType.SAVEPOINT_TERMINATE if drain else CheckpointType.SAVEPOINT_SUSPEND)
-        return self._take()
-
-    def _request_savepoint(self, op: Operation, checkpoint_type: CheckpointType) -> None:
-        self.operations.append(op)
-        if self.outcome is not None or self.coordinator_down:
-            op.status, op.failure = "FAILED", ("the job has ended" if self.outcome is not None
-                                               else "the JobManager is recovering")
-            return
-        op.request_id = self._next_request_id
-        self._next_request_id += 1
-        self._operation_of_request[op.request_id] = op
-        self._trace("operation", f"{op.operation} request {op.request_id}")
-        self._handle_coordinator(self.coordinator.handle(m.TriggerRequest(checkpoint_type, op.request_id)))
-
-    def cancel(self) -> list:
-        """Flink's ``cancel``: every task is cancelled and the job ends CANCELED; the coordinator shuts down and
-        its completed checkpoints are discarded unless the retention policy retains them on cancellation."""
-        op = Operation("cancel", self.job_ms())
-        self.operations.append(op)
-        if self.outcome is not None:
-            op.status, op.failure = "FAILED", "the job has ended"
-            return self._take()
-        op.status = "COMPLETED"
-        self._trace("operation", "cancel")
-        if not self.coordinator_down:
-            latest = self.coordinator.store.get_latest_checkpoint()
-            self._cancelled_at = latest.metadata if latest is not None else None
-        self._cancel_deployment()
-        self.outcome = JobOutcome.CANCELED
-        if not self.coordinator_down:
-            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.CANCELED)))
-        retained = self.storage.list_retained_checkpoints()
-        self.retained_checkpoint = retained[0].external_pointer if retained else None
-        self._out.append(JobEnded(JobOutcome.CANCELED))
-        return self._take()
 
     def tasks_restored(self, epoch: int, restored_in_flight_bytes: int) -> list:
         """Every task of deployment ``epoch`` was built and restored its state: they count as running."""
@@ -512,74 +434,6 @@ class JobMaster(JobFailover):
         else:
             raise TypeError(f"job {self.job_id}: not a JobMaster timer: {timer!r}")
         return self._take()
-
-    # -- deploying ------------------------------------------------------------------------------------
-
-    def _deploy(self, restore: m.RestoreFrom | None) -> None:
-        assignment = None
-        if restore is not None and restore.metadata is not None:
-            try:
-                self.storage.check_state_files(restore.checkpoint_id)
-            except CheckpointStorageError as err:  # the tasks could not read their state: a failed restore
-                why = f"could not restore checkpoint {restore.checkpoint_id}: {err}"
-                self.failures.append(f"restore: {why}")
-                self._failover("restore", why)
-                return
-            infos = [ExecutionJobVertexInfo(v.name, v.parallelism, v.max_parallelism) for v in self.graph.vertices]
-            assignment = assign_states(restore.metadata, infos, allow_non_restored_state=restore.allow_non_restored_state,
-                                       graph=self.graph)
-            self.restored_ids.append(restore.checkpoint_id)
-        splits = self._source_splits(restore.metadata if assignment is not None else None, assignment)
-        self.taskmanager_nodes = self.placement.taskmanager_nodes(self.lost_nodes)
-        descriptors = []
-        for key in self.subtasks:
-            vertex, i = key
-            name = subtask_name(key)
-            state = None
-            if assignment is not None and vertex in assignment.task_restores:
-                state = assignment.task_restores[vertex][i].task_state_snapshot
-            tm = self.placement.taskmanager_of[key]
-            armed = self.config.faults.armed_crash_points(name, self._fired_points, tm, self.taskmanager_nodes[tm])
-            crash_points = tuple(sorted(armed, key=lambda p: (p[0].value, p[1])))
-            descriptors.append(TaskDeploymentDescriptor(self.coordinator.current_attempt(vertex, i), state,
-                                                        crash_points, self._slowdowns[name], splits.get(key, ())))
-        self.attempts = {d.key: d.attempt for d in descriptors}
-        self._deployed_restore = restore.checkpoint_id if restore is not None and restore.metadata is not None else None
-        self.finished.clear()
-        self._killed_keys.clear()
-        restored_id = restore.checkpoint_id if restore is not None else None
-        self.deployments.append({"epoch": self.epoch, "restored_checkpoint_id": restored_id,
-                                 "taskmanager_nodes": list(self.taskmanager_nodes)})
-        self._out.append(DeployTasks(self.epoch, tuple(descriptors), restored_id,
-                                     restore.metadata if restore is not None else None, self.config,
-                                     taskmanager_nodes=self.taskmanager_nodes))
-
-    def _source_splits(self, metadata: CheckpointMetadata | None, assignment) -> dict[SubtaskKey, tuple[int, ...]]:
-        """The splits each source subtask reads: its own index when its vertex starts fresh, else the splits its
-        restored state names; a restore must name every split of the source once, those of subtasks that had
-        finished (FLIP-147: their splits are done) aside (``StateAssignmentError``)."""
-        restored = {s.operator_id: s for s in metadata.operator_states} if metadata is not None else {}
-        out: dict[SubtaskKey, tuple[int, ...]] = {}
-        for v in self.graph.sources:
-            total = self.config.splits_of(v.name)
-            named = {i: assigned_splits(assignment.subtask_state(v.name, i)) for i in range(v.parallelism)} \
-                if v.name in restored else {}
-            if not any(named.values()):  # fresh, or restored state that names no split: each reads its own
-                for i in range(v.parallelism):
-                    out[(v.name, i)] = (i,) if i < total else ()
-                continue
-            seen: list[int] = []
-            for i in range(v.parallelism):
-                out[(v.name, i)] = named[i]
-                seen.extend(named[i])
-            old = restored[v.name]
-            some_finished = old.fully_finished or any(st.is_finished for st in old.subtask_states.values())
-            if (len(seen) != len(set(seen)) or not set(seen) <= set(range(total))
-                    or (not some_finished and len(seen) != total)):
-                raise StateAssignmentError(
-                    f"checkpoint {metadata.checkpoint_id}: source {v.name!r} holds the offsets of splits {sorted(seen)}, "
-                    f"but its workload has {total} split(s) (0..{total - 1}): it was taken of another workload")
-        return out
 
     # -- messages -------------------------------------------------------------------------------------
 
