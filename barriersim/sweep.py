@@ -34,7 +34,8 @@ from barriersim.runtime.faults import FaultScheduleError
 from barriersim.arguments import seed_argument
 from barriersim.errors import BarriersimError
 from barriersim.runtime.checkpointing_mode import ALL_MODES
-from barriersim.scenarios.loader import SCHEMA, Scenario, ScenarioError, expand_sweep
+from barriersim.scenarios.loader import Scenario, ScenarioError, expand_sweep
+from barriersim.scenarios.schema import SCHEMA
 from barriersim.out_dir import prepare_out_dir
 from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri
 from barriersim.spark.analytics import analytics_dir

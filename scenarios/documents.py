@@ -19,7 +19,8 @@ import tomli_w
 
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
-from barriersim.scenarios.loader import SCHEMA, VERTEX_FIELDS, Scenario
+from barriersim.scenarios.loader import Scenario
+from barriersim.scenarios.schema import SCHEMA, VERTEX_FIELDS
 
 
 def _plain(value):
