@@ -88,3 +88,18 @@ def test_the_summary_block_keeps_its_fields_and_the_verdict_as_its_string():
     assert list(block) == ["reference", "expected_records", "output_records", "lost", "duplicated", "wrong",
                            "final_sum_mismatched_keys", "verdict"]
     assert json.loads(json.dumps(block)) == block
+
+
+def test_a_window_fired_again_with_only_replayed_records_is_a_duplicate_at_least_once():
+    """At-least-once: a window fired in full before a checkpoint's snapshot (so the snapshot holds none of its
+    records) while records after the checkpoint's source offsets had reached it; after a restore they are replayed
+    and the window fires again with only them. The smaller row sits beside the full one: a duplicate, not a loss
+    (found by the whole-job property, at-least-once, a union into 5 ms tumbling windows and a failover)."""
+    expected = expected_sink_input(WINDOWED, SPLITS)
+    refired = verify(expected, EXACT + [(0, 5, 3, 1)], at_least_once=True)  # record 2 alone, fired again
+    assert (refired.lost, refired.duplicated, refired.wrong, refired.verdict) == (0, 1, 0, Verdict.AT_LEAST_ONCE)
+    # without the full row the smaller one is still input missing from the group
+    alone = verify(expected, [(0, 5, 3, 1), (10, 6, 7, 1)], at_least_once=True)
+    assert (alone.lost, alone.wrong, alone.verdict) == (1, 1, Verdict.VIOLATED)
+    # an exactly-once run allows neither
+    assert verify(expected, EXACT + [(0, 5, 3, 1)]).verdict is Verdict.VIOLATED
