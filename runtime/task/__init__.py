@@ -1,3 +1,4 @@
-"""A task's side of checkpointing: the subtask checkpoint coordinator that runs the checkpoint steps
-(cancel-or-continue, pre-barrier, broadcast, output channel state, sync and async snapshot, acknowledge)
-and the actions it returns to its driver."""
+"""The parts of a subtask beside ``runtime.stream_task``: its side of checkpointing (``subtask_checkpoint_coordinator``:
+cancel-or-continue, pre-barrier, broadcast, output channel state, sync and async snapshot, acknowledge; ``actions``:
+what it returns to its driver), its restore (``task_restore``), how its data ends and it finishes (``end_of_data``),
+its record writers (``record_writers``) and its crash points (``crash_points``)."""
