@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import tomllib
 
+from barriersim.scenarios.schema import SETTABLE_SECTIONS
+
 
 def _non_negative_int(text: str, what: str) -> int:
     """``text`` as an integer >= 0, else an ``ArgumentTypeError`` saying it must be ``what``."""
@@ -36,9 +38,9 @@ def setting_argument(text: str) -> tuple[str, object]:
 
 def add_set_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        type=setting_argument, help="override one workload, checkpointing or network setting (a TOML "
-                                                    "value, e.g. checkpointing.interval_ms=200); may be given "
-                                                    "several times")
+                        type=setting_argument,
+                        help=f"override one setting of the scenario's [{'], ['.join(SETTABLE_SECTIONS)}] sections (a "
+                             "TOML value, e.g. checkpointing.interval_ms=200); may be given several times")
 
 
 def ms_argument(text: str) -> int:
