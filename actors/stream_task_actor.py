@@ -80,13 +80,13 @@ from barriersim.runtime.job.deployment import Slowdowns, deliver_task_message, d
 from barriersim.runtime.job.wiring import Wiring
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
 from barriersim.runtime.stream_task import StepOutcome, StreamTask
-from barriersim.runtime.task.actions import TaskFinished
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
     DeclineCheckpoint,
     SyncSnapshotTaken,
     TaskFailed,
+    TaskFinished,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 

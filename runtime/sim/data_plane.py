@@ -31,13 +31,13 @@ from barriersim.runtime.network.input.input_channel import (
 )
 from barriersim.runtime.sim.kernel import Priority
 from barriersim.runtime.stream_task import StepOutcome, StreamTask
-from barriersim.runtime.task.actions import TaskFinished
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
     DeclineCheckpoint,
     SyncSnapshotTaken,
     TaskFailed,
+    TaskFinished,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
