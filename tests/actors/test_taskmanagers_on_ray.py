@@ -45,14 +45,15 @@ def ray_node_of_each_task(result, deployment: int) -> dict[str, str]:
     return {row["task"]: row["ray_node_id"] for row in result.placement if row["deployment"] == deployment}
 
 
-# each run is about 90 s on 2 cores (64 actors deployed and torn down): CI runs aligned and unaligned,
-# BARRIERSIM_RAY_ALL_MODES=1 every mode (all four pass)
+# each run is 60-90 s on 2 cores (64 actors deployed and torn down): CI runs unaligned (priority barriers overtaking
+# over a mix of local and remote channels at this scale; aligned over the same cluster shape is the killed-node
+# and crashed-TaskManager tests below), BARRIERSIM_RAY_ALL_MODES=1 every mode (all four pass)
 ALL_MODES = os.environ.get("BARRIERSIM_RAY_ALL_MODES", "") == "1"
 
 
 @pytest.mark.parametrize("mode", [
-    pytest.param(mode, marks=[] if ALL_MODES or mode in ("aligned", "unaligned") else [pytest.mark.skip(
-        reason="aligned and unaligned in CI; BARRIERSIM_RAY_ALL_MODES=1 runs every mode")]) for mode in MODES])
+    pytest.param(mode, marks=[] if ALL_MODES or mode == "unaligned" else [pytest.mark.skip(
+        reason="unaligned in CI; BARRIERSIM_RAY_ALL_MODES=1 runs every mode")]) for mode in MODES])
 def test_64_subtasks_in_4_taskmanagers_over_3_nodes_complete_nine_checkpoints(mode, ray_cluster, tmp_path):
     assert sum(v.parallelism for v in SIXTY_FOUR.vertices) == 64
     # 16 sources x 60 records paced at 10 records/s: data flows for at least 6 s once the actors run, and each
