@@ -1,6 +1,7 @@
 """The API and sweeps with real Spark on Ray (RayDP), sharing one Ray and Spark for the module: the Spark
 workload gives the simulator the very splits its local draws give; results as Spark DataFrames; a 2-point sweep
-aggregated in Spark against statistics computed here (numpy, and Flink's percentile rule)."""
+aggregated in Spark against statistics computed here (numpy, and Flink's percentile rule); the checkpoint statistics
+of ``barriersim report``'s pandas path equal Spark's."""
 
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ import pytest
 
 import barriersim
 from barriersim import api, sweep
-from barriersim.spark.analytics import SWEEP_STATS, flink_percentile, read_sweep_analytics
+from barriersim.report.statistics import compute_locally
+from barriersim.rundir import load_tables
+from barriersim.spark.analytics import (COUNT_COLUMNS, STAT_COLUMNS, SWEEP_STATS, compute_analytics, flink_percentile,
+                                        read_sweep_analytics)
 from barriersim.scenarios.loader import load_scenario, with_overrides
 from barriersim.spark.session import RayAndSpark
 from barriersim.runtime.storage.object_storage import object_store_filesystem
 from tests.api.scenarios import TINY, TWO_POINT_SWEEP, TWO_SOURCES, write
+from tests.report.rundirs import tiny_runs
 from tests.s3_server import s3_server  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
@@ -147,3 +152,24 @@ def test_the_cached_reference_gives_the_spark_verification(spark, tmp_path):
         assert (counts["wrong sum"].final_sum_mismatched_keys, counts["wrong sum"].wrong) == (1, 0)
     finally:
         workload.df.unpersist()
+
+
+def test_pandas_path_gives_the_spark_paths_numbers(spark, tmp_path):
+    """The statistics of small simulator runs, computed in pandas (``barriersim.report.statistics``), equal Spark's
+    for the same runs: hand-made runs with failed, in-progress and aborted rows, and real simulated runs."""
+
+    tiny_runs(tmp_path / "hand")
+    barriersim.run(write(tmp_path, TINY), out=tmp_path / "sim", mode="all", seed=3)
+    in_spark = {root: compute_analytics(spark, tmp_path / root) for root in ("hand", "sim")}
+    for root, spark_result in in_spark.items():
+        local = compute_locally(tmp_path / root, load_tables(tmp_path / root))
+        keys = ["run", "scope", "metric"]
+        a = spark_result.summary.sort_values(keys).reset_index(drop=True)
+        b = local.summary.sort_values(keys).reset_index(drop=True)
+        assert a[keys].equals(b[keys]), root
+        for column in STAT_COLUMNS:
+            assert a[column].astype(float).tolist() == pytest.approx(b[column].astype(float).tolist(), nan_ok=True), \
+                (root, column)
+        ca = spark_result.counts.sort_values("run").reset_index(drop=True)
+        cb = local.counts.sort_values("run").reset_index(drop=True)
+        assert ca[["run", *COUNT_COLUMNS]].astype(str).equals(cb[["run", *COUNT_COLUMNS]].astype(str)), root

@@ -80,3 +80,24 @@ def two_mode_run_dir(root: Path) -> Path:
     write_run(root / "aligned", "aligned", aligned_cps, aligned_st)
     write_run(root / "unaligned", "unaligned", unaligned_cps, unaligned_st)
     return root
+
+
+def tiny_runs(root: Path) -> Path:
+    """Two hand-made runs (aligned with failed, in-progress and aborted rows; unaligned) whose statistics are
+    computed by hand in the tests."""
+    aligned_cps = [
+        checkpoint_row(1, 10, processed=100, size=1000), checkpoint_row(2, 20, processed=300, size=2000),
+        checkpoint_row(3, 30, processed=0, size=3000), checkpoint_row(4, 40, processed=200, size=4000),
+        checkpoint_row(5, 1000, status="FAILED", processed=9999, size=99999),
+        checkpoint_row(6, 0, status="IN_PROGRESS"),
+    ]
+    aligned_st = [subtask_row(i, "sink#0", start_delay=10 * i, alignment=i, sync=0, ack_after=10 * i + i)
+                  for i in (1, 2, 3, 4)]
+    aligned_st += [subtask_row(1, "keyed-sum#0", 77, 100, 0, 200, aborted=True),  # aborted: not counted
+                   subtask_row(5, "sink#0", 5, 500, 0, 600)]  # checkpoint 5 failed: not counted
+    write_run(root / "aligned", "aligned", aligned_cps, aligned_st, zipf=1.0, seed=3, restored=2)
+    unaligned_cps = [checkpoint_row(1, 7, persisted=100), checkpoint_row(2, 9, persisted=300)]
+    unaligned_st = [subtask_row(1, "sink#0", 2, 0, 0, 7), subtask_row(2, "sink#0", 4, 0, 0, 9)]
+    write_run(root / "unaligned", "unaligned", unaligned_cps, unaligned_st, zipf=2.0, seed=3,
+              string_failure_reason=False)
+    return root

@@ -9,28 +9,9 @@ import pytest
 from barriersim.report import cli as report_cli
 from barriersim.report.html import FIGURES
 from barriersim.spark.analytics import read_analytics, written_at
-from tests.report.rundirs import checkpoint_row, subtask_row, write_run
+from tests.report.rundirs import tiny_runs
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
-
-
-def tiny_runs(root):
-    aligned_cps = [
-        checkpoint_row(1, 10, processed=100, size=1000), checkpoint_row(2, 20, processed=300, size=2000),
-        checkpoint_row(3, 30, processed=0, size=3000), checkpoint_row(4, 40, processed=200, size=4000),
-        checkpoint_row(5, 1000, status="FAILED", processed=9999, size=99999),
-        checkpoint_row(6, 0, status="IN_PROGRESS"),
-    ]
-    aligned_st = [subtask_row(i, "sink#0", start_delay=10 * i, alignment=i, sync=0, ack_after=10 * i + i)
-                  for i in (1, 2, 3, 4)]
-    aligned_st += [subtask_row(1, "keyed-sum#0", 77, 100, 0, 200, aborted=True),  # aborted: not counted
-                   subtask_row(5, "sink#0", 5, 500, 0, 600)]  # checkpoint 5 failed: not counted
-    write_run(root / "aligned", "aligned", aligned_cps, aligned_st, zipf=1.0, seed=3, restored=2)
-    unaligned_cps = [checkpoint_row(1, 7, persisted=100), checkpoint_row(2, 9, persisted=300)]
-    unaligned_st = [subtask_row(1, "sink#0", 2, 0, 0, 7), subtask_row(2, "sink#0", 4, 0, 0, 9)]
-    write_run(root / "unaligned", "unaligned", unaligned_cps, unaligned_st, zipf=2.0, seed=3,
-              string_failure_reason=False)
-    return root
 
 
 def stats(summary, run, metric):
@@ -83,31 +64,3 @@ def test_summary_percentiles_and_counts_match_hand_computation(tmp_path):
     # the aligned run's end_to_end_duration row: count, min, max, avg, p50, p90, p95, p99, p999
     assert "<td>end_to_end_duration</td><td>4</td><td>10</td><td>40</td><td>25</td><td>25</td><td>40</td>" in html
     assert all((root / "report" / name).stat().st_size > 0 for name in FIGURES)
-
-
-def test_pandas_path_gives_the_spark_paths_numbers(tmp_path):
-    """The statistics of small simulator runs, computed in pandas (``barriersim.report.statistics``), equal Spark's
-    for the same runs: hand-made runs with failed, in-progress and aborted rows, and real simulated runs."""
-    import barriersim
-    from barriersim.report.statistics import compute_locally
-    from barriersim.rundir import load_tables
-    from barriersim.spark.analytics import COUNT_COLUMNS, STAT_COLUMNS, compute_analytics
-    from barriersim.spark.session import RayAndSpark
-    from tests.api.scenarios import TINY, write
-
-    tiny_runs(tmp_path / "hand")
-    barriersim.run(write(tmp_path, TINY), out=tmp_path / "sim", mode="all", seed=3)
-    with RayAndSpark(app_name="barriersim-tests-statistics") as cluster:
-        in_spark = {root: compute_analytics(cluster.spark, tmp_path / root) for root in ("hand", "sim")}
-    for root, spark_result in in_spark.items():
-        local = compute_locally(tmp_path / root, load_tables(tmp_path / root))
-        keys = ["run", "scope", "metric"]
-        a = spark_result.summary.sort_values(keys).reset_index(drop=True)
-        b = local.summary.sort_values(keys).reset_index(drop=True)
-        assert a[keys].equals(b[keys]), root
-        for column in STAT_COLUMNS:
-            assert a[column].astype(float).tolist() == pytest.approx(b[column].astype(float).tolist(), nan_ok=True), \
-                (root, column)
-        ca = spark_result.counts.sort_values("run").reset_index(drop=True)
-        cb = local.counts.sort_values("run").reset_index(drop=True)
-        assert ca[["run", *COUNT_COLUMNS]].astype(str).equals(cb[["run", *COUNT_COLUMNS]].astype(str)), root
