@@ -29,7 +29,9 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   restart strategy decides (``runtime.restart_strategy``: too many failures fail the job), the coordinator
   aborts its pending checkpoints and picks the latest completed checkpoint, and after the restart delay the next
   deployment restores it; its first restart also meets a ``during_restore`` crash, once per run. A fault of the
-  schedule fires once (a crash of a task that is not running does nothing and is not counted).
+  schedule fires once (a crash of a task that is not running does nothing and is not counted). A coordinator's
+  ``FailJob`` fails the job over after the rest of the actions of the same coordinator call went out (Flink queues
+  ``failJob`` on the JobMaster's main thread): a trigger or an abort notice that call made precedes the failover.
 - JobManager failover (``CrashCoordinator``): the coordinator's memory is lost (its timers never fire, messages
   to it are lost), every task dies, and after the restart delay a new coordinator recovers the completed
   checkpoints from the checkpoint storage's completed-checkpoint list with the persisted id counter
@@ -200,6 +202,7 @@ class JobMaster(JobFailover, JobOperations, ExecutionDeployer):
         # failed) waits until that failover is done, as Flink's failJob is queued on the JobMaster's main thread
         self._failing_over = False
         self._deferred_failures: list[m.FailJob] = []
+        self._timer_actions: list = []  # what a coordinator timer's callback produced, handled once it returned
         self._deployed_restore: int | None = None  # the checkpoint the current deployment restores
         self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
         # the deployment each checkpoint's tasks were triggered in: a failover can end a _metadata write still in
@@ -479,15 +482,25 @@ class JobMaster(JobFailover, JobOperations, ExecutionDeployer):
         )
 
     def _on_coordinator_timer_action(self, action: Any) -> None:
-        self._handle_coordinator([action])
+        """The coordinator's timer callback hands its actions over one by one; they are handled together once the
+        callback returned (``_flush_to_sink``), as the one batch its call produced."""
+        self._timer_actions.append(action)
 
     def _flush_to_sink(self) -> None:
-        """Hand what a coordinator timer caused to the driver's action sink."""
+        """Handle what a coordinator timer's callback produced, then hand the result to the driver's action sink."""
+        while self._timer_actions:
+            batch, self._timer_actions = self._timer_actions, []
+            self._handle_coordinator(batch)
         actions = self._take()
         if actions:
             self._action_sink(actions)
 
     def _handle_coordinator(self, actions: list) -> None:
+        """Carry out the coordinator's actions in order. A ``FailJob`` among them fails the job over only after the
+        rest of them went out, as Flink's ``failJob`` is queued on the JobMaster's main thread while the coordinator's
+        call goes on: a queued request the same call started has triggered its tasks before the failover cancels
+        them, not after (a trigger of a checkpoint the failover already aborted, to a cancelled deployment)."""
+        failures: list[m.FailJob] = []
         for action in actions:
             self._trace("coordinator", type(action).__name__ + " " + str(getattr(action, "checkpoint_id", "")))
             if isinstance(action, m.TriggerCheckpointOnSources):
@@ -529,9 +542,11 @@ class JobMaster(JobFailover, JobOperations, ExecutionDeployer):
                 if op is not None:
                     op.status, op.checkpoint_id, op.failure = "FAILED", action.checkpoint_id, action.reason.name
             elif isinstance(action, m.FailJob):
-                failing = action.failing_task
-                name = subtask_name((failing.vertex_id, failing.subtask_index)) if failing else "coordinator"
-                self._failover(name, action.reason.name)
+                failures.append(action)
+        for action in failures:
+            failing = action.failing_task
+            name = subtask_name((failing.vertex_id, failing.subtask_index)) if failing else "coordinator"
+            self._failover(name, action.reason.name)
 
     def _write_metadata(self, metadata, is_savepoint: bool):
         """The coordinator's ``checkpoint_writer``: write ``_metadata`` to the checkpoint storage while the

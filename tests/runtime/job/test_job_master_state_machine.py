@@ -790,3 +790,30 @@ def test_a_late_crash_report_of_an_old_attempt_does_not_count_as_fired():
     assert jm.running and jm.epoch == 1 and jm.restarts == 1
     assert jm.task_crashed_at(old, ProtocolPoint.BEFORE_FORWARDING_BARRIER, 1) == []
     assert jm.restarts == 1 and [f["fired"] for f in jm.report().fault_log] == [0]
+
+
+def test_a_queued_trigger_that_a_failed_checkpoint_starts_goes_out_before_the_failover():
+    """A checkpoint expires and the failure manager fails the job (no tolerable failures); the same coordinator call
+    starts the queued periodic request. The new checkpoint's tasks are triggered before the failover cancels them, as
+    in Flink, whose ``failJob`` is queued on the JobMaster's main thread while the coordinator's call goes on; the
+    failover then aborts it. Before the fix the JobMaster failed over in the middle of the coordinator's actions, so
+    the trigger went out after the failover had cancelled the deployment and aborted the checkpoint, and after the
+    trigger of a newer checkpoint (the machine's first invariant: ids 1, 2, 4, then 3)."""
+    config = JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=100, max_concurrent=1, tolerable_failures=0,
+                       restart_delay_ms=50)
+    driver = SimpleDriver(config)
+    driver.timers.advance(200)  # nobody acknowledges: checkpoint 1 expires while periodic requests wait in the queue
+    jm = driver.jm
+    assert jm.restarts == 1
+    actions = driver.actions_since(0)
+    redeployed = next(i for i, a in enumerate(actions) if type(a) is DeployTasks and a.epoch == 1)
+    sent = [a for a in actions[:redeployed] if type(a) in (SendToTask, CancelTasks)]  # the first deployment's
+    cancel = next(i for i, a in enumerate(sent) if type(a) is CancelTasks)
+    triggers = [(i, a.message.checkpoint_id) for i, a in enumerate(sent)
+                if type(a) is SendToTask and type(a.message) is TriggerCheckpoint]
+    assert sorted({cid for _, cid in triggers}) == [1, 2], triggers
+    assert all(i < cancel for i, _ in triggers), f"a trigger after the failover's CancelTasks: {triggers}, {cancel}"
+    aborted_at = {a.message.checkpoint_id: i for i, a in enumerate(sent)
+                  if type(a) is SendToTask and type(a.message) is NotifyCheckpointAborted}
+    assert aborted_at.keys() == {1, 2}
+    assert all(i < aborted_at[cid] for i, cid in triggers)  # no checkpoint is triggered after its abort
