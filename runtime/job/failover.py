@@ -131,9 +131,7 @@ class JobFailover:
             self._fail_over(task, why, failed)
         finally:
             self._failing_over = False
-        deferred, self._deferred_failures = self._deferred_failures, []
-        if self.outcome is None:
-            self._handle_coordinator(deferred)
+        self._fail_over_queued()
 
     def _fail_over(self, task: str, why: str, failed: ExecutionAttemptID | None) -> None:
         self._trace("failover", f"{task} {why}")

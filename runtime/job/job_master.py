@@ -198,10 +198,11 @@ class JobMaster(JobFailover, JobOperations, ExecutionDeployer):
         self._cancelled_at: CheckpointMetadata | None = None  # the latest completed checkpoint when cancelled
         self._deployments = 0
         self._restore_from: m.RestoreFrom | None = None
-        # a FailJob the coordinator emits while a failover runs (a _metadata write that the failover ended, and that
-        # failed) waits until that failover is done, as Flink's failJob is queued on the JobMaster's main thread
+        # the coordinator's FailJobs wait here until the outermost coordinator call's actions went out and no failover
+        # runs (Flink's failJob is queued on the JobMaster's main thread): ``_fail_over_queued``
         self._failing_over = False
-        self._deferred_failures: list[m.FailJob] = []
+        self._coordinator_calls = 0  # how deep _handle_coordinator is nested (a failover handles coordinator calls)
+        self._queued_failures: list[m.FailJob] = []
         self._timer_actions: list = []  # what a coordinator timer's callback produced, handled once it returned
         self._deployed_restore: int | None = None  # the checkpoint the current deployment restores
         self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
@@ -500,50 +501,64 @@ class JobMaster(JobFailover, JobOperations, ExecutionDeployer):
         rest of them went out, as Flink's ``failJob`` is queued on the JobMaster's main thread while the coordinator's
         call goes on: a queued request the same call started has triggered its tasks before the failover cancels
         them, not after (a trigger of a checkpoint the failover already aborted, to a cancelled deployment)."""
-        failures: list[m.FailJob] = []
-        for action in actions:
-            self._trace("coordinator", type(action).__name__ + " " + str(getattr(action, "checkpoint_id", "")))
-            if isinstance(action, m.TriggerCheckpointOnSources):
-                if self.completed_in_epoch is not None:
-                    self._triggered_in_epoch[action.checkpoint_id] = self.epoch
-                trigger_ms = round(self._cost.trigger_ms())  # the trigger path, before the RPCs leave
-                for attempt in action.tasks:
-                    self._to_task(None, attempt, action.checkpoint_id,
-                                  TriggerCheckpoint(action.checkpoint_id, action.timestamp, action.options), trigger_ms)
-            elif isinstance(action, m.NotifyCheckpointComplete):
-                if not self._crash_point(subtask_name((action.task.vertex_id, action.task.subtask_index)),
-                                         ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, action.checkpoint_id):
-                    self._to_task(MessageKind.NOTIFY_COMPLETE, action.task, action.checkpoint_id,
-                                  NotifyCheckpointComplete(action.checkpoint_id))
-            elif isinstance(action, m.NotifyCheckpointAborted):
-                self._to_task(MessageKind.NOTIFY_ABORTED, action.task, action.checkpoint_id,
-                              NotifyCheckpointAborted(action.checkpoint_id, action.latest_completed_checkpoint_id))
-            elif isinstance(action, m.DiscardCheckpoint):
-                try:
-                    self.storage.discard_checkpoint(action.checkpoint_id)
-                except CheckpointStorageError as err:  # Flink's CheckpointsCleaner logs it; the job goes on
-                    self._storage_error(f"discarding checkpoint {action.checkpoint_id}: {err}")
-            elif isinstance(action, m.DiscardSharedState):
-                try:
-                    self.storage.discard_shared_state([h.key for h in action.handles])
-                except CheckpointStorageError as err:  # as a failed discard of a checkpoint: the job goes on
-                    self._storage_error(f"discarding shared state: {err}")
-            elif isinstance(action, m.RestoreFrom):
-                self._restore_from = action
-            elif isinstance(action, m.FailJob) and self._failing_over:
-                self._deferred_failures.append(action)
-            elif isinstance(action, m.TriggerRequestCompleted):
-                op = self._operation_of_request.pop(action.request_id, None) if action.request_id else None
-                if op is not None:
-                    op.status, op.checkpoint_id = "COMPLETED", action.checkpoint_id
-                    op.path = self._savepoint_paths.get(action.checkpoint_id)
-            elif isinstance(action, m.TriggerRequestFailed):
-                op = self._operation_of_request.pop(action.request_id, None) if action.request_id else None
-                if op is not None:
-                    op.status, op.checkpoint_id, op.failure = "FAILED", action.checkpoint_id, action.reason.name
-            elif isinstance(action, m.FailJob):
-                failures.append(action)
-        for action in failures:
+        self._coordinator_calls += 1
+        try:
+            for action in actions:
+                self._carry_out_coordinator_action(action)
+        finally:
+            self._coordinator_calls -= 1
+        self._fail_over_queued()
+
+    def _carry_out_coordinator_action(self, action: Any) -> None:
+        self._trace("coordinator", type(action).__name__ + " " + str(getattr(action, "checkpoint_id", "")))
+        if isinstance(action, m.TriggerCheckpointOnSources):
+            if self.completed_in_epoch is not None:
+                self._triggered_in_epoch[action.checkpoint_id] = self.epoch
+            trigger_ms = round(self._cost.trigger_ms())  # the trigger path, before the RPCs leave
+            for attempt in action.tasks:
+                self._to_task(None, attempt, action.checkpoint_id,
+                              TriggerCheckpoint(action.checkpoint_id, action.timestamp, action.options), trigger_ms)
+        elif isinstance(action, m.NotifyCheckpointComplete):
+            if not self._crash_point(subtask_name((action.task.vertex_id, action.task.subtask_index)),
+                                     ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, action.checkpoint_id):
+                self._to_task(MessageKind.NOTIFY_COMPLETE, action.task, action.checkpoint_id,
+                              NotifyCheckpointComplete(action.checkpoint_id))
+        elif isinstance(action, m.NotifyCheckpointAborted):
+            self._to_task(MessageKind.NOTIFY_ABORTED, action.task, action.checkpoint_id,
+                          NotifyCheckpointAborted(action.checkpoint_id, action.latest_completed_checkpoint_id))
+        elif isinstance(action, m.DiscardCheckpoint):
+            try:
+                self.storage.discard_checkpoint(action.checkpoint_id)
+            except CheckpointStorageError as err:  # Flink's CheckpointsCleaner logs it; the job goes on
+                self._storage_error(f"discarding checkpoint {action.checkpoint_id}: {err}")
+        elif isinstance(action, m.DiscardSharedState):
+            try:
+                self.storage.discard_shared_state([h.key for h in action.handles])
+            except CheckpointStorageError as err:  # as a failed discard of a checkpoint: the job goes on
+                self._storage_error(f"discarding shared state: {err}")
+        elif isinstance(action, m.RestoreFrom):
+            self._restore_from = action
+        elif isinstance(action, m.TriggerRequestCompleted):
+            op = self._operation_of_request.pop(action.request_id, None) if action.request_id else None
+            if op is not None:
+                op.status, op.checkpoint_id = "COMPLETED", action.checkpoint_id
+                op.path = self._savepoint_paths.get(action.checkpoint_id)
+        elif isinstance(action, m.TriggerRequestFailed):
+            op = self._operation_of_request.pop(action.request_id, None) if action.request_id else None
+            if op is not None:
+                op.status, op.checkpoint_id, op.failure = "FAILED", action.checkpoint_id, action.reason.name
+        elif isinstance(action, m.FailJob):
+            self._queued_failures.append(action)
+
+    def _fail_over_queued(self) -> None:
+        """Fail the job over for each queued ``FailJob``, in order, once no coordinator call is being handled and no
+        failover runs (a ``FailJob`` made during a failover, as a ``_metadata`` write that the failover ended and that
+        failed, waits for its end; ``_failover`` calls this when done). One that finds the job ended is dropped, as
+        Flink's ``DefaultExecutionGraph.failJob`` returns at once for a job that is failing or ended."""
+        while self._queued_failures and not self._coordinator_calls and not self._failing_over:
+            action = self._queued_failures.pop(0)
+            if self.outcome is not None:
+                continue
             failing = action.failing_task
             name = subtask_name((failing.vertex_id, failing.subtask_index)) if failing else "coordinator"
             self._failover(name, action.reason.name)

@@ -45,6 +45,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.manual_time import ManualTimerService
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults import (
@@ -65,6 +66,7 @@ from barriersim.runtime.faults import (
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.actions import (
     CancelTasks,
+    CoordinatorMessage,
     DeployTasks,
     JobEnded,
     KillTask,
@@ -817,3 +819,24 @@ def test_a_queued_trigger_that_a_failed_checkpoint_starts_goes_out_before_the_fa
                   if type(a) is SendToTask and type(a.message) is NotifyCheckpointAborted}
     assert aborted_at.keys() == {1, 2}
     assert all(i < aborted_at[cid] for i, cid in triggers)  # no checkpoint is triggered after its abort
+
+
+def test_a_second_fail_job_of_one_coordinator_call_is_dropped_once_the_first_ended_the_job():
+    """One coordinator call returns two ``FailJob``s and the restart strategy allows no restart: the first fails the job
+    (one failover, one ``CancelTasks``, one ``JobEnded``), and the second finds it ended and does nothing, as Flink's
+    ``DefaultExecutionGraph.failJob`` returns at once for a job that is failing or ended. Before the two queues of
+    ``FailJob`` became one, the second failed the ended job over again (restarts 2, a second cancel and end)."""
+    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=1000, restart_delay_ms=0,
+                                    max_restarts=0))
+    driver.timers.advance(40)
+    jm = driver.jm
+    first = m.FailJob(CheckpointFailureReason.CHECKPOINT_DECLINED, "first")
+    second = m.FailJob(CheckpointFailureReason.CHECKPOINT_EXPIRED, "second")
+    jm.coordinator.handle = lambda event: [first, second]  # a fake coordinator call: what it returns is the point
+    before = len(driver.batches)
+    driver.carry_out(jm.coordinator_receives(CoordinatorMessage(jm.coordinator_generation, None)))
+    after = driver.actions_since(before)
+    assert jm.outcome is JobOutcome.FAILED and jm.restarts == 1
+    assert [type(a) for a in after].count(CancelTasks) == 1 and [type(a) for a in after].count(JobEnded) == 1
+    assert "CHECKPOINT_DECLINED" in jm.failure_reason
+
