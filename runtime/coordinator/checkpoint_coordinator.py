@@ -125,6 +125,7 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         self._out: list[Any] = []
         self.triggering: TriggeringCheckpoint | None = None
         self._completing = False
+        self._queue_held = False  # a failover ended a _metadata write: the next queued request runs after it
         self._executing_queue = False
         self._execute_queue_again = False
         self.decider = CheckpointRequestDecider(
@@ -151,9 +152,18 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
                 self._held_events.append(event)  # Flink: the coordinator's lock is held while the _metadata is written
                 return []
             # a failover or a job status change takes the lock after the write: the completion ends now (a little
-            # early), so that the restore it decides sees the completed checkpoint, as in Flink
-            self._on_metadata_written(self._finalizing.checkpoint_id)
-        self._dispatch(event)
+            # early), so that the restore it decides sees the completed checkpoint, as in Flink. The completion only
+            # schedules the next queued request (Flink's scheduleTriggerRequest, on the timer thread), so it runs
+            # after the event: a request is not triggered on the tasks the failover is about to cancel
+            self._queue_held = True
+            try:
+                self._on_metadata_written(self._finalizing.checkpoint_id)
+                self._dispatch(event)
+            finally:
+                self._queue_held = False
+            self._execute_queued_request()
+        else:
+            self._dispatch(event)
         while self._held_events and self._finalizing is None:
             self._dispatch(self._held_events.popleft())
         return self.drain_actions()

@@ -95,7 +95,7 @@ class CheckpointTriggering:
         """Flink runs the next queued request asynchronously; here a trigger that ends at once asks for the next
         request from inside this call, so the nesting is flattened into a loop (a full queue of 1000 requests
         that all fail must not recurse 1000 deep)."""
-        if self.is_shutdown or self._completing:
+        if self.is_shutdown or self._completing or self._queue_held:
             return  # while completing, queued requests wait until the notifications are out (Flink: async)
         if self._executing_queue:
             self._execute_queue_again = True

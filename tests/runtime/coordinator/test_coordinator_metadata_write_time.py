@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.failure_reason import CheckpointFailureReason as R
 
 from coordinator_test_harness import NO_PERIODIC_CHECKPOINTS, keyed_snapshot, make, of
 from test_coordinator_finalize_and_recovery import FlakyWriter, complete
@@ -70,3 +71,32 @@ def test_a_write_that_fails_when_it_ends_aborts_the_checkpoint_then():
     aborted = h.advance(3)
     assert sorted(a.task for a in of(m.NotifyCheckpointAborted, aborted)) == sorted(h.all_attempts)
     assert h.coord.stats.history[1]["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
+
+
+def test_a_restart_during_the_write_does_not_trigger_the_queued_request_on_the_tasks_it_cancels():
+    """Flink's ``completePendingCheckpoint`` only schedules the next queued request (``scheduleTriggerRequest``, on the
+    timer thread) after the write under the lock; the JobMaster's RESTARTING, waiting for that lock, stops the periodic
+    trigger and fails the queued requests first. Before, the completion triggered the queued checkpoint on the tasks
+    the failover was cancelling, and the failover then aborted it (an id and a failed checkpoint that Flink does not
+    have)."""
+    h = make(checkpoint_writer=FlakyWriter(), metadata_write_ms=lambda states: 5, **NO_PERIODIC)
+    h.trigger()
+    h.trigger(request_id=9)  # waits (one concurrent checkpoint) until 1 completes
+    complete(h, 1)
+    actions = h.coord.handle(m.JobStatusChanged(JobStatus.RESTARTING))
+    assert h.coord.stats.history[1]["status"] == "COMPLETED"
+    assert not of(m.TriggerCheckpointOnSources, actions)
+    assert of(m.TriggerRequestFailed, actions) == [m.TriggerRequestFailed(9, None, R.CHECKPOINT_COORDINATOR_SUSPEND)]
+    assert 2 not in h.coord.stats.history
+
+
+def test_a_task_failure_during_the_write_does_not_trigger_the_queued_request_on_the_failed_attempts():
+    h = make(checkpoint_writer=FlakyWriter(), metadata_write_ms=lambda states: 5, **NO_PERIODIC)
+    h.trigger()
+    h.trigger(request_id=9)
+    complete(h, 1)
+    failed = h.attempt("map")
+    actions = h.coord.handle(m.TaskFailed(failed, "lost"))
+    triggered = of(m.TriggerCheckpointOnSources, actions)
+    assert all(attempt.attempt_number > failed.attempt_number for t in triggered for attempt in t.tasks)
+    assert [a.checkpoint_id for a in of(m.RestoreFrom, actions)] == [1]
