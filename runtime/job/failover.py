@@ -136,14 +136,20 @@ class JobFailover:
     def _fail_over(self, task: str, why: str, failed: ExecutionAttemptID | None) -> None:
         self._trace("failover", f"{task} {why}")
         self.restarts += 1
-        self._cancel_deployment()
         if self.restart_strategy.on_failure() is RestartDecision.FAIL_JOB:
+            self._cancel_deployment()
             # as on FINISHED: the terminal status stops and shuts down the coordinator, whose periodic trigger would
             # otherwise go on triggering checkpoints on the dead attempts (and their expiry fail the job again)
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FAILED)))
             self._fail_job(f"the restart strategy gave up after {self.restart_strategy.failures} failures "
                            f"(at most {self.restart_strategy.max_attempts} restarts); the last: {task}: {one_line(why)}")
             return
+        # Flink's DefaultScheduler.restartTasksWithDelay: the job goes RESTARTING before its tasks are cancelled, and
+        # the CheckpointCoordinatorDeActivator stops the periodic trigger, which aborts the pending checkpoints and
+        # the queued requests (CHECKPOINT_COORDINATOR_SUSPEND); the job is RUNNING again, and the trigger restarts
+        # after a random initial delay, when the restart deploys (``timer_fired``, ``RestartDue``)
+        self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RESTARTING)))
+        self._cancel_deployment()
         self._restore_from = None
         if failed is None:
             failed = self.coordinator.current_attempt(self.graph.vertices[0].name, 0)
@@ -155,8 +161,8 @@ class JobFailover:
         """A failover while the job stops with a savepoint: the stop fails (Flink's
         ``StopWithSavepointTerminationHandlerImpl``: a savepoint created but tasks not finished is "Inconsistent
         execution state after stopping with savepoint", a savepoint not created fails it), and the periodic
-        checkpoint scheduler its synchronous savepoint stopped runs again (restarted with the job, as Flink's
-        ``CheckpointCoordinatorDeActivator`` does when the job runs again): the job goes on to its end."""
+        checkpoint scheduler its synchronous savepoint stopped runs again when the restart deploys (the job RUNNING
+        again, Flink's ``CheckpointCoordinatorDeActivator``): the job goes on to its end."""
         stops = [op for op in self.operations
                  if op.operation == "stop_with_savepoint" and op.status in ("IN_PROGRESS", "COMPLETED")]
         if not stops or self.coordinator_down:
@@ -165,7 +171,6 @@ class JobFailover:
             if op.status == "COMPLETED":
                 op.status, op.failure = "FAILED", ("Inconsistent execution state after stopping with savepoint: "
                                                    "a global fail-over is triggered to recover the job")
-        self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
 
     def _damage_checkpoint(self, fault: DamageCheckpoint) -> None:
         """The storage is damaged (fault injection); it fires if there was a checkpoint it could strike."""

@@ -25,10 +25,11 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   job over, as in Flink, where the lost TaskManager's slots fail their tasks and the first failure restarts the
   job. A lost node stays lost: every later deployment places its TaskManagers on the surviving nodes
   (``Placement.node_of_taskmanager``).
-- Failover (a task's death, ``FailJob``): Flink's restart-all strategy. The deployment is cancelled, the
-  restart strategy decides (``runtime.restart_strategy``: too many failures fail the job), the coordinator
-  aborts its pending checkpoints and picks the latest completed checkpoint, and after the restart delay the next
-  deployment restores it; its first restart also meets a ``during_restore`` crash, once per run. A fault of the
+- Failover (a task's death, ``FailJob``): Flink's restart-all strategy. The restart strategy decides
+  (``runtime.restart_strategy``: too many failures fail the job); the job goes RESTARTING (the coordinator stops
+  its periodic trigger and aborts its pending checkpoints and queued requests), the deployment is cancelled, the
+  coordinator picks the latest completed checkpoint, and after the restart delay the job is RUNNING again (the
+  periodic trigger restarts after a random initial delay) and the next deployment restores it; its first restart also meets a ``during_restore`` crash, once per run. A fault of the
   schedule fires once (a crash of a task that is not running does nothing and is not counted). A coordinator's
   ``FailJob`` fails the job over after the rest of the actions of the same coordinator call went out (Flink queues
   ``failJob`` on the JobMaster's main thread): a trigger or an abort notice that call made precedes the failover.
@@ -431,6 +432,8 @@ class JobMaster(JobFailover, JobOperations, ExecutionDeployer):
                 self._damage_checkpoint(fault)
         elif type(timer) is RestartDue:
             if timer.epoch == self.epoch and self.outcome is None:
+                # Flink's DefaultScheduler.restartTasks: RESTARTING -> RUNNING, then the restore and the deployment
+                self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
                 self._deploy(timer.restore)
         elif type(timer) is CoordinatorRecoveryDue:
             if timer.epoch == self.epoch and self.outcome is None:

@@ -840,3 +840,27 @@ def test_a_second_fail_job_of_one_coordinator_call_is_dropped_once_the_first_end
     assert [type(a) for a in after].count(CancelTasks) == 1 and [type(a) for a in after].count(JobEnded) == 1
     assert "CHECKPOINT_DECLINED" in jm.failure_reason
 
+
+def test_a_restarting_job_triggers_no_checkpoint_until_it_runs_again():
+    """Flink's ``DefaultScheduler`` puts a failing-over job RESTARTING, and the ``CheckpointCoordinatorDeActivator``
+    stops the periodic trigger, which aborts the pending checkpoints (``CHECKPOINT_COORDINATOR_SUSPEND``); when the
+    restart deploys, the job is RUNNING again and the trigger restarts after a random initial delay (between the
+    minimum pause and the interval). Before, the trigger ran on through the restart delay, and each trigger failed
+    (the tasks were not running): dozens of failed checkpoints that Flink does not have."""
+    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=10_000, restart_delay_ms=500))
+    jm = driver.jm
+    driver.timers.advance(40)  # checkpoint 1 is triggered and pending (nobody acknowledges)
+    failed_at = len(driver.batches)
+    driver.carry_out(jm.task_failed(jm.attempts[("map", 0)], "lost its process"))
+    assert jm.coordinator.stats.history[1]["failure_reason"] == "CHECKPOINT_COORDINATOR_SUSPEND"
+    driver.timers.advance(499)  # the restart delay: no trigger, no checkpoint
+    during = driver.actions_since(failed_at)
+    assert not [a for a in during if type(a) is SendToTask and type(a.message) is TriggerCheckpoint]
+    assert sorted(jm.coordinator.stats.history) == [1] and not jm.coordinator.is_periodic_checkpointing_started
+    redeployed = len(driver.batches)
+    driver.timers.advance(1)  # the restart: RUNNING, deployed
+    assert jm.epoch == 1 and jm.coordinator.is_periodic_checkpointing_started
+    driver.timers.advance(30)  # the first trigger comes within the interval
+    triggers = [a.message.checkpoint_id for a in driver.actions_since(redeployed)
+                if type(a) is SendToTask and type(a.message) is TriggerCheckpoint]
+    assert triggers and triggers[0] == 2

@@ -78,7 +78,7 @@ def test_a_taskmanager_crash_during_restore_hits_the_first_restart():
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
 def test_a_killed_node_takes_its_taskmanagers_for_good_and_they_restart_on_the_survivors(mode):
     job, result = simulate(mode, '[{"type":"kill_node","node":1,"at_ms":150},'
-                                 '{"type":"kill_node","node":2,"point":"after_sync_snapshot_before_ack","checkpoint_id":12}]')
+                                 '{"type":"kill_node","node":2,"point":"after_sync_snapshot_before_ack","checkpoint_id":10}]')
     assert [e["fired"] for e in result.fault_log] == [1, 1] and result.restarts == 2
     nodes = [d["taskmanager_nodes"] for d in result.deployments]
     # node 1 held TaskManager 1, which moves to node 2; then node 2 goes with TaskManagers 1 and 2
