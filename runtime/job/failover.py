@@ -5,9 +5,10 @@ How this works: ``JobFailover`` is the part of ``runtime.job.job_master.JobMaste
 state: the attempts, the coordinator, the fault log, the outgoing actions) that carries out what the fault schedule
 asks and what a death causes. A crash kills the running attempts it meets (``KillTask`` / ``KillTaskManagers``; a
 fault that meets no running task does nothing and is not counted); the first death fails the job over: the
-deployment is cancelled, the restart strategy decides, the coordinator aborts its pending checkpoints and picks the
-latest completed one, and the next deployment is due after the restart delay (Flink's ``DefaultScheduler`` with
-``RestartAllFailoverStrategy``). A stop-with-savepoint in progress fails with the failover as Flink's
+restart strategy decides, the job goes RESTARTING (the coordinator stops its periodic trigger and aborts its pending
+checkpoints and queued requests), the deployment is cancelled, the coordinator picks the latest completed checkpoint,
+and the next deployment is due after the restart delay, when the job is RUNNING again (Flink's ``DefaultScheduler``
+with ``RestartAllFailoverStrategy``). A stop-with-savepoint in progress fails with the failover as Flink's
 ``StopWithSavepointTerminationHandlerImpl`` fails it. A JobManager crash loses the coordinator (its timers and the
 messages to it) and every task; its recovery builds a new coordinator from the checkpoint storage's
 completed-checkpoint list (``checkpoint_recovery``) and redeploys, or fails the job with the reason it cannot.
