@@ -212,6 +212,7 @@ def build_summary(
         "checkpointing": document["checkpointing"],
         "network": document["network"],
         "cluster": document["cluster"],
+        "restart": document["restart"],
         "placement": placement,
         "checkpoints": checkpoint_counts(counts),
         # covers: "workload" (every record), or "snapshot" (a run that ended by a stop or a cancel: what its last

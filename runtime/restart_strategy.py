@@ -1,17 +1,27 @@
 """The restart strategy of a job: whether a failed job restarts, and after how long.
 
-How this works: every task failure that fails the job over is reported with ``on_failure()``, which counts it
-and returns ``RestartDecision.RESTART`` while the count is at most ``max_attempts`` and
-``RestartDecision.FAIL_JOB`` after that; a restart happens ``delay_ms`` after the failure. The strategy belongs
-to the JobMaster's scheduler, so a JobManager failover (the coordinator crashed and a new one recovered) is no
-failure it counts, and the new JobMaster starts a new strategy with a count of zero. Both drivers (the
-simulator's ``runtime.sim.failover`` and the Ray job manager's ``actors.failover``) decide through it. Mirrors
-Flink's ``FixedDelayRestartBackoffTimeStrategy`` (``notifyFailure``, ``canRestart``, ``getBackoffTime``).
+How this works: every task failure that fails the job over is reported with ``on_failure(now_ms)``, which counts it
+and returns ``RestartDecision.RESTART`` or ``RestartDecision.FAIL_JOB``; the restart happens ``backoff_ms(now_ms)``
+after the failure. Two of Flink's strategies, chosen by ``RestartStrategyConfig`` (a scenario's ``[restart]``):
+- fixed-delay (``FixedDelayRestartStrategy``, Flink's ``FixedDelayRestartBackoffTimeStrategy``): up to
+  ``max_attempts`` restarts, each ``delay_ms`` after its failure;
+- exponential-delay (``ExponentialDelayRestartStrategy``, Flink's ``ExponentialDelayRestartBackoffTimeStrategy``, the
+  default Flink picks for a job with checkpointing): the n-th restart in a row waits ``initial_backoff_ms *
+  backoff_multiplier ** (n - 1)`` with a random jitter of up to ``jitter_factor`` of it either way, never less than
+  the initial backoff nor more than ``max_backoff_ms``; a failure ``reset_backoff_threshold_ms`` or more after the
+  last planned restart starts again from the initial backoff; a failure while a restart is still planned is merged
+  into it (it restarts then, and is no new attempt); more than ``attempts_before_reset_backoff`` attempts in a row
+  fail the job. The jitter comes from the injected ``rng``.
+The strategy belongs to the JobMaster's scheduler, so a JobManager failover (the coordinator crashed and a new one
+recovered) is no failure it counts, and the new JobMaster starts a new strategy. The JobMaster
+(``runtime.job``) decides through it on both drivers.
 """
 
 from __future__ import annotations
 
 import enum
+import random
+from dataclasses import dataclass
 
 
 class RestartDecision(enum.Enum):
@@ -29,9 +39,103 @@ class FixedDelayRestartStrategy:
         self.delay_ms = delay_ms
         self.failures = 0
 
-    def on_failure(self) -> RestartDecision:
+    def on_failure(self, now_ms: int = 0) -> RestartDecision:
         self.failures += 1
         return RestartDecision.RESTART if self.failures <= self.max_attempts else RestartDecision.FAIL_JOB
 
+    def backoff_ms(self, now_ms: int = 0) -> int:
+        return self.delay_ms
+
     def __repr__(self) -> str:
         return f"FixedDelayRestartStrategy({self.failures} of {self.max_attempts} failures, delay {self.delay_ms} ms)"
+
+
+class RestartStrategyKind(enum.Enum):
+    FIXED_DELAY = "fixed-delay"
+    EXPONENTIAL_DELAY = "exponential-delay"
+
+
+MAX_INT = 2**31 - 1  # Java's Integer.MAX_VALUE, Flink's default of attempts-before-reset-backoff ("infinite")
+
+
+@dataclass(frozen=True)
+class RestartStrategyConfig:
+    """A job's restart strategy and its settings; the exponential-delay defaults are Flink's
+    (``RestartStrategyOptions``: ``restart-strategy.exponential-delay.*``)."""
+
+    kind: RestartStrategyKind = RestartStrategyKind.FIXED_DELAY
+    attempts: int = 20  # fixed-delay
+    delay_ms: int = 1000  # fixed-delay
+    initial_backoff_ms: int = 1000
+    max_backoff_ms: int = 60_000
+    backoff_multiplier: float = 1.5
+    reset_backoff_threshold_ms: int = 3_600_000
+    jitter_factor: float = 0.1
+    attempts_before_reset_backoff: int = MAX_INT
+
+    def __post_init__(self) -> None:
+        if self.kind is RestartStrategyKind.FIXED_DELAY:
+            if self.attempts < 0 or self.delay_ms < 0:
+                raise ValueError(f"restart strategy: attempts ({self.attempts}) and delay_ms ({self.delay_ms}) must "
+                                 f"be >= 0")
+            return
+        # Flink's checks (ExponentialDelayRestartBackoffTimeStrategy's constructor)
+        problems = [
+            (self.initial_backoff_ms >= 1, "initial_backoff_ms must be at least 1"),
+            (self.max_backoff_ms >= 1, "max_backoff_ms must be at least 1"),
+            (self.initial_backoff_ms <= self.max_backoff_ms, "initial_backoff_ms cannot be higher than max_backoff_ms"),
+            (self.backoff_multiplier > 1, "backoff_multiplier must be greater than 1"),
+            (self.reset_backoff_threshold_ms >= 1, "reset_backoff_threshold_ms must be at least 1"),
+            (0 <= self.jitter_factor <= 1, "jitter_factor must be >= 0 and <= 1"),
+            (self.attempts_before_reset_backoff >= 1, "attempts_before_reset_backoff must be at least 1"),
+        ]
+        for ok, problem in problems:
+            if not ok:
+                raise ValueError(f"restart strategy: {problem}")
+
+    def create(self, rng: random.Random | None = None):
+        """A new JobMaster's strategy (``rng``: the jitter's random stream; exponential-delay needs it)."""
+        if self.kind is RestartStrategyKind.FIXED_DELAY:
+            return FixedDelayRestartStrategy(self.attempts, self.delay_ms)
+        if rng is None:
+            raise ValueError("restart strategy: exponential-delay needs a random stream for its jitter")
+        return ExponentialDelayRestartStrategy(self, rng)
+
+
+class ExponentialDelayRestartStrategy:
+    """Flink's ``ExponentialDelayRestartBackoffTimeStrategy`` (``notifyFailure``, ``canRestart``,
+    ``getBackoffTime``): see the module."""
+
+    def __init__(self, config: RestartStrategyConfig, rng: random.Random):
+        self.config = config
+        self._rng = rng
+        self.failures = 0  # Flink's currentRestartAttempt: attempts since the backoff was last reset
+        self.max_attempts = config.attempts_before_reset_backoff
+        self._next_restart_ms: int | None = None  # Flink's nextRestartTimestamp (None: its Integer.MIN_VALUE)
+
+    def on_failure(self, now_ms: int) -> RestartDecision:
+        c = self.config
+        if self._next_restart_ms is None or now_ms > self._next_restart_ms:  # else merged into the planned restart
+            if self._next_restart_ms is None or now_ms - self._next_restart_ms >= c.reset_backoff_threshold_ms:
+                self.failures = 0
+            self._next_restart_ms = now_ms + self._backoff()
+            self.failures += 1
+        return RestartDecision.RESTART if self.failures <= self.max_attempts else RestartDecision.FAIL_JOB
+
+    def backoff_ms(self, now_ms: int) -> int:
+        if self._next_restart_ms is None:
+            raise ValueError("restart strategy: no failure was reported yet")
+        return max(0, self._next_restart_ms - now_ms)
+
+    def _backoff(self) -> int:
+        c = self.config
+        current = int(c.initial_backoff_ms * c.backoff_multiplier ** self.failures)  # Java's (long) cast
+        jitter = 0
+        if c.jitter_factor:
+            offset = int(current * c.jitter_factor)
+            jitter = self._rng.randint(-offset, offset)  # Flink: nextLong(-offset, offset + 1)
+        return max(c.initial_backoff_ms, min(current + jitter, c.max_backoff_ms))
+
+    def __repr__(self) -> str:
+        return (f"ExponentialDelayRestartStrategy({self.failures} attempts, next restart at {self._next_restart_ms} ms, "
+                f"{self.config})")

@@ -60,6 +60,7 @@ def scenario_document(scenario: Scenario) -> dict:
         "checkpointing": _section(scenario.checkpointing),
         "storage": _section(scenario.storage),
         "state": _section(scenario.state),
+        "restart": _section(scenario.restart),
     }
     if scenario.restore is not None:
         doc["restore"] = scenario.restore.to_plain()

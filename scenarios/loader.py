@@ -36,6 +36,7 @@ from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, R
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
+from barriersim.runtime.restart_strategy import RestartStrategyConfig, RestartStrategyKind
 from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.scenarios.schema import EDGE_FIELDS, RETENTIONS, SCHEMA, SETTABLE_SECTIONS, VERTEX_FIELDS, Field
 
@@ -122,6 +123,26 @@ class ClusterSpec:
 
 
 @dataclass(frozen=True)
+class RestartSpec:
+    """A scenario's ``[restart]``: the restart strategy, named as Flink's ``restart-strategy.*`` options."""
+
+    strategy: str = RestartStrategyKind.FIXED_DELAY.value
+    attempts: int = RestartStrategyConfig.attempts
+    delay_ms: int = RestartStrategyConfig.delay_ms
+    initial_backoff_ms: int = RestartStrategyConfig.initial_backoff_ms
+    max_backoff_ms: int = RestartStrategyConfig.max_backoff_ms
+    backoff_multiplier: float = RestartStrategyConfig.backoff_multiplier
+    reset_backoff_threshold_ms: int = RestartStrategyConfig.reset_backoff_threshold_ms
+    jitter_factor: float = RestartStrategyConfig.jitter_factor
+    attempts_before_reset_backoff: int = RestartStrategyConfig.attempts_before_reset_backoff
+
+    def config(self) -> RestartStrategyConfig:
+        """The runtime's settings; ``ValueError`` (naming the problem) for settings Flink refuses."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "strategy"}
+        return RestartStrategyConfig(RestartStrategyKind(self.strategy), **values)
+
+
+@dataclass(frozen=True)
 class Scenario:
     path: str
     name: str
@@ -143,6 +164,7 @@ class Scenario:
         return self.actions.graphs(first)
     storage: CheckpointCostModel = CheckpointCostModel()
     state: StateBackendConfig = StateBackendConfig()
+    restart: RestartSpec = RestartSpec()
 
 
 def _type_name(kind: type) -> str:
@@ -265,6 +287,15 @@ def _check_cross_rules(path: str, cp: CheckpointingSpec, origin: str = "") -> No
         raise ScenarioError(path, key, f"{text} ({origin})" if origin else text)
 
 
+def _check_restart(path: str, restart: RestartSpec, origin: str = "") -> None:
+    """The rules Flink's restart strategies put on their settings together (initial backoff at most the maximum)."""
+    try:
+        restart.config()
+    except ValueError as err:
+        text = str(err).partition(": ")[2]
+        raise ScenarioError(path, "restart", f"{text} ({origin})" if origin else text) from None
+
+
 def _check_placement(path: str, graph: JobGraph, cluster: ClusterSpec, faults: FaultSchedule) -> None:
     """The cluster must hold the job (``runtime.job.placement.place``), and the TaskManager and node faults must
     name TaskManagers and nodes it has."""
@@ -310,7 +341,7 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         if section not in known:
             raise ScenarioError(path, section, f"unknown section (known: {', '.join(known)})")
     plain = {}
-    for section in ("scenario", "workload", "network", "cluster", "checkpointing", "storage", "state"):
+    for section in ("scenario", "workload", "network", "cluster", "checkpointing", "storage", "state", "restart"):
         plain[section] = _table(path, section, data.get(section, {}), SCHEMA[section])
     job = _parse_job(path, data.get("job", {}))
     checkpointing = CheckpointingSpec(**{**plain["checkpointing"],
@@ -348,7 +379,9 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         restore=restore,
         storage=CheckpointCostModel(**plain["storage"]),
         state=StateBackendConfig(**plain["state"]),
+        restart=RestartSpec(**plain["restart"]),
     )
+    _check_restart(path, scenario.restart)
     _check_jobs(path, scenario)
     return scenario
 
@@ -396,7 +429,7 @@ def _settable_field(path: str, where: str, dotted_key: Any) -> Field:
     section, _, name = str(dotted_key).partition(".")
     if section not in SETTABLE_SECTIONS or name not in SCHEMA[section]:
         raise ScenarioError(path, f"{where}.{dotted_key}",
-                            "must name a workload, checkpointing, network, cluster, storage or state key, "
+                            "must name a workload, checkpointing, network, cluster, storage, state or restart key, "
                             "e.g. \"workload.zipf_exponent\"")
     return SCHEMA[section][name]
 
@@ -413,6 +446,7 @@ def apply_settings(scenario: Scenario, settings: dict[str, Any], where: str, ori
             and not scenario.checkpointing.mode.uses_alignment_timeout):
         scenario = with_setting(scenario, "checkpointing.aligned_checkpoint_timeout_ms", 0)
     _check_cross_rules(scenario.path, scenario.checkpointing, origin or f"with {where} {_shown(settings)}")
+    _check_restart(scenario.path, scenario.restart, origin or f"with {where} {_shown(settings)}")
     _check_placement(scenario.path, scenario.job.graph, scenario.cluster, scenario.faults)
     _check_jobs(scenario.path, scenario)
     return scenario

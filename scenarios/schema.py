@@ -19,9 +19,10 @@ from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
+from barriersim.runtime.restart_strategy import RestartStrategyConfig, RestartStrategyKind
 from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind
 
-SETTABLE_SECTIONS = ("workload", "checkpointing", "network", "cluster", "storage", "state")  # what overrides and sweeps may set, as "section.key"
+SETTABLE_SECTIONS = ("workload", "checkpointing", "network", "cluster", "storage", "state", "restart")  # what overrides and sweeps may set, as "section.key"
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ def _plain_name(v: str) -> str | None:
 
 _COST = CheckpointCostModel()
 _STATE = StateBackendConfig()
+_RESTART = RestartStrategyConfig()
 OPERATORS = tuple(k.value for k in OperatorKind)
 PARTITIONERS = tuple(p.value for p in Partitioner)
 RETENTIONS = tuple(r.value for r in ExternalizedCheckpointRetention)  # Flink's default first
@@ -128,6 +130,22 @@ SCHEMA: dict[str, dict[str, Field]] = {
         # Flink's execution.state-recovery.claim-mode for the checkpoints a new JobManager recovers: no_claim (Flink's
         # default) never discards the files they created, claim discards them once no retained checkpoint uses them
         "recovery_claim_mode": Field(str, RecoveryClaimMode.NO_CLAIM.value, _one_of(*(m.value for m in RecoveryClaimMode))),
+    },
+    # the restart strategy (runtime.restart_strategy): fixed-delay (attempts, delay_ms) or exponential-delay (the other
+    # keys; their defaults are Flink's restart-strategy.exponential-delay.*). The default stays barriersim's fixed-delay
+    # of 20 attempts 1 s apart, on which the library's fault scenarios are timed; Flink's default for a job with
+    # checkpointing is exponential-delay (README, "Restart strategy")
+    "restart": {
+        "strategy": Field(str, _RESTART.kind.value, _one_of(*(k.value for k in RestartStrategyKind))),
+        "attempts": Field(int, _RESTART.attempts, _between(0, 1_000_000)),
+        "delay_ms": Field(int, _RESTART.delay_ms, _between(0, 86_400_000)),
+        "initial_backoff_ms": Field(int, _RESTART.initial_backoff_ms, _between(1, 86_400_000)),
+        "max_backoff_ms": Field(int, _RESTART.max_backoff_ms, _between(1, 86_400_000)),
+        "backoff_multiplier": Field(float, _RESTART.backoff_multiplier,
+                                    lambda v: None if 1 < v <= 1000 else f"must be greater than 1 and at most 1000, got {v}"),
+        "reset_backoff_threshold_ms": Field(int, _RESTART.reset_backoff_threshold_ms, _between(1, 10**12)),
+        "jitter_factor": Field(float, _RESTART.jitter_factor, _between(0.0, 1.0)),
+        "attempts_before_reset_backoff": Field(int, _RESTART.attempts_before_reset_backoff, _between(1, 2**31 - 1)),
     },
     # the keyed state backend (runtime.state.backend): heap (full snapshots) or incremental (RocksDB-like sorted runs,
     # flushes and leveled compaction with RocksDB's defaults); entry_bytes models each state entry's size

@@ -13,6 +13,7 @@ from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRete
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
+from barriersim.runtime.restart_strategy import RestartStrategyKind
 from barriersim.runtime.stream_task import NetworkConfig
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.workload import SOURCE_ID_STRIDE, local_splits
@@ -21,7 +22,7 @@ from barriersim.scenarios.workload import SOURCE_ID_STRIDE, local_splits
 def job_config(scenario: Scenario) -> JobConfig:
     """The job's settings from the (effective) scenario: its mode, checkpointing, network, rate, faults, actions
     and restore."""
-    cp, net = scenario.checkpointing, scenario.network
+    cp, net, restart = scenario.checkpointing, scenario.network, scenario.restart.config()
     return JobConfig(
         graph=scenario.job.graph,
         mode=cp.mode,
@@ -57,6 +58,9 @@ def job_config(scenario: Scenario) -> JobConfig:
         cluster=scenario.cluster.config(),
         storage=scenario.storage,
         state=scenario.state,
+        max_restarts=restart.attempts,
+        restart_delay_ms=restart.delay_ms,
+        restart=restart if restart.kind is RestartStrategyKind.EXPONENTIAL_DELAY else None,
         claim_mode=RecoveryClaimMode(cp.recovery_claim_mode),
     )
 

@@ -11,7 +11,7 @@ limit (which only the simulator reads: on Ray, latency is real). A run may hold 
 itself when built: the mode with its settings (``checkpointing_problem``), the actions and the fault schedule
 against the graphs, that the cluster (``cluster``: TaskManagers, slots and nodes, ``runtime.job.placement``) can
 hold every job, and the TaskManager and node faults against that placement. ``coordinator_configuration()``,
-``checkpoint_options()`` and ``restart_strategy()`` map it onto the coordinator's configuration, Flink's
+``checkpoint_options()`` and ``restart_settings()`` map it onto the coordinator's configuration, Flink's
 ``CheckpointOptions`` and a JobMaster's restart strategy: one mapping for both drivers. ``JobOutcome`` is how a
 job ended. Mirrors Flink's ``CheckpointConfig`` / ``ExecutionConfig`` settings as a job's configuration carries
 them.
@@ -34,7 +34,7 @@ from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, R
 from barriersim.runtime.faults import FaultSchedule
 from barriersim.runtime.job.placement import ClusterConfig, Placement, PlacementError, place
 from barriersim.runtime.jobgraph import JobGraph
-from barriersim.runtime.restart_strategy import FixedDelayRestartStrategy
+from barriersim.runtime.restart_strategy import RestartStrategyConfig, RestartStrategyKind
 from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.runtime.stream_task import NetworkConfig
 
@@ -80,8 +80,10 @@ class JobConfig:
     # whether a new JobManager's recovered checkpoints are the job's to discard (Flink's claim mode; NO_CLAIM default)
     claim_mode: RecoveryClaimMode = RecoveryClaimMode.NO_CLAIM
     buffer_timeout_ms: int = 100
-    restart_delay_ms: int = 1000
-    max_restarts: int = 20
+    restart_delay_ms: int = 1000  # the fixed-delay strategy's delay, and a JobManager failover's
+    max_restarts: int = 20  # the fixed-delay strategy's attempts
+    # an exponential-delay restart strategy's settings; None: the fixed-delay strategy of the two above
+    restart: RestartStrategyConfig | None = None
     source_rate_per_subtask: int = 0  # records/s; 0: limited by cost and backpressure only
     # a source that read its splits holds its end of input until it was notified of this many completed checkpoints
     # (Flink's minCheckpoints of its UnalignedCheckpointTestBase.LongSource; StreamTask's source_min_checkpoints)
@@ -102,6 +104,9 @@ class JobConfig:
         problem = checkpointing_problem(self.mode, self.max_concurrent, self.aligned_checkpoint_timeout_ms)
         if problem is not None:
             raise JobConfigError(*problem)
+        if self.restart is not None and self.restart.kind is not RestartStrategyKind.EXPONENTIAL_DELAY:
+            raise JobConfigError("restart.strategy", "a fixed-delay strategy is set with max_restarts and "
+                                                     "restart_delay_ms, not restart")
         if self.source_min_checkpoints < 0:
             raise JobConfigError("workload.min_checkpoints", f"must be at least 0, not {self.source_min_checkpoints}")
         if self.source_min_checkpoints and not self.periodic_checkpoints:
@@ -171,9 +176,11 @@ class JobConfig:
             return limit
         return max(1, min(limit, round(self.source_rate_per_subtask * SOURCE_PACING_MS / 1000)))
 
-    def restart_strategy(self) -> FixedDelayRestartStrategy:
-        """A new JobMaster's restart strategy for these settings."""
-        return FixedDelayRestartStrategy(self.max_restarts, self.restart_delay_ms)
+    def restart_settings(self) -> RestartStrategyConfig:
+        """The restart strategy a new JobMaster creates (``RestartStrategyConfig.create``)."""
+        if self.restart is not None:
+            return self.restart
+        return RestartStrategyConfig(RestartStrategyKind.FIXED_DELAY, self.max_restarts, self.restart_delay_ms)
 
     def coordinator_configuration(self) -> CheckpointCoordinatorConfiguration:
         """The coordinator's configuration for these settings."""

@@ -137,7 +137,7 @@ class JobFailover:
     def _fail_over(self, task: str, why: str, failed: ExecutionAttemptID | None) -> None:
         self._trace("failover", f"{task} {why}")
         self.restarts += 1
-        if self.restart_strategy.on_failure() is RestartDecision.FAIL_JOB:
+        if self.restart_strategy.on_failure(self.clock()) is RestartDecision.FAIL_JOB:
             self._cancel_deployment()
             # as on FINISHED: the terminal status stops and shuts down the coordinator, whose periodic trigger would
             # otherwise go on triggering checkpoints on the dead attempts (and their expiry fail the job again)
@@ -156,7 +156,8 @@ class JobFailover:
             failed = self.coordinator.current_attempt(self.graph.vertices[0].name, 0)
         self._handle_coordinator(self.coordinator.handle(m.TaskFailed(failed, why)))
         self._stop_with_savepoint_failed_over()
-        self._out.append(StartTimer(self.restart_strategy.delay_ms, RestartDue(self.epoch, self._restore_from)))
+        self._out.append(StartTimer(self.restart_strategy.backoff_ms(self.clock()),
+                                    RestartDue(self.epoch, self._restore_from)))
 
     def _stop_with_savepoint_failed_over(self) -> None:
         """A failover while the job stops with a savepoint: the stop fails (Flink's
@@ -217,7 +218,7 @@ class JobFailover:
             self._fail_job(f"JobManager failover: {err}")
             return
         self.coordinator = self._new_coordinator(recovered.store, next_attempt_number(self.coordinator))
-        self.restart_strategy = self.config.restart_strategy()
+        self.restart_strategy = self._new_restart_strategy()
         self.coordinator_down = False
         self._trace("coordinator-recovered", f"checkpoints={list(recovered.recovered_ids)} next_id={self.id_counter.get()}")
         self._restore_from = None

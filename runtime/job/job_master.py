@@ -118,6 +118,7 @@ from barriersim.runtime.job.failover import FAULT_NAMES, JobFailover
 from barriersim.runtime.job.operations import JobOperations
 from barriersim.runtime.job.report import JobReport, JobRestore, Operation, one_line
 from barriersim.runtime.recovery.errors import StateAssignmentError
+from barriersim.runtime.restart_strategy import RestartStrategyKind
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.task.actions import TaskCheckpointMetrics
@@ -213,7 +214,7 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         self.coordinator_down = False
         self.retired_stats: list[CheckpointStatsTracker] = []  # the statistics of coordinators that died
         self.coordinator = self._new_coordinator(first_attempt_number=first_attempt_number)
-        self.restart_strategy = config.restart_strategy()
+        self.restart_strategy = self._new_restart_strategy()
 
     # -- queries --------------------------------------------------------------------------------------
 
@@ -436,6 +437,12 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         else:
             raise TypeError(f"job {self.job_id}: not a JobMaster timer: {timer!r}")
         return self._take()
+
+    def _new_restart_strategy(self):
+        """A new JobMaster's restart strategy; exponential-delay draws its jitter from the coordinator's stream."""
+        settings = self.config.restart_settings()
+        exponential = settings.kind is RestartStrategyKind.EXPONENTIAL_DELAY
+        return settings.create(random.Random(self._coordinator_rng().getrandbits(64)) if exponential else None)
 
     # -- messages -------------------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ FLINK_CHECKPOINT_FIELDS = {
     "num_subtasks", "num_acknowledged_subtasks", "checkpoint_type",
 }
 SUMMARY_KEYS = ["scenario", "seed", "backend", "mode", "versions", "workload", "checkpointing", "network",
-                "cluster", "placement", "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "workload_cache", "timings_seconds",
+                "cluster", "restart", "placement", "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "workload_cache", "timings_seconds",
                 "ray", "wall_seconds"]
 
 TIMINGS = ["ray_start", "spark_start", "workload", "cache_write", "analytics", "deploy", "job", "verification"]

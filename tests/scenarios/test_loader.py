@@ -42,6 +42,11 @@ def test_quickstart_loads_with_its_values():
         ('[scenario]\nname="x"\n[storage]\nasync_fixed_ms=-2\n', "storage.async_fixed_ms", "must be between"),
         ('[scenario]\nname="x"\n[storage]\nupload_mib_per_s=0\n', "storage.upload_mib_per_s", "must be between"),
         ('[scenario]\nname="x"\n[storage]\nlatency=1\n', "storage.latency", "unknown key"),
+        ('[scenario]\nname="x"\n[restart]\nstrategy="forever"\n', "restart.strategy", "must be one of"),
+        ('[scenario]\nname="x"\n[restart]\nbackoff_multiplier=1\n', "restart.backoff_multiplier",
+         "must be greater than 1"),
+        ('[scenario]\nname="x"\n[restart]\nstrategy="exponential-delay"\ninitial_backoff_ms=5000\nmax_backoff_ms=2000\n',
+         "restart", "initial_backoff_ms cannot be higher than max_backoff_ms"),
     ],
 )
 def test_malformed_scenarios_name_file_and_key(tmp_path, text, key, problem):
@@ -103,3 +108,22 @@ def test_storage_costs_default_to_the_calibrated_model_and_take_the_file_s_figur
     s = load_scenario(write(tmp_path, '[scenario]\nname="x"\n[storage]\nasync_fixed_ms=2\nemulate_remote_store=true\n'))
     assert s.storage.async_fixed_ms == 2.0 and s.storage.emulate_remote_store
     assert parse_scenario(scenario_document(s), s.path) == s  # written out in a run's scenario.toml, read back
+
+
+def test_a_restart_section_reaches_the_job_and_round_trips(tmp_path):
+    """``[restart]`` sets the job's restart strategy (fixed-delay through the JobConfig's two fields, exponential-delay
+    through its settings), and the run directory's scenario document reads back the same."""
+    from barriersim.runtime.restart_strategy import RestartStrategyKind
+    from barriersim.scenarios.documents import scenario_document
+    from barriersim.scenarios.loader import parse_scenario
+    from barriersim.scenarios.simulation_inputs import job_config
+
+    fixed = job_config(load_scenario(write(tmp_path, '[scenario]\nname="x"\n[restart]\nattempts=3\ndelay_ms=250\n')))
+    assert (fixed.max_restarts, fixed.restart_delay_ms, fixed.restart) == (3, 250, None)
+    s = load_scenario(write(tmp_path, '[scenario]\nname="x"\n[restart]\nstrategy="exponential-delay"\n'
+                                      'initial_backoff_ms=200\njitter_factor=0.0\n'))
+    config = job_config(s).restart
+    assert config.kind is RestartStrategyKind.EXPONENTIAL_DELAY
+    assert (config.initial_backoff_ms, config.jitter_factor, config.max_backoff_ms) == (200, 0.0, 60_000)
+    assert parse_scenario(scenario_document(s), s.path) == s
+

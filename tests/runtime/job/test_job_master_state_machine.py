@@ -72,6 +72,7 @@ from barriersim.runtime.job.actions import (
     KillTask,
     KillTaskManagers,
     NotifyCheckpointAborted,
+    RestartDue,
     SendToCoordinator,
     SendToTask,
     StartTimer,
@@ -82,6 +83,7 @@ from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.job_master import JobMaster
 from barriersim.runtime.job.placement import ClusterConfig, place, slots_needed
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
+from barriersim.runtime.restart_strategy import RestartStrategyConfig, RestartStrategyKind
 from barriersim.runtime.state.key_groups import compute_key_group_range_for_operator_index
 from barriersim.runtime.state.snapshot import KeyGroupsStateHandle, OperatorSubtaskState, TaskStateSnapshot
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
@@ -864,3 +866,21 @@ def test_a_restarting_job_triggers_no_checkpoint_until_it_runs_again():
     triggers = [a.message.checkpoint_id for a in driver.actions_since(redeployed)
                 if type(a) is SendToTask and type(a.message) is TriggerCheckpoint]
     assert triggers and triggers[0] == 2
+
+
+def test_an_exponential_delay_strategy_spaces_the_restarts_out():
+    """Each failure in a row waits longer (Flink's ``ExponentialDelayRestartBackoffTimeStrategy``): 1 s, 1.5 s, 2.25 s
+    without jitter; with Flink's 10 % jitter each is within 10 % of that, drawn from the run's seeded stream."""
+    def restart_delays(jitter: float) -> list[int]:
+        restart = RestartStrategyConfig(RestartStrategyKind.EXPONENTIAL_DELAY, jitter_factor=jitter)
+        driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=10_000, restart=restart))
+        for _ in range(3):
+            driver.timers.advance(100)
+            driver.carry_out(driver.jm.task_failed(driver.jm.attempts[("map", 0)], "lost its process"))
+            driver.timers.advance(5_000)
+        return [a.delay_ms for a in driver.actions_since(0) if type(a) is StartTimer and type(a.timer) is RestartDue]
+
+    assert restart_delays(0.0) == [1000, 1500, 2250]
+    jittered = restart_delays(0.1)
+    assert all(abs(d - e) <= e * 0.1 for d, e in zip(jittered, [1000, 1500, 2250])) and len(jittered) == 3
+    assert restart_delays(0.1) == jittered  # the same seeded stream, the same delays
