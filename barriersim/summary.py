@@ -210,9 +210,9 @@ def build_summary(
         "workload": {"records": records, "generated_by": generated_by,
                      **{k: v for k, v in document["workload"].items() if k != "records"}},
         "checkpointing": document["checkpointing"],
+        "restart": document["restart"],
         "network": document["network"],
         "cluster": document["cluster"],
-        "restart": document["restart"],
         "placement": placement,
         "checkpoints": checkpoint_counts(counts),
         # covers: "workload" (every record), or "snapshot" (a run that ended by a stop or a cancel: what its last

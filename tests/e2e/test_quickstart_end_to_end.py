@@ -32,8 +32,8 @@ FLINK_CHECKPOINT_FIELDS = {
     "checkpointed_size", "state_size", "alignment_buffered", "processed_data", "persisted_data",
     "num_subtasks", "num_acknowledged_subtasks", "checkpoint_type",
 }
-SUMMARY_KEYS = ["scenario", "seed", "backend", "mode", "versions", "workload", "checkpointing", "network",
-                "cluster", "restart", "placement", "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "workload_cache", "timings_seconds",
+SUMMARY_KEYS = ["scenario", "seed", "backend", "mode", "versions", "workload", "checkpointing", "restart",
+                "network", "cluster", "placement", "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "workload_cache", "timings_seconds",
                 "ray", "wall_seconds"]
 
 TIMINGS = ["ray_start", "spark_start", "workload", "cache_write", "analytics", "deploy", "job", "verification"]
