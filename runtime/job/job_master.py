@@ -26,13 +26,14 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   job. A lost node stays lost: every later deployment places its TaskManagers on the surviving nodes
   (``Placement.node_of_taskmanager``).
 - Failover (a task's death, ``FailJob``): Flink's restart-all strategy. The restart strategy decides
-  (``runtime.restart_strategy``: too many failures fail the job); the job goes RESTARTING (the coordinator stops
-  its periodic trigger and aborts its pending checkpoints and queued requests), the deployment is cancelled, the
+  (``runtime.restart_strategy``: too many failures fail the job); the job goes RESTARTING (the coordinator stops its
+  periodic trigger and aborts its pending checkpoints and queued requests), the deployment is cancelled, the
   coordinator picks the latest completed checkpoint, and after the restart delay the job is RUNNING again (the
-  periodic trigger restarts after a random initial delay) and the next deployment restores it; its first restart also meets a ``during_restore`` crash, once per run. A fault of the
-  schedule fires once (a crash of a task that is not running does nothing and is not counted). A coordinator's
-  ``FailJob`` fails the job over after the rest of the actions of the same coordinator call went out (Flink queues
-  ``failJob`` on the JobMaster's main thread): a trigger or an abort notice that call made precedes the failover.
+  periodic trigger restarts after a random initial delay) and the next deployment restores it; its first restart
+  also meets a ``during_restore`` crash, once per run. A fault of the schedule fires once (a crash of a task that is
+  not running does nothing and is not counted). A coordinator's ``FailJob`` fails the job over after the rest of the
+  actions of the same coordinator call went out (Flink queues ``failJob`` on the JobMaster's main thread): a trigger
+  or an abort notice that call made precedes the failover.
 - JobManager failover (``CrashCoordinator``): the coordinator's memory is lost (its timers never fire, messages
   to it are lost), every task dies, and after the restart delay a new coordinator recovers the completed
   checkpoints from the checkpoint storage's completed-checkpoint list with the persisted id counter
@@ -63,13 +64,14 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   a task failure does (the job fails over, and fails once the restart strategy gives up), as does a task whose
   state cannot be restored (``deploy_failed``). Flink never falls back to an older checkpoint on its own.
 - How a job ended: ``outcome`` and, for ``FAILED``, ``failure_reason`` (one line: what failed it).
-What happened is counted in the fault log (``runtime.fault_log``) and told to the optional ``trace(label,
-detail)``. Four parts of the class are base classes of it in modules of their own: what it does with its coordinator's
-actions (``runtime.job.coordinator_actions.CoordinatorActions``), its faults and failover
+What happened is counted in the fault log (``runtime.fault_log``) and told to the optional ``trace(label, detail)``.
+Four parts of the class are base classes of it in modules of their own: what it does with its coordinator's actions
+(``runtime.job.coordinator_actions.CoordinatorActions``), its faults and failover
 (``runtime.job.failover.JobFailover``), its operations (``runtime.job.operations.JobOperations``) and its
-deployments (``runtime.job.execution_deployer.ExecutionDeployer``); what it reports is ``runtime.job.report``. Mirrors Flink's ``JobMaster`` with its ``DefaultScheduler`` (``RestartAllFailoverStrategy``, fixed-delay
-restart strategy), its ``CheckpointCoordinator``, and a JobManager failover under high availability
-(``JobMasterServiceLeadershipRunner`` recovering the job).
+deployments (``runtime.job.execution_deployer.ExecutionDeployer``); what it reports is ``runtime.job.report``.
+Mirrors Flink's ``JobMaster`` with its ``DefaultScheduler`` (``RestartAllFailoverStrategy``, a fixed-delay or
+exponential-delay restart strategy), its ``CheckpointCoordinator``, and a JobManager failover under high
+availability (``JobMasterServiceLeadershipRunner`` recovering the job).
 """
 
 from __future__ import annotations
