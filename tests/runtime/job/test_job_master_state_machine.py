@@ -9,10 +9,10 @@ starts the checkpoint in every live task of its deployment; rules then acknowled
 name the checkpoint), decline it, let a task die, crash at a task-side protocol point (a deployment's armed points
 fire when the task gets there: at its acknowledgement), finish, or send messages from attempts of cancelled
 deployments. Each example draws a small job graph (source, map, sink; parallelism 1-2), a short checkpoint interval
-and timeout, a restart policy, a placement in two TaskManagers on two nodes and a fault schedule (timed and
-protocol-point task crashes, TaskManager crashes and node losses (``KillTaskManagers``: every death reported as a
-``KillTask``'s), JobManager failovers, dropped and delayed messages, declined checkpoints, failing state and
-``_metadata`` writes).
+and timeout, a restart policy (fixed-delay or exponential-delay), a placement in two TaskManagers on two nodes and a
+fault schedule (timed and protocol-point task crashes, TaskManager crashes and node losses (``KillTaskManagers``:
+every death reported as a ``KillTask``'s), JobManager failovers, dropped and delayed messages, declined checkpoints,
+failing state and ``_metadata`` writes).
 
 Invariants, after every step:
 1. checkpoint ids strictly increase across failovers and JobManager failovers: the triggers in emission order and
@@ -213,15 +213,21 @@ class JobMasterMachine(RuleBasedStateMachine):
                 interval=st.sampled_from([20, 50]), timeout=st.sampled_from([100, 300, 600_000]),
                 max_concurrent=st.integers(1, 2), max_retained=st.integers(1, 2),
                 tolerable=st.sampled_from([0, 1, 2**31 - 1]), restart_delay=st.sampled_from([0, 20]),
-                max_restarts=st.sampled_from([1, 1000, 1000, 1000, 1000]), deaths_at_once=st.booleans())
+                max_restarts=st.sampled_from([1, 1000, 1000, 1000, 1000]), deaths_at_once=st.booleans(),
+                exponential=st.booleans())
     @step
     def start(self, data, sources, maps, interval, timeout, max_concurrent, max_retained, tolerable, restart_delay,
-              max_restarts, deaths_at_once):
+              max_restarts, deaths_at_once, exponential):
         graph = job_graph(sources, maps)
+        # Flink's exponential-delay strategy, scaled to the machine's times: 10, 20, 40 ms apart, jittered, reset after
+        # 100 quiet ms, at most max_restarts attempts in a row
+        restart = RestartStrategyConfig(RestartStrategyKind.EXPONENTIAL_DELAY, initial_backoff_ms=10, max_backoff_ms=40,
+                                        backoff_multiplier=2.0, reset_backoff_threshold_ms=100, jitter_factor=0.5,
+                                        attempts_before_reset_backoff=max_restarts) if exponential else None
         self.config = JobConfig(graph, interval_ms=interval, timeout_ms=timeout, max_concurrent=max_concurrent,
                                 cluster=cluster_of(graph),
                                 max_retained=max_retained, tolerable_failures=tolerable,
-                                restart_delay_ms=restart_delay, max_restarts=max_restarts,
+                                restart_delay_ms=restart_delay, max_restarts=max_restarts, restart=restart,
                                 faults=data.draw(fault_schedules(graph), label="faults"))
         self.parallelism = {v.name: v.parallelism for v in graph.vertices}
         self.deaths_at_once = deaths_at_once
@@ -637,9 +643,9 @@ class JobMasterMachine(RuleBasedStateMachine):
                 self.timers.advance_to(max(self.now, min(upcoming)))
         assert self.outcome is not None, "the job did not end once faults stopped"
         if self.outcome is JobOutcome.FAILED:
-            assert self.jm.restart_strategy.failures > self.config.max_restarts, (
+            assert self.jm.restart_strategy.failures > self.jm.restart_strategy.max_attempts, (
                 f"the job failed after {self.jm.restart_strategy.failures} failures "
-                f"(max_restarts {self.config.max_restarts})")
+                f"({self.jm.restart_strategy!r})")
         else:
             assert self.outcome is JobOutcome.FINISHED, self.outcome
         # past every checkpoint's expiry: an ended job's coordinator must not trigger, expire or fail anything
