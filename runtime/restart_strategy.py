@@ -56,6 +56,7 @@ class RestartStrategyKind(enum.Enum):
 
 
 MAX_INT = 2**31 - 1  # Java's Integer.MAX_VALUE, Flink's default of attempts-before-reset-backoff ("infinite")
+JAVA_LONG_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,7 @@ class RestartStrategyConfig:
 
     def __post_init__(self) -> None:
         if self.kind is RestartStrategyKind.FIXED_DELAY:
-            if self.attempts < 0 or self.delay_ms < 0:
-                raise ValueError(f"restart strategy: attempts ({self.attempts}) and delay_ms ({self.delay_ms}) must "
-                                 f"be >= 0")
-            return
+            return  # FixedDelayRestartStrategy checks its two settings
         # Flink's checks (ExponentialDelayRestartBackoffTimeStrategy's constructor)
         problems = [
             (self.initial_backoff_ms >= 1, "initial_backoff_ms must be at least 1"),
@@ -129,7 +127,11 @@ class ExponentialDelayRestartStrategy:
 
     def _backoff(self) -> int:
         c = self.config
-        current = int(c.initial_backoff_ms * c.backoff_multiplier ** self.failures)  # Java's (long) cast
+        try:
+            exact = c.initial_backoff_ms * c.backoff_multiplier ** self.failures
+        except OverflowError:  # many failures in a row: Java's Math.pow gives infinity
+            exact = float("inf")
+        current = int(min(exact, JAVA_LONG_MAX))  # Java's (long) cast, which saturates
         jitter = 0
         if c.jitter_factor:
             offset = int(current * c.jitter_factor)

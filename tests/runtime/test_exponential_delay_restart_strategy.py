@@ -151,3 +151,14 @@ def test_flinks_defaults():
     c = RestartStrategyConfig(EXPONENTIAL)
     assert (c.initial_backoff_ms, c.max_backoff_ms, c.backoff_multiplier, c.reset_backoff_threshold_ms,
             c.jitter_factor, c.attempts_before_reset_backoff) == (1000, 60_000, 1.5, 3_600_000, 0.1, 2**31 - 1)
+
+
+def test_thousands_of_failures_in_a_row_stay_at_the_maximum_backoff():
+    """``1.5 ** 5000`` overflows a double: Flink's ``Math.pow`` gives infinity and its ``(long)`` cast saturates, so
+    the backoff stays at the maximum (Python's float power raises instead, which must not reach the JobMaster)."""
+    s, now = strategy(1000, 60_000, 1.5, 3_600_000, 0.1, MAX_INT), 0
+    for _ in range(5000):
+        assert s.on_failure(now) is RestartDecision.RESTART
+        now += s.backoff_ms(now) + 1
+    assert s.failures == 5000 and s.backoff_ms(now - 60_001) == 60_000
+
