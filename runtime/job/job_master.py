@@ -41,12 +41,12 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   from zero. A checkpoint the list names that cannot be read fails the recovery, and the job ends ``FAILED``
   with that reason (Flink: the JobMaster cannot be created, the job fails).
 - Checkpoint metadata is written through the injected ``CheckpointStorage`` while the coordinator finalizes (a
-  ``fail_storage_write`` of the ``_metadata`` makes the write fail, and the coordinator aborts the checkpoint);
-  the write holds the coordinator for the time the job's checkpoint cost model charges on this driver
-  (``runtime.checkpoint_cost``); the coordinator's store is a ``DefaultCompletedCheckpointStore`` that keeps the storage's completed-checkpoint
-  list; discarded checkpoints are deleted there (a discard that fails is reported in ``storage_errors`` and the
-  job goes on, as Flink's ``CheckpointsCleaner`` logs it); savepoints go to the ``savepoint_storage`` (the
-  savepoint directory).
+  ``fail_storage_write`` of the ``_metadata`` makes the write fail, and the coordinator aborts the checkpoint); the
+  write holds the coordinator for the time the job's checkpoint cost model charges on this driver
+  (``runtime.checkpoint_cost``); the coordinator's store is a ``DefaultCompletedCheckpointStore`` that keeps the
+  storage's completed-checkpoint list; discarded checkpoints are deleted there (a discard that fails is reported in
+  ``storage_errors`` and the job goes on, as Flink's ``CheckpointsCleaner`` logs it); savepoints go to the
+  ``savepoint_storage`` (the savepoint directory).
 - Operations (``trigger_savepoint``, ``stop_with_savepoint``, ``cancel``): a savepoint is a trigger request of
   the coordinator (canonical format); a stop-with-savepoint a synchronous one, after which the tasks finish and
   the job ends FINISHED (a task that stopped for it fails if it is aborted, and the job fails over); a cancel
