@@ -61,10 +61,10 @@ JAVA_LONG_MAX = 2**63 - 1
 
 @dataclass(frozen=True)
 class RestartStrategyConfig:
-    """A job's restart strategy and its settings; the exponential-delay defaults are Flink's
-    (``RestartStrategyOptions``: ``restart-strategy.exponential-delay.*``)."""
+    """A job's restart strategy and its settings, as a scenario's ``[restart]`` names them (Flink's
+    ``restart-strategy.*`` options); the exponential-delay defaults are Flink's (``RestartStrategyOptions``)."""
 
-    kind: RestartStrategyKind = RestartStrategyKind.FIXED_DELAY
+    strategy: RestartStrategyKind = RestartStrategyKind.FIXED_DELAY
     attempts: int = 20  # fixed-delay
     delay_ms: int = 1000  # fixed-delay
     initial_backoff_ms: int = 1000
@@ -75,9 +75,14 @@ class RestartStrategyConfig:
     attempts_before_reset_backoff: int = MAX_INT
 
     def __post_init__(self) -> None:
-        if self.kind is RestartStrategyKind.FIXED_DELAY:
-            return  # FixedDelayRestartStrategy checks its two settings
-        # Flink's checks (ExponentialDelayRestartBackoffTimeStrategy's constructor)
+        object.__setattr__(self, "strategy", RestartStrategyKind(self.strategy))  # a scenario file's string too
+
+    def problem(self) -> str | None:
+        """What Flink refuses in these settings (its strategies' constructors check them), or None."""
+        if self.strategy is RestartStrategyKind.FIXED_DELAY:
+            if self.attempts < 0 or self.delay_ms < 0:
+                return f"attempts ({self.attempts}) and delay_ms ({self.delay_ms}) must be >= 0"
+            return None
         problems = [
             (self.initial_backoff_ms >= 1, "initial_backoff_ms must be at least 1"),
             (self.max_backoff_ms >= 1, "max_backoff_ms must be at least 1"),
@@ -87,13 +92,15 @@ class RestartStrategyConfig:
             (0 <= self.jitter_factor <= 1, "jitter_factor must be >= 0 and <= 1"),
             (self.attempts_before_reset_backoff >= 1, "attempts_before_reset_backoff must be at least 1"),
         ]
-        for ok, problem in problems:
-            if not ok:
-                raise ValueError(f"restart strategy: {problem}")
+        return next((text for ok, text in problems if not ok), None)
 
     def create(self, rng: random.Random | None = None):
-        """A new JobMaster's strategy (``rng``: the jitter's random stream; exponential-delay needs it)."""
-        if self.kind is RestartStrategyKind.FIXED_DELAY:
+        """A new JobMaster's strategy (``rng``: the jitter's random stream; exponential-delay needs it); ``ValueError``
+        for settings Flink refuses."""
+        problem = self.problem()
+        if problem is not None:
+            raise ValueError(f"restart strategy: {problem}")
+        if self.strategy is RestartStrategyKind.FIXED_DELAY:
             return FixedDelayRestartStrategy(self.attempts, self.delay_ms)
         if rng is None:
             raise ValueError("restart strategy: exponential-delay needs a random stream for its jitter")
@@ -105,6 +112,9 @@ class ExponentialDelayRestartStrategy:
     ``getBackoffTime``): see the module."""
 
     def __init__(self, config: RestartStrategyConfig, rng: random.Random):
+        problem = config.problem()
+        if problem is not None:
+            raise ValueError(f"restart strategy: {problem}")
         self.config = config
         self._rng = rng
         self.failures = 0  # Flink's currentRestartAttempt: attempts since the backoff was last reset

@@ -36,7 +36,7 @@ from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, R
 from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
 from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
-from barriersim.runtime.restart_strategy import RestartStrategyConfig, RestartStrategyKind
+from barriersim.runtime.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.scenarios.schema import EDGE_FIELDS, RETENTIONS, SCHEMA, SETTABLE_SECTIONS, VERTEX_FIELDS, Field
 
@@ -123,26 +123,6 @@ class ClusterSpec:
 
 
 @dataclass(frozen=True)
-class RestartSpec:
-    """A scenario's ``[restart]``: the restart strategy, named as Flink's ``restart-strategy.*`` options."""
-
-    strategy: str = RestartStrategyKind.FIXED_DELAY.value
-    attempts: int = RestartStrategyConfig.attempts
-    delay_ms: int = RestartStrategyConfig.delay_ms
-    initial_backoff_ms: int = RestartStrategyConfig.initial_backoff_ms
-    max_backoff_ms: int = RestartStrategyConfig.max_backoff_ms
-    backoff_multiplier: float = RestartStrategyConfig.backoff_multiplier
-    reset_backoff_threshold_ms: int = RestartStrategyConfig.reset_backoff_threshold_ms
-    jitter_factor: float = RestartStrategyConfig.jitter_factor
-    attempts_before_reset_backoff: int = RestartStrategyConfig.attempts_before_reset_backoff
-
-    def config(self) -> RestartStrategyConfig:
-        """The runtime's settings; ``ValueError`` (naming the problem) for settings Flink refuses."""
-        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "strategy"}
-        return RestartStrategyConfig(RestartStrategyKind(self.strategy), **values)
-
-
-@dataclass(frozen=True)
 class Scenario:
     path: str
     name: str
@@ -164,7 +144,7 @@ class Scenario:
         return self.actions.graphs(first)
     storage: CheckpointCostModel = CheckpointCostModel()
     state: StateBackendConfig = StateBackendConfig()
-    restart: RestartSpec = RestartSpec()
+    restart: RestartStrategyConfig = RestartStrategyConfig()
 
 
 def _type_name(kind: type) -> str:
@@ -287,13 +267,11 @@ def _check_cross_rules(path: str, cp: CheckpointingSpec, origin: str = "") -> No
         raise ScenarioError(path, key, f"{text} ({origin})" if origin else text)
 
 
-def _check_restart(path: str, restart: RestartSpec, origin: str = "") -> None:
+def _check_restart(path: str, restart: RestartStrategyConfig, origin: str = "") -> None:
     """The rules Flink's restart strategies put on their settings together (initial backoff at most the maximum)."""
-    try:
-        restart.config()
-    except ValueError as err:
-        text = str(err).partition(": ")[2]
-        raise ScenarioError(path, "restart", f"{text} ({origin})" if origin else text) from None
+    text = restart.problem()
+    if text is not None:
+        raise ScenarioError(path, "restart", f"{text} ({origin})" if origin else text)
 
 
 def _check_placement(path: str, graph: JobGraph, cluster: ClusterSpec, faults: FaultSchedule) -> None:
@@ -379,7 +357,7 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         restore=restore,
         storage=CheckpointCostModel(**plain["storage"]),
         state=StateBackendConfig(**plain["state"]),
-        restart=RestartSpec(**plain["restart"]),
+        restart=RestartStrategyConfig(**plain["restart"]),
     )
     _check_restart(path, scenario.restart)
     _check_jobs(path, scenario)

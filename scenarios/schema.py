@@ -136,7 +136,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
     # of 20 attempts 1 s apart, on which the library's fault scenarios are timed; Flink's default for a job with
     # checkpointing is exponential-delay (README, "Restart strategy")
     "restart": {
-        "strategy": Field(str, _RESTART.kind.value, _one_of(*(k.value for k in RestartStrategyKind))),
+        "strategy": Field(str, _RESTART.strategy.value, _one_of(*(k.value for k in RestartStrategyKind))),
         "attempts": Field(int, _RESTART.attempts, _between(0, 1_000_000)),
         "delay_ms": Field(int, _RESTART.delay_ms, _between(0, 86_400_000)),
         "initial_backoff_ms": Field(int, _RESTART.initial_backoff_ms, _between(1, 86_400_000)),

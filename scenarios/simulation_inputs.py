@@ -22,7 +22,7 @@ from barriersim.scenarios.workload import SOURCE_ID_STRIDE, local_splits
 def job_config(scenario: Scenario) -> JobConfig:
     """The job's settings from the (effective) scenario: its mode, checkpointing, network, rate, faults, actions
     and restore."""
-    cp, net, restart = scenario.checkpointing, scenario.network, scenario.restart.config()
+    cp, net, restart = scenario.checkpointing, scenario.network, scenario.restart
     return JobConfig(
         graph=scenario.job.graph,
         mode=cp.mode,
@@ -60,7 +60,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         state=scenario.state,
         max_restarts=restart.attempts,
         restart_delay_ms=restart.delay_ms,
-        restart=restart if restart.kind is RestartStrategyKind.EXPONENTIAL_DELAY else None,
+        restart=restart if restart.strategy is RestartStrategyKind.EXPONENTIAL_DELAY else None,
         claim_mode=RecoveryClaimMode(cp.recovery_claim_mode),
     )
 

@@ -143,8 +143,10 @@ def test_failures_while_a_restart_is_planned_merge_into_one_attempt(rounds):
     (dict(attempts_before_reset_backoff=0), "attempts_before_reset_backoff must be at least 1"),
 ])
 def test_settings_flink_refuses_are_refused(settings, problem):
+    config = RestartStrategyConfig(EXPONENTIAL, **settings)
+    assert config.problem() == problem
     with pytest.raises(ValueError, match=problem):
-        RestartStrategyConfig(EXPONENTIAL, **settings)
+        config.create(random.Random(0))
 
 
 def test_flinks_defaults():

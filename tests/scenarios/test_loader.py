@@ -123,7 +123,11 @@ def test_a_restart_section_reaches_the_job_and_round_trips(tmp_path):
     s = load_scenario(write(tmp_path, '[scenario]\nname="x"\n[restart]\nstrategy="exponential-delay"\n'
                                       'initial_backoff_ms=200\njitter_factor=0.0\n'))
     config = job_config(s).restart
-    assert config.kind is RestartStrategyKind.EXPONENTIAL_DELAY
+    assert config.strategy is RestartStrategyKind.EXPONENTIAL_DELAY
     assert (config.initial_backoff_ms, config.jitter_factor, config.max_backoff_ms) == (200, 0.0, 60_000)
     assert parse_scenario(scenario_document(s), s.path) == s
+    # settings from outside the file meet the same rules, one line naming the section
+    from barriersim.scenarios.loader import apply_settings
+    with pytest.raises(ScenarioError, match=r"restart: initial_backoff_ms cannot be higher than max_backoff_ms \(with"):
+        apply_settings(s, {"restart.max_backoff_ms": 100}, "overrides")
 
