@@ -33,8 +33,7 @@ class FixedDelayRestartStrategy:
     """Up to ``max_attempts`` restarts, each ``delay_ms`` after its failure."""
 
     def __init__(self, max_attempts: int, delay_ms: int):
-        if max_attempts < 0 or delay_ms < 0:
-            raise ValueError(f"restart strategy: max_attempts ({max_attempts}) and delay_ms ({delay_ms}) must be >= 0")
+        _refuse_what_flink_refuses(RestartStrategyConfig(RestartStrategyKind.FIXED_DELAY, max_attempts, delay_ms))
         self.max_attempts = max_attempts
         self.delay_ms = delay_ms
         self.failures = 0
@@ -96,10 +95,7 @@ class RestartStrategyConfig:
 
     def create(self, rng: random.Random | None = None):
         """A new JobMaster's strategy (``rng``: the jitter's random stream; exponential-delay needs it); ``ValueError``
-        for settings Flink refuses."""
-        problem = self.problem()
-        if problem is not None:
-            raise ValueError(f"restart strategy: {problem}")
+        for settings Flink refuses (the strategies' constructors check them)."""
         if self.strategy is RestartStrategyKind.FIXED_DELAY:
             return FixedDelayRestartStrategy(self.attempts, self.delay_ms)
         if rng is None:
@@ -112,9 +108,7 @@ class ExponentialDelayRestartStrategy:
     ``getBackoffTime``): see the module."""
 
     def __init__(self, config: RestartStrategyConfig, rng: random.Random):
-        problem = config.problem()
-        if problem is not None:
-            raise ValueError(f"restart strategy: {problem}")
+        _refuse_what_flink_refuses(config)
         self.config = config
         self._rng = rng
         self.failures = 0  # Flink's currentRestartAttempt: attempts since the backoff was last reset
@@ -151,3 +145,10 @@ class ExponentialDelayRestartStrategy:
     def __repr__(self) -> str:
         return (f"ExponentialDelayRestartStrategy({self.failures} attempts, next restart at {self._next_restart_ms} ms, "
                 f"{self.config})")
+
+
+def _refuse_what_flink_refuses(config: RestartStrategyConfig) -> None:
+    """A strategy's constructor check, as Flink's ``checkArgument``s: ``ValueError`` naming the problem."""
+    problem = config.problem()
+    if problem is not None:
+        raise ValueError(f"restart strategy: {problem}")

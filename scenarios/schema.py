@@ -19,7 +19,7 @@ from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
-from barriersim.runtime.restart_strategy import RestartStrategyConfig, RestartStrategyKind
+from barriersim.runtime.restart_strategy import MAX_INT, RestartStrategyConfig, RestartStrategyKind
 from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind
 
 SETTABLE_SECTIONS = ("workload", "checkpointing", "network", "cluster", "storage", "state", "restart")  # what overrides and sweeps may set, as "section.key"
@@ -145,7 +145,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                     lambda v: None if 1 < v <= 1000 else f"must be greater than 1 and at most 1000, got {v}"),
         "reset_backoff_threshold_ms": Field(int, _RESTART.reset_backoff_threshold_ms, _between(1, 10**12)),
         "jitter_factor": Field(float, _RESTART.jitter_factor, _between(0.0, 1.0)),
-        "attempts_before_reset_backoff": Field(int, _RESTART.attempts_before_reset_backoff, _between(1, 2**31 - 1)),
+        "attempts_before_reset_backoff": Field(int, _RESTART.attempts_before_reset_backoff, _between(1, MAX_INT)),
     },
     # the keyed state backend (runtime.state.backend): heap (full snapshots) or incremental (RocksDB-like sorted runs,
     # flushes and leveled compaction with RocksDB's defaults); entry_bytes models each state entry's size

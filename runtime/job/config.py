@@ -104,11 +104,13 @@ class JobConfig:
         problem = checkpointing_problem(self.mode, self.max_concurrent, self.aligned_checkpoint_timeout_ms)
         if problem is not None:
             raise JobConfigError(*problem)
-        if self.restart is not None and self.restart.strategy is not RestartStrategyKind.EXPONENTIAL_DELAY:
-            raise JobConfigError("restart.strategy", "a fixed-delay strategy is set with max_restarts and "
-                                                     "restart_delay_ms, not restart")
-        if self.restart is not None and self.restart.problem() is not None:
-            raise JobConfigError("restart", self.restart.problem())
+        if self.restart is not None:
+            if self.restart.strategy is not RestartStrategyKind.EXPONENTIAL_DELAY:
+                raise JobConfigError("restart.strategy", "a fixed-delay strategy is set with max_restarts and "
+                                                         "restart_delay_ms, not restart")
+            problem = self.restart.problem()
+            if problem is not None:
+                raise JobConfigError("restart", problem)
         if self.source_min_checkpoints < 0:
             raise JobConfigError("workload.min_checkpoints", f"must be at least 0, not {self.source_min_checkpoints}")
         if self.source_min_checkpoints and not self.periodic_checkpoints:
