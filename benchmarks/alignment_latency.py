@@ -18,7 +18,8 @@ bottleneck's rate over the middle half of its activity, scaled to the whole job:
 backpressure it is the configured delivered rate, so that row checks only that the job keeps up); for heavy
 aligned also the first checkpoints' ramp (over several seeds, since the first trigger's random initial delay sets
 the first durations: ``ramp_runs``). Each figure is printed beside Flink's with the ratio and PASS within Flink's
-range widened by 30 % (figures under 50 ms: by 15 ms). A second block keeps the earlier wide-band shape checks.
+range widened by 30 % (figures under 50 ms: by 15 ms): Flink's table and these checks are
+``benchmarks.alignment_checks``. A second block keeps the earlier wide-band shape checks.
 
 Run: ``.venv/bin/python -m benchmarks.alignment_latency`` from the repository root (``--quick`` for a smaller
 workload, ``--json FILE`` to keep the figures).
@@ -42,76 +43,29 @@ from barriersim.runtime.verification import expected_sink_input, verify
 from barriersim.scenarios.loader import Scenario, apply_settings, load_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
+from benchmarks.alignment_checks import (
+    ALIGNED_TIMEOUT_MS,
+    CALM,
+    FLINK_RAMP_MS,
+    HEAVY,
+    TIMEOUT,
+    Check,
+    RampRun,
+    find_row,
+    flink_checks,
+    ramp_check,
+)
+
 ROOT = Path(__file__).resolve().parent.parent
 ALIGNMENT_SCENARIO = ROOT / "scenarios" / "alignment_latency.toml"
 CTB_SCENARIO = ROOT / "scenarios" / "checkpointing_time_benchmark.toml"
 
 NO_BACKPRESSURE_RATE = 625  # records/s per source: what Flink's paced sources delivered (1,250 in all) of 2,000 offered
 HEAVY_RATE = 2000  # records/s per source Flink's job offered under heavy backpressure (4,000 in all)
-ALIGNED_TIMEOUT_MS = 500
 RATIO_NEEDED = 50
-BAND = 0.30  # relative band around Flink's range
-SMALL_MS, SMALL_BAND_MS = 50, 15  # figures under 50 ms: an absolute band
-
-CALM = "no backpressure"
-HEAVY = "heavy backpressure"
-TIMEOUT = f"heavy, {ALIGNED_TIMEOUT_MS} ms timeout"
 CTB_ALIGNED = "CheckpointingTimeBenchmark, 29 B records, debloating 300 ms"
 CTB_FULL_BUFFERS = "CheckpointingTimeBenchmark, 29 B records, no debloating"
 CTB_UNALIGNED = "CheckpointingTimeBenchmark, 1 KiB records"
-
-
-@dataclass(frozen=True)
-class Flink:
-    """One row of Flink's table: ranges (low, high) in ms or KiB; None where Flink's table has no figure."""
-
-    e2e: tuple[float, float]
-    e2e_p90: tuple[float, float]
-    start_delay: tuple[float, float]
-    sink_alignment: tuple[float, float]
-    persisted_kib: tuple[float, float] | None
-    processed_kib: tuple[float, float] | None = None
-    keyed_unaligned: str | None = None  # flags over the keyed subtasks in index order, e.g. "0,1,0,0"
-    sinks_unaligned: str | None = None
-    # the checkpoint's own cost after its barrier reached the bottleneck: Flink's end-to-end median less its
-    # bottleneck's start-delay median (low - high, high - low); only where the difference means something
-    after_start: tuple[float, float] | None = None
-    # the job's measured throughput, records/s through all sources together (the facts' "Measured throughput")
-    throughput: tuple[float, float] | None = None
-
-
-FLINK_TABLE: dict[tuple[str, str], Flink] = {
-    (CALM, "aligned"): Flink((20, 24), (24, 33), (9, 12), (3, 6), (0, 0), after_start=(8, 15),
-                             throughput=(1250, 1250)),
-    (CALM, "unaligned"): Flink((25, 26), (33, 44), (9, 10), (4, 4), (9, 15), after_start=(15, 17),
-                               throughput=(1250, 1250)),
-    (CALM, "at-least-once"): Flink((17, 21), (25, 25), (9, 10), (3, 5), (0, 0), after_start=(7, 12),
-                                   throughput=(1250, 1250)),
-    (HEAVY, "aligned"): Flink((3335, 3462), (3620, 3658), (3329, 3447), (3306, 3442), (0, 0), (107, 107),
-                              throughput=(2430, 2430)),
-    (HEAVY, "at-least-once"): Flink((3413, 3625), (3707, 3833), (3405, 3614), (3393, 3607), (0, 0), (254, 254),
-                                    throughput=(2430, 2430)),
-    (HEAVY, "unaligned"): Flink((20, 32), (31, 54), (7, 10), (2, 4), (446, 446), None, "1,1,1,1", "0,0",
-                                after_start=(10, 25), throughput=(2700, 2900)),
-    (TIMEOUT, "aligned-with-timeout"): Flink((520, 520), (532, 532), (503, 504), (495, 495), (348, 351), None,
-                                            "0,1,0,0", None),
-}
-FLINK_RAMP_MS = [227, 757, 1318, 2120, 3254, 3462]  # heavy aligned, checkpoints 1-6
-# The keyed subtask that owned key 0 in Flink's run: PyFlink hashes the pickled Python key, so its index differs
-# from the one Java's KeyGroupRangeAssignment gives an int key (barriersim's); flags are compared relative to it.
-FLINK_BOTTLENECK_INDEX = 1
-
-
-def flags_relative_to(flags: str, bottleneck_index: int) -> str:
-    """Per-subtask flags described relative to the bottleneck: 'all', 'none', 'the bottleneck only' or the pattern."""
-    bits = flags.split(",")
-    if all(b == "1" for b in bits):
-        return "all"
-    if all(b == "0" for b in bits):
-        return "none"
-    if [i for i, b in enumerate(bits) if b == "1"] == [bottleneck_index]:
-        return "the bottleneck only"
-    return flags
 
 
 @dataclass
@@ -144,14 +98,6 @@ class Row:
     @property
     def median_persisted_bytes(self) -> float | None:
         return None if self.persisted_kib is None else self.persisted_kib * 1024
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    passed: bool
-    detail: str
-    hint: str = ""  # printed when the check fails
 
 
 def _median(values: list[float]) -> float | None:
@@ -310,7 +256,8 @@ def run_all(quick: bool = False) -> tuple[list[Row], list[Check], list[Check]]:
     rows.append(measure(ctb, "unaligned", CTB_UNALIGNED,
                         **{"workload.records": ctb_records // 2, "network.record_size": 1024,
                            "network.buffer_debloat": False}))  # as the benchmark's unaligned variant runs
-    return rows, flink_checks(rows, base) + [ramp_check(ramp_runs())], shape_checks(rows, base)
+    bottleneck_index = int(bottleneck_subtask(base).partition("#")[2])
+    return rows, flink_checks(rows, bottleneck_index) + [ramp_check(ramp_runs())], shape_checks(rows, base)
 
 
 FLUSHER_TIMEOUTS_MS = (100, 10, 1)
@@ -340,67 +287,7 @@ def flusher_phase_rows(quick: bool = False) -> list[Row]:
             for seed in RAMP_SEEDS]
 
 
-def _within(value: float | None, flink: tuple[float, float]) -> bool:
-    """Within Flink's range widened by 30 % (a figure under 50 ms: by 15 ms)."""
-    if value is None:
-        return False
-    low, high = flink
-    if high < SMALL_MS:
-        return low - SMALL_BAND_MS <= value <= high + SMALL_BAND_MS
-    return low * (1 - BAND) <= value <= high * (1 + BAND)
-
-
-def _ratio_text(value: float | None, flink: tuple[float, float]) -> str:
-    mid = (flink[0] + flink[1]) / 2
-    if value is None or not mid:
-        return "-"
-    return f"x{value / mid:.2f}"
-
-
-def flink_checks(rows: list[Row], base: Scenario) -> list[Check]:
-    """Every figure of every row of Flink's table, beside barriersim's."""
-    bottleneck_index = int(bottleneck_subtask(base).partition("#")[2])
-    checks = []
-    for (group, mode), f in FLINK_TABLE.items():
-        r = _find(rows, group, mode)
-        figures = [("end-to-end median ms", r.e2e_ms, f.e2e), ("end-to-end p90 ms", r.e2e_p90_ms, f.e2e_p90),
-                   ("bottleneck start delay ms", r.start_delay_ms, f.start_delay),
-                   ("sink alignment ms", r.sink_alignment_ms, f.sink_alignment)]
-        if f.after_start is not None:
-            figures.append(("end-to-end less start delay ms", r.after_start_ms, f.after_start))
-        if f.persisted_kib is not None:
-            figures.append(("persisted KiB", r.persisted_kib, f.persisted_kib))
-        if f.processed_kib is not None:
-            figures.append(("processed KiB", r.processed_kib, f.processed_kib))
-        if f.throughput is not None:
-            figures.append(("throughput records/s", r.throughput, f.throughput))
-        for name, value, flink in figures:
-            shown = "-" if value is None else f"{value:.0f}"
-            span = f"{flink[0]:g}" if flink[0] == flink[1] else f"{flink[0]:g}-{flink[1]:g}"
-            checks.append(Check(f"{group}, {mode}: {name}", _within(value, flink),
-                                f"{shown} (Flink {span}, {_ratio_text(value, flink)})", HINTS.get(name, "")))
-        if f.keyed_unaligned is not None:
-            ours = flags_relative_to(r.keyed_unaligned, bottleneck_index)
-            theirs = flags_relative_to(f.keyed_unaligned, FLINK_BOTTLENECK_INDEX)
-            checks.append(Check(f"{group}, {mode}: keyed unaligned flags", ours == theirs,
-                                f"{ours}: {r.keyed_unaligned}, bottleneck keyed#{bottleneck_index} (Flink {theirs}: "
-                                f"{f.keyed_unaligned}, bottleneck keyed#{FLINK_BOTTLENECK_INDEX})"))
-        if f.sinks_unaligned is not None:
-            checks.append(Check(f"{group}, {mode}: sink unaligned flags", r.sinks_unaligned == f.sinks_unaligned,
-                                f"{r.sinks_unaligned} (Flink {f.sinks_unaligned})", HINT_FLAGS))
-    return checks
-
-
 RAMP_SEEDS = tuple(range(1, 9))
-
-
-@dataclass(frozen=True)
-class RampRun:
-    """The heavy aligned job's first checkpoints in one seed's run."""
-
-    seed: int
-    first_trigger_ms: int  # when the first periodic trigger fired: the random initial delay
-    ramp_ms: list[int]  # end-to-end durations of checkpoints 1-6
 
 
 def ramp_runs() -> list[RampRun]:
@@ -423,59 +310,6 @@ def ramp_runs() -> list[RampRun]:
     return runs
 
 
-def ramp_check(runs: list[RampRun]) -> Check:
-    """Flink's first checkpoint (227 ms) fixes the one unknown, its initial delay: the seed whose first checkpoint is
-    nearest it stands for Flink's draw, and its checkpoints 2-6 are compared with Flink's (how fast the channels in
-    front of the bottleneck fill, and the plateau they reach)."""
-    nearest = min(runs, key=lambda r: abs(r.ramp_ms[0] - FLINK_RAMP_MS[0]) if r.ramp_ms else float("inf"))
-    rest = list(zip(nearest.ramp_ms[1:], FLINK_RAMP_MS[1:]))
-    passed = len(nearest.ramp_ms) == len(FLINK_RAMP_MS) and all(_within(v, (w, w)) for v, w in rest)
-    firsts = ", ".join(f"{r.first_trigger_ms} ms ({r.ramp_ms[0] if r.ramp_ms else '-'})" for r in runs)
-    return Check("heavy, aligned: the first checkpoints' ramp, checkpoints 2-6", passed,
-                 f"{', '.join(f'{v:.0f}' for v, _ in rest)} ms (Flink {', '.join(str(w) for _, w in rest)}), "
-                 f"in the run of seed {nearest.seed}, whose first trigger came {nearest.first_trigger_ms} ms after the start and "
-                 f"whose first checkpoint took {nearest.ramp_ms[0]} ms (Flink {FLINK_RAMP_MS[0]}); first triggers "
-                 f"(and first checkpoints) of seeds {RAMP_SEEDS[0]}-{runs[-1].seed}: {firsts}",
-                 HINT_RAMP)
-
-
-HINT_RAMP = ("the sixth is the plateau, the heavy aligned end-to-end row's divergence (the data queued in front of "
-             "the bottleneck); the first follows the random initial delay, so a single run's ramp is not comparable")
-
-HINTS = {
-    "processed KiB": "the sinks process the bottleneck's records for as long as they wait for its barrier, so this "
-                     "follows the plateau (the heavy aligned end-to-end row's ratio); the keyed function's record "
-                     "size (28 bytes, scenarios/alignment_latency.toml) is derived from Flink's 107 KiB",
-    "end-to-end median ms": "the end-to-end duration is the bottleneck's start delay (its own row: the barrier waits "
-                            "behind the records the output flusher held back) plus the checkpoint's cost after it "
-                            "(the row 'end-to-end less start delay', the cost model's, within Flink's)",
-    "end-to-end p90 ms": "as the median: the start delay's divergence, not the checkpoint's cost",
-    "end-to-end less start delay ms": "the cost model's defaults (runtime/checkpoint_cost.py, docs/flink-facts.md) "
-                                      "are calibrated to these figures",
-    "bottleneck start delay ms": "the trigger path (≈ 9 ms, the unaligned rows' start delay) and then the records the "
-                                 "100 ms output flusher held back, which reach the bottleneck (≈ 50 % busy) in one "
-                                 "burst ahead of the barrier, and whatever the phases of the flushers against the "
-                                 "trigger the bottleneck is still busy with the previous burst or takes in a long new "
-                                 "one: see the output-flusher block below. Flink's aligned start delay is within 0-2 ms "
-                                 "of its unaligned one, so its measured job's records did not wait for the flusher; "
-                                 "Flink's PipelinedSubpartition would make them wait, unexplained",
-    "sink alignment ms": "the sinks wait for the bottleneck's barrier, so this follows its start delay",
-    "throughput records/s": "the bottleneck's steady rate, scaled to the whole job; the keyed function's 200 µs per "
-                            "record is calibrated to the aligned run's busy fraction at 2,430 records/s, and "
-                            "barriersim's bottleneck is busy in every mode under backpressure, so unaligned moves no "
-                            "more than aligned, where Flink's unaligned run moved 11-19 % more",
-}
-
-HINT_FLAGS = ("Flink sets a subtask's unaligned_checkpoint from the options its checkpoint ran with "
-              "(SubtaskCheckpointCoordinatorImpl.takeSnapshotSync); a sink receiving an unaligned barrier, or timing out "
-              "its own alignment, checkpoints unaligned, which is what barriersim reports; Flink's measured sinks "
-              "reported false")
-
-
-def _find(rows: list[Row], group: str, mode: str) -> Row:
-    return next(r for r in rows if r.group == group and r.mode == mode)
-
-
 def _ratio(slow: Row, fast: Row) -> float:
     if not slow.median_end_to_end_ms or fast.median_end_to_end_ms is None:
         return 0.0
@@ -485,22 +319,22 @@ def _ratio(slow: Row, fast: Row) -> float:
 def shape_checks(rows: list[Row], base: Scenario) -> list[Check]:
     checks = []
     for group in (HEAVY,):
-        unaligned = _find(rows, group, "unaligned")
+        unaligned = find_row(rows, group, "unaligned")
         for mode in ("aligned", "at-least-once"):
-            ratio = _ratio(_find(rows, group, mode), unaligned)
+            ratio = _ratio(find_row(rows, group, mode), unaligned)
             checks.append(Check(f"{group}: {mode} / unaligned >= {RATIO_NEEDED}", ratio >= RATIO_NEEDED,
-                                f"ratio {ratio:.1f} ({_find(rows, group, mode).median_end_to_end_ms} ms / "
+                                f"ratio {ratio:.1f} ({find_row(rows, group, mode).median_end_to_end_ms} ms / "
                                 f"{unaligned.median_end_to_end_ms} ms; Flink ≈ 3400 / 20-32 ≈ 100-170)",
                                 ""))
     bottleneck = bottleneck_subtask(base)
     capacity = channel_capacity_bytes(base, bottleneck)
-    persisted = _find(rows, HEAVY, "unaligned").median_persisted_bytes or 0
+    persisted = find_row(rows, HEAVY, "unaligned").median_persisted_bytes or 0
     share = persisted / capacity
     checks.append(Check("heavy backpressure: unaligned persists in-flight data of the order of the channel buffers",
                         0.2 <= share <= 1.5,
                         f"median {persisted / 1000:.0f} KB persisted per checkpoint = {share:.2f} x the {capacity / 1000:.0f} KB "
                         f"the channels in front of {bottleneck} hold (Flink: ≈ 450 KB)"))
-    timeout = _find(rows, TIMEOUT, "aligned-with-timeout")
+    timeout = find_row(rows, TIMEOUT, "aligned-with-timeout")
     t = timeout.median_end_to_end_ms or 0
     checks.append(Check(f"timeout mode completes shortly after its {ALIGNED_TIMEOUT_MS} ms timeout",
                         ALIGNED_TIMEOUT_MS <= t <= 1.5 * ALIGNED_TIMEOUT_MS,
