@@ -136,7 +136,6 @@ class JobFailover:
 
     def _fail_over(self, task: str, why: str, failed: ExecutionAttemptID | None) -> None:
         self._trace("failover", f"{task} {why}")
-        self.restarts += 1
         if self.restart_strategy.on_failure(self.clock()) is RestartDecision.FAIL_JOB:
             self._cancel_deployment()
             # as on FINISHED: the terminal status stops and shuts down the coordinator, whose periodic trigger would
@@ -145,6 +144,9 @@ class JobFailover:
             self._fail_job(f"the restart strategy gave up after {self.restart_strategy.failures} failures "
                            f"(at most {self.restart_strategy.max_attempts} restarts); the last: {task}: {one_line(why)}")
             return
+        # a restart the strategy allowed (Flink's ExecutionFailureHandler counts numberOfRestarts, the numRestarts
+        # metric, only then: a failure that fails the job is no restart)
+        self.restarts += 1
         # Flink's DefaultScheduler.restartTasksWithDelay: the job goes RESTARTING before its tasks are cancelled, and
         # the CheckpointCoordinatorDeActivator stops the periodic trigger, which aborts the pending checkpoints and
         # the queued requests (CHECKPOINT_COORDINATOR_SUSPEND); the job is RUNNING again, and the trigger restarts

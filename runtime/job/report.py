@@ -50,7 +50,7 @@ class JobReport:
     checkpoints: list[dict]
     subtasks: list[dict]
     counts: dict[str, int]
-    restarts: int
+    restarts: int  # restarts the restart strategy allowed (Flink's numRestarts), plus JobManager failovers
     restored_checkpoint_ids: list[int]
     restored_in_flight_bytes: int
     coordinator_failovers: int

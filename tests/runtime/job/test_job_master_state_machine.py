@@ -743,16 +743,17 @@ class SimpleDriver:
 def test_a_failed_job_stays_ended():
     """The restart strategy fails the job: its coordinator stops, so no checkpoint is triggered on the dead attempts
     afterwards, and none of them expires and fails the job over a second time (before the fix: a JobEnded(FAILED)
-    and a CancelTasks every checkpoint timeout, the restarts counted on)."""
+    and a CancelTasks every checkpoint timeout, the restarts counted on). The failure that failed the job is no
+    restart (Flink's numRestarts counts the restarts its strategy allowed)."""
     driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=60, restart_delay_ms=0, max_restarts=0))
     driver.timers.advance(40)
     jm = driver.jm
     driver.carry_out(jm.task_failed(jm.attempts[("map", 0)], "lost its process"))
-    assert jm.outcome is JobOutcome.FAILED and jm.restarts == 1
+    assert jm.outcome is JobOutcome.FAILED and jm.restarts == 0
     ended = len(driver.batches)
     driver.timers.advance(1000)
     assert driver.actions_since(ended) == []
-    assert jm.restarts == 1 and jm.coordinator.is_shutdown
+    assert jm.restarts == 0 and jm.coordinator.is_shutdown
 
 
 def test_while_the_jobmanager_is_down_its_dead_coordinator_is_reported_once():
@@ -833,7 +834,7 @@ def test_a_second_fail_job_of_one_coordinator_call_is_dropped_once_the_first_end
     """One coordinator call returns two ``FailJob``s and the restart strategy allows no restart: the first fails the job
     (one failover, one ``CancelTasks``, one ``JobEnded``), and the second finds it ended and does nothing, as Flink's
     ``DefaultExecutionGraph.failJob`` returns at once for a job that is failing or ended. Before the two queues of
-    ``FailJob`` became one, the second failed the ended job over again (restarts 2, a second cancel and end)."""
+    ``FailJob`` became one, the second failed the ended job over again (a second cancel and end)."""
     driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=1000, restart_delay_ms=0,
                                     max_restarts=0))
     driver.timers.advance(40)
@@ -844,7 +845,7 @@ def test_a_second_fail_job_of_one_coordinator_call_is_dropped_once_the_first_end
     before = len(driver.batches)
     driver.carry_out(jm.coordinator_receives(CoordinatorMessage(jm.coordinator_generation, None)))
     after = driver.actions_since(before)
-    assert jm.outcome is JobOutcome.FAILED and jm.restarts == 1
+    assert jm.outcome is JobOutcome.FAILED and jm.restarts == 0
     assert [type(a) for a in after].count(CancelTasks) == 1 and [type(a) for a in after].count(JobEnded) == 1
     assert "CHECKPOINT_DECLINED" in jm.failure_reason
 
