@@ -46,6 +46,16 @@ class CheckpointType(enum.Enum):
     def should_drain(self) -> bool:
         return self is CheckpointType.SAVEPOINT_TERMINATE
 
+    @property
+    def rest_name(self) -> str:
+        """The ``checkpoint_type`` Flink's REST API shows for a snapshot of this type (``CheckpointStatistics.
+        RestAPICheckpointType``): ``CHECKPOINT``, ``SAVEPOINT``, or ``SYNC_SAVEPOINT`` for both kinds of
+        stop-with-savepoint (whether it drained is not in it); a checkpoint that ran unaligned shows
+        ``UNALIGNED_CHECKPOINT`` (set by the statistics once a subtask reports it)."""
+        if self.is_synchronous:
+            return "SYNC_SAVEPOINT"
+        return self.value
+
 
 class AlignmentType(enum.Enum):
     """Flink's ``CheckpointOptions.AlignmentType``."""

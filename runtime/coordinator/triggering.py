@@ -152,7 +152,7 @@ class CheckpointTriggering:
         )
         self.pending_checkpoints[checkpoint_id] = pending
         self.stats.report_pending_checkpoint(
-            checkpoint_id, timestamp, request.props.is_savepoint, request.props.checkpoint_type.value,
+            checkpoint_id, timestamp, request.props.is_savepoint, request.props.checkpoint_type.rest_name,
             len(self.executions),
         )
         for finished in plan.finished_tasks:  # finished tasks count as acknowledged (FLIP-147)
