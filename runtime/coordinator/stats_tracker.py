@@ -123,22 +123,24 @@ class CheckpointStatsTracker:
 
 
 def subtask_row(checkpoint_id: int, entry: dict[str, Any]) -> dict[str, Any]:
-    """One acknowledgement as a row of the run's subtask statistics (Flink's ``SubtaskStateStats``: sync and async
-    durations, alignment, start delay; ``alignment_buffered`` is 0 since Flink 1.11), and barriersim's ``finished``:
-    True for a task that had finished before the trigger (FLIP-147; acknowledged at the trigger, every figure 0,
-    as Flink reports it)."""
+    """One acknowledgement as a row of the run's subtask statistics (Flink's ``SubtaskStateStats`` as its REST API
+    shows it, ``SubtaskCheckpointStatistics``: the end-to-end duration from the checkpoint's trigger to this
+    acknowledgement, sync and async durations, alignment, start delay; ``alignment_buffered`` is 0 since Flink
+    1.11), and barriersim's ``finished``: True for a task that had finished before the trigger (FLIP-147;
+    acknowledged at the trigger, every figure 0, as Flink reports it)."""
     metrics = entry["metrics"]
     task = entry["task"].partition("@")[0]  # ExecutionAttemptID: vertex#index@attempt
     if entry.get("finished"):
         return {
-            "id": checkpoint_id, "task": task, "ack_timestamp": entry["ack_timestamp"], "state_size": 0,
+            "id": checkpoint_id, "task": task, "ack_timestamp": entry["ack_timestamp"],
+            "end_to_end_duration": entry["end_to_end_duration"], "state_size": 0,
             "checkpointed_size": 0, "checkpoint_sync": 0, "checkpoint_async": 0, "alignment_buffered": 0,
             "alignment_processed": 0, "alignment_persisted": 0, "alignment_duration": 0, "start_delay": 0,
             "unaligned_checkpoint": False, "aborted": False, "finished": True,
         }
     return {
         "id": checkpoint_id, "task": task,
-        "ack_timestamp": entry["ack_timestamp"],
+        "ack_timestamp": entry["ack_timestamp"], "end_to_end_duration": entry["end_to_end_duration"],
         "state_size": entry["state_size"], "checkpointed_size": entry["checkpointed_size"],
         "checkpoint_sync": metrics.sync_duration_ms, "checkpoint_async": metrics.async_duration_ms,
         "alignment_buffered": 0,
