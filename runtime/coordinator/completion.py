@@ -172,6 +172,7 @@ class CheckpointCompletion:
                 self._on_failed_storing(pending, f"{type(e).__name__}: {e}")
                 return
             for subsumed in result.to_discard:
+                self.stats.report_discarded_checkpoint(subsumed.checkpoint_id)
                 self._emit(m.DiscardCheckpoint(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED))
             last_subsumed_id = result.last_subsumed_checkpoint_id
             self.shared_state_registry.checkpoint_completed(checkpoint_id)

@@ -8,10 +8,11 @@ REST API (``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED
 savepoint's record also ``savepoint_format`` and, once completed, its ``external_path``),
 ``checkpoint_type`` CHECKPOINT/UNALIGNED_CHECKPOINT/SAVEPOINT..., ``trigger_timestamp``,
 ``latest_ack_timestamp``, ``end_to_end_duration``, ``state_size``, ``checkpointed_size``, ``num_subtasks``,
-``num_acknowledged_subtasks``, ``failure_timestamp``, ``failure_message``) and ``counts`` Flink's ``restored``,
-``total``, ``in_progress``, ``completed``, ``failed``; ``latest_restored`` is Flink's ``latest.restored`` (``id``,
-``restore_timestamp``, ``is_savepoint``, ``external_path``). Mirrors Flink's ``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and
-``CheckpointStatsCounts``. A subtask's ``ack_timestamp`` is the coordinator's clock when the acknowledgement
+``num_acknowledged_subtasks``, ``failure_timestamp``, ``failure_message``; a completed one's ``external_path``
+and ``discarded``, true once the checkpoint was subsumed or discarded at the job's end) and ``counts`` Flink's
+``restored``, ``total``, ``in_progress``, ``completed``, ``failed``; ``latest_restored`` is Flink's
+``latest.restored`` (``id``, ``restore_timestamp``, ``is_savepoint``, ``external_path``). Mirrors Flink's
+``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and ``CheckpointStatsCounts``. A subtask's ``ack_timestamp`` is the coordinator's clock when the acknowledgement
 arrived, as in Flink's ``PendingCheckpoint.acknowledgeTask``. ``job_statistics`` turns the trackers of a run
 (one per coordinator: a JobManager failover retires one) into what both drivers report.
 """
@@ -91,8 +92,17 @@ class CheckpointStatsTracker:
         # Flink's AbstractCheckpointStats.getEndToEndDuration: trigger to the latest acknowledgement; the
         # finalization after it (the metadata write) is not part of it, unlike a failure's (failure - trigger)
         record["external_path"] = external_path
+        record["discarded"] = False
         self.counts["in_progress"] -= 1
         self.counts["completed"] += 1
+
+    def report_discarded_checkpoint(self, checkpoint_id: int) -> None:
+        """A completed checkpoint of this tracker's was discarded (subsumed, or at the job's end by its retention):
+        Flink's ``CompletedCheckpoint.markAsDiscarded`` → ``CompletedCheckpointStats.discard``, REST ``discarded``.
+        A checkpoint this tracker did not complete (one a previous JobManager completed) has no record here."""
+        record = self.history.get(checkpoint_id)
+        if record is not None and record["status"] == "COMPLETED":
+            record["discarded"] = True
 
     def report_failed_checkpoint(self, checkpoint_id: int, failure_timestamp: int,
                                  reason: CheckpointFailureReason, message: str = "") -> None:

@@ -111,3 +111,26 @@ def test_an_unaligned_job_sends_forced_aligned_barriers_over_a_forward_edge():
     assert of["map"] and all(r["unaligned_checkpoint"] for r in of["map"])
     assert sum(r["alignment_persisted"] for r in of["map"]) > 0
     assert verify(expected_sink_input(graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE
+
+
+def _discarded(result) -> dict[int, bool]:
+    return {c["id"]: c["discarded"] for c in result.checkpoints if c["status"] == "COMPLETED"}
+
+
+def test_a_completed_checkpoint_reports_discarded_once_it_was_subsumed_or_discarded_at_the_end():
+    """Flink's REST ``discarded`` (``CompletedCheckpoint.markAsDiscarded`` -> ``CompletedCheckpointStats.discard``):
+    a finished job discards every checkpoint it kept, whatever the retention, so all of them report it; a job
+    cancelled with RETAIN_ON_CANCELLATION keeps its latest (max_retained 1), which alone reports false."""
+    from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
+    from barriersim.runtime.experiment import ActionSchedule, Cancel
+
+    finished = run("aligned")
+    assert len(_discarded(finished)) >= 3 and all(_discarded(finished).values())
+    splits = {"source": local_splits(30_000, 64, 1.2, 100, 2, seed=4)}
+    config = JobConfig(GRAPH, mode="aligned", interval_ms=100, source_rate_per_subtask=20_000,
+                       externalized_checkpoint_retention=ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION,
+                       actions=ActionSchedule((Cancel(450),)))
+    cancelled = _discarded(JobSimulation(config, splits, 5).run())
+    latest = max(cancelled)
+    assert len(cancelled) >= 2 and cancelled[latest] is False
+    assert all(cancelled[i] for i in cancelled if i != latest)
