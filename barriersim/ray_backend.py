@@ -236,15 +236,18 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             write_run_directory(target, scenario, None, result.checkpoints,
                                 with_channel_kinds(result.subtasks, result.config), result.placement)
             write_external_store(target, result.store_snapshot)
-            source_runs = {r["task"]: (split_sizes[r["task"]], r.get("last_record_at_ms"))
+            # how far each source subtask's last run read (its reader's offsets: the records that went through the
+            # job, also when it stopped before its input ended); a task whose run did not return, its split
+            source_runs = {r["task"]: (r["records_read"], r.get("last_record_at_ms"))
                            for r in result.task_runs if r.get("task") in split_sizes}
+            through = sum(source_runs.get(task, (size,))[0] for task, size in split_sizes.items())
             summary = build_summary(
                 scenario=scenario, backend="ray", generated_by="spark",
                 records=records, counts=result.counts, verification=verification.as_dict(),
                 outcome=result.outcome, restarts=result.restarts,
                 restored_checkpoint_ids=result.restored_checkpoint_ids,
                 restored_in_flight_bytes=result.restored_in_flight_bytes,
-                records_per_second=result.records_emitted / running if running > 0 else None,
+                records_per_second=through / running if running > 0 else None,
                 throughput_clock="wall", source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
                 faults_fired=result.fault_log, failure_reason=result.failure_reason,
                 **jobs_sections(result, result.next_attempt_number, "snapshot" if ended_by_snapshot else "workload"),

@@ -64,23 +64,25 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     simulation = JobSimulation(config, splits, scenario.seed, checkpoint_directory=checkpoints,
                                savepoint_directory=savepoints, store=previous.store if previous else None,
                                first_attempt_number=previous.next_attempt_number if previous else 0)
-    finished_at = _record_source_finishes(simulation)
+    progress = _SourceProgress(simulation)
     result = simulation.run()
     wall = time.perf_counter() - started
-    source_runs = {f"{vertex}#{i}": (len(split), finished_at.get((vertex, i))) for vertex, parts in splits.items()
-                   for i, split in enumerate(parts)}
+    read = progress.records_read()
+    source_runs = {f"{vertex}#{i}": (read.get((vertex, i), 0), progress.last_record_ms.get((vertex, i)))
+                   for vertex, parts in splits.items() for i in range(len(parts))}
     report = simulation.report
     _externalize_retained_checkpoints(simulation, report, out_dir)
     verdict, scope = simulation.verify(result)
     records = sum(len(s) for splits_of in splits.values() for s in splits_of)
     virtual_seconds = result.virtual_ms / 1000
+    through = sum(read.values())
     summary = build_summary(
         scenario=scenario, backend="sim", generated_by=generated_by, records=records,
         counts=result.counts, verification=verdict.as_dict(),
         outcome=result.outcome.value, restarts=result.restarts,
         restored_checkpoint_ids=result.restored_checkpoint_ids,
         restored_in_flight_bytes=result.restored_in_flight_bytes,
-        records_per_second=records / virtual_seconds if virtual_seconds else None, throughput_clock="virtual",
+        records_per_second=through / virtual_seconds if virtual_seconds else None, throughput_clock="virtual",
         source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
         faults_fired=result.fault_log, failure_reason=result.failure_reason,
         **jobs_sections(report, simulation.job_master.next_attempt_number, scope),
@@ -132,21 +134,44 @@ def _externalize_retained_checkpoints(sim: JobSimulation, report, out_dir: Path)
         report.retained_checkpoint = report.jobs[-1].retained_checkpoint
 
 
-def _record_source_finishes(simulation: JobSimulation) -> dict[tuple[str, int], int]:
-    """``{(vertex, subtask): virtual ms after the job's start}`` at which each source subtask finished (its last
-    record emitted), filled while the simulation runs: the JobMaster's ``task_finished`` is observed, nothing
-    else changes (the trace and every outcome stay the same)."""
-    job_master = simulation.job_master
-    sources = {v.name for v in simulation.graph.vertices if v.operator.is_source}
-    finished_at: dict[tuple[str, int], int] = {}
-    task_finished = job_master.task_finished
+class _SourceProgress:
+    """How far the run's source subtasks read, observed while the simulation runs (nothing else changes: the trace
+    and every outcome stay the same): at the first deployment's ``tasks_started`` (the JobMaster's, wrapped) it
+    notes where the readers start (0 for a fresh job, the restored offsets for a job restored from an earlier run's
+    savepoint or checkpoint), and after each task step (the data plane's ``_step``, wrapped) that moved a source's
+    reader, when that step's work ended (the step's records are paced over it). ``records_read()`` is then how far
+    the last deployment's readers got, less where the first started: the records that went through the job, also
+    when it ended before its input did (a stop-with-savepoint, a cancel, a failure the restart strategy gave up
+    on); ``last_record_ms`` the job's ms (the fault schedule's clock) of each source subtask's last record."""
 
-    def observed(attempt):
-        actions = task_finished(attempt)
-        key = (attempt.vertex_id, attempt.subtask_index)
-        if key[0] in sources and key in job_master.finished:  # the latest finish counts (after a restart)
-            finished_at[key] = job_master.clock() - (job_master.started_ms or 0)
-        return actions
+    def __init__(self, simulation: JobSimulation):
+        self._simulation = simulation
+        self.at_start: dict[tuple[str, int], int] | None = None
+        self.last_record_ms: dict[tuple[str, int], int] = {}
+        job_master = simulation.job_master
+        tasks_started = job_master.tasks_started
+        step = simulation._step
 
-    job_master.task_finished = observed
-    return finished_at
+        def started(epoch):
+            if self.at_start is None:
+                self.at_start = {key: reader.records_read for key, reader in self._readers().items()}
+            return tasks_started(epoch)
+
+        def stepped(key, epoch):
+            task = simulation.tasks.get(key)
+            reader = task.operator.reader if task is not None and task.operator.is_source else None
+            before = reader.records_read if reader is not None else 0
+            step(key, epoch)
+            if reader is not None and reader.records_read != before:
+                ended_us = simulation._busy_until[key]
+                self.last_record_ms[key] = ended_us // 1000 - (job_master.started_ms or 0)
+
+        job_master.tasks_started = started
+        simulation._step = stepped
+
+    def _readers(self) -> dict[tuple[str, int], object]:
+        return {key: task.operator.reader for key, task in self._simulation.tasks.items() if task.operator.is_source}
+
+    def records_read(self) -> dict[tuple[str, int], int]:
+        at_start = self.at_start or {}
+        return {key: reader.records_read - at_start.get(key, 0) for key, reader in self._readers().items()}

@@ -60,6 +60,12 @@ class SplitSourceReader:
         return all(self._split_finished(sid) for sid in self._order)
 
     @property
+    def records_read(self) -> int:
+        """How far the reader got: the records of its splits before their offsets (a restored reader's count
+        starts at the offsets it restored)."""
+        return sum(self.offsets.values())
+
+    @property
     def remaining(self) -> int:
         return sum(len(self._splits[sid]) - self.offsets[sid] for sid in self._order)
 

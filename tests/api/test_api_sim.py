@@ -208,3 +208,23 @@ at_ms = 30
     sts = result.subtasks
     sink = sts[sts["task"] == "sink#0"].iloc[0]
     assert (sink["taskmanager"], sink["local_input_channels"], sink["remote_input_channels"]) == (0, 1, 3)
+
+
+def test_the_throughput_counts_what_the_sources_read_when_the_job_stops_before_its_input_ends(tiny, tmp_path):
+    """Stopped with a savepoint after 100 ms (no drain), the job read part of its 12,000 records (300 ms of them at
+    20,000 records/s per source): the throughput and each source's achieved rate count those records, up to its
+    last one, not the whole workload (before: the 12,000 records over the run's time, and each split's 6,000 over
+    its task's finish). A run that reads its input counts all of it."""
+    more = {"workload.records": 12_000}
+    stopped = barriersim.run(tiny, out=tmp_path / "stopped", overrides=more,
+                             actions=[{"type": "stop_with_savepoint", "at_ms": 100}])
+    throughput = stopped.only.summary["throughput"]
+    read = [s["records"] for s in throughput["sources"]]
+    assert all(0 < n < 6_000 for n in read), read
+    seconds = stopped.only.summary["simulation"]["virtual_seconds"]
+    assert throughput["records_per_second"] == pytest.approx(sum(read) / seconds, rel=1e-3)
+    # paced at 20,000 records/s per source (less what its checkpoints every 10 ms hold it): the rate it read at,
+    # not 6,000 records over its finish (over 50,000)
+    assert all(s["reached"] and s["achieved_per_second"] <= 20_000 for s in throughput["sources"])
+    full = barriersim.run(tiny, out=tmp_path / "full", overrides=more).only.summary["throughput"]
+    assert [s["records"] for s in full["sources"]] == [6_000, 6_000]
