@@ -237,7 +237,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                                 with_channel_kinds(result.subtasks, result.config), result.placement)
             write_external_store(target, result.store_snapshot)
             # how far each source subtask's last run read (its reader's offsets: the records that went through the
-            # job, also when it stopped before its input ended); a task whose run did not return, its split
+            # job, also when it stopped before its input ended); a task whose run did not return, its split. Unlike
+            # the simulator's, a run restored --from an earlier run's snapshot counts the records that run read too
             source_runs = {r["task"]: (r["records_read"], r.get("last_record_at_ms"))
                            for r in result.task_runs if r.get("task") in split_sizes}
             through = sum(source_runs.get(task, (size,))[0] for task, size in split_sizes.items())
