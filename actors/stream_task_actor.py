@@ -197,7 +197,8 @@ class StreamTaskActor:
         last = None if self._last_record_ms is None else self._last_record_ms - job_started_ms
         reader = self.task.operator.reader if self.task.operator.is_source else None
         return {"task": self.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits,
-                "records_read": None if reader is None else reader.records_read, "last_record_at_ms": last, "cpu_seconds": time.process_time() - cpu_started,
+                "records_read": None if reader is None else reader.records_read, "last_record_at_ms": last,
+                "cpu_seconds": time.process_time() - cpu_started,
                 "thread_cpu_seconds": time.thread_time() - thread_cpu_started,
                 **{f"{name}_seconds": value for name, value in self._seconds.items()},
                 "data_bytes_sent": self.data_bytes_sent, "data_calls_sent": self.data_calls_sent,

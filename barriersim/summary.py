@@ -152,9 +152,9 @@ RATE_REACHED_FRACTION = 0.9
 def source_rates(offered_per_subtask: int, sources: dict[str, tuple[int, int | None]]) -> dict:
     """The offered rate against the achieved one: ``sources`` maps each source subtask (``vertex#i``) to the
     records it read (how far its reader got: its split, unless the job ended before it) and when it emitted its last
-    one (ms after the job's start, the clock of the fault schedule; None when it emitted none). A subtask's achieved rate is its records over that time; it reached the offered
-    rate when it is at least ``RATE_REACHED_FRACTION`` of it. Without an offered rate (0: as fast as possible)
-    nothing is flagged."""
+    one (ms after the job's start, the clock of the fault schedule; None when it emitted none). A subtask's achieved
+    rate is its records over that time; it reached the offered rate when it is at least ``RATE_REACHED_FRACTION`` of
+    it. Without an offered rate (0: as fast as possible) nothing is flagged."""
     offered = offered_per_subtask or None
     rows = []
     for task in sorted(sources, key=_subtask_order):

@@ -12,9 +12,10 @@ savepoint's record also ``savepoint_format`` and, once completed, its ``external
 and ``discarded``, true once the checkpoint was subsumed or discarded at the job's end) and ``counts`` Flink's
 ``restored``, ``total``, ``in_progress``, ``completed``, ``failed``; ``latest_restored`` is Flink's
 ``latest.restored`` (``id``, ``restore_timestamp``, ``is_savepoint``, ``external_path``). Mirrors Flink's
-``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and ``CheckpointStatsCounts``. A subtask's ``ack_timestamp`` is the coordinator's clock when the acknowledgement
-arrived, as in Flink's ``PendingCheckpoint.acknowledgeTask``. ``job_statistics`` turns the trackers of a run
-(one per coordinator: a JobManager failover retires one) into what both drivers report.
+``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and ``CheckpointStatsCounts``. A subtask's
+``ack_timestamp`` is the coordinator's clock when the acknowledgement arrived, as in Flink's
+``PendingCheckpoint.acknowledgeTask``. ``job_statistics`` turns the trackers of a run (one per coordinator: a
+JobManager failover retires one) into what both drivers report.
 """
 
 from __future__ import annotations
