@@ -94,6 +94,10 @@ class CoordinatorActions:
             self._to_task(MessageKind.NOTIFY_ABORTED, action.task, action.checkpoint_id,
                           NotifyCheckpointAborted(action.checkpoint_id, action.latest_completed_checkpoint_id))
         elif isinstance(action, m.DiscardCheckpoint):
+            # a checkpoint an earlier JobManager completed (recovered, then subsumed): its statistics are that
+            # coordinator's, so the run's report says it was discarded there (the current one marked its own)
+            for stats in self.retired_stats:
+                stats.report_discarded_checkpoint(action.checkpoint_id)
             try:
                 self.storage.discard_checkpoint(action.checkpoint_id)
             except CheckpointStorageError as err:  # Flink's CheckpointsCleaner logs it; the job goes on

@@ -134,3 +134,15 @@ def test_a_completed_checkpoint_reports_discarded_once_it_was_subsumed_or_discar
     latest = max(cancelled)
     assert len(cancelled) >= 2 and cancelled[latest] is False
     assert all(cancelled[i] for i in cancelled if i != latest)
+
+
+def test_a_checkpoint_an_earlier_jobmanager_completed_reports_discarded_once_the_new_one_subsumed_it():
+    """The JobManager fails over at 450 ms: the new coordinator recovers the retained checkpoint, subsumes it with
+    its first completed one, and discards it; the run's statistics (the dead coordinator's record of it) say so."""
+    splits = {"source": local_splits(30_000, 64, 1.2, 100, 2, seed=4)}
+    config = JobConfig(GRAPH, mode="aligned", interval_ms=100, source_rate_per_subtask=20_000,
+                       faults=FaultSchedule.from_json('[{"type": "crash_coordinator", "at_ms": 450}]'))
+    result = JobSimulation(config, splits, 5).run()
+    assert result.coordinator_failovers == 1
+    before = [c for c in result.checkpoints if c["status"] == "COMPLETED" and c["trigger_timestamp"] < 450]
+    assert before and all(_discarded(result).values())
