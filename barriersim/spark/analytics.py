@@ -76,7 +76,7 @@ _ARROW_TO_SPARK = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int6
 # Columns that hold only nulls in a run without failures are stored with Arrow's null type, which Spark cannot
 # read; they are read as typed nulls instead.
 _NULL_COLUMN_TYPES = {"failure_timestamp": "bigint", "failure_message": "string", "failure_reason": "string",
-                      "external_path": "string"}
+                      "external_path": "string", "discarded": "boolean"}
 
 
 def parquet_to_spark(spark, path: Path, mode: str | None = None):
