@@ -40,8 +40,10 @@ class CheckpointStatsTracker:
             "is_savepoint": is_savepoint,
             "checkpoint_type": checkpoint_type,
             "trigger_timestamp": trigger_timestamp,
-            "latest_ack_timestamp": None,
-            "end_to_end_duration": 0,
+            # Flink's AbstractCheckpointStats: -1 for both until a subtask acknowledged (a failure then sets the
+            # end-to-end duration to failure - trigger)
+            "latest_ack_timestamp": -1,
+            "end_to_end_duration": -1,
             "state_size": 0,
             "checkpointed_size": 0,
             "num_subtasks": num_subtasks,

@@ -82,6 +82,17 @@ def test_a_lost_acknowledgement_has_no_row():
     assert second["num_acknowledged_subtasks"] == len(tasks_of_2)
 
 
+def test_a_checkpoint_no_subtask_acknowledged_reports_minus_one_as_flink_does():
+    """Flink's AbstractCheckpointStats: ``getLatestAckTimestamp`` and, while pending, ``getEndToEndDuration`` are -1
+    until a subtask acknowledged; a failure sets the end-to-end duration to failure - trigger, the latest
+    acknowledgement stays -1."""
+    stats = CheckpointStatsTracker()
+    stats.report_pending_checkpoint(1, 1_000, False, "CHECKPOINT", 2)
+    assert (stats.history[1]["latest_ack_timestamp"], stats.history[1]["end_to_end_duration"]) == (-1, -1)
+    stats.report_failed_checkpoint(1, 1_070, CheckpointFailureReason.CHECKPOINT_EXPIRED)
+    assert (stats.history[1]["latest_ack_timestamp"], stats.history[1]["end_to_end_duration"]) == (-1, 70)
+
+
 def test_end_to_end_duration_runs_to_the_latest_acknowledgement_or_to_the_failure():
     """Flink's AbstractCheckpointStats.getEndToEndDuration (latest ack - trigger) and FailedCheckpointStats's
     (failure - trigger): finalizing a completed checkpoint after its last acknowledgement is not counted."""
