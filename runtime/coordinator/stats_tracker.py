@@ -31,6 +31,7 @@ class CheckpointStatsTracker:
         self.history: dict[int, dict[str, Any]] = {}
         self.subtask_stats: dict[int, list[dict[str, Any]]] = {}
         self.latest_restored: dict[str, Any] | None = None
+        self._reported: dict[int, set[str]] = {}  # per checkpoint in progress: the subtasks that reported
 
     def report_pending_checkpoint(self, checkpoint_id: int, trigger_timestamp: int, is_savepoint: bool,
                                   checkpoint_type: str, num_subtasks: int) -> dict[str, Any]:
@@ -61,8 +62,10 @@ class CheckpointStatsTracker:
         return record
 
     def report_subtask_stats(self, checkpoint_id: int, task: str, ack_timestamp: int, state_size: int,
-                             metrics: Any = None, checkpointed_size: int | None = None, finished: bool = False) -> None:
-        """``state_size``: all the state the acknowledgement refers to; ``checkpointed_size`` (default: the same):
+                             metrics: Any = None, checkpointed_size: int | None = None, finished: bool = False) -> bool:
+        """Whether the report was taken: not for a checkpoint that is not in progress, nor a second time for one
+        subtask (Flink's ``PendingCheckpointStats.reportSubtaskStats``: no overwrite). ``state_size``: all the state
+        the acknowledgement refers to; ``checkpointed_size`` (default: the same):
         what this checkpoint wrote of it (an incremental snapshot's new uploads), as Flink's ``SubtaskStateStats``.
         ``finished``: a task that had finished before the trigger (FLIP-147), which Flink's
         ``CheckpointCoordinator.reportFinishedTasks`` reports at the trigger as acknowledged, with an acknowledgement
@@ -71,7 +74,11 @@ class CheckpointStatsTracker:
             checkpointed_size = state_size
         record = self.history.get(checkpoint_id)
         if record is None or record["status"] != "IN_PROGRESS":
-            return
+            return False
+        reported = self._reported.setdefault(checkpoint_id, set())
+        if task in reported:
+            return False
+        reported.add(task)
         record["num_acknowledged_subtasks"] += 1
         if metrics is not None and metrics.unaligned_checkpoint and record["checkpoint_type"] == "CHECKPOINT":
             # Flink's PendingCheckpointStats: one subtask that checkpointed unaligned (also after its alignment
@@ -86,12 +93,14 @@ class CheckpointStatsTracker:
              "end_to_end_duration": max(0, ack_timestamp - record["trigger_timestamp"]), "metrics": metrics,
              "finished": finished}
         )
+        return True
 
     def report_completed_checkpoint(self, checkpoint_id: int, completion_timestamp: int, external_path: str | None = None) -> None:
         record = self.history[checkpoint_id]
         if record["status"] != "IN_PROGRESS":
             return
         record["status"] = "COMPLETED"
+        self._reported.pop(checkpoint_id, None)
         # Flink's AbstractCheckpointStats.getEndToEndDuration: trigger to the latest acknowledgement; the
         # finalization after it (the metadata write) is not part of it, unlike a failure's (failure - trigger)
         record["external_path"] = external_path
@@ -113,6 +122,7 @@ class CheckpointStatsTracker:
         if record is None or record["status"] != "IN_PROGRESS":
             return
         record["status"] = "FAILED"
+        self._reported.pop(checkpoint_id, None)
         record["failure_timestamp"] = failure_timestamp
         record["failure_reason"] = reason.name
         record["failure_message"] = message or reason.message

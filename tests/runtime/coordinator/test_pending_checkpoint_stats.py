@@ -1,0 +1,96 @@
+"""Flink's ``PendingCheckpointStatsTest`` (with ``CompletedCheckpointStats.discard``), ported to the statistics
+tracker (``runtime.coordinator.stats_tracker``): a checkpoint's record while in progress, reported subtasks (no
+overwrite), and what it says once completed or failed."""
+
+from __future__ import annotations
+
+from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
+from barriersim.runtime.failure_reason import CheckpointFailureReason
+from barriersim.runtime.task.actions import TaskCheckpointMetrics
+
+MAX_INT = 2**31 - 1
+TASK1, TASK2 = 3, 4  # subtasks of the two vertices
+
+
+def subtask_metrics(checkpoint_id: int, index: int, unaligned: bool) -> TaskCheckpointMetrics:
+    value = MAX_INT + index
+    return TaskCheckpointMetrics(checkpoint_id, sync_duration_ms=value, async_duration_ms=value,
+                                 alignment_duration_ms=value, checkpoint_start_delay_ms=value,
+                                 bytes_processed_during_alignment=value, bytes_persisted_during_alignment=value,
+                                 unaligned_checkpoint=unaligned)
+
+
+def report_all(stats: CheckpointStatsTracker, checkpoint_id: int, check=None) -> None:
+    """``TASK1`` aligned subtasks of vertex ``a``, then ``TASK2`` unaligned ones of ``b``, as Flink's test reports."""
+    for vertex, count, unaligned in (("a", TASK1, False), ("b", TASK2, True)):
+        for i in range(count):
+            ack, size = MAX_INT + i, MAX_INT + i
+            assert stats.report_subtask_stats(checkpoint_id, f"{vertex}#{i}@0", ack, size,
+                                              subtask_metrics(checkpoint_id, i, unaligned))
+            if check is not None:
+                check(vertex, ack, unaligned)
+
+
+def test_report_subtask_stats():
+    checkpoint_id, trigger = MAX_INT + 1222, MAX_INT - 1239
+    stats = CheckpointStatsTracker()
+    stats.report_pending_checkpoint(checkpoint_id, trigger, False, "CHECKPOINT", TASK1 + TASK2)
+    pending = stats.history[checkpoint_id]
+    # the initial state
+    assert pending["id"] == checkpoint_id and pending["trigger_timestamp"] == trigger
+    assert pending["status"] == "IN_PROGRESS" and pending["num_acknowledged_subtasks"] == 0
+    assert pending["state_size"] == 0 and pending["num_subtasks"] == TASK1 + TASK2
+    assert pending["latest_ack_timestamp"] == -1 and pending["end_to_end_duration"] == -1
+    # a report for a checkpoint the tracker does not know is not taken
+    assert not stats.report_subtask_stats(checkpoint_id + 1, "a#0@0", MAX_INT, 1)
+
+    state_size = 0
+
+    def check(vertex, ack, unaligned):
+        nonlocal state_size
+        state_size += ack  # the subtask's state size is its ack value, as Flink's test builds it
+        assert (pending["checkpoint_type"] == "UNALIGNED_CHECKPOINT") == (vertex == "b")
+        assert pending["latest_ack_timestamp"] == ack and pending["end_to_end_duration"] == ack - trigger
+        assert pending["state_size"] == state_size
+
+    report_all(stats, checkpoint_id, check)
+    # no overwrite: a subtask that reported once is not taken again
+    assert not stats.report_subtask_stats(checkpoint_id, "a#0@0", MAX_INT + 99, 5)
+    assert pending["num_acknowledged_subtasks"] == TASK1 + TASK2 and pending["state_size"] == state_size
+    assert len(stats.subtask_stats[checkpoint_id]) == TASK1 + TASK2
+
+
+def test_report_completed_checkpoint():
+    stats = CheckpointStatsTracker()
+    stats.report_pending_checkpoint(0, 1, False, "CHECKPOINT", TASK1 + TASK2)
+    report_all(stats, 0)
+    pending = dict(stats.history[0])
+    stats.report_completed_checkpoint(0, MAX_INT + 10, "asdjkasdjkasd")
+    completed = stats.history[0]
+    assert completed["status"] == "COMPLETED" and completed["discarded"] is False
+    stats.report_discarded_checkpoint(0)
+    assert completed["discarded"] is True and completed["external_path"] == "asdjkasdjkasd"
+    for field in ("id", "num_acknowledged_subtasks", "latest_ack_timestamp", "end_to_end_duration", "state_size"):
+        assert completed[field] == pending[field], field
+    assert completed["checkpoint_type"] == "UNALIGNED_CHECKPOINT"
+    assert stats.counts == {"restored": 0, "total": 1, "in_progress": 0, "completed": 1, "failed": 0}
+    # a completed checkpoint takes no more reports
+    assert not stats.report_subtask_stats(0, "c#0@0", MAX_INT, 1)
+
+
+def test_report_failed_checkpoint():
+    trigger, failure = 123123, 112211137
+    stats = CheckpointStatsTracker()
+    stats.report_pending_checkpoint(0, trigger, False, "CHECKPOINT", TASK1 + TASK2)
+    report_all(stats, 0)
+    pending = dict(stats.history[0])
+    stats.report_failed_checkpoint(0, failure, CheckpointFailureReason.CHECKPOINT_DECLINED, "test exception")
+    failed = stats.history[0]
+    assert failed["status"] == "FAILED" and failed["failure_timestamp"] == failure
+    assert failed["failure_message"] == "test exception"
+    for field in ("id", "num_acknowledged_subtasks", "latest_ack_timestamp", "state_size"):
+        assert failed[field] == pending[field], field
+    assert failed["end_to_end_duration"] == failure - trigger
+    assert failed["checkpoint_type"] == "UNALIGNED_CHECKPOINT"
+    assert "discarded" not in failed  # Flink's REST has it for completed checkpoints only
+    assert stats.counts == {"restored": 0, "total": 1, "in_progress": 0, "completed": 0, "failed": 1}
