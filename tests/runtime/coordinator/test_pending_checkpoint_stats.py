@@ -1,6 +1,7 @@
-"""Flink's ``PendingCheckpointStatsTest`` (with ``CompletedCheckpointStats.discard``), ported to the statistics
-tracker (``runtime.coordinator.stats_tracker``): a checkpoint's record while in progress, reported subtasks (no
-overwrite), and what it says once completed or failed."""
+"""Flink's ``PendingCheckpointStatsTest`` (with ``CompletedCheckpointStats.discard``) and
+``CheckpointStatsCountsTest``, ported to the statistics tracker (``runtime.coordinator.stats_tracker``): a
+checkpoint's record while in progress, reported subtasks (no overwrite), what it says once completed or failed, and
+the job's counts."""
 
 from __future__ import annotations
 
@@ -94,3 +95,32 @@ def test_report_failed_checkpoint():
     assert failed["checkpoint_type"] == "UNALIGNED_CHECKPOINT"
     assert "discarded" not in failed  # Flink's REST has it for completed checkpoints only
     assert stats.counts == {"restored": 0, "total": 1, "in_progress": 0, "completed": 0, "failed": 1}
+
+
+def test_counts():
+    """Flink's ``CheckpointStatsCountsTest.testCounts`` through the tracker's reports: a restore counts apart, a
+    checkpoint counts in progress until it completes or fails, a failure before a checkpoint existed counts as one
+    more, failed; completing or failing what is not in progress never makes the in-progress count negative
+    (``testCompleteOrFailWithoutInProgressCheckpoint``)."""
+    stats = CheckpointStatsTracker()
+
+    def counts():
+        c = stats.counts
+        return c["restored"], c["total"], c["in_progress"], c["completed"], c["failed"]
+
+    assert counts() == (0, 0, 0, 0, 0)
+    stats.report_restored_checkpoint(7, 0, None, False)
+    assert counts() == (1, 0, 0, 0, 0)
+    stats.report_pending_checkpoint(1, 0, False, "CHECKPOINT", 1)
+    assert counts() == (1, 1, 1, 0, 0)
+    stats.report_completed_checkpoint(1, 5)
+    assert counts() == (1, 1, 0, 1, 0)
+    stats.report_pending_checkpoint(2, 10, False, "CHECKPOINT", 1)
+    assert counts() == (1, 2, 1, 1, 0)
+    stats.report_failed_checkpoint(2, 15, CheckpointFailureReason.CHECKPOINT_EXPIRED)
+    assert counts() == (1, 2, 0, 1, 1)
+    stats.report_failed_checkpoint_without_in_progress()
+    assert counts() == (1, 3, 0, 1, 2)
+    stats.report_completed_checkpoint(2, 20)  # not in progress any more: nothing changes
+    stats.report_failed_checkpoint(1, 20, CheckpointFailureReason.CHECKPOINT_EXPIRED)
+    assert counts() == (1, 3, 0, 1, 2)
