@@ -4,8 +4,8 @@ How this works: ``simulate`` takes the effective scenario of one run (its mode, 
 applied: ``barriersim.api.plan``), builds the job's settings (``scenarios.simulation_inputs.job_config``), draws
 the workload locally unless ``splits`` are given (Spark's, for ``workload="spark"``), simulates, verifies the
 committed output against the reference evaluated over the same workload (``runtime.verification``), and writes
-the run directory as the Ray backend does (``barriersim.summary``, with the offered and achieved rate of each
-source subtask, measured on the virtual clock until the subtask finished): ``scenario.toml``, ``summary.json`` (with
+the run directory as the Ray backend does (``barriersim.summary``, with the records each source subtask read and
+its achieved rate, on the virtual clock until its last record: ``JobSimulation.source_progress``): ``scenario.toml``, ``summary.json`` (with
 ``backend: "sim"``, the ``simulation`` section, ``trace_sha256`` and the one-line ``replay`` command, which
 re-runs that ``scenario.toml``) and the per-checkpoint and per-subtask statistics. Savepoints are written as files
 in ``savepoints/`` (Flink's JobManager storage with a savepoint directory); the checkpoints a cancelled job
@@ -64,18 +64,17 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     simulation = JobSimulation(config, splits, scenario.seed, checkpoint_directory=checkpoints,
                                savepoint_directory=savepoints, store=previous.store if previous else None,
                                first_attempt_number=previous.next_attempt_number if previous else 0)
-    progress = _SourceProgress(simulation)
     result = simulation.run()
     wall = time.perf_counter() - started
-    read = progress.records_read()
-    source_runs = {f"{vertex}#{i}": (read.get((vertex, i), 0), progress.last_record_ms.get((vertex, i)))
+    progress = simulation.source_progress()  # what each source read, also when the job ended before its input did
+    source_runs = {f"{vertex}#{i}": progress.get((vertex, i), (0, None))
                    for vertex, parts in splits.items() for i in range(len(parts))}
     report = simulation.report
     _externalize_retained_checkpoints(simulation, report, out_dir)
     verdict, scope = simulation.verify(result)
     records = sum(len(s) for splits_of in splits.values() for s in splits_of)
     virtual_seconds = result.virtual_ms / 1000
-    through = sum(read.values())
+    through = sum(records for records, _ in progress.values())
     summary = build_summary(
         scenario=scenario, backend="sim", generated_by=generated_by, records=records,
         counts=result.counts, verification=verdict.as_dict(),
@@ -132,46 +131,3 @@ def _externalize_retained_checkpoints(sim: JobSimulation, report, out_dir: Path)
         job_report.retained_checkpoint = files.persist_checkpoint(metadata).external_pointer
     if report.jobs:
         report.retained_checkpoint = report.jobs[-1].retained_checkpoint
-
-
-class _SourceProgress:
-    """How far the run's source subtasks read, observed while the simulation runs (nothing else changes: the trace
-    and every outcome stay the same): at the first deployment's ``tasks_started`` (the JobMaster's, wrapped) it
-    notes where the readers start (0 for a fresh job, the restored offsets for a job restored from an earlier run's
-    savepoint or checkpoint), and after each task step (the data plane's ``_step``, wrapped) that moved a source's
-    reader, when that step's work ended (the step's records are paced over it). ``records_read()`` is then how far
-    the last deployment's readers got, less where the first started: the records that went through the job, also
-    when it ended before its input did (a stop-with-savepoint, a cancel, a failure the restart strategy gave up
-    on); ``last_record_ms`` the job's ms (the fault schedule's clock) of each source subtask's last record."""
-
-    def __init__(self, simulation: JobSimulation):
-        self._simulation = simulation
-        self.at_start: dict[tuple[str, int], int] | None = None
-        self.last_record_ms: dict[tuple[str, int], int] = {}
-        job_master = simulation.job_master
-        tasks_started = job_master.tasks_started
-        step = simulation._step
-
-        def started(epoch):
-            if self.at_start is None:
-                self.at_start = {key: reader.records_read for key, reader in self._readers().items()}
-            return tasks_started(epoch)
-
-        def stepped(key, epoch):
-            task = simulation.tasks.get(key)
-            reader = task.operator.reader if task is not None and task.operator.is_source else None
-            before = reader.records_read if reader is not None else 0
-            step(key, epoch)
-            if reader is not None and reader.records_read != before:
-                ended_us = simulation._busy_until[key]
-                self.last_record_ms[key] = ended_us // 1000 - (job_master.started_ms or 0)
-
-        job_master.tasks_started = started
-        simulation._step = stepped
-
-    def _readers(self) -> dict[tuple[str, int], object]:
-        return {key: task.operator.reader for key, task in self._simulation.tasks.items() if task.operator.is_source}
-
-    def records_read(self) -> dict[tuple[str, int], int]:
-        at_start = self.at_start or {}
-        return {key: reader.records_read - at_start.get(key, 0) for key, reader in self._readers().items()}

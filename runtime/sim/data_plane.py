@@ -77,6 +77,8 @@ class DataPlane:
         self._pump(key)
         if result.outcome is StepOutcome.PROCESSED:
             self._busy_until[key] = max(self._busy_until[key], now) + self._cost_us(key, result)
+            if result.records and task.operator.is_source:  # its records are paced over the step
+                self.source_last_record_us[key] = self._busy_until[key]
             self._kick(key)
 
     def _cost_us(self, key: SubtaskKey, result) -> int:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
@@ -107,6 +107,10 @@ class JobSimulation(DataPlane):
         self._cost_model: dict[SubtaskKey, tuple[float, float]] = {}  # per subtask: per-record cost, hot-key extra
         self._slowdowns: dict[SubtaskKey, Slowdowns] = {}
         self._scheduled: set[SubtaskKey] = set()
+        # how far the sources read: their readers' records at the run's first deployment, and when each source
+        # subtask's last step that read records ended (virtual us); ``source_progress()`` reports them
+        self._source_records_at_start: dict[SubtaskKey, int] | None = None
+        self.source_last_record_us: dict[SubtaskKey, int] = {}
         self._channel_clock: dict[tuple, int] = {}
         self.outcome: JobOutcome | None = None
         self.job_master = Dispatcher(
@@ -177,6 +181,22 @@ class JobSimulation(DataPlane):
         return verify_run(self.config.graph, self.splits, self.job_master.ending_snapshot, result.committed_output,
                           self.store.pending_records, at_least_once=not self.config.mode.exactly_once,
                           operations=self.report.operations)
+
+    def _source_readers(self) -> dict[SubtaskKey, Any]:
+        return {key: task.operator.reader for key, task in self.tasks.items() if task.operator.is_source}
+
+    def source_progress(self) -> dict[SubtaskKey, tuple[int, int | None]]:
+        """After ``run()``: per source subtask of the last deployment, the records it read (how far its reader got,
+        less where the run's first deployment started: 0 for a fresh job, the restored offsets for a job restored
+        from an earlier run's snapshot), also when the job ended before its input did, and when its last record
+        went out (virtual ms after the job's start: the end of its last step that read records; None if none)."""
+        at_start = self._source_records_at_start or {}
+        started = self.job_master.started_ms or 0
+        out = {}
+        for key, reader in self._source_readers().items():
+            last_us = self.source_last_record_us.get(key)
+            out[key] = (reader.records_read - at_start.get(key, 0), None if last_us is None else last_us // 1000 - started)
+        return out
 
     def consistent_cut_violations(self) -> list[CutViolation]:
         """After ``run()``: every completed checkpoint checked as a consistent cut (``runtime.sim.consistent_cut``)."""
@@ -270,6 +290,8 @@ class JobSimulation(DataPlane):
             self.tasks[key] = task
             self._slowdowns[key] = Slowdowns(descriptor.slowdowns)
             self._busy_until[key] = self.sim.now_us
+        if self._source_records_at_start is None:
+            self._source_records_at_start = {key: reader.records_read for key, reader in self._source_readers().items()}
         self._carry_out(self.job_master.tasks_restored(epoch, restored_bytes))
         for key in self.tasks:
             self._pump(key)  # recovered output data and initial credit
