@@ -6,8 +6,9 @@ the workload locally unless ``splits`` are given (Spark's, for ``workload="spark
 committed output against the reference evaluated over the same workload (``runtime.verification``), and writes
 the run directory as the Ray backend does (``barriersim.summary``, with the records each source subtask read and
 its achieved rate, on the virtual clock until its last record: ``JobSimulation.source_progress``):
-``scenario.toml``, ``summary.json`` (with ``backend: "sim"``, the ``simulation`` section, ``trace_sha256`` and the one-line ``replay`` command, which
-re-runs that ``scenario.toml``) and the per-checkpoint and per-subtask statistics. Savepoints are written as files
+``scenario.toml``, ``summary.json`` (with ``backend: "sim"``, the ``simulation`` section, ``trace_sha256`` and the
+one-line ``replay`` command, which re-runs that ``scenario.toml``) and the per-checkpoint and per-subtask
+statistics. Savepoints are written as files
 in ``savepoints/`` (Flink's JobManager storage with a savepoint directory); the checkpoints a cancelled job
 retained, kept in memory while the run lasts, are written to ``checkpoints/<job-id>/`` at its end; the external
 system the sinks wrote goes to ``external_store.msgpack``, so that a later run restored from one of them

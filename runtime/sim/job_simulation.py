@@ -195,7 +195,8 @@ class JobSimulation(DataPlane):
         out = {}
         for key, reader in self._source_readers().items():
             last_us = self.source_last_record_us.get(key)
-            out[key] = (reader.records_read - at_start.get(key, 0), None if last_us is None else last_us // 1000 - started)
+            last_ms = None if last_us is None else last_us // 1000 - started
+            out[key] = (reader.records_read - at_start.get(key, 0), last_ms)
         return out
 
     def consistent_cut_violations(self) -> list[CutViolation]:
