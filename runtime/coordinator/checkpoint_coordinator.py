@@ -305,8 +305,7 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         retained = self.store.get_all_checkpoints()
         discarded = self.store.shutdown(job_status)
         for checkpoint in discarded:
-            self.stats.report_discarded_checkpoint(checkpoint.checkpoint_id)
-            self._emit(m.DiscardCheckpoint(checkpoint.checkpoint_id, m.DiscardReason.SHUTDOWN))
+            self._discard_completed(checkpoint.checkpoint_id, m.DiscardReason.SHUTDOWN)
         if job_status.is_globally_terminal:
             # the shared state no checkpoint the retention keeps uses (Flink's store shutdown)
             gone = {id(c) for c in discarded}

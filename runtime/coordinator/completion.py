@@ -172,8 +172,7 @@ class CheckpointCompletion:
                 self._on_failed_storing(pending, f"{type(e).__name__}: {e}")
                 return
             for subsumed in result.to_discard:
-                self.stats.report_discarded_checkpoint(subsumed.checkpoint_id)
-                self._emit(m.DiscardCheckpoint(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED))
+                self._discard_completed(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED)
             last_subsumed_id = result.last_subsumed_checkpoint_id
             self.shared_state_registry.checkpoint_completed(checkpoint_id)
             retained = self.store.get_all_checkpoints()
@@ -197,6 +196,12 @@ class CheckpointCompletion:
         if props.is_synchronous:
             self._emit(m.StopJob(checkpoint_id, props.checkpoint_type is CheckpointType.SAVEPOINT_TERMINATE))
         self._execute_queued_request()
+
+    def _discard_completed(self, checkpoint_id: int, reason: m.DiscardReason) -> None:
+        """A completed checkpoint the store let go (subsumed, or at shutdown by its retention) is discarded, and its
+        statistics say so (Flink's ``CompletedCheckpoint.markAsDiscarded``)."""
+        self.stats.report_discarded_checkpoint(checkpoint_id)
+        self._emit(m.DiscardCheckpoint(checkpoint_id, reason))
 
     def _on_failed_storing(self, pending: PendingCheckpoint, detail: str) -> None:
         """The completed checkpoint store could not take a finalized checkpoint: its data is discarded

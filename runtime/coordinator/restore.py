@@ -93,8 +93,7 @@ class CoordinatorRestoreMixin:
         )
         result = self.store.add_checkpoint_and_subsume_oldest_one(savepoint)
         for subsumed in result.to_discard:
-            self.stats.report_discarded_checkpoint(subsumed.checkpoint_id)
-            self._emit(m.DiscardCheckpoint(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED))
+            self._discard_completed(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED)
         self.id_counter.set_count(metadata.checkpoint_id + 1)
         self.restore_latest_checkpointed_state(allow_non_restored_state)
         return savepoint
