@@ -25,17 +25,36 @@ from barriersim.runtime.record_batch import RecordBatch, batch_from_bytes, batch
 NO_ALIGNED_CHECKPOINT_TIME_OUT: int = 2**63 - 1
 
 
+class SharingFilesStrategy(enum.Enum):
+    """Flink's ``SnapshotType.SharingFilesStrategy``: which files a snapshot may share with other snapshots."""
+
+    FORWARD_BACKWARD = "FORWARD_BACKWARD"  # it may use the files of earlier snapshots; later ones may use its files
+    FORWARD = "FORWARD"  # it uses no earlier snapshot's file; later ones may use its files
+    NO_SHARING = "NO_SHARING"  # neither
+
+
 class CheckpointType(enum.Enum):
-    """Flink's ``SnapshotType``: a checkpoint or one of the savepoint kinds (``SavepointType``)."""
+    """Flink's ``SnapshotType``: a checkpoint, a full checkpoint, or one of the savepoint kinds (``SavepointType``).
+
+    ``FULL_CHECKPOINT`` is what the coordinator triggers instead of a checkpoint after a restore in ``NO_CLAIM`` mode,
+    until a checkpoint completed: an incremental backend uploads every file again, so that the job no longer
+    depends on the restored snapshot's files."""
 
     CHECKPOINT = "CHECKPOINT"
+    FULL_CHECKPOINT = "FULL_CHECKPOINT"
     SAVEPOINT = "SAVEPOINT"
     SAVEPOINT_SUSPEND = "SAVEPOINT_SUSPEND"
     SAVEPOINT_TERMINATE = "SAVEPOINT_TERMINATE"
 
     @property
     def is_savepoint(self) -> bool:
-        return self is not CheckpointType.CHECKPOINT
+        return self not in (CheckpointType.CHECKPOINT, CheckpointType.FULL_CHECKPOINT)
+
+    @property
+    def sharing_files_strategy(self) -> SharingFilesStrategy:
+        if self is CheckpointType.CHECKPOINT:
+            return SharingFilesStrategy.FORWARD_BACKWARD
+        return SharingFilesStrategy.FORWARD if self is CheckpointType.FULL_CHECKPOINT else SharingFilesStrategy.NO_SHARING
 
     @property
     def is_synchronous(self) -> bool:
@@ -49,12 +68,12 @@ class CheckpointType(enum.Enum):
     @property
     def rest_name(self) -> str:
         """The ``checkpoint_type`` Flink's REST API shows for a snapshot of this type (``CheckpointStatistics.
-        RestAPICheckpointType``): ``CHECKPOINT``, ``SAVEPOINT``, or ``SYNC_SAVEPOINT`` for both kinds of
-        stop-with-savepoint (whether it drained is not in it); a checkpoint that ran unaligned shows
-        ``UNALIGNED_CHECKPOINT`` (set by the statistics once a subtask reports it)."""
+        RestAPICheckpointType``): ``CHECKPOINT`` (a full checkpoint's too), ``SAVEPOINT``, or ``SYNC_SAVEPOINT``
+        for both kinds of stop-with-savepoint (whether it drained is not in it); a checkpoint that ran unaligned
+        shows ``UNALIGNED_CHECKPOINT`` (set by the statistics once a subtask reports it)."""
         if self.is_synchronous:
             return "SYNC_SAVEPOINT"
-        return self.value
+        return "SAVEPOINT" if self.is_savepoint else "CHECKPOINT"
 
 
 class AlignmentType(enum.Enum):

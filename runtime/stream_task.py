@@ -48,6 +48,7 @@ from barriersim.runtime.checkpointing.barrier_handler import (
 from barriersim.runtime.events import (
     Buffer,
     CheckpointBarrier,
+    CheckpointType,
     EndOfChannelStateEvent,
     EndOfData,
     EndOfPartition,
@@ -247,7 +248,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             network.buffer_debloat.enabled and self.input_side is not None) else 0
         self.checkpoints = SubtaskCheckpointCoordinator(
             operator_id=vertex_name,
-            snapshot_state=lambda checkpoint_id, options: self._snapshot(checkpoint_id),
+            snapshot_state=lambda checkpoint_id, options: self._snapshot(checkpoint_id, options.checkpoint_type),
             clock=clock,
             partitions=self.partitions,
             timer_service=timers,
@@ -274,10 +275,10 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             return backend.last_work
         return full_snapshot_work(state, self._memory_threshold)
 
-    def _snapshot(self, checkpoint_id: int):
+    def _snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType):
         if self.operator.is_source and is_planted(PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER):
             self._read_source()  # the historical bug: records go out behind the barrier before the offset is taken
-        return self.operator.snapshot(checkpoint_id)
+        return self.operator.snapshot(checkpoint_id, checkpoint_type)
 
     # -- inputs from the driver ----------------------------------------------------------------------
 

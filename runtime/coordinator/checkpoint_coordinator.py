@@ -107,6 +107,7 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         for checkpoint in self.store.get_all_checkpoints():
             self.shared_state_registry.register_all_after_restored(
                 checkpoint.checkpoint_id, checkpoint.operator_states.values(), claim_mode)
+        self.force_full_snapshot = False  # set by a restore of an unclaimed snapshot (restore.py)
         self.id_counter = checkpoint_id_counter or StandaloneCheckpointIDCounter()
         self.id_counter.start()
         self.failure_manager = CheckpointFailureManager(config.tolerable_checkpoint_failure_number)

@@ -174,6 +174,7 @@ class CheckpointCompletion:
             for subsumed in result.to_discard:
                 self._discard_completed(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED)
             last_subsumed_id = result.last_subsumed_checkpoint_id
+            self.force_full_snapshot = False  # a full checkpoint (at least) completed: the next may be incremental
             self.shared_state_registry.checkpoint_completed(checkpoint_id)
             retained = self.store.get_all_checkpoints()
             if retained:  # Flink's store: after subsuming, release what only older checkpoints used

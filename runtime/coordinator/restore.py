@@ -7,7 +7,9 @@ changed cannot be restored (its key groups would move). Assigning the states to 
 ranges, rescaling) belongs to ``runtime/recovery``; this module only decides whether restoring is allowed and
 returns the operator ids that are skipped. ``CoordinatorRestoreMixin`` is the coordinator's recovery bookkeeping:
 ``restore_latest_checkpointed_state`` (after a failover: the latest completed checkpoint, or none = start fresh;
-the id counter moves past it) and ``restore_savepoint`` (through an injected loader of ``_metadata``). Mirrors the checks of Flink's ``Checkpoints.loadAndValidateCheckpoint``
+the id counter moves past it; a restored snapshot the job does not own makes the checkpoints full until one
+completes, ``force_full_snapshot``) and ``restore_savepoint`` (through an injected loader of ``_metadata``; the
+snapshot's shared files are registered as not claimed). Mirrors the checks of Flink's ``Checkpoints.loadAndValidateCheckpoint``
 ``StateAssignmentOperation.checkStateMappingCompleteness`` and ``CheckpointCoordinator.restoreSavepoint`` /
 ``restoreLatestCheckpointedStateInternal``.
 """
@@ -21,6 +23,7 @@ from barriersim.runtime.coordinator.master_hooks import reset_hooks, restore_mas
 from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties
+from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.memory_storage import external_path
 
@@ -74,6 +77,8 @@ class CoordinatorRestoreMixin:
         check_state_mapping(metadata, self.vertices, allow_non_restored_state, f"checkpoint {latest.checkpoint_id}")
         if self.id_counter.get() <= latest.checkpoint_id:
             self.id_counter.set_count(latest.checkpoint_id + 1)
+        # restored from a snapshot the job does not own: checkpoints are full until one completes (NO_CLAIM)
+        self.force_full_snapshot = latest.props.is_unclaimed
         restore_master_hooks(self.master_hooks, latest.master_states, latest.checkpoint_id, allow_non_restored_state)
         self.stats.report_restored_checkpoint(latest.checkpoint_id, self._clock(),
                                               external_path(latest.external_pointer, latest.props.is_savepoint),
@@ -84,13 +89,18 @@ class CoordinatorRestoreMixin:
     def restore_savepoint(self, path: str, loader: Callable[[str], CheckpointMetadata],
                           allow_non_restored_state: bool = False) -> CompletedCheckpoint:
         """Flink's ``restoreSavepoint``: load ``_metadata`` through the injected loader (storage's), check it
-        fits the job, add it to the store (as an unclaimed snapshot: never discarded by us), set the id
+        fits the job, register its shared state (``registerSharedStatesAfterRestored`` in ``NO_CLAIM`` mode), add
+        it to the store (as an unclaimed snapshot: never discarded by us), set the id
         counter to ``savepoint_id + 1`` and restore it; the ``RestoreFrom`` action is in ``drain_actions()``."""
         metadata = loader(path)
         check_state_mapping(metadata, self.vertices, allow_non_restored_state, f"savepoint {path}")
         savepoint = CompletedCheckpoint.from_metadata(
             self.job_id, metadata, CheckpointProperties.for_unclaimed_snapshot(), path
         )
+        # its shared files are registered before it enters the store (whose subsumption counts on them), as
+        # not claimed: this job refers to them but never discards them
+        self.shared_state_registry.register_all_after_restored(
+            savepoint.checkpoint_id, savepoint.operator_states.values(), RecoveryClaimMode.NO_CLAIM)
         result = self.store.add_checkpoint_and_subsume_oldest_one(savepoint)
         for subsumed in result.to_discard:
             self._discard_completed(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED)

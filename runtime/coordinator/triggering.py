@@ -11,7 +11,8 @@ checked, the ``DefaultCheckpointPlanCalculator`` picks the tasks, the id counter
 answers with ``AcknowledgeCoordinatorState``), then ``MASTER_HOOKS`` (every master hook is called; one that
 answers ``MASTER_STATE_PENDING`` finishes with ``MasterHookCompleted``), then the tasks are triggered
 (``TriggerCheckpointOnSources``; a checkpoint whose tasks all acknowledged already completes at once) and the next
-queued request may start. A phase with nothing to wait for ends at once, so a job without operator coordinators
+queued request may start. While ``force_full_snapshot`` holds (the job was restored from a snapshot it does not
+own, and no checkpoint completed since), a checkpoint's tasks are triggered with ``FULL_CHECKPOINT``. A phase with nothing to wait for ends at once, so a job without operator coordinators
 and without hooks that answer later triggers within the one event, as Flink's chain of futures does within a few
 executor hops. A failing coordinator or hook fails the trigger (``TRIGGER_CHECKPOINT_FAILURE``); a checkpoint
 aborted before its trigger finished (expired, declined, failed over, suspended) ends the trigger too, and as in
@@ -27,6 +28,7 @@ and to the statistics (as a failure without a checkpoint in progress). A request
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
@@ -123,6 +125,8 @@ class CheckpointTriggering:
         base = self.config.checkpoint_options
         if checkpoint_type is CheckpointType.CHECKPOINT:
             return base
+        if checkpoint_type is CheckpointType.FULL_CHECKPOINT:
+            return dataclasses.replace(base, checkpoint_type=checkpoint_type)
         if not base.is_exactly_once_mode:
             return CheckpointOptions.not_exactly_once(checkpoint_type)
         return CheckpointOptions.aligned(checkpoint_type)
@@ -252,8 +256,11 @@ class CheckpointTriggering:
         its tasks already acknowledged (``maybeCompleteCheckpoint``: an externally induced source), then the
         trigger succeeded (``onTriggerSuccess``: the next queued request may start)."""
         pending = triggering.pending
+        checkpoint_type = pending.props.checkpoint_type
+        if self.force_full_snapshot and not pending.props.is_savepoint:
+            checkpoint_type = CheckpointType.FULL_CHECKPOINT  # the props (and the statistics) keep their type
         self._emit(m.TriggerCheckpointOnSources(
-            pending.checkpoint_id, pending.checkpoint_timestamp, self._options_for(pending.props.checkpoint_type),
+            pending.checkpoint_id, pending.checkpoint_timestamp, self._options_for(checkpoint_type),
             pending.plan.tasks_to_trigger,
         ))
         if pending.is_fully_acknowledged() and not self.is_shutdown:

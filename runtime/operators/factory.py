@@ -3,7 +3,7 @@
 How this works: ``create_operator`` returns a ``SubtaskOperator``: ``process(records, input_index)`` turns a
 ``RecordBatch`` of input records into one of output records (``input_index`` is the logical input they came from: 0, or 1 for the
 second input of a two-input operator such as the window join), ``process_watermark(wm)`` does the same for event time (only windows produce output),
-``end_of_input()`` flushes what is left, ``snapshot(checkpoint_id)`` returns the ``OperatorSubtaskState``,
+``end_of_input()`` flushes what is left, ``snapshot(checkpoint_id, checkpoint_type)`` returns the ``OperatorSubtaskState``,
 ``restore(state)`` loads one, and sinks get ``notify_checkpoint_complete/aborted`` and ``close_on_failover``.
 Keyed operators get the key-group range of their subtask (Flink's ``KeyGroupRangeAssignment``) and a
 ``KeyGroupAssigner`` for their max parallelism, and a keyed state
@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from typing import Iterable, Mapping
 
-from barriersim.runtime.events import Watermark
+from barriersim.runtime.events import CheckpointType, Watermark
 from barriersim.runtime.jobgraph import JobVertex, OperatorKind
 from barriersim.runtime.operators.keyed_sum import KeyedRunningSum
 from barriersim.runtime.operators.sinks import AtLeastOnceSink, ExternalStore, TwoPhaseCommitSink
@@ -52,7 +52,10 @@ class SubtaskOperator:
         """End of all input; ``final_checkpoint``: a final checkpoint will follow (FLIP-147) and commit."""
         return _NOTHING
 
-    def snapshot(self, checkpoint_id: int) -> OperatorSubtaskState:
+    def snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+                 ) -> OperatorSubtaskState:
+        """The subtask's state for a checkpoint or a savepoint (``checkpoint_type``: a keyed backend writes a
+        savepoint in the canonical full format)."""
         return OperatorSubtaskState()
 
     def restore(self, state: OperatorSubtaskState | None) -> None:
@@ -75,7 +78,7 @@ class _Wrapped(SubtaskOperator):
     def process(self, records, input_index=0):
         return self.inner.process_all(records)
 
-    def snapshot(self, checkpoint_id):
+    def snapshot(self, checkpoint_id, checkpoint_type=CheckpointType.CHECKPOINT):
         return self.inner.snapshot_state()
 
     def restore(self, state):
@@ -90,8 +93,8 @@ class _Keyed(_Wrapped):
         super().__init__(inner)
         self.backend = backend
 
-    def snapshot(self, checkpoint_id):
-        return self.backend.snapshot(checkpoint_id)
+    def snapshot(self, checkpoint_id, checkpoint_type=CheckpointType.CHECKPOINT):
+        return self.backend.snapshot(checkpoint_id, checkpoint_type)
 
     def restore(self, state):
         if state is not None:
@@ -125,7 +128,7 @@ class _Source(SubtaskOperator):
     def __init__(self, reader: SplitSourceReader):
         self.reader = reader
 
-    def snapshot(self, checkpoint_id):
+    def snapshot(self, checkpoint_id, checkpoint_type=CheckpointType.CHECKPOINT):
         return self.reader.snapshot_state()
 
     def restore(self, state):
@@ -148,7 +151,7 @@ class _Sink(SubtaskOperator):
             self.sink.finish()
         return _NOTHING
 
-    def snapshot(self, checkpoint_id):
+    def snapshot(self, checkpoint_id, checkpoint_type=CheckpointType.CHECKPOINT):
         return self.sink.snapshot_state(checkpoint_id)
 
     def restore(self, state):

@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.jobgraph import JobGraph, Partitioner
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 
@@ -80,9 +81,9 @@ class CutRecorder:
             operator.process, operator.process_watermark, operator.end_of_input = logged_process, logged_watermark, logged_end
         snapshot = operator.snapshot
 
-        def logged_snapshot(checkpoint_id):
+        def logged_snapshot(checkpoint_id, checkpoint_type=CheckpointType.CHECKPOINT):
             rec.marks.setdefault(checkpoint_id, (len(rec.inputs), len(rec.outputs)))
-            return snapshot(checkpoint_id)
+            return snapshot(checkpoint_id, checkpoint_type)
 
         operator.snapshot = logged_snapshot
         return rec

@@ -29,6 +29,7 @@ from typing import Iterable, Protocol
 import msgpack
 
 from barriersim.runtime.checkpoint_cost import NO_WORK, SnapshotWork
+from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.state.snapshot import (
     IncrementalKeyedStateHandle,
     KeyGroupRange,
@@ -109,6 +110,17 @@ def full_snapshot_work(state: OperatorSubtaskState, memory_threshold: int) -> Sn
                         files=sum(1 for size in sizes if size > 0 and size >= memory_threshold))
 
 
+def full_keyed_snapshot(operator: KeyedRows, entry_bytes: int) -> OperatorSubtaskState:
+    """Every entry of ``operator``, per key group (``KeyGroupsStateHandle``: the canonical format of a full snapshot
+    and of a savepoint), with the modelled size ``entry_bytes`` per entry when that is set."""
+    state = operator.snapshot_state()
+    if entry_bytes:
+        state = OperatorSubtaskState(managed_keyed_state=tuple(
+            KeyGroupsStateHandle(h.key_group_range, h.key_groups, operator.entry_count() * entry_bytes)
+            for h in state.managed_keyed_state))
+    return state
+
+
 def entry_size(row: tuple, entry_bytes: int) -> int:
     """An entry's modelled bytes: ``entry_bytes``, or its real msgpack size when that is 0."""
     return entry_bytes if entry_bytes else len(msgpack.packb(list(row), use_bin_type=True))
@@ -154,12 +166,10 @@ class HeapKeyedStateBackend:
         self._threshold = memory_threshold
         self.last_work: SnapshotWork = NO_WORK
 
-    def snapshot(self, checkpoint_id: int) -> OperatorSubtaskState:
-        state = self._operator.snapshot_state()
-        if self._entry_bytes:
-            state = OperatorSubtaskState(managed_keyed_state=tuple(
-                KeyGroupsStateHandle(h.key_group_range, h.key_groups, self._operator.entry_count() * self._entry_bytes)
-                for h in state.managed_keyed_state))
+    def snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+                 ) -> OperatorSubtaskState:
+        """A checkpoint and a savepoint alike: the heap backend's full snapshot is the canonical format."""
+        state = full_keyed_snapshot(self._operator, self._entry_bytes)
         self.last_work = full_snapshot_work(state, self._threshold)
         return state
 

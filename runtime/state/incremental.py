@@ -14,7 +14,11 @@ the live runs the last completed checkpoint did not upload (new ``SharedStateHan
 ``upload``: inline by default, a file in the checkpoint storage's ``shared/`` directory where there is one) and
 refers to the others by ``PlaceholderStateHandle``, as Flink's ``RocksIncrementalSnapshotStrategy`` does with the
 files of its last completed checkpoint (``uploadedSstFiles``, confirmed by ``notifyCheckpointComplete``, dropped
-for an aborted checkpoint). ``checkpointed_size`` is what it uploaded, ``state_size`` all it refers to.
+for an aborted checkpoint). ``checkpointed_size`` is what it uploaded, ``state_size`` all it refers to. A savepoint
+is never incremental: it writes every entry in the canonical format (a ``KeyGroupsStateHandle``), flushes and
+uploads nothing, and its completion leaves the last completed checkpoint as it was. A full checkpoint
+(``FULL_CHECKPOINT``, after a restore the job does not own) uploads every live run again, and later checkpoints
+refer to its uploads.
 
 A restore of one handle of the same key groups reuses its runs and counts them as uploaded by the restored
 checkpoint (Flink's restore without rescaling keeps the backend's identity and ``lastCompletedCheckpointId``);
@@ -35,10 +39,13 @@ from typing import Callable, Iterable, Sequence
 import msgpack
 
 from barriersim.runtime.checkpoint_cost import NO_WORK, SnapshotWork
+from barriersim.runtime.events import CheckpointType, SharingFilesStrategy
 from barriersim.runtime.state.backend import (
     KeyedRows,
     StateBackendConfig,
     entry_size,
+    full_keyed_snapshot,
+    full_snapshot_work,
     rows_from_state,
     state_from_rows,
 )
@@ -265,10 +272,15 @@ class IncrementalKeyedStateBackend:
 
     # -- snapshots ----------------------------------------------------------------------------------------------
 
-    def snapshot(self, checkpoint_id: int) -> OperatorSubtaskState:
+    def snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+                 ) -> OperatorSubtaskState:
+        if checkpoint_type.is_savepoint:
+            return self._canonical_savepoint()
         flushed = self._flush()
         self._compact()
-        previous = self._uploaded.get(self.last_completed_checkpoint_id, {})
+        previous = {}  # a full checkpoint uploads every run again (SharingFilesStrategy.FORWARD)
+        if checkpoint_type.sharing_files_strategy is SharingFilesStrategy.FORWARD_BACKWARD:
+            previous = self._uploaded.get(self.last_completed_checkpoint_id, {})
         shared: list[HandleAndLocalPath] = []
         uploads: dict[str, SharedStateHandle] = {}
         new_bytes = files = 0
@@ -292,7 +304,19 @@ class IncrementalKeyedStateBackend:
         self.last_work = SnapshotWork(copied_bytes=flushed, uploaded_bytes=new_bytes + len(meta), files=files)
         return OperatorSubtaskState(managed_keyed_state=(handle,))
 
+    def _canonical_savepoint(self) -> OperatorSubtaskState:
+        """A savepoint in the canonical format: every entry, per key group, self-contained (it refers to no file of
+        the checkpoints, which may go before it does). Its synchronous part takes a snapshot of the database and
+        copies nothing; the memtable is not flushed and no run is uploaded, so the checkpoints' incremental history
+        is untouched (Flink's ``RocksDBKeyedStateBackend.savepoint`` and ``SavepointSnapshotStrategy``, chosen by
+        ``StreamOperatorStateHandler`` for a canonical savepoint)."""
+        state = full_keyed_snapshot(self._operator, self.config.entry_bytes)
+        work = full_snapshot_work(state, self._threshold)
+        self.last_work = SnapshotWork(copied_bytes=0, uploaded_bytes=work.uploaded_bytes, files=work.files)
+        return state
+
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        # a savepoint uploaded no runs (not in _uploaded): the next checkpoint stays incremental (FLINK-23949)
         if checkpoint_id > self.last_completed_checkpoint_id and checkpoint_id in self._uploaded:
             self.last_completed_checkpoint_id = checkpoint_id
             for old in [c for c in self._uploaded if c < checkpoint_id]:

@@ -318,3 +318,76 @@ def test_completion_notifies_the_tasks_before_a_released_request_triggers():
     kinds = [type(a).__name__ for a in actions]
     assert kinds.index("NotifyCheckpointComplete") < kinds.index("TriggerCheckpointOnSources")
     assert triggered_ids(actions) == [3]
+
+
+# -- NO_CLAIM restore: shared files registered, the first checkpoint full (ports of Flink's
+# CheckpointCoordinatorTriggeringTest.testTriggeringFullCheckpoints / testTriggeringFullSnapshotAfterJobmasterFailover)
+
+
+def _types(actions) -> list[CheckpointType]:
+    return [t.options.checkpoint_type for t in of(m.TriggerCheckpointOnSources, actions)]
+
+
+def _restored(h, checkpoint_id: int = 7):
+    h.coord.restore_savepoint("/sp/1", lambda path: savepoint_metadata("src", "map", checkpoint_id=checkpoint_id))
+    h.coord.drain_actions()
+
+
+def test_after_a_no_claim_restore_checkpoints_are_full_until_one_completes_and_savepoints_stay_savepoints():
+    h = make(max_concurrent_checkpoints=5)
+    _restored(h)
+    # a savepoint before any checkpoint completed: still a savepoint, and it does not end the full checkpoints
+    actions = h.trigger(CheckpointType.SAVEPOINT)
+    assert _types(actions) == [CheckpointType.SAVEPOINT]
+    complete_one(h, 8)
+    assert _types(h.trigger()) == [CheckpointType.FULL_CHECKPOINT]
+    assert _types(h.trigger()) == [CheckpointType.FULL_CHECKPOINT]  # 9 has not completed yet
+    complete_one(h, 9)
+    assert _types(h.trigger()) == [CheckpointType.CHECKPOINT]
+    # the statistics show a full checkpoint as Flink's REST does: CHECKPOINT
+    assert h.coord.stats.history[9]["checkpoint_type"] == "CHECKPOINT" and h.coord.stats.history[9]["status"] == "COMPLETED"
+
+
+def test_a_new_job_manager_that_restores_the_unclaimed_snapshot_from_the_store_triggers_a_full_checkpoint():
+    first = make()
+    _restored(first)
+    second = make(store=first.coord.store, id_counter=first.coord.id_counter)  # the JobManager failed over
+    assert second.coord.restore_latest_checkpointed_state() is not None
+    assert _types(second.trigger()) == [CheckpointType.FULL_CHECKPOINT]
+    fresh = make()
+    assert _types(fresh.trigger()) == [CheckpointType.CHECKPOINT]  # no restore: incremental as configured
+
+
+def test_a_restored_snapshots_shared_files_are_registered_and_never_discarded_by_the_job():
+    """Flink's ``restoreSavepoint`` registers the snapshot's shared state before the store takes it (NO_CLAIM): a later
+    checkpoint may refer to a file by a placeholder, and once no checkpoint uses the file the job lets it be
+    without deleting it (it is the snapshot owner's)."""
+    from barriersim.runtime.state.snapshot import (
+        HandleAndLocalPath,
+        IncrementalKeyedStateHandle,
+        KeyGroupRange,
+        PlaceholderStateHandle,
+        SharedStateHandle,
+        TaskStateSnapshot,
+    )
+
+    def incremental(checkpoint_id: int, entry) -> TaskStateSnapshot:
+        handle = IncrementalKeyedStateHandle("b", KeyGroupRange(0, 127), checkpoint_id, (HandleAndLocalPath("L1-1.sst", entry),))
+        return TaskStateSnapshot({"map": OperatorSubtaskState(managed_keyed_state=(handle,))})
+
+    restored_file = SharedStateHandle("restored-1", 1, 0, 100, b"r")
+    metadata = CheckpointMetadata(7, (OperatorState("src", 1, 128, {0: OperatorSubtaskState()}),
+                                      OperatorState("map", 1, 128, {0: incremental(7, restored_file).subtask_states_by_operator["map"]})))
+    h = make()
+    h.coord.restore_savepoint("/sp/1", lambda path: metadata)
+    h.coord.drain_actions()
+    h.trigger()
+    h.ack(h.attempt("src"), 8)
+    actions = h.ack(h.attempt("map"), 8, incremental(8, PlaceholderStateHandle("restored-1", 100)))
+    assert of(m.NotifyCheckpointComplete, actions)  # the placeholder resolved to the restored file
+    h.trigger()
+    h.ack(h.attempt("src"), 9)
+    done = h.ack(h.attempt("map"), 9, incremental(9, SharedStateHandle("new-1", 1, 0, 100, b"n")))
+    assert of(m.NotifyCheckpointComplete, done)
+    discarded = [k.key for d in of(m.DiscardSharedState, done + h.coord.drain_actions()) for k in d.handles]
+    assert "restored-1" not in discarded and h.coord.shared_state_registry.handle("restored-1") is None

@@ -24,9 +24,12 @@ RESCALE = Path(__file__).resolve().parents[3] / "scenarios" / "rescale.toml"
 SEED = 17
 
 
-def scenario(mode: str, parallelism: dict[str, int], actions, *, retain: bool = False, keyed_operator=None):
+def scenario(mode: str, parallelism: dict[str, int], actions, *, retain: bool = False, keyed_operator=None,
+             state: dict | None = None):
     document = tomllib.loads(RESCALE.read_text())
     document.pop("actions")
+    if state is not None:
+        document["state"] = state
     for vertex in document["job"]["vertex"]:
         vertex["parallelism"] = parallelism.get(vertex["name"], vertex["parallelism"])
         if keyed_operator is not None and vertex["name"] == "keyed":
@@ -77,6 +80,48 @@ def test_savepoint_stop_and_restore_with_new_parallelism_is_verified(mode, scali
     # the restored job's checkpoint ids continue past the savepoint's (Flink sets the counter to its id + 1)
     assert min(c["id"] for c in job.report.checkpoints if c["job"] == 1) > stop["checkpoint_id"]
     assert result.restored_in_flight_bytes == 0  # a savepoint is aligned: it has no in-flight data
+
+
+@pytest.mark.parametrize("scaling", ["same", "up 2->4"])
+def test_savepoints_of_the_incremental_backend_are_full_and_restore(scaling):
+    """With the incremental (RocksDB-like) backend a savepoint is written in full, in the canonical format, and refers
+    to no checkpoint's file (the checkpoints' shared files are not registered for it and may go before it does);
+    the checkpoints around it stay incremental. Restored with the same parallelism or rescaled, the job's state
+    comes back whole and the output is exactly once."""
+    before, after = SCALINGS[scaling]
+    state = {"backend": "incremental", "entry_bytes": 1000}
+    job, result, verification, covers = simulate_and_verify(scenario("aligned", before, [
+        Savepoint(700), StopWithSavepoint(2500), Restore(RestoreSource.SAVEPOINT, after)], state=state))
+    assert_verified("aligned", verification)
+    assert covers == "workload" and verification.expected_records == 30000
+    first, restored = job.report.jobs
+    assert first.final_state == "FINISHED" and restored.final_state == "FINISHED"
+    rows = [c for c in job.report.checkpoints if c["job"] == 0 and c["status"] == "COMPLETED"]
+    savepoints = [c for c in rows if c["is_savepoint"]]
+    assert [c["checkpoint_type"] for c in savepoints] == ["SAVEPOINT", "SYNC_SAVEPOINT"]
+    assert all(c["checkpointed_size"] == c["state_size"] > 0 for c in savepoints)  # every entry written
+    after_savepoint = [c for c in rows if not c["is_savepoint"] and c["id"] > savepoints[0]["id"]]
+    assert after_savepoint and after_savepoint[0]["checkpointed_size"] < after_savepoint[0]["state_size"]
+    assert not job.consistent_cut_violations()
+
+
+def test_a_retained_incremental_checkpoint_restores_and_the_first_checkpoint_after_it_is_full():
+    """Restored in Flink's default ``NO_CLAIM`` mode, the retained checkpoint's shared files stay its owner's: the new
+    job registers them (it may fail over to that checkpoint) but its first checkpoint is a ``FULL_CHECKPOINT`` that
+    uploads every file again, and the checkpoints after it are incremental on top of it."""
+    state = {"backend": "incremental", "entry_bytes": 1000}
+    job, result, verification, covers = simulate_and_verify(scenario("aligned", {"keyed": 2, "sink": 1}, [
+        Cancel(2500), Restore(RestoreSource.CHECKPOINT, {})], retain=True, state=state))
+    assert_verified("aligned", verification)
+    first, restored = job.report.jobs
+    assert first.final_state == "CANCELED" and restored.final_state == "FINISHED"
+    before = [c for c in job.report.checkpoints if c["job"] == 0 and c["status"] == "COMPLETED"]
+    after = [c for c in job.report.checkpoints if c["job"] == 1 and c["status"] == "COMPLETED"]
+    assert before[-1]["checkpointed_size"] < before[-1]["state_size"]  # incremental before the restore
+    assert len(after) >= 2 and after[0]["checkpoint_type"] == "CHECKPOINT"
+    assert after[0]["checkpointed_size"] == after[0]["state_size"]  # the full checkpoint
+    assert any(c["checkpointed_size"] < c["state_size"] for c in after[1:])  # incremental again after it
+    assert not job.consistent_cut_violations()
 
 
 @pytest.mark.parametrize("keyed", [4, 1])

@@ -11,11 +11,14 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from barriersim.runtime.checkpoint_cost import SnapshotWork
+from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.state.backend import HeapKeyedStateBackend, StateBackendConfig, StateBackendKind, rows_from_state
 from barriersim.runtime.state.incremental import IncrementalKeyedStateBackend, rows_of_incremental_handles
 from barriersim.runtime.state.snapshot import (
     HandleAndLocalPath,
     KeyGroupRange,
+    KeyGroupsStateHandle,
     OperatorSubtaskState,
     PlaceholderStateHandle,
     SharedStateHandle,
@@ -93,6 +96,50 @@ def test_without_a_completion_notice_the_runs_are_uploaded_again():
     third = handle_of(b.snapshot(3))
     assert all(isinstance(e.handle, PlaceholderStateHandle) for e in third.shared_state)
     assert {e.handle.key for e in third.shared_state} == {e.handle.key for e in first.shared_state}
+
+
+def test_a_savepoint_is_a_full_canonical_snapshot_and_the_next_checkpoint_stays_incremental():
+    """Flink writes a canonical savepoint of its RocksDB backend in full (``RocksDBKeyedStateBackend.savepoint``), and
+    its completion notice must not move the incremental history (FLINK-23949: ``notifyCheckpointComplete`` ignores an
+    id it uploaded nothing for, or the next checkpoint would upload everything again)."""
+    table = Table()
+    table.values = {k: k for k in range(5)}
+    b = backend(table, StateBackendConfig(StateBackendKind.INCREMENTAL, entry_bytes=100))
+    first = handle_of(b.snapshot(1))
+    b.notify_checkpoint_complete(1)
+    table.values[7] = 7
+    savepoint = b.snapshot(2, CheckpointType.SAVEPOINT)
+    (full,) = savepoint.managed_keyed_state
+    assert isinstance(full, KeyGroupsStateHandle)  # self-contained: no placeholder, no checkpoint's file
+    assert sorted(row for kg, row in rows_from_state(savepoint)) == [(k, k) for k in (0, 1, 2, 3, 4, 7)]
+    assert full.state_size == 600
+    assert b.last_work == SnapshotWork(copied_bytes=0, uploaded_bytes=600, files=0)  # no flush, every entry written
+    b.notify_checkpoint_complete(2)
+    assert b.last_completed_checkpoint_id == 1
+    third = handle_of(b.snapshot(3))
+    refers = {e.handle.key for e in third.shared_state if isinstance(e.handle, PlaceholderStateHandle)}
+    assert refers == {e.handle.key for e in first.shared_state}  # checkpoint 1's run, not uploaded again
+    assert third.checkpointed_size == 100 + len(third.meta_state)  # only the entry added since checkpoint 1
+
+
+def test_a_full_checkpoint_uploads_every_run_again_and_later_checkpoints_build_on_it():
+    """Flink's ``RocksIncrementalSnapshotStrategy`` for ``FULL_CHECKPOINT`` (``SharingFilesStrategy.FORWARD``): no
+    file of an earlier checkpoint is referred to, and the uploads are recorded for the checkpoints after it."""
+    table = Table()
+    table.values = {k: k for k in range(5)}
+    b = backend(table, StateBackendConfig(StateBackendKind.INCREMENTAL, entry_bytes=100))
+    first = handle_of(b.snapshot(1))
+    b.notify_checkpoint_complete(1)
+    full = handle_of(b.snapshot(2, CheckpointType.FULL_CHECKPOINT))
+    assert all(isinstance(e.handle, SharedStateHandle) for e in full.shared_state)
+    assert {e.handle.key for e in full.shared_state}.isdisjoint({e.handle.key for e in first.shared_state})
+    assert full.checkpointed_size == full.state_size == 500 + len(full.meta_state)
+    b.notify_checkpoint_complete(2)
+    table.values[7] = 7
+    third = handle_of(b.snapshot(3))
+    assert {e.handle.key for e in third.shared_state if isinstance(e.handle, PlaceholderStateHandle)} == {
+        e.handle.key for e in full.shared_state}
+    assert third.checkpointed_size == 100 + len(third.meta_state)
 
 
 def test_level_zero_runs_compact_into_level_one_and_deleted_entries_go():
