@@ -509,7 +509,23 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     network = draw(network_configs())
     if network:
         document["network"] = network
+    state = draw(state_configs())
+    if state:
+        document["state"] = state
     return SimulatedCase(document, faults, seed)
+
+
+@st.composite
+def state_configs(draw) -> dict:
+    """The keyed state backend: the default heap one, or the incremental one with a small LSM tree (sorted runs of a
+    few entries, so that flushes and compactions happen within a short run and restores reuse, rebuild and refer to
+    shared files), with modelled entry sizes or real ones."""
+    if not draw(st.booleans()):
+        return {}
+    return {"backend": "incremental", "entry_bytes": draw(st.sampled_from([0, 100])),
+            "write_buffer_bytes": draw(st.sampled_from([400, 4_000])), "target_file_bytes": 2_000,
+            "level0_compaction_trigger": draw(st.sampled_from([2, 4])), "max_bytes_for_level_base": 8_000,
+            "level_multiplier": 2, "num_levels": 4}
 
 
 @st.composite

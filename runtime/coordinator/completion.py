@@ -10,7 +10,8 @@ follows then;
 a store that cannot take it fails it the same way and discards it),
 the ``StandaloneCompletedCheckpointStore`` subsumes older checkpoints (``DiscardCheckpoint``) and the
 ``SharedStateRegistry`` releases the shared files only they used (``DiscardSharedState``; every acknowledgement's
-incremental handles are registered when it arrives, placeholders replaced by the registered handles), older pending
+incremental handles are registered when it arrives, placeholders replaced by the registered handles; one whose
+placeholder names a file the registry no longer holds is dropped, ``AcknowledgementRejected``), older pending
 checkpoints are aborted as subsumed, every task to commit to gets ``NotifyCheckpointComplete`` and every operator
 coordinator ``NotifyCoordinatorCheckpointComplete`` (savepoints, except synchronous ones, notify nobody and stay
 out of the store, as in recent Flink). A decline, expiry, failover or suspension aborts the pending checkpoint:
@@ -34,6 +35,7 @@ from barriersim.runtime.coordinator.failure_manager import EXCEEDED_CHECKPOINT_T
 from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome, CoordinatorError, DeclineOutcome
 from barriersim.runtime.coordinator.pending_checkpoint import PendingCheckpoint, TaskAcknowledgeResult
 from barriersim.runtime.coordinator.properties import CheckpointProperties, JobStatus
+from barriersim.runtime.coordinator.shared_state_registry import SharedStateRegistryError
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID
@@ -61,7 +63,14 @@ class CheckpointCompletion:
         if message.subtask_state is not None and (pending is None or not pending.props.is_savepoint):
             # Flink registers shared state whatever became of the checkpoint (not a savepoint's), so that a late
             # acknowledgement's new files are released by a later subsumption
-            registered, discards = self.shared_state_registry.register_task_state(message.subtask_state, checkpoint_id)
+            try:
+                registered, discards = self.shared_state_registry.register_task_state(message.subtask_state,
+                                                                                      checkpoint_id)
+            except SharedStateRegistryError as e:
+                # Flink: registerSharedStates throws out of receiveAcknowledgeMessage and the JobMaster logs it; the
+                # acknowledgement is lost (a pending checkpoint waits for it until it expires)
+                self._emit(m.AcknowledgementRejected(message.attempt_id, checkpoint_id, str(e)))
+                return AcknowledgeOutcome.REJECTED
             if discards:
                 self._emit(m.DiscardSharedState(tuple(discards), checkpoint_id))
             if registered is not message.subtask_state:

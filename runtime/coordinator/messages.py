@@ -229,6 +229,17 @@ class DiscardSubtaskState:
 
 
 @dataclass(frozen=True)
+class AcknowledgementRejected:
+    """An acknowledgement whose shared state could not be registered (a placeholder for a file the registry no longer
+    holds: the late acknowledgement of a checkpoint subsumed meanwhile) was dropped. Flink's ``receiveAcknowledgeMessage``
+    throws and its JobMaster logs "Error while processing checkpoint acknowledgement message"."""
+
+    task: ExecutionAttemptID
+    checkpoint_id: int
+    detail: str
+
+
+@dataclass(frozen=True)
 class FailJob:
     """Fail the job over (checkpoint failures exceeded the tolerable number, or a stop-with-savepoint failed)."""
 

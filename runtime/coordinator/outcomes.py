@@ -23,6 +23,7 @@ class AcknowledgeOutcome(enum.Enum):
     UNKNOWN_CHECKPOINT = "UNKNOWN_CHECKPOINT"
     WRONG_JOB = "WRONG_JOB"
     COORDINATOR_SHUTDOWN = "COORDINATOR_SHUTDOWN"
+    REJECTED = "REJECTED"  # its shared state could not be registered: dropped (AcknowledgementRejected)
 
 
 class DeclineOutcome(enum.Enum):

@@ -107,6 +107,10 @@ class CoordinatorActions:
                 self.storage.discard_shared_state([h.key for h in action.handles])
             except CheckpointStorageError as err:  # as a failed discard of a checkpoint: the job goes on
                 self._storage_error(f"discarding shared state: {err}")
+        elif isinstance(action, m.AcknowledgementRejected):  # Flink's JobMaster logs it; the job goes on
+            task = subtask_name((action.task.vertex_id, action.task.subtask_index))
+            self._storage_error(f"checkpoint {action.checkpoint_id}: the acknowledgement of {task} was dropped: "
+                                f"{action.detail}")
         elif isinstance(action, m.RestoreFrom):
             self._restore_from = action
         elif isinstance(action, m.TriggerRequestCompleted):

@@ -183,3 +183,18 @@ def test_the_found_stops_without_drain_fire_no_window_twice(path):
     assert covers == "workload" and verification.wrong == verification.lost == 0, verification
     assert verification.duplicated == 0 and len(result.committed_output) == verification.expected_records
     assert not job.consistent_cut_violations()
+
+
+def test_a_late_acknowledgement_that_refers_to_a_released_file_is_dropped_and_reported():
+    """The late acknowledgement of a subsumed incremental checkpoint names, by a placeholder, a file the shared-state
+    registry released when a later checkpoint completed: it is dropped and reported as a storage error, as Flink's
+    JobMaster logs it, and the run goes on to its verdict (it crashed the driver before)."""
+    from barriersim.scenarios.loader import load_scenario
+
+    path = Path(__file__).parent / "cases" / "late-ack-of-subsumed-incremental-checkpoint.toml"
+    job, result, verification, covers = simulate_and_verify(load_scenario(path))
+    assert verification.lost == 0 and verification.wrong == 0 and verification.verdict in (
+        Verdict.EXACTLY_ONCE, Verdict.AT_LEAST_ONCE), verification
+    dropped = [e for e in result.storage_errors if "was dropped" in e]
+    assert dropped and "keyed_sum#1" in dropped[0] and "unknown shared state" in dropped[0], result.storage_errors
+    assert not job.consistent_cut_violations()
