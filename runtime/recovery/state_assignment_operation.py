@@ -38,6 +38,7 @@ from barriersim.runtime.state.key_groups import (
 )
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
+    IncrementalKeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorState,
@@ -222,7 +223,9 @@ def reassign_keyed_state(
     old: list[OperatorSubtaskState], old_parallelism: int, new_parallelism: int, max_parallelism: int
 ) -> list[tuple[KeyGroupsStateHandle, ...]]:
     """Keyed state of each new subtask: unchanged with the same parallelism, else the intersections of all
-    old handles with the subtask's key-group range (Flink's ``reDistributeKeyedStates``)."""
+    old handles with the subtask's key-group range (Flink's ``reDistributeKeyedStates``). An incremental handle
+    cannot be cut: each new subtask whose range overlaps it gets it whole, and its backend reads only its own key
+    groups (Flink's ``IncrementalRemoteKeyedStateHandle.getIntersection`` returns the handle itself)."""
     if new_parallelism == old_parallelism:
         return [tuple(s.managed_keyed_state) for s in old]
     ranges = [compute_key_group_range_for_operator_index(max_parallelism, new_parallelism, i) for i in range(new_parallelism)]
@@ -235,6 +238,10 @@ def reassign_keyed_state(
             # only the new subtasks whose ranges overlap this handle; entries bucketed in one pass
             first = compute_operator_index_for_key_group(max_parallelism, new_parallelism, r.start_key_group)
             last = compute_operator_index_for_key_group(max_parallelism, new_parallelism, r.end_key_group)
+            if isinstance(handle, IncrementalKeyedStateHandle):
+                for i in range(first, last + 1):
+                    result[i].append(handle)
+                continue
             buckets: dict[int, dict[int, bytes]] = {}
             for kg, value in handle.key_groups.items():
                 if kg in r:

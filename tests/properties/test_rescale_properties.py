@@ -40,8 +40,9 @@ def check(case, outcome) -> None:
     assert sim.outcome is expected_end, f"the run ended {sim.outcome.value}, not {expected_end.value}"
     assert verdict.lost == 0, f"lost {verdict.lost} records"
     assert verdict.wrong == 0, f"{verdict.wrong} wrong records"
-    assert verdict.final_sum_mismatched_keys == 0, f"{verdict.final_sum_mismatched_keys} keys with a wrong sum"
     if case.mode != "at-least-once":
+        # at-least-once may count a replayed record twice in keyed state (runtime.verification): sums may run high
+        assert verdict.final_sum_mismatched_keys == 0, f"{verdict.final_sum_mismatched_keys} keys with a wrong sum"
         assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
     assert not outcome.cut_violations, "not a consistent cut: " + "; ".join(map(str, outcome.cut_violations[:3]))
     assert not outcome.finish_order_violations, "; ".join(outcome.finish_order_violations[:3])  # END_OF_INPUT

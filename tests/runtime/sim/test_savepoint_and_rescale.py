@@ -105,15 +105,20 @@ def test_savepoints_of_the_incremental_backend_are_full_and_restore(scaling):
     assert not job.consistent_cut_violations()
 
 
-def test_a_retained_incremental_checkpoint_restores_and_the_first_checkpoint_after_it_is_full():
+@pytest.mark.parametrize("keyed", [2, 4, 1])
+def test_a_retained_incremental_checkpoint_restores_and_the_first_checkpoint_after_it_is_full(keyed):
     """Restored in Flink's default ``NO_CLAIM`` mode, the retained checkpoint's shared files stay its owner's: the new
     job registers them (it may fail over to that checkpoint) but its first checkpoint is a ``FULL_CHECKPOINT`` that
-    uploads every file again, and the checkpoints after it are incremental on top of it."""
+    uploads every file again, and the checkpoints after it are incremental on top of it. Rescaled, each new subtask
+    gets every incremental handle that overlaps its key groups whole (an incremental handle cannot be cut) and reads
+    only its own key groups from it."""
     state = {"backend": "incremental", "entry_bytes": 1000}
     job, result, verification, covers = simulate_and_verify(scenario("aligned", {"keyed": 2, "sink": 1}, [
-        Cancel(2500), Restore(RestoreSource.CHECKPOINT, {})], retain=True, state=state))
+        Cancel(2500), Restore(RestoreSource.CHECKPOINT, {"keyed": keyed})], retain=True, state=state))
     assert_verified("aligned", verification)
+    assert covers == "workload" and verification.expected_records == 30000
     first, restored = job.report.jobs
+    assert restored.parallelism["keyed"] == keyed
     assert first.final_state == "CANCELED" and restored.final_state == "FINISHED"
     before = [c for c in job.report.checkpoints if c["job"] == 0 and c["status"] == "COMPLETED"]
     after = [c for c in job.report.checkpoints if c["job"] == 1 and c["status"] == "COMPLETED"]
