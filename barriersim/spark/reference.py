@@ -5,13 +5,15 @@ batches (``arrow_to_spark``: Spark's Arrow path, with no fallback to row-by-row 
 one Spark job, then counts against the workload (the cached DataFrame the workload was generated as):
 ``lost`` (workload records missing from the output), ``duplicated`` (output rows beyond the first per record),
 ``wrong`` (output rows whose key or value differ from the workload's record, or that name no workload record)
-and ``final_sum_mismatched_keys`` (keys whose last running sum differs from ``SUM(value) GROUP BY key``). The
+``final_sum_mismatched_keys`` (keys whose last running sum differs from ``SUM(value) GROUP BY key``) and
+``final_sum_short_keys`` (of those, the keys whose last running sum is below it, or that have none). The
 query reads each table once: it unions them and groups the rows by ``(record_id, key, value)``, then by record
 and by key in one pass (grouping sets), so no figure has a job or a scan of its own. The result is the runtime's
 ``Verification`` (``reference="spark"``) with the verdict of its one rule (``runtime.verification.verdict_of``,
-given the run's mode): ``exactly-once`` when all four are 0; in an exactly-once mode anything else is
-``violated``; in at-least-once mode ``at-least-once`` when nothing is lost or wrong but records were duplicated
-(at-least-once state may then count some twice), else ``violated``. Job graphs of other shapes are verified by
+given the run's mode): ``exactly-once`` when all are 0; in an exactly-once mode anything else is
+``violated``; in at-least-once mode ``at-least-once`` when nothing is lost or wrong and no final sum falls short
+but records were duplicated or sums run high (at-least-once state may count some records twice), else
+``violated``. Job graphs of other shapes are verified by
 ``verify_in_ray``: the simulator's reference (``runtime.verification``, the graph evaluated over the same splits,
 ``reference="python"``) run in a Ray task beside the data.
 
@@ -65,7 +67,9 @@ SELECT SUM(CASE WHEN per_record THEN in_workload ELSE 0 END) AS expected,
        SUM(CASE WHEN per_record THEN GREATEST(produced - 1, 0) ELSE 0 END) AS duplicated,
        SUM(CASE WHEN per_record THEN produced - matching ELSE 0 END) AS wrong,
        SUM(CASE WHEN NOT per_record AND (expected_sum IS NULL OR last_sum IS NULL OR expected_sum <> last_sum)
-                THEN 1 ELSE 0 END) AS mismatched
+                THEN 1 ELSE 0 END) AS mismatched,
+       SUM(CASE WHEN NOT per_record AND expected_sum IS NOT NULL AND (last_sum IS NULL OR last_sum < expected_sum)
+                THEN 1 ELSE 0 END) AS short
 FROM by_record_or_key
 """
 
@@ -86,7 +90,7 @@ def verify(spark, workload_df, output: pa.Table, exactly_once: bool = True) -> V
     with small_data_settings(spark):
         row = spark.sql(VERIFICATION_QUERY).collect()[0]
     counts = {name: int(row[name] or 0) for name in ("expected", "produced", "lost", "duplicated", "wrong",
-                                                      "mismatched")}
+                                                      "mismatched", "short")}
     return Verification(
         reference="spark",
         expected_records=counts["expected"],
@@ -96,7 +100,8 @@ def verify(spark, workload_df, output: pa.Table, exactly_once: bool = True) -> V
         wrong=counts["wrong"],
         final_sum_mismatched_keys=counts["mismatched"],
         verdict=verdict_of(counts["lost"], counts["duplicated"], counts["wrong"], counts["mismatched"],
-                           exactly_once=exactly_once),
+                           exactly_once=exactly_once, final_sum_short_keys=counts["short"]),
+        final_sum_short_keys=counts["short"],
     )
 
 
@@ -124,7 +129,8 @@ def compare_with_reference(splits: dict[str, list[pa.Table]], reference: pa.Tabl
     The same definitions as ``VERIFICATION_QUERY``: ``lost``, workload records no output row names; ``duplicated``,
     output rows beyond the first per record; ``wrong``, output rows whose ``(record_id, key, value)`` is no
     workload record's; ``final_sum_mismatched_keys``, keys (of the workload or the output) whose largest running
-    sum is absent or differs from the reference's sum. ``reference`` is ``spark``: Spark computed what is compared
+    sum is absent or differs from the reference's sum; ``final_sum_short_keys``, keys of the workload whose largest
+    running sum is absent or below it. ``reference`` is ``spark``: Spark computed what is compared
     against (the splits and the sums), in this run or in an earlier one."""
     import pandas as pd
 
@@ -145,10 +151,13 @@ def compare_with_reference(splits: dict[str, list[pa.Table]], reference: pa.Tabl
     keys = sums.merge(last, on="key", how="outer")
     mismatched = int((keys["expected_sum"].isna() | keys["last_sum"].isna()
                       | (keys["expected_sum"] != keys["last_sum"])).sum())
+    short = int((keys["expected_sum"].notna() & (keys["last_sum"].isna() | (keys["last_sum"] < keys["expected_sum"]))
+                 ).sum())
     return Verification(
         reference="spark", expected_records=expected, output_records=produced, lost=lost, duplicated=duplicated,
         wrong=wrong, final_sum_mismatched_keys=mismatched,
-        verdict=verdict_of(lost, duplicated, wrong, mismatched, exactly_once=exactly_once),
+        verdict=verdict_of(lost, duplicated, wrong, mismatched, exactly_once=exactly_once, final_sum_short_keys=short),
+        final_sum_short_keys=short,
     )
 
 

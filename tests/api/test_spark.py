@@ -138,6 +138,7 @@ def test_the_cached_reference_gives_the_spark_verification(spark, tmp_path):
             "wrong value": [(r0, k0, v0 + 1, s0 + 1)] + exact[1:],
             "unknown record": exact + [(10**12, k0, 1, 10**6)],
             "wrong sum": exact[:-1] + [exact[-1][:3] + (exact[-1][3] + 7,)],
+            "short sum": [row[:3] + (min(row[3], sums[k0] - 1),) if row[1] == k0 else row for row in exact],
             "empty": [],
         }
         for i, (name, rows) in enumerate(outputs.items()):
@@ -150,6 +151,14 @@ def test_the_cached_reference_gives_the_spark_verification(spark, tmp_path):
         assert (counts["lost"].lost, counts["duplicated"].duplicated, counts["wrong value"].wrong,
                 counts["unknown record"].wrong, counts["empty"].lost) == (5, 3, 1, 1, len(exact))
         assert (counts["wrong sum"].final_sum_mismatched_keys, counts["wrong sum"].wrong) == (1, 0)
+        # a sum above the expected one is at-least-once's double counting; one below it violates at-least-once too
+        assert counts["wrong sum"].final_sum_short_keys == 0
+        assert (counts["short sum"].final_sum_mismatched_keys, counts["short sum"].final_sum_short_keys) == (1, 1)
+        assert counts["empty"].final_sum_short_keys == len(sums)
+        assert compare_with_reference(splits, reference, output_table(outputs["wrong sum"]), False).verdict.value == \
+            "at-least-once"
+        assert compare_with_reference(splits, reference, output_table(outputs["short sum"]), False).verdict.value == \
+            "violated"
     finally:
         workload.df.unpersist()
 

@@ -71,6 +71,30 @@ def test_one_verdict_rule_from_the_counts_and_the_mode():
     assert verdict_of(0, 0, 0, 1, exactly_once=False) is Verdict.AT_LEAST_ONCE
     assert verdict_of(0, 2, 0, 0, exactly_once=True) is Verdict.VIOLATED
     assert verdict_of(0, 0, 0, 1, exactly_once=True) is Verdict.VIOLATED
+    # a final sum short of the expected one violates at-least-once too
+    assert verdict_of(0, 2, 0, 1, exactly_once=False, final_sum_short_keys=1) is Verdict.VIOLATED
+
+
+def test_at_least_once_allows_a_final_sum_above_the_expected_one_but_not_below():
+    """A replayed record counted twice in keyed state raises the key's later sums (allowed in at-least-once mode);
+    a record whose effect on the state was lost leaves them short although every record's row was written: an
+    at-least-once violation the rows alone cannot show."""
+    keyed = JobGraph(
+        (JobVertex("source", K.SOURCE, 1), JobVertex("sum", K.KEYED_SUM, 1), JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1)),
+        (JobEdge("source", "sum", P.HASH), JobEdge("sum", "sink", P.REBALANCE)),
+    ).validate()
+    expected = expected_sink_input(keyed, SPLITS)
+    assert expected.keyed_sum and expected.final_sums == {5: 5, 6: 7}
+    rows = [(1, 5, 2, 2), (2, 5, 3, 5), (3, 6, 7, 7)]  # (record_id, key, value, running sum)
+    assert verify(expected, rows, at_least_once=True).verdict is Verdict.EXACTLY_ONCE
+    high = rows[:2] + [(3, 6, 7, 12)]  # key 6's state counted a record twice
+    v = verify(expected, high, at_least_once=True)
+    assert (v.final_sum_mismatched_keys, v.final_sum_short_keys, v.verdict) == (1, 0, Verdict.AT_LEAST_ONCE)
+    assert verify(expected, high).verdict is Verdict.VIOLATED  # exactly-once: the sum must match
+    short = rows[:2] + [(3, 6, 7, 6)]  # key 6's state lost a record's effect
+    v = verify(expected, short, at_least_once=True)
+    assert (v.lost, v.wrong, v.final_sum_short_keys, v.verdict) == (0, 0, 1, Verdict.VIOLATED)
+    assert verify(expected, rows[:2], at_least_once=True).final_sum_short_keys == 1  # key 6 never written
 
 
 def test_a_duplicate_in_an_exactly_once_run_is_a_violation():
@@ -84,9 +108,9 @@ def test_the_summary_block_keeps_its_fields_and_the_verdict_as_its_string():
     output = [(1, 5, 4, 1), (2, 5, 6, 4), (3, 6, 14, 12)]  # the map doubles the values
     block = verify(expected_sink_input(PLAIN, SPLITS), output).as_dict()
     assert block == {"reference": "python", "expected_records": 3, "output_records": 3, "lost": 0, "duplicated": 0,
-                     "wrong": 0, "final_sum_mismatched_keys": 0, "verdict": "exactly-once"}
+                     "wrong": 0, "final_sum_mismatched_keys": 0, "final_sum_short_keys": 0, "verdict": "exactly-once"}
     assert list(block) == ["reference", "expected_records", "output_records", "lost", "duplicated", "wrong",
-                           "final_sum_mismatched_keys", "verdict"]
+                           "final_sum_mismatched_keys", "final_sum_short_keys", "verdict"]
     assert json.loads(json.dumps(block)) == block
 
 
