@@ -12,8 +12,9 @@ answers with ``AcknowledgeCoordinatorState``), then ``MASTER_HOOKS`` (every mast
 answers ``MASTER_STATE_PENDING`` finishes with ``MasterHookCompleted``), then the tasks are triggered
 (``TriggerCheckpointOnSources``; a checkpoint whose tasks all acknowledged already completes at once) and the next
 queued request may start. While ``force_full_snapshot`` holds (the job was restored from a snapshot it does not
-own, and no checkpoint completed since), a checkpoint's tasks are triggered with ``FULL_CHECKPOINT``. A phase with nothing to wait for ends at once, so a job without operator coordinators
-and without hooks that answer later triggers within the one event, as Flink's chain of futures does within a few
+own, and no checkpoint completed since), a checkpoint's tasks are triggered with ``FULL_CHECKPOINT``. A phase with
+nothing to wait for ends at once, so a job without operator coordinators and without hooks that answer later
+triggers within the one event, as Flink's chain of futures does within a few
 executor hops. A failing coordinator or hook fails the trigger (``TRIGGER_CHECKPOINT_FAILURE``); a checkpoint
 aborted before its trigger finished (expired, declined, failed over, suspended) ends the trigger too, and as in
 Flink that late trigger failure is reported once more to the failure manager (which counts a checkpoint once)
