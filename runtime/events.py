@@ -54,7 +54,9 @@ class CheckpointType(enum.Enum):
     def sharing_files_strategy(self) -> SharingFilesStrategy:
         if self is CheckpointType.CHECKPOINT:
             return SharingFilesStrategy.FORWARD_BACKWARD
-        return SharingFilesStrategy.FORWARD if self is CheckpointType.FULL_CHECKPOINT else SharingFilesStrategy.NO_SHARING
+        if self is CheckpointType.FULL_CHECKPOINT:
+            return SharingFilesStrategy.FORWARD
+        return SharingFilesStrategy.NO_SHARING
 
     @property
     def is_synchronous(self) -> bool:

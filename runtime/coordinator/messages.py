@@ -230,9 +230,10 @@ class DiscardSubtaskState:
 
 @dataclass(frozen=True)
 class AcknowledgementRejected:
-    """An acknowledgement whose shared state could not be registered (a placeholder for a file the registry no longer
-    holds: the late acknowledgement of a checkpoint subsumed meanwhile) was dropped. Flink's ``receiveAcknowledgeMessage``
-    throws and its JobMaster logs "Error while processing checkpoint acknowledgement message"."""
+    """An acknowledgement whose shared state could not be registered (a placeholder for a file the registry no
+    longer holds: the late acknowledgement of a checkpoint subsumed meanwhile) was dropped. Flink's
+    ``receiveAcknowledgeMessage`` throws and its JobMaster logs "Error while processing checkpoint acknowledgement
+    message"."""
 
     task: ExecutionAttemptID
     checkpoint_id: int

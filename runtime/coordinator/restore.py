@@ -10,8 +10,8 @@ returns the operator ids that are skipped. ``CoordinatorRestoreMixin`` is the co
 the id counter moves past it; a restored snapshot the job does not own makes the checkpoints full until one
 completes, ``force_full_snapshot``) and ``restore_savepoint`` (through an injected loader of ``_metadata``; the
 snapshot's shared files are registered as not claimed). Mirrors the checks of Flink's
-``Checkpoints.loadAndValidateCheckpoint`` ``StateAssignmentOperation.checkStateMappingCompleteness`` and ``CheckpointCoordinator.restoreSavepoint`` /
-``restoreLatestCheckpointedStateInternal``.
+``Checkpoints.loadAndValidateCheckpoint`` and ``StateAssignmentOperation.checkStateMappingCompleteness``, and
+``CheckpointCoordinator.restoreSavepoint`` / ``restoreLatestCheckpointedStateInternal``.
 """
 
 from __future__ import annotations

@@ -80,7 +80,8 @@ def test_at_least_once_allows_a_final_sum_above_the_expected_one_but_not_below()
     a record whose effect on the state was lost leaves them short although every record's row was written: an
     at-least-once violation the rows alone cannot show."""
     keyed = JobGraph(
-        (JobVertex("source", K.SOURCE, 1), JobVertex("sum", K.KEYED_SUM, 1), JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1)),
+        (JobVertex("source", K.SOURCE, 1), JobVertex("sum", K.KEYED_SUM, 1),
+         JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1)),
         (JobEdge("source", "sum", P.HASH), JobEdge("sum", "sink", P.REBALANCE)),
     ).validate()
     expected = expected_sink_input(keyed, SPLITS)

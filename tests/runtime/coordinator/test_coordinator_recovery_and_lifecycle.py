@@ -345,7 +345,8 @@ def test_after_a_no_claim_restore_checkpoints_are_full_until_one_completes_and_s
     complete_one(h, 9)
     assert _types(h.trigger()) == [CheckpointType.CHECKPOINT]
     # the statistics show a full checkpoint as Flink's REST does: CHECKPOINT
-    assert h.coord.stats.history[9]["checkpoint_type"] == "CHECKPOINT" and h.coord.stats.history[9]["status"] == "COMPLETED"
+    row = h.coord.stats.history[9]
+    assert (row["checkpoint_type"], row["status"]) == ("CHECKPOINT", "COMPLETED")
 
 
 def test_a_new_job_manager_that_restores_the_unclaimed_snapshot_from_the_store_triggers_a_full_checkpoint():
@@ -372,12 +373,14 @@ def test_a_restored_snapshots_shared_files_are_registered_and_never_discarded_by
     )
 
     def incremental(checkpoint_id: int, entry) -> TaskStateSnapshot:
-        handle = IncrementalKeyedStateHandle("b", KeyGroupRange(0, 127), checkpoint_id, (HandleAndLocalPath("L1-1.sst", entry),))
+        handle = IncrementalKeyedStateHandle("b", KeyGroupRange(0, 127), checkpoint_id,
+                                             (HandleAndLocalPath("L1-1.sst", entry),))
         return TaskStateSnapshot({"map": OperatorSubtaskState(managed_keyed_state=(handle,))})
 
     restored_file = SharedStateHandle("restored-1", 1, 0, 100, b"r")
+    restored_map = incremental(7, restored_file).subtask_states_by_operator["map"]
     metadata = CheckpointMetadata(7, (OperatorState("src", 1, 128, {0: OperatorSubtaskState()}),
-                                      OperatorState("map", 1, 128, {0: incremental(7, restored_file).subtask_states_by_operator["map"]})))
+                                      OperatorState("map", 1, 128, {0: restored_map})))
     h = make()
     h.coord.restore_savepoint("/sp/1", lambda path: metadata)
     h.coord.drain_actions()
