@@ -158,7 +158,10 @@ class StreamTaskActor:
             wakeup=self._after_event, splits=splits, store=self.store)
         self._split_refs = None
         self._reporter = loop.create_task(self._report_in_order())
-        return {**restored, "ray_node_id": ray.get_runtime_context().get_node_id()}
+        reader = self.task.operator.reader if self.task.operator.is_source else None
+        # a source's offset as restored: where the run's progress starts when this is its first deployment
+        return {**restored, "ray_node_id": ray.get_runtime_context().get_node_id(),
+                "records_read": None if reader is None else reader.records_read}
 
     # -- the work loop -------------------------------------------------------------------------------
 

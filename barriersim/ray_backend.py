@@ -237,11 +237,14 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                                 with_channel_kinds(result.subtasks, result.config), result.placement)
             write_external_store(target, result.store_snapshot)
             # how far each source subtask's last run read (its reader's offsets: the records that went through the
-            # job, also when it stopped before its input ended); a task whose run did not return, its split. Unlike
-            # the simulator's, a run restored --from an earlier run's snapshot counts the records that run read too
-            source_runs = {r["task"]: (r["records_read"], r.get("last_record_at_ms"))
+            # job, also when it stopped before its input ended; a task whose run did not return, its split), less
+            # where the run's first deployment started (a run --from an earlier run's snapshot: its offsets), as the
+            # simulator counts it
+            at_start = result.source_records_at_start
+            source_runs = {r["task"]: (r["records_read"] - at_start.get(r["task"], 0), r.get("last_record_at_ms"))
                            for r in result.task_runs if r.get("task") in split_sizes}
-            through = sum(source_runs.get(task, (size,))[0] for task, size in split_sizes.items())
+            through = sum(source_runs.get(task, (size - at_start.get(task, 0),))[0]
+                          for task, size in split_sizes.items())
             summary = build_summary(
                 scenario=scenario, backend="ray", generated_by="spark",
                 records=records, counts=result.counts, verification=verification.as_dict(),

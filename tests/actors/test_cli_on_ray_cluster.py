@@ -123,3 +123,9 @@ def test_a_later_run_restores_from_the_savepoint_the_first_wrote_to_s3(ray_clust
     v = restored["verification"]
     assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("exactly-once", 0, 0, 0), v
     assert restored["checkpoints"]["restored"] == 1
+    # the throughput counts what this run's sources read: from the savepoint's offsets (where the first run's
+    # sources stopped) to the end of their splits
+    first = {row["task"]: row["records"] for row in summary["throughput"]["sources"]}
+    again = {row["task"]: row["records"] for row in restored["throughput"]["sources"]}
+    assert first.keys() == again.keys() and all(first[t] > 0 for t in first)
+    assert sum(first.values()) + sum(again.values()) == restored["workload"]["records"], (first, again)
