@@ -95,6 +95,8 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
                 "restarts": result.restarts,
                 "restored_checkpoint_ids": result.restored_checkpoint_ids,
                 "restored_in_flight_bytes": result.restored_in_flight_bytes,
+                # storage faults the job went on after (a failed discard, a dropped acknowledgement), never silent
+                "storage_errors": result.storage_errors,
             },
             "trace_sha256": result.trace_sha256,
             "replay": replay_command(out_dir / SCENARIO_FILE),

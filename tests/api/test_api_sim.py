@@ -228,3 +228,19 @@ def test_the_throughput_counts_what_the_sources_read_when_the_job_stops_before_i
     assert all(s["reached"] and s["achieved_per_second"] <= 20_000 for s in throughput["sources"])
     full = barriersim.run(tiny, out=tmp_path / "full", overrides=more).only.summary["throughput"]
     assert [s["records"] for s in full["sources"]] == [6_000, 6_000]
+
+
+def test_a_storage_fault_the_run_went_on_after_is_in_its_summary(tmp_path):
+    """The simulator's summary names the storage faults the job went on after, as the Ray backend's does: here the
+    found case whose late acknowledgement named a shared file the registry had released (dropped, as Flink's
+    JobMaster logs it)."""
+    from pathlib import Path
+
+    case = Path(__file__).resolve().parents[1] / "runtime" / "sim" / "cases" / \
+        "late-ack-of-subsumed-incremental-checkpoint.toml"
+    result = barriersim.run(case, out=tmp_path / "run").only
+    errors = result.summary["simulation"]["storage_errors"]
+    assert len(errors) == 1 and "checkpoint 4: the acknowledgement of keyed_sum#1 was dropped" in errors[0], errors
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["simulation"]["storage_errors"] == errors
+    plain = barriersim.run(write(tmp_path, TINY), out=tmp_path / "plain").only
+    assert plain.summary["simulation"]["storage_errors"] == []
