@@ -158,10 +158,13 @@ class StreamTaskActor:
             wakeup=self._after_event, splits=splits, store=self.store)
         self._split_refs = None
         self._reporter = loop.create_task(self._report_in_order())
-        reader = self.task.operator.reader if self.task.operator.is_source else None
         # a source's offset as restored: where the run's progress starts when this is its first deployment
         return {**restored, "ray_node_id": ray.get_runtime_context().get_node_id(),
-                "records_read": None if reader is None else reader.records_read}
+                "records_read": self._records_read()}
+
+    def _records_read(self) -> int | None:
+        """How far a source's reader got (its split offsets, in records); None for a task that is not a source."""
+        return self.task.operator.reader.records_read if self.task.operator.is_source else None
 
     # -- the work loop -------------------------------------------------------------------------------
 
@@ -198,9 +201,8 @@ class StreamTaskActor:
         await self._drain_outboxes()  # the end of partition must leave before the run call returns
         self._raise_if_failed()
         last = None if self._last_record_ms is None else self._last_record_ms - job_started_ms
-        reader = self.task.operator.reader if self.task.operator.is_source else None
         return {"task": self.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits,
-                "records_read": None if reader is None else reader.records_read, "last_record_at_ms": last,
+                "records_read": self._records_read(), "last_record_at_ms": last,
                 "cpu_seconds": time.process_time() - cpu_started,
                 "thread_cpu_seconds": time.thread_time() - thread_cpu_started,
                 **{f"{name}_seconds": value for name, value in self._seconds.items()},
