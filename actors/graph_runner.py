@@ -66,7 +66,7 @@ class RayJobResult:
     store_counters: dict = field(default_factory=dict)
     # per finished task: records, steps, idle waits, last_record_at_ms, cpu_seconds, data and upstream calls, bytes
     task_runs: list[dict] = field(default_factory=list)
-    # per source subtask of the first deployment: the records its reader had read once restored (where the run began)
+    # per source subtask of the first deployment: the records its reader had read once restored (JobReport)
     source_records_at_start: dict = field(default_factory=dict)
     first_deploy_seconds: float = 0.0  # part of job_seconds: starting the first attempt's actors, waiting for splits
     coordinator_failovers: int = 0  # JobManager failovers (crash_coordinator), part of restarts

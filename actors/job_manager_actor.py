@@ -97,7 +97,6 @@ class JobManagerActor:
         self.task_runs: list[dict] = []  # what each finished task's run call returned
         # per source subtask of the run's first deployment, the records its reader had read once restored (0 for a
         # fresh job; the offsets of the snapshot a run --from an earlier one restored)
-        self.source_records_at_start: dict[str, int] | None = None
         self._watchers: list[asyncio.Task] = []  # the current deployment's run calls
         self._first_deploy: asyncio.Task | None = None
         self._cpu_started: float | None = None
@@ -144,7 +143,6 @@ class JobManagerActor:
             "ending": [ended_by_snapshot, None if metadata is None else metadata_serializer.serialize(metadata)],
             "next_attempt_number": self.job_master.next_attempt_number,
             "task_runs": list(self.task_runs),
-            "source_records_at_start": dict(self.source_records_at_start or {}),
             "job_seconds": job_seconds,
             "first_deploy_seconds": self.deployed_seconds,
             "job_manager_cpu_seconds": cpu_seconds,
@@ -300,12 +298,10 @@ class JobManagerActor:
             self._carry_out(jm.deploy_failed(epoch, f"{type(err).__name__}: {err}"))
             return
         self._record_placement(action, restored)
-        if self.source_records_at_start is None:  # the run's first deployment: where its sources started reading
-            self.source_records_at_start = {d.name: r["records_read"] for d, r in zip(action.tasks, restored)
-                                            if r["records_read"] is not None}
         if epoch != jm.epoch:
             return
-        self._carry_out(jm.tasks_restored(epoch, sum(r["input_bytes"] + r["output_bytes"] for r in restored)))
+        offsets = {d.name: r["records_read"] for d, r in zip(action.tasks, restored) if r["records_read"] is not None}
+        self._carry_out(jm.tasks_restored(epoch, sum(r["input_bytes"] + r["output_bytes"] for r in restored), offsets))
         if self._cpu_started is None:
             self._cpu_started = time.process_time()
         self._watchers = [self.loop.create_task(self._watch(d.attempt, handles[d.key].run.remote(jm.started_ms)))

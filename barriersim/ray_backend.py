@@ -103,6 +103,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     from barriersim.actors.workload_handoff import WorkloadHandOff, refs
     from barriersim.errors import UnsupportedScenario
     from barriersim.runtime.job.placement import PlacementError
+    from barriersim.runtime.job.report import records_read_in_run
     from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri, savepoint_directory_for
     from barriersim.rundir import Run
     from barriersim.scenarios.simulation_inputs import job_config
@@ -241,9 +242,10 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             # where the run's first deployment started (a run --from an earlier run's snapshot: its offsets), as the
             # simulator counts it
             at_start = result.source_records_at_start
-            source_runs = {r["task"]: (r["records_read"] - at_start.get(r["task"], 0), r.get("last_record_at_ms"))
+            source_runs = {r["task"]: (records_read_in_run(r["task"], r["records_read"], at_start),
+                                       r.get("last_record_at_ms"))
                            for r in result.task_runs if r.get("task") in split_sizes}
-            through = sum(source_runs.get(task, (size - at_start.get(task, 0),))[0]
+            through = sum(source_runs.get(task, (records_read_in_run(task, size, at_start),))[0]
                           for task, size in split_sizes.items())
             summary = build_summary(
                 scenario=scenario, backend="ray", generated_by="spark",

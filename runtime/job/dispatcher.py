@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.coordinator.checkpoint_recovery import next_attempt_number
@@ -227,8 +227,9 @@ class Dispatcher:
     def start(self) -> list:
         return self._forward(self.current.start())
 
-    def tasks_restored(self, epoch: int, restored_in_flight_bytes: int) -> list:
-        return self._forward(self.current.tasks_restored(epoch, restored_in_flight_bytes))
+    def tasks_restored(self, epoch: int, restored_in_flight_bytes: int,
+                       source_records_read: Mapping[str, int] | None = None) -> list:
+        return self._forward(self.current.tasks_restored(epoch, restored_in_flight_bytes, source_records_read))
 
     def tasks_started(self, epoch: int) -> list:
         return self._forward(self.current.tasks_started(epoch))
@@ -387,8 +388,14 @@ class Dispatcher:
             failure_reason=last.failure_reason, job_id=last.job_id,
             final_state=last.final_state, operations=[o for r in reports for o in r.operations],
             latest_restored=last.latest_restored, retained_checkpoint=last.retained_checkpoint,
-            parallelism=last.parallelism, jobs=reports, actions=self.action_report(),
+            parallelism=last.parallelism, source_records_at_start=reports[0].source_records_at_start,
+            jobs=reports, actions=self.action_report(),
         )
+
+    @property
+    def source_records_at_start(self) -> dict[str, int]:
+        """Where the run's sources began reading: the first job's (``JobMaster.source_records_at_start``)."""
+        return self.jobs[0].source_records_at_start
 
     @property
     def completed_in_epoch(self):

@@ -77,7 +77,7 @@ availability (``JobMasterServiceLeadershipRunner`` recovering the job).
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.coordinator import messages as m
@@ -185,6 +185,7 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         self.fault_log = fault_log if fault_log is not None else FaultLog(config.faults)
         self._fired_points: set = fired_points if fired_points is not None else set()
         self.started_ms: int | None = started_ms  # the job's clock (fault times) starts when the first tasks restored
+        self.source_records_at_start: dict[str, int] = {}  # of the run's first deployment (tasks_restored)
         self._arm_timed_faults = arm_timed_faults
         self._restore_settings = restore
         self.restored_at_start = False  # the job was started from a savepoint or retained checkpoint
@@ -243,6 +244,7 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
             job_id=self.job_id, final_state=self.final_state, operations=[o.as_dict() for o in self.operations],
             latest_restored=dict(restored[-1]) if restored else None, retained_checkpoint=self.retained_checkpoint,
             parallelism={v.name: v.parallelism for v in self.graph.vertices},
+            source_records_at_start=dict(self.source_records_at_start),
         )
 
     @property
@@ -287,8 +289,11 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FAILED)))
         self._out.append(JobEnded(JobOutcome.FAILED))
 
-    def tasks_restored(self, epoch: int, restored_in_flight_bytes: int) -> list:
-        """Every task of deployment ``epoch`` was built and restored its state: they count as running."""
+    def tasks_restored(self, epoch: int, restored_in_flight_bytes: int,
+                       source_records_read: Mapping[str, int] | None = None) -> list:
+        """Every task of deployment ``epoch`` was built and restored its state: they count as running.
+        ``source_records_read``: per source subtask (by name), its reader's offset once restored; the run's first
+        deployment's are where the run began (``source_records_at_start``)."""
         if epoch != self.epoch or self.outcome is not None:
             return []
         self.running = True
@@ -297,6 +302,7 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
             self._handle_coordinator(self.coordinator.handle(m.TaskRunning(self.attempts[key])))
         if self.started_ms is None:
             self.started_ms = self.clock()
+            self.source_records_at_start = dict(source_records_read or {})
         return self._take()
 
     def tasks_started(self, epoch: int) -> list:

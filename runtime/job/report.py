@@ -9,7 +9,7 @@ decides anything. ``one_line`` picks the line of a (possibly remote, multi-line)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from barriersim.runtime.job.config import JobOutcome
 
@@ -67,6 +67,16 @@ class JobReport:
     latest_restored: dict | None = None  # Flink's latest.restored: id, restore_timestamp, is_savepoint, external_path
     retained_checkpoint: str | None = None  # the newest checkpoint a cancelled job retained
     parallelism: dict = field(default_factory=dict)  # vertex -> parallelism of the job
+    # per source subtask (by name) of the run's first deployment: the records its reader had read once restored,
+    # where the run began (0 for a fresh job, the restored offsets for a job started from an earlier run's snapshot)
+    source_records_at_start: dict = field(default_factory=dict)
+
+
+def records_read_in_run(name: str, records_read: int, at_start: Mapping[str, int]) -> int:
+    """How many of source subtask ``name``'s ``records_read`` (its reader's offset) this run read itself: less
+    where the run's first deployment started (``JobReport.source_records_at_start``), so a run restored from an
+    earlier run's snapshot does not count that run's records in its throughput."""
+    return records_read - at_start.get(name, 0)
 
 
 def one_line(text: str) -> str:

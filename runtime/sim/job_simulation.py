@@ -33,7 +33,9 @@ from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.deployment import Slowdowns, TaskRestoreError, deliver_task_message, deploy_task
+from barriersim.runtime.job.actions import subtask_name
 from barriersim.runtime.job.dispatcher import Dispatcher
+from barriersim.runtime.job.report import records_read_in_run
 from barriersim.runtime.job.wiring import SubtaskKey, Wiring
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.record_batch import RecordBatch
@@ -109,7 +111,6 @@ class JobSimulation(DataPlane):
         self._scheduled: set[SubtaskKey] = set()
         # how far the sources read: their readers' records at the run's first deployment, and when each source
         # subtask's last step that read records ended (virtual us); ``source_progress()`` reports them
-        self._source_records_at_start: dict[SubtaskKey, int] | None = None
         self.source_last_record_us: dict[SubtaskKey, int] = {}
         self._channel_clock: dict[tuple, int] = {}
         self.outcome: JobOutcome | None = None
@@ -190,13 +191,13 @@ class JobSimulation(DataPlane):
         less where the run's first deployment started: 0 for a fresh job, the restored offsets for a job restored
         from an earlier run's snapshot), also when the job ended before its input did, and when its last record
         went out (virtual ms after the job's start: the end of its last step that read records; None if none)."""
-        at_start = self._source_records_at_start or {}
+        at_start = self.job_master.source_records_at_start
         started = self.job_master.started_ms or 0
         out = {}
         for key, reader in self._source_readers().items():
             last_us = self.source_last_record_us.get(key)
             last_ms = None if last_us is None else last_us // 1000 - started
-            out[key] = (reader.records_read - at_start.get(key, 0), last_ms)
+            out[key] = (records_read_in_run(subtask_name(key), reader.records_read, at_start), last_ms)
         return out
 
     def consistent_cut_violations(self) -> list[CutViolation]:
@@ -291,9 +292,8 @@ class JobSimulation(DataPlane):
             self.tasks[key] = task
             self._slowdowns[key] = Slowdowns(descriptor.slowdowns)
             self._busy_until[key] = self.sim.now_us
-        if self._source_records_at_start is None:
-            self._source_records_at_start = {key: reader.records_read for key, reader in self._source_readers().items()}
-        self._carry_out(self.job_master.tasks_restored(epoch, restored_bytes))
+        offsets = {subtask_name(key): reader.records_read for key, reader in self._source_readers().items()}
+        self._carry_out(self.job_master.tasks_restored(epoch, restored_bytes, offsets))
         for key in self.tasks:
             self._pump(key)  # recovered output data and initial credit
             self._kick(key)

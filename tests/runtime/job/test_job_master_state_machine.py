@@ -82,6 +82,7 @@ from barriersim.runtime.job.actions import (
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.job_master import JobMaster
 from barriersim.runtime.job.placement import ClusterConfig, place, slots_needed
+from barriersim.runtime.job.report import records_read_in_run
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.restart_strategy import RestartStrategyConfig, RestartStrategyKind
 from barriersim.runtime.state.key_groups import compute_key_group_range_for_operator_index
@@ -716,7 +717,8 @@ TestJobMasterMachine.settings = settings(max_examples=EXAMPLES, stateful_step_co
 class SimpleDriver:
     """Deploys at once, reports deaths at once, runs timers on a manual clock, keeps every action batch."""
 
-    def __init__(self, config: JobConfig):
+    def __init__(self, config: JobConfig, source_offsets: dict[str, int] | None = None):
+        self.source_offsets = source_offsets or {}  # what each deployment's sources report once restored
         self.timers = ManualTimerService(0)
         self.storage = JobManagerCheckpointStorage(JOB)
         self.batches: list[list] = []
@@ -731,13 +733,30 @@ class SimpleDriver:
                 self.timers.register_timer(self.timers.clock() + action.delay_ms,
                                            lambda timer=action.timer: self.carry_out(self.jm.timer_fired(timer)))
             elif type(action) is DeployTasks:
-                self.carry_out(self.jm.tasks_restored(action.epoch, 0))
+                self.carry_out(self.jm.tasks_restored(action.epoch, 0, self.source_offsets))
                 self.carry_out(self.jm.tasks_started(action.epoch))
             elif type(action) is KillTask:
                 self.carry_out(self.jm.task_failed(action.attempt, action.why))
 
     def actions_since(self, batch: int) -> list:
         return [a for actions in self.batches[batch:] for a in actions]
+
+
+def test_the_run_begins_where_its_first_deployment_restored_its_sources():
+    """The source offsets the first deployment reports once restored (a job started from an earlier run's snapshot:
+    that snapshot's) are where the run began; a failover's deployment, which restores later offsets, does not move
+    them, so a source's records in this run count from there (``records_read_in_run``)."""
+    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, restart_delay_ms=0), {"src#0": 500})
+    jm = driver.jm
+    assert jm.source_records_at_start == {"src#0": 500}
+    driver.source_offsets = {"src#0": 800}
+    driver.timers.advance(40)
+    driver.carry_out(jm.task_failed(jm.attempts[("map", 0)], "lost its process"))
+    driver.timers.advance(1)  # the restart (its delay's timer)
+    assert jm.epoch == 1 and jm.running
+    assert jm.report().source_records_at_start == {"src#0": 500}
+    assert records_read_in_run("src#0", 1_200, jm.source_records_at_start) == 700
+    assert records_read_in_run("map#0", 0, jm.source_records_at_start) == 0
 
 
 def test_a_failed_job_stays_ended():
