@@ -101,6 +101,9 @@ class StepResult:
     hot_key_records: int = 0
 
 
+UNPACED_SOURCE_BATCH_RECORDS = 256  # records an unpaced source reads per step
+
+
 @dataclass(frozen=True)
 class NetworkConfig:
     """Flink's network defaults (``docs/flink-facts.md``)."""
@@ -110,7 +113,9 @@ class NetworkConfig:
     floating_buffers_per_gate: int = 8
     max_buffers_per_channel: int = 10
     record_size: int = 32
-    source_batch_records: int = 256
+    # records a source reads per step, at most (``JobConfig.source_batch_records``; None: a paced source what its
+    # rate allows in ``SOURCE_PACING_MS``, an unpaced one ``UNPACED_SOURCE_BATCH_RECORDS``)
+    source_batch_records: int | None = None
     buffer_debloat: BufferDebloatConfiguration = BufferDebloatConfiguration()  # off, as in Flink
 
 
@@ -448,7 +453,10 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
                 return StepResult(StepOutcome.IDLE)  # the end of input waits for a completed checkpoint's notice
             self._finish()
             return StepResult(StepOutcome.IDLE if not self.finished else StepOutcome.FINISHED)
-        records = reader.poll(self.network.source_batch_records)
+        # Flink's source emits one record per StreamTask.processInput and goes on while taskIsAvailable(): the step
+        # ends at the record after which an output is backpressured
+        records = reader.poll(self.network.source_batch_records or UNPACED_SOURCE_BATCH_RECORDS,
+                              self.record_writers.records_until_backpressured)
         self._route(records)
         n = len(records)
         if self.emit_watermarks and n:

@@ -36,7 +36,7 @@ from barriersim.runtime.job.placement import ClusterConfig, Placement, Placement
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.restart_strategy import RestartStrategyConfig, RestartStrategyKind
 from barriersim.runtime.state.backend import StateBackendConfig
-from barriersim.runtime.stream_task import NetworkConfig
+from barriersim.runtime.stream_task import UNPACED_SOURCE_BATCH_RECORDS, NetworkConfig
 
 
 SOURCE_PACING_MS = 10  # a paced source emits what its rate allows per this many ms
@@ -172,13 +172,16 @@ class JobConfig:
 
     @property
     def source_batch_records(self) -> int:
-        """Records a source subtask reads per step: a paced source (``source_rate_per_subtask``) reads what its rate
-        allows in ``SOURCE_PACING_MS`` (at least one record), so that a barrier or a flush never waits behind more
-        than that much of its output; an unpaced one reads ``network.source_batch_records``."""
+        """Records a source subtask reads per step, at most: a paced source (``source_rate_per_subtask``) what its
+        rate allows in ``SOURCE_PACING_MS`` (at least one record), so that a barrier or a flush never waits behind
+        more than that much of its output, at every rate; an unpaced one ``UNPACED_SOURCE_BATCH_RECORDS``; either
+        no more than ``network.source_batch_records`` when that is set. A step also ends at the record after which
+        an output is backpressured (``StreamTask``), as Flink's source checks its output before each record."""
         limit = self.network.source_batch_records
         if not self.source_rate_per_subtask:
-            return limit
-        return max(1, min(limit, round(self.source_rate_per_subtask * SOURCE_PACING_MS / 1000)))
+            return limit or UNPACED_SOURCE_BATCH_RECORDS
+        paced = max(1, round(self.source_rate_per_subtask * SOURCE_PACING_MS / 1000))
+        return min(limit, paced) if limit else paced
 
     def restart_settings(self) -> RestartStrategyConfig:
         """The restart strategy a new JobMaster creates (``RestartStrategyConfig.create``)."""

@@ -5,8 +5,9 @@ tuples or as an Arrow table is converted once); the reader's state is, per split
 to emit. A fresh subtask reads the split with its own index; a restored one reads the splits its restored state
 names (a rescaled restore redistributes them as operator state, round robin, as Flink's ``SourceOperator`` keeps
 its reader's splits in a split-distributed list state), which ``assigned_splits`` reads for the deployment.
-``poll(n)`` returns up to ``n`` records of one split, a slice (view) of it, and moves on to the next unfinished
-split (round robin over the assigned splits). Event time is watermarked per split, as Flink's per-split
+``poll(n)`` returns up to ``n`` records of one split, a slice (view) of it (no more than the task's outputs take
+before they are backpressured, when the task says so), and moves on to the next unfinished split (round robin over
+the assigned splits). Event time is watermarked per split, as Flink's per-split
 watermark generation does: a split's watermark is the largest timestamp it emitted minus 1 (the next record
 may carry the same timestamp), and the reader's watermark is the minimum over the splits it still reads (the
 split just polled included, so that a reader of one split emits exactly its split's watermark); none while an
@@ -17,7 +18,7 @@ barrier), so a restore resumes exactly after the last record that went out befor
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 from barriersim.runtime.operators.records import EVENT_TIME, pack, unpack
 from barriersim.runtime.record_batch import RecordBatch
@@ -69,9 +70,10 @@ class SplitSourceReader:
     def remaining(self) -> int:
         return sum(len(self._splits[sid]) - self.offsets[sid] for sid in self._order)
 
-    def poll(self, max_records: int) -> RecordBatch:
+    def poll(self, max_records: int, accepted: Callable[[RecordBatch], int] | None = None) -> RecordBatch:
         """Up to ``max_records`` records of the next unfinished split (round robin over the splits), a slice of
-        it."""
+        it; with ``accepted``, only as many of them as it returns for the slice (the records the task's outputs
+        take before they are backpressured: ``RecordWriters.records_until_backpressured``)."""
         order = self._order
         for _ in range(len(order)):
             sid = order[self._next]
@@ -81,6 +83,8 @@ class SplitSourceReader:
             records = self._splits[sid]
             start = self.offsets[sid]
             end = min(len(records), start + max_records)
+            if accepted is not None and end > start:
+                end = start + min(end - start, accepted(records.slice(start, end)))
             self.offsets[sid] = end
             out = records.slice(start, end)
             if end > start:

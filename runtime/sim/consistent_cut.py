@@ -53,8 +53,8 @@ class CutRecorder:
             reader = operator.reader
             poll = reader.poll
 
-            def logged_poll(max_records):
-                out = poll(max_records)
+            def logged_poll(max_records, accepted=None):
+                out = poll(max_records, accepted)
                 rec.outputs.extend(out)
                 return out
 

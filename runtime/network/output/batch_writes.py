@@ -141,6 +141,38 @@ class BatchWrites:
             self._append_batch(records, target, size)
         self.total_written_bytes += len(records) * size * len(self.subpartitions)
 
+    def records_until_backpressured(self, targets, n: int, size: int) -> int:
+        """Of ``n`` records of ``size`` bytes written to ``targets`` (an int: every record to that subpartition; an
+        int array: record ``k`` to ``targets[k]``; None: every record to every subpartition, a broadcast), how many
+        the partition takes until it is backpressured: the records up to and including the one after which some
+        subpartition holds ``max_buffers_per_channel`` buffers (``buffers_in_use``); ``n`` if none does, at least 1.
+        Flink's source emits one record per ``StreamTask.processInput`` and goes on only while ``taskIsAvailable()``,
+        so it stops there."""
+        if size <= 0 or n <= 0:
+            return max(n, 0)
+        allowed = n
+        counts = np.bincount(targets, minlength=len(self.subpartitions)) if isinstance(targets, np.ndarray) else None
+        for p in range(len(self.subpartitions)):
+            c = self._records_to_backpressure(p, size)
+            if targets is None or (counts is None and p == targets):
+                allowed = min(allowed, c)
+            elif counts is not None and counts[p] >= c:
+                allowed = min(allowed, int(np.flatnonzero(targets == p)[c - 1]) + 1)
+        return max(1, allowed)
+
+    def _records_to_backpressure(self, p: int, size: int) -> int:
+        """The number of further records of ``size`` bytes to subpartition ``p`` whose last one brings its
+        ``buffers_in_use`` to ``max_buffers_per_channel``: the open builder fills to its capacity, then each new
+        buffer to the subpartition's buffer size (spanning records as ``_write`` writes them)."""
+        builder = self._builders[p]
+        written = builder.size + (int(self._staged_counts[p]) * self._staged_size if self._staged else 0)
+        builders_allowed = (self.max_buffers_per_channel - self.subpartitions[p].number_of_queued_buffers
+                            - self._at_consumer[p])  # the open builder and the buffers it fills count from here
+        if builders_allowed <= 1:
+            return 1
+        room = builder.capacity + (builders_allowed - 2) * self._buffer_sizes[p] - written
+        return room // size + 1 if room >= 0 else 1
+
     def _append_batch(self, records: RecordBatch, target: int, size: int) -> None:
         """``_append_all`` for a batch: the runs are slices of it (views), the record that fills or spans a
         buffer a slice of one record."""
