@@ -3,13 +3,18 @@ task is backpressured (Flink's priority-event mail, ``CheckpointedInputGate.proc
 timeoutable aligned barrier that left the task acknowledges at once, not when the alignment timer fires
 (``PipelinedSubpartition.pollBuffer`` -> ``completeTimeoutableCheckpointBarrier``). Both were found by the
 alignment-latency benchmark (unaligned under backpressure took as long as the backpressure lasted; aligned
-with a timeout always took the full timeout)."""
+with a timeout always took the full timeout). A source stops reading at the record after which its output is
+backpressured (``StreamTask.processInput`` goes on only while ``taskIsAvailable()``)."""
 
-from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualTimerService
+import random
+
+from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualClock, ManualTimerService
 from barriersim.runtime.events import Buffer, CheckpointBarrier, CheckpointOptions, CheckpointType
-from barriersim.runtime.stream_task import StepOutcome, StreamTask
+from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.stream_task import NetworkConfig, StepOutcome, StreamTask
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint
-from two_source_map_job import CH0, CH1, OUT, deployed_task
+from two_source_map_job import CH0, CH1, GRAPH, OUT, deployed_task
 
 
 def _map_task(mode: CheckpointingMode, timers: ManualTimerService) -> StreamTask:
@@ -68,3 +73,18 @@ def test_a_timeoutable_aligned_barrier_acknowledges_when_it_leaves_not_when_the_
     sent = [item.element for _, item in task.poll_sendable()]
     assert barrier in sent
     assert _acks(task) == [1]  # no timer fired: the barrier went out aligned, the output channel state is empty
+
+
+def test_a_source_step_ends_at_the_record_after_which_its_output_is_backpressured():
+    """Flink's source emits one record per ``StreamTask.processInput`` and goes on only while ``taskIsAvailable()``:
+    with 64-byte buffers of two 32-byte records and three buffers per channel, the step reads the five records whose
+    last opens the third buffer, not its whole batch of 256, and the next step finds the output backpressured."""
+    split = RecordBatch.from_rows([(k, k % 7, 1, k) for k in range(1000)])
+    task = StreamTask(GRAPH, "source", 0, ExecutionAttemptID("source", 0, 0), mode=CheckpointingMode.ALIGNED,
+                      clock=ManualClock(0), timer_service=ManualTimerService(), rng=random.Random(0),
+                      network=NetworkConfig(buffer_size=64, record_size=32, max_buffers_per_channel=3), split=split)
+    task.restore(None)
+    step = task.process_next()
+    assert (step.outcome, step.records) == (StepOutcome.PROCESSED, 5)
+    assert task.operator.reader.records_read == 5
+    assert task.process_next().outcome is StepOutcome.BACKPRESSURED
