@@ -96,7 +96,8 @@ def _print_verdicts(result) -> None:
             print(f"  faults: {fired_line(s['faults_fired'])}")
         if "replay" in s:
             print(f"  replay: {s['replay']}")
-    for line in tables.rate_warnings(list(result.summaries.values())):
+    for line in tables.rate_warnings(list(result.summaries.values())) + \
+            tables.rewind_warnings(list(result.summaries.values())):
         print(line)
 
 

@@ -31,6 +31,7 @@ from typing import Callable
 
 from barriersim.errors import BarriersimError
 from barriersim.runtime.operators.sinks import ExternalStore
+from barriersim.runtime.snapshot_verification import pending_transactions
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.fs_storage import local_path
@@ -95,11 +96,28 @@ class RunDirectory:
 
 @dataclass(frozen=True)
 class PreviousRun:
-    """What a restored run continues: the earlier run's directory, its external system and next attempt number."""
+    """What a restored run continues: the earlier run's directory, its external system and next attempt number;
+    and what that run committed after the restored snapshot (``OutputAfterSnapshot``), which the restored run
+    commits again."""
 
     run_dir: RunDirectory
     store: ExternalStore
     next_attempt_number: int
+    after_snapshot: "OutputAfterSnapshot | None" = None
+
+
+@dataclass(frozen=True)
+class OutputAfterSnapshot:
+    """The transactions, and their records, the earlier run committed after those the restored snapshot's sinks
+    had pre-committed (``ExternalStore.committed_after``): a restore of a snapshot older than the earlier run's
+    last commit replays its sources from the snapshot's offsets and commits that output again, as Flink's restore
+    of an older savepoint does (its exactly-once holds along one line of checkpoints, not across a rewind)."""
+
+    transactions: int
+    records: int
+
+    def to_plain(self) -> dict:
+        return {"transactions": self.transactions, "records": self.records}
 
 
 def write_external_store(out_dir: Path, store: ExternalStore | bytes) -> None:
@@ -235,4 +253,16 @@ def previous_run(scenario: Scenario) -> PreviousRun | None:
         store = read_external_store(run_dir)
     except ExternalStoreFileError as err:
         raise ScenarioError(scenario.path, "restore.from", str(err)) from None
-    return PreviousRun(run_dir, store, int(summary.get("job", {}).get("next_attempt_number", 0)))
+    return PreviousRun(run_dir, store, int(summary.get("job", {}).get("next_attempt_number", 0)),
+                       _output_after_snapshot(store, scenario.restore.path))
+
+
+def _output_after_snapshot(store: ExternalStore, path: str) -> OutputAfterSnapshot | None:
+    """What ``store`` committed after the snapshot at ``path`` (None if its metadata cannot be read: the restore
+    itself then fails and says why)."""
+    try:
+        metadata = restore_storage_for(path).load_checkpoint_metadata(path)
+    except CheckpointStorageError:
+        return None
+    after = store.committed_after(pending_transactions(metadata))
+    return OutputAfterSnapshot(len(after), sum(len(store.committed[tid]) for tid in after))

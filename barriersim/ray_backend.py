@@ -136,6 +136,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     handoffs: list = []
     put_splits: dict[str, list] | None = None  # a cache hit's splits, in the object store before the first job deploys
     jobs: list = []
+    after_snapshot: dict[Path, dict | None] = {}  # per run: what the run it restores committed after its snapshot
 
     # on a storage URI, everything of the request goes under <storage>/<run directory name>: each mode's checkpoints
     # and savepoints (in <mode>/ when there are several), and the analytics
@@ -152,6 +153,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             job_splits = refs(handoffs[-1], sources)
         target.mkdir(parents=True, exist_ok=True)
         previous = previous_run(scenario)  # the run whose snapshot this one restores, continued
+        after_snapshot[target] = previous.after_snapshot.to_plain() if previous and previous.after_snapshot else None
         jobs.append(RayJob(job_config(scenario), job_splits, storage_uris[target],
                            f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=records,
                            savepoint_root=savepoint_directory_for(on_storage[target], target),
@@ -265,6 +267,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                                           "checkpoint_storage": storage_uris[target]}},
                 wall_seconds=time.perf_counter() - mode_start,
                 placement=placement_section(result.config, result.deployments, result.ray_nodes),
+                output_after_snapshot=after_snapshot.get(target),
             )
             finished.append((target, summary))
             if job is not None:

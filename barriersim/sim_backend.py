@@ -103,6 +103,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
         },
         wall_seconds=wall,
         placement=placement_section(config, result.deployments),
+        output_after_snapshot=previous.after_snapshot.to_plain() if previous and previous.after_snapshot else None,
     )
     write_run_directory(out_dir, scenario, summary, result.checkpoints, with_channel_kinds(result.subtasks, config),
                         placement_rows(config, result.deployments))

@@ -197,8 +197,11 @@ def build_summary(
     placement: dict | None = None,
     source_rates: dict | None = None,
     failure_reason: str | None = None,
+    output_after_snapshot: dict | None = None,
 ) -> dict:
-    """``summary.json`` of a run of the effective ``scenario`` (the one its ``scenario.toml`` holds)."""
+    """``summary.json`` of a run of the effective ``scenario`` (the one its ``scenario.toml`` holds);
+    ``output_after_snapshot``: of a run restored from an earlier run's snapshot, what that run committed after it
+    (``barriersim.continuation.OutputAfterSnapshot``)."""
     document = scenario_document(scenario)
     summary = {
         "scenario": scenario.name,
@@ -235,7 +238,8 @@ def build_summary(
         "faults_fired": faults_fired,
     }
     if scenario.restore is not None or len(scenario.actions):
-        summary["restore"] = scenario.restore.to_plain() if scenario.restore is not None else None
+        summary["restore"] = None if scenario.restore is None else {
+            **scenario.restore.to_plain(), "earlier_output_after_snapshot": output_after_snapshot}
         summary["actions"] = actions or []
         summary["jobs"] = jobs or []
     summary.update(backend_sections)

@@ -195,6 +195,20 @@ def modes_table(summaries: list[dict]) -> Table:
     return table
 
 
+def rewind_warnings(summaries: list[dict]) -> list[str]:
+    """One line per run restored from a snapshot older than what the run it continues had committed: that output
+    is committed again (``restore.earlier_output_after_snapshot``)."""
+    lines = []
+    for s in summaries:
+        after = (s.get("restore") or {}).get("earlier_output_after_snapshot") or {}
+        if after.get("transactions"):
+            lines.append(f"{s['mode']}: the restored snapshot is older than the earlier run's last commit: that run "
+                         f"had committed {_n(after['records'])} records in {_n(after['transactions'])} transactions "
+                         f"after it, which this run processes and commits again (as Flink's restore of an older "
+                         f"snapshot does), counted as duplicated")
+    return lines
+
+
 def rate_warnings(summaries: list[dict]) -> list[str]:
     """One line per run whose sources did not reach the offered rate."""
     lines = []

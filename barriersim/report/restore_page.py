@@ -139,6 +139,11 @@ def write_restore_page(tables: RunTables, out_dir: Path, table_html) -> Path:
         parts.append(f"<h2>{escape(run.mode)} <small>({escape(run.label)})</small></h2>")
         if run.summary.get("restore"):
             parts.append(f"<p>Started from <code>{escape(str(run.summary['restore'].get('from')))}</code>.</p>")
+            after = run.summary["restore"].get("earlier_output_after_snapshot") or {}
+            if after.get("transactions"):
+                parts.append(f"<p>The run it continues had committed {after['records']:,} records in "
+                             f"{after['transactions']:,} transactions after that snapshot; this run processed and "
+                             f"committed them again (the verification counts them as duplicated).</p>")
         parts.append("<h3>Jobs</h3>" + table_html(_booleans_as_text(_jobs_frame(run.summary))))
         actions = _actions_frame(run.summary)
         if not actions.empty:

@@ -58,6 +58,14 @@ class ExternalStore:
         for tid in [t for t in self.pending if t.startswith(owner + "@") and t not in keep]:
             self.abort(tid)
 
+    def committed_after(self, transaction_ids) -> list[str]:
+        """The transactions committed after every one of ``transaction_ids`` that is committed, in commit order
+        (none if none of them is): what a job committed after a snapshot whose sinks had pre-committed
+        ``transaction_ids``, the output a restore of that snapshot produces again."""
+        order, ids = list(self.committed), set(transaction_ids)
+        positions = [i for i, tid in enumerate(order) if tid in ids]
+        return order[max(positions) + 1:] if positions else []
+
     def write(self, records) -> None:
         batch = RecordBatch.of(records)
         if len(batch):

@@ -123,6 +123,8 @@ def test_a_later_run_restores_from_the_savepoint_the_first_wrote_to_s3(ray_clust
     v = restored["verification"]
     assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("exactly-once", 0, 0, 0), v
     assert restored["checkpoints"]["restored"] == 1
+    # the stop-with-savepoint was the first run's last commit: nothing is committed again
+    assert restored["restore"]["earlier_output_after_snapshot"] == {"transactions": 0, "records": 0}
     # the throughput counts what this run's sources read: from the savepoint's offsets (where the first run's
     # sources stopped) to the end of their splits
     first = {row["task"]: row["records"] for row in summary["throughput"]["sources"]}

@@ -137,6 +137,31 @@ def test_a_filesystem_checkpoint_storage_holds_the_runs_savepoints_and_files_whe
     assert summary["job"]["latest_restored"]["is_savepoint"]
     v = summary["verification"]
     assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("exactly-once", 0, 0, 0), v
+    # the stop-with-savepoint was the earlier run's last commit: nothing is committed again
+    assert summary["restore"]["earlier_output_after_snapshot"] == {"transactions": 0, "records": 0}
+
+
+def test_a_restore_from_a_savepoint_older_than_the_earlier_runs_last_commit_says_what_it_commits_again(
+        tmp_path, capsys):
+    """A savepoint taken mid-run, restored once the run finished: that run had committed the output after the
+    savepoint, which the restored run processes and commits again, as Flink's restore of an older savepoint does.
+    The summary and one printed line say how much (the transactions committed after the savepoint's pre-committed
+    ones, and their records), and it is exactly what the verification counts as duplicated."""
+    first = tmp_path / "first"
+    assert main(["run", str(SCENARIOS / "quickstart.toml"), "--backend", "sim", "--out", str(first),
+                 "--savepoint-at", "800"]) == 0
+    savepoint = _summary(first)["actions"][0]["path"]
+    capsys.readouterr()
+    assert main(["run", str(SCENARIOS / "quickstart.toml"), "--backend", "sim", "--out", str(tmp_path / "again"),
+                 "--from", savepoint]) == 1
+    summary = _summary(tmp_path / "again")
+    after = summary["restore"]["earlier_output_after_snapshot"]
+    v = summary["verification"]
+    assert after["transactions"] >= 1 and after["records"] > 0, after
+    assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("violated", 0, after["records"], 0), v
+    out = capsys.readouterr().out
+    assert (f"the restored snapshot is older than the earlier run's last commit: that run had committed "
+            f"{after['records']:,} records in {after['transactions']:,} transactions after it") in out, out
 
 
 def test_a_restore_whose_run_has_a_damaged_external_store_is_a_one_line_error(tmp_path, capsys):

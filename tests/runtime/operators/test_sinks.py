@@ -141,3 +141,16 @@ def test_pending_records_are_the_listed_transactions_records_in_that_order_as_on
     assert store.pending_records(["b", "a", "c", "d", "missing"]).to_rows() == [(3, 0, 0, 0), (1, 0, 0, 0),
                                                                                (2, 0, 0, 0)]
     assert len(store.pending_records([])) == 0
+
+
+def test_the_transactions_committed_after_a_snapshots_pre_committed_ones_in_commit_order():
+    """What a job committed after a snapshot whose sinks had pre-committed ``sink#0@1/3`` and ``sink#1@2/3``: the
+    transactions committed after the later of the two, whichever subtask's; none if none of them was committed."""
+    store = ExternalStore()
+    for tid in ("sink#0@1/2", "sink#1@2/2", "sink#1@2/3", "sink#0@1/3", "sink#0@1/4", "sink#1@2/4"):
+        store.pre_commit(tid, [(1, 2, 3, 4)])
+        store.commit(tid)
+    store.pre_commit("sink#0@1/5", [(1, 2, 3, 4)])  # pending: not committed output
+    assert store.committed_after(["sink#0@1/3", "sink#1@2/3"]) == ["sink#0@1/4", "sink#1@2/4"]
+    assert store.committed_after(["sink#0@1/4", "sink#1@2/4"]) == []
+    assert store.committed_after(["sink#0@1/5"]) == [] and store.committed_after([]) == []
