@@ -7,9 +7,9 @@ Flink's ``RebalancePartitioner`` starts at a random channel, and continuing acro
 group -> consumer subtask, Flink's ``KeyGroupStreamPartitioner``) and broadcast (every subpartition). ``emit``
 writes a ``RecordBatch``: the partitioner computes the targets of the whole batch at once (the hash partitioner
 with ``KeyGroupAssigner.of_keys``: Flink's murmur hash of the key's hash code, modulo the max parallelism, then
-the key group's operator index), and the partition cuts each subpartition's share from the batch. ``records_until_backpressured`` tells how much of
-a batch the outputs take before one is backpressured, the record that makes it so included (a source reads only
-that much).
+the key group's operator index), and the partition cuts each subpartition's share from the batch.
+``records_until_backpressured`` tells how much of a batch the outputs take before one is backpressured, the record
+that makes it so included (a source reads only that much).
 ``broadcast`` writes a watermark to every subpartition of every partition. Mirrors Flink's ``RecordWriterOutput``
 over ``ChannelSelectorRecordWriter`` / ``BroadcastRecordWriter``.
 """
@@ -65,8 +65,8 @@ class RecordWriters:
     def records_until_backpressured(self, records: RecordBatch) -> int:
         """How many leading records of ``records`` ``emit`` would write before one of the outputs is backpressured,
         the record that makes it so included (``ResultPartition.records_until_backpressured``); all of them if
-        none is. A source reads only those: Flink's source emits one record per ``processInput`` and goes on only while
-        ``taskIsAvailable()`` (``StreamTask.processInput``), its output not backpressured."""
+        none is. A source reads only those: Flink's source emits one record per ``StreamTask.processInput`` and goes
+        on only while ``taskIsAvailable()``, its output not backpressured."""
         n = len(records)
         allowed = n
         for i, (edge, partition) in enumerate(zip(self._edges, self._partitions)):

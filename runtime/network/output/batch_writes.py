@@ -148,7 +148,7 @@ class BatchWrites:
         subpartition holds ``max_buffers_per_channel`` buffers (``buffers_in_use``); ``n`` if none does, at least 1.
         Flink's source emits one record per ``StreamTask.processInput`` and goes on only while ``taskIsAvailable()``,
         so it stops there."""
-        if size <= 0 or n <= 0:
+        if size <= 0 or n <= 0 or self._released:  # a released partition drops what is written
             return max(n, 0)
         allowed = n
         counts = np.bincount(targets, minlength=len(self.subpartitions)) if isinstance(targets, np.ndarray) else None
