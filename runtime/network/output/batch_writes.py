@@ -150,13 +150,14 @@ class BatchWrites:
         so it stops there."""
         if size <= 0 or n <= 0 or self._released:  # a released partition drops what is written
             return max(n, 0)
+        if targets is None:
+            return max(1, min(n, *(self._records_to_backpressure(p, size) for p in range(len(self.subpartitions)))))
+        if not isinstance(targets, np.ndarray):
+            return max(1, min(n, self._records_to_backpressure(int(targets), size)))
         allowed = n
-        counts = np.bincount(targets, minlength=len(self.subpartitions)) if isinstance(targets, np.ndarray) else None
-        for p in range(len(self.subpartitions)):
+        for p, count in enumerate(np.bincount(targets, minlength=len(self.subpartitions)).tolist()):
             c = self._records_to_backpressure(p, size)
-            if targets is None or (counts is None and p == targets):
-                allowed = min(allowed, c)
-            elif counts is not None and counts[p] >= c:
+            if count >= c:
                 allowed = min(allowed, int(np.flatnonzero(targets == p)[c - 1]) + 1)
         return max(1, allowed)
 
