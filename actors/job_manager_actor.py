@@ -95,8 +95,6 @@ class JobManagerActor:
         self.job_master: Dispatcher | None = None
         self.handles: dict = {}  # subtask key -> actor handle of the deployed attempt
         self.task_runs: list[dict] = []  # what each finished task's run call returned
-        # per source subtask of the run's first deployment, the records its reader had read once restored (0 for a
-        # fresh job; the offsets of the snapshot a run --from an earlier one restored)
         self._watchers: list[asyncio.Task] = []  # the current deployment's run calls
         self._first_deploy: asyncio.Task | None = None
         self._cpu_started: float | None = None

@@ -106,6 +106,12 @@ class PreviousRun:
     after_snapshot: "OutputAfterSnapshot | None" = None
 
 
+def output_after_snapshot(previous: PreviousRun | None) -> dict | None:
+    """``summary.json``'s ``restore.earlier_output_after_snapshot`` of a run that continues ``previous`` (None for
+    a run that restores nothing, or whose snapshot's metadata could not be read)."""
+    return previous.after_snapshot.to_plain() if previous is not None and previous.after_snapshot else None
+
+
 @dataclass(frozen=True)
 class OutputAfterSnapshot:
     """The transactions, and their records, the earlier run committed after those the restored snapshot's sinks

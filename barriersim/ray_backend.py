@@ -97,7 +97,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
 
     from barriersim.actors.graph_runner import RayJob
     from barriersim.api import storage_uris as run_storage_uris
-    from barriersim.continuation import RunPublishError, previous_run, publish_run, write_external_store
+    from barriersim.continuation import (RunPublishError, output_after_snapshot, previous_run, publish_run,
+                                         write_external_store)
     from barriersim.summary import jobs_sections
     from barriersim.actors.placement import check_kill_nodes, cluster_nodes
     from barriersim.actors.workload_handoff import WorkloadHandOff, refs
@@ -153,7 +154,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             job_splits = refs(handoffs[-1], sources)
         target.mkdir(parents=True, exist_ok=True)
         previous = previous_run(scenario)  # the run whose snapshot this one restores, continued
-        after_snapshot[target] = previous.after_snapshot.to_plain() if previous and previous.after_snapshot else None
+        after_snapshot[target] = output_after_snapshot(previous)
         jobs.append(RayJob(job_config(scenario), job_splits, storage_uris[target],
                            f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=records,
                            savepoint_root=savepoint_directory_for(on_storage[target], target),

@@ -23,7 +23,7 @@ import shlex
 import time
 from pathlib import Path
 
-from barriersim.continuation import previous_run, publish_run, write_external_store
+from barriersim.continuation import output_after_snapshot, previous_run, publish_run, write_external_store
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.object_storage import savepoint_directory_for
@@ -103,7 +103,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
         },
         wall_seconds=wall,
         placement=placement_section(config, result.deployments),
-        output_after_snapshot=previous.after_snapshot.to_plain() if previous and previous.after_snapshot else None,
+        output_after_snapshot=output_after_snapshot(previous),
     )
     write_run_directory(out_dir, scenario, summary, result.checkpoints, with_channel_kinds(result.subtasks, config),
                         placement_rows(config, result.deployments))

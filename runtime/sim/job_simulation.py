@@ -33,7 +33,6 @@ from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.deployment import Slowdowns, TaskRestoreError, deliver_task_message, deploy_task
-from barriersim.runtime.job.actions import subtask_name
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.job.report import records_read_in_run
 from barriersim.runtime.job.wiring import SubtaskKey, Wiring
@@ -109,8 +108,8 @@ class JobSimulation(DataPlane):
         self._cost_model: dict[SubtaskKey, tuple[float, float]] = {}  # per subtask: per-record cost, hot-key extra
         self._slowdowns: dict[SubtaskKey, Slowdowns] = {}
         self._scheduled: set[SubtaskKey] = set()
-        # how far the sources read: their readers' records at the run's first deployment, and when each source
-        # subtask's last step that read records ended (virtual us); ``source_progress()`` reports them
+        # when each source subtask's last step that read records ended (virtual us); ``source_progress()`` reports
+        # it with how far the sources read
         self.source_last_record_us: dict[SubtaskKey, int] = {}
         self._channel_clock: dict[tuple, int] = {}
         self.outcome: JobOutcome | None = None
@@ -197,7 +196,7 @@ class JobSimulation(DataPlane):
         for key, reader in self._source_readers().items():
             last_us = self.source_last_record_us.get(key)
             last_ms = None if last_us is None else last_us // 1000 - started
-            out[key] = (records_read_in_run(subtask_name(key), reader.records_read, at_start), last_ms)
+            out[key] = (records_read_in_run(a.subtask_name(key), reader.records_read, at_start), last_ms)
         return out
 
     def consistent_cut_violations(self) -> list[CutViolation]:
@@ -292,7 +291,7 @@ class JobSimulation(DataPlane):
             self.tasks[key] = task
             self._slowdowns[key] = Slowdowns(descriptor.slowdowns)
             self._busy_until[key] = self.sim.now_us
-        offsets = {subtask_name(key): reader.records_read for key, reader in self._source_readers().items()}
+        offsets = {a.subtask_name(key): reader.records_read for key, reader in self._source_readers().items()}
         self._carry_out(self.job_master.tasks_restored(epoch, restored_bytes, offsets))
         for key in self.tasks:
             self._pump(key)  # recovered output data and initial credit
