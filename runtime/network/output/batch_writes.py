@@ -148,18 +148,47 @@ class BatchWrites:
         subpartition holds ``max_buffers_per_channel`` buffers (``buffers_in_use``); ``n`` if none does, at least 1.
         Flink's source emits one record per ``StreamTask.processInput`` and goes on only while ``taskIsAvailable()``,
         so it stops there."""
+        return self._records_until(targets, n, size, self._records_to_backpressure)
+
+    def records_until_buffer_finishes(self, targets, n: int, size: int) -> int:
+        """Of ``n`` records written as for ``records_until_backpressured``, how many until the first of them that
+        finishes a buffer (fills its subpartition's open buffer exactly or spans it, as ``_append_batch`` and
+        ``_write`` finish it), that record included; ``n`` if none does, at least 1. A buffer goes out when it is
+        finished, so a paced source that emits its records when they are due sends it when that record is due
+        (the simulator's ``EmissionClock``, ``SourceEmission.EXACT``)."""
+        return self._records_until(targets, n, size, self._records_to_finish_buffer)
+
+    def _records_until(self, targets, n: int, size: int, records_to) -> int:
+        """The records of a write up to and including the first at which ``records_to(p, size)`` further records
+        to some subpartition ``p`` are reached (``n`` if at none, at least 1)."""
         if size <= 0 or n <= 0 or self._released:  # a released partition drops what is written
             return max(n, 0)
         if targets is None:
-            return max(1, min(n, *(self._records_to_backpressure(p, size) for p in range(len(self.subpartitions)))))
+            return max(1, min(n, *(records_to(p, size) for p in range(len(self.subpartitions)))))
         if not isinstance(targets, np.ndarray):
-            return max(1, min(n, self._records_to_backpressure(int(targets), size)))
+            return max(1, min(n, records_to(int(targets), size)))
         allowed = n
         for p, count in enumerate(np.bincount(targets, minlength=len(self.subpartitions)).tolist()):
-            c = self._records_to_backpressure(p, size)
+            if not count:
+                continue
+            c = records_to(p, size)
             if count >= c:
                 allowed = min(allowed, int(np.flatnonzero(targets == p)[c - 1]) + 1)
         return max(1, allowed)
+
+    def fewest_records_to_finish_buffer(self, size: int) -> int:
+        """The fewest further records of ``size`` bytes to one subpartition that finish its open buffer."""
+        if size <= 0 or self._released:
+            return 1 << 62
+        return min(self._records_to_finish_buffer(p, size) for p in range(len(self.subpartitions)))
+
+    def _records_to_finish_buffer(self, p: int, size: int) -> int:
+        """The number of further records of ``size`` bytes to subpartition ``p`` whose last one finishes its open
+        buffer: the one that reaches the builder's capacity."""
+        builder = self._builders[p]
+        written = builder.size + (int(self._staged_counts[p]) * self._staged_size if self._staged else 0)
+        room = builder.capacity - written
+        return max(1, -(-room // size))
 
     def _records_to_backpressure(self, p: int, size: int) -> int:
         """The number of further records of ``size`` bytes to subpartition ``p`` whose last one brings its

@@ -124,3 +124,42 @@ def test_the_buffers_a_local_channel_holds_count_until_it_recycles_them():
     assert partition.records_until_backpressured(0, 50, 32) == 11
     partition.add_credit(local, 1)  # recycled
     assert partition.records_until_backpressured(0, 50, 32) == 21
+
+
+def _finished_buffers(partition: ResultPartition) -> int:
+    return sum(sub.number_of_queued_buffers for sub in partition.subpartitions)
+
+
+@settings(max_examples=400, deadline=None)
+@given(setup_ops, writes, st.sampled_from([8, 32, 40, 500]), st.sampled_from([2, 3, 10]), st.booleans())
+def test_the_predicted_count_is_where_record_by_record_writes_first_finish_a_buffer(operations, write, size,
+                                                                                   max_buffers, local):
+    """``records_until_buffer_finishes`` (a paced source's next sync point, ``SourceEmission.EXACT``): the records
+    written one at a time until one of them finishes a buffer, that one included (all of them if none does)."""
+    predicted_on = _partition(operations, size, max_buffers, local)
+    targets, per_record = _targets(write)
+    predicted = predicted_on.records_until_buffer_finishes(targets, len(per_record), size)
+
+    written = _partition(operations, size, max_buffers, local)
+    before = _finished_buffers(written)
+    actual = len(per_record)
+    for k, subpartitions in enumerate(per_record):
+        for target in subpartitions:
+            written.emit_record(_rows(1, 10_000 + k), target, size)
+        if _finished_buffers(written) > before:
+            actual = k + 1
+            break
+    assert predicted == actual
+    fewest = predicted_on.fewest_records_to_finish_buffer(size)
+    assert fewest <= actual or actual == len(per_record)  # the bound a source uses to skip the look ahead
+
+
+def test_a_buffer_finishes_at_the_record_that_fills_or_spans_it():
+    partition = ResultPartition(0, 2, memory_segment_size=320, max_buffers_per_channel=10)
+    assert partition.records_until_buffer_finishes(0, 50, 32) == 10  # 10 records of 32 bytes fill 320 exactly
+    assert partition.records_until_buffer_finishes(0, 50, 30) == 11  # the 11th spans the buffer's end
+    assert partition.records_until_buffer_finishes(np.array([1, 0] * 30, dtype=np.int64), 60, 32) == 19
+    assert partition.records_until_buffer_finishes(None, 50, 32) == 10
+    partition.emit_record(_rows(1), 0, 32)
+    assert partition.records_until_buffer_finishes(0, 50, 32) == 9
+    assert partition.fewest_records_to_finish_buffer(32) == 9
