@@ -321,6 +321,9 @@ def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, a
     if backend == "ray" and workload == "local":
         raise UnsupportedScenario(f"{s.path}: workload: the Ray backend generates its workload in Spark on Ray; "
                                   "workload=\"local\" applies to the sim backend")
+    if backend == "ray" and s.workload.source_emission == "exact":
+        raise UnsupportedScenario(f"{s.path}: workload.source_emission: \"exact\" is the simulator's model; the Ray "
+                                  "backend paces its sources in real time, in steps")
     s = effective_scenario(s, seed=check_seed(s, seed), faults=as_faults(faults), actions=as_actions(actions),
                            restore=as_restore(s, restore_from, parallelism))
     from barriersim.continuation import check_restore

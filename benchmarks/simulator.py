@@ -24,6 +24,9 @@ and the microseconds each event of the job spends beyond it). Simulated seconds 
 the job's rate as much as on the simulator: the table has the default rate (10,000 records/s per source
 subtask) and a tenth of it.
 
+The same three rates with exact source emission (``workload.source_emission = "exact"``: every record written when
+it is due) follow the table, against the steps of its "after" rows: what that fidelity costs the simulator.
+
 Run: ``python -m benchmarks.simulator [--rates-only] [--repeats N] [--baseline-rev REV]``.
 """
 
@@ -93,12 +96,17 @@ def rate_graph() -> JobGraph:
     )
 
 
-def measure_rate(rate: int, seconds: float) -> dict:
+def measure_rate(rate: int, seconds: float, exact_sources: bool = False) -> dict:
     """The 16-task shape with ``seconds`` worth of records at ``rate`` records/s per source: simulated seconds per
-    CPU second and per wall second (the workload drawn before the clock starts)."""
+    CPU second and per wall second (the workload drawn before the clock starts); with ``exact_sources``, the sources'
+    records written when each is due (``source_emission = "exact"``) instead of in 10 ms steps."""
     records = int(rate * seconds) * 4
     splits = {"source": local_splits(records, 1000, 1.0, 100, 4, seed=1, rate_per_source=rate)}
-    config = JobConfig(rate_graph(), mode="aligned", interval_ms=100, source_rate_per_subtask=rate)
+    emission = {}
+    if exact_sources:  # imported here: the baseline tree, which runs this file too, has no such setting
+        from barriersim.runtime.job.config import SourceEmission
+        emission = {"source_emission": SourceEmission.EXACT}
+    config = JobConfig(rate_graph(), mode="aligned", interval_ms=100, source_rate_per_subtask=rate, **emission)
     started, cpu_started = time.perf_counter(), time.process_time()
     result = JobSimulation(config, splits, seed=7).run()
     wall = time.perf_counter() - started
@@ -130,6 +138,19 @@ def measure_rates_before_after(repeats: int, baseline_rev: str) -> dict:
         out[rate] = {side: {f: statistics.median(r[f] for r in rs) for f in rs[0]} if rs else None
                      for side, rs in runs.items()}
     return out
+
+
+def print_exact_emission(rates: dict, repeats: int) -> None:
+    """Each rate with exact source emission against the same shape in steps (the table above's "after"): what
+    writing every record when it is due costs the simulator."""
+    print("exact source emission (every record written when it is due; workload.source_emission = \"exact\"), "
+          f"medians of {repeats}:")
+    for rate, seconds in RATE_SECONDS.items():
+        exact = statistics.median(measure_rate(rate, seconds, exact_sources=True)["x_real_time_cpu"]
+                                  for _ in range(repeats))
+        steps = rates[rate]["after"]["x_real_time_cpu"]
+        print(f"    {rate:,} records/s per source: {exact:.2f}x real time per CPU second, in steps {steps:.2f}x "
+              f"(exact / steps: {exact / steps:.2f})")
 
 
 def print_rates(rates: dict, ceiling: dict | None = None) -> None:
@@ -241,7 +262,9 @@ def main() -> None:
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     ceiling = measure_kernel_ceiling()
-    print_rates(measure_rates_before_after(args.repeats, args.baseline_rev), ceiling)
+    rates = measure_rates_before_after(args.repeats, args.baseline_rev)
+    print_rates(rates, ceiling)
+    print_exact_emission(rates, args.repeats)
     if args.rates_only:
         return
 

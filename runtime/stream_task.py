@@ -383,13 +383,14 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
                 return True
         return False
 
-    def process_next(self) -> StepResult:
-        """One unit of work: one input buffer or event, or one batch read from the source split."""
+    def process_next(self, source_records: int | None = None) -> StepResult:
+        """One unit of work: one input buffer or event, or one batch read from the source split (``source_records``
+        records at most, if given: the records a paced source's driver says are due; else the configured batch)."""
         try:
             if self._debloat_period_ms:
                 self._schedule_debloat(self._debloat_period_ms)
                 self._debloat_period_ms = 0
-            result = self._process_next()
+            result = self._process_next(source_records)
             if self._crash_mid_alignment and not self.failed:
                 self._check_mid_alignment()
             return result
@@ -397,7 +398,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             self._crashed(crash)
             return StepResult(StepOutcome.FINISHED)
 
-    def _process_next(self) -> StepResult:
+    def _process_next(self, source_records: int | None = None) -> StepResult:
         if self.finished:
             return StepResult(StepOutcome.FINISHED)
         if self._deployed_as_finished:
@@ -410,7 +411,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         if self.is_backpressured():
             return StepResult(StepOutcome.BACKPRESSURED)
         if self.operator.is_source:
-            return self._read_source()
+            return self._read_source(source_records)
         if self._recovered_input:
             channel, element = self._recovered_input.pop(0)
             if type(element) is SubtaskConnectionDescriptor:
@@ -446,7 +447,25 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
                 self._finish()
         return StepResult(StepOutcome.PROCESSED)
 
-    def _read_source(self) -> StepResult:
+    def reads_source(self) -> bool:
+        """Whether this is a source task whose next step reads records: it runs, its data did not end (a stop
+        with a drained savepoint ends it) and its reader has records left."""
+        return (self.operator.is_source and not self.finished and not self._deployed_as_finished
+                and self._final_checkpoint_min_id is None and not self.operator.reader.is_finished)
+
+    def source_records_until_buffer_finishes(self, max_records: int) -> int:
+        """Of the next records the source would read, how many until the one that finishes a buffer of one of its
+        outputs (``RecordWriters.records_until_buffer_finishes``), looking at no more than ``max_records`` and
+        about twice the outputs' horizon (``buffer_finish_bounds``); the records looked at if none of them does
+        (``max_records`` without a look when no buffer can finish within them)."""
+        fewest, horizon = self.record_writers.buffer_finish_bounds()
+        if fewest >= max_records:
+            return max_records
+        upcoming = self.operator.reader.peek(max(1, min(max_records, 2 * horizon)))
+        return self.record_writers.records_until_buffer_finishes(upcoming) if len(upcoming) else max_records
+
+    def _read_source(self, max_records: int | None = None) -> StepResult:
+        """Up to ``max_records`` records (else the configured batch) of the source's splits, written to its outputs."""
         reader = self.operator.reader
         if reader.is_finished:
             if self._completed_checkpoints_notified < self._source_min_checkpoints:
@@ -455,7 +474,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             return StepResult(StepOutcome.IDLE if not self.finished else StepOutcome.FINISHED)
         # Flink's source emits one record per StreamTask.processInput and goes on while taskIsAvailable(): the step
         # ends at the record after which an output is backpressured
-        records = reader.poll(self.network.source_batch_records or UNPACED_SOURCE_BATCH_RECORDS,
+        records = reader.poll(max_records or self.network.source_batch_records or UNPACED_SOURCE_BATCH_RECORDS,
                               self.record_writers.records_until_backpressured)
         self._route(records)
         n = len(records)

@@ -62,6 +62,7 @@ class WorkloadSpec:
     hot_key_share: float = 0.0
     key_growth: bool = False
     min_checkpoints: int = 0
+    source_emission: str = "steps"
 
 
 @dataclass(frozen=True)
@@ -325,6 +326,9 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
     checkpointing = CheckpointingSpec(**{**plain["checkpointing"],
                                          "mode": CheckpointingMode.parse(plain["checkpointing"]["mode"])})
     _check_cross_rules(path, checkpointing)
+    if plain["workload"]["source_emission"] == "exact" and not plain["workload"]["rate_per_source"]:
+        raise ScenarioError(path, "workload.source_emission",
+                            '"exact" paces records by workload.rate_per_source, which is 0 (unpaced sources read in steps)')
     try:
         actions = ActionSchedule.from_plain(data.get("actions", []))
         restore = RestoreSettings.from_plain(data["restore"]) if "restore" in data else None

@@ -18,6 +18,7 @@ from barriersim.runtime.checkpoint_cost import CheckpointCostModel
 from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
+from barriersim.runtime.job.config import SourceEmission
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
 from barriersim.runtime.restart_strategy import MAX_INT, RestartStrategyConfig, RestartStrategyKind
 from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind
@@ -72,6 +73,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "key_growth": Field(bool, False),  # keys added over time: the key space grows from 1 to `keys` over the run
         "max_value": Field(int, 100, _between(1, 1_000_000)),
         "rate_per_source": Field(int, 0, _at_least(0)),
+        # how the simulator emits a paced source's records: "steps" of 10 ms written at once, or "exact" (each record
+        # when it is due; slower to simulate); the Ray backend reads in steps either way
+        "source_emission": Field(str, SourceEmission.STEPS.value, _one_of(*(e.value for e in SourceEmission))),
         # > 0: a source that read its records holds its end of input until it was notified of this many completed
         # checkpoints (Flink's minCheckpoints of its test sources), so the job completes at least that many
         "min_checkpoints": Field(int, 0, _between(0, 1_000_000)),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, SourceEmission
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.restart_strategy import RestartStrategyKind
 from barriersim.runtime.stream_task import NetworkConfig
@@ -52,6 +52,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         latency_us_jitter=net.latency_us_jitter,
         source_rate_per_subtask=scenario.workload.rate_per_source,
         source_min_checkpoints=scenario.workload.min_checkpoints,
+        source_emission=SourceEmission(scenario.workload.source_emission),
         faults=scenario.faults,
         actions=scenario.actions,
         restore=scenario.restore,

@@ -51,6 +51,18 @@ class JobConfigError(ValueError):
         super().__init__(f"{key}: {problem}")
 
 
+class SourceEmission(enum.Enum):
+    """How the simulator emits a paced source's records (``source_rate_per_subtask``). ``STEPS``: a step reads
+    what the rate allows in ``SOURCE_PACING_MS`` and writes it at once, and the task is busy until those records
+    were due; a barrier or a flush during the step follows all of them, and a buffer they fill goes out at the
+    step's start (up to ``SOURCE_PACING_MS`` early). ``EXACT``: every record is written when it is due, as
+    Flink's source emits one record per mailbox turn (``runtime.sim.source_emission``); it costs simulator speed.
+    The Ray backend reads in steps either way, in real time."""
+
+    STEPS = "steps"
+    EXACT = "exact"
+
+
 class JobOutcome(enum.Enum):
     FINISHED = "finished"
     CANCELED = "canceled"  # cancelled by the user (JobMaster.cancel)
@@ -85,6 +97,7 @@ class JobConfig:
     # an exponential-delay restart strategy's settings; None: the fixed-delay strategy of the two above
     restart: RestartStrategyConfig | None = None
     source_rate_per_subtask: int = 0  # records/s; 0: limited by cost and backpressure only
+    source_emission: SourceEmission = SourceEmission.STEPS  # the simulator's model of a paced source
     # a source that read its splits holds its end of input until it was notified of this many completed checkpoints
     # (Flink's minCheckpoints of its UnalignedCheckpointTestBase.LongSource; StreamTask's source_min_checkpoints)
     source_min_checkpoints: int = 0

@@ -93,6 +93,18 @@ class SplitSourceReader:
             return out
         return RecordBatch.empty()
 
+    def peek(self, max_records: int) -> RecordBatch:
+        """The records the next ``poll(max_records)`` would return (before any ``accepted`` limit), without reading
+        them."""
+        order = self._order
+        for j in range(len(order)):
+            sid = order[(self._next + j) % len(order)]
+            if self._split_finished(sid):
+                continue
+            start = self.offsets[sid]
+            return self._splits[sid].slice(start, min(len(self._splits[sid]), start + max_records))
+        return RecordBatch.empty()
+
     def current_watermark(self) -> Optional[int]:
         """The reader's watermark after the last poll: the minimum over its unfinished splits and the split just
         polled of (largest timestamp emitted - 1); None while one of them has emitted nothing."""

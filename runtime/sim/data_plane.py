@@ -4,7 +4,10 @@ How this works: ``DataPlane`` is the part of ``JobSimulation`` that moves data. 
 buffer (or one source batch) at a time (``_step`` calls ``StreamTask.process_next``) and is busy for
 ``records * cost_us_per_record`` (plus ``hot_key_extra_us`` per hot-key record, times any ``SlowTask``
 factor); a task whose output is backpressured, or whose input is empty, sleeps until credit or data arrives
-(``_wake``/``_kick``); an output flusher finishes open buffers every ``buffer_timeout_ms``, each task's at a phase of its own. ``_pump`` sends
+(``_wake``/``_kick``); a paced source with exact emission (``JobConfig.source_emission``) instead writes its
+records when they are due, at sync points on its ``EmissionClock`` (``runtime.sim.source_emission``) and before
+every RPC, flush or new buffer size that reaches it; an output flusher finishes open buffers every
+``buffer_timeout_ms``, each task's at a phase of its own. ``_pump`` sends
 what a task's subpartitions may send (its receiver granted credit): each element reaches its input channel
 after a latency drawn from the ``network`` random stream, never before the previous element of the same
 channel (FIFO per channel); credit, resume-consumption, new-buffer-size and all-records-processed messages travel
@@ -30,6 +33,7 @@ from barriersim.runtime.network.input.input_channel import (
     AnnounceBufferSize,
 )
 from barriersim.runtime.sim.kernel import Priority
+from barriersim.runtime.sim.source_emission import EmissionClock
 from barriersim.runtime.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
@@ -58,6 +62,13 @@ class DataPlane:
         # runs now
         if key in self._scheduled or key in self._finished or key not in self.tasks:
             return
+        emission = self._emission.get(key)
+        if emission is not None:
+            if key in self._sync_at:
+                return  # it emits: its next sync point is set
+            if self.tasks[key].reads_source():
+                self._kick_paced_source(key, emission)
+                return
         self._scheduled.add(key)
         epoch = self.epoch
         at = max(self.sim.now_us, self._busy_until[key])
@@ -80,6 +91,98 @@ class DataPlane:
             if result.records and task.operator.is_source:  # its records are paced over the step
                 self.source_last_record_us[key] = self._busy_until[key]
             self._kick(key)
+
+    # -- paced sources (``runtime.sim.source_emission``) ----------------------------------------------
+
+    def _kick_paced_source(self, key: SubtaskKey, emission: EmissionClock) -> None:
+        """A paced source emits on its clock: a blocked one resumes once its output is available again, one that
+        emits has its next sync point scheduled already (or gets one now)."""
+        if emission.blocked and self.tasks[key].is_backpressured():
+            return
+        self._schedule_sync(key, max(self.sim.now_us, self._busy_until[key]))
+
+    def _schedule_sync(self, key: SubtaskKey, at: int) -> None:
+        """A sync point of paced source ``key`` at ``at``, unless one at or before it is pending."""
+        pending = self._sync_at.get(key)
+        if pending is not None and pending <= at:
+            return
+        self._sync_at[key] = at
+        epoch = self.epoch
+        self.sim.schedule_at(at, lambda: self._sync_point(key, epoch, at), Priority.NORMAL, "step")
+
+    def _sync_point(self, key: SubtaskKey, epoch: int, at: int) -> None:
+        if epoch != self.epoch or key not in self.tasks or self._sync_at.get(key) != at:
+            return  # another deployment's, or an earlier sync point took its place
+        del self._sync_at[key]
+        now = self.sim.now_us
+        if self._busy_until[key] > now:  # a synchronous snapshot holds the task thread
+            self._schedule_sync(key, self._busy_until[key])
+            return
+        emission = self._emission[key]
+        if emission.blocked:
+            if self.tasks[key].is_backpressured():
+                return  # still blocked; the credit that frees the output kicks it again
+            emission.restart(now)
+        self._sync_source(key)
+        self._schedule_next_sync(key)
+
+    def _sync_source(self, key: SubtaskKey) -> None:
+        """Write the records of paced source ``key`` that are due now (all of them, unless an output becomes
+        backpressured: then its clock blocks), and send what may go out."""
+        task, emission, now = self.tasks[key], self._emission[key], self.sim.now_us
+        if emission.blocked or key in self._finished or not task.reads_source() or self._busy_until[key] > now:
+            return
+        slowdowns = self._slowdowns[key]
+        if slowdowns:
+            factor, first_time = slowdowns.apply(1.0, self.sim.clock_ms())
+            for index in first_time:
+                self.job_master.slowdown_met(task.name, index, self.sim.clock_ms())
+            if factor != emission.factor:
+                due = emission.due(now)  # due at the old pace, then the new one from now
+                if due:
+                    self._write_due(key, task, emission, due)
+                emission.restart(now, factor)
+        due = emission.due(now)
+        if due:
+            self._write_due(key, task, emission, due)
+        self._pump(key)
+
+    def _write_due(self, key: SubtaskKey, task: StreamTask, emission: EmissionClock, due: int) -> None:
+        now = self.sim.now_us
+        while due > 0:
+            result = task.process_next(due)
+            self.trace.record(now, "step", f"{task.name} {result.outcome.value} {result.records}")
+            if result.outcome is not StepOutcome.PROCESSED or not result.records:
+                break  # nothing read: backpressured (below), or no longer reading (``_schedule_next_sync``)
+            emission.wrote(result.records)
+            due -= result.records
+            self.source_last_record_us[key] = now
+            if task.operator.reader.is_finished:
+                break
+        if task.is_backpressured():
+            emission.blocked = True
+
+    def _schedule_next_sync(self, key: SubtaskKey) -> None:
+        """The next sync point: when the record that finishes one of the task's buffers is due, and no more than
+        ``source_batch_records`` (``SOURCE_PACING_MS`` of its records) ahead; a source that read everything goes
+        on as every task does (its end of input)."""
+        task, emission = self.tasks[key], self._emission[key]
+        if emission.blocked or key in self._finished:
+            return
+        if not task.reads_source():  # its input ended: it goes on as every task does; if it reads again, the
+            emission.blocked = True  # clock starts then
+            self._kick(key)
+            return
+        ahead = task.source_records_until_buffer_finishes(self.config.source_batch_records)
+        self._schedule_sync(key, emission.due_time_us(max(1, ahead)))
+
+    def _sync_before(self, key: SubtaskKey) -> None:
+        """A paced source's due records are written before anything that reads or marks its output position (an
+        RPC such as a checkpoint trigger, the output flusher), as Flink's mailbox runs it between two records."""
+        if key in self._emission and key in self.tasks and self.tasks[key].reads_source():
+            self._sync_source(key)
+            if not self._emission[key].blocked:
+                self._schedule_next_sync(key)
 
     def _cost_us(self, key: SubtaskKey, result) -> int:
         model = self._cost_model.get(key)
@@ -108,6 +211,7 @@ class DataPlane:
         def flush() -> None:
             if not self._alive(key, epoch):
                 return
+            self._sync_before(key)
             self.tasks[key].flush_outputs()
             self._pump(key)
             self._schedule_flush(key, epoch)
@@ -172,7 +276,10 @@ class DataPlane:
                 if isinstance(action, AddCredit):
                     self.tasks[producer].on_credit(info, action.credit)
                 elif isinstance(action, AnnounceBufferSize):
+                    self._sync_before(producer)  # what was due went into buffers of the old size
                     self.tasks[producer].on_new_buffer_size(info, action.buffer_size)
+                    if producer in self._sync_at:  # an empty open buffer took the new size: it may finish sooner
+                        self._schedule_next_sync(producer)
                 elif isinstance(action, AcknowledgeAllRecordsProcessed):
                     self.tasks[producer].on_all_records_processed(info)
                 else:
@@ -183,6 +290,10 @@ class DataPlane:
             self._deliver_in_order(("credit", producer, info), upstream, "credit", self.wiring.is_local(producer, key))
         elif isinstance(action, SyncSnapshotTaken):  # the synchronous part held the task thread
             self._busy_until[key] = max(self._busy_until[key], self.sim.now_us) + round(action.duration_ms * 1000)
+            emission = self._emission.get(key)
+            if emission is not None and not emission.blocked:  # a paced source emits again when it is done
+                emission.restart(self._busy_until[key])
+                self._schedule_sync(key, self._busy_until[key])
         elif isinstance(action, AsyncCheckpointStarted):  # runs off the task thread; done after its modelled time
 
             def complete(action=action) -> None:

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.job import actions as a
-from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.config import JobConfig, JobOutcome, SourceEmission
 from barriersim.runtime.job.deployment import Slowdowns, TaskRestoreError, deliver_task_message, deploy_task
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.job.report import records_read_in_run
@@ -41,6 +41,7 @@ from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, DeploymentLog, check_consistent_cuts
 from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.kernel import Priority, RunOutcome, Simulation
+from barriersim.runtime.sim.source_emission import EmissionClock
 from barriersim.runtime.snapshot_verification import verify_run
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
@@ -108,6 +109,9 @@ class JobSimulation(DataPlane):
         self._cost_model: dict[SubtaskKey, tuple[float, float]] = {}  # per subtask: per-record cost, hot-key extra
         self._slowdowns: dict[SubtaskKey, Slowdowns] = {}
         self._scheduled: set[SubtaskKey] = set()
+        # paced sources: their emission clocks and pending sync points (``DataPlane``, ``runtime.sim.source_emission``)
+        self._emission: dict[SubtaskKey, EmissionClock] = {}
+        self._sync_at: dict[SubtaskKey, int] = {}
         # when each source subtask's last step that read records ended (virtual us); ``source_progress()`` reports
         # it with how far the sources read
         self.source_last_record_us: dict[SubtaskKey, int] = {}
@@ -246,6 +250,7 @@ class JobSimulation(DataPlane):
             task = self.tasks.get(key)
             if epoch != self.epoch or task is None or not self.job_master.is_current(attempt):
                 return
+            self._sync_before(key)
             deliver_task_message(task, action.message)
             self._pump(key)
             self._kick(key)
@@ -268,6 +273,8 @@ class JobSimulation(DataPlane):
         self.tasks = {}
         # steps scheduled for the job before (one that finished, e.g. stopped with a savepoint) never run
         self._scheduled.clear()
+        self._emission.clear()
+        self._sync_at.clear()
         if self.record_cuts:
             log = self.deployments[epoch] = DeploymentLog(action.restored_metadata)
         restored_bytes = 0
@@ -291,6 +298,9 @@ class JobSimulation(DataPlane):
             self.tasks[key] = task
             self._slowdowns[key] = Slowdowns(descriptor.slowdowns)
             self._busy_until[key] = self.sim.now_us
+            if (vertex.operator.is_source and config.source_rate_per_subtask
+                    and config.source_emission is SourceEmission.EXACT):
+                self._emission[key] = EmissionClock(config.source_rate_per_subtask, self.sim.now_us)
         offsets = {a.subtask_name(key): reader.records_read for key, reader in self._source_readers().items()}
         self._carry_out(self.job_master.tasks_restored(epoch, restored_bytes, offsets))
         for key in self.tasks:
@@ -306,4 +316,5 @@ class JobSimulation(DataPlane):
             task.fail()
         self.epoch = action.epoch + 1
         self._scheduled.clear()
+        self._sync_at.clear()
         self._channel_clock.clear()

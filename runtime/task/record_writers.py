@@ -9,7 +9,8 @@ writes a ``RecordBatch``: the partitioner computes the targets of the whole batc
 with ``KeyGroupAssigner.of_keys``: Flink's murmur hash of the key's hash code, modulo the max parallelism, then
 the key group's operator index), and the partition cuts each subpartition's share from the batch.
 ``records_until_backpressured`` tells how much of a batch the outputs take before one is backpressured, the record
-that makes it so included (a source reads only that much).
+that makes it so included (a source reads only that much); ``records_until_buffer_finishes`` how much until one of
+them finishes a buffer (when the simulator's paced source next sends something).
 ``broadcast`` writes a watermark to every subpartition of every partition. Mirrors Flink's ``RecordWriterOutput``
 over ``ChannelSelectorRecordWriter`` / ``BroadcastRecordWriter``.
 """
@@ -67,6 +68,28 @@ class RecordWriters:
         the record that makes it so included (``ResultPartition.records_until_backpressured``); all of them if
         none is. A source reads only those: Flink's source emits one record per ``StreamTask.processInput`` and goes
         on only while ``taskIsAvailable()``, its output not backpressured."""
+        return self._records_until(records, "records_until_backpressured")
+
+    def records_until_buffer_finishes(self, records: RecordBatch) -> int:
+        """How many leading records of ``records`` ``emit`` would write until one of them finishes a buffer of
+        some output, that one included (``ResultPartition.records_until_buffer_finishes``); all of them if none
+        does."""
+        return self._records_until(records, "records_until_buffer_finishes")
+
+    def buffer_finish_bounds(self) -> tuple[int, int]:
+        """Bounds on how many records the outputs take until one of them finishes a buffer, to spare or bound a
+        look at the records to come: at least the fewest records that finish some subpartition's open buffer
+        (``fewest_records_to_finish_buffer``, over every output), and about that times an output's subpartitions
+        (a broadcast output gives every record to each), the least over the outputs."""
+        fewest = horizon = 1 << 62
+        for edge, partition in zip(self._edges, self._partitions):
+            records = partition.fewest_records_to_finish_buffer(self._record_size)
+            fewest = min(fewest, records)
+            spread = 1 if edge.partitioner is Partitioner.BROADCAST else partition.number_of_subpartitions
+            horizon = min(horizon, records * spread)
+        return fewest, horizon
+
+    def _records_until(self, records: RecordBatch, prediction: str) -> int:
         n = len(records)
         allowed = n
         for i, (edge, partition) in enumerate(zip(self._edges, self._partitions)):
@@ -80,7 +103,7 @@ class RecordWriters:
             else:
                 subpartitions = partition.number_of_subpartitions
                 targets = (self._next_rebalance[i] + np.arange(n)) % subpartitions if subpartitions > 1 else 0
-            allowed = min(allowed, partition.records_until_backpressured(targets, n, self._record_size))
+            allowed = min(allowed, getattr(partition, prediction)(targets, n, self._record_size))
         return allowed
 
     def broadcast(self, element) -> None:
@@ -98,11 +121,21 @@ class _HashTargets:
         self._max_parallelism = max_parallelism
         self._parallelism = parallelism
         self._table = None  # operator index per key group
+        self._last_keys = self._last_targets = None
 
     def targets(self, keys):
+        """The consumer subtask of every key. The targets of the last key column asked for are kept: asked again
+        for it or a leading part of it (a paced source looks at its next records, then writes them), they are not
+        computed again. The column is kept alive with them, so no other array can have its address meanwhile."""
         if self._parallelism == 1:
             return 0
+        last = self._last_keys
+        if (last is not None and len(keys) <= len(last) and keys.__array_interface__["data"][0] == last.__array_interface__["data"][0]
+                and keys.strides == last.strides and keys.dtype == last.dtype):
+            return self._last_targets[:len(keys)]
         if self._table is None:
             self._table = operator_indices_for_key_groups(
                 np.arange(self._max_parallelism, dtype=np.int64), self._max_parallelism, self._parallelism)
-        return self._table[self._key_groups.of_keys(keys)]
+        targets = self._table[self._key_groups.of_keys(keys)]
+        self._last_keys, self._last_targets = keys, targets
+        return targets

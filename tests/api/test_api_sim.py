@@ -137,6 +137,8 @@ def test_faults_given_as_plain_tables_or_json(tiny, tmp_path):
     ({"backend": "spark"}, barriersim.ArgumentError, "backend: must be one of sim, ray"),
     ({"workload": "cloud"}, barriersim.ArgumentError, "workload: must be one of local, spark"),
     ({"backend": "ray", "workload": "local"}, UnsupportedScenario, "Spark on Ray"),
+    ({"backend": "ray", "overrides": {"workload.rate_per_source": 1000, "workload.source_emission": "exact"}},
+     UnsupportedScenario, "workload.source_emission: \"exact\" is the simulator's model"),
 ])
 def test_bad_input_raises_the_clis_typed_errors(tiny, tmp_path, kwargs, error, words):
     with pytest.raises(error) as info:

@@ -62,13 +62,25 @@ def golden_entry(scenario, mode: str, seed: int, faults=None) -> dict:
     }
 
 
+EXACT_SOURCES = ("alignment_latency", "failure_storm", "quickstart", "rescale", "window_join")  # also run exact
+
+
 def library_cases():
+    """Every library scenario in every mode; those of ``EXACT_SOURCES`` also with ``source_emission = "exact"``
+    (named ``<scenario>+exact-sources/<mode>``)."""
+    import dataclasses
+
     from barriersim.scenarios.loader import load_scenario
 
     for path in sorted(LIBRARY.glob("*.toml")):
         scenario = load_scenario(path)
         for mode in MODES:
             yield f"{path.stem}/{mode}", scenario, mode, scenario.seed, None
+    for stem in EXACT_SOURCES:
+        scenario = load_scenario(LIBRARY / f"{stem}.toml")
+        exact = dataclasses.replace(scenario, workload=dataclasses.replace(scenario.workload, source_emission="exact"))
+        for mode in MODES:
+            yield f"{stem}+exact-sources/{mode}", exact, mode, scenario.seed, None
 
 
 def generated_cases():
