@@ -215,6 +215,8 @@ class Dispatcher:
             return ended.retained_checkpoint, ended.storage
         if ended.outcome is JobOutcome.FINISHED and ended.stopped_with_savepoint is None:
             return None  # it finished its input before it could be stopped
+        if ended.outcome is JobOutcome.FAILED and ended.failed_stop is not None:
+            return ended.failed_stop.path, ended.savepoint_storage  # Flink's message: restart from this savepoint
         if ended.outcome not in (JobOutcome.FINISHED, JobOutcome.CANCELED):
             return None
         for job in reversed(self.jobs):

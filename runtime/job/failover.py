@@ -147,6 +147,10 @@ class JobFailover:
         # a restart the strategy allowed (Flink's ExecutionFailureHandler counts numberOfRestarts, the numRestarts
         # metric, only then: a failure that fails the job is no restart)
         self.restarts += 1
+        stop = self.stopped_with_savepoint
+        if stop is not None and not self.coordinator_down:
+            self._fail_stopping_job(stop, task, why)
+            return
         # Flink's DefaultScheduler.restartTasksWithDelay: the job goes RESTARTING before its tasks are cancelled, and
         # the CheckpointCoordinatorDeActivator stops the periodic trigger, which aborts the pending checkpoints and
         # the queued requests (CHECKPOINT_COORDINATOR_SUSPEND); the job is RUNNING again, and the trigger restarts
@@ -157,24 +161,24 @@ class JobFailover:
         if failed is None:
             failed = self.coordinator.current_attempt(self.graph.vertices[0].name, 0)
         self._handle_coordinator(self.coordinator.handle(m.TaskFailed(failed, why)))
-        self._stop_with_savepoint_failed_over()
         self._out.append(StartTimer(self.restart_strategy.backoff_ms(self.clock()),
                                     RestartDue(self.epoch, self._restore_from)))
 
-    def _stop_with_savepoint_failed_over(self) -> None:
-        """A failover while the job stops with a savepoint: the stop fails (Flink's
-        ``StopWithSavepointTerminationHandlerImpl``: a savepoint created but tasks not finished is "Inconsistent
-        execution state after stopping with savepoint", a savepoint not created fails it), and the periodic
-        checkpoint scheduler its synchronous savepoint stopped runs again when the restart deploys (the job RUNNING
-        again, Flink's ``CheckpointCoordinatorDeActivator``): the job goes on to its end."""
-        stops = [op for op in self.operations
-                 if op.operation == "stop_with_savepoint" and op.status in ("IN_PROGRESS", "COMPLETED")]
-        if not stops or self.coordinator_down:
-            return
-        for op in stops:
-            if op.status == "COMPLETED":
-                op.status, op.failure = "FAILED", ("Inconsistent execution state after stopping with savepoint: "
-                                                   "a global fail-over is triggered to recover the job")
+    def _fail_stopping_job(self, stop, task: str, why: str) -> None:
+        """A failure after a stop-with-savepoint's savepoint completed, before every task finished: the job fails
+        and does not restart. Flink (1.15+, FLINK-26783) fails such a job with a ``StopWithSavepointStoppingException``
+        (``NonRecoverableError``), because a restart would restore the latest checkpoint, older than the savepoint
+        whose completion the sinks may have committed: the savepoint is consistent, and a restart from it commits
+        what it left pending (``ending_snapshot``). The task failure itself was handled as restartable first, so it
+        counts as a restart, as Flink's ``numberOfRestarts`` does."""
+        self._cancel_deployment()
+        self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FAILED)))
+        message = (f"A savepoint has been created at: {stop.path}, but the corresponding job {self.job_id} failed "
+                   "during stopping. The savepoint is consistent, but might have uncommitted transactions. If you "
+                   "want to commit the transaction please restart a job from this savepoint.")
+        stop.status, stop.failure = "FAILED", message
+        self.failed_stop = stop
+        self._fail_job(f"{task}: {one_line(why)}; {message}")
 
     def _damage_checkpoint(self, fault: DamageCheckpoint) -> None:
         """The storage is damaged (fault injection); it fires if there was a checkpoint it could strike."""

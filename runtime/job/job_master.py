@@ -196,6 +196,9 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         self._savepoint_metadata: dict[int, CheckpointMetadata] = {}
         self.retained_checkpoint: str | None = None
         self._cancelled_at: CheckpointMetadata | None = None  # the latest completed checkpoint when cancelled
+        # a stop-with-savepoint whose savepoint completed, after which the job failed before its tasks finished
+        # (Flink's StopWithSavepointStoppingException: the job fails, the savepoint is what to restart from)
+        self.failed_stop: Operation | None = None
         self._deployments = 0
         self._restore_from: m.RestoreFrom | None = None
         # the coordinator's FailJobs wait here until the outermost coordinator call's actions went out and no failover

@@ -36,12 +36,14 @@ class JobOperations:
 
     @property
     def ending_snapshot(self) -> tuple[bool, CheckpointMetadata | None]:
-        """Whether the job ended by a snapshot a restore would resume from (a completed stop-with-savepoint, or a
-        cancel), and that snapshot: the stop's savepoint, or the latest checkpoint completed when it was cancelled
-        (None if there was none, or the JobManager was down)."""
+        """Whether the job ended by a snapshot a restore would resume from (a completed stop-with-savepoint, a stop
+        whose savepoint completed before the job failed, or a cancel), and that snapshot: the stop's savepoint, or the
+        latest checkpoint completed when it was cancelled (None if there was none, or the JobManager was down)."""
         stop = self.stopped_with_savepoint
         if self.outcome is JobOutcome.FINISHED and stop is not None:
             return True, self._savepoint_metadata.get(stop.checkpoint_id)
+        if self.outcome is JobOutcome.FAILED and self.failed_stop is not None:  # its savepoint is what to resume from
+            return True, self._savepoint_metadata.get(self.failed_stop.checkpoint_id)
         if self.outcome is JobOutcome.CANCELED:
             return True, self._cancelled_at
         return False, None

@@ -3,7 +3,8 @@ three jobs in a row, each but the last stopped with a savepoint or cancelled and
 its savepoint (or its retained checkpoint) with new parallelisms (``barriersim.strategies.action_schedules``),
 random task faults and faults aimed at the actions (a crash while a savepoint is taken, a failed savepoint write, a
 crash during the restore). Every run keeps its mode's guarantee (the oracle, against the whole workload or against
-what the snapshot a stopped or cancelled last job ended with accounts for), every completed checkpoint of every
+what the snapshot a stopped or cancelled last job ended with accounts for; a last job that failed after its stop's
+savepoint completed ends FAILED, as Flink's does, and is verified against that savepoint), every completed checkpoint of every
 job is a consistent cut, checkpoint ids never repeat within a job, every restored job has the parallelism its
 restore asked for, and a job restored from a snapshot reports it as Flink's ``latest.restored``. A failing
 example is saved as a scenario file and its one-line ``barriersim replay`` command printed.
@@ -29,6 +30,11 @@ def check(case, outcome) -> None:
     last = report.jobs[-1]
     ended_by = [o["operation"] for o in last.operations if o["status"] == "COMPLETED"]
     expected_end = JobOutcome.CANCELED if "cancel" in ended_by else JobOutcome.FINISHED
+    if any(o["operation"] == "stop_with_savepoint" and (o["failure"] or "").startswith("A savepoint has been created at")
+           for o in last.operations):
+        # a failure after its stop's savepoint completed fails the job (Flink's StopWithSavepointStoppingException);
+        # the run is verified against that savepoint
+        expected_end = JobOutcome.FAILED
     if sim.outcome is JobOutcome.TIMED_OUT and "stop_with_savepoint" in ended_by:
         # a task never told that the stop's savepoint completed waits for it, as Flink's does (its stop never
         # ends): allowed only when the fault schedule lost that notification

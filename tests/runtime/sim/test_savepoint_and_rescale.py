@@ -203,3 +203,33 @@ def test_a_late_acknowledgement_that_refers_to_a_released_file_is_dropped_and_re
     dropped = [e for e in result.storage_errors if "was dropped" in e]
     assert dropped and "keyed_sum#1" in dropped[0] and "unknown shared state" in dropped[0], result.storage_errors
     assert not job.consistent_cut_violations()
+
+
+STOP_FAILED_AFTER_ITS_SAVEPOINT = Path(__file__).parent / "cases" / "stop-failed-after-its-savepoint.toml"
+
+
+@pytest.mark.parametrize("restore", [False, True], ids=["no restore", "restored from the savepoint"])
+def test_a_job_that_fails_after_its_stop_savepoint_completed_fails_and_its_savepoint_is_what_to_resume(restore):
+    """The rescale property's case (found by the exact-source campaign; unaligned): a stop-with-savepoint without
+    drain whose savepoint completes, one source never told (its notification dropped), then a task crashes. Flink
+    1.15+ (FLINK-26783, ``StopWithSavepointStoppingException``, a ``NonRecoverableError``) fails the job: a restart
+    would restore the latest checkpoint, older than the savepoint whose completion the sink committed, and commit its
+    records again (barriersim did, 2,000 records twice). The savepoint is consistent: the run is verified against it,
+    and a restore from it goes on to the end."""
+    from barriersim.scenarios.loader import load_scenario
+
+    base = load_scenario(STOP_FAILED_AFTER_ITS_SAVEPOINT)
+    actions = tuple(base.actions) + ((Restore(RestoreSource.SAVEPOINT),) if restore else ())
+    job, result, verification, covers = simulate_and_verify(effective_scenario(base, actions=ActionSchedule(actions)))
+    assert verification.duplicated == verification.lost == verification.wrong == 0, verification
+    first = job.report.jobs[0]
+    (stop,) = first.operations
+    assert first.final_state == "FAILED" and first.restarts == 1  # the crash counted as a restart, as in Flink
+    assert stop["status"] == "FAILED" and stop["path"] is not None
+    assert stop["failure"].startswith(f"A savepoint has been created at: {stop['path']}, but the corresponding job")
+    if restore:
+        assert len(job.report.jobs) == 2 and job.report.jobs[1].final_state == "FINISHED"
+        assert covers == "workload"
+    else:
+        assert result.outcome.value == "failed" and covers == "snapshot"
+
