@@ -37,6 +37,7 @@ from barriersim.runtime.operators.sinks import PENDING_TRANSACTIONS_STATE
 from barriersim.runtime.operators.source import split_offsets
 from barriersim.runtime.operators.window import restore_windows
 from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.state.backend import as_full_snapshot
 from barriersim.runtime.state.snapshot import CheckpointMetadata, KeyGroupRange
 from barriersim.runtime.verification import Expected, Verification, expected_sink_input, verify
 
@@ -96,8 +97,8 @@ def _open_window_groups(graph: JobGraph, metadata: CheckpointMetadata) -> set[tu
     for vertex in graph.vertices:
         if vertex.operator not in (OperatorKind.TUMBLING_WINDOW, OperatorKind.JOIN) or vertex.name not in states:
             continue
-        for st in states[vertex.name].subtask_states.values():
-            groups.update(restore_windows(st, _ALL_KEY_GROUPS))
+        for st in states[vertex.name].subtask_states.values():  # an incremental backend's handles merged first
+            groups.update(restore_windows(as_full_snapshot(st, _ALL_KEY_GROUPS), _ALL_KEY_GROUPS))
     return groups
 
 

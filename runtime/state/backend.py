@@ -142,6 +142,16 @@ def state_from_rows(rows: Iterable[tuple[int, tuple]], key_group_range: KeyGroup
     return OperatorSubtaskState(managed_keyed_state=(handle,))
 
 
+def as_full_snapshot(state: OperatorSubtaskState, key_group_range: KeyGroupRange) -> OperatorSubtaskState:
+    """``state`` with its incremental handles (a registered checkpoint's: no placeholders) merged into one full
+    snapshot of the key groups in ``key_group_range``, the form the keyed operators restore; a full one as it is."""
+    if not any(isinstance(h, IncrementalKeyedStateHandle) for h in state.managed_keyed_state):
+        return state
+    from barriersim.runtime.state.incremental import rows_of_incremental_handles
+
+    return state_from_rows(rows_of_incremental_handles(state.managed_keyed_state, key_group_range), key_group_range)
+
+
 def rows_from_state(state: OperatorSubtaskState | None) -> list[tuple[int, tuple]]:
     """The rows of a full snapshot's key groups."""
     rows = []
@@ -174,12 +184,7 @@ class HeapKeyedStateBackend:
         return state
 
     def restore(self, state: OperatorSubtaskState) -> None:
-        if any(isinstance(h, IncrementalKeyedStateHandle) for h in state.managed_keyed_state):
-            from barriersim.runtime.state.incremental import rows_of_incremental_handles
-
-            rows = rows_of_incremental_handles(state.managed_keyed_state, self.key_group_range)
-            state = state_from_rows(rows, self.key_group_range)
-        self._operator.restore_state(state)
+        self._operator.restore_state(as_full_snapshot(state, self.key_group_range))
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         pass

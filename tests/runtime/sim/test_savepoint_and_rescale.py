@@ -233,3 +233,20 @@ def test_a_job_that_fails_after_its_stop_savepoint_completed_fails_and_its_savep
     else:
         assert result.outcome.value == "failed" and covers == "snapshot"
 
+
+def test_a_cancelled_job_with_incremental_window_state_is_verified_against_its_checkpoint():
+    """The rescale property's case (found by the exact-source campaign): a job with a window join on the incremental
+    backend is cancelled (its savepoint failed), so the run is verified against its latest checkpoint, whose window
+    state is incremental handles. The oracle reads the open windows from them merged (``as_full_snapshot``), as a
+    restore does; it used to read only full handles and the run ended in a traceback."""
+    from barriersim.runtime.state.snapshot import IncrementalKeyedStateHandle
+    from barriersim.scenarios.loader import load_scenario
+
+    job, result, verification, covers = simulate_and_verify(
+        load_scenario(Path(__file__).parent / "cases" / "cancel-with-incremental-window-state.toml"))
+    ended_by_snapshot, metadata = job.job_master.ending_snapshot
+    assert result.outcome.value == "canceled" and ended_by_snapshot and covers == "snapshot"
+    join = next(s for s in metadata.operator_states if s.operator_id == "join")
+    assert any(isinstance(h, IncrementalKeyedStateHandle) for st in join.subtask_states.values()
+               for h in st.managed_keyed_state)
+    assert_verified("unaligned", verification)
