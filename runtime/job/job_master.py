@@ -49,7 +49,8 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   ``savepoint_storage`` (the savepoint directory).
 - Operations (``trigger_savepoint``, ``stop_with_savepoint``, ``cancel``): a savepoint is a trigger request of
   the coordinator (canonical format); a stop-with-savepoint a synchronous one, after which the tasks finish and
-  the job ends FINISHED (a task that stopped for it fails if it is aborted, and the job fails over); a cancel
+  the job ends FINISHED (a task that stopped for it fails if it is aborted, and the job fails over; a failure after
+  its savepoint completed fails the job, Flink's ``StopWithSavepointStoppingException``); a cancel
   ends the job CANCELED at once, its checkpoints kept only if the retention policy retains them on
   cancellation. Each operation is recorded with its outcome (``operations``).
 - A job restored from a savepoint or retained checkpoint (``restore``): the coordinator restores it
