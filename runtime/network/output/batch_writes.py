@@ -185,17 +185,19 @@ class BatchWrites:
     def _records_to_finish_buffer(self, p: int, size: int) -> int:
         """The number of further records of ``size`` bytes to subpartition ``p`` whose last one finishes its open
         buffer: the one that reaches the builder's capacity."""
-        builder = self._builders[p]
-        written = builder.size + (int(self._staged_counts[p]) * self._staged_size if self._staged else 0)
-        room = builder.capacity - written
+        room = self._builders[p].capacity - self._open_buffer_bytes(p)
         return max(1, -(-room // size))
+
+    def _open_buffer_bytes(self, p: int) -> int:
+        """The bytes subpartition ``p``'s open buffer holds once the staged writes are cut into it."""
+        return self._builders[p].size + (int(self._staged_counts[p]) * self._staged_size if self._staged else 0)
 
     def _records_to_backpressure(self, p: int, size: int) -> int:
         """The number of further records of ``size`` bytes to subpartition ``p`` whose last one brings its
         ``buffers_in_use`` to ``max_buffers_per_channel``: the open builder fills to its capacity, then each new
         buffer to the subpartition's buffer size (spanning records as ``_write`` writes them)."""
         builder = self._builders[p]
-        written = builder.size + (int(self._staged_counts[p]) * self._staged_size if self._staged else 0)
+        written = self._open_buffer_bytes(p)
         builders_allowed = (self.max_buffers_per_channel - self.subpartitions[p].number_of_queued_buffers
                             - self._at_consumer[p])  # the open builder and the buffers it fills count from here
         if builders_allowed <= 1:
