@@ -131,10 +131,10 @@ def flink_checks(rows: list, bottleneck_index: int) -> list[Check]:
             theirs = flags_relative_to(f.keyed_unaligned, FLINK_BOTTLENECK_INDEX)
             checks.append(Check(f"{group}, {mode}: keyed unaligned flags", ours == theirs,
                                 f"{ours}: {r.keyed_unaligned}, bottleneck keyed#{bottleneck_index} (Flink {theirs}: "
-                                f"{f.keyed_unaligned}, bottleneck keyed#{FLINK_BOTTLENECK_INDEX})"))
+                                f"{f.keyed_unaligned}, bottleneck keyed#{FLINK_BOTTLENECK_INDEX})", HINT_FLAGS))
         if f.sinks_unaligned is not None:
             checks.append(Check(f"{group}, {mode}: sink unaligned flags", r.sinks_unaligned == f.sinks_unaligned,
-                                f"{r.sinks_unaligned} (Flink {f.sinks_unaligned})", HINT_FLAGS))
+                                f"{r.sinks_unaligned} (Flink {f.sinks_unaligned})", HINT_SINK_FLAGS))
     return checks
 
 
@@ -190,7 +190,13 @@ HINTS = {
                             "more than aligned, where Flink's unaligned run moved 11-19 % more",
 }
 
-HINT_FLAGS = ("Flink sets a subtask's unaligned_checkpoint from the options its checkpoint ran with "
-              "(SubtaskCheckpointCoordinatorImpl.takeSnapshotSync); a sink receiving an unaligned barrier, or timing out "
-              "its own alignment, checkpoints unaligned, which is what barriersim reports; Flink's measured sinks "
-              "reported false")
+HINT_FLAGS = ("a subtask reports unaligned_checkpoint when it persisted in-flight data (Flink 1.16+, "
+              "CheckpointMetricsBuilder: bytesPersistedDuringAlignment > 0); a keyed subtask other than the bottleneck "
+              "persists only the records its output's open buffer holds when the barrier comes, and it has some only "
+              "within one flusher period after each burst the backpressured sources send, so in only part of the "
+              "checkpoints, and which part depends on the run's flusher phases, fixed against the trigger; Flink's "
+              "reported true")
+
+HINT_SINK_FLAGS = ("a sink has no output, so it reports unaligned_checkpoint only for input it read between its first "
+                   "and its last barrier (Flink 1.16+, CheckpointMetricsBuilder: bytesPersistedDuringAlignment > 0); "
+                   "over local channels the keyed subtasks persist what is queued for it as their output")

@@ -342,7 +342,7 @@ def shape_checks(rows: list[Row], base: Scenario) -> list[Check]:
     checks.append(Check(f"timeout mode: the bottleneck {bottleneck} switches to unaligned",
                         bottleneck in timeout.unaligned_subtasks,
                         f"subtasks reporting unaligned_checkpoint: {', '.join(timeout.unaligned_subtasks) or 'none'} "
-                        "(Flink: only the bottleneck)"))
+                        "(Flink: of the keyed subtasks, only the bottleneck)"))
     calm = [r for r in rows if r.group == CALM]
     worst = max((r.median_end_to_end_ms or 0) for r in calm)
     slowest = max(calm, key=lambda r: r.median_end_to_end_ms or 0)

@@ -81,8 +81,8 @@ class CheckpointStatsTracker:
         reported.add(task)
         record["num_acknowledged_subtasks"] += 1
         if metrics is not None and metrics.unaligned_checkpoint and record["checkpoint_type"] == "CHECKPOINT":
-            # Flink's PendingCheckpointStats: one subtask that checkpointed unaligned (also after its alignment
-            # timed out) makes the checkpoint unaligned; REST reports it as UNALIGNED_CHECKPOINT
+            # Flink's PendingCheckpointStats: one subtask that checkpointed unaligned (persisted in-flight data,
+            # also after its alignment timed out) makes the checkpoint unaligned; REST reports UNALIGNED_CHECKPOINT
             record["checkpoint_type"] = "UNALIGNED_CHECKPOINT"
         record["latest_ack_timestamp"] = ack_timestamp
         record["end_to_end_duration"] = max(0, ack_timestamp - record["trigger_timestamp"])

@@ -56,7 +56,7 @@ class TaskCheckpointMetrics:
     bytes_persisted_during_alignment: int = 0  # in-flight input data (unaligned)
     persisted_output_bytes: int = 0  # in-flight output data the barrier overtook (unaligned)
     total_bytes_persisted: int = 0  # operator state plus channel state
-    unaligned_checkpoint: bool = False
+    unaligned_checkpoint: bool = False  # Flink 1.16+: persisted in-flight data (input or output) > 0, not the options
 
 
 @dataclass(frozen=True)

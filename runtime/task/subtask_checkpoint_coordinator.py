@@ -460,6 +460,7 @@ class SubtaskCheckpointCoordinator:
             )
         snapshot = TaskStateSnapshot({self.operator_id: state}, is_task_finished=p.is_task_finished)
         m = self._final_input_metrics.pop(checkpoint_id, None) or p.input_metrics
+        persisted = (result.persisted_input_bytes + result.persisted_output_bytes) if result else 0
         metrics = TaskCheckpointMetrics(
             checkpoint_id,
             sync_duration_ms=round(p.sync_duration_ms),
@@ -470,9 +471,11 @@ class SubtaskCheckpointCoordinator:
             bytes_persisted_during_alignment=result.persisted_input_bytes if result else 0,
             persisted_output_bytes=result.persisted_output_bytes if result else 0,
             total_bytes_persisted=state.state_size,
-            # Flink sets it from the options checkpointState ran with (SubtaskCheckpointCoordinatorImpl): a
-            # timeoutable barrier that times out in the output later persists output data but stays aligned here
-            unaligned_checkpoint=p.options.is_unaligned_checkpoint,
+            # Flink's CheckpointMetricsBuilder.build (FLINK-31588, since 1.16): unaligned if the subtask persisted
+            # in-flight data, its input channels' and output subpartitions' state together (AsyncCheckpointRunnable.
+            # finalizeNonFinishedSnapshots), whatever the options: an unaligned checkpoint with nothing in flight
+            # reports false, a timeoutable one whose barrier timed out in the output reports true
+            unaligned_checkpoint=persisted > 0,
         )
         return [AcknowledgeCheckpoint(checkpoint_id, snapshot, metrics)]
 

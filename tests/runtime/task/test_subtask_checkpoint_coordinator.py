@@ -360,8 +360,8 @@ def test_timeoutable_barrier_times_out_on_the_output_and_acks_with_overtaken_dat
     timers.fire_until(clock.now)
     (ack,) = c.drain_timer_actions()
     assert isinstance(ack, AcknowledgeCheckpoint) and ack.metrics.persisted_output_bytes == 64
-    # as Flink's metric: taken from the options checkpointState ran with (aligned, timeoutable), not from the output
-    assert not ack.metrics.unaligned_checkpoint
+    # Flink 1.16+ (FLINK-31588): the checkpoint that timed out in the output persisted data, so it reports unaligned
+    assert ack.metrics.unaligned_checkpoint
     els = [e for _, e in _drain(part)]
     assert els[0].options.is_unaligned_checkpoint and els[1] == Buffer(("q",), 64, 0)
 
@@ -374,6 +374,32 @@ def test_timeoutable_barrier_sent_in_time_acks_without_channel_state():
     _drain(part)  # announcement and barrier leave before the timeout
     (ack,) = c.notify_output_progress()
     assert ack.metrics.persisted_output_bytes == 0 and timers.timers == []
+    assert not ack.metrics.unaligned_checkpoint
+
+
+def test_unaligned_checkpoint_type_is_whether_in_flight_data_was_persisted():
+    """Flink's ``CheckpointMetricsBuilderTest.testUnalignedCheckpointType`` (FLINK-31588): a subtask reports
+    ``unaligned_checkpoint`` when it persisted more than 0 bytes of in-flight data (its input channels' and output
+    subpartitions' state, ``AsyncCheckpointRunnable.finalizeNonFinishedSnapshots``), whatever its options: an
+    unaligned checkpoint with nothing in flight reports false; one byte of input or of output makes it true."""
+    def ack_of(output_bytes: int, input_bytes: int):
+        part = ResultPartition(0, 1)
+        if output_bytes:
+            part.emit_record("x", 0, output_bytes)
+        w = ChannelStateWriterImpl(3)
+        w.open()
+        c, _ = _coordinator(partitions=[part], writer=w)
+        c.init_inputs_checkpoint(7, CheckpointOptions.unaligned())
+        if input_bytes:
+            w.add_input_data(7, InputChannelInfo(0, 0), -1, [Buffer(("in",), input_bytes, 9)])
+        c.checkpoint_state(7, 0, CheckpointOptions.unaligned())
+        (ack,) = c.on_all_barriers_received(7)
+        return ack.metrics
+
+    for output_bytes, input_bytes in ((0, 0), (1, 0), (0, 1), (10, 100)):
+        metrics = ack_of(output_bytes, input_bytes)
+        assert metrics.persisted_output_bytes == output_bytes and metrics.bytes_persisted_during_alignment == input_bytes
+        assert metrics.unaligned_checkpoint is (output_bytes + input_bytes > 0)
 
 
 def test_abort_checkpoint_on_barrier_declines_and_broadcasts_cancel_marker():
