@@ -109,14 +109,16 @@ class CheckpointOptions:
         aligned_checkpoint_timeout: int,
     ) -> "CheckpointOptions":
         """Flink's ``CheckpointOptions.forConfig``: unaligned only for plain checkpoints in exactly-once
-        mode; a positive timeout means start aligned and switch to unaligned after the timeout."""
+        mode; a positive timeout means start aligned and switch to unaligned after the timeout, except
+        ``NO_ALIGNED_CHECKPOINT_TIME_OUT`` (Java's ``Long.MAX_VALUE``), which Flink 2.3 reads as no timeout: unaligned
+        from the start, as 0."""
         if not exactly_once:
             return CheckpointOptions.not_exactly_once(checkpoint_type)
         if checkpoint_type.is_savepoint:
             return CheckpointOptions.aligned(checkpoint_type)
         if not unaligned_enabled:
             return CheckpointOptions.aligned(checkpoint_type)
-        if aligned_checkpoint_timeout > 0:
+        if 0 < aligned_checkpoint_timeout < NO_ALIGNED_CHECKPOINT_TIME_OUT:
             return CheckpointOptions.aligned_with_timeout(checkpoint_type, aligned_checkpoint_timeout)
         return CheckpointOptions.unaligned(checkpoint_type)
 
