@@ -7,7 +7,7 @@ checkpoint table has a ``job`` column when it ran several jobs. ``has_restore`` 
 report restored a job; ``write_restore_page`` then writes ``restore.html`` beside the report's ``index.html``
 with, per run: the jobs (parallelism per vertex, final state, the savepoint or checkpoint each was restored from,
 as Flink's ``latest.restored``), the actions with what became of them, every checkpoint and savepoint of every
-job (Flink's REST fields, ``is_savepoint``, ``savepoint_format``, ``external_path``) and a figure
+job (Flink's REST fields, ``is_savepoint``, ``savepointFormat``, ``external_path``) and a figure
 (``restore_checkpoints.png``) of each checkpoint's end-to-end duration and state size over its trigger time,
 coloured by job, savepoints marked, a line where each restored job started. Everything is escaped; the page needs
 no scripts or network.
@@ -25,7 +25,7 @@ from barriersim.rundir import RunTables
 
 PAGE = "restore.html"
 FIGURE = "restore_checkpoints.png"
-CHECKPOINT_FIELDS = ("job", "id", "status", "checkpoint_type", "is_savepoint", "savepoint_format", "trigger_timestamp",
+CHECKPOINT_FIELDS = ("job", "id", "status", "checkpoint_type", "is_savepoint", "savepointFormat", "trigger_timestamp",
                      "end_to_end_duration", "state_size", "persisted_data", "failure_reason", "external_path")
 
 

@@ -5,7 +5,7 @@ How this works: the coordinator reports each checkpoint's life (``report_pending
 ``report_failed_checkpoint``) and restores (``report_restored_checkpoint``); failures before a checkpoint id
 existed are ``report_failed_checkpoint_without_in_progress``. ``history`` holds plain dicts keyed like Flink's
 REST API (``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED/FAILED, ``is_savepoint`` (a
-savepoint's record also ``savepoint_format`` and, once completed, its ``external_path``),
+savepoint's record also ``savepointFormat``, Flink's one camel-case name, and, once completed, its ``external_path``),
 ``checkpoint_type`` CHECKPOINT/UNALIGNED_CHECKPOINT/SAVEPOINT..., ``trigger_timestamp``,
 ``latest_ack_timestamp``, ``end_to_end_duration``, ``state_size``, ``checkpointed_size``, ``num_subtasks``,
 ``num_acknowledged_subtasks``, ``failure_timestamp``, ``failure_message``; a completed one's ``external_path``
@@ -54,7 +54,7 @@ class CheckpointStatsTracker:
             "failure_reason": None,
         }
         if is_savepoint:  # Flink's REST savepointFormat: the format a savepoint was written in
-            record["savepoint_format"] = "CANONICAL"
+            record["savepointFormat"] = "CANONICAL"
         self.history[checkpoint_id] = record
         self.subtask_stats[checkpoint_id] = []
         self.counts["total"] += 1

@@ -76,7 +76,7 @@ def test_savepoint_stop_and_restore_with_new_parallelism_is_verified(mode, scali
     savepoints = [c for c in job.report.checkpoints if c["is_savepoint"]]
     # Flink's REST checkpoint_type: a stop-with-savepoint's is SYNC_SAVEPOINT
     assert [c["checkpoint_type"] for c in savepoints] == ["SAVEPOINT", "SYNC_SAVEPOINT"]
-    assert all(c["savepoint_format"] == "CANONICAL" and c["external_path"] for c in savepoints)
+    assert all(c["savepointFormat"] == "CANONICAL" and c["external_path"] for c in savepoints)
     # the restored job's checkpoint ids continue past the savepoint's (Flink sets the counter to its id + 1)
     assert min(c["id"] for c in job.report.checkpoints if c["job"] == 1) > stop["checkpoint_id"]
     assert result.restored_in_flight_bytes == 0  # a savepoint is aligned: it has no in-flight data
