@@ -205,7 +205,8 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
                             memory_segment_size=network.buffer_size,
                             max_buffers_per_channel=network.max_buffers_per_channel,
                             supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge),
-                            local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else ())
+                            local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else (),
+                            starting_buffer_size=network.buffer_debloat.starting_size(network.buffer_size))
             for i, edge in enumerate(self.output_edges)
         ]
         # the bytes of each record this task emits: its vertex's output record size, else the network's

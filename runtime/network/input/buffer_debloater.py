@@ -15,7 +15,11 @@ the announced size (``ResultPartition.set_buffer_size``), so with the same credi
 an aligned barrier has less to wait behind. Mirrors Flink's ``ThroughputCalculator``, ``BufferSizeEMA``,
 ``BufferDebloater`` and ``SingleInputGate.triggerDebloating`` / ``announceBufferSize``, with the options
 ``taskmanager.network.memory.buffer-debloat.{enabled, target, period, samples, threshold-percentages}``
-(off, 1 s, 200 ms, 20, 25) and ``taskmanager.memory.min-segment-size`` (256 bytes).
+(off, 1 s, 200 ms, 20, 25), ``taskmanager.memory.min-segment-size`` (256 bytes) and
+``taskmanager.memory.starting-segment-size`` (1 KiB): with debloating on, Flink 2.3 starts every subpartition's
+buffers and every gate's debloater at that size, not at the segment size (``NettyShuffleEnvironmentConfiguration``:
+``startingBufferSize`` is the option when debloating is enabled, else unbounded; ``PipelinedSubpartition`` and
+``BufferDebloater`` start from it), so the senders' first buffers are small and grow as throughput is measured.
 """
 
 from __future__ import annotations
@@ -35,6 +39,12 @@ class BufferDebloatConfiguration:
     samples: int = 20
     threshold_percentages: int = 25
     min_buffer_size: int = 256
+    starting_buffer_size: int = 1024  # taskmanager.memory.starting-segment-size
+
+    def starting_size(self, max_buffer_size: int) -> int:
+        """The size a subpartition's buffers and a gate's debloater start at: Flink's starting segment size when
+        debloating is on (``validate`` checks it is within [min, max]), else the segment size."""
+        return self.starting_buffer_size if self.enabled else max_buffer_size
 
     def validate(self, max_buffer_size: int) -> "BufferDebloatConfiguration":
         for name in ("target_ms", "period_ms", "samples", "min_buffer_size"):
@@ -45,6 +55,9 @@ class BufferDebloatConfiguration:
         if self.min_buffer_size > max_buffer_size:
             raise ValueError(f"buffer debloating: min_buffer_size ({self.min_buffer_size}) exceeds the buffer size "
                              f"({max_buffer_size})")
+        if not self.min_buffer_size <= self.starting_buffer_size <= max_buffer_size:  # BufferDebloatConfiguration's
+            raise ValueError(f"buffer debloating: starting_buffer_size ({self.starting_buffer_size}) must be between "
+                             f"min_buffer_size ({self.min_buffer_size}) and the buffer size ({max_buffer_size})")
         return self
 
 
@@ -87,11 +100,11 @@ class ThroughputCalculator:
 class BufferSizeEMA:
     """Exponential moving average of the buffer size, growing and shrinking at the same speed."""
 
-    def __init__(self, max_buffer_size: int, min_buffer_size: int, samples: int):
+    def __init__(self, max_buffer_size: int, min_buffer_size: int, samples: int, starting_buffer_size: int | None = None):
         self.max_buffer_size = max_buffer_size
         self.min_buffer_size = min_buffer_size
         self.alpha = 2.0 / (samples + 1)
-        self.last_buffer_size = float(max_buffer_size)
+        self.last_buffer_size = float(max_buffer_size if starting_buffer_size is None else starting_buffer_size)
 
     def calculate_buffer_size(self, total_bytes: int, total_buffers: int) -> int:
         if total_bytes < 0 or total_buffers <= 0:
@@ -109,8 +122,8 @@ class BufferDebloater:
     def __init__(self, config: BufferDebloatConfiguration, max_buffer_size: int):
         self.config = config
         self.max_buffer_size = max_buffer_size
-        self.last_buffer_size = max_buffer_size
-        self._ema = BufferSizeEMA(max_buffer_size, config.min_buffer_size, config.samples)
+        self.last_buffer_size = config.starting_size(max_buffer_size)
+        self._ema = BufferSizeEMA(max_buffer_size, config.min_buffer_size, config.samples, self.last_buffer_size)
 
     def recalculate_buffer_size(self, throughput: int, buffers_in_use: int) -> Optional[int]:
         """The new size to announce, or None if it is too close to the last one."""

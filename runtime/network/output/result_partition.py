@@ -100,9 +100,12 @@ class ResultPartition(BatchWrites):
         block_on_aligned_barrier: bool = True,
         supports_unaligned_checkpoints: bool = True,
         local_subpartitions: Sequence[bool] = (),
+        starting_buffer_size: Optional[int] = None,
     ):
         """``local_subpartitions``: per subpartition, whether its consumer runs in this TaskManager (a local
-        channel reads it); none by default."""
+        channel reads it); none by default. ``starting_buffer_size``: the size of each subpartition's buffers until
+        its consumer announces one (Flink's ``PipelinedSubpartition`` ``startingBufferSize``: the starting segment size
+        with buffer debloating on); the segment size by default."""
         if num_subpartitions <= 0 or memory_segment_size <= 0 or max_buffers_per_channel <= 0:
             raise ValueError(
                 f"result partition {partition_idx}: subpartitions ({num_subpartitions}), segment size "
@@ -117,8 +120,9 @@ class ResultPartition(BatchWrites):
             for i in range(num_subpartitions)
         ]
         self._readers = [CreditBasedSequenceNumberingViewReader(s, initial_credit) for s in self.subpartitions]
-        self._buffer_sizes = [memory_segment_size] * num_subpartitions  # debloated sizes, announced by the receivers
-        self._builders = [_BufferBuilder(memory_segment_size) for _ in range(num_subpartitions)]
+        starting = memory_segment_size if starting_buffer_size is None else min(starting_buffer_size, memory_segment_size)
+        self._buffer_sizes = [starting] * num_subpartitions  # debloated sizes, announced by the receivers
+        self._builders = [_BufferBuilder(starting) for _ in range(num_subpartitions)]
         self._flush_requested = [False] * num_subpartitions
         self._all_data_processed = [False] * num_subpartitions  # each consumer acknowledged its EndOfData
         # the local subpartitions, and the buffers each one's local channel holds (handed out, not yet recycled);

@@ -67,7 +67,7 @@ def test_ema_shrinks_by_alpha_and_grows_at_most_to_twice_the_current_size():
 
 def test_debloater_announces_only_changes_beyond_the_threshold():
     config = BufferDebloatConfiguration(enabled=True, target_ms=1000, samples=1, threshold_percentages=50,
-                                        min_buffer_size=50)
+                                        min_buffer_size=50, starting_buffer_size=1000)
     debloater = BufferDebloater(config, max_buffer_size=1000)  # samples 1: alpha 1, no smoothing
     assert debloater.recalculate_buffer_size(throughput=500, buffers_in_use=1) == 500
     assert debloater.recalculate_buffer_size(throughput=400, buffers_in_use=1) is None  # 20 % < 50 %
@@ -77,7 +77,8 @@ def test_debloater_announces_only_changes_beyond_the_threshold():
 
 
 @pytest.mark.parametrize("bad", [{"target_ms": 0}, {"period_ms": -1}, {"threshold_percentages": 101},
-                                 {"min_buffer_size": 64 * 1024}])
+                                 {"min_buffer_size": 64 * 1024}, {"starting_buffer_size": 64 * 1024},
+                                 {"starting_buffer_size": 128}])
 def test_bad_debloat_settings_are_refused(bad):
     with pytest.raises(ValueError, match="buffer debloating"):
         BufferDebloatConfiguration(enabled=True, **bad).validate(32 * 1024)
@@ -87,7 +88,9 @@ def test_gate_measures_what_it_hands_out_and_announces_to_every_unfinished_chann
     clock = ManualClock()
     out = []
     gate = SingleInputGate(0, ["local", "local"], out.append)
-    gate.enable_debloating(BufferDebloatConfiguration(enabled=True, target_ms=1000, samples=1), 32 * 1024, clock)
+    # starting at the segment size, so that the first measured size is far enough from it to be announced
+    gate.enable_debloating(BufferDebloatConfiguration(enabled=True, target_ms=1000, samples=1,
+                                                      starting_buffer_size=32 * 1024), 32 * 1024, clock)
     gate.setup()
     gate.on_element(0, Buffer(("a",), 10), 0)
     gate.on_element(1, Buffer(("b",), 10), 0)
@@ -142,3 +145,25 @@ def test_debloating_shortens_aligned_checkpoints_under_backpressure_and_keeps_ex
     assert debloated_durations[len(debloated_durations) // 2] * 3 < full_durations[len(full_durations) // 2]
     assert len(debloated_durations) > len(full_durations)
     assert sorted(debloated.committed_output) == sorted(full.committed_output)
+
+
+def test_with_debloating_senders_and_debloaters_start_at_the_starting_segment_size():
+    """Flink 2.3's ``taskmanager.memory.starting-segment-size`` (1 KiB): with debloating on, a subpartition's first
+    buffers and a gate's debloater start at it (``PipelinedSubpartition``'s and ``BufferDebloater``'s
+    ``startingBufferSize``), not at the segment size; without debloating buffers are segments."""
+    on = BufferDebloatConfiguration(enabled=True, samples=1)
+    assert on.starting_size(32 * 1024) == 1024 and BufferDebloatConfiguration().starting_size(32 * 1024) == 32 * 1024
+    debloater = BufferDebloater(on.validate(32 * 1024), max_buffer_size=32 * 1024)
+    assert debloater.last_buffer_size == 1024
+    # samples 1 (alpha 1): the first size is the instant one, capped at twice the starting size
+    assert debloater.recalculate_buffer_size(throughput=10**9, buffers_in_use=1) == 2048
+    partition = ResultPartition(0, 1, memory_segment_size=32 * 1024, starting_buffer_size=on.starting_size(32 * 1024))
+    info = ResultSubpartitionInfo(0, 0)
+    assert partition.buffer_size(info) == 1024
+    partition.emit_batch(list(range(20)), 0, 64)  # 1,280 bytes: the first 1 KiB buffer finishes
+    partition.flush_all()
+    partition.add_credit(info, 100)
+    sizes = []
+    while (item := partition.poll_next(info)) is not None:
+        sizes.append(item.element.size)
+    assert sizes == [1024, 256]
