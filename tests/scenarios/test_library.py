@@ -56,9 +56,13 @@ def test_each_file_runs_in_every_mode_and_verifies(path, mode):
     assert verdict.lost == verdict.wrong == 0
 
 
-# the two files whose point is an aligned checkpoint under full backpressure: it waits for every queue in front of
-# the slow sink to drain, which takes most of their few seconds, and the final checkpoint comes when the job ends
-LONG_ALIGNED_CHECKPOINTS = {"backpressure_slow_sink", "checkpointing_time_benchmark"}
+# the file whose point is an aligned checkpoint under full backpressure: it waits for every queue in front of the
+# slow sink to drain, which takes most of its few seconds, and the final checkpoint comes when the job ends
+LONG_ALIGNED_CHECKPOINTS = {"backpressure_slow_sink"}
+# the CheckpointingTimeBenchmark's aligned checkpoints under backpressure with buffer debloating (target 300 ms, two
+# exchanges): from the first one on (the senders' buffers start at Flink's 1 KiB starting segment size) each takes
+# about 2 x 300 ms to 1 s, where full 8 KiB buffers would hold one checkpoint for most of the run
+DEBLOATED_ALIGNED_CHECKPOINTS = {"checkpointing_time_benchmark"}
 
 
 @pytest.mark.parametrize("path", LIBRARY, ids=NAMES)
@@ -72,6 +76,10 @@ def test_each_file_as_written_is_a_short_run(path):
     if path.stem in LONG_ALIGNED_CHECKPOINTS:
         (completed,) = [c for c in result.checkpoints if c["status"] == "COMPLETED"]
         assert completed["end_to_end_duration"] > result.virtual_ms / 2
+    elif path.stem in DEBLOATED_ALIGNED_CHECKPOINTS:
+        completed = [c for c in result.checkpoints if c["status"] == "COMPLETED"]
+        assert len(completed) >= 3
+        assert all(500 <= c["end_to_end_duration"] <= 1_200 for c in completed[:-1])  # the last: the sources ended
     else:
         assert result.counts["completed"] >= 3
     assert result.virtual_ms < 20_000
@@ -155,7 +163,8 @@ def test_every_fault_of_the_failure_storm_fires(mode):
 def test_the_benchmark_measures_the_bottleneck_under_heavy_backpressure():
     """One row of the alignment-latency benchmark on a small workload: the hot key's subtask is the one whose
     barrier waits (start delay), an unaligned checkpoint persists in-flight data while an aligned one does not,
-    and every subtask of an unaligned checkpoint reports it unaligned."""
+    and a subtask reports unaligned_checkpoint when it persisted in-flight data (Flink 1.16+): the bottleneck, with
+    the data queued in front of it, in most unaligned checkpoints; none in aligned ones."""
     from benchmarks.alignment_latency import bottleneck_subtask, measure
 
     base = load_scenario(SCENARIOS / "alignment_latency.toml")
@@ -168,6 +177,6 @@ def test_the_benchmark_measures_the_bottleneck_under_heavy_backpressure():
     assert aligned.start_delay_ms > 10 * unaligned.start_delay_ms
     assert aligned.median_persisted_bytes == 0 < unaligned.median_persisted_bytes
     assert unaligned.unaligned_subtasks and not aligned.unaligned_subtasks
-    assert aligned.keyed_unaligned == "0,0,0,0" and unaligned.keyed_unaligned == "1,1,1,1"
+    assert aligned.keyed_unaligned == "0,0,0,0" and unaligned.keyed_unaligned.split(",")[2] == "1"
     # the job's steady rate is the bottleneck's: key 0's 1 ms plus the function's cost caps it near 2,500 records/s
     assert 2_000 < aligned.throughput < 3_000 and 2_000 < unaligned.throughput < 3_000

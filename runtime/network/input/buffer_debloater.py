@@ -100,7 +100,8 @@ class ThroughputCalculator:
 class BufferSizeEMA:
     """Exponential moving average of the buffer size, growing and shrinking at the same speed."""
 
-    def __init__(self, max_buffer_size: int, min_buffer_size: int, samples: int, starting_buffer_size: int | None = None):
+    def __init__(self, max_buffer_size: int, min_buffer_size: int, samples: int,
+                 starting_buffer_size: int | None = None):
         self.max_buffer_size = max_buffer_size
         self.min_buffer_size = min_buffer_size
         self.alpha = 2.0 / (samples + 1)

@@ -120,7 +120,8 @@ class ResultPartition(BatchWrites):
             for i in range(num_subpartitions)
         ]
         self._readers = [CreditBasedSequenceNumberingViewReader(s, initial_credit) for s in self.subpartitions]
-        starting = memory_segment_size if starting_buffer_size is None else min(starting_buffer_size, memory_segment_size)
+        starting = memory_segment_size if starting_buffer_size is None else min(starting_buffer_size,
+                                                                                 memory_segment_size)
         self._buffer_sizes = [starting] * num_subpartitions  # debloated sizes, announced by the receivers
         self._builders = [_BufferBuilder(starting) for _ in range(num_subpartitions)]
         self._flush_requested = [False] * num_subpartitions

@@ -398,7 +398,8 @@ def test_unaligned_checkpoint_type_is_whether_in_flight_data_was_persisted():
 
     for output_bytes, input_bytes in ((0, 0), (1, 0), (0, 1), (10, 100)):
         metrics = ack_of(output_bytes, input_bytes)
-        assert metrics.persisted_output_bytes == output_bytes and metrics.bytes_persisted_during_alignment == input_bytes
+        assert metrics.persisted_output_bytes == output_bytes
+        assert metrics.bytes_persisted_during_alignment == input_bytes
         assert metrics.unaligned_checkpoint is (output_bytes + input_bytes > 0)
 
 
