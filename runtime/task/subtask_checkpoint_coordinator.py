@@ -460,7 +460,8 @@ class SubtaskCheckpointCoordinator:
             )
         snapshot = TaskStateSnapshot({self.operator_id: state}, is_task_finished=p.is_task_finished)
         m = self._final_input_metrics.pop(checkpoint_id, None) or p.input_metrics
-        persisted = (result.persisted_input_bytes + result.persisted_output_bytes) if result else 0
+        persisted_input = result.persisted_input_bytes if result else 0
+        persisted_output = result.persisted_output_bytes if result else 0
         metrics = TaskCheckpointMetrics(
             checkpoint_id,
             sync_duration_ms=round(p.sync_duration_ms),
@@ -468,14 +469,14 @@ class SubtaskCheckpointCoordinator:
             alignment_duration_ms=(m.alignment_duration_ms or 0) if m else 0,
             checkpoint_start_delay_ms=m.checkpoint_start_delay_ms if m else 0,
             bytes_processed_during_alignment=(m.bytes_processed_during_alignment or 0) if m else 0,
-            bytes_persisted_during_alignment=result.persisted_input_bytes if result else 0,
-            persisted_output_bytes=result.persisted_output_bytes if result else 0,
+            bytes_persisted_during_alignment=persisted_input,
+            persisted_output_bytes=persisted_output,
             total_bytes_persisted=state.state_size,
             # Flink's CheckpointMetricsBuilder.build (FLINK-31588, since 1.16): unaligned if the subtask persisted
             # in-flight data, its input channels' and output subpartitions' state together (AsyncCheckpointRunnable.
             # finalizeNonFinishedSnapshots), whatever the options: an unaligned checkpoint with nothing in flight
             # reports false, a timeoutable one whose barrier timed out in the output reports true
-            unaligned_checkpoint=persisted > 0,
+            unaligned_checkpoint=persisted_input + persisted_output > 0,
         )
         return [AcknowledgeCheckpoint(checkpoint_id, snapshot, metrics)]
 
