@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SCENARIO ?= scenarios/quickstart.toml
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench setup java clean
+.PHONY: run test bench setup java clean flink-venv flink-remeasure
 
 setup: $(STAMP) java
 
@@ -41,5 +41,19 @@ bench: setup
 	$(PY) -m benchmarks.placement
 	$(PY) -m benchmarks.warm_run
 
+# Flink 2.3.0 itself, for benchmarks/flink_remeasure.py (not needed by run, test or bench): PyFlink in its own
+# venv, since it pins its own versions of pyarrow, numpy and others; thread mode embeds this Python (PEMJA), which
+# needs a shared libpython (python3.11 from pyenv or Debian has one).
+FLINK_VENV := .venv-flink
+flink-venv: $(FLINK_VENV)/.installed java
+
+$(FLINK_VENV)/.installed: constraints-flink.txt
+	@test -x $(FLINK_VENV)/bin/python || $(PYTHON) -m venv $(FLINK_VENV)
+	$(FLINK_VENV)/bin/python -m pip install --quiet -c constraints-flink.txt apache-flink==2.3.0
+	@touch $@
+
+flink-remeasure: setup flink-venv
+	$(PY) -m benchmarks.flink_remeasure
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache .hypothesis
+	rm -rf $(VENV) $(FLINK_VENV) runs .pytest_cache .hypothesis

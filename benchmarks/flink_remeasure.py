@@ -1,0 +1,190 @@
+"""Flink 2.3.0 itself on this machine: runs the measured job of ``docs/flink-facts.md`` (``benchmarks/flink/
+alignment_job.py``) per row of Flink's table and turns Flink's REST statistics into the figures that
+``benchmarks.alignment_latency`` computes for barriersim, so that both can be put beside the facts' table.
+
+How this works: each setting (a row of ``FLINK_TABLE``: the group, the mode, the offered rate; and the idle aligned
+row again at shorter output-flusher intervals) runs ``--runs`` times under PyFlink (``.venv-flink``, built by
+``make flink-venv``) for ``--seconds`` once every task runs; the job script writes Flink's checkpoint history and
+per-subtask statistics as JSON into ``--raw-dir``. ``summarize`` computes from one such file the same figures with
+the same definitions as the benchmark's ``measure``: medians and p90 over the completed checkpoints leaving out the
+first, the bottleneck's ``start_delay`` (the keyed subtask that read the most records owns key 0), the larger
+``alignment.duration`` of the two sinks, ``persisted_data`` and ``processed_data``, per subtask whether it reported
+``unaligned_checkpoint`` in most checkpoints, the first six end-to-end durations, and the sources' records/s between
+a third of the run and its end. The runs of a setting give a range (low, high) per figure, written to
+``benchmarks/flink_remeasured.json``, which ``benchmarks.alignment_checks`` reads.
+
+Run: ``make flink-venv`` once, then ``.venv/bin/python -m benchmarks.flink_remeasure`` (about 50 s a run; 16 runs by
+default) with nothing else running; ``--summarize-only`` recomputes the figures from the raw files already there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks.alignment_checks import ALIGNED_TIMEOUT_MS, CALM, FLINK_TABLE, HEAVY, TIMEOUT
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB = ROOT / "benchmarks" / "flink" / "alignment_job.py"
+FLINK_VENV = ROOT / ".venv-flink"
+REMEASURED = ROOT / "benchmarks" / "flink_remeasured.json"
+OFFERED = {CALM: 2000, HEAVY: 4000, TIMEOUT: 4000}  # records/s of all sources together, as the facts' job offered
+FLUSHER_VARIANTS = (10, 1)  # the idle aligned row again at these execution.buffer-timeout.interval values (ms)
+FIGURES = ("e2e", "e2e_p90", "start_delay", "sink_alignment", "after_start", "persisted_kib", "processed_kib",
+           "throughput")
+
+
+def settings() -> list[dict]:
+    """One entry per row of Flink's table, then the idle aligned row at the shorter flusher intervals."""
+    rows = [{"group": group, "mode": mode, "rate": OFFERED[group], "buffer_timeout_ms": None}
+            for group, mode in FLINK_TABLE]
+    rows += [{"group": CALM, "mode": "aligned", "rate": OFFERED[CALM], "buffer_timeout_ms": ms}
+             for ms in FLUSHER_VARIANTS]
+    return rows
+
+
+def setting_name(s: dict) -> str:
+    flusher = "" if s["buffer_timeout_ms"] is None else f"-flusher{s['buffer_timeout_ms']}ms"
+    return f"{s['group'].replace(' ', '_').replace(',', '')}-{s['mode']}{flusher}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def run_job(s: dict, seconds: float, out: Path) -> None:
+    """One run of the job under PyFlink; PEMJA's embedded interpreter finds PyFlink through PYTHONPATH."""
+    python = FLINK_VENV / "bin" / "python"
+    if not python.exists():
+        raise SystemExit(f"flink_remeasure: {python} is missing: run `make flink-venv` first")
+    site = next((FLINK_VENV / "lib").glob("python3*/site-packages"))
+    cmd = [str(python), str(JOB), "--mode", s["mode"], "--rate", str(s["rate"]), "--seconds", str(seconds),
+           "--timeout-ms", str(ALIGNED_TIMEOUT_MS), "--rest-port", str(_free_port()), "--out", str(out)]
+    if s["buffer_timeout_ms"] is not None:
+        cmd += ["--buffer-timeout-ms", str(s["buffer_timeout_ms"])]
+    log = out.with_suffix(".log")
+    with open(log, "w") as f:
+        done = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=seconds + 240,
+                              env={**os.environ, "PYTHONPATH": str(site)})
+    if done.returncode != 0 or not out.exists():
+        raise SystemExit(f"flink_remeasure: the run {out.name} failed (exit {done.returncode}); see {log}")
+
+
+def _p90(values: list[float]) -> float:
+    return statistics.quantiles(values, n=10, method="inclusive")[-1] if len(values) > 1 else values[0]
+
+
+def _flags(per_checkpoint: list[list[bool]]) -> str:
+    n = len(per_checkpoint)
+    return ",".join("1" if sum(c[i] for c in per_checkpoint) * 2 > n else "0" for i in range(len(per_checkpoint[0])))
+
+
+def summarize(raw: dict) -> dict:
+    """The benchmark's figures from one run's REST statistics (see the module's docstring)."""
+    completed = sorted((c for c in raw["history"] if c["status"] == "COMPLETED"), key=lambda c: c["id"])
+    steady = completed[1:]  # the first completed checkpoint is left out, as in the facts' measurement
+    keyed_in = raw["keyed_records_in"]
+    bottleneck = max(range(len(keyed_in)), key=keyed_in.__getitem__)
+    per = [raw["subtasks"][str(c["id"])] for c in steady]
+    keyed = [p[raw["keyed_vertex"]] for p in per]
+    sinks = [p[raw["sink_vertex"]] for p in per]
+    delays = [k[bottleneck]["start_delay"] for k in keyed]
+    e2e = [c["end_to_end_duration"] for c in steady]
+    return {
+        "checkpoints": len(steady), "bottleneck_index": bottleneck,
+        "e2e": statistics.median(e2e), "e2e_p90": _p90(e2e), "start_delay": statistics.median(delays),
+        "sink_alignment": statistics.median(max(s["alignment"]["duration"] for s in ss) for ss in sinks),
+        "after_start": statistics.median(e - d for e, d in zip(e2e, delays)),
+        "persisted_kib": statistics.median(c["persisted_data"] / 1024 for c in steady),
+        "processed_kib": statistics.median(c["processed_data"] / 1024 for c in steady),
+        "keyed_unaligned": _flags([[s["unaligned_checkpoint"] for s in k] for k in keyed]),
+        "sinks_unaligned": _flags([[s["unaligned_checkpoint"] for s in ss] for ss in sinks]),
+        "checkpoint_types": sorted({c["checkpoint_type"] for c in steady}),
+        "ramp": [c["end_to_end_duration"] for c in completed[:6]],
+        "throughput": raw["throughput"],
+    }
+
+
+def combine(s: dict, runs: list[dict]) -> dict:
+    """A setting's runs as ranges (low, high) per figure, the flags and ramps per run."""
+    row = {**{k: s[k] for k in ("group", "mode", "buffer_timeout_ms")}, "runs": len(runs),
+           "checkpoints": [r["checkpoints"] for r in runs]}
+    for name in FIGURES:
+        values = [r[name] for r in runs]
+        row[name] = [round(min(values), 1), round(max(values), 1)]
+    for name in ("keyed_unaligned", "sinks_unaligned", "bottleneck_index", "checkpoint_types", "ramp"):
+        row[name] = [r[name] for r in runs]
+    return row
+
+
+def _span(r: list[float]) -> str:
+    return f"{r[0]:.0f}" if round(r[0]) == round(r[1]) else f"{r[0]:.0f}-{r[1]:.0f}"
+
+
+def show(doc: dict) -> None:
+    table = Table(title=f"Flink {doc['flink_version']} re-measured on this machine ({doc['machine']}), beside the "
+                        "facts' table (docs/flink-facts.md)")
+    for col in ("setting", "mode", "flusher", "e2e median", "e2e p90", "start delay", "sink alignment",
+                "persisted KiB", "processed KiB", "records/s", "keyed / sink flags"):
+        table.add_column(col)
+    for row in doc["rows"]:
+        facts = FLINK_TABLE.get((row["group"], row["mode"])) if row["buffer_timeout_ms"] is None else None
+
+        def cell(name: str, fact_name: str) -> str:
+            fact = getattr(facts, fact_name, None) if facts else None
+            return _span(row[name]) + (f" (facts {_span(list(fact))})" if fact else "")
+
+        table.add_row(row["group"], row["mode"], f"{row['buffer_timeout_ms'] or 100} ms", cell("e2e", "e2e"),
+                      cell("e2e_p90", "e2e_p90"), cell("start_delay", "start_delay"),
+                      cell("sink_alignment", "sink_alignment"), cell("persisted_kib", "persisted_kib"),
+                      cell("processed_kib", "processed_kib"), cell("throughput", "throughput"),
+                      f"{' | '.join(row['keyed_unaligned'])} / {' | '.join(row['sinks_unaligned'])}")
+    Console(width=240).print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=2, help="runs per setting (the facts' table: two)")
+    parser.add_argument("--seconds", type=float, default=40.0, help="each run's length once every task runs")
+    parser.add_argument("--raw-dir", type=Path, default=ROOT / "runs" / "flink-remeasure")
+    parser.add_argument("--summarize-only", action="store_true", help="recompute from the raw files in --raw-dir")
+    parser.add_argument("--out", type=Path, default=REMEASURED)
+    args = parser.parse_args(argv)
+    args.raw_dir.mkdir(parents=True, exist_ok=True)
+    rows, version = [], None
+    for s in settings():
+        runs = []
+        for i in range(1, args.runs + 1):
+            out = args.raw_dir / f"{setting_name(s)}-run{i}.json"
+            if not args.summarize_only:
+                started = time.monotonic()
+                run_job(s, args.seconds, out)
+                print(f"{out.name}: {time.monotonic() - started:.0f} s", file=sys.stderr)
+            raw = json.loads(out.read_text())
+            version = raw["flink_version"]
+            runs.append(summarize(raw))
+        rows.append(combine(s, runs))
+    doc = {"flink_version": version, "machine": f"{os.cpu_count()} cores, {platform.machine()}",
+           "runs_per_setting": args.runs, "seconds_per_run": args.seconds, "rows": rows}
+    tmp = args.out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(args.out)
+    show(doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
