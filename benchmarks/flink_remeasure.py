@@ -5,7 +5,8 @@ alignment_job.py``) per row of Flink's table and turns Flink's REST statistics i
 How this works: each setting (a row of ``FLINK_TABLE``: the group, the mode, the offered rate; and the idle aligned
 row again at shorter output-flusher intervals) runs ``--runs`` times under PyFlink (``.venv-flink``, built by
 ``make flink-venv``) for ``--seconds`` once every task runs; the job script writes Flink's checkpoint history and
-per-subtask statistics as JSON into ``--raw-dir``. ``summarize`` computes from one such file the same figures with
+per-subtask statistics as JSON, kept gzipped in ``--raw-dir`` (``benchmarks/flink/measured/``, committed with the
+figures: the evidence they come from). ``summarize`` computes from one such file the same figures with
 the same definitions as the benchmark's ``measure``: medians and p90 over the completed checkpoints leaving out the
 first, the bottleneck's ``start_delay`` (the keyed subtask that read the most records owns key 0), the larger
 ``alignment.duration`` of the two sinks, ``persisted_data`` and ``processed_data``, per subtask whether it reported
@@ -20,6 +21,7 @@ default) with nothing else running; ``--summarize-only`` recomputes the figures 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -39,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "benchmarks" / "flink" / "alignment_job.py"
 FLINK_VENV = ROOT / ".venv-flink"
 REMEASURED = ROOT / "benchmarks" / "flink_remeasured.json"
+SCRATCH = ROOT / "runs" / "flink-remeasure"  # each run's JSON before it is gzipped, and its log
 OFFERED = {CALM: 2000, HEAVY: 4000, TIMEOUT: 4000}  # records/s of all sources together, as the facts' job offered
 FLUSHER_VARIANTS = (10, 1)  # the idle aligned row again at these execution.buffer-timeout.interval values (ms)
 FIGURES = ("e2e", "e2e_p90", "start_delay", "sink_alignment", "after_start", "persisted_kib", "processed_kib",
@@ -159,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=2, help="runs per setting (the facts' table: two)")
     parser.add_argument("--seconds", type=float, default=40.0, help="each run's length once every task runs")
-    parser.add_argument("--raw-dir", type=Path, default=ROOT / "runs" / "flink-remeasure")
+    parser.add_argument("--raw-dir", type=Path, default=ROOT / "benchmarks" / "flink" / "measured")
     parser.add_argument("--summarize-only", action="store_true", help="recompute from the raw files in --raw-dir")
     parser.add_argument("--out", type=Path, default=REMEASURED)
     args = parser.parse_args(argv)
@@ -168,12 +171,20 @@ def main(argv: list[str] | None = None) -> int:
     for s in settings():
         runs = []
         for i in range(1, args.runs + 1):
-            out = args.raw_dir / f"{setting_name(s)}-run{i}.json"
+            kept = args.raw_dir / f"{setting_name(s)}-run{i}.json.gz"
             if not args.summarize_only:
                 started = time.monotonic()
+                SCRATCH.mkdir(parents=True, exist_ok=True)
+                out = SCRATCH / f"{setting_name(s)}-run{i}.json"
                 run_job(s, args.seconds, out)
-                print(f"{out.name}: {time.monotonic() - started:.0f} s", file=sys.stderr)
-            raw = json.loads(out.read_text())
+                with gzip.open(kept.with_suffix(".tmp"), "wb") as f:
+                    f.write(out.read_bytes())
+                kept.with_suffix(".tmp").replace(kept)
+                out.unlink()
+                print(f"{kept.name}: {time.monotonic() - started:.0f} s", file=sys.stderr)
+            if not kept.exists():
+                raise SystemExit(f"flink_remeasure: {kept} is missing: run without --summarize-only first")
+            raw = json.loads(gzip.decompress(kept.read_bytes()))
             version = raw["flink_version"]
             runs.append(summarize(raw))
         rows.append(combine(s, runs))

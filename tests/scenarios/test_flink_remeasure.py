@@ -85,3 +85,16 @@ def test_every_figure_check_is_also_judged_against_flink_here(with_remeasurement
         assert heavy_e2e.passed_here is False  # 1 ms against Flink's seconds
     else:
         assert all(c.passed_here is None and c.detail_here == "" for c in checks)
+
+
+def test_the_committed_figures_are_what_the_committed_raw_statistics_give(tmp_path, capsys):
+    """``flink_remeasured.json`` is recomputed from the gzipped REST statistics kept beside it, and nothing else."""
+    import json
+
+    from benchmarks.alignment_checks import REMEASURED_JSON
+    from benchmarks.flink_remeasure import main
+
+    out = tmp_path / "figures.json"
+    assert main(["--summarize-only", "--out", str(out)]) == 0
+    assert json.loads(out.read_text()) == json.loads(REMEASURED_JSON.read_text())
+    assert "re-measured on this machine" in capsys.readouterr().out
