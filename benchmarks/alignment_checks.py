@@ -265,15 +265,10 @@ HINTS = {
 }
 
 HINT_FLAGS = ("a subtask reports unaligned_checkpoint when it persisted in-flight data (Flink 1.16+, "
-              "CheckpointMetricsBuilder: bytesPersistedDuringAlignment > 0); a keyed subtask other than the bottleneck "
-              "persists only the records its output's open buffer holds when the barrier comes, and it has some only "
-              "within one flusher period after each burst the backpressured sources send, so in only part of the "
-              "checkpoints, and which part depends on the run's flusher phases, fixed against the trigger. Flink "
-              "reported true, and Flink here on every keyed subtask in 255 of 258 checkpoints, often with exactly "
-              "16 bytes and nothing in flight: Flink counts a 4-byte length per persisted buffer and persists an open "
-              "output buffer its consumer has read to the end as an empty one (ChannelStateCheckpointWriter.write, "
-              "PipelinedSubpartition.processPriorityBuffer), which barriersim does not model yet "
-              "(docs/flink-2.3-divergences.md)")
+              "CheckpointMetricsBuilder: bytesPersistedDuringAlignment > 0), counted as Flink's channel-state file "
+              "holds it: each buffer with its 4-byte length, and an open output buffer its consumer has read to the "
+              "end persisted as an empty one by an unaligned barrier (ChannelStateCheckpointWriter.write, "
+              "PipelinedSubpartition.processPriorityBuffer), so a keyed subtask with a drained output reports true")
 
 HINT_SINK_FLAGS = ("a sink has no output, so it reports unaligned_checkpoint only for input it read between its first "
                    "and its last barrier (Flink 1.16+, CheckpointMetricsBuilder: bytesPersistedDuringAlignment > 0); "

@@ -49,6 +49,12 @@ def _ordered(groups: Mapping) -> dict:
     }
 
 
+def _with_data(buffers: tuple[Buffer, ...]) -> list[Buffer]:
+    """The persisted buffers that hold anything: an empty one (a drained open output buffer an unaligned barrier
+    overtook) counts in the state's size but brings nothing back."""
+    return [b for b in buffers if b.size or len(b.records)]
+
+
 class SequentialChannelStateReader:
     def __init__(self, state: Union[TaskStateSnapshot, Iterable[OperatorSubtaskState]]):
         states = state.subtask_states_by_operator.values() if isinstance(state, TaskStateSnapshot) else state
@@ -59,11 +65,13 @@ class SequentialChannelStateReader:
         self._output_handles: dict[tuple[int, ResultSubpartitionInfo], list[Buffer]] = {}
         for s in states:
             for h in s.input_channel_state:
-                inputs.setdefault(h.info, []).extend(h.buffers)
-                self._input_handles.setdefault((h.subtask_index, h.info), []).extend(h.buffers)
+                data = _with_data(h.buffers)
+                inputs.setdefault(h.info, []).extend(data)
+                self._input_handles.setdefault((h.subtask_index, h.info), []).extend(data)
             for h in s.result_subpartition_state:
-                outputs.setdefault(h.info, []).extend(h.buffers)
-                self._output_handles.setdefault((h.subtask_index, h.info), []).extend(h.buffers)
+                data = _with_data(h.buffers)
+                outputs.setdefault(h.info, []).extend(data)
+                self._output_handles.setdefault((h.subtask_index, h.info), []).extend(data)
         self._inputs = _ordered(inputs)
         self._outputs = _ordered(outputs)
 

@@ -177,6 +177,17 @@ class OperatorStateHandle:
         return sum(len(p) for parts in self.states.values() for p in parts)
 
 
+# Flink's ChannelStateSerializerImpl.writeData writes each persisted buffer as an int length and its bytes, and
+# ChannelStateCheckpointWriter.write sizes a channel's handle by what it wrote, lengths included
+CHANNEL_STATE_LENGTH_BYTES = 4
+
+
+def channel_state_size(buffers: tuple[Buffer, ...]) -> int:
+    """The bytes a channel's persisted buffers take in the channel-state file: each its length and its data (an
+    empty buffer, 4 bytes), which is what Flink's ``persisted_data`` and state sizes count."""
+    return sum(CHANNEL_STATE_LENGTH_BYTES + b.size for b in buffers)
+
+
 @dataclass(frozen=True)
 class InputChannelStateHandle:
     """In-flight data of one input channel captured by an unaligned checkpoint."""
@@ -187,7 +198,7 @@ class InputChannelStateHandle:
 
     @property
     def state_size(self) -> int:
-        return sum(b.size for b in self.buffers)
+        return channel_state_size(self.buffers)
 
 
 @dataclass(frozen=True)
@@ -200,7 +211,7 @@ class ResultSubpartitionStateHandle:
 
     @property
     def state_size(self) -> int:
-        return sum(b.size for b in self.buffers)
+        return channel_state_size(self.buffers)
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,9 @@ class ResultPartition(BatchWrites):
         self._buffer_sizes = [starting] * num_subpartitions  # debloated sizes, announced by the receivers
         self._builders = [_BufferBuilder(starting) for _ in range(num_subpartitions)]
         self._flush_requested = [False] * num_subpartitions
+        # per subpartition: Flink's open BufferBuilder was read to its end by a flush and nothing written since; it
+        # stays queued (an empty BufferConsumer) until the next finish, so an unaligned barrier persists it
+        self._drained_open = [False] * num_subpartitions
         self._all_data_processed = [False] * num_subpartitions  # each consumer acknowledged its EndOfData
         # the local subpartitions, and the buffers each one's local channel holds (handed out, not yet recycled);
         # a local channel's first credit is its partition request, each later one recycles that many buffers
@@ -295,6 +298,7 @@ class ResultPartition(BatchWrites):
             self.subpartitions[i].add_buffer(builder.build())
             self._builders[i] = _BufferBuilder(self._buffer_sizes[i])
         self._flush_requested[i] = False
+        self._drained_open[i] = False
 
     def flush(self, target_subpartition: int) -> None:
         """Flink's ``flush``: the partially filled buffer of one subpartition may be sent as soon as the network
@@ -324,6 +328,7 @@ class ResultPartition(BatchWrites):
         if sub.has_queued_elements or sub.is_blocked or self._readers[i].num_credits_available <= 0:
             return False
         self._finish_builder(i)
+        self._drained_open[i] = True  # in Flink the builder stays open, read to its end
         return True
 
     # -- events ------------------------------------------------------------------------------------
@@ -341,10 +346,16 @@ class ResultPartition(BatchWrites):
         if isinstance(event, CheckpointBarrier) and not self.supports_unaligned_checkpoints:
             event = dataclasses.replace(event, options=event.options.with_unaligned_unsupported())
             is_priority_event = False
+        # Flink's finishUnicastBufferBuilders finishes a drained open builder too: its empty consumer stays queued,
+        # and PipelinedSubpartition.processPriorityBuffer persists every buffer the barrier overtakes, an empty copy
+        # of that one included (4 bytes of channel state: ChannelStateSerializerImpl's length)
+        drained = [self._drained_open[i] and not (b.records or b.size) for i, b in enumerate(self._builders)]
         self._finish_builders()
         overtaken: dict[ResultSubpartitionInfo, tuple[Buffer, ...]] = {}
-        for sub in self.subpartitions:
+        for i, sub in enumerate(self.subpartitions):
             data = sub.add_event(event, is_priority_event)
+            if is_priority_event and drained[i]:
+                data = (*data, Buffer((), 0))
             if data:
                 overtaken[sub.info] = data
         return overtaken
@@ -387,6 +398,7 @@ class ResultPartition(BatchWrites):
         self._drop_staged()
         self._builders = [_BufferBuilder(s) for s in self._buffer_sizes]
         self._flush_requested = [False] * len(self.subpartitions)
+        self._drained_open = [False] * len(self.subpartitions)
         for sub in self.subpartitions:
             sub.release()
 

@@ -264,7 +264,8 @@ def test_handles_per_channel_with_sequence_numbers():
     assert result.result_subpartition_state_handles.result() == (
         ResultSubpartitionStateHandle(0, out, (Buffer(("d",), 1, 11),)),
     )
-    assert result.persisted_input_bytes == 35 and result.persisted_output_bytes == 1
+    # as Flink's ChannelStateCheckpointWriter sizes a handle: each buffer's 4-byte length and its bytes
+    assert result.persisted_input_bytes == 3 * 4 + 35 and result.persisted_output_bytes == 4 + 1
     with pytest.raises(ChannelStateArgumentError, match="finished"):
         w.add_output_data(CHECKPOINT_ID, out, 0, [_buffer()])
 

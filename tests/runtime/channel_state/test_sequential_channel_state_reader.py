@@ -66,3 +66,18 @@ def test_unknown_partition_is_an_error():
 def test_empty_state_has_nothing_to_restore():
     reader = SequentialChannelStateReader(TaskStateSnapshot({"op": OperatorSubtaskState()}))
     assert not reader.has_state and reader.read_input_data(lambda *_: None) == {}
+
+
+def test_an_empty_persisted_buffer_counts_in_the_size_and_brings_nothing_back():
+    """A drained open output buffer an unaligned barrier overtook is persisted empty: 4 bytes of channel state (its
+    length, as Flink's ChannelStateSerializerImpl writes it), nothing to re-queue on restore."""
+    out = ResultSubpartitionInfo(0, 0)
+    handle = ResultSubpartitionStateHandle(0, out, (Buffer(("x",), 3, 7), Buffer((), 0)))
+    assert handle.state_size == (4 + 3) + (4 + 0)
+    only_empty = ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 1), (Buffer((), 0),))
+    reader = SequentialChannelStateReader(
+        TaskStateSnapshot({"op": OperatorSubtaskState(result_subpartition_state=(handle, only_empty))}))
+    part = ResultPartition(0, 2)
+    assert reader.read_output_data([part]) == {out: 3}
+    part.add_credit(out, 5)
+    assert part.poll_next(out).element.records == ("x",) and part.poll_next(out) is None

@@ -394,3 +394,28 @@ def test_flush_without_credit_keeps_filling_the_open_buffer():
     part.emit_record("d", 0, 100)  # written after the cut: waits for the next flush
     part.add_credit(INFO, 1)
     assert part.poll_sendable() == []
+
+
+def test_an_unaligned_barrier_persists_a_drained_open_buffer_as_an_empty_one():
+    """Flink's RecordWriter keeps a BufferBuilder open after a flush handed its data over; the barrier's
+    finishUnicastBufferBuilders finishes it, and PipelinedSubpartition.processPriorityBuffer persists every buffer
+    the barrier overtakes, an empty copy of that one included (4 bytes of channel state: its length). Nothing is
+    persisted where no record was written since the last finish, nor by an aligned barrier."""
+    part = ResultPartition(0, 1)
+    part.emit_record("a", 0, 100)
+    part.flush(0)
+    part.add_credit(INFO, 5)
+    assert part.poll_next(INFO).element == Buffer(("a",), 100, 0)  # the flush handed the open buffer's data over
+    assert part.broadcast_event(_unaligned(1), is_priority_event=True) == {INFO: (Buffer((), 0),)}
+    # the barrier finished the builder: the next unaligned barrier overtakes nothing
+    assert part.broadcast_event(_unaligned(2), is_priority_event=True) == {}
+    part.emit_record("b", 0, 100)  # written, not flushed: the barrier overtakes the data itself, no empty buffer
+    assert part.broadcast_event(_unaligned(3), is_priority_event=True) == {INFO: (Buffer(("b",), 100, 1),)}
+
+    aligned = ResultPartition(0, 1)
+    aligned.emit_record("a", 0, 100)
+    aligned.flush(0)
+    aligned.add_credit(INFO, 5)
+    aligned.poll_next(INFO)
+    barrier = CheckpointBarrier(1, 0, CheckpointOptions.for_checkpoint_with_default_location())
+    assert aligned.broadcast_event(barrier) == {}

@@ -55,14 +55,14 @@ def test_an_unaligned_checkpoint_waits_for_its_channel_state_write_beside_the_up
     actions += c.on_all_barriers_received(2)
     parts = {a.part: a for a in actions if isinstance(a, AsyncCheckpointStarted)}
     assert set(parts) == {AsyncPart.SNAPSHOT, AsyncPart.CHANNEL_STATE}
-    # 200 bytes, at or over the 100-byte memory threshold: one file
-    assert parts[AsyncPart.CHANNEL_STATE].state_size == 200
-    assert parts[AsyncPart.CHANNEL_STATE].delay_ms == pytest.approx(4.0 + 1.0 + 200 / MIB * 1000)
+    # 200 bytes and the buffer's 4-byte length, at or over the 100-byte memory threshold: one file
+    assert parts[AsyncPart.CHANNEL_STATE].state_size == 4 + 200
+    assert parts[AsyncPart.CHANNEL_STATE].delay_ms == pytest.approx(4.0 + 1.0 + (4 + 200) / MIB * 1000)
     assert c.complete_async_part(2) == []  # the upload is done, the channel state is still being written
     clock.now += 10
     (ack,) = c.complete_async_part(2, AsyncPart.CHANNEL_STATE)
     assert ack.metrics.async_duration_ms == 8  # from the end of the sync part (2 ms charged) to now
-    assert ack.metrics.bytes_persisted_during_alignment == 200
+    assert ack.metrics.bytes_persisted_during_alignment == 4 + 200
 
 
 def test_a_checkpoint_that_persisted_nothing_writes_no_channel_state():

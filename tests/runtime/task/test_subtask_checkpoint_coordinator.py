@@ -180,7 +180,8 @@ def test_force_aligned_checkpoint_resulting_in_priority_events():
     actions = c.checkpoint_state(42, 0, forced)
     assert actions[0].is_priority_event is True and actions[0].overtaken_bytes == 500
     (ack,) = c.on_all_barriers_received(42)
-    assert isinstance(ack, AcknowledgeCheckpoint) and ack.metrics.persisted_output_bytes == 500
+    # Flink counts a persisted buffer as the channel-state file holds it: a 4-byte length and its bytes
+    assert isinstance(ack, AcknowledgeCheckpoint) and ack.metrics.persisted_output_bytes == 4 + 500
 
 
 def test_skip_channel_state_for_savepoints():
@@ -341,8 +342,9 @@ def test_unaligned_checkpoint_persists_overtaken_output_and_input_then_acks():
     assert [h.info for h in state.result_subpartition_state] == [ResultSubpartitionInfo(0, 0), ResultSubpartitionInfo(0, 1)]
     assert state.result_subpartition_state[0].buffers == (Buffer(("x",), 10, 0),)
     assert state.input_channel_state[0].buffers == (Buffer(("in",), 5, 9),)
-    assert ack.metrics.persisted_output_bytes == 30 and ack.metrics.bytes_persisted_during_alignment == 5
-    assert ack.metrics.unaligned_checkpoint and ack.metrics.total_bytes_persisted == 4 + 35
+    # each persisted buffer with its 4-byte length (ChannelStateSerializerImpl.writeData): 2 output buffers, 1 input
+    assert ack.metrics.persisted_output_bytes == 2 * 4 + 30 and ack.metrics.bytes_persisted_during_alignment == 4 + 5
+    assert ack.metrics.unaligned_checkpoint and ack.metrics.total_bytes_persisted == 4 + 3 * 4 + 35
     # overtaken buffers are still sent, after the barrier
     els = [e for info, e in _drain(part) if info.subpartition_idx == 0]
     assert isinstance(els[0], CheckpointBarrier) and els[1] == Buffer(("x",), 10, 0)
@@ -359,7 +361,7 @@ def test_timeoutable_barrier_times_out_on_the_output_and_acks_with_overtaken_dat
     clock.now += 50
     timers.fire_until(clock.now)
     (ack,) = c.drain_timer_actions()
-    assert isinstance(ack, AcknowledgeCheckpoint) and ack.metrics.persisted_output_bytes == 64
+    assert isinstance(ack, AcknowledgeCheckpoint) and ack.metrics.persisted_output_bytes == 4 + 64  # its length
     # Flink 1.16+ (FLINK-31588): the checkpoint that timed out in the output persisted data, so it reports unaligned
     assert ack.metrics.unaligned_checkpoint
     els = [e for _, e in _drain(part)]
@@ -398,8 +400,9 @@ def test_unaligned_checkpoint_type_is_whether_in_flight_data_was_persisted():
 
     for output_bytes, input_bytes in ((0, 0), (1, 0), (0, 1), (10, 100)):
         metrics = ack_of(output_bytes, input_bytes)
-        assert metrics.persisted_output_bytes == output_bytes
-        assert metrics.bytes_persisted_during_alignment == input_bytes
+        # one buffer each, counted with its 4-byte length as Flink's channel-state file holds it
+        assert metrics.persisted_output_bytes == (4 + output_bytes if output_bytes else 0)
+        assert metrics.bytes_persisted_during_alignment == (4 + input_bytes if input_bytes else 0)
         assert metrics.unaligned_checkpoint is (output_bytes + input_bytes > 0)
 
 
