@@ -349,6 +349,7 @@ class ResultPartition(BatchWrites):
         # Flink's finishUnicastBufferBuilders finishes a drained open builder too: its empty consumer stays queued,
         # and PipelinedSubpartition.processPriorityBuffer persists every buffer the barrier overtakes, an empty copy
         # of that one included (4 bytes of channel state: ChannelStateSerializerImpl's length)
+        self._cut_staged()  # records staged since the flush go into the builder first: then it is not drained
         drained = [self._drained_open[i] and not (b.records or b.size) for i, b in enumerate(self._builders)]
         self._finish_builders()
         overtaken: dict[ResultSubpartitionInfo, tuple[Buffer, ...]] = {}
