@@ -45,6 +45,9 @@ class Flink:
     throughput: tuple[float, float] | None = None
 
 
+# the rate Flink's job offered, records/s of all sources together (the facts' "Offered rate")
+OFFERED_RECORDS_PER_S = {CALM: 2000, HEAVY: 4000, TIMEOUT: 4000}
+
 FLINK_TABLE: dict[tuple[str, str], Flink] = {
     (CALM, "aligned"): Flink((20, 24), (24, 33), (9, 12), (3, 6), (0, 0), after_start=(8, 15),
                              throughput=(1250, 1250)),
@@ -139,17 +142,18 @@ def _ratio_text(value: float | None, flink: tuple[float, float]) -> str:
     return f"x{value / mid:.2f}"
 
 
-def _span_text(flink: tuple[float, float]) -> str:
-    return f"{flink[0]:g}" if flink[0] == flink[1] else f"{flink[0]:g}-{flink[1]:g}"
+def span_text(low_high) -> str:
+    """A range (low, high) in whole units, one figure where both round alike: '503' or '3329-3447'."""
+    low, high = round(low_high[0]), round(low_high[1])
+    return f"{low}" if low == high else f"{low}-{high}"
 
 
 def _here(value: float | None, row: dict | None, key: str, version: str) -> tuple[bool | None, str]:
     """barriersim's ``value`` against the re-measured figure ``key`` of ``row``, in the facts' band."""
     if row is None or row.get(key) is None:
         return None, ""
-    here = (float(row[key][0]), float(row[key][1]))
-    here = (round(here[0]), round(here[1]))
-    return _within(value, here), f"Flink {version} here {_span_text(here)}, {_ratio_text(value, here)}"
+    here = (round(row[key][0]), round(row[key][1]))
+    return _within(value, here), f"Flink {version} here {span_text(here)}, {_ratio_text(value, here)}"
 
 
 def _flags_here(row: dict | None, key: str, version: str, keyed: bool) -> tuple[str | None, str]:
@@ -185,7 +189,7 @@ def flink_checks(rows: list, bottleneck_index: int, here: Remeasured | None = No
             shown = "-" if value is None else f"{value:.0f}"
             passed_here, detail_here = _here(value, again, REMEASURED_FIGURES[name], version)
             checks.append(Check(f"{group}, {mode}: {name}", _within(value, flink),
-                                f"{shown} (Flink {_span_text(flink)}, {_ratio_text(value, flink)})",
+                                f"{shown} (Flink {span_text(flink)}, {_ratio_text(value, flink)})",
                                 HINTS.get(name, ""), passed_here, detail_here))
         if f.keyed_unaligned is not None:
             ours = flags_relative_to(r.keyed_unaligned, bottleneck_index)

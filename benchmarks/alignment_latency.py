@@ -48,23 +48,27 @@ from benchmarks.alignment_checks import (
     CALM,
     FLINK_RAMP_MS,
     HEAVY,
+    OFFERED_RECORDS_PER_S,
     TIMEOUT,
     Check,
     RampRun,
+    Remeasured,
     find_row,
     flink_checks,
     load_remeasured,
     ramp_check,
+    span_text,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
 ALIGNMENT_SCENARIO = ROOT / "scenarios" / "alignment_latency.toml"
 CTB_SCENARIO = ROOT / "scenarios" / "checkpointing_time_benchmark.toml"
 
+SOURCE_SUBTASKS = 2  # the job's two source subtasks share the offered rate
 # records/s per source without backpressure: the 2,000 in all Flink's job offered, which Flink delivers (re-measured
 # here by its counters; the facts' "1,250" reads like its per-second meter, a 60 s window, in a younger job)
-NO_BACKPRESSURE_RATE = 1000
-HEAVY_RATE = 2000  # records/s per source Flink's job offered under heavy backpressure (4,000 in all)
+NO_BACKPRESSURE_RATE = OFFERED_RECORDS_PER_S[CALM] // SOURCE_SUBTASKS
+HEAVY_RATE = OFFERED_RECORDS_PER_S[HEAVY] // SOURCE_SUBTASKS  # records/s per source under heavy backpressure
 RATIO_NEEDED = 50
 CTB_ALIGNED = "CheckpointingTimeBenchmark, 29 B records, debloating 300 ms"
 CTB_FULL_BUFFERS = "CheckpointingTimeBenchmark, 29 B records, no debloating"
@@ -125,7 +129,7 @@ def _bottleneck_tasks(scenario: Scenario) -> set[str]:
     return {f"{slowest.name}#{i}" for i in range(slowest.parallelism)}
 
 
-def _p90(values: list[float]) -> float | None:
+def p90(values: list[float]) -> float | None:
     return statistics.quantiles(values, n=10, method="inclusive")[-1] if len(values) > 1 else _median(values)
 
 
@@ -178,7 +182,7 @@ def measure(scenario: Scenario, mode: str, group: str, **settings: Any) -> Row:
     e2e = [c["end_to_end_duration"] for c in steady]
     return Row(
         group=group, mode=mode, checkpoints=len(steady),
-        e2e_ms=_median(e2e), e2e_p90_ms=_p90(e2e),
+        e2e_ms=_median(e2e), e2e_p90_ms=p90(e2e),
         after_start_ms=_median([c["end_to_end_duration"] - delays[c["id"]] for c in steady if c["id"] in delays]),
         start_delay_ms=_median(list(delays.values())),
         sink_alignment_ms=_median(list(sink_alignment.values())),
@@ -265,7 +269,8 @@ def run_all(quick: bool = False) -> tuple[list[Row], list[Check], list[Check]]:
             shape_checks(rows, base))
 
 
-FLUSHER_TIMEOUTS_MS = (100, 10, 1)
+DEFAULT_FLUSHER_MS = 100  # Flink's execution.buffer-timeout.interval
+FLUSHER_TIMEOUTS_MS = (DEFAULT_FLUSHER_MS, 10, 1)
 
 
 def flusher_rows(quick: bool = False) -> list[Row]:
@@ -387,6 +392,7 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
     from rich.console import Console
     from rich.table import Table
 
+    here = load_remeasured()  # Flink re-measured on this machine, for the flusher lines
     console = Console(width=None if sys.stdout.isatty() else 200)
     table = Table(title="alignment latency: barriersim's simulator on Flink's measured job (docs/flink-facts.md)")
     for col in ("setting", "mode", "ckpts", "e2e median", "e2e p90", "bottleneck start delay", "sink alignment",
@@ -403,8 +409,8 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
     console.print("\nrow by row against Flink's table (PASS: within Flink's range widened by 30 %, figures under "
                   "50 ms by 15 ms):", markup=False, highlight=False)
     for c in flink:
-        here = "" if c.passed_here is None else f"; {c.detail_here}: {'PASS' if c.passed_here else 'FAIL'}"
-        console.print(f"{'PASS' if c.passed else 'FAIL'}  {c.name}: {c.detail}{here}", markup=False, highlight=False)
+        judged = "" if c.passed_here is None else f"; {c.detail_here}: {'PASS' if c.passed_here else 'FAIL'}"
+        console.print(f"{'PASS' if c.passed else 'FAIL'}  {c.name}: {c.detail}{judged}", markup=False, highlight=False)
         if not c.passed and c.hint:
             console.print(f"      why: {c.hint}", markup=False, highlight=False, style="dim")
     console.print(f"{sum(c.passed for c in flink)} of {len(flink)} figures within their band", markup=False,
@@ -421,12 +427,11 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
         console.print("\nthe output flusher in the idle aligned start delay (Flink's execution.buffer-timeout.interval; "
                       "its default, 100 ms; the facts do not give the measured job's setting):", markup=False,
                       highlight=False)
-        here = load_remeasured()
         for t, r in zip(FLUSHER_TIMEOUTS_MS, flusher):
-            again = here.row(CALM, "aligned", None if t == 100 else t) if here else None
+            again = here.row(CALM, "aligned", None if t == DEFAULT_FLUSHER_MS else t) if here else None
             measured = "" if again is None else (
-                f"; Flink {here.flink_version} here at {t} ms: {_span(again['start_delay'])}, {_span(again['e2e'])}, "
-                f"{_span(again['sink_alignment'])} ms")
+                f"; Flink {here.flink_version} here at {t} ms: {span_text(again['start_delay'])}, {span_text(again['e2e'])}, "
+                f"{span_text(again['sink_alignment'])} ms")
             console.print(f"  {r.group}: bottleneck start delay {_ms(r.start_delay_ms)}, e2e median {_ms(r.e2e_ms)}, "
                           f"sink alignment {_ms(r.sink_alignment_ms)} (the facts at 100 ms: 9-12, 20-24, 3-6 ms"
                           f"{measured})", markup=False, highlight=False)
@@ -436,7 +441,7 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
         e2e = [r.e2e_ms for r in phases if r.e2e_ms is not None]
         console.print(f"  flusher 100 ms, one run per seed {RAMP_SEEDS[0]}-{RAMP_SEEDS[-1]} (each its own phases of the "
                       f"trigger and of the flushers): bottleneck start delay {_ms(min(delays))} to {_ms(max(delays))}, "
-                      f"e2e median {_ms(min(e2e))} to {_ms(max(e2e))} (the facts: 9-12 and 20-24 ms{_here_idle_aligned()})",
+                      f"e2e median {_ms(min(e2e))} to {_ms(max(e2e))} (the facts: 9-12 and 20-24 ms{_here_idle_aligned(here)})",
                       markup=False, highlight=False)
         rows = rows + list(phases)
     console.print(f"{len(rows)} simulated runs, {sum(r.virtual_seconds for r in rows):.0f} virtual s in "
@@ -444,18 +449,12 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
                   markup=False, highlight=False)
 
 
-def _here_idle_aligned() -> str:
+def _here_idle_aligned(here: Remeasured | None) -> str:
     """Flink re-measured here, idle aligned at its default flusher: start delay and end to end, if measured."""
-    here = load_remeasured()
     again = here.row(CALM, "aligned") if here else None
     if again is None:
         return ""
-    return f"; Flink {here.flink_version} here: {_span(again['start_delay'])} and {_span(again['e2e'])} ms"
-
-
-def _span(low_high: list[float]) -> str:
-    low, high = round(low_high[0]), round(low_high[1])
-    return f"{low}" if low == high else f"{low}-{high}"
+    return f"; Flink {here.flink_version} here: {span_text(again['start_delay'])} and {span_text(again['e2e'])} ms"
 
 
 def main(argv: list[str] | None = None) -> int:

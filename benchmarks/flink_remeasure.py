@@ -35,24 +35,25 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.alignment_checks import ALIGNED_TIMEOUT_MS, CALM, FLINK_TABLE, HEAVY, TIMEOUT
+from benchmarks.alignment_checks import ALIGNED_TIMEOUT_MS, CALM, FLINK_TABLE, OFFERED_RECORDS_PER_S, span_text
+from benchmarks.alignment_latency import DEFAULT_FLUSHER_MS, FLUSHER_TIMEOUTS_MS, p90
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "benchmarks" / "flink" / "alignment_job.py"
 FLINK_VENV = ROOT / ".venv-flink"
 REMEASURED = ROOT / "benchmarks" / "flink_remeasured.json"
 SCRATCH = ROOT / "runs" / "flink-remeasure"  # each run's JSON before it is gzipped, and its log
-OFFERED = {CALM: 2000, HEAVY: 4000, TIMEOUT: 4000}  # records/s of all sources together, as the facts' job offered
-FLUSHER_VARIANTS = (10, 1)  # the idle aligned row again at these execution.buffer-timeout.interval values (ms)
+# the idle aligned row again at the benchmark's other execution.buffer-timeout.interval values (ms)
+FLUSHER_VARIANTS = tuple(ms for ms in FLUSHER_TIMEOUTS_MS if ms != DEFAULT_FLUSHER_MS)
 FIGURES = ("e2e", "e2e_p90", "start_delay", "sink_alignment", "after_start", "persisted_kib", "processed_kib",
            "throughput")
 
 
 def settings() -> list[dict]:
     """One entry per row of Flink's table, then the idle aligned row at the shorter flusher intervals."""
-    rows = [{"group": group, "mode": mode, "rate": OFFERED[group], "buffer_timeout_ms": None}
+    rows = [{"group": group, "mode": mode, "rate": OFFERED_RECORDS_PER_S[group], "buffer_timeout_ms": None}
             for group, mode in FLINK_TABLE]
-    rows += [{"group": CALM, "mode": "aligned", "rate": OFFERED[CALM], "buffer_timeout_ms": ms}
+    rows += [{"group": CALM, "mode": "aligned", "rate": OFFERED_RECORDS_PER_S[CALM], "buffer_timeout_ms": ms}
              for ms in FLUSHER_VARIANTS]
     return rows
 
@@ -86,10 +87,6 @@ def run_job(s: dict, seconds: float, out: Path) -> None:
         raise SystemExit(f"flink_remeasure: the run {out.name} failed (exit {done.returncode}); see {log}")
 
 
-def _p90(values: list[float]) -> float:
-    return statistics.quantiles(values, n=10, method="inclusive")[-1] if len(values) > 1 else values[0]
-
-
 def _flags(per_checkpoint: list[list[bool]]) -> str:
     n = len(per_checkpoint)
     return ",".join("1" if sum(c[i] for c in per_checkpoint) * 2 > n else "0" for i in range(len(per_checkpoint[0])))
@@ -108,7 +105,7 @@ def summarize(raw: dict) -> dict:
     e2e = [c["end_to_end_duration"] for c in steady]
     return {
         "checkpoints": len(steady), "bottleneck_index": bottleneck,
-        "e2e": statistics.median(e2e), "e2e_p90": _p90(e2e), "start_delay": statistics.median(delays),
+        "e2e": statistics.median(e2e), "e2e_p90": p90(e2e), "start_delay": statistics.median(delays),
         "sink_alignment": statistics.median(max(s["alignment"]["duration"] for s in ss) for ss in sinks),
         "after_start": statistics.median(e - d for e, d in zip(e2e, delays)),
         "persisted_kib": statistics.median(c["persisted_data"] / 1024 for c in steady),
@@ -133,10 +130,6 @@ def combine(s: dict, runs: list[dict]) -> dict:
     return row
 
 
-def _span(r: list[float]) -> str:
-    return f"{r[0]:.0f}" if round(r[0]) == round(r[1]) else f"{r[0]:.0f}-{r[1]:.0f}"
-
-
 def show(doc: dict) -> None:
     table = Table(title=f"Flink {doc['flink_version']} re-measured on this machine ({doc['machine']}), beside the "
                         "facts' table (docs/flink-facts.md)")
@@ -148,9 +141,9 @@ def show(doc: dict) -> None:
 
         def cell(name: str, fact_name: str) -> str:
             fact = getattr(facts, fact_name, None) if facts else None
-            return _span(row[name]) + (f" (facts {_span(list(fact))})" if fact else "")
+            return span_text(row[name]) + (f" (facts {span_text(fact)})" if fact else "")
 
-        table.add_row(row["group"], row["mode"], f"{row['buffer_timeout_ms'] or 100} ms", cell("e2e", "e2e"),
+        table.add_row(row["group"], row["mode"], f"{row['buffer_timeout_ms'] or DEFAULT_FLUSHER_MS} ms", cell("e2e", "e2e"),
                       cell("e2e_p90", "e2e_p90"), cell("start_delay", "start_delay"),
                       cell("sink_alignment", "sink_alignment"), cell("persisted_kib", "persisted_kib"),
                       cell("processed_kib", "processed_kib"), cell("throughput", "throughput"),
