@@ -69,6 +69,14 @@ class Run:
         value = (self.summary.get("checkpoints") or {}).get("restored", 0)
         return int(value) if isinstance(value, int) else 0
 
+    @property
+    def failed(self) -> int | None:
+        """Flink's count of failed checkpoints from ``summary.json``: it includes the triggers that failed before
+        they had an id (``reportFailedCheckpointsWithoutInProgress``, such as the one the first task's RUNNING sets
+        off), which have no row in the checkpoint table. None when the summary has no count."""
+        value = (self.summary.get("checkpoints") or {}).get("failed")
+        return int(value) if isinstance(value, int) else None
+
     def keys(self) -> dict:
         return {"run": self.label, "mode": self.mode, "scenario": self.scenario, "seed": self.seed,
                 "zipf_exponent": self.zipf_exponent}

@@ -75,9 +75,11 @@ def counts_table(tables: RunTables) -> pd.DataFrame:
     rows = []
     for run in tables.runs:
         status = tables.checkpoints.loc[tables.checkpoints["run"] == run.label, "status"]
-        rows.append({**run.keys(), "restored": run.restored, "total": len(status),
+        failed = int((status == "FAILED").sum())
+        without_row = max(0, run.failed - failed) if run.failed is not None else 0  # failed before they had an id
+        rows.append({**run.keys(), "restored": run.restored, "total": len(status) + without_row,
                      "in_progress": int((status == "IN_PROGRESS").sum()), "completed": int((status == "COMPLETED").sum()),
-                     "failed": int((status == "FAILED").sum())})
+                     "failed": failed + without_row})
     out = pd.DataFrame(rows, columns=[*RUN_KEYS, *COUNT_COLUMNS])
     for column in COUNT_COLUMNS:
         out[column] = out[column].astype("int64")

@@ -12,7 +12,7 @@ API serves as a job's checkpoint statistics (``CheckpointingStatistics``, Flink'
   checkpoints (scope ``checkpoint``), and of ``alignment_duration, start_delay`` over the acknowledged,
   non-aborted subtasks of completed checkpoints (scope ``subtask``);
 - ``counts``: per run, ``restored, total, in_progress, completed, failed`` (from the checkpoint table's
-  ``status``; ``restored`` from ``summary.json``).
+  ``status``; ``restored``, and the failed triggers that never had an id and so have no row, from ``summary.json``).
 
 Both are collected from Spark as Arrow and written by the driver to ``root/analytics/summary.parquet`` and
 ``root/analytics/counts.parquet`` in Spark's directory layout (one part file and a ``_SUCCESS`` marker; pyarrow
@@ -201,9 +201,14 @@ def counts_frame(spark, checkpoints, runs: list[Run]):
         status_count("FAILED"),
     )
     restored = F.lit(0).cast("bigint")  # from each run's summary.json, looked up by its label
+    summary_failed = F.col("failed")  # ... and its failed count, which has the triggers that failed before an id
     for r in runs:
         restored = F.when(F.col("run") == F.lit(r.label), F.lit(r.restored).cast("bigint")).otherwise(restored)
-    return counts.withColumn("restored", restored).select(*RUN_KEYS, *COUNT_COLUMNS)
+        if r.failed is not None:
+            summary_failed = F.when(F.col("run") == F.lit(r.label), F.lit(r.failed).cast("bigint")).otherwise(summary_failed)
+    without_row = F.greatest(F.lit(0).cast("bigint"), summary_failed - F.col("failed"))
+    return (counts.withColumn("total", F.col("total") + without_row).withColumn("failed", F.col("failed") + without_row)
+            .withColumn("restored", restored).select(*RUN_KEYS, *COUNT_COLUMNS))
 
 
 def plan_analytics(spark) -> None:

@@ -39,14 +39,17 @@ def subtask_row(cid: int, task: str, start_delay: int, alignment: int, sync: int
 
 
 def write_run(path: Path, mode: str, checkpoints: list[dict], subtasks: list[dict], *, zipf: float = 1.0,
-              seed: int = 7, scenario: str = "tiny", restored: int = 0, string_failure_reason: bool = True) -> Path:
+              seed: int = 7, scenario: str = "tiny", restored: int = 0, string_failure_reason: bool = True,
+              failed_without_id: int = 0) -> Path:
+    """``failed_without_id``: triggers that failed before they had an id (no row), counted in the summary's total and
+    failed as Flink counts them."""
     path.mkdir(parents=True, exist_ok=True)
-    completed = sum(1 for c in checkpoints if c["status"] == "COMPLETED")
+    count = {status: sum(1 for c in checkpoints if c["status"] == status) for status in ("COMPLETED", "FAILED", "IN_PROGRESS")}
     summary = {
         "scenario": scenario, "seed": seed, "backend": "ray", "mode": mode,
         "workload": {"records": 1000, "generated_by": "spark", "keys": 10, "zipf_exponent": zipf},
-        "checkpoints": {"completed": completed, "aborted": len(checkpoints) - completed,
-                        "total": len(checkpoints), "in_progress": 0, "failed": len(checkpoints) - completed,
+        "checkpoints": {"completed": count["COMPLETED"], "total": len(checkpoints) + failed_without_id,
+                        "in_progress": count["IN_PROGRESS"], "failed": count["FAILED"] + failed_without_id,
                         "restored": restored},
         "verification": {"reference": "spark", "expected_records": 1000, "lost": 0, "duplicated": 0,
                          "wrong": 0, "verdict": "exactly-once"},
@@ -83,8 +86,8 @@ def two_mode_run_dir(root: Path) -> Path:
 
 
 def tiny_runs(root: Path) -> Path:
-    """Two hand-made runs (aligned with failed, in-progress and aborted rows; unaligned) whose statistics are
-    computed by hand in the tests."""
+    """Two hand-made runs (aligned with failed, in-progress and aborted rows and a trigger that failed before it had
+    an id; unaligned) whose statistics are computed by hand in the tests."""
     aligned_cps = [
         checkpoint_row(1, 10, processed=100, size=1000), checkpoint_row(2, 20, processed=300, size=2000),
         checkpoint_row(3, 30, processed=0, size=3000), checkpoint_row(4, 40, processed=200, size=4000),
@@ -95,7 +98,7 @@ def tiny_runs(root: Path) -> Path:
                   for i in (1, 2, 3, 4)]
     aligned_st += [subtask_row(1, "keyed-sum#0", 77, 100, 0, 200, aborted=True),  # aborted: not counted
                    subtask_row(5, "sink#0", 5, 500, 0, 600)]  # checkpoint 5 failed: not counted
-    write_run(root / "aligned", "aligned", aligned_cps, aligned_st, zipf=1.0, seed=3, restored=2)
+    write_run(root / "aligned", "aligned", aligned_cps, aligned_st, zipf=1.0, seed=3, restored=2, failed_without_id=1)
     unaligned_cps = [checkpoint_row(1, 7, persisted=100), checkpoint_row(2, 9, persisted=300)]
     unaligned_st = [subtask_row(1, "sink#0", 2, 0, 0, 7), subtask_row(2, "sink#0", 4, 0, 0, 9)]
     write_run(root / "unaligned", "unaligned", unaligned_cps, unaligned_st, zipf=2.0, seed=3,
