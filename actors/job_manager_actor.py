@@ -15,9 +15,10 @@ the actions it returns, with real time and real actors:
   of this actor and the external store; once every actor of the deployment built and restored its task and knows
   its peers (``connect``, which also says on which Ray node the actor runs: the run's placement record), the
   JobMaster hears ``tasks_restored``, the tasks are started (``run``, on the job's clock) and it hears
-  ``tasks_started``; a restored job's deployment carries its own settings (its graph's parallelism) and its
-  sources the object references of the splits they read; ``KillTask``: ``ray.kill`` of the actor (its death comes
-  back as the error of its ``run`` call); ``KillTaskManagers``: ``ray.kill`` of every actor of those TaskManagers
+  ``tasks_started`` (``ReportRunning``: the other tasks' RUNNING reports on a later turn of the loop, after the
+  timers due, as Flink's come one RPC each); a restored job's deployment carries its own settings (its graph's
+  parallelism) and its sources the object references of the splits they read; ``KillTask``: ``ray.kill`` of the
+  actor (its death comes back as the error of its ``run`` call); ``KillTaskManagers``: ``ray.kill`` of every actor of those TaskManagers
   at once, or, for a lost node, the node itself killed by its ``NodeAgent`` (its actors die with it, and Ray
   reports their deaths once it declares the node dead); ``CancelTasks``: every task actor of that deployment is
   killed;
@@ -224,6 +225,9 @@ class JobManagerActor:
                             lambda msg=action.message: self._carry_out(self.job_master.coordinator_receives(msg)))
             elif kind is a.StartTimer:
                 self._later(action.delay_ms, lambda t=action.timer: self._carry_out(self.job_master.timer_fired(t)),
+                            always_later=True)
+            elif kind is a.ReportRunning:  # on a later turn of the loop, after the timers due now
+                self._later(0, lambda act=action: self._carry_out(self.job_master.tasks_running(act.epoch, act.attempts)),
                             always_later=True)
             elif kind is a.DeployTasks:
                 deploy = self.loop.create_task(self._guarded_deploy(action))

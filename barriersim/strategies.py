@@ -533,8 +533,9 @@ def cancelled_in_flight_cases(draw, mode: str | None = None) -> SimulatedCase:
     """Whole jobs in which checkpoints are cancelled while their barriers are still on the wire: the source
     subtasks feed a map stage of the same parallelism (rebalance: over a forward edge Flink sends barriers forced
     aligned, so none could time out there), whose output goes to the sink over two or three channels; one subtask
-    of that stage is slowed fifty times, so that each of its steps holds the sources' output, where the barriers of the checkpoints taken meanwhile (one every 20 ms; an aligned barrier
-    times out after 5 ms) pile up; the first source declines three checkpoints in a row (each cancelled while its
+    of that stage is slowed fifty times, so that each of its steps holds the sources' output, where the barriers of the checkpoints taken meanwhile (one every 10 ms, the
+    requests queueing while one is pending; an aligned barrier times out after 5 ms) pile up; the first source
+    declines three checkpoints in a row (each cancelled while its
     barriers wait), and the slowed subtask hears of the cancellations late, so it forwards their barriers when it
     reaches them, with data between them and the next checkpoint's barrier, while the sink started that next
     checkpoint already on its other channels. The situation in which the late barrier of a cancelled checkpoint
@@ -542,7 +543,7 @@ def cancelled_in_flight_cases(draw, mode: str | None = None) -> SimulatedCase:
     these jobs are shaped for it (``protocol_situations``' ``late_barrier`` reaches it in any job, rarely). Every
     mode must keep its guarantee in it."""
     checkpointing = draw(checkpointing_configs(mode))
-    checkpointing["interval_ms"] = 20
+    checkpointing["interval_ms"] = 10
     checkpointing["tolerable_failures"] = TOLERATE_ALL
     if checkpointing["aligned_checkpoint_timeout_ms"]:
         checkpointing["aligned_checkpoint_timeout_ms"] = 5

@@ -16,8 +16,9 @@ With ``metadata_write_ms``, a checkpoint's ``_metadata`` write takes that long (
 appears and the completion's rest (the store, subsumption, notifications) happens when it has passed, and every event that
 arrives meanwhile waits for it, as under Flink's coordinator lock (a failover or a job status change ends the write
 at once instead, so that it sees the completed checkpoint, as it would after taking the lock). ``first_attempt_number`` lets a coordinator recovered after a JobManager failover hand out attempt ids that no
-earlier attempt used (Flink's new ``ExecutionGraph`` has fresh attempt ids). Mirrors Flink's ``CheckpointCoordinator``
-(and ``CheckpointCoordinatorDeActivator`` for job status changes).
+earlier attempt used (Flink's new ``ExecutionGraph`` has fresh attempt ids). The periodic trigger starts and stops as
+Flink 2.3's does, from the job's status and the executions' states (``deactivator``: a deployment's ``TaskDeploying``,
+each task's ``TaskRunning``, its ``TaskFinished`` or ``TaskFailed``). Mirrors Flink's ``CheckpointCoordinator``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any, Callable, Sequence
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.completed_store import StandaloneCompletedCheckpointStore
 from barriersim.runtime.coordinator.completion import CheckpointCompletion
+from barriersim.runtime.coordinator.deactivator import ExecutionTrackingDeActivator
 from barriersim.runtime.coordinator.configuration import (  # noqa: F401 (re-exported)
     NO_PERIODIC_CHECKPOINTS,
     CheckpointCoordinatorConfiguration,
@@ -142,6 +144,7 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         self.scheduler = PeriodicScheduler(
             config.checkpoint_interval, config.min_pause_between_checkpoints, rng, self._register_periodic
         )
+        self.deactivator = ExecutionTrackingDeActivator(self._start_if_configured, self.stop_checkpoint_scheduler)
 
     # ------------------------------------------------------------------------------------------
     # sans-IO entry points
@@ -189,7 +192,9 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         elif isinstance(event, m.TimerFired):
             self._on_timer(event)
         elif isinstance(event, m.TaskRunning):
-            self._set_execution_state(event.attempt_id, ExecutionState.RUNNING)
+            self.on_task_running(event.attempt_id)
+        elif isinstance(event, m.TaskDeploying):
+            self._set_execution_state(event.attempt_id, ExecutionState.DEPLOYING)
         elif isinstance(event, m.TaskFinished):
             self._set_execution_state(event.attempt_id, ExecutionState.FINISHED)
         elif isinstance(event, m.TaskFailed):
@@ -253,13 +258,30 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
     # ------------------------------------------------------------------------------------------
 
     def _set_execution_state(self, attempt_id: ExecutionAttemptID, state: ExecutionState) -> None:
+        """The execution's new state, heard by the deactivator (a message of an older attempt is ignored)."""
         key = (attempt_id.vertex_id, attempt_id.subtask_index)
         current = self.executions.get(key)
         if current is None:
             raise CoordinatorError(f"{state.value} for unknown task {attempt_id} (job {self.job_id})")
         if current.attempt_id != attempt_id:
-            return  # a message of an older attempt: ignored
+            return
         self.executions[key] = Execution(attempt_id, state)
+        if not self.is_shutdown:
+            self.deactivator.on_state_update(attempt_id, state)
+
+    def on_task_running(self, attempt_id: ExecutionAttemptID) -> None:
+        """A task reports RUNNING: Flink's ``DefaultExecutionGraph.updateStateInternal`` (``case RUNNING``) starts the
+        periodic trigger if it is not running, then the execution switches to RUNNING (heard by the deactivator)."""
+        key = (attempt_id.vertex_id, attempt_id.subtask_index)
+        current = self.executions.get(key)
+        if current is not None and current.attempt_id == attempt_id and not self.is_shutdown \
+                and not self.scheduler.running:
+            self._start_if_configured()
+        self._set_execution_state(attempt_id, ExecutionState.RUNNING)
+
+    def _start_if_configured(self) -> None:
+        if self.scheduler.is_periodic_checkpointing_configured:
+            self.start_checkpoint_scheduler()
 
     def on_task_failed(self, event: m.TaskFailed) -> CompletedCheckpoint | None:
         """Global failover: abort pending checkpoints (JOB_FAILOVER_REGION), give every subtask a new attempt,
@@ -270,20 +292,27 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
             return None  # a failure of an older attempt (already failed over) or after shutdown
         # the new attempts exist before the aborts, so that a queued request released by an abort is not
         # triggered on the dead attempts (in Flink it runs later and finds the tasks not running)
+        old = [e.attempt_id for e in self.executions.values()]
         for k, e in list(self.executions.items()):
             self.executions[k] = Execution(e.attempt_id.next_attempt(), ExecutionState.CREATED)
         self.abort_pending_checkpoints(CheckpointException(CheckpointFailureReason.JOB_FAILOVER_REGION))
+        # the old attempts end FAILED (the one that failed) or CANCELED and stay in the deactivator's pending set: a
+        # periodic trigger the deactivator started stops (the pending checkpoints were aborted for the failover)
+        for attempt in old:
+            self.deactivator.on_state_update(
+                attempt, ExecutionState.FAILED if attempt == event.attempt_id else ExecutionState.CANCELED)
         return self.restore_latest_checkpointed_state()
 
     def job_status_changes(self, status: JobStatus) -> None:
-        """Flink's ``CheckpointCoordinatorDeActivator``; a globally terminal status also shuts down."""
+        """The job's status, heard by the deactivator. Any status but RUNNING also stops the periodic trigger, which
+        aborts the pending checkpoints and the queued requests: after a job's first failover Flink's deactivator no
+        longer stops it, and its trigger runs on through a restart (``docs/flink-2.3-divergences.md``). A terminal
+        status also shuts down."""
         self.job_status = status
         if self.is_shutdown:
             return
-        if status is JobStatus.RUNNING:
-            if self.scheduler.is_periodic_checkpointing_configured:
-                self.start_checkpoint_scheduler()
-        else:
+        self.deactivator.job_status_changes(status)
+        if status is not JobStatus.RUNNING:
             self.stop_checkpoint_scheduler()
         if status.is_terminal:
             self.shutdown(status)

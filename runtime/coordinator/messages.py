@@ -100,6 +100,13 @@ class TimerFired:
 
 
 @dataclass(frozen=True)
+class TaskDeploying:
+    """A task of a new deployment is being deployed (Flink's SCHEDULED -> DEPLOYING)."""
+
+    attempt_id: ExecutionAttemptID
+
+
+@dataclass(frozen=True)
 class TaskRunning:
     attempt_id: ExecutionAttemptID
 
@@ -124,7 +131,7 @@ class JobStatusChanged:
 
 CoordinatorEvent = Union[
     TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, AcknowledgeCoordinatorState, CoordinatorCheckpointFailed,
-    MasterHookCompleted, TimerFired, TaskRunning, TaskFinished, TaskFailed, JobStatusChanged,
+    MasterHookCompleted, TimerFired, TaskDeploying, TaskRunning, TaskFinished, TaskFailed, JobStatusChanged,
 ]
 
 # -- actions out -------------------------------------------------------------------------------------

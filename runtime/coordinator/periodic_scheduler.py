@@ -1,19 +1,23 @@
 """The periodic checkpoint trigger: a fixed-rate timer started while the job runs.
 
-How this works: ``start(now)`` registers the first trigger after a random initial delay drawn from the injected
-``random.Random`` in ``[min_pause, interval]``; each firing calls ``on_trigger`` and registers the next one
+How this works: ``start()`` registers the first trigger after ``trigger_delay``: the first start of a scheduler (one
+per coordinator) waits a random initial delay drawn from the injected ``random.Random`` in ``[min_pause, interval]``,
+every later start waits the minimum pause only (Flink 2.3's ``triggerDelay``: ``getRandomInitDelay()`` once, then
+``minPauseBetweenCheckpoints``); each firing calls ``on_trigger`` and registers the next one
 ``interval`` later (fixed rate). ``reschedule(delay)`` (used by the request decider when a periodic request
 falls inside the minimum pause) cancels the pending timer and fires after ``delay`` instead, continuing at the
 fixed rate from there. ``stop()`` cancels the timer; stale firings are recognised by a generation number. An interval under ``MINIMAL_CHECKPOINT_TIME`` (10 ms)
 means no periodic checkpoints. Timers are registered by the coordinator on its injected
 ``TimerService`` (``register_timer(at_ms, callback)``). Mirrors the ``ScheduledTrigger`` part of Flink's
-``CheckpointCoordinator`` (``startCheckpointScheduler``, ``rescheduleTrigger``, ``getRandomInitDelay``).
+``CheckpointCoordinator`` (``startCheckpointScheduler``, ``rescheduleTrigger``, ``getRandomInitDelay``, ``triggerDelay``).
 """
 
 from __future__ import annotations
 
 import random
 from typing import Callable
+
+from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS
 
 MINIMAL_CHECKPOINT_TIME = 10
 
@@ -25,14 +29,17 @@ class PeriodicScheduler:
 
     def __init__(self, interval: int, min_pause: int, rng: random.Random,
                  register_after: Callable[[int, int], object]):
-        # as Flink: it does not make sense to schedule checkpoints more often than the min pause allows
-        self.base_interval = max(interval, min_pause) if interval >= MINIMAL_CHECKPOINT_TIME else None
+        # as Flink: it does not make sense to schedule checkpoints more often than the min pause allows; Flink's
+        # DISABLED_CHECKPOINT_INTERVAL (Long.MAX_VALUE) is no periodic checkpointing
+        configured = MINIMAL_CHECKPOINT_TIME <= interval < NO_PERIODIC_CHECKPOINTS
+        self.base_interval = max(interval, min_pause) if configured else None
         self.min_pause = min_pause
         self._rng = rng
         self._register_after = register_after
         self._handle = None
         self.generation = 0
         self.running = False
+        self._started_before = False  # once started, a start waits the min pause, not a random delay
 
     @property
     def is_periodic_checkpointing_configured(self) -> bool:
@@ -49,7 +56,9 @@ class PeriodicScheduler:
             return False
         self.stop()
         self.running = True
-        self._schedule_after(self.random_init_delay())
+        delay = self.min_pause if self._started_before else self.random_init_delay()  # Flink's triggerDelay
+        self._started_before = True
+        self._schedule_after(delay)
         return True
 
     def stop(self) -> None:

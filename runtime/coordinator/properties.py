@@ -45,6 +45,7 @@ class ExternalizedCheckpointRetention(enum.Enum):
 class JobStatus(enum.Enum):
     """The job statuses the coordinator reacts to (Flink's ``JobStatus``)."""
 
+    INITIALIZING = "INITIALIZING"
     CREATED = "CREATED"
     RUNNING = "RUNNING"
     FAILING = "FAILING"

@@ -5,7 +5,9 @@ the values below, which the driver (the simulator, or the Ray job manager actor)
 is frozen; none holds a callback.
 - ``DeployTasks``: start one task per ``TaskDeploymentDescriptor`` (Flink's ``TaskDeploymentDescriptor``: the
   attempt, the state to restore, the armed crash points and slowdowns) on the node its TaskManager is given
-  (``taskmanager_nodes``), then report ``tasks_restored`` and, once they run, ``tasks_started``; ``KillTask``: the
+  (``taskmanager_nodes``), then report ``tasks_restored`` and, once they run, ``tasks_started``;
+  ``ReportRunning``: the RUNNING reports of a deployment's other tasks, to hand back with ``tasks_running`` once
+  what is due at this instant ran (the coordinator's timers included); ``KillTask``: the
   fault schedule kills one task (the driver reports its death with ``task_failed``); ``KillTaskManagers``: it
   kills some TaskManagers with every task in them at once, or a whole node (``node``), which the Ray driver kills
   for real; ``CancelTasks``: every task of that deployment dies at once (a failover).
@@ -103,6 +105,18 @@ class KillTaskManagers:
 
 
 @dataclass(frozen=True)
+class ReportRunning:
+    """Tasks of deployment ``epoch`` that report RUNNING after the first one did (``JobMaster.tasks_started``):
+    Flink's tasks report one RPC each, over some milliseconds, so what the first report set off at once (a periodic
+    trigger it started with no delay) runs before the others arrive. The driver hands them back with
+    ``JobMaster.tasks_running`` after what is due now (the simulator: at the same instant, after the timers; Ray:
+    on a later turn of the loop)."""
+
+    epoch: int
+    attempts: tuple[ExecutionAttemptID, ...]
+
+
+@dataclass(frozen=True)
 class CancelTasks:
     """Every task of deployment ``epoch`` dies at once (global failover, or a JobManager failover)."""
 
@@ -195,4 +209,4 @@ class JobEnded:
     outcome: JobOutcome
 
 
-JobAction = Union[DeployTasks, KillTask, KillTaskManagers, CancelTasks, SendToTask, SendToCoordinator, StartTimer, JobEnded]
+JobAction = Union[DeployTasks, ReportRunning, KillTask, KillTaskManagers, CancelTasks, SendToTask, SendToCoordinator, StartTimer, JobEnded]

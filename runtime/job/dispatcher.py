@@ -236,6 +236,9 @@ class Dispatcher:
     def tasks_started(self, epoch: int) -> list:
         return self._forward(self.current.tasks_started(epoch))
 
+    def tasks_running(self, epoch: int, attempts) -> list:
+        return self._forward(self.current.tasks_running(epoch, attempts))
+
     def deploy_failed(self, epoch: int, cause: str) -> list:
         return self._forward(self.current.deploy_failed(epoch, cause))
 

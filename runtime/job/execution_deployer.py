@@ -57,6 +57,8 @@ class ExecutionDeployer:
             descriptors.append(TaskDeploymentDescriptor(self.coordinator.current_attempt(vertex, i), state,
                                                         crash_points, self._slowdowns[name], splits.get(key, ())))
         self.attempts = {d.key: d.attempt for d in descriptors}
+        for d in descriptors:  # Flink's executions go SCHEDULED -> DEPLOYING (the periodic trigger's deactivator)
+            self._handle_coordinator(self.coordinator.handle(m.TaskDeploying(d.attempt)))
         self._deployed_restore = restore.checkpoint_id if restore is not None and restore.metadata is not None else None
         self.finished.clear()
         self._killed_keys.clear()

@@ -152,9 +152,9 @@ class JobFailover:
             self._fail_stopping_job(stop, task, why)
             return
         # Flink's DefaultScheduler.restartTasksWithDelay: the job goes RESTARTING before its tasks are cancelled, and
-        # the CheckpointCoordinatorDeActivator stops the periodic trigger, which aborts the pending checkpoints and
-        # the queued requests (CHECKPOINT_COORDINATOR_SUSPEND); the job is RUNNING again, and the trigger restarts
-        # after a random initial delay, when the restart deploys (``timer_fired``, ``RestartDue``)
+        # the periodic trigger stops, which aborts the pending checkpoints and the queued requests
+        # (CHECKPOINT_COORDINATOR_SUSPEND); the job is RUNNING again when the restart deploys (``timer_fired``,
+        # ``RestartDue``), and the first restarted task's RUNNING starts the trigger (``coordinator.deactivator``)
         self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RESTARTING)))
         self._cancel_deployment()
         self._restore_from = None

@@ -2,15 +2,18 @@
 schedule, fails the job over, recovers a crashed JobManager and writes checkpoint metadata. Both drivers run
 this one class: the simulator around its event kernel, the Ray job manager actor around its asyncio loop.
 
-How this works: the driver feeds events (``start``, ``tasks_restored``, ``tasks_started``, ``deploy_failed``,
-``acknowledge_checkpoint``, ``decline_checkpoint``, ``task_finished``, ``task_failed``, ``task_crashed_at``,
-``coordinator_receives``, ``timer_fired``) and carries out the actions each returns (``runtime.job.actions``);
+How this works: the driver feeds events (``start``, ``tasks_restored``, ``tasks_started``, ``tasks_running``,
+``deploy_failed``, ``acknowledge_checkpoint``, ``decline_checkpoint``, ``task_finished``, ``task_failed``,
+``task_crashed_at``, ``coordinator_receives``, ``timer_fired``) and carries out the actions each returns (``runtime.job.actions``);
 the coordinator's own timers run on the driver's timer service, and the actions they cause go to the driver's
 ``action_sink`` (as the coordinator's do). Time is the injected ``clock`` (ms, the coordinator's) and the job's
 clock for fault times is ms since the first deployment's tasks were restored (the simulator's time 0).
 - Deploying: every subtask gets the coordinator's current attempt, its share of the restored checkpoint
   (``assign_states``), its armed task-side crash points and its slowdowns. An attempt counts as running from
-  ``tasks_restored``; messages for any other attempt are not delivered (``is_current``).
+  ``tasks_restored``; messages for any other attempt are not delivered (``is_current``). The coordinator hears each
+  attempt DEPLOYING when it is deployed and RUNNING one by one (the first in ``tasks_started``, the others when the
+  driver hands back ``ReportRunning``): the periodic trigger starts from these, as Flink 2.3's does
+  (``runtime.coordinator.deactivator``).
 - Messages from tasks: an acknowledgement meets, in this order, a crash ``after_sync_snapshot_before_ack`` (the
   acknowledgement is lost with the task), a failed state write (it becomes a ``CHECKPOINT_ASYNC_EXCEPTION``
   decline), a ``fail_checkpoints`` decline, then the message's fate (dropped, or delayed), and after it a crash
@@ -28,8 +31,8 @@ clock for fault times is ms since the first deployment's tasks were restored (th
 - Failover (a task's death, ``FailJob``): Flink's restart-all strategy. The restart strategy decides
   (``runtime.restart_strategy``: too many failures fail the job); the job goes RESTARTING (the coordinator stops its
   periodic trigger and aborts its pending checkpoints and queued requests), the deployment is cancelled, the
-  coordinator picks the latest completed checkpoint, and after the restart delay the job is RUNNING again (the
-  periodic trigger restarts after a random initial delay) and the next deployment restores it; its first restart
+  coordinator picks the latest completed checkpoint, and after the restart delay the job is RUNNING again and the
+  next deployment restores it (its first task's RUNNING restarts the periodic trigger); its first restart
   also meets a ``during_restore`` crash, once per run. A fault of the schedule fires once (a crash of a task that is
   not running does nothing and is not counted). A coordinator's ``FailJob`` fails the job over after the rest of the
   actions of the same coordinator call went out (Flink queues ``failJob`` on the JobMaster's main thread): a trigger
@@ -78,7 +81,7 @@ availability (``JobMasterServiceLeadershipRunner`` recovering the job).
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.coordinator import messages as m
@@ -106,6 +109,7 @@ from barriersim.runtime.job.actions import (
     FaultDue,
     JobEnded,
     JobTimer,
+    ReportRunning,
     RestartDue,
     SendToCoordinator,
     SendToTask,
@@ -278,6 +282,8 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
                 self._handle_coordinator(self.coordinator.drain_actions())
                 restore = self._restore_from
                 self.restored_at_start = True
+            # Flink's job is RUNNING once it is scheduled, before its tasks are deployed
+            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
             self._deploy(restore)
         except (CheckpointStorageError, StateRestoreError, StateAssignmentError) as err:
             where = f"restore from {settings.path}: " if settings is not None else ""
@@ -302,18 +308,29 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
             return []
         self.running = True
         self.restored_in_flight += restored_in_flight_bytes
-        for key in self.subtasks:
-            self._handle_coordinator(self.coordinator.handle(m.TaskRunning(self.attempts[key])))
         if self.started_ms is None:
             self.started_ms = self.clock()
             self.source_records_at_start = dict(source_records_read or {})
         return self._take()
 
+    def tasks_running(self, epoch: int, attempts: Sequence[ExecutionAttemptID]) -> list:
+        """Tasks of deployment ``epoch`` report RUNNING (Flink's ``updateTaskExecutionState``), one after another, in
+        order (``ReportRunning``); the periodic trigger starts from these reports (``runtime.coordinator.deactivator``)."""
+        for attempt in attempts:
+            if epoch != self.epoch or self.outcome is not None or self.coordinator_down:
+                break
+            # a task that finished meanwhile (one deployed as finished, or one with nothing to read) ran before
+            if self.is_current(attempt) and (attempt.vertex_id, attempt.subtask_index) not in self.finished:
+                self._handle_coordinator(self.coordinator.handle(m.TaskRunning(attempt)))
+        return self._take()
+
     def tasks_started(self, epoch: int) -> list:
         """The tasks of deployment ``epoch`` work. On the first deployment the fault schedule's timed faults are
-        set and the periodic checkpoints start; on a later one a ``during_restore`` crash fires (once)."""
+        set; on a later one a ``during_restore`` crash fires (once). Then each task reports RUNNING: the first at
+        once, the others when the driver hands back ``ReportRunning``."""
         if epoch != self.epoch or self.outcome is not None:
             return []
+        self._running_reports(epoch)
         self._deployments += 1
         if self._deployments == 1:
             if self._arm_timed_faults:
@@ -326,7 +343,6 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
                 for fault in sorted(self.config.faults.of_type(DamageCheckpoint) + self.config.faults.of_type(CrashCoordinator),
                                     key=lambda f: f.at_ms):  # a damage before a coordinator crash at the same ms
                     self._out.append(StartTimer(max(0, fault.at_ms - self.job_ms()), FaultDue(fault)))
-            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
         if self._deployments > 1 or self.restored_at_start:
             for fault in self.config.faults.faults:
                 if (isinstance(fault, CRASHES) and fault.point is ProtocolPoint.DURING_RESTORE
@@ -336,6 +352,17 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
                         self.fault_log.fired(fault, self.job_ms())
                     break
         return self._take()
+
+    def _running_reports(self, epoch: int) -> None:
+        """The deployment's tasks report RUNNING one by one: the first now; the others, ``ReportRunning``, after what
+        this report sets off at the same instant. Reported before the rest of ``tasks_started`` (its faults), as
+        in Flink a task runs before anything can crash it."""
+        attempts = [self.attempts[key] for key in self.subtasks if key not in self.finished]
+        if not attempts or self.coordinator_down:
+            return
+        self._handle_coordinator(self.coordinator.handle(m.TaskRunning(attempts[0])))
+        if len(attempts) > 1:
+            self._out.append(ReportRunning(epoch, tuple(attempts[1:])))
 
     def deploy_failed(self, epoch: int, cause: str) -> list:
         """A task of deployment ``epoch`` could not be deployed (its process died, or it could not restore its

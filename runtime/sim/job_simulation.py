@@ -227,6 +227,9 @@ class JobSimulation(DataPlane):
                                         Priority.URGENT, "timer")
             elif kind is a.DeployTasks:
                 self._deploy(action)
+            elif kind is a.ReportRunning:  # at this instant, after the timers due now (the deployment takes no time)
+                self.sim.schedule_after(0, lambda act=action: self._carry_out(
+                    self.job_master.tasks_running(act.epoch, act.attempts)), Priority.LOW, "running")
             elif kind is a.KillTask:  # the task dies, and its death is seen at once
                 self._carry_out(self.job_master.task_failed(action.attempt, action.why))
             elif kind is a.KillTaskManagers:  # every task of the TaskManagers dies at once

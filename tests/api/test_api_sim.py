@@ -242,7 +242,7 @@ def test_a_storage_fault_the_run_went_on_after_is_in_its_summary(tmp_path):
         "late-ack-of-subsumed-incremental-checkpoint.toml"
     result = barriersim.run(case, out=tmp_path / "run").only
     errors = result.summary["simulation"]["storage_errors"]
-    assert len(errors) == 1 and "checkpoint 4: the acknowledgement of keyed_sum#1 was dropped" in errors[0], errors
+    assert len(errors) == 1 and "checkpoint 5: the acknowledgement of keyed_sum#1 was dropped" in errors[0], errors
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["simulation"]["storage_errors"] == errors
     plain = barriersim.run(write(tmp_path, TINY), out=tmp_path / "plain").only
     assert plain.summary["simulation"]["storage_errors"] == []

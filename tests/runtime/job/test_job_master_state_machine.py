@@ -72,6 +72,7 @@ from barriersim.runtime.job.actions import (
     KillTask,
     KillTaskManagers,
     NotifyCheckpointAborted,
+    ReportRunning,
     RestartDue,
     SendToCoordinator,
     SendToTask,
@@ -305,6 +306,9 @@ class JobMasterMachine(RuleBasedStateMachine):
             elif kind is StartTimer:
                 self.timers.register_timer(self.now + action.delay_ms,
                                            lambda timer=action.timer: self.carry_out(self.jm.timer_fired(timer)))
+            elif kind is ReportRunning:  # the other tasks' RUNNING, after what is due now (as the simulator does)
+                self.timers.register_timer(self.now, lambda act=action: self.carry_out(
+                    self.jm.tasks_running(act.epoch, act.attempts)))
             elif kind is JobEnded:
                 assert self.outcome is None, f"a second JobEnded: {action}"
                 self.outcome = action.outcome
@@ -476,6 +480,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         else:
             assert self.jm.tasks_restored(action.epoch, 0) == []
             assert self.jm.tasks_started(action.epoch) == []
+            assert self.jm.tasks_running(action.epoch, [d.attempt for d in action.tasks]) == []
         assert self.account() == before
 
     @precondition(lambda self: self.to_tasks or self.to_coordinator)
@@ -735,6 +740,9 @@ class SimpleDriver:
             elif type(action) is DeployTasks:
                 self.carry_out(self.jm.tasks_restored(action.epoch, 0, self.source_offsets))
                 self.carry_out(self.jm.tasks_started(action.epoch))
+            elif type(action) is ReportRunning:
+                self.timers.register_timer(self.timers.clock(), lambda act=action: self.carry_out(
+                    self.jm.tasks_running(act.epoch, act.attempts)))
             elif type(action) is KillTask:
                 self.carry_out(self.jm.task_failed(action.attempt, action.why))
 
@@ -784,9 +792,10 @@ def test_while_the_jobmanager_is_down_its_dead_coordinator_is_reported_once():
     jm = driver.jm
     assert jm.coordinator_down
     report = jm.report()
-    # one checkpoint was pending (nobody acknowledges here): it failed with the JobManager, and is counted once
-    assert report.counts["total"] == len(report.checkpoints) == 1
-    assert report.counts["in_progress"] == 0 and report.counts["failed"] == 1
+    # one checkpoint was pending (nobody acknowledges here): it failed with the JobManager, and is counted once; the
+    # other failed trigger is the first task's RUNNING one (NOT_ALL_REQUIRED_TASKS_RUNNING, no row, as in Flink)
+    assert len(report.checkpoints) == 1 and report.counts["total"] == 2
+    assert report.counts["in_progress"] == 0 and report.counts["failed"] == 2
 
 
 def test_a_jobmanager_crash_while_the_jobmanager_is_down_does_nothing():
@@ -802,7 +811,8 @@ def test_a_jobmanager_crash_while_the_jobmanager_is_down_does_nothing():
     assert (report.coordinator_failovers, report.restarts) == (1, 1)
     assert [f["fired"] for f in report.fault_log] == [1, 0]
     assert [a.epoch for a in driver.actions_since(0) if type(a) is CancelTasks] == [0]
-    assert report.counts["total"] == len(report.checkpoints)
+    # each JobManager's first task RUNNING set off a trigger that failed before it had an id (no row)
+    assert report.counts["total"] == len(report.checkpoints) + 2
     ids = [c["id"] for c in report.checkpoints]
     assert ids == sorted(set(ids))
 
@@ -870,11 +880,11 @@ def test_a_second_fail_job_of_one_coordinator_call_is_dropped_once_the_first_end
 
 
 def test_a_restarting_job_triggers_no_checkpoint_until_it_runs_again():
-    """Flink's ``DefaultScheduler`` puts a failing-over job RESTARTING, and the ``CheckpointCoordinatorDeActivator``
-    stops the periodic trigger, which aborts the pending checkpoints (``CHECKPOINT_COORDINATOR_SUSPEND``); when the
-    restart deploys, the job is RUNNING again and the trigger restarts after a random initial delay (between the
-    minimum pause and the interval). Before, the trigger ran on through the restart delay, and each trigger failed
-    (the tasks were not running): dozens of failed checkpoints that Flink does not have."""
+    """Flink's ``DefaultScheduler`` puts a failing-over job RESTARTING, and the periodic trigger stops, which aborts
+    the pending checkpoints (``CHECKPOINT_COORDINATOR_SUSPEND``); when the restart deploys, the first task that
+    reports RUNNING starts the trigger with the min pause (0): that trigger finds the other tasks not running and
+    fails (``NOT_ALL_REQUIRED_TASKS_RUNNING``), and the next one comes one interval later. Before, the trigger ran on
+    through the restart delay, and each trigger failed (the tasks were not running): dozens of failed checkpoints."""
     driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=10_000, restart_delay_ms=500))
     jm = driver.jm
     driver.timers.advance(40)  # checkpoint 1 is triggered and pending (nobody acknowledges)
@@ -886,9 +896,13 @@ def test_a_restarting_job_triggers_no_checkpoint_until_it_runs_again():
     assert not [a for a in during if type(a) is SendToTask and type(a.message) is TriggerCheckpoint]
     assert sorted(jm.coordinator.stats.history) == [1] and not jm.coordinator.is_periodic_checkpointing_started
     redeployed = len(driver.batches)
-    driver.timers.advance(1)  # the restart: RUNNING, deployed
+    failed = jm.coordinator.stats.counts["failed"]
+    driver.timers.advance(1)  # the restart: RUNNING, deployed, a trigger at once that fails
     assert jm.epoch == 1 and jm.coordinator.is_periodic_checkpointing_started
-    driver.timers.advance(30)  # the first trigger comes within the interval
+    assert jm.coordinator.stats.counts["failed"] == failed + 1
+    driver.timers.advance(29)
+    assert not [a for a in driver.actions_since(redeployed) if type(a) is SendToTask]
+    driver.timers.advance(1)  # one interval after the restart
     triggers = [a.message.checkpoint_id for a in driver.actions_since(redeployed)
                 if type(a) is SendToTask and type(a.message) is TriggerCheckpoint]
     assert triggers and triggers[0] == 2

@@ -94,8 +94,9 @@ def test_a_window_join_job_is_exactly_once_through_a_failover(mode):
 
 
 def test_the_found_at_least_once_join_case_is_at_least_once():
-    """The found case's job under a fault that makes it replay: source#0 crashes after its snapshot of checkpoint 1,
-    before acknowledging it, so the restore starts from the beginning and the windows that had fired fire again.
+    """The found case's job under a fault that makes it replay: source#0 crashes after its snapshot of checkpoint 2,
+    before acknowledging it, so the restore starts from checkpoint 1, taken as the job started, and the windows that
+    had fired fire again.
     (The fault it was found with, a crash before forwarding checkpoint 2's barrier, inflated an open window's
     aggregate; since the sources' event time ends with ``MAX_WATERMARK`` at the end of their splits, as Flink's, no
     window is open by then and the run is exact. ``tests/runtime/test_verification.py`` keeps the inflated reading.)"""
@@ -107,7 +108,7 @@ def test_the_found_at_least_once_join_case_is_at_least_once():
 
     scenario = load_scenario(Path(__file__).parent / "join-at-least-once-case.toml")
     faults = FaultSchedule.from_json(
-        '[{"checkpoint_id":1,"point":"after_sync_snapshot_before_ack","task":"source#0","type":"crash_task"}]')
+        '[{"checkpoint_id":2,"point":"after_sync_snapshot_before_ack","task":"source#0","type":"crash_task"}]')
     scenario = effective_scenario(scenario, seed=1, faults=faults)
     config = job_config(scenario)
     splits = workload_splits(scenario)

@@ -8,6 +8,7 @@ import dataclasses
 
 from hypothesis import given, strategies as st
 
+from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS
 from barriersim.runtime.events import Buffer
 from barriersim.runtime.job.config import JobConfig, SourceEmission
 from barriersim.runtime.operators.source import SplitSourceReader
@@ -71,12 +72,15 @@ def test_the_barrier_follows_exactly_the_records_due_when_the_trigger_reached_th
 
 def test_a_buffer_goes_out_when_the_record_that_finishes_it_is_due(monkeypatch):
     # 32 KiB buffers of 32-byte records: 1,024 records, due 102.4 ms after the start; no flush before (1 s timeout)
-    exact = run(monkeypatch, SourceEmission.EXACT, buffer_timeout_ms=1_000, network=NetworkConfig())
+    # and no barrier (checkpoint 1 would be triggered as the job starts, and its barrier finish the open buffer)
+    exact = run(monkeypatch, SourceEmission.EXACT, buffer_timeout_ms=1_000, network=NetworkConfig(),
+                interval_ms=NO_PERIODIC_CHECKPOINTS)
     anchor = exact["anchors"][0]
     first_at, records = exact["buffers"][0]
     assert records == 1_024
     assert first_at == anchor + 102_400  # a local channel: handed over when it is finished
-    steps = run(monkeypatch, SourceEmission.STEPS, buffer_timeout_ms=1_000, network=NetworkConfig())
+    steps = run(monkeypatch, SourceEmission.STEPS, buffer_timeout_ms=1_000, network=NetworkConfig(),
+                interval_ms=NO_PERIODIC_CHECKPOINTS)
     assert steps["buffers"][0] == (anchor + 100_000, 1_024)  # written with the step that starts at 100 ms
 
 

@@ -90,7 +90,9 @@ def test_tolerable_failures_fail_the_job_over_only_past_the_threshold():
     strict, _ = run("aligned", faults, records=60_000)
     tolerant, verdict = run("aligned", faults, records=60_000, tolerable_failures=5)
     assert strict.restarts >= 1
-    assert tolerant.restarts == 0 and tolerant.counts["failed"] == 2 and verdict.verdict is Verdict.EXACTLY_ONCE
+    # two declined, and the first task's RUNNING trigger at the start (NOT_ALL_REQUIRED_TASKS_RUNNING, not counted
+    # against the threshold, as in Flink)
+    assert tolerant.restarts == 0 and tolerant.counts["failed"] == 3 and verdict.verdict is Verdict.EXACTLY_ONCE
 
 
 def test_same_seed_same_trace_and_different_seeds_differ():
