@@ -16,8 +16,7 @@ against Flink's end-to-end median less its start-delay median), the bottleneck's
 subtasks report ``unaligned_checkpoint``; the job's throughput where the facts give it, in steady state (the
 bottleneck's rate over the middle half of its activity, scaled to the whole job: ``steady_throughput``; without
 backpressure it is the configured delivered rate, so that row checks only that the job keeps up); for heavy
-aligned also the first checkpoints' ramp (over several seeds, since the first trigger's random initial delay sets
-the first durations: ``ramp_runs``). Each figure is printed beside Flink's with the ratio and PASS within Flink's
+aligned also the first checkpoints' ramp (the medians over several seeds: ``ramp_runs``). Each figure is printed beside Flink's with the ratio and PASS within Flink's
 range widened by 30 % (figures under 50 ms: by 15 ms): Flink's table and these checks are
 ``benchmarks.alignment_checks``. A second block keeps the earlier wide-band shape checks.
 
@@ -286,8 +285,8 @@ def flusher_rows(quick: bool = False) -> list[Row]:
 
 
 def flusher_phase_rows(quick: bool = False) -> list[Row]:
-    """The idle aligned row with Flink's 100 ms flusher in one run per seed of ``RAMP_SEEDS``: each seed draws its own
-    initial checkpoint delay and every task's flusher phase, so its own phases of the trigger against the flushers.
+    """The idle aligned row with Flink's 100 ms flusher in one run per seed of ``RAMP_SEEDS``: each seed draws every
+    task's flusher phase, so its own phases of the flushers against the trigger (every interval from the start).
     Whatever the phases, the start delay stays well above the trigger path: each source's flush hands the bottleneck
     (about 70 % busy) 100 ms of that source's records, about 38 ms of work, and the first barrier it takes waits
     behind the records its own source held back since its last flush and behind what is left of the bursts before."""
@@ -301,11 +300,9 @@ RAMP_SEEDS = tuple(range(1, 9))
 
 
 def ramp_runs() -> list[RampRun]:
-    """The heavy aligned job's first six checkpoints, once per seed. Flink triggers the first periodic checkpoint after
-    a random initial delay (``CheckpointCoordinator.getRandomInitDelay``: uniform between the minimum pause and the
-    interval, here 0-1,000 ms; barriersim draws it from the seed, ``runtime/coordinator/periodic_scheduler.py``), and
-    how much data the channels in front of the bottleneck hold by then sets the first durations: one run's ramp is
-    one draw. Flink's table gives its run's durations, not its initial delay."""
+    """The heavy aligned job's first six checkpoints, once per seed (each its own costs and flusher phases).
+    Checkpoint 1 is triggered as the job starts: Flink 2.3 triggers it when the job's last task reports RUNNING
+    (``runtime/coordinator/deactivator.py``), and barriersim's tasks run at once."""
     base = load_scenario(ALIGNMENT_SCENARIO)
     heavy = apply_settings(base, {"checkpointing.mode": "aligned", "workload.rate_per_source": HEAVY_RATE,
                                   "workload.records": 45_000}, "benchmark")  # about 18 s of the job
