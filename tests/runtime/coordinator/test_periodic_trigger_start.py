@@ -52,7 +52,8 @@ def test_basic_lifecycle():
     assert rec.started
 
 
-def test_task_failure():
+def running() -> tuple[ExecutionTrackingDeActivator, Recorder, ExecutionAttemptID, ExecutionAttemptID]:
+    """Flink's tests' common start: both executions deployed, the job RUNNING, both executions RUNNING."""
     act, rec, e1, e2 = activator()
     act.on_state_update(e1, S.DEPLOYING)
     act.on_state_update(e2, S.DEPLOYING)
@@ -60,18 +61,17 @@ def test_task_failure():
     act.on_state_update(e1, S.RUNNING)
     act.on_state_update(e2, S.RUNNING)
     assert rec.started
+    return act, rec, e1, e2
+
+
+def test_task_failure():
+    act, rec, e1, _ = running()
     act.on_state_update(e1, S.FAILED)
     assert not rec.started
 
 
 def test_job_restart():
-    act, rec, e1, e2 = activator()
-    act.on_state_update(e1, S.DEPLOYING)
-    act.on_state_update(e2, S.DEPLOYING)
-    act.job_status_changes(JobStatus.RUNNING)
-    act.on_state_update(e1, S.RUNNING)
-    act.on_state_update(e2, S.RUNNING)
-    assert rec.started
+    act, rec, _, _ = running()
     for status in (JobStatus.FAILED, JobStatus.RESTARTING, JobStatus.INITIALIZING):
         act.job_status_changes(status)
         assert not rec.started
@@ -90,10 +90,7 @@ def test_job_finish():
 def test_an_attempt_that_ended_cancelled_keeps_the_deactivator_from_starting_again():
     """Not in Flink's test, but what its class does: an attempt that ended CANCELED or FAILED never leaves the pending
     set, so the new attempts of a failover running does not start the trigger (the RUNNING rule does)."""
-    act, rec, e1, e2 = activator()
-    act.job_status_changes(JobStatus.RUNNING)
-    act.on_state_update(e1, S.RUNNING)
-    act.on_state_update(e2, S.RUNNING)
+    act, rec, e1, e2 = running()
     act.on_state_update(e1, S.FAILED)
     act.on_state_update(e2, S.CANCELED)
     assert not rec.started
