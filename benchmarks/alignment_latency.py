@@ -437,7 +437,7 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
         delays = [r.start_delay_ms for r in phases if r.start_delay_ms is not None]
         e2e = [r.e2e_ms for r in phases if r.e2e_ms is not None]
         console.print(f"  flusher 100 ms, one run per seed {RAMP_SEEDS[0]}-{RAMP_SEEDS[-1]} (each its own phases of the "
-                      f"trigger and of the flushers): bottleneck start delay {_ms(min(delays))} to {_ms(max(delays))}, "
+                      f"flushers against the trigger): bottleneck start delay {_ms(min(delays))} to {_ms(max(delays))}, "
                       f"e2e median {_ms(min(e2e))} to {_ms(max(e2e))} (the facts: 9-12 and 20-24 ms{_here_idle_aligned(here)})",
                       markup=False, highlight=False)
         rows = rows + list(phases)
