@@ -149,13 +149,21 @@ def _drop_py4j_half_made_connection_error(unraisable) -> None:
 
 
 class _DropPy4jInterruptTraceback(logging.Filter):
-    """py4j's ``send_command`` logs ``KeyboardInterrupt while sending command.`` with a traceback through the root
-    logger before it re-raises the KeyboardInterrupt; the caller reports the interrupt in one line, so the record is
-    dropped. Every other record passes."""
+    """py4j's ``GatewayClient.send_command`` logs through the root logger, with a traceback: ``KeyboardInterrupt while
+    sending command.`` before it re-raises a Ctrl-C (the caller reports the interrupt in one line, so the record is
+    dropped), and ``Exception while sending command.`` when the JVM's answer is gone (after a Ctrl-C stopped it, the
+    ``Py4JNetworkError`` "Answer from Java side is empty"; the call then fails, and the caller reports that). Such a
+    record goes to the py4j logger's own handler instead, the run's Python log file while Spark runs, or nowhere.
+    Every other record passes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if not record.pathname.endswith(f"{os.sep}py4j{os.sep}java_gateway.py"):
+            return True
         exc = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(exc, KeyboardInterrupt) and record.pathname.endswith("java_gateway.py"))
+        py4j = logging.getLogger("py4j")
+        if not isinstance(exc, KeyboardInterrupt) and py4j.handlers and not py4j.propagate:
+            py4j.handle(record)
+        return False
 
 
 class _PythonLogs:

@@ -18,9 +18,29 @@ def test_py4j_keyboard_interrupt_record_is_dropped():
 
 def test_other_records_pass():
     dropper = _DropPy4jInterruptTraceback()
-    assert dropper.filter(_record("/venv/site-packages/py4j/java_gateway.py", ConnectionError("gone"))) is True
     assert dropper.filter(_record("/work/barriersim/run.py", KeyboardInterrupt())) is True
-    assert dropper.filter(_record("/venv/site-packages/py4j/java_gateway.py", None)) is True
+    assert dropper.filter(_record("/work/barriersim/run.py", ConnectionError("gone"))) is True
+
+
+def test_a_py4j_network_error_on_the_root_logger_goes_to_the_py4j_log_not_the_terminal(monkeypatch):
+    """After a Ctrl-C stopped the JVM, py4j logs ``Exception while sending command.`` (``Py4JNetworkError``: the
+    answer from the Java side is empty) with a traceback through the root logger: it goes to the py4j logger's
+    handler (the run's Python log file while Spark runs) and not to the terminal."""
+    kept = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            kept.append(record)
+
+    py4j = logging.getLogger("py4j")
+    monkeypatch.setattr(py4j, "handlers", [Keep()])
+    monkeypatch.setattr(py4j, "propagate", False)
+    dropper = _DropPy4jInterruptTraceback()
+    record = _record("/venv/site-packages/py4j/java_gateway.py", ConnectionError("Answer from Java side is empty"))
+    assert dropper.filter(record) is False and kept == [record]
+    assert dropper.filter(_record("/venv/site-packages/py4j/java_gateway.py", None)) is False and len(kept) == 2
+    monkeypatch.setattr(py4j, "handlers", [])  # no run's log (Spark stopped): dropped, never on the terminal
+    assert dropper.filter(_record("/venv/site-packages/py4j/java_gateway.py", ConnectionError("gone"))) is False
 
 
 class _HalfMadeConnection:
