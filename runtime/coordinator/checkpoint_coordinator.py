@@ -8,7 +8,8 @@ Randomness (the periodic trigger's initial delay) comes from the injected ``rand
 composed of three halves, one module each: ``triggering`` (request queue, plan, new pending checkpoints, the
 trigger's phases: operator coordinators, master hooks, tasks; the periodic trigger), ``completion`` (acknowledgements, declines, completing and aborting) and ``restore``
 (restoring the latest checkpoint or a savepoint); this module holds the state they share, the event dispatch,
-the task and job-status bookkeeping (global failover) and shutdown. A driver that injects a
+the task and job-status bookkeeping (a failover: ``TaskFailed`` ends the attempts, ``RestartTasks`` after the restart
+delay gives new ones, aborts the pending checkpoints and restores) and shutdown. A driver that injects a
 ``checkpoint_writer(metadata, is_savepoint)`` (Flink's ``CheckpointStorageCoordinatorView``) has the coordinator
 write each ``_metadata`` while finalizing, so a failed write aborts the checkpoint (``FINALIZE_CHECKPOINT_FAILURE``)
 before it reaches the store; without one the coordinator emits ``PersistCheckpoint`` and trusts the driver.
@@ -51,6 +52,9 @@ from barriersim.runtime.coordinator.triggering import CheckpointTriggering, Trig
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID
 from barriersim.runtime.state.snapshot import CheckpointMetadata
+
+_ENDED_BY_FAILOVER = (ExecutionState.FAILED, ExecutionState.CANCELED)
+_TERMINAL = (ExecutionState.FINISHED, *_ENDED_BY_FAILOVER)
 
 NUM_GHOST_CHECKPOINT_IDS = 16
 
@@ -152,7 +156,7 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
 
     def handle(self, event: m.CoordinatorEvent) -> list:
         if self._finalizing is not None and not self._ends_finalization(event):
-            if not isinstance(event, (m.TaskFailed, m.JobStatusChanged)):
+            if not isinstance(event, (m.TaskFailed, m.RestartTasks, m.JobStatusChanged)):
                 self._held_events.append(event)  # Flink: the coordinator's lock is held while the _metadata is written
                 return []
             # a failover or a job status change takes the lock after the write: the completion ends now (a little
@@ -199,6 +203,8 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
             self._set_execution_state(event.attempt_id, ExecutionState.FINISHED)
         elif isinstance(event, m.TaskFailed):
             self.on_task_failed(event)
+        elif isinstance(event, m.RestartTasks):
+            self.restart_tasks()
         elif isinstance(event, m.JobStatusChanged):
             self.job_status_changes(event.status)
         else:
@@ -263,8 +269,8 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         current = self.executions.get(key)
         if current is None:
             raise CoordinatorError(f"{state.value} for unknown task {attempt_id} (job {self.job_id})")
-        if current.attempt_id != attempt_id:
-            return
+        if current.attempt_id != attempt_id or current.state in _TERMINAL:
+            return  # Flink's Execution leaves no terminal state (a late report of an attempt a failover ended)
         self.executions[key] = Execution(attempt_id, state)
         if not self.is_shutdown:
             self.deactivator.on_state_update(attempt_id, state)
@@ -283,37 +289,42 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         if self.scheduler.is_periodic_checkpointing_configured:
             self.start_checkpoint_scheduler()
 
-    def on_task_failed(self, event: m.TaskFailed) -> CompletedCheckpoint | None:
-        """Global failover: abort pending checkpoints (JOB_FAILOVER_REGION), give every subtask a new attempt,
-        restore the latest completed checkpoint (``RestoreFrom``)."""
+    def on_task_failed(self, event: m.TaskFailed) -> None:
+        """The job fails over (a region of every task, Flink's ``DefaultScheduler.restartTasksWithDelay``): the failed
+        attempt ends FAILED, the others CANCELED (a finished one stays FINISHED), heard by the deactivator. Nothing
+        else happens before the restart (``restart_tasks``): a periodic trigger the deactivator did not stop runs on
+        (its requests fail their pre-flight check while no task runs), and the pending checkpoints stay pending (the
+        old attempts' acknowledgements still count)."""
         key = (event.attempt_id.vertex_id, event.attempt_id.subtask_index)
         current = self.executions.get(key)
-        if current is None or current.attempt_id != event.attempt_id or self.is_shutdown:
-            return None  # a failure of an older attempt (already failed over) or after shutdown
+        if (current is None or current.attempt_id != event.attempt_id or self.is_shutdown
+                or current.state in _ENDED_BY_FAILOVER):
+            return  # a failure of an older attempt, one the failover already ended, or after shutdown
+        for e in list(self.executions.values()):
+            if e.state is not ExecutionState.FINISHED:
+                self._set_execution_state(
+                    e.attempt_id, ExecutionState.FAILED if e.attempt_id == event.attempt_id else ExecutionState.CANCELED)
+
+    def restart_tasks(self) -> CompletedCheckpoint | None:
+        """The restart after the delay (Flink's ``DefaultScheduler.restartTasks``): every subtask gets a new attempt
+        (``resetForNewExecutions``), then ``SchedulerBase.restoreState`` aborts the pending checkpoints
+        (``JOB_FAILOVER_REGION``) and restores the latest completed checkpoint (``RestoreFrom``)."""
+        if self.is_shutdown:
+            return None
         # the new attempts exist before the aborts, so that a queued request released by an abort is not
-        # triggered on the dead attempts (in Flink it runs later and finds the tasks not running)
-        old = [e.attempt_id for e in self.executions.values()]
+        # triggered on the old attempts (it fails its pre-flight check: no task runs yet)
         for k, e in list(self.executions.items()):
             self.executions[k] = Execution(e.attempt_id.next_attempt(), ExecutionState.CREATED)
         self.abort_pending_checkpoints(CheckpointException(CheckpointFailureReason.JOB_FAILOVER_REGION))
-        # the old attempts end FAILED (the one that failed) or CANCELED and stay in the deactivator's pending set: a
-        # periodic trigger the deactivator started stops (the pending checkpoints were aborted for the failover)
-        for attempt in old:
-            self.deactivator.on_state_update(
-                attempt, ExecutionState.FAILED if attempt == event.attempt_id else ExecutionState.CANCELED)
         return self.restore_latest_checkpointed_state()
 
     def job_status_changes(self, status: JobStatus) -> None:
-        """The job's status, heard by the deactivator. Any status but RUNNING also stops the periodic trigger, which
-        aborts the pending checkpoints and the queued requests: after a job's first failover Flink's deactivator no
-        longer stops it, and its trigger runs on through a restart (``docs/flink-2.3-divergences.md``). A terminal
-        status also shuts down."""
+        """The job's status, heard by the deactivator (which stops a periodic trigger it started when the job leaves
+        RUNNING: at a job's first failover, not after; ``deactivator``). A terminal status also shuts down."""
         self.job_status = status
         if self.is_shutdown:
             return
         self.deactivator.job_status_changes(status)
-        if status is not JobStatus.RUNNING:
-            self.stop_checkpoint_scheduler()
         if status.is_terminal:
             self.shutdown(status)
 

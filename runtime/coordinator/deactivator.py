@@ -11,9 +11,12 @@ streaming job whose tasks report RUNNING one after another: the job's RUNNING st
 initial delay is spent there) and the first deployment's state changes stop it; the first task's RUNNING starts it
 with the min pause (0 by default), and that trigger fails its pre-flight check (``NOT_ALL_REQUIRED_TASKS_RUNNING``,
 a failed checkpoint in the statistics) when the other tasks are not running yet; the last task's RUNNING starts it
-again, and checkpoint 1 is triggered at once. After a failover the first restarted task's RUNNING starts it (the
-trigger fails the same way) and the next trigger comes one interval later. ``start`` and ``stop`` are the
-coordinator's ``startCheckpointScheduler`` / ``stopCheckpointScheduler``.
+again, and checkpoint 1 is triggered at once. At the job's first failover the job's RESTARTING stops it (the pending
+checkpoints and queued requests are aborted); the first restarted task's RUNNING starts it (the trigger fails the same
+way) and the next trigger comes one interval later. From then on the old attempts keep the pending set non-empty and
+the deactivator did not start the trigger: it runs on through every later failover and restart (its requests fail
+their pre-flight check while the tasks do not run, or wait behind the checkpoints still pending, which the restart
+aborts). ``start`` and ``stop`` are the coordinator's ``startCheckpointScheduler`` / ``stopCheckpointScheduler``.
 """
 
 from __future__ import annotations

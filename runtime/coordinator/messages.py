@@ -118,10 +118,17 @@ class TaskFinished:
 
 @dataclass(frozen=True)
 class TaskFailed:
-    """A task failed: a global failover (all tasks get a new attempt, the latest checkpoint is restored)."""
+    """A task failed and the job fails over (every task is restarted): the failed attempt ends FAILED, the others
+    CANCELED. The new attempts and the restore come with ``RestartTasks``, after the restart delay."""
 
     attempt_id: ExecutionAttemptID
     cause: str = ""
+
+
+@dataclass(frozen=True)
+class RestartTasks:
+    """The restart delay after a failover has passed (Flink's ``DefaultScheduler.restartTasks``): every task gets a
+    new attempt, the pending checkpoints are aborted and the latest completed checkpoint is restored."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,8 @@ class JobStatusChanged:
 
 CoordinatorEvent = Union[
     TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, AcknowledgeCoordinatorState, CoordinatorCheckpointFailed,
-    MasterHookCompleted, TimerFired, TaskDeploying, TaskRunning, TaskFinished, TaskFailed, JobStatusChanged,
+    MasterHookCompleted, TimerFired, TaskDeploying, TaskRunning, TaskFinished, TaskFailed, RestartTasks,
+    JobStatusChanged,
 ]
 
 # -- actions out -------------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Union
 
 from barriersim.runtime.coordinator import messages as m
-from barriersim.runtime.coordinator.messages import RestoreFrom
 from barriersim.runtime.events import CheckpointOptions
 from barriersim.runtime.faults import Fault, ProtocolPoint, SlowTask
 from barriersim.runtime.ids import ExecutionAttemptID
@@ -185,7 +184,6 @@ class RestartDue:
     """The restart delay after the failover that ended deployment ``epoch - 1`` has passed."""
 
     epoch: int
-    restore: RestoreFrom | None
 
 
 @dataclass(frozen=True)

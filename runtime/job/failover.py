@@ -5,10 +5,11 @@ How this works: ``JobFailover`` is the part of ``runtime.job.job_master.JobMaste
 state: the attempts, the coordinator, the fault log, the outgoing actions) that carries out what the fault schedule
 asks and what a death causes. A crash kills the running attempts it meets (``KillTask`` / ``KillTaskManagers``; a
 fault that meets no running task does nothing and is not counted); the first death fails the job over: the
-restart strategy decides, the job goes RESTARTING (the coordinator stops its periodic trigger and aborts its pending
-checkpoints and queued requests), the deployment is cancelled, the coordinator picks the latest completed checkpoint,
-and the next deployment is due after the restart delay, when the job is RUNNING again (Flink's ``DefaultScheduler``
-with ``RestartAllFailoverStrategy``). A stop-with-savepoint in progress fails with the failover as Flink's
+restart strategy decides, the job goes RESTARTING and the deployment is cancelled (the coordinator's deactivator
+stops the periodic trigger at the job's first failover, aborting the pending checkpoints and queued requests; later
+the trigger runs on), and after the restart delay the job is RUNNING again, the coordinator gives new attempts, aborts
+the pending checkpoints, picks the latest completed checkpoint, and the new deployment restores it (Flink's
+``DefaultScheduler``, a failover region of every task). A stop-with-savepoint in progress fails with the failover as Flink's
 ``StopWithSavepointTerminationHandlerImpl`` fails it. A JobManager crash loses the coordinator (its timers and the
 messages to it) and every task; its recovery builds a new coordinator from the checkpoint storage's
 completed-checkpoint list (``checkpoint_recovery``) and redeploys, or fails the job with the reason it cannot.
@@ -151,18 +152,29 @@ class JobFailover:
         if stop is not None and not self.coordinator_down:
             self._fail_stopping_job(stop, task, why)
             return
-        # Flink's DefaultScheduler.restartTasksWithDelay: the job goes RESTARTING before its tasks are cancelled, and
-        # the periodic trigger stops, which aborts the pending checkpoints and the queued requests
-        # (CHECKPOINT_COORDINATOR_SUSPEND); the job is RUNNING again when the restart deploys (``timer_fired``,
-        # ``RestartDue``), and the first restarted task's RUNNING starts the trigger (``coordinator.deactivator``)
+        # Flink's DefaultScheduler.restartTasksWithDelay: the job goes RESTARTING and the tasks are cancelled (the
+        # failed attempt ends FAILED, the others CANCELED). The deactivator stops the periodic trigger if it started
+        # it (at the first failover), which aborts the pending checkpoints and the queued requests
+        # (CHECKPOINT_COORDINATOR_SUSPEND); otherwise the trigger runs on and the pending checkpoints wait. After the
+        # restart delay (``timer_fired``, ``RestartDue``) the job is RUNNING again, and ``restartTasks`` gives new
+        # attempts, aborts what is pending (JOB_FAILOVER_REGION), restores the latest checkpoint and deploys
         self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RESTARTING)))
         self._cancel_deployment()
-        self._restore_from = None
         if failed is None:
             failed = self.coordinator.current_attempt(self.graph.vertices[0].name, 0)
         self._handle_coordinator(self.coordinator.handle(m.TaskFailed(failed, why)))
-        self._out.append(StartTimer(self.restart_strategy.backoff_ms(self.clock()),
-                                    RestartDue(self.epoch, self._restore_from)))
+        self._out.append(StartTimer(self.restart_strategy.backoff_ms(self.clock()), RestartDue(self.epoch)))
+
+    def _restart(self) -> None:
+        """The restart delay has passed (Flink's ``DefaultScheduler.restartTasks``): the job is RUNNING again, the
+        coordinator gives every task a new attempt, aborts the pending checkpoints and picks the latest completed
+        checkpoint, which the new deployment restores."""
+        epoch = self.epoch
+        self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
+        self._restore_from = None
+        self._handle_coordinator(self.coordinator.handle(m.RestartTasks()))
+        if self.outcome is None and self.epoch == epoch:  # (an abort's FailJob may have failed the job over again)
+            self._deploy(self._restore_from)
 
     def _fail_stopping_job(self, stop, task: str, why: str) -> None:
         """A failure after a stop-with-savepoint's savepoint completed, before every task finished: the job fails

@@ -29,10 +29,11 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   job. A lost node stays lost: every later deployment places its TaskManagers on the surviving nodes
   (``Placement.node_of_taskmanager``).
 - Failover (a task's death, ``FailJob``): Flink's restart-all strategy. The restart strategy decides
-  (``runtime.restart_strategy``: too many failures fail the job); the job goes RESTARTING (the coordinator stops its
-  periodic trigger and aborts its pending checkpoints and queued requests), the deployment is cancelled, the
-  coordinator picks the latest completed checkpoint, and after the restart delay the job is RUNNING again and the
-  next deployment restores it (its first task's RUNNING restarts the periodic trigger); its first restart
+  (``runtime.restart_strategy``: too many failures fail the job); the job goes RESTARTING and the deployment is cancelled
+  (at the job's first failover the coordinator's deactivator stops the periodic trigger, aborting the pending
+  checkpoints and queued requests; later it runs on); after the restart delay the job is RUNNING again, the
+  coordinator aborts what is still pending, gives new attempts and picks the latest completed checkpoint, and the
+  next deployment restores it (its first task's RUNNING restarts a stopped trigger); its first restart
   also meets a ``during_restore`` crash, once per run. A fault of the schedule fires once (a crash of a task that is
   not running does nothing and is not counted). A coordinator's ``FailJob`` fails the job over after the rest of the
   actions of the same coordinator call went out (Flink queues ``failJob`` on the JobMaster's main thread): a trigger
@@ -467,9 +468,7 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
                 self._damage_checkpoint(fault)
         elif type(timer) is RestartDue:
             if timer.epoch == self.epoch and self.outcome is None:
-                # Flink's DefaultScheduler.restartTasks: RESTARTING -> RUNNING, then the restore and the deployment
-                self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
-                self._deploy(timer.restore)
+                self._restart()
         elif type(timer) is CoordinatorRecoveryDue:
             if timer.epoch == self.epoch and self.outcome is None:
                 self._recover_coordinator()

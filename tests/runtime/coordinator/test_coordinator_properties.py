@@ -81,6 +81,7 @@ def run(cfg: dict, ops: list, seed: int, use_savepoints: bool):
         else:
             stale.append(attempts[step[1] % len(attempts)])
             record(h.coord.handle(m.TaskFailed(attempts[step[1] % len(attempts)])))
+            record(h.coord.handle(m.RestartTasks()))
             for a in h.all_attempts:
                 record(h.coord.handle(m.TaskRunning(a)))
         pending = list(h.coord.pending_checkpoints.values())

@@ -8,7 +8,7 @@ import pytest
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome
-from barriersim.runtime.coordinator.plan import JobVertexInfo
+from barriersim.runtime.coordinator.plan import ExecutionState, JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointRetentionPolicy, JobStatus
 from barriersim.runtime.coordinator.restore import StateRestoreError, check_state_mapping
 from barriersim.runtime.events import CheckpointType
@@ -82,14 +82,23 @@ def complete_one(h, cid: int, states: bool = True) -> list:
     return out
 
 
-def test_task_failure_aborts_pending_checkpoints_and_restores_the_latest_completed_one():
+def test_the_restart_aborts_pending_checkpoints_and_restores_the_latest_completed_one():
+    """A failover whose periodic trigger runs on (the deactivator did not start it): the failure only ends the
+    attempts; the pending checkpoints wait until the restart (Flink's ``DefaultScheduler.restartTasks``), which gives
+    new attempts, aborts them (``JOB_FAILOVER_REGION``, ``SchedulerBase.restoreState``) and restores."""
     h = make(max_concurrent_checkpoints=5)
     h.trigger()
     complete_one(h, 1)
     h.trigger()
     h.trigger()
     src = h.attempt("src")
-    actions = h.coord.handle(m.TaskFailed(src, "boom"))
+    assert h.coord.handle(m.TaskFailed(src, "boom")) == []
+    assert h.coord.number_of_pending_checkpoints == 2 and h.attempt("src") == src
+    # a request while the tasks are cancelled fails its pre-flight check, without an id
+    assert failed_reasons(h.trigger()) == [R.NOT_ALL_REQUIRED_TASKS_RUNNING]
+    # a failure of another ended attempt is not a second failover
+    assert h.coord.handle(m.TaskFailed(h.attempt("map"))) == []
+    actions = h.coord.handle(m.RestartTasks())
     assert sorted(a.checkpoint_id for a in of(m.TriggerRequestFailed, actions)) == [2, 3]
     assert set(failed_reasons(actions)) == {R.JOB_FAILOVER_REGION}
     assert of(m.FailJob, actions) == []  # JOB_FAILOVER_REGION does not count
@@ -106,14 +115,57 @@ def test_task_failure_aborts_pending_checkpoints_and_restores_the_latest_complet
     assert failed_reasons(h.trigger()) == [R.NOT_ALL_REQUIRED_TASKS_RUNNING]  # new attempts not running yet
     for a in h.all_attempts:
         h.coord.handle(m.TaskRunning(a))
-    assert triggered_ids(h.trigger()) == [4]  # the pre-flight failure above used no id
+    assert triggered_ids(h.trigger()) == [4]  # the pre-flight failures above used no id
     assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(JOB, src, 4)) is AcknowledgeOutcome.UNKNOWN
+
+
+def test_an_acknowledgement_of_an_old_attempt_during_the_restart_delay_completes_the_checkpoint_the_restart_restores():
+    """The pending checkpoint outlives the failure: the cancelled task's acknowledgement, sent before it was
+    cancelled, still counts (the checkpoint's tasks to acknowledge are the old attempts), and the restart restores the
+    checkpoint it completed."""
+    h = make()
+    h.trigger()
+    complete_one(h, 1)
+    h.trigger()
+    src, map_ = h.attempt("src"), h.attempt("map")
+    h.ack(src, 2, keyed_snapshot("src"))
+    h.coord.handle(m.TaskFailed(src, "boom"))  # after its acknowledgement
+    h.ack(map_, 2, keyed_snapshot("map"))  # the cancelled task's, in flight
+    assert h.coord.store.get_latest_checkpoint_id() == 2
+    [restore] = of(m.RestoreFrom, h.coord.handle(m.RestartTasks()))
+    assert restore.checkpoint_id == 2
+
+
+def test_an_attempt_the_failover_ended_stays_ended():
+    """Flink's ``Execution`` leaves no terminal state: a late FINISHED or RUNNING of a cancelled attempt, before the
+    restart, changes nothing (its state stays CANCELED, it stays in the deactivator's pending set)."""
+    h = make()
+    h.coord.handle(m.TaskFailed(h.attempt("src")))
+    cancelled = h.attempt("map")
+    h.coord.handle(m.TaskFinished(cancelled))
+    h.coord.handle(m.TaskRunning(cancelled))
+    assert h.coord.executions[("map", 0)].state is ExecutionState.CANCELED
+    assert cancelled in h.coord.deactivator.pending_executions
+
+
+def test_the_first_failover_stops_the_trigger_the_deactivator_started_and_aborts_at_once():
+    """Every task ran, so the deactivator started the trigger: the job's RESTARTING stops it, which aborts the pending
+    checkpoint at the failure (``CHECKPOINT_COORDINATOR_SUSPEND``); the restart finds nothing to abort."""
+    h = make()
+    h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    h.trigger()
+    actions = h.coord.handle(m.JobStatusChanged(JobStatus.RESTARTING))
+    actions += h.coord.handle(m.TaskFailed(h.attempt("map")))
+    assert failed_reasons(actions) == [R.CHECKPOINT_COORDINATOR_SUSPEND]
+    restart = h.coord.handle(m.RestartTasks())
+    assert failed_reasons(restart) == [] and of(m.RestoreFrom, restart) == [m.RestoreFrom(None, None, False, False)]
 
 
 def test_failover_without_a_completed_checkpoint_starts_fresh():
     h = make()
     h.trigger()
-    actions = h.coord.handle(m.TaskFailed(h.attempt("map")))
+    h.coord.handle(m.TaskFailed(h.attempt("map")))
+    actions = h.coord.handle(m.RestartTasks())
     assert of(m.RestoreFrom, actions) == [m.RestoreFrom(None, None, False, False)]
 
 
@@ -123,6 +175,7 @@ def test_every_task_gets_one_abort_notice_per_checkpoint():
         h.trigger()
     actions = h.decline(h.attempt("b", 1), 2)
     actions += h.coord.handle(m.TaskFailed(h.attempt("a", 0)))
+    actions += h.coord.handle(m.RestartTasks())
     notices = [(n.task, n.checkpoint_id) for n in of(m.NotifyCheckpointAborted, actions)]
     assert len(notices) == len(set(notices)) == 3 * 5
 
@@ -299,11 +352,12 @@ def test_runs_on_the_simulation_kernel_as_timer_service_and_clock():
     assert all(b.timestamp - a.timestamp == 100 for a, b in zip(triggers, triggers[1:]))
 
 
-def test_a_request_released_by_the_failover_abort_is_not_triggered_on_dead_attempts():
+def test_a_request_released_by_the_restart_abort_is_not_triggered_on_dead_attempts():
     h = make(max_concurrent_checkpoints=1)
     h.trigger()
     h.trigger(request_id=5)  # queued behind checkpoint 1
-    actions = h.coord.handle(m.TaskFailed(h.attempt("map")))
+    assert h.coord.handle(m.TaskFailed(h.attempt("map"))) == []  # it stays queued through the restart delay
+    actions = h.coord.handle(m.RestartTasks())
     assert triggered_ids(actions) == []
     assert m.TriggerRequestFailed(5, None, R.NOT_ALL_REQUIRED_TASKS_RUNNING) in actions
     assert h.coord.number_of_pending_checkpoints == 0

@@ -1,6 +1,6 @@
 """A Hypothesis rule-based state machine driving the coordinator as a JobManager would see it: triggers,
-acknowledgements, declines, time passing (expiry, periodic triggers), failed ``_metadata`` writes, task failover
-and restart, JobManager failover (a new coordinator recovering the completed checkpoints from the storage's
+acknowledgements (of the ended attempts too, while a failover waits for its restart), declines, time passing
+(expiry, periodic triggers), failed ``_metadata`` writes, task failover and restart after a delay, JobManager failover (a new coordinator recovering the completed checkpoints from the storage's
 completed-checkpoint list, with the persisted id counter), and, for some jobs, a master hook or an operator
 coordinator that answers each trigger later (or fails). After every step the invariants hold: checkpoint ids only grow (across JobManager failovers
 too), at most ``max_concurrent`` checkpoints are pending, completed ids only grow, the store retains at most
@@ -60,6 +60,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.failed_writes: list[int] = []
         self.outcomes: set[tuple] = set()
         self.generation = 0
+        self.restart_due = False
         self.h = self.new_coordinator(store=DefaultCompletedCheckpointStore(max_retained, self.storage))
         self.carry_out(self.h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING)))
 
@@ -98,8 +99,10 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 self.fail_over()
 
     def fail_over(self):
+        """A task fails: the attempts end; the new ones come with the restart, after the delay (``tasks_restart``)."""
         first = self.h.all_attempts[0]
         self.carry_out(self.h.coord.handle(m.TaskFailed(first, "failover")))
+        self.restart_due = True
 
     # -- rules ---------------------------------------------------------------------------------------
 
@@ -169,6 +172,10 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     @rule()
     def tasks_restart(self):
+        """The restart delay passed: new attempts (if a failover waits for them), deployed and running."""
+        if self.restart_due:
+            self.restart_due = False
+            self.carry_out(self.h.coord.handle(m.RestartTasks()))
         for attempt in self.h.all_attempts:
             self.carry_out(self.h.coord.handle(m.TaskRunning(attempt)))
 
@@ -181,6 +188,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         assert list(recovered.recovered_ids) == [c.checkpoint_id for c in old.coord.store.get_all_checkpoints()]
         first_attempt = 1 + max(a.attempt_number for a in old.all_attempts)
         self.generation += 1
+        self.restart_due = False  # the new coordinator's attempts are new
         self.h = self.new_coordinator(store=recovered.store, first_attempt_number=first_attempt, tasks_running=False)
         self.h.coord.restore_latest_checkpointed_state()
         self.carry_out(self.h.coord.drain_actions())

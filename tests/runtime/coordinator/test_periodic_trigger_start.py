@@ -156,6 +156,7 @@ def test_after_a_failover_the_first_running_task_starts_the_trigger_with_the_min
     assert not h.coord.is_periodic_checkpointing_started
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))  # the old attempts are pending for good: no start
     assert not h.coord.is_periodic_checkpointing_started
+    h.coord.handle(m.RestartTasks())
     for attempt in h.all_attempts:
         h.coord.handle(m.TaskDeploying(attempt))
     h.advance(500)
@@ -168,15 +169,55 @@ def test_after_a_failover_the_first_running_task_starts_the_trigger_with_the_min
     assert triggered_ids(h.advance(100)) == [2]
 
 
+def test_from_the_second_failover_on_the_trigger_runs_on_through_the_restart():
+    """The deactivator did not start the trigger the first restarted task's RUNNING started, so it does not stop it:
+    at the second failover checkpoint 3 stays pending, the periodic request queues behind it, the restart aborts it
+    (``JOB_FAILOVER_REGION``) and the released request fails its pre-flight check; the trigger keeps its period."""
+    h = deploying(interval=100)
+    for attempt in h.all_attempts:
+        h.coord.handle(m.TaskRunning(attempt))
+    assert triggered_ids(h.advance(0)) == [1]
+    h.coord.handle(m.JobStatusChanged(JobStatus.RESTARTING))  # the first failover: stopped, 1 aborted
+    h.coord.handle(m.TaskFailed(h.attempt("map")))
+    h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    h.coord.handle(m.RestartTasks())
+    for attempt in h.all_attempts:
+        h.coord.handle(m.TaskDeploying(attempt))
+    for attempt in h.all_attempts:
+        h.coord.handle(m.TaskRunning(attempt))
+    assert triggered_ids(h.advance(0)) == [2]  # the first RUNNING's trigger, every task running by then
+    h.ack_all(2)
+    assert triggered_ids(h.advance(100)) == [3]
+    h.coord.handle(m.JobStatusChanged(JobStatus.RESTARTING))  # the second failover, checkpoint 3 pending
+    h.coord.handle(m.TaskFailed(h.attempt("src")))
+    assert h.coord.is_periodic_checkpointing_started and h.coord.number_of_pending_checkpoints == 1
+    failed = h.coord.stats.counts["failed"]
+    assert triggered_ids(h.advance(100)) == []  # the periodic request queues behind checkpoint 3
+    assert h.coord.stats.counts["failed"] == failed
+    h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    restart = h.coord.handle(m.RestartTasks())
+    # 3, and the request its abort released: no task runs yet
+    assert [a.reason for a in of(m.TriggerRequestFailed, restart)] == [R.JOB_FAILOVER_REGION,
+                                                                        R.NOT_ALL_REQUIRED_TASKS_RUNNING]
+    assert h.coord.stats.history[3]["failure_reason"] == "JOB_FAILOVER_REGION"
+    assert [a.checkpoint_id for a in of(m.RestoreFrom, restart)] == [2]
+    assert h.coord.stats.counts["failed"] == failed + 2
+    for attempt in h.all_attempts:
+        h.coord.handle(m.TaskDeploying(attempt))
+        h.coord.handle(m.TaskRunning(attempt))
+    assert h.coord.is_periodic_checkpointing_started
+    assert triggered_ids(h.advance(100)) == [4]  # the period it kept
+
+
 # -- in a simulated job -----------------------------------------------------------------------------------------
 
 
-def _job(faults=()) -> JobSimulation:
+def _job(faults=(), restart_delay_ms: int = 50) -> JobSimulation:
     graph = JobGraph((JobVertex("source", OperatorKind.SOURCE, 2), JobVertex("sum", OperatorKind.KEYED_SUM, 2),
                       JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK, 1)),
                      (JobEdge("source", "sum", Partitioner.HASH), JobEdge("sum", "sink", Partitioner.REBALANCE)))
     config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=2000,
-                       faults=FaultSchedule(tuple(faults)), restart_delay_ms=50)
+                       faults=FaultSchedule(tuple(faults)), restart_delay_ms=restart_delay_ms)
     return JobSimulation(config, {"source": local_splits(4000, 16, 1.0, 100, 2, seed=1, rate_per_source=2000)},
                          seed=5)
 
@@ -195,3 +236,17 @@ def test_after_a_failover_the_next_checkpoint_comes_one_interval_after_the_resta
     later = sorted(c["trigger_timestamp"] for c in result.checkpoints if c["trigger_timestamp"] >= restarted_at)
     assert later[0] == restarted_at + 100
     assert result.counts["failed"] >= 2  # one at the start, one at the restart (and the checkpoint the crash aborted)
+
+
+def test_a_simulated_job_second_failover_keeps_the_trigger_and_aborts_the_pending_checkpoint_at_the_restart():
+    """The first crash stops the trigger; the first restarted task's RUNNING (at 500) starts it again. The second
+    crash (605) meets checkpoint 4 pending: it stays pending through the 250 ms restart delay, the periodic requests
+    of 700 and 800 queue behind it, and the restart (855) aborts it with ``JOB_FAILOVER_REGION``; the two requests
+    its abort releases fail their pre-flight check (no task runs yet); the trigger kept its period (900)."""
+    result = _job([CrashTask("sum#1", at_ms=250), CrashTask("sum#0", at_ms=605)], restart_delay_ms=250).run()
+    by_id = {c["id"]: c for c in result.checkpoints}
+    assert by_id[4]["trigger_timestamp"] == 600 and by_id[4]["status"] == "FAILED"
+    assert by_id[4]["failure_reason"] == "JOB_FAILOVER_REGION" and by_id[4]["failure_timestamp"] == 605 + 250
+    assert by_id[5]["trigger_timestamp"] == 900 and by_id[5]["status"] == "COMPLETED"
+    # the start's and the first restart's first triggers, checkpoint 4, and the two released requests
+    assert result.counts["failed"] == 5
