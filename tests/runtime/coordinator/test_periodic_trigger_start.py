@@ -242,7 +242,8 @@ def test_a_simulated_job_second_failover_keeps_the_trigger_and_aborts_the_pendin
     """The first crash stops the trigger; the first restarted task's RUNNING (at 500) starts it again. The second
     crash (605) meets checkpoint 4 pending: it stays pending through the 250 ms restart delay, the periodic requests
     of 700 and 800 queue behind it, and the restart (855) aborts it with ``JOB_FAILOVER_REGION``; the two requests
-    its abort releases fail their pre-flight check (no task runs yet); the trigger kept its period (900)."""
+    its abort releases fail their pre-flight check (no task runs yet); the trigger kept its period (900). Flink's
+    ``DefaultSchedulerTest.abortPendingCheckpointsWhenRestartingTasks`` asserts the abort after the restart too."""
     result = _job([CrashTask("sum#1", at_ms=250), CrashTask("sum#0", at_ms=605)], restart_delay_ms=250).run()
     by_id = {c["id"]: c for c in result.checkpoints}
     assert by_id[4]["trigger_timestamp"] == 600 and by_id[4]["status"] == "FAILED"
