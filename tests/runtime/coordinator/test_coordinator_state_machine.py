@@ -1,7 +1,8 @@
 """A Hypothesis rule-based state machine driving the coordinator as a JobManager would see it: triggers,
 acknowledgements (of the ended attempts too, while a failover waits for its restart), declines, time passing
-(expiry, periodic triggers), failed ``_metadata`` writes, task failover and restart after a delay, JobManager failover (a new coordinator recovering the completed checkpoints from the storage's
-completed-checkpoint list, with the persisted id counter), and, for some jobs, a master hook or an operator
+(expiry, periodic triggers), failed ``_metadata`` writes, task failover and restart after a delay, JobManager
+failover (a new coordinator recovering the completed checkpoints from the storage's completed-checkpoint list,
+with the persisted id counter), and, for some jobs, a master hook or an operator
 coordinator that answers each trigger later (or fails). After every step the invariants hold: checkpoint ids only grow (across JobManager failovers
 too), at most ``max_concurrent`` checkpoints are pending, completed ids only grow, the store retains at most
 ``max_retained`` checkpoints and exactly what the storage holds, a failed write never reaches the store, each
