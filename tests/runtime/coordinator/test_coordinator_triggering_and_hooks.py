@@ -389,3 +389,19 @@ def test_ensure_registered_at_hook_time():
     h.coord.add_master_hook(hook)
     assert failed_reasons(h.trigger()) == []
     assert seen == [(1, True)]
+
+
+def test_the_restart_restores_the_master_hook_not_the_failure():
+    """Flink's ``DefaultSchedulerTest.restoreStateWhenRestartingTasks``: a stateful master hook, one completed
+    checkpoint, a task failure, then the restart: the hook is restored once, and only by the restart (the restore is
+    ``SchedulerBase.restoreState``, after the restart delay)."""
+    h = make()
+    hook = Hook("testHook", b"hook state")
+    assert h.coord.add_master_hook(hook)
+    [checkpoint_id] = triggered_ids(h.trigger())
+    h.ack_all(checkpoint_id)
+    assert h.coord.store.get_latest_checkpoint_id() == checkpoint_id
+    h.coord.handle(m.TaskFailed(h.attempt("src"), "by design"))
+    assert hook.restored == []
+    h.coord.handle(m.RestartTasks())
+    assert hook.restored == [(checkpoint_id, b"hook state")]
