@@ -159,8 +159,9 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
             if not isinstance(event, (m.TaskFailed, m.RestartTasks, m.JobStatusChanged)):
                 self._held_events.append(event)  # Flink: the coordinator's lock is held while the _metadata is written
                 return []
-            # a failover or a job status change takes the lock after the write: the completion ends now (a little
-            # early), so that the restore it decides sees the completed checkpoint, as in Flink. The completion only
+            # a failover (its failure or its restart) or a job status change takes the lock after the write: the
+            # completion ends now (a little early), so that a restore sees the completed checkpoint and a stop does
+            # not abort it, as in Flink. The completion only
             # schedules the next queued request (Flink's scheduleTriggerRequest, on the timer thread), so it runs
             # after the event: a request is not triggered on the tasks the failover is about to cancel
             self._queue_held = True
