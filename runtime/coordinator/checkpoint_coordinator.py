@@ -264,25 +264,29 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
     # tasks and job status
     # ------------------------------------------------------------------------------------------
 
-    def _set_execution_state(self, attempt_id: ExecutionAttemptID, state: ExecutionState) -> None:
-        """The execution's new state, heard by the deactivator (a message of an older attempt is ignored)."""
-        key = (attempt_id.vertex_id, attempt_id.subtask_index)
-        current = self.executions.get(key)
+    def _is_live(self, attempt_id: ExecutionAttemptID, state: ExecutionState) -> bool:
+        """Whether ``attempt_id`` is its subtask's current execution and not in a terminal state: Flink's
+        ``DefaultExecutionGraph`` updates only its current executions, and an ``Execution`` leaves no terminal state
+        (a report of an older attempt, or a late one of an attempt a failover ended, changes nothing)."""
+        current = self.executions.get((attempt_id.vertex_id, attempt_id.subtask_index))
         if current is None:
             raise CoordinatorError(f"{state.value} for unknown task {attempt_id} (job {self.job_id})")
-        if current.attempt_id != attempt_id or current.state in _TERMINAL:
-            return  # Flink's Execution leaves no terminal state (a late report of an attempt a failover ended)
-        self.executions[key] = Execution(attempt_id, state)
+        return current.attempt_id == attempt_id and current.state not in _TERMINAL
+
+    def _set_execution_state(self, attempt_id: ExecutionAttemptID, state: ExecutionState) -> None:
+        """The execution's new state, heard by the deactivator (``_is_live``)."""
+        if not self._is_live(attempt_id, state):
+            return
+        self.executions[(attempt_id.vertex_id, attempt_id.subtask_index)] = Execution(attempt_id, state)
         if not self.is_shutdown:
             self.deactivator.on_state_update(attempt_id, state)
 
     def on_task_running(self, attempt_id: ExecutionAttemptID) -> None:
         """A task reports RUNNING: Flink's ``DefaultExecutionGraph.updateStateInternal`` (``case RUNNING``) starts the
         periodic trigger if it is not running, then the execution switches to RUNNING (heard by the deactivator)."""
-        key = (attempt_id.vertex_id, attempt_id.subtask_index)
-        current = self.executions.get(key)
-        if current is not None and current.attempt_id == attempt_id and not self.is_shutdown \
-                and not self.scheduler.running:
+        if not self._is_live(attempt_id, ExecutionState.RUNNING):
+            return
+        if not self.is_shutdown and not self.scheduler.running:
             self._start_if_configured()
         self._set_execution_state(attempt_id, ExecutionState.RUNNING)
 

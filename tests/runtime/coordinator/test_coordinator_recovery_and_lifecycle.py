@@ -138,14 +138,16 @@ def test_an_acknowledgement_of_an_old_attempt_during_the_restart_delay_completes
 
 def test_an_attempt_the_failover_ended_stays_ended():
     """Flink's ``Execution`` leaves no terminal state: a late FINISHED or RUNNING of a cancelled attempt, before the
-    restart, changes nothing (its state stays CANCELED, it stays in the deactivator's pending set)."""
-    h = make()
+    restart, changes nothing (its state stays CANCELED, it stays in the deactivator's pending set, and its RUNNING
+    does not start the periodic trigger)."""
+    h = make(checkpoint_interval=100)
     h.coord.handle(m.TaskFailed(h.attempt("src")))
     cancelled = h.attempt("map")
     h.coord.handle(m.TaskFinished(cancelled))
     h.coord.handle(m.TaskRunning(cancelled))
     assert h.coord.executions[("map", 0)].state is ExecutionState.CANCELED
     assert cancelled in h.coord.deactivator.pending_executions
+    assert not h.coord.is_periodic_checkpointing_started
 
 
 def test_the_first_failover_stops_the_trigger_the_deactivator_started_and_aborts_at_once():
