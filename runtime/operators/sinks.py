@@ -82,8 +82,12 @@ class ExternalStore:
 
     def output(self) -> RecordBatch:
         """Everything visible to readers of the external system (read-committed), as one batch."""
-        parts = [b for b in self.committed.values() if len(b)] + self.direct  # in commit order
-        return RecordBatch.concat(parts) if parts else RecordBatch.empty()
+        return RecordBatch.concat(self.output_batches())
+
+    def output_batches(self) -> list[RecordBatch]:
+        """``output()`` as the batches it joins, in commit order (each committed transaction's, then each direct
+        write's), without joining them."""
+        return [b for b in self.committed.values() if len(b)] + self.direct
 
     def snapshot(self) -> dict:
         """Everything the system holds, to be continued by a later run that restores a savepoint of this one (the

@@ -25,6 +25,7 @@ job: its ``JobMaster`` and its task executors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -53,10 +54,12 @@ from barriersim.runtime.verification import Verification
 @dataclass
 class SimulationResult:
     """What ``JobSimulation.run`` returns: the JobMaster's account of the job, what the sinks committed, and the
-    simulation's own figures (virtual time, events, the trace's SHA-256)."""
+    simulation's own figures (virtual time, events, the trace's SHA-256). The committed output is kept as the
+    store's batches and joined into one batch when ``committed_output`` is first read: a caller that needs only
+    its size (``committed_records``) does not copy every record once more."""
 
     outcome: JobOutcome
-    committed_output: RecordBatch  # what the sinks committed, as one batch (a sequence of record tuples too)
+    committed_batches: Sequence[RecordBatch]  # what the sinks committed, in commit order (ExternalStore.output_batches)
     checkpoints: list[dict]
     subtasks: list[dict]
     counts: dict[str, int]
@@ -71,6 +74,15 @@ class SimulationResult:
     storage_errors: list[str] = field(default_factory=list)
     deployments: list[dict] = field(default_factory=list)  # per deployment: epoch, restored id, TaskManager nodes
     failure_reason: str | None = None  # one line, when the outcome is FAILED
+
+    @cached_property
+    def committed_output(self) -> RecordBatch:
+        """What the sinks committed, as one batch (a sequence of record tuples too)."""
+        return RecordBatch.concat(list(self.committed_batches))
+
+    @property
+    def committed_records(self) -> int:
+        return sum(len(b) for b in self.committed_batches)
 
 
 class JobSimulation(DataPlane):
@@ -160,7 +172,7 @@ class JobSimulation(DataPlane):
         self.report = report
         return SimulationResult(
             outcome=self.outcome,
-            committed_output=self.store.output(),
+            committed_batches=self.store.output_batches(),
             checkpoints=report.checkpoints,
             subtasks=report.subtasks,
             counts=report.counts,
