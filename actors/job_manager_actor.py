@@ -21,12 +21,13 @@ the actions it returns, with real time and real actors:
   actor (its death comes back as the error of its ``run`` call); ``KillTaskManagers``: ``ray.kill`` of every actor of those TaskManagers
   at once, or, for a lost node, the node itself killed by its ``NodeAgent`` (its actors die with it, and Ray
   reports their deaths once it declares the node dead); ``CancelTasks``: every task actor of that deployment is
-  killed;
+  cancelled (its task stops, and what its closed asynchronous parts report goes to the JobMaster), then killed;
 - ``SendToTask``: after the fault's delay, a ``task_message`` call to the attempt's actor if the attempt is still
   current; ``SendToCoordinator``: after the fault's delay, back into the JobMaster; ``StartTimer``: a timer on
   the loop; ``JobEnded``: the run returns. The coordinator's own timers run on the loop (``LoopTimerService``),
   its clock is the wall clock in ms.
-- what the tasks tell: acknowledgements (their snapshots decoded from msgpack), declines, finished notices, a
+- what the tasks tell: acknowledgements (their snapshots decoded from msgpack), declines, a failed task's closed
+  asynchronous parts, finished notices, a
   task-side crash point reached, a slowdown met; a task's death is seen as the error of its ``run`` call
   (``RayActorError``) and any task error is a failure too: ``task_failed``.
 An error in the JobMaster ends the run with its traceback. No protocol or job-level rule lives here.
@@ -62,6 +63,7 @@ from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.storage.object_storage import checkpoint_storage_for, restore_storage_for
+from barriersim.runtime.task.actions import ReportIncompleteSnapshotStats
 
 
 def task_seed(seed: int, vertex: str, subtask: int, attempt: int) -> int:
@@ -69,6 +71,7 @@ def task_seed(seed: int, vertex: str, subtask: int, attempt: int) -> int:
 
 
 RUN_RESULTS_TIMEOUT_SECONDS = 30.0  # for the run calls of tasks that already reported they finished
+CANCEL_TIMEOUT_S = 10.0  # for a cancelled task actor's answer, before it is killed all the same
 
 
 @ray.remote(num_cpus=0.01)
@@ -95,6 +98,7 @@ class JobManagerActor:
         self._storage_rng = random.Random(seed)
         self.job_master: Dispatcher | None = None
         self.handles: dict = {}  # subtask key -> actor handle of the deployed attempt
+        self._handle_attempts: dict = {}  # subtask key -> the attempt its handle runs
         self.task_runs: list[dict] = []  # what each finished task's run call returned
         self._watchers: list[asyncio.Task] = []  # the current deployment's run calls
         self._first_deploy: asyncio.Task | None = None
@@ -185,9 +189,29 @@ class JobManagerActor:
         self._kill_agents()
 
     def _kill_tasks(self) -> None:
-        for handle in self.handles.values():
+        handles, self.handles = self.handles, {}
+        for handle in handles.values():
             ray.kill(handle)
-        self.handles = {}
+
+    def _cancel_tasks(self) -> None:
+        """Cancel the deployment's task actors (``CancelTasks``): each is told first (Flink's
+        ``cancelExecution``: the task stops, and what its closed asynchronous parts report goes to the JobMaster),
+        then killed. An actor that is dead already, or does not answer within ``CANCEL_TIMEOUT_S``, is killed all
+        the same."""
+        handles, self.handles = self.handles, {}
+        for key, handle in handles.items():
+            self.loop.create_task(self._cancel_task(self._handle_attempts[key], handle))
+
+    async def _cancel_task(self, attempt, handle) -> None:
+        try:
+            reports = await asyncio.wait_for(handle.cancel.remote(), CANCEL_TIMEOUT_S)
+        except (ray.exceptions.RayError, asyncio.TimeoutError):
+            reports = []
+        finally:
+            ray.kill(handle)
+        for checkpoint_id, metrics, state_size, checkpointed_size in reports:
+            report = ReportIncompleteSnapshotStats(checkpoint_id, decode_metrics(metrics), state_size, checkpointed_size)
+            self._guard(lambda r=report: self._carry_out(self.job_master.report_incomplete_snapshot_stats(attempt, r)))
 
     def _kill_agents(self) -> None:
         for agent in self._agents.values():
@@ -246,7 +270,7 @@ class JobManagerActor:
                         if handle is not None:
                             ray.kill(handle)
             elif kind is a.CancelTasks:
-                self._kill_tasks()
+                self._cancel_tasks()
             elif kind is a.JobEnded:
                 self._done.set()
             else:
@@ -294,6 +318,7 @@ class JobManagerActor:
                 config, dataclasses.replace(descriptor, state=None), seed, splits, snapshot,
                 self.store if operator.is_sink else None, self.me)
         self.handles = handles
+        self._handle_attempts = {d.key: d.attempt for d in action.tasks}
         try:
             restored = await asyncio.gather(*(h.connect.remote(handles) for h in handles.values()))
         except Exception as err:  # noqa: BLE001 - a task died while deploying: fail over again
@@ -341,6 +366,12 @@ class JobManagerActor:
         state = decode_snapshot(snapshot, attempt.subtask_index)
         self._guard(lambda: self._carry_out(self.job_master.acknowledge_checkpoint(
             attempt, checkpoint_id, state, decode_metrics(metrics))))
+
+    async def report_incomplete_snapshot_stats(self, attempt, checkpoint_id: int, metrics: bytes, state_size: int,
+                                               checkpointed_size: int) -> None:
+        attempt = attempt_from_wire(attempt)
+        report = ReportIncompleteSnapshotStats(checkpoint_id, decode_metrics(metrics), state_size, checkpointed_size)
+        self._guard(lambda: self._carry_out(self.job_master.report_incomplete_snapshot_stats(attempt, report)))
 
     async def decline(self, attempt, checkpoint_id: int, reason: str, detail: str) -> None:
         attempt = attempt_from_wire(attempt)

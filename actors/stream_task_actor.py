@@ -84,6 +84,7 @@ from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
     DeclineCheckpoint,
+    ReportIncompleteSnapshotStats,
     SyncSnapshotTaken,
     TaskFailed,
     TaskFinished,
@@ -365,6 +366,10 @@ class StreamTaskActor:
                     lambda a=action: self.task.complete_async_part(a.checkpoint_id, a.part))
             elif isinstance(action, SyncSnapshotTaken):
                 pass  # the real synchronous part took its real time on this thread
+            elif isinstance(action, ReportIncompleteSnapshotStats):  # the task failed by itself (a stop-with-savepoint)
+                self._reports.put_nowait(("report_incomplete_snapshot_stats", (
+                    attempt_to_wire(self.attempt), action.checkpoint_id, encode_metrics(action.metrics),
+                    action.state_size, action.checkpointed_size)))
             elif isinstance(action, DeclineCheckpoint):
                 self._reports.put_nowait(("decline", (
                     attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)))
@@ -432,6 +437,18 @@ class StreamTaskActor:
             getattr(self.job_manager, method).remote(*args)
 
     # -- failure -------------------------------------------------------------------------------------
+
+    async def cancel(self) -> list:
+        """The JobMaster cancels this attempt (a failover; Flink's ``Task.cancelExecution``): the task fails and
+        stops (its run call raises), and what its closed asynchronous parts report comes back (wire tuples
+        ``(checkpoint id, metrics, state size, checkpointed size)``) for the job manager to hand to the JobMaster
+        before it kills this actor."""
+        reports = self.task.fail() if self.task is not None else []
+        if self._failure is None:
+            self._failure = RuntimeError(f"{self.name} (attempt {self.attempt.attempt_number}) was cancelled")
+        if self._running:
+            self._wake.set()
+        return [(r.checkpoint_id, encode_metrics(r.metrics), r.state_size, r.checkpointed_size) for r in reports]
 
     def _fail(self, err: BaseException) -> None:
         if self._failure is None:

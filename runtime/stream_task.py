@@ -77,6 +77,7 @@ from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
     DeclineCheckpoint,
+    ReportIncompleteSnapshotStats,
     SyncSnapshotTaken,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
@@ -343,15 +344,18 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         self.partitions[info.partition_idx].on_subpartition_all_data_processed(info)
         self._finish_after_final_checkpoint()
 
-    def fail(self) -> None:
+    def fail(self) -> list[ReportIncompleteSnapshotStats]:
         """The task dies (failover) and releases what it holds, as Flink's ``Task`` does when it fails
         (``releaseResources``): its external transactions are aborted, its result partitions are released
         (``failAllResultPartitions``: nothing they queue is ever sent, so no consumer sees a gap in a dead
         producer's wire sequence numbers), its input gates and barrier handler are closed
         (``closeAllInputGates``, alignment timer cancelled) and its checkpoint steps are cancelled (output
-        alignment timer, running asynchronous parts). Idempotent."""
+        alignment timer, running asynchronous parts). Returns what the closed asynchronous parts report
+        (``ReportIncompleteSnapshotStats``, for the JobMaster's ``report_incomplete_snapshot_stats``; nothing the
+        second time): a cancelled task's, or one that failed by itself; a task that dies as a process dies sends
+        nothing. Idempotent."""
         if self.failed:
-            return
+            return []
         self.operator.close_on_failover()
         self.failed = True
         self.finished = True
@@ -359,7 +363,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             p.release()
         if self.input_side is not None:
             self.input_side.close()
-        self.checkpoints.cancel()
+        return self.checkpoints.cancel()
 
     # -- crash points of the fault schedule (runtime.task.crash_points) ------------------------------------
 
@@ -373,7 +377,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
     def _crashed(self, crash: TaskCrashed) -> None:
         """The task stopped at a crash point: it dies as a process dies (nothing it queued is sent, nothing
         that arrives is taken) and tells its driver, which fails the job over."""
-        self.fail()
+        self.fail()  # a dead process reports no closed asynchronous part
         self._actions.append(CrashedAtProtocolPoint(crash.point, crash.checkpoint_id))
 
     # -- work ----------------------------------------------------------------------------------------

@@ -170,11 +170,13 @@ def _completed(checkpoints: pd.DataFrame) -> pd.DataFrame:
 
 
 def _without_finished(subtasks: pd.DataFrame) -> pd.DataFrame:
-    """The rows of subtasks that took part in their checkpoint: not those of tasks that had finished before the
-    trigger (``finished``, FLIP-147: Flink reports them acknowledged at the trigger, every figure 0)."""
-    if "finished" not in subtasks:  # a run written before the column existed
-        return subtasks
-    return subtasks[~subtasks["finished"].fillna(False).astype(bool)]
+    """The rows of subtasks that took part in their checkpoint and acknowledged it: not those of tasks that had
+    finished before the trigger (``finished``, FLIP-147: Flink reports them acknowledged at the trigger, every
+    figure 0), nor those of a cancelled task's closed asynchronous part (``aborted``: no acknowledgement)."""
+    for column in ("finished", "aborted"):
+        if column in subtasks:  # a run written before the column existed has none
+            subtasks = subtasks[~subtasks[column].fillna(False).astype(bool)]
+    return subtasks
 
 
 def pick_checkpoint(checkpoints: pd.DataFrame, checkpoint_id: int | None = None) -> int | None:

@@ -188,6 +188,8 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
             self.receive_acknowledge_message(event)
         elif isinstance(event, m.DeclineCheckpoint):
             self.receive_decline_message(event)
+        elif isinstance(event, m.ReportCheckpointMetrics):
+            self.report_checkpoint_metrics(event)
         elif isinstance(event, m.AcknowledgeCoordinatorState):
             self.receive_coordinator_state(event)
         elif isinstance(event, m.CoordinatorCheckpointFailed):

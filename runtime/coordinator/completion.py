@@ -101,6 +101,13 @@ class CheckpointCompletion:
         if message.subtask_state is not None:
             self._emit(m.DiscardSubtaskState(message.attempt_id, message.checkpoint_id))
 
+    def report_checkpoint_metrics(self, message: m.ReportCheckpointMetrics) -> bool:
+        """Flink's ``reportCheckpointMetrics`` -> ``CheckpointStatsTracker.reportIncompleteStats``: a closed
+        asynchronous part's figures join the checkpoint's statistics while it is pending (whatever the attempt:
+        Flink looks up no execution), as a subtask that did not acknowledge; whether they were taken."""
+        return self.stats.report_incomplete_stats(message.checkpoint_id, str(message.attempt_id), self._clock(),
+                                                  message.state_size, message.checkpointed_size, message.metrics)
+
     def receive_decline_message(self, message: m.DeclineCheckpoint) -> DeclineOutcome:
         if self.is_shutdown:
             return DeclineOutcome.COORDINATOR_SHUTDOWN

@@ -49,6 +49,20 @@ class AcknowledgeCheckpoint:
 
 
 @dataclass(frozen=True)
+class ReportCheckpointMetrics:
+    """A task's figures for a checkpoint it will not acknowledge: its asynchronous part was closed when the task
+    was cancelled or failed (Flink's ``CheckpointCoordinator.reportCheckpointMetrics`` from
+    ``reportIncompleteTaskStateSnapshots``). Only the statistics take it."""
+
+    job_id: str
+    attempt_id: ExecutionAttemptID
+    checkpoint_id: int
+    metrics: Any
+    state_size: int = 0
+    checkpointed_size: int = 0
+
+
+@dataclass(frozen=True)
 class DeclineCheckpoint:
     job_id: str
     attempt_id: ExecutionAttemptID
@@ -137,7 +151,8 @@ class JobStatusChanged:
 
 
 CoordinatorEvent = Union[
-    TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, AcknowledgeCoordinatorState, CoordinatorCheckpointFailed,
+    TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, ReportCheckpointMetrics, AcknowledgeCoordinatorState,
+    CoordinatorCheckpointFailed,
     MasterHookCompleted, TimerFired, TaskDeploying, TaskRunning, TaskFinished, TaskFailed, RestartTasks,
     JobStatusChanged,
 ]

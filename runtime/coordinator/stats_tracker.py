@@ -2,7 +2,7 @@
 
 How this works: the coordinator reports each checkpoint's life (``report_pending_checkpoint`` at trigger,
 ``report_subtask_stats`` per acknowledgement, then ``report_completed_checkpoint`` or
-``report_failed_checkpoint``) and restores (``report_restored_checkpoint``); failures before a checkpoint id
+``report_failed_checkpoint``; ``report_incomplete_stats`` for a task's closed asynchronous part) and restores (``report_restored_checkpoint``); failures before a checkpoint id
 existed are ``report_failed_checkpoint_without_in_progress``. ``history`` holds plain dicts keyed like Flink's
 REST API (``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED/FAILED, ``is_savepoint`` (a
 savepoint's record also ``savepointFormat``, Flink's one camel-case name, and, once completed, its ``external_path``),
@@ -95,6 +95,31 @@ class CheckpointStatsTracker:
         )
         return True
 
+    def report_incomplete_stats(self, checkpoint_id: int, task: str, timestamp: int, state_size: int,
+                                checkpointed_size: int, metrics: Any) -> bool:
+        """A subtask's figures without an acknowledgement (Flink's ``DefaultCheckpointStatsTracker.
+        reportIncompleteStats``: a ``SubtaskStateStats`` that is not completed). Taken as ``report_subtask_stats``
+        takes a report (a checkpoint in progress, the subtask's first report), but the checkpoint counts no
+        acknowledgement and keeps its latest acknowledgement: only its sizes grow, and its unaligned flag with
+        the subtask's (``PendingCheckpointStats.reportSubtaskStats``). The subtask's row is ``aborted``."""
+        record = self.history.get(checkpoint_id)
+        if record is None or record["status"] != "IN_PROGRESS":
+            return False
+        reported = self._reported.setdefault(checkpoint_id, set())
+        if task in reported:
+            return False
+        reported.add(task)
+        if metrics.unaligned_checkpoint and record["checkpoint_type"] == "CHECKPOINT":
+            record["checkpoint_type"] = "UNALIGNED_CHECKPOINT"
+        record["state_size"] += state_size
+        record["checkpointed_size"] += checkpointed_size
+        self.subtask_stats[checkpoint_id].append(
+            {"task": task, "ack_timestamp": timestamp, "state_size": state_size, "checkpointed_size": checkpointed_size,
+             "end_to_end_duration": max(0, timestamp - record["trigger_timestamp"]), "metrics": metrics,
+             "finished": False, "aborted": True}
+        )
+        return True
+
     def report_completed_checkpoint(self, checkpoint_id: int, completion_timestamp: int, external_path: str | None = None) -> None:
         record = self.history[checkpoint_id]
         if record["status"] != "IN_PROGRESS":
@@ -150,7 +175,9 @@ def subtask_row(checkpoint_id: int, entry: dict[str, Any]) -> dict[str, Any]:
     shows it, ``SubtaskCheckpointStatistics``: the end-to-end duration from the checkpoint's trigger to this
     acknowledgement, sync and async durations, alignment, start delay; ``alignment_buffered`` is 0 since Flink
     1.11), and barriersim's ``finished``: True for a task that had finished before the trigger (FLIP-147;
-    acknowledged at the trigger, every figure 0, as Flink reports it)."""
+    acknowledged at the trigger, every figure 0, as Flink reports it). A report without an acknowledgement
+    (``report_incomplete_stats``) is ``aborted``, as Flink's REST marks a subtask's stats that are not completed,
+    with -1 for what it did not know (``checkpoint_async``, ``alignment_persisted``, maybe ``alignment_processed``)."""
     metrics = entry["metrics"]
     task = entry["task"].partition("@")[0]  # ExecutionAttemptID: vertex#index@attempt
     if entry.get("finished"):
@@ -171,7 +198,7 @@ def subtask_row(checkpoint_id: int, entry: dict[str, Any]) -> dict[str, Any]:
         "alignment_persisted": metrics.bytes_persisted_during_alignment + metrics.persisted_output_bytes,
         "alignment_duration": metrics.alignment_duration_ms or 0,
         "start_delay": metrics.checkpoint_start_delay_ms,
-        "unaligned_checkpoint": metrics.unaligned_checkpoint, "aborted": False, "finished": False,
+        "unaligned_checkpoint": metrics.unaligned_checkpoint, "aborted": entry.get("aborted", False), "finished": False,
     }
 
 
@@ -180,8 +207,9 @@ def job_statistics(trackers: Sequence[CheckpointStatsTracker]) -> tuple[list[dic
 
     ``checkpoints``: every checkpoint's record by id, with Flink's per-checkpoint sums of its subtasks' figures
     (``alignment_buffered``, ``processed_data``, ``persisted_data``); ``subtasks``: a row per acknowledgement that
-    reached a pending checkpoint, and one per task that had finished before the trigger (FLIP-147: Flink reports
-    them as acknowledged at the trigger, every figure 0; ``finished`` True);
+    reached a pending checkpoint, one per task that had finished before the trigger (FLIP-147: Flink reports
+    them as acknowledged at the trigger, every figure 0; ``finished`` True), and one per closed asynchronous part
+    whose figures reached it while pending (``aborted`` True);
     ``counts``: Flink's counts, summed."""
     history: dict[int, dict[str, Any]] = {}
     subtasks: list[dict[str, Any]] = []
@@ -196,9 +224,11 @@ def job_statistics(trackers: Sequence[CheckpointStatsTracker]) -> tuple[list[dic
     sums: dict[int, dict[str, int]] = {}
     for row in subtasks:
         acc = sums.setdefault(row["id"], {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0})
+        # Flink's PendingCheckpointStats adds a subtask's processed and persisted data only when positive (an
+        # aborted row's unknown figures are -1)
         acc["alignment_buffered"] += row["alignment_buffered"]
-        acc["processed_data"] += row["alignment_processed"]
-        acc["persisted_data"] += row["alignment_persisted"]
+        acc["processed_data"] += max(0, row["alignment_processed"])
+        acc["persisted_data"] += max(0, row["alignment_persisted"])
     empty = {"alignment_buffered": 0, "processed_data": 0, "persisted_data": 0}
     checkpoints = [{**record, **sums.get(cid, empty)} for cid, record in sorted(history.items())]
     return checkpoints, subtasks, counts

@@ -245,6 +245,9 @@ class Dispatcher:
     def acknowledge_checkpoint(self, attempt, checkpoint_id: int, snapshot, metrics) -> list:
         return self._forward(self.current.acknowledge_checkpoint(attempt, checkpoint_id, snapshot, metrics))
 
+    def report_incomplete_snapshot_stats(self, attempt, report) -> list:
+        return self._forward(self.current.report_incomplete_snapshot_stats(attempt, report))
+
     def decline_checkpoint(self, attempt, checkpoint_id: int, reason, detail: str) -> list:
         return self._forward(self.current.decline_checkpoint(attempt, checkpoint_id, reason, detail))
 

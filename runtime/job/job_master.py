@@ -3,7 +3,8 @@ schedule, fails the job over, recovers a crashed JobManager and writes checkpoin
 this one class: the simulator around its event kernel, the Ray job manager actor around its asyncio loop.
 
 How this works: the driver feeds events (``start``, ``tasks_restored``, ``tasks_started``, ``tasks_running``,
-``deploy_failed``, ``acknowledge_checkpoint``, ``decline_checkpoint``, ``task_finished``, ``task_failed``,
+``deploy_failed``, ``acknowledge_checkpoint``, ``decline_checkpoint``, ``report_incomplete_snapshot_stats``,
+``task_finished``, ``task_failed``,
 ``task_crashed_at``, ``coordinator_receives``, ``timer_fired``) and carries out the actions each returns (``runtime.job.actions``);
 the coordinator's own timers run on the driver's timer service, and the actions they cause go to the driver's
 ``action_sink`` (as the coordinator's do). Time is the injected ``clock`` (ms, the coordinator's) and the job's
@@ -129,7 +130,7 @@ from barriersim.runtime.recovery.errors import StateAssignmentError
 from barriersim.runtime.restart_strategy import RestartStrategyKind
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.errors import CheckpointStorageError
-from barriersim.runtime.task.actions import TaskCheckpointMetrics
+from barriersim.runtime.task.actions import ReportIncompleteSnapshotStats, TaskCheckpointMetrics
 
 ActionSink = Callable[[list], None]
 Trace = Callable[[str, str], None]
@@ -180,6 +181,7 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         self.finished: set[SubtaskKey] = finished if finished is not None else set()  # cleared in place: a driver may hold it
         self.finished.clear()
         self._killed_keys: set[SubtaskKey] = set()  # killed by the fault schedule, death not yet reported
+        self._dead_attempts: set[ExecutionAttemptID] = set()  # killed or crashed: their processes are gone
         self.outcome: JobOutcome | None = None
         self.failure_reason: str | None = None
         self.restarts = 0
@@ -393,6 +395,17 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
                 self._crash_point(name, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, checkpoint_id)
         return self._take()
 
+    def report_incomplete_snapshot_stats(self, attempt: ExecutionAttemptID, report: ReportIncompleteSnapshotStats) -> list:
+        """A cancelled or failed task's closed asynchronous part reports its figures (Flink's
+        ``reportIncompleteTaskStateSnapshots``, sent as its task is cancelled): they go to the coordinator, which
+        takes them only for a checkpoint still pending. A task the fault schedule killed or crashed reports
+        nothing: its process is gone."""
+        if attempt not in self._dead_attempts:
+            self._out.append(SendToCoordinator(CoordinatorMessage(self.coordinator_generation, m.ReportCheckpointMetrics(
+                self.job_id, attempt, report.checkpoint_id, report.metrics, report.state_size,
+                report.checkpointed_size)), 0))
+        return self._take()
+
     def decline_checkpoint(self, attempt: ExecutionAttemptID, checkpoint_id: int, reason: CheckpointFailureReason,
                            detail: str) -> list:
         self._decline(attempt, checkpoint_id, reason, detail)
@@ -434,6 +447,7 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
             if fault is not None:  # counted only if it killed a running task (a late report of an old attempt did not)
                 self.fault_log.fired(fault, self.job_ms())
             self.killed.append(f"{name}@{attempt.attempt_number}")
+            self._dead_attempts.add(attempt)
             self.failures.append(f"{name}: crashed at {point.value} of checkpoint {checkpoint_id}")
             if isinstance(fault, (CrashTaskManager, KillNode)):
                 self._crash_group(fault, point.value, already_dead=key)

@@ -39,6 +39,7 @@ from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
     DeclineCheckpoint,
+    ReportIncompleteSnapshotStats,
     SyncSnapshotTaken,
     TaskFailed,
     TaskFinished,
@@ -308,6 +309,8 @@ class DataPlane:
         elif isinstance(action, DeclineCheckpoint):
             self._carry_out(self.job_master.decline_checkpoint(
                 task.attempt_id, action.checkpoint_id, action.reason, action.detail))
+        elif isinstance(action, ReportIncompleteSnapshotStats):
+            self._carry_out(self.job_master.report_incomplete_snapshot_stats(task.attempt_id, action))
         elif isinstance(action, CrashedAtProtocolPoint):
             self._carry_out(self.job_master.task_crashed_at(task.attempt_id, action.point, action.checkpoint_id))
         elif isinstance(action, TaskFinished):

@@ -12,7 +12,8 @@ completed-checkpoint list). This module carries out the JobMaster's actions in v
   deployment (``deploy_failed``); ``KillTask``: the task's death is reported at once; ``KillTaskManagers`` (a
   TaskManager crash, or a node loss: the simulator has no node processes, so losing a node is losing every
   TaskManager on it): every death is reported at once, the first failing the job over;
-  ``CancelTasks``: every task of the deployment fails, and nothing scheduled for it runs any more;
+  ``CancelTasks``: every task of the deployment fails (its closed asynchronous parts report their figures), and
+  nothing scheduled for it runs any more;
 - ``SendToTask`` / ``SendToCoordinator``: an RPC delivered after ``rpc_latency_us`` plus the fault's delay;
 - ``StartTimer``: a kernel event (faults, restarts and recoveries come before anything else at their instant);
 - ``JobEnded``: the kernel stops.
@@ -326,9 +327,12 @@ class JobSimulation(DataPlane):
         self._carry_out(self.job_master.tasks_started(epoch))
 
     def _cancel(self, action: a.CancelTasks) -> None:
-        """Every task of the deployment dies (sinks abort their open transactions); nothing scheduled for it runs."""
-        for task in self.tasks.values():
-            task.fail()
+        """Every task of the deployment dies (sinks abort their open transactions); nothing scheduled for it runs.
+        What a cancelled task's closed asynchronous parts report goes to the JobMaster (the coordinator hears it
+        after the RPC latency)."""
+        for task in list(self.tasks.values()):
+            for report in task.fail():
+                self._carry_out(self.job_master.report_incomplete_snapshot_stats(task.attempt_id, report))
         self.epoch = action.epoch + 1
         self._scheduled.clear()
         self._sync_at.clear()

@@ -8,7 +8,8 @@ added to the task's result partitions (the driver sends what the partitions now 
 charge: the simulator keeps the task busy that long); ``AsyncCheckpointStarted`` tells the driver that a part
 running off the task thread (the snapshot's upload, or the channel-state write) runs now and that it must call
 ``complete_async_part`` (or ``fail_async_part``) once it ends, ``delay_ms`` from now by the cost model;
-``CheckpointSkipped`` notes a barrier that started nothing.
+``CheckpointSkipped`` notes a barrier that started nothing; ``ReportIncompleteSnapshotStats`` (from ``cancel``) carries
+the figures of an asynchronous part the task's cancellation closed.
 
 Mirrors the messages of Flink's ``SubtaskCheckpointCoordinatorImpl`` / ``AsyncCheckpointRunnable``
 (``Environment.acknowledgeCheckpoint`` with ``CheckpointMetrics`` and ``TaskStateSnapshot``,
@@ -41,6 +42,9 @@ class TaskFinished:
     ``FINISHED``)."""
 
     attempt_id: ExecutionAttemptID
+
+
+UNSET = -1  # Flink's CheckpointMetrics.UNSET: a figure not known when the metrics were built
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,23 @@ class DeclineCheckpoint:
     checkpoint_id: int
     reason: CheckpointFailureReason
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class ReportIncompleteSnapshotStats:
+    """A running asynchronous part closed because its task was cancelled or failed (Flink's
+    ``AsyncCheckpointRunnable.close`` -> ``reportAbortedSnapshotStats`` ->
+    ``TaskStateManager.reportIncompleteTaskStateSnapshots``): the figures the part had so far, built as
+    ``CheckpointMetricsBuilder.buildIncomplete`` builds them, for the checkpoint coordinator's statistics (Flink's
+    ``reportCheckpointMetrics``), not an acknowledgement. What was not known yet is Flink's ``UNSET`` (-1): the
+    asynchronous duration, the in-flight data persisted (so ``unaligned_checkpoint`` is false), and the bytes
+    processed during an alignment that had not ended (its duration then 0: Flink's -1 ns in ms).
+    ``state_size``/``checkpointed_size``: the state the part had finished writing, which its close discards."""
+
+    checkpoint_id: int
+    metrics: TaskCheckpointMetrics
+    state_size: int = 0
+    checkpointed_size: int = 0
 
 
 class SkipReason(enum.Enum):

@@ -108,6 +108,6 @@ class TaskCheckpointRpcs:
         self.operator.notify_checkpoint_aborted(checkpoint_id)
         if checkpoint_id == self._synchronous_savepoint_id:
             # Flink's StreamTask: a task that stopped for a synchronous savepoint cannot go on without it
-            self.fail()
+            self._actions.extend(self.fail())  # Flink's failing task closes its asynchronous parts too
             self._actions.append(TaskFailed(f"{self.name}: Stop-with-savepoint failed (savepoint {checkpoint_id} "
                                             f"was aborted)"))

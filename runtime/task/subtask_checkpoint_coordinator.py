@@ -31,6 +31,9 @@ synchronous duration; the asynchronous part's and the channel-state write's char
 their ``AsyncCheckpointStarted``. The asynchronous duration runs from the end of the synchronous part (the
 clock plus its charge) to the acknowledgement, as Flink's ``AsyncCheckpointRunnable`` measures it.
 
+A cancelled or failed task's ``cancel`` closes its running asynchronous parts, each reporting what it had
+(``ReportIncompleteSnapshotStats``, built by ``runtime.task.incomplete_stats``).
+
 Sans-IO: methods return the actions (``runtime/task/actions.py``) in order. Work triggered by the alignment
 timer goes to the injected ``sink`` (or is kept for ``drain_timer_actions``). Time comes from ``clock()``
 (ms); the timer from the injected ``timer_service``.
@@ -73,12 +76,14 @@ from barriersim.runtime.task.actions import (
     BroadcastEvent,
     CheckpointSkipped,
     DeclineCheckpoint,
+    ReportIncompleteSnapshotStats,
     SkipReason,
     SyncSnapshotTaken,
     TaskCheckpointAction,
     TaskCheckpointMetrics,
 )
 from barriersim.runtime.task.crash_points import NO_CRASH_POINTS, CrashPoints
+from barriersim.runtime.task.incomplete_stats import build_incomplete
 
 DEFAULT_MAX_RECORD_ABORTED_CHECKPOINTS = 128
 
@@ -555,11 +560,18 @@ class SubtaskCheckpointCoordinator:
     def async_checkpoint_runnable_size(self) -> int:
         return len(self._pending)
 
-    def cancel(self) -> None:
-        """Flink's ``cancel`` (the task failed or is cancelled): running asynchronous parts are dropped and the
-        alignment timer is cancelled, so a dead task neither acknowledges nor converts barriers any more."""
+    def cancel(self) -> list[ReportIncompleteSnapshotStats]:
+        """Flink's ``cancel`` (the task failed or is cancelled): running asynchronous parts are closed and the
+        alignment timer is cancelled, so a dead task neither acknowledges nor converts barriers any more. Each
+        closed part reports what it had (``AsyncCheckpointRunnable.close`` -> ``reportAbortedSnapshotStats``),
+        in checkpoint order; a part is running from the end of its synchronous part to the acknowledgement."""
         self._cancel_alignment_timer()
+        reports = [build_incomplete(p.checkpoint_id, p.sync_duration_ms,
+                                    self._final_input_metrics.get(p.checkpoint_id) or p.input_metrics,
+                                    p.operator_state if p.async_done else None)
+                   for _, p in sorted(self._pending.items())]
         self._pending.clear()
+        return reports
 
     def close(self) -> None:
         self._cancel_alignment_timer()

@@ -244,3 +244,36 @@ def test_a_job_that_does_not_end_in_time_reports_where_each_unfinished_task_stan
         assert f"'task': '{task}'" in report, report
     assert report.count("'data_ended': None") == 4 and report.count("'final_checkpoint_completed': False") == 4
     assert "'input_channels_ended': '0/2'" in report  # the keyed sum reads both sources
+
+
+def test_a_cancelled_task_actor_reports_its_closed_asynchronous_parts_to_the_pending_checkpoint(tmp_path):
+    """Flink 2.3: at the job's second failover the pending checkpoint waits for the restart, and each cancelled
+    task's running asynchronous part, closed by the cancellation, reports its figures (``AsyncCheckpointRunnable.
+    close`` -> ``reportAbortedSnapshotStats``): the job manager asks every task actor to cancel before it kills it,
+    and the checkpoint's statistics show those subtasks ``aborted``, not acknowledged. The crashed task's process
+    is gone: it reports nothing. An emulated remote store (every state a file, 1 s per file) keeps the sources'
+    parts running when the keyed task crashes at checkpoint 3's barrier."""
+    from barriersim.runtime.checkpoint_cost import CheckpointCostModel
+
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(100_000, 100, 1.0, 100, 2, seed=6)}
+    schedule = FaultSchedule.from_json(
+        '[{"type":"crash_task","task":"keyed-sum#1","point":"before_forwarding_barrier","checkpoint_id":2},'
+        '{"type":"crash_task","task":"keyed-sum#0","point":"before_forwarding_barrier","checkpoint_id":3}]')
+    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000, restart_delay_ms=500,
+                       faults=schedule, memory_threshold_bytes=0,
+                       storage=CheckpointCostModel(emulate_remote_store=True, file_latency_ms=1000.0))
+    result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "cancel-reports", timeout_seconds=240)
+    verdict = verify(expected_sink_input(graph, splits), result.committed_output)
+
+    assert result.outcome == "finished" and result.restarts == 2
+    third = next(c for c in result.checkpoints if c["id"] == 3)
+    assert third["status"] == "FAILED" and third["failure_reason"] == "JOB_FAILOVER_REGION"
+    rows = [r for r in result.subtasks if r["id"] == 3]
+    aborted = {r["task"] for r in rows if r["aborted"]}
+    assert {"source#0", "source#1"} <= aborted and "keyed-sum#0" not in {r["task"] for r in rows}
+    assert third["num_acknowledged_subtasks"] == len(rows) - len(aborted)
+    assert all(r["checkpoint_async"] == -1 for r in rows if r["aborted"])
+    # at the first failover the deactivator aborted checkpoint 2 before any report arrived
+    assert not [r for r in result.subtasks if r["id"] == 2 and r["aborted"]]
+    assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict

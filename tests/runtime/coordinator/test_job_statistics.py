@@ -120,3 +120,30 @@ def test_a_source_that_finished_before_the_trigger_is_reported_acknowledged_at_t
         flags = [flag for _, flag in mine]
         assert flags == sorted(flags) and not flags[0]  # acknowledged while running, then reported finished
         assert len({cid for cid, _ in mine}) == len(mine)  # one row per checkpoint
+
+
+def test_a_cancelled_task_reports_its_closed_asynchronous_part_while_the_checkpoint_is_pending():
+    """Flink 2.3: a cancelled task closes its running asynchronous parts, each reporting its figures
+    (``AsyncCheckpointRunnable.close`` -> ``reportAbortedSnapshotStats``), and the statistics take them while the
+    checkpoint is pending (``DefaultCheckpointStatsTracker.reportIncompleteStats``). At the first failover the
+    deactivator has aborted the pending checkpoints before the reports arrive, so none shows; at the second the
+    pending checkpoint waits for the restart, so the cancelled tasks' rows show, ``aborted``, no acknowledgement;
+    the crashed task, whose process is gone, reports nothing."""
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(100_000, 100, 1.0, 100, 2, seed=1)}
+    faults = FaultSchedule.from_json('[{"type":"crash_task","task":"keyed-sum#0","at_ms":60},'
+                                     '{"type":"crash_task","task":"keyed-sum#1","at_ms":210}]')
+    config = JobConfig(graph, mode="unaligned", interval_ms=20, source_rate_per_subtask=100_000,
+                       restart_delay_ms=50, faults=faults)
+    result = JobSimulation(config, splits, seed=3).run()
+    assert result.outcome is JobOutcome.FINISHED and result.restarts == 2
+    failed = {c["failure_reason"]: c for c in result.checkpoints if c["status"] == "FAILED"}
+    suspended, restarted = failed["CHECKPOINT_COORDINATOR_SUSPEND"], failed["JOB_FAILOVER_REGION"]
+    assert not [r for r in result.subtasks if r["id"] == suspended["id"]]
+    rows = [r for r in result.subtasks if r["id"] == restarted["id"]]
+    aborted = [r for r in rows if r["aborted"]]
+    assert {r["task"] for r in aborted} == {"source#0", "source#1", "keyed-sum#0", "sink#0"}  # not keyed-sum#1
+    assert restarted["num_acknowledged_subtasks"] == len(rows) - len(aborted)
+    assert all(r["checkpoint_async"] == -1 and r["alignment_persisted"] == -1 and not r["unaligned_checkpoint"]
+               for r in aborted)
+    assert all(r["ack_timestamp"] <= restarted["failure_timestamp"] for r in aborted)

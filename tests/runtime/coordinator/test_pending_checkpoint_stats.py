@@ -124,3 +124,38 @@ def test_counts():
     stats.report_completed_checkpoint(2, 20)  # not in progress any more: nothing changes
     stats.report_failed_checkpoint(1, 20, CheckpointFailureReason.CHECKPOINT_EXPIRED)
     assert counts() == (1, 3, 0, 1, 2)
+
+
+def test_report_incomplete_stats():
+    """Flink's ``DefaultCheckpointStatsTracker.reportIncompleteStats`` -> ``PendingCheckpointStats.
+    reportSubtaskStats`` with a ``SubtaskStateStats`` that is not completed: taken while the checkpoint is pending
+    and for a subtask's first report only; it adds its sizes but is no acknowledgement (the count and the latest
+    acknowledgement stay), and the row says ``aborted``; its unknown figures (-1) add nothing to the checkpoint's
+    processed and persisted data."""
+    from barriersim.runtime.coordinator.stats_tracker import job_statistics
+    from barriersim.runtime.task.actions import UNSET
+
+    stats = CheckpointStatsTracker()
+    stats.report_pending_checkpoint(7, 100, False, "CHECKPOINT", 3)
+    pending = stats.history[7]
+    assert stats.report_subtask_stats(7, "a#0@0", 130, 40, subtask_metrics(7, 0, False))
+    incomplete = TaskCheckpointMetrics(7, sync_duration_ms=2, async_duration_ms=UNSET, checkpoint_start_delay_ms=9,
+                                       bytes_processed_during_alignment=300, bytes_persisted_during_alignment=UNSET)
+    assert stats.report_incomplete_stats(7, "a#1@0", 150, 25, 20, incomplete)
+    assert pending["num_acknowledged_subtasks"] == 1 and pending["latest_ack_timestamp"] == 130
+    assert pending["end_to_end_duration"] == 30 and pending["checkpoint_type"] == "CHECKPOINT"
+    assert (pending["state_size"], pending["checkpointed_size"]) == (65, 60)
+    # a subtask reports once: neither a second incomplete report nor a late acknowledgement is taken
+    assert not stats.report_incomplete_stats(7, "a#1@0", 160, 5, 5, incomplete)
+    assert not stats.report_subtask_stats(7, "a#1@0", 170, 5, subtask_metrics(7, 1, False))
+    stats.report_failed_checkpoint(7, 200, CheckpointFailureReason.JOB_FAILOVER_REGION)
+    # not taken once the checkpoint is no longer pending
+    assert not stats.report_incomplete_stats(7, "a#2@0", 210, 5, 5, incomplete)
+    checkpoints, rows, _ = job_statistics([stats])
+    (row,) = [r for r in rows if r["task"] == "a#1"]
+    assert row["aborted"] and not row["finished"] and row["end_to_end_duration"] == 50
+    assert (row["checkpoint_async"], row["alignment_persisted"], row["alignment_processed"]) == (UNSET, UNSET, 300)
+    assert [r["aborted"] for r in rows] == [False, True]
+    (checkpoint,) = checkpoints
+    assert checkpoint["processed_data"] == subtask_metrics(7, 0, False).bytes_processed_during_alignment + 300
+    assert checkpoint["persisted_data"] == subtask_metrics(7, 0, False).bytes_persisted_during_alignment

@@ -23,6 +23,8 @@ from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
 from barriersim.runtime.task.actions import (
+    UNSET,
+    ReportIncompleteSnapshotStats,
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
     BroadcastEvent,
@@ -477,3 +479,52 @@ def test_all_barriers_received_twice_or_before_the_trigger_is_harmless():
     assert c.on_all_barriers_received(6) == []
     (ack,) = c.complete_async_part(6)
     assert isinstance(ack, AcknowledgeCheckpoint)
+
+
+# -- a cancelled task's closed asynchronous parts (AsyncCheckpointRunnable.close -> reportAbortedSnapshotStats) ---
+
+
+def test_report_incomplete_stats():
+    """Port of Flink AsyncCheckpointRunnableTest.testReportIncompleteStats: closing a running asynchronous part
+    (here by cancelling its task) reports its checkpoint's figures; a part that acknowledged reports nothing."""
+    c, _ = _coordinator(async_completion=AsyncCompletion.DRIVER)
+    c.checkpoint_state(999, 0, CheckpointOptions.aligned())
+    c.complete_async_part(999)  # acknowledged: no longer running
+    c.checkpoint_state(1000, 0, CheckpointOptions.aligned())
+    (report,) = c.cancel()
+    assert isinstance(report, ReportIncompleteSnapshotStats) and report.checkpoint_id == 1000
+    assert c.async_checkpoint_runnable_size == 0
+    assert c.cancel() == [] and c.complete_async_part(1000) == []  # closed once, and it never acknowledges
+
+
+def test_incomplete_stats_are_built_as_checkpoint_metrics_builder_build_incomplete():
+    """What ``CheckpointMetricsBuilder.buildIncomplete`` gives for a part closed mid-way: the start delay, the
+    synchronous duration and an alignment that ended are known; the asynchronous duration and the persisted
+    in-flight data are UNSET (so not unaligned, even for an unaligned checkpoint); an alignment that had not ended
+    has its processed bytes UNSET and a duration of 0 (Flink's -1 ns in ms); the state is what was finished."""
+    clock = _Clock()
+    aligned, _ = _coordinator(async_completion=AsyncCompletion.DRIVER, clock=clock)
+    aligned.checkpoint_state(5, 0, CheckpointOptions.aligned(),
+                             CheckpointMetrics(5, alignment_duration_ms=30, bytes_processed_during_alignment=700,
+                                               checkpoint_start_delay_ms=12))
+    (report,) = aligned.cancel()
+    m = report.metrics
+    assert (m.alignment_duration_ms, m.bytes_processed_during_alignment, m.checkpoint_start_delay_ms) == (30, 700, 12)
+    assert (m.async_duration_ms, m.bytes_persisted_during_alignment) == (UNSET, UNSET)
+    assert not m.unaligned_checkpoint and (report.state_size, report.checkpointed_size) == (0, 0)
+
+    part = ResultPartition(0, 1)
+    part.emit_record("x", 0, 10)
+    w = ChannelStateWriterImpl(3)
+    w.open()
+    unaligned, _ = _coordinator(partitions=[part], writer=w, async_completion=AsyncCompletion.DRIVER, clock=clock)
+    unaligned.init_inputs_checkpoint(6, CheckpointOptions.unaligned())
+    unaligned.checkpoint_state(6, 0, CheckpointOptions.unaligned(),
+                               CheckpointMetrics(6, alignment_duration_ms=None, bytes_processed_during_alignment=None,
+                                                 checkpoint_start_delay_ms=4, unaligned=True))
+    unaligned.complete_async_part(6)  # the snapshot is uploaded; the input side still waits for barriers
+    (report,) = unaligned.cancel()
+    m = report.metrics
+    assert (m.alignment_duration_ms, m.bytes_processed_during_alignment, m.checkpoint_start_delay_ms) == (0, UNSET, 4)
+    assert not m.unaligned_checkpoint and m.bytes_persisted_during_alignment == UNSET
+    assert report.state_size == report.checkpointed_size == STATE.state_size > 0
