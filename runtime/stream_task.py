@@ -356,6 +356,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         nothing. Idempotent."""
         if self.failed:
             return []
+        was_finished = self.finished
         self.operator.close_on_failover()
         self.failed = True
         self.finished = True
@@ -363,7 +364,8 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             p.release()
         if self.input_side is not None:
             self.input_side.close()
-        return self.checkpoints.cancel()
+        reports = self.checkpoints.cancel()
+        return [] if was_finished else reports  # a finished task is not cancelled (Flink's FINISHED is final)
 
     # -- crash points of the fault schedule (runtime.task.crash_points) ------------------------------------
 
