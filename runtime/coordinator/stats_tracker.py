@@ -72,28 +72,8 @@ class CheckpointStatsTracker:
         at the trigger time and zero for every size and duration (``new SubtaskStateStats(index, now)``)."""
         if checkpointed_size is None:
             checkpointed_size = state_size
-        record = self.history.get(checkpoint_id)
-        if record is None or record["status"] != "IN_PROGRESS":
-            return False
-        reported = self._reported.setdefault(checkpoint_id, set())
-        if task in reported:
-            return False
-        reported.add(task)
-        record["num_acknowledged_subtasks"] += 1
-        if metrics is not None and metrics.unaligned_checkpoint and record["checkpoint_type"] == "CHECKPOINT":
-            # Flink's PendingCheckpointStats: one subtask that checkpointed unaligned (persisted in-flight data,
-            # also after its alignment timed out) makes the checkpoint unaligned; REST reports UNALIGNED_CHECKPOINT
-            record["checkpoint_type"] = "UNALIGNED_CHECKPOINT"
-        record["latest_ack_timestamp"] = ack_timestamp
-        record["end_to_end_duration"] = max(0, ack_timestamp - record["trigger_timestamp"])
-        record["state_size"] += state_size
-        record["checkpointed_size"] += checkpointed_size
-        self.subtask_stats[checkpoint_id].append(
-            {"task": task, "ack_timestamp": ack_timestamp, "state_size": state_size, "checkpointed_size": checkpointed_size,
-             "end_to_end_duration": max(0, ack_timestamp - record["trigger_timestamp"]), "metrics": metrics,
-             "finished": finished}
-        )
-        return True
+        return self._report(checkpoint_id, task, ack_timestamp, state_size, checkpointed_size, metrics,
+                            completed=True, finished=finished)
 
     def report_incomplete_stats(self, checkpoint_id: int, task: str, timestamp: int, state_size: int,
                                 checkpointed_size: int, metrics: Any) -> bool:
@@ -101,7 +81,13 @@ class CheckpointStatsTracker:
         reportIncompleteStats``: a ``SubtaskStateStats`` that is not completed). Taken as ``report_subtask_stats``
         takes a report (a checkpoint in progress, the subtask's first report), but the checkpoint counts no
         acknowledgement and keeps its latest acknowledgement: only its sizes grow, and its unaligned flag with
-        the subtask's (``PendingCheckpointStats.reportSubtaskStats``). The subtask's row is ``aborted``."""
+        the subtask's. The subtask's row is ``aborted``."""
+        return self._report(checkpoint_id, task, timestamp, state_size, checkpointed_size, metrics, completed=False)
+
+    def _report(self, checkpoint_id: int, task: str, timestamp: int, state_size: int, checkpointed_size: int,
+                metrics: Any, *, completed: bool, finished: bool = False) -> bool:
+        """Flink's ``PendingCheckpointStats.reportSubtaskStats`` (``TaskStateStats``: a subtask's first report
+        only); a ``completed`` one is an acknowledgement."""
         record = self.history.get(checkpoint_id)
         if record is None or record["status"] != "IN_PROGRESS":
             return False
@@ -109,15 +95,22 @@ class CheckpointStatsTracker:
         if task in reported:
             return False
         reported.add(task)
-        if metrics.unaligned_checkpoint and record["checkpoint_type"] == "CHECKPOINT":
+        if metrics is not None and metrics.unaligned_checkpoint and record["checkpoint_type"] == "CHECKPOINT":
+            # Flink's PendingCheckpointStats: one subtask that checkpointed unaligned (persisted in-flight data,
+            # also after its alignment timed out) makes the checkpoint unaligned; REST reports UNALIGNED_CHECKPOINT
             record["checkpoint_type"] = "UNALIGNED_CHECKPOINT"
+        end_to_end = max(0, timestamp - record["trigger_timestamp"])
+        if completed:
+            record["num_acknowledged_subtasks"] += 1
+            record["latest_ack_timestamp"] = timestamp
+            record["end_to_end_duration"] = end_to_end
         record["state_size"] += state_size
         record["checkpointed_size"] += checkpointed_size
-        self.subtask_stats[checkpoint_id].append(
-            {"task": task, "ack_timestamp": timestamp, "state_size": state_size, "checkpointed_size": checkpointed_size,
-             "end_to_end_duration": max(0, timestamp - record["trigger_timestamp"]), "metrics": metrics,
-             "finished": False, "aborted": True}
-        )
+        entry = {"task": task, "ack_timestamp": timestamp, "state_size": state_size, "checkpointed_size": checkpointed_size,
+                 "end_to_end_duration": end_to_end, "metrics": metrics, "finished": finished}
+        if not completed:
+            entry["aborted"] = True
+        self.subtask_stats[checkpoint_id].append(entry)
         return True
 
     def report_completed_checkpoint(self, checkpoint_id: int, completion_timestamp: int, external_path: str | None = None) -> None:
