@@ -17,8 +17,10 @@ coordinator ``NotifyCoordinatorCheckpointComplete`` (savepoints, except synchron
 out of the store, as in recent Flink). A decline, expiry, failover or suspension aborts the pending checkpoint:
 every task to commit to gets one ``NotifyCheckpointAborted`` and every operator coordinator one
 ``NotifyCoordinatorCheckpointAborted``, the ``CheckpointFailureManager`` counts the failure and may emit ``FailJob``.
-Late or unknown messages are handled as Flink does: acknowledgements for unknown or ended checkpoints have
-their state discarded (``DiscardSubtaskState``), declines for them are ignored. Mirrors Flink's
+Late or unknown messages are handled as Flink does: acknowledgements for unknown or ended checkpoints report their
+figures to the statistics (a failed checkpoint takes them, as no acknowledgement) and have their state discarded
+(``DiscardSubtaskState``), declines for them are ignored; a cancelled task's closed asynchronous parts report theirs
+(``ReportCheckpointMetrics``). Mirrors Flink's
 ``CheckpointCoordinator.receiveAcknowledgeMessage`` / ``receiveDeclineMessage`` / ``completePendingCheckpoint``
 / ``abortPendingCheckpoint`` and its use of ``CheckpointFailureManager``.
 """
@@ -92,6 +94,9 @@ class CheckpointCompletion:
             raise CoordinatorError(
                 f"{message!r}: checkpoint {checkpoint_id} is disposed but still pending (job {self.job_id})"
             )
+        # Flink 2.3: an acknowledgement of a checkpoint that is not pending reports its figures to the statistics
+        # (reportCheckpointMetrics: a failed checkpoint takes them, not completed), then its state is discarded
+        self._report_incomplete(message.attempt_id, checkpoint_id, message.metrics, message.subtask_state)
         self._discard_subtask_state(message)
         if checkpoint_id in self.recent_expired_checkpoints:
             return AcknowledgeOutcome.LATE
@@ -103,10 +108,24 @@ class CheckpointCompletion:
 
     def report_checkpoint_metrics(self, message: m.ReportCheckpointMetrics) -> bool:
         """Flink's ``reportCheckpointMetrics`` -> ``CheckpointStatsTracker.reportIncompleteStats``: a closed
-        asynchronous part's figures join the checkpoint's statistics while it is pending (whatever the attempt:
-        Flink looks up no execution), as a subtask that did not acknowledge; whether they were taken."""
+        asynchronous part's figures join the checkpoint's statistics while it is pending or after it failed
+        (whatever the attempt: Flink looks up no execution), as a subtask that did not acknowledge; whether they
+        were taken."""
+        if message.job_id != self.job_id:
+            return False
         return self.stats.report_incomplete_stats(message.checkpoint_id, str(message.attempt_id), self._clock(),
                                                   message.state_size, message.checkpointed_size, message.metrics)
+
+    def _report_incomplete(self, attempt: ExecutionAttemptID, checkpoint_id: int, metrics, state) -> None:
+        """A late acknowledgement's figures as ``report_checkpoint_metrics`` takes them (the sizes its state
+        says), if its subtask is one of the job's (Flink's ``PendingCheckpointStats`` knows the plan's vertices
+        only)."""
+        vertex = self._vertex_by_id.get(attempt.vertex_id)
+        if metrics is None or vertex is None or not 0 <= attempt.subtask_index < vertex.parallelism:
+            return
+        self.stats.report_incomplete_stats(checkpoint_id, str(attempt), self._clock(),
+                                           state.state_size if state is not None else 0,
+                                           state.checkpointed_size if state is not None else 0, metrics)
 
     def receive_decline_message(self, message: m.DeclineCheckpoint) -> DeclineOutcome:
         if self.is_shutdown:

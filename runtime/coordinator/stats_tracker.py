@@ -2,7 +2,7 @@
 
 How this works: the coordinator reports each checkpoint's life (``report_pending_checkpoint`` at trigger,
 ``report_subtask_stats`` per acknowledgement, then ``report_completed_checkpoint`` or
-``report_failed_checkpoint``; ``report_incomplete_stats`` for a task's closed asynchronous part) and restores (``report_restored_checkpoint``); failures before a checkpoint id
+``report_failed_checkpoint``; ``report_incomplete_stats`` for a task's closed asynchronous part or a late acknowledgement) and restores (``report_restored_checkpoint``); failures before a checkpoint id
 existed are ``report_failed_checkpoint_without_in_progress``. ``history`` holds plain dicts keyed like Flink's
 REST API (``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED/FAILED, ``is_savepoint`` (a
 savepoint's record also ``savepointFormat``, Flink's one camel-case name, and, once completed, its ``external_path``),
@@ -31,7 +31,7 @@ class CheckpointStatsTracker:
         self.history: dict[int, dict[str, Any]] = {}
         self.subtask_stats: dict[int, list[dict[str, Any]]] = {}
         self.latest_restored: dict[str, Any] | None = None
-        self._reported: dict[int, set[str]] = {}  # per checkpoint in progress: the subtasks that reported
+        self._reported: dict[int, set[str]] = {}  # per checkpoint in progress or failed: the subtasks that reported
 
     def report_pending_checkpoint(self, checkpoint_id: int, trigger_timestamp: int, is_savepoint: bool,
                                   checkpoint_type: str, num_subtasks: int) -> dict[str, Any]:
@@ -78,18 +78,21 @@ class CheckpointStatsTracker:
     def report_incomplete_stats(self, checkpoint_id: int, task: str, timestamp: int, state_size: int,
                                 checkpointed_size: int, metrics: Any) -> bool:
         """A subtask's figures without an acknowledgement (Flink's ``DefaultCheckpointStatsTracker.
-        reportIncompleteStats``: a ``SubtaskStateStats`` that is not completed). Taken as ``report_subtask_stats``
-        takes a report (a checkpoint in progress, the subtask's first report), but the checkpoint counts no
-        acknowledgement and keeps its latest acknowledgement: only its sizes grow, and its unaligned flag with
-        the subtask's. The subtask's row is ``aborted``."""
+        reportIncompleteStats``: a ``SubtaskStateStats`` that is not completed): a closed asynchronous part's, or a
+        late acknowledgement's. Taken for the subtask's first report, by a checkpoint in progress or one that
+        failed, not by a completed one; the checkpoint counts no acknowledgement and keeps its latest
+        acknowledgement and end-to-end duration: only its sizes grow, and its unaligned flag with the subtask's. The
+        subtask's row is ``aborted``."""
         return self._report(checkpoint_id, task, timestamp, state_size, checkpointed_size, metrics, completed=False)
 
     def _report(self, checkpoint_id: int, task: str, timestamp: int, state_size: int, checkpointed_size: int,
                 metrics: Any, *, completed: bool, finished: bool = False) -> bool:
         """Flink's ``PendingCheckpointStats.reportSubtaskStats`` (``TaskStateStats``: a subtask's first report
-        only); a ``completed`` one is an acknowledgement."""
+        only); a ``completed`` one is an acknowledgement, of a checkpoint in progress. A report that is not
+        completed is taken by a failed checkpoint too: Flink 2.3's ``reportIncompleteStats`` takes any
+        ``PendingCheckpointStats``, and ``FailedCheckpointStats`` is one (a completed checkpoint's stats are not)."""
         record = self.history.get(checkpoint_id)
-        if record is None or record["status"] != "IN_PROGRESS":
+        if record is None or record["status"] not in (("IN_PROGRESS",) if completed else ("IN_PROGRESS", "FAILED")):
             return False
         reported = self._reported.setdefault(checkpoint_id, set())
         if task in reported:
@@ -139,8 +142,7 @@ class CheckpointStatsTracker:
         record = self.history.get(checkpoint_id)
         if record is None or record["status"] != "IN_PROGRESS":
             return
-        record["status"] = "FAILED"
-        self._reported.pop(checkpoint_id, None)
+        record["status"] = "FAILED"  # its reported subtasks stay known: it takes reports that are not completed
         record["failure_timestamp"] = failure_timestamp
         record["failure_reason"] = reason.name
         record["failure_message"] = message or reason.message

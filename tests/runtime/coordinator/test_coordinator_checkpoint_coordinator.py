@@ -541,3 +541,33 @@ def test_checkpoint_type_becomes_unaligned_once_a_subtask_checkpointed_unaligned
     stats.report_pending_checkpoint(2, 0, True, "SAVEPOINT", 1)
     stats.report_subtask_stats(2, "a", 1, 0, TaskCheckpointMetrics(2, unaligned_checkpoint=True))
     assert stats.history[2]["checkpoint_type"] == "SAVEPOINT"
+
+
+@pytest.mark.parametrize("late", ["closed part", "acknowledgement"])
+def test_checkpoint_stats_updated_after_failure(late):
+    """Port of Flink CheckpointCoordinatorTest.testAbortedCheckpointStatsUpdatedAfterFailure and
+    testCheckpointStatsUpdatedAfterFailure: one task declines, then another's figures arrive, from a closed
+    asynchronous part (``reportCheckpointMetrics``) or in a late acknowledgement; the failed checkpoint's statistics
+    take them (Flink 2.3's ``FailedCheckpointStats`` is a ``PendingCheckpointStats``), as no acknowledgement."""
+    from barriersim.runtime.coordinator.stats_tracker import job_statistics
+    from barriersim.runtime.task.actions import TaskCheckpointMetrics
+
+    h = make([JobVertexInfo("declining", 1), JobVertexInfo("late-report", 1)])
+    h.trigger()
+    assert h.pending_ids == [1]
+    h.decline(h.attempt("declining"), 1)
+    metrics = TaskCheckpointMetrics(1, async_duration_ms=20, alignment_duration_ms=123, checkpoint_start_delay_ms=567,
+                                    bytes_processed_during_alignment=19, total_bytes_persisted=18)
+    attempt = h.attempt("late-report")
+    if late == "closed part":
+        h.coord.handle(m.ReportCheckpointMetrics(JOB, attempt, 1, metrics, state_size=18, checkpointed_size=18))
+    else:
+        assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(
+            JOB, attempt, 1, keyed_snapshot("late-report", b"x" * 18), metrics)) is AcknowledgeOutcome.UNKNOWN_CHECKPOINT
+    (checkpoint,), rows, _ = job_statistics([h.coord.stats])
+    assert checkpoint["status"] == "FAILED" and checkpoint["num_acknowledged_subtasks"] == 0
+    assert checkpoint["state_size"] == 18
+    (row,) = rows
+    assert row["task"] == "late-report#0" and row["aborted"]
+    assert (row["alignment_duration"], row["start_delay"], row["checkpoint_async"]) == (123, 567, 20)
+    assert not row["unaligned_checkpoint"]

@@ -129,9 +129,9 @@ def test_counts():
 def test_report_incomplete_stats():
     """Flink's ``DefaultCheckpointStatsTracker.reportIncompleteStats`` -> ``PendingCheckpointStats.
     reportSubtaskStats`` with a ``SubtaskStateStats`` that is not completed: taken while the checkpoint is pending
-    and for a subtask's first report only; it adds its sizes but is no acknowledgement (the count and the latest
-    acknowledgement stay), and the row says ``aborted``; its unknown figures (-1) add nothing to the checkpoint's
-    processed and persisted data."""
+    or after it failed, not once completed, and for a subtask's first report only; it adds its sizes but is no
+    acknowledgement (the count and the latest acknowledgement stay), and the row says ``aborted``; its unknown
+    figures (-1) add nothing to the checkpoint's processed and persisted data."""
     from barriersim.runtime.coordinator.stats_tracker import job_statistics
     from barriersim.runtime.task.actions import UNSET
 
@@ -149,13 +149,23 @@ def test_report_incomplete_stats():
     assert not stats.report_incomplete_stats(7, "a#1@0", 160, 5, 5, incomplete)
     assert not stats.report_subtask_stats(7, "a#1@0", 170, 5, subtask_metrics(7, 1, False))
     stats.report_failed_checkpoint(7, 200, CheckpointFailureReason.JOB_FAILOVER_REGION)
-    # not taken once the checkpoint is no longer pending
-    assert not stats.report_incomplete_stats(7, "a#2@0", 210, 5, 5, incomplete)
+    # a failed checkpoint still takes a subtask's first report that is not completed (FailedCheckpointStats is a
+    # PendingCheckpointStats), but no acknowledgement, and its end-to-end duration stays the failure's
+    assert not stats.report_subtask_stats(7, "a#2@0", 205, 5, subtask_metrics(7, 2, False))
+    assert stats.report_incomplete_stats(7, "a#2@0", 210, 5, 5, incomplete)
+    assert not stats.report_incomplete_stats(7, "a#2@0", 220, 5, 5, incomplete)
+    assert pending["status"] == "FAILED" and pending["num_acknowledged_subtasks"] == 1
+    assert pending["end_to_end_duration"] == 100 and pending["state_size"] == 70
     checkpoints, rows, _ = job_statistics([stats])
     (row,) = [r for r in rows if r["task"] == "a#1"]
     assert row["aborted"] and not row["finished"] and row["end_to_end_duration"] == 50
     assert (row["checkpoint_async"], row["alignment_persisted"], row["alignment_processed"]) == (UNSET, UNSET, 300)
-    assert [r["aborted"] for r in rows] == [False, True]
+    assert [r["aborted"] for r in rows] == [False, True, True]
     (checkpoint,) = checkpoints
-    assert checkpoint["processed_data"] == subtask_metrics(7, 0, False).bytes_processed_during_alignment + 300
+    assert checkpoint["processed_data"] == subtask_metrics(7, 0, False).bytes_processed_during_alignment + 2 * 300
     assert checkpoint["persisted_data"] == subtask_metrics(7, 0, False).bytes_persisted_during_alignment
+    # a completed checkpoint takes none
+    stats.report_pending_checkpoint(8, 300, False, "CHECKPOINT", 1)
+    assert stats.report_subtask_stats(8, "a#0@0", 310, 1, subtask_metrics(8, 0, False))
+    stats.report_completed_checkpoint(8, 320)
+    assert not stats.report_incomplete_stats(8, "a#1@0", 330, 5, 5, incomplete)
