@@ -2,9 +2,10 @@
 
 How this works: the coordinator reports each checkpoint's life (``report_pending_checkpoint`` at trigger,
 ``report_subtask_stats`` per acknowledgement, then ``report_completed_checkpoint`` or
-``report_failed_checkpoint``; ``report_incomplete_stats`` for a task's closed asynchronous part or a late acknowledgement) and restores (``report_restored_checkpoint``); failures before a checkpoint id
-existed are ``report_failed_checkpoint_without_in_progress``. ``history`` holds plain dicts keyed like Flink's
-REST API (``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED/FAILED, ``is_savepoint`` (a
+``report_failed_checkpoint``; ``report_incomplete_stats`` for a task's closed asynchronous part or a late
+acknowledgement) and restores (``report_restored_checkpoint``); failures before a checkpoint id existed are
+``report_failed_checkpoint_without_in_progress``. ``history`` holds plain dicts keyed like Flink's REST API
+(``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED/FAILED, ``is_savepoint`` (a
 savepoint's record also ``savepointFormat``, Flink's one camel-case name, and, once completed, its ``external_path``),
 ``checkpoint_type`` CHECKPOINT/UNALIGNED_CHECKPOINT/SAVEPOINT..., ``trigger_timestamp``,
 ``latest_ack_timestamp``, ``end_to_end_duration``, ``state_size``, ``checkpointed_size``, ``num_subtasks``,
