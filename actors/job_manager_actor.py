@@ -50,6 +50,7 @@ from barriersim.actors.messages import (
     decode_metrics,
     decode_snapshot,
     encode_snapshot,
+    incomplete_stats_from_wire,
     reason_from_wire,
     task_message_to_wire,
 )
@@ -63,7 +64,6 @@ from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.storage.object_storage import checkpoint_storage_for, restore_storage_for
-from barriersim.runtime.task.actions import ReportIncompleteSnapshotStats
 
 
 def task_seed(seed: int, vertex: str, subtask: int, attempt: int) -> int:
@@ -209,9 +209,13 @@ class JobManagerActor:
             reports = []
         finally:
             ray.kill(handle)
-        for checkpoint_id, metrics, state_size, checkpointed_size in reports:
-            report = ReportIncompleteSnapshotStats(checkpoint_id, decode_metrics(metrics), state_size, checkpointed_size)
-            self._guard(lambda r=report: self._carry_out(self.job_master.report_incomplete_snapshot_stats(attempt, r)))
+        for report in reports:
+            self._report_incomplete(attempt, report)
+
+    def _report_incomplete(self, attempt, report) -> None:
+        """A closed asynchronous part's report (``incomplete_stats_to_wire``) to the JobMaster."""
+        report = incomplete_stats_from_wire(report)
+        self._guard(lambda: self._carry_out(self.job_master.report_incomplete_snapshot_stats(attempt, report)))
 
     def _kill_agents(self) -> None:
         for agent in self._agents.values():
@@ -367,11 +371,8 @@ class JobManagerActor:
         self._guard(lambda: self._carry_out(self.job_master.acknowledge_checkpoint(
             attempt, checkpoint_id, state, decode_metrics(metrics))))
 
-    async def report_incomplete_snapshot_stats(self, attempt, checkpoint_id: int, metrics: bytes, state_size: int,
-                                               checkpointed_size: int) -> None:
-        attempt = attempt_from_wire(attempt)
-        report = ReportIncompleteSnapshotStats(checkpoint_id, decode_metrics(metrics), state_size, checkpointed_size)
-        self._guard(lambda: self._carry_out(self.job_master.report_incomplete_snapshot_stats(attempt, report)))
+    async def report_incomplete_snapshot_stats(self, attempt, report: list) -> None:
+        self._report_incomplete(attempt_from_wire(attempt), report)
 
     async def decline(self, attempt, checkpoint_id: int, reason: str, detail: str) -> None:
         attempt = attempt_from_wire(attempt)

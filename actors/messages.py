@@ -56,7 +56,7 @@ from barriersim.runtime.state.inflight_data_rescaling import (
 from barriersim.runtime.state.rescale_mappings import RescaleMappings
 from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorState, TaskStateSnapshot
 from barriersim.runtime.storage import metadata_serializer
-from barriersim.runtime.task.actions import TaskCheckpointMetrics
+from barriersim.runtime.task.actions import ReportIncompleteSnapshotStats, TaskCheckpointMetrics
 
 CREDIT, RESUME, BUFFER_SIZE, ALL_RECORDS_PROCESSED = 0, 1, 2, 3  # kinds of upstream messages
 
@@ -216,6 +216,16 @@ def encode_metrics(metrics: TaskCheckpointMetrics) -> bytes:
 
 def decode_metrics(data: bytes) -> TaskCheckpointMetrics:
     return TaskCheckpointMetrics(**unpack(data))
+
+
+def incomplete_stats_to_wire(report: ReportIncompleteSnapshotStats) -> list:
+    """A closed asynchronous part's report: ``[checkpoint id, metrics (msgpack), state size, checkpointed size]``."""
+    return [report.checkpoint_id, encode_metrics(report.metrics), report.state_size, report.checkpointed_size]
+
+
+def incomplete_stats_from_wire(v) -> ReportIncompleteSnapshotStats:
+    checkpoint_id, metrics, state_size, checkpointed_size = v
+    return ReportIncompleteSnapshotStats(checkpoint_id, decode_metrics(metrics), state_size, checkpointed_size)
 
 
 TRIGGER, COMPLETE, ABORTED = 0, 1, 2  # kinds of messages from the JobMaster to a task

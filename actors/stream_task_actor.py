@@ -64,6 +64,7 @@ from barriersim.actors.messages import (
     decode_upstream,
     element_entry,
     encode_metrics,
+    incomplete_stats_to_wire,
     merge_credits,
     encode_snapshot,
     pack,
@@ -368,8 +369,7 @@ class StreamTaskActor:
                 pass  # the real synchronous part took its real time on this thread
             elif isinstance(action, ReportIncompleteSnapshotStats):  # the task failed by itself (a stop-with-savepoint)
                 self._reports.put_nowait(("report_incomplete_snapshot_stats", (
-                    attempt_to_wire(self.attempt), action.checkpoint_id, encode_metrics(action.metrics),
-                    action.state_size, action.checkpointed_size)))
+                    attempt_to_wire(self.attempt), incomplete_stats_to_wire(action))))
             elif isinstance(action, DeclineCheckpoint):
                 self._reports.put_nowait(("decline", (
                     attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)))
@@ -440,15 +440,14 @@ class StreamTaskActor:
 
     async def cancel(self) -> list:
         """The JobMaster cancels this attempt (a failover; Flink's ``Task.cancelExecution``): the task fails and
-        stops (its run call raises), and what its closed asynchronous parts report comes back (wire tuples
-        ``(checkpoint id, metrics, state size, checkpointed size)``) for the job manager to hand to the JobMaster
-        before it kills this actor."""
+        stops (its run call raises), and what its closed asynchronous parts report comes back
+        (``incomplete_stats_to_wire``) for the job manager to hand to the JobMaster before it kills this actor."""
         reports = self.task.fail() if self.task is not None else []
         if self._failure is None:
             self._failure = RuntimeError(f"{self.name} (attempt {self.attempt.attempt_number}) was cancelled")
         if self._running:
             self._wake.set()
-        return [(r.checkpoint_id, encode_metrics(r.metrics), r.state_size, r.checkpointed_size) for r in reports]
+        return [incomplete_stats_to_wire(r) for r in reports]
 
     def _fail(self, err: BaseException) -> None:
         if self._failure is None:

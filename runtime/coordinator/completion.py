@@ -96,7 +96,11 @@ class CheckpointCompletion:
             )
         # Flink 2.3: an acknowledgement of a checkpoint that is not pending reports its figures to the statistics
         # (reportCheckpointMetrics: a failed checkpoint takes them, not completed), then its state is discarded
-        self._report_incomplete(message.attempt_id, checkpoint_id, message.metrics, message.subtask_state)
+        if message.metrics is not None:
+            state = message.subtask_state
+            self._report_incomplete(message.attempt_id, checkpoint_id, message.metrics,
+                                    state.state_size if state is not None else 0,
+                                    state.checkpointed_size if state is not None else 0)
         self._discard_subtask_state(message)
         if checkpoint_id in self.recent_expired_checkpoints:
             return AcknowledgeOutcome.LATE
@@ -113,19 +117,19 @@ class CheckpointCompletion:
         were taken."""
         if message.job_id != self.job_id:
             return False
-        return self.stats.report_incomplete_stats(message.checkpoint_id, str(message.attempt_id), self._clock(),
-                                                  message.state_size, message.checkpointed_size, message.metrics)
+        return self._report_incomplete(message.attempt_id, message.checkpoint_id, message.metrics, message.state_size,
+                                       message.checkpointed_size)
 
-    def _report_incomplete(self, attempt: ExecutionAttemptID, checkpoint_id: int, metrics, state) -> None:
-        """A late acknowledgement's figures as ``report_checkpoint_metrics`` takes them (the sizes its state
+    def _report_incomplete(self, attempt: ExecutionAttemptID, checkpoint_id: int, metrics, state_size: int,
+                           checkpointed_size: int) -> bool:
+        """``reportIncompleteStats`` of a closed part's figures or a late acknowledgement's (the sizes its state
         says), if its subtask is one of the job's (Flink's ``PendingCheckpointStats`` knows the plan's vertices
-        only)."""
+        only); whether they were taken."""
         vertex = self._vertex_by_id.get(attempt.vertex_id)
-        if metrics is None or vertex is None or not 0 <= attempt.subtask_index < vertex.parallelism:
-            return
-        self.stats.report_incomplete_stats(checkpoint_id, str(attempt), self._clock(),
-                                           state.state_size if state is not None else 0,
-                                           state.checkpointed_size if state is not None else 0, metrics)
+        if vertex is None or not 0 <= attempt.subtask_index < vertex.parallelism:
+            return False
+        return self.stats.report_incomplete_stats(checkpoint_id, str(attempt), self._clock(), state_size,
+                                                  checkpointed_size, metrics)
 
     def receive_decline_message(self, message: m.DeclineCheckpoint) -> DeclineOutcome:
         if self.is_shutdown:

@@ -205,7 +205,7 @@ def job_statistics(trackers: Sequence[CheckpointStatsTracker]) -> tuple[list[dic
     (``alignment_buffered``, ``processed_data``, ``persisted_data``); ``subtasks``: a row per acknowledgement that
     reached a pending checkpoint, one per task that had finished before the trigger (FLIP-147: Flink reports
     them as acknowledged at the trigger, every figure 0; ``finished`` True), and one per closed asynchronous part
-    whose figures reached it while pending (``aborted`` True);
+    or late acknowledgement whose figures reached it while pending or failed (``aborted`` True);
     ``counts``: Flink's counts, summed."""
     history: dict[int, dict[str, Any]] = {}
     subtasks: list[dict[str, Any]] = []

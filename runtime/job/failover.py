@@ -100,7 +100,6 @@ class JobFailover:
             return False
         for key in victims:
             self._killed_keys.add(key)
-            self._dead_attempts.add(self.attempts[key])
             self.killed.append(f"{subtask_name(key)}@{self.attempts[key].attempt_number}")
         if node is not None:
             self.lost_nodes.add(node)
@@ -118,7 +117,6 @@ class JobFailover:
             return False
         attempt = self.attempts[key]
         self._killed_keys.add(key)
-        self._dead_attempts.add(attempt)
         self.killed.append(f"{task}@{attempt.attempt_number}")
         self._out.append(KillTask(attempt, why))
         return True

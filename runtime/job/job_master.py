@@ -181,7 +181,6 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         self.finished: set[SubtaskKey] = finished if finished is not None else set()  # cleared in place: a driver may hold it
         self.finished.clear()
         self._killed_keys: set[SubtaskKey] = set()  # killed by the fault schedule, death not yet reported
-        self._dead_attempts: set[ExecutionAttemptID] = set()  # killed or crashed: their processes are gone
         self.outcome: JobOutcome | None = None
         self.failure_reason: str | None = None
         self.restarts = 0
@@ -397,13 +396,13 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
 
     def report_incomplete_snapshot_stats(self, attempt: ExecutionAttemptID, report: ReportIncompleteSnapshotStats) -> list:
         """A cancelled or failed task's closed asynchronous part reports its figures (Flink's
-        ``reportIncompleteTaskStateSnapshots``, sent as its task is cancelled): they go to the coordinator, which
-        takes them only for a checkpoint still pending. A task the fault schedule killed or crashed reports
-        nothing: its process is gone."""
-        if attempt not in self._dead_attempts:
-            self._out.append(SendToCoordinator(CoordinatorMessage(self.coordinator_generation, m.ReportCheckpointMetrics(
-                self.job_id, attempt, report.checkpoint_id, report.metrics, report.state_size,
-                report.checkpointed_size)), 0))
+        ``reportIncompleteTaskStateSnapshots``, sent as its task is cancelled): they go to the coordinator, whose
+        statistics take them for a checkpoint pending or failed. A task the fault schedule killed or crashed
+        (``killed``) reports nothing: its process is gone."""
+        name = subtask_name((attempt.vertex_id, attempt.subtask_index))
+        if f"{name}@{attempt.attempt_number}" not in self.killed:
+            self._to_coordinator(None, name, report.checkpoint_id, m.ReportCheckpointMetrics(
+                self.job_id, attempt, report.checkpoint_id, report.metrics, report.state_size, report.checkpointed_size))
         return self._take()
 
     def decline_checkpoint(self, attempt: ExecutionAttemptID, checkpoint_id: int, reason: CheckpointFailureReason,
@@ -447,7 +446,6 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
             if fault is not None:  # counted only if it killed a running task (a late report of an old attempt did not)
                 self.fault_log.fired(fault, self.job_ms())
             self.killed.append(f"{name}@{attempt.attempt_number}")
-            self._dead_attempts.add(attempt)
             self.failures.append(f"{name}: crashed at {point.value} of checkpoint {checkpoint_id}")
             if isinstance(fault, (CrashTaskManager, KillNode)):
                 self._crash_group(fault, point.value, already_dead=key)
@@ -505,11 +503,13 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         self._to_coordinator(MessageKind.DECLINE, name, checkpoint_id,
                              m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exc))
 
-    def _to_coordinator(self, kind: MessageKind, task: str, checkpoint_id: int, event) -> None:
-        drop, delay_ms = self.fault_log.message_fate(kind, task, checkpoint_id, self.job_ms())
-        if drop:
-            self._trace("dropped", f"{kind.value} {task} {checkpoint_id}")
-            return
+    def _to_coordinator(self, kind: MessageKind | None, task: str, checkpoint_id: int, event) -> None:
+        delay_ms = 0
+        if kind is not None:  # a kind the fault schedule can drop or delay
+            drop, delay_ms = self.fault_log.message_fate(kind, task, checkpoint_id, self.job_ms())
+            if drop:
+                self._trace("dropped", f"{kind.value} {task} {checkpoint_id}")
+                return
         self._out.append(SendToCoordinator(CoordinatorMessage(self.coordinator_generation, event), delay_ms))
 
     def _to_task(self, kind: MessageKind | None, attempt: ExecutionAttemptID, checkpoint_id: int,
