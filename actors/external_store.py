@@ -5,8 +5,9 @@ pre-committed data is invisible until committed, commits are idempotent per tran
 talks to it through ``RemoteExternalStore``, which offers every public method of the store: each call is
 queued, and ``send()`` ships the queue as ONE Ray call (msgpack) numbered per caller; the store actor
 applies a caller's batches in that order (Ray does not promise call order for async actors), so a
-transaction's pre-commit always precedes its commit. Every call's reference is kept until ``flush()``
-awaited it. The task actor flushes before it acknowledges a checkpoint or reports that it finished, so what
+transaction's pre-commit always precedes its commit. Every call's reference is kept until
+``take_unconfirmed()`` hands it over. The task actor waits for the calls made before it acknowledges a checkpoint
+or reports that it finished, so what
 the sink handed to the store before a checkpoint's barrier (pre-committed transactions, directly written
 records) is in the store when the checkpoint can complete, and everything is in it when the job ends. The store
 of an earlier run can be loaded (``load``) and the whole store read back (``snapshot``), so a run restored from a
@@ -14,8 +15,6 @@ savepoint continues the external system of the run that took it.
 """
 
 from __future__ import annotations
-
-import asyncio
 
 import msgpack
 import ray
@@ -104,12 +103,9 @@ class RemoteExternalStore:
             self._sequence_number += 1
             self._queue = []
 
-    @property
-    def has_unconfirmed(self) -> bool:
-        return bool(self._queue or self._in_flight)
-
-    async def flush(self) -> None:
+    def take_unconfirmed(self) -> list:
+        """Send what is queued and hand over the references of every call not handed over yet, for the caller to
+        wait for."""
         self.send()
-        while self._in_flight:
-            refs, self._in_flight = self._in_flight, []
-            await asyncio.gather(*refs)
+        refs, self._in_flight = self._in_flight, []
+        return refs

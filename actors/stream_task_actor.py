@@ -1,51 +1,57 @@
-"""One subtask of a job as a Ray actor driving a sans-IO ``runtime.stream_task.StreamTask``.
+"""One subtask of a job as a Ray actor driving a sans-IO ``runtime.stream_task.StreamTask`` on a task thread of
+its own, as Flink's ``StreamTask`` runs on its task thread with a mailbox (``actors.mailbox``).
 
-How this works: the actor is an asyncio actor, so the task object sees one event at a time on one thread.
-The task is built from its deployment descriptor as on the simulator (``runtime.job.deployment``); the actor
-does per subtask what the simulator's data plane does, with real time and real messages:
+How this works: the actor is a threaded Ray actor. Its Ray methods run on Ray's threads and only put mails into
+the task's ``TaskMailbox``; one task thread, started when the task is built (``connect``), takes the mails in
+order, runs the timers that are due and does the task's work between them, so the task object sees one event at a
+time on one thread (Flink's ``MailboxProcessor``). The task is built from its deployment descriptor as on the
+simulator (``runtime.job.deployment``); the actor does per subtask what the simulator's data plane does, with
+real time and real messages:
 - what arrives: ``deliver`` (a batch of channel elements from one upstream actor), ``upstream`` (credit,
   resume-consumption and debloated buffer sizes for this task's subpartitions), ``task_message`` (the
-  JobMaster's checkpoint trigger, completion and abort notices). Elements are handed to the task in each
-  channel's sequence-number order: Ray does not promise call order for async actors, so an element that
+  JobMaster's checkpoint trigger, completion and abort notices), each a mail. Elements are handed to the task in
+  each channel's sequence-number order: Ray does not promise call order for a threaded actor, so an element that
   arrives early waits until the gap before it is filled;
-- work: ``run`` calls ``process_next()`` while it returns PROCESSED (yielding to the loop every few ms so
-  that messages get in), waits for a message when the task is IDLE or BACKPRESSURED, and returns when the
-  task is FINISHED (with its records, steps, idle waits, when on the job's clock it processed its last
-  record, the process CPU its run took and its own thread's part of it, the Ray calls, buffers and bytes of
-  channel elements it sent, and where its thread's time went: steps, arrivals, outgoing elements, calls); sources
-  are paced to ``source_rate`` records/s when one is set; an output flusher calls ``flush_outputs()`` every
-  ``buffer_timeout_ms`` (Flink's 100 ms); a task slowed by the fault schedule
-  (``SlowTask``: ``factor`` from ``from_ms`` until ``until_ms`` after the job started) sleeps ``factor - 1``
-  times each burst's duration after it, and works only from its loop (not inline on arrivals) meanwhile;
-- what leaves: after every step, message and timer, ``poll_sendable()`` elements go to per-consumer
-  outboxes and ``drain_actions()`` credit, resume-consumption and buffer sizes to per-producer outboxes; each
-  outbox is sent as ONE Ray call (msgpack; a buffer's records as their column buffers) when the current burst of
-  work ends, or at once when a step produced a channel event (a barrier, above all an unaligned one, must not
-  wait behind the rest of a burst: Flink's network thread sends it as soon as it is queued), in the order the
-  partitions handed the elements out (priority events first, as the partitions order them). At most
-  ``DATA_CALLS_IN_FLIGHT`` calls to one consumer, and one to each producer, are in flight at a time (a call
-  completes when the receiver has taken it in): what becomes ready meanwhile waits in the outbox and goes with
-  the next call, so a task sends all the buffers its credit allows for one consumer in one call, as Flink's
-  network stack writes whatever is queued for a connection whenever it is writable; credits for one
-  subpartition waiting together are announced as one (Flink's ``unannouncedCredit``). How many buffers a call
-  carries is the receiver's credit: up to its exclusive and floating buffers over a remote channel, at most two over a
-  local channel (producer and consumer in one TaskManager), which holds the buffer its task reads and the next one
-  (``runtime.network.input.input_channel``). The upstream window of one
-  also keeps a producer's messages in order. Acknowledgements, declines and the finished notice go to the job manager
-  actor in order, each after the sink's store writes were confirmed; an acknowledgement's snapshot is encoded
-  only then, after the barrier went on downstream (as Flink's asynchronous snapshot part). A checkpoint's
-  asynchronous part and channel-state write complete on the loop after the cost model's emulated remote-store
-  time (``runtime.checkpoint_cost``, ``Charging.REAL_TIME``: none unless the scenario asks for it), then the task
-  acknowledges.
+- work: once ``run`` started the task, the task thread calls ``process_next()`` while it returns PROCESSED, in
+  bursts of at most ``BURST_SECONDS`` (one step for a paced source) with the mails that came meanwhile taken
+  between them, waits for a mail or a timer when the task is IDLE or BACKPRESSURED, and ``run`` returns when the
+  task is FINISHED and its outboxes are handed to Ray (with its records, steps, idle waits, when on the job's
+  clock it processed its last record, the process CPU its run took and its task thread's part of it, the Ray
+  calls, buffers and bytes of channel elements it sent, and where the task thread's time went: steps, arrivals,
+  outgoing elements, calls); sources are paced to ``source_rate`` records/s when one is set; an output flusher
+  timer calls ``flush_outputs()`` every ``buffer_timeout_ms`` (Flink's 100 ms); a task slowed by the fault
+  schedule (``SlowTask``: ``factor`` from ``from_ms`` until ``until_ms`` after the job started) waits
+  ``factor - 1`` times each burst's duration after it before it works again, taking its mails meanwhile;
+- what leaves: after every burst, mail and timer, ``poll_sendable()`` elements go to per-consumer outboxes and
+  ``drain_actions()`` credit, resume-consumption and buffer sizes to per-producer outboxes; each outbox is sent as
+  ONE Ray call (msgpack; a buffer's records as their column buffers) when the current burst of work ends, or at
+  once when a step produced a channel event (a barrier, above all an unaligned one, must not wait behind the rest
+  of a burst: Flink's network thread sends it as soon as it is queued), in the order the partitions handed the
+  elements out (priority events first, as the partitions order them). At most ``DATA_CALLS_IN_FLIGHT`` calls to
+  one consumer, and one to each producer, are in flight at a time (a call completes when the receiver has put it
+  into its mailbox): what becomes ready meanwhile waits in the outbox and goes with the next call, so a task sends
+  all the buffers its credit allows for one consumer in one call, as Flink's network stack writes whatever is
+  queued for a connection whenever it is writable; credits for one subpartition waiting together are announced
+  as one (Flink's ``unannouncedCredit``). How many buffers a call carries is the receiver's credit: up to its
+  exclusive and floating buffers over a remote channel, at most two over a local channel (producer and consumer
+  in one TaskManager), which holds the buffer its task reads and the next one
+  (``runtime.network.input.input_channel``). The upstream window of one also keeps a producer's messages in
+  order. Acknowledgements, declines and the finished notice go to the job manager actor in order, from a
+  reporter thread, each after the sink's store writes made before it were confirmed; an acknowledgement's
+  snapshot is encoded there, off the task thread, after the barrier went on downstream (as Flink's asynchronous
+  snapshot part runs in its own thread pool). A checkpoint's asynchronous part and channel-state write complete
+  on the task thread after the cost model's emulated remote-store time (``runtime.checkpoint_cost``,
+  ``Charging.REAL_TIME``: none unless the scenario asks for it), then the task acknowledges.
 Any error in the task fails the actor's ``run`` call, which the job manager treats as a task failure.
 No protocol rule lives here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
+import queue
 import random
+import threading
 import time
 from collections import defaultdict
 
@@ -53,6 +59,7 @@ import ray
 
 from barriersim.actors.clock import now_ms
 from barriersim.actors.external_store import RemoteExternalStore
+from barriersim.actors.mailbox import MailboxTimers, TaskMailbox
 from barriersim.actors.messages import (
     ALL_RECORDS_PROCESSED,
     BUFFER_SIZE,
@@ -72,7 +79,6 @@ from barriersim.actors.messages import (
     task_message_from_wire,
     upstream_entry,
 )
-from barriersim.actors.realtime import LoopTimerService
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.events import Buffer
 from barriersim.runtime.job.actions import TaskDeploymentDescriptor
@@ -92,11 +98,13 @@ from barriersim.runtime.task.actions import (
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
-BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and lets messages in
+BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and takes its mails
 DATA_CALLS_IN_FLIGHT = 2  # data calls to one consumer not yet taken in, at most
+RAY_THREADS = 8  # Ray's threads for the actor's methods: one is held by run for the task's life, the rest only put mails
+ANSWER_TIMEOUT_S = 8.0  # for the task thread to answer a cancel or a lifecycle question (the job manager waits 10 s)
 
 
-@ray.remote(num_cpus=0.01)
+@ray.remote(num_cpus=0.01, max_concurrency=RAY_THREADS)
 class StreamTaskActor:
     def __init__(self, config: JobConfig, descriptor: TaskDeploymentDescriptor, seed: int, splits: dict | None,
                  snapshot: bytes | None, store, job_manager):
@@ -116,6 +124,9 @@ class StreamTaskActor:
         self.job_manager = job_manager
         self.task: StreamTask | None = None
         self.handles: dict = {}
+        self._mailbox = TaskMailbox()
+        self._timers = MailboxTimers()
+        self._reports: queue.SimpleQueue = queue.SimpleQueue()  # (method, args, store calls to confirm first)
         self._data_out: dict = defaultdict(list)
         self._upstream_out: dict = defaultdict(list)
         self._in_flight: dict = defaultdict(int)  # ("data", consumer) / ("upstream", producer) -> calls in flight
@@ -126,90 +137,132 @@ class StreamTaskActor:
         self.data_bytes_sent = 0  # msgpack bytes of the channel elements this task sent downstream
         self.data_calls_sent = self.upstream_calls_sent = 0  # Ray calls: element batches, credit batches
         self.data_buffers_sent = 0  # data buffers among the channel elements sent
-        # where the actor's thread spends its time (perf_counter seconds): the task's steps, taking in what
-        # arrived (decoding it and handing it to the task), collecting what leaves (each element's wire form),
-        # packing a call's elements, handing calls to Ray
+        # where the task thread spends its time (perf_counter seconds): the task's steps, taking in what arrived
+        # (decoding it and handing it to the task), collecting what leaves (each element's wire form), packing a
+        # call's elements, handing calls to Ray
         self._seconds = {"steps": 0.0, "receive": 0.0, "collect": 0.0, "encode": 0.0, "submit": 0.0}
         self.steps = 0
-        self._running = False
         self.waits = 0
         self.finished = False
+        self._running = False
+        self._work_pending = False  # something happened since the task last had nothing to do
+        self._work_resumes_at = 0.0  # time.monotonic() before which the task does no work (pacing, a slowdown)
         self._burst_seconds = 0.0
         self._slowdowns = Slowdowns(descriptor.slowdowns)
         self._last_record_ms: int | None = None  # when the task last processed a record (wall clock)
+        self._run_ended = threading.Event()  # the task finished and its outboxes went to Ray, or it failed
+        self._run_result: dict | None = None
 
     # -- setup ---------------------------------------------------------------------------------------
 
-    async def connect(self, handles: dict) -> dict:
-        """Build the task on this actor's loop, restore its state, and learn every peer's handle."""
-        loop = asyncio.get_running_loop()
+    def connect(self, handles: dict) -> dict:
+        """Build the task, restore its state, learn every peer's handle, and start the task thread."""
         self.handles = handles
         self.wiring = Wiring(self.config.graph)
-        self._wake = asyncio.Event()
-        self._sent = asyncio.Event()
-        self._reports: asyncio.Queue = asyncio.Queue()
         restore = dataclasses.replace(self.descriptor, state=decode_snapshot(self._snapshot, self.key[1]))
         splits = None
         if self._split_refs is not None:
             ids = list(self._split_refs)
-            data = await asyncio.gather(*(self._split_refs[sid] for sid in ids))
-            splits = {sid: decode_split(d) for sid, d in zip(ids, data)}
+            splits = {sid: decode_split(d) for sid, d in zip(ids, ray.get([self._split_refs[sid] for sid in ids]))}
         self.task, restored = deploy_task(
-            self.config, restore, clock=now_ms, timer_service=LoopTimerService(loop, self._fail),
+            self.config, restore, clock=now_ms, timer_service=self._timers,
             rng=random.Random(self.seed), charging=Charging.REAL_TIME, cost_rng=random.Random(self.seed ^ 0x5EED),
-            wakeup=self._after_event, splits=splits, store=self.store)
+            wakeup=self._mark_event, splits=splits, store=self.store)
         self._split_refs = None
-        self._reporter = loop.create_task(self._report_in_order())
         # a source's offset as restored: where the run's progress starts when this is its first deployment
-        return {**restored, "ray_node_id": ray.get_runtime_context().get_node_id(),
-                "records_read": self._records_read()}
+        connected = {**restored, "ray_node_id": ray.get_runtime_context().get_node_id(),
+                     "records_read": self._records_read()}
+        threading.Thread(target=self._task_thread, name=f"task {self.name}", daemon=True).start()
+        threading.Thread(target=self._report_in_order, name=f"reporter {self.name}", daemon=True).start()
+        return connected
 
     def _records_read(self) -> int | None:
         """How far a source's reader got (its split offsets, in records); None for a task that is not a source."""
         return self.task.operator.reader.records_read if self.task.operator.is_source else None
 
-    # -- the work loop -------------------------------------------------------------------------------
+    # -- the task thread -----------------------------------------------------------------------------
 
-    async def run(self, job_started_ms: int) -> dict:
-        """Work until the task finishes; ``job_started_ms``: time 0 of the job's clock (the fault schedule's)."""
+    def run(self, job_started_ms: int) -> dict:
+        """Start the task and wait until it finishes; ``job_started_ms``: time 0 of the job's clock (the fault
+        schedule's)."""
+        self._mailbox.put(lambda: self._start(job_started_ms))
+        self._run_ended.wait()
+        if self._failure is not None:
+            raise RuntimeError(f"{self.name} (attempt {self.attempt.attempt_number}) failed: "
+                               f"{type(self._failure).__name__}: {self._failure}") from self._failure
+        return self._run_result
+
+    def _start(self, job_started_ms: int) -> None:
         self._job_started_ms = job_started_ms
-        started = time.monotonic()
-        cpu_started = time.process_time()
-        thread_cpu_started = time.thread_time()
-        pace = self.task.operator.is_source and self.source_rate
-        self._running = True
-        self._after_event()  # recovered output and initial credit
-        flusher = asyncio.get_running_loop().create_task(self._flush_periodically())
-        try:
-            while True:
-                self._raise_if_failed()
-                outcome = self._work()
-                self._send()
-                if self.finished:
-                    break
-                slowed = max(0.0, self._slowdown() - 1.0) * self._burst_seconds
-                if outcome is StepOutcome.PROCESSED:
-                    delay = started + self.records_processed / self.source_rate - time.monotonic() if pace else 0.0
-                    await asyncio.sleep(max(0.0, delay, slowed))
-                else:
-                    if slowed:
-                        await asyncio.sleep(slowed)
-                    self._wake.clear()
-                    self.waits += 1
-                    await self._wake.wait()
-        finally:
-            flusher.cancel()
-        self._raise_if_failed()
-        await self._drain_outboxes()  # the end of partition must leave before the run call returns
-        self._raise_if_failed()
-        last = None if self._last_record_ms is None else self._last_record_ms - job_started_ms
-        return {"task": self.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits,
+        self._started = time.monotonic()
+        self._cpu_started = time.process_time()
+        self._thread_cpu_started = time.thread_time()
+        self._running = self._work_pending = True
+        self._timers.call_later(self.config.buffer_timeout_ms / 1000.0, self._flush_periodically)
+
+    def _task_thread(self) -> None:
+        """Take the mails, run the timers due, work, send; wait for a mail or a timer when there is nothing to do."""
+        mailbox, timers = self._mailbox, self._timers
+        while True:
+            events = mailbox.take(self._seconds_to_wait())
+            events += timers.due()
+            for event in events:
+                self._guarded(event)
+            if events:
+                self._work_pending = True
+            if self._may_work():
+                self._guarded(self._work_and_pace)
+            self._guarded(self._collect_and_send)
+            if self._running and not self._run_ended.is_set() and (
+                    self._failure is not None or (self.finished and not self._data_out and not self._upstream_out)):
+                self._end_run()
+
+    def _collect_and_send(self) -> None:
+        self._collect()
+        self._send()
+
+    def _seconds_to_wait(self) -> float | None:
+        wait = None
+        if self._running and self._work_pending and not self.finished and self._failure is None:
+            wait = max(0.0, self._work_resumes_at - time.monotonic())
+        timer = self._timers.seconds_to_next()
+        if timer is not None and (wait is None or timer < wait):
+            wait = timer
+        return wait
+
+    def _may_work(self) -> bool:
+        return (self._running and self._work_pending and not self.finished and self._failure is None
+                and time.monotonic() >= self._work_resumes_at)
+
+    def _work_and_pace(self) -> None:
+        """A burst of work, then when the next may start: at once, after a paced source's next record is due, or
+        after a slowed task's extra time; a task with nothing to do waits for something to happen."""
+        outcome = self._work()
+        if self.finished:
+            return
+        now = time.monotonic()
+        slowed = max(0.0, self._slowdown() - 1.0) * self._burst_seconds
+        if outcome is StepOutcome.PROCESSED:
+            pace = self.task.operator.is_source and self.source_rate
+            delay = self._started + self.records_processed / self.source_rate - now if pace else 0.0
+            self._work_resumes_at = now + max(0.0, delay, slowed)
+        else:
+            self._work_resumes_at = now + slowed
+            self._work_pending = False
+            self.waits += 1
+
+    def _end_run(self) -> None:
+        if self._failure is None:
+            last = None if self._last_record_ms is None else self._last_record_ms - self._job_started_ms
+            self._run_result = {
+                "task": self.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits,
                 "records_read": self._records_read(), "last_record_at_ms": last,
-                "cpu_seconds": time.process_time() - cpu_started,
-                "thread_cpu_seconds": time.thread_time() - thread_cpu_started,
+                "cpu_seconds": time.process_time() - self._cpu_started,
+                "thread_cpu_seconds": time.thread_time() - self._thread_cpu_started,
                 **{f"{name}_seconds": value for name, value in self._seconds.items()},
                 "data_bytes_sent": self.data_bytes_sent, "data_calls_sent": self.data_calls_sent,
                 "data_buffers_sent": self.data_buffers_sent, "upstream_calls_sent": self.upstream_calls_sent}
+        self._run_ended.set()
 
     def _work(self) -> StepOutcome:
         """Call ``process_next()`` while it returns PROCESSED, for at most ``BURST_SECONDS`` (one step for a
@@ -248,100 +301,88 @@ class StreamTaskActor:
             self.job_manager.slowdown_met.remote(attempt_to_wire(self.attempt), index, at_ms)
         return factor
 
-    def _work_inline(self) -> None:
-        """A downstream task works on what just arrived at once, without a round through the event loop."""
-        if self._running and not self.finished and not self.task.operator.is_source:
-            if self._slowdown() > 1.0:
-                self._wake.set()  # a slowed task works from its loop, which stretches each burst
-                return
-            self._work()
+    def _mark_event(self) -> None:
+        self._work_pending = True
 
-    async def _flush_periodically(self) -> None:
-        interval = self.config.buffer_timeout_ms / 1000.0
-        while not self.finished and not self.task.finished:
-            await asyncio.sleep(interval)
-            if self.task.finished:
-                return
-            try:
-                self.task.flush_outputs()
-                self._after_event()
-            except BaseException as err:  # noqa: BLE001
-                self._fail(err)
-                return
+    def _flush_periodically(self) -> None:
+        if self.finished or self.task.finished or self._failure is not None:
+            return
+        self.task.flush_outputs()
+        self._timers.call_later(self.config.buffer_timeout_ms / 1000.0, self._flush_periodically)
 
-    # -- what arrives --------------------------------------------------------------------------------
-
-    async def deliver(self, *parts: bytes) -> None:
-        """Channel elements in order, in one or more msgpack arrays (``messages.pack_elements``)."""
-        try:
-            receive_start = time.perf_counter()
-            for channel, seq, backlog, element in (e for data in parts for e in decode_elements(data)):
-                expected = self._expected.get(channel, 0)
-                if seq != expected:
-                    self._held[channel][seq] = (backlog, element)
-                    continue
-                self.task.on_element(channel, element, seq, backlog)
-                expected += 1
-                held = self._held.get(channel)
-                while held and expected in held:
-                    backlog, element = held.pop(expected)
-                    self.task.on_element(channel, element, expected, backlog)
-                    expected += 1
-                self._expected[channel] = expected
-            self._seconds["receive"] += time.perf_counter() - receive_start
-            self._work_inline()
-            self._after_event()
-        except BaseException as err:  # noqa: BLE001
-            self._fail(err)
-
-    async def upstream(self, data: bytes) -> None:
-        try:
-            for info, kind, value in decode_upstream(data):
-                if kind == CREDIT:
-                    self.task.on_credit(info, value)
-                elif kind == BUFFER_SIZE:
-                    self.task.on_new_buffer_size(info, value)
-                elif kind == ALL_RECORDS_PROCESSED:
-                    self.task.on_all_records_processed(info)
-                else:
-                    self.task.on_resume_consumption(info)
-            self._work_inline()
-            self._after_event()
-        except BaseException as err:  # noqa: BLE001
-            self._fail(err)
-
-    async def task_message(self, data: bytes) -> None:
-        """A message of the JobMaster: a checkpoint trigger, or a completion or abort notice."""
-        self._call(lambda: deliver_task_message(self.task, task_message_from_wire(data)))
-
-    async def progress(self) -> int:
-        return self.records_processed
-
-    async def lifecycle(self) -> dict:
-        """The task's ``lifecycle_report`` and what its outboxes still hold, for the report of a job that did not
-        end in time."""
-        outboxes = {"data_out": sum(map(len, self._data_out.values())),
-                    "upstream_out": sum(map(len, self._upstream_out.values()))}
-        return {"task": self.name, **(self.task.lifecycle_report() if self.task is not None else {}), **outboxes}
-
-    def _call(self, fn) -> None:
+    def _guarded(self, fn) -> None:
         try:
             fn()
-            self._after_event()
-        except BaseException as err:  # noqa: BLE001
+        except BaseException as err:  # noqa: BLE001 - the task fails; its run call raises
             self._fail(err)
 
-    # -- what leaves ---------------------------------------------------------------------------------
+    # -- what arrives (Ray's threads: each a mail) ---------------------------------------------------
 
-    def _after_event(self) -> None:
-        """Collect and send what the task's last event produced; wake the work loop."""
-        self._collect()
-        self._send()
-        self._wake.set()
+    def deliver(self, *parts: bytes) -> None:
+        """Channel elements in order, in one or more msgpack arrays (``messages.pack_elements``)."""
+        self._mailbox.put(lambda: self._take_in(parts))
+
+    def _take_in(self, parts: tuple) -> None:
+        receive_start = time.perf_counter()
+        task, held_by_channel, expected_by_channel = self.task, self._held, self._expected
+        for channel, seq, backlog, element in (e for data in parts for e in decode_elements(data)):
+            expected = expected_by_channel.get(channel, 0)
+            if seq != expected:
+                held_by_channel[channel][seq] = (backlog, element)
+                continue
+            task.on_element(channel, element, seq, backlog)
+            expected += 1
+            held = held_by_channel.get(channel)
+            while held and expected in held:
+                backlog, element = held.pop(expected)
+                task.on_element(channel, element, expected, backlog)
+                expected += 1
+            expected_by_channel[channel] = expected
+        self._seconds["receive"] += time.perf_counter() - receive_start
+
+    def upstream(self, data: bytes) -> None:
+        self._mailbox.put(lambda: self._take_upstream(data))
+
+    def _take_upstream(self, data: bytes) -> None:
+        task = self.task
+        for info, kind, value in decode_upstream(data):
+            if kind == CREDIT:
+                task.on_credit(info, value)
+            elif kind == BUFFER_SIZE:
+                task.on_new_buffer_size(info, value)
+            elif kind == ALL_RECORDS_PROCESSED:
+                task.on_all_records_processed(info)
+            else:
+                task.on_resume_consumption(info)
+
+    def task_message(self, data: bytes) -> None:
+        """A message of the JobMaster: a checkpoint trigger, or a completion or abort notice."""
+        self._mailbox.put(lambda: deliver_task_message(self.task, task_message_from_wire(data)))
+
+    def progress(self) -> int:
+        return self.records_processed
+
+    def lifecycle(self) -> dict:
+        """The task's ``lifecycle_report`` and what its outboxes still hold, for the report of a job that did not
+        end in time."""
+        def report() -> dict:
+            outboxes = {"data_out": sum(map(len, self._data_out.values())),
+                        "upstream_out": sum(map(len, self._upstream_out.values()))}
+            return {"task": self.name, **(self.task.lifecycle_report() if self.task is not None else {}), **outboxes}
+        if self.task is None:
+            return report()
+        try:
+            return self._mailbox.call(report, ANSWER_TIMEOUT_S)
+        except TimeoutError:
+            return {"task": self.name, "error": f"the task thread did not answer within {ANSWER_TIMEOUT_S:g} s"}
+
+    # -- what leaves ---------------------------------------------------------------------------------
 
     def _collect(self) -> bool:
         """Move what the task's last step produced into the outboxes; True if that includes a channel event."""
         task = self.task
+        if task is None:
+            return False
         events = False
         collect_start = time.perf_counter()
         for info, item in task.poll_sendable():
@@ -359,27 +400,26 @@ class StreamTaskActor:
             elif isinstance(action, AcknowledgeCheckpoint):
                 # encoded by the reporter, after this burst's data (the barrier among it) went out: Flink
                 # sends the barrier on before the snapshot's asynchronous part acknowledges the checkpoint
-                self._reports.put_nowait(("acknowledge", action))
+                self._report("acknowledge", action)
             elif isinstance(action, AsyncCheckpointStarted):
-                # the part runs off the task's thread: after the model's emulated remote-store time, if any
-                asyncio.get_running_loop().call_later(
-                    action.delay_ms / 1000, self._call,
-                    lambda a=action: self.task.complete_async_part(a.checkpoint_id, a.part))
+                # the part runs off the task's work: after the model's emulated remote-store time, if any
+                self._timers.call_later(action.delay_ms / 1000,
+                                        lambda a=action: self.task.complete_async_part(a.checkpoint_id, a.part))
             elif isinstance(action, SyncSnapshotTaken):
                 pass  # the real synchronous part took its real time on this thread
             elif isinstance(action, ReportIncompleteSnapshotStats):  # the task failed by itself (a stop-with-savepoint)
-                self._reports.put_nowait(("report_incomplete_snapshot_stats", (
-                    attempt_to_wire(self.attempt), incomplete_stats_to_wire(action))))
+                self._report("report_incomplete_snapshot_stats", (
+                    attempt_to_wire(self.attempt), incomplete_stats_to_wire(action)))
             elif isinstance(action, DeclineCheckpoint):
-                self._reports.put_nowait(("decline", (
-                    attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)))
+                self._report("decline", (
+                    attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail))
             elif isinstance(action, TaskFinished):
-                self._reports.put_nowait(("task_finished", (attempt_to_wire(self.attempt), self.records_processed)))
+                self._report("task_finished", (attempt_to_wire(self.attempt), self.records_processed))
             elif isinstance(action, TaskFailed):
                 self._fail(RuntimeError(action.cause))
             elif isinstance(action, CrashedAtProtocolPoint):
-                self._reports.put_nowait(("crashed_at_protocol_point", (
-                    attempt_to_wire(self.attempt), action.point.value, action.checkpoint_id)))
+                self._report("crashed_at_protocol_point", (
+                    attempt_to_wire(self.attempt), action.point.value, action.checkpoint_id))
             else:
                 raise TypeError(f"{self.name}: no way to carry out {action!r}")
         return events
@@ -406,30 +446,29 @@ class StreamTaskActor:
             self.store.send()
 
     def _track(self, key: tuple, ref) -> None:
-        """Count the call in flight until the receiver took it in; then send what waited for it."""
+        """Count the call in flight until the receiver took it in (a mail for the task thread, from Ray's thread
+        that completes the call); then send what waited for it."""
         self._in_flight[key] += 1
-        # ref.future(), not ref.as_future(): Ray logs a deprecation warning on every as_future() call
-        asyncio.wrap_future(ref.future()).add_done_callback(lambda _done, key=key: self._call_done(key))
+        ref.future().add_done_callback(lambda _done, key=key: self._mailbox.put(lambda: self._call_done(key)))
 
     def _call_done(self, key: tuple) -> None:
         # a failed call (the receiver died) needs nothing here: the job manager fails the job over
         self._in_flight[key] -= 1
-        if self._data_out or self._upstream_out:
-            self._send()
-        if not (self._data_out or self._upstream_out):
-            self._sent.set()
 
-    async def _drain_outboxes(self) -> None:
-        """Wait until everything in the outboxes has been handed to Ray."""
-        while self._data_out or self._upstream_out:
-            self._sent.clear()
-            await self._sent.wait()
+    def _report(self, method: str, args) -> None:
+        """A message for the job manager, sent in order by the reporter thread once the store calls the sink made
+        before it are confirmed."""
+        self._reports.put((method, args, self.store.take_unconfirmed() if self.store is not None else []))
 
-    async def _report_in_order(self) -> None:
+    def _report_in_order(self) -> None:
         while True:
-            method, args = await self._reports.get()
-            if self.store is not None and self.store.has_unconfirmed:
-                await self.store.flush()
+            method, args, store_calls = self._reports.get()
+            if store_calls:
+                try:
+                    ray.get(store_calls)
+                except BaseException as err:  # noqa: BLE001 - the store did not take the sink's writes
+                    self._mailbox.put(lambda err=err: self._fail(err))
+                    continue
             if method == "acknowledge":
                 args = (attempt_to_wire(self.attempt), args.checkpoint_id,
                         encode_snapshot(args.task_state_snapshot, self.key[1], args.checkpoint_id),
@@ -438,26 +477,26 @@ class StreamTaskActor:
 
     # -- failure -------------------------------------------------------------------------------------
 
-    async def cancel(self) -> list:
+    def cancel(self) -> list:
         """The JobMaster cancels this attempt (a failover; Flink's ``Task.cancelExecution``): the task fails and
         stops (its run call raises), and what its closed asynchronous parts report comes back
         (``incomplete_stats_to_wire``) for the job manager to hand to the JobMaster before it kills this actor."""
-        reports = self.task.fail() if self.task is not None else []
-        if self._failure is None:
-            self._failure = RuntimeError(f"{self.name} (attempt {self.attempt.attempt_number}) was cancelled")
-        if self._running:
-            self._wake.set()
-        return [incomplete_stats_to_wire(r) for r in reports]
+        if self.task is None:
+            return []
+
+        def cancel_now() -> list:
+            reports = self.task.fail()
+            if self._failure is None:
+                self._failure = RuntimeError(f"{self.name} (attempt {self.attempt.attempt_number}) was cancelled")
+            return [incomplete_stats_to_wire(r) for r in reports]
+
+        try:
+            return self._mailbox.call(cancel_now, ANSWER_TIMEOUT_S)
+        except TimeoutError:
+            return []
 
     def _fail(self, err: BaseException) -> None:
         if self._failure is None:
             self._failure = err
-            if self.finished:  # no run call left to fail: tell the job manager directly
+            if self._run_ended.is_set():  # no run call left to fail: tell the job manager directly
                 self.job_manager.task_error.remote(attempt_to_wire(self.attempt), f"{type(err).__name__}: {err}")
-        self._wake.set()
-
-    def _raise_if_failed(self) -> None:
-        if self._failure is not None:
-            raise RuntimeError(f"{self.name} (attempt {self.attempt.attempt_number}) failed: "
-                               f"{type(self._failure).__name__}: {self._failure}") from self._failure
-
