@@ -85,7 +85,7 @@ class MailboxTimers:
 
     def call_later(self, delay_s: float, callback: Callable[[], None]) -> _Timer:
         timer = _Timer(callback)
-        heapq.heappush(self._heap, (time.monotonic() + max(0.0, delay_s), next(self._seq), timer))
+        heapq.heappush(self._heap, (time.monotonic() + delay_s, next(self._seq), timer))  # a past deadline: due first
         return timer
 
     def register_timer(self, at_ms: int, callback: Callable[[], None]) -> _Timer:
