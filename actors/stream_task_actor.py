@@ -167,7 +167,7 @@ class StreamTaskActor:
         self.task, restored = deploy_task(
             self.config, restore, clock=now_ms, timer_service=self._timers,
             rng=random.Random(self.seed), charging=Charging.REAL_TIME, cost_rng=random.Random(self.seed ^ 0x5EED),
-            wakeup=self._mark_event, splits=splits, store=self.store)
+            splits=splits, store=self.store)  # no wakeup: a timer that fired is an event of the task thread's loop
         self._split_refs = None
         # a source's offset as restored: where the run's progress starts when this is its first deployment
         connected = {**restored, "ray_node_id": ray.get_runtime_context().get_node_id(),
@@ -300,9 +300,6 @@ class StreamTaskActor:
         for index in first_time:
             self.job_manager.slowdown_met.remote(attempt_to_wire(self.attempt), index, at_ms)
         return factor
-
-    def _mark_event(self) -> None:
-        self._work_pending = True
 
     def _flush_periodically(self) -> None:
         if self.finished or self.task.finished or self._failure is not None:
