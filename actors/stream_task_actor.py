@@ -221,9 +221,13 @@ class StreamTaskActor:
         self._collect()
         self._send()
 
+    def _has_work(self) -> bool:
+        """The task runs, something happened since it last had nothing to do, and it has neither finished nor failed."""
+        return self._running and self._work_pending and not self.finished and self._failure is None
+
     def _seconds_to_wait(self) -> float | None:
         wait = None
-        if self._running and self._work_pending and not self.finished and self._failure is None:
+        if self._has_work():
             wait = max(0.0, self._work_resumes_at - time.monotonic())
         timer = self._timers.seconds_to_next()
         if timer is not None and (wait is None or timer < wait):
@@ -231,8 +235,7 @@ class StreamTaskActor:
         return wait
 
     def _may_work(self) -> bool:
-        return (self._running and self._work_pending and not self.finished and self._failure is None
-                and time.monotonic() >= self._work_resumes_at)
+        return self._has_work() and time.monotonic() >= self._work_resumes_at
 
     def _work_and_pace(self) -> None:
         """A burst of work, then when the next may start: at once, after a paced source's next record is due, or
