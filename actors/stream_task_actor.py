@@ -9,9 +9,11 @@ simulator (``runtime.job.deployment``); the actor does per subtask what the simu
 real time and real messages:
 - what arrives: ``deliver`` (a batch of channel elements from one upstream actor), ``upstream`` (credit,
   resume-consumption and debloated buffer sizes for this task's subpartitions), ``task_message`` (the
-  JobMaster's checkpoint trigger, completion and abort notices), each a mail. Elements are handed to the task in
-  each channel's sequence-number order: Ray does not promise call order for a threaded actor, so an element that
-  arrives early waits until the gap before it is filled;
+  JobMaster's checkpoint trigger, completion and abort notices), each a mail; what a peer on this Ray node wrote to
+  its shared-memory link (a ``deliver``'s or an ``upstream``'s arguments, ``actors.shm_links``) is a mail too, put
+  by the link's reader thread. Elements are handed to the task in each channel's sequence-number order: Ray does
+  not promise call order for a threaded actor, so an element that arrives early waits until the gap before it is
+  filled;
 - work: once ``run`` started the task, the task thread calls ``process_next()`` while it returns PROCESSED, in
   bursts of at most ``BURST_SECONDS`` (one step for a paced source) with the mails that came meanwhile taken
   between them, waits for a mail or a timer when the task is IDLE or BACKPRESSURED, and ``run`` returns when the
@@ -24,24 +26,26 @@ real time and real messages:
   ``factor - 1`` times each burst's duration after it before it works again, taking its mails meanwhile;
 - what leaves: after every burst, mail and timer, ``poll_sendable()`` elements go to per-consumer outboxes and
   ``drain_actions()`` credit, resume-consumption and buffer sizes to per-producer outboxes; each outbox is sent as
-  ONE Ray call (msgpack; a buffer's records as their column buffers) when the current burst of work ends, or at
-  once when a step produced a channel event (a barrier, above all an unaligned one, must not wait behind the rest
-  of a burst: Flink's network thread sends it as soon as it is queued), in the order the partitions handed the
-  elements out (priority events first, as the partitions order them). At most ``DATA_CALLS_IN_FLIGHT`` calls to
-  one consumer, and one to each producer, are in flight at a time (a call completes when the receiver has put it
-  into its mailbox): what becomes ready meanwhile waits in the outbox and goes with the next call, so a task sends
-  all the buffers its credit allows for one consumer in one call, as Flink's network stack writes whatever is
-  queued for a connection whenever it is writable; credits for one subpartition waiting together are announced
-  as one (Flink's ``unannouncedCredit``). How many buffers a call carries is the receiver's credit: up to its
-  exclusive and floating buffers over a remote channel, at most two over a local channel (producer and consumer
+  ONE Ray call (msgpack; a buffer's records as their column buffers), or as one value written to the peer's
+  shared-memory link when both actors run on one Ray node (``actors.shm_links``: the same value, in the same order,
+  without a Ray call), when the current burst of work ends, or at once when a step produced a channel event (a
+  barrier, above all an unaligned one, must not wait behind the rest of a burst: Flink's network thread sends it as
+  soon as it is queued), in the order the partitions handed the elements out (priority events first, as the
+  partitions order them). At most ``DATA_CALLS_IN_FLIGHT`` calls to one consumer, and one to each producer, are in
+  flight at a time (a call completes when the receiver has put it into its mailbox, a link's value once it is
+  written into the link's slots): what becomes ready meanwhile waits in the outbox and goes with the next call, so a
+  task sends all the buffers its credit allows for one consumer in one call, as Flink's network stack writes
+  whatever is queued for a connection whenever it is writable; credits for one subpartition waiting together are
+  announced as one (Flink's ``unannouncedCredit``). How many buffers a call carries is the receiver's credit: up to
+  its exclusive and floating buffers over a remote channel, at most two over a local channel (producer and consumer
   in one TaskManager), which holds the buffer its task reads and the next one
-  (``runtime.network.input.input_channel``). The upstream window of one also keeps a producer's messages in
-  order. Acknowledgements, declines and the finished notice go to the job manager actor in order, from a
-  reporter thread, each after the sink's store writes made before it were confirmed; an acknowledgement's
-  snapshot is encoded there, off the task thread, after the barrier went on downstream (as Flink's asynchronous
-  snapshot part runs in its own thread pool). A checkpoint's asynchronous part and channel-state write complete
-  on the task thread after the cost model's emulated remote-store time (``runtime.checkpoint_cost``,
-  ``Charging.REAL_TIME``: none unless the scenario asks for it), then the task acknowledges.
+  (``runtime.network.input.input_channel``). The upstream window of one also keeps a producer's messages in order.
+  Acknowledgements, declines and the finished notice go to the job manager actor in order, from a reporter thread,
+  each after the sink's store writes made before it were confirmed; an acknowledgement's snapshot is encoded there,
+  off the task thread, after the barrier went on downstream (as Flink's asynchronous snapshot part runs in its own
+  thread pool). A checkpoint's asynchronous part and channel-state write complete on the task thread after the cost
+  model's emulated remote-store time (``runtime.checkpoint_cost``, ``Charging.REAL_TIME``: none unless the scenario
+  asks for it), then the task acknowledges.
 Any error in the task fails the actor's ``run`` call, which the job manager treats as a task failure.
 No protocol rule lives here.
 """
@@ -79,6 +83,7 @@ from barriersim.actors.messages import (
     task_message_from_wire,
     upstream_entry,
 )
+from barriersim.actors.shm_links import ShmLinks
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.events import Buffer
 from barriersim.runtime.job.actions import TaskDeploymentDescriptor
@@ -101,6 +106,7 @@ from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and takes its mails
 DATA_CALLS_IN_FLIGHT = 2  # data calls to one consumer not yet taken in, at most
 RAY_THREADS = 8  # Ray's threads for the actor's methods: one is held by run for the task's life, the rest only put mails
+_DATA, _UPSTREAM = 0, 1  # what a shared-memory link's value carries: a deliver call's parts, an upstream call's data
 ANSWER_TIMEOUT_S = 8.0  # for the task thread to answer a cancel or a lifecycle question (the job manager waits 10 s)
 
 
@@ -125,6 +131,7 @@ class StreamTaskActor:
         self.task: StreamTask | None = None
         self.handles: dict = {}
         self._mailbox = TaskMailbox()
+        self._links = ShmLinks(self.name, self._on_link_value, self._on_link_written)
         self._timers = MailboxTimers()
         self._reports: queue.SimpleQueue = queue.SimpleQueue()  # (method, args, store calls to confirm first)
         self._data_out: dict = defaultdict(list)
@@ -137,6 +144,7 @@ class StreamTaskActor:
         self.data_bytes_sent = 0  # msgpack bytes of the channel elements this task sent downstream
         self.data_calls_sent = self.upstream_calls_sent = 0  # Ray calls: element batches, credit batches
         self.data_buffers_sent = 0  # data buffers among the channel elements sent
+        self.link_writes_sent = 0  # of the calls counted above, those written to shared-memory links instead
         # where the task thread spends its time (perf_counter seconds): the task's steps, taking in what arrived
         # (decoding it and handing it to the task), collecting what leaves (each element's wire form), packing a
         # call's elements, handing calls to Ray
@@ -175,6 +183,20 @@ class StreamTaskActor:
         threading.Thread(target=self._task_thread, name=f"task {self.name}", daemon=True).start()
         threading.Thread(target=self._report_in_order, name=f"reporter {self.name}", daemon=True).start()
         return connected
+
+    def open_links(self, peers: list) -> dict:
+        """Shared-memory channels to these peers on this actor's Ray node (``actors.shm_links``), which carry
+        what ``deliver`` and ``upstream`` calls to them would; returns them (peer -> channel) for their readers."""
+        network = self.config.network
+        # a value holds what one channel's credit lets through (its exclusive and floating buffers), as msgpack
+        # columns, usually fewer bytes than the modeled ones; twice that for several channels and events (Ray grows
+        # a slot a value does not fit)
+        slot_bytes = 2 * network.buffer_size * network.max_buffers_per_channel
+        return self._links.open_writers({peer: self.handles[peer] for peer in peers}, slot_bytes)
+
+    def attach_links(self, channels: dict) -> None:
+        """Read the channels these peers opened to this actor (peer -> channel)."""
+        self._links.attach_readers(channels)
 
     def _records_read(self) -> int | None:
         """How far a source's reader got (its split offsets, in records); None for a task that is not a source."""
@@ -264,7 +286,8 @@ class StreamTaskActor:
                 "thread_cpu_seconds": time.thread_time() - self._thread_cpu_started,
                 **{f"{name}_seconds": value for name, value in self._seconds.items()},
                 "data_bytes_sent": self.data_bytes_sent, "data_calls_sent": self.data_calls_sent,
-                "data_buffers_sent": self.data_buffers_sent, "upstream_calls_sent": self.upstream_calls_sent}
+                "data_buffers_sent": self.data_buffers_sent, "upstream_calls_sent": self.upstream_calls_sent,
+                "link_writes_sent": self.link_writes_sent}
         self._run_ended.set()
 
     def _work(self) -> StepOutcome:
@@ -342,6 +365,18 @@ class StreamTaskActor:
 
     def upstream(self, data: bytes) -> None:
         self._mailbox.put(lambda: self._take_upstream(data))
+
+    def _on_link_value(self, peer, value) -> None:
+        """What a peer wrote to this actor's shared-memory link: a ``deliver`` or an ``upstream`` call's arguments
+        (the link's reader thread)."""
+        kind, payload = value
+        if kind == _DATA:
+            self._mailbox.put(lambda: self._take_in(payload))
+        else:
+            self._mailbox.put(lambda: self._take_upstream(payload))
+
+    def _on_link_written(self, key: tuple) -> None:
+        self._mailbox.put(lambda: self._call_done(key))
 
     def _take_upstream(self, data: bytes) -> None:
         task = self.task
@@ -432,18 +467,30 @@ class StreamTaskActor:
                 submit_start = time.perf_counter()
                 self.data_bytes_sent += sum(len(part) for part in parts)
                 self.data_calls_sent += 1
-                self._track(("data", consumer), self.handles[consumer].deliver.remote(*parts))
+                self._send_to(("data", consumer), _DATA, parts, lambda: self.handles[consumer].deliver.remote(*parts))
                 self._seconds["encode"] += submit_start - encode_start
                 self._seconds["submit"] += time.perf_counter() - submit_start
         if self._upstream_out:
             for producer in [p for p in self._upstream_out if not self._in_flight[("upstream", p)]]:
                 self.upstream_calls_sent += 1
                 submit_start = time.perf_counter()
-                entries = merge_credits(self._upstream_out.pop(producer))
-                self._track(("upstream", producer), self.handles[producer].upstream.remote(pack(entries)))
+                data = pack(merge_credits(self._upstream_out.pop(producer)))
+                self._send_to(("upstream", producer), _UPSTREAM, data,
+                              lambda: self.handles[producer].upstream.remote(data))
                 self._seconds["submit"] += time.perf_counter() - submit_start
         if self.store is not None:
             self.store.send()
+
+    def _send_to(self, key: tuple, kind: int, payload, call) -> None:
+        """``payload`` to the peer of ``key`` (("data", consumer) or ("upstream", producer)): written to their
+        shared-memory link if they have one, else as the Ray call ``call()`` makes; in flight until it is done."""
+        peer = key[1]
+        if self._links.has_link_to(peer):
+            self._in_flight[key] += 1
+            self.link_writes_sent += 1
+            self._links.send(peer, (kind, payload), key)
+        else:
+            self._track(key, call())
 
     def _track(self, key: tuple, ref) -> None:
         """Count the call in flight until the receiver took it in (a mail for the task thread, from Ray's thread
@@ -488,6 +535,7 @@ class StreamTaskActor:
             reports = self.task.fail()
             if self._failure is None:
                 self._failure = RuntimeError(f"{self.name} (attempt {self.attempt.attempt_number}) was cancelled")
+            self._links.close()
             return [incomplete_stats_to_wire(r) for r in reports]
 
         try:

@@ -1,0 +1,110 @@
+"""Shared-memory links between task actors on one Ray node (``actors.shm_links``): which pairs get one, that a job
+over them moves the same records as over actor calls and keeps exactly-once through a failover, and that a job
+whose TaskManagers spread over Ray nodes links only the pairs that share a node."""
+
+import pytest
+
+from barriersim.actors.graph_runner import run_graph_on_ray
+from barriersim.actors.shm_links import MAX_SHM_PEERS, plan_links
+from barriersim.runtime.faults import CrashTask, FaultSchedule
+from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.placement import ClusterConfig
+from barriersim.runtime.job.wiring import Wiring
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.scenarios.loader import quickstart_graph
+from barriersim.scenarios.workload import local_splits
+
+
+def _keys(graph: JobGraph) -> list:
+    return [(v.name, i) for v in graph.vertices for i in range(v.parallelism)]
+
+
+def test_plan_links_pairs_the_subtasks_that_exchange_messages_on_one_node_in_both_directions():
+    graph = quickstart_graph(2, 2)  # source(2) -hash-> keyed-sum(2) -rebalance-> sink(1)
+    node_of = {key: "head" for key in _keys(graph)}
+    plan = plan_links(Wiring(graph), node_of)
+    sums, sources, sink = [("keyed-sum", 0), ("keyed-sum", 1)], [("source", 0), ("source", 1)], ("sink", 0)
+    assert plan[("source", 0)] == plan[("source", 1)] == sums  # data down
+    assert plan[("keyed-sum", 0)] == plan[("keyed-sum", 1)] == sorted([*sources, sink])  # data down, credit up
+    assert plan[sink] == sums  # credit up
+    # a subtask on another node: none of its pairs is linked, the rest stay
+    node_of[("keyed-sum", 1)] = "worker"
+    plan = plan_links(Wiring(graph), node_of)
+    assert ("keyed-sum", 1) not in plan
+    assert plan[("source", 0)] == [("keyed-sum", 0)] and plan[sink] == [("keyed-sum", 0)]
+
+
+def test_plan_links_leaves_a_subtask_with_more_peers_than_the_limit_on_actor_calls():
+    many = MAX_SHM_PEERS + 1
+    graph = JobGraph((JobVertex("source", K.SOURCE, many), JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1)),
+                     (JobEdge("source", "sink", P.REBALANCE),))
+    node_of = {key: "head" for key in _keys(graph)}
+    assert plan_links(Wiring(graph), node_of) == {}  # the sink has one peer too many: every pair keeps calls
+    assert len(plan_links(Wiring(graph), node_of, max_peers=many)) == many + 1
+
+
+def _links(result) -> dict:
+    return {run["task"]: run["link_writes_sent"] for run in result.task_runs}
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("ray_cluster")
+def test_a_job_over_links_commits_what_it_commits_over_calls_and_its_messages_went_by_the_links(tmp_path):
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=3)}
+    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000)
+    results = {links: run_graph_on_ray(config, splits, str(tmp_path / str(links)), f"links-{links}",
+                                       timeout_seconds=180, shm_links=links) for links in (True, False)}
+    expected = expected_sink_input(graph, splits)
+    for result in results.values():
+        assert result.outcome == "finished" and result.restarts == 0, result.failures
+        assert verify(expected, result.committed_output).verdict is Verdict.EXACTLY_ONCE
+        assert result.counts["completed"] >= 1
+    over_links, over_calls = _links(results[True]), _links(results[False])
+    # one TaskManager: every pair shares the head node, so every task that sends sends over links; the sink
+    # sends credit only
+    assert all(over_links[task] > 0 for task in over_links), over_links
+    assert set(over_calls.values()) == {0}
+    # the same records (id, key, value); each one's running sum depends on how the two sources' records interleave
+    # at a keyed sum, which differs from run to run on either transport
+    committed = [sorted(tuple(record)[:3] for record in results[links].committed_output) for links in (True, False)]
+    assert len(committed[0]) == 20_000 and committed[0] == committed[1]
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("ray_cluster")
+@pytest.mark.parametrize("mode", ["aligned", "unaligned"])
+def test_a_task_killed_mid_run_fails_over_and_the_job_over_links_keeps_exactly_once(mode, tmp_path):
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(40_000, 100, 1.0, 100, 2, seed=8)}
+    config = JobConfig(graph, mode=mode, interval_ms=100, source_rate_per_subtask=10_000, restart_delay_ms=100,
+                       faults=FaultSchedule((CrashTask("keyed-sum#0", at_ms=1200),)))
+    result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"links-kill-{mode}",
+                              timeout_seconds=240, shm_links=True)
+    assert result.outcome == "finished" and result.restarts == 1, result.failures
+    assert result.killed == ["keyed-sum#0@0"]
+    assert verify(expected_sink_input(graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE
+    assert all(writes > 0 for writes in _links(result).values())  # the second deployment's links carried it
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("ray_cluster")
+def test_over_several_ray_nodes_only_the_pairs_on_one_node_are_linked(tmp_path):
+    # source -> map -> sink, each vertex in a slot sharing group of its own: 3 TaskManagers of one slot, which the
+    # placement spreads over the cluster's 3 nodes, so no two tasks share a node and every message is a call
+    graph = JobGraph(
+        tuple(JobVertex(name, kind, 1, params={"slot_sharing_group": name})
+              for name, kind in (("source", K.SOURCE), ("map", K.MAP), ("sink", K.AT_LEAST_ONCE_SINK))),
+        (JobEdge("source", "map", P.FORWARD), JobEdge("map", "sink", P.FORWARD)))
+    splits = {"source": local_splits(10_000, 100, 1.0, 100, 1, seed=2)}
+    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
+                       cluster=ClusterConfig(taskmanagers=3, slots_per_taskmanager=1))
+    result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "links-nodes", timeout_seconds=180,
+                              shm_links=True)
+    assert result.outcome == "finished", result.failures
+    nodes = {row["task"]: row["ray_node_id"] for row in result.placement}
+    assert len(set(nodes.values())) == 3, nodes
+    assert set(_links(result).values()) == {0}
+    verdict = verify(expected_sink_input(graph, splits), result.committed_output)
+    assert verdict.lost == 0 and verdict.wrong == 0, verdict
