@@ -7,7 +7,9 @@ and we report the median and p99 latency; (3) a chain of ``depth`` actors, each 
 the next and awaiting it: the one-hop latency times the depth is what a barrier through an idle pipeline of
 that depth is compared with; (4) ``measure_raw_pipeline``: 32 KiB payloads through a chain of ``depth`` actors
 that do nothing but pass them on, with a window of calls in flight per hop: the ceiling of any pipeline of
-that shape on Ray here.
+that shape on Ray here; (5) ``measure_raw_shm_pipeline``: the same chain over Ray's shared-memory channels (the
+transport of its compiled graphs, and of barriersim's task actors on one node: ``actors.shm_links``), each hop a
+channel of two slots, each stage a thread that reads a payload and writes it on: the ceiling of that transport.
 
 Run alone: ``python -m benchmarks.ray_baseline``.
 """
@@ -117,6 +119,53 @@ def measure_raw_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, calls: 
     for actor in (sender, *stages):
         ray.kill(actor)
     return {"depth": depth, "calls_per_second": arrived / seconds, "mb_per_second": arrived * payload_bytes / seconds / 1e6}
+
+
+@ray.remote(num_cpus=0.01)
+class ShmPipelineStage:
+    """One stage of the raw shared-memory pipeline: reads each payload from its input channel and writes it to its
+    output channel (two slots, as ``actors.shm_links``), nothing else; the first stage writes, the last counts."""
+
+    def open_output(self, reader, slot_bytes: int):
+        from ray.experimental.channel.shared_memory_channel import BufferedSharedMemoryChannel
+        from ray.experimental.channel.utils import get_self_actor
+
+        node = ray.get_runtime_context().get_node_id()
+        self.output = BufferedSharedMemoryChannel(get_self_actor(), [(reader, node)], 2, typ=slot_bytes)
+        self.output.ensure_registered_as_writer()
+        return self.output
+
+    def attach_input(self, channel) -> None:
+        self.input = channel
+        self.input.ensure_registered_as_reader()
+
+    def run(self, payloads: int, payload_bytes: int) -> int:
+        received = 0
+        payload = b"x" * payload_bytes
+        for _ in range(payloads):
+            if hasattr(self, "input"):
+                payload = self.input.read()
+                received += len(payload)
+            if hasattr(self, "output"):
+                self.output.write(payload)
+        return received
+
+
+def measure_raw_shm_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, payloads: int = 20000) -> dict:
+    """32 KiB payloads through ``depth`` actors over shared-memory channels: what that transport carries here when
+    nobody does any work (the counterpart of ``measure_raw_pipeline`` for task actors linked by
+    ``actors.shm_links``)."""
+    stages = [ShmPipelineStage.remote() for _ in range(depth)]
+    for writer, reader in zip(stages, stages[1:]):
+        ray.get(reader.attach_input.remote(ray.get(writer.open_output.remote(reader, 2 * payload_bytes))))
+    ray.get([stage.run.remote(200, payload_bytes) for stage in stages])  # warm up
+    started = time.perf_counter()
+    arrived = ray.get([stage.run.remote(payloads, payload_bytes) for stage in stages])[-1] // payload_bytes
+    seconds = time.perf_counter() - started
+    for stage in stages:
+        ray.kill(stage)
+    return {"depth": depth, "payloads_per_second": arrived / seconds,
+            "mb_per_second": arrived * payload_bytes / seconds / 1e6}
 
 
 def percentile(values: list[float], q: float) -> float:
