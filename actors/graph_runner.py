@@ -99,13 +99,13 @@ def storage_environment(checkpoint_root: str) -> dict:
 LINKS_ENVIRONMENT = "BARRIERSIM_RAY_LINKS"  # "calls": task actors exchange channel messages as actor calls only
 
 
-def shm_links_wanted(shm_links: bool | None) -> bool:
-    if shm_links is not None:
-        return shm_links
-    value = os.environ.get(LINKS_ENVIRONMENT, "shm")
-    if value not in ("shm", "calls"):
-        raise ValueError(f"{LINKS_ENVIRONMENT}: must be shm or calls, got {value!r}")
-    return value == "shm"
+def socket_links_wanted(socket_links: bool | None) -> bool:
+    if socket_links is not None:
+        return socket_links
+    value = os.environ.get(LINKS_ENVIRONMENT, "sockets")
+    if value not in ("sockets", "calls"):
+        raise ValueError(f"{LINKS_ENVIRONMENT}: must be sockets or calls, got {value!r}")
+    return value == "sockets"
 
 
 class RayJob:
@@ -117,7 +117,7 @@ class RayJob:
     def __init__(self, config: JobConfig, splits: dict[str, Sequence], checkpoint_root: str, job_id: str, *,
                  seed: int = 0, task_num_cpus: float = 0.01, records: int | None = None,
                  savepoint_root: str | None = None, first_attempt_number: int = 0, store_snapshot: bytes | None = None,
-                 shm_links: bool | None = None):
+                 socket_links: bool | None = None):
         self.config = config
         self.job_id = job_id
         self.ended_at: float | None = None  # time.perf_counter() when the job manager's run returned
@@ -138,7 +138,7 @@ class RayJob:
             self.records = records
             self.job_manager = JobManagerActor.options(**driver_node(), **storage_environment(checkpoint_root)).remote(
                 config, split_refs, checkpoint_root, job_id, seed, self.store, task_num_cpus, ray_nodes,
-                savepoint_root, first_attempt_number, shm_links_wanted(shm_links))
+                savepoint_root, first_attempt_number, socket_links_wanted(socket_links))
             self.done = self.job_manager.run.remote()
         except BaseException:
             self.kill()
@@ -204,17 +204,17 @@ def run_graph_on_ray(
     savepoint_root: str | None = None,
     first_attempt_number: int = 0,
     store_snapshot: bytes | None = None,
-    shm_links: bool | None = None,
+    socket_links: bool | None = None,
 ) -> RayJobResult:
     """Run the job of ``config`` on Ray actors. ``splits`` maps each source vertex to its subtasks' splits,
     each a ``RecordBatch`` (or a sequence of ``(record_id, key, value, event_time)`` tuples) or an ``ObjectRef`` of
     its encoding (``actors.messages.encode_records``) or of an Arrow table (``runtime.records_codec.SPLIT_COLUMNS``);
     ``records`` is the workload's size when splits are refs. ``savepoint_root``: the savepoint directory;
     ``store_snapshot`` and ``first_attempt_number``: the external system and the attempts of the run this one
-    continues (a restore of one of its snapshots). ``shm_links``: whether task actors on one Ray node exchange
-    their channels' messages over shared-memory links (``actors.shm_links``) rather than actor calls; None: yes,
+    continues (a restore of one of its snapshots). ``socket_links``: whether task actors on one Ray node
+    exchange their channels' messages over links (``actors.socket_links``) rather than actor calls; None: yes,
     unless the environment sets ``BARRIERSIM_RAY_LINKS=calls``."""
     job = RayJob(config, splits, checkpoint_root, job_id, seed=seed, task_num_cpus=task_num_cpus, records=records,
                  savepoint_root=savepoint_root, first_attempt_number=first_attempt_number,
-                 store_snapshot=store_snapshot, shm_links=shm_links)
+                 store_snapshot=store_snapshot, socket_links=socket_links)
     return job.wait(on_progress, timeout_seconds)

@@ -14,8 +14,8 @@ the actions it returns, with real time and real actors:
   list so that the actor is created before the split exists and reads it when it builds its task) and the handles
   of this actor and the external store; once every actor of the deployment built and restored its task and knows
   its peers (``connect``, which also says on which Ray node the actor runs: the run's placement record) and the
-  actors on one Ray node have their shared-memory links (``actors.shm_links``: the writer opens each, the reader
-  attaches), the JobMaster hears ``tasks_restored``, the tasks are started (``run``, on the job's clock) and it hears
+  actors on one Ray node are linked (``actors.socket_links``: each writer connects to the peers it writes to while
+  each reader accepts them), the JobMaster hears ``tasks_restored``, the tasks are started (``run``, on the job's clock) and it hears
   ``tasks_started`` (``ReportRunning``: the other tasks' RUNNING reports on a later turn of the loop, after the
   timers due, as Flink's come one RPC each); a restored job's deployment carries its own settings (its graph's
   parallelism) and its sources the object references of the splits they read; ``KillTask``: ``ray.kill`` of the
@@ -59,7 +59,7 @@ from barriersim.actors.messages import (
 from barriersim.actors.placement import NodeAgent, RayNode, on_node
 from barriersim.runtime.storage import metadata_serializer
 from barriersim.actors.realtime import LoopTimerService
-from barriersim.actors.shm_links import plan_links
+from barriersim.actors.socket_links import new_secret, plan_links
 from barriersim.actors.stream_task_actor import StreamTaskActor
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.faults import KillNode, ProtocolPoint
@@ -82,11 +82,11 @@ CANCEL_TIMEOUT_S = 10.0  # for a cancelled task actor's answer, before it is kil
 class JobManagerActor:
     def __init__(self, config: JobConfig, split_refs: dict, checkpoint_root: str, job_id: str, seed: int,
                  store, task_num_cpus: float = 0.01, ray_nodes: list[RayNode] | None = None,
-                 savepoint_root: str | None = None, first_attempt_number: int = 0, shm_links: bool = True):
+                 savepoint_root: str | None = None, first_attempt_number: int = 0, socket_links: bool = True):
         """``ray_nodes``: the Ray node of each node of the job's placement (``actors.placement.cluster_nodes``;
         None: the TaskManagers are not pinned); ``savepoint_root``: the run's savepoint directory;
-        ``first_attempt_number``: above every attempt of the run this one continues; ``shm_links``: task actors on
-        one Ray node exchange their channels' messages over shared-memory links (``actors.shm_links``), not calls."""
+        ``first_attempt_number``: above every attempt of the run this one continues; ``socket_links``: task actors
+        on one Ray node exchange their channels' messages over links (``actors.socket_links``), not calls."""
         self.config = config
         self.ray_nodes = ray_nodes
         self.placement_rows: list[dict] = []  # per deployment and subtask: where it ran
@@ -97,7 +97,7 @@ class JobManagerActor:
         self.seed = seed
         self.store = store
         self.task_num_cpus = task_num_cpus
-        self.shm_links = shm_links
+        self.socket_links = socket_links
         self.checkpoint_root = checkpoint_root
         self.savepoint_root = savepoint_root
         self.first_attempt_number = first_attempt_number
@@ -330,9 +330,10 @@ class JobManagerActor:
         self.handles = handles
         self._handle_attempts = {d.key: d.attempt for d in action.tasks}
         try:
-            restored = await asyncio.gather(*(h.connect.remote(handles) for h in handles.values()))
-            if self.shm_links:
-                await self._open_links(config, handles, {d.key: r["ray_node_id"] for d, r in zip(action.tasks, restored)})
+            secret = new_secret() if self.socket_links else None
+            restored = await asyncio.gather(*(h.connect.remote(handles, secret) for h in handles.values()))
+            if secret is not None:
+                await self._link(config, handles, {d.key: r for d, r in zip(action.tasks, restored)}, secret)
         except Exception as err:  # noqa: BLE001 - a task died while deploying: fail over again
             self._carry_out(jm.deploy_failed(epoch, f"{type(err).__name__}: {err}"))
             return
@@ -347,18 +348,19 @@ class JobManagerActor:
                           for d in action.tasks]
         self._carry_out(jm.tasks_started(epoch))
 
-    async def _open_links(self, config: JobConfig, handles: dict, node_of: dict) -> None:
-        """Shared-memory links (``actors.shm_links``) between every two task actors that exchange messages, run on
-        one Ray node and have at most ``MAX_SHM_PEERS`` peers each; the writer opens each link, its reader
-        attaches."""
-        writes = plan_links(Wiring(config.graph), node_of)
-        writers = list(writes)
-        opened = await asyncio.gather(*(handles[key].open_links.remote(writes[key]) for key in writers))
-        incoming: dict = defaultdict(dict)
-        for writer, channels in zip(writers, opened):
-            for reader, channel in channels.items():
-                incoming[reader][writer] = channel
-        await asyncio.gather(*(handles[reader].attach_links.remote(channels) for reader, channels in incoming.items()))
+    async def _link(self, config: JobConfig, handles: dict, connected: dict, secret: bytes) -> None:
+        """Links (``actors.socket_links``) between every two task actors that exchange messages and run on one Ray
+        node: each writer connects to its peers' addresses while each reader accepts as many links as it has
+        writers (a writer's connection completes once its reader accepted it)."""
+        writes = plan_links(Wiring(config.graph), {key: c["ray_node_id"] for key, c in connected.items()})
+        writers_of: dict = defaultdict(int)
+        for readers in writes.values():
+            for reader in readers:
+                writers_of[reader] += 1
+        await asyncio.gather(
+            *(handles[reader].accept_links.remote(count) for reader, count in writers_of.items()),
+            *(handles[writer].connect_links.remote({r: connected[r]["link_address"] for r in readers}, secret)
+              for writer, readers in writes.items()))
 
     def _record_placement(self, action: a.DeployTasks, restored: list[dict]) -> None:
         """Where each task of the deployment runs: its TaskManager, slot and node, and the Ray node it reported."""

@@ -10,8 +10,8 @@ real time and real messages:
 - what arrives: ``deliver`` (a batch of channel elements from one upstream actor), ``upstream`` (credit,
   resume-consumption and debloated buffer sizes for this task's subpartitions), ``task_message`` (the
   JobMaster's checkpoint trigger, completion and abort notices), each a mail; what a peer on this Ray node wrote to
-  its shared-memory link (a ``deliver``'s or an ``upstream``'s arguments, ``actors.shm_links``) is a mail too, put
-  by the link's reader thread. Elements are handed to the task in each channel's sequence-number order: Ray does
+  its link (a ``deliver``'s or an ``upstream``'s arguments over a Unix domain socket, ``actors.socket_links``) is a
+  mail too, put by the links' reader thread. Elements are handed to the task in each channel's sequence-number order: Ray does
   not promise call order for a threaded actor, so an element that arrives early waits until the gap before it is
   filled;
 - work: once ``run`` started the task, the task thread calls ``process_next()`` while it returns PROCESSED, in
@@ -27,13 +27,13 @@ real time and real messages:
 - what leaves: after every burst, mail and timer, ``poll_sendable()`` elements go to per-consumer outboxes and
   ``drain_actions()`` credit, resume-consumption and buffer sizes to per-producer outboxes; each outbox is sent as
   ONE Ray call (msgpack; a buffer's records as their column buffers), or as one value written to the peer's
-  shared-memory link when both actors run on one Ray node (``actors.shm_links``: the same value, in the same order,
-  without a Ray call), when the current burst of work ends, or at once when a step produced a channel event (a
+  link when both actors run on one Ray node (``actors.socket_links``: the same value, in the same order, over a Unix
+  domain socket, without a Ray call), when the current burst of work ends, or at once when a step produced a channel event (a
   barrier, above all an unaligned one, must not wait behind the rest of a burst: Flink's network thread sends it as
   soon as it is queued), in the order the partitions handed the elements out (priority events first, as the
   partitions order them). At most ``DATA_CALLS_IN_FLIGHT`` calls to one consumer, and one to each producer, are in
   flight at a time (a call completes when the receiver has put it into its mailbox, a link's value once it is
-  written into the link's slots): what becomes ready meanwhile waits in the outbox and goes with the next call, so a
+  written to its socket): what becomes ready meanwhile waits in the outbox and goes with the next call, so a
   task sends all the buffers its credit allows for one consumer in one call, as Flink's network stack writes
   whatever is queued for a connection whenever it is writable; credits for one subpartition waiting together are
   announced as one (Flink's ``unannouncedCredit``). How many buffers a call carries is the receiver's credit: up to
@@ -83,7 +83,7 @@ from barriersim.actors.messages import (
     task_message_from_wire,
     upstream_entry,
 )
-from barriersim.actors.shm_links import ShmLinks
+from barriersim.actors.socket_links import SocketLinks
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.events import Buffer
 from barriersim.runtime.job.actions import TaskDeploymentDescriptor
@@ -106,7 +106,7 @@ from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and takes its mails
 DATA_CALLS_IN_FLIGHT = 2  # data calls to one consumer not yet taken in, at most
 RAY_THREADS = 8  # Ray's threads for the actor's methods: one is held by run for the task's life, the rest only put mails
-_DATA, _UPSTREAM = 0, 1  # what a shared-memory link's value carries: a deliver call's parts, an upstream call's data
+_DATA, _UPSTREAM = 0, 1  # what a link's value carries: a deliver call's parts, an upstream call's data
 ANSWER_TIMEOUT_S = 8.0  # for the task thread to answer a cancel or a lifecycle question (the job manager waits 10 s)
 
 
@@ -131,7 +131,7 @@ class StreamTaskActor:
         self.task: StreamTask | None = None
         self.handles: dict = {}
         self._mailbox = TaskMailbox()
-        self._links = ShmLinks(self.name, self._on_link_value, self._on_link_written)
+        self._links = SocketLinks(self.name, self._on_link_value, self._on_link_written)
         self._timers = MailboxTimers()
         self._reports: queue.SimpleQueue = queue.SimpleQueue()  # (method, args, store calls to confirm first)
         self._data_out: dict = defaultdict(list)
@@ -144,7 +144,7 @@ class StreamTaskActor:
         self.data_bytes_sent = 0  # msgpack bytes of the channel elements this task sent downstream
         self.data_calls_sent = self.upstream_calls_sent = 0  # Ray calls: element batches, credit batches
         self.data_buffers_sent = 0  # data buffers among the channel elements sent
-        self.link_writes_sent = 0  # of the calls counted above, those written to shared-memory links instead
+        self.link_writes_sent = 0  # of the calls counted above, those written to links instead
         # where the task thread spends its time (perf_counter seconds): the task's steps, taking in what arrived
         # (decoding it and handing it to the task), collecting what leaves (each element's wire form), packing a
         # call's elements, handing calls to Ray
@@ -163,8 +163,10 @@ class StreamTaskActor:
 
     # -- setup ---------------------------------------------------------------------------------------
 
-    def connect(self, handles: dict) -> dict:
-        """Build the task, restore its state, learn every peer's handle, and start the task thread."""
+    def connect(self, handles: dict, link_secret: bytes | None = None) -> dict:
+        """Build the task, restore its state, learn every peer's handle, and start the task thread; with
+        ``link_secret``, listen for the links of peers on this node (``actors.socket_links``; the address is
+        returned as ``link_address``)."""
         self.handles = handles
         self.wiring = Wiring(self.config.graph)
         restore = dataclasses.replace(self.descriptor, state=decode_snapshot(self._snapshot, self.key[1]))
@@ -179,24 +181,20 @@ class StreamTaskActor:
         self._split_refs = None
         # a source's offset as restored: where the run's progress starts when this is its first deployment
         connected = {**restored, "ray_node_id": ray.get_runtime_context().get_node_id(),
-                     "records_read": self._records_read()}
+                     "records_read": self._records_read(),
+                     "link_address": self._links.listen(link_secret) if link_secret is not None else None}
         threading.Thread(target=self._task_thread, name=f"task {self.name}", daemon=True).start()
         threading.Thread(target=self._report_in_order, name=f"reporter {self.name}", daemon=True).start()
         return connected
 
-    def open_links(self, peers: list) -> dict:
-        """Shared-memory channels to these peers on this actor's Ray node (``actors.shm_links``), which carry
-        what ``deliver`` and ``upstream`` calls to them would; returns them (peer -> channel) for their readers."""
-        network = self.config.network
-        # a value holds what one channel's credit lets through (its exclusive and floating buffers), as msgpack
-        # columns, usually fewer bytes than the modeled ones; twice that for several channels and events (Ray grows
-        # a slot a value does not fit)
-        slot_bytes = 2 * network.buffer_size * network.max_buffers_per_channel
-        return self._links.open_writers({peer: self.handles[peer] for peer in peers}, slot_bytes)
+    def connect_links(self, addresses: dict, secret: bytes) -> None:
+        """Links to these peers on this actor's Ray node (peer -> its listening address; ``actors.socket_links``),
+        which carry what ``deliver`` and ``upstream`` calls to them would."""
+        self._links.connect_to(addresses, secret)
 
-    def attach_links(self, channels: dict) -> None:
-        """Read the channels these peers opened to this actor (peer -> channel)."""
-        self._links.attach_readers(channels)
+    def accept_links(self, count: int) -> None:
+        """Accept the links of the ``count`` peers that write to this actor, and read them."""
+        self._links.accept(count)
 
     def _records_read(self) -> int | None:
         """How far a source's reader got (its split offsets, in records); None for a task that is not a source."""
@@ -366,10 +364,9 @@ class StreamTaskActor:
     def upstream(self, data: bytes) -> None:
         self._mailbox.put(lambda: self._take_upstream(data))
 
-    def _on_link_value(self, peer, value) -> None:
-        """What a peer wrote to this actor's shared-memory link: a ``deliver`` or an ``upstream`` call's arguments
-        (the link's reader thread)."""
-        kind, payload = value
+    def _on_link_value(self, kind: int, payload) -> None:
+        """What a peer wrote to its link to this actor: a ``deliver`` or an ``upstream`` call's arguments (the links'
+        reader thread)."""
         if kind == _DATA:
             self._mailbox.put(lambda: self._take_in(payload))
         else:
@@ -483,12 +480,12 @@ class StreamTaskActor:
 
     def _send_to(self, key: tuple, kind: int, payload, call) -> None:
         """``payload`` to the peer of ``key`` (("data", consumer) or ("upstream", producer)): written to their
-        shared-memory link if they have one, else as the Ray call ``call()`` makes; in flight until it is done."""
+        link if they have one, else as the Ray call ``call()`` makes; in flight until it is done."""
         peer = key[1]
         if self._links.has_link_to(peer):
             self._in_flight[key] += 1
             self.link_writes_sent += 1
-            self._links.send(peer, (kind, payload), key)
+            self._links.send(peer, kind, payload, key)
         else:
             self._track(key, call())
 

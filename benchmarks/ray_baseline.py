@@ -7,9 +7,9 @@ and we report the median and p99 latency; (3) a chain of ``depth`` actors, each 
 the next and awaiting it: the one-hop latency times the depth is what a barrier through an idle pipeline of
 that depth is compared with; (4) ``measure_raw_pipeline``: 32 KiB payloads through a chain of ``depth`` actors
 that do nothing but pass them on, with a window of calls in flight per hop: the ceiling of any pipeline of
-that shape on Ray here; (5) ``measure_raw_shm_pipeline``: the same chain over Ray's shared-memory channels (the
-transport of its compiled graphs, and of barriersim's task actors on one node: ``actors.shm_links``), each hop a
-channel of two slots, each stage a thread that reads a payload and writes it on: the ceiling of that transport.
+that shape on Ray here; (5) ``measure_raw_socket_pipeline``: the same chain over Unix domain sockets between the
+actors (the transport of barriersim's task actors on one node: ``actors.socket_links``), each stage a reader
+thread and a loop that writes each payload on: the ceiling of that transport.
 
 Run alone: ``python -m benchmarks.ray_baseline``.
 """
@@ -121,46 +121,66 @@ def measure_raw_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, calls: 
     return {"depth": depth, "calls_per_second": arrived / seconds, "mb_per_second": arrived * payload_bytes / seconds / 1e6}
 
 
-@ray.remote(num_cpus=0.01)
-class ShmPipelineStage:
-    """One stage of the raw shared-memory pipeline: reads each payload from its input channel and writes it to its
-    output channel (two slots, as ``actors.shm_links``), nothing else; the first stage writes, the last counts."""
+@ray.remote(num_cpus=0.01, max_concurrency=4)
+class SocketPipelineStage:
+    """One stage of the raw socket pipeline: a reader thread takes each payload from its incoming Unix domain socket
+    (``multiprocessing.connection``, as ``actors.socket_links``) into a queue, and the stage writes it on to the next
+    stage's socket, nothing else; the first stage writes, the last counts."""
 
-    def open_output(self, reader, slot_bytes: int):
-        from ray.experimental.channel.shared_memory_channel import BufferedSharedMemoryChannel
-        from ray.experimental.channel.utils import get_self_actor
+    def listen(self) -> str:
+        import os
+        import queue
+        from multiprocessing.connection import Listener
 
-        node = ray.get_runtime_context().get_node_id()
-        self.output = BufferedSharedMemoryChannel(get_self_actor(), [(reader, node)], 2, typ=slot_bytes)
-        self.output.ensure_registered_as_writer()
-        return self.output
+        self.address = "\0barriersim-baseline-" + os.urandom(8).hex()
+        self.listener = Listener(self.address, family="AF_UNIX", authkey=b"baseline")
+        self.arrived: queue.SimpleQueue = queue.SimpleQueue()
+        return self.address
 
-    def attach_input(self, channel) -> None:
-        self.input = channel
-        self.input.ensure_registered_as_reader()
+    def accept(self) -> None:
+        import threading
 
-    def run(self, payloads: int, payload_bytes: int) -> int:
+        connection = self.listener.accept()
+
+        def read() -> None:
+            while True:
+                try:
+                    self.arrived.put(connection.recv_bytes())
+                except (EOFError, OSError):
+                    return
+
+        threading.Thread(target=read, daemon=True).start()
+
+    def connect(self, address: str) -> None:
+        from multiprocessing.connection import Client
+
+        self.output = Client(address, family="AF_UNIX", authkey=b"baseline")
+
+    def run(self, payloads: int, payload_bytes: int, first: bool, last: bool) -> int:
         received = 0
         payload = b"x" * payload_bytes
         for _ in range(payloads):
-            if hasattr(self, "input"):
-                payload = self.input.read()
+            if not first:
+                payload = self.arrived.get()
                 received += len(payload)
-            if hasattr(self, "output"):
-                self.output.write(payload)
+            if not last:
+                self.output.send_bytes(payload)
         return received
 
 
-def measure_raw_shm_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, payloads: int = 20000) -> dict:
-    """32 KiB payloads through ``depth`` actors over shared-memory channels: what that transport carries here when
-    nobody does any work (the counterpart of ``measure_raw_pipeline`` for task actors linked by
-    ``actors.shm_links``)."""
-    stages = [ShmPipelineStage.remote() for _ in range(depth)]
-    for writer, reader in zip(stages, stages[1:]):
-        ray.get(reader.attach_input.remote(ray.get(writer.open_output.remote(reader, 2 * payload_bytes))))
-    ray.get([stage.run.remote(200, payload_bytes) for stage in stages])  # warm up
+def measure_raw_socket_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, payloads: int = 10000) -> dict:
+    """32 KiB payloads through ``depth`` actors over Unix domain sockets, one per hop, with a reader thread per
+    stage: what that transport carries here when nobody does any work (the counterpart of ``measure_raw_pipeline``
+    for task actors linked by ``actors.socket_links``)."""
+    stages = [SocketPipelineStage.remote() for _ in range(depth)]
+    addresses = ray.get([stage.listen.remote() for stage in stages])
+    ray.get([stage.accept.remote() for stage in stages[1:]]
+            + [writer.connect.remote(address) for writer, address in zip(stages, addresses[1:])])
+    last = depth - 1
+    ray.get([stage.run.remote(200, payload_bytes, i == 0, i == last) for i, stage in enumerate(stages)])  # warm up
     started = time.perf_counter()
-    arrived = ray.get([stage.run.remote(payloads, payload_bytes) for stage in stages])[-1] // payload_bytes
+    arrived = ray.get([stage.run.remote(payloads, payload_bytes, i == 0, i == last)
+                       for i, stage in enumerate(stages)])[-1] // payload_bytes
     seconds = time.perf_counter() - started
     for stage in stages:
         ray.kill(stage)

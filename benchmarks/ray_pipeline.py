@@ -4,15 +4,15 @@ depth 4 against 4 raw one-hop latencies.
 
 How this works: (1) ``benchmarks.ray_baseline.measure_raw_ray`` (one-way 32 KiB calls/s, round trip, chain);
 (1') ``measure_raw_pipeline``: 4 actors that only pass 32 KiB payloads on, the ceiling of the pipeline's shape over
-actor calls; (1'') ``measure_raw_shm_pipeline``: the same over Ray's shared-memory channels, the ceiling of the
-transport barriersim's task actors on one node use (``actors.shm_links``);
+actor calls; (1'') ``measure_raw_socket_pipeline``: the same over Unix domain sockets, the ceiling of the
+transport barriersim's task actors on one node use (``actors.socket_links``);
 (2) ``run_graph_on_ray`` on source -> map -> map -> sink (forward or rebalance, parallelism 1, unpaced
 source; by default one stage per TaskManager, so that every channel is remote, as every hop of (1') crosses
 between processes; ``--taskmanagers one``: one TaskManager, every channel local), with an interval too large to
 trigger and every 100 ms, in ``--repeats`` interleaved pairs of runs
 whose medians are compared (one pair is as noisy as the effect), and in the default shape also the same pipeline in
-one TaskManager with checkpointing off and the spread pipeline over actor calls instead of shared-memory links
-(``shm_links=False``), checkpointing off; records/s while the records flow (from
+one TaskManager with checkpointing off and the spread pipeline over actor calls instead of links
+(``socket_links=False``), checkpointing off; records/s while the records flow (from
 the first tasks' start to the sink's last record: the final checkpoint a checkpointing job then waits for,
 FLIP-147, is printed apart), MB/s at the model's 32 bytes per record (Flink's buffers carry
 ``record_size`` bytes per record; the msgpack bytes really sent per hop are printed too), and the CPU per
@@ -50,7 +50,8 @@ from pathlib import Path
 import ray
 
 from barriersim.actors.graph_runner import RayJobResult, run_graph_on_ray
-from benchmarks.ray_baseline import measure_raw_pipeline, measure_raw_ray, measure_raw_shm_pipeline
+from benchmarks import ray_baseline
+from benchmarks.ray_baseline import measure_raw_pipeline, measure_raw_ray
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.placement import ClusterConfig
@@ -130,13 +131,15 @@ SHAPE_NAMES = {"spread": "4 TaskManagers, remote channels", "one": "one TaskMana
 
 def run(graph: JobGraph, records: int, interval_ms: int, rate: int = 0, job_id: str = "bench",
         network: NetworkConfig = NetworkConfig(), cluster: ClusterConfig = ClusterConfig(),
-        shm_links: bool | None = None) -> RayJobResult:
+        socket_links: bool | None = None) -> RayJobResult:
     splits = {"source": local_splits(records, 100, 1.0, 100, 1, seed=5)}
     # with no periodic checkpoint, tasks must not wait for a final checkpoint (FLIP-147) at end of input
     config = JobConfig(graph, mode="aligned", interval_ms=interval_ms, source_rate_per_subtask=rate,
                        network=network, checkpoints_after_tasks_finish=interval_ms != NEVER_MS, cluster=cluster)
     with tempfile.TemporaryDirectory() as root:
-        result = run_graph_on_ray(config, splits, root, job_id, timeout_seconds=TIMEOUT, shm_links=shm_links)
+        # the baseline tree's run_graph_on_ray (``--before-after``) has no links to choose
+        links = {} if socket_links is None else {"socket_links": socket_links}
+        result = run_graph_on_ray(config, splits, root, job_id, timeout_seconds=TIMEOUT, **links)
     if result.outcome != "finished" or len(result.committed_output) != records:
         raise RuntimeError(f"benchmark job {job_id} did not finish cleanly: {result.outcome}, "
                            f"{len(result.committed_output)} of {records} records")
@@ -169,7 +172,7 @@ ACCOUNT = ("steps", "receive", "collect", "encode", "submit")
 
 def stage_account(result: RayJobResult) -> dict:
     """Per task, in us per record of the job: its process CPU, the CPU of its task thread (the rest of the process
-    CPU is the transport: Ray's own threads, and the shared-memory links' reader and network threads), and where
+    CPU is the transport: Ray's own threads, and the links' reader and network threads), and where
     that thread's wall time went: the task's steps (the records' Python and numpy work), taking in arrivals
     (decoding, handing elements to the task), collecting what leaves (each element's wire form), packing a call
     (msgpack), handing calls to Ray (``.remote()``) or to the links' network thread."""
@@ -182,7 +185,7 @@ def stage_account(result: RayJobResult) -> dict:
 
 def print_account(stages: dict) -> None:
     print("      where the time goes, per stage, in us per record (process CPU = task thread CPU + other threads: Ray's "
-          "and the shared-memory links' reader and network threads; the task thread's wall time in: " + ", ".join(ACCOUNT) + "):")
+          "and the links' reader and network threads; the task thread's wall time in: " + ", ".join(ACCOUNT) + "):")
     for task, a in stages.items():
         print(f"        {task:10} CPU {a['cpu']:5.2f} = thread {a['thread_cpu']:5.2f} + other {a['cpu'] - a['thread_cpu']:5.2f}; "
               + ", ".join(f"{name} {a[name]:.2f}" for name in ACCOUNT) + f"; {a['calls']} calls sent")
@@ -226,9 +229,9 @@ def measure_checkpoint_cost(graph: JobGraph, records: int, repeats: int, record_
                     for name, interval in sides}
         if local_graph is not None:  # the same pipeline in one TaskManager, checkpointing off
             locals_.append(throughput(run(local_graph, records, NEVER_MS, job_id=f"local-{i}"), record_size))
-            # and over actor calls instead of shared-memory links, checkpointing off
+            # and over actor calls instead of links, checkpointing off
             calls_.append(throughput(run(graph, records, NEVER_MS, job_id=f"calls-{i}", cluster=cluster,
-                                         shm_links=False), record_size))
+                                         socket_links=False), record_size))
         offs.append(measured["off"])
         everys.append(measured["every"])
         costs.append(1 - measured["every"]["records_per_second"] / measured["off"]["records_per_second"])
@@ -328,7 +331,7 @@ def main() -> None:
     try:
         raw = measure_raw_ray()
         raw_pipeline = measure_raw_pipeline(4)
-        raw_shm = measure_raw_shm_pipeline(4)
+        raw_socket = ray_baseline.measure_raw_socket_pipeline(4)
         raw_chain_ms = measure_fire_and_forget_chain(4)
         measured = measure_checkpoint_cost(graph, args.records, args.repeats, record_size, cluster, local_graph)
         # one record every 200 ms: the pipeline is idle when the barriers pass
@@ -346,12 +349,12 @@ def main() -> None:
           f"in flight per hop): {raw_pipeline['calls_per_second']:,.0f} payloads/s = {raw_pipeline['mb_per_second']:.1f} MB/s "
           f"= {raw_pipeline['mb_per_second'] / raw['one_way_mb_per_second']:.2f} of (1): the ceiling of any 4-stage pipeline "
           f"on Ray here with actor calls")
-    print(f"(1'') the same over Ray's shared-memory channels (2 slots per hop, as barriersim's links between actors on "
-          f"one node): {raw_shm['payloads_per_second']:,.0f} payloads/s = {raw_shm['mb_per_second']:.1f} MB/s "
-          f"= {raw_shm['mb_per_second'] / raw_pipeline['mb_per_second']:.1f} x (1')")
+    print(f"(1'') the same over Unix domain sockets (as barriersim's links between actors on one node): "
+          f"{raw_socket['payloads_per_second']:,.0f} payloads/s = {raw_socket['mb_per_second']:.1f} MB/s "
+          f"= {raw_socket['mb_per_second'] / raw_pipeline['mb_per_second']:.1f} x (1')")
     print(f"(2) pipeline source -> map -> map -> sink ({args.partitioner}, {SHAPE_NAMES[args.taskmanagers]}), "
           f"{args.records:,} records of {record_size} B, medians of {args.repeats} interleaved pairs of runs; a 'call' "
-          f"below is a Ray call or, between actors on one node, a write to their shared-memory link:")
+          f"below is a Ray call or, between actors on one node, a write to their link:")
     print(f"    checkpointing off:      {off['records_per_second']:,.0f} records/s = {off['mb_per_second']:.2f} MB/s "
           f"({off['seconds']:.1f} s; {off['cpu_us_per_record']:.2f} us of CPU per record, tasks and job manager; "
           f"{off['wire_mb_per_second']:.2f} MB/s of msgpack per hop really sent; {calls_text(off)})")
@@ -368,7 +371,7 @@ def main() -> None:
               f"pipeline's bytes/s ({local['cpu_us_per_record']:.2f} us of CPU per record; {calls_text(local)})")
     over_calls = measured["calls"]
     if over_calls is not None:
-        print(f"    over actor calls (no shared-memory links), checkpointing off: {over_calls['records_per_second']:,.0f} "
+        print(f"    over actor calls (no links), checkpointing off: {over_calls['records_per_second']:,.0f} "
               f"records/s = {over_calls['mb_per_second']:.2f} MB/s = {over_calls['mb_per_second'] / raw_pipeline['mb_per_second']:.2f} "
               f"of (1') ({over_calls['cpu_us_per_record']:.2f} us of CPU per record; {calls_text(over_calls)}); the links "
               f"move {off['records_per_second'] / over_calls['records_per_second']:.2f} x as many records/s")
@@ -390,7 +393,7 @@ def main() -> None:
           f"({off['wire_mb_per_second'] / raw_pipeline['mb_per_second']:.2f} in bytes really sent)")
     print(f"    (2) records/s = {off['records_per_second']:,.0f} (target >= 1,000,000): {target}; (2)/(1') bytes/s "
           f"(target >= 1): {'met' if off['mb_per_second'] >= raw_pipeline['mb_per_second'] else 'NOT met'}; (2)/(1'') "
-          f"= {off['mb_per_second'] / raw_shm['mb_per_second']:.3f} of the shared-memory ceiling's bytes/s")
+          f"= {off['mb_per_second'] / raw_socket['mb_per_second']:.3f} of the socket pipeline's bytes/s")
     print(f"    cost of checkpoints every 100 ms = {cost * 100:.1f} % of records/s (median of the pairs; {min(costs) * 100:.1f} to "
           f"{max(costs) * 100:.1f} %; of the medians {measured['cost_of_medians'] * 100:.1f} %) (target <= 5 %): "
           f"{'met' if cost <= 0.05 else 'NOT met'}; in CPU per record {cpu_cost * 100:.1f} % (median of the pairs; "

@@ -1,11 +1,11 @@
-"""Shared-memory links between task actors on one Ray node (``actors.shm_links``): which pairs get one, that a job
-over them moves the same records as over actor calls and keeps exactly-once through a failover, and that a job
-whose TaskManagers spread over Ray nodes links only the pairs that share a node."""
+"""Links between task actors on one Ray node (``actors.socket_links``: Unix domain sockets): which pairs get one,
+that a job over them moves the same records as over actor calls and keeps exactly-once through a failover, and
+that a job whose TaskManagers spread over Ray nodes links only the pairs that share a node."""
 
 import pytest
 
 from barriersim.actors.graph_runner import run_graph_on_ray
-from barriersim.actors.shm_links import MAX_SHM_PEERS, plan_links
+from barriersim.actors.socket_links import plan_links
 from barriersim.runtime.faults import CrashTask, FaultSchedule
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.placement import ClusterConfig
@@ -35,15 +35,6 @@ def test_plan_links_pairs_the_subtasks_that_exchange_messages_on_one_node_in_bot
     assert plan[("source", 0)] == [("keyed-sum", 0)] and plan[sink] == [("keyed-sum", 0)]
 
 
-def test_plan_links_leaves_a_subtask_with_more_peers_than_the_limit_on_actor_calls():
-    many = MAX_SHM_PEERS + 1
-    graph = JobGraph((JobVertex("source", K.SOURCE, many), JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1)),
-                     (JobEdge("source", "sink", P.REBALANCE),))
-    node_of = {key: "head" for key in _keys(graph)}
-    assert plan_links(Wiring(graph), node_of) == {}  # the sink has one peer too many: every pair keeps calls
-    assert len(plan_links(Wiring(graph), node_of, max_peers=many)) == many + 1
-
-
 def _links(result) -> dict:
     return {run["task"]: run["link_writes_sent"] for run in result.task_runs}
 
@@ -55,7 +46,7 @@ def test_a_job_over_links_commits_what_it_commits_over_calls_and_its_messages_we
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=3)}
     config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000)
     results = {links: run_graph_on_ray(config, splits, str(tmp_path / str(links)), f"links-{links}",
-                                       timeout_seconds=180, shm_links=links) for links in (True, False)}
+                                       timeout_seconds=180, socket_links=links) for links in (True, False)}
     expected = expected_sink_input(graph, splits)
     for result in results.values():
         assert result.outcome == "finished" and result.restarts == 0, result.failures
@@ -81,7 +72,7 @@ def test_a_task_killed_mid_run_fails_over_and_the_job_over_links_keeps_exactly_o
     config = JobConfig(graph, mode=mode, interval_ms=100, source_rate_per_subtask=10_000, restart_delay_ms=100,
                        faults=FaultSchedule((CrashTask("keyed-sum#0", at_ms=1200),)))
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"links-kill-{mode}",
-                              timeout_seconds=240, shm_links=True)
+                              timeout_seconds=240, socket_links=True)
     assert result.outcome == "finished" and result.restarts == 1, result.failures
     assert result.killed == ["keyed-sum#0@0"]
     assert verify(expected_sink_input(graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE
@@ -101,10 +92,67 @@ def test_over_several_ray_nodes_only_the_pairs_on_one_node_are_linked(tmp_path):
     config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
                        cluster=ClusterConfig(taskmanagers=3, slots_per_taskmanager=1))
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "links-nodes", timeout_seconds=180,
-                              shm_links=True)
+                              socket_links=True)
     assert result.outcome == "finished", result.failures
     nodes = {row["task"]: row["ray_node_id"] for row in result.placement}
     assert len(set(nodes.values())) == 3, nodes
     assert set(_links(result).values()) == {0}
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
     assert verdict.lost == 0 and verdict.wrong == 0, verdict
+
+
+def _linked_pair(secret: bytes):
+    """A reader and a writer ``SocketLinks`` in this process; the reader accepts one link on a thread of its own
+    (what it raised lands in ``failures``)."""
+    import queue
+    import threading
+
+    from barriersim.actors.socket_links import SocketLinks
+
+    arrived, written, failures = queue.Queue(), queue.Queue(), []
+    reader = SocketLinks("reader", lambda kind, payload: arrived.put((kind, payload)), lambda token: None)
+    writer = SocketLinks("writer", lambda kind, payload: None, written.put)
+    address = reader.listen(secret)
+
+    def accept() -> None:
+        try:
+            reader.accept(1)
+        except Exception as err:  # noqa: BLE001 - the test looks at it
+            failures.append(err)
+
+    accepting = threading.Thread(target=accept)
+    accepting.start()
+    return reader, writer, address, accepting, arrived, written, failures
+
+
+def test_a_link_carries_its_values_in_order_and_tells_the_writer_each_one_is_written():
+    from barriersim.actors.socket_links import new_secret
+
+    secret = new_secret()
+    reader, writer, address, accepting, arrived, written, failures = _linked_pair(secret)
+    writer.connect_to({"reader": address}, secret)
+    accepting.join(10)
+    assert not failures and writer.has_link_to("reader") and not writer.has_link_to("other")
+    values = [(0, (b"a" * 100_000, b"b")), (1, b"credit"), (0, (b"c",))] * 50
+    for i, (kind, payload) in enumerate(values):
+        writer.send("reader", kind, payload, i)
+    got = [arrived.get(timeout=10) for _ in values]  # the reader thread hands each one over as it arrives
+    assert [(kind, tuple(payload) if isinstance(payload, list) else payload) for kind, payload in got] == values
+    # the network thread reported every value written, in the order they were handed over
+    assert [written.get(timeout=10) for _ in values] == list(range(len(values)))
+    writer.close()
+    reader.close()
+
+
+def test_a_link_with_the_wrong_secret_is_refused_at_both_ends():
+    import multiprocessing
+
+    from barriersim.actors.socket_links import new_secret
+
+    reader, writer, address, accepting, _, _, failures = _linked_pair(new_secret())
+    with pytest.raises(multiprocessing.AuthenticationError):
+        writer.connect_to({"reader": address}, new_secret())
+    accepting.join(10)
+    assert [type(err) for err in failures] == [multiprocessing.AuthenticationError]
+    assert not writer.has_link_to("reader")
+    reader.close()

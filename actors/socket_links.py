@@ -1,0 +1,136 @@
+"""Links between task actors on one Ray node over Unix domain sockets, instead of one Ray actor call per batch.
+
+How this works: a link carries, from one task actor to one peer actor on the same Ray node, the same values the
+actor would otherwise send as ``deliver`` or ``upstream`` calls (the msgpack parts of a batch of channel elements,
+or a batch of credit, resume-consumption and buffer-size messages), as length-prefixed messages over a Unix domain
+socket (``multiprocessing.connection``, Linux's abstract namespace: no file to clean up), as Flink's TaskManagers
+exchange their remote channels' buffers over Netty connections. What a link carries is what a call carried, in the
+same order, so no protocol rule moves: credit, sequence numbers and event order stay the runtime's.
+
+- **Setting up.** Every task actor listens on an address of its own from the start (``listen``, with the
+  deployment's secret key, so nothing else on the machine can connect); once every actor of the deployment told on
+  which Ray node it runs, the job manager has each writer connect to the peers it writes to (``connect_to``) while
+  each reader accepts as many connections as it has writers (``accept``).
+- **Writing.** One network thread per actor writes every link's values in the order the task thread handed them
+  over (Flink's Netty event loop of a TaskManager's connections); a write waits while the socket's buffer is full.
+  When a write is done the task thread is told (``on_written``), as a finished call tells it, so the in-flight
+  window works as with calls.
+- **Reading.** One reader thread per actor waits on all its incoming links at once (``wait``: the kernel wakes it,
+  nothing spins) and hands each value to the task thread's mailbox (``on_value``).
+- **When it is used.** Only between actors on one Ray node (``ray.get_runtime_context().get_node_id()``); actors
+  on different nodes keep actor calls.
+- **Ending.** A dead peer shows as a closed socket: its reader drops the link, its writer stops writing (the job
+  manager fails the job over on the dead actor as before, and kills every actor of the deployment); ``close`` ends
+  the threads when the task is cancelled.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from multiprocessing.connection import Client, Listener, wait
+from typing import Any, Callable
+
+import msgpack
+
+POLL_S = 1.0  # how long the reader waits before it looks whether the links were closed
+BACKLOG = 256  # connections a listener queues before it accepts them
+
+
+def new_secret() -> bytes:
+    """The key a deployment's links authenticate with (``multiprocessing.connection``'s HMAC handshake)."""
+    return os.urandom(16)
+
+
+class SocketLinks:
+    """The links of one task actor: a listener for the links its peers write to it, the connections it writes."""
+
+    def __init__(self, name: str, on_value: Callable[[int, Any], None], on_written: Callable[[Any], None]):
+        """``on_value(kind, payload)``: a value a peer wrote arrived (called on the reader thread);
+        ``on_written(token)``: the value handed over with ``token`` is written (called on the network thread)."""
+        self.name = name
+        self._on_value = on_value
+        self._on_written = on_written
+        self._listener: Listener | None = None
+        self._writers: dict = {}  # peer -> connection this actor writes
+        self._outgoing: queue.SimpleQueue = queue.SimpleQueue()  # (peer, kind, payload, token), or None to stop
+        self._closed = threading.Event()
+
+    # -- setting up (Ray's threads, before the task runs) ------------------------------------------------
+
+    def listen(self, secret: bytes) -> str:
+        """Listen for this actor's incoming links; returns the address (abstract namespace) peers connect to."""
+        address = "\0barriersim-" + os.urandom(12).hex()
+        self._listener = Listener(address, family="AF_UNIX", backlog=BACKLOG, authkey=secret)
+        return address
+
+    def accept(self, count: int) -> None:
+        """Accept ``count`` links (one from each peer that writes to this actor), then read them on a reader thread."""
+        incoming = [self._listener.accept() for _ in range(count)]
+        if incoming:
+            threading.Thread(target=self._read, args=(incoming,), name=f"reader {self.name}", daemon=True).start()
+
+    def connect_to(self, addresses: dict, secret: bytes) -> None:
+        """A link to each peer of ``addresses`` (peer -> its listening address, on this actor's node)."""
+        for peer, address in addresses.items():
+            self._writers[peer] = Client(address, family="AF_UNIX", authkey=secret)
+        if addresses:
+            threading.Thread(target=self._write_in_order, name=f"network {self.name}", daemon=True).start()
+
+    # -- the task thread's side ---------------------------------------------------------------------------
+
+    def has_link_to(self, peer) -> bool:
+        return peer in self._writers
+
+    def send(self, peer, kind: int, payload, token) -> None:
+        """Hand ``payload`` (bytes, or a tuple of bytes) to the network thread for ``peer``'s link;
+        ``on_written(token)`` follows."""
+        self._outgoing.put((peer, kind, payload, token))
+
+    def close(self) -> None:
+        if not self._closed.is_set():
+            self._closed.set()
+            self._outgoing.put(None)
+
+    # -- the threads --------------------------------------------------------------------------------------
+
+    def _write_in_order(self) -> None:
+        dead: set = set()
+        while True:
+            item = self._outgoing.get()
+            if item is None or self._closed.is_set():
+                return
+            peer, kind, payload, token = item
+            if peer in dead:
+                continue  # its reader is gone: the job manager fails the job over
+            try:
+                self._writers[peer].send_bytes(msgpack.packb((kind, payload)))
+            except OSError:
+                dead.add(peer)
+                continue
+            self._on_written(token)
+
+    def _read(self, incoming: list) -> None:
+        while incoming and not self._closed.is_set():
+            for connection in wait(incoming, timeout=POLL_S):
+                try:
+                    data = connection.recv_bytes()
+                except (EOFError, OSError):  # the writer is gone
+                    incoming.remove(connection)
+                    continue
+                kind, payload = msgpack.unpackb(data)
+                self._on_value(kind, payload)
+
+
+def plan_links(wiring, node_of: dict) -> dict:
+    """Which links to open: writer -> the peers it writes to (sorted). Two subtasks are linked in both directions
+    when they exchange messages (data one way, credit the other) and run on one Ray node (``node_of``: subtask ->
+    Ray node id)."""
+    peers: dict = {key: set() for key in node_of}
+    for (producer, _info), (consumer, _channel) in wiring.downstream.items():
+        if producer in peers and consumer in peers:
+            peers[producer].add(consumer)
+            peers[consumer].add(producer)
+    plan = {key: sorted(p for p in peers[key] if node_of[p] == node_of[key]) for key in sorted(peers)}
+    return {key: to for key, to in plan.items() if to}
