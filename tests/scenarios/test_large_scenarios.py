@@ -52,4 +52,7 @@ def test_the_run_as_written_lasts_a_minute_checkpoints_every_second_and_is_exact
     assert result.outcome is JobOutcome.FINISHED and verdict.verdict is Verdict.EXACTLY_ONCE, verdict
     assert verdict.output_records == verdict.expected_records >= 60_000_000
     assert result.virtual_ms >= 60_000
-    assert result.counts["completed"] >= 55 and result.counts["failed"] == 0
+    # the one failed checkpoint is the first periodic trigger, which comes before the tasks run: Flink's pre-flight
+    # check fails it (NOT_ALL_REQUIRED_TASKS_RUNNING, a failed checkpoint without a row); none fails after it
+    assert result.counts["completed"] >= 55 and result.counts["failed"] == 1
+    assert all(c["status"] == "COMPLETED" for c in result.checkpoints)
