@@ -29,6 +29,7 @@ from barriersim.actors.external_store import ExternalStoreActor
 from barriersim.actors.job_manager_actor import JobManagerActor
 from barriersim.actors.messages import decode_records, encode_records
 from barriersim.actors.placement import check_kill_nodes, cluster_nodes, driver_node
+from barriersim.actors.socket_links import socket_links_wanted
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.record_batch import RecordBatch
 
@@ -94,18 +95,6 @@ def storage_environment(checkpoint_root: str) -> dict:
 
     variables = {k: os.environ[k] for k in STORAGE_ENVIRONMENT if k in os.environ}
     return {"runtime_env": {"env_vars": variables}} if is_object_store_uri(checkpoint_root) and variables else {}
-
-
-LINKS_ENVIRONMENT = "BARRIERSIM_RAY_LINKS"  # "calls": task actors exchange channel messages as actor calls only
-
-
-def socket_links_wanted(socket_links: bool | None) -> bool:
-    if socket_links is not None:
-        return socket_links
-    value = os.environ.get(LINKS_ENVIRONMENT, "sockets")
-    if value not in ("sockets", "calls"):
-        raise ValueError(f"{LINKS_ENVIRONMENT}: must be sockets or calls, got {value!r}")
-    return value == "sockets"
 
 
 class RayJob:

@@ -36,6 +36,18 @@ import msgpack
 
 POLL_S = 1.0  # how long the reader waits before it looks whether the links were closed
 BACKLOG = 256  # connections a listener queues before it accepts them
+LINKS_ENVIRONMENT = "BARRIERSIM_RAY_LINKS"  # "calls": task actors exchange channel messages as actor calls only
+
+
+def socket_links_wanted(socket_links: bool | None = None) -> bool:
+    """Whether a Ray run links its task actors: ``socket_links`` if given, else yes unless the environment sets
+    ``BARRIERSIM_RAY_LINKS=calls``; ValueError for any other value there."""
+    if socket_links is not None:
+        return socket_links
+    value = os.environ.get(LINKS_ENVIRONMENT, "sockets")
+    if value not in ("sockets", "calls"):
+        raise ValueError(f"{LINKS_ENVIRONMENT}: must be sockets or calls, got {value!r}")
+    return value == "sockets"
 
 
 def new_secret() -> bytes:

@@ -317,6 +317,13 @@ def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, a
     if workload is None:
         workload = "spark" if backend == "ray" else "local"
     _check_choice("workload", workload, WORKLOADS)
+    if backend == "ray":
+        from barriersim.actors.socket_links import socket_links_wanted
+
+        try:
+            socket_links_wanted()  # the environment's BARRIERSIM_RAY_LINKS, checked before anything starts
+        except ValueError as err:
+            raise ArgumentError(str(err)) from None
     s = apply_overrides(as_scenario(scenario), overrides)
     if backend == "ray" and workload == "local":
         raise UnsupportedScenario(f"{s.path}: workload: the Ray backend generates its workload in Spark on Ray; "

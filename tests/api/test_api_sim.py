@@ -246,3 +246,15 @@ def test_a_storage_fault_the_run_went_on_after_is_in_its_summary(tmp_path):
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["simulation"]["storage_errors"] == errors
     plain = barriersim.run(write(tmp_path, TINY), out=tmp_path / "plain").only
     assert plain.summary["simulation"]["storage_errors"] == []
+
+
+@pytest.mark.parametrize("value, refused", [("bogus", True), ("sockets", False), ("calls", False)])
+def test_the_ray_links_setting_of_the_environment_is_checked_before_anything_starts(tiny, monkeypatch, value, refused):
+    monkeypatch.setenv("BARRIERSIM_RAY_LINKS", value)
+    if refused:
+        with pytest.raises(barriersim.ArgumentError) as info:
+            api.plan(tiny, backend="ray")
+        assert str(info.value) == "BARRIERSIM_RAY_LINKS: must be sockets or calls, got 'bogus'"
+    else:
+        assert api.plan(tiny, backend="ray").backend == "ray"
+    api.plan(tiny, backend="sim")  # the simulator has no links: the setting is not its concern
