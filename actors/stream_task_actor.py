@@ -131,7 +131,7 @@ class StreamTaskActor:
         self.task: StreamTask | None = None
         self.handles: dict = {}
         self._mailbox = TaskMailbox()
-        self._links = SocketLinks(self.name, self._on_link_value, self._on_link_written)
+        self._links = SocketLinks(self.name, self._on_link_value, self._sent)
         self._timers = MailboxTimers()
         self._reports: queue.SimpleQueue = queue.SimpleQueue()  # (method, args, store calls to confirm first)
         self._data_out: dict = defaultdict(list)
@@ -365,14 +365,15 @@ class StreamTaskActor:
         self._mailbox.put(lambda: self._take_upstream(data))
 
     def _on_link_value(self, kind: int, payload) -> None:
-        """What a peer wrote to its link to this actor: a ``deliver`` or an ``upstream`` call's arguments (the links'
-        reader thread)."""
+        """What a peer wrote to its link to this actor: a ``deliver`` or an ``upstream`` call's arguments, taken in
+        as those calls are (the links' reader thread)."""
         if kind == _DATA:
-            self._mailbox.put(lambda: self._take_in(payload))
+            self.deliver(*payload)
         else:
-            self._mailbox.put(lambda: self._take_upstream(payload))
+            self.upstream(payload)
 
-    def _on_link_written(self, key: tuple) -> None:
+    def _sent(self, key: tuple) -> None:
+        """A call to the peer of ``key`` completed, or its link's value was written (any thread): a mail."""
         self._mailbox.put(lambda: self._call_done(key))
 
     def _take_upstream(self, data: bytes) -> None:
@@ -493,7 +494,7 @@ class StreamTaskActor:
         """Count the call in flight until the receiver took it in (a mail for the task thread, from Ray's thread
         that completes the call); then send what waited for it."""
         self._in_flight[key] += 1
-        ref.future().add_done_callback(lambda _done, key=key: self._mailbox.put(lambda: self._call_done(key)))
+        ref.future().add_done_callback(lambda _done, key=key: self._sent(key))
 
     def _call_done(self, key: tuple) -> None:
         # a failed call (the receiver died) needs nothing here: the job manager fails the job over
