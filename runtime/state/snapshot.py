@@ -184,7 +184,11 @@ CHANNEL_STATE_LENGTH_BYTES = 4
 
 def channel_state_size(buffers: tuple[Buffer, ...]) -> int:
     """The bytes a channel's persisted buffers take in the channel-state file: each its length and its data (an
-    empty buffer, 4 bytes), which is what Flink's ``persisted_data`` and state sizes count."""
+    empty buffer, 4 bytes), which is what Flink's ``persisted_data`` and state sizes count for a handle written to a
+    file of its own. A handle Flink keeps in memory (the JobManager's checkpoint storage, or a stream under the
+    inline threshold) it rebuilds as an 8-byte header and the channel's data (``ChannelStatePendingResult.
+    createHandle``, ``ChannelStateSerializerImpl.extractAndMerge``); barriersim counts every handle as a file's
+    (docs/flink-2.3-divergences.md, item 5)."""
     return sum(CHANNEL_STATE_LENGTH_BYTES + b.size for b in buffers)
 
 
