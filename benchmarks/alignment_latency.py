@@ -430,7 +430,8 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
                 f"; Flink {here.flink_version} here at {t} ms: {span_text(again['start_delay'])}, {span_text(again['e2e'])}, "
                 f"{span_text(again['sink_alignment'])} ms")
             console.print(f"  {r.group}: bottleneck start delay {_ms(r.start_delay_ms)}, e2e median {_ms(r.e2e_ms)}, "
-                          f"sink alignment {_ms(r.sink_alignment_ms)} (the facts, their flusher not given: 9-12, 20-24, 3-6 ms"
+                          f"sink alignment {_ms(r.sink_alignment_ms)} "
+                          f"(the facts, their flusher not given: 9-12, 20-24, 3-6 ms"
                           f"{measured})", markup=False, highlight=False)
         rows = rows + flusher
     if phases:
