@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from barriersim.report import plots
+from barriersim.report import figure
 from barriersim.rundir import RunTables
 
 PAGE = "restore.html"
@@ -83,11 +83,9 @@ def restore_times(summary: dict) -> list[tuple[int, int]]:
 
 def plot_restore_checkpoints(checkpoints: pd.DataFrame, summaries: dict[str, dict], out: Path) -> Path:
     """Per run: end-to-end duration and state size of each checkpoint over its trigger time, by job."""
-    import matplotlib.pyplot as plt
-
     runs = list(dict.fromkeys(checkpoints["run"]))
-    fig, axes = plt.subplots(2, max(1, len(runs)), figsize=(7 * max(1, len(runs)), 7), squeeze=False, sharex="col")
-    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, axes = figure.new_figure(7.5, 2, max(1, len(runs)), sharex="col")
+    palette = figure.distinct_colors(10)
     for col, run in enumerate(runs):
         cp = _checkpoints_frame(checkpoints[checkpoints["run"] == run])
         done = cp[cp["status"] == "COMPLETED"]
@@ -106,14 +104,19 @@ def plot_restore_checkpoints(checkpoints: pd.DataFrame, summaries: dict[str, dic
                 axes[row_axis][col].annotate(f"job {job} restored", (at, 1), xycoords=("data", "axes fraction"),
                                              rotation=90, va="top", ha="right", fontsize=8)
         mode = checkpoints.loc[checkpoints["run"] == run, "mode"].iloc[0]
-        axes[0][col].set_title(plots._run_title(str(run), str(mode)))
+        axes[0][col].set_title(figure.run_title(str(run), str(mode)))
         axes[0][col].set_ylabel("end_to_end_duration (ms)")
         axes[1][col].set_ylabel("state_size (bytes)")
         axes[1][col].set_xlabel("trigger_timestamp (ms, the coordinator's clock)")
-        axes[0][col].legend(fontsize=8)
-    panels = [plots._panel(axes[row][col], axes[row][col].get_title() or axes[row][col].get_ylabel())
+    legend = {}  # one legend of the jobs, above the panels (outside the data)
+    for ax in axes.flat:
+        legend.update(zip(*reversed(ax.get_legend_handles_labels())))
+    if legend:
+        fig.legend(legend.values(), legend.keys(), loc="outside upper center", ncol=min(len(legend), 6), fontsize=9,
+                   frameon=False)
+    panels = [figure.panel(axes[row][col], axes[row][col].get_title() or axes[row][col].get_ylabel())
               for col in range(len(runs)) for row in (0, 1)]
-    return plots._save(fig, out, panels).png
+    return figure.save(fig, out, panels).png
 
 
 def _booleans_as_text(df: pd.DataFrame) -> pd.DataFrame:
