@@ -95,7 +95,7 @@ def save(fig, out: Path, panels: list[Panel]) -> Figure:
     legend's box, in pixels of the PNG."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.canvas.draw()  # lays the figure out, so the boxes below are where the PNG has them
+    fig.savefig(out, format="png", dpi=DPI)  # lays the figure out: the boxes below are where the PNG has them
     renderer = fig.canvas.get_renderer()
     for p in panels:
         if p.ax is not None:
@@ -107,7 +107,7 @@ def save(fig, out: Path, panels: list[Panel]) -> Figure:
             p.ax = None
     legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
     boxes = [_box(legend.get_window_extent(renderer)) for legend in legends]
-    fig.savefig(out, format="png", dpi=DPI)
+    fig.set_layout_engine("none")  # the SVG keeps the PNG's layout (and its time)
     svg = out.with_suffix(".svg")
     fig.savefig(svg, format="svg")
     width, height = (int(round(v)) for v in fig.get_size_inches() * DPI)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
 from barriersim.report.figure import (DPI, MAX_HEIGHT_PX, Figure, completed, new_figure, panel, run_title,
@@ -29,6 +30,7 @@ PHASES = (
     ("async until ack", "ack", "#4c6ef5"),
 )
 MAX_COLUMNS = 4
+BAR = 0.7  # a bar's height, of a subtask's row
 ROW_IN, MIN_ROW_IN = 0.26, 0.14  # a subtask's row, in inches: as drawn, and the least before a new page
 TITLE_IN, LEGEND_IN, XLABEL_IN = 0.75, 0.45, 0.55
 
@@ -163,11 +165,13 @@ def _draw_panel(ax, drawn: _Drawn, order: list[str], shown: dict[str, str]) -> N
     if drawn.phases is None:
         ax.text(0.5, 0.5, "no acknowledged subtasks", ha="center", va="center", transform=ax.transAxes)
         return
-    ys = drawn.phases["task"].map(order.index).to_numpy()
+    ys = drawn.phases["task"].map(order.index).to_numpy(dtype=float)
     start = np.zeros(len(ys))
-    for _, end_col, color in PHASES:
+    for _, end_col, color in PHASES:  # one collection of bars per phase: quick to draw however many subtasks
         end = drawn.phases[end_col].to_numpy(dtype=float)
-        ax.barh(ys, end - start, left=start, color=color, height=0.7)
+        bars = [[(a, y - BAR / 2), (a, y + BAR / 2), (b, y + BAR / 2), (b, y - BAR / 2)]
+                for a, b, y in zip(start, end, ys) if b > a]
+        ax.add_collection(PolyCollection(bars, facecolors=color, edgecolors="none"))
         start = end
     for task, why in drawn.absent.items():  # a row without bars says why
         ax.text(0, order.index(task), f" {why}", va="center", ha="left", fontsize=8, color="#555555", style="italic")
@@ -203,6 +207,11 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
     drawn = {run: _Drawn(run, row, chosen[run], order, set(subtasks.loc[subtasks["run"] == run, "task"].astype(str)))
              for run, row in picks}
     xmax = max([1.0, *(d.phases["ack"].max() for d in drawn.values() if d.phases is not None)]) * 1.03
+    shown: dict[str, str] = {}  # each subtask named as the first run that drew it knows it
+    for d in drawn.values():
+        if d.phases is not None:
+            for task in d.phases["task"]:
+                shown.setdefault(task, d.label(task))
     grid = _grid(picks, axis)
     columns = max(len(runs) for _, runs in grid)
     height, per_page, step = _sizes(len(grid), len(order))
@@ -213,23 +222,19 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
         fig, axes = new_figure(LEGEND_IN + XLABEL_IN + len(rows) * (TITLE_IN + len(order) * height),
                                len(rows), columns, sharex=True, sharey=True)
         panels = []
+        # one set of ticks for the shared y-axis
+        axes[0][0].set_yticks(range(len(order)), [shown.get(t, t) if i % step == 0 else "" for i, t in enumerate(order)],
+                              fontsize=fontsize)
         for (point, runs), ax_row in zip(rows, axes):
-            shown: dict[str, str] = {}  # a subtask named as the first run of the row that drew it knows it
-            for run, _ in runs:
-                if drawn[run].phases is not None:
-                    for task in drawn[run].phases["task"]:
-                        shown.setdefault(task, drawn[run].label(task))
             for ax in ax_row[len(runs):]:
                 ax.set_axis_off()
             for col, ((run, _), ax) in enumerate(zip(runs, ax_row)):
                 d = drawn[run]
                 ax.set_title(d.title(point), fontsize=9, loc="left")
-                ax.set_yticks(range(len(order)), [shown.get(t, t) if i % step == 0 else "" for i, t in enumerate(order)],
-                              fontsize=fontsize)
                 ax.tick_params(labelleft=col == 0)
                 ax.grid(axis="x", alpha=0.3)
                 _draw_panel(ax, d, order, shown)
-                p = panel(ax, run_title(run, d.row["mode"]))
+                p = panel(ax, f"{point} · {d.row['mode']}" if point else run_title(run, d.row["mode"]))
                 p.ytick_labels = [d.label(t) for t in order]
                 panels.append(p)
         axes[0][0].set_ylim(len(order) - 0.5, -0.5)
