@@ -180,6 +180,8 @@ def draw_figures(tables: RunTables, out_dir: Path, checkpoint_id: int | None = N
     """Every figure of the report into ``out_dir``, by file name, in the page's order (the barrier timeline may
     take several pages: ``barrier_timeline_2.png`` and on); also ``figures.json``."""
     cp, st = tables.checkpoints, tables.subtasks
+    for stale in [*out_dir.glob("barrier_timeline_*.png"), *out_dir.glob("barrier_timeline_*.svg")]:
+        stale.unlink()  # pages of an earlier report of more points
     pages = timeline.plot_barrier_timeline(cp, st, out_dir / FIGURES[0], checkpoint_id, vertex_order(tables), axis)
     figures = {f.png.name: f for f in pages}
     figures[FIGURES[1]] = plots.plot_alignment_and_start_delay(cp, st, out_dir / FIGURES[1], axis)

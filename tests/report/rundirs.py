@@ -130,3 +130,21 @@ def sweep_run_dir(root: Path, parameter: str, values: list, tasks: tuple[str, ..
         index["points"].append({"index": i, "label": label, "settings": {parameter: value}, "runs": runs})
     (root / "sweep.json").write_text(json.dumps(index, indent=1))
     return root
+
+
+def write_sweep_analytics(root: Path, index: dict) -> None:
+    """``root/analytics/sweep.parquet`` in Spark's layout for a sweep's ``index`` (``sweep.json``), every statistic
+    ``100 * row + the statistic's position``, as ``barriersim sweep``'s aggregation would write it."""
+    from barriersim import sweep
+    from barriersim.spark.analytics import SWEEP_STATS, sweep_path
+
+    rows = []
+    for i, row in enumerate(sweep.index_rows(index)):
+        stats = {f"{m}_{s}": float(100 * i + j)
+                 for m in ("end_to_end_duration", "alignment_duration", "start_delay", "persisted_data")
+                 for j, s in enumerate(SWEEP_STATS)}
+        rows.append({**row, "restored": 0, "total": 3, "in_progress": 0, "completed": 3, "failed": 0, **stats})
+    path = sweep_path(root)
+    path.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), str(path / "part-00000.parquet"))
+    (path / "_SUCCESS").touch()
