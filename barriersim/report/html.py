@@ -4,8 +4,8 @@ it, each at most a page in size (``figure``).
 ``build_report`` loads the run tables (``barriersim.rundir.load_tables``) unless given, finds the sweep axis
 (``sweep_axis``), draws the figures (``timeline``, ``plots``) into the directory of the HTML file (by default
 ``RUN_DIR/report/``), writes what each shows to ``figures.json`` and writes ``index.html``: the sweep's points
-(``analytics/sweep.parquet``), the runs, Flink's counts and summary statistics (computed by
-``barriersim.spark.analytics`` or ``statistics``, passed in), the figures and each run's ``verification``. A run
+(``analytics/sweep.parquet``), the runs, the figures, Flink's counts and summary statistics (computed by
+``barriersim.spark.analytics`` or ``statistics``, passed in) and each run's ``verification``. A run
 that restored a job also gets the restore page (``restore_page``). Tables scroll sideways in boxes as wide as the
 page; everything is escaped; the page needs no scripts or network. Design notes: docs/report.md.
 """
@@ -227,9 +227,9 @@ def render_html(title: str, tables: RunTables, analytics, figures: dict[str, str
         + (f'<p>A job was restored: <a href="{escape(restore_page)}">the checkpoints before and after the '
            "restore</a>.</p>" if restore_page else "")
         + _runs_section(tables)
-        + _statistics_section(analytics, [r.label for r in _ordered_runs(tables)])
         + "<h2>Figures</h2>"
         + "".join(_figure(name, caption) for name, caption in figures.items())
+        + _statistics_section(analytics, [r.label for r in _ordered_runs(tables)])
         + _verification_section(tables)
         + "</body></html>\n"
     )

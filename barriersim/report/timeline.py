@@ -231,7 +231,7 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
             for col, ((run, _), ax) in enumerate(zip(runs, ax_row)):
                 d = drawn[run]
                 ax.set_title(d.title(point), fontsize=9, loc="left")
-                ax.tick_params(labelleft=col == 0)
+                ax.tick_params(axis="y", labelleft=col == 0, labelsize=fontsize)
                 ax.grid(axis="x", alpha=0.3)
                 _draw_panel(ax, d, order, shown)
                 p = panel(ax, f"{point} · {d.row['mode']}" if point else run_title(run, d.row["mode"]))
