@@ -1,16 +1,10 @@
 """The report's restore page: the checkpoints of a run's jobs before and after a restore (a savepoint's or a
-retained checkpoint's, rescaled or not).
-
-How this works: a run with experiment actions or a ``--from`` restore has a ``jobs`` section in its
-``summary.json`` (each job's id, final state, parallelism, ``latest_restored``, counts and operations) and its
-checkpoint table has a ``job`` column when it ran several jobs. ``has_restore`` tells whether any run of the
-report restored a job; ``write_restore_page`` then writes ``restore.html`` beside the report's ``index.html``
-with, per run: the jobs (parallelism per vertex, final state, the savepoint or checkpoint each was restored from,
-as Flink's ``latest.restored``), the actions with what became of them, every checkpoint and savepoint of every
-job (Flink's REST fields, ``is_savepoint``, ``savepointFormat``, ``external_path``) and a figure
-(``restore_checkpoints.png``) of each checkpoint's end-to-end duration and state size over its trigger time,
-coloured by job, savepoints marked, a line where each restored job started. Everything is escaped; the page needs
-no scripts or network.
+retained checkpoint's, rescaled or not), from the ``jobs`` section of its ``summary.json`` and the ``job`` column
+of its checkpoint table. ``has_restore`` tells whether any run restored a job; ``write_restore_page`` then writes
+``restore.html`` beside ``index.html`` with, per run: the jobs (parallelism per vertex, final state, Flink's
+``latest.restored``), the actions and what became of them, every checkpoint and savepoint of every job (Flink's
+REST fields) and a page-wide figure (``restore_checkpoints.png``) of each checkpoint's end-to-end duration and
+state size over its trigger time, by job, savepoints starred, a line where each restored job started.
 """
 
 from __future__ import annotations

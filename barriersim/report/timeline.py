@@ -129,7 +129,8 @@ class _Drawn:
         lines = [f"{point} · {r['mode']}" if point else run_title(self.run, r["mode"]),
                  f"checkpoint {int(r['id'])}, {r['status']}, end-to-end {int(r['end_to_end_duration'])} ms"]
         if self.phases is not None and has_placement(self.phases):
-            local, remote = int(self.phases["local_input_channels"].sum()), int(self.phases["remote_input_channels"].sum())
+            local = int(self.phases["local_input_channels"].sum())
+            remote = int(self.phases["remote_input_channels"].sum())
             lines.append(f"{local} of {local + remote} input channels local")
         return "\n".join(lines)
 
@@ -223,8 +224,8 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
                                len(rows), columns, sharex=True, sharey=True)
         panels = []
         # one set of ticks for the shared y-axis
-        axes[0][0].set_yticks(range(len(order)), [shown.get(t, t) if i % step == 0 else "" for i, t in enumerate(order)],
-                              fontsize=fontsize)
+        labels = [shown.get(t, t) if i % step == 0 else "" for i, t in enumerate(order)]
+        axes[0][0].set_yticks(range(len(order)), labels)
         for (point, runs), ax_row in zip(rows, axes):
             for ax in ax_row[len(runs):]:
                 ax.set_axis_off()

@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 import nbformat
-import pytest
 from nbclient import NotebookClient
 from PIL import Image
 

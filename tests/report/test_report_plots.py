@@ -75,7 +75,8 @@ def test_a_subtask_with_its_placement_is_labelled_with_its_taskmanager_and_chann
     # without them (an older run), the task name alone
     assert subtask_label(barrier_phases(pd.DataFrame([subtask_row(0, "t", 1, 1, 1, 9)]), TRIGGER0).iloc[0]) == "t"
     checkpoints = pd.DataFrame([checkpoint_row(0, 70)]).assign(run=".", mode="aligned")
-    [figure] = plot_barrier_timeline(checkpoints, pd.DataFrame(rows).assign(run=".", mode="aligned"), tmp_path / "t.png")
+    [figure] = plot_barrier_timeline(checkpoints, pd.DataFrame(rows).assign(run=".", mode="aligned"),
+                                     tmp_path / "t.png")
     assert figure.png.stat().st_size > 0
     assert figure.panels[0].ytick_labels == ["keyed-sum#1 · TM1 · in 1 local / 1 remote",
                                              "sink#0 · TM0 · in 1 local / 3 remote"]

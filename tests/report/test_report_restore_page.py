@@ -1,5 +1,6 @@
 """The report's restore page of a run with a savepoint, a stop-with-savepoint and a rescaled restore (the
-library's rescale.toml on the simulator): restore.html beside index.html, linked from it, with its figure drawn a page in size."""
+library's rescale.toml on the simulator): restore.html beside index.html, linked from it, with its figure drawn,
+a page in size."""
 
 from __future__ import annotations
 
