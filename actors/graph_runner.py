@@ -73,7 +73,7 @@ class RayJobResult:
     coordinator_failovers: int = 0  # JobManager failovers (crash_coordinator), part of restarts
     storage_errors: list[str] = field(default_factory=list)
     failure_reason: str | None = None  # one line, when the job ended FAILED
-    fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
+    fault_log: list[dict] = field(default_factory=list)  # runtime.faults.fault_log.FaultLog.report(): what fired
     job_manager_cpu_seconds: float = 0.0  # the job manager's process CPU from the first tasks' start to the job's end
     # per deployment: its epoch, restored checkpoint and the node of each TaskManager (runtime.job.placement)
     deployments: list[dict] = field(default_factory=list)
@@ -154,7 +154,7 @@ class RayJob:
             counters = ray.get(self.store.counters.remote())
             pending = []
             if result["ending"][1] is not None:
-                from barriersim.runtime.snapshot_verification import pending_transactions
+                from barriersim.runtime.verification.snapshot import pending_transactions
                 from barriersim.runtime.storage import metadata_serializer
 
                 tids = pending_transactions(metadata_serializer.deserialize(result["ending"][1], "<ending snapshot>"))

@@ -63,7 +63,7 @@ def cluster_nodes(wanted: int = 0) -> list[RayNode]:
 
 def check_kill_nodes(faults, nodes: list[RayNode]) -> None:
     """Raise ``PlacementError`` for a ``kill_node`` of Ray's head node (when the driver does not run there)."""
-    from barriersim.runtime.faults import KillNode
+    from barriersim.runtime.faults.fault_schedule import KillNode
 
     for i, fault in enumerate(faults.faults):
         if isinstance(fault, KillNode) and fault.node < len(nodes) and nodes[fault.node].is_head:

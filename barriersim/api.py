@@ -38,8 +38,8 @@ from barriersim.runtime.checkpointing_mode import (
     CheckpointingMode,
     CheckpointingModeError,
 )
-from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, RestoreSettings
-from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
+from barriersim.runtime.faults.experiment import ActionSchedule, ActionScheduleError, RestoreSettings
+from barriersim.runtime.faults.fault_schedule import FaultSchedule, FaultScheduleError
 from barriersim.scenarios.loader import (
     Scenario,
     ScenarioError,

@@ -29,9 +29,9 @@ from barriersim.out_dir import prepare_out_dir
 from barriersim.progress import StageProgress
 from barriersim.report.cli import add_report_parser, cmd_report
 from barriersim.runtime.checkpointing_mode import ALL_MODES
-from barriersim.runtime.fault_log import fired_line
-from barriersim.runtime.experiment import ActionScheduleError
-from barriersim.runtime.faults import FaultScheduleError
+from barriersim.runtime.faults.fault_log import fired_line
+from barriersim.runtime.faults.experiment import ActionScheduleError
+from barriersim.runtime.faults.fault_schedule import FaultScheduleError
 from barriersim.scenarios.loader import ScenarioError
 from barriersim.summary import SCENARIO_FILE, default_out_dir
 

@@ -31,7 +31,7 @@ from typing import Callable
 
 from barriersim.errors import BarriersimError
 from barriersim.runtime.operators.sinks import ExternalStore
-from barriersim.runtime.snapshot_verification import pending_transactions
+from barriersim.runtime.verification.snapshot import pending_transactions
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.fs_storage import local_path

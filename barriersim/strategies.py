@@ -18,7 +18,7 @@ barriers are on the wire, or let it expire with data in flight), weighted by wha
 timeouts are drawn from 1-10 s (Flink's 10-minute default would make a case whose acknowledgement was dropped
 wait ten simulated minutes). Some cases run with buffer debloating
 (``network_configs``), its buffer sizes changing while faults strike. ``action_schedules`` draws experiment actions
-(``runtime.experiment``): savepoints, a stop-with-savepoint (drained only when nothing follows) or a cancel, and
+(``runtime.faults.experiment``): savepoints, a stop-with-savepoint (drained only when nothing follows) or a cancel, and
 restores with new parallelisms (a forward-connected group of vertices rescaled together), for up to three jobs,
 at times inside the run; ``action_faults`` adds faults aimed at them (a crash while a savepoint is taken, a failed
 savepoint write, a crash while a restored job restores). ``simulated_cases(actions=True)`` combines them with the
@@ -49,7 +49,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from barriersim.runtime.checkpointing_mode import ALL_MODES as MODES, CheckpointingMode
-from barriersim.runtime.experiment import (
+from barriersim.runtime.faults.experiment import (
     ActionSchedule,
     Cancel,
     Restore,
@@ -57,7 +57,7 @@ from barriersim.runtime.experiment import (
     Savepoint,
     StopWithSavepoint,
 )
-from barriersim.runtime.faults import (
+from barriersim.runtime.faults.fault_schedule import (
     CrashCoordinator,
     CrashTask,
     CrashTaskManager,
@@ -102,7 +102,7 @@ def topologies(draw, max_parallelism: int = 4, max_stages: int = 5, at_least_onc
         last = two_input
     stages = 2 + (1 if two_sources else 0)
     # in at-least-once mode a join's aggregate may be inflated by replays; a filter after it could drop the
-    # inflated row, which the reference cannot tell from a loss (runtime.verification)
+    # inflated row, which the reference cannot tell from a loss (runtime.verification.reference)
     kinds = ["map"] if joined and at_least_once_sink else ["map", "filter"]
     middle = draw(st.lists(st.sampled_from(kinds), max_size=max(0, max_stages - stages - 1)))
     for i, kind in enumerate(middle):
@@ -461,7 +461,7 @@ class SimulatedCase:
 @dataclass(frozen=True)
 class CaseResult:
     simulation: object  # SimulationResult
-    verdict: object  # runtime.verification.Verification
+    verdict: object  # runtime.verification.reference.Verification
     cut_violations: tuple = ()  # CutViolation: completed checkpoints that are not consistent cuts
     report: object = None  # runtime.job.dispatcher.RunReport: every job, every action
     finish_order_violations: tuple = ()  # tasks that finished while a task they read still ran

@@ -30,7 +30,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from barriersim import api
-from barriersim.runtime.faults import FaultScheduleError
+from barriersim.runtime.faults.fault_schedule import FaultScheduleError
 from barriersim.arguments import seed_argument
 from barriersim.errors import BarriersimError
 from barriersim.runtime.checkpointing_mode import ALL_MODES

@@ -9,12 +9,12 @@ one Spark job, then counts against the workload (the cached DataFrame the worklo
 ``final_sum_short_keys`` (of those, the keys whose last running sum is below it, or that have none). The
 query reads each table once: it unions them and groups the rows by ``(record_id, key, value)``, then by record
 and by key in one pass (grouping sets), so no figure has a job or a scan of its own. The result is the runtime's
-``Verification`` (``reference="spark"``) with the verdict of its one rule (``runtime.verification.verdict_of``,
+``Verification`` (``reference="spark"``) with the verdict of its one rule (``runtime.verification.reference.verdict_of``,
 given the run's mode): ``exactly-once`` when all are 0; in an exactly-once mode anything else is
 ``violated``; in at-least-once mode ``at-least-once`` when nothing is lost or wrong and no final sum falls short
 but records were duplicated or sums run high (at-least-once state may count some records twice), else
 ``violated``. Job graphs of other shapes are verified by
-``verify_in_ray``: the simulator's reference (``runtime.verification``, the graph evaluated over the same splits,
+``verify_in_ray``: the simulator's reference (``runtime.verification.reference``, the graph evaluated over the same splits,
 ``reference="python"``) run in a Ray task beside the data.
 
 The same verdict without Spark, for a run whose workload came from ``barriersim.workload_cache``: Spark's part,
@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.records_codec import decode_split
-from barriersim.runtime.verification import Verification, verdict_of
+from barriersim.runtime.verification.reference import Verification, verdict_of
 
 OUTPUT_SCHEMA = pa.schema(
     [("record_id", pa.int64()), ("key", pa.int64()), ("value", pa.int64()), ("running_sum", pa.int64())]
@@ -166,7 +166,7 @@ def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_on
                     ) -> Verification:
     import ray
 
-    from barriersim.runtime.snapshot_verification import verify_run
+    from barriersim.runtime.verification.snapshot import verify_run
     from barriersim.runtime.storage import metadata_serializer
 
     splits = {name: [decode_split(data) for data in ray.get(refs)] for name, refs in split_refs.items()}
@@ -180,12 +180,12 @@ def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_on
 
 def verify_in_ray(graph, split_refs: dict[str, list], committed: list[tuple], at_least_once: bool = False,
                   ending: list | None = None, pending: list[tuple] = (), operations: list[dict] = ()) -> Verification:
-    """The verdict on any job graph (``runtime.verification``: the graph evaluated over its workload)
+    """The verdict on any job graph (``runtime.verification.reference``: the graph evaluated over its workload)
     computed in a Ray task that reads the splits from the object store, so the workload never comes to the
     driver; the reference is ``python``. ``ending`` (``[ended by a snapshot, its _metadata]``) and ``pending``
     (the records of the transactions that snapshot lists) verify a run whose last job was stopped or cancelled
     against its snapshot; ``operations`` (the run report's) tell of a failed drained stop, whose early window
-    results an at-least-once sink keeps (``runtime.snapshot_verification.verify_run``)."""
+    results an at-least-once sink keeps (``runtime.verification.snapshot.verify_run``)."""
     import ray
 
     task = ray.remote(num_cpus=0.5)(_python_verdict)
