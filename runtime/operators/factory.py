@@ -25,7 +25,8 @@ from barriersim.runtime.operators.stateless import FilterOperator, MapOperator
 from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
 from barriersim.runtime.operators.window_join import TumblingEventTimeWindowJoin
 from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind, create_keyed_backend
+from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind
+from barriersim.runtime.state.backend_loader import create_keyed_backend
 from barriersim.runtime.state.key_groups import KeyGroupAssigner, compute_key_group_range_for_operator_index
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
 

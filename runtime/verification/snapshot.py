@@ -37,7 +37,7 @@ from barriersim.runtime.operators.sinks import PENDING_TRANSACTIONS_STATE
 from barriersim.runtime.operators.source import split_offsets
 from barriersim.runtime.operators.window import restore_windows
 from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.state.backend import as_full_snapshot
+from barriersim.runtime.state.incremental import as_full_snapshot
 from barriersim.runtime.state.snapshot import CheckpointMetadata, KeyGroupRange
 from barriersim.runtime.verification.reference import Expected, Verification, expected_sink_input, verify
 
