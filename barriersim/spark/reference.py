@@ -25,11 +25,16 @@ cached splits and sums in pandas (a test holds both to the same ``Verification``
 
 from __future__ import annotations
 
+import pandas as pd
 import pyarrow as pa
 
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.records_codec import decode_split
+from barriersim.runtime.storage import metadata_serializer
 from barriersim.runtime.verification.reference import Verification, verdict_of
+from barriersim.runtime.verification.snapshot import verify_run
+from barriersim.spark.frames import arrow_to_spark, small_data_settings
+from barriersim.spark.workload import to_arrow
 
 OUTPUT_SCHEMA = pa.schema(
     [("record_id", pa.int64()), ("key", pa.int64()), ("value", pa.int64()), ("running_sum", pa.int64())]
@@ -41,12 +46,6 @@ def output_table(rows) -> pa.Table:
     """The sink's output (a ``RecordBatch``, or record tuples) as an Arrow table, column by column."""
     columns = RecordBatch.of(rows).columns if len(rows) else RecordBatch.empty().columns
     return pa.Table.from_arrays([pa.array(c, type=pa.int64()) for c in columns], schema=OUTPUT_SCHEMA)
-
-
-def arrow_to_spark(spark, table, ddl: str):
-    """An Arrow table (or a pandas DataFrame) as a Spark DataFrame, sent as Arrow batches
-    (``spark.sql.execution.arrow.pyspark.enabled``, without fallback: ``barriersim.spark.session.spark_configs``)."""
-    return spark.createDataFrame(table.to_pandas() if isinstance(table, pa.Table) else table, ddl)
 
 
 VERIFICATION_QUERY = """
@@ -82,8 +81,6 @@ def prepare_verification(spark, workload_df) -> None:
 
 
 def verify(spark, workload_df, output: pa.Table, exactly_once: bool = True) -> Verification:
-    from barriersim.spark.analytics import small_data_settings
-
     output_df = arrow_to_spark(spark, output, OUTPUT_DDL)
     workload_df.createOrReplaceTempView("workload")
     output_df.createOrReplaceTempView("sink_output")
@@ -113,9 +110,6 @@ def reference_table(spark, workload_df) -> pa.Table:
     """The reference Spark computes from the workload for a later verification without Spark
     (``compare_with_reference``; ``barriersim.workload_cache`` keeps it): per key, its records and
     ``SUM(value)``, collected as Arrow."""
-    from barriersim.spark.analytics import small_data_settings
-    from barriersim.spark.workload import to_arrow
-
     workload_df.createOrReplaceTempView("workload")
     with small_data_settings(spark):
         table = to_arrow(spark.sql(REFERENCE_QUERY))
@@ -132,8 +126,6 @@ def compare_with_reference(splits: dict[str, list[pa.Table]], reference: pa.Tabl
     sum is absent or differs from the reference's sum; ``final_sum_short_keys``, keys of the workload whose largest
     running sum is absent or below it. ``reference`` is ``spark``: Spark computed what is compared
     against (the splits and the sums), in this run or in an earlier one."""
-    import pandas as pd
-
     tables = [t.select(["record_id", "key", "value"]) for ts in splits.values() for t in ts]
     workload = (pa.concat_tables(tables) if tables else OUTPUT_SCHEMA.empty_table().select(["record_id", "key", "value"])
                 ).to_pandas()
@@ -165,9 +157,6 @@ def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_on
                     ending: list | None = None, pending: list[tuple] = (), operations: list[dict] = ()
                     ) -> Verification:
     import ray
-
-    from barriersim.runtime.verification.snapshot import verify_run
-    from barriersim.runtime.storage import metadata_serializer
 
     splits = {name: [decode_split(data) for data in ray.get(refs)] for name, refs in split_refs.items()}
     ended_by_snapshot = bool(ending and ending[0])
