@@ -32,6 +32,9 @@ from barriersim.actors.placement import check_kill_nodes, cluster_nodes, driver_
 from barriersim.actors.socket_links import socket_links_wanted
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.storage import metadata_serializer
+from barriersim.runtime.storage.object_storage import is_object_store_uri
+from barriersim.runtime.verification.snapshot import pending_transactions
 
 
 class RayJobError(RuntimeError):
@@ -91,8 +94,6 @@ STORAGE_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSIO
 
 def storage_environment(checkpoint_root: str) -> dict:
     """Actor options giving the job manager the driver's object store settings, for an ``s3://`` storage."""
-    from barriersim.runtime.storage.object_storage import is_object_store_uri
-
     variables = {k: os.environ[k] for k in STORAGE_ENVIRONMENT if k in os.environ}
     return {"runtime_env": {"env_vars": variables}} if is_object_store_uri(checkpoint_root) and variables else {}
 
@@ -154,9 +155,6 @@ class RayJob:
             counters = ray.get(self.store.counters.remote())
             pending = []
             if result["ending"][1] is not None:
-                from barriersim.runtime.verification.snapshot import pending_transactions
-                from barriersim.runtime.storage import metadata_serializer
-
                 tids = pending_transactions(metadata_serializer.deserialize(result["ending"][1], "<ending snapshot>"))
                 pending = decode_records(ray.get(self.store.pending_records.remote(tids)))
             # the job manager's result dict has every field but what the store and the caller know

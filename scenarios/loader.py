@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -307,8 +307,6 @@ def _check_jobs(path: str, scenario: Scenario) -> None:
 
 
 def _union_graph(graphs: list[JobGraph]) -> JobGraph:
-    from dataclasses import replace
-
     return JobGraph(tuple(replace(v, parallelism=max(g.vertex(v.name).parallelism for g in graphs))
                           for v in graphs[0].vertices), graphs[0].edges)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from typing import Iterable, Mapping
 
-from barriersim.runtime.events import CheckpointType, Watermark
+from barriersim.runtime.events import MAX_WATERMARK, CheckpointType, Watermark
 from barriersim.runtime.jobgraph import JobVertex, OperatorKind
 from barriersim.runtime.operators.keyed_sum import KeyedRunningSum
 from barriersim.runtime.operators.sinks import AtLeastOnceSink, ExternalStore, TwoPhaseCommitSink
@@ -114,8 +114,6 @@ class _Window(_Keyed):
         return self.inner.process_watermark(watermark)
 
     def end_of_input(self, final_checkpoint=False):
-        from barriersim.runtime.events import MAX_WATERMARK
-
         return self.inner.process_watermark(MAX_WATERMARK)
 
 
