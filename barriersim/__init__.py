@@ -14,6 +14,8 @@ schedule and the action schedule). Names are loaded
 on first use, so ``import barriersim`` stays cheap for the sans-IO core.
 """
 
+import importlib
+
 __version__ = "0.1.0"
 
 _EXPORTS = {
@@ -38,8 +40,6 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name):
     if name in _EXPORTS:
-        import importlib
-
         module, attribute = _EXPORTS[name]
         value = getattr(importlib.import_module(module), attribute)
         globals()[name] = value

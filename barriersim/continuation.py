@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from pyarrow.fs import FileType
+
 from barriersim.errors import BarriersimError
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.verification.snapshot import pending_transactions
@@ -79,8 +81,6 @@ class RunDirectory:
 
     @staticmethod
     def on_object_store(filesystem, path: str, scheme: str) -> "RunDirectory":
-        from pyarrow.fs import FileType
-
         def read(name: str) -> bytes:
             with filesystem.open_input_stream(f"{path}/{name}") as stream:
                 return stream.readall()
