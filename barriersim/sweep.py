@@ -29,7 +29,8 @@ from typing import Any, Callable
 
 import pandas as pd
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as ProgressBar
 
 from barriersim import api
 from barriersim.runtime.faults.fault_schedule import FaultScheduleError
@@ -297,7 +298,7 @@ def main_from_args(args) -> int:
     exactly-once or at-least-once; 2 with one line on stderr for bad input; 130 on Ctrl-C)."""
     console = Console(stderr=True)
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        with ProgressBar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=True) as bar:
             task = bar.add_task("checking the sweep", total=None)
             shown: set[str] = set()
