@@ -63,7 +63,7 @@ from barriersim.actors.realtime import LoopTimerService
 from barriersim.actors.socket_links import new_secret, plan_links
 from barriersim.actors.stream_task_actor import StreamTaskActor
 from barriersim.runtime.checkpoint_cost import Charging
-from barriersim.runtime.faults import KillNode, ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import KillNode, ProtocolPoint
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.dispatcher import Dispatcher

@@ -1,4 +1,4 @@
-"""One subtask of a job as a Ray actor driving a sans-IO ``runtime.stream_task.StreamTask`` on a task thread of
+"""One subtask of a job as a Ray actor driving a sans-IO ``runtime.task.stream_task.StreamTask`` on a task thread of
 its own, as Flink's ``StreamTask`` runs on its task thread with a mailbox (``actors.mailbox``).
 
 How this works: the actor is a threaded Ray actor. Its Ray methods run on Ray's threads and only put mails into
@@ -91,7 +91,7 @@ from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.deployment import Slowdowns, deliver_task_message, deploy_task
 from barriersim.runtime.job.wiring import Wiring
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
-from barriersim.runtime.stream_task import StepOutcome, StreamTask
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,

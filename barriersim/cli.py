@@ -22,16 +22,16 @@ import sys
 import time
 from pathlib import Path
 
-from barriersim import sweep, tables
+from barriersim import api, sweep, tables
 from barriersim.arguments import add_action_arguments, add_checkpoint_arguments, add_set_argument, seed_argument
 from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.out_dir import prepare_out_dir
 from barriersim.progress import StageProgress
 from barriersim.report.cli import add_report_parser, cmd_report
 from barriersim.runtime.checkpointing_mode import ALL_MODES
-from barriersim.runtime.fault_log import fired_line
-from barriersim.runtime.experiment import ActionScheduleError
-from barriersim.runtime.faults import FaultScheduleError
+from barriersim.runtime.faults.fault_log import fired_line
+from barriersim.runtime.faults.experiment import ActionScheduleError
+from barriersim.runtime.faults.fault_schedule import FaultScheduleError
 from barriersim.scenarios.loader import ScenarioError
 from barriersim.summary import SCENARIO_FILE, default_out_dir
 
@@ -137,8 +137,6 @@ def _out(args, scenario) -> Path:
 
 
 def _cmd_run(args) -> int:
-    from barriersim import api
-
     started = time.perf_counter()
     p = api.plan(args.scenario, backend=args.backend, mode=args.mode, seed=args.seed,
                  overrides=dict(args.overrides), actions=_actions_of(args), restore_from=args.restore_from,
@@ -164,8 +162,6 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_replay(args) -> int:
-    from barriersim import api
-
     path = Path(args.scenario)
     if path.is_dir():
         path = path / SCENARIO_FILE

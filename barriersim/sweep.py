@@ -28,9 +28,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as ProgressBar
 
 from barriersim import api
-from barriersim.runtime.faults import FaultScheduleError
+from barriersim.runtime.faults.fault_schedule import FaultScheduleError
 from barriersim.arguments import seed_argument
 from barriersim.errors import BarriersimError
 from barriersim.runtime.checkpointing_mode import ALL_MODES
@@ -38,10 +41,13 @@ from barriersim.scenarios.loader import Scenario, ScenarioError, expand_sweep
 from barriersim.scenarios.schema import SCHEMA
 from barriersim.out_dir import prepare_out_dir
 from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri
-from barriersim.spark.analytics import analytics_dir
+from barriersim.rundir import RunDirError, discover_runs
+from barriersim.spark.analytics import analytics_dir, compute_sweep_analytics
 from barriersim.analytics_export import export_analytics
 from barriersim.spark.session import SparkOnDemand
 from barriersim.summary import default_out_dir, write_json_atomically
+from barriersim.tables import console as table_console
+from barriersim.tables import new_table
 
 EXIT_OK = 0
 EXIT_VIOLATED = 1
@@ -222,9 +228,6 @@ def index_rows(index: dict) -> list[dict]:
 
 def aggregate_sweep(spark, out_dir: Path, index: dict, axes: list[tuple[str, type]]) -> pd.DataFrame:
     """The sweep's table computed in Spark (``OUT/analytics/sweep.parquet``), as pandas."""
-    from barriersim.rundir import discover_runs
-    from barriersim.spark.analytics import compute_sweep_analytics
-
     wanted = {r["dir"] for p in index["points"] for r in p["runs"]}
     runs = [r for r in discover_runs(out_dir) if r.label in wanted]
     return compute_sweep_analytics(spark, out_dir, index_rows(index), axes, runs)
@@ -267,8 +270,6 @@ SWEEP_TABLE_FIGURES = (("end_to_end_duration", "p50", "ms"), ("end_to_end_durati
 
 
 def _print_table(console, result: SweepResult) -> None:
-    from barriersim.tables import new_table
-
     axes = list(result.index["axes"])
     t = result.table
     stats = SWEEP_TABLE_FIGURES if t is not None else ()
@@ -295,14 +296,9 @@ def _print_table(console, result: SweepResult) -> None:
 def main_from_args(args) -> int:
     """Run ``barriersim sweep`` from parsed arguments; returns the exit status (0; 1 when a run violated
     exactly-once or at-least-once; 2 with one line on stderr for bad input; 130 on Ctrl-C)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from barriersim.rundir import RunDirError
-
     console = Console(stderr=True)
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        with ProgressBar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=True) as bar:
             task = bar.add_task("checking the sweep", total=None)
             shown: set[str] = set()
@@ -322,8 +318,6 @@ def main_from_args(args) -> int:
     except KeyboardInterrupt:
         print("barriersim sweep: interrupted; Spark and Ray were stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
-    from barriersim.tables import console as table_console
-
     _print_table(table_console(), result)
     print(f"wrote {result.out_dir}/sweep.json" + (f" and {result.out_dir}/analytics/sweep.parquet"
                                                   if result.table is not None else ""))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from barriersim.runtime.fault_log import fired_line
+from barriersim.runtime.faults.fault_log import fired_line
 
 UNLIMITED_WIDTH = 10_000
 

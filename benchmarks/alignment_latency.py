@@ -38,7 +38,7 @@ from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.sim.kernel import Trace
 from barriersim.runtime.state.key_groups import assign_key_to_parallel_operator
-from barriersim.runtime.verification import expected_sink_input, verify
+from barriersim.runtime.verification.reference import expected_sink_input, verify
 from barriersim.scenarios.loader import Scenario, apply_settings, load_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 

@@ -16,7 +16,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from rich.console import Console
+
+from barriersim.progress import StageProgress
+from barriersim.report.statistics import all_simulated, compute_locally, is_small
 from barriersim.rundir import RunDirError, input_files, load_tables
+from barriersim.spark.analytics import compute_analytics as compute_analytics_in_spark
+from barriersim.spark.analytics import read_analytics, written_at
+from barriersim.spark.session import RayAndSpark
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -73,8 +80,6 @@ def _out_path(text: str | None, run_dir: Path) -> Path:
 
 def fresh_analytics(run_dir: Path, runs):
     """The analytics under ``run_dir`` if they cover exactly ``runs`` and are newer than their tables, else None."""
-    from barriersim.spark.analytics import read_analytics, written_at
-
     stamp = written_at(run_dir)
     if stamp is None or any(f.stat().st_mtime > stamp for f in input_files(runs)):
         return None
@@ -87,26 +92,19 @@ def fresh_analytics(run_dir: Path, runs):
 def compute_analytics(run_dir: Path, tables, address: str | None, say):
     """The statistics of ``tables``' runs: in pandas for small simulator runs, else in Spark on Ray. ``say`` is
     the command's ``(stage, fraction)`` progress callback."""
-    from barriersim.report.statistics import all_simulated, compute_locally, is_small
-
     if all_simulated(tables.runs) and is_small(tables):
         say("computing the checkpoint statistics (pandas)", None)
         return compute_locally(run_dir, tables)
-    from barriersim.spark.analytics import compute_analytics as in_spark
-    from barriersim.spark.session import RayAndSpark
-
     say("starting Ray and Spark on Ray for the checkpoint statistics", None)
     with RayAndSpark(app_name="barriersim-report", address=address, log_dir=run_dir / "logs") as cluster:
         say("computing the checkpoint statistics in Spark", None)
-        analytics = in_spark(cluster.spark, run_dir, tables.runs)
+        analytics = compute_analytics_in_spark(cluster.spark, run_dir, tables.runs)
         say("stopping Spark and Ray", None)
         return analytics
 
 
 def cmd_report(args) -> int:
     """Run ``barriersim report``; returns the exit status (0, or 2 with one line on stderr)."""
-    from rich.console import Console
-
     try:
         run_dir = Path(args.run_dir)
         checkpoint_id = _checkpoint_id(args.checkpoint)
@@ -117,9 +115,7 @@ def cmd_report(args) -> int:
         print(f"barriersim report: {e}", file=sys.stderr)
         return EXIT_USAGE
 
-    from barriersim.report.html import build_report
-
-    from barriersim.progress import StageProgress
+    from barriersim.report.html import build_report  # needs matplotlib (the report extra)
 
     with StageProgress(Console(stderr=True)) as say:
         analytics = fresh_analytics(run_dir, tables.runs)

@@ -20,26 +20,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from barriersim.report import figure, plots, timeline
+from barriersim.report import figure, plots, restore_page, timeline
+from barriersim.report.style import CSS
 from barriersim.report.sweep_axis import SweepAxis, sweep_axis
 from barriersim.rundir import RunTables, load_tables
+from barriersim.scenarios.loader import ScenarioError, load_scenario
+from barriersim.spark.analytics import COUNT_COLUMNS, STAT_COLUMNS, read_sweep_analytics
 
 FIGURES = ("barrier_timeline.png", "alignment_and_start_delay.png", "end_to_end.png", "persisted_data.png")
-
-_CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1480px; padding: 0 1em; color: #222; }
-* { box-sizing: border-box; }
-.table { max-width: 100%; overflow-x: auto; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-th { background: #f2f2f2; }
-figure { margin: 1em 0 2em; }
-figcaption { font-size: 0.9em; color: #555; }
-img { max-width: 100%; height: auto; display: block; }
-pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
-.note { font-size: 0.85em; color: #555; }
-"""
 
 
 @dataclass
@@ -93,8 +81,6 @@ def _runs_section(tables: RunTables) -> str:
 def _statistics_section(analytics, order: list[str]) -> str:
     if analytics is None:
         return "<h2>Checkpoint statistics</h2><p>Not computed.</p>"
-    from barriersim.spark.analytics import COUNT_COLUMNS, STAT_COLUMNS
-
     parts = ["<h2>Checkpoint counts</h2>", _table(_by_run_order(analytics.counts, order)[["run", "mode", *COUNT_COLUMNS]])]
     parts.append("<h2>Checkpoint statistics summary</h2>")
     parts.append(
@@ -163,8 +149,6 @@ def _figure(name: str, caption: str) -> str:
 
 def vertex_order(tables: RunTables) -> list[str]:
     """The job graph's vertices in order, from the first run's ``scenario.toml`` (none when it has none)."""
-    from barriersim.scenarios.loader import ScenarioError, load_scenario
-
     for run in tables.runs:
         path = run.path / "scenario.toml"
         if path.is_file():
@@ -222,7 +206,7 @@ def render_html(title: str, tables: RunTables, analytics, figures: dict[str, str
     """The page; ``figures``: caption by file name, in order."""
     return (
         f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>"
-        f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>"
+        f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>"
         + _sweep_section(sweep)
         + (f'<p>A job was restored: <a href="{escape(restore_page)}">the checkpoints before and after the '
            "restore</a>.</p>" if restore_page else "")
@@ -246,11 +230,7 @@ def build_report(root: str | Path, out_html: str | Path | None = None, checkpoin
     axis = sweep_axis(root, tables.runs)
     figures = draw_figures(tables, html_path.parent, checkpoint_id, axis)
     title = f"barriersim report: {root.resolve().name}"
-    from barriersim.spark.analytics import read_sweep_analytics
-
     sweep = read_sweep_analytics(root)
-    from barriersim.report import restore_page
-
     page = None
     if restore_page.has_restore(tables):
         page = restore_page.write_restore_page(tables, html_path.parent, _table)

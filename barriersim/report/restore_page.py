@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from barriersim.report import figure
+from barriersim.report.style import CSS
 from barriersim.rundir import RunTables
 
 PAGE = "restore.html"
@@ -147,10 +148,8 @@ def write_restore_page(tables: RunTables, out_dir: Path, table_html) -> Path:
             parts.append("<h3>Actions</h3>" + table_html(_booleans_as_text(actions)))
         cp = tables.checkpoints[tables.checkpoints["run"] == run.label]
         parts.append("<h3>Checkpoints and savepoints</h3>" + table_html(_booleans_as_text(_checkpoints_frame(cp))))
-    from barriersim.report.html import _CSS
-
     html = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>barriersim restores</title>"
-            f"<style>{_CSS}</style></head><body>" + "".join(parts) + "</body></html>\n")
+            f"<style>{CSS}</style></head><body>" + "".join(parts) + "</body></html>\n")
     path = out_dir / PAGE
     path.write_text(html, encoding="utf-8")
     return path

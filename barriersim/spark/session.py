@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -119,8 +121,6 @@ def _restore_default_sigint() -> None:
     the main thread; a Ctrl-C that lands during another py4j call makes that call re-entrant and py4j logs a
     traceback. Python's own handler raises KeyboardInterrupt instead, and ``close`` stops Spark (cancelling its
     jobs) cleanly."""
-    import signal
-
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
     root = logging.getLogger()
@@ -426,8 +426,6 @@ def _stop_driver_jvm(gateway):
 
 
 def _wait_for_exit(proc, timeout: float = 10.0) -> None:
-    import subprocess
-
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:

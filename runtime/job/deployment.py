@@ -29,9 +29,9 @@ from barriersim.runtime.job.actions import (
     TriggerCheckpoint,
 )
 from barriersim.runtime.job.config import JobConfig
-from barriersim.runtime.faults import SlowTask
+from barriersim.runtime.faults.fault_schedule import SlowTask
 from barriersim.runtime.operators.sinks import ExternalStore
-from barriersim.runtime.stream_task import StreamTask
+from barriersim.runtime.task.stream_task import StreamTask
 
 
 class TaskRestoreError(Exception):

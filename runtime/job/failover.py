@@ -27,7 +27,9 @@ from barriersim.runtime.coordinator.checkpoint_recovery import (
 )
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.coordinator.restore import StateRestoreError
-from barriersim.runtime.faults import CrashCoordinator, CrashTask, CrashTaskManager, DamageCheckpoint, KillNode, ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import (
+    CrashCoordinator, CrashTask, CrashTaskManager, DamageCheckpoint, KillNode, ProtocolPoint,
+)
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.actions import (
     CancelTasks,
@@ -42,7 +44,7 @@ from barriersim.runtime.job.actions import (
 )
 from barriersim.runtime.job.config import JobOutcome
 from barriersim.runtime.job.report import one_line
-from barriersim.runtime.restart_strategy import RestartDecision
+from barriersim.runtime.job.restart_strategy import RestartDecision
 from barriersim.runtime.storage.damage import damage_checkpoint
 from barriersim.runtime.storage.errors import CheckpointStorageError
 

@@ -34,7 +34,7 @@ from barriersim.runtime.network.input.input_channel import (
 )
 from barriersim.runtime.sim.kernel import Priority
 from barriersim.runtime.sim.source_emission import EmissionClock
-from barriersim.runtime.stream_task import StepOutcome, StreamTask
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,

@@ -36,6 +36,9 @@ import msgpack
 from barriersim.runtime.storage import metadata_serializer as ms
 from barriersim.runtime.storage.checkpoint_storage import METADATA_FILE_NAME, POINTER_LIST_MAGIC, CheckpointStorage
 from barriersim.runtime.storage.errors import CheckpointStorageError
+from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
+from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
+from barriersim.runtime.storage.object_storage import ObjectStoreCheckpointStorage
 
 
 class CheckpointDamage(enum.Enum):
@@ -120,15 +123,10 @@ def malformed_state_metadata(data: bytes, source: str) -> bytes:
 def damage_checkpoint(storage: CheckpointStorage, checkpoint_id: int, damage: CheckpointDamage,
                       target: DamageTarget = DamageTarget.METADATA) -> str:
     """Damage completed checkpoint ``checkpoint_id`` of ``storage``; returns what was done (one line)."""
-    from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
-    from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
-
     if isinstance(storage, FileSystemCheckpointStorage):
         return _damage_files(storage, checkpoint_id, damage, target)
     if isinstance(storage, JobManagerCheckpointStorage):
         return _damage_memory(storage, checkpoint_id, damage, target)
-    from barriersim.runtime.storage.object_storage import ObjectStoreCheckpointStorage
-
     if isinstance(storage, ObjectStoreCheckpointStorage):
         return _damage_objects(storage, checkpoint_id, damage, target)
     raise DamageNotApplicable(f"{type(storage).__name__}: cannot be damaged")
@@ -263,7 +261,7 @@ def _relist(storage: CheckpointStorage, checkpoint_id: int) -> None:
 def _damage_objects(storage, checkpoint_id: int, damage: CheckpointDamage, target: DamageTarget) -> str:
     """On an object store: the byte damages, a deletion and another checkpoint's ``_metadata``, of the ``_metadata``
     or the first state object (an object store has no permissions to take away and no directories to damage)."""
-    from pyarrow.fs import FileSelector, FileType
+    from pyarrow.fs import FileSelector, FileType  # s3:// only, as in object_storage
 
     directory = storage.checkpoint_directory(checkpoint_id)
     metadata = f"{directory}/{METADATA_FILE_NAME}"

@@ -2,7 +2,7 @@
 whose inputs finished), the driver's completion of an asynchronous part, and the notifications of a completed or
 aborted checkpoint.
 
-How this works: ``TaskCheckpointRpcs`` is the part of ``runtime.stream_task.StreamTask`` (a base class of it,
+How this works: ``TaskCheckpointRpcs`` is the part of ``runtime.task.stream_task.StreamTask`` (a base class of it,
 sharing its state: the operator, the input side, the checkpoint steps, the outgoing actions) that Flink's
 ``StreamTask.triggerCheckpointAsync`` / ``triggerCheckpointAsyncInMailbox``, ``notifyCheckpointCompleteAsync`` and
 ``notifyCheckpointAbortAsync`` are, with ``Task.triggerCheckpointBarrier``'s decline for a task that is not running.

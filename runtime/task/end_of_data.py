@@ -1,7 +1,7 @@
 """How a subtask's data ends and how it finishes: the end of a bounded input, a stop-with-savepoint, and FLIP-147's
 final checkpoint.
 
-How this works: ``TaskEndOfData`` is the part of ``runtime.stream_task.StreamTask`` (a base class of it, sharing its
+How this works: ``TaskEndOfData`` is the part of ``runtime.task.stream_task.StreamTask`` (a base class of it, sharing its
 state: the operator, the partitions, the input side, the checkpoint steps, the outgoing actions) that Flink's
 ``StreamTask.endData`` and ``afterInvoke`` are. A task's data ends when its source read its splits to the end,
 when ``EndOfData`` arrived on every input channel, or when a source stops for a synchronous savepoint

@@ -65,7 +65,7 @@ from barriersim.runtime.events import (
     CheckpointOptions,
 )
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
-from barriersim.runtime.faults import ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 from barriersim.runtime.ids import OperatorID
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.state.snapshot import OperatorSubtaskState, TaskStateSnapshot

@@ -1,7 +1,7 @@
 """How a subtask restores a checkpoint: its operator state, its recovered in-flight data, and a task that had
 finished.
 
-How this works: ``TaskRestore`` is the part of ``runtime.stream_task.StreamTask`` (a base class of it, sharing its
+How this works: ``TaskRestore`` is the part of ``runtime.task.stream_task.StreamTask`` (a base class of it, sharing its
 state: the operator, the partitions, the input side) that Flink's ``StreamTask.restoreInternal`` runs before the
 task reads any new input. ``restore`` loads the operator's state and reads the snapshot's channel state
 (``SequentialChannelStateReader``): recovered input is queued to be processed before any new data (Flink's

@@ -10,8 +10,8 @@ import os
 import pytest
 
 from barriersim.actors.graph_runner import run_graph_on_ray
-from barriersim.runtime.experiment import Cancel, Restore, RestoreSource, Savepoint, StopWithSavepoint
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.faults.experiment import Cancel, Restore, RestoreSource, Savepoint, StopWithSavepoint
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from tests.runtime.sim.test_savepoint_and_rescale import SCALINGS, scenario
 
@@ -77,7 +77,7 @@ def test_stop_with_savepoint_with_and_without_drain_on_ray(drain, tmp_path):
     """The job (a tumbling window for the keyed sum) ends FINISHED by the stop; its savepoint is the final
     checkpoint (SAVEPOINT_TERMINATE with drain, SAVEPOINT_SUSPEND without; Flink's REST shows SYNC_SAVEPOINT for
     both); the output is what the savepoint accounts for, exactly once (drained: with every window fired)."""
-    from barriersim.runtime.snapshot_verification import verify_run
+    from barriersim.runtime.verification.snapshot import verify_run
     from barriersim.runtime.storage import metadata_serializer
 
     sc = scenario("aligned", {}, [StopWithSavepoint(1000, drain=drain)],
@@ -104,7 +104,7 @@ def test_the_reference_in_ray_tolerates_the_early_window_results_of_a_failed_dra
     and, after a failed drained stop, tolerates the early window results an at-least-once sink kept: the output of
     the case of ``tests/properties/test_failed_drained_stop.py`` (simulated) verified in Ray. Read strictly (as an
     exactly-once mode reads it) the early result is wrong unless the operations tell of the stop; read at least once
-    it is a duplicate either way (a smaller row beside its window's full one, ``runtime.verification``)."""
+    it is a duplicate either way (a smaller row beside its window's full one, ``runtime.verification.reference``)."""
     import ray
 
     from barriersim.runtime.record_batch import RecordBatch

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, note, settings
 
 from barriersim.runtime.job.config import JobOutcome
-from barriersim.runtime.verification import Verdict
+from barriersim.runtime.verification.reference import Verdict
 from barriersim.strategies import MODES, cancelled_in_flight_cases, simulated_cases
 
 CASES_DIR = Path(os.environ.get("BARRIERSIM_CASES_DIR", ".hypothesis/barriersim-cases"))

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from barriersim.runtime.faults import (
+from barriersim.runtime.faults.fault_schedule import (
     CrashCoordinator,
     CrashTask,
     CrashTaskManager,

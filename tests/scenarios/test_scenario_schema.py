@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from barriersim.runtime.faults import CrashTask, ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import CrashTask, ProtocolPoint
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
 from barriersim.scenarios.loader import ScenarioError, expand_sweep, load_scenario, parse_scenario
 from barriersim.scenarios.documents import dumps

@@ -14,7 +14,7 @@ from barriersim.runtime.job.config import JobConfig, SourceEmission
 from barriersim.runtime.operators.source import SplitSourceReader
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.sim.source_emission import EmissionClock
-from barriersim.runtime.stream_task import NetworkConfig, StreamTask
+from barriersim.runtime.task.stream_task import NetworkConfig, StreamTask
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 from barriersim.strategies import simulated_cases

@@ -12,7 +12,7 @@ import pytest
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.state.incremental import IncrementalKeyedStateBackend
 from barriersim.runtime.storage.errors import CorruptStateFileError
-from barriersim.runtime.verification import expected_sink_input, verify
+from barriersim.runtime.verification.reference import expected_sink_input, verify
 from barriersim.scenarios.loader import effective_scenario, parse_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 

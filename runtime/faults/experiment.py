@@ -27,7 +27,7 @@ from dataclasses import dataclass, fields
 from typing import Mapping, Union
 
 from barriersim.runtime.jobgraph import JobGraph, JobGraphError
-from barriersim.runtime.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
+from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
 
 
 class ActionScheduleError(ValueError):

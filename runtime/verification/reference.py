@@ -57,7 +57,7 @@ class Expected:
     keyed_sum: bool  # identities are (record_id, key, value) of keyed-sum outputs
     final_sums: dict  # key -> final running sum (keyed sum only)
     aggregated: bool = False  # the sink's input derives from a window or a window join
-    # a run that ended with a snapshot (runtime.snapshot_verification): window groups left out, and the rows an
+    # a run that ended with a snapshot (runtime.verification.snapshot): window groups left out, and the rows an
     # at-least-once sink may have written past the snapshot
     ignored_groups: frozenset = frozenset()
     tolerated: np.ndarray | None = None  # identity rows as ``rows`` (columns), or None

@@ -15,7 +15,7 @@ stays free of clocks and deterministic.
 
 from __future__ import annotations
 
-from barriersim.runtime.faults import FaultSchedule, MessageKind, fate_of, fault_to_plain
+from barriersim.runtime.faults.fault_schedule import FaultSchedule, MessageKind, fate_of, fault_to_plain
 
 
 class FaultLog:

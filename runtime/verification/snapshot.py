@@ -14,7 +14,7 @@ key, ...)``) and the final sums of keys that in-flight data or open windows touc
 writes what it receives at once, so its rows past the snapshot are tolerated (``tolerated``: what the whole
 workload would give). ``pending_transactions`` lists the transactions the snapshot's sinks hold, and
 ``committed_for_verification`` drops the rows of ignored groups and tolerated rows from a run's committed
-output; ``runtime.verification.verify`` then gives the verdict as for any run. ``verify_run`` is the one rule
+output; ``runtime.verification.reference.verify`` then gives the verdict as for any run. ``verify_run`` is the one rule
 both backends apply: a run whose last job ended by a snapshot is verified against it (``"snapshot"``), any other
 against the whole workload (``"workload"``). A stop-with-savepoint with ``--drain`` fires every open window
 before the savepoint's barrier (Flink's ``StreamTask.endData(DRAIN)``); when that savepoint then fails, the job
@@ -37,9 +37,9 @@ from barriersim.runtime.operators.sinks import PENDING_TRANSACTIONS_STATE
 from barriersim.runtime.operators.source import split_offsets
 from barriersim.runtime.operators.window import restore_windows
 from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.state.backend import as_full_snapshot
+from barriersim.runtime.state.incremental import as_full_snapshot
 from barriersim.runtime.state.snapshot import CheckpointMetadata, KeyGroupRange
-from barriersim.runtime.verification import Expected, Verification, expected_sink_input, verify
+from barriersim.runtime.verification.reference import Expected, Verification, expected_sink_input, verify
 
 _ALL_KEY_GROUPS = KeyGroupRange(0, 2**15)
 

@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from barriersim.runtime.mutations import PlantedBug, is_planted
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpoint_cost import FREE, CostCharger
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide
 from barriersim.runtime.checkpointing.barrier_handler import (
@@ -58,7 +58,7 @@ from barriersim.runtime.events import (
     SubtaskConnectionDescriptor,
     Watermark,
 )
-from barriersim.runtime.faults import ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration

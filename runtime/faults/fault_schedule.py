@@ -19,7 +19,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Union
 
 from barriersim.runtime.storage.damage import CheckpointDamage, DamageTarget
-from barriersim.runtime.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
+from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
 
 
 class ProtocolPoint(enum.Enum):
