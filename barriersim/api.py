@@ -327,9 +327,9 @@ def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, a
         workload = "spark" if backend == "ray" else "local"
     _check_choice("workload", workload, WORKLOADS)
     if backend == "ray":
-        require("spark", "the Ray backend (Ray actors, workloads and references in Spark on Ray)")
+        require("spark", "the Ray backend")
     elif workload == "spark":
-        require("spark", "workload=\"spark\" (the workload generated in Spark on Ray)")
+        require("spark", "workload=\"spark\" (generated in Spark on Ray)")
     if backend == "ray":
         from barriersim.actors.socket_links import socket_links_wanted
 

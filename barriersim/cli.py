@@ -27,6 +27,7 @@ from barriersim.arguments import add_action_arguments, add_checkpoint_arguments,
 from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.out_dir import prepare_out_dir
 from barriersim.progress import StageProgress
+from barriersim.ray_address import timeout_argument
 from barriersim.replay_check import compare, original_run
 from barriersim.run_statistics import mode_statistics
 from barriersim.report.cli import add_report_parser, cmd_report
@@ -53,18 +54,8 @@ class _Parser(argparse.ArgumentParser):
 SCENARIO_HELP = "a scenario file (TOML), or the name of a bundled one (barriersim scenarios lists them)"
 
 
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
-    return value
-
-
 def add_connect_timeout_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--connect-timeout", type=positive_seconds, metavar="SECONDS",
+    parser.add_argument("--connect-timeout", type=timeout_argument, metavar="SECONDS",
                         help="how long the Ray cluster at --address (or $RAY_ADDRESS) may take to answer before the "
                              "command gives up (default: $BARRIERSIM_CONNECT_TIMEOUT, else 30)")
 
@@ -233,7 +224,7 @@ def _cmd_replay(args) -> int:
 
 def _cmd_scenarios() -> int:
     table = tables.new_table("bundled scenarios (barriersim run NAME)", ("name", "left"), ("description", "left"))
-    table.columns[1].max_width = 90
+    table.columns[1].max_width = 84
     for s in bundled():
         table.add_row(s.name, s.description)
     tables.console().print(table)

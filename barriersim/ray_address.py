@@ -46,6 +46,19 @@ def connect_timeout(seconds: float | None = None) -> float:
     return float(seconds)
 
 
+def timeout_argument(text: str) -> float:
+    """``--connect-timeout``: seconds > 0 (an ``argparse`` type: its ``ValueError`` is argparse's one line)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
+
+
 def given_address(address: str | None) -> tuple[str | None, str]:
     """The address to attach to and where it came from: ``address``, else ``RAY_ADDRESS``, else None."""
     if address:

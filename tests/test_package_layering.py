@@ -9,7 +9,8 @@ subpackage of ``runtime`` is one node (``runtime.checkpointing``, ``runtime.netw
 every top module of ``runtime`` is one node (``runtime.events``, ``runtime.stream_task``, ...), and then
 ``actors``, ``scenarios``, ``barriersim.report``, ``barriersim.spark``, ``barriersim.rundir`` (the reading of
 run directories, below both the report and the Spark analytics), ``barriersim.progress`` (the command line's
-phase lines and bars, below the CLI, the sweep and the report) and ``barriersim`` (the rest of the package:
+phase lines and bars, below the CLI, the sweep and the report), the checks of bad input every front end shares
+(``barriersim.errors``, ``barriersim.extras``, ``barriersim.ray_address``) and ``barriersim`` (the rest of the package:
 CLI, API, the drivers' entry points). Imports of other distributions become ``ext:<top-level name>``.
 ``python -m tests.test_package_layering`` prints the node graph.
 """
@@ -74,7 +75,7 @@ def node_of(module: str) -> str:
         return "runtime" if len(parts) == 2 else f"runtime.{parts[2]}"
     if parts[1] in ("actors", "scenarios"):
         return parts[1]
-    if parts[1] in ("report", "spark", "rundir", "progress"):
+    if parts[1] in ("report", "spark", "rundir", "progress", "errors", "extras", "ray_address"):
         return f"barriersim.{parts[1]}"
     return "barriersim"
 

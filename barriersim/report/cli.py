@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from barriersim.ray_address import timeout_argument
 from barriersim.rundir import RunDirError, input_files, load_tables
 
 EXIT_OK = 0
@@ -33,6 +34,9 @@ def add_report_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--out", metavar="FILE", help="HTML file to write (default: RUN_DIR/report/index.html); "
                         "the PNGs go beside it")
     parser.add_argument("--address", help="address of an existing Ray cluster (default: start a local one)")
+    parser.add_argument("--connect-timeout", type=timeout_argument, metavar="SECONDS",
+                        help="how long the Ray cluster at --address may take to answer (default: "
+                             "$BARRIERSIM_CONNECT_TIMEOUT, else 30)")
     parser.set_defaults(handler=cmd_report)
     return parser
 
@@ -107,13 +111,26 @@ def cmd_report(args) -> int:
     """Run ``barriersim report``; returns the exit status (0, or 2 with one line on stderr)."""
     from rich.console import Console
 
+    from barriersim.errors import BarriersimError
+    from barriersim.extras import require
+    from barriersim.report.statistics import all_simulated, is_small
+
+    address = getattr(args, "address", None)
     try:
+        require("report", "plotting")
         run_dir = Path(args.run_dir)
         checkpoint_id = _checkpoint_id(args.checkpoint)
         out = _out_path(args.out, run_dir)
         tables = load_tables(run_dir)
         _check_checkpoint(tables, checkpoint_id, run_dir)
-    except (RunDirError, ReportError) as e:
+        analytics = fresh_analytics(run_dir, tables.runs)
+        if analytics is None and not (all_simulated(tables.runs) and is_small(tables)):  # statistics in Spark
+            from barriersim.ray_address import check_address
+
+            require("spark", "computing these runs' statistics in Spark on Ray")
+            if address:  # else Spark starts on a local Ray of its own
+                check_address(address, getattr(args, "connect_timeout", None))
+    except (RunDirError, ReportError, BarriersimError) as e:
         print(f"barriersim report: {e}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -122,9 +139,8 @@ def cmd_report(args) -> int:
     from barriersim.progress import StageProgress
 
     with StageProgress(Console(stderr=True)) as say:
-        analytics = fresh_analytics(run_dir, tables.runs)
         if analytics is None:
-            analytics = compute_analytics(run_dir, tables, getattr(args, "address", None), say)
+            analytics = compute_analytics(run_dir, tables, address, say)
         else:
             say("reusing the checkpoint statistics in analytics/", None)
         say("drawing the figures", None)
