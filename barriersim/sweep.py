@@ -308,7 +308,7 @@ def main_from_args(args) -> int:
     console = Console(stderr=True)
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as bar:
+                      console=console, transient=True, disable=not console.is_terminal) as bar:
             task = bar.add_task("checking the sweep", total=None)
             shown: set[str] = set()
 
