@@ -199,7 +199,8 @@ def as_scenario(scenario: str | os.PathLike | Scenario) -> Scenario:
         from barriersim.scenarios.library import is_bare_name, resolve
 
         path = resolve(scenario)
-        if not path.exists() and is_bare_name(os.fspath(scenario)):
+        name = os.fspath(scenario)
+        if not path.exists() and is_bare_name(name) and not name.endswith(".toml"):  # a name, not a file
             raise ScenarioError(path, None, "no such scenario file, nor a bundled scenario of that name (barriersim "
                                             "scenarios lists them)")
         return load_scenario(path)

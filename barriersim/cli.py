@@ -1,18 +1,12 @@
-"""The ``barriersim`` command line.
+"""The ``barriersim`` command line: argparse subcommands, each a thin layer over ``barriersim.api``.
 
-How this works: argparse subcommands, each a thin layer over the one front door (``barriersim.api``: ``plan``
-checks everything before anything starts, ``execute`` runs). ``run`` runs a scenario on Ray (with Spark on Ray
-for workload and reference; ``--address`` or ``RAY_ADDRESS`` attaches to an existing cluster, which the run
-leaves running) or on the deterministic simulator (``--backend sim``), in the scenario's mode or the one given
-(``--mode all``: aligned, unaligned and at-least-once on the same workload, each in ``OUT/<mode>/``), with
-``--set section.key=value`` overrides checked as the file's values are. ``replay`` re-runs a simulation exactly
-from a scenario file, typically a run's own ``scenario.toml`` (or its run directory), which holds the seed, mode,
-faults and overrides it ran with. ``run`` also takes experiment actions (``--savepoint-at``,
-``--stop-with-savepoint-at`` with ``--drain``, ``--cancel-at``, or a whole ``--actions`` schedule) and starts
-from a savepoint or retained checkpoint of an earlier run with ``--from PATH --parallelism vertex=n``.
-``sweep`` runs a ``[sweep]`` matrix (``barriersim.sweep``), ``report`` writes
-the HTML report of a run directory. Bad input gets one line naming the file and the key and exit status 2, a
-violated guarantee or a job that ended FAILED (its one-line reason printed) exit status 1; Ctrl-C stops a run cleanly (Spark and Ray are shut down) with exit status 130.
+How this works: ``run`` (a scenario file or a bundled scenario's name, ``scenarios`` lists them) runs on Ray with
+Spark on Ray (``--address``/``RAY_ADDRESS``: an existing cluster, checked to answer within ``--connect-timeout``)
+or on the simulator (``--backend sim``), in one mode or ``--mode all``, with ``--set`` overrides, experiment
+actions and ``--from`` restores, and prints the run table (``barriersim.tables``). ``replay`` re-runs a simulation
+from a run's ``scenario.toml`` and says whether its trace is the original's; ``sweep`` and ``report`` are
+``barriersim.sweep`` and ``barriersim.report``. Bad input (a missing extra, an unreachable address, an argparse
+error) is one line and exit status 2; a violated guarantee or a FAILED job exit status 1; Ctrl-C 130.
 """
 
 from __future__ import annotations
@@ -109,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print_verdicts(result) -> None:
+def _print_verdicts(result, traces: bool = True) -> None:
     """One plain line per mode (a replay command and a trace hash must stay on one line whatever the terminal
     width)."""
     for mode, r in result.items():
@@ -119,7 +113,7 @@ def _print_verdicts(result) -> None:
             print(f"  job failed: {s['job'].get('failure_reason') or 'no reason recorded'}")
         if s["faults_fired"]:
             print(f"  faults: {fired_line(s['faults_fired'])}")
-        if "trace_sha256" in s:
+        if traces and "trace_sha256" in s:
             print(f"  trace_sha256: {s['trace_sha256']}")
         if "replay" in s:
             print(f"  replay: {s['replay']}")
@@ -210,7 +204,8 @@ def _cmd_replay(args) -> int:
     run = result.only
     statistics = mode_statistics(out, {run.mode: run.out_dir}, result.summaries)
     tables.console().print(tables.modes_table([run.summary], statistics))
-    _print_verdicts(result)
+    _print_verdicts(result, traces=False)
+    print(f"trace_sha256: {run.summary['trace_sha256']}")
     original = original_run(Path(p.scenario.path))
     if original is None:
         print(f"replay: no original run to compare with ({p.scenario.path} is not in a run directory)")

@@ -1,13 +1,11 @@
 """``barriersim report RUN_DIR [--checkpoint ID] [--out FILE]``.
 
-How this works: ``add_report_parser(subparsers)`` adds the subcommand to the ``barriersim`` parser and
-``cmd_report(args)`` runs it. It first checks everything the user gave (the run directory and its tables, the
-checkpoint id) so that a mistake costs one line on stderr naming the path or the id, and exit status 2, before
-anything slow starts. The summary statistics come from ``RUN_DIR/analytics/`` when they are newer than the
-runs' statistics tables (a run's or a sweep's own Spark session wrote them); otherwise, for simulator runs with
-small tables, pandas computes them by the same definitions (``barriersim.report.statistics``), and for anything
-else Ray and Spark on Ray are started and ``barriersim.spark.analytics`` computes and writes them (Spark's logs
-in ``RUN_DIR/logs/``). Each phase is named as it starts (``barriersim.progress``). Then the figures and the HTML are written.
+How this works: ``cmd_report(args)`` first checks what the user gave and what the report needs (matplotlib, the
+run directory and its tables, the checkpoint id; Spark's extra and the ``--address`` cluster when the statistics
+are to be computed in Spark): a mistake costs one line naming it, exit status 2. The statistics come from
+``RUN_DIR/analytics/`` when newer than the runs' tables; else pandas computes them for small simulator runs
+(``barriersim.report.statistics``), and Spark on Ray for anything else (``barriersim.spark.analytics``, logs in
+``RUN_DIR/logs/``). Each phase is named as it starts (``barriersim.progress``); then the figures and the HTML.
 """
 
 from __future__ import annotations
