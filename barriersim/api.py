@@ -35,7 +35,9 @@ import pyarrow.parquet as pq
 from barriersim.actors.socket_links import socket_links_wanted
 from barriersim.continuation import check_restore
 from barriersim.errors import ArgumentError, UnsupportedScenario
+from barriersim.extras import require
 from barriersim.out_dir import prepare_out_dir
+from barriersim.ray_address import check_address
 from barriersim.run_storage import storage_uris
 from barriersim.runtime.checkpointing_mode import (
     ALL_MODES,
@@ -195,10 +197,19 @@ class RunResult(Mapping):
 
 
 def as_scenario(scenario: str | os.PathLike | Scenario) -> Scenario:
+    """A loaded scenario, a scenario file's path, or a bundled scenario's name (``quickstart``:
+    ``scenarios.library``), loaded."""
     if isinstance(scenario, Scenario):
         return scenario
     if isinstance(scenario, (str, os.PathLike)):
-        return load_scenario(scenario)
+        from barriersim.scenarios.library import is_bare_name, resolve
+
+        path = resolve(scenario)
+        name = os.fspath(scenario)
+        if not path.exists() and is_bare_name(name) and not name.endswith(".toml"):  # a name, not a file
+            raise ScenarioError(path, None, "no such scenario file, nor a bundled scenario of that name (barriersim "
+                                            "scenarios lists them)")
+        return load_scenario(path)
     raise ScenarioError("<scenario>", None, f"must be a scenario file's path or a Scenario, got {type(scenario).__name__}")
 
 
@@ -321,6 +332,10 @@ def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, a
         workload = "spark" if backend == "ray" else "local"
     _check_choice("workload", workload, WORKLOADS)
     if backend == "ray":
+        require("spark", "the Ray backend")
+    elif workload == "spark":
+        require("spark", "workload=\"spark\" (generated in Spark on Ray)")
+    if backend == "ray":
         try:
             socket_links_wanted()  # the environment's BARRIERSIM_RAY_LINKS, checked before anything starts
         except ValueError as err:
@@ -375,17 +390,28 @@ def check_checkpoint_storage(backend: str, checkpoint_storage: str | None) -> st
     return checkpoint_storage if "://" in checkpoint_storage else str(Path(checkpoint_storage).resolve())
 
 
+def check_cluster(address: str | None, connect_timeout: float | None = None) -> str | None:
+    """The Ray cluster a run attaches to (``address``, else ``RAY_ADDRESS``; None: a local one it starts), checked
+    to answer within ``connect_timeout`` seconds (default ``$BARRIERSIM_CONNECT_TIMEOUT``, else 30) before anything
+    starts: ``barriersim.ray_address``; an address that cannot be reached is one ``AddressError`` line."""
+    return check_address(address, connect_timeout)
+
+
 def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progress: Progress | None = None,
             splits: Splits | None = None, checkpoint_files: bool = False,
-            checkpoint_storage: str | None = None, cache: bool = True) -> RunResult:
+            checkpoint_storage: str | None = None, cache: bool = True,
+            connect_timeout: float | None = None) -> RunResult:
     """Run a plan into ``out``. On the sim backend with the Spark workload the splits are generated once for all
     modes (or given); ``checkpoint_files``: the simulator writes its checkpoints as a Ray run does.
     ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` (a path every node sees, ``file://...`` or
     ``s3://bucket/prefix[?endpoint_override=host:port&scheme=http]``; ``run_storage.storage_uris`` says where each run goes;
     default: each run directory's ``checkpoints/`` on Ray, memory (or ``checkpoints/`` with ``checkpoint_files``)
     on the simulator). ``cache``: the ray backend takes a workload Spark generated before, and its reference,
-    from the workload cache (``barriersim.workload_cache``) without starting Spark; False: Spark generates it."""
+    from the workload cache (``barriersim.workload_cache``) without starting Spark; False: Spark generates it.
+    ``connect_timeout``: how long the Ray cluster at ``address`` may take to answer (``check_cluster``)."""
     out = Path(out)
+    if p.backend == "ray" or (p.workload == "spark" and splits is None and spark is None):
+        address = check_cluster(address, connect_timeout)
     checkpoint_storage = check_checkpoint_storage(p.backend, checkpoint_storage)
     targets = p.targets(out)
     if p.backend == "ray":
@@ -419,7 +445,8 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
         out: str | os.PathLike | None = None, faults=None, actions=None, restore_from=None, parallelism=None,
         address: str | None = None, overrides: Mapping[str, Any] | None = None, workload: str | None = None,
         spark=None, progress: Progress | None = None, force: bool = False, checkpoint_files: bool = False,
-        checkpoint_storage: str | None = None, cache: bool = True) -> RunResult:
+        checkpoint_storage: str | None = None, cache: bool = True,
+        connect_timeout: float | None = None) -> RunResult:
     """Run a scenario and return its results (``RunResult``: mode -> ``ModeRun``; ``.only`` for one mode).
 
     ``scenario``: a scenario file's path or a loaded ``Scenario``. ``backend``: ``"sim"`` (the deterministic
@@ -440,18 +467,23 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     ``file://`` or ``s3://`` URI), on either backend. ``cache``: the ray backend reuses the workload and the
     verification reference Spark computed in an earlier run of the same workload (``barriersim.workload_cache``:
     in ``$BARRIERSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/barriersim`` or ``~/.cache/barriersim``) and then does not
-    start Spark; False: Spark computes them and the cache is not used.
+    start Spark; False: Spark computes them and the cache is not used. ``connect_timeout``: seconds the Ray
+    cluster at ``address`` (or ``RAY_ADDRESS``) may take to answer before the run gives up (default
+    ``$BARRIERSIM_CONNECT_TIMEOUT``, else 30).
 
     Raises ``ScenarioError`` / ``FaultScheduleError`` / ``UnsupportedScenario`` / ``ArgumentError`` (one-line
-    messages naming the file and key) for bad input, before anything is started or written.
+    messages naming the file and key) for bad input, ``MissingExtra`` for an extra the run needs and has not, and
+    ``AddressError`` for a Ray cluster that does not answer, before anything is started or written.
     """
     p = plan(scenario, backend=backend, mode=mode, seed=seed, faults=faults, actions=actions,
              restore_from=restore_from, parallelism=parallelism, overrides=overrides, workload=workload)
     check_checkpoint_storage(p.backend, checkpoint_storage)
     out_dir = Path(out) if out is not None else default_out_dir(p.scenario)
+    if p.backend == "ray" or (p.workload == "spark" and spark is None):
+        address = check_cluster(address, connect_timeout)
     prepare_out_dir(out_dir, force)
     return execute(p, out_dir, spark=spark, address=address, progress=progress, checkpoint_files=checkpoint_files,
-                   checkpoint_storage=checkpoint_storage, cache=cache)
+                   checkpoint_storage=checkpoint_storage, cache=cache, connect_timeout=connect_timeout)
 
 
 __all__ = ["BACKENDS", "WORKLOADS", "ModeRun", "Plan", "RunResult", "SparkFrames", "execute", "plan", "run",

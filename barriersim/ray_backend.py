@@ -44,6 +44,7 @@ fraction or None)``, goes to an optional callback.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -128,6 +129,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     first = runs[0][1]
     several = len(runs) > 1
     root = runs[0][0].parent if several else runs[0][0]
+    fresh = not root.exists() or not any(root.iterdir())
     root.mkdir(parents=True, exist_ok=True)
     sources = tuple((v.name, v.parallelism) for v in first.job.graph.sources)
     records = first.workload.records * len(sources)
@@ -172,7 +174,13 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
 
     try:
         say("starting Ray", None)
-        cluster.start_ray()
+        try:
+            cluster.start_ray()
+        except BaseException:
+            cluster.close()  # its log file closed: a run that never started leaves nothing behind
+            if fresh:
+                shutil.rmtree(root, ignore_errors=True)
+            raise
         shared["ray_start"] = cluster.ray_started_seconds
         try:  # the Ray cluster must have the nodes the scenario spreads its TaskManagers over
             for _, scenario in runs:

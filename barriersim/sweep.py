@@ -36,6 +36,7 @@ from barriersim import api
 from barriersim.runtime.faults.fault_schedule import FaultScheduleError
 from barriersim.arguments import seed_argument
 from barriersim.errors import BarriersimError
+from barriersim.extras import require
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 from barriersim.scenarios.loader import Scenario, ScenarioError, expand_sweep
 from barriersim.scenarios.schema import SCHEMA
@@ -141,6 +142,10 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                       mode_origin="--mode") for p in points]
     plans = [replace(pl, nest=True) for pl in plans]
     checkpoint_storage = api.check_checkpoint_storage(backend, checkpoint_storage)
+    if aggregate:  # what the end of the sweep needs, checked before its first run
+        require("spark", "the aggregation in Spark on Ray (--no-analytics skips it)")
+    if spark is None and (aggregate or any(pl.backend == "ray" or pl.workload == "spark" for pl in plans)):
+        api.check_cluster(address)
     out_dir = Path(out) if out is not None else default_out_dir(s, suffix="-sweep")
     sweep_storage = None if checkpoint_storage is None else child_uri(checkpoint_storage, out_dir.name)
     prepare_out_dir(out_dir, force)
@@ -299,7 +304,7 @@ def main_from_args(args) -> int:
     console = Console(stderr=True)
     try:
         with ProgressBar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as bar:
+                         console=console, transient=True, disable=not console.is_terminal) as bar:
             task = bar.add_task("checking the sweep", total=None)
             shown: set[str] = set()
 

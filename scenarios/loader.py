@@ -22,6 +22,7 @@ lists of values and expands into a run matrix. The CLI prints an error's line an
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import tomllib
 from dataclasses import dataclass, fields, replace
@@ -406,12 +407,24 @@ def check_setting(path: str, where: str, dotted_key: Any, value: Any) -> Any:
 
 
 def _settable_field(path: str, where: str, dotted_key: Any) -> Field:
-    section, _, name = str(dotted_key).partition(".")
-    if section not in SETTABLE_SECTIONS or name not in SCHEMA[section]:
-        raise ScenarioError(path, f"{where}.{dotted_key}",
-                            "must name a workload, checkpointing, network, cluster, storage, state or restart key, "
-                            "e.g. \"workload.zipf_exponent\"")
-    return SCHEMA[section][name]
+    section, dot, name = str(dotted_key).partition(".")
+    if dot and section in SETTABLE_SECTIONS and name in SCHEMA[section]:
+        return SCHEMA[section][name]
+    raise ScenarioError(path, f"{where}.{dotted_key}", _unknown_setting(section, dot, name))
+
+
+def _unknown_setting(section: str, dot: str, name: str) -> str:
+    """What is wrong with a ``section.key`` that names no setting, and the keys it may have meant."""
+    if dot and section in SETTABLE_SECTIONS:
+        known = list(SCHEMA[section])
+        close = [k for k in known if name and k.startswith(name)][:1] or difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {section}.{close[0]}?)" if close else ""
+        return f"unknown key {name!r} in [{section}]{hint}; its keys: {', '.join(known)}"
+    key = name if dot else section
+    owners = [f"{s}.{key}" for s in SETTABLE_SECTIONS if key in SCHEMA[s]]
+    hint = f" (did you mean {' or '.join(owners)}?)" if owners else ""
+    what = f"unknown section {section!r}" if dot else "must be SECTION.KEY"
+    return f"{what}{hint}; the sections: {', '.join(SETTABLE_SECTIONS)}"
 
 
 def apply_settings(scenario: Scenario, settings: dict[str, Any], where: str, origin: str | None = None) -> Scenario:

@@ -279,7 +279,13 @@ class RayAndSpark:
         t0 = time.perf_counter()
         if not ray.is_initialized():
             if self.address:
-                ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR)
+                try:
+                    ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR)
+                except Exception as err:  # noqa: BLE001 - Ray's version mismatch, authentication, GCS errors
+                    from barriersim.ray_address import AddressError
+
+                    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                    raise AddressError(f"Ray cluster at {self.address}: {first}") from None
             else:
                 # A run never attaches to a cluster it did not mean to: "local" always starts a new one.
                 ray.init(
