@@ -63,6 +63,7 @@ from barriersim.spark.analytics import parquet_to_spark
 from barriersim.spark.session import SparkOnDemand
 from barriersim.spark.workload import generate_workload, hand_off
 from barriersim.summary import default_out_dir
+from barriersim.scenarios.library import is_bare_name, resolve
 
 BACKENDS = ("sim", "ray")
 WORKLOADS = ("local", "spark")
@@ -202,8 +203,6 @@ def as_scenario(scenario: str | os.PathLike | Scenario) -> Scenario:
     if isinstance(scenario, Scenario):
         return scenario
     if isinstance(scenario, (str, os.PathLike)):
-        from barriersim.scenarios.library import is_bare_name, resolve
-
         path = resolve(scenario)
         name = os.fspath(scenario)
         if not path.exists() and is_bare_name(name) and not name.endswith(".toml"):  # a name, not a file

@@ -10,6 +10,7 @@ does not run over Ray Client, so the driver must join the cluster at its GCS add
 
 from __future__ import annotations
 
+import argparse
 import os
 import socket
 import threading
@@ -53,8 +54,6 @@ def timeout_argument(text: str) -> float:
     except ValueError:
         value = 0.0
     if not value > 0:
-        import argparse
-
         raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
     return value
 

@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from barriersim.report.statistics import summary_table
+from barriersim.rundir import Run, RunTables, input_files, run_tables
+from barriersim.spark.analytics import read_analytics, written_at
+
 PERCENTILE_METRICS = (("checkpoint", "end_to_end_duration"), ("subtask", "alignment_duration"),
                       ("subtask", "start_delay"), ("checkpoint", "persisted_data"), ("checkpoint", "processed_data"))
 WITHOUT_ROW = "before tasks ran"  # Flink's failures without a PendingCheckpointStats, as they arise here
@@ -46,10 +50,6 @@ def _label(out: Path, run_dir: Path) -> str:
 def _summary_frame(out: Path, runs: list, tables):
     """The statistics' summary frame: the run's own analytics when they cover these runs and are newer than their
     tables, else the same computed in pandas."""
-    from barriersim.report.statistics import summary_table
-    from barriersim.rundir import input_files
-    from barriersim.spark.analytics import read_analytics, written_at
-
     stamp = written_at(out)
     if stamp is not None and all(f.stat().st_mtime <= stamp for f in input_files(runs)):
         written = read_analytics(out)
@@ -60,8 +60,6 @@ def _summary_frame(out: Path, runs: list, tables):
 
 def mode_statistics(out: Path, runs: Mapping[str, Path], summaries: Mapping[str, dict]) -> dict[str, ModeStatistics]:
     """Per mode (``runs``: mode -> its run directory under ``out``; ``summaries``: mode -> its summary)."""
-    from barriersim.rundir import Run, RunTables, run_tables
-
     out = Path(out)
     with_tables = [Run(path=Path(d), label=_label(out, Path(d)), summary=summaries[mode])
                    for mode, d in runs.items() if (Path(d) / "checkpoints.parquet").exists()]

@@ -36,6 +36,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from barriersim.ray_address import AddressError
+
 JAVA_OPENS = (
     "java.lang", "java.lang.invoke", "java.io", "java.net", "java.nio", "java.math", "java.text",
     "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "sun.nio.ch", "sun.nio.cs",
@@ -282,8 +284,6 @@ class RayAndSpark:
                 try:
                     ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR)
                 except Exception as err:  # noqa: BLE001 - Ray's version mismatch, authentication, GCS errors
-                    from barriersim.ray_address import AddressError
-
                     first = (str(err).strip().splitlines() or [type(err).__name__])[0]
                     raise AddressError(f"Ray cluster at {self.address}: {first}") from None
             else:
