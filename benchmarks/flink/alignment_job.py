@@ -181,7 +181,7 @@ def main() -> int:
             job = get(base)
             if job["state"] in ("FAILED", "CANCELED", "FINISHED"):
                 raise SystemExit(f"alignment_job: the job ended {job['state']} before it ran")
-            if all(v["status"] == "RUNNING" for v in job["vertices"]):
+            if job["vertices"] and all(v["status"] == "RUNNING" for v in job["vertices"]):
                 break
             time.sleep(0.5)
         out = collect(base, args, time.monotonic())
