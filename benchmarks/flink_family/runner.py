@@ -179,6 +179,13 @@ def run_once(config: Config, classes: Path, out: Path) -> None:
     tmp.replace(out)
 
 
+def wait_for_quiet(limit: float) -> None:
+    if os.getloadavg()[0] >= limit:
+        print(f"waiting for the load average ({os.getloadavg()[0]:.1f}) to fall below {limit}", file=sys.stderr)
+    while os.getloadavg()[0] >= limit:
+        time.sleep(5)
+
+
 def selected(configs: list[Config], only: str) -> list[Config]:
     patterns = [p for p in only.split(",") if p]
     return [c for c in configs if not patterns or any(fnmatch.fnmatch(c.name, p) for p in patterns)]
@@ -195,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--raw-dir", type=Path, default=RAW_DIR)
     parser.add_argument("--only", default="", help="comma-separated shell patterns of configuration names")
     parser.add_argument("--runs", type=int, default=2, help="runs per configuration")
+    parser.add_argument("--wait-load", type=float, default=None,
+                        help="before each run, wait until the 1-minute load average is below this (a shared machine)")
     args = parser.parse_args(argv)
     configs, _ = load_family(args.family)
     todo = [(c, i) for c in selected(configs, args.only) for i in range(1, args.runs + 1)
@@ -207,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     classes = compile_job(SCRATCH / "classes")
     failed = 0
     for config, i in todo:
+        if args.wait_load is not None:
+            wait_for_quiet(args.wait_load)
         started = time.monotonic()
         out = raw_path(args.raw_dir, config.name, i)
         try:
