@@ -31,6 +31,7 @@ from rich.table import Table
 from benchmarks.alignment_checks import (ALIGNED_TIMEOUT_MS, CALM_HOT, FLINK_TABLE, HOT_KEY_DELAY_US, HOT_KEY_GROUPS,
                                         HOT_KEY_SHARE, OFFERED_RECORDS_PER_S, span_text)
 from benchmarks.alignment_latency import DEFAULT_FLUSHER_MS, FLUSHER_TIMEOUTS_MS, p90
+from benchmarks.flink_family.runner import wait_for_quiet
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "benchmarks" / "flink" / "alignment_job.py"
@@ -162,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REMEASURED)
     parser.add_argument("--only", default="", help="run only the settings whose name matches one of these "
                         "comma-separated shell patterns (e.g. 'no_backpressure-*'); the others are summarized")
+    parser.add_argument("--wait-load", type=float, default=None,
+                        help="before each run, wait until the 1-minute load average is below this (a shared machine)")
     args = parser.parse_args(argv)
     only = [p for p in args.only.split(",") if p]
     args.raw_dir.mkdir(parents=True, exist_ok=True)
@@ -171,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(1, args.runs + 1):
             kept = args.raw_dir / f"{setting_name(s)}-run{i}.json.gz"
             if not args.summarize_only and (not only or any(fnmatch.fnmatch(setting_name(s), p) for p in only)):
+                if args.wait_load is not None:
+                    wait_for_quiet(args.wait_load)
                 started = time.monotonic()
                 SCRATCH.mkdir(parents=True, exist_ok=True)
                 out = SCRATCH / f"{setting_name(s)}-run{i}.json"
