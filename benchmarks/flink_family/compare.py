@@ -150,6 +150,20 @@ def spin_costs(config: Config, measures: list[dict]) -> list[dict]:
     return out
 
 
+def spin_cost_measurement(family: Path = FAMILY_JSON, raw_dir: Path = RAW_DIR) -> list[dict]:
+    """The spin cost, a named measurement for a later calibration of barriersim's per-record cost: for each measured
+    calibration job (one worker subtask, one spin, the hot key's sleep in one of them, an idle rate), the worker's
+    configured cost per record against Flink's busy time per record: what Flink adds to a spin or a sleep."""
+    configs, _ = load_family(family)
+    out = []
+    for config in configs:
+        if config.group == "calibration":
+            _, measures = flink_runs(config, raw_dir)
+            if measures:
+                out += [s for s in spin_costs(config, measures) if s["vertex"] == "work"]
+    return out
+
+
 def _shown(value) -> str:
     if value is None:
         return "-"
@@ -200,7 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--raw-dir", type=Path, default=RAW_DIR)
     parser.add_argument("--only", default="", help="comma-separated shell patterns of configuration names")
     parser.add_argument("--json", type=Path, help="also write the comparison to this file")
+    parser.add_argument("--spin-cost", action="store_true", help="only the spin cost measurement (no simulations)")
     args = parser.parse_args(argv)
+    if args.spin_cost:
+        for s in spin_cost_measurement(args.family, args.raw_dir):
+            print(f"{s['config']}: configured {s['configured_us']:.0f} µs per record, Flink busy "
+                  f"{_shown(s['flink_busy_us'])} µs per record")
+        return 0
     configs, pairs = load_family(args.family)
     done: dict[str, Comparison] = {}
     spins = []
