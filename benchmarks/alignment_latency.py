@@ -1,29 +1,12 @@
 """The alignment-latency benchmark: Flink's measured job (``docs/flink-facts.md``) on the simulator, row by row
-beside Flink's table, then the wide-band shape checks and Flink's own CheckpointingTimeBenchmark topology.
+beside Flink's table (``benchmarks.alignment_checks``), then shape checks and Flink's CheckpointingTimeBenchmark.
 
-How this works: every row is one deterministic simulation of ``scenarios/alignment_latency.toml`` (Flink's job: one
-TaskManager, paced sources, 64 keys with 30 % on key 0, 110-byte source records, the keyed function's 28 bytes) or of
-``scenarios/checkpointing_time_benchmark.toml``, with a few settings overridden through the loader
-(``apply_settings``): the mode, the offered source rate (no backpressure: the 1,000 records/s per source Flink's
-job offered and Flink delivered; heavy: the 2,000 per source it offered), the alignment timeout. The no-backpressure
-rows run the job as the facts' idle rows ran it, without the hot key and its sleep (``idle_job``: docs/flink-facts.md,
-"The idle rows"); the output-flusher block runs the idle rate on the job with the hot key. The figures come
-from the run's statistics with Flink's names, over the completed checkpoints every source subtask acknowledged,
-leaving out the first, as Flink's measurement did: the median and p90 of ``end_to_end_duration``, the median of
-each checkpoint's end-to-end duration less the bottleneck's start delay (what the checkpoint costs after its barrier
-reached the bottleneck: the figure the checkpoint cost model, ``runtime/checkpoint_cost.py``, is calibrated to,
-against Flink's end-to-end median less its start-delay median), the bottleneck's
-``start_delay`` (the subtask owning the hot key, by Flink's key-group assignment; without the hot key the latest of
-the keyed subtasks), the sinks' ``alignment_duration``
-(the larger of the two per checkpoint), the median ``persisted_data`` and ``processed_data``, and per vertex which
-subtasks report ``unaligned_checkpoint``; the job's throughput where the facts give it, in steady state (the
-bottleneck's rate over the middle half of its activity, scaled to the whole job: ``steady_throughput``); for heavy
-aligned also the first checkpoints' ramp (the medians over several seeds: ``ramp_runs``). Each figure is printed beside Flink's with the ratio and PASS within Flink's
-range widened by 30 % (figures under 50 ms: by 15 ms): Flink's table and these checks are
-``benchmarks.alignment_checks``. A second block keeps the earlier wide-band shape checks.
-
-Run: ``.venv/bin/python -m benchmarks.alignment_latency`` from the repository root (``--quick`` for a smaller
-workload, ``--json FILE`` to keep the figures).
+Each row is one deterministic run of ``scenarios/alignment_latency.toml`` or ``checkpointing_time_benchmark.toml``
+with settings overridden through the loader (mode, offered rate, alignment timeout); the idle rows run the job as the
+facts ran it, without the hot key (``idle_job``), the output-flusher block the idle rate with it. ``measure`` takes
+Flink's figures from the run's statistics as Flink's measurement did (medians over the completed checkpoints but the
+first; the bottleneck's start delay; the sinks' alignment; persisted and processed data; unaligned flags; the steady
+throughput; the ramp over seeds). Run: ``.venv/bin/python -m benchmarks.alignment_latency`` (``--quick``, ``--json``).
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """A family configuration as a barriersim scenario, or the reason barriersim cannot express it.
 
-How this works: ``to_scenario_document`` maps the description onto the scenario schema (``scenarios/schema.py``):
-the source at the offered rate per source subtask, each later vertex a ``keyed_sum`` behind a hash exchange or a
-``map`` (factor 1: records pass unchanged) behind the others, the last an ``at_least_once_sink`` (Flink's
-DiscardingSink chained behind the last vertex's function), each with its spin as ``cost_us_per_record`` and the
-record size, the hot key's sleep as ``hot_key_extra_us`` at the hot vertex; the cluster, buffers, debloating,
-checkpointing and Flink's restart strategy as the Java job sets them; everything else at barriersim's defaults
-(the checkpoint cost model as calibrated to the facts). ``convert`` loads it through the scenario loader, so what
-comes back is a valid scenario, or ``NotExpressible`` with the reason. docs/fidelity-family.md lists what the
-mapping leaves out.
+``to_scenario_document`` maps the description onto the scenario schema (``scenarios/schema.py``): the source at
+the offered rate per subtask; a ``keyed_sum`` behind a hash exchange, a ``map`` (factor 1) behind the others, the
+last vertex an ``at_least_once_sink`` (Flink's DiscardingSink chained behind it), each with its spin as
+``cost_us_per_record`` and the record size; the hot key's sleep as ``hot_key_extra_us``; the cluster, buffers,
+debloating, checkpointing and the Java job's restart strategy; the rest at barriersim's defaults (the cost model as
+calibrated to the facts). ``convert`` loads it through the scenario loader: a valid scenario or ``NotExpressible``
+with the reason. docs/fidelity-family.md lists what the mapping leaves out.
 """
 
 from __future__ import annotations
