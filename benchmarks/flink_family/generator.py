@@ -170,7 +170,7 @@ def generate(seed: int = DEFAULT_SEED, draws: int = DRAWS) -> dict:
         b = base(f"base-{level}", level, seed * 1000 + len(configs))
         configs.append(b)
         for dimension in PAIRS:
-            v = replace(variant(b, dimension), seed=seed * 1000 + len(configs))
+            v = variant(b, dimension)  # the base's seed too: the one dimension is all that changes
             configs.append(v)
             pairs.append({"dimension": dimension, "base": b.name, "variant": v.name})
     for spin in SPINS_US:
