@@ -206,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="before each run, wait until the 1-minute load average is below this (a shared machine)")
     args = parser.parse_args(argv)
     configs, _ = load_family(args.family)
+    if not selected(configs, args.only):
+        print(f"flink_family.runner: --only {args.only!r} names no configuration of {args.family}", file=sys.stderr)
+        return 2
     todo = [(c, i) for c in selected(configs, args.only) for i in range(1, args.runs + 1)
             if not raw_path(args.raw_dir, c.name, i).exists()]
     estimate = sum(c.seconds + 25 for c, _ in todo)
