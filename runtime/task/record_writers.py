@@ -37,6 +37,7 @@ class RecordWriters:
         self._graph = graph
         self._edges = tuple(edges)
         self._partitions = tuple(partitions)
+        self._writers = tuple(p.writer for p in self._partitions)  # each partition's ``BufferWriter``
         self._record_size = record_size
         self._next_rebalance = [rng.randrange(max(1, p.number_of_subpartitions)) for p in self._partitions]
         self._hash = [_HashTargets(graph.vertex(e.target).max_parallelism, graph.vertex(e.target).parallelism)
@@ -50,18 +51,18 @@ class RecordWriters:
         if not n:
             return
         size = self._record_size
-        for i, (edge, partition) in enumerate(zip(self._edges, self._partitions)):
+        for i, (edge, writer) in enumerate(zip(self._edges, self._writers)):
             kind = edge.partitioner
             if kind is Partitioner.FORWARD:
-                partition.write_batch(records, 0, size)
+                writer.write_batch(records, 0, size)
             elif kind is Partitioner.HASH:
-                partition.write_batch(records, self._hash[i].targets(records.columns[KEY]), size)
+                writer.write_batch(records, self._hash[i].targets(records.columns[KEY]), size)
             elif kind is Partitioner.BROADCAST:
-                partition.write_broadcast(records, size)
+                writer.write_broadcast(records, size)
             else:  # rebalance: round robin, starting at a random channel as Flink's RebalancePartitioner
                 start = self._next_rebalance[i]
-                partition.write_round_robin(records, start, size)
-                self._next_rebalance[i] = (start + n) % partition.number_of_subpartitions
+                writer.write_round_robin(records, start, size)
+                self._next_rebalance[i] = (start + n) % self._partitions[i].number_of_subpartitions
 
     def records_until_backpressured(self, records: RecordBatch) -> int:
         """How many leading records of ``records`` ``emit`` would write before one of the outputs is backpressured,
