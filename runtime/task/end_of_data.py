@@ -79,15 +79,14 @@ class TaskEndOfData:
         if mode is StopMode.DRAIN:
             if self.operator.is_source:
                 if self.emit_watermarks:
-                    self._broadcast_watermark(MAX_WATERMARK)
+                    self._chain.broadcast_watermark(MAX_WATERMARK)
             else:
                 watermark = self._valve.end_of_all_inputs()
                 if watermark is not None:
-                    self._emit_watermark(watermark)
-            self._route(self.operator.end_of_input(final_checkpoint=True))
-        for p in self.partitions:
-            p.broadcast_event(EndOfData(mode))
-        self.flush_outputs()
+                    self._chain.process_watermark(watermark)
+            self._chain.end_input(final_checkpoint=True)
+        self._chain.broadcast_event(EndOfData(mode))
+        self._chain.flush_outputs()
         self._final_checkpoint_min_id = final_checkpoint_min_id
 
     def _finish(self) -> None:
@@ -106,7 +105,7 @@ class TaskEndOfData:
             self._finish_after_final_checkpoint()
             return
         if not self._checkpoints_after_tasks_finish:
-            self._route(self.operator.end_of_input(final_checkpoint=False))
+            self._chain.end_input(final_checkpoint=False)
             self._end_partitions()
             return
         self._end_data(self._input_end_mode(), max(self.checkpoints.last_checkpoint_id, 0) + 1)
@@ -122,13 +121,12 @@ class TaskEndOfData:
         data (``ResultPartition.getAllDataProcessedFuture``), so that, until then, checkpoints still reach its
         consumers through it."""
         if (self._final_checkpoint_completed and (self.input_side is None or self.input_side.is_finished())
-                and all(p.all_data_processed for p in self.partitions)):
+                and self._chain.all_data_processed):
             self._end_partitions()
 
     def _end_partitions(self) -> None:
         if self.finished:
             return
-        for p in self.partitions:
-            p.finish()
+        self._chain.finish_partitions()
         self.finished = True
         self._actions.append(TaskFinished(self.attempt_id))

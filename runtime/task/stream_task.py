@@ -33,7 +33,6 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-import numpy as np
 
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpoint_cost import FREE, CostCharger
@@ -67,12 +66,11 @@ from barriersim.runtime.network.input.virtual_channels import DemultiplexingChan
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
-from barriersim.runtime.operators.records import KEY
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.operators.watermarks import WatermarkValve
 from barriersim.runtime.buffer_content import segments
 from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.state.backend import StateBackendConfig, full_snapshot_work
+from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
@@ -83,6 +81,7 @@ from barriersim.runtime.task.actions import (
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
 from barriersim.runtime.task.checkpoint_rpcs import TaskCheckpointRpcs
 from barriersim.runtime.task.end_of_data import TaskEndOfData
+from barriersim.runtime.task.operator_chain import OperatorChain
 from barriersim.runtime.task.record_writers import RecordWriters
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
 from barriersim.runtime.task.task_restore import TaskRestore
@@ -213,6 +212,8 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         # the bytes of each record this task emits: its vertex's output record size, else the network's
         record_size = self.vertex.params.get("record_size") or network.record_size
         self.record_writers = RecordWriters(graph, self.output_edges, self.partitions, record_size, rng)
+        self._chain = OperatorChain(self.operator, self.partitions, self.record_writers,
+                                    hot_key=self.vertex.params.get("hot_key", -1), memory_threshold=memory_threshold)
 
         self.input_side: Optional[InputSide] = None
         self._recovered_input: list[tuple[InputChannelInfo, Any]] = []
@@ -266,26 +267,17 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             crash_points=self._crash_points,
             async_completion=AsyncCompletion.IMMEDIATE if cost is None else AsyncCompletion.DRIVER,
             cost=cost or FREE,
-            snapshot_work=self._snapshot_work,
+            snapshot_work=self._chain.snapshot_work,
             memory_threshold=memory_threshold,
         )
-        self.hot_key = self.vertex.params.get("hot_key", -1)
         # a two-input operator (the window join) is told which logical input each buffer came from
         self._input_of_gate = ([edge.target_input for edge in graph.gates_of(vertex_name)]
                                if self.vertex.operator.logical_inputs == 2 else None)
 
-    def _snapshot_work(self, state):
-        """What the snapshot wrote: a keyed operator's backend knows (an incremental one uploads only new runs);
-        any other state is written in full."""
-        backend = getattr(self.operator, "backend", None)
-        if backend is not None:
-            return backend.last_work
-        return full_snapshot_work(state, self._memory_threshold)
-
     def _snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType):
         if self.operator.is_source and is_planted(PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER):
             self._read_source()  # the historical bug: records go out behind the barrier before the offset is taken
-        return self.operator.snapshot(checkpoint_id, checkpoint_type)
+        return self._chain.snapshot_state(checkpoint_id, checkpoint_type)
 
     # -- inputs from the driver ----------------------------------------------------------------------
 
@@ -357,11 +349,9 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         if self.failed:
             return []
         was_finished = self.finished
-        self.operator.close_on_failover()
+        self._chain.close_on_failover()
         self.failed = True
         self.finished = True
-        for p in self.partitions:
-            p.release()
         if self.input_side is not None:
             self.input_side.close()
         reports = self.checkpoints.cancel()
@@ -449,7 +439,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
                 # EndOfData(NO_DRAIN) event time stays: Flink's StatusWatermarkValve never hears of an ended channel
                 wm = self._valve.end_of_input(boe.channel_info)
                 if wm is not None:
-                    self._emit_watermark(wm)
+                    self._chain.process_watermark(wm)
             if self.input_side.is_finished():
                 self._finish()
         return StepResult(StepOutcome.PROCESSED)
@@ -483,15 +473,15 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         # ends at the record after which an output is backpressured
         records = reader.poll(max_records or self.network.source_batch_records or UNPACED_SOURCE_BATCH_RECORDS,
                               self.record_writers.records_until_backpressured)
-        self._route(records)
+        self._chain.emit(records)
         n = len(records)
         if self.emit_watermarks and n:
             # Flink's WatermarkStrategy.forMonotonousTimestamps, per split: the largest timestamp seen minus 1 (the
             # next record may carry the same timestamp), the minimum over the reader's splits
             watermark = reader.current_watermark()
             if watermark is not None:
-                self._broadcast_watermark(Watermark(watermark))
-        return StepResult(StepOutcome.PROCESSED, n, self._hot(records))
+                self._chain.broadcast_watermark(Watermark(watermark))
+        return StepResult(StepOutcome.PROCESSED, n, self._chain.hot_records(records))
 
     def _process_buffer(self, channel: InputChannelInfo, buffer: Buffer) -> StepResult:
         items = buffer.records
@@ -503,41 +493,24 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         if type(items) is RecordBatch:  # the common case: records only, processed as one batch
             n = len(items)
             if n:
-                self._route(self.operator.process(items, side))
-            return StepResult(StepOutcome.PROCESSED, n, self._hot(items) if n else 0)
+                self._chain.process(items, side)
+            return StepResult(StepOutcome.PROCESSED, n, self._chain.hot_records(items) if n else 0)
         count = hot = 0
         for part in segments(items):  # records and watermarks in order; the batch is split at each watermark
             if type(part) is RecordBatch:
                 if len(part):
-                    self._route(self.operator.process(part, side))
+                    self._chain.process(part, side)
                     count += len(part)
-                    hot += self._hot(part)
+                    hot += self._chain.hot_records(part)
             else:
                 combined = self._valve.input_watermark(channel, part)
                 if combined is not None:
-                    self._emit_watermark(combined)
+                    self._chain.process_watermark(combined)
         return StepResult(StepOutcome.PROCESSED, count, hot)
-
-    def _hot(self, records: RecordBatch) -> int:
-        if self.hot_key < 0:
-            return 0
-        return int(np.count_nonzero(records.columns[KEY] == self.hot_key))
-
-    def _emit_watermark(self, watermark: Watermark) -> None:
-        self._route(self.operator.process_watermark(watermark))
-        self._broadcast_watermark(watermark)
-
-    def _broadcast_watermark(self, watermark: Watermark) -> None:
-        self.record_writers.broadcast(watermark)
-
-    def _route(self, records: RecordBatch) -> None:
-        if len(records):
-            self.record_writers.emit(records)
 
     def flush_outputs(self) -> None:
         """Flink's output flusher (``execution.buffer-timeout``, 100 ms by default) finishing open buffers."""
-        for p in self.partitions:
-            p.flush_all()
+        self._chain.flush_outputs()
 
     # -- outputs to the driver -----------------------------------------------------------------------
 
