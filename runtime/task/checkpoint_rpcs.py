@@ -16,7 +16,7 @@ aborted synchronous savepoint fails the task.
 from __future__ import annotations
 
 from barriersim.runtime.checkpointing.barrier_handler import CheckpointMetrics
-from barriersim.runtime.events import CheckpointBarrier, CheckpointOptions, EndOfPartition
+from barriersim.runtime.events import CheckpointBarrier, CheckpointOptions
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.task.actions import AsyncPart, DeclineCheckpoint, TaskFailed
 from barriersim.runtime.task.crash_points import TaskCrashed
@@ -51,34 +51,15 @@ class TaskCheckpointRpcs:
                 self._stop_source_for_savepoint(checkpoint_id, options.checkpoint_type.should_drain)
             self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics))
             return
-        unfinished = self.input_side.unfinished_channels()
-        if unfinished:
-            barrier = CheckpointBarrier(checkpoint_id, timestamp, options)
-            for info in unfinished:
-                self._rpc_barriers[info] = barrier
-            self._deliver_rpc_barriers()
+        if self._network_input.trigger_unfinished_channels_checkpoint(
+                CheckpointBarrier(checkpoint_id, timestamp, options)):
             if self._crash_mid_alignment:
                 self._check_mid_alignment()
             return
         self._carry_out(self.checkpoints.init_inputs_checkpoint(checkpoint_id, options))
         self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics,
-                                                          is_running=not self._awaiting_end_of_channel_state))
+                                                          is_running=not self._network_input.is_recovering_rescaled_state))
         self._carry_out(self.checkpoints.on_all_barriers_received(checkpoint_id, metrics))
-
-    def _deliver_rpc_barriers(self) -> None:
-        """An RPC-triggered barrier enters the handler on a channel once everything the channel's finished
-        upstream sent before its end of partition has been consumed, i.e. when the end of partition is next.
-        Flink triggers such a checkpoint only after the upstream task finished, which it does only once its
-        consumers processed all its records (``ResultPartition.getAllDataProcessedFuture``, FLIP-147), so there
-        the channels hold nothing but the end of partition; our upstream task reports finished as soon as its
-        final checkpoint completed, so the barrier waits here for the data still queued or in flight (else the
-        snapshot would miss records of a finished upstream: not a consistent cut)."""
-        if self._recovered_input:
-            return
-        for info, barrier in list(self._rpc_barriers.items()):
-            if isinstance(self.input_side.get_channel(info).peek(), EndOfPartition):
-                del self._rpc_barriers[info]
-                self.input_side.barrier_handler.process_barrier(barrier, info, True)
 
     def complete_async_part(self, checkpoint_id: int, part: AsyncPart = AsyncPart.SNAPSHOT) -> None:
         """The driver finished ``part`` of ``checkpoint_id`` (an ``AsyncCheckpointStarted`` it was given): the

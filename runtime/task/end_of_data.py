@@ -15,8 +15,7 @@ where a task stands on this way, for the report of a job that did not end in tim
 
 from __future__ import annotations
 
-from barriersim.runtime.events import MAX_WATERMARK, EndOfData, InputChannelInfo, StopMode
-from barriersim.runtime.network.input.input_channel import AcknowledgeAllRecordsProcessed
+from barriersim.runtime.events import MAX_WATERMARK, EndOfData, StopMode
 from barriersim.runtime.task.actions import TaskFinished
 
 
@@ -51,23 +50,13 @@ class TaskEndOfData:
             return  # its input had ended already: it waits for a final checkpoint, which the savepoint is
         self._end_data(StopMode.DRAIN if drain else StopMode.NO_DRAIN, savepoint_id)
 
-    def _on_end_of_data(self, channel: InputChannelInfo, mode: StopMode) -> None:
-        """``EndOfData`` arrived on ``channel``; once every channel has it (or has ended), the task's data ends:
-        drained only if no channel's data was stopped without draining (Flink's ``SingleInputGate.
-        hasReceivedEndOfData``: ``DRAINED`` or ``STOPPED``)."""
-        self._end_of_data_channels[channel] = mode
-        # every record before it was processed (Flink's CheckpointedInputGate acknowledges on EndOfData)
-        self._actions.append(AcknowledgeAllRecordsProcessed(channel))
-        if self._end_of_data_mode is None and self._final_checkpoint_min_id is None and all(
-                info in self._end_of_data_channels or self.input_side.get_channel(info).end_of_partition_received
-                for info in self.input_side.channel_infos()):
+    def _on_input_data_ended(self) -> None:
+        """Every input channel's data ended (``EndOfData`` or end of partition on each)."""
+        if self._end_of_data_mode is None and self._final_checkpoint_min_id is None:
             self._end_data(self._input_end_mode(), max(self.checkpoints.last_checkpoint_id, 0) + 1)
 
     def _input_end_mode(self) -> StopMode:
-        """How the task's input ended: stopped if any channel's data was stopped without ``--drain``, else drained
-        (Flink's ``SingleInputGate.hasReceivedEndOfData``: ``STOPPED`` or ``DRAINED``; a channel that ended
-        without ``EndOfData`` came from an upstream that finished drained)."""
-        return StopMode.NO_DRAIN if StopMode.NO_DRAIN in self._end_of_data_channels.values() else StopMode.DRAIN
+        return self._network_input.end_mode() if self._network_input is not None else StopMode.DRAIN
 
     def _end_data(self, mode: StopMode, final_checkpoint_min_id: int) -> None:
         """Flink's ``StreamTask.endData``: with ``DRAIN`` event time advances to its end (every window fires) and
@@ -81,9 +70,7 @@ class TaskEndOfData:
                 if self.emit_watermarks:
                     self._chain.broadcast_watermark(MAX_WATERMARK)
             else:
-                watermark = self._valve.end_of_all_inputs()
-                if watermark is not None:
-                    self._chain.process_watermark(watermark)
+                self._network_input.advance_to_end_of_event_time()
             self._chain.end_input(final_checkpoint=True)
         self._chain.broadcast_event(EndOfData(mode))
         self._chain.flush_outputs()

@@ -28,11 +28,9 @@ coordinator's checkpoint RPCs do in it (``runtime.task.checkpoint_rpcs``).
 
 from __future__ import annotations
 
-import enum
 import random
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
-
 
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpoint_cost import FREE, CostCharger
@@ -45,16 +43,10 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     TriggerCheckpointOnBarrier,
 )
 from barriersim.runtime.events import (
-    Buffer,
-    CheckpointBarrier,
     CheckpointType,
-    EndOfChannelStateEvent,
-    EndOfData,
-    EndOfPartition,
     InputChannelInfo,
     ResultSubpartitionInfo,
     StopMode,
-    SubtaskConnectionDescriptor,
     Watermark,
 )
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
@@ -62,13 +54,10 @@ from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
-from barriersim.runtime.network.input.virtual_channels import DemultiplexingChannel
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
 from barriersim.runtime.operators.sinks import ExternalStore
-from barriersim.runtime.operators.watermarks import WatermarkValve
-from barriersim.runtime.buffer_content import segments
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.runtime.task.actions import (
@@ -82,23 +71,11 @@ from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPo
 from barriersim.runtime.task.checkpoint_rpcs import TaskCheckpointRpcs
 from barriersim.runtime.task.end_of_data import TaskEndOfData
 from barriersim.runtime.task.operator_chain import OperatorChain
+from barriersim.runtime.task.network_input import StreamTaskNetworkInput
 from barriersim.runtime.task.record_writers import RecordWriters
+from barriersim.runtime.task.step_result import StepOutcome, StepResult
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
 from barriersim.runtime.task.task_restore import TaskRestore
-
-
-class StepOutcome(enum.Enum):
-    PROCESSED = "processed"
-    IDLE = "idle"  # nothing to read now
-    BACKPRESSURED = "backpressured"  # an output partition is full: do not take input
-    FINISHED = "finished"
-
-
-@dataclass(frozen=True)
-class StepResult:
-    outcome: StepOutcome
-    records: int = 0
-    hot_key_records: int = 0
 
 
 UNPACED_SOURCE_BATCH_RECORDS = 256  # records an unpaced source reads per step
@@ -216,14 +193,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
                                     hot_key=self.vertex.params.get("hot_key", -1), memory_threshold=memory_threshold)
 
         self.input_side: Optional[InputSide] = None
-        self._recovered_input: list[tuple[InputChannelInfo, Any]] = []
-        # a rescaled restore's recovered in-flight data: the virtual channels of each input channel that carries
-        # data of several old connections, and the channels whose recovered data has not ended yet (until then the
-        # task declines checkpoints, as Flink's RescalingStreamTaskNetworkInput does)
-        self._demux: dict[InputChannelInfo, DemultiplexingChannel] = {}
-        self._awaiting_end_of_channel_state: set[InputChannelInfo] = set()
-        # FLIP-147 barriers of RPC-triggered checkpoints, per unfinished channel, until the channel's data is consumed
-        self._rpc_barriers: dict[InputChannelInfo, CheckpointBarrier] = {}
+        self._network_input: Optional[StreamTaskNetworkInput] = None
         self._deployed_as_finished = False
         self._source_min_checkpoints = source_min_checkpoints
         self._completed_checkpoints_notified = 0
@@ -234,8 +204,6 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         self._synchronous_savepoint_id: Optional[int] = None
         self._synchronous_savepoint_completed = False
         self._end_of_data_mode: Optional[StopMode] = None
-        self._end_of_data_channels: dict[InputChannelInfo, StopMode] = {}  # how each channel's data ended
-        self._valve: Optional[WatermarkValve] = None
         if not self.operator.is_source:
             gates = input_channel_kinds if input_channel_kinds is not None else [
                 len(graph.channels_in_gate(vertex_name, g, subtask_index)) for g in range(len(graph.gates_of(vertex_name)))]
@@ -249,7 +217,12 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
                 max_buffer_size=network.buffer_size,
                 keep_history=False,
             )
-            self._valve = WatermarkValve(self.input_side.channel_infos())
+            # a two-input operator (the window join) is told which logical input each buffer came from
+            input_of_gate = ([edge.target_input for edge in graph.gates_of(vertex_name)]
+                             if self.vertex.operator.logical_inputs == 2 else None)
+            self._network_input = StreamTaskNetworkInput(
+                self.input_side, self._chain, task_name=self.name, input_of_gate=input_of_gate,
+                upstream=self._send, end_of_data=self._on_input_data_ended, end_of_input=self._finish)
         # buffer debloating starts once the task runs (its first step), as Flink's invoke() schedules it after
         # the restore: announcements must not reach upstream tasks that are still being deployed
         self._debloat_period_ms = network.buffer_debloat.period_ms if (
@@ -270,9 +243,6 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             snapshot_work=self._chain.snapshot_work,
             memory_threshold=memory_threshold,
         )
-        # a two-input operator (the window join) is told which logical input each buffer came from
-        self._input_of_gate = ([edge.target_input for edge in graph.gates_of(vertex_name)]
-                               if self.vertex.operator.logical_inputs == 2 else None)
 
     def _snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType):
         if self.operator.is_source and is_planted(PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER):
@@ -289,14 +259,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         if self.failed:
             return
         try:
-            self.input_side.on_element(channel, element, sequence_number, backlog)
-            if not self._recovered_input:
-                # A priority event (an unaligned barrier, an announcement) is handled on arrival, also while the
-                # task is backpressured or busy: Flink's gate notifies the mailbox (CheckpointedInputGate's
-                # processPriorityEvents mail), which runs it ahead of, and independent of, input processing.
-                self.input_side.process_priority_events(channel.gate_idx)
-            if self._rpc_barriers and channel in self._rpc_barriers:
-                self._deliver_rpc_barriers()
+            self._network_input.on_element(channel, element, sequence_number, backlog)
             if self._crash_mid_alignment:
                 self._check_mid_alignment()
         except TaskCrashed as crash:
@@ -409,40 +372,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             return StepResult(StepOutcome.BACKPRESSURED)
         if self.operator.is_source:
             return self._read_source(source_records)
-        if self._recovered_input:
-            channel, element = self._recovered_input.pop(0)
-            if type(element) is SubtaskConnectionDescriptor:
-                self._on_recovery_event(channel, element)
-                return StepResult(StepOutcome.PROCESSED)
-            result = self._process_buffer(channel, element)
-            if self._rpc_barriers:
-                self._deliver_rpc_barriers()
-            return result
-        boe = self.input_side.poll_next()
-        if boe is None:
-            return StepResult(StepOutcome.IDLE)
-        if isinstance(boe.element, Buffer):
-            result = self._process_buffer(boe.channel_info, boe.element)
-            if self._rpc_barriers:
-                self._deliver_rpc_barriers()  # this may have been the last buffer before an end of partition
-            return result
-        if self._rpc_barriers:
-            self._deliver_rpc_barriers()
-        if type(boe.element) in (SubtaskConnectionDescriptor, EndOfChannelStateEvent):
-            self._on_recovery_event(boe.channel_info, boe.element)
-        elif type(boe.element) is EndOfData:
-            self._on_end_of_data(boe.channel_info, boe.element.mode)
-        elif isinstance(boe.element, EndOfPartition):
-            if self._end_of_data_mode is None and self._end_of_data_channels.get(boe.channel_info) is None:
-                # a channel that ends without EndOfData (an upstream without checkpoints after tasks finish) ended
-                # drained, as if after its MAX_WATERMARK; once the task's data ended nothing more goes out, and after
-                # EndOfData(NO_DRAIN) event time stays: Flink's StatusWatermarkValve never hears of an ended channel
-                wm = self._valve.end_of_input(boe.channel_info)
-                if wm is not None:
-                    self._chain.process_watermark(wm)
-            if self.input_side.is_finished():
-                self._finish()
-        return StepResult(StepOutcome.PROCESSED)
+        return self._network_input.emit_next()
 
     def reads_source(self) -> bool:
         """Whether this is a source task whose next step reads records: it runs, its data did not end (a stop
@@ -483,31 +413,6 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
                 self._chain.broadcast_watermark(Watermark(watermark))
         return StepResult(StepOutcome.PROCESSED, n, self._chain.hot_records(records))
 
-    def _process_buffer(self, channel: InputChannelInfo, buffer: Buffer) -> StepResult:
-        items = buffer.records
-        if self._demux:
-            demux = self._demux.get(channel)
-            if demux is not None and demux.is_selecting:
-                items = demux.demultiplex(items)
-        side = self._input_of_gate[channel.gate_idx] if self._input_of_gate else 0
-        if type(items) is RecordBatch:  # the common case: records only, processed as one batch
-            n = len(items)
-            if n:
-                self._chain.process(items, side)
-            return StepResult(StepOutcome.PROCESSED, n, self._chain.hot_records(items) if n else 0)
-        count = hot = 0
-        for part in segments(items):  # records and watermarks in order; the batch is split at each watermark
-            if type(part) is RecordBatch:
-                if len(part):
-                    self._chain.process(part, side)
-                    count += len(part)
-                    hot += self._chain.hot_records(part)
-            else:
-                combined = self._valve.input_watermark(channel, part)
-                if combined is not None:
-                    self._chain.process_watermark(combined)
-        return StepResult(StepOutcome.PROCESSED, count, hot)
-
     def flush_outputs(self) -> None:
         """Flink's output flusher (``execution.buffer-timeout``, 100 ms by default) finishing open buffers."""
         self._chain.flush_outputs()
@@ -525,6 +430,9 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             self._carry_out(self.checkpoints.notify_output_progress())
         return out
 
+    def _send(self, action: Any) -> None:
+        self._actions.append(action)
+
     def drain_actions(self) -> list[Any]:
         actions, self._actions = self._actions, []
         return actions
@@ -539,7 +447,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
                 self._synchronous_savepoint_id = action.checkpoint_id
             self._carry_out(self.checkpoints.checkpoint_state(
                 action.checkpoint_id, action.timestamp, action.options, action.metrics,
-                is_running=not self._awaiting_end_of_channel_state))
+                is_running=not self._network_input.is_recovering_rescaled_state))
         elif isinstance(action, InitInputsCheckpoint):
             self._carry_out(self.checkpoints.init_inputs_checkpoint(action.checkpoint_id, action.options))
         elif isinstance(action, AddInputData):

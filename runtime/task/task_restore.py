@@ -16,8 +16,8 @@ its outputs.
 
 from __future__ import annotations
 
-from barriersim.runtime.channel_state.reader import ChannelStateRestoreError, SequentialChannelStateReader
-from barriersim.runtime.events import END_OF_CHANNEL_STATE, InputChannelInfo, SubtaskConnectionDescriptor
+from barriersim.runtime.channel_state.reader import SequentialChannelStateReader
+from barriersim.runtime.events import END_OF_CHANNEL_STATE
 from barriersim.runtime.jobgraph import Partitioner
 from barriersim.runtime.network.input.virtual_channels import demultiplexers
 from barriersim.runtime.operators.records import KEY
@@ -49,14 +49,15 @@ class TaskRestore:
         if self.input_side is not None:
             # Recovered in-flight input is processed before any new data (Flink's RecoveredInputChannel).
             descriptor = own.input_rescaling_descriptor
+            recovered = []
             restored_in = reader.read_input_data(
-                lambda info, elements: self._recovered_input.extend((info, e) for e in elements), descriptor)
+                lambda info, elements: recovered.extend((info, e) for e in elements), descriptor)
             if descriptor.is_no_rescale:
-                self._recovered_input.sort(key=lambda item: (item[0], item[1].sequence_number))
+                recovered.sort(key=lambda item: (item[0], item[1].sequence_number))
             infos = self.input_side.channel_infos()
             gates = [[info for info in infos if info.gate_idx == g] for g in range(len(self.input_side.gates))]
-            self._demux = demultiplexers(gates, descriptor, self._record_filter_of_gate)
-            self._awaiting_end_of_channel_state = {info for g in own.end_of_channel_state_gates for info in gates[g]}
+            self._network_input.recover(recovered, demultiplexers(gates, descriptor, self._record_filter_of_gate),
+                                        {info for g in own.end_of_channel_state_gates for info in gates[g]})
         restored_out = reader.read_output_data(self.partitions, own.output_rescaling_descriptor,
                                                own.end_of_channel_state_partitions)
         return {"input_bytes": sum(restored_in.values()), "output_bytes": sum(restored_out.values())}
@@ -70,26 +71,6 @@ class TaskRestore:
         max_p, p, me = self.vertex.max_parallelism, self.vertex.parallelism, self.subtask_index
         key_group_of = KeyGroupAssigner(max_p)
         return lambda batch: operator_indices_for_key_groups(key_group_of.of_keys(batch.columns[KEY]), max_p, p) == me
-
-    def _on_recovery_event(self, channel: InputChannelInfo, event) -> None:
-        """A ``SubtaskConnectionDescriptor`` selects the virtual channel of the recovered buffers that follow; an
-        ``EndOfChannelStateEvent`` ends the channel's recovered data."""
-        demux = self._demux.get(channel)
-        if type(event) is SubtaskConnectionDescriptor:
-            if demux is None:
-                raise ChannelStateRestoreError(
-                    f"{self.name}: recovered data on {channel} names virtual channel {event}, but the channel has none")
-            demux.select(event)
-        else:
-            if demux is not None:
-                demux.finish()
-            self._awaiting_end_of_channel_state.discard(channel)
-
-    @property
-    def is_recovering_rescaled_state(self) -> bool:
-        """Whether recovered in-flight data of a rescaled edge is still to come on some input channel; meanwhile
-        the task declines checkpoints (``CHECKPOINT_DECLINED_TASK_NOT_READY``)."""
-        return bool(self._awaiting_end_of_channel_state)
 
     @property
     def deployed_as_finished(self) -> bool:
