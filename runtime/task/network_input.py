@@ -71,6 +71,10 @@ class StreamTaskNetworkInput:
         self._demux = demux
         self._awaiting_end_of_channel_state = awaiting
 
+    def channels_by_gate(self) -> list[list[InputChannelInfo]]:
+        infos = self.input_side.channel_infos()
+        return [[info for info in infos if info.gate_idx == g] for g in range(len(self.input_side.gates))]
+
     @property
     def is_recovering_rescaled_state(self) -> bool:
         """Whether recovered in-flight data of a rescaled edge is still to come on some input channel; meanwhile

@@ -60,6 +60,7 @@ from barriersim.runtime.operators.factory import create_operator
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.backend import StateBackendConfig
+from barriersim.runtime.state.snapshot import TaskStateSnapshot
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
@@ -116,7 +117,7 @@ class _WakingTimers:
         return self._timers.register_timer(at_ms, fire)
 
 
-class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
+class StreamTask(TaskEndOfData, TaskCheckpointRpcs):
     def __init__(
         self,
         graph: JobGraph,
@@ -243,6 +244,21 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             snapshot_work=self._chain.snapshot_work,
             memory_threshold=memory_threshold,
         )
+        self._restore = TaskRestore(self.vertex, graph.gates_of(vertex_name), subtask_index, self.operator,
+                                    self.partitions, self._network_input)
+
+    def restore(self, snapshot: TaskStateSnapshot | None) -> dict[str, int]:
+        """Load the operator state and re-inject in-flight data (channel state) before any new data
+        (``TaskRestore``); the bytes of recovered input and output."""
+        restored = self._restore.restore(snapshot)
+        if restored.deployed_as_finished:
+            self._deployed_as_finished = True
+        return {"input_bytes": restored.input_bytes, "output_bytes": restored.output_bytes}
+
+    @property
+    def deployed_as_finished(self) -> bool:
+        """Restored from a snapshot in which this task had finished (FLIP-147): it finishes at its first step."""
+        return self._deployed_as_finished
 
     def _snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType):
         if self.operator.is_source and is_planted(PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER):
