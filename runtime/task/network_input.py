@@ -197,7 +197,8 @@ class StreamTaskNetworkInput:
         if watermark is not None:
             self._chain.process_watermark(watermark)
 
-    def is_finished(self) -> bool:
+    def input_channels_ended(self) -> bool:
+        """Every input channel ended (``END_OF_INPUT``)."""
         return self.input_side.is_finished()
 
     # -- checkpoints triggered by RPC on a task whose upstream finished (FLIP-147) ----------------------

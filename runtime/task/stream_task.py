@@ -47,7 +47,6 @@ from barriersim.runtime.events import (
     InputChannelInfo,
     ResultSubpartitionInfo,
     StopMode,
-    Watermark,
 )
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 from barriersim.runtime.ids import ExecutionAttemptID
@@ -74,12 +73,12 @@ from barriersim.runtime.task.end_of_data import TaskEndOfData
 from barriersim.runtime.task.operator_chain import OperatorChain
 from barriersim.runtime.task.network_input import StreamTaskNetworkInput
 from barriersim.runtime.task.record_writers import RecordWriters
+from barriersim.runtime.task.source_input import UNPACED_SOURCE_BATCH_RECORDS, SourceInput
 from barriersim.runtime.task.step_result import StepOutcome, StepResult
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
 from barriersim.runtime.task.task_restore import TaskRestore
 
-
-UNPACED_SOURCE_BATCH_RECORDS = 256  # records an unpaced source reads per step
+__all__ = ["NetworkConfig", "StepOutcome", "StepResult", "StreamTask", "UNPACED_SOURCE_BATCH_RECORDS"]
 
 
 @dataclass(frozen=True)
@@ -195,6 +194,10 @@ class StreamTask(TaskEndOfData, TaskCheckpointRpcs):
 
         self.input_side: Optional[InputSide] = None
         self._network_input: Optional[StreamTaskNetworkInput] = None
+        self._source: Optional[SourceInput] = None
+        if self.operator.is_source:
+            self._source = SourceInput(self.operator.reader, self._chain, self.record_writers,
+                                       batch_records=network.source_batch_records, emit_watermarks=emit_watermarks)
         self._deployed_as_finished = False
         self._source_min_checkpoints = source_min_checkpoints
         self._completed_checkpoints_notified = 0
@@ -397,37 +400,19 @@ class StreamTask(TaskEndOfData, TaskCheckpointRpcs):
                 and self._final_checkpoint_min_id is None and not self.operator.reader.is_finished)
 
     def source_records_until_buffer_finishes(self, max_records: int) -> int:
-        """Of the next records the source would read, how many until the one that finishes a buffer of one of its
-        outputs (``RecordWriters.records_until_buffer_finishes``), looking at no more than ``max_records`` and
-        about twice the outputs' horizon (``buffer_finish_bounds``); the records looked at if none of them does
-        (``max_records`` without a look when no buffer can finish within them)."""
-        fewest, horizon = self.record_writers.buffer_finish_bounds()
-        if fewest >= max_records:
-            return max_records
-        upcoming = self.operator.reader.peek(max(1, min(max_records, 2 * horizon)))
-        return self.record_writers.records_until_buffer_finishes(upcoming) if len(upcoming) else max_records
+        """``SourceInput.records_until_buffer_finishes``: of the source's next records, how many until the one that
+        finishes a buffer of one of its outputs (``max_records`` at most)."""
+        return self._source.records_until_buffer_finishes(max_records)
 
     def _read_source(self, max_records: int | None = None) -> StepResult:
-        """Up to ``max_records`` records (else the configured batch) of the source's splits, written to its outputs."""
-        reader = self.operator.reader
-        if reader.is_finished:
+        """Up to ``max_records`` records (else the configured batch) of the source's splits, written to its outputs;
+        at the end of its splits, the end of input (held until ``source_min_checkpoints`` completed)."""
+        if self.operator.reader.is_finished:
             if self._completed_checkpoints_notified < self._source_min_checkpoints:
                 return StepResult(StepOutcome.IDLE)  # the end of input waits for a completed checkpoint's notice
             self._finish()
             return StepResult(StepOutcome.IDLE if not self.finished else StepOutcome.FINISHED)
-        # Flink's source emits one record per StreamTask.processInput and goes on while taskIsAvailable(): the step
-        # ends at the record after which an output is backpressured
-        records = reader.poll(max_records or self.network.source_batch_records or UNPACED_SOURCE_BATCH_RECORDS,
-                              self.record_writers.records_until_backpressured)
-        self._chain.emit(records)
-        n = len(records)
-        if self.emit_watermarks and n:
-            # Flink's WatermarkStrategy.forMonotonousTimestamps, per split: the largest timestamp seen minus 1 (the
-            # next record may carry the same timestamp), the minimum over the reader's splits
-            watermark = reader.current_watermark()
-            if watermark is not None:
-                self._chain.broadcast_watermark(Watermark(watermark))
-        return StepResult(StepOutcome.PROCESSED, n, self._chain.hot_records(records))
+        return self._source.emit_next(max_records)
 
     def flush_outputs(self) -> None:
         """Flink's output flusher (``execution.buffer-timeout``, 100 ms by default) finishing open buffers."""
