@@ -48,7 +48,7 @@ class TaskCheckpointRpcs:
         metrics = CheckpointMetrics(checkpoint_id, checkpoint_start_delay_ms=max(0, self._clock() - timestamp))
         if self.input_side is None:
             if options.checkpoint_type.is_synchronous:
-                self._stop_source_for_savepoint(checkpoint_id, options.checkpoint_type.should_drain)
+                self._end.stop_source_for_savepoint(checkpoint_id, options.checkpoint_type.should_drain)
             self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics))
             return
         if self._network_input.trigger_unfinished_channels_checkpoint(
@@ -74,20 +74,14 @@ class TaskCheckpointRpcs:
         self._carry_out(self.checkpoints.notify_checkpoint_complete(checkpoint_id))
         self.operator.notify_checkpoint_complete(checkpoint_id)
         self._completed_checkpoints_notified += 1
-        if checkpoint_id == self._synchronous_savepoint_id:
-            # Flink's StreamTask: the synchronous savepoint completes the task's final checkpoint
-            self._synchronous_savepoint_completed = True
-        if self._final_checkpoint_min_id is not None and (checkpoint_id >= self._final_checkpoint_min_id
-                                                          or self._synchronous_savepoint_completed):
-            self._final_checkpoint_completed = True
-            self._finish_after_final_checkpoint()
+        self._end.notify_checkpoint_complete(checkpoint_id)
 
     def notify_checkpoint_aborted(self, checkpoint_id: int, latest_completed_checkpoint_id: int) -> None:
         if self.failed:
             return
         self._carry_out(self.checkpoints.notify_checkpoint_aborted(checkpoint_id, latest_completed_checkpoint_id))
         self.operator.notify_checkpoint_aborted(checkpoint_id)
-        if checkpoint_id == self._synchronous_savepoint_id:
+        if self._end.is_synchronous_savepoint(checkpoint_id):
             # Flink's StreamTask: a task that stopped for a synchronous savepoint cannot go on without it
             self._actions.extend(self.fail())  # Flink's failing task closes its asynchronous parts too
             self._actions.append(TaskFailed(f"{self.name}: Stop-with-savepoint failed (savepoint {checkpoint_id} "

@@ -46,7 +46,6 @@ from barriersim.runtime.events import (
     CheckpointType,
     InputChannelInfo,
     ResultSubpartitionInfo,
-    StopMode,
 )
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 from barriersim.runtime.ids import ExecutionAttemptID
@@ -57,7 +56,6 @@ from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
 from barriersim.runtime.operators.sinks import ExternalStore
-from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.runtime.state.snapshot import TaskStateSnapshot
 from barriersim.runtime.task.actions import (
@@ -66,6 +64,7 @@ from barriersim.runtime.task.actions import (
     DeclineCheckpoint,
     ReportIncompleteSnapshotStats,
     SyncSnapshotTaken,
+    TaskFinished,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
 from barriersim.runtime.task.checkpoint_rpcs import TaskCheckpointRpcs
@@ -116,7 +115,7 @@ class _WakingTimers:
         return self._timers.register_timer(at_ms, fire)
 
 
-class StreamTask(TaskEndOfData, TaskCheckpointRpcs):
+class StreamTask(TaskCheckpointRpcs):
     def __init__(
         self,
         graph: JobGraph,
@@ -201,13 +200,6 @@ class StreamTask(TaskEndOfData, TaskCheckpointRpcs):
         self._deployed_as_finished = False
         self._source_min_checkpoints = source_min_checkpoints
         self._completed_checkpoints_notified = 0
-        self._checkpoints_after_tasks_finish = checkpoints_after_tasks_finish
-        self._final_checkpoint_min_id: Optional[int] = None  # set once the data ended (FLIP-147)
-        self._final_checkpoint_completed = False  # then it finishes once its consumers processed all its data
-        # stop-with-savepoint: the synchronous savepoint the task stopped for, and how its data ended (EndOfData)
-        self._synchronous_savepoint_id: Optional[int] = None
-        self._synchronous_savepoint_completed = False
-        self._end_of_data_mode: Optional[StopMode] = None
         if not self.operator.is_source:
             gates = input_channel_kinds if input_channel_kinds is not None else [
                 len(graph.channels_in_gate(vertex_name, g, subtask_index)) for g in range(len(graph.gates_of(vertex_name)))]
@@ -247,6 +239,9 @@ class StreamTask(TaskEndOfData, TaskCheckpointRpcs):
             snapshot_work=self._chain.snapshot_work,
             memory_threshold=memory_threshold,
         )
+        self._end = TaskEndOfData(self._chain, self._source or self._network_input, self.checkpoints,
+                                  checkpoints_after_tasks_finish=checkpoints_after_tasks_finish,
+                                  end_partitions=self._end_partitions)
         self._restore = TaskRestore(self.vertex, graph.gates_of(vertex_name), subtask_index, self.operator,
                                     self.partitions, self._network_input)
 
@@ -316,7 +311,7 @@ class StreamTask(TaskEndOfData, TaskCheckpointRpcs):
         if self.failed:
             return
         self.partitions[info.partition_idx].on_subpartition_all_data_processed(info)
-        self._finish_after_final_checkpoint()
+        self._end.finish_after_final_checkpoint()
 
     def fail(self) -> list[ReportIncompleteSnapshotStats]:
         """The task dies (failover) and releases what it holds, as Flink's ``Task`` does when it fails
@@ -338,6 +333,42 @@ class StreamTask(TaskEndOfData, TaskCheckpointRpcs):
             self.input_side.close()
         reports = self.checkpoints.cancel()
         return [] if was_finished else reports  # a finished task is not cancelled (Flink's FINISHED is final)
+
+    # -- the end of the task's data and its finishing (``TaskEndOfData``) ---------------------------------
+
+    def _on_input_data_ended(self) -> None:
+        self._end.on_input_data_ended()
+
+    def _finish(self) -> None:
+        """End of all input (``TaskEndOfData.end_of_input``), unless the task finished."""
+        if not self.finished:
+            self._end.end_of_input()
+
+    def _end_partitions(self) -> None:
+        if self.finished:
+            return
+        self._chain.finish_partitions()
+        self.finished = True
+        self._actions.append(TaskFinished(self.attempt_id))
+
+    def lifecycle_report(self) -> dict:
+        """Where the task stands on its way to finishing, for a driver's report of a job that did not end in time:
+        its data ended (``END_OF_DATA``, how), its latest checkpoint and whether its final one completed, its
+        input channels that ended (``END_OF_INPUT`` once all did), its partitions whose consumers processed
+        all its data, and how many completed checkpoints it was notified of (what a source holding its end for
+        ``source_min_checkpoints`` counts)."""
+        ended_channels = channels = 0
+        if self.input_side is not None:
+            channels = len(self.input_side.channel_infos())
+            ended_channels = channels - len(self.input_side.unfinished_channels())
+        return {"finished": self.finished, "failed": self.failed,
+                "data_ended": None if self._end.mode is None else self._end.mode.name,
+                "latest_checkpoint_id": self.checkpoints.last_checkpoint_id,
+                "final_checkpoint_completed": self._end.final_checkpoint_completed,
+                "input_channels_ended": f"{ended_channels}/{channels}",
+                "partitions_all_data_processed": f"{sum(p.all_data_processed for p in self.partitions)}/"
+                                                 f"{len(self.partitions)}",
+                "completed_checkpoints_notified": self._completed_checkpoints_notified}
 
     # -- crash points of the fault schedule (runtime.task.crash_points) ------------------------------------
 
@@ -385,7 +416,8 @@ class StreamTask(TaskEndOfData, TaskCheckpointRpcs):
             return StepResult(StepOutcome.FINISHED)
         if self.input_side is not None:
             self.input_side.release_processed()  # the previous step processed its buffer, whatever comes next
-        if self._final_checkpoint_min_id is not None and (self._end_of_data_mode is None or self.input_side is None):
+        end = self._end
+        if end.final_checkpoint_min_id is not None and (end.mode is None or self._source is not None):
             return StepResult(StepOutcome.IDLE)  # data ended; waiting for the final checkpoint
         if self.is_backpressured():
             return StepResult(StepOutcome.BACKPRESSURED)
@@ -397,7 +429,7 @@ class StreamTask(TaskEndOfData, TaskCheckpointRpcs):
         """Whether this is a source task whose next step reads records: it runs, its data did not end (a stop
         with a drained savepoint ends it) and its reader has records left."""
         return (self.operator.is_source and not self.finished and not self._deployed_as_finished
-                and self._final_checkpoint_min_id is None and not self.operator.reader.is_finished)
+                and self._end.final_checkpoint_min_id is None and not self.operator.reader.is_finished)
 
     def source_records_until_buffer_finishes(self, max_records: int) -> int:
         """``SourceInput.records_until_buffer_finishes``: of the source's next records, how many until the one that
@@ -445,7 +477,7 @@ class StreamTask(TaskEndOfData, TaskCheckpointRpcs):
             self._actions.append(action)
         elif isinstance(action, TriggerCheckpointOnBarrier):
             if action.options.checkpoint_type.is_synchronous:
-                self._synchronous_savepoint_id = action.checkpoint_id
+                self._end.on_synchronous_savepoint(action.checkpoint_id)
             self._carry_out(self.checkpoints.checkpoint_state(
                 action.checkpoint_id, action.timestamp, action.options, action.metrics,
                 is_running=not self._network_input.is_recovering_rescaled_state))
