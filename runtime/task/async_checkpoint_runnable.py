@@ -92,7 +92,8 @@ class AsyncCheckpointRunnable:
             or result.result_subpartition_state_handles.is_completed_exceptionally()
         ):
             error = result.input_channel_state_handles.exception or result.result_subpartition_state_handles.exception
-            return DeclineCheckpoint(self.checkpoint_id, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION, repr(error))
+            return DeclineCheckpoint(self.checkpoint_id, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
+                                     repr(error))
         return None
 
     def acknowledgement(self, operator_id: OperatorID, final_input_metrics: Optional[CheckpointMetrics],

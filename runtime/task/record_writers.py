@@ -1,18 +1,10 @@
 """A task's record writers: how the records and watermarks its operator emits reach its result partitions.
 
-How this works: ``RecordWriters`` holds one writer per output edge of the task, each writing into that edge's
-``ResultPartition`` with the edge's partitioner choosing the subpartition of every record: forward (the one
-subpartition), rebalance (round robin, starting at a channel drawn from the task's injected random source, as
-Flink's ``RebalancePartitioner`` starts at a random channel, and continuing across batches), hash (key -> key
-group -> consumer subtask, Flink's ``KeyGroupStreamPartitioner``) and broadcast (every subpartition). ``emit``
-writes a ``RecordBatch``: the partitioner computes the targets of the whole batch at once (the hash partitioner
-with ``KeyGroupAssigner.of_keys``: Flink's murmur hash of the key's hash code, modulo the max parallelism, then
-the key group's operator index), and the partition cuts each subpartition's share from the batch.
-``records_until_backpressured`` tells how much of a batch the outputs take before one is backpressured, the record
-that makes it so included (a source reads only that much); ``records_until_buffer_finishes`` how much until one of
-them finishes a buffer (when the simulator's paced source next sends something).
-``broadcast`` writes a watermark to every subpartition of every partition. Mirrors Flink's ``RecordWriterOutput``
-over ``ChannelSelectorRecordWriter`` / ``BroadcastRecordWriter``.
+``RecordWriters`` holds one writer per output edge, the edge's partitioner choosing the subpartition of every record
+(forward, rebalance, hash, broadcast) for a whole ``RecordBatch`` at once; each partition's ``BufferWriter`` cuts
+each subpartition's share from the batch. It also tells how many records the outputs take before one is
+backpressured, or until one finishes a buffer. Mirrors Flink's ``RecordWriterOutput`` over
+``ChannelSelectorRecordWriter`` / ``BroadcastRecordWriter``. See ``docs/architecture.md``, "The data plane".
 """
 
 from __future__ import annotations

@@ -1,29 +1,10 @@
-"""One subtask of a job, sans-IO: its input gates with their barrier handler, its operator, its result
-partitions and its checkpoint steps, composed as Flink's ``StreamTask`` composes them.
-
-How this works: the driver (the simulator or a Ray actor) owns time, the network and scheduling; the task owns
-every protocol rule. The driver hands the task what arrives (``on_element`` for a channel element with its
-sequence number and the sender's backlog, ``on_credit``, ``on_resume_consumption`` and
-``on_all_records_processed`` for its result subpartitions, ``trigger_checkpoint`` from the coordinator for
-sources, ``notify_checkpoint_complete`` / ``notify_checkpoint_aborted``), asks it to do one unit of work with
-``process_next()`` (one input buffer or event, or one batch read from the source split), and collects two kinds of
-output: ``poll_sendable()`` gives the elements its partitions may send now (credit-based flow control decides),
-and ``drain_actions()`` gives messages for others (``UPSTREAM_MESSAGES`` for upstream tasks: credit, resume,
-buffer size and the acknowledgement of their ``EndOfData``; acknowledgements and declines for the coordinator,
-``TaskFinished``). When its data ends (``_end_data``, as Flink's ``StreamTask.endData``) it sends ``EndOfData`` on
-and finishes once its final checkpoint completed and its consumers acknowledged all its data. Barrier-handler
-actions are wired to the checkpoint steps inside the task: a ``TriggerCheckpointOnBarrier`` runs
-``SubtaskCheckpointCoordinator.checkpoint_state`` at once, as Flink's mailbox does. Timers the task registers call
-the driver's ``wakeup`` after they fire, so the driver knows to collect their effects. Records travel as
-``RecordBatch``es (``runtime.record_batch``): a source step reads a batch from its split, an input buffer's
-records are one batch (or, with watermarks between them, batches split at the watermarks, processed in order), the
-operator turns a batch into a batch, and records and watermarks reach the result partitions through the task's
-``RecordWriters`` (``runtime.task.record_writers``: Flink's partitioners, vectorized). A fault schedule's
-task-side crash points (``runtime.task.crash_points``: ``before_forwarding_barrier``, ``mid_alignment``) stop the
-task where the protocol reaches them: it fails at once and emits ``CrashedAtProtocolPoint`` for its driver. Three
-parts of the task live in modules of their own, as base classes sharing its state: its restore
-(``runtime.task.task_restore``), how its data ends and it finishes (``runtime.task.end_of_data``), and what the
-coordinator's checkpoint RPCs do in it (``runtime.task.checkpoint_rpcs``).
+"""One subtask of a job, sans-IO, composed as Flink's ``StreamTask``: its input (a ``SourceInput``, or a
+``StreamTaskNetworkInput`` over its input gates and barrier handler), its ``OperatorChain`` with the result partitions,
+its checkpoint steps (``SubtaskCheckpointCoordinator``), its restore (``TaskRestore``) and the end of its data
+(``TaskEndOfData``). The driver (the simulator or a Ray actor) hands it what arrives (``on_element``, ``on_credit``,
+..., the coordinator's RPCs), asks it for one unit of work (``process_next``), and collects what its partitions may
+send (``poll_sendable``) and its messages for others (``drain_actions``). See ``docs/architecture.md``, "The data
+plane".
 """
 
 from __future__ import annotations
@@ -39,17 +20,21 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
     AddInputData,
     AllBarriersReceived,
+    CheckpointMetrics,
     InitInputsCheckpoint,
     TriggerCheckpointOnBarrier,
 )
 from barriersim.runtime.events import (
+    CheckpointBarrier,
+    CheckpointOptions,
     CheckpointType,
     InputChannelInfo,
     ResultSubpartitionInfo,
 )
+from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.jobgraph import JobEdge, JobGraph
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
 from barriersim.runtime.network.output.result_partition import ResultPartition
@@ -61,13 +46,14 @@ from barriersim.runtime.state.snapshot import TaskStateSnapshot
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
+    AsyncPart,
     DeclineCheckpoint,
     ReportIncompleteSnapshotStats,
     SyncSnapshotTaken,
+    TaskFailed,
     TaskFinished,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
-from barriersim.runtime.task.checkpoint_rpcs import TaskCheckpointRpcs
 from barriersim.runtime.task.end_of_data import TaskEndOfData
 from barriersim.runtime.task.operator_chain import OperatorChain
 from barriersim.runtime.task.network_input import StreamTaskNetworkInput
@@ -115,7 +101,38 @@ class _WakingTimers:
         return self._timers.register_timer(at_ms, fire)
 
 
-class StreamTask(TaskCheckpointRpcs):
+def result_partitions(graph: JobGraph, output_edges: Sequence[JobEdge], subtask_index: int, network: NetworkConfig,
+                      local_subpartitions: Optional[Sequence[Sequence[bool]]]) -> list[ResultPartition]:
+    """A subtask's result partitions, one per output edge (Flink's ``ResultPartitionFactory``)."""
+    return [
+        ResultPartition(i, len(graph.subpartitions_of(edge, subtask_index)),
+                        memory_segment_size=network.buffer_size,
+                        max_buffers_per_channel=network.max_buffers_per_channel,
+                        supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge),
+                        local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else (),
+                        starting_buffer_size=network.buffer_debloat.starting_size(network.buffer_size))
+        for i, edge in enumerate(output_edges)
+    ]
+
+
+def checkpointed_input_side(gates: Sequence, mode: CheckpointingMode, clock: Callable[[], int], timers, task_name: str,
+                            network: NetworkConfig, checkpoints_after_tasks_finish: bool,
+                            sink: Callable[[Any], None]) -> InputSide:
+    """A subtask's input gates with their barrier handler, whose actions go to ``sink`` (Flink's
+    ``InputProcessorUtil.createCheckpointedMultipleInputGate``)."""
+    return InputSide(
+        gates, mode, clock, timers, task_name=task_name,
+        enable_checkpoint_after_tasks_finished=checkpoints_after_tasks_finish,
+        exclusive_buffers_per_channel=network.exclusive_buffers_per_channel,
+        floating_buffers_per_gate=network.floating_buffers_per_gate,
+        sink=sink,
+        buffer_debloat=network.buffer_debloat,
+        max_buffer_size=network.buffer_size,
+        keep_history=False,
+    )
+
+
+class StreamTask:
     def __init__(
         self,
         graph: JobGraph,
@@ -142,28 +159,19 @@ class StreamTask(TaskCheckpointRpcs):
         state_backend: StateBackendConfig = StateBackendConfig(),
         source_min_checkpoints: int = 0,
     ):
-        """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (where the producer runs:
-        ``runtime.job.placement``); default every channel remote. ``local_subpartitions``: per output edge, whether
-        each subpartition's consumer reads it through a local channel (default: none). ``cost``: what checkpoints cost
-        (``runtime.checkpoint_cost``); with one, the asynchronous part and the channel-state write of each checkpoint
-        are the driver's to complete (``SyncSnapshotTaken`` / ``AsyncCheckpointStarted`` among ``drain_actions()``,
-        then ``complete_async_part``); without one, checkpoints cost nothing and acknowledge at once.
-        ``memory_threshold``: state streams at or above it are files of their own (Flink's
-        ``state.storage.fs.memory-threshold``). ``state_backend``: the keyed state backend of a keyed operator
-        (``runtime.state.backend``). ``source_min_checkpoints``: a source that read its splits to the end holds its
-        end of input until it was notified of that many completed checkpoints (Flink's ``minCheckpoints`` of
-        ``UnalignedCheckpointTestBase.LongSource``, whose reader returns ``END_OF_INPUT`` only once
-        ``numCompletedCheckpoints >= minCheckpoints``), so that a job completes at least that many checkpoints
-        however fast or slow it runs; counted from the task's deployment (Flink's test source keeps the count in
-        its split state across restarts); 0: the source ends with its splits."""
+        """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (default every channel
+        remote); ``local_subpartitions``: per output edge, whether each subpartition's consumer reads it through a
+        local channel (default: none). ``cost``: what checkpoints cost (``runtime.checkpoint_cost``); with one, the
+        driver completes the asynchronous parts (``AsyncCheckpointStarted``, then ``complete_async_part``), without
+        one they cost nothing. ``memory_threshold``: state streams at or above it are files of their own.
+        ``source_min_checkpoints``: a source at the end of its splits holds its end of input until it was notified
+        of that many completed checkpoints (Flink's ``UnalignedCheckpointTestBase.LongSource``; ``docs/
+        architecture.md``)."""
         self.graph = graph
         self.vertex = graph.vertex(vertex_name)
         self.subtask_index = subtask_index
         self.attempt_id = attempt_id
         self.name = f"{vertex_name}#{subtask_index}"
-        self.network = network
-        self.emit_watermarks = emit_watermarks
-        self._memory_threshold = memory_threshold
         self._clock = clock
         self._actions: list[Any] = []
         self.finished = False
@@ -175,44 +183,29 @@ class StreamTask(TaskCheckpointRpcs):
                                         attempt=attempt_id.attempt_number, state_backend=state_backend,
                                         memory_threshold=memory_threshold, rng=rng)
 
-        self.output_edges = graph.outputs_of(vertex_name)
-        self.partitions = [
-            ResultPartition(i, len(graph.subpartitions_of(edge, subtask_index)),
-                            memory_segment_size=network.buffer_size,
-                            max_buffers_per_channel=network.max_buffers_per_channel,
-                            supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge),
-                            local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else (),
-                            starting_buffer_size=network.buffer_debloat.starting_size(network.buffer_size))
-            for i, edge in enumerate(self.output_edges)
-        ]
+        output_edges = graph.outputs_of(vertex_name)
+        self.partitions = result_partitions(graph, output_edges, subtask_index, network, local_subpartitions)
         # the bytes of each record this task emits: its vertex's output record size, else the network's
         record_size = self.vertex.params.get("record_size") or network.record_size
-        self.record_writers = RecordWriters(graph, self.output_edges, self.partitions, record_size, rng)
+        self.record_writers = RecordWriters(graph, output_edges, self.partitions, record_size, rng)
         self._chain = OperatorChain(self.operator, self.partitions, self.record_writers,
                                     hot_key=self.vertex.params.get("hot_key", -1), memory_threshold=memory_threshold)
 
-        self.input_side: Optional[InputSide] = None
-        self._network_input: Optional[StreamTaskNetworkInput] = None
-        self._source: Optional[SourceInput] = None
-        if self.operator.is_source:
-            self._source = SourceInput(self.operator.reader, self._chain, self.record_writers,
-                                       batch_records=network.source_batch_records, emit_watermarks=emit_watermarks)
         self._deployed_as_finished = False
         self._source_min_checkpoints = source_min_checkpoints
         self._completed_checkpoints_notified = 0
-        if not self.operator.is_source:
+        # the task's input: a source's splits, or its input gates with their barrier handler
+        self.input_side: Optional[InputSide] = None
+        self._source: Optional[SourceInput] = None
+        self._network_input: Optional[StreamTaskNetworkInput] = None
+        if self.operator.is_source:
+            self._source = SourceInput(self.operator.reader, self._chain, self.record_writers,
+                                       batch_records=network.source_batch_records, emit_watermarks=emit_watermarks)
+        else:
             gates = input_channel_kinds if input_channel_kinds is not None else [
                 len(graph.channels_in_gate(vertex_name, g, subtask_index)) for g in range(len(graph.gates_of(vertex_name)))]
-            self.input_side = InputSide(
-                gates, mode, clock, timers, task_name=self.name,
-                enable_checkpoint_after_tasks_finished=checkpoints_after_tasks_finish,
-                exclusive_buffers_per_channel=network.exclusive_buffers_per_channel,
-                floating_buffers_per_gate=network.floating_buffers_per_gate,
-                sink=self._on_input_action,
-                buffer_debloat=network.buffer_debloat,
-                max_buffer_size=network.buffer_size,
-                keep_history=False,
-            )
+            self.input_side = checkpointed_input_side(gates, mode, clock, timers, self.name, network,
+                                                      checkpoints_after_tasks_finish, self._on_input_action)
             # a two-input operator (the window join) is told which logical input each buffer came from
             input_of_gate = ([edge.target_input for edge in graph.gates_of(vertex_name)]
                              if self.vertex.operator.logical_inputs == 2 else None)
@@ -284,17 +277,6 @@ class StreamTask(TaskCheckpointRpcs):
             return
         self.partitions[info.partition_idx].add_credit(info, credit)
 
-    def _schedule_debloat(self, period_ms: int) -> None:
-        """Flink's ``scheduleBufferDebloater``: every period, each input gate recalculates its buffer size and
-        announces a changed one upstream (``AnnounceBufferSize`` actions)."""
-        def debloat() -> None:
-            if self.failed or self.finished:
-                return
-            self.input_side.trigger_debloating()
-            self._schedule_debloat(period_ms)
-
-        self._timers.register_timer(self._clock() + period_ms, debloat)
-
     def on_new_buffer_size(self, info: ResultSubpartitionInfo, buffer_size: int) -> None:
         """The consumer's debloated buffer size for subpartition ``info`` (``AnnounceBufferSize``)."""
         if self.failed:
@@ -314,15 +296,11 @@ class StreamTask(TaskCheckpointRpcs):
         self._end.finish_after_final_checkpoint()
 
     def fail(self) -> list[ReportIncompleteSnapshotStats]:
-        """The task dies (failover) and releases what it holds, as Flink's ``Task`` does when it fails
-        (``releaseResources``): its external transactions are aborted, its result partitions are released
-        (``failAllResultPartitions``: nothing they queue is ever sent, so no consumer sees a gap in a dead
-        producer's wire sequence numbers), its input gates and barrier handler are closed
-        (``closeAllInputGates``, alignment timer cancelled) and its checkpoint steps are cancelled (output
-        alignment timer, running asynchronous parts). Returns what the closed asynchronous parts report
-        (``ReportIncompleteSnapshotStats``, for the JobMaster's ``report_incomplete_snapshot_stats``; nothing the
-        second time): a cancelled task's, or one that failed by itself; a task that dies as a process dies sends
-        nothing. Idempotent."""
+        """The task dies (failover) and releases what it holds, as Flink's ``Task.releaseResources``: external
+        transactions aborted, result partitions released (nothing they queue is sent), input gates and barrier
+        handler closed, checkpoint steps cancelled. Returns what the closed asynchronous parts report (for the
+        JobMaster's ``report_incomplete_snapshot_stats``; nothing the second time, nothing for a task that had
+        finished). Idempotent."""
         if self.failed:
             return []
         was_finished = self.finished
@@ -333,57 +311,6 @@ class StreamTask(TaskCheckpointRpcs):
             self.input_side.close()
         reports = self.checkpoints.cancel()
         return [] if was_finished else reports  # a finished task is not cancelled (Flink's FINISHED is final)
-
-    # -- the end of the task's data and its finishing (``TaskEndOfData``) ---------------------------------
-
-    def _on_input_data_ended(self) -> None:
-        self._end.on_input_data_ended()
-
-    def _finish(self) -> None:
-        """End of all input (``TaskEndOfData.end_of_input``), unless the task finished."""
-        if not self.finished:
-            self._end.end_of_input()
-
-    def _end_partitions(self) -> None:
-        if self.finished:
-            return
-        self._chain.finish_partitions()
-        self.finished = True
-        self._actions.append(TaskFinished(self.attempt_id))
-
-    def lifecycle_report(self) -> dict:
-        """Where the task stands on its way to finishing, for a driver's report of a job that did not end in time:
-        its data ended (``END_OF_DATA``, how), its latest checkpoint and whether its final one completed, its
-        input channels that ended (``END_OF_INPUT`` once all did), its partitions whose consumers processed
-        all its data, and how many completed checkpoints it was notified of (what a source holding its end for
-        ``source_min_checkpoints`` counts)."""
-        ended_channels = channels = 0
-        if self.input_side is not None:
-            channels = len(self.input_side.channel_infos())
-            ended_channels = channels - len(self.input_side.unfinished_channels())
-        return {"finished": self.finished, "failed": self.failed,
-                "data_ended": None if self._end.mode is None else self._end.mode.name,
-                "latest_checkpoint_id": self.checkpoints.last_checkpoint_id,
-                "final_checkpoint_completed": self._end.final_checkpoint_completed,
-                "input_channels_ended": f"{ended_channels}/{channels}",
-                "partitions_all_data_processed": f"{sum(p.all_data_processed for p in self.partitions)}/"
-                                                 f"{len(self.partitions)}",
-                "completed_checkpoints_notified": self._completed_checkpoints_notified}
-
-    # -- crash points of the fault schedule (runtime.task.crash_points) ------------------------------------
-
-    def _check_mid_alignment(self) -> None:
-        if self.input_side is None:
-            return  # a source has no alignment (FaultSchedule.check_against refuses such a fault)
-        checkpoint_id = self.input_side.alignment_checkpoint_id()
-        if checkpoint_id is not None:
-            self._crash_points.reached(ProtocolPoint.MID_ALIGNMENT, checkpoint_id)
-
-    def _crashed(self, crash: TaskCrashed) -> None:
-        """The task stopped at a crash point: it dies as a process dies (nothing it queued is sent, nothing
-        that arrives is taken) and tells its driver, which fails the job over."""
-        self.fail()  # a dead process reports no closed asynchronous part
-        self._actions.append(CrashedAtProtocolPoint(crash.point, crash.checkpoint_id))
 
     # -- work ----------------------------------------------------------------------------------------
 
@@ -450,6 +377,17 @@ class StreamTask(TaskCheckpointRpcs):
         """Flink's output flusher (``execution.buffer-timeout``, 100 ms by default) finishing open buffers."""
         self._chain.flush_outputs()
 
+    def _schedule_debloat(self, period_ms: int) -> None:
+        """Flink's ``scheduleBufferDebloater``: every period, each input gate recalculates its buffer size and
+        announces a changed one upstream (``AnnounceBufferSize`` actions)."""
+        def debloat() -> None:
+            if self.failed or self.finished:
+                return
+            self.input_side.trigger_debloating()
+            self._schedule_debloat(period_ms)
+
+        self._timers.register_timer(self._clock() + period_ms, debloat)
+
     # -- outputs to the driver -----------------------------------------------------------------------
 
     def poll_sendable(self) -> list[tuple[ResultSubpartitionInfo, BufferAndBacklog]]:
@@ -469,6 +407,71 @@ class StreamTask(TaskCheckpointRpcs):
     def drain_actions(self) -> list[Any]:
         actions, self._actions = self._actions, []
         return actions
+
+    # -- the coordinator's checkpoint RPCs ----------------------------------------------------------------
+
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
+        """A checkpoint triggered by the coordinator (Flink's ``triggerCheckpointAsync``): a source's, or, after
+        its upstream tasks finished (FLIP-147), a downstream task's. Like Flink's
+        ``triggerUnfinishedChannelsCheckpoint``, the barrier then enters the barrier handler on every channel
+        whose end of partition was not consumed yet; with no such channel the task checkpoints at once, its
+        inputs complete. A task that has finished declines, as Flink's ``Task.triggerCheckpointBarrier`` does for a
+        task that is not running."""
+        try:
+            self._trigger_checkpoint(checkpoint_id, timestamp, options)
+        except TaskCrashed as crash:
+            self._crashed(crash)
+
+    def _trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
+        if self.finished:
+            self._actions.append(DeclineCheckpoint(
+                checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, f"{self.name} has finished"))
+            return
+        # a checkpoint injected by the trigger RPC (a source's, or a task's whose inputs all finished) starts when
+        # the RPC arrives and aligns nothing (Flink's StreamTask.triggerCheckpointAsyncInMailbox:
+        # latestAsyncCheckpointStartDelayNanos)
+        metrics = CheckpointMetrics(checkpoint_id, checkpoint_start_delay_ms=max(0, self._clock() - timestamp))
+        if self.input_side is None:
+            if options.checkpoint_type.is_synchronous:
+                self._end.stop_source_for_savepoint(checkpoint_id, options.checkpoint_type.should_drain)
+            self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics))
+            return
+        if self._network_input.trigger_unfinished_channels_checkpoint(
+                CheckpointBarrier(checkpoint_id, timestamp, options)):
+            if self._crash_mid_alignment:
+                self._check_mid_alignment()
+            return
+        self._carry_out(self.checkpoints.init_inputs_checkpoint(checkpoint_id, options))
+        recovering = self._network_input.is_recovering_rescaled_state
+        self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics,
+                                                          is_running=not recovering))
+        self._carry_out(self.checkpoints.on_all_barriers_received(checkpoint_id, metrics))
+
+    def complete_async_part(self, checkpoint_id: int, part: AsyncPart = AsyncPart.SNAPSHOT) -> None:
+        """The driver finished ``part`` of ``checkpoint_id`` (an ``AsyncCheckpointStarted`` it was given): the
+        acknowledgement may follow. Nothing happens for a task that failed meanwhile."""
+        if self.failed:
+            return
+        self._carry_out(self.checkpoints.complete_async_part(checkpoint_id, part))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if self.failed:
+            return
+        self._carry_out(self.checkpoints.notify_checkpoint_complete(checkpoint_id))
+        self.operator.notify_checkpoint_complete(checkpoint_id)
+        self._completed_checkpoints_notified += 1
+        self._end.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int, latest_completed_checkpoint_id: int) -> None:
+        if self.failed:
+            return
+        self._carry_out(self.checkpoints.notify_checkpoint_aborted(checkpoint_id, latest_completed_checkpoint_id))
+        self.operator.notify_checkpoint_aborted(checkpoint_id)
+        if self._end.is_synchronous_savepoint(checkpoint_id):
+            # Flink's StreamTask: a task that stopped for a synchronous savepoint cannot go on without it
+            self._actions.extend(self.fail())  # Flink's failing task closes its asynchronous parts too
+            self._actions.append(TaskFailed(f"{self.name}: Stop-with-savepoint failed (savepoint {checkpoint_id} "
+                                            f"was aborted)"))
 
     # -- wiring of the handler's and the checkpoint steps' actions ---------------------------------------
 
@@ -502,3 +505,54 @@ class StreamTask(TaskCheckpointRpcs):
                 self._actions.append(action)
             # BroadcastEvent, CheckpointSkipped: the partitions already hold the event; the driver sends what they
             # hand out.
+
+    # -- the end of the task's data and its finishing (``TaskEndOfData``) ---------------------------------
+
+    def _on_input_data_ended(self) -> None:
+        self._end.on_input_data_ended()
+
+    def _finish(self) -> None:
+        """End of all input (``TaskEndOfData.end_of_input``), unless the task finished."""
+        if not self.finished:
+            self._end.end_of_input()
+
+    def _end_partitions(self) -> None:
+        if self.finished:
+            return
+        self._chain.finish_partitions()
+        self.finished = True
+        self._actions.append(TaskFinished(self.attempt_id))
+
+    def lifecycle_report(self) -> dict:
+        """Where the task stands on its way to finishing, for a driver's report of a job that did not end in time:
+        its data ended (``END_OF_DATA``, how), its latest checkpoint and whether its final one completed, its
+        input channels that ended (``END_OF_INPUT`` once all did), its partitions whose consumers processed
+        all its data, and how many completed checkpoints it was notified of (what a source holding its end for
+        ``source_min_checkpoints`` counts)."""
+        ended_channels = channels = 0
+        if self.input_side is not None:
+            channels = len(self.input_side.channel_infos())
+            ended_channels = channels - len(self.input_side.unfinished_channels())
+        return {"finished": self.finished, "failed": self.failed,
+                "data_ended": None if self._end.mode is None else self._end.mode.name,
+                "latest_checkpoint_id": self.checkpoints.last_checkpoint_id,
+                "final_checkpoint_completed": self._end.final_checkpoint_completed,
+                "input_channels_ended": f"{ended_channels}/{channels}",
+                "partitions_all_data_processed": f"{sum(p.all_data_processed for p in self.partitions)}/"
+                                                 f"{len(self.partitions)}",
+                "completed_checkpoints_notified": self._completed_checkpoints_notified}
+
+    # -- crash points of the fault schedule (runtime.task.crash_points) ------------------------------------
+
+    def _check_mid_alignment(self) -> None:
+        if self.input_side is None:
+            return  # a source has no alignment (FaultSchedule.check_against refuses such a fault)
+        checkpoint_id = self.input_side.alignment_checkpoint_id()
+        if checkpoint_id is not None:
+            self._crash_points.reached(ProtocolPoint.MID_ALIGNMENT, checkpoint_id)
+
+    def _crashed(self, crash: TaskCrashed) -> None:
+        """The task stopped at a crash point: it dies as a process dies (nothing it queued is sent, nothing
+        that arrives is taken) and tells its driver, which fails the job over."""
+        self.fail()  # a dead process reports no closed asynchronous part
+        self._actions.append(CrashedAtProtocolPoint(crash.point, crash.checkpoint_id))
