@@ -1,39 +1,17 @@
-"""One subtask of a job, sans-IO: its input gates with their barrier handler, its operator, its result
-partitions and its checkpoint steps, composed as Flink's ``StreamTask`` composes them.
-
-How this works: the driver (the simulator or a Ray actor) owns time, the network and scheduling; the task owns
-every protocol rule. The driver hands the task what arrives (``on_element`` for a channel element with its
-sequence number and the sender's backlog, ``on_credit``, ``on_resume_consumption`` and
-``on_all_records_processed`` for its result subpartitions, ``trigger_checkpoint`` from the coordinator for
-sources, ``notify_checkpoint_complete`` / ``notify_checkpoint_aborted``), asks it to do one unit of work with
-``process_next()`` (one input buffer or event, or one batch read from the source split), and collects two kinds of
-output: ``poll_sendable()`` gives the elements its partitions may send now (credit-based flow control decides),
-and ``drain_actions()`` gives messages for others (``UPSTREAM_MESSAGES`` for upstream tasks: credit, resume,
-buffer size and the acknowledgement of their ``EndOfData``; acknowledgements and declines for the coordinator,
-``TaskFinished``). When its data ends (``_end_data``, as Flink's ``StreamTask.endData``) it sends ``EndOfData`` on
-and finishes once its final checkpoint completed and its consumers acknowledged all its data. Barrier-handler
-actions are wired to the checkpoint steps inside the task: a ``TriggerCheckpointOnBarrier`` runs
-``SubtaskCheckpointCoordinator.checkpoint_state`` at once, as Flink's mailbox does. Timers the task registers call
-the driver's ``wakeup`` after they fire, so the driver knows to collect their effects. Records travel as
-``RecordBatch``es (``runtime.record_batch``): a source step reads a batch from its split, an input buffer's
-records are one batch (or, with watermarks between them, batches split at the watermarks, processed in order), the
-operator turns a batch into a batch, and records and watermarks reach the result partitions through the task's
-``RecordWriters`` (``runtime.task.record_writers``: Flink's partitioners, vectorized). A fault schedule's
-task-side crash points (``runtime.task.crash_points``: ``before_forwarding_barrier``, ``mid_alignment``) stop the
-task where the protocol reaches them: it fails at once and emits ``CrashedAtProtocolPoint`` for its driver. Three
-parts of the task live in modules of their own, as base classes sharing its state: its restore
-(``runtime.task.task_restore``), how its data ends and it finishes (``runtime.task.end_of_data``), and what the
-coordinator's checkpoint RPCs do in it (``runtime.task.checkpoint_rpcs``).
+"""One subtask of a job, sans-IO, composed as Flink's ``StreamTask``: its input (a ``SourceInput``, or a
+``StreamTaskNetworkInput`` over its input gates and barrier handler), its ``OperatorChain`` with the result partitions,
+its checkpoint steps (``SubtaskCheckpointCoordinator``), its restore (``TaskRestore``) and the end of its data
+(``TaskEndOfData``). The driver (the simulator or a Ray actor) hands it what arrives (``on_element``, ``on_credit``,
+..., the coordinator's RPCs), asks it for one unit of work (``process_next``), and collects what its partitions may
+send (``poll_sendable``) and its messages for others (``drain_actions``). See ``docs/architecture.md``, "The data
+plane".
 """
 
 from __future__ import annotations
 
-import enum
 import random
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
-
-import numpy as np
 
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpoint_cost import FREE, CostCharger
@@ -42,67 +20,50 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
     AddInputData,
     AllBarriersReceived,
+    CheckpointMetrics,
     InitInputsCheckpoint,
     TriggerCheckpointOnBarrier,
 )
 from barriersim.runtime.events import (
-    Buffer,
     CheckpointBarrier,
+    CheckpointOptions,
     CheckpointType,
-    EndOfChannelStateEvent,
-    EndOfData,
-    EndOfPartition,
     InputChannelInfo,
     ResultSubpartitionInfo,
-    StopMode,
-    SubtaskConnectionDescriptor,
-    Watermark,
 )
+from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.jobgraph import JobEdge, JobGraph
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
-from barriersim.runtime.network.input.virtual_channels import DemultiplexingChannel
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
-from barriersim.runtime.operators.records import KEY
 from barriersim.runtime.operators.sinks import ExternalStore
-from barriersim.runtime.operators.watermarks import WatermarkValve
-from barriersim.runtime.buffer_content import segments
-from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.state.backend import StateBackendConfig, full_snapshot_work
+from barriersim.runtime.state.backend import StateBackendConfig
+from barriersim.runtime.state.snapshot import TaskStateSnapshot
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
+    AsyncPart,
     DeclineCheckpoint,
     ReportIncompleteSnapshotStats,
     SyncSnapshotTaken,
+    TaskFailed,
+    TaskFinished,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
-from barriersim.runtime.task.checkpoint_rpcs import TaskCheckpointRpcs
 from barriersim.runtime.task.end_of_data import TaskEndOfData
+from barriersim.runtime.task.operator_chain import OperatorChain
+from barriersim.runtime.task.network_input import StreamTaskNetworkInput
 from barriersim.runtime.task.record_writers import RecordWriters
+from barriersim.runtime.task.source_input import UNPACED_SOURCE_BATCH_RECORDS, SourceInput
+from barriersim.runtime.task.step_result import StepOutcome, StepResult
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
 from barriersim.runtime.task.task_restore import TaskRestore
 
-
-class StepOutcome(enum.Enum):
-    PROCESSED = "processed"
-    IDLE = "idle"  # nothing to read now
-    BACKPRESSURED = "backpressured"  # an output partition is full: do not take input
-    FINISHED = "finished"
-
-
-@dataclass(frozen=True)
-class StepResult:
-    outcome: StepOutcome
-    records: int = 0
-    hot_key_records: int = 0
-
-
-UNPACED_SOURCE_BATCH_RECORDS = 256  # records an unpaced source reads per step
+__all__ = ["NetworkConfig", "StepOutcome", "StepResult", "StreamTask", "UNPACED_SOURCE_BATCH_RECORDS"]
 
 
 @dataclass(frozen=True)
@@ -140,7 +101,38 @@ class _WakingTimers:
         return self._timers.register_timer(at_ms, fire)
 
 
-class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
+def result_partitions(graph: JobGraph, output_edges: Sequence[JobEdge], subtask_index: int, network: NetworkConfig,
+                      local_subpartitions: Optional[Sequence[Sequence[bool]]]) -> list[ResultPartition]:
+    """A subtask's result partitions, one per output edge (Flink's ``ResultPartitionFactory``)."""
+    return [
+        ResultPartition(i, len(graph.subpartitions_of(edge, subtask_index)),
+                        memory_segment_size=network.buffer_size,
+                        max_buffers_per_channel=network.max_buffers_per_channel,
+                        supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge),
+                        local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else (),
+                        starting_buffer_size=network.buffer_debloat.starting_size(network.buffer_size))
+        for i, edge in enumerate(output_edges)
+    ]
+
+
+def checkpointed_input_side(gates: Sequence, mode: CheckpointingMode, clock: Callable[[], int], timers, task_name: str,
+                            network: NetworkConfig, checkpoints_after_tasks_finish: bool,
+                            sink: Callable[[Any], None]) -> InputSide:
+    """A subtask's input gates with their barrier handler, whose actions go to ``sink`` (Flink's
+    ``InputProcessorUtil.createCheckpointedMultipleInputGate``)."""
+    return InputSide(
+        gates, mode, clock, timers, task_name=task_name,
+        enable_checkpoint_after_tasks_finished=checkpoints_after_tasks_finish,
+        exclusive_buffers_per_channel=network.exclusive_buffers_per_channel,
+        floating_buffers_per_gate=network.floating_buffers_per_gate,
+        sink=sink,
+        buffer_debloat=network.buffer_debloat,
+        max_buffer_size=network.buffer_size,
+        keep_history=False,
+    )
+
+
+class StreamTask:
     def __init__(
         self,
         graph: JobGraph,
@@ -167,28 +159,19 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         state_backend: StateBackendConfig = StateBackendConfig(),
         source_min_checkpoints: int = 0,
     ):
-        """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (where the producer runs:
-        ``runtime.job.placement``); default every channel remote. ``local_subpartitions``: per output edge, whether
-        each subpartition's consumer reads it through a local channel (default: none). ``cost``: what checkpoints cost
-        (``runtime.checkpoint_cost``); with one, the asynchronous part and the channel-state write of each checkpoint
-        are the driver's to complete (``SyncSnapshotTaken`` / ``AsyncCheckpointStarted`` among ``drain_actions()``,
-        then ``complete_async_part``); without one, checkpoints cost nothing and acknowledge at once.
-        ``memory_threshold``: state streams at or above it are files of their own (Flink's
-        ``state.storage.fs.memory-threshold``). ``state_backend``: the keyed state backend of a keyed operator
-        (``runtime.state.backend``). ``source_min_checkpoints``: a source that read its splits to the end holds its
-        end of input until it was notified of that many completed checkpoints (Flink's ``minCheckpoints`` of
-        ``UnalignedCheckpointTestBase.LongSource``, whose reader returns ``END_OF_INPUT`` only once
-        ``numCompletedCheckpoints >= minCheckpoints``), so that a job completes at least that many checkpoints
-        however fast or slow it runs; counted from the task's deployment (Flink's test source keeps the count in
-        its split state across restarts); 0: the source ends with its splits."""
+        """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (default every channel
+        remote); ``local_subpartitions``: per output edge, whether each subpartition's consumer reads it through a
+        local channel (default: none). ``cost``: what checkpoints cost (``runtime.checkpoint_cost``); with one, the
+        driver completes the asynchronous parts (``AsyncCheckpointStarted``, then ``complete_async_part``), without
+        one they cost nothing. ``memory_threshold``: state streams at or above it are files of their own.
+        ``source_min_checkpoints``: a source at the end of its splits holds its end of input until it was notified
+        of that many completed checkpoints (Flink's ``UnalignedCheckpointTestBase.LongSource``; ``docs/
+        architecture.md``)."""
         self.graph = graph
         self.vertex = graph.vertex(vertex_name)
         self.subtask_index = subtask_index
         self.attempt_id = attempt_id
         self.name = f"{vertex_name}#{subtask_index}"
-        self.network = network
-        self.emit_watermarks = emit_watermarks
-        self._memory_threshold = memory_threshold
         self._clock = clock
         self._actions: list[Any] = []
         self.finished = False
@@ -200,55 +183,35 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
                                         attempt=attempt_id.attempt_number, state_backend=state_backend,
                                         memory_threshold=memory_threshold, rng=rng)
 
-        self.output_edges = graph.outputs_of(vertex_name)
-        self.partitions = [
-            ResultPartition(i, len(graph.subpartitions_of(edge, subtask_index)),
-                            memory_segment_size=network.buffer_size,
-                            max_buffers_per_channel=network.max_buffers_per_channel,
-                            supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge),
-                            local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else (),
-                            starting_buffer_size=network.buffer_debloat.starting_size(network.buffer_size))
-            for i, edge in enumerate(self.output_edges)
-        ]
+        output_edges = graph.outputs_of(vertex_name)
+        self.partitions = result_partitions(graph, output_edges, subtask_index, network, local_subpartitions)
         # the bytes of each record this task emits: its vertex's output record size, else the network's
         record_size = self.vertex.params.get("record_size") or network.record_size
-        self.record_writers = RecordWriters(graph, self.output_edges, self.partitions, record_size, rng)
+        self.record_writers = RecordWriters(graph, output_edges, self.partitions, record_size, rng)
+        self._chain = OperatorChain(self.operator, self.partitions, self.record_writers,
+                                    hot_key=self.vertex.params.get("hot_key", -1), memory_threshold=memory_threshold)
 
-        self.input_side: Optional[InputSide] = None
-        self._recovered_input: list[tuple[InputChannelInfo, Any]] = []
-        # a rescaled restore's recovered in-flight data: the virtual channels of each input channel that carries
-        # data of several old connections, and the channels whose recovered data has not ended yet (until then the
-        # task declines checkpoints, as Flink's RescalingStreamTaskNetworkInput does)
-        self._demux: dict[InputChannelInfo, DemultiplexingChannel] = {}
-        self._awaiting_end_of_channel_state: set[InputChannelInfo] = set()
-        # FLIP-147 barriers of RPC-triggered checkpoints, per unfinished channel, until the channel's data is consumed
-        self._rpc_barriers: dict[InputChannelInfo, CheckpointBarrier] = {}
         self._deployed_as_finished = False
         self._source_min_checkpoints = source_min_checkpoints
         self._completed_checkpoints_notified = 0
-        self._checkpoints_after_tasks_finish = checkpoints_after_tasks_finish
-        self._final_checkpoint_min_id: Optional[int] = None  # set once the data ended (FLIP-147)
-        self._final_checkpoint_completed = False  # then it finishes once its consumers processed all its data
-        # stop-with-savepoint: the synchronous savepoint the task stopped for, and how its data ended (EndOfData)
-        self._synchronous_savepoint_id: Optional[int] = None
-        self._synchronous_savepoint_completed = False
-        self._end_of_data_mode: Optional[StopMode] = None
-        self._end_of_data_channels: dict[InputChannelInfo, StopMode] = {}  # how each channel's data ended
-        self._valve: Optional[WatermarkValve] = None
-        if not self.operator.is_source:
+        # the task's input: a source's splits, or its input gates with their barrier handler
+        self.input_side: Optional[InputSide] = None
+        self._source: Optional[SourceInput] = None
+        self._network_input: Optional[StreamTaskNetworkInput] = None
+        if self.operator.is_source:
+            self._source = SourceInput(self.operator.reader, self._chain, self.record_writers,
+                                       batch_records=network.source_batch_records, emit_watermarks=emit_watermarks)
+        else:
             gates = input_channel_kinds if input_channel_kinds is not None else [
                 len(graph.channels_in_gate(vertex_name, g, subtask_index)) for g in range(len(graph.gates_of(vertex_name)))]
-            self.input_side = InputSide(
-                gates, mode, clock, timers, task_name=self.name,
-                enable_checkpoint_after_tasks_finished=checkpoints_after_tasks_finish,
-                exclusive_buffers_per_channel=network.exclusive_buffers_per_channel,
-                floating_buffers_per_gate=network.floating_buffers_per_gate,
-                sink=self._on_input_action,
-                buffer_debloat=network.buffer_debloat,
-                max_buffer_size=network.buffer_size,
-                keep_history=False,
-            )
-            self._valve = WatermarkValve(self.input_side.channel_infos())
+            self.input_side = checkpointed_input_side(gates, mode, clock, timers, self.name, network,
+                                                      checkpoints_after_tasks_finish, self._on_input_action)
+            # a two-input operator (the window join) is told which logical input each buffer came from
+            input_of_gate = ([edge.target_input for edge in graph.gates_of(vertex_name)]
+                             if self.vertex.operator.logical_inputs == 2 else None)
+            self._network_input = StreamTaskNetworkInput(
+                self.input_side, self._chain, task_name=self.name, input_of_gate=input_of_gate,
+                upstream=self._send, end_of_data=self._on_input_data_ended, end_of_input=self._finish)
         # buffer debloating starts once the task runs (its first step), as Flink's invoke() schedules it after
         # the restore: announcements must not reach upstream tasks that are still being deployed
         self._debloat_period_ms = network.buffer_debloat.period_ms if (
@@ -266,26 +229,32 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             crash_points=self._crash_points,
             async_completion=AsyncCompletion.IMMEDIATE if cost is None else AsyncCompletion.DRIVER,
             cost=cost or FREE,
-            snapshot_work=self._snapshot_work,
+            snapshot_work=self._chain.snapshot_work,
             memory_threshold=memory_threshold,
         )
-        self.hot_key = self.vertex.params.get("hot_key", -1)
-        # a two-input operator (the window join) is told which logical input each buffer came from
-        self._input_of_gate = ([edge.target_input for edge in graph.gates_of(vertex_name)]
-                               if self.vertex.operator.logical_inputs == 2 else None)
+        self._end = TaskEndOfData(self._chain, self._source or self._network_input, self.checkpoints,
+                                  checkpoints_after_tasks_finish=checkpoints_after_tasks_finish,
+                                  end_partitions=self._end_partitions)
+        self._restore = TaskRestore(self.vertex, graph.gates_of(vertex_name), subtask_index, self.operator,
+                                    self.partitions, self._network_input)
 
-    def _snapshot_work(self, state):
-        """What the snapshot wrote: a keyed operator's backend knows (an incremental one uploads only new runs);
-        any other state is written in full."""
-        backend = getattr(self.operator, "backend", None)
-        if backend is not None:
-            return backend.last_work
-        return full_snapshot_work(state, self._memory_threshold)
+    def restore(self, snapshot: TaskStateSnapshot | None) -> dict[str, int]:
+        """Load the operator state and re-inject in-flight data (channel state) before any new data
+        (``TaskRestore``); the bytes of recovered input and output."""
+        restored = self._restore.restore(snapshot)
+        if restored.deployed_as_finished:
+            self._deployed_as_finished = True
+        return {"input_bytes": restored.input_bytes, "output_bytes": restored.output_bytes}
+
+    @property
+    def deployed_as_finished(self) -> bool:
+        """Restored from a snapshot in which this task had finished (FLIP-147): it finishes at its first step."""
+        return self._deployed_as_finished
 
     def _snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType):
         if self.operator.is_source and is_planted(PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER):
             self._read_source()  # the historical bug: records go out behind the barrier before the offset is taken
-        return self.operator.snapshot(checkpoint_id, checkpoint_type)
+        return self._chain.snapshot_state(checkpoint_id, checkpoint_type)
 
     # -- inputs from the driver ----------------------------------------------------------------------
 
@@ -297,14 +266,7 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         if self.failed:
             return
         try:
-            self.input_side.on_element(channel, element, sequence_number, backlog)
-            if not self._recovered_input:
-                # A priority event (an unaligned barrier, an announcement) is handled on arrival, also while the
-                # task is backpressured or busy: Flink's gate notifies the mailbox (CheckpointedInputGate's
-                # processPriorityEvents mail), which runs it ahead of, and independent of, input processing.
-                self.input_side.process_priority_events(channel.gate_idx)
-            if self._rpc_barriers and channel in self._rpc_barriers:
-                self._deliver_rpc_barriers()
+            self._network_input.on_element(channel, element, sequence_number, backlog)
             if self._crash_mid_alignment:
                 self._check_mid_alignment()
         except TaskCrashed as crash:
@@ -314,17 +276,6 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         if self.failed:
             return
         self.partitions[info.partition_idx].add_credit(info, credit)
-
-    def _schedule_debloat(self, period_ms: int) -> None:
-        """Flink's ``scheduleBufferDebloater``: every period, each input gate recalculates its buffer size and
-        announces a changed one upstream (``AnnounceBufferSize`` actions)."""
-        def debloat() -> None:
-            if self.failed or self.finished:
-                return
-            self.input_side.trigger_debloating()
-            self._schedule_debloat(period_ms)
-
-        self._timers.register_timer(self._clock() + period_ms, debloat)
 
     def on_new_buffer_size(self, info: ResultSubpartitionInfo, buffer_size: int) -> None:
         """The consumer's debloated buffer size for subpartition ``info`` (``AnnounceBufferSize``)."""
@@ -342,45 +293,24 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
         if self.failed:
             return
         self.partitions[info.partition_idx].on_subpartition_all_data_processed(info)
-        self._finish_after_final_checkpoint()
+        self._end.finish_after_final_checkpoint()
 
     def fail(self) -> list[ReportIncompleteSnapshotStats]:
-        """The task dies (failover) and releases what it holds, as Flink's ``Task`` does when it fails
-        (``releaseResources``): its external transactions are aborted, its result partitions are released
-        (``failAllResultPartitions``: nothing they queue is ever sent, so no consumer sees a gap in a dead
-        producer's wire sequence numbers), its input gates and barrier handler are closed
-        (``closeAllInputGates``, alignment timer cancelled) and its checkpoint steps are cancelled (output
-        alignment timer, running asynchronous parts). Returns what the closed asynchronous parts report
-        (``ReportIncompleteSnapshotStats``, for the JobMaster's ``report_incomplete_snapshot_stats``; nothing the
-        second time): a cancelled task's, or one that failed by itself; a task that dies as a process dies sends
-        nothing. Idempotent."""
+        """The task dies (failover) and releases what it holds, as Flink's ``Task.releaseResources``: external
+        transactions aborted, result partitions released (nothing they queue is sent), input gates and barrier
+        handler closed, checkpoint steps cancelled. Returns what the closed asynchronous parts report (for the
+        JobMaster's ``report_incomplete_snapshot_stats``; nothing the second time, nothing for a task that had
+        finished). Idempotent."""
         if self.failed:
             return []
         was_finished = self.finished
-        self.operator.close_on_failover()
+        self._chain.close_on_failover()
         self.failed = True
         self.finished = True
-        for p in self.partitions:
-            p.release()
         if self.input_side is not None:
             self.input_side.close()
         reports = self.checkpoints.cancel()
         return [] if was_finished else reports  # a finished task is not cancelled (Flink's FINISHED is final)
-
-    # -- crash points of the fault schedule (runtime.task.crash_points) ------------------------------------
-
-    def _check_mid_alignment(self) -> None:
-        if self.input_side is None:
-            return  # a source has no alignment (FaultSchedule.check_against refuses such a fault)
-        checkpoint_id = self.input_side.alignment_checkpoint_id()
-        if checkpoint_id is not None:
-            self._crash_points.reached(ProtocolPoint.MID_ALIGNMENT, checkpoint_id)
-
-    def _crashed(self, crash: TaskCrashed) -> None:
-        """The task stopped at a crash point: it dies as a process dies (nothing it queued is sent, nothing
-        that arrives is taken) and tells its driver, which fails the job over."""
-        self.fail()  # a dead process reports no closed asynchronous part
-        self._actions.append(CrashedAtProtocolPoint(crash.point, crash.checkpoint_id))
 
     # -- work ----------------------------------------------------------------------------------------
 
@@ -413,131 +343,50 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             return StepResult(StepOutcome.FINISHED)
         if self.input_side is not None:
             self.input_side.release_processed()  # the previous step processed its buffer, whatever comes next
-        if self._final_checkpoint_min_id is not None and (self._end_of_data_mode is None or self.input_side is None):
+        end = self._end
+        if end.final_checkpoint_min_id is not None and (end.mode is None or self._source is not None):
             return StepResult(StepOutcome.IDLE)  # data ended; waiting for the final checkpoint
         if self.is_backpressured():
             return StepResult(StepOutcome.BACKPRESSURED)
         if self.operator.is_source:
             return self._read_source(source_records)
-        if self._recovered_input:
-            channel, element = self._recovered_input.pop(0)
-            if type(element) is SubtaskConnectionDescriptor:
-                self._on_recovery_event(channel, element)
-                return StepResult(StepOutcome.PROCESSED)
-            result = self._process_buffer(channel, element)
-            if self._rpc_barriers:
-                self._deliver_rpc_barriers()
-            return result
-        boe = self.input_side.poll_next()
-        if boe is None:
-            return StepResult(StepOutcome.IDLE)
-        if isinstance(boe.element, Buffer):
-            result = self._process_buffer(boe.channel_info, boe.element)
-            if self._rpc_barriers:
-                self._deliver_rpc_barriers()  # this may have been the last buffer before an end of partition
-            return result
-        if self._rpc_barriers:
-            self._deliver_rpc_barriers()
-        if type(boe.element) in (SubtaskConnectionDescriptor, EndOfChannelStateEvent):
-            self._on_recovery_event(boe.channel_info, boe.element)
-        elif type(boe.element) is EndOfData:
-            self._on_end_of_data(boe.channel_info, boe.element.mode)
-        elif isinstance(boe.element, EndOfPartition):
-            if self._end_of_data_mode is None and self._end_of_data_channels.get(boe.channel_info) is None:
-                # a channel that ends without EndOfData (an upstream without checkpoints after tasks finish) ended
-                # drained, as if after its MAX_WATERMARK; once the task's data ended nothing more goes out, and after
-                # EndOfData(NO_DRAIN) event time stays: Flink's StatusWatermarkValve never hears of an ended channel
-                wm = self._valve.end_of_input(boe.channel_info)
-                if wm is not None:
-                    self._emit_watermark(wm)
-            if self.input_side.is_finished():
-                self._finish()
-        return StepResult(StepOutcome.PROCESSED)
+        return self._network_input.emit_next()
 
     def reads_source(self) -> bool:
         """Whether this is a source task whose next step reads records: it runs, its data did not end (a stop
         with a drained savepoint ends it) and its reader has records left."""
         return (self.operator.is_source and not self.finished and not self._deployed_as_finished
-                and self._final_checkpoint_min_id is None and not self.operator.reader.is_finished)
+                and self._end.final_checkpoint_min_id is None and not self.operator.reader.is_finished)
 
     def source_records_until_buffer_finishes(self, max_records: int) -> int:
-        """Of the next records the source would read, how many until the one that finishes a buffer of one of its
-        outputs (``RecordWriters.records_until_buffer_finishes``), looking at no more than ``max_records`` and
-        about twice the outputs' horizon (``buffer_finish_bounds``); the records looked at if none of them does
-        (``max_records`` without a look when no buffer can finish within them)."""
-        fewest, horizon = self.record_writers.buffer_finish_bounds()
-        if fewest >= max_records:
-            return max_records
-        upcoming = self.operator.reader.peek(max(1, min(max_records, 2 * horizon)))
-        return self.record_writers.records_until_buffer_finishes(upcoming) if len(upcoming) else max_records
+        """``SourceInput.records_until_buffer_finishes``: of the source's next records, how many until the one that
+        finishes a buffer of one of its outputs (``max_records`` at most)."""
+        return self._source.records_until_buffer_finishes(max_records)
 
     def _read_source(self, max_records: int | None = None) -> StepResult:
-        """Up to ``max_records`` records (else the configured batch) of the source's splits, written to its outputs."""
-        reader = self.operator.reader
-        if reader.is_finished:
+        """Up to ``max_records`` records (else the configured batch) of the source's splits, written to its outputs;
+        at the end of its splits, the end of input (held until ``source_min_checkpoints`` completed)."""
+        if self.operator.reader.is_finished:
             if self._completed_checkpoints_notified < self._source_min_checkpoints:
                 return StepResult(StepOutcome.IDLE)  # the end of input waits for a completed checkpoint's notice
             self._finish()
             return StepResult(StepOutcome.IDLE if not self.finished else StepOutcome.FINISHED)
-        # Flink's source emits one record per StreamTask.processInput and goes on while taskIsAvailable(): the step
-        # ends at the record after which an output is backpressured
-        records = reader.poll(max_records or self.network.source_batch_records or UNPACED_SOURCE_BATCH_RECORDS,
-                              self.record_writers.records_until_backpressured)
-        self._route(records)
-        n = len(records)
-        if self.emit_watermarks and n:
-            # Flink's WatermarkStrategy.forMonotonousTimestamps, per split: the largest timestamp seen minus 1 (the
-            # next record may carry the same timestamp), the minimum over the reader's splits
-            watermark = reader.current_watermark()
-            if watermark is not None:
-                self._broadcast_watermark(Watermark(watermark))
-        return StepResult(StepOutcome.PROCESSED, n, self._hot(records))
-
-    def _process_buffer(self, channel: InputChannelInfo, buffer: Buffer) -> StepResult:
-        items = buffer.records
-        if self._demux:
-            demux = self._demux.get(channel)
-            if demux is not None and demux.is_selecting:
-                items = demux.demultiplex(items)
-        side = self._input_of_gate[channel.gate_idx] if self._input_of_gate else 0
-        if type(items) is RecordBatch:  # the common case: records only, processed as one batch
-            n = len(items)
-            if n:
-                self._route(self.operator.process(items, side))
-            return StepResult(StepOutcome.PROCESSED, n, self._hot(items) if n else 0)
-        count = hot = 0
-        for part in segments(items):  # records and watermarks in order; the batch is split at each watermark
-            if type(part) is RecordBatch:
-                if len(part):
-                    self._route(self.operator.process(part, side))
-                    count += len(part)
-                    hot += self._hot(part)
-            else:
-                combined = self._valve.input_watermark(channel, part)
-                if combined is not None:
-                    self._emit_watermark(combined)
-        return StepResult(StepOutcome.PROCESSED, count, hot)
-
-    def _hot(self, records: RecordBatch) -> int:
-        if self.hot_key < 0:
-            return 0
-        return int(np.count_nonzero(records.columns[KEY] == self.hot_key))
-
-    def _emit_watermark(self, watermark: Watermark) -> None:
-        self._route(self.operator.process_watermark(watermark))
-        self._broadcast_watermark(watermark)
-
-    def _broadcast_watermark(self, watermark: Watermark) -> None:
-        self.record_writers.broadcast(watermark)
-
-    def _route(self, records: RecordBatch) -> None:
-        if len(records):
-            self.record_writers.emit(records)
+        return self._source.emit_next(max_records)
 
     def flush_outputs(self) -> None:
         """Flink's output flusher (``execution.buffer-timeout``, 100 ms by default) finishing open buffers."""
-        for p in self.partitions:
-            p.flush_all()
+        self._chain.flush_outputs()
+
+    def _schedule_debloat(self, period_ms: int) -> None:
+        """Flink's ``scheduleBufferDebloater``: every period, each input gate recalculates its buffer size and
+        announces a changed one upstream (``AnnounceBufferSize`` actions)."""
+        def debloat() -> None:
+            if self.failed or self.finished:
+                return
+            self.input_side.trigger_debloating()
+            self._schedule_debloat(period_ms)
+
+        self._timers.register_timer(self._clock() + period_ms, debloat)
 
     # -- outputs to the driver -----------------------------------------------------------------------
 
@@ -552,9 +401,77 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             self._carry_out(self.checkpoints.notify_output_progress())
         return out
 
+    def _send(self, action: Any) -> None:
+        self._actions.append(action)
+
     def drain_actions(self) -> list[Any]:
         actions, self._actions = self._actions, []
         return actions
+
+    # -- the coordinator's checkpoint RPCs ----------------------------------------------------------------
+
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
+        """A checkpoint triggered by the coordinator (Flink's ``triggerCheckpointAsync``): a source's, or, after
+        its upstream tasks finished (FLIP-147), a downstream task's. Like Flink's
+        ``triggerUnfinishedChannelsCheckpoint``, the barrier then enters the barrier handler on every channel
+        whose end of partition was not consumed yet; with no such channel the task checkpoints at once, its
+        inputs complete. A task that has finished declines, as Flink's ``Task.triggerCheckpointBarrier`` does for a
+        task that is not running."""
+        try:
+            self._trigger_checkpoint(checkpoint_id, timestamp, options)
+        except TaskCrashed as crash:
+            self._crashed(crash)
+
+    def _trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
+        if self.finished:
+            self._actions.append(DeclineCheckpoint(
+                checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, f"{self.name} has finished"))
+            return
+        # a checkpoint injected by the trigger RPC (a source's, or a task's whose inputs all finished) starts when
+        # the RPC arrives and aligns nothing (Flink's StreamTask.triggerCheckpointAsyncInMailbox:
+        # latestAsyncCheckpointStartDelayNanos)
+        metrics = CheckpointMetrics(checkpoint_id, checkpoint_start_delay_ms=max(0, self._clock() - timestamp))
+        if self.input_side is None:
+            if options.checkpoint_type.is_synchronous:
+                self._end.stop_source_for_savepoint(checkpoint_id, options.checkpoint_type.should_drain)
+            self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics))
+            return
+        if self._network_input.trigger_unfinished_channels_checkpoint(
+                CheckpointBarrier(checkpoint_id, timestamp, options)):
+            if self._crash_mid_alignment:
+                self._check_mid_alignment()
+            return
+        self._carry_out(self.checkpoints.init_inputs_checkpoint(checkpoint_id, options))
+        recovering = self._network_input.is_recovering_rescaled_state
+        self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics,
+                                                          is_running=not recovering))
+        self._carry_out(self.checkpoints.on_all_barriers_received(checkpoint_id, metrics))
+
+    def complete_async_part(self, checkpoint_id: int, part: AsyncPart = AsyncPart.SNAPSHOT) -> None:
+        """The driver finished ``part`` of ``checkpoint_id`` (an ``AsyncCheckpointStarted`` it was given): the
+        acknowledgement may follow. Nothing happens for a task that failed meanwhile."""
+        if self.failed:
+            return
+        self._carry_out(self.checkpoints.complete_async_part(checkpoint_id, part))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if self.failed:
+            return
+        self._carry_out(self.checkpoints.notify_checkpoint_complete(checkpoint_id))
+        self.operator.notify_checkpoint_complete(checkpoint_id)
+        self._completed_checkpoints_notified += 1
+        self._end.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int, latest_completed_checkpoint_id: int) -> None:
+        if self.failed:
+            return
+        self._carry_out(self.checkpoints.notify_checkpoint_aborted(checkpoint_id, latest_completed_checkpoint_id))
+        self.operator.notify_checkpoint_aborted(checkpoint_id)
+        if self._end.is_synchronous_savepoint(checkpoint_id):
+            # Flink's StreamTask: a task that stopped for a synchronous savepoint cannot go on without it
+            self._actions.extend(self.fail())  # Flink's failing task closes its asynchronous parts too
+            self._actions.append(TaskFailed(f"{self.name}: Stop-with-savepoint failed (savepoint {checkpoint_id} "
+                                            f"was aborted)"))
 
     # -- wiring of the handler's and the checkpoint steps' actions ---------------------------------------
 
@@ -563,10 +480,10 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
             self._actions.append(action)
         elif isinstance(action, TriggerCheckpointOnBarrier):
             if action.options.checkpoint_type.is_synchronous:
-                self._synchronous_savepoint_id = action.checkpoint_id
+                self._end.on_synchronous_savepoint(action.checkpoint_id)
             self._carry_out(self.checkpoints.checkpoint_state(
                 action.checkpoint_id, action.timestamp, action.options, action.metrics,
-                is_running=not self._awaiting_end_of_channel_state))
+                is_running=not self._network_input.is_recovering_rescaled_state))
         elif isinstance(action, InitInputsCheckpoint):
             self._carry_out(self.checkpoints.init_inputs_checkpoint(action.checkpoint_id, action.options))
         elif isinstance(action, AddInputData):
@@ -588,3 +505,54 @@ class StreamTask(TaskRestore, TaskEndOfData, TaskCheckpointRpcs):
                 self._actions.append(action)
             # BroadcastEvent, CheckpointSkipped: the partitions already hold the event; the driver sends what they
             # hand out.
+
+    # -- the end of the task's data and its finishing (``TaskEndOfData``) ---------------------------------
+
+    def _on_input_data_ended(self) -> None:
+        self._end.on_input_data_ended()
+
+    def _finish(self) -> None:
+        """End of all input (``TaskEndOfData.end_of_input``), unless the task finished."""
+        if not self.finished:
+            self._end.end_of_input()
+
+    def _end_partitions(self) -> None:
+        if self.finished:
+            return
+        self._chain.finish_partitions()
+        self.finished = True
+        self._actions.append(TaskFinished(self.attempt_id))
+
+    def lifecycle_report(self) -> dict:
+        """Where the task stands on its way to finishing, for a driver's report of a job that did not end in time:
+        its data ended (``END_OF_DATA``, how), its latest checkpoint and whether its final one completed, its
+        input channels that ended (``END_OF_INPUT`` once all did), its partitions whose consumers processed
+        all its data, and how many completed checkpoints it was notified of (what a source holding its end for
+        ``source_min_checkpoints`` counts)."""
+        ended_channels = channels = 0
+        if self.input_side is not None:
+            channels = len(self.input_side.channel_infos())
+            ended_channels = channels - len(self.input_side.unfinished_channels())
+        return {"finished": self.finished, "failed": self.failed,
+                "data_ended": None if self._end.mode is None else self._end.mode.name,
+                "latest_checkpoint_id": self.checkpoints.last_checkpoint_id,
+                "final_checkpoint_completed": self._end.final_checkpoint_completed,
+                "input_channels_ended": f"{ended_channels}/{channels}",
+                "partitions_all_data_processed": f"{sum(p.all_data_processed for p in self.partitions)}/"
+                                                 f"{len(self.partitions)}",
+                "completed_checkpoints_notified": self._completed_checkpoints_notified}
+
+    # -- crash points of the fault schedule (runtime.task.crash_points) ------------------------------------
+
+    def _check_mid_alignment(self) -> None:
+        if self.input_side is None:
+            return  # a source has no alignment (FaultSchedule.check_against refuses such a fault)
+        checkpoint_id = self.input_side.alignment_checkpoint_id()
+        if checkpoint_id is not None:
+            self._crash_points.reached(ProtocolPoint.MID_ALIGNMENT, checkpoint_id)
+
+    def _crashed(self, crash: TaskCrashed) -> None:
+        """The task stopped at a crash point: it dies as a process dies (nothing it queued is sent, nothing
+        that arrives is taken) and tells its driver, which fails the job over."""
+        self.fail()  # a dead process reports no closed asynchronous part
+        self._actions.append(CrashedAtProtocolPoint(crash.point, crash.checkpoint_id))
