@@ -122,3 +122,28 @@ def test_the_reference_in_ray_tolerates_the_early_window_results_of_a_failed_dra
                               ending=[False, None], operations=operations)
                 for at_least_once in (False, True) for operations in (job.report.operations, [])]
     assert [(v.lost, v.wrong) for v in verdicts] == [(0, 0), (0, 1), (0, 0), (0, 0)], verdicts
+
+
+def test_a_retained_incremental_checkpoint_of_another_run_is_restored_on_ray_from_its_own_directory(
+        tmp_path, monkeypatch):
+    """A run started from another run's retained incremental checkpoint (``--from``: Flink's ``SavepointRestoreSettings``)
+    reads the checkpoint's shared files beside it (``<job>/shared/``), whatever the job manager actor's working
+    directory: the checkpoint comes from a simulated run, the restore runs on Ray."""
+    import dataclasses
+
+    from barriersim.runtime.experiment import RestoreSettings
+    from barriersim.runtime.sim.job_simulation import JobSimulation
+
+    state = {"backend": "incremental", "entry_bytes": 1000}
+    first = scenario("aligned", {"keyed": 2, "sink": 1}, [Cancel(2500)], retain=True, state=state)
+    config = dataclasses.replace(job_config(first), memory_threshold_bytes=0)
+    simulation = JobSimulation(config, workload_splits(first), first.seed, checkpoint_directory=tmp_path / "first")
+    simulation.run()
+    retained = simulation.report.jobs[0].retained_checkpoint
+    assert retained and any((tmp_path / "first" / simulation.job_id / "shared").iterdir()), retained
+    monkeypatch.chdir(tmp_path)
+    restored = dataclasses.replace(scenario("aligned", {"keyed": 2, "sink": 1}, [], state=state),
+                                   restore=RestoreSettings(retained))
+    config, splits, result = run_on_ray(restored, tmp_path, "restored-incremental")
+    assert result.outcome == "finished", result.jobs[0].get("failure_reason")
+    assert result.jobs[0]["latest_restored"]["external_path"] == retained
