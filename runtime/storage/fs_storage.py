@@ -336,6 +336,10 @@ class FileSystemCheckpointStorage(CheckpointStorage):
             ))
         return locations
 
+    @property
+    def completed_checkpoints_list_name(self) -> str:
+        return str(self.completed_checkpoints_file)
+
     def _read_pointer_list(self):
         path = self.completed_checkpoints_file
         try:

@@ -321,6 +321,10 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
                 metadata_size=info.size if info is not None else 0))
         return locations
 
+    @property
+    def completed_checkpoints_list_name(self) -> str:
+        return self.uri(self.completed_checkpoints_file)
+
     def _read_pointer_list(self):
         path = self.completed_checkpoints_file
         if not self._exists(path):
