@@ -1,8 +1,8 @@
 """Restores that fail, or that Flink lets through, on real Ray actors (the JobMaster in the job manager actor, the
 checkpoints in files): a job started from a savepoint of another program with allow-non-restored-state goes on
 through a failover before its first checkpoint (Flink's failover restore allows the unmatched state; it ended the run
-with the job manager's traceback), and a JobManager failover that finds the completed-checkpoint list deleted beside
-completed checkpoints ends the job FAILED with the reason (``runtime.job.restore_failure``)."""
+with the job manager's traceback), and a JobManager failover that finds completed checkpoints but no
+completed-checkpoint list ends the job FAILED with the reason (``runtime.job.restore_failure``)."""
 
 from __future__ import annotations
 
@@ -31,12 +31,19 @@ def test_a_failover_before_the_first_checkpoint_restores_the_savepoint_of_anothe
     assert result.jobs[0]["restored_checkpoint_ids"] == [3, 3] and result.jobs[0]["restarts"] == 1
 
 
-def test_a_jobmanager_failover_that_finds_its_completed_checkpoint_list_deleted_fails_the_job_on_ray(tmp_path):
-    job = program("sum", faults=[{"type": "damage_checkpoint", "at_ms": 600, "damage": "delete",
-                                  "target": "completed_list"}, {"type": "crash_coordinator", "at_ms": 600}])
-    result = run_on_ray(job_config(job), workload_splits(job), tmp_path, "deleted-list")
+def test_a_jobmanager_failover_that_finds_completed_checkpoints_but_no_list_fails_the_job_on_ray(tmp_path):
+    """The job's directory holds a completed checkpoint (its ``_metadata``) but no completed-checkpoint list (lost):
+    the JobManager failover at 1 ms fails the job naming both, whatever the machine's load (a list deleted at a time
+    would need a checkpoint completed by then)."""
+    from barriersim.runtime.state.snapshot import CheckpointMetadata
+    from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
+
+    FileSystemCheckpointStorage(tmp_path / "checkpoints", "lost-list").persist_checkpoint(CheckpointMetadata(50, ()))
+    job = program("sum", faults=[{"type": "crash_coordinator", "at_ms": 1}])
+    result = run_on_ray(job_config(job), workload_splits(job), tmp_path, "lost-list")
     assert result.outcome == "failed"
     reason = result.jobs[0]["failure_reason"]
-    assert reason.startswith("JobManager failover: job deleted-list: the completed-checkpoint list ") and \
-        "_completed_checkpoints is missing, but the storage holds completed checkpoint(s) " in reason, reason
+    assert reason.startswith("JobManager failover: job lost-list: the completed-checkpoint list ") and (
+        f"_completed_checkpoints is missing, but the storage holds completed checkpoint(s) 50 "
+        f"({tmp_path / 'checkpoints' / 'lost-list' / 'chk-50' / '_metadata'})") in reason, reason
     assert result.jobs[0]["restored_checkpoint_ids"] == []
