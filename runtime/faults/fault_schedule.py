@@ -18,7 +18,7 @@ import enum
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Union
 
-from barriersim.runtime.storage.damage import CheckpointDamage, DamageTarget
+from barriersim.runtime.storage.damage import LIST_DAMAGES, CheckpointDamage, DamageTarget
 from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
 
 
@@ -141,7 +141,8 @@ class FailStorageWrite:
 class DamageCheckpoint:
     """At ``at_ms``, ``damage`` strikes the ``target`` (``metadata``, ``state_file`` or ``directory``) of completed
     checkpoint ``checkpoint_id`` (None: the newest one the completed-checkpoint list names) in the checkpoint
-    storage (``runtime.storage.damage``); a later read of it must detect it (e.g. after a ``crash_coordinator``)."""
+    storage, or the list itself (``completed_list``: ``roll_back`` undoes that checkpoint's completion and every
+    later one) (``runtime.storage.damage``); a later read must detect it (e.g. after a ``crash_coordinator``)."""
 
     at_ms: int
     damage: CheckpointDamage
@@ -206,6 +207,13 @@ def _check(fault: Fault, where: str) -> None:
     if (isinstance(fault, DamageCheckpoint) and fault.damage is CheckpointDamage.FOREIGN_METADATA
             and fault.target is not DamageTarget.METADATA):
         raise bad("target", "foreign_metadata replaces a metadata file")
+    if (isinstance(fault, DamageCheckpoint) and fault.damage is CheckpointDamage.ROLL_BACK
+            and fault.target is not DamageTarget.COMPLETED_LIST):
+        raise bad("target", "roll_back rolls the completed-checkpoint list back (target completed_list)")
+    if (isinstance(fault, DamageCheckpoint) and fault.target is DamageTarget.COMPLETED_LIST
+            and fault.damage not in LIST_DAMAGES):
+        raise bad("damage", f"{fault.damage.value} does not strike the completed-checkpoint list (its damages: "
+                            f"{', '.join(sorted(d.value for d in LIST_DAMAGES))})")
     if isinstance(fault, (FailStorageWrite, FailCheckpoints)):
         first = fault.checkpoint_id if isinstance(fault, FailStorageWrite) else fault.first_checkpoint_id
         if first < 1:

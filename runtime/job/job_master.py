@@ -89,7 +89,6 @@ from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.properties import JobStatus
-from barriersim.runtime.coordinator.restore import StateRestoreError
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.faults.fault_log import FaultLog
@@ -126,10 +125,9 @@ from barriersim.runtime.job.execution_deployer import ExecutionDeployer
 from barriersim.runtime.job.failover import FAULT_NAMES, JobFailover
 from barriersim.runtime.job.operations import JobOperations
 from barriersim.runtime.job.report import JobReport, JobRestore, Operation, one_line
-from barriersim.runtime.recovery.errors import StateAssignmentError
 from barriersim.runtime.job.restart_strategy import RestartStrategyKind
+from barriersim.runtime.job.restore_failure import RESTORE_ERRORS, RestorePhase, describe
 from barriersim.runtime.state.snapshot import CheckpointMetadata
-from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.task.actions import ReportIncompleteSnapshotStats, TaskCheckpointMetrics
 
 ActionSink = Callable[[list], None]
@@ -287,9 +285,9 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
             # Flink's job is RUNNING once it is scheduled, before its tasks are deployed
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
             self._deploy(restore)
-        except (CheckpointStorageError, StateRestoreError, StateAssignmentError) as err:
-            where = f"restore from {settings.path}: " if settings is not None else ""
-            self._fail_to_start(f"{where}{type(err).__name__}: {err}")
+        except RESTORE_ERRORS as err:
+            self._restore_failed(RestorePhase.START, f"restore from {settings.path}" if settings else "deploy",
+                                 describe(err))
         return self._take()
 
     def _fail_to_start(self, reason: str) -> None:

@@ -34,7 +34,8 @@ from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome, SourceEmission
-from barriersim.runtime.job.deployment import Slowdowns, TaskRestoreError, deliver_task_message, deploy_task
+from barriersim.runtime.job.deployment import TaskRestoreError, deliver_task_message, deploy_task
+from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.job.report import records_read_in_run
 from barriersim.runtime.job.wiring import SubtaskKey, Wiring
@@ -316,7 +317,7 @@ class JobSimulation(DataPlane):
             self._busy_until[key] = self.sim.now_us
             if (vertex.operator.is_source and config.source_rate_per_subtask
                     and config.source_emission is SourceEmission.EXACT):
-                self._emission[key] = EmissionClock(config.source_rate_per_subtask, self.sim.now_us)
+                self._emission[key] = EmissionClock(config.source_rate_per_subtask, self.sim.now_us, self._slowdowns[key])
         offsets = {a.subtask_name(key): reader.records_read for key, reader in self._source_readers().items()}
         self._carry_out(self.job_master.tasks_restored(epoch, restored_bytes, offsets))
         for key in self.tasks:

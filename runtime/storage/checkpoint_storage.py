@@ -200,6 +200,11 @@ class CheckpointStorage(abc.ABC):
     def _write_pointer_list(self, data: bytes | None) -> None:
         """Replace the completed-checkpoint list atomically (None: remove it)."""
 
+    @property
+    @abc.abstractmethod
+    def completed_checkpoints_list_name(self) -> str:
+        """Where the completed-checkpoint list is (its path or URI), whether it exists or not."""
+
     @abc.abstractmethod
     def resolve_checkpoint(self, pointer: str) -> CompletedCheckpointStorageLocation:
         """Resolve an external pointer (checkpoint/savepoint directory or ``_metadata`` file)."""

@@ -14,7 +14,9 @@ its whole directory. The damages:
   mistake);
 - ``malformed_state``: the first keyed-state blob becomes bytes that are not msgpack, and every checksum and
   size around it (the state file's handle, the ``_metadata``'s CRC32, its entry in the completed-checkpoint
-  list) is recomputed, so that only restoring the state can tell.
+  list) is recomputed, so that only restoring the state can tell;
+- of the ``completed_list`` target (the completed-checkpoint list): the byte damages, ``delete``, and
+  ``roll_back``: the list as it was before checkpoint ``checkpoint_id`` completed (an older, intact list).
 ``DamageNotApplicable`` says a damage cannot strike this checkpoint (no state file, no other checkpoint, a
 storage without files for ``unreadable`` of a directory). The in-memory storage takes the same damages on its
 bytes (``unreadable`` makes its reads fail as a denied permission would); an object store (``s3://``) takes the
@@ -50,12 +52,14 @@ class CheckpointDamage(enum.Enum):
     UNREADABLE = "unreadable"
     FOREIGN_METADATA = "foreign_metadata"
     MALFORMED_STATE = "malformed_state"
+    ROLL_BACK = "roll_back"
 
 
 class DamageTarget(enum.Enum):
     METADATA = "metadata"
     STATE_FILE = "state_file"
     DIRECTORY = "directory"
+    COMPLETED_LIST = "completed_list"
 
 
 class DamageNotApplicable(CheckpointStorageError):
@@ -87,6 +91,7 @@ def damaged_bytes(data: bytes, damage: CheckpointDamage) -> bytes:
 
 _BYTE_DAMAGES = frozenset({CheckpointDamage.TRUNCATE, CheckpointDamage.FLIP_BYTE, CheckpointDamage.APPEND_JUNK,
                            CheckpointDamage.PICKLE_PAYLOAD})
+LIST_DAMAGES = _BYTE_DAMAGES | {CheckpointDamage.DELETE, CheckpointDamage.ROLL_BACK}  # those of the completed list
 
 
 def _malform_first_keyed_blob(plain) -> bool:
@@ -122,7 +127,12 @@ def malformed_state_metadata(data: bytes, source: str) -> bytes:
 
 def damage_checkpoint(storage: CheckpointStorage, checkpoint_id: int, damage: CheckpointDamage,
                       target: DamageTarget = DamageTarget.METADATA) -> str:
-    """Damage completed checkpoint ``checkpoint_id`` of ``storage``; returns what was done (one line)."""
+    """Damage completed checkpoint ``checkpoint_id`` of ``storage`` (or its completed-checkpoint list); returns what
+    was done (one line)."""
+    if target is DamageTarget.COMPLETED_LIST:
+        return _damage_list(storage, checkpoint_id, damage)
+    if damage is CheckpointDamage.ROLL_BACK:
+        raise DamageNotApplicable("roll_back rolls the completed-checkpoint list back (target completed_list)")
     if isinstance(storage, FileSystemCheckpointStorage):
         return _damage_files(storage, checkpoint_id, damage, target)
     if isinstance(storage, JobManagerCheckpointStorage):
@@ -139,6 +149,35 @@ def _other_metadata(storage: CheckpointStorage, checkpoint_id: int) -> tuple[int
     if not others:
         raise DamageNotApplicable(f"checkpoint {checkpoint_id}: no other completed checkpoint to copy metadata from")
     return others[0].checkpoint_id, storage._read(others[0])
+
+
+# -- the completed-checkpoint list ------------------------------------------------------------------------
+
+
+def _damage_list(storage: CheckpointStorage, checkpoint_id: int, damage: CheckpointDamage) -> str:
+    """The byte damages, ``delete`` and ``roll_back`` (the list as it was before checkpoint ``checkpoint_id``
+    completed: its entry and every newer one gone, the older ones intact) of the completed-checkpoint list, on
+    every storage (through its list primitives)."""
+    found = storage._read_pointer_list()
+    if found is None:
+        raise DamageNotApplicable(f"job {storage.job_id}: there is no completed-checkpoint list to damage")
+    source, data = found
+    if damage in _BYTE_DAMAGES:
+        storage._write_pointer_list(damaged_bytes(data, damage))
+        return f"{damage.value} {source}"
+    if damage is CheckpointDamage.DELETE:
+        storage._write_pointer_list(None)
+        return f"deleted {source}"
+    if damage is not CheckpointDamage.ROLL_BACK:
+        raise DamageNotApplicable(f"{damage.value} of the completed-checkpoint list")
+    plain = msgpack.unpackb(ms.unframe(data, source, POINTER_LIST_MAGIC), raw=False, use_list=True)
+    kept = [entry for entry in plain["checkpoints"] if entry[0] < checkpoint_id]
+    if len(kept) == len(plain["checkpoints"]):
+        raise DamageNotApplicable(f"{source}: names no checkpoint from {checkpoint_id} on to roll back")
+    plain["checkpoints"] = kept
+    # before the first completion there was no list at all
+    storage._write_pointer_list(ms.frame(msgpack.packb(plain, use_bin_type=True), POINTER_LIST_MAGIC) if kept else None)
+    return f"rolled {source} back to before checkpoint {checkpoint_id}: it names {[entry[0] for entry in kept]}"
 
 
 # -- files ----------------------------------------------------------------------------------------------

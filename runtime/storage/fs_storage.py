@@ -1,24 +1,12 @@
 """Filesystem checkpoint storage: ``<root>/<job-id>/chk-<n>/_metadata`` with its state files, ``shared/``,
 ``taskowned/``, the completed-checkpoint list ``<root>/<job-id>/_completed_checkpoints`` and savepoint directories
-``savepoint-<jobid6>-<random>``; plus pointer resolution.
-
-How this works: the job's directory ``<root>/<job-id>`` holds one ``chk-<n>`` directory per checkpoint and
-the ``shared``/``taskowned`` state directories. Persisting a checkpoint first writes, into its ``chk-<n>``
-directory, every state stream at or above the memory threshold as a file of its own named by a random UUID
-(Flink's ``FsCheckpointStreamFactory`` with ``state.storage.fs.memory-threshold``; a full snapshot's state is
-exclusive to its checkpoint, so ``shared/`` and ``taskowned/`` stay empty, as with Flink's HashMap state
-backend), then the ``_metadata`` that references them, through ``AtomicFileWriter`` (temp file, fsync,
-``os.replace``), so a ``chk-<n>`` directory is a completed checkpoint exactly when ``_metadata`` exists; a
-crash mid-write leaves only a temporary file that listing and loading ignore. Savepoints go to a fresh
-``savepoint-<first 6 chars of the job id>-<12 hex>`` directory under the target (or default) savepoint directory,
-named from an injected ``random.Random`` (which also names the state files). The completed-checkpoint list is
-one file, replaced atomically. ``resolve_checkpoint_pointer`` accepts a ``chk-<n>``/savepoint directory (with or
-without a trailing slash or ``file://``) or the ``_metadata`` file itself and fails with a clear error for
-anything else. Discarding deletes ``_metadata`` first, so a half-deleted checkpoint is never mistaken for a
-complete one, and reports what it could not remove. Every ``OSError`` becomes a typed storage error naming the
-path (``errors.storage_error_of``). Mirrors Flink's ``FsCheckpointStorageAccess``,
-``AbstractFsCheckpointStorageAccess`` (``resolveCheckpointPointer``, ``initializeLocationForSavepoint``),
-``FsCheckpointStorageLocation`` and ``FsCheckpointStreamFactory``.
+``savepoint-<jobid6>-<random>``; plus pointer resolution (``resolve_checkpoint_pointer``). A ``chk-<n>`` is a
+completed checkpoint exactly when its ``_metadata`` exists (written last, atomically); discarding deletes it first.
+Every file of a checkpoint is read relative to the checkpoint's own directory (its shared files in ``shared/``
+beside it), so any storage reads any checkpoint, wherever it lies. Every ``OSError`` becomes a typed storage
+error naming the path. Mirrors Flink's ``FsCheckpointStorageAccess``, ``AbstractFsCheckpointStorageAccess``,
+``FsCheckpointStorageLocation`` and ``FsCheckpointStreamFactory``; docs/recovery-store.md says how and where
+barriersim goes further.
 """
 
 from __future__ import annotations
@@ -253,10 +241,13 @@ class FileSystemCheckpointStorage(CheckpointStorage):
 
     def _state_file_reader(self, location):
         directory = Path(location.external_pointer)
+        # every file of a checkpoint is found from its own location: its exclusive files in its directory, its
+        # shared ones in the shared directory beside it (<job>/shared), whichever storage reads it (a restore's)
+        shared = directory.parent / CHECKPOINT_SHARED_STATE_DIR
 
         def read(handle: StateFileHandle) -> tuple[str, bytes]:
             if handle.file.startswith(SHARED_FILE_PREFIX):
-                path = self.shared_state_directory / handle.file.removeprefix(SHARED_FILE_PREFIX)
+                path = shared / handle.file.removeprefix(SHARED_FILE_PREFIX)
             else:
                 path = directory / handle.file
             try:
@@ -344,6 +335,10 @@ class FileSystemCheckpointStorage(CheckpointStorage):
                 metadata_size=size,
             ))
         return locations
+
+    @property
+    def completed_checkpoints_list_name(self) -> str:
+        return str(self.completed_checkpoints_file)
 
     def _read_pointer_list(self):
         path = self.completed_checkpoints_file

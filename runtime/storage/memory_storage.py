@@ -122,10 +122,14 @@ class JobManagerCheckpointStorage(CheckpointStorage):
     def _checkpoint_locations(self):
         return [loc for loc, _ in self._blobs.values() if not loc.is_savepoint]
 
+    @property
+    def completed_checkpoints_list_name(self) -> str:
+        return f"{SCHEME}{self.job_id}/{COMPLETED_CHECKPOINTS_FILE_NAME}"
+
     def _read_pointer_list(self):
         if self._pointer_list is None:
             return None
-        return f"{SCHEME}{self.job_id}/{COMPLETED_CHECKPOINTS_FILE_NAME}", self._pointer_list
+        return self.completed_checkpoints_list_name, self._pointer_list
 
     def _write_pointer_list(self, data):
         self._pointer_list = None if data is None else bytes(data)

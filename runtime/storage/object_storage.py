@@ -1,25 +1,11 @@
 """Checkpoint storage on an object store (``s3://``), and the choice of storage by URI, as Flink's
 ``state.checkpoints.dir``: ``file://`` or a plain path for ``FileSystemCheckpointStorage``, ``s3://`` for
-``ObjectStoreCheckpointStorage``.
-
-How this works: ``ObjectStoreCheckpointStorage`` lays a job's checkpoints out exactly as the filesystem storage
-does (``<base>/<job-id>/chk-<n>/_metadata`` beside its state files, ``shared/``, ``taskowned/``, the
-completed-checkpoint list ``<base>/<job-id>/_completed_checkpoints``, savepoints in ``savepoint-<jobid6>-<12 hex>``
-directories), through a ``pyarrow.fs.FileSystem`` (``S3FileSystem`` for ``s3://``; any other pyarrow filesystem
-works the same). An object store has no rename, but a PUT is atomic: an object is visible whole or not at all, so
-the ``_metadata`` is committed by writing it last, in one PUT, after every state file it references (Flink's
-``FsCheckpointMetadataOutputStream`` on S3 writes the final object directly: a multipart upload becomes visible
-only when it completes). A checkpoint is therefore complete exactly when its ``_metadata`` exists, as on a
-filesystem; the checksums, the identity checks and the retention are the base class's and the same. The injected
-write faults (``fail_next_write``) leave what they would on S3: a crash mid-upload or before completing it leaves
-no object. Pointers are URIs (``s3://bucket/prefix/<job-id>/chk-<n>``), resolved on this storage's filesystem.
-Every ``OSError`` pyarrow raises becomes a typed storage error naming the object. Mirrors Flink's
-``FsCheckpointStorageAccess`` over its S3 ``FileSystem`` (``flink-s3-fs-hadoop``/``-presto``).
-
-``checkpoint_storage_for(uri, job_id, ...)`` picks the storage (``restore_storage_for(pointer)`` the one that
-reads a snapshot a run restores, by the pointer's scheme): a URI's query holds the S3 client's options
-(``s3://bucket/prefix?endpoint_override=127.0.0.1:9000&scheme=http``, pyarrow's ``S3FileSystem.from_uri``), and
-credentials come from the usual AWS variables (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``).
+``ObjectStoreCheckpointStorage``. The layout is the filesystem storage's (``chk-<n>/_metadata`` written last, in one
+PUT, after every state object, ``shared/`` and the completed-checkpoint list beside them), read through a
+``pyarrow.fs.FileSystem``; every file of a checkpoint is read relative to its own location. Pointers are URIs whose
+query holds the S3 client's options; ``checkpoint_storage_for`` / ``restore_storage_for`` pick the storage of a
+URI or pointer. Every ``OSError`` becomes a typed storage error naming the object. Mirrors Flink's
+``FsCheckpointStorageAccess`` over its S3 ``FileSystem``; docs/recovery-store.md has the details.
 """
 
 from __future__ import annotations
@@ -53,7 +39,7 @@ from barriersim.runtime.storage.errors import (
     storage_error_of,
 )
 from barriersim.runtime.storage.fs_storage import RANDOM_FILE_NAME_LENGTH, FileSystemCheckpointStorage, local_path
-from barriersim.runtime.storage.metadata_serializer import DEFAULT_MEMORY_THRESHOLD, StateFileHandle
+from barriersim.runtime.storage.metadata_serializer import DEFAULT_MEMORY_THRESHOLD, SHARED_FILE_PREFIX, StateFileHandle
 
 # pyarrow.fs is imported in the functions that use it, for s3:// only: a subtask's process, which imports this
 # module, never loads pyarrow (about 50 MB and 50 ms a process)
@@ -215,8 +201,22 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
             written.append(StateFileHandle(name, len(data), zlib.crc32(data)))
             return written[-1]
 
+        def write_shared_file(key: str, data: bytes) -> StateFileHandle:
+            path = f"{self.shared_state_directory}/{key}"
+            if "/" in key or key in ("", ".", ".."):
+                raise CheckpointStorageWriteError(f"{self.uri(path)}: {key!r} is not a shared state file name")
+            if not self._exists(path):  # written by the first checkpoint that uploaded it; later ones refer to it
+                try:
+                    self._put(path, data)
+                except OSError as e:
+                    raise CheckpointStorageWriteError(f"{self.uri(path)}: writing a shared state file of checkpoint "
+                                                      f"{checkpoint_id} failed: {e}") from None
+            written.append(StateFileHandle(SHARED_FILE_PREFIX + key, len(data), zlib.crc32(data)))
+            return written[-1]
+
         data = metadata_serializer.serialize(metadata, directory=_basename(directory),
-                                             write_state_file=write_state_file, memory_threshold=self.memory_threshold)
+                                             write_state_file=write_state_file, memory_threshold=self.memory_threshold,
+                                             write_shared_file=None if is_savepoint else write_shared_file)
         try:
             self._put(path, data, self.writer.take_fault())
         except OSError as e:
@@ -238,9 +238,13 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
 
     def _state_file_reader(self, location):
         directory = self._path_of(location.external_pointer)
+        shared = f"{_parent(directory)}/{CHECKPOINT_SHARED_STATE_DIR}"  # beside the checkpoint, as on a filesystem
 
         def read(handle: StateFileHandle) -> tuple[str, bytes]:
-            path = f"{directory}/{handle.file}"
+            if handle.file.startswith(SHARED_FILE_PREFIX):
+                path = f"{shared}/{handle.file.removeprefix(SHARED_FILE_PREFIX)}"
+            else:
+                path = f"{directory}/{handle.file}"
             return self.uri(path), self._get(path, "reading a state file")
 
         return read
@@ -270,6 +274,30 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
             raise CheckpointDiscardError(self.uri(directory), f"checkpoint {checkpoint_id} was not fully discarded")
         return True
 
+    def discard_shared_state(self, keys) -> int:
+        """Delete the shared state objects of these registration keys (missing ones are not an error); how many
+        were deleted. ``CheckpointDiscardError`` names the first object that could not be deleted."""
+        deleted = 0
+        for key in keys:
+            path = f"{self.shared_state_directory}/{key}"
+            try:
+                if self._exists(path):
+                    self.filesystem.delete_file(path)
+                    deleted += 1
+            except OSError as e:
+                raise CheckpointDiscardError(self.uri(path), f"cannot discard shared state: {e}") from None
+        return deleted
+
+    def shared_state_files(self) -> set[str]:
+        """The names of the objects in the shared state directory."""
+        from pyarrow.fs import FileSelector
+
+        try:
+            infos = self.filesystem.get_file_info(FileSelector(self.shared_state_directory, allow_not_found=True))
+        except OSError as e:
+            raise storage_error_of(e, self.uri(self.shared_state_directory), "listing the shared state") from None
+        return {info.base_name for info in infos}
+
     def _checkpoint_locations(self):
         from pyarrow.fs import FileSelector, FileType
 
@@ -294,6 +322,10 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
                 metadata_pointer=self.uri(metadata), is_savepoint=False,
                 metadata_size=info.size if info is not None else 0))
         return locations
+
+    @property
+    def completed_checkpoints_list_name(self) -> str:
+        return self.uri(self.completed_checkpoints_file)
 
     def _read_pointer_list(self):
         path = self.completed_checkpoints_file

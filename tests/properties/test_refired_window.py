@@ -7,7 +7,8 @@ restore the records after the offsets are replayed and the window fires a second
 at-least-once mode lets it. The reference (``runtime.verification.reference``, at-least-once over aggregates) counts that
 smaller row as a duplicate because the window's full row is there too; before it did, it counted it as wrong and the
 property failed on this case. (The case was re-timed, its seed and slowdown, when a paced source's step became
-what its rate allows in 10 ms at every rate, and ends where an output is backpressured.)"""
+what its rate allows in 10 ms at every rate, and ends where an output is backpressured; its slowdown again, to x30
+until 28 ms, when a step became slowed only for its part inside a slowdown's window.)"""
 
 from pathlib import Path
 

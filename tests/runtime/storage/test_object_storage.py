@@ -125,7 +125,8 @@ def test_the_storage_is_chosen_by_uri(tmp_path):
 
 
 @pytest.mark.parametrize("damage", [d for d in CheckpointDamage if d not in (CheckpointDamage.UNREADABLE,
-                                                                             CheckpointDamage.MALFORMED_STATE)])
+                                                                             CheckpointDamage.MALFORMED_STATE,
+                                                                             CheckpointDamage.ROLL_BACK)])
 @pytest.mark.parametrize("target", [DamageTarget.METADATA, DamageTarget.STATE_FILE])
 def test_damage_faults_strike_the_objects_and_every_read_names_the_damaged_one(s3_server, damage, target):
     storage = _storage(s3_server.bucket_uri())
