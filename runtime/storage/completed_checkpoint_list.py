@@ -5,7 +5,7 @@ this JobManager wrote or read). Framed msgpack (``metadata_serializer.frame``, i
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import msgpack
 
@@ -68,17 +68,24 @@ class CompletedCheckpointList:
     def update(self, checkpoint_ids: Iterable[int]) -> None:
         """Make the list hold exactly ``checkpoint_ids`` (oldest first), in one atomic write; each must be a
         checkpoint known here. An empty list removes the file."""
-        entries = []
+        pointers = []
         for cid in checkpoint_ids:
             location = self._known.get(cid)
             if location is None or location.metadata_crc32 is None:
                 raise CheckpointStorageError(f"job {self.job_id}: checkpoint {cid} was neither written nor read here; "
                                              "the completed-checkpoint list cannot point to it")
-            entries.append([cid, location.external_pointer, location.metadata_pointer, location.metadata_size,
-                            location.metadata_crc32, location.is_savepoint])
-        if not entries:
+            pointers.append(CompletedCheckpointPointer(cid, location.external_pointer, location.metadata_pointer,
+                                                       location.metadata_size, location.metadata_crc32,
+                                                       location.is_savepoint))
+        self.write(pointers)
+
+    def write(self, pointers: Sequence[CompletedCheckpointPointer]) -> None:
+        """Replace the list by ``pointers`` (in this order), in one atomic write; an empty list removes the file."""
+        if not pointers:
             self.remove()
             return
+        entries = [[p.checkpoint_id, p.external_pointer, p.metadata_pointer, p.metadata_size, p.metadata_crc32,
+                    p.is_savepoint] for p in pointers]
         payload = msgpack.packb({"job_id": self.job_id, "checkpoints": entries}, use_bin_type=True)
         self._files.write_pointer_list(metadata_serializer.frame(payload, POINTER_LIST_MAGIC))
 
@@ -88,9 +95,10 @@ class CompletedCheckpointList:
     def read(self) -> tuple[CompletedCheckpointPointer, ...] | None:
         """The list, oldest first; None if there is none (``CorruptPointerListError`` naming it if damaged)."""
         found = self._files.read_pointer_list()
-        if found is None:
-            return None
-        source, data = found
+        return None if found is None else self.decode(*found)
+
+    def decode(self, source: str, data: bytes) -> tuple[CompletedCheckpointPointer, ...]:
+        """The pointers of the list image ``data`` read from ``source``, oldest first (typed errors if damaged)."""
         payload = metadata_serializer.unframe(data, source, POINTER_LIST_MAGIC, "completed-checkpoint list",
                                               CorruptPointerListError)
         try:

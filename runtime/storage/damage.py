@@ -5,6 +5,7 @@ this; docs/architecture.md, "Checkpoint storage", lists the damages and what eac
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import os
 import shutil
@@ -12,17 +13,15 @@ import zlib
 from pathlib import Path
 from typing import Callable
 
-import msgpack
-
 from barriersim.runtime.storage import metadata_serializer as ms
 from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
-from barriersim.runtime.storage.completed_checkpoint_list import POINTER_LIST_MAGIC
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.layout import METADATA_FILE_NAME
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 from barriersim.runtime.storage.object_storage import ObjectStoreCheckpointStorage
 
+DamageableStorage = FileSystemCheckpointStorage | JobManagerCheckpointStorage | ObjectStoreCheckpointStorage
 
 class CheckpointDamage(enum.Enum):
     TRUNCATE = "truncate"
@@ -102,6 +101,8 @@ def damage_checkpoint(storage: CheckpointStorage, checkpoint_id: int, damage: Ch
                       target: DamageTarget = DamageTarget.METADATA) -> str:
     """Damage completed checkpoint ``checkpoint_id`` of ``storage`` (or its completed-checkpoint list); returns what
     was done (one line)."""
+    if not isinstance(storage, DamageableStorage):
+        raise DamageNotApplicable(f"{type(storage).__name__}: cannot be damaged")
     if target is DamageTarget.COMPLETED_LIST:
         return _damage_list(storage, checkpoint_id, damage)
     if damage is CheckpointDamage.ROLL_BACK:
@@ -110,9 +111,7 @@ def damage_checkpoint(storage: CheckpointStorage, checkpoint_id: int, damage: Ch
         return _damage_files(storage, checkpoint_id, damage, target)
     if isinstance(storage, JobManagerCheckpointStorage):
         return _damage_memory(storage, checkpoint_id, damage, target)
-    if isinstance(storage, ObjectStoreCheckpointStorage):
-        return _damage_objects(storage, checkpoint_id, damage, target)
-    raise DamageNotApplicable(f"{type(storage).__name__}: cannot be damaged")
+    return _damage_objects(storage, checkpoint_id, damage, target)
 
 
 def corrupt_checkpoint(storage: CheckpointStorage, checkpoint_id: int, transform: Callable[[bytes], bytes]) -> None:
@@ -137,10 +136,10 @@ def _other_metadata(storage: CheckpointStorage, checkpoint_id: int) -> tuple[int
 # -- the completed-checkpoint list ------------------------------------------------------------------------
 
 
-def _damage_list(storage: CheckpointStorage, checkpoint_id: int, damage: CheckpointDamage) -> str:
+def _damage_list(storage: DamageableStorage, checkpoint_id: int, damage: CheckpointDamage) -> str:
     """The byte damages, ``delete`` and ``roll_back`` (the list as it was before checkpoint ``checkpoint_id``
     completed: its entry and every newer one gone, the older ones intact) of the completed-checkpoint list, on
-    every storage (through its ``CheckpointFiles``)."""
+    every storage (the bytes through its ``CheckpointFiles``, the pointers through its completed-checkpoint list)."""
     files = storage.files
     found = files.read_pointer_list()
     if found is None:
@@ -154,14 +153,12 @@ def _damage_list(storage: CheckpointStorage, checkpoint_id: int, damage: Checkpo
         return f"deleted {source}"
     if damage is not CheckpointDamage.ROLL_BACK:
         raise DamageNotApplicable(f"{damage.value} of the completed-checkpoint list")
-    plain = msgpack.unpackb(ms.unframe(data, source, POINTER_LIST_MAGIC), raw=False, use_list=True)
-    kept = [entry for entry in plain["checkpoints"] if entry[0] < checkpoint_id]
-    if len(kept) == len(plain["checkpoints"]):
+    pointers = storage.completed.decode(source, data)
+    kept = [p for p in pointers if p.checkpoint_id < checkpoint_id]
+    if len(kept) == len(pointers):
         raise DamageNotApplicable(f"{source}: names no checkpoint from {checkpoint_id} on to roll back")
-    plain["checkpoints"] = kept
-    # before the first completion there was no list at all
-    files.write_pointer_list(ms.frame(msgpack.packb(plain, use_bin_type=True), POINTER_LIST_MAGIC) if kept else None)
-    return f"rolled {source} back to before checkpoint {checkpoint_id}: it names {[entry[0] for entry in kept]}"
+    storage.completed.write(kept)  # none: before the first completion there was no list at all
+    return f"rolled {source} back to before checkpoint {checkpoint_id}: it names {[p.checkpoint_id for p in kept]}"
 
 
 # -- files ----------------------------------------------------------------------------------------------
@@ -264,20 +261,18 @@ def _make_unreadable(path: Path) -> str:
     return f"replaced {path} by a symbolic link to itself (chmod 000 does not keep this process out)"
 
 
-def _relist(storage: CheckpointStorage, checkpoint_id: int) -> None:
+def _relist(storage: DamageableStorage, checkpoint_id: int) -> None:
     """Make the completed-checkpoint list's entry of ``checkpoint_id`` match its (damaged) ``_metadata`` again."""
-    files = storage.files
-    found = files.read_pointer_list()
-    if found is None:
+    pointers = storage.completed.read()
+    if pointers is None:
         return
-    source, data = found
-    plain = msgpack.unpackb(ms.unframe(data, source, POINTER_LIST_MAGIC), raw=False, use_list=True)
-    for entry in plain["checkpoints"]:
-        if entry[0] == checkpoint_id:
-            location = storage.resolve_checkpoint(entry[1])
-            metadata = files.read_metadata(location)
-            entry[3], entry[4] = len(metadata), zlib.crc32(metadata)
-    files.write_pointer_list(ms.frame(msgpack.packb(plain, use_bin_type=True), POINTER_LIST_MAGIC))
+    relisted = []
+    for pointer in pointers:
+        if pointer.checkpoint_id == checkpoint_id:
+            metadata = storage.files.read_metadata(storage.resolve_checkpoint(pointer.external_pointer))
+            pointer = dataclasses.replace(pointer, metadata_size=len(metadata), metadata_crc32=zlib.crc32(metadata))
+        relisted.append(pointer)
+    storage.completed.write(relisted)
 
 
 # -- objects ----------------------------------------------------------------------------------------------
