@@ -2,7 +2,8 @@
 
 ``reference/scenario.md`` comes from the scenario schema and ``reference/cli.md`` from the command line's argparse
 parser, each through one function below (``scenario_reference`` and ``cli_reference``); the hook adds their pages to
-the site's files before the navigation is built (``on_files``).
+the site's files before the navigation is built (``on_files``). Every page's GitHub-style lists are adapted to
+Python-Markdown on the way (``on_page_markdown``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import tokenize
 from pathlib import Path
 
@@ -180,6 +182,33 @@ PAGES = {
     "reference/scenario.md": scenario_reference,
     "reference/cli.md": cli_reference,
 }
+
+
+def github_lists(markdown: str) -> str:
+    """The pages are written for GitHub's Markdown, where a list may follow a paragraph line directly and a nested
+    list be indented by 2; Python-Markdown wants a blank line before a list and 4 spaces per level. This adds the
+    one and doubles the other (outside fenced code)."""
+    out: list[str] = []
+    fenced = nested = False
+    for line in markdown.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if not fenced:
+            item = re.match(r"^(\s*)([-*]|\d+\.) ", line)
+            if item and not item.group(1) and out and out[-1].strip() and not re.match(r"^(\s|[-*] |\d+\. )", out[-1]):
+                out.append("")
+            if item and len(item.group(1)) == 2:
+                nested = True
+            elif not line.startswith("  "):
+                nested = False
+            if nested and line.startswith("  "):
+                line = "  " + line
+        out.append(line)
+    return "\n".join(out)
+
+
+def on_page_markdown(markdown, page, config, files):
+    return github_lists(markdown)
 
 
 def on_files(files, config):
