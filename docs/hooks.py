@@ -145,7 +145,6 @@ def cli_reference() -> str:
     """The command-line reference page (Markdown), from ``barriersim.cli``'s argparse parser."""
     from barriersim import cli
 
-    os.environ["COLUMNS"] = "110"  # argparse wraps its usage lines to the terminal's width
     parser = cli._parser()
     out = [GENERATED_NOTE.format(source="barriersim/cli.py"), "# Command line\n",
            f"`barriersim COMMAND ...`: {parser.description} Every command's `--help` prints the same.\n",
@@ -156,7 +155,15 @@ def cli_reference() -> str:
     for name, sub in subparsers.choices.items():
         out.append(f"## `barriersim {name}`\n")
         out.append(f"{sub.description or helps.get(name) or ''}\n")
-        usage = sub.format_usage().removeprefix("usage: ").strip()
+        columns = os.environ.get("COLUMNS")
+        os.environ["COLUMNS"] = "90"  # argparse wraps its usage lines to the terminal's width: the page's
+        try:
+            usage = sub.format_usage().removeprefix("usage: ").strip()
+        finally:
+            if columns is None:
+                del os.environ["COLUMNS"]
+            else:
+                os.environ["COLUMNS"] = columns
         out.append(f"```\n{usage}\n```\n")
         rows = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
         if rows:
