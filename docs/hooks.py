@@ -133,8 +133,8 @@ def _schema_markdown(schema) -> str:
     table(schema.VERTEX_FIELDS, "VERTEX_FIELDS")
     out.append("## `[[job.edge]]`\n\nAn edge of a general job graph.\n")
     table(schema.EDGE_FIELDS, "EDGE_FIELDS")
-    out.append("Faults (`[[faults]]`), experiment actions (`[[actions]]`) and `[sweep]` are described in "
-               "[Scenarios and faults](../scenarios.md).\n")
+    out.append("Faults (`[[faults]]`) and `[sweep]` are described in [Scenarios and faults](../scenarios.md), "
+               "experiment actions (`[[actions]]`) and `[restore]` in [Savepoints](../savepoints.md).\n")
     return "\n".join(out)
 
 
