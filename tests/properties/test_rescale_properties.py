@@ -5,7 +5,7 @@ the snapshot a stopped or cancelled last job ended with; a last job that failed 
 completed ends FAILED, as Flink's does, and is verified against that savepoint), every completed checkpoint is a
 consistent cut, checkpoint ids never repeat within a job, a restored job has the parallelism its restore asked for
 and reports its snapshot as Flink's ``latest.restored``. A failing example is saved as a scenario file with its
-``barriersim replay`` command. Examples are derandomized (README, property-based testing); this property runs half
+``barriersim replay`` command. Examples are derandomized (docs/property-testing.md); this property runs half
 of the budget per mode.
 """
 
