@@ -1,18 +1,6 @@
-"""Runs any supported job graph on Ray actors, with the simulator's settings, and collects what it committed.
-
-How this works: ``RayJob`` puts every source split in Ray's object store (its column buffers,
-``runtime.records_codec``; a split given as an ``ObjectRef``, e.g. an Arrow table of a Spark workload handed over by ``actors.workload_handoff``, is used as it
-is, so its records never pass through the driver, and it may still be unresolved: the job is deployed and its
-sources wait for it), picks the Ray nodes the job's TaskManagers are spread over
-(``actors.placement.cluster_nodes``: ``cluster.nodes`` of them, or every node with CPUs when it is 0, which the
-job's placement then takes as its node count), starts the ``ExternalStoreActor`` (loaded with the external system
-of an earlier run when this run continues it) and the ``JobManagerActor`` (which deploys, checkpoints, takes
-savepoints, stops, cancels, restores, fails over and ends the run's jobs) on the driver's node and calls its
-``run``; ``RayJob.wait`` reports progress every quarter second until that call returns, then reads the committed
-output from the store, the whole store (``store_snapshot``) and the records of the transactions the run's ending
-snapshot lists as pending. ``run_graph_on_ray`` does both. Every actor it started is killed on every exit path.
-The settings are the job's ``runtime.job.config.JobConfig`` (graph, mode, intervals, network, source rate, faults,
-cluster; the simulated network's latencies do not apply: Ray's are real). Ray must already be initialised.
+"""Runs any supported job graph on Ray actors, with the simulator's settings, and collects what it committed
+(``RayJob``, ``run_graph_on_ray``); every actor it started is killed on every exit path. See docs/ray-driver.md,
+"Running a job graph on Ray".
 """
 
 from __future__ import annotations

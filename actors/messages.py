@@ -1,17 +1,7 @@
-"""What crosses between the actors of a job run on Ray, as msgpack bytes: batches of channel elements, batches of
-upstream messages (credit, resume consumption, buffer size, all records processed), the JobMaster's messages to a
-task (trigger, completion and abort notices), acknowledgements with their task state snapshots and metrics,
-declines, restore snapshots, and records for the external store.
-
-How this works: Ray would pickle arbitrary Python objects; barriersim encodes everything it sends as plain
-msgpack (``runtime.events.to_wire`` for channel elements, the ``_metadata`` serializer of
-``runtime.storage.metadata_serializer`` for state snapshots), so what travels is the same on every backend
-and never unpickled from data. Records (splits, the sink's output) use ``runtime.records_codec``, re-exported
-here for the actors. A ``TaskStateSnapshot`` travels as a one-checkpoint ``CheckpointMetadata``
-holding one ``OperatorState`` per operator with the single subtask's state, plus its two FLIP-147 flags and, for a
-restore, each operator's in-flight data rescaling descriptors and rescaled gates and partitions (which are never
-part of a checkpoint).
-No protocol rule lives here.
+"""What crosses between the actors of a job run on Ray, as msgpack bytes (never pickle): batches of channel elements,
+batches of upstream messages, the JobMaster's messages to a task, acknowledgements with their task state snapshots
+and metrics, declines, restore snapshots, and records for the external store. No protocol rule lives here. See
+docs/ray-driver.md, "What crosses between actors".
 """
 
 from __future__ import annotations

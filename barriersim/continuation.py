@@ -1,24 +1,5 @@
-"""A run that continues another: started from one of its savepoints or retained checkpoints (``--from PATH``).
-
-How this works: a savepoint or retained checkpoint a run wrote lives in its run directory (``savepoints/`` or
-``checkpoints/<job-id>/``); the run directory also holds what the run's sinks wrote to the external system
-(``external_store.msgpack``, msgpack: committed transactions in order, pending ones, direct writes, each
-as its column buffers) and, in its
-``summary.json``, the next execution attempt number no attempt of it used. A run restored from there continues
-that external system (as a Kafka topic outlives the job), so its output is verified together with the earlier
-output, and its attempts start above the earlier ones (a transaction id is never reused). ``check_restore`` checks
-a scenario's ``[restore]`` before anything starts: the path must name a readable savepoint or checkpoint inside a
-run directory of the same scenario (workload, seed and job up to parallelism), else a ``ScenarioError`` names
-``restore.from`` and the problem in one line. ``previous_run`` gives what the restored run continues.
-``write_external_store`` / ``read_external_store`` keep the external system in a run directory, atomically.
-
-A run with a checkpoint storage (``--checkpoint-storage``: an object store, ``s3://``, or a path every node
-sees) keeps its savepoints and checkpoints there, under ``<storage>/<run>[/<mode>]``, where another machine
-restores them (``runtime.storage.object_storage.savepoint_directory_for``); ``publish_run`` puts the run
-directory's ``scenario.toml``, ``external_store.msgpack`` and ``summary.json`` (last) beside them, so that a
-pointer there (a path, or ``--from s3://bucket/.../savepoints/savepoint-...``, the S3 client's options in its
-query as in the storage URI) finds its run as a path into a run directory does: the nearest ancestor holding a
-``summary.json`` and the external store (``run_dir_of``).
+"""A run that continues another: started from one of its savepoints or retained checkpoints (``--from PATH``),
+continuing its external system. See docs/runs-and-workloads.md, "A run that continues another".
 """
 
 from __future__ import annotations

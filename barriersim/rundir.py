@@ -1,14 +1,5 @@
-"""Run directories: find the runs under a directory and load their checkpoint and subtask tables.
-
-How this works: a *run* is a directory holding ``summary.json`` and ``checkpoints.parquet`` (and usually
-``subtasks.parquet``), as ``barriersim run`` writes them. A directory given to the report or the analytics is
-either one run, or holds runs in subdirectories (``RUN_DIR/<mode>/`` for ``--mode all``, a sweep's points),
-up to two levels deep; both layouts are found by ``discover_runs``. Each run is labelled by its path relative
-to the directory given (``.`` for the directory itself) and carries its summary's mode, scenario, seed and
-``workload.zipf_exponent``. ``load_tables`` reads every run's Parquet files with pyarrow into two pandas
-DataFrames with those run columns in front. Everything a user can get wrong raises ``RunDirError`` whose
-message is one line naming the path. This module sits below both of its users, the report
-(``barriersim.report``) and the Spark analytics (``barriersim.spark.analytics``), and imports neither.
+"""Run directories: find the runs under a directory and load their checkpoint and subtask tables; bad input raises
+``RunDirError``, one line naming the path. See docs/runs-and-workloads.md, "Finding runs and loading their tables".
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """A content-addressed cache of what Spark computes for a Ray run's workload, kept across runs, so that a run of a
-workload Spark generated before (another mode, other faults, the same experiment again) does not start Spark.
-
-How this works: ``cache_key`` hashes (SHA-256) everything the generated workload depends on: the scenario's
-``[workload]`` section, the source vertices (names and parallelism) and their split plan
-(``barriersim.spark.workload.split_plan``: per split its vertex, parallelism, index and rate), the seed, and the
-generator's version (the source text of the modules that draw the records and compute the reference:
-``barriersim.spark.workload``, ``barriersim.scenarios.workload``, ``barriersim.spark.reference``). Not the
-checkpointing mode, the faults or the rest of the job graph: every mode of one workload shares an entry. An entry
-is the directory ``<cache dir>/workloads/<key>/`` (``cache_dir``: ``$BARRIERSIM_CACHE_DIR``, else
-``$XDG_CACHE_HOME/barriersim``, else ``~/.cache/barriersim``) holding
-
-- ``splits.arrow``: an Arrow IPC file, one record batch per source subtask (vertices in the graph's order, then
-  subtask index) with the columns ``SPLIT_COLUMNS``: the tables handed to the sources (``hand_off``);
-- ``reference.arrow``: the reference Spark computed for the verification (``barriersim.spark.reference``'s
-  ``reference_table``: per key, its records and ``SUM(value)``);
-- ``manifest.msgpack``: the key, the scenario fields the key covers, per split its vertex, index and rows, and
-  each file's size and CRC-32.
-
-Each file is written atomically (``AtomicFileWriter``: temporary file, then rename), the manifest last, so an
-entry without a manifest is absent. ``lookup`` reads an entry back (Arrow batches over the file's bytes, no per-row conversion) and checks it
-against its manifest: a missing entry is a ``MISS``; one whose manifest or files are unreadable, of another size
-or CRC, or of another shape than the scenario's splits is ``CORRUPT``, with a one-line problem naming the file (the
-run warns, recomputes in Spark and rewrites the entry). Clearing the cache is deleting the directory.
+workload Spark generated before (another mode, other faults, the same experiment again) does not start Spark. See
+docs/runs-and-workloads.md, "The workload cache".
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""The in-process data path, before and after the columnar data plane, measured in one run: microseconds of
-CPU per record through source -> map -> keyed sum -> sink (target: at most 0.15 us per record).
-
-How this works: four ``StreamTask``s (parallelism 1; forward, hash, forward edges; checkpointing on but never
-triggered, no final checkpoint) are driven by a plain loop with no simulator and no network: each task works until
-it has nothing to do, every element its partitions may send is handed to the consumer's input channel at once, and
-every credit message to the producer at once; so what is measured is the data path itself (source reads,
-partitioners, buffer building, input channels and gates, operators, the sink's transaction). The same harness runs
-on the current code ("after") and, in a subprocess, on the code of ``baseline_tree.BEFORE_COLUMNAR`` ("before":
-records as Python tuples, one at a time), alternately, ``--repeats`` times; the table gives the medians. The
-harness uses only what both versions have (``StreamTask``'s constructor and its driver calls, ``Wiring``,
-``local_splits``). Baseline of the same run: the raw cost of touching every record once in Python (a loop that
-sums the records' values), the floor of any per-record Python step.
+"""The in-process data path, before and after the columnar data plane, measured in one run: microseconds of CPU per
+record through source -> map -> keyed sum -> sink (target: at most 0.15 us per record). See docs/benchmarks.md,
+"The in-process data path".
 
 Run: ``python -m benchmarks.data_path [--records N] [--repeats N] [--baseline-rev REV]``.
 """

@@ -1,15 +1,5 @@
-"""The raw Ray baseline every Ray-backend figure is compared with, measured in the same run.
-
-How this works: two plain asyncio actors on the local cluster. (1) one-way actor-to-actor calls: the sender
-fires calls carrying a payload (32 KiB by default, a Flink network buffer) with a bounded window of calls in
-flight and we count calls and bytes per second; (2) round trip: the sender awaits each call before the next
-and we report the median and p99 latency; (3) a chain of ``depth`` actors, each forwarding a small message to
-the next and awaiting it: the one-hop latency times the depth is what a barrier through an idle pipeline of
-that depth is compared with; (4) ``measure_raw_pipeline``: 32 KiB payloads through a chain of ``depth`` actors
-that do nothing but pass them on, with a window of calls in flight per hop: the ceiling of any pipeline of
-that shape on Ray here; (5) ``measure_raw_socket_pipeline``: the same chain over Unix domain sockets between the
-actors (the transport of barriersim's task actors on one node: ``actors.socket_links``), each stage a reader
-thread and a loop that writes each payload on: the ceiling of that transport.
+"""The raw Ray baseline every Ray-backend figure is compared with, measured in the same run. See docs/benchmarks.md,
+"The raw Ray baseline".
 
 Run alone: ``python -m benchmarks.ray_baseline``.
 """

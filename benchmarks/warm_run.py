@@ -1,13 +1,6 @@
 """A Ray run of a scenario cold (Spark generates the workload, verifies and computes the statistics) against the same
-run warm (the workload and Spark's reference from the workload cache, no Spark), measured in the same session.
-
-How this works: the command ``barriersim run SCENARIO`` runs three times, each in its own process, with a workload
-cache directory of this benchmark's own (``BARRIERSIM_CACHE_DIR``): (1) ``--no-cache``, the baseline: Spark does
-everything and the cache is not touched; (2) cold: the cache is empty, Spark generates the workload and the entry is
-written; (3) warm: the entry is there and Spark does not start. For each it prints the command's wall time (process
-start to exit), the run's phases (``summary.json`` ``timings_seconds``), the job's share of the wall time (the tasks
-running, and the mode's own deploy, job and verification), and at the end the warm run against the baseline and
-against the target: a warm run of the quickstart under 35 s with the job at least a third of it.
+run warm (the workload and Spark's reference from the workload cache, no Spark), measured in the same session. See
+docs/benchmarks.md, "A warm run against a cold one".
 
 Run: ``python -m benchmarks.warm_run [SCENARIO] [--mode MODE]`` (default ``scenarios/quickstart.toml``, the
 scenario's mode).

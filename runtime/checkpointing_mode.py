@@ -1,18 +1,7 @@
 """The checkpointing mode of a job: one typed value, its derived settings, and the one rule on combinations.
 
-How this works: ``CheckpointingMode`` names the four ways a job can checkpoint, as a scenario file, the CLI's
-``--mode``, the Python API and the Hypothesis strategies spell them (``aligned``, ``unaligned``,
-``aligned-with-timeout``, ``at-least-once``); ``CheckpointingMode.parse`` is the only place a mode is read
-from text. Each mode says what Flink's configuration would be: ``exactly_once`` (Flink's
-``CheckpointingMode.EXACTLY_ONCE``), ``unaligned_enabled`` (``execution.checkpointing.unaligned.enabled``; the
-aligned-with-timeout mode is unaligned checkpoints with a positive ``aligned-checkpoint-timeout``, as in Flink)
-and ``max_concurrent_allowed`` (unaligned checkpoints allow one at a time). ``checkpointing_problem`` is the one
-rule on a mode with the settings that depend on it (max concurrent checkpoints, the alignment timeout): it
-returns the key at fault and the problem, or None; the scenario loader, the job configuration and every
-override go through it, so an impossible combination gets the same one-line error wherever it comes from.
-``ALL_MODES`` and ``SIDE_BY_SIDE_MODES`` (what ``--mode all`` runs) are the only lists of modes. Mirrors the
-checks of Flink's ``CheckpointConfig`` / ``StreamingJobGraphGenerator`` (unaligned checkpoints need exactly-once
-and at most one concurrent checkpoint).
+Mirrors the checks of Flink's ``CheckpointConfig`` / ``StreamingJobGraphGenerator``. See
+docs/jobs-and-operators.md, "Checkpointing modes".
 """
 
 from __future__ import annotations

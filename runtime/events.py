@@ -1,16 +1,10 @@
-"""Immutable values that flow through a job: data buffers, checkpoint barriers, cancel markers, end of
-partition, announcements, and the addresses of channels and subpartitions.
+"""Immutable values that flow through a job: data buffers, checkpoint barriers, cancel markers, end of partition,
+announcements, and the addresses of channels and subpartitions.
 
-How this works: every value here is a frozen dataclass (or an enum) that both drivers (the deterministic
-simulator and the Ray actors) pass between the sans-IO components of ``runtime/``. Nothing here has
-behaviour beyond small derived properties mirroring Flink's accessors, so they are safe to hash, compare,
-log into a trace, and encode with msgpack (see ``to_wire``/``from_wire``).
-
-Mirrors Flink's ``CheckpointBarrier``, ``CheckpointOptions`` (with ``CheckpointOptions.AlignmentType``),
-``SnapshotType``/``CheckpointType``/``SavepointType``, ``CancelCheckpointMarker``, ``EndOfPartitionEvent``,
-``EndOfData`` (with ``StopMode``), ``EventAnnouncement``, ``SubtaskConnectionDescriptor``,
-``EndOfChannelStateEvent``, ``Buffer`` (with its content of ``StreamElements`` when watermarks travel in it),
-``InputChannelInfo`` and ``ResultSubpartitionInfo``.
+Mirrors Flink's ``CheckpointBarrier``, ``CheckpointOptions``, ``CheckpointType``/``SavepointType``,
+``CancelCheckpointMarker``, ``EndOfPartitionEvent``, ``EndOfData``, ``EventAnnouncement``,
+``SubtaskConnectionDescriptor``, ``EndOfChannelStateEvent``, ``Buffer``, ``InputChannelInfo`` and
+``ResultSubpartitionInfo``. See docs/data-plane.md, "Events and addresses".
 """
 
 from __future__ import annotations

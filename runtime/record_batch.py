@@ -1,21 +1,6 @@
-"""Records as columns: the one form in which records move through a job, from the source's split to the sink.
-
-How this works: a ``RecordBatch`` is a run of records held as a 2-D ``int64`` numpy array of shape
-``(fields, records)``, one contiguous row per field (for the workload ``record_id, key, value, event_time``;
-a keyed sum emits ``record_id, key, value, running_sum``, a window ``window_start, key, sum, count``: every record
-layout of barriersim's jobs is four integers, ``runtime.operators.records``). Operators, partitioners and
-verification work on whole columns (numpy); a slice of a batch is a view, so cutting a source's split into steps,
-or a step's output into network buffers, copies nothing. Batches are values: nothing writes into a batch's
-array once it was made (an operator makes new arrays), so a buffer may share its columns with the batch it was
-cut from and with the channel state that persists it.
-
-A network buffer's content (``Buffer.records``) is a ``RecordBatch`` when it holds records only, and
-``runtime.events.StreamElements`` when watermarks travel between its records (``runtime.buffer_content``).
-
-For code that reads records one at a time (tests, traces, the consistent-cut checker), a batch also behaves
-as a sequence of record tuples of Python ints: ``len``, iteration, indexing by position; and it compares equal
-to a list or tuple of the same record tuples. Those paths are slow by design and none of the data path uses
-them. No Flink class corresponds: Flink moves serialized bytes; this is their columnar stand-in.
+"""Records as columns: the one form in which records move through a job, from the source's split to the sink. No Flink
+class corresponds: Flink moves serialized bytes; this is their columnar stand-in. See docs/data-plane.md, "Records
+as columns".
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """The byte form of records: a source subtask's split, a network buffer's content on the wire, a sink's committed
-output, and the record batches inside persisted channel state.
-
-How this works: a ``RecordBatch`` is written as its column buffers, with no per-record step: a msgpack extension
-value (type ``RECORD_BATCH_EXT``) whose data is a small header (fields, records) followed by the ``int64`` columns,
-little-endian, field after field; reading it back makes a read-only numpy view of the received bytes (no copy).
-Buffer content with watermarks (``StreamElements``) is an extension value (``STREAM_ELEMENTS_EXT``) holding the
-msgpack array of its parts, a ``Watermark`` one (``WATERMARK_EXT``, its timestamp as 8 signed bytes).
-``ext_default`` / ``ext_hook`` are the msgpack hooks for these; ``pack`` and ``unpack`` are the msgpack settings
-every barriersim encoding uses (bytes stay bytes, strings stay strings) with them. ``encode_records`` /
-``decode_records`` write and read a split or an output: a batch as one extension value; record tuples from older
-encodings (a msgpack array of arrays) still decode, as tuples. Both drivers share this encoding. A source's split
-may also come as an Arrow table (the Spark workload's hand-off) with the columns ``SPLIT_COLUMNS``;
-``decode_split`` takes either form and gives a ``RecordBatch`` (an Arrow table's columns taken as they are), so a
-split cut from a Spark DataFrame is exactly what the simulator draws locally.
+output, and the record batches inside persisted channel state; msgpack extension types, no per-record step. See
+docs/data-plane.md, "The byte form of records".
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""The per-record draws of a scenario's workload, in plain numpy: the simulator's local splits use them, and the
-Spark workload (``barriersim.spark.workload``) computes the very same draws in Spark's Arrow batch function.
-
-How this works: every random draw is a pure function of ``(seed, record_id)``: a SplitMix64 hash
-(``splitmix64``) of the record id mixed with the seed, so the same seed gives the same workload whatever
-computes it and however it is partitioned. ``draw_columns`` gives, for record ids ``i`` of one source vertex of
-parallelism ``p``: keys from a finite Zipf distribution over ``keys`` keys with the scenario's exponent
-(``zipf_cdf``; 0 is uniform; optionally with one hot key carrying a fixed share; with ``key_growth`` the key space
-grows over the run, ``active_keys``, so keyed state grows while its older keys keep being updated), values uniform in
-``1..max_value``, event times advancing at the vertex's total
-rate, and split ``i % p`` at offset ``i // p``. ``local_splits`` draws one source vertex's records and deals
-them into its splits as ``RecordBatch``es of ``(record_id, key, value, event_time)``; source vertex ``k`` of a graph draws
-with seed ``seed + k`` and record ids offset by ``k * SOURCE_ID_STRIDE`` (``scenarios.simulation_inputs``).
+"""The per-record draws of a scenario's workload, in plain numpy: the simulator's local splits use them, and the Spark
+workload (``barriersim.spark.workload``) computes the very same draws in Spark's Arrow batch function. See
+docs/runs-and-workloads.md, "The per-record draws of a workload".
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
-"""Ray and Spark-on-Ray (RayDP) lifecycle for a run: start both, hand back the live SparkSession, stop both
-on every exit path, and keep their logs out of the user's terminal.
-
-How this works: ``RayAndSpark`` owns Ray and Spark for one run. ``start_ray`` starts Ray on the calling (main)
-thread: a new local cluster with the dashboard off, or the cluster at ``address``. ``start_spark`` starts Spark
-on that cluster with ``raydp.init_spark`` and the settings found necessary (``docs/versions-and-settings.md``:
-Java 17 ``--add-opens`` flags for driver, executor and app master; ``PYSPARK_PYTHON``; fault-tolerant mode),
-plus JVM flags for a quick start (``-XX:TieredStopAtLevel=1``: the JVMs live for one run and their start-up,
-mostly class loading and JIT compilation, dominates what Spark costs here). ``start_spark_in_background`` runs
-it on a thread so that the caller deploys its Ray job meanwhile; ``wait_for_spark`` joins it. Used as a context
-manager it starts both in turn. ``close`` (on every exit path, Ctrl-C included) waits for a Spark start under
-way, stops Spark and shuts Ray down, so no Java or Ray process is left behind.
-
-On a cluster of several nodes Spark gets one executor per node with CPUs (at most ``MAX_SPREAD_EXECUTORS``) in a
-placement group of strategy ``SPREAD`` (one bundle per executor, of RayDP's shape: its cores and memory), so the
-executors run on different nodes, and each executor's node is recorded (``executor_nodes``); on one node, one
-executor.
-
-Logs: given a ``log_dir``, the Spark driver JVM (its log4j output, its Ray core worker's lines) writes to
-``log_dir/spark-driver.log`` and the Python loggers of Ray, RayDP and py4j to ``log_dir/ray-and-spark.log``,
-instead of the terminal. The driver JVM is launched by this module, beside RayDP's app master (which starts at
-the same time), with its output redirected; its log4j 2 configuration is ``log4j2.properties`` here. The
-executors and the app master log into Ray's session directory, whose path the log names.
+"""Ray and Spark-on-Ray (RayDP) lifecycle for a run: start both, hand back the live SparkSession, stop both on every
+exit path, and keep their logs out of the user's terminal. See docs/runs-and-workloads.md, "Ray and Spark for a
+run". The settings: docs/versions-and-settings.md.
 """
 
 from __future__ import annotations

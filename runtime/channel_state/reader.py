@@ -1,26 +1,9 @@
-"""Restores the in-flight data of an unaligned checkpoint: persisted buffers go back into the input channels
-and result subpartitions they came from, before any new data.
+"""Restores the in-flight data of an unaligned checkpoint: persisted buffers go back into the input channels and
+result subpartitions they came from, before any new data; after a rescaled restore, through virtual channels.
 
-How this works: the reader collects, from a subtask's restored state (a ``TaskStateSnapshot`` or its
-``OperatorSubtaskState``s), every ``InputChannelStateHandle`` and ``ResultSubpartitionStateHandle``, merges
-the handles of the same channel, and orders each channel's buffers by sequence number (stable for equal
-numbers). ``read_output_data`` re-queues the output buffers in the task's result partitions
-(``ResultPartition.add_recovered``, which refuses once new data was written); ``read_input_data`` hands each
-input channel's buffers to an injected callback (the input gate's recovered channel), which must put them
-ahead of anything received later. Both report what they restored so the driver can trace it.
-
-After a rescaled restore the subtask's state carries in-flight data rescaling descriptors
-(``runtime.state.inflight_data_rescaling``) and the handles of every old subtask it took over. Then each input
-handle's buffers go to the one new channel that took over the old channel (the inverted channel mapping of its
-gate), and each output handle's buffers go to every new subpartition that took over the old one (the same
-buffers to several when the consumers filter them), each run of them preceded by the
-``SubtaskConnectionDescriptor`` of its virtual channel (old downstream subtask, old upstream subtask); the
-partitions of rescaled edges end their recovered data with an ``EndOfChannelStateEvent`` on every subpartition.
-Gates and partitions whose descriptor is the identity restore as without rescaling.
-
-Mirrors Flink's ``SequentialChannelStateReader`` / ``SequentialChannelStateReaderImpl`` (``readInputData``,
-``readOutputData``) with ``ChannelStateChunkReader``'s per-channel ordering, and the rescaling of
-``InputChannelRecoveredStateHandler`` / ``ResultSubpartitionRecoveredStateHandler``.
+Mirrors Flink's ``SequentialChannelStateReaderImpl`` (``readInputData``, ``readOutputData``) and its
+``InputChannelRecoveredStateHandler`` / ``ResultSubpartitionRecoveredStateHandler``. See docs/data-plane.md,
+"Restoring in-flight data".
 """
 
 from __future__ import annotations

@@ -1,24 +1,8 @@
-"""Collects the in-flight data (input channel and result subpartition buffers) of unaligned checkpoints and
-turns it into state handles.
+"""Collects the in-flight data (input channel and result subpartition buffers) of unaligned checkpoints and turns it
+into state handles. Sans-IO: no writer thread; each request is applied at the call.
 
-How this works: ``ChannelStateWriterImpl`` keeps one write per started checkpoint. ``start`` opens it and
-creates its ``ChannelStateWriteResult`` (two future-like holders, one for the input channel handles, one for
-the result subpartition handles). ``add_input_data`` / ``add_output_data`` append buffers per channel;
-``finish_input`` / ``finish_output`` close one side and complete its holder with one handle per channel
-that received data (buffers in the order they were added). The task takes the result with
-``get_and_remove_write_result`` (once). ``abort`` completes the holders exceptionally and drops the data;
-later writes to an aborted checkpoint are discarded (outcome ``DISCARDED``), as Flink's dispatcher drops
-requests of aborted checkpoints.
-
-Sans-IO: there is no writer thread. Flink hands every request to an asynchronous worker; here each request
-is applied at the call, and a side's holder completes *immediately* when it is finished. Errors Flink's
-worker would report at the next call are raised by the call that causes them. A storage failure of the
-"asynchronous" part is injected by the driver with ``fail(cause)``: every unfinished result completes
-exceptionally and the cause is re-raised by the next call and by ``close`` (Flink's rethrow on next call /
-on close).
-
-Mirrors Flink's ``ChannelStateWriter`` (with ``NO_OP`` and ``ChannelStateWriteResult``) and
-``ChannelStateWriterImpl`` with its ``ChannelStateWriteRequestDispatcherImpl`` bookkeeping.
+Mirrors Flink's ``ChannelStateWriter`` / ``ChannelStateWriterImpl`` with its
+``ChannelStateWriteRequestDispatcherImpl`` bookkeeping. See docs/data-plane.md, "Writing in-flight data".
 """
 
 from __future__ import annotations

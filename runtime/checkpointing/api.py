@@ -1,33 +1,10 @@
-"""The public driving API of a task's input side: build it, feed it arriving elements, poll what the
-operator consumes next, fire timers, and observe checkpoints, aborts, blocked channels, persisted
-in-flight data, credit and metrics. Tests, the simulator and the Ray actors use only this (plus the
-action values of ``barrier_handler``) and never reach into private state.
+"""The public driving API of a task's input side (``InputSide``): build it, feed it arriving elements, poll what the
+operator consumes next, fire timers, and observe checkpoints, aborts, blocked channels, persisted in-flight data,
+credit and metrics. Tests, the simulator and the Ray actors use only this (plus the action values of
+``barrier_handler``) and never reach into private state.
 
-How this works: ``InputSide`` builds one ``SingleInputGate`` per gate spec, one barrier handler for all of
-them (the mode picks it: ``ALIGNED``, ``UNALIGNED``, ``ALIGNED_WITH_TIMEOUT`` -> Flink's aligned, unaligned and
-alternating ``SingleCheckpointBarrierHandler``; ``AT_LEAST_ONCE`` -> the ``CheckpointBarrierTracker`` of
-``tracker.py``, or any handler from ``barrier_handler_factory``), and one ``CheckpointedInputGate`` per gate.
-Handler actions pass through a ``GateActionRouter`` (gate actions are applied to the gates at once) and
-then, like the gates' own outputs (``AddCredit``, ``ResumeConsumptionUpstream``, ``AddInputData``), into
-``InputSide``'s recorder, which keeps the observable history and forwards each value to the optional
-``sink`` of the driver (e.g. to send credit upstream, or feed the channel state writer and the task).
-
-Typical use::
-
-    clock, timers = ManualClock(), ManualTimerService()
-    side = InputSide([["remote", "remote"]], CheckpointingMode.ALIGNED, clock, timers)
-    side.on_element(InputChannelInfo(0, 0), Buffer((1,), 100, 0), backlog=0)
-    boe = side.poll_next()                    # BufferOrEvent or None
-    clock.advance(10); timers.advance_to(clock())   # fires due alignment timers
-    side.triggered_checkpoints                # [TriggerCheckpointOnBarrier, ...]
-    side.aborted_checkpoints                  # [AbortCheckpointOnBarrier, ...]
-    side.blocked_channels(), side.latest_checkpoint_id, side.is_checkpoint_pending()
-    side.persisted_input_data(checkpoint_id)  # {InputChannelInfo: (Buffer, ...)}
-    side.metrics(checkpoint_id)               # CheckpointMetrics incl. persisted bytes
-    side.drain_actions()                      # everything emitted since the last drain
-
-Flink mirror: the wiring of Flink's ``InputProcessorUtil.createCheckpointedMultipleInputGate`` and
-``StreamTask``'s choice of barrier handler.
+Mirrors the wiring of Flink's ``InputProcessorUtil.createCheckpointedMultipleInputGate`` and ``StreamTask``'s
+choice of barrier handler. See docs/data-plane.md, "The input side".
 """
 
 from __future__ import annotations

@@ -1,46 +1,9 @@
-"""The interface every input-side barrier handler implements, and the actions handlers emit.
+"""The interface every input-side barrier handler implements, and the actions handlers emit: frozen values pushed,
+synchronously and in order, into an injected sink (task-, gate- and channel-state-directed actions). Time comes
+from an injected ``clock()`` and ``TimerService``, in milliseconds.
 
-How this works: a handler sees, in order, the control events its task's input gates deliver (barriers,
-barrier announcements, cancel markers, end of partition) and decides when the task checkpoints, which
-channels block, and when a checkpoint is aborted. It does no IO itself. Every decision is an *action*
-value (a frozen dataclass below) that the handler **pushes, synchronously and in order, into an injected
-sink** (``ActionSink``, any ``Callable[[HandlerAction], None]``, e.g. ``list.append``). The ``process_*``
-methods return ``None``.
-
-Why a sink and not returned lists: Flink's handler also acts *outside* of the calls it receives: the
-alternating (aligned-with-timeout) handler switches to unaligned from a timer that fires later. With a sink
-the timer callback emits exactly like ``process_barrier`` does, and gate-directed actions
-(``BlockConsumption``, ``CheckpointStarted``, ...) are applied at the moment Flink applies them, so an
-exception raised while applying one (e.g. ``CheckpointException`` SUBSUMED from a channel) surfaces inside
-the handler call, as in Flink.
-
-Who consumes which action:
-
-* task-directed (``TaskAction``): ``TriggerCheckpointOnBarrier`` (Flink's
-  ``CheckpointableTask.triggerCheckpointOnBarrier``), ``AbortCheckpointOnBarrier`` (Flink's
-  ``CheckpointableTask.abortCheckpointOnBarrier``), ``InitInputsCheckpoint`` (Flink's
-  ``SubtaskCheckpointCoordinator.initInputsCheckpoint``: start the channel state writer before the first
-  ``AddInputData``), ``AllBarriersReceived`` (Flink's ``getAllBarriersReceivedFuture(id)`` completing: the
-  input side of the checkpoint is complete, the channel state writer may ``finishInput``; it carries the
-  final alignment metrics). A handler that does not track this (the at-least-once
-  ``CheckpointBarrierTracker``, whose Flink base class returns an already-completed future) emits
-  ``AllBarriersReceived`` right after its ``TriggerCheckpointOnBarrier`` for the same id.
-* gate-directed (``GateAction``; only the exactly-once ``SingleCheckpointBarrierHandler`` emits them; Flink's
-  ``CheckpointableInput`` methods): ``BlockConsumption``, ``ResumeConsumption``, ``CheckpointStarted``,
-  ``CheckpointStopped``, ``ConvertToPriorityEvent``. ``CheckpointedInputGate`` applies them to its gate at
-  once and forwards every action to the outer sink, so drivers can observe them too.
-* channel-state actions (``AddInputData``): emitted by the input gate (Flink's ``ChannelStatePersister`` ->
-  ``ChannelStateWriter.addInputData``), never by handlers; defined with the persister in the network layer
-  (``runtime.network.input.channel_state_persister``, below this one) and imported here, so that every
-  input-side action is named in ``HandlerAction``.
-
-Time: the handler reads ``clock()`` (int milliseconds) and registers timers on an injected ``TimerService``
-(``register_timer(at_ms, callback) -> Cancellable``); the callback takes no arguments and emits into the
-sink. All durations here are milliseconds (Flink keeps nanoseconds).
-
-Mirrors Flink's ``CheckpointBarrierHandler`` (the abstract class with the alignment-metrics bookkeeping that
-``SingleCheckpointBarrierHandler`` and ``CheckpointBarrierTracker`` share) and the callbacks of
-``CheckpointableTask`` / ``CheckpointableInput``.
+Mirrors Flink's ``CheckpointBarrierHandler`` and the callbacks of ``CheckpointableTask`` / ``CheckpointableInput``.
+See docs/data-plane.md, "Barrier handlers and their actions".
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
-"""The states of ``SingleCheckpointBarrierHandler``: what happens on a barrier, an announcement, the
-alignment timeout, end of partition and abort depends only on the state, and each reaction returns the
-next state.
+"""The states of ``SingleCheckpointBarrierHandler``: what happens on a barrier, an announcement, the alignment
+timeout, end of partition and abort depends only on the state, and each reaction returns the next state. A state
+talks to its handler only through ``Controller``.
 
-How this works: one class per state, named as in Flink. Aligned mode starts in ``WaitingForFirstBarrier``
-and moves to ``CollectingBarriers`` (channels that delivered the barrier are blocked; the last barrier
-triggers the checkpoint and unblocks everything). Unaligned mode lives in
-``AlternatingWaitingForFirstBarrierUnaligned`` / ``AlternatingCollectingBarriersUnaligned`` with
-``alternating=False`` (the first barrier starts channel-state persisting and triggers at once; the last one
-stops persisting). Aligned-with-timeout ("alternating") mode starts in ``AlternatingWaitingForFirstBarrier``
-and collects aligned barriers in ``AlternatingCollectingBarriers``; a timed-out checkpoint (timer, or a
-barrier that arrives already late, or an unaligned barrier from upstream) switches to the unaligned states
-with ``alternating=True`` and, after the checkpoint, back to aligned. ``ChannelState`` keeps the blocked
-channels and the seen announcements, and acts on the gates by emitting ``GateAction`` values.
-
-A state talks to its handler only through ``Controller`` (Flink's ``BarrierHandlerState.Controller``).
-
-Mirrors Flink's ``BarrierHandlerState``, ``AbstractAlignedBarrierHandlerState``, ``WaitingForFirstBarrier``,
-``CollectingBarriers``, ``AbstractAlternatingAlignedBarrierHandlerState``, ``AlternatingWaitingForFirstBarrier``,
-``AlternatingCollectingBarriers``, ``AlternatingWaitingForFirstBarrierUnaligned``,
-``AlternatingCollectingBarriersUnaligned`` and ``ChannelState``.
+Mirrors Flink's ``BarrierHandlerState`` and its implementations (``WaitingForFirstBarrier``,
+``CollectingBarriers``, the ``Alternating*`` states) and ``ChannelState``. See docs/data-plane.md, "The states of
+the exactly-once handler".
 """
 
 from __future__ import annotations

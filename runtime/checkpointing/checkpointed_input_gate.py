@@ -1,20 +1,9 @@
-"""An input gate seen through a barrier handler: the operator polls it and gets only what it should see
-next, while every checkpoint event is handed to the handler on the way.
+"""An input gate seen through a barrier handler: the operator polls it and gets only what it should see next, while
+every checkpoint event is handed to the handler on the way; ``GateActionRouter`` applies the handler's gate actions
+to the gates.
 
-How this works: ``poll_next`` polls the wrapped gate; a data buffer is counted as processed (alignment
-metrics) and returned; a barrier, announcement, cancel marker or end of partition is first given to the
-barrier handler (which may block channels, trigger or abort a checkpoint) and then returned too, as Flink
-does. ``process_priority_events`` is Flink's mailbox action for priority events: it polls while priority
-events are at the head, so an unaligned barrier is handled even when the operator is busy.
-
-``GateActionRouter`` is the sink a handler pushes into when it drives real gates: it applies each
-``GateAction`` to its gate at once (``BlockConsumption`` -> ``block_consumption`` ...; ``CheckpointStarted`` /
-``CheckpointStopped`` go to every gate, as Flink's handler loops over all its ``CheckpointableInput``s) and
-then forwards every action to the downstream sink. A gate is anything with the ``CheckpointableInput``
-methods below (``SingleInputGate``, or a test's mock gate that replays a fixed sequence).
-
-Mirrors Flink's ``CheckpointedInputGate`` (``pollNext``, ``handleEvent``, ``processPriorityEvents``) and the
-``CheckpointableInput`` interface.
+Mirrors Flink's ``CheckpointedInputGate`` and the ``CheckpointableInput`` interface. See docs/data-plane.md, "The
+checkpointed input gate".
 """
 
 from __future__ import annotations

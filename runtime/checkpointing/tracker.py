@@ -1,21 +1,7 @@
 """The at-least-once barrier handler: counts barriers per checkpoint and never blocks a channel.
 
-How this works: for every checkpoint some but not all of whose barriers have arrived, the tracker keeps a
-``CheckpointBarrierCount`` (the channels that delivered it, the number of channels it waits for, and
-whether it was aborted) in a queue ordered by checkpoint id, at most ``MAX_CHECKPOINTS_TO_TRACK`` (50) of
-them. When the last barrier of a checkpoint arrives, that checkpoint and every older pending one are
-dropped (the older ones are subsumed: at-least-once may skip them) and, unless it was aborted, the task is
-told to checkpoint. A barrier older than the newest one seen that is not pending is ignored. A cancel
-marker aborts its checkpoint and every older pending one (each exactly once). An end of partition reduces
-the number of open channels; with checkpoints after tasks finished enabled it counts as the barrier of that
-channel for the pending checkpoints (the newest one it completes is triggered), otherwise it aborts all
-pending checkpoints (``CHECKPOINT_DECLINED_INPUT_END_OF_STREAM``). With a single open channel a new
-checkpoint is triggered (or aborted) at once. Data is never held back: the tracker emits no gate action.
-
-Each trigger is followed by ``AllBarriersReceived`` for the same checkpoint (Flink's tracker returns an
-already-completed ``getAllBarriersReceivedFuture``).
-
-Mirrors Flink's ``CheckpointBarrierTracker`` (with its inner ``CheckpointBarrierCount``).
+Mirrors Flink's ``CheckpointBarrierTracker`` (with its inner ``CheckpointBarrierCount``). See docs/data-plane.md,
+"The at-least-once tracker".
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""Master hooks: state kept by the job master itself (e.g. an external system's offsets) that is snapshotted
-with every checkpoint and handed back on restore.
-
-How this works: a hook has an ``identifier``, a ``version`` and two calls. ``trigger_checkpoint(id, ts)`` returns
-its state as bytes (or ``None``: nothing to store), or ``MASTER_STATE_PENDING`` when it will answer later: whoever
-runs the hook then delivers ``MasterHookCompleted`` to the coordinator (Flink's hook returns a future; sans-IO, the
-future's completion is that event). ``trigger_hook`` wraps a state in a ``MasterState`` (``master_state_of``) that
-the pending checkpoint collects. ``restore_master_hooks`` matches each ``MasterState`` of the
-restored checkpoint to the hook of the same name and calls ``restore_checkpoint(id, data)``; hooks without a state
-are restored with ``None``; a state without a hook is an error (``MasterHookError``) unless unmatched state is
-allowed (allow-non-restored-state), in which case it is dropped. ``reset_hooks`` (a restore without any checkpoint)
-and ``close_hooks`` (coordinator shutdown) call the optional ``reset()`` / ``close()``.
-Mirrors Flink's ``MasterTriggerRestoreHook`` and ``hooks/MasterHooks``.
+"""Master hooks: state kept by the job master itself (e.g. an external system's offsets) that is snapshotted with
+every checkpoint and handed back on restore. Mirrors Flink's ``MasterTriggerRestoreHook`` and
+``hooks/MasterHooks``. See docs/coordinator.md, "Master hooks".
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""Which tasks a checkpoint is triggered on, waits for and commits to, given the job's vertices and the
-current state of every execution (FLIP-147: checkpoints after some tasks finished).
-
-How this works: ``JobVertexInfo`` describes a vertex (parallelism, max parallelism, the operators chained in it,
-and its upstream vertices over all-to-all and over pointwise (forward) edges; ``vertices_from_job_graph`` builds
-them from a ``JobGraph``). ``DefaultCheckpointPlanCalculator`` takes the current
-execution (attempt and ``ExecutionState``) of every subtask and returns a ``CheckpointPlan``. With every task
-running: trigger the source tasks, wait for and commit to all tasks. With some tasks finished: a vertex whose
-subtasks all finished is *fully finished* (its operators are marked so in the completed checkpoint); finished
-tasks are not waited for; a running task is triggered if it is a source or all its upstream tasks finished (for
-a forward edge: the one upstream subtask it reads).
-A task that is neither running nor finished, or finished tasks when checkpoints after tasks finished are not
-allowed, make the plan fail with ``NOT_ALL_REQUIRED_TASKS_RUNNING``. Mirrors Flink's ``CheckpointPlan`` /
-``DefaultCheckpointPlan`` and ``DefaultCheckpointPlanCalculator``.
+"""Which tasks a checkpoint is triggered on, waits for and commits to, given the job's vertices and the current state
+of every execution (FLIP-147: checkpoints after some tasks finished). Mirrors Flink's ``CheckpointPlan`` /
+``DefaultCheckpointPlan`` and ``DefaultCheckpointPlanCalculator``. See docs/coordinator.md, "The checkpoint plan".
 """
 
 from __future__ import annotations

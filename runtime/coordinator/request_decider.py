@@ -1,14 +1,6 @@
-"""Decides whether a checkpoint trigger request runs now, waits in the queue, or is dropped.
-
-How this works: every request (periodic, manual checkpoint, savepoint) is first queued; the queue is ordered
-savepoint before non-savepoint, forced before non-forced, user-submitted before periodic, then by submission
-order. At most ``max_queued_requests`` (1000) wait: when full, a new request is dropped
-(``TOO_MANY_CHECKPOINT_REQUESTS``) unless the last queued one is periodic, which is then dropped instead.
-The head of the queue runs when fewer than ``max_concurrent_checkpoint_attempts`` checkpoints are pending
-(forced requests run regardless), and a periodic non-forced head that falls inside the minimum pause since the
-last completion is dropped (``MINIMUM_TIME_BETWEEN_CHECKPOINTS``) and the periodic trigger rescheduled after
-the remaining pause. Failing a request is reported through the injected ``fail_request`` callback.
-Mirrors Flink's ``CheckpointRequestDecider`` (and ``CheckpointCoordinator.CheckpointTriggerRequest``).
+"""Decides whether a checkpoint trigger request runs now, waits in the queue, or is dropped. Mirrors Flink's
+``CheckpointRequestDecider`` (and ``CheckpointCoordinator.CheckpointTriggerRequest``). See docs/coordinator.md,
+"Trigger requests: run, queue or drop".
 """
 
 from __future__ import annotations

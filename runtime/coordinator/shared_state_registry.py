@@ -1,20 +1,6 @@
-"""The shared-state registry: which checkpoints use each shared file, and when a file may go.
-
-How this works: every acknowledgement's incremental handles are registered with the registry when it arrives
-(whatever became of its checkpoint, savepoints aside): a new upload is a new entry created and last used by the
-checkpoint; a placeholder is replaced by the registered handle it stands for, whose entry is now last used by this
-checkpoint (a placeholder for an unknown key is an error); a re-upload under a known key keeps the confirmed entry
-(the new copy goes) or, before its checkpoint completed, replaces it (the old copy goes). ``checkpoint_completed``
-confirms the entries its checkpoint used. ``unregister_unused_state(lowest)``, called after a subsumption with the
-lowest retained checkpoint id (and at the job's end with the lowest checkpoint the retention keeps, or none), drops
-every entry last used before it and returns those to discard: the shared files of subsumed checkpoints that no
-retained checkpoint uses any more, and the new files of aborted checkpoints. ``register_all_after_restored``
-re-registers a recovered checkpoint's handles when a new JobManager starts from the completed checkpoints; unless
-the job claims them (``RecoveryClaimMode.CLAIM``), the files those checkpoints created are never discarded by it
-(Flink's ``NO_CLAIM``, its default: they stay behind once unused, as Flink leaves them). Discarding is the caller's
-(the coordinator emits ``DiscardSharedState``). Mirrors Flink's ``SharedStateRegistryImpl`` (``registerReference``,
-``unregisterUnusedState``, ``checkpointCompleted``, ``registerAllAfterRestored``) and
-``IncrementalRemoteKeyedStateHandle.registerSharedStates``.
+"""The shared-state registry: which checkpoints use each shared file, and when a file may go. Mirrors Flink's
+``SharedStateRegistryImpl`` and ``IncrementalRemoteKeyedStateHandle.registerSharedStates``. See
+docs/coordinator.md, "The shared-state registry".
 """
 
 from __future__ import annotations

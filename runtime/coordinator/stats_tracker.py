@@ -1,22 +1,6 @@
-"""Checkpoint statistics with Flink's REST names: one record per checkpoint and the job's counts.
-
-How this works: the coordinator reports each checkpoint's life (``report_pending_checkpoint`` at trigger,
-``report_subtask_stats`` per acknowledgement, then ``report_completed_checkpoint`` or
-``report_failed_checkpoint``; ``report_incomplete_stats`` for a task's closed asynchronous part or a late
-acknowledgement) and restores (``report_restored_checkpoint``); failures before a checkpoint id existed are
-``report_failed_checkpoint_without_in_progress``. ``history`` holds plain dicts keyed like Flink's REST API
-(``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED/FAILED, ``is_savepoint`` (a
-savepoint's record also ``savepointFormat``, Flink's one camel-case name, and, once completed, its ``external_path``),
-``checkpoint_type`` CHECKPOINT/UNALIGNED_CHECKPOINT/SAVEPOINT..., ``trigger_timestamp``,
-``latest_ack_timestamp``, ``end_to_end_duration``, ``state_size``, ``checkpointed_size``, ``num_subtasks``,
-``num_acknowledged_subtasks``, ``failure_timestamp``, ``failure_message``; a completed one's ``external_path``
-and ``discarded``, true once the checkpoint was subsumed or discarded at the job's end) and ``counts`` Flink's
-``restored``, ``total``, ``in_progress``, ``completed``, ``failed``; ``latest_restored`` is Flink's
-``latest.restored`` (``id``, ``restore_timestamp``, ``is_savepoint``, ``external_path``). Mirrors Flink's
-``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and ``CheckpointStatsCounts``. A subtask's
-``ack_timestamp`` is the coordinator's clock when the acknowledgement arrived, as in Flink's
-``PendingCheckpoint.acknowledgeTask``. ``job_statistics`` turns the trackers of a run (one per coordinator: a
-JobManager failover retires one) into what both drivers report.
+"""Checkpoint statistics with Flink's REST names: one record per checkpoint and the job's counts. Mirrors Flink's
+``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and ``CheckpointStatsCounts``. See
+docs/coordinator.md, "Checkpoint statistics". What the fields mean in Flink: docs/flink-facts.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
-"""Experiment actions: what a user does to a running job, scheduled like faults, the same on both backends.
+"""Experiment actions: what a user does to a running job (savepoint, stop with savepoint, cancel, restore with a new
+parallelism), scheduled like faults, the same on both backends.
 
-How this works: an ``ActionSchedule`` is a tuple of frozen action values, each a Flink operation: ``Savepoint``
-at ``at_ms`` (a savepoint in the canonical format; the job goes on), ``StopWithSavepoint`` at ``at_ms`` (the
-sources stop, a synchronous savepoint is taken and the job finishes; with ``drain`` event time first advances to
-its end, as ``flink stop --drain`` does), ``Cancel`` at ``at_ms`` (the job is cancelled; its checkpoints are kept
-only if externalized checkpoints are retained on cancellation) and ``Restore``: a new job restored from the
-latest savepoint of the run (``from = "savepoint"``) or from the latest checkpoint the cancelled job retained
-(``from = "checkpoint"``), with a new parallelism for some vertices (``parallelism``: vertex -> parallelism; the
-others keep theirs), as ``flink run --fromSavepoint`` does. Times are ms on the run's clock (from the first job's
-start, as the fault schedule's). The schedule splits the run into jobs: the actions before the first ``Restore``
-apply to the first job, those after it to the restored job, and so on; a ``Restore`` must follow a
-``StopWithSavepoint`` or a ``Cancel`` of the job before it, and nothing but a ``Restore`` may follow those.
-``RestoreSettings`` is the run's own start from a path (the command line's ``--from PATH --parallelism
-v=n``, Flink's ``SavepointRestoreSettings``). ``rescaled`` gives a job graph with new parallelisms, checked as the
-job graph is (a forward edge needs equal parallelism on both ends). A schedule round-trips through plain dicts
-and JSON (``to_plain``/``from_plain``); malformed ones raise ``ActionScheduleError`` naming the action and the
-field. Mirrors Flink's REST/CLI operations ``triggerSavepoint``, ``stopWithSavepoint``, ``cancel`` and job
-submission with ``SavepointRestoreSettings``, with ``SavepointFormatType``.
+Mirrors Flink's REST/CLI operations ``triggerSavepoint``, ``stopWithSavepoint``, ``cancel`` and job submission with
+``SavepointRestoreSettings``. See docs/faults-and-actions.md, "Experiment actions".
 """
 
 from __future__ import annotations

@@ -1,16 +1,5 @@
-"""Which faults of a schedule fired in a run, how often and first when: the run's account of its faults.
-
-How this works: a driver (the simulator's ``JobSimulation``, the Ray backend's job manager) reads its
-``FaultSchedule`` through a ``FaultLog``. The readings that decide a message's fate, a decline or a failing
-storage write (``message_fate``, ``declines``, ``fails_storage_write``, ``fails_state_write``) answer as the
-schedule does and count every fault that matched; the driver reports the rest itself with ``fired(fault,
-at_ms)``: a task crash that killed a running task (at a time or at a protocol point), a coordinator crash while
-the job ran, a slowdown that stretched a task's work. A fault that never fired (a crash of a task that had
-already finished, a delay of a checkpoint that was never taken) stays at zero, so a run never claims it
-survived a fault it did not meet. ``report()`` gives one plain entry per fault of the schedule, in its order:
-the fault's own fields, ``fired`` (how many times it took effect) and ``first_at_ms`` (the run's clock: virtual
-ms in the simulator, ms since the job started on Ray; None if it never fired). Times are passed in, so this
-stays free of clocks and deterministic.
+"""Which faults of a schedule fired in a run, how often and first when: the run's account of its faults. See
+docs/faults-and-actions.md, "The fault log".
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
-"""Fault schedules: what goes wrong, when, as immutable named values shared by both backends.
-
-How this works: a ``FaultSchedule`` is a tuple of fault values (frozen dataclasses). Each fault names its
-target (a subtask such as ``sum#1``, a TaskManager or a node of the job's placement, the coordinator, a message
-kind, a checkpoint) and its moment: a virtual or real time in ms, or a *protocol point* (``ProtocolPoint``)
-reached for a given checkpoint, such as "after the synchronous snapshot but before the acknowledgement". The
-JobMaster (``runtime.job.job_master``) applies them for both drivers; the Ray backend carries them out with
-``ray.kill``, a killed Ray node, slowed actors and delayed RPCs. A schedule round-trips through plain dicts
-(``to_plain``/``from_plain``) and a compact JSON string, so a failing property-based example can print a
-one-line replay command. Malformed schedules raise ``FaultScheduleError`` naming the fault and the field;
-``check_against`` checks one against the job graph, ``check_against_placement`` against the TaskManagers and
-nodes the job is placed in (``runtime.job.placement``).
+"""Fault schedules: what goes wrong, when, as immutable named values shared by both backends; malformed ones raise
+``FaultScheduleError`` naming the fault and the field. See docs/faults-and-actions.md, "Fault schedules".
 """
 
 from __future__ import annotations

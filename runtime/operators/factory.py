@@ -1,14 +1,5 @@
-"""Building the operator of one subtask from its job vertex, with a uniform interface for the stream task.
-
-How this works: ``create_operator`` returns a ``SubtaskOperator``: ``process(records, input_index)`` turns a
-``RecordBatch`` of input records into one of output records (``input_index`` is the logical input they came from:
-0, or 1 for the second input of a two-input operator such as the window join), ``process_watermark(wm)`` does the
-same for event time (only windows produce output), ``end_of_input()`` flushes what is left,
-``snapshot(checkpoint_id, checkpoint_type)`` returns the ``OperatorSubtaskState`` (a keyed backend writes a
-savepoint in the canonical full format), ``restore(state)`` loads one, and sinks get
-``notify_checkpoint_complete/aborted`` and ``close_on_failover``. Keyed operators get the key-group range of their
-subtask (Flink's ``KeyGroupRangeAssignment``) and a ``KeyGroupAssigner`` for their max parallelism, and a keyed
-state backend (``runtime.state.backend``: heap or incremental), which takes their snapshots and restores.
+"""Building the operator of one subtask from its job vertex, with a uniform interface for the stream task. See
+docs/jobs-and-operators.md, "Building a subtask's operator".
 """
 
 from __future__ import annotations

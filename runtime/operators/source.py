@@ -1,19 +1,5 @@
-"""A source reading its assigned replayable splits by offset (Flink's ``SourceReader`` over ``SourceSplit`` s).
-
-How this works: each split is an ordered run of records, held as one ``RecordBatch`` (a split given as record
-tuples or as an Arrow table is converted once); the reader's state is, per split, the offset of the next record
-to emit. A fresh subtask reads the split with its own index; a restored one reads the splits its restored state
-names (a rescaled restore redistributes them as operator state, round robin, as Flink's ``SourceOperator`` keeps
-its reader's splits in a split-distributed list state), which ``assigned_splits`` reads for the deployment.
-``poll(n)`` returns up to ``n`` records of one split, a slice (view) of it (no more than the task's outputs take
-before they are backpressured, when the task says so), and moves on to the next unfinished split (round robin over
-the assigned splits). Event time is watermarked per split, as Flink's per-split
-watermark generation does: a split's watermark is the largest timestamp it emitted minus 1 (the next record
-may carry the same timestamp), and the reader's watermark is the minimum over the splits it still reads (the
-split just polled included, so that a reader of one split emits exactly its split's watermark); none while an
-unfinished split has not emitted a record yet. A checkpoint snapshots the offsets *before* the barrier is
-emitted (Flink snapshots a source's state in the synchronous part of the checkpoint, then broadcasts the
-barrier), so a restore resumes exactly after the last record that went out before the barrier.
+"""A source reading its assigned replayable splits by offset (Flink's ``SourceReader`` over ``SourceSplit`` s),
+watermarked per split. See docs/jobs-and-operators.md, "The source".
 """
 
 from __future__ import annotations

@@ -1,14 +1,5 @@
-"""A keyed tumbling event-time window that sums values (Flink's ``WindowOperator`` with
-``TumblingEventTimeWindows`` and a sum aggregate).
-
-How this works: each record ``(record_id, key, value, event_time)`` is added to the window
-``[start, start + size)`` holding its event time, per key. When the task's combined watermark reaches a
-window's end, the window fires: ``(window_start, key, sum, count)`` is emitted and its state dropped, in
-(window start, key) order so the output is deterministic. Records for windows that already fired are late
-and are dropped (and counted), as Flink does with zero allowed lateness. The state (open windows per key)
-is keyed state, snapshotted per key group, so the result after a restore is the same as without failure.
-A batch is added at once: its records' windows computed on the columns, late records masked out, and the rest
-aggregated per (window start, key) (``window_sums``) before they reach the state.
+"""A keyed tumbling event-time window that sums values (Flink's ``WindowOperator`` with ``TumblingEventTimeWindows``
+and a sum aggregate). See docs/jobs-and-operators.md, "The tumbling window".
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """A keyed tumbling event-time window join of two inputs, aggregated per window and key (Flink's window join,
-``a.join(b).where(key).equalTo(key).window(TumblingEventTimeWindows.of(size))``, followed by a sum).
-
-How this works: records ``(record_id, key, value, event_time)`` arrive on input 0 (the left side) or input 1
-(the right side) and are added to the window ``[start, start + size)`` holding their event time, per key and
-side: a count and a sum of values each. When the task's combined watermark reaches a window's end, the window
-fires: if both sides saw the key in that window (an inner join), ``(window_start, key, pairs, value_sum)`` is
-emitted, where ``pairs`` is the number of joined pairs ``left_count * right_count`` and ``value_sum`` is the
-sum over those pairs of ``left.value + right.value`` (``left_sum * right_count + right_sum * left_count``), i.e.
-``SELECT window_start, key, COUNT(*), SUM(l.value + r.value) FROM l JOIN r ON l.key = r.key AND same window
-GROUP BY window_start, key``; the per-pair cross product is not materialised, so a hot key costs its records,
-not their square. Windows fire in (window start, key) order, so the output is deterministic; records for a
-window that already fired are late and dropped (and counted), as Flink does with zero allowed lateness. The
-open windows are keyed state, snapshotted per key group, so a restore gives the same result as no failure.
-Flink runs a window join as a co-group over a ``WindowOperator`` whose elements are tagged with their side
-(``CoGroupedStreams.TaggedUnion``); the tagging here is the ``input_index`` the stream task passes.
+``a.join(b).where(key).equalTo(key).window(TumblingEventTimeWindows.of(size))``, followed by a sum). See
+docs/jobs-and-operators.md, "The window join".
 """
 
 from __future__ import annotations

@@ -1,26 +1,8 @@
 """State assignment of in-flight data (an unaligned checkpoint's channel state) when vertices are rescaled.
 
-How this works: ``ChannelStateAssignment`` looks at every vertex of the job graph with the parallelism it had in
-the checkpoint (``old``) and has now (``new``), and whether its old subtasks hold input channel state (buffers
-they had received but not processed) or result subpartition state (buffers they had produced but not sent).
-For a rescaled vertex whose own input, or its upstream vertices' output, holds such data, the mapper of each of
-its gates (the partitioner's downstream ``SubtaskStateMapper``: range for hash, round robin for rebalance) says
-which old subtasks' input state each new subtask takes; likewise for its partitions and its output state (the
-partitioner's upstream mapper: arbitrary, i.e. round robin). A vertex that was not rescaled keeps its own
-subtasks' state. Each subtask then gets two ``InflightDataRescalingDescriptor`` values: per gate, the old
-subtasks it took over, the mapping of its new channels to the old channels (the upstream vertex's mapping) and
-the old subtasks whose data other subtasks took as well (filtered by key on recovery); per partition the same
-from the producing side. Where both sides are unchanged (or a subtask took nothing over) the descriptor is the
-identity, and a subtask whose descriptors are all identities gets ``NO_RESCALE``. An edge whose descriptors are
-not all identities is *rescaled*: its producers end their recovered output with an ``EndOfChannelStateEvent``
-and its consumers demultiplex the recovered data and decline checkpoints until it arrived (Flink sends that event
-on every channel of every restore; barriersim only where it changes something, so that restores without
-rescaled in-flight data run exactly as before). A partitioner that cannot be rescaled (forward, broadcast)
-refuses with ``ChannelStateRescalingUnsupportedError`` when its mapping is needed. Without a job graph the
-topology is unknown: in-flight data restores only at the same parallelism. Mirrors Flink's
-``TaskStateAssignment`` (``getInputMapping``, ``getOutputMapping``, ``createRescalingDescriptor``) and
-``StateAssignmentOperation.reDistributeInputChannelStates`` / ``reDistributeResultSubpartitionStates`` with its
-``MappingBasedRepartitioner``.
+Mirrors Flink's ``TaskStateAssignment`` (``getInputMapping``, ``getOutputMapping``, ``createRescalingDescriptor``)
+and ``StateAssignmentOperation.reDistributeInputChannelStates`` / ``reDistributeResultSubpartitionStates``. See
+docs/state-and-rescaling.md, "Assigning in-flight data".
 """
 
 from __future__ import annotations

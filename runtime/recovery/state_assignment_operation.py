@@ -1,19 +1,7 @@
 """State assignment on restore: which state each subtask of the (possibly rescaled) job starts from.
 
-How this works: ``assign_states`` takes a checkpoint's ``CheckpointMetadata`` and the job's vertices
-(operator id, new parallelism, max parallelism), and the job graph, and returns a ``JobManagerTaskRestore`` for
-every subtask of every vertex. First it checks the mapping: state of an operator that is not in the job is an
-error unless ``allow_non_restored_state`` (operators without any state are skipped silently); the checkpoint's
-max parallelism must not be below the new parallelism, and a configured max parallelism must equal the
-checkpoint's (an unconfigured one adopts it). Then per operator: keyed state is cut by key groups - new subtask
-``i`` owns ``compute_key_group_range_for_operator_index(maxP, p, i)`` and receives the intersection of every old
-handle with that range, so each key group lands on exactly one subtask for any old and new parallelism up to the
-max parallelism; operator state goes through the round-robin repartitioner; channel state (unaligned
-checkpoints' in-flight data) is redistributed by the partitioners' subtask state mappers and every subtask gets
-its in-flight data rescaling descriptors (``runtime.recovery.channel_state_assignment``; without the job graph,
-in-flight data restores only at the same parallelism). Fully finished operators are deployed as finished.
-Vertices the checkpoint has no state for get empty state. Mirrors Flink's ``StateAssignmentOperation`` and
-``Checkpoints.loadAndValidateCheckpoint``.
+Mirrors Flink's ``StateAssignmentOperation`` and ``Checkpoints.loadAndValidateCheckpoint``. See
+docs/state-and-rescaling.md, "State assignment on restore".
 """
 
 from __future__ import annotations

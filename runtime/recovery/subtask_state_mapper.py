@@ -1,16 +1,8 @@
 """The rule of a partitioner for the in-flight data of an unaligned checkpoint when a vertex is rescaled: which old
 subtasks a new subtask takes over.
 
-How this works: ``SubtaskStateMapper`` computes a ``RescaleMappings`` (new subtask -> old subtasks) from the old and
-the new parallelism: ``ROUND_ROBIN`` (and ``ARBITRARY``, which uses it) gives new subtask ``i`` the old subtasks
-``i, i + new, ...``; ``RANGE`` gives it the old subtasks whose key-group ranges overlap its own (ambiguous: an old
-subtask's data goes to several new ones, which filter it by key); ``FIRST`` gives everything to subtask 0;
-``FULL`` gives every new subtask every old one (ambiguous); ``UNSUPPORTED`` refuses
-(``UnsupportedRescalingError``). ``upstream_mapper`` and ``downstream_mapper`` give a partitioner's mappers for
-its producing and its consuming side: forward and broadcast refuse, rebalance maps round robin downstream, hash
-by range; the upstream side of the others is arbitrary. Mirrors Flink's ``SubtaskStateMapper`` and the
-``getUpstreamSubtaskStateMapper`` / ``getDownstreamSubtaskStateMapper`` of ``ForwardPartitioner``,
-``RebalancePartitioner``, ``KeyGroupStreamPartitioner`` and ``BroadcastPartitioner``.
+Mirrors Flink's ``SubtaskStateMapper`` and the partitioners' ``getUpstreamSubtaskStateMapper`` /
+``getDownstreamSubtaskStateMapper``. See docs/state-and-rescaling.md, "Subtask state mappers".
 """
 
 from __future__ import annotations

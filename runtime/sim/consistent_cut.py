@@ -1,25 +1,6 @@
-"""Every completed checkpoint is a consistent cut: checked record by record after a simulated run.
-
-How this works: while a job runs, a ``CutRecorder`` per task attempt logs the records its operator took in and
-gave out (a source: what it read) and marks where in those logs it took each snapshot. After the run,
-``check_consistent_cuts`` takes every completed checkpoint's ``CheckpointMetadata`` (what the snapshot claims:
-which subtasks had finished, the persisted in-flight buffers) with the logs of the deployment (epoch) it was
-taken in and the checkpoint that deployment was restored from. For each vertex D with inputs, as multisets of
-records (watermarks aside):
-
-    restored input of D + for each upstream U: restored output of U towards D + what U emitted before its snapshot
- == what D's operator consumed before its snapshot + the in-flight records the checkpoint persisted for D's
-    input channels (D's input channel state and U's output subpartition state towards D)
-
-A record on the left only is *missing*: emitted before the upstream snapshot, but neither reflected downstream
-nor in the persisted channel state (lost on restore). A record on the right only is *unexpected*: reflected
-downstream or persisted although the upstream had not emitted it before its snapshot (replayed twice on
-restore). A subtask that had finished (FLIP-147) counts with its whole log. An aligned checkpoint must
-persist no in-flight data at all. At-least-once checkpoints are not consistent cuts (a fast channel's records
-after the barrier are processed before the snapshot), so for them only *missing* counts. This is the
-consistency property of Chandy-Lamport snapshots that Flink's asynchronous barrier snapshots implement; it
-mirrors no single Flink class (Flink checks it only end to end, e.g. ``UnalignedCheckpointITCase``'s
-record counters).
+"""Every completed checkpoint is a consistent cut: checked record by record after a simulated run. It mirrors no
+single Flink class (Flink checks it only end to end). See docs/simulator.md, "Every checkpoint is a consistent
+cut".
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""The discrete-event kernel: an event heap ordered by ``(time, priority, sequence number)``, a virtual
-clock, cancellable timers, one seed from which every random choice derives, and a trace with its SHA-256.
-
-How this works: as in SimPy, everything that happens is a callback scheduled at a virtual time (integer
-microseconds). Ties at the same time are broken by an explicit ``Priority`` and then by the order of
-scheduling (a monotonically increasing sequence number), so a run never depends on dict order, object
-identity or the wall clock: the same scenario with the same seed gives the same trace, byte for byte.
-Randomness comes only from ``Simulation.random(subsystem)``: each subsystem (network, costs, faults, ...)
-gets its own ``random.Random`` seeded from SHA-256 of ``(seed, subsystem)``, so adding draws in one
-subsystem never shifts another's. ``Simulation`` also implements the ``TimerService`` protocol of
-``runtime/checkpointing`` (``register_timer(at_ms, callback)``) and a millisecond ``clock_ms`` for the
-components that count in Flink's milliseconds.
+"""The discrete-event kernel: an event heap ordered by ``(time, priority, sequence number)``, a virtual clock,
+cancellable timers, one seed from which every random choice derives, and a trace with its SHA-256. See
+docs/simulator.md, "The discrete-event kernel".
 """
 
 from __future__ import annotations

@@ -1,32 +1,9 @@
-"""An incremental keyed state backend modelled on RocksDB's: sorted runs, flushes, leveled compaction, and
-checkpoints that upload only the runs not uploaded before.
+"""An incremental keyed state backend modelled on RocksDB's: sorted runs, flushes, leveled compaction, and checkpoints
+that upload only the runs not uploaded before.
 
-How this works: the backend keeps the logical state as of its last flush (``_flushed``: ``(key group, entry key)
--> value``). A snapshot's synchronous part flushes the memtable: the entries the operator changed since (and
-tombstones for those it removed) become level-0 sorted runs of at most ``write_buffer_bytes`` each (Flink's
-RocksDB snapshot flushes the memtable and takes a native checkpoint). Compaction then runs as RocksDB's leveled
-compaction does: ``level0_compaction_trigger`` level-0 runs are merged with the level-1 runs they overlap into
-level 1; a level over its target size (``max_bytes_for_level_base * level_multiplier^(n-1)``) has one of its files,
-chosen by the backend's seeded random stream, merged into the next level; outputs are cut into files of
-``target_file_bytes`` and tombstones are dropped once no deeper level holds data. Runs are immutable and each has a
-file name that says its level and sequence (``L<level>-<sequence>.sst``). The snapshot's asynchronous part uploads
-the live runs the last completed checkpoint did not upload (new ``SharedStateHandle``s, through the injected
-``upload``: inline by default, a file in the checkpoint storage's ``shared/`` directory where there is one) and
-refers to the others by ``PlaceholderStateHandle``, as Flink's ``RocksIncrementalSnapshotStrategy`` does with the
-files of its last completed checkpoint (``uploadedSstFiles``, confirmed by ``notifyCheckpointComplete``, dropped
-for an aborted checkpoint). ``checkpointed_size`` is what it uploaded, ``state_size`` all it refers to. A savepoint
-is never incremental: it writes every entry in the canonical format (a ``KeyGroupsStateHandle``), flushes and
-uploads nothing, and its completion leaves the last completed checkpoint as it was. A full checkpoint
-(``FULL_CHECKPOINT``, after a restore the job does not own) uploads every live run again, and later checkpoints
-refer to its uploads.
-
-A restore of one handle of the same key groups reuses its runs and counts them as uploaded by the restored
-checkpoint (Flink's restore without rescaling keeps the backend's identity and ``lastCompletedCheckpointId``);
-any other restore (several handles after a rescale, or a full snapshot) builds the state from the entries and
-uploads it all at the next checkpoint. ``rows_of_incremental_handles`` reads the entries of incremental handles
-(the shared runs' data, merged newest first) for a restore of either backend (``as_full_snapshot``: as one full
-snapshot). Mirrors Flink's ``EmbeddedRocksDBStateBackend`` with ``RocksIncrementalSnapshotStrategy`` and
-``RocksDBIncrementalRestoreOperation``; the LSM tree is RocksDB's leveled compaction in miniature.
+Mirrors Flink's ``EmbeddedRocksDBStateBackend`` with ``RocksIncrementalSnapshotStrategy`` and
+``RocksDBIncrementalRestoreOperation``. See docs/state-and-rescaling.md, "The incremental keyed state backend".
+What Flink does: docs/flink-facts.md, "State backends, incremental checkpoints and the shared-state registry".
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""Key groups: how keyed state is partitioned so it can be redistributed when the parallelism changes.
+"""Key groups: how keyed state is partitioned so it can be redistributed when the parallelism changes, with Java's
+hash codes so that assignments match Flink's.
 
-How this works (Flink's ``KeyGroupRangeAssignment``): a key's hash code goes through Flink's murmur hash
-(``MathUtils.murmurHash``) and modulo the max parallelism gives its key group; subtask ``i`` of an operator
-with parallelism ``p`` owns the contiguous key-group range
-``[ceil(i * maxP / p), floor(((i + 1) * maxP - 1) / p)]``, and key group ``kg`` belongs to subtask
-``kg * p // maxP``. Key hash codes are Java's, so assignments match Flink's for integer keys: ``int`` keys in
-the 32-bit range hash to themselves, larger ones as Java's ``Long.hashCode`` (``value ^ (value >>> 32)``);
-strings hash as Java's ``String.hashCode``, floats as ``Double.hashCode`` and non-empty tuples as Flink's
-``TupleN.hashCode`` (``31 * h + field``); any other key type is refused. Python's own ``hash`` is never
-used (it is salted per process).
+Mirrors Flink's ``KeyGroupRangeAssignment``. See docs/state-and-rescaling.md, "Key groups".
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
-"""What a checkpoint holds: the state of every subtask, grouped by operator, plus the master states.
+"""What a checkpoint holds: the state of every subtask, grouped by operator, plus the master states; plain bytes and
+msgpack, never pickle.
 
-How this works: tasks acknowledge a checkpoint with a ``TaskStateSnapshot`` (one ``OperatorSubtaskState``
-per operator in the task). The coordinator's pending checkpoint collects them into one ``OperatorState``
-per operator; a completed checkpoint is a ``CheckpointMetadata`` (id, operator states, master states),
-which storage encodes with msgpack. State payloads are plain bytes (msgpack-encoded by their owner), so
-this model never needs pickle. Keyed state is partitioned by key group (``KeyGroupRange``) so it can be
-redistributed when the parallelism changes; operator (non-keyed) list state is redistributed by
-round-robin split, as Flink's ``SPLIT_DISTRIBUTE`` mode; in-flight data of unaligned checkpoints is kept
-per input channel and per result subpartition.
-
-An incremental keyed state backend acknowledges ``IncrementalKeyedStateHandle``s instead: its sorted runs as
-shared state (``SharedStateHandle`` for a new upload, ``PlaceholderStateHandle`` for one an earlier checkpoint
-uploaded), which the coordinator's ``SharedStateRegistry`` counts references to. A checkpoint's ``state_size`` is
-all the state it refers to, its ``checkpointed_size`` what it wrote.
-
-Mirrors Flink's ``KeyGroupRange``, ``KeyGroupsStateHandle``, ``IncrementalRemoteKeyedStateHandle`` (with
-``HandleAndLocalPath``, ``PlaceholderStreamStateHandle``), ``OperatorStateHandle``,
-``InputChannelStateHandle``, ``ResultSubpartitionStateHandle``, ``OperatorSubtaskState``,
-``TaskStateSnapshot``, ``OperatorState``, ``MasterState`` and ``CheckpointMetadata``; a restored subtask's
-state also carries the in-flight data rescaling descriptors (``runtime.state.inflight_data_rescaling``).
+Mirrors Flink's ``KeyGroupRange``, ``KeyGroupsStateHandle``, ``IncrementalRemoteKeyedStateHandle``,
+``OperatorStateHandle``, ``InputChannelStateHandle``, ``ResultSubpartitionStateHandle``, ``OperatorSubtaskState``,
+``TaskStateSnapshot``, ``OperatorState``, ``MasterState`` and ``CheckpointMetadata``. See
+docs/state-and-rescaling.md, "What a checkpoint holds".
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
-"""Task-side crash points: where a fault schedule stops a task inside the checkpoint protocol.
+"""Task-side crash points: where a fault schedule stops a task inside the checkpoint protocol
+(``before_forwarding_barrier``, ``mid_alignment``); an armed point raises ``TaskCrashed`` there.
 
-How this works: a driver deploys each task with the protocol points at which it must crash
-(``FaultSchedule.armed_crash_points``: pairs of a task-side ``ProtocolPoint`` and a checkpoint id). The task's
-parts call ``CrashPoints.reached(point, checkpoint_id)`` where the protocol passes such a point:
-``before_forwarding_barrier`` in ``SubtaskCheckpointCoordinator.checkpoint_state`` after the operator's
-pre-barrier step and before the barrier goes into the result partitions, ``mid_alignment`` in ``StreamTask``
-once a barrier of the checkpoint has arrived on some input channels but not on all (the barrier handler's
-alignment is running). An armed point raises ``TaskCrashed``, which unwinds the task's call at that very point,
-so nothing after it happens (no barrier forwarded, no further input consumed). ``StreamTask`` catches it at its
-entry point, fails itself as a dead process does (its partitions are released, so nothing it queued is sent)
-and emits ``CrashedAtProtocolPoint`` for its driver, which fails the job over and marks the fault as fired,
-exactly as it does for a crash at a coordinator-side point. Unarmed points cost one truth test.
-
-Mirrors the effect of a TaskManager process dying in the middle of Flink's ``SubtaskCheckpointCoordinatorImpl
-.checkpointState`` or of a ``SingleCheckpointBarrierHandler`` alignment: the JobMaster sees the task fail
-(``Execution.markFailed``) and the failover strategy restarts the job.
+Mirrors the effect of a TaskManager process dying in the middle of Flink's
+``SubtaskCheckpointCoordinatorImpl.checkpointState`` or of a ``SingleCheckpointBarrierHandler`` alignment. See
+docs/faults-and-actions.md, "Task-side crash points".
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
-"""The figures a closed asynchronous part reports: Flink's ``CheckpointMetricsBuilder.buildIncomplete``.
-
-How this works: a subtask's asynchronous part runs from the end of its synchronous part to its acknowledgement.
-When its task is cancelled or fails meanwhile, Flink closes it (``AsyncCheckpointRunnable.close``), discards what
-it had written and reports the metrics built so far (``reportAbortedSnapshotStats``). What was set by then is
-known: the start delay (at the first barrier), the synchronous duration, and the alignment's duration and
-processed bytes once every barrier arrived (an aligned checkpoint's before its trigger; a source has none: 0).
-The rest is ``UNSET`` (-1): the asynchronous duration and the in-flight data persisted, set only when the part
-ends, so the report is never unaligned (``unalignedCheckpoint`` is ``bytesPersistedDuringAlignment > 0``), and
-the processed bytes of an alignment still running (its duration then reads 0, Flink's -1 ns in ms). The state
-sizes are those of the snapshot parts that had finished (``OperatorSnapshotFutures.cancel``): barriersim's
-upload finishes as one part, so they are the whole snapshot's once it was uploaded, else 0.
+"""The figures a closed asynchronous part reports: Flink's ``CheckpointMetricsBuilder.buildIncomplete``. See
+docs/data-plane.md, "What a closed asynchronous part reports".
 """
 
 from __future__ import annotations

@@ -1,38 +1,6 @@
-"""The reference result of a job over its workload, and the one result type and verdict rule of every verification.
-
-How this works: ``expected_sink_input`` evaluates the job graph over multisets, in topological order, with the
-same operator semantics as the stream tasks (map, filter, union, keyed running sum, tumbling event-time
-window, window join), ignoring every effect of timing. Outputs whose content depends on arrival order (the running sum of
-a keyed sum) are compared by their order-free identity ``(record_id, key, value)``, plus the final sum per
-key, which does not depend on order. ``verify`` counts ``lost`` (expected but missing), ``duplicated`` (seen
-more often than expected), ``wrong`` (never expected), the keys whose final sum differs and, of those, the keys
-whose final sum falls short, and gives the verdict. In at-least-once mode, replayed records may also be counted
-twice in keyed state, so a final sum may run high: ``lost``, ``wrong`` and the short sums decide there (a short
-sum is a record whose effect on the state was lost, which the rows alone cannot show); and where the sink's input
-derives from an aggregate (a window or a window join), a
-replayed record inflates the aggregate instead of repeating a row, so ``verify(..., at_least_once=True)``
-compares such rows by their group ``(window_start or record_id, key)`` and their value as a lower bound: a
-row at or above its expected value is delivered (above it: a duplicate contribution, counted as
-``duplicated``), a group without such a row is ``lost``, and a row below every expected value of its group is
-``wrong`` if the group lacks a delivered row (input is missing from it), else ``duplicated`` (a window that fired
-again after a restore with only replayed records, as Flink's at-least-once mode lets it); a row of a group never
-expected is ``wrong``. (A filter after an aggregate may drop an inflated row; in
-at-least-once mode the reference cannot tell that from a loss.)
-
-Every driver reports its result as a ``Verification``: this module's reference (``reference="python"``: the
-simulator, and the Ray backend for graphs other than the quickstart's) and Spark SQL's over the workload
-(``barriersim.spark.reference``, ``reference="spark"``). ``verdict_of`` is the one rule from the counts to the
-``Verdict``, given the run's mode: ``exactly-once`` when nothing is lost, duplicated or wrong and every final sum
-matches; in an exactly-once mode anything else is ``violated`` (a duplicate breaks its guarantee as a loss
-does); in at-least-once mode ``at-least-once`` when nothing is lost or wrong and no final sum falls short,
-``violated`` otherwise.
-``Verification.as_dict()`` is the ``verification`` block of ``summary.json``, the verdict as its string.
-
-Everything here works on columns (``RecordBatch``, numpy), with no per-record Python step: the graph is
-evaluated batch by batch, and the comparison counts each expected identity's copies in the output by direct
-addressing when the expected record ids are distinct and dense (every workload: record ids are positions), else by
-sorting both multisets; final sums are per-key maxima and sums over the key column. A run of tens of millions of
-records verifies in seconds.
+"""The reference result of a job over its workload, and the one result type (``Verification``) and verdict rule
+(``verdict_of``) of every verification, on columns with no per-record Python step. See docs/verification.md, "The
+reference result and the verdict".
 """
 
 from __future__ import annotations

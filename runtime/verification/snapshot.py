@@ -1,27 +1,5 @@
-"""The reference of a run whose last job was stopped or cancelled and not restored: what the snapshot it ended
-with accounts for.
-
-How this works: a job stopped with a savepoint (or cancelled, whose latest completed checkpoint a restore would
-resume from) has delivered exactly what its sources read before that snapshot, except what the snapshot itself
-still holds and a restore would deliver: the records of open windows (a stop without ``--drain`` keeps them in
-state), the in-flight data of an unaligned checkpoint (channel state), and the transactions the sinks had
-pre-committed for it (committed by a restore, Flink's ``recoverAndCommit``). ``expected_at_snapshot`` gives the
-reference of such a run: the job graph evaluated over the prefix of every split its sources' offsets in the
-snapshot name (a split of a source subtask that had finished counts whole), minus what the in-flight records
-would still produce (the graph evaluated from the vertex each of them waits at), with the window groups still
-open or touched by in-flight records left out of the comparison (``ignored_groups``, rows ``(window_start,
-key, ...)``) and the final sums of keys that in-flight data or open windows touch left unchecked. An at-least-once sink
-writes what it receives at once, so its rows past the snapshot are tolerated (``tolerated``: what the whole
-workload would give). ``pending_transactions`` lists the transactions the snapshot's sinks hold, and
-``committed_for_verification`` drops the rows of ignored groups and tolerated rows from a run's committed
-output; ``runtime.verification.reference.verify`` then gives the verdict as for any run. ``verify_run`` is the one rule
-both backends apply: a run whose last job ended by a snapshot is verified against it (``"snapshot"``), any other
-against the whole workload (``"workload"``). A stop-with-savepoint with ``--drain`` fires every open window
-before the savepoint's barrier (Flink's ``StreamTask.endData(DRAIN)``); when that savepoint then fails, the job
-fails over and the windows fire again, in full, later: a direct-writing (at-least-once) sink keeps the early,
-partial results, as Flink's would (a two-phase-commit sink aborts them with the savepoint's transaction). After
-such a stop (``failed_drained_stop``) a run with an at-least-once sink tolerates a window group's rows that match
-no reference row when a reference row of the same group is in the output too (``without_early_window_results``).
+"""The reference of a run whose last job was stopped or cancelled and not restored: what the snapshot it ended with
+accounts for. See docs/verification.md, "A run that ended with a snapshot".
 """
 
 from __future__ import annotations

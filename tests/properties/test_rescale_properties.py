@@ -1,17 +1,13 @@
-"""Property-based testing of rescale sequences on the simulator: random topologies and configurations, two or
-three jobs in a row, each but the last stopped with a savepoint or cancelled and followed by a job restored from
-its savepoint (or its retained checkpoint) with new parallelisms (``barriersim.strategies.action_schedules``),
-random task faults and faults aimed at the actions (a crash while a savepoint is taken, a failed savepoint write, a
-crash during the restore). Every run keeps its mode's guarantee (the oracle, against the whole workload or against
-what the snapshot a stopped or cancelled last job ended with accounts for; a last job that failed after its stop's
-savepoint completed ends FAILED, as Flink's does, and is verified against that savepoint), every completed checkpoint of every
-job is a consistent cut, checkpoint ids never repeat within a job, every restored job has the parallelism its
-restore asked for, and a job restored from a snapshot reports it as Flink's ``latest.restored``. A failing
-example is saved as a scenario file and its one-line ``barriersim replay`` command printed.
-
-CI runs a fixed, reproducible set of examples (derandomized, no example database): ``BARRIERSIM_PROPERTY_RANDOM=1``
-draws new ones and ``BARRIERSIM_PROPERTY_EXAMPLES=N`` sets the budget per mode (default 40; this property runs
-half of it)."""
+"""Property-based rescale sequences on the simulator: two or three jobs in a row, each but the last stopped with a
+savepoint or cancelled and followed by a job restored from it with new parallelisms, with random task faults and
+faults aimed at the actions. Holds: every run keeps its mode's guarantee (against the whole workload, or against
+the snapshot a stopped or cancelled last job ended with; a last job that failed after its stop's savepoint
+completed ends FAILED, as Flink's does, and is verified against that savepoint), every completed checkpoint is a
+consistent cut, checkpoint ids never repeat within a job, a restored job has the parallelism its restore asked for
+and reports its snapshot as Flink's ``latest.restored``. A failing example is saved as a scenario file with its
+``barriersim replay`` command. Examples are derandomized (docs/property-testing.md); this property runs half
+of the budget per mode.
+"""
 
 import pytest
 from hypothesis import given, note

@@ -1,25 +1,8 @@
-"""Buffer debloating (FLIP-183): each input gate sizes its upstream's buffers so that the data in flight to it
-takes about a target time to consume.
+"""Buffer debloating (FLIP-183): each input gate sizes its upstream's buffers so that the data in flight to it takes
+about a target time to consume.
 
-How this works: the gate's ``ThroughputCalculator`` adds up the bytes of the data buffers the task consumes
-and the time it spent consuming, leaving out the time the gate had nothing to hand out
-(``pause_measurement`` when a poll returns nothing, ``resume_measurement`` when one returns data). Every
-debloat period (200 ms by default) the task asks each gate to ``trigger_debloating``: the ``BufferDebloater``
-turns the throughput into the total in-flight bytes the target time allows (``throughput * target``),
-divides it by the buffers in use (queued buffers plus the sender's backlog, at least 1), smooths the size
-with an exponential moving average over ``samples`` periods (``BufferSizeEMA``: alpha ``2 / (samples + 1)``,
-the instant size capped at twice the current one, the result clamped to [min, max]) and announces it to
-every channel's sender unless it differs from the last announced size by less than ``threshold_percentages``
-(a size at min or max is always announced). The sender then cuts each new buffer of that subpartition at
-the announced size (``ResultPartition.set_buffer_size``), so with the same credit less data is in flight:
-an aligned barrier has less to wait behind. Mirrors Flink's ``ThroughputCalculator``, ``BufferSizeEMA``,
-``BufferDebloater`` and ``SingleInputGate.triggerDebloating`` / ``announceBufferSize``, with the options
-``taskmanager.network.memory.buffer-debloat.{enabled, target, period, samples, threshold-percentages}``
-(off, 1 s, 200 ms, 20, 25), ``taskmanager.memory.min-segment-size`` (256 bytes) and
-``taskmanager.memory.starting-segment-size`` (1 KiB): with debloating on, Flink 2.3 starts every subpartition's
-buffers and every gate's debloater at that size, not at the segment size (``NettyShuffleEnvironmentConfiguration``:
-``startingBufferSize`` is the option when debloating is enabled, else unbounded; ``PipelinedSubpartition`` and
-``BufferDebloater`` start from it), so the senders' first buffers are small and grow as throughput is measured.
+Mirrors Flink's ``ThroughputCalculator``, ``BufferSizeEMA``, ``BufferDebloater`` and
+``SingleInputGate.triggerDebloating``. See docs/data-plane.md, "Buffer debloating".
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
-"""Receiver-side buffers and credits of credit-based flow control.
+"""Receiver-side buffers and credits of credit-based flow control: a remote channel's exclusive buffers, the gate's
+floating buffers, and the credit announced to the sender.
 
-How this works: every remote input channel owns ``exclusive`` buffers (2 by default) and may borrow
-*floating* buffers from its gate's ``FloatingBufferPool`` (8 per gate by default). A buffer is either
-*available* (empty, announced to the sender as credit) or *in use* (holding received data until the task
-consumes it). The sender may only send a data buffer for each credit it holds; events travel without credit.
-
-* On a data buffer arriving, one available buffer is taken (floating first, as Flink's
-  ``AvailableBufferQueue.takeBuffer``); with none available the sender broke the protocol:
-  ``CreditViolationError``.
-* The sender's backlog makes the channel ask for floating buffers until it has ``backlog + exclusive``
-  available (Flink's ``requestFloatingBuffers(backlog + initialCredit)``); if the pool is empty the channel
-  waits as a listener and gets the next recycled floating buffer.
-* Consuming a buffer recycles it: an exclusive one returns to the channel (and, if the channel now holds
-  more than it needs, one floating buffer goes back to the pool); a floating one goes back to the pool,
-  which hands it to the first waiting channel. Every buffer a channel gains becomes *unannounced credit*,
-  which the channel announces to its sender (``AddCredit``).
-* While a channel is blocked (aligned checkpoint) it requests no floating buffers and, since nothing it
-  holds is consumed, grants no credit: its sender stops.
-
-Mirrors Flink's ``BufferManager`` (with ``AvailableBufferQueue``), the gate's ``LocalBufferPool`` for
-floating buffers and ``BufferListener``. Buffers are counted, not allocated: memory segments carry no data.
+Mirrors Flink's ``BufferManager`` (with ``AvailableBufferQueue``), the gate's ``LocalBufferPool`` for floating
+buffers and ``BufferListener``. See docs/data-plane.md, "Receiver-side buffers and credit".
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """Decides which buffers of one input channel belong to the in-flight data of an unaligned checkpoint.
 
-How this works: a small state machine per channel with ``lastSeenBarrier`` and a status. When the task
-starts an unaligned checkpoint (``start_persisting``), the buffers already queued before the channel's
-barrier are persisted at once and, while the barrier is still pending, every data buffer that arrives is
-persisted too (``maybe_persist``). The barrier itself (found by ``check_for_barrier`` when it arrives in the
-queue) ends persisting for this channel; ``stop_persisting`` ends it when the checkpoint completes or is
-aborted. Persisted data goes out as ``AddInputData`` actions (defined here, in the network layer; the
-checkpointing layer above names them among its input-side actions) to an injected sink (the channel state
-writer's input).
-
-Mirrors Flink's ``ChannelStatePersister`` (``startPersisting``, ``stopPersisting``, ``maybePersist``,
-``checkForBarrier`` and its ``CheckpointStatus`` COMPLETED / BARRIER_PENDING / BARRIER_RECEIVED).
+Mirrors Flink's ``ChannelStatePersister`` (with its ``CheckpointStatus``). See docs/data-plane.md, "Which input
+buffers are persisted".
 """
 
 from __future__ import annotations

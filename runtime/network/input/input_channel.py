@@ -1,36 +1,8 @@
-"""One input channel of a gate: the receive queue of elements from one upstream subpartition.
+"""One input channel of a gate: the receive queue of elements from one upstream subpartition, remote (with its own
+buffers and credit) or local (reading the producer's subpartition).
 
-How this works: the driver hands each arriving element to ``on_element`` with its sequence number (checked
-against the expected one) and, for data buffers of remote channels, the sender's backlog. Unaligned
-barriers are *priority* elements and go ahead of queued data (``PrioritizedDeque``). ``get_next`` hands out
-the head element; a consumed data buffer is recycled, which returns credit. For unaligned checkpoints,
-``checkpoint_started`` persists the data queued before this channel's barrier and, through the
-``ChannelStatePersister``, data arriving before the barrier.
-
-The two kinds differ as Flink's do. A ``RemoteInputChannel`` (the producer runs in another TaskManager) holds
-exclusive and floating buffers (``BufferManager``: credit-based flow control) and, when an aligned barrier that
-may time out arrives, puts an ``EventAnnouncement`` of it ahead of the queued data, so the task learns early
-that the barrier is on its way and can overtake the data with it on an alignment timeout
-(``convert_to_priority_event``). A ``LocalInputChannel`` (the producer runs in the same TaskManager) reads the
-producer's subpartition directly: it has no buffers of its own and announces nothing; the barrier reaches the
-task in order behind the data, and on an alignment timeout the producer itself converts a barrier still queued
-in its subpartition. barriersim's tasks exchange elements through their driver, so a local channel reads ahead
-by one buffer: it asks for ``LOCAL_CHANNEL_BUFFERS`` (2) buffers at setup and for one more each time the task
-finished one (``AddCredit``, delivered without network latency): the data in flight stays in the producer's
-subpartition, as in Flink, and besides the buffer the task reads at most the one it reads next waits on the
-consumer's side. Both still belong to the producer's buffer pool: Flink's local channel hands the task the
-producer's own memory segment, which returns to the producer's ``LocalBufferPool`` only once the task's record
-deserializer has read all of it, so the producer counts them against ``max_buffers_per_channel``
-(``ResultPartition``, local subpartitions).
-
-A data buffer the task takes (``get_next``) is released once the task has processed it: at the task's next step
-(``release_processed``), as Flink's ``SpillingAdaptiveSpanningRecordDeserializer`` recycles its buffer once the
-last record is read. Releasing a remote channel's buffer returns it to the channel's exclusive or floating
-buffers (credit); releasing a local channel's asks the producer for the next.
-
-Mirrors Flink's ``InputChannel``, ``RemoteInputChannel`` (``onBuffer``, ``getNextBuffer``,
-``checkpointStarted``/``checkpointStopped``, ``getInflightBuffersUnsafe``, ``convertToPriorityEvent``,
-``resumeConsumption``) and ``LocalInputChannel`` (``getNextBuffer``, ``resumeConsumption``).
+Mirrors Flink's ``InputChannel``, ``RemoteInputChannel`` and ``LocalInputChannel``. See docs/data-plane.md, "Input
+channels, remote and local".
 """
 
 from __future__ import annotations

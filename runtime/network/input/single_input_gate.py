@@ -1,25 +1,6 @@
 """An input gate: the channels of one logical input of a task, polled in availability order.
 
-How this works: the driver hands arriving elements to ``on_element(channel_idx, element, ...)``; the gate queues
-them in the channel and remembers that the channel has data (``_channels_with_data``, itself a ``PrioritizedDeque``
-of channel indexes: channels holding a priority element come first, the others in the order they became available,
-re-queued at the end after each poll, i.e. round robin). ``poll_next`` returns the next ``BufferOrEvent`` or
-``None``; the data buffers it returned are the task's until it calls ``release_processed`` (it processed them: the
-task does at the start of its next step, so the priority-event mail, which runs between two records, never
-recycles the buffer being read), then the channels recycle them. Blocked channels (aligned checkpoint) are not
-polled until ``resume_consumption``. After each operation, credit that became available on remote channels is
-announced (``AddCredit``). End of partition is returned per channel; the gate is finished when every channel
-delivered it.
-
-Everything the gate emits (``AddCredit``, ``ResumeConsumptionUpstream``, ``AddInputData``,
-``AnnounceBufferSize``) goes to the injected sink. With buffer debloating (``enable_debloating``) the gate
-measures its throughput as it hands out data and ``trigger_debloating`` announces new buffer sizes
-(``runtime.network.input.buffer_debloater``). The checkpointing hooks (``block_consumption``, ``resume_consumption``,
-``checkpoint_started``, ``checkpoint_stopped``, ``convert_to_priority_event``) are Flink's
-``CheckpointableInput`` and are driven by ``CheckpointedInputGate``.
-
-Mirrors Flink's ``SingleInputGate`` (``pollNext``, ``queueChannel``, ``inputChannelsWithData``,
-``checkpointStarted``/``checkpointStopped``, ``convertToPriorityEvent``) and ``BufferOrEvent``.
+Mirrors Flink's ``SingleInputGate`` and ``BufferOrEvent``. See docs/data-plane.md, "The input gate".
 """
 
 from __future__ import annotations

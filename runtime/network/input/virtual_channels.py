@@ -1,20 +1,8 @@
-"""Demultiplexing the recovered in-flight data of a rescaled restore by virtual channel.
+"""Demultiplexing the recovered in-flight data of a rescaled restore by virtual channel (one per old connection), with
+the record filter of ambiguous ones.
 
-How this works: after a restore that rescaled an edge, one input channel of a new subtask may carry the in-flight
-data of several old connections: each pair (old downstream subtask, old upstream subtask) is a *virtual channel*.
-The recovered buffers of each are preceded by a ``SubtaskConnectionDescriptor`` naming it, both in the subtask's
-own recovered input and in what the upstream subtask re-sends from its recovered output; an
-``EndOfChannelStateEvent`` ends the recovered data of the channel. ``DemultiplexingChannel`` is one physical
-channel's view: ``select`` picks the virtual channel of the buffers that follow, and ``demultiplex`` turns a
-buffer's items into what the operator sees: records of a virtual channel whose old downstream subtask several new
-subtasks took over (an *ambiguous* one, e.g. a range of key groups split in two) pass only if this subtask owns
-them (the record filter: the partitioner's choice of subtask for each record, one numpy mask per record batch), and a watermark updates its virtual
-channel's last watermark and is replaced by the minimum over all the channel's virtual channels (none while one
-of them has not seen a watermark yet), so that the recovered data of one old connection never moves event time
-past the data of another. ``demultiplexers`` builds them for a task's gates from its input rescaling descriptor:
-the virtual channels of channel ``c`` of gate ``g`` are the old subtasks of the gate times the old channels
-mapped to ``c``. Mirrors Flink's ``DemultiplexingRecordDeserializer`` (with its ``VirtualChannel``) and
-``RecordFilter``, as ``RescalingStreamTaskNetworkInput`` uses them.
+Mirrors Flink's ``DemultiplexingRecordDeserializer`` (with its ``VirtualChannel``) and ``RecordFilter``, as
+``RescalingStreamTaskNetworkInput`` uses them. See docs/data-plane.md, "Virtual channels after a rescaled restore".
 """
 
 from __future__ import annotations

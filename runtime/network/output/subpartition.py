@@ -1,27 +1,8 @@
-"""One subpartition of a pipelined result partition: the queue of finished buffers and events for one
-downstream channel, with priority events that overtake the queued data.
+"""One subpartition of a pipelined result partition: the queue of finished buffers and events for one downstream
+channel, with priority events that overtake the queued data.
 
-How this works: finished data buffers and events are appended in order. A *priority* event (an unaligned
-checkpoint barrier) goes to the head, behind earlier priority events, and overtakes everything queued;
-the data buffers it overtook are returned as the subpartition's in-flight data for the channel state
-writer (they stay queued and are still sent: on restore the persisted copies replace them). An aligned
-barrier that may time out is queued in order, like any event; the subpartition does not announce it (in
-Flink only a ``RemoteInputChannel`` announces a timeoutable barrier, once it received it), and
-``aligned_barrier_timeout`` (the producer's alignment timer) moves the still queued barrier to the head as an
-unaligned barrier (returning the data it overtook). After an aligned barrier is handed out, the subpartition blocks
-until the consumer calls ``resume_consumption`` (Flink's ``isBlockingUpstream`` data types). ``release``
-(its task failed) drops everything queued: a released subpartition hands out nothing and silently drops
-what is added later, as Flink's does.
-
-Two numbers: each data buffer gets the subpartition's next *buffer index* when queued
-(``Buffer.sequence_number``: its identity and order among the buffers of this subpartition, kept in
-channel state), and every element handed out by ``poll_buffer`` gets the next *wire sequence number*
-(``BufferAndBacklog.sequence_number``, counting buffers and events, as Flink's ``PipelinedSubpartition``
-numbers what it sends; a receiver expects consecutive wire numbers).
-
-Mirrors Flink's ``PipelinedSubpartition`` (``add``, ``addPriorityElement``/``processPriorityBuffer``,
-``alignedBarrierTimeout``, ``pollBuffer``, ``resumeConsumption``, ``getBuffersInBacklogUnsafe``), its
-``PrioritizedDeque`` and ``Buffer.DataType``.
+Mirrors Flink's ``PipelinedSubpartition``, its ``PrioritizedDeque`` and ``Buffer.DataType``. See
+docs/data-plane.md, "A result subpartition".
 """
 
 from __future__ import annotations

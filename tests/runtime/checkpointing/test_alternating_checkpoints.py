@@ -1,21 +1,6 @@
-"""Ports of Flink's ``AlternatingCheckpointsTest``: aligned checkpoints that time out and switch to unaligned
-(the ``ALIGNED_WITH_TIMEOUT`` mode, Flink's "alternating" ``SingleCheckpointBarrierHandler``).
-
-How the Flink harness maps onto ours: ``TestCheckpointedInputGateBuilder`` is ``AltGate``: an ``InputSide``
-with one gate whose channels are, per Flink's builder, ``"remote"`` (``withRemoteChannels``: our remote
-channel with credit, which blocks on ``BlockConsumption``) or ``"test"`` (the default and
-``withTestChannels``/``withMixedChannels``: Flink's ``TestInputChannel``, i.e. our local channel plus a
-small emulation: like Flink's ``TestInputChannel`` it does not stop delivering on ``blockConsumption`` and
-has a ``blocked`` flag that only the test sets (``set_blocked``) and ``ResumeConsumption`` clears).
-``ClockWithDelayedActions`` is the clock and the timer service of the handler. ``send`` hands an element to
-a channel and polls the gate empty; ``withSyncExecutor`` additionally handles priority events as soon as
-they arrive (Flink's ``SyncMailboxExecutor`` runs the priority-event mail at once), ``withMailboxExecutor``
-never does (the mailbox is not run). Durations are milliseconds; Flink's nanosecond assertions are divided
-by 10^6.
-
-Announcements are Flink's: a remote channel announces a timeoutable barrier when it receives it
-(``RemoteInputChannel.onBuffer``); a local channel, like Flink's ``LocalInputChannel`` and ``TestInputChannel``,
-does not. Where a Flink test sends a hand-made announcement through a test channel, the port does too.
+"""Ports of Flink's ``AlternatingCheckpointsTest``: aligned checkpoints that time out and switch to unaligned (the
+``ALIGNED_WITH_TIMEOUT`` mode, Flink's "alternating" ``SingleCheckpointBarrierHandler``). How Flink's harness maps
+onto ours: docs/testing.md, "Ports of Flink's input-side tests".
 """
 
 from __future__ import annotations

@@ -1,44 +1,9 @@
-"""Hypothesis properties of the input side: random interleavings of buffers, barriers, cancel
-markers and end of partition on 1-3 gates of 1-4 channels, for each checkpointing mode.
-
-How this works: a scenario draws the gates (remote channels mostly, some local), 1-3 checkpoints and, per
-channel, a well-formed script: for each checkpoint in increasing id order some data buffers and then that
-checkpoint's barrier, a cancel marker instead, or end of partition (which ends the script); every script
-ends with end of partition. In ALIGNED_WITH_TIMEOUT mode each checkpoint has its own (short) alignment
-timeout, and a channel may carry the already-unaligned version of the barrier (its upstream timed out).
-
-A driver plays the upstream senders: a sender sends its script in order, a data buffer only against credit
-the receiver announced (``AddCredit``), events without credit, with its remaining backlog; cancel markers
-are priority events when unaligned checkpoints are enabled (Flink broadcasts them with priority then).
-With ``sender_blocks`` a sender stops after an aligned barrier until ``ResumeConsumptionUpstream`` (Flink's
-``PipelinedSubpartition`` blocks after a blocking-upstream barrier); without it the sender keeps going, so
-the receiver's own blocking is what holds data back (like Flink's ``TestInputChannel`` tests). A list of
-drawn integers picks, step by step, one enabled move: deliver the next element of one channel, poll the
-operator side once, run the priority-event mail, or (timeout mode) advance the clock, which fires due
-alignment timers. Then the driver drains deterministically (poll, deliver, fire the next timer) and the
-run must end with every script delivered and every gate finished (no deadlock).
-
-Checked, from the log of everything polled and every emitted action:
-
-* aligned data: a buffer sent on a channel after barrier ``k`` is never handed to the operator before
-  checkpoint ``k`` was triggered or aborted (or ended by a newer checkpoint's trigger or abort), in every
-  exactly-once mode;
-* unaligned persistence: for an unaligned checkpoint whose barriers all arrived, per channel, the buffers
-  the operator consumed before the trigger followed by the persisted ones are exactly the buffers sent
-  before that channel's barrier (all of them for a channel that ended first); for an aborted one they form
-  a prefix of it; nothing is persisted for a checkpoint whose channel state writer was not started;
-* outcomes: each checkpoint is triggered at most once and aborted at most once, an aligned trigger is never
-  aborted, a checkpoint whose barrier was seen ends (trigger or abort, or Flink's silent drop when a newer
-  checkpoint is aborted or, for the tracker, completed), nothing is pending at the end; the tracker
-  triggers in increasing id order and never triggers and aborts the same checkpoint;
-* no loss, no duplication: per channel the operator receives exactly the sent buffers, in order, and each
-  end of partition once;
-* credit: after every step, for each remote channel the receiver's view of the sender's credit equals the
-  driver's and is never negative, the receiver never received more buffers than it granted credit for, and
-  every gate's floating pool stays within its size.
-
-The properties run derandomized (the same examples every run, no example database);
-``BARRIERSIM_PROPERTY_RANDOM=1`` draws new examples.
+"""Hypothesis properties of the input side: random interleavings of buffers, barriers, cancel markers and end of
+partition on 1-3 gates of 1-4 channels, for each checkpointing mode, played by a driver of upstream senders. Holds:
+aligned data is never handed over before its checkpoint ends; an unaligned checkpoint persists exactly the buffers
+sent before each channel's barrier; each checkpoint is triggered and aborted at most once; no loss, no duplication,
+no deadlock; credit is never exceeded. Derandomized (``BARRIERSIM_PROPERTY_RANDOM=1`` draws new examples). See
+docs/testing.md, "Input-side properties".
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""Ports of Flink's ``UnalignedCheckpointsTest``: a ``CheckpointedInputGate`` over remote channels with the
-unaligned ``SingleCheckpointBarrierHandler``.
-
-How the Flink harness maps onto ours: ``createInputGate(n, handler)`` is an ``InputSide`` with one gate of
-``n`` remote channels in ``UNALIGNED`` mode whose sink feeds a ``ValidatingCheckpointHandler`` (the task) and
-a ``RecordingChannelStateWriter`` (``InitInputsCheckpoint`` is Flink's ``ChannelStateWriter.start``,
-``AddInputData`` its ``addInputData``). ``addSequence`` hands each element to its channel with the next
-sequence number and backlog 0 (Flink's ``RemoteInputChannel.onBuffer(buffer, seq, 0)``) and polls the gate
-empty after each one. Buffers are told apart by a unique record id (Flink uses the buffer size); outputs are
-compared without barriers and cancel markers, as Flink's ``getIds`` does. Flink's ``@After ensureEmpty`` is
-the explicit ``h.ensure_empty()`` at the end of each gate-driven test. Times are milliseconds on a manual
-clock (no sleeps).
+"""Ports of Flink's ``UnalignedCheckpointsTest``: a ``CheckpointedInputGate`` over remote channels with the unaligned
+``SingleCheckpointBarrierHandler``. How Flink's harness maps onto ours: docs/testing.md, "Ports of Flink's
+input-side tests".
 """
 
 from __future__ import annotations
