@@ -20,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import ray
 

@@ -16,6 +16,7 @@ No protocol rule lives here.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict
 
 import msgpack
@@ -43,10 +44,7 @@ from barriersim.runtime.network.input.input_channel import (
     ResumeConsumptionUpstream,
 )
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
-from barriersim.runtime.records_codec import decode_records, decode_split, encode_records  # noqa: F401 (the actors' records codec)
-from barriersim.runtime.records_codec import pack, unpack
-import dataclasses
-
+from barriersim.runtime.records_codec import decode_records, decode_split, encode_records, pack, unpack  # noqa: F401 (the actors' records codec)
 from barriersim.runtime.state.inflight_data_rescaling import (
     NO_RESCALE,
     InflightDataGateOrPartitionRescalingDescriptor,

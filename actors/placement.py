@@ -30,7 +30,6 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from barriersim.runtime.faults.fault_schedule import KillNode
 from barriersim.runtime.job.placement import PlacementError
 
-
 HEAD_RESOURCE = "node:__internal_head__"  # the resource Ray gives its head node
 
 

@@ -29,8 +29,9 @@ from __future__ import annotations
 import os
 import queue
 import threading
+from collections.abc import Callable
 from multiprocessing.connection import Client, Listener, wait
-from typing import Any, Callable
+from typing import Any
 
 import msgpack
 

@@ -25,15 +25,14 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from pyarrow.fs import FileType
 
 from barriersim.errors import BarriersimError
 from barriersim.runtime.operators.sinks import ExternalStore
-from barriersim.runtime.verification.snapshot import pending_transactions
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.fs_storage import local_path
@@ -43,6 +42,7 @@ from barriersim.runtime.storage.object_storage import (
     restore_storage_for,
     uri_for_messages,
 )
+from barriersim.runtime.verification.snapshot import pending_transactions
 from barriersim.scenarios.loader import Scenario, ScenarioError, load_scenario, parse_scenario
 
 EXTERNAL_STORE_FILE = "external_store.msgpack"
@@ -76,11 +76,11 @@ class RunDirectory:
         return self.is_file(SUMMARY_FILE) and self.is_file(EXTERNAL_STORE_FILE)
 
     @staticmethod
-    def local(path: Path) -> "RunDirectory":
+    def local(path: Path) -> RunDirectory:
         return RunDirectory(str(path), lambda name: (path / name).read_bytes(), lambda name: (path / name).is_file())
 
     @staticmethod
-    def on_object_store(filesystem, path: str, scheme: str) -> "RunDirectory":
+    def on_object_store(filesystem, path: str, scheme: str) -> RunDirectory:
         def read(name: str) -> bytes:
             with filesystem.open_input_stream(f"{path}/{name}") as stream:
                 return stream.readall()
@@ -103,7 +103,7 @@ class PreviousRun:
     run_dir: RunDirectory
     store: ExternalStore
     next_attempt_number: int
-    after_snapshot: "OutputAfterSnapshot | None" = None
+    after_snapshot: OutputAfterSnapshot | None = None
 
 
 def output_after_snapshot(previous: PreviousRun | None) -> dict | None:

@@ -148,7 +148,7 @@ def _probe(where: str, infos: list, host: str, port: int, deadline: float, timeo
                 s.sendall(_HTTP2_PREFACE + _EMPTY_SETTINGS)
                 s.settimeout(max(0.001, deadline - time.monotonic()))
                 answer = _read(s, 9)
-        except socket.timeout:
+        except TimeoutError:
             raise AddressError(f"{where}: no answer from {host}:{port} within {timeout:g} s") from None
         except OSError as err:
             refused = err

@@ -13,9 +13,9 @@ refused before a checkpoint id, while not all tasks were running).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from barriersim.report.statistics import summary_table
 from barriersim.rundir import Run, RunTables, input_files, run_tables

@@ -30,7 +30,7 @@ Ray, the Ray node it ran on.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -301,5 +301,5 @@ def write_summary(out_dir: Path, summary: dict) -> None:
 
 def default_out_dir(scenario: Scenario, root: str | Path = "runs", suffix: str = "") -> Path:
     """``runs/<scenario><suffix>-<UTC timestamp>``."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return Path(root) / f"{scenario.name}{suffix}-{stamp}"

@@ -31,7 +31,9 @@ def measure(records: int) -> dict:
     from barriersim.runtime.checkpointing_mode import CheckpointingMode
     from barriersim.runtime.ids import ExecutionAttemptID
     from barriersim.runtime.job.wiring import Wiring
-    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+    from barriersim.runtime.jobgraph import OperatorKind as K
+    from barriersim.runtime.jobgraph import Partitioner as P
     from barriersim.runtime.network.input.input_channel import AddCredit
     from barriersim.runtime.operators.sinks import ExternalStore
     from barriersim.runtime.task.stream_task import StepOutcome, StreamTask

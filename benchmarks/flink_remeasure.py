@@ -28,8 +28,16 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.alignment_checks import (ALIGNED_TIMEOUT_MS, CALM_HOT, FLINK_TABLE, HOT_KEY_DELAY_US, HOT_KEY_GROUPS,
-                                        HOT_KEY_SHARE, OFFERED_RECORDS_PER_S, span_text)
+from benchmarks.alignment_checks import (
+    ALIGNED_TIMEOUT_MS,
+    CALM_HOT,
+    FLINK_TABLE,
+    HOT_KEY_DELAY_US,
+    HOT_KEY_GROUPS,
+    HOT_KEY_SHARE,
+    OFFERED_RECORDS_PER_S,
+    span_text,
+)
 from benchmarks.alignment_latency import DEFAULT_FLUSHER_MS, FLUSHER_TIMEOUTS_MS, p90
 from benchmarks.flink_family.runner import wait_for_quiet
 

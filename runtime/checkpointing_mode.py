@@ -31,7 +31,7 @@ class CheckpointingMode(enum.Enum):
     AT_LEAST_ONCE = "at-least-once"
 
     @classmethod
-    def parse(cls, text: object, where: str = "mode") -> "CheckpointingMode":
+    def parse(cls, text: object, where: str = "mode") -> CheckpointingMode:
         """The mode ``text`` names (a mode value passes through); ``CheckpointingModeError`` naming ``where``."""
         if isinstance(text, cls):
             return text

@@ -16,8 +16,9 @@ Mirrors Flink's ``CheckpointBarrier``, ``CheckpointOptions`` (with ``CheckpointO
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence, Union
+from typing import Any, Union
 
 from barriersim.runtime.record_batch import RecordBatch, batch_from_bytes, batch_to_bytes
 
@@ -107,7 +108,7 @@ class CheckpointOptions:
         exactly_once: bool,
         unaligned_enabled: bool,
         aligned_checkpoint_timeout: int,
-    ) -> "CheckpointOptions":
+    ) -> CheckpointOptions:
         """Flink's ``CheckpointOptions.forConfig``: unaligned only for plain checkpoints in exactly-once
         mode; a positive timeout means start aligned and switch to unaligned after the timeout, except
         ``NO_ALIGNED_CHECKPOINT_TIME_OUT`` (Java's ``Long.MAX_VALUE``), which Flink 2.3 reads as no timeout: unaligned
@@ -123,15 +124,15 @@ class CheckpointOptions:
         return CheckpointOptions.unaligned(checkpoint_type)
 
     @staticmethod
-    def not_exactly_once(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> "CheckpointOptions":
+    def not_exactly_once(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> CheckpointOptions:
         return CheckpointOptions(checkpoint_type, AlignmentType.AT_LEAST_ONCE, NO_ALIGNED_CHECKPOINT_TIME_OUT)
 
     @staticmethod
-    def aligned(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> "CheckpointOptions":
+    def aligned(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> CheckpointOptions:
         return CheckpointOptions(checkpoint_type, AlignmentType.ALIGNED, NO_ALIGNED_CHECKPOINT_TIME_OUT)
 
     @staticmethod
-    def unaligned(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> "CheckpointOptions":
+    def unaligned(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> CheckpointOptions:
         if checkpoint_type.is_savepoint:
             raise ValueError("savepoints cannot be unaligned")
         return CheckpointOptions(checkpoint_type, AlignmentType.UNALIGNED, NO_ALIGNED_CHECKPOINT_TIME_OUT)
@@ -139,13 +140,13 @@ class CheckpointOptions:
     @staticmethod
     def aligned_with_timeout(
         checkpoint_type: CheckpointType, aligned_checkpoint_timeout: int
-    ) -> "CheckpointOptions":
+    ) -> CheckpointOptions:
         if checkpoint_type.is_savepoint:
             raise ValueError("savepoints cannot switch to unaligned")
         return CheckpointOptions(checkpoint_type, AlignmentType.ALIGNED, aligned_checkpoint_timeout)
 
     @staticmethod
-    def for_checkpoint_with_default_location() -> "CheckpointOptions":
+    def for_checkpoint_with_default_location() -> CheckpointOptions:
         return CheckpointOptions.aligned(CheckpointType.CHECKPOINT)
 
     # -- accessors, as Flink's ------------------------------------------------------------------
@@ -169,20 +170,20 @@ class CheckpointOptions:
             and 0 < self.aligned_checkpoint_timeout < NO_ALIGNED_CHECKPOINT_TIME_OUT
         )
 
-    def to_unaligned(self) -> "CheckpointOptions":
+    def to_unaligned(self) -> CheckpointOptions:
         """Flink's ``CheckpointOptions.toUnaligned``: only a timeoutable aligned checkpoint switches."""
         if self.alignment is not AlignmentType.ALIGNED:
             raise ValueError(f"cannot switch {self.alignment.value} checkpoint options to unaligned")
         return CheckpointOptions.unaligned(self.checkpoint_type)
 
-    def with_unaligned_unsupported(self) -> "CheckpointOptions":
+    def with_unaligned_unsupported(self) -> CheckpointOptions:
         """Flink's ``withUnalignedUnsupported``: used where a channel cannot carry unaligned barriers
         (e.g. pointwise or forward connections after rescale); an unaligned request becomes FORCED_ALIGNED."""
         if self.is_unaligned_checkpoint or self.is_timeoutable:
             return CheckpointOptions(self.checkpoint_type, AlignmentType.FORCED_ALIGNED, self.aligned_checkpoint_timeout)
         return self
 
-    def with_unaligned_supported(self) -> "CheckpointOptions":
+    def with_unaligned_supported(self) -> CheckpointOptions:
         if self.alignment is AlignmentType.FORCED_ALIGNED:
             if self.aligned_checkpoint_timeout < NO_ALIGNED_CHECKPOINT_TIME_OUT:
                 return CheckpointOptions.aligned_with_timeout(self.checkpoint_type, self.aligned_checkpoint_timeout)
@@ -207,12 +208,12 @@ class CheckpointBarrier:
     def is_checkpoint(self) -> bool:
         return not self.options.checkpoint_type.is_savepoint
 
-    def as_unaligned(self) -> "CheckpointBarrier":
+    def as_unaligned(self) -> CheckpointBarrier:
         return self if self.options.is_unaligned_checkpoint else CheckpointBarrier(
             self.id, self.timestamp, self.options.to_unaligned()
         )
 
-    def with_options(self, options: CheckpointOptions) -> "CheckpointBarrier":
+    def with_options(self, options: CheckpointOptions) -> CheckpointBarrier:
         return CheckpointBarrier(self.id, self.timestamp, options)
 
 
@@ -288,7 +289,7 @@ class Buffer:
     size: int
     sequence_number: int = 0
 
-    def with_sequence_number(self, sequence_number: int) -> "Buffer":
+    def with_sequence_number(self, sequence_number: int) -> Buffer:
         return Buffer(self.records, self.size, sequence_number)
 
 
@@ -310,7 +311,7 @@ class StreamElements:
 
     __slots__ = ("parts",)
 
-    def __init__(self, parts: Sequence[Union[RecordBatch, Watermark]]):
+    def __init__(self, parts: Sequence[RecordBatch | Watermark]):
         self.parts = tuple(parts)
 
     @property

@@ -19,8 +19,9 @@ channel per producer subtask for all-to-all partitioners (rebalance, hash, broad
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 class Partitioner(enum.Enum):
@@ -188,7 +189,7 @@ class JobGraph:
 
     # -- validation ------------------------------------------------------------------------------
 
-    def validate(self) -> "JobGraph":
+    def validate(self) -> JobGraph:
         names = [v.name for v in self.vertices]
         if not names:
             raise JobGraphError("the job graph has no vertices")

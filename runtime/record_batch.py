@@ -21,7 +21,7 @@ them. No Flink class corresponds: Flink moves serialized bytes; this is their co
 from __future__ import annotations
 
 import struct
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -42,16 +42,16 @@ class RecordBatch:
     # -- making batches ------------------------------------------------------------------------------
 
     @staticmethod
-    def empty(fields: int = RECORD_FIELDS) -> "RecordBatch":
+    def empty(fields: int = RECORD_FIELDS) -> RecordBatch:
         return RecordBatch(np.empty((fields, 0), dtype=_INT64))
 
     @staticmethod
-    def from_columns(*columns) -> "RecordBatch":
+    def from_columns(*columns) -> RecordBatch:
         """One batch from one array (or sequence of ints) per field, all of the same length."""
         return RecordBatch(np.stack([np.asarray(c, dtype=_INT64) for c in columns]))
 
     @staticmethod
-    def from_rows(rows: Iterable[Sequence[int]], fields: int | None = None) -> "RecordBatch":
+    def from_rows(rows: Iterable[Sequence[int]], fields: int | None = None) -> RecordBatch:
         """One batch from record tuples of ints (the per-record form of tests and of older callers)."""
         rows = rows if isinstance(rows, (list, tuple)) else list(rows)
         if not rows:
@@ -65,7 +65,7 @@ class RecordBatch:
         return RecordBatch(np.ascontiguousarray(array.T))
 
     @staticmethod
-    def of(records) -> "RecordBatch":
+    def of(records) -> RecordBatch:
         """``records`` as a batch: a batch as it is, anything else (record tuples, or an Arrow table or batch with
         four integer columns in the record's field order) converted once."""
         if type(records) is RecordBatch:
@@ -75,7 +75,7 @@ class RecordBatch:
         return RecordBatch.from_rows(records)
 
     @staticmethod
-    def concat(batches: Sequence["RecordBatch"]) -> "RecordBatch":
+    def concat(batches: Sequence[RecordBatch]) -> RecordBatch:
         if len(batches) == 1:
             return batches[0]
         if not batches:
@@ -93,14 +93,14 @@ class RecordBatch:
 
     # -- the columnar operations of the data path ----------------------------------------------------
 
-    def slice(self, start: int, stop: int) -> "RecordBatch":
+    def slice(self, start: int, stop: int) -> RecordBatch:
         return RecordBatch(self.columns[:, start:stop])
 
-    def take(self, indices: np.ndarray) -> "RecordBatch":
+    def take(self, indices: np.ndarray) -> RecordBatch:
         """The records at ``indices`` (an index array or a boolean mask), in that order (a copy)."""
         return RecordBatch(self.columns[:, indices])
 
-    def every(self, start: int, step: int) -> "RecordBatch":
+    def every(self, start: int, step: int) -> RecordBatch:
         """Records ``start, start + step, ...`` (a round-robin channel's share of the batch)."""
         return RecordBatch(self.columns[:, start::step])
 

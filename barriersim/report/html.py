@@ -33,7 +33,7 @@ FIGURES = ("barrier_timeline.png", "alignment_and_start_delay.png", "end_to_end.
 @dataclass
 class Report:
     html: Path
-    figures: dict[str, "figure.Figure"]
+    figures: dict[str, figure.Figure]
 
 
 def _fmt(value) -> str:

@@ -14,8 +14,19 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from barriersim.report import boxes
-from barriersim.report.figure import (Figure, Series, acknowledged_subtasks, completed, mode_colors, modes_of,
-                                      new_figure, panel, run_styles, runs_in_order, save)
+from barriersim.report.figure import (
+    Figure,
+    Series,
+    acknowledged_subtasks,
+    completed,
+    mode_colors,
+    modes_of,
+    new_figure,
+    panel,
+    run_styles,
+    runs_in_order,
+    save,
+)
 from barriersim.report.sweep_axis import POINT, SweepAxis, with_points
 
 SUBTASK_PANELS = (("alignment_duration", "Barrier alignment per subtask"),

@@ -18,8 +18,18 @@ import pandas as pd
 from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
-from barriersim.report.figure import (DPI, MAX_HEIGHT_PX, Figure, completed, new_figure, panel, run_title,
-                                      runs_in_order, save, without_finished)
+from barriersim.report.figure import (
+    DPI,
+    MAX_HEIGHT_PX,
+    Figure,
+    completed,
+    new_figure,
+    panel,
+    run_title,
+    runs_in_order,
+    save,
+    without_finished,
+)
 from barriersim.report.sweep_axis import SweepAxis
 
 PLACEMENT_COLUMNS = ("taskmanager", "local_input_channels", "remote_input_channels")

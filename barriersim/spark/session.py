@@ -348,7 +348,7 @@ class RayAndSpark:
             self._spark_future.result()
         return self.spark
 
-    def __enter__(self) -> "RayAndSpark":
+    def __enter__(self) -> RayAndSpark:
         try:
             self.start_ray()
             self.start_spark()
@@ -497,7 +497,7 @@ class SparkOnDemand:
             cluster, self._cluster = self._cluster, None
             cluster.close()
 
-    def __enter__(self) -> "SparkOnDemand":
+    def __enter__(self) -> SparkOnDemand:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -22,8 +22,13 @@ import time
 import urllib.request
 
 from pyflink.common import Configuration, Duration, Types, WatermarkStrategy
-from pyflink.datastream import CheckpointingMode, KeyedProcessFunction, MapFunction, RuntimeContext
-from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream import (
+    CheckpointingMode,
+    KeyedProcessFunction,
+    MapFunction,
+    RuntimeContext,
+    StreamExecutionEnvironment,
+)
 from pyflink.datastream.connectors import Sink
 from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 from pyflink.datastream.state import ValueStateDescriptor

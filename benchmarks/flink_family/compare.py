@@ -21,7 +21,6 @@ from pathlib import Path
 
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
-
 from benchmarks.alignment_checks import ratio_text, span_text, within_band
 from benchmarks.flink_family.converter import NotExpressible, convert
 from benchmarks.flink_family.description import Config, loads

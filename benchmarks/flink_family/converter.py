@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from barriersim.scenarios.loader import Scenario, ScenarioError, parse_scenario
-
 from benchmarks.flink_family.description import HOT_KEY, Config, loads
 
 # the virtual run: the Flink run's length at the rate the job can take (at most 1.5 x its nominal capacity, so that

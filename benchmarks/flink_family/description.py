@@ -93,7 +93,7 @@ class Config:
         return out
 
     @staticmethod
-    def from_json(d: dict) -> "Config":
+    def from_json(d: dict) -> Config:
         d = {k: v for k, v in d.items() if k != "derived"}
         d["vertices"] = tuple(Vertex(**v) for v in d["vertices"])
         d["notes"] = tuple(d.get("notes", ()))

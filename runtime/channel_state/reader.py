@@ -25,7 +25,7 @@ Mirrors Flink's ``SequentialChannelStateReader`` / ``SequentialChannelStateReade
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence, Union
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from barriersim.runtime.events import (
     END_OF_CHANNEL_STATE,
@@ -56,7 +56,7 @@ def _with_data(buffers: tuple[Buffer, ...]) -> list[Buffer]:
 
 
 class SequentialChannelStateReader:
-    def __init__(self, state: Union[TaskStateSnapshot, Iterable[OperatorSubtaskState]]):
+    def __init__(self, state: TaskStateSnapshot | Iterable[OperatorSubtaskState]):
         states = state.subtask_states_by_operator.values() if isinstance(state, TaskStateSnapshot) else state
         inputs: dict[InputChannelInfo, list[Buffer]] = {}
         outputs: dict[ResultSubpartitionInfo, list[Buffer]] = {}

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import abc
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Generic, Iterable, Optional, TypeVar
+from typing import Generic, TypeVar
 
 from barriersim.runtime.events import Buffer, CheckpointOptions, InputChannelInfo, ResultSubpartitionInfo
 from barriersim.runtime.state.snapshot import InputChannelStateHandle, ResultSubpartitionStateHandle
@@ -78,8 +79,8 @@ class StateHandlesFuture(Generic[T]):
 
     def __init__(self) -> None:
         self._done = False
-        self._value: Optional[T] = None
-        self._error: Optional[BaseException] = None
+        self._value: T | None = None
+        self._error: BaseException | None = None
 
     def is_done(self) -> bool:
         return self._done
@@ -88,7 +89,7 @@ class StateHandlesFuture(Generic[T]):
         return self._done and self._error is not None
 
     @property
-    def exception(self) -> Optional[BaseException]:
+    def exception(self) -> BaseException | None:
         return self._error
 
     def complete(self, value: T) -> bool:
@@ -123,7 +124,7 @@ class ChannelStateWriteResult:
     )
 
     @staticmethod
-    def empty() -> "ChannelStateWriteResult":
+    def empty() -> ChannelStateWriteResult:
         r = ChannelStateWriteResult()
         r.input_channel_state_handles.complete(())
         r.result_subpartition_state_handles.complete(())
@@ -245,7 +246,7 @@ class ChannelStateWriterImpl(ChannelStateWriter):
         self._aborted: dict[int, BaseException] = {}
         self._opened = False
         self._closed = False
-        self._thrown: Optional[BaseException] = None
+        self._thrown: BaseException | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -304,7 +305,7 @@ class ChannelStateWriterImpl(ChannelStateWriter):
         self._writes[checkpoint_id] = _CheckpointWrite(checkpoint_id, options, result)
         return WriteOutcome.WRITTEN
 
-    def _write_for(self, what: str, checkpoint_id: int) -> Optional[_CheckpointWrite]:
+    def _write_for(self, what: str, checkpoint_id: int) -> _CheckpointWrite | None:
         """The open write, or None when the checkpoint was aborted (data is discarded)."""
         self._check_running(what)
         write = self._writes.get(checkpoint_id)

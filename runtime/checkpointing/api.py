@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Union
 
 from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
@@ -49,21 +50,18 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     TimerService,
     TriggerCheckpointOnBarrier,
 )
-from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.checkpointing.checkpointed_input_gate import CheckpointedInputGate, GateActionRouter
 from barriersim.runtime.checkpointing.single_checkpoint_barrier_handler import SingleCheckpointBarrierHandler
 from barriersim.runtime.checkpointing.tracker import CheckpointBarrierTracker
+from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.events import Buffer, ChannelElement, InputChannelInfo
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.network.input.buffer_manager import (
     DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
     DEFAULT_FLOATING_BUFFERS_PER_GATE,
 )
-from barriersim.runtime.network.input.input_channel import AddCredit, InputChannel, ResumeConsumptionUpstream
+from barriersim.runtime.network.input.input_channel import AddCredit, InputChannel
 from barriersim.runtime.network.input.single_input_gate import BufferOrEvent, SingleInputGate
-
-
-
 
 # -- deterministic clock and timers (reference implementations; any TimerService works) -------------------
 
@@ -131,7 +129,7 @@ class ManualTimerService:
 GateSpec = Union[int, Sequence[str]]
 """A gate: its number of remote channels, or per channel ``"remote"`` / ``"local"``."""
 
-HandlerFactory = Callable[[ActionSink, Clock, int, Optional[TimerService]], CheckpointBarrierHandler]
+HandlerFactory = Callable[[ActionSink, Clock, int, TimerService | None], CheckpointBarrierHandler]
 
 
 class InputSide:
@@ -140,15 +138,15 @@ class InputSide:
         gates: Sequence[GateSpec],
         mode: CheckpointingMode,
         clock: Clock,
-        timer_service: Optional[TimerService] = None,
+        timer_service: TimerService | None = None,
         *,
         task_name: str = "task",
         enable_checkpoint_after_tasks_finished: bool = True,
         exclusive_buffers_per_channel: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
         floating_buffers_per_gate: int = DEFAULT_FLOATING_BUFFERS_PER_GATE,
-        sink: Optional[Callable[[Any], None]] = None,
-        barrier_handler_factory: Optional[HandlerFactory] = None,
-        buffer_debloat: Optional[BufferDebloatConfiguration] = None,
+        sink: Callable[[Any], None] | None = None,
+        barrier_handler_factory: HandlerFactory | None = None,
+        buffer_debloat: BufferDebloatConfiguration | None = None,
         max_buffer_size: int = 32 * 1024,
         keep_history: bool = True,
     ):
@@ -245,9 +243,9 @@ class InputSide:
         self,
         channel_info: InputChannelInfo,
         element: ChannelElement,
-        sequence_number: Optional[int] = None,
-        backlog: Optional[int] = None,
-        priority: Optional[bool] = None,
+        sequence_number: int | None = None,
+        backlog: int | None = None,
+        priority: bool | None = None,
     ) -> None:
         """An element arrived on ``channel_info`` (``sequence_number`` defaults to the expected one;
         ``backlog`` is the sender's backlog carried with a data buffer; ``priority`` overrides the default
@@ -260,7 +258,7 @@ class InputSide:
         for gate in self.gates:
             gate.release_processed()
 
-    def poll_next(self) -> Optional[BufferOrEvent]:
+    def poll_next(self) -> BufferOrEvent | None:
         """What the operator consumes next (gates with a priority event first, else round robin)."""
         n = len(self.checkpointed_gates)
         for cg in self.checkpointed_gates:
@@ -287,7 +285,7 @@ class InputSide:
                 return out
             out.append(boe)
 
-    def process_priority_events(self, gate_idx: Optional[int] = None) -> list[BufferOrEvent]:
+    def process_priority_events(self, gate_idx: int | None = None) -> list[BufferOrEvent]:
         """Flink's priority-event mail: handle queued priority events now, even if the operator is busy
         (of every gate, or of gate ``gate_idx`` only)."""
         gates = self.checkpointed_gates if gate_idx is None else (self.checkpointed_gates[gate_idx],)
@@ -320,7 +318,7 @@ class InputSide:
     def is_checkpoint_pending(self) -> bool:
         return self.barrier_handler.is_checkpoint_pending()
 
-    def alignment_checkpoint_id(self) -> Optional[int]:
+    def alignment_checkpoint_id(self) -> int | None:
         """The checkpoint whose barriers arrived on some channels but not on all yet, else None."""
         return self.barrier_handler.alignment_checkpoint_id()
 
@@ -346,7 +344,7 @@ class InputSide:
         """Total credit announced to the sender of ``channel_info`` so far."""
         return self._granted_credit.get(channel_info, 0)
 
-    def sender_credit(self, channel_info: InputChannelInfo) -> Optional[int]:
+    def sender_credit(self, channel_info: InputChannelInfo) -> int | None:
         """Credit the sender currently holds (None for local channels)."""
         ch = self.get_channel(channel_info)
         return getattr(ch, "sender_credit", None)
@@ -357,10 +355,10 @@ class InputSide:
     def checkpoint_start_delay_ms(self) -> int:
         return self.barrier_handler.get_checkpoint_start_delay_ms()
 
-    def metrics(self, checkpoint_id: int) -> Optional[CheckpointMetrics]:
+    def metrics(self, checkpoint_id: int) -> CheckpointMetrics | None:
         """The input side's metrics of ``checkpoint_id``: final once all its barriers arrived (else as
         of the trigger), with the persisted in-flight bytes; None if it was never triggered."""
-        base: Optional[CheckpointMetrics] = None
+        base: CheckpointMetrics | None = None
         for a in self.all_barriers_received:
             if a.checkpoint_id == checkpoint_id:
                 base = a.metrics

@@ -46,8 +46,9 @@ Mirrors Flink's ``CheckpointBarrierHandler`` (the abstract class with the alignm
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional, Protocol, Union
+from typing import Protocol, Union
 
 from barriersim.runtime.events import (
     CancelCheckpointMarker,
@@ -93,8 +94,8 @@ class CheckpointMetrics:
     """
 
     checkpoint_id: int
-    alignment_duration_ms: Optional[int] = 0
-    bytes_processed_during_alignment: Optional[int] = 0
+    alignment_duration_ms: int | None = 0
+    bytes_processed_during_alignment: int | None = 0
     checkpoint_start_delay_ms: int = 0
     bytes_persisted_during_alignment: int = 0
     unaligned: bool = False
@@ -209,11 +210,11 @@ class CheckpointBarrierHandler(abc.ABC):
         self._clock = clock
         self._checkpoint_after_tasks_finished = enable_checkpoint_after_tasks_finished
         # alignment bookkeeping (Flink: startOfAlignmentTimestamp, latestAlignmentDurationNanos, ...)
-        self._start_of_alignment_ms: Optional[int] = None
+        self._start_of_alignment_ms: int | None = None
         self._start_alignment_checkpoint_id = -1
         self._bytes_processed_during_alignment = 0
-        self._latest_alignment_duration_ms: Optional[int] = None
-        self._latest_bytes_processed_during_alignment: Optional[int] = None
+        self._latest_alignment_duration_ms: int | None = None
+        self._latest_bytes_processed_during_alignment: int | None = None
         self._latest_checkpoint_start_delay_ms = 0
 
     # -- what the gate feeds in ----------------------------------------------------------------------
@@ -263,7 +264,7 @@ class CheckpointBarrierHandler(abc.ABC):
     def is_during_alignment(self) -> bool:
         return self._start_of_alignment_ms is not None
 
-    def alignment_checkpoint_id(self) -> Optional[int]:
+    def alignment_checkpoint_id(self) -> int | None:
         """The checkpoint whose alignment is running (its barrier arrived on some channels, not yet on all), or
         None: a task crashing ``mid_alignment`` is one for which this is the checkpoint named."""
         return self._start_alignment_checkpoint_id if self._start_of_alignment_ms is not None else None
@@ -280,7 +281,7 @@ class CheckpointBarrierHandler(abc.ABC):
             return self._clock() - self._start_of_alignment_ms
         return self._latest_alignment_duration_ms or 0
 
-    def get_bytes_processed_during_alignment(self) -> Optional[int]:
+    def get_bytes_processed_during_alignment(self) -> int | None:
         return self._latest_bytes_processed_during_alignment
 
     def get_checkpoint_start_delay_ms(self) -> int:

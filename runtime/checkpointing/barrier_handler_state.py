@@ -24,9 +24,9 @@ Mirrors Flink's ``BarrierHandlerState``, ``AbstractAlignedBarrierHandlerState``,
 from __future__ import annotations
 
 import abc
-from typing import Callable, Optional, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
-from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpointing.barrier_handler import (
     BlockConsumption,
     CheckpointStarted,
@@ -36,6 +36,7 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     ResumeConsumption,
 )
 from barriersim.runtime.events import CheckpointBarrier, InputChannelInfo
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 
 
 class IllegalBarrierHandlerStateError(Exception):
@@ -49,7 +50,7 @@ class Controller(Protocol):
 
     def all_barriers_received(self) -> bool: ...
 
-    def get_pending_checkpoint_barrier(self) -> Optional[CheckpointBarrier]: ...
+    def get_pending_checkpoint_barrier(self) -> CheckpointBarrier | None: ...
 
     def init_inputs_checkpoint(self, barrier: CheckpointBarrier) -> None: ...
 
@@ -95,7 +96,7 @@ class ChannelState:
     def convert_to_priority_event(self, channel_info: InputChannelInfo, sequence_number: int) -> None:
         self._emit(ConvertToPriorityEvent(channel_info, sequence_number))
 
-    def empty_state(self) -> "ChannelState":
+    def empty_state(self) -> ChannelState:
         """Flink's ``emptyState``: no channel may still be blocked; seen announcements are forgotten."""
         if self.blocked_channels:
             raise IllegalBarrierHandlerStateError(
@@ -116,12 +117,12 @@ class BarrierHandlerState(abc.ABC):
         return type(self).__name__
 
     @abc.abstractmethod
-    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> "BarrierHandlerState": ...
+    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState: ...
 
     @abc.abstractmethod
     def announcement_received(
         self, controller: Controller, channel_info: InputChannelInfo, sequence_number: int
-    ) -> "BarrierHandlerState": ...
+    ) -> BarrierHandlerState: ...
 
     @abc.abstractmethod
     def barrier_received(
@@ -130,13 +131,13 @@ class BarrierHandlerState(abc.ABC):
         channel_info: InputChannelInfo,
         barrier: CheckpointBarrier,
         mark_channel_blocked: bool,
-    ) -> "BarrierHandlerState": ...
+    ) -> BarrierHandlerState: ...
 
     @abc.abstractmethod
-    def abort(self, cancelled_id: int) -> "BarrierHandlerState": ...
+    def abort(self, cancelled_id: int) -> BarrierHandlerState: ...
 
     @abc.abstractmethod
-    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> "BarrierHandlerState": ...
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState: ...
 
     def __repr__(self) -> str:
         return self.name

@@ -19,7 +19,8 @@ Mirrors Flink's ``CheckpointedInputGate`` (``pollNext``, ``handleEvent``, ``proc
 
 from __future__ import annotations
 
-from typing import Optional, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from barriersim.runtime.checkpointing.barrier_handler import (
     ActionSink,
@@ -44,7 +45,7 @@ from barriersim.runtime.network.input.single_input_gate import BufferOrEvent
 class CheckpointableInput(Protocol):
     gate_idx: int
 
-    def poll_next(self) -> Optional[BufferOrEvent]: ...
+    def poll_next(self) -> BufferOrEvent | None: ...
 
     def is_finished(self) -> bool: ...
 
@@ -94,7 +95,7 @@ class CheckpointedInputGate:
         self.barrier_handler = barrier_handler
         self._finished = False
 
-    def poll_next(self) -> Optional[BufferOrEvent]:
+    def poll_next(self) -> BufferOrEvent | None:
         next_ = self.input_gate.poll_next()
         if next_ is None:
             if self.input_gate.is_finished():

@@ -21,7 +21,7 @@ aborts). ``start`` and ``stop`` are the coordinator's ``startCheckpointScheduler
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from barriersim.runtime.coordinator.plan import ExecutionState
 from barriersim.runtime.coordinator.properties import JobStatus

@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 
 from barriersim.runtime.coordinator.properties import CheckpointProperties
-from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.failure_reason import CheckpointException
 from barriersim.runtime.ids import ExecutionAttemptID
 
 UNKNOWN_CHECKPOINT_ID = -1

@@ -8,8 +8,8 @@ those callbacks register. A cancelled timer never runs. This plays the role of F
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 @dataclass

@@ -16,7 +16,8 @@ Mirrors Flink's ``MasterTriggerRestoreHook`` and ``hooks/MasterHooks``.
 from __future__ import annotations
 
 import enum
-from typing import Mapping, Protocol, Sequence, Union
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from barriersim.runtime.state.snapshot import MasterState
 
@@ -36,13 +37,13 @@ class MasterTriggerRestoreHook(Protocol):
     identifier: str
     version: int
 
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> Union[bytes, None, _Pending]: ...
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> bytes | None | _Pending: ...
 
     def restore_checkpoint(self, checkpoint_id: int, data: bytes | None) -> None: ...
 
 
 def trigger_hook(hook: MasterTriggerRestoreHook, checkpoint_id: int,
-                 timestamp: int) -> Union[MasterState, None, _Pending]:
+                 timestamp: int) -> MasterState | None | _Pending:
     """Flink's ``MasterHooks.triggerHook``: the hook's state now, or ``MASTER_STATE_PENDING``; a hook that raises
     becomes a ``MasterHookError``."""
     try:

@@ -15,7 +15,7 @@ means no periodic checkpoints. Timers are registered by the coordinator on its i
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
 
 from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS
 

@@ -17,8 +17,8 @@ allowed, make the plan fail with ``NOT_ALL_REQUIRED_TASKS_RUNNING``. Mirrors Fli
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID

@@ -14,8 +14,8 @@ Mirrors Flink's ``CheckpointRequestDecider`` (and ``CheckpointCoordinator.Checkp
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from barriersim.runtime.coordinator.properties import CheckpointProperties
 from barriersim.runtime.failure_reason import CheckpointFailureReason

@@ -21,7 +21,8 @@ JobManager failover retires one) into what both drivers report.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 

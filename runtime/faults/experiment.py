@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Mapping, Union
+from typing import Union
 
-from barriersim.runtime.jobgraph import JobGraph, JobGraphError
 from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
+from barriersim.runtime.jobgraph import JobGraph, JobGraphError
 
 
 class ActionScheduleError(ValueError):
@@ -99,7 +100,7 @@ class RestoreSettings:
         return d
 
     @staticmethod
-    def from_plain(item, where: str = "restore") -> "RestoreSettings":
+    def from_plain(item, where: str = "restore") -> RestoreSettings:
         if not isinstance(item, dict):
             raise ActionScheduleError(f"{where}: must be a table with from (a path) and parallelism")
         unknown = sorted(set(item) - {"from", "parallelism", "allow_non_restored_state"})
@@ -265,7 +266,7 @@ class ActionSchedule:
         return [action_to_plain(a) for a in self.actions]
 
     @staticmethod
-    def from_plain(items, where: str = "actions") -> "ActionSchedule":
+    def from_plain(items, where: str = "actions") -> ActionSchedule:
         actions = decode_tagged_tables(items, where, ACTION_TYPES, "action", ActionScheduleError,
                                        f"{where}: must be a list of action tables ([[{where}]])", _action_from_plain)
         try:
@@ -277,7 +278,7 @@ class ActionSchedule:
         return tables_to_json(self.to_plain())
 
     @staticmethod
-    def from_json(text: str) -> "ActionSchedule":
+    def from_json(text: str) -> ActionSchedule:
         return ActionSchedule.from_plain(tables_from_json(text, "actions", ActionScheduleError))
 
 

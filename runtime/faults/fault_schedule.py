@@ -18,8 +18,8 @@ import enum
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Union
 
-from barriersim.runtime.storage.damage import LIST_DAMAGES, CheckpointDamage, DamageTarget
 from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
+from barriersim.runtime.storage.damage import LIST_DAMAGES, CheckpointDamage, DamageTarget
 
 
 class ProtocolPoint(enum.Enum):
@@ -390,7 +390,7 @@ class FaultSchedule:
         return [fault_to_plain(fault) for fault in self.faults]
 
     @staticmethod
-    def from_plain(items: list, where: str = "faults") -> "FaultSchedule":
+    def from_plain(items: list, where: str = "faults") -> FaultSchedule:
         return FaultSchedule(tuple(decode_tagged_tables(items, where, FAULT_TYPES, "fault", FaultScheduleError,
                                                         f"{where}: must be a list of fault tables", _fault_from_plain)))
 
@@ -398,7 +398,7 @@ class FaultSchedule:
         return tables_to_json(self.to_plain())
 
     @staticmethod
-    def from_json(text: str) -> "FaultSchedule":
+    def from_json(text: str) -> FaultSchedule:
         return FaultSchedule.from_plain(tables_from_json(text, "faults", FaultScheduleError))
 
 

@@ -11,7 +11,8 @@ same kind of error, ``tables_to_json`` writes it compactly and in a stable order
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from typing import Any
 
 
 def decode_tagged_tables(items: Any, where: str, types: Mapping[str, type], kind: str, error: Callable[[str], Exception],

@@ -8,8 +8,9 @@ decides anything. ``one_line`` picks the line of a (possibly remote, multi-line)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from barriersim.runtime.job.config import JobOutcome
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from barriersim.runtime.faults.fault_schedule import SlowTask
 

@@ -14,7 +14,7 @@ state backend (``runtime.state.backend``: heap or incremental), which takes thei
 from __future__ import annotations
 
 import random
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from barriersim.runtime.events import MAX_WATERMARK, CheckpointType, Watermark
 from barriersim.runtime.jobgraph import JobVertex, OperatorKind
@@ -29,7 +29,6 @@ from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKin
 from barriersim.runtime.state.backend_loader import create_keyed_backend
 from barriersim.runtime.state.key_groups import KeyGroupAssigner, compute_key_group_range_for_operator_index
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
-
 
 _NOTHING = RecordBatch.empty()
 

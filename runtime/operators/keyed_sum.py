@@ -11,7 +11,7 @@ and added to the key's sum before the batch (``KeyedSums``: the sums as a numpy 
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 

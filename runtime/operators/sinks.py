@@ -98,7 +98,7 @@ class ExternalStore:
                 "direct": list(self.direct)}
 
     @staticmethod
-    def from_snapshot(snapshot: dict) -> "ExternalStore":
+    def from_snapshot(snapshot: dict) -> ExternalStore:
         """The store ``snapshot`` describes: its records as batches (one per transaction, one per direct write);
         records as arrays of record arrays, the form of earlier versions, are converted."""
         def batch(records) -> RecordBatch:
@@ -117,7 +117,7 @@ class ExternalStore:
         return records_codec.pack(self.snapshot())
 
     @staticmethod
-    def from_msgpack(data: bytes) -> "ExternalStore":
+    def from_msgpack(data: bytes) -> ExternalStore:
         """What ``to_msgpack`` wrote (or the row form of earlier versions). Raises ``ValueError`` (msgpack's
         errors, ``MalformedRecords``) or ``TypeError`` / ``AttributeError`` on bytes that do not hold a store."""
         snapshot = records_codec.unpack(data)

@@ -8,7 +8,7 @@ never holds event time back.
 
 from __future__ import annotations
 
-from typing import Hashable
+from collections.abc import Hashable
 
 from barriersim.runtime.events import MAX_WATERMARK, Watermark
 

@@ -14,14 +14,14 @@ aggregated per (window start, key) (``window_sums``) before they reach the state
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from barriersim.runtime.events import Watermark
 from barriersim.runtime.operators.records import EVENT_TIME, KEY, VALUE, pack, unpack
-from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.operators.watermarks import NO_WATERMARK
+from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.snapshot import KeyGroupRange, KeyGroupsStateHandle, OperatorSubtaskState
 
 

@@ -25,8 +25,8 @@ topology is unknown: in-flight data restores only at the same parallelism. Mirro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Optional
 
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.recovery.errors import ChannelStateRescalingUnsupportedError
@@ -61,7 +61,7 @@ def _has_buffers(handles) -> bool:
 class ChannelStateAssignment:
     """The channel state and rescaling descriptors of every subtask of a restored job."""
 
-    def __init__(self, checkpoint_id: int, graph: Optional[JobGraph], old_states: Mapping[str, Optional[OperatorState]],
+    def __init__(self, checkpoint_id: int, graph: JobGraph | None, old_states: Mapping[str, OperatorState | None],
                  new_parallelism: Mapping[str, int]):
         self.checkpoint_id = checkpoint_id
         self.graph = graph
@@ -164,7 +164,7 @@ class ChannelStateAssignment:
 
     # -- descriptors (createRescalingDescriptor) ---------------------------------------------------------------
 
-    def _edge_mappings(self, edge) -> Optional[tuple[SubtasksRescaleMapping, SubtasksRescaleMapping]]:
+    def _edge_mappings(self, edge) -> tuple[SubtasksRescaleMapping, SubtasksRescaleMapping] | None:
         """(producer's output mapping, consumer's input mapping) of ``edge`` if either was needed to redistribute
         state, else None."""
         partition = self._partitions(edge.source).index(edge)

@@ -13,7 +13,7 @@ handle's underlying stream. Mirrors Flink's ``RoundRobinOperatorStateRepartition
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from barriersim.runtime.state.snapshot import OperatorStateDistributionMode as Mode
 from barriersim.runtime.state.snapshot import OperatorStateHandle

@@ -10,8 +10,8 @@ Mirrors the restore path of Flink's ``CheckpointCoordinator.restoreLatestCheckpo
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from barriersim.runtime.recovery.state_assignment_operation import (
     ExecutionJobVertexInfo,

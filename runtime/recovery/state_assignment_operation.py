@@ -19,8 +19,8 @@ Vertices the checkpoint has no state for get empty state. Mirrors Flink's ``Stat
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 from barriersim.runtime.ids import OperatorID
 from barriersim.runtime.jobgraph import JobGraph

@@ -25,8 +25,8 @@ record counters).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.jobgraph import JobGraph, Partitioner
@@ -46,7 +46,7 @@ class CutRecorder:
         self.marks: dict[int, tuple[int, int]] = {}
 
     @staticmethod
-    def attach(operator) -> "CutRecorder":
+    def attach(operator) -> CutRecorder:
         """Wrap ``operator`` (a ``SubtaskOperator``) so that what it does is logged; returns the log."""
         rec = CutRecorder()
         if operator.is_source:

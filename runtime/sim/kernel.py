@@ -18,7 +18,8 @@ import enum
 import hashlib
 import heapq
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 US_PER_MS = 1000
 

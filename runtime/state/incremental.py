@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import random
 import zlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 import msgpack
 

@@ -24,8 +24,8 @@ state also carries the in-flight data rescaling descriptors (``runtime.state.inf
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo
 from barriersim.runtime.ids import OperatorID
@@ -40,11 +40,11 @@ class KeyGroupRange:
     end_key_group: int
 
     @staticmethod
-    def empty() -> "KeyGroupRange":
+    def empty() -> KeyGroupRange:
         return KeyGroupRange(0, -1)
 
     @staticmethod
-    def of(start_key_group: int, end_key_group: int) -> "KeyGroupRange":
+    def of(start_key_group: int, end_key_group: int) -> KeyGroupRange:
         """Flink's ``KeyGroupRange.of``: validates (no negative bounds) and maps any empty range to ``empty()``."""
         if start_key_group < 0 or end_key_group < 0:
             raise ValueError(f"key group range [{start_key_group}, {end_key_group}] has a negative bound")
@@ -62,7 +62,7 @@ class KeyGroupRange:
     def __iter__(self):
         return iter(range(self.start_key_group, self.end_key_group + 1))
 
-    def intersection(self, other: "KeyGroupRange") -> "KeyGroupRange":
+    def intersection(self, other: KeyGroupRange) -> KeyGroupRange:
         start = max(self.start_key_group, other.start_key_group)
         end = min(self.end_key_group, other.end_key_group)
         return KeyGroupRange(start, end) if start <= end else KeyGroupRange.empty()

@@ -5,7 +5,7 @@ this JobManager wrote or read). Framed msgpack (``metadata_serializer.frame``, i
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import msgpack
 

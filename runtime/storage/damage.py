@@ -10,8 +10,8 @@ import enum
 import os
 import shutil
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from barriersim.runtime.storage import metadata_serializer as ms
 from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.runtime.storage.checkpoint_storage import CompletedCheckpointStorageLocation

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter, WriteFault

@@ -10,7 +10,11 @@ from barriersim.runtime.storage.errors import (
     CheckpointStorageAccessError,
     InvalidCheckpointPointerError,
 )
-from barriersim.runtime.storage.layout import COMPLETED_CHECKPOINTS_FILE_NAME, METADATA_FILE_NAME, checkpoint_directory_name
+from barriersim.runtime.storage.layout import (
+    COMPLETED_CHECKPOINTS_FILE_NAME,
+    METADATA_FILE_NAME,
+    checkpoint_directory_name,
+)
 
 SCHEME = "jobmanager://"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from typing import Iterable
+from collections.abc import Iterable
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage import metadata_serializer

@@ -5,7 +5,7 @@ location."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from barriersim.runtime.storage.checkpoint_storage import CompletedCheckpointStorageLocation
 from barriersim.runtime.storage.errors import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import random
-from typing import Iterable
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata

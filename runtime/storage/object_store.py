@@ -10,7 +10,11 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from barriersim.runtime.storage.atomic_file import WriteFault
-from barriersim.runtime.storage.errors import CheckpointStorageWriteError, InvalidCheckpointPointerError, storage_error_of
+from barriersim.runtime.storage.errors import (
+    CheckpointStorageWriteError,
+    InvalidCheckpointPointerError,
+    storage_error_of,
+)
 
 OBJECT_STORE_SCHEMES = ("s3",)
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from barriersim.runtime.storage.checkpoint_storage import CompletedCheckpointStorageLocation
 

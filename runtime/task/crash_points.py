@@ -19,8 +19,8 @@ Mirrors the effect of a TaskManager process dying in the middle of Flink's ``Sub
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 

@@ -7,7 +7,8 @@ upstream finished. See ``docs/architecture.md``, "The data plane".
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from barriersim.runtime.buffer_content import segments
 from barriersim.runtime.channel_state.reader import ChannelStateRestoreError
@@ -35,7 +36,7 @@ _IDLE = StepResult(StepOutcome.IDLE)
 
 class StreamTaskNetworkInput:
     def __init__(self, input_side: InputSide, chain: OperatorChain, *, task_name: str,
-                 input_of_gate: Optional[Sequence[int]], upstream: Callable[[Any], None],
+                 input_of_gate: Sequence[int] | None, upstream: Callable[[Any], None],
                  end_of_data: Callable[[], None], end_of_input: Callable[[], None]):
         """``input_of_gate``: the logical input of each gate for a two-input operator, else None; ``upstream``
         takes the acknowledgement of an ``EndOfData`` for the upstream task; ``end_of_data`` is called once every

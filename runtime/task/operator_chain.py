@@ -5,7 +5,7 @@ partitions; watermarks, events and flushes reach every partition; the chain snap
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -10,7 +10,7 @@ backpressured, or until one finishes a buffer. Mirrors Flink's ``RecordWriterOut
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

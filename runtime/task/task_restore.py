@@ -6,8 +6,8 @@ partitions), with the virtual channels of a rescaled restore, or tells that the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 from barriersim.runtime.channel_state.reader import SequentialChannelStateReader
 from barriersim.runtime.events import END_OF_CHANNEL_STATE
@@ -32,7 +32,7 @@ class Restored:
 
 class TaskRestore:
     def __init__(self, vertex: JobVertex, gate_edges: Sequence[JobEdge], subtask_index: int, operator,
-                 partitions: Sequence[ResultPartition], network_input: Optional[StreamTaskNetworkInput]):
+                 partitions: Sequence[ResultPartition], network_input: StreamTaskNetworkInput | None):
         """``gate_edges``: the edge of each input gate (its partitioner filters a rescaled edge's records);
         ``network_input``: None for a source."""
         self._vertex = vertex

@@ -39,13 +39,13 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 import numpy as np
 
 from barriersim.runtime.jobgraph import JobGraph, OperatorKind
-from barriersim.runtime.operators.records import EVENT_TIME, KEY, RECORD_ID, VALUE
+from barriersim.runtime.operators.records import EVENT_TIME, KEY, VALUE
 from barriersim.runtime.operators.window import window_sums
 from barriersim.runtime.operators.window_join import reference_window_join
 from barriersim.runtime.record_batch import RecordBatch

@@ -26,7 +26,7 @@ no reference row when a reference row of the same group is in the output too (``
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 

@@ -14,7 +14,7 @@ import pytest
 
 from barriersim.report import cli as report_cli
 from barriersim.report.html import FIGURES, build_report
-from barriersim.spark.analytics import COUNT_COLUMNS, SUMMARY_COLUMNS, Analytics
+from barriersim.spark.analytics import SUMMARY_COLUMNS, Analytics
 from tests.report.rundirs import two_mode_run_dir
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

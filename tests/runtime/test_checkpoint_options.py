@@ -2,8 +2,7 @@
 
 import pytest
 
-from barriersim.runtime.events import (NO_ALIGNED_CHECKPOINT_TIME_OUT, AlignmentType, CheckpointOptions,
-                                       CheckpointType)
+from barriersim.runtime.events import NO_ALIGNED_CHECKPOINT_TIME_OUT, AlignmentType, CheckpointOptions, CheckpointType
 
 
 @pytest.mark.parametrize("timeout, alignment, timeout_of_options", [

@@ -11,10 +11,13 @@ from collections import Counter
 import msgpack
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.events import Buffer, StreamElements, Watermark, from_wire, to_wire
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+from barriersim.runtime.jobgraph import OperatorKind as K
+from barriersim.runtime.jobgraph import Partitioner as P
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.operators.keyed_sum import KeyedRunningSum
 from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
@@ -202,7 +205,11 @@ def test_a_batch_crosses_the_wire_the_codec_and_channel_state_as_its_columns():
 def test_persisted_channel_state_keeps_its_batches():
     from barriersim.runtime.events import InputChannelInfo
     from barriersim.runtime.state.snapshot import (
-        CheckpointMetadata, InputChannelStateHandle, OperatorState, OperatorSubtaskState)
+        CheckpointMetadata,
+        InputChannelStateHandle,
+        OperatorState,
+        OperatorSubtaskState,
+    )
     from barriersim.runtime.storage.metadata_serializer import deserialize, serialize
 
     buffers = (Buffer(RecordBatch.from_rows([(1, 2, 3, 4)]), 32, 7),

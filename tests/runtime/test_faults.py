@@ -3,7 +3,8 @@
 import dataclasses
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.faults.fault_schedule import (
     CrashCoordinator,

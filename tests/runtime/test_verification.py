@@ -5,7 +5,9 @@ the ``summary.json`` block it gives."""
 
 import json
 
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+from barriersim.runtime.jobgraph import OperatorKind as K
+from barriersim.runtime.jobgraph import Partitioner as P
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verdict_of, verify
 
 WINDOWED = JobGraph(

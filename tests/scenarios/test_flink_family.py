@@ -8,12 +8,10 @@ import gzip
 import json
 import statistics
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from barriersim.scenarios.loader import Scenario
-
 from benchmarks.flink_family.converter import NotExpressible, convert, expressible, to_scenario_document
 from benchmarks.flink_family.description import Config, Vertex, loads
 from benchmarks.flink_family.figures import figures, flink_measures, from_flink

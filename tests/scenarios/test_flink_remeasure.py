@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.alignment_checks import (CALM, CALM_HOT, FLINK_TABLE, REMEASURED_FIGURES, flink_checks,
-                                        load_remeasured)
+from benchmarks.alignment_checks import CALM, CALM_HOT, FLINK_TABLE, REMEASURED_FIGURES, flink_checks, load_remeasured
 from benchmarks.alignment_latency import Row
 from benchmarks.flink_remeasure import FLUSHER_VARIANTS, combine, settings, summarize
 

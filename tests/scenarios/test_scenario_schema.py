@@ -6,12 +6,13 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.faults.fault_schedule import CrashTask, ProtocolPoint
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
-from barriersim.scenarios.loader import ScenarioError, expand_sweep, load_scenario, parse_scenario
 from barriersim.scenarios.documents import dumps
+from barriersim.scenarios.loader import ScenarioError, expand_sweep, load_scenario, parse_scenario
 
 GRAPH_DOC = {
     "scenario": {"name": "two-input", "seed": 3},

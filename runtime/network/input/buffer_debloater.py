@@ -25,8 +25,8 @@ buffers and every gate's debloater at that size, not at the segment size (``Nett
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 NOT_TRACKED = -1
 
@@ -46,7 +46,7 @@ class BufferDebloatConfiguration:
         debloating is on (``validate`` checks it is within [min, max]), else the segment size."""
         return self.starting_buffer_size if self.enabled else max_buffer_size
 
-    def validate(self, max_buffer_size: int) -> "BufferDebloatConfiguration":
+    def validate(self, max_buffer_size: int) -> BufferDebloatConfiguration:
         for name in ("target_ms", "period_ms", "samples", "min_buffer_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"buffer debloating: {name} must be positive, got {getattr(self, name)}")
@@ -126,7 +126,7 @@ class BufferDebloater:
         self.last_buffer_size = config.starting_size(max_buffer_size)
         self._ema = BufferSizeEMA(max_buffer_size, config.min_buffer_size, config.samples, self.last_buffer_size)
 
-    def recalculate_buffer_size(self, throughput: int, buffers_in_use: int) -> Optional[int]:
+    def recalculate_buffer_size(self, throughput: int, buffers_in_use: int) -> int | None:
         """The new size to announce, or None if it is too close to the last one."""
         buffers = max(1, buffers_in_use)
         desired_total = throughput * self.config.target_ms // 1000

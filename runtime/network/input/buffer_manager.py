@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from typing import Optional
 
 DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL = 2
 DEFAULT_FLOATING_BUFFERS_PER_GATE = 8
@@ -49,7 +48,7 @@ class FloatingBufferPool:
             raise ValueError(f"floating pool size must be >= 0, got {size}")
         self.size = size
         self._available = size
-        self._listeners: deque["BufferManager"] = deque()
+        self._listeners: deque[BufferManager] = deque()
 
     @property
     def num_available(self) -> int:
@@ -61,11 +60,11 @@ class FloatingBufferPool:
             return True
         return False
 
-    def add_buffer_listener(self, listener: "BufferManager") -> None:
+    def add_buffer_listener(self, listener: BufferManager) -> None:
         if listener not in self._listeners:
             self._listeners.append(listener)
 
-    def remove_buffer_listener(self, listener: "BufferManager") -> None:
+    def remove_buffer_listener(self, listener: BufferManager) -> None:
         if listener in self._listeners:
             self._listeners.remove(listener)
 

@@ -35,8 +35,9 @@ Mirrors Flink's ``InputChannel``, ``RemoteInputChannel`` (``onBuffer``, ``getNex
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 from barriersim.runtime.events import (
     Buffer,
@@ -113,7 +114,7 @@ class ChannelStateError(Exception):
 class SequenceElement:
     element: ChannelElement
     sequence_number: int
-    origin: Optional[BufferOrigin] = None
+    origin: BufferOrigin | None = None
 
 
 class InputChannel:
@@ -134,16 +135,16 @@ class InputChannel:
         self.end_of_partition_received = False
         self.released = False
         self.queued_bytes = 0
-        self._in_task: list[Optional[BufferOrigin]] = []  # data buffers the task took and has not processed yet
+        self._in_task: list[BufferOrigin | None] = []  # data buffers the task took and has not processed yet
 
     # -- arriving elements -------------------------------------------------------------------------
 
     def on_element(
         self,
         element: ChannelElement,
-        sequence_number: Optional[int] = None,
-        backlog: Optional[int] = None,
-        priority: Optional[bool] = None,
+        sequence_number: int | None = None,
+        backlog: int | None = None,
+        priority: bool | None = None,
     ) -> bool:
         """Queue an arriving element; returns True if it is (or brought) a priority element."""
         if sequence_number is None:
@@ -192,7 +193,7 @@ class InputChannel:
         True if it did."""
         return False
 
-    def _take_buffer(self) -> Optional[BufferOrigin]:
+    def _take_buffer(self) -> BufferOrigin | None:
         return None
 
     def _on_sender_backlog(self, backlog: int) -> None:
@@ -200,7 +201,7 @@ class InputChannel:
 
     # -- consuming --------------------------------------------------------------------------------
 
-    def get_next(self) -> Optional[SequenceElement]:
+    def get_next(self) -> SequenceElement | None:
         entry = self._queue.poll()
         if entry is None:
             return None
@@ -219,7 +220,7 @@ class InputChannel:
         for origin in in_task:
             self._recycle(origin)
 
-    def _recycle(self, origin: Optional[BufferOrigin]) -> None:
+    def _recycle(self, origin: BufferOrigin | None) -> None:
         pass
 
     def has_data(self) -> bool:
@@ -228,7 +229,7 @@ class InputChannel:
     def has_priority_element(self) -> bool:
         return self._queue.has_priority_element()
 
-    def peek(self) -> Optional[ChannelElement]:
+    def peek(self) -> ChannelElement | None:
         entry = self._queue.peek()
         return None if entry is None else entry.element
 
@@ -293,7 +294,7 @@ class InputChannel:
         pass
 
     @property
-    def persisting_checkpoint_id(self) -> Optional[int]:
+    def persisting_checkpoint_id(self) -> int | None:
         if self._persister.status is CheckpointStatus.BARRIER_PENDING:
             return self._persister.last_seen_barrier
         return None
@@ -324,13 +325,13 @@ class RemoteInputChannel(InputChannel):
             return True
         return False
 
-    def _take_buffer(self) -> Optional[BufferOrigin]:
+    def _take_buffer(self) -> BufferOrigin | None:
         return self.buffer_manager.take_buffer()
 
     def _on_sender_backlog(self, backlog: int) -> None:
         self.buffer_manager.on_sender_backlog(backlog)
 
-    def _recycle(self, origin: Optional[BufferOrigin]) -> None:
+    def _recycle(self, origin: BufferOrigin | None) -> None:
         if origin is not None:
             self.buffer_manager.recycle(origin)
 
@@ -377,7 +378,7 @@ class LocalInputChannel(InputChannel):
             self._requested = True
             self._sink(AddCredit(self.channel_info, LOCAL_CHANNEL_BUFFERS))
 
-    def _recycle(self, origin: Optional[BufferOrigin]) -> None:
+    def _recycle(self, origin: BufferOrigin | None) -> None:
         # the task processed a buffer: it returns to the producer, and the channel reads the next one
         if not self.released:
             self._sink(AddCredit(self.channel_info, 1))

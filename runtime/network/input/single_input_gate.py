@@ -24,19 +24,20 @@ Mirrors Flink's ``SingleInputGate`` (``pollNext``, ``queueChannel``, ``inputChan
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any
 
 from barriersim.runtime.events import Buffer, ChannelElement, CheckpointBarrier, EndOfPartition, InputChannelInfo
-from barriersim.runtime.network.input.buffer_manager import (
-    DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
-    DEFAULT_FLOATING_BUFFERS_PER_GATE,
-    FloatingBufferPool,
-)
 from barriersim.runtime.network.input.buffer_debloater import (
     BufferDebloatConfiguration,
     BufferDebloater,
     ThroughputCalculator,
+)
+from barriersim.runtime.network.input.buffer_manager import (
+    DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
+    DEFAULT_FLOATING_BUFFERS_PER_GATE,
+    FloatingBufferPool,
 )
 from barriersim.runtime.network.input.input_channel import (
     AnnounceBufferSize,
@@ -103,8 +104,8 @@ class SingleInputGate:
         self._holding: list[int] = []  # channels whose data buffers the task took and has not released yet
         self.closed = False
         self._set_up = False
-        self.throughput: Optional[ThroughputCalculator] = None
-        self.debloater: Optional[BufferDebloater] = None
+        self.throughput: ThroughputCalculator | None = None
+        self.debloater: BufferDebloater | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -153,9 +154,9 @@ class SingleInputGate:
         self,
         channel: int | InputChannelInfo,
         element: ChannelElement,
-        sequence_number: Optional[int] = None,
-        backlog: Optional[int] = None,
-        priority: Optional[bool] = None,
+        sequence_number: int | None = None,
+        backlog: int | None = None,
+        priority: bool | None = None,
     ) -> None:
         if self.closed:
             raise GateClosedError(f"{type(element).__name__} arrived at closed gate {self.gate_idx}")
@@ -174,7 +175,7 @@ class SingleInputGate:
 
     # -- polling ---------------------------------------------------------------------------------------
 
-    def poll_next(self) -> Optional[BufferOrEvent]:
+    def poll_next(self) -> BufferOrEvent | None:
         if self.closed:
             raise GateClosedError(f"poll of closed gate {self.gate_idx}")
         while self._channels_with_data:
@@ -288,7 +289,7 @@ class SingleInputGate:
                 count += ch.sender_backlog
         return count
 
-    def trigger_debloating(self) -> Optional[int]:
+    def trigger_debloating(self) -> int | None:
         """Flink's ``triggerDebloating``: recalculate the buffer size and announce it to every unfinished
         channel's sender; returns the announced size (None: unchanged, or the gate is finished)."""
         if self.debloater is None or self.closed or self.is_finished():

@@ -19,7 +19,7 @@ mapped to ``c``. Mirrors Flink's ``DemultiplexingRecordDeserializer`` (with its 
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -39,9 +39,9 @@ class VirtualChannelError(RuntimeError):
 class VirtualChannel:
     __slots__ = ("record_filter", "last_watermark")
 
-    def __init__(self, record_filter: Optional[RecordFilter]):
+    def __init__(self, record_filter: RecordFilter | None):
         self.record_filter = record_filter
-        self.last_watermark: Optional[int] = None  # None: uninitialized
+        self.last_watermark: int | None = None  # None: uninitialized
 
 
 class DemultiplexingChannel:
@@ -50,7 +50,7 @@ class DemultiplexingChannel:
     def __init__(self, channel: InputChannelInfo, virtual_channels: dict[tuple[int, int], VirtualChannel]):
         self.channel = channel
         self.virtual_channels = virtual_channels
-        self.current: Optional[VirtualChannel] = None
+        self.current: VirtualChannel | None = None
 
     def select(self, descriptor: SubtaskConnectionDescriptor) -> None:
         key = (descriptor.input_subtask_index, descriptor.output_subtask_index)
@@ -92,7 +92,7 @@ class DemultiplexingChannel:
 
 
 def demultiplexers(gates: Sequence[Sequence[InputChannelInfo]], descriptor: InflightDataRescalingDescriptor,
-                   record_filter_of_gate: Callable[[int], Optional[RecordFilter]]) -> dict[InputChannelInfo,
+                   record_filter_of_gate: Callable[[int], RecordFilter | None]) -> dict[InputChannelInfo,
                                                                                            DemultiplexingChannel]:
     """One ``DemultiplexingChannel`` per channel that recovers data of more than its own connection (Flink's
     ``DemultiplexingRecordDeserializer.create``: a channel without old subtasks or old channels is unmapped)."""

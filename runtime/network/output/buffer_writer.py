@@ -9,8 +9,9 @@ See ``docs/architecture.md``, "The data plane".
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 
@@ -59,8 +60,8 @@ class BufferWriter:
         # hash-partitioned writes not yet cut into the builders (``write_batch``): the batches and their targets, the
         # records staged per subpartition, the bytes each builder had free when staging began, the record size
         self._staged: list[tuple[RecordBatch, np.ndarray]] = []
-        self._staged_counts: Optional[np.ndarray] = None
-        self._staged_room: Optional[np.ndarray] = None
+        self._staged_counts: np.ndarray | None = None
+        self._staged_room: np.ndarray | None = None
         self._staged_size = 0
 
     def _check_write(self, what: str, size: int, where: str = "") -> bool:
@@ -98,7 +99,7 @@ class BufferWriter:
             self._append(record, target, size)
         self.total_written_bytes += count * size
 
-    def emit_batch(self, records: Sequence[Any], targets: Union[int, Sequence[int]], size: int) -> None:
+    def emit_batch(self, records: Sequence[Any], targets: int | Sequence[int], size: int) -> None:
         """``records[k]`` to subpartition ``targets[k]``, or every record to subpartition ``targets`` if it is an
         int; a ``RecordBatch`` goes to ``write_batch``."""
         if type(records) is RecordBatch:
@@ -282,7 +283,7 @@ class BufferWriter:
             size = self._staged_size
             self._cut(self._take_staged(), size)
 
-    def _take_staged(self, then: Optional[tuple[RecordBatch, np.ndarray, np.ndarray]] = None
+    def _take_staged(self, then: tuple[RecordBatch, np.ndarray, np.ndarray] | None = None
                      ) -> tuple[RecordBatch, np.ndarray, np.ndarray]:
         """The staged writes, then ``then``, as one write (records, targets, records per subpartition); nothing is
         staged afterwards."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Iterable, Optional, Sequence, Union
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from barriersim.runtime.events import Buffer, ChannelElement, CheckpointBarrier, ResultSubpartitionInfo
 from barriersim.runtime.network.output.buffer_writer import BufferWriter, PartitionStateError
@@ -42,7 +43,7 @@ class ResultPartition:
         block_on_aligned_barrier: bool = True,
         supports_unaligned_checkpoints: bool = True,
         local_subpartitions: Sequence[bool] = (),
-        starting_buffer_size: Optional[int] = None,
+        starting_buffer_size: int | None = None,
     ):
         """``local_subpartitions``: per subpartition, whether its consumer runs in this TaskManager (a local
         channel reads it); none by default. ``starting_buffer_size``: the size of each subpartition's buffers until
@@ -118,7 +119,7 @@ class ResultPartition:
         self.writer.emit_records(records_and_targets, size)
         return self.get_availability()
 
-    def emit_batch(self, records: Sequence[Any], targets: Union[int, Sequence[int]], size: int) -> Availability:
+    def emit_batch(self, records: Sequence[Any], targets: int | Sequence[int], size: int) -> Availability:
         """``emit_records`` for ``records[k]`` to subpartition ``targets[k]``, or every record to subpartition
         ``targets`` if it is an int (a forward edge): same buffers, fewer steps. ``records`` is a ``RecordBatch``
         (``write_batch``) or a sequence of single records."""
@@ -325,7 +326,7 @@ class ResultPartition:
         self.writer.cut_flushed(i)
         return True
 
-    def poll_next(self, info: ResultSubpartitionInfo) -> Optional[BufferAndBacklog]:
+    def poll_next(self, info: ResultSubpartitionInfo) -> BufferAndBacklog | None:
         """The next element of ``info`` that may be sent now, or None (empty, blocked, no credit, released)."""
         if self._released:
             return None

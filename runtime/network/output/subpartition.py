@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import enum
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional, Union
 
 from barriersim.runtime.events import (
     Buffer,
@@ -219,7 +219,7 @@ class PipelinedSubpartition:
         self._buffers_in_backlog = 0
         self._is_blocked = False
 
-    def aligned_barrier_timeout(self, checkpoint_id: int) -> Optional[tuple[Buffer, ...]]:
+    def aligned_barrier_timeout(self, checkpoint_id: int) -> tuple[Buffer, ...] | None:
         """Converts the still queued timeoutable barrier of ``checkpoint_id`` into an unaligned priority
         barrier; returns the data buffers it overtook, or None if no such barrier is queued (already sent)."""
         for i, entry in enumerate(self._normal):
@@ -251,7 +251,7 @@ class PipelinedSubpartition:
 
     # -- consuming ----------------------------------------------------------------------------------
 
-    def _head(self) -> Optional[_Entry]:
+    def _head(self) -> _Entry | None:
         if self._priority:
             return self._priority[0]
         if self._normal:
@@ -277,7 +277,7 @@ class PipelinedSubpartition:
     def is_available(self, num_credits_available: int) -> bool:
         return self.next_data_type(num_credits_available) is not DataType.NONE
 
-    def poll_buffer(self, num_credits_available: int) -> Optional[BufferAndBacklog]:
+    def poll_buffer(self, num_credits_available: int) -> BufferAndBacklog | None:
         """Hands out the head element if it can be sent with ``num_credits_available`` (events need no
         credit); the caller takes one credit for a data buffer."""
         if self._is_blocked:

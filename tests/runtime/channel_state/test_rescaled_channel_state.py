@@ -10,18 +10,26 @@ from barriersim.runtime.events import (
     Buffer,
     InputChannelInfo,
     ResultSubpartitionInfo,
-    SubtaskConnectionDescriptor as D,
     Watermark,
+)
+from barriersim.runtime.events import (
+    SubtaskConnectionDescriptor as D,
 )
 from barriersim.runtime.network.input.virtual_channels import VirtualChannelError, demultiplexers
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.state.inflight_data_rescaling import (
     InflightDataGateOrPartitionRescalingDescriptor as GateDescriptor,
+)
+from barriersim.runtime.state.inflight_data_rescaling import (
     InflightDataRescalingDescriptor,
     MappingType,
 )
 from barriersim.runtime.state.rescale_mappings import RescaleMappings
-from barriersim.runtime.state.snapshot import InputChannelStateHandle, OperatorSubtaskState, ResultSubpartitionStateHandle
+from barriersim.runtime.state.snapshot import (
+    InputChannelStateHandle,
+    OperatorSubtaskState,
+    ResultSubpartitionStateHandle,
+)
 
 
 def buf(*records, seq=0):

@@ -18,8 +18,7 @@ from barriersim.runtime.network.input.input_channel import AnnounceBufferSize
 from barriersim.runtime.network.input.single_input_gate import SingleInputGate
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.scenarios.loader import load_scenario, with_setting
-from barriersim.scenarios.loader import effective_scenario
+from barriersim.scenarios.loader import effective_scenario, load_scenario, with_setting
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
 CTB = Path(__file__).resolve().parents[3] / "scenarios" / "checkpointing_time_benchmark.toml"

@@ -46,11 +46,12 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support_ported import ClockWithDelayedActions
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide, ManualClock, ManualTimerService
 from barriersim.runtime.checkpointing.barrier_handler import (
@@ -73,8 +74,6 @@ from barriersim.runtime.events import (
     InputChannelInfo,
 )
 from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
-
-from support_ported import ClockWithDelayedActions
 
 TRACKER_COMMITTED = os.path.exists(
     os.path.join(os.path.dirname(__file__), "..", "..", "..", "runtime", "checkpointing", "tracker.py")
@@ -378,7 +377,7 @@ def check_run(run: Run) -> None:
         if k not in ended_ids:
             assert any(j > k for j in ended_ids), f"checkpoint {k} saw a barrier but never ended"
 
-    def end_index(k: int) -> Optional[int]:
+    def end_index(k: int) -> int | None:
         # a newer checkpoint's trigger ends k too: a local channel does not announce, so an unaligned barrier of
         # a newer checkpoint can overtake k's barrier there (as in the producer's subpartition in Flink); k's
         # barrier is then obsolete at this task, which never acknowledges k

@@ -15,8 +15,7 @@ from barriersim.runtime.events import (
     InputChannelInfo,
 )
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
-from barriersim.runtime.network.input.input_channel import ChannelStateError
-from barriersim.runtime.network.input.input_channel import AddCredit
+from barriersim.runtime.network.input.input_channel import AddCredit, ChannelStateError
 from barriersim.runtime.network.input.single_input_gate import GateClosedError, SingleInputGate
 
 

@@ -17,6 +17,13 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from support_ported import (
+    RecordingChannelStateWriter,
+    ValidatingCheckpointHandler,
+    ValidatingCheckpointInvokable,
+    fan_out,
+)
+
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide, ManualClock
 from barriersim.runtime.events import (
     END_OF_PARTITION,
@@ -27,13 +34,6 @@ from barriersim.runtime.events import (
     InputChannelInfo,
 )
 from barriersim.runtime.failure_reason import CheckpointFailureReason
-
-from support_ported import (
-    RecordingChannelStateWriter,
-    ValidatingCheckpointHandler,
-    ValidatingCheckpointInvokable,
-    fan_out,
-)
 
 DEFAULT_CHECKPOINT_ID = 0
 START_MS = 1_000

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from barriersim.runtime.events import Buffer, InputChannelInfo
+from barriersim.runtime.events import Buffer
 from barriersim.runtime.network.input.input_channel import LOCAL_CHANNEL_BUFFERS, AddCredit
 from barriersim.runtime.network.input.single_input_gate import SingleInputGate
 from barriersim.runtime.network.output.result_partition import ResultPartition

@@ -5,7 +5,8 @@ subpartition, a broadcast, round robin), the predicted count is the number of re
 ``is_backpressured`` first holds, the record that made it so included (all of them if it never does)."""
 
 import numpy as np
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.record_batch import RecordBatch

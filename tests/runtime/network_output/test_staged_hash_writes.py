@@ -5,7 +5,8 @@ written record by record with ``emit_record`` (the same availability, buffers in
 wire, with the same records in each buffer)."""
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.events import Buffer, CheckpointBarrier, CheckpointOptions
 from barriersim.runtime.network.output.result_partition import ResultPartition

@@ -38,10 +38,12 @@ from barriersim.runtime.state.snapshot import (
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorState,
-    OperatorStateDistributionMode as Mode,
     OperatorStateHandle,
     OperatorSubtaskState,
     ResultSubpartitionStateHandle,
+)
+from barriersim.runtime.state.snapshot import (
+    OperatorStateDistributionMode as Mode,
 )
 from barriersim.runtime.storage.damage import corrupt_checkpoint
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage

@@ -6,6 +6,8 @@ import pytest
 from barriersim.runtime.jobgraph import Partitioner
 from barriersim.runtime.recovery.subtask_state_mapper import (
     SubtaskStateMapper as M,
+)
+from barriersim.runtime.recovery.subtask_state_mapper import (
     UnsupportedRescalingError,
     downstream_mapper,
     upstream_mapper,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from metadata_testkit import random_master_states, random_operator_states
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata, MasterState
 from barriersim.runtime.storage import metadata_serializer as ms
@@ -25,11 +26,10 @@ from barriersim.runtime.storage.errors import (
     NoSavepointLocationError,
     NoValidCheckpointError,
 )
-from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage, resolve_checkpoint_pointer
+from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.layout import METADATA_FILE_NAME
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 from barriersim.runtime.storage.retention import RetentionDecision, discard_on_termination
-from metadata_testkit import random_master_states, random_operator_states
 
 
 def _metadata(checkpoint_id: int, seed: int = 0) -> CheckpointMetadata:

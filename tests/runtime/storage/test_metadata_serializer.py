@@ -10,6 +10,7 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from metadata_testkit import checkpoint_metadata, random_master_states, random_operator_states
 
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
@@ -21,7 +22,6 @@ from barriersim.runtime.state.snapshot import (
 from barriersim.runtime.storage import metadata_serializer as ms
 from barriersim.runtime.storage.errors import CorruptMetadataError, MetadataEncodingError
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
-from metadata_testkit import checkpoint_metadata, random_master_states, random_operator_states
 
 _RUNS = 30  # Flink loops 100 times; our states are bigger per run, 30 keeps the suite fast
 

@@ -22,7 +22,6 @@ from barriersim.runtime.state.snapshot import (
     OperatorSubtaskState,
     ResultSubpartitionStateHandle,
 )
-from barriersim.runtime.storage.layout import COMPLETED_CHECKPOINTS_FILE_NAME, METADATA_FILE_NAME
 from barriersim.runtime.storage.damage import CheckpointDamage, DamageNotApplicable, DamageTarget, damage_checkpoint
 from barriersim.runtime.storage.errors import (
     CheckpointDiscardError,
@@ -33,6 +32,7 @@ from barriersim.runtime.storage.errors import (
     CorruptStateFileError,
 )
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
+from barriersim.runtime.storage.layout import COMPLETED_CHECKPOINTS_FILE_NAME, METADATA_FILE_NAME
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 
 

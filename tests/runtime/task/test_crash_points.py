@@ -4,14 +4,14 @@ barrier is not forwarded), tells its driver with ``CrashedAtProtocolPoint``, and
 checkpoints it is not armed for."""
 
 import pytest
+from two_source_map_job import CH0, CH1, OUT, deployed_task
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode
 from barriersim.runtime.events import Buffer, CheckpointBarrier, CheckpointOptions, CheckpointType
 from barriersim.runtime.faults.fault_schedule import CrashTask, FaultSchedule, ProtocolPoint
 from barriersim.runtime.network.input.input_channel import AddCredit
-from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
-from two_source_map_job import CH0, CH1, OUT, deployed_task
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 
 MODES = [CheckpointingMode.ALIGNED, CheckpointingMode.UNALIGNED, CheckpointingMode.AT_LEAST_ONCE]
 

@@ -24,12 +24,12 @@ from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
 from barriersim.runtime.task.actions import (
     UNSET,
-    ReportIncompleteSnapshotStats,
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
     BroadcastEvent,
     CheckpointSkipped,
     DeclineCheckpoint,
+    ReportIncompleteSnapshotStats,
     SkipReason,
 )
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
