@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.s3_server import s3_server  # noqa: F401 - the fixture
-
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
 
 ROOT = Path(__file__).parents[2]

@@ -23,7 +23,7 @@ def run_on_ray(config, splits, tmp_path, name):
                             savepoint_root=str(tmp_path / "savepoints"))
 
 
-def test_a_failover_before_the_first_checkpoint_restores_the_savepoint_of_another_program_on_ray(savepoint, tmp_path):
+def test_a_failover_before_the_first_checkpoint_restores_the_savepoint_of_another_program_on_ray(savepoint, tmp_path):  # noqa: F811
     job = program("total", faults=[{"type": "crash_task", "task": "total#0", "point": "during_restore"}])
     config = dataclasses.replace(job_config(job), restore=RestoreSettings(savepoint, allow_non_restored_state=True))
     result = run_on_ray(config, workload_splits(job), tmp_path, "unmatched-state")

@@ -11,10 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyarrow.fs import FileSelector
 
-from barriersim.spark.analytics import Analytics, analytics_dir, read_analytics, write_analytics
 from barriersim.analytics_export import AnalyticsExportError, export_analytics
 from barriersim.runtime.storage.object_storage import child_uri, object_store_filesystem
-from tests.s3_server import s3_server  # noqa: F401 - the fixture
+from barriersim.spark.analytics import Analytics, analytics_dir, read_analytics, write_analytics
 
 pytestmark = pytest.mark.timeout(120)
 

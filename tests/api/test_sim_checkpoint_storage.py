@@ -14,7 +14,6 @@ import pytest
 from barriersim.cli import main
 from barriersim.runtime.storage.memory_storage import NOT_EXTERNALLY_ADDRESSABLE
 from tests.api.scenarios import TWO_POINT_SWEEP, write
-from tests.s3_server import s3_server  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.timeout(120)
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
@@ -218,8 +217,9 @@ def test_a_retained_incremental_checkpoint_on_s3_keeps_its_shared_files_beside_i
                  *INCREMENTAL_CANCEL]) == 0
     retained = _summary(first)["job"]["retained_checkpoint"]
     assert retained.startswith(f"s3://{bucket}/runs/first/sim-") and "/chk-" in retained, retained
-    from barriersim.runtime.storage.object_storage import object_store_filesystem
     from pyarrow.fs import FileSelector
+
+    from barriersim.runtime.storage.object_storage import object_store_filesystem
 
     filesystem, path = object_store_filesystem(f"{retained}?{query}")
     shared = filesystem.get_file_info(FileSelector(path.rsplit("/", 1)[0] + "/shared", allow_not_found=True))

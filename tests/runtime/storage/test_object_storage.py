@@ -29,7 +29,6 @@ from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.object_storage import ObjectStoreCheckpointStorage, checkpoint_storage_for
 from barriersim.runtime.storage.retention import RetentionDecision
 from tests.runtime.storage.test_state_files_and_completed_list import _state
-from tests.s3_server import s3_server  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.timeout(120)
 
