@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from barriersim.runtime.record_batch import RecordBatch, batch_from_bytes, batch_to_bytes
 
@@ -343,9 +343,8 @@ class StreamElements:
 
 
 # Everything that can travel through a channel.
-ChannelEvent = Union[CheckpointBarrier, CancelCheckpointMarker, EndOfPartition, EventAnnouncement, EndOfData,
-                     SubtaskConnectionDescriptor, EndOfChannelStateEvent]
-ChannelElement = Union[Buffer, ChannelEvent]
+ChannelEvent = CheckpointBarrier | CancelCheckpointMarker | EndOfPartition | EventAnnouncement | EndOfData | SubtaskConnectionDescriptor | EndOfChannelStateEvent
+ChannelElement = Buffer | ChannelEvent
 
 
 @dataclass(frozen=True, order=True)

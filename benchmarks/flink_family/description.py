@@ -87,7 +87,7 @@ class Config:
         out["vertices"] = [asdict(v) for v in self.vertices]
         out["notes"] = list(self.notes)
         job = loads(self)  # derived, for the reader
-        out["derived"] = {"record_bytes": self.record_bytes, "bottleneck": "%s#%d" % job.bottleneck,
+        out["derived"] = {"record_bytes": self.record_bytes, "bottleneck": "{}#{:d}".format(*job.bottleneck),
                           "capacity": round(job.capacity), "cpu_capacity": round(job.cpu_capacity),
                           "cpu_bound": job.cpu_capacity < job.capacity}
         return out

@@ -179,10 +179,10 @@ class ChannelStateWriter(abc.ABC):
     @abc.abstractmethod
     def get_and_remove_write_result(self, checkpoint_id: int) -> ChannelStateWriteResult: ...
 
-    def open(self) -> None:
+    def open(self) -> None:  # noqa: B027 - optional, as in Flink
         """Flink's ``open``: the default needs none."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional, as in Flink
         """Flink's ``close``: the default holds nothing."""
 
 

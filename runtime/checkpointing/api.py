@@ -36,7 +36,7 @@ import heapq
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
@@ -126,7 +126,7 @@ class ManualTimerService:
 
 # -- the input side ------------------------------------------------------------------------------------------
 
-GateSpec = Union[int, Sequence[str]]
+GateSpec = int | Sequence[str]
 """A gate: its number of remote channels, or per channel ``"remote"`` / ``"local"``."""
 
 HandlerFactory = Callable[[ActionSink, Clock, int, TimerService | None], CheckpointBarrierHandler]

@@ -48,7 +48,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, Union
+from typing import Protocol
 
 from barriersim.runtime.events import (
     CancelCheckpointMarker,
@@ -185,9 +185,9 @@ class ConvertToPriorityEvent:
     sequence_number: int
 
 
-TaskAction = Union[TriggerCheckpointOnBarrier, AbortCheckpointOnBarrier, InitInputsCheckpoint, AllBarriersReceived]
-GateAction = Union[BlockConsumption, ResumeConsumption, CheckpointStarted, CheckpointStopped, ConvertToPriorityEvent]
-HandlerAction = Union[TaskAction, GateAction, AddInputData]
+TaskAction = TriggerCheckpointOnBarrier | AbortCheckpointOnBarrier | InitInputsCheckpoint | AllBarriersReceived
+GateAction = BlockConsumption | ResumeConsumption | CheckpointStarted | CheckpointStopped | ConvertToPriorityEvent
+HandlerAction = TaskAction | GateAction | AddInputData
 ActionSink = Callable[[HandlerAction], None]
 
 
@@ -248,7 +248,7 @@ class CheckpointBarrierHandler(abc.ABC):
     def is_checkpoint_pending(self) -> bool:
         ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional, as in Flink
         """Release timers; the default does nothing."""
 
     @property

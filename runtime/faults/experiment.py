@@ -25,7 +25,6 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Union
 
 from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
 from barriersim.runtime.jobgraph import JobGraph, JobGraphError
@@ -114,7 +113,7 @@ class RestoreSettings:
                                _bool(item.get("allow_non_restored_state", False), f"{where}.allow_non_restored_state"))
 
 
-Action = Union[Savepoint, StopWithSavepoint, Cancel, Restore]
+Action = Savepoint | StopWithSavepoint | Cancel | Restore
 ACTION_TYPES: dict[str, type] = {
     "savepoint": Savepoint,
     "stop_with_savepoint": StopWithSavepoint,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import MISSING, asdict, dataclass, fields
-from typing import Union
 
 from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
 from barriersim.runtime.storage.damage import LIST_DAMAGES, CheckpointDamage, DamageTarget
@@ -160,9 +159,8 @@ class FailCheckpoints:
     task: str | None = None
 
 
-Fault = Union[CrashTask, CrashTaskManager, KillNode, CrashCoordinator, DelayMessage, DropMessage, SlowTask,
-              FailStorageWrite, FailCheckpoints, DamageCheckpoint]
-GroupCrash = Union[CrashTaskManager, KillNode]  # faults that kill every subtask of some TaskManagers at once
+Fault = CrashTask | CrashTaskManager | KillNode | CrashCoordinator | DelayMessage | DropMessage | SlowTask | FailStorageWrite | FailCheckpoints | DamageCheckpoint
+GroupCrash = CrashTaskManager | KillNode  # faults that kill every subtask of some TaskManagers at once
 GROUP_CRASHES = (CrashTaskManager, KillNode)
 CRASHES = (CrashTask, CrashTaskManager, KillNode)  # faults with a time or a protocol point that kill subtasks
 FAULT_TYPES: dict[str, type] = {

@@ -14,7 +14,7 @@ aggregated per (window start, key) (``window_sums``) before they reach the state
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 

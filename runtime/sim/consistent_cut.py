@@ -161,12 +161,12 @@ def check_consistent_cuts(
         finished = _finished_subtasks(metadata)
 
         def before(key: SubtaskKey, outputs: bool) -> list | None:
-            rec = log.recorders.get(key)
+            rec = log.recorders.get(key)  # noqa: B023 - called in this iteration only
             if rec is None:
                 return None
-            if key in finished:
+            if key in finished:  # noqa: B023 - called in this iteration only
                 return rec.outputs if outputs else rec.inputs
-            mark = rec.marks.get(checkpoint_id)
+            mark = rec.marks.get(checkpoint_id)  # noqa: B023 - called in this iteration only
             if mark is None:
                 return None
             return rec.outputs[:mark[1]] if outputs else rec.inputs[:mark[0]]

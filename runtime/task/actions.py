@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Union
 
 from barriersim.runtime.events import ChannelElement
 from barriersim.runtime.failure_reason import CheckpointFailureReason
@@ -144,6 +143,4 @@ class CheckpointSkipped:
     reason: SkipReason
 
 
-TaskCheckpointAction = Union[
-    BroadcastEvent, SyncSnapshotTaken, AsyncCheckpointStarted, AcknowledgeCheckpoint, DeclineCheckpoint, CheckpointSkipped
-]
+TaskCheckpointAction = BroadcastEvent | SyncSnapshotTaken | AsyncCheckpointStarted | AcknowledgeCheckpoint | DeclineCheckpoint | CheckpointSkipped

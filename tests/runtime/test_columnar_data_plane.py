@@ -141,7 +141,7 @@ def test_a_window_over_batches_and_watermarks_is_the_per_record_window(steps, si
     does."""
     op = TumblingEventTimeWindowSum(size, KeyGroupRange(0, 127), KeyGroupAssigner(128))
     windows: dict = {}
-    watermark, late, fired = -(2**63), 0, []
+    watermark, late = -(2**63), 0
     for step in steps:
         if isinstance(step, int):
             watermark = max(watermark, step)

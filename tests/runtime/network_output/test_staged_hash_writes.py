@@ -95,5 +95,6 @@ def test_staged_hash_writes_behave_as_record_by_record_writes(operations, size, 
         for info in infos:
             staged.add_credit(info, 10_000)
             plain.add_credit(info, 10_000)
-            assert [_rows(x.element) for x in iter(lambda: staged.poll_next(info), None)] == \
-                [_rows(x.element) for x in iter(lambda: plain.poll_next(info), None)]
+            got = [_rows(x.element) for x in iter(lambda: staged.poll_next(info), None)]  # noqa: B023
+            want = [_rows(x.element) for x in iter(lambda: plain.poll_next(info), None)]  # noqa: B023
+            assert got == want

@@ -190,7 +190,7 @@ def test_an_unreadable_metadata_file_or_directory_is_a_typed_error_and_discardin
         storage.persist_checkpoint(_state(cid, 10))
     storage.update_completed_checkpoints([1, 2])
     how_file = damage_checkpoint(storage, 1, CheckpointDamage.UNREADABLE, DamageTarget.METADATA)
-    how_dir = damage_checkpoint(storage, 2, CheckpointDamage.UNREADABLE, DamageTarget.DIRECTORY)
+    damage_checkpoint(storage, 2, CheckpointDamage.UNREADABLE, DamageTarget.DIRECTORY)
     try:
         for pointer in storage.completed_checkpoint_pointers():
             with pytest.raises(CheckpointStorageIOError) as e:  # permission denied, or (as root) a symbolic-link loop
