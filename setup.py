@@ -14,6 +14,12 @@ for top in TOP_LEVEL:
 
 packages.append("barriersim.scenarios.large")  # scenario files only: a data package, listed so setuptools ships it
 
-setup(packages=packages, package_dir=package_dir,
-      package_data={"barriersim.scenarios": ["*.toml"], "barriersim.scenarios.large": ["*.toml"],
-                    "barriersim.spark": ["log4j2.properties"]})
+setup(
+    packages=packages,
+    package_dir=package_dir,
+    package_data={
+        "barriersim.scenarios": ["*.toml"],
+        "barriersim.scenarios.large": ["*.toml"],
+        "barriersim.spark": ["log4j2.properties"],
+    },
+)

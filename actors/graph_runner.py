@@ -88,8 +88,15 @@ class RayJobResult:
 
 # the object store's client settings the job manager (the one actor that reads and writes checkpoints) gets from
 # the driver's environment, as Flink's JobManager gets its S3 credentials from its own configuration
-STORAGE_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION",
-                       "AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
+STORAGE_ENVIRONMENT = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_DEFAULT_REGION",
+    "AWS_REGION",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+)
 
 
 def storage_environment(checkpoint_root: str) -> dict:
@@ -104,10 +111,21 @@ class RayJob:
     ``actors.workload_handoff``, builds its task when the split resolves); ``wait`` reports progress until the job
     ended and returns its result; ``kill`` kills every actor the job started (``wait`` does it too)."""
 
-    def __init__(self, config: JobConfig, splits: dict[str, Sequence], checkpoint_root: str, job_id: str, *,
-                 seed: int = 0, task_num_cpus: float = 0.01, records: int | None = None,
-                 savepoint_root: str | None = None, first_attempt_number: int = 0, store_snapshot: bytes | None = None,
-                 socket_links: bool | None = None):
+    def __init__(
+        self,
+        config: JobConfig,
+        splits: dict[str, Sequence],
+        checkpoint_root: str,
+        job_id: str,
+        *,
+        seed: int = 0,
+        task_num_cpus: float = 0.01,
+        records: int | None = None,
+        savepoint_root: str | None = None,
+        first_attempt_number: int = 0,
+        store_snapshot: bytes | None = None,
+        socket_links: bool | None = None,
+    ):
         self.config = config
         self.job_id = job_id
         self.ended_at: float | None = None  # time.perf_counter() when the job manager's run returned
@@ -121,14 +139,26 @@ class RayJob:
             self.store = ExternalStoreActor.options(**driver_node()).remote()
             if store_snapshot is not None:
                 ray.get(self.store.load.remote(store_snapshot))
-            split_refs = {name: [split if isinstance(split, ray.ObjectRef) else ray.put(encode_records(split))
-                                 for split in parts] for name, parts in splits.items()}
+            split_refs = {
+                name: [split if isinstance(split, ray.ObjectRef) else ray.put(encode_records(split)) for split in parts]
+                for name, parts in splits.items()
+            }
             if records is None:
                 records = sum(len(s) for parts in splits.values() for s in parts if not isinstance(s, ray.ObjectRef))
             self.records = records
             self.job_manager = JobManagerActor.options(**driver_node(), **storage_environment(checkpoint_root)).remote(
-                config, split_refs, checkpoint_root, job_id, seed, self.store, task_num_cpus, ray_nodes,
-                savepoint_root, first_attempt_number, socket_links_wanted(socket_links))
+                config,
+                split_refs,
+                checkpoint_root,
+                job_id,
+                seed,
+                self.store,
+                task_num_cpus,
+                ray_nodes,
+                savepoint_root,
+                first_attempt_number,
+                socket_links_wanted(socket_links),
+            )
             self.done = self.job_manager.run.remote()
         except BaseException:
             self.kill()
@@ -147,7 +177,9 @@ class RayJob:
                         progress = ray.get(self.job_manager.progress.remote(True), timeout=30)
                     except Exception as err:  # noqa: BLE001 - the report is best effort; the timeout is the error
                         progress = f"not available ({type(err).__name__}: {err})"
-                    raise RayJobError(f"job {self.job_id} did not finish within {timeout_seconds} s (progress: {progress})")
+                    raise RayJobError(
+                        f"job {self.job_id} did not finish within {timeout_seconds} s (progress: {progress})"
+                    )
                 if on_progress is not None:
                     on_progress(ray.get(self.job_manager.progress.remote()))
             result = ray.get(self.done)
@@ -158,9 +190,15 @@ class RayJob:
                 tids = pending_transactions(metadata_serializer.deserialize(result["ending"][1], "<ending snapshot>"))
                 pending = decode_records(ray.get(self.store.pending_records.remote(tids)))
             # the job manager's result dict has every field but what the store and the caller know
-            return RayJobResult(committed_output=output, records_emitted=self.records, store_counters=counters,
-                                store_snapshot=ray.get(self.store.snapshot.remote()), pending_records=pending,
-                                config=self.config, **result)
+            return RayJobResult(
+                committed_output=output,
+                records_emitted=self.records,
+                store_counters=counters,
+                store_snapshot=ray.get(self.store.snapshot.remote()),
+                pending_records=pending,
+                config=self.config,
+                **result,
+            )
         finally:
             self.kill()
 
@@ -201,7 +239,17 @@ def run_graph_on_ray(
     continues (a restore of one of its snapshots). ``socket_links``: whether task actors on one Ray node
     exchange their channels' messages over links (``actors.socket_links``) rather than actor calls; None: yes,
     unless the environment sets ``BARRIERSIM_RAY_LINKS=calls``."""
-    job = RayJob(config, splits, checkpoint_root, job_id, seed=seed, task_num_cpus=task_num_cpus, records=records,
-                 savepoint_root=savepoint_root, first_attempt_number=first_attempt_number,
-                 store_snapshot=store_snapshot, socket_links=socket_links)
+    job = RayJob(
+        config,
+        splits,
+        checkpoint_root,
+        job_id,
+        seed=seed,
+        task_num_cpus=task_num_cpus,
+        records=records,
+        savepoint_root=savepoint_root,
+        first_attempt_number=first_attempt_number,
+        store_snapshot=store_snapshot,
+        socket_links=socket_links,
+    )
     return job.wait(on_progress, timeout_seconds)

@@ -138,9 +138,7 @@ class CheckpointOptions:
         return CheckpointOptions(checkpoint_type, AlignmentType.UNALIGNED, NO_ALIGNED_CHECKPOINT_TIME_OUT)
 
     @staticmethod
-    def aligned_with_timeout(
-        checkpoint_type: CheckpointType, aligned_checkpoint_timeout: int
-    ) -> CheckpointOptions:
+    def aligned_with_timeout(checkpoint_type: CheckpointType, aligned_checkpoint_timeout: int) -> CheckpointOptions:
         if checkpoint_type.is_savepoint:
             raise ValueError("savepoints cannot switch to unaligned")
         return CheckpointOptions(checkpoint_type, AlignmentType.ALIGNED, aligned_checkpoint_timeout)
@@ -180,7 +178,9 @@ class CheckpointOptions:
         """Flink's ``withUnalignedUnsupported``: used where a channel cannot carry unaligned barriers
         (e.g. pointwise or forward connections after rescale); an unaligned request becomes FORCED_ALIGNED."""
         if self.is_unaligned_checkpoint or self.is_timeoutable:
-            return CheckpointOptions(self.checkpoint_type, AlignmentType.FORCED_ALIGNED, self.aligned_checkpoint_timeout)
+            return CheckpointOptions(
+                self.checkpoint_type, AlignmentType.FORCED_ALIGNED, self.aligned_checkpoint_timeout
+            )
         return self
 
     def with_unaligned_supported(self) -> CheckpointOptions:
@@ -209,8 +209,10 @@ class CheckpointBarrier:
         return not self.options.checkpoint_type.is_savepoint
 
     def as_unaligned(self) -> CheckpointBarrier:
-        return self if self.options.is_unaligned_checkpoint else CheckpointBarrier(
-            self.id, self.timestamp, self.options.to_unaligned()
+        return (
+            self
+            if self.options.is_unaligned_checkpoint
+            else CheckpointBarrier(self.id, self.timestamp, self.options.to_unaligned())
         )
 
     def with_options(self, options: CheckpointOptions) -> CheckpointBarrier:
@@ -343,7 +345,15 @@ class StreamElements:
 
 
 # Everything that can travel through a channel.
-ChannelEvent = CheckpointBarrier | CancelCheckpointMarker | EndOfPartition | EventAnnouncement | EndOfData | SubtaskConnectionDescriptor | EndOfChannelStateEvent
+ChannelEvent = (
+    CheckpointBarrier
+    | CancelCheckpointMarker
+    | EndOfPartition
+    | EventAnnouncement
+    | EndOfData
+    | SubtaskConnectionDescriptor
+    | EndOfChannelStateEvent
+)
 ChannelElement = Buffer | ChannelEvent
 
 
@@ -447,4 +457,3 @@ def from_wire(v: list) -> ChannelElement:
     if tag == "Q":
         return END_OF_CHANNEL_STATE
     raise ValueError(f"unknown channel element tag {tag!r}")
-

@@ -139,8 +139,6 @@ class RecordBatch:
         return f"RecordBatch({n} records{': ' + head if n else ''}{', ...' if n > 3 else ''})"
 
 
-
-
 class MalformedRecords(ValueError):
     """Bytes that do not hold a record batch (names the problem)."""
 

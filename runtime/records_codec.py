@@ -57,6 +57,7 @@ def ext_hook(code: int, data: bytes) -> Any:
         return StreamElements(parts)
     raise MalformedRecords(f"unknown msgpack extension type {code} ({len(data)} bytes)")
 
+
 SPLIT_COLUMNS = ("record_id", "key", "value", "event_time")  # a source's records, in this order
 
 

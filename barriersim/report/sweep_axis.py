@@ -72,8 +72,11 @@ def _from_skew(runs) -> SweepAxis | None:
     skews = sorted({r.zipf_exponent for r in runs if r.zipf_exponent is not None})
     if len(skews) < 2:
         return None
-    return SweepAxis(("workload.zipf_exponent",), tuple((s,) for s in skews),
-                     {r.label: skews.index(r.zipf_exponent) for r in runs if r.zipf_exponent is not None})
+    return SweepAxis(
+        ("workload.zipf_exponent",),
+        tuple((s,) for s in skews),
+        {r.label: skews.index(r.zipf_exponent) for r in runs if r.zipf_exponent is not None},
+    )
 
 
 def sweep_axis(root: str | Path, runs) -> SweepAxis | None:

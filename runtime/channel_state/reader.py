@@ -44,9 +44,7 @@ class ChannelStateRestoreError(RuntimeError):
 
 
 def _ordered(groups: Mapping) -> dict:
-    return {
-        info: tuple(sorted(bufs, key=lambda b: b.sequence_number)) for info, bufs in sorted(groups.items()) if bufs
-    }
+    return {info: tuple(sorted(bufs, key=lambda b: b.sequence_number)) for info, bufs in sorted(groups.items()) if bufs}
 
 
 def _with_data(buffers: tuple[Buffer, ...]) -> list[Buffer]:
@@ -90,7 +88,8 @@ class SequentialChannelStateReader:
         return bool(self._inputs or self._outputs)
 
     def read_input_data(
-        self, inject: Callable[[InputChannelInfo, tuple], None],
+        self,
+        inject: Callable[[InputChannelInfo, tuple], None],
         descriptor: InflightDataRescalingDescriptor = NO_RESCALE,
     ) -> dict[InputChannelInfo, int]:
         """Calls ``inject(channel, elements)`` once per channel (rescaled: once per virtual channel of a channel)
@@ -115,19 +114,24 @@ class SequentialChannelStateReader:
             if len(targets) != 1:
                 raise ChannelStateRestoreError(
                     f"read_input_data: the persisted data of {info} (old subtask {old_subtask}) maps to channels "
-                    f"{list(targets)}: one buffer is only distributed to one target input channel")
+                    f"{list(targets)}: one buffer is only distributed to one target input channel"
+                )
             target = InputChannelInfo(info.gate_idx, targets[0])
             routed.setdefault(target, []).append(
-                (SubtaskConnectionDescriptor(old_subtask, info.channel_idx),) + buffers)
+                (SubtaskConnectionDescriptor(old_subtask, info.channel_idx),) + buffers
+            )
         for info in sorted(routed):
             for elements in routed[info]:
                 inject(info, elements)
                 restored[info] = restored.get(info, 0) + sum(e.size for e in elements if isinstance(e, Buffer))
         return restored
 
-    def read_output_data(self, partitions: Sequence[ResultPartition],
-                         descriptor: InflightDataRescalingDescriptor = NO_RESCALE,
-                         end_of_channel_state_partitions: Sequence[int] = ()) -> dict[ResultSubpartitionInfo, int]:
+    def read_output_data(
+        self,
+        partitions: Sequence[ResultPartition],
+        descriptor: InflightDataRescalingDescriptor = NO_RESCALE,
+        end_of_channel_state_partitions: Sequence[int] = (),
+    ) -> dict[ResultSubpartitionInfo, int]:
         """Re-queues persisted output buffers into ``partitions`` (indexed by partition index) before any new
         data, after a rescaled restore routed by virtual channel and with the end of the recovered data on the
         partitions of rescaled edges; returns bytes per (old) subpartition."""

@@ -428,6 +428,4 @@ class ChannelStateWriterImpl(ChannelStateWriter):
     @property
     def num_held_buffers(self) -> int:
         """Buffers of open writes not yet turned into handles (Flink: buffers not yet recycled)."""
-        return sum(
-            len(b) for w in self._writes.values() for d in (w.input_data, w.output_data) for b in d.values()
-        )
+        return sum(len(b) for w in self._writes.values() for d in (w.input_data, w.output_data) for b in d.values())

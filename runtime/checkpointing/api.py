@@ -180,20 +180,24 @@ class InputSide:
             self.barrier_handler = barrier_handler_factory(router, clock, num_channels, timer_service)
         elif mode is CheckpointingMode.ALIGNED:
             self.barrier_handler = SingleCheckpointBarrierHandler.aligned(
-                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished)
+                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished
+            )
         elif mode is CheckpointingMode.UNALIGNED and timer_service is not None:
             # Flink's InputProcessorUtil: with unaligned checkpoints enabled the handler is the alternating one, so
             # that an aligned barrier (a savepoint's) is aligned while checkpoints' barriers overtake the data
             self.barrier_handler = SingleCheckpointBarrierHandler.alternating(
-                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished)
+                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished
+            )
         elif mode is CheckpointingMode.UNALIGNED:
             self.barrier_handler = SingleCheckpointBarrierHandler.unaligned(
-                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished)
+                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished
+            )
         elif mode is CheckpointingMode.ALIGNED_WITH_TIMEOUT:
             if timer_service is None:
                 raise ValueError("ALIGNED_WITH_TIMEOUT needs a timer service for the alignment timeout")
             self.barrier_handler = SingleCheckpointBarrierHandler.alternating(
-                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished)
+                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished
+            )
         else:
             self.barrier_handler = CheckpointBarrierTracker(
                 num_channels, router, clock, enable_checkpoint_after_tasks_finished

@@ -233,20 +233,17 @@ class CheckpointBarrierHandler(abc.ABC):
         """An ``EventAnnouncement`` of an aligned, timeoutable barrier queued at ``sequence_number``."""
 
     @abc.abstractmethod
-    def process_cancellation_barrier(self, marker: CancelCheckpointMarker, channel_info: InputChannelInfo) -> None:
-        ...
+    def process_cancellation_barrier(self, marker: CancelCheckpointMarker, channel_info: InputChannelInfo) -> None: ...
 
     @abc.abstractmethod
-    def process_end_of_partition(self, channel_info: InputChannelInfo) -> None:
-        ...
+    def process_end_of_partition(self, channel_info: InputChannelInfo) -> None: ...
 
     @abc.abstractmethod
     def get_latest_checkpoint_id(self) -> int:
         """The newest checkpoint id this handler has seen (-1 before any)."""
 
     @abc.abstractmethod
-    def is_checkpoint_pending(self) -> bool:
-        ...
+    def is_checkpoint_pending(self) -> bool: ...
 
     def close(self) -> None:  # noqa: B027 - optional, as in Flink
         """Release timers; the default does nothing."""
@@ -336,9 +333,7 @@ class CheckpointBarrierHandler(abc.ABC):
     def notify_checkpoint(self, barrier: CheckpointBarrier) -> None:
         """Flink's ``notifyCheckpoint``: tell the task to checkpoint on ``barrier``."""
         self.emit(
-            TriggerCheckpointOnBarrier(
-                barrier.id, barrier.timestamp, barrier.options, self._metrics_for(barrier)
-            )
+            TriggerCheckpointOnBarrier(barrier.id, barrier.timestamp, barrier.options, self._metrics_for(barrier))
         )
 
     def _metrics_for(self, barrier: CheckpointBarrier) -> CheckpointMetrics:
@@ -369,7 +364,9 @@ class CheckpointBarrierHandler(abc.ABC):
         )
 
     def notify_abort_on_cancellation_barrier(self, checkpoint_id: int) -> None:
-        self.notify_abort(checkpoint_id, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER))
+        self.notify_abort(
+            checkpoint_id, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+        )
 
     def notify_abort(self, checkpoint_id: int, cause: CheckpointException) -> None:
         self.emit(AbortCheckpointOnBarrier(checkpoint_id, cause.reason))

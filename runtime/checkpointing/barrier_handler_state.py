@@ -137,7 +137,9 @@ class BarrierHandlerState(abc.ABC):
     def abort(self, cancelled_id: int) -> BarrierHandlerState: ...
 
     @abc.abstractmethod
-    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState: ...
+    def end_of_partition_received(
+        self, controller: Controller, channel_info: InputChannelInfo
+    ) -> BarrierHandlerState: ...
 
     def __repr__(self) -> str:
         return self.name

@@ -33,8 +33,13 @@ MAX_CHECKPOINTS_TO_TRACK = 50
 class CheckpointBarrierCount:
     """A checkpoint id with the channels that delivered its barrier (Flink's inner class)."""
 
-    def __init__(self, checkpoint_id: int, channel_info: InputChannelInfo, target_channel_count: int,
-                 pending_checkpoint: CheckpointBarrier | None):
+    def __init__(
+        self,
+        checkpoint_id: int,
+        channel_info: InputChannelInfo,
+        target_channel_count: int,
+        pending_checkpoint: CheckpointBarrier | None,
+    ):
         self.checkpoint_id = checkpoint_id
         self.target_channel_count = target_channel_count
         self.pending_checkpoint = pending_checkpoint  # None for a checkpoint first seen as a cancel marker
@@ -70,7 +75,9 @@ class CheckpointBarrierTracker(CheckpointBarrierHandler):
     ):
         super().__init__(sink, clock, enable_checkpoint_after_tasks_finished)
         if total_number_of_input_channels <= 0:
-            raise ValueError(f"a barrier tracker needs at least one input channel, got {total_number_of_input_channels}")
+            raise ValueError(
+                f"a barrier tracker needs at least one input channel, got {total_number_of_input_channels}"
+            )
         self._num_open_channels = total_number_of_input_channels
         self._pending: deque[CheckpointBarrierCount] = deque()
         self._latest_pending_checkpoint_id = -1

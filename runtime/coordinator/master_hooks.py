@@ -42,14 +42,15 @@ class MasterTriggerRestoreHook(Protocol):
     def restore_checkpoint(self, checkpoint_id: int, data: bytes | None) -> None: ...
 
 
-def trigger_hook(hook: MasterTriggerRestoreHook, checkpoint_id: int,
-                 timestamp: int) -> MasterState | None | _Pending:
+def trigger_hook(hook: MasterTriggerRestoreHook, checkpoint_id: int, timestamp: int) -> MasterState | None | _Pending:
     """Flink's ``MasterHooks.triggerHook``: the hook's state now, or ``MASTER_STATE_PENDING``; a hook that raises
     becomes a ``MasterHookError``."""
     try:
         data = hook.trigger_checkpoint(checkpoint_id, timestamp)
     except Exception as e:  # a user hook may fail in any way: the checkpoint fails, not the coordinator
-        raise MasterHookError(f"master hook {hook.identifier!r} failed to trigger checkpoint {checkpoint_id}: {e}") from e
+        raise MasterHookError(
+            f"master hook {hook.identifier!r} failed to trigger checkpoint {checkpoint_id}: {e}"
+        ) from e
     if data is MASTER_STATE_PENDING:
         return MASTER_STATE_PENDING
     return master_state_of(hook, data)

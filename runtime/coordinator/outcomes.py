@@ -37,7 +37,9 @@ class TriggerPhaseOutcome(enum.Enum):
     """What became of an answer of an operator coordinator or master hook to a checkpoint being triggered."""
 
     ACCEPTED = "ACCEPTED"  # it moved the trigger on (or failed it)
-    NOT_TRIGGERING = "NOT_TRIGGERING"  # no trigger waits for it: the checkpoint ended, is unknown, or it answered before
+    NOT_TRIGGERING = (
+        "NOT_TRIGGERING"  # no trigger waits for it: the checkpoint ended, is unknown, or it answered before
+    )
 
 
 class CoordinatorError(Exception):

@@ -67,11 +67,16 @@ def vertices_from_job_graph(job_graph) -> list[JobVertexInfo]:
     for name in job_graph.topological_order():
         v = job_graph.vertex(name)
         edges = job_graph.inputs_of(name)
-        out.append(JobVertexInfo(
-            name, v.parallelism, v.max_parallelism, (name,),
-            tuple(dict.fromkeys(e.source for e in edges if not e.partitioner.is_pointwise)),
-            tuple(dict.fromkeys(e.source for e in edges if e.partitioner.is_pointwise)),
-        ))
+        out.append(
+            JobVertexInfo(
+                name,
+                v.parallelism,
+                v.max_parallelism,
+                (name,),
+                tuple(dict.fromkeys(e.source for e in edges if not e.partitioner.is_pointwise)),
+                tuple(dict.fromkeys(e.source for e in edges if e.partitioner.is_pointwise)),
+            )
+        )
     return out
 
 
@@ -165,9 +170,7 @@ class DefaultCheckpointPlanCalculator:
                     finished.append(e.attempt_id)
                     continue
                 wait.append(e.attempt_id)
-                pointwise_done = all(
-                    executions[(u, i)].state is ExecutionState.FINISHED for u in v.pointwise_inputs
-                )
+                pointwise_done = all(executions[(u, i)].state is ExecutionState.FINISHED for u in v.pointwise_inputs)
                 if upstream_done and pointwise_done:
                     trigger.append(e.attempt_id)
         return CheckpointPlan(tuple(trigger), tuple(wait), tuple(wait), tuple(finished), tuple(fully_finished))

@@ -129,8 +129,9 @@ class CheckpointProperties:
         return CheckpointProperties(False, CheckpointType.SAVEPOINT, False, False, False, False, False, True)
 
     @staticmethod
-    def for_type(checkpoint_type: CheckpointType, checkpoint_props: CheckpointProperties,
-                 forced: bool | None = None) -> CheckpointProperties:
+    def for_type(
+        checkpoint_type: CheckpointType, checkpoint_props: CheckpointProperties, forced: bool | None = None
+    ) -> CheckpointProperties:
         """The properties of a trigger request of ``checkpoint_type``: the configured checkpoint properties for
         checkpoints, savepoint properties (forced unless told otherwise) for savepoints."""
         if checkpoint_type is CheckpointType.CHECKPOINT:
@@ -145,5 +146,12 @@ class CheckpointProperties:
 
 
 def _tail(p: CheckpointProperties) -> tuple:
-    return (p.checkpoint_type, p.discard_subsumed, p.discard_finished, p.discard_cancelled, p.discard_failed,
-            p.discard_suspended, p.unclaimed)
+    return (
+        p.checkpoint_type,
+        p.discard_subsumed,
+        p.discard_finished,
+        p.discard_cancelled,
+        p.discard_failed,
+        p.discard_suspended,
+        p.unclaimed,
+    )

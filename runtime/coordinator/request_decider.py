@@ -57,7 +57,9 @@ class CheckpointRequestDecider:
         fail_request: Callable[[CheckpointTriggerRequest, CheckpointFailureReason], None] = lambda r, e: None,
     ):
         if max_concurrent_checkpoint_attempts <= 0:
-            raise ValueError(f"max_concurrent_checkpoint_attempts must be > 0, got {max_concurrent_checkpoint_attempts}")
+            raise ValueError(
+                f"max_concurrent_checkpoint_attempts must be > 0, got {max_concurrent_checkpoint_attempts}"
+            )
         if max_queued_requests <= 0:
             raise ValueError(f"max_queued_requests must be > 0, got {max_queued_requests}")
         self.max_concurrent_checkpoint_attempts = max_concurrent_checkpoint_attempts
@@ -85,7 +87,9 @@ class CheckpointRequestDecider:
             self._fail_request(self._queued.pop(), CheckpointFailureReason.TOO_MANY_CHECKPOINT_REQUESTS)
         return self._choose(is_triggering, last_completion_ms)
 
-    def choose_queued_request_to_execute(self, is_triggering: bool, last_completion_ms: int) -> CheckpointTriggerRequest | None:
+    def choose_queued_request_to_execute(
+        self, is_triggering: bool, last_completion_ms: int
+    ) -> CheckpointTriggerRequest | None:
         return self._choose(is_triggering, last_completion_ms)
 
     def abort_all(self, reason: CheckpointFailureReason) -> list[CheckpointTriggerRequest]:

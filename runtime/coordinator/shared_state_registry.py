@@ -60,15 +60,17 @@ class SharedStateRegistry:
 
     # -- registration ---------------------------------------------------------------------------------------
 
-    def register_reference(self, handle: SharedStateHandle | PlaceholderStateHandle,
-                           checkpoint_id: int) -> tuple[SharedStateHandle, SharedStateHandle | None]:
+    def register_reference(
+        self, handle: SharedStateHandle | PlaceholderStateHandle, checkpoint_id: int
+    ) -> tuple[SharedStateHandle, SharedStateHandle | None]:
         """Register ``handle`` for ``checkpoint_id``: the handle the checkpoint refers to from now on, and a handle
         to discard (a duplicate upload), if any."""
         entry = self._entries.get(handle.key)
         if entry is None:
             if isinstance(handle, PlaceholderStateHandle):
                 raise SharedStateRegistryError(
-                    f"checkpoint {checkpoint_id}: attempt to reference unknown shared state {handle.key}")
+                    f"checkpoint {checkpoint_id}: attempt to reference unknown shared state {handle.key}"
+                )
             self._entries[handle.key] = _Entry(handle, checkpoint_id, checkpoint_id)
             return handle, None
         discard = None
@@ -94,7 +96,9 @@ class SharedStateRegistry:
                 discards.append(discard)
         return dataclasses.replace(handle, shared_state=tuple(shared)), discards
 
-    def register_subtask_state(self, state: OperatorSubtaskState, checkpoint_id: int) -> tuple[OperatorSubtaskState, list]:
+    def register_subtask_state(
+        self, state: OperatorSubtaskState, checkpoint_id: int
+    ) -> tuple[OperatorSubtaskState, list]:
         if not any(isinstance(h, IncrementalKeyedStateHandle) for h in state.managed_keyed_state):
             return state, []
         handles, discards = [], []
@@ -121,8 +125,9 @@ class SharedStateRegistry:
             subtasks = {}
             for index, subtask in state.subtask_states.items():
                 subtasks[index], _ = self.register_subtask_state(subtask, checkpoint_id)
-            registered.append(dataclasses.replace(state, subtask_states=subtasks) if isinstance(state, OperatorState)
-                              else state)
+            registered.append(
+                dataclasses.replace(state, subtask_states=subtasks) if isinstance(state, OperatorState) else state
+            )
         self.checkpoint_completed(checkpoint_id)
         if claim_mode is not RecoveryClaimMode.CLAIM:
             self._highest_not_claimed = max(self._highest_not_claimed, checkpoint_id)

@@ -104,13 +104,17 @@ class RestoreSettings:
             raise ActionScheduleError(f"{where}: must be a table with from (a path) and parallelism")
         unknown = sorted(set(item) - {"from", "parallelism", "allow_non_restored_state"})
         if unknown:
-            raise ActionScheduleError(f"{where}.{unknown[0]}: unknown key (known: from, parallelism, "
-                                      "allow_non_restored_state)")
+            raise ActionScheduleError(
+                f"{where}.{unknown[0]}: unknown key (known: from, parallelism, allow_non_restored_state)"
+            )
         path = item.get("from")
         if not isinstance(path, str) or not path:
             raise ActionScheduleError(f"{where}.from: must be the path of a savepoint or checkpoint, got {path!r}")
-        return RestoreSettings(path, _parallelism(item.get("parallelism", {}), f"{where}.parallelism"),
-                               _bool(item.get("allow_non_restored_state", False), f"{where}.allow_non_restored_state"))
+        return RestoreSettings(
+            path,
+            _parallelism(item.get("parallelism", {}), f"{where}.parallelism"),
+            _bool(item.get("allow_non_restored_state", False), f"{where}.allow_non_restored_state"),
+        )
 
 
 Action = Savepoint | StopWithSavepoint | Cancel | Restore
@@ -168,14 +172,20 @@ def rescaled(graph: JobGraph, parallelism, where: str = "parallelism") -> JobGra
     names = {v.name for v in graph.vertices}
     for vertex, p in changes.items():
         if vertex not in names:
-            raise ActionScheduleError(f"{where}.{vertex}: the job has no vertex {vertex!r} (its vertices: "
-                                      f"{', '.join(v.name for v in graph.vertices)})")
+            raise ActionScheduleError(
+                f"{where}.{vertex}: the job has no vertex {vertex!r} (its vertices: "
+                f"{', '.join(v.name for v in graph.vertices)})"
+            )
         v = graph.vertex(vertex)
         if p > v.max_parallelism:
-            raise ActionScheduleError(f"{where}.{vertex}: parallelism {p} is above the vertex's max parallelism "
-                                      f"{v.max_parallelism} (its key groups)")
-    new = JobGraph(tuple(dataclasses.replace(v, parallelism=changes.get(v.name, v.parallelism))
-                         for v in graph.vertices), graph.edges)
+            raise ActionScheduleError(
+                f"{where}.{vertex}: parallelism {p} is above the vertex's max parallelism "
+                f"{v.max_parallelism} (its key groups)"
+            )
+    new = JobGraph(
+        tuple(dataclasses.replace(v, parallelism=changes.get(v.name, v.parallelism)) for v in graph.vertices),
+        graph.edges,
+    )
     try:
         return new.validate()
     except JobGraphError as err:
@@ -208,22 +218,27 @@ class ActionSchedule:
             if isinstance(action, Restore):
                 if terminated is None:
                     raise ActionScheduleError(
-                        f"{where}: a restore must follow a stop_with_savepoint or a cancel of the job before it")
+                        f"{where}: a restore must follow a stop_with_savepoint or a cancel of the job before it"
+                    )
                 ender = self.actions[terminated]
                 if action.source is RestoreSource.CHECKPOINT and not isinstance(ender, Cancel):
                     raise ActionScheduleError(
                         f"{where}.from: a stopped job keeps no checkpoint (stop-with-savepoint ends it FINISHED); "
-                        f"restore from = \"savepoint\", or cancel it")
+                        f'restore from = "savepoint", or cancel it'
+                    )
                 if action.source is RestoreSource.SAVEPOINT and not any(
-                        isinstance(a, (Savepoint, StopWithSavepoint)) for a in self.actions[:i]):
+                    isinstance(a, (Savepoint, StopWithSavepoint)) for a in self.actions[:i]
+                ):
                     raise ActionScheduleError(
                         f"{where}.from: no savepoint is taken before it (add a savepoint action before "
-                        f"actions[{terminated}], or restore from = \"checkpoint\")")
+                        f'actions[{terminated}], or restore from = "checkpoint")'
+                    )
                 terminated = None
             elif terminated is not None:
                 raise ActionScheduleError(
                     f"{where}: the job was already ended by actions[{terminated}] "
-                    f"({action_name(self.actions[terminated])}); only a restore may follow")
+                    f"({action_name(self.actions[terminated])}); only a restore may follow"
+                )
             elif isinstance(action, TERMINATING):
                 terminated = i
 
@@ -254,10 +269,15 @@ class ActionSchedule:
         externalized checkpoints retained on cancellation."""
         self.graphs(graph)
         for i, action in enumerate(self.actions):
-            if isinstance(action, Restore) and action.source is RestoreSource.CHECKPOINT and not retains_on_cancellation:
+            if (
+                isinstance(action, Restore)
+                and action.source is RestoreSource.CHECKPOINT
+                and not retains_on_cancellation
+            ):
                 raise ActionScheduleError(
                     f"actions[{i}].from: a cancelled job retains no checkpoint unless "
-                    f"checkpointing.externalized_checkpoint_retention = \"RETAIN_ON_CANCELLATION\"")
+                    f'checkpointing.externalized_checkpoint_retention = "RETAIN_ON_CANCELLATION"'
+                )
 
     # -- plain values and JSON --------------------------------------------------------------------------
 
@@ -266,8 +286,15 @@ class ActionSchedule:
 
     @staticmethod
     def from_plain(items, where: str = "actions") -> ActionSchedule:
-        actions = decode_tagged_tables(items, where, ACTION_TYPES, "action", ActionScheduleError,
-                                       f"{where}: must be a list of action tables ([[{where}]])", _action_from_plain)
+        actions = decode_tagged_tables(
+            items,
+            where,
+            ACTION_TYPES,
+            "action",
+            ActionScheduleError,
+            f"{where}: must be a list of action tables ([[{where}]])",
+            _action_from_plain,
+        )
         try:
             return ActionSchedule(tuple(actions))
         except ActionScheduleError as err:
@@ -295,8 +322,9 @@ def _action_from_plain(cls: type, item: Mapping, at: str) -> Action:
             try:
                 value = SavepointFormatType(value)
             except ValueError:
-                raise ActionScheduleError(f"{where}: must be canonical (barriersim writes canonical savepoints "
-                                          f"only), got {value!r}") from None
+                raise ActionScheduleError(
+                    f"{where}: must be canonical (barriersim writes canonical savepoints only), got {value!r}"
+                ) from None
         elif key == "from":
             try:
                 key, value = "source", RestoreSource(value)

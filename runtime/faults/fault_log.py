@@ -73,8 +73,10 @@ class FaultLog:
 
     def report(self) -> list[dict]:
         """One entry per fault of the schedule, in its order: its fields, ``fired`` and ``first_at_ms``."""
-        return [{**fault_to_plain(f), "fired": n, "first_at_ms": t}
-                for f, n, t in zip(self.schedule.faults, self._counts, self._first_at_ms)]
+        return [
+            {**fault_to_plain(f), "fired": n, "first_at_ms": t}
+            for f, n, t in zip(self.schedule.faults, self._counts, self._first_at_ms)
+        ]
 
 
 def describe(entry: dict) -> str:

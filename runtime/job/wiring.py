@@ -29,14 +29,19 @@ class Wiring:
                     for channel_idx, producer in enumerate(graph.channels_in_gate(vertex.name, gate_idx, j)):
                         subpartition_idx = graph.subpartitions_of(edge, producer).index(j)
                         consumer = ((vertex.name, j), InputChannelInfo(gate_idx, channel_idx))
-                        producer_end = ((edge.source, producer), ResultSubpartitionInfo(partition_idx, subpartition_idx))
+                        producer_end = (
+                            (edge.source, producer),
+                            ResultSubpartitionInfo(partition_idx, subpartition_idx),
+                        )
                         self.downstream[producer_end] = consumer
                         self.upstream[consumer] = producer_end
 
     def channel_of(self, producer: SubtaskKey, info: ResultSubpartitionInfo) -> tuple[SubtaskKey, InputChannelInfo]:
         return self.downstream[(producer, info)]
 
-    def subpartition_of(self, consumer: SubtaskKey, info: InputChannelInfo) -> tuple[SubtaskKey, ResultSubpartitionInfo]:
+    def subpartition_of(
+        self, consumer: SubtaskKey, info: InputChannelInfo
+    ) -> tuple[SubtaskKey, ResultSubpartitionInfo]:
         return self.upstream[(consumer, info)]
 
     def is_local(self, producer: SubtaskKey, consumer: SubtaskKey) -> bool:

@@ -53,8 +53,11 @@ class SubtaskOperator:
         """End of all input; ``final_checkpoint``: a final checkpoint will follow (FLIP-147) and commit."""
         return _NOTHING
 
-    def snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
-                 ) -> OperatorSubtaskState:
+    def snapshot(
+        self,
+        checkpoint_id: int,
+        checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+    ) -> OperatorSubtaskState:
         """The subtask's state for a checkpoint or a savepoint (``checkpoint_type``: a keyed backend writes a
         savepoint in the canonical full format)."""
         return OperatorSubtaskState()

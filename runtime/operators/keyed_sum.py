@@ -78,7 +78,7 @@ class KeySlots:
             grown = np.empty(max(64, 2 * self.count), dtype=np.int64)
             grown[:first] = self.keys[:first]
             self.keys = grown
-        self.keys[first:self.count] = new_keys
+        self.keys[first : self.count] = new_keys
         for i, key in enumerate(new_keys.tolist()):
             if 0 <= key < len(self._table):
                 self._table[key] = first + i

@@ -64,7 +64,7 @@ class ExternalStore:
         ``transaction_ids``, the output a restore of that snapshot produces again."""
         order, ids = list(self.committed), set(transaction_ids)
         positions = [i for i, tid in enumerate(order) if tid in ids]
-        return order[max(positions) + 1:] if positions else []
+        return order[max(positions) + 1 :] if positions else []
 
     def write(self, records) -> None:
         batch = RecordBatch.of(records)
@@ -93,22 +93,27 @@ class ExternalStore:
         """Everything the system holds, to be continued by a later run that restores a savepoint of this one (the
         transactions a restore commits stay pending until then): each transaction's and each direct write's records
         as a batch (``to_msgpack`` writes them as their column buffers)."""
-        return {"committed": [[tid, records] for tid, records in self.committed.items()],
-                "pending": [[tid, records] for tid, records in self.pending.items()],
-                "direct": list(self.direct)}
+        return {
+            "committed": [[tid, records] for tid, records in self.committed.items()],
+            "pending": [[tid, records] for tid, records in self.pending.items()],
+            "direct": list(self.direct),
+        }
 
     @staticmethod
     def from_snapshot(snapshot: dict) -> ExternalStore:
         """The store ``snapshot`` describes: its records as batches (one per transaction, one per direct write);
         records as arrays of record arrays, the form of earlier versions, are converted."""
+
         def batch(records) -> RecordBatch:
             if type(records) is RecordBatch:
                 return records
             return RecordBatch.from_rows([tuple(r) for r in records]) if len(records) else RecordBatch.empty()
 
-        return ExternalStore(committed={tid: batch(rows) for tid, rows in snapshot.get("committed", ())},
-                             pending={tid: batch(rows) for tid, rows in snapshot.get("pending", ())},
-                             direct=[batch(rows) for rows in snapshot.get("direct", ())])
+        return ExternalStore(
+            committed={tid: batch(rows) for tid, rows in snapshot.get("committed", ())},
+            pending={tid: batch(rows) for tid, rows in snapshot.get("pending", ())},
+            direct=[batch(rows) for rows in snapshot.get("direct", ())],
+        )
 
     def to_msgpack(self) -> bytes:
         """``snapshot`` as msgpack, every batch as its column buffers (``runtime.records_codec``): no per-record
@@ -154,13 +159,13 @@ class _TransactionBuffer:
             grown = np.empty((array.shape[0], max(size + n, 2 * array.shape[1])), dtype=array.dtype)
             grown[:, :size] = array[:, :size]
             self._array = array = grown
-        array[:, size:size + n] = columns
+        array[:, size : size + n] = columns
         self._size = size + n
 
     def batch(self) -> RecordBatch:
         """The records appended so far, as one batch (a view; nothing writes into it again: a pre-committed
         transaction's buffer is not appended to)."""
-        return RecordBatch(self._array[:, :self._size]) if self._size else RecordBatch.empty()
+        return RecordBatch(self._array[:, : self._size]) if self._size else RecordBatch.empty()
 
 
 class TwoPhaseCommitSink:

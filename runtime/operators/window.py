@@ -69,7 +69,9 @@ class TumblingEventTimeWindowSum:
         return list(zip(*(a.tolist() for a in window_sums(starts, keys, values))))
 
     def process_watermark(self, watermark: Watermark) -> RecordBatch:
-        return RecordBatch.from_rows([(start, key, total, count) for (start, key), (total, count) in self.fire_due(watermark)])
+        return RecordBatch.from_rows(
+            [(start, key, total, count) for (start, key), (total, count) in self.fire_due(watermark)]
+        )
 
     def fire_due(self, watermark: Watermark) -> list[tuple[tuple[int, int], list[int]]]:
         """Remove and return, in (window start, key) order, every window whose last timestamp (end - 1) is at or
@@ -110,8 +112,9 @@ def window_sums(starts: np.ndarray, keys: np.ndarray, values: np.ndarray) -> tup
     return starts[at], keys[at], np.add.reduceat(values, at), np.diff(np.append(at, n))
 
 
-def snapshot_windows(windows: dict[tuple[int, int], list[int]], key_group_range: KeyGroupRange,
-                     key_group_of: Callable[[int], int]) -> OperatorSubtaskState:
+def snapshot_windows(
+    windows: dict[tuple[int, int], list[int]], key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]
+) -> OperatorSubtaskState:
     """Open windows ``(window_start, key) -> accumulators`` as keyed state: per key group, the sorted rows
     ``[window_start, key, *accumulators]`` (msgpack)."""
     by_group: dict[int, list] = defaultdict(list)
@@ -121,7 +124,9 @@ def snapshot_windows(windows: dict[tuple[int, int], list[int]], key_group_range:
     return OperatorSubtaskState(managed_keyed_state=(handle,))
 
 
-def restore_windows(state: OperatorSubtaskState | None, key_group_range: KeyGroupRange) -> dict[tuple[int, int], list[int]]:
+def restore_windows(
+    state: OperatorSubtaskState | None, key_group_range: KeyGroupRange
+) -> dict[tuple[int, int], list[int]]:
     """The open windows of the key groups in ``key_group_range`` (after rescaling, a handle may hold more)."""
     windows: dict[tuple[int, int], list[int]] = {}
     if state is None:

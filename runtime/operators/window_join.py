@@ -46,8 +46,13 @@ class TumblingEventTimeWindowJoin(TumblingEventTimeWindowSum):
         return RecordBatch.empty()
 
     def process_watermark(self, watermark: Watermark) -> RecordBatch:
-        return RecordBatch.from_rows([(start, key, lc * rc, ls * rc + rs * lc)
-                                      for (start, key), (lc, ls, rc, rs) in self.fire_due(watermark) if lc and rc])
+        return RecordBatch.from_rows(
+            [
+                (start, key, lc * rc, ls * rc + rs * lc)
+                for (start, key), (lc, ls, rc, rs) in self.fire_due(watermark)
+                if lc and rc
+            ]
+        )
 
 
 def reference_window_join(left, right, size_ms: int) -> RecordBatch:

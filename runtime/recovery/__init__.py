@@ -24,7 +24,17 @@ from barriersim.runtime.recovery.state_assignment_operation import (
 )
 
 __all__ = [
-    "repartition_state", "RestoredState", "checkpoint_loader", "restore_from_pointer", "restore_latest_checkpoint",
-    "ChannelStateRescalingUnsupportedError", "ExecutionJobVertexInfo", "JobManagerTaskRestore",
-    "MaxParallelismMismatchError", "NonRestoredStateError", "StateAssignment", "StateAssignmentError", "assign_states",
+    "repartition_state",
+    "RestoredState",
+    "checkpoint_loader",
+    "restore_from_pointer",
+    "restore_latest_checkpoint",
+    "ChannelStateRescalingUnsupportedError",
+    "ExecutionJobVertexInfo",
+    "JobManagerTaskRestore",
+    "MaxParallelismMismatchError",
+    "NonRestoredStateError",
+    "StateAssignment",
+    "StateAssignmentError",
+    "assign_states",
 ]

@@ -37,14 +37,18 @@ class _MergeMap:
         return [OperatorStateHandle(states, modes) for states, modes in self.by_origin.values()]
 
 
-def _group_by_mode(previous: Sequence[Sequence[OperatorStateHandle]]) -> dict[Mode, dict[str, list[tuple[_Origin, tuple[bytes, ...]]]]]:
+def _group_by_mode(
+    previous: Sequence[Sequence[OperatorStateHandle]],
+) -> dict[Mode, dict[str, list[tuple[_Origin, tuple[bytes, ...]]]]]:
     grouped: dict[Mode, dict[str, list[tuple[_Origin, tuple[bytes, ...]]]]] = {m: {} for m in Mode}
     for old_index, handles in enumerate(previous):
         for handle_index, handle in enumerate(handles):
             if handle is None:
                 continue
             for name, partitions in handle.states.items():
-                grouped[handle.mode_of(name)].setdefault(name, []).append(((old_index, handle_index), tuple(partitions)))
+                grouped[handle.mode_of(name)].setdefault(name, []).append(
+                    ((old_index, handle_index), tuple(partitions))
+                )
     return grouped
 
 

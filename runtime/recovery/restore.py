@@ -40,11 +40,19 @@ def restore_latest_checkpoint(
     loaded = storage.load_latest_checkpoint()
     if loaded is None:
         return None
-    return RestoredState(loaded, assign_states(loaded.metadata, vertices, allow_non_restored_state=allow_non_restored_state))
+    return RestoredState(
+        loaded, assign_states(loaded.metadata, vertices, allow_non_restored_state=allow_non_restored_state)
+    )
 
 
 def restore_from_pointer(
-    storage: CheckpointStorage, pointer: str, vertices: Iterable[ExecutionJobVertexInfo], *, allow_non_restored_state: bool = False
+    storage: CheckpointStorage,
+    pointer: str,
+    vertices: Iterable[ExecutionJobVertexInfo],
+    *,
+    allow_non_restored_state: bool = False,
 ) -> RestoredState:
     loaded = storage.load_checkpoint(pointer)
-    return RestoredState(loaded, assign_states(loaded.metadata, vertices, allow_non_restored_state=allow_non_restored_state))
+    return RestoredState(
+        loaded, assign_states(loaded.metadata, vertices, allow_non_restored_state=allow_non_restored_state)
+    )

@@ -60,7 +60,11 @@ class CutRecorder:
 
             reader.poll = logged_poll
         else:
-            process, process_watermark, end_of_input = operator.process, operator.process_watermark, operator.end_of_input
+            process, process_watermark, end_of_input = (
+                operator.process,
+                operator.process_watermark,
+                operator.end_of_input,
+            )
 
             def logged_process(records, input_index=0):
                 rec.inputs.extend(records)
@@ -78,7 +82,11 @@ class CutRecorder:
                 rec.outputs.extend(out)
                 return out
 
-            operator.process, operator.process_watermark, operator.end_of_input = logged_process, logged_watermark, logged_end
+            operator.process, operator.process_watermark, operator.end_of_input = (
+                logged_process,
+                logged_watermark,
+                logged_end,
+            )
         snapshot = operator.snapshot
 
         def logged_snapshot(checkpoint_id, checkpoint_type=CheckpointType.CHECKPOINT):
@@ -98,8 +106,10 @@ class CutViolation:
     examples: tuple = ()
 
     def __str__(self) -> str:
-        return (f"checkpoint {self.checkpoint_id}, inputs of {self.vertex!r}: {self.problem}: {self.count} "
-                f"record(s), e.g. {list(self.examples)[:3]}")
+        return (
+            f"checkpoint {self.checkpoint_id}, inputs of {self.vertex!r}: {self.problem}: {self.count} "
+            f"record(s), e.g. {list(self.examples)[:3]}"
+        )
 
 
 @dataclass
@@ -169,13 +179,19 @@ def check_consistent_cuts(
             mark = rec.marks.get(checkpoint_id)  # noqa: B023 - called in this iteration only
             if mark is None:
                 return None
-            return rec.outputs[:mark[1]] if outputs else rec.inputs[:mark[0]]
+            return rec.outputs[: mark[1]] if outputs else rec.inputs[: mark[0]]
 
         restored_in, restored_out = _channel_records(log.restored_from, graph)
         persisted_in, persisted_out = _channel_records(metadata, graph)
         if aligned_only and (persisted_in or persisted_out):
-            violations.append(CutViolation(checkpoint_id, "*", "in-flight data in an aligned checkpoint",
-                                           sum(persisted_in.values()) + sum(persisted_out.values())))
+            violations.append(
+                CutViolation(
+                    checkpoint_id,
+                    "*",
+                    "in-flight data in an aligned checkpoint",
+                    sum(persisted_in.values()) + sum(persisted_out.values()),
+                )
+            )
         for vertex in graph.vertices:
             edges = graph.inputs_of(vertex.name)
             if not edges:
@@ -217,10 +233,24 @@ def check_consistent_cuts(
                 continue
             missing = left - right
             if missing:
-                violations.append(CutViolation(checkpoint_id, vertex.name, "missing", sum(missing.values()),
-                                               tuple(sorted(missing, key=repr)[:5])))
+                violations.append(
+                    CutViolation(
+                        checkpoint_id,
+                        vertex.name,
+                        "missing",
+                        sum(missing.values()),
+                        tuple(sorted(missing, key=repr)[:5]),
+                    )
+                )
             unexpected = right - left
             if unexpected and exactly_once:
-                violations.append(CutViolation(checkpoint_id, vertex.name, "unexpected", sum(unexpected.values()),
-                                               tuple(sorted(unexpected, key=repr)[:5])))
+                violations.append(
+                    CutViolation(
+                        checkpoint_id,
+                        vertex.name,
+                        "unexpected",
+                        sum(unexpected.values()),
+                        tuple(sorted(unexpected, key=repr)[:5]),
+                    )
+                )
     return violations

@@ -140,18 +140,22 @@ class Simulation:
 
     # -- scheduling ------------------------------------------------------------------------------
 
-    def schedule_at(self, time_us: int, callback: Callable[[], Any], priority: Priority = Priority.NORMAL,
-                    label: str = "") -> ScheduledEvent:
+    def schedule_at(
+        self, time_us: int, callback: Callable[[], Any], priority: Priority = Priority.NORMAL, label: str = ""
+    ) -> ScheduledEvent:
         if time_us < self.now_us:
-            raise SimulationError(f"cannot schedule {label or callback!r} at {time_us} us: the clock is at {self.now_us} us")
+            raise SimulationError(
+                f"cannot schedule {label or callback!r} at {time_us} us: the clock is at {self.now_us} us"
+            )
         entry = _Entry(time_us, callback, label)
         seq = self._seq
         self._seq = seq + 1
         heapq.heappush(self._heap, (time_us, int(priority), seq, entry))
         return ScheduledEvent(entry)
 
-    def schedule_after(self, delay_us: int, callback: Callable[[], Any], priority: Priority = Priority.NORMAL,
-                       label: str = "") -> ScheduledEvent:
+    def schedule_after(
+        self, delay_us: int, callback: Callable[[], Any], priority: Priority = Priority.NORMAL, label: str = ""
+    ) -> ScheduledEvent:
         if delay_us < 0:
             raise SimulationError(f"negative delay {delay_us} us for {label or callback!r}")
         return self.schedule_at(self.now_us + delay_us, callback, priority, label)

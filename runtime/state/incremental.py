@@ -97,8 +97,10 @@ class SortedRun:
         return not (self.largest < smallest or largest < self.smallest)
 
     def encode(self) -> bytes:
-        return msgpack.packb([[kg, list(key), None if value is None else list(value)]
-                              for (kg, key), value in self.entries], use_bin_type=True)
+        return msgpack.packb(
+            [[kg, list(key), None if value is None else list(value)] for (kg, key), value in self.entries],
+            use_bin_type=True,
+        )
 
 
 def local_path(level: int, sequence: int) -> str:
@@ -111,7 +113,9 @@ def parse_local_path(path: str) -> tuple[int, int]:
         level, sequence = path.removesuffix(".sst").removeprefix("L").split("-")
         return int(level), int(sequence)
     except ValueError:
-        raise IncrementalStateError(f"{path!r} is not the file name of a sorted run (L<level>-<sequence>.sst)") from None
+        raise IncrementalStateError(
+            f"{path!r} is not the file name of a sorted run (L<level>-<sequence>.sst)"
+        ) from None
 
 
 def decode_run(handle: SharedStateHandle, path: str) -> list[tuple[tuple, tuple | None]]:
@@ -120,13 +124,17 @@ def decode_run(handle: SharedStateHandle, path: str) -> list[tuple[tuple, tuple 
     if data is None:
         raise IncrementalStateError(f"shared state {handle.key}: its data was not read")
     if len(data) != handle.size or zlib.crc32(data) != handle.crc32:
-        raise IncrementalStateError(f"shared state {handle.key} ({path}): {len(data)} bytes with crc32 "
-                                    f"0x{zlib.crc32(data):08x}, its handle says {handle.size} bytes, 0x{handle.crc32:08x}")
+        raise IncrementalStateError(
+            f"shared state {handle.key} ({path}): {len(data)} bytes with crc32 "
+            f"0x{zlib.crc32(data):08x}, its handle says {handle.size} bytes, 0x{handle.crc32:08x}"
+        )
     try:
         plain = msgpack.unpackb(data, raw=False, use_list=False, strict_map_key=False)
         return [((kg, tuple(key)), None if value is None else tuple(value)) for kg, key, value in plain]
     except (msgpack.UnpackException, ValueError, TypeError) as e:
-        raise IncrementalStateError(f"shared state {handle.key} ({path}): undecodable run: {e or type(e).__name__}") from None
+        raise IncrementalStateError(
+            f"shared state {handle.key} ({path}): undecodable run: {e or type(e).__name__}"
+        ) from None
 
 
 def _merge_newest_first(runs: Sequence[Iterable[tuple[tuple, tuple | None]]]) -> dict[tuple, tuple | None]:
@@ -149,13 +157,19 @@ def rows_of_incremental_handles(handles: Iterable, key_group_range: KeyGroupRang
     rows: list[tuple[int, tuple]] = []
     for handle in handles:
         if not isinstance(handle, IncrementalKeyedStateHandle):
-            rows.extend((kg, row) for kg, row in rows_from_state(OperatorSubtaskState(managed_keyed_state=(handle,)))
-                        if kg in key_group_range)
+            rows.extend(
+                (kg, row)
+                for kg, row in rows_from_state(OperatorSubtaskState(managed_keyed_state=(handle,)))
+                if kg in key_group_range
+            )
             continue
         entries = sorted(handle.shared_state, key=lambda e: _precedence(e.local_path))
         merged = _merge_newest_first([decode_run(_real(e), e.local_path) for e in entries])
-        rows.extend((kg, key + value) for (kg, key), value in sorted(merged.items())
-                    if value is not None and kg in key_group_range)
+        rows.extend(
+            (kg, key + value)
+            for (kg, key), value in sorted(merged.items())
+            if value is not None and kg in key_group_range
+        )
     return rows
 
 
@@ -169,14 +183,24 @@ def as_full_snapshot(state: OperatorSubtaskState, key_group_range: KeyGroupRange
 
 def _real(entry: HandleAndLocalPath) -> SharedStateHandle:
     if isinstance(entry.handle, PlaceholderStateHandle):
-        raise IncrementalStateError(f"shared state {entry.handle.key} ({entry.local_path}) is a placeholder: only a "
-                                    "registered checkpoint's handles can be restored")
+        raise IncrementalStateError(
+            f"shared state {entry.handle.key} ({entry.local_path}) is a placeholder: only a "
+            "registered checkpoint's handles can be restored"
+        )
     return entry.handle
 
 
 class IncrementalKeyedStateBackend:
-    def __init__(self, operator: KeyedRows, key_group_range: KeyGroupRange, config: StateBackendConfig,
-                 memory_threshold: int, rng: random.Random, name: str, upload: Upload = inline_upload):
+    def __init__(
+        self,
+        operator: KeyedRows,
+        key_group_range: KeyGroupRange,
+        config: StateBackendConfig,
+        memory_threshold: int,
+        rng: random.Random,
+        name: str,
+        upload: Upload = inline_upload,
+    ):
         self._operator = operator
         self.key_group_range = key_group_range
         self.config = config
@@ -257,7 +281,9 @@ class IncrementalKeyedStateBackend:
             if len(self.levels[0]) >= self.config.level0_compaction_trigger:
                 self._merge(0, list(self.levels[0]))
                 continue
-            over = next((n for n in range(1, last) if sum(r.state_size for r in self.levels[n]) > self._target(n)), None)
+            over = next(
+                (n for n in range(1, last) if sum(r.state_size for r in self.levels[n]) > self._target(n)), None
+            )
             if over is None:
                 return
             self._merge(over, [self._rng.choice(self.levels[over])])
@@ -280,8 +306,11 @@ class IncrementalKeyedStateBackend:
 
     # -- snapshots ----------------------------------------------------------------------------------------------
 
-    def snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
-                 ) -> OperatorSubtaskState:
+    def snapshot(
+        self,
+        checkpoint_id: int,
+        checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+    ) -> OperatorSubtaskState:
         if checkpoint_type.is_savepoint:
             return self._canonical_savepoint()
         flushed = self._flush()
@@ -305,10 +334,12 @@ class IncrementalKeyedStateBackend:
             new_bytes += run.state_size
             files += run.state_size >= self._threshold
         self._uploaded[checkpoint_id] = uploads
-        meta = msgpack.packb({"backend": self.backend_id, "checkpoint": checkpoint_id, "key_width": self._width},
-                             use_bin_type=True)
-        handle = IncrementalKeyedStateHandle(self.backend_id, self.key_group_range, checkpoint_id, tuple(shared), meta,
-                                             new_bytes + len(meta))
+        meta = msgpack.packb(
+            {"backend": self.backend_id, "checkpoint": checkpoint_id, "key_width": self._width}, use_bin_type=True
+        )
+        handle = IncrementalKeyedStateHandle(
+            self.backend_id, self.key_group_range, checkpoint_id, tuple(shared), meta, new_bytes + len(meta)
+        )
         self.last_work = SnapshotWork(copied_bytes=flushed, uploaded_bytes=new_bytes + len(meta), files=files)
         return OperatorSubtaskState(managed_keyed_state=(handle,))
 
@@ -340,8 +371,11 @@ class IncrementalKeyedStateBackend:
         handles = state.managed_keyed_state
         rows = rows_of_incremental_handles(handles, self.key_group_range)
         self._operator.restore_state(state_from_rows(rows, self.key_group_range))
-        if (len(handles) == 1 and isinstance(handles[0], IncrementalKeyedStateHandle)
-                and handles[0].key_group_range == self.key_group_range):
+        if (
+            len(handles) == 1
+            and isinstance(handles[0], IncrementalKeyedStateHandle)
+            and handles[0].key_group_range == self.key_group_range
+        ):
             self._reuse(handles[0])
         # otherwise the state is the operator's, written anew (all of it) at the next checkpoint
 
@@ -356,7 +390,8 @@ class IncrementalKeyedStateBackend:
             real = _real(entry)
             entries = decode_run(real, entry.local_path)
             self.levels[min(level, len(self.levels) - 1)].append(
-                SortedRun(level, sequence, tuple(entries), real.state_size))
+                SortedRun(level, sequence, tuple(entries), real.state_size)
+            )
             uploads[entry.local_path] = real
             self._sequence = max(self._sequence, sequence)
         self.levels[0].sort(key=lambda r: -r.sequence)

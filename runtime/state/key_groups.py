@@ -89,7 +89,9 @@ def assign_to_key_group(key: object, max_parallelism: int) -> int:
     return compute_key_group_for_key_hash(java_hash_code(key), max_parallelism)
 
 
-def compute_key_group_range_for_operator_index(max_parallelism: int, parallelism: int, operator_index: int) -> KeyGroupRange:
+def compute_key_group_range_for_operator_index(
+    max_parallelism: int, parallelism: int, operator_index: int
+) -> KeyGroupRange:
     _check_parallelism(max_parallelism, parallelism)
     start = (operator_index * max_parallelism + parallelism - 1) // parallelism
     end = ((operator_index + 1) * max_parallelism - 1) // parallelism

@@ -22,8 +22,9 @@ class RescaleMappings:
 
     __slots__ = ("number_of_sources", "mappings", "number_of_targets", "_identity")
 
-    def __init__(self, number_of_sources: int, mappings: Sequence[Sequence[int]], number_of_targets: int,
-                 identity: bool = False):
+    def __init__(
+        self, number_of_sources: int, mappings: Sequence[Sequence[int]], number_of_targets: int, identity: bool = False
+    ):
         self.number_of_sources = number_of_sources
         self.mappings = tuple(tuple(t) for t in mappings)
         self.number_of_targets = number_of_targets

@@ -345,11 +345,17 @@ def metadata_bytes_estimate(states, memory_threshold: int) -> int:
         for h in state.managed_keyed_state:
             if isinstance(h, IncrementalKeyedStateHandle):
                 keyed += len(h.meta_state) + sum(
-                    len(e.handle.data) if isinstance(e.handle, SharedStateHandle) and e.handle.data is not None
-                    else HANDLE_BYTES for e in h.shared_state)
+                    len(e.handle.data)
+                    if isinstance(e.handle, SharedStateHandle) and e.handle.data is not None
+                    else HANDLE_BYTES
+                    for e in h.shared_state
+                )
             else:
                 keyed += sum(len(v) for v in h.key_groups.values())
-        parts = (keyed, sum(len(p) for h in state.managed_operator_state for parts in h.states.values() for p in parts),
-                 state.in_flight_data_size)
+        parts = (
+            keyed,
+            sum(len(p) for h in state.managed_operator_state for parts in h.states.values() for p in parts),
+            state.in_flight_data_size,
+        )
         total += HANDLE_BYTES + sum(part if part < memory_threshold else HANDLE_BYTES for part in parts)
     return total

@@ -111,8 +111,9 @@ class CheckpointStorage(abc.ABC):
         """Fault injection: the next metadata write fails as ``fault`` says."""
 
     @abc.abstractmethod
-    def persist_checkpoint(self, metadata: CheckpointMetadata, *, is_savepoint: bool = False,
-                           target_location: str | None = None) -> CompletedCheckpointStorageLocation:
+    def persist_checkpoint(
+        self, metadata: CheckpointMetadata, *, is_savepoint: bool = False, target_location: str | None = None
+    ) -> CompletedCheckpointStorageLocation:
         """Encode and commit ``metadata`` (state files first, ``_metadata`` last, atomically); afterwards it is
         listed and loadable. ``CheckpointStorageWriteError`` (nothing visible) when the write fails,
         ``CheckpointAlreadyExistsError`` when checkpoint N already has metadata."""

@@ -72,11 +72,20 @@ class CompletedCheckpointList:
         for cid in checkpoint_ids:
             location = self._known.get(cid)
             if location is None or location.metadata_crc32 is None:
-                raise CheckpointStorageError(f"job {self.job_id}: checkpoint {cid} was neither written nor read here; "
-                                             "the completed-checkpoint list cannot point to it")
-            pointers.append(CompletedCheckpointPointer(cid, location.external_pointer, location.metadata_pointer,
-                                                       location.metadata_size, location.metadata_crc32,
-                                                       location.is_savepoint))
+                raise CheckpointStorageError(
+                    f"job {self.job_id}: checkpoint {cid} was neither written nor read here; "
+                    "the completed-checkpoint list cannot point to it"
+                )
+            pointers.append(
+                CompletedCheckpointPointer(
+                    cid,
+                    location.external_pointer,
+                    location.metadata_pointer,
+                    location.metadata_size,
+                    location.metadata_crc32,
+                    location.is_savepoint,
+                )
+            )
         self.write(pointers)
 
     def write(self, pointers: Sequence[CompletedCheckpointPointer]) -> None:
@@ -84,8 +93,10 @@ class CompletedCheckpointList:
         if not pointers:
             self.remove()
             return
-        entries = [[p.checkpoint_id, p.external_pointer, p.metadata_pointer, p.metadata_size, p.metadata_crc32,
-                    p.is_savepoint] for p in pointers]
+        entries = [
+            [p.checkpoint_id, p.external_pointer, p.metadata_pointer, p.metadata_size, p.metadata_crc32, p.is_savepoint]
+            for p in pointers
+        ]
         payload = msgpack.packb({"job_id": self.job_id, "checkpoints": entries}, use_bin_type=True)
         self._files.write_pointer_list(metadata_serializer.frame(payload, POINTER_LIST_MAGIC))
 
@@ -99,12 +110,15 @@ class CompletedCheckpointList:
 
     def decode(self, source: str, data: bytes) -> tuple[CompletedCheckpointPointer, ...]:
         """The pointers of the list image ``data`` read from ``source``, oldest first (typed errors if damaged)."""
-        payload = metadata_serializer.unframe(data, source, POINTER_LIST_MAGIC, "completed-checkpoint list",
-                                              CorruptPointerListError)
+        payload = metadata_serializer.unframe(
+            data, source, POINTER_LIST_MAGIC, "completed-checkpoint list", CorruptPointerListError
+        )
         try:
             plain = msgpack.unpackb(payload, raw=False, use_list=False)
             if not isinstance(plain, dict) or plain.get("job_id") != self.job_id:
-                raise ValueError(f"not the list of job {self.job_id} (job {plain.get('job_id') if isinstance(plain, dict) else None!r})")
+                raise ValueError(
+                    f"not the list of job {self.job_id} (job {plain.get('job_id') if isinstance(plain, dict) else None!r})"
+                )
             pointers = tuple(CompletedCheckpointPointer(*_pointer_fields(entry)) for entry in plain["checkpoints"])
         except (msgpack.UnpackException, ValueError, TypeError, KeyError) as e:
             raise CorruptPointerListError(source, f"malformed list: {e or type(e).__name__}") from None
@@ -119,7 +133,13 @@ def _pointer_fields(entry) -> tuple:
     if not isinstance(entry, tuple) or len(entry) != 6:
         raise ValueError(f"entry {entry!r} is not {shape}")
     cid, external, metadata, size, crc, is_savepoint = entry
-    if not (isinstance(cid, int) and isinstance(external, str) and isinstance(metadata, str) and isinstance(size, int)
-            and isinstance(crc, int) and isinstance(is_savepoint, bool)) or isinstance(cid, bool):
+    if not (
+        isinstance(cid, int)
+        and isinstance(external, str)
+        and isinstance(metadata, str)
+        and isinstance(size, int)
+        and isinstance(crc, int)
+        and isinstance(is_savepoint, bool)
+    ) or isinstance(cid, bool):
         raise ValueError(f"entry {entry!r} is not {shape}")
     return cid, external, metadata, size, crc, is_savepoint

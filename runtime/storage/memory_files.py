@@ -73,7 +73,9 @@ class MemoryCheckpointFiles:
         if key.endswith("/" + METADATA_FILE_NAME):
             key = key[: -len(METADATA_FILE_NAME) - 1]
         if key not in self._blobs:
-            raise CheckpointNotFoundError(f"Cannot find checkpoint or savepoint '{pointer}' in the job manager's memory")
+            raise CheckpointNotFoundError(
+                f"Cannot find checkpoint or savepoint '{pointer}' in the job manager's memory"
+            )
         return self._blobs[key][0]
 
     def read_metadata(self, location: CompletedCheckpointStorageLocation) -> bytes:

@@ -62,8 +62,9 @@ class JobManagerCheckpointStorage(CheckpointStorage):
     def fail_next_write(self, fault: WriteFault = WriteFault.FAIL_BEFORE_WRITE) -> None:
         self.writer.fail_next_write(fault)
 
-    def persist_checkpoint(self, metadata: CheckpointMetadata, *, is_savepoint: bool = False,
-                           target_location: str | None = None) -> CompletedCheckpointStorageLocation:
+    def persist_checkpoint(
+        self, metadata: CheckpointMetadata, *, is_savepoint: bool = False, target_location: str | None = None
+    ) -> CompletedCheckpointStorageLocation:
         """A failing or crashing write (fault injection) stores nothing: there is no disk it could leave
         something on."""
         checkpoint_id = metadata.checkpoint_id
@@ -81,7 +82,9 @@ class JobManagerCheckpointStorage(CheckpointStorage):
         else:
             pointer = self.files.checkpoint_pointer(checkpoint_id)
             if self.files.holds(pointer):
-                raise CheckpointAlreadyExistsError(f"{pointer}/{METADATA_FILE_NAME}: checkpoint {checkpoint_id} already has metadata")
+                raise CheckpointAlreadyExistsError(
+                    f"{pointer}/{METADATA_FILE_NAME}: checkpoint {checkpoint_id} already has metadata"
+                )
         data = metadata_serializer.serialize(metadata)
         location = CompletedCheckpointStorageLocation(
             checkpoint_id=checkpoint_id,

@@ -76,8 +76,13 @@ def frame(payload: bytes, magic: int = HEADER_MAGIC_NUMBER, version: int = METAD
     return head + _CRC.pack(crc) + payload
 
 
-def unframe(data: bytes, source: str, magic: int = HEADER_MAGIC_NUMBER, what: str = "checkpoint/savepoint metadata",
-            error: type[CorruptMetadataError] = CorruptMetadataError) -> bytes:
+def unframe(
+    data: bytes,
+    source: str,
+    magic: int = HEADER_MAGIC_NUMBER,
+    what: str = "checkpoint/savepoint metadata",
+    error: type[CorruptMetadataError] = CorruptMetadataError,
+) -> bytes:
     """The payload of a framed file image, after checking its header, length and checksum."""
     if len(data) < HEADER_SIZE:
         raise error(source, f"truncated: {len(data)} bytes is shorter than the {HEADER_SIZE}-byte header")
@@ -107,10 +112,14 @@ def unframe(data: bytes, source: str, magic: int = HEADER_MAGIC_NUMBER, what: st
 # -- encoding -------------------------------------------------------------------------------------
 
 
-def serialize(metadata: CheckpointMetadata, *, directory: str | None = None,
-              write_state_file: StateFileWriter | None = None,
-              memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
-              write_shared_file: SharedFileWriter | None = None) -> bytes:
+def serialize(
+    metadata: CheckpointMetadata,
+    *,
+    directory: str | None = None,
+    write_state_file: StateFileWriter | None = None,
+    memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
+    write_shared_file: SharedFileWriter | None = None,
+) -> bytes:
     """Encode ``metadata`` as a complete ``_metadata`` file image (header + checksummed payload); with
     ``write_state_file``, state streams of ``memory_threshold`` bytes or more are written through it and
     referenced by handle; with ``write_shared_file``, so are an incremental handle's shared runs of that size
@@ -293,13 +302,20 @@ class DecodedMetadata:
     state_files: tuple[StateFileHandle, ...]
 
 
-def deserialize(data: bytes, source: str = "<bytes>", *, read_state_file: StateFileReader | None = None) -> CheckpointMetadata:
+def deserialize(
+    data: bytes, source: str = "<bytes>", *, read_state_file: StateFileReader | None = None
+) -> CheckpointMetadata:
     """Decode a ``_metadata`` file image; ``source`` (the file's path) names it in every error."""
     return decode(data, source, read_state_file=read_state_file).metadata
 
 
-def decode(data: bytes, source: str = "<bytes>", *, read_state_file: StateFileReader | None = None,
-           before_state_files: Callable[[int, str | None], None] | None = None) -> DecodedMetadata:
+def decode(
+    data: bytes,
+    source: str = "<bytes>",
+    *,
+    read_state_file: StateFileReader | None = None,
+    before_state_files: Callable[[int, str | None], None] | None = None,
+) -> DecodedMetadata:
     """Decode a ``_metadata`` file image, reading and checking every state file it references through
     ``read_state_file`` (without one, a referenced state file is an error); ``before_state_files(checkpoint id,
     recorded directory)`` may refuse the metadata before any state file is read."""
@@ -350,7 +366,9 @@ def _internalize_shared(subtask: dict, read: StateFileReader | None, source: str
                 raise _Malformed(f"{w}[1].file {name!r} is not a file name in the shared state directory")
             if read is None:
                 raise _Malformed(f"{w}[1] refers to the shared file {name!r}, which only a filesystem storage can read")
-            file = StateFileHandle(name, _field(shared, "size", int, f"{w}[1]"), _field(shared, "crc32", int, f"{w}[1]"))
+            file = StateFileHandle(
+                name, _field(shared, "size", int, f"{w}[1]"), _field(shared, "crc32", int, f"{w}[1]")
+            )
             path, data = _read_checked(read, file, "shared state file", source)
             handles.append(file)
             shared["data"] = data
@@ -374,12 +392,17 @@ def _internalize(subtask: dict, read: StateFileReader | None, source: str, handl
         value = subtask.get(key)
         if not isinstance(value, dict):
             continue
-        handle = StateFileHandle(_field(value, "file", str, f"{where}.{key}"), _field(value, "size", int, f"{where}.{key}"),
-                                 _field(value, "crc32", int, f"{where}.{key}"))
+        handle = StateFileHandle(
+            _field(value, "file", str, f"{where}.{key}"),
+            _field(value, "size", int, f"{where}.{key}"),
+            _field(value, "crc32", int, f"{where}.{key}"),
+        )
         if "/" in handle.file or handle.file in ("", ".", ".."):
             raise _Malformed(f"{where}.{key}.file {handle.file!r} is not a file name in the checkpoint's directory")
         if read is None:
-            raise _Malformed(f"{where}.{key} refers to the state file {handle.file!r}, which only a filesystem storage can read")
+            raise _Malformed(
+                f"{where}.{key} refers to the state file {handle.file!r}, which only a filesystem storage can read"
+            )
         path, data = _read_checked(read, handle, "state file", source)
         try:
             content = msgpack.unpackb(data, raw=False, use_list=False, strict_map_key=False, ext_hook=_decode_ext)
@@ -388,7 +411,9 @@ def _internalize(subtask: dict, read: StateFileReader | None, source: str, handl
         handles.append(handle)
         if key == "channel_state":
             if not isinstance(content, tuple) or len(content) != 2:
-                raise CorruptStateFileError(path, "malformed channel state: expected [input channels, output subpartitions]")
+                raise CorruptStateFileError(
+                    path, "malformed channel state: expected [input channels, output subpartitions]"
+                )
             del subtask[key]
             subtask["input_channel_state"], subtask["result_subpartition_state"] = content
         else:
@@ -426,7 +451,9 @@ def _metadata_from_plain(p: Any) -> CheckpointMetadata:
     w = "metadata"
     return CheckpointMetadata(
         checkpoint_id=_field(p, "checkpoint_id", int, w),
-        operator_states=_seq(_field(p, "operator_states", tuple, w), f"{w}.operator_states", _operator_state_from_plain),
+        operator_states=_seq(
+            _field(p, "operator_states", tuple, w), f"{w}.operator_states", _operator_state_from_plain
+        ),
         master_states=_seq(_field(p, "master_states", tuple, w), f"{w}.master_states", _master_state_from_plain),
     )
 
@@ -435,7 +462,9 @@ def _master_state_from_plain(v: Any, w: str) -> MasterState:
     _expect(v, tuple, w)
     if len(v) != 3:
         raise _Malformed(f"{w} has {len(v)} items, expected 3")
-    return MasterState(_expect(v[0], str, f"{w}.name"), _expect(v[1], int, f"{w}.version"), _expect(v[2], bytes, f"{w}.data"))
+    return MasterState(
+        _expect(v[0], str, f"{w}.name"), _expect(v[1], int, f"{w}.version"), _expect(v[2], bytes, f"{w}.data")
+    )
 
 
 def _operator_state_from_plain(p: Any, w: str) -> OperatorState:
@@ -462,14 +491,20 @@ def _operator_state_from_plain(p: Any, w: str) -> OperatorState:
 
 def _subtask_from_plain(p: Any, w: str) -> OperatorSubtaskState:
     return OperatorSubtaskState(
-        managed_operator_state=_seq(_field(p, "managed_operator_state", tuple, w), f"{w}.managed_operator_state", _operator_handle_from_plain),
-        managed_keyed_state=_seq(_field(p, "managed_keyed_state", tuple, w), f"{w}.managed_keyed_state", _keyed_handle_from_plain),
+        managed_operator_state=_seq(
+            _field(p, "managed_operator_state", tuple, w), f"{w}.managed_operator_state", _operator_handle_from_plain
+        ),
+        managed_keyed_state=_seq(
+            _field(p, "managed_keyed_state", tuple, w), f"{w}.managed_keyed_state", _keyed_handle_from_plain
+        ),
         input_channel_state=_seq(
-            _field(p, "input_channel_state", tuple, w), f"{w}.input_channel_state",
+            _field(p, "input_channel_state", tuple, w),
+            f"{w}.input_channel_state",
             lambda v, ww: _channel_handle_from_plain(v, ww, InputChannelStateHandle, InputChannelInfo),
         ),
         result_subpartition_state=_seq(
-            _field(p, "result_subpartition_state", tuple, w), f"{w}.result_subpartition_state",
+            _field(p, "result_subpartition_state", tuple, w),
+            f"{w}.result_subpartition_state",
             lambda v, ww: _channel_handle_from_plain(v, ww, ResultSubpartitionStateHandle, ResultSubpartitionInfo),
         ),
         is_finished=bool(p.get("finished", False)) if isinstance(p, dict) else False,
@@ -524,14 +559,22 @@ def _shared_entry_from_plain(p: Any, w: str) -> HandleAndLocalPath:
     path = _expect(p[0], str, f"{w}[0]")
     h = p[1]
     if isinstance(h, dict) and h.get("placeholder"):
-        return HandleAndLocalPath(path, PlaceholderStateHandle(_field(h, "key", str, f"{w}[1]"),
-                                                               _field(h, "state_size", int, f"{w}[1]")))
+        return HandleAndLocalPath(
+            path, PlaceholderStateHandle(_field(h, "key", str, f"{w}[1]"), _field(h, "state_size", int, f"{w}[1]"))
+        )
     data = h.get("data") if isinstance(h, dict) else None
     if data is not None:
         _expect(data, bytes, f"{w}[1].data")
-    return HandleAndLocalPath(path, SharedStateHandle(
-        _field(h, "key", str, f"{w}[1]"), _field(h, "size", int, f"{w}[1]"), _field(h, "crc32", int, f"{w}[1]"),
-        _field(h, "state_size", int, f"{w}[1]"), data))
+    return HandleAndLocalPath(
+        path,
+        SharedStateHandle(
+            _field(h, "key", str, f"{w}[1]"),
+            _field(h, "size", int, f"{w}[1]"),
+            _field(h, "crc32", int, f"{w}[1]"),
+            _field(h, "state_size", int, f"{w}[1]"),
+            data,
+        ),
+    )
 
 
 def _channel_handle_from_plain(p: Any, w: str, handle_type: type, info_type: type):

@@ -107,8 +107,10 @@ class ObjectStore:
         """One PUT: the object is visible whole once it returns, and not at all if it fails or an injected fault
         stops it (an unfinished upload leaves no object)."""
         if fault is not None:
-            raise CheckpointStorageWriteError(f"{self.uri(path)}: injected write failure ({fault.value}); "
-                                              "the upload did not complete, nothing is visible")
+            raise CheckpointStorageWriteError(
+                f"{self.uri(path)}: injected write failure ({fault.value}); "
+                "the upload did not complete, nothing is visible"
+            )
         with self.filesystem.open_output_stream(path) as out:
             out.write(data)
 

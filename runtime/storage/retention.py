@@ -39,8 +39,9 @@ def discard_on_termination(retention_policy: object, job_status: object) -> bool
     return status in _DISCARD_ON[policy]
 
 
-def retain_or_discard(retained: Iterable[CompletedCheckpointStorageLocation], discard: bool,
-                      discard_checkpoint: Callable[[int], object]) -> dict[int, RetentionDecision]:
+def retain_or_discard(
+    retained: Iterable[CompletedCheckpointStorageLocation], discard: bool, discard_checkpoint: Callable[[int], object]
+) -> dict[int, RetentionDecision]:
     """Discard (through ``discard_checkpoint``) or keep each retained checkpoint; the decision of each."""
     decisions: dict[int, RetentionDecision] = {}
     for location in retained:

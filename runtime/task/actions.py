@@ -143,4 +143,11 @@ class CheckpointSkipped:
     reason: SkipReason
 
 
-TaskCheckpointAction = BroadcastEvent | SyncSnapshotTaken | AsyncCheckpointStarted | AcknowledgeCheckpoint | DeclineCheckpoint | CheckpointSkipped
+TaskCheckpointAction = (
+    BroadcastEvent
+    | SyncSnapshotTaken
+    | AsyncCheckpointStarted
+    | AcknowledgeCheckpoint
+    | DeclineCheckpoint
+    | CheckpointSkipped
+)

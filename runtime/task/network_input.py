@@ -35,9 +35,17 @@ _IDLE = StepResult(StepOutcome.IDLE)
 
 
 class StreamTaskNetworkInput:
-    def __init__(self, input_side: InputSide, chain: OperatorChain, *, task_name: str,
-                 input_of_gate: Sequence[int] | None, upstream: Callable[[Any], None],
-                 end_of_data: Callable[[], None], end_of_input: Callable[[], None]):
+    def __init__(
+        self,
+        input_side: InputSide,
+        chain: OperatorChain,
+        *,
+        task_name: str,
+        input_of_gate: Sequence[int] | None,
+        upstream: Callable[[Any], None],
+        end_of_data: Callable[[], None],
+        end_of_input: Callable[[], None],
+    ):
         """``input_of_gate``: the logical input of each gate for a two-input operator, else None; ``upstream``
         takes the acknowledgement of an ``EndOfData`` for the upstream task; ``end_of_data`` is called once every
         channel's data ended (``EndOfData`` or end of partition on each), ``end_of_input`` once every channel
@@ -64,8 +72,12 @@ class StreamTaskNetworkInput:
 
     # -- restore -------------------------------------------------------------------------------------
 
-    def recover(self, recovered: list[tuple[InputChannelInfo, Any]],
-                demux: dict[InputChannelInfo, DemultiplexingChannel], awaiting: set[InputChannelInfo]) -> None:
+    def recover(
+        self,
+        recovered: list[tuple[InputChannelInfo, Any]],
+        demux: dict[InputChannelInfo, DemultiplexingChannel],
+        awaiting: set[InputChannelInfo],
+    ) -> None:
         """The restore's recovered input (``(channel, element)`` in the order to process), the virtual channels of
         a rescaled restore, and the channels whose ``EndOfChannelStateEvent`` is still to come."""
         self._recovered = recovered
@@ -88,8 +100,10 @@ class StreamTaskNetworkInput:
         demux = self._demux.get(channel)
         if type(event) is SubtaskConnectionDescriptor:
             if demux is None:
-                raise ChannelStateRestoreError(f"{self._task_name}: recovered data on {channel} names virtual "
-                                               f"channel {event}, but the channel has none")
+                raise ChannelStateRestoreError(
+                    f"{self._task_name}: recovered data on {channel} names virtual "
+                    f"channel {event}, but the channel has none"
+                )
             demux.select(event)
         else:
             if demux is not None:
@@ -181,8 +195,9 @@ class StreamTaskNetworkInput:
         # every record before it was processed (Flink's CheckpointedInputGate acknowledges on EndOfData)
         self._upstream(AcknowledgeAllRecordsProcessed(channel))
         if not self._data_ended and all(
-                info in self._end_of_data_channels or self.input_side.get_channel(info).end_of_partition_received
-                for info in self.input_side.channel_infos()):
+            info in self._end_of_data_channels or self.input_side.get_channel(info).end_of_partition_received
+            for info in self.input_side.channel_infos()
+        ):
             self._data_ended = True
             self._end_of_data()
 

@@ -18,8 +18,15 @@ from barriersim.runtime.task.record_writers import RecordWriters
 
 
 class OperatorChain:
-    def __init__(self, operator, partitions: Sequence[ResultPartition], record_writers: RecordWriters, *,
-                 hot_key: int, memory_threshold: int):
+    def __init__(
+        self,
+        operator,
+        partitions: Sequence[ResultPartition],
+        record_writers: RecordWriters,
+        *,
+        hot_key: int,
+        memory_threshold: int,
+    ):
         """``hot_key``: the key whose records cost extra (-1: none), counted by ``hot_records``;
         ``memory_threshold``: state streams at or above it are files of their own (``snapshot_work``)."""
         self.operator = operator

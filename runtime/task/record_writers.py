@@ -24,16 +24,26 @@ from barriersim.runtime.state.key_groups import KeyGroupAssigner, operator_indic
 class RecordWriters:
     """The writers of one task, one per output edge, in the order of the task's result partitions."""
 
-    def __init__(self, graph: JobGraph, edges: Sequence[JobEdge], partitions: Sequence[ResultPartition],
-                 record_size: int, rng: random.Random):
+    def __init__(
+        self,
+        graph: JobGraph,
+        edges: Sequence[JobEdge],
+        partitions: Sequence[ResultPartition],
+        record_size: int,
+        rng: random.Random,
+    ):
         self._graph = graph
         self._edges = tuple(edges)
         self._partitions = tuple(partitions)
         self._writers = tuple(p.writer for p in self._partitions)  # each partition's ``BufferWriter``
         self._record_size = record_size
         self._next_rebalance = [rng.randrange(max(1, p.number_of_subpartitions)) for p in self._partitions]
-        self._hash = [_HashTargets(graph.vertex(e.target).max_parallelism, graph.vertex(e.target).parallelism)
-                      if e.partitioner is Partitioner.HASH else None for e in self._edges]
+        self._hash = [
+            _HashTargets(graph.vertex(e.target).max_parallelism, graph.vertex(e.target).parallelism)
+            if e.partitioner is Partitioner.HASH
+            else None
+            for e in self._edges
+        ]
 
     def emit(self, records: RecordBatch) -> None:
         """Write ``records`` to every output edge, each record to the subpartition(s) its partitioner picks."""
@@ -123,12 +133,18 @@ class _HashTargets:
         if self._parallelism == 1:
             return 0
         last = self._last_keys
-        if (last is not None and len(keys) <= len(last) and keys.__array_interface__["data"][0] == last.__array_interface__["data"][0]
-                and keys.strides == last.strides and keys.dtype == last.dtype):
-            return self._last_targets[:len(keys)]
+        if (
+            last is not None
+            and len(keys) <= len(last)
+            and keys.__array_interface__["data"][0] == last.__array_interface__["data"][0]
+            and keys.strides == last.strides
+            and keys.dtype == last.dtype
+        ):
+            return self._last_targets[: len(keys)]
         if self._table is None:
             self._table = operator_indices_for_key_groups(
-                np.arange(self._max_parallelism, dtype=np.int64), self._max_parallelism, self._parallelism)
+                np.arange(self._max_parallelism, dtype=np.int64), self._max_parallelism, self._parallelism
+            )
         targets = self._table[self._key_groups.of_keys(keys)]
         self._last_keys, self._last_targets = keys, targets
         return targets

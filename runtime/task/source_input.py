@@ -14,8 +14,15 @@ UNPACED_SOURCE_BATCH_RECORDS = 256  # records an unpaced source reads per step
 
 
 class SourceInput:
-    def __init__(self, reader, chain: OperatorChain, record_writers: RecordWriters, *, batch_records: int | None,
-                 emit_watermarks: bool):
+    def __init__(
+        self,
+        reader,
+        chain: OperatorChain,
+        record_writers: RecordWriters,
+        *,
+        batch_records: int | None,
+        emit_watermarks: bool,
+    ):
         """``reader``: the source operator's split reader; ``batch_records``: the records a step reads at most
         unless its driver says how many are due (None: ``UNPACED_SOURCE_BATCH_RECORDS``); ``emit_watermarks``:
         whether the job has event time."""

@@ -31,8 +31,15 @@ class Restored:
 
 
 class TaskRestore:
-    def __init__(self, vertex: JobVertex, gate_edges: Sequence[JobEdge], subtask_index: int, operator,
-                 partitions: Sequence[ResultPartition], network_input: StreamTaskNetworkInput | None):
+    def __init__(
+        self,
+        vertex: JobVertex,
+        gate_edges: Sequence[JobEdge],
+        subtask_index: int,
+        operator,
+        partitions: Sequence[ResultPartition],
+        network_input: StreamTaskNetworkInput | None,
+    ):
         """``gate_edges``: the edge of each input gate (its partitioner filters a rescaled edge's records);
         ``network_input``: None for a source."""
         self._vertex = vertex
@@ -64,14 +71,19 @@ class TaskRestore:
             descriptor = own.input_rescaling_descriptor
             recovered = []
             restored_in = reader.read_input_data(
-                lambda info, elements: recovered.extend((info, e) for e in elements), descriptor)
+                lambda info, elements: recovered.extend((info, e) for e in elements), descriptor
+            )
             if descriptor.is_no_rescale:
                 recovered.sort(key=lambda item: (item[0], item[1].sequence_number))
             gates = self._network_input.channels_by_gate()
-            self._network_input.recover(recovered, demultiplexers(gates, descriptor, self._record_filter_of_gate),
-                                        {info for g in own.end_of_channel_state_gates for info in gates[g]})
-        restored_out = reader.read_output_data(self._partitions, own.output_rescaling_descriptor,
-                                               own.end_of_channel_state_partitions)
+            self._network_input.recover(
+                recovered,
+                demultiplexers(gates, descriptor, self._record_filter_of_gate),
+                {info for g in own.end_of_channel_state_gates for info in gates[g]},
+            )
+        restored_out = reader.read_output_data(
+            self._partitions, own.output_rescaling_descriptor, own.end_of_channel_state_partitions
+        )
         return Restored(sum(restored_in.values()), sum(restored_out.values()))
 
     def _record_filter_of_gate(self, gate_idx: int):

@@ -99,8 +99,15 @@ class Verification:
         return {**block, "verdict": self.verdict.value}
 
 
-def verdict_of(lost: int, duplicated: int, wrong: int, final_sum_mismatched_keys: int, *,
-               exactly_once: bool, final_sum_short_keys: int = 0) -> Verdict:
+def verdict_of(
+    lost: int,
+    duplicated: int,
+    wrong: int,
+    final_sum_mismatched_keys: int,
+    *,
+    exactly_once: bool,
+    final_sum_short_keys: int = 0,
+) -> Verdict:
     """The verdict on a run's output from its counts; ``exactly_once``: the run's mode promises exactly-once
     (``CheckpointingMode.exactly_once``), so any duplicate or loss violates it. In at-least-once mode a final sum
     may run above the expected one (a replayed record counted twice in the state), never below it."""
@@ -111,8 +118,9 @@ def verdict_of(lost: int, duplicated: int, wrong: int, final_sum_mismatched_keys
     return Verdict.VIOLATED
 
 
-def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence],
-                        injected: dict[tuple[str, int], Sequence] | None = None) -> Expected:
+def expected_sink_input(
+    graph: JobGraph, splits: dict[str, Sequence], injected: dict[tuple[str, int], Sequence] | None = None
+) -> Expected:
     """What the sink should receive, evaluated over ``splits`` (per source vertex, its subtasks' splits: record
     batches, or record tuples); ``injected`` adds records (a batch or record tuples) entering a vertex's logical
     input (``(vertex, input)``) besides its upstream's (e.g. in-flight data a snapshot holds)."""
@@ -125,8 +133,9 @@ def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence],
     aggregated: set[str] = set()  # vertices whose output derives from an aggregate
     for name in graph.topological_order():
         v = graph.vertex(name)
-        inputs = RecordBatch.concat([streams[e.source] for e in graph.inputs_of(name)]
-                                    + _injected_batches(injected, name, 0))
+        inputs = RecordBatch.concat(
+            [streams[e.source] for e in graph.inputs_of(name)] + _injected_batches(injected, name, 0)
+        )
         kind = v.operator
         if kind.uses_event_time or any(e.source in aggregated for e in graph.inputs_of(name)):
             aggregated.add(name)
@@ -147,11 +156,17 @@ def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence],
         elif kind is OperatorKind.TUMBLING_WINDOW:
             size = v.params.get("window_ms", 1000)
             times = inputs.columns[EVENT_TIME]
-            out = RecordBatch.from_columns(*window_sums(times - times % size, inputs.columns[KEY], inputs.columns[VALUE]))
+            out = RecordBatch.from_columns(
+                *window_sums(times - times % size, inputs.columns[KEY], inputs.columns[VALUE])
+            )
         elif kind is OperatorKind.JOIN:
-            sides = [RecordBatch.concat([streams[e.source] for e in graph.inputs_of(name) if e.target_input == side]
-                                        + _injected_batches(injected, name, side))
-                     for side in (0, 1)]
+            sides = [
+                RecordBatch.concat(
+                    [streams[e.source] for e in graph.inputs_of(name) if e.target_input == side]
+                    + _injected_batches(injected, name, side)
+                )
+                for side in (0, 1)
+            ]
             out = reference_window_join(sides[0], sides[1], v.params.get("window_ms", 1000))
         elif kind.is_sink:
             out = inputs
@@ -162,8 +177,9 @@ def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence],
     feeding = [e.source for e in graph.inputs_of(sink)]
     is_keyed = len(feeding) == 1 and graph.vertex(feeding[0]).operator is OperatorKind.KEYED_SUM
     rows = streams[sink].columns
-    return Expected(rows[:3] if is_keyed else rows, is_keyed, keyed.get(feeding[0], {}) if is_keyed else {},
-                    sink in aggregated)
+    return Expected(
+        rows[:3] if is_keyed else rows, is_keyed, keyed.get(feeding[0], {}) if is_keyed else {}, sink in aggregated
+    )
 
 
 def _injected_batches(injected: dict, name: str, side: int) -> list[RecordBatch]:
@@ -219,7 +235,7 @@ def _multiset_difference(expected: np.ndarray, actual: np.ndarray) -> tuple[int,
             copies = np.zeros(n_expected, dtype=np.int64)
             matched = 0
             for start in range(0, n_actual, _CHUNK):  # in chunks, to bound the temporary arrays
-                part = actual[:, start:start + _CHUNK]
+                part = actual[:, start : start + _CHUNK]
                 got = part[0]
                 at = np.full(len(got), -1, dtype=np.int32)
                 inside = (got >= low) & (got <= high)
@@ -269,9 +285,17 @@ def verify(expected: Expected, committed, at_least_once: bool = False) -> Verifi
         final = _max_by_key(columns[KEY], columns[3]) if len(committed) else {}
         mismatched = sum(1 for k, s in expected.final_sums.items() if final.get(k) != s)
         short = sum(1 for k, s in expected.final_sums.items() if final.get(k) is None or final[k] < s)
-    return Verification("python", expected.records, len(committed), lost, duplicated, wrong, mismatched,
-                        verdict_of(lost, duplicated, wrong, mismatched, exactly_once=not at_least_once,
-                                   final_sum_short_keys=short), short)
+    return Verification(
+        "python",
+        expected.records,
+        len(committed),
+        lost,
+        duplicated,
+        wrong,
+        mismatched,
+        verdict_of(lost, duplicated, wrong, mismatched, exactly_once=not at_least_once, final_sum_short_keys=short),
+        short,
+    )
 
 
 def _verify_inflatable(expected: Expected, committed: RecordBatch) -> Verification:
@@ -310,5 +334,13 @@ def _verify_inflatable(expected: Expected, committed: RecordBatch) -> Verificati
             duplicated += below
         lost += len(unmatched)
     lost += sum(len(v) for g, v in want.items() if g not in got)
-    return Verification("python", expected.records, len(committed), lost, duplicated, wrong, 0,
-                        verdict_of(lost, duplicated, wrong, 0, exactly_once=False))
+    return Verification(
+        "python",
+        expected.records,
+        len(committed),
+        lost,
+        duplicated,
+        wrong,
+        0,
+        verdict_of(lost, duplicated, wrong, 0, exactly_once=False),
+    )

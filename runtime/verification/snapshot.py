@@ -44,8 +44,9 @@ from barriersim.runtime.verification.reference import Expected, Verification, ex
 _ALL_KEY_GROUPS = KeyGroupRange(0, 2**15)
 
 
-def snapshot_prefix(graph: JobGraph, splits: dict[str, Sequence], metadata: CheckpointMetadata | None
-                    ) -> dict[str, list[RecordBatch]]:
+def snapshot_prefix(
+    graph: JobGraph, splits: dict[str, Sequence], metadata: CheckpointMetadata | None
+) -> dict[str, list[RecordBatch]]:
     """Per source vertex, the records of each split (a ``RecordBatch``, or record tuples) its sources had read
     when ``metadata`` was taken (none without a snapshot), as slices of the splits."""
     states = {s.operator_id: s for s in metadata.operator_states} if metadata is not None else {}
@@ -59,8 +60,10 @@ def snapshot_prefix(graph: JobGraph, splits: dict[str, Sequence], metadata: Chec
             finished = state.fully_finished or any(st.is_finished for st in state.subtask_states.values())
             for st in state.subtask_states.values():
                 offsets.update(split_offsets(st))
-        out[source.name] = [part.slice(0, offsets[sid]) if sid in offsets else (part if finished else part.slice(0, 0))
-                            for sid, part in enumerate(parts)]
+        out[source.name] = [
+            part.slice(0, offsets[sid]) if sid in offsets else (part if finished else part.slice(0, 0))
+            for sid, part in enumerate(parts)
+        ]
     return out
 
 
@@ -194,8 +197,9 @@ def committed_for_verification(expected: Expected, committed) -> RecordBatch:
 def failed_drained_stop(operations: Iterable[Mapping]) -> bool:
     """Whether a stop-with-savepoint with ``--drain`` failed among a run's ``operations`` (the run report's, as
     dicts): its tasks had fired their open windows before the savepoint that failed."""
-    return any(op["operation"] == "stop_with_savepoint" and op.get("drain") and op["status"] == "FAILED"
-               for op in operations)
+    return any(
+        op["operation"] == "stop_with_savepoint" and op.get("drain") and op["status"] == "FAILED" for op in operations
+    )
 
 
 def without_early_window_results(reference_rows: np.ndarray, committed) -> RecordBatch:
@@ -206,22 +210,29 @@ def without_early_window_results(reference_rows: np.ndarray, committed) -> Recor
     if not len(batch) or not reference_rows.shape[1]:
         return batch
     columns = batch.columns
-    ids, reference_ids = _row_ids(columns[:reference_rows.shape[0]], reference_rows)
+    ids, reference_ids = _row_ids(columns[: reference_rows.shape[0]], reference_rows)
     full = np.isin(ids, reference_ids)
     complete_groups = set(zip(columns[0][full].tolist(), columns[1][full].tolist()))
     early = ~full & _in_groups(columns, complete_groups)
     return batch.take(~early) if early.any() else batch
 
 
-def verify_run(graph: JobGraph, splits: dict[str, Sequence], ending: tuple[bool, CheckpointMetadata | None],
-               committed, pending_records: Callable[[list[str]], Sequence], at_least_once: bool = False,
-               operations: Iterable[Mapping] = ()) -> tuple[Verification, str]:
+def verify_run(
+    graph: JobGraph,
+    splits: dict[str, Sequence],
+    ending: tuple[bool, CheckpointMetadata | None],
+    committed,
+    pending_records: Callable[[list[str]], Sequence],
+    at_least_once: bool = False,
+    operations: Iterable[Mapping] = (),
+) -> tuple[Verification, str]:
     """The verification of a run and what it covers (``"workload"`` or ``"snapshot"``): ``ending`` is the last
     job's (``JobMaster.ending_snapshot``); ``pending_records(tids)`` gives the records of pending transactions
     (a ``RecordBatch`` or record tuples); ``operations``: the run report's savepoint, stop and cancel operations
     (a failed drained stop's early window results are tolerated in an at-least-once sink)."""
-    early_windows = (failed_drained_stop(operations)
-                     and any(s.operator is OperatorKind.AT_LEAST_ONCE_SINK for s in graph.sinks))
+    early_windows = failed_drained_stop(operations) and any(
+        s.operator is OperatorKind.AT_LEAST_ONCE_SINK for s in graph.sinks
+    )
     ended_by_snapshot, metadata = ending
     if not ended_by_snapshot:
         expected = expected_sink_input(graph, splits)
@@ -233,6 +244,8 @@ def verify_run(graph: JobGraph, splits: dict[str, Sequence], ending: tuple[bool,
     parts = [RecordBatch.of(b) for b in (committed, pending) if len(b)]
     output = RecordBatch.concat(parts) if parts else RecordBatch.empty()
     if early_windows and expected.aggregated:
-        reference = expected.rows if expected.tolerated is None else np.concatenate([expected.rows, expected.tolerated], 1)
+        reference = (
+            expected.rows if expected.tolerated is None else np.concatenate([expected.rows, expected.tolerated], 1)
+        )
         output = without_early_window_results(reference, output)
     return verify(expected, committed_for_verification(expected, output), at_least_once), "snapshot"

@@ -30,8 +30,10 @@ def check(case, outcome) -> None:
     last = report.jobs[-1]
     ended_by = [o["operation"] for o in last.operations if o["status"] == "COMPLETED"]
     expected_end = JobOutcome.CANCELED if "cancel" in ended_by else JobOutcome.FINISHED
-    if any(o["operation"] == "stop_with_savepoint" and (o["failure"] or "").startswith("A savepoint has been created at")
-           for o in last.operations):
+    if any(
+        o["operation"] == "stop_with_savepoint" and (o["failure"] or "").startswith("A savepoint has been created at")
+        for o in last.operations
+    ):
         # a failure after its stop's savepoint completed fails the job (Flink's StopWithSavepointStoppingException);
         # the run is verified against that savepoint
         expected_end = JobOutcome.FAILED
@@ -39,8 +41,14 @@ def check(case, outcome) -> None:
         # a task never told that the stop's savepoint completed waits for it, as Flink's does (its stop never
         # ends): allowed only when the fault schedule lost that notification
         stops = {o["checkpoint_id"] for o in last.operations if o["operation"] == "stop_with_savepoint"}
-        lost = [f for f in sim.fault_log if f["type"] == "drop_message" and f["kind"] == "notify_complete"
-                and f["fired"] and f.get("checkpoint_id") in stops | {None}]
+        lost = [
+            f
+            for f in sim.fault_log
+            if f["type"] == "drop_message"
+            and f["kind"] == "notify_complete"
+            and f["fired"]
+            and f.get("checkpoint_id") in stops | {None}
+        ]
         assert lost, "the job did not end after its stop-with-savepoint completed"
         return
     assert sim.outcome is expected_end, f"the run ended {sim.outcome.value}, not {expected_end.value}"

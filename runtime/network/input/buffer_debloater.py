@@ -51,13 +51,19 @@ class BufferDebloatConfiguration:
             if getattr(self, name) <= 0:
                 raise ValueError(f"buffer debloating: {name} must be positive, got {getattr(self, name)}")
         if not 0 <= self.threshold_percentages <= 100:
-            raise ValueError(f"buffer debloating: threshold_percentages must be in [0, 100], got {self.threshold_percentages}")
+            raise ValueError(
+                f"buffer debloating: threshold_percentages must be in [0, 100], got {self.threshold_percentages}"
+            )
         if self.min_buffer_size > max_buffer_size:
-            raise ValueError(f"buffer debloating: min_buffer_size ({self.min_buffer_size}) exceeds the buffer size "
-                             f"({max_buffer_size})")
+            raise ValueError(
+                f"buffer debloating: min_buffer_size ({self.min_buffer_size}) exceeds the buffer size "
+                f"({max_buffer_size})"
+            )
         if not self.min_buffer_size <= self.starting_buffer_size <= max_buffer_size:  # BufferDebloatConfiguration's
-            raise ValueError(f"buffer debloating: starting_buffer_size ({self.starting_buffer_size}) must be between "
-                             f"min_buffer_size ({self.min_buffer_size}) and the buffer size ({max_buffer_size})")
+            raise ValueError(
+                f"buffer debloating: starting_buffer_size ({self.starting_buffer_size}) must be between "
+                f"min_buffer_size ({self.min_buffer_size}) and the buffer size ({max_buffer_size})"
+            )
         return self
 
 
@@ -100,8 +106,9 @@ class ThroughputCalculator:
 class BufferSizeEMA:
     """Exponential moving average of the buffer size, growing and shrinking at the same speed."""
 
-    def __init__(self, max_buffer_size: int, min_buffer_size: int, samples: int,
-                 starting_buffer_size: int | None = None):
+    def __init__(
+        self, max_buffer_size: int, min_buffer_size: int, samples: int, starting_buffer_size: int | None = None
+    ):
         self.max_buffer_size = max_buffer_size
         self.min_buffer_size = min_buffer_size
         self.alpha = 2.0 / (samples + 1)
@@ -109,8 +116,9 @@ class BufferSizeEMA:
 
     def calculate_buffer_size(self, total_bytes: int, total_buffers: int) -> int:
         if total_bytes < 0 or total_buffers <= 0:
-            raise ValueError(f"buffer size EMA: total bytes ({total_bytes}) must be >= 0 and buffers "
-                             f"({total_buffers}) > 0")
+            raise ValueError(
+                f"buffer size EMA: total bytes ({total_bytes}) must be >= 0 and buffers ({total_buffers}) > 0"
+            )
         desirable = min(total_bytes / total_buffers, 2 * self.last_buffer_size)
         self.last_buffer_size += self.alpha * (desirable - self.last_buffer_size)
         self.last_buffer_size = max(self.min_buffer_size, min(self.last_buffer_size, self.max_buffer_size))

@@ -268,7 +268,10 @@ class InputChannel:
         buffers: list[Buffer] = []
         for entry in self._queue.iter_non_priority():
             if isinstance(entry.element, Buffer):
-                if self._last_barrier_sequence_number == NONE or entry.sequence_number < self._last_barrier_sequence_number:
+                if (
+                    self._last_barrier_sequence_number == NONE
+                    or entry.sequence_number < self._last_barrier_sequence_number
+                ):
                     buffers.append(entry.element)
                 else:
                     break
@@ -319,9 +322,14 @@ class RemoteInputChannel(InputChannel):
     def _announce(self, element: ChannelElement, sequence_number: int) -> bool:
         """Flink's ``RemoteInputChannel.onBuffer``: a timeoutable aligned barrier
         (``DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER``) is announced ahead of the queued data."""
-        if isinstance(element, CheckpointBarrier) and element.options.is_timeoutable and not element.options.is_unaligned_checkpoint:
+        if (
+            isinstance(element, CheckpointBarrier)
+            and element.options.is_timeoutable
+            and not element.options.is_unaligned_checkpoint
+        ):
             self._queue.add_priority_element(
-                SequenceElement(EventAnnouncement(element, sequence_number), sequence_number))
+                SequenceElement(EventAnnouncement(element, sequence_number), sequence_number)
+            )
             return True
         return False
 

@@ -109,8 +109,9 @@ class SingleInputGate:
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
-    def enable_debloating(self, config: BufferDebloatConfiguration, max_buffer_size: int,
-                          clock: Callable[[], int]) -> None:
+    def enable_debloating(
+        self, config: BufferDebloatConfiguration, max_buffer_size: int, clock: Callable[[], int]
+    ) -> None:
         """Measure throughput and size the senders' buffers (Flink's ``createBufferDebloater``)."""
         self.throughput = ThroughputCalculator(clock)
         self.debloater = BufferDebloater(config.validate(max_buffer_size), max_buffer_size)

@@ -58,7 +58,8 @@ class DemultiplexingChannel:
         if selected is None:
             raise VirtualChannelError(
                 f"channel {self.channel}: cannot select virtual channel {key}; known channels are "
-                f"{sorted(self.virtual_channels)}")
+                f"{sorted(self.virtual_channels)}"
+            )
         self.current = selected
 
     def finish(self) -> None:
@@ -91,9 +92,11 @@ class DemultiplexingChannel:
         return content_of(parts) if parts else RecordBatch.empty()
 
 
-def demultiplexers(gates: Sequence[Sequence[InputChannelInfo]], descriptor: InflightDataRescalingDescriptor,
-                   record_filter_of_gate: Callable[[int], RecordFilter | None]) -> dict[InputChannelInfo,
-                                                                                           DemultiplexingChannel]:
+def demultiplexers(
+    gates: Sequence[Sequence[InputChannelInfo]],
+    descriptor: InflightDataRescalingDescriptor,
+    record_filter_of_gate: Callable[[int], RecordFilter | None],
+) -> dict[InputChannelInfo, DemultiplexingChannel]:
     """One ``DemultiplexingChannel`` per channel that recovers data of more than its own connection (Flink's
     ``DemultiplexingRecordDeserializer.create``: a channel without old subtasks or old channels is unmapped)."""
     result: dict[InputChannelInfo, DemultiplexingChannel] = {}

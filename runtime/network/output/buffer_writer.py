@@ -283,8 +283,9 @@ class BufferWriter:
             size = self._staged_size
             self._cut(self._take_staged(), size)
 
-    def _take_staged(self, then: tuple[RecordBatch, np.ndarray, np.ndarray] | None = None
-                     ) -> tuple[RecordBatch, np.ndarray, np.ndarray]:
+    def _take_staged(
+        self, then: tuple[RecordBatch, np.ndarray, np.ndarray] | None = None
+    ) -> tuple[RecordBatch, np.ndarray, np.ndarray]:
         """The staged writes, then ``then``, as one write (records, targets, records per subpartition); nothing is
         staged afterwards."""
         writes = self._staged + ([then[:2]] if then is not None else [])

@@ -59,19 +59,24 @@ class ResultPartition:
         self.memory_segment_size = memory_segment_size
         self.max_buffers_per_channel = max_buffers_per_channel
         self.subpartitions = [
-            PipelinedSubpartition(ResultSubpartitionInfo(partition_idx, i), block_on_aligned_barrier=block_on_aligned_barrier)
+            PipelinedSubpartition(
+                ResultSubpartitionInfo(partition_idx, i), block_on_aligned_barrier=block_on_aligned_barrier
+            )
             for i in range(num_subpartitions)
         ]
         self._readers = [CreditBasedSequenceNumberingViewReader(s, initial_credit) for s in self.subpartitions]
-        starting = memory_segment_size if starting_buffer_size is None else min(starting_buffer_size,
-                                                                                 memory_segment_size)
+        starting = (
+            memory_segment_size if starting_buffer_size is None else min(starting_buffer_size, memory_segment_size)
+        )
         self.writer = BufferWriter(partition_idx, self.subpartitions, starting)  # the open buffers and all writes
         self._all_data_processed = [False] * num_subpartitions  # each consumer acknowledged its EndOfData
         # the local subpartitions, and the buffers each one's local channel holds (handed out, not yet recycled);
         # a local channel's first credit is its partition request, each later one recycles that many buffers
         if local_subpartitions and len(local_subpartitions) != num_subpartitions:
-            raise ValueError(f"result partition {partition_idx}: {len(local_subpartitions)} local flags for "
-                             f"{num_subpartitions} subpartitions")
+            raise ValueError(
+                f"result partition {partition_idx}: {len(local_subpartitions)} local flags for "
+                f"{num_subpartitions} subpartitions"
+            )
         self._local = [bool(f) for f in local_subpartitions] if local_subpartitions else [False] * num_subpartitions
         self._any_local = any(self._local)
         self._requested = [False] * num_subpartitions
@@ -171,8 +176,9 @@ class ResultPartition:
         """The number of further records of ``size`` bytes to subpartition ``p`` whose last one brings its
         ``buffers_in_use`` to ``max_buffers_per_channel``: the open builder fills to its capacity, then each new
         buffer to the subpartition's buffer size (spanning records as the writer writes them)."""
-        builders_allowed = (self.max_buffers_per_channel - self.subpartitions[p].number_of_queued_buffers
-                            - self._at_consumer[p])  # the open builder and the buffers it fills count from here
+        builders_allowed = (
+            self.max_buffers_per_channel - self.subpartitions[p].number_of_queued_buffers - self._at_consumer[p]
+        )  # the open builder and the buffers it fills count from here
         if builders_allowed <= 1:
             return 1
         room = self.writer.room(p, builders_allowed - 2)
@@ -198,8 +204,9 @@ class ResultPartition:
         if self._released:
             return {}
         if self._finished:
-            raise PartitionStateError(f"broadcast_event({event!r}): result partition {self.partition_idx} is "
-                                      f"already finished")
+            raise PartitionStateError(
+                f"broadcast_event({event!r}): result partition {self.partition_idx} is already finished"
+            )
         if isinstance(event, CheckpointBarrier) and not self.supports_unaligned_checkpoints:
             event = dataclasses.replace(event, options=event.options.with_unaligned_unsupported())
             is_priority_event = False
@@ -307,8 +314,10 @@ class ResultPartition:
             if not self._requested[i]:
                 self._requested[i] = True
             elif credit > self._at_consumer[i]:
-                raise CreditError(f"add_credit({credit}) on local subpartition {info}: its channel holds only "
-                                  f"{self._at_consumer[i]} buffer(s) to recycle")
+                raise CreditError(
+                    f"add_credit({credit}) on local subpartition {info}: its channel holds only "
+                    f"{self._at_consumer[i]} buffer(s) to recycle"
+                )
             else:
                 self._at_consumer[i] -= credit
 
@@ -370,8 +379,12 @@ class ResultPartition:
         i = self._index(info)
         if self._readers[i].is_available():
             return True
-        return (self.writer.flush_requested[i] and not self._released and not self.subpartitions[i].has_queued_elements
-                and self._readers[i].num_credits_available > 0)
+        return (
+            self.writer.flush_requested[i]
+            and not self._released
+            and not self.subpartitions[i].has_queued_elements
+            and self._readers[i].num_credits_available > 0
+        )
 
     def resume_consumption(self, info: ResultSubpartitionInfo) -> None:
         if self._released:
@@ -389,8 +402,11 @@ class ResultPartition:
 
     def buffers_in_use(self, target_subpartition: int) -> int:
         """The subpartition's buffers of the pool: queued, the open builder, and those its local channel holds."""
-        return (self.subpartitions[target_subpartition].number_of_queued_buffers
-                + self.writer.has_open_buffer(target_subpartition) + self._at_consumer[target_subpartition])
+        return (
+            self.subpartitions[target_subpartition].number_of_queued_buffers
+            + self.writer.has_open_buffer(target_subpartition)
+            + self._at_consumer[target_subpartition]
+        )
 
     def get_availability(self) -> Availability:
         """``BACKPRESSURED`` while any subpartition holds ``max_buffers_per_channel`` buffers or more."""

@@ -68,15 +68,18 @@ def test_staged_hash_writes_behave_as_record_by_record_writes(operations, size, 
                 if got is None:
                     break
                 assert _rows(got.element) == _rows(expected.element)
-                assert (got.buffers_in_backlog, got.sequence_number) == (expected.buffers_in_backlog,
-                                                                          expected.sequence_number)
+                assert (got.buffers_in_backlog, got.sequence_number) == (
+                    expected.buffers_in_backlog,
+                    expected.sequence_number,
+                )
         elif op == "barrier":
             checkpoint += 1
             options = CheckpointOptions.unaligned() if a else CheckpointOptions.aligned()
             got = staged.broadcast_event(CheckpointBarrier(checkpoint, 0, options), a)
             expected = plain.broadcast_event(CheckpointBarrier(checkpoint, 0, options), a)
-            assert {i: [_rows(x) for x in d] for i, d in got.items()} == \
-                {i: [_rows(x) for x in d] for i, d in expected.items()}
+            assert {i: [_rows(x) for x in d] for i, d in got.items()} == {
+                i: [_rows(x) for x in d] for i, d in expected.items()
+            }
         elif op == "buffer_size":
             staged.set_buffer_size(infos[a], b)
             plain.set_buffer_size(infos[a], b)
