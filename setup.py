@@ -1,5 +1,6 @@
 """Package layout: the repository keeps runtime/, actors/ and scenarios/ at the top level; they install as
-subpackages of the one import package `barriersim`, with the scenario files (scenarios/*.toml, and the large runs in scenarios/large/, a data package of its own) as package data."""
+subpackages of the one import package `barriersim`, with the scenario files (scenarios/*.toml, and the large runs in
+scenarios/large/, a data package of its own) as package data."""
 
 from setuptools import find_packages, setup
 

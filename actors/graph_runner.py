@@ -1,9 +1,9 @@
 """Runs any supported job graph on Ray actors, with the simulator's settings, and collects what it committed.
 
 How this works: ``RayJob`` puts every source split in Ray's object store (its column buffers,
-``runtime.records_codec``; a split given as an ``ObjectRef``, e.g. an Arrow table of a Spark workload handed over by ``actors.workload_handoff``, is used as it
-is, so its records never pass through the driver, and it may still be unresolved: the job is deployed and its
-sources wait for it), picks the Ray nodes the job's TaskManagers are spread over
+``runtime.records_codec``; a split given as an ``ObjectRef``, e.g. an Arrow table of a Spark workload handed over by
+``actors.workload_handoff``, is used as it is, so its records never pass through the driver, and it may still be
+unresolved: the job is deployed and its sources wait for it), picks the Ray nodes the job's TaskManagers are spread over
 (``actors.placement.cluster_nodes``: ``cluster.nodes`` of them, or every node with CPUs when it is 0, which the
 job's placement then takes as its node count), starts the ``ExternalStoreActor`` (loaded with the external system
 of an earlier run when this run continues it) and the ``JobManagerActor`` (which deploys, checkpoints, takes

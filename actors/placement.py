@@ -6,9 +6,9 @@ How this works: ``cluster_nodes(wanted)`` lists the Ray cluster's alive nodes th
 first (node 0, the JobManager's host, which ``kill_node`` may not name), then the others by address and node id,
 Ray's head node last (unless the driver runs there), and keeps the first ``wanted`` (0: all of them); a cluster
 with fewer raises ``PlacementError`` naming ``cluster.nodes``, and so does a ``kill_node`` of the head node (its
-GCS is the cluster: ``check_kill_nodes``). ``runtime.job.placement`` decides the node of each TaskManager (TaskManager ``t`` on node
-``t % nodes``, a lost node's TaskManagers on the survivors); ``on_node`` is the scheduling strategy that pins an
-actor to its node (Ray's ``NodeAffinitySchedulingStrategy``, not soft), so a TaskManager's actors run together
+GCS is the cluster: ``check_kill_nodes``). ``runtime.job.placement`` decides the node of each TaskManager (TaskManager
+``t`` on node ``t % nodes``, a lost node's TaskManagers on the survivors); ``on_node`` is the scheduling strategy that
+pins an actor to its node (Ray's ``NodeAffinitySchedulingStrategy``, not soft), so a TaskManager's actors run together
 and the TaskManagers spread as the placement says. ``driver_node`` pins the job manager and the external store to
 the driver's node with no CPU (a head node without CPUs takes them too), so that losing a TaskManager or a worker
 node never takes the JobManager: its own loss is the ``crash_coordinator`` fault. ``NodeAgent`` is a small actor

@@ -3,11 +3,11 @@ per-subtask statistics.
 
 How this works: ``build_summary`` lays out ``summary.json`` the same way for a Ray run and a simulated one, in
 this order: ``scenario``, ``seed``, ``backend`` (``ray`` or ``sim``), ``mode``, ``versions``, ``workload``
-(``records``, ``generated_by``, then the scenario's workload settings), ``checkpointing``, ``network`` and ``cluster`` (the
-settings the run used, as the scenario file names them), ``placement`` (where the job ran: TaskManagers, slots, the
+(``records``, ``generated_by``, then the scenario's workload settings), ``checkpointing``, ``network`` and ``cluster``
+(the settings the run used, as the scenario file names them), ``placement`` (where the job ran: TaskManagers, slots, the
 nodes they were spread over, how many input channels are local and how many remote, each deployment's node of every
-TaskManager, the nodes a ``kill_node`` lost, and on Ray the Ray node behind each node), ``checkpoints`` (Flink's counts: ``completed``,
-``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
+TaskManager, the nodes a ``kill_node`` lost, and on Ray the Ray node behind each node), ``checkpoints`` (Flink's counts:
+``completed``, ``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
 verdict's counts), ``job`` (``outcome``, ``failure_reason``: one line saying what failed the job, or null,
 ``restarts``, ``restored_checkpoint_ids``, ``restored_in_flight_bytes``, ``final_state``,
 ``stopped_with_savepoint``, ``retained_checkpoint``, ``latest_restored``, ``next_attempt_number``),

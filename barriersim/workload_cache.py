@@ -18,10 +18,11 @@ is the directory ``<cache dir>/workloads/<key>/`` (``cache_dir``: ``$BARRIERSIM_
   each file's size and CRC-32.
 
 Each file is written atomically (``AtomicFileWriter``: temporary file, then rename), the manifest last, so an
-entry without a manifest is absent. ``lookup`` reads an entry back (Arrow batches over the file's bytes, no per-row conversion) and checks it
-against its manifest: a missing entry is a ``MISS``; one whose manifest or files are unreadable, of another size
-or CRC, or of another shape than the scenario's splits is ``CORRUPT``, with a one-line problem naming the file (the
-run warns, recomputes in Spark and rewrites the entry). Clearing the cache is deleting the directory.
+entry without a manifest is absent. ``lookup`` reads an entry back (Arrow batches over the file's bytes, no per-row
+conversion) and checks it against its manifest: a missing entry is a ``MISS``; one whose manifest or files are
+unreadable, of another size or CRC, or of another shape than the scenario's splits is ``CORRUPT``, with a one-line
+problem naming the file (the run warns, recomputes in Spark and rewrites the entry). Clearing the cache is deleting the
+directory.
 """
 
 from __future__ import annotations

@@ -152,10 +152,8 @@ def main() -> None:
         if runs:
             cpu = statistics.median(r["cpu_us_per_record"] for r in runs)
             wall = statistics.median(r["wall_us_per_record"] for r in runs)
-            print(
-                f"    {name:6} ({'records as tuples, ' + args.baseline_rev[:10] if name == 'before' else 'record batches'}): "
-                f"{cpu:.3f} us CPU per record ({wall:.3f} us wall)"
-            )
+            kind = "records as tuples, " + args.baseline_rev[:10] if name == "before" else "record batches"
+            print(f"    {name:6} ({kind}): {cpu:.3f} us CPU per record ({wall:.3f} us wall)")
     cpu_after = statistics.median(r["cpu_us_per_record"] for r in after)
     verdict = "met" if cpu_after <= 0.15 else "NOT met"
     speedup = (

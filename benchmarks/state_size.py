@@ -4,13 +4,14 @@ on the simulator.
 How this works: one job (two paced sources -> keyed running sum -> exactly-once sink) whose key space grows over the
 run (``workload.key_growth``: keys are added over time while the older ones keep being updated, Zipf-distributed), so
 its keyed state grows and churns. Each state entry is given a modelled size (``state.entry_bytes``) so that the job's
-20,000 keys would hold 10 MB, 100 MB or 1 GB once all exist (the 40,000 records reach about 43 % of the keys). Each size runs with the heap backend (Flink's
-HashMapStateBackend: every checkpoint writes all keyed state) and the incremental backend (RocksDB-like, with
-RocksDB's default write buffer, file size and levels: a checkpoint uploads the sorted runs its last completed
-checkpoint did not), with the default checkpoint cost model (``[storage]``: 1000 MiB/s snapshot copy or flush, 250
-MiB/s upload, 1 ms per file). For every completed checkpoint it prints ``end_to_end_duration``, ``state_size`` and
-``checkpointed_size`` as Flink's statistics name them, and at the end the shape check: the incremental backend's
-``checkpointed_size`` follows what changed since the last checkpoint while the heap backend's follows all the state.
+20,000 keys would hold 10 MB, 100 MB or 1 GB once all exist (the 40,000 records reach about 43 % of the keys). Each size
+runs with the heap backend (Flink's HashMapStateBackend: every checkpoint writes all keyed state) and the incremental
+backend (RocksDB-like, with RocksDB's default write buffer, file size and levels: a checkpoint uploads the sorted runs
+its last completed checkpoint did not), with the default checkpoint cost model (``[storage]``: 1000 MiB/s snapshot copy
+or flush, 250 MiB/s upload, 1 ms per file). For every completed checkpoint it prints ``end_to_end_duration``,
+``state_size`` and ``checkpointed_size`` as Flink's statistics name them, and at the end the shape check: the
+incremental backend's ``checkpointed_size`` follows what changed since the last checkpoint while the heap backend's
+follows all the state.
 
 Run: ``.venv/bin/python -m benchmarks.state_size`` from the repository root (``--quick``: 10 MB and 100 MB only).
 """

@@ -6,10 +6,11 @@ operator (no chaining in barriersim, so each subtask is one task with its own ch
 input edge of a vertex becomes one ``InputGate`` of each of its subtasks; ``target_input`` says which
 logical input of the operator the gate feeds (0 for one-input operators, whose several gates are read as one
 union as Flink's ``UnionInputGate`` does; 0 or 1 for a two-input operator such as a join, as Flink's
-``TwoInputStreamTask`` groups gates by input index). ``validate()`` rejects graphs Flink would reject or that cannot run:
-cycles, sources with inputs, sinks with outputs, a forward edge between different parallelisms, a hash
+``TwoInputStreamTask`` groups gates by input index). ``validate()`` rejects graphs Flink would reject or that cannot
+run: cycles, sources with inputs, sinks with outputs, a forward edge between different parallelisms, a hash
 partitioner into an operator that is not keyed, a keyed operator fed without a hash partitioner, a two-input
-operator without both inputs fed, a one-input operator fed on input 1. Errors are ``JobGraphError`` naming the vertex or edge.
+operator without both inputs fed, a one-input operator fed on input 1. Errors are ``JobGraphError`` naming the vertex or
+edge.
 
 The channel layout follows Flink: subtask ``j`` of a consumer has, in the gate of edge ``e``, one input
 channel per producer subtask for all-to-all partitioners (rebalance, hash, broadcast) and exactly one

@@ -9,8 +9,8 @@ parallelism ``p``: keys from a finite Zipf distribution over ``keys`` keys with 
 grows over the run, ``active_keys``, so keyed state grows while its older keys keep being updated), values uniform in
 ``1..max_value``, event times advancing at the vertex's total
 rate, and split ``i % p`` at offset ``i // p``. ``local_splits`` draws one source vertex's records and deals
-them into its splits as ``RecordBatch``es of ``(record_id, key, value, event_time)``; source vertex ``k`` of a graph draws
-with seed ``seed + k`` and record ids offset by ``k * SOURCE_ID_STRIDE`` (``scenarios.simulation_inputs``).
+them into its splits as ``RecordBatch``es of ``(record_id, key, value, event_time)``; source vertex ``k`` of a graph
+draws with seed ``seed + k`` and record ids offset by ``k * SOURCE_ID_STRIDE`` (``scenarios.simulation_inputs``).
 """
 
 from __future__ import annotations

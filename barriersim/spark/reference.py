@@ -9,13 +9,13 @@ one Spark job, then counts against the workload (the cached DataFrame the worklo
 ``final_sum_short_keys`` (of those, the keys whose last running sum is below it, or that have none). The
 query reads each table once: it unions them and groups the rows by ``(record_id, key, value)``, then by record
 and by key in one pass (grouping sets), so no figure has a job or a scan of its own. The result is the runtime's
-``Verification`` (``reference="spark"``) with the verdict of its one rule (``runtime.verification.reference.verdict_of``,
-given the run's mode): ``exactly-once`` when all are 0; in an exactly-once mode anything else is
-``violated``; in at-least-once mode ``at-least-once`` when nothing is lost or wrong and no final sum falls short
-but records were duplicated or sums run high (at-least-once state may count some records twice), else
-``violated``. Job graphs of other shapes are verified by
-``verify_in_ray``: the simulator's reference (``runtime.verification.reference``, the graph evaluated over the same splits,
-``reference="python"``) run in a Ray task beside the data.
+``Verification`` (``reference="spark"``) with the verdict of its one rule
+(``runtime.verification.reference.verdict_of``, given the run's mode): ``exactly-once`` when all are 0; in an
+exactly-once mode anything else is ``violated``; in at-least-once mode ``at-least-once`` when nothing is lost or wrong
+and no final sum falls short but records were duplicated or sums run high (at-least-once state may count some records
+twice), else ``violated``. Job graphs of other shapes are verified by
+``verify_in_ray``: the simulator's reference (``runtime.verification.reference``, the graph evaluated over the same
+splits, ``reference="python"``) run in a Ray task beside the data.
 
 The same verdict without Spark, for a run whose workload came from ``barriersim.workload_cache``: Spark's part,
 the reference (``reference_table``: per key, ``SUM(value)``), is computed once when the workload is generated and

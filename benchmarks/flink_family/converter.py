@@ -87,7 +87,10 @@ def to_scenario_document(config: Config) -> dict:
 def expressible(config: Config) -> str | None:
     """Why barriersim cannot run ``config``, or None."""
     if config.sink.keyed:
-        return "a keyed sink: barriersim's job graph takes a hash exchange only into a keyed operator, and its sinks are not"
+        return (
+            "a keyed sink: barriersim's job graph takes a hash exchange only into a keyed operator, "
+            "and its sinks are not"
+        )
     return None
 
 

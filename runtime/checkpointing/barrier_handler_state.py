@@ -360,7 +360,8 @@ class AlternatingCollectingBarriersUnaligned(BarrierHandlerState):
             pending = controller.get_pending_checkpoint_barrier()
             if pending is None:
                 raise IllegalBarrierHandlerStateError(
-                    f"end of partition on {channel_info} completed alignment in state {self.name} without a pending barrier"
+                    f"end of partition on {channel_info} completed alignment in state {self.name} without a pending "
+                    "barrier"
                 )
             return self._finish_checkpoint(pending.id)
         return self

@@ -6,10 +6,11 @@ every later start waits the minimum pause only (Flink 2.3's ``triggerDelay``: ``
 ``minPauseBetweenCheckpoints``); each firing calls ``on_trigger`` and registers the next one
 ``interval`` later (fixed rate). ``reschedule(delay)`` (used by the request decider when a periodic request
 falls inside the minimum pause) cancels the pending timer and fires after ``delay`` instead, continuing at the
-fixed rate from there. ``stop()`` cancels the timer; stale firings are recognised by a generation number. An interval under ``MINIMAL_CHECKPOINT_TIME`` (10 ms)
-means no periodic checkpoints. Timers are registered by the coordinator on its injected
-``TimerService`` (``register_timer(at_ms, callback)``). Mirrors the ``ScheduledTrigger`` part of Flink's
-``CheckpointCoordinator`` (``startCheckpointScheduler``, ``rescheduleTrigger``, ``getRandomInitDelay``, ``triggerDelay``).
+fixed rate from there. ``stop()`` cancels the timer; stale firings are recognised by a generation number. An interval
+under ``MINIMAL_CHECKPOINT_TIME`` (10 ms) means no periodic checkpoints. Timers are registered by the coordinator on its
+injected ``TimerService`` (``register_timer(at_ms, callback)``). Mirrors the ``ScheduledTrigger`` part of Flink's
+``CheckpointCoordinator`` (``startCheckpointScheduler``, ``rescheduleTrigger``, ``getRandomInitDelay``,
+``triggerDelay``).
 """
 
 from __future__ import annotations

@@ -125,7 +125,9 @@ class DefaultCheckpointPlanCalculator:
         if has_finished and not self.allow_checkpoints_after_tasks_finished:
             raise CheckpointException(
                 CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING,
-                detail="some tasks of the job have already finished and checkpointing with finished tasks is not enabled",
+                detail=(
+                    "some tasks of the job have already finished and checkpointing with finished tasks is not enabled"
+                ),
             )
         plan = self._after_tasks_finished(executions) if has_finished else self._all_running(executions)
         for v in self.vertices:

@@ -285,7 +285,8 @@ class FaultSchedule:
     # -- how a driver reads the schedule (one reading for the simulator and the Ray backend) -----------
 
     def message_faults(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> list:
-        """The ``DropMessage`` / ``DelayMessage`` faults that hit the ``kind`` message of ``task`` for ``checkpoint_id``."""
+        """The ``DropMessage`` / ``DelayMessage`` faults that hit the ``kind`` message of ``task`` for
+        ``checkpoint_id``."""
         return [
             f
             for f in self.faults

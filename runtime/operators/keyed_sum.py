@@ -5,8 +5,8 @@ sum of ``key`` and emits ``(record_id, key, value, running_sum)``. Its state is 
 the key group the key belongs to, so a snapshot is a ``KeyGroupsStateHandle`` that can be redistributed
 when the parallelism changes. A batch is processed at once, with the per-record result of Flink's one call per
 record: the batch's records are ordered stably by key, each key's values summed cumulatively in arrival order
-and added to the key's sum before the batch (``KeyedSums``: the sums as a numpy column, one slot per key). Its state backend
-(``runtime.state.backend``) reads it as ``(key, running_sum)`` rows.
+and added to the key's sum before the batch (``KeyedSums``: the sums as a numpy column, one slot per key). Its state
+backend (``runtime.state.backend``) reads it as ``(key, running_sum)`` rows.
 """
 
 from __future__ import annotations

@@ -5,12 +5,12 @@ How this works: ``ExternalStore`` stands for the system outside the job (a datab
 survives task failures; the drivers keep it outside every task and hand it to the sinks they build.
 ``TwoPhaseCommitSink`` writes records into the current transaction; at a checkpoint's synchronous snapshot
 it *pre-commits* the transaction (its data goes to the external system, invisible until committed), keeps
-its handle as pending for that checkpoint id, opens a new one, and stores the pending handles in its state; when the checkpoint completes (``notify_checkpoint_complete``) it
-commits every pending transaction up to that id. On restore it commits the transactions the restored state
-lists as pending (Flink's ``recoverAndCommit``: the checkpoint they belong to completed, the notification
-may have been lost) and aborts everything else (``recoverAndAbort``). Commits are idempotent per
-transaction id, as Flink requires. ``AtLeastOnceSink`` writes every record to the store at once, so records
-replayed after a failure appear twice. Records reach the sinks and the store as ``RecordBatch``es: a transaction
+its handle as pending for that checkpoint id, opens a new one, and stores the pending handles in its state; when the
+checkpoint completes (``notify_checkpoint_complete``) it commits every pending transaction up to that id. On restore it
+commits the transactions the restored state lists as pending (Flink's ``recoverAndCommit``: the checkpoint they belong
+to completed, the notification may have been lost) and aborts everything else (``recoverAndAbort``). Commits are
+idempotent per transaction id, as Flink requires. ``AtLeastOnceSink`` writes every record to the store at once, so
+records replayed after a failure appear twice. Records reach the sinks and the store as ``RecordBatch``es: a transaction
 stages the batches it is given and pre-commits them as one batch; the store's output is one batch.
 """
 

@@ -2,8 +2,8 @@
 
 How this works: with the same parallelism, every subtask gets its own handles back unchanged (only UNION
 states are additionally spread to all, and BROADCAST states that some subtasks did not report - they had
-finished - are handed out again so that every subtask has a copy). With a new parallelism, each named state is handled by its mode:
-SPLIT_DISTRIBUTE partitions of a name are concatenated over the old subtasks (in subtask order) and cut
+finished - are handed out again so that every subtask has a copy). With a new parallelism, each named state is handled
+by its mode: SPLIT_DISTRIBUTE partitions of a name are concatenated over the old subtasks (in subtask order) and cut
 into ``new_parallelism`` contiguous runs whose sizes differ by at most one, the subtask that receives the
 first run rotating from name to name so extra partitions do not pile up on subtask 0; UNION partitions all
 go to every new subtask; BROADCAST gives new subtask ``i`` the copy of old subtask ``i % old``. Partitions

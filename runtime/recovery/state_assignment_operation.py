@@ -192,7 +192,8 @@ def _check_parallelism_preconditions(checkpoint_id: int, state: OperatorState, v
                 f"Failed to rollback to checkpoint/savepoint {checkpoint_id}. Max parallelism mismatch between "
                 f"checkpoint/savepoint state and new program. Cannot map operator {vertex.operator_id} with max "
                 f"parallelism {state.max_parallelism} to new program with max parallelism {vertex.max_parallelism}. "
-                "This indicates that the program has been changed in a non-compatible way after the checkpoint/savepoint."
+                "This indicates that the program has been changed in a non-compatible way after the "
+                "checkpoint/savepoint."
             )
         return state.max_parallelism
     return vertex.max_parallelism

@@ -116,7 +116,8 @@ def compute_default_max_parallelism(operator_parallelism: int) -> int:
 def _check_parallelism(max_parallelism: int, parallelism: int) -> None:
     if not 0 < parallelism <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
         raise ValueError(
-            f"parallelism {parallelism} must be in 1..max parallelism {max_parallelism} (at most {UPPER_BOUND_MAX_PARALLELISM})"
+            f"parallelism {parallelism} must be in 1..max parallelism {max_parallelism} (at most "
+            f"{UPPER_BOUND_MAX_PARALLELISM})"
         )
 
 

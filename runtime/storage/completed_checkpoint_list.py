@@ -117,7 +117,8 @@ class CompletedCheckpointList:
             plain = msgpack.unpackb(payload, raw=False, use_list=False)
             if not isinstance(plain, dict) or plain.get("job_id") != self.job_id:
                 raise ValueError(
-                    f"not the list of job {self.job_id} (job {plain.get('job_id') if isinstance(plain, dict) else None!r})"
+                    f"not the list of job {self.job_id} (job "
+                    f"{plain.get('job_id') if isinstance(plain, dict) else None!r})"
                 )
             pointers = tuple(CompletedCheckpointPointer(*_pointer_fields(entry)) for entry in plain["checkpoints"])
         except (msgpack.UnpackException, ValueError, TypeError, KeyError) as e:

@@ -62,7 +62,8 @@ class InvalidCheckpointPointerError(CheckpointStorageError):
 
 
 class CheckpointAlreadyExistsError(CheckpointStorageError):
-    """A second ``_metadata`` for a checkpoint that already has one (Flink's ``writeToAlreadyExistingCheckpointFails``)."""
+    """A second ``_metadata`` for a checkpoint that already has one (Flink's
+    ``writeToAlreadyExistingCheckpointFails``)."""
 
 
 class CheckpointStorageWriteError(CheckpointStorageError):

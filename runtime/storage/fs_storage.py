@@ -104,7 +104,8 @@ class FileSystemCheckpointStorage(CheckpointStorage):
             base = self.default_savepoint_directory
         else:
             raise NoSavepointLocationError(
-                f"savepoint {checkpoint_id} of job {self.job_id}: no savepoint location given and no default location configured"
+                f"savepoint {checkpoint_id} of job {self.job_id}: no savepoint location given and no default location "
+                "configured"
             )
         last_error: OSError | None = None
         for _ in range(_SAVEPOINT_DIR_ATTEMPTS):

@@ -71,7 +71,8 @@ class JobManagerCheckpointStorage(CheckpointStorage):
         fault = self.writer.take_fault()
         if fault is not None:
             raise CheckpointStorageWriteError(
-                f"{SCHEME}{self.job_id}: injected write failure ({fault.value}) for checkpoint {checkpoint_id}; nothing was stored"
+                f"{SCHEME}{self.job_id}: injected write failure ({fault.value}) for checkpoint {checkpoint_id}; "
+                "nothing was stored"
             )
         if is_savepoint:
             base = (target_location or f"{SCHEME}savepoints").rstrip("/")

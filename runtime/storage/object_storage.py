@@ -111,7 +111,8 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
         base = target_location if target_location is not None else self.default_savepoint_directory
         if base is None:
             raise NoSavepointLocationError(
-                f"savepoint {checkpoint_id} of job {self.job_id}: no savepoint location given and no default location configured"
+                f"savepoint {checkpoint_id} of job {self.job_id}: no savepoint location given and no default location "
+                "configured"
             )
         base = self.objects.path_of(base)
         for _ in range(_SAVEPOINT_DIR_ATTEMPTS):

@@ -2,8 +2,8 @@
 
 How this works: ``expected_sink_input`` evaluates the job graph over multisets, in topological order, with the
 same operator semantics as the stream tasks (map, filter, union, keyed running sum, tumbling event-time
-window, window join), ignoring every effect of timing. Outputs whose content depends on arrival order (the running sum of
-a keyed sum) are compared by their order-free identity ``(record_id, key, value)``, plus the final sum per
+window, window join), ignoring every effect of timing. Outputs whose content depends on arrival order (the running sum
+of a keyed sum) are compared by their order-free identity ``(record_id, key, value)``, plus the final sum per
 key, which does not depend on order. ``verify`` counts ``lost`` (expected but missing), ``duplicated`` (seen
 more often than expected), ``wrong`` (never expected), the keys whose final sum differs and, of those, the keys
 whose final sum falls short, and gives the verdict. In at-least-once mode, replayed records may also be counted

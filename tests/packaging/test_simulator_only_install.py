@@ -73,14 +73,18 @@ def test_installs_no_extra(sim_venv):
     for module in EXTRAS_ONLY:
         proc = _run([sim_venv / "bin" / "python", "-c", f"import {module}"], sim_venv.parent, 60)
         assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, f"import {module} worked: {proc}"
-    core = "import barriersim.strategies, barriersim.sim_backend, msgpack, numpy, pandas, pyarrow, hypothesis, rich, tomli_w"
+    core = (
+        "import barriersim.strategies, barriersim.sim_backend, msgpack, numpy, pandas, pyarrow, hypothesis, rich, "
+        "tomli_w"
+    )
     _check(_run([sim_venv / "bin" / "python", "-c", core], sim_venv.parent, 60), "importing the core")
 
 
 def test_scenario_library_is_package_data(sim_venv):
     code = (
         "import importlib.resources as r; "
-        "print('\\n'.join(sorted(p.name for p in r.files('barriersim.scenarios').iterdir() if p.name.endswith('.toml'))))"
+        "print('\\n'.join(sorted(p.name for p in r.files('barriersim.scenarios').iterdir() if "
+        "p.name.endswith('.toml'))))"
     )
     proc = _run([sim_venv / "bin" / "python", "-c", code], sim_venv.parent, 60)
     _check(proc, "listing barriersim.scenarios")

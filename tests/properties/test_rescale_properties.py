@@ -4,8 +4,8 @@ its savepoint (or its retained checkpoint) with new parallelisms (``barriersim.s
 random task faults and faults aimed at the actions (a crash while a savepoint is taken, a failed savepoint write, a
 crash during the restore). Every run keeps its mode's guarantee (the oracle, against the whole workload or against
 what the snapshot a stopped or cancelled last job ended with accounts for; a last job that failed after its stop's
-savepoint completed ends FAILED, as Flink's does, and is verified against that savepoint), every completed checkpoint of every
-job is a consistent cut, checkpoint ids never repeat within a job, every restored job has the parallelism its
+savepoint completed ends FAILED, as Flink's does, and is verified against that savepoint), every completed checkpoint of
+every job is a consistent cut, checkpoint ids never repeat within a job, every restored job has the parallelism its
 restore asked for, and a job restored from a snapshot reports it as Flink's ``latest.restored``. A failing
 example is saved as a scenario file and its one-line ``barriersim replay`` command printed.
 
@@ -55,7 +55,8 @@ def check(case, outcome) -> None:
     assert verdict.lost == 0, f"lost {verdict.lost} records"
     assert verdict.wrong == 0, f"{verdict.wrong} wrong records"
     if case.mode != "at-least-once":
-        # at-least-once may count a replayed record twice in keyed state (runtime.verification.reference): sums may run high
+        # at-least-once may count a replayed record twice in keyed state (runtime.verification.reference):
+        # sums may run high
         assert verdict.final_sum_mismatched_keys == 0, f"{verdict.final_sum_mismatched_keys} keys with a wrong sum"
         assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
     assert not outcome.cut_violations, "not a consistent cut: " + "; ".join(map(str, outcome.cut_violations[:3]))

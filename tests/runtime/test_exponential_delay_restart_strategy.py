@@ -1,6 +1,7 @@
-"""Flink's ``ExponentialDelayRestartBackoffTimeStrategy``, ported from its ``ExponentialDelayRestartBackoffTimeStrategyTest``
-(the clock is the ``now_ms`` each call is given; Flink's ``notifyFailure`` returns whether the failure was a new
-attempt, here ``failures`` counts the attempts), and the strategy driving a simulated job's restarts."""
+"""Flink's ``ExponentialDelayRestartBackoffTimeStrategy``, ported from its
+``ExponentialDelayRestartBackoffTimeStrategyTest`` (the clock is the ``now_ms`` each call is given; Flink's
+``notifyFailure`` returns whether the failure was a new attempt, here ``failures`` counts the attempts), and the
+strategy driving a simulated job's restarts."""
 
 from __future__ import annotations
 

@@ -8,11 +8,11 @@ own recovered input and in what the upstream subtask re-sends from its recovered
 channel's view: ``select`` picks the virtual channel of the buffers that follow, and ``demultiplex`` turns a
 buffer's items into what the operator sees: records of a virtual channel whose old downstream subtask several new
 subtasks took over (an *ambiguous* one, e.g. a range of key groups split in two) pass only if this subtask owns
-them (the record filter: the partitioner's choice of subtask for each record, one numpy mask per record batch), and a watermark updates its virtual
-channel's last watermark and is replaced by the minimum over all the channel's virtual channels (none while one
-of them has not seen a watermark yet), so that the recovered data of one old connection never moves event time
-past the data of another. ``demultiplexers`` builds them for a task's gates from its input rescaling descriptor:
-the virtual channels of channel ``c`` of gate ``g`` are the old subtasks of the gate times the old channels
+them (the record filter: the partitioner's choice of subtask for each record, one numpy mask per record batch), and a
+watermark updates its virtual channel's last watermark and is replaced by the minimum over all the channel's virtual
+channels (none while one of them has not seen a watermark yet), so that the recovered data of one old connection never
+moves event time past the data of another. ``demultiplexers`` builds them for a task's gates from its input rescaling
+descriptor: the virtual channels of channel ``c`` of gate ``g`` are the old subtasks of the gate times the old channels
 mapped to ``c``. Mirrors Flink's ``DemultiplexingRecordDeserializer`` (with its ``VirtualChannel``) and
 ``RecordFilter``, as ``RescalingStreamTaskNetworkInput`` uses them.
 """

@@ -280,7 +280,8 @@ def test_timeoutable_aligned_barrier_not_priority_and_channel_state_result():
 
 
 def test_channel_state_write_result_leak_and_not_fail_after_checkpoint_aborted():
-    """Port of Flink SubtaskCheckpointCoordinatorTest.testChannelStateWriteResultLeakAndNotFailAfterCheckpointAborted."""
+    """Port of Flink
+    SubtaskCheckpointCoordinatorTest.testChannelStateWriteResultLeakAndNotFailAfterCheckpointAborted."""
     w = ChannelStateWriterImpl(0, "test", 5)
     w.open()
     c, _ = _coordinator(writer=w)
