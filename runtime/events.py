@@ -313,7 +313,7 @@ class StreamElements:
 
     __slots__ = ("parts",)
 
-    def __init__(self, parts: Sequence[RecordBatch | Watermark]):
+    def __init__(self, parts: Sequence[RecordBatch | Watermark]) -> None:
         self.parts = tuple(parts)
 
     @property

@@ -36,7 +36,7 @@ class RecordBatch:
 
     __slots__ = ("columns",)
 
-    def __init__(self, columns: np.ndarray):
+    def __init__(self, columns: np.ndarray) -> None:
         self.columns = columns
 
     # -- making batches ------------------------------------------------------------------------------

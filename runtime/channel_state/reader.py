@@ -54,7 +54,7 @@ def _with_data(buffers: tuple[Buffer, ...]) -> list[Buffer]:
 
 
 class SequentialChannelStateReader:
-    def __init__(self, state: TaskStateSnapshot | Iterable[OperatorSubtaskState]):
+    def __init__(self, state: TaskStateSnapshot | Iterable[OperatorSubtaskState]) -> None:
         states = state.subtask_states_by_operator.values() if isinstance(state, TaskStateSnapshot) else state
         inputs: dict[InputChannelInfo, list[Buffer]] = {}
         outputs: dict[ResultSubpartitionInfo, list[Buffer]] = {}

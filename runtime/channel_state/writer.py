@@ -60,7 +60,7 @@ class ChannelStateWriterStateError(ChannelStateWriterError, RuntimeError):
 class ChannelStateWriteFailure(ChannelStateWriterError):
     """Completes the holders of a result whose write failed or was aborted; ``cause`` is the original."""
 
-    def __init__(self, checkpoint_id: int, cause: BaseException):
+    def __init__(self, checkpoint_id: int, cause: BaseException) -> None:
         self.checkpoint_id = checkpoint_id
         self.cause = cause
         super().__init__(f"channel state write of checkpoint {checkpoint_id} failed: {cause!r}")
@@ -198,13 +198,13 @@ class _NoOpChannelStateWriter(ChannelStateWriter):
     def add_output_data(self, checkpoint_id, info, start_seq_num, buffers):
         return WriteOutcome.DISCARDED
 
-    def finish_input(self, checkpoint_id):
+    def finish_input(self, checkpoint_id) -> None:
         pass
 
-    def finish_output(self, checkpoint_id):
+    def finish_output(self, checkpoint_id) -> None:
         pass
 
-    def abort(self, checkpoint_id, cause, cleanup=False):
+    def abort(self, checkpoint_id, cause, cleanup=False) -> None:
         pass
 
     def get_and_remove_write_result(self, checkpoint_id):
@@ -235,7 +235,9 @@ class _CheckpointWrite:
 class ChannelStateWriterImpl(ChannelStateWriter):
     """Flink's ``ChannelStateWriterImpl`` (see the module docstring for the sans-IO completion rule)."""
 
-    def __init__(self, subtask_index: int = 0, task_name: str = "", max_checkpoints: int = DEFAULT_MAX_CHECKPOINTS):
+    def __init__(
+        self, subtask_index: int = 0, task_name: str = "", max_checkpoints: int = DEFAULT_MAX_CHECKPOINTS
+    ) -> None:
         if max_checkpoints <= 0:
             raise ValueError(f"max_checkpoints must be positive, got {max_checkpoints}")
         self.subtask_index = subtask_index

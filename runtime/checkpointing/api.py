@@ -69,7 +69,7 @@ from barriersim.runtime.network.input.single_input_gate import BufferOrEvent, Si
 class ManualClock:
     """A clock that moves only when told; ``clock()`` returns the time in ms."""
 
-    def __init__(self, now_ms: int = 0):
+    def __init__(self, now_ms: int = 0) -> None:
         self.now_ms = now_ms
 
     def __call__(self) -> int:
@@ -149,7 +149,7 @@ class InputSide:
         buffer_debloat: BufferDebloatConfiguration | None = None,
         max_buffer_size: int = 32 * 1024,
         keep_history: bool = True,
-    ):
+    ) -> None:
         """``keep_history``: keep every action for ``actions``, ``triggered_checkpoints``, ``metrics`` and the other
         observing methods (tests); a task that takes its actions through ``sink`` alone passes False, so a long run
         holds no history."""

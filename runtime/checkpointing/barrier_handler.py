@@ -205,7 +205,7 @@ class CheckpointBarrierHandler(abc.ABC):
     notifications (``notify_checkpoint``, ``notify_abort``) the way Flink's base class does.
     """
 
-    def __init__(self, sink: ActionSink, clock: Clock, enable_checkpoint_after_tasks_finished: bool = True):
+    def __init__(self, sink: ActionSink, clock: Clock, enable_checkpoint_after_tasks_finished: bool = True) -> None:
         self._sink = sink
         self._clock = clock
         self._checkpoint_after_tasks_finished = enable_checkpoint_after_tasks_finished

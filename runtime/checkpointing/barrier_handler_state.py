@@ -58,7 +58,7 @@ class Controller(Protocol):
 class ChannelState:
     """Blocked channels and seen announcements (channel -> sequence number) of the current checkpoint."""
 
-    def __init__(self, emit: Callable[[GateAction], None]):
+    def __init__(self, emit: Callable[[GateAction], None]) -> None:
         self._emit = emit
         self.blocked_channels: set[InputChannelInfo] = set()
         self.sequence_number_in_announced_channels: dict[InputChannelInfo, int] = {}
@@ -109,7 +109,7 @@ class ChannelState:
 class BarrierHandlerState(abc.ABC):
     """Flink's ``BarrierHandlerState``."""
 
-    def __init__(self, state: ChannelState):
+    def __init__(self, state: ChannelState) -> None:
         self.state = state
 
     @property
@@ -291,7 +291,7 @@ class AlternatingCollectingBarriers(AbstractAlternatingAlignedBarrierHandlerStat
 
 
 class AlternatingWaitingForFirstBarrierUnaligned(BarrierHandlerState):
-    def __init__(self, alternating: bool, state: ChannelState):
+    def __init__(self, alternating: bool, state: ChannelState) -> None:
         super().__init__(state)
         self.alternating = alternating
 
@@ -333,7 +333,7 @@ class AlternatingWaitingForFirstBarrierUnaligned(BarrierHandlerState):
 
 
 class AlternatingCollectingBarriersUnaligned(BarrierHandlerState):
-    def __init__(self, alternating: bool, state: ChannelState):
+    def __init__(self, alternating: bool, state: ChannelState) -> None:
         super().__init__(state)
         self.alternating = alternating
 

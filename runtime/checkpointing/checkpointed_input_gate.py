@@ -68,7 +68,7 @@ class CheckpointableInput(Protocol):
 class GateActionRouter:
     """Applies gate actions to the gates, then forwards every action to ``downstream``."""
 
-    def __init__(self, gates: Sequence[CheckpointableInput], downstream: ActionSink):
+    def __init__(self, gates: Sequence[CheckpointableInput], downstream: ActionSink) -> None:
         self._gates = {g.gate_idx: g for g in gates}
         self._downstream = downstream
 
@@ -90,7 +90,7 @@ class GateActionRouter:
 
 
 class CheckpointedInputGate:
-    def __init__(self, input_gate: CheckpointableInput, barrier_handler: CheckpointBarrierHandler):
+    def __init__(self, input_gate: CheckpointableInput, barrier_handler: CheckpointBarrierHandler) -> None:
         self.input_gate = input_gate
         self.barrier_handler = barrier_handler
         self._finished = False

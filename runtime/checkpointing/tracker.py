@@ -39,7 +39,7 @@ class CheckpointBarrierCount:
         channel_info: InputChannelInfo,
         target_channel_count: int,
         pending_checkpoint: CheckpointBarrier | None,
-    ):
+    ) -> None:
         self.checkpoint_id = checkpoint_id
         self.target_channel_count = target_channel_count
         self.pending_checkpoint = pending_checkpoint  # None for a checkpoint first seen as a cancel marker
@@ -72,7 +72,7 @@ class CheckpointBarrierTracker(CheckpointBarrierHandler):
         sink: ActionSink,
         clock: Clock,
         enable_checkpoint_after_tasks_finished: bool = True,
-    ):
+    ) -> None:
         super().__init__(sink, clock, enable_checkpoint_after_tasks_finished)
         if total_number_of_input_channels <= 0:
             raise ValueError(

@@ -33,7 +33,7 @@ _LEAVES_PENDING = (ExecutionState.RUNNING, ExecutionState.FINISHED)
 class ExecutionTrackingDeActivator:
     """Mirrors Flink's ``ExecutionTrackingCheckpointCoordinatorDeActivator``."""
 
-    def __init__(self, start: Callable[[], object], stop: Callable[[], object]):
+    def __init__(self, start: Callable[[], object], stop: Callable[[], object]) -> None:
         self._start = start
         self._stop = stop
         self.pending_executions: set[ExecutionAttemptID] = set()

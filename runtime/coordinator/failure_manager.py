@@ -31,7 +31,7 @@ class FailureOutcome(enum.Enum):
 
 
 class CheckpointFailureManager:
-    def __init__(self, tolerable_failure_number: int = 0):
+    def __init__(self, tolerable_failure_number: int = 0) -> None:
         if tolerable_failure_number == -1:  # Flink's UNDEFINED_TOLERABLE_CHECKPOINT_NUMBER
             tolerable_failure_number = 0
         if tolerable_failure_number < 0:

@@ -24,7 +24,7 @@ class ManualTimer:
 
 
 class ManualTimerService:
-    def __init__(self, now_ms: int = 0):
+    def __init__(self, now_ms: int = 0) -> None:
         self.now_ms = now_ms
         self._timers: list[ManualTimer] = []
         self._seq = 0

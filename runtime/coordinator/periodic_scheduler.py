@@ -28,7 +28,9 @@ class PeriodicScheduler:
     delivers ``TimerFired(PERIODIC_TRIGGER, generation)``; it returns a cancellable handle. A firing whose
     generation is not the current one (the timer was cancelled or replaced) is ignored."""
 
-    def __init__(self, interval: int, min_pause: int, rng: random.Random, register_after: Callable[[int, int], object]):
+    def __init__(
+        self, interval: int, min_pause: int, rng: random.Random, register_after: Callable[[int, int], object]
+    ) -> None:
         # as Flink: it does not make sense to schedule checkpoints more often than the min pause allows; Flink's
         # DISABLED_CHECKPOINT_INTERVAL (Long.MAX_VALUE) is no periodic checkpointing
         configured = MINIMAL_CHECKPOINT_TIME <= interval < NO_PERIODIC_CHECKPOINTS

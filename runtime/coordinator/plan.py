@@ -104,7 +104,7 @@ class CheckpointPlan:
 
 
 class DefaultCheckpointPlanCalculator:
-    def __init__(self, vertices: Sequence[JobVertexInfo], allow_checkpoints_after_tasks_finished: bool = True):
+    def __init__(self, vertices: Sequence[JobVertexInfo], allow_checkpoints_after_tasks_finished: bool = True) -> None:
         self.vertices = tuple(vertices)
         self.by_id = {v.vertex_id: v for v in self.vertices}
         for v in self.vertices:

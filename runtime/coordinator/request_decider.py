@@ -55,7 +55,7 @@ class CheckpointRequestDecider:
         number_of_cleaning_checkpoints: Callable[[], int] = lambda: 0,
         max_queued_requests: int = DEFAULT_MAX_QUEUED_REQUESTS,
         fail_request: Callable[[CheckpointTriggerRequest, CheckpointFailureReason], None] = lambda r, e: None,
-    ):
+    ) -> None:
         if max_concurrent_checkpoint_attempts <= 0:
             raise ValueError(
                 f"max_concurrent_checkpoint_attempts must be > 0, got {max_concurrent_checkpoint_attempts}"

@@ -21,7 +21,7 @@ from barriersim.runtime.faults.fault_schedule import FaultSchedule, MessageKind,
 class FaultLog:
     """A ``FaultSchedule`` read by a driver, with a count of what fired."""
 
-    def __init__(self, schedule: FaultSchedule):
+    def __init__(self, schedule: FaultSchedule) -> None:
         self.schedule = schedule
         self._counts = [0] * len(schedule.faults)
         self._first_at_ms: list[int | None] = [None] * len(schedule.faults)

@@ -19,7 +19,7 @@ from barriersim.runtime.faults.fault_schedule import SlowTask
 class Slowdowns:
     """The ``SlowTask`` faults of one deployed subtask, in the schedule's order."""
 
-    def __init__(self, slowdowns: Sequence[SlowTask]):
+    def __init__(self, slowdowns: Sequence[SlowTask]) -> None:
         self.slowdowns = tuple(slowdowns)
         self._met: set[int] = set()
         # where the speed may change: every window's start and end

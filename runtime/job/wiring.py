@@ -17,7 +17,7 @@ SubtaskKey = tuple[str, int]  # (vertex name, subtask index)
 
 
 class Wiring:
-    def __init__(self, graph: JobGraph, placement: Placement | None = None):
+    def __init__(self, graph: JobGraph, placement: Placement | None = None) -> None:
         """``placement``: where the subtasks run, for ``is_local`` (without one, every channel is remote)."""
         self._taskmanager_of = placement.taskmanager_of if placement is not None else None
         self.downstream: dict[tuple[SubtaskKey, ResultSubpartitionInfo], tuple[SubtaskKey, InputChannelInfo]] = {}

@@ -76,7 +76,7 @@ class SubtaskOperator:
 
 
 class _Wrapped(SubtaskOperator):
-    def __init__(self, inner):
+    def __init__(self, inner) -> None:
         self.inner = inner
 
     def process(self, records, input_index=0):
@@ -85,7 +85,7 @@ class _Wrapped(SubtaskOperator):
     def snapshot(self, checkpoint_id, checkpoint_type=CheckpointType.CHECKPOINT):
         return self.inner.snapshot_state()
 
-    def restore(self, state):
+    def restore(self, state) -> None:
         if state is not None:
             self.inner.restore_state(state)
 
@@ -93,21 +93,21 @@ class _Wrapped(SubtaskOperator):
 class _Keyed(_Wrapped):
     """A keyed operator: its snapshots and restores go through its state backend (``runtime.state.backend``)."""
 
-    def __init__(self, inner, backend):
+    def __init__(self, inner, backend) -> None:
         super().__init__(inner)
         self.backend = backend
 
     def snapshot(self, checkpoint_id, checkpoint_type=CheckpointType.CHECKPOINT):
         return self.backend.snapshot(checkpoint_id, checkpoint_type)
 
-    def restore(self, state):
+    def restore(self, state) -> None:
         if state is not None:
             self.backend.restore(state)
 
-    def notify_checkpoint_complete(self, checkpoint_id):
+    def notify_checkpoint_complete(self, checkpoint_id) -> None:
         self.backend.notify_checkpoint_complete(checkpoint_id)
 
-    def notify_checkpoint_aborted(self, checkpoint_id):
+    def notify_checkpoint_aborted(self, checkpoint_id) -> None:
         self.backend.notify_checkpoint_aborted(checkpoint_id)
 
 
@@ -127,13 +127,13 @@ class _WindowJoin(_Window):
 class _Source(SubtaskOperator):
     is_source = True
 
-    def __init__(self, reader: SplitSourceReader):
+    def __init__(self, reader: SplitSourceReader) -> None:
         self.reader = reader
 
     def snapshot(self, checkpoint_id, checkpoint_type=CheckpointType.CHECKPOINT):
         return self.reader.snapshot_state()
 
-    def restore(self, state):
+    def restore(self, state) -> None:
         if state is not None:
             self.reader.restore_state(state)
 
@@ -141,7 +141,7 @@ class _Source(SubtaskOperator):
 class _Sink(SubtaskOperator):
     is_sink = True
 
-    def __init__(self, sink):
+    def __init__(self, sink) -> None:
         self.sink = sink
 
     def process(self, records, input_index=0):
@@ -156,16 +156,16 @@ class _Sink(SubtaskOperator):
     def snapshot(self, checkpoint_id, checkpoint_type=CheckpointType.CHECKPOINT):
         return self.sink.snapshot_state(checkpoint_id)
 
-    def restore(self, state):
+    def restore(self, state) -> None:
         self.sink.restore_state(state)
 
-    def notify_checkpoint_complete(self, checkpoint_id):
+    def notify_checkpoint_complete(self, checkpoint_id) -> None:
         self.sink.notify_checkpoint_complete(checkpoint_id)
 
-    def notify_checkpoint_aborted(self, checkpoint_id):
+    def notify_checkpoint_aborted(self, checkpoint_id) -> None:
         self.sink.notify_checkpoint_aborted(checkpoint_id)
 
-    def close_on_failover(self):
+    def close_on_failover(self) -> None:
         self.sink.close_on_failover()
 
 

@@ -89,7 +89,7 @@ class KeySlots:
 class KeyedRunningSum:
     ROW_KEY_WIDTH = 1  # a state row is (key, running_sum)
 
-    def __init__(self, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]):
+    def __init__(self, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]) -> None:
         """``key_group_of``: a key's key group; given a ``KeyGroupAssigner`` (``of_keys``), snapshots assign a
         whole key column at once."""
         self.key_group_range = key_group_range

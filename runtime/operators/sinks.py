@@ -141,7 +141,7 @@ class _TransactionBuffer:
 
     __slots__ = ("_array", "_size")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._array = None
         self._size = 0
 
@@ -169,7 +169,7 @@ class _TransactionBuffer:
 
 
 class TwoPhaseCommitSink:
-    def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0):
+    def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0) -> None:
         self.store = store
         self.subtask = subtask
         self._attempt = attempt
@@ -243,7 +243,7 @@ class TwoPhaseCommitSink:
 
 
 class AtLeastOnceSink:
-    def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0):
+    def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0) -> None:
         self.store = store
 
     def invoke_all(self, records) -> None:

@@ -28,7 +28,7 @@ OFFSETS_STATE = "source-offsets"
 
 
 class SplitSourceReader:
-    def __init__(self, split_id_or_splits, records=()):
+    def __init__(self, split_id_or_splits, records=()) -> None:
         """``SplitSourceReader(split_id, records)`` reads one split; ``SplitSourceReader({split_id: records})``
         reads every split given, in split id order. A split is a ``RecordBatch``, or record tuples or an Arrow
         table (converted once)."""

@@ -16,7 +16,7 @@ from barriersim.runtime.state.snapshot import OperatorSubtaskState
 class MapOperator:
     """``value -> value * factor`` (Flink's ``StreamMap``)."""
 
-    def __init__(self, factor: int = 2):
+    def __init__(self, factor: int = 2) -> None:
         self.factor = factor
 
     def process_all(self, records) -> RecordBatch:
@@ -34,7 +34,7 @@ class MapOperator:
 class FilterOperator:
     """Keeps the records whose value is not a multiple of ``modulus`` (Flink's ``StreamFilter``)."""
 
-    def __init__(self, modulus: int = 3):
+    def __init__(self, modulus: int = 3) -> None:
         self.modulus = modulus
 
     def process_all(self, records) -> RecordBatch:

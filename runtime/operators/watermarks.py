@@ -16,7 +16,7 @@ NO_WATERMARK = -(2**63)
 
 
 class WatermarkValve:
-    def __init__(self, channels: list[Hashable]):
+    def __init__(self, channels: list[Hashable]) -> None:
         self._channel_watermarks = {c: NO_WATERMARK for c in channels}
         self.current = NO_WATERMARK
 

@@ -28,7 +28,7 @@ from barriersim.runtime.state.snapshot import KeyGroupRange, KeyGroupsStateHandl
 class TumblingEventTimeWindowSum:
     ROW_KEY_WIDTH = 2  # a state row is (window_start, key, *accumulators)
 
-    def __init__(self, size_ms: int, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]):
+    def __init__(self, size_ms: int, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]) -> None:
         if size_ms <= 0:
             raise ValueError(f"window size must be > 0 ms, got {size_ms}")
         self.size_ms = size_ms

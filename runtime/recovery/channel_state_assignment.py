@@ -67,7 +67,7 @@ class ChannelStateAssignment:
         graph: JobGraph | None,
         old_states: Mapping[str, OperatorState | None],
         new_parallelism: Mapping[str, int],
-    ):
+    ) -> None:
         self.checkpoint_id = checkpoint_id
         self.graph = graph
         self._old = old_states

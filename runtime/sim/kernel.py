@@ -51,7 +51,7 @@ class _Entry:
 
     __slots__ = ("time", "callback", "label", "cancelled")
 
-    def __init__(self, time: int, callback: Callable[[], Any], label: str):
+    def __init__(self, time: int, callback: Callable[[], Any], label: str) -> None:
         self.time = time
         self.callback = callback
         self.label = label
@@ -63,7 +63,7 @@ class ScheduledEvent:
 
     __slots__ = ("_entry",)
 
-    def __init__(self, entry: _Entry):
+    def __init__(self, entry: _Entry) -> None:
         self._entry = entry
 
     @property
@@ -84,7 +84,7 @@ class Trace:
 
     _BATCH = 512
 
-    def __init__(self, keep_lines: bool = False):
+    def __init__(self, keep_lines: bool = False) -> None:
         self._hash = hashlib.sha256()
         self._pending: list[str] = []
         self.lines: list[str] | None = [] if keep_lines else None
@@ -123,7 +123,7 @@ def derive_seed(seed: int, subsystem: str) -> int:
 
 
 class Simulation:
-    def __init__(self, seed: int, keep_trace_lines: bool = False):
+    def __init__(self, seed: int, keep_trace_lines: bool = False) -> None:
         self.seed = seed
         self.now_us = 0
         self._heap: list[_Entry] = []

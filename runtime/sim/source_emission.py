@@ -22,7 +22,7 @@ class EmissionClock:
 
     __slots__ = ("_rate", "_slowdowns", "anchor_us", "emitted", "blocked")
 
-    def __init__(self, rate: int, now_us: int, slowdowns=None):
+    def __init__(self, rate: int, now_us: int, slowdowns=None) -> None:
         if rate <= 0:
             raise ValueError(f"source emission: the rate must be positive, got {rate}")
         self._rate = rate

@@ -20,7 +20,7 @@ class HeapKeyedStateBackend:
 
     def __init__(
         self, operator: KeyedRows, key_group_range: KeyGroupRange, config: StateBackendConfig, memory_threshold: int
-    ):
+    ) -> None:
         self._operator = operator
         self.key_group_range = key_group_range
         self._entry_bytes = config.entry_bytes

@@ -200,7 +200,7 @@ class IncrementalKeyedStateBackend:
         rng: random.Random,
         name: str,
         upload: Upload = inline_upload,
-    ):
+    ) -> None:
         self._operator = operator
         self.key_group_range = key_group_range
         self.config = config

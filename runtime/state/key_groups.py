@@ -171,7 +171,7 @@ class KeyGroupAssigner:
 
     _MAX_CACHED = 1 << 20
 
-    def __init__(self, max_parallelism: int):
+    def __init__(self, max_parallelism: int) -> None:
         self.max_parallelism = max_parallelism
         self._table = np.empty(0, dtype=np.int64)
         self._single: dict = {}

@@ -24,7 +24,7 @@ class RescaleMappings:
 
     def __init__(
         self, number_of_sources: int, mappings: Sequence[Sequence[int]], number_of_targets: int, identity: bool = False
-    ):
+    ) -> None:
         self.number_of_sources = number_of_sources
         self.mappings = tuple(tuple(t) for t in mappings)
         self.number_of_targets = number_of_targets

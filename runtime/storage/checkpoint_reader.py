@@ -29,7 +29,7 @@ from barriersim.runtime.storage.layout import CHECKPOINT_DIR_PREFIX, SAVEPOINT_D
 class CheckpointReader:
     """Loads the checkpoints of ``files``; what it reads joins the locations ``completed`` knows."""
 
-    def __init__(self, job_id: str, files: CheckpointFiles, completed: CompletedCheckpointList):
+    def __init__(self, job_id: str, files: CheckpointFiles, completed: CompletedCheckpointList) -> None:
         self.job_id = job_id
         self._files = files
         self._completed = completed

@@ -23,7 +23,7 @@ POINTER_LIST_MAGIC = 0x4960672E  # the metadata magic + 1: a different kind of f
 class CompletedCheckpointList:
     """The completed-checkpoint list of job ``job_id`` in ``files``, and the completed checkpoints known here."""
 
-    def __init__(self, job_id: str, files: CheckpointFiles):
+    def __init__(self, job_id: str, files: CheckpointFiles) -> None:
         self.job_id = job_id
         self._files = files
         # the completed checkpoints this JobManager wrote or read: what the completed-checkpoint list points to

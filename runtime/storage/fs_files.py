@@ -89,7 +89,7 @@ class FsCheckpointFiles:
         task_owned_state_directory: Path,
         pointer_list_file: Path,
         writer: AtomicFileWriter,
-    ):
+    ) -> None:
         self.checkpoints_directory = checkpoints_directory
         self.shared_state_directory = shared_state_directory
         self.task_owned_state_directory = task_owned_state_directory

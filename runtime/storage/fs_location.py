@@ -36,7 +36,7 @@ class FsCheckpointStorageLocation:
         state_writer: AtomicFileWriter,
         metadata_writer: AtomicFileWriter,
         memory_threshold: int,
-    ):
+    ) -> None:
         self.checkpoint_id = checkpoint_id
         self.directory = directory
         self.is_savepoint = is_savepoint

@@ -52,7 +52,7 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         rng: random.Random | None = None,
         writer: AtomicFileWriter | None = None,
         memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
-    ):
+    ) -> None:
         self.job_id = checked_job_id(job_id)
         self.memory_threshold = checked_memory_threshold(memory_threshold)
         self.writer = writer or AtomicFileWriter()  # the _metadata's: its fault-injection switch

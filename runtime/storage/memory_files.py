@@ -22,7 +22,7 @@ SCHEME = "jobmanager://"
 class MemoryCheckpointFiles:
     """The ``_metadata`` bytes of job ``job_id``'s checkpoints and savepoints, by pointer."""
 
-    def __init__(self, job_id: str):
+    def __init__(self, job_id: str) -> None:
         self.job_id = job_id
         self._blobs: dict[str, tuple[CompletedCheckpointStorageLocation, bytes]] = {}
         self._pointer_list: bytes | None = None

@@ -46,7 +46,9 @@ def external_path(pointer: str | None, is_savepoint: bool) -> str | None:
 class JobManagerCheckpointStorage(CheckpointStorage):
     """Checkpoint metadata held in memory, one byte string per checkpoint/savepoint."""
 
-    def __init__(self, job_id: str, *, rng: random.Random | None = None, writer: AtomicFileWriter | None = None):
+    def __init__(
+        self, job_id: str, *, rng: random.Random | None = None, writer: AtomicFileWriter | None = None
+    ) -> None:
         self.job_id = checked_job_id(job_id)
         self.writer = writer or AtomicFileWriter()  # only its fault-injection switch: there is no disk
         self._rng = rng or random.Random(0)

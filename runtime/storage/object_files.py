@@ -31,7 +31,7 @@ class ObjectStoreCheckpointFiles:
     """The objects of one job's checkpoints in ``store``: ``checkpoints_directory`` (``bucket/prefix/<job-id>``)
     holds its ``chk-<n>`` directories, ``shared/`` and the completed-checkpoint list."""
 
-    def __init__(self, store: ObjectStore, checkpoints_directory: str):
+    def __init__(self, store: ObjectStore, checkpoints_directory: str) -> None:
         self.store = store
         self.checkpoints_directory = checkpoints_directory
         self.shared_state_directory = f"{checkpoints_directory}/{CHECKPOINT_SHARED_STATE_DIR}"

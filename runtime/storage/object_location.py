@@ -34,7 +34,7 @@ class ObjectStoreCheckpointStorageLocation:
         rng: random.Random,
         metadata_writer: AtomicFileWriter,
         memory_threshold: int,
-    ):
+    ) -> None:
         self.store = store
         self.checkpoint_id = checkpoint_id
         self.directory = directory

@@ -77,7 +77,7 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
         rng: random.Random | None = None,
         writer: AtomicFileWriter | None = None,
         memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
-    ):
+    ) -> None:
         self.job_id = checked_job_id(job_id)
         self.memory_threshold = checked_memory_threshold(memory_threshold)
         self.writer = writer or AtomicFileWriter()  # only its fault-injection switch: a PUT is atomic

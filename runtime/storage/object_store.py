@@ -71,7 +71,7 @@ def object_store_filesystem(uri: str):
 class ObjectStore:
     """The objects of ``filesystem`` (a ``pyarrow.fs.FileSystem``), named in messages as ``<scheme>://<path>``."""
 
-    def __init__(self, filesystem, scheme: str = "s3"):
+    def __init__(self, filesystem, scheme: str = "s3") -> None:
         self.filesystem = filesystem
         self.scheme = scheme
 

@@ -45,7 +45,7 @@ class StreamTaskNetworkInput:
         upstream: Callable[[Any], None],
         end_of_data: Callable[[], None],
         end_of_input: Callable[[], None],
-    ):
+    ) -> None:
         """``input_of_gate``: the logical input of each gate for a two-input operator, else None; ``upstream``
         takes the acknowledgement of an ``EndOfData`` for the upstream task; ``end_of_data`` is called once every
         channel's data ended (``EndOfData`` or end of partition on each), ``end_of_input`` once every channel

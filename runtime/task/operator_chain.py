@@ -26,7 +26,7 @@ class OperatorChain:
         *,
         hot_key: int,
         memory_threshold: int,
-    ):
+    ) -> None:
         """``hot_key``: the key whose records cost extra (-1: none), counted by ``hot_records``;
         ``memory_threshold``: state streams at or above it are files of their own (``snapshot_work``)."""
         self.operator = operator

@@ -31,7 +31,7 @@ class RecordWriters:
         partitions: Sequence[ResultPartition],
         record_size: int,
         rng: random.Random,
-    ):
+    ) -> None:
         self._graph = graph
         self._edges = tuple(edges)
         self._partitions = tuple(partitions)
@@ -119,7 +119,7 @@ class _HashTargets:
     """Flink's ``KeyGroupStreamPartitioner`` for a whole key column: key -> key group (memoized for small keys,
     ``KeyGroupAssigner``) -> the consumer subtask owning that key group."""
 
-    def __init__(self, max_parallelism: int, parallelism: int):
+    def __init__(self, max_parallelism: int, parallelism: int) -> None:
         self._key_groups = KeyGroupAssigner(max_parallelism)
         self._max_parallelism = max_parallelism
         self._parallelism = parallelism

@@ -22,7 +22,7 @@ class SourceInput:
         *,
         batch_records: int | None,
         emit_watermarks: bool,
-    ):
+    ) -> None:
         """``reader``: the source operator's split reader; ``batch_records``: the records a step reads at most
         unless its driver says how many are due (None: ``UNPACED_SOURCE_BATCH_RECORDS``); ``emit_watermarks``:
         whether the job has event time."""

@@ -39,7 +39,7 @@ class TaskRestore:
         operator,
         partitions: Sequence[ResultPartition],
         network_input: StreamTaskNetworkInput | None,
-    ):
+    ) -> None:
         """``gate_edges``: the edge of each input gate (its partitioner filters a rescaled edge's records);
         ``network_input``: None for a source."""
         self._vertex = vertex

@@ -70,7 +70,7 @@ class BufferDebloatConfiguration:
 class ThroughputCalculator:
     """Bytes consumed per second of time spent consuming (idle time left out), over the last period."""
 
-    def __init__(self, clock: Callable[[], int]):
+    def __init__(self, clock: Callable[[], int]) -> None:
         self._clock = clock
         self.current_throughput = 0
         self._accumulated_bytes = 0
@@ -108,7 +108,7 @@ class BufferSizeEMA:
 
     def __init__(
         self, max_buffer_size: int, min_buffer_size: int, samples: int, starting_buffer_size: int | None = None
-    ):
+    ) -> None:
         self.max_buffer_size = max_buffer_size
         self.min_buffer_size = min_buffer_size
         self.alpha = 2.0 / (samples + 1)
@@ -128,7 +128,7 @@ class BufferSizeEMA:
 class BufferDebloater:
     """One gate's buffer size from its throughput and the buffers in use."""
 
-    def __init__(self, config: BufferDebloatConfiguration, max_buffer_size: int):
+    def __init__(self, config: BufferDebloatConfiguration, max_buffer_size: int) -> None:
         self.config = config
         self.max_buffer_size = max_buffer_size
         self.last_buffer_size = config.starting_size(max_buffer_size)

@@ -43,7 +43,7 @@ class BufferOrigin(enum.Enum):
 class FloatingBufferPool:
     """The gate's pool of floating buffers (Flink's ``LocalBufferPool`` with ``BufferListener``s)."""
 
-    def __init__(self, size: int = DEFAULT_FLOATING_BUFFERS_PER_GATE):
+    def __init__(self, size: int = DEFAULT_FLOATING_BUFFERS_PER_GATE) -> None:
         if size < 0:
             raise ValueError(f"floating pool size must be >= 0, got {size}")
         self.size = size
@@ -82,7 +82,7 @@ class FloatingBufferPool:
 class BufferManager:
     """Buffers and credit of one remote input channel."""
 
-    def __init__(self, pool: FloatingBufferPool, exclusive: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL):
+    def __init__(self, pool: FloatingBufferPool, exclusive: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL) -> None:
         if exclusive < 0:
             raise ValueError(f"exclusive buffers must be >= 0, got {exclusive}")
         self._pool = pool

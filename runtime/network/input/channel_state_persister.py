@@ -45,7 +45,7 @@ class CheckpointStatus(enum.Enum):
 
 
 class ChannelStatePersister:
-    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[AddInputData], None]):
+    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[AddInputData], None]) -> None:
         self.channel_info = channel_info
         self._sink = sink
         self.status = CheckpointStatus.COMPLETED

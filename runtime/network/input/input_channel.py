@@ -123,7 +123,7 @@ class InputChannel:
 
     is_remote = False
 
-    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]):
+    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]) -> None:
         self.channel_info = channel_info
         self._sink = sink
         self._queue: PrioritizedDeque[SequenceElement] = PrioritizedDeque()
@@ -314,7 +314,7 @@ class RemoteInputChannel(InputChannel):
         sink: Callable[[Any], None],
         pool: FloatingBufferPool,
         exclusive_buffers: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
-    ):
+    ) -> None:
         super().__init__(channel_info, sink)
         self.buffer_manager = BufferManager(pool, exclusive_buffers)
         self.buffer_manager.unannounced_credit = exclusive_buffers  # Flink: initial credit of the partition request
@@ -372,7 +372,7 @@ class LocalInputChannel(InputChannel):
     """A channel reading a subpartition of the same TaskManager: no buffers of its own, no announcements; it
     holds at most ``LOCAL_CHANNEL_BUFFERS`` of the producer's buffers (see the module's docstring)."""
 
-    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]):
+    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]) -> None:
         super().__init__(channel_info, sink)
         self._requested = False
         self.sender_backlog = 0  # the producer's queued buffers when it last handed one out

@@ -84,7 +84,7 @@ class SingleInputGate:
         sink: Callable[[Any], None],
         exclusive_buffers_per_channel: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
         floating_buffers_per_gate: int = DEFAULT_FLOATING_BUFFERS_PER_GATE,
-    ):
+    ) -> None:
         self.gate_idx = gate_idx
         self._sink = sink
         self.floating_pool = FloatingBufferPool(floating_buffers_per_gate)

@@ -39,7 +39,7 @@ class VirtualChannelError(RuntimeError):
 class VirtualChannel:
     __slots__ = ("record_filter", "last_watermark")
 
-    def __init__(self, record_filter: RecordFilter | None):
+    def __init__(self, record_filter: RecordFilter | None) -> None:
         self.record_filter = record_filter
         self.last_watermark: int | None = None  # None: uninitialized
 
@@ -47,7 +47,7 @@ class VirtualChannel:
 class DemultiplexingChannel:
     """The virtual channels of one physical input channel during recovery."""
 
-    def __init__(self, channel: InputChannelInfo, virtual_channels: dict[tuple[int, int], VirtualChannel]):
+    def __init__(self, channel: InputChannelInfo, virtual_channels: dict[tuple[int, int], VirtualChannel]) -> None:
         self.channel = channel
         self.virtual_channels = virtual_channels
         self.current: VirtualChannel | None = None

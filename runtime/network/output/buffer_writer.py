@@ -42,7 +42,9 @@ class _BufferBuilder:
 class BufferWriter:
     """The open buffer builders of one result partition's subpartitions, and every write into them."""
 
-    def __init__(self, partition_idx: int, subpartitions: Sequence[PipelinedSubpartition], starting_buffer_size: int):
+    def __init__(
+        self, partition_idx: int, subpartitions: Sequence[PipelinedSubpartition], starting_buffer_size: int
+    ) -> None:
         """``subpartitions``: where finished buffers are queued; ``starting_buffer_size``: the size of each
         subpartition's buffers until its consumer announces one (``set_buffer_size``)."""
         n = len(subpartitions)

@@ -44,7 +44,7 @@ class ResultPartition:
         supports_unaligned_checkpoints: bool = True,
         local_subpartitions: Sequence[bool] = (),
         starting_buffer_size: int | None = None,
-    ):
+    ) -> None:
         """``local_subpartitions``: per subpartition, whether its consumer runs in this TaskManager (a local
         channel reads it); none by default. ``starting_buffer_size``: the size of each subpartition's buffers until
         its consumer announces one (Flink's ``PipelinedSubpartition`` ``startingBufferSize``: the starting segment size

@@ -125,7 +125,7 @@ class _Entry:
 
 
 class PipelinedSubpartition:
-    def __init__(self, info: ResultSubpartitionInfo, *, block_on_aligned_barrier: bool = True):
+    def __init__(self, info: ResultSubpartitionInfo, *, block_on_aligned_barrier: bool = True) -> None:
         self.info = info
         self.block_on_aligned_barrier = block_on_aligned_barrier
         self._priority: deque[_Entry] = deque()

@@ -20,7 +20,7 @@ class CreditError(ValueError):
 
 
 class CreditBasedSequenceNumberingViewReader:
-    def __init__(self, subpartition: PipelinedSubpartition, initial_credit: int = 0):
+    def __init__(self, subpartition: PipelinedSubpartition, initial_credit: int = 0) -> None:
         if initial_credit < 0:
             raise CreditError(f"initial credit of {subpartition.info} must not be negative, got {initial_credit}")
         self.subpartition = subpartition
