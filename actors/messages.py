@@ -74,7 +74,9 @@ def pack_elements(entries: list) -> list[bytes]:
     """A call's element entries as msgpack arrays of at most about ``INLINE_BYTES`` each (an entry larger than that
     alone in its array), in order: Ray inlines each such argument in the call instead of putting it in the object
     store, which costs a round trip to the raylet on the sender's side and one on the receiver's."""
-    parts, group, size = [], [], 0
+    parts: list[bytes] = []
+    group: list[bytes] = []
+    size = 0
     for entry in entries:
         packed = msgpack.packb(entry, use_bin_type=True)
         if group and size + len(packed) > INLINE_BYTES:

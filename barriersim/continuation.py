@@ -188,9 +188,9 @@ def run_dir_of(path: str | Path) -> RunDirectory | None:
                 return candidate
         return None
     p = Path(local_path(text)).resolve()
-    for candidate in [p, *p.parents][: _SEARCH_DEPTH + 1]:
-        if (candidate / SUMMARY_FILE).is_file() and (candidate / EXTERNAL_STORE_FILE).is_file():
-            return RunDirectory.local(candidate)
+    for directory in [p, *p.parents][: _SEARCH_DEPTH + 1]:
+        if (directory / SUMMARY_FILE).is_file() and (directory / EXTERNAL_STORE_FILE).is_file():
+            return RunDirectory.local(directory)
     return None
 
 

@@ -30,6 +30,7 @@ Ray, the Ray node it ran on.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -117,7 +118,7 @@ def placement_rows(config: JobConfig, deployments: list[dict]) -> list[dict]:
     """One row per deployment and subtask: its TaskManager, slot, node and input channel kinds (a simulated run's
     ``placement`` table; a Ray run's adds the Ray node each actor reported). In a run of several jobs a
     deployment names its job, and its rows do too."""
-    rows = []
+    rows: list[dict] = []
     for d in deployments:
         job = d.get("job")
         c = _job_config(config, job)
@@ -325,7 +326,7 @@ def write_run_directory(
     summary: dict | None,
     checkpoints: list[dict],
     subtasks: list[dict],
-    placement: list[dict] = (),
+    placement: Sequence[dict] = (),
 ) -> None:
     """The run directory: the effective scenario (``scenario.toml``), the statistics tables, where each subtask
     ran (``placement``), ``summary.json`` (last: a directory with ``summary.json`` is a finished run; None leaves

@@ -66,6 +66,7 @@ def generator_version() -> str:
     """A hash of the source text of the modules that generate the workload and compute its reference."""
     digest = hashlib.sha256()
     for module in (spark_workload, draws, spark_reference):
+        assert module.__file__ is not None  # modules of this package, loaded from files
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()
 

@@ -291,7 +291,7 @@ def ramp_check(runs: list[RampRun], here: Remeasured | None = None) -> Check:
 
 def _ramps_here(here: Remeasured | None) -> str:
     row = here.row(HEAVY, "aligned") if here else None
-    if row is None:
+    if here is None or row is None:
         return ""
     ramps = "; ".join(", ".join(str(ms) for ms in ramp) for ramp in row["ramp"])
     return f"; Flink {here.flink_version} here, checkpoints 1-6 of each run: {ramps} ms"

@@ -22,8 +22,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeAlias, overload
 
 import numpy as np
+import numpy.typing as npt
+
+# What ``RecordBatch.of`` takes: a RecordBatch, record tuples, or an Arrow table or record batch (pyarrow has no
+# type information, so this is Any).
+RecordsLike: TypeAlias = Any
 
 RECORD_FIELDS = 4  # every record layout of barriersim's jobs: four int64 fields
 _INT64 = np.dtype(np.int64)
@@ -46,7 +52,7 @@ class RecordBatch:
         return RecordBatch(np.empty((fields, 0), dtype=_INT64))
 
     @staticmethod
-    def from_columns(*columns) -> RecordBatch:
+    def from_columns(*columns: npt.ArrayLike) -> RecordBatch:
         """One batch from one array (or sequence of ints) per field, all of the same length."""
         return RecordBatch(np.stack([np.asarray(c, dtype=_INT64) for c in columns]))
 
@@ -65,7 +71,7 @@ class RecordBatch:
         return RecordBatch(np.ascontiguousarray(array.T))
 
     @staticmethod
-    def of(records) -> RecordBatch:
+    def of(records: RecordsLike) -> RecordBatch:
         """``records`` as a batch: a batch as it is, anything else (record tuples, or an Arrow table or batch with
         four integer columns in the record's field order) converted once."""
         if type(records) is RecordBatch:
@@ -86,10 +92,11 @@ class RecordBatch:
 
     @property
     def fields(self) -> int:
-        return self.columns.shape[0]
+        return int(self.columns.shape[0])
 
     def column(self, field: int) -> np.ndarray:
-        return self.columns[field]
+        column: np.ndarray = self.columns[field]
+        return column
 
     # -- the columnar operations of the data path ----------------------------------------------------
 
@@ -107,23 +114,29 @@ class RecordBatch:
     # -- the per-record view (slow; tests, traces, checks) ---------------------------------------------
 
     def __len__(self) -> int:
-        return self.columns.shape[1]
+        return int(self.columns.shape[1])
 
     def __bool__(self) -> bool:
-        return self.columns.shape[1] > 0
+        return bool(self.columns.shape[1] > 0)
 
-    def __iter__(self) -> Iterator[tuple]:
+    def __iter__(self) -> Iterator[tuple[int, ...]]:
         return iter(zip(*self.columns.tolist())) if self.columns.shape[1] else iter(())
 
-    def to_rows(self) -> list[tuple]:
+    def to_rows(self) -> list[tuple[int, ...]]:
         return list(self)
 
-    def __getitem__(self, index):
+    @overload
+    def __getitem__(self, index: int) -> tuple[int, ...]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> RecordBatch: ...
+
+    def __getitem__(self, index: int | slice) -> RecordBatch | tuple[int, ...]:
         if isinstance(index, slice):
             return RecordBatch(self.columns[:, index])
         return tuple(self.columns[:, index].tolist())
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, RecordBatch):
             return self.columns.shape == other.columns.shape and bool(np.array_equal(self.columns, other.columns))
         if isinstance(other, (list, tuple)):
@@ -150,7 +163,7 @@ def batch_to_bytes(batch: RecordBatch) -> bytes:
     return _BATCH_HEADER.pack(fields, records) + np.ascontiguousarray(batch.columns, dtype=_LE_INT64).tobytes()
 
 
-def batch_from_bytes(data) -> RecordBatch:
+def batch_from_bytes(data: bytes | bytearray | memoryview) -> RecordBatch:
     """What ``batch_to_bytes`` wrote, as a read-only view of ``data`` (no copy on a little-endian machine)."""
     if len(data) < _BATCH_HEADER.size:
         raise MalformedRecords(f"record batch: {len(data)} bytes is shorter than its {_BATCH_HEADER.size}-byte header")

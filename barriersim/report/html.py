@@ -33,7 +33,7 @@ FIGURES = ("barrier_timeline.png", "alignment_and_start_delay.png", "end_to_end.
 @dataclass
 class Report:
     html: Path
-    figures: dict[str, figure.Figure]
+    figures: dict[str, figure.Figure | Path]  # the restore page's figure (written by restore_page) by its path
 
 
 def _fmt(value) -> str:
@@ -283,7 +283,7 @@ def build_report(
     html_path = Path(out_html) if out_html else root / "report" / "index.html"
     html_path.parent.mkdir(parents=True, exist_ok=True)
     axis = sweep_axis(root, tables.runs)
-    figures = draw_figures(tables, html_path.parent, checkpoint_id, axis)
+    figures: dict[str, figure.Figure | Path] = dict(draw_figures(tables, html_path.parent, checkpoint_id, axis))
     title = f"barriersim report: {root.resolve().name}"
     sweep = read_sweep_analytics(root)
     page = None

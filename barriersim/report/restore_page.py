@@ -137,7 +137,7 @@ def plot_restore_checkpoints(checkpoints: pd.DataFrame, summaries: dict[str, dic
         axes[0][col].set_ylabel("end_to_end_duration (ms)")
         axes[1][col].set_ylabel("state_size (bytes)")
         axes[1][col].set_xlabel("trigger_timestamp (ms, the coordinator's clock)")
-    legend = {}  # one legend of the jobs, above the panels (outside the data)
+    legend: dict = {}  # one legend of the jobs, above the panels (outside the data)
     for ax in axes.flat:
         legend.update(zip(*reversed(ax.get_legend_handles_labels())))
     if legend:

@@ -58,7 +58,8 @@ def with_points(df: pd.DataFrame, axis: SweepAxis) -> pd.DataFrame:
 
 def _from_index(index: dict, labels: set[str]) -> SweepAxis | None:
     parameters = tuple(index["axes"])
-    values, run_points = [], {}
+    values: list = []
+    run_points: dict = {}
     for point in index["points"]:
         dirs = [r["dir"] for r in point.get("runs", []) if r.get("dir") in labels]
         if not dirs:

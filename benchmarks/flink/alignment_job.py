@@ -147,7 +147,9 @@ def collect(base: str, args, running_at: float) -> dict:
     vertices = {v["name"]: v for v in job["vertices"]}
     keyed = next(v for name, v in vertices.items() if "KEYED" in name.upper())
     time.sleep(max(0.0, args.seconds / 3 - (time.monotonic() - running_at)))
-    counts = []  # (when, the keyed vertex's input count) each time the REST API's copy of the counter changed
+    counts: list[
+        tuple
+    ] = []  # (when, the keyed vertex's input count) each time the REST API's copy of the counter changed
     while time.monotonic() - running_at < args.seconds:
         value = vertex_sum(base, keyed, "numRecordsIn")
         if not counts or value != counts[-1][1]:

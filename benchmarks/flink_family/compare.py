@@ -80,7 +80,7 @@ def span(runs: list[dict], key: str) -> tuple[float, float] | None:
 
 def judge(c: Comparison) -> list[dict]:
     """Each figure: Flink's range, barriersim's figure, the ratio, within the band or not."""
-    checks = []
+    checks: list = []
     if c.barriersim is None or not c.flink_runs:
         return checks
     for key in NUMERIC:

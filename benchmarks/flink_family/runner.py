@@ -218,6 +218,7 @@ def run_once(config: Config, classes: Path, out: Path) -> None:
             raw["loadavg"] = {"before": load_before, "after": os.getloadavg()}
         finally:
             try:
+                assert process.stdin is not None  # started with stdin=PIPE
                 process.stdin.write("stop\n")
                 process.stdin.close()
                 process.wait(timeout=STOP_S)

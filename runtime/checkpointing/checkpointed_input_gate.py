@@ -39,6 +39,7 @@ from barriersim.runtime.events import (
     EventAnnouncement,
     InputChannelInfo,
 )
+from barriersim.runtime.network.input.input_channel import InputChannel
 from barriersim.runtime.network.input.single_input_gate import BufferOrEvent
 
 
@@ -147,7 +148,7 @@ class CheckpointedInputGate:
     def get_checkpoint_barrier_handler(self) -> CheckpointBarrierHandler:
         return self.barrier_handler
 
-    def get_channel(self, channel_idx: int):
+    def get_channel(self, channel_idx: int) -> InputChannel:
         return self.input_gate.get_channel(channel_idx)  # type: ignore[attr-defined]
 
     def close(self) -> None:

@@ -159,7 +159,10 @@ class DefaultCheckpointPlanCalculator:
             v = self.by_id[vertex_id]
             return all(executions[(vertex_id, i)].state is ExecutionState.FINISHED for i in range(v.parallelism))
 
-        trigger, wait, finished, fully_finished = [], [], [], []
+        trigger: list[ExecutionAttemptID] = []
+        wait: list[ExecutionAttemptID] = []
+        finished: list[ExecutionAttemptID] = []
+        fully_finished: list[JobVertexID] = []
         for v in self.vertices:
             if all_finished(v.vertex_id):
                 fully_finished.append(v.vertex_id)

@@ -145,7 +145,7 @@ class CheckpointProperties:
         return CheckpointProperties.for_savepoint(True if forced is None else forced)
 
 
-def _tail(p: CheckpointProperties) -> tuple:
+def _tail(p: CheckpointProperties) -> tuple[object, ...]:
     return (
         p.checkpoint_type,
         p.discard_subsumed,

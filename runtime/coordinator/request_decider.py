@@ -40,7 +40,7 @@ class CheckpointTriggerRequest:
     def is_force(self) -> bool:
         return self.props.forced
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[object, ...]:
         return (not self.props.is_savepoint, not self.is_force, self.is_periodic, self.timestamp, self.seq)
 
 

@@ -259,7 +259,9 @@ def subtask_row(checkpoint_id: int, entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def job_statistics(trackers: Sequence[CheckpointStatsTracker]) -> tuple[list[dict], list[dict], dict[str, int]]:
+def job_statistics(
+    trackers: Sequence[CheckpointStatsTracker],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]:
     """A run's statistics over all its coordinators, in order: ``(checkpoints, subtasks, counts)``.
 
     ``checkpoints``: every checkpoint's record by id, with Flink's per-checkpoint sums of its subtasks' figures

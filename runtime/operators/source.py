@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from barriersim.runtime.operators.records import EVENT_TIME, pack, unpack
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
 
 OFFSETS_STATE = "source-offsets"
 
 
 class SplitSourceReader:
-    def __init__(self, split_id_or_splits, records=()) -> None:
+    def __init__(self, split_id_or_splits: int | Mapping[int, RecordsLike], records: RecordsLike = ()) -> None:
         """``SplitSourceReader(split_id, records)`` reads one split; ``SplitSourceReader({split_id: records})``
         reads every split given, in split id order. A split is a ``RecordBatch``, or record tuples or an Arrow
         table (converted once)."""

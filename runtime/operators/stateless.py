@@ -9,7 +9,7 @@ value column multiplied; a mask over the value column), record by record the sam
 from __future__ import annotations
 
 from barriersim.runtime.operators.records import VALUE
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
 
 
@@ -19,7 +19,7 @@ class MapOperator:
     def __init__(self, factor: int = 2) -> None:
         self.factor = factor
 
-    def process_all(self, records) -> RecordBatch:
+    def process_all(self, records: RecordsLike) -> RecordBatch:
         columns = RecordBatch.of(records).columns.copy()
         columns[VALUE] *= self.factor
         return RecordBatch(columns)
@@ -37,7 +37,7 @@ class FilterOperator:
     def __init__(self, modulus: int = 3) -> None:
         self.modulus = modulus
 
-    def process_all(self, records) -> RecordBatch:
+    def process_all(self, records: RecordsLike) -> RecordBatch:
         batch = RecordBatch.of(records)
         keep = batch.columns[VALUE] % self.modulus != 0
         return batch if keep.all() else batch.take(keep)

@@ -21,7 +21,7 @@ import numpy as np
 from barriersim.runtime.events import Watermark
 from barriersim.runtime.operators.records import EVENT_TIME, KEY, VALUE, pack, unpack
 from barriersim.runtime.operators.watermarks import NO_WATERMARK
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.snapshot import KeyGroupRange, KeyGroupsStateHandle, OperatorSubtaskState
 
 
@@ -41,7 +41,7 @@ class TumblingEventTimeWindowSum:
     def window_start(self, event_time: int) -> int:
         return event_time - (event_time % self.size_ms)
 
-    def process_all(self, records) -> RecordBatch:
+    def process_all(self, records: RecordsLike) -> RecordBatch:
         for start, key, total, count in self.on_time_groups(RecordBatch.of(records)):
             acc = self._windows.get((start, key))
             if acc is None:

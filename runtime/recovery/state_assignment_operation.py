@@ -161,7 +161,11 @@ def assign_states(
     return StateAssignment(metadata.checkpoint_id, task_restores, max_parallelism, coordinator_states, non_restored)
 
 
-def _check_state_mapping_completeness(metadata, by_operator, allow_non_restored_state) -> tuple[OperatorID, ...]:
+def _check_state_mapping_completeness(
+    metadata: CheckpointMetadata,
+    by_operator: Mapping[OperatorID, ExecutionJobVertexInfo],
+    allow_non_restored_state: bool,
+) -> tuple[OperatorID, ...]:
     skipped = []
     for state in metadata.operator_states:
         if state.operator_id in by_operator:

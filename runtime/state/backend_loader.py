@@ -17,7 +17,7 @@ def create_keyed_backend(
     memory_threshold: int,
     rng: random.Random,
     name: str,
-):
+) -> HeapKeyedStateBackend | IncrementalKeyedStateBackend:
     """The backend ``config`` names for ``operator`` (``name``: the subtask and attempt, part of its files' names;
     ``rng``: the seeded stream of its compaction policy)."""
     if config.backend is StateBackendKind.INCREMENTAL:

@@ -8,12 +8,15 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.atomic_file import WriteFault
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.metadata_serializer import MAX_MEMORY_THRESHOLD, StateFileHandle, StateFileReader
+
+if TYPE_CHECKING:
+    from barriersim.runtime.storage.retention import RetentionDecision
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ class CheckpointStorage(abc.ABC):
         """The names of the files in the shared state directory."""
 
     @abc.abstractmethod
-    def apply_retention_policy(self, retention_policy: object, job_status: object) -> dict:
+    def apply_retention_policy(self, retention_policy: object, job_status: object) -> dict[int, RetentionDecision]:
         """Called when the job ends: discard or retain every retained checkpoint (never savepoints) as Flink's
         ``CheckpointRetentionPolicy`` says; the completed-checkpoint list goes either way."""
 

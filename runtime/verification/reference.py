@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -119,7 +120,7 @@ def verdict_of(
 
 
 def expected_sink_input(
-    graph: JobGraph, splits: dict[str, Sequence], injected: dict[tuple[str, int], Sequence] | None = None
+    graph: JobGraph, splits: Mapping[str, Sequence[Any]], injected: dict[tuple[str, int], Sequence[Any]] | None = None
 ) -> Expected:
     """What the sink should receive, evaluated over ``splits`` (per source vertex, its subtasks' splits: record
     batches, or record tuples); ``injected`` adds records (a batch or record tuples) entering a vertex's logical

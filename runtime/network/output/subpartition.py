@@ -301,7 +301,7 @@ class PipelinedSubpartition:
             self._is_blocked = True
         seq = self._sequence_number
         self._sequence_number = seq + 1
-        return BufferAndBacklog(element, self.get_buffers_in_backlog(), self.next_data_type(num_credits_available), seq)  # type: ignore[arg-type]
+        return BufferAndBacklog(element, self.get_buffers_in_backlog(), self.next_data_type(num_credits_available), seq)
 
     def resume_consumption(self) -> None:
         """Flink's ``resumeConsumption``: the consumer finished its alignment (ignored once released: the
