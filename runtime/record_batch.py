@@ -20,6 +20,7 @@ them. No Flink class corresponds: Flink moves serialized bytes; this is their co
 
 from __future__ import annotations
 
+import builtins
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeAlias, overload
@@ -129,10 +130,10 @@ class RecordBatch:
     def __getitem__(self, index: int) -> tuple[int, ...]: ...
 
     @overload
-    def __getitem__(self, index: slice) -> RecordBatch: ...
+    def __getitem__(self, index: builtins.slice) -> RecordBatch: ...
 
-    def __getitem__(self, index: int | slice) -> RecordBatch | tuple[int, ...]:
-        if isinstance(index, slice):
+    def __getitem__(self, index: int | builtins.slice) -> RecordBatch | tuple[int, ...]:
+        if isinstance(index, builtins.slice):
             return RecordBatch(self.columns[:, index])
         return tuple(self.columns[:, index].tolist())
 

@@ -41,7 +41,6 @@ from typing import Any
 from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
     ActionSink,
-    AddInputData,
     AllBarriersReceived,
     CheckpointBarrierHandler,
     CheckpointMetrics,
@@ -60,6 +59,7 @@ from barriersim.runtime.network.input.buffer_manager import (
     DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
     DEFAULT_FLOATING_BUFFERS_PER_GATE,
 )
+from barriersim.runtime.network.input.channel_state_persister import AddInputData
 from barriersim.runtime.network.input.input_channel import AddCredit, InputChannel
 from barriersim.runtime.network.input.single_input_gate import BufferOrEvent, SingleInputGate
 
@@ -211,6 +211,7 @@ class InputSide:
 
     def _record(self, action: Any) -> None:
         if not self._keep_history:
+            assert self._sink is not None  # history is kept when there is no sink
             self._sink(action)
             return
         self._actions.append(action)
@@ -281,7 +282,7 @@ class InputSide:
     def poll_all(self) -> list[BufferOrEvent]:
         """Everything available, polled as a task's steps poll it: each step processes what it polled, so the
         buffers polled before are released (``release_processed``) before the next poll, and after the last."""
-        out = []
+        out: list[BufferOrEvent] = []
         while True:
             self.release_processed()
             boe = self.poll_next()

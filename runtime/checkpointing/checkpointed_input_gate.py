@@ -149,7 +149,8 @@ class CheckpointedInputGate:
         return self.barrier_handler
 
     def get_channel(self, channel_idx: int) -> InputChannel:
-        return self.input_gate.get_channel(channel_idx)  # type: ignore[attr-defined]
+        channel: InputChannel = self.input_gate.get_channel(channel_idx)  # type: ignore[attr-defined]
+        return channel
 
     def close(self) -> None:
         self.barrier_handler.close()

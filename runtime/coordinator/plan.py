@@ -19,9 +19,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID
+
+if TYPE_CHECKING:
+    from barriersim.runtime.jobgraph import JobGraph
 
 
 class ExecutionState(enum.Enum):
@@ -60,7 +64,7 @@ class JobVertexInfo:
         return not self.inputs and not self.pointwise_inputs
 
 
-def vertices_from_job_graph(job_graph) -> list[JobVertexInfo]:
+def vertices_from_job_graph(job_graph: JobGraph) -> list[JobVertexInfo]:
     """The coordinator's view of a ``barriersim.runtime.jobgraph.JobGraph`` (one operator per vertex, named
     like the vertex), in topological order."""
     out = []

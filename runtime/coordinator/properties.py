@@ -145,7 +145,7 @@ class CheckpointProperties:
         return CheckpointProperties.for_savepoint(True if forced is None else forced)
 
 
-def _tail(p: CheckpointProperties) -> tuple[object, ...]:
+def _tail(p: CheckpointProperties) -> tuple[CheckpointType, bool, bool, bool, bool, bool, bool]:
     return (
         p.checkpoint_type,
         p.discard_subsumed,

@@ -22,8 +22,8 @@ def decode_tagged_tables(
     kind: str,
     error: Callable[[str], Exception],
     not_a_list: str,
-    build: Callable[[type, dict, str], Any],
-) -> list:
+    build: Callable[[type, dict[str, Any], str], Any],
+) -> list[Any]:
     """The values ``build(cls, table, place)`` makes of the tables of ``items``; ``kind`` names a table's type in
     messages ("fault", "action"), ``not_a_list`` is the message when ``items`` is not a list."""
     if not isinstance(items, list):
@@ -41,7 +41,7 @@ def decode_tagged_tables(
 
 
 def table_fields(
-    item: Mapping, known: Collection[str], at: str, error: Callable[[str], Exception]
+    item: Mapping[str, Any], known: Collection[str], at: str, error: Callable[[str], Exception]
 ) -> Iterator[tuple[str, Any]]:
     """The ``(key, value)`` fields of one tagged table other than its ``type``; a key not in ``known`` is ``error``
     naming the field and the known ones."""

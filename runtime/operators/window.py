@@ -80,7 +80,7 @@ class TumblingEventTimeWindowSum:
         due = sorted(w for w in self._windows if w[0] + self.size_ms - 1 <= self.watermark)
         return [(w, self._windows.pop(w)) for w in due]
 
-    def keyed_rows(self) -> Iterable[tuple[int, tuple]]:
+    def keyed_rows(self) -> Iterable[tuple[int, tuple[int, ...]]]:
         """The open windows as ``(key group, (window_start, key, *accumulators))`` rows
         (``runtime.state.backend.KeyedRows``)."""
         key_group_of = self._key_group_of
@@ -117,7 +117,7 @@ def snapshot_windows(
 ) -> OperatorSubtaskState:
     """Open windows ``(window_start, key) -> accumulators`` as keyed state: per key group, the sorted rows
     ``[window_start, key, *accumulators]`` (msgpack)."""
-    by_group: dict[int, list] = defaultdict(list)
+    by_group: dict[int, list[list[int]]] = defaultdict(list)
     for (start, key), acc in windows.items():
         by_group[key_group_of(key)].append([start, key, *acc])
     handle = KeyGroupsStateHandle(key_group_range, {kg: pack(sorted(v)) for kg, v in sorted(by_group.items())})

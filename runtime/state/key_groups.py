@@ -174,9 +174,9 @@ class KeyGroupAssigner:
     def __init__(self, max_parallelism: int) -> None:
         self.max_parallelism = max_parallelism
         self._table = np.empty(0, dtype=np.int64)
-        self._single: dict = {}
+        self._single: dict[object, int] = {}
 
-    def __call__(self, key) -> int:
+    def __call__(self, key: object) -> int:
         group = self._single.get(key)
         if group is None:
             group = self._single[key] = assign_to_key_group(key, self.max_parallelism)
@@ -190,7 +190,8 @@ class KeyGroupAssigner:
             if high >= len(self._table):
                 size = min(self._MAX_CACHED, max(1024, 2 * (high + 1)))
                 self._table = assign_to_key_groups(np.arange(size, dtype=np.int64), self.max_parallelism)
-            return self._table[keys]
+            groups: np.ndarray = self._table[keys]
+            return groups
         return assign_to_key_groups(keys, self.max_parallelism)
 
 

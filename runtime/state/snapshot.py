@@ -24,7 +24,7 @@ state also carries the in-flight data rescaling descriptors (``runtime.state.inf
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo
@@ -59,7 +59,7 @@ class KeyGroupRange:
     def __contains__(self, key_group: int) -> bool:
         return self.start_key_group <= key_group <= self.end_key_group
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(range(self.start_key_group, self.end_key_group + 1))
 
     def intersection(self, other: KeyGroupRange) -> KeyGroupRange:
@@ -335,7 +335,7 @@ HANDLE_BYTES = 64  # what a reference to a state file takes in the _metadata (na
 MEMORY_THRESHOLD = 20 * 1024  # Flink's state.storage.fs.memory-threshold default
 
 
-def metadata_bytes_estimate(states, memory_threshold: int) -> int:
+def metadata_bytes_estimate(states: Iterable[OperatorSubtaskState], memory_threshold: int) -> int:
     """About how many bytes the ``_metadata`` of a checkpoint of these ``OperatorSubtaskState``s takes: each
     subtask's keyed, operator and channel state inline below ``memory_threshold``, a file reference above; an
     incremental handle's shared runs inline if they travelled inline, else a reference each. For the cost model."""

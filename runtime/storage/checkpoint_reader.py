@@ -49,6 +49,7 @@ class CheckpointReader:
         elif isinstance(pointer, CompletedCheckpointStorageLocation):
             location = pointer
         else:
+            assert isinstance(pointer, str)  # the one kind left
             location = self._files.resolve(pointer)
         source = location.metadata_pointer
         data = self._files.read_metadata(location)
@@ -110,7 +111,7 @@ class CheckpointReader:
         (before it is restored: Flink's tasks read their state files at restore); typed errors name the file."""
         location = self._completed.location_of(checkpoint_id)
         reader = self._files.state_file_reader(location) if location is not None else None
-        if reader is None:
+        if location is None or reader is None:
             return
         for handle in location.state_files:
             path, data = reader(handle)

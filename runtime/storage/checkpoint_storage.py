@@ -6,17 +6,15 @@ collaborators implement what."""
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.atomic_file import WriteFault
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.metadata_serializer import MAX_MEMORY_THRESHOLD, StateFileHandle, StateFileReader
-
-if TYPE_CHECKING:
-    from barriersim.runtime.storage.retention import RetentionDecision
 
 
 @dataclass(frozen=True)
@@ -183,9 +181,10 @@ class CheckpointStorage(abc.ABC):
         """The names of the files in the shared state directory."""
 
     @abc.abstractmethod
-    def apply_retention_policy(self, retention_policy: object, job_status: object) -> dict[int, RetentionDecision]:
+    def apply_retention_policy(self, retention_policy: object, job_status: object) -> Mapping[int, enum.Enum]:
         """Called when the job ends: discard or retain every retained checkpoint (never savepoints) as Flink's
-        ``CheckpointRetentionPolicy`` says; the completed-checkpoint list goes either way."""
+        ``CheckpointRetentionPolicy`` says (a ``retention.RetentionDecision`` per checkpoint); the completed-checkpoint
+        list goes either way."""
 
 
 def checked_job_id(job_id: str) -> str:

@@ -27,7 +27,8 @@ class CompletedCheckpointList:
         self.job_id = job_id
         self._files = files
         # the completed checkpoints this JobManager wrote or read: what the completed-checkpoint list points to
-        self._known: dict[int, CompletedCheckpointStorageLocation] = {}
+        # a location read through a bare pointer may have no id
+        self._known: dict[int | None, CompletedCheckpointStorageLocation] = {}
 
     @property
     def name(self) -> str:
@@ -129,7 +130,7 @@ class CompletedCheckpointList:
         return tuple(sorted(pointers, key=lambda p: p.checkpoint_id))  # chronologically, as Flink sorts by name
 
 
-def _pointer_fields(entry) -> tuple:
+def _pointer_fields(entry: object) -> tuple[int, str, str, int, int, bool]:
     shape = "[id, directory, metadata file, size, crc32, is savepoint]"
     if not isinstance(entry, tuple) or len(entry) != 6:
         raise ValueError(f"entry {entry!r} is not {shape}")

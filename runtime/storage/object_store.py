@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from barriersim.runtime.storage.atomic_file import WriteFault
@@ -36,7 +37,7 @@ class ObjectInfo:
     size: int | None
 
 
-def _info(info) -> ObjectInfo:
+def _info(info: Any) -> ObjectInfo:  # a pyarrow.fs.FileInfo (pyarrow is untyped)
     """An ``ObjectInfo`` of a ``pyarrow.fs.FileInfo``."""
     return ObjectInfo(info.path, info.base_name, ObjectKind(info.type.name), info.size)
 
@@ -53,7 +54,7 @@ def parent(path: str) -> str:
     return path.rstrip("/").rpartition("/")[0]
 
 
-def object_store_filesystem(uri: str):
+def object_store_filesystem(uri: str) -> tuple[Any, str]:
     """The pyarrow filesystem of an ``s3://`` URI and the path (``bucket/prefix``) it names; the URI's query
     holds the client's options. Raises ``InvalidCheckpointPointerError`` naming the URI."""
     from pyarrow import fs as pafs
@@ -71,7 +72,7 @@ def object_store_filesystem(uri: str):
 class ObjectStore:
     """The objects of ``filesystem`` (a ``pyarrow.fs.FileSystem``), named in messages as ``<scheme>://<path>``."""
 
-    def __init__(self, filesystem, scheme: str = "s3") -> None:
+    def __init__(self, filesystem: Any, scheme: str = "s3") -> None:
         self.filesystem = filesystem
         self.scheme = scheme
 
@@ -117,7 +118,8 @@ class ObjectStore:
     def get(self, path: str, doing: str) -> bytes:
         try:
             with self.filesystem.open_input_stream(path) as stream:
-                return stream.readall()
+                data: bytes = stream.readall()
+                return data
         except OSError as e:
             raise storage_error_of(e, self.uri(path), doing) from None
 

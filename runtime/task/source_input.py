@@ -6,6 +6,7 @@ follows them with the reader's watermark when the job has event time.
 from __future__ import annotations
 
 from barriersim.runtime.events import MAX_WATERMARK, StopMode, Watermark
+from barriersim.runtime.operators.source import SplitSourceReader
 from barriersim.runtime.task.operator_chain import OperatorChain
 from barriersim.runtime.task.record_writers import RecordWriters
 from barriersim.runtime.task.step_result import StepOutcome, StepResult
@@ -16,7 +17,7 @@ UNPACED_SOURCE_BATCH_RECORDS = 256  # records an unpaced source reads per step
 class SourceInput:
     def __init__(
         self,
-        reader,
+        reader: SplitSourceReader,
         chain: OperatorChain,
         record_writers: RecordWriters,
         *,

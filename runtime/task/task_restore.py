@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from barriersim.runtime.channel_state.reader import SequentialChannelStateReader
-from barriersim.runtime.events import END_OF_CHANNEL_STATE
+from barriersim.runtime.events import END_OF_CHANNEL_STATE, InputChannelInfo
 from barriersim.runtime.jobgraph import JobEdge, JobVertex, Partitioner
-from barriersim.runtime.network.input.virtual_channels import demultiplexers
+from barriersim.runtime.network.input.virtual_channels import RecordFilter, demultiplexers
 from barriersim.runtime.network.output.result_partition import ResultPartition
+from barriersim.runtime.operators.factory import SubtaskOperator
 from barriersim.runtime.operators.records import KEY
 from barriersim.runtime.state.key_groups import KeyGroupAssigner, operator_indices_for_key_groups
 from barriersim.runtime.state.snapshot import OperatorSubtaskState, TaskStateSnapshot
@@ -36,7 +38,7 @@ class TaskRestore:
         vertex: JobVertex,
         gate_edges: Sequence[JobEdge],
         subtask_index: int,
-        operator,
+        operator: SubtaskOperator,
         partitions: Sequence[ResultPartition],
         network_input: StreamTaskNetworkInput | None,
     ) -> None:
@@ -69,7 +71,7 @@ class TaskRestore:
         if self._network_input is not None:
             # Recovered in-flight input is processed before any new data (Flink's RecoveredInputChannel).
             descriptor = own.input_rescaling_descriptor
-            recovered = []
+            recovered: list[tuple[InputChannelInfo, Any]] = []
             restored_in = reader.read_input_data(
                 lambda info, elements: recovered.extend((info, e) for e in elements), descriptor
             )
@@ -86,7 +88,7 @@ class TaskRestore:
         )
         return Restored(sum(restored_in.values()), sum(restored_out.values()))
 
-    def _record_filter_of_gate(self, gate_idx: int):
+    def _record_filter_of_gate(self, gate_idx: int) -> RecordFilter | None:
         """Flink's ``RecordFilter``: whether a recovered record of an ambiguous virtual channel belongs to this
         subtask, by the gate's partitioner (only hash partitioning makes virtual channels ambiguous)."""
         edge = self._gate_edges[gate_idx]
