@@ -16,7 +16,7 @@ Mirrors Flink's ``CheckpointBarrier``, ``CheckpointOptions`` (with ``CheckpointO
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -323,14 +323,14 @@ class StreamElements:
     def __len__(self) -> int:
         return sum(len(p) if type(p) is RecordBatch else 1 for p in self.parts)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[int, ...] | Watermark]:
         for part in self.parts:
             if type(part) is RecordBatch:
                 yield from part
             else:
                 yield part
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, StreamElements):
             return len(self.parts) == len(other.parts) and all(a == b for a, b in zip(self.parts, other.parts))
         if isinstance(other, (list, tuple)):
@@ -377,15 +377,15 @@ class ResultSubpartitionInfo:
 # -- wire encoding (msgpack-ready plain values, never pickle) --------------------------------------
 
 
-def options_to_wire(o: CheckpointOptions) -> list:
+def options_to_wire(o: CheckpointOptions) -> list[Any]:
     return [o.checkpoint_type.value, o.alignment.value, o.aligned_checkpoint_timeout]
 
 
-def options_from_wire(v: list) -> CheckpointOptions:
+def options_from_wire(v: list[Any]) -> CheckpointOptions:
     return CheckpointOptions(CheckpointType(v[0]), AlignmentType(v[1]), int(v[2]))
 
 
-def to_wire(element: ChannelElement) -> list:
+def to_wire(element: ChannelElement) -> list[Any]:
     """Encode a channel element as plain lists, tuples, bytes and scalars (msgpack-ready).
 
     A buffer of records as columns (a ``RecordBatch``: the data path) travels as its column buffers, one bytes
@@ -423,7 +423,7 @@ def to_wire(element: ChannelElement) -> list:
     raise TypeError(f"not a channel element: {element!r}")
 
 
-def from_wire(v: list) -> ChannelElement:
+def from_wire(v: list[Any]) -> ChannelElement:
     tag = v[0]
     if tag == "R":
         return Buffer(batch_from_bytes(v[1]), int(v[2]), int(v[3]))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import builtins
 import struct
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypeAlias, overload
+from typing import Any, TypeAlias, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +38,7 @@ _LE_INT64 = np.dtype("<i8")
 _BATCH_HEADER = struct.Struct(">HQ")  # fields, records
 
 
+@final  # never subclassed: the data path tests type(x) is RecordBatch
 class RecordBatch:
     """A run of records as columns: ``columns`` is an ``int64`` array of shape ``(fields, records)``."""
 

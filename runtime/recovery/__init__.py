@@ -5,6 +5,12 @@ Entry points, re-exported here: ``assign_states`` (Flink's ``StateAssignmentOper
 ``restore_latest_checkpoint``/``restore_from_pointer``/``checkpoint_loader``, and ``repartition_state``.
 """
 
+from barriersim.runtime.recovery.errors import (
+    ChannelStateRescalingUnsupportedError,
+    MaxParallelismMismatchError,
+    NonRestoredStateError,
+    StateAssignmentError,
+)
 from barriersim.runtime.recovery.operator_state_repartitioner import repartition_state
 from barriersim.runtime.recovery.restore import (
     RestoredState,
@@ -13,13 +19,9 @@ from barriersim.runtime.recovery.restore import (
     restore_latest_checkpoint,
 )
 from barriersim.runtime.recovery.state_assignment_operation import (
-    ChannelStateRescalingUnsupportedError,
     ExecutionJobVertexInfo,
     JobManagerTaskRestore,
-    MaxParallelismMismatchError,
-    NonRestoredStateError,
     StateAssignment,
-    StateAssignmentError,
     assign_states,
 )
 
