@@ -15,6 +15,7 @@ from barriersim.runtime.channel_state.reader import ChannelStateRestoreError
 from barriersim.runtime.checkpointing.api import InputSide
 from barriersim.runtime.events import (
     Buffer,
+    ChannelElement,
     CheckpointBarrier,
     EndOfChannelStateEvent,
     EndOfData,
@@ -94,7 +95,7 @@ class StreamTaskNetworkInput:
         the task declines checkpoints (``CHECKPOINT_DECLINED_TASK_NOT_READY``)."""
         return bool(self._awaiting_end_of_channel_state)
 
-    def _on_recovery_event(self, channel: InputChannelInfo, event) -> None:
+    def _on_recovery_event(self, channel: InputChannelInfo, event: object) -> None:
         """A ``SubtaskConnectionDescriptor`` selects the virtual channel of the recovered buffers that follow; an
         ``EndOfChannelStateEvent`` ends the channel's recovered data."""
         demux = self._demux.get(channel)
@@ -112,7 +113,9 @@ class StreamTaskNetworkInput:
 
     # -- arrivals ------------------------------------------------------------------------------------
 
-    def on_element(self, channel: InputChannelInfo, element, sequence_number: int, backlog: int | None) -> None:
+    def on_element(
+        self, channel: InputChannelInfo, element: ChannelElement, sequence_number: int, backlog: int | None
+    ) -> None:
         self.input_side.on_element(channel, element, sequence_number, backlog)
         if not self._recovered:
             # A priority event (an unaligned barrier, an announcement) is handled on arrival, also while the

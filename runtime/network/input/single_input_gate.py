@@ -181,6 +181,7 @@ class SingleInputGate:
             raise GateClosedError(f"poll of closed gate {self.gate_idx}")
         while self._channels_with_data:
             idx = self._channels_with_data.poll()
+            assert idx is not None  # the deque is not empty
             self._enqueued.discard(idx)
             ch = self.channels[idx]
             if ch.blocked or not ch.has_data():
@@ -295,6 +296,7 @@ class SingleInputGate:
         channel's sender; returns the announced size (None: unchanged, or the gate is finished)."""
         if self.debloater is None or self.closed or self.is_finished():
             return None
+        assert self.throughput is not None  # enabled with the debloater
         size = self.debloater.recalculate_buffer_size(self.throughput.calculate_throughput(), self.buffers_in_use())
         if size is not None:
             for idx, ch in enumerate(self.channels):

@@ -19,12 +19,13 @@ mapped to ``c``. Mirrors Flink's ``DemultiplexingRecordDeserializer`` (with its 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
-from barriersim.runtime.buffer_content import content_of, segments
-from barriersim.runtime.events import InputChannelInfo, SubtaskConnectionDescriptor, Watermark
+from barriersim.runtime.buffer_content import Part, content_of, segments
+from barriersim.runtime.events import InputChannelInfo, StreamElements, SubtaskConnectionDescriptor, Watermark
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.inflight_data_rescaling import InflightDataRescalingDescriptor
 
@@ -70,14 +71,16 @@ class DemultiplexingChannel:
     def is_selecting(self) -> bool:
         return self.current is not None
 
-    def demultiplex(self, content):
+    def demultiplex(
+        self, content: RecordBatch | StreamElements | Iterable[Any]
+    ) -> RecordBatch | StreamElements | Iterable[Any]:
         """A recovered buffer's content (a ``RecordBatch``, ``StreamElements``, or record tuples and watermarks)
         of the selected virtual channel, as the operator sees it, in the same forms: the records of an ambiguous
         virtual channel filtered by one mask per batch, watermarks combined over the virtual channels."""
         vc = self.current
         if vc is None:
             return content
-        parts = []
+        parts: list[Part] = []
         for part in segments(content):
             if type(part) is RecordBatch:
                 if vc.record_filter is not None and len(part):
@@ -88,7 +91,7 @@ class DemultiplexingChannel:
                 vc.last_watermark = part.timestamp
                 marks = [v.last_watermark for v in self.virtual_channels.values()]
                 if None not in marks:
-                    parts.append(Watermark(min(marks)))
+                    parts.append(Watermark(min(cast("list[int]", marks))))
         return content_of(parts) if parts else RecordBatch.empty()
 
 
