@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from barriersim.report.statistics import summary_table
 from barriersim.rundir import Run, RunTables, input_files, run_tables
@@ -71,14 +72,17 @@ def mode_statistics(out: Path, runs: Mapping[str, Path], summaries: Mapping[str,
         for mode, d in runs.items()
         if (Path(d) / "checkpoints.parquet").exists()
     ]
-    frame = checkpoints = None
+    frame: Any = None  # pandas DataFrames (pandas is untyped here)
+    checkpoints: Any = None
     if with_tables:
         checkpoints, subtasks = run_tables(with_tables)
         frame = _summary_frame(out, with_tables, RunTables(with_tables, checkpoints, subtasks))
     labels = {r.summary["mode"]: r.label for r in with_tables}
     result = {}
     for mode, summary in summaries.items():
-        percentiles = {metric: (None, None) for _, metric in PERCENTILE_METRICS}
+        percentiles: dict[str, tuple[float | None, float | None]] = {
+            metric: (None, None) for _, metric in PERCENTILE_METRICS
+        }
         failed_rows: Counter = Counter()
         label = labels.get(mode)
         if label is not None:

@@ -35,6 +35,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from barriersim.ray_address import AddressError
 
@@ -274,7 +275,7 @@ class RayAndSpark:
     address: str | None = None
     num_cpus: int | None = None
     log_dir: Path | None = None
-    spark: object = None
+    spark: Any = None  # a pyspark SparkSession (pyspark is untyped)
     ray_started_seconds: float = 0.0
     spark_started_seconds: float = 0.0
     executors: int = 0  # the Spark executors started (one per node on a cluster of several nodes)
@@ -481,7 +482,7 @@ def _ray_logs_dir() -> str:
     try:
         import ray
 
-        return ray._private.worker._global_node.get_logs_dir_path()
+        return ray._private.worker._global_node.get_logs_dir_path()  # type: ignore[attr-defined]  # None: caught
     except Exception:  # noqa: BLE001 - only for the log's first line
         return "(unknown)"
 
@@ -502,7 +503,7 @@ class SparkOnDemand:
         self._address = address
         self._app_name = app_name
         self._log_dir = log_dir
-        self._cluster = None
+        self._cluster: RayAndSpark | None = None
 
     @property
     def started(self) -> bool:

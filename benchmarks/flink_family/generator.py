@@ -160,7 +160,7 @@ def calibration(name: str, spin_us: float, seed: int, hot: tuple[float, float] =
 
 def _strata(rnd: random.Random, values, n: int) -> list:
     """``n`` values that take every one of ``values`` in turn, in a seeded order per round."""
-    out = []
+    out: list = []
     while len(out) < n:
         round_ = list(values)
         rnd.shuffle(round_)
@@ -196,17 +196,17 @@ def draw(rnd: random.Random, index: int, seed: int, picks: dict) -> Config:
         ]
         if free:
             vertices[free[0]] = replace(vertices[free[0]], parallelism=picks["parallelism"])
-    vertices = tuple(vertices)
-    hot_vertex = next((v.name for v in vertices if v.keyed), vertices[1].name)
+    drawn = tuple(vertices)
+    hot_vertex = next((v.name for v in drawn if v.keyed), drawn[1].name)
     share, extra = picks["hot_key"]
     debloat = picks["debloat"]
-    taskmanagers, slots = _slots(vertices, picks["cluster"])
+    taskmanagers, slots = _slots(drawn, picks["cluster"])
     return _fitted(
         Config(
             name=f"draw-{index:02d}",
             group="draw",
             seed=seed,
-            vertices=vertices,
+            vertices=drawn,
             keys=KEYS,
             zipf_exponent=picks["zipf"],
             hot_key_share=share,
@@ -230,7 +230,8 @@ def draw(rnd: random.Random, index: int, seed: int, picks: dict) -> Config:
 def generate(seed: int = DEFAULT_SEED, draws: int = DRAWS) -> dict:
     """The family: its configurations (bases, variants, calibration, draws) and its one-dimension pairs."""
     rnd = random.Random(seed)
-    configs, pairs = [], []
+    configs: list[Config] = []
+    pairs: list = []
     for level in ("busy", "heavy"):
         b = base(f"base-{level}", level, seed * 1000 + len(configs))
         configs.append(b)

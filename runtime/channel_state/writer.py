@@ -189,25 +189,29 @@ class ChannelStateWriter(abc.ABC):
 class _NoOpChannelStateWriter(ChannelStateWriter):
     """Flink's ``ChannelStateWriter.NO_OP``: accepts everything, persists nothing, returns empty results."""
 
-    def start(self, checkpoint_id, options):
+    def start(self, checkpoint_id: int, options: CheckpointOptions) -> WriteOutcome:
         return WriteOutcome.DISCARDED
 
-    def add_input_data(self, checkpoint_id, info, start_seq_num, buffers):
+    def add_input_data(
+        self, checkpoint_id: int, info: InputChannelInfo, start_seq_num: int, buffers: Iterable[Buffer]
+    ) -> WriteOutcome:
         return WriteOutcome.DISCARDED
 
-    def add_output_data(self, checkpoint_id, info, start_seq_num, buffers):
+    def add_output_data(
+        self, checkpoint_id: int, info: ResultSubpartitionInfo, start_seq_num: int, buffers: Iterable[Buffer]
+    ) -> WriteOutcome:
         return WriteOutcome.DISCARDED
 
-    def finish_input(self, checkpoint_id) -> None:
+    def finish_input(self, checkpoint_id: int) -> None:
         pass
 
-    def finish_output(self, checkpoint_id) -> None:
+    def finish_output(self, checkpoint_id: int) -> None:
         pass
 
-    def abort(self, checkpoint_id, cause, cleanup=False) -> None:
+    def abort(self, checkpoint_id: int, cause: BaseException, cleanup: bool = False) -> None:
         pass
 
-    def get_and_remove_write_result(self, checkpoint_id):
+    def get_and_remove_write_result(self, checkpoint_id: int) -> ChannelStateWriteResult:
         return ChannelStateWriteResult.empty()
 
 

@@ -126,7 +126,7 @@ class Simulation:
     def __init__(self, seed: int, keep_trace_lines: bool = False) -> None:
         self.seed = seed
         self.now_us = 0
-        self._heap: list[_Entry] = []
+        self._heap: list[tuple[int, int, int, _Entry]] = []  # (time, priority, seq, entry)
         self._seq = 0
         self._rngs: dict[str, random.Random] = {}
         self._stopped = False

@@ -46,6 +46,8 @@ def external_path(pointer: str | None, is_savepoint: bool) -> str | None:
 class JobManagerCheckpointStorage(CheckpointStorage):
     """Checkpoint metadata held in memory, one byte string per checkpoint/savepoint."""
 
+    files: MemoryCheckpointFiles
+
     def __init__(
         self, job_id: str, *, rng: random.Random | None = None, writer: AtomicFileWriter | None = None
     ) -> None:

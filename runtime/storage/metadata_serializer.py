@@ -17,7 +17,7 @@ import msgpack
 
 from barriersim.runtime import records_codec
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo, StreamElements, Watermark
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import MalformedRecords, RecordBatch
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
     HandleAndLocalPath,
@@ -194,7 +194,7 @@ def _decode_ext(code: int, data: bytes) -> Any:
     if code in (records_codec.RECORD_BATCH_EXT, records_codec.STREAM_ELEMENTS_EXT):
         try:
             return records_codec.ext_hook(code, data)
-        except records_codec.MalformedRecords as e:
+        except MalformedRecords as e:
             raise _Malformed(str(e)) from None
     raise _Malformed(f"unknown msgpack extension type {code} ({len(data)} bytes)")
 
