@@ -26,6 +26,7 @@ Mirrors Flink's ``SequentialChannelStateReader`` / ``SequentialChannelStateReade
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from barriersim.runtime.events import (
     END_OF_CHANNEL_STATE,
@@ -43,7 +44,7 @@ class ChannelStateRestoreError(RuntimeError):
     """Persisted data names a channel or partition the restored task does not have."""
 
 
-def _ordered(groups: Mapping) -> dict:
+def _ordered(groups: Mapping[Any, Any]) -> dict[Any, Any]:
     return {info: tuple(sorted(bufs, key=lambda b: b.sequence_number)) for info, bufs in sorted(groups.items()) if bufs}
 
 
@@ -89,7 +90,7 @@ class SequentialChannelStateReader:
 
     def read_input_data(
         self,
-        inject: Callable[[InputChannelInfo, tuple], None],
+        inject: Callable[[InputChannelInfo, tuple[Any, ...]], None],
         descriptor: InflightDataRescalingDescriptor = NO_RESCALE,
     ) -> dict[InputChannelInfo, int]:
         """Calls ``inject(channel, elements)`` once per channel (rescaled: once per virtual channel of a channel)
@@ -101,7 +102,7 @@ class SequentialChannelStateReader:
                 inject(info, buffers)
                 restored[info] = sum(b.size for b in buffers)
             return restored
-        routed: dict[InputChannelInfo, list[tuple]] = {}
+        routed: dict[InputChannelInfo, list[tuple[Any, ...]]] = {}
         for (old_subtask, info), buffers in sorted(self._input_handles.items()):
             buffers = tuple(sorted(buffers, key=lambda b: b.sequence_number))
             if not buffers:
@@ -164,7 +165,7 @@ class SequentialChannelStateReader:
         return restored
 
     @staticmethod
-    def _partition_of(by_idx: dict, info: ResultSubpartitionInfo) -> ResultPartition:
+    def _partition_of(by_idx: dict[Any, Any], info: ResultSubpartitionInfo) -> ResultPartition:
         partition = by_idx.get(info.partition_idx)
         if partition is None or info.subpartition_idx >= partition.number_of_subpartitions:
             raise ChannelStateRestoreError(

@@ -25,6 +25,7 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
 from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
 from barriersim.runtime.jobgraph import JobGraph, JobGraphError
@@ -90,7 +91,7 @@ class RestoreSettings:
     def __post_init__(self) -> None:
         object.__setattr__(self, "parallelism", _frozen_parallelism(self.parallelism))
 
-    def to_plain(self) -> dict:
+    def to_plain(self) -> dict[str, Any]:
         d = {"from": self.path}
         if self.parallelism:
             d["parallelism"] = dict(self.parallelism)
@@ -132,9 +133,9 @@ def action_name(action: Action) -> str:
     return _NAME_OF[type(action)]
 
 
-def action_to_plain(action: Action) -> dict:
+def action_to_plain(action: Action) -> dict[str, Any]:
     """One action as the plain table a scenario file gives: ``type`` first."""
-    d: dict = {"type": _NAME_OF[type(action)]}
+    d: dict[str, Any] = {"type": _NAME_OF[type(action)]}
     for f in fields(action):
         value = getattr(action, f.name)
         if isinstance(action, Restore):
@@ -281,7 +282,7 @@ class ActionSchedule:
 
     # -- plain values and JSON --------------------------------------------------------------------------
 
-    def to_plain(self) -> list[dict]:
+    def to_plain(self) -> list[dict[str, Any]]:
         return [action_to_plain(a) for a in self.actions]
 
     @staticmethod
@@ -308,7 +309,7 @@ class ActionSchedule:
         return ActionSchedule.from_plain(tables_from_json(text, "actions", ActionScheduleError))
 
 
-def _action_from_plain(cls: type, item: Mapping, at: str) -> Action:
+def _action_from_plain(cls: type, item: Mapping[str, Any], at: str) -> Action:
     known = ["from", "parallelism", "allow_non_restored_state"] if cls is Restore else [f.name for f in fields(cls)]
     kwargs = {}
     for key, value in table_fields(item, known, at, ActionScheduleError):

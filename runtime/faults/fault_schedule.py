@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import MISSING, asdict, dataclass, fields
+from typing import Any
 
 from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
 from barriersim.runtime.storage.damage import LIST_DAMAGES, CheckpointDamage, DamageTarget
@@ -244,7 +245,7 @@ def _check(fault: Fault, where: str) -> None:
             )
 
 
-def fault_to_plain(fault: Fault) -> dict:
+def fault_to_plain(fault: Fault) -> dict[str, Any]:
     """One fault as the plain table a scenario file or a replay command gives: ``type`` first, no None fields."""
     d = {"type": _NAME_OF[type(fault)]}
     for key, value in asdict(fault).items():
@@ -260,7 +261,7 @@ def _hits(fault: GroupCrash, taskmanager: int | None, node: int | None) -> bool:
     return fault.node == node
 
 
-def fate_of(message_faults: list) -> tuple[bool, int]:
+def fate_of(message_faults: list[Any]) -> tuple[bool, int]:
     """``(dropped, delay_ms)`` of a message hit by ``message_faults``: any drop loses it, delays add up."""
     drop = any(isinstance(f, DropMessage) for f in message_faults)
     return drop, sum(f.delay_ms for f in message_faults if isinstance(f, DelayMessage))
@@ -279,12 +280,12 @@ class FaultSchedule:
     def __len__(self) -> int:
         return len(self.faults)
 
-    def of_type(self, cls: type) -> list:
+    def of_type(self, cls: type) -> list[Any]:
         return [f for f in self.faults if isinstance(f, cls)]
 
     # -- how a driver reads the schedule (one reading for the simulator and the Ray backend) -----------
 
-    def message_faults(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> list:
+    def message_faults(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> list[Any]:
         """The ``DropMessage`` / ``DelayMessage`` faults that hit the ``kind`` message of ``task`` for
         ``checkpoint_id``."""
         return [
@@ -444,11 +445,11 @@ class FaultSchedule:
 
     # -- plain values and JSON (for scenario files and replay commands) ------------------------------
 
-    def to_plain(self) -> list[dict]:
+    def to_plain(self) -> list[dict[str, Any]]:
         return [fault_to_plain(fault) for fault in self.faults]
 
     @staticmethod
-    def from_plain(items: list, where: str = "faults") -> FaultSchedule:
+    def from_plain(items: list[Any], where: str = "faults") -> FaultSchedule:
         return FaultSchedule(
             tuple(
                 decode_tagged_tables(
@@ -471,7 +472,7 @@ class FaultSchedule:
         return FaultSchedule.from_plain(tables_from_json(text, "faults", FaultScheduleError))
 
 
-def _fault_from_plain(cls: type, item: dict, at: str) -> Fault:
+def _fault_from_plain(cls: type, item: dict[str, Any], at: str) -> Fault:
     """One ``[[faults]]`` table of fault class ``cls`` at ``at``, its fields checked."""
     known = {f.name: f for f in fields(cls)}
     kwargs = {}

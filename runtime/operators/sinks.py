@@ -17,6 +17,7 @@ stages the batches it is given and pre-commits them as one batch; the store's ou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -89,7 +90,7 @@ class ExternalStore:
         write's), without joining them."""
         return [b for b in self.committed.values() if len(b)] + self.direct
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """Everything the system holds, to be continued by a later run that restores a savepoint of this one (the
         transactions a restore commits stay pending until then): each transaction's and each direct write's records
         as a batch (``to_msgpack`` writes them as their column buffers)."""
@@ -100,7 +101,7 @@ class ExternalStore:
         }
 
     @staticmethod
-    def from_snapshot(snapshot: dict) -> ExternalStore:
+    def from_snapshot(snapshot: dict[str, Any]) -> ExternalStore:
         """The store ``snapshot`` describes: its records as batches (one per transaction, one per direct write);
         records as arrays of record arrays, the form of earlier versions, are converted."""
 

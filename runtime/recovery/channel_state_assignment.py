@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.recovery.errors import ChannelStateRescalingUnsupportedError
@@ -91,10 +92,10 @@ class ChannelStateAssignment:
 
     # -- topology ---------------------------------------------------------------------------------------
 
-    def _gates(self, vertex: str) -> list:
+    def _gates(self, vertex: str) -> list[Any]:
         return self.graph.gates_of(vertex) if self.graph is not None else []
 
-    def _partitions(self, vertex: str) -> list:
+    def _partitions(self, vertex: str) -> list[Any]:
         return self.graph.outputs_of(vertex) if self.graph is not None else []
 
     def _rescaled(self, vertex: str) -> bool:
@@ -141,7 +142,7 @@ class ChannelStateAssignment:
 
     # -- redistribution (reDistributeInputChannelStates / reDistributeResultSubpartitionStates) -------------
 
-    def _redistribute(self, vertex: str, input_side: bool) -> list[tuple]:
+    def _redistribute(self, vertex: str, input_side: bool) -> list[tuple[Any, ...]]:
         state = self._old[vertex]
         new_p = self._new_p[vertex]
         field = "input_channel_state" if input_side else "result_subpartition_state"
@@ -162,7 +163,7 @@ class ChannelStateAssignment:
                 f"{new_p}: its subtasks {subtasks} hold in-flight channel state taken at parallelism "
                 f"{self._old_p[vertex]}, and without the job's topology it cannot be rescaled"
             )
-        result: list[list] = [[] for _ in range(new_p)]
+        result: list[list[Any]] = [[] for _ in range(new_p)]
         count = len(self._gates(vertex)) if input_side else len(self._partitions(vertex))
         for index in range(count):
             mapping = (

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.jobgraph import JobGraph, Partitioner
@@ -41,8 +42,8 @@ class CutRecorder:
     __slots__ = ("inputs", "outputs", "marks")
 
     def __init__(self) -> None:
-        self.inputs: list = []
-        self.outputs: list = []
+        self.inputs: list[Any] = []
+        self.outputs: list[Any] = []
         self.marks: dict[int, tuple[int, int]] = {}
 
     @staticmethod
@@ -103,7 +104,7 @@ class CutViolation:
     vertex: str  # the consuming vertex whose input channels the cut crosses
     problem: str  # "missing", "unexpected", "in-flight data in an aligned checkpoint", "no snapshot"
     count: int
-    examples: tuple = ()
+    examples: tuple[Any, ...] = ()
 
     def __str__(self) -> str:
         return (
@@ -120,17 +121,17 @@ class DeploymentLog:
     recorders: dict[SubtaskKey, CutRecorder] = field(default_factory=dict)
 
 
-def _records(buffers) -> Iterable:
+def _records(buffers) -> Iterable[Any]:
     for buffer in buffers:
         for r in buffer.records:
             if isinstance(r, tuple):
                 yield r
 
 
-def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tuple[Counter, Counter]:
+def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tuple[Counter[Any], Counter[Any]]:
     """Per consuming vertex: the records in input channel state, and in upstream output subpartition state."""
-    inputs: Counter = Counter()
-    outputs: Counter = Counter()
+    inputs: Counter[Any] = Counter()
+    outputs: Counter[Any] = Counter()
     if metadata is None:
         return inputs, outputs
     for state in metadata.operator_states:
@@ -170,7 +171,7 @@ def check_consistent_cuts(
         log = deployments[epoch]
         finished = _finished_subtasks(metadata)
 
-        def before(key: SubtaskKey, outputs: bool) -> list | None:
+        def before(key: SubtaskKey, outputs: bool) -> list[Any] | None:
             rec = log.recorders.get(key)  # noqa: B023 - called in this iteration only
             if rec is None:
                 return None
@@ -196,8 +197,8 @@ def check_consistent_cuts(
             edges = graph.inputs_of(vertex.name)
             if not edges:
                 continue
-            left: Counter = Counter()
-            right: Counter = Counter()
+            left: Counter[Any] = Counter()
+            right: Counter[Any] = Counter()
             for (target, r), n in restored_in.items():
                 if target == vertex.name:
                     left[r] += n

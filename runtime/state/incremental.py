@@ -35,6 +35,7 @@ import random
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import msgpack
 
@@ -78,7 +79,7 @@ class SortedRun:
 
     level: int
     sequence: int
-    entries: tuple[tuple[tuple, tuple | None], ...]
+    entries: tuple[tuple[tuple[Any, ...], tuple[Any, ...] | None], ...]
     state_size: int
 
     @property
@@ -86,14 +87,14 @@ class SortedRun:
         return local_path(self.level, self.sequence)
 
     @property
-    def smallest(self) -> tuple:
+    def smallest(self) -> tuple[Any, ...]:
         return self.entries[0][0]
 
     @property
-    def largest(self) -> tuple:
+    def largest(self) -> tuple[Any, ...]:
         return self.entries[-1][0]
 
-    def overlaps(self, smallest: tuple, largest: tuple) -> bool:
+    def overlaps(self, smallest: tuple[Any, ...], largest: tuple[Any, ...]) -> bool:
         return not (self.largest < smallest or largest < self.smallest)
 
     def encode(self) -> bytes:
@@ -118,7 +119,7 @@ def parse_local_path(path: str) -> tuple[int, int]:
         ) from None
 
 
-def decode_run(handle: SharedStateHandle, path: str) -> list[tuple[tuple, tuple | None]]:
+def decode_run(handle: SharedStateHandle, path: str) -> list[tuple[tuple[Any, ...], tuple[Any, ...] | None]]:
     """The entries of an uploaded run, after checking its size and CRC32."""
     data = handle.data
     if data is None:
@@ -137,8 +138,10 @@ def decode_run(handle: SharedStateHandle, path: str) -> list[tuple[tuple, tuple 
         ) from None
 
 
-def _merge_newest_first(runs: Sequence[Iterable[tuple[tuple, tuple | None]]]) -> dict[tuple, tuple | None]:
-    merged: dict[tuple, tuple | None] = {}
+def _merge_newest_first(
+    runs: Sequence[Iterable[tuple[tuple[Any, ...], tuple[Any, ...] | None]]],
+) -> dict[tuple[Any, ...], tuple[Any, ...] | None]:
+    merged: dict[tuple[Any, ...], tuple[Any, ...] | None] = {}
     for entries in runs:
         for key, value in entries:
             if key not in merged:
@@ -151,10 +154,12 @@ def _precedence(path: str) -> tuple[int, int]:
     return level, -sequence  # level 0 first, newest first; deeper levels after
 
 
-def rows_of_incremental_handles(handles: Iterable, key_group_range: KeyGroupRange) -> list[tuple[int, tuple]]:
+def rows_of_incremental_handles(
+    handles: Iterable[Any], key_group_range: KeyGroupRange
+) -> list[tuple[int, tuple[Any, ...]]]:
     """The rows (``(key group, row)``) in ``key_group_range`` of incremental handles, each handle's runs merged newest
     first (a rescaled restore may get several handles, of disjoint key groups)."""
-    rows: list[tuple[int, tuple]] = []
+    rows: list[tuple[int, tuple[Any, ...]]] = []
     for handle in handles:
         if not isinstance(handle, IncrementalKeyedStateHandle):
             rows.extend(
@@ -211,7 +216,7 @@ class IncrementalKeyedStateBackend:
         # uploads are named after this instance (subtask, attempt, random bits), never reused by another attempt
         self._upload_prefix = f"{name}-{rng.getrandbits(32):08x}"
         self.backend_id = self._upload_prefix
-        self._flushed: dict[tuple, tuple] = {}
+        self._flushed: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.levels: list[list[SortedRun]] = [[] for _ in range(config.num_levels)]  # level 0 newest first
         self._sequence = 0
         self._uploads = 0
@@ -222,7 +227,7 @@ class IncrementalKeyedStateBackend:
 
     # -- sizes ------------------------------------------------------------------------------------------------
 
-    def _size(self, key: tuple, value: tuple | None) -> int:
+    def _size(self, key: tuple[Any, ...], value: tuple[Any, ...] | None) -> int:
         if value is None:
             return TOMBSTONE_BYTES if self.config.entry_bytes else len(msgpack.packb(list(key[1]), use_bin_type=True))
         return entry_size(key[1] + value, self.config.entry_bytes)
@@ -236,9 +241,9 @@ class IncrementalKeyedStateBackend:
 
     # -- the memtable and its flush ----------------------------------------------------------------------------
 
-    def _changes(self) -> list[tuple[tuple, tuple | None]]:
+    def _changes(self) -> list[tuple[tuple[Any, ...], tuple[Any, ...] | None]]:
         width = self._width
-        current: dict[tuple, tuple] = {}
+        current: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         for kg, row in self._operator.keyed_rows():
             current[(kg, tuple(row[:width]))] = tuple(row[width:])
         flushed = self._flushed
@@ -247,11 +252,11 @@ class IncrementalKeyedStateBackend:
         self._flushed = current
         return sorted(changes, key=lambda e: e[0])
 
-    def _new_run(self, level: int, entries: list) -> SortedRun:
+    def _new_run(self, level: int, entries: list[Any]) -> SortedRun:
         self._sequence += 1
         return SortedRun(level, self._sequence, tuple(entries), sum(self._size(k, v) for k, v in entries))
 
-    def _cut(self, entries: list, limit: int) -> list[list]:
+    def _cut(self, entries: list[Any], limit: int) -> list[list[Any]]:
         pieces, piece, size = [], [], 0
         for key, value in entries:
             piece.append((key, value))

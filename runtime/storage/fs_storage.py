@@ -45,10 +45,10 @@ class FileSystemCheckpointStorage(CheckpointStorage):
 
     def __init__(
         self,
-        checkpoint_base_directory: str | os.PathLike,
+        checkpoint_base_directory: str | os.PathLike[str],
         job_id: str,
         *,
-        default_savepoint_directory: str | os.PathLike | None = None,
+        default_savepoint_directory: str | os.PathLike[str] | None = None,
         rng: random.Random | None = None,
         writer: AtomicFileWriter | None = None,
         memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,

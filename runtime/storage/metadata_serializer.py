@@ -145,7 +145,7 @@ def serialize(
     return frame(payload)
 
 
-def _externalize_shared(subtask: dict, write: SharedFileWriter, threshold: int) -> None:
+def _externalize_shared(subtask: dict[str, Any], write: SharedFileWriter, threshold: int) -> None:
     """Move each shared run of ``subtask``'s incremental keyed handles of ``threshold`` bytes or more to its file in
     the shared state directory (the metadata keeps ``file``: ``shared/<key>``)."""
     for keyed in subtask["managed_keyed_state"]:
@@ -157,7 +157,7 @@ def _externalize_shared(subtask: dict, write: SharedFileWriter, threshold: int) 
                 shared["file"] = handle.file
 
 
-def _externalize(subtask: dict, write: StateFileWriter, threshold: int) -> None:
+def _externalize(subtask: dict[str, Any], write: StateFileWriter, threshold: int) -> None:
     """Move each of ``subtask``'s state streams of ``threshold`` bytes or more to a file of its own."""
     streams = {
         "managed_keyed_state": subtask["managed_keyed_state"],
@@ -209,7 +209,7 @@ def unpack(data: bytes, *, use_list: bool = False) -> Any:
     return msgpack.unpackb(data, raw=False, use_list=use_list, strict_map_key=False, ext_hook=_decode_ext)
 
 
-def _metadata_to_plain(m: CheckpointMetadata) -> dict:
+def _metadata_to_plain(m: CheckpointMetadata) -> dict[str, Any]:
     return {
         "checkpoint_id": m.checkpoint_id,
         "operator_states": [_operator_state_to_plain(s) for s in m.operator_states],
@@ -217,7 +217,7 @@ def _metadata_to_plain(m: CheckpointMetadata) -> dict:
     }
 
 
-def _operator_state_to_plain(s: OperatorState) -> dict:
+def _operator_state_to_plain(s: OperatorState) -> dict[str, Any]:
     return {
         "operator_id": s.operator_id,
         "parallelism": s.parallelism,
@@ -228,7 +228,7 @@ def _operator_state_to_plain(s: OperatorState) -> dict:
     }
 
 
-def _subtask_to_plain(s: OperatorSubtaskState) -> dict:
+def _subtask_to_plain(s: OperatorSubtaskState) -> dict[str, Any]:
     return {
         "managed_operator_state": [
             {
@@ -250,7 +250,7 @@ def _subtask_to_plain(s: OperatorSubtaskState) -> dict:
     }
 
 
-def _keyed_handle_to_plain(h) -> dict:
+def _keyed_handle_to_plain(h) -> dict[str, Any]:
     if isinstance(h, IncrementalKeyedStateHandle):
         return {
             "incremental": h.backend_id,
@@ -269,7 +269,7 @@ def _keyed_handle_to_plain(h) -> dict:
     return plain
 
 
-def _shared_handle_to_plain(h) -> dict:
+def _shared_handle_to_plain(h) -> dict[str, Any]:
     """A shared file's handle, or a placeholder (in an acknowledgement on its way to the coordinator, whose registry
     replaces it: a completed checkpoint's _metadata never holds one)."""
     if isinstance(h, PlaceholderStateHandle):
@@ -280,7 +280,7 @@ def _shared_handle_to_plain(h) -> dict:
     return plain
 
 
-def _buffer_to_plain(b: Buffer) -> list:
+def _buffer_to_plain(b: Buffer) -> list[Any]:
     records = b.records if type(b.records) in (RecordBatch, StreamElements) else list(b.records)
     return [records, b.size, b.sequence_number]
 
@@ -345,7 +345,9 @@ def decode(
         raise CorruptMetadataError(source, f"malformed payload: {e}") from None
 
 
-def _internalize_shared(subtask: dict, read: StateFileReader | None, source: str, handles: list, where: str) -> None:
+def _internalize_shared(
+    subtask: dict[str, Any], read: StateFileReader | None, source: str, handles: list[Any], where: str
+) -> None:
     """Read back each shared run of ``subtask``'s incremental keyed handles that lives in a shared file, checking
     its size and CRC32 (``CorruptStateFileError`` naming the file)."""
     keyed = subtask.get("managed_keyed_state")
@@ -386,7 +388,9 @@ def _read_checked(read: StateFileReader, handle: StateFileHandle, what: str, sou
     return path, data
 
 
-def _internalize(subtask: dict, read: StateFileReader | None, source: str, handles: list, where: str) -> None:
+def _internalize(
+    subtask: dict[str, Any], read: StateFileReader | None, source: str, handles: list[Any], where: str
+) -> None:
     """Replace each state-file handle of ``subtask`` (a plain dict, changed in place) by the file's content."""
     for key in ("managed_keyed_state", "managed_operator_state", "channel_state"):
         value = subtask.get(key)
@@ -435,7 +439,7 @@ def _field(m: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
     return _expect(m[key], kind, f"{where}.{key}")
 
 
-def _seq(value: Any, what: str, item: Callable[[Any, str], Any]) -> tuple:
+def _seq(value: Any, what: str, item: Callable[[Any, str], Any]) -> tuple[Any, ...]:
     _expect(value, tuple, what)
     return tuple(item(v, f"{what}[{i}]") for i, v in enumerate(value))
 

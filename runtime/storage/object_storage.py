@@ -254,7 +254,7 @@ def child_uri(uri: str, *names: str) -> str:
     return parts._replace(path="/".join([parts.path.rstrip("/"), *names])).geturl()
 
 
-def savepoint_directory_for(checkpoint_storage: str | None, run_directory: str | os.PathLike) -> str:
+def savepoint_directory_for(checkpoint_storage: str | None, run_directory: str | os.PathLike[str]) -> str:
     """Where a run writes its savepoints (Flink's ``state.savepoints.dir``), as its storage writes paths: with a
     checkpoint storage (the run's directory on it, ``<storage>/<run>[/<mode>]``), beside the checkpoints in its
     ``savepoints/`` (an object store's ``bucket/prefix/savepoints``, or a filesystem path, ``file://`` taken off),
@@ -267,7 +267,7 @@ def savepoint_directory_for(checkpoint_storage: str | None, run_directory: str |
 
 
 def checkpoint_storage_for(
-    uri: str | os.PathLike,
+    uri: str | os.PathLike[str],
     job_id: str,
     *,
     rng: random.Random | None = None,
@@ -303,7 +303,7 @@ def checkpoint_storage_for(
 
 
 def restore_storage_for(
-    pointer: str | os.PathLike | None, working_directory: str | os.PathLike = "."
+    pointer: str | os.PathLike[str] | None, working_directory: str | os.PathLike[str] = "."
 ) -> CheckpointStorage:
     """The storage that reads a savepoint or retained checkpoint a run starts from, chosen by the pointer's own
     scheme, whatever the job's checkpoint storage is (Flink's ``AbstractFsCheckpointStorageAccess

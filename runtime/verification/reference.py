@@ -56,15 +56,15 @@ from barriersim.runtime.record_batch import RecordBatch
 class Expected:
     rows: np.ndarray  # the expected identities, one column per identity row (a multiset: repeated rows count)
     keyed_sum: bool  # identities are (record_id, key, value) of keyed-sum outputs
-    final_sums: dict  # key -> final running sum (keyed sum only)
+    final_sums: dict[str, Any]  # key -> final running sum (keyed sum only)
     aggregated: bool = False  # the sink's input derives from a window or a window join
     # a run that ended with a snapshot (runtime.verification.snapshot): window groups left out, and the rows an
     # at-least-once sink may have written past the snapshot
-    ignored_groups: frozenset = frozenset()
+    ignored_groups: frozenset[Any] = frozenset()
     tolerated: np.ndarray | None = None  # identity rows as ``rows`` (columns), or None
 
     @property
-    def identities(self) -> Counter:
+    def identities(self) -> Counter[Any]:
         """identity -> count (a per-row view, for small cases and tests)."""
         return Counter(zip(*self.rows.tolist())) if self.rows.shape[1] else Counter()
 
@@ -93,7 +93,7 @@ class Verification:
     verdict: Verdict
     final_sum_short_keys: int = 0  # of the mismatched keys, those whose final sum is below the expected one
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The ``verification`` block of ``summary.json``: the counts, then the verdict as its string."""
         block = asdict(self)
         del block["verdict"]
@@ -183,7 +183,7 @@ def expected_sink_input(
     )
 
 
-def _injected_batches(injected: dict, name: str, side: int) -> list[RecordBatch]:
+def _injected_batches(injected: dict[str, Any], name: str, side: int) -> list[RecordBatch]:
     records = injected.get((name, side))
     return [RecordBatch.of(records)] if records is not None and len(records) else []
 
@@ -204,7 +204,7 @@ def _sums_by_key(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     return unique, sums
 
 
-def _max_by_key(keys: np.ndarray, values: np.ndarray) -> dict:
+def _max_by_key(keys: np.ndarray, values: np.ndarray) -> dict[str, Any]:
     """key -> the largest value of the key."""
     if not len(keys):
         return {}
@@ -302,10 +302,10 @@ def verify(expected: Expected, committed, at_least_once: bool = False) -> Verifi
 def _verify_inflatable(expected: Expected, committed: RecordBatch) -> Verification:
     """At-least-once over aggregates: per group ``(r[0], r[1])``, match each expected value with a distinct
     committed value at or above it (smallest first)."""
-    want: dict = {}
+    want: dict[str, Any] = {}
     for identity, n in expected.identities.items():
         want.setdefault((identity[0], identity[1]), []).extend([identity[2]] * n)
-    got: dict = {}
+    got: dict[str, Any] = {}
     for r in committed:  # aggregates: one row per window and key, few
         got.setdefault((r[0], r[1]), []).append(r[2])
     lost = duplicated = wrong = 0

@@ -27,6 +27,7 @@ no reference row when a reference row of the same group is in the output too (``
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,7 @@ _ALL_KEY_GROUPS = KeyGroupRange(0, 2**15)
 
 
 def snapshot_prefix(
-    graph: JobGraph, splits: dict[str, Sequence], metadata: CheckpointMetadata | None
+    graph: JobGraph, splits: dict[str, Sequence[Any]], metadata: CheckpointMetadata | None
 ) -> dict[str, list[RecordBatch]]:
     """Per source vertex, the records of each split (a ``RecordBatch``, or record tuples) its sources had read
     when ``metadata`` was taken (none without a snapshot), as slices of the splits."""
@@ -129,7 +130,7 @@ def _multiset_minus(rows: np.ndarray, taken: np.ndarray) -> np.ndarray:
     return rows[:, np.repeat(first, keep)]
 
 
-def _in_groups(rows: np.ndarray, groups: set) -> np.ndarray:
+def _in_groups(rows: np.ndarray, groups: set[Any]) -> np.ndarray:
     """Whether each row's ``(rows[0], rows[1])`` is one of ``groups``."""
     if not groups or not rows.shape[1]:
         return np.zeros(rows.shape[1], dtype=bool)
@@ -138,11 +139,13 @@ def _in_groups(rows: np.ndarray, groups: set) -> np.ndarray:
     return np.isin(ids, group_ids)
 
 
-def expected_at_snapshot(graph: JobGraph, splits: dict[str, Sequence], metadata: CheckpointMetadata | None) -> Expected:
+def expected_at_snapshot(
+    graph: JobGraph, splits: dict[str, Sequence[Any]], metadata: CheckpointMetadata | None
+) -> Expected:
     """The reference of a run that ended with ``metadata`` (None: before any snapshot: nothing is expected)."""
     prefix = expected_sink_input(graph, snapshot_prefix(graph, splits, metadata))
     full = expected_sink_input(graph, splits)
-    ignored: set[tuple] = set()
+    ignored: set[tuple[Any, ...]] = set()
     rows = prefix.rows
     final_sums = dict(prefix.final_sums)
     if metadata is not None:
@@ -194,7 +197,7 @@ def committed_for_verification(expected: Expected, committed) -> RecordBatch:
     return batch if keep.all() else batch.take(keep)
 
 
-def failed_drained_stop(operations: Iterable[Mapping]) -> bool:
+def failed_drained_stop(operations: Iterable[Mapping[Any, Any]]) -> bool:
     """Whether a stop-with-savepoint with ``--drain`` failed among a run's ``operations`` (the run report's, as
     dicts): its tasks had fired their open windows before the savepoint that failed."""
     return any(
@@ -219,12 +222,12 @@ def without_early_window_results(reference_rows: np.ndarray, committed) -> Recor
 
 def verify_run(
     graph: JobGraph,
-    splits: dict[str, Sequence],
+    splits: dict[str, Sequence[Any]],
     ending: tuple[bool, CheckpointMetadata | None],
     committed,
-    pending_records: Callable[[list[str]], Sequence],
+    pending_records: Callable[[list[str]], Sequence[Any]],
     at_least_once: bool = False,
-    operations: Iterable[Mapping] = (),
+    operations: Iterable[Mapping[Any, Any]] = (),
 ) -> tuple[Verification, str]:
     """The verification of a run and what it covers (``"workload"`` or ``"snapshot"``): ``ending`` is the last
     job's (``JobMaster.ending_snapshot``); ``pending_records(tids)`` gives the records of pending transactions

@@ -28,7 +28,7 @@ class PartitionStateError(RuntimeError):
 @dataclass(slots=True)
 class _BufferBuilder:
     capacity: int  # the subpartition's buffer size when the builder was opened (Flink's BufferBuilder.trim)
-    records: list = field(default_factory=list)  # record batches (runs of records), watermarks, or single records
+    records: list[Any] = field(default_factory=list)  # record batches (runs of records), watermarks, or single records
     size: int = 0
     batches_only: bool = True  # every part is a RecordBatch (the common case: no watermark, no single record)
 
@@ -113,7 +113,7 @@ class BufferWriter:
         if isinstance(targets, int):
             self._append_all(records, targets, size)
         else:
-            groups: list[list] = [[] for _ in self._subpartitions]
+            groups: list[list[Any]] = [[] for _ in self._subpartitions]
             appends = [g.append for g in groups]
             for record, target in zip(records, targets):
                 appends[target](record)

@@ -97,7 +97,7 @@ class ResultPartition:
         return self.writer.total_written_bytes
 
     @property
-    def _builders(self) -> list:
+    def _builders(self) -> list[Any]:
         """The writer's open buffer builders (a test looks at them)."""
         return self.writer.builders
 
@@ -286,7 +286,7 @@ class ResultPartition:
 
     # -- the network side --------------------------------------------------------------------------
 
-    def add_recovered_elements(self, info: ResultSubpartitionInfo, elements: Iterable) -> None:
+    def add_recovered_elements(self, info: ResultSubpartitionInfo, elements: Iterable[Any]) -> None:
         """Re-queues recovered buffers of a rescaled restore, with their virtual-channel events, before new data."""
         i = self._index(info)
         self.writer.finish_open_buffer(i)  # new data already written: the subpartition refuses the recovered buffers
