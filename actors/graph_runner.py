@@ -22,6 +22,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import ray
 
@@ -62,7 +63,8 @@ class RayJobResult:
     ending: list = field(default_factory=lambda: [False, None])  # [ended by a snapshot, its _metadata (msgpack)]
     next_attempt_number: int = 0
     store_snapshot: bytes = b""  # the external system (ExternalStore.snapshot, msgpack)
-    pending_records: list[tuple] = field(default_factory=list)  # of the transactions the ending snapshot lists
+    # of the transactions the ending snapshot lists
+    pending_records: RecordBatch | list[tuple] = field(default_factory=list)
     restored_checkpoint_ids: list[int] = field(default_factory=list)
     restored_in_flight_bytes: int = 0
     killed: list[str] = field(default_factory=list)
@@ -129,14 +131,17 @@ class RayJob:
         self.config = config
         self.job_id = job_id
         self.ended_at: float | None = None  # time.perf_counter() when the job manager's run returned
-        self.store = self.job_manager = None
+        # Ray actor handles (their remote methods are not typed)
+        self.store: Any = None
+        self.job_manager: Any = None
         try:
             ray_nodes = cluster_nodes(config.cluster.nodes)
             check_kill_nodes(config.faults, ray_nodes)
             if config.cluster.nodes == 0:  # every node of the cluster: the placement spreads over that many
                 config = dataclasses.replace(config, cluster=dataclasses.replace(config.cluster, nodes=len(ray_nodes)))
             self.config = config
-            self.store = ExternalStoreActor.options(**driver_node()).remote()
+            # ray.remote's type information gives the decorated class, not the actor class with options()
+            self.store = ExternalStoreActor.options(**driver_node()).remote()  # type: ignore[attr-defined]
             if store_snapshot is not None:
                 ray.get(self.store.load.remote(store_snapshot))
             split_refs = {
@@ -146,7 +151,9 @@ class RayJob:
             if records is None:
                 records = sum(len(s) for parts in splits.values() for s in parts if not isinstance(s, ray.ObjectRef))
             self.records = records
-            self.job_manager = JobManagerActor.options(**driver_node(), **storage_environment(checkpoint_root)).remote(
+            self.job_manager = JobManagerActor.options(  # type: ignore[attr-defined]
+                **driver_node(), **storage_environment(checkpoint_root)
+            ).remote(
                 config,
                 split_refs,
                 checkpoint_root,
@@ -185,7 +192,7 @@ class RayJob:
             result = ray.get(self.done)
             output = RecordBatch.of(decode_records(ray.get(self.store.output.remote())))
             counters = ray.get(self.store.counters.remote())
-            pending = []
+            pending: RecordBatch | list[tuple] = []
             if result["ending"][1] is not None:
                 tids = pending_transactions(metadata_serializer.deserialize(result["ending"][1], "<ending snapshot>"))
                 pending = decode_records(ray.get(self.store.pending_records.remote(tids)))

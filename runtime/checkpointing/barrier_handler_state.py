@@ -149,15 +149,23 @@ class BarrierHandlerState(abc.ABC):
 
 
 class AbstractAlignedBarrierHandlerState(BarrierHandlerState):
-    def alignment_timeout(self, controller, barrier):
+    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState:
         raise IllegalBarrierHandlerStateError(
             f"alignment timeout of checkpoint {barrier.id} in state {self.name}: aligned checkpoints never time out"
         )
 
-    def announcement_received(self, controller, channel_info, sequence_number):
+    def announcement_received(
+        self, controller: Controller, channel_info: InputChannelInfo, sequence_number: int
+    ) -> BarrierHandlerState:
         return self
 
-    def barrier_received(self, controller, channel_info, barrier, mark_channel_blocked):
+    def barrier_received(
+        self,
+        controller: Controller,
+        channel_info: InputChannelInfo,
+        barrier: CheckpointBarrier,
+        mark_channel_blocked: bool,
+    ) -> BarrierHandlerState:
         if barrier.options.is_unaligned_checkpoint:
             raise IllegalBarrierHandlerStateError(
                 f"unaligned barrier of checkpoint {barrier.id} from {channel_info} in state {self.name}"
@@ -168,12 +176,12 @@ class AbstractAlignedBarrierHandlerState(BarrierHandlerState):
             return self._trigger_global_checkpoint(controller, barrier)
         return self._convert_after_barrier_received()
 
-    def _trigger_global_checkpoint(self, controller, barrier) -> BarrierHandlerState:
+    def _trigger_global_checkpoint(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState:
         controller.trigger_global_checkpoint(barrier)
         self.state.unblock_all_channels()
         return WaitingForFirstBarrier(self.state.empty_state())
 
-    def abort(self, cancelled_id):
+    def abort(self, cancelled_id: int) -> BarrierHandlerState:
         if not is_planted(PlantedBug.CHANNELS_NOT_UNBLOCKED_ON_CANCEL):
             self.state.unblock_all_channels()
         return WaitingForFirstBarrier(self.state.empty_state())
@@ -190,19 +198,19 @@ def _pending_barrier(controller: Controller, state_name: str) -> CheckpointBarri
 
 
 class WaitingForFirstBarrier(AbstractAlignedBarrierHandlerState):
-    def _convert_after_barrier_received(self):
+    def _convert_after_barrier_received(self) -> BarrierHandlerState:
         return CollectingBarriers(self.state)
 
-    def end_of_partition_received(self, controller, channel_info):
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState:
         self.state.channel_finished(channel_info)
         return self  # no pending checkpoint
 
 
 class CollectingBarriers(AbstractAlignedBarrierHandlerState):
-    def _convert_after_barrier_received(self):
+    def _convert_after_barrier_received(self) -> BarrierHandlerState:
         return self
 
-    def end_of_partition_received(self, controller, channel_info):
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState:
         self.state.channel_finished(channel_info)
         if controller.all_barriers_received():
             return self._trigger_global_checkpoint(controller, _pending_barrier(controller, self.name))
@@ -213,11 +221,19 @@ class CollectingBarriers(AbstractAlignedBarrierHandlerState):
 
 
 class AbstractAlternatingAlignedBarrierHandlerState(BarrierHandlerState):
-    def announcement_received(self, controller, channel_info, sequence_number):
+    def announcement_received(
+        self, controller: Controller, channel_info: InputChannelInfo, sequence_number: int
+    ) -> BarrierHandlerState:
         self.state.add_seen_announcement(channel_info, sequence_number)
         return self
 
-    def barrier_received(self, controller, channel_info, barrier, mark_channel_blocked):
+    def barrier_received(
+        self,
+        controller: Controller,
+        channel_info: InputChannelInfo,
+        barrier: CheckpointBarrier,
+        mark_channel_blocked: bool,
+    ) -> BarrierHandlerState:
         if barrier.options.is_unaligned_checkpoint:
             unaligned_state = self.alignment_timeout(controller, barrier)
             return unaligned_state.barrier_received(controller, channel_info, barrier, mark_channel_blocked)
@@ -234,7 +250,7 @@ class AbstractAlternatingAlignedBarrierHandlerState(BarrierHandlerState):
             )
         return self._transition_after_barrier_received()
 
-    def abort(self, cancelled_id):
+    def abort(self, cancelled_id: int) -> BarrierHandlerState:
         return self._finish_checkpoint()
 
     def _finish_checkpoint(self) -> BarrierHandlerState:
@@ -246,20 +262,20 @@ class AbstractAlternatingAlignedBarrierHandlerState(BarrierHandlerState):
 
 
 class AlternatingWaitingForFirstBarrier(AbstractAlternatingAlignedBarrierHandlerState):
-    def alignment_timeout(self, controller, barrier):
+    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState:
         self.state.prioritize_all_announcements()
         return AlternatingWaitingForFirstBarrierUnaligned(True, self.state)
 
-    def _transition_after_barrier_received(self):
+    def _transition_after_barrier_received(self) -> BarrierHandlerState:
         return AlternatingCollectingBarriers(self.state)
 
-    def end_of_partition_received(self, controller, channel_info):
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState:
         self.state.channel_finished(channel_info)
         return self  # no barrier collected yet
 
 
 class AlternatingCollectingBarriers(AbstractAlternatingAlignedBarrierHandlerState):
-    def alignment_timeout(self, controller, barrier):
+    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState:
         # the active switch: the timer fired while collecting aligned barriers
         self.state.prioritize_all_announcements()
         unaligned_barrier = barrier.as_unaligned()
@@ -268,7 +284,7 @@ class AlternatingCollectingBarriers(AbstractAlternatingAlignedBarrierHandlerStat
         controller.trigger_global_checkpoint(unaligned_barrier)
         return AlternatingCollectingBarriersUnaligned(True, self.state)
 
-    def end_of_partition_received(self, controller, channel_info):
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState:
         self.state.channel_finished(channel_info)
         pending = _pending_barrier(controller, self.name)
         if pending.options.is_unaligned_checkpoint:
@@ -283,7 +299,7 @@ class AlternatingCollectingBarriers(AbstractAlternatingAlignedBarrierHandlerStat
             return self.alignment_timeout(controller, pending).end_of_partition_received(controller, channel_info)
         return self
 
-    def _transition_after_barrier_received(self):
+    def _transition_after_barrier_received(self) -> BarrierHandlerState:
         return self
 
 
@@ -295,14 +311,22 @@ class AlternatingWaitingForFirstBarrierUnaligned(BarrierHandlerState):
         super().__init__(state)
         self.alternating = alternating
 
-    def alignment_timeout(self, controller, barrier):
+    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState:
         return self
 
-    def announcement_received(self, controller, channel_info, sequence_number):
+    def announcement_received(
+        self, controller: Controller, channel_info: InputChannelInfo, sequence_number: int
+    ) -> BarrierHandlerState:
         self.state.convert_to_priority_event(channel_info, sequence_number)
         return self
 
-    def barrier_received(self, controller, channel_info, barrier, mark_channel_blocked):
+    def barrier_received(
+        self,
+        controller: Controller,
+        channel_info: InputChannelInfo,
+        barrier: CheckpointBarrier,
+        mark_channel_blocked: bool,
+    ) -> BarrierHandlerState:
         # an out-of-order aligned barrier: its channel is blocked upstream (credit), book-keep it as blocked
         if mark_channel_blocked and not barrier.options.is_unaligned_checkpoint:
             self.state.block_channel(channel_info)
@@ -315,10 +339,10 @@ class AlternatingWaitingForFirstBarrierUnaligned(BarrierHandlerState):
             return self._stop_checkpoint()
         return AlternatingCollectingBarriersUnaligned(self.alternating, self.state)
 
-    def abort(self, cancelled_id):
+    def abort(self, cancelled_id: int) -> BarrierHandlerState:
         return self._stop_checkpoint()
 
-    def end_of_partition_received(self, controller, channel_info):
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState:
         self.state.channel_finished(channel_info)
         return self  # no pending checkpoint
 
@@ -337,24 +361,32 @@ class AlternatingCollectingBarriersUnaligned(BarrierHandlerState):
         super().__init__(state)
         self.alternating = alternating
 
-    def alignment_timeout(self, controller, barrier):
+    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState:
         return self
 
-    def announcement_received(self, controller, channel_info, sequence_number):
+    def announcement_received(
+        self, controller: Controller, channel_info: InputChannelInfo, sequence_number: int
+    ) -> BarrierHandlerState:
         self.state.convert_to_priority_event(channel_info, sequence_number)
         return self
 
-    def barrier_received(self, controller, channel_info, barrier, mark_channel_blocked):
+    def barrier_received(
+        self,
+        controller: Controller,
+        channel_info: InputChannelInfo,
+        barrier: CheckpointBarrier,
+        mark_channel_blocked: bool,
+    ) -> BarrierHandlerState:
         if mark_channel_blocked and not barrier.options.is_unaligned_checkpoint:
             self.state.block_channel(channel_info)
         if controller.all_barriers_received():
             return self._finish_checkpoint(barrier.id)
         return self
 
-    def abort(self, cancelled_id):
+    def abort(self, cancelled_id: int) -> BarrierHandlerState:
         return self._finish_checkpoint(cancelled_id)
 
-    def end_of_partition_received(self, controller, channel_info):
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState:
         self.state.channel_finished(channel_info)
         if controller.all_barriers_received():
             pending = controller.get_pending_checkpoint_barrier()

@@ -16,6 +16,7 @@ stages the batches it is given and pre-commits them as one batch; the store's ou
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from barriersim.runtime import records_codec
 from barriersim.runtime.operators.records import pack, unpack
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
 
 PENDING_TRANSACTIONS_STATE = "pending-transactions"
@@ -40,7 +41,7 @@ class ExternalStore:
     commits_attempted: int = 0
     aborted_transactions: int = 0
 
-    def pre_commit(self, transaction_id: str, records) -> None:
+    def pre_commit(self, transaction_id: str, records: RecordsLike) -> None:
         self.pending[transaction_id] = RecordBatch.of(records)
 
     def commit(self, transaction_id: str) -> None:
@@ -59,7 +60,7 @@ class ExternalStore:
         for tid in [t for t in self.pending if t.startswith(owner + "@") and t not in keep]:
             self.abort(tid)
 
-    def committed_after(self, transaction_ids) -> list[str]:
+    def committed_after(self, transaction_ids: Iterable[str]) -> list[str]:
         """The transactions committed after every one of ``transaction_ids`` that is committed, in commit order
         (none if none of them is): what a job committed after a snapshot whose sinks had pre-committed
         ``transaction_ids``, the output a restore of that snapshot produces again."""
@@ -67,7 +68,7 @@ class ExternalStore:
         positions = [i for i, tid in enumerate(order) if tid in ids]
         return order[max(positions) + 1 :] if positions else []
 
-    def write(self, records) -> None:
+    def write(self, records: RecordsLike) -> None:
         batch = RecordBatch.of(records)
         if len(batch):
             self.direct.append(batch)
@@ -76,7 +77,7 @@ class ExternalStore:
     def direct_records(self) -> int:
         return sum(len(b) for b in self.direct)
 
-    def pending_records(self, transaction_ids) -> RecordBatch:
+    def pending_records(self, transaction_ids: Iterable[str]) -> RecordBatch:
         """The records of the pending transactions ``transaction_ids`` (a snapshot's sinks list them), in that
         order, as one batch; an id that is not pending has none."""
         return RecordBatch.concat([self.pending[t] for t in transaction_ids if len(self.pending.get(t, ()))])
@@ -105,7 +106,7 @@ class ExternalStore:
         """The store ``snapshot`` describes: its records as batches (one per transaction, one per direct write);
         records as arrays of record arrays, the form of earlier versions, are converted."""
 
-        def batch(records) -> RecordBatch:
+        def batch(records: RecordsLike) -> RecordBatch:
             if type(records) is RecordBatch:
                 return records
             return RecordBatch.from_rows([tuple(r) for r in records]) if len(records) else RecordBatch.empty()
@@ -143,7 +144,7 @@ class _TransactionBuffer:
     __slots__ = ("_array", "_size")
 
     def __init__(self) -> None:
-        self._array = None
+        self._array: np.ndarray | None = None
         self._size = 0
 
     def __bool__(self) -> bool:
@@ -166,7 +167,10 @@ class _TransactionBuffer:
     def batch(self) -> RecordBatch:
         """The records appended so far, as one batch (a view; nothing writes into it again: a pre-committed
         transaction's buffer is not appended to)."""
-        return RecordBatch(self._array[:, : self._size]) if self._size else RecordBatch.empty()
+        if not self._size:
+            return RecordBatch.empty()
+        assert self._array is not None  # records were appended
+        return RecordBatch(self._array[:, : self._size])
 
 
 class TwoPhaseCommitSink:
@@ -183,7 +187,7 @@ class TwoPhaseCommitSink:
         self._serial += 1
         return f"{self.subtask}@{self._attempt}/{self._serial}"
 
-    def invoke_all(self, records) -> None:
+    def invoke_all(self, records: RecordsLike) -> None:
         batch = RecordBatch.of(records)
         if len(batch):
             self._current.append(batch)
@@ -247,7 +251,7 @@ class AtLeastOnceSink:
     def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0) -> None:
         self.store = store
 
-    def invoke_all(self, records) -> None:
+    def invoke_all(self, records: RecordsLike) -> None:
         self.store.write(records)
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSubtaskState:

@@ -101,7 +101,7 @@ class BufferWriter:
             self._append(record, target, size)
         self.total_written_bytes += count * size
 
-    def emit_batch(self, records: Sequence[Any], targets: int | Sequence[int], size: int) -> None:
+    def emit_batch(self, records: RecordBatch | Sequence[Any], targets: int | Sequence[int], size: int) -> None:
         """``records[k]`` to subpartition ``targets[k]``, or every record to subpartition ``targets`` if it is an
         int; a ``RecordBatch`` goes to ``write_batch``."""
         if type(records) is RecordBatch:
@@ -122,7 +122,7 @@ class BufferWriter:
                     self._append_all(group, target, size)
         self.total_written_bytes += len(records) * size
 
-    def emit_round_robin(self, records: Sequence[Any], start: int, size: int) -> None:
+    def emit_round_robin(self, records: RecordBatch | Sequence[Any], start: int, size: int) -> None:
         """``records[k]`` to subpartition ``(start + k) % n``; a ``RecordBatch`` goes to ``write_round_robin``."""
         if type(records) is RecordBatch:
             self.write_round_robin(records, start, size)
@@ -183,7 +183,7 @@ class BufferWriter:
 
     # -- record batches ------------------------------------------------------------------------------
 
-    def write_batch(self, records: RecordBatch, targets, size: int) -> None:
+    def write_batch(self, records: RecordBatch, targets: np.ndarray | int, size: int) -> None:
         """``records.slice(k, k + 1)`` to subpartition ``targets[k]`` (an int array), or every record to subpartition
         ``targets`` if it is an int: each subpartition's share is cut from the batch (grouped stably, so in
         order), without touching single records; the same buffers as ``emit_record`` record by record.
@@ -391,14 +391,16 @@ class BufferWriter:
 
     # -- how many records until ... ------------------------------------------------------------------
 
-    def records_until_buffer_finishes(self, targets, n: int, size: int) -> int:
+    def records_until_buffer_finishes(self, targets: np.ndarray | int | None, n: int, size: int) -> int:
         """Of ``n`` records of ``size`` bytes written to ``targets`` (an int: every record to that subpartition; an
         int array: record ``k`` to ``targets[k]``; None: every record to every subpartition, a broadcast), how many
         until the first of them that finishes a buffer (fills its subpartition's open buffer exactly or spans it,
         as ``_append_batch`` and ``_write`` finish it), that record included; ``n`` if none does, at least 1."""
         return self.records_until(targets, n, size, self._records_to_finish_buffer)
 
-    def records_until(self, targets, n: int, size: int, records_to: Callable[[int, int], int]) -> int:
+    def records_until(
+        self, targets: np.ndarray | int | None, n: int, size: int, records_to: Callable[[int, int], int]
+    ) -> int:
         """The records of a write up to and including the first at which ``records_to(p, size)`` further records
         to some subpartition ``p`` are reached (``n`` if at none, at least 1)."""
         if size <= 0 or n <= 0 or self._released:  # a released partition drops what is written
