@@ -67,10 +67,10 @@ class SequentialChannelStateReader:
                 data = _with_data(h.buffers)
                 inputs.setdefault(h.info, []).extend(data)
                 self._input_handles.setdefault((h.subtask_index, h.info), []).extend(data)
-            for h in s.result_subpartition_state:
-                data = _with_data(h.buffers)
-                outputs.setdefault(h.info, []).extend(data)
-                self._output_handles.setdefault((h.subtask_index, h.info), []).extend(data)
+            for out in s.result_subpartition_state:
+                data = _with_data(out.buffers)
+                outputs.setdefault(out.info, []).extend(data)
+                self._output_handles.setdefault((out.subtask_index, out.info), []).extend(data)
         self._inputs = _ordered(inputs)
         self._outputs = _ordered(outputs)
 
@@ -165,7 +165,7 @@ class SequentialChannelStateReader:
         return restored
 
     @staticmethod
-    def _partition_of(by_idx: dict[Any, Any], info: ResultSubpartitionInfo) -> ResultPartition:
+    def _partition_of(by_idx: Mapping[int, ResultPartition], info: ResultSubpartitionInfo) -> ResultPartition:
         partition = by_idx.get(info.partition_idx)
         if partition is None or info.subpartition_idx >= partition.number_of_subpartitions:
             raise ChannelStateRestoreError(

@@ -43,6 +43,8 @@ _SAVEPOINT_DIR_ATTEMPTS = 10
 class FileSystemCheckpointStorage(CheckpointStorage):
     """Flink's ``FsCheckpointStorageAccess`` for one job."""
 
+    files: FsCheckpointFiles
+
     def __init__(
         self,
         checkpoint_base_directory: str | os.PathLike[str],

@@ -201,7 +201,8 @@ def _decode_ext(code: int, data: bytes) -> Any:
 
 def pack(value: Any) -> bytes:
     """``value`` (plain msgpack values and the format's extension values) as msgpack."""
-    return msgpack.packb(value, use_bin_type=True, default=_encode_ext)
+    packed: bytes = msgpack.packb(value, use_bin_type=True, default=_encode_ext)
+    return packed
 
 
 def unpack(data: bytes, *, use_list: bool = False) -> Any:

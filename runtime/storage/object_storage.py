@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata
@@ -66,9 +67,11 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
     ``pyarrow.fs.FileSystem``, ``base_path`` the ``bucket/prefix`` the job's directory goes under, ``scheme`` the
     pointers' (``s3``)."""
 
+    files: ObjectStoreCheckpointFiles
+
     def __init__(
         self,
-        filesystem,
+        filesystem: Any,  # a pyarrow.fs.FileSystem (pyarrow is untyped)
         base_path: str,
         job_id: str,
         *,

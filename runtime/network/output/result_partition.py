@@ -14,6 +14,8 @@ import enum
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from barriersim.runtime.events import Buffer, ChannelElement, CheckpointBarrier, ResultSubpartitionInfo
 from barriersim.runtime.network.output.buffer_writer import BufferWriter, PartitionStateError
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog, PipelinedSubpartition
@@ -124,7 +126,7 @@ class ResultPartition:
         self.writer.emit_records(records_and_targets, size)
         return self.get_availability()
 
-    def emit_batch(self, records: Sequence[Any], targets: int | Sequence[int], size: int) -> Availability:
+    def emit_batch(self, records: RecordBatch | Sequence[Any], targets: int | Sequence[int], size: int) -> Availability:
         """``emit_records`` for ``records[k]`` to subpartition ``targets[k]``, or every record to subpartition
         ``targets`` if it is an int (a forward edge): same buffers, fewer steps. ``records`` is a ``RecordBatch``
         (``write_batch``) or a sequence of single records."""
@@ -133,7 +135,7 @@ class ResultPartition:
         self.writer.emit_batch(records, targets, size)
         return self.get_availability()
 
-    def emit_round_robin(self, records: Sequence[Any], start: int, size: int) -> Availability:
+    def emit_round_robin(self, records: RecordBatch | Sequence[Any], start: int, size: int) -> Availability:
         """``records[k]`` to subpartition ``(start + k) % n`` (Flink's ``RebalancePartitioner``), as
         ``emit_batch`` with those targets."""
         if self._released and type(records) is not RecordBatch:
@@ -145,7 +147,7 @@ class ResultPartition:
         self.writer.broadcast_record(record, size)
         return self.get_availability()
 
-    def write_batch(self, records: RecordBatch, targets, size: int) -> None:
+    def write_batch(self, records: RecordBatch, targets: np.ndarray | int, size: int) -> None:
         """``BufferWriter.write_batch``: ``records`` to subpartitions ``targets`` (an int array, or one int)."""
         self.writer.write_batch(records, targets, size)
 
@@ -163,7 +165,7 @@ class ResultPartition:
     def flush_all(self) -> None:
         self.writer.flush_all()
 
-    def records_until_backpressured(self, targets, n: int, size: int) -> int:
+    def records_until_backpressured(self, targets: np.ndarray | int | None, n: int, size: int) -> int:
         """Of ``n`` records of ``size`` bytes written to ``targets`` (an int: every record to that subpartition; an
         int array: record ``k`` to ``targets[k]``; None: every record to every subpartition, a broadcast), how many
         the partition takes until it is backpressured: the records up to and including the one after which some
@@ -184,7 +186,7 @@ class ResultPartition:
         room = self.writer.room(p, builders_allowed - 2)
         return room // size + 1 if room >= 0 else 1
 
-    def records_until_buffer_finishes(self, targets, n: int, size: int) -> int:
+    def records_until_buffer_finishes(self, targets: np.ndarray | int | None, n: int, size: int) -> int:
         """``BufferWriter.records_until_buffer_finishes``. A buffer goes out when it is finished, so a paced source
         that emits its records when they are due sends it when that record is due (the simulator's
         ``EmissionClock``, ``SourceEmission.EXACT``)."""
@@ -352,7 +354,7 @@ class ResultPartition:
         it returns None."""
         if self._released:
             return []
-        out = []
+        out: list[tuple[ResultSubpartitionInfo, BufferAndBacklog]] = []
         flush_requested = self.writer.flush_requested
         for i, reader in enumerate(self._readers):
             sub = reader.subpartition
