@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -63,7 +63,9 @@ class Cancel:
     at_ms: int
 
 
-def _frozen_parallelism(parallelism) -> tuple[tuple[str, int], ...]:
+def _frozen_parallelism(
+    parallelism: Mapping[str, int] | Iterable[tuple[str, int]] | None,
+) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(dict(parallelism).items())) if parallelism else ()
 
 
@@ -92,7 +94,7 @@ class RestoreSettings:
         object.__setattr__(self, "parallelism", _frozen_parallelism(self.parallelism))
 
     def to_plain(self) -> dict[str, Any]:
-        d = {"from": self.path}
+        d: dict[str, Any] = {"from": self.path}
         if self.parallelism:
             d["parallelism"] = dict(self.parallelism)
         if self.allow_non_restored_state:
@@ -100,7 +102,7 @@ class RestoreSettings:
         return d
 
     @staticmethod
-    def from_plain(item, where: str = "restore") -> RestoreSettings:
+    def from_plain(item: object, where: str = "restore") -> RestoreSettings:
         if not isinstance(item, dict):
             raise ActionScheduleError(f"{where}: must be a table with from (a path) and parallelism")
         unknown = sorted(set(item) - {"from", "parallelism", "allow_non_restored_state"})
@@ -151,7 +153,7 @@ def action_to_plain(action: Action) -> dict[str, Any]:
     return d
 
 
-def _parallelism(value, where: str) -> tuple[tuple[str, int], ...]:
+def _parallelism(value: object, where: str) -> tuple[tuple[str, int], ...]:
     if not isinstance(value, dict):
         raise ActionScheduleError(f"{where}: must be a table of vertex = parallelism, got {value!r}")
     for vertex, p in value.items():
@@ -160,13 +162,15 @@ def _parallelism(value, where: str) -> tuple[tuple[str, int], ...]:
     return _frozen_parallelism(value)
 
 
-def _bool(value, where: str) -> bool:
+def _bool(value: object, where: str) -> bool:
     if not isinstance(value, bool):
         raise ActionScheduleError(f"{where}: must be true or false, got {value!r}")
     return value
 
 
-def rescaled(graph: JobGraph, parallelism, where: str = "parallelism") -> JobGraph:
+def rescaled(
+    graph: JobGraph, parallelism: Mapping[str, int] | Iterable[tuple[str, int]], where: str = "parallelism"
+) -> JobGraph:
     """``graph`` with new parallelisms (vertex -> parallelism), validated: ``ActionScheduleError`` naming
     ``where`` for an unknown vertex, a parallelism above the vertex's max parallelism or a graph that cannot run."""
     changes = dict(parallelism)
@@ -209,7 +213,7 @@ class ActionSchedule:
     def __len__(self) -> int:
         return len(self.actions)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Action]:
         return iter(self.actions)
 
     def _check_order(self) -> None:
@@ -286,7 +290,7 @@ class ActionSchedule:
         return [action_to_plain(a) for a in self.actions]
 
     @staticmethod
-    def from_plain(items, where: str = "actions") -> ActionSchedule:
+    def from_plain(items: object, where: str = "actions") -> ActionSchedule:
         actions = decode_tagged_tables(
             items,
             where,

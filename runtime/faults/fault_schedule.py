@@ -15,11 +15,14 @@ nodes the job is placed in (``runtime.job.placement``).
 from __future__ import annotations
 
 import enum
+from collections.abc import Collection
 from dataclasses import MISSING, asdict, dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
 from barriersim.runtime.storage.damage import LIST_DAMAGES, CheckpointDamage, DamageTarget
+
+_F = TypeVar("_F")  # a fault type
 
 
 class ProtocolPoint(enum.Enum):
@@ -280,7 +283,7 @@ class FaultSchedule:
     def __len__(self) -> int:
         return len(self.faults)
 
-    def of_type(self, cls: type) -> list[Any]:
+    def of_type(self, cls: type[_F]) -> list[_F]:
         return [f for f in self.faults if isinstance(f, cls)]
 
     # -- how a driver reads the schedule (one reading for the simulator and the Ray backend) -----------
@@ -336,7 +339,9 @@ class FaultSchedule:
         """Whether ``task``'s state write for ``checkpoint_id`` fails (a ``FailStorageWrite`` naming the task)."""
         return self.state_write_fault(task, checkpoint_id) is not None
 
-    def crash_at(self, task: str, point: ProtocolPoint, checkpoint_id: int | None, fired) -> CrashTask | None:
+    def crash_at(
+        self, task: str, point: ProtocolPoint, checkpoint_id: int | None, fired: Collection[Fault]
+    ) -> CrashTask | None:
         """The ``CrashTask`` that kills ``task`` at ``point`` of ``checkpoint_id`` (any checkpoint for
         ``during_restore``) and is not in ``fired`` (each fires once per run), else None."""
         for f in self.faults:
@@ -351,7 +356,7 @@ class FaultSchedule:
         return None
 
     def group_crash_at(
-        self, taskmanager: int, node: int, point: ProtocolPoint, checkpoint_id: int | None, fired
+        self, taskmanager: int, node: int, point: ProtocolPoint, checkpoint_id: int | None, fired: Collection[Fault]
     ) -> GroupCrash | None:
         """The ``CrashTaskManager`` of ``taskmanager`` or the ``KillNode`` of ``node`` (where that TaskManager runs)
         that strikes when one of its subtasks reaches ``point`` of ``checkpoint_id`` (any checkpoint for
@@ -368,8 +373,8 @@ class FaultSchedule:
         return None
 
     def armed_crash_points(
-        self, task: str, fired, taskmanager: int | None = None, node: int | None = None
-    ) -> frozenset[tuple[ProtocolPoint, int]]:
+        self, task: str, fired: Collection[Fault], taskmanager: int | None = None, node: int | None = None
+    ) -> frozenset[tuple[ProtocolPoint, int | None]]:
         """The task-side protocol points (``ProtocolPoint.is_task_side``) at which a deployment of ``task`` must
         stop, as ``(point, checkpoint_id)`` pairs: the schedule's crashes of ``task``, and of its TaskManager
         ``taskmanager`` and node ``node`` when given, that have not fired yet."""

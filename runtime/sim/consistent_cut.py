@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from barriersim.runtime.events import CheckpointType
+from barriersim.runtime.events import Buffer, CheckpointType
 from barriersim.runtime.jobgraph import JobGraph, Partitioner
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 
@@ -121,7 +121,7 @@ class DeploymentLog:
     recorders: dict[SubtaskKey, CutRecorder] = field(default_factory=dict)
 
 
-def _records(buffers) -> Iterable[Any]:
+def _records(buffers: Iterable[Buffer]) -> Iterable[Any]:
     for buffer in buffers:
         for r in buffer.records:
             if isinstance(r, tuple):
@@ -139,9 +139,9 @@ def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tu
             for h in subtask.input_channel_state:
                 for r in _records(h.buffers):
                     inputs[(state.operator_id, r)] += 1
-            for h in subtask.result_subpartition_state:
-                target = graph.outputs_of(state.operator_id)[h.info.partition_idx].target
-                for r in _records(h.buffers):
+            for out in subtask.result_subpartition_state:
+                target = graph.outputs_of(state.operator_id)[out.info.partition_idx].target
+                for r in _records(out.buffers):
                     outputs[(target, r)] += 1
     return inputs, outputs
 
