@@ -25,6 +25,8 @@ cached splits and sums in pandas (a test holds both to the same ``Verification``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 import pyarrow as pa
 
@@ -176,8 +178,8 @@ def _python_verdict(
     committed: list[tuple],
     at_least_once: bool = False,
     ending: list | None = None,
-    pending: list[tuple] = (),
-    operations: list[dict] = (),
+    pending: Sequence[tuple] = (),
+    operations: Sequence[dict] = (),
 ) -> Verification:
     import ray
 
@@ -197,8 +199,8 @@ def verify_in_ray(
     committed: list[tuple],
     at_least_once: bool = False,
     ending: list | None = None,
-    pending: list[tuple] = (),
-    operations: list[dict] = (),
+    pending: Sequence[tuple] = (),
+    operations: Sequence[dict] = (),
 ) -> Verification:
     """The verdict on any job graph (``runtime.verification.reference``: the graph evaluated over its workload)
     computed in a Ray task that reads the splits from the object store, so the workload never comes to the

@@ -49,14 +49,14 @@ from barriersim.runtime.jobgraph import JobGraph, OperatorKind
 from barriersim.runtime.operators.records import EVENT_TIME, KEY, VALUE
 from barriersim.runtime.operators.window import window_sums
 from barriersim.runtime.operators.window_join import reference_window_join
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 
 
 @dataclass(frozen=True)
 class Expected:
     rows: np.ndarray  # the expected identities, one column per identity row (a multiset: repeated rows count)
     keyed_sum: bool  # identities are (record_id, key, value) of keyed-sum outputs
-    final_sums: dict[str, Any]  # key -> final running sum (keyed sum only)
+    final_sums: dict[int, int]  # key -> final running sum (keyed sum only)
     aggregated: bool = False  # the sink's input derives from a window or a window join
     # a run that ended with a snapshot (runtime.verification.snapshot): window groups left out, and the rows an
     # at-least-once sink may have written past the snapshot
@@ -70,7 +70,7 @@ class Expected:
 
     @property
     def records(self) -> int:
-        return self.rows.shape[1]
+        return int(self.rows.shape[1])
 
 
 class Verdict(enum.Enum):
@@ -120,7 +120,7 @@ def verdict_of(
 
 
 def expected_sink_input(
-    graph: JobGraph, splits: Mapping[str, Sequence[Any]], injected: dict[tuple[str, int], Sequence[Any]] | None = None
+    graph: JobGraph, splits: Mapping[str, Sequence[Any]], injected: Mapping[tuple[str, int], Any] | None = None
 ) -> Expected:
     """What the sink should receive, evaluated over ``splits`` (per source vertex, its subtasks' splits: record
     batches, or record tuples); ``injected`` adds records (a batch or record tuples) entering a vertex's logical
@@ -183,7 +183,7 @@ def expected_sink_input(
     )
 
 
-def _injected_batches(injected: dict[str, Any], name: str, side: int) -> list[RecordBatch]:
+def _injected_batches(injected: Mapping[tuple[str, int], Any], name: str, side: int) -> list[RecordBatch]:
     records = injected.get((name, side))
     return [RecordBatch.of(records)] if records is not None and len(records) else []
 
@@ -204,7 +204,7 @@ def _sums_by_key(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     return unique, sums
 
 
-def _max_by_key(keys: np.ndarray, values: np.ndarray) -> dict[str, Any]:
+def _max_by_key(keys: np.ndarray, values: np.ndarray) -> dict[int, int]:
     """key -> the largest value of the key."""
     if not len(keys):
         return {}
@@ -272,7 +272,7 @@ def _sorted_difference(expected: np.ndarray, actual: np.ndarray) -> tuple[int, i
     return lost, duplicated, wrong
 
 
-def verify(expected: Expected, committed, at_least_once: bool = False) -> Verification:
+def verify(expected: Expected, committed: RecordsLike, at_least_once: bool = False) -> Verification:
     """The verdict on ``committed`` (a ``RecordBatch``, or record tuples); ``at_least_once``: the run was in
     at-least-once mode (duplicates are allowed and aggregates may be inflated by replayed records, see the module's
     docstring), else in an exactly-once mode."""
@@ -302,10 +302,10 @@ def verify(expected: Expected, committed, at_least_once: bool = False) -> Verifi
 def _verify_inflatable(expected: Expected, committed: RecordBatch) -> Verification:
     """At-least-once over aggregates: per group ``(r[0], r[1])``, match each expected value with a distinct
     committed value at or above it (smallest first)."""
-    want: dict[str, Any] = {}
+    want: dict[tuple[int, int], list[int]] = {}
     for identity, n in expected.identities.items():
         want.setdefault((identity[0], identity[1]), []).extend([identity[2]] * n)
-    got: dict[str, Any] = {}
+    got: dict[tuple[int, int], list[int]] = {}
     for r in committed:  # aggregates: one row per window and key, few
         got.setdefault((r[0], r[1]), []).append(r[2])
     lost = duplicated = wrong = 0

@@ -32,12 +32,13 @@ from typing import Any
 import numpy as np
 
 from barriersim.runtime.buffer_content import segments
+from barriersim.runtime.events import Buffer
 from barriersim.runtime.jobgraph import JobGraph, OperatorKind
 from barriersim.runtime.operators.records import unpack
 from barriersim.runtime.operators.sinks import PENDING_TRANSACTIONS_STATE
 from barriersim.runtime.operators.source import split_offsets
 from barriersim.runtime.operators.window import restore_windows
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.incremental import as_full_snapshot
 from barriersim.runtime.state.snapshot import CheckpointMetadata, KeyGroupRange
 from barriersim.runtime.verification.reference import Expected, Verification, expected_sink_input, verify
@@ -46,7 +47,7 @@ _ALL_KEY_GROUPS = KeyGroupRange(0, 2**15)
 
 
 def snapshot_prefix(
-    graph: JobGraph, splits: dict[str, Sequence[Any]], metadata: CheckpointMetadata | None
+    graph: JobGraph, splits: Mapping[str, Sequence[Any]], metadata: CheckpointMetadata | None
 ) -> dict[str, list[RecordBatch]]:
     """Per source vertex, the records of each split (a ``RecordBatch``, or record tuples) its sources had read
     when ``metadata`` was taken (none without a snapshot), as slices of the splits."""
@@ -68,7 +69,7 @@ def snapshot_prefix(
     return out
 
 
-def _records_of(buffers) -> list[RecordBatch]:
+def _records_of(buffers: Iterable[Buffer]) -> list[RecordBatch]:
     return [part for b in buffers for part in segments(b.records) if type(part) is RecordBatch and len(part)]
 
 
@@ -87,11 +88,11 @@ def _held_records(graph: JobGraph, metadata: CheckpointMetadata) -> dict[tuple[s
                 if h.info.gate_idx < len(gates):
                     key = (vertex.name, gates[h.info.gate_idx].target_input)
                     held.setdefault(key, []).extend(_records_of(h.buffers))
-            for h in st.result_subpartition_state:
-                if h.info.partition_idx < len(outputs):
-                    edge = outputs[h.info.partition_idx]
+            for out in st.result_subpartition_state:
+                if out.info.partition_idx < len(outputs):
+                    edge = outputs[out.info.partition_idx]
                     key = (edge.target, edge.target_input)
-                    held.setdefault(key, []).extend(_records_of(h.buffers))
+                    held.setdefault(key, []).extend(_records_of(out.buffers))
     return {key: RecordBatch.concat(batches) for key, batches in held.items() if batches}
 
 
@@ -140,7 +141,7 @@ def _in_groups(rows: np.ndarray, groups: set[Any]) -> np.ndarray:
 
 
 def expected_at_snapshot(
-    graph: JobGraph, splits: dict[str, Sequence[Any]], metadata: CheckpointMetadata | None
+    graph: JobGraph, splits: Mapping[str, Sequence[Any]], metadata: CheckpointMetadata | None
 ) -> Expected:
     """The reference of a run that ended with ``metadata`` (None: before any snapshot: nothing is expected)."""
     prefix = expected_sink_input(graph, snapshot_prefix(graph, splits, metadata))
@@ -171,7 +172,7 @@ def expected_at_snapshot(
 
 def pending_transactions(metadata: CheckpointMetadata | None) -> list[str]:
     """The transactions the snapshot's sinks had pre-committed (a restore commits them)."""
-    tids = []
+    tids: list[str] = []
     if metadata is None:
         return tids
     for state in metadata.operator_states:
@@ -182,7 +183,7 @@ def pending_transactions(metadata: CheckpointMetadata | None) -> list[str]:
     return tids
 
 
-def committed_for_verification(expected: Expected, committed) -> RecordBatch:
+def committed_for_verification(expected: Expected, committed: RecordsLike) -> RecordBatch:
     """``committed`` (a ``RecordBatch``, or record tuples) without the rows of ignored window groups and the
     tolerated rows of an at-least-once sink past the snapshot."""
     batch = RecordBatch.of(committed) if len(committed) else RecordBatch.empty()
@@ -205,7 +206,7 @@ def failed_drained_stop(operations: Iterable[Mapping[Any, Any]]) -> bool:
     )
 
 
-def without_early_window_results(reference_rows: np.ndarray, committed) -> RecordBatch:
+def without_early_window_results(reference_rows: np.ndarray, committed: RecordsLike) -> RecordBatch:
     """``committed`` (a ``RecordBatch``, or record tuples) without the rows that match no row of
     ``reference_rows`` (the full results, columns) in a window group ``(window_start, key)`` whose full result is
     in ``committed`` too: the early results of windows a failed drained stop fired."""
@@ -222,9 +223,9 @@ def without_early_window_results(reference_rows: np.ndarray, committed) -> Recor
 
 def verify_run(
     graph: JobGraph,
-    splits: dict[str, Sequence[Any]],
+    splits: Mapping[str, Sequence[Any]],
     ending: tuple[bool, CheckpointMetadata | None],
-    committed,
+    committed: RecordsLike,
     pending_records: Callable[[list[str]], Sequence[Any]],
     at_least_once: bool = False,
     operations: Iterable[Mapping[Any, Any]] = (),
