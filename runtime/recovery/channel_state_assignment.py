@@ -25,11 +25,11 @@ topology is unknown: in-flight data restores only at the same parallelism. Mirro
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.jobgraph import JobEdge, JobGraph
 from barriersim.runtime.recovery.errors import ChannelStateRescalingUnsupportedError
 from barriersim.runtime.recovery.subtask_state_mapper import (
     SubtaskStateMapper,
@@ -55,7 +55,7 @@ class SubtasksRescaleMapping:
     may_have_ambiguous_subtasks: bool
 
 
-def _has_buffers(handles) -> bool:
+def _has_buffers(handles: Iterable[InputChannelStateHandle | ResultSubpartitionStateHandle]) -> bool:
     return any(h.buffers for h in handles)
 
 
@@ -109,7 +109,7 @@ class ChannelStateAssignment:
 
     # -- mappings (TaskStateAssignment.getInputMapping / getOutputMapping) ---------------------------------
 
-    def _mapper_mapping(self, mapper: SubtaskStateMapper, vertex: str, edge) -> SubtasksRescaleMapping:
+    def _mapper_mapping(self, mapper: SubtaskStateMapper, vertex: str, edge: JobEdge) -> SubtasksRescaleMapping:
         try:
             mapping = mapper.new_to_old_subtasks_mapping(self._old_p[vertex], self._new_p[vertex])
         except UnsupportedRescalingError as e:
@@ -182,7 +182,7 @@ class ChannelStateAssignment:
 
     # -- descriptors (createRescalingDescriptor) ---------------------------------------------------------------
 
-    def _edge_mappings(self, edge) -> tuple[SubtasksRescaleMapping, SubtasksRescaleMapping] | None:
+    def _edge_mappings(self, edge: JobEdge) -> tuple[SubtasksRescaleMapping, SubtasksRescaleMapping] | None:
         """(producer's output mapping, consumer's input mapping) of ``edge`` if either was needed to redistribute
         state, else None."""
         partition = self._partitions(edge.source).index(edge)
@@ -191,7 +191,7 @@ class ChannelStateAssignment:
             return None
         return self.output_mapping(edge.source, partition), self.input_mapping(edge.target, gate)
 
-    def is_rescaled_edge(self, edge) -> bool:
+    def is_rescaled_edge(self, edge: JobEdge) -> bool:
         """Whether the edge's recovered in-flight data is rescaled (its descriptors are not all identities)."""
         if self.graph is None or edge.source not in self._old or edge.target not in self._old:
             return False

@@ -29,9 +29,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from barriersim.runtime.events import Buffer, CheckpointType
+from barriersim.runtime.events import Buffer, CheckpointType, Watermark
 from barriersim.runtime.jobgraph import JobGraph, Partitioner
-from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorSubtaskState
 
 SubtaskKey = tuple[str, int]
 
@@ -47,14 +48,15 @@ class CutRecorder:
         self.marks: dict[int, tuple[int, int]] = {}
 
     @staticmethod
-    def attach(operator) -> CutRecorder:
-        """Wrap ``operator`` (a ``SubtaskOperator``) so that what it does is logged; returns the log."""
+    def attach(operator: Any) -> CutRecorder:
+        """Wrap ``operator`` (a ``SubtaskOperator``) so that what it does is logged; returns the log. (``Any``:
+        its methods are replaced in place.)"""
         rec = CutRecorder()
         if operator.is_source:
             reader = operator.reader
             poll = reader.poll
 
-            def logged_poll(max_records, accepted=None):
+            def logged_poll(max_records: int, accepted: Any = None) -> Any:
                 out = poll(max_records, accepted)
                 rec.outputs.extend(out)
                 return out
@@ -67,19 +69,19 @@ class CutRecorder:
                 operator.end_of_input,
             )
 
-            def logged_process(records, input_index=0):
+            def logged_process(records: RecordBatch, input_index: int = 0) -> RecordBatch:
                 rec.inputs.extend(records)
-                out = process(records, input_index)
+                out: RecordBatch = process(records, input_index)
                 rec.outputs.extend(out)
                 return out
 
-            def logged_watermark(watermark):
-                out = process_watermark(watermark)
+            def logged_watermark(watermark: Watermark) -> RecordBatch:
+                out: RecordBatch = process_watermark(watermark)
                 rec.outputs.extend(out)
                 return out
 
-            def logged_end(final_checkpoint=False):
-                out = end_of_input(final_checkpoint)
+            def logged_end(final_checkpoint: bool = False) -> RecordBatch:
+                out: RecordBatch = end_of_input(final_checkpoint)
                 rec.outputs.extend(out)
                 return out
 
@@ -90,9 +92,12 @@ class CutRecorder:
             )
         snapshot = operator.snapshot
 
-        def logged_snapshot(checkpoint_id, checkpoint_type=CheckpointType.CHECKPOINT):
+        def logged_snapshot(
+            checkpoint_id: int, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT
+        ) -> OperatorSubtaskState:
             rec.marks.setdefault(checkpoint_id, (len(rec.inputs), len(rec.outputs)))
-            return snapshot(checkpoint_id, checkpoint_type)
+            state: OperatorSubtaskState = snapshot(checkpoint_id, checkpoint_type)
+            return state
 
         operator.snapshot = logged_snapshot
         return rec

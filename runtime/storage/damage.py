@@ -82,7 +82,7 @@ _BYTE_DAMAGES = frozenset(
 LIST_DAMAGES = _BYTE_DAMAGES | {CheckpointDamage.DELETE, CheckpointDamage.ROLL_BACK}  # those of the completed list
 
 
-def _malform_first_keyed_blob(plain) -> bool:
+def _malform_first_keyed_blob(plain: object) -> bool:
     """Replace the first keyed-state blob found in ``plain`` (decoded with lists) by non-msgpack bytes."""
     if isinstance(plain, dict):
         groups = plain.get("key_groups")
