@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
+from typing import cast
 
 from barriersim.runtime.storage import metadata_serializer
 from barriersim.runtime.storage.checkpoint_storage import (
@@ -49,8 +50,7 @@ class CheckpointReader:
         elif isinstance(pointer, CompletedCheckpointStorageLocation):
             location = pointer
         else:
-            assert isinstance(pointer, str)  # the one kind left
-            location = self._files.resolve(pointer)
+            location = self._files.resolve(cast(str, pointer))  # the one kind left: a pointer string
         source = location.metadata_pointer
         data = self._files.read_metadata(location)
         crc = zlib.crc32(data)

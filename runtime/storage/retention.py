@@ -45,11 +45,9 @@ def retain_or_discard(
     """Discard (through ``discard_checkpoint``) or keep each retained checkpoint; the decision of each."""
     decisions: dict[int, RetentionDecision] = {}
     for location in retained:
-        checkpoint_id = location.checkpoint_id
-        assert checkpoint_id is not None  # a retained checkpoint is a completed one: its id is known
         if discard:
-            discard_checkpoint(checkpoint_id)
-            decisions[checkpoint_id] = RetentionDecision.DISCARDED
+            discard_checkpoint(location.checkpoint_id)
+            decisions[location.checkpoint_id] = RetentionDecision.DISCARDED
         else:
-            decisions[checkpoint_id] = RetentionDecision.RETAINED
+            decisions[location.checkpoint_id] = RetentionDecision.RETAINED
     return decisions
