@@ -11,7 +11,9 @@ from barriersim.actors.messages import encode_records
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.records_codec import ext_default, ext_hook
 
-_METHODS = frozenset(name for name in dir(ExternalStore) if not name.startswith("_") and callable(getattr(ExternalStore, name)))
+_METHODS = frozenset(
+    name for name in dir(ExternalStore) if not name.startswith("_") and callable(getattr(ExternalStore, name))
+)
 
 
 def _plain(value):
@@ -60,9 +62,13 @@ class ExternalStoreActor:
 
     async def counters(self) -> dict:
         s = self.store
-        return {"transactions": len(s.committed), "pending_transactions": len(getattr(s, "pending", ())),
-                "commits_attempted": s.commits_attempted, "aborted_transactions": s.aborted_transactions,
-                "direct_records": s.direct_records}
+        return {
+            "transactions": len(s.committed),
+            "pending_transactions": len(getattr(s, "pending", ())),
+            "commits_attempted": s.commits_attempted,
+            "aborted_transactions": s.aborted_transactions,
+            "direct_records": s.direct_records,
+        }
 
 
 class RemoteExternalStore:

@@ -10,7 +10,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 from barriersim.actors.clock import now_ms
 

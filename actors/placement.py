@@ -15,7 +15,6 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from barriersim.runtime.faults.fault_schedule import KillNode
 from barriersim.runtime.job.placement import PlacementError
 
-
 HEAD_RESOURCE = "node:__internal_head__"  # the resource Ray gives its head node
 
 
@@ -37,22 +36,36 @@ def cluster_nodes(wanted: int = 0) -> list[RayNode]:
     ``wanted`` of them (0: every one)."""
     here = ray.get_runtime_context().get_node_id()
     alive = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
-    alive.sort(key=lambda n: (n["NodeID"] != here, HEAD_RESOURCE in n["Resources"], n.get("NodeManagerAddress", ""),
-                              n["NodeID"]))
+    alive.sort(
+        key=lambda n: (
+            n["NodeID"] != here,
+            HEAD_RESOURCE in n["Resources"],
+            n.get("NodeManagerAddress", ""),
+            n["NodeID"],
+        )
+    )
     if wanted > len(alive):
-        raise PlacementError("cluster.nodes", f"the job's TaskManagers are to be spread over {wanted} nodes, but the "
-                                              f"Ray cluster has {len(alive)} alive node(s) with CPUs")
+        raise PlacementError(
+            "cluster.nodes",
+            f"the job's TaskManagers are to be spread over {wanted} nodes, but the "
+            f"Ray cluster has {len(alive)} alive node(s) with CPUs",
+        )
     chosen = alive[:wanted] if wanted else alive
-    return [RayNode(i, n["NodeID"], n.get("NodeManagerAddress", ""), HEAD_RESOURCE in n["Resources"])
-            for i, n in enumerate(chosen)]
+    return [
+        RayNode(i, n["NodeID"], n.get("NodeManagerAddress", ""), HEAD_RESOURCE in n["Resources"])
+        for i, n in enumerate(chosen)
+    ]
 
 
 def check_kill_nodes(faults, nodes: list[RayNode]) -> None:
     """Raise ``PlacementError`` for a ``kill_node`` of Ray's head node (when the driver does not run there)."""
     for i, fault in enumerate(faults.faults):
         if isinstance(fault, KillNode) and fault.node < len(nodes) and nodes[fault.node].is_head:
-            raise PlacementError(f"faults[{i}].node", f"node {fault.node} is Ray's head node here (the driver runs on "
-                                                      "another node): killing it would end the cluster")
+            raise PlacementError(
+                f"faults[{i}].node",
+                f"node {fault.node} is Ray's head node here (the driver runs on "
+                "another node): killing it would end the cluster",
+            )
 
 
 def on_node(node_id: str) -> NodeAffinitySchedulingStrategy:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from multiprocessing.connection import Client, Listener, wait
-from typing import Any, Callable
+from collections.abc import Callable
+from multiprocessing.connection import Client, Connection, Listener, wait
+from typing import Any, cast
 
 import msgpack
 
@@ -57,6 +58,7 @@ class SocketLinks:
 
     def accept(self, count: int) -> None:
         """Accept ``count`` links (one from each peer that writes to this actor), then read them on a reader thread."""
+        assert self._listener is not None, "listen() before accept()"
         incoming = [self._listener.accept() for _ in range(count)]
         if incoming:
             threading.Thread(target=self._read, args=(incoming,), name=f"reader {self.name}", daemon=True).start()
@@ -103,7 +105,7 @@ class SocketLinks:
 
     def _read(self, incoming: list) -> None:
         while incoming and not self._closed.is_set():
-            for connection in wait(incoming, timeout=POLL_S):
+            for connection in cast("list[Connection]", wait(incoming, timeout=POLL_S)):
                 try:
                     data = connection.recv_bytes()
                 except (EOFError, OSError):  # the writer is gone

@@ -28,6 +28,7 @@ class WorkloadHandOff:
         await self._ready.wait()
         if self._error is not None:
             raise RuntimeError(f"no split for {vertex}#{index}: {self._error}")
+        assert self._splits is not None  # set before _ready, with _error None
         return self._splits[vertex][index]
 
 

@@ -47,6 +47,7 @@ def export_analytics(local_analytics: str | Path, uri: str) -> str:
                 out.write(b"")
     except OSError as err:
         reason = " ".join(str(err).split()) or type(err).__name__
-        raise AnalyticsExportError(f"analytics: writing to {shown} failed ({reason}); the run directory's "
-                                   f"{local} holds them") from None
+        raise AnalyticsExportError(
+            f"analytics: writing to {shown} failed ({reason}); the run directory's {local} holds them"
+        ) from None
     return uri

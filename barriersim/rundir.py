@@ -14,11 +14,22 @@ import pyarrow.parquet as pq
 RUN_KEYS = ("run", "mode", "scenario", "seed", "zipf_exponent")
 
 CHECKPOINT_COLUMNS = (
-    "id", "status", "trigger_timestamp", "end_to_end_duration", "state_size", "checkpointed_size",
-    "processed_data", "persisted_data",
+    "id",
+    "status",
+    "trigger_timestamp",
+    "end_to_end_duration",
+    "state_size",
+    "checkpointed_size",
+    "processed_data",
+    "persisted_data",
 )
 SUBTASK_COLUMNS = (
-    "id", "task", "ack_timestamp", "alignment_duration", "start_delay", "checkpoint_sync",
+    "id",
+    "task",
+    "ack_timestamp",
+    "alignment_duration",
+    "start_delay",
+    "checkpoint_sync",
 )
 # Per-subtask timeline columns later runs add; derived from the others when absent.
 TIMELINE_COLUMNS = ("first_barrier_timestamp", "alignment_end_timestamp", "snapshot_timestamp")
@@ -69,8 +80,13 @@ class Run:
         return int(value) if isinstance(value, int) else None
 
     def keys(self) -> dict:
-        return {"run": self.label, "mode": self.mode, "scenario": self.scenario, "seed": self.seed,
-                "zipf_exponent": self.zipf_exponent}
+        return {
+            "run": self.label,
+            "mode": self.mode,
+            "scenario": self.scenario,
+            "seed": self.seed,
+            "zipf_exponent": self.zipf_exponent,
+        }
 
 
 @dataclass

@@ -47,8 +47,14 @@ def export(rev: str = BEFORE_COLUMNAR) -> Path:
 def run_json(tree: Path, script: Path, args: list[str], timeout: float = 3600) -> dict:
     """Run ``script`` (a path) with ``tree``'s barriersim first on the path; the JSON object it printed last."""
     env = dict(os.environ, PYTHONPATH=str(tree))
-    done = subprocess.run([sys.executable, str(script.resolve()), *args], env=env, cwd=str(tree), capture_output=True,
-                          text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, str(script.resolve()), *args],
+        env=env,
+        cwd=str(tree),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{script.name} {' '.join(args)} on the baseline failed:\n{done.stderr[-2000:]}")
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]

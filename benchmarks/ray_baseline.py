@@ -108,7 +108,11 @@ def measure_raw_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, calls: 
     seconds = time.perf_counter() - started
     for actor in (sender, *stages):
         ray.kill(actor)
-    return {"depth": depth, "calls_per_second": arrived / seconds, "mb_per_second": arrived * payload_bytes / seconds / 1e6}
+    return {
+        "depth": depth,
+        "calls_per_second": arrived / seconds,
+        "mb_per_second": arrived * payload_bytes / seconds / 1e6,
+    }
 
 
 @ray.remote(num_cpus=0.01, max_concurrency=4)
@@ -164,18 +168,25 @@ def measure_raw_socket_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, 
     for task actors linked by ``actors.socket_links``)."""
     stages = [SocketPipelineStage.remote() for _ in range(depth)]
     addresses = ray.get([stage.listen.remote() for stage in stages])
-    ray.get([stage.accept.remote() for stage in stages[1:]]
-            + [writer.connect.remote(address) for writer, address in zip(stages, addresses[1:])])
+    ray.get(
+        [stage.accept.remote() for stage in stages[1:]]
+        + [writer.connect.remote(address) for writer, address in zip(stages, addresses[1:])]
+    )
     last = depth - 1
     ray.get([stage.run.remote(200, payload_bytes, i == 0, i == last) for i, stage in enumerate(stages)])  # warm up
     started = time.perf_counter()
-    arrived = ray.get([stage.run.remote(payloads, payload_bytes, i == 0, i == last)
-                       for i, stage in enumerate(stages)])[-1] // payload_bytes
+    arrived = (
+        ray.get([stage.run.remote(payloads, payload_bytes, i == 0, i == last) for i, stage in enumerate(stages)])[-1]
+        // payload_bytes
+    )
     seconds = time.perf_counter() - started
     for stage in stages:
         ray.kill(stage)
-    return {"depth": depth, "payloads_per_second": arrived / seconds,
-            "mb_per_second": arrived * payload_bytes / seconds / 1e6}
+    return {
+        "depth": depth,
+        "payloads_per_second": arrived / seconds,
+        "mb_per_second": arrived * payload_bytes / seconds / 1e6,
+    }
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -183,8 +194,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def measure_raw_ray(payload_bytes: int = 32 * 1024, calls: int = 3000, window: int = 16,
-                    round_trips: int = 1000, depth: int = 4) -> dict:
+def measure_raw_ray(
+    payload_bytes: int = 32 * 1024, calls: int = 3000, window: int = 16, round_trips: int = 1000, depth: int = 4
+) -> dict:
     receiver, sender = Receiver.remote(), Sender.remote()
     payload = b"x" * payload_bytes
     ray.get(sender.one_way.remote(receiver, payload, 200, window))  # warm up

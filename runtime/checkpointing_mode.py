@@ -20,7 +20,7 @@ class CheckpointingMode(enum.Enum):
     AT_LEAST_ONCE = "at-least-once"
 
     @classmethod
-    def parse(cls, text: object, where: str = "mode") -> "CheckpointingMode":
+    def parse(cls, text: object, where: str = "mode") -> CheckpointingMode:
         """The mode ``text`` names (a mode value passes through); ``CheckpointingModeError`` naming ``where``."""
         if isinstance(text, cls):
             return text
@@ -58,22 +58,31 @@ class CheckpointingMode(enum.Enum):
 
 ALL_MODES: tuple[str, ...] = tuple(m.value for m in CheckpointingMode)
 SIDE_BY_SIDE_MODES: tuple[CheckpointingMode, ...] = (
-    CheckpointingMode.ALIGNED, CheckpointingMode.UNALIGNED, CheckpointingMode.AT_LEAST_ONCE,
+    CheckpointingMode.ALIGNED,
+    CheckpointingMode.UNALIGNED,
+    CheckpointingMode.AT_LEAST_ONCE,
 )
 
 
-def checkpointing_problem(mode: CheckpointingMode, max_concurrent: int,
-                          aligned_checkpoint_timeout_ms: int) -> tuple[str, str] | None:
+def checkpointing_problem(
+    mode: CheckpointingMode, max_concurrent: int, aligned_checkpoint_timeout_ms: int
+) -> tuple[str, str] | None:
     """``(key, problem)`` if the mode cannot run with these settings, else None. Keys are the scenario file's
     (``checkpointing.max_concurrent``, ``checkpointing.aligned_checkpoint_timeout_ms``)."""
     allowed = mode.max_concurrent_allowed
     if allowed is not None and max_concurrent > allowed:
-        return ("checkpointing.max_concurrent",
-                f"{mode.value} mode allows at most {allowed} concurrent checkpoint (as in Flink), got {max_concurrent}")
+        return (
+            "checkpointing.max_concurrent",
+            f"{mode.value} mode allows at most {allowed} concurrent checkpoint (as in Flink), got {max_concurrent}",
+        )
     if mode.uses_alignment_timeout and aligned_checkpoint_timeout_ms <= 0:
-        return ("checkpointing.aligned_checkpoint_timeout_ms",
-                f"must be > 0 in {mode.value} mode, got {aligned_checkpoint_timeout_ms}")
+        return (
+            "checkpointing.aligned_checkpoint_timeout_ms",
+            f"must be > 0 in {mode.value} mode, got {aligned_checkpoint_timeout_ms}",
+        )
     if not mode.uses_alignment_timeout and aligned_checkpoint_timeout_ms > 0:
-        return ("checkpointing.aligned_checkpoint_timeout_ms",
-                f"applies only to mode \"{CheckpointingMode.ALIGNED_WITH_TIMEOUT.value}\" (mode is {mode.value})")
+        return (
+            "checkpointing.aligned_checkpoint_timeout_ms",
+            f'applies only to mode "{CheckpointingMode.ALIGNED_WITH_TIMEOUT.value}" (mode is {mode.value})',
+        )
     return None

@@ -8,8 +8,9 @@ docs/jobs-and-operators.md, "The job graph".
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 class Partitioner(enum.Enum):
@@ -177,7 +178,7 @@ class JobGraph:
 
     # -- validation ------------------------------------------------------------------------------
 
-    def validate(self) -> "JobGraph":
+    def validate(self) -> JobGraph:
         names = [v.name for v in self.vertices]
         if not names:
             raise JobGraphError("the job graph has no vertices")

@@ -15,13 +15,25 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from barriersim.ray_address import AddressError
 
 JAVA_OPENS = (
-    "java.lang", "java.lang.invoke", "java.io", "java.net", "java.nio", "java.math", "java.text",
-    "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "sun.nio.ch", "sun.nio.cs",
-    "sun.security.action", "sun.util.calendar",
+    "java.lang",
+    "java.lang.invoke",
+    "java.io",
+    "java.net",
+    "java.nio",
+    "java.math",
+    "java.text",
+    "java.util",
+    "java.util.concurrent",
+    "java.util.concurrent.atomic",
+    "sun.nio.ch",
+    "sun.nio.cs",
+    "sun.security.action",
+    "sun.util.calendar",
 )
 # A run's JVMs live for a minute or so: C1 compilation only (no C2 compiler threads competing for the two cores
 # while the JVMs load their classes) halves Spark's start here (docs/versions-and-settings.md).
@@ -61,8 +73,10 @@ def _executor_placement_group(executors: int, strategy: str):
         from ray.util.placement_group import remove_placement_group
 
         remove_placement_group(group)
-        raise RuntimeError(f"Spark on Ray: the Ray cluster could not place {executors} executors of {bundle} "
-                           f"({strategy}) within {PLACEMENT_GROUP_READY_SECONDS} s")
+        raise RuntimeError(
+            f"Spark on Ray: the Ray cluster could not place {executors} executors of {bundle} "
+            f"({strategy}) within {PLACEMENT_GROUP_READY_SECONDS} s"
+        )
     nodes = placement_group_table(group)["bundles_to_node_id"]
     return group, [nodes[i] for i in range(executors)]
 
@@ -74,8 +88,13 @@ def _nodes_with_cpus() -> int:
 
 
 def java_options() -> str:
-    return " ".join(("-XX:+IgnoreUnrecognizedVMOptions", *QUICK_START_JVM_OPTIONS,
-                     *(f"--add-opens=java.base/{pkg}=ALL-UNNAMED" for pkg in JAVA_OPENS)))
+    return " ".join(
+        (
+            "-XX:+IgnoreUnrecognizedVMOptions",
+            *QUICK_START_JVM_OPTIONS,
+            *(f"--add-opens=java.base/{pkg}=ALL-UNNAMED" for pkg in JAVA_OPENS),
+        )
+    )
 
 
 def spark_configs() -> dict[str, str]:
@@ -236,7 +255,7 @@ class RayAndSpark:
     address: str | None = None
     num_cpus: int | None = None
     log_dir: Path | None = None
-    spark: object = None
+    spark: Any = None  # a pyspark SparkSession (pyspark is untyped)
     ray_started_seconds: float = 0.0
     spark_started_seconds: float = 0.0
     executors: int = 0  # the Spark executors started (one per node on a cluster of several nodes)
@@ -296,9 +315,15 @@ class RayAndSpark:
         with _gateway_lock:
             undo = _launch_driver_jvm_beside_the_app_master(driver_log, launched)
             try:
-                spark = raydp.init_spark(self.app_name, self.executors, EXECUTOR_CORES, EXECUTOR_MEMORY,
-                                         configs=spark_configs(), fault_tolerant_mode=True,
-                                         placement_group=self._placement_group)
+                spark = raydp.init_spark(
+                    self.app_name,
+                    self.executors,
+                    EXECUTOR_CORES,
+                    EXECUTOR_MEMORY,
+                    configs=spark_configs(),
+                    fault_tolerant_mode=True,
+                    placement_group=self._placement_group,
+                )
             finally:
                 undo()
                 self._driver_gateway = launched[0] if launched else None
@@ -328,7 +353,7 @@ class RayAndSpark:
             self._spark_future.result()
         return self.spark
 
-    def __enter__(self) -> "RayAndSpark":
+    def __enter__(self) -> RayAndSpark:
         try:
             self.start_ray()
             self.start_spark()
@@ -437,7 +462,7 @@ def _ray_logs_dir() -> str:
     try:
         import ray
 
-        return ray._private.worker._global_node.get_logs_dir_path()
+        return ray._private.worker._global_node.get_logs_dir_path()  # type: ignore[attr-defined]  # None: caught
     except Exception:  # noqa: BLE001 - only for the log's first line
         return "(unknown)"
 
@@ -451,13 +476,14 @@ class SparkOnDemand:
     """A SparkSession for as long as it is needed: the caller's, or Spark on Ray started on first use (its logs in
     ``log_dir``) and stopped by ``close``."""
 
-    def __init__(self, spark=None, address: str | None = None, app_name: str = "barriersim-api",
-                 log_dir: Path | None = None):
+    def __init__(
+        self, spark=None, address: str | None = None, app_name: str = "barriersim-api", log_dir: Path | None = None
+    ):
         self._given = spark
         self._address = address
         self._app_name = app_name
         self._log_dir = log_dir
-        self._cluster = None
+        self._cluster: RayAndSpark | None = None
 
     @property
     def started(self) -> bool:
@@ -477,7 +503,7 @@ class SparkOnDemand:
             cluster, self._cluster = self._cluster, None
             cluster.close()
 
-    def __enter__(self) -> "SparkOnDemand":
+    def __enter__(self) -> SparkOnDemand:
         return self
 
     def __exit__(self, *exc: object) -> None:

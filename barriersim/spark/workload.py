@@ -29,15 +29,29 @@ class Workload:
         return sum(p for _, p in self.sources)
 
 
-def source_batch(ids: np.ndarray, source: int, seed: int, cdf: np.ndarray, max_value: int, parallelism: int,
-                 ms_per_record: float, growth_records: int = 0) -> pa.RecordBatch:
+def source_batch(
+    ids: np.ndarray,
+    source: int,
+    seed: int,
+    cdf: np.ndarray,
+    max_value: int,
+    parallelism: int,
+    ms_per_record: float,
+    growth_records: int = 0,
+) -> pa.RecordBatch:
     """The rows of records ``ids`` of source vertex ``source`` (``SCHEMA_DDL``), as ``workload_splits`` draws them."""
     cols = draw_columns(ids, seed + source, cdf, max_value, parallelism, ms_per_record, growth_records)
-    return pa.RecordBatch.from_pydict({
-        "source": np.full(len(ids), source, dtype=np.int32), "split": cols["split"], "offset": cols["offset"],
-        "record_id": cols["record_id"] + source * SOURCE_ID_STRIDE, "key": cols["key"], "value": cols["value"],
-        "event_time": cols["event_time"],
-    })
+    return pa.RecordBatch.from_pydict(
+        {
+            "source": np.full(len(ids), source, dtype=np.int32),
+            "split": cols["split"],
+            "offset": cols["offset"],
+            "record_id": cols["record_id"] + source * SOURCE_ID_STRIDE,
+            "key": cols["key"],
+            "value": cols["value"],
+            "event_time": cols["event_time"],
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -60,8 +74,14 @@ def split_plan(scenario: Scenario, seed: int) -> SplitPlan:
         total_rate = w.rate_per_source * vertex.parallelism
         ms_per_record = 1000.0 / total_rate if total_rate else 1.0
         splits += [(k, vertex.parallelism, s, ms_per_record) for s in range(vertex.parallelism)]
-    return SplitPlan(tuple(splits), w.records, seed, zipf_cdf(w.keys, w.zipf_exponent, w.hot_key_share), w.max_value,
-                     w.records if w.key_growth else 0)
+    return SplitPlan(
+        tuple(splits),
+        w.records,
+        seed,
+        zipf_cdf(w.keys, w.zipf_exponent, w.hot_key_share),
+        w.max_value,
+        w.records if w.key_growth else 0,
+    )
 
 
 def split_batches(plan: SplitPlan, partition: int):
@@ -69,10 +89,11 @@ def split_batches(plan: SplitPlan, partition: int):
     source, parallelism, split, ms_per_record = plan.splits[partition]
     ids = np.arange(split, plan.records, parallelism, dtype=np.int64)
     for start in range(0, max(len(ids), 1), BATCH_RECORDS):
-        chunk = ids[start:start + BATCH_RECORDS]
+        chunk = ids[start : start + BATCH_RECORDS]
         if len(chunk):
-            yield source_batch(chunk, source, plan.seed, plan.cdf, plan.max_value, parallelism, ms_per_record,
-                               plan.growth_records)
+            yield source_batch(
+                chunk, source, plan.seed, plan.cdf, plan.max_value, parallelism, ms_per_record, plan.growth_records
+            )
 
 
 def generate_workload(spark, scenario: Scenario, seed: int) -> Workload:
@@ -97,12 +118,18 @@ def to_arrow(df) -> pa.Table:
     batches = df._collect_as_arrow()  # PySpark 3.5: what toPandas uses with Arrow enabled
     if batches:
         return pa.Table.from_batches(batches)
-    return pa.schema([(f.name, _ARROW_TYPES.get(f.dataType.simpleString(), pa.string()))
-                      for f in df.schema.fields]).empty_table()
+    return pa.schema(
+        [(f.name, _ARROW_TYPES.get(f.dataType.simpleString(), pa.string())) for f in df.schema.fields]
+    ).empty_table()
 
 
-_ARROW_TYPES = {"int": pa.int32(), "bigint": pa.int64(), "double": pa.float64(), "string": pa.string(),
-                "boolean": pa.bool_()}
+_ARROW_TYPES = {
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "boolean": pa.bool_(),
+}
 
 
 def split_tables(table: pa.Table, sources: tuple[tuple[str, int], ...]) -> dict[str, list[pa.Table]]:
@@ -111,8 +138,10 @@ def split_tables(table: pa.Table, sources: tuple[tuple[str, int], ...]) -> dict[
     out = {}
     for k, (name, parallelism) in enumerate(sources):
         mine = table.filter(pc.equal(table.column("source"), k))
-        out[name] = [mine.filter(pc.equal(mine.column("split"), s)).sort_by("offset").select(list(SPLIT_COLUMNS))
-                     for s in range(parallelism)]
+        out[name] = [
+            mine.filter(pc.equal(mine.column("split"), s)).sort_by("offset").select(list(SPLIT_COLUMNS))
+            for s in range(parallelism)
+        ]
     return out
 
 

@@ -8,7 +8,8 @@ Mirrors Flink's ``SequentialChannelStateReaderImpl`` (``readInputData``, ``readO
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence, Union
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from barriersim.runtime.events import (
     END_OF_CHANNEL_STATE,
@@ -26,10 +27,8 @@ class ChannelStateRestoreError(RuntimeError):
     """Persisted data names a channel or partition the restored task does not have."""
 
 
-def _ordered(groups: Mapping) -> dict:
-    return {
-        info: tuple(sorted(bufs, key=lambda b: b.sequence_number)) for info, bufs in sorted(groups.items()) if bufs
-    }
+def _ordered(groups: Mapping[Any, Any]) -> dict[Any, Any]:
+    return {info: tuple(sorted(bufs, key=lambda b: b.sequence_number)) for info, bufs in sorted(groups.items()) if bufs}
 
 
 def _with_data(buffers: tuple[Buffer, ...]) -> list[Buffer]:
@@ -39,7 +38,7 @@ def _with_data(buffers: tuple[Buffer, ...]) -> list[Buffer]:
 
 
 class SequentialChannelStateReader:
-    def __init__(self, state: Union[TaskStateSnapshot, Iterable[OperatorSubtaskState]]):
+    def __init__(self, state: TaskStateSnapshot | Iterable[OperatorSubtaskState]) -> None:
         states = state.subtask_states_by_operator.values() if isinstance(state, TaskStateSnapshot) else state
         inputs: dict[InputChannelInfo, list[Buffer]] = {}
         outputs: dict[ResultSubpartitionInfo, list[Buffer]] = {}
@@ -51,10 +50,10 @@ class SequentialChannelStateReader:
                 data = _with_data(h.buffers)
                 inputs.setdefault(h.info, []).extend(data)
                 self._input_handles.setdefault((h.subtask_index, h.info), []).extend(data)
-            for h in s.result_subpartition_state:
-                data = _with_data(h.buffers)
-                outputs.setdefault(h.info, []).extend(data)
-                self._output_handles.setdefault((h.subtask_index, h.info), []).extend(data)
+            for out in s.result_subpartition_state:
+                data = _with_data(out.buffers)
+                outputs.setdefault(out.info, []).extend(data)
+                self._output_handles.setdefault((out.subtask_index, out.info), []).extend(data)
         self._inputs = _ordered(inputs)
         self._outputs = _ordered(outputs)
 
@@ -73,7 +72,8 @@ class SequentialChannelStateReader:
         return bool(self._inputs or self._outputs)
 
     def read_input_data(
-        self, inject: Callable[[InputChannelInfo, tuple], None],
+        self,
+        inject: Callable[[InputChannelInfo, tuple[Any, ...]], None],
         descriptor: InflightDataRescalingDescriptor = NO_RESCALE,
     ) -> dict[InputChannelInfo, int]:
         """Calls ``inject(channel, elements)`` once per channel (rescaled: once per virtual channel of a channel)
@@ -85,7 +85,7 @@ class SequentialChannelStateReader:
                 inject(info, buffers)
                 restored[info] = sum(b.size for b in buffers)
             return restored
-        routed: dict[InputChannelInfo, list[tuple]] = {}
+        routed: dict[InputChannelInfo, list[tuple[Any, ...]]] = {}
         for (old_subtask, info), buffers in sorted(self._input_handles.items()):
             buffers = tuple(sorted(buffers, key=lambda b: b.sequence_number))
             if not buffers:
@@ -98,19 +98,24 @@ class SequentialChannelStateReader:
             if len(targets) != 1:
                 raise ChannelStateRestoreError(
                     f"read_input_data: the persisted data of {info} (old subtask {old_subtask}) maps to channels "
-                    f"{list(targets)}: one buffer is only distributed to one target input channel")
+                    f"{list(targets)}: one buffer is only distributed to one target input channel"
+                )
             target = InputChannelInfo(info.gate_idx, targets[0])
             routed.setdefault(target, []).append(
-                (SubtaskConnectionDescriptor(old_subtask, info.channel_idx),) + buffers)
+                (SubtaskConnectionDescriptor(old_subtask, info.channel_idx),) + buffers
+            )
         for info in sorted(routed):
             for elements in routed[info]:
                 inject(info, elements)
                 restored[info] = restored.get(info, 0) + sum(e.size for e in elements if isinstance(e, Buffer))
         return restored
 
-    def read_output_data(self, partitions: Sequence[ResultPartition],
-                         descriptor: InflightDataRescalingDescriptor = NO_RESCALE,
-                         end_of_channel_state_partitions: Sequence[int] = ()) -> dict[ResultSubpartitionInfo, int]:
+    def read_output_data(
+        self,
+        partitions: Sequence[ResultPartition],
+        descriptor: InflightDataRescalingDescriptor = NO_RESCALE,
+        end_of_channel_state_partitions: Sequence[int] = (),
+    ) -> dict[ResultSubpartitionInfo, int]:
         """Re-queues persisted output buffers into ``partitions`` (indexed by partition index) before any new
         data, after a rescaled restore routed by virtual channel and with the end of the recovered data on the
         partitions of rescaled edges; returns bytes per (old) subpartition."""
@@ -143,7 +148,7 @@ class SequentialChannelStateReader:
         return restored
 
     @staticmethod
-    def _partition_of(by_idx: dict, info: ResultSubpartitionInfo) -> ResultPartition:
+    def _partition_of(by_idx: Mapping[int, ResultPartition], info: ResultSubpartitionInfo) -> ResultPartition:
         partition = by_idx.get(info.partition_idx)
         if partition is None or info.subpartition_idx >= partition.number_of_subpartitions:
             raise ChannelStateRestoreError(

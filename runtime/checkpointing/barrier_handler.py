@@ -9,8 +9,9 @@ See docs/data-plane.md, "Barrier handlers and their actions".
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional, Protocol, Union
+from typing import Protocol
 
 from barriersim.runtime.events import (
     CancelCheckpointMarker,
@@ -56,8 +57,8 @@ class CheckpointMetrics:
     """
 
     checkpoint_id: int
-    alignment_duration_ms: Optional[int] = 0
-    bytes_processed_during_alignment: Optional[int] = 0
+    alignment_duration_ms: int | None = 0
+    bytes_processed_during_alignment: int | None = 0
     checkpoint_start_delay_ms: int = 0
     bytes_persisted_during_alignment: int = 0
     unaligned: bool = False
@@ -147,9 +148,9 @@ class ConvertToPriorityEvent:
     sequence_number: int
 
 
-TaskAction = Union[TriggerCheckpointOnBarrier, AbortCheckpointOnBarrier, InitInputsCheckpoint, AllBarriersReceived]
-GateAction = Union[BlockConsumption, ResumeConsumption, CheckpointStarted, CheckpointStopped, ConvertToPriorityEvent]
-HandlerAction = Union[TaskAction, GateAction, AddInputData]
+TaskAction = TriggerCheckpointOnBarrier | AbortCheckpointOnBarrier | InitInputsCheckpoint | AllBarriersReceived
+GateAction = BlockConsumption | ResumeConsumption | CheckpointStarted | CheckpointStopped | ConvertToPriorityEvent
+HandlerAction = TaskAction | GateAction | AddInputData
 ActionSink = Callable[[HandlerAction], None]
 
 
@@ -167,16 +168,16 @@ class CheckpointBarrierHandler(abc.ABC):
     notifications (``notify_checkpoint``, ``notify_abort``) the way Flink's base class does.
     """
 
-    def __init__(self, sink: ActionSink, clock: Clock, enable_checkpoint_after_tasks_finished: bool = True):
+    def __init__(self, sink: ActionSink, clock: Clock, enable_checkpoint_after_tasks_finished: bool = True) -> None:
         self._sink = sink
         self._clock = clock
         self._checkpoint_after_tasks_finished = enable_checkpoint_after_tasks_finished
         # alignment bookkeeping (Flink: startOfAlignmentTimestamp, latestAlignmentDurationNanos, ...)
-        self._start_of_alignment_ms: Optional[int] = None
+        self._start_of_alignment_ms: int | None = None
         self._start_alignment_checkpoint_id = -1
         self._bytes_processed_during_alignment = 0
-        self._latest_alignment_duration_ms: Optional[int] = None
-        self._latest_bytes_processed_during_alignment: Optional[int] = None
+        self._latest_alignment_duration_ms: int | None = None
+        self._latest_bytes_processed_during_alignment: int | None = None
         self._latest_checkpoint_start_delay_ms = 0
 
     # -- what the gate feeds in ----------------------------------------------------------------------
@@ -195,22 +196,19 @@ class CheckpointBarrierHandler(abc.ABC):
         """An ``EventAnnouncement`` of an aligned, timeoutable barrier queued at ``sequence_number``."""
 
     @abc.abstractmethod
-    def process_cancellation_barrier(self, marker: CancelCheckpointMarker, channel_info: InputChannelInfo) -> None:
-        ...
+    def process_cancellation_barrier(self, marker: CancelCheckpointMarker, channel_info: InputChannelInfo) -> None: ...
 
     @abc.abstractmethod
-    def process_end_of_partition(self, channel_info: InputChannelInfo) -> None:
-        ...
+    def process_end_of_partition(self, channel_info: InputChannelInfo) -> None: ...
 
     @abc.abstractmethod
     def get_latest_checkpoint_id(self) -> int:
         """The newest checkpoint id this handler has seen (-1 before any)."""
 
     @abc.abstractmethod
-    def is_checkpoint_pending(self) -> bool:
-        ...
+    def is_checkpoint_pending(self) -> bool: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional, as in Flink
         """Release timers; the default does nothing."""
 
     @property
@@ -226,7 +224,7 @@ class CheckpointBarrierHandler(abc.ABC):
     def is_during_alignment(self) -> bool:
         return self._start_of_alignment_ms is not None
 
-    def alignment_checkpoint_id(self) -> Optional[int]:
+    def alignment_checkpoint_id(self) -> int | None:
         """The checkpoint whose alignment is running (its barrier arrived on some channels, not yet on all), or
         None: a task crashing ``mid_alignment`` is one for which this is the checkpoint named."""
         return self._start_alignment_checkpoint_id if self._start_of_alignment_ms is not None else None
@@ -243,7 +241,7 @@ class CheckpointBarrierHandler(abc.ABC):
             return self._clock() - self._start_of_alignment_ms
         return self._latest_alignment_duration_ms or 0
 
-    def get_bytes_processed_during_alignment(self) -> Optional[int]:
+    def get_bytes_processed_during_alignment(self) -> int | None:
         return self._latest_bytes_processed_during_alignment
 
     def get_checkpoint_start_delay_ms(self) -> int:
@@ -298,9 +296,7 @@ class CheckpointBarrierHandler(abc.ABC):
     def notify_checkpoint(self, barrier: CheckpointBarrier) -> None:
         """Flink's ``notifyCheckpoint``: tell the task to checkpoint on ``barrier``."""
         self.emit(
-            TriggerCheckpointOnBarrier(
-                barrier.id, barrier.timestamp, barrier.options, self._metrics_for(barrier)
-            )
+            TriggerCheckpointOnBarrier(barrier.id, barrier.timestamp, barrier.options, self._metrics_for(barrier))
         )
 
     def _metrics_for(self, barrier: CheckpointBarrier) -> CheckpointMetrics:
@@ -331,7 +327,9 @@ class CheckpointBarrierHandler(abc.ABC):
         )
 
     def notify_abort_on_cancellation_barrier(self, checkpoint_id: int) -> None:
-        self.notify_abort(checkpoint_id, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER))
+        self.notify_abort(
+            checkpoint_id, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+        )
 
     def notify_abort(self, checkpoint_id: int, cause: CheckpointException) -> None:
         self.emit(AbortCheckpointOnBarrier(checkpoint_id, cause.reason))

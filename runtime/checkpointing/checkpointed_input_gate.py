@@ -8,7 +8,8 @@ checkpointed input gate".
 
 from __future__ import annotations
 
-from typing import Optional, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from barriersim.runtime.checkpointing.barrier_handler import (
     ActionSink,
@@ -27,13 +28,14 @@ from barriersim.runtime.events import (
     EventAnnouncement,
     InputChannelInfo,
 )
+from barriersim.runtime.network.input.input_channel import InputChannel
 from barriersim.runtime.network.input.single_input_gate import BufferOrEvent
 
 
 class CheckpointableInput(Protocol):
     gate_idx: int
 
-    def poll_next(self) -> Optional[BufferOrEvent]: ...
+    def poll_next(self) -> BufferOrEvent | None: ...
 
     def is_finished(self) -> bool: ...
 
@@ -56,7 +58,7 @@ class CheckpointableInput(Protocol):
 class GateActionRouter:
     """Applies gate actions to the gates, then forwards every action to ``downstream``."""
 
-    def __init__(self, gates: Sequence[CheckpointableInput], downstream: ActionSink):
+    def __init__(self, gates: Sequence[CheckpointableInput], downstream: ActionSink) -> None:
         self._gates = {g.gate_idx: g for g in gates}
         self._downstream = downstream
 
@@ -78,12 +80,12 @@ class GateActionRouter:
 
 
 class CheckpointedInputGate:
-    def __init__(self, input_gate: CheckpointableInput, barrier_handler: CheckpointBarrierHandler):
+    def __init__(self, input_gate: CheckpointableInput, barrier_handler: CheckpointBarrierHandler) -> None:
         self.input_gate = input_gate
         self.barrier_handler = barrier_handler
         self._finished = False
 
-    def poll_next(self) -> Optional[BufferOrEvent]:
+    def poll_next(self) -> BufferOrEvent | None:
         next_ = self.input_gate.poll_next()
         if next_ is None:
             if self.input_gate.is_finished():
@@ -135,8 +137,9 @@ class CheckpointedInputGate:
     def get_checkpoint_barrier_handler(self) -> CheckpointBarrierHandler:
         return self.barrier_handler
 
-    def get_channel(self, channel_idx: int):
-        return self.input_gate.get_channel(channel_idx)  # type: ignore[attr-defined]
+    def get_channel(self, channel_idx: int) -> InputChannel:
+        channel: InputChannel = self.input_gate.get_channel(channel_idx)  # type: ignore[attr-defined]
+        return channel
 
     def close(self) -> None:
         self.barrier_handler.close()

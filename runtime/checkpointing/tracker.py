@@ -7,12 +7,11 @@ Mirrors Flink's ``CheckpointBarrierTracker`` (with its inner ``CheckpointBarrier
 from __future__ import annotations
 
 from collections import deque
-from typing import Optional
 
-from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpointing.barrier_handler import ActionSink, CheckpointBarrierHandler, Clock
 from barriersim.runtime.events import CancelCheckpointMarker, CheckpointBarrier, InputChannelInfo
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 
 MAX_CHECKPOINTS_TO_TRACK = 50
 
@@ -20,8 +19,13 @@ MAX_CHECKPOINTS_TO_TRACK = 50
 class CheckpointBarrierCount:
     """A checkpoint id with the channels that delivered its barrier (Flink's inner class)."""
 
-    def __init__(self, checkpoint_id: int, channel_info: InputChannelInfo, target_channel_count: int,
-                 pending_checkpoint: Optional[CheckpointBarrier]):
+    def __init__(
+        self,
+        checkpoint_id: int,
+        channel_info: InputChannelInfo,
+        target_channel_count: int,
+        pending_checkpoint: CheckpointBarrier | None,
+    ) -> None:
         self.checkpoint_id = checkpoint_id
         self.target_channel_count = target_channel_count
         self.pending_checkpoint = pending_checkpoint  # None for a checkpoint first seen as a cancel marker
@@ -54,10 +58,12 @@ class CheckpointBarrierTracker(CheckpointBarrierHandler):
         sink: ActionSink,
         clock: Clock,
         enable_checkpoint_after_tasks_finished: bool = True,
-    ):
+    ) -> None:
         super().__init__(sink, clock, enable_checkpoint_after_tasks_finished)
         if total_number_of_input_channels <= 0:
-            raise ValueError(f"a barrier tracker needs at least one input channel, got {total_number_of_input_channels}")
+            raise ValueError(
+                f"a barrier tracker needs at least one input channel, got {total_number_of_input_channels}"
+            )
         self._num_open_channels = total_number_of_input_channels
         self._pending: deque[CheckpointBarrierCount] = deque()
         self._latest_pending_checkpoint_id = -1
@@ -96,7 +102,7 @@ class CheckpointBarrierTracker(CheckpointBarrierHandler):
     ) -> None:
         """Announcements are ignored: the tracker never switches to unaligned."""
 
-    def _find(self, checkpoint_id: int) -> tuple[int, Optional[CheckpointBarrierCount]]:
+    def _find(self, checkpoint_id: int) -> tuple[int, CheckpointBarrierCount | None]:
         for pos, count in enumerate(self._pending):
             if count.checkpoint_id == checkpoint_id:
                 return pos, count

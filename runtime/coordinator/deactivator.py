@@ -5,7 +5,7 @@ gives through a job's deployment and its failovers: docs/flink-2.3-divergences.m
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from barriersim.runtime.coordinator.plan import ExecutionState
 from barriersim.runtime.coordinator.properties import JobStatus
@@ -17,7 +17,7 @@ _LEAVES_PENDING = (ExecutionState.RUNNING, ExecutionState.FINISHED)
 class ExecutionTrackingDeActivator:
     """Mirrors Flink's ``ExecutionTrackingCheckpointCoordinatorDeActivator``."""
 
-    def __init__(self, start: Callable[[], object], stop: Callable[[], object]):
+    def __init__(self, start: Callable[[], object], stop: Callable[[], object]) -> None:
         self._start = start
         self._stop = stop
         self.pending_executions: set[ExecutionAttemptID] = set()

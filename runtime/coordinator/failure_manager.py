@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 
 from barriersim.runtime.coordinator.properties import CheckpointProperties
-from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.failure_reason import CheckpointException
 from barriersim.runtime.ids import ExecutionAttemptID
 
 UNKNOWN_CHECKPOINT_ID = -1
@@ -22,7 +22,7 @@ class FailureOutcome(enum.Enum):
 
 
 class CheckpointFailureManager:
-    def __init__(self, tolerable_failure_number: int = 0):
+    def __init__(self, tolerable_failure_number: int = 0) -> None:
         if tolerable_failure_number == -1:  # Flink's UNDEFINED_TOLERABLE_CHECKPOINT_NUMBER
             tolerable_failure_number = 0
         if tolerable_failure_number < 0:

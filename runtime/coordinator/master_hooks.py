@@ -6,7 +6,8 @@ every checkpoint and handed back on restore. Mirrors Flink's ``MasterTriggerRest
 from __future__ import annotations
 
 import enum
-from typing import Mapping, Protocol, Sequence, Union
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from barriersim.runtime.state.snapshot import MasterState
 
@@ -26,19 +27,20 @@ class MasterTriggerRestoreHook(Protocol):
     identifier: str
     version: int
 
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> Union[bytes, None, _Pending]: ...
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> bytes | None | _Pending: ...
 
     def restore_checkpoint(self, checkpoint_id: int, data: bytes | None) -> None: ...
 
 
-def trigger_hook(hook: MasterTriggerRestoreHook, checkpoint_id: int,
-                 timestamp: int) -> Union[MasterState, None, _Pending]:
+def trigger_hook(hook: MasterTriggerRestoreHook, checkpoint_id: int, timestamp: int) -> MasterState | None | _Pending:
     """Flink's ``MasterHooks.triggerHook``: the hook's state now, or ``MASTER_STATE_PENDING``; a hook that raises
     becomes a ``MasterHookError``."""
     try:
         data = hook.trigger_checkpoint(checkpoint_id, timestamp)
     except Exception as e:  # a user hook may fail in any way: the checkpoint fails, not the coordinator
-        raise MasterHookError(f"master hook {hook.identifier!r} failed to trigger checkpoint {checkpoint_id}: {e}") from e
+        raise MasterHookError(
+            f"master hook {hook.identifier!r} failed to trigger checkpoint {checkpoint_id}: {e}"
+        ) from e
     if data is MASTER_STATE_PENDING:
         return MASTER_STATE_PENDING
     return master_state_of(hook, data)

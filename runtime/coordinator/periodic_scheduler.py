@@ -6,8 +6,9 @@ trigger".
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
 
+from barriersim.runtime.checkpointing.barrier_handler import Cancellable
 from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS
 
 MINIMAL_CHECKPOINT_TIME = 10
@@ -18,8 +19,9 @@ class PeriodicScheduler:
     delivers ``TimerFired(PERIODIC_TRIGGER, generation)``; it returns a cancellable handle. A firing whose
     generation is not the current one (the timer was cancelled or replaced) is ignored."""
 
-    def __init__(self, interval: int, min_pause: int, rng: random.Random,
-                 register_after: Callable[[int, int], object]):
+    def __init__(
+        self, interval: int, min_pause: int, rng: random.Random, register_after: Callable[[int, int], Cancellable]
+    ) -> None:
         # as Flink: it does not make sense to schedule checkpoints more often than the min pause allows; Flink's
         # DISABLED_CHECKPOINT_INTERVAL (Long.MAX_VALUE) is no periodic checkpointing
         configured = MINIMAL_CHECKPOINT_TIME <= interval < NO_PERIODIC_CHECKPOINTS
@@ -27,7 +29,7 @@ class PeriodicScheduler:
         self.min_pause = min_pause
         self._rng = rng
         self._register_after = register_after
-        self._handle = None
+        self._handle: Cancellable | None = None
         self.generation = 0
         self.running = False
         self._started_before = False  # once started, a start waits the min pause, not a random delay

@@ -6,11 +6,15 @@ of every execution (FLIP-147: checkpoints after some tasks finished). Mirrors Fl
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID
+
+if TYPE_CHECKING:
+    from barriersim.runtime.jobgraph import JobGraph
 
 
 class ExecutionState(enum.Enum):
@@ -49,18 +53,23 @@ class JobVertexInfo:
         return not self.inputs and not self.pointwise_inputs
 
 
-def vertices_from_job_graph(job_graph) -> list[JobVertexInfo]:
+def vertices_from_job_graph(job_graph: JobGraph) -> list[JobVertexInfo]:
     """The coordinator's view of a ``barriersim.runtime.jobgraph.JobGraph`` (one operator per vertex, named
     like the vertex), in topological order."""
     out = []
     for name in job_graph.topological_order():
         v = job_graph.vertex(name)
         edges = job_graph.inputs_of(name)
-        out.append(JobVertexInfo(
-            name, v.parallelism, v.max_parallelism, (name,),
-            tuple(dict.fromkeys(e.source for e in edges if not e.partitioner.is_pointwise)),
-            tuple(dict.fromkeys(e.source for e in edges if e.partitioner.is_pointwise)),
-        ))
+        out.append(
+            JobVertexInfo(
+                name,
+                v.parallelism,
+                v.max_parallelism,
+                (name,),
+                tuple(dict.fromkeys(e.source for e in edges if not e.partitioner.is_pointwise)),
+                tuple(dict.fromkeys(e.source for e in edges if e.partitioner.is_pointwise)),
+            )
+        )
     return out
 
 
@@ -88,7 +97,7 @@ class CheckpointPlan:
 
 
 class DefaultCheckpointPlanCalculator:
-    def __init__(self, vertices: Sequence[JobVertexInfo], allow_checkpoints_after_tasks_finished: bool = True):
+    def __init__(self, vertices: Sequence[JobVertexInfo], allow_checkpoints_after_tasks_finished: bool = True) -> None:
         self.vertices = tuple(vertices)
         self.by_id = {v.vertex_id: v for v in self.vertices}
         for v in self.vertices:
@@ -109,7 +118,9 @@ class DefaultCheckpointPlanCalculator:
         if has_finished and not self.allow_checkpoints_after_tasks_finished:
             raise CheckpointException(
                 CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING,
-                detail="some tasks of the job have already finished and checkpointing with finished tasks is not enabled",
+                detail=(
+                    "some tasks of the job have already finished and checkpointing with finished tasks is not enabled"
+                ),
             )
         plan = self._after_tasks_finished(executions) if has_finished else self._all_running(executions)
         for v in self.vertices:
@@ -141,7 +152,10 @@ class DefaultCheckpointPlanCalculator:
             v = self.by_id[vertex_id]
             return all(executions[(vertex_id, i)].state is ExecutionState.FINISHED for i in range(v.parallelism))
 
-        trigger, wait, finished, fully_finished = [], [], [], []
+        trigger: list[ExecutionAttemptID] = []
+        wait: list[ExecutionAttemptID] = []
+        finished: list[ExecutionAttemptID] = []
+        fully_finished: list[JobVertexID] = []
         for v in self.vertices:
             if all_finished(v.vertex_id):
                 fully_finished.append(v.vertex_id)
@@ -154,9 +168,7 @@ class DefaultCheckpointPlanCalculator:
                     finished.append(e.attempt_id)
                     continue
                 wait.append(e.attempt_id)
-                pointwise_done = all(
-                    executions[(u, i)].state is ExecutionState.FINISHED for u in v.pointwise_inputs
-                )
+                pointwise_done = all(executions[(u, i)].state is ExecutionState.FINISHED for u in v.pointwise_inputs)
                 if upstream_done and pointwise_done:
                     trigger.append(e.attempt_id)
         return CheckpointPlan(tuple(trigger), tuple(wait), tuple(wait), tuple(finished), tuple(fully_finished))

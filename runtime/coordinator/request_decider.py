@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from barriersim.runtime.coordinator.properties import CheckpointProperties
 from barriersim.runtime.failure_reason import CheckpointFailureReason
@@ -32,7 +32,7 @@ class CheckpointTriggerRequest:
     def is_force(self) -> bool:
         return self.props.forced
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[object, ...]:
         return (not self.props.is_savepoint, not self.is_force, self.is_periodic, self.timestamp, self.seq)
 
 
@@ -47,9 +47,11 @@ class CheckpointRequestDecider:
         number_of_cleaning_checkpoints: Callable[[], int] = lambda: 0,
         max_queued_requests: int = DEFAULT_MAX_QUEUED_REQUESTS,
         fail_request: Callable[[CheckpointTriggerRequest, CheckpointFailureReason], None] = lambda r, e: None,
-    ):
+    ) -> None:
         if max_concurrent_checkpoint_attempts <= 0:
-            raise ValueError(f"max_concurrent_checkpoint_attempts must be > 0, got {max_concurrent_checkpoint_attempts}")
+            raise ValueError(
+                f"max_concurrent_checkpoint_attempts must be > 0, got {max_concurrent_checkpoint_attempts}"
+            )
         if max_queued_requests <= 0:
             raise ValueError(f"max_queued_requests must be > 0, got {max_queued_requests}")
         self.max_concurrent_checkpoint_attempts = max_concurrent_checkpoint_attempts
@@ -77,7 +79,9 @@ class CheckpointRequestDecider:
             self._fail_request(self._queued.pop(), CheckpointFailureReason.TOO_MANY_CHECKPOINT_REQUESTS)
         return self._choose(is_triggering, last_completion_ms)
 
-    def choose_queued_request_to_execute(self, is_triggering: bool, last_completion_ms: int) -> CheckpointTriggerRequest | None:
+    def choose_queued_request_to_execute(
+        self, is_triggering: bool, last_completion_ms: int
+    ) -> CheckpointTriggerRequest | None:
         return self._choose(is_triggering, last_completion_ms)
 
     def abort_all(self, reason: CheckpointFailureReason) -> list[CheckpointTriggerRequest]:

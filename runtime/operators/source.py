@@ -4,17 +4,17 @@ watermarked per split. See docs/jobs-and-operators.md, "The source".
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
 
 from barriersim.runtime.operators.records import EVENT_TIME, pack, unpack
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
 
 OFFSETS_STATE = "source-offsets"
 
 
 class SplitSourceReader:
-    def __init__(self, split_id_or_splits, records=()):
+    def __init__(self, split_id_or_splits: int | Mapping[int, RecordsLike], records: RecordsLike = ()) -> None:
         """``SplitSourceReader(split_id, records)`` reads one split; ``SplitSourceReader({split_id: records})``
         reads every split given, in split id order. A split is a ``RecordBatch``, or record tuples or an Arrow
         table (converted once)."""
@@ -24,14 +24,14 @@ class SplitSourceReader:
         self._order = list(self._splits)
         self._next = 0
         self._last_timestamp: dict[int, int] = {}  # per split: the largest timestamp emitted since the reader started
-        self._polled: Optional[int] = None  # the split of the last poll
+        self._polled: int | None = None  # the split of the last poll
 
     @property
     def split_ids(self) -> tuple[int, ...]:
         return tuple(self._splits)
 
     @property
-    def split_id(self) -> Optional[int]:
+    def split_id(self) -> int | None:
         return self._order[0] if self._order else None
 
     @property
@@ -91,7 +91,7 @@ class SplitSourceReader:
             return self._splits[sid].slice(start, min(len(self._splits[sid]), start + max_records))
         return RecordBatch.empty()
 
-    def current_watermark(self) -> Optional[int]:
+    def current_watermark(self) -> int | None:
         """The reader's watermark after the last poll: the minimum over its unfinished splits and the split just
         polled of (largest timestamp emitted - 1); None while one of them has emitted nothing."""
         polled = self._polled

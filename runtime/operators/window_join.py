@@ -10,7 +10,7 @@ import numpy as np
 from barriersim.runtime.events import Watermark
 from barriersim.runtime.operators.records import EVENT_TIME, KEY, VALUE
 from barriersim.runtime.operators.window import TumblingEventTimeWindowSum, window_sums
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 
 LEFT, RIGHT = 0, 1
 
@@ -19,7 +19,7 @@ class TumblingEventTimeWindowJoin(TumblingEventTimeWindowSum):
     """The window sum's windows, state and firing rule, with two-sided accumulators
     ``[left_count, left_sum, right_count, right_sum]`` per (window_start, key)."""
 
-    def process_all(self, records, input_index: int = LEFT) -> RecordBatch:
+    def process_all(self, records: RecordsLike, input_index: int = LEFT) -> RecordBatch:
         if input_index not in (LEFT, RIGHT):
             raise ValueError(f"a join has inputs 0 and 1, not {input_index}")
         at = 2 * input_index
@@ -33,11 +33,16 @@ class TumblingEventTimeWindowJoin(TumblingEventTimeWindowSum):
         return RecordBatch.empty()
 
     def process_watermark(self, watermark: Watermark) -> RecordBatch:
-        return RecordBatch.from_rows([(start, key, lc * rc, ls * rc + rs * lc)
-                                      for (start, key), (lc, ls, rc, rs) in self.fire_due(watermark) if lc and rc])
+        return RecordBatch.from_rows(
+            [
+                (start, key, lc * rc, ls * rc + rs * lc)
+                for (start, key), (lc, ls, rc, rs) in self.fire_due(watermark)
+                if lc and rc
+            ]
+        )
 
 
-def reference_window_join(left, right, size_ms: int) -> RecordBatch:
+def reference_window_join(left: RecordsLike, right: RecordsLike, size_ms: int) -> RecordBatch:
     """What the join emits over the whole input, ignoring timing (no record is late then): the reference. Each side
     (a ``RecordBatch``, or record tuples) is summed per window and key; the (window, key) pairs both sides have are
     joined, in (window start, key) order."""

@@ -39,8 +39,9 @@ class SubtaskStateMapper(enum.Enum):
         """Whether several new subtasks may take the same old subtask (the data must then be filtered)."""
         return self in (SubtaskStateMapper.FULL, SubtaskStateMapper.RANGE)
 
-    def old_subtasks(self, new_subtask_index: int, old_number_of_subtasks: int,
-                     new_number_of_subtasks: int) -> tuple[int, ...]:
+    def old_subtasks(
+        self, new_subtask_index: int, old_number_of_subtasks: int, new_number_of_subtasks: int
+    ) -> tuple[int, ...]:
         if self in (SubtaskStateMapper.ARBITRARY, SubtaskStateMapper.ROUND_ROBIN):
             return tuple(range(new_subtask_index, old_number_of_subtasks, new_number_of_subtasks))
         if self is SubtaskStateMapper.FIRST:
@@ -56,12 +57,14 @@ class SubtaskStateMapper(enum.Enum):
             return tuple(range(start, end + 1))
         raise UnsupportedRescalingError(
             "Cannot rescale the given pointwise partitioner. Did you change the partitioner to forward or rescale? "
-            "It may also help to add an explicit shuffle().")
+            "It may also help to add an explicit shuffle()."
+        )
 
     def new_to_old_subtasks_mapping(self, old_parallelism: int, new_parallelism: int) -> RescaleMappings:
         """Flink's ``getNewToOldSubtasksMapping``: new subtask index -> old subtask indexes."""
         return RescaleMappings.of(
-            (self.old_subtasks(i, old_parallelism, new_parallelism) for i in range(new_parallelism)), old_parallelism)
+            (self.old_subtasks(i, old_parallelism, new_parallelism) for i in range(new_parallelism)), old_parallelism
+        )
 
 
 def upstream_mapper(partitioner: Partitioner) -> SubtaskStateMapper:

@@ -82,7 +82,9 @@ def assign_to_key_group(key: object, max_parallelism: int) -> int:
     return compute_key_group_for_key_hash(java_hash_code(key), max_parallelism)
 
 
-def compute_key_group_range_for_operator_index(max_parallelism: int, parallelism: int, operator_index: int) -> KeyGroupRange:
+def compute_key_group_range_for_operator_index(
+    max_parallelism: int, parallelism: int, operator_index: int
+) -> KeyGroupRange:
     _check_parallelism(max_parallelism, parallelism)
     start = (operator_index * max_parallelism + parallelism - 1) // parallelism
     end = ((operator_index + 1) * max_parallelism - 1) // parallelism
@@ -107,7 +109,8 @@ def compute_default_max_parallelism(operator_parallelism: int) -> int:
 def _check_parallelism(max_parallelism: int, parallelism: int) -> None:
     if not 0 < parallelism <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
         raise ValueError(
-            f"parallelism {parallelism} must be in 1..max parallelism {max_parallelism} (at most {UPPER_BOUND_MAX_PARALLELISM})"
+            f"parallelism {parallelism} must be in 1..max parallelism {max_parallelism} (at most "
+            f"{UPPER_BOUND_MAX_PARALLELISM})"
         )
 
 
@@ -161,12 +164,12 @@ class KeyGroupAssigner:
 
     _MAX_CACHED = 1 << 20
 
-    def __init__(self, max_parallelism: int):
+    def __init__(self, max_parallelism: int) -> None:
         self.max_parallelism = max_parallelism
         self._table = np.empty(0, dtype=np.int64)
-        self._single: dict = {}
+        self._single: dict[object, int] = {}
 
-    def __call__(self, key) -> int:
+    def __call__(self, key: object) -> int:
         group = self._single.get(key)
         if group is None:
             group = self._single[key] = assign_to_key_group(key, self.max_parallelism)
@@ -180,7 +183,8 @@ class KeyGroupAssigner:
             if high >= len(self._table):
                 size = min(self._MAX_CACHED, max(1024, 2 * (high + 1)))
                 self._table = assign_to_key_groups(np.arange(size, dtype=np.int64), self.max_parallelism)
-            return self._table[keys]
+            groups: np.ndarray = self._table[keys]
+            return groups
         return assign_to_key_groups(keys, self.max_parallelism)
 
 

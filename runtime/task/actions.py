@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Union
 
 from barriersim.runtime.events import ChannelElement
 from barriersim.runtime.failure_reason import CheckpointFailureReason
@@ -135,6 +134,11 @@ class CheckpointSkipped:
     reason: SkipReason
 
 
-TaskCheckpointAction = Union[
-    BroadcastEvent, SyncSnapshotTaken, AsyncCheckpointStarted, AcknowledgeCheckpoint, DeclineCheckpoint, CheckpointSkipped
-]
+TaskCheckpointAction = (
+    BroadcastEvent
+    | SyncSnapshotTaken
+    | AsyncCheckpointStarted
+    | AcknowledgeCheckpoint
+    | DeclineCheckpoint
+    | CheckpointSkipped
+)

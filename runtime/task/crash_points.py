@@ -8,8 +8,8 @@ docs/faults-and-actions.md, "Task-side crash points".
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 
@@ -17,7 +17,7 @@ from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 class TaskCrashed(Exception):
     """The task reached a protocol point its fault schedule crashes it at; names the task, point and checkpoint."""
 
-    def __init__(self, task: str, point: ProtocolPoint, checkpoint_id: int):
+    def __init__(self, task: str, point: ProtocolPoint, checkpoint_id: int) -> None:
         super().__init__(f"{task}: crashed at {point.value} of checkpoint {checkpoint_id} (fault schedule)")
         self.task = task
         self.point = point
@@ -37,7 +37,7 @@ class CrashPoints:
 
     __slots__ = ("_task", "_armed")
 
-    def __init__(self, task: str, armed: Iterable[tuple[ProtocolPoint, int]] = ()):
+    def __init__(self, task: str, armed: Iterable[tuple[ProtocolPoint, int]] = ()) -> None:
         self._task = task
         self._armed = frozenset(armed)
         for point, _ in self._armed:

@@ -4,15 +4,17 @@ docs/data-plane.md, "What a closed asynchronous part reports".
 
 from __future__ import annotations
 
-from typing import Optional
-
 from barriersim.runtime.checkpointing.barrier_handler import CheckpointMetrics
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
 from barriersim.runtime.task.actions import UNSET, ReportIncompleteSnapshotStats, TaskCheckpointMetrics
 
 
-def build_incomplete(checkpoint_id: int, sync_duration_ms: float, input_metrics: Optional[CheckpointMetrics],
-                     uploaded: Optional[OperatorSubtaskState]) -> ReportIncompleteSnapshotStats:
+def build_incomplete(
+    checkpoint_id: int,
+    sync_duration_ms: float,
+    input_metrics: CheckpointMetrics | None,
+    uploaded: OperatorSubtaskState | None,
+) -> ReportIncompleteSnapshotStats:
     """The report of a part closed now: ``input_metrics`` as the barrier handler last gave them (the final ones
     if every barrier arrived; None for a source), ``uploaded`` the snapshot if its upload had finished."""
     m = input_metrics
@@ -30,5 +32,6 @@ def build_incomplete(checkpoint_id: int, sync_duration_ms: float, input_metrics:
         total_bytes_persisted=size,
         unaligned_checkpoint=False,
     )
-    return ReportIncompleteSnapshotStats(checkpoint_id, metrics, size,
-                                         uploaded.checkpointed_size if uploaded is not None else 0)
+    return ReportIncompleteSnapshotStats(
+        checkpoint_id, metrics, size, uploaded.checkpointed_size if uploaded is not None else 0
+    )

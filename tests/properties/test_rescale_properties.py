@@ -26,8 +26,10 @@ def check(case, outcome) -> None:
     last = report.jobs[-1]
     ended_by = [o["operation"] for o in last.operations if o["status"] == "COMPLETED"]
     expected_end = JobOutcome.CANCELED if "cancel" in ended_by else JobOutcome.FINISHED
-    if any(o["operation"] == "stop_with_savepoint" and (o["failure"] or "").startswith("A savepoint has been created at")
-           for o in last.operations):
+    if any(
+        o["operation"] == "stop_with_savepoint" and (o["failure"] or "").startswith("A savepoint has been created at")
+        for o in last.operations
+    ):
         # a failure after its stop's savepoint completed fails the job (Flink's StopWithSavepointStoppingException);
         # the run is verified against that savepoint
         expected_end = JobOutcome.FAILED
@@ -35,15 +37,22 @@ def check(case, outcome) -> None:
         # a task never told that the stop's savepoint completed waits for it, as Flink's does (its stop never
         # ends): allowed only when the fault schedule lost that notification
         stops = {o["checkpoint_id"] for o in last.operations if o["operation"] == "stop_with_savepoint"}
-        lost = [f for f in sim.fault_log if f["type"] == "drop_message" and f["kind"] == "notify_complete"
-                and f["fired"] and f.get("checkpoint_id") in stops | {None}]
+        lost = [
+            f
+            for f in sim.fault_log
+            if f["type"] == "drop_message"
+            and f["kind"] == "notify_complete"
+            and f["fired"]
+            and f.get("checkpoint_id") in stops | {None}
+        ]
         assert lost, "the job did not end after its stop-with-savepoint completed"
         return
     assert sim.outcome is expected_end, f"the run ended {sim.outcome.value}, not {expected_end.value}"
     assert verdict.lost == 0, f"lost {verdict.lost} records"
     assert verdict.wrong == 0, f"{verdict.wrong} wrong records"
     if case.mode != "at-least-once":
-        # at-least-once may count a replayed record twice in keyed state (runtime.verification.reference): sums may run high
+        # at-least-once may count a replayed record twice in keyed state (runtime.verification.reference):
+        # sums may run high
         assert verdict.final_sum_mismatched_keys == 0, f"{verdict.final_sum_mismatched_keys} keys with a wrong sum"
         assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
     assert not outcome.cut_violations, "not a consistent cut: " + "; ".join(map(str, outcome.cut_violations[:3]))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from typing import Optional
 
 DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL = 2
 DEFAULT_FLOATING_BUFFERS_PER_GATE = 8
@@ -27,12 +26,12 @@ class BufferOrigin(enum.Enum):
 class FloatingBufferPool:
     """The gate's pool of floating buffers (Flink's ``LocalBufferPool`` with ``BufferListener``s)."""
 
-    def __init__(self, size: int = DEFAULT_FLOATING_BUFFERS_PER_GATE):
+    def __init__(self, size: int = DEFAULT_FLOATING_BUFFERS_PER_GATE) -> None:
         if size < 0:
             raise ValueError(f"floating pool size must be >= 0, got {size}")
         self.size = size
         self._available = size
-        self._listeners: deque["BufferManager"] = deque()
+        self._listeners: deque[BufferManager] = deque()
 
     @property
     def num_available(self) -> int:
@@ -44,11 +43,11 @@ class FloatingBufferPool:
             return True
         return False
 
-    def add_buffer_listener(self, listener: "BufferManager") -> None:
+    def add_buffer_listener(self, listener: BufferManager) -> None:
         if listener not in self._listeners:
             self._listeners.append(listener)
 
-    def remove_buffer_listener(self, listener: "BufferManager") -> None:
+    def remove_buffer_listener(self, listener: BufferManager) -> None:
         if listener in self._listeners:
             self._listeners.remove(listener)
 
@@ -66,7 +65,7 @@ class FloatingBufferPool:
 class BufferManager:
     """Buffers and credit of one remote input channel."""
 
-    def __init__(self, pool: FloatingBufferPool, exclusive: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL):
+    def __init__(self, pool: FloatingBufferPool, exclusive: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL) -> None:
         if exclusive < 0:
             raise ValueError(f"exclusive buffers must be >= 0, got {exclusive}")
         self._pool = pool

@@ -7,12 +7,12 @@ buffers are persisted".
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
 
-from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.events import Buffer, CheckpointBarrier, EventAnnouncement, InputChannelInfo
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class CheckpointStatus(enum.Enum):
 
 
 class ChannelStatePersister:
-    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[AddInputData], None]):
+    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[AddInputData], None]) -> None:
         self.channel_info = channel_info
         self._sink = sink
         self.status = CheckpointStatus.COMPLETED
@@ -65,7 +65,7 @@ class ChannelStatePersister:
         if self.status is CheckpointStatus.BARRIER_PENDING:
             self._sink(AddInputData(self.last_seen_barrier, self.channel_info, (buffer,)))
 
-    def check_for_barrier(self, element: object) -> Optional[int]:
+    def check_for_barrier(self, element: object) -> int | None:
         """If ``element`` is a (not outdated) barrier, note it and return its id; an announcement's
         barrier id is returned without changing the status."""
         if isinstance(element, CheckpointBarrier):

@@ -7,8 +7,9 @@ channels, remote and local".
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 from barriersim.runtime.events import (
     Buffer,
@@ -85,7 +86,7 @@ class ChannelStateError(Exception):
 class SequenceElement:
     element: ChannelElement
     sequence_number: int
-    origin: Optional[BufferOrigin] = None
+    origin: BufferOrigin | None = None
 
 
 class InputChannel:
@@ -94,7 +95,7 @@ class InputChannel:
 
     is_remote = False
 
-    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]):
+    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]) -> None:
         self.channel_info = channel_info
         self._sink = sink
         self._queue: PrioritizedDeque[SequenceElement] = PrioritizedDeque()
@@ -106,16 +107,16 @@ class InputChannel:
         self.end_of_partition_received = False
         self.released = False
         self.queued_bytes = 0
-        self._in_task: list[Optional[BufferOrigin]] = []  # data buffers the task took and has not processed yet
+        self._in_task: list[BufferOrigin | None] = []  # data buffers the task took and has not processed yet
 
     # -- arriving elements -------------------------------------------------------------------------
 
     def on_element(
         self,
         element: ChannelElement,
-        sequence_number: Optional[int] = None,
-        backlog: Optional[int] = None,
-        priority: Optional[bool] = None,
+        sequence_number: int | None = None,
+        backlog: int | None = None,
+        priority: bool | None = None,
     ) -> bool:
         """Queue an arriving element; returns True if it is (or brought) a priority element."""
         if sequence_number is None:
@@ -164,7 +165,7 @@ class InputChannel:
         True if it did."""
         return False
 
-    def _take_buffer(self) -> Optional[BufferOrigin]:
+    def _take_buffer(self) -> BufferOrigin | None:
         return None
 
     def _on_sender_backlog(self, backlog: int) -> None:
@@ -172,7 +173,7 @@ class InputChannel:
 
     # -- consuming --------------------------------------------------------------------------------
 
-    def get_next(self) -> Optional[SequenceElement]:
+    def get_next(self) -> SequenceElement | None:
         entry = self._queue.poll()
         if entry is None:
             return None
@@ -191,7 +192,7 @@ class InputChannel:
         for origin in in_task:
             self._recycle(origin)
 
-    def _recycle(self, origin: Optional[BufferOrigin]) -> None:
+    def _recycle(self, origin: BufferOrigin | None) -> None:
         pass
 
     def has_data(self) -> bool:
@@ -200,7 +201,7 @@ class InputChannel:
     def has_priority_element(self) -> bool:
         return self._queue.has_priority_element()
 
-    def peek(self) -> Optional[ChannelElement]:
+    def peek(self) -> ChannelElement | None:
         entry = self._queue.peek()
         return None if entry is None else entry.element
 
@@ -239,7 +240,10 @@ class InputChannel:
         buffers: list[Buffer] = []
         for entry in self._queue.iter_non_priority():
             if isinstance(entry.element, Buffer):
-                if self._last_barrier_sequence_number == NONE or entry.sequence_number < self._last_barrier_sequence_number:
+                if (
+                    self._last_barrier_sequence_number == NONE
+                    or entry.sequence_number < self._last_barrier_sequence_number
+                ):
                     buffers.append(entry.element)
                 else:
                     break
@@ -265,7 +269,7 @@ class InputChannel:
         pass
 
     @property
-    def persisting_checkpoint_id(self) -> Optional[int]:
+    def persisting_checkpoint_id(self) -> int | None:
         if self._persister.status is CheckpointStatus.BARRIER_PENDING:
             return self._persister.last_seen_barrier
         return None
@@ -282,7 +286,7 @@ class RemoteInputChannel(InputChannel):
         sink: Callable[[Any], None],
         pool: FloatingBufferPool,
         exclusive_buffers: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
-    ):
+    ) -> None:
         super().__init__(channel_info, sink)
         self.buffer_manager = BufferManager(pool, exclusive_buffers)
         self.buffer_manager.unannounced_credit = exclusive_buffers  # Flink: initial credit of the partition request
@@ -290,19 +294,24 @@ class RemoteInputChannel(InputChannel):
     def _announce(self, element: ChannelElement, sequence_number: int) -> bool:
         """Flink's ``RemoteInputChannel.onBuffer``: a timeoutable aligned barrier
         (``DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER``) is announced ahead of the queued data."""
-        if isinstance(element, CheckpointBarrier) and element.options.is_timeoutable and not element.options.is_unaligned_checkpoint:
+        if (
+            isinstance(element, CheckpointBarrier)
+            and element.options.is_timeoutable
+            and not element.options.is_unaligned_checkpoint
+        ):
             self._queue.add_priority_element(
-                SequenceElement(EventAnnouncement(element, sequence_number), sequence_number))
+                SequenceElement(EventAnnouncement(element, sequence_number), sequence_number)
+            )
             return True
         return False
 
-    def _take_buffer(self) -> Optional[BufferOrigin]:
+    def _take_buffer(self) -> BufferOrigin | None:
         return self.buffer_manager.take_buffer()
 
     def _on_sender_backlog(self, backlog: int) -> None:
         self.buffer_manager.on_sender_backlog(backlog)
 
-    def _recycle(self, origin: Optional[BufferOrigin]) -> None:
+    def _recycle(self, origin: BufferOrigin | None) -> None:
         if origin is not None:
             self.buffer_manager.recycle(origin)
 
@@ -335,7 +344,7 @@ class LocalInputChannel(InputChannel):
     """A channel reading a subpartition of the same TaskManager: no buffers of its own, no announcements; it
     holds at most ``LOCAL_CHANNEL_BUFFERS`` of the producer's buffers (see the module's docstring)."""
 
-    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]):
+    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]) -> None:
         super().__init__(channel_info, sink)
         self._requested = False
         self.sender_backlog = 0  # the producer's queued buffers when it last handed one out
@@ -349,7 +358,7 @@ class LocalInputChannel(InputChannel):
             self._requested = True
             self._sink(AddCredit(self.channel_info, LOCAL_CHANNEL_BUFFERS))
 
-    def _recycle(self, origin: Optional[BufferOrigin]) -> None:
+    def _recycle(self, origin: BufferOrigin | None) -> None:
         # the task processed a buffer: it returns to the producer, and the channel reads the next one
         if not self.released:
             self._sink(AddCredit(self.channel_info, 1))

@@ -5,19 +5,20 @@ Mirrors Flink's ``SingleInputGate`` and ``BufferOrEvent``. See docs/data-plane.m
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any
 
 from barriersim.runtime.events import Buffer, ChannelElement, CheckpointBarrier, EndOfPartition, InputChannelInfo
-from barriersim.runtime.network.input.buffer_manager import (
-    DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
-    DEFAULT_FLOATING_BUFFERS_PER_GATE,
-    FloatingBufferPool,
-)
 from barriersim.runtime.network.input.buffer_debloater import (
     BufferDebloatConfiguration,
     BufferDebloater,
     ThroughputCalculator,
+)
+from barriersim.runtime.network.input.buffer_manager import (
+    DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
+    DEFAULT_FLOATING_BUFFERS_PER_GATE,
+    FloatingBufferPool,
 )
 from barriersim.runtime.network.input.input_channel import (
     AnnounceBufferSize,
@@ -64,7 +65,7 @@ class SingleInputGate:
         sink: Callable[[Any], None],
         exclusive_buffers_per_channel: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
         floating_buffers_per_gate: int = DEFAULT_FLOATING_BUFFERS_PER_GATE,
-    ):
+    ) -> None:
         self.gate_idx = gate_idx
         self._sink = sink
         self.floating_pool = FloatingBufferPool(floating_buffers_per_gate)
@@ -84,13 +85,14 @@ class SingleInputGate:
         self._holding: list[int] = []  # channels whose data buffers the task took and has not released yet
         self.closed = False
         self._set_up = False
-        self.throughput: Optional[ThroughputCalculator] = None
-        self.debloater: Optional[BufferDebloater] = None
+        self.throughput: ThroughputCalculator | None = None
+        self.debloater: BufferDebloater | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
-    def enable_debloating(self, config: BufferDebloatConfiguration, max_buffer_size: int,
-                          clock: Callable[[], int]) -> None:
+    def enable_debloating(
+        self, config: BufferDebloatConfiguration, max_buffer_size: int, clock: Callable[[], int]
+    ) -> None:
         """Measure throughput and size the senders' buffers (Flink's ``createBufferDebloater``)."""
         self.throughput = ThroughputCalculator(clock)
         self.debloater = BufferDebloater(config.validate(max_buffer_size), max_buffer_size)
@@ -134,9 +136,9 @@ class SingleInputGate:
         self,
         channel: int | InputChannelInfo,
         element: ChannelElement,
-        sequence_number: Optional[int] = None,
-        backlog: Optional[int] = None,
-        priority: Optional[bool] = None,
+        sequence_number: int | None = None,
+        backlog: int | None = None,
+        priority: bool | None = None,
     ) -> None:
         if self.closed:
             raise GateClosedError(f"{type(element).__name__} arrived at closed gate {self.gate_idx}")
@@ -155,11 +157,12 @@ class SingleInputGate:
 
     # -- polling ---------------------------------------------------------------------------------------
 
-    def poll_next(self) -> Optional[BufferOrEvent]:
+    def poll_next(self) -> BufferOrEvent | None:
         if self.closed:
             raise GateClosedError(f"poll of closed gate {self.gate_idx}")
         while self._channels_with_data:
             idx = self._channels_with_data.poll()
+            assert idx is not None  # the deque is not empty
             self._enqueued.discard(idx)
             ch = self.channels[idx]
             if ch.blocked or not ch.has_data():
@@ -269,11 +272,12 @@ class SingleInputGate:
                 count += ch.sender_backlog
         return count
 
-    def trigger_debloating(self) -> Optional[int]:
+    def trigger_debloating(self) -> int | None:
         """Flink's ``triggerDebloating``: recalculate the buffer size and announce it to every unfinished
         channel's sender; returns the announced size (None: unchanged, or the gate is finished)."""
         if self.debloater is None or self.closed or self.is_finished():
             return None
+        assert self.throughput is not None  # enabled with the debloater
         size = self.debloater.recalculate_buffer_size(self.throughput.calculate_throughput(), self.buffers_in_use())
         if size is not None:
             for idx, ch in enumerate(self.channels):

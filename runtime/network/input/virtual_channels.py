@@ -7,12 +7,13 @@ Mirrors Flink's ``DemultiplexingRecordDeserializer`` (with its ``VirtualChannel`
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
-from barriersim.runtime.buffer_content import content_of, segments
-from barriersim.runtime.events import InputChannelInfo, SubtaskConnectionDescriptor, Watermark
+from barriersim.runtime.buffer_content import Part, content_of, segments
+from barriersim.runtime.events import InputChannelInfo, StreamElements, SubtaskConnectionDescriptor, Watermark
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.inflight_data_rescaling import InflightDataRescalingDescriptor
 
@@ -27,18 +28,18 @@ class VirtualChannelError(RuntimeError):
 class VirtualChannel:
     __slots__ = ("record_filter", "last_watermark")
 
-    def __init__(self, record_filter: Optional[RecordFilter]):
+    def __init__(self, record_filter: RecordFilter | None) -> None:
         self.record_filter = record_filter
-        self.last_watermark: Optional[int] = None  # None: uninitialized
+        self.last_watermark: int | None = None  # None: uninitialized
 
 
 class DemultiplexingChannel:
     """The virtual channels of one physical input channel during recovery."""
 
-    def __init__(self, channel: InputChannelInfo, virtual_channels: dict[tuple[int, int], VirtualChannel]):
+    def __init__(self, channel: InputChannelInfo, virtual_channels: dict[tuple[int, int], VirtualChannel]) -> None:
         self.channel = channel
         self.virtual_channels = virtual_channels
-        self.current: Optional[VirtualChannel] = None
+        self.current: VirtualChannel | None = None
 
     def select(self, descriptor: SubtaskConnectionDescriptor) -> None:
         key = (descriptor.input_subtask_index, descriptor.output_subtask_index)
@@ -46,7 +47,8 @@ class DemultiplexingChannel:
         if selected is None:
             raise VirtualChannelError(
                 f"channel {self.channel}: cannot select virtual channel {key}; known channels are "
-                f"{sorted(self.virtual_channels)}")
+                f"{sorted(self.virtual_channels)}"
+            )
         self.current = selected
 
     def finish(self) -> None:
@@ -57,14 +59,16 @@ class DemultiplexingChannel:
     def is_selecting(self) -> bool:
         return self.current is not None
 
-    def demultiplex(self, content):
+    def demultiplex(
+        self, content: RecordBatch | StreamElements | Iterable[Any]
+    ) -> RecordBatch | StreamElements | Iterable[Any]:
         """A recovered buffer's content (a ``RecordBatch``, ``StreamElements``, or record tuples and watermarks)
         of the selected virtual channel, as the operator sees it, in the same forms: the records of an ambiguous
         virtual channel filtered by one mask per batch, watermarks combined over the virtual channels."""
         vc = self.current
         if vc is None:
             return content
-        parts = []
+        parts: list[Part] = []
         for part in segments(content):
             if type(part) is RecordBatch:
                 if vc.record_filter is not None and len(part):
@@ -75,13 +79,15 @@ class DemultiplexingChannel:
                 vc.last_watermark = part.timestamp
                 marks = [v.last_watermark for v in self.virtual_channels.values()]
                 if None not in marks:
-                    parts.append(Watermark(min(marks)))
+                    parts.append(Watermark(min(cast("list[int]", marks))))
         return content_of(parts) if parts else RecordBatch.empty()
 
 
-def demultiplexers(gates: Sequence[Sequence[InputChannelInfo]], descriptor: InflightDataRescalingDescriptor,
-                   record_filter_of_gate: Callable[[int], Optional[RecordFilter]]) -> dict[InputChannelInfo,
-                                                                                           DemultiplexingChannel]:
+def demultiplexers(
+    gates: Sequence[Sequence[InputChannelInfo]],
+    descriptor: InflightDataRescalingDescriptor,
+    record_filter_of_gate: Callable[[int], RecordFilter | None],
+) -> dict[InputChannelInfo, DemultiplexingChannel]:
     """One ``DemultiplexingChannel`` per channel that recovers data of more than its own connection (Flink's
     ``DemultiplexingRecordDeserializer.create``: a channel without old subtasks or old channels is unmapped)."""
     result: dict[InputChannelInfo, DemultiplexingChannel] = {}

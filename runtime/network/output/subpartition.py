@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import enum
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional, Union
 
 from barriersim.runtime.events import (
     Buffer,
@@ -106,7 +106,7 @@ class _Entry:
 
 
 class PipelinedSubpartition:
-    def __init__(self, info: ResultSubpartitionInfo, *, block_on_aligned_barrier: bool = True):
+    def __init__(self, info: ResultSubpartitionInfo, *, block_on_aligned_barrier: bool = True) -> None:
         self.info = info
         self.block_on_aligned_barrier = block_on_aligned_barrier
         self._priority: deque[_Entry] = deque()
@@ -200,7 +200,7 @@ class PipelinedSubpartition:
         self._buffers_in_backlog = 0
         self._is_blocked = False
 
-    def aligned_barrier_timeout(self, checkpoint_id: int) -> Optional[tuple[Buffer, ...]]:
+    def aligned_barrier_timeout(self, checkpoint_id: int) -> tuple[Buffer, ...] | None:
         """Converts the still queued timeoutable barrier of ``checkpoint_id`` into an unaligned priority
         barrier; returns the data buffers it overtook, or None if no such barrier is queued (already sent)."""
         for i, entry in enumerate(self._normal):
@@ -232,7 +232,7 @@ class PipelinedSubpartition:
 
     # -- consuming ----------------------------------------------------------------------------------
 
-    def _head(self) -> Optional[_Entry]:
+    def _head(self) -> _Entry | None:
         if self._priority:
             return self._priority[0]
         if self._normal:
@@ -258,7 +258,7 @@ class PipelinedSubpartition:
     def is_available(self, num_credits_available: int) -> bool:
         return self.next_data_type(num_credits_available) is not DataType.NONE
 
-    def poll_buffer(self, num_credits_available: int) -> Optional[BufferAndBacklog]:
+    def poll_buffer(self, num_credits_available: int) -> BufferAndBacklog | None:
         """Hands out the head element if it can be sent with ``num_credits_available`` (events need no
         credit); the caller takes one credit for a data buffer."""
         if self._is_blocked:
@@ -282,7 +282,7 @@ class PipelinedSubpartition:
             self._is_blocked = True
         seq = self._sequence_number
         self._sequence_number = seq + 1
-        return BufferAndBacklog(element, self.get_buffers_in_backlog(), self.next_data_type(num_credits_available), seq)  # type: ignore[arg-type]
+        return BufferAndBacklog(element, self.get_buffers_in_backlog(), self.next_data_type(num_credits_available), seq)
 
     def resume_consumption(self) -> None:
         """Flink's ``resumeConsumption``: the consumer finished its alignment (ignored once released: the

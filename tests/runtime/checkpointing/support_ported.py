@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
@@ -43,12 +44,12 @@ class ValidatingCheckpointHandler:
         self.aborted_checkpoints: list[int] = []
         self.aborted_checkpoint_counter = 0
         self.last_canceled_checkpoint_id = -1
-        self.failure_reason: Optional[CheckpointFailureReason] = None
+        self.failure_reason: CheckpointFailureReason | None = None
         # Flink keeps the (possibly not yet completed) futures of the last trigger's metrics
-        self._last_trigger_id: Optional[int] = None
-        self.last_alignment_duration_ms: Optional[int] = None
-        self.last_bytes_processed_during_alignment: Optional[int] = None
-        self.on_abort: Optional[Callable[[int], None]] = None
+        self._last_trigger_id: int | None = None
+        self.last_alignment_duration_ms: int | None = None
+        self.last_bytes_processed_during_alignment: int | None = None
+        self.on_abort: Callable[[int], None] | None = None
 
     def __call__(self, action: Any) -> None:
         if isinstance(action, TriggerCheckpointOnBarrier):

@@ -5,9 +5,11 @@ onto ours: docs/testing.md, "Ports of Flink's input-side tests".
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
+from support_ported import ClockWithDelayedActions, RecordingChannelStateWriter, ValidatingCheckpointHandler, fan_out
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide
 from barriersim.runtime.checkpointing.barrier_handler import BlockConsumption, ResumeConsumption
@@ -23,8 +25,6 @@ from barriersim.runtime.events import (
     EventAnnouncement,
     InputChannelInfo,
 )
-
-from support_ported import ClockWithDelayedActions, RecordingChannelStateWriter, ValidatingCheckpointHandler, fan_out
 
 CHECKPOINT = CheckpointType.CHECKPOINT
 SAVEPOINT = CheckpointType.SAVEPOINT
@@ -68,7 +68,7 @@ class AltGate:
         clock: ClockWithDelayedActions,
         *,
         sync_executor: bool,
-        writer: Optional[RecordingChannelStateWriter] = None,
+        writer: RecordingChannelStateWriter | None = None,
     ):
         self.clock = clock
         self.target = target
@@ -105,14 +105,14 @@ class AltGate:
 
     # -- feeding ------------------------------------------------------------------------------------------------
 
-    def on_element(self, channel: int, element, sequence_number: Optional[int] = None, priority: Optional[bool] = None):
+    def on_element(self, channel: int, element, sequence_number: int | None = None, priority: bool | None = None):
         """Flink's ``RemoteInputChannel.onBuffer`` / ``TestInputChannel.read`` (no polling)."""
         backlog = 0 if isinstance(element, Buffer) else None
         self.side.on_element(InputChannelInfo(0, channel), element, sequence_number, backlog, priority)
         if self.sync_executor:
             self.side.process_priority_events()
 
-    def send(self, element, channel: int, priority: Optional[bool] = None) -> None:
+    def send(self, element, channel: int, priority: bool | None = None) -> None:
         """Flink's ``send``: deliver, then ``while (gate.pollNext().isPresent()) {}``."""
         self.on_element(channel, element, priority=priority)
         self.side.poll_all()
