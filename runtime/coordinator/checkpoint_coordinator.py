@@ -1,9 +1,8 @@
 """The checkpoint coordinator: assembles the small parts of this package into Flink's coordinator.
 
 How this works: sans-IO. ``handle(event)`` takes one event (``messages.py``) and returns the actions to carry out,
-in order. Time is the injected ``clock()`` (ms); timers (checkpoint expiry, the periodic trigger) are registered
-on the injected ``TimerService``; when one fires the coordinator handles ``TimerFired`` and hands the resulting
-actions to the injected ``action_sink`` (a driver may also deliver ``TimerFired`` to ``handle`` itself).
+in order. Time is the injected ``clock()`` (ms); timers (checkpoint expiry, the periodic trigger) are started on
+the injected ``EventTimers``, which deliver their ``TimerFired`` to ``handle`` like any other event.
 Randomness (the periodic trigger's initial delay) comes from the injected ``random.Random``. The class is
 composed of three halves, one module each: ``triggering`` (request queue, plan, new pending checkpoints, the
 trigger's phases: operator coordinators, master hooks, tasks; the periodic trigger), ``completion`` (acknowledgements, declines, completing and aborting) and ``restore``
@@ -49,6 +48,7 @@ from barriersim.runtime.coordinator.restore import CoordinatorRestoreMixin
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode, SharedStateRegistry
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
 from barriersim.runtime.coordinator.triggering import CheckpointTriggering, TriggeringCheckpoint
+from barriersim.runtime.event_timers import EventTimers
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID
 from barriersim.runtime.state.snapshot import CheckpointMetadata
@@ -67,9 +67,8 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         config: CheckpointCoordinatorConfiguration,
         *,
         clock: Callable[[], int],
-        timer_service,
+        timers: EventTimers,
         rng: random.Random,
-        action_sink: Callable[[Any], None] | None = None,
         master_hooks: Sequence[MasterTriggerRestoreHook] = (),
         operator_coordinators: Sequence[OperatorID] = (),
         completed_checkpoint_store: StandaloneCompletedCheckpointStore | None = None,
@@ -88,8 +87,7 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         self.vertices = tuple(vertices)
         self.config = config
         self._clock = clock
-        self._timers = timer_service
-        self._sink = action_sink
+        self._timers = timers
         self.checkpoint_writer = checkpoint_writer
         self.metadata_write_ms = metadata_write_ms
         # a checkpoint whose _metadata write is under way holds the coordinator's lock: events wait meanwhile
@@ -130,6 +128,7 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
                 self.executions[(v.vertex_id, i)] = Execution(
                     ExecutionAttemptID(v.vertex_id, i, first_attempt_number), state)
         self._out: list[Any] = []
+        self._last_outcome: Any = None
         self.triggering: TriggeringCheckpoint | None = None
         self._completing = False
         self._queue_held = False  # a failover ended a _metadata write: the next queued request runs after it
@@ -149,6 +148,7 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
             config.checkpoint_interval, config.min_pause_between_checkpoints, rng, self._register_periodic
         )
         self.deactivator = ExecutionTrackingDeActivator(self._start_if_configured, self.stop_checkpoint_scheduler)
+        self._handlers = self._event_handlers()
 
     # ------------------------------------------------------------------------------------------
     # sans-IO entry points
@@ -175,56 +175,51 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
             self._dispatch(event)
         while self._held_events and self._finalizing is None:
             self._dispatch(self._held_events.popleft())
-        return self.drain_actions()
+        out, self._out = self._out, []
+        return out
+
+    def last_outcome(self):
+        """What became of the last event handled (Flink's return values of ``receiveAcknowledgeMessage`` and
+        friends): an ``AcknowledgeOutcome``, ``DeclineOutcome`` or ``TriggerPhaseOutcome``, whether the metrics of a
+        ``ReportCheckpointMetrics`` were taken, whether ``StartCheckpointScheduler`` started it; None for others."""
+        return self._last_outcome
 
     def _ends_finalization(self, event: m.CoordinatorEvent) -> bool:
         return (isinstance(event, m.TimerFired) and event.kind is m.TimerKind.METADATA_WRITTEN
                 and event.token == self._finalizing.checkpoint_id)
 
     def _dispatch(self, event: m.CoordinatorEvent) -> None:
-        if isinstance(event, m.TriggerRequest):
-            self.trigger_checkpoint(event)
-        elif isinstance(event, m.AcknowledgeCheckpoint):
-            self.receive_acknowledge_message(event)
-        elif isinstance(event, m.DeclineCheckpoint):
-            self.receive_decline_message(event)
-        elif isinstance(event, m.ReportCheckpointMetrics):
-            self.report_checkpoint_metrics(event)
-        elif isinstance(event, m.AcknowledgeCoordinatorState):
-            self.receive_coordinator_state(event)
-        elif isinstance(event, m.CoordinatorCheckpointFailed):
-            self.receive_coordinator_checkpoint_failure(event)
-        elif isinstance(event, m.MasterHookCompleted):
-            self.receive_master_hook_completed(event)
-        elif isinstance(event, m.TimerFired):
-            self._on_timer(event)
-        elif isinstance(event, m.TaskRunning):
-            self.on_task_running(event.attempt_id)
-        elif isinstance(event, m.TaskDeploying):
-            self._set_execution_state(event.attempt_id, ExecutionState.DEPLOYING)
-        elif isinstance(event, m.TaskFinished):
-            self._set_execution_state(event.attempt_id, ExecutionState.FINISHED)
-        elif isinstance(event, m.TaskFailed):
-            self.on_task_failed(event)
-        elif isinstance(event, m.RestartTasks):
-            self.restart_tasks()
-        elif isinstance(event, m.JobStatusChanged):
-            self.job_status_changes(event.status)
-        else:
+        handler = self._handlers.get(type(event))
+        if handler is None:
             raise CoordinatorError(f"unknown event {event!r} (job {self.job_id}, {len(self.pending_checkpoints)} pending)")
+        self._last_outcome = handler(event)
 
-    def drain_actions(self) -> list:
-        out, self._out = self._out, []
-        return out
+    def _event_handlers(self) -> dict:
+        return {
+            m.TriggerRequest: self.trigger_checkpoint,
+            m.AcknowledgeCheckpoint: self.receive_acknowledge_message,
+            m.DeclineCheckpoint: self.receive_decline_message,
+            m.ReportCheckpointMetrics: self.report_checkpoint_metrics,
+            m.AcknowledgeCoordinatorState: self.receive_coordinator_state,
+            m.CoordinatorCheckpointFailed: self.receive_coordinator_checkpoint_failure,
+            m.MasterHookCompleted: self.receive_master_hook_completed,
+            m.TimerFired: self._on_timer,
+            m.TaskRunning: lambda e: self.on_task_running(e.attempt_id),
+            m.TaskDeploying: lambda e: self._set_execution_state(e.attempt_id, ExecutionState.DEPLOYING),
+            m.TaskFinished: lambda e: self._set_execution_state(e.attempt_id, ExecutionState.FINISHED),
+            m.TaskFailed: self.on_task_failed,
+            m.RestartTasks: lambda e: self.restart_tasks(),
+            m.JobStatusChanged: lambda e: self.job_status_changes(e.status),
+            m.RestoreLatestCheckpoint: lambda e: self.restore_latest_checkpointed_state(e.allow_non_restored_state),
+            m.RestoreSavepoint: lambda e: self.restore_savepoint(e.path, e.loader, e.allow_non_restored_state),
+            m.StartCheckpointScheduler: lambda e: self.start_checkpoint_scheduler(),
+            m.StopCheckpointScheduler: lambda e: self.stop_checkpoint_scheduler(),
+            m.AbortPendingCheckpoints: lambda e: self.abort_pending_checkpoints(e.exception),
+            m.Shutdown: lambda e: self.shutdown(e.job_status),
+        }
 
     def _emit(self, action: Any) -> None:
         self._out.append(action)
-
-    def _deliver_timer(self, event: m.TimerFired) -> None:
-        actions = self.handle(event)
-        if self._sink is not None:
-            for action in actions:
-                self._sink(action)
 
     def add_master_hook(self, hook: MasterTriggerRestoreHook) -> bool:
         """Flink's ``addMasterHook``: False if a hook with that identifier is already registered."""

@@ -165,9 +165,8 @@ class CheckpointCompletion:
             # the write takes time: the coordinator is held until it has passed (``handle``); the _metadata appears
             # (atomically) when it ends, and the completion goes on then
             self._finalizing = _Finalizing(checkpoint_id, pending)
-            self._timers.register_timer(
-                self._clock() + max(1, round(write_ms)),
-                lambda: self._deliver_timer(m.TimerFired(m.TimerKind.METADATA_WRITTEN, checkpoint_id)))
+            self._timers.start(self._clock() + max(1, round(write_ms)),
+                               m.TimerFired(m.TimerKind.METADATA_WRITTEN, checkpoint_id))
             return
         self._finalize(pending)
 

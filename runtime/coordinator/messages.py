@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
@@ -150,11 +150,53 @@ class JobStatusChanged:
     status: JobStatus
 
 
+@dataclass(frozen=True)
+class RestoreLatestCheckpoint:
+    """Restore the latest completed checkpoint (Flink's ``restoreLatestCheckpointedStateToAll``): ``RestoreFrom``
+    it, or ``RestoreFrom(None)`` when there is none (a JobManager's recovery)."""
+
+    allow_non_restored_state: bool = False
+
+
+@dataclass(frozen=True)
+class RestoreSavepoint:
+    """Restore the savepoint or retained checkpoint at ``path``, its ``_metadata`` read by ``loader(path)`` (Flink's
+    ``restoreSavepoint``)."""
+
+    path: str
+    loader: Callable[[str], CheckpointMetadata]
+    allow_non_restored_state: bool = False
+
+
+@dataclass(frozen=True)
+class StartCheckpointScheduler:
+    """Flink's ``startCheckpointScheduler``."""
+
+
+@dataclass(frozen=True)
+class StopCheckpointScheduler:
+    """Flink's ``stopCheckpointScheduler``: the pending checkpoints and queued requests are aborted."""
+
+
+@dataclass(frozen=True)
+class AbortPendingCheckpoints:
+    """Flink's ``abortPendingCheckpoints``: every pending checkpoint fails with ``exception``."""
+
+    exception: CheckpointException
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    """Flink's ``shutdown`` (the job reached ``job_status``): nothing is triggered or completed any more."""
+
+    job_status: JobStatus
+
+
 CoordinatorEvent = Union[
     TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, ReportCheckpointMetrics, AcknowledgeCoordinatorState,
-    CoordinatorCheckpointFailed,
-    MasterHookCompleted, TimerFired, TaskDeploying, TaskRunning, TaskFinished, TaskFailed, RestartTasks,
-    JobStatusChanged,
+    CoordinatorCheckpointFailed, MasterHookCompleted, TimerFired, TaskDeploying, TaskRunning, TaskFinished, TaskFailed,
+    RestartTasks, JobStatusChanged, RestoreLatestCheckpoint, RestoreSavepoint, StartCheckpointScheduler,
+    StopCheckpointScheduler, AbortPendingCheckpoints, Shutdown,
 ]
 
 # -- actions out -------------------------------------------------------------------------------------

@@ -91,7 +91,7 @@ class CoordinatorRestoreMixin:
         """Flink's ``restoreSavepoint``: load ``_metadata`` through the injected loader (storage's), check it
         fits the job, register its shared state (``registerSharedStatesAfterRestored`` in ``NO_CLAIM`` mode), add
         it to the store (as an unclaimed snapshot: never discarded by us), set the id
-        counter to ``savepoint_id + 1`` and restore it; the ``RestoreFrom`` action is in ``drain_actions()``."""
+        counter to ``savepoint_id + 1`` and restore it (``RestoreFrom``)."""
         metadata = loader(path)
         check_state_mapping(metadata, self.vertices, allow_non_restored_state, f"savepoint {path}")
         savepoint = CompletedCheckpoint.from_metadata(

@@ -162,10 +162,8 @@ class CheckpointTriggering:
         )
         for finished in plan.finished_tasks:  # finished tasks count as acknowledged (FLIP-147)
             self.stats.report_subtask_stats(checkpoint_id, str(finished), timestamp, 0, finished=True)
-        handle = self._timers.register_timer(
-            timestamp + self.config.checkpoint_timeout,
-            lambda: self._deliver_timer(m.TimerFired(m.TimerKind.CHECKPOINT_TIMEOUT, checkpoint_id)),
-        )
+        handle = self._timers.start(timestamp + self.config.checkpoint_timeout,
+                                    m.TimerFired(m.TimerKind.CHECKPOINT_TIMEOUT, checkpoint_id))
         if not pending.set_canceller_handle(handle):
             handle.cancel()
         self.triggering = TriggeringCheckpoint(request, pending)
@@ -315,10 +313,7 @@ class CheckpointTriggering:
     # ------------------------------------------------------------------------------------------
 
     def _register_periodic(self, delay: int, generation: int):
-        return self._timers.register_timer(
-            self._clock() + delay,
-            lambda: self._deliver_timer(m.TimerFired(m.TimerKind.PERIODIC_TRIGGER, generation)),
-        )
+        return self._timers.start(self._clock() + delay, m.TimerFired(m.TimerKind.PERIODIC_TRIGGER, generation))
 
     def _reschedule_trigger(self, delay: int) -> None:
         self.scheduler.reschedule(delay)

@@ -27,6 +27,7 @@ from barriersim.runtime.job.actions import (
     TriggerCheckpoint,
     subtask_name,
 )
+from barriersim.runtime.event_timers import DeliveringTimers
 from barriersim.runtime.state.snapshot import metadata_bytes_estimate
 from barriersim.runtime.storage.atomic_file import WriteFault
 from barriersim.runtime.storage.errors import CheckpointStorageError
@@ -40,8 +41,9 @@ class CoordinatorActions:
             store = DefaultCompletedCheckpointStore(self.config.max_retained, self.storage, on_error=self._storage_error)
         return CheckpointCoordinator(
             self.job_id, vertices_from_job_graph(self.graph), self.config.coordinator_configuration(),
-            clock=self.clock, timer_service=_GenerationTimers(self, self.coordinator_generation),
-            rng=self._coordinator_rng(), action_sink=self._on_coordinator_timer_action, tasks_running=False,
+            clock=self.clock, timers=DeliveringTimers(self._timer_service, self._deliver_coordinator_timer(
+                self.coordinator_generation)),
+            rng=self._coordinator_rng(), tasks_running=False,
             completed_checkpoint_store=store, checkpoint_id_counter=self.id_counter,
             checkpoint_writer=self._write_metadata, first_attempt_number=first_attempt_number,
             metadata_write_ms=lambda states: self._cost.metadata_ms(
@@ -49,19 +51,16 @@ class CoordinatorActions:
             claim_mode=self.config.claim_mode,
         )
 
-    def _on_coordinator_timer_action(self, action: Any) -> None:
-        """The coordinator's timer callback hands its actions over one by one; they are handled together once the
-        callback returned (``_flush_to_sink``), as the one batch its call produced."""
-        self._timer_actions.append(action)
-
-    def _flush_to_sink(self) -> None:
-        """Handle what a coordinator timer's callback produced, then hand the result to the driver's action sink."""
-        while self._timer_actions:
-            batch, self._timer_actions = self._timer_actions, []
-            self._handle_coordinator(batch)
-        actions = self._take()
-        if actions:
-            self._action_sink(actions)
+    def _deliver_coordinator_timer(self, generation: int):
+        def deliver(event: m.TimerFired) -> None:
+            """A timer of the coordinator of ``generation`` fired: a crashed coordinator's never do; what the
+            coordinator's handling of it causes goes to the driver's action sink."""
+            if generation == self.coordinator_generation:
+                self._handle_coordinator(self.coordinator.handle(event))
+                actions = self._take()
+                if actions:
+                    self._action_sink(actions)
+        return deliver
 
     def _handle_coordinator(self, actions: list) -> None:
         """Carry out the coordinator's actions in order. A ``FailJob`` among them fails the job over only after the
@@ -159,22 +158,3 @@ class CoordinatorActions:
         if self.completed_in_epoch is not None and not is_savepoint:
             self.completed_in_epoch[cid] = (self._triggered_in_epoch.pop(cid, self.epoch), metadata)
         return location
-
-
-class _GenerationTimers:
-    """The driver's timer service for one coordinator: the timers of a coordinator that crashed never fire, and
-    what a timer causes goes to the driver's action sink."""
-
-    def __init__(self, job_master: CoordinatorActions, generation: int):
-        self._job_master = job_master
-        self._generation = generation
-
-    def register_timer(self, at_ms: int, callback):
-        job_master, generation = self._job_master, self._generation
-
-        def fire() -> None:
-            if generation == job_master.coordinator_generation:
-                callback()
-                job_master._flush_to_sink()
-
-        return job_master._timer_service.register_timer(at_ms, fire)

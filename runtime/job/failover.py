@@ -234,8 +234,7 @@ class JobFailover:
             self._trace("coordinator-recovered",
                         f"checkpoints={list(recovered.recovered_ids)} next_id={self.id_counter.get()}")
             self._restore_from = None
-            self.coordinator.restore_latest_checkpointed_state()
-            self._handle_coordinator(self.coordinator.drain_actions())
+            self._handle_coordinator(self.coordinator.handle(m.RestoreLatestCheckpoint()))
             restore = self._restore_from
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
             self._deploy(restore)

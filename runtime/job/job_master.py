@@ -211,7 +211,6 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         self._failing_over = False
         self._coordinator_calls = 0  # how deep _handle_coordinator is nested (a failover handles coordinator calls)
         self._queued_failures: list[m.FailJob] = []
-        self._timer_actions: list = []  # what a coordinator timer's callback produced, handled once it returned
         self._deployed_restore: int | None = None  # the checkpoint the current deployment restores
         self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
         # the deployment each checkpoint's tasks were triggered in: a failover can end a _metadata write still in
@@ -276,10 +275,9 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
                 # the restored snapshot is known by its resolved location's pointer (Flink's restoreSavepoint keeps
                 # the CompletedCheckpoint of checkpointStorage.resolveCheckpoint(pointer)): an object store URI
                 # without the client options a user's pointer carries in its query
-                self.coordinator.restore_savepoint(loaded.location.external_pointer, lambda _path: loaded.metadata,
-                                                   settings.allow_non_restored_state)
                 self._restore_from = None
-                self._handle_coordinator(self.coordinator.drain_actions())
+                self._handle_coordinator(self.coordinator.handle(m.RestoreSavepoint(
+                    loaded.location.external_pointer, lambda _path: loaded.metadata, settings.allow_non_restored_state)))
                 restore = self._restore_from
                 self.restored_at_start = True
             # Flink's job is RUNNING once it is scheduled, before its tasks are deployed

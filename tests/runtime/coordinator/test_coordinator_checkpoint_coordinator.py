@@ -123,16 +123,16 @@ def test_io_exception_checkpoint_exceeds_tolerable_failure_number():
     """Port of Flink CheckpointCoordinatorTest.testIOExceptionCheckpointExceedsTolerableFailureNumber."""
     h = make(sources("v1", "v2"), tolerable_checkpoint_failure_number=0)
     h.trigger()
-    h.coord.abort_pending_checkpoints(CheckpointException(R.IO_EXCEPTION))
-    assert [a.reason for a in of(m.FailJob, h.coord.drain_actions())] == [R.IO_EXCEPTION]
+    h.call(m.AbortPendingCheckpoints(CheckpointException(R.IO_EXCEPTION)))
+    assert [a.reason for a in of(m.FailJob, h.take())] == [R.IO_EXCEPTION]
 
 
 def test_expired_checkpoint_exceeds_tolerable_failure_number():
     """Port of Flink CheckpointCoordinatorTest.testExpiredCheckpointExceedsTolerableFailureNumber."""
     h = make(sources("v1", "v2"), tolerable_checkpoint_failure_number=0)
     h.trigger()
-    h.coord.abort_pending_checkpoints(CheckpointException(R.CHECKPOINT_EXPIRED))
-    assert [a.reason for a in of(m.FailJob, h.coord.drain_actions())] == [R.CHECKPOINT_EXPIRED]
+    h.call(m.AbortPendingCheckpoints(CheckpointException(R.CHECKPOINT_EXPIRED)))
+    assert [a.reason for a in of(m.FailJob, h.take())] == [R.CHECKPOINT_EXPIRED]
 
 
 def trigger_and_decline_checkpoint_simple(reason: R) -> None:
@@ -153,7 +153,7 @@ def trigger_and_decline_checkpoint_simple(reason: R) -> None:
     h.ack(v2, 1)
     assert pending.number_of_acknowledged_tasks == 1 and pending.number_of_non_acknowledged_tasks == 1
     assert not pending.is_disposed and not pending.are_tasks_fully_acknowledged()
-    assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(JOB, v2, 1)) is AcknowledgeOutcome.DUPLICATE
+    assert h.call(m.AcknowledgeCheckpoint(JOB, v2, 1)) is AcknowledgeOutcome.DUPLICATE
     assert not pending.is_disposed
     failures = of(m.FailJob, h.decline(v1, 1, reason))
     assert pending.is_disposed
@@ -162,8 +162,8 @@ def trigger_and_decline_checkpoint_simple(reason: R) -> None:
     assert h.coord.number_of_retained_successful_checkpoints == 0
     exc = CheckpointException(reason)
     for a in (v1, v2):
-        assert h.coord.receive_decline_message(m.DeclineCheckpoint(JOB, a, 1, exc)) is DeclineOutcome.UNKNOWN_CHECKPOINT
-    assert of(m.FailJob, h.coord.drain_actions()) == []
+        assert h.call(m.DeclineCheckpoint(JOB, a, 1, exc)) is DeclineOutcome.UNKNOWN_CHECKPOINT
+    assert of(m.FailJob, h.take()) == []
     assert len(failures) == 1
 
 
@@ -288,9 +288,9 @@ def test_checkpoint_timeout_isolated():
     assert m.DiscardCheckpoint(1, m.DiscardReason.ABORTED) in actions
     assert [a.task for a in of(m.NotifyCheckpointAborted, actions)] == [v1, v2]
     assert failed_reasons(actions) == [R.CHECKPOINT_EXPIRED]
-    assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(JOB, v2, 1, keyed_snapshot("v2"))) \
+    assert h.call(m.AcknowledgeCheckpoint(JOB, v2, 1, keyed_snapshot("v2"))) \
         is AcknowledgeOutcome.LATE
-    assert of(m.DiscardSubtaskState, h.coord.drain_actions()) == [m.DiscardSubtaskState(v2, 1)]
+    assert of(m.DiscardSubtaskState, h.take()) == [m.DiscardSubtaskState(v2, 1)]
 
 
 def test_handle_messages_for_non_existing_checkpoints():
@@ -298,7 +298,7 @@ def test_handle_messages_for_non_existing_checkpoints():
     h = make([JobVertexInfo("v1", 1), JobVertexInfo("v2", 1, inputs=("v1",))])
     v1 = h.attempt("v1")
     h.trigger()
-    receive = h.coord.receive_acknowledge_message
+    receive = h.call
     assert receive(m.AcknowledgeCheckpoint("other-job", v1, 1)) is AcknowledgeOutcome.WRONG_JOB
     assert receive(m.AcknowledgeCheckpoint(JOB, v1, 1 + 1)) is AcknowledgeOutcome.UNKNOWN_CHECKPOINT
     assert receive(m.AcknowledgeCheckpoint(JOB, ExecutionAttemptID("nope", 0), 1)) is AcknowledgeOutcome.UNKNOWN
@@ -332,7 +332,7 @@ def max_concurrent_attempts(n: int) -> None:
     for _ in range(n):
         triggered += triggered_ids(fire_periodic(h))
     assert triggered == list(range(1, n + 1))
-    assert h.ack(h.attempt("v"), 1) and not triggered_ids(h.coord.drain_actions())
+    assert h.ack(h.attempt("v"), 1) and not triggered_ids(h.take())
     assert of(m.NotifyCheckpointComplete, []) == []
     triggered += triggered_ids(fire_periodic(h))
     assert len(triggered) == n + 1
@@ -470,7 +470,7 @@ def test_savepoint_scheduled_in_unaligned_mode(options):
     max_concurrent, requests = 1, 10
     h = make(sources("v"), checkpoint_interval=10_000, max_concurrent_checkpoints=max_concurrent,
              checkpoint_options=options)
-    assert h.coord.start_checkpoint_scheduler()
+    assert h.call(m.StartCheckpointScheduler())
     actions = []
     for i in range(requests):
         actions += h.trigger(is_periodic=True, request_id=i)
@@ -520,7 +520,7 @@ def test_checkpoint_stats_tracker_restore_callback():
     h = make(sources("v"))
     h.coord.store.add_checkpoint_and_subsume_oldest_one(CompletedCheckpoint(
         JOB, 0, 1, 2, {"v": OperatorState("v", 1, 128)}, (), CheckpointProperties.for_standard_checkpoint()))
-    assert h.coord.restore_latest_checkpointed_state() is not None
+    assert h.call(m.RestoreLatestCheckpoint()) is not None
     assert h.coord.stats.counts["restored"] == 1
     assert h.coord.stats.latest_restored["id"] == 0
 
@@ -562,7 +562,7 @@ def test_checkpoint_stats_updated_after_failure(late):
     if late == "closed part":
         h.coord.handle(m.ReportCheckpointMetrics(JOB, attempt, 1, metrics, state_size=18, checkpointed_size=18))
     else:
-        assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(
+        assert h.call(m.AcknowledgeCheckpoint(
             JOB, attempt, 1, keyed_snapshot("late-report", b"x" * 18), metrics)) is AcknowledgeOutcome.UNKNOWN_CHECKPOINT
     (checkpoint,), rows, _ = job_statistics([h.coord.stats])
     assert checkpoint["status"] == "FAILED" and checkpoint["num_acknowledged_subtasks"] == 0

@@ -105,8 +105,8 @@ def test_a_new_coordinator_recovers_completed_checkpoints_and_keeps_ids_and_atte
     new = make(checkpoint_writer=writer, id_counter=counter, store=recovered.store, first_attempt_number=1,
                tasks_running=False, max_retained_checkpoints=2, **NO_PERIODIC)
     assert {a.attempt_number for a in new.all_attempts} == {1}
-    new.coord.restore_latest_checkpointed_state()
-    restore = of(m.RestoreFrom, new.coord.drain_actions())
+    new.call(m.RestoreLatestCheckpoint())
+    restore = of(m.RestoreFrom, new.take())
     assert [r.checkpoint_id for r in restore] == [3] and restore[0].metadata.checkpoint_id == 3
     for a in new.all_attempts:
         new.coord.handle(m.TaskRunning(a))

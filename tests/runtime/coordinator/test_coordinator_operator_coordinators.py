@@ -68,7 +68,7 @@ def test_externally_induced_source_with_operator_coordinator():
     h.coord.handle(m.AcknowledgeCoordinatorState(checkpoint_id, "src", b""))
     assert seen == [True]  # the coordinator checkpoint had finished
     for attempt in h.all_attempts:  # the source induced the tasks' checkpoints itself
-        assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(
+        assert h.call(m.AcknowledgeCheckpoint(
             "job-1", attempt, checkpoint_id)) is AcknowledgeOutcome.SUCCESS
     assert h.coord.number_of_pending_checkpoints == 1  # the master state is still missing
     actions = h.coord.handle(m.MasterHookCompleted(checkpoint_id, "anything", None))
@@ -89,7 +89,7 @@ def test_timeout_while_checkpoint_operator_coordinator_not_finishing():
     assert not h.coord.is_triggering
     assert [a.reason for a in of(m.TriggerRequestFailed, actions)] == [R.CHECKPOINT_EXPIRED]
     assert of(m.AbortCoordinatorTriggering, actions) == [m.AbortCoordinatorTriggering("src")]
-    assert h.coord.receive_coordinator_state(m.AcknowledgeCoordinatorState(1, "src", b"late")) \
+    assert h.call(m.AcknowledgeCoordinatorState(1, "src", b"late")) \
         is AcknowledgeOutcome.UNKNOWN_CHECKPOINT
 
 
@@ -106,7 +106,7 @@ def test_failing_operator_coordinator_fails_the_trigger():
     assert triggered_ids(actions) == []
     assert of(m.AbortCoordinatorTriggering, actions) == [m.AbortCoordinatorTriggering("src"),
                                                          m.AbortCoordinatorTriggering("map")]
-    assert h.coord.receive_coordinator_checkpoint_failure(m.CoordinatorCheckpointFailed(1, "map", "again")) \
+    assert h.call(m.CoordinatorCheckpointFailed(1, "map", "again")) \
         is TriggerPhaseOutcome.NOT_TRIGGERING
 
 

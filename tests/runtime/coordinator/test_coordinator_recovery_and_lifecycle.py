@@ -116,7 +116,7 @@ def test_the_restart_aborts_pending_checkpoints_and_restores_the_latest_complete
     for a in h.all_attempts:
         h.coord.handle(m.TaskRunning(a))
     assert triggered_ids(h.trigger()) == [4]  # the pre-flight failures above used no id
-    assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(JOB, src, 4)) is AcknowledgeOutcome.UNKNOWN
+    assert h.call(m.AcknowledgeCheckpoint(JOB, src, 4)) is AcknowledgeOutcome.UNKNOWN
 
 
 def test_an_acknowledgement_of_an_old_attempt_during_the_restart_delay_completes_the_checkpoint_the_restart_restores():
@@ -228,7 +228,7 @@ def test_terminal_status_shuts_down_and_discards_per_retention_policy():
     actions = h.coord.handle(m.JobStatusChanged(JobStatus.FINISHED))
     assert m.DiscardCheckpoint(1, m.DiscardReason.SHUTDOWN) in actions
     assert h.coord.is_shutdown
-    assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(JOB, h.attempt("src"), 1)) \
+    assert h.call(m.AcknowledgeCheckpoint(JOB, h.attempt("src"), 1)) \
         is AcknowledgeOutcome.COORDINATOR_SHUTDOWN
     kept = make(retention_policy=CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION)
     kept.trigger()
@@ -286,16 +286,16 @@ def test_restore_savepoint_sets_the_counter_and_rejects_unknown_operators_unless
 
     h = make()
     with pytest.raises(StateRestoreError, match="'gone'"):
-        h.coord.restore_savepoint("/sp/1", loader)
-    h.coord.restore_savepoint("/sp/1", loader, allow_non_restored_state=True)
+        h.call(m.RestoreSavepoint("/sp/1", loader))
+    h.call(m.RestoreSavepoint("/sp/1", loader, allow_non_restored_state=True))
     assert loaded == ["/sp/1", "/sp/1"]
-    [restore] = of(m.RestoreFrom, h.coord.drain_actions())
+    [restore] = of(m.RestoreFrom, h.take())
     assert restore.checkpoint_id == 7 and restore.allow_non_restored_state and restore.is_savepoint
     assert h.coord.id_counter.get() == 8
     assert triggered_ids(h.trigger()) == [8]
     complete_one(h, 8)
     # the restored savepoint is subsumed but never discarded by us
-    assert of(m.DiscardCheckpoint, h.coord.drain_actions()) == []
+    assert of(m.DiscardCheckpoint, h.take()) == []
     assert [c.checkpoint_id for c in h.coord.store.get_all_checkpoints()] == [8]
 
 
@@ -340,13 +340,15 @@ def test_runs_on_the_simulation_kernel_as_timer_service_and_clock():
         CheckpointCoordinator,
         CheckpointCoordinatorConfiguration,
     )
+    from barriersim.runtime.event_timers import DeliveringTimers
     from barriersim.runtime.sim.kernel import Simulation
 
     sim = Simulation(seed=7)
     out: list = []
     coord = CheckpointCoordinator(
         JOB, [JobVertexInfo("v", 1)], CheckpointCoordinatorConfiguration(checkpoint_interval=100, checkpoint_timeout=50),
-        clock=sim.clock_ms, timer_service=sim, rng=sim.random("coordinator"), action_sink=out.append)
+        clock=sim.clock_ms, timers=DeliveringTimers(sim, lambda event: out.extend(coord.handle(event))),
+        rng=sim.random("coordinator"))
     coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     sim.run(until_us=1_000 * 1000)
     triggers = of(m.TriggerCheckpointOnSources, out)
@@ -386,8 +388,8 @@ def _types(actions) -> list[CheckpointType]:
 
 
 def _restored(h, checkpoint_id: int = 7):
-    h.coord.restore_savepoint("/sp/1", lambda path: savepoint_metadata("src", "map", checkpoint_id=checkpoint_id))
-    h.coord.drain_actions()
+    h.call(m.RestoreSavepoint("/sp/1", lambda path: savepoint_metadata("src", "map", checkpoint_id=checkpoint_id)))
+    h.take()
 
 
 def test_after_a_no_claim_restore_checkpoints_are_full_until_one_completes_and_savepoints_stay_savepoints():
@@ -410,7 +412,7 @@ def test_a_new_job_manager_that_restores_the_unclaimed_snapshot_from_the_store_t
     first = make()
     _restored(first)
     second = make(store=first.coord.store, id_counter=first.coord.id_counter)  # the JobManager failed over
-    assert second.coord.restore_latest_checkpointed_state() is not None
+    assert second.call(m.RestoreLatestCheckpoint()) is not None
     assert _types(second.trigger()) == [CheckpointType.FULL_CHECKPOINT]
     fresh = make()
     assert _types(fresh.trigger()) == [CheckpointType.CHECKPOINT]  # no restore: incremental as configured
@@ -439,8 +441,8 @@ def test_a_restored_snapshots_shared_files_are_registered_and_never_discarded_by
     metadata = CheckpointMetadata(7, (OperatorState("src", 1, 128, {0: OperatorSubtaskState()}),
                                       OperatorState("map", 1, 128, {0: restored_map})))
     h = make()
-    h.coord.restore_savepoint("/sp/1", lambda path: metadata)
-    h.coord.drain_actions()
+    h.call(m.RestoreSavepoint("/sp/1", lambda path: metadata))
+    h.take()
     h.trigger()
     h.ack(h.attempt("src"), 8)
     actions = h.ack(h.attempt("map"), 8, incremental(8, PlaceholderStateHandle("restored-1", 100)))
@@ -449,5 +451,5 @@ def test_a_restored_snapshots_shared_files_are_registered_and_never_discarded_by
     h.ack(h.attempt("src"), 9)
     done = h.ack(h.attempt("map"), 9, incremental(9, SharedStateHandle("new-1", 1, 0, 100, b"n")))
     assert of(m.NotifyCheckpointComplete, done)
-    discarded = [k.key for d in of(m.DiscardSharedState, done + h.coord.drain_actions()) for k in d.handles]
+    discarded = [k.key for d in of(m.DiscardSharedState, done + h.take()) for k in d.handles]
     assert "restored-1" not in discarded and h.coord.shared_state_registry.handle("restored-1") is None

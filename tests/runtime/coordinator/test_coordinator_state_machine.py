@@ -191,8 +191,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.generation += 1
         self.restart_due = False  # the new coordinator's attempts are new
         self.h = self.new_coordinator(store=recovered.store, first_attempt_number=first_attempt, tasks_running=False)
-        self.h.coord.restore_latest_checkpointed_state()
-        self.carry_out(self.h.coord.drain_actions())
+        self.h.call(m.RestoreLatestCheckpoint())
+        self.carry_out(self.h.take())
         self.carry_out(self.h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING)))
         assert all(a.attempt_number == first_attempt for a in self.h.all_attempts)
         self.tasks_restart()  # the new attempts are deployed

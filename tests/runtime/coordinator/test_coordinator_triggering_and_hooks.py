@@ -56,15 +56,15 @@ def test_periodic_triggering():
     for _ in range(5):
         triggers += of(m.TriggerCheckpointOnSources, fire_periodic(h))
     check(triggers)
-    h.coord.stop_checkpoint_scheduler()
+    h.call(m.StopCheckpointScheduler())
     h.timers.advance(1000)
     assert of(m.TriggerCheckpointOnSources, h.sink) == []  # no further calls may come
-    assert h.coord.start_checkpoint_scheduler()
+    assert h.call(m.StartCheckpointScheduler())
     triggers = []
     for _ in range(5):
         triggers += of(m.TriggerCheckpointOnSources, fire_periodic(h))
     check(triggers)
-    h.coord.stop_checkpoint_scheduler()
+    h.call(m.StopCheckpointScheduler())
     h.timers.advance(1000)
     assert of(m.TriggerCheckpointOnSources, h.sink) == []
 
@@ -102,8 +102,8 @@ def test_trigger_checkpoint_with_shutting_down_coordinator():
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     h.trigger()
     assert h.trigger(is_periodic=True, request_id=2) == []
-    h.coord.shutdown(JobStatus.FINISHED)
-    actions = h.coord.drain_actions()
+    h.call(m.Shutdown(JobStatus.FINISHED))
+    actions = h.take()
     assert m.TriggerRequestFailed(2, None, R.CHECKPOINT_COORDINATOR_SHUTDOWN) in actions
     assert failed_reasons(h.trigger()) == [R.CHECKPOINT_COORDINATOR_SHUTDOWN]
 
@@ -117,8 +117,8 @@ def test_shutting_down_while_a_trigger_is_in_flight():
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     h.trigger(is_periodic=True, request_id=2)
     assert h.coord.is_triggering
-    h.coord.shutdown(JobStatus.FINISHED)
-    actions = h.coord.drain_actions()
+    h.call(m.Shutdown(JobStatus.FINISHED))
+    actions = h.take()
     assert m.TriggerRequestFailed(2, 1, R.CHECKPOINT_COORDINATOR_SHUTDOWN) in actions
     assert not h.coord.is_triggering
     assert triggered_ids(actions + h.coord.handle(m.MasterHookCompleted(1, "testing master hook", b"late"))) == []
@@ -169,10 +169,10 @@ def test_trigger_checkpoint_request_cancelled():
     actions = h.advance(200)  # the checkpoint expires
     assert of(m.TriggerRequestFailed, actions) == [m.TriggerRequestFailed(1, 1, R.CHECKPOINT_EXPIRED)]
     assert not h.coord.is_triggering
-    late = h.coord.receive_master_hook_completed(m.MasterHookCompleted(1, "testing master hook", b"late"))
+    late = h.call(m.MasterHookCompleted(1, "testing master hook", b"late"))
     assert late is TriggerPhaseOutcome.NOT_TRIGGERING
     assert not h.coord.is_triggering
-    assert triggered_ids(actions + h.coord.drain_actions()) == []  # the tasks were never triggered
+    assert triggered_ids(actions + h.take()) == []  # the tasks were never triggered
     assert h.coord.decider.num_queued_requests == 0
 
 
@@ -213,11 +213,13 @@ def unstable(counter, **config) -> Harness:
         CheckpointCoordinatorConfiguration,
     )
     from barriersim.runtime.coordinator.manual_time import ManualTimerService
+    from barriersim.runtime.event_timers import DeliveringTimers
 
     timers, sink = ManualTimerService(), []
     coord = CheckpointCoordinator(JOB, [JobVertexInfo("v", 1)], CheckpointCoordinatorConfiguration(**config),
-                                  clock=timers.clock, timer_service=timers, rng=random.Random(0),
-                                  action_sink=sink.append, checkpoint_id_counter=counter)
+                                  clock=timers.clock,
+                                  timers=DeliveringTimers(timers, lambda event: sink.extend(coord.handle(event))),
+                                  rng=random.Random(0), checkpoint_id_counter=counter)
     return Harness(coord, timers, sink)
 
 
@@ -323,9 +325,9 @@ def test_hook_reset():
     hook1, hook2 = Hook("id1"), Hook("id2")
     h.coord.add_master_hook(hook1)
     h.coord.add_master_hook(hook2)
-    assert h.coord.restore_latest_checkpointed_state() is None
+    assert h.call(m.RestoreLatestCheckpoint()) is None
     assert (hook1.resets, hook2.resets) == (1, 1)
-    h.coord.shutdown(JobStatus.FINISHED)
+    h.call(m.Shutdown(JobStatus.FINISHED))
     assert (hook1.closes, hook2.closes) == (1, 1)
 
 
@@ -359,7 +361,7 @@ def test_hooks_are_called_on_restore():
         h.coord.add_master_hook(hook)
     h.coord.store.add_checkpoint_and_subsume_oldest_one(stored_checkpoint(
         13, [MasterState("id1", 1, b"state1"), MasterState("id2", 2, b"state2")]))
-    h.coord.restore_latest_checkpointed_state()
+    h.call(m.RestoreLatestCheckpoint())
     assert stateful1.restored == [(13, b"state1")]
     assert stateful2.restored == [(13, b"state2")]
     assert stateless.restored == [(13, None)]
@@ -374,8 +376,8 @@ def test_check_un_matched_state_on_restore():
     h.coord.store.add_checkpoint_and_subsume_oldest_one(stored_checkpoint(
         44, [MasterState("id1", 1, b"state1"), MasterState("id2", 2, b"state2")]))
     with pytest.raises(MasterHookError, match="'id2'"):
-        h.coord.restore_latest_checkpointed_state(allow_non_restored_state=False)
-    h.coord.restore_latest_checkpointed_state(allow_non_restored_state=True)
+        h.call(m.RestoreLatestCheckpoint(False))
+    h.call(m.RestoreLatestCheckpoint(True))
     assert stateful.restored == [(44, b"state1")]
     assert stateless.restored == [(44, None)]
 
