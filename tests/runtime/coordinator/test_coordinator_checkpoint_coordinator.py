@@ -58,7 +58,7 @@ def test_min_checkpoint_pause():
              min_pause_between_checkpoints=pause)
     start(h)
     assert triggered_ids(h.trigger(is_periodic=True)) == [1]
-    assert h.trigger(is_periodic=True) == [] and h.coord.decider.num_queued_requests == 1
+    assert h.trigger(is_periodic=True) == [] and h.coord.num_queued_requests() == 1
     actions = h.ack(h.attempt("v"), 1)
     assert failed_reasons(actions) == [R.MINIMUM_TIME_BETWEEN_CHECKPOINTS]
     assert h.coord.number_of_pending_checkpoints == 0
@@ -474,12 +474,12 @@ def test_savepoint_scheduled_in_unaligned_mode(options):
     actions = []
     for i in range(requests):
         actions += h.trigger(is_periodic=True, request_id=i)
-    assert h.coord.decider.num_queued_requests == requests - max_concurrent
+    assert h.coord.num_queued_requests() == requests - max_concurrent
     actions += h.trigger(CheckpointType.SAVEPOINT, request_id=100)
-    assert h.coord.decider.num_queued_requests == requests + 1 - max_concurrent
+    assert h.coord.num_queued_requests() == requests + 1 - max_concurrent
     actions += h.coord.handle(m.DeclineCheckpoint(JOB, ExecutionAttemptID("unknown", 0), 1,
                                                   CheckpointException(R.CHECKPOINT_DECLINED)))
-    assert h.coord.decider.num_queued_requests == requests - max_concurrent  # the savepoint was triggered
+    assert h.coord.num_queued_requests() == requests - max_concurrent  # the savepoint was triggered
     done = {a.request_id for a in actions if isinstance(a, (m.TriggerRequestCompleted, m.TriggerRequestFailed))}
     assert done == {0}  # only the declined checkpoint is done
     assert h.coord.number_of_pending_checkpoints == max_concurrent

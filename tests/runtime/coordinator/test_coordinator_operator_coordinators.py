@@ -31,7 +31,7 @@ def test_tasks_are_triggered_after_the_operator_coordinators_answered():
     assert coordinator_requests(actions) == [("src", 1)] and triggered_ids(actions) == []
     assert h.coord.is_triggering and h.coord.pending_checkpoints[1].number_of_non_acknowledged_operator_coordinators == 1
     assert h.trigger(request_id=2) == []  # waits for the trigger in flight
-    assert h.coord.decider.num_queued_requests == 1
+    assert h.coord.num_queued_requests() == 1
     actions = h.coord.handle(m.AcknowledgeCoordinatorState(1, "src", b"coordinator state"))
     assert triggered_ids(actions) == [1]
     assert coordinator_requests(actions) == [("src", 2)]  # the queued request started, with its own first phase

@@ -154,7 +154,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
     @rule(fail=st.booleans())
     def the_trigger_in_flight_gets_its_answer(self, fail):
         """The master hook or operator coordinator answers the checkpoint being triggered (or fails)."""
-        triggering = self.h.coord.triggering
+        triggering = self.h.coord.trigger_in_flight()
         if triggering is None:
             return
         cid = triggering.pending.checkpoint_id
@@ -217,7 +217,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     @invariant()
     def a_trigger_in_flight_belongs_to_a_live_checkpoint_not_yet_triggered(self):
-        triggering = self.h.coord.triggering
+        triggering = self.h.coord.trigger_in_flight()
         if triggering is not None:
             cid = triggering.pending.checkpoint_id
             assert self.h.coord.pending_checkpoints.get(cid) is triggering.pending

@@ -132,15 +132,15 @@ def test_trigger_checkpoint_before_previous_one_completed():
     h.coord.add_master_hook(Hook("testing master hook", pending=True))
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     actions = h.trigger(is_periodic=True, request_id=1)
-    assert h.coord.is_triggering and h.coord.decider.num_queued_requests == 0
+    assert h.coord.is_triggering and h.coord.num_queued_requests() == 0
     actions += h.trigger(is_periodic=True, request_id=2)  # another trigger before the prior one finished
-    assert h.coord.is_triggering and h.coord.decider.num_queued_requests == 1
+    assert h.coord.is_triggering and h.coord.num_queued_requests() == 1
     assert triggered_ids(actions) == []
     actions += h.coord.handle(m.MasterHookCompleted(1, "testing master hook", b"one"))
     assert triggered_ids(actions) == [1] and h.coord.is_triggering  # the second one is triggering now
     actions += h.coord.handle(m.MasterHookCompleted(2, "testing master hook", b"two"))
     assert failed_reasons(actions) == []
-    assert not h.coord.is_triggering and h.coord.decider.num_queued_requests == 0
+    assert not h.coord.is_triggering and h.coord.num_queued_requests() == 0
     assert triggered_ids(actions) == [1, 2]
 
 
@@ -153,7 +153,7 @@ def test_trigger_without_operator_coordinators_or_pending_hooks_ends_within_the_
     first = h.trigger(is_periodic=True)
     assert triggered_ids(first) == [1] and not h.coord.is_triggering
     second = h.trigger(is_periodic=True)
-    assert triggered_ids(second) == [2] and h.coord.decider.num_queued_requests == 0
+    assert triggered_ids(second) == [2] and h.coord.num_queued_requests() == 0
 
 
 def test_trigger_checkpoint_request_cancelled():
@@ -173,7 +173,7 @@ def test_trigger_checkpoint_request_cancelled():
     assert late is TriggerPhaseOutcome.NOT_TRIGGERING
     assert not h.coord.is_triggering
     assert triggered_ids(actions + h.take()) == []  # the tasks were never triggered
-    assert h.coord.decider.num_queued_requests == 0
+    assert h.coord.num_queued_requests() == 0
 
 
 def test_checkpoint_aborted_while_triggering_is_reported_again_as_flink_does():
@@ -232,7 +232,7 @@ def test_trigger_checkpoint_request_queued_with_failure():
     a3 = h.trigger(request_id=3)
     assert of(m.TriggerRequestFailed, a1) == [m.TriggerRequestFailed(1, None, R.TRIGGER_CHECKPOINT_FAILURE)]
     assert failed_reasons(a2 + a3) == []
-    assert h.coord.decider.num_queued_requests == 0
+    assert h.coord.num_queued_requests() == 0
     assert len(triggered_ids(a1 + a2 + a3)) == 2
 
 
@@ -241,7 +241,7 @@ def test_trigger_checkpoint_initialization_failed():
     h = unstable(UnstableCheckpointIDCounter({0}), checkpoint_interval=10_000)
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     assert failed_reasons(h.trigger(is_periodic=True)) == [R.TRIGGER_CHECKPOINT_FAILURE]
-    assert h.coord.decider.num_queued_requests == 0
+    assert h.coord.num_queued_requests() == 0
     actions = h.trigger(is_periodic=True)
     assert failed_reasons(actions) == [] and len(triggered_ids(actions)) == 1
 
@@ -287,7 +287,7 @@ def test_trigger_checkpoint_snapshot_master_hook_failed():
     assert not h.coord.is_triggering
     assert failed_reasons(actions) == [R.TRIGGER_CHECKPOINT_FAILURE]
     assert of(m.TriggerCheckpointOnSources, actions) == []  # the tasks are not triggered
-    assert h.coord.decider.num_queued_requests == 0
+    assert h.coord.num_queued_requests() == 0
 
 
 def test_master_hook_failing_at_once_fails_the_trigger():
