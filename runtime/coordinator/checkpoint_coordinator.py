@@ -192,6 +192,8 @@ class CheckpointCoordinator:
             self._completion.metadata_written(event.token)
         elif event.kind is m.TimerKind.PERIODIC_TRIGGER:
             self._triggering.periodic_timer_fired(event.token)
+        elif event.kind is m.TimerKind.TRIGGER_FAILURE:
+            self._triggering.trigger_failure_due(event.token)
         else:
             self._completion.expire(event.token)
 

@@ -105,12 +105,13 @@ class TimerKind(enum.Enum):
     PERIODIC_TRIGGER = "PERIODIC_TRIGGER"
     CHECKPOINT_TIMEOUT = "CHECKPOINT_TIMEOUT"
     METADATA_WRITTEN = "METADATA_WRITTEN"  # the modelled time of a checkpoint's _metadata write has passed
+    TRIGGER_FAILURE = "TRIGGER_FAILURE"  # the timer's next turn after a checkpoint being triggered was aborted
 
 
 @dataclass(frozen=True)
 class TimerFired:
     kind: TimerKind
-    token: int  # the checkpoint id for CHECKPOINT_TIMEOUT and METADATA_WRITTEN, the scheduler generation for PERIODIC_TRIGGER
+    token: int  # the scheduler generation for PERIODIC_TRIGGER, else the checkpoint id
 
 
 @dataclass(frozen=True)

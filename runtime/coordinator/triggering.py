@@ -43,6 +43,7 @@ class TriggerPhase(enum.Enum):
 
     OPERATOR_COORDINATORS = "OPERATOR_COORDINATORS"  # the operator coordinators' states
     MASTER_HOOKS = "MASTER_HOOKS"  # the master hooks that answered MASTER_STATE_PENDING
+    TASKS = "TASKS"  # nothing: the tasks are being triggered, within the event
 
 
 @dataclass
@@ -53,6 +54,7 @@ class TriggeringCheckpoint:
     pending: PendingCheckpoint
     phase: TriggerPhase = TriggerPhase.OPERATOR_COORDINATORS
     waiting_hooks: set[str] = field(default_factory=set)
+    failure: CheckpointException | None = None  # its checkpoint was aborted: the trigger fails at the timer's next turn
 
 
 class CheckpointTriggering:
@@ -252,7 +254,7 @@ class CheckpointTriggering:
     def receive_coordinator_checkpoint_failure(self, message: m.CoordinatorCheckpointFailed) -> TriggerPhaseOutcome:
         triggering = self.in_flight
         if (triggering is None or triggering.pending.checkpoint_id != message.checkpoint_id
-                or triggering.phase is not TriggerPhase.OPERATOR_COORDINATORS
+                or triggering.phase is not TriggerPhase.OPERATOR_COORDINATORS or triggering.failure is not None
                 or message.operator_id not in triggering.pending.not_yet_acknowledged_operator_coordinators):
             return TriggerPhaseOutcome.NOT_TRIGGERING
         self._on_trigger_failure(triggering.request, triggering.pending, CheckpointException(
@@ -286,7 +288,7 @@ class CheckpointTriggering:
     def receive_master_hook_completed(self, message: m.MasterHookCompleted) -> TriggerPhaseOutcome:
         triggering = self.in_flight
         if (triggering is None or triggering.pending.checkpoint_id != message.checkpoint_id
-                or message.identifier not in triggering.waiting_hooks):
+                or message.identifier not in triggering.waiting_hooks or triggering.failure is not None):
             return TriggerPhaseOutcome.NOT_TRIGGERING  # Flink: the hook's future completes after the checkpoint ended
         triggering.waiting_hooks.discard(message.identifier)
         pending = triggering.pending
@@ -306,6 +308,7 @@ class CheckpointTriggering:
         """Flink's ``triggerCheckpointRequest``: trigger the tasks (``triggerTasks``), complete the checkpoint if
         its tasks already acknowledged (``maybeCompleteCheckpoint``: an externally induced source), then the
         trigger succeeded (``onTriggerSuccess``: the next queued request may start)."""
+        triggering.phase = TriggerPhase.TASKS
         pending = triggering.pending
         checkpoint_type = pending.props.checkpoint_type
         if self._completion.force_full_snapshot and not pending.props.is_savepoint:
@@ -349,13 +352,28 @@ class CheckpointTriggering:
         self.execute_queued_request()
 
     def checkpoint_ended(self, pending: PendingCheckpoint, exception: CheckpointException) -> None:
-        """A pending checkpoint failed: if it was still being triggered, the trigger fails with it (Flink: the
-        abort fails the trigger's ``masterTriggerCompletionPromise``); then the next queued request may start."""
+        """A pending checkpoint failed: if it was still being triggered, the trigger fails with it; then the next
+        queued request may start. Flink's abort fails the trigger's ``masterTriggerCompletionPromise``, whose handler
+        (``onTriggerFailure``) runs on the timer's next turn: a trigger that waits for its operator coordinators or
+        master hooks stays in flight (``isTriggering``) until ``TimerFired(TRIGGER_FAILURE)`` at the same time.
+        One whose tasks are being triggered fails at once (``maybeCompleteCheckpoint``'s completion failed), as
+        does every trigger of a coordinator shutting down (nothing of it runs after the shutdown)."""
         triggering = self.in_flight
-        if triggering is not None and triggering.pending is pending:
-            self._on_trigger_failure(triggering.request, pending, exception)
-        else:
+        if triggering is None or triggering.pending is not pending:
             self.execute_queued_request()
+        elif (triggering.phase is TriggerPhase.TASKS
+              or exception.reason is CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN):
+            self._on_trigger_failure(triggering.request, pending, exception)
+        elif triggering.failure is None:
+            triggering.failure = exception
+            self._timers.start(self._clock(), m.TimerFired(m.TimerKind.TRIGGER_FAILURE, pending.checkpoint_id))
+
+    def trigger_failure_due(self, checkpoint_id: int) -> None:
+        """The timer's next turn after the abort of a checkpoint being triggered: its trigger fails."""
+        triggering = self.in_flight
+        if (triggering is not None and triggering.pending.checkpoint_id == checkpoint_id
+                and triggering.failure is not None):
+            self._on_trigger_failure(triggering.request, triggering.pending, triggering.failure)
 
     def _fail_request(self, request: CheckpointTriggerRequest, reason: CheckpointFailureReason) -> None:
         self._emit(m.TriggerRequestFailed(request.request_id, None, reason))
