@@ -166,7 +166,7 @@ class JobManagerActor:
         """Counts so far, and the records the current attempt's source subtasks have emitted; with
         ``unfinished_tasks``, where each task that has not finished stands (``StreamTask.lifecycle_report``)."""
         jm = self.job_master
-        counts = dict(jm.coordinator.stats.counts) if jm is not None else {}
+        counts = jm.coordinator.checkpoint_counts() if jm is not None else {}
         sources = [h for (vertex, _), h in self.handles.items() if self.graph.vertex(vertex).operator.is_source]
         try:
             emitted = sum(await asyncio.gather(*(h.progress.remote() for h in sources)))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from typing import Any, Callable, Sequence
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Sequence
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.completed_store import StandaloneCompletedCheckpointStore
@@ -72,7 +73,7 @@ class CheckpointCoordinator:
         self._out: list[Any] = []
         self._last_outcome: Any = None
         self._held_events: deque = deque()  # events that wait for a _metadata write (Flink: the coordinator's lock)
-        self.master_hooks: dict[str, MasterTriggerRestoreHook] = {}
+        self._master_hooks: dict[str, MasterTriggerRestoreHook] = {}
         for hook in master_hooks:
             if not self.add_master_hook(hook):
                 raise CoordinatorError(f"master hook {hook.identifier!r} registered twice")
@@ -81,30 +82,30 @@ class CheckpointCoordinator:
             if op not in vertex_of_operator:
                 raise CoordinatorError(f"operator coordinator for unknown operator {op!r}")
         operator_coordinators = tuple(operator_coordinators)
-        self.store = completed_checkpoint_store or StandaloneCompletedCheckpointStore(config.max_retained_checkpoints)
+        self._store = completed_checkpoint_store or StandaloneCompletedCheckpointStore(config.max_retained_checkpoints)
         # Flink's store owns the registry; a store recovered by a new JobManager registers its checkpoints again
-        self.shared_state_registry = SharedStateRegistry()
-        for checkpoint in self.store.get_all_checkpoints():
-            self.shared_state_registry.register_all_after_restored(
+        self._registry = SharedStateRegistry()
+        for checkpoint in self._store.get_all_checkpoints():
+            self._registry.register_all_after_restored(
                 checkpoint.checkpoint_id, checkpoint.operator_states.values(), claim_mode)
-        self.id_counter = checkpoint_id_counter or StandaloneCheckpointIDCounter()
-        self.id_counter.start()
-        self.failure_manager = CheckpointFailureManager(config.tolerable_checkpoint_failure_number)
-        self.stats = CheckpointStatsTracker()
-        self.pending_checkpoints: dict[int, PendingCheckpoint] = {}
-        self.shutdown_status: JobStatus | None = None
-        self.job_status = JobStatus.CREATED
-        self.executions: dict[tuple[JobVertexID, int], Execution] = {}
+        self._id_counter = checkpoint_id_counter or StandaloneCheckpointIDCounter()
+        self._id_counter.start()
+        self._failure_manager = CheckpointFailureManager(config.tolerable_checkpoint_failure_number)
+        self._stats = CheckpointStatsTracker()
+        self._pending: dict[int, PendingCheckpoint] = {}
+        self._shutdown_status: JobStatus | None = None
+        self._job_status = JobStatus.CREATED
+        self._executions: dict[tuple[JobVertexID, int], Execution] = {}
         state = ExecutionState.RUNNING if tasks_running else ExecutionState.CREATED
         for v in self.vertices:
             for i in range(v.parallelism):
-                self.executions[(v.vertex_id, i)] = Execution(
+                self._executions[(v.vertex_id, i)] = Execution(
                     ExecutionAttemptID(v.vertex_id, i, first_attempt_number), state)
-        is_shutdown = lambda: self.shutdown_status is not None  # noqa: E731
+        is_shutdown = lambda: self._shutdown_status is not None  # noqa: E731
         self._completion = CheckpointCompletion(
-            job_id, self.vertices, pending=self.pending_checkpoints, store=self.store,
-            shared_state_registry=self.shared_state_registry, stats=self.stats,
-            failure_manager=self.failure_manager, id_counter=self.id_counter,
+            job_id, self.vertices, pending=self._pending, store=self._store,
+            shared_state_registry=self._registry, stats=self._stats,
+            failure_manager=self._failure_manager, id_counter=self._id_counter,
             operator_coordinators=operator_coordinators, clock=clock, timers=timers, emit=self._emit,
             checkpoint_writer=checkpoint_writer, metadata_write_ms=metadata_write_ms,
             min_pause_between_checkpoints=config.min_pause_between_checkpoints, is_shutdown=is_shutdown,
@@ -112,16 +113,16 @@ class CheckpointCoordinator:
             execute_queued_request=lambda: self._triggering.execute_queued_request(),
             synchronous_savepoint_failed=lambda reason: self._triggering.synchronous_savepoint_failed(reason))
         self._triggering = CheckpointTriggering(
-            job_id, self.vertices, config, pending=self.pending_checkpoints, executions=self.executions,
-            master_hooks=self.master_hooks, operator_coordinators=operator_coordinators, id_counter=self.id_counter,
-            stats=self.stats, failure_manager=self.failure_manager, completion=self._completion, clock=clock,
+            job_id, self.vertices, config, pending=self._pending, executions=self._executions,
+            master_hooks=self._master_hooks, operator_coordinators=operator_coordinators, id_counter=self._id_counter,
+            stats=self._stats, failure_manager=self._failure_manager, completion=self._completion, clock=clock,
             timers=timers, rng=rng, emit=self._emit, is_shutdown=is_shutdown,
-            job_running=lambda: self.job_status is JobStatus.RUNNING and self.shutdown_status is None)
+            job_running=lambda: self._job_status is JobStatus.RUNNING and self._shutdown_status is None)
         self._restore = CheckpointRestore(
-            job_id, self.vertices, store=self.store, id_counter=self.id_counter,
-            shared_state_registry=self.shared_state_registry, master_hooks=self.master_hooks, stats=self.stats,
+            job_id, self.vertices, store=self._store, id_counter=self._id_counter,
+            shared_state_registry=self._registry, master_hooks=self._master_hooks, stats=self._stats,
             completion=self._completion, clock=clock, emit=self._emit, is_shutdown=is_shutdown)
-        self.deactivator = ExecutionTrackingDeActivator(self._start_if_configured,
+        self._deactivator = ExecutionTrackingDeActivator(self._start_if_configured,
                                                         self._triggering.stop_checkpoint_scheduler)
         self._handlers = self._event_handlers()
 
@@ -159,7 +160,7 @@ class CheckpointCoordinator:
     def _dispatch(self, event: m.CoordinatorEvent) -> None:
         handler = self._handlers.get(type(event))
         if handler is None:
-            raise CoordinatorError(f"unknown event {event!r} (job {self.job_id}, {len(self.pending_checkpoints)} pending)")
+            raise CoordinatorError(f"unknown event {event!r} (job {self.job_id}, {len(self._pending)} pending)")
         self._last_outcome = handler(event)
 
     def _event_handlers(self) -> dict:
@@ -204,9 +205,9 @@ class CheckpointCoordinator:
         """Flink's ``addMasterHook`` (configuration, before the job runs): False if a hook with that identifier is
         already registered."""
         validate_hook(hook)
-        if hook.identifier in self.master_hooks:
+        if hook.identifier in self._master_hooks:
             return False
-        self.master_hooks[hook.identifier] = hook
+        self._master_hooks[hook.identifier] = hook
         return True
 
     # ------------------------------------------------------------------------------------------
@@ -222,11 +223,11 @@ class CheckpointCoordinator:
 
     @property
     def number_of_pending_checkpoints(self) -> int:
-        return len(self.pending_checkpoints)
+        return len(self._pending)
 
     @property
     def number_of_retained_successful_checkpoints(self) -> int:
-        return self.store.number_of_retained_checkpoints
+        return self._store.number_of_retained_checkpoints
 
     @property
     def is_periodic_checkpointing_started(self) -> bool:
@@ -239,6 +240,43 @@ class CheckpointCoordinator:
 
     def trigger_in_flight(self) -> TriggeringCheckpoint | None:
         return self._triggering.in_flight
+
+    def pending_checkpoints(self) -> Mapping[int, PendingCheckpoint]:
+        """Flink's ``getPendingCheckpoints``: checkpoint id -> pending checkpoint (a read-only view)."""
+        return MappingProxyType(self._pending)
+
+    def executions(self) -> Mapping[tuple[JobVertexID, int], Execution]:
+        """(vertex, subtask index) -> its current execution: attempt and state (a read-only view)."""
+        return MappingProxyType(self._executions)
+
+    def pending_executions(self) -> frozenset[ExecutionAttemptID]:
+        """The executions the periodic trigger's deactivator waits for (Flink's ``pendingExecutions``)."""
+        return frozenset(self._deactivator.pending_executions)
+
+    def checkpoint_stats(self) -> CheckpointStatsTracker:
+        """The checkpoint statistics (Flink's ``CheckpointStatsTracker``)."""
+        return self._stats
+
+    def checkpoint_counts(self) -> dict[str, int]:
+        """The statistics' counts: total, in progress, completed, failed, restored."""
+        return dict(self._stats.counts)
+
+    def completed_checkpoint_store(self):
+        """Flink's ``getCheckpointStore``."""
+        return self._store
+
+    def latest_completed_checkpoint(self) -> CompletedCheckpoint | None:
+        return self._store.get_latest_checkpoint()
+
+    def checkpoint_id_counter(self):
+        return self._id_counter
+
+    def shared_state_registry(self) -> SharedStateRegistry:
+        return self._registry
+
+    def continuous_failure_count(self) -> int:
+        """The failure manager's count of failed checkpoints since the last success."""
+        return self._failure_manager.continuous_failure_counter
 
     def num_queued_requests(self) -> int:
         """How many trigger requests wait in the queue (Flink's ``getTriggerRequestQueue().size()``)."""
@@ -256,10 +294,10 @@ class CheckpointCoordinator:
 
     @property
     def is_shutdown(self) -> bool:
-        return self.shutdown_status is not None
+        return self._shutdown_status is not None
 
     def current_attempt(self, vertex_id: JobVertexID, subtask_index: int) -> ExecutionAttemptID:
-        return self.executions[(vertex_id, subtask_index)].attempt_id
+        return self._executions[(vertex_id, subtask_index)].attempt_id
 
     # ------------------------------------------------------------------------------------------
     # tasks and job status
@@ -269,7 +307,7 @@ class CheckpointCoordinator:
         """Whether ``attempt_id`` is its subtask's current execution and not in a terminal state: Flink's
         ``DefaultExecutionGraph`` updates only its current executions, and an ``Execution`` leaves no terminal state
         (a report of an older attempt, or a late one of an attempt a failover ended, changes nothing)."""
-        current = self.executions.get((attempt_id.vertex_id, attempt_id.subtask_index))
+        current = self._executions.get((attempt_id.vertex_id, attempt_id.subtask_index))
         if current is None:
             raise CoordinatorError(f"{state.value} for unknown task {attempt_id} (job {self.job_id})")
         return current.attempt_id == attempt_id and current.state not in _TERMINAL
@@ -278,9 +316,9 @@ class CheckpointCoordinator:
         """The execution's new state, heard by the deactivator (``_is_live``)."""
         if not self._is_live(attempt_id, state):
             return
-        self.executions[(attempt_id.vertex_id, attempt_id.subtask_index)] = Execution(attempt_id, state)
+        self._executions[(attempt_id.vertex_id, attempt_id.subtask_index)] = Execution(attempt_id, state)
         if not self.is_shutdown:
-            self.deactivator.on_state_update(attempt_id, state)
+            self._deactivator.on_state_update(attempt_id, state)
 
     def _on_task_running(self, attempt_id: ExecutionAttemptID) -> None:
         """A task reports RUNNING: Flink's ``DefaultExecutionGraph.updateStateInternal`` (``case RUNNING``) starts the
@@ -302,11 +340,11 @@ class CheckpointCoordinator:
         (its requests fail their pre-flight check while no task runs), and the pending checkpoints stay pending (the
         old attempts' acknowledgements still count)."""
         key = (event.attempt_id.vertex_id, event.attempt_id.subtask_index)
-        current = self.executions.get(key)
+        current = self._executions.get(key)
         if (current is None or current.attempt_id != event.attempt_id or self.is_shutdown
                 or current.state in _ENDED_BY_FAILOVER):
             return  # a failure of an older attempt, one the failover already ended, or after shutdown
-        for e in list(self.executions.values()):
+        for e in list(self._executions.values()):
             if e.state is not ExecutionState.FINISHED:
                 self._set_execution_state(
                     e.attempt_id, ExecutionState.FAILED if e.attempt_id == event.attempt_id else ExecutionState.CANCELED)
@@ -319,8 +357,8 @@ class CheckpointCoordinator:
             return None
         # the new attempts exist before the aborts, so that a queued request released by an abort is not
         # triggered on the old attempts (it fails its pre-flight check: no task runs yet)
-        for k, e in list(self.executions.items()):
-            self.executions[k] = Execution(e.attempt_id.next_attempt(), ExecutionState.CREATED)
+        for k, e in list(self._executions.items()):
+            self._executions[k] = Execution(e.attempt_id.next_attempt(), ExecutionState.CREATED)
         self._completion.abort_pending_checkpoints(CheckpointException(CheckpointFailureReason.JOB_FAILOVER_REGION))
         # Flink's SchedulerBase.restoreState allows state no operator takes on a failover's restore (global:
         # restoreLatestCheckpointedStateToAll(.., true); regional: restoreLatestCheckpointedStateToSubtasks): the
@@ -330,10 +368,10 @@ class CheckpointCoordinator:
     def _job_status_changes(self, status: JobStatus) -> None:
         """The job's status, heard by the deactivator (which stops a periodic trigger it started when the job leaves
         RUNNING: at a job's first failover, not after; ``deactivator``). A terminal status also shuts down."""
-        self.job_status = status
+        self._job_status = status
         if self.is_shutdown:
             return
-        self.deactivator.job_status_changes(status)
+        self._deactivator.job_status_changes(status)
         if status.is_terminal:
             self._shutdown(status)
 
@@ -344,9 +382,9 @@ class CheckpointCoordinator:
         self._triggering.abort_pending_and_queued_checkpoints(
             CheckpointException(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
         )
-        self.shutdown_status = job_status
-        retained = self.store.get_all_checkpoints()
-        discarded = self.store.shutdown(job_status)
+        self._shutdown_status = job_status
+        retained = self._store.get_all_checkpoints()
+        discarded = self._store.shutdown(job_status)
         for checkpoint in discarded:
             self._completion.discard_completed(checkpoint.checkpoint_id, m.DiscardReason.SHUTDOWN)
         if job_status.is_globally_terminal:
@@ -354,5 +392,5 @@ class CheckpointCoordinator:
             gone = {id(c) for c in discarded}
             lowest = min((c.checkpoint_id for c in retained if id(c) not in gone), default=None)
             self._completion.release_shared_state(lowest)
-        self.id_counter.shutdown()
-        close_hooks(self.master_hooks)
+        self._id_counter.shutdown()
+        close_hooks(self._master_hooks)

@@ -238,7 +238,7 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
 
     def report(self) -> JobReport:
         # while the JobManager is down, its dead coordinator's statistics are already among the retired ones
-        trackers = self.retired_stats + ([] if self.coordinator_down else [self.coordinator.stats])
+        trackers = self.retired_stats + ([] if self.coordinator_down else [self.coordinator.checkpoint_stats()])
         checkpoints, subtasks, counts = job_statistics(trackers)
         restored = [t.latest_restored for t in trackers if t.latest_restored is not None]
         return JobReport(

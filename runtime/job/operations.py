@@ -89,7 +89,7 @@ class JobOperations:
         op.status = "COMPLETED"
         self._trace("operation", "cancel")
         if not self.coordinator_down:
-            latest = self.coordinator.store.get_latest_checkpoint()
+            latest = self.coordinator.latest_completed_checkpoint()
             self._cancelled_at = latest.metadata if latest is not None else None
         self._cancel_deployment()
         self.outcome = JobOutcome.CANCELED

@@ -39,7 +39,7 @@ class Harness:
 
     @property
     def all_attempts(self) -> list[ExecutionAttemptID]:
-        return [e.attempt_id for e in self.coord.executions.values()]
+        return [e.attempt_id for e in self.coord.executions().values()]
 
     def trigger(self, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT, **kw) -> list:
         return self.coord.handle(m.TriggerRequest(checkpoint_type, **kw))
@@ -75,7 +75,7 @@ class Harness:
 
     @property
     def pending_ids(self) -> list[int]:
-        return sorted(self.coord.pending_checkpoints)
+        return sorted(self.coord.pending_checkpoints())
 
 
 def make(vertices=None, *, seed: int = 0, hooks=(), operator_coordinators=(), tasks_running: bool = True,

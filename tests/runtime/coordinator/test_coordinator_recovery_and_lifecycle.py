@@ -65,7 +65,7 @@ def test_restore_latest_checkpoint_failure_when_max_parallelism_changes():
     h.trigger()
     for i in range(2):
         h.ack(h.attempt("v", i), 1, keyed_snapshot("v"))
-    checkpoint = h.coord.store.get_latest_checkpoint()
+    checkpoint = h.coord.completed_checkpoint_store().get_latest_checkpoint()
     assert checkpoint is not None
     with pytest.raises(StateRestoreError, match="max parallelism of operator 'v' changed from 128 to 256"):
         check_state_mapping(checkpoint.metadata, [JobVertexInfo("v", 2, 256)], allow_non_restored_state=False)
@@ -109,7 +109,7 @@ def test_the_restart_aborts_pending_checkpoints_and_restores_the_latest_complete
     new_src = h.attempt("src")
     assert new_src == src.next_attempt()
     # ids never go back after a failover
-    assert h.coord.id_counter.get() == 4
+    assert h.coord.checkpoint_id_counter().get() == 4
     # messages of the dead attempt are ignored; a failure of it is not a second failover
     assert h.coord.handle(m.TaskFailed(src)) == []
     assert failed_reasons(h.trigger()) == [R.NOT_ALL_REQUIRED_TASKS_RUNNING]  # new attempts not running yet
@@ -131,7 +131,7 @@ def test_an_acknowledgement_of_an_old_attempt_during_the_restart_delay_completes
     h.ack(src, 2, keyed_snapshot("src"))
     h.coord.handle(m.TaskFailed(src, "boom"))  # after its acknowledgement
     h.ack(map_, 2, keyed_snapshot("map"))  # the cancelled task's, in flight
-    assert h.coord.store.get_latest_checkpoint_id() == 2
+    assert h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 2
     [restore] = of(m.RestoreFrom, h.coord.handle(m.RestartTasks()))
     assert restore.checkpoint_id == 2
 
@@ -145,8 +145,8 @@ def test_an_attempt_the_failover_ended_stays_ended():
     cancelled = h.attempt("map")
     h.coord.handle(m.TaskFinished(cancelled))
     h.coord.handle(m.TaskRunning(cancelled))
-    assert h.coord.executions[("map", 0)].state is ExecutionState.CANCELED
-    assert cancelled in h.coord.deactivator.pending_executions
+    assert h.coord.executions()[("map", 0)].state is ExecutionState.CANCELED
+    assert cancelled in h.coord.pending_executions()
     assert not h.coord.is_periodic_checkpointing_started
 
 
@@ -291,12 +291,12 @@ def test_restore_savepoint_sets_the_counter_and_rejects_unknown_operators_unless
     assert loaded == ["/sp/1", "/sp/1"]
     [restore] = of(m.RestoreFrom, h.take())
     assert restore.checkpoint_id == 7 and restore.allow_non_restored_state and restore.is_savepoint
-    assert h.coord.id_counter.get() == 8
+    assert h.coord.checkpoint_id_counter().get() == 8
     assert triggered_ids(h.trigger()) == [8]
     complete_one(h, 8)
     # the restored savepoint is subsumed but never discarded by us
     assert of(m.DiscardCheckpoint, h.take()) == []
-    assert [c.checkpoint_id for c in h.coord.store.get_all_checkpoints()] == [8]
+    assert [c.checkpoint_id for c in h.coord.completed_checkpoint_store().get_all_checkpoints()] == [8]
 
 
 def test_empty_state_of_a_removed_operator_does_not_block_restore():
@@ -404,14 +404,14 @@ def test_after_a_no_claim_restore_checkpoints_are_full_until_one_completes_and_s
     complete_one(h, 9)
     assert _types(h.trigger()) == [CheckpointType.CHECKPOINT]
     # the statistics show a full checkpoint as Flink's REST does: CHECKPOINT
-    row = h.coord.stats.history[9]
+    row = h.coord.checkpoint_stats().history[9]
     assert (row["checkpoint_type"], row["status"]) == ("CHECKPOINT", "COMPLETED")
 
 
 def test_a_new_job_manager_that_restores_the_unclaimed_snapshot_from_the_store_triggers_a_full_checkpoint():
     first = make()
     _restored(first)
-    second = make(store=first.coord.store, id_counter=first.coord.id_counter)  # the JobManager failed over
+    second = make(store=first.coord.completed_checkpoint_store(), id_counter=first.coord.checkpoint_id_counter())  # the JobManager failed over
     assert second.call(m.RestoreLatestCheckpoint()) is not None
     assert _types(second.trigger()) == [CheckpointType.FULL_CHECKPOINT]
     fresh = make()
@@ -452,4 +452,4 @@ def test_a_restored_snapshots_shared_files_are_registered_and_never_discarded_by
     done = h.ack(h.attempt("map"), 9, incremental(9, SharedStateHandle("new-1", 1, 0, 100, b"n")))
     assert of(m.NotifyCheckpointComplete, done)
     discarded = [k.key for d in of(m.DiscardSharedState, done + h.take()) for k in d.handles]
-    assert "restored-1" not in discarded and h.coord.shared_state_registry.handle("restored-1") is None
+    assert "restored-1" not in discarded and h.coord.shared_state_registry().handle("restored-1") is None

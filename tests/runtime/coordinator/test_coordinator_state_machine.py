@@ -96,7 +96,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
             elif isinstance(a, m.DiscardCheckpoint):
                 self.storage.discard_checkpoint(a.checkpoint_id)
             elif isinstance(a, m.RestoreFrom):
-                assert a.checkpoint_id == (self.h.coord.store.get_latest_checkpoint_id() or None)
+                assert a.checkpoint_id == (self.h.coord.completed_checkpoint_store().get_latest_checkpoint_id() or None)
             elif isinstance(a, m.FailJob):
                 self.fail_over()
 
@@ -126,7 +126,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
             if fail_write:
                 self.failing_writes.add(cid)
             for attempt in self.h.all_attempts:
-                if cid in self.h.coord.pending_checkpoints:
+                if cid in self.h.coord.pending_checkpoints():
                     self.carry_out(self.h.ack(attempt, cid, keyed_snapshot(attempt.vertex_id)))
 
     @rule(pick=st.integers(0, 10), task=st.integers(0, 4), reason=st.sampled_from(DECLINES))
@@ -149,7 +149,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
             if fail_write:
                 self.failing_writes.add(cid)
             for attempt in self.h.all_attempts:
-                if cid in self.h.coord.pending_checkpoints:
+                if cid in self.h.coord.pending_checkpoints():
                     self.carry_out(self.h.ack(attempt, cid, keyed_snapshot(attempt.vertex_id)))
 
     @rule(fail=st.booleans())
@@ -187,7 +187,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         """The old coordinator vanishes (nothing of it runs again); a new one recovers from storage."""
         old = self.h
         recovered = recover_completed_checkpoint_store(JOB, self.storage, old.coord.config)
-        assert list(recovered.recovered_ids) == [c.checkpoint_id for c in old.coord.store.get_all_checkpoints()]
+        assert list(recovered.recovered_ids) == [c.checkpoint_id for c in old.coord.completed_checkpoint_store().get_all_checkpoints()]
         first_attempt = 1 + max(a.attempt_number for a in old.all_attempts)
         self.generation += 1
         self.restart_due = False  # the new coordinator's attempts are new
@@ -210,7 +210,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     @invariant()
     def the_store_retains_at_most_max_retained_and_what_storage_holds(self):
-        stored = [c.checkpoint_id for c in self.h.coord.store.get_all_checkpoints()]
+        stored = [c.checkpoint_id for c in self.h.coord.completed_checkpoint_store().get_all_checkpoints()]
         assert len(stored) <= self.config["max_retained_checkpoints"]
         assert sorted(loc.checkpoint_id for loc in self.storage.list_retained_checkpoints()) == stored
         assert [p.checkpoint_id for p in self.storage.completed_checkpoint_pointers() or ()] == stored
@@ -225,9 +225,9 @@ class CoordinatorMachine(RuleBasedStateMachine):
             cid = triggering.pending.checkpoint_id
             assert cid not in self.triggered
             if triggering.failure is not None:
-                assert triggering.pending.is_disposed and cid not in self.h.coord.pending_checkpoints
+                assert triggering.pending.is_disposed and cid not in self.h.coord.pending_checkpoints()
             else:
-                assert self.h.coord.pending_checkpoints.get(cid) is triggering.pending
+                assert self.h.coord.pending_checkpoints().get(cid) is triggering.pending
                 assert not triggering.pending.is_disposed
 
     @invariant()

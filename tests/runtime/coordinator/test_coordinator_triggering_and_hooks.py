@@ -189,9 +189,9 @@ def test_checkpoint_aborted_while_triggering_is_reported_again_as_flink_does():
     h.trigger(request_id=1)
     actions = h.advance(200)
     assert failed_reasons(actions) == [R.CHECKPOINT_EXPIRED]  # the request fails once
-    assert h.coord.failure_manager.continuous_failure_counter == 1
-    assert h.coord.stats.history[1]["status"] == "FAILED"
-    assert h.coord.stats.counts["total"] == 2 and h.coord.stats.counts["failed"] == 2
+    assert h.coord.continuous_failure_count() == 1
+    assert h.coord.checkpoint_stats().history[1]["status"] == "FAILED"
+    assert h.coord.checkpoint_counts()["total"] == 2 and h.coord.checkpoint_counts()["failed"] == 2
 
 
 class UnstableCheckpointIDCounter(StandaloneCheckpointIDCounter):
@@ -348,7 +348,7 @@ def test_hooks_are_called_on_trigger():
     h.ack(h.attempt("v"), 1)
     assert h.coord.number_of_pending_checkpoints == 0
     assert h.coord.number_of_retained_successful_checkpoints == 1
-    states = {s.name: s for s in h.coord.store.get_latest_checkpoint().master_states}
+    states = {s.name: s for s in h.coord.completed_checkpoint_store().get_latest_checkpoint().master_states}
     assert states == {"id1": MasterState("id1", 1, b"the-test-string-state"), "id2": MasterState("id2", 2, b"987654321")}
 
 
@@ -363,7 +363,7 @@ def test_hooks_are_called_on_restore():
     stateful1, stateful2, stateless = Hook("id1", fail=True), Hook("id2", fail=True), Hook("some-id")
     for hook in (stateful1, stateless, stateful2):
         h.coord.add_master_hook(hook)
-    h.coord.store.add_checkpoint_and_subsume_oldest_one(stored_checkpoint(
+    h.coord.completed_checkpoint_store().add_checkpoint_and_subsume_oldest_one(stored_checkpoint(
         13, [MasterState("id1", 1, b"state1"), MasterState("id2", 2, b"state2")]))
     h.call(m.RestoreLatestCheckpoint())
     assert stateful1.restored == [(13, b"state1")]
@@ -377,7 +377,7 @@ def test_check_un_matched_state_on_restore():
     stateful, stateless = Hook("id1", fail=True), Hook("some-id")
     h.coord.add_master_hook(stateful)
     h.coord.add_master_hook(stateless)
-    h.coord.store.add_checkpoint_and_subsume_oldest_one(stored_checkpoint(
+    h.coord.completed_checkpoint_store().add_checkpoint_and_subsume_oldest_one(stored_checkpoint(
         44, [MasterState("id1", 1, b"state1"), MasterState("id2", 2, b"state2")]))
     with pytest.raises(MasterHookError, match="'id2'"):
         h.call(m.RestoreLatestCheckpoint(False))
@@ -391,7 +391,7 @@ def test_ensure_registered_at_hook_time():
     h = one_vertex()
     hook = Hook("id")
     seen = []
-    hook.on_trigger = lambda cid: seen.append((h.coord.number_of_pending_checkpoints, cid in h.coord.pending_checkpoints))
+    hook.on_trigger = lambda cid: seen.append((h.coord.number_of_pending_checkpoints, cid in h.coord.pending_checkpoints()))
     h.coord.add_master_hook(hook)
     assert failed_reasons(h.trigger()) == []
     assert seen == [(1, True)]
@@ -406,7 +406,7 @@ def test_the_restart_restores_the_master_hook_not_the_failure():
     assert h.coord.add_master_hook(hook)
     [checkpoint_id] = triggered_ids(h.trigger())
     h.ack_all(checkpoint_id)
-    assert h.coord.store.get_latest_checkpoint_id() == checkpoint_id
+    assert h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == checkpoint_id
     h.coord.handle(m.TaskFailed(h.attempt("src"), "by design"))
     assert hook.restored == []
     h.coord.handle(m.RestartTasks())

@@ -588,7 +588,7 @@ class JobMasterMachine(RuleBasedStateMachine):
             cid = seen[pick % len(seen)] if seen else 0
         self.old_spoke += 1
         assert not self.jm.is_current(task.attempt)
-        if kind in ("ack", "decline") and cid in self.jm.coordinator.pending_checkpoints:
+        if kind in ("ack", "decline") and cid in self.jm.coordinator.pending_checkpoints():
             event("an old attempt speaks for a checkpoint still pending")
             live = True  # its checkpoint waits for the restart: the message counts
         else:
@@ -615,7 +615,7 @@ class JobMasterMachine(RuleBasedStateMachine):
 
     def account(self) -> tuple:
         jm = self.jm
-        return (jm.epoch, jm.restarts, jm.outcome, jm.running, sorted(jm.coordinator.pending_checkpoints),
+        return (jm.epoch, jm.restarts, jm.outcome, jm.running, sorted(jm.coordinator.pending_checkpoints()),
                 self.highest_completed(), [loc.checkpoint_id for loc in self.storage.list_retained_checkpoints()],
                 sorted(map(str, jm.finished)), jm.fault_log.report())
 
@@ -689,7 +689,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         jm = self.jm
         # 1. ids never reused: each coordinator's ids (in the order the coordinators lived) are above every id an
         # earlier one used; the report counts each coordinator's checkpoints once
-        trackers = jm.retired_stats + ([] if jm.coordinator_down else [jm.coordinator.stats])
+        trackers = jm.retired_stats + ([] if jm.coordinator_down else [jm.coordinator.checkpoint_stats()])
         assert len({id(t) for t in trackers}) == len(trackers), "a coordinator's statistics are held twice"
         ids = [cid for tracker in trackers for cid in sorted(tracker.history)]
         assert all(a < b for a, b in zip(ids, ids[1:])), f"checkpoint ids reused across coordinators: {ids}"
@@ -900,16 +900,16 @@ def test_a_restarting_job_triggers_no_checkpoint_until_it_runs_again():
     driver.timers.advance(40)  # checkpoint 1 is triggered and pending (nobody acknowledges)
     failed_at = len(driver.batches)
     driver.carry_out(jm.task_failed(jm.attempts[("map", 0)], "lost its process"))
-    assert jm.coordinator.stats.history[1]["failure_reason"] == "CHECKPOINT_COORDINATOR_SUSPEND"
+    assert jm.coordinator.checkpoint_stats().history[1]["failure_reason"] == "CHECKPOINT_COORDINATOR_SUSPEND"
     driver.timers.advance(499)  # the restart delay: no trigger, no checkpoint
     during = driver.actions_since(failed_at)
     assert not [a for a in during if type(a) is SendToTask and type(a.message) is TriggerCheckpoint]
-    assert sorted(jm.coordinator.stats.history) == [1] and not jm.coordinator.is_periodic_checkpointing_started
+    assert sorted(jm.coordinator.checkpoint_stats().history) == [1] and not jm.coordinator.is_periodic_checkpointing_started
     redeployed = len(driver.batches)
-    failed = jm.coordinator.stats.counts["failed"]
+    failed = jm.coordinator.checkpoint_counts()["failed"]
     driver.timers.advance(1)  # the restart: RUNNING, deployed, a trigger at once that fails
     assert jm.epoch == 1 and jm.coordinator.is_periodic_checkpointing_started
-    assert jm.coordinator.stats.counts["failed"] == failed + 1
+    assert jm.coordinator.checkpoint_counts()["failed"] == failed + 1
     driver.timers.advance(29)
     assert not [a for a in driver.actions_since(redeployed) if type(a) is SendToTask]
     driver.timers.advance(1)  # one interval after the restart
