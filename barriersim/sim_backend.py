@@ -85,7 +85,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
         records_per_second=through / virtual_seconds if virtual_seconds else None, throughput_clock="virtual",
         source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
         faults_fired=result.fault_log, failure_reason=result.failure_reason,
-        **jobs_sections(report, simulation.job_master.next_attempt_number, scope),
+        **jobs_sections(report, simulation.dispatcher.next_attempt_number(), scope),
         backend_sections={
             "simulation": {
                 "outcome": result.outcome.value,

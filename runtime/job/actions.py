@@ -1,26 +1,11 @@
-"""What the JobMaster asks its driver to do, and the timers and messages it hands out.
-
-How this works: ``JobMaster`` (``runtime.job.job_master``) is sans-IO: each of its entry points returns a list of
-the values below, which the driver (the simulator, or the Ray job manager actor) carries out in order. Every value
-is frozen; none holds a callback.
-- ``DeployTasks``: start one task per ``TaskDeploymentDescriptor`` (Flink's ``TaskDeploymentDescriptor``: the
-  attempt, the state to restore, the armed crash points and slowdowns) on the node its TaskManager is given
-  (``taskmanager_nodes``), then report ``tasks_restored`` and, once they run, ``tasks_started``;
-  ``ReportRunning``: the RUNNING reports of a deployment's other tasks, to hand back with ``tasks_running`` once
-  what is due at this instant ran (the coordinator's timers included); ``KillTask``: the
-  fault schedule kills one task (the driver reports its death with ``task_failed``); ``KillTaskManagers``: it
-  kills some TaskManagers with every task in them at once, or a whole node (``node``), which the Ray driver kills
-  for real; ``CancelTasks``: every task of that deployment dies at once (a failover).
-- ``SendToTask``: carry ``message`` (``TriggerCheckpoint``, ``NotifyCheckpointComplete``,
-  ``NotifyCheckpointAborted``) to the attempt after the driver's transport time plus ``delay_ms`` (a fault's
-  delay), and deliver it only if ``JobMaster.is_current(attempt)`` still holds then.
-- ``SendToCoordinator``: a task's message that the JobMaster accepted, to hand back with
-  ``coordinator_receives`` after the driver's transport time (simulator: the RPC latency; Ray: none, the call
-  already crossed) plus ``delay_ms``.
-- ``StartTimer``: call ``timer_fired(timer)`` after ``delay_ms``; the timers are ``FaultDue``, ``RestartDue``
-  and ``CoordinatorRecoveryDue``.
-- ``JobEnded``: the job reached its outcome; nothing more will happen.
-"""
+"""What the JobMaster asks its driver to do (``JobMaster.handle`` returns a list of these, carried out in order),
+and the timers and messages it hands out, which come back to ``handle`` as events: a ``SendToCoordinator``'s
+``CoordinatorMessage`` after the driver's transport time, a ``StartTimer``'s ``JobTimer`` when it is due. Every value
+is frozen; none holds a callback. ``DeployTasks``, ``KillTask``, ``KillTaskManagers`` and ``CancelTasks`` start and
+end tasks; ``ReportRunning`` hands the other RUNNING reports of a deployment back (``TasksRunning``) once what is due
+at this instant ran; ``SendToTask`` carries a message to an attempt, delivered only if
+``is_current(attempt)`` still holds then; ``JobEnded``: nothing more will happen. docs/architecture.md ("The
+drivers") says how each driver carries them out."""
 
 from __future__ import annotations
 

@@ -21,13 +21,14 @@ from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoor
 from barriersim.runtime.coordinator.completed_store import DefaultCompletedCheckpointStore
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.faults.fault_schedule import MessageKind, ProtocolPoint
+from barriersim.runtime.job.events import CoordinatorTimerFired
 from barriersim.runtime.job.actions import (
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     TriggerCheckpoint,
     subtask_name,
 )
-from barriersim.runtime.event_timers import DeliveringTimers
+from barriersim.runtime.event_timers import WrappingTimers
 from barriersim.runtime.state.snapshot import metadata_bytes_estimate
 from barriersim.runtime.storage.atomic_file import WriteFault
 from barriersim.runtime.storage.errors import CheckpointStorageError
@@ -41,8 +42,8 @@ class CoordinatorActions:
             store = DefaultCompletedCheckpointStore(self.config.max_retained, self.storage, on_error=self._storage_error)
         return CheckpointCoordinator(
             self.job_id, vertices_from_job_graph(self.graph), self.config.coordinator_configuration(),
-            clock=self.clock, timers=DeliveringTimers(self._timer_service, self._deliver_coordinator_timer(
-                self.coordinator_generation)),
+            clock=self.clock,
+            timers=WrappingTimers(self._timers, lambda event, g=self.coordinator_generation: CoordinatorTimerFired(g, event)),
             rng=self._coordinator_rng(), tasks_running=False,
             completed_checkpoint_store=store, checkpoint_id_counter=self.id_counter,
             checkpoint_writer=self._write_metadata, first_attempt_number=first_attempt_number,
@@ -50,17 +51,6 @@ class CoordinatorActions:
                 metadata_bytes_estimate(states, self.config.memory_threshold_bytes)),
             claim_mode=self.config.claim_mode,
         )
-
-    def _deliver_coordinator_timer(self, generation: int):
-        def deliver(event: m.TimerFired) -> None:
-            """A timer of the coordinator of ``generation`` fired: a crashed coordinator's never do; what the
-            coordinator's handling of it causes goes to the driver's action sink."""
-            if generation == self.coordinator_generation:
-                self._handle_coordinator(self.coordinator.handle(event))
-                actions = self._take()
-                if actions:
-                    self._action_sink(actions)
-        return deliver
 
     def _handle_coordinator(self, actions: list) -> None:
         """Carry out the coordinator's actions in order. A ``FailJob`` among them fails the job over only after the

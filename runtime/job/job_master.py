@@ -103,6 +103,7 @@ from barriersim.runtime.faults.fault_schedule import (
     ProtocolPoint,
     SlowTask,
 )
+from barriersim.runtime.event_timers import EventTimers
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.actions import (
     CoordinatorMessage,
@@ -120,6 +121,7 @@ from barriersim.runtime.job.actions import (
     subtask_name,
 )
 from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job import events as je
 from barriersim.runtime.job.coordinator_actions import CoordinatorActions
 from barriersim.runtime.job.execution_deployer import ExecutionDeployer
 from barriersim.runtime.job.failover import FAULT_NAMES, JobFailover
@@ -135,9 +137,8 @@ Trace = Callable[[str, str], None]
 
 
 class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeployer):
-    def __init__(self, config: JobConfig, job_id: str, *, storage, clock: Callable[[], int], timer_service,
-                 coordinator_rng: Callable[[], random.Random], action_sink: ActionSink,
-                 trace: Trace | None = None, keep_completed_metadata: bool = False,
+    def __init__(self, config: JobConfig, job_id: str, *, storage, clock: Callable[[], int], timers: EventTimers,
+                 coordinator_rng: Callable[[], random.Random], trace: Trace | None = None, keep_completed_metadata: bool = False,
                  charging: Charging = Charging.VIRTUAL, cost_rng: random.Random | None = None,
                  savepoint_storage=None, restore: JobRestore | None = None, first_epoch: int = 0,
                  first_attempt_number: int = 0, fault_log: FaultLog | None = None, fired_points: set | None = None,
@@ -159,9 +160,8 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         self.storage = storage
         self.savepoint_storage = savepoint_storage if savepoint_storage is not None else storage
         self.clock = clock
-        self._timer_service = timer_service
+        self._timers = timers
         self._coordinator_rng = coordinator_rng
-        self._action_sink = action_sink
         self._trace = trace or (lambda label, detail: None)
         self._out: list = []
         self._cost = CostCharger(config.storage, charging, cost_rng or random.Random(0))
@@ -225,6 +225,26 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         self.retired_stats: list[CheckpointStatsTracker] = []  # the statistics of coordinators that died
         self.coordinator = self._new_coordinator(first_attempt_number=first_attempt_number)
         self.restart_strategy = self._new_restart_strategy()
+        self._handlers = {
+            je.Start: self._start, je.TasksRestored: self._tasks_restored, je.TasksStarted: self._tasks_started,
+            je.TasksRunning: self._tasks_running, je.DeployFailed: self._deploy_failed,
+            je.CheckpointAcknowledged: self._acknowledge_checkpoint, je.CheckpointDeclined: self._decline_checkpoint,
+            je.IncompleteStatsReported: self._report_incomplete_snapshot_stats, je.TaskFinished: self._task_finished,
+            je.TaskFailed: self._task_failed, je.TaskCrashedAt: self._task_crashed_at,
+            je.SlowdownMet: self._slowdown_met, je.TriggerSavepoint: lambda e: self._trigger_savepoint(),
+            je.StopWithSavepoint: lambda e: self._stop_with_savepoint(e.drain), je.CancelJob: lambda e: self._cancel(),
+            je.CoordinatorTimerFired: self._coordinator_timer_fired, CoordinatorMessage: self._coordinator_receives,
+            FaultDue: self._timer_fired, RestartDue: self._timer_fired, CoordinatorRecoveryDue: self._timer_fired,
+        }
+
+    def handle(self, event: je.JobEvent) -> list:
+        """The one way in: everything ``event`` causes, in order (``runtime.job.actions``)."""
+        handler = self._handlers.get(type(event))
+        if handler is None:
+            raise TypeError(f"job {self.job_id}: not a JobMaster event: {event!r}")
+        handler(event)
+        out, self._out = self._out, []
+        return out
 
     # -- queries --------------------------------------------------------------------------------------
 
@@ -262,7 +282,7 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
 
     # -- events from the driver -----------------------------------------------------------------------
 
-    def start(self) -> list:
+    def _start(self, event: je.Start) -> None:
         """Deploy the first attempt: fresh state, or the state of the savepoint or checkpoint to restore."""
         restore = None
         settings = self._restore_settings
@@ -286,7 +306,6 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         except RESTORE_ERRORS as err:
             self._restore_failed(RestorePhase.START, f"restore from {settings.path}" if settings else "deploy",
                                  describe(err))
-        return self._take()
 
     def _fail_to_start(self, reason: str) -> None:
         """The job cannot be deployed (Flink: the JobMaster fails to create the job's execution graph)."""
@@ -297,37 +316,37 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FAILED)))
         self._out.append(JobEnded(JobOutcome.FAILED))
 
-    def tasks_restored(self, epoch: int, restored_in_flight_bytes: int,
-                       source_records_read: Mapping[str, int] | None = None) -> list:
+    def _tasks_restored(self, event: je.TasksRestored) -> None:
         """Every task of deployment ``epoch`` was built and restored its state: they count as running.
         ``source_records_read``: per source subtask (by name), its reader's offset once restored; the run's first
         deployment's are where the run began (``source_records_at_start``)."""
+        epoch, restored_in_flight_bytes, source_records_read = event.epoch, event.restored_in_flight_bytes, event.source_records_read
         if epoch != self.epoch or self.outcome is not None:
-            return []
+            return
         self.running = True
         self.restored_in_flight += restored_in_flight_bytes
         if self.started_ms is None:
             self.started_ms = self.clock()
             self.source_records_at_start = dict(source_records_read or {})
-        return self._take()
 
-    def tasks_running(self, epoch: int, attempts: Sequence[ExecutionAttemptID]) -> list:
+    def _tasks_running(self, event: je.TasksRunning) -> None:
         """Tasks of deployment ``epoch`` report RUNNING (Flink's ``updateTaskExecutionState``), one after another, in
         order (``ReportRunning``); the periodic trigger starts from these reports (``runtime.coordinator.deactivator``)."""
+        epoch, attempts = event.epoch, event.attempts
         for attempt in attempts:
             if epoch != self.epoch or self.outcome is not None or self.coordinator_down:
                 break
             # a task that finished meanwhile (one deployed as finished, or one with nothing to read) ran before
             if self.is_current(attempt) and (attempt.vertex_id, attempt.subtask_index) not in self.finished:
                 self._handle_coordinator(self.coordinator.handle(m.TaskRunning(attempt)))
-        return self._take()
 
-    def tasks_started(self, epoch: int) -> list:
+    def _tasks_started(self, event: je.TasksStarted) -> None:
         """The tasks of deployment ``epoch`` work. On the first deployment the fault schedule's timed faults are
         set; on a later one a ``during_restore`` crash fires (once). Then each task reports RUNNING: the first at
         once, the others when the driver hands back ``ReportRunning``."""
+        epoch = event.epoch
         if epoch != self.epoch or self.outcome is not None:
-            return []
+            return
         self._running_reports(epoch)
         self._deployments += 1
         if self._deployments == 1:
@@ -349,7 +368,6 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
                     if self._crash_fault(fault, "during_restore"):
                         self.fault_log.fired(fault, self.job_ms())
                     break
-        return self._take()
 
     def _running_reports(self, epoch: int) -> None:
         """The deployment's tasks report RUNNING one by one: the first now; the others, ``ReportRunning``, after what
@@ -362,21 +380,21 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
         if len(attempts) > 1:
             self._out.append(ReportRunning(epoch, tuple(attempts[1:])))
 
-    def deploy_failed(self, epoch: int, cause: str) -> list:
+    def _deploy_failed(self, event: je.DeployFailed) -> None:
         """A task of deployment ``epoch`` could not be deployed (its process died, or it could not restore its
         state): fail over again."""
+        epoch, cause = event.epoch, event.cause
         if epoch == self.epoch and self.outcome is None:
             restoring = f" restoring checkpoint {self._deployed_restore}" if self._deployed_restore is not None else ""
             self.failures.append(f"deploy of attempt {epoch}{restoring}: {cause}")
             self._failover("deploy", f"deploy failed{restoring}: {cause}")
-        return self._take()
 
-    def acknowledge_checkpoint(self, attempt: ExecutionAttemptID, checkpoint_id: int, snapshot,
-                               metrics: TaskCheckpointMetrics) -> list:
+    def _acknowledge_checkpoint(self, event: je.CheckpointAcknowledged) -> None:
+        attempt, checkpoint_id, snapshot, metrics = event.attempt, event.checkpoint_id, event.snapshot, event.metrics
         name = subtask_name((attempt.vertex_id, attempt.subtask_index))
         current = self.is_current(attempt)
         if current and self._crash_point(name, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, checkpoint_id):
-            return self._take()  # the task died before its acknowledgement left it
+            return  # the task died before its acknowledgement left it
         if self.fault_log.fails_state_write(name, checkpoint_id, self.job_ms()):
             # Flink's AsyncCheckpointRunnable: the asynchronous part failed, so the task declines
             self._decline(attempt, checkpoint_id, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
@@ -388,27 +406,25 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
                                  m.AcknowledgeCheckpoint(self.job_id, attempt, checkpoint_id, snapshot, metrics))
             if current:
                 self._crash_point(name, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, checkpoint_id)
-        return self._take()
 
-    def report_incomplete_snapshot_stats(self, attempt: ExecutionAttemptID, report: ReportIncompleteSnapshotStats) -> list:
+    def _report_incomplete_snapshot_stats(self, event: je.IncompleteStatsReported) -> None:
         """A cancelled or failed task's closed asynchronous part reports its figures (Flink's
         ``reportIncompleteTaskStateSnapshots``, sent as its task is cancelled): they go to the coordinator, whose
         statistics take them for a checkpoint pending or failed. A task the fault schedule killed or crashed
         (``killed``) reports nothing: its process is gone."""
+        attempt, report = event.attempt, event.report
         name = subtask_name((attempt.vertex_id, attempt.subtask_index))
         if f"{name}@{attempt.attempt_number}" not in self.killed:
             self._to_coordinator(None, name, report.checkpoint_id, m.ReportCheckpointMetrics(
                 self.job_id, attempt, report.checkpoint_id, report.metrics, report.state_size, report.checkpointed_size))
-        return self._take()
 
-    def decline_checkpoint(self, attempt: ExecutionAttemptID, checkpoint_id: int, reason: CheckpointFailureReason,
-                           detail: str) -> list:
-        self._decline(attempt, checkpoint_id, reason, detail)
-        return self._take()
+    def _decline_checkpoint(self, event: je.CheckpointDeclined) -> None:
+        self._decline(event.attempt, event.checkpoint_id, event.reason, event.detail)
 
-    def task_finished(self, attempt: ExecutionAttemptID) -> list:
+    def _task_finished(self, event: je.TaskFinished) -> None:
+        attempt = event.attempt
         if not self.is_current(attempt) or self.outcome is not None:
-            return []
+            return
         key = (attempt.vertex_id, attempt.subtask_index)
         self.finished.add(key)
         self._trace("finished", subtask_name(key))
@@ -417,20 +433,20 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
             self.outcome = JobOutcome.FINISHED
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.FINISHED)))
             self._out.append(JobEnded(JobOutcome.FINISHED))
-        return self._take()
 
-    def task_failed(self, attempt: ExecutionAttemptID, cause: str) -> list:
+    def _task_failed(self, event: je.TaskFailed) -> None:
         """A task of the current deployment died (killed by the fault schedule, or not) or raised: the job fails
         over."""
+        attempt, cause = event.attempt, event.cause
         if self.is_current(attempt) and self.outcome is None:
             name = subtask_name((attempt.vertex_id, attempt.subtask_index))
             self.failures.append(f"{name}: {cause}")
             self._failover(name, cause, failed=attempt)
-        return self._take()
 
-    def task_crashed_at(self, attempt: ExecutionAttemptID, point: ProtocolPoint, checkpoint_id: int) -> list:
+    def _task_crashed_at(self, event: je.TaskCrashedAt) -> None:
         """A task stopped itself at a task-side crash point it was deployed with (``runtime.task.crash_points``):
         it is dead, so the job fails over."""
+        attempt, point, checkpoint_id = event.attempt, event.point, event.checkpoint_id
         key = (attempt.vertex_id, attempt.subtask_index)
         name = subtask_name(key)
         fault = self.config.faults.crash_at(name, point, checkpoint_id, self._fired_points)
@@ -446,11 +462,11 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
             if isinstance(fault, (CrashTaskManager, KillNode)):
                 self._crash_group(fault, point.value, already_dead=key)
             self._failover(name, point.value, failed=attempt)
-        return self._take()
 
-    def slowdown_met(self, task: str, index: int, at_ms: int) -> None:
+    def _slowdown_met(self, event: je.SlowdownMet) -> None:
         """The ``index``-th slowdown of ``task`` slowed its work for the first time in a deployment; it fires once
         per run."""
+        task, index, at_ms = event.task, event.index, event.at_ms
         fault = self._slowdowns[task][index]
         if not self.fault_log.times_fired(fault):
             self.fault_log.fired(fault, at_ms)
@@ -458,13 +474,17 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
     def slowdowns_of(self, task: str) -> tuple[SlowTask, ...]:
         return self._slowdowns[task]
 
-    def coordinator_receives(self, message: CoordinatorMessage) -> list:
+    def _coordinator_receives(self, message: CoordinatorMessage) -> None:
         """A task's message reaches the coordinator, unless the coordinator it was sent to died meanwhile."""
         if message.generation == self.coordinator_generation and not self.coordinator_down:
             self._handle_coordinator(self.coordinator.handle(message.event))
-        return self._take()
 
-    def timer_fired(self, timer: JobTimer) -> list:
+    def _coordinator_timer_fired(self, event: je.CoordinatorTimerFired) -> None:
+        """A timer of the coordinator of a JobManager generation: a crashed coordinator's never fire."""
+        if event.generation == self.coordinator_generation:
+            self._handle_coordinator(self.coordinator.handle(event.event))
+
+    def _timer_fired(self, timer: JobTimer) -> None:
         if type(timer) is FaultDue:
             fault = timer.fault
             if isinstance(fault, CRASHES):
@@ -482,7 +502,6 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
                 self._recover_coordinator()
         else:
             raise TypeError(f"job {self.job_id}: not a JobMaster timer: {timer!r}")
-        return self._take()
 
     def _new_restart_strategy(self):
         """A new JobMaster's restart strategy; exponential-delay draws its jitter from the coordinator's stream."""
@@ -518,9 +537,3 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
                 self._trace("dropped", f"{kind.value} {name} {checkpoint_id}")
                 return
         self._out.append(SendToTask(attempt, message, delay_ms))
-
-    # -- plumbing -------------------------------------------------------------------------------------
-
-    def _take(self) -> list:
-        out, self._out = self._out, []
-        return out

@@ -53,18 +53,16 @@ class JobOperations:
         """The savepoints of the job that completed (of savepoint and stop-with-savepoint operations)."""
         return [op for op in self.operations if op.path is not None and op.status == "COMPLETED"]
 
-    def trigger_savepoint(self) -> list:
+    def _trigger_savepoint(self) -> None:
         """Flink's ``triggerSavepoint`` (canonical format); the job goes on."""
         self._request_savepoint(Operation("savepoint", self.job_ms(), savepoint_format="CANONICAL"),
                                 CheckpointType.SAVEPOINT)
-        return self._take()
 
-    def stop_with_savepoint(self, drain: bool) -> list:
+    def _stop_with_savepoint(self, drain: bool) -> None:
         """Flink's ``stopWithSavepoint``: a synchronous savepoint (``drain``: ``SAVEPOINT_TERMINATE``, else
         ``SAVEPOINT_SUSPEND``), after which the tasks finish and the job ends FINISHED."""
         self._request_savepoint(Operation("stop_with_savepoint", self.job_ms(), drain=drain, savepoint_format="CANONICAL"),
                                 CheckpointType.SAVEPOINT_TERMINATE if drain else CheckpointType.SAVEPOINT_SUSPEND)
-        return self._take()
 
     def _request_savepoint(self, op: Operation, checkpoint_type: CheckpointType) -> None:
         self.operations.append(op)
@@ -78,14 +76,14 @@ class JobOperations:
         self._trace("operation", f"{op.operation} request {op.request_id}")
         self._handle_coordinator(self.coordinator.handle(m.TriggerRequest(checkpoint_type, op.request_id)))
 
-    def cancel(self) -> list:
+    def _cancel(self) -> None:
         """Flink's ``cancel``: every task is cancelled and the job ends CANCELED; the coordinator shuts down and
         its completed checkpoints are discarded unless the retention policy retains them on cancellation."""
         op = Operation("cancel", self.job_ms())
         self.operations.append(op)
         if self.outcome is not None:
             op.status, op.failure = "FAILED", "the job has ended"
-            return self._take()
+            return
         op.status = "COMPLETED"
         self._trace("operation", "cancel")
         if not self.coordinator_down:
@@ -98,4 +96,3 @@ class JobOperations:
         retained = self.storage.list_retained_checkpoints()
         self.retained_checkpoint = retained[0].external_pointer if retained else None
         self._out.append(JobEnded(JobOutcome.CANCELED))
-        return self._take()

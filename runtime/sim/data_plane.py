@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from barriersim.runtime.job import events as je
 from barriersim.runtime.job.wiring import SubtaskKey
 from barriersim.runtime.network.input.input_channel import (
     UPSTREAM_MESSAGES,
@@ -126,7 +127,7 @@ class DataPlane:
             slowdowns = self._slowdowns[key]
             if slowdowns:  # those its emission since its anchor went through (its clock charged them)
                 for index, at_ms in slowdowns.met(emission.anchor_us / 1000, now / 1000):
-                    self.job_master.slowdown_met(task.name, index, at_ms)
+                    self._carry_out(self.dispatcher.handle(je.SlowdownMet(task.name, index, at_ms)))
             self._write_due(key, task, emission, due)
         self._pump(key)
 
@@ -183,7 +184,7 @@ class DataPlane:
             start_ms = self.sim.now_us / 1000
             cost = slowdowns.stretch(start_ms, cost / 1000) * 1000
             for index, at_ms in slowdowns.met(start_ms, start_ms + cost / 1000):
-                self.job_master.slowdown_met(self.tasks[key].name, index, at_ms)
+                self._carry_out(self.dispatcher.handle(je.SlowdownMet(self.tasks[key].name, index, at_ms)))
         return max(1, int(cost))
 
     def _schedule_flush(self, key: SubtaskKey, epoch: int, first: bool = False) -> None:
@@ -286,18 +287,18 @@ class DataPlane:
 
             self.sim.schedule_after(round(action.delay_ms * 1000), complete, Priority.NORMAL, "async-part")
         elif isinstance(action, AcknowledgeCheckpoint):
-            self._carry_out(self.job_master.acknowledge_checkpoint(
-                task.attempt_id, action.checkpoint_id, action.task_state_snapshot, action.metrics))
+            self._carry_out(self.dispatcher.handle(je.CheckpointAcknowledged(
+                task.attempt_id, action.checkpoint_id, action.task_state_snapshot, action.metrics)))
         elif isinstance(action, DeclineCheckpoint):
-            self._carry_out(self.job_master.decline_checkpoint(
-                task.attempt_id, action.checkpoint_id, action.reason, action.detail))
+            self._carry_out(self.dispatcher.handle(je.CheckpointDeclined(
+                task.attempt_id, action.checkpoint_id, action.reason, action.detail)))
         elif isinstance(action, ReportIncompleteSnapshotStats):
-            self._carry_out(self.job_master.report_incomplete_snapshot_stats(task.attempt_id, action))
+            self._carry_out(self.dispatcher.handle(je.IncompleteStatsReported(task.attempt_id, action)))
         elif isinstance(action, CrashedAtProtocolPoint):
-            self._carry_out(self.job_master.task_crashed_at(task.attempt_id, action.point, action.checkpoint_id))
+            self._carry_out(self.dispatcher.handle(je.TaskCrashedAt(task.attempt_id, action.point, action.checkpoint_id)))
         elif isinstance(action, TaskFinished):
             if self.record_cuts:
                 self._check_finish_order(key, task)
-            self._carry_out(self.job_master.task_finished(task.attempt_id))
+            self._carry_out(self.dispatcher.handle(je.TaskFinished(task.attempt_id)))
         elif isinstance(action, TaskFailed):
-            self._carry_out(self.job_master.task_failed(task.attempt_id, action.cause))
+            self._carry_out(self.dispatcher.handle(je.TaskFailed(task.attempt_id, action.cause)))

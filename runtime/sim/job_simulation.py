@@ -32,7 +32,9 @@ from typing import Any, Sequence
 
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
+from barriersim.runtime.event_timers import DeliveringTimers
 from barriersim.runtime.job import actions as a
+from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, JobOutcome, SourceEmission
 from barriersim.runtime.job.deployment import TaskRestoreError, deliver_task_message, deploy_task
 from barriersim.runtime.job.slowdowns import Slowdowns
@@ -131,15 +133,16 @@ class JobSimulation(DataPlane):
         self.source_last_record_us: dict[SubtaskKey, int] = {}
         self._channel_clock: dict[tuple, int] = {}
         self.outcome: JobOutcome | None = None
-        self.job_master = Dispatcher(
-            config, self.job_id, storage_for=self._storage_for, clock=self.sim.clock_ms, timer_service=self.sim,
-            coordinator_rng=lambda: self.sim.random("coordinator"), action_sink=self._carry_out,
+        self.dispatcher = Dispatcher(
+            config, self.job_id, storage_for=self._storage_for, clock=self.sim.clock_ms,
+            timers=DeliveringTimers(self.sim, lambda event: self._carry_out(self.dispatcher.handle(event))),
+            coordinator_rng=lambda: self.sim.random("coordinator"),
             trace=lambda label, detail: self.trace.record(self.sim.now_us, label, detail),
             keep_completed_metadata=record_cuts, restore_storage=restore_storage_for(config.restore.path if config.restore else None),
             first_attempt_number=first_attempt_number, charging=Charging.VIRTUAL,
             cost_rng=self.sim.random("metadata-cost"),
         )
-        self._finished = self.job_master.finished
+        self._finished = self.dispatcher.finished_subtasks()
 
     def _storage_for(self, job_id: str):
         """A job's checkpoint storage (in memory, Flink's JobManager storage) and its savepoints' (files in the
@@ -166,11 +169,11 @@ class JobSimulation(DataPlane):
     # -- running ---------------------------------------------------------------------------------------
 
     def run(self) -> SimulationResult:
-        self._carry_out(self.job_master.start())
+        self._carry_out(self.dispatcher.handle(je.Start()))
         result = self.sim.run(until_us=self.config.max_virtual_ms * 1000)
         if self.outcome is None:
             self.outcome = JobOutcome.TIMED_OUT if result is RunOutcome.TIME_LIMIT else JobOutcome.FINISHED
-        report = self.job_master.report()
+        report = self.dispatcher.report()
         self.report = report
         return SimulationResult(
             outcome=self.outcome,
@@ -196,7 +199,7 @@ class JobSimulation(DataPlane):
         (``runtime.verification.snapshot.verify_run``): its output against its splits, or against the snapshot its
         last job ended with (the store's pending transactions included), the run's operations telling of a failed
         drained stop."""
-        return verify_run(self.config.graph, self.splits, self.job_master.ending_snapshot, result.committed_output,
+        return verify_run(self.config.graph, self.splits, self.dispatcher.ending_snapshot(), result.committed_output,
                           self.store.pending_records, at_least_once=not self.config.mode.exactly_once,
                           operations=self.report.operations)
 
@@ -208,8 +211,8 @@ class JobSimulation(DataPlane):
         less where the run's first deployment started: 0 for a fresh job, the restored offsets for a job restored
         from an earlier run's snapshot), also when the job ended before its input did, and when its last record
         went out (virtual ms after the job's start: the end of its last step that read records; None if none)."""
-        at_start = self.job_master.source_records_at_start
-        started = self.job_master.started_ms or 0
+        at_start = self.dispatcher.source_records_at_start()
+        started = self.dispatcher.started_ms() or 0
         out = {}
         for key, reader in self._source_readers().items():
             last_us = self.source_last_record_us.get(key)
@@ -221,7 +224,7 @@ class JobSimulation(DataPlane):
         """After ``run()``: every completed checkpoint checked as a consistent cut (``runtime.sim.consistent_cut``)."""
         if not self.record_cuts:
             raise ValueError("consistent_cut_violations: the simulation was created without record_cuts=True")
-        return [v for graph, completed in self.job_master.completed_in_epoch_by_job()
+        return [v for graph, completed in self.dispatcher.completed_in_epoch_by_job()
                 for v in check_consistent_cuts(graph, completed, self.deployments,
                                                exactly_once=self.config.mode.exactly_once,
                                                aligned_only=self.config.mode is CheckpointingMode.ALIGNED)]
@@ -237,19 +240,19 @@ class JobSimulation(DataPlane):
                 self._send_to_coordinator(action)
             elif kind is a.StartTimer:
                 self.sim.schedule_after(action.delay_ms * 1000,
-                                        lambda timer=action.timer: self._carry_out(self.job_master.timer_fired(timer)),
+                                        lambda timer=action.timer: self._carry_out(self.dispatcher.handle(timer)),
                                         Priority.URGENT, "timer")
             elif kind is a.DeployTasks:
                 self._deploy(action)
             elif kind is a.ReportRunning:  # at this instant, after the timers due now (the deployment takes no time)
                 self.sim.schedule_after(0, lambda act=action: self._carry_out(
-                    self.job_master.tasks_running(act.epoch, act.attempts)), Priority.LOW, "running")
+                    self.dispatcher.handle(je.TasksRunning(act.epoch, act.attempts))), Priority.LOW, "running")
             elif kind is a.KillTask:  # the task dies, and its death is seen at once
-                self._carry_out(self.job_master.task_failed(action.attempt, action.why))
+                self._carry_out(self.dispatcher.handle(je.TaskFailed(action.attempt, action.why)))
             elif kind is a.KillTaskManagers:  # every task of the TaskManagers dies at once
                 lost = f"node {action.node}" if action.node is not None else f"taskmanager {action.taskmanagers[0]}"
                 for attempt in action.attempts:
-                    self._carry_out(self.job_master.task_failed(attempt, f"{lost} lost ({action.why})"))
+                    self._carry_out(self.dispatcher.handle(je.TaskFailed(attempt, f"{lost} lost ({action.why})")))
             elif kind is a.CancelTasks:
                 self._cancel(action)
             elif kind is a.JobEnded:
@@ -265,7 +268,7 @@ class JobSimulation(DataPlane):
 
         def deliver() -> None:
             task = self.tasks.get(key)
-            if epoch != self.epoch or task is None or not self.job_master.is_current(attempt):
+            if epoch != self.epoch or task is None or not self.dispatcher.is_current(attempt):
                 return
             self._sync_before(key)
             deliver_task_message(task, action.message)
@@ -277,7 +280,7 @@ class JobSimulation(DataPlane):
     def _send_to_coordinator(self, action: a.SendToCoordinator) -> None:
         message = action.message
         self.sim.schedule_after(int(self.config.rpc_latency_us) + action.delay_ms * 1000,
-                                lambda: self._carry_out(self.job_master.coordinator_receives(message)),
+                                lambda: self._carry_out(self.dispatcher.handle(message)),
                                 Priority.CONTROL, "rpc")
 
     def _deploy(self, action: a.DeployTasks) -> None:
@@ -309,7 +312,7 @@ class JobSimulation(DataPlane):
                     charging=Charging.VIRTUAL, cost_rng=self._cost_rng,
                     wakeup=lambda k=key, e=epoch: self._wake(k, e), splits=splits, store=self.store, on_built=on_built)
             except TaskRestoreError as err:  # the deployment fails; the tasks built so far die with it
-                self._carry_out(self.job_master.deploy_failed(epoch, str(err)))
+                self._carry_out(self.dispatcher.handle(je.DeployFailed(epoch, str(err))))
                 return
             restored_bytes += restored["input_bytes"] + restored["output_bytes"]
             self.tasks[key] = task
@@ -319,13 +322,13 @@ class JobSimulation(DataPlane):
                     and config.source_emission is SourceEmission.EXACT):
                 self._emission[key] = EmissionClock(config.source_rate_per_subtask, self.sim.now_us, self._slowdowns[key])
         offsets = {a.subtask_name(key): reader.records_read for key, reader in self._source_readers().items()}
-        self._carry_out(self.job_master.tasks_restored(epoch, restored_bytes, offsets))
+        self._carry_out(self.dispatcher.handle(je.TasksRestored(epoch, restored_bytes, offsets)))
         for key in self.tasks:
             self._pump(key)  # recovered output data and initial credit
             self._kick(key)
             self._schedule_flush(key, epoch, first=True)
         self.trace.record(self.sim.now_us, "deploy", f"epoch={epoch} restore={action.restored_checkpoint_id}")
-        self._carry_out(self.job_master.tasks_started(epoch))
+        self._carry_out(self.dispatcher.handle(je.TasksStarted(epoch)))
 
     def _cancel(self, action: a.CancelTasks) -> None:
         """Every task of the deployment dies (sinks abort their open transactions); nothing scheduled for it runs.
@@ -333,7 +336,7 @@ class JobSimulation(DataPlane):
         after the RPC latency)."""
         for task in list(self.tasks.values()):
             for report in task.fail():
-                self._carry_out(self.job_master.report_incomplete_snapshot_stats(task.attempt_id, report))
+                self._carry_out(self.dispatcher.handle(je.IncompleteStatsReported(task.attempt_id, report)))
         self.epoch = action.epoch + 1
         self._scheduled.clear()
         self._sync_at.clear()

@@ -26,7 +26,7 @@ WINDOW_START, WINDOW_MS, HOT_KEY = 20, 5, 0
 
 def _replayed_sum(job, checkpoint_id: int) -> int:
     """The values of the window's records that lie after the sources' offsets in checkpoint ``checkpoint_id``."""
-    _, metadata = job.job_master.completed_in_epoch[checkpoint_id]
+    _, metadata = job.dispatcher.completed_in_epoch()[checkpoint_id]
     total = 0
     for operator in metadata.operator_states:
         if operator.operator_id not in job.splits:

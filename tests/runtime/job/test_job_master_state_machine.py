@@ -83,6 +83,8 @@ from barriersim.runtime.job.actions import (
     TaskDeploymentDescriptor,
     TriggerCheckpoint,
 )
+from barriersim.runtime.event_timers import DeliveringTimers
+from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.job_master import JobMaster
 from barriersim.runtime.job.placement import ClusterConfig, place, slots_needed
@@ -257,9 +259,10 @@ class JobMasterMachine(RuleBasedStateMachine):
         self.outcome: JobOutcome | None = None
         self.old_spoke = 0
         self.end_account: tuple | None = None
-        self.jm = JobMaster(self.config, JOB, storage=self.storage, clock=self.timers.clock, timer_service=self.timers,
-                            coordinator_rng=lambda: random.Random(7), action_sink=self.carry_out)
-        self.carry_out(self.jm.start())
+        self.jm = JobMaster(self.config, JOB, storage=self.storage, clock=self.timers.clock,
+                            timers=DeliveringTimers(self.timers, lambda event: self.carry_out(self.jm.handle(event))),
+                            coordinator_rng=lambda: random.Random(7))
+        self.carry_out(self.jm.handle(je.Start()))
 
     # -- the fake driver ------------------------------------------------------------------------------
 
@@ -308,10 +311,10 @@ class JobMasterMachine(RuleBasedStateMachine):
                 self.to_coordinator.append((self.now + action.delay_ms, action))
             elif kind is StartTimer:
                 self.timers.register_timer(self.now + action.delay_ms,
-                                           lambda timer=action.timer: self.carry_out(self.jm.timer_fired(timer)))
+                                           lambda timer=action.timer: self.carry_out(self.jm.handle(timer)))
             elif kind is ReportRunning:  # the other tasks' RUNNING, after what is due now (as the simulator does)
                 self.timers.register_timer(self.now, lambda act=action: self.carry_out(
-                    self.jm.tasks_running(act.epoch, act.attempts)))
+                    self.jm.handle(je.TasksRunning(act.epoch, act.attempts))))
             elif kind is JobEnded:
                 assert self.outcome is None, f"a second JobEnded: {action}"
                 self.outcome = action.outcome
@@ -325,7 +328,7 @@ class JobMasterMachine(RuleBasedStateMachine):
             self.complete_deploy()
         elif self.pending_deploy is not None and self.deploy_how == "fails":
             action, self.pending_deploy = self.pending_deploy, None
-            self.carry_out(self.jm.deploy_failed(action.epoch, "a task died while deploying"))
+            self.carry_out(self.jm.handle(je.DeployFailed(action.epoch, "a task died while deploying")))
 
     def on_deploy(self, action: DeployTasks) -> None:
         assert action.epoch not in self.deployments, f"epoch {action.epoch} deployed twice"
@@ -378,16 +381,16 @@ class JobMasterMachine(RuleBasedStateMachine):
 
     def complete_deploy(self) -> None:
         action, self.pending_deploy = self.pending_deploy, None
-        self.carry_out(self.jm.tasks_restored(action.epoch, 0))
+        self.carry_out(self.jm.handle(je.TasksRestored(action.epoch, 0)))
         if self.latest is action and action.epoch not in self.cancelled:
             self.current = {d.attempt: self.tasks[d.attempt] for d in action.tasks}
-        self.carry_out(self.jm.tasks_started(action.epoch))
+        self.carry_out(self.jm.handle(je.TasksStarted(action.epoch)))
 
     def report_death(self, pick: int) -> None:
         kill = self.deaths.pop(pick % len(self.deaths))
         task = self.tasks[kill.attempt]
         task.alive = False
-        self.carry_out(self.jm.task_failed(kill.attempt, kill.why))
+        self.carry_out(self.jm.handle(je.TaskFailed(kill.attempt, kill.why)))
 
     def deliver_to_task(self, index: int) -> None:
         _, send = self.to_tasks.pop(index)
@@ -406,18 +409,18 @@ class JobMasterMachine(RuleBasedStateMachine):
 
     def deliver_to_coordinator(self, index: int) -> None:
         _, send = self.to_coordinator.pop(index)
-        self.carry_out(self.jm.coordinator_receives(send.message))
+        self.carry_out(self.jm.handle(send.message))
 
     def acknowledge(self, task: FakeTask, checkpoint_id: int) -> None:
         task.to_ack.discard(checkpoint_id)
         point = task.armed(checkpoint_id)
         if point is not None:  # the task reaches the protocol point it was deployed to crash at
             task.alive = False
-            self.carry_out(self.jm.task_crashed_at(task.attempt, point, checkpoint_id))
+            self.carry_out(self.jm.handle(je.TaskCrashedAt(task.attempt, point, checkpoint_id)))
             return
-        self.carry_out(self.jm.acknowledge_checkpoint(
+        self.carry_out(self.jm.handle(je.CheckpointAcknowledged(
             task.attempt, checkpoint_id, snapshot(task.attempt, task.parallelism, checkpoint_id),
-            TaskCheckpointMetrics(checkpoint_id, sync_duration_ms=1)))
+            TaskCheckpointMetrics(checkpoint_id, sync_duration_ms=1))))
 
     def fire_next_timer(self) -> None:
         at = self.timers.next_timer_at()
@@ -469,7 +472,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         """The driver built the tasks of the pending deployment (or one of them died while deploying)."""
         if fails:
             action, self.pending_deploy = self.pending_deploy, None
-            self.carry_out(self.jm.deploy_failed(action.epoch, "a task died while deploying"))
+            self.carry_out(self.jm.handle(je.DeployFailed(action.epoch, "a task died while deploying")))
         else:
             self.complete_deploy()
 
@@ -481,11 +484,11 @@ class JobMasterMachine(RuleBasedStateMachine):
         action = self.stale_deploys.pop(0)
         before = self.account()
         if fails:
-            assert self.jm.deploy_failed(action.epoch, "late") == []
+            assert self.jm.handle(je.DeployFailed(action.epoch, "late")) == []
         else:
-            assert self.jm.tasks_restored(action.epoch, 0) == []
-            assert self.jm.tasks_started(action.epoch) == []
-            assert self.jm.tasks_running(action.epoch, [d.attempt for d in action.tasks]) == []
+            assert self.jm.handle(je.TasksRestored(action.epoch, 0)) == []
+            assert self.jm.handle(je.TasksStarted(action.epoch)) == []
+            assert self.jm.handle(je.TasksRunning(action.epoch, [d.attempt for d in action.tasks])) == []
         assert self.account() == before
 
     @precondition(lambda self: self.to_tasks or self.to_coordinator)
@@ -532,7 +535,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         if chosen is not None:
             task, cid = chosen
             task.to_ack.discard(cid)
-            self.carry_out(self.jm.decline_checkpoint(task.attempt, cid, reason, "declined by the test"))
+            self.carry_out(self.jm.handle(je.CheckpointDeclined(task.attempt, cid, reason, "declined by the test")))
 
     @rule(pick=st.integers(0, 100))
     @step
@@ -542,7 +545,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         if live:
             task = live[pick % len(live)]
             task.alive = False
-            self.carry_out(self.jm.task_failed(task.attempt, "lost its process"))
+            self.carry_out(self.jm.handle(je.TaskFailed(task.attempt, "lost its process")))
 
     @precondition(lambda self: self.deaths)
     @rule(pick=st.integers(0, 100))
@@ -557,7 +560,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         if chosen is not None:
             task, cid = chosen
             task.alive = False
-            self.carry_out(self.jm.task_crashed_at(task.attempt, point, cid))
+            self.carry_out(self.jm.handle(je.TaskCrashedAt(task.attempt, point, cid)))
 
     @precondition(lambda self: self.steps >= STEPS // 2)  # the job runs a while before its tasks finish
     @rule(pick=st.integers(0, 100))
@@ -567,7 +570,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         if live:
             task = live[pick % len(live)]
             task.finished = True
-            self.carry_out(self.jm.task_finished(task.attempt))
+            self.carry_out(self.jm.handle(je.TaskFinished(task.attempt)))
 
     @precondition(lambda self: self.old_tasks())
     @rule(pick=st.integers(0, 100), kind=st.sampled_from(["ack", "decline", "finished", "failed", "crashed"]),
@@ -595,19 +598,19 @@ class JobMasterMachine(RuleBasedStateMachine):
             live = False
         before = self.account()
         if kind == "ack":
-            out = self.jm.acknowledge_checkpoint(task.attempt, cid, snapshot(task.attempt, task.parallelism, cid),
-                                                 TaskCheckpointMetrics(cid))
+            out = self.jm.handle(je.CheckpointAcknowledged(task.attempt, cid, snapshot(task.attempt, task.parallelism, cid),
+                                                 TaskCheckpointMetrics(cid)))
         elif kind == "decline":
-            out = self.jm.decline_checkpoint(task.attempt, cid, CheckpointFailureReason.CHECKPOINT_DECLINED, "late")
+            out = self.jm.handle(je.CheckpointDeclined(task.attempt, cid, CheckpointFailureReason.CHECKPOINT_DECLINED, "late"))
         elif kind == "finished":
-            out = self.jm.task_finished(task.attempt)
+            out = self.jm.handle(je.TaskFinished(task.attempt))
         elif kind == "failed":
-            out = self.jm.task_failed(task.attempt, "late death")
+            out = self.jm.handle(je.TaskFailed(task.attempt, "late death"))
         else:  # at the point it was armed with for that checkpoint, if any
-            out = self.jm.task_crashed_at(task.attempt, task.armed(cid) or point, cid)
+            out = self.jm.handle(je.TaskCrashedAt(task.attempt, task.armed(cid) or point, cid))
         assert all(type(a) is SendToCoordinator for a in out), out
         for send in out:  # delivered at once: the coordinator ignores it too
-            self.carry_out(self.jm.coordinator_receives(send.message))
+            self.carry_out(self.jm.handle(send.message))
         after = self.account()
         if kind in ("ack", "decline"):  # the fault schedule's message faults may match a late message
             before, after = before[:-1], after[:-1]
@@ -649,7 +652,7 @@ class JobMasterMachine(RuleBasedStateMachine):
                 for task in list(self.current.values()):
                     if not task.finished and self.outcome is None:
                         task.finished = True
-                        self.carry_out(self.jm.task_finished(task.attempt))
+                        self.carry_out(self.jm.handle(je.TaskFinished(task.attempt)))
             else:
                 upcoming = [at for at, _ in self.to_tasks + self.to_coordinator]
                 next_timer = self.timers.next_timer_at()
@@ -737,24 +740,25 @@ class SimpleDriver:
         self.timers = ManualTimerService(0)
         self.storage = JobManagerCheckpointStorage(JOB)
         self.batches: list[list] = []
-        self.jm = JobMaster(config, JOB, storage=self.storage, clock=self.timers.clock, timer_service=self.timers,
-                            coordinator_rng=lambda: random.Random(7), action_sink=self.carry_out)
-        self.carry_out(self.jm.start())
+        self.jm = JobMaster(config, JOB, storage=self.storage, clock=self.timers.clock,
+                            timers=DeliveringTimers(self.timers, lambda event: self.carry_out(self.jm.handle(event))),
+                            coordinator_rng=lambda: random.Random(7))
+        self.carry_out(self.jm.handle(je.Start()))
 
     def carry_out(self, actions: list) -> None:
         self.batches.append(list(actions))
         for action in actions:
             if type(action) is StartTimer:
                 self.timers.register_timer(self.timers.clock() + action.delay_ms,
-                                           lambda timer=action.timer: self.carry_out(self.jm.timer_fired(timer)))
+                                           lambda timer=action.timer: self.carry_out(self.jm.handle(timer)))
             elif type(action) is DeployTasks:
-                self.carry_out(self.jm.tasks_restored(action.epoch, 0, self.source_offsets))
-                self.carry_out(self.jm.tasks_started(action.epoch))
+                self.carry_out(self.jm.handle(je.TasksRestored(action.epoch, 0, self.source_offsets)))
+                self.carry_out(self.jm.handle(je.TasksStarted(action.epoch)))
             elif type(action) is ReportRunning:
                 self.timers.register_timer(self.timers.clock(), lambda act=action: self.carry_out(
-                    self.jm.tasks_running(act.epoch, act.attempts)))
+                    self.jm.handle(je.TasksRunning(act.epoch, act.attempts))))
             elif type(action) is KillTask:
-                self.carry_out(self.jm.task_failed(action.attempt, action.why))
+                self.carry_out(self.jm.handle(je.TaskFailed(action.attempt, action.why)))
 
     def actions_since(self, batch: int) -> list:
         return [a for actions in self.batches[batch:] for a in actions]
@@ -769,7 +773,7 @@ def test_the_run_begins_where_its_first_deployment_restored_its_sources():
     assert jm.source_records_at_start == {"src#0": 500}
     driver.source_offsets = {"src#0": 800}
     driver.timers.advance(40)
-    driver.carry_out(jm.task_failed(jm.attempts[("map", 0)], "lost its process"))
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempts[("map", 0)], "lost its process")))
     driver.timers.advance(1)  # the restart (its delay's timer)
     assert jm.epoch == 1 and jm.running
     assert jm.report().source_records_at_start == {"src#0": 500}
@@ -785,7 +789,7 @@ def test_a_failed_job_stays_ended():
     driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=60, restart_delay_ms=0, max_restarts=0))
     driver.timers.advance(40)
     jm = driver.jm
-    driver.carry_out(jm.task_failed(jm.attempts[("map", 0)], "lost its process"))
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempts[("map", 0)], "lost its process")))
     assert jm.outcome is JobOutcome.FAILED and jm.restarts == 0
     ended = len(driver.batches)
     driver.timers.advance(1000)
@@ -835,10 +839,10 @@ def test_a_late_crash_report_of_an_old_attempt_does_not_count_as_fired():
     driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, restart_delay_ms=0, faults=faults))
     jm = driver.jm
     old = jm.attempts[("map", 0)]
-    driver.carry_out(jm.task_failed(jm.attempts[("src", 0)], "lost its process"))
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempts[("src", 0)], "lost its process")))
     driver.timers.advance(1)
     assert jm.running and jm.epoch == 1 and jm.restarts == 1
-    assert jm.task_crashed_at(old, ProtocolPoint.BEFORE_FORWARDING_BARRIER, 1) == []
+    assert jm.handle(je.TaskCrashedAt(old, ProtocolPoint.BEFORE_FORWARDING_BARRIER, 1)) == []
     assert jm.restarts == 1 and [f["fired"] for f in jm.report().fault_log] == [0]
 
 
@@ -882,7 +886,7 @@ def test_a_second_fail_job_of_one_coordinator_call_is_dropped_once_the_first_end
     second = m.FailJob(CheckpointFailureReason.CHECKPOINT_EXPIRED, "second")
     jm.coordinator.handle = lambda event: [first, second]  # a fake coordinator call: what it returns is the point
     before = len(driver.batches)
-    driver.carry_out(jm.coordinator_receives(CoordinatorMessage(jm.coordinator_generation, None)))
+    driver.carry_out(jm.handle(CoordinatorMessage(jm.coordinator_generation, None)))
     after = driver.actions_since(before)
     assert jm.outcome is JobOutcome.FAILED and jm.restarts == 0
     assert [type(a) for a in after].count(CancelTasks) == 1 and [type(a) for a in after].count(JobEnded) == 1
@@ -899,7 +903,7 @@ def test_a_restarting_job_triggers_no_checkpoint_until_it_runs_again():
     jm = driver.jm
     driver.timers.advance(40)  # checkpoint 1 is triggered and pending (nobody acknowledges)
     failed_at = len(driver.batches)
-    driver.carry_out(jm.task_failed(jm.attempts[("map", 0)], "lost its process"))
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempts[("map", 0)], "lost its process")))
     assert jm.coordinator.checkpoint_stats().history[1]["failure_reason"] == "CHECKPOINT_COORDINATOR_SUSPEND"
     driver.timers.advance(499)  # the restart delay: no trigger, no checkpoint
     during = driver.actions_since(failed_at)
@@ -926,7 +930,7 @@ def test_an_exponential_delay_strategy_spaces_the_restarts_out():
         driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=10_000, restart=restart))
         for _ in range(3):
             driver.timers.advance(100)
-            driver.carry_out(driver.jm.task_failed(driver.jm.attempts[("map", 0)], "lost its process"))
+            driver.carry_out(driver.jm.handle(je.TaskFailed(driver.jm.attempts[("map", 0)], "lost its process")))
             driver.timers.advance(5_000)
         return [a.delay_ms for a in driver.actions_since(0) if type(a) is StartTimer and type(a.timer) is RestartDue]
 

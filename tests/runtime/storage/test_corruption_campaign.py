@@ -74,7 +74,7 @@ def real_checkpoints(tmp_path_factory):
     job = JobSimulation(config(), SPLITS, seed=3, record_cuts=True,
                         checkpoint_directory=tmp_path_factory.mktemp("source-job"))
     assert job.run().outcome is JobOutcome.FINISHED
-    completed = sorted(job.job_master.completed_in_epoch.items())
+    completed = sorted(job.dispatcher.completed_in_epoch().items())
     return [metadata for _, (_, metadata) in completed[2:5]]
 
 
