@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
 from barriersim.runtime.checkpoint_cost import Charging
-from barriersim.runtime.coordinator.checkpoint_recovery import next_attempt_number
 from barriersim.runtime.faults.experiment import (
     Action,
     Cancel,
@@ -140,9 +139,9 @@ class Dispatcher:
             first_epoch=first_epoch, first_attempt_number=first_attempt_number, fault_log=self.fault_log,
             fired_points=self._fired_points, finished=self.finished,
             started_ms=previous.started_ms if previous is not None else None, arm_timed_faults=index == 0,
+            # a node the run lost stays lost: a restored job places its TaskManagers elsewhere
+            lost_nodes=previous.lost_nodes() if previous is not None else frozenset(),
         )
-        if previous is not None:  # a node the run lost stays lost: a restored job places its TaskManagers elsewhere
-            job.lost_nodes |= previous.lost_nodes
         self.jobs.append(job)
         return job
 
@@ -196,10 +195,10 @@ class Dispatcher:
                 self._trace("restore", f"job {job + 1} from {path[0]}")
                 self.current = self._new_job(
                     job + 1, JobRestore(path[0], path[1], restore_action.allow_non_restored_state),
-                    first_epoch=ended_job.epoch + 1, first_attempt_number=next_attempt_number(ended_job.coordinator))
+                    first_epoch=ended_job.epoch() + 1, first_attempt_number=ended_job.next_attempt_number())
                 started = self.current.handle(je.Start())
                 if not self.current.restored_at_start:
-                    self._action_log[index].update(status="FAILED", failure=self.current.failures[-1])
+                    self._action_log[index].update(status="FAILED", failure=self.current.failures()[-1])
                 return self._scoped(job + 1, started)
             if ended_job.outcome in (JobOutcome.FINISHED, JobOutcome.CANCELED):
                 self._action_log[index].update(job=job + 1, status="FAILED",
@@ -211,18 +210,20 @@ class Dispatcher:
         """The path a restore reads, and the storage that wrote it; None if there is none: the job
         before did not end by its stop or cancel, or left no savepoint (or no retained checkpoint)."""
         if restore.source is RestoreSource.CHECKPOINT:
-            if ended.outcome is not JobOutcome.CANCELED or ended.retained_checkpoint is None:
+            if ended.outcome is not JobOutcome.CANCELED or ended.retained_checkpoint() is None:
                 return None
-            return ended.retained_checkpoint, ended.storage
-        if ended.outcome is JobOutcome.FINISHED and ended.stopped_with_savepoint is None:
+            return ended.retained_checkpoint(), ended.storage
+        if ended.outcome is JobOutcome.FINISHED and ended.stopped_with_savepoint() is None:
             return None  # it finished its input before it could be stopped
-        if ended.outcome is JobOutcome.FAILED and ended.failed_stop is not None:
-            return ended.failed_stop.path, ended.savepoint_storage  # Flink's message: restart from this savepoint
+        failed_stop = ended.failed_stop()
+        if ended.outcome is JobOutcome.FAILED and failed_stop is not None:
+            return failed_stop.path, ended.savepoint_storage  # Flink's message: restart from this savepoint
         if ended.outcome not in (JobOutcome.FINISHED, JobOutcome.CANCELED):
             return None
         for job in reversed(self.jobs):
-            if job.savepoints:
-                return job.savepoints[-1].path, job.savepoint_storage
+            savepoints = job.savepoints()
+            if savepoints:
+                return savepoints[-1].path, job.savepoint_storage
         return None
 
     # -- the one way in -----------------------------------------------------------------------------------------
@@ -263,7 +264,7 @@ class Dispatcher:
             out = job.handle(je.CancelJob())
         else:
             raise TypeError(f"not a timed action: {action!r}")
-        log["operation"] = len(job.operations) - 1
+        log["operation"] = len(job.operations()) - 1
         return out
 
     # -- queries ----------------------------------------------------------------------------------------------
@@ -278,7 +279,7 @@ class Dispatcher:
 
     def epoch(self) -> int:
         """The current job's deployment."""
-        return self.current.epoch
+        return self.current.epoch()
 
     def finished_subtasks(self) -> set:
         """The current job's finished subtasks: one set for the whole run, cleared in place for each deployment (a
@@ -297,35 +298,35 @@ class Dispatcher:
         return self.current.job_ms()
 
     def restarts(self) -> int:
-        return sum(job.restarts for job in self.jobs)
+        return sum(job.restarts() for job in self.jobs)
 
     def killed(self) -> list[str]:
         """The subtasks the fault schedule killed, over the run's jobs (``JobMaster.killed``)."""
-        return [k for job in self.jobs for k in job.killed]
+        return [k for job in self.jobs for k in job.killed()]
 
     def lost_nodes(self) -> set[int]:
         """The nodes the run lost (``JobMaster.lost_nodes``: they do not come back)."""
-        return self.current.lost_nodes
+        return self.current.lost_nodes()
 
     def checkpoint_counts(self) -> dict[str, int]:
         """The current job's checkpoint counts so far (its coordinator's statistics)."""
-        return self.current.coordinator.checkpoint_counts()
+        return self.current.coordinator().checkpoint_counts()
 
     def checkpoint_stats(self):
         """The statistics of the current job's coordinator."""
-        return self.current.coordinator.checkpoint_stats()
+        return self.current.coordinator().checkpoint_stats()
 
     def retired_stats(self) -> list:
         """The statistics of the current job's coordinators that died (JobManager failovers)."""
-        return self.current.retired_stats
+        return self.current.retired_stats()
 
     def next_attempt_number(self) -> int:
         """Above every execution attempt the run made (a run that continues this one starts there)."""
-        return next_attempt_number(self.current.coordinator)
+        return self.current.next_attempt_number()
 
     def ending_snapshot(self):
         """The last job's ending snapshot (``JobMaster.ending_snapshot``), for the run's verification."""
-        return self.current.ending_snapshot
+        return self.current.ending_snapshot()
 
     def source_records_at_start(self) -> dict[str, int]:
         """Where the run's sources began reading: the first job's (``JobMaster.source_records_at_start``)."""
@@ -333,11 +334,11 @@ class Dispatcher:
 
     def completed_in_epoch(self):
         """The first job's completed checkpoints, ``checkpoint id -> (epoch, metadata)`` (see ``JobMaster``)."""
-        return self.jobs[0].completed_in_epoch
+        return self.jobs[0].completed_in_epoch()
 
     def completed_in_epoch_by_job(self) -> list[tuple[Any, dict]]:
         """Per job: (its graph, its completed checkpoints' ``checkpoint id -> (epoch, metadata)``)."""
-        return [(job.graph, job.completed_in_epoch or {}) for job in self.jobs]
+        return [(job.graph, job.completed_in_epoch() or {}) for job in self.jobs]
 
     def action_report(self) -> list[dict]:
         """Every action of the schedule: its fields, the job it applied to and its status (COMPLETED, FAILED,
@@ -347,7 +348,7 @@ class Dispatcher:
             entry = dict(entry)
             op_index = entry.pop("operation", None)
             if op_index is not None:
-                op = self.jobs[entry["job"]].operations[op_index]
+                op = self.jobs[entry["job"]].operations()[op_index]
                 entry.update(status=op.status, checkpoint_id=op.checkpoint_id, path=op.path, failure=op.failure)
             out.append(entry)
         return out

@@ -591,7 +591,7 @@ class JobMasterMachine(RuleBasedStateMachine):
             cid = seen[pick % len(seen)] if seen else 0
         self.old_spoke += 1
         assert not self.jm.is_current(task.attempt)
-        if kind in ("ack", "decline") and cid in self.jm.coordinator.pending_checkpoints():
+        if kind in ("ack", "decline") and cid in self.jm.coordinator().pending_checkpoints():
             event("an old attempt speaks for a checkpoint still pending")
             live = True  # its checkpoint waits for the restart: the message counts
         else:
@@ -618,9 +618,9 @@ class JobMasterMachine(RuleBasedStateMachine):
 
     def account(self) -> tuple:
         jm = self.jm
-        return (jm.epoch, jm.restarts, jm.outcome, jm.running, sorted(jm.coordinator.pending_checkpoints()),
+        return (jm.epoch(), jm.restarts(), jm.outcome, jm.is_running(), sorted(jm.coordinator().pending_checkpoints()),
                 self.highest_completed(), [loc.checkpoint_id for loc in self.storage.list_retained_checkpoints()],
-                sorted(map(str, jm.finished)), jm.fault_log.report())
+                sorted(map(str, jm.finished_subtasks())), jm.fault_report())
 
     @precondition(lambda self: self.outcome is None and self.steps >= STEPS // 2)
     @rule()
@@ -648,7 +648,7 @@ class JobMasterMachine(RuleBasedStateMachine):
                 self.deliver_to_task(self.due(self.to_tasks)[0])
             elif self.pick_pending(0) is not None:
                 self.acknowledge(*self.pick_pending(0))
-            elif self.jm.running and self.current and all(t.alive for t in self.current.values()):
+            elif self.jm.is_running() and self.current and all(t.alive for t in self.current.values()):
                 for task in list(self.current.values()):
                     if not task.finished and self.outcome is None:
                         task.finished = True
@@ -662,9 +662,9 @@ class JobMasterMachine(RuleBasedStateMachine):
                 self.timers.advance_to(max(self.now, min(upcoming)))
         assert self.outcome is not None, "the job did not end once faults stopped"
         if self.outcome is JobOutcome.FAILED:
-            assert self.jm.restart_strategy.failures > self.jm.restart_strategy.max_attempts, (
-                f"the job failed after {self.jm.restart_strategy.failures} failures "
-                f"({self.jm.restart_strategy!r})")
+            assert self.jm.restart_strategy().failures > self.jm.restart_strategy().max_attempts, (
+                f"the job failed after {self.jm.restart_strategy().failures} failures "
+                f"({self.jm.restart_strategy()!r})")
         else:
             assert self.outcome is JobOutcome.FINISHED, self.outcome
         # past every checkpoint's expiry: an ended job's coordinator must not trigger, expire or fail anything
@@ -692,12 +692,12 @@ class JobMasterMachine(RuleBasedStateMachine):
         jm = self.jm
         # 1. ids never reused: each coordinator's ids (in the order the coordinators lived) are above every id an
         # earlier one used; the report counts each coordinator's checkpoints once
-        trackers = jm.retired_stats + ([] if jm.coordinator_down else [jm.coordinator.checkpoint_stats()])
+        trackers = jm.retired_stats() + ([] if jm.coordinator_down() else [jm.coordinator().checkpoint_stats()])
         assert len({id(t) for t in trackers}) == len(trackers), "a coordinator's statistics are held twice"
         ids = [cid for tracker in trackers for cid in sorted(tracker.history)]
         assert all(a < b for a, b in zip(ids, ids[1:])), f"checkpoint ids reused across coordinators: {ids}"
         assert set(ids) == set(self.trigger_ids), "a checkpoint was triggered that no coordinator's statistics hold"
-        assert all(jm.id_counter.get() > cid for cid in ids)
+        assert all(jm.coordinator().checkpoint_id_counter().get() > cid for cid in ids)
         report = jm.report()
         statuses = [c["status"] for c in report.checkpoints]
         assert [c["id"] for c in report.checkpoints] == sorted(ids)
@@ -718,8 +718,8 @@ class JobMasterMachine(RuleBasedStateMachine):
         latest = self.attempts_of(self.latest) if self.latest is not None else set()
         for attempt, task in self.tasks.items():
             if jm.is_current(attempt):
-                assert attempt in latest and jm.running
-                assert task.epoch == jm.epoch
+                assert attempt in latest and jm.is_running()
+                assert task.epoch == jm.epoch()
         self.failed_step = False
 
 
@@ -773,9 +773,9 @@ def test_the_run_begins_where_its_first_deployment_restored_its_sources():
     assert jm.source_records_at_start == {"src#0": 500}
     driver.source_offsets = {"src#0": 800}
     driver.timers.advance(40)
-    driver.carry_out(jm.handle(je.TaskFailed(jm.attempts[("map", 0)], "lost its process")))
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempt_of("map", 0), "lost its process")))
     driver.timers.advance(1)  # the restart (its delay's timer)
-    assert jm.epoch == 1 and jm.running
+    assert jm.epoch() == 1 and jm.is_running()
     assert jm.report().source_records_at_start == {"src#0": 500}
     assert records_read_in_run("src#0", 1_200, jm.source_records_at_start) == 700
     assert records_read_in_run("map#0", 0, jm.source_records_at_start) == 0
@@ -789,12 +789,12 @@ def test_a_failed_job_stays_ended():
     driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=60, restart_delay_ms=0, max_restarts=0))
     driver.timers.advance(40)
     jm = driver.jm
-    driver.carry_out(jm.handle(je.TaskFailed(jm.attempts[("map", 0)], "lost its process")))
-    assert jm.outcome is JobOutcome.FAILED and jm.restarts == 0
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempt_of("map", 0), "lost its process")))
+    assert jm.outcome is JobOutcome.FAILED and jm.restarts() == 0
     ended = len(driver.batches)
     driver.timers.advance(1000)
     assert driver.actions_since(ended) == []
-    assert jm.restarts == 0 and jm.coordinator.is_shutdown
+    assert jm.restarts() == 0 and jm.coordinator().is_shutdown
 
 
 def test_while_the_jobmanager_is_down_its_dead_coordinator_is_reported_once():
@@ -804,7 +804,7 @@ def test_while_the_jobmanager_is_down_its_dead_coordinator_is_reported_once():
     driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, restart_delay_ms=50, faults=faults))
     driver.timers.advance(110)
     jm = driver.jm
-    assert jm.coordinator_down
+    assert jm.coordinator_down()
     report = jm.report()
     # one checkpoint was pending (nobody acknowledges here): it failed with the JobManager, and is counted once; the
     # other failed trigger is the first task's RUNNING one (NOT_ALL_REQUIRED_TASKS_RUNNING, no row, as in Flink)
@@ -838,12 +838,12 @@ def test_a_late_crash_report_of_an_old_attempt_does_not_count_as_fired():
     faults = FaultSchedule((CrashTask("map#0", point=ProtocolPoint.BEFORE_FORWARDING_BARRIER, checkpoint_id=1),))
     driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, restart_delay_ms=0, faults=faults))
     jm = driver.jm
-    old = jm.attempts[("map", 0)]
-    driver.carry_out(jm.handle(je.TaskFailed(jm.attempts[("src", 0)], "lost its process")))
+    old = jm.attempt_of("map", 0)
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempt_of("src", 0), "lost its process")))
     driver.timers.advance(1)
-    assert jm.running and jm.epoch == 1 and jm.restarts == 1
+    assert jm.is_running() and jm.epoch() == 1 and jm.restarts() == 1
     assert jm.handle(je.TaskCrashedAt(old, ProtocolPoint.BEFORE_FORWARDING_BARRIER, 1)) == []
-    assert jm.restarts == 1 and [f["fired"] for f in jm.report().fault_log] == [0]
+    assert jm.restarts() == 1 and [f["fired"] for f in jm.report().fault_log] == [0]
 
 
 def test_a_queued_trigger_that_a_failed_checkpoint_starts_goes_out_before_the_failover():
@@ -858,7 +858,7 @@ def test_a_queued_trigger_that_a_failed_checkpoint_starts_goes_out_before_the_fa
     driver = SimpleDriver(config)
     driver.timers.advance(200)  # nobody acknowledges: checkpoint 1 expires while periodic requests wait in the queue
     jm = driver.jm
-    assert jm.restarts == 1
+    assert jm.restarts() == 1
     actions = driver.actions_since(0)
     redeployed = next(i for i, a in enumerate(actions) if type(a) is DeployTasks and a.epoch == 1)
     sent = [a for a in actions[:redeployed] if type(a) in (SendToTask, CancelTasks)]  # the first deployment's
@@ -884,11 +884,11 @@ def test_a_second_fail_job_of_one_coordinator_call_is_dropped_once_the_first_end
     jm = driver.jm
     first = m.FailJob(CheckpointFailureReason.CHECKPOINT_DECLINED, "first")
     second = m.FailJob(CheckpointFailureReason.CHECKPOINT_EXPIRED, "second")
-    jm.coordinator.handle = lambda event: [first, second]  # a fake coordinator call: what it returns is the point
+    jm.coordinator().handle = lambda event: [first, second]  # a fake coordinator call: what it returns is the point
     before = len(driver.batches)
-    driver.carry_out(jm.handle(CoordinatorMessage(jm.coordinator_generation, None)))
+    driver.carry_out(jm.handle(CoordinatorMessage(jm.coordinator_generation(), None)))
     after = driver.actions_since(before)
-    assert jm.outcome is JobOutcome.FAILED and jm.restarts == 0
+    assert jm.outcome is JobOutcome.FAILED and jm.restarts() == 0
     assert [type(a) for a in after].count(CancelTasks) == 1 and [type(a) for a in after].count(JobEnded) == 1
     assert "CHECKPOINT_DECLINED" in jm.failure_reason
 
@@ -903,17 +903,17 @@ def test_a_restarting_job_triggers_no_checkpoint_until_it_runs_again():
     jm = driver.jm
     driver.timers.advance(40)  # checkpoint 1 is triggered and pending (nobody acknowledges)
     failed_at = len(driver.batches)
-    driver.carry_out(jm.handle(je.TaskFailed(jm.attempts[("map", 0)], "lost its process")))
-    assert jm.coordinator.checkpoint_stats().history[1]["failure_reason"] == "CHECKPOINT_COORDINATOR_SUSPEND"
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempt_of("map", 0), "lost its process")))
+    assert jm.coordinator().checkpoint_stats().history[1]["failure_reason"] == "CHECKPOINT_COORDINATOR_SUSPEND"
     driver.timers.advance(499)  # the restart delay: no trigger, no checkpoint
     during = driver.actions_since(failed_at)
     assert not [a for a in during if type(a) is SendToTask and type(a.message) is TriggerCheckpoint]
-    assert sorted(jm.coordinator.checkpoint_stats().history) == [1] and not jm.coordinator.is_periodic_checkpointing_started
+    assert sorted(jm.coordinator().checkpoint_stats().history) == [1] and not jm.coordinator().is_periodic_checkpointing_started
     redeployed = len(driver.batches)
-    failed = jm.coordinator.checkpoint_counts()["failed"]
+    failed = jm.coordinator().checkpoint_counts()["failed"]
     driver.timers.advance(1)  # the restart: RUNNING, deployed, a trigger at once that fails
-    assert jm.epoch == 1 and jm.coordinator.is_periodic_checkpointing_started
-    assert jm.coordinator.checkpoint_counts()["failed"] == failed + 1
+    assert jm.epoch() == 1 and jm.coordinator().is_periodic_checkpointing_started
+    assert jm.coordinator().checkpoint_counts()["failed"] == failed + 1
     driver.timers.advance(29)
     assert not [a for a in driver.actions_since(redeployed) if type(a) is SendToTask]
     driver.timers.advance(1)  # one interval after the restart
@@ -930,7 +930,7 @@ def test_an_exponential_delay_strategy_spaces_the_restarts_out():
         driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=10_000, restart=restart))
         for _ in range(3):
             driver.timers.advance(100)
-            driver.carry_out(driver.jm.handle(je.TaskFailed(driver.jm.attempts[("map", 0)], "lost its process")))
+            driver.carry_out(driver.jm.handle(je.TaskFailed(driver.jm.attempt_of("map", 0), "lost its process")))
             driver.timers.advance(5_000)
         return [a.delay_ms for a in driver.actions_since(0) if type(a) is StartTimer and type(a.timer) is RestartDue]
 
