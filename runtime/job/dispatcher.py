@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Optional
 
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.faults.experiment import (
@@ -45,7 +45,6 @@ from barriersim.runtime.job import events as je
 from barriersim.runtime.job.events import CoordinatorTimerFired
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.job_master import JobMaster, JobReport, JobRestore
-from barriersim.runtime.state.snapshot import CheckpointMetadata
 
 
 RUN_FAULTS = (CrashTask, CrashCoordinator, CrashTaskManager, KillNode)  # armed by the first job, hit the one that runs

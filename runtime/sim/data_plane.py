@@ -1,27 +1,28 @@
-"""The simulator's data plane: when each task works and how its buffers, events and credit travel.
-
-``DataPlane`` is the part of ``JobSimulation`` that moves data: a task works on one input buffer (or source batch)
-at a time and is busy for its cost (``cost_us_per_record`` per record, ``hot_key_extra_us`` per hot-key record,
-stretched by the ``SlowTask`` rule of ``runtime.job.slowdowns`` for the part inside a slowdown's window); a paced
-source writes its records when they are due on its ``EmissionClock``; elements travel with a drawn latency, FIFO per
-channel, under credit-based flow control; a checkpoint's synchronous part holds its task, the asynchronous part
-completes off it. Every callback carries its epoch. Mirrors Flink's mailbox loop (``StreamTask.processInput``), its
-``OutputFlusher`` and the credit-based Netty stack; docs/windowed-faults.md has the narrative.
-"""
+"""The simulator's data plane: ``DataPlane``, a collaborator of ``JobSimulation`` that owns the deployed tasks and
+moves their data in virtual time. A task works on one input buffer (or source batch) at a time and is busy for its
+cost (``cost_us_per_record`` per record, ``hot_key_extra_us`` per hot-key record, stretched by the ``SlowTask`` rule
+of ``runtime.job.slowdowns`` inside a slowdown's window); a paced source writes its records when they are due on its
+``EmissionClock``; elements travel with a drawn latency, FIFO per channel, under credit-based flow control; a
+checkpoint's synchronous part holds its task, the asynchronous part completes off it; what a task tells its
+JobMaster goes to ``to_job_master``. Every callback carries its epoch. Mirrors Flink's mailbox loop
+(``StreamTask.processInput``), its ``OutputFlusher`` and the credit-based Netty stack; docs/windowed-faults.md."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from barriersim.runtime.job import events as je
-from barriersim.runtime.job.wiring import SubtaskKey
+from barriersim.runtime.job.config import JobConfig, SourceEmission
+from barriersim.runtime.job.deployment import deliver_task_message
+from barriersim.runtime.job.slowdowns import Slowdowns
+from barriersim.runtime.job.wiring import SubtaskKey, Wiring
 from barriersim.runtime.network.input.input_channel import (
     UPSTREAM_MESSAGES,
     AcknowledgeAllRecordsProcessed,
     AddCredit,
     AnnounceBufferSize,
 )
-from barriersim.runtime.sim.kernel import Priority
+from barriersim.runtime.sim.kernel import Priority, Simulation
 from barriersim.runtime.sim.source_emission import EmissionClock
 from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import (
@@ -37,12 +38,98 @@ from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
 
 class DataPlane:
-    """Task scheduling and the network of ``JobSimulation``."""
+    """The deployed tasks, their scheduling and the network (see the module)."""
+
+    def __init__(self, config: JobConfig, *, sim: Simulation, finished: set[SubtaskKey], record_cuts: bool,
+                 to_job_master: Callable[[Any], None]):
+        """``finished``: the run's finished subtasks of the current deployment (the Dispatcher's, kept up to date by
+        it); ``record_cuts``: check that every task finishes after the tasks it reads (``finish_order_violations``);
+        ``to_job_master(event)``: a task's acknowledgement, decline, end or death (``runtime.job.events``)."""
+        self.config = config  # the run's (a restored job's deployment has its own graph, ``new_deployment``)
+        self._deployment_config = config
+        self.sim = sim
+        self.trace = sim.trace
+        self._finished = finished
+        self.record_cuts = record_cuts
+        self._to_job_master = to_job_master
+        self._net_rng = sim.random("network")
+        self.graph = config.graph.validate()
+        self.wiring = Wiring(self.graph, config.placement)
+        self.epoch = 0  # the deployment whose tasks run
+        self.tasks: dict[SubtaskKey, StreamTask] = {}
+        self._busy_until: dict[SubtaskKey, int] = {}
+        self._cost_model: dict[SubtaskKey, tuple[float, float]] = {}  # per subtask: per-record cost, hot-key extra
+        self._slowdowns: dict[SubtaskKey, Slowdowns] = {}
+        self._scheduled: set[SubtaskKey] = set()
+        # paced sources: their emission clocks and pending sync points (``runtime.sim.source_emission``)
+        self._emission: dict[SubtaskKey, EmissionClock] = {}
+        self._sync_at: dict[SubtaskKey, int] = {}
+        # when each source subtask's last step that read records ended (virtual us)
+        self.source_last_record_us: dict[SubtaskKey, int] = {}
+        self._channel_clock: dict[tuple, int] = {}
+        self.finish_order_violations: list[str] = []  # with record_cuts: tasks that finished before an upstream
+
+    # -- deployments ----------------------------------------------------------------------------------------------
+
+    def new_deployment(self, epoch: int, config: JobConfig) -> None:
+        """Deployment ``epoch`` of a job of ``config`` starts: nothing scheduled for the job before (one that
+        finished, e.g. stopped with a savepoint) runs any more."""
+        self.epoch = epoch
+        if config.graph is not self.graph:  # a restored job with another parallelism: other channels
+            self.graph = config.graph
+            self.wiring = Wiring(self.graph, config.placement)
+            self._cost_model.clear()
+        self._deployment_config = config
+        self.tasks = {}
+        self._scheduled.clear()
+        self._emission.clear()
+        self._sync_at.clear()
+
+    def add_task(self, key: SubtaskKey, task: StreamTask, slowdowns: Slowdowns) -> None:
+        """A task of the new deployment, restored; a source with an exact rate emits on its own clock."""
+        config = self._deployment_config
+        self.tasks[key] = task
+        self._slowdowns[key] = slowdowns
+        self._busy_until[key] = self.sim.now_us
+        if (task.operator.is_source and config.source_rate_per_subtask
+                and config.source_emission is SourceEmission.EXACT):
+            self._emission[key] = EmissionClock(config.source_rate_per_subtask, self.sim.now_us, slowdowns)
+
+    def start_tasks(self) -> None:
+        """Every task of the deployment sends its recovered output data and initial credit, and works."""
+        for key in self.tasks:
+            self._pump(key)
+            self._kick(key)
+            self._schedule_flush(key, self.epoch, first=True)
+
+    def source_readers(self) -> dict[SubtaskKey, Any]:
+        return {key: task.operator.reader for key, task in self.tasks.items() if task.operator.is_source}
+
+    def deliver_message(self, key: SubtaskKey, message) -> None:
+        """An RPC of the JobMaster reaches the task of ``key`` (Flink's ``triggerCheckpoint`` / ``confirmCheckpoint``
+        / ``abortCheckpoint``)."""
+        self._sync_before(key)
+        deliver_task_message(self.tasks[key], message)
+        self._pump(key)
+        self._kick(key)
+
+    def cancel(self, next_epoch: int) -> None:
+        """Every task of the deployment dies (sinks abort their open transactions); nothing scheduled for it runs.
+        What a cancelled task's closed asynchronous parts report goes to the JobMaster."""
+        for task in list(self.tasks.values()):
+            for report in task.fail():
+                self._to_job_master(je.IncompleteStatsReported(task.attempt_id, report))
+        self.epoch = next_epoch
+        self._scheduled.clear()
+        self._sync_at.clear()
+        self._channel_clock.clear()
+
+    # -- scheduling -----------------------------------------------------------------------------------------------
 
     def _alive(self, key: SubtaskKey, epoch: int) -> bool:
         return epoch == self.epoch and key in self.tasks and key not in self._finished
 
-    def _wake(self, key: SubtaskKey, epoch: int) -> None:
+    def wake(self, key: SubtaskKey, epoch: int) -> None:
         if epoch == self.epoch and key in self.tasks:
             self._pump(key)
             self._kick(key)
@@ -127,7 +214,7 @@ class DataPlane:
             slowdowns = self._slowdowns[key]
             if slowdowns:  # those its emission since its anchor went through (its clock charged them)
                 for index, at_ms in slowdowns.met(emission.anchor_us / 1000, now / 1000):
-                    self._carry_out(self.dispatcher.handle(je.SlowdownMet(task.name, index, at_ms)))
+                    self._to_job_master(je.SlowdownMet(task.name, index, at_ms))
             self._write_due(key, task, emission, due)
         self._pump(key)
 
@@ -184,7 +271,7 @@ class DataPlane:
             start_ms = self.sim.now_us / 1000
             cost = slowdowns.stretch(start_ms, cost / 1000) * 1000
             for index, at_ms in slowdowns.met(start_ms, start_ms + cost / 1000):
-                self._carry_out(self.dispatcher.handle(je.SlowdownMet(self.tasks[key].name, index, at_ms)))
+                self._to_job_master(je.SlowdownMet(self.tasks[key].name, index, at_ms))
         return max(1, int(cost))
 
     def _schedule_flush(self, key: SubtaskKey, epoch: int, first: bool = False) -> None:
@@ -287,18 +374,18 @@ class DataPlane:
 
             self.sim.schedule_after(round(action.delay_ms * 1000), complete, Priority.NORMAL, "async-part")
         elif isinstance(action, AcknowledgeCheckpoint):
-            self._carry_out(self.dispatcher.handle(je.CheckpointAcknowledged(
-                task.attempt_id, action.checkpoint_id, action.task_state_snapshot, action.metrics)))
+            self._to_job_master(je.CheckpointAcknowledged(
+                task.attempt_id, action.checkpoint_id, action.task_state_snapshot, action.metrics))
         elif isinstance(action, DeclineCheckpoint):
-            self._carry_out(self.dispatcher.handle(je.CheckpointDeclined(
-                task.attempt_id, action.checkpoint_id, action.reason, action.detail)))
+            self._to_job_master(je.CheckpointDeclined(
+                task.attempt_id, action.checkpoint_id, action.reason, action.detail))
         elif isinstance(action, ReportIncompleteSnapshotStats):
-            self._carry_out(self.dispatcher.handle(je.IncompleteStatsReported(task.attempt_id, action)))
+            self._to_job_master(je.IncompleteStatsReported(task.attempt_id, action))
         elif isinstance(action, CrashedAtProtocolPoint):
-            self._carry_out(self.dispatcher.handle(je.TaskCrashedAt(task.attempt_id, action.point, action.checkpoint_id)))
+            self._to_job_master(je.TaskCrashedAt(task.attempt_id, action.point, action.checkpoint_id))
         elif isinstance(action, TaskFinished):
             if self.record_cuts:
                 self._check_finish_order(key, task)
-            self._carry_out(self.dispatcher.handle(je.TaskFinished(task.attempt_id)))
+            self._to_job_master(je.TaskFinished(task.attempt_id))
         elif isinstance(action, TaskFailed):
-            self._carry_out(self.dispatcher.handle(je.TaskFailed(task.attempt_id, action.cause)))
+            self._to_job_master(je.TaskFailed(task.attempt_id, action.cause))
