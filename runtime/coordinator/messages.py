@@ -1,17 +1,10 @@
-"""The coordinator's vocabulary: the events it receives and the actions it returns.
-
-How this works: every value is a frozen dataclass. Drivers (the simulator, the Ray coordinator actor) feed
-events to ``CheckpointCoordinator.handle`` and carry out the returned actions in order: send triggers and
-notifications to tasks, persist or discard checkpoint data (through storage, never here), fail or stop the job,
-restore tasks. Timers the coordinator registers deliver ``TimerFired`` back to it. Whoever runs operator
-coordinators or master hooks that answer later delivers their answers (``AcknowledgeCoordinatorState``,
-``CoordinatorCheckpointFailed``, ``MasterHookCompleted``). Mirrors the RPCs around Flink's
-``CheckpointCoordinator``: ``AcknowledgeCheckpoint`` and ``DeclineCheckpoint`` (messages from tasks),
-``Execution.triggerCheckpoint`` / ``notifyCheckpointComplete`` / ``notifyCheckpointAborted`` (calls to tasks),
-``OperatorCoordinatorCheckpointContext`` (calls to operator coordinators and their futures), the futures of
-``MasterTriggerRestoreHook.triggerCheckpoint``, ``CheckpointCoordinatorDeActivator`` (job status) and the
-scheduler's restore and fail calls.
-"""
+"""The coordinator's vocabulary: the events ``CheckpointCoordinator.handle`` takes (``CoordinatorEvent``) and the
+actions it returns (``CoordinatorAction``), every one a frozen dataclass. Drivers carry out the actions in order;
+the coordinator's timers come back as ``TimerFired``; whoever runs operator coordinators or master hooks that
+answer later delivers their answers. Mirrors the RPCs around Flink's ``CheckpointCoordinator``
+(``AcknowledgeCheckpoint``, ``DeclineCheckpoint``, ``Execution.triggerCheckpoint`` / ``notifyCheckpointComplete``
+/ ``notifyCheckpointAborted``, ``OperatorCoordinatorCheckpointContext``, ``MasterTriggerRestoreHook``), its public
+methods the scheduler calls (restores, the periodic scheduler, aborts, shutdown) and the job status it hears."""
 
 from __future__ import annotations
 

@@ -1,25 +1,11 @@
-"""The run's jobs in sequence, sans-IO: the first job, the experiment actions applied to each job, and the jobs
-restored from a savepoint or retained checkpoint of the job before, as a user would submit them. Both drivers
-run this one class in place of a single JobMaster.
-
-How this works: the ``Dispatcher`` has the interface a driver uses with a ``JobMaster`` (``start``, the task and
-coordinator events, ``timer_fired``, ``is_current``, ``report``) and forwards each event to the JobMaster of the
-current job. The first job starts fresh, or from the run's ``RestoreSettings`` (``--from``), read by the driver's
-``restore_storage`` (a checkpoint storage that reads the path; the new job's store adopts the snapshot). Its timed actions (``runtime.faults.experiment``: savepoint, stop-with-savepoint, cancel) are armed
-on the run's clock once it runs (``ActionDue``) and carried out on the job they belong to; an action whose job
-has ended (or not started) is not performed. When a job ends by a stop-with-savepoint or a cancel and a
-``Restore`` follows, the next job is submitted at once: its graph has the restore's parallelism, its state is the
-run's latest savepoint or the checkpoint the cancelled job retained (read by the storage that wrote it), its
-checkpoints go to a storage of its own (``storage_for(job_id)``, job ids ``<id>-<n>``), and it continues the
-epochs and attempt numbers of the job before (attempt ids are never reused, so nothing of an old job reaches a
-new one) and shares the fault schedule's log: the run's timed faults (armed by the first job) hit whichever job
-runs when they are due. Every timer and coordinator message a job hands out is wrapped with its job
-(``JobScoped``), so it goes back to that job. ``JobEnded`` reaches the driver only when the last job ended. The
-run's report (``RunReport``) sums the jobs' counts and lists their checkpoints (each row with its ``job`` when
-there are several), with every job's own report and the account of every action. Mirrors Flink's
-``Dispatcher`` submitting jobs (with ``SavepointRestoreSettings``) and the REST handlers of ``triggerSavepoint``,
-``stopWithSavepoint`` and ``cancel``.
-"""
+"""The run's jobs in sequence, sans-IO: ``Dispatcher.handle(event)`` is the one way in for a driver, as a
+``JobMaster``'s is for one job. It runs the first job (fresh, or from the run's ``--from`` snapshot), carries out
+the experiment's timed actions (savepoint, stop-with-savepoint, cancel) on the job they belong to and submits the
+job a ``Restore`` asks for when the one before ended by a stop or a cancel; every timer and coordinator message a
+job hands out comes back ``JobScoped`` to that job. Its query methods are what a driver reads of the run, and
+``report()`` sums the jobs' (``RunReport``). Mirrors Flink's ``Dispatcher`` submitting jobs (with
+``SavepointRestoreSettings``) and the REST handlers of ``triggerSavepoint``, ``stopWithSavepoint`` and ``cancel``.
+docs/architecture.md ("The control plane") has the narrative."""
 
 from __future__ import annotations
 
