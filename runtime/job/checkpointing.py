@@ -43,13 +43,15 @@ class JobCheckpointing:
                  job_ms: Callable[[], int], epoch: Callable[[], int], trace: Callable[[str, str], None],
                  to_task: Callable[..., None], crash_point: Callable[[str, ProtocolPoint, int], bool],
                  request_completed: Callable[[int, int], None], request_failed: Callable[[int, int | None, str], None],
-                 savepoint_written: Callable[[int, str, CheckpointMetadata], None], fail_over: Callable[[str, str], None], job_ended: Callable[[], bool],
+                 savepoint_written: Callable[[int, str, CheckpointMetadata], None],
+                 fail_over: Callable[[str, str], None], job_ended: Callable[[], bool],
                  failing_over: Callable[[], bool]):
         """``timers``: the JobMaster's, each coordinator's timer wrapped with its generation
         (``CoordinatorTimerFired``); ``to_task``: a message to a task, through its faults' fate; ``crash_point``: the
         JobMaster-side crash points; ``request_completed`` / ``request_failed`` / ``savepoint_written``: the
-        results of trigger requests (the JobMaster's operations); ``fail_over(task, why)``: a queued ``FailJob`` fails the job over, unless it
-        ``job_ended()`` or is ``failing_over()`` (then it waits for the failover's end, ``fail_over_queued``)."""
+        results of trigger requests (the JobMaster's operations); ``fail_over(task, why)``: a queued ``FailJob``
+        fails the job over, unless it ``job_ended()`` or is ``failing_over()`` (then it waits for the failover's
+        end, ``fail_over_queued``)."""
         self._config = config
         self.job_id = job_id
         self._graph = config.graph

@@ -17,6 +17,7 @@ from barriersim.runtime.coordinator.checkpoint_recovery import (
     recover_completed_checkpoint_store,
 )
 from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.faults.fault_log import FaultLog
 from barriersim.runtime.faults.fault_schedule import CrashCoordinator
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.actions import CoordinatorRecoveryDue, JobEnded, RestartDue, StartTimer
@@ -35,7 +36,7 @@ class JobFailover:
 
     def __init__(self, config: JobConfig, job_id: str, *, storage, clock: Callable[[], int],
                  coordinator_rng: Callable[[], random.Random], checkpointing: JobCheckpointing,
-                 deployer: ExecutionDeployer, injector: FaultInjector, operations: JobOperations,
+                 deployer: ExecutionDeployer, injector: FaultInjector, operations: JobOperations, fault_log: FaultLog,
                  job_ms: Callable[[], int], job_ended: Callable[[], bool], fail: Callable[[str], None],
                  trace: Callable[[str, str], None], emit: Callable[[Any], None]):
         """``fail(reason)``: the job's outcome becomes ``FAILED`` for ``reason`` (one line)."""
@@ -48,6 +49,7 @@ class JobFailover:
         self._deployer = deployer
         self._injector = injector
         self._operations = operations
+        self._fault_log = fault_log
         self._job_ms = job_ms
         self._job_ended = job_ended
         self._fail = fail
@@ -58,6 +60,10 @@ class JobFailover:
         self.failures: list[str] = []  # what failed the job over, one line each
         self.failing_over = False
         self.restart_strategy = self._new_restart_strategy()
+
+    def record_failure(self, what: str) -> None:
+        """What failed the job over (a task's death, a failed deployment), one line."""
+        self.failures.append(what)
 
     def _new_restart_strategy(self):
         """A new JobMaster's restart strategy; exponential-delay draws its jitter from the coordinator's stream."""
@@ -144,7 +150,7 @@ class JobFailover:
         """The JobManager dies: every task with it; a new one recovers after the restart delay."""
         if self._job_ended() or self._checkpointing.down:
             return  # no JobManager runs: nothing to crash (and the fault does not count as fired)
-        self._injector.fault_log.fired(fault, self._job_ms())
+        self._fault_log.fired(fault, self._job_ms())
         self._trace("failover", "coordinator crash_coordinator")
         self.restarts += 1
         self.coordinator_failovers += 1

@@ -42,12 +42,15 @@ FAULT_NAMES = {CrashTask: "crash_task", CrashTaskManager: "crash_taskmanager", K
 class FaultInjector:
     """The fault schedule's crashes, damage and message fates (see the module)."""
 
-    def __init__(self, faults, *, fault_log: FaultLog, fired_points: set, deployer: ExecutionDeployer, storage,
+    def __init__(self, faults, placement, *, fault_log: FaultLog, fired_points: set, deployer: ExecutionDeployer,
+                 storage,
                  job_ms: Callable[[], int], job_ended: Callable[[], bool], trace: Callable[[str, str], None],
                  emit: Callable[[Any], None]):
-        """``faults``: the job's ``FaultSchedule``; ``fault_log`` and ``fired_points``: the run's (shared by its
-        jobs); ``deployer``: which tasks run (and die); ``storage``: the checkpoint storage a damage strikes."""
+        """``faults``: the job's ``FaultSchedule``; ``placement``: its TaskManagers' subtasks; ``fault_log`` and
+        ``fired_points``: the run's (shared by its jobs); ``deployer``: which tasks run (and die); ``storage``: the
+        checkpoint storage a damage strikes."""
         self._faults = faults
+        self._placement = placement
         self.fault_log = fault_log
         self._fired_points = fired_points
         self._deployer = deployer
@@ -123,7 +126,7 @@ class FaultInjector:
 
     def group_crash_at(self, key: SubtaskKey, point: ProtocolPoint, checkpoint_id: int | None):
         """The TaskManager or node crash of the subtask ``key``'s TaskManager that strikes at ``point``."""
-        tm = self._deployer.placement.taskmanager_of.get(key)
+        tm = self._placement.taskmanager_of.get(key)
         if tm is None:
             return None
         return self._faults.group_crash_at(tm, self._deployer.taskmanager_nodes[tm], point, checkpoint_id,
@@ -148,7 +151,7 @@ class FaultInjector:
             taskmanagers = tuple(t for t, n in enumerate(deployer.taskmanager_nodes) if n == node)
         if not deployer.running or self._job_ended():
             return False
-        victims = [key for tm in taskmanagers for key in deployer.placement.subtasks_of(tm)
+        victims = [key for tm in taskmanagers for key in self._placement.subtasks_of(tm)
                    if deployer.killable(key) and key != already_dead]
         if not victims and already_dead is None:
             return False

@@ -89,6 +89,7 @@ class JobMaster:
         self.restored_at_start = False  # the job was started from a savepoint or retained checkpoint
         self._first_source = subtask_name((self.graph.sources[0].name, 0))
         fired_points = fired_points if fired_points is not None else set()
+        self._fault_log = fault_log if fault_log is not None else FaultLog(config.faults)
         emit = self._out_append
         # the collaborators call one another through these (each built below)
         self._deployer = ExecutionDeployer(
@@ -99,14 +100,14 @@ class JobMaster:
             restore_failed=lambda reason: self._failover.restore_failed(RestorePhase.FAILOVER, "restore", reason),
             emit=emit)
         self._injector = FaultInjector(
-            config.faults, fault_log=fault_log if fault_log is not None else FaultLog(config.faults),
-            fired_points=fired_points, deployer=self._deployer, storage=storage, job_ms=self.job_ms,
-            job_ended=self._ended, trace=self._trace, emit=emit)
+            config.faults, config.placement, fault_log=self._fault_log, fired_points=fired_points,
+            deployer=self._deployer, storage=storage, job_ms=self.job_ms, job_ended=self._ended, trace=self._trace,
+            emit=emit)
         self._checkpointing = JobCheckpointing(
             config, job_id, storage=storage, savepoint_storage=self.savepoint_storage, clock=clock, timers=timers,
             coordinator_rng=coordinator_rng, cost=CostCharger(config.storage, charging, cost_rng or random.Random(0)),
             keep_completed_metadata=keep_completed_metadata, first_attempt_number=first_attempt_number,
-            fault_log=self._injector.fault_log, job_ms=self.job_ms, epoch=lambda: self._deployer.epoch,
+            fault_log=self._fault_log, job_ms=self.job_ms, epoch=lambda: self._deployer.epoch,
             trace=self._trace, to_task=self._injector.to_task, crash_point=self._injector.crash_point,
             request_completed=lambda request, cid: self._operations.request_completed(request, cid),
             request_failed=lambda request, cid, reason: self._operations.request_failed(request, cid, reason),
@@ -119,7 +120,8 @@ class JobMaster:
         self._failover = JobFailover(
             config, job_id, storage=storage, clock=clock, coordinator_rng=coordinator_rng,
             checkpointing=self._checkpointing, deployer=self._deployer, injector=self._injector,
-            operations=self._operations, job_ms=self.job_ms, job_ended=self._ended, fail=self._failed,
+            operations=self._operations, fault_log=self._fault_log, job_ms=self.job_ms, job_ended=self._ended,
+            fail=self._failed,
             trace=self._trace, emit=emit)
         self._handlers = {
             je.Start: self._start, je.TasksRestored: self._tasks_restored, je.TasksStarted: self._tasks_started,
@@ -208,7 +210,7 @@ class JobMaster:
 
     def fault_report(self) -> list[dict]:
         """What the fault schedule fired so far (``FaultLog.report``)."""
-        return self._injector.fault_log.report()
+        return self._fault_log.report()
 
     def coordinator_generation(self) -> int:
         """The JobManager generation whose coordinator runs (a message for an older one is lost)."""
@@ -272,7 +274,7 @@ class JobMaster:
             restarts=self._failover.restarts, restored_checkpoint_ids=list(self._deployer.restored_ids),
             restored_in_flight_bytes=self._restored_in_flight,
             coordinator_failovers=self._failover.coordinator_failovers,
-            fault_log=self._injector.fault_log.report(), killed=list(self._injector.killed),
+            fault_log=self._fault_log.report(), killed=list(self._injector.killed),
             failures=list(self._failover.failures), storage_errors=list(self._checkpointing.storage_errors),
             deployments=[dict(d) for d in self._deployer.deployments], failure_reason=self.failure_reason,
             job_id=self.job_id, final_state=self.final_state(),
@@ -354,7 +356,7 @@ class JobMaster:
         if event.epoch == self._deployer.epoch and self.outcome is None:
             restoring = self._deployer.restoring
             restoring = f" restoring checkpoint {restoring}" if restoring is not None else ""
-            self._failover.failures.append(f"deploy of attempt {event.epoch}{restoring}: {event.cause}")
+            self._failover.record_failure(f"deploy of attempt {event.epoch}{restoring}: {event.cause}")
             self._failover.fail_over("deploy", f"deploy failed{restoring}: {event.cause}")
 
     # -- what the tasks tell --------------------------------------------------------------------------------------
@@ -424,7 +426,7 @@ class JobMaster:
         attempt = event.attempt
         if self.is_current(attempt) and self.outcome is None:
             name = subtask_name((attempt.vertex_id, attempt.subtask_index))
-            self._failover.failures.append(f"{name}: {event.cause}")
+            self._failover.record_failure(f"{name}: {event.cause}")
             self._failover.fail_over(name, event.cause, failed=attempt)
 
     def _task_crashed_at(self, event: je.TaskCrashedAt) -> None:
@@ -436,9 +438,9 @@ class JobMaster:
         fault = self._injector.task_crashed_at(key, point, checkpoint_id)
         if self.is_current(attempt) and self.outcome is None:
             if fault is not None:  # counted only if it killed a running task (a late report of an old attempt did not)
-                self._injector.fault_log.fired(fault, self.job_ms())
+                self._fault_log.fired(fault, self.job_ms())
             self._injector.record_death(f"{name}@{attempt.attempt_number}")
-            self._failover.failures.append(f"{name}: crashed at {point.value} of checkpoint {checkpoint_id}")
+            self._failover.record_failure(f"{name}: crashed at {point.value} of checkpoint {checkpoint_id}")
             if isinstance(fault, (CrashTaskManager, KillNode)):
                 self._injector.crash_group(fault, point.value, already_dead=key)
             self._failover.fail_over(name, point.value, failed=attempt)
@@ -447,8 +449,8 @@ class JobMaster:
         """The ``index``-th slowdown of ``task`` slowed its work for the first time in a deployment; it fires once
         per run."""
         fault = self._deployer.slowdowns[event.task][event.index]
-        if not self._injector.fault_log.times_fired(fault):
-            self._injector.fault_log.fired(fault, event.at_ms)
+        if not self._fault_log.times_fired(fault):
+            self._fault_log.fired(fault, event.at_ms)
 
     def _fault_due(self, due: FaultDue) -> None:
         fault = due.fault
