@@ -101,7 +101,7 @@ class CheckpointCoordinator:
             for i in range(v.parallelism):
                 self._executions[(v.vertex_id, i)] = Execution(
                     ExecutionAttemptID(v.vertex_id, i, first_attempt_number), state)
-        is_shutdown = lambda: self._shutdown_status is not None  # noqa: E731
+        is_shutdown = self._is_shut_down
         self._completion = CheckpointCompletion(
             job_id, self.vertices, pending=self._pending, store=self._store,
             shared_state_registry=self._registry, stats=self._stats,
@@ -294,6 +294,9 @@ class CheckpointCoordinator:
 
     @property
     def is_shutdown(self) -> bool:
+        return self._shutdown_status is not None
+
+    def _is_shut_down(self) -> bool:
         return self._shutdown_status is not None
 
     def current_attempt(self, vertex_id: JobVertexID, subtask_index: int) -> ExecutionAttemptID:

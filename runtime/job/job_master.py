@@ -91,7 +91,7 @@ class JobMaster:
         fired_points = fired_points if fired_points is not None else set()
         self._fault_log = fault_log if fault_log is not None else FaultLog(config.faults)
         emit = self._out_append
-        # the collaborators call one another through these (each built below)
+        # the collaborators; where two call each other, the one built first calls the other through a lambda
         self._deployer = ExecutionDeployer(
             config, storage=storage, fired_points=fired_points, finished=finished if finished is not None else set(),
             first_epoch=first_epoch, lost_nodes=lost_nodes,
@@ -121,8 +121,7 @@ class JobMaster:
             config, job_id, storage=storage, clock=clock, coordinator_rng=coordinator_rng,
             checkpointing=self._checkpointing, deployer=self._deployer, injector=self._injector,
             operations=self._operations, fault_log=self._fault_log, job_ms=self.job_ms, job_ended=self._ended,
-            fail=self._failed,
-            trace=self._trace, emit=emit)
+            fail=self._failed, trace=self._trace, emit=emit)
         self._handlers = {
             je.Start: self._start, je.TasksRestored: self._tasks_restored, je.TasksStarted: self._tasks_started,
             je.TasksRunning: self._tasks_running, je.DeployFailed: self._deploy_failed,
