@@ -68,7 +68,7 @@ class DeployTasks:
 @dataclass(frozen=True)
 class KillTask:
     """The fault schedule kills this attempt (``why``: the fault). The driver kills it and reports its death with
-    ``task_failed`` when it sees it (the simulator at once; on Ray, when the actor's ``run`` call fails)."""
+    ``TaskFailed`` when it sees it (the simulator at once; on Ray, when the actor's ``run`` call fails)."""
 
     attempt: ExecutionAttemptID
     why: str
@@ -79,7 +79,7 @@ class KillTaskManagers:
     """The fault schedule loses TaskManagers ``taskmanagers``: every attempt in ``attempts`` (their running tasks)
     dies at once. ``node``: they go because that node of the cluster goes (``kill_node``; the Ray driver kills the
     node's processes, so its tasks die with it), else None (``crash_taskmanager``: the driver kills the tasks).
-    The driver reports the deaths with ``task_failed`` when it sees them; the first fails the job over, the
+    The driver reports the deaths with ``TaskFailed`` when it sees them; the first fails the job over, the
     others are then of a cancelled deployment."""
 
     taskmanagers: tuple[int, ...]
@@ -90,10 +90,10 @@ class KillTaskManagers:
 
 @dataclass(frozen=True)
 class ReportRunning:
-    """Tasks of deployment ``epoch`` that report RUNNING after the first one did (``JobMaster.tasks_started``):
+    """Tasks of deployment ``epoch`` that report RUNNING after the first one did (``TasksStarted``):
     Flink's tasks report one RPC each, over some milliseconds, so what the first report set off at once (a periodic
     trigger it started with no delay) runs before the others arrive. The driver hands them back with
-    ``JobMaster.tasks_running`` after what is due now (the simulator: at the same instant, after the timers; Ray:
+    ``TasksRunning`` after what is due now (the simulator: at the same instant, after the timers; Ray:
     on a later turn of the loop)."""
 
     epoch: int
