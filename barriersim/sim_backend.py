@@ -1,21 +1,10 @@
-"""Runs on the deterministic simulator: one effective scenario simulated, verified, and written as a run directory.
-
-How this works: ``simulate`` takes the effective scenario of one run (its mode, seed, faults and overrides already
-applied: ``barriersim.api.plan``), builds the job's settings (``scenarios.simulation_inputs.job_config``), draws
-the workload locally unless ``splits`` are given (Spark's, for ``workload="spark"``), simulates, verifies the
-committed output against the reference evaluated over the same workload (``runtime.verification.reference``), and writes
-the run directory as the Ray backend does (``barriersim.summary``, with the records each source subtask read and
-its achieved rate, on the virtual clock until its last record: ``JobSimulation.source_progress``):
-``scenario.toml``, ``summary.json`` (with ``backend: "sim"``, the ``simulation`` section, ``trace_sha256`` and the
-one-line ``replay`` command, which re-runs that ``scenario.toml``) and the per-checkpoint and per-subtask
-statistics. Savepoints are written as files
-in ``savepoints/`` (Flink's JobManager storage with a savepoint directory); the checkpoints a cancelled job
-retained, kept in memory while the run lasts, are written to ``checkpoints/<job-id>/`` at its end; the external
-system the sinks wrote goes to ``external_store.msgpack``, so that a later run restored from one of them
-continues it (``barriersim.continuation``). A run whose last job ended by a stop or a cancel is verified against
-that snapshot (``runtime.verification.snapshot.verify_run``). A run is a pure function of its effective scenario
-(and, restored, of the run it continues).
-"""
+"""Runs on the deterministic simulator: ``simulate`` takes one effective scenario (``barriersim.api.plan``), builds
+the job's settings and workload, simulates it (``runtime.sim.job_simulation``), writes the checkpoints a cancelled
+job retained, verifies the committed output (against the reference over the same workload, or the snapshot a
+stopped or cancelled last job ended with) and writes the run directory as the Ray backend does: ``scenario.toml``,
+``summary.json`` (``backend: "sim"``, the ``simulation`` section, ``trace_sha256``, the one-line ``replay``
+command), the statistics, savepoints and the external system. A run is a pure function of its effective scenario
+(and, restored, of the run it continues). docs/architecture.md ("The drivers") has the narrative."""
 
 from __future__ import annotations
 
@@ -85,7 +74,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
         records_per_second=through / virtual_seconds if virtual_seconds else None, throughput_clock="virtual",
         source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
         faults_fired=result.fault_log, failure_reason=result.failure_reason,
-        **jobs_sections(report, simulation.job_master.next_attempt_number, scope),
+        **jobs_sections(report, simulation.dispatcher.next_attempt_number(), scope),
         backend_sections={
             "simulation": {
                 "outcome": result.outcome.value,
