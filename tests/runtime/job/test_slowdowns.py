@@ -6,9 +6,11 @@ as without them (it took 1,254 virtual seconds when a step that began in a windo
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.faults.fault_schedule import FaultSchedule, SlowTask
 from barriersim.runtime.job.config import JobConfig, JobOutcome
@@ -29,10 +31,13 @@ def windows(draw, factors=st.floats(1.0, 1000.0)):
     return out
 
 
-def union_length(slowdowns, start: float, end: float) -> float:
-    """How much of [start, end) lies inside some window."""
+def union_length(slowdowns, start: float, duration: float) -> Fraction:
+    """How much of [start, start + duration) lies inside some window, exactly: in floats ``start + duration`` may
+    round to ``start`` (a duration below half an ulp of the start), which would make every window miss it."""
+    start = Fraction(start)
+    end = start + Fraction(duration)
     spans = sorted((max(s.from_ms, start), end if s.until_ms is None else min(s.until_ms, end)) for s in slowdowns)
-    total, reach = 0.0, start
+    total, reach = Fraction(0), start
     for begin, finish in spans:
         begin = max(begin, reach)
         if finish > begin:
@@ -46,14 +51,17 @@ close = lambda a, b: math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)  # noqa: E73
 
 @settings(max_examples=300, deadline=None)
 @given(windows(), st.floats(0, 300), st.floats(0, 500))
+@example(  # 1.0 + work == 1.0 in floats: the work lies in the windows all the same, slowed x4.2e10 to 1e-6 ms
+    [SlowTask("t#0", f, 0, None) for f in (227.0, 491.0, 519.0, 728.0)], 1.0, 2.3747906344178512e-17
+)
 def test_slowdowns_add_at_most_their_windows_and_multiply_at_most_by_their_factors(slowdowns, start, work):
     rule = Slowdowns(slowdowns)
     took = rule.stretch(start, work)
     assert took >= work - 1e-9
     assert took <= work * math.prod(s.factor for s in slowdowns) * (1 + 1e-9) + 1e-9
     # the time added is spent inside the windows the work ran through, and never more than their length
-    assert took - work <= union_length(slowdowns, start, start + took) * (1 + 1e-9) + 1e-6
-    if union_length(slowdowns, start, start + work) == 0:
+    assert took - work <= union_length(slowdowns, start, took) * (1 + 1e-9) + 1e-6
+    if union_length(slowdowns, start, work) == 0:
         assert close(took, work)  # work outside every window is not slowed at all
     assert close(rule.progress(start, start + took), work)  # stretch and progress agree
 
