@@ -24,6 +24,14 @@ def seed_argument(text: str) -> int:
     return _non_negative_int(text, "a non-negative integer")
 
 
+def positive_argument(text: str) -> int:
+    """An integer >= 1 (a count of parallel tasks)."""
+    value = _non_negative_int(text, "an integer >= 1")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
 def setting_argument(text: str) -> tuple[str, object]:
     """``section.key=value`` with the value read as TOML (a bare word is a string)."""
     key, sep, raw = text.partition("=")

@@ -292,12 +292,12 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
         written = [Run(path=target, label="." if target == root else target.name, summary=s) for target, s in finished]
         statistics = "spark"
         if spark is None:
-            from barriersim.report.statistics import compute_locally, is_small
+            from barriersim.report.statistics import compute_locally, engine_for
             from barriersim.rundir import RunTables, run_tables
 
             tables = RunTables(written, *run_tables(written))
-            if is_small(tables):
-                statistics = "pandas"
+            statistics = engine_for(tables, spark_up=False)
+            if statistics == "pandas":
                 say("computing the checkpoint statistics (pandas)", None)
                 compute_locally(root, tables)
             else:
