@@ -41,3 +41,29 @@ class StageProgress:
             self._task = self._bar.add_task(stage, total=None)
         if fraction is not None and self._task is not None:
             self._bar.update(self._task, total=1.0, completed=fraction)
+
+
+class CountedProgress:
+    """A ``(stage, done, total)`` callback, the sweep's and the campaign's: each stage's name printed as it starts
+    (a line that stays), above one live bar of the work done (on a terminal; on a pipe, only the lines)."""
+
+    def __init__(self, console: Console, first: str):
+        from rich.progress import MofNCompleteColumn
+
+        self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                             console=console, transient=True)
+        self._task = self._bar.add_task(first, total=None)
+        self._shown: set[str] = set()
+
+    def __enter__(self) -> "CountedProgress":
+        self._bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._bar.stop()
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage not in self._shown:
+            self._shown.add(stage)
+            self._bar.console.print(stage, markup=False, highlight=False)
+        self._bar.update(self._task, description=stage, completed=done, total=total)

@@ -3,8 +3,9 @@
 ``RayTasks`` starts a local Ray (or attaches to ``address``) through ``barriersim.spark.session.RayAndSpark``, so
 Spark started later shares it; ``map_unordered`` runs a module-level function over items as Ray tasks, at most
 ``parallelism`` at a time (default: this machine's cores, or the cluster's CPUs), and yields each result as its
-task ends. A task that writes files on a node that is not the driver's sends them back (``pack_files``): the
-driver writes them (``unpack_files``), so a run directory ends up where the caller asked, whatever node ran it.
+task ends; ``worth_ray`` is the rule for starting Ray at all. A task that writes files on a node that is not the
+driver's sends them back (``pack_files``) for the driver to write (``unpack_files``), so a run directory ends up
+where the caller asked, whatever node ran it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,23 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from barriersim.errors import ArgumentError
+
+
+# Ray's start and stop cost about 4-5 s on this 2-core machine: work that would take less than this in one process
+# stays in it.
+RAY_WORTH_SECONDS = 10.0
+
+
+def ray_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("ray") is not None
+
+
+def worth_ray(first_seconds: float, rest_per_first: float) -> bool:
+    """Whether the rest of some work (``rest_per_first`` times the part that took ``first_seconds`` in this
+    process) is worth starting Ray for, over this machine's cores."""
+    return first_seconds * rest_per_first >= RAY_WORTH_SECONDS and (os.cpu_count() or 1) >= 2 and ray_installed()
 
 
 def default_parallelism(address: str | None) -> int:

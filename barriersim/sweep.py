@@ -25,7 +25,7 @@ from barriersim import api
 from barriersim.runtime.faults import FaultScheduleError
 from barriersim.arguments import positive_argument, seed_argument
 from barriersim.errors import ArgumentError, BarriersimError
-from barriersim.ray_tasks import unpack_files
+from barriersim.ray_tasks import unpack_files, worth_ray
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 from barriersim.scenarios.loader import Scenario, ScenarioError, expand_sweep
 from barriersim.scenarios.schema import SCHEMA
@@ -148,26 +148,15 @@ def _run_job_on(job: SweepJob, splits, elsewhere: bool, pack, remove) -> tuple[d
     return summaries, files
 
 
-# Ray's start and stop cost about 4-5 s here; a sweep whose remaining runs would take less than this in one process
-# runs them in it.
-RAY_WORTH_SECONDS = 10.0
-
-
-def _ray_installed() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("ray") is not None
-
-
 def _check_parallelism(backend: str, parallelism: int | None, address: str | None) -> None:
-    from barriersim.ray_tasks import check_parallelism
+    from barriersim.ray_tasks import check_parallelism, ray_installed
 
     check_parallelism(parallelism)
     if backend == "ray" and parallelism is not None and parallelism > 1:
         raise ArgumentError("parallelism: the Ray backend runs a sweep's jobs one at a time (each is a Ray job of "
                             f"its own); --parallelism applies to the sim backend, got {parallelism}")
     asked = address is not None or (parallelism is not None and parallelism > 1)
-    if backend == "sim" and parallelism != 1 and asked and not _ray_installed():
+    if backend == "sim" and parallelism != 1 and asked and not ray_installed():
         raise ArgumentError("parallelism: running points as Ray tasks needs Ray (pip install 'barriersim[ray]'); "
                             "--parallelism 1 runs them in this process")
 
@@ -184,8 +173,8 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     ``runs/<scenario>-sweep-<UTC stamp>``. ``backend``, ``seed``, ``workload``, ``faults`` as in
     ``barriersim.run``. ``parallelism`` (sim backend): 1 runs the points in this process, N > 1 as Ray tasks, N
     at a time; None: as Ray tasks over the cores when the first run says the rest would take longer than
-    ``RAY_WORTH_SECONDS`` in one process, else in it; with ``address`` (an existing Ray cluster, also Spark's),
-    as Ray tasks over the cluster's CPUs. The Ray backend runs one job at a time. ``analytics``: where the
+    ``ray_tasks.RAY_WORTH_SECONDS`` in one process, else in it; with ``address`` (an existing Ray cluster, also
+    Spark's), as Ray tasks over the cluster's CPUs. The Ray backend runs one job at a time. ``analytics``: where the
     runs' statistics are computed, ``auto`` (as ``barriersim.run`` does: in the Spark that is up, else in pandas
     when the tables are small, else in Spark on Ray), ``pandas`` or ``spark``; ``aggregate=False`` skips the
     aggregation (``table`` is then None). ``spark``: a live SparkSession on Ray (else Spark on Ray is started
@@ -268,9 +257,8 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
             record(i, run_job(job, splits_of(job), backend_says, address))
             say(stage[0], len(runs), total)
             if probe:
-                rest = sum(j.records for j in jobs[i + 1:])
-                estimate = (time.perf_counter() - started) * rest / max(1, job.records)
-                serial = estimate < RAY_WORTH_SECONDS or (os.cpu_count() or 1) < 2 or not _ray_installed()
+                rest = sum(j.records for j in jobs[i + 1:]) / max(1, job.records)
+                serial = not worth_ray(time.perf_counter() - started, rest)
                 probe = False
         remaining = [i for i in range(len(jobs)) if i not in finished]
         if remaining:
@@ -439,23 +427,12 @@ def main_from_args(args) -> int:
     """Run ``barriersim sweep`` from parsed arguments; returns the exit status (0; 1 when a run violated
     exactly-once or at-least-once; 2 with one line on stderr for bad input; 130 on Ctrl-C)."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from barriersim.progress import CountedProgress
     from barriersim.rundir import RunDirError
 
-    console = Console(stderr=True)
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as bar:
-            task = bar.add_task("checking the sweep", total=None)
-            shown: set[str] = set()
-
-            def progress(what: str, done: int, total: int) -> None:
-                if what not in shown:  # each phase named as it starts, a line that stays
-                    shown.add(what)
-                    bar.console.print(what, markup=False, highlight=False)
-                bar.update(task, description=what, completed=done, total=total)
-
+        with CountedProgress(Console(stderr=True), "checking the sweep") as progress:
             result = run_sweep(args.scenario, backend=args.backend, out=args.out, modes=args.mode, seed=args.seed,
                                workload=args.workload, address=args.address, aggregate=not args.no_analytics,
                                progress=progress, force=args.force, checkpoint_storage=args.checkpoint_storage,

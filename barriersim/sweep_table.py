@@ -13,11 +13,10 @@ from typing import Callable
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from barriersim.rundir import Run, RunTables, run_tables
 from barriersim.spark.analytics import (CHECKPOINT_METRICS, COUNT_COLUMNS, SUBTASK_METRICS, SWEEP_STATS, Analytics,
-                                        compute_analytics, read_sweep_analytics, sweep_path)
+                                        compute_analytics, read_sweep_analytics, sweep_path, write_parquet_dir)
 
 ENGINES = ("auto", "pandas", "spark")
 _ARROW_TYPES = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
@@ -64,17 +63,7 @@ def sweep_table(analytics: Analytics, point_rows: list[dict], axes: list[tuple[s
 
 def write_sweep_table(root: str | Path, table: pa.Table) -> None:
     """``table`` as ``root/analytics/sweep.parquet`` in Spark's layout, ``_SUCCESS`` last."""
-    from barriersim.runtime.storage.atomic_file import AtomicFileWriter
-
-    out = sweep_path(root)
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in out.iterdir():
-        stale.unlink()
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
-    writer = AtomicFileWriter()
-    writer.write(out / "part-00000.parquet", sink.getvalue().to_pybytes())
-    writer.write(out / "_SUCCESS", b"")
+    write_parquet_dir(sweep_path(root), table)
 
 
 def aggregate(root: str | Path, point_rows: list[dict], axes: list[tuple[str, type]], runs: list[Run], *,

@@ -236,24 +236,30 @@ def read_analytics(root: str | Path) -> Analytics | None:
     )
 
 
-def write_analytics(root: str | Path, analytics: Analytics) -> Analytics:
-    """Write analytics computed outside Spark under ``root/analytics/`` in the layout Spark writes (a directory
-    per table with one part file and a ``_SUCCESS`` marker, written last), so ``read_analytics`` reads them
-    alike."""
+def write_parquet_dir(out: Path, table) -> None:
+    """An Arrow table as the directory Spark writes (one part file, then a ``_SUCCESS`` marker), replacing what
+    was there; pyarrow and pandas read the directory as one table."""
     import pyarrow as pa
 
     from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 
     writer = AtomicFileWriter()
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.iterdir():
+        stale.unlink()
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    writer.write(out / "part-00000.parquet", sink.getvalue().to_pybytes())
+    writer.write(out / "_SUCCESS", b"")
+
+
+def write_analytics(root: str | Path, analytics: Analytics) -> Analytics:
+    """Write analytics computed outside Spark under ``root/analytics/`` in the layout Spark writes
+    (``write_parquet_dir``), so ``read_analytics`` reads them alike."""
+    import pyarrow as pa
+
     for name, df in (("summary.parquet", analytics.summary), ("counts.parquet", analytics.counts)):
-        out = analytics_dir(root) / name
-        out.mkdir(parents=True, exist_ok=True)
-        for stale in out.iterdir():
-            stale.unlink()
-        sink = pa.BufferOutputStream()
-        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), sink)
-        writer.write(out / "part-00000.parquet", sink.getvalue().to_pybytes())
-        writer.write(out / "_SUCCESS", b"")
+        write_parquet_dir(analytics_dir(root) / name, pa.Table.from_pandas(df, preserve_index=False))
     result = read_analytics(root)
     assert result is not None
     return result

@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 
-from barriersim import sweep
+from barriersim import ray_tasks, sweep
 from barriersim.local_cluster import LocalCluster
 from tests.api.scenarios import TWO_POINT_SWEEP, write
 
@@ -50,7 +50,7 @@ def serial(scenario, tmp_path_factory):
 
 
 def test_ray_tasks_on_the_local_cores_give_the_serial_sweep(scenario, serial, tmp_path, monkeypatch):
-    monkeypatch.setattr(sweep, "RAY_WORTH_SECONDS", 0.0)  # the first run in this process, the rest as Ray tasks
+    monkeypatch.setattr(ray_tasks, "RAY_WORTH_SECONDS", 0.0)  # the first run in this process, the rest as Ray tasks
     said = []
     result = sweep.run_sweep(scenario, out=tmp_path / "out", modes=["aligned", "unaligned"],
                              aggregate=False, progress=lambda what, done, total: said.append((what, done, total)))
