@@ -10,7 +10,8 @@ from a scenario file, typically a run's own ``scenario.toml`` (or its run direct
 faults and overrides it ran with. ``run`` also takes experiment actions (``--savepoint-at``,
 ``--stop-with-savepoint-at`` with ``--drain``, ``--cancel-at``, or a whole ``--actions`` schedule) and starts
 from a savepoint or retained checkpoint of an earlier run with ``--from PATH --parallelism vertex=n``.
-``sweep`` runs a ``[sweep]`` matrix (``barriersim.sweep``), ``report`` writes
+``sweep`` runs a ``[sweep]`` matrix (``barriersim.sweep``), ``campaign`` a fault campaign
+(``barriersim.campaign_cli``), ``report`` writes
 the HTML report of a run directory. Bad input gets one line naming the file and the key and exit status 2, a
 violated guarantee or a job that ended FAILED (its one-line reason printed) exit status 1; Ctrl-C stops a run cleanly (Spark and Ray are shut down) with exit status 130.
 """
@@ -22,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from barriersim import sweep, tables
+from barriersim import campaign_cli, sweep, tables
 from barriersim.arguments import add_action_arguments, add_checkpoint_arguments, add_set_argument, seed_argument
 from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.out_dir import prepare_out_dir
@@ -82,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--force", action="store_true", help="replace the run in a non-empty --out directory")
     add_report_parser(sub)
     sweep.register(sub)
+    campaign_cli.register(sub)
     return parser
 
 
@@ -191,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_report(args)
         if args.command == "sweep":
             return sweep.main_from_args(args)
+        if args.command == "campaign":
+            return campaign_cli.main_from_args(args)
     except (ScenarioError, FaultScheduleError, ActionScheduleError, BarriersimError) as e:
         print(f"barriersim: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -484,10 +484,8 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
         checkpointing=checkpointing,
         cluster=draw(spread_cluster_configs(graph) if taskmanager_faults else cluster_configs(graph)),
     )
-    # crashes inside the run: the sources need about records / (rate * parallelism) to read their input
     w = document["workload"]
-    slowest = min(v.parallelism for v in graph.sources)
-    horizon_ms = max(20, int(w["records"] * 1000 / (w["rate_per_source"] * slowest)))
+    horizon_ms = fault_horizon_ms(graph, w["records"], w["rate_per_source"])
     placement = place(graph, ClusterConfig(**document["cluster"])) if taskmanager_faults else None
     faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults, jobmanager_faults=jobmanager_faults,
                                   mode=checkpointing["mode"], placement=placement))
@@ -513,6 +511,35 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     if state:
         document["state"] = state
     return SimulatedCase(document, faults, seed)
+
+
+def fault_horizon_ms(graph: JobGraph, records: int, rate_per_source: int) -> int:
+    """How long the sources need to read their input, about records / (rate * parallelism): where crashes go
+    (400 ms for sources that read as fast as they can)."""
+    if rate_per_source <= 0:
+        return 400
+    slowest = min(v.parallelism for v in graph.sources)
+    return max(20, int(records * 1000 / (rate_per_source * slowest)))
+
+
+@st.composite
+def scenario_cases(draw, scenario, max_faults: int = 3, jobmanager_faults: bool = False,
+                   taskmanager_faults: bool = False) -> SimulatedCase:
+    """Fault schedules for one scenario's job (a loaded ``Scenario``, in the mode it runs in), drawn as
+    ``simulated_cases`` draws them for a generated job (TaskManager crashes and node losses of the scenario's
+    ``[cluster]``); the case is the scenario with that schedule instead of its own, and its seed."""
+    from barriersim.scenarios.documents import scenario_document
+
+    graph = scenario.job.graph
+    placement = place(graph, scenario.cluster.config()) if taskmanager_faults else None
+    horizon_ms = fault_horizon_ms(graph, scenario.workload.records, scenario.workload.rate_per_source)
+    faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults,
+                                  jobmanager_faults=jobmanager_faults, mode=scenario.checkpointing.mode.value,
+                                  placement=placement))
+    document = scenario_document(scenario)
+    document.pop("faults", None)
+    document.pop("sweep", None)
+    return SimulatedCase(document, faults, scenario.seed)
 
 
 @st.composite

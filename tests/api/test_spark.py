@@ -1,7 +1,8 @@
-"""The API and sweeps with real Spark on Ray (RayDP), sharing one Ray and Spark for the module: the Spark
+"""The API, sweeps and campaigns with real Spark on Ray (RayDP), sharing one Ray and Spark for the module: the Spark
 workload gives the simulator the very splits its local draws give; results as Spark DataFrames; a 2-point sweep
 aggregated in Spark against statistics computed here (numpy, and Flink's percentile rule); the checkpoint statistics
-of ``barriersim report``'s pandas path equal Spark's."""
+of ``barriersim report``'s pandas path, and a sweep's table computed in pandas, equal Spark's; a campaign's verdict
+table computed in Spark against its rows."""
 
 from __future__ import annotations
 
@@ -206,3 +207,25 @@ def test_pandas_path_gives_the_spark_paths_numbers(spark, tmp_path):
         ca = spark_result.counts.sort_values("run").reset_index(drop=True)
         cb = local.counts.sort_values("run").reset_index(drop=True)
         assert ca[["run", *COUNT_COLUMNS]].astype(str).equals(cb[["run", *COUNT_COLUMNS]].astype(str)), root
+
+
+def test_a_campaigns_verdicts_aggregated_in_spark(spark, tmp_path):
+    """The verdict table Spark computes from a campaign's rows: its counts per mode and in all, against the rows."""
+    from barriersim import campaign
+    from barriersim.spark.campaign_table import aggregate_verdicts, verdicts_path
+
+    result = campaign.run_campaign("generated", range(0, 12), out=tmp_path / "out", parallelism=1, aggregate=False)
+    rows = result.rows.to_pandas()
+    table = aggregate_verdicts(tmp_path / "out", result.rows, spark=spark)
+    assert table.equals(pq.read_table(str(verdicts_path(tmp_path / "out"))).to_pandas())
+    assert table["mode"].tolist() == sorted(set(rows["mode"])) + ["all"]
+    for row in table.to_dict("records"):
+        mine = rows if row["mode"] == "all" else rows[rows["mode"] == row["mode"]]
+        assert (row["cases"], row["passed"], row["violated"], row["errors"]) == \
+            (len(mine), int((mine["status"] == "passed").sum()), int((mine["status"] == "violated").sum()),
+             int((mine["status"] == "error").sum()))
+        assert (row["exactly_once"], row["at_least_once"], row["faults"], row["restarted"]) == \
+            (int((mine["verdict"] == "exactly-once").sum()), int((mine["verdict"] == "at-least-once").sum()),
+             int(mine["faults_count"].sum()), int((mine["restarts"] > 0).sum()))
+        assert row["virtual_seconds_avg"] == pytest.approx(mine["virtual_ms"].mean() / 1000)
+        assert row["wall_seconds"] == pytest.approx(mine["wall_seconds"].sum())
