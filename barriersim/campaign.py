@@ -33,6 +33,7 @@ CAMPAIGN_FILE = "campaign.json"
 ROWS_DIR = "rows"
 FAILURES_DIR = "failures"
 GENERATED = "generated"  # SCENARIO for the property suite's generated jobs
+CAMPAIGN_ENTRIES = {CAMPAIGN_FILE, ROWS_DIR, FAILURES_DIR, "shrunk", "analytics", "logs"}  # what a campaign writes
 
 ROW_SCHEMA = pa.schema([
     ("seed", pa.int64()), ("mode", pa.string()), ("case", pa.string()), ("faults", pa.string()),
@@ -212,6 +213,10 @@ def open_campaign(out: Path, source: CaseSource, modes: list[str | None], force:
     if force and index_path.is_file():
         import shutil
 
+        others = sorted(child.name for child in out.iterdir() if child.name not in CAMPAIGN_ENTRIES)
+        if others:
+            raise ArgumentError(f"--out: {out} holds more than a campaign ({', '.join(others[:3])}); it is not "
+                                "replaced")
         for child in out.iterdir():
             shutil.rmtree(child) if child.is_dir() else child.unlink()
     else:

@@ -159,7 +159,10 @@ def test_a_campaign_directory_of_other_settings_is_refused(tmp_path, capsys):
     assert err.startswith(f"barriersim campaign: --out: {out} holds a campaign of other settings (modes: [None] there, "
                           "['unaligned'] here)") and len(err.splitlines()) == 1
     assert len(campaign.read_rows(out)) == 1  # nothing written was lost
+    assert cli.main(["campaign", "generated", "--seeds", "1..2", "--mode", "unaligned", "--out", str(out), "--force",
+                     "--no-analytics", "--parallelism", "1"]) == 0
+    assert [(r["seed"], r["mode"]) for r in rows(out)] == [(1, "unaligned"), (2, "unaligned")]  # replaced
     assert cli.main(["campaign", str(write(tmp_path, TINY + '\n[[actions]]\ntype = "cancel"\nat_ms = 50\n')),
                      "--seeds", "1", "--out", str(tmp_path / "other")]) == 2
     assert "a campaign checks jobs that run to their end" in capsys.readouterr().err
-    assert pq.read_table(str(out / campaign.ROWS_DIR)).num_rows == 1
+    assert pq.read_table(str(out / campaign.ROWS_DIR)).num_rows == 2
