@@ -325,11 +325,14 @@ def run_campaign(scenario: str, seeds: range, *, out: str | os.PathLike, mode=No
     longer than ``ray_tasks.RAY_WORTH_SECONDS`` in one process. ``aggregate``: the verdict table in Spark on Ray
     (``analytics/verdicts.parquet``; ``spark``: a live SparkSession to use). A Ctrl-C writes the rows done and
     returns ``interrupted``."""
-    from barriersim.ray_tasks import check_parallelism, worth_ray
+    from barriersim.ray_tasks import check_parallelism, installed, worth_ray
 
     check_parallelism(parallelism)
     if batch < 1:
         raise ArgumentError(f"batch: must be >= 1, got {batch}")
+    if aggregate and spark is None and not installed("raydp"):
+        raise ArgumentError("analytics: the verdict table is computed in Spark on Ray, which is not installed (pip "
+                            "install 'barriersim[spark]'); --no-analytics skips it")
     source = case_source(scenario, jobmanager_faults, taskmanager_faults)
     modes = campaign_modes(source, mode)
     for m in modes:  # a mode the scenario cannot run in fails here, before anything is written

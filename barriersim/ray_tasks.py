@@ -23,10 +23,18 @@ from barriersim.errors import ArgumentError
 RAY_WORTH_SECONDS = 10.0
 
 
-def ray_installed() -> bool:
+def installed(module: str) -> bool:
+    """Whether ``module`` (an extra's: ray, raydp) can be imported here."""
     import importlib.util
 
-    return importlib.util.find_spec("ray") is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
+
+
+def ray_installed() -> bool:
+    return installed("ray")
 
 
 def worth_ray(first_seconds: float, rest_per_first: float) -> bool:
