@@ -1,6 +1,7 @@
 # barriersim: `make run` runs the default scenario end to end; `make test` runs the whole suite.
 # Both create .venv if absent, install the project with every extra and the test tools, at the exact versions
-# of constraints.txt (pyproject.toml declares the ranges), and make sure Java 17 is there (Spark needs it).
+# of constraints.txt (pyproject.toml declares the ranges), and make sure Java 17 is there (Spark needs it);
+# `make test` also makes sure Debian's Chromium is there (the report's browser test loads the report in it).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -9,7 +10,7 @@ STAMP := $(VENV)/.installed
 SCENARIO ?= scenarios/quickstart.toml
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench setup java clean flink-venv flink-remeasure
+.PHONY: run test bench setup java chromium clean flink-venv flink-remeasure
 
 setup: $(STAMP) java
 
@@ -27,10 +28,17 @@ java:
 	fi
 	@java -version 2>&1 | head -1
 
+# quiet when present
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		echo "chromium not found: installing Debian's chromium (the report's browser test)"; \
+		$(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	fi
+
 run: setup
 	$(VENV)/bin/barriersim run $(SCENARIO)
 
-test: setup
+test: setup chromium
 	$(PY) -m pytest
 
 bench: setup

@@ -32,6 +32,9 @@ from barriersim.actors.placement import check_kill_nodes, cluster_nodes, driver_
 from barriersim.actors.socket_links import socket_links_wanted
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.storage import metadata_serializer
+from barriersim.runtime.storage.object_storage import is_object_store_uri
+from barriersim.runtime.verification.snapshot import pending_transactions
 
 
 class RayJobError(RuntimeError):
@@ -73,7 +76,7 @@ class RayJobResult:
     coordinator_failovers: int = 0  # JobManager failovers (crash_coordinator), part of restarts
     storage_errors: list[str] = field(default_factory=list)
     failure_reason: str | None = None  # one line, when the job ended FAILED
-    fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
+    fault_log: list[dict] = field(default_factory=list)  # runtime.faults.fault_log.FaultLog.report(): what fired
     job_manager_cpu_seconds: float = 0.0  # the job manager's process CPU from the first tasks' start to the job's end
     # per deployment: its epoch, restored checkpoint and the node of each TaskManager (runtime.job.placement)
     deployments: list[dict] = field(default_factory=list)
@@ -91,8 +94,6 @@ STORAGE_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSIO
 
 def storage_environment(checkpoint_root: str) -> dict:
     """Actor options giving the job manager the driver's object store settings, for an ``s3://`` storage."""
-    from barriersim.runtime.storage.object_storage import is_object_store_uri
-
     variables = {k: os.environ[k] for k in STORAGE_ENVIRONMENT if k in os.environ}
     return {"runtime_env": {"env_vars": variables}} if is_object_store_uri(checkpoint_root) and variables else {}
 
@@ -154,9 +155,6 @@ class RayJob:
             counters = ray.get(self.store.counters.remote())
             pending = []
             if result["ending"][1] is not None:
-                from barriersim.runtime.snapshot_verification import pending_transactions
-                from barriersim.runtime.storage import metadata_serializer
-
                 tids = pending_transactions(metadata_serializer.deserialize(result["ending"][1], "<ending snapshot>"))
                 pending = decode_records(ray.get(self.store.pending_records.remote(tids)))
             # the job manager's result dict has every field but what the store and the caller know

@@ -32,7 +32,9 @@ the actions it returns, with real time and real actors:
   asynchronous parts, finished notices, a
   task-side crash point reached, a slowdown met; a task's death is seen as the error of its ``run`` call
   (``RayActorError``) and any task error is a failure too: ``task_failed``.
-An error in the JobMaster ends the run with its traceback. No protocol or job-level rule lives here.
+A restore's typed errors end the job FAILED inside the JobMaster (``runtime.job.restore_failure``) and a task that
+cannot be created or deployed is a failed deployment; any other error in the JobMaster is a bug, and ends the run
+with its traceback. No protocol or job-level rule lives here.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ from barriersim.actors.realtime import LoopTimerService
 from barriersim.actors.socket_links import new_secret, plan_links
 from barriersim.actors.stream_task_actor import StreamTaskActor
 from barriersim.runtime.checkpoint_cost import Charging
-from barriersim.runtime.faults import KillNode, ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import KillNode, ProtocolPoint
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.dispatcher import Dispatcher
@@ -312,30 +314,30 @@ class JobManagerActor:
         config = action.config or self.config
         placement = config.placement
         handles = {}
-        for descriptor in action.tasks:
-            vertex, i = descriptor.key
-            operator = config.graph.vertex(vertex).operator
-            snapshot = encode_snapshot(descriptor.state, i)
-            splits = None
-            if operator.is_source:
-                refs = self.split_refs.get(vertex, ())
-                splits = {sid: refs[sid] for sid in descriptor.source_splits if sid < len(refs)}
-            seed = task_seed(self.seed, vertex, i, descriptor.attempt.attempt_number)
-            options = {"num_cpus": self.task_num_cpus}
-            if self.ray_nodes is not None:
-                node = action.taskmanager_nodes[placement.taskmanager_of[descriptor.key]]
-                options["scheduling_strategy"] = on_node(self.ray_nodes[node].node_id)
-            handles[descriptor.key] = StreamTaskActor.options(**options).remote(
-                config, dataclasses.replace(descriptor, state=None), seed, splits, snapshot,
-                self.store if operator.is_sink else None, self.me)
         self.handles = handles
         self._handle_attempts = {d.key: d.attempt for d in action.tasks}
-        try:
+        try:  # a task that cannot be created, or dies while deploying: the deployment failed, the job fails over
+            for descriptor in action.tasks:
+                vertex, i = descriptor.key
+                operator = config.graph.vertex(vertex).operator
+                snapshot = encode_snapshot(descriptor.state, i)
+                splits = None
+                if operator.is_source:
+                    refs = self.split_refs.get(vertex, ())
+                    splits = {sid: refs[sid] for sid in descriptor.source_splits if sid < len(refs)}
+                seed = task_seed(self.seed, vertex, i, descriptor.attempt.attempt_number)
+                options = {"num_cpus": self.task_num_cpus}
+                if self.ray_nodes is not None:
+                    node = action.taskmanager_nodes[placement.taskmanager_of[descriptor.key]]
+                    options["scheduling_strategy"] = on_node(self.ray_nodes[node].node_id)
+                handles[descriptor.key] = StreamTaskActor.options(**options).remote(
+                    config, dataclasses.replace(descriptor, state=None), seed, splits, snapshot,
+                    self.store if operator.is_sink else None, self.me)
             secret = new_secret() if self.socket_links else None
             restored = await asyncio.gather(*(h.connect.remote(handles, secret) for h in handles.values()))
             if secret is not None:
                 await self._link(config, handles, {d.key: r for d, r in zip(action.tasks, restored)}, secret)
-        except Exception as err:  # noqa: BLE001 - a task died while deploying: fail over again
+        except Exception as err:  # noqa: BLE001 - (above) the deployment failed: fail over again
             self._carry_out(jm.deploy_failed(epoch, f"{type(err).__name__}: {err}"))
             return
         self._record_placement(action, restored)

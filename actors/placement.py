@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from barriersim.runtime.faults.fault_schedule import KillNode
 from barriersim.runtime.job.placement import PlacementError
 
 
@@ -63,8 +64,6 @@ def cluster_nodes(wanted: int = 0) -> list[RayNode]:
 
 def check_kill_nodes(faults, nodes: list[RayNode]) -> None:
     """Raise ``PlacementError`` for a ``kill_node`` of Ray's head node (when the driver does not run there)."""
-    from barriersim.runtime.faults import KillNode
-
     for i, fault in enumerate(faults.faults):
         if isinstance(fault, KillNode) and fault.node < len(nodes) and nodes[fault.node].is_head:
             raise PlacementError(f"faults[{i}].node", f"node {fault.node} is Ray's head node here (the driver runs on "

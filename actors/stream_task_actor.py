@@ -1,4 +1,4 @@
-"""One subtask of a job as a Ray actor driving a sans-IO ``runtime.stream_task.StreamTask`` on a task thread of
+"""One subtask of a job as a Ray actor driving a sans-IO ``runtime.task.stream_task.StreamTask`` on a task thread of
 its own, as Flink's ``StreamTask`` runs on its task thread with a mailbox (``actors.mailbox``).
 
 How this works: the actor is a threaded Ray actor. Its Ray methods run on Ray's threads and only put mails into
@@ -88,10 +88,11 @@ from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.events import Buffer
 from barriersim.runtime.job.actions import TaskDeploymentDescriptor
 from barriersim.runtime.job.config import JobConfig
-from barriersim.runtime.job.deployment import Slowdowns, deliver_task_message, deploy_task
+from barriersim.runtime.job.deployment import deliver_task_message, deploy_task
+from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.job.wiring import Wiring
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
-from barriersim.runtime.stream_task import StepOutcome, StreamTask
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
@@ -156,6 +157,7 @@ class StreamTaskActor:
         self._work_pending = False  # something happened since the task last had nothing to do
         self._work_resumes_at = 0.0  # time.monotonic() before which the task does no work (pacing, a slowdown)
         self._burst_seconds = 0.0
+        self._burst_start_ms = 0.0  # on the job's clock
         self._slowdowns = Slowdowns(descriptor.slowdowns)
         self._last_record_ms: int | None = None  # when the task last processed a record (wall clock)
         self._run_ended = threading.Event()  # the task finished and its outboxes went to Ray, or it failed
@@ -264,7 +266,7 @@ class StreamTaskActor:
         if self.finished:
             return
         now = time.monotonic()
-        slowed = max(0.0, self._slowdown() - 1.0) * self._burst_seconds
+        slowed = self._slowed_seconds()
         if outcome is StepOutcome.PROCESSED:
             pace = self.task.operator.is_source and self.source_rate
             delay = self._started + self.records_processed / self.source_rate - now if pace else 0.0
@@ -293,6 +295,7 @@ class StreamTaskActor:
         paced source), collecting what each step produced."""
         task = self.task
         burst_start = time.monotonic()
+        self._burst_start_ms = now_ms() - self._job_started_ms
         burst_end = burst_start + BURST_SECONDS
         one_step = task.operator.is_source and self.source_rate
         records_before = self.records_processed
@@ -314,16 +317,17 @@ class StreamTaskActor:
         self._burst_seconds = time.monotonic() - burst_start
         return result.outcome
 
-    def _slowdown(self) -> float:
-        """The fault schedule's slowdown factor now (1.0: none; ``runtime.job.deployment.Slowdowns``); a slowdown
-        met for the first time is reported for the run's fault log."""
+    def _slowed_seconds(self) -> float:
+        """The time the fault schedule's slowdowns add to the last burst: only its part inside a slowdown's window
+        is slowed (``runtime.job.slowdowns``); a slowdown met for the first time is reported for the run's fault
+        log."""
         if not self._slowdowns:
-            return 1.0
-        at_ms = now_ms() - self._job_started_ms
-        factor, first_time = self._slowdowns.apply(1.0, at_ms)
-        for index in first_time:
+            return 0.0
+        start, work = self._burst_start_ms, self._burst_seconds * 1000
+        took = self._slowdowns.stretch(start, work)
+        for index, at_ms in self._slowdowns.met(start, start + took):
             self.job_manager.slowdown_met.remote(attempt_to_wire(self.attempt), index, at_ms)
-        return factor
+        return max(0.0, took - work) / 1000
 
     def _flush_periodically(self) -> None:
         if self.finished or self.task.finished or self._failure is not None:

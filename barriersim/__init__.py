@@ -14,6 +14,8 @@ schedule and the action schedule). Names are loaded
 on first use, so ``import barriersim`` stays cheap for the sans-IO core.
 """
 
+import importlib
+
 __version__ = "0.1.0"
 
 _EXPORTS = {
@@ -25,8 +27,8 @@ _EXPORTS = {
     "run_sweep": ("barriersim.sweep", "run_sweep"),
     "load_scenario": ("barriersim.scenarios.loader", "load_scenario"),
     "ScenarioError": ("barriersim.scenarios.loader", "ScenarioError"),
-    "FaultScheduleError": ("barriersim.runtime.faults", "FaultScheduleError"),
-    "ActionScheduleError": ("barriersim.runtime.experiment", "ActionScheduleError"),
+    "FaultScheduleError": ("barriersim.runtime.faults.fault_schedule", "FaultScheduleError"),
+    "ActionScheduleError": ("barriersim.runtime.faults.experiment", "ActionScheduleError"),
     "BarriersimError": ("barriersim.errors", "BarriersimError"),
     "UnsupportedScenario": ("barriersim.errors", "UnsupportedScenario"),
     "ArgumentError": ("barriersim.errors", "ArgumentError"),
@@ -38,8 +40,6 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name):
     if name in _EXPORTS:
-        import importlib
-
         module, attribute = _EXPORTS[name]
         value = getattr(importlib.import_module(module), attribute)
         globals()[name] = value

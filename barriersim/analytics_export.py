@@ -19,6 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from barriersim.errors import BarriersimError
+from barriersim.runtime.storage.errors import CheckpointStorageError
+from barriersim.runtime.storage.object_storage import object_store_filesystem, uri_for_messages
 
 TABLES = ("summary.parquet", "counts.parquet", "sweep.parquet")
 SUCCESS = "_SUCCESS"
@@ -37,9 +39,6 @@ def export_analytics(local_analytics: str | Path, uri: str) -> str:
     """Write the tables of ``local_analytics`` (a run directory's ``analytics/``) under ``uri`` (an ``s3://`` URI
     with the storage's client options in its query), each a directory of part files with ``_SUCCESS`` last.
     Returns ``uri``; raises ``AnalyticsExportError``."""
-    from barriersim.runtime.storage.errors import CheckpointStorageError
-    from barriersim.runtime.storage.object_storage import object_store_filesystem, uri_for_messages
-
     shown = uri_for_messages(uri)
     local = Path(local_analytics)
     tables = [local / name for name in TABLES if (local / name / SUCCESS).is_file()]

@@ -30,16 +30,26 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple
 
 import pandas as pd
+import pyarrow.parquet as pq
 
+from barriersim.actors.socket_links import socket_links_wanted
+from barriersim.continuation import check_restore
 from barriersim.errors import ArgumentError, UnsupportedScenario
+from barriersim.extras import require
+from barriersim.out_dir import prepare_out_dir
+from barriersim.ray_address import check_address
+from barriersim.run_storage import storage_uris
 from barriersim.runtime.checkpointing_mode import (
     ALL_MODES,
     SIDE_BY_SIDE_MODES,
     CheckpointingMode,
     CheckpointingModeError,
 )
-from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, RestoreSettings
-from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
+from barriersim.runtime.faults.experiment import ActionSchedule, ActionScheduleError, RestoreSettings
+from barriersim.runtime.faults.fault_schedule import FaultSchedule, FaultScheduleError
+from barriersim.runtime.records_codec import decode_split
+from barriersim.runtime.storage.errors import CheckpointStorageError
+from barriersim.runtime.storage.object_storage import check_storage_uri, is_object_store_uri, probe_storage
 from barriersim.scenarios.loader import (
     Scenario,
     ScenarioError,
@@ -48,8 +58,12 @@ from barriersim.scenarios.loader import (
     load_scenario,
     with_overrides,
 )
-from barriersim.out_dir import prepare_out_dir
+from barriersim.scenarios.simulation_inputs import workload_splits
+from barriersim.spark.analytics import parquet_to_spark
+from barriersim.spark.session import SparkOnDemand
+from barriersim.spark.workload import generate_workload, hand_off
 from barriersim.summary import default_out_dir
+from barriersim.scenarios.library import is_bare_name, resolve
 
 BACKENDS = ("sim", "ray")
 WORKLOADS = ("local", "spark")
@@ -66,8 +80,6 @@ class SparkFrames(NamedTuple):
 
 
 def _read_table(path: Path) -> pd.DataFrame:
-    import pyarrow.parquet as pq
-
     if not path.exists():  # a run writes no table without rows
         return pd.DataFrame()
     return pq.read_table(str(path)).to_pandas()
@@ -113,8 +125,6 @@ class ModeRun:
 
     def to_spark(self, spark) -> SparkFrames:
         """The run's checkpoints and subtasks as Spark DataFrames, read from its Parquet files."""
-        from barriersim.spark.analytics import parquet_to_spark
-
         return SparkFrames(parquet_to_spark(spark, self.out_dir / "checkpoints.parquet"),
                            parquet_to_spark(spark, self.out_dir / "subtasks.parquet"))
 
@@ -173,8 +183,6 @@ class RunResult(Mapping):
 
     def to_spark(self, spark) -> SparkFrames:
         """All modes' tables as two Spark DataFrames with a ``mode`` column first."""
-        from barriersim.spark.analytics import parquet_to_spark
-
         def union(name: str):
             frames = [parquet_to_spark(spark, r.out_dir / name, mode) for mode, r in self.items()
                       if (r.out_dir / name).exists()]
@@ -190,10 +198,17 @@ class RunResult(Mapping):
 
 
 def as_scenario(scenario: str | os.PathLike | Scenario) -> Scenario:
+    """A loaded scenario, a scenario file's path, or a bundled scenario's name (``quickstart``:
+    ``scenarios.library``), loaded."""
     if isinstance(scenario, Scenario):
         return scenario
     if isinstance(scenario, (str, os.PathLike)):
-        return load_scenario(scenario)
+        path = resolve(scenario)
+        name = os.fspath(scenario)
+        if not path.exists() and is_bare_name(name) and not name.endswith(".toml"):  # a name, not a file
+            raise ScenarioError(path, None, "no such scenario file, nor a bundled scenario of that name (barriersim "
+                                            "scenarios lists them)")
+        return load_scenario(path)
     raise ScenarioError("<scenario>", None, f"must be a scenario file's path or a Scenario, got {type(scenario).__name__}")
 
 
@@ -262,8 +277,6 @@ def as_restore(scenario: Scenario, restore_from: str | os.PathLike | None,
         return None
     if not isinstance(parallelism, (Mapping, type(None))):
         raise ArgumentError(f"parallelism: must be a mapping of vertex to parallelism, got {type(parallelism).__name__}")
-    from barriersim.runtime.storage.object_storage import is_object_store_uri
-
     pointer = os.fspath(restore_from)
     try:  # an object store URI as given (its query holds the S3 client's options), a path made absolute
         return RestoreSettings.from_plain({"from": pointer if is_object_store_uri(pointer) else os.path.abspath(pointer),
@@ -318,8 +331,10 @@ def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, a
         workload = "spark" if backend == "ray" else "local"
     _check_choice("workload", workload, WORKLOADS)
     if backend == "ray":
-        from barriersim.actors.socket_links import socket_links_wanted
-
+        require("spark", "the Ray backend")
+    elif workload == "spark":
+        require("spark", "workload=\"spark\" (generated in Spark on Ray)")
+    if backend == "ray":
         try:
             socket_links_wanted()  # the environment's BARRIERSIM_RAY_LINKS, checked before anything starts
         except ValueError as err:
@@ -333,8 +348,6 @@ def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, a
                                   "backend paces its sources in real time, in steps")
     s = effective_scenario(s, seed=check_seed(s, seed), faults=as_faults(faults), actions=as_actions(actions),
                            restore=as_restore(s, restore_from, parallelism))
-    from barriersim.continuation import check_restore
-
     check_restore(s)
     modes = modes_of(s, mode)
     runs = (s,) if modes is None else tuple(effective_scenario(s, mode=m, origin=mode_origin) for m in modes)
@@ -345,8 +358,6 @@ def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, a
 
 
 def local_workload_splits(scenario: Scenario) -> Splits:
-    from barriersim.scenarios.simulation_inputs import workload_splits
-
     return workload_splits(scenario)
 
 
@@ -356,9 +367,6 @@ def spark_workload_splits(spark, scenario: Scenario) -> Splits:
     seed ``seed + k``, record ids offset by ``k * 10**9``, one Spark partition per split) and hands them over as
     Arrow tables (``hand_off``), decoded as the source actors decode them. The same splits as the local draws
     (``scenarios.simulation_inputs.workload_splits``)."""
-    from barriersim.runtime.records_codec import decode_split
-    from barriersim.spark.workload import generate_workload, hand_off
-
     workload = generate_workload(spark, scenario, scenario.seed)
     try:
         return {vertex: [decode_split(table) for table in tables] for vertex, tables in hand_off(workload).items()}
@@ -373,9 +381,6 @@ def check_checkpoint_storage(backend: str, checkpoint_storage: str | None) -> st
     if checkpoint_storage is None:
         return None
     _check_choice("backend", backend, BACKENDS)
-    from barriersim.runtime.storage.errors import CheckpointStorageError
-    from barriersim.runtime.storage.object_storage import check_storage_uri, probe_storage
-
     try:
         check_storage_uri(checkpoint_storage)
         probe_storage(checkpoint_storage)  # the job manager runs on this (the driver's) node: what it will reach
@@ -384,46 +389,39 @@ def check_checkpoint_storage(backend: str, checkpoint_storage: str | None) -> st
     return checkpoint_storage if "://" in checkpoint_storage else str(Path(checkpoint_storage).resolve())
 
 
-def storage_uris(checkpoint_storage: str | None, targets: list[tuple[Path, Scenario]]
-                 ) -> tuple[str | None, dict[Path, str | None]]:
-    """Where a request's runs go on a checkpoint storage URI: everything under ``<storage>/<the request's
-    directory name>`` (returned first), each mode's checkpoints and savepoints there, or in ``<mode>/`` when the
-    request has several; ``(None, {target: None})`` without a storage URI."""
-    if checkpoint_storage is None:
-        return None, {target: None for target, _ in targets}
-    from barriersim.runtime.storage.object_storage import child_uri
-
-    several = len(targets) > 1
-    root = targets[0][0].parent if several else targets[0][0]
-    remote_root = child_uri(checkpoint_storage, root.name)
-    return remote_root, {target: child_uri(remote_root, target.name) if several else remote_root
-                         for target, _ in targets}
+def check_cluster(address: str | None, connect_timeout: float | None = None) -> str | None:
+    """The Ray cluster a run attaches to (``address``, else ``RAY_ADDRESS``; None: a local one it starts), checked
+    to answer within ``connect_timeout`` seconds (default ``$BARRIERSIM_CONNECT_TIMEOUT``, else 30) before anything
+    starts: ``barriersim.ray_address``; an address that cannot be reached is one ``AddressError`` line."""
+    return check_address(address, connect_timeout)
 
 
 def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progress: Progress | None = None,
             splits: Splits | None = None, checkpoint_files: bool = False,
-            checkpoint_storage: str | None = None, cache: bool = True) -> RunResult:
+            checkpoint_storage: str | None = None, cache: bool = True,
+            connect_timeout: float | None = None) -> RunResult:
     """Run a plan into ``out``. On the sim backend with the Spark workload the splits are generated once for all
     modes (or given); ``checkpoint_files``: the simulator writes its checkpoints as a Ray run does.
     ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` (a path every node sees, ``file://...`` or
-    ``s3://bucket/prefix[?endpoint_override=host:port&scheme=http]``; ``storage_uris`` says where each run goes;
+    ``s3://bucket/prefix[?endpoint_override=host:port&scheme=http]``; ``run_storage.storage_uris`` says where each run goes;
     default: each run directory's ``checkpoints/`` on Ray, memory (or ``checkpoints/`` with ``checkpoint_files``)
     on the simulator). ``cache``: the ray backend takes a workload Spark generated before, and its reference,
-    from the workload cache (``barriersim.workload_cache``) without starting Spark; False: Spark generates it."""
+    from the workload cache (``barriersim.workload_cache``) without starting Spark; False: Spark generates it.
+    ``connect_timeout``: how long the Ray cluster at ``address`` may take to answer (``check_cluster``)."""
     out = Path(out)
+    if p.backend == "ray" or (p.workload == "spark" and splits is None and spark is None):
+        address = check_cluster(address, connect_timeout)
     checkpoint_storage = check_checkpoint_storage(p.backend, checkpoint_storage)
     targets = p.targets(out)
     if p.backend == "ray":
-        from barriersim.ray_backend import run_on_ray
+        from barriersim.ray_backend import run_on_ray  # a backend loads when it runs: not at every CLI start
 
         summaries = run_on_ray(targets, address=address, progress=progress, checkpoint_storage=checkpoint_storage,
                                cache=cache)
         return RunResult(out, {s["mode"]: ModeRun(target, s) for (target, _), s in zip(targets, summaries)})
-    from barriersim.sim_backend import simulate
+    from barriersim.sim_backend import simulate  # likewise
 
     if p.workload == "spark" and splits is None:
-        from barriersim.spark.session import SparkOnDemand
-
         with SparkOnDemand(spark, address, log_dir=out / "logs") as session:
             if progress is not None and spark is None:
                 progress("starting Spark on Ray", None)
@@ -446,7 +444,8 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
         out: str | os.PathLike | None = None, faults=None, actions=None, restore_from=None, parallelism=None,
         address: str | None = None, overrides: Mapping[str, Any] | None = None, workload: str | None = None,
         spark=None, progress: Progress | None = None, force: bool = False, checkpoint_files: bool = False,
-        checkpoint_storage: str | None = None, cache: bool = True) -> RunResult:
+        checkpoint_storage: str | None = None, cache: bool = True,
+        connect_timeout: float | None = None) -> RunResult:
     """Run a scenario and return its results (``RunResult``: mode -> ``ModeRun``; ``.only`` for one mode).
 
     ``scenario``: a scenario file's path or a loaded ``Scenario``. ``backend``: ``"sim"`` (the deterministic
@@ -467,18 +466,23 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     ``file://`` or ``s3://`` URI), on either backend. ``cache``: the ray backend reuses the workload and the
     verification reference Spark computed in an earlier run of the same workload (``barriersim.workload_cache``:
     in ``$BARRIERSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/barriersim`` or ``~/.cache/barriersim``) and then does not
-    start Spark; False: Spark computes them and the cache is not used.
+    start Spark; False: Spark computes them and the cache is not used. ``connect_timeout``: seconds the Ray
+    cluster at ``address`` (or ``RAY_ADDRESS``) may take to answer before the run gives up (default
+    ``$BARRIERSIM_CONNECT_TIMEOUT``, else 30).
 
     Raises ``ScenarioError`` / ``FaultScheduleError`` / ``UnsupportedScenario`` / ``ArgumentError`` (one-line
-    messages naming the file and key) for bad input, before anything is started or written.
+    messages naming the file and key) for bad input, ``MissingExtra`` for an extra the run needs and has not, and
+    ``AddressError`` for a Ray cluster that does not answer, before anything is started or written.
     """
     p = plan(scenario, backend=backend, mode=mode, seed=seed, faults=faults, actions=actions,
              restore_from=restore_from, parallelism=parallelism, overrides=overrides, workload=workload)
     check_checkpoint_storage(p.backend, checkpoint_storage)
     out_dir = Path(out) if out is not None else default_out_dir(p.scenario)
+    if p.backend == "ray" or (p.workload == "spark" and spark is None):
+        address = check_cluster(address, connect_timeout)
     prepare_out_dir(out_dir, force)
     return execute(p, out_dir, spark=spark, address=address, progress=progress, checkpoint_files=checkpoint_files,
-                   checkpoint_storage=checkpoint_storage, cache=cache)
+                   checkpoint_storage=checkpoint_storage, cache=cache, connect_timeout=connect_timeout)
 
 
 __all__ = ["BACKENDS", "WORKLOADS", "ModeRun", "Plan", "RunResult", "SparkFrames", "execute", "plan", "run",

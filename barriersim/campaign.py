@@ -12,13 +12,15 @@ tells the design.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import hashlib
 import json
 import os
-import re
+import shutil
 import time
 import traceback
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -26,8 +28,21 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from barriersim import strategies
+from barriersim.arguments import seed_range_argument
+from barriersim.case_checks import check, violation
 from barriersim.errors import ArgumentError, UnsupportedScenario
-from barriersim.runtime.checkpointing_mode import ALL_MODES
+from barriersim.extras import importable
+from barriersim.out_dir import prepare_out_dir
+from barriersim.ray_tasks import RayTasks, check_parallelism, worth_ray
+from barriersim.runtime.checkpointing_mode import ALL_MODES, SIDE_BY_SIDE_MODES, CheckpointingMode
+from barriersim.runtime.storage.atomic_file import AtomicFileWriter
+from barriersim.scenarios.documents import dumps, scenario_document
+from barriersim.scenarios.loader import effective_scenario, load_scenario, parse_scenario
+from barriersim.seed_draws import draw, shrink
+from barriersim.sim_backend import replay_command
+from barriersim.spark.campaign_table import aggregate_verdicts
+from barriersim.summary import write_json_atomically
 
 CAMPAIGN_FILE = "campaign.json"
 ROWS_DIR = "rows"
@@ -73,14 +88,10 @@ class CaseSource:
         """The strategy of this source's cases in ``mode`` (None: the mode is drawn too, generated jobs only)."""
         key = (json.dumps(self.key, sort_keys=True), mode)
         if key not in _STRATEGIES:
-            from barriersim import strategies
-
             if self.document is None:
                 _STRATEGIES[key] = strategies.simulated_cases(mode=mode, jobmanager_faults=self.jobmanager_faults,
                                                               taskmanager_faults=self.taskmanager_faults)
             else:
-                from barriersim.scenarios.loader import effective_scenario, parse_scenario
-
                 scenario = parse_scenario(self.document, self.scenario)
                 if mode is not None:
                     scenario = effective_scenario(scenario, mode=mode, origin="--mode")
@@ -97,9 +108,6 @@ def case_source(scenario: str, jobmanager_faults: bool = False, taskmanager_faul
     the whole-job properties do not cover)."""
     if scenario == GENERATED:
         return CaseSource(GENERATED, None, jobmanager_faults, taskmanager_faults)
-    from barriersim.scenarios.documents import scenario_document
-    from barriersim.scenarios.loader import load_scenario
-
     loaded = load_scenario(scenario)
     if len(loaded.actions) or loaded.restore is not None:
         raise UnsupportedScenario(f"{scenario}: a campaign checks jobs that run to their end; this scenario has "
@@ -110,8 +118,6 @@ def case_source(scenario: str, jobmanager_faults: bool = False, taskmanager_faul
 def campaign_modes(source: CaseSource, mode) -> list[str | None]:
     """The modes each seed runs in: None for a generated job's drawn mode (or a scenario's own), one mode, or
     ``all`` (aligned, unaligned and at-least-once, as ``barriersim run --mode all``)."""
-    from barriersim.runtime.checkpointing_mode import SIDE_BY_SIDE_MODES, CheckpointingMode
-
     if mode is None:
         return [None]
     if mode == "all":
@@ -122,12 +128,11 @@ def campaign_modes(source: CaseSource, mode) -> list[str | None]:
 
 
 def parse_seeds(text: str) -> range:
-    """``A..B`` (both included) or ``N``."""
-    match = re.fullmatch(r"\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?", text)
-    if not match or (match.group(2) is not None and int(match.group(2)) < int(match.group(1))):
-        raise ArgumentError(f"--seeds: must be A..B (non-negative integers, A <= B, both included) or N, got {text!r}")
-    first = int(match.group(1))
-    return range(first, int(match.group(2) or first) + 1)
+    """``A..B`` (both included) or ``N``; ``ArgumentError`` naming ``--seeds`` otherwise."""
+    try:
+        return seed_range_argument(text)
+    except argparse.ArgumentTypeError as err:
+        raise ArgumentError(f"--seeds: {err}") from None
 
 
 # -- one case --------------------------------------------------------------------------------------------------
@@ -141,10 +146,6 @@ def _one_line(error: BaseException) -> str:
 
 def run_case(source: CaseSource, seed: int, mode: str | None) -> tuple[dict, str | None]:
     """Draw, simulate and check one case: its row, and when it failed the case as a scenario file's text."""
-    from barriersim.case_checks import violation
-    from barriersim.scenarios.documents import dumps, scenario_document
-    from barriersim.seed_draws import draw
-
     started, cpu_started = time.perf_counter(), time.process_time()
     case = draw(source.strategy(mode), seed).value
     row = {"seed": seed, "mode": case.mode,
@@ -195,9 +196,6 @@ def _settings(source: CaseSource, modes: list[str | None]) -> dict:
 def open_campaign(out: Path, source: CaseSource, modes: list[str | None], force: bool) -> dict:
     """The campaign directory ``out``: new, empty, or (a resume) one holding a campaign of the same settings;
     ``force`` replaces whatever barriersim wrote there. Returns its ``campaign.json``."""
-    from barriersim.out_dir import prepare_out_dir
-    from barriersim.summary import write_json_atomically
-
     settings = _settings(source, modes)
     index_path = out / CAMPAIGN_FILE
     if not force and index_path.is_file():
@@ -211,8 +209,6 @@ def open_campaign(out: Path, source: CaseSource, modes: list[str | None], force:
                                 "--out, or --force to replace it")
         return index
     if force and index_path.is_file():
-        import shutil
-
         others = sorted(child.name for child in out.iterdir() if child.name not in CAMPAIGN_ENTRIES)
         if others:
             raise ArgumentError(f"--out: {out} holds more than a campaign ({', '.join(others[:3])}); it is not "
@@ -260,8 +256,6 @@ class RowWriter:
     def flush(self) -> None:
         if not self._rows:
             return
-        from barriersim.runtime.storage.atomic_file import AtomicFileWriter
-
         n = len(list(self.directory.glob("part-*.parquet")))
         while (self.directory / f"part-{n:05d}.parquet").exists():
             n += 1
@@ -278,9 +272,6 @@ def failure_dir(out: Path, seed: int, mode: str) -> Path:
 def write_failure(out: Path, row: dict, scenario_text: str) -> Path:
     """The failing case as ``failures/<seed>-<mode>/scenario.toml`` (``barriersim replay`` runs it) and what failed
     (``failure.json``)."""
-    from barriersim.runtime.storage.atomic_file import AtomicFileWriter
-    from barriersim.sim_backend import replay_command
-
     directory = failure_dir(out, row["seed"], row["mode"])
     directory.mkdir(parents=True, exist_ok=True)
     writer = AtomicFileWriter()
@@ -317,7 +308,7 @@ DEFAULT_BATCH = 25  # cases per Ray task: about a second or two of work
 
 def run_campaign(scenario: str, seeds: range, *, out: str | os.PathLike, mode=None, jobmanager_faults: bool = False,
                  taskmanager_faults: bool = False, parallelism: int | None = None, address: str | None = None,
-                 batch: int = DEFAULT_BATCH, aggregate: bool = True, force: bool = False, spark=None,
+                 batch: int | None = None, aggregate: bool = True, force: bool = False, spark=None,
                  progress: Progress | None = None, chunk_rows: int = 2_000) -> CampaignResult:
     """Run (or resume) a campaign into ``out``: every seed of ``seeds`` in every mode (``campaign_modes``) not
     written there yet. ``parallelism``: 1 runs the cases in this process, N > 1 as Ray tasks, N at a time; None:
@@ -325,12 +316,11 @@ def run_campaign(scenario: str, seeds: range, *, out: str | os.PathLike, mode=No
     longer than ``ray_tasks.RAY_WORTH_SECONDS`` in one process. ``aggregate``: the verdict table in Spark on Ray
     (``analytics/verdicts.parquet``; ``spark``: a live SparkSession to use). A Ctrl-C writes the rows done and
     returns ``interrupted``."""
-    from barriersim.ray_tasks import check_parallelism, installed, worth_ray
-
     check_parallelism(parallelism)
+    batch = DEFAULT_BATCH if batch is None else batch
     if batch < 1:
         raise ArgumentError(f"batch: must be >= 1, got {batch}")
-    if aggregate and spark is None and not installed("raydp"):
+    if aggregate and spark is None and not importable("raydp"):
         raise ArgumentError("analytics: the verdict table is computed in Spark on Ray, which is not installed (pip "
                             "install 'barriersim[spark]'); --no-analytics skips it")
     source = case_source(scenario, jobmanager_faults, taskmanager_faults)
@@ -359,8 +349,6 @@ def run_campaign(scenario: str, seeds: range, *, out: str | os.PathLike, mode=No
         say(f"resuming: {len(seeds) * len(modes) - total} of {len(seeds) * len(modes)} cases written before",
             done, total)
     work = batches_of(units, batch)
-    from contextlib import ExitStack
-
     try:
         with ExitStack() as stack:
             serial = parallelism == 1
@@ -374,8 +362,6 @@ def run_campaign(scenario: str, seeds: range, *, out: str | os.PathLike, mode=No
                 if probe:
                     serial, probe = not worth_ray(time.perf_counter() - started, sum(map(len, work)) / done), False
             if work:
-                from barriersim.ray_tasks import RayTasks
-
                 say("starting Ray", done, total)
                 tasks = stack.enter_context(RayTasks(address, parallelism, log_dir=out_dir / "logs",
                                                      app_name="barriersim-campaign"))
@@ -387,8 +373,6 @@ def run_campaign(scenario: str, seeds: range, *, out: str | os.PathLike, mode=No
             writer.flush()
             rows = read_rows(out_dir)
             if aggregate and rows.num_rows:  # in a Spark on the Ray that is up, if one is
-                from barriersim.spark.campaign_table import aggregate_verdicts
-
                 table = aggregate_verdicts(out_dir, rows, spark=spark, address=address,
                                            say=lambda what: say(what, done, total))
     except KeyboardInterrupt:
@@ -410,10 +394,6 @@ def shrink_seed(scenario: str, seed: int, *, out: str | os.PathLike, mode=None, 
     """Shrink each failing case of ``seed`` (in each mode asked) with Hypothesis; per case ``(mode, problem,
     shrunk scenario file)``, problem and file None when the case passes. The shrunk case is written as
     ``out/shrunk/<seed>-<mode>/scenario.toml``."""
-    from barriersim.case_checks import check, violation
-    from barriersim.scenarios.documents import dumps, scenario_document
-    from barriersim.seed_draws import draw, shrink
-
     source = case_source(scenario, jobmanager_faults, taskmanager_faults)
     found = []
     for m in campaign_modes(source, mode):

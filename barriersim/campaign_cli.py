@@ -7,22 +7,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
 
-from barriersim import campaign
-from barriersim.arguments import positive_argument, seed_argument
+from rich.console import Console
+
+from barriersim.arguments import positive_argument, seed_argument, seed_range_argument
+from barriersim.errors import BarriersimError
+from barriersim.progress import CountedProgress
 from barriersim.runtime.checkpointing_mode import ALL_MODES
+from barriersim.runtime.faults.fault_schedule import FaultScheduleError
+from barriersim.scenarios.loader import ScenarioError
+from barriersim.tables import console, new_table
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 SHOWN_FAILURES = 10
-
-
-def _seeds(text: str) -> range:
-    from barriersim.errors import ArgumentError
-
-    try:
-        return campaign.parse_seeds(text)
-    except ArgumentError as err:
-        raise argparse.ArgumentTypeError(str(err).removeprefix("--seeds: ")) from None
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -37,7 +37,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("scenario", metavar="SCENARIO",
                         help="a scenario file (fault schedules drawn for its job), or 'generated' (whole jobs: "
                              "topologies, configurations and faults, the property suite's default distribution)")
-    parser.add_argument("--seeds", type=_seeds, metavar="A..B", help="the seeds, A to B both included (or one N)")
+    parser.add_argument("--seeds", type=seed_range_argument, metavar="A..B", help="the seeds, A to B both included (or one N)")
     parser.add_argument("--mode", choices=ALL_MODES + ("all",),
                         help="checkpointing mode of every case; all: aligned, unaligned and at-least-once, each "
                              "seed in each (default: drawn per case for generated jobs, the scenario's own)")
@@ -54,8 +54,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                              "cores, or the cluster at --address, when the first batch says the campaign would take "
                              "more than a few seconds in one process)")
     parser.add_argument("--address", help="address of an existing Ray cluster for the tasks and Spark")
-    parser.add_argument("--batch", type=positive_argument, default=campaign.DEFAULT_BATCH, metavar="N",
-                        help=f"cases per Ray task (default {campaign.DEFAULT_BATCH})")
+    parser.add_argument("--batch", type=positive_argument, metavar="N",
+                        help="cases per Ray task (default: campaign.DEFAULT_BATCH, 25, a second or two of work)")
     parser.add_argument("--no-analytics", action="store_true", help="skip the verdict table in Spark")
     parser.add_argument("--shrink", type=seed_argument, metavar="SEED",
                         help="instead of a campaign: shrink the failing case of SEED with Hypothesis and write it "
@@ -65,31 +65,28 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def _out(args):
-    from pathlib import Path
+    from barriersim import campaign
 
     if args.out:
         return Path(args.out)
-    from datetime import datetime, timezone
-
     name = campaign.GENERATED if args.scenario == campaign.GENERATED else Path(args.scenario).stem
     return Path("runs") / f"{name}-campaign-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
 
 
 def _print_table(console, table) -> None:
-    from barriersim.tables import new_table
-
     t = new_table("barriersim campaign: verdicts", ("mode", "left"), ("cases", "right"), ("passed", "right"),
                   ("violated", "right"), ("errors", "right"), ("exactly-once", "right"), ("at-least-once", "right"),
-                  ("faults", "right"), ("restarted", "right"), ("virtual s (avg)", "right"), ("wall s", "right"))
+                  ("faults", "right"), ("restarted", "right"), ("virtual s (avg)", "right"), ("wall s", "right"),
+                  ("CPU s", "right"))
     for row in table.to_dict("records"):
         t.add_row(row["mode"], *(f"{row[c]:,}" for c in ("cases", "passed", "violated", "errors", "exactly_once",
                                                          "at_least_once", "faults", "restarted")),
-                  f"{row['virtual_seconds_avg']:.2f}", f"{row['wall_seconds']:,.1f}")
+                  f"{row['virtual_seconds_avg']:.2f}", f"{row['wall_seconds']:,.1f}", f"{row['cpu_seconds']:,.1f}")
     console.print(t)
 
 
 def _report(result, wall: float) -> int:
-    from barriersim.tables import console
+    from barriersim import campaign
 
     rows = result.rows.to_pandas()
     if result.table is not None:
@@ -114,11 +111,12 @@ def _report(result, wall: float) -> int:
 
 
 def _shrink(args) -> int:
+    from barriersim import campaign
+    from barriersim.sim_backend import replay_command
+
     out = _out(args)
     found = campaign.shrink_seed(args.scenario, args.shrink, out=out, mode=args.mode,
                                  jobmanager_faults=args.jobmanager_faults, taskmanager_faults=args.taskmanager_faults)
-    from barriersim.sim_backend import replay_command
-
     for mode, problem, path in found:
         if problem is None:
             print(f"seed {args.shrink} ({mode}): passes; nothing to shrink")
@@ -128,14 +126,7 @@ def _shrink(args) -> int:
 
 
 def main_from_args(args) -> int:
-    import time
-
-    from rich.console import Console
-
-    from barriersim.errors import BarriersimError
-    from barriersim.progress import CountedProgress
-    from barriersim.runtime.faults import FaultScheduleError
-    from barriersim.scenarios.loader import ScenarioError
+    from barriersim import campaign
 
     try:
         if args.shrink is not None:

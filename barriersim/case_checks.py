@@ -8,7 +8,7 @@ property broken."""
 from __future__ import annotations
 
 from barriersim.runtime.job.config import JobOutcome
-from barriersim.runtime.verification import Verdict
+from barriersim.runtime.verification.reference import Verdict
 
 
 class CaseViolation(AssertionError):

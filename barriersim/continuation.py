@@ -29,9 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from pyarrow.fs import FileType
+
 from barriersim.errors import BarriersimError
 from barriersim.runtime.operators.sinks import ExternalStore
-from barriersim.runtime.snapshot_verification import pending_transactions
+from barriersim.runtime.verification.snapshot import pending_transactions
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.fs_storage import local_path
@@ -79,8 +81,6 @@ class RunDirectory:
 
     @staticmethod
     def on_object_store(filesystem, path: str, scheme: str) -> "RunDirectory":
-        from pyarrow.fs import FileType
-
         def read(name: str) -> bytes:
             with filesystem.open_input_stream(f"{path}/{name}") as stream:
                 return stream.readall()

@@ -9,7 +9,7 @@ when the command ends. Printed to a pipe or a file there is no live bar, only th
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 
 class StageProgress:
@@ -48,10 +48,8 @@ class CountedProgress:
     (a line that stays), above one live bar of the work done (on a terminal; on a pipe, only the lines)."""
 
     def __init__(self, console: Console, first: str):
-        from rich.progress import MofNCompleteColumn
-
         self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                             console=console, transient=True)
+                             console=console, transient=True, disable=not console.is_terminal)
         self._task = self._bar.add_task(first, total=None)
         self._shown: set[str] = set()
 

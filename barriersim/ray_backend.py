@@ -44,14 +44,44 @@ fraction or None)``, goes to an optional callback.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+from barriersim import run_storage, workload_cache
+from barriersim.analytics_export import AnalyticsExportError, export_analytics
+from barriersim.continuation import (
+    RunPublishError,
+    output_after_snapshot,
+    previous_run,
+    publish_run,
+    write_external_store,
+)
+from barriersim.errors import UnsupportedScenario
+from barriersim.report.statistics import compute_locally, engine_for
+from barriersim.rundir import Run, RunTables, run_tables
+from barriersim.runtime.job.placement import PlacementError
+from barriersim.runtime.job.report import records_read_in_run
+from barriersim.runtime.storage.errors import CheckpointStorageError
+from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri, savepoint_directory_for
 from barriersim.scenarios.loader import Scenario
+from barriersim.scenarios.simulation_inputs import job_config
+from barriersim.spark.analytics import analytics_dir, compute_analytics, plan_analytics
+from barriersim.spark.reference import (
+    compare_with_reference,
+    output_table,
+    prepare_verification,
+    reference_table,
+    verify,
+    verify_in_ray,
+)
+from barriersim.spark.session import RayAndSpark, ray_address
+from barriersim.spark.workload import generate_workload, hand_off
 from barriersim.summary import (
     build_summary,
+    jobs_sections,
     placement_section,
     source_rates,
     with_channel_kinds,
@@ -67,10 +97,6 @@ def prepare(spark, scenario: Scenario):
     """What the Spark driver can do while Spark's executor starts: plan the workload's Spark job, the verification
     query and the statistics' queries once (the driver's first queries load and compile most of what later ones
     use)."""
-    from barriersim.spark.analytics import plan_analytics
-    from barriersim.spark.reference import prepare_verification
-    from barriersim.spark.workload import generate_workload
-
     workload = generate_workload(spark, scenario, scenario.seed)
     workload.df._jdf.queryExecution().executedPlan()
     if scenario.job.is_quickstart_shape:
@@ -96,30 +122,14 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     import ray
 
     from barriersim.actors.graph_runner import RayJob
-    from barriersim.api import storage_uris as run_storage_uris
-    from barriersim.continuation import (RunPublishError, output_after_snapshot, previous_run, publish_run,
-                                         write_external_store)
-    from barriersim.summary import jobs_sections
     from barriersim.actors.placement import check_kill_nodes, cluster_nodes
     from barriersim.actors.workload_handoff import WorkloadHandOff, refs
-    from barriersim.errors import UnsupportedScenario
-    from barriersim.runtime.job.placement import PlacementError
-    from barriersim.runtime.job.report import records_read_in_run
-    from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri, savepoint_directory_for
-    from barriersim.rundir import Run
-    from barriersim.scenarios.simulation_inputs import job_config
-    from barriersim.spark.analytics import analytics_dir, compute_analytics
-    from barriersim import workload_cache
-    from barriersim.analytics_export import AnalyticsExportError, export_analytics
-    from barriersim.runtime.storage.errors import CheckpointStorageError
-    from barriersim.spark.reference import compare_with_reference, output_table, reference_table, verify, verify_in_ray
-    from barriersim.spark.session import RayAndSpark, ray_address
-    from barriersim.spark.workload import hand_off
 
     say = progress or (lambda stage, fraction: None)
     first = runs[0][1]
     several = len(runs) > 1
     root = runs[0][0].parent if several else runs[0][0]
+    fresh = not root.exists() or not any(root.iterdir())
     root.mkdir(parents=True, exist_ok=True)
     sources = tuple((v.name, v.parallelism) for v in first.job.graph.sources)
     records = first.workload.records * len(sources)
@@ -141,7 +151,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
 
     # on a storage URI, everything of the request goes under <storage>/<run directory name>: each mode's checkpoints
     # and savepoints (in <mode>/ when there are several), and the analytics
-    remote_root, on_storage = run_storage_uris(checkpoint_storage, list(runs))
+    remote_root, on_storage = run_storage.storage_uris(checkpoint_storage, list(runs))
     storage_uris = {target: str(target / "checkpoints") if uri is None else uri for target, uri in on_storage.items()}
 
     def start_job(target: Path, scenario: Scenario, splits_now: dict[str, list] | None = None):
@@ -164,7 +174,13 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
 
     try:
         say("starting Ray", None)
-        cluster.start_ray()
+        try:
+            cluster.start_ray()
+        except BaseException:
+            cluster.close()  # its log file closed: a run that never started leaves nothing behind
+            if fresh:
+                shutil.rmtree(root, ignore_errors=True)
+            raise
         shared["ray_start"] = cluster.ray_started_seconds
         try:  # the Ray cluster must have the nodes the scenario spreads its TaskManagers over
             for _, scenario in runs:
@@ -292,9 +308,6 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
         written = [Run(path=target, label="." if target == root else target.name, summary=s) for target, s in finished]
         statistics = "spark"
         if spark is None:
-            from barriersim.report.statistics import compute_locally, engine_for
-            from barriersim.rundir import RunTables, run_tables
-
             tables = RunTables(written, *run_tables(written))
             statistics = engine_for(tables, spark_up=False)
             if statistics == "pandas":

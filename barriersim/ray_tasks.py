@@ -16,25 +16,17 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from barriersim.errors import ArgumentError
-
+from barriersim.extras import importable
+from barriersim.runtime.storage.atomic_file import AtomicFileWriter
+from barriersim.spark.session import RayAndSpark, ray_address
 
 # Ray's start and stop cost about 4-5 s on this 2-core machine: work that would take less than this in one process
 # stays in it.
 RAY_WORTH_SECONDS = 10.0
 
 
-def installed(module: str) -> bool:
-    """Whether ``module`` (an extra's: ray, raydp) can be imported here."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ImportError:
-        return False
-
-
 def ray_installed() -> bool:
-    return installed("ray")
+    return importable("ray")
 
 
 def worth_ray(first_seconds: float, rest_per_first: float) -> bool:
@@ -65,8 +57,6 @@ class RayTasks:
     def __init__(self, address: str | None = None, parallelism: int | None = None, log_dir: Path | None = None,
                  app_name: str = "barriersim-tasks"):
         import ray
-
-        from barriersim.spark.session import RayAndSpark, ray_address
 
         self.address = ray_address(address)
         self._ray = RayAndSpark(app_name=app_name, address=self.address, log_dir=log_dir)
@@ -138,8 +128,6 @@ def pack_files(directory: Path) -> dict[str, bytes]:
 
 def unpack_files(directory: Path, files: dict[str, bytes]) -> None:
     """Write what ``pack_files`` packed under ``directory``."""
-    from barriersim.runtime.storage.atomic_file import AtomicFileWriter
-
     writer = AtomicFileWriter()
     for name, data in files.items():
         path = Path(directory) / name

@@ -18,7 +18,7 @@ barriers are on the wire, or let it expire with data in flight), weighted by wha
 timeouts are drawn from 1-10 s (Flink's 10-minute default would make a case whose acknowledgement was dropped
 wait ten simulated minutes). Some cases run with buffer debloating
 (``network_configs``), its buffer sizes changing while faults strike. ``action_schedules`` draws experiment actions
-(``runtime.experiment``): savepoints, a stop-with-savepoint (drained only when nothing follows) or a cancel, and
+(``runtime.faults.experiment``): savepoints, a stop-with-savepoint (drained only when nothing follows) or a cancel, and
 restores with new parallelisms (a forward-connected group of vertices rescaled together), for up to three jobs,
 at times inside the run; ``action_faults`` adds faults aimed at them (a crash while a savepoint is taken, a failed
 savepoint write, a crash while a restored job restores). ``simulated_cases(actions=True)`` combines them with the
@@ -49,7 +49,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from barriersim.runtime.checkpointing_mode import ALL_MODES as MODES, CheckpointingMode
-from barriersim.runtime.experiment import (
+from barriersim.runtime.faults.experiment import (
     ActionSchedule,
     Cancel,
     Restore,
@@ -57,7 +57,7 @@ from barriersim.runtime.experiment import (
     Savepoint,
     StopWithSavepoint,
 )
-from barriersim.runtime.faults import (
+from barriersim.runtime.faults.fault_schedule import (
     CrashCoordinator,
     CrashTask,
     CrashTaskManager,
@@ -73,6 +73,11 @@ from barriersim.runtime.faults import (
 )
 from barriersim.runtime.job.placement import ClusterConfig, Placement, place, slots_needed
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
+from barriersim.runtime.sim.job_simulation import JobSimulation
+from barriersim.scenarios.documents import generated_document, write_scenario
+from barriersim.scenarios.loader import effective_scenario, parse_scenario
+from barriersim.scenarios.simulation_inputs import job_config, workload_splits
+from barriersim.sim_backend import replay_command
 
 
 @st.composite
@@ -102,7 +107,7 @@ def topologies(draw, max_parallelism: int = 4, max_stages: int = 5, at_least_onc
         last = two_input
     stages = 2 + (1 if two_sources else 0)
     # in at-least-once mode a join's aggregate may be inflated by replays; a filter after it could drop the
-    # inflated row, which the reference cannot tell from a loss (runtime.verification)
+    # inflated row, which the reference cannot tell from a loss (runtime.verification.reference)
     kinds = ["map"] if joined and at_least_once_sink else ["map", "filter"]
     middle = draw(st.lists(st.sampled_from(kinds), max_size=max(0, max_stages - stages - 1)))
     for i, kind in enumerate(middle):
@@ -428,16 +433,11 @@ class SimulatedCase:
 
     def scenario(self, path: str = "<generated>"):
         """The case as the scenario it runs: the document with its fault schedule and seed."""
-        from barriersim.scenarios.loader import effective_scenario, parse_scenario
-
         return effective_scenario(parse_scenario(self.document, path), seed=self.seed, faults=self.faults)
 
     def run(self, check_cuts: bool = True):
         """Simulate and verify; returns a ``CaseResult``. ``check_cuts``: also check that every completed
         checkpoint is a consistent cut (``runtime.sim.consistent_cut``)."""
-        from barriersim.runtime.sim.job_simulation import JobSimulation
-        from barriersim.scenarios.simulation_inputs import job_config, workload_splits
-
         scenario = self.scenario()
         config = job_config(scenario)
         splits = workload_splits(scenario)
@@ -450,9 +450,6 @@ class SimulatedCase:
     def save(self, directory: Path) -> tuple[Path, str]:
         """Write the case as a scenario file (its faults and seed included); returns it and the one-line command
         that replays it."""
-        from barriersim.scenarios.documents import write_scenario
-        from barriersim.sim_backend import replay_command
-
         digest = hashlib.sha256(json.dumps(self.document, sort_keys=True).encode()).hexdigest()[:12]
         path = write_scenario(self.scenario(), directory / f"case-{digest}-{self.seed}.toml")
         return path, replay_command(path)
@@ -461,7 +458,7 @@ class SimulatedCase:
 @dataclass(frozen=True)
 class CaseResult:
     simulation: object  # SimulationResult
-    verdict: object  # runtime.verification.Verification
+    verdict: object  # runtime.verification.reference.Verification
     cut_violations: tuple = ()  # CutViolation: completed checkpoints that are not consistent cuts
     report: object = None  # runtime.job.dispatcher.RunReport: every job, every action
     finish_order_violations: tuple = ()  # tasks that finished while a task they read still ran
@@ -476,8 +473,6 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     checkpointing = draw(checkpointing_configs(mode))
     graph = draw(topologies(max_parallelism=max_parallelism,
                             at_least_once_sink=not CheckpointingMode.parse(checkpointing["mode"]).exactly_once))
-    from barriersim.scenarios.documents import generated_document
-
     document = generated_document(
         "generated", graph, records=draw(st.integers(*records)), keys=draw(st.sampled_from([1, 10, 100])),
         zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])), rate_per_source=draw(st.sampled_from([20_000, 100_000])),
@@ -528,8 +523,6 @@ def scenario_cases(draw, scenario, max_faults: int = 3, jobmanager_faults: bool 
     """Fault schedules for one scenario's job (a loaded ``Scenario``, in the mode it runs in), drawn as
     ``simulated_cases`` draws them for a generated job (TaskManager crashes and node losses of the scenario's
     ``[cluster]``); the case is the scenario with that schedule instead of its own, and its seed."""
-    from barriersim.scenarios.documents import scenario_document
-
     graph = scenario.job.graph
     placement = place(graph, scenario.cluster.config()) if taskmanager_faults else None
     horizon_ms = fault_horizon_ms(graph, scenario.workload.records, scenario.workload.rate_per_source)
@@ -581,8 +574,6 @@ def cancelled_in_flight_cases(draw, mode: str | None = None) -> SimulatedCase:
     graph = with_own_slot_sharing_groups(JobGraph(
         (JobVertex("source", OperatorKind.SOURCE, parallelism), stage, sink),
         (JobEdge("source", stage.name, Partitioner.REBALANCE), JobEdge(stage.name, "sink", Partitioner.REBALANCE))))
-    from barriersim.scenarios.documents import generated_document
-
     # every channel remote (one-slot TaskManagers, a slot sharing group per vertex): a remote channel announces a
     # timeoutable barrier when it arrives, so the sink can time out on the slowed channel while its data waits
     document = generated_document(

@@ -14,7 +14,7 @@ verdict's counts), ``job`` (``outcome``, ``failure_reason``: one line saying wha
 ``throughput`` (``records_per_second`` and the ``clock`` it was measured on: ``wall`` on Ray, ``virtual`` in the
 simulator; then the offered rate against the achieved one per source subtask, ``source_rates``), ``faults`` (the
 fault schedule run), ``faults_fired`` (each fault of it with ``fired``, how often it took effect, and
-``first_at_ms``: ``runtime.fault_log``), then, for a run with experiment actions or a restore, ``restore`` (the
+``first_at_ms``: ``runtime.faults.fault_log``), then, for a run with experiment actions or a restore, ``restore`` (the
 run's own ``--from``), ``actions`` (each action with its job, status, savepoint id and path) and ``jobs`` (each job
 of the run: its id, final state, parallelism, ``latest_restored``, counts and operations), then the backend's own
 sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
@@ -219,7 +219,7 @@ def build_summary(
         "placement": placement,
         "checkpoints": checkpoint_counts(counts),
         # covers: "workload" (every record), or "snapshot" (a run that ended by a stop or a cancel: what its last
-        # snapshot accounts for, runtime.snapshot_verification)
+        # snapshot accounts for, runtime.verification.snapshot)
         "verification": {**verification, "covers": verification_scope},
         "job": {
             "outcome": outcome,

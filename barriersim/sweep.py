@@ -20,23 +20,30 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
+from rich.console import Console
 
 from barriersim import api
-from barriersim.runtime.faults import FaultScheduleError
+from barriersim.runtime.faults.fault_schedule import FaultScheduleError
 from barriersim.arguments import positive_argument, seed_argument
 from barriersim.errors import ArgumentError, BarriersimError
-from barriersim.ray_tasks import unpack_files, worth_ray
+from barriersim.extras import require
+from barriersim.progress import CountedProgress
+from barriersim.ray_tasks import (RayTasks, check_parallelism, in_drivers_directory, node_ip, pack_files,
+                                  ray_installed, remove_tree, unpack_files, worth_ray)
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 from barriersim.scenarios.loader import Scenario, ScenarioError, expand_sweep
 from barriersim.scenarios.schema import SCHEMA
 from barriersim.out_dir import prepare_out_dir
 from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri
+from barriersim.rundir import RunDirError, discover_runs
 from barriersim.spark.analytics import analytics_dir
 from barriersim import sweep_table
 from barriersim.sweep_table import ENGINES
 from barriersim.analytics_export import export_analytics
 from barriersim.spark.session import SparkOnDemand
 from barriersim.summary import default_out_dir, write_json_atomically
+from barriersim.tables import console as table_console
+from barriersim.tables import new_table
 
 EXIT_OK = 0
 EXIT_VIOLATED = 1
@@ -131,8 +138,6 @@ def run_job_task(job: SweepJob, splits, driver: tuple[str, str]) -> tuple[dict[s
     """``run_job`` in a Ray task, in the driver's working directory ``driver = (ip, cwd)`` (a relative ``--out``
     means the same there): on the driver's node the run directories are written in place; on another node they
     are sent back (``ray_tasks.pack_files``) and removed there."""
-    from barriersim.ray_tasks import in_drivers_directory, node_ip, pack_files, remove_tree
-
     in_drivers_directory(driver[1])
     return _run_job_on(job, splits, node_ip() != driver[0], pack_files, remove_tree)
 
@@ -149,8 +154,6 @@ def _run_job_on(job: SweepJob, splits, elsewhere: bool, pack, remove) -> tuple[d
 
 
 def _check_parallelism(backend: str, parallelism: int | None, address: str | None) -> None:
-    from barriersim.ray_tasks import check_parallelism, ray_installed
-
     check_parallelism(parallelism)
     if backend == "ray" and parallelism is not None and parallelism > 1:
         raise ArgumentError("parallelism: the Ray backend runs a sweep's jobs one at a time (each is a Ray job of "
@@ -194,6 +197,11 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     if analytics not in ENGINES:
         raise ArgumentError(f"analytics: must be one of {', '.join(ENGINES)}, got {analytics!r}")
     _check_parallelism(backend, parallelism, address)
+    if aggregate and analytics == "spark" and spark is None:  # what the end of the sweep needs, checked first
+        require("spark", "the aggregation in Spark on Ray (--analytics pandas or --no-analytics: without it)")
+    if spark is None and (address is not None or (aggregate and analytics == "spark")
+                          or any(pl.backend == "ray" or pl.workload == "spark" for pl in plans)):
+        api.check_cluster(address)
     out_dir = Path(out) if out is not None else default_out_dir(s, suffix="-sweep")
     sweep_storage = None if checkpoint_storage is None else child_uri(checkpoint_storage, out_dir.name)
     prepare_out_dir(out_dir, force)
@@ -262,8 +270,6 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                 probe = False
         remaining = [i for i in range(len(jobs)) if i not in finished]
         if remaining:
-            from barriersim.ray_tasks import RayTasks
-
             say("starting Ray for the simulations", len(runs), total)
             tasks = ray_tasks.enter_context(RayTasks(address, parallelism, log_dir=out_dir / "logs",
                                                  app_name=f"barriersim-sweep-{s.name}"))
@@ -343,8 +349,6 @@ def aggregate_sweep(out_dir: Path, index: dict, axes: list[tuple[str, type]], en
                     spark=None, spark_up: bool = False, say=lambda what: None) -> tuple[pd.DataFrame, str]:
     """The sweep's table (``OUT/analytics/sweep.parquet``) as pandas, and the engine that computed its statistics
     (``barriersim.sweep_table.aggregate``)."""
-    from barriersim.rundir import discover_runs
-
     wanted = {r["dir"] for p in index["points"] for r in p["runs"]}
     runs = [r for r in discover_runs(out_dir) if r.label in wanted]
     return sweep_table.aggregate(out_dir, index_rows(index), axes, runs, engine=engine, spark=spark,
@@ -398,8 +402,6 @@ SWEEP_TABLE_FIGURES = (("end_to_end_duration", "p50", "ms"), ("end_to_end_durati
 
 
 def _print_table(console, result: SweepResult) -> None:
-    from barriersim.tables import new_table
-
     axes = list(result.index["axes"])
     t = result.table
     stats = SWEEP_TABLE_FIGURES if t is not None else ()
@@ -426,11 +428,6 @@ def _print_table(console, result: SweepResult) -> None:
 def main_from_args(args) -> int:
     """Run ``barriersim sweep`` from parsed arguments; returns the exit status (0; 1 when a run violated
     exactly-once or at-least-once; 2 with one line on stderr for bad input; 130 on Ctrl-C)."""
-    from rich.console import Console
-
-    from barriersim.progress import CountedProgress
-    from barriersim.rundir import RunDirError
-
     try:
         with CountedProgress(Console(stderr=True), "checking the sweep") as progress:
             result = run_sweep(args.scenario, backend=args.backend, out=args.out, modes=args.mode, seed=args.seed,
@@ -443,8 +440,6 @@ def main_from_args(args) -> int:
     except KeyboardInterrupt:
         print("barriersim sweep: interrupted; Spark and Ray were stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
-    from barriersim.tables import console as table_console
-
     _print_table(table_console(), result)
     print(f"wrote {result.out_dir}/sweep.json" + (f" and {result.out_dir}/analytics/sweep.parquet"
                                                   if result.table is not None else ""))

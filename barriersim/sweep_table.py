@@ -14,6 +14,7 @@ from typing import Callable
 import pandas as pd
 import pyarrow as pa
 
+from barriersim.report.statistics import compute_locally, engine_for
 from barriersim.rundir import Run, RunTables, run_tables
 from barriersim.spark.analytics import (CHECKPOINT_METRICS, COUNT_COLUMNS, SUBTASK_METRICS, SWEEP_STATS, Analytics,
                                         compute_analytics, read_sweep_analytics, sweep_path, write_parquet_dir)
@@ -73,8 +74,6 @@ def aggregate(root: str | Path, point_rows: list[dict], axes: list[tuple[str, ty
     ``barriersim run`` decides, ``spark_up`` saying whether a Spark session is up) written under
     ``root/analytics/``, and the sweep table; returns it as pandas and the engine used. ``spark()`` gives a live
     SparkSession (started on first call)."""
-    from barriersim.report.statistics import compute_locally, engine_for
-
     tables = RunTables(runs, *run_tables(runs))
     if engine == "auto":
         engine = engine_for(tables, spark_up)

@@ -1,20 +1,23 @@
 """What the command line prints after a run: the run's figures as rich tables, with units, in Flink's words.
 
-How this works: ``console()`` gives a rich Console for stdout that never cuts a value: on a terminal every
-column folds (wraps) what does not fit instead of ending it with an ellipsis; printed to a pipe or a file, where
-rich would assume 80 columns, the console is as wide as the widest table needs. ``run_table`` is the table of one
-Ray run (its figures, its source rates and every timed phase); ``modes_table`` sets several runs (the modes of
-``--mode all``, or simulated runs) side by side, each with its own times; ``shared_setup_table`` gives the phases
-a Ray run's modes share (printed once); ``rate_warnings`` names each source subtask that did not reach the
-offered rate. Times are in seconds, rates in records per second.
+How this works: ``console()`` gives a rich Console for stdout that never cuts a value: a value that does not fit
+its column folds within it; printed to a pipe or a file the console is unbounded and each table bounds its own
+value columns (``VALUE_WIDTH``), so the three modes of ``--mode all`` fit in 120 columns. ``run_table`` is one Ray
+run (its figures, its source rates, every timed phase); ``modes_table`` sets runs side by side (the modes of
+``--mode all``, or simulated runs); both start with the checkpoint figures (``checkpoint_rows``: completed and
+failed checkpoints with the failures' reasons, p50 / p99 of end-to-end duration, alignment, start delay, persisted
+and processed data, from ``barriersim.run_statistics``). ``shared_setup_table`` gives the phases a Ray run's modes
+share, in seconds; ``cache_line`` the workload cache's part, printed after the tables. Rates in records/s.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 from rich.console import Console
 from rich.table import Table
 
-from barriersim.runtime.fault_log import fired_line
+from barriersim.runtime.faults.fault_log import fired_line
 
 UNLIMITED_WIDTH = 10_000
 
@@ -108,14 +111,78 @@ OWN_PHASES = (
     ("job", "job (tasks running)"),
     ("verification", "verification"),
 )
+VALUE_WIDTH = 22  # at most, each mode's column of a side-by-side table (a longer value folds within it)
+STATISTICS_CAPTION = ("p50 / p99: Flink's checkpoint statistics, over the completed checkpoints (alignment and "
+                      "start delay: over their subtasks)")
 
 
-def run_table(summary: dict, total_seconds: float | None = None) -> Table:
-    """One Ray run: its figures, the rate offered and achieved per source subtask, and its timed phases."""
-    s, v, t = summary, summary["verification"], summary["throughput"]
+def _ms(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+def _bytes(value) -> str:
+    if value is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB"):
+        if abs(value) < 1024:
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} GiB"
+
+
+def _pair(values: tuple, fmt) -> str:
+    p50, p99 = values
+    return "-" if p50 is None else f"{fmt(p50)} / {fmt(p99)}"
+
+
+def checkpoint_rows(statistics: dict) -> list[tuple[str, Callable]]:
+    """The checkpoint figures of a run's table, ``(label, get(summary))``: completed and failed checkpoints with
+    the reasons of the failures, and the p50 / p99 of Flink's checkpoint statistics (``statistics``: mode ->
+    ``barriersim.run_statistics.ModeStatistics``)."""
+    def stats(s):
+        return statistics.get(s["mode"])
+
+    def failures(s):
+        st = stats(s)
+        return "\n".join(f"{n} {reason}" for n, reason in st.failures) if st and st.failures else "-"
+
+    def percentiles(metric, fmt):
+        return lambda s: _pair(stats(s).percentiles[metric], fmt) if stats(s) else "-"
+
+    return [
+        ("checkpoints completed / failed",
+         lambda s: f"{_n(s['checkpoints']['completed'])} / {_n(s['checkpoints']['failed'])}"),
+        ("  failed because", failures),
+        ("end-to-end duration p50 / p99 (ms)", percentiles("end_to_end_duration", _ms)),
+        ("alignment duration p50 / p99 (ms)", percentiles("alignment_duration", _ms)),
+        ("start delay p50 / p99 (ms)", percentiles("start_delay", _ms)),
+        ("persisted data p50 / p99", percentiles("persisted_data", _bytes)),
+        ("processed data p50 / p99", percentiles("processed_data", _bytes)),
+    ]
+
+
+def outcome_rows() -> list[tuple[str, Callable]]:
+    return [
+        ("restarts", lambda s: _n(s["job"]["restarts"])),
+        ("faults", lambda s: fired_line(s["faults_fired"], detail=False)),
+        ("lost / duplicated / wrong (records)", lambda s: " / ".join(
+            _n(s["verification"][k]) for k in ("lost", "duplicated", "wrong"))),
+        ("verdict", lambda s: s["verification"]["verdict"]),
+    ]
+
+
+def run_table(summary: dict, total_seconds: float | None = None, statistics: dict | None = None) -> Table:
+    """One Ray run: its checkpoint figures, its outcome, the rate offered and achieved per source subtask, and
+    its timed phases."""
+    s, t = summary, summary["throughput"]
     table = new_table(f"barriersim run: {s['scenario']} (seed {s['seed']}, {s['backend']}, {s['mode']})",
                       ("figure", "left"), ("value", "right"))
-    rows = [
+    table.columns[1].max_width = 3 * VALUE_WIDTH
+    table.caption = STATISTICS_CAPTION
+    rows = [(label, get(s)) for label, get in checkpoint_rows(statistics or {}) + outcome_rows()]
+    rows += [
         ("records", _n(s["workload"]["records"])),
         (f"records/s through the job ({t['clock']} clock)", _n(t["records_per_second"], 1)),
         ("offered rate per source subtask (records/s)", _n(t.get("offered_per_source_subtask"))),
@@ -123,19 +190,7 @@ def run_table(summary: dict, total_seconds: float | None = None) -> Table:
     for r in t.get("sources", []):
         flag = "" if r["reached"] in (True, None) else " (NOT REACHED)"
         rows.append((f"achieved rate of {r['task']} (records/s)", _n(r["achieved_per_second"]) + flag))
-    rows += [
-        ("checkpoints completed", _n(s["checkpoints"]["completed"])),
-        ("checkpoints failed", _n(s["checkpoints"]["failed"])),
-        ("restarts", _n(s["job"]["restarts"])),
-        ("faults", fired_line(s["faults_fired"])),
-        ("lost (records)", _n(v["lost"])),
-        ("duplicated (records)", _n(v["duplicated"])),
-        ("wrong (records)", _n(v["wrong"])),
-        ("verdict", v["verdict"]),
-    ]
     timings = s.get("timings_seconds", {})
-    if cache_line(s) is not None:
-        rows.append(("workload cache", cache_line(s)))
     rows += [(f"{label} (s)", value) for label, value in shared_phase_rows(s)]
     for key, label in OWN_PHASES:
         if key in timings:
@@ -148,10 +203,8 @@ def run_table(summary: dict, total_seconds: float | None = None) -> Table:
 
 
 def shared_setup_table(summary: dict, total_seconds: float | None = None) -> Table:
-    """The phases the modes of one Ray run share, once."""
+    """The phases the modes of one Ray run share, once, in seconds (the workload cache's part: ``cache_line``)."""
     table = new_table("shared by the modes", ("phase", "left"), ("seconds", "right"))
-    if cache_line(summary) is not None:
-        table.add_row("workload cache", cache_line(summary))
     for label, value in shared_phase_rows(summary):
         table.add_row(label, value)
     if total_seconds is not None:
@@ -159,26 +212,21 @@ def shared_setup_table(summary: dict, total_seconds: float | None = None) -> Tab
     return table
 
 
-def modes_table(summaries: list[dict]) -> Table:
-    """Runs side by side (the modes of one request, or one simulated run), each with its own time."""
+def modes_table(summaries: list[dict], statistics: dict | None = None) -> Table:
+    """Runs side by side (the modes of one request, or one simulated run), each with its own times; the
+    simulator's trace hashes are printed after it (``trace_lines``), not in it."""
     first = summaries[0]
     ray = first["backend"] == "ray"
     table = new_table(f"barriersim {first['backend']}: {first['scenario']} (seed {first['seed']})",
                       ("figure", "left"), *((s["mode"], "right") for s in summaries))
-    rows = [
-        ("checkpoints completed", lambda s: _n(s["checkpoints"]["completed"])),
-        ("checkpoints failed", lambda s: _n(s["checkpoints"]["failed"])),
-        ("restarts", lambda s: _n(s["job"]["restarts"])),
-        ("faults", lambda s: fired_line(s["faults_fired"], detail=False)),
-        ("lost (records)", lambda s: _n(s["verification"]["lost"])),
-        ("duplicated (records)", lambda s: _n(s["verification"]["duplicated"])),
-        ("wrong (records)", lambda s: _n(s["verification"]["wrong"])),
-        ("verdict", lambda s: s["verification"]["verdict"]),
+    for column in table.columns[1:]:
+        column.max_width = VALUE_WIDTH
+    table.caption = STATISTICS_CAPTION
+    rows = checkpoint_rows(statistics or {}) + outcome_rows() + [
         (f"records/s through the job ({first['throughput']['clock']} clock)",
          lambda s: _n(s["throughput"]["records_per_second"], 1)),
-        ("offered rate per source subtask (records/s)",
-         lambda s: _n(s["throughput"].get("offered_per_source_subtask"))),
-        ("slowest source subtask's rate (records/s)", _rate_cell),
+        ("offered rate per source (records/s)", lambda s: _n(s["throughput"].get("offered_per_source_subtask"))),
+        ("slowest source's rate (records/s)", _rate_cell),
     ]
     if ray:
         rows += [(f"{label} (s)", lambda s, key=key: _seconds(s.get("timings_seconds", {}).get(key)))
@@ -188,7 +236,6 @@ def modes_table(summaries: list[dict]) -> Table:
         rows += [
             ("virtual time (s)", lambda s: _n(s.get("simulation", {}).get("virtual_seconds"), 3)),
             ("wall time (s)", lambda s: _n(s["wall_seconds"], 3)),
-            ("trace sha256", lambda s: s.get("trace_sha256", "-")),
         ]
     for name, get in rows:
         table.add_row(name, *(get(s) for s in summaries))

@@ -39,7 +39,11 @@ import pyarrow as pa
 
 from barriersim.runtime.records_codec import SPLIT_COLUMNS
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
+from barriersim.scenarios import workload as draws
 from barriersim.scenarios.loader import Scenario
+from barriersim.spark import reference as spark_reference
+from barriersim.spark import workload as spark_workload
+from barriersim.spark.workload import split_plan
 
 FORMAT = 1
 SPLITS_FILE = "splits.arrow"
@@ -59,19 +63,14 @@ def cache_dir() -> Path:
 
 def generator_version() -> str:
     """A hash of the source text of the modules that generate the workload and compute its reference."""
-    from barriersim.scenarios import workload as draws
-    from barriersim.spark import reference, workload
-
     digest = hashlib.sha256()
-    for module in (workload, draws, reference):
+    for module in (spark_workload, draws, spark_reference):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()
 
 
 def key_fields(scenario: Scenario) -> dict:
     """What the generated workload depends on, as plain values (the manifest records them)."""
-    from barriersim.spark.workload import split_plan
-
     plan = split_plan(scenario, scenario.seed)
     return {
         "workload": {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in asdict(scenario.workload).items()},

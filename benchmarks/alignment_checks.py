@@ -1,15 +1,12 @@
 """Flink's measured alignment table (``docs/flink-facts.md``) and the checks of ``benchmarks.alignment_latency``'s
 figures against it.
 
-How this works: ``FLINK_TABLE`` holds, per setting (a group and a mode), the ranges Flink's two measured runs gave
-for each figure of the table (end-to-end median and p90, the bottleneck's start delay, the sinks' alignment,
-persisted and processed data, throughput) and the unaligned flags per vertex; ``FLINK_RAMP_MS`` the heavy aligned
-job's first six checkpoints. ``flink_checks`` puts each of barriersim's figures beside Flink's with the ratio and
-passes it within Flink's range widened by 30 % (figures under 50 ms: by 15 ms); ``ramp_check`` compares checkpoints
-2-6, the median over several seeds, with Flink's. A failing check prints its hint: what is known
-of the divergence. Where ``benchmarks/flink_remeasured.json`` holds Flink 2.3.0's own figures for the same job on
-this machine (``benchmarks.flink_remeasure``), every check also gives barriersim's figure against those, in the same
-band: the facts' table stays the reference, the re-measurement says whether Flink itself reproduces it here.
+``FLINK_TABLE`` holds per setting the ranges of Flink's two measured runs for each figure and the unaligned flags;
+``FLINK_RAMP_MS`` the heavy aligned job's first six checkpoints. ``flink_checks`` puts each of barriersim's figures
+beside Flink's with the ratio and passes it within Flink's range widened by 30 % (under 50: by 15; ``within_band``,
+which the family benchmark shares); ``ramp_check`` compares checkpoints 2-6. A failing check prints what is known of
+the divergence. Where ``benchmarks/flink_remeasured.json`` holds Flink 2.3.0's own figures for the same job on this
+machine (``benchmarks.flink_remeasure``), every check is also judged against those, in the same band.
 """
 
 from __future__ import annotations
@@ -23,6 +20,12 @@ ALIGNED_TIMEOUT_MS = 500  # the alignment timeout of Flink's timeout row
 CALM = "no backpressure"
 HEAVY = "heavy backpressure"
 TIMEOUT = f"heavy, {ALIGNED_TIMEOUT_MS} ms timeout"
+# the idle rate on the heavy rows' job (hot key and its sleep): not a row of the facts, the output flusher's block
+CALM_HOT = "no backpressure, hot key"
+# the hot key of the facts' heavy and timeout rows: key 0 carries 30 % of the records and sleeps 1 ms per record;
+# the facts' idle rows ran without it (docs/flink-facts.md, "The idle rows")
+HOT_KEY_SHARE, HOT_KEY_DELAY_US = 0.3, 1000
+HOT_KEY_GROUPS = (HEAVY, TIMEOUT, CALM_HOT)
 BAND = 0.30  # relative band around Flink's range
 SMALL_MS, SMALL_BAND_MS = 50, 15  # figures under 50 ms: an absolute band
 
@@ -47,15 +50,13 @@ class Flink:
 
 
 # the rate Flink's job offered, records/s of all sources together (the facts' "Offered rate")
-OFFERED_RECORDS_PER_S = {CALM: 2000, HEAVY: 4000, TIMEOUT: 4000}
+OFFERED_RECORDS_PER_S = {CALM: 2000, HEAVY: 4000, TIMEOUT: 4000, CALM_HOT: 2000}
 
 FLINK_TABLE: dict[tuple[str, str], Flink] = {
-    (CALM, "aligned"): Flink((20, 24), (24, 33), (9, 12), (3, 6), (0, 0), after_start=(8, 15),
-                             throughput=(1250, 1250)),
-    (CALM, "unaligned"): Flink((25, 26), (33, 44), (9, 10), (4, 4), (9, 15), after_start=(15, 17),
-                               throughput=(1250, 1250)),
-    (CALM, "at-least-once"): Flink((17, 21), (25, 25), (9, 10), (3, 5), (0, 0), after_start=(7, 12),
-                                   throughput=(1250, 1250)),
+    # no throughput for the idle rows: the facts' 1,250 records/s did not reproduce (Flink delivers the 2,000 offered)
+    (CALM, "aligned"): Flink((20, 24), (24, 33), (9, 12), (3, 6), (0, 0), after_start=(8, 15)),
+    (CALM, "unaligned"): Flink((25, 26), (33, 44), (9, 10), (4, 4), (9, 15), after_start=(15, 17)),
+    (CALM, "at-least-once"): Flink((17, 21), (25, 25), (9, 10), (3, 5), (0, 0), after_start=(7, 12)),
     (HEAVY, "aligned"): Flink((3335, 3462), (3620, 3658), (3329, 3447), (3306, 3442), (0, 0), (107, 107),
                               throughput=(2430, 2430)),
     (HEAVY, "at-least-once"): Flink((3413, 3625), (3707, 3833), (3405, 3614), (3393, 3607), (0, 0), (254, 254),
@@ -126,7 +127,7 @@ def find_row(rows: list, group: str, mode: str):
     return next(r for r in rows if r.group == group and r.mode == mode)
 
 
-def _within(value: float | None, flink: tuple[float, float]) -> bool:
+def within_band(value: float | None, flink: tuple[float, float]) -> bool:
     """Within Flink's range widened by 30 % (a figure under 50 ms: by 15 ms)."""
     if value is None:
         return False
@@ -136,7 +137,7 @@ def _within(value: float | None, flink: tuple[float, float]) -> bool:
     return low * (1 - BAND) <= value <= high * (1 + BAND)
 
 
-def _ratio_text(value: float | None, flink: tuple[float, float]) -> str:
+def ratio_text(value: float | None, flink: tuple[float, float]) -> str:
     mid = (flink[0] + flink[1]) / 2
     if value is None or not mid:
         return "-"
@@ -154,7 +155,7 @@ def _here(value: float | None, row: dict | None, key: str, version: str) -> tupl
     if row is None or row.get(key) is None:
         return None, ""
     here = (round(row[key][0]), round(row[key][1]))
-    return _within(value, here), f"Flink {version} here {span_text(here)}, {_ratio_text(value, here)}"
+    return within_band(value, here), f"Flink {version} here {span_text(here)}, {ratio_text(value, here)}"
 
 
 def _flags_here(row: dict | None, key: str, version: str, keyed: bool) -> tuple[str | None, str]:
@@ -189,8 +190,8 @@ def flink_checks(rows: list, bottleneck_index: int, here: Remeasured | None = No
         for name, value, flink in figures:
             shown = "-" if value is None else f"{value:.0f}"
             passed_here, detail_here = _here(value, again, REMEASURED_FIGURES[name], version)
-            checks.append(Check(f"{group}, {mode}: {name}", _within(value, flink),
-                                f"{shown} (Flink {span_text(flink)}, {_ratio_text(value, flink)})",
+            checks.append(Check(f"{group}, {mode}: {name}", within_band(value, flink),
+                                f"{shown} (Flink {span_text(flink)}, {ratio_text(value, flink)})",
                                 HINTS.get(name, ""), passed_here, detail_here))
         if f.keyed_unaligned is not None:
             ours = flags_relative_to(r.keyed_unaligned, bottleneck_index)
@@ -225,7 +226,7 @@ def ramp_check(runs: list[RampRun], here: Remeasured | None = None) -> Check:
     complete = [r for r in runs if len(r.ramp_ms) == len(FLINK_RAMP_MS)]
     medians = [statistics.median(r.ramp_ms[k] for r in complete) for k in range(len(FLINK_RAMP_MS))] if complete else []
     rest = list(zip(medians[1:], FLINK_RAMP_MS[1:]))
-    passed = bool(complete) and len(complete) == len(runs) and all(_within(v, (w, w)) for v, w in rest)
+    passed = bool(complete) and len(complete) == len(runs) and all(within_band(v, (w, w)) for v, w in rest)
     firsts = sorted({r.first_trigger_ms for r in runs})
     spread = ", ".join(f"{min(r.ramp_ms[k] for r in complete)}-{max(r.ramp_ms[k] for r in complete)}"
                        for k in range(len(FLINK_RAMP_MS))) if complete else "-"
@@ -253,25 +254,21 @@ HINTS = {
     "processed KiB": "the sinks process the bottleneck's records for as long as they wait for its barrier, so this "
                      "follows the plateau (the heavy aligned end-to-end row's ratio); the keyed function's record "
                      "size (28 bytes, scenarios/alignment_latency.toml) is derived from Flink's 107 KiB",
-    "end-to-end median ms": "the end-to-end duration is the bottleneck's start delay (its own row: the barrier waits "
-                            "behind the records the output flusher held back) plus the checkpoint's cost after it "
-                            "(the row 'end-to-end less start delay', the cost model's, within Flink's)",
+    "end-to-end median ms": "the end-to-end duration is the bottleneck's start delay (its own row) plus the "
+                            "checkpoint's cost after it (the row 'end-to-end less start delay', the cost model's)",
     "end-to-end p90 ms": "as the median: the start delay's divergence, not the checkpoint's cost",
     "end-to-end less start delay ms": "the cost model's defaults (runtime/checkpoint_cost.py, docs/flink-facts.md) "
                                       "are calibrated to these figures",
-    "bottleneck start delay ms": "the trigger path (≈ 9 ms, the unaligned rows' start delay) and then the records the "
-                                 "100 ms output flusher held back, which reach the bottleneck (≈ 70 % busy) in one "
-                                 "burst ahead of the barrier (Flink's PipelinedSubpartition hands records over on a "
-                                 "flush, a full buffer or an event): see the output-flusher block below. Flink 2.3.0 "
-                                 "itself, running the facts' job on this machine with its default flusher, shows the "
-                                 "same ('here'); the facts' figures are what it shows with a flusher of 1-10 ms, a "
-                                 "setting the facts do not give",
+    "bottleneck start delay ms": "the trigger path (≈ 9 ms, the unaligned rows' start delay) and then the records "
+                                 "queued ahead of the barrier at the bottleneck: in the idle rows (no hot key, as the "
+                                 "facts' idle rows ran: docs/flink-facts.md, 'The idle rows') hardly any, since the "
+                                 "barrier flushes the buffer ahead of it; with the hot key's 1 ms sleep, the burst "
+                                 "the 100 ms output flusher handed over (the output-flusher block below)",
     "sink alignment ms": "the sinks wait for the bottleneck's barrier, so this follows its start delay",
     "throughput records/s": "Flink's figure in the facts reads like its per-second meter (MeterView: the count of the "
-                            "last 60 s divided by 60, so a job younger than that reads low: 2,000 records/s at 37.5 s "
-                            "reads 1,250); Flink's counters here say it delivers all 2,000 offered without "
-                            "backpressure and 2,600-2,700 under heavy backpressure in every mode, to which the keyed "
-                            "function's cost is calibrated (scenarios/alignment_latency.toml)",
+                            "last 60 s divided by 60, so a job younger than that reads low); Flink's counters here "
+                            "say it delivers 2,600-2,700 records/s under heavy backpressure in every mode, to which "
+                            "the keyed function's cost is calibrated (scenarios/alignment_latency.toml)",
 }
 
 HINT_FLAGS = ("a subtask reports unaligned_checkpoint when it persisted in-flight data (Flink 1.16+, "

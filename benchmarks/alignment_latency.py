@@ -1,27 +1,12 @@
 """The alignment-latency benchmark: Flink's measured job (``docs/flink-facts.md``) on the simulator, row by row
-beside Flink's table, then the wide-band shape checks and Flink's own CheckpointingTimeBenchmark topology.
+beside Flink's table (``benchmarks.alignment_checks``), then shape checks and Flink's CheckpointingTimeBenchmark.
 
-How this works: every row is one deterministic simulation of ``scenarios/alignment_latency.toml`` (Flink's job: one
-TaskManager, paced sources, 64 keys with 30 % on key 0, 110-byte source records, the keyed function's 28 bytes) or of
-``scenarios/checkpointing_time_benchmark.toml``, with a few settings overridden through the loader
-(``apply_settings``): the mode, the offered source rate (no backpressure: the 1,000 records/s per source Flink's
-job offered and Flink delivered; heavy: the 2,000 per source it offered), the alignment timeout. The figures come
-from the run's statistics with Flink's names, over the completed checkpoints every source subtask acknowledged,
-leaving out the first, as Flink's measurement did: the median and p90 of ``end_to_end_duration``, the median of
-each checkpoint's end-to-end duration less the bottleneck's start delay (what the checkpoint costs after its barrier
-reached the bottleneck: the figure the checkpoint cost model, ``runtime/checkpoint_cost.py``, is calibrated to,
-against Flink's end-to-end median less its start-delay median), the bottleneck's
-``start_delay`` (the subtask owning the hot key, by Flink's key-group assignment), the sinks' ``alignment_duration``
-(the larger of the two per checkpoint), the median ``persisted_data`` and ``processed_data``, and per vertex which
-subtasks report ``unaligned_checkpoint``; the job's throughput where the facts give it, in steady state (the
-bottleneck's rate over the middle half of its activity, scaled to the whole job: ``steady_throughput``; without
-backpressure it is the configured delivered rate, so that row checks only that the job keeps up); for heavy
-aligned also the first checkpoints' ramp (the medians over several seeds: ``ramp_runs``). Each figure is printed beside Flink's with the ratio and PASS within Flink's
-range widened by 30 % (figures under 50 ms: by 15 ms): Flink's table and these checks are
-``benchmarks.alignment_checks``. A second block keeps the earlier wide-band shape checks.
-
-Run: ``.venv/bin/python -m benchmarks.alignment_latency`` from the repository root (``--quick`` for a smaller
-workload, ``--json FILE`` to keep the figures).
+Each row is one deterministic run of ``scenarios/alignment_latency.toml`` or ``checkpointing_time_benchmark.toml``
+with settings overridden through the loader (mode, offered rate, alignment timeout); the idle rows run the job as the
+facts ran it, without the hot key (``idle_job``), the output-flusher block the idle rate with it. ``measure`` takes
+Flink's figures from the run's statistics as Flink's measurement did (medians over the completed checkpoints but the
+first; the bottleneck's start delay; the sinks' alignment; persisted and processed data; unaligned flags; the steady
+throughput; the ramp over seeds). Run: ``.venv/bin/python -m benchmarks.alignment_latency`` (``--quick``, ``--json``).
 """
 
 from __future__ import annotations
@@ -38,13 +23,14 @@ from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.sim.kernel import Trace
 from barriersim.runtime.state.key_groups import assign_key_to_parallel_operator
-from barriersim.runtime.verification import expected_sink_input, verify
+from barriersim.runtime.verification.reference import expected_sink_input, verify
 from barriersim.scenarios.loader import Scenario, apply_settings, load_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
 from benchmarks.alignment_checks import (
     ALIGNED_TIMEOUT_MS,
     CALM,
+    CALM_HOT,
     FLINK_RAMP_MS,
     HEAVY,
     OFFERED_RECORDS_PER_S,
@@ -176,7 +162,7 @@ def measure(scenario: Scenario, mode: str, group: str, **settings: Any) -> Row:
             delays[r["id"]] = max(delays.get(r["id"], 0), r["start_delay"])
         if r["task"] in sinks:
             sink_alignment[r["id"]] = max(sink_alignment.get(r["id"], 0), r["alignment_duration"])
-    keyed = max(graph.vertices, key=lambda v: v.params.get("hot_key_extra_us", 0.0))
+    keyed = max(graph.vertices, key=lambda v: (v.params.get("hot_key_extra_us", 0.0), v.operator.is_keyed))
     sink = graph.sinks[0]
     e2e = [c["end_to_end_duration"] for c in steady]
     return Row(
@@ -242,6 +228,16 @@ def _calm(records: int) -> dict:
     return {"workload.rate_per_source": NO_BACKPRESSURE_RATE, "workload.records": records}
 
 
+def idle_job(scenario: Scenario) -> Scenario:
+    """``scenario`` as the facts' idle rows ran the job: no hot key (the keys uniform) and no vertex paying a hot
+    key's extra cost (docs/flink-facts.md, "The idle rows")."""
+    graph = scenario.job.graph
+    vertices = tuple(replace(v, params={k: x for k, x in v.params.items() if k not in ("hot_key", "hot_key_extra_us")})
+                     for v in graph.vertices)
+    scenario = replace(scenario, job=replace(scenario.job, graph=replace(graph, vertices=vertices)))
+    return apply_settings(scenario, {"workload.hot_key_share": 0.0}, "benchmark")
+
+
 def run_all(quick: bool = False) -> tuple[list[Row], list[Check], list[Check]]:
     base = load_scenario(ALIGNMENT_SCENARIO)
     ctb = load_scenario(CTB_SCENARIO)
@@ -251,7 +247,7 @@ def run_all(quick: bool = False) -> tuple[list[Row], list[Check], list[Check]]:
     rows: list[Row] = []
     calm = _calm(calm_records)
     for mode in ("aligned", "unaligned", "at-least-once"):
-        rows.append(measure(base, mode, CALM, **calm))
+        rows.append(measure(idle_job(base), mode, CALM, **calm))
     heavy = {"workload.rate_per_source": HEAVY_RATE, "workload.records": heavy_records}
     for mode in ("aligned", "at-least-once", "unaligned"):
         rows.append(measure(base, mode, HEAVY, **heavy))
@@ -273,26 +269,26 @@ FLUSHER_TIMEOUTS_MS = (DEFAULT_FLUSHER_MS, 10, 1)
 
 
 def flusher_rows(quick: bool = False) -> list[Row]:
-    """The idle aligned row at several output-flusher intervals (Flink's ``execution.buffer-timeout.interval``,
-    100 ms by default): how much of the bottleneck's start delay is the records the flusher held back. Without
-    backpressure the consumers see a subpartition's records only when the flusher (or a full buffer, or an event)
-    hands them over (Flink's ``PipelinedSubpartition.flush``), so they reach the bottleneck in bursts, and the barrier
-    that finishes the open buffers waits behind the burst it closes."""
+    """The idle aligned row on the job with the hot key (not a row of the facts) at several output-flusher intervals
+    (Flink's ``execution.buffer-timeout.interval``, 100 ms by default): how much of the bottleneck's start delay is
+    the records the flusher held back. Without backpressure the consumers see a subpartition's records only when the
+    flusher (or a full buffer, or an event) hands them over (Flink's ``PipelinedSubpartition.flush``), so they reach
+    the bottleneck in bursts, and with the hot key's 1 ms per record the barrier waits behind the burst's work."""
     base = load_scenario(ALIGNMENT_SCENARIO)
     calm = _calm(20_000 if quick else 40_000)
-    return [measure(base, "aligned", f"{CALM}, flusher {t} ms", **calm, **{"network.buffer_timeout_ms": t})
+    return [measure(base, "aligned", f"{CALM_HOT}, flusher {t} ms", **calm, **{"network.buffer_timeout_ms": t})
             for t in FLUSHER_TIMEOUTS_MS]
 
 
 def flusher_phase_rows(quick: bool = False) -> list[Row]:
-    """The idle aligned row with Flink's 100 ms flusher in one run per seed of ``RAMP_SEEDS``: each seed draws every
+    """The idle aligned row with the hot key and Flink's 100 ms flusher in one run per seed of ``RAMP_SEEDS``: each seed draws every
     task's flusher phase, so its own phases of the flushers against the trigger (every interval from the start).
     Whatever the phases, the start delay stays well above the trigger path: each source's flush hands the bottleneck
     (about 70 % busy) 100 ms of that source's records, about 38 ms of work, and the first barrier it takes waits
     behind the records its own source held back since its last flush and behind what is left of the bursts before."""
     base = load_scenario(ALIGNMENT_SCENARIO)
     calm = _calm(10_000 if quick else 20_000)
-    return [measure(replace(base, seed=seed), "aligned", f"{CALM}, flusher 100 ms, seed {seed}", **calm)
+    return [measure(replace(base, seed=seed), "aligned", f"{CALM_HOT}, flusher 100 ms, seed {seed}", **calm)
             for seed in RAMP_SEEDS]
 
 
@@ -421,25 +417,23 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
     for c in shapes:
         console.print(f"{'PASS' if c.passed else 'FAIL'}  {c.name}: {c.detail}", markup=False, highlight=False)
     if flusher:
-        console.print("\nthe output flusher in the idle aligned start delay (Flink's execution.buffer-timeout.interval; "
-                      "its default, 100 ms; the facts do not give the measured job's setting):", markup=False,
-                      highlight=False)
+        console.print("\nthe output flusher in the idle aligned start delay on the job with the hot key (not a row of "
+                      "the facts, whose idle rows ran without it; Flink's execution.buffer-timeout.interval, 100 ms by "
+                      "default):", markup=False, highlight=False)
         for t, r in zip(FLUSHER_TIMEOUTS_MS, flusher):
-            again = here.row(CALM, "aligned", None if t == DEFAULT_FLUSHER_MS else t) if here else None
+            again = here.row(CALM_HOT, "aligned", None if t == DEFAULT_FLUSHER_MS else t) if here else None
             measured = "" if again is None else (
-                f"; Flink {here.flink_version} here at {t} ms: {span_text(again['start_delay'])}, {span_text(again['e2e'])}, "
-                f"{span_text(again['sink_alignment'])} ms")
+                f" (Flink {here.flink_version} here at {t} ms: {span_text(again['start_delay'])}, "
+                f"{span_text(again['e2e'])}, {span_text(again['sink_alignment'])} ms)")
             console.print(f"  {r.group}: bottleneck start delay {_ms(r.start_delay_ms)}, e2e median {_ms(r.e2e_ms)}, "
-                          f"sink alignment {_ms(r.sink_alignment_ms)} "
-                          f"(the facts, their flusher not given: 9-12, 20-24, 3-6 ms"
-                          f"{measured})", markup=False, highlight=False)
+                          f"sink alignment {_ms(r.sink_alignment_ms)}{measured}", markup=False, highlight=False)
         rows = rows + flusher
     if phases:
         delays = [r.start_delay_ms for r in phases if r.start_delay_ms is not None]
         e2e = [r.e2e_ms for r in phases if r.e2e_ms is not None]
         console.print(f"  flusher 100 ms, one run per seed {RAMP_SEEDS[0]}-{RAMP_SEEDS[-1]} (each its own phases of the "
                       f"flushers against the trigger): bottleneck start delay {_ms(min(delays))} to {_ms(max(delays))}, "
-                      f"e2e median {_ms(min(e2e))} to {_ms(max(e2e))} (the facts: 9-12 and 20-24 ms{_here_idle_aligned(here)})",
+                      f"e2e median {_ms(min(e2e))} to {_ms(max(e2e))}{_here_idle_aligned(here)}",
                       markup=False, highlight=False)
         rows = rows + list(phases)
     console.print(f"{len(rows)} simulated runs, {sum(r.virtual_seconds for r in rows):.0f} virtual s in "
@@ -448,11 +442,11 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
 
 
 def _here_idle_aligned(here: Remeasured | None) -> str:
-    """Flink re-measured here, idle aligned at its default flusher: start delay and end to end, if measured."""
-    again = here.row(CALM, "aligned") if here else None
+    """Flink re-measured here, idle aligned with the hot key at its default flusher: start delay and end to end."""
+    again = here.row(CALM_HOT, "aligned") if here else None
     if again is None:
         return ""
-    return f"; Flink {here.flink_version} here: {span_text(again['start_delay'])} and {span_text(again['e2e'])} ms"
+    return f" (Flink {here.flink_version} here: {span_text(again['start_delay'])} and {span_text(again['e2e'])} ms)"
 
 
 def main(argv: list[str] | None = None) -> int:

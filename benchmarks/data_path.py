@@ -34,7 +34,7 @@ def measure(records: int) -> dict:
     from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
     from barriersim.runtime.network.input.input_channel import AddCredit
     from barriersim.runtime.operators.sinks import ExternalStore
-    from barriersim.runtime.stream_task import StepOutcome, StreamTask
+    from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
     from barriersim.scenarios.workload import local_splits
 
     graph = JobGraph(

@@ -1,26 +1,19 @@
-"""Flink 2.3.0 itself on this machine: runs the measured job of ``docs/flink-facts.md`` (``benchmarks/flink/
-alignment_job.py``) per row of Flink's table and turns Flink's REST statistics into the figures that
-``benchmarks.alignment_latency`` computes for barriersim, so that both can be put beside the facts' table.
+"""Flink 2.3.0 itself on this machine: runs the facts' job (``benchmarks/flink/alignment_job.py``) per row of Flink's
+table and turns Flink's REST statistics into the figures ``benchmarks.alignment_latency`` computes for barriersim.
 
-How this works: each setting (a row of ``FLINK_TABLE``: the group, the mode, the offered rate; and the idle aligned
-row again at shorter output-flusher intervals) runs ``--runs`` times under PyFlink (``.venv-flink``, built by
-``make flink-venv``) for ``--seconds`` once every task runs; the job script writes Flink's checkpoint history and
-per-subtask statistics as JSON, kept gzipped in ``--raw-dir`` (``benchmarks/flink/measured/``, committed with the
-figures: the evidence they come from). ``summarize`` computes from one such file the same figures with
-the same definitions as the benchmark's ``measure``: medians and p90 over the completed checkpoints leaving out the
-first, the bottleneck's ``start_delay`` (the keyed subtask that read the most records owns key 0), the larger
-``alignment.duration`` of the two sinks, ``persisted_data`` and ``processed_data``, per subtask whether it reported
-``unaligned_checkpoint`` in most checkpoints, the first six end-to-end durations, and the sources' records/s between
-a third of the run and its end. The runs of a setting give a range (low, high) per figure, written to
-``benchmarks/flink_remeasured.json``, which ``benchmarks.alignment_checks`` reads.
-
-Run: ``make flink-venv`` once, then ``.venv/bin/python -m benchmarks.flink_remeasure`` (about 50 s a run; 16 runs by
-default) with nothing else running; ``--summarize-only`` recomputes the figures from the raw files already there.
+Each setting (a row of ``FLINK_TABLE``, the idle rows without the hot key as the facts ran them; and the idle aligned
+row on the heavy rows' job, hot key included, at three output-flusher intervals) runs ``--runs`` times for
+``--seconds`` under PyFlink (``make flink-venv``); the raw JSON is kept gzipped in ``--raw-dir``
+(``benchmarks/flink/measured/``). ``summarize`` computes the benchmark's figures from one file with its definitions;
+the runs give a range per figure, written to ``benchmarks/flink_remeasured.json`` (read by ``alignment_checks``).
+Run: ``.venv/bin/python -m benchmarks.flink_remeasure`` (about 55 s a run, 20 runs) with nothing else running;
+``--summarize-only`` recomputes the figures from the raw files.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import gzip
 import json
 import os
@@ -35,25 +28,28 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.alignment_checks import ALIGNED_TIMEOUT_MS, CALM, FLINK_TABLE, OFFERED_RECORDS_PER_S, span_text
+from benchmarks.alignment_checks import (ALIGNED_TIMEOUT_MS, CALM_HOT, FLINK_TABLE, HOT_KEY_DELAY_US, HOT_KEY_GROUPS,
+                                        HOT_KEY_SHARE, OFFERED_RECORDS_PER_S, span_text)
 from benchmarks.alignment_latency import DEFAULT_FLUSHER_MS, FLUSHER_TIMEOUTS_MS, p90
+from benchmarks.flink_family.runner import wait_for_quiet
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "benchmarks" / "flink" / "alignment_job.py"
 FLINK_VENV = ROOT / ".venv-flink"
 REMEASURED = ROOT / "benchmarks" / "flink_remeasured.json"
 SCRATCH = ROOT / "runs" / "flink-remeasure"  # each run's JSON before it is gzipped, and its log
-# the idle aligned row again at the benchmark's other execution.buffer-timeout.interval values (ms)
-FLUSHER_VARIANTS = tuple(ms for ms in FLUSHER_TIMEOUTS_MS if ms != DEFAULT_FLUSHER_MS)
+# the idle aligned row on the heavy rows' job at the benchmark's execution.buffer-timeout.interval values (ms; None:
+# Flink's default, 100 ms)
+FLUSHER_VARIANTS = tuple(None if ms == DEFAULT_FLUSHER_MS else ms for ms in FLUSHER_TIMEOUTS_MS)
 FIGURES = ("e2e", "e2e_p90", "start_delay", "sink_alignment", "after_start", "persisted_kib", "processed_kib",
            "throughput")
 
 
 def settings() -> list[dict]:
-    """One entry per row of Flink's table, then the idle aligned row at the shorter flusher intervals."""
+    """One entry per row of Flink's table, then the idle aligned row with the hot key at the flusher intervals."""
     rows = [{"group": group, "mode": mode, "rate": OFFERED_RECORDS_PER_S[group], "buffer_timeout_ms": None}
             for group, mode in FLINK_TABLE]
-    rows += [{"group": CALM, "mode": "aligned", "rate": OFFERED_RECORDS_PER_S[CALM], "buffer_timeout_ms": ms}
+    rows += [{"group": CALM_HOT, "mode": "aligned", "rate": OFFERED_RECORDS_PER_S[CALM_HOT], "buffer_timeout_ms": ms}
              for ms in FLUSHER_VARIANTS]
     return rows
 
@@ -79,6 +75,8 @@ def run_job(s: dict, seconds: float, out: Path) -> None:
            "--timeout-ms", str(ALIGNED_TIMEOUT_MS), "--rest-port", str(_free_port()), "--out", str(out)]
     if s["buffer_timeout_ms"] is not None:
         cmd += ["--buffer-timeout-ms", str(s["buffer_timeout_ms"])]
+    if s["group"] in HOT_KEY_GROUPS:
+        cmd += ["--hot-share", str(HOT_KEY_SHARE), "--hot-delay-us", str(HOT_KEY_DELAY_US)]
     log = out.with_suffix(".log")
     with open(log, "w") as f:
         done = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=seconds + 240,
@@ -93,7 +91,11 @@ def _flags(per_checkpoint: list[list[bool]]) -> str:
 
 
 def summarize(raw: dict) -> dict:
-    """The benchmark's figures from one run's REST statistics (see the module's docstring)."""
+    """The benchmark's figures from one run's REST statistics, as ``alignment_latency.measure`` takes them: medians
+    and p90 over the completed checkpoints leaving out the first; the bottleneck's start delay (with the hot key the
+    keyed subtask that read the most records, which owns key 0; without it the latest keyed subtask per checkpoint);
+    the larger alignment of the two sinks; persisted and processed data; per subtask whether it reported
+    ``unaligned_checkpoint`` in most checkpoints; the first six end-to-end durations; the counted records/s."""
     completed = sorted((c for c in raw["history"] if c["status"] == "COMPLETED"), key=lambda c: c["id"])
     steady = completed[1:]  # the first completed checkpoint is left out, as in the facts' measurement
     keyed_in = raw["keyed_records_in"]
@@ -101,7 +103,8 @@ def summarize(raw: dict) -> dict:
     per = [raw["subtasks"][str(c["id"])] for c in steady]
     keyed = [p[raw["keyed_vertex"]] for p in per]
     sinks = [p[raw["sink_vertex"]] for p in per]
-    delays = [k[bottleneck]["start_delay"] for k in keyed]
+    hot = raw.get("settings", {}).get("hot_share", HOT_KEY_SHARE) > 0
+    delays = [k[bottleneck]["start_delay"] if hot else max(s["start_delay"] for s in k) for k in keyed]
     e2e = [c["end_to_end_duration"] for c in steady]
     return {
         "checkpoints": len(steady), "bottleneck_index": bottleneck,
@@ -158,14 +161,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--raw-dir", type=Path, default=ROOT / "benchmarks" / "flink" / "measured")
     parser.add_argument("--summarize-only", action="store_true", help="recompute from the raw files in --raw-dir")
     parser.add_argument("--out", type=Path, default=REMEASURED)
+    parser.add_argument("--only", default="", help="run only the settings whose name matches one of these "
+                        "comma-separated shell patterns (e.g. 'no_backpressure-*'); the others are summarized")
+    parser.add_argument("--wait-load", type=float, default=None,
+                        help="before each run, wait until the 1-minute load average is below this (a shared machine)")
     args = parser.parse_args(argv)
+    only = [p for p in args.only.split(",") if p]
     args.raw_dir.mkdir(parents=True, exist_ok=True)
     rows, version = [], None
     for s in settings():
         runs = []
         for i in range(1, args.runs + 1):
             kept = args.raw_dir / f"{setting_name(s)}-run{i}.json.gz"
-            if not args.summarize_only:
+            if not args.summarize_only and (not only or any(fnmatch.fnmatch(setting_name(s), p) for p in only)):
+                if args.wait_load is not None:
+                    wait_for_quiet(args.wait_load)
                 started = time.monotonic()
                 SCRATCH.mkdir(parents=True, exist_ok=True)
                 out = SCRATCH / f"{setting_name(s)}-run{i}.json"

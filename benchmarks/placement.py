@@ -36,8 +36,8 @@ from barriersim.actors.placement import cluster_nodes, on_node
 from barriersim.local_cluster import LocalCluster
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.placement import ClusterConfig
-from barriersim.runtime.stream_task import NetworkConfig
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.task.stream_task import NetworkConfig
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 from benchmarks.ray_baseline import percentile

@@ -1,4 +1,4 @@
-"""Property power, measured: for each planted historical bug (``runtime.mutations``) and each mode it can show in,
+"""Property power, measured: for each planted historical bug (``runtime.faults.mutations``) and each mode it can show in,
 how many generated examples the whole-job suite runs before it fails, for three random seeds, against the suite's
 default budget (the figure CI relies on: the derandomized suite must fail within it).
 
@@ -13,7 +13,7 @@ import warnings
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from barriersim.case_checks import check
-from barriersim.runtime.mutations import planted
+from barriersim.runtime.faults.mutations import planted
 from barriersim.strategies import cancelled_in_flight_cases, simulated_cases
 from tests.properties.test_planted_bugs import WHOLE_JOB_MODES
 from tests.properties.test_whole_job_properties import (

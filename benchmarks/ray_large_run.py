@@ -5,7 +5,7 @@ while the job runs, the checkpoints and the verdict; exits 1 unless the job fini
 
 How this works: the workload is drawn locally (``simulation_inputs.workload_splits``: the same numpy draws the Spark
 workload makes), so the run needs no Spark; the job runs through ``run_graph_on_ray`` as the Ray backend runs it;
-``runtime.verification`` compares the committed output with the expected one without a per-record Python step.
+``runtime.verification.reference`` compares the committed output with the expected one without a per-record Python step.
 
 Run: ``python -m benchmarks.ray_large_run [--scenario PATH] [--records N] [--rate N]``.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 import ray
 
 from barriersim.actors.graph_runner import run_graph_on_ray
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import load_scenario, with_setting
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 

@@ -55,7 +55,7 @@ from benchmarks.ray_baseline import measure_raw_pipeline, measure_raw_ray
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.placement import ClusterConfig
-from barriersim.runtime.stream_task import NetworkConfig
+from barriersim.runtime.task.stream_task import NetworkConfig
 from barriersim.scenarios.workload import local_splits
 
 TIMEOUT = 900

@@ -44,7 +44,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, settings
 
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
-from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation

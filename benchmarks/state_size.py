@@ -22,7 +22,7 @@ import statistics
 import time
 
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.verification import expected_sink_input, verify
+from barriersim.runtime.verification.reference import expected_sink_input, verify
 from barriersim.scenarios.loader import effective_scenario, parse_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 

@@ -13,8 +13,8 @@ operator parameters, per-record cost, the size of the records it emits) and ``[[
 size, Flink's credit defaults and the channel latency; ``[cluster]`` the TaskManagers and slots the job is placed
 in (one TaskManager by default, so every channel is local, as in Flink's MiniCluster) and the nodes they are spread
 over; ``[storage]`` what checkpoint work costs (``runtime.checkpoint_cost``); ``[state]`` the keyed state backend
-(``runtime.state.backend``); ``[[faults]]`` is a fault schedule (``runtime.faults``), checked against the graph and
-the placement; ``[[actions]]`` the experiment actions (``runtime.experiment``: savepoints, stop-with-savepoint,
+(``runtime.state.backend``); ``[[faults]]`` is a fault schedule (``runtime.faults.fault_schedule``), checked against the graph and
+the placement; ``[[actions]]`` the experiment actions (``runtime.faults.experiment``: savepoints, stop-with-savepoint,
 cancel, restores with new parallelisms), checked against the job as faults are; ``[restore]`` (``from`` a savepoint
 or retained checkpoint path, ``parallelism``) starts the run from a snapshot; ``[sweep]`` maps dotted keys to
 lists of values and expands into a run matrix. The CLI prints an error's line and exits 2.
@@ -22,9 +22,10 @@ lists of values and expands into a run matrix. The CLI prints an error's line an
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,11 @@ from barriersim.runtime.checkpoint_cost import CheckpointCostModel
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.checkpointing_mode import CheckpointingMode, checkpointing_problem
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
-from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
-from barriersim.runtime.faults import FaultSchedule, FaultScheduleError
+from barriersim.runtime.faults.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
+from barriersim.runtime.faults.fault_schedule import FaultSchedule, FaultScheduleError
 from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
-from barriersim.runtime.restart_strategy import RestartStrategyConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.scenarios.schema import EDGE_FIELDS, RETENTIONS, SCHEMA, SETTABLE_SECTIONS, VERTEX_FIELDS, Field
 
@@ -307,8 +308,6 @@ def _check_jobs(path: str, scenario: Scenario) -> None:
 
 
 def _union_graph(graphs: list[JobGraph]) -> JobGraph:
-    from dataclasses import replace
-
     return JobGraph(tuple(replace(v, parallelism=max(g.vertex(v.name).parallelism for g in graphs))
                           for v in graphs[0].vertices), graphs[0].edges)
 
@@ -408,12 +407,24 @@ def check_setting(path: str, where: str, dotted_key: Any, value: Any) -> Any:
 
 
 def _settable_field(path: str, where: str, dotted_key: Any) -> Field:
-    section, _, name = str(dotted_key).partition(".")
-    if section not in SETTABLE_SECTIONS or name not in SCHEMA[section]:
-        raise ScenarioError(path, f"{where}.{dotted_key}",
-                            "must name a workload, checkpointing, network, cluster, storage, state or restart key, "
-                            "e.g. \"workload.zipf_exponent\"")
-    return SCHEMA[section][name]
+    section, dot, name = str(dotted_key).partition(".")
+    if dot and section in SETTABLE_SECTIONS and name in SCHEMA[section]:
+        return SCHEMA[section][name]
+    raise ScenarioError(path, f"{where}.{dotted_key}", _unknown_setting(section, dot, name))
+
+
+def _unknown_setting(section: str, dot: str, name: str) -> str:
+    """What is wrong with a ``section.key`` that names no setting, and the keys it may have meant."""
+    if dot and section in SETTABLE_SECTIONS:
+        known = list(SCHEMA[section])
+        close = [k for k in known if name and k.startswith(name)][:1] or difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {section}.{close[0]}?)" if close else ""
+        return f"unknown key {name!r} in [{section}]{hint}; its keys: {', '.join(known)}"
+    key = name if dot else section
+    owners = [f"{s}.{key}" for s in SETTABLE_SECTIONS if key in SCHEMA[s]]
+    hint = f" (did you mean {' or '.join(owners)}?)" if owners else ""
+    what = f"unknown section {section!r}" if dot else "must be SECTION.KEY"
+    return f"{what}{hint}; the sections: {', '.join(SETTABLE_SECTIONS)}"
 
 
 def apply_settings(scenario: Scenario, settings: dict[str, Any], where: str, origin: str | None = None) -> Scenario:

@@ -20,7 +20,7 @@ from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRete
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.job.config import SourceEmission
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
-from barriersim.runtime.restart_strategy import MAX_INT, RestartStrategyConfig, RestartStrategyKind
+from barriersim.runtime.job.restart_strategy import MAX_INT, RestartStrategyConfig, RestartStrategyKind
 from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind
 
 SETTABLE_SECTIONS = ("workload", "checkpointing", "network", "cluster", "storage", "state", "restart")  # what overrides and sweeps may set, as "section.key"
@@ -135,7 +135,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         # default) never discards the files they created, claim discards them once no retained checkpoint uses them
         "recovery_claim_mode": Field(str, RecoveryClaimMode.NO_CLAIM.value, _one_of(*(m.value for m in RecoveryClaimMode))),
     },
-    # the restart strategy (runtime.restart_strategy): fixed-delay (attempts, delay_ms) or exponential-delay (the other
+    # the restart strategy (runtime.job.restart_strategy): fixed-delay (attempts, delay_ms) or exponential-delay (the other
     # keys; their defaults are Flink's restart-strategy.exponential-delay.*). The default stays barriersim's fixed-delay
     # of 20 attempts 1 s apart, on which the library's fault scenarios are timed; Flink's default for a job with
     # checkpointing is exponential-delay (README, "Restart strategy")

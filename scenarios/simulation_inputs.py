@@ -13,8 +13,8 @@ from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRete
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.job.config import JobConfig, SourceEmission
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
-from barriersim.runtime.restart_strategy import RestartStrategyKind
-from barriersim.runtime.stream_task import NetworkConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyKind
+from barriersim.runtime.task.stream_task import NetworkConfig
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.workload import SOURCE_ID_STRIDE, local_splits
 

@@ -1,11 +1,18 @@
 """The whole suite's settings: the workload cache (``barriersim.workload_cache``) of every run the tests start,
 in-process or as a command, lives in a temporary directory of this session (``BARRIERSIM_CACHE_DIR``), never in
 the user's ``~/.cache/barriersim``, and is deleted at the end. Tests that assert Spark's phases run with
-``--no-cache`` (``cache=False``) or a cache directory of their own, so they start Spark whatever ran before."""
+``--no-cache`` (``cache=False``) or a cache directory of their own, so they start Spark whatever ran before.
+Hypothesis's wall-clock checks are off for every property (the ``too_slow`` health check: generating the first
+examples took long; the per-example ``deadline``): they fail on a loaded machine, and say nothing about the code."""
 
 import os
 import shutil
 import tempfile
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("barriersim", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("barriersim")
 
 _cache_dir: str | None = None
 

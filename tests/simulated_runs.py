@@ -1,4 +1,4 @@
-"""A scenario simulated and verified as both backends verify a run (``runtime.snapshot_verification.verify_run``):
+"""A scenario simulated and verified as both backends verify a run (``runtime.verification.snapshot.verify_run``):
 the helper of tests that replay savepoint, rescale and found cases."""
 
 from barriersim.runtime.sim.job_simulation import JobSimulation

@@ -1,22 +1,20 @@
-"""The packages' layering, read from the source: no cycles between packages, the sans-IO core imports nothing
-above it and no IO framework, and the two drivers (the Ray actors and the simulator) stay apart.
+"""The layering of the source, read with ``ast``: no import cycle between packages nor between files, the runtime's
+top level holds value types that import no subpackage of it, the sans-IO core imports nothing above it and no IO
+framework, the two drivers (the Ray actors and the simulator) stay apart, and an import inside a function is of an
+optional extra (or of a module that needs one), or in ``LOCAL_IMPORTS_ALLOWED`` with its reason.
 
-How this works: ``import_graph`` parses every module under ``runtime/``, ``actors/``, ``scenarios/`` and
-``barriersim/`` with ``ast`` and collects every import in it, at module level and inside functions alike
-(``import x``, ``from x import y`` with ``x.y`` when that is a module, relative imports resolved, and
-``importlib.import_module("literal")``). Each module is mapped to its package node (``node_of``): every
-subpackage of ``runtime`` is one node (``runtime.checkpointing``, ``runtime.network``, ``runtime.sim``, ...),
-every top module of ``runtime`` is one node (``runtime.events``, ``runtime.stream_task``, ...), and then
-``actors``, ``scenarios``, ``barriersim.report``, ``barriersim.spark``, ``barriersim.rundir`` (the reading of
-run directories, below both the report and the Spark analytics), ``barriersim.progress`` (the command line's
-phase lines and bars, below the CLI, the sweep and the report) and ``barriersim`` (the rest of the package:
-CLI, API, the drivers' entry points). Imports of other distributions become ``ext:<top-level name>``.
-``python -m tests.test_package_layering`` prints the node graph.
+Every import counts, at module level and inside functions (relative ones resolved, ``importlib.import_module`` of a
+literal too); ``from package import module`` is an import of the module. ``node_of`` maps a module to its package
+node: each subpackage of ``runtime`` and each of its top modules, ``actors``, ``scenarios``, ``barriersim.report``,
+``barriersim.spark``, ``barriersim.rundir``, ``barriersim.progress``, the bad-input checks every front end shares
+(``barriersim.errors``, ``barriersim.extras``, ``barriersim.ray_address``) and ``barriersim`` (the rest).
+``python -m tests.test_package_layering`` prints the node graph and every cycle.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,29 @@ SOURCE_ROOTS = {"runtime": "barriersim.runtime", "actors": "barriersim.actors", 
                 "barriersim": "barriersim"}
 # the sans-IO core's rule (runtime/__init__.py): no Ray, no Spark, no event loop or threads, no wall clock
 RUNTIME_FORBIDDEN_EXTERNALS = ("ray", "pyspark", "raydp", "asyncio", "threading", "time")
+# pyproject.toml's optional extras (ray, spark, report; psutil of test): imported where they are used, so that
+# everything else imports without them
+OPTIONAL_EXTRAS = ("ray", "raydp", "pyspark", "matplotlib", "psutil")
+# the other imports inside functions, (importing module, imported module or its package): why each stays there
+LOCAL_IMPORTS_ALLOWED = {
+    ("barriersim.api", "barriersim.sim_backend"):
+        "a backend loads when a plan runs on it: the command line does not load the simulator at every start",
+    ("barriersim.api", "barriersim.ray_backend"): "likewise for the Ray driver (both: ~90 ms of a ~550 ms start)",
+    ("barriersim.campaign_cli", "barriersim.campaign"):
+        "a campaign loads Hypothesis and the simulator (~0.2 s quiet, 0.7 s loaded) when it runs, not at every start",
+    ("barriersim.campaign_cli", "barriersim.sim_backend"): "likewise (replay_command, for --shrink's output)",
+    ("barriersim.runtime.storage.object_store", "pyarrow"):
+        "pyarrow.fs for s3:// only: a subtask's Ray worker, which imports storage, never loads pyarrow (~50 MB)",
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    """One imported module of one import statement (or ``import_module`` call)."""
+
+    target: str
+    line: int
+    local: bool  # inside a function
 
 
 def module_files() -> dict[str, Path]:
@@ -41,13 +62,14 @@ def module_files() -> dict[str, Path]:
     return modules
 
 
-def _imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    is_package = path.name == "__init__.py"
-    package = name if is_package else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+def imports_in(name: str, path: Path, known: set[str]) -> list[Import]:
+    """Every import of module ``name`` (file ``path``; ``known``: the module names, to tell a module from a name)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[Import] = []
+
+    def visit(node: ast.AST, local: bool) -> None:
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            found.extend(Import(alias.name, node.lineno, local) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -55,12 +77,23 @@ def _imports_of(name: str, path: Path, known: set[str]) -> set[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module
-            found.add(target)
-            found.update(f"{target}.{alias.name}" for alias in node.names if f"{target}.{alias.name}" in known)
+            modules = [f"{target}.{alias.name}" for alias in node.names if f"{target}.{alias.name}" in known]
+            found.extend(Import(module, node.lineno, local) for module in modules)
+            if len(modules) < len(node.names):  # names defined in ``target`` itself
+                found.append(Import(target, node.lineno, local))
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "import_module"
               and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            found.add(node.args[0].value)
+            found.append(Import(node.args[0].value, node.lineno, local))
+        inner = local or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for child in ast.iter_child_nodes(node):
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text(), str(path)), False)
     return found
+
+
+FILES = module_files()
+IMPORTS = {name: imports_in(name, path, set(FILES)) for name, path in FILES.items()}
 
 
 def node_of(module: str) -> str:
@@ -74,23 +107,42 @@ def node_of(module: str) -> str:
         return "runtime" if len(parts) == 2 else f"runtime.{parts[2]}"
     if parts[1] in ("actors", "scenarios"):
         return parts[1]
-    if parts[1] in ("report", "spark", "rundir", "progress"):
+    if parts[1] in ("report", "spark", "rundir", "progress", "errors", "extras", "ray_address"):
         return f"barriersim.{parts[1]}"
     return "barriersim"
 
 
-def import_graph() -> dict[str, dict[str, set[str]]]:
-    """``{node: {imported node: {"importing module -> imported module", ...}}}``, self-imports left out."""
-    files = module_files()
-    known = set(files)
+RUNTIME_SUBPACKAGES = {name.split(".")[2] for name, path in FILES.items()
+                       if name.startswith("barriersim.runtime.") and path.name == "__init__.py" and name.count(".") == 2}
+
+
+def runtime_top_level_as_one(module: str) -> str:
+    """``node_of``, with the runtime's top modules counted as one package ``runtime``."""
+    node = node_of(module)
+    return "runtime" if node.startswith("runtime.") and node.split(".")[1] not in RUNTIME_SUBPACKAGES else node
+
+
+def import_graph(node=node_of) -> dict[str, dict[str, set[str]]]:
+    """``{node: {imported node: {"importing module:line -> imported module", ...}}}``, self-imports left out."""
     graph: dict[str, dict[str, set[str]]] = {}
-    for name, path in files.items():
-        source = node_of(name)
+    for name, imports in IMPORTS.items():
+        source = node(name)
         edges = graph.setdefault(source, {})
-        for imported in _imports_of(name, path, known):
-            target = node_of(imported)
+        for i in imports:
+            target = node(i.target)
             if target != source:
-                edges.setdefault(target, set()).add(f"{name} -> {imported}")
+                edges.setdefault(target, set()).add(f"{name}:{i.line} -> {i.target}")
+    return graph
+
+
+def module_graph() -> dict[str, dict[str, set[str]]]:
+    """The same between modules of the source folders, those inside functions marked ``(in a function)``."""
+    graph: dict[str, dict[str, set[str]]] = {name: {} for name in FILES}
+    for name, imports in IMPORTS.items():
+        for i in imports:
+            if i.target in FILES and i.target != name:
+                where = " (in a function)" if i.local else ""
+                graph[name].setdefault(i.target, set()).add(f"{name}:{i.line}{where} -> {i.target}")
     return graph
 
 
@@ -135,27 +187,83 @@ def _explain(graph, component: list[str]) -> str:
                             for edge in edges))
 
 
+def extras_needed(module: str, seen: set[str] | None = None) -> set[str]:
+    """The optional extras ``module`` imports at module level, itself or through the modules it so imports."""
+    seen = set() if seen is None else seen
+    needed = set()
+    for i in IMPORTS.get(module, ()):
+        if i.local:
+            continue
+        if i.target.split(".")[0] in OPTIONAL_EXTRAS:
+            needed.add(i.target.split(".")[0])
+        elif i.target in FILES and i.target not in seen:
+            seen.add(i.target)
+            needed |= extras_needed(i.target, seen)
+    return needed
+
+
+def _allowed_in_a_function(module: str, target: str) -> bool:
+    if target.split(".")[0] in OPTIONAL_EXTRAS or (target in FILES and extras_needed(target)):
+        return True
+    return any((module, prefix) in LOCAL_IMPORTS_ALLOWED
+               for prefix in (".".join(target.split(".")[:n]) for n in range(1, target.count(".") + 2)))
+
+
 GRAPH = import_graph()
 
 
 def test_the_graph_sees_imports_inside_functions_and_relative_ones_and_finds_cycles(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("def f():\n    from barriersim.spark.session import RayAndSpark\n    from ..spark import session\n")
-    found = _imports_of("barriersim.report.m", module, {"barriersim.spark.session"})
-    assert {"barriersim.spark.session", "barriersim.spark"} <= found
+    module.write_text("import os\n\ndef f():\n    from barriersim.spark.session import RayAndSpark\n"
+                      "    from ..spark import session, names\n")
+    found = imports_in("barriersim.report.m", module, {"barriersim.spark.session"})
+    assert found == [Import("os", 1, False), Import("barriersim.spark.session", 4, True),
+                     Import("barriersim.spark.session", 5, True), Import("barriersim.spark", 5, True)]
     assert node_of("barriersim.runtime.network.input.input_channel") == "runtime.network"
+    assert runtime_top_level_as_one("barriersim.runtime.events") == "runtime"
+    assert runtime_top_level_as_one("barriersim.runtime.task.stream_task") == "runtime.task"
     assert cycles({"a": {"b": set()}, "b": {"c": set()}, "c": {"a": set()}, "d": {"a": set()}}) == [["a", "b", "c"]]
 
 
 def test_every_package_node_is_found():
     nodes = set(GRAPH)
     assert {"runtime.checkpointing", "runtime.network", "runtime.sim", "runtime.events", "runtime.verification",
-            "actors", "scenarios", "barriersim.report", "barriersim.spark", "barriersim.rundir", "barriersim"} <= nodes
+            "runtime.faults", "runtime.task", "actors", "scenarios", "barriersim.report", "barriersim.spark",
+            "barriersim.rundir", "barriersim"} <= nodes
 
 
-def test_there_is_no_cycle_between_packages():
-    found = cycles(GRAPH)
-    assert not found, "\n".join(f"{c}: {_explain(GRAPH, c)}" for c in found)
+@pytest.mark.parametrize("node", [node_of, runtime_top_level_as_one], ids=["top-modules-apart", "top-level-as-one"])
+def test_there_is_no_cycle_between_packages(node):
+    graph = import_graph(node)
+    found = cycles(graph)
+    assert not found, "\n".join(f"{c}: {_explain(graph, c)}" for c in found)
+
+
+def test_the_runtime_top_level_imports_no_subpackage_of_it():
+    """The top holds value types (ids, events, errors, the job graph, ...), below every subpackage."""
+    bad = [f"{name}:{i.line} -> {i.target}" for name, imports in IMPORTS.items()
+           if runtime_top_level_as_one(name) == "runtime" for i in imports
+           if runtime_top_level_as_one(i.target).startswith("runtime.")]
+    assert not bad, "\n".join(sorted(bad))
+
+
+def test_there_is_no_cycle_between_files():
+    graph = module_graph()
+    found = cycles(graph)
+    assert not found, "\n".join(f"{c}: {_explain(graph, c)}" for c in found)
+
+
+def test_imports_inside_functions_are_of_optional_extras_only():
+    bad = [f"{FILES[name].relative_to(REPO)}:{i.line}: {i.target}" for name, imports in IMPORTS.items()
+           for i in imports if i.local and not _allowed_in_a_function(name, i.target)]
+    assert not bad, "import these at module level (or allow them in LOCAL_IMPORTS_ALLOWED, with the reason):\n" + \
+        "\n".join(bad)
+
+
+def test_every_allowed_import_inside_a_function_is_still_there():
+    used = {(name, prefix) for name, imports in IMPORTS.items() for i in imports if i.local
+            for prefix in (".".join(i.target.split(".")[:n]) for n in range(1, i.target.count(".") + 2))}
+    assert set(LOCAL_IMPORTS_ALLOWED) <= used, set(LOCAL_IMPORTS_ALLOWED) - used
 
 
 def test_runtime_imports_no_driver_no_front_end_and_no_io_framework():
@@ -181,8 +289,9 @@ def main() -> int:
         externals = sorted(t.removeprefix("ext:") for t in GRAPH[node] if t.startswith("ext:"))
         print(f"{node} -> {', '.join(targets) or '-'}")
         print(f"{' ' * len(node)}    (external: {', '.join(externals) or '-'})")
-    for component in cycles(GRAPH):
-        print(f"CYCLE {component}: {_explain(GRAPH, component)}")
+    for graph in (GRAPH, import_graph(runtime_top_level_as_one), module_graph()):
+        for component in cycles(graph):
+            print(f"CYCLE {component}: {_explain(graph, component)}")
     return 0
 
 

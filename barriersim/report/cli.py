@@ -1,13 +1,11 @@
 """``barriersim report RUN_DIR [--checkpoint ID] [--out FILE]``.
 
-How this works: ``add_report_parser(subparsers)`` adds the subcommand to the ``barriersim`` parser and
-``cmd_report(args)`` runs it. It first checks everything the user gave (the run directory and its tables, the
-checkpoint id) so that a mistake costs one line on stderr naming the path or the id, and exit status 2, before
-anything slow starts. The summary statistics come from ``RUN_DIR/analytics/`` when they are newer than the
-runs' statistics tables (a run's or a sweep's own Spark session wrote them); otherwise, for simulator runs with
-small tables, pandas computes them by the same definitions (``barriersim.report.statistics``), and for anything
-else Ray and Spark on Ray are started and ``barriersim.spark.analytics`` computes and writes them (Spark's logs
-in ``RUN_DIR/logs/``). Each phase is named as it starts (``barriersim.progress``). Then the figures and the HTML are written.
+How this works: ``cmd_report(args)`` first checks what the user gave and what the report needs (matplotlib, the
+run directory and its tables, the checkpoint id; Spark's extra and the ``--address`` cluster when the statistics
+are to be computed in Spark): a mistake costs one line naming it, exit status 2. The statistics come from
+``RUN_DIR/analytics/`` when newer than the runs' tables; else pandas computes them for small simulator runs
+(``barriersim.report.statistics``), and Spark on Ray for anything else (``barriersim.spark.analytics``, logs in
+``RUN_DIR/logs/``). Each phase is named as it starts (``barriersim.progress``); then the figures and the HTML.
 """
 
 from __future__ import annotations
@@ -16,7 +14,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from rich.console import Console
+
+from barriersim.errors import BarriersimError
+from barriersim.extras import require
+from barriersim.progress import StageProgress
+from barriersim.ray_address import check_address, timeout_argument
+from barriersim.report.statistics import all_simulated, compute_locally, is_small
 from barriersim.rundir import RunDirError, input_files, load_tables
+from barriersim.spark.analytics import compute_analytics as compute_analytics_in_spark
+from barriersim.spark.analytics import read_analytics, written_at
+from barriersim.spark.session import RayAndSpark
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -33,6 +41,9 @@ def add_report_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--out", metavar="FILE", help="HTML file to write (default: RUN_DIR/report/index.html); "
                         "the PNGs go beside it")
     parser.add_argument("--address", help="address of an existing Ray cluster (default: start a local one)")
+    parser.add_argument("--connect-timeout", type=timeout_argument, metavar="SECONDS",
+                        help="how long the Ray cluster at --address may take to answer (default: "
+                             "$BARRIERSIM_CONNECT_TIMEOUT, else 30)")
     parser.set_defaults(handler=cmd_report)
     return parser
 
@@ -73,8 +84,6 @@ def _out_path(text: str | None, run_dir: Path) -> Path:
 
 def fresh_analytics(run_dir: Path, runs):
     """The analytics under ``run_dir`` if they cover exactly ``runs`` and are newer than their tables, else None."""
-    from barriersim.spark.analytics import read_analytics, written_at
-
     stamp = written_at(run_dir)
     if stamp is None or any(f.stat().st_mtime > stamp for f in input_files(runs)):
         return None
@@ -87,44 +96,41 @@ def fresh_analytics(run_dir: Path, runs):
 def compute_analytics(run_dir: Path, tables, address: str | None, say):
     """The statistics of ``tables``' runs: in pandas for small simulator runs, else in Spark on Ray. ``say`` is
     the command's ``(stage, fraction)`` progress callback."""
-    from barriersim.report.statistics import all_simulated, compute_locally, is_small
-
     if all_simulated(tables.runs) and is_small(tables):
         say("computing the checkpoint statistics (pandas)", None)
         return compute_locally(run_dir, tables)
-    from barriersim.spark.analytics import compute_analytics as in_spark
-    from barriersim.spark.session import RayAndSpark
-
     say("starting Ray and Spark on Ray for the checkpoint statistics", None)
     with RayAndSpark(app_name="barriersim-report", address=address, log_dir=run_dir / "logs") as cluster:
         say("computing the checkpoint statistics in Spark", None)
-        analytics = in_spark(cluster.spark, run_dir, tables.runs)
+        analytics = compute_analytics_in_spark(cluster.spark, run_dir, tables.runs)
         say("stopping Spark and Ray", None)
         return analytics
 
 
 def cmd_report(args) -> int:
     """Run ``barriersim report``; returns the exit status (0, or 2 with one line on stderr)."""
-    from rich.console import Console
-
+    address = getattr(args, "address", None)
     try:
+        require("report", "plotting")
         run_dir = Path(args.run_dir)
         checkpoint_id = _checkpoint_id(args.checkpoint)
         out = _out_path(args.out, run_dir)
         tables = load_tables(run_dir)
         _check_checkpoint(tables, checkpoint_id, run_dir)
-    except (RunDirError, ReportError) as e:
+        analytics = fresh_analytics(run_dir, tables.runs)
+        if analytics is None and not (all_simulated(tables.runs) and is_small(tables)):  # statistics in Spark
+            require("spark", "computing these runs' statistics in Spark on Ray")
+            if address:  # else Spark starts on a local Ray of its own
+                check_address(address, getattr(args, "connect_timeout", None))
+    except (RunDirError, ReportError, BarriersimError) as e:
         print(f"barriersim report: {e}", file=sys.stderr)
         return EXIT_USAGE
 
-    from barriersim.report.html import build_report
-
-    from barriersim.progress import StageProgress
+    from barriersim.report.html import build_report  # needs matplotlib (the report extra)
 
     with StageProgress(Console(stderr=True)) as say:
-        analytics = fresh_analytics(run_dir, tables.runs)
         if analytics is None:
-            analytics = compute_analytics(run_dir, tables, getattr(args, "address", None), say)
+            analytics = compute_analytics(run_dir, tables, address, say)
         else:
             say("reusing the checkpoint statistics in analytics/", None)
         say("drawing the figures", None)

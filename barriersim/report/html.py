@@ -1,18 +1,13 @@
-"""The HTML report: one self-describing page per run directory, with the four figures as PNG (and SVG) files
-beside it.
+"""The HTML report: one self-describing page per run directory, with its figures as PNG (and SVG) files beside
+it, each at most a page in size (``figure``).
 
-How this works: ``build_report`` loads the run tables (``barriersim.rundir.load_tables``) unless given, draws
-the four figures with ``plots`` into the directory of the HTML file (by default ``RUN_DIR/report/``; 1,440 px
-wide, the subtasks in the job graph's vertex order read from the runs' ``scenario.toml``), writes what each
-figure shows to ``figures.json`` (panels, x-ranges, series and their styles) and writes ``index.html``
-referencing the figures by relative name. Every table sits in a box as wide as the page that scrolls sideways if
-it must, and the sweep's table is split into one table of the points and one per statistic, so none is cut. The page holds the runs, Flink's checkpoint counts and
-summary statistics (``min, max, avg, p50, p90, p95, p99, p999`` under Flink's field names, computed in Spark
-by ``barriersim.spark.analytics`` and passed in as pandas) and each run's ``verification`` block from
-``summary.json``. A sweep's directory (``barriersim sweep``) also gets its table of points, read from
-``analytics/sweep.parquet`` when the sweep wrote it; a run that restored a job also gets the restore page
-(``restore_page``: the checkpoints before and after the restore), linked from the index. Everything is escaped;
-the page needs no scripts or network.
+``build_report`` loads the run tables (``barriersim.rundir.load_tables``) unless given, finds the sweep axis
+(``sweep_axis``), draws the figures (``timeline``, ``plots``) into the directory of the HTML file (by default
+``RUN_DIR/report/``), writes what each shows to ``figures.json`` and writes ``index.html``: the sweep's points
+(``analytics/sweep.parquet``), the runs, the figures, Flink's counts and summary statistics (computed by
+``barriersim.spark.analytics`` or ``statistics``, passed in) and each run's ``verification``. A run
+that restored a job also gets the restore page (``restore_page``). Tables scroll sideways in boxes as wide as the
+page; everything is escaped; the page needs no scripts or network. Design notes: docs/report.md.
 """
 
 from __future__ import annotations
@@ -25,30 +20,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from barriersim.report import plots
+from barriersim.report import figure, plots, restore_page, timeline
+from barriersim.report.style import CSS
+from barriersim.report.sweep_axis import SweepAxis, sweep_axis
 from barriersim.rundir import RunTables, load_tables
+from barriersim.scenarios.loader import ScenarioError, load_scenario
+from barriersim.spark.analytics import COUNT_COLUMNS, STAT_COLUMNS, read_sweep_analytics
 
-FIGURES = ("barrier_timeline.png", "alignment_by_mode.png", "end_to_end.png", "persisted_data.png")
-
-_CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1480px; padding: 0 1em; color: #222; }
-.table { max-width: 100%; overflow-x: auto; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-th { background: #f2f2f2; }
-figure { margin: 1em 0 2em; }
-figcaption { font-size: 0.9em; color: #555; }
-img { width: 100%; height: auto; }
-pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
-.note { font-size: 0.85em; color: #555; }
-"""
+FIGURES = ("barrier_timeline.png", "alignment_and_start_delay.png", "end_to_end.png", "persisted_data.png")
 
 
 @dataclass
 class Report:
     html: Path
-    figures: dict[str, "plots.Figure"]
+    figures: dict[str, "figure.Figure"]
 
 
 def _fmt(value) -> str:
@@ -72,7 +57,7 @@ def _ordered_runs(tables: RunTables) -> list:
     """The runs in the figures' order: by mode, then by label."""
     if tables.checkpoints.empty:
         return list(tables.runs)
-    rank = {label: i for i, label in enumerate(plots.runs_in_order(tables.checkpoints))}
+    rank = {label: i for i, label in enumerate(figure.runs_in_order(tables.checkpoints))}
     return sorted(tables.runs, key=lambda r: rank.get(r.label, len(rank)))
 
 
@@ -96,8 +81,6 @@ def _runs_section(tables: RunTables) -> str:
 def _statistics_section(analytics, order: list[str]) -> str:
     if analytics is None:
         return "<h2>Checkpoint statistics</h2><p>Not computed.</p>"
-    from barriersim.spark.analytics import COUNT_COLUMNS, STAT_COLUMNS
-
     parts = ["<h2>Checkpoint counts</h2>", _table(_by_run_order(analytics.counts, order)[["run", "mode", *COUNT_COLUMNS]])]
     parts.append("<h2>Checkpoint statistics summary</h2>")
     parts.append(
@@ -115,7 +98,7 @@ def _statistics_section(analytics, order: list[str]) -> str:
 
 
 SWEEP_FIGURES = (("end_to_end_duration", ("p50", "p99")), ("alignment_duration", ("p50", "p99")),
-                 ("persisted_data", ("p50", "p99")))
+                 ("start_delay", ("p50", "p99")), ("persisted_data", ("p50", "p99")))
 
 
 def _sweep_section(sweep: pd.DataFrame | None) -> str:
@@ -123,7 +106,7 @@ def _sweep_section(sweep: pd.DataFrame | None) -> str:
     (p50 and p99 per mode), so that no table is wider than the page."""
     if sweep is None or sweep.empty:
         return ""
-    rank = {m: i for i, m in enumerate(plots.MODE_ORDER)}
+    rank = {m: i for i, m in enumerate(figure.MODE_ORDER)}
     sweep = sweep.assign(_rank=sweep["mode"].map(lambda m: rank.get(m, len(rank)))).sort_values(
         ["point_index", "_rank"], kind="stable").drop(columns="_rank")
     axes = list(sweep.columns[sweep.columns.get_loc("mode") + 1:sweep.columns.get_loc("backend")])
@@ -166,8 +149,6 @@ def _figure(name: str, caption: str) -> str:
 
 def vertex_order(tables: RunTables) -> list[str]:
     """The job graph's vertices in order, from the first run's ``scenario.toml`` (none when it has none)."""
-    from barriersim.scenarios.loader import ScenarioError, load_scenario
-
     for run in tables.runs:
         path = run.path / "scenario.toml"
         if path.is_file():
@@ -178,44 +159,61 @@ def vertex_order(tables: RunTables) -> list[str]:
     return []
 
 
-def draw_figures(tables: RunTables, out_dir: Path, checkpoint_id: int | None = None) -> dict[str, plots.Figure]:
+def draw_figures(tables: RunTables, out_dir: Path, checkpoint_id: int | None = None,
+                 axis: SweepAxis | None = None) -> dict[str, figure.Figure]:
+    """Every figure of the report into ``out_dir``, by file name, in the page's order (the barrier timeline may
+    take several pages: ``barrier_timeline_2.png`` and on); also ``figures.json``."""
     cp, st = tables.checkpoints, tables.subtasks
-    timeline, alignment, e2e, persisted = (out_dir / name for name in FIGURES)
-    figures = {
-        FIGURES[0]: plots.plot_barrier_timeline(cp, st, timeline, checkpoint_id, vertex_order(tables)),
-        FIGURES[1]: plots.plot_alignment_distribution(cp, st, alignment),
-        FIGURES[2]: plots.plot_end_to_end(cp, e2e),
-        FIGURES[3]: plots.plot_persisted(cp, persisted),
-    }
+    for stale in [*out_dir.glob("barrier_timeline_*.png"), *out_dir.glob("barrier_timeline_*.svg")]:
+        stale.unlink()  # pages of an earlier report of more points
+    pages = timeline.plot_barrier_timeline(cp, st, out_dir / FIGURES[0], checkpoint_id, vertex_order(tables), axis)
+    figures = {f.png.name: f for f in pages}
+    figures[FIGURES[1]] = plots.plot_alignment_and_start_delay(cp, st, out_dir / FIGURES[1], axis)
+    figures[FIGURES[2]] = plots.plot_end_to_end(cp, out_dir / FIGURES[2], axis)
+    figures[FIGURES[3]] = plots.plot_persisted(cp, out_dir / FIGURES[3], axis)
     (out_dir / "figures.json").write_text(json.dumps({name: f.as_dict() for name, f in figures.items()}, indent=1))
     return figures
 
 
-def render_html(title: str, tables: RunTables, analytics, checkpoint_id: int | None,
-                sweep: pd.DataFrame | None = None, restore_page: str | None = None) -> str:
+def captions(names: list[str], checkpoint_id: int | None, axis: SweepAxis | None) -> dict[str, str]:
+    """What each figure shows, by file name."""
     which = f"checkpoint {checkpoint_id}" if checkpoint_id is not None else \
         "the completed checkpoint with the longest end-to-end duration"
-    x_axis = "key skew (workload.zipf_exponent)" if plots.differs_in_skew(tables.checkpoints) else "checkpoint id"
-    captions = (
-        f"(1) Barrier timeline of {which}, per run, on one time axis: per subtask (in the job graph's order), "
-        "start delay (trigger to first barrier), alignment, synchronous snapshot, asynchronous part until the "
-        "acknowledgement.",
-        "(2) Distribution of the subtasks' alignment_duration, per mode (every value a point).",
-        f"(3) Checkpoint end_to_end_duration over {x_axis}; runs with equal values show as a thin line inside a "
-        "wide one.",
-        "(4) In-flight data persisted (persisted_data) per completed checkpoint, per mode; runs with equal values "
-        "show as a thin line inside a wide one.",
-    )
+    grid = (f"one row per sweep point ({axis.name}), one column per mode" if axis is not None
+            else "one panel per run")
+    per = "per mode" if axis is None else f"per sweep point ({axis.name}) and mode, each mode's medians joined"
+    pages = [n for n in names if n.startswith("barrier_timeline")]
+    out = {}
+    for k, name in enumerate(pages, start=1):
+        page = f", page {k} of {len(pages)}" if len(pages) > 1 else ""
+        out[name] = (f"(1{page}) Barrier timeline of {which}, {grid}, on one time axis: per subtask (in the job "
+                     "graph's order), start delay (trigger to first barrier), alignment, synchronous snapshot, "
+                     "asynchronous part until the acknowledgement.")
+    out[FIGURES[1]] = (f"(2) The subtasks' alignment_duration beside their start_delay (from the trigger to the "
+                       f"first barrier), {per}; every value a point. Time a barrier waits behind queued data "
+                       "before it reaches a subtask is start delay, not alignment.")
+    out[FIGURES[2]] = ("(3) Checkpoint end_to_end_duration per checkpoint id; runs with equal values show as a thin "
+                       "line inside a wide one." if axis is None else f"(3) Checkpoint end_to_end_duration {per}.")
+    out[FIGURES[3]] = ("(4) In-flight data persisted (persisted_data) per completed checkpoint, per run; runs with "
+                       "equal values show as a thin line inside a wide one." if axis is None else
+                       f"(4) In-flight data persisted (persisted_data) {per}; beside it, per checkpoint id, each "
+                       "run that persisted any, in a colour of its own.")
+    return out
+
+
+def render_html(title: str, tables: RunTables, analytics, figures: dict[str, str],
+                sweep: pd.DataFrame | None = None, restore_page: str | None = None) -> str:
+    """The page; ``figures``: caption by file name, in order."""
     return (
         f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>"
-        f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>"
+        f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>"
         + _sweep_section(sweep)
         + (f'<p>A job was restored: <a href="{escape(restore_page)}">the checkpoints before and after the '
            "restore</a>.</p>" if restore_page else "")
         + _runs_section(tables)
-        + _statistics_section(analytics, [r.label for r in _ordered_runs(tables)])
         + "<h2>Figures</h2>"
-        + "".join(_figure(name, caption) for name, caption in zip(FIGURES, captions))
+        + "".join(_figure(name, caption) for name, caption in figures.items())
+        + _statistics_section(analytics, [r.label for r in _ordered_runs(tables)])
         + _verification_section(tables)
         + "</body></html>\n"
     )
@@ -229,17 +227,15 @@ def build_report(root: str | Path, out_html: str | Path | None = None, checkpoin
     tables = tables if tables is not None else load_tables(root)
     html_path = Path(out_html) if out_html else root / "report" / "index.html"
     html_path.parent.mkdir(parents=True, exist_ok=True)
-    figures = draw_figures(tables, html_path.parent, checkpoint_id)
+    axis = sweep_axis(root, tables.runs)
+    figures = draw_figures(tables, html_path.parent, checkpoint_id, axis)
     title = f"barriersim report: {root.resolve().name}"
-    from barriersim.spark.analytics import read_sweep_analytics
-
     sweep = read_sweep_analytics(root)
-    from barriersim.report import restore_page
-
     page = None
     if restore_page.has_restore(tables):
         page = restore_page.write_restore_page(tables, html_path.parent, _table)
         figures[restore_page.FIGURE] = html_path.parent / restore_page.FIGURE
-    html_path.write_text(render_html(title, tables, analytics, checkpoint_id, sweep, page.name if page else None),
+    shown = captions([n for n in figures if n.endswith(".png") and n != restore_page.FIGURE], checkpoint_id, axis)
+    html_path.write_text(render_html(title, tables, analytics, shown, sweep, page.name if page else None),
                          encoding="utf-8")
     return Report(html=html_path, figures=figures)

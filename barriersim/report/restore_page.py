@@ -1,16 +1,10 @@
 """The report's restore page: the checkpoints of a run's jobs before and after a restore (a savepoint's or a
-retained checkpoint's, rescaled or not).
-
-How this works: a run with experiment actions or a ``--from`` restore has a ``jobs`` section in its
-``summary.json`` (each job's id, final state, parallelism, ``latest_restored``, counts and operations) and its
-checkpoint table has a ``job`` column when it ran several jobs. ``has_restore`` tells whether any run of the
-report restored a job; ``write_restore_page`` then writes ``restore.html`` beside the report's ``index.html``
-with, per run: the jobs (parallelism per vertex, final state, the savepoint or checkpoint each was restored from,
-as Flink's ``latest.restored``), the actions with what became of them, every checkpoint and savepoint of every
-job (Flink's REST fields, ``is_savepoint``, ``savepointFormat``, ``external_path``) and a figure
-(``restore_checkpoints.png``) of each checkpoint's end-to-end duration and state size over its trigger time,
-coloured by job, savepoints marked, a line where each restored job started. Everything is escaped; the page needs
-no scripts or network.
+retained checkpoint's, rescaled or not), from the ``jobs`` section of its ``summary.json`` and the ``job`` column
+of its checkpoint table. ``has_restore`` tells whether any run restored a job; ``write_restore_page`` then writes
+``restore.html`` beside ``index.html`` with, per run: the jobs (parallelism per vertex, final state, Flink's
+``latest.restored``), the actions and what became of them, every checkpoint and savepoint of every job (Flink's
+REST fields) and a page-wide figure (``restore_checkpoints.png``) of each checkpoint's end-to-end duration and
+state size over its trigger time, by job, savepoints starred, a line where each restored job started.
 """
 
 from __future__ import annotations
@@ -20,7 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from barriersim.report import plots
+from barriersim.report import figure
+from barriersim.report.style import CSS
 from barriersim.rundir import RunTables
 
 PAGE = "restore.html"
@@ -83,11 +78,9 @@ def restore_times(summary: dict) -> list[tuple[int, int]]:
 
 def plot_restore_checkpoints(checkpoints: pd.DataFrame, summaries: dict[str, dict], out: Path) -> Path:
     """Per run: end-to-end duration and state size of each checkpoint over its trigger time, by job."""
-    import matplotlib.pyplot as plt
-
     runs = list(dict.fromkeys(checkpoints["run"]))
-    fig, axes = plt.subplots(2, max(1, len(runs)), figsize=(7 * max(1, len(runs)), 7), squeeze=False, sharex="col")
-    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, axes = figure.new_figure(7.5, 2, max(1, len(runs)), sharex="col")
+    palette = figure.distinct_colors(10)
     for col, run in enumerate(runs):
         cp = _checkpoints_frame(checkpoints[checkpoints["run"] == run])
         done = cp[cp["status"] == "COMPLETED"]
@@ -106,14 +99,19 @@ def plot_restore_checkpoints(checkpoints: pd.DataFrame, summaries: dict[str, dic
                 axes[row_axis][col].annotate(f"job {job} restored", (at, 1), xycoords=("data", "axes fraction"),
                                              rotation=90, va="top", ha="right", fontsize=8)
         mode = checkpoints.loc[checkpoints["run"] == run, "mode"].iloc[0]
-        axes[0][col].set_title(plots._run_title(str(run), str(mode)))
+        axes[0][col].set_title(figure.run_title(str(run), str(mode)))
         axes[0][col].set_ylabel("end_to_end_duration (ms)")
         axes[1][col].set_ylabel("state_size (bytes)")
         axes[1][col].set_xlabel("trigger_timestamp (ms, the coordinator's clock)")
-        axes[0][col].legend(fontsize=8)
-    panels = [plots._panel(axes[row][col], axes[row][col].get_title() or axes[row][col].get_ylabel())
+    legend = {}  # one legend of the jobs, above the panels (outside the data)
+    for ax in axes.flat:
+        legend.update(zip(*reversed(ax.get_legend_handles_labels())))
+    if legend:
+        fig.legend(legend.values(), legend.keys(), loc="outside upper center", ncol=min(len(legend), 6), fontsize=9,
+                   frameon=False)
+    panels = [figure.panel(axes[row][col], axes[row][col].get_title() or axes[row][col].get_ylabel())
               for col in range(len(runs)) for row in (0, 1)]
-    return plots._save(fig, out, panels).png
+    return figure.save(fig, out, panels).png
 
 
 def _booleans_as_text(df: pd.DataFrame) -> pd.DataFrame:
@@ -150,10 +148,8 @@ def write_restore_page(tables: RunTables, out_dir: Path, table_html) -> Path:
             parts.append("<h3>Actions</h3>" + table_html(_booleans_as_text(actions)))
         cp = tables.checkpoints[tables.checkpoints["run"] == run.label]
         parts.append("<h3>Checkpoints and savepoints</h3>" + table_html(_booleans_as_text(_checkpoints_frame(cp))))
-    from barriersim.report.html import _CSS
-
     html = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>barriersim restores</title>"
-            f"<style>{_CSS}</style></head><body>" + "".join(parts) + "</body></html>\n")
+            f"<style>{CSS}</style></head><body>" + "".join(parts) + "</body></html>\n")
     path = out_dir / PAGE
     path.write_text(html, encoding="utf-8")
     return path

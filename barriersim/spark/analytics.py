@@ -33,14 +33,19 @@ small simulator runs, with ``flink_percentile``; a test holds both paths to the 
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from barriersim.rundir import RUN_KEYS, Run, discover_runs
+from barriersim.rundir import RUN_KEYS, Run, discover_runs, run_tables
+from barriersim.runtime.storage.atomic_file import AtomicFileWriter
+from barriersim.spark.frames import arrow_to_spark, small_data_settings
+from barriersim.spark.session import RayAndSpark
+from barriersim.spark.workload import to_arrow
 
 CHECKPOINT_METRICS = ("end_to_end_duration", "checkpointed_size", "state_size", "processed_data", "persisted_data")
 SUBTASK_METRICS = ("alignment_duration", "start_delay")
@@ -113,8 +118,6 @@ def _typed(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
 def load_run_frames(spark, runs: list[Run]):
     """Spark DataFrames ``(checkpoints, subtasks)`` of all ``runs``, run key columns first: the runs' Parquet
     tables read by pyarrow (``barriersim.rundir.run_tables``) and given to Spark as Arrow batches."""
-    from barriersim.rundir import run_tables
-
     cp, st = run_tables(runs)
     return (arrow_to_spark_typed(spark, cp, CHECKPOINT_FRAME_COLUMNS),
             arrow_to_spark_typed(spark, st, SUBTASK_FRAME_COLUMNS))
@@ -122,8 +125,6 @@ def load_run_frames(spark, runs: list[Run]):
 
 def arrow_to_spark_typed(spark, df: pd.DataFrame, columns: dict[str, str]):
     """``df``'s run keys and ``columns`` as a Spark DataFrame, sent as Arrow batches."""
-    from barriersim.spark.reference import arrow_to_spark
-
     ddl = ", ".join(f"`{k}` {t}" for k, t in {**_RUN_KEY_TYPES, **columns}.items())
     return arrow_to_spark(spark, _typed(df, columns), ddl)
 
@@ -237,12 +238,8 @@ def read_analytics(root: str | Path) -> Analytics | None:
 
 
 def write_parquet_dir(out: Path, table) -> None:
-    """An Arrow table as the directory Spark writes (one part file, then a ``_SUCCESS`` marker), replacing what
-    was there; pyarrow and pandas read the directory as one table."""
-    import pyarrow as pa
-
-    from barriersim.runtime.storage.atomic_file import AtomicFileWriter
-
+    """An Arrow table as the directory Spark writes (one part file, then a ``_SUCCESS`` marker, written last),
+    replacing what was there; pyarrow and pandas read the directory as one table."""
     writer = AtomicFileWriter()
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.iterdir():
@@ -256,8 +253,6 @@ def write_parquet_dir(out: Path, table) -> None:
 def write_analytics(root: str | Path, analytics: Analytics) -> Analytics:
     """Write analytics computed outside Spark under ``root/analytics/`` in the layout Spark writes
     (``write_parquet_dir``), so ``read_analytics`` reads them alike."""
-    import pyarrow as pa
-
     for name, df in (("summary.parquet", analytics.summary), ("counts.parquet", analytics.counts)):
         write_parquet_dir(analytics_dir(root) / name, pa.Table.from_pandas(df, preserve_index=False))
     result = read_analytics(root)
@@ -273,32 +268,8 @@ def written_at(root: str | Path) -> float | None:
     return min(m.stat().st_mtime for m in marks)
 
 
-# A run has tens of checkpoints and hundreds of subtask rows: one shuffle partition spares Spark scheduling
-# empty tasks, and compiling whole-stage code costs more than interpreting so few rows.
-SMALL_DATA_SETTINGS = {"spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false",
-                       "spark.sql.adaptive.enabled": "false"}
-
-
-@contextmanager
-def small_data_settings(spark):
-    """Spark settings for tables of tens to thousands of rows, in force for the ``with`` block only."""
-    previous = {key: spark.conf.get(key, None) for key in SMALL_DATA_SETTINGS}
-    for key, value in SMALL_DATA_SETTINGS.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
-
-
 def _collect(df) -> pd.DataFrame:
     """A small result brought to the driver as Arrow (a few dozen rows per run)."""
-    from barriersim.spark.workload import to_arrow
-
     return to_arrow(df).to_pandas()
 
 
@@ -332,10 +303,6 @@ def read_sweep_analytics(root: str | Path) -> pd.DataFrame | None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m barriersim.spark.analytics RUN_DIR``: compute and print the statistics."""
-    import argparse
-
-    from barriersim.spark.session import RayAndSpark
-
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("run_dir")
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """A campaign's table of verdicts, computed in Spark on Ray: per mode (and for all modes), how many cases ran,
 passed, violated a property or raised an error, their outputs' verdicts, the faults they held, the cases that
-restarted, and their virtual and wall times. ``aggregate_verdicts`` gives the campaign's rows (``OUT/rows/``) to
+restarted, and their virtual, wall and CPU times. ``aggregate_verdicts`` gives the campaign's rows (``OUT/rows/``) to
 Spark as Arrow batches, collects the table and writes it as ``OUT/analytics/verdicts.parquet`` (Spark's layout)."""
 
 from __future__ import annotations
@@ -11,10 +11,13 @@ from typing import Callable
 import pandas as pd
 import pyarrow as pa
 
-from barriersim.spark.analytics import analytics_dir, small_data_settings, write_parquet_dir
+from barriersim.spark.analytics import analytics_dir, write_parquet_dir
+from barriersim.spark.frames import arrow_to_spark, small_data_settings
+from barriersim.spark.session import SparkOnDemand
+from barriersim.spark.workload import to_arrow
 
 ROW_DDL = ("seed bigint, mode string, status string, verdict string, faults_count int, restarts bigint, "
-           "virtual_ms bigint, wall_seconds double")
+           "virtual_ms bigint, wall_seconds double, cpu_seconds double")
 ALL_MODES_LABEL = "all"
 
 
@@ -41,6 +44,7 @@ def verdict_frame(rows):
         (F.avg("virtual_ms") / 1000).alias("virtual_seconds_avg"),
         F.sum("wall_seconds").alias("wall_seconds"),
         F.max("wall_seconds").alias("wall_seconds_max"),
+        F.sum("cpu_seconds").alias("cpu_seconds"),
     )
     label = F.coalesce(F.col("mode"), F.lit(ALL_MODES_LABEL)).alias("mode")
     return table.select(label, *[c for c in table.columns if c != "mode"]) \
@@ -63,10 +67,6 @@ def aggregate_verdicts(root: str | Path, rows: pa.Table, spark=None, address: st
                        say: Callable[[str], None] = lambda what: None) -> pd.DataFrame:
     """The verdict table of ``rows``, computed in Spark (``spark``, else Spark on Ray started for it, on the Ray
     this process uses or at ``address``), written under ``root/analytics/`` and returned as pandas."""
-    from barriersim.spark.reference import arrow_to_spark
-    from barriersim.spark.session import SparkOnDemand
-    from barriersim.spark.workload import to_arrow
-
     with SparkOnDemand(spark, address, app_name="barriersim-campaign", log_dir=Path(root) / "logs") as session:
         if not session.started:
             say("starting Spark on Ray")

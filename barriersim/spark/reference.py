@@ -9,12 +9,12 @@ one Spark job, then counts against the workload (the cached DataFrame the worklo
 ``final_sum_short_keys`` (of those, the keys whose last running sum is below it, or that have none). The
 query reads each table once: it unions them and groups the rows by ``(record_id, key, value)``, then by record
 and by key in one pass (grouping sets), so no figure has a job or a scan of its own. The result is the runtime's
-``Verification`` (``reference="spark"``) with the verdict of its one rule (``runtime.verification.verdict_of``,
+``Verification`` (``reference="spark"``) with the verdict of its one rule (``runtime.verification.reference.verdict_of``,
 given the run's mode): ``exactly-once`` when all are 0; in an exactly-once mode anything else is
 ``violated``; in at-least-once mode ``at-least-once`` when nothing is lost or wrong and no final sum falls short
 but records were duplicated or sums run high (at-least-once state may count some records twice), else
 ``violated``. Job graphs of other shapes are verified by
-``verify_in_ray``: the simulator's reference (``runtime.verification``, the graph evaluated over the same splits,
+``verify_in_ray``: the simulator's reference (``runtime.verification.reference``, the graph evaluated over the same splits,
 ``reference="python"``) run in a Ray task beside the data.
 
 The same verdict without Spark, for a run whose workload came from ``barriersim.workload_cache``: Spark's part,
@@ -25,11 +25,16 @@ cached splits and sums in pandas (a test holds both to the same ``Verification``
 
 from __future__ import annotations
 
+import pandas as pd
 import pyarrow as pa
 
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.records_codec import decode_split
-from barriersim.runtime.verification import Verification, verdict_of
+from barriersim.runtime.storage import metadata_serializer
+from barriersim.runtime.verification.reference import Verification, verdict_of
+from barriersim.runtime.verification.snapshot import verify_run
+from barriersim.spark.frames import arrow_to_spark, small_data_settings
+from barriersim.spark.workload import to_arrow
 
 OUTPUT_SCHEMA = pa.schema(
     [("record_id", pa.int64()), ("key", pa.int64()), ("value", pa.int64()), ("running_sum", pa.int64())]
@@ -41,12 +46,6 @@ def output_table(rows) -> pa.Table:
     """The sink's output (a ``RecordBatch``, or record tuples) as an Arrow table, column by column."""
     columns = RecordBatch.of(rows).columns if len(rows) else RecordBatch.empty().columns
     return pa.Table.from_arrays([pa.array(c, type=pa.int64()) for c in columns], schema=OUTPUT_SCHEMA)
-
-
-def arrow_to_spark(spark, table, ddl: str):
-    """An Arrow table (or a pandas DataFrame) as a Spark DataFrame, sent as Arrow batches
-    (``spark.sql.execution.arrow.pyspark.enabled``, without fallback: ``barriersim.spark.session.spark_configs``)."""
-    return spark.createDataFrame(table.to_pandas() if isinstance(table, pa.Table) else table, ddl)
 
 
 VERIFICATION_QUERY = """
@@ -82,8 +81,6 @@ def prepare_verification(spark, workload_df) -> None:
 
 
 def verify(spark, workload_df, output: pa.Table, exactly_once: bool = True) -> Verification:
-    from barriersim.spark.analytics import small_data_settings
-
     output_df = arrow_to_spark(spark, output, OUTPUT_DDL)
     workload_df.createOrReplaceTempView("workload")
     output_df.createOrReplaceTempView("sink_output")
@@ -113,9 +110,6 @@ def reference_table(spark, workload_df) -> pa.Table:
     """The reference Spark computes from the workload for a later verification without Spark
     (``compare_with_reference``; ``barriersim.workload_cache`` keeps it): per key, its records and
     ``SUM(value)``, collected as Arrow."""
-    from barriersim.spark.analytics import small_data_settings
-    from barriersim.spark.workload import to_arrow
-
     workload_df.createOrReplaceTempView("workload")
     with small_data_settings(spark):
         table = to_arrow(spark.sql(REFERENCE_QUERY))
@@ -132,8 +126,6 @@ def compare_with_reference(splits: dict[str, list[pa.Table]], reference: pa.Tabl
     sum is absent or differs from the reference's sum; ``final_sum_short_keys``, keys of the workload whose largest
     running sum is absent or below it. ``reference`` is ``spark``: Spark computed what is compared
     against (the splits and the sums), in this run or in an earlier one."""
-    import pandas as pd
-
     tables = [t.select(["record_id", "key", "value"]) for ts in splits.values() for t in ts]
     workload = (pa.concat_tables(tables) if tables else OUTPUT_SCHEMA.empty_table().select(["record_id", "key", "value"])
                 ).to_pandas()
@@ -166,9 +158,6 @@ def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_on
                     ) -> Verification:
     import ray
 
-    from barriersim.runtime.snapshot_verification import verify_run
-    from barriersim.runtime.storage import metadata_serializer
-
     splits = {name: [decode_split(data) for data in ray.get(refs)] for name, refs in split_refs.items()}
     ended_by_snapshot = bool(ending and ending[0])
     metadata = None
@@ -180,12 +169,12 @@ def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_on
 
 def verify_in_ray(graph, split_refs: dict[str, list], committed: list[tuple], at_least_once: bool = False,
                   ending: list | None = None, pending: list[tuple] = (), operations: list[dict] = ()) -> Verification:
-    """The verdict on any job graph (``runtime.verification``: the graph evaluated over its workload)
+    """The verdict on any job graph (``runtime.verification.reference``: the graph evaluated over its workload)
     computed in a Ray task that reads the splits from the object store, so the workload never comes to the
     driver; the reference is ``python``. ``ending`` (``[ended by a snapshot, its _metadata]``) and ``pending``
     (the records of the transactions that snapshot lists) verify a run whose last job was stopped or cancelled
     against its snapshot; ``operations`` (the run report's) tell of a failed drained stop, whose early window
-    results an at-least-once sink keeps (``runtime.snapshot_verification.verify_run``)."""
+    results an at-least-once sink keeps (``runtime.verification.snapshot.verify_run``)."""
     import ray
 
     task = ray.remote(num_cpus=0.5)(_python_verdict)

@@ -27,12 +27,16 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from barriersim.ray_address import AddressError
 
 JAVA_OPENS = (
     "java.lang", "java.lang.invoke", "java.io", "java.net", "java.nio", "java.math", "java.text",
@@ -119,8 +123,6 @@ def _restore_default_sigint() -> None:
     the main thread; a Ctrl-C that lands during another py4j call makes that call re-entrant and py4j logs a
     traceback. Python's own handler raises KeyboardInterrupt instead, and ``close`` stops Spark (cancelling its
     jobs) cleanly."""
-    import signal
-
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
     root = logging.getLogger()
@@ -279,7 +281,11 @@ class RayAndSpark:
         t0 = time.perf_counter()
         if not ray.is_initialized():
             if self.address:
-                ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR)
+                try:
+                    ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR)
+                except Exception as err:  # noqa: BLE001 - Ray's version mismatch, authentication, GCS errors
+                    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                    raise AddressError(f"Ray cluster at {self.address}: {first}") from None
             else:
                 # A run never attaches to a cluster it did not mean to: "local" always starts a new one.
                 ray.init(
@@ -426,8 +432,6 @@ def _stop_driver_jvm(gateway):
 
 
 def _wait_for_exit(proc, timeout: float = 10.0) -> None:
-    import subprocess
-
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:

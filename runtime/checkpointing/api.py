@@ -52,6 +52,7 @@ from barriersim.runtime.checkpointing.barrier_handler import (
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.checkpointing.checkpointed_input_gate import CheckpointedInputGate, GateActionRouter
 from barriersim.runtime.checkpointing.single_checkpoint_barrier_handler import SingleCheckpointBarrierHandler
+from barriersim.runtime.checkpointing.tracker import CheckpointBarrierTracker
 from barriersim.runtime.events import Buffer, ChannelElement, InputChannelInfo
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.network.input.buffer_manager import (
@@ -196,8 +197,6 @@ class InputSide:
             self.barrier_handler = SingleCheckpointBarrierHandler.alternating(
                 task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished)
         else:
-            from barriersim.runtime.checkpointing.tracker import CheckpointBarrierTracker
-
             self.barrier_handler = CheckpointBarrierTracker(
                 num_channels, router, clock, enable_checkpoint_after_tasks_finished
             )

@@ -26,7 +26,7 @@ from __future__ import annotations
 import abc
 from typing import Callable, Optional, Protocol
 
-from barriersim.runtime.mutations import PlantedBug, is_planted
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpointing.barrier_handler import (
     BlockConsumption,
     CheckpointStarted,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Optional
 
-from barriersim.runtime.mutations import PlantedBug, is_planted
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpointing.barrier_handler import ActionSink, CheckpointBarrierHandler, Clock
 from barriersim.runtime.events import CancelCheckpointMarker, CheckpointBarrier, InputChannelInfo
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason

@@ -323,7 +323,10 @@ class CheckpointCoordinator(CheckpointTriggering, CheckpointCompletion, Coordina
         for k, e in list(self.executions.items()):
             self.executions[k] = Execution(e.attempt_id.next_attempt(), ExecutionState.CREATED)
         self.abort_pending_checkpoints(CheckpointException(CheckpointFailureReason.JOB_FAILOVER_REGION))
-        return self.restore_latest_checkpointed_state()
+        # Flink's SchedulerBase.restoreState allows state no operator takes on a failover's restore (global:
+        # restoreLatestCheckpointedStateToAll(.., true); regional: restoreLatestCheckpointedStateToSubtasks): the
+        # latest may be the savepoint the job started from, allowing it
+        return self.restore_latest_checkpointed_state(allow_non_restored_state=True)
 
     def job_status_changes(self, status: JobStatus) -> None:
         """The job's status, heard by the deactivator (which stops a periodic trigger it started when the job leaves

@@ -1,37 +1,12 @@
-"""What a new JobManager recovers after the old one died: the completed checkpoints and the checkpoint id counter.
+"""What a new JobManager recovers after the old one died: the completed checkpoint store and the id counter.
 
-How this works: a JobManager failover loses everything the coordinator held in memory (pending checkpoints,
-statistics, failure counts), but not what high availability persisted: the list of completed checkpoints (the
-``DefaultCompletedCheckpointStore``'s pointers, in the checkpoint storage) and the checkpoint id counter.
-``recover_completed_checkpoint_store`` reads that list and retrieves every checkpoint it names, oldest first,
-through ``CheckpointStorage.load_checkpoint`` (its ``_metadata`` must be the very file the list points to, hold
-that checkpoint, have been written to that directory, and every state file must match its handle), and
-rebuilds a ``DefaultCompletedCheckpointStore`` holding them, each a ``CompletedCheckpoint`` with the job's
-checkpoint properties (a restored savepoint keeps its own), so the recovered coordinator subsumes and discards
-them as the old one would have. Nothing of the old JobManager's memory is used: the storage forgets what it
-knew first.
-
-What Flink does when a listed checkpoint cannot be read, and what this does: Flink's
-``DefaultCompletedCheckpointStoreUtils.retrieveCompletedCheckpoints`` retrieves every checkpoint of the HA
-store and, for any one that cannot be retrieved (an ``IOException``: the handle's file is missing, unreadable
-or broken), throws ``FlinkException("Could not retrieve checkpoint <id> from state handle under <name>. This
-indicates that the retrieved state handle is broken. Try cleaning the state handle store.")``. No checkpoint is
-skipped: Flink stopped tolerating retrieval failures in 1.14, because running on with an incomplete set of
-checkpoints can violate consistency (older versions skipped unreadable ones with a warning and failed only when
-none could be read).
-The exception fails the creation of the JobMaster, and the job ends ``FAILED`` (a
-``JobInitializationException``). Here the same failure is a ``CheckpointRecoveryError`` naming the checkpoint,
-the file and the problem, which the JobMaster turns into the run's ``FAILED`` outcome with that reason. A
-damaged older checkpoint fails the recovery as a damaged newest one does; a checkpoint missing from the list
-was never completed (or was subsumed), so no run goes on as if a completed checkpoint had never existed.
-
-The id counter is not rebuilt: the caller hands the new coordinator the same (persisted) counter, so ids keep
-increasing above every id the old coordinator used, pending ones included. ``retire_coordinator`` closes the
-dead coordinator's statistics (its pending checkpoints failed as ``CHECKPOINT_COORDINATOR_SHUTDOWN``, for the
-run's record only: nobody is told) and ``next_attempt_number`` gives the new deployment attempt numbers no
-earlier attempt used. Mirrors Flink's ``PerJobCheckpointRecoveryFactory``
-(``createRecoveredCompletedCheckpointStore``, ``getCheckpointIdCounter``) and
-``DefaultCompletedCheckpointStoreUtils.retrieveCompletedCheckpoints``.
+``recover_completed_checkpoint_store`` reads the checkpoint storage's completed-checkpoint list (Flink's HA store of
+completed checkpoints), checks it against the ``chk-<n>/_metadata`` files the storage holds (a missing list beside
+completed checkpoints, or one older than the newest of them, is a ``CompletedCheckpointStoreMismatchError`` naming
+both, never a silent restart from the sources) and retrieves every checkpoint it names, oldest first (any one that
+cannot be read fails the recovery, as Flink's ``DefaultCompletedCheckpointStoreUtils.retrieveCompletedCheckpoints``
+does). ``retire_coordinator`` closes the dead coordinator's statistics and ``next_attempt_number`` numbers the new
+deployment's attempts. docs/recovery-store.md says how, what Flink does and where barriersim goes further.
 """
 
 from __future__ import annotations
@@ -45,12 +20,22 @@ from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoin
 from barriersim.runtime.coordinator.properties import CheckpointProperties
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
 from barriersim.runtime.failure_reason import CheckpointFailureReason
+from barriersim.runtime.storage.checkpoint_storage import CompletedCheckpointPointer, CompletedCheckpointStorageLocation
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
 
 class CheckpointRecoveryError(Exception):
     """A listed checkpoint (or the list itself) could not be read while recovering the store; the one-line
     message names the checkpoint, the file and the problem."""
+
+
+class CompletedCheckpointStoreMismatchError(CheckpointRecoveryError):
+    """The completed-checkpoint list is missing, or older than completed checkpoints the storage holds (``newer``:
+    their locations, newest first); the message names the list and those checkpoints' ``_metadata``."""
+
+    def __init__(self, message: str, newer: tuple[CompletedCheckpointStorageLocation, ...]):
+        super().__init__(message)
+        self.newer = newer
 
 
 @dataclass(frozen=True)
@@ -65,9 +50,11 @@ def recover_completed_checkpoint_store(job_id: str, storage, config: CheckpointC
     (a ``CheckpointStorage``); ``on_error`` goes to the new store. Raises ``CheckpointRecoveryError``."""
     storage.forget_completed_checkpoints()
     try:
-        pointers = storage.completed_checkpoint_pointers() or ()
+        listed = storage.completed_checkpoint_pointers()
     except CheckpointStorageError as e:
         raise CheckpointRecoveryError(f"job {job_id}: could not read the completed-checkpoint list: {e}") from e
+    check_list_against_storage(job_id, storage, listed)
+    pointers = listed or ()
     props = CheckpointProperties.for_checkpoint(config.retention_policy)
     loaded: list[CompletedCheckpoint] = []
     for pointer in pointers:  # oldest first, as Flink sorts the handles by name
@@ -85,6 +72,36 @@ def recover_completed_checkpoint_store(job_id: str, storage, config: CheckpointC
         loaded.append(CompletedCheckpoint.from_metadata(job_id, metadata, kind, pointer.external_pointer))
     store = DefaultCompletedCheckpointStore(config.max_retained_checkpoints, storage, loaded, on_error)
     return RecoveredStore(store, tuple(c.checkpoint_id for c in loaded))
+
+
+def check_list_against_storage(job_id: str, storage, listed: tuple[CompletedCheckpointPointer, ...] | None) -> None:
+    """The completed-checkpoint list (``listed``; None: there is none) is not the only witness of what completed:
+    every completed checkpoint of the job's directory (its ``_metadata`` written) must be no newer than the newest
+    checkpoint the list names. Older ones may stay (a discard that failed); one with no ``_metadata`` never
+    completed. Raises ``CompletedCheckpointStoreMismatchError`` naming the list and the newer checkpoints."""
+    try:
+        present = storage.list_retained_checkpoints()  # newest first
+    except CheckpointStorageError as e:
+        raise CheckpointRecoveryError(f"job {job_id}: could not list its checkpoints to check the completed-checkpoint "
+                                      f"list against them: {e}") from e
+    newest_listed = max((p.checkpoint_id for p in listed or ()), default=None)
+    newer = tuple(loc for loc in present if newest_listed is None or loc.checkpoint_id > newest_listed)
+    if not newer:
+        return
+    name = storage.completed_checkpoints_list_name
+    files = ", ".join(loc.metadata_pointer for loc in newer[:3]) + (f" and {len(newer) - 3} more" if len(newer) > 3 else "")
+    ids = ", ".join(str(loc.checkpoint_id) for loc in reversed(newer))
+    if listed is None:
+        state = "is missing, but the storage holds"
+    elif newest_listed is None:
+        state = "names no checkpoint, but the storage holds"
+    else:
+        state = f"(newest: checkpoint {newest_listed}) is older than the storage's"
+    raise CompletedCheckpointStoreMismatchError(
+        f"job {job_id}: the completed-checkpoint list {name} {state} completed checkpoint(s) {ids} ({files}), which "
+        "it does not name: it lost their completion (rolled back or deleted), or the JobManager died between "
+        "writing a checkpoint's metadata and listing it; not recovering from the list alone",
+        newer)
 
 
 def retire_coordinator(coordinator, now_ms: int) -> CheckpointStatsTracker:

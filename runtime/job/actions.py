@@ -29,7 +29,7 @@ from typing import Union
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.events import CheckpointOptions
-from barriersim.runtime.faults import Fault, ProtocolPoint, SlowTask
+from barriersim.runtime.faults.fault_schedule import Fault, ProtocolPoint, SlowTask
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.state.snapshot import CheckpointMetadata, TaskStateSnapshot

@@ -3,7 +3,7 @@
 How this works: ``JobConfig`` holds one job's settings: the job graph, the checkpointing mode
 (``runtime.checkpointing_mode``) and the coordinator's settings (with the retention of externalized checkpoints),
 the network (buffers, credit, debloating), the source rate, the restart policy, the fault schedule, the
-experiment actions (``runtime.experiment``: savepoints, stop-with-savepoint, cancel and restores of new jobs with
+experiment actions (``runtime.faults.experiment``: savepoints, stop-with-savepoint, cancel and restores of new jobs with
 new parallelisms) and the run's own restore from a path, and the simulated network's latencies and virtual time
 limit (which only the simulator reads: on Ray, latency is real). A run may hold several jobs (restores):
 ``job_graphs`` are their graphs, ``for_job`` the settings of one of them (its graph; the run's first graph stays
@@ -30,13 +30,13 @@ from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
-from barriersim.runtime.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
-from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.faults.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.job.placement import ClusterConfig, Placement, PlacementError, place
 from barriersim.runtime.jobgraph import JobGraph
-from barriersim.runtime.restart_strategy import RestartStrategyConfig, RestartStrategyKind
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig, RestartStrategyKind
 from barriersim.runtime.state.backend import StateBackendConfig
-from barriersim.runtime.stream_task import UNPACED_SOURCE_BATCH_RECORDS, NetworkConfig
+from barriersim.runtime.task.stream_task import UNPACED_SOURCE_BATCH_RECORDS, NetworkConfig
 
 
 SOURCE_PACING_MS = 10  # a paced source emits what its rate allows per this many ms

@@ -20,7 +20,7 @@ from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
 from barriersim.runtime.coordinator.completed_store import DefaultCompletedCheckpointStore
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
-from barriersim.runtime.faults import MessageKind, ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import MessageKind, ProtocolPoint
 from barriersim.runtime.job.actions import (
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,

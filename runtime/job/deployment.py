@@ -1,16 +1,9 @@
-"""A deployed subtask, the same on every driver: its ``StreamTask`` built from a deployment descriptor, the
-messages the JobMaster sends it, and the slowdowns the fault schedule puts on it.
-
-How this works: ``deploy_task`` builds the sans-IO ``StreamTask`` of one ``TaskDeploymentDescriptor`` with the
-job's settings (mode, network, watermarks, FLIP-147 final checkpoint, armed crash points) and restores its state;
-the driver supplies only what is its own (clock, timer service, random stream, wakeup, split, external store); a
-state that cannot be restored raises ``TaskRestoreError``, which each driver reports as a failed deployment.
-``deliver_task_message`` hands a ``TaskMessage`` to the task. Every deployed task charges the job's checkpoint
-cost model (``runtime.checkpoint_cost``) as its driver says (``Charging``): its checkpoints' asynchronous parts
-are then the driver's to complete (``StreamTask.complete_async_part``). ``Slowdowns`` is the rule of the ``SlowTask``
-faults of one deployment: the cost of a piece of work is multiplied by the factor of every slowdown whose window
-holds the moment (overlapping ones multiply), and each slowdown is reported once, the first time it slows the
-task (the run's fault log counts it as fired then). Mirrors what Flink's ``TaskExecutor.submitTask`` does with a
+"""A deployed subtask, the same on every driver: its ``StreamTask`` built from a deployment descriptor
+(``deploy_task``: the job's settings, the restored state; a state that cannot be restored raises
+``TaskRestoreError``, which each driver reports as a failed deployment) and the messages the JobMaster sends it
+(``deliver_task_message``). The driver supplies only what is its own (clock, timer service, random stream, wakeup,
+splits, external store, how it charges the checkpoint cost model); the slowdowns the fault schedule puts on a task
+follow ``runtime.job.slowdowns``. Mirrors what Flink's ``TaskExecutor.submitTask`` does with a
 ``TaskDeploymentDescriptor``, and its ``triggerCheckpoint`` / ``confirmCheckpoint`` / ``abortCheckpoint`` RPCs.
 """
 
@@ -29,9 +22,8 @@ from barriersim.runtime.job.actions import (
     TriggerCheckpoint,
 )
 from barriersim.runtime.job.config import JobConfig
-from barriersim.runtime.faults import SlowTask
 from barriersim.runtime.operators.sinks import ExternalStore
-from barriersim.runtime.stream_task import StreamTask
+from barriersim.runtime.task.stream_task import StreamTask
 
 
 class TaskRestoreError(Exception):
@@ -87,25 +79,3 @@ def deliver_task_message(task: StreamTask, message: TaskMessage) -> None:
     else:
         raise TypeError(f"{task.name}: not a message for a task: {message!r}")
 
-
-class Slowdowns:
-    """The ``SlowTask`` faults of one deployed subtask, in the schedule's order."""
-
-    def __init__(self, slowdowns: Sequence[SlowTask]):
-        self.slowdowns = tuple(slowdowns)
-        self._met: set[int] = set()
-
-    def __bool__(self) -> bool:
-        return bool(self.slowdowns)
-
-    def apply(self, cost: float, at_ms: int) -> tuple[float, list[int]]:
-        """``cost`` stretched by every slowdown active at ``at_ms``; and the indices of the slowdowns that slow
-        the task for the first time now (to be reported once)."""
-        first_time = []
-        for i, slow in enumerate(self.slowdowns):
-            if slow.from_ms <= at_ms and (slow.until_ms is None or at_ms < slow.until_ms):
-                cost *= slow.factor
-                if i not in self._met:
-                    self._met.add(i)
-                    first_time.append(i)
-        return cost, first_time

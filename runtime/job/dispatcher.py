@@ -5,7 +5,7 @@ run this one class in place of a single JobMaster.
 How this works: the ``Dispatcher`` has the interface a driver uses with a ``JobMaster`` (``start``, the task and
 coordinator events, ``timer_fired``, ``is_current``, ``report``) and forwards each event to the JobMaster of the
 current job. The first job starts fresh, or from the run's ``RestoreSettings`` (``--from``), read by the driver's
-``restore_storage`` (a checkpoint storage that reads the path; the new job's store adopts the snapshot). Its timed actions (``runtime.experiment``: savepoint, stop-with-savepoint, cancel) are armed
+``restore_storage`` (a checkpoint storage that reads the path; the new job's store adopts the snapshot). Its timed actions (``runtime.faults.experiment``: savepoint, stop-with-savepoint, cancel) are armed
 on the run's clock once it runs (``ActionDue``) and carried out on the job they belong to; an action whose job
 has ended (or not started) is not performed. When a job ends by a stop-with-savepoint or a cancel and a
 ``Restore`` follows, the next job is submitted at once: its graph has the restore's parallelism, its state is the
@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.coordinator.checkpoint_recovery import next_attempt_number
-from barriersim.runtime.experiment import (
+from barriersim.runtime.faults.experiment import (
     Action,
     Cancel,
     Restore,
@@ -38,8 +38,8 @@ from barriersim.runtime.experiment import (
     StopWithSavepoint,
     action_to_plain,
 )
-from barriersim.runtime.fault_log import FaultLog
-from barriersim.runtime.faults import CrashCoordinator, CrashTask, CrashTaskManager, KillNode
+from barriersim.runtime.faults.fault_log import FaultLog
+from barriersim.runtime.faults.fault_schedule import CrashCoordinator, CrashTask, CrashTaskManager, KillNode
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.job_master import JobMaster, JobReport, JobRestore

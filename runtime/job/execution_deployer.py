@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.job.actions import DeployTasks, SubtaskKey, TaskDeploymentDescriptor, subtask_name
+from barriersim.runtime.job.restore_failure import RestorePhase
 from barriersim.runtime.operators.source import assigned_splits
 from barriersim.runtime.recovery.errors import StateAssignmentError
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
@@ -33,10 +34,9 @@ class ExecutionDeployer:
         if restore is not None and restore.metadata is not None:
             try:
                 self.storage.check_state_files(restore.checkpoint_id)
-            except CheckpointStorageError as err:  # the tasks could not read their state: a failed restore
-                why = f"could not restore checkpoint {restore.checkpoint_id}: {err}"
-                self.failures.append(f"restore: {why}")
-                self._failover("restore", why)
+            except CheckpointStorageError as err:  # the tasks could not read their state: a task failure, whenever
+                self._restore_failed(RestorePhase.FAILOVER, "restore",
+                                     f"could not restore checkpoint {restore.checkpoint_id}: {err}")
                 return
             infos = [ExecutionJobVertexInfo(v.name, v.parallelism, v.max_parallelism) for v in self.graph.vertices]
             assignment = assign_states(restore.metadata, infos, allow_non_restored_state=restore.allow_non_restored_state,

@@ -1,19 +1,10 @@
 """The JobMaster's faults and failover: crashes of tasks, TaskManagers and nodes (at a time or at a protocol point),
-the failover that follows a death, damaged checkpoint storage, and a JobManager's crash and recovery.
-
-How this works: ``JobFailover`` is the part of ``runtime.job.job_master.JobMaster`` (a base class of it, sharing its
-state: the attempts, the coordinator, the fault log, the outgoing actions) that carries out what the fault schedule
-asks and what a death causes. A crash kills the running attempts it meets (``KillTask`` / ``KillTaskManagers``; a
-fault that meets no running task does nothing and is not counted); the first death fails the job over: the
-restart strategy decides, the job goes RESTARTING and the deployment is cancelled (the coordinator's deactivator
-stops the periodic trigger at the job's first failover, aborting the pending checkpoints and queued requests; later
-the trigger runs on), and after the restart delay the job is RUNNING again, the coordinator gives new attempts, aborts
-the pending checkpoints, picks the latest completed checkpoint, and the new deployment restores it (Flink's
-``DefaultScheduler``, a failover region of every task). A stop-with-savepoint in progress fails with the failover as Flink's
-``StopWithSavepointTerminationHandlerImpl`` fails it. A JobManager crash loses the coordinator (its timers and the
-messages to it) and every task; its recovery builds a new coordinator from the checkpoint storage's
-completed-checkpoint list (``checkpoint_recovery``) and redeploys, or fails the job with the reason it cannot.
-Storage faults the job goes on after are reported (``storage_errors``), never silent.
+the failover that follows a death (Flink's ``DefaultScheduler`` restarting every task after the restart strategy's
+delay), damaged checkpoint storage, and a JobManager's crash and recovery (a new coordinator over the recovered
+completed checkpoint store, ``checkpoint_recovery``). ``JobFailover`` is a base class of ``JobMaster`` sharing its
+state. A restore's typed errors end up in one place, ``_restore_failed``, which does what Flink does in that phase
+(``runtime.job.restore_failure``). Storage faults the job goes on after are reported (``storage_errors``), never
+silent. docs/job-failover.md has the narrative.
 """
 
 from __future__ import annotations
@@ -26,8 +17,9 @@ from barriersim.runtime.coordinator.checkpoint_recovery import (
     retire_coordinator,
 )
 from barriersim.runtime.coordinator.properties import JobStatus
-from barriersim.runtime.coordinator.restore import StateRestoreError
-from barriersim.runtime.faults import CrashCoordinator, CrashTask, CrashTaskManager, DamageCheckpoint, KillNode, ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import (
+    CrashCoordinator, CrashTask, CrashTaskManager, DamageCheckpoint, KillNode, ProtocolPoint,
+)
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.actions import (
     CancelTasks,
@@ -42,7 +34,8 @@ from barriersim.runtime.job.actions import (
 )
 from barriersim.runtime.job.config import JobOutcome
 from barriersim.runtime.job.report import one_line
-from barriersim.runtime.restart_strategy import RestartDecision
+from barriersim.runtime.job.restart_strategy import RestartDecision
+from barriersim.runtime.job.restore_failure import RESTORE_ERRORS, RestorePhase, describe
 from barriersim.runtime.storage.damage import damage_checkpoint
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
@@ -172,9 +165,12 @@ class JobFailover:
         epoch = self.epoch
         self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
         self._restore_from = None
-        self._handle_coordinator(self.coordinator.handle(m.RestartTasks()))
-        if self.outcome is None and self.epoch == epoch:  # (an abort's FailJob may have failed the job over again)
-            self._deploy(self._restore_from)
+        try:
+            self._handle_coordinator(self.coordinator.handle(m.RestartTasks()))
+            if self.outcome is None and self.epoch == epoch:  # (an abort's FailJob may have failed the job over again)
+                self._deploy(self._restore_from)
+        except RESTORE_ERRORS as err:
+            self._restore_failed(RestorePhase.FAILOVER, "restore", describe(err))
 
     def _fail_stopping_job(self, stop, task: str, why: str) -> None:
         """A failure after a stop-with-savepoint's savepoint completed, before every task finished: the job fails
@@ -232,23 +228,31 @@ class JobFailover:
         try:
             recovered = recover_completed_checkpoint_store(self.job_id, self.storage,
                                                            self.config.coordinator_configuration(), self._storage_error)
-        except CheckpointRecoveryError as err:
-            self._fail_job(f"JobManager failover: {err}")
-            return
-        self.coordinator = self._new_coordinator(recovered.store, next_attempt_number(self.coordinator))
-        self.restart_strategy = self._new_restart_strategy()
-        self.coordinator_down = False
-        self._trace("coordinator-recovered", f"checkpoints={list(recovered.recovered_ids)} next_id={self.id_counter.get()}")
-        self._restore_from = None
-        try:
+            self.coordinator = self._new_coordinator(recovered.store, next_attempt_number(self.coordinator))
+            self.restart_strategy = self._new_restart_strategy()
+            self.coordinator_down = False
+            self._trace("coordinator-recovered",
+                        f"checkpoints={list(recovered.recovered_ids)} next_id={self.id_counter.get()}")
+            self._restore_from = None
             self.coordinator.restore_latest_checkpointed_state()
-        except StateRestoreError as err:
-            self._fail_job(f"JobManager failover: {err}")
-            return
-        self._handle_coordinator(self.coordinator.drain_actions())
-        restore = self._restore_from
-        self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
-        self._deploy(restore)
+            self._handle_coordinator(self.coordinator.drain_actions())
+            restore = self._restore_from
+            self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
+            self._deploy(restore)
+        except RESTORE_ERRORS as err:  # a recovery error's message names the job, the checkpoint and the file
+            self._restore_failed(RestorePhase.JOBMANAGER_RECOVERY, "JobManager failover",
+                                 " ".join(str(err).split()) if isinstance(err, CheckpointRecoveryError) else describe(err))
+
+    def _restore_failed(self, phase: RestorePhase, where: str, reason: str) -> None:
+        """The one place a restore's typed error ends up (``runtime.job.restore_failure``): the job fails to start,
+        fails over (the restart strategy decides), or fails, as Flink's does in that phase."""
+        if phase is RestorePhase.START:
+            self._fail_to_start(f"{where}: {reason}")
+        elif phase is RestorePhase.FAILOVER:
+            self.failures.append(f"{where}: {reason}")
+            self._failover(where, reason)
+        else:
+            self._fail_job(f"{where}: {reason}")
 
     def _fail_job(self, reason: str) -> None:
         """The job ends ``FAILED`` for ``reason`` (one line)."""

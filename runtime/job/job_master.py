@@ -30,7 +30,7 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   job. A lost node stays lost: every later deployment places its TaskManagers on the surviving nodes
   (``Placement.node_of_taskmanager``).
 - Failover (a task's death, ``FailJob``): Flink's restart-all strategy. The restart strategy decides
-  (``runtime.restart_strategy``: too many failures fail the job); the job goes RESTARTING and the deployment is cancelled
+  (``runtime.job.restart_strategy``: too many failures fail the job); the job goes RESTARTING and the deployment is cancelled
   (at the job's first failover the coordinator's deactivator stops the periodic trigger, aborting the pending
   checkpoints and queued requests; later it runs on); after the restart delay the job is RUNNING again, the
   coordinator aborts what is still pending, gives new attempts and picks the latest completed checkpoint, and the
@@ -70,7 +70,7 @@ clock for fault times is ms since the first deployment's tasks were restored (th
   a task failure does (the job fails over, and fails once the restart strategy gives up), as does a task whose
   state cannot be restored (``deploy_failed``). Flink never falls back to an older checkpoint on its own.
 - How a job ended: ``outcome`` and, for ``FAILED``, ``failure_reason`` (one line: what failed it).
-What happened is counted in the fault log (``runtime.fault_log``) and told to the optional ``trace(label, detail)``.
+What happened is counted in the fault log (``runtime.faults.fault_log``) and told to the optional ``trace(label, detail)``.
 Four parts of the class are base classes of it in modules of their own: what it does with its coordinator's actions
 (``runtime.job.coordinator_actions.CoordinatorActions``), its faults and failover
 (``runtime.job.failover.JobFailover``), its operations (``runtime.job.operations.JobOperations``) and its
@@ -89,11 +89,10 @@ from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.properties import JobStatus
-from barriersim.runtime.coordinator.restore import StateRestoreError
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
-from barriersim.runtime.fault_log import FaultLog
-from barriersim.runtime.faults import (
+from barriersim.runtime.faults.fault_log import FaultLog
+from barriersim.runtime.faults.fault_schedule import (
     CRASHES,
     CrashCoordinator,
     CrashTask,
@@ -126,10 +125,9 @@ from barriersim.runtime.job.execution_deployer import ExecutionDeployer
 from barriersim.runtime.job.failover import FAULT_NAMES, JobFailover
 from barriersim.runtime.job.operations import JobOperations
 from barriersim.runtime.job.report import JobReport, JobRestore, Operation, one_line
-from barriersim.runtime.recovery.errors import StateAssignmentError
-from barriersim.runtime.restart_strategy import RestartStrategyKind
+from barriersim.runtime.job.restart_strategy import RestartStrategyKind
+from barriersim.runtime.job.restore_failure import RESTORE_ERRORS, RestorePhase, describe
 from barriersim.runtime.state.snapshot import CheckpointMetadata
-from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.task.actions import ReportIncompleteSnapshotStats, TaskCheckpointMetrics
 
 ActionSink = Callable[[list], None]
@@ -287,9 +285,9 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
             # Flink's job is RUNNING once it is scheduled, before its tasks are deployed
             self._handle_coordinator(self.coordinator.handle(m.JobStatusChanged(JobStatus.RUNNING)))
             self._deploy(restore)
-        except (CheckpointStorageError, StateRestoreError, StateAssignmentError) as err:
-            where = f"restore from {settings.path}: " if settings is not None else ""
-            self._fail_to_start(f"{where}{type(err).__name__}: {err}")
+        except RESTORE_ERRORS as err:
+            self._restore_failed(RestorePhase.START, f"restore from {settings.path}" if settings else "deploy",
+                                 describe(err))
         return self._take()
 
     def _fail_to_start(self, reason: str) -> None:

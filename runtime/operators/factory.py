@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from typing import Iterable, Mapping
 
-from barriersim.runtime.events import CheckpointType, Watermark
+from barriersim.runtime.events import MAX_WATERMARK, CheckpointType, Watermark
 from barriersim.runtime.jobgraph import JobVertex, OperatorKind
 from barriersim.runtime.operators.keyed_sum import KeyedRunningSum
 from barriersim.runtime.operators.sinks import AtLeastOnceSink, ExternalStore, TwoPhaseCommitSink
@@ -25,7 +25,8 @@ from barriersim.runtime.operators.stateless import FilterOperator, MapOperator
 from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
 from barriersim.runtime.operators.window_join import TumblingEventTimeWindowJoin
 from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind, create_keyed_backend
+from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind
+from barriersim.runtime.state.backend_loader import create_keyed_backend
 from barriersim.runtime.state.key_groups import KeyGroupAssigner, compute_key_group_range_for_operator_index
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
 
@@ -113,8 +114,6 @@ class _Window(_Keyed):
         return self.inner.process_watermark(watermark)
 
     def end_of_input(self, final_checkpoint=False):
-        from barriersim.runtime.events import MAX_WATERMARK
-
         return self.inner.process_watermark(MAX_WATERMARK)
 
 

@@ -1,24 +1,12 @@
 """The simulator's data plane: when each task works and how its buffers, events and credit travel.
 
-How this works: ``DataPlane`` is the part of ``JobSimulation`` that moves data. A task works on one input
-buffer (or one source batch) at a time (``_step`` calls ``StreamTask.process_next``) and is busy for
-``records * cost_us_per_record`` (plus ``hot_key_extra_us`` per hot-key record, times any ``SlowTask``
-factor); a task whose output is backpressured, or whose input is empty, sleeps until credit or data arrives
-(``_wake``/``_kick``); a paced source with exact emission (``JobConfig.source_emission``) instead writes its
-records when they are due, at sync points on its ``EmissionClock`` (``runtime.sim.source_emission``) and before
-every RPC, flush or new buffer size that reaches it; an output flusher finishes open buffers every
-``buffer_timeout_ms``, each task's at a phase of its own. ``_pump`` sends
-what a task's subpartitions may send (its receiver granted credit): each element reaches its input channel
-after a latency drawn from the ``network`` random stream, never before the previous element of the same
-channel (FIFO per channel); credit, resume-consumption, new-buffer-size and all-records-processed messages travel
-back the same way.
-A checkpoint's synchronous part keeps its task busy for the cost model's charge (``SyncSnapshotTaken``: the next
-step waits), and its asynchronous part and channel-state write complete that many virtual ms after they start
-(``AsyncCheckpointStarted``), off the task's thread, before the acknowledgement leaves.
-Every callback carries the epoch it was scheduled in, so nothing of a failed-over deployment reaches the next
-one. Mirrors
-Flink's task mailbox loop (``StreamTask.processInput``), its ``OutputFlusher`` and the credit-based Netty
-stack (``PartitionRequestQueue`` / ``CreditBasedPartitionRequestClientHandler``).
+``DataPlane`` is the part of ``JobSimulation`` that moves data: a task works on one input buffer (or source batch)
+at a time and is busy for its cost (``cost_us_per_record`` per record, ``hot_key_extra_us`` per hot-key record,
+stretched by the ``SlowTask`` rule of ``runtime.job.slowdowns`` for the part inside a slowdown's window); a paced
+source writes its records when they are due on its ``EmissionClock``; elements travel with a drawn latency, FIFO per
+channel, under credit-based flow control; a checkpoint's synchronous part holds its task, the asynchronous part
+completes off it. Every callback carries its epoch. Mirrors Flink's mailbox loop (``StreamTask.processInput``), its
+``OutputFlusher`` and the credit-based Netty stack; docs/windowed-faults.md has the narrative.
 """
 
 from __future__ import annotations
@@ -34,7 +22,7 @@ from barriersim.runtime.network.input.input_channel import (
 )
 from barriersim.runtime.sim.kernel import Priority
 from barriersim.runtime.sim.source_emission import EmissionClock
-from barriersim.runtime.stream_task import StepOutcome, StreamTask
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
@@ -133,18 +121,12 @@ class DataPlane:
         task, emission, now = self.tasks[key], self._emission[key], self.sim.now_us
         if emission.blocked or key in self._finished or not task.reads_source() or self._busy_until[key] > now:
             return
-        slowdowns = self._slowdowns[key]
-        if slowdowns:
-            factor, first_time = slowdowns.apply(1.0, self.sim.clock_ms())
-            for index in first_time:
-                self.job_master.slowdown_met(task.name, index, self.sim.clock_ms())
-            if factor != emission.factor:
-                due = emission.due(now)  # due at the old pace, then the new one from now
-                if due:
-                    self._write_due(key, task, emission, due)
-                emission.restart(now, factor)
         due = emission.due(now)
         if due:
+            slowdowns = self._slowdowns[key]
+            if slowdowns:  # those its emission since its anchor went through (its clock charged them)
+                for index, at_ms in slowdowns.met(emission.anchor_us / 1000, now / 1000):
+                    self.job_master.slowdown_met(task.name, index, at_ms)
             self._write_due(key, task, emission, due)
         self._pump(key)
 
@@ -197,11 +179,11 @@ class DataPlane:
         per_record, hot_extra = model
         cost = result.records * per_record + result.hot_key_records * hot_extra
         slowdowns = self._slowdowns[key]
-        if slowdowns:
-            now_ms = self.sim.clock_ms()
-            cost, first_time = slowdowns.apply(cost, now_ms)
-            for index in first_time:
-                self.job_master.slowdown_met(self.tasks[key].name, index, now_ms)
+        if slowdowns:  # the step starts now; only its part inside a slowdown's window is slowed
+            start_ms = self.sim.now_us / 1000
+            cost = slowdowns.stretch(start_ms, cost / 1000) * 1000
+            for index, at_ms in slowdowns.met(start_ms, start_ms + cost / 1000):
+                self.job_master.slowdown_met(self.tasks[key].name, index, at_ms)
         return max(1, int(cost))
 
     def _schedule_flush(self, key: SubtaskKey, epoch: int, first: bool = False) -> None:

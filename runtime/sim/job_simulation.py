@@ -34,7 +34,8 @@ from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job.config import JobConfig, JobOutcome, SourceEmission
-from barriersim.runtime.job.deployment import Slowdowns, TaskRestoreError, deliver_task_message, deploy_task
+from barriersim.runtime.job.deployment import TaskRestoreError, deliver_task_message, deploy_task
+from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.job.report import records_read_in_run
 from barriersim.runtime.job.wiring import SubtaskKey, Wiring
@@ -44,12 +45,12 @@ from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, Dep
 from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.kernel import Priority, RunOutcome, Simulation
 from barriersim.runtime.sim.source_emission import EmissionClock
-from barriersim.runtime.snapshot_verification import verify_run
+from barriersim.runtime.verification.snapshot import verify_run
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 from barriersim.runtime.storage.object_storage import checkpoint_storage_for, restore_storage_for
-from barriersim.runtime.stream_task import StreamTask
-from barriersim.runtime.verification import Verification
+from barriersim.runtime.task.stream_task import StreamTask
+from barriersim.runtime.verification.reference import Verification
 
 
 @dataclass
@@ -71,7 +72,7 @@ class SimulationResult:
     restored_checkpoint_ids: list[int] = field(default_factory=list)
     restored_in_flight_bytes: int = 0
     coordinator_failovers: int = 0
-    fault_log: list[dict] = field(default_factory=list)  # runtime.fault_log.FaultLog.report(): what fired
+    fault_log: list[dict] = field(default_factory=list)  # runtime.faults.fault_log.FaultLog.report(): what fired
     storage_errors: list[str] = field(default_factory=list)
     deployments: list[dict] = field(default_factory=list)  # per deployment: epoch, restored id, TaskManager nodes
     failure_reason: str | None = None  # one line, when the outcome is FAILED
@@ -192,7 +193,7 @@ class JobSimulation(DataPlane):
 
     def verify(self, result: SimulationResult) -> tuple[Verification, str]:
         """After ``run()``: the run's verification and what it covers, by the rule both backends apply
-        (``runtime.snapshot_verification.verify_run``): its output against its splits, or against the snapshot its
+        (``runtime.verification.snapshot.verify_run``): its output against its splits, or against the snapshot its
         last job ended with (the store's pending transactions included), the run's operations telling of a failed
         drained stop."""
         return verify_run(self.config.graph, self.splits, self.job_master.ending_snapshot, result.committed_output,
@@ -316,7 +317,7 @@ class JobSimulation(DataPlane):
             self._busy_until[key] = self.sim.now_us
             if (vertex.operator.is_source and config.source_rate_per_subtask
                     and config.source_emission is SourceEmission.EXACT):
-                self._emission[key] = EmissionClock(config.source_rate_per_subtask, self.sim.now_us)
+                self._emission[key] = EmissionClock(config.source_rate_per_subtask, self.sim.now_us, self._slowdowns[key])
         offsets = {a.subtask_name(key): reader.records_read for key, reader in self._source_readers().items()}
         self._carry_out(self.job_master.tasks_restored(epoch, restored_bytes, offsets))
         for key in self.tasks:

@@ -1,65 +1,68 @@
 """When a paced source subtask's records are due, in virtual time: the simulator's exact model of a source that
-emits its records one at a time at its rate (``JobConfig.source_emission`` ``EXACT``).
-
-How this works: Flink's source task emits one record per ``StreamTask.processInput`` call; a paced source (a rate
-limiter, or the measured job's token-bucket map) waits between records, and its mailbox runs a checkpoint trigger or
-any other mail between two records. So the barrier of a checkpoint follows exactly the records emitted before the
-trigger ran, and a buffer goes out when the record that finishes it is emitted. ``EmissionClock`` is one paced
-source subtask's clock: from its anchor (when it started emitting, or last resumed), record ``j`` (1-based) is due
-``ceil(j / rate)`` seconds later, at ``rate`` records per second times the slowdown factor's inverse. The
-simulator (``DataPlane``) writes the records that are due at *sync points*: when the record that finishes one of
-the task's output buffers is due (``StreamTask.source_records_until_buffer_finishes``), at most every
-``SOURCE_PACING_MS`` of records (the cadence of the source's watermarks), and before anything that reads or marks
-the task's output position (a checkpoint trigger or any other RPC, the output flusher). Between sync points
-nothing outside the task could see a record, so the run is as if every record were written when it was due.
-A write that stops because an output is backpressured blocks the clock (Flink's source waits for
-``taskIsAvailable()``); when the output is available again the clock restarts there, as the rate limiter paces the
-next record from then, and so does a synchronous snapshot that held the task thread. Rates are integers and the
-clock runs in integer microseconds, so ``due`` and ``due_time_us`` agree exactly (``due(due_time_us(k)) >= k``).
+emits its records one at a time at its rate (``JobConfig.source_emission`` ``EXACT``). ``EmissionClock`` is one
+paced source subtask's clock: from its anchor (when it started emitting, or last resumed after backpressure or a
+synchronous snapshot), record ``j`` is due when ``j / rate`` seconds of work at full speed are done, which the
+``SlowTask`` rule (``runtime.job.slowdowns``) stretches inside a slowdown's window only. The simulator writes the
+records that are due at its sync points (``runtime.sim.data_plane``). Without a slowdown in the way the clock runs
+in integer microseconds and ``due`` and ``due_time_us`` agree exactly; with one they agree as well
+(``due(due_time_us(k)) >= k``, the time rounded up). docs/windowed-faults.md has the narrative.
 """
 
 from __future__ import annotations
 
+import math
+
 US_PER_SECOND = 1_000_000
+_ROUNDING = 1e-6  # of a record: what a float's rounding may take from a record that is due
 
 
 class EmissionClock:
-    """One paced source subtask's emission clock (see the module's docstring)."""
+    """One paced source subtask's emission clock (see the module's docstring); ``slowdowns``: its task's
+    ``runtime.job.slowdowns.Slowdowns`` (times in ms on the job's clock, the simulator's virtual ms)."""
 
-    __slots__ = ("_rate", "_num", "_den", "anchor_us", "emitted", "factor", "blocked")
+    __slots__ = ("_rate", "_slowdowns", "anchor_us", "emitted", "blocked")
 
-    def __init__(self, rate: int, now_us: int):
+    def __init__(self, rate: int, now_us: int, slowdowns=None):
         if rate <= 0:
             raise ValueError(f"source emission: the rate must be positive, got {rate}")
         self._rate = rate
-        self.factor = 1.0
-        self._num, self._den = rate, 1  # records per second, slowed down: num / den
+        self._slowdowns = slowdowns if slowdowns else None
         self.anchor_us = now_us
         self.emitted = 0  # records written since the anchor
         self.blocked = False
 
-    def restart(self, now_us: int, factor: float | None = None) -> None:
-        """The clock starts again at ``now_us`` (the next record due one interval later), at ``factor`` times the
-        per-record time if given."""
-        if factor is not None and factor != self.factor:
-            self.factor = factor
-            p, q = float(factor).as_integer_ratio()  # exact: the rate over the factor is rate * q / p
-            self._num, self._den = self._rate * q, p
+    def restart(self, now_us: int) -> None:
+        """The clock starts again at ``now_us`` (the next record due one interval of work later)."""
         self.anchor_us = now_us
         self.emitted = 0
         self.blocked = False
+
+    def _slowed(self, until_us: int) -> bool:
+        return self._slowdowns is not None and self._slowdowns.overlaps(self.anchor_us / 1000, until_us / 1000)
 
     def due(self, now_us: int) -> int:
         """Records due by ``now_us`` and not written yet (0 if none)."""
         elapsed = now_us - self.anchor_us
         if elapsed <= 0:
             return 0
-        return max(0, elapsed * self._num // (self._den * US_PER_SECOND) - self.emitted)
+        if not self._slowed(now_us):
+            return max(0, elapsed * self._rate // US_PER_SECOND - self.emitted)
+        work_us = self._slowdowns.progress(self.anchor_us / 1000, now_us / 1000) * 1000
+        return max(0, math.floor(work_us * self._rate / US_PER_SECOND + _ROUNDING) - self.emitted)
 
     def due_time_us(self, ahead: int) -> int:
         """When the ``ahead``-th record after those written is due (``ahead`` >= 1)."""
         j = self.emitted + ahead
-        return self.anchor_us - (-(j * self._den * US_PER_SECOND) // self._num)
+        at = self.anchor_us - (-(j * US_PER_SECOND) // self._rate)
+        if not self._slowed(at):
+            return at
+        work_ms = j * 1000 / self._rate
+        at = self.anchor_us + math.ceil(self._slowdowns.stretch(self.anchor_us / 1000, work_ms) * 1000)
+        while self.due(at) < ahead:  # a float's rounding, either way
+            at += 1
+        while at - 1 > self.anchor_us and self.due(at - 1) >= ahead:
+            at -= 1
+        return at
 
     def wrote(self, records: int) -> None:
         self.emitted += records

@@ -1,37 +1,25 @@
-"""Keyed state backends: how a keyed operator's state becomes a snapshot, what that snapshot writes, and how a
-restore brings it back.
+"""Keyed state backends' common ground: their configuration, the rows a keyed operator's state is made of, and a
+full snapshot of them.
 
 How this works: a keyed operator exposes its state as rows (``KeyedRows``: ``keyed_rows()`` yields
 ``(key_group, row)`` where the first ``ROW_KEY_WIDTH`` fields of ``row`` are the entry's key and the rest its
-value; ``restore_state`` takes the rows back, per key group, as a ``KeyGroupsStateHandle``). A backend takes the
-snapshots and the restores:
-- ``HeapKeyedStateBackend`` (Flink's ``HashMapStateBackend``): a full snapshot, every entry every time, through the
-  operator's own ``snapshot_state``; its synchronous part walks the tables (copy-on-write), its asynchronous part
-  writes them all, one stream (a file at or over the memory threshold);
-- ``IncrementalKeyedStateBackend`` (``runtime.state.incremental``, Flink's RocksDB backend with incremental
-  checkpoints): changes land in sorted runs that are flushed and compacted; a snapshot uploads the runs the last
-  completed checkpoint did not, and refers to the others.
-Sizes are the model's: ``StateBackendConfig.entry_bytes`` gives each entry a modelled size (as ``record_size``
-models a record's bytes; 0: its real encoded size), so a simulated job can hold gigabytes of keyed state without
-materialising them. ``last_work`` is what the last snapshot did, for the checkpoint cost model
-(``runtime.checkpoint_cost.SnapshotWork``). ``full_snapshot_work`` is that work for a full snapshot of any state.
-``state_from_rows`` / ``rows_from_state`` convert between rows and a full snapshot's key groups.
+value; ``restore_state`` takes the rows back, per key group, as a ``KeyGroupsStateHandle``). The backends
+(``heap_backend``, ``incremental``, chosen by ``backend_loader``) take the snapshots and restores; entries have a
+modelled size (``StateBackendConfig.entry_bytes``; 0: the real encoded size). ``full_snapshot_work`` is the work of
+a full snapshot for the cost model; ``state_from_rows`` / ``rows_from_state`` convert rows and a full snapshot.
 """
 
 from __future__ import annotations
 
 import enum
-import random
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
 import msgpack
 
-from barriersim.runtime.checkpoint_cost import NO_WORK, SnapshotWork
-from barriersim.runtime.events import CheckpointType
+from barriersim.runtime.checkpoint_cost import SnapshotWork
 from barriersim.runtime.state.snapshot import (
-    IncrementalKeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorSubtaskState,
@@ -142,16 +130,6 @@ def state_from_rows(rows: Iterable[tuple[int, tuple]], key_group_range: KeyGroup
     return OperatorSubtaskState(managed_keyed_state=(handle,))
 
 
-def as_full_snapshot(state: OperatorSubtaskState, key_group_range: KeyGroupRange) -> OperatorSubtaskState:
-    """``state`` with its incremental handles (a registered checkpoint's: no placeholders) merged into one full
-    snapshot of the key groups in ``key_group_range``, the form the keyed operators restore; a full one as it is."""
-    if not any(isinstance(h, IncrementalKeyedStateHandle) for h in state.managed_keyed_state):
-        return state
-    from barriersim.runtime.state.incremental import rows_of_incremental_handles
-
-    return state_from_rows(rows_of_incremental_handles(state.managed_keyed_state, key_group_range), key_group_range)
-
-
 def rows_from_state(state: OperatorSubtaskState | None) -> list[tuple[int, tuple]]:
     """The rows of a full snapshot's key groups."""
     rows = []
@@ -162,43 +140,3 @@ def rows_from_state(state: OperatorSubtaskState | None) -> list[tuple[int, tuple
             for kg, data in handle.key_groups.items():
                 rows.extend((kg, tuple(row)) for row in msgpack.unpackb(data, raw=False, strict_map_key=False))
     return rows
-
-
-class HeapKeyedStateBackend:
-    """Full snapshots (Flink's ``HashMapStateBackend`` with its ``HeapSnapshotStrategy``): the synchronous part is the
-    copy-on-write snapshot of the tables, the asynchronous part writes every entry."""
-
-    def __init__(self, operator: KeyedRows, key_group_range: KeyGroupRange, config: StateBackendConfig,
-                 memory_threshold: int):
-        self._operator = operator
-        self.key_group_range = key_group_range
-        self._entry_bytes = config.entry_bytes
-        self._threshold = memory_threshold
-        self.last_work: SnapshotWork = NO_WORK
-
-    def snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
-                 ) -> OperatorSubtaskState:
-        """A checkpoint and a savepoint alike: the heap backend's full snapshot is the canonical format."""
-        state = full_keyed_snapshot(self._operator, self._entry_bytes)
-        self.last_work = full_snapshot_work(state, self._threshold)
-        return state
-
-    def restore(self, state: OperatorSubtaskState) -> None:
-        self._operator.restore_state(as_full_snapshot(state, self.key_group_range))
-
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        pass
-
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
-        pass
-
-
-def create_keyed_backend(operator: KeyedRows, key_group_range: KeyGroupRange, config: StateBackendConfig,
-                         memory_threshold: int, rng: random.Random, name: str):
-    """The backend ``config`` names for ``operator`` (``name``: the subtask and attempt, part of its files' names;
-    ``rng``: the seeded stream of its compaction policy)."""
-    if config.backend is StateBackendKind.INCREMENTAL:
-        from barriersim.runtime.state.incremental import IncrementalKeyedStateBackend
-
-        return IncrementalKeyedStateBackend(operator, key_group_range, config, memory_threshold, rng, name)
-    return HeapKeyedStateBackend(operator, key_group_range, config, memory_threshold)

@@ -24,9 +24,9 @@ A restore of one handle of the same key groups reuses its runs and counts them a
 checkpoint (Flink's restore without rescaling keeps the backend's identity and ``lastCompletedCheckpointId``);
 any other restore (several handles after a rescale, or a full snapshot) builds the state from the entries and
 uploads it all at the next checkpoint. ``rows_of_incremental_handles`` reads the entries of incremental handles
-(the shared runs' data, merged newest first) for a restore of either backend. Mirrors Flink's
-``EmbeddedRocksDBStateBackend`` with ``RocksIncrementalSnapshotStrategy`` and ``RocksDBIncrementalRestoreOperation``;
-the LSM tree is RocksDB's leveled compaction in miniature.
+(the shared runs' data, merged newest first) for a restore of either backend (``as_full_snapshot``: as one full
+snapshot). Mirrors Flink's ``EmbeddedRocksDBStateBackend`` with ``RocksIncrementalSnapshotStrategy`` and
+``RocksDBIncrementalRestoreOperation``; the LSM tree is RocksDB's leveled compaction in miniature.
 """
 
 from __future__ import annotations
@@ -157,6 +157,14 @@ def rows_of_incremental_handles(handles: Iterable, key_group_range: KeyGroupRang
         rows.extend((kg, key + value) for (kg, key), value in sorted(merged.items())
                     if value is not None and kg in key_group_range)
     return rows
+
+
+def as_full_snapshot(state: OperatorSubtaskState, key_group_range: KeyGroupRange) -> OperatorSubtaskState:
+    """``state`` with its incremental handles (a registered checkpoint's: no placeholders) merged into one full
+    snapshot of the key groups in ``key_group_range``, the form the keyed operators restore; a full one as it is."""
+    if not any(isinstance(h, IncrementalKeyedStateHandle) for h in state.managed_keyed_state):
+        return state
+    return state_from_rows(rows_of_incremental_handles(state.managed_keyed_state, key_group_range), key_group_range)
 
 
 def _real(entry: HandleAndLocalPath) -> SharedStateHandle:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from barriersim.runtime.faults import ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 
 
 class TaskCrashed(Exception):

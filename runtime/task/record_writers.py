@@ -1,18 +1,10 @@
 """A task's record writers: how the records and watermarks its operator emits reach its result partitions.
 
-How this works: ``RecordWriters`` holds one writer per output edge of the task, each writing into that edge's
-``ResultPartition`` with the edge's partitioner choosing the subpartition of every record: forward (the one
-subpartition), rebalance (round robin, starting at a channel drawn from the task's injected random source, as
-Flink's ``RebalancePartitioner`` starts at a random channel, and continuing across batches), hash (key -> key
-group -> consumer subtask, Flink's ``KeyGroupStreamPartitioner``) and broadcast (every subpartition). ``emit``
-writes a ``RecordBatch``: the partitioner computes the targets of the whole batch at once (the hash partitioner
-with ``KeyGroupAssigner.of_keys``: Flink's murmur hash of the key's hash code, modulo the max parallelism, then
-the key group's operator index), and the partition cuts each subpartition's share from the batch.
-``records_until_backpressured`` tells how much of a batch the outputs take before one is backpressured, the record
-that makes it so included (a source reads only that much); ``records_until_buffer_finishes`` how much until one of
-them finishes a buffer (when the simulator's paced source next sends something).
-``broadcast`` writes a watermark to every subpartition of every partition. Mirrors Flink's ``RecordWriterOutput``
-over ``ChannelSelectorRecordWriter`` / ``BroadcastRecordWriter``.
+``RecordWriters`` holds one writer per output edge, the edge's partitioner choosing the subpartition of every record
+(forward, rebalance, hash, broadcast) for a whole ``RecordBatch`` at once; each partition's ``BufferWriter`` cuts
+each subpartition's share from the batch. It also tells how many records the outputs take before one is
+backpressured, or until one finishes a buffer. Mirrors Flink's ``RecordWriterOutput`` over
+``ChannelSelectorRecordWriter`` / ``BroadcastRecordWriter``. See ``docs/architecture.md``, "The data plane".
 """
 
 from __future__ import annotations
@@ -37,6 +29,7 @@ class RecordWriters:
         self._graph = graph
         self._edges = tuple(edges)
         self._partitions = tuple(partitions)
+        self._writers = tuple(p.writer for p in self._partitions)  # each partition's ``BufferWriter``
         self._record_size = record_size
         self._next_rebalance = [rng.randrange(max(1, p.number_of_subpartitions)) for p in self._partitions]
         self._hash = [_HashTargets(graph.vertex(e.target).max_parallelism, graph.vertex(e.target).parallelism)
@@ -50,18 +43,18 @@ class RecordWriters:
         if not n:
             return
         size = self._record_size
-        for i, (edge, partition) in enumerate(zip(self._edges, self._partitions)):
+        for i, (edge, writer) in enumerate(zip(self._edges, self._writers)):
             kind = edge.partitioner
             if kind is Partitioner.FORWARD:
-                partition.write_batch(records, 0, size)
+                writer.write_batch(records, 0, size)
             elif kind is Partitioner.HASH:
-                partition.write_batch(records, self._hash[i].targets(records.columns[KEY]), size)
+                writer.write_batch(records, self._hash[i].targets(records.columns[KEY]), size)
             elif kind is Partitioner.BROADCAST:
-                partition.write_broadcast(records, size)
+                writer.write_broadcast(records, size)
             else:  # rebalance: round robin, starting at a random channel as Flink's RebalancePartitioner
                 start = self._next_rebalance[i]
-                partition.write_round_robin(records, start, size)
-                self._next_rebalance[i] = (start + n) % partition.number_of_subpartitions
+                writer.write_round_robin(records, start, size)
+                self._next_rebalance[i] = (start + n) % self._partitions[i].number_of_subpartitions
 
     def records_until_backpressured(self, records: RecordBatch) -> int:
         """How many leading records of ``records`` ``emit`` would write before one of the outputs is backpressured,

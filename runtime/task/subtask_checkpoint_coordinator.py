@@ -1,60 +1,17 @@
-"""The checkpoint steps of one subtask: from a triggered barrier to the acknowledgement (or decline).
-
-How this works: ``checkpoint_state`` runs Flink's steps in order, as one atomic step of the task:
-
-0. a barrier not newer than the last started checkpoint is skipped (its channel state write is dropped);
-   a checkpoint that was notified as aborted before its barrier arrived broadcasts a
-   ``CancelCheckpointMarker`` instead, so downstream tasks do not wait for its barrier;
-1. the operator prepares the snapshot before the barrier (``prepare_snapshot_pre_barrier``);
-2. the barrier is broadcast to every result partition, as a priority event that overtakes the queued
-   output when the checkpoint is unaligned (a FORCED_ALIGNED checkpoint is turned back to unaligned here,
-   as Flink does); a timeoutable aligned barrier arms the alignment timer, which at
-   ``timestamp + aligned_checkpoint_timeout`` turns still queued barriers into unaligned ones;
-3. the output data the barrier overtook is registered with the channel state writer and the output side
-   of the channel state is finished (for a timeoutable barrier: once no partition queues it any more);
-4. the synchronous snapshot (the injected ``snapshot_state`` callback returns the operator's
-   ``OperatorSubtaskState``), then the asynchronous part, then ``AcknowledgeCheckpoint`` with a
-   ``TaskStateSnapshot`` whose operator state carries the channel state handles, and metrics; or
-   ``DeclineCheckpoint`` with a reason.
-
-The asynchronous part completes immediately (``AsyncCompletion.IMMEDIATE``) or when the driver says so
-(``AsyncCompletion.DRIVER``: ``AsyncCheckpointStarted`` is returned and the driver later calls
-``complete_async_part``/``fail_async_part``). Either way the acknowledgement also waits for the channel
-state: the input side finishes on ``on_all_barriers_received`` (the barrier handler's
-``AllBarriersReceived``), the output side as above; in DRIVER mode, a checkpoint that persisted in-flight data
-then also waits for the channel-state write (a second ``AsyncCheckpointStarted``, of ``AsyncPart.CHANNEL_STATE``).
-
-What the checkpoint costs comes from the injected ``CostCharger`` (``runtime.checkpoint_cost``), fed with the
-``SnapshotWork`` the injected ``snapshot_work`` callback reports for a snapshot: the synchronous part's charge
-is returned as ``SyncSnapshotTaken`` (the driver keeps the task busy that long) and counts in the reported
-synchronous duration; the asynchronous part's and the channel-state write's charges are the ``delay_ms`` of
-their ``AsyncCheckpointStarted``. The asynchronous duration runs from the end of the synchronous part (the
-clock plus its charge) to the acknowledgement, as Flink's ``AsyncCheckpointRunnable`` measures it.
-
-A cancelled or failed task's ``cancel`` closes its running asynchronous parts, each reporting what it had
-(``ReportIncompleteSnapshotStats``, built by ``runtime.task.incomplete_stats``).
-
-Sans-IO: methods return the actions (``runtime/task/actions.py``) in order. Work triggered by the alignment
-timer goes to the injected ``sink`` (or is kept for ``drain_timer_actions``). Time comes from ``clock()``
-(ms); the timer from the injected ``timer_service``.
-
-Mirrors Flink's ``SubtaskCheckpointCoordinatorImpl`` (``initInputsCheckpoint``, ``checkpointState``,
-``abortCheckpointOnBarrier``, ``notifyCheckpointComplete/Aborted/Subsumed``, ``registerAlignmentTimer``)
-with the reporting of ``AsyncCheckpointRunnable`` and StreamTask's ``notifyCheckpointAbortAsync``.
+"""The checkpoint steps of one subtask, from a triggered barrier to the acknowledgement (or decline): the operator's
+pre-barrier step, the barrier broadcast to the result partitions (with the output alignment timer of a timeoutable
+barrier), the in-flight data the barrier overtook for the channel state writer, the synchronous snapshot, and the
+asynchronous part (``AsyncCheckpointRunnable``) that acknowledges; aborts, notifications and cancellation. Sans-IO:
+methods return the actions (``runtime/task/actions.py``) in order. Mirrors Flink's
+``SubtaskCheckpointCoordinatorImpl``. See ``docs/architecture.md``, "The data plane".
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from barriersim.runtime.channel_state.writer import (
-    ChannelStateWriter,
-    ChannelStateWriterImpl,
-    ChannelStateWriteResult,
-)
+from barriersim.runtime.channel_state.writer import ChannelStateWriter, ChannelStateWriterImpl
 from barriersim.runtime.checkpoint_cost import FREE, NO_WORK, CostCharger, SnapshotWork
 from barriersim.runtime.checkpointing.barrier_handler import Cancellable, CheckpointMetrics, Clock, TimerService
 from barriersim.runtime.events import (
@@ -65,12 +22,11 @@ from barriersim.runtime.events import (
     CheckpointOptions,
 )
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
-from barriersim.runtime.faults import ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 from barriersim.runtime.ids import OperatorID
 from barriersim.runtime.network.output.result_partition import ResultPartition
-from barriersim.runtime.state.snapshot import OperatorSubtaskState, TaskStateSnapshot
+from barriersim.runtime.state.snapshot import OperatorSubtaskState
 from barriersim.runtime.task.actions import (
-    AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
     AsyncPart,
     BroadcastEvent,
@@ -80,10 +36,9 @@ from barriersim.runtime.task.actions import (
     SkipReason,
     SyncSnapshotTaken,
     TaskCheckpointAction,
-    TaskCheckpointMetrics,
 )
+from barriersim.runtime.task.async_checkpoint_runnable import AsyncCheckpointRunnable
 from barriersim.runtime.task.crash_points import NO_CRASH_POINTS, CrashPoints
-from barriersim.runtime.task.incomplete_stats import build_incomplete
 
 DEFAULT_MAX_RECORD_ABORTED_CHECKPOINTS = 128
 
@@ -99,29 +54,6 @@ class CheckpointCancelled(Exception):
 
 SnapshotState = Callable[[int, CheckpointOptions], OperatorSubtaskState]
 SnapshotWorkOf = Callable[[OperatorSubtaskState], SnapshotWork]
-
-
-class ChannelStateWrite(enum.Enum):
-    """Where a pending checkpoint's channel-state write stands (DRIVER mode)."""
-
-    NONE = "NONE"  # nothing to write, or not known yet
-    RUNNING = "RUNNING"  # handed to the driver, which completes it
-    DONE = "DONE"
-
-
-@dataclass
-class _PendingCheckpoint:
-    checkpoint_id: int
-    options: CheckpointOptions
-    operator_state: OperatorSubtaskState
-    channel_state: Optional[ChannelStateWriteResult]
-    input_metrics: Optional[CheckpointMetrics]
-    sync_duration_ms: float
-    async_start_ms: float
-    is_task_finished: bool
-    waiting_for_output: bool = False
-    async_done: bool = False
-    channel_state_write: ChannelStateWrite = ChannelStateWrite.NONE
 
 
 class SubtaskCheckpointCoordinator:
@@ -173,7 +105,7 @@ class SubtaskCheckpointCoordinator:
         self.last_checkpoint_id = -1
         self.last_completed_checkpoint_id = -1
         self._aborted_checkpoint_ids: dict[int, None] = {}  # ordered set, oldest first
-        self._pending: dict[int, _PendingCheckpoint] = {}
+        self._pending: dict[int, AsyncCheckpointRunnable] = {}
         self._started_writes: set[int] = set()
         self._all_barriers_received: set[int] = set()
         # the alignment metrics as they stood when the last barrier arrived (Flink completes the metric
@@ -338,7 +270,7 @@ class SubtaskCheckpointCoordinator:
         channel_state = None
         if needs_channel_state:
             channel_state = self.channel_state_writer.get_and_remove_write_result(checkpoint_id)
-        self._pending[checkpoint_id] = _PendingCheckpoint(
+        self._pending[checkpoint_id] = AsyncCheckpointRunnable(
             checkpoint_id, options, state, channel_state, input_metrics, end - start + sync_charge, end + sync_charge,
             is_task_finished, waiting_for_output,
         )
@@ -412,10 +344,7 @@ class SubtaskCheckpointCoordinator:
         pending = self._pending.get(checkpoint_id)
         if pending is None:  # cancelled meanwhile (aborted): nothing to report
             return []
-        if part is AsyncPart.SNAPSHOT:
-            pending.async_done = True
-        elif pending.channel_state_write is ChannelStateWrite.RUNNING:
-            pending.channel_state_write = ChannelStateWrite.DONE
+        pending.complete_part(part)
         return self._try_complete(checkpoint_id)
 
     def fail_async_part(self, checkpoint_id: int, cause: str = "") -> list[TaskCheckpointAction]:
@@ -435,70 +364,19 @@ class SubtaskCheckpointCoordinator:
                 self.channel_state_writer.finish_output(checkpoint_id)
         if p.waiting_for_output:
             return []
-        result = p.channel_state
         started: list[TaskCheckpointAction] = []
-        if (result is not None and result.is_done() and self.async_completion is AsyncCompletion.DRIVER
-                and p.channel_state_write is ChannelStateWrite.NONE):
-            # the channel-state writer's thread writes it while the asynchronous part uploads the snapshot
-            written = self._channel_state_write(p, result)
+        if self.async_completion is AsyncCompletion.DRIVER:
+            written = p.start_channel_state_write(self._cost, self.memory_threshold)
             if written is not None:
                 started.append(written)
-        if not p.async_done or (result is not None and not result.is_done()):
-            return started
-        if p.channel_state_write is ChannelStateWrite.RUNNING:
+        if not p.is_done:
             return started
         del self._pending[checkpoint_id]
         self._forget_write(checkpoint_id)
-        if result is not None and (
-            result.input_channel_state_handles.is_completed_exceptionally()
-            or result.result_subpartition_state_handles.is_completed_exceptionally()
-        ):
-            error = result.input_channel_state_handles.exception or result.result_subpartition_state_handles.exception
-            return [DeclineCheckpoint(checkpoint_id, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION, repr(error))]
-        state = p.operator_state
-        if result is not None:
-            state = dataclasses.replace(
-                state,
-                input_channel_state=state.input_channel_state + result.input_channel_state_handles.result(),
-                result_subpartition_state=state.result_subpartition_state
-                + result.result_subpartition_state_handles.result(),
-            )
-        snapshot = TaskStateSnapshot({self.operator_id: state}, is_task_finished=p.is_task_finished)
-        m = self._final_input_metrics.pop(checkpoint_id, None) or p.input_metrics
-        persisted_input = result.persisted_input_bytes if result else 0
-        persisted_output = result.persisted_output_bytes if result else 0
-        metrics = TaskCheckpointMetrics(
-            checkpoint_id,
-            sync_duration_ms=round(p.sync_duration_ms),
-            async_duration_ms=max(0, round(self._clock() - p.async_start_ms)),
-            alignment_duration_ms=(m.alignment_duration_ms or 0) if m else 0,
-            checkpoint_start_delay_ms=m.checkpoint_start_delay_ms if m else 0,
-            bytes_processed_during_alignment=(m.bytes_processed_during_alignment or 0) if m else 0,
-            bytes_persisted_during_alignment=persisted_input,
-            persisted_output_bytes=persisted_output,
-            total_bytes_persisted=state.state_size,
-            # Flink's CheckpointMetricsBuilder.build (FLINK-31588, since 1.16): unaligned if the subtask persisted
-            # in-flight data, its input channels' and output subpartitions' state together (AsyncCheckpointRunnable.
-            # finalizeNonFinishedSnapshots), whatever the options: an unaligned checkpoint with nothing in flight
-            # reports false, a timeoutable one whose barrier timed out in the output reports true
-            unaligned_checkpoint=persisted_input + persisted_output > 0,
-        )
-        return [AcknowledgeCheckpoint(checkpoint_id, snapshot, metrics)]
-
-    def _channel_state_write(self, p: _PendingCheckpoint, result: ChannelStateWriteResult) -> Optional[AsyncCheckpointStarted]:
-        """Hand the completed channel state's write to the driver, if the checkpoint persisted in-flight data (a
-        subtask whose channels held nothing, or an aligned one whose alignment never timed out, writes nothing)."""
-        if (result.input_channel_state_handles.is_completed_exceptionally()
-                or result.result_subpartition_state_handles.is_completed_exceptionally()):
-            return None
-        persisted = result.persisted_input_bytes + result.persisted_output_bytes
-        if persisted == 0:  # nothing in flight was persisted: the writer has nothing to write
-            p.channel_state_write = ChannelStateWrite.DONE
-            return None
-        p.channel_state_write = ChannelStateWrite.RUNNING
-        files = 1 if persisted >= self.memory_threshold and persisted > 0 else 0
-        delay = self._cost.channel_state_ms(persisted, files)
-        return AsyncCheckpointStarted(p.checkpoint_id, persisted, AsyncPart.CHANNEL_STATE, delay)
+        decline = p.failure()
+        if decline is not None:
+            return [decline]
+        return [p.acknowledgement(self.operator_id, self._final_input_metrics.pop(checkpoint_id, None), self._clock())]
 
     # -- aborts and notifications ------------------------------------------------------------------------
 
@@ -566,9 +444,7 @@ class SubtaskCheckpointCoordinator:
         closed part reports what it had (``AsyncCheckpointRunnable.close`` -> ``reportAbortedSnapshotStats``),
         in checkpoint order; a part is running from the end of its synchronous part to the acknowledgement."""
         self._cancel_alignment_timer()
-        reports = [build_incomplete(p.checkpoint_id, p.sync_duration_ms,
-                                    self._final_input_metrics.get(p.checkpoint_id) or p.input_metrics,
-                                    p.operator_state if p.async_done else None)
+        reports = [p.report_incomplete(self._final_input_metrics.get(p.checkpoint_id))
                    for _, p in sorted(self._pending.items())]
         self._pending.clear()
         return reports

@@ -1,97 +1,85 @@
-"""How a subtask restores a checkpoint: its operator state, its recovered in-flight data, and a task that had
-finished.
-
-How this works: ``TaskRestore`` is the part of ``runtime.stream_task.StreamTask`` (a base class of it, sharing its
-state: the operator, the partitions, the input side) that Flink's ``StreamTask.restoreInternal`` runs before the
-task reads any new input. ``restore`` loads the operator's state and reads the snapshot's channel state
-(``SequentialChannelStateReader``): recovered input is queued to be processed before any new data (Flink's
-``RecoveredInputChannel``), recovered output goes back into the result partitions. A rescaled restore's input
-channels that carry data of several old connections get virtual channels (``DemultiplexingChannel``, with Flink's
-``RecordFilter`` for hash edges), selected by the ``SubtaskConnectionDescriptor`` events of the recovered data;
-until every such channel's ``EndOfChannelStateEvent`` the task is recovering rescaled state and declines
-checkpoints (Flink's ``RescalingStreamTaskNetworkInput``). A task every operator of which had finished when the
-checkpoint was taken (FLIP-147) is deployed as finished (Flink's ``FinishedOnRestoreOperatorChain``): it only ends
-its outputs.
+"""A subtask's restore phase (Flink's ``StreamTask.restoreInternal``): it loads the operator's state, puts the
+snapshot's recovered in-flight data back (input into the network input, before any new data; output into the result
+partitions), with the virtual channels of a rescaled restore, or tells that the task is deployed as finished
+(FLIP-147). See ``docs/architecture.md``, "The data plane".
 """
 
 from __future__ import annotations
 
-from barriersim.runtime.channel_state.reader import ChannelStateRestoreError, SequentialChannelStateReader
-from barriersim.runtime.events import END_OF_CHANNEL_STATE, InputChannelInfo, SubtaskConnectionDescriptor
-from barriersim.runtime.jobgraph import Partitioner
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from barriersim.runtime.channel_state.reader import SequentialChannelStateReader
+from barriersim.runtime.events import END_OF_CHANNEL_STATE
+from barriersim.runtime.jobgraph import JobEdge, JobVertex, Partitioner
 from barriersim.runtime.network.input.virtual_channels import demultiplexers
+from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.operators.records import KEY
 from barriersim.runtime.state.key_groups import KeyGroupAssigner, operator_indices_for_key_groups
 from barriersim.runtime.state.snapshot import OperatorSubtaskState, TaskStateSnapshot
+from barriersim.runtime.task.network_input import StreamTaskNetworkInput
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What a restore put back: the bytes of recovered in-flight input and output, and whether the task is deployed
+    as finished."""
+
+    input_bytes: int = 0
+    output_bytes: int = 0
+    deployed_as_finished: bool = False
 
 
 class TaskRestore:
-    """The restore of ``StreamTask`` (a part of it, not used alone)."""
+    def __init__(self, vertex: JobVertex, gate_edges: Sequence[JobEdge], subtask_index: int, operator,
+                 partitions: Sequence[ResultPartition], network_input: Optional[StreamTaskNetworkInput]):
+        """``gate_edges``: the edge of each input gate (its partitioner filters a rescaled edge's records);
+        ``network_input``: None for a source."""
+        self._vertex = vertex
+        self._gate_edges = gate_edges
+        self._subtask_index = subtask_index
+        self._operator = operator
+        self._partitions = partitions
+        self._network_input = network_input
 
-    def restore(self, snapshot: TaskStateSnapshot | None) -> dict[str, int]:
+    def restore(self, snapshot: TaskStateSnapshot | None) -> Restored:
         """Load the operator state and re-inject in-flight data (channel state) before any new data."""
         if snapshot is None:
-            self.operator.restore(None)
-            return {"input_bytes": 0, "output_bytes": 0}
-        own = snapshot.subtask_states_by_operator.get(self.vertex.name, OperatorSubtaskState())
+            self._operator.restore(None)
+            return Restored()
+        own = snapshot.subtask_states_by_operator.get(self._vertex.name, OperatorSubtaskState())
         if snapshot.is_task_deployed_as_finished:
             # FLIP-147: every operator of this task had finished when the checkpoint was taken; Flink deploys the
             # task as finished (FinishedOnRestoreOperatorChain): it only ends its outputs, it reads and emits nothing.
-            self._deployed_as_finished = True
             for partition_idx in own.end_of_channel_state_partitions:
-                partition = self.partitions[partition_idx]
+                partition = self._partitions[partition_idx]
                 for info in partition.subpartition_infos:
                     partition.add_recovered_elements(info, (END_OF_CHANNEL_STATE,))
-            return {"input_bytes": 0, "output_bytes": 0}
-        self.operator.restore(snapshot.subtask_states_by_operator.get(self.vertex.name))
+            return Restored(deployed_as_finished=True)
+        self._operator.restore(snapshot.subtask_states_by_operator.get(self._vertex.name))
         reader = SequentialChannelStateReader(snapshot)
         restored_in = {}
-        if self.input_side is not None:
+        if self._network_input is not None:
             # Recovered in-flight input is processed before any new data (Flink's RecoveredInputChannel).
             descriptor = own.input_rescaling_descriptor
+            recovered = []
             restored_in = reader.read_input_data(
-                lambda info, elements: self._recovered_input.extend((info, e) for e in elements), descriptor)
+                lambda info, elements: recovered.extend((info, e) for e in elements), descriptor)
             if descriptor.is_no_rescale:
-                self._recovered_input.sort(key=lambda item: (item[0], item[1].sequence_number))
-            infos = self.input_side.channel_infos()
-            gates = [[info for info in infos if info.gate_idx == g] for g in range(len(self.input_side.gates))]
-            self._demux = demultiplexers(gates, descriptor, self._record_filter_of_gate)
-            self._awaiting_end_of_channel_state = {info for g in own.end_of_channel_state_gates for info in gates[g]}
-        restored_out = reader.read_output_data(self.partitions, own.output_rescaling_descriptor,
+                recovered.sort(key=lambda item: (item[0], item[1].sequence_number))
+            gates = self._network_input.channels_by_gate()
+            self._network_input.recover(recovered, demultiplexers(gates, descriptor, self._record_filter_of_gate),
+                                        {info for g in own.end_of_channel_state_gates for info in gates[g]})
+        restored_out = reader.read_output_data(self._partitions, own.output_rescaling_descriptor,
                                                own.end_of_channel_state_partitions)
-        return {"input_bytes": sum(restored_in.values()), "output_bytes": sum(restored_out.values())}
+        return Restored(sum(restored_in.values()), sum(restored_out.values()))
 
     def _record_filter_of_gate(self, gate_idx: int):
         """Flink's ``RecordFilter``: whether a recovered record of an ambiguous virtual channel belongs to this
         subtask, by the gate's partitioner (only hash partitioning makes virtual channels ambiguous)."""
-        edge = self.graph.gates_of(self.vertex.name)[gate_idx]
+        edge = self._gate_edges[gate_idx]
         if edge.partitioner is not Partitioner.HASH:
             return None
-        max_p, p, me = self.vertex.max_parallelism, self.vertex.parallelism, self.subtask_index
+        max_p, p, me = self._vertex.max_parallelism, self._vertex.parallelism, self._subtask_index
         key_group_of = KeyGroupAssigner(max_p)
         return lambda batch: operator_indices_for_key_groups(key_group_of.of_keys(batch.columns[KEY]), max_p, p) == me
-
-    def _on_recovery_event(self, channel: InputChannelInfo, event) -> None:
-        """A ``SubtaskConnectionDescriptor`` selects the virtual channel of the recovered buffers that follow; an
-        ``EndOfChannelStateEvent`` ends the channel's recovered data."""
-        demux = self._demux.get(channel)
-        if type(event) is SubtaskConnectionDescriptor:
-            if demux is None:
-                raise ChannelStateRestoreError(
-                    f"{self.name}: recovered data on {channel} names virtual channel {event}, but the channel has none")
-            demux.select(event)
-        else:
-            if demux is not None:
-                demux.finish()
-            self._awaiting_end_of_channel_state.discard(channel)
-
-    @property
-    def is_recovering_rescaled_state(self) -> bool:
-        """Whether recovered in-flight data of a rescaled edge is still to come on some input channel; meanwhile
-        the task declines checkpoints (``CHECKPOINT_DECLINED_TASK_NOT_READY``)."""
-        return bool(self._awaiting_end_of_channel_state)
-
-    @property
-    def deployed_as_finished(self) -> bool:
-        """Restored from a snapshot in which this task had finished (FLIP-147): it finishes at its first step."""
-        return self._deployed_as_finished

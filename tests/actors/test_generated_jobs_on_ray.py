@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, given, note, seed, settings
 
 from barriersim.actors.graph_runner import run_graph_on_ray
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import load_scenario
 from barriersim.scenarios.loader import effective_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits

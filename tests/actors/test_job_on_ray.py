@@ -10,12 +10,12 @@ import collections
 import pytest
 
 from barriersim.actors.graph_runner import RayJobError, run_graph_on_ray
-from barriersim.runtime.faults import CrashTask, FaultSchedule
+from barriersim.runtime.faults.fault_schedule import CrashTask, FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.job.config import JobConfig
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
-from barriersim.runtime.stream_task import NetworkConfig
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
+from barriersim.runtime.task.stream_task import NetworkConfig
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 

@@ -2,16 +2,18 @@
 savepoints and retained checkpoints as files), each run verified by the oracle: the library's ``rescale.toml``
 (backpressured keyed sum and exactly-once sink) stopped with a savepoint and restored with the same parallelism,
 scaled up (keyed 2 -> 4, sink 1 -> 2) and scaled down (4 -> 2), in aligned, unaligned and at-least-once mode; a
-retained unaligned checkpoint with in-flight data restored with the keyed sum rescaled; a stop with and without
-drain; and the reference in Ray after a failed drained stop."""
+retained unaligned checkpoint with in-flight data (taken on the simulator) restored with the keyed sum rescaled; a
+stop with and without drain; and the reference in Ray after a failed drained stop. Nothing asserted depends on how
+loaded the machine is: where the real clock decides between two outcomes Flink allows, either passes."""
 
 import os
+from pathlib import Path
 
 import pytest
 
 from barriersim.actors.graph_runner import run_graph_on_ray
-from barriersim.runtime.experiment import Cancel, Restore, RestoreSource, Savepoint, StopWithSavepoint
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.faults.experiment import Cancel, Restore, RestoreSource, Savepoint, StopWithSavepoint
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from tests.runtime.sim.test_savepoint_and_rescale import SCALINGS, scenario
 
@@ -23,6 +25,19 @@ def run_on_ray(sc, tmp_path, name):
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), name, seed=sc.seed,
                               timeout_seconds=300, savepoint_root=str(tmp_path / "savepoints"))
     return config, splits, result
+
+
+def assert_savepoint_then_stop(operations) -> tuple[dict, dict]:
+    """A savepoint then a stop-with-savepoint, on the real clock: the stop completed, and the savepoint completed
+    before it, or it was still pending when the stop came and the stop aborted it (Flink's ``stopWithSavepoint``
+    stops the periodic scheduler first, and ``stopCheckpointScheduler`` aborts every pending checkpoint, savepoints
+    too, as ``CHECKPOINT_COORDINATOR_SUSPEND``): which of the two, a loaded machine decides. Returns both."""
+    savepoint, stop = operations
+    assert (savepoint["operation"], stop["operation"], stop["status"]) == ("savepoint", "stop_with_savepoint", "COMPLETED")
+    assert savepoint["status"] == "COMPLETED" or (savepoint["status"], savepoint["failure"]) == (
+        "FAILED", "CHECKPOINT_COORDINATOR_SUSPEND"), savepoint
+    assert savepoint["checkpoint_id"] < stop["checkpoint_id"]
+    return savepoint, stop
 
 
 def assert_exactly_once(mode, verdict):
@@ -47,12 +62,12 @@ def test_savepoint_stop_and_restore_with_new_parallelism_on_ray(mode, scaling, t
     config, splits, result = run_on_ray(sc, tmp_path, f"rescale-{mode}")
     assert result.outcome == "finished"
     first, restored = result.jobs
-    assert [(o["operation"], o["status"]) for o in first["operations"]] == [
-        ("savepoint", "COMPLETED"), ("stop_with_savepoint", "COMPLETED")]
+    savepoint, stop = assert_savepoint_then_stop(first["operations"])
     assert first["final_state"] == "FINISHED" and restored["final_state"] == "FINISHED"
     assert {k: restored["parallelism"][k] for k in after} == after
-    stop = first["operations"][1]
-    assert stop["path"].startswith(str(tmp_path / "savepoints"))  # a savepoint directory of files
+    for operation in (savepoint, stop):
+        if operation["status"] == "COMPLETED":  # a savepoint directory of files
+            assert operation["path"].startswith(str(tmp_path / "savepoints")) and Path(operation["path"], "_metadata").is_file()
     assert restored["latest_restored"]["id"] == stop["checkpoint_id"]
     assert restored["latest_restored"]["external_path"] == stop["path"] and restored["latest_restored"]["is_savepoint"]
     assert_exactly_once(mode, verify(expected_sink_input(config.graph, splits), result.committed_output,
@@ -60,14 +75,30 @@ def test_savepoint_stop_and_restore_with_new_parallelism_on_ray(mode, scaling, t
 
 
 def test_a_retained_unaligned_checkpoint_restores_rescaled_with_its_in_flight_data_on_ray(tmp_path):
-    sc = scenario("unaligned", {"keyed": 2, "sink": 1}, [Cancel(1500), Restore(RestoreSource.CHECKPOINT, {"keyed": 4})],
-                  retain=True)
-    config, splits, result = run_on_ray(sc, tmp_path, "retained-unaligned")
+    """A cancelled job's retained unaligned checkpoint, taken with data in flight, restored on Ray with the keyed sum
+    rescaled 2 -> 4 (``--from``: its in-flight data redistributed) continues the cancelled run's output exactly once.
+    The checkpoint is taken on the simulator: on Ray, whether one completes before a cancel at a fixed time, and
+    with data in flight, depends on how loaded the machine is."""
+    import dataclasses
+
+    from barriersim.runtime.faults.experiment import RestoreSettings
+    from barriersim.runtime.sim.job_simulation import JobSimulation
+
+    first = scenario("unaligned", {"keyed": 2, "sink": 1}, [Cancel(1500)], retain=True)
+    simulation = JobSimulation(job_config(first), workload_splits(first), first.seed,
+                               checkpoint_directory=tmp_path / "first")
+    simulation.run()
+    retained = simulation.report.jobs[0].retained_checkpoint
+    assert simulation.report.jobs[0].final_state == "CANCELED" and retained
+    sc = dataclasses.replace(scenario("unaligned", {"keyed": 4, "sink": 1}, []), restore=RestoreSettings(retained))
+    config, splits = job_config(sc), workload_splits(sc)
+    result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "retained-unaligned", seed=sc.seed,
+                              timeout_seconds=300, first_attempt_number=simulation.job_master.next_attempt_number,
+                              store_snapshot=simulation.store.to_msgpack())
     assert result.outcome == "finished"
-    first, restored = result.jobs
-    assert first["final_state"] == "CANCELED" and first["retained_checkpoint"]
+    (restored,) = result.jobs
     assert restored["parallelism"]["keyed"] == 4
-    assert restored["latest_restored"]["external_path"] == first["retained_checkpoint"]
+    assert restored["latest_restored"]["external_path"] == retained
     assert restored["restored_in_flight_bytes"] > 0  # the unaligned checkpoint's in-flight data, redistributed
     assert_exactly_once("unaligned", verify(expected_sink_input(config.graph, splits), result.committed_output))
 
@@ -77,7 +108,7 @@ def test_stop_with_savepoint_with_and_without_drain_on_ray(drain, tmp_path):
     """The job (a tumbling window for the keyed sum) ends FINISHED by the stop; its savepoint is the final
     checkpoint (SAVEPOINT_TERMINATE with drain, SAVEPOINT_SUSPEND without; Flink's REST shows SYNC_SAVEPOINT for
     both); the output is what the savepoint accounts for, exactly once (drained: with every window fired)."""
-    from barriersim.runtime.snapshot_verification import verify_run
+    from barriersim.runtime.verification.snapshot import verify_run
     from barriersim.runtime.storage import metadata_serializer
 
     sc = scenario("aligned", {}, [StopWithSavepoint(1000, drain=drain)],
@@ -104,7 +135,7 @@ def test_the_reference_in_ray_tolerates_the_early_window_results_of_a_failed_dra
     and, after a failed drained stop, tolerates the early window results an at-least-once sink kept: the output of
     the case of ``tests/properties/test_failed_drained_stop.py`` (simulated) verified in Ray. Read strictly (as an
     exactly-once mode reads it) the early result is wrong unless the operations tell of the stop; read at least once
-    it is a duplicate either way (a smaller row beside its window's full one, ``runtime.verification``)."""
+    it is a duplicate either way (a smaller row beside its window's full one, ``runtime.verification.reference``)."""
     import ray
 
     from barriersim.runtime.record_batch import RecordBatch
@@ -122,3 +153,28 @@ def test_the_reference_in_ray_tolerates_the_early_window_results_of_a_failed_dra
                               ending=[False, None], operations=operations)
                 for at_least_once in (False, True) for operations in (job.report.operations, [])]
     assert [(v.lost, v.wrong) for v in verdicts] == [(0, 0), (0, 1), (0, 0), (0, 0)], verdicts
+
+
+def test_a_retained_incremental_checkpoint_of_another_run_is_restored_on_ray_from_its_own_directory(
+        tmp_path, monkeypatch):
+    """A run started from another run's retained incremental checkpoint (``--from``: Flink's ``SavepointRestoreSettings``)
+    reads the checkpoint's shared files beside it (``<job>/shared/``), whatever the job manager actor's working
+    directory: the checkpoint comes from a simulated run, the restore runs on Ray."""
+    import dataclasses
+
+    from barriersim.runtime.faults.experiment import RestoreSettings
+    from barriersim.runtime.sim.job_simulation import JobSimulation
+
+    state = {"backend": "incremental", "entry_bytes": 1000}
+    first = scenario("aligned", {"keyed": 2, "sink": 1}, [Cancel(2500)], retain=True, state=state)
+    config = dataclasses.replace(job_config(first), memory_threshold_bytes=0)
+    simulation = JobSimulation(config, workload_splits(first), first.seed, checkpoint_directory=tmp_path / "first")
+    simulation.run()
+    retained = simulation.report.jobs[0].retained_checkpoint
+    assert retained and any((tmp_path / "first" / simulation.job_id / "shared").iterdir()), retained
+    monkeypatch.chdir(tmp_path)
+    restored = dataclasses.replace(scenario("aligned", {"keyed": 2, "sink": 1}, [], state=state),
+                                   restore=RestoreSettings(retained))
+    config, splits, result = run_on_ray(restored, tmp_path, "restored-incremental")
+    assert result.outcome == "finished", result.jobs[0].get("failure_reason")
+    assert result.jobs[0]["latest_restored"]["external_path"] == retained

@@ -5,7 +5,7 @@ checkpoint and the file; the job manager actor returns normally."""
 import pytest
 
 from barriersim.actors.graph_runner import run_graph_on_ray
-from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.job.config import JobConfig
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits

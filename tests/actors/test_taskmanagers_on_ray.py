@@ -12,11 +12,11 @@ import pytest
 import ray
 
 from barriersim.actors.graph_runner import run_graph_on_ray
-from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.placement import ClusterConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 

@@ -11,7 +11,7 @@ import pytest
 import barriersim
 from barriersim import api
 from barriersim.errors import UnsupportedScenario
-from barriersim.runtime.faults import FaultScheduleError
+from barriersim.runtime.faults.fault_schedule import FaultScheduleError
 from barriersim.scenarios.loader import ScenarioError, effective_scenario, load_scenario
 from barriersim.sim_backend import simulate
 from tests.api.scenarios import TINY, TWO_SOURCES, write

@@ -1,6 +1,6 @@
 """Fault campaigns in this process (``barriersim.campaign``, ``barriersim campaign``): seed N is the same case in
 any process; the rows of a campaign do not depend on how it ran; an interrupted campaign resumes where it stopped
-(real files); a failing case (a planted historical bug, ``runtime.mutations``) is written as a scenario file that
+(real files); a failing case (a planted historical bug, ``runtime.faults.mutations``) is written as a scenario file that
 ``barriersim replay`` runs to the same trace and the same failure; ``--shrink`` shrinks it with Hypothesis; bad
 input costs one line and exit status 2."""
 
@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from barriersim import campaign, cli
-from barriersim.runtime.mutations import PlantedBug, planted
+from barriersim.runtime.faults.mutations import PlantedBug, planted
 from barriersim.case_checks import violation
 from barriersim.scenarios.documents import scenario_document
 from barriersim.scenarios.loader import load_scenario

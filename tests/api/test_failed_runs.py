@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from barriersim import cli
 
 DAMAGED = """\
@@ -70,3 +72,64 @@ def test_a_sweep_with_a_failed_run_exits_1_and_names_the_run_and_its_reason(tmp_
     failed_lines = [line for line in printed.splitlines() if line.startswith("failed: ")]
     assert status == cli.EXIT_VIOLATED
     assert failed_lines and all("JobManager failover: job " in line for line in failed_lines), printed
+
+
+RESTORE_FAILS = """\
+[scenario]
+name = "restore-fails"
+seed = 7
+
+[workload]
+records = 20000
+keys = 40
+rate_per_source = 10000
+
+[job]
+source_parallelism = 2
+keyed_sum_parallelism = 2
+
+[checkpointing]
+mode = "aligned"
+interval_ms = 100
+memory_threshold_bytes = 0
+
+[restart]
+attempts = 1
+delay_ms = 50
+
+[[faults]]
+type = "damage_checkpoint"
+at_ms = 600
+{damage}
+
+[[faults]]
+type = "{crash}"
+at_ms = 600
+{crash_target}
+"""
+
+
+@pytest.mark.parametrize("phase, damage, crash, reason", [
+    ("jobmanager recovery", 'damage = "delete"\ntarget = "completed_list"', "crash_coordinator",
+     "JobManager failover: job sim-7: the completed-checkpoint list "),
+    ("failover", 'damage = "flip_byte"\ntarget = "state_file"', "crash_task",
+     "the restart strategy gave up after 2 failures (at most 1 restarts); the last: restore: could not restore "
+     "checkpoint "),
+])
+def test_a_restore_that_fails_while_failing_over_ends_the_run_failed_with_its_reason_not_a_traceback(
+        tmp_path, capsys, phase, damage, crash, reason):
+    """Every error raised while restoring or failing over ends the run FAILED, its reason in summary.json and on the
+    command line, exit status 1, nothing on stderr (``runtime.job.restore_failure``): here a new JobManager that
+    finds the completed-checkpoint list deleted beside completed checkpoints, and a task failover whose restore
+    cannot read a damaged state file until the restart strategy gives up."""
+    scenario = tmp_path / "restore_fails.toml"
+    scenario.write_text(RESTORE_FAILS.format(damage=damage, crash=crash,
+                                             crash_target='task = "keyed-sum#0"' if crash == "crash_task" else ""))
+    out = tmp_path / "run"
+    assert cli.main(["run", str(scenario), "--backend", "sim", "--out", str(out), "--checkpoint-files"]) == \
+        cli.EXIT_VIOLATED
+    job = json.loads((out / "summary.json").read_text())["job"]
+    assert job["outcome"] == "failed" and job["failure_reason"].startswith(reason), job["failure_reason"]
+    captured = capsys.readouterr()
+    assert f"job failed: {job['failure_reason']}" in captured.out
+    assert captured.err == "", captured.err

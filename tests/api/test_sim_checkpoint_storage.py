@@ -177,3 +177,57 @@ def test_a_restore_whose_run_has_a_damaged_external_store_is_a_one_line_error(tm
     assert len(err.splitlines()) == 1 and "restore.from" in err, err
     assert f"{first / 'external_store.msgpack'}: not a readable external store" in err, err
     assert not (tmp_path / "b").exists()
+
+
+INCREMENTAL_CANCEL = ["--backend", "sim", "--cancel-at", "4000", "--externalized-checkpoint-retention",
+                      "RETAIN_ON_CANCELLATION", "--set", "checkpointing.memory_threshold_bytes=1024"]
+
+
+def test_a_retained_incremental_checkpoint_is_restored_from_its_own_directory_whatever_the_working_directory(
+        tmp_path, monkeypatch):
+    """An incremental checkpoint's shared files (``<job>/shared/``, beside its ``chk-<n>``) are read relative to the
+    checkpoint's own location, as every other file of it: ``--from`` finds them from any working directory (it
+    looked for them under ``./restore/shared/``)."""
+    first = tmp_path / "first"
+    assert main(["run", str(SCENARIOS / "state_growth.toml"), "--out", str(first), "--checkpoint-files",
+                 *INCREMENTAL_CANCEL]) == 0
+    retained = Path(_summary(first)["job"]["retained_checkpoint"])
+    assert retained.parent.name.startswith("sim-") and (retained / "_metadata").is_file(), retained
+    assert any((retained.parent / "shared").iterdir())  # the checkpoint refers to shared files
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    restored = tmp_path / "restored"
+    assert main(["run", str(SCENARIOS / "state_growth.toml"), "--backend", "sim", "--out", str(restored),
+                 "--checkpoint-files", "--from", str(retained)]) == 0
+    summary = _summary(restored)
+    assert summary["job"]["latest_restored"]["external_path"] == str(retained)
+    v = summary["verification"]
+    assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("exactly-once", 0, 0, 0), v
+
+
+def test_a_retained_incremental_checkpoint_on_s3_keeps_its_shared_files_beside_it_and_is_restored_from_there(
+        s3_server, tmp_path, monkeypatch):
+    """On an object store an incremental checkpoint's shared files go to ``<job>/shared/`` too (Flink's
+    ``FsCheckpointStorageAccess`` on S3), and ``--from`` the ``s3://`` pointer reads them beside the checkpoint."""
+    storage = s3_server.bucket_uri("runs")
+    bucket, query = storage.split("/")[2], storage.split("?", 1)[1]
+    monkeypatch.chdir(tmp_path)
+    first = tmp_path / "first"
+    assert main(["run", str(SCENARIOS / "state_growth.toml"), "--out", str(first), "--checkpoint-storage", storage,
+                 *INCREMENTAL_CANCEL]) == 0
+    retained = _summary(first)["job"]["retained_checkpoint"]
+    assert retained.startswith(f"s3://{bucket}/runs/first/sim-") and "/chk-" in retained, retained
+    from barriersim.runtime.storage.object_storage import object_store_filesystem
+    from pyarrow.fs import FileSelector
+
+    filesystem, path = object_store_filesystem(f"{retained}?{query}")
+    shared = filesystem.get_file_info(FileSelector(path.rsplit("/", 1)[0] + "/shared", allow_not_found=True))
+    assert shared, "the incremental checkpoint refers to shared files"
+    restored = tmp_path / "restored"
+    assert main(["run", str(SCENARIOS / "state_growth.toml"), "--backend", "sim", "--out", str(restored),
+                 "--checkpoint-storage", storage, "--from", f"{retained}?{query}"]) == 0
+    summary = _summary(restored)
+    assert summary["job"]["latest_restored"]["external_path"] == retained
+    v = summary["verification"]
+    assert (v["verdict"], v["lost"], v["duplicated"], v["wrong"]) == ("exactly-once", 0, 0, 0), v

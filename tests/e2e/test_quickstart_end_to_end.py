@@ -154,7 +154,12 @@ def test_all_modes_run_side_by_side_on_one_local_cluster(all_modes_run):
                                              "statistics": "spark"}
     assert [line for line in output.splitlines() if "workload cache:" in line] == [
         f"barriersim: warning: workload cache: {all_modes_run.planted}: unreadable manifest (ExtraData: unpack(b) "
-        "received extra data.); Spark recomputes the entry"], output
+        "received extra data.); Spark recomputes the entry",
+        f"workload cache: unreadable entry: regenerated in Spark, entry written (key {all_modes_run.key})"], output
+    # the modes side by side, with their checkpoint statistics, readable in 120 columns
+    table = [line for line in output.splitlines() if line.startswith(("┃", "│"))]
+    assert max(len(line) for line in table) <= 120
+    assert "alignment duration p50 / p99 (ms)" in output and "1 before tasks ran" in output
     assert len(apps) == 1  # one Spark session for the three modes
     assert len(shared) == 1  # the phases the modes share, the same in each
     # Flink's REST summaries of the three runs, computed by that Spark session and written as Parquet

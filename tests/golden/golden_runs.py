@@ -29,7 +29,7 @@ def _digest(rows) -> str:
 
 def _run(scenario, mode, seed, faults=None):
     from barriersim.runtime.sim.job_simulation import JobSimulation
-    from barriersim.runtime.verification import expected_sink_input, verify
+    from barriersim.runtime.verification.reference import expected_sink_input, verify
     from barriersim.scenarios.loader import effective_scenario
     from barriersim.scenarios.simulation_inputs import job_config, workload_splits
     from tests.modes import in_test_mode
@@ -85,7 +85,7 @@ def library_cases():
 
 def generated_cases():
     """Generated cases, kept as documents (so later changes to the strategies do not change them)."""
-    from barriersim.runtime.faults import FaultSchedule
+    from barriersim.runtime.faults.fault_schedule import FaultSchedule
     from barriersim.scenarios.loader import parse_scenario
 
     data = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}

@@ -3,7 +3,7 @@ mode): a stop-with-savepoint with ``--drain`` advances event time to its end bef
 (Flink's ``StreamTask.endData(DRAIN)``), so every open window fires with the records it has; the savepoint then
 expires (its union's acknowledgement is lost), the stop fails, the job fails over to its latest checkpoint and runs
 to its end. A direct-writing (at-least-once) sink keeps the early, partial window results, as Flink's would; a
-two-phase-commit sink aborts them with the savepoint's transaction. The reference (``runtime.snapshot_verification.
+two-phase-commit sink aborts them with the savepoint's transaction. The reference (``runtime.verification.snapshot.
 verify_run``) tolerates, after a failed drained stop, a partial result of a window whose full result is there too;
 before it did, it counted the partial result as wrong and the rescale property failed on this case."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.snapshot_verification import failed_drained_stop, without_early_window_results
+from barriersim.runtime.verification.snapshot import failed_drained_stop, without_early_window_results
 from barriersim.scenarios.loader import load_scenario
 from tests.simulated_runs import simulate_and_verify
 

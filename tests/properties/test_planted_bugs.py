@@ -1,4 +1,4 @@
-"""Mutation check: with each known historical bug planted (``runtime.mutations``), the property suite, at its
+"""Mutation check: with each known historical bug planted (``runtime.faults.mutations``), the property suite, at its
 default budget, fails. The whole-job suite (``test_whole_job_properties``: every property that runs in a mode, at
 its default budget, derandomized as in CI) must find each bug in every mode whose protocol can meet it; the
 input-side unit properties must find the bugs of the input side too.
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode
-from barriersim.runtime.mutations import PlantedBug, is_planted, planted
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted, planted
 from barriersim.strategies import MODES
 from tests.properties.test_whole_job_properties import (
     IN_FLIGHT_MODES,

@@ -16,9 +16,9 @@ half of it)."""
 import pytest
 from hypothesis import given, note
 
-from barriersim.runtime.experiment import Restore
+from barriersim.runtime.faults.experiment import Restore
 from barriersim.runtime.job.config import JobOutcome
-from barriersim.runtime.verification import Verdict
+from barriersim.runtime.verification.reference import Verdict
 from barriersim.strategies import MODES, simulated_cases
 from tests.properties.test_whole_job_properties import CASES_DIR, EXAMPLES_PER_MODE, property_settings
 
@@ -47,7 +47,7 @@ def check(case, outcome) -> None:
     assert verdict.lost == 0, f"lost {verdict.lost} records"
     assert verdict.wrong == 0, f"{verdict.wrong} wrong records"
     if case.mode != "at-least-once":
-        # at-least-once may count a replayed record twice in keyed state (runtime.verification): sums may run high
+        # at-least-once may count a replayed record twice in keyed state (runtime.verification.reference): sums may run high
         assert verdict.final_sum_mismatched_keys == 0, f"{verdict.final_sum_mismatched_keys} keys with a wrong sum"
         assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
     assert not outcome.cut_violations, "not a consistent cut: " + "; ".join(map(str, outcome.cut_violations[:3]))

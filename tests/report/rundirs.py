@@ -104,3 +104,47 @@ def tiny_runs(root: Path) -> Path:
     write_run(root / "unaligned", "unaligned", unaligned_cps, unaligned_st, zipf=2.0, seed=3,
               string_failure_reason=False)
     return root
+
+
+MODES = ("aligned", "unaligned", "at-least-once")
+
+
+def sweep_run_dir(root: Path, parameter: str, values: list, tasks: tuple[str, ...] = TASKS,
+                  modes: tuple[str, ...] = MODES) -> Path:
+    """A sweep's directory as ``barriersim sweep`` lays it out (``root/<name>=<value>/<mode>/`` and ``sweep.json``),
+    three checkpoints per run; point ``i``'s checkpoints take ``10 * i`` ms longer, its subtasks align for
+    ``i`` ms per subtask index, and only unaligned runs persist in-flight data (``1024 * (i + 1)`` bytes)."""
+    index = {"scenario": "tiny", "backend": "sim", "seed": 7, "workload": "local", "modes": "all",
+             "axes": {parameter: list(values)}, "points": [], "analytics": None}
+    for i, value in enumerate(values):
+        label = f"{parameter.rpartition('.')[2]}={value}"
+        runs = []
+        for mode in modes:
+            cps = [checkpoint_row(c, 20 + 10 * i + c, persisted=1024 * (i + 1) if mode == "unaligned" else 0,
+                                  subtasks=len(tasks)) for c in (1, 2, 3)]
+            sts = [subtask_row(c["id"], t, 2 + j % 5, i * (j % 3), 1, c["end_to_end_duration"] - 1)
+                   for c in cps for j, t in enumerate(tasks)]
+            write_run(root / label / mode, mode, cps, sts)
+            runs.append({"mode": mode, "dir": f"{label}/{mode}", "verdict": "exactly-once", "lost": 0,
+                         "duplicated": 0, "wrong": 0, "checkpoints": {"completed": 3, "failed": 0}})
+        index["points"].append({"index": i, "label": label, "settings": {parameter: value}, "runs": runs})
+    (root / "sweep.json").write_text(json.dumps(index, indent=1))
+    return root
+
+
+def write_sweep_analytics(root: Path, index: dict) -> None:
+    """``root/analytics/sweep.parquet`` in Spark's layout for a sweep's ``index`` (``sweep.json``), every statistic
+    ``100 * row + the statistic's position``, as ``barriersim sweep``'s aggregation would write it."""
+    from barriersim import sweep
+    from barriersim.spark.analytics import SWEEP_STATS, sweep_path
+
+    rows = []
+    for i, row in enumerate(sweep.index_rows(index)):
+        stats = {f"{m}_{s}": float(100 * i + j)
+                 for m in ("end_to_end_duration", "alignment_duration", "start_delay", "persisted_data")
+                 for j, s in enumerate(SWEEP_STATS)}
+        rows.append({**row, "restored": 0, "total": 3, "in_progress": 0, "completed": 3, "failed": 0, **stats})
+    path = sweep_path(root)
+    path.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), str(path / "part-00000.parquet"))
+    (path / "_SUCCESS").touch()

@@ -1,7 +1,8 @@
 """The report's figures, checked through what they record in ``figures.json`` and in the image files: at least
-1,400 px wide, an SVG beside each PNG, one time axis for the barrier timelines of all modes, one subtask order
-(the job graph's vertex order, then the subtask index) in every panel, and every line visible where runs
-coincide (each later run drawn narrower, with a smaller marker, on top)."""
+1,400 px wide and at most a page (1,600 × 2,000 px), an SVG beside each PNG, legends outside every panel, a colour
+of its own for every line or box of a panel, start delay beside alignment, one time axis for the barrier timelines
+of all modes, one subtask order (the job graph's vertex order, then the subtask index) in every panel, and every
+line visible where runs coincide (each later run drawn narrower, with a smaller marker, on top)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import struct
 import pytest
 
 import barriersim
+from barriersim.report.figure import MAX_HEIGHT_PX, MAX_WIDTH_PX
 from barriersim.report.html import FIGURES, build_report
 from barriersim.scenarios.loader import load_scenario
 from tests.api.scenarios import TINY, write
@@ -36,7 +38,7 @@ def test_every_figure_is_wide_and_has_an_svg(report):
     for name, figure in figures.items():
         png = root / "report" / name
         assert png_size(png) == (figure["width_px"], figure["height_px"])
-        assert figure["width_px"] >= 1400
+        assert 1400 <= figure["width_px"] <= MAX_WIDTH_PX and figure["height_px"] <= MAX_HEIGHT_PX
         svg = root / "report" / figure["svg"]
         assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()[:2000]
     html = (root / "report" / "index.html").read_text()
@@ -66,3 +68,46 @@ def test_coinciding_lines_stay_visible(report):
     persisted = {s["label"]: s["y"] for s in figures["persisted_data.png"]["panels"][0]["series"]}
     assert persisted["aligned"] == persisted["at-least-once"]  # they coincide (no in-flight data), both drawn
     assert max(persisted["unaligned"]) > 0
+
+
+def overlaps(a, b) -> bool:
+    """Whether two boxes (x0, y0, x1, y1) share more than an edge."""
+    return a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1
+
+
+def assert_legends_outside_the_data(figures: dict) -> None:
+    for name, figure in figures.items():
+        assert all(p["bbox"] for p in figure["panels"]), name
+        for legend in figure["legends"]:
+            assert 0 <= legend[0] and legend[2] <= figure["width_px"] + 1, (name, legend)  # and on the page
+            for p in figure["panels"]:
+                assert not overlaps(legend, p["bbox"]), (name, p["title"], legend, p["bbox"])
+
+
+def assert_a_colour_per_series(figures: dict) -> None:
+    for name, figure in figures.items():
+        for p in figure["panels"]:
+            colours = [s["color"] for s in p["series"]]
+            assert all(colours) and len(set(colours)) == len(colours), (name, p["title"], colours)
+
+
+def test_legends_sit_outside_the_panels(report):
+    _, figures = report
+    assert any(f["legends"] for f in figures.values())  # the timeline's phases, the lines' runs
+    assert_legends_outside_the_data(figures)
+
+
+def test_every_line_and_box_of_a_panel_has_its_own_colour(report):
+    _, figures = report
+    assert sum(len(p["series"]) for f in figures.values() for p in f["panels"]) >= 12
+    assert_a_colour_per_series(figures)
+
+
+def test_start_delay_is_drawn_beside_alignment(report):
+    _, figures = report
+    alignment, start_delay = figures["alignment_and_start_delay.png"]["panels"]
+    assert alignment["title"].startswith("alignment_duration") and start_delay["title"].startswith("start_delay")
+    assert alignment["bbox"][2] <= start_delay["bbox"][0]  # side by side, on one row
+    assert alignment["bbox"][1] == start_delay["bbox"][1]
+    assert [s["label"] for s in start_delay["series"]] == ["aligned", "unaligned", "at-least-once"]
+    assert all(s["points"] > 0 for s in start_delay["series"])

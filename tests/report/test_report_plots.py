@@ -6,7 +6,8 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from barriersim.report.plots import barrier_phases, differs_in_skew, pick_checkpoint, plot_barrier_timeline, subtask_label
+from barriersim.report.plots import differs_in_skew
+from barriersim.report.timeline import barrier_phases, pick_checkpoint, plot_barrier_timeline, subtask_label
 from barriersim.rundir import load_tables
 from tests.report.rundirs import TRIGGER0, checkpoint_row, subtask_row, two_mode_run_dir, write_run
 
@@ -74,7 +75,8 @@ def test_a_subtask_with_its_placement_is_labelled_with_its_taskmanager_and_chann
     # without them (an older run), the task name alone
     assert subtask_label(barrier_phases(pd.DataFrame([subtask_row(0, "t", 1, 1, 1, 9)]), TRIGGER0).iloc[0]) == "t"
     checkpoints = pd.DataFrame([checkpoint_row(0, 70)]).assign(run=".", mode="aligned")
-    figure = plot_barrier_timeline(checkpoints, pd.DataFrame(rows).assign(run=".", mode="aligned"), tmp_path / "t.png")
+    [figure] = plot_barrier_timeline(checkpoints, pd.DataFrame(rows).assign(run=".", mode="aligned"),
+                                     tmp_path / "t.png")
     assert figure.png.stat().st_size > 0
     assert figure.panels[0].ytick_labels == ["keyed-sum#1 · TM1 · in 1 local / 1 remote",
                                              "sink#0 · TM0 · in 1 local / 3 remote"]
@@ -86,21 +88,22 @@ def test_a_subtask_finished_before_the_drawn_checkpoint_keeps_its_row_labelled_f
     rows = [subtask_row(1, "source#0", 0, 0, 1, 5), subtask_row(1, "sink#0", 4, 1, 1, 9),
             subtask_row(2, "sink#0", 20, 10, 1, 40)]  # checkpoint 2: the source had finished
     checkpoints = pd.DataFrame([checkpoint_row(1, 9, subtasks=2), checkpoint_row(2, 40, subtasks=2)])
-    figure = plot_barrier_timeline(checkpoints.assign(run=".", mode="aligned"),
+    [figure] = plot_barrier_timeline(checkpoints.assign(run=".", mode="aligned"),
                                    pd.DataFrame(rows).assign(run=".", mode="aligned"), tmp_path / "t.png",
                                    vertices=["source", "sink"])
     assert figure.panels[0].ytick_labels == ["source#0 · finished", "sink#0"]
 
 
-def test_the_alignment_distribution_leaves_out_subtasks_finished_before_the_trigger(tmp_path):
+def test_alignment_and_start_delay_leave_out_subtasks_finished_before_the_trigger(tmp_path):
     """Their rows (Flink's report of a finished task: every figure 0) are no barrier observations: the box plot
     counts only the subtasks that took part."""
-    from barriersim.report.plots import plot_alignment_distribution
+    from barriersim.report.plots import plot_alignment_and_start_delay
 
     rows = [subtask_row(1, "keyed#0", 4, 12, 1, 30), subtask_row(1, "sink#0", 20, 7, 1, 40),
             {**subtask_row(1, "source#0", 0, 0, 0, 0), "finished": True}]
     subtasks = pd.DataFrame(rows).assign(run=".", mode="aligned")
     subtasks["finished"] = subtasks["finished"].fillna(False)
     checkpoints = pd.DataFrame([checkpoint_row(1, 40)]).assign(run=".", mode="aligned")
-    figure = plot_alignment_distribution(checkpoints, subtasks, tmp_path / "a.png")
-    assert [(s.label, s.points) for s in figure.panels[0].series] == [("aligned", 2)]
+    figure = plot_alignment_and_start_delay(checkpoints, subtasks, tmp_path / "a.png")
+    assert [(s.label, s.points, s.y) for s in figure.panels[0].series] == [("aligned", 2, [9.5])]  # alignment
+    assert [(s.label, s.points, s.y) for s in figure.panels[1].series] == [("aligned", 2, [12.0])]  # start delay

@@ -28,7 +28,7 @@ from barriersim.runtime.state.key_groups import (
 )
 from barriersim.runtime.state.snapshot import KeyGroupRange
 from barriersim.runtime.task.record_writers import RecordWriters
-from barriersim.runtime.verification import Expected, verify
+from barriersim.runtime.verification.reference import Expected, verify
 
 EXAMPLES = int(os.environ.get("BARRIERSIM_HYPOTHESIS_EXAMPLES", "60"))
 SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, deadline=None)

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from barriersim.runtime.restart_strategy import (
+from barriersim.runtime.job.restart_strategy import (
     MAX_INT,
     ExponentialDelayRestartStrategy,
     RestartDecision,

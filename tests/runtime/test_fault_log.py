@@ -4,8 +4,8 @@
 import json
 
 from barriersim.cli import main
-from barriersim.runtime.fault_log import FaultLog, describe, fired_line
-from barriersim.runtime.faults import FaultSchedule, MessageKind
+from barriersim.runtime.faults.fault_log import FaultLog, describe, fired_line
+from barriersim.runtime.faults.fault_schedule import FaultSchedule, MessageKind
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from barriersim.runtime.faults import (
+from barriersim.runtime.faults.fault_schedule import (
     CrashCoordinator,
     CrashTask,
     CrashTaskManager,
@@ -68,6 +68,11 @@ def test_schedules_round_trip_through_json(items):
         ([{"type": "crash_taskmanager", "taskmanager": "tm1", "at_ms": 5}], "faults[0].taskmanager: must be an integer"),
         ([{"type": "kill_node", "node": 2, "point": "after_sync_snapshot_before_ack"}], "faults[0].checkpoint_id: is required with point"),
         ([{"type": "kill_node", "node": 0, "at_ms": 5}], "faults[0].node: node 0 hosts the JobManager and cannot be killed"),
+        ([{"type": "damage_checkpoint", "at_ms": 5, "damage": "roll_back"}],
+         "faults[0].target: roll_back rolls the completed-checkpoint list back (target completed_list)"),
+        ([{"type": "damage_checkpoint", "at_ms": 5, "damage": "unreadable", "target": "completed_list"}],
+         "faults[0].damage: unreadable does not strike the completed-checkpoint list (its damages: append_junk, "
+         "delete, flip_byte, pickle_payload, roll_back, truncate)"),
     ],
 )
 def test_malformed_faults_name_the_fault_and_field(plain, message):

@@ -2,8 +2,8 @@
 
 import pytest
 
-from barriersim.runtime.faults import FaultSchedule
-from barriersim.runtime.restart_strategy import FixedDelayRestartStrategy, RestartDecision
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
+from barriersim.runtime.job.restart_strategy import FixedDelayRestartStrategy, RestartDecision
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.loader import quickstart_graph

@@ -1,4 +1,4 @@
-"""The reference and the verdict (``runtime.verification``): exact comparison by identity, and in
+"""The reference and the verdict (``runtime.verification.reference``): exact comparison by identity, and in
 at-least-once mode over aggregates (windows, window joins) the comparison by group with the expected value as
 a lower bound, since a replayed record inflates an aggregate instead of repeating a row; one verdict rule, and
 the ``summary.json`` block it gives."""
@@ -6,7 +6,7 @@ the ``summary.json`` block it gives."""
 import json
 
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
-from barriersim.runtime.verification import Verdict, expected_sink_input, verdict_of, verify
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verdict_of, verify
 
 WINDOWED = JobGraph(
     (JobVertex("source", K.SOURCE, 1), JobVertex("window", K.TUMBLING_WINDOW, 1, params={"window_ms": 10}),

@@ -36,13 +36,76 @@ def test_tables_printed_to_a_pipe_keep_every_value_whole(tmp_path):
     assert "…" not in proc.stdout
     for mode in ("aligned", "unaligned", "at-least-once"):
         summary = json.loads((tmp_path / "run" / mode / "summary.json").read_text())
-        assert summary["trace_sha256"] in proc.stdout  # 64 hex digits, not cut
+        assert f"  trace_sha256: {summary['trace_sha256']}" in proc.stdout.splitlines()  # 64 hex digits, not cut
     table = [line for line in proc.stdout.splitlines() if line.startswith(("│", "┃"))]
-    assert len({len(line) for line in table}) == 1 and len(table[0]) > 200  # wider than any terminal default
-    for header in ("offered rate per source subtask (records/s)", "records/s through the job (virtual clock)",
-                   "lost (records)", "checkpoints failed", "virtual time (s)"):
+    assert len({len(line) for line in table}) == 1 and len(table[0]) <= 120  # three modes side by side, readable
+    for header in ("offered rate per source (records/s)", "records/s through the job (virtual clock)",
+                   "lost / duplicated / wrong (records)", "checkpoints completed / failed", "virtual time (s)",
+                   "alignment duration p50 / p99 (ms)", "start delay p50 / p99 (ms)", "persisted data p50 / p99"):
         assert header in proc.stdout
     assert "aborted" not in proc.stdout
+
+
+def _cells(stdout: str, label: str) -> list[str]:
+    """The values of a table row (and of the lines it folds onto), one string per column."""
+    lines = [line for line in stdout.splitlines() if line.startswith("│")]
+    start = next(i for i, line in enumerate(lines) if line.split("│")[1].strip() == label.strip())
+    cells = [[c.strip()] for c in lines[start].split("│")[2:-1]]
+    for line in lines[start + 1:]:
+        parts = line.split("│")
+        if parts[1].strip():
+            break
+        for column, c in zip(cells, parts[2:-1]):
+            if c.strip():
+                column.append(c.strip())
+    return [" ".join(c) for c in cells]
+
+
+def test_the_run_table_shows_the_checkpoint_statistics_the_report_computes(tmp_path):
+    """The slow sink's backpressure: aligned checkpoints wait for the queued data, unaligned ones persist it. The
+    table's p50 / p99 are the statistics ``barriersim report`` computes for the same runs (Flink's percentiles),
+    its failures add up to Flink's count, with their reasons."""
+    out = tmp_path / "run"
+    proc = cli("run", "backpressure_slow_sink", "--backend", "sim", "--mode", "all", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert max(len(line) for line in proc.stdout.splitlines() if line.startswith(("│", "┃", "┏", "└"))) <= 120
+    assert cli("report", str(out)).returncode == 0
+    from barriersim.spark.analytics import read_analytics
+
+    stats = read_analytics(out).summary
+    modes = ("aligned", "unaligned", "at-least-once")
+
+    def shown(value, unit):
+        if unit == "ms":
+            return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+        for name in ("B", "KiB", "MiB"):
+            if value < 1024:
+                return f"{value:,.0f} B" if name == "B" else f"{value:,.1f} {name}"
+            value /= 1024
+        return f"{value:,.1f} GiB"
+
+    for label, metric, unit in (("end-to-end duration p50 / p99 (ms)", "end_to_end_duration", "ms"),
+                                ("alignment duration p50 / p99 (ms)", "alignment_duration", "ms"),
+                                ("start delay p50 / p99 (ms)", "start_delay", "ms"),
+                                ("persisted data p50 / p99", "persisted_data", "bytes"),
+                                ("processed data p50 / p99", "processed_data", "bytes")):
+        expected = []
+        for mode in modes:
+            row = stats[(stats["run"] == mode) & (stats["metric"] == metric)].iloc[0]
+            expected.append(f"{shown(row['p50'], unit)} / {shown(row['p99'], unit)}")
+        assert _cells(proc.stdout, label) == expected, label
+    e2e = {m: stats[(stats["run"] == m) & (stats["metric"] == "end_to_end_duration")].iloc[0] for m in modes}
+    assert e2e["aligned"]["p99"] > 10 * e2e["unaligned"]["p99"]  # aligned checkpoints wait behind the backlog
+    persisted = stats[(stats["run"] == "unaligned") & (stats["metric"] == "persisted_data")].iloc[0]
+    assert persisted["p50"] > 0  # unaligned ones persist it
+    for mode, failed in zip(modes, _cells(proc.stdout, "  failed because")):
+        summary = json.loads((out / mode / "summary.json").read_text())
+        counts = summary["checkpoints"]
+        assert _cells(proc.stdout, "checkpoints completed / failed")[modes.index(mode)] == \
+            f"{counts['completed']} / {counts['failed']}"
+        assert failed.startswith("1 before tasks ran")  # the first task's RUNNING: Flink counts it, with no row
+        numbers = [int(word) for word in failed.split() if word.isdigit()]
+        assert sum(numbers) == counts["failed"]
 
 
 def test_an_offered_rate_that_was_not_reached_is_flagged(tmp_path):

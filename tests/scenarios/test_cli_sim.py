@@ -48,6 +48,20 @@ def test_replay_reproduces_a_faulty_run_byte_for_byte(tmp_path):
     b = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert b["trace_sha256"] == a["trace_sha256"]
     assert f"trace_sha256: {a['trace_sha256']}" in again.stdout
+    assert f"replay: trace identical to the original ({tmp_path / 'a'})" in again.stdout.splitlines()
+
+
+def test_replay_names_the_first_difference_from_the_original(tmp_path):
+    first = cli("run", str(QUICKSTART), "--backend", "sim", "--out", str(tmp_path / "a"))
+    assert first.returncode == 0, first.stderr
+    changed = cli("replay", str(tmp_path / "a"), "--set", "checkpointing.interval_ms=300", "--out", str(tmp_path / "b"))
+    assert changed.returncode == 0, changed.stderr
+    [line] = [line for line in changed.stdout.splitlines() if line.startswith("replay: ")]
+    # checkpoint 1 is triggered when the tasks run (at 0), checkpoint 2 one interval later: the first row that differs
+    assert line == (f"replay: trace differs from the original ({tmp_path / 'a'}) (the replay was given --set): first "
+                    "difference: checkpoints id 2: trigger_timestamp 300, the original 400")
+    plain = cli("replay", str(QUICKSTART), "--out", str(tmp_path / "c"))
+    assert f"replay: no original run to compare with ({QUICKSTART} is not in a run directory)" in plain.stdout
 
 
 def test_replay_rejects_a_malformed_fault_schedule_in_one_line():

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.alignment_checks import (CALM, FLINK_TABLE, REMEASURED_FIGURES, flink_checks, load_remeasured)
+from benchmarks.alignment_checks import (CALM, CALM_HOT, FLINK_TABLE, REMEASURED_FIGURES, flink_checks,
+                                        load_remeasured)
 from benchmarks.alignment_latency import Row
 from benchmarks.flink_remeasure import FLUSHER_VARIANTS, combine, settings, summarize
 
@@ -49,6 +50,16 @@ def test_summarize_takes_the_benchmarks_figures_from_flinks_statistics():
     assert figures["throughput"] == 1234.5
 
 
+def test_without_the_hot_key_the_bottleneck_start_delay_is_the_latest_keyed_subtasks():
+    """The facts' idle rows ran without the hot key: no keyed subtask owns it, the latest barrier among them counts."""
+    raw = {**_raw(), "settings": {"hot_share": 0.0}}
+    figures = summarize(raw)
+    assert figures["start_delay"] == 40  # per checkpoint the largest keyed start delay: 30, 50, 40 (keyed#1)
+    raw["subtasks"]["5"]["KEYED PROCESS"][3]["start_delay"] = 90  # a later barrier at another keyed subtask
+    assert summarize(raw)["start_delay"] == 50  # the median of 30, 50, 90
+    assert summarize({**raw, "settings": {"hot_share": 0.3}})["start_delay"] == 40  # with it: keyed#1 only
+
+
 def test_combine_gives_each_figure_the_range_of_the_runs():
     s = {"group": CALM, "mode": "aligned", "buffer_timeout_ms": None}
     first = summarize(_raw())
@@ -63,7 +74,7 @@ def test_the_committed_remeasurement_covers_every_row_the_checks_compare():
     assert here is not None and here.flink_version == "2.3.0"
     wanted = {(s["group"], s["mode"], s["buffer_timeout_ms"]) for s in settings()}
     assert set(here.rows) == wanted
-    assert {(g, m, None) for g, m in FLINK_TABLE} | {(CALM, "aligned", ms) for ms in FLUSHER_VARIANTS} == wanted
+    assert {(g, m, None) for g, m in FLINK_TABLE} | {(CALM_HOT, "aligned", ms) for ms in FLUSHER_VARIANTS} == wanted
     for row in here.rows.values():
         assert row["runs"] >= 1 and all(n >= 5 for n in row["checkpoints"])
         for key in REMEASURED_FIGURES.values():

@@ -11,7 +11,7 @@ import pytest
 
 from barriersim.runtime.job.config import JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import load_scenario, with_setting
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 

@@ -9,7 +9,7 @@ import pytest
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
 from barriersim.runtime.job.config import JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import Scenario, expand_sweep, load_scenario, with_setting
 from tests.modes import ALL_MODES, in_test_mode
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits

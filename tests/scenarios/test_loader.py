@@ -116,7 +116,7 @@ def test_storage_costs_default_to_the_calibrated_model_and_take_the_file_s_figur
 def test_a_restart_section_reaches_the_job_and_round_trips(tmp_path):
     """``[restart]`` sets the job's restart strategy (fixed-delay through the JobConfig's two fields, exponential-delay
     through its settings), and the run directory's scenario document reads back the same."""
-    from barriersim.runtime.restart_strategy import RestartStrategyKind
+    from barriersim.runtime.job.restart_strategy import RestartStrategyKind
     from barriersim.scenarios.documents import scenario_document
     from barriersim.scenarios.loader import parse_scenario
     from barriersim.scenarios.simulation_inputs import job_config

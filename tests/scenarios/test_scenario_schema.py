@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from barriersim.runtime.faults import CrashTask, ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import CrashTask, ProtocolPoint
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
 from barriersim.scenarios.loader import ScenarioError, expand_sweep, load_scenario, parse_scenario
 from barriersim.scenarios.documents import dumps
@@ -98,7 +98,7 @@ MALFORMED = [
     (("job", "vertex", 0, "name"), DELETE, "job.vertex[0].name", "is required"),
     (("checkpointing", "max_concurrent"), 2, "checkpointing.max_concurrent", "at most 1 concurrent"),
     (("checkpointing", "aligned_checkpoint_timeout_ms"), 0, "checkpointing.aligned_checkpoint_timeout_ms", "must be > 0"),
-    (("sweep", "workload.zipf"), [1], "sweep.workload.zipf", "must name a workload"),
+    (("sweep", "workload.zipf"), [1], "sweep.workload.zipf", "unknown key 'zipf' in [workload] (did you mean workload.zipf_exponent?); its keys: records"),
     (("sweep", "workload.zipf_exponent"), [1.0, "high"], "sweep.workload.zipf_exponent", "must be a number"),
     (("faults", 0, "point"), "later", None, "faults[0].point: must be one of"),
     (("network", "buffer_size"), 10, "network.buffer_size", "must be between"),

@@ -19,7 +19,7 @@ import enum
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from barriersim.runtime.mutations import PlantedBug, is_planted
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.events import Buffer, CheckpointBarrier, EventAnnouncement, InputChannelInfo
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 

@@ -14,6 +14,7 @@ from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCoun
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.storage.damage import corrupt_checkpoint
 from barriersim.runtime.storage.errors import CheckpointStorageWriteError
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 
@@ -143,7 +144,7 @@ def test_retrieving_checkpoints_fails_if_retrieval_of_any_checkpoint_fails():
     for cid in (1, 2, 3):
         h.trigger()
         complete(h, cid)
-    writer.storage.corrupt_checkpoint(2, lambda data: data[:-3])
+    corrupt_checkpoint(writer.storage, 2, lambda data: data[:-3])
     with pytest.raises(CheckpointRecoveryError, match="could not retrieve checkpoint 2 from .*chk-2"):
         recover_completed_checkpoint_store(
             JOB, writer.storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3, **NO_PERIODIC))
@@ -193,3 +194,61 @@ def test_cleanup_for_generic_failure():
     assert row["status"] == "FAILED" and row["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
     assert "Expected exception" in row["failure_message"] and row["num_acknowledged_subtasks"] == 1
     assert [f.reason for f in of(m.FailJob, actions)] == [CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE]
+
+
+# -- the completed-checkpoint list is not the only witness (docs/recovery-store.md) ---------------------------
+
+
+def files_storage(tmp_path, written=(), listed=None):
+    from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
+
+    storage = FileSystemCheckpointStorage(tmp_path, JOB)
+    storage.initialize_base_locations()
+    for cid in written:
+        storage.persist_checkpoint(CheckpointMetadata(cid, ()))
+    if listed is not None:
+        storage.update_completed_checkpoints(listed)
+    return storage
+
+
+def recover(storage, retained=20):
+    return recover_completed_checkpoint_store(
+        JOB, storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=retained, **NO_PERIODIC))
+
+
+def test_a_fresh_job_without_a_list_or_checkpoints_recovers_an_empty_store(tmp_path):
+    assert recover(files_storage(tmp_path)).recovered_ids == ()
+
+
+def test_checkpoints_older_than_the_list_or_never_completed_do_not_disagree_with_it(tmp_path):
+    """Subsumed checkpoints whose discard failed (older than every listed one) stay beside the list, and a newer
+    ``chk-<n>`` without ``_metadata`` (its write never finished: the atomic write leaves no ``_metadata``) never
+    completed: neither is a disagreement."""
+    storage = files_storage(tmp_path, written=(1, 2, 3, 4), listed=[3, 4])
+    (tmp_path / JOB / "chk-5").mkdir()
+    (tmp_path / JOB / "chk-5" / "some-state-file").write_bytes(b"state")
+    assert recover(storage).recovered_ids == (3, 4)
+
+
+def test_a_missing_list_beside_completed_checkpoints_fails_the_recovery_naming_both(tmp_path):
+    from barriersim.runtime.coordinator.checkpoint_recovery import CompletedCheckpointStoreMismatchError
+
+    storage = files_storage(tmp_path, written=(1, 2))
+    with pytest.raises(CompletedCheckpointStoreMismatchError) as e:
+        recover(storage)
+    message = str(e.value)
+    assert f"{tmp_path / JOB / '_completed_checkpoints'} is missing" in message, message
+    assert f"checkpoint(s) 1, 2 ({tmp_path / JOB / 'chk-2' / '_metadata'}, {tmp_path / JOB / 'chk-1' / '_metadata'})" in message
+    assert [loc.checkpoint_id for loc in e.value.newer] == [2, 1]
+
+
+def test_a_list_older_than_the_newest_completed_checkpoint_fails_the_recovery_naming_both(tmp_path):
+    """A rolled-back list, and (the same files on disk) a JobManager that died between writing checkpoint 3's
+    ``_metadata`` and listing it: barriersim cannot tell them apart and refuses to guess (Flink would restore 2)."""
+    from barriersim.runtime.coordinator.checkpoint_recovery import CompletedCheckpointStoreMismatchError
+
+    storage = files_storage(tmp_path, written=(1, 2, 3), listed=[1, 2])
+    with pytest.raises(CompletedCheckpointStoreMismatchError,
+                       match=r"_completed_checkpoints \(newest: checkpoint 2\) is older than the storage's completed "
+                             r"checkpoint\(s\) 3 \(.*chk-3/_metadata\)"):
+        recover(storage)

@@ -7,7 +7,7 @@ summed."""
 
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
 from barriersim.runtime.failure_reason import CheckpointFailureReason
-from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.task.actions import TaskCheckpointMetrics

@@ -9,7 +9,7 @@ from barriersim.runtime.coordinator.deactivator import ExecutionTrackingDeActiva
 from barriersim.runtime.coordinator.plan import ExecutionState
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.failure_reason import CheckpointFailureReason as R
-from barriersim.runtime.faults import CrashTask, FaultSchedule
+from barriersim.runtime.faults.fault_schedule import CrashTask, FaultSchedule
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner

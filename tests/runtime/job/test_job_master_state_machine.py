@@ -51,7 +51,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.manual_time import ManualTimerService
 from barriersim.runtime.failure_reason import CheckpointFailureReason
-from barriersim.runtime.faults import (
+from barriersim.runtime.faults.fault_schedule import (
     TASK_SIDE_POINTS,
     CrashCoordinator,
     CrashTask,
@@ -88,7 +88,7 @@ from barriersim.runtime.job.job_master import JobMaster
 from barriersim.runtime.job.placement import ClusterConfig, place, slots_needed
 from barriersim.runtime.job.report import records_read_in_run
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
-from barriersim.runtime.restart_strategy import RestartStrategyConfig, RestartStrategyKind
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig, RestartStrategyKind
 from barriersim.runtime.state.key_groups import compute_key_group_range_for_operator_index
 from barriersim.runtime.state.snapshot import KeyGroupsStateHandle, OperatorSubtaskState, TaskStateSnapshot
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage

@@ -5,11 +5,11 @@ import statistics
 
 import pytest
 
-from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.job.config import JobConfig, JobConfigError
 from barriersim.runtime.job.placement import ChannelKind, ClusterConfig, PlacementError, place
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import ScenarioError, parse_scenario, quickstart_graph
 from barriersim.scenarios.workload import local_splits
 

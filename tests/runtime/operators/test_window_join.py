@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, strategies as st
 
 from barriersim.runtime.events import MAX_WATERMARK, Watermark
-from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.operators.window_join import LEFT, RIGHT, TumblingEventTimeWindowJoin, reference_window_join
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.runtime.state.snapshot import KeyGroupRange
 from barriersim.scenarios.workload import local_splits
 

@@ -5,13 +5,13 @@ each kind of violation."""
 import pytest
 
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo, Watermark
-from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
-from barriersim.runtime.mutations import PlantedBug, planted
+from barriersim.runtime.faults.mutations import PlantedBug, planted
 from barriersim.runtime.sim.consistent_cut import CutRecorder, DeploymentLog, check_consistent_cuts
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.verification import expected_sink_input, verify
+from barriersim.runtime.verification.reference import expected_sink_input, verify
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
     InputChannelStateHandle,

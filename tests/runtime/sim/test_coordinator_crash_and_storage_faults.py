@@ -5,23 +5,23 @@ FINALIZE_CHECKPOINT_FAILURE; both count against the tolerable failures, and past
 
 import pytest
 
-from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 
 MODES = ["aligned", "unaligned", "aligned-with-timeout", "at-least-once"]
 
 
-def simulate(mode, faults, records=30_000, seed=3, **extra):
+def simulate(mode, faults, records=30_000, seed=3, checkpoint_directory=None, **extra):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(records, 100, 1.0, 100, 2, seed=1)}
     config = JobConfig(
         graph, mode=mode, interval_ms=50, aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
         source_rate_per_subtask=100_000, restart_delay_ms=50, faults=FaultSchedule.from_json(faults), **extra)
-    job = JobSimulation(config, splits, seed)
+    job = JobSimulation(config, splits, seed, checkpoint_directory=checkpoint_directory)
     result = job.run()
     return job, result, verify(expected_sink_input(graph, splits), result.committed_output)
 
@@ -116,3 +116,57 @@ def test_a_failed_metadata_write_past_the_tolerable_number_fails_the_job_over():
     job, result, verdict = simulate("aligned", '[{"type":"fail_storage_write","checkpoint_id":2}]')
     assert_guarantee("aligned", result, verdict)
     assert result.restarts == 1 and result.restored_checkpoint_ids == [1]
+
+
+STORAGES = ["memory", "files"]
+
+
+def _directory(storage, tmp_path):
+    return tmp_path if storage == "files" else None
+
+
+def _completed(job):
+    return sorted(cid for stats in job.job_master.retired_stats for cid, row in stats.history.items()
+                  if row["status"] == "COMPLETED")
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_deleted_completed_checkpoint_list_fails_the_jobmanager_recovery_naming_the_checkpoints_beside_it(
+        storage, tmp_path):
+    """The completed-checkpoint store is not the only witness: a new JobManager that finds no list while completed
+    checkpoints lie in the job's directory fails (it restarted from the sources, committing everything again)."""
+    job, result, verdict = simulate("aligned", '[{"type":"damage_checkpoint","at_ms":300,"damage":"delete",'
+                                               '"target":"completed_list"},{"type":"crash_coordinator","at_ms":300}]',
+                                    records=50_000, checkpoint_directory=_directory(storage, tmp_path))
+    newest = _completed(job)[-1]
+    assert result.outcome is JobOutcome.FAILED and result.restored_checkpoint_ids == []
+    reason = result.failure_reason
+    assert reason.startswith("JobManager failover: ") and "_completed_checkpoints" in reason, reason
+    assert "is missing" in reason and f"chk-{newest}/_metadata" in reason, reason
+    assert verdict.duplicated == 0
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_completed_checkpoint_list_rolled_back_to_an_older_intact_one_fails_the_jobmanager_recovery(
+        storage, tmp_path):
+    """With 20 retained, a list rolled back by one completion still loads (every checkpoint it names is intact): the
+    newer checkpoint's ``_metadata`` beside it shows what it lost, and the recovery fails naming both."""
+    job, result, verdict = simulate("aligned", '[{"type":"damage_checkpoint","at_ms":300,"damage":"roll_back",'
+                                               '"target":"completed_list"},{"type":"crash_coordinator","at_ms":300}]',
+                                    records=50_000, checkpoint_directory=_directory(storage, tmp_path),
+                                    max_retained=20)
+    completed = _completed(job)
+    assert len(completed) >= 2
+    assert result.outcome is JobOutcome.FAILED and result.restored_checkpoint_ids == []
+    reason = result.failure_reason
+    assert "_completed_checkpoints" in reason and f"newest: checkpoint {completed[-2]}" in reason, reason
+    assert f"chk-{completed[-1]}/_metadata" in reason, reason
+    assert verdict.duplicated == 0
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_jobmanager_recovery_after_subsumed_checkpoints_were_discarded_restores_the_latest(storage, tmp_path):
+    job, result, verdict = simulate("aligned", '[{"type":"crash_coordinator","at_ms":300}]', records=50_000,
+                                    checkpoint_directory=_directory(storage, tmp_path))
+    assert_guarantee("aligned", result, verdict)
+    assert result.restored_checkpoint_ids == [_completed(job)[-1]]

@@ -13,8 +13,10 @@ from barriersim.runtime.events import Buffer
 from barriersim.runtime.job.config import JobConfig, SourceEmission
 from barriersim.runtime.operators.source import SplitSourceReader
 from barriersim.runtime.sim.job_simulation import JobSimulation
+from barriersim.runtime.faults.fault_schedule import SlowTask
+from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.sim.source_emission import EmissionClock
-from barriersim.runtime.stream_task import NetworkConfig, StreamTask
+from barriersim.runtime.task.stream_task import NetworkConfig, StreamTask
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 from barriersim.strategies import simulated_cases
@@ -41,9 +43,9 @@ def run(monkeypatch, emission: SourceEmission, **config) -> dict:
             seen["buffers"].append((sim.sim.now_us, len(element.records)))
         return on_element(task, channel, element, *args)
 
-    def recording_clock(clock, rate, now_us):
+    def recording_clock(clock, rate, now_us, *rest):
         seen["anchors"].append(now_us)
-        clock_init(clock, rate, now_us)
+        clock_init(clock, rate, now_us, *rest)
 
     monkeypatch.setattr(SplitSourceReader, "snapshot_state", recording_snapshot)
     monkeypatch.setattr(StreamTask, "on_element", recording_on_element)
@@ -101,11 +103,27 @@ def test_generated_jobs_with_exact_sources_keep_every_guarantee_under_random_fau
 @given(st.integers(1, 2_000_000), st.sampled_from([1.0, 0.5, 1.5, 2.0, 3.0, 20.0, 1.1]), st.integers(0, 10**9),
        st.integers(0, 100_000), st.integers(1, 100_000))
 def test_the_emission_clock_says_when_each_record_is_due_and_how_many_are(rate, factor, anchor, written, ahead):
-    clock = EmissionClock(rate, 0)
-    clock.restart(anchor, factor)
+    clock = EmissionClock(rate, 0, Slowdowns([SlowTask("source#0", factor)]))  # slowed from 0 on
+    clock.restart(anchor)
     clock.wrote(written)
     at = clock.due_time_us(ahead)
     assert clock.due(at) >= ahead > clock.due(at - 1)  # the ahead-th record after those written is due at `at`
     # at the rate over the factor: as many records in a second of its time as the rate allows, less those written
     assert clock.due(anchor + 1_000_000) == max(0, int(rate / factor) - written) or factor not in (1.0, 0.5, 2.0)
     assert clock.due(anchor) == 0  # nothing is due at the anchor itself: the first record one interval later
+
+
+@given(st.integers(1, 200_000), st.integers(0, 10_000), st.integers(0, 1_000), st.integers(1, 1_000),
+       st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20), st.sampled_from([0.5, 2.0, 50.0, 125_000.0])),
+                max_size=3))
+def test_the_emission_clock_charges_only_the_time_inside_a_slowdowns_window(rate, anchor_us, written, ahead, windows):
+    """Records are due when their work at full speed is done, slowed only inside a window (``runtime.job.slowdowns``):
+    ``due_time_us`` is the first microsecond at which ``due`` counts the record."""
+    slowdowns = Slowdowns([SlowTask("source#0", factor, start, start + length) for start, length, factor in windows])
+    clock = EmissionClock(rate, anchor_us, slowdowns)
+    clock.wrote(written)
+    at = clock.due_time_us(ahead)
+    assert clock.due(at) >= ahead > clock.due(at - 1)
+    unslowed = anchor_us - (-((written + ahead) * 1_000_000) // rate)
+    if all(factor > 1 for *_, factor in windows):  # slowdowns only: later, by at most their windows' time
+        assert unslowed <= at <= unslowed + sum(1000 * length for _, length, _ in windows) + 1

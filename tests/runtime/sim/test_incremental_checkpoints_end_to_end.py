@@ -12,7 +12,7 @@ import pytest
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.state.incremental import IncrementalKeyedStateBackend
 from barriersim.runtime.storage.errors import CorruptStateFileError
-from barriersim.runtime.verification import expected_sink_input, verify
+from barriersim.runtime.verification.reference import expected_sink_input, verify
 from barriersim.scenarios.loader import effective_scenario, parse_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
@@ -120,7 +120,7 @@ def test_a_damaged_shared_file_is_found_and_the_previous_checkpoint_loads(tmp_pa
     victim.write_bytes(victim.read_bytes()[:-1] + b"\x00")  # a flipped last byte
     with pytest.raises(CorruptStateFileError, match=victim.name):
         storage.load_checkpoint(storage.list_retained_checkpoints()[0])
-    storage._write_pointer_list(None)  # no completed-checkpoint list: the newest checkpoint that loads is used
+    storage.files.write_pointer_list(None)  # no completed-checkpoint list: the newest checkpoint that loads is used
     latest = storage.load_latest_checkpoint()
     assert latest.location.checkpoint_id == previous
     assert any(victim.name in str(e) for e in latest.skipped)

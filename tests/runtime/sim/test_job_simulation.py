@@ -3,11 +3,11 @@ times and at protocol points, deterministic per seed."""
 
 import pytest
 
-from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 

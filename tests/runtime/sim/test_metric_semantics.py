@@ -3,7 +3,7 @@ a subtask's alignment duration runs from its first barrier to its last, also for
 triggered on the first barrier (Flink reports it through a future completed when the last barrier arrives); the
 start delay is the trigger-to-first-barrier time."""
 
-from barriersim.runtime.faults import FaultSchedule
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.sim.job_simulation import JobSimulation
@@ -94,7 +94,7 @@ def test_an_unaligned_job_sends_forced_aligned_barriers_over_a_forward_edge():
     (checkpointState's withUnalignedSupported) and its barrier overtakes its output towards the keyed sum, which
     is persisted; the job stays exactly-once."""
     from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
-    from barriersim.runtime.verification import Verdict, expected_sink_input, verify
+    from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 
     graph = JobGraph(
         (JobVertex("source", OperatorKind.SOURCE, 2), JobVertex("map", OperatorKind.MAP, 2, params={"factor": 2}),
@@ -123,7 +123,7 @@ def test_a_completed_checkpoint_reports_discarded_once_it_was_subsumed_or_discar
     a finished job discards every checkpoint it kept, whatever the retention, so all of them report it; a job
     cancelled with RETAIN_ON_CANCELLATION keeps its latest (max_retained 1), which alone reports false."""
     from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
-    from barriersim.runtime.experiment import ActionSchedule, Cancel
+    from barriersim.runtime.faults.experiment import ActionSchedule, Cancel
 
     finished = run("aligned")
     assert len(_discarded(finished)) >= 3 and all(_discarded(finished).values())

@@ -1,5 +1,5 @@
 """Savepoints, stop-with-savepoint and rescaling on the simulator, each run verified by the exactly-once oracle
-(``runtime.snapshot_verification.verify_run``: against the whole workload when the last job ran to its end,
+(``runtime.verification.snapshot.verify_run``: against the whole workload when the last job ran to its end,
 against what its last snapshot accounts for when it was stopped or cancelled).
 
 The job is the library's ``rescale.toml`` (two paced sources, a keyed running sum behind a hash edge, an
@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from barriersim.runtime.experiment import ActionSchedule, Cancel, Restore, RestoreSource, Savepoint, StopWithSavepoint
-from barriersim.runtime.verification import Verdict
+from barriersim.runtime.faults.experiment import (
+    ActionSchedule, Cancel, Restore, RestoreSource, Savepoint, StopWithSavepoint,
+)
+from barriersim.runtime.verification.reference import Verdict
 from barriersim.scenarios.loader import effective_scenario, parse_scenario
 from tests.modes import in_test_mode
 from tests.simulated_runs import simulate_and_verify

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from barriersim.runtime.checkpoint_cost import SnapshotWork
 from barriersim.runtime.events import CheckpointType
-from barriersim.runtime.state.backend import HeapKeyedStateBackend, StateBackendConfig, StateBackendKind, rows_from_state
+from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind, rows_from_state
+from barriersim.runtime.state.heap_backend import HeapKeyedStateBackend
 from barriersim.runtime.state.incremental import IncrementalKeyedStateBackend, rows_of_incremental_handles
 from barriersim.runtime.state.snapshot import (
     HandleAndLocalPath,

@@ -22,8 +22,8 @@ from barriersim.runtime.state.snapshot import (
     OperatorSubtaskState,
     ResultSubpartitionStateHandle,
 )
-from barriersim.runtime.storage.checkpoint_storage import COMPLETED_CHECKPOINTS_FILE_NAME, METADATA_FILE_NAME
-from barriersim.runtime.storage.damage import CheckpointDamage, DamageTarget, damage_checkpoint
+from barriersim.runtime.storage.layout import COMPLETED_CHECKPOINTS_FILE_NAME, METADATA_FILE_NAME
+from barriersim.runtime.storage.damage import CheckpointDamage, DamageNotApplicable, DamageTarget, damage_checkpoint
 from barriersim.runtime.storage.errors import (
     CheckpointDiscardError,
     CheckpointNotFoundError,
@@ -204,3 +204,29 @@ def test_an_unreadable_metadata_file_or_directory_is_a_typed_error_and_discardin
             if path.exists() and not path.is_symlink():
                 os.chmod(path, 0o755)
     assert "chmod 000" in how_file or "symbolic link" in how_file
+
+
+@pytest.mark.parametrize("kind", ["files", "memory"])
+def test_the_completed_checkpoint_list_can_be_deleted_rolled_back_or_damaged_and_a_reader_sees_it(tmp_path, kind):
+    storage = _fs(tmp_path) if kind == "files" else JobManagerCheckpointStorage("job-a")
+    for cid in (1, 2, 3):
+        storage.persist_checkpoint(_state(cid, 10))
+    storage.update_completed_checkpoints([1, 2, 3])
+    what = damage_checkpoint(storage, 3, CheckpointDamage.ROLL_BACK, DamageTarget.COMPLETED_LIST)
+    assert what.endswith("_completed_checkpoints back to before checkpoint 3: it names [1, 2]"), what
+    assert [p.checkpoint_id for p in storage.completed_checkpoint_pointers()] == [1, 2]  # older and intact
+    assert [storage.load_checkpoint(p).metadata.checkpoint_id for p in storage.completed_checkpoint_pointers()] == [1, 2]
+    damage_checkpoint(storage, 1, CheckpointDamage.ROLL_BACK, DamageTarget.COMPLETED_LIST)
+    assert storage.completed_checkpoint_pointers() is None  # as before the first checkpoint completed
+    with pytest.raises(DamageNotApplicable, match="no completed-checkpoint list"):
+        damage_checkpoint(storage, 1, CheckpointDamage.DELETE, DamageTarget.COMPLETED_LIST)
+    storage.update_completed_checkpoints([2, 3])
+    with pytest.raises(DamageNotApplicable, match="names no checkpoint from 4 on"):
+        damage_checkpoint(storage, 4, CheckpointDamage.ROLL_BACK, DamageTarget.COMPLETED_LIST)
+    damage_checkpoint(storage, 3, CheckpointDamage.FLIP_BYTE, DamageTarget.COMPLETED_LIST)
+    with pytest.raises(CorruptPointerListError, match=COMPLETED_CHECKPOINTS_FILE_NAME):
+        storage.completed_checkpoint_pointers()
+    assert damage_checkpoint(storage, 3, CheckpointDamage.DELETE, DamageTarget.COMPLETED_LIST).startswith("deleted ")
+    assert storage.completed_checkpoint_pointers() is None
+    with pytest.raises(DamageNotApplicable, match="target completed_list"):
+        damage_checkpoint(storage, 3, CheckpointDamage.ROLL_BACK, DamageTarget.METADATA)

@@ -7,9 +7,9 @@ import pytest
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode
 from barriersim.runtime.events import Buffer, CheckpointBarrier, CheckpointOptions, CheckpointType
-from barriersim.runtime.faults import CrashTask, FaultSchedule, ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import CrashTask, FaultSchedule, ProtocolPoint
 from barriersim.runtime.network.input.input_channel import AddCredit
-from barriersim.runtime.stream_task import StepOutcome, StreamTask
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
 from two_source_map_job import CH0, CH1, OUT, deployed_task
 

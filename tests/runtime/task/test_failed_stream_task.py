@@ -21,7 +21,7 @@ from barriersim.runtime.events import (
 )
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.network.input.input_channel import AddCredit, BufferReorderingException, LocalInputChannel
-from barriersim.runtime.stream_task import NetworkConfig, StepOutcome, StreamTask
+from barriersim.runtime.task.stream_task import NetworkConfig, StepOutcome, StreamTask
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint
 from two_source_map_job import source_map_sink_graph
 

@@ -11,7 +11,7 @@ from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualClock,
 from barriersim.runtime.events import CheckpointBarrier, CheckpointOptions, EndOfData, ResultSubpartitionInfo
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.config import JobConfig, JobConfigError
-from barriersim.runtime.stream_task import NetworkConfig, StepOutcome, StreamTask
+from barriersim.runtime.task.stream_task import NetworkConfig, StepOutcome, StreamTask
 from test_stream_task_end_of_data import _sent_after  # runs the task, flushes, returns what it sent
 from two_source_map_job import source_map_sink_graph
 

@@ -1,0 +1,20 @@
+"""What one unit of a task's work did (``StreamTask.process_next``): its outcome, and the records it processed."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class StepOutcome(enum.Enum):
+    PROCESSED = "processed"
+    IDLE = "idle"  # nothing to read now
+    BACKPRESSURED = "backpressured"  # an output partition is full: do not take input
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    outcome: StepOutcome
+    records: int = 0
+    hot_key_records: int = 0
