@@ -74,7 +74,7 @@ from barriersim.runtime.faults.fault_schedule import (
 from barriersim.runtime.job.placement import ClusterConfig, Placement, place, slots_needed
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.scenarios.documents import generated_document, write_scenario
+from barriersim.scenarios.documents import generated_document, scenario_document, write_scenario
 from barriersim.scenarios.loader import effective_scenario, parse_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from barriersim.sim_backend import replay_command
