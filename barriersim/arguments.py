@@ -1,5 +1,5 @@
-"""Argument types the command line's subcommands share: a seed, a range of seeds, ``--set section.key=value`` overrides, the
-experiment actions' times, ``--parallelism vertex=n``, and the experiment action options of ``run``."""
+"""Argument types the command line's subcommands share: a seed, a range of seeds, ``--set section.key=value``
+overrides, the experiment actions' times, ``--parallelism vertex=n``, and the experiment action options of ``run``."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ from barriersim.case_checks import check, violation
 from barriersim.errors import ArgumentError, UnsupportedScenario
 from barriersim.extras import importable
 from barriersim.out_dir import prepare_out_dir
-from barriersim.ray_tasks import RayTasks, check_parallelism, worth_ray
+from barriersim.ray_tasks import RayStartError, RayTasks, check_parallelism, worth_ray
 from barriersim.runtime.checkpointing_mode import ALL_MODES, SIDE_BY_SIDE_MODES, CheckpointingMode
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.scenarios.documents import dumps, scenario_document
@@ -361,10 +361,20 @@ def run_campaign(scenario: str, seeds: range, *, out: str | os.PathLike, mode=No
                 say(f"running {total} cases in this process", done, total)
                 if probe:
                     serial, probe = not worth_ray(time.perf_counter() - started, sum(map(len, work)) / done), False
+            tasks = None
             if work:
                 say("starting Ray", done, total)
-                tasks = stack.enter_context(RayTasks(address, parallelism, log_dir=out_dir / "logs",
-                                                     app_name="barriersim-campaign"))
+                try:
+                    tasks = stack.enter_context(RayTasks(address, parallelism, log_dir=out_dir / "logs",
+                                                         app_name="barriersim-campaign"))
+                except RayStartError as err:
+                    if parallelism is not None or address is not None:  # asked for: refused in one line
+                        raise
+                    what = f"{err}; running the rest in this process"
+                    while work:
+                        take(run_batch(work.pop(0), source))
+                        say(what, done, total)
+            if tasks is not None:
                 what = f"running {total - done} cases as Ray tasks, {tasks.parallelism} at a time"
                 say(what, done, total)
                 for _, results in tasks.map_unordered(run_batch, work, shared=(source,)):

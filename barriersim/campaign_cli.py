@@ -37,7 +37,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("scenario", metavar="SCENARIO",
                         help="a scenario file (fault schedules drawn for its job), or 'generated' (whole jobs: "
                              "topologies, configurations and faults, the property suite's default distribution)")
-    parser.add_argument("--seeds", type=seed_range_argument, metavar="A..B", help="the seeds, A to B both included (or one N)")
+    parser.add_argument("--seeds", type=seed_range_argument, metavar="A..B",
+                        help="the seeds, A to B both included (or one N)")
     parser.add_argument("--mode", choices=ALL_MODES + ("all",),
                         help="checkpointing mode of every case; all: aligned, unaligned and at-least-once, each "
                              "seed in each (default: drawn per case for generated jobs, the scenario's own)")

@@ -3,9 +3,10 @@
 ``RayTasks`` starts a local Ray (or attaches to ``address``) through ``barriersim.spark.session.RayAndSpark``, so
 Spark started later shares it; ``map_unordered`` runs a module-level function over items as Ray tasks, at most
 ``parallelism`` at a time (default: this machine's cores, or the cluster's CPUs), and yields each result as its
-task ends; ``worth_ray`` is the rule for starting Ray at all. A task that writes files on a node that is not the
-driver's sends them back (``pack_files``) for the driver to write (``unpack_files``), so a run directory ends up
-where the caller asked, whatever node ran it.
+task ends; a start that fails is one ``RayStartError`` line (a caller that chose Ray itself goes on in-process).
+``worth_ray`` is the rule for starting Ray at all. A task that writes files on a node that is not the driver's
+sends them back (``pack_files``) for the driver to write (``unpack_files``), so a run directory ends up where the
+caller asked, whatever node ran it.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from barriersim.errors import ArgumentError
+from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.extras import importable
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
+from barriersim.ray_address import AddressError
 from barriersim.spark.session import RayAndSpark, ray_address
 
 # Ray's start and stop cost about 4-5 s on this 2-core machine: work that would take less than this in one process
@@ -51,6 +53,10 @@ def check_parallelism(parallelism: int | None) -> int | None:
     return parallelism
 
 
+class RayStartError(BarriersimError):
+    """Ray did not start here (e.g. its local start timed out on an overloaded machine); ``str()`` is one line."""
+
+
 class RayTasks:
     """Ray for a command's tasks: started (or attached to) on creation, shut down by ``close`` if it started it."""
 
@@ -64,6 +70,14 @@ class RayTasks:
             self._ray.start_ray()
             self.driver_ip = ray.util.get_node_ip_address()
             self.parallelism = parallelism or default_parallelism(self.address)
+        except (AddressError, KeyboardInterrupt):
+            self._ray.close()
+            raise
+        except Exception as err:  # noqa: BLE001 - Ray's start raises bare Exceptions (a raylet or GCS timeout)
+            self._ray.close()
+            ray.shutdown()  # what a failed start left
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise RayStartError(f"Ray did not start: {first}") from None
         except BaseException:
             self._ray.close()
             raise

@@ -28,8 +28,8 @@ from barriersim.arguments import positive_argument, seed_argument
 from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.extras import require
 from barriersim.progress import CountedProgress
-from barriersim.ray_tasks import (RayTasks, check_parallelism, in_drivers_directory, node_ip, pack_files,
-                                  ray_installed, remove_tree, unpack_files, worth_ray)
+from barriersim.ray_tasks import (RayStartError, RayTasks, check_parallelism, in_drivers_directory, node_ip,
+                                  pack_files, ray_installed, remove_tree, unpack_files, worth_ray)
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 from barriersim.scenarios.loader import Scenario, ScenarioError, expand_sweep
 from barriersim.scenarios.schema import SCHEMA
@@ -177,15 +177,16 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     ``barriersim.run``. ``parallelism`` (sim backend): 1 runs the points in this process, N > 1 as Ray tasks, N
     at a time; None: as Ray tasks over the cores when the first run says the rest would take longer than
     ``ray_tasks.RAY_WORTH_SECONDS`` in one process, else in it; with ``address`` (an existing Ray cluster, also
-    Spark's), as Ray tasks over the cluster's CPUs. The Ray backend runs one job at a time. ``analytics``: where the
-    runs' statistics are computed, ``auto`` (as ``barriersim.run`` does: in the Spark that is up, else in pandas
-    when the tables are small, else in Spark on Ray), ``pandas`` or ``spark``; ``aggregate=False`` skips the
-    aggregation (``table`` is then None). ``spark``: a live SparkSession on Ray (else Spark on Ray is started
-    when needed and stopped at the end). ``force``: ``out`` may be a previous run's or sweep's directory, whose
-    contents are replaced (else a non-empty ``out`` is refused). ``checkpoint_storage``: as ``barriersim.run``'s, for every point; everything of the sweep goes
-    under ``<storage>/<sweep directory name>/``, laid out as the sweep directory (``<point>/<mode>/``: each
-    run's checkpoints and savepoints; ``analytics/``: on ``s3://``, the sweep's analytics, ``sweep.json``
-    ``analytics_uri``).
+    Spark's), as Ray tasks over the cluster's CPUs; when Ray was this rule's choice and does not start, the rest
+    runs in this process. The Ray backend runs one job at a time. ``analytics``: where the runs' statistics are
+    computed, ``auto`` (as ``barriersim.run`` does: in the Spark that is up, else in pandas when the tables are
+    small, else in Spark on Ray), ``pandas`` or ``spark``; ``aggregate=False`` skips the aggregation (``table``
+    is then None). ``spark``: a live SparkSession on Ray (else Spark on Ray is started when needed and stopped at
+    the end). ``force``: ``out`` may be a previous run's or sweep's directory, whose contents are replaced (else a
+    non-empty ``out`` is refused). ``checkpoint_storage``: as ``barriersim.run``'s, for every point; everything of
+    the sweep goes under ``<storage>/<sweep directory name>/``, laid out as the sweep directory
+    (``<point>/<mode>/``: each run's checkpoints and savepoints; ``analytics/``: on ``s3://``, the sweep's
+    analytics, ``sweep.json`` ``analytics_uri``).
     """
     s = api.as_scenario(scenario)
     points = sweep_points(s)
@@ -249,12 +250,8 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                 splits_cache[key] = api.spark_workload_splits(session.get(), w)
             return splits_cache[key]
 
-        serial = backend == "ray" or parallelism == 1
-        probe = not serial and parallelism is None and address is None
-        started = time.perf_counter()
-        for i, job in enumerate(jobs):
-            if not serial and not probe:
-                break
+        def run_here(i: int) -> None:
+            job = jobs[i]
             # the backend names its phases (the mode among them); each line says the point
             stage = [f"{job.point.label}: {', '.join(job.plan.modes)}"]
 
@@ -264,15 +261,32 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
 
             record(i, run_job(job, splits_of(job), backend_says, address))
             say(stage[0], len(runs), total)
+
+        serial = backend == "ray" or parallelism == 1
+        probe = not serial and parallelism is None and address is None
+        started = time.perf_counter()
+        for i, job in enumerate(jobs):
+            if not serial and not probe:
+                break
+            run_here(i)
             if probe:
                 rest = sum(j.records for j in jobs[i + 1:]) / max(1, job.records)
                 serial = not worth_ray(time.perf_counter() - started, rest)
                 probe = False
         remaining = [i for i in range(len(jobs)) if i not in finished]
+        tasks = None
         if remaining:
             say("starting Ray for the simulations", len(runs), total)
-            tasks = ray_tasks.enter_context(RayTasks(address, parallelism, log_dir=out_dir / "logs",
-                                                 app_name=f"barriersim-sweep-{s.name}"))
+            try:
+                tasks = ray_tasks.enter_context(RayTasks(address, parallelism, log_dir=out_dir / "logs",
+                                                     app_name=f"barriersim-sweep-{s.name}"))
+            except RayStartError as err:
+                if parallelism is not None or address is not None:  # asked for: refused in one line
+                    raise
+                say(f"{err}; simulating the rest in this process", len(runs), total)
+                for i in remaining:
+                    run_here(i)
+        if tasks is not None:
             work = [(jobs[i], splits_of(jobs[i])) for i in remaining]
             what = f"simulating {sum(len(jobs[i].plan.runs) for i in remaining)} runs as Ray tasks, " \
                    f"{tasks.parallelism} at a time"

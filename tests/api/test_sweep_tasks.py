@@ -68,3 +68,20 @@ def test_a_three_node_ray_cluster_gives_the_serial_sweep(scenario, serial, tmp_p
     finally:
         cluster.shutdown()
     assert_same_sweep(serial, result)
+
+
+def test_when_ray_does_not_start_the_rule_runs_the_rest_here_and_an_asked_for_ray_is_one_error(
+        scenario, serial, tmp_path, monkeypatch):
+    def timed_out(self):
+        raise Exception("The current node timed out during startup.")  # what ray.init raised on a loaded machine
+
+    monkeypatch.setattr(ray_tasks.RayAndSpark, "start_ray", timed_out)
+    monkeypatch.setattr(ray_tasks, "RAY_WORTH_SECONDS", 0.0)  # the rule picks Ray after the first run
+    said = []
+    result = sweep.run_sweep(scenario, out=tmp_path / "out", modes=["aligned", "unaligned"], aggregate=False,
+                             progress=lambda what, done, total: said.append(what))
+    assert_same_sweep(serial, result)
+    assert ("Ray did not start: The current node timed out during startup.; simulating the rest in this process"
+            in said)
+    with pytest.raises(ray_tasks.RayStartError, match="^Ray did not start: The current node timed out"):
+        sweep.run_sweep(scenario, out=tmp_path / "asked", modes=["aligned"], aggregate=False, parallelism=2)
