@@ -65,6 +65,8 @@ def test_a_campaign_on_a_scenario_draws_its_faults_and_gives_the_same_rows_each_
                                                         for m in ("aligned", "at-least-once", "unaligned")]
     # the scenario's job with drawn faults: its tasks, its records
     assert all(r["records"] == 1200 and r["trace_sha256"] for r in written)
+    timed = campaign.read_rows(tmp_path / "a").to_pylist()  # each row's virtual, wall and CPU time
+    assert all(r["virtual_ms"] > 0 and r["wall_seconds"] > 0 and r["cpu_seconds"] > 0 for r in timed)
     faults = [json.loads(r["faults"]) for r in written]
     assert any(faults) and all(f["task"].split("#")[0] in ("source", "keyed-sum", "sink") for fs in faults for f in fs
                                if "task" in f and f["task"])
