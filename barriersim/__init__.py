@@ -1,17 +1,12 @@
 """barriersim: Flink-style checkpointing (asynchronous barrier snapshots) simulated on Ray actors and on a
-deterministic simulator.
-
-Subpackages: ``barriersim.runtime`` (the sans-IO core), ``barriersim.actors`` (thin Ray actors driving it),
-``barriersim.scenarios`` (scenario files and their loader), ``barriersim.spark`` (workloads, reference results
-and analytics in Spark on Ray).
+deterministic simulator. Subpackages: ``runtime`` (the sans-IO core), ``actors`` (thin Ray actors driving it),
+``scenarios`` (scenario files and their loader), ``spark`` (workloads, reference results, analytics on Ray).
 
 For notebooks: ``barriersim.run(scenario, backend="sim", mode=None, seed=None, out=None, ...)`` runs a scenario
-and returns a ``RunResult`` (``barriersim.api.run``); ``barriersim.run_sweep`` runs a ``[sweep]`` and aggregates
-it in Spark (``barriersim.sweep.run_sweep``). The errors bad input raises are exported here too:
-``ScenarioError``, ``FaultScheduleError``, ``ActionScheduleError``, ``UnsupportedScenario``, ``ArgumentError``
-(all ``BarriersimError`` but the first three, which are ``ValueError``-like errors of the loader, the fault
-schedule and the action schedule). Names are loaded
-on first use, so ``import barriersim`` stays cheap for the sans-IO core.
+(``barriersim.api.run``); ``run_sweep`` runs a ``[sweep]`` (``barriersim.sweep``), ``run_campaign`` a fault
+campaign (``barriersim.campaign``). The errors bad input raises are exported too: ``ScenarioError``,
+``FaultScheduleError``, ``ActionScheduleError`` (``ValueError``-like), ``UnsupportedScenario``, ``ArgumentError``
+(``BarriersimError``). Names load on first use, so ``import barriersim`` stays cheap for the sans-IO core.
 """
 
 import importlib
@@ -25,6 +20,7 @@ _EXPORTS = {
     "RunResult": ("barriersim.api", "RunResult"),
     "ModeRun": ("barriersim.api", "ModeRun"),
     "run_sweep": ("barriersim.sweep", "run_sweep"),
+    "run_campaign": ("barriersim.campaign", "run_campaign"),
     "load_scenario": ("barriersim.scenarios.loader", "load_scenario"),
     "ScenarioError": ("barriersim.scenarios.loader", "ScenarioError"),
     "FaultScheduleError": ("barriersim.runtime.faults.fault_schedule", "FaultScheduleError"),

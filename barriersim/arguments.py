@@ -1,9 +1,10 @@
-"""Argument types the command line's subcommands share: a seed, ``--set section.key=value`` overrides, the
-experiment actions' times, ``--parallelism vertex=n``, and the experiment action options of ``run``."""
+"""Argument types the command line's subcommands share: a seed, a range of seeds, ``--set section.key=value``
+overrides, the experiment actions' times, ``--parallelism vertex=n``, and the experiment action options of ``run``."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import tomllib
 
 from barriersim.scenarios.schema import SETTABLE_SECTIONS
@@ -22,6 +23,24 @@ def _non_negative_int(text: str, what: str) -> int:
 
 def seed_argument(text: str) -> int:
     return _non_negative_int(text, "a non-negative integer")
+
+
+def seed_range_argument(text: str) -> range:
+    """``A..B`` (non-negative integers, A <= B, both included) or ``N``."""
+    match = re.fullmatch(r"\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?", text)
+    if not match or (match.group(2) is not None and int(match.group(2)) < int(match.group(1))):
+        raise argparse.ArgumentTypeError(f"must be A..B (non-negative integers, A <= B, both included) or N, "
+                                         f"got {text!r}")
+    first = int(match.group(1))
+    return range(first, int(match.group(2) or first) + 1)
+
+
+def positive_argument(text: str) -> int:
+    """An integer >= 1 (a count of parallel tasks)."""
+    value = _non_negative_int(text, "an integer >= 1")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
 
 
 def setting_argument(text: str) -> tuple[str, object]:

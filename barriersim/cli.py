@@ -4,9 +4,10 @@ How this works: ``run`` (a scenario file or a bundled scenario's name, ``scenari
 Spark on Ray (``--address``/``RAY_ADDRESS``: an existing cluster, checked to answer within ``--connect-timeout``)
 or on the simulator (``--backend sim``), in one mode or ``--mode all``, with ``--set`` overrides, experiment
 actions and ``--from`` restores, and prints the run table (``barriersim.tables``). ``replay`` re-runs a simulation
-from a run's ``scenario.toml`` and says whether its trace is the original's; ``sweep`` and ``report`` are
-``barriersim.sweep`` and ``barriersim.report``. Bad input (a missing extra, an unreachable address, an argparse
-error) is one line and exit status 2; a violated guarantee or a FAILED job exit status 1; Ctrl-C 130.
+from a run's ``scenario.toml`` and says whether its trace is the original's; ``sweep``, ``campaign`` and
+``report`` are ``barriersim.sweep``, ``barriersim.campaign_cli`` and ``barriersim.report``. Bad input (a missing
+extra, an unreachable address, an argparse error) is one line and exit status 2; a violated guarantee or a FAILED
+job exit status 1; Ctrl-C 130.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from barriersim import api, sweep, tables
+from barriersim import api, campaign_cli, sweep, tables
 from barriersim.arguments import add_action_arguments, add_checkpoint_arguments, add_set_argument, seed_argument
 from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.out_dir import prepare_out_dir
@@ -98,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--force", action="store_true", help="replace the run in a non-empty --out directory")
     add_report_parser(sub)
     sweep.register(sub)
+    campaign_cli.register(sub)
     sub.add_parser("scenarios", help="list the bundled scenarios",
                    description="List the scenarios installed with barriersim: barriersim run NAME runs one.")
     return parser
@@ -233,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_report(args)
         if args.command == "sweep":
             return sweep.main_from_args(args)
+        if args.command == "campaign":
+            return campaign_cli.main_from_args(args)
         if args.command == "scenarios":
             return _cmd_scenarios()
     except (ScenarioError, FaultScheduleError, ActionScheduleError, BarriersimError) as e:

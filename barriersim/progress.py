@@ -9,7 +9,7 @@ when the command ends. Printed to a pipe or a file there is no live bar, only th
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 
 class StageProgress:
@@ -41,3 +41,27 @@ class StageProgress:
             self._task = self._bar.add_task(stage, total=None)
         if fraction is not None and self._task is not None:
             self._bar.update(self._task, total=1.0, completed=fraction)
+
+
+class CountedProgress:
+    """A ``(stage, done, total)`` callback, the sweep's and the campaign's: each stage's name printed as it starts
+    (a line that stays), above one live bar of the work done (on a terminal; on a pipe, only the lines)."""
+
+    def __init__(self, console: Console, first: str):
+        self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                             console=console, transient=True, disable=not console.is_terminal)
+        self._task = self._bar.add_task(first, total=None)
+        self._shown: set[str] = set()
+
+    def __enter__(self) -> "CountedProgress":
+        self._bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._bar.stop()
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage not in self._shown:
+            self._shown.add(stage)
+            self._bar.console.print(stage, markup=False, highlight=False)
+        self._bar.update(self._task, description=stage, completed=done, total=total)

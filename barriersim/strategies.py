@@ -74,7 +74,7 @@ from barriersim.runtime.faults.fault_schedule import (
 from barriersim.runtime.job.placement import ClusterConfig, Placement, place, slots_needed
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.scenarios.documents import generated_document, write_scenario
+from barriersim.scenarios.documents import generated_document, scenario_document, write_scenario
 from barriersim.scenarios.loader import effective_scenario, parse_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from barriersim.sim_backend import replay_command
@@ -479,10 +479,8 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
         checkpointing=checkpointing,
         cluster=draw(spread_cluster_configs(graph) if taskmanager_faults else cluster_configs(graph)),
     )
-    # crashes inside the run: the sources need about records / (rate * parallelism) to read their input
     w = document["workload"]
-    slowest = min(v.parallelism for v in graph.sources)
-    horizon_ms = max(20, int(w["records"] * 1000 / (w["rate_per_source"] * slowest)))
+    horizon_ms = fault_horizon_ms(graph, w["records"], w["rate_per_source"])
     placement = place(graph, ClusterConfig(**document["cluster"])) if taskmanager_faults else None
     faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults, jobmanager_faults=jobmanager_faults,
                                   mode=checkpointing["mode"], placement=placement))
@@ -508,6 +506,33 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     if state:
         document["state"] = state
     return SimulatedCase(document, faults, seed)
+
+
+def fault_horizon_ms(graph: JobGraph, records: int, rate_per_source: int) -> int:
+    """How long the sources need to read their input, about records / (rate * parallelism): where crashes go
+    (400 ms for sources that read as fast as they can)."""
+    if rate_per_source <= 0:
+        return 400
+    slowest = min(v.parallelism for v in graph.sources)
+    return max(20, int(records * 1000 / (rate_per_source * slowest)))
+
+
+@st.composite
+def scenario_cases(draw, scenario, max_faults: int = 3, jobmanager_faults: bool = False,
+                   taskmanager_faults: bool = False) -> SimulatedCase:
+    """Fault schedules for one scenario's job (a loaded ``Scenario``, in the mode it runs in), drawn as
+    ``simulated_cases`` draws them for a generated job (TaskManager crashes and node losses of the scenario's
+    ``[cluster]``); the case is the scenario with that schedule instead of its own, and its seed."""
+    graph = scenario.job.graph
+    placement = place(graph, scenario.cluster.config()) if taskmanager_faults else None
+    horizon_ms = fault_horizon_ms(graph, scenario.workload.records, scenario.workload.rate_per_source)
+    faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults,
+                                  jobmanager_faults=jobmanager_faults, mode=scenario.checkpointing.mode.value,
+                                  placement=placement))
+    document = scenario_document(scenario)
+    document.pop("faults", None)
+    document.pop("sweep", None)
+    return SimulatedCase(document, faults, scenario.seed)
 
 
 @st.composite

@@ -1,49 +1,44 @@
-"""Sweeps: a scenario's ``[sweep]`` axes expanded into a run matrix, every point run in every mode, and the runs
-aggregated in Spark on Ray into one table.
+"""Sweeps: a scenario's ``[sweep]`` axes expanded into a run matrix (``scenarios.loader.expand_sweep``), every point
+run in every mode into ``OUT/<point-label>/<mode>/``, indexed in ``OUT/sweep.json`` and aggregated into one table,
+``OUT/analytics/sweep.parquet`` (``barriersim.sweep_table``: pandas for small sweeps, else Spark on Ray).
 
-How this works: ``run_sweep`` expands the axes with the loader's ``expand_sweep`` (every combination; each point
-is a set of ``section.key`` overrides, checked as the file's values are), checks everything before the first
-run, then runs each point in each mode through ``barriersim.api`` into ``OUT/<point-label>/<mode>/`` (a point's
-label is its settings, e.g. ``zipf_exponent=0.5,interval_ms=100``). ``OUT/sweep.json`` indexes the sweep: the
-axes, the modes and, per point, its settings and per mode its run directory, verdict and checkpoint counts. The
-runs are then aggregated IN SPARK (``barriersim.spark.analytics.compute_sweep_analytics``: the run tables loaded by
-Spark, Flink's summary statistics per run, pivoted to one row per (point, mode) with the axis values and
-``<metric>_<min|max|avg|p50|p90|p95|p99|p999>`` of ``end_to_end_duration``, ``alignment_duration``,
-``persisted_data`` and the rest) and written as Parquet to ``OUT/analytics/sweep.parquet``. On the simulator,
-``workload="spark"`` generates each point's workload in Spark on Ray too (once per distinct workload).
-
-The CLI: ``register(subparsers)`` adds ``barriersim sweep SCENARIO`` and ``main_from_args(args)`` runs it, naming
-each phase as it starts (the Spark ones too) above a rich progress bar of the runs done, into a new or empty
-``--out`` (``--force`` replaces a previous one); bad input costs one line naming the file and key, and exit
-status 2.
+Everything is checked before the first run. On the simulator the runs go in this process or as Ray tasks
+(``barriersim.ray_tasks``), whichever ``run_sweep``'s rule picks; the results are the same either way. The
+Ray backend runs one job at a time. ``register`` adds ``barriersim sweep SCENARIO`` to the CLI; bad input costs
+one line naming the file and key, and exit status 2. docs/experiments.md tells the design.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-from rich.progress import Progress as ProgressBar
 
 from barriersim import api
 from barriersim.runtime.faults.fault_schedule import FaultScheduleError
-from barriersim.arguments import seed_argument
-from barriersim.errors import BarriersimError
+from barriersim.arguments import positive_argument, seed_argument
+from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.extras import require
+from barriersim.progress import CountedProgress
+from barriersim.ray_tasks import (RayStartError, RayTasks, check_parallelism, in_drivers_directory, node_ip,
+                                  pack_files, ray_installed, remove_tree, unpack_files, worth_ray)
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 from barriersim.scenarios.loader import Scenario, ScenarioError, expand_sweep
 from barriersim.scenarios.schema import SCHEMA
 from barriersim.out_dir import prepare_out_dir
 from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri
 from barriersim.rundir import RunDirError, discover_runs
-from barriersim.spark.analytics import analytics_dir, compute_sweep_analytics
+from barriersim.spark.analytics import analytics_dir
+from barriersim import sweep_table
+from barriersim.sweep_table import ENGINES
 from barriersim.analytics_export import export_analytics
 from barriersim.spark.session import SparkOnDemand
 from barriersim.summary import default_out_dir, write_json_atomically
@@ -117,23 +112,81 @@ def _write_index(out: Path, index: dict) -> None:
     write_json_atomically(out / "sweep.json", index)
 
 
+@dataclass(frozen=True)
+class SweepJob:
+    """What one backend call of a sweep runs: a point's runs (one mode on the simulator, all of the point's on Ray)
+    into its directory ``out``, with its checkpoint storage URI."""
+
+    point: SweepPoint
+    plan: api.Plan
+    out: Path
+    storage: str | None
+
+    @property
+    def records(self) -> int:
+        return sum(s.workload.records for s in self.plan.runs)
+
+
+def run_job(job: SweepJob, splits=None, progress=None, address: str | None = None) -> dict[str, dict]:
+    """Run ``job``; mode -> summary."""
+    result = api.execute(job.plan, job.out, address=address, splits=splits, progress=progress,
+                         checkpoint_storage=job.storage)
+    return {mode: r.summary for mode, r in result.items()}
+
+
+def run_job_task(job: SweepJob, splits, driver: tuple[str, str]) -> tuple[dict[str, dict], dict | None]:
+    """``run_job`` in a Ray task, in the driver's working directory ``driver = (ip, cwd)`` (a relative ``--out``
+    means the same there): on the driver's node the run directories are written in place; on another node they
+    are sent back (``ray_tasks.pack_files``) and removed there."""
+    in_drivers_directory(driver[1])
+    return _run_job_on(job, splits, node_ip() != driver[0], pack_files, remove_tree)
+
+
+def _run_job_on(job: SweepJob, splits, elsewhere: bool, pack, remove) -> tuple[dict[str, dict], dict | None]:
+    summaries = run_job(job, splits)
+    if not elsewhere:
+        return summaries, None
+    targets = [target for target, _ in job.plan.targets(job.out)]
+    files = {f"{target.name}/{name}": data for target in targets for name, data in pack(target).items()}
+    for target in targets:
+        remove(target)
+    return summaries, files
+
+
+def _check_parallelism(backend: str, parallelism: int | None, address: str | None) -> None:
+    check_parallelism(parallelism)
+    if backend == "ray" and parallelism is not None and parallelism > 1:
+        raise ArgumentError("parallelism: the Ray backend runs a sweep's jobs one at a time (each is a Ray job of "
+                            f"its own); --parallelism applies to the sim backend, got {parallelism}")
+    asked = address is not None or (parallelism is not None and parallelism > 1)
+    if backend == "sim" and parallelism != 1 and asked and not ray_installed():
+        raise ArgumentError("parallelism: running points as Ray tasks needs Ray (pip install 'barriersim[ray]'); "
+                            "--parallelism 1 runs them in this process")
+
+
 def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None = None, modes=None,
               seed: int | None = None, workload: str | None = None, faults=None, address: str | None = None,
               spark=None, aggregate: bool = True, progress: Progress | None = None, force: bool = False,
-              checkpoint_storage: str | None = None) -> SweepResult:
-    """Run every point of the scenario's ``[sweep]`` in every mode and aggregate the runs in Spark.
+              checkpoint_storage: str | None = None, analytics: str = "auto",
+              parallelism: int | None = None) -> SweepResult:
+    """Run every point of the scenario's ``[sweep]`` in every mode and aggregate the runs into one table.
 
     ``scenario``: a path or a ``Scenario`` with a ``[sweep]`` table. ``modes``: None (each point's own mode), a
     mode, a list of modes, or ``"all"`` (aligned, unaligned, at-least-once). ``out``: default
-    ``runs/<scenario>-sweep-<UTC stamp>``. ``backend``, ``seed``, ``workload``, ``faults``, ``address`` as in
-    ``barriersim.run``. ``spark``: a live SparkSession on Ray (else Spark on Ray is started when needed and
-    stopped at the end; with ``backend="ray"`` each run starts its own, and ``spark`` serves the aggregation
-    only). ``aggregate=False`` skips the Spark aggregation (``table`` is then None). ``force``: ``out`` may be a
-    previous run's or sweep's directory, whose contents are replaced (else a non-empty ``out`` is refused).
-    ``checkpoint_storage``: as ``barriersim.run``'s, for every point; everything of the sweep goes under
-    ``<storage>/<sweep directory name>/``, laid out as the sweep directory (``<point>/<mode>/``: each run's
-    checkpoints and savepoints; ``analytics/``: on ``s3://``, the sweep's analytics, ``sweep.json``
-    ``analytics_uri``).
+    ``runs/<scenario>-sweep-<UTC stamp>``. ``backend``, ``seed``, ``workload``, ``faults`` as in
+    ``barriersim.run``. ``parallelism`` (sim backend): 1 runs the points in this process, N > 1 as Ray tasks, N
+    at a time; None: as Ray tasks over the cores when the first run says the rest would take longer than
+    ``ray_tasks.RAY_WORTH_SECONDS`` in one process, else in it; with ``address`` (an existing Ray cluster, also
+    Spark's), as Ray tasks over the cluster's CPUs; when Ray was this rule's choice and does not start, the rest
+    runs in this process. The Ray backend runs one job at a time. ``analytics``: where the runs' statistics are
+    computed, ``auto`` (as ``barriersim.run`` does: in the Spark that is up, else in pandas when the tables are
+    small, else in Spark on Ray), ``pandas`` or ``spark``; ``aggregate=False`` skips the aggregation (``table``
+    is then None). ``spark``: a live SparkSession on Ray (else Spark on Ray is started when needed and stopped at
+    the end). ``force``: ``out`` may be a previous run's or sweep's directory, whose contents are replaced (else a
+    non-empty ``out`` is refused). ``checkpoint_storage``: as ``barriersim.run``'s, for every point; everything of
+    the sweep goes under ``<storage>/<sweep directory name>/``, laid out as the sweep directory
+    (``<point>/<mode>/``: each run's checkpoints and savepoints; ``analytics/``: on ``s3://``, the sweep's
+    analytics, ``sweep.json`` ``analytics_uri``).
     """
     s = api.as_scenario(scenario)
     points = sweep_points(s)
@@ -142,9 +195,13 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                       mode_origin="--mode") for p in points]
     plans = [replace(pl, nest=True) for pl in plans]
     checkpoint_storage = api.check_checkpoint_storage(backend, checkpoint_storage)
-    if aggregate:  # what the end of the sweep needs, checked before its first run
-        require("spark", "the aggregation in Spark on Ray (--no-analytics skips it)")
-    if spark is None and (aggregate or any(pl.backend == "ray" or pl.workload == "spark" for pl in plans)):
+    if analytics not in ENGINES:
+        raise ArgumentError(f"analytics: must be one of {', '.join(ENGINES)}, got {analytics!r}")
+    _check_parallelism(backend, parallelism, address)
+    if aggregate and analytics == "spark" and spark is None:  # what the end of the sweep needs, checked first
+        require("spark", "the aggregation in Spark on Ray (--analytics pandas or --no-analytics: without it)")
+    if spark is None and (address is not None or (aggregate and analytics == "spark")
+                          or any(pl.backend == "ray" or pl.workload == "spark" for pl in plans)):
         api.check_cluster(address)
     out_dir = Path(out) if out is not None else default_out_dir(s, suffix="-sweep")
     sweep_storage = None if checkpoint_storage is None else child_uri(checkpoint_storage, out_dir.name)
@@ -156,60 +213,104 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
         "workload": plans[0].workload, "modes": modes if modes is None or isinstance(modes, str) else list(modes),
         "axes": {key: list(values) for key, values in s.sweep}, "points": [], "analytics": None,
     }
+    jobs: list[SweepJob] = []
+    for point, pl in zip(points, plans):
+        # The simulator runs one mode at a time; the Ray backend runs a point's modes on one workload and one
+        # start of Ray and Spark. A backend puts a request's runs under <storage>/<its directory's name>: the
+        # point's, or the mode's when the point runs one mode (then nested in the point's).
+        for group in ([(run,) for run in pl.runs] if pl.backend == "sim" else [pl.runs]):
+            storage = None if sweep_storage is None else \
+                child_uri(sweep_storage, point.label) if len(group) == 1 else sweep_storage
+            jobs.append(SweepJob(point, replace(pl, runs=group), out_dir / point.label, storage))
     runs: dict[tuple[str, str], api.ModeRun] = {}
-    done = 0
+    finished: dict[int, dict[str, dict]] = {}
     splits_cache: dict = {}
-    with SparkOnDemand(spark, address, app_name=f"barriersim-sweep-{s.name}", log_dir=out_dir / "logs") as session:
-        for point, pl in zip(points, plans):
-            entry = {"index": point.index, "label": point.label, "settings": point.settings, "runs": []}
-            splits = None
-            if pl.backend == "sim" and pl.workload == "spark":
-                w = pl.scenario
-                key = (w.workload, tuple((v.name, v.parallelism) for v in w.job.graph.sources), w.seed)
-                if key not in splits_cache:
-                    if not session.started:
-                        say("starting Spark on Ray", done, total)
-                        session.get()
-                    say(f"{point.label}: generating the workload in Spark", done, total)
-                    splits_cache[key] = api.spark_workload_splits(session.get(), w)
-                splits = splits_cache[key]
-            # The simulator runs one mode at a time; the Ray backend runs a point's modes on one workload and one
-            # start of Ray and Spark.
-            groups = [(run,) for run in pl.runs] if pl.backend == "sim" else [pl.runs]
-            for group in groups:
-                # the backend names its phases (the mode among them); each line says the point
-                stage = [f"{point.label}: {', '.join(r.checkpointing.mode.value for r in group)}"]
 
-                def backend_says(what: str, _fraction, stage=stage, label=point.label, done=done) -> None:
-                    stage[0] = f"{label}: {what}"
-                    say(stage[0], done, total)
-
-                # a backend puts a request's runs under <storage>/<its directory's name>: the point's, or the
-                # mode's when the point runs one mode (then nested in the point's)
-                storage = None if sweep_storage is None else \
-                    child_uri(sweep_storage, point.label) if len(group) == 1 else sweep_storage
-                result = api.execute(replace(pl, runs=group), out_dir / point.label, address=address, splits=splits,
-                                     progress=backend_says, checkpoint_storage=storage)
-                for mode, r in result.items():
-                    runs[(point.label, mode)] = r
-                    v = r.summary["verification"]
-                    entry["runs"].append({
-                        "mode": mode, "dir": f"{point.label}/{mode}", "verdict": v["verdict"],
-                        "lost": v["lost"], "duplicated": v["duplicated"], "wrong": v["wrong"],
-                        "checkpoints": r.summary.get("checkpoints", {}),
-                    })
-                done += len(group)
-                say(stage[0], done, total)
-            index["points"].append(entry)
-            _write_index(out_dir, index)
+    def record(i: int, summaries: dict[str, dict]) -> None:
+        finished[i] = summaries
+        for mode, summary in summaries.items():
+            runs[(jobs[i].point.label, mode)] = api.ModeRun(jobs[i].out / mode, summary)
+        index["points"] = _index_points(points, jobs, finished)
         _write_index(out_dir, index)
+
+    # Ray started for the tasks outlives Spark started later on it: Spark is stopped first
+    with contextlib.ExitStack() as ray_tasks, \
+            SparkOnDemand(spark, address, app_name=f"barriersim-sweep-{s.name}", log_dir=out_dir / "logs") as session:
+
+        def splits_of(job: SweepJob):
+            if job.plan.backend != "sim" or job.plan.workload != "spark":
+                return None
+            w = job.plan.scenario
+            key = (w.workload, tuple((v.name, v.parallelism) for v in w.job.graph.sources), w.seed)
+            if key not in splits_cache:
+                if not session.started:
+                    say("starting Spark on Ray", len(runs), total)
+                    session.get()
+                say(f"{job.point.label}: generating the workload in Spark", len(runs), total)
+                splits_cache[key] = api.spark_workload_splits(session.get(), w)
+            return splits_cache[key]
+
+        def run_here(i: int) -> None:
+            job = jobs[i]
+            # the backend names its phases (the mode among them); each line says the point
+            stage = [f"{job.point.label}: {', '.join(job.plan.modes)}"]
+
+            def backend_says(what: str, _fraction, stage=stage, label=job.point.label) -> None:
+                stage[0] = f"{label}: {what}"
+                say(stage[0], len(runs), total)
+
+            record(i, run_job(job, splits_of(job), backend_says, address))
+            say(stage[0], len(runs), total)
+
+        serial = backend == "ray" or parallelism == 1
+        probe = not serial and parallelism is None and address is None
+        started = time.perf_counter()
+        for i, job in enumerate(jobs):
+            if not serial and not probe:
+                break
+            run_here(i)
+            if probe:
+                rest = sum(j.records for j in jobs[i + 1:]) / max(1, job.records)
+                serial = not worth_ray(time.perf_counter() - started, rest)
+                probe = False
+        remaining = [i for i in range(len(jobs)) if i not in finished]
+        tasks = None
+        if remaining:
+            say("starting Ray for the simulations", len(runs), total)
+            try:
+                tasks = ray_tasks.enter_context(RayTasks(address, parallelism, log_dir=out_dir / "logs",
+                                                     app_name=f"barriersim-sweep-{s.name}"))
+            except RayStartError as err:
+                if parallelism is not None or address is not None:  # asked for: refused in one line
+                    raise
+                say(f"{err}; simulating the rest in this process", len(runs), total)
+                for i in remaining:
+                    run_here(i)
+        if tasks is not None:
+            work = [(jobs[i], splits_of(jobs[i])) for i in remaining]
+            what = f"simulating {sum(len(jobs[i].plan.runs) for i in remaining)} runs as Ray tasks, " \
+                   f"{tasks.parallelism} at a time"
+            say(what, len(runs), total)
+            driver = (tasks.driver_ip, os.getcwd())
+            for k, (summaries, files) in tasks.map_unordered(_job_in_task, work, shared=(driver,)):
+                if files is not None:
+                    unpack_files(jobs[remaining[k]].out, files)
+                record(remaining[k], summaries)
+                say(what, len(runs), total)
+        _write_index(out_dir, index)
+        runs = {(job.point.label, mode): runs[(job.point.label, mode)] for job in jobs for mode in job.plan.modes}
         table = None
         if aggregate:
-            if not session.started:
-                say("starting Spark on Ray", done, total)
-                session.get()
-            say("aggregating the runs in Spark", done, total)
-            table = aggregate_sweep(session.get(), out_dir, index, axis_types(s))
+            done = len(runs)
+
+            def spark_session():
+                if not session.started:
+                    say("starting Spark on Ray", done, total)
+                return session.get()
+
+            table, index["analytics_engine"] = aggregate_sweep(
+                out_dir, index, axis_types(s), engine=analytics, spark=spark_session, spark_up=session.started,
+                say=lambda what: say(what, done, total))
             index["analytics"] = "analytics/sweep.parquet"
             _write_index(out_dir, index)
             if sweep_storage is not None and is_object_store_uri(sweep_storage):
@@ -219,8 +320,35 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     return SweepResult(out_dir=out_dir, index=index, runs=runs, table=table)
 
 
+def _job_in_task(work: tuple, driver: tuple[str, str]):
+    job, splits = work
+    return run_job_task(job, splits, driver)
+
+
+def _index_points(points: list[SweepPoint], jobs: list[SweepJob], finished: dict[int, dict[str, dict]]) -> list[dict]:
+    """``sweep.json``'s points: each point with a finished run, its runs in the plan's mode order."""
+    entries = []
+    for point in points:
+        summaries: dict[str, dict] = {}
+        for i, job in enumerate(jobs):
+            if job.point.index == point.index and i in finished:
+                summaries.update(finished[i])
+        if not summaries:
+            continue
+        order = [m for job in jobs if job.point.index == point.index for m in job.plan.modes]
+        entry = {"index": point.index, "label": point.label, "settings": point.settings, "runs": []}
+        for mode in sorted(summaries, key=order.index):
+            summary = summaries[mode]
+            v = summary["verification"]
+            entry["runs"].append({"mode": mode, "dir": f"{point.label}/{mode}", "verdict": v["verdict"],
+                                  "lost": v["lost"], "duplicated": v["duplicated"], "wrong": v["wrong"],
+                                  "checkpoints": summary.get("checkpoints", {})})
+        entries.append(entry)
+    return entries
+
+
 def index_rows(index: dict) -> list[dict]:
-    """One row per (point, mode) of a sweep's index, keyed as ``barriersim.spark.analytics.sweep_index_columns``."""
+    """One row per (point, mode) of a sweep's index, keyed as ``barriersim.sweep_table.sweep_index_columns``."""
     rows = []
     for point in index["points"]:
         for r in point["runs"]:
@@ -231,11 +359,14 @@ def index_rows(index: dict) -> list[dict]:
     return rows
 
 
-def aggregate_sweep(spark, out_dir: Path, index: dict, axes: list[tuple[str, type]]) -> pd.DataFrame:
-    """The sweep's table computed in Spark (``OUT/analytics/sweep.parquet``), as pandas."""
+def aggregate_sweep(out_dir: Path, index: dict, axes: list[tuple[str, type]], engine: str = "auto",
+                    spark=None, spark_up: bool = False, say=lambda what: None) -> tuple[pd.DataFrame, str]:
+    """The sweep's table (``OUT/analytics/sweep.parquet``) as pandas, and the engine that computed its statistics
+    (``barriersim.sweep_table.aggregate``)."""
     wanted = {r["dir"] for p in index["points"] for r in p["runs"]}
     runs = [r for r in discover_runs(out_dir) if r.label in wanted]
-    return compute_sweep_analytics(spark, out_dir, index_rows(index), axes, runs)
+    return sweep_table.aggregate(out_dir, index_rows(index), axes, runs, engine=engine, spark=spark,
+                                 spark_up=spark_up, say=say)
 
 
 # -- the command line ----------------------------------------------------------------------------------------
@@ -243,10 +374,11 @@ def aggregate_sweep(spark, out_dir: Path, index: dict, axes: list[tuple[str, typ
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``barriersim sweep`` to the ``barriersim`` parser's subcommands."""
     parser = subparsers.add_parser(
-        "sweep", help="run a scenario's [sweep] matrix and aggregate it in Spark",
+        "sweep", help="run a scenario's [sweep] matrix and aggregate it into one table",
         description="Expand the scenario's [sweep] axes into a run matrix, run every point (in every mode) into "
-                    "OUT/<point>/<mode>/, index it in OUT/sweep.json and aggregate the runs in Spark on Ray into "
-                    "OUT/analytics/sweep.parquet (one row per point and mode, Flink's summary statistics).",
+                    "OUT/<point>/<mode>/, index it in OUT/sweep.json and aggregate the runs into "
+                    "OUT/analytics/sweep.parquet (one row per point and mode, Flink's summary statistics; pandas for "
+                    "a small sweep, else Spark on Ray).",
     )
     parser.add_argument("scenario", help="path of a scenario file (TOML) with a [sweep] table")
     parser.add_argument("--backend", choices=api.BACKENDS, default="sim",
@@ -260,8 +392,17 @@ def register(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--workload", choices=api.WORKLOADS,
                         help="where the simulator's workload is generated (default: local; the Ray backend always "
                              "uses Spark)")
-    parser.add_argument("--address", help="address of an existing Ray cluster (default: start a local one)")
-    parser.add_argument("--no-analytics", action="store_true", help="skip the aggregation in Spark")
+    parser.add_argument("--address", help="address of an existing Ray cluster, for the simulator's Ray tasks and "
+                                          "Spark (default: start a local one when needed)")
+    parser.add_argument("--no-analytics", action="store_true", help="skip the aggregation")
+    parser.add_argument("--analytics", choices=ENGINES, default="auto",
+                        help="where the runs' statistics are computed: auto (default: as run does, in the Spark "
+                             "that is up, else in pandas when the tables are small, else in Spark on Ray), pandas or "
+                             "spark")
+    parser.add_argument("--parallelism", type=positive_argument, metavar="N",
+                        help="sim backend: 1 runs the points in this process; N > 1 runs them as Ray tasks, N at a "
+                             "time (default: as Ray tasks over the cores, or over the cluster at --address, when "
+                             "the first run says the sweep would take more than a few seconds in one process)")
     parser.add_argument("--checkpoint-storage", metavar="URI",
                         help="as run's: where every point's checkpoints go (Flink's state.checkpoints.dir: a path, "
                              "file:///path or s3://bucket/prefix?options), under URI/<sweep directory name>/; on "
@@ -301,22 +442,12 @@ def _print_table(console, result: SweepResult) -> None:
 def main_from_args(args) -> int:
     """Run ``barriersim sweep`` from parsed arguments; returns the exit status (0; 1 when a run violated
     exactly-once or at-least-once; 2 with one line on stderr for bad input; 130 on Ctrl-C)."""
-    console = Console(stderr=True)
     try:
-        with ProgressBar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                         console=console, transient=True, disable=not console.is_terminal) as bar:
-            task = bar.add_task("checking the sweep", total=None)
-            shown: set[str] = set()
-
-            def progress(what: str, done: int, total: int) -> None:
-                if what not in shown:  # each phase named as it starts, a line that stays
-                    shown.add(what)
-                    bar.console.print(what, markup=False, highlight=False)
-                bar.update(task, description=what, completed=done, total=total)
-
+        with CountedProgress(Console(stderr=True), "checking the sweep") as progress:
             result = run_sweep(args.scenario, backend=args.backend, out=args.out, modes=args.mode, seed=args.seed,
                                workload=args.workload, address=args.address, aggregate=not args.no_analytics,
-                               progress=progress, force=args.force, checkpoint_storage=args.checkpoint_storage)
+                               progress=progress, force=args.force, checkpoint_storage=args.checkpoint_storage,
+                               analytics=args.analytics, parallelism=args.parallelism)
     except (ScenarioError, BarriersimError, FaultScheduleError, RunDirError) as e:
         print(f"barriersim sweep: {e}", file=sys.stderr)
         return EXIT_USAGE

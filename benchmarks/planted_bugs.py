@@ -12,6 +12,7 @@ import warnings
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
+from barriersim.case_checks import check
 from barriersim.runtime.faults.mutations import planted
 from barriersim.strategies import cancelled_in_flight_cases, simulated_cases
 from tests.properties.test_planted_bugs import WHOLE_JOB_MODES
@@ -20,7 +21,6 @@ from tests.properties.test_whole_job_properties import (
     IN_FLIGHT_EXAMPLES_PER_MODE,
     IN_FLIGHT_MODES,
     JOBMANAGER_EXAMPLES_PER_MODE,
-    check,
 )
 
 

@@ -7,6 +7,7 @@ How this works: ``barriersim report`` of simulator runs whose tables are small (
 checkpoints, and the acknowledged, non-aborted subtasks of completed checkpoints; ``count, min, max, avg`` and
 Flink's percentiles, ``flink_percentile``), then writes them where the Spark path writes them
 (``write_analytics``), so a later report reuses them either way. A test holds both paths to the same numbers.
+``run`` and ``sweep`` use it by ``engine_for``'s rule.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ def is_small(tables: RunTables) -> bool:
 
 def all_simulated(runs: list[Run]) -> bool:
     return all(r.summary.get("backend") == "sim" for r in runs)
+
+
+def engine_for(tables: RunTables, spark_up: bool) -> str:
+    """Where ``barriersim run``'s and ``barriersim sweep``'s statistics are computed: in the Spark that is up, else
+    in pandas when the tables are small, else in Spark ("spark" or "pandas")."""
+    return "pandas" if not spark_up and is_small(tables) else "spark"
 
 
 def _stats(values: pd.Series) -> dict:

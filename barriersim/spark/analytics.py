@@ -18,11 +18,8 @@ Both are collected from Spark as Arrow and written by the driver to ``root/analy
 ``root/analytics/counts.parquet`` in Spark's directory layout (one part file and a ``_SUCCESS`` marker; pyarrow
 and pandas read the directory as one table), then read back and returned as pandas DataFrames.
 
-A sweep (``barriersim.sweep``) gets one more table, ``compute_sweep_analytics``: the same statistics pivoted
-to one row per (sweep point, mode), with the point's axis values, its verdict and counts, and the columns
-``<metric>_<min|max|avg|p50|p90|p95|p99|p999>``, computed in one Spark job and written to
-``root/analytics/sweep.parquet``, beside the per-run ``summary`` and ``counts`` (so ``barriersim report`` of the
-sweep reuses them).
+A sweep (``barriersim.sweep``) pivots these tables into one more, one row per (sweep point, mode)
+(``barriersim.sweep_table``), which ``read_sweep_analytics`` reads from ``root/analytics/sweep.parquet``.
 
 Percentiles are Flink's: Flink's checkpoint statistics (``StatsSummary``, a ``DescriptiveStatisticsHistogram``
 whose ``DescriptiveStatisticsHistogramStatistics`` asks Apache Commons Math's ``Percentile`` in its default, legacy
@@ -240,20 +237,24 @@ def read_analytics(root: str | Path) -> Analytics | None:
     )
 
 
-def write_analytics(root: str | Path, analytics: Analytics) -> Analytics:
-    """Write analytics computed outside Spark under ``root/analytics/`` in the layout Spark writes (a directory
-    per table with one part file and a ``_SUCCESS`` marker, written last), so ``read_analytics`` reads them
-    alike."""
+def write_parquet_dir(out: Path, table) -> None:
+    """An Arrow table as the directory Spark writes (one part file, then a ``_SUCCESS`` marker, written last),
+    replacing what was there; pyarrow and pandas read the directory as one table."""
     writer = AtomicFileWriter()
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.iterdir():
+        stale.unlink()
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    writer.write(out / "part-00000.parquet", sink.getvalue().to_pybytes())
+    writer.write(out / "_SUCCESS", b"")
+
+
+def write_analytics(root: str | Path, analytics: Analytics) -> Analytics:
+    """Write analytics computed outside Spark under ``root/analytics/`` in the layout Spark writes
+    (``write_parquet_dir``), so ``read_analytics`` reads them alike."""
     for name, df in (("summary.parquet", analytics.summary), ("counts.parquet", analytics.counts)):
-        out = analytics_dir(root) / name
-        out.mkdir(parents=True, exist_ok=True)
-        for stale in out.iterdir():
-            stale.unlink()
-        sink = pa.BufferOutputStream()
-        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), sink)
-        writer.write(out / "part-00000.parquet", sink.getvalue().to_pybytes())
-        writer.write(out / "_SUCCESS", b"")
+        write_parquet_dir(analytics_dir(root) / name, pa.Table.from_pandas(df, preserve_index=False))
     result = read_analytics(root)
     assert result is not None
     return result
@@ -285,59 +286,14 @@ def compute_analytics(spark, root: str | Path, runs: list[Run] | None = None) ->
 
 
 SWEEP_STATS = ("min", "max", "avg", "p50", "p90", "p95", "p99", "p999")
-_PYTHON_TO_SPARK = {bool: "boolean", int: "bigint", float: "double", str: "string"}
-
-
-def sweep_index_columns(axes: list[tuple[str, type]]) -> list[tuple[str, str]]:
-    """``(name, Spark type)`` of a sweep's index rows: ``run, point, point_index, mode``, the axes (typed as the
-    scenario schema types them, named by their dotted keys), then ``backend, seed, generated_by, verdict, lost,
-    duplicated, wrong``."""
-    cols = [("run", "string"), ("point", "string"), ("point_index", "int"), ("mode", "string")]
-    cols += [(key, _PYTHON_TO_SPARK[kind]) for key, kind in axes]
-    cols += [("backend", "string"), ("seed", "bigint"), ("generated_by", "string"), ("verdict", "string"),
-             ("lost", "bigint"), ("duplicated", "bigint"), ("wrong", "bigint")]
-    return cols
 
 
 def sweep_path(root: str | Path) -> Path:
     return analytics_dir(root) / "sweep.parquet"
 
 
-def compute_sweep_analytics(spark, root: str | Path, point_rows: list[dict], axes: list[tuple[str, type]],
-                            runs: list[Run] | None = None) -> pd.DataFrame:
-    """Aggregate a sweep's runs in Spark, in one Spark job: one row per (point, mode) with the axis values, the
-    verdict, Flink's checkpoint counts and, per metric of ``summary_frame`` (checkpoint and subtask scope), the
-    columns ``<metric>_<stat>`` for ``SWEEP_STATS``. ``point_rows`` hold the keys of ``sweep_index_columns``
-    (``run`` is the run's directory relative to ``root``, e.g. ``zipf_exponent=0.5/aligned``). Written to
-    ``root/analytics/sweep.parquet``; returned as pandas, ordered by point and mode."""
-    from pyspark.sql import functions as F
-
-    runs = runs if runs is not None else discover_runs(root)
-    checkpoints, subtasks = load_run_frames(spark, runs)
-    metrics = [*CHECKPOINT_METRICS, *SUBTASK_METRICS]
-    columns = sweep_index_columns(axes)
-    analytics_dir(root).mkdir(parents=True, exist_ok=True)
-    with small_data_settings(spark):
-        wide = summary_frame(checkpoints, subtasks).groupBy("run").pivot("metric", metrics).agg(
-            *[F.first(stat).alias(stat) for stat in SWEEP_STATS]
-        )
-        names = [f"{m}_{stat}" for m in metrics for stat in SWEEP_STATS]
-        wide = wide.select("run", *[F.col(f"`{n}`").cast("double").alias(n) for n in names])
-        counts = counts_frame(spark, checkpoints, runs).select("run", *COUNT_COLUMNS)
-        points = spark.createDataFrame([tuple(r.get(name) for name, _ in columns) for r in point_rows],
-                                       ", ".join(f"`{name}` {kind}" for name, kind in columns))
-        table = points.join(counts, "run", "left").join(wide, "run", "left").orderBy("point_index", "mode")
-        table.coalesce(1).write.mode("overwrite").parquet(str(sweep_path(root)))
-        # the per-run summaries too, which ``barriersim report`` of the sweep shows and reuses
-        write_analytics(root, Analytics(summary=_collect(summary_frame(checkpoints, subtasks)),
-                                        counts=_collect(counts_frame(spark, checkpoints, runs))))
-    result = read_sweep_analytics(root)
-    assert result is not None, f"{sweep_path(root)}: Spark wrote no _SUCCESS marker"
-    return result
-
-
 def read_sweep_analytics(root: str | Path) -> pd.DataFrame | None:
-    """The sweep table written by ``compute_sweep_analytics``, or None."""
+    """A sweep's table (``barriersim.sweep_table``), or None."""
     path = sweep_path(root)
     if not (path / "_SUCCESS").exists():
         return None

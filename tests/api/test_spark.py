@@ -1,7 +1,8 @@
-"""The API and sweeps with real Spark on Ray (RayDP), sharing one Ray and Spark for the module: the Spark
+"""The API, sweeps and campaigns with real Spark on Ray (RayDP), sharing one Ray and Spark for the module: the Spark
 workload gives the simulator the very splits its local draws give; results as Spark DataFrames; a 2-point sweep
 aggregated in Spark against statistics computed here (numpy, and Flink's percentile rule); the checkpoint statistics
-of ``barriersim report``'s pandas path equal Spark's."""
+of ``barriersim report``'s pandas path, and a sweep's table computed in pandas, equal Spark's; a campaign's verdict
+table computed in Spark against its rows."""
 
 from __future__ import annotations
 
@@ -75,6 +76,7 @@ def test_two_point_sweep_aggregated_in_spark(spark, s3_server, tmp_path):
                              checkpoint_storage=storage)
     table = result.table
     assert table is not None and table.equals(read_sweep_analytics(tmp_path / "out"))
+    assert result.index["analytics_engine"] == "spark"  # the Spark that is up (run's rule)
     # with s3:// checkpoint storage the sweep's analytics also went to <storage>/<sweep>/analytics/, the same
     # tables in the same layout (each a directory with its part files and _SUCCESS)
     analytics_uri = json.loads((tmp_path / "out" / "sweep.json").read_text())["analytics_uri"]
@@ -112,6 +114,27 @@ def test_two_point_sweep_aggregated_in_spark(spark, s3_server, tmp_path):
             assert got == pytest.approx(expected), (row["run"], metric)
     # Unaligned checkpoints persist in-flight data; aligned ones persist none.
     assert (table.loc[table["mode"] == "aligned", "persisted_data_max"] == 0).all()
+
+
+def test_a_small_sweep_aggregated_in_pandas_gives_sparks_table(spark, tmp_path):
+    """The sweep's pandas path (``barriersim.sweep_table``, by ``barriersim run``'s rule) and its Spark path give
+    the same table of the same runs: columns, types, counts, and statistics to the last bits of rounding."""
+    scenario = write(tmp_path, TWO_POINT_SWEEP.replace("rate_per_source = 20000", "rate_per_source = 5000"))
+    result = sweep.run_sweep(scenario, out=tmp_path / "out", modes="all", faults=[
+        {"type": "crash_task", "task": "keyed-sum#1", "at_ms": 60}])  # a restart: failed checkpoints, restored
+    assert result.index["analytics_engine"] == "pandas"  # small runs and no Spark up: run's rule
+    in_pandas = result.table
+    axes = sweep.axis_types(load_scenario(scenario))
+    in_spark, engine = sweep.aggregate_sweep(tmp_path / "out", result.index, axes, engine="spark", spark=lambda: spark)
+    assert engine == "spark" and len(in_spark) == 6
+    assert list(in_spark.columns) == list(in_pandas.columns) and list(in_spark.dtypes) == list(in_pandas.dtypes)
+    assert (in_spark["restored"] >= 1).all() and (in_spark["failed"] >= 2).all()
+    for column in in_spark.columns:
+        if in_spark[column].dtype.kind == "f":
+            expected = pytest.approx(in_pandas[column].tolist(), rel=1e-12, nan_ok=True)
+            assert in_spark[column].tolist() == expected, column
+        else:
+            assert in_spark[column].tolist() == in_pandas[column].tolist(), column
 
 
 def test_the_cached_reference_gives_the_spark_verification(spark, tmp_path):
@@ -184,3 +207,25 @@ def test_pandas_path_gives_the_spark_paths_numbers(spark, tmp_path):
         ca = spark_result.counts.sort_values("run").reset_index(drop=True)
         cb = local.counts.sort_values("run").reset_index(drop=True)
         assert ca[["run", *COUNT_COLUMNS]].astype(str).equals(cb[["run", *COUNT_COLUMNS]].astype(str)), root
+
+
+def test_a_campaigns_verdicts_aggregated_in_spark(spark, tmp_path):
+    """The verdict table Spark computes from a campaign's rows: its counts per mode and in all, against the rows."""
+    from barriersim import campaign
+    from barriersim.spark.campaign_table import aggregate_verdicts, verdicts_path
+
+    result = campaign.run_campaign("generated", range(0, 12), out=tmp_path / "out", parallelism=1, aggregate=False)
+    rows = result.rows.to_pandas()
+    table = aggregate_verdicts(tmp_path / "out", result.rows, spark=spark)
+    assert table.equals(pq.read_table(str(verdicts_path(tmp_path / "out"))).to_pandas())
+    assert table["mode"].tolist() == sorted(set(rows["mode"])) + ["all"]
+    for row in table.to_dict("records"):
+        mine = rows if row["mode"] == "all" else rows[rows["mode"] == row["mode"]]
+        assert (row["cases"], row["passed"], row["violated"], row["errors"]) == \
+            (len(mine), int((mine["status"] == "passed").sum()), int((mine["status"] == "violated").sum()),
+             int((mine["status"] == "error").sum()))
+        assert (row["exactly_once"], row["at_least_once"], row["faults"], row["restarted"]) == \
+            (int((mine["verdict"] == "exactly-once").sum()), int((mine["verdict"] == "at-least-once").sum()),
+             int(mine["faults_count"].sum()), int((mine["restarts"] > 0).sum()))
+        assert row["virtual_seconds_avg"] == pytest.approx(mine["virtual_ms"].mean() / 1000)
+        assert row["wall_seconds"] == pytest.approx(mine["wall_seconds"].sum())

@@ -4,6 +4,7 @@ subcommand's functions (``register``, ``main_from_args``): help, exit statuses, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 
 import pytest
@@ -81,7 +82,8 @@ def test_sweep_help_lists_the_options(capsys, entry):
         entry(["sweep", "--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    for option in ("--backend", "--mode", "--out", "--seed", "--workload", "--no-analytics", "--checkpoint-storage"):
+    for option in ("--backend", "--mode", "--out", "--seed", "--workload", "--no-analytics", "--checkpoint-storage",
+                   "--analytics", "--parallelism"):
         assert option in text
 
 
@@ -117,6 +119,32 @@ def test_bad_sweeps_cost_one_line_and_exit_2(tmp_path, capsys, text, words):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("options, words", [
+    (["--parallelism", "2", "--backend", "ray"], "parallelism: the Ray backend runs a sweep's jobs one at a time"),
+    (["--parallelism", "0"], "argument --parallelism: must be an integer >= 1, got '0'"),
+    (["--analytics", "hive"], "argument --analytics: invalid choice: 'hive'"),
+])
+def test_bad_parallelism_or_analytics_costs_one_line_and_exit_2(tmp_path, capsys, options, words):
+    scenario = write(tmp_path, TWO_POINT_SWEEP)
+    with pytest.raises(SystemExit) if "argument" in words else contextlib.nullcontext() as exited:
+        status = cli(["sweep", str(scenario), "--out", str(tmp_path / "out"), *options])
+    status = exited.value.code if exited else status
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and words in err[-1] and not (tmp_path / "out").exists(), err
+
+
+def test_a_small_sweep_runs_in_this_process_and_aggregates_in_pandas(tmp_path, capsys):
+    """The first run says the rest would take well under ``RAY_WORTH_SECONDS``: no Ray, no Spark."""
+    scenario = write(tmp_path, TWO_POINT_SWEEP)
+    assert cli(["sweep", str(scenario), "--out", str(tmp_path / "out"), "--mode", "all"]) == 0
+    captured = capsys.readouterr()
+    assert "Ray" not in captured.err and "Spark" not in captured.err
+    assert [line for line in captured.err.splitlines() if line][-1] == "aggregating the runs (pandas)"
+    index = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert index["analytics_engine"] == "pandas" and index["analytics"] == "analytics/sweep.parquet"
+    assert "p99 (ms)" in captured.out and "wrote" in captured.out
+
+
 def test_a_missing_scenario_file_exits_2(tmp_path, capsys):
     assert cli(["sweep", str(tmp_path / "absent.toml"), "--no-analytics"]) == 2
     assert "absent.toml: no such scenario file" in capsys.readouterr().err
@@ -144,3 +172,27 @@ def test_sweep_checks_the_checkpoint_storage_as_run_does_before_anything_starts(
     assert err.startswith("barriersim sweep: ") and message in err and uri.split("?")[0] in err, err
     assert len(err.splitlines()) == 1 and not out.exists()
 
+
+
+def test_a_run_on_another_node_comes_back_as_files_the_driver_writes(tmp_path):
+    """A Ray task on a node that is not the driver's sends its run directory back and removes its own copy; the
+    driver writes the files where the sweep asked (here both sides are this process)."""
+    from dataclasses import replace
+
+    from barriersim import api
+    from barriersim.ray_tasks import pack_files, remove_tree, unpack_files
+
+    point = sweep.sweep_points(load_scenario(write(tmp_path, TWO_POINT_SWEEP)))[1]
+    job = sweep.SweepJob(point, replace(api.plan(point.scenario, mode=["aligned"]), nest=True),
+                         tmp_path / "out" / point.label, None)
+    here = sweep.run_job(job)
+    written = pack_files(job.out)
+    remove_tree(job.out)
+    summaries, files = sweep._run_job_on(job, None, True, pack_files, remove_tree)
+    assert not (job.out / "aligned").exists() and set(files) == set(written)
+    assert "aligned/checkpoints.parquet" in files and "aligned/scenario.toml" in files
+    unpack_files(job.out, files)
+    assert summaries["aligned"]["trace_sha256"] == here["aligned"]["trace_sha256"]
+    assert {n: d for n, d in pack_files(job.out).items() if not n.endswith("summary.json")} == \
+        {n: d for n, d in written.items() if not n.endswith("summary.json")}
+    assert json.loads((job.out / "aligned" / "summary.json").read_text()) == summaries["aligned"]

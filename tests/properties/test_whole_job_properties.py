@@ -6,7 +6,8 @@ protocol situations random single faults rarely reach (``barriersim.strategies.p
 cancelled during an alignment, while its barriers are still on the wire, or expiring with data in flight); jobs placed in 2-4 TaskManagers also lose TaskManagers and nodes; and a
 third property runs jobs shaped for checkpoints cancelled with their barriers in flight
 (``cancelled_in_flight_cases``). A failing example is saved as a scenario file and its one-line ``barriersim
-replay`` command is printed with its seed.
+replay`` command is printed with its seed. The properties are ``barriersim.case_checks``' (``barriersim campaign``
+checks the same).
 
 CI runs a fixed, reproducible set of examples (derandomized, no example database); ``BARRIERSIM_PROPERTY_RANDOM=1``
 draws new ones (a bug hunt) and ``BARRIERSIM_PROPERTY_EXAMPLES=N`` sets the budget per mode (default 40; the
@@ -18,8 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, note, settings
 
-from barriersim.runtime.job.config import JobOutcome
-from barriersim.runtime.verification.reference import Verdict
+from barriersim.case_checks import check
 from barriersim.strategies import MODES, cancelled_in_flight_cases, simulated_cases
 
 CASES_DIR = Path(os.environ.get("BARRIERSIM_CASES_DIR", ".hypothesis/barriersim-cases"))
@@ -39,34 +39,6 @@ def property_settings(max_examples: int, shrink: bool = True):
     return settings(max_examples=max_examples, deadline=None, database=None, derandomize=DERANDOMIZE,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                     **({"phases": phases} if phases else {}))
-
-
-def check(case, outcome) -> None:
-    sim, verdict = outcome.simulation, outcome.verdict
-    assert sim.outcome is JobOutcome.FINISHED, f"the job did not finish once faults stopped: {sim.outcome.value}"
-    assert verdict.lost == 0, f"lost {verdict.lost} records"
-    assert verdict.wrong == 0, f"{verdict.wrong} wrong records"
-    if case.mode != "at-least-once":
-        assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
-    completed = [c["id"] for c in sim.checkpoints if c["status"] == "COMPLETED"]
-    assert completed == sorted(completed), f"checkpoints completed out of order: {completed}"
-    ids = [c["id"] for c in sim.checkpoints]
-    assert len(ids) == len(set(ids)), f"a checkpoint id was used twice: {ids}"
-    assert not outcome.cut_violations, "not a consistent cut: " + "; ".join(map(str, outcome.cut_violations[:3]))
-    # Flink's END_OF_INPUT: a task finishes only after every task it reads did (else a later checkpoint's barrier
-    # from a running upstream meets a finished task, and that checkpoint waits until it expires)
-    assert not outcome.finish_order_violations, "; ".join(outcome.finish_order_violations[:3])
-    # Flink's statistics: a completed checkpoint has one subtask row per subtask, its acknowledgement or, for a task
-    # finished before the trigger (FLIP-147), Flink's report of it at the trigger
-    rows: dict[tuple, list[str]] = {}
-    for row in sim.subtasks:
-        rows.setdefault((row.get("job"), row["id"]), []).append(row["task"])
-    for c in sim.checkpoints:
-        if c["status"] == "COMPLETED":
-            tasks = rows.get((c.get("job"), c["id"]), [])
-            assert len(tasks) == len(set(tasks)) == c["num_acknowledged_subtasks"] == c["num_subtasks"], (
-                f"checkpoint {c['id']}: {len(tasks)} subtask rows ({len(set(tasks))} subtasks) for "
-                f"{c['num_acknowledged_subtasks']} of {c['num_subtasks']} acknowledged")
 
 
 def check_with_replay(case) -> None:

@@ -258,10 +258,14 @@ def test_report_without_matplotlib_is_one_line(tmp_path, without):
 
 
 def test_sweep_without_spark_is_one_line_before_its_first_run(tmp_path, without):
-    proc = cli("sweep", "skew", "--out", str(tmp_path / "sweep"), env=without("ray,raydp,pyspark"))
+    # a small sweep aggregates in pandas without Spark; one asked to aggregate in Spark needs it
+    proc = cli(
+        "sweep", "skew", "--analytics", "spark", "--out", str(tmp_path / "sweep"), env=without("ray,raydp,pyspark")
+    )
     assert one_line(proc) == (
-        "barriersim sweep: the aggregation in Spark on Ray (--no-analytics skips it) needs ray, "
-        "which is not installed: pip install 'barriersim[spark]'"
+        "barriersim sweep: the aggregation in Spark on Ray (--analytics pandas or "
+        "--no-analytics: without it) needs ray, which is not installed: "
+        "pip install 'barriersim[spark]'"
     )
     assert not (tmp_path / "sweep").exists()
 
@@ -281,7 +285,7 @@ def test_sweep_without_spark_is_one_line_before_its_first_run(tmp_path, without)
         (
             ["frob"],
             "barriersim: argument COMMAND: invalid choice: 'frob' (choose from 'run', 'replay', 'report', "
-            "'sweep', 'scenarios') (see barriersim --help)",
+            "'sweep', 'campaign', 'scenarios') (see barriersim --help)",
         ),
         (
             ["run", "quickstart", "--connect-timeout", "0"],
