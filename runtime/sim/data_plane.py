@@ -9,7 +9,8 @@ JobMaster goes to ``to_job_master``. Every callback carries its epoch. Mirrors F
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from functools import partial
+from typing import Any, Callable, NamedTuple
 
 from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, SourceEmission
@@ -35,6 +36,27 @@ from barriersim.runtime.task.actions import (
     TaskFinished,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
+
+
+class _Route(NamedTuple):
+    """Where a subpartition's elements go (``Wiring.channel_of``), looked up once per subpartition: the consumer,
+    its channel, whether the channel is local, the channel's key in the network's FIFO clocks and the start of the
+    trace line of a delivery."""
+
+    consumer: SubtaskKey
+    channel: Any  # InputChannelInfo
+    local: bool
+    clock_key: tuple
+    trace_prefix: str
+
+
+class _UpstreamRoute(NamedTuple):
+    """Where a channel's upstream messages go (``Wiring.subpartition_of``), looked up once per channel."""
+
+    producer: SubtaskKey
+    info: Any  # ResultSubpartitionInfo
+    local: bool
+    clock_key: tuple
 
 
 class DataPlane:
@@ -67,6 +89,9 @@ class DataPlane:
         # when each source subtask's last step that read records ended (virtual us)
         self._source_last_record_us: dict[SubtaskKey, int] = {}
         self._channel_clock: dict[tuple, int] = {}
+        # ``Wiring`` lookups, per (subtask, gate or partition index, channel or subpartition index): of the wiring
+        self._routes: dict[tuple, _Route] = {}
+        self._upstream_routes: dict[tuple, _UpstreamRoute] = {}
         self._finish_order_violations: list[str] = []  # with record_cuts: tasks that finished before an upstream
 
     # -- deployments ----------------------------------------------------------------------------------------------
@@ -79,6 +104,8 @@ class DataPlane:
             self.graph = config.graph
             self.wiring = Wiring(self.graph, config.placement)
             self._cost_model.clear()
+            self._routes.clear()
+            self._upstream_routes.clear()
         self._deployment_config = config
         self._tasks = {}
         self._scheduled.clear()
@@ -172,14 +199,14 @@ class DataPlane:
         self._scheduled.add(key)
         epoch = self._epoch
         at = max(self.sim.now_us, self._busy_until[key])
-        self.sim.schedule_at(at, lambda: self._step(key, epoch), Priority.NORMAL, "step")
+        self.sim.schedule_at(at, partial(self._step, key, epoch), Priority.NORMAL, "step")
 
     def _step(self, key: SubtaskKey, epoch: int) -> None:
         if epoch != self._epoch:
             return
         now = self.sim.now_us
         if self._busy_until[key] > now:  # a synchronous snapshot kept the task busy after this step was scheduled
-            self.sim.schedule_at(self._busy_until[key], lambda: self._step(key, epoch), Priority.NORMAL, "step")
+            self.sim.schedule_at(self._busy_until[key], partial(self._step, key, epoch), Priority.NORMAL, "step")
             return
         self._scheduled.discard(key)
         task = self._tasks[key]
@@ -332,19 +359,30 @@ class DataPlane:
         task = self._tasks[key]
         epoch = self._epoch
         for info, item in task.poll_sendable():
-            consumer, channel = self.wiring.channel_of(key, info)
-
-            def deliver(consumer=consumer, channel=channel, item=item) -> None:
-                if epoch != self._epoch:
-                    return
-                self._tasks[consumer].on_element(channel, item.element, item.sequence_number, item.buffers_in_backlog)
-                self.trace.record(self.sim.now_us, "deliver", f"{consumer} {channel.gate_idx}.{channel.channel_idx} {item.sequence_number}")
-                self._pump(consumer)
-                self._kick(consumer)
-
-            self._deliver_in_order(("data", consumer, channel), deliver, "deliver", self.wiring.is_local(key, consumer))
+            route = self._route(key, info)
+            self._deliver_in_order(route.clock_key, partial(self._deliver, route, item, epoch), "deliver", route.local)
         for action in task.drain_actions():
             self._on_task_action(key, task, action)
+
+    def _route(self, producer: SubtaskKey, info) -> _Route:
+        route_key = (producer, info.partition_idx, info.subpartition_idx)
+        route = self._routes.get(route_key)
+        if route is None:
+            consumer, channel = self.wiring.channel_of(producer, info)
+            route = self._routes[route_key] = _Route(
+                consumer, channel, self.wiring.is_local(producer, consumer),
+                ("data", consumer, channel.gate_idx, channel.channel_idx),
+                f"{consumer} {channel.gate_idx}.{channel.channel_idx} ")
+        return route
+
+    def _deliver(self, route: _Route, item, epoch: int) -> None:
+        if epoch != self._epoch:
+            return
+        consumer = route.consumer
+        self._tasks[consumer].on_element(route.channel, item.element, item.sequence_number, item.buffers_in_backlog)
+        self.trace.record(self.sim.now_us, "deliver", f"{route.trace_prefix}{item.sequence_number}")
+        self._pump(consumer)
+        self._kick(consumer)
 
     def _check_finish_order(self, key: SubtaskKey, task: StreamTask) -> None:
         """A task finishes only after every upstream task it reads finished (Flink's ``END_OF_INPUT`` before
@@ -359,29 +397,41 @@ class DataPlane:
                 f"{task.name} finished at {self.sim.now_us} us (epoch {self._epoch}) while its upstream "
                 f"{', '.join(running)} still ran")
 
+    def _upstream_route(self, consumer: SubtaskKey, channel) -> _UpstreamRoute:
+        route_key = (consumer, channel.gate_idx, channel.channel_idx)
+        route = self._upstream_routes.get(route_key)
+        if route is None:
+            producer, info = self.wiring.subpartition_of(consumer, channel)
+            route = self._upstream_routes[route_key] = _UpstreamRoute(
+                producer, info, self.wiring.is_local(producer, consumer),
+                ("credit", producer, info.partition_idx, info.subpartition_idx))
+        return route
+
+    def _upstream(self, route: _UpstreamRoute, action, epoch: int) -> None:
+        """A consumer's message for its producer's subpartition (``UPSTREAM_MESSAGES``) arrives."""
+        if epoch != self._epoch:
+            return
+        producer, info = route.producer, route.info
+        if isinstance(action, AddCredit):
+            self._tasks[producer].on_credit(info, action.credit)
+        elif isinstance(action, AnnounceBufferSize):
+            self._sync_before(producer)  # what was due went into buffers of the old size
+            self._tasks[producer].on_new_buffer_size(info, action.buffer_size)
+            if producer in self._sync_at:  # an empty open buffer took the new size: it may finish sooner
+                self._schedule_next_sync(producer)
+        elif isinstance(action, AcknowledgeAllRecordsProcessed):
+            self._tasks[producer].on_all_records_processed(info)
+        else:
+            self._tasks[producer].on_resume_consumption(info)
+        self._pump(producer)
+        self._kick(producer)
+
     def _on_task_action(self, key: SubtaskKey, task: StreamTask, action: Any) -> None:
         epoch = self._epoch
         if isinstance(action, UPSTREAM_MESSAGES):
-            producer, info = self.wiring.subpartition_of(key, action.channel_info)
-
-            def upstream(producer=producer, info=info, action=action) -> None:
-                if epoch != self._epoch:
-                    return
-                if isinstance(action, AddCredit):
-                    self._tasks[producer].on_credit(info, action.credit)
-                elif isinstance(action, AnnounceBufferSize):
-                    self._sync_before(producer)  # what was due went into buffers of the old size
-                    self._tasks[producer].on_new_buffer_size(info, action.buffer_size)
-                    if producer in self._sync_at:  # an empty open buffer took the new size: it may finish sooner
-                        self._schedule_next_sync(producer)
-                elif isinstance(action, AcknowledgeAllRecordsProcessed):
-                    self._tasks[producer].on_all_records_processed(info)
-                else:
-                    self._tasks[producer].on_resume_consumption(info)
-                self._pump(producer)
-                self._kick(producer)
-
-            self._deliver_in_order(("credit", producer, info), upstream, "credit", self.wiring.is_local(producer, key))
+            route = self._upstream_route(key, action.channel_info)
+            self._deliver_in_order(route.clock_key, partial(self._upstream, route, action, epoch), "credit",
+                                   route.local)
         elif isinstance(action, SyncSnapshotTaken):  # the synchronous part held the task thread
             self._busy_until[key] = max(self._busy_until[key], self.sim.now_us) + round(action.duration_ms * 1000)
             emission = self._emission.get(key)
