@@ -28,6 +28,7 @@ class PlantedBug(enum.Enum):
     CHANNELS_NOT_UNBLOCKED_ON_CANCEL = "channels_not_unblocked_on_cancel"
     TRACKER_TRIGGERS_ON_FIRST_BARRIER = "tracker_triggers_on_first_barrier"
     SOURCE_SNAPSHOT_AFTER_BARRIER = "source_snapshot_after_barrier"
+    FINISHED_WITHOUT_FINAL_CHECKPOINT = "finished_without_final_checkpoint"  # FLINK-23408
 
 
 _PLANTED: set[PlantedBug] = set()

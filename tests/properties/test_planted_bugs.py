@@ -31,11 +31,14 @@ from tests.properties.test_whole_job_properties import (
 sys.path.insert(0, str(Path(__file__).parents[1] / "runtime" / "checkpointing"))  # its helper modules
 from tests.runtime.checkpointing import test_input_side_properties as input_side  # noqa: E402
 
+EXACTLY_ONCE_MODES = tuple(m for m in MODES if m != "at-least-once")  # a transactional sink commits
+
 WHOLE_JOB_MODES = {
     PlantedBug.LATE_BARRIER_OF_CANCELLED_CHECKPOINT: ("aligned-with-timeout",),
     PlantedBug.CHANNELS_NOT_UNBLOCKED_ON_CANCEL: ("aligned",),
     PlantedBug.TRACKER_TRIGGERS_ON_FIRST_BARRIER: ("at-least-once",),
     PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER: tuple(MODES),
+    PlantedBug.FINISHED_WITHOUT_FINAL_CHECKPOINT: EXACTLY_ONCE_MODES,
 }
 
 
