@@ -75,6 +75,7 @@ from barriersim.runtime.job.placement import ClusterConfig, Placement, place, sl
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.documents import generated_document, write_scenario
+from barriersim.scenarios.schema import RETENTIONS
 from barriersim.scenarios.loader import effective_scenario, parse_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from barriersim.sim_backend import replay_command
@@ -173,6 +174,9 @@ def checkpointing_configs(draw, mode: str | None = None) -> dict:
         "aligned_checkpoint_timeout_ms": draw(st.sampled_from([5, 20])) if mode.uses_alignment_timeout else 0,
         "max_concurrent": mode.max_concurrent_allowed or draw(st.integers(1, 3)),
         "tolerable_failures": draw(st.sampled_from([0, 1, 3, TOLERATE_ALL])),
+        # production jobs retain several checkpoints (state.checkpoints.num-retained), so that a restore has a choice
+        "max_retained": draw(st.sampled_from([1, 2, 3, 3])),
+        "externalized_checkpoint_retention": draw(st.sampled_from(RETENTIONS)),
     }
 
 
@@ -324,6 +328,8 @@ def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: in
             ProtocolPoint.BEFORE_FORWARDING_BARRIER, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK,
             ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE]), checkpoint_id=cid),
         *mid_alignment,
+        # a restart during recovery: the subtask dies while it restores (the job restarts again)
+        st.builds(CrashTask, task=task, point=st.just(ProtocolPoint.DURING_RESTORE)),
         st.builds(DropMessage, kind=st.sampled_from([MessageKind.NOTIFY_COMPLETE, MessageKind.ACKNOWLEDGE]),
                   task=task, checkpoint_id=cid),
         st.builds(DelayMessage, kind=st.sampled_from(list(MessageKind)), delay_ms=st.integers(1, 100), task=task),
@@ -486,6 +492,12 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     placement = place(graph, ClusterConfig(**document["cluster"])) if taskmanager_faults else None
     faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults, jobmanager_faults=jobmanager_faults,
                                   mode=checkpointing["mode"], placement=placement))
+    if jobmanager_faults:
+        document["checkpointing"]["recovery_claim_mode"] = draw(st.sampled_from(["no_claim", "claim"]))
+    if not actions and draw(st.integers(0, 2)) == 0:
+        # savepoints taken between the faults, as an operator takes them before an upgrade
+        times = sorted(draw(st.lists(st.integers(1, horizon_ms), min_size=1, max_size=2, unique=True)))
+        document["actions"] = ActionSchedule(tuple(Savepoint(t) for t in times)).to_plain()
     if faults.of_type(FailCheckpoints) and draw(st.booleans()):
         # checkpoints declined on purpose: tolerate it, so that no failover wipes out what the cancellations left
         document["checkpointing"]["tolerable_failures"] = TOLERATE_ALL
