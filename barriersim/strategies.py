@@ -342,7 +342,18 @@ def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: in
         *(_group_crashes(graph, placement, horizon_ms, cid) if placement is not None else []),
     )
     situation = draw(protocol_situations(graph, horizon_ms, mode)) if situations and draw(st.integers(0, 3)) else ()
-    return FaultSchedule(situation + tuple(draw(st.lists(fault, max_size=max_faults))))
+    # in two schedules of three a subtask (or its TaskManager) dies later in the run, after several checkpoints
+    # completed while the sources still read: the failure production jobs meet, whose recovery chooses among
+    # retained checkpoints
+    late = ()
+    if draw(st.integers(0, 2)):
+        when = st.integers(max(1, horizon_ms * 2 // 5), max(1, horizon_ms * 9 // 10))  # the sources still read
+        if placement is not None and draw(st.booleans()):
+            tms = [t for t in range(placement.taskmanagers) if placement.subtasks_of(t)]
+            late = (CrashTaskManager(draw(st.sampled_from(tms)), at_ms=draw(when)),)
+        else:
+            late = (CrashTask(draw(task), at_ms=draw(when)),)
+    return FaultSchedule(situation + late + tuple(draw(st.lists(fault, max_size=max_faults))))
 
 
 def forward_groups(graph: JobGraph) -> list[list[str]]:
@@ -481,7 +492,7 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
                             at_least_once_sink=not CheckpointingMode.parse(checkpointing["mode"]).exactly_once))
     document = generated_document(
         "generated", graph, records=draw(st.integers(*records)), keys=draw(st.sampled_from([1, 10, 100])),
-        zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])), rate_per_source=draw(st.sampled_from([20_000, 100_000])),
+        zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])), rate_per_source=draw(st.sampled_from([5_000, 20_000, 100_000])),
         checkpointing=checkpointing,
         cluster=draw(spread_cluster_configs(graph) if taskmanager_faults else cluster_configs(graph)),
     )
@@ -489,6 +500,10 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     w = document["workload"]
     slowest = min(v.parallelism for v in graph.sources)
     horizon_ms = max(20, int(w["records"] * 1000 / (w["rate_per_source"] * slowest)))
+    # a production job completes many checkpoints between two faults: the interval is kept to a fraction of the
+    # run (10 ms at least), so that a fault usually meets several completed and retained checkpoints
+    document["checkpointing"]["interval_ms"] = max(10, min(checkpointing["interval_ms"],
+                                                           horizon_ms // draw(st.sampled_from([4, 8, 16]))))
     placement = place(graph, ClusterConfig(**document["cluster"])) if taskmanager_faults else None
     faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults, jobmanager_faults=jobmanager_faults,
                                   mode=checkpointing["mode"], placement=placement))

@@ -57,13 +57,16 @@ def examples_to_failure(mode: str, run_seed: int) -> tuple[int | None, str | Non
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    parser.add_argument("--only", nargs="+", default=None, help="planted bugs (their values) to measure")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     budget = {mode: sum(b for _, _, b in suite_of(mode)) for modes in WHOLE_JOB_MODES.values() for mode in modes}
     print(f"{'planted bug':38} {'mode':22} " + " ".join(f"{'seed ' + str(s):>22}" for s in args.seeds)
           + f" {'suite budget':>13} {'wall s':>7}")
     for bug, modes in WHOLE_JOB_MODES.items():
+        if args.only and bug.value not in args.only:
+            continue
         for mode in modes:
             started = time.perf_counter()
             cells = []

@@ -29,6 +29,7 @@ from typing import Callable, Iterable
 
 from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
 from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
 INVALID_CHECKPOINT_ID = -1
@@ -106,6 +107,11 @@ class StandaloneCompletedCheckpointStore:
     def get_latest_checkpoint(self, prefer_checkpoint_for_recovery: bool = False) -> CompletedCheckpoint | None:
         if not self._checkpoints:
             return None
+        if is_planted(PlantedBug.RESTORE_FROM_OLDER_RETAINED_CHECKPOINT) and len(self._checkpoints) > 1:
+            # FLINK-14145: the backwards search for a checkpoint starts one before the newest one
+            for c in list(self._checkpoints)[-2::-1]:
+                if not c.props.is_savepoint:
+                    return c
         if prefer_checkpoint_for_recovery:
             for c in reversed(self._checkpoints):
                 if not c.props.is_savepoint:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 from barriersim.runtime.coordinator.plan import CheckpointPlan, JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties, JobStatus
 from barriersim.runtime.failure_reason import CheckpointFailureReason
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID
 from barriersim.runtime.state.snapshot import (
     FINISHED_OPERATOR_SUBTASK_STATE,
@@ -159,6 +160,8 @@ class PendingCheckpoint:
         return len(self.not_yet_acknowledged_operator_coordinators)
 
     def are_tasks_fully_acknowledged(self) -> bool:
+        if is_planted(PlantedBug.COMPLETED_MISSING_ONE_ACKNOWLEDGEMENT):  # one acknowledgement short is enough
+            return len(self.not_yet_acknowledged_tasks) <= 1 and bool(self.acknowledged_tasks) and not self.disposed
         return not self.not_yet_acknowledged_tasks and not self.disposed
 
     def are_master_states_fully_acknowledged(self) -> bool:

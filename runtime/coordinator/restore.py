@@ -16,6 +16,7 @@ snapshot's shared files are registered as not claimed). Mirrors the checks of Fl
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Sequence
 
 from barriersim.runtime.coordinator import messages as m
@@ -24,6 +25,7 @@ from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoin
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.memory_storage import external_path
 
@@ -59,6 +61,19 @@ def check_state_mapping(
     return skipped
 
 
+def _with_sources_of_previous(metadata: CheckpointMetadata, retained: Sequence[CompletedCheckpoint],
+                              vertices: Sequence[JobVertexInfo]) -> CheckpointMetadata:
+    """The planted bug ``SOURCE_POSITIONS_FROM_PREVIOUS_CHECKPOINT``: ``metadata`` with its source operators' states
+    (their read positions) taken from the retained checkpoint before it."""
+    previous = [c for c in retained if c.checkpoint_id < metadata.checkpoint_id and not c.props.is_savepoint]
+    if not previous:
+        return metadata
+    older = previous[-1].operator_states
+    sources = {op for v in vertices if v.is_source for op in v.operators}
+    states = tuple(older.get(s.operator_id, s) if s.operator_id in sources else s for s in metadata.operator_states)
+    return dataclasses.replace(metadata, operator_states=states)
+
+
 class CoordinatorRestoreMixin:
     """The restore half of ``CheckpointCoordinator`` (uses its store, id counter, hooks, stats and outbox)."""
 
@@ -74,6 +89,8 @@ class CoordinatorRestoreMixin:
             self._emit(m.RestoreFrom(None, None, False, allow_non_restored_state))
             return None
         metadata = latest.metadata
+        if is_planted(PlantedBug.SOURCE_POSITIONS_FROM_PREVIOUS_CHECKPOINT):
+            metadata = _with_sources_of_previous(metadata, self.store.get_all_checkpoints(), self.vertices)
         check_state_mapping(metadata, self.vertices, allow_non_restored_state, f"checkpoint {latest.checkpoint_id}")
         if self.id_counter.get() <= latest.checkpoint_id:
             self.id_counter.set_count(latest.checkpoint_id + 1)

@@ -29,6 +29,9 @@ class PlantedBug(enum.Enum):
     TRACKER_TRIGGERS_ON_FIRST_BARRIER = "tracker_triggers_on_first_barrier"
     SOURCE_SNAPSHOT_AFTER_BARRIER = "source_snapshot_after_barrier"
     FINISHED_WITHOUT_FINAL_CHECKPOINT = "finished_without_final_checkpoint"  # FLINK-23408
+    RESTORE_FROM_OLDER_RETAINED_CHECKPOINT = "restore_from_older_retained_checkpoint"  # FLINK-14145
+    SOURCE_POSITIONS_FROM_PREVIOUS_CHECKPOINT = "source_positions_from_previous_checkpoint"
+    COMPLETED_MISSING_ONE_ACKNOWLEDGEMENT = "completed_missing_one_acknowledgement"
 
 
 _PLANTED: set[PlantedBug] = set()

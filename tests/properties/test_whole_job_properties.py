@@ -9,8 +9,8 @@ third property runs jobs shaped for checkpoints cancelled with their barriers in
 replay`` command is printed with its seed.
 
 CI runs a fixed, reproducible set of examples (derandomized, no example database); ``BARRIERSIM_PROPERTY_RANDOM=1``
-draws new ones (a bug hunt) and ``BARRIERSIM_PROPERTY_EXAMPLES=N`` sets the budget per mode (default 40; the
-JobManager property runs half of it, the TaskManager property a quarter, the in-flight property three times it)."""
+draws new ones (a bug hunt) and ``BARRIERSIM_PROPERTY_EXAMPLES=N`` sets the budget per mode (default 80; the
+JobManager property runs half of it, the TaskManager property a quarter, the in-flight property one and a half times it)."""
 
 import os
 from pathlib import Path
@@ -23,10 +23,10 @@ from barriersim.runtime.verification.reference import Verdict
 from barriersim.strategies import MODES, cancelled_in_flight_cases, simulated_cases
 
 CASES_DIR = Path(os.environ.get("BARRIERSIM_CASES_DIR", ".hypothesis/barriersim-cases"))
-EXAMPLES_PER_MODE = int(os.environ.get("BARRIERSIM_PROPERTY_EXAMPLES", "40"))
+EXAMPLES_PER_MODE = int(os.environ.get("BARRIERSIM_PROPERTY_EXAMPLES", "80"))
 JOBMANAGER_EXAMPLES_PER_MODE = max(1, EXAMPLES_PER_MODE // 2)
 TASKMANAGER_EXAMPLES_PER_MODE = max(1, EXAMPLES_PER_MODE // 4)
-IN_FLIGHT_EXAMPLES_PER_MODE = 3 * EXAMPLES_PER_MODE  # a narrow situation in time: more tries, each one short
+IN_FLIGHT_EXAMPLES_PER_MODE = 3 * EXAMPLES_PER_MODE // 2  # a narrow situation in time: more tries, each one short
 IN_FLIGHT_MODES = ("unaligned", "aligned-with-timeout")  # the modes that persist in-flight data
 # CI runs a fixed, reproducible set of examples; BARRIERSIM_PROPERTY_RANDOM=1 explores new ones (a bug hunt).
 DERANDOMIZE = os.environ.get("BARRIERSIM_PROPERTY_RANDOM", "") != "1"
