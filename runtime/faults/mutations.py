@@ -32,6 +32,7 @@ class PlantedBug(enum.Enum):
     RESTORE_FROM_OLDER_RETAINED_CHECKPOINT = "restore_from_older_retained_checkpoint"  # FLINK-14145
     SOURCE_POSITIONS_FROM_PREVIOUS_CHECKPOINT = "source_positions_from_previous_checkpoint"
     COMPLETED_MISSING_ONE_ACKNOWLEDGEMENT = "completed_missing_one_acknowledgement"
+    SAVEPOINT_BARRIER_OVERTAKES_OUTPUT = "savepoint_barrier_overtakes_output"  # FLINK-18252
 
 
 _PLANTED: set[PlantedBug] = set()
