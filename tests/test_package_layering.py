@@ -33,9 +33,8 @@ LOCAL_IMPORTS_ALLOWED = {
     ("barriersim.api", "barriersim.sim_backend"):
         "a backend loads when a plan runs on it: the command line does not load the simulator at every start",
     ("barriersim.api", "barriersim.ray_backend"): "likewise for the Ray driver (both: ~90 ms of a ~550 ms start)",
-    ("barriersim.runtime.storage.object_storage", "pyarrow"):
+    ("barriersim.runtime.storage.object_store", "pyarrow"):
         "pyarrow.fs for s3:// only: a subtask's Ray worker, which imports storage, never loads pyarrow (~50 MB)",
-    ("barriersim.runtime.storage.damage", "pyarrow"): "likewise",
 }
 
 

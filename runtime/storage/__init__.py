@@ -1,19 +1,14 @@
-"""Checkpoint storage: the ``_metadata`` format, in-memory and filesystem storage, pointer resolution.
-
-The main entry points, re-exported here: ``FileSystemCheckpointStorage`` / ``JobManagerCheckpointStorage``
-(both ``CheckpointStorage``), ``resolve_checkpoint_pointer``, ``serialize``/``deserialize`` of the
-metadata format, ``WriteFault`` for fault injection, the completed-checkpoint list's pointers and the typed errors.
-"""
+"""Checkpoint storage: the ``CheckpointStorage`` interface and its backends (in memory, filesystem, object store),
+the ``_metadata`` format, the completed-checkpoint list, pointer resolution, retention, fault injection and the
+typed errors. docs/architecture.md, "Checkpoint storage", says which class does what."""
 
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter, WriteFault
 from barriersim.runtime.storage.checkpoint_storage import (
+    CheckpointFiles,
     CheckpointStorage,
     CompletedCheckpointPointer,
     CompletedCheckpointStorageLocation,
     LoadedCheckpoint,
-    NoValidCheckpointError,
-    RetentionDecision,
-    discard_on_termination,
 )
 from barriersim.runtime.storage.errors import (
     CheckpointAlreadyExistsError,
@@ -29,13 +24,15 @@ from barriersim.runtime.storage.errors import (
     InvalidCheckpointPointerError,
     MetadataEncodingError,
     NoSavepointLocationError,
+    NoValidCheckpointError,
 )
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage, resolve_checkpoint_pointer
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 from barriersim.runtime.storage.metadata_serializer import deserialize, serialize
+from barriersim.runtime.storage.retention import RetentionDecision, discard_on_termination
 
 __all__ = [
-    "AtomicFileWriter", "WriteFault", "CheckpointStorage", "CompletedCheckpointPointer",
+    "AtomicFileWriter", "WriteFault", "CheckpointFiles", "CheckpointStorage", "CompletedCheckpointPointer",
     "CompletedCheckpointStorageLocation", "LoadedCheckpoint", "NoValidCheckpointError", "RetentionDecision",
     "discard_on_termination", "CheckpointAlreadyExistsError", "CheckpointDiscardError", "CheckpointNotFoundError",
     "CheckpointStorageAccessError", "CheckpointStorageError", "CheckpointStorageIOError", "CheckpointStorageWriteError",

@@ -1,47 +1,27 @@
-"""Fault injection: damage a completed checkpoint in its storage, as disks, operators and bugs do.
-
-How this works: ``damage_checkpoint(storage, checkpoint_id, damage, target)`` changes what the storage holds for
-one completed checkpoint and returns a line saying what it did; the storage's readers must then detect it
-(``CheckpointStorage.load_checkpoint`` and the restore-time ``check_state_files``). ``target`` picks the
-checkpoint's ``_metadata`` file, its first state file (state written on its own above the memory threshold) or
-its whole directory. The damages:
-- ``truncate`` (half the bytes stay), ``flip_byte`` (one bit of the middle byte), ``append_junk`` (bytes after
-  the end), ``pickle_payload`` (the file holds a Python pickle instead: something another tool wrote);
-- ``delete``: the file (or the directory) is gone;
-- ``unreadable``: ``chmod 000``; where that does not keep the process out (it runs as root) the path becomes a
-  symbolic link to itself, which no process can open either (``ELOOP``);
-- ``foreign_metadata``: the ``_metadata`` of another completed checkpoint of the job replaces it (a copy
-  mistake);
-- ``malformed_state``: the first keyed-state blob becomes bytes that are not msgpack, and every checksum and
-  size around it (the state file's handle, the ``_metadata``'s CRC32, its entry in the completed-checkpoint
-  list) is recomputed, so that only restoring the state can tell;
-- of the ``completed_list`` target (the completed-checkpoint list): the byte damages, ``delete``, and
-  ``roll_back``: the list as it was before checkpoint ``checkpoint_id`` completed (an older, intact list).
-``DamageNotApplicable`` says a damage cannot strike this checkpoint (no state file, no other checkpoint, a
-storage without files for ``unreadable`` of a directory). The in-memory storage takes the same damages on its
-bytes (``unreadable`` makes its reads fail as a denied permission would); an object store (``s3://``) takes the
-byte damages, ``delete`` and ``foreign_metadata`` of its objects (it has no permissions or directories to damage).
-No Flink class does this; it stands
-for what Flink's ``FileStateHandle`` and ``Checkpoints.loadCheckpointMetadata`` meet on a damaged file system.
-"""
+"""Fault injection: damage a completed checkpoint (or the completed-checkpoint list) in its storage, as disks,
+operators and bugs do, through the storage's ``CheckpointFiles``; the storage's readers must then detect it.
+``damage_checkpoint`` returns a line saying what it did, or raises ``DamageNotApplicable``. No Flink class does
+this; docs/architecture.md, "Checkpoint storage", lists the damages and what each backend takes."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import os
 import shutil
 import zlib
 from pathlib import Path
-
-import msgpack
+from typing import Callable
 
 from barriersim.runtime.storage import metadata_serializer as ms
-from barriersim.runtime.storage.checkpoint_storage import METADATA_FILE_NAME, POINTER_LIST_MAGIC, CheckpointStorage
+from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
+from barriersim.runtime.storage.layout import METADATA_FILE_NAME
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 from barriersim.runtime.storage.object_storage import ObjectStoreCheckpointStorage
 
+DamageableStorage = FileSystemCheckpointStorage | JobManagerCheckpointStorage | ObjectStoreCheckpointStorage
 
 class CheckpointDamage(enum.Enum):
     TRUNCATE = "truncate"
@@ -109,26 +89,20 @@ def _malform_first_keyed_blob(plain) -> bool:
     return False
 
 
-def _repack(value) -> bytes:
-    return msgpack.packb(value, use_bin_type=True, default=ms._encode_ext)
-
-
-def _unpack(data: bytes):
-    return msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=False, ext_hook=ms._decode_ext)
-
-
 def malformed_state_metadata(data: bytes, source: str) -> bytes:
     """A ``_metadata`` image whose first inline keyed-state blob is not msgpack, with a valid CRC32."""
-    plain = _unpack(ms.unframe(data, source))
+    plain = ms.unpack(ms.unframe(data, source), use_list=True)
     if not _malform_first_keyed_blob(plain.get("operator_states")):
         raise DamageNotApplicable(f"{source}: holds no keyed state inline")
-    return ms.frame(_repack(plain))
+    return ms.frame(ms.pack(plain))
 
 
 def damage_checkpoint(storage: CheckpointStorage, checkpoint_id: int, damage: CheckpointDamage,
                       target: DamageTarget = DamageTarget.METADATA) -> str:
     """Damage completed checkpoint ``checkpoint_id`` of ``storage`` (or its completed-checkpoint list); returns what
     was done (one line)."""
+    if not isinstance(storage, DamageableStorage):
+        raise DamageNotApplicable(f"{type(storage).__name__}: cannot be damaged")
     if target is DamageTarget.COMPLETED_LIST:
         return _damage_list(storage, checkpoint_id, damage)
     if damage is CheckpointDamage.ROLL_BACK:
@@ -137,9 +111,17 @@ def damage_checkpoint(storage: CheckpointStorage, checkpoint_id: int, damage: Ch
         return _damage_files(storage, checkpoint_id, damage, target)
     if isinstance(storage, JobManagerCheckpointStorage):
         return _damage_memory(storage, checkpoint_id, damage, target)
-    if isinstance(storage, ObjectStoreCheckpointStorage):
-        return _damage_objects(storage, checkpoint_id, damage, target)
-    raise DamageNotApplicable(f"{type(storage).__name__}: cannot be damaged")
+    return _damage_objects(storage, checkpoint_id, damage, target)
+
+
+def corrupt_checkpoint(storage: CheckpointStorage, checkpoint_id: int, transform: Callable[[bytes], bytes]) -> None:
+    """Replace completed checkpoint ``checkpoint_id``'s ``_metadata`` bytes by ``transform(bytes)``."""
+    files = storage.files
+    for location in files.checkpoint_locations():
+        if location.checkpoint_id == checkpoint_id:
+            files.overwrite_metadata(location, transform(files.read_metadata(location)))
+            return
+    raise KeyError(f"job {storage.job_id}: no complete checkpoint {checkpoint_id} to corrupt")
 
 
 def _other_metadata(storage: CheckpointStorage, checkpoint_id: int) -> tuple[int, bytes]:
@@ -148,36 +130,35 @@ def _other_metadata(storage: CheckpointStorage, checkpoint_id: int) -> tuple[int
                     key=lambda loc: (loc.checkpoint_id > checkpoint_id, abs(loc.checkpoint_id - checkpoint_id)))
     if not others:
         raise DamageNotApplicable(f"checkpoint {checkpoint_id}: no other completed checkpoint to copy metadata from")
-    return others[0].checkpoint_id, storage._read(others[0])
+    return others[0].checkpoint_id, storage.files.read_metadata(others[0])
 
 
 # -- the completed-checkpoint list ------------------------------------------------------------------------
 
 
-def _damage_list(storage: CheckpointStorage, checkpoint_id: int, damage: CheckpointDamage) -> str:
+def _damage_list(storage: DamageableStorage, checkpoint_id: int, damage: CheckpointDamage) -> str:
     """The byte damages, ``delete`` and ``roll_back`` (the list as it was before checkpoint ``checkpoint_id``
     completed: its entry and every newer one gone, the older ones intact) of the completed-checkpoint list, on
-    every storage (through its list primitives)."""
-    found = storage._read_pointer_list()
+    every storage (the bytes through its ``CheckpointFiles``, the pointers through its completed-checkpoint list)."""
+    files = storage.files
+    found = files.read_pointer_list()
     if found is None:
         raise DamageNotApplicable(f"job {storage.job_id}: there is no completed-checkpoint list to damage")
     source, data = found
     if damage in _BYTE_DAMAGES:
-        storage._write_pointer_list(damaged_bytes(data, damage))
+        files.write_pointer_list(damaged_bytes(data, damage))
         return f"{damage.value} {source}"
     if damage is CheckpointDamage.DELETE:
-        storage._write_pointer_list(None)
+        files.write_pointer_list(None)
         return f"deleted {source}"
     if damage is not CheckpointDamage.ROLL_BACK:
         raise DamageNotApplicable(f"{damage.value} of the completed-checkpoint list")
-    plain = msgpack.unpackb(ms.unframe(data, source, POINTER_LIST_MAGIC), raw=False, use_list=True)
-    kept = [entry for entry in plain["checkpoints"] if entry[0] < checkpoint_id]
-    if len(kept) == len(plain["checkpoints"]):
+    pointers = storage.completed.decode(source, data)
+    kept = [p for p in pointers if p.checkpoint_id < checkpoint_id]
+    if len(kept) == len(pointers):
         raise DamageNotApplicable(f"{source}: names no checkpoint from {checkpoint_id} on to roll back")
-    plain["checkpoints"] = kept
-    # before the first completion there was no list at all
-    storage._write_pointer_list(ms.frame(msgpack.packb(plain, use_bin_type=True), POINTER_LIST_MAGIC) if kept else None)
-    return f"rolled {source} back to before checkpoint {checkpoint_id}: it names {[entry[0] for entry in kept]}"
+    storage.completed.write(kept)  # none: before the first completion there was no list at all
+    return f"rolled {source} back to before checkpoint {checkpoint_id}: it names {[p.checkpoint_id for p in kept]}"
 
 
 # -- files ----------------------------------------------------------------------------------------------
@@ -188,8 +169,9 @@ def _state_files_of(directory: Path) -> list[Path]:
                   if p.name != METADATA_FILE_NAME and not p.name.startswith(".") and p.is_file())
 
 
-def _damage_files(storage, checkpoint_id: int, damage: CheckpointDamage, target: DamageTarget) -> str:
-    directory = storage.checkpoint_directory(checkpoint_id)
+def _damage_files(storage: FileSystemCheckpointStorage, checkpoint_id: int, damage: CheckpointDamage,
+                  target: DamageTarget) -> str:
+    directory = storage.files.checkpoint_directory(checkpoint_id)
     if not (directory / METADATA_FILE_NAME).is_file():
         raise DamageNotApplicable(f"{directory}: no completed checkpoint {checkpoint_id} there")
     other = None
@@ -243,20 +225,20 @@ def damage_directory(directory: Path, damage: CheckpointDamage, target: DamageTa
 def _malform_state_file(metadata: Path) -> str:
     """Malform the first keyed-state blob held in a state file; the file's handle in ``_metadata`` and the
     ``_metadata``'s CRC32 are recomputed to match."""
-    plain = _unpack(ms.unframe(metadata.read_bytes(), str(metadata)))
+    plain = ms.unpack(ms.unframe(metadata.read_bytes(), str(metadata)), use_list=True)
     for operator in plain.get("operator_states", []):
         for _, subtask in operator.get("subtask_states", []):
             handle = subtask.get("managed_keyed_state")
             if not isinstance(handle, dict):
                 continue
             state_file = metadata.parent / handle["file"]
-            content = _unpack(state_file.read_bytes())
+            content = ms.unpack(state_file.read_bytes(), use_list=True)
             if not _malform_first_keyed_blob(content):
                 continue
-            data = _repack(content)
+            data = ms.pack(content)
             state_file.write_bytes(data)
             handle["size"], handle["crc32"] = len(data), zlib.crc32(data)
-            metadata.write_bytes(ms.frame(_repack(plain)))
+            metadata.write_bytes(ms.frame(ms.pack(plain)))
             return f"malformed the first keyed-state blob of {state_file}, its handle and {metadata} recomputed"
     raise DamageNotApplicable(f"{metadata}: no keyed state in a state file")
 
@@ -279,78 +261,79 @@ def _make_unreadable(path: Path) -> str:
     return f"replaced {path} by a symbolic link to itself (chmod 000 does not keep this process out)"
 
 
-def _relist(storage: CheckpointStorage, checkpoint_id: int) -> None:
+def _relist(storage: DamageableStorage, checkpoint_id: int) -> None:
     """Make the completed-checkpoint list's entry of ``checkpoint_id`` match its (damaged) ``_metadata`` again."""
-    found = storage._read_pointer_list()
-    if found is None:
+    pointers = storage.completed.read()
+    if pointers is None:
         return
-    source, data = found
-    plain = msgpack.unpackb(ms.unframe(data, source, POINTER_LIST_MAGIC), raw=False, use_list=True)
-    for entry in plain["checkpoints"]:
-        if entry[0] == checkpoint_id:
-            location = storage.resolve_checkpoint(entry[1])
-            metadata = storage._read(location)
-            entry[3], entry[4] = len(metadata), zlib.crc32(metadata)
-    storage._write_pointer_list(ms.frame(msgpack.packb(plain, use_bin_type=True), POINTER_LIST_MAGIC))
+    relisted = []
+    for pointer in pointers:
+        if pointer.checkpoint_id == checkpoint_id:
+            metadata = storage.files.read_metadata(storage.resolve_checkpoint(pointer.external_pointer))
+            pointer = dataclasses.replace(pointer, metadata_size=len(metadata), metadata_crc32=zlib.crc32(metadata))
+        relisted.append(pointer)
+    storage.completed.write(relisted)
 
 
-# -- objects --------------------------------------------------------------------------------------------
+# -- objects ----------------------------------------------------------------------------------------------
 
 
-def _damage_objects(storage, checkpoint_id: int, damage: CheckpointDamage, target: DamageTarget) -> str:
+def _damage_objects(storage: ObjectStoreCheckpointStorage, checkpoint_id: int, damage: CheckpointDamage,
+                    target: DamageTarget) -> str:
     """On an object store: the byte damages, a deletion and another checkpoint's ``_metadata``, of the ``_metadata``
     or the first state object (an object store has no permissions to take away and no directories to damage)."""
-    from pyarrow.fs import FileSelector, FileType  # s3:// only, as in object_storage
-
-    directory = storage.checkpoint_directory(checkpoint_id)
+    files = storage.files
+    store = files.store
+    directory = files.checkpoint_directory(checkpoint_id)
     metadata = f"{directory}/{METADATA_FILE_NAME}"
-    if not storage._is_file(metadata):
-        raise DamageNotApplicable(f"{storage.uri(directory)}: no completed checkpoint {checkpoint_id} there")
+    if not store.is_file(metadata):
+        raise DamageNotApplicable(f"{store.uri(directory)}: no completed checkpoint {checkpoint_id} there")
     if target is DamageTarget.METADATA:
         path = metadata
     elif target is DamageTarget.STATE_FILE:
-        infos = storage.filesystem.get_file_info(FileSelector(directory))
-        files = sorted(i.path for i in infos if i.type is FileType.File and i.base_name != METADATA_FILE_NAME)
-        if not files:
-            raise DamageNotApplicable(f"{storage.uri(directory)}: has no state file (all its state is below the "
+        objects = files.state_objects(checkpoint_id)
+        if not objects:
+            raise DamageNotApplicable(f"{store.uri(directory)}: has no state file (all its state is below the "
                                       f"memory threshold of {storage.memory_threshold} bytes)")
-        path = files[0]
+        path = objects[0]
     else:
         raise DamageNotApplicable(f"{damage.value} of the {target.value}: an object store has no directories")
     if damage in _BYTE_DAMAGES:
-        storage._put(path, damaged_bytes(storage._get(path, "damaging"), damage))
-        return f"{damage.value} {storage.uri(path)}"
+        store.put(path, damaged_bytes(store.get(path, "damaging"), damage))
+        return f"{damage.value} {store.uri(path)}"
     if damage is CheckpointDamage.DELETE:
-        storage.filesystem.delete_file(path)
-        return f"deleted {storage.uri(path)}"
+        store.delete_file(path)
+        return f"deleted {store.uri(path)}"
     if damage is CheckpointDamage.FOREIGN_METADATA and target is DamageTarget.METADATA:
         other, foreign = _other_metadata(storage, checkpoint_id)
-        storage._put(path, foreign)
-        return f"copied the _metadata of checkpoint {other} over {storage.uri(path)}"
+        store.put(path, foreign)
+        return f"copied the _metadata of checkpoint {other} over {store.uri(path)}"
     raise DamageNotApplicable(f"{damage.value} of the {target.value} on an object store")
 
 
 # -- memory ---------------------------------------------------------------------------------------------
 
 
-def _damage_memory(storage, checkpoint_id: int, damage: CheckpointDamage, target: DamageTarget) -> str:
-    key = storage._checkpoint_pointer(checkpoint_id)
-    if key not in storage._blobs:
+def _damage_memory(storage: JobManagerCheckpointStorage, checkpoint_id: int, damage: CheckpointDamage,
+                   target: DamageTarget) -> str:
+    files = storage.files
+    key = files.checkpoint_pointer(checkpoint_id)
+    if files.entry(key) is None:
         raise DamageNotApplicable(f"{key}: no completed checkpoint {checkpoint_id} in memory")
     if target is not DamageTarget.METADATA and damage not in (CheckpointDamage.DELETE, CheckpointDamage.UNREADABLE):
         raise DamageNotApplicable(f"{key}: the job manager's storage keeps no state files")
-    location, data = storage._blobs[key]
+    location, data = files.entry(key)
     if damage in _BYTE_DAMAGES:
-        storage._blobs[key] = (location, damaged_bytes(data, damage))
+        files.put(location, damaged_bytes(data, damage))
     elif damage is CheckpointDamage.DELETE:
-        del storage._blobs[key]
+        files.remove(key)
     elif damage is CheckpointDamage.UNREADABLE:
-        storage._unreadable.add(key)
+        files.deny_reads(key)
     elif damage is CheckpointDamage.FOREIGN_METADATA:
         other, foreign = _other_metadata(storage, checkpoint_id)
-        storage._blobs[key] = (location, foreign)
+        files.put(location, foreign)
         return f"copied the _metadata of checkpoint {other} over {location.metadata_pointer}"
     elif damage is CheckpointDamage.MALFORMED_STATE:
-        storage._blobs[key] = (location, malformed_state_metadata(data, location.metadata_pointer))
+        files.put(location, malformed_state_metadata(data, location.metadata_pointer))
         _relist(storage, checkpoint_id)
     return f"{damage.value} {location.metadata_pointer}"

@@ -1,13 +1,6 @@
-"""Typed errors of checkpoint storage: every message names the file (or pointer) and the problem.
-
-How this works: storage never returns partial state and never lets an ``OSError`` escape. Reading a
-``_metadata`` file (or a state file it references, or the completed-checkpoint pointer list) either yields
-complete values or raises one of these errors; resolving a pointer either yields a completed location or
-raises. ``storage_error_of`` turns an ``OSError`` met at a path into the typed error of its kind: a missing
-file is ``CheckpointNotFoundError``, a denied permission ``CheckpointStorageAccessError``, any other I/O
-fault (a directory where a file should be, a failing device) ``CheckpointStorageIOError``. Mirrors the
-``IOException``/``FileNotFoundException`` cases of Flink's ``Checkpoints``,
-``AbstractFsCheckpointStorageAccess.resolveCheckpointPointer`` and ``FileStateHandle.openInputStream``.
+"""Typed errors of checkpoint storage: every message names the file (or pointer) and the problem; no ``OSError``
+escapes storage (``storage_error_of`` turns one met at a path into the error of its kind). Mirrors the
+``IOException``/``FileNotFoundException`` cases of Flink's ``Checkpoints`` and ``FileStateHandle``.
 """
 
 from __future__ import annotations
@@ -93,3 +86,14 @@ def storage_error_of(err: OSError, path: object, doing: str) -> CheckpointStorag
     if isinstance(err, PermissionError) or err.errno in (errno.EACCES, errno.EPERM):
         return CheckpointStorageAccessError(where, f"{doing}: permission denied")
     return CheckpointStorageIOError(where, f"{doing}: {reason}")
+
+
+class NoValidCheckpointError(CheckpointStorageError):
+    """Checkpoints are retained but none of them loads; ``errors`` lists why."""
+
+    def __init__(self, job_id: str, errors: tuple[CheckpointStorageError, ...]):
+        super().__init__(
+            f"job {job_id}: none of the {len(errors)} retained checkpoints is loadable: "
+            + "; ".join(str(e) for e in errors)
+        )
+        self.errors = errors

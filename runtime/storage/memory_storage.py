@@ -1,40 +1,32 @@
-"""In-memory checkpoint storage: the metadata of each checkpoint kept as bytes (Flink's JobManager storage).
-
-How this works: ``persist_checkpoint`` encodes the metadata exactly as the filesystem storage does (every state
-stream inline: there are no files) and keeps the bytes under a pointer ``jobmanager://<job-id>/chk-<n>``
-(savepoints under ``jobmanager://savepoints/savepoint-<jobid6>-<random>``); the checkpoint statistics show a
-checkpoint's as Flink's ``<checkpoint-not-externally-addressable>`` (``external_path``); loading decodes them
-again, so the same checksum and checkpoint-id checks apply. The completed-checkpoint list is kept as bytes too,
-in the same format. The fault-injection switch is honoured: a failing or crashing write stores nothing (there is no disk
-a crash could leave something on). Nothing survives the process, which is the point of this storage: fast,
-deterministic tests and simulations. Mirrors Flink's ``JobManagerCheckpointStorage`` /
-``MemoryBackendCheckpointStorageAccess`` (without a checkpoint directory).
-"""
+"""In-memory checkpoint storage (Flink's ``JobManagerCheckpointStorage`` / ``MemoryBackendCheckpointStorageAccess``
+without a checkpoint directory): each checkpoint's metadata encoded exactly as on disk, every state stream inline,
+kept as bytes in ``MemoryCheckpointFiles``, so the same checks apply when it is loaded. Nothing survives the
+process: fast, deterministic tests and simulations. ``external_path`` is what the checkpoint statistics show."""
 
 from __future__ import annotations
 
 import random
 import zlib
+from typing import Iterable
 
+from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage import metadata_serializer
-from barriersim.runtime.storage.atomic_file import AtomicFileWriter
+from barriersim.runtime.storage.atomic_file import AtomicFileWriter, WriteFault
+from barriersim.runtime.storage.checkpoint_reader import CheckpointReader
 from barriersim.runtime.storage.checkpoint_storage import (
-    CHECKPOINT_DIR_PREFIX,
-    COMPLETED_CHECKPOINTS_FILE_NAME,
-    METADATA_FILE_NAME,
-    SAVEPOINT_DIR_PREFIX,
+    CheckpointPointer,
     CheckpointStorage,
+    CompletedCheckpointPointer,
     CompletedCheckpointStorageLocation,
+    LoadedCheckpoint,
+    checked_job_id,
 )
-from barriersim.runtime.storage.errors import (
-    CheckpointAlreadyExistsError,
-    CheckpointNotFoundError,
-    CheckpointStorageAccessError,
-    CheckpointStorageWriteError,
-    InvalidCheckpointPointerError,
-)
+from barriersim.runtime.storage.completed_checkpoint_list import CompletedCheckpointList
+from barriersim.runtime.storage.errors import CheckpointAlreadyExistsError, CheckpointStorageWriteError
+from barriersim.runtime.storage.layout import METADATA_FILE_NAME, savepoint_directory_name
+from barriersim.runtime.storage.memory_files import SCHEME, MemoryCheckpointFiles
+from barriersim.runtime.storage.retention import RetentionDecision, discard_on_termination, retain_or_discard
 
-SCHEME = "jobmanager://"
 # Flink's NonPersistentMetadataCheckpointStorageLocation.EXTERNAL_POINTER: what the checkpoint statistics show as
 # the external path of a checkpoint kept in the JobManager's memory
 NOT_EXTERNALLY_ADDRESSABLE = "<checkpoint-not-externally-addressable>"
@@ -55,16 +47,25 @@ class JobManagerCheckpointStorage(CheckpointStorage):
     """Checkpoint metadata held in memory, one byte string per checkpoint/savepoint."""
 
     def __init__(self, job_id: str, *, rng: random.Random | None = None, writer: AtomicFileWriter | None = None):
-        super().__init__(job_id, writer)
+        self.job_id = checked_job_id(job_id)
+        self.writer = writer or AtomicFileWriter()  # only its fault-injection switch: there is no disk
         self._rng = rng or random.Random(0)
-        self._blobs: dict[str, tuple[CompletedCheckpointStorageLocation, bytes]] = {}
-        self._pointer_list: bytes | None = None
-        self._unreadable: set[str] = set()  # damaged (fault injection): reading them is denied
+        self.files = MemoryCheckpointFiles(job_id)
+        self.completed = CompletedCheckpointList(job_id, self.files)
+        self._reader = CheckpointReader(job_id, self.files, self.completed)
 
-    def _checkpoint_pointer(self, checkpoint_id: int) -> str:
-        return f"{SCHEME}{self.job_id}/{CHECKPOINT_DIR_PREFIX}{checkpoint_id}"
+    def initialize_base_locations(self) -> None:
+        """Nothing to create: there is no checkpoint directory."""
 
-    def _store(self, metadata, is_savepoint, target_location):
+    # -- writing ----------------------------------------------------------------------------------------------
+
+    def fail_next_write(self, fault: WriteFault = WriteFault.FAIL_BEFORE_WRITE) -> None:
+        self.writer.fail_next_write(fault)
+
+    def persist_checkpoint(self, metadata: CheckpointMetadata, *, is_savepoint: bool = False,
+                           target_location: str | None = None) -> CompletedCheckpointStorageLocation:
+        """A failing or crashing write (fault injection) stores nothing: there is no disk it could leave
+        something on."""
         checkpoint_id = metadata.checkpoint_id
         fault = self.writer.take_fault()
         if fault is not None:
@@ -74,13 +75,12 @@ class JobManagerCheckpointStorage(CheckpointStorage):
         if is_savepoint:
             base = (target_location or f"{SCHEME}savepoints").rstrip("/")
             while True:
-                name = f"{SAVEPOINT_DIR_PREFIX}{self.job_id[:6]}-" + "".join(self._rng.choice("0123456789abcdef") for _ in range(12))
-                pointer = f"{base}/{name}"
-                if pointer not in self._blobs:
+                pointer = f"{base}/{savepoint_directory_name(self.job_id, self._rng)}"
+                if not self.files.holds(pointer):
                     break
         else:
-            pointer = self._checkpoint_pointer(checkpoint_id)
-            if pointer in self._blobs:
+            pointer = self.files.checkpoint_pointer(checkpoint_id)
+            if self.files.holds(pointer):
                 raise CheckpointAlreadyExistsError(f"{pointer}/{METADATA_FILE_NAME}: checkpoint {checkpoint_id} already has metadata")
         data = metadata_serializer.serialize(metadata)
         location = CompletedCheckpointStorageLocation(
@@ -91,57 +91,65 @@ class JobManagerCheckpointStorage(CheckpointStorage):
             metadata_size=len(data),
             metadata_crc32=zlib.crc32(data),
         )
-        self._blobs[pointer] = (location, bytes(data))
+        self.files.put(location, data)
+        self.completed.remember_written(location)
         return location
 
-    def _read(self, location):
-        if location.external_pointer in self._unreadable:
-            raise CheckpointStorageAccessError(location.metadata_pointer, "reading the metadata: permission denied")
-        try:
-            return self._blobs[location.external_pointer][1]
-        except KeyError:
-            raise CheckpointNotFoundError(f"{location.metadata_pointer}: no such checkpoint in memory") from None
+    # -- reading ----------------------------------------------------------------------------------------------
 
-    def _adopt(self, location, source):
-        if source is not self and location.external_pointer not in self._blobs:
-            self._blobs[location.external_pointer] = (location, bytes(source._read(location)))
+    def resolve_checkpoint(self, pointer: str) -> CompletedCheckpointStorageLocation:
+        return self.files.resolve(pointer)
 
-    def _state_file_reader(self, location):
-        return None
+    def load_checkpoint(self, pointer: CheckpointPointer) -> LoadedCheckpoint:
+        return self._reader.load(pointer)
 
-    def _directory_name(self, location):
-        return location.external_pointer.rsplit("/", 1)[-1]
+    def load_checkpoint_metadata(self, pointer: str) -> CheckpointMetadata:
+        return self._reader.load(pointer).metadata
 
-    def _overwrite(self, location, data):
-        self._blobs[location.external_pointer] = (self._blobs[location.external_pointer][0], bytes(data))
+    def adopt_restored(self, location: CompletedCheckpointStorageLocation, source: CheckpointStorage) -> None:
+        """The restored checkpoint's bytes are copied here, so that the completed-checkpoint list can lead to it."""
+        if self.completed.adopt(location) and source is not self and not self.files.holds(location.external_pointer):
+            self.files.put(location, source.files.read_metadata(location))
 
-    def _discard(self, checkpoint_id):
-        self._unreadable.discard(self._checkpoint_pointer(checkpoint_id))
-        return self._blobs.pop(self._checkpoint_pointer(checkpoint_id), None) is not None
+    def check_state_files(self, checkpoint_id: int) -> None:
+        self._reader.check_state_files(checkpoint_id)
 
-    def _checkpoint_locations(self):
-        return [loc for loc, _ in self._blobs.values() if not loc.is_savepoint]
+    def list_retained_checkpoints(self) -> tuple[CompletedCheckpointStorageLocation, ...]:
+        return self._reader.retained()
+
+    def load_latest_checkpoint(self) -> LoadedCheckpoint | None:
+        return self._reader.load_latest()
+
+    # -- the completed-checkpoint list ------------------------------------------------------------------------
 
     @property
     def completed_checkpoints_list_name(self) -> str:
-        return f"{SCHEME}{self.job_id}/{COMPLETED_CHECKPOINTS_FILE_NAME}"
+        return self.completed.name
 
-    def _read_pointer_list(self):
-        if self._pointer_list is None:
-            return None
-        return self.completed_checkpoints_list_name, self._pointer_list
+    def update_completed_checkpoints(self, checkpoint_ids: Iterable[int]) -> None:
+        self.completed.update(checkpoint_ids)
 
-    def _write_pointer_list(self, data):
-        self._pointer_list = None if data is None else bytes(data)
+    def completed_checkpoint_pointers(self) -> tuple[CompletedCheckpointPointer, ...] | None:
+        return self.completed.read()
 
-    def resolve_checkpoint(self, pointer: str) -> CompletedCheckpointStorageLocation:
-        if not isinstance(pointer, str):
-            raise InvalidCheckpointPointerError(f"checkpoint pointer must be a string, got {pointer!r}")
-        if not pointer:
-            raise InvalidCheckpointPointerError("empty checkpoint pointer")
-        key = pointer.rstrip("/")
-        if key.endswith("/" + METADATA_FILE_NAME):
-            key = key[: -len(METADATA_FILE_NAME) - 1]
-        if key not in self._blobs:
-            raise CheckpointNotFoundError(f"Cannot find checkpoint or savepoint '{pointer}' in the job manager's memory")
-        return self._blobs[key][0]
+    def forget_completed_checkpoints(self) -> None:
+        self.completed.forget_all()
+
+    # -- discarding and retention -----------------------------------------------------------------------------
+
+    def discard_checkpoint(self, checkpoint_id: int) -> bool:
+        self.completed.forget(checkpoint_id)
+        return self.files.discard(checkpoint_id)
+
+    def discard_shared_state(self, keys: Iterable[str]) -> int:
+        """Shared state stays inline in the metadata here: nothing to delete."""
+        return 0
+
+    def shared_state_files(self) -> set[str]:
+        return set()
+
+    def apply_retention_policy(self, retention_policy: object, job_status: object) -> dict[int, RetentionDecision]:
+        discard = discard_on_termination(retention_policy, job_status)
+        decisions = retain_or_discard(self.list_retained_checkpoints(), discard, self.discard_checkpoint)
+        self.completed.remove()
+        return decisions

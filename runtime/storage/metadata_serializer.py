@@ -1,28 +1,8 @@
-"""The ``_metadata`` format: a completed checkpoint's ``CheckpointMetadata`` as checksummed msgpack.
-
-How this works: a file is a 20-byte header followed by a msgpack payload. The header holds Flink's magic
-number (``Checkpoints.HEADER_MAGIC_NUMBER``), the format version, the payload length (8 bytes) and a CRC32
-over the first 16 header bytes plus the payload. Decoding checks, in order: length of the header, magic,
-version, declared length against the actual length (catches truncation and trailing garbage), CRC32
-(catches every single-bit flip and every burst of up to 32 bits anywhere), then the payload's structure.
-Any failure raises ``CorruptMetadataError("<file>: <problem>")``; nothing partial is ever returned. The
-payload is plain msgpack maps/arrays (never pickle); state payloads stay opaque bytes; buffer records are
-msgpack values and come back with arrays as tuples; a ``Watermark`` travelling in a persisted buffer is a
-msgpack extension value (type 1, its timestamp as 8 signed bytes), and a buffer's records as columns (a
-``RecordBatch``, or ``StreamElements`` with watermarks) the extension values of ``runtime.records_codec``
-(types 2 and 3: the column buffers as they are). An incremental keyed handle keeps its shared
-runs as handles (key, size, CRC32, modelled size, and their bytes when the state travelled inline). Mirrors Flink's ``Checkpoints.storeCheckpointMetadata``/
-``loadCheckpointMetadata`` and ``MetadataV3Serializer`` (``MetadataV2V3SerializerBase``).
-
-State files: given a ``write_state_file``, ``serialize`` writes each subtask's keyed state, operator state and
-channel state (input and output together) as a stream of its own, as Flink's ``FsCheckpointStreamFactory``
-does: a stream smaller than ``memory_threshold`` stays inline in the metadata (Flink's
-``ByteStreamStateHandle``), a larger one goes to a file of its own and the metadata keeps a handle to it
-(``{"file", "size", "crc32"}``: Flink's ``FileStateHandle``, plus a CRC32 of the file so that a damaged file is
-found when it is read). ``deserialize`` reads such a file through ``read_state_file`` and checks its size and
-checksum before it decodes it (``CorruptStateFileError`` naming the file). ``directory``, when given, is
-recorded in the payload (the name of the directory the metadata was written to) so that a ``_metadata`` copied
-from another checkpoint or savepoint is recognised on every path that reads it.
+"""The ``_metadata`` format: a completed checkpoint's ``CheckpointMetadata`` as checksummed msgpack (never pickle)
+behind a 20-byte header (Flink's magic number, version, length, CRC32), every problem a ``CorruptMetadataError``
+naming the file. ``serialize`` writes state streams at or above the memory threshold through the storage's writers
+and keeps handles to them; ``decode`` reads them back and checks each. Mirrors Flink's ``Checkpoints`` and
+``MetadataV3Serializer``; docs/architecture.md, "Checkpoint storage", describes the format.
 """
 
 from __future__ import annotations
@@ -207,6 +187,16 @@ def _decode_ext(code: int, data: bytes) -> Any:
         except records_codec.MalformedRecords as e:
             raise _Malformed(str(e)) from None
     raise _Malformed(f"unknown msgpack extension type {code} ({len(data)} bytes)")
+
+
+def pack(value: Any) -> bytes:
+    """``value`` (plain msgpack values and the format's extension values) as msgpack."""
+    return msgpack.packb(value, use_bin_type=True, default=_encode_ext)
+
+
+def unpack(data: bytes, *, use_list: bool = False) -> Any:
+    """The value ``pack`` encoded (arrays as lists with ``use_list``, to edit them: fault injection does)."""
+    return msgpack.unpackb(data, raw=False, use_list=use_list, strict_map_key=False, ext_hook=_decode_ext)
 
 
 def _metadata_to_plain(m: CheckpointMetadata) -> dict:

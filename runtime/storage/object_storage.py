@@ -1,82 +1,54 @@
-"""Checkpoint storage on an object store (``s3://``), and the choice of storage by URI, as Flink's
+"""Checkpoint storage on an object store (``s3://``, Flink's ``FsCheckpointStorageAccess`` over its S3
+``FileSystem``) in the filesystem storage's layout, and the choice of storage by URI, as Flink's
 ``state.checkpoints.dir``: ``file://`` or a plain path for ``FileSystemCheckpointStorage``, ``s3://`` for
-``ObjectStoreCheckpointStorage``. The layout is the filesystem storage's (``chk-<n>/_metadata`` written last, in one
-PUT, after every state object, ``shared/`` and the completed-checkpoint list beside them), read through a
-``pyarrow.fs.FileSystem``; every file of a checkpoint is read relative to its own location. Pointers are URIs whose
-query holds the S3 client's options; ``checkpoint_storage_for`` / ``restore_storage_for`` pick the storage of a
-URI or pointer. Every ``OSError`` becomes a typed storage error naming the object. Mirrors Flink's
-``FsCheckpointStorageAccess`` over its S3 ``FileSystem``; docs/recovery-store.md has the details.
-"""
+``ObjectStoreCheckpointStorage``. Pointers are URIs whose query holds the S3 client's options;
+docs/recovery-store.md has the details."""
 
 from __future__ import annotations
 
 import os
 import random
-import uuid
-import zlib
+from typing import Iterable
 from urllib.parse import urlsplit
 
-from barriersim.runtime.storage import metadata_serializer
+from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter, WriteFault
+from barriersim.runtime.storage.checkpoint_reader import CheckpointReader
 from barriersim.runtime.storage.checkpoint_storage import (
-    CHECKPOINT_DIR_PREFIX,
-    CHECKPOINT_SHARED_STATE_DIR,
-    CHECKPOINT_TASK_OWNED_STATE_DIR,
-    COMPLETED_CHECKPOINTS_FILE_NAME,
-    METADATA_FILE_NAME,
-    SAVEPOINT_DIR_PREFIX,
+    CheckpointPointer,
     CheckpointStorage,
+    CompletedCheckpointPointer,
     CompletedCheckpointStorageLocation,
+    LoadedCheckpoint,
+    checked_job_id,
+    checked_memory_threshold,
 )
+from barriersim.runtime.storage.completed_checkpoint_list import CompletedCheckpointList
 from barriersim.runtime.storage.errors import (
-    CheckpointAlreadyExistsError,
-    CheckpointDiscardError,
-    CheckpointNotFoundError,
     CheckpointStorageIOError,
     CheckpointStorageWriteError,
     InvalidCheckpointPointerError,
     NoSavepointLocationError,
-    storage_error_of,
 )
-from barriersim.runtime.storage.fs_storage import RANDOM_FILE_NAME_LENGTH, FileSystemCheckpointStorage, local_path
-from barriersim.runtime.storage.metadata_serializer import DEFAULT_MEMORY_THRESHOLD, SHARED_FILE_PREFIX, StateFileHandle
+from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage, local_path
+from barriersim.runtime.storage.layout import savepoint_directory_name
+from barriersim.runtime.storage.metadata_serializer import DEFAULT_MEMORY_THRESHOLD
+from barriersim.runtime.storage.object_files import ObjectStoreCheckpointFiles
+from barriersim.runtime.storage.object_location import ObjectStoreCheckpointStorageLocation
+from barriersim.runtime.storage.object_store import (
+    OBJECT_STORE_SCHEMES,
+    ObjectStore,
+    is_object_store_uri,
+    object_store_filesystem,
+    parent,
+)
+from barriersim.runtime.storage.retention import RetentionDecision, discard_on_termination, retain_or_discard
 
-# pyarrow.fs is imported in the functions that use it, for s3:// only: a subtask's process, which imports this
-# module, never loads pyarrow (about 50 MB and 50 ms a process)
-OBJECT_STORE_SCHEMES = ("s3",)
+__all__ = ["ObjectStoreCheckpointStorage", "is_object_store_uri", "object_store_filesystem", "check_storage_uri",
+           "probe_storage", "uri_for_messages", "object_store_path", "child_uri", "savepoint_directory_for",
+           "checkpoint_storage_for", "restore_storage_for"]
 
-
-def is_object_store_uri(uri: str) -> bool:
-    return isinstance(uri, str) and urlsplit(uri).scheme in OBJECT_STORE_SCHEMES
-
-
-def _checkpoint_id_of(name: str) -> int | None:
-    if name.startswith(CHECKPOINT_DIR_PREFIX) and name[len(CHECKPOINT_DIR_PREFIX):].isdigit():
-        return int(name[len(CHECKPOINT_DIR_PREFIX):])
-    return None
-
-
-def _basename(path: str) -> str:
-    return path.rstrip("/").rpartition("/")[2]
-
-
-def _parent(path: str) -> str:
-    return path.rstrip("/").rpartition("/")[0]
-
-
-def object_store_filesystem(uri: str):
-    """The pyarrow filesystem of an ``s3://`` URI and the path (``bucket/prefix``) it names; the URI's query
-    holds the client's options. Raises ``InvalidCheckpointPointerError`` naming the URI."""
-    from pyarrow import fs as pafs
-
-    parts = urlsplit(uri)
-    if parts.scheme not in OBJECT_STORE_SCHEMES or not parts.netloc:
-        raise InvalidCheckpointPointerError(f"{uri!r}: not an object store URI (s3://bucket/path)")
-    try:
-        filesystem, path = pafs.FileSystem.from_uri(uri)
-    except (OSError, ValueError, TypeError) as e:
-        raise InvalidCheckpointPointerError(f"{uri!r}: cannot open the object store: {e}") from None
-    return filesystem, path.rstrip("/")
+_SAVEPOINT_DIR_ATTEMPTS = 10
 
 
 class ObjectStoreCheckpointStorage(CheckpointStorage):
@@ -96,75 +68,32 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
         writer: AtomicFileWriter | None = None,
         memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
     ):
-        super().__init__(job_id, writer, memory_threshold)
+        self.job_id = checked_job_id(job_id)
+        self.memory_threshold = checked_memory_threshold(memory_threshold)
+        self.writer = writer or AtomicFileWriter()  # only its fault-injection switch: a PUT is atomic
+        self._rng = rng or random.Random(0)
         self.filesystem = filesystem
         self.scheme = scheme
         self.base_path = base_path.strip("/")
-        self.checkpoints_directory = f"{self.base_path}/{job_id}"
-        self.shared_state_directory = f"{self.checkpoints_directory}/{CHECKPOINT_SHARED_STATE_DIR}"
-        self.task_owned_state_directory = f"{self.checkpoints_directory}/{CHECKPOINT_TASK_OWNED_STATE_DIR}"
-        self.completed_checkpoints_file = f"{self.checkpoints_directory}/{COMPLETED_CHECKPOINTS_FILE_NAME}"
         self.default_savepoint_directory = default_savepoint_directory
-        self._rng = rng or random.Random(0)
+        self.objects = ObjectStore(filesystem, scheme)
+        self.files = ObjectStoreCheckpointFiles(self.objects, f"{self.base_path}/{job_id}")
+        self.checkpoints_directory = self.files.checkpoints_directory
+        self.completed = CompletedCheckpointList(job_id, self.files)
+        self._reader = CheckpointReader(job_id, self.files, self.completed)
 
-    # -- objects ----------------------------------------------------------------------------------
-
-    def uri(self, path: str) -> str:
-        return f"{self.scheme}://{path}"
-
-    def _path_of(self, pointer: str) -> str:
-        """The filesystem path of a URI or path of this store (its query, if any, dropped)."""
-        parts = urlsplit(pointer)
-        if parts.scheme == self.scheme:
-            return f"{parts.netloc}{parts.path}".rstrip("/")
-        if parts.scheme:
-            raise InvalidCheckpointPointerError(f"{pointer!r}: not a {self.scheme}:// pointer of this storage")
-        return pointer.strip("/")
-
-    def _kind(self, path: str):
-        try:
-            return self.filesystem.get_file_info(path).type
-        except OSError as e:
-            raise storage_error_of(e, self.uri(path), "looking up the object") from None
-
-    def _exists(self, path: str) -> bool:
-        from pyarrow.fs import FileType
-
-        return self._kind(path) is not FileType.NotFound
-
-    def _is_file(self, path: str) -> bool:
-        from pyarrow.fs import FileType
-
-        return self._kind(path) is FileType.File
-
-    def _put(self, path: str, data: bytes, fault: WriteFault | None = None) -> None:
-        """One PUT: the object is visible whole once it returns, and not at all if it fails or an injected fault
-        stops it (an unfinished upload leaves no object)."""
-        if fault is not None:
-            raise CheckpointStorageWriteError(f"{self.uri(path)}: injected write failure ({fault.value}); "
-                                              "the upload did not complete, nothing is visible")
-        with self.filesystem.open_output_stream(path) as out:
-            out.write(data)
-
-    def _get(self, path: str, doing: str) -> bytes:
-        try:
-            with self.filesystem.open_input_stream(path) as stream:
-                return stream.readall()
-        except OSError as e:
-            raise storage_error_of(e, self.uri(path), doing) from None
-
-    # -- locations --------------------------------------------------------------------------------
+    # -- locations --------------------------------------------------------------------------------------------
 
     def initialize_base_locations(self) -> None:
         """Create the job's directory (and the bucket's, where the store allows)."""
         try:
-            self.filesystem.create_dir(self.checkpoints_directory, recursive=True)
+            self.objects.create_dir(self.checkpoints_directory)
         except OSError as e:
-            raise CheckpointStorageWriteError(f"{self.uri(self.checkpoints_directory)}: cannot create the job's "
+            raise CheckpointStorageWriteError(f"{self.objects.uri(self.checkpoints_directory)}: cannot create the job's "
                                               f"checkpoint directory: {e}") from None
 
     def checkpoint_directory(self, checkpoint_id: int) -> str:
-        return f"{self.checkpoints_directory}/{CHECKPOINT_DIR_PREFIX}{checkpoint_id}"
+        return self.files.checkpoint_directory(checkpoint_id)
 
     def initialize_location_for_savepoint(self, checkpoint_id: int, target_location: str | None = None) -> str:
         """A fresh ``savepoint-<jobid6>-<random>`` directory under ``target_location`` or the default."""
@@ -172,213 +101,88 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
         if base is None:
             raise NoSavepointLocationError(
                 f"savepoint {checkpoint_id} of job {self.job_id}: no savepoint location given and no default location configured")
-        base = self._path_of(base)
-        prefix = f"{SAVEPOINT_DIR_PREFIX}{self.job_id[:6]}-"
-        for _ in range(10):
-            name = prefix + "".join(self._rng.choice("0123456789abcdef") for _ in range(RANDOM_FILE_NAME_LENGTH))
-            if not self._exists(f"{base}/{name}"):
+        base = self.objects.path_of(base)
+        for _ in range(_SAVEPOINT_DIR_ATTEMPTS):
+            name = savepoint_directory_name(self.job_id, self._rng)
+            if not self.objects.exists(f"{base}/{name}"):
                 return f"{base}/{name}"
-        raise CheckpointStorageWriteError(f"{self.uri(base)}: failed to find a fresh savepoint directory name")
+        raise CheckpointStorageWriteError(f"{self.objects.uri(base)}: failed to find a fresh savepoint directory name")
 
-    # -- primitives -------------------------------------------------------------------------------
+    # -- writing ----------------------------------------------------------------------------------------------
 
-    def _store(self, metadata, is_savepoint, target_location):
+    def fail_next_write(self, fault: WriteFault = WriteFault.FAIL_BEFORE_WRITE) -> None:
+        self.writer.fail_next_write(fault)
+
+    def persist_checkpoint(self, metadata: CheckpointMetadata, *, is_savepoint: bool = False,
+                           target_location: str | None = None) -> CompletedCheckpointStorageLocation:
         checkpoint_id = metadata.checkpoint_id
         directory = (self.initialize_location_for_savepoint(checkpoint_id, target_location) if is_savepoint
                      else self.checkpoint_directory(checkpoint_id))
-        path = f"{directory}/{METADATA_FILE_NAME}"
-        if self._exists(path):
-            raise CheckpointAlreadyExistsError(f"{self.uri(path)}: checkpoint {checkpoint_id} already has metadata")
-        written: list[StateFileHandle] = []
+        location = ObjectStoreCheckpointStorageLocation(
+            self.objects, checkpoint_id, directory, self.files.shared_state_directory, is_savepoint=is_savepoint,
+            rng=self._rng, metadata_writer=self.writer, memory_threshold=self.memory_threshold)
+        completed = location.persist(metadata)
+        self.completed.remember_written(completed)
+        return completed
 
-        def write_state_file(data: bytes) -> StateFileHandle:
-            name = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
-            try:
-                self._put(f"{directory}/{name}", data)
-            except OSError as e:
-                raise CheckpointStorageWriteError(f"{self.uri(directory)}/{name}: writing a state file of checkpoint "
-                                                  f"{checkpoint_id} failed: {e}") from None
-            written.append(StateFileHandle(name, len(data), zlib.crc32(data)))
-            return written[-1]
+    # -- reading ----------------------------------------------------------------------------------------------
 
-        def write_shared_file(key: str, data: bytes) -> StateFileHandle:
-            path = f"{self.shared_state_directory}/{key}"
-            if "/" in key or key in ("", ".", ".."):
-                raise CheckpointStorageWriteError(f"{self.uri(path)}: {key!r} is not a shared state file name")
-            if not self._exists(path):  # written by the first checkpoint that uploaded it; later ones refer to it
-                try:
-                    self._put(path, data)
-                except OSError as e:
-                    raise CheckpointStorageWriteError(f"{self.uri(path)}: writing a shared state file of checkpoint "
-                                                      f"{checkpoint_id} failed: {e}") from None
-            written.append(StateFileHandle(SHARED_FILE_PREFIX + key, len(data), zlib.crc32(data)))
-            return written[-1]
+    def resolve_checkpoint(self, pointer: str) -> CompletedCheckpointStorageLocation:
+        return self.files.resolve(pointer)
 
-        data = metadata_serializer.serialize(metadata, directory=_basename(directory),
-                                             write_state_file=write_state_file, memory_threshold=self.memory_threshold,
-                                             write_shared_file=None if is_savepoint else write_shared_file)
-        try:
-            self._put(path, data, self.writer.take_fault())
-        except OSError as e:
-            raise CheckpointStorageWriteError(f"{self.uri(path)}: writing checkpoint {checkpoint_id} metadata "
-                                              f"failed: {e}") from None
-        return CompletedCheckpointStorageLocation(
-            checkpoint_id=checkpoint_id,
-            external_pointer=self.uri(directory),
-            metadata_pointer=self.uri(path),
-            is_savepoint=is_savepoint,
-            metadata_size=len(data),
-            metadata_crc32=zlib.crc32(data),
-            state_files=tuple(written),
-        )
+    def load_checkpoint(self, pointer: CheckpointPointer) -> LoadedCheckpoint:
+        return self._reader.load(pointer)
 
-    def _read(self, location):
-        return self._get(self._path_of(location.metadata_pointer),
-                         f"reading the metadata of checkpoint {location.checkpoint_id}")
+    def load_checkpoint_metadata(self, pointer: str) -> CheckpointMetadata:
+        return self._reader.load(pointer).metadata
 
-    def _state_file_reader(self, location):
-        directory = self._path_of(location.external_pointer)
-        shared = f"{_parent(directory)}/{CHECKPOINT_SHARED_STATE_DIR}"  # beside the checkpoint, as on a filesystem
+    def adopt_restored(self, location: CompletedCheckpointStorageLocation, source: CheckpointStorage) -> None:
+        self.completed.adopt(location)  # read by its URI, wherever it lies
 
-        def read(handle: StateFileHandle) -> tuple[str, bytes]:
-            if handle.file.startswith(SHARED_FILE_PREFIX):
-                path = f"{shared}/{handle.file.removeprefix(SHARED_FILE_PREFIX)}"
-            else:
-                path = f"{directory}/{handle.file}"
-            return self.uri(path), self._get(path, "reading a state file")
+    def check_state_files(self, checkpoint_id: int) -> None:
+        self._reader.check_state_files(checkpoint_id)
 
-        return read
+    def list_retained_checkpoints(self) -> tuple[CompletedCheckpointStorageLocation, ...]:
+        return self._reader.retained()
 
-    def _directory_name(self, location):
-        return _basename(self._path_of(location.external_pointer))
+    def load_latest_checkpoint(self) -> LoadedCheckpoint | None:
+        return self._reader.load_latest()
 
-    def _overwrite(self, location, data):
-        path = self._path_of(location.metadata_pointer)
-        try:
-            self._put(path, data)
-        except OSError as e:
-            raise storage_error_of(e, self.uri(path), "overwriting the metadata") from None
-
-    def _discard(self, checkpoint_id):
-        directory = self.checkpoint_directory(checkpoint_id)
-        try:
-            if not self._exists(directory):
-                return False
-            metadata = f"{directory}/{METADATA_FILE_NAME}"
-            if self._exists(metadata):
-                self.filesystem.delete_file(metadata)  # first: the checkpoint is no longer addressable
-            self.filesystem.delete_dir(directory)
-        except OSError as e:
-            raise CheckpointDiscardError(self.uri(directory), f"cannot discard checkpoint {checkpoint_id}: {e}") from None
-        if self._exists(directory):
-            raise CheckpointDiscardError(self.uri(directory), f"checkpoint {checkpoint_id} was not fully discarded")
-        return True
-
-    def discard_shared_state(self, keys) -> int:
-        """Delete the shared state objects of these registration keys (missing ones are not an error); how many
-        were deleted. ``CheckpointDiscardError`` names the first object that could not be deleted."""
-        deleted = 0
-        for key in keys:
-            path = f"{self.shared_state_directory}/{key}"
-            try:
-                if self._exists(path):
-                    self.filesystem.delete_file(path)
-                    deleted += 1
-            except OSError as e:
-                raise CheckpointDiscardError(self.uri(path), f"cannot discard shared state: {e}") from None
-        return deleted
-
-    def shared_state_files(self) -> set[str]:
-        """The names of the objects in the shared state directory."""
-        from pyarrow.fs import FileSelector
-
-        try:
-            infos = self.filesystem.get_file_info(FileSelector(self.shared_state_directory, allow_not_found=True))
-        except OSError as e:
-            raise storage_error_of(e, self.uri(self.shared_state_directory), "listing the shared state") from None
-        return {info.base_name for info in infos}
-
-    def _checkpoint_locations(self):
-        from pyarrow.fs import FileSelector, FileType
-
-        try:
-            entries = self.filesystem.get_file_info(FileSelector(self.checkpoints_directory, allow_not_found=True))
-        except OSError as e:
-            raise storage_error_of(e, self.uri(self.checkpoints_directory), "listing the checkpoints") from None
-        locations = []
-        for entry in sorted(entries, key=lambda e: e.path):
-            checkpoint_id = _checkpoint_id_of(entry.base_name)
-            if entry.type is not FileType.Directory or checkpoint_id is None:
-                continue
-            metadata = f"{entry.path.rstrip('/')}/{METADATA_FILE_NAME}"
-            try:
-                info = self.filesystem.get_file_info(metadata)
-            except OSError:
-                info = None  # unreadable: listed, and reading it will say why
-            if info is not None and info.type is not FileType.File:
-                continue  # an incomplete checkpoint
-            locations.append(CompletedCheckpointStorageLocation(
-                checkpoint_id=checkpoint_id, external_pointer=self.uri(entry.path.rstrip("/")),
-                metadata_pointer=self.uri(metadata), is_savepoint=False,
-                metadata_size=info.size if info is not None else 0))
-        return locations
+    # -- the completed-checkpoint list ------------------------------------------------------------------------
 
     @property
     def completed_checkpoints_list_name(self) -> str:
-        return self.uri(self.completed_checkpoints_file)
+        return self.completed.name
 
-    def _read_pointer_list(self):
-        path = self.completed_checkpoints_file
-        if not self._exists(path):
-            return None
-        return self.uri(path), self._get(path, "reading the completed-checkpoint list")
+    def update_completed_checkpoints(self, checkpoint_ids: Iterable[int]) -> None:
+        self.completed.update(checkpoint_ids)
 
-    def _write_pointer_list(self, data):
-        path = self.completed_checkpoints_file
-        try:
-            if data is None:
-                if self._exists(path):
-                    self.filesystem.delete_file(path)
-                return
-            self._put(path, data)
-        except OSError as e:
-            raise CheckpointStorageWriteError(f"{self.uri(path)}: writing the completed-checkpoint list failed: "
-                                              f"{e}") from None
+    def completed_checkpoint_pointers(self) -> tuple[CompletedCheckpointPointer, ...] | None:
+        return self.completed.read()
 
-    def _after_discard_all(self):
-        from pyarrow.fs import FileSelector
+    def forget_completed_checkpoints(self) -> None:
+        self.completed.forget_all()
 
-        try:
-            if not self.filesystem.get_file_info(FileSelector(self.checkpoints_directory, recursive=True,
-                                                              allow_not_found=True)):
-                self.filesystem.delete_dir(self.checkpoints_directory)  # only if empty
-        except OSError:
-            pass
+    # -- discarding and retention -----------------------------------------------------------------------------
 
-    def resolve_checkpoint(self, pointer: str) -> CompletedCheckpointStorageLocation:
-        """A ``s3://`` checkpoint/savepoint directory or its ``_metadata`` object -> its completed location."""
-        if not isinstance(pointer, str) or not pointer:
-            raise InvalidCheckpointPointerError(f"checkpoint pointer must be a non-empty URI, got {pointer!r}")
-        path = self._path_of(pointer)
-        from pyarrow.fs import FileType
+    def discard_checkpoint(self, checkpoint_id: int) -> bool:
+        self.completed.forget(checkpoint_id)
+        return self.files.discard(checkpoint_id)
 
-        kind = self._kind(path)
-        if kind is FileType.NotFound:
-            raise CheckpointNotFoundError(f"Cannot find checkpoint or savepoint object/directory '{pointer}'")
-        if kind is FileType.Directory:
-            directory, metadata = path, f"{path}/{METADATA_FILE_NAME}"
-            if not self._is_file(metadata):
-                raise CheckpointNotFoundError(
-                    f"Cannot find meta data file '{METADATA_FILE_NAME}' in directory '{pointer}': it is not a "
-                    "completed checkpoint/savepoint (an incomplete checkpoint, or not a checkpoint at all)")
-        else:
-            directory, metadata = _parent(path), path
-        size = self.filesystem.get_file_info(metadata).size
-        name = _basename(directory)
-        return CompletedCheckpointStorageLocation(
-            checkpoint_id=_checkpoint_id_of(name), external_pointer=self.uri(directory),
-            metadata_pointer=self.uri(metadata), is_savepoint=name.startswith(SAVEPOINT_DIR_PREFIX),
-            metadata_size=size)
+    def discard_shared_state(self, keys: Iterable[str]) -> int:
+        return self.files.discard_shared_state(keys)
+
+    def shared_state_files(self) -> set[str]:
+        return self.files.shared_state_files()
+
+    def apply_retention_policy(self, retention_policy: object, job_status: object) -> dict[int, RetentionDecision]:
+        discard = discard_on_termination(retention_policy, job_status)
+        decisions = retain_or_discard(self.list_retained_checkpoints(), discard, self.discard_checkpoint)
+        self.completed.remove()
+        if discard:
+            self.files.remove_job_directory()
+        return decisions
+
 
 
 def check_storage_uri(uri: str) -> None:
@@ -467,5 +271,5 @@ def restore_storage_for(pointer: str | os.PathLike | None,
     text = os.fspath(pointer) if pointer is not None else ""
     if is_object_store_uri(text):
         filesystem, path = object_store_filesystem(text)
-        return ObjectStoreCheckpointStorage(filesystem, _parent(path), "restore", scheme=urlsplit(text).scheme)
+        return ObjectStoreCheckpointStorage(filesystem, parent(path), "restore", scheme=urlsplit(text).scheme)
     return FileSystemCheckpointStorage(working_directory, "restore")

@@ -14,6 +14,7 @@ from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCoun
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.storage.damage import corrupt_checkpoint
 from barriersim.runtime.storage.errors import CheckpointStorageWriteError
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 
@@ -143,7 +144,7 @@ def test_retrieving_checkpoints_fails_if_retrieval_of_any_checkpoint_fails():
     for cid in (1, 2, 3):
         h.trigger()
         complete(h, cid)
-    writer.storage.corrupt_checkpoint(2, lambda data: data[:-3])
+    corrupt_checkpoint(writer.storage, 2, lambda data: data[:-3])
     with pytest.raises(CheckpointRecoveryError, match="could not retrieve checkpoint 2 from .*chk-2"):
         recover_completed_checkpoint_store(
             JOB, writer.storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3, **NO_PERIODIC))

@@ -43,6 +43,7 @@ from barriersim.runtime.state.snapshot import (
     OperatorSubtaskState,
     ResultSubpartitionStateHandle,
 )
+from barriersim.runtime.storage.damage import corrupt_checkpoint
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 
@@ -509,7 +510,7 @@ def test_restore_latest_checkpoint_skips_a_corrupt_newest_one(tmp_path, make_sto
     assert restore_latest_checkpoint(storage, vertices) is None
     for checkpoint_id in (1, 2):
         storage.persist_checkpoint(_metadata(_build_operator_states(["op"], 2, channel_state=False), checkpoint_id))
-    storage.corrupt_checkpoint(2, lambda b: b[: len(b) // 2])
+    corrupt_checkpoint(storage, 2, lambda b: b[: len(b) // 2])
     restored = restore_latest_checkpoint(storage, vertices)
     assert restored.assignment.checkpoint_id == 1
     assert "chk-2/_metadata: truncated" in str(restored.checkpoint.skipped[0])

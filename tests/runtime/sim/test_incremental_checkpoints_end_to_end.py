@@ -120,7 +120,7 @@ def test_a_damaged_shared_file_is_found_and_the_previous_checkpoint_loads(tmp_pa
     victim.write_bytes(victim.read_bytes()[:-1] + b"\x00")  # a flipped last byte
     with pytest.raises(CorruptStateFileError, match=victim.name):
         storage.load_checkpoint(storage.list_retained_checkpoints()[0])
-    storage._write_pointer_list(None)  # no completed-checkpoint list: the newest checkpoint that loads is used
+    storage.files.write_pointer_list(None)  # no completed-checkpoint list: the newest checkpoint that loads is used
     latest = storage.load_latest_checkpoint()
     assert latest.location.checkpoint_id == previous
     assert any(victim.name in str(e) for e in latest.skipped)

@@ -40,7 +40,6 @@ from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.storage.checkpoint_storage import METADATA_FILE_NAME
 from barriersim.runtime.storage.damage import CheckpointDamage as D, DamageTarget as T, damage_checkpoint, damage_directory
 from barriersim.runtime.storage.errors import (
     CheckpointNotFoundError,
@@ -50,6 +49,7 @@ from barriersim.runtime.storage.errors import (
     CorruptStateFileError,
 )
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
+from barriersim.runtime.storage.layout import METADATA_FILE_NAME
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.workload import local_splits
 

@@ -14,12 +14,7 @@ from hypothesis import strategies as st
 from barriersim.runtime.state.snapshot import CheckpointMetadata, MasterState
 from barriersim.runtime.storage import metadata_serializer as ms
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter, WriteFault
-from barriersim.runtime.storage.checkpoint_storage import (
-    METADATA_FILE_NAME,
-    NoValidCheckpointError,
-    RetentionDecision,
-    discard_on_termination,
-)
+from barriersim.runtime.storage.damage import corrupt_checkpoint
 from barriersim.runtime.storage.errors import (
     CheckpointAlreadyExistsError,
     CheckpointNotFoundError,
@@ -28,9 +23,12 @@ from barriersim.runtime.storage.errors import (
     CorruptMetadataError,
     InvalidCheckpointPointerError,
     NoSavepointLocationError,
+    NoValidCheckpointError,
 )
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage, resolve_checkpoint_pointer
+from barriersim.runtime.storage.layout import METADATA_FILE_NAME
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
+from barriersim.runtime.storage.retention import RetentionDecision, discard_on_termination
 from metadata_testkit import random_master_states, random_operator_states
 
 
@@ -271,7 +269,7 @@ def test_all_retained_checkpoints_corrupt_is_an_error_naming_each_file(tmp_path)
     storage = _fs(tmp_path)
     for i in (1, 2):
         storage.persist_checkpoint(_metadata(i))
-        storage.corrupt_checkpoint(i, lambda b: b[:10])
+        corrupt_checkpoint(storage, i, lambda b: b[:10])
     with pytest.raises(NoValidCheckpointError) as e:
         storage.load_latest_checkpoint()
     assert "chk-2/_metadata: truncated" in str(e.value) and "chk-1/_metadata: truncated" in str(e.value)
@@ -376,7 +374,7 @@ def test_job_manager_storage_round_trip_listing_faults_and_retention():
     storage.fail_next_write(WriteFault.CRASH_MID_WRITE)
     with pytest.raises(CheckpointStorageWriteError, match="nothing was stored"):
         storage.persist_checkpoint(_metadata(4))
-    storage.corrupt_checkpoint(3, lambda b: b[:-1])
+    corrupt_checkpoint(storage, 3, lambda b: b[:-1])
     loaded = storage.load_latest_checkpoint()
     assert loaded.metadata == _metadata(2)
     assert str(loaded.skipped[0]).startswith("jobmanager://job-m/chk-3/_metadata: truncated")

@@ -9,8 +9,13 @@ import random
 import pytest
 
 from barriersim.runtime.storage.atomic_file import WriteFault
-from barriersim.runtime.storage.checkpoint_storage import RetentionDecision
-from barriersim.runtime.storage.damage import CheckpointDamage, DamageNotApplicable, DamageTarget, damage_checkpoint
+from barriersim.runtime.storage.damage import (
+    CheckpointDamage,
+    DamageNotApplicable,
+    DamageTarget,
+    corrupt_checkpoint,
+    damage_checkpoint,
+)
 from barriersim.runtime.storage.errors import (
     CheckpointAlreadyExistsError,
     CheckpointNotFoundError,
@@ -22,6 +27,7 @@ from barriersim.runtime.storage.errors import (
 )
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.object_storage import ObjectStoreCheckpointStorage, checkpoint_storage_for
+from barriersim.runtime.storage.retention import RetentionDecision
 from tests.runtime.storage.test_state_files_and_completed_list import _state
 from tests.s3_server import s3_server  # noqa: F401 - the fixture
 
@@ -85,10 +91,10 @@ def test_damaged_objects_are_typed_errors_naming_them(s3_server):
     storage = _storage(s3_server.bucket_uri())
     location = storage.persist_checkpoint(_state(1, 4096))
     state_file = f"{storage.checkpoint_directory(1)}/{location.state_files[0].file}"
-    storage._put(state_file, b"junk")
+    storage.objects.put(state_file, b"junk")
     with pytest.raises(CorruptStateFileError, match=location.state_files[0].file):
         storage.load_checkpoint(location.external_pointer)
-    storage.corrupt_checkpoint(1, lambda data: data[:-3])
+    corrupt_checkpoint(storage, 1, lambda data: data[:-3])
     with pytest.raises(CorruptMetadataError, match="chk-1/_metadata"):
         storage.load_checkpoint(location.external_pointer)
     with pytest.raises(InvalidCheckpointPointerError, match="gs://"):

@@ -22,7 +22,7 @@ from barriersim.runtime.state.snapshot import (
     OperatorSubtaskState,
     ResultSubpartitionStateHandle,
 )
-from barriersim.runtime.storage.checkpoint_storage import COMPLETED_CHECKPOINTS_FILE_NAME, METADATA_FILE_NAME
+from barriersim.runtime.storage.layout import COMPLETED_CHECKPOINTS_FILE_NAME, METADATA_FILE_NAME
 from barriersim.runtime.storage.damage import CheckpointDamage, DamageNotApplicable, DamageTarget, damage_checkpoint
 from barriersim.runtime.storage.errors import (
     CheckpointDiscardError,
