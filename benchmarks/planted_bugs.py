@@ -1,10 +1,11 @@
 """Property power, measured: for each planted historical bug (``runtime.faults.mutations``) and each mode it can show in,
-how many generated examples the whole-job suite runs before it fails, for three random seeds, against the suite's
+how many generated examples the whole-job suite runs before it fails, for five random seeds, against the suite's
 default budget (the figure CI relies on: the derandomized suite must fail within it).
 
 The suite is the one ``tests/properties/test_planted_bugs.py`` runs: the random-faults property, then the JobManager
 property, then (in the modes that persist in-flight data) the cancelled-in-flight property, each at its default
-budget; an example counts when the simulator ran it. ``python -m benchmarks.planted_bugs [--seeds 1 2 3]``."""
+budget; an example counts when the simulator ran it. ``python -m benchmarks.planted_bugs [--seeds 1 2 3 4 5]
+[--only BUG ...]``."""
 
 import argparse
 import time

@@ -3,17 +3,8 @@ finds each of them.
 
 How this works: ``planted(bug)`` is a context manager that enables one ``PlantedBug`` while it is open; the
 runtime checks ``is_planted(bug)`` at exactly the place the historical bug lived. Nothing outside the tests
-opens it, so in every normal run each check is one set lookup that returns False.
-
-- ``LATE_BARRIER_OF_CANCELLED_CHECKPOINT``: Flink 1.12.1 (FLINK-21104 family): a late barrier of an already
-  cancelled checkpoint stops a channel from persisting its in-flight data, so buffers that belong to the next
-  unaligned checkpoint are not written into it.
-- ``CHANNELS_NOT_UNBLOCKED_ON_CANCEL``: an aligned checkpoint that is cancelled leaves its blocked channels
-  blocked (the job stalls).
-- ``TRACKER_TRIGGERS_ON_FIRST_BARRIER``: the at-least-once tracker triggers when the first barrier arrives
-  instead of the last.
-- ``SOURCE_SNAPSHOT_AFTER_BARRIER``: a source snapshots its offset after it emitted records behind the barrier
-  instead of before the barrier.
+opens it, so in every normal run each check is one set lookup that returns False. docs/bug-zoo.md names each
+bug's Flink issue and fix version, where it is planted and which property finds it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,12 @@ Where each bug can show in a whole job on the simulator:
 - channels not unblocked on cancel: only an aligned alignment blocks channels that a cancellation must release
   (with an alignment timeout the alternating handler releases them on its own path);
 - the tracker triggering on the first barrier: only at-least-once checkpoints use the tracker;
-- a source snapshotting after its barrier: every mode."""
+- a source snapshotting after its barrier, a checkpoint completed one acknowledgement short, a savepoint's barrier
+  overtaking the output: every mode;
+- a task finishing without its final checkpoint, a restore from an older retained checkpoint, a restore taking the
+  sources' positions from the checkpoint before: only where a transactional sink commits on checkpoints (the
+  exactly-once modes; an at-least-once sink writes at once and may repeat records).
+docs/bug-zoo.md names each bug's Flink issue and says why the suite finds it."""
 
 import sys
 from pathlib import Path
