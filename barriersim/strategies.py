@@ -462,7 +462,7 @@ class SimulatedCase:
         result = job.run()
         verdict, _ = job.verify(result)
         return CaseResult(result, verdict, tuple(job.consistent_cut_violations()) if check_cuts else (),
-                          job.report, tuple(job.finish_order_violations))
+                          job.report, tuple(job.finish_order_violations), tuple(job.alignment_violations))
 
     def save(self, directory: Path) -> tuple[Path, str]:
         """Write the case as a scenario file (its faults and seed included); returns it and the one-line command
@@ -479,6 +479,7 @@ class CaseResult:
     cut_violations: tuple = ()  # CutViolation: completed checkpoints that are not consistent cuts
     report: object = None  # runtime.job.dispatcher.RunReport: every job, every action
     finish_order_violations: tuple = ()  # tasks that finished while a task they read still ran
+    alignment_violations: tuple = ()  # alignments still pending after every channel ended them (alignment_liveness)
 
 
 @st.composite

@@ -38,6 +38,7 @@ from barriersim.runtime.checkpointing.barrier_handler_state import (
     WaitingForFirstBarrier,
 )
 from barriersim.runtime.events import CancelCheckpointMarker, CheckpointBarrier, InputChannelInfo
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 
 
@@ -197,6 +198,8 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
 
     def process_cancellation_barrier(self, marker: CancelCheckpointMarker, channel_info: InputChannelInfo) -> None:
         cancelled_id = marker.checkpoint_id
+        if is_planted(PlantedBug.CANCEL_MARKER_IGNORED):
+            return  # the tester's bug: the alignment goes on until a newer barrier ends it
         if cancelled_id > self.current_checkpoint_id or (
             cancelled_id == self.current_checkpoint_id and len(self.aligned_channels) > 0
         ):

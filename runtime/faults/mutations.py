@@ -24,6 +24,7 @@ class PlantedBug(enum.Enum):
     SOURCE_POSITIONS_FROM_PREVIOUS_CHECKPOINT = "source_positions_from_previous_checkpoint"
     COMPLETED_MISSING_ONE_ACKNOWLEDGEMENT = "completed_missing_one_acknowledgement"
     SAVEPOINT_BARRIER_OVERTAKES_OUTPUT = "savepoint_barrier_overtakes_output"  # FLINK-18252
+    CANCEL_MARKER_IGNORED = "cancel_marker_ignored"
 
 
 _PLANTED: set[PlantedBug] = set()

@@ -56,6 +56,9 @@ def check(case, outcome) -> None:
     # Flink's END_OF_INPUT: a task finishes only after every task it reads did (else a later checkpoint's barrier
     # from a running upstream meets a finished task, and that checkpoint waits until it expires)
     assert not outcome.finish_order_violations, "; ".join(outcome.finish_order_violations[:3])
+    # Flink's barrier handler: an alignment ends when every channel delivered its barrier, a cancellation marker or
+    # its end of partition (runtime.sim.alignment_liveness)
+    assert not outcome.alignment_violations, "; ".join(outcome.alignment_violations[:3])
     # Flink's statistics: a completed checkpoint has one subtask row per subtask, its acknowledgement or, for a task
     # finished before the trigger (FLIP-147), Flink's report of it at the trigger
     rows: dict[tuple, list[str]] = {}
