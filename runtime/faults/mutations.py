@@ -25,6 +25,7 @@ class PlantedBug(enum.Enum):
     COMPLETED_MISSING_ONE_ACKNOWLEDGEMENT = "completed_missing_one_acknowledgement"
     SAVEPOINT_BARRIER_OVERTAKES_OUTPUT = "savepoint_barrier_overtakes_output"  # FLINK-18252
     CANCEL_MARKER_IGNORED = "cancel_marker_ignored"
+    UNALIGNED_FLAG_FROM_OPTIONS = "unaligned_flag_from_options"  # FLINK-31588
 
 
 _PLANTED: set[PlantedBug] = set()

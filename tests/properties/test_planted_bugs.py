@@ -49,6 +49,7 @@ WHOLE_JOB_MODES = {
     PlantedBug.COMPLETED_MISSING_ONE_ACKNOWLEDGEMENT: tuple(MODES),
     PlantedBug.SAVEPOINT_BARRIER_OVERTAKES_OUTPUT: tuple(MODES),
     PlantedBug.CANCEL_MARKER_IGNORED: ("aligned", "aligned-with-timeout"),
+    PlantedBug.UNALIGNED_FLAG_FROM_OPTIONS: ("unaligned", "aligned-with-timeout"),
 }
 
 

@@ -64,6 +64,12 @@ def check(case, outcome) -> None:
     rows: dict[tuple, list[str]] = {}
     for row in sim.subtasks:
         rows.setdefault((row.get("job"), row["id"]), []).append(row["task"])
+    for row in sim.subtasks:
+        # Flink's checkpoint statistics since 1.16 (FLINK-31588): a subtask checkpointed unaligned exactly when it
+        # persisted in-flight data
+        assert row["unaligned_checkpoint"] == (row["alignment_persisted"] > 0), (
+            f"checkpoint {row['id']}, {row['task']}: reported unaligned={row['unaligned_checkpoint']} with "
+            f"{row['alignment_persisted']} bytes of in-flight data persisted")
     for c in sim.checkpoints:
         if c["status"] == "COMPLETED":
             tasks = rows.get((c.get("job"), c["id"]), [])
