@@ -1,41 +1,7 @@
 """Hypothesis strategies for barriersim: job topologies, checkpointing configurations and fault schedules, and
 ``simulated_cases`` combining them into whole runs you can write your own properties about.
 
-How this works: every strategy draws plain values that become a scenario document (the dict a scenario file
-parses to), so a generated case runs through exactly the code path a scenario file does, and a failing case can
-be saved as a TOML file and replayed with ``barriersim replay``. Topologies are pipelines of 2-5 stages: one
-source (or two sources unioned), then maps and filters over forward or rebalance edges, then optionally a
-keyed running sum or a tumbling window behind a hash edge, then a two-phase-commit sink (an at-least-once sink
-in at-least-once mode). Parallelism is 1..``max_parallelism`` (16 at most). Fault
-schedules name subtasks of the drawn topology, at times inside the run or at protocol points of early
-checkpoints, so they shrink toward "no fault" and "earliest checkpoint"; ``jobmanager_faults=True`` adds
-coordinator crashes (JobManager failover) and failed storage writes; ``taskmanager_faults=True`` places the job
-in 2-4 TaskManagers on 1-3 nodes (``[cluster]``) and adds TaskManager crashes and node losses, at times and at
-protocol points. In three cases of four a schedule also holds
-one of the ``protocol_situations`` (faults that together cancel a checkpoint during an alignment, while its
-barriers are on the wire, or let it expire with data in flight), weighted by what the mode's protocol can meet;
-``cancelled_in_flight_cases`` shapes whole jobs for the late barrier of a cancelled checkpoint. Checkpoint
-timeouts are drawn from 1-10 s (Flink's 10-minute default would make a case whose acknowledgement was dropped
-wait ten simulated minutes). Some cases run with buffer debloating
-(``network_configs``), its buffer sizes changing while faults strike. ``action_schedules`` draws experiment actions
-(``runtime.faults.experiment``): savepoints, a stop-with-savepoint (drained only when nothing follows) or a cancel, and
-restores with new parallelisms (a forward-connected group of vertices rescaled together), for up to three jobs,
-at times inside the run; ``action_faults`` adds faults aimed at them (a crash while a savepoint is taken, a failed
-savepoint write, a crash while a restored job restores). ``simulated_cases(actions=True)`` combines them with the
-other faults. ``SimulatedCase.run()`` simulates, verifies the committed output against the reference (against
-the snapshot the run ended with when its last job was stopped or cancelled) and checks that every completed
-checkpoint is a consistent cut (``CaseResult.cut_violations``).
-
-Example::
-
-    from hypothesis import given
-    from barriersim.strategies import simulated_cases
-
-    @given(simulated_cases())
-    def test_my_property(case):
-        result = case.run()
-        assert result.verdict.lost == 0
-        assert not result.cut_violations
+How it works: docs/module-notes.md, section ``barriersim/strategies.py``.
 """
 
 from __future__ import annotations

@@ -1,28 +1,6 @@
 """Acknowledging, completing and aborting pending checkpoints.
 
-How this works: ``CheckpointCompletion`` is the completion half of ``CheckpointCoordinator`` (it uses the
-coordinator's pending checkpoints, completed store, failure manager, stats and outbox). Each
-``AcknowledgeCheckpoint`` goes to its ``PendingCheckpoint``; the last one completes it: its ``_metadata`` is
-written (through the injected ``checkpoint_writer``; a failed write aborts it as ``FINALIZE_CHECKPOINT_FAILURE``,
-counted against the tolerable failures as in Flink 1.15+; without a writer ``PersistCheckpoint`` is emitted; a
-write that takes time by the cost model holds the coordinator until it has passed, and the rest of the completion
-follows then;
-a store that cannot take it fails it the same way and discards it),
-the ``StandaloneCompletedCheckpointStore`` subsumes older checkpoints (``DiscardCheckpoint``) and the
-``SharedStateRegistry`` releases the shared files only they used (``DiscardSharedState``; every acknowledgement's
-incremental handles are registered when it arrives, placeholders replaced by the registered handles; one whose
-placeholder names a file the registry no longer holds is dropped, ``AcknowledgementRejected``), older pending
-checkpoints are aborted as subsumed, every task to commit to gets ``NotifyCheckpointComplete`` and every operator
-coordinator ``NotifyCoordinatorCheckpointComplete`` (savepoints, except synchronous ones, notify nobody and stay
-out of the store, as in recent Flink). A decline, expiry, failover or suspension aborts the pending checkpoint:
-every task to commit to gets one ``NotifyCheckpointAborted`` and every operator coordinator one
-``NotifyCoordinatorCheckpointAborted``, the ``CheckpointFailureManager`` counts the failure and may emit ``FailJob``.
-Late or unknown messages are handled as Flink does: acknowledgements for unknown or ended checkpoints report their
-figures to the statistics (a failed checkpoint takes them, as no acknowledgement) and have their state discarded
-(``DiscardSubtaskState``), declines for them are ignored; a cancelled task's closed asynchronous parts report theirs
-(``ReportCheckpointMetrics``). Mirrors Flink's
-``CheckpointCoordinator.receiveAcknowledgeMessage`` / ``receiveDeclineMessage`` / ``completePendingCheckpoint``
-/ ``abortPendingCheckpoint`` and its use of ``CheckpointFailureManager``.
+How it works: docs/module-notes.md, section ``runtime/coordinator/completion.py``.
 """
 
 from __future__ import annotations
@@ -38,6 +16,7 @@ from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome, Coordina
 from barriersim.runtime.coordinator.pending_checkpoint import PendingCheckpoint, TaskAcknowledgeResult
 from barriersim.runtime.coordinator.properties import CheckpointProperties, JobStatus
 from barriersim.runtime.coordinator.shared_state_registry import SharedStateRegistryError
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID
@@ -223,7 +202,8 @@ class CheckpointCompletion:
         self.stats.report_completed_checkpoint(checkpoint_id, now, path)
         self._emit(m.TriggerRequestCompleted(pending.request_id, checkpoint_id))
         self.last_checkpoint_completion_relative_time = now
-        if not props.is_savepoint or props.is_synchronous:
+        # planted FLINK-10354: a savepoint commits the sinks' side effects, yet recovery never returns to it
+        if not props.is_savepoint or props.is_synchronous or is_planted(PlantedBug.SAVEPOINT_COMMITS_OUTSIDE_STORE):
             self._completing = True
             try:
                 self._drop_subsumed_checkpoints(checkpoint_id)

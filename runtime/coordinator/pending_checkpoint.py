@@ -1,16 +1,6 @@
 """One checkpoint in flight: who has acknowledged, the states collected so far, and how it ends.
 
-How this works: a ``PendingCheckpoint`` is created from a ``CheckpointPlan`` and waits for an acknowledgement
-from every task to wait for, every master hook and every operator coordinator. ``acknowledge_task`` returns
-Flink's ``TaskAcknowledgeResult``: ``SUCCESS`` (first ack of a task it waits for), ``DUPLICATE`` (acked
-before), ``UNKNOWN`` (not a task of this checkpoint) or ``DISCARDED`` (the checkpoint already ended). The
-acknowledged ``TaskStateSnapshot`` is split per operator into ``OperatorState``s (a ``None`` snapshot is a
-stateless task: its operators still get an, empty, ``OperatorState``). A pending checkpoint ends exactly once:
-``finalize_checkpoint`` (only when fully acknowledged) turns it into a ``CompletedCheckpoint`` whose
-``CheckpointMetadata`` marks the operators of fully finished vertices (FLIP-147), or ``abort(reason)`` disposes
-it. The expiry timer's handle (``set_canceller_handle``) is cancelled when it ends. Savepoints cannot be
-subsumed (aborting one with ``CHECKPOINT_SUBSUMED`` is an error). Mirrors Flink's ``PendingCheckpoint``
-(with ``TaskAcknowledgeResult``) and ``CompletedCheckpoint``.
+How it works: docs/module-notes.md, section ``runtime/coordinator/pending_checkpoint.py``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """The coordinator's side of recovery: check that a checkpoint or savepoint can be restored into this job.
 
-How this works: ``check_state_mapping`` compares the operator states of a ``CheckpointMetadata`` with the job's
-vertices. An operator of the snapshot that the job does not have is an error (``StateRestoreError``) unless
-allow-non-restored-state is set (then it is skipped) or its state is empty; an operator whose max parallelism
-changed cannot be restored (its key groups would move). Assigning the states to the new subtasks (key-group
-ranges, rescaling) belongs to ``runtime/recovery``; this module only decides whether restoring is allowed and
-returns the operator ids that are skipped. ``CoordinatorRestoreMixin`` is the coordinator's recovery bookkeeping:
-``restore_latest_checkpointed_state`` (after a failover: the latest completed checkpoint, or none = start fresh;
-the id counter moves past it; a restored snapshot the job does not own makes the checkpoints full until one
-completes, ``force_full_snapshot``) and ``restore_savepoint`` (through an injected loader of ``_metadata``; the
-snapshot's shared files are registered as not claimed). Mirrors the checks of Flink's
-``Checkpoints.loadAndValidateCheckpoint`` and ``StateAssignmentOperation.checkStateMappingCompleteness``, and
-``CheckpointCoordinator.restoreSavepoint`` / ``restoreLatestCheckpointedStateInternal``.
+How it works: docs/module-notes.md, section ``runtime/coordinator/restore.py``.
 """
 
 from __future__ import annotations

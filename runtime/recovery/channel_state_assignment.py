@@ -1,26 +1,6 @@
 """State assignment of in-flight data (an unaligned checkpoint's channel state) when vertices are rescaled.
 
-How this works: ``ChannelStateAssignment`` looks at every vertex of the job graph with the parallelism it had in
-the checkpoint (``old``) and has now (``new``), and whether its old subtasks hold input channel state (buffers
-they had received but not processed) or result subpartition state (buffers they had produced but not sent).
-For a rescaled vertex whose own input, or its upstream vertices' output, holds such data, the mapper of each of
-its gates (the partitioner's downstream ``SubtaskStateMapper``: range for hash, round robin for rebalance) says
-which old subtasks' input state each new subtask takes; likewise for its partitions and its output state (the
-partitioner's upstream mapper: arbitrary, i.e. round robin). A vertex that was not rescaled keeps its own
-subtasks' state. Each subtask then gets two ``InflightDataRescalingDescriptor`` values: per gate, the old
-subtasks it took over, the mapping of its new channels to the old channels (the upstream vertex's mapping) and
-the old subtasks whose data other subtasks took as well (filtered by key on recovery); per partition the same
-from the producing side. Where both sides are unchanged (or a subtask took nothing over) the descriptor is the
-identity, and a subtask whose descriptors are all identities gets ``NO_RESCALE``. An edge whose descriptors are
-not all identities is *rescaled*: its producers end their recovered output with an ``EndOfChannelStateEvent``
-and its consumers demultiplex the recovered data and decline checkpoints until it arrived (Flink sends that event
-on every channel of every restore; barriersim only where it changes something, so that restores without
-rescaled in-flight data run exactly as before). A partitioner that cannot be rescaled (forward, broadcast)
-refuses with ``ChannelStateRescalingUnsupportedError`` when its mapping is needed. Without a job graph the
-topology is unknown: in-flight data restores only at the same parallelism. Mirrors Flink's
-``TaskStateAssignment`` (``getInputMapping``, ``getOutputMapping``, ``createRescalingDescriptor``) and
-``StateAssignmentOperation.reDistributeInputChannelStates`` / ``reDistributeResultSubpartitionStates`` with its
-``MappingBasedRepartitioner``.
+How it works: docs/module-notes.md, section ``runtime/recovery/channel_state_assignment.py``.
 """
 
 from __future__ import annotations
@@ -28,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.recovery.errors import ChannelStateRescalingUnsupportedError
 from barriersim.runtime.recovery.subtask_state_mapper import (
@@ -142,6 +123,8 @@ class ChannelStateAssignment:
             return [tuple(handles) for handles in old]
         has_state = self._has_input[vertex] if input_side else self._has_output[vertex]
         neighbours = self._upstream_has_output(vertex) if input_side else self._downstream_has_input(vertex)
+        if is_planted(PlantedBug.RESCALE_IGNORES_NEIGHBOURS_CHANNEL_STATE):
+            neighbours = False  # FLINK-31963: a vertex without channel state of its own is not reassigned
         if not has_state and not neighbours:
             return [() for _ in range(new_p)]  # only empty handles, if any: dropped
         if self.graph is None:

@@ -1,17 +1,10 @@
-"""Property-based testing of rescale sequences on the simulator: random topologies and configurations, two or
-three jobs in a row, each but the last stopped with a savepoint or cancelled and followed by a job restored from
-its savepoint (or its retained checkpoint) with new parallelisms (``barriersim.strategies.action_schedules``),
-random task faults and faults aimed at the actions (a crash while a savepoint is taken, a failed savepoint write, a
-crash during the restore). Every run keeps its mode's guarantee (the oracle, against the whole workload or against
-what the snapshot a stopped or cancelled last job ended with accounts for; a last job that failed after its stop's
-savepoint completed ends FAILED, as Flink's does, and is verified against that savepoint), every completed checkpoint of every
-job is a consistent cut, checkpoint ids never repeat within a job, every restored job has the parallelism its
-restore asked for, and a job restored from a snapshot reports it as Flink's ``latest.restored``. A failing
-example is saved as a scenario file and its one-line ``barriersim replay`` command printed.
+"""Property-based testing of rescale sequences on the simulator: random topologies and configurations, two or three
+jobs in a row, each but the last stopped with a savepoint or cancelled and followed by a job restored from its
+savepoint (or its retained checkpoint) with new parallelisms (``barriersim.strategies.action_schedules``), random
+task faults and faults aimed at the actions (a crash while a savepoint is taken, a failed savepoint write, a crash
+during the restore).
 
-CI runs a fixed, reproducible set of examples (derandomized, no example database): ``BARRIERSIM_PROPERTY_RANDOM=1``
-draws new ones and ``BARRIERSIM_PROPERTY_EXAMPLES=N`` sets the budget per mode (default 40; this property runs
-half of it)."""
+How it works: docs/module-notes.md, section ``tests/properties/test_rescale_properties.py``."""
 
 import pytest
 from hypothesis import given, note
@@ -68,12 +61,19 @@ def check(case, outcome) -> None:
     assert len(performed) == len(report.jobs) - 1
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_random_rescale_sequences_keep_every_guarantee(mode):
-    @property_settings(RESCALE_EXAMPLES_PER_MODE)
-    @given(simulated_cases(mode=mode, actions=True, min_jobs=2))
+def rescale_cases(mode):
+    return simulated_cases(mode=mode, actions=True, min_jobs=2)
+
+
+def rescale_property(mode, planted_check: bool = False):
+    """The rescale property at its default budget; with ``planted_check`` a failure is neither shrunk nor saved."""
+    @property_settings(RESCALE_EXAMPLES_PER_MODE, shrink=not planted_check)
+    @given(rescale_cases(mode))
     def property_(case):
         assert any(isinstance(a, Restore) for a in case.scenario().actions)
+        if planted_check:
+            check(case, case.run())
+            return
         try:
             check(case, case.run())
         except Exception:
@@ -83,4 +83,9 @@ def test_random_rescale_sequences_keep_every_guarantee(mode):
             print(message)
             raise
 
-    property_()
+    return property_
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_random_rescale_sequences_keep_every_guarantee(mode):
+    rescale_property(mode)()

@@ -1,16 +1,9 @@
 """Property-based failure testing of whole jobs on the simulator: random topologies, configurations and fault
 schedules; every mode keeps its guarantee, every completed checkpoint is a consistent cut with one statistics row
 per subtask, checkpoint ids are never reused, a task finishes only after every task it reads did (Flink's
-``END_OF_INPUT``) and every job finishes once faults stop. The fault schedules add, in three cases of four, one of the
-protocol situations random single faults rarely reach (``barriersim.strategies.protocol_situations``: a checkpoint
-cancelled during an alignment, while its barriers are still on the wire, or expiring with data in flight); jobs placed in 2-4 TaskManagers also lose TaskManagers and nodes; and a
-third property runs jobs shaped for checkpoints cancelled with their barriers in flight
-(``cancelled_in_flight_cases``). A failing example is saved as a scenario file and its one-line ``barriersim
-replay`` command is printed with its seed.
+``END_OF_INPUT``) and every job finishes once faults stop.
 
-CI runs a fixed, reproducible set of examples (derandomized, no example database); ``BARRIERSIM_PROPERTY_RANDOM=1``
-draws new ones (a bug hunt) and ``BARRIERSIM_PROPERTY_EXAMPLES=N`` sets the budget per mode (default 80; the
-JobManager property runs half of it, the TaskManager property a quarter, the in-flight property one and a half times it)."""
+How it works: docs/module-notes.md, section ``tests/properties/test_whole_job_properties.py``."""
 
 import os
 from pathlib import Path
