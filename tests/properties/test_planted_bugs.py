@@ -69,7 +69,7 @@ def whole_job_suite(mode: str) -> list:
     """Every whole-job property that runs in ``mode``, each at its default budget (a failure is not shrunk)."""
     return [random_faults_property(mode, planted_check=True), jobmanager_property(mode, planted_check=True)] + (
         [in_flight_property(mode, planted_check=True)] if mode in IN_FLIGHT_MODES else []) + [
-        taskmanager_property(mode, planted_check=True), rescale_property(mode, planted_check=True)]
+        taskmanager_property(mode, planted_check=True), rescale_property(mode)]
 
 
 def first_failure(properties) -> Exception | None:
