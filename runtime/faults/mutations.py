@@ -27,7 +27,6 @@ class PlantedBug(enum.Enum):
     CANCEL_MARKER_IGNORED = "cancel_marker_ignored"
     UNALIGNED_FLAG_FROM_OPTIONS = "unaligned_flag_from_options"  # FLINK-31588
     SAVEPOINT_COMMITS_OUTSIDE_STORE = "savepoint_commits_outside_store"  # FLINK-10354
-    STOPPING_JOB_RESTARTS_FROM_CHECKPOINT = "stopping_job_restarts_from_checkpoint"  # FLINK-26783
     RESCALE_IGNORES_NEIGHBOURS_CHANNEL_STATE = "rescale_ignores_neighbours_channel_state"  # FLINK-31963
 
 

@@ -20,7 +20,6 @@ from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.faults.fault_schedule import (
     CrashCoordinator, CrashTask, CrashTaskManager, DamageCheckpoint, KillNode, ProtocolPoint,
 )
-from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.actions import (
     CancelTasks,
@@ -143,9 +142,7 @@ class JobFailover:
         # metric, only then: a failure that fails the job is no restart)
         self.restarts += 1
         stop = self.stopped_with_savepoint
-        # planted FLINK-26783: the failure after the stop's savepoint completed is failed over like any other
-        planted_restart = is_planted(PlantedBug.STOPPING_JOB_RESTARTS_FROM_CHECKPOINT)
-        if stop is not None and not self.coordinator_down and not planted_restart:
+        if stop is not None and not self.coordinator_down:
             self._fail_stopping_job(stop, task, why)
             return
         # Flink's DefaultScheduler.restartTasksWithDelay: the job goes RESTARTING and the tasks are cancelled (the

@@ -45,7 +45,6 @@ WHOLE_JOB_MODES = {
     PlantedBug.CANCEL_MARKER_IGNORED: ("aligned", "aligned-with-timeout"),
     PlantedBug.UNALIGNED_FLAG_FROM_OPTIONS: ("unaligned", "aligned-with-timeout"),
     PlantedBug.SAVEPOINT_COMMITS_OUTSIDE_STORE: EXACTLY_ONCE_MODES,
-    PlantedBug.STOPPING_JOB_RESTARTS_FROM_CHECKPOINT: EXACTLY_ONCE_MODES,
     PlantedBug.RESCALE_IGNORES_NEIGHBOURS_CHANNEL_STATE: ("unaligned", "aligned-with-timeout"),
 }
 
