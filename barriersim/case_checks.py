@@ -2,7 +2,8 @@
 property suite and ``barriersim campaign`` check them: the job finishes once faults stop, no record is lost or
 wrong, every exactly-once mode is exactly once, checkpoints complete in order with ids never reused, every completed
 checkpoint is a consistent cut with one statistics row per subtask, and a task finishes only after every task it
-reads did (Flink's ``END_OF_INPUT``). ``check`` raises ``CaseViolation`` (an ``AssertionError``) naming the first
+reads did (Flink's ``END_OF_INPUT``), every alignment ends, and a subtask reports unaligned exactly when it persisted
+in-flight data. ``check`` raises ``CaseViolation`` (an ``AssertionError``) naming the first
 property broken."""
 
 from __future__ import annotations
@@ -38,11 +39,21 @@ def violation(case, outcome) -> str | None:
     # from a running upstream meets a finished task, and that checkpoint waits until it expires)
     if outcome.finish_order_violations:
         return "; ".join(outcome.finish_order_violations[:3])
+    # Flink's barrier handler: an alignment ends when every channel delivered its barrier, a cancellation marker or
+    # its end of partition (runtime.sim.alignment_liveness)
+    if outcome.alignment_violations:
+        return "; ".join(outcome.alignment_violations[:3])
     # Flink's statistics: a completed checkpoint has one subtask row per subtask, its acknowledgement or, for a task
     # finished before the trigger (FLIP-147), Flink's report of it at the trigger
     rows: dict[tuple, list[str]] = {}
     for row in sim.subtasks:
         rows.setdefault((row.get("job"), row["id"]), []).append(row["task"])
+    for row in sim.subtasks:
+        # Flink's checkpoint statistics since 1.16 (FLINK-31588): a subtask checkpointed unaligned exactly when it
+        # persisted in-flight data
+        if row["unaligned_checkpoint"] != (row["alignment_persisted"] > 0):
+            return (f"checkpoint {row['id']}, {row['task']}: reported unaligned={row['unaligned_checkpoint']} with "
+                    f"{row['alignment_persisted']} bytes of in-flight data persisted")
     for c in sim.checkpoints:
         if c["status"] == "COMPLETED":
             tasks = rows.get((c.get("job"), c["id"]), [])

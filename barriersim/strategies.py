@@ -1,41 +1,7 @@
 """Hypothesis strategies for barriersim: job topologies, checkpointing configurations and fault schedules, and
 ``simulated_cases`` combining them into whole runs you can write your own properties about.
 
-How this works: every strategy draws plain values that become a scenario document (the dict a scenario file
-parses to), so a generated case runs through exactly the code path a scenario file does, and a failing case can
-be saved as a TOML file and replayed with ``barriersim replay``. Topologies are pipelines of 2-5 stages: one
-source (or two sources unioned), then maps and filters over forward or rebalance edges, then optionally a
-keyed running sum or a tumbling window behind a hash edge, then a two-phase-commit sink (an at-least-once sink
-in at-least-once mode). Parallelism is 1..``max_parallelism`` (16 at most). Fault
-schedules name subtasks of the drawn topology, at times inside the run or at protocol points of early
-checkpoints, so they shrink toward "no fault" and "earliest checkpoint"; ``jobmanager_faults=True`` adds
-coordinator crashes (JobManager failover) and failed storage writes; ``taskmanager_faults=True`` places the job
-in 2-4 TaskManagers on 1-3 nodes (``[cluster]``) and adds TaskManager crashes and node losses, at times and at
-protocol points. In three cases of four a schedule also holds
-one of the ``protocol_situations`` (faults that together cancel a checkpoint during an alignment, while its
-barriers are on the wire, or let it expire with data in flight), weighted by what the mode's protocol can meet;
-``cancelled_in_flight_cases`` shapes whole jobs for the late barrier of a cancelled checkpoint. Checkpoint
-timeouts are drawn from 1-10 s (Flink's 10-minute default would make a case whose acknowledgement was dropped
-wait ten simulated minutes). Some cases run with buffer debloating
-(``network_configs``), its buffer sizes changing while faults strike. ``action_schedules`` draws experiment actions
-(``runtime.faults.experiment``): savepoints, a stop-with-savepoint (drained only when nothing follows) or a cancel, and
-restores with new parallelisms (a forward-connected group of vertices rescaled together), for up to three jobs,
-at times inside the run; ``action_faults`` adds faults aimed at them (a crash while a savepoint is taken, a failed
-savepoint write, a crash while a restored job restores). ``simulated_cases(actions=True)`` combines them with the
-other faults. ``SimulatedCase.run()`` simulates, verifies the committed output against the reference (against
-the snapshot the run ended with when its last job was stopped or cancelled) and checks that every completed
-checkpoint is a consistent cut (``CaseResult.cut_violations``).
-
-Example::
-
-    from hypothesis import given
-    from barriersim.strategies import simulated_cases
-
-    @given(simulated_cases())
-    def test_my_property(case):
-        result = case.run()
-        assert result.verdict.lost == 0
-        assert not result.cut_violations
+How it works: docs/module-notes.md, section ``barriersim/strategies.py``.
 """
 
 from __future__ import annotations
@@ -75,6 +41,7 @@ from barriersim.runtime.job.placement import ClusterConfig, Placement, place, sl
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.documents import generated_document, scenario_document, write_scenario
+from barriersim.scenarios.schema import RETENTIONS
 from barriersim.scenarios.loader import effective_scenario, parse_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from barriersim.sim_backend import replay_command
@@ -173,6 +140,9 @@ def checkpointing_configs(draw, mode: str | None = None) -> dict:
         "aligned_checkpoint_timeout_ms": draw(st.sampled_from([5, 20])) if mode.uses_alignment_timeout else 0,
         "max_concurrent": mode.max_concurrent_allowed or draw(st.integers(1, 3)),
         "tolerable_failures": draw(st.sampled_from([0, 1, 3, TOLERATE_ALL])),
+        # production jobs retain several checkpoints (state.checkpoints.num-retained), so that a restore has a choice
+        "max_retained": draw(st.sampled_from([1, 2, 3, 3])),
+        "externalized_checkpoint_retention": draw(st.sampled_from(RETENTIONS)),
     }
 
 
@@ -324,6 +294,8 @@ def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: in
             ProtocolPoint.BEFORE_FORWARDING_BARRIER, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK,
             ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE]), checkpoint_id=cid),
         *mid_alignment,
+        # a restart during recovery: the subtask dies while it restores (the job restarts again)
+        st.builds(CrashTask, task=task, point=st.just(ProtocolPoint.DURING_RESTORE)),
         st.builds(DropMessage, kind=st.sampled_from([MessageKind.NOTIFY_COMPLETE, MessageKind.ACKNOWLEDGE]),
                   task=task, checkpoint_id=cid),
         st.builds(DelayMessage, kind=st.sampled_from(list(MessageKind)), delay_ms=st.integers(1, 100), task=task),
@@ -336,7 +308,18 @@ def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: in
         *(_group_crashes(graph, placement, horizon_ms, cid) if placement is not None else []),
     )
     situation = draw(protocol_situations(graph, horizon_ms, mode)) if situations and draw(st.integers(0, 3)) else ()
-    return FaultSchedule(situation + tuple(draw(st.lists(fault, max_size=max_faults))))
+    # in two schedules of three a subtask (or its TaskManager) dies later in the run, after several checkpoints
+    # completed while the sources still read: the failure production jobs meet, whose recovery chooses among
+    # retained checkpoints
+    late = ()
+    if draw(st.integers(0, 2)):
+        when = st.integers(max(1, horizon_ms * 2 // 5), max(1, horizon_ms * 9 // 10))  # the sources still read
+        if placement is not None and draw(st.booleans()):
+            tms = [t for t in range(placement.taskmanagers) if placement.subtasks_of(t)]
+            late = (CrashTaskManager(draw(st.sampled_from(tms)), at_ms=draw(when)),)
+        else:
+            late = (CrashTask(draw(task), at_ms=draw(when)),)
+    return FaultSchedule(situation + late + tuple(draw(st.lists(fault, max_size=max_faults))))
 
 
 def forward_groups(graph: JobGraph) -> list[list[str]]:
@@ -445,7 +428,7 @@ class SimulatedCase:
         result = job.run()
         verdict, _ = job.verify(result)
         return CaseResult(result, verdict, tuple(job.consistent_cut_violations()) if check_cuts else (),
-                          job.report, tuple(job.finish_order_violations))
+                          job.report, tuple(job.finish_order_violations), tuple(job.alignment_violations))
 
     def save(self, directory: Path) -> tuple[Path, str]:
         """Write the case as a scenario file (its faults and seed included); returns it and the one-line command
@@ -462,6 +445,7 @@ class CaseResult:
     cut_violations: tuple = ()  # CutViolation: completed checkpoints that are not consistent cuts
     report: object = None  # runtime.job.dispatcher.RunReport: every job, every action
     finish_order_violations: tuple = ()  # tasks that finished while a task they read still ran
+    alignment_violations: tuple = ()  # alignments still pending after every channel ended them (alignment_liveness)
 
 
 @st.composite
@@ -475,15 +459,25 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
                             at_least_once_sink=not CheckpointingMode.parse(checkpointing["mode"]).exactly_once))
     document = generated_document(
         "generated", graph, records=draw(st.integers(*records)), keys=draw(st.sampled_from([1, 10, 100])),
-        zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])), rate_per_source=draw(st.sampled_from([20_000, 100_000])),
+        zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])), rate_per_source=draw(st.sampled_from([5_000, 20_000, 100_000])),
         checkpointing=checkpointing,
         cluster=draw(spread_cluster_configs(graph) if taskmanager_faults else cluster_configs(graph)),
     )
     w = document["workload"]
     horizon_ms = fault_horizon_ms(graph, w["records"], w["rate_per_source"])
+    # a production job completes many checkpoints between two faults: the interval is kept to a fraction of the
+    # run (10 ms at least), so that a fault usually meets several completed and retained checkpoints
+    document["checkpointing"]["interval_ms"] = max(10, min(checkpointing["interval_ms"],
+                                                           horizon_ms // draw(st.sampled_from([4, 8, 16]))))
     placement = place(graph, ClusterConfig(**document["cluster"])) if taskmanager_faults else None
     faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults, jobmanager_faults=jobmanager_faults,
                                   mode=checkpointing["mode"], placement=placement))
+    if jobmanager_faults:
+        document["checkpointing"]["recovery_claim_mode"] = draw(st.sampled_from(["no_claim", "claim"]))
+    if not actions and draw(st.integers(0, 2)) == 0:
+        # savepoints taken between the faults, as an operator takes them before an upgrade
+        times = sorted(draw(st.lists(st.integers(1, horizon_ms), min_size=1, max_size=2, unique=True)))
+        document["actions"] = ActionSchedule(tuple(Savepoint(t) for t in times)).to_plain()
     if faults.of_type(FailCheckpoints) and draw(st.booleans()):
         # checkpoints declined on purpose: tolerate it, so that no failover wipes out what the cancellations left
         document["checkpointing"]["tolerable_failures"] = TOLERATE_ALL

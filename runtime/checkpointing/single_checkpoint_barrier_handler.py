@@ -1,20 +1,6 @@
 """The exactly-once barrier handler of a task's input: aligned, unaligned, or aligned with a timeout.
 
-How this works: the handler counts, per checkpoint, which channels have delivered the barrier
-(``aligned_channels`` against ``target_channel_count``, the channels open when the checkpoint started) and
-keeps the bookkeeping that does not depend on the mode: the current and last completed-or-cancelled
-checkpoint ids, the pending barrier, subsumption of an older pending checkpoint by a newer barrier
-(CHECKPOINT_DECLINED_SUBSUMED), cancel markers (CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER), end of
-partition (CHECKPOINT_DECLINED_INPUT_END_OF_STREAM, or with checkpoints-after-tasks-finish (FLIP-147) a
-finished channel counts as aligned), the alignment metrics and the alignment timer. Everything
-mode-specific is delegated to the current ``BarrierHandlerState``; the mode only picks the initial state
-(``aligned``, ``unaligned``, ``alternating`` factories). In alternating mode a timeoutable barrier
-registers a timer at ``barrier.timestamp + aligned_checkpoint_timeout`` (the active switch); a barrier that
-arrives after that instant switches at once (the passive switch, in the states).
-
-All effects are pushed into the sink (see ``barrier_handler``).
-
-Mirrors Flink's ``SingleCheckpointBarrierHandler`` (with its ``ControllerImpl``).
+How it works: docs/module-notes.md, section ``runtime/checkpointing/single_checkpoint_barrier_handler.py``.
 """
 
 from __future__ import annotations
@@ -38,6 +24,7 @@ from barriersim.runtime.checkpointing.barrier_handler_state import (
     WaitingForFirstBarrier,
 )
 from barriersim.runtime.events import CancelCheckpointMarker, CheckpointBarrier, InputChannelInfo
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 
 
@@ -197,6 +184,8 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
 
     def process_cancellation_barrier(self, marker: CancelCheckpointMarker, channel_info: InputChannelInfo) -> None:
         cancelled_id = marker.checkpoint_id
+        if is_planted(PlantedBug.CANCEL_MARKER_IGNORED):
+            return  # the tester's bug: the alignment goes on until a newer barrier ends it
         if cancelled_id > self.current_checkpoint_id or (
             cancelled_id == self.current_checkpoint_id and len(self.aligned_channels) > 0
         ):

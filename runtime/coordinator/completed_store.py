@@ -1,24 +1,6 @@
 """The completed checkpoint store: retains the N latest completed checkpoints for recovery.
 
-How this works: ``add_checkpoint_and_subsume_oldest_one`` appends a completed checkpoint and, while more than
-``max_number_of_retained_checkpoints`` are held, removes the oldest ones (never the newest one, and never the
-newest non-savepoint one, which recovery prefers, unless the newest is a stop-with-savepoint). A removed checkpoint is *subsumed*; it is returned for
-discarding only if its properties say so (``discard_subsumed``: restored, unclaimed snapshots and savepoints are
-never discarded by us). The caller turns these into ``DiscardCheckpoint`` actions: the store never touches
-files. ``shutdown(job_status)`` empties the store and returns the checkpoints whose properties discard them for
-that status. The id of the newest subsumed checkpoint is what ``notifyCheckpointComplete`` carries as
-``last_subsumed_id`` (``INVALID_CHECKPOINT_ID`` = -1 when none). Mirrors Flink's
-``StandaloneCompletedCheckpointStore`` and ``CheckpointSubsumeHelper``.
-
-``DefaultCompletedCheckpointStore`` is the store of a job under high availability (Flink's
-``DefaultCompletedCheckpointStore`` over a ``StateHandleStore``): every change of its contents is also written
-to the checkpoint storage's completed-checkpoint list, so that a new JobManager recovers exactly these
-checkpoints (``checkpoint_recovery``). As in Flink, the new checkpoint's pointer is written before the store
-takes it (if that write fails, the store is unchanged and the coordinator fails the checkpoint as
-``FINALIZE_CHECKPOINT_FAILURE``), and a subsumed checkpoint's pointer is removed before its files may be
-discarded: if that removal fails it is reported (Flink logs it) and the subsumed checkpoint is not discarded, so
-the list never points to discarded files. When the job reaches a globally terminal status the list is emptied
-(Flink's ``clearEntries``); a suspended job keeps it.
+How it works: docs/module-notes.md, section ``runtime/coordinator/completed_store.py``.
 """
 
 from __future__ import annotations
@@ -29,6 +11,7 @@ from typing import Callable, Iterable
 
 from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
 from barriersim.runtime.coordinator.properties import JobStatus
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
 INVALID_CHECKPOINT_ID = -1
@@ -106,6 +89,11 @@ class StandaloneCompletedCheckpointStore:
     def get_latest_checkpoint(self, prefer_checkpoint_for_recovery: bool = False) -> CompletedCheckpoint | None:
         if not self._checkpoints:
             return None
+        if is_planted(PlantedBug.RESTORE_FROM_OLDER_RETAINED_CHECKPOINT) and len(self._checkpoints) > 1:
+            # FLINK-14145: the backwards search for a checkpoint starts one before the newest one
+            for c in list(self._checkpoints)[-2::-1]:
+                if not c.props.is_savepoint:
+                    return c
         if prefer_checkpoint_for_recovery:
             for c in reversed(self._checkpoints):
                 if not c.props.is_savepoint:

@@ -28,6 +28,7 @@ from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.event_timers import EventTimers
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.memory_storage import external_path
@@ -250,7 +251,8 @@ class CheckpointCompletion:
         self._stats.report_completed_checkpoint(checkpoint_id, now, path)
         self._emit(m.TriggerRequestCompleted(pending.request_id, checkpoint_id))
         self.last_checkpoint_completion_relative_time = now
-        if not props.is_savepoint or props.is_synchronous:
+        # planted FLINK-10354: a savepoint commits the sinks' side effects, yet recovery never returns to it
+        if not props.is_savepoint or props.is_synchronous or is_planted(PlantedBug.SAVEPOINT_COMMITS_OUTSIDE_STORE):
             self.completing = True
             try:
                 self._drop_subsumed_checkpoints(checkpoint_id)

@@ -6,6 +6,7 @@ savepoint (Flink's ``restoreLatestCheckpointedStateInternal`` / ``restoreSavepoi
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Mapping, Sequence
 
 from barriersim.runtime.coordinator import messages as m
@@ -16,6 +17,7 @@ from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties
 from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode, SharedStateRegistry
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.memory_storage import external_path
 
@@ -51,6 +53,19 @@ def check_state_mapping(
     return skipped
 
 
+def _with_sources_of_previous(metadata: CheckpointMetadata, retained: Sequence[CompletedCheckpoint],
+                              vertices: Sequence[JobVertexInfo]) -> CheckpointMetadata:
+    """The planted bug ``SOURCE_POSITIONS_FROM_PREVIOUS_CHECKPOINT``: ``metadata`` with its source operators' states
+    (their read positions) taken from the retained checkpoint before it."""
+    previous = [c for c in retained if c.checkpoint_id < metadata.checkpoint_id and not c.props.is_savepoint]
+    if not previous:
+        return metadata
+    older = previous[-1].operator_states
+    sources = {op for v in vertices if v.is_source for op in v.operators}
+    states = tuple(older.get(s.operator_id, s) if s.operator_id in sources else s for s in metadata.operator_states)
+    return dataclasses.replace(metadata, operator_states=states)
+
+
 class CheckpointRestore:
     """The coordinator's restores: the latest completed checkpoint (after a failover or a JobManager's recovery; none:
     start fresh) or a savepoint. The id counter moves past the restored id; a restored snapshot the job does not own
@@ -84,6 +99,8 @@ class CheckpointRestore:
             self._emit(m.RestoreFrom(None, None, False, allow_non_restored_state))
             return None
         metadata = latest.metadata
+        if is_planted(PlantedBug.SOURCE_POSITIONS_FROM_PREVIOUS_CHECKPOINT):
+            metadata = _with_sources_of_previous(metadata, self._store.get_all_checkpoints(), self._vertices)
         check_state_mapping(metadata, self._vertices, allow_non_restored_state, f"checkpoint {latest.checkpoint_id}")
         if self._id_counter.get() <= latest.checkpoint_id:
             self._id_counter.set_count(latest.checkpoint_id + 1)

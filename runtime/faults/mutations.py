@@ -3,17 +3,8 @@ finds each of them.
 
 How this works: ``planted(bug)`` is a context manager that enables one ``PlantedBug`` while it is open; the
 runtime checks ``is_planted(bug)`` at exactly the place the historical bug lived. Nothing outside the tests
-opens it, so in every normal run each check is one set lookup that returns False.
-
-- ``LATE_BARRIER_OF_CANCELLED_CHECKPOINT``: Flink 1.12.1 (FLINK-21104 family): a late barrier of an already
-  cancelled checkpoint stops a channel from persisting its in-flight data, so buffers that belong to the next
-  unaligned checkpoint are not written into it.
-- ``CHANNELS_NOT_UNBLOCKED_ON_CANCEL``: an aligned checkpoint that is cancelled leaves its blocked channels
-  blocked (the job stalls).
-- ``TRACKER_TRIGGERS_ON_FIRST_BARRIER``: the at-least-once tracker triggers when the first barrier arrives
-  instead of the last.
-- ``SOURCE_SNAPSHOT_AFTER_BARRIER``: a source snapshots its offset after it emitted records behind the barrier
-  instead of before the barrier.
+opens it, so in every normal run each check is one set lookup that returns False. docs/bug-zoo.md names each
+bug's Flink issue and fix version, where it is planted and which property finds it.
 """
 
 from __future__ import annotations
@@ -28,6 +19,15 @@ class PlantedBug(enum.Enum):
     CHANNELS_NOT_UNBLOCKED_ON_CANCEL = "channels_not_unblocked_on_cancel"
     TRACKER_TRIGGERS_ON_FIRST_BARRIER = "tracker_triggers_on_first_barrier"
     SOURCE_SNAPSHOT_AFTER_BARRIER = "source_snapshot_after_barrier"
+    FINISHED_WITHOUT_FINAL_CHECKPOINT = "finished_without_final_checkpoint"  # FLINK-23408
+    RESTORE_FROM_OLDER_RETAINED_CHECKPOINT = "restore_from_older_retained_checkpoint"  # FLINK-14145
+    SOURCE_POSITIONS_FROM_PREVIOUS_CHECKPOINT = "source_positions_from_previous_checkpoint"
+    COMPLETED_MISSING_ONE_ACKNOWLEDGEMENT = "completed_missing_one_acknowledgement"
+    SAVEPOINT_BARRIER_OVERTAKES_OUTPUT = "savepoint_barrier_overtakes_output"  # FLINK-18252
+    CANCEL_MARKER_IGNORED = "cancel_marker_ignored"
+    UNALIGNED_FLAG_FROM_OPTIONS = "unaligned_flag_from_options"  # FLINK-31588
+    SAVEPOINT_COMMITS_OUTSIDE_STORE = "savepoint_commits_outside_store"  # FLINK-10354
+    RESCALE_IGNORES_NEIGHBOURS_CHANNEL_STATE = "rescale_ignores_neighbours_channel_state"  # FLINK-31963
 
 
 _PLANTED: set[PlantedBug] = set()

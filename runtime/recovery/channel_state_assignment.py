@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.jobgraph import JobEdge, JobGraph
 from barriersim.runtime.recovery.errors import ChannelStateRescalingUnsupportedError
 from barriersim.runtime.recovery.subtask_state_mapper import (
@@ -136,6 +137,8 @@ class ChannelStateAssignment:
             return [tuple(handles) for handles in old]
         has_state = self._has_input[vertex] if input_side else self._has_output[vertex]
         neighbours = self._upstream_has_output(vertex) if input_side else self._downstream_has_input(vertex)
+        if is_planted(PlantedBug.RESCALE_IGNORES_NEIGHBOURS_CHANNEL_STATE):
+            neighbours = False  # FLINK-31963: a vertex without channel state of its own is not reassigned
         if not has_state and not neighbours:
             return [() for _ in range(new_p)]  # only empty handles, if any: dropped
         if self.graph is None:

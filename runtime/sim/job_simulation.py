@@ -27,6 +27,7 @@ from barriersim.runtime.job.report import records_read_in_run
 from barriersim.runtime.job.wiring import SubtaskKey
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.sim.alignment_liveness import AlignmentMonitor
 from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, DeploymentLog, check_consistent_cuts
 from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.kernel import Priority, RunOutcome, Simulation
@@ -87,6 +88,7 @@ class JobSimulation:
         self.config = config
         self.record_cuts = record_cuts
         self.deployments: dict[int, DeploymentLog] = {}  # with record_cuts: what each deployment's operators did
+        self.alignment_violations: list[str] = []  # with record_cuts: alignments that outlived their end
         self.graph = config.graph.validate()
         self.splits = splits
         self.sim = Simulation(seed)
@@ -273,7 +275,8 @@ class JobSimulation:
             if vertex.operator.is_source:
                 available = self.splits.get(vertex.name, ())
                 splits = {sid: available[sid] if sid < len(available) else () for sid in descriptor.source_splits}
-            on_built = (lambda t, k=key: log.recorders.__setitem__(k, CutRecorder.attach(t.operator))) if self.record_cuts else None
+            on_built = (lambda t, k=key: (log.recorders.__setitem__(k, CutRecorder.attach(t.operator)),
+                                          AlignmentMonitor.attach(t, self.alignment_violations))) if self.record_cuts else None
             try:
                 task, restored = deploy_task(
                     config, descriptor, clock=self.sim.clock_ms, timer_service=self.sim, rng=self._task_rng,

@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass
 from typing import Optional
 
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.channel_state.writer import ChannelStateWriteResult
 from barriersim.runtime.checkpoint_cost import CostCharger
 from barriersim.runtime.checkpointing.barrier_handler import CheckpointMetrics
@@ -127,7 +128,9 @@ class AsyncCheckpointRunnable:
             # in-flight data, its input channels' and output subpartitions' state together (AsyncCheckpointRunnable.
             # finalizeNonFinishedSnapshots), whatever the options: an unaligned checkpoint with nothing in flight
             # reports false, a timeoutable one whose barrier timed out in the output reports true
-            unaligned_checkpoint=persisted_input + persisted_output > 0,
+            unaligned_checkpoint=(self.options.is_unaligned_checkpoint  # planted: FLINK-31588's type from the options
+                                  if is_planted(PlantedBug.UNALIGNED_FLAG_FROM_OPTIONS)
+                                  else persisted_input + persisted_output > 0),
         )
         return AcknowledgeCheckpoint(self.checkpoint_id, snapshot, metrics)
 

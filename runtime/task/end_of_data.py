@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable, Optional, Protocol
 
 from barriersim.runtime.events import EndOfData, StopMode
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.task.operator_chain import OperatorChain
 from barriersim.runtime.task.subtask_checkpoint_coordinator import SubtaskCheckpointCoordinator
 
@@ -94,6 +95,8 @@ class TaskEndOfData:
             self._end_partitions()
             return
         self._end_data(self._input.end_mode(), max(self._checkpoints.last_checkpoint_id, 0) + 1)
+        if is_planted(PlantedBug.FINISHED_WITHOUT_FINAL_CHECKPOINT):
+            self.finish_after_final_checkpoint()
         if self._synchronous_savepoint_completed:  # the synchronous savepoint it stopped for was its final checkpoint
             self.final_checkpoint_completed = True
             self.finish_after_final_checkpoint()
@@ -115,5 +118,7 @@ class TaskEndOfData:
         task until that upstream finishes), its final checkpoint completed, and every consumer processed all its
         data (``ResultPartition.getAllDataProcessedFuture``), so that, until then, checkpoints still reach its
         consumers through it."""
+        if is_planted(PlantedBug.FINISHED_WITHOUT_FINAL_CHECKPOINT):  # FLINK-23408: no wait for the final checkpoint
+            self.final_checkpoint_completed = True
         if self.final_checkpoint_completed and self._input.input_channels_ended() and self._chain.all_data_processed:
             self._end_partitions()

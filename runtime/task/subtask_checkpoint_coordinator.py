@@ -23,6 +23,7 @@ from barriersim.runtime.events import (
 )
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import OperatorID
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
@@ -233,9 +234,9 @@ class SubtaskCheckpointCoordinator:
 
         # Step (2)
         actions: list[TaskCheckpointAction] = []
-        broadcast, overtaken = self._broadcast(
-            CheckpointBarrier(checkpoint_id, timestamp, options), options.is_unaligned_checkpoint
-        )
+        priority = options.is_unaligned_checkpoint or (  # FLINK-18252: a savepoint's barrier overtakes the output
+            options.checkpoint_type.is_savepoint and is_planted(PlantedBug.SAVEPOINT_BARRIER_OVERTAKES_OUTPUT))
+        broadcast, overtaken = self._broadcast(CheckpointBarrier(checkpoint_id, timestamp, options), priority)
         actions.append(broadcast)
         if options.is_timeoutable:
             self._register_alignment_timer(checkpoint_id, timestamp + options.aligned_checkpoint_timeout)

@@ -73,6 +73,20 @@ def check(case, outcome) -> None:
     assert len(performed) == len(report.jobs) - 1
 
 
+def rescale_cases(mode):
+    return simulated_cases(mode=mode, actions=True, min_jobs=2)
+
+
+def rescale_property(mode):
+    """The property as the planted-bug check runs it: default budget, a failure neither shrunk nor saved."""
+    @property_settings(RESCALE_EXAMPLES_PER_MODE, shrink=False)
+    @given(rescale_cases(mode))
+    def property_(case):
+        check(case, case.run())
+
+    return property_
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_random_rescale_sequences_keep_every_guarantee(mode):
     @property_settings(RESCALE_EXAMPLES_PER_MODE)
