@@ -119,6 +119,7 @@ class ClusterSpec:
     taskmanagers: int = 1
     slots_per_taskmanager: int = 0
     nodes: int = 0
+    cpu_cores: int = 0  # the simulator's shared cores (0: a core per subtask)
 
     def config(self) -> ClusterConfig:
         return ClusterConfig(self.taskmanagers, self.slots_per_taskmanager, self.nodes)

@@ -114,6 +114,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         # the hosts the TaskManagers are spread over (TaskManager t on node t % nodes; node 0 hosts the JobManager);
         # 0: every node of the Ray cluster (one on the simulator)
         "nodes": Field(int, 0, _between(0, 1024)),
+        # the CPU cores the subtasks of all TaskManagers share on the simulator (one machine, as Flink's MiniCluster;
+        # runtime.sim.cpu_share); 0: each subtask has a core of its own. On Ray the machine's cores are real.
+        "cpu_cores": Field(int, 0, _between(0, 1024)),
     },
     "checkpointing": {
         "mode": Field(str, CheckpointingMode.ALIGNED.value, _one_of(*ALL_MODES)),

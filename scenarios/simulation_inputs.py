@@ -57,6 +57,7 @@ def job_config(scenario: Scenario) -> JobConfig:
         actions=scenario.actions,
         restore=scenario.restore,
         cluster=scenario.cluster.config(),
+        cpu_cores=scenario.cluster.cpu_cores,
         storage=scenario.storage,
         state=scenario.state,
         max_restarts=restart.attempts,

@@ -106,6 +106,9 @@ class JobConfig:
     restore: RestoreSettings | None = None  # the run starts from this savepoint or retained checkpoint
     base_graph: JobGraph | None = None  # the run's first graph, when ``graph`` is a restored job's
     cluster: ClusterConfig = ClusterConfig()
+    # the CPU cores the subtasks of every TaskManager share (the simulator's; one machine, as a MiniCluster): their
+    # records' CPU work stretches when more run at once (runtime.sim.cpu_share); 0: each has a core of its own
+    cpu_cores: int = 0
     # the simulated network and time limit (the simulator's; on Ray latency is real and the driver sets the limit)
     latency_us_mean: float = 100.0
     latency_us_jitter: float = 20.0
