@@ -6,7 +6,8 @@ enclosing component's own timers, each event wrapped so that it finds its way ba
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 
 class Cancellable(Protocol):

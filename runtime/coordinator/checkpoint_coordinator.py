@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.completed_store import StandaloneCompletedCheckpointStore
@@ -87,7 +88,8 @@ class CheckpointCoordinator:
         self._registry = SharedStateRegistry()
         for checkpoint in self._store.get_all_checkpoints():
             self._registry.register_all_after_restored(
-                checkpoint.checkpoint_id, checkpoint.operator_states.values(), claim_mode)
+                checkpoint.checkpoint_id, checkpoint.operator_states.values(), claim_mode
+            )
         self._id_counter = checkpoint_id_counter or StandaloneCheckpointIDCounter()
         self._id_counter.start()
         self._failure_manager = CheckpointFailureManager(config.tolerable_checkpoint_failure_number)
@@ -100,30 +102,65 @@ class CheckpointCoordinator:
         for v in self.vertices:
             for i in range(v.parallelism):
                 self._executions[(v.vertex_id, i)] = Execution(
-                    ExecutionAttemptID(v.vertex_id, i, first_attempt_number), state)
+                    ExecutionAttemptID(v.vertex_id, i, first_attempt_number), state
+                )
         is_shutdown = self._is_shut_down
         self._completion = CheckpointCompletion(
-            job_id, self.vertices, pending=self._pending, store=self._store,
-            shared_state_registry=self._registry, stats=self._stats,
-            failure_manager=self._failure_manager, id_counter=self._id_counter,
-            operator_coordinators=operator_coordinators, clock=clock, timers=timers, emit=self._emit,
-            checkpoint_writer=checkpoint_writer, metadata_write_ms=metadata_write_ms,
-            min_pause_between_checkpoints=config.min_pause_between_checkpoints, is_shutdown=is_shutdown,
+            job_id,
+            self.vertices,
+            pending=self._pending,
+            store=self._store,
+            shared_state_registry=self._registry,
+            stats=self._stats,
+            failure_manager=self._failure_manager,
+            id_counter=self._id_counter,
+            operator_coordinators=operator_coordinators,
+            clock=clock,
+            timers=timers,
+            emit=self._emit,
+            checkpoint_writer=checkpoint_writer,
+            metadata_write_ms=metadata_write_ms,
+            min_pause_between_checkpoints=config.min_pause_between_checkpoints,
+            is_shutdown=is_shutdown,
             checkpoint_ended=lambda pending, exception: self._triggering.checkpoint_ended(pending, exception),
             execute_queued_request=lambda: self._triggering.execute_queued_request(),
-            synchronous_savepoint_failed=lambda reason: self._triggering.synchronous_savepoint_failed(reason))
+            synchronous_savepoint_failed=lambda reason: self._triggering.synchronous_savepoint_failed(reason),
+        )
         self._triggering = CheckpointTriggering(
-            job_id, self.vertices, config, pending=self._pending, executions=self._executions,
-            master_hooks=self._master_hooks, operator_coordinators=operator_coordinators, id_counter=self._id_counter,
-            stats=self._stats, failure_manager=self._failure_manager, completion=self._completion, clock=clock,
-            timers=timers, rng=rng, emit=self._emit, is_shutdown=is_shutdown,
-            job_running=lambda: self._job_status is JobStatus.RUNNING and self._shutdown_status is None)
+            job_id,
+            self.vertices,
+            config,
+            pending=self._pending,
+            executions=self._executions,
+            master_hooks=self._master_hooks,
+            operator_coordinators=operator_coordinators,
+            id_counter=self._id_counter,
+            stats=self._stats,
+            failure_manager=self._failure_manager,
+            completion=self._completion,
+            clock=clock,
+            timers=timers,
+            rng=rng,
+            emit=self._emit,
+            is_shutdown=is_shutdown,
+            job_running=lambda: self._job_status is JobStatus.RUNNING and self._shutdown_status is None,
+        )
         self._restore = CheckpointRestore(
-            job_id, self.vertices, store=self._store, id_counter=self._id_counter,
-            shared_state_registry=self._registry, master_hooks=self._master_hooks, stats=self._stats,
-            completion=self._completion, clock=clock, emit=self._emit, is_shutdown=is_shutdown)
-        self._deactivator = ExecutionTrackingDeActivator(self._start_if_configured,
-                                                        self._triggering.stop_checkpoint_scheduler)
+            job_id,
+            self.vertices,
+            store=self._store,
+            id_counter=self._id_counter,
+            shared_state_registry=self._registry,
+            master_hooks=self._master_hooks,
+            stats=self._stats,
+            completion=self._completion,
+            clock=clock,
+            emit=self._emit,
+            is_shutdown=is_shutdown,
+        )
+        self._deactivator = ExecutionTrackingDeActivator(
+            self._start_if_configured, self._triggering.stop_checkpoint_scheduler
+        )
         self._handlers = self._event_handlers()
 
     # ------------------------------------------------------------------------------------------
@@ -154,8 +191,11 @@ class CheckpointCoordinator:
 
     @staticmethod
     def _ends_finalization(event: m.CoordinatorEvent, checkpoint_id: int) -> bool:
-        return (isinstance(event, m.TimerFired) and event.kind is m.TimerKind.METADATA_WRITTEN
-                and event.token == checkpoint_id)
+        return (
+            isinstance(event, m.TimerFired)
+            and event.kind is m.TimerKind.METADATA_WRITTEN
+            and event.token == checkpoint_id
+        )
 
     def _dispatch(self, event: m.CoordinatorEvent) -> None:
         handler = self._handlers.get(type(event))
@@ -344,13 +384,18 @@ class CheckpointCoordinator:
         old attempts' acknowledgements still count)."""
         key = (event.attempt_id.vertex_id, event.attempt_id.subtask_index)
         current = self._executions.get(key)
-        if (current is None or current.attempt_id != event.attempt_id or self.is_shutdown
-                or current.state in _ENDED_BY_FAILOVER):
+        if (
+            current is None
+            or current.attempt_id != event.attempt_id
+            or self.is_shutdown
+            or current.state in _ENDED_BY_FAILOVER
+        ):
             return  # a failure of an older attempt, one the failover already ended, or after shutdown
         for e in list(self._executions.values()):
             if e.state is not ExecutionState.FINISHED:
                 self._set_execution_state(
-                    e.attempt_id, ExecutionState.FAILED if e.attempt_id == event.attempt_id else ExecutionState.CANCELED)
+                    e.attempt_id, ExecutionState.FAILED if e.attempt_id == event.attempt_id else ExecutionState.CANCELED
+                )
 
     def _restart_tasks(self) -> CompletedCheckpoint | None:
         """The restart after the delay (Flink's ``DefaultScheduler.restartTasks``): every subtask gets a new attempt

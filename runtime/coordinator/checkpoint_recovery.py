@@ -11,8 +11,8 @@ deployment's attempts. docs/recovery-store.md says how, what Flink does and wher
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from barriersim.runtime.coordinator.completed_store import DefaultCompletedCheckpointStore
 from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
@@ -44,8 +44,9 @@ class RecoveredStore:
     recovered_ids: tuple[int, ...]  # oldest first
 
 
-def recover_completed_checkpoint_store(job_id: str, storage, config: CheckpointCoordinatorConfiguration,
-                                       on_error: Callable[[str], None] | None = None) -> RecoveredStore:
+def recover_completed_checkpoint_store(
+    job_id: str, storage, config: CheckpointCoordinatorConfiguration, on_error: Callable[[str], None] | None = None
+) -> RecoveredStore:
     """Rebuild the completed checkpoint store of ``job_id`` from ``storage``'s completed-checkpoint list
     (a ``CheckpointStorage``); ``on_error`` goes to the new store. Raises ``CheckpointRecoveryError``."""
     storage.forget_completed_checkpoints()
@@ -63,7 +64,7 @@ def recover_completed_checkpoint_store(job_id: str, storage, config: CheckpointC
         except CheckpointStorageError as e:
             problem = str(e)
             if problem.startswith(pointer.metadata_pointer + ": "):  # the file is named once
-                problem = problem[len(pointer.metadata_pointer) + 2:]
+                problem = problem[len(pointer.metadata_pointer) + 2 :]
             raise CheckpointRecoveryError(
                 f"job {job_id}: could not retrieve checkpoint {pointer.checkpoint_id} from {pointer.metadata_pointer}, "
                 f"which the completed-checkpoint list names: {problem}"
@@ -82,14 +83,17 @@ def check_list_against_storage(job_id: str, storage, listed: tuple[CompletedChec
     try:
         present = storage.list_retained_checkpoints()  # newest first
     except CheckpointStorageError as e:
-        raise CheckpointRecoveryError(f"job {job_id}: could not list its checkpoints to check the completed-checkpoint "
-                                      f"list against them: {e}") from e
+        raise CheckpointRecoveryError(
+            f"job {job_id}: could not list its checkpoints to check the completed-checkpoint list against them: {e}"
+        ) from e
     newest_listed = max((p.checkpoint_id for p in listed or ()), default=None)
     newer = tuple(loc for loc in present if newest_listed is None or loc.checkpoint_id > newest_listed)
     if not newer:
         return
     name = storage.completed_checkpoints_list_name
-    files = ", ".join(loc.metadata_pointer for loc in newer[:3]) + (f" and {len(newer) - 3} more" if len(newer) > 3 else "")
+    files = ", ".join(loc.metadata_pointer for loc in newer[:3]) + (
+        f" and {len(newer) - 3} more" if len(newer) > 3 else ""
+    )
     ids = ", ".join(str(loc.checkpoint_id) for loc in reversed(newer))
     if listed is None:
         state = "is missing, but the storage holds"
@@ -101,15 +105,20 @@ def check_list_against_storage(job_id: str, storage, listed: tuple[CompletedChec
         f"job {job_id}: the completed-checkpoint list {name} {state} completed checkpoint(s) {ids} ({files}), which "
         "it does not name: it lost their completion (rolled back or deleted), or the JobManager died between "
         "writing a checkpoint's metadata and listing it; not recovering from the list alone",
-        newer)
+        newer,
+    )
 
 
 def retire_coordinator(coordinator, now_ms: int) -> CheckpointStatsTracker:
     """The statistics of a coordinator whose JobManager died, closed: its pending checkpoints are lost."""
     stats = coordinator.checkpoint_stats()
     for cid in sorted(coordinator.pending_checkpoints()):
-        stats.report_failed_checkpoint(cid, now_ms, CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN,
-                                                   "the JobManager failed; its pending checkpoints are lost")
+        stats.report_failed_checkpoint(
+            cid,
+            now_ms,
+            CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN,
+            "the JobManager failed; its pending checkpoints are lost",
+        )
     return stats
 
 

@@ -9,8 +9,9 @@ methods the scheduler calls (restores, the periodic scheduler, aborts, shutdown)
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any, TypeAlias
 
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
@@ -186,12 +187,28 @@ class Shutdown:
     job_status: JobStatus
 
 
-CoordinatorEvent = Union[
-    TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, ReportCheckpointMetrics, AcknowledgeCoordinatorState,
-    CoordinatorCheckpointFailed, MasterHookCompleted, TimerFired, TaskDeploying, TaskRunning, TaskFinished, TaskFailed,
-    RestartTasks, JobStatusChanged, RestoreLatestCheckpoint, RestoreSavepoint, StartCheckpointScheduler,
-    StopCheckpointScheduler, AbortPendingCheckpoints, Shutdown,
-]
+CoordinatorEvent: TypeAlias = (
+    TriggerRequest
+    | AcknowledgeCheckpoint
+    | DeclineCheckpoint
+    | ReportCheckpointMetrics
+    | AcknowledgeCoordinatorState
+    | CoordinatorCheckpointFailed
+    | MasterHookCompleted
+    | TimerFired
+    | TaskDeploying
+    | TaskRunning
+    | TaskFinished
+    | TaskFailed
+    | RestartTasks
+    | JobStatusChanged
+    | RestoreLatestCheckpoint
+    | RestoreSavepoint
+    | StartCheckpointScheduler
+    | StopCheckpointScheduler
+    | AbortPendingCheckpoints
+    | Shutdown
+)
 
 # -- actions out -------------------------------------------------------------------------------------
 
@@ -346,9 +363,21 @@ class TriggerRequestFailed:
     reason: CheckpointFailureReason
 
 
-CoordinatorAction = Union[
-    TriggerCheckpointOnSources, TriggerCoordinatorCheckpoint, AbortCoordinatorTriggering, NotifyCheckpointComplete,
-    NotifyCheckpointAborted, NotifyCoordinatorCheckpointComplete, NotifyCoordinatorCheckpointAborted,
-    PersistCheckpoint, DiscardCheckpoint, DiscardSharedState, DiscardSubtaskState, FailJob, StopJob, RestoreFrom, TriggerRequestCompleted,
-    TriggerRequestFailed,
-]
+CoordinatorAction: TypeAlias = (
+    TriggerCheckpointOnSources
+    | TriggerCoordinatorCheckpoint
+    | AbortCoordinatorTriggering
+    | NotifyCheckpointComplete
+    | NotifyCheckpointAborted
+    | NotifyCoordinatorCheckpointComplete
+    | NotifyCoordinatorCheckpointAborted
+    | PersistCheckpoint
+    | DiscardCheckpoint
+    | DiscardSharedState
+    | DiscardSubtaskState
+    | FailJob
+    | StopJob
+    | RestoreFrom
+    | TriggerRequestCompleted
+    | TriggerRequestFailed
+)

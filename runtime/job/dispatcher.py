@@ -10,10 +10,12 @@ docs/architecture.md ("The control plane") has the narrative."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from barriersim.runtime.checkpoint_cost import Charging
+from barriersim.runtime.event_timers import EventTimers, WrappingTimers
 from barriersim.runtime.faults.experiment import (
     Action,
     Cancel,
@@ -25,13 +27,11 @@ from barriersim.runtime.faults.experiment import (
 )
 from barriersim.runtime.faults.fault_log import FaultLog
 from barriersim.runtime.faults.fault_schedule import CrashCoordinator, CrashTask, CrashTaskManager, KillNode
-from barriersim.runtime.event_timers import EventTimers, WrappingTimers
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job import events as je
-from barriersim.runtime.job.events import CoordinatorTimerFired
 from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.events import CoordinatorTimerFired
 from barriersim.runtime.job.job_master import JobMaster, JobReport, JobRestore
-
 
 RUN_FAULTS = (CrashTask, CrashCoordinator, CrashTaskManager, KillNode)  # armed by the first job, hit the one that runs
 
@@ -62,11 +62,22 @@ class RunReport(JobReport):
 
 
 class Dispatcher:
-    def __init__(self, config: JobConfig, job_id: str, *, storage_for: Callable[[str], tuple[Any, Any]],
-                 clock: Callable[[], int], timers: EventTimers, coordinator_rng: Callable[[], random.Random],
-                 trace=None, keep_completed_metadata: bool = False,
-                 restore_storage=None, first_attempt_number: int = 0, charging: Charging = Charging.VIRTUAL,
-                 cost_rng: random.Random | None = None):
+    def __init__(
+        self,
+        config: JobConfig,
+        job_id: str,
+        *,
+        storage_for: Callable[[str], tuple[Any, Any]],
+        clock: Callable[[], int],
+        timers: EventTimers,
+        coordinator_rng: Callable[[], random.Random],
+        trace=None,
+        keep_completed_metadata: bool = False,
+        restore_storage=None,
+        first_attempt_number: int = 0,
+        charging: Charging = Charging.VIRTUAL,
+        cost_rng: random.Random | None = None,
+    ):
         """``storage_for(job_id)``: the (checkpoint storage, savepoint storage) of a job; ``restore_storage``: a
         checkpoint storage that reads
         the metadata at the run's ``--from`` path; ``first_attempt_number``: above every attempt of earlier runs
@@ -87,20 +98,22 @@ class Dispatcher:
         self.graphs = config.job_graphs
         self._job_actions = config.actions.jobs()  # per job: (the restore that starts it, its timed actions)
         self._action_index = {id(action): i for i, action in enumerate(config.actions.actions)}
-        self._action_log: list[dict] = [{**action_to_plain(action), "job": None, "status": "NOT_PERFORMED"}
-                                        for action in config.actions.actions]
+        self._action_log: list[dict] = [
+            {**action_to_plain(action), "job": None, "status": "NOT_PERFORMED"} for action in config.actions.actions
+        ]
         self.fault_log = FaultLog(config.faults)
         self._fired_points: set = set()
         self.finished: set = set()  # the current job's finished subtasks, cleared in place for each job
         self.jobs: list[JobMaster] = []
-        self._outcome: Optional[JobOutcome] = None
+        self._outcome: JobOutcome | None = None
         self._armed_jobs: set[int] = set()
-        self.current = self._new_job(0, self._initial_restore(), first_epoch=0,
-                                     first_attempt_number=first_attempt_number)
+        self.current = self._new_job(
+            0, self._initial_restore(), first_epoch=0, first_attempt_number=first_attempt_number
+        )
 
     # -- jobs ---------------------------------------------------------------------------------------------
 
-    def _initial_restore(self) -> Optional[JobRestore]:
+    def _initial_restore(self) -> JobRestore | None:
         settings = self.config.restore
         if settings is None:
             return None
@@ -108,22 +121,33 @@ class Dispatcher:
             raise ValueError(f"job {self.base_job_id}: restoring from {settings.path} needs a restore_storage")
         return JobRestore(settings.path, self._restore_storage, settings.allow_non_restored_state)
 
-    def _new_job(self, index: int, restore: Optional[JobRestore], *, first_epoch: int,
-                 first_attempt_number: int) -> JobMaster:
+    def _new_job(
+        self, index: int, restore: JobRestore | None, *, first_epoch: int, first_attempt_number: int
+    ) -> JobMaster:
         job_id = self.base_job_id if index == 0 else f"{self.base_job_id}-{index}"
         storage, savepoint_storage = self._storage_for(job_id)
         previous = self.jobs[-1] if self.jobs else None
         graph = self.graphs[index]
         job = JobMaster(
-            self.config if graph is self.config.graph else self.config.for_job(graph), job_id,
-            storage=storage, savepoint_storage=savepoint_storage, clock=self.clock,
+            self.config if graph is self.config.graph else self.config.for_job(graph),
+            job_id,
+            storage=storage,
+            savepoint_storage=savepoint_storage,
+            clock=self.clock,
             timers=WrappingTimers(self._timers, lambda event, k=index: JobScoped(k, event)),
             coordinator_rng=self._coordinator_rng,
-            trace=self._trace, keep_completed_metadata=self._keep_completed_metadata, charging=self._charging,
-            cost_rng=self._cost_rng, restore=restore,
-            first_epoch=first_epoch, first_attempt_number=first_attempt_number, fault_log=self.fault_log,
-            fired_points=self._fired_points, finished=self.finished,
-            started_ms=previous.started_ms if previous is not None else None, arm_timed_faults=index == 0,
+            trace=self._trace,
+            keep_completed_metadata=self._keep_completed_metadata,
+            charging=self._charging,
+            cost_rng=self._cost_rng,
+            restore=restore,
+            first_epoch=first_epoch,
+            first_attempt_number=first_attempt_number,
+            fault_log=self.fault_log,
+            fired_points=self._fired_points,
+            finished=self.finished,
+            started_ms=previous.started_ms if previous is not None else None,
+            arm_timed_faults=index == 0,
             # a node the run lost stays lost: a restored job places its TaskManagers elsewhere
             lost_nodes=previous.lost_nodes() if previous is not None else frozenset(),
         )
@@ -179,19 +203,23 @@ class Dispatcher:
                 self._action_log[index].update(job=job + 1, status="COMPLETED", path=path[0])
                 self._trace("restore", f"job {job + 1} from {path[0]}")
                 self.current = self._new_job(
-                    job + 1, JobRestore(path[0], path[1], restore_action.allow_non_restored_state),
-                    first_epoch=ended_job.epoch() + 1, first_attempt_number=ended_job.next_attempt_number())
+                    job + 1,
+                    JobRestore(path[0], path[1], restore_action.allow_non_restored_state),
+                    first_epoch=ended_job.epoch() + 1,
+                    first_attempt_number=ended_job.next_attempt_number(),
+                )
                 started = self.current.handle(je.Start())
                 if not self.current.restored_at_start:
                     self._action_log[index].update(status="FAILED", failure=self.current.failures()[-1])
                 return self._scoped(job + 1, started)
             if ended_job.outcome in (JobOutcome.FINISHED, JobOutcome.CANCELED):
-                self._action_log[index].update(job=job + 1, status="FAILED",
-                                               failure="the job before it left no savepoint or retained checkpoint")
+                self._action_log[index].update(
+                    job=job + 1, status="FAILED", failure="the job before it left no savepoint or retained checkpoint"
+                )
         self._outcome = ended.outcome
         return [ended]
 
-    def _restore_path(self, restore: Restore, ended: JobMaster) -> Optional[tuple[str, Any]]:
+    def _restore_path(self, restore: Restore, ended: JobMaster) -> tuple[str, Any] | None:
         """The path a restore reads, and the storage that wrote it; None if there is none: the job
         before did not end by its stop or cancel, or left no savepoint (or no retained checkpoint)."""
         if restore.source is RestoreSource.CHECKPOINT:
@@ -254,7 +282,7 @@ class Dispatcher:
 
     # -- queries ----------------------------------------------------------------------------------------------
 
-    def outcome(self) -> Optional[JobOutcome]:
+    def outcome(self) -> JobOutcome | None:
         """How the run ended (its last job's outcome), once it did."""
         return self._outcome
 
@@ -275,7 +303,7 @@ class Dispatcher:
         """The current job's subtasks."""
         return sum(v.parallelism for v in self.current.graph.vertices)
 
-    def started_ms(self) -> Optional[int]:
+    def started_ms(self) -> int | None:
         """When the run's clock started (the first deployment's tasks restored), on the driver's clock."""
         return self.jobs[0].started_ms
 
@@ -353,18 +381,31 @@ class Dispatcher:
                 subtasks.extend({"job": k, **row} for row in r.subtasks)
         last = reports[-1]
         return RunReport(
-            outcome=self._outcome if self._outcome is not None else last.outcome, checkpoints=checkpoints,
-            subtasks=subtasks, counts=counts, restarts=sum(r.restarts for r in reports),
+            outcome=self._outcome if self._outcome is not None else last.outcome,
+            checkpoints=checkpoints,
+            subtasks=subtasks,
+            counts=counts,
+            restarts=sum(r.restarts for r in reports),
             restored_checkpoint_ids=[cid for r in reports for cid in r.restored_checkpoint_ids],
             restored_in_flight_bytes=sum(r.restored_in_flight_bytes for r in reports),
-            coordinator_failovers=sum(r.coordinator_failovers for r in reports), fault_log=self.fault_log.report(),
-            killed=[k for r in reports for k in r.killed], failures=[f for r in reports for f in r.failures],
+            coordinator_failovers=sum(r.coordinator_failovers for r in reports),
+            fault_log=self.fault_log.report(),
+            killed=[k for r in reports for k in r.killed],
+            failures=[f for r in reports for f in r.failures],
             storage_errors=[e for r in reports for e in r.storage_errors],
-            deployments=(list(last.deployments) if len(reports) == 1
-                         else [{"job": k, **d} for k, r in enumerate(reports) for d in r.deployments]),
-            failure_reason=last.failure_reason, job_id=last.job_id,
-            final_state=last.final_state, operations=[o for r in reports for o in r.operations],
-            latest_restored=last.latest_restored, retained_checkpoint=last.retained_checkpoint,
-            parallelism=last.parallelism, source_records_at_start=reports[0].source_records_at_start,
-            jobs=reports, actions=self.action_report(),
+            deployments=(
+                list(last.deployments)
+                if len(reports) == 1
+                else [{"job": k, **d} for k, r in enumerate(reports) for d in r.deployments]
+            ),
+            failure_reason=last.failure_reason,
+            job_id=last.job_id,
+            final_state=last.final_state,
+            operations=[o for r in reports for o in r.operations],
+            latest_restored=last.latest_restored,
+            retained_checkpoint=last.retained_checkpoint,
+            parallelism=last.parallelism,
+            source_records_at_start=reports[0].source_records_at_start,
+            jobs=reports,
+            actions=self.action_report(),
         )

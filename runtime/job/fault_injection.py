@@ -5,7 +5,8 @@ the timed faults, decides the fate of each message (dropped, delayed) and keeps 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from barriersim.runtime.faults.fault_log import FaultLog
 from barriersim.runtime.faults.fault_schedule import (
@@ -42,10 +43,20 @@ FAULT_NAMES = {CrashTask: "crash_task", CrashTaskManager: "crash_taskmanager", K
 class FaultInjector:
     """The fault schedule's crashes, damage and message fates (see the module)."""
 
-    def __init__(self, faults, placement, *, fault_log: FaultLog, fired_points: set, deployer: ExecutionDeployer,
-                 storage,
-                 job_ms: Callable[[], int], job_ended: Callable[[], bool], trace: Callable[[str, str], None],
-                 emit: Callable[[Any], None]):
+    def __init__(
+        self,
+        faults,
+        placement,
+        *,
+        fault_log: FaultLog,
+        fired_points: set,
+        deployer: ExecutionDeployer,
+        storage,
+        job_ms: Callable[[], int],
+        job_ended: Callable[[], bool],
+        trace: Callable[[str, str], None],
+        emit: Callable[[Any], None],
+    ):
         """``faults``: the job's ``FaultSchedule``; ``placement``: its TaskManagers' subtasks; ``fault_log`` and
         ``fired_points``: the run's (shared by its jobs); ``deployer``: which tasks run (and die); ``storage``: the
         checkpoint storage a damage strikes."""
@@ -79,15 +90,19 @@ class FaultInjector:
         for fault in faults.faults:
             if isinstance(fault, (CrashTaskManager, KillNode)) and fault.at_ms is not None:
                 self._emit(StartTimer(max(0, fault.at_ms - now), FaultDue(fault)))
-        for fault in sorted(faults.of_type(DamageCheckpoint) + faults.of_type(CrashCoordinator),
-                            key=lambda f: f.at_ms):  # a damage before a coordinator crash at the same ms
+        for fault in sorted(
+            faults.of_type(DamageCheckpoint) + faults.of_type(CrashCoordinator), key=lambda f: f.at_ms
+        ):  # a damage before a coordinator crash at the same ms
             self._emit(StartTimer(max(0, fault.at_ms - now), FaultDue(fault)))
 
     def crash_during_restore(self) -> None:
         """A ``during_restore`` crash of the schedule, once per run: at a deployment that restores."""
         for fault in self._faults.faults:
-            if (isinstance(fault, CRASHES) and fault.point is ProtocolPoint.DURING_RESTORE
-                    and fault not in self._fired_points):
+            if (
+                isinstance(fault, CRASHES)
+                and fault.point is ProtocolPoint.DURING_RESTORE
+                and fault not in self._fired_points
+            ):
                 self._fired_points.add(fault)
                 if self.crash_fault(fault, "during_restore"):
                     self.fault_log.fired(fault, self._job_ms())
@@ -129,8 +144,9 @@ class FaultInjector:
         tm = self._placement.taskmanager_of.get(key)
         if tm is None:
             return None
-        return self._faults.group_crash_at(tm, self._deployer.taskmanager_nodes[tm], point, checkpoint_id,
-                                           self._fired_points)
+        return self._faults.group_crash_at(
+            tm, self._deployer.taskmanager_nodes[tm], point, checkpoint_id, self._fired_points
+        )
 
     def crash_fault(self, fault, why: str) -> bool:
         """Carry out a crash fault (of a task, a TaskManager or a node); False if it met no running task."""
@@ -151,8 +167,12 @@ class FaultInjector:
             taskmanagers = tuple(t for t, n in enumerate(deployer.taskmanager_nodes) if n == node)
         if not deployer.running or self._job_ended():
             return False
-        victims = [key for tm in taskmanagers for key in self._placement.subtasks_of(tm)
-                   if deployer.killable(key) and key != already_dead]
+        victims = [
+            key
+            for tm in taskmanagers
+            for key in self._placement.subtasks_of(tm)
+            if deployer.killable(key) and key != already_dead
+        ]
         if not victims and already_dead is None:
             return False
         attempts = tuple(deployer.kill(key) for key in victims)
@@ -196,7 +216,9 @@ class FaultInjector:
 
     # -- messages -------------------------------------------------------------------------------------------------
 
-    def to_coordinator(self, kind: MessageKind | None, task: str, checkpoint_id: int, message: CoordinatorMessage) -> None:
+    def to_coordinator(
+        self, kind: MessageKind | None, task: str, checkpoint_id: int, message: CoordinatorMessage
+    ) -> None:
         """A task's message for the coordinator, unless its fault drops it (``kind``: one the schedule can drop or
         delay)."""
         delay_ms = 0
@@ -207,8 +229,14 @@ class FaultInjector:
                 return
         self._emit(SendToCoordinator(message, delay_ms))
 
-    def to_task(self, kind: MessageKind | None, attempt: ExecutionAttemptID, checkpoint_id: int,
-                message: TaskMessage, delay_ms: int = 0) -> None:
+    def to_task(
+        self,
+        kind: MessageKind | None,
+        attempt: ExecutionAttemptID,
+        checkpoint_id: int,
+        message: TaskMessage,
+        delay_ms: int = 0,
+    ) -> None:
         """A message for a task, unless its fault drops it; its fault's delay adds to ``delay_ms``."""
         if kind is not None:
             name = subtask_name((attempt.vertex_id, attempt.subtask_index))

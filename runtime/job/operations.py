@@ -7,7 +7,8 @@ An operation on a job that has ended, or during a JobManager's recovery, fails a
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.properties import JobStatus
@@ -23,9 +24,18 @@ from barriersim.runtime.state.snapshot import CheckpointMetadata
 class JobOperations:
     """Savepoints, stop-with-savepoint and cancel (see the module)."""
 
-    def __init__(self, *, storage, checkpointing: JobCheckpointing, deployer: ExecutionDeployer, job_ms: Callable[[], int],
-                 outcome: Callable[[], JobOutcome | None], cancelled: Callable[[], None],
-                 trace: Callable[[str, str], None], emit: Callable[[Any], None]):
+    def __init__(
+        self,
+        *,
+        storage,
+        checkpointing: JobCheckpointing,
+        deployer: ExecutionDeployer,
+        job_ms: Callable[[], int],
+        outcome: Callable[[], JobOutcome | None],
+        cancelled: Callable[[], None],
+        trace: Callable[[str, str], None],
+        emit: Callable[[Any], None],
+    ):
         """``checkpointing``: the JobMaster's ``JobCheckpointing`` (its coordinator takes the requests);
         ``outcome()``: the job's; ``cancelled()``: the job's outcome becomes CANCELED."""
         self._storage = storage
@@ -101,15 +111,17 @@ class JobOperations:
 
     def trigger_savepoint(self) -> None:
         """Flink's ``triggerSavepoint`` (canonical format); the job goes on."""
-        self._request_savepoint(Operation("savepoint", self._job_ms(), savepoint_format="CANONICAL"),
-                                CheckpointType.SAVEPOINT)
+        self._request_savepoint(
+            Operation("savepoint", self._job_ms(), savepoint_format="CANONICAL"), CheckpointType.SAVEPOINT
+        )
 
     def stop_with_savepoint(self, drain: bool) -> None:
         """Flink's ``stopWithSavepoint``: a synchronous savepoint (``drain``: ``SAVEPOINT_TERMINATE``, else
         ``SAVEPOINT_SUSPEND``), after which the tasks finish and the job ends FINISHED."""
-        self._request_savepoint(Operation("stop_with_savepoint", self._job_ms(), drain=drain,
-                                          savepoint_format="CANONICAL"),
-                                CheckpointType.SAVEPOINT_TERMINATE if drain else CheckpointType.SAVEPOINT_SUSPEND)
+        self._request_savepoint(
+            Operation("stop_with_savepoint", self._job_ms(), drain=drain, savepoint_format="CANONICAL"),
+            CheckpointType.SAVEPOINT_TERMINATE if drain else CheckpointType.SAVEPOINT_SUSPEND,
+        )
 
     def _request_savepoint(self, op: Operation, checkpoint_type: CheckpointType) -> None:
         self.operations.append(op)
