@@ -14,6 +14,12 @@ class Cancellable(Protocol):
     def cancel(self) -> None: ...
 
 
+class TimerService(Protocol):
+    """A driver's timers: ``callback`` runs once time reaches ``at_ms``; the handle cancels it."""
+
+    def register_timer(self, at_ms: int, callback: Callable[[], None]) -> Cancellable: ...
+
+
 class EventTimers(Protocol):
     """Deliver ``event`` to the component's ``handle`` once time reaches ``at_ms``; the handle cancels it."""
 
@@ -25,7 +31,7 @@ class DeliveringTimers:
 
     __slots__ = ("_timer_service", "_deliver")
 
-    def __init__(self, timer_service, deliver: Callable[[Any], None]):
+    def __init__(self, timer_service: TimerService, deliver: Callable[[Any], None]):
         self._timer_service = timer_service
         self._deliver = deliver
 

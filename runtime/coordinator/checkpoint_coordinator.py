@@ -35,7 +35,7 @@ from barriersim.runtime.coordinator.triggering import CheckpointTriggering, Trig
 from barriersim.runtime.event_timers import EventTimers
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID
-from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorSubtaskState
 
 _ENDED_BY_FAILOVER = (ExecutionState.FAILED, ExecutionState.CANCELED)
 _TERMINAL = (ExecutionState.FINISHED, *_ENDED_BY_FAILOVER)
@@ -58,7 +58,7 @@ class CheckpointCoordinator:
         tasks_running: bool = True,
         checkpoint_writer: Callable[[CheckpointMetadata, bool], Any] | None = None,
         first_attempt_number: int = 0,
-        metadata_write_ms: Callable[[list], float] | None = None,
+        metadata_write_ms: Callable[[list[OperatorSubtaskState]], float] | None = None,
         claim_mode: RecoveryClaimMode = RecoveryClaimMode.NO_CLAIM,
     ):
         """``checkpoint_writer(metadata, is_savepoint)`` (Flink's ``CheckpointStorageCoordinatorView``) writes each
@@ -71,9 +71,10 @@ class CheckpointCoordinator:
         self.vertices = tuple(vertices)
         self.config = config
         self._clock = clock
-        self._out: list[Any] = []
+        self._out: list[m.CoordinatorAction] = []
         self._last_outcome: Any = None
-        self._held_events: deque = deque()  # events that wait for a _metadata write (Flink: the coordinator's lock)
+        # events that wait for a _metadata write (Flink: the coordinator's lock)
+        self._held_events: deque[m.CoordinatorEvent] = deque()
         self._master_hooks: dict[str, MasterTriggerRestoreHook] = {}
         for hook in master_hooks:
             if not self.add_master_hook(hook):
@@ -167,7 +168,7 @@ class CheckpointCoordinator:
     # the one way in
     # ------------------------------------------------------------------------------------------
 
-    def handle(self, event: m.CoordinatorEvent) -> list:
+    def handle(self, event: m.CoordinatorEvent) -> list[m.CoordinatorAction]:
         """Everything ``event`` causes, in order. While a ``_metadata`` write holds the coordinator, events wait for
         it (Flink's lock), but a failover (its failure or its restart) or a job status change takes the lock after
         the write: the completion ends now (a little early), so that a restore sees the completed checkpoint and a
@@ -203,7 +204,7 @@ class CheckpointCoordinator:
             raise CoordinatorError(f"unknown event {event!r} (job {self.job_id}, {len(self._pending)} pending)")
         self._last_outcome = handler(event)
 
-    def _event_handlers(self) -> dict:
+    def _event_handlers(self) -> dict[type, Callable[[Any], object]]:
         triggering, completion, restore = self._triggering, self._completion, self._restore
         return {
             m.TriggerRequest: triggering.trigger_checkpoint,
@@ -238,7 +239,7 @@ class CheckpointCoordinator:
         else:
             self._completion.expire(event.token)
 
-    def _emit(self, action: Any) -> None:
+    def _emit(self, action: m.CoordinatorAction) -> None:
         self._out.append(action)
 
     def add_master_hook(self, hook: MasterTriggerRestoreHook) -> bool:
@@ -254,7 +255,7 @@ class CheckpointCoordinator:
     # queries
     # ------------------------------------------------------------------------------------------
 
-    def last_outcome(self):
+    def last_outcome(self) -> Any:
         """What became of the last event handled (Flink's return values of ``receiveAcknowledgeMessage`` and
         friends): an ``AcknowledgeOutcome``, ``DeclineOutcome`` or ``TriggerPhaseOutcome``; whether the figures of a
         ``ReportCheckpointMetrics`` were taken or ``StartCheckpointScheduler`` started the trigger; the checkpoint a
@@ -301,14 +302,14 @@ class CheckpointCoordinator:
         """The statistics' counts: total, in progress, completed, failed, restored."""
         return dict(self._stats.counts)
 
-    def completed_checkpoint_store(self):
+    def completed_checkpoint_store(self) -> StandaloneCompletedCheckpointStore:
         """Flink's ``getCheckpointStore``."""
         return self._store
 
     def latest_completed_checkpoint(self) -> CompletedCheckpoint | None:
         return self._store.get_latest_checkpoint()
 
-    def checkpoint_id_counter(self):
+    def checkpoint_id_counter(self) -> StandaloneCheckpointIDCounter:
         return self._id_counter
 
     def shared_state_registry(self) -> SharedStateRegistry:

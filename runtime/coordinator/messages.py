@@ -17,7 +17,7 @@ from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.state.snapshot import CheckpointMetadata, TaskStateSnapshot
+from barriersim.runtime.state.snapshot import CheckpointMetadata, SharedStateHandle, TaskStateSnapshot
 
 # -- events in ---------------------------------------------------------------------------------------
 
@@ -299,7 +299,7 @@ class DiscardSharedState:
     """Shared files no retained checkpoint uses any more (the ``SharedStateRegistry`` released them after
     checkpoint ``lowest_retained`` became the oldest retained one, or at the job's end): delete them."""
 
-    handles: tuple  # of runtime.state.snapshot.SharedStateHandle
+    handles: tuple[SharedStateHandle, ...]
     lowest_retained: int
 
 
@@ -375,6 +375,7 @@ CoordinatorAction: TypeAlias = (
     | DiscardCheckpoint
     | DiscardSharedState
     | DiscardSubtaskState
+    | AcknowledgementRejected
     | FailJob
     | StopJob
     | RestoreFrom

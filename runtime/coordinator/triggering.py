@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +19,7 @@ from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.completion import CheckpointCompletion
 from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.failure_manager import UNKNOWN_CHECKPOINT_ID, CheckpointFailureManager
+from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.master_hooks import (
     MASTER_STATE_PENDING,
     MasterHookError,
@@ -33,10 +34,10 @@ from barriersim.runtime.coordinator.plan import DefaultCheckpointPlanCalculator,
 from barriersim.runtime.coordinator.properties import CheckpointProperties
 from barriersim.runtime.coordinator.request_decider import CheckpointRequestDecider, CheckpointTriggerRequest
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
-from barriersim.runtime.event_timers import EventTimers
+from barriersim.runtime.event_timers import Cancellable, EventTimers
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
-from barriersim.runtime.ids import JobVertexID
+from barriersim.runtime.ids import JobVertexID, OperatorID
 
 
 class TriggerPhase(enum.Enum):
@@ -70,8 +71,8 @@ class CheckpointTriggering:
         pending: dict[int, PendingCheckpoint],
         executions: Mapping[tuple[JobVertexID, int], Execution],
         master_hooks: Mapping[str, MasterTriggerRestoreHook],
-        operator_coordinators: tuple,
-        id_counter,
+        operator_coordinators: tuple[OperatorID, ...],
+        id_counter: StandaloneCheckpointIDCounter,
         stats: CheckpointStatsTracker,
         failure_manager: CheckpointFailureManager,
         completion: CheckpointCompletion,
@@ -141,7 +142,7 @@ class CheckpointTriggering:
         return self._scheduler.is_periodic_checkpointing_configured
 
     @contextmanager
-    def queue_held(self):
+    def queue_held(self) -> Iterator[None]:
         """The next queued request waits until the block ends (then the caller starts it)."""
         self._queue_holds += 1
         try:
@@ -462,7 +463,7 @@ class CheckpointTriggering:
     # periodic scheduling (Flink's startCheckpointScheduler / stopCheckpointScheduler)
     # ------------------------------------------------------------------------------------------
 
-    def _register_periodic(self, delay: int, generation: int):
+    def _register_periodic(self, delay: int, generation: int) -> Cancellable:
         return self._timers.start(self._clock() + delay, m.TimerFired(m.TimerKind.PERIODIC_TRIGGER, generation))
 
     def _reschedule_trigger(self, delay: int) -> None:
