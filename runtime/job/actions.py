@@ -10,7 +10,7 @@ drivers") says how each driver carries them out."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Generic, TypeAlias, TypeVar
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.events import CheckpointOptions
@@ -146,12 +146,16 @@ class CoordinatorMessage:
     """A task's message for the coordinator of ``generation`` (lost if that coordinator has died meanwhile)."""
 
     generation: int
-    event: m.AcknowledgeCheckpoint | m.DeclineCheckpoint
+    event: m.AcknowledgeCheckpoint | m.DeclineCheckpoint | m.ReportCheckpointMetrics
+
+
+_Message = TypeVar("_Message")
+_Timer = TypeVar("_Timer")
 
 
 @dataclass(frozen=True)
-class SendToCoordinator:
-    message: CoordinatorMessage
+class SendToCoordinator(Generic[_Message]):
+    message: _Message  # a CoordinatorMessage (a Dispatcher hands it out wrapped: its JobScoped)
     delay_ms: int = 0
 
 
@@ -183,9 +187,9 @@ JobTimer: TypeAlias = FaultDue | RestartDue | CoordinatorRecoveryDue
 
 
 @dataclass(frozen=True)
-class StartTimer:
+class StartTimer(Generic[_Timer]):
     delay_ms: int
-    timer: JobTimer
+    timer: _Timer  # a JobTimer (a Dispatcher hands it out wrapped, and its own: JobScoped, ActionDue)
 
 
 @dataclass(frozen=True)
@@ -200,7 +204,7 @@ JobAction: TypeAlias = (
     | KillTaskManagers
     | CancelTasks
     | SendToTask
-    | SendToCoordinator
-    | StartTimer
+    | SendToCoordinator[CoordinatorMessage]
+    | StartTimer[JobTimer]
     | JobEnded
 )

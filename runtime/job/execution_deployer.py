@@ -8,17 +8,23 @@ rescaled if the parallelism changed), its armed crash points, slowdowns and spli
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from barriersim.runtime.coordinator import messages as m
-from barriersim.runtime.faults.fault_schedule import SlowTask
+from barriersim.runtime.faults.fault_schedule import Fault, SlowTask
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.actions import CancelTasks, DeployTasks, SubtaskKey, TaskDeploymentDescriptor, subtask_name
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.operators.source import assigned_splits
 from barriersim.runtime.recovery.errors import StateAssignmentError
-from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
+from barriersim.runtime.recovery.state_assignment_operation import (
+    ExecutionJobVertexInfo,
+    StateAssignment,
+    assign_states,
+)
 from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
 
@@ -29,11 +35,11 @@ class ExecutionDeployer:
         self,
         config: JobConfig,
         *,
-        storage,
-        fired_points: set,
+        storage: CheckpointStorage,
+        fired_points: set[Fault],
         finished: set[SubtaskKey],
         first_epoch: int,
-        lost_nodes: set[int],
+        lost_nodes: AbstractSet[int],
         current_attempt: Callable[[str, int], ExecutionAttemptID],
         deploying: Callable[[ExecutionAttemptID], None],
         restore_failed: Callable[[str], None],
@@ -67,7 +73,7 @@ class ExecutionDeployer:
         self.killed_keys: set[SubtaskKey] = set()  # killed by the fault schedule, death not yet reported
         self.lost_nodes: set[int] = set(lost_nodes)  # nodes a kill_node took; they do not come back
         self.taskmanager_nodes: tuple[int, ...] = self.placement.taskmanager_nodes()  # of the current deployment
-        self.deployments: list[dict] = []  # per deployment: epoch, restored checkpoint, TaskManager nodes
+        self.deployments: list[dict[str, Any]] = []  # per deployment: epoch, restored checkpoint, TaskManager nodes
         self.restored_ids: list[int] = []
         self.restoring: int | None = None  # the checkpoint the current deployment restores
         self.started = 0  # deployments whose tasks started
@@ -106,8 +112,11 @@ class ExecutionDeployer:
 
     def deploy(self, restore: m.RestoreFrom | None) -> None:
         """Deploy new attempts, restoring ``restore`` (None, or one without metadata: fresh state)."""
-        assignment = None
+        assignment: StateAssignment | None = None
+        restored: CheckpointMetadata | None = None
         if restore is not None and restore.metadata is not None:
+            restored = restore.metadata
+            assert restore.checkpoint_id is not None  # a restore with metadata names its checkpoint (RestoreFrom)
             try:
                 self._storage.check_state_files(restore.checkpoint_id)
             except CheckpointStorageError as err:  # the tasks could not read their state: a task failure, whenever
@@ -118,7 +127,7 @@ class ExecutionDeployer:
                 restore.metadata, infos, allow_non_restored_state=restore.allow_non_restored_state, graph=self._graph
             )
             self.restored_ids.append(restore.checkpoint_id)
-        splits = self._source_splits(restore.metadata if assignment is not None else None, assignment)
+        splits = self._source_splits(restored, assignment)
         self.taskmanager_nodes = self.placement.taskmanager_nodes(self.lost_nodes)
         descriptors = []
         for key in self.subtasks:
@@ -160,7 +169,9 @@ class ExecutionDeployer:
             )
         )
 
-    def _source_splits(self, metadata: CheckpointMetadata | None, assignment) -> dict[SubtaskKey, tuple[int, ...]]:
+    def _source_splits(
+        self, metadata: CheckpointMetadata | None, assignment: StateAssignment | None
+    ) -> dict[SubtaskKey, tuple[int, ...]]:
         """The splits each source subtask reads: its own index when its vertex starts fresh, else the splits its
         restored state names; a restore must name every split of the source once, those of subtasks that had
         finished (FLIP-147: their splits are done) aside (``StateAssignmentError``)."""
@@ -170,13 +181,14 @@ class ExecutionDeployer:
             total = self._config.splits_of(v.name)
             named = (
                 {i: assigned_splits(assignment.subtask_state(v.name, i)) for i in range(v.parallelism)}
-                if v.name in restored
+                if v.name in restored and assignment is not None  # deploy assigns the state of metadata
                 else {}
             )
             if not any(named.values()):  # fresh, or restored state that names no split: each reads its own
                 for i in range(v.parallelism):
                     out[(v.name, i)] = (i,) if i < total else ()
                 continue
+            assert metadata is not None  # restored state names splits
             seen: list[int] = []
             for i in range(v.parallelism):
                 out[(v.name, i)] = named[i]

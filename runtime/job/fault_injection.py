@@ -15,6 +15,9 @@ from barriersim.runtime.faults.fault_schedule import (
     CrashTask,
     CrashTaskManager,
     DamageCheckpoint,
+    Fault,
+    FaultSchedule,
+    GroupCrash,
     KillNode,
     MessageKind,
     ProtocolPoint,
@@ -33,6 +36,8 @@ from barriersim.runtime.job.actions import (
     subtask_name,
 )
 from barriersim.runtime.job.execution_deployer import ExecutionDeployer
+from barriersim.runtime.job.placement import Placement
+from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
 from barriersim.runtime.storage.damage import damage_checkpoint
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
@@ -45,13 +50,13 @@ class FaultInjector:
 
     def __init__(
         self,
-        faults,
-        placement,
+        faults: FaultSchedule,
+        placement: Placement,
         *,
         fault_log: FaultLog,
-        fired_points: set,
+        fired_points: set[Fault],
         deployer: ExecutionDeployer,
-        storage,
+        storage: CheckpointStorage,
         job_ms: Callable[[], int],
         job_ended: Callable[[], bool],
         trace: Callable[[str, str], None],
@@ -84,16 +89,18 @@ class FaultInjector:
     def arm_timed_faults(self) -> None:
         """The timers of the schedule's faults that have a time, on the run's clock (the first deployment)."""
         faults, now = self._faults, self._job_ms()
-        for fault in faults.of_type(CrashTask):
-            if fault.at_ms is not None:
-                self._emit(StartTimer(max(0, fault.at_ms - now), FaultDue(fault)))
+        for crash in faults.of_type(CrashTask):
+            if crash.at_ms is not None:
+                self._emit(StartTimer(max(0, crash.at_ms - now), FaultDue(crash)))
         for fault in faults.faults:
             if isinstance(fault, (CrashTaskManager, KillNode)) and fault.at_ms is not None:
                 self._emit(StartTimer(max(0, fault.at_ms - now), FaultDue(fault)))
-        for fault in sorted(
-            faults.of_type(DamageCheckpoint) + faults.of_type(CrashCoordinator), key=lambda f: f.at_ms
-        ):  # a damage before a coordinator crash at the same ms
-            self._emit(StartTimer(max(0, fault.at_ms - now), FaultDue(fault)))
+        timed: list[DamageCheckpoint | CrashCoordinator] = [
+            *faults.of_type(DamageCheckpoint),
+            *faults.of_type(CrashCoordinator),
+        ]
+        for timed_fault in sorted(timed, key=lambda f: f.at_ms):  # a damage before a coordinator crash at the same ms
+            self._emit(StartTimer(max(0, timed_fault.at_ms - now), FaultDue(timed_fault)))
 
     def crash_during_restore(self) -> None:
         """A ``during_restore`` crash of the schedule, once per run: at a deployment that restores."""
@@ -108,7 +115,7 @@ class FaultInjector:
                     self.fault_log.fired(fault, self._job_ms())
                 break
 
-    def crash_due(self, fault) -> None:
+    def crash_due(self, fault: CrashTask | GroupCrash) -> None:
         """A crash fault with a time is due (``FaultDue``)."""
         if self.crash_fault(fault, FAULT_NAMES[type(fault)]):
             self.fault_log.fired(fault, self._job_ms())
@@ -118,7 +125,7 @@ class FaultInjector:
     def crash_point(self, task: str, point: ProtocolPoint, checkpoint_id: int) -> bool:
         """Crash ``task`` if the fault schedule kills it, its TaskManager or its node at the JobMaster-side
         ``point`` of ``checkpoint_id``."""
-        fault = self._faults.crash_at(task, point, checkpoint_id, self._fired_points)
+        fault: CrashTask | GroupCrash | None = self._faults.crash_at(task, point, checkpoint_id, self._fired_points)
         if fault is None:
             vertex, _, index = task.partition("#")
             fault = self.group_crash_at((vertex, int(index or 0)), point, checkpoint_id)
@@ -129,17 +136,21 @@ class FaultInjector:
             self.fault_log.fired(fault, self._job_ms())
         return True
 
-    def task_crashed_at(self, key: SubtaskKey, point: ProtocolPoint, checkpoint_id: int):
+    def task_crashed_at(
+        self, key: SubtaskKey, point: ProtocolPoint, checkpoint_id: int
+    ) -> CrashTask | GroupCrash | None:
         """The fault of a task-side crash point a task reached (a crash of the task, or of its TaskManager or
         node), marked fired; None if none of the schedule's."""
-        fault = self._faults.crash_at(subtask_name(key), point, checkpoint_id, self._fired_points)
+        fault: CrashTask | GroupCrash | None = self._faults.crash_at(
+            subtask_name(key), point, checkpoint_id, self._fired_points
+        )
         if fault is None:  # armed by a crash of its TaskManager or node: the others of the group die with it
             fault = self.group_crash_at(key, point, checkpoint_id)
         if fault is not None:
             self._fired_points.add(fault)
         return fault
 
-    def group_crash_at(self, key: SubtaskKey, point: ProtocolPoint, checkpoint_id: int | None):
+    def group_crash_at(self, key: SubtaskKey, point: ProtocolPoint, checkpoint_id: int | None) -> GroupCrash | None:
         """The TaskManager or node crash of the subtask ``key``'s TaskManager that strikes at ``point``."""
         tm = self._placement.taskmanager_of.get(key)
         if tm is None:
@@ -148,18 +159,19 @@ class FaultInjector:
             tm, self._deployer.taskmanager_nodes[tm], point, checkpoint_id, self._fired_points
         )
 
-    def crash_fault(self, fault, why: str) -> bool:
+    def crash_fault(self, fault: CrashTask | GroupCrash, why: str) -> bool:
         """Carry out a crash fault (of a task, a TaskManager or a node); False if it met no running task."""
         if isinstance(fault, CrashTask):
             return self._crash(fault.task, why)
         return self.crash_group(fault, why)
 
-    def crash_group(self, fault, why: str, already_dead: SubtaskKey | None = None) -> bool:
+    def crash_group(self, fault: GroupCrash, why: str, already_dead: SubtaskKey | None = None) -> bool:
         """Kill every running task of the TaskManagers a ``CrashTaskManager`` or ``KillNode`` takes, at once; a
         node kill also loses the node for good. ``already_dead``: the task whose reaching a task-side crash point
         set the fault off (it stopped itself). False (nothing happens) if the job is not running or none of those
         TaskManagers runs a task."""
         deployer = self._deployer
+        taskmanagers: tuple[int, ...]
         if isinstance(fault, CrashTaskManager):
             taskmanagers, node = (fault.taskmanager,), None
         else:

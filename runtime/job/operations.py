@@ -19,6 +19,7 @@ from barriersim.runtime.job.config import JobOutcome
 from barriersim.runtime.job.execution_deployer import ExecutionDeployer
 from barriersim.runtime.job.report import Operation
 from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
 
 
 class JobOperations:
@@ -27,7 +28,7 @@ class JobOperations:
     def __init__(
         self,
         *,
-        storage,
+        storage: CheckpointStorage,
         checkpointing: JobCheckpointing,
         deployer: ExecutionDeployer,
         job_ms: Callable[[], int],
@@ -73,12 +74,15 @@ class JobOperations:
         outcome = self._outcome()
         stop = self.stopped_with_savepoint()
         if outcome is JobOutcome.FINISHED and stop is not None:
-            return True, self._savepoint_metadata.get(stop.checkpoint_id)
+            return True, self._savepoint_of(stop)
         if outcome is JobOutcome.FAILED and self.failed_stop is not None:  # its savepoint is what to resume from
-            return True, self._savepoint_metadata.get(self.failed_stop.checkpoint_id)
+            return True, self._savepoint_of(self.failed_stop)
         if outcome is JobOutcome.CANCELED:
             return True, self._cancelled_at
         return False, None
+
+    def _savepoint_of(self, op: Operation) -> CheckpointMetadata | None:
+        return self._savepoint_metadata.get(op.checkpoint_id) if op.checkpoint_id is not None else None
 
     def savepoints(self) -> list[Operation]:
         """The savepoints of the job that completed (of savepoint and stop-with-savepoint operations)."""
