@@ -101,7 +101,8 @@ def verdicts(runs: list[Run]) -> list[Verdict]:
     out = []
     for t in TARGETS_MS:
         r = by_target[t]
-        ok = r.over_target is not None and abs(r.over_target / r.flink_over_target - 1) <= TOLERANCE
+        over, flink = r.over_target, r.flink_over_target  # both set for a target
+        ok = over is not None and flink is not None and abs(over / flink - 1) <= TOLERANCE
         out.append(
             Verdict(
                 f"target {t // 1000} s: time/target within 30 % of Flink's {r.flink_over_target:.1f}",
