@@ -62,7 +62,7 @@ def _value(v) -> str:
         return f"{v:,}"
     if isinstance(v, float) and v.is_integer() and abs(v) >= 10_000:
         return f"{v:,.0f}"
-    return f"\"{v}\"" if isinstance(v, str) else str(v)
+    return f'"{v}"' if isinstance(v, str) else str(v)
 
 
 def _schema_comments(path: Path) -> dict[tuple[str, str], str]:
@@ -84,8 +84,14 @@ def _schema_comments(path: Path) -> dict[tuple[str, str], str]:
         elif tok.type == tokenize.COMMENT:
             text = tok.string.lstrip("#").strip()
             if i and tokens[i - 1].type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
-                line_key = next((t.string.strip("\"'") for t in reversed(tokens[:i])
-                                 if t.type == tokenize.STRING and t.start[0] == tok.start[0]), None)
+                line_key = next(
+                    (
+                        t.string.strip("\"'")
+                        for t in reversed(tokens[:i])
+                        if t.type == tokenize.STRING and t.start[0] == tok.start[0]
+                    ),
+                    None,
+                )
                 if line_key is not None:  # a comment after a key on its line
                     key = (section, line_key) if depth >= 2 or table != "SCHEMA" else ("", line_key)
                     comments[key] = (comments.get(key, "") + " " + text).strip()
@@ -107,12 +113,14 @@ def _schema_comments(path: Path) -> dict[tuple[str, str], str]:
 def _schema_markdown(schema) -> str:
     comments = _schema_comments(Path(schema.__file__))
     settable = set(schema.SETTABLE_SECTIONS)
-    out = ["# Scenario files\n",
-           "Every section and key a scenario file (TOML) may hold, with its type, default and allowed values, as "
-           "the loader checks them (a key left out takes its default; no default: required). Keys of the sections "
-           f"{', '.join(f'`[{s}]`' for s in schema.SETTABLE_SECTIONS)} can be overridden with "
-           "`--set section.key=VALUE` and swept in a `[sweep]` table. The guide to scenarios, faults and actions "
-           "is [Scenarios and faults](../scenarios.md).\n"]
+    out = [
+        "# Scenario files\n",
+        "Every section and key a scenario file (TOML) may hold, with its type, default and allowed values, as "
+        "the loader checks them (a key left out takes its default; no default: required). Keys of the sections "
+        f"{', '.join(f'`[{s}]`' for s in schema.SETTABLE_SECTIONS)} can be overridden with "
+        "`--set section.key=VALUE` and swept in a `[sweep]` table. The guide to scenarios, faults and actions "
+        "is [Scenarios and faults](../scenarios.md).\n",
+    ]
 
     def table(fields: dict, scope: str) -> None:
         out.append("| key | type | default | allowed | notes |\n|---|---|---|---|---|")
@@ -127,14 +135,16 @@ def _schema_markdown(schema) -> str:
         if comments.get(("", section)):
             out.append(comments[("", section)] + "\n")
         if section in settable:
-            out.append(f"Settable: `--set {section}.KEY=VALUE`, `[sweep]` axes `\"{section}.KEY\"`.\n")
+            out.append(f'Settable: `--set {section}.KEY=VALUE`, `[sweep]` axes `"{section}.KEY"`.\n')
         table(fields, section)
     out.append("## `[[job.vertex]]`\n\nA vertex of a general job graph (instead of the `[job]` shorthand).\n")
     table(schema.VERTEX_FIELDS, "VERTEX_FIELDS")
     out.append("## `[[job.edge]]`\n\nAn edge of a general job graph.\n")
     table(schema.EDGE_FIELDS, "EDGE_FIELDS")
-    out.append("Faults (`[[faults]]`) and `[sweep]` are described in [Scenarios and faults](../scenarios.md), "
-               "experiment actions (`[[actions]]`) and `[restore]` in [Savepoints](../savepoints.md).\n")
+    out.append(
+        "Faults (`[[faults]]`) and `[sweep]` are described in [Scenarios and faults](../scenarios.md), "
+        "experiment actions (`[[actions]]`) and `[restore]` in [Savepoints](../savepoints.md).\n"
+    )
     return "\n".join(out)
 
 
@@ -146,10 +156,13 @@ def cli_reference() -> str:
     from barriersim import cli
 
     parser = cli._parser()
-    out = [GENERATED_NOTE.format(source="barriersim/cli.py"), "# Command line\n",
-           f"`barriersim COMMAND ...`: {parser.description} Every command's `--help` prints the same.\n",
-           "Bad input (a scenario's key, an argument, an address) gets one line and exit status 2; a violated "
-           "guarantee or a failed job exit status 1; Ctrl-C 130.\n"]
+    out = [
+        GENERATED_NOTE.format(source="barriersim/cli.py"),
+        "# Command line\n",
+        f"`barriersim COMMAND ...`: {parser.description} Every command's `--help` prints the same.\n",
+        "Bad input (a scenario's key, an argument, an address) gets one line and exit status 2; a violated "
+        "guarantee or a failed job exit status 1; Ctrl-C 130.\n",
+    ]
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {a.dest: a.help for a in subparsers._choices_actions}
     for name, sub in subparsers.choices.items():
