@@ -1,27 +1,12 @@
-"""Links between task actors on one Ray node over Unix domain sockets, instead of one Ray actor call per batch.
-
-How this works: a link carries, from one task actor to one peer actor on the same Ray node, the same values the
-actor would otherwise send as ``deliver`` or ``upstream`` calls (the msgpack parts of a batch of channel elements,
-or a batch of credit, resume-consumption and buffer-size messages), as length-prefixed messages over a Unix domain
-socket (``multiprocessing.connection``, Linux's abstract namespace: no file to clean up), as Flink's TaskManagers
-exchange their remote channels' buffers over Netty connections. What a link carries is what a call carried, in the
-same order, so no protocol rule moves: credit, sequence numbers and event order stay the runtime's.
-
-- **Setting up.** Every task actor listens on an address of its own from the start (``listen``, with the
-  deployment's secret key, so nothing else on the machine can connect); once every actor of the deployment told on
-  which Ray node it runs, the job manager has each writer connect to the peers it writes to (``connect_to``) while
-  each reader accepts as many connections as it has writers (``accept``).
-- **Writing.** One network thread per actor writes every link's values in the order the task thread handed them
-  over (Flink's Netty event loop of a TaskManager's connections); a write waits while the socket's buffer is full.
-  When a write is done the task thread is told (``on_written``), as a finished call tells it, so the in-flight
-  window works as with calls.
-- **Reading.** One reader thread per actor waits on all its incoming links at once (``wait``: the kernel wakes it,
-  nothing spins) and hands each value to the task thread's mailbox (``on_value``).
-- **When it is used.** Only between actors on one Ray node (``ray.get_runtime_context().get_node_id()``); actors
-  on different nodes keep actor calls.
-- **Ending.** A dead peer shows as a closed socket: its reader drops the link, its writer stops writing (the job
-  manager fails the job over on the dead actor as before, and kills every actor of the deployment); ``close`` ends
-  the threads when the task is cancelled.
+"""Links between actors on one Ray node over Unix domain sockets, instead of one Ray actor call per message: between
+task actors (``deliver`` and ``upstream`` values: batches of channel elements, credit) and between the job manager
+and the task actors on its node (the JobMaster's trigger, completion and abort messages down, acknowledgements,
+declines and the finished notice up), as Flink's TaskManagers exchange buffers over Netty connections. A link
+carries what a call carried, in the same order, as ``(kind, payload)`` msgpack values (``multiprocessing.connection``,
+abstract namespace, the deployment's secret key); each side has one network thread writing in order and one reader
+thread handing values on (``on_value``). Only actors on one Ray node are linked; others keep actor calls. A dead
+peer shows as a closed socket: its reader drops the link, its writer stops writing (the job manager sees the death
+through the task's ``run`` call, as before). docs/architecture.md ("Links") has the narrative.
 """
 
 from __future__ import annotations
@@ -37,6 +22,10 @@ import msgpack
 POLL_S = 1.0  # how long the reader waits before it looks whether the links were closed
 BACKLOG = 256  # connections a listener queues before it accepts them
 LINKS_ENVIRONMENT = "BARRIERSIM_RAY_LINKS"  # "calls": task actors exchange channel messages as actor calls only
+# what a link's value carries: a deliver call's parts, an upstream call's data, a JobMaster's message to a task
+# (``messages.task_message_to_wire``), a task's report to the job manager ([method, arguments])
+DATA, UPSTREAM, TASK_MESSAGE, REPORT = 0, 1, 2, 3
+JOB_MANAGER = "job manager"  # a task actor's name for its link to the job manager
 
 
 def socket_links_wanted(socket_links: bool | None = None) -> bool:
@@ -60,7 +49,7 @@ class SocketLinks:
 
     def __init__(self, name: str, on_value: Callable[[int, Any], None], on_written: Callable[[Any], None]):
         """``on_value(kind, payload)``: a value a peer wrote arrived (called on the reader thread);
-        ``on_written(token)``: the value handed over with ``token`` is written (called on the network thread)."""
+        ``on_written(token)``: the value handed over with ``token`` (not None) is written (on the network thread)."""
         self.name = name
         self._on_value = on_value
         self._on_written = on_written
@@ -68,6 +57,7 @@ class SocketLinks:
         self._writers: dict = {}  # peer -> connection this actor writes
         self._outgoing: queue.SimpleQueue = queue.SimpleQueue()  # (peer, kind, payload, token), or None to stop
         self._closed = threading.Event()
+        self._writing = False  # the network thread runs
 
     # -- setting up (Ray's threads, before the task runs) ------------------------------------------------
 
@@ -87,7 +77,8 @@ class SocketLinks:
         """A link to each peer of ``addresses`` (peer -> its listening address, on this actor's node)."""
         for peer, address in addresses.items():
             self._writers[peer] = Client(address, family="AF_UNIX", authkey=secret)
-        if addresses:
+        if addresses and not self._writing:
+            self._writing = True
             threading.Thread(target=self._write_in_order, name=f"network {self.name}", daemon=True).start()
 
     # -- the task thread's side ---------------------------------------------------------------------------
@@ -96,8 +87,8 @@ class SocketLinks:
         return peer in self._writers
 
     def send(self, peer, kind: int, payload, token) -> None:
-        """Hand ``payload`` (bytes, or a tuple of bytes) to the network thread for ``peer``'s link;
-        ``on_written(token)`` follows."""
+        """Hand ``payload`` (msgpack-able: bytes, or a list or tuple of them) to the network thread for ``peer``'s
+        link; ``on_written(token)`` follows unless ``token`` is None."""
         self._outgoing.put((peer, kind, payload, token))
 
     def close(self) -> None:
@@ -121,7 +112,8 @@ class SocketLinks:
             except OSError:
                 dead.add(peer)
                 continue
-            self._on_written(token)
+            if token is not None:
+                self._on_written(token)
 
     def _read(self, incoming: list) -> None:
         while incoming and not self._closed.is_set():

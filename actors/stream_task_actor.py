@@ -40,7 +40,8 @@ real time and real messages:
   and floating buffers over a remote channel, at most two over a local channel (producer and consumer in one
   TaskManager), which holds the buffer its task reads and the next one (``runtime.network.input.input_channel``).
   The upstream window of one also keeps a producer's messages in order. Acknowledgements, declines and the finished
-  notice go to the job manager actor in order, from a reporter thread, each after the sink's store writes made
+  notice go to the job manager actor in order, from a reporter thread (over the task's link to the job manager when
+  both run on one Ray node, as the JobMaster's messages come over it; else as calls), each after the sink's store writes made
   before it were confirmed; an acknowledgement's snapshot is encoded there, off the task thread, after the barrier
   went on downstream (as Flink's asynchronous snapshot part runs in its own thread pool). A checkpoint's
   asynchronous part and channel-state write complete on the task thread after the cost model's emulated remote-store
@@ -83,7 +84,7 @@ from barriersim.actors.messages import (
     task_message_from_wire,
     upstream_entry,
 )
-from barriersim.actors.socket_links import SocketLinks
+from barriersim.actors.socket_links import DATA, JOB_MANAGER, REPORT, TASK_MESSAGE, UPSTREAM, SocketLinks
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.events import Buffer
 from barriersim.runtime.job.actions import TaskDeploymentDescriptor
@@ -107,7 +108,6 @@ from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and takes its mails
 DATA_CALLS_IN_FLIGHT = 2  # data calls to one consumer not yet taken in, at most
 RAY_THREADS = 8  # Ray's threads for the actor's methods: one is held by run for the task's life, the rest only put mails
-_DATA, _UPSTREAM = 0, 1  # what a link's value carries: a deliver call's parts, an upstream call's data
 ANSWER_TIMEOUT_S = 8.0  # for the task thread to answer a cancel or a lifecycle question (the job manager waits 10 s)
 
 
@@ -191,7 +191,8 @@ class StreamTaskActor:
 
     def connect_links(self, addresses: dict, secret: bytes) -> None:
         """Links to these peers on this actor's Ray node (peer -> its listening address; ``actors.socket_links``),
-        which carry what ``deliver`` and ``upstream`` calls to them would."""
+        which carry what ``deliver`` and ``upstream`` calls to them would; the peer ``JOB_MANAGER``'s carries the
+        reports the job manager's methods would get as calls."""
         self._links.connect_to(addresses, secret)
 
     def accept_links(self, count: int) -> None:
@@ -369,12 +370,16 @@ class StreamTaskActor:
         self._mailbox.put(lambda: self._take_upstream(data))
 
     def _on_link_value(self, kind: int, payload) -> None:
-        """What a peer wrote to its link to this actor: a ``deliver`` or an ``upstream`` call's arguments, taken in
-        as those calls are (the links' reader thread)."""
-        if kind == _DATA:
+        """What a peer wrote to its link to this actor: a ``deliver``, an ``upstream`` or (from the job manager) a
+        ``task_message`` call's arguments, taken in as those calls are (the links' reader thread)."""
+        if kind == DATA:
             self.deliver(*payload)
-        else:
+        elif kind == UPSTREAM:
             self.upstream(payload)
+        elif kind == TASK_MESSAGE:
+            self.task_message(payload)
+        else:
+            self._mailbox.put(lambda: self._fail(ValueError(f"{self.name}: a link value of unknown kind {kind!r}")))
 
     def _sent(self, key: tuple) -> None:
         """A call to the peer of ``key`` completed, or its link's value was written (any thread): a mail."""
@@ -469,7 +474,7 @@ class StreamTaskActor:
                 submit_start = time.perf_counter()
                 self.data_bytes_sent += sum(len(part) for part in parts)
                 self.data_calls_sent += 1
-                self._send_to(("data", consumer), _DATA, parts, lambda: self.handles[consumer].deliver.remote(*parts))
+                self._send_to(("data", consumer), DATA, parts, lambda: self.handles[consumer].deliver.remote(*parts))
                 self._seconds["encode"] += submit_start - encode_start
                 self._seconds["submit"] += time.perf_counter() - submit_start
         if self._upstream_out:
@@ -477,7 +482,7 @@ class StreamTaskActor:
                 self.upstream_calls_sent += 1
                 submit_start = time.perf_counter()
                 data = pack(merge_credits(self._upstream_out.pop(producer)))
-                self._send_to(("upstream", producer), _UPSTREAM, data,
+                self._send_to(("upstream", producer), UPSTREAM, data,
                               lambda: self.handles[producer].upstream.remote(data))
                 self._seconds["submit"] += time.perf_counter() - submit_start
         if self.store is not None:
@@ -522,7 +527,10 @@ class StreamTaskActor:
                 args = (attempt_to_wire(self.attempt), args.checkpoint_id,
                         encode_snapshot(args.task_state_snapshot, self.key[1], args.checkpoint_id),
                         encode_metrics(args.metrics))
-            getattr(self.job_manager, method).remote(*args)
+            if self._links.has_link_to(JOB_MANAGER):  # in order with the reports before it: one link, one writer
+                self._links.send(JOB_MANAGER, REPORT, [method, args], None)
+            else:
+                getattr(self.job_manager, method).remote(*args)
 
     # -- failure -------------------------------------------------------------------------------------
 
