@@ -3,10 +3,10 @@ with real time, one ``StreamTaskActor`` per subtask pinned to its TaskManager's 
 each job's checkpoints in the storage of its checkpoint root (``<checkpoint root>/<job-id>/``: a
 ``FileSystemCheckpointStorage``, or an ``ObjectStoreCheckpointStorage`` for ``s3://``). It carries out the
 Dispatcher's actions with real actors (deploying, killing, cancelling, RPCs, timers on the loop) and hands it what
-the tasks tell, through its one way in (with the task actors on its Ray node both go over links, ``actors.socket_links``,
-with the others as calls); no protocol or job-level rule lives here. An error in the Dispatcher that is not a
-restore's typed error is a bug and ends the run with its traceback. docs/architecture.md ("The drivers") has the
-narrative."""
+the tasks tell, through its one way in (with the task actors on its Ray node both go over links,
+``actors.socket_links``, with the others as calls); no protocol or job-level rule lives here. An error in the
+Dispatcher that is not a restore's typed error is a bug and ends the run with its traceback. docs/architecture.md
+("The drivers") has the narrative."""
 
 from __future__ import annotations
 

@@ -41,9 +41,9 @@ real time and real messages:
   TaskManager), which holds the buffer its task reads and the next one (``runtime.network.input.input_channel``).
   The upstream window of one also keeps a producer's messages in order. Acknowledgements, declines and the finished
   notice go to the job manager actor in order, from a reporter thread (over the task's link to the job manager when
-  both run on one Ray node, as the JobMaster's messages come over it; else as calls), each after the sink's store writes made
-  before it were confirmed; an acknowledgement's snapshot is encoded there, off the task thread, after the barrier
-  went on downstream (as Flink's asynchronous snapshot part runs in its own thread pool). A checkpoint's
+  both run on one Ray node, as the JobMaster's messages come over it; else as calls), each after the sink's store
+  writes made before it were confirmed; an acknowledgement's snapshot is encoded there, off the task thread, after
+  the barrier went on downstream (as Flink's asynchronous snapshot part runs in its own thread pool). A checkpoint's
   asynchronous part and channel-state write complete on the task thread after the cost model's emulated remote-store
   time (``runtime.checkpoint_cost``, ``Charging.REAL_TIME``: none unless the scenario asks for it), then the task
   acknowledges.
