@@ -140,12 +140,12 @@ class JobSimulation:
     @property
     def tasks(self) -> dict[SubtaskKey, StreamTask]:
         """The tasks of the last deployment."""
-        return self.data_plane.tasks
+        return self.data_plane.deployed_tasks()
 
     @property
     def finish_order_violations(self) -> list[str]:
         """With ``record_cuts``: every task that finished while a task it reads still ran."""
-        return self.data_plane.finish_order_violations
+        return self.data_plane.finish_order_violations()
 
     # -- running ---------------------------------------------------------------------------------------
 
@@ -192,10 +192,10 @@ class JobSimulation:
         at_start = self.dispatcher.source_records_at_start()
         started = self.dispatcher.started_ms() or 0
         out = {}
-        for key, reader in self.data_plane.source_readers().items():
-            last_us = self.data_plane.source_last_record_us.get(key)
+        for key, records_read in self.data_plane.source_records_read().items():
+            last_us = self.data_plane.last_record_us(key)
             last_ms = None if last_us is None else last_us // 1000 - started
-            out[key] = (records_read_in_run(a.subtask_name(key), reader.records_read, at_start), last_ms)
+            out[key] = (records_read_in_run(a.subtask_name(key), records_read, at_start), last_ms)
         return out
 
     def consistent_cut_violations(self) -> list[CutViolation]:
@@ -243,10 +243,10 @@ class JobSimulation:
         attempt = action.attempt
         key = (attempt.vertex_id, attempt.subtask_index)
         data_plane = self.data_plane
-        epoch = data_plane.epoch
+        epoch = data_plane.current_epoch()
 
         def deliver() -> None:
-            if epoch != data_plane.epoch or key not in data_plane.tasks or not self.dispatcher.is_current(attempt):
+            if not data_plane.has_task(key, epoch) or not self.dispatcher.is_current(attempt):
                 return
             data_plane.deliver_message(key, action.message)
 
@@ -285,7 +285,7 @@ class JobSimulation:
                 return
             restored_bytes += restored["input_bytes"] + restored["output_bytes"]
             data_plane.add_task(key, task, Slowdowns(descriptor.slowdowns))
-        offsets = {a.subtask_name(key): reader.records_read for key, reader in data_plane.source_readers().items()}
+        offsets = {a.subtask_name(key): read for key, read in data_plane.source_records_read().items()}
         self._to_job_master(je.TasksRestored(epoch, restored_bytes, offsets))
         data_plane.start_tasks()
         self.trace.record(self.sim.now_us, "deploy", f"epoch={epoch} restore={action.restored_checkpoint_id}")

@@ -6,9 +6,8 @@ fired in full before the window task's snapshot of checkpoint 1, which therefore
 restore the records after the offsets are replayed and the window fires a second time with only them, as Flink's
 at-least-once mode lets it. The reference (``runtime.verification.reference``, at-least-once over aggregates) counts that
 smaller row as a duplicate because the window's full row is there too; before it did, it counted it as wrong and the
-property failed on this case. (The case was re-timed, its seed and slowdown, when a paced source's step became
-what its rate allows in 10 ms at every rate, and ends where an output is backpressured; its slowdown again, to x30
-until 28 ms, when a step became slowed only for its part inside a slowdown's window.)"""
+property failed on this case.
+(Its re-timings: ``test_a_window_fires_again_after_the_restore_with_only_the_replayed_records``.)"""
 
 from pathlib import Path
 
@@ -41,6 +40,9 @@ def _replayed_sum(job, checkpoint_id: int) -> int:
 
 
 def test_a_window_fires_again_after_the_restore_with_only_the_replayed_records():
+    """The case was re-timed, its seed and slowdown, when a paced source's step became
+    what its rate allows in 10 ms at every rate, and ends where an output is backpressured; its slowdown again, to x30
+    until 28 ms, when a step became slowed only for its part inside a slowdown's window."""
     job, result, _, _ = simulate_and_verify(load_scenario(REFIRED_WINDOW))
     assert not job.config.mode.exactly_once and result.restored_checkpoint_ids == [1]
     rows = sorted(tuple(int(x) for x in row[:3]) for row in RecordBatch.of(result.committed_output).to_rows()

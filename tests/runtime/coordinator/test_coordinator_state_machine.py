@@ -1,14 +1,8 @@
 """A Hypothesis rule-based state machine driving the coordinator as a JobManager would see it: triggers,
-acknowledgements (of the ended attempts too, while a failover waits for its restart), declines, time passing
-(expiry, periodic triggers), failed ``_metadata`` writes, task failover and restart after a delay, JobManager
-failover (a new coordinator recovering the completed checkpoints from the storage's completed-checkpoint list,
-with the persisted id counter), and, for some jobs, a master hook or an operator
-coordinator that answers each trigger later (or fails). After every step the invariants hold: checkpoint ids only grow (across JobManager failovers
-too), at most ``max_concurrent`` checkpoints are pending, completed ids only grow, the store retains at most
-``max_retained`` checkpoints and exactly what the storage holds, a failed write never reaches the store, each
-task hears at most one outcome per checkpoint, a restore picks the store's latest checkpoint, and a trigger in
-flight belongs to a live pending checkpoint whose tasks have not been triggered yet (or to one aborted meanwhile,
-whose trigger fails at the timer's next turn, as in Flink)."""
+acknowledgements, declines, time passing, failed ``_metadata`` writes, task failovers and JobManager failovers,
+for some jobs a master hook or an operator coordinator that answers later. After every step its invariants hold
+(``CoordinatorMachine`` lists them): ids only grow, concurrency and retention are bounded, the store holds exactly
+what the storage holds, each task hears one outcome per checkpoint, a restore picks the latest checkpoint."""
 
 from __future__ import annotations
 
@@ -46,6 +40,18 @@ class LaterHook:
 
 
 class CoordinatorMachine(RuleBasedStateMachine):
+    """A Hypothesis rule-based state machine driving the coordinator as a JobManager would see it: triggers,
+    acknowledgements (of the ended attempts too, while a failover waits for its restart), declines, time passing
+    (expiry, periodic triggers), failed ``_metadata`` writes, task failover and restart after a delay, JobManager
+    failover (a new coordinator recovering the completed checkpoints from the storage's completed-checkpoint list,
+    with the persisted id counter), and, for some jobs, a master hook or an operator
+    coordinator that answers each trigger later (or fails). After every step the invariants hold: checkpoint ids only grow (across JobManager failovers
+    too), at most ``max_concurrent`` checkpoints are pending, completed ids only grow, the store retains at most
+    ``max_retained`` checkpoints and exactly what the storage holds, a failed write never reaches the store, each
+    task hears at most one outcome per checkpoint, a restore picks the store's latest checkpoint, and a trigger in
+    flight belongs to a live pending checkpoint whose tasks have not been triggered yet (or to one aborted meanwhile,
+    whose trigger fails at the timer's next turn, as in Flink)."""
+
     @initialize(max_concurrent=st.integers(1, 3), max_retained=st.integers(1, 3), interval=st.sampled_from([10, 30]),
                 timeout=st.sampled_from([15, 60]), tolerable=st.sampled_from([0, 2, 2**31 - 1]),
                 answers_later=st.sampled_from(["nothing", "master hook", "operator coordinator"]))
