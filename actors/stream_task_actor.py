@@ -4,9 +4,9 @@ its own, as Flink's ``StreamTask`` runs on its task thread with a mailbox (``act
 Its Ray methods only put mails (elements, upstream credit and buffer sizes, the JobMaster's messages) into the
 task's ``TaskMailbox``; the task thread takes them in order, runs due timers and does the task's work in bursts
 between them; what the task hands out leaves in one Ray call (or one socket write to a peer on the same node) per
-outbox. Acknowledgements go to the job manager actor from a reporter thread. Any error in the task fails the
-actor's ``run`` call, a task failure for the job manager. No protocol rule lives here; how it works in detail:
-docs/architecture.md, "The task actor"."""
+outbox. Acknowledgements go to the job manager actor from a reporter thread (over its link when both share a
+node). Any error in the task fails the actor's ``run`` call, a task failure for the job manager. No protocol rule
+lives here; how it works in detail: docs/architecture.md, "The task actor"."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from barriersim.actors.messages import (
     task_message_from_wire,
     upstream_entry,
 )
-from barriersim.actors.socket_links import SocketLinks
+from barriersim.actors.socket_links import DATA, JOB_MANAGER, REPORT, TASK_MESSAGE, UPSTREAM, SocketLinks
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.events import Buffer
 from barriersim.runtime.job.actions import TaskDeploymentDescriptor
@@ -65,7 +65,6 @@ from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and takes its mails
 DATA_CALLS_IN_FLIGHT = 2  # data calls to one consumer not yet taken in, at most
 RAY_THREADS = 8  # Ray's threads for the actor's methods: one is held by run for the task's life, the rest only put mails
-_DATA, _UPSTREAM = 0, 1  # what a link's value carries: a deliver call's parts, an upstream call's data
 ANSWER_TIMEOUT_S = 8.0  # for the task thread to answer a cancel or a lifecycle question (the job manager waits 10 s)
 
 
@@ -149,7 +148,8 @@ class StreamTaskActor:
 
     def connect_links(self, addresses: dict, secret: bytes) -> None:
         """Links to these peers on this actor's Ray node (peer -> its listening address; ``actors.socket_links``),
-        which carry what ``deliver`` and ``upstream`` calls to them would."""
+        which carry what ``deliver`` and ``upstream`` calls to them would; the peer ``JOB_MANAGER``'s carries the
+        reports the job manager's methods would get as calls."""
         self._links.connect_to(addresses, secret)
 
     def accept_links(self, count: int) -> None:
@@ -327,12 +327,16 @@ class StreamTaskActor:
         self._mailbox.put(lambda: self._take_upstream(data))
 
     def _on_link_value(self, kind: int, payload) -> None:
-        """What a peer wrote to its link to this actor: a ``deliver`` or an ``upstream`` call's arguments, taken in
-        as those calls are (the links' reader thread)."""
-        if kind == _DATA:
+        """What a peer wrote to its link to this actor: a ``deliver``, an ``upstream`` or (from the job manager) a
+        ``task_message`` call's arguments, taken in as those calls are (the links' reader thread)."""
+        if kind == DATA:
             self.deliver(*payload)
-        else:
+        elif kind == UPSTREAM:
             self.upstream(payload)
+        elif kind == TASK_MESSAGE:
+            self.task_message(payload)
+        else:
+            self._mailbox.put(lambda: self._fail(ValueError(f"{self.name}: a link value of unknown kind {kind!r}")))
 
     def _sent(self, key: tuple) -> None:
         """A call to the peer of ``key`` completed, or its link's value was written (any thread): a mail."""
@@ -427,7 +431,7 @@ class StreamTaskActor:
                 submit_start = time.perf_counter()
                 self.data_bytes_sent += sum(len(part) for part in parts)
                 self.data_calls_sent += 1
-                self._send_to(("data", consumer), _DATA, parts, lambda: self.handles[consumer].deliver.remote(*parts))
+                self._send_to(("data", consumer), DATA, parts, lambda: self.handles[consumer].deliver.remote(*parts))
                 self._seconds["encode"] += submit_start - encode_start
                 self._seconds["submit"] += time.perf_counter() - submit_start
         if self._upstream_out:
@@ -435,7 +439,7 @@ class StreamTaskActor:
                 self.upstream_calls_sent += 1
                 submit_start = time.perf_counter()
                 data = pack(merge_credits(self._upstream_out.pop(producer)))
-                self._send_to(("upstream", producer), _UPSTREAM, data,
+                self._send_to(("upstream", producer), UPSTREAM, data,
                               lambda: self.handles[producer].upstream.remote(data))
                 self._seconds["submit"] += time.perf_counter() - submit_start
         if self.store is not None:
@@ -480,7 +484,10 @@ class StreamTaskActor:
                 args = (attempt_to_wire(self.attempt), args.checkpoint_id,
                         encode_snapshot(args.task_state_snapshot, self.key[1], args.checkpoint_id),
                         encode_metrics(args.metrics))
-            getattr(self.job_manager, method).remote(*args)
+            if self._links.has_link_to(JOB_MANAGER):  # in order with the reports before it: one link, one writer
+                self._links.send(JOB_MANAGER, REPORT, [method, args], None)
+            else:
+                getattr(self.job_manager, method).remote(*args)
 
     # -- failure -------------------------------------------------------------------------------------
 
