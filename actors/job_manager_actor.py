@@ -189,7 +189,7 @@ class JobManagerActor:
         # Flink's state.checkpoints.dir: a path or file:// URI every node sees, or s3://
         storage = checkpoint_storage_for(self.checkpoint_root, job_id, rng=self._storage_rng,
                                          default_savepoint_directory=self.savepoint_root,
-                                         memory_threshold=self.config.memory_threshold_bytes)
+                                         memory_threshold=self.config.checkpointing.memory_threshold_bytes)
         storage.initialize_base_locations()
         return storage, storage
 

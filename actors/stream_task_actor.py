@@ -124,7 +124,7 @@ class StreamTaskActor:
         self.key = descriptor.key
         self.attempt = descriptor.attempt
         self.seed = seed
-        self.source_rate = config.source_rate_per_subtask if config.graph.vertex(self.key[0]).operator.is_source else 0
+        self.source_rate = config.workload.rate_per_source if config.graph.vertex(self.key[0]).operator.is_source else 0
         self._split_refs = splits
         self._snapshot = snapshot
         self.store = RemoteExternalStore(store, f"{self.name}@{self.attempt.attempt_number}") if store is not None else None
@@ -220,7 +220,7 @@ class StreamTaskActor:
         self._cpu_started = time.process_time()
         self._thread_cpu_started = time.thread_time()
         self._running = self._work_pending = True
-        self._timers.call_later(self.config.buffer_timeout_ms / 1000.0, self._flush_periodically)
+        self._timers.call_later(self.config.network.buffer_timeout_ms / 1000.0, self._flush_periodically)
 
     def _task_thread(self) -> None:
         """Take the mails, run the timers due, work, send; wait for a mail or a timer when there is nothing to do."""
@@ -333,7 +333,7 @@ class StreamTaskActor:
         if self.finished or self.task.finished or self._failure is not None:
             return
         self.task.flush_outputs()
-        self._timers.call_later(self.config.buffer_timeout_ms / 1000.0, self._flush_periodically)
+        self._timers.call_later(self.config.network.buffer_timeout_ms / 1000.0, self._flush_periodically)
 
     def _guarded(self, fn) -> None:
         try:

@@ -47,6 +47,7 @@ from barriersim.runtime.checkpointing_mode import (
 )
 from barriersim.runtime.faults.experiment import ActionSchedule, ActionScheduleError, RestoreSettings
 from barriersim.runtime.faults.fault_schedule import FaultSchedule, FaultScheduleError
+from barriersim.runtime.job.config import SourceEmission
 from barriersim.runtime.records_codec import decode_split
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.object_storage import check_storage_uri, is_object_store_uri, probe_storage
@@ -343,7 +344,7 @@ def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, a
     if backend == "ray" and workload == "local":
         raise UnsupportedScenario(f"{s.path}: workload: the Ray backend generates its workload in Spark on Ray; "
                                   "workload=\"local\" applies to the sim backend")
-    if backend == "ray" and s.workload.source_emission == "exact":
+    if backend == "ray" and s.workload.source_emission is SourceEmission.EXACT:
         raise UnsupportedScenario(f"{s.path}: workload.source_emission: \"exact\" is the simulator's model; the Ray "
                                   "backend paces its sources in real time, in steps")
     s = effective_scenario(s, seed=check_seed(s, seed), faults=as_faults(faults), actions=as_actions(actions),

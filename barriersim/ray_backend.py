@@ -242,15 +242,15 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             if scenario.job.is_quickstart_shape and not ended_by_snapshot and spark is None:
                 say(f"verifying against Spark's cached reference{suffix}", None)
                 verification = compare_with_reference(splits, reference, output_table(result.committed_output),
-                                                      exactly_once=config.mode.exactly_once)
+                                                      exactly_once=config.checkpointing.mode.exactly_once)
             elif scenario.job.is_quickstart_shape and not ended_by_snapshot:
                 say(f"verifying against Spark's reference{suffix}", None)
                 verification = verify(spark, workload.df, output_table(result.committed_output),
-                                      exactly_once=config.mode.exactly_once)
+                                      exactly_once=config.checkpointing.mode.exactly_once)
             else:
                 say(f"verifying against the reference{suffix}", None)
                 verification = verify_in_ray(config.graph, split_refs, result.committed_output,
-                                             at_least_once=not config.mode.exactly_once, ending=result.ending,
+                                             at_least_once=not config.checkpointing.mode.exactly_once, ending=result.ending,
                                              pending=result.pending_records, operations=result.operations)
             own = {"deploy": deploy, "job": running, "verification": time.perf_counter() - t1}
             write_run_directory(target, scenario, None, result.checkpoints,

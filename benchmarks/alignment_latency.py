@@ -141,7 +141,7 @@ def measure(scenario: Scenario, mode: str, group: str, **settings: Any) -> Row:
     result = simulation.run()
     wall = time.perf_counter() - started
     verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=not config.mode.exactly_once).verdict.value
+                     at_least_once=not config.checkpointing.mode.exactly_once).verdict.value
     graph = scenario.job.graph
     sources = {f"{v.name}#{i}" for v in graph.sources for i in range(v.parallelism)}
     acked: dict[int, set[str]] = {}

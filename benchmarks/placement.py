@@ -34,9 +34,9 @@ import ray
 from barriersim.actors.graph_runner import RayJobResult, run_graph_on_ray
 from barriersim.actors.placement import cluster_nodes, on_node
 from barriersim.local_cluster import LocalCluster
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig
-from barriersim.runtime.task.stream_task import NetworkConfig
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
@@ -116,8 +116,8 @@ def raw_chain_ms(nodes: list[str], messages: int = 150) -> float:
 
 def run_job(cluster: ClusterConfig, records: int, job_id: str) -> RayJobResult:
     splits = {"source": local_splits(records, 100, 1.0, 100, 4, seed=7)}
-    config = JobConfig(GRAPH, mode="aligned", interval_ms=INTERVAL_MS, source_rate_per_subtask=RATE, cluster=cluster,
-                       network=NetworkConfig(source_batch_records=1))
+    config = JobConfig(GRAPH, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=INTERVAL_MS),
+                       workload=WorkloadConfig(rate_per_source=RATE), cluster=cluster, max_source_batch_records=1)
     with tempfile.TemporaryDirectory() as root:
         result = run_graph_on_ray(config, splits, root, job_id, timeout_seconds=900)
     verdict = verify(expected_sink_input(GRAPH, splits), result.committed_output)

@@ -50,10 +50,10 @@ def main() -> int:
     finally:
         ray.shutdown()
     t2 = time.perf_counter()
-    verdict = verify(expected, result.committed_output, at_least_once=not config.mode.exactly_once)
+    verdict = verify(expected, result.committed_output, at_least_once=not config.checkpointing.mode.exactly_once)
     verified = time.perf_counter() - t2
-    print(f"{scenario.name} on Ray actors, {expected.records:,} records, mode {config.mode.value}, checkpoints every "
-          f"{config.interval_ms} ms:")
+    print(f"{scenario.name} on Ray actors, {expected.records:,} records, mode {config.checkpointing.mode.value}, checkpoints every "
+          f"{config.checkpointing.interval_ms} ms:")
     print(f"  workload drawn and expected output evaluated: {drawn:.1f} s wall")
     print(f"  job on Ray (actors started to job end): {ran:.1f} s wall = {expected.records / ran:,.0f} records/s; "
           f"outcome {result.outcome}; checkpoints completed {result.counts.get('completed', 0)}, "

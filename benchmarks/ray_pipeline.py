@@ -52,10 +52,11 @@ import ray
 from barriersim.actors.graph_runner import RayJobResult, run_graph_on_ray
 from benchmarks import ray_baseline
 from benchmarks.ray_baseline import measure_raw_pipeline, measure_raw_ray
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig
-from barriersim.runtime.task.stream_task import NetworkConfig
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.scenarios.workload import local_splits
 
 TIMEOUT = 900
@@ -130,12 +131,15 @@ SHAPE_NAMES = {"spread": "4 TaskManagers, remote channels", "one": "one TaskMana
 
 
 def run(graph: JobGraph, records: int, interval_ms: int, rate: int = 0, job_id: str = "bench",
-        network: NetworkConfig = NetworkConfig(), cluster: ClusterConfig = ClusterConfig(),
+        max_source_batch_records: int | None = None, cluster: ClusterConfig = ClusterConfig(),
         socket_links: bool | None = None) -> RayJobResult:
     splits = {"source": local_splits(records, 100, 1.0, 100, 1, seed=5)}
     # with no periodic checkpoint, tasks must not wait for a final checkpoint (FLIP-147) at end of input
-    config = JobConfig(graph, mode="aligned", interval_ms=interval_ms, source_rate_per_subtask=rate,
-                       network=network, checkpoints_after_tasks_finish=interval_ms != NEVER_MS, cluster=cluster)
+    config = JobConfig(graph,
+                       checkpointing=CheckpointingConfig(mode="aligned", interval_ms=interval_ms,
+                                                         checkpoints_after_tasks_finish=interval_ms != NEVER_MS),
+                       workload=WorkloadConfig(rate_per_source=rate), cluster=cluster,
+                       max_source_batch_records=max_source_batch_records)
     with tempfile.TemporaryDirectory() as root:
         # the baseline tree's run_graph_on_ray (``--before-after``) has no links to choose
         links = {} if socket_links is None else {"socket_links": socket_links}
@@ -325,7 +329,7 @@ def main() -> None:
     spread, cluster = SHAPES[args.taskmanagers]
     graph = pipeline(Partitioner(args.partitioner), spread)
     local_graph = pipeline(Partitioner(args.partitioner)) if spread else None
-    record_size = JobConfig(graph).network.record_size
+    record_size = NetworkConfig().record_size
 
     ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
     try:
@@ -335,7 +339,7 @@ def main() -> None:
         raw_chain_ms = measure_fire_and_forget_chain(4)
         measured = measure_checkpoint_cost(graph, args.records, args.repeats, record_size, cluster, local_graph)
         # one record every 200 ms: the pipeline is idle when the barriers pass
-        idle = barrier_times(run(graph, 60, 200, rate=5, job_id="idle", network=NetworkConfig(source_batch_records=1),
+        idle = barrier_times(run(graph, 60, 200, rate=5, job_id="idle", max_source_batch_records=1,
                                  cluster=cluster))
     finally:
         ray.shutdown()

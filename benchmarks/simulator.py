@@ -44,9 +44,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, settings
 
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.sim.kernel import Priority, Simulation
 from barriersim.scenarios.workload import local_splits
@@ -61,9 +63,11 @@ SIXTEEN_TASKS = JobGraph(
 
 def measure_job(mode: str, faults: str = "[]", records: int = 400_000, rate: int = 10_000) -> dict:
     splits = {"source": local_splits(records, 1000, 1.0, 100, 4, seed=1, rate_per_source=rate)}
-    config = JobConfig(SIXTEEN_TASKS, mode=mode, interval_ms=100, source_rate_per_subtask=rate,
-                              aligned_checkpoint_timeout_ms=50 if CheckpointingMode.parse(mode).uses_alignment_timeout else 0,
-                              faults=FaultSchedule.from_json(faults), restart_delay_ms=200)
+    config = JobConfig(SIXTEEN_TASKS,
+                       checkpointing=CheckpointingConfig(mode=mode, interval_ms=100,
+                                                         aligned_checkpoint_timeout_ms=50 if CheckpointingMode.parse(mode).uses_alignment_timeout else 0),
+                       workload=WorkloadConfig(rate_per_source=rate), faults=FaultSchedule.from_json(faults),
+                       restart=RestartStrategyConfig(delay_ms=200))
     started, cpu_started = time.perf_counter(), time.process_time()
     result = JobSimulation(config, splits, seed=7).run()
     wall = time.perf_counter() - started
@@ -102,11 +106,8 @@ def measure_rate(rate: int, seconds: float, exact_sources: bool = False) -> dict
     records written when each is due (``source_emission = "exact"``) instead of in 10 ms steps."""
     records = int(rate * seconds) * 4
     splits = {"source": local_splits(records, 1000, 1.0, 100, 4, seed=1, rate_per_source=rate)}
-    emission = {}
-    if exact_sources:  # imported here: the baseline tree, which runs this file too, has no such setting
-        from barriersim.runtime.job.config import SourceEmission
-        emission = {"source_emission": SourceEmission.EXACT}
-    config = JobConfig(rate_graph(), mode="aligned", interval_ms=100, source_rate_per_subtask=rate, **emission)
+    config = JobConfig(rate_graph(), checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+                       workload=WorkloadConfig(rate_per_source=rate, source_emission="exact" if exact_sources else "steps"))
     started, cpu_started = time.perf_counter(), time.process_time()
     result = JobSimulation(config, splits, seed=7).run()
     wall = time.perf_counter() - started

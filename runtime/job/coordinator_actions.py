@@ -37,16 +37,16 @@ class CoordinatorActions:
 
     def _new_coordinator(self, store=None, first_attempt_number: int = 0) -> CheckpointCoordinator:
         if store is None:
-            store = DefaultCompletedCheckpointStore(self.config.max_retained, self.storage, on_error=self._storage_error)
+            store = DefaultCompletedCheckpointStore(self.config.checkpointing.max_retained, self.storage, on_error=self._storage_error)
         return CheckpointCoordinator(
-            self.job_id, vertices_from_job_graph(self.graph), self.config.coordinator_configuration(),
+            self.job_id, vertices_from_job_graph(self.graph), self.config.checkpointing.coordinator_configuration(),
             clock=self.clock, timer_service=_GenerationTimers(self, self.coordinator_generation),
             rng=self._coordinator_rng(), action_sink=self._on_coordinator_timer_action, tasks_running=False,
             completed_checkpoint_store=store, checkpoint_id_counter=self.id_counter,
             checkpoint_writer=self._write_metadata, first_attempt_number=first_attempt_number,
             metadata_write_ms=lambda states: self._cost.metadata_ms(
-                metadata_bytes_estimate(states, self.config.memory_threshold_bytes)),
-            claim_mode=self.config.claim_mode,
+                metadata_bytes_estimate(states, self.config.checkpointing.memory_threshold_bytes)),
+            claim_mode=self.config.checkpointing.recovery_claim_mode,
         )
 
     def _on_coordinator_timer_action(self, action: Any) -> None:

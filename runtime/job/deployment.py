@@ -9,7 +9,6 @@ follow ``runtime.job.slowdowns``. Mirrors what Flink's ``TaskExecutor.submitTask
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from typing import Callable, Mapping, Sequence
 
@@ -42,12 +41,9 @@ def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, cloc
     (``config.storage``) and the random stream of its spread. ``on_built`` sees the task before it restores (e.g. to
     log what its operator does from the start)."""
     attempt = descriptor.attempt
-    network = config.network
-    if config.graph.vertex(attempt.vertex_id).operator.is_source:
-        network = dataclasses.replace(network, source_batch_records=config.source_batch_records)
     task = StreamTask(
-        config.graph, attempt.vertex_id, attempt.subtask_index, attempt, mode=config.mode, clock=clock,
-        timer_service=timer_service, rng=rng, wakeup=wakeup, network=network, split=split, splits=splits,
+        config.graph, attempt.vertex_id, attempt.subtask_index, attempt, mode=config.checkpointing.mode, clock=clock,
+        timer_service=timer_service, rng=rng, wakeup=wakeup, network=config.network, split=split, splits=splits,
         store=store,
         emit_watermarks=config.emits_watermarks,
         checkpoints_after_tasks_finish=config.tasks_wait_for_final_checkpoint,
@@ -57,8 +53,9 @@ def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, cloc
                                                                  attempt.subtask_index),
         cost=CostCharger(config.storage, charging, cost_rng),
         state_backend=config.state,
-        memory_threshold=config.memory_threshold_bytes,
-        source_min_checkpoints=config.source_min_checkpoints,
+        memory_threshold=config.checkpointing.memory_threshold_bytes,
+        source_min_checkpoints=config.workload.min_checkpoints,
+        source_batch_records=config.source_batch_records,
     )
     if on_built is not None:
         on_built(task)

@@ -219,7 +219,7 @@ class JobFailover:
         self.coordinator_generation += 1
         self.coordinator_down = True
         self._restore_from = None
-        self._out.append(StartTimer(self.config.restart_delay_ms, CoordinatorRecoveryDue(self.epoch)))
+        self._out.append(StartTimer(self.config.restart.delay_ms, CoordinatorRecoveryDue(self.epoch)))
 
     def _recover_coordinator(self) -> None:
         """The new JobManager: a coordinator whose completed checkpoint store is recovered from the checkpoint
@@ -227,7 +227,7 @@ class JobFailover:
         its periodic trigger (job RUNNING) and deploys new attempts (ids no earlier attempt used)."""
         try:
             recovered = recover_completed_checkpoint_store(self.job_id, self.storage,
-                                                           self.config.coordinator_configuration(), self._storage_error)
+                                                           self.config.checkpointing.coordinator_configuration(), self._storage_error)
             self.coordinator = self._new_coordinator(recovered.store, next_attempt_number(self.coordinator))
             self.restart_strategy = self._new_restart_strategy()
             self.coordinator_down = False

@@ -488,7 +488,7 @@ class JobMaster(CoordinatorActions, JobFailover, JobOperations, ExecutionDeploye
 
     def _new_restart_strategy(self):
         """A new JobMaster's restart strategy; exponential-delay draws its jitter from the coordinator's stream."""
-        settings = self.config.restart_settings()
+        settings = self.config.restart
         exponential = settings.strategy is RestartStrategyKind.EXPONENTIAL_DELAY
         return settings.create(random.Random(self._coordinator_rng().getrandbits(64)) if exponential else None)
 

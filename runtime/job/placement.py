@@ -1,23 +1,12 @@
 """Where the subtasks of a job run: TaskManagers with slots, and which channels are therefore local.
 
-How this works: ``ClusterConfig`` says how many TaskManagers the job gets and how many slots each offers; by
-default one TaskManager (Flink's MiniCluster, as a local environment runs a job) with as many slots as the job
-needs. ``place`` assigns the subtasks as Flink's scheduling does with slot sharing: within a slot sharing group
-(a vertex's ``slot_sharing_group`` parameter, ``"default"`` unless set, as Flink's ``slotSharingGroup(name)``),
-subtask ``i`` of every vertex shares the group's slot ``i``, so a slot holds one parallel instance of each of the
-group's vertices; each group takes as many slots as its highest parallelism, the groups one after the other, and
-the slots fill the TaskManagers in order. A job that needs more slots than
-the cluster offers is refused (Flink's ``NoResourceAvailableException``). ``Placement.channel_kind`` says whether
-the channel between two subtasks is local (both in one TaskManager: Flink's ``LocalInputChannel``) or remote
-(``RemoteInputChannel``, over the network); ``gate_specs`` gives a consumer subtask's input gates with the kind
-of each channel. The TaskManagers are spread over ``nodes`` hosts (``ClusterConfig.nodes``; the Ray backend
-resolves 0, "every node of the Ray cluster", to the cluster's size before the job is placed, the simulator to 1):
-TaskManager ``t`` runs on node ``t % nodes``, node 0 being the JobManager's host. A node that is lost
-(``node_of_taskmanager(t, lost)``) does not come back: its TaskManagers are replaced on the surviving nodes in
-turn, as an active resource manager (Kubernetes, YARN) starts new TaskManagers wherever it can. Mirrors Flink's
-``SlotSharingGroup`` default placement (``LocalInputPreferredSlotSharingStrategy`` puts producer and consumer
-subtask ``i`` together) and the choice of channel in ``SingleInputGateFactory`` (``createInputChannel``: local if
-the producer's partition is on this TaskManager).
+How this works: ``ClusterConfig`` (a scenario's ``[cluster]``) says how many TaskManagers the job gets, the slots
+each offers and the hosts they are spread over (TaskManager ``t`` on node ``t % nodes``); ``place`` assigns the
+subtasks as Flink's scheduling does with slot sharing (subtask ``i`` of every vertex of a slot sharing group in the
+group's slot ``i``), refusing a job that needs more slots than the cluster offers (``PlacementError``);
+``Placement.channel_kind`` and ``gate_specs`` say which channels are local (one TaskManager) or remote. Lost nodes
+stay lost: their TaskManagers are replaced on the survivors. Mirrors Flink's ``SlotSharingGroup`` placement and
+``SingleInputGateFactory.createInputChannel``; ``docs/architecture.md`` ("Settings: scenario to runtime") has more.
 """
 
 from __future__ import annotations
@@ -26,6 +15,7 @@ import enum
 from dataclasses import dataclass
 
 from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.settings import Between, setting
 
 SubtaskKey = tuple[str, int]
 
@@ -49,9 +39,13 @@ class ClusterConfig:
     TaskManager holding the whole job), spread over ``nodes`` hosts (0: every node of the Ray cluster; one on the
     simulator)."""
 
-    taskmanagers: int = 1
-    slots_per_taskmanager: int = 0
-    nodes: int = 0
+    taskmanagers: int = setting(1, "TaskManagers the job is placed in (one: Flink's MiniCluster, every channel "
+                                   "local)", Between(1, 1024))
+    slots_per_taskmanager: int = setting(0, "slots each TaskManager offers; 0: the job's highest parallelism",
+                                         Between(0, 1024))
+    nodes: int = setting(0, "hosts the TaskManagers are spread over (TaskManager t on node t % nodes, node 0 also "
+                            "hosts the JobManager); 0: every node of the Ray cluster (one on the simulator)",
+                         Between(0, 1024))
 
 
 DEFAULT_SLOT_SHARING_GROUP = "default"

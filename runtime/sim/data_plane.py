@@ -171,8 +171,8 @@ class DataPlane:
         model = self._cost_model.get(key)
         if model is None:
             vertex = self.graph.vertex(key[0])
-            if vertex.operator.is_source and self.config.source_rate_per_subtask:
-                per_record = 1e6 / self.config.source_rate_per_subtask
+            if vertex.operator.is_source and self.config.workload.rate_per_source:
+                per_record = 1e6 / self.config.workload.rate_per_source
             else:
                 per_record = vertex.params.get("cost_us_per_record", 1.0)
             model = self._cost_model[key] = (per_record, vertex.params.get("hot_key_extra_us", 0.0))
@@ -199,15 +199,15 @@ class DataPlane:
             self._pump(key)
             self._schedule_flush(key, epoch)
 
-        interval_us = self.config.buffer_timeout_ms * 1000
+        interval_us = self.config.network.buffer_timeout_ms * 1000
         delay_us = self.sim.random("output-flusher").randint(1, interval_us) if first and interval_us > 1 else interval_us
         self.sim.schedule_after(delay_us, flush, Priority.TIMER, "flush")
 
     # -- network -------------------------------------------------------------------------------------
 
     def _latency_us(self) -> int:
-        c = self.config
-        return max(1, int(self._net_rng.gauss(c.latency_us_mean, c.latency_us_jitter)))
+        network = self.config.network
+        return max(1, int(self._net_rng.gauss(network.latency_us_mean, network.latency_us_jitter)))
 
     def _deliver_in_order(self, channel_key: tuple, action, label: str, local: bool = False) -> None:
         """``action`` after the network latency (none for a local channel), never before the channel's previous

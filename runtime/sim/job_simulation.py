@@ -148,7 +148,7 @@ class JobSimulation(DataPlane):
             storage = JobManagerCheckpointStorage(job_id, rng=self._storage_rng)
         else:
             storage = checkpoint_storage_for(self._checkpoint_directory, job_id, rng=self._storage_rng,
-                                             memory_threshold=self.config.memory_threshold_bytes,
+                                             memory_threshold=self.config.checkpointing.memory_threshold_bytes,
                                              default_savepoint_directory=None if self._savepoint_directory is None
                                              else str(self._savepoint_directory))
             storage.initialize_base_locations()
@@ -197,7 +197,7 @@ class JobSimulation(DataPlane):
         last job ended with (the store's pending transactions included), the run's operations telling of a failed
         drained stop."""
         return verify_run(self.config.graph, self.splits, self.job_master.ending_snapshot, result.committed_output,
-                          self.store.pending_records, at_least_once=not self.config.mode.exactly_once,
+                          self.store.pending_records, at_least_once=not self.config.checkpointing.mode.exactly_once,
                           operations=self.report.operations)
 
     def _source_readers(self) -> dict[SubtaskKey, Any]:
@@ -223,8 +223,8 @@ class JobSimulation(DataPlane):
             raise ValueError("consistent_cut_violations: the simulation was created without record_cuts=True")
         return [v for graph, completed in self.job_master.completed_in_epoch_by_job()
                 for v in check_consistent_cuts(graph, completed, self.deployments,
-                                               exactly_once=self.config.mode.exactly_once,
-                                               aligned_only=self.config.mode is CheckpointingMode.ALIGNED)]
+                                               exactly_once=self.config.checkpointing.mode.exactly_once,
+                                               aligned_only=self.config.checkpointing.mode is CheckpointingMode.ALIGNED)]
 
     # -- the JobMaster's actions -----------------------------------------------------------------------
 
@@ -315,9 +315,9 @@ class JobSimulation(DataPlane):
             self.tasks[key] = task
             self._slowdowns[key] = Slowdowns(descriptor.slowdowns)
             self._busy_until[key] = self.sim.now_us
-            if (vertex.operator.is_source and config.source_rate_per_subtask
-                    and config.source_emission is SourceEmission.EXACT):
-                self._emission[key] = EmissionClock(config.source_rate_per_subtask, self.sim.now_us, self._slowdowns[key])
+            if (vertex.operator.is_source and config.workload.rate_per_source
+                    and config.workload.source_emission is SourceEmission.EXACT):
+                self._emission[key] = EmissionClock(config.workload.rate_per_source, self.sim.now_us, self._slowdowns[key])
         offsets = {a.subtask_name(key): reader.records_read for key, reader in self._source_readers().items()}
         self._carry_out(self.job_master.tasks_restored(epoch, restored_bytes, offsets))
         for key in self.tasks:

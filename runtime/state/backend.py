@@ -19,6 +19,7 @@ from typing import Iterable, Protocol
 import msgpack
 
 from barriersim.runtime.checkpoint_cost import SnapshotWork
+from barriersim.runtime.settings import Between, setting
 from barriersim.runtime.state.snapshot import (
     KeyGroupRange,
     KeyGroupsStateHandle,
@@ -44,14 +45,21 @@ class StateBackendConfig:
     ``level0_file_num_compaction_trigger`` 4, ``max_bytes_for_level_base`` 256 MiB, level multiplier 10, 7
     levels)."""
 
-    backend: StateBackendKind = StateBackendKind.HEAP
-    entry_bytes: int = 0  # modelled bytes of one state entry; 0: its real encoded size
-    write_buffer_bytes: int = 64 * MIB  # a memtable is flushed to a sorted run when it holds this much
-    target_file_bytes: int = 64 * MIB  # compaction cuts its output into files of this size
-    level0_compaction_trigger: int = 4  # level-0 runs that start a compaction into level 1
-    max_bytes_for_level_base: int = 256 * MIB  # level 1's target size; level n's is this * multiplier^(n-1)
-    level_multiplier: int = 10
-    num_levels: int = 7
+    backend: StateBackendKind = setting(StateBackendKind.HEAP, "heap (full snapshots, Flink's "
+                                                               "HashMapStateBackend) or incremental (RocksDB-like "
+                                                               "sorted runs with incremental checkpoints)")
+    entry_bytes: int = setting(0, "modelled bytes of one state entry; 0: its real encoded size", Between(0, 1 << 30))
+    write_buffer_bytes: int = setting(64 * MIB, "incremental: a memtable is flushed to a sorted run when it holds "
+                                                "this much (RocksDB's write_buffer_size)", Between(1, 1 << 40))
+    target_file_bytes: int = setting(64 * MIB, "incremental: compaction cuts its output into files of this size "
+                                               "(target_file_size_base)", Between(1, 1 << 40))
+    level0_compaction_trigger: int = setting(4, "incremental: level-0 runs that start a compaction into level 1 "
+                                                "(level0_file_num_compaction_trigger)", Between(1, 1000))
+    max_bytes_for_level_base: int = setting(256 * MIB, "incremental: level 1's target size; level n's is this * "
+                                                       "level_multiplier^(n-1)", Between(1, 1 << 50))
+    level_multiplier: int = setting(10, "incremental: each level's target size over the previous one's "
+                                        "(max_bytes_for_level_multiplier)", Between(1, 1000))
+    num_levels: int = setting(7, "incremental: the levels of the LSM tree", Between(2, 20))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", _backend_kind(self.backend))

@@ -10,7 +10,6 @@ plane".
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
@@ -35,7 +34,7 @@ from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobEdge, JobGraph
-from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
@@ -63,22 +62,7 @@ from barriersim.runtime.task.step_result import StepOutcome, StepResult
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
 from barriersim.runtime.task.task_restore import TaskRestore
 
-__all__ = ["NetworkConfig", "StepOutcome", "StepResult", "StreamTask", "UNPACED_SOURCE_BATCH_RECORDS"]
-
-
-@dataclass(frozen=True)
-class NetworkConfig:
-    """Flink's network defaults (``docs/flink-facts.md``)."""
-
-    buffer_size: int = 32 * 1024
-    exclusive_buffers_per_channel: int = 2
-    floating_buffers_per_gate: int = 8
-    max_buffers_per_channel: int = 10
-    record_size: int = 32
-    # records a source reads per step, at most (``JobConfig.source_batch_records``; None: a paced source what its
-    # rate allows in ``SOURCE_PACING_MS``, an unpaced one ``UNPACED_SOURCE_BATCH_RECORDS``)
-    source_batch_records: int | None = None
-    buffer_debloat: BufferDebloatConfiguration = BufferDebloatConfiguration()  # off, as in Flink
+__all__ = ["StepOutcome", "StepResult", "StreamTask", "UNPACED_SOURCE_BATCH_RECORDS"]
 
 
 class _WakingTimers:
@@ -110,7 +94,7 @@ def result_partitions(graph: JobGraph, output_edges: Sequence[JobEdge], subtask_
                         max_buffers_per_channel=network.max_buffers_per_channel,
                         supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge),
                         local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else (),
-                        starting_buffer_size=network.buffer_debloat.starting_size(network.buffer_size))
+                        starting_buffer_size=network.debloat_configuration().starting_size(network.buffer_size))
         for i, edge in enumerate(output_edges)
     ]
 
@@ -126,7 +110,7 @@ def checkpointed_input_side(gates: Sequence, mode: CheckpointingMode, clock: Cal
         exclusive_buffers_per_channel=network.exclusive_buffers_per_channel,
         floating_buffers_per_gate=network.floating_buffers_per_gate,
         sink=sink,
-        buffer_debloat=network.buffer_debloat,
+        buffer_debloat=network.debloat_configuration(),
         max_buffer_size=network.buffer_size,
         keep_history=False,
     )
@@ -158,6 +142,7 @@ class StreamTask:
         memory_threshold: int = 20 * 1024,
         state_backend: StateBackendConfig = StateBackendConfig(),
         source_min_checkpoints: int = 0,
+        source_batch_records: int | None = None,
     ):
         """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (default every channel
         remote); ``local_subpartitions``: per output edge, whether each subpartition's consumer reads it through a
@@ -166,7 +151,8 @@ class StreamTask:
         one they cost nothing. ``memory_threshold``: state streams at or above it are files of their own.
         ``source_min_checkpoints``: a source at the end of its splits holds its end of input until it was notified
         of that many completed checkpoints (Flink's ``UnalignedCheckpointTestBase.LongSource``; ``docs/
-        architecture.md``)."""
+        architecture.md``). ``source_batch_records``: records a source reads per step, at most
+        (``JobConfig.source_batch_records``; None: ``UNPACED_SOURCE_BATCH_RECORDS``)."""
         self.graph = graph
         self.vertex = graph.vertex(vertex_name)
         self.subtask_index = subtask_index
@@ -200,7 +186,7 @@ class StreamTask:
         self._network_input: Optional[StreamTaskNetworkInput] = None
         if self.operator.is_source:
             self._source = SourceInput(self.operator.reader, self._chain, self.record_writers,
-                                       batch_records=network.source_batch_records, emit_watermarks=emit_watermarks)
+                                       batch_records=source_batch_records, emit_watermarks=emit_watermarks)
         else:
             gates = input_channel_kinds if input_channel_kinds is not None else [
                 len(graph.channels_in_gate(vertex_name, g, subtask_index)) for g in range(len(graph.gates_of(vertex_name)))]
@@ -214,8 +200,8 @@ class StreamTask:
                 upstream=self._send, end_of_data=self._on_input_data_ended, end_of_input=self._finish)
         # buffer debloating starts once the task runs (its first step), as Flink's invoke() schedules it after
         # the restore: announcements must not reach upstream tasks that are still being deployed
-        self._debloat_period_ms = network.buffer_debloat.period_ms if (
-            network.buffer_debloat.enabled and self.input_side is not None) else 0
+        self._debloat_period_ms = network.buffer_debloat_period_ms if (
+            network.buffer_debloat and self.input_side is not None) else 0
         self.checkpoints = SubtaskCheckpointCoordinator(
             operator_id=vertex_name,
             snapshot_state=lambda checkpoint_id, options: self._snapshot(checkpoint_id, options.checkpoint_type),

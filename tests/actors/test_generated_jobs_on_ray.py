@@ -51,7 +51,7 @@ def run_on_ray(case):
     with tempfile.TemporaryDirectory() as root:
         result = run_graph_on_ray(config, splits, root, f"generated-{case.seed}", seed=case.seed, timeout_seconds=180)
     verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=not config.mode.exactly_once)
+                     at_least_once=not config.checkpointing.mode.exactly_once)
     return result, verdict
 
 
@@ -106,6 +106,6 @@ def test_cases_the_ray_hunt_found_stay_fixed(path):
     with tempfile.TemporaryDirectory() as root:
         result = run_graph_on_ray(config, splits, root, f"found-{path.stem}", seed=scenario.seed, timeout_seconds=180)
     verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=not config.mode.exactly_once)
+                     at_least_once=not config.checkpointing.mode.exactly_once)
     assert result.fault_log and all(fault["fired"] for fault in result.fault_log), result.fault_log
-    check(config.mode, result, verdict)
+    check(config.checkpointing.mode, result, verdict)

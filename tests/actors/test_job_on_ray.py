@@ -10,12 +10,13 @@ import collections
 import pytest
 
 from barriersim.actors.graph_runner import RayJobError, run_graph_on_ray
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import CrashTask, FaultSchedule
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
-from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
-from barriersim.runtime.task.stream_task import NetworkConfig
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 
@@ -30,12 +31,11 @@ def test_a_killed_task_actor_fails_over_to_the_latest_checkpoint(mode, tmp_path)
     splits = {"source": local_splits(50_000, 100, 1.0, 100, 2, seed=1)}
     # The sources are paced to 10k records/s each, so the job runs at least 2.5 s and the kill at 1.5 s
     # (after several 100 ms checkpoints) lands mid-run.
-    config = JobConfig(
-        graph, mode=mode, interval_ms=100,
-        aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
-        source_rate_per_subtask=10_000, restart_delay_ms=100,
-        faults=FaultSchedule((CrashTask("keyed-sum#1", at_ms=1500),)),
-    )
+    config = JobConfig(graph,
+                       checkpointing=CheckpointingConfig(mode=mode, interval_ms=100,
+                                                         aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0),
+                       workload=WorkloadConfig(rate_per_source=10_000), restart=RestartStrategyConfig(delay_ms=100),
+                       faults=FaultSchedule((CrashTask("keyed-sum#1", at_ms=1500),)))
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"kill-{mode}", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
 
@@ -57,10 +57,10 @@ def test_buffer_debloating_on_ray_announces_sizes_upstream_and_keeps_exactly_onc
     # and announce it to the upstream actors, which cut their next buffers at it
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=4)}
-    network = NetworkConfig(buffer_debloat=BufferDebloatConfiguration(enabled=True, target_ms=100, period_ms=50))
+    network = NetworkConfig(buffer_debloat=True, buffer_debloat_target_ms=100, buffer_debloat_period_ms=50)
     # the sources hold their end of input for 5 completed checkpoints (Flink's minCheckpoints), the final one follows
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=5_000, network=network,
-                       source_min_checkpoints=5)
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+                       workload=WorkloadConfig(rate_per_source=5_000, min_checkpoints=5), network=network)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "debloat", timeout_seconds=120)
     assert result.outcome == "finished" and result.restarts == 0 and not result.failures, result.failures
     assert result.counts["completed"] >= 6
@@ -79,7 +79,7 @@ def test_every_task_run_returns_before_the_job_finishes_also_the_sink_that_finis
          JobEdge("map-2", "sink", P.FORWARD)),
     )
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 1, seed=5)}
-    config = JobConfig(graph, mode="aligned", interval_ms=50)
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=50))
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "runs", timeout_seconds=120)
     assert result.outcome == "finished"
     runs = {run["task"]: run for run in result.task_runs}
@@ -105,7 +105,8 @@ def test_a_job_of_32_subtask_actors_completes_checkpoints_while_it_runs(tmp_path
     # 8 sources x 3,000 records paced at 250 records/s: data flows for at least 12 s after deployment, and the
     # sources then hold their end of input until 5 checkpoints completed (Flink's minCheckpoints)
     splits = {"source": local_splits(24_000, 100, 1.0, 100, 8, seed=2)}
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=250, source_min_checkpoints=5)
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+                       workload=WorkloadConfig(rate_per_source=250, min_checkpoints=5))
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "thirty-two", timeout_seconds=300)
 
     assert result.outcome == "finished" and result.restarts == 0
@@ -136,8 +137,9 @@ def test_crashes_at_protocol_points_and_message_faults_keep_exactly_once(faults,
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=4)}
     schedule = FaultSchedule.from_json(faults)
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
-                              restart_delay_ms=100, faults=schedule)
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+                       workload=WorkloadConfig(rate_per_source=10_000), restart=RestartStrategyConfig(delay_ms=100),
+                       faults=schedule)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "points", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
 
@@ -160,8 +162,9 @@ def test_task_side_crash_points_stop_the_task_actor_there_and_fire_once(tmp_path
     schedule = FaultSchedule.from_json(
         '[{"type":"crash_task","task":"keyed-sum#1","point":"mid_alignment","checkpoint_id":2},'
         '{"type":"crash_task","task":"source#1","point":"before_forwarding_barrier","checkpoint_id":4}]')
-    config = JobConfig(graph, mode="unaligned", interval_ms=100, source_rate_per_subtask=10_000,
-                              restart_delay_ms=100, faults=schedule)
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="unaligned", interval_ms=100),
+                       workload=WorkloadConfig(rate_per_source=10_000), restart=RestartStrategyConfig(delay_ms=100),
+                       faults=schedule)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "task-side", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
 
@@ -185,8 +188,9 @@ def test_coordinator_crash_crash_during_restore_slow_task_and_storage_faults_kee
         '{"type":"crash_coordinator","at_ms":1200},'
         '{"type":"crash_task","task":"keyed-sum#1","point":"during_restore"}]')
     # paced at 10k records/s per source: the job runs at least 1.5 s, so the coordinator crash lands mid-run
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
-                              restart_delay_ms=100, tolerable_failures=10, faults=schedule)
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100, tolerable_failures=10),
+                       workload=WorkloadConfig(rate_per_source=10_000), restart=RestartStrategyConfig(delay_ms=100),
+                       faults=schedule)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "jm-failover", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
 
@@ -211,13 +215,17 @@ def test_incremental_checkpoints_on_ray_restore_after_a_jobmanager_failover_and_
 
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(30_000, 3_000, 0.5, 100, 2, seed=7, key_growth=True)}
-    config = JobConfig(
-        graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000, restart_delay_ms=100,
-        tolerable_failures=10, memory_threshold_bytes=0, claim_mode=RecoveryClaimMode.CLAIM,
-        state=StateBackendConfig(StateBackendKind.INCREMENTAL, entry_bytes=100, write_buffer_bytes=20_000,
-                                 target_file_bytes=30_000, level0_compaction_trigger=2,
-                                 max_bytes_for_level_base=60_000, level_multiplier=2, num_levels=4),
-        faults=FaultSchedule.from_json('[{"type":"crash_coordinator","at_ms":800},'
+    config = JobConfig(graph,
+                       checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100, tolerable_failures=10,
+                                                         memory_threshold_bytes=0,
+                                                         recovery_claim_mode=RecoveryClaimMode.CLAIM),
+                       workload=WorkloadConfig(rate_per_source=10_000), restart=RestartStrategyConfig(delay_ms=100),
+                       state=StateBackendConfig(StateBackendKind.INCREMENTAL, entry_bytes=100,
+                                                write_buffer_bytes=20_000, target_file_bytes=30_000,
+                                                level0_compaction_trigger=2, max_bytes_for_level_base=60_000,
+                                                level_multiplier=2, num_levels=4),
+                       
+                       faults=FaultSchedule.from_json('[{"type":"crash_coordinator","at_ms":800},'
                                        '{"type":"crash_task","task":"keyed-sum#0","at_ms":1800}]'))
     root = tmp_path / "checkpoints"
     result = run_graph_on_ray(config, splits, str(root), "incremental", timeout_seconds=240)
@@ -236,7 +244,8 @@ def test_a_job_that_does_not_end_in_time_reports_where_each_unfinished_task_stan
     # task that has not finished with its lifecycle (data not ended, no final checkpoint, no input channel ended)
     graph = quickstart_graph(2, 1)
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=6)}
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10)
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+                       workload=WorkloadConfig(rate_per_source=10))
     with pytest.raises(RayJobError, match="did not finish within 15 s") as raised:
         run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "late", timeout_seconds=15)
     report = str(raised.value)
@@ -260,9 +269,10 @@ def test_a_cancelled_task_actor_reports_its_closed_asynchronous_parts_to_the_che
     schedule = FaultSchedule.from_json(
         '[{"type":"crash_task","task":"keyed-sum#1","point":"before_forwarding_barrier","checkpoint_id":2},'
         '{"type":"crash_task","task":"keyed-sum#0","point":"before_forwarding_barrier","checkpoint_id":3}]')
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000, restart_delay_ms=500,
-                       faults=schedule, memory_threshold_bytes=0,
-                       storage=CheckpointCostModel(emulate_remote_store=True, file_latency_ms=1000.0))
+    config = JobConfig(graph,
+                       checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100, memory_threshold_bytes=0),
+                       workload=WorkloadConfig(rate_per_source=10_000), restart=RestartStrategyConfig(delay_ms=500),
+                       faults=schedule, storage=CheckpointCostModel(emulate_remote_store=True, file_latency_ms=1000.0))
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "cancel-reports", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
 

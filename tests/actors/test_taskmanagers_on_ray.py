@@ -12,9 +12,11 @@ import pytest
 import ray
 
 from barriersim.actors.graph_runner import run_graph_on_ray
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
@@ -62,9 +64,10 @@ def test_64_subtasks_in_4_taskmanagers_over_3_nodes_complete_nine_checkpoints(mo
     # a checkpoint of these 64 actors takes tens of ms, where every hop waits for a core (a shared machine, loaded
     # 10 to 40-fold; CI once) one took 2 to 6 s, and 54 s of paced data gave 7 completed of 10
     splits = {"source": local_splits(960, 100, 1.0, 100, 16, seed=2)}
-    config = JobConfig(SIXTY_FOUR, mode=mode, interval_ms=100, source_rate_per_subtask=10, source_min_checkpoints=8,
-                       aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
-                       cluster=FOUR_TASKMANAGERS)
+    config = JobConfig(SIXTY_FOUR,
+                       checkpointing=CheckpointingConfig(mode=mode, interval_ms=100,
+                                                         aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0),
+                       workload=WorkloadConfig(rate_per_source=10, min_checkpoints=8), cluster=FOUR_TASKMANAGERS)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"sixty-four-{mode}", timeout_seconds=600)
 
     check_verdict(mode, SIXTY_FOUR, splits, result)
@@ -94,7 +97,8 @@ ONE_SLOT_EACH = ClusterConfig(taskmanagers=4, slots_per_taskmanager=1, nodes=3) 
 def small_job(mode, faults: str) -> tuple[JobConfig, dict]:
     # paced at 5,000 records/s per source: the job runs at least 3 s, so a fault at 1.5 s lands mid-run
     splits = {"source": local_splits(60_000, 100, 1.0, 100, 4, seed=3)}
-    config = JobConfig(SMALL, mode=mode, interval_ms=100, source_rate_per_subtask=5_000, restart_delay_ms=100,
+    config = JobConfig(SMALL, checkpointing=CheckpointingConfig(mode=mode, interval_ms=100),
+                       workload=WorkloadConfig(rate_per_source=5_000), restart=RestartStrategyConfig(delay_ms=100),
                        cluster=ONE_SLOT_EACH, faults=FaultSchedule.from_json(faults))
     return config, splits
 

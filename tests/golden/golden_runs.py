@@ -39,7 +39,7 @@ def _run(scenario, mode, seed, faults=None):
     splits = workload_splits(scenario)
     result = JobSimulation(config, splits, seed).run()
     verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=not config.mode.exactly_once)
+                     at_least_once=not config.checkpointing.mode.exactly_once)
     return result, verdict
 
 

@@ -21,7 +21,7 @@ DRAINED_STOP_FAILS = Path(__file__).parent / "drained_stop" / "drained-stop-fail
 
 def _run_drained_stop_that_fails():
     job, result, verdict, _ = simulate_and_verify(load_scenario(DRAINED_STOP_FAILS))
-    assert not job.config.mode.exactly_once
+    assert not job.config.checkpointing.mode.exactly_once
     return job, result, verdict
 
 

@@ -42,7 +42,7 @@ def _replayed_sum(job, checkpoint_id: int) -> int:
 
 def test_a_window_fires_again_after_the_restore_with_only_the_replayed_records():
     job, result, _, _ = simulate_and_verify(load_scenario(REFIRED_WINDOW))
-    assert not job.config.mode.exactly_once and result.restored_checkpoint_ids == [1]
+    assert not job.config.checkpointing.mode.exactly_once and result.restored_checkpoint_ids == [1]
     rows = sorted(tuple(int(x) for x in row[:3]) for row in RecordBatch.of(result.committed_output).to_rows()
                   if row[0] == WINDOW_START and row[1] == HOT_KEY)
     full, replayed = 40708, _replayed_sum(job, 1)

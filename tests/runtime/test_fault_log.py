@@ -4,10 +4,12 @@
 import json
 
 from barriersim.cli import main
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_log import FaultLog, describe, fired_line
 from barriersim.runtime.faults.fault_schedule import FaultSchedule, MessageKind
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.workload import local_splits
 
@@ -68,8 +70,9 @@ def test_a_crash_while_the_job_restarts_or_after_it_ended_does_not_fire():
     schedule = FaultSchedule.from_json('[{"type":"crash_task","task":"sum#1","at_ms":150},'
                                        '{"type":"crash_task","task":"source#0","at_ms":200},'
                                        '{"type":"crash_coordinator","at_ms":90000}]')
-    config = JobConfig(GRAPH, mode="aligned", interval_ms=50, source_rate_per_subtask=10_000,
-                              restart_delay_ms=100, faults=schedule)
+    config = JobConfig(GRAPH, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=50),
+                       workload=WorkloadConfig(rate_per_source=10_000), restart=RestartStrategyConfig(delay_ms=100),
+                       faults=schedule)
     result = JobSimulation(config, splits, seed=5).run()
     assert result.outcome.value == "finished" and result.restarts == 1 and result.virtual_ms < 90_000
     assert [(e["fired"], e["first_at_ms"]) for e in result.fault_log] == [(1, 150), (0, None), (0, None)]

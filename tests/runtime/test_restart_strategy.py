@@ -2,9 +2,10 @@
 
 import pytest
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.restart_strategy import FixedDelayRestartStrategy, RestartDecision
-from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.restart_strategy import FixedDelayRestartStrategy, RestartDecision, RestartStrategyConfig
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
@@ -27,8 +28,10 @@ def test_negative_settings_are_refused(max_attempts, delay_ms):
 def simulate(faults: str, max_restarts: int):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(40_000, 100, 1.0, 100, 2, seed=1)}
-    config = JobConfig(graph, mode="aligned", interval_ms=50, source_rate_per_subtask=100_000,
-                              restart_delay_ms=20, max_restarts=max_restarts, faults=FaultSchedule.from_json(faults))
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=50),
+                       workload=WorkloadConfig(rate_per_source=100_000),
+                       restart=RestartStrategyConfig(delay_ms=20, attempts=max_restarts),
+                       faults=FaultSchedule.from_json(faults))
     return JobSimulation(config, splits, seed=3).run()
 
 

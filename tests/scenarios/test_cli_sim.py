@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.scenarios.loader import load_scenario
 
 ROOT = Path(__file__).parents[2]
@@ -106,8 +107,8 @@ def test_a_simulated_run_writes_its_checkpoints_when_asked_and_keeps_the_retenti
     assert (job_dir / "shared").is_dir() and not list(job_dir.glob("chk-*"))  # finished: discarded, as in Flink
     assert a["checkpointing"]["externalized_checkpoint_retention"] == "NO_EXTERNALIZED_CHECKPOINTS"
     assert b["checkpointing"]["externalized_checkpoint_retention"] == "RETAIN_ON_CANCELLATION"
-    assert load_scenario(tmp_path / "files" / "scenario.toml").checkpointing.externalized_checkpoint_retention == \
-        "RETAIN_ON_CANCELLATION"
+    assert load_scenario(tmp_path / "files" / "scenario.toml").checkpointing.externalized_checkpoint_retention is \
+        ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
 
 
 def test_an_unknown_retention_costs_one_line_and_exit_2(tmp_path):

@@ -114,15 +114,17 @@ def test_storage_costs_default_to_the_calibrated_model_and_take_the_file_s_figur
 
 
 def test_a_restart_section_reaches_the_job_and_round_trips(tmp_path):
-    """``[restart]`` sets the job's restart strategy (fixed-delay through the JobConfig's two fields, exponential-delay
-    through its settings), and the run directory's scenario document reads back the same."""
+    """``[restart]`` is the job's restart strategy (``JobConfig.restart``: the scenario's section object, whichever
+    strategy), and the run directory's scenario document reads back the same."""
     from barriersim.runtime.job.restart_strategy import RestartStrategyKind
     from barriersim.scenarios.documents import scenario_document
     from barriersim.scenarios.loader import parse_scenario
     from barriersim.scenarios.simulation_inputs import job_config
 
-    fixed = job_config(load_scenario(write(tmp_path, '[scenario]\nname="x"\n[restart]\nattempts=3\ndelay_ms=250\n')))
-    assert (fixed.max_restarts, fixed.restart_delay_ms, fixed.restart) == (3, 250, None)
+    fixed = load_scenario(write(tmp_path, '[scenario]\nname="x"\n[restart]\nattempts=3\ndelay_ms=250\n'))
+    assert job_config(fixed).restart is fixed.restart
+    assert (fixed.restart.strategy, fixed.restart.attempts, fixed.restart.delay_ms) == (
+        RestartStrategyKind.FIXED_DELAY, 3, 250)
     s = load_scenario(write(tmp_path, '[scenario]\nname="x"\n[restart]\nstrategy="exponential-delay"\n'
                                       'initial_backoff_ms=200\njitter_factor=0.0\n'))
     config = job_config(s).restart

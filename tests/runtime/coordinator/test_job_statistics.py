@@ -5,10 +5,12 @@ task that had finished before the trigger (FLIP-147) has one as Flink's ``Checkp
 reports it (acknowledged at the trigger, every figure 0), and the trackers of every coordinator of a run are
 summed."""
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.task.actions import TaskCheckpointMetrics
 from barriersim.scenarios.loader import quickstart_graph
@@ -53,8 +55,9 @@ def simulate(faults: str, first_source_share: float = 1.0):
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=1)}
     first = splits["source"][0]
     splits["source"][0] = first[:int(len(first) * first_source_share)]
-    config = JobConfig(graph, mode="aligned", interval_ms=50, source_rate_per_subtask=100_000,
-                              restart_delay_ms=50, faults=FaultSchedule.from_json(faults))
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=50),
+                       workload=WorkloadConfig(rate_per_source=100_000), restart=RestartStrategyConfig(delay_ms=50),
+                       faults=FaultSchedule.from_json(faults))
     result = JobSimulation(config, splits, seed=3).run()
     assert result.outcome is JobOutcome.FINISHED
     return result
@@ -134,8 +137,9 @@ def test_a_cancelled_task_reports_its_closed_asynchronous_parts_to_the_failed_or
     splits = {"source": local_splits(100_000, 100, 1.0, 100, 2, seed=1)}
     faults = FaultSchedule.from_json('[{"type":"crash_task","task":"keyed-sum#0","at_ms":60},'
                                      '{"type":"crash_task","task":"keyed-sum#1","at_ms":210}]')
-    config = JobConfig(graph, mode="unaligned", interval_ms=20, source_rate_per_subtask=100_000,
-                       restart_delay_ms=50, faults=faults)
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="unaligned", interval_ms=20),
+                       workload=WorkloadConfig(rate_per_source=100_000), restart=RestartStrategyConfig(delay_ms=50),
+                       faults=faults)
     result = JobSimulation(config, splits, seed=3).run()
     assert result.outcome is JobOutcome.FINISHED and result.restarts == 2
     failed = {c["failure_reason"]: c for c in result.checkpoints if c["status"] == "FAILED"}

@@ -19,6 +19,10 @@ FAILING = ('[{"type":"damage_checkpoint","at_ms":1000,"damage":"flip_byte","targ
            '{"type":"crash_task","task":"sum#0","at_ms":1010}]')  # each restore fails until the strategy gives up
 
 
+def with_retention(config, retention):
+    return replace(config, checkpointing=replace(config.checkpointing, externalized_checkpoint_retention=retention))
+
+
 def checkpoint_dirs(root) -> list[str]:
     return sorted(p.name for p in root.glob("*/chk-*"))
 
@@ -27,13 +31,13 @@ def test_flink_derives_the_retention_policy_from_the_externalized_retention():
     assert R.NO_EXTERNALIZED_CHECKPOINTS.retention_policy is CheckpointRetentionPolicy.NEVER_RETAIN_AFTER_TERMINATION
     assert R.DELETE_ON_CANCELLATION.retention_policy is CheckpointRetentionPolicy.RETAIN_ON_FAILURE
     assert R.RETAIN_ON_CANCELLATION.retention_policy is CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION
-    assert config().coordinator_configuration().retention_policy is \
+    assert config().checkpointing.coordinator_configuration().retention_policy is \
         CheckpointRetentionPolicy.NEVER_RETAIN_AFTER_TERMINATION  # Flink's default
 
 
 @pytest.mark.parametrize("retention", list(R))
 def test_a_finished_job_keeps_no_checkpoint_under_any_retention(tmp_path, retention):
-    job = JobSimulation(replace(config(), externalized_checkpoint_retention=retention), SPLITS, seed=3,
+    job = JobSimulation(with_retention(config(), retention), SPLITS, seed=3,
                         checkpoint_directory=tmp_path)
     result = job.run()
     assert result.outcome is JobOutcome.FINISHED and result.counts["completed"] >= 3
@@ -42,7 +46,7 @@ def test_a_finished_job_keeps_no_checkpoint_under_any_retention(tmp_path, retent
 
 @pytest.mark.parametrize("retention", list(R))
 def test_a_failed_job_keeps_its_retained_checkpoints_unless_never_retained(tmp_path, retention):
-    job = JobSimulation(replace(config(FAILING), externalized_checkpoint_retention=retention), SPLITS, seed=3,
+    job = JobSimulation(with_retention(config(FAILING), retention), SPLITS, seed=3,
                         checkpoint_directory=tmp_path)
     result = job.run()
     assert result.outcome is JobOutcome.FAILED

@@ -49,6 +49,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.coordinator.manual_time import ManualTimerService
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults.fault_schedule import (
@@ -225,14 +226,18 @@ class JobMasterMachine(RuleBasedStateMachine):
               max_restarts, deaths_at_once, exponential):
         graph = job_graph(sources, maps)
         # Flink's exponential-delay strategy, scaled to the machine's times: 10, 20, 40 ms apart, jittered, reset after
-        # 100 quiet ms, at most max_restarts attempts in a row
-        restart = RestartStrategyConfig(RestartStrategyKind.EXPONENTIAL_DELAY, initial_backoff_ms=10, max_backoff_ms=40,
-                                        backoff_multiplier=2.0, reset_backoff_threshold_ms=100, jitter_factor=0.5,
-                                        attempts_before_reset_backoff=max_restarts) if exponential else None
-        self.config = JobConfig(graph, interval_ms=interval, timeout_ms=timeout, max_concurrent=max_concurrent,
-                                cluster=cluster_of(graph),
-                                max_retained=max_retained, tolerable_failures=tolerable,
-                                restart_delay_ms=restart_delay, max_restarts=max_restarts, restart=restart,
+        # 100 quiet ms, at most max_restarts attempts in a row; else fixed-delay. delay_ms is a JobManager failover's.
+        restart = RestartStrategyConfig(RestartStrategyKind.EXPONENTIAL_DELAY, delay_ms=restart_delay,
+                                        initial_backoff_ms=10, max_backoff_ms=40, backoff_multiplier=2.0,
+                                        reset_backoff_threshold_ms=100, jitter_factor=0.5,
+                                        attempts_before_reset_backoff=max_restarts) if exponential else (
+            RestartStrategyConfig(delay_ms=restart_delay, attempts=max_restarts))
+        self.config = JobConfig(graph,
+                                checkpointing=CheckpointingConfig(interval_ms=interval, timeout_ms=timeout,
+                                                                  max_concurrent=max_concurrent,
+                                                                  max_retained=max_retained,
+                                                                  tolerable_failures=tolerable),
+                                cluster=cluster_of(graph), restart=restart,
                                 faults=data.draw(fault_schedules(graph), label="faults"))
         self.parallelism = {v.name: v.parallelism for v in graph.vertices}
         self.deaths_at_once = deaths_at_once
@@ -665,7 +670,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         else:
             assert self.outcome is JobOutcome.FINISHED, self.outcome
         # past every checkpoint's expiry: an ended job's coordinator must not trigger, expire or fail anything
-        self.timers.advance(self.config.timeout_ms + 1000)
+        self.timers.advance(self.config.checkpointing.timeout_ms + 1000)
 
     def teardown(self):
         if not self.failed_step and hasattr(self, "jm") and self.outcome is None:
@@ -764,7 +769,8 @@ def test_the_run_begins_where_its_first_deployment_restored_its_sources():
     """The source offsets the first deployment reports once restored (a job started from an earlier run's snapshot:
     that snapshot's) are where the run began; a failover's deployment, which restores later offsets, does not move
     them, so a source's records in this run count from there (``records_read_in_run``)."""
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, restart_delay_ms=0), {"src#0": 500})
+    driver = SimpleDriver(JobConfig(job_graph(1, 1), checkpointing=CheckpointingConfig(interval_ms=30),
+                                    restart=RestartStrategyConfig(delay_ms=0)), {"src#0": 500})
     jm = driver.jm
     assert jm.source_records_at_start == {"src#0": 500}
     driver.source_offsets = {"src#0": 800}
@@ -782,7 +788,8 @@ def test_a_failed_job_stays_ended():
     afterwards, and none of them expires and fails the job over a second time (before the fix: a JobEnded(FAILED)
     and a CancelTasks every checkpoint timeout, the restarts counted on). The failure that failed the job is no
     restart (Flink's numRestarts counts the restarts its strategy allowed)."""
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=60, restart_delay_ms=0, max_restarts=0))
+    driver = SimpleDriver(JobConfig(job_graph(1, 1), checkpointing=CheckpointingConfig(interval_ms=30, timeout_ms=60),
+                                    restart=RestartStrategyConfig(delay_ms=0, attempts=0)))
     driver.timers.advance(40)
     jm = driver.jm
     driver.carry_out(jm.task_failed(jm.attempts[("map", 0)], "lost its process"))
@@ -797,7 +804,8 @@ def test_while_the_jobmanager_is_down_its_dead_coordinator_is_reported_once():
     """Between a JobManager's crash and the recovery, the dead coordinator's statistics are the retired ones only
     (before the fix ``report()`` added them twice: every count doubled)."""
     faults = FaultSchedule((CrashCoordinator(100),))
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, restart_delay_ms=50, faults=faults))
+    driver = SimpleDriver(JobConfig(job_graph(1, 1), checkpointing=CheckpointingConfig(interval_ms=30),
+                                    restart=RestartStrategyConfig(delay_ms=50), faults=faults))
     driver.timers.advance(110)
     jm = driver.jm
     assert jm.coordinator_down
@@ -814,7 +822,8 @@ def test_a_jobmanager_crash_while_the_jobmanager_is_down_does_nothing():
     (before the fix it retired the dead coordinator a second time, so its checkpoints were counted twice, cancelled
     a deployment that did not exist and counted a second failover)."""
     faults = FaultSchedule((CrashCoordinator(100), CrashCoordinator(120)))
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, restart_delay_ms=50, faults=faults))
+    driver = SimpleDriver(JobConfig(job_graph(1, 1), checkpointing=CheckpointingConfig(interval_ms=30),
+                                    restart=RestartStrategyConfig(delay_ms=50), faults=faults))
     driver.timers.advance(400)
     jm = driver.jm
     report = jm.report()
@@ -832,7 +841,8 @@ def test_a_late_crash_report_of_an_old_attempt_does_not_count_as_fired():
     raced with its kill): the job does not fail over, and the fault did not take effect, so it does not count as
     fired (as ``_crash_point`` and ``_crash`` do; before the fix the fault log claimed it fired)."""
     faults = FaultSchedule((CrashTask("map#0", point=ProtocolPoint.BEFORE_FORWARDING_BARRIER, checkpoint_id=1),))
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, restart_delay_ms=0, faults=faults))
+    driver = SimpleDriver(JobConfig(job_graph(1, 1), checkpointing=CheckpointingConfig(interval_ms=30),
+                                    restart=RestartStrategyConfig(delay_ms=0), faults=faults))
     jm = driver.jm
     old = jm.attempts[("map", 0)]
     driver.carry_out(jm.task_failed(jm.attempts[("src", 0)], "lost its process"))
@@ -849,8 +859,10 @@ def test_a_queued_trigger_that_a_failed_checkpoint_starts_goes_out_before_the_fa
     failover then aborts it. Before the fix the JobMaster failed over in the middle of the coordinator's actions, so
     the trigger went out after the failover had cancelled the deployment and aborted the checkpoint, and after the
     trigger of a newer checkpoint (the machine's first invariant: ids 1, 2, 4, then 3)."""
-    config = JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=100, max_concurrent=1, tolerable_failures=0,
-                       restart_delay_ms=50)
+    config = JobConfig(job_graph(1, 1),
+                       checkpointing=CheckpointingConfig(interval_ms=30, timeout_ms=100, max_concurrent=1,
+                                                         tolerable_failures=0),
+                       restart=RestartStrategyConfig(delay_ms=50))
     driver = SimpleDriver(config)
     driver.timers.advance(200)  # nobody acknowledges: checkpoint 1 expires while periodic requests wait in the queue
     jm = driver.jm
@@ -874,8 +886,8 @@ def test_a_second_fail_job_of_one_coordinator_call_is_dropped_once_the_first_end
     (one failover, one ``CancelTasks``, one ``JobEnded``), and the second finds it ended and does nothing, as Flink's
     ``DefaultExecutionGraph.failJob`` returns at once for a job that is failing or ended. Before the two queues of
     ``FailJob`` became one, the second failed the ended job over again (a second cancel and end)."""
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=1000, restart_delay_ms=0,
-                                    max_restarts=0))
+    driver = SimpleDriver(JobConfig(job_graph(1, 1), checkpointing=CheckpointingConfig(interval_ms=30, timeout_ms=1000),
+                                    restart=RestartStrategyConfig(delay_ms=0, attempts=0)))
     driver.timers.advance(40)
     jm = driver.jm
     first = m.FailJob(CheckpointFailureReason.CHECKPOINT_DECLINED, "first")
@@ -895,7 +907,9 @@ def test_a_restarting_job_triggers_no_checkpoint_until_it_runs_again():
     reports RUNNING starts the trigger with the min pause (0): that trigger finds the other tasks not running and
     fails (``NOT_ALL_REQUIRED_TASKS_RUNNING``), and the next one comes one interval later. Before, the trigger ran on
     through the restart delay, and each trigger failed (the tasks were not running): dozens of failed checkpoints."""
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=10_000, restart_delay_ms=500))
+    driver = SimpleDriver(JobConfig(job_graph(1, 1),
+                                    checkpointing=CheckpointingConfig(interval_ms=30, timeout_ms=10_000),
+                                    restart=RestartStrategyConfig(delay_ms=500)))
     jm = driver.jm
     driver.timers.advance(40)  # checkpoint 1 is triggered and pending (nobody acknowledges)
     failed_at = len(driver.batches)
@@ -923,7 +937,9 @@ def test_an_exponential_delay_strategy_spaces_the_restarts_out():
     without jitter; with Flink's 10 % jitter each is within 10 % of that, drawn from the run's seeded stream."""
     def restart_delays(jitter: float) -> list[int]:
         restart = RestartStrategyConfig(RestartStrategyKind.EXPONENTIAL_DELAY, jitter_factor=jitter)
-        driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=10_000, restart=restart))
+        driver = SimpleDriver(JobConfig(job_graph(1, 1),
+                                        checkpointing=CheckpointingConfig(interval_ms=30, timeout_ms=10_000),
+                                        restart=restart))
         for _ in range(3):
             driver.timers.advance(100)
             driver.carry_out(driver.jm.task_failed(driver.jm.attempts[("map", 0)], "lost its process"))

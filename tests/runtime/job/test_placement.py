@@ -5,8 +5,9 @@ import statistics
 
 import pytest
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.config import JobConfig, JobConfigError
+from barriersim.runtime.job.config import JobConfig, JobConfigError, WorkloadConfig
 from barriersim.runtime.job.placement import ChannelKind, ClusterConfig, PlacementError, place
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
@@ -58,8 +59,8 @@ def test_remote_channels_hold_receiver_buffers_that_local_channels_do_not(mode):
     splits = {"source": local_splits(200_000, 50, 1.5, 100, 4, seed=1)}
     persisted = {}
     for cluster in (ClusterConfig(1), ClusterConfig(4, 1)):
-        config = JobConfig(graph, mode=mode, interval_ms=200, source_rate_per_subtask=200_000,
-                           cluster=cluster, faults=FaultSchedule())
+        config = JobConfig(graph, checkpointing=CheckpointingConfig(mode=mode, interval_ms=200),
+                           workload=WorkloadConfig(rate_per_source=200_000), cluster=cluster, faults=FaultSchedule())
         result = JobSimulation(config, splits, 3).run()
         assert verify(expected_sink_input(config.graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE
         completed = [c["persisted_data"] for c in result.checkpoints if c["status"] == "COMPLETED"]

@@ -10,8 +10,9 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule, SlowTask
-from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
 from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
@@ -87,8 +88,8 @@ def test_a_step_that_starts_in_a_short_window_is_charged_only_for_its_part_insid
 def simulate(faults: list[dict]):
     graph = quickstart_graph(2, 1)
     splits = {"source": local_splits(1_000, 100, 1.0, 100, 2, seed=1)}
-    config = JobConfig(graph, mode="aligned", interval_ms=400, source_rate_per_subtask=25_000,
-                       faults=FaultSchedule.from_plain(faults))
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=400),
+                       workload=WorkloadConfig(rate_per_source=25_000), faults=FaultSchedule.from_plain(faults))
     job = JobSimulation(config, splits, 42)
     result = job.run()
     return result, verify(expected_sink_input(graph, splits), result.committed_output)

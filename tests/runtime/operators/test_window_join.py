@@ -8,11 +8,13 @@ import random
 import pytest
 from hypothesis import given, strategies as st
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.events import MAX_WATERMARK, Watermark
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.operators.window_join import LEFT, RIGHT, TumblingEventTimeWindowJoin, reference_window_join
-from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.runtime.state.snapshot import KeyGroupRange
@@ -83,8 +85,11 @@ def test_a_window_join_job_is_exactly_once_through_a_failover(mode):
     splits = {"left": local_splits(6000, 50, 1.0, 100, 2, seed=1), "right": local_splits(3000, 50, 1.0, 100, 1, seed=2,
                                                                                          record_id_offset=10**9)}
     faults = FaultSchedule.from_json('[{"type":"crash_task","task":"join#1","point":"mid_alignment","checkpoint_id":2}]')
-    config = JobConfig(GRAPH, mode=mode, interval_ms=50, source_rate_per_subtask=5000, restart_delay_ms=50,
-                              aligned_checkpoint_timeout_ms=10 if mode == "aligned-with-timeout" else 0, faults=faults)
+    config = JobConfig(GRAPH,
+                       checkpointing=CheckpointingConfig(mode=mode, interval_ms=50,
+                                                         aligned_checkpoint_timeout_ms=10 if mode == "aligned-with-timeout" else 0),
+                       workload=WorkloadConfig(rate_per_source=5000), restart=RestartStrategyConfig(delay_ms=50),
+                       faults=faults)
     result = JobSimulation(config, splits, 5).run()
     expected = expected_sink_input(GRAPH, splits)
     verdict = verify(expected, result.committed_output)

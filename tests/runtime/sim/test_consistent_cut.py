@@ -4,12 +4,14 @@ each kind of violation."""
 
 import pytest
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo, Watermark
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.faults.mutations import PlantedBug, planted
 from barriersim.runtime.sim.consistent_cut import CutRecorder, DeploymentLog, check_consistent_cuts
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification.reference import expected_sink_input, verify
 from barriersim.runtime.state.snapshot import (
@@ -29,9 +31,11 @@ BACKPRESSURE = '{"type":"slow_task","task":"keyed-sum#0","factor":20}'
 def simulate(mode, faults, records=20_000):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(records, 100, 1.0, 100, 2, seed=1)}
-    config = JobConfig(
-        graph, mode=mode, interval_ms=50, aligned_checkpoint_timeout_ms=5 if mode == "aligned-with-timeout" else 0,
-        source_rate_per_subtask=100_000, restart_delay_ms=50, faults=FaultSchedule.from_json(faults))
+    config = JobConfig(graph,
+                       checkpointing=CheckpointingConfig(mode=mode, interval_ms=50,
+                                                         aligned_checkpoint_timeout_ms=5 if mode == "aligned-with-timeout" else 0),
+                       workload=WorkloadConfig(rate_per_source=100_000), restart=RestartStrategyConfig(delay_ms=50),
+                       faults=FaultSchedule.from_json(faults))
     job = JobSimulation(config, splits, 3, record_cuts=True)
     return job, job.run()
 

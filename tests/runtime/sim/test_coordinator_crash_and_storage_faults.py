@@ -5,8 +5,10 @@ FINALIZE_CHECKPOINT_FAILURE; both count against the tolerable failures, and past
 
 import pytest
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
@@ -18,9 +20,11 @@ MODES = ["aligned", "unaligned", "aligned-with-timeout", "at-least-once"]
 def simulate(mode, faults, records=30_000, seed=3, checkpoint_directory=None, **extra):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(records, 100, 1.0, 100, 2, seed=1)}
-    config = JobConfig(
-        graph, mode=mode, interval_ms=50, aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
-        source_rate_per_subtask=100_000, restart_delay_ms=50, faults=FaultSchedule.from_json(faults), **extra)
+    timeout = 20 if mode == "aligned-with-timeout" else 0
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode=mode, interval_ms=50,
+                                                                aligned_checkpoint_timeout_ms=timeout, **extra),
+                       workload=WorkloadConfig(rate_per_source=100_000), restart=RestartStrategyConfig(delay_ms=50),
+                       faults=FaultSchedule.from_json(faults))
     job = JobSimulation(config, splits, seed, checkpoint_directory=checkpoint_directory)
     result = job.run()
     return job, result, verify(expected_sink_input(graph, splits), result.committed_output)

@@ -8,15 +8,16 @@ import dataclasses
 
 from hypothesis import given, strategies as st
 
-from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS
+from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS, CheckpointingConfig
 from barriersim.runtime.events import Buffer
-from barriersim.runtime.job.config import JobConfig, SourceEmission
+from barriersim.runtime.job.config import JobConfig, SourceEmission, WorkloadConfig
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.operators.source import SplitSourceReader
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.faults.fault_schedule import SlowTask
 from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.sim.source_emission import EmissionClock
-from barriersim.runtime.task.stream_task import NetworkConfig, StreamTask
+from barriersim.runtime.task.stream_task import StreamTask
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 from barriersim.strategies import simulated_cases
@@ -25,7 +26,8 @@ from tests.properties.test_whole_job_properties import check_with_replay, proper
 RATE = 10_000  # records/s: 100 records per 10 ms step, one every 100 us
 
 
-def run(monkeypatch, emission: SourceEmission, **config) -> dict:
+def run(monkeypatch, emission: SourceEmission, interval_ms: int = 1_000,
+        network: NetworkConfig = NetworkConfig()) -> dict:
     """A one-source job (source -> keyed sum -> sink, parallelism 1, one TaskManager: local channels) at ``RATE``;
     what the source had read at each of its snapshots, when its clock started, and when the keyed sum received
     each data buffer (virtual us)."""
@@ -51,8 +53,8 @@ def run(monkeypatch, emission: SourceEmission, **config) -> dict:
     monkeypatch.setattr(StreamTask, "on_element", recording_on_element)
     monkeypatch.setattr(EmissionClock, "__init__", recording_clock)
     splits = {"source": local_splits(6_000, 10, 1.0, 100, 1, seed=1)}
-    job = JobConfig(quickstart_graph(1, 1), mode="aligned", interval_ms=config.pop("interval_ms", 1_000),
-                    source_rate_per_subtask=RATE, source_emission=emission, **config)
+    job = JobConfig(quickstart_graph(1, 1), checkpointing=CheckpointingConfig(mode="aligned", interval_ms=interval_ms),
+                    workload=WorkloadConfig(rate_per_source=RATE, source_emission=emission), network=network)
     sim = JobSimulation(job, splits, seed=5)
     result = sim.run()
     assert sim.verify(result)[0].lost == 0
@@ -75,13 +77,13 @@ def test_the_barrier_follows_exactly_the_records_due_when_the_trigger_reached_th
 def test_a_buffer_goes_out_when_the_record_that_finishes_it_is_due(monkeypatch):
     # 32 KiB buffers of 32-byte records: 1,024 records, due 102.4 ms after the start; no flush before (1 s timeout)
     # and no barrier (checkpoint 1 would be triggered as the job starts, and its barrier finish the open buffer)
-    exact = run(monkeypatch, SourceEmission.EXACT, buffer_timeout_ms=1_000, network=NetworkConfig(),
+    exact = run(monkeypatch, SourceEmission.EXACT, network=NetworkConfig(buffer_timeout_ms=1_000),
                 interval_ms=NO_PERIODIC_CHECKPOINTS)
     anchor = exact["anchors"][0]
     first_at, records = exact["buffers"][0]
     assert records == 1_024
     assert first_at == anchor + 102_400  # a local channel: handed over when it is finished
-    steps = run(monkeypatch, SourceEmission.STEPS, buffer_timeout_ms=1_000, network=NetworkConfig(),
+    steps = run(monkeypatch, SourceEmission.STEPS, network=NetworkConfig(buffer_timeout_ms=1_000),
                 interval_ms=NO_PERIODIC_CHECKPOINTS)
     assert steps["buffers"][0] == (anchor + 100_000, 1_024)  # written with the step that starts at 100 ms
 

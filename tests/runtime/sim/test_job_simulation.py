@@ -3,9 +3,11 @@ times and at protocol points, deterministic per seed."""
 
 import pytest
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
-from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
@@ -17,10 +19,11 @@ MODES = ["aligned", "unaligned", "aligned-with-timeout", "at-least-once"]
 def run(mode, faults="[]", records=20_000, seed=3, graph=None, splits=None, **extra):
     graph = graph or quickstart_graph(2, 2)
     splits = splits or {"source": local_splits(records, 100, 1.0, 100, 2, seed=1)}
-    config = JobConfig(
-        graph, mode=mode, interval_ms=50,
-        aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
-        source_rate_per_subtask=100_000, restart_delay_ms=50, faults=FaultSchedule.from_json(faults), **extra)
+    timeout = 20 if mode == "aligned-with-timeout" else 0
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode=mode, interval_ms=50,
+                                                                aligned_checkpoint_timeout_ms=timeout, **extra),
+                       workload=WorkloadConfig(rate_per_source=100_000), restart=RestartStrategyConfig(delay_ms=50),
+                       faults=FaultSchedule.from_json(faults))
     result = JobSimulation(config, splits, seed).run()
     return result, verify(expected_sink_input(graph, splits), result.committed_output)
 
@@ -129,7 +132,8 @@ def test_without_periodic_checkpoints_tasks_do_not_wait_for_a_final_checkpoint()
     """FLIP-147's final checkpoint applies only with checkpointing on; otherwise the job would never end."""
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(5000, 100, 1.0, 100, 2, seed=1)}
-    config = JobConfig(graph, interval_ms=2**63 - 1, source_rate_per_subtask=100_000, max_virtual_ms=10_000)
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(interval_ms=2**63 - 1),
+                       workload=WorkloadConfig(rate_per_source=100_000), max_virtual_ms=10_000)
     result = JobSimulation(config, splits, 3).run()
     assert result.outcome is JobOutcome.FINISHED and result.counts["total"] == 0
     assert verify(expected_sink_input(graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE

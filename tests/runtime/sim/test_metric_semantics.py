@@ -3,9 +3,11 @@ a subtask's alignment duration runs from its first barrier to its last, also for
 triggered on the first barrier (Flink reports it through a future completed when the last barrier arrives); the
 start delay is the trigger-to-first-barrier time."""
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.workload import local_splits
 
@@ -19,7 +21,8 @@ GRAPH = JobGraph(
 
 def run(mode: str):
     splits = {"source": local_splits(30_000, 64, 1.2, 100, 2, seed=4)}
-    config = JobConfig(GRAPH, mode=mode, interval_ms=100, source_rate_per_subtask=20_000, faults=FaultSchedule())
+    config = JobConfig(GRAPH, checkpointing=CheckpointingConfig(mode=mode, interval_ms=100),
+                       workload=WorkloadConfig(rate_per_source=20_000), faults=FaultSchedule())
     return JobSimulation(config, splits, 5).run()
 
 
@@ -29,9 +32,10 @@ def test_an_unaligned_subtask_reports_its_alignment_from_first_to_last_barrier()
     from barriersim.runtime.job.placement import ClusterConfig
 
     splits = {"source": local_splits(30_000, 64, 1.2, 100, 2, seed=4)}
-    config = JobConfig(GRAPH, mode="unaligned", interval_ms=100, source_rate_per_subtask=20_000, faults=FaultSchedule(),
-                       cluster=ClusterConfig(taskmanagers=4, slots_per_taskmanager=1), latency_us_mean=2_000.0,
-                       latency_us_jitter=1_000.0)
+    config = JobConfig(GRAPH, checkpointing=CheckpointingConfig(mode="unaligned", interval_ms=100),
+                       workload=WorkloadConfig(rate_per_source=20_000), faults=FaultSchedule(),
+                       cluster=ClusterConfig(taskmanagers=4, slots_per_taskmanager=1),
+                       network=NetworkConfig(latency_us_mean=2_000.0, latency_us_jitter=1_000.0))
     result = JobSimulation(config, splits, 5).run()
     completed = {c["id"]: c for c in result.checkpoints if c["status"] == "COMPLETED"}
     sink_rows = [r for r in result.subtasks if r["task"] == "sink#0" and r["id"] in completed]
@@ -55,7 +59,8 @@ def test_the_simulator_charges_the_cost_model_as_flink_reports_sync_and_async():
     flat = CheckpointCostModel(snapshot_fixed_ms=3.0, async_fixed_ms=11.0, file_latency_ms=0.0, latency_sigma=0.0,
                                channel_state_fixed_ms=0.0)
     splits = {"source": local_splits(6_000, 64, 1.2, 100, 2, seed=4)}
-    config = JobConfig(GRAPH, mode="aligned", interval_ms=100, source_rate_per_subtask=20_000, storage=flat)
+    config = JobConfig(GRAPH, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+                       workload=WorkloadConfig(rate_per_source=20_000), storage=flat)
     result = JobSimulation(config, splits, 5).run()
     completed = {c["id"]: c for c in result.checkpoints if c["status"] == "COMPLETED"}
     rows = [r for r in result.subtasks if r["id"] in completed and not r["finished"]]  # finished: no snapshot
@@ -76,7 +81,8 @@ def test_the_start_delay_holds_the_coordinator_trigger_path():
     delays = {}
     for trigger_ms in (0.0, 9.0):
         model = CheckpointCostModel(trigger_fixed_ms=trigger_ms, latency_sigma=0.0)
-        config = JobConfig(GRAPH, mode="unaligned", interval_ms=100, source_rate_per_subtask=20_000, storage=model)
+        config = JobConfig(GRAPH, checkpointing=CheckpointingConfig(mode="unaligned", interval_ms=100),
+                           workload=WorkloadConfig(rate_per_source=20_000), storage=model)
         result = JobSimulation(config, splits, 5).run()
         completed = {c["id"] for c in result.checkpoints if c["status"] == "COMPLETED"}
         delays[trigger_ms] = {r["task"].partition("#")[0] == "source": [] for r in result.subtasks}
@@ -103,7 +109,8 @@ def test_an_unaligned_job_sends_forced_aligned_barriers_over_a_forward_edge():
         (JobEdge("source", "map", Partitioner.FORWARD), JobEdge("map", "sum", Partitioner.HASH),
          JobEdge("sum", "sink", Partitioner.REBALANCE)))
     splits = {"source": local_splits(20_000, 64, 1.2, 100, 2, seed=4)}
-    config = JobConfig(graph, mode="unaligned", interval_ms=50, source_rate_per_subtask=50_000)
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="unaligned", interval_ms=50),
+                       workload=WorkloadConfig(rate_per_source=50_000))
     result = JobSimulation(config, splits, 5).run()
     completed = {c["id"] for c in result.checkpoints if c["status"] == "COMPLETED"}
     rows = {(r["task"], r["id"]): r for r in result.subtasks if r["id"] in completed and not r["finished"]}
@@ -128,9 +135,10 @@ def test_a_completed_checkpoint_reports_discarded_once_it_was_subsumed_or_discar
     finished = run("aligned")
     assert len(_discarded(finished)) >= 3 and all(_discarded(finished).values())
     splits = {"source": local_splits(30_000, 64, 1.2, 100, 2, seed=4)}
-    config = JobConfig(GRAPH, mode="aligned", interval_ms=100, source_rate_per_subtask=20_000,
-                       externalized_checkpoint_retention=ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION,
-                       actions=ActionSchedule((Cancel(450),)))
+    config = JobConfig(GRAPH,
+                       checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100,
+                                                         externalized_checkpoint_retention=ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION),
+                       workload=WorkloadConfig(rate_per_source=20_000), actions=ActionSchedule((Cancel(450),)))
     cancelled = _discarded(JobSimulation(config, splits, 5).run())
     latest = max(cancelled)
     assert len(cancelled) >= 2 and cancelled[latest] is False
@@ -141,7 +149,8 @@ def test_a_checkpoint_an_earlier_jobmanager_completed_reports_discarded_once_the
     """The JobManager fails over at 450 ms: the new coordinator recovers the retained checkpoint, subsumes it with
     its first completed one, and discards it; the run's statistics (the dead coordinator's record of it) say so."""
     splits = {"source": local_splits(30_000, 64, 1.2, 100, 2, seed=4)}
-    config = JobConfig(GRAPH, mode="aligned", interval_ms=100, source_rate_per_subtask=20_000,
+    config = JobConfig(GRAPH, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+                       workload=WorkloadConfig(rate_per_source=20_000),
                        faults=FaultSchedule.from_json('[{"type": "crash_coordinator", "at_ms": 450}]'))
     result = JobSimulation(config, splits, 5).run()
     assert result.coordinator_failovers == 1

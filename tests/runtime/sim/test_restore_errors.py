@@ -82,7 +82,8 @@ def test_a_state_assignment_error_while_failing_over_ends_the_job_with_its_reaso
 
     monkeypatch.setattr(execution_deployer, "assign_states", unassignable)
     job = program("total", faults=[fault])
-    config = dataclasses.replace(job_config(job), max_restarts=2)
+    config = job_config(job)
+    config = dataclasses.replace(config, restart=dataclasses.replace(config.restart, attempts=2))
     result = JobSimulation(config, workload_splits(job), job.seed, checkpoint_directory=tmp_path).run()
     assert result.outcome is JobOutcome.FAILED and result.restored_checkpoint_ids == []
     assert result.failure_reason.startswith(reason) and "holds the offsets of splits [0, 7]" in result.failure_reason

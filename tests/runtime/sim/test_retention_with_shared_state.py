@@ -40,7 +40,7 @@ def simulation(retention: str, ending: str, tmp_path) -> JobSimulation:
     }))
     config = job_config(s)
     if ending == "failed":
-        config = dataclasses.replace(config, max_restarts=0)
+        config = dataclasses.replace(config, restart=dataclasses.replace(config.restart, attempts=0))
     sim = JobSimulation(config, workload_splits(s), s.seed, checkpoint_directory=tmp_path)
     if ending == "canceled":
         sim.sim.schedule_at(900_000, lambda: sim._carry_out(sim.job_master.cancel()))

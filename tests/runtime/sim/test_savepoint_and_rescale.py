@@ -185,7 +185,7 @@ def test_the_found_stops_without_drain_fire_no_window_twice(path):
     from barriersim.scenarios.loader import load_scenario
 
     job, result, verification, covers = simulate_and_verify(load_scenario(path))
-    assert not job.config.mode.exactly_once
+    assert not job.config.checkpointing.mode.exactly_once
     assert [a["status"] for a in job.report.actions if a["type"] != "savepoint"] == ["COMPLETED", "COMPLETED"]
     assert covers == "workload" and verification.wrong == verification.lost == 0, verification
     assert verification.duplicated == 0 and len(result.committed_output) == verification.expected_records

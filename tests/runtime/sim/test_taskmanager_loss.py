@@ -7,9 +7,11 @@ guarantee."""
 
 import pytest
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import ScenarioError, parse_scenario, quickstart_graph
@@ -27,13 +29,15 @@ def subtasks_of(tm: int) -> set[str]:
 
 def simulate(mode, faults, seed=3, cluster=CLUSTER):
     splits = {"source": local_splits(24_000, 100, 1.0, 100, 8, seed=1)}
-    config = JobConfig(
-        GRAPH, mode=mode, interval_ms=30, aligned_checkpoint_timeout_ms=5 if mode == "aligned-with-timeout" else 0,
-        source_rate_per_subtask=10_000, restart_delay_ms=50, cluster=cluster, faults=FaultSchedule.from_json(faults))
+    config = JobConfig(GRAPH,
+                       checkpointing=CheckpointingConfig(mode=mode, interval_ms=30,
+                                                         aligned_checkpoint_timeout_ms=5 if mode == "aligned-with-timeout" else 0),
+                       workload=WorkloadConfig(rate_per_source=10_000), restart=RestartStrategyConfig(delay_ms=50),
+                       cluster=cluster, faults=FaultSchedule.from_json(faults))
     job = JobSimulation(config, splits, seed, record_cuts=True)
     result = job.run()
     verdict = verify(expected_sink_input(GRAPH, splits), result.committed_output,
-                     at_least_once=not config.mode.exactly_once)
+                     at_least_once=not config.checkpointing.mode.exactly_once)
     assert result.outcome is JobOutcome.FINISHED
     assert verdict.lost == 0 and verdict.wrong == 0, verdict
     if mode != "at-least-once":
@@ -93,7 +97,7 @@ def test_a_scenario_places_taskmanagers_on_nodes_and_its_node_faults_are_checked
            "faults": [{"type": "kill_node", "node": 2, "at_ms": 100},
                       {"type": "crash_taskmanager", "taskmanager": 3, "at_ms": 50}]}
     scenario = parse_scenario(doc, "<s>")
-    assert scenario.cluster.config() == ClusterConfig(4, 1, 3)
+    assert scenario.cluster == ClusterConfig(4, 1, 3)
     doc["faults"] = [{"type": "crash_taskmanager", "taskmanager": 4, "at_ms": 50}]
     with pytest.raises(ScenarioError, match=r"^<s>: faults\[0\].taskmanager: the job runs in 4 TaskManager"):
         parse_scenario(doc, "<s>")

@@ -30,13 +30,14 @@ import pytest
 
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.coordinator.checkpoint_recovery import CheckpointRecoveryError, recover_completed_checkpoint_store
-from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
+from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration, CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.job.actions import TaskDeploymentDescriptor
-from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
 from barriersim.runtime.job.deployment import TaskRestoreError, deploy_task
 from barriersim.runtime.checkpointing.api import ManualClock, ManualTimerService
 from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.sim.job_simulation import JobSimulation
@@ -63,9 +64,11 @@ JOB = "campaign"
 
 
 def config(faults: str = "[]", max_retained: int = 3, memory_threshold_bytes: int = THRESHOLD) -> JobConfig:
-    return JobConfig(GRAPH, mode="aligned", interval_ms=100, max_retained=max_retained,
-                     memory_threshold_bytes=memory_threshold_bytes, source_rate_per_subtask=10_000, restart_delay_ms=10,
-                     max_restarts=3, faults=FaultSchedule.from_json(faults))
+    return JobConfig(GRAPH,
+                     checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100, max_retained=max_retained,
+                                                       memory_threshold_bytes=memory_threshold_bytes),
+                     workload=WorkloadConfig(rate_per_source=10_000),
+                     restart=RestartStrategyConfig(delay_ms=10, attempts=3), faults=FaultSchedule.from_json(faults))
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,9 @@ from barriersim.runtime.events import (
     ResultSubpartitionInfo,
 )
 from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.network.input.input_channel import AddCredit, BufferReorderingException, LocalInputChannel
-from barriersim.runtime.task.stream_task import NetworkConfig, StepOutcome, StreamTask
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint
 from two_source_map_job import source_map_sink_graph
 

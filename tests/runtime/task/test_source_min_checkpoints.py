@@ -8,10 +8,12 @@ import random
 import pytest
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualClock, ManualTimerService
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.events import CheckpointBarrier, CheckpointOptions, EndOfData, ResultSubpartitionInfo
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.job.config import JobConfig, JobConfigError
-from barriersim.runtime.task.stream_task import NetworkConfig, StepOutcome, StreamTask
+from barriersim.runtime.job.config import JobConfig, JobConfigError, WorkloadConfig
+from barriersim.runtime.network.config import NetworkConfig
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from test_stream_task_end_of_data import _sent_after  # runs the task, flushes, returns what it sent
 from two_source_map_job import source_map_sink_graph
 
@@ -53,9 +55,9 @@ def test_without_the_setting_the_source_ends_with_its_records():
 
 def test_the_setting_needs_periodic_checkpoints():
     with pytest.raises(JobConfigError, match="workload.min_checkpoints: needs periodic checkpoints"):
-        JobConfig(GRAPH, interval_ms=0, source_min_checkpoints=3)
+        JobConfig(GRAPH, checkpointing=CheckpointingConfig(interval_ms=0), workload=WorkloadConfig(min_checkpoints=3))
     with pytest.raises(JobConfigError, match="workload.min_checkpoints: must be at least 0"):
-        JobConfig(GRAPH, source_min_checkpoints=-1)
+        JobConfig(GRAPH, workload=WorkloadConfig(min_checkpoints=-1))
 
 
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])

@@ -15,7 +15,8 @@ from barriersim.runtime.events import (
     ResultSubpartitionInfo,
 )
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.task.stream_task import NetworkConfig, StepOutcome, StreamTask
+from barriersim.runtime.network.config import NetworkConfig
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint
 from two_source_map_job import source_map_sink_graph
 

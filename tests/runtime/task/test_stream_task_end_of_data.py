@@ -27,9 +27,10 @@ from barriersim.runtime.events import (
 )
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.network.input.input_channel import AcknowledgeAllRecordsProcessed
 from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.task.stream_task import NetworkConfig, StepOutcome, StreamTask
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import TaskFinished
 
 GRAPH = JobGraph(

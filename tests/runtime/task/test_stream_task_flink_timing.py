@@ -11,8 +11,9 @@ import random
 from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualClock, ManualTimerService
 from barriersim.runtime.events import Buffer, CheckpointBarrier, CheckpointOptions, CheckpointType
 from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.task.stream_task import NetworkConfig, StepOutcome, StreamTask
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint
 from two_source_map_job import CH0, CH1, GRAPH, OUT, deployed_task
 

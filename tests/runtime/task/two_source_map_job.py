@@ -7,7 +7,8 @@ from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualClock,
 from barriersim.runtime.events import InputChannelInfo, ResultSubpartitionInfo
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
-from barriersim.runtime.task.stream_task import NetworkConfig, StreamTask
+from barriersim.runtime.network.config import NetworkConfig
+from barriersim.runtime.task.stream_task import StreamTask
 
 
 
