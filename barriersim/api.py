@@ -1,23 +1,12 @@
 """The front door: every run (the CLI's ``run``, ``replay`` and ``sweep``, and ``barriersim.run`` in a notebook)
 is planned, then executed, here.
 
-How this works: ``plan`` takes a scenario (a file's path or a loaded ``Scenario``) and what the caller gave
-(``overrides`` of ``section.key`` values, ``seed``, ``faults``, ``actions``, ``restore_from`` with
-``parallelism``, ``mode``, ``backend``, ``workload``), checks all of
-it before anything slow starts (the one scenario value checker, ``scenarios.loader.apply_settings``; the one mode
-rule; the errors name the file and the key) and returns a ``Plan``: one *effective scenario* per mode, with
-everything applied. ``execute`` runs a plan on the deterministic simulator (``barriersim.sim_backend``) or on
-Ray actors with Spark on Ray (``barriersim.ray_backend``), each mode into its own run directory (``out/<mode>/``
-when there are several, or ``mode="all"``), whose ``scenario.toml`` is that effective scenario, so a run is
-replayed from its own directory. The result is one type, ``RunResult``: a mapping of mode to ``ModeRun``
-(``summary``, ``verdict``, ``checkpoints`` and ``subtasks`` as pandas DataFrames with Flink's field names,
-``to_spark``), with the modes' tables side by side (``checkpoints``, ``subtasks`` with a ``mode`` column first)
-and ``only`` for a one-mode run.
-
-The simulator's workload is drawn locally by default (``workload="local"``); ``workload="spark"`` generates it as
-the Ray backend does, in one Spark job on Ray (RayDP) that hands the source splits over as Arrow tables
-(``spark_workload_splits``). Every draw is a pure function of (seed, record id), so both give the
-same splits; the summary records which one was used in ``workload.generated_by``.
+How this works: ``plan`` checks everything the caller gave (overrides, seed, faults, actions, restore, modes, the
+``Backend`` and ``WorkloadGenerator``) before anything slow starts and returns a ``Plan``: one effective scenario
+per mode. ``execute`` runs it on the simulator (``barriersim.sim_backend``) or on Ray actors with Spark on Ray
+(``barriersim.ray_backend``), each mode into its own run directory, whose ``scenario.toml`` replays it. The result
+is a ``RunResult``: mode -> ``ModeRun`` (summary, verdict, Flink's checkpoint tables as pandas DataFrames).
+``docs/architecture.md`` ("Settings: scenario to runtime") says where the simulator's workload can come from.
 """
 
 from __future__ import annotations
@@ -33,6 +22,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from barriersim.actors.socket_links import socket_links_wanted
+from barriersim.backends import BACKENDS, WORKLOADS, Backend, WorkloadGenerator
 from barriersim.continuation import check_restore
 from barriersim.errors import ArgumentError, UnsupportedScenario
 from barriersim.extras import require
@@ -66,8 +56,6 @@ from barriersim.spark.workload import generate_workload, hand_off
 from barriersim.summary import default_out_dir
 from barriersim.scenarios.library import is_bare_name, resolve
 
-BACKENDS = ("sim", "ray")
-WORKLOADS = ("local", "spark")
 
 Splits = dict[str, list[list[tuple]]]
 Progress = Callable[[str, float | None], None]
@@ -213,11 +201,6 @@ def as_scenario(scenario: str | os.PathLike | Scenario) -> Scenario:
     raise ScenarioError("<scenario>", None, f"must be a scenario file's path or a Scenario, got {type(scenario).__name__}")
 
 
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ArgumentError(f"{name}: must be one of {', '.join(choices)}, got {value!r}")
-
-
 def check_seed(scenario: Scenario, seed: Any) -> int | None:
     if seed is None:
         return None
@@ -305,8 +288,8 @@ class Plan:
     ``nest``: each mode gets ``out/<mode>/`` (several modes, or ``mode="all"``)."""
 
     runs: tuple[Scenario, ...]
-    backend: str
-    workload: str
+    backend: Backend
+    workload: WorkloadGenerator
     nest: bool
 
     @property
@@ -322,29 +305,28 @@ class Plan:
         return [(out / s.checkpointing.mode.value if self.nest else out, s) for s in self.runs]
 
 
-def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, actions=None, restore_from=None,
-         parallelism=None, overrides=None, workload: str | None = None, mode_origin: str = "mode=") -> Plan:
-    """Check everything the caller gave, before anything slow starts: the overrides first, then the seed, the
-    faults, the actions and the restore (the snapshot must be readable, of an earlier run of the same scenario),
-    then each mode (``mode_origin`` names where a mode came from in its errors)."""
-    _check_choice("backend", backend, BACKENDS)
-    if workload is None:
-        workload = "spark" if backend == "ray" else "local"
-    _check_choice("workload", workload, WORKLOADS)
-    if backend == "ray":
+def plan(scenario, *, backend: Backend | str = Backend.SIM, mode=None, seed=None, faults=None, actions=None,
+         restore_from=None, parallelism=None, overrides=None, workload: WorkloadGenerator | str | None = None,
+         mode_origin: str = "mode=") -> Plan:
+    """Check everything the caller gave, before anything slow starts: the backend and workload (names or members),
+    the overrides first, then the seed, the faults, the actions and the restore (the snapshot must be readable, of
+    an earlier run of the same scenario), then each mode (``mode_origin`` names where a mode came from in its
+    errors)."""
+    backend = Backend.parse(backend)
+    workload = backend.default_workload if workload is None else WorkloadGenerator.parse(workload)
+    if backend is Backend.RAY:
         require("spark", "the Ray backend")
-    elif workload == "spark":
-        require("spark", "workload=\"spark\" (generated in Spark on Ray)")
-    if backend == "ray":
         try:
             socket_links_wanted()  # the environment's BARRIERSIM_RAY_LINKS, checked before anything starts
         except ValueError as err:
             raise ArgumentError(str(err)) from None
+    elif workload is WorkloadGenerator.SPARK:
+        require("spark", "workload=\"spark\" (generated in Spark on Ray)")
     s = apply_overrides(as_scenario(scenario), overrides)
-    if backend == "ray" and workload == "local":
+    if backend is Backend.RAY and workload is not WorkloadGenerator.SPARK:
         raise UnsupportedScenario(f"{s.path}: workload: the Ray backend generates its workload in Spark on Ray; "
-                                  "workload=\"local\" applies to the sim backend")
-    if backend == "ray" and s.workload.source_emission is SourceEmission.EXACT:
+                                  f"workload=\"{workload}\" applies to the sim backend")
+    if backend is Backend.RAY and s.workload.source_emission is SourceEmission.EXACT:
         raise UnsupportedScenario(f"{s.path}: workload.source_emission: \"exact\" is the simulator's model; the Ray "
                                   "backend paces its sources in real time, in steps")
     s = effective_scenario(s, seed=check_seed(s, seed), faults=as_faults(faults), actions=as_actions(actions),
@@ -375,13 +357,13 @@ def spark_workload_splits(spark, scenario: Scenario) -> Splits:
         workload.df.unpersist()
 
 
-def check_checkpoint_storage(backend: str, checkpoint_storage: str | None) -> str | None:
+def check_checkpoint_storage(backend: Backend | str, checkpoint_storage: str | None) -> str | None:
     """The checkpoint storage URI to run with (a plain path made absolute: the job manager's working directory is
     not the caller's); ``ArgumentError`` for one that names no storage or an object store this node cannot reach.
     Both backends take one (the simulator then writes its checkpoints there instead of keeping them in memory)."""
     if checkpoint_storage is None:
         return None
-    _check_choice("backend", backend, BACKENDS)
+    Backend.parse(backend)
     try:
         check_storage_uri(checkpoint_storage)
         probe_storage(checkpoint_storage)  # the job manager runs on this (the driver's) node: what it will reach
@@ -410,11 +392,11 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
     from the workload cache (``barriersim.workload_cache``) without starting Spark; False: Spark generates it.
     ``connect_timeout``: how long the Ray cluster at ``address`` may take to answer (``check_cluster``)."""
     out = Path(out)
-    if p.backend == "ray" or (p.workload == "spark" and splits is None and spark is None):
+    if p.backend is Backend.RAY or (p.workload is WorkloadGenerator.SPARK and splits is None and spark is None):
         address = check_cluster(address, connect_timeout)
     checkpoint_storage = check_checkpoint_storage(p.backend, checkpoint_storage)
     targets = p.targets(out)
-    if p.backend == "ray":
+    if p.backend is Backend.RAY:
         from barriersim.ray_backend import run_on_ray  # a backend loads when it runs: not at every CLI start
 
         summaries = run_on_ray(targets, address=address, progress=progress, checkpoint_storage=checkpoint_storage,
@@ -422,7 +404,7 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
         return RunResult(out, {s["mode"]: ModeRun(target, s) for (target, _), s in zip(targets, summaries)})
     from barriersim.sim_backend import simulate  # likewise
 
-    if p.workload == "spark" and splits is None:
+    if p.workload is WorkloadGenerator.SPARK and splits is None:
         with SparkOnDemand(spark, address, log_dir=out / "logs") as session:
             if progress is not None and spark is None:
                 progress("starting Spark on Ray", None)
@@ -435,17 +417,17 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
     for target, scenario in targets:
         if progress is not None:
             progress(f"simulating {scenario.name} in {scenario.checkpointing.mode.value} mode", None)
-        summary = simulate(scenario, target, splits=splits, generated_by=p.workload, checkpoint_files=checkpoint_files,
-                           checkpoint_storage=storages[target])
+        summary = simulate(scenario, target, splits=splits, generated_by=p.workload.value,
+                           checkpoint_files=checkpoint_files, checkpoint_storage=storages[target])
         runs[summary["mode"]] = ModeRun(target, summary)
     return RunResult(out, runs)
 
 
-def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=None, seed: int | None = None,
-        out: str | os.PathLike | None = None, faults=None, actions=None, restore_from=None, parallelism=None,
-        address: str | None = None, overrides: Mapping[str, Any] | None = None, workload: str | None = None,
-        spark=None, progress: Progress | None = None, force: bool = False, checkpoint_files: bool = False,
-        checkpoint_storage: str | None = None, cache: bool = True,
+def run(scenario: str | os.PathLike | Scenario, *, backend: Backend | str = Backend.SIM, mode=None,
+        seed: int | None = None, out: str | os.PathLike | None = None, faults=None, actions=None, restore_from=None,
+        parallelism=None, address: str | None = None, overrides: Mapping[str, Any] | None = None,
+        workload: WorkloadGenerator | str | None = None, spark=None, progress: Progress | None = None,
+        force: bool = False, checkpoint_files: bool = False, checkpoint_storage: str | None = None, cache: bool = True,
         connect_timeout: float | None = None) -> RunResult:
     """Run a scenario and return its results (``RunResult``: mode -> ``ModeRun``; ``.only`` for one mode).
 
@@ -479,12 +461,13 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
              restore_from=restore_from, parallelism=parallelism, overrides=overrides, workload=workload)
     check_checkpoint_storage(p.backend, checkpoint_storage)
     out_dir = Path(out) if out is not None else default_out_dir(p.scenario)
-    if p.backend == "ray" or (p.workload == "spark" and spark is None):
+    if p.backend is Backend.RAY or (p.workload is WorkloadGenerator.SPARK and spark is None):
         address = check_cluster(address, connect_timeout)
     prepare_out_dir(out_dir, force)
     return execute(p, out_dir, spark=spark, address=address, progress=progress, checkpoint_files=checkpoint_files,
                    checkpoint_storage=checkpoint_storage, cache=cache, connect_timeout=connect_timeout)
 
 
-__all__ = ["BACKENDS", "WORKLOADS", "ModeRun", "Plan", "RunResult", "SparkFrames", "execute", "plan", "run",
-           "as_scenario", "apply_overrides", "local_workload_splits", "spark_workload_splits", "with_overrides"]
+__all__ = ["BACKENDS", "WORKLOADS", "Backend", "ModeRun", "Plan", "RunResult", "SparkFrames", "WorkloadGenerator",
+           "execute", "plan", "run", "as_scenario", "apply_overrides", "local_workload_splits", "spark_workload_splits",
+           "with_overrides"]

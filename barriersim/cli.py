@@ -18,6 +18,7 @@ from pathlib import Path
 
 from barriersim import api, sweep, tables
 from barriersim.arguments import add_action_arguments, add_checkpoint_arguments, add_set_argument, seed_argument
+from barriersim.backends import BACKENDS, Backend
 from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.out_dir import prepare_out_dir
 from barriersim.progress import StageProgress
@@ -72,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
                           "?endpoint_override=host:9000&scheme=http; credentials from the AWS_* variables), each run "
                           "under URI/<run directory name>; default: the run directory's checkpoints/ (ray), memory "
                           "(sim)")
-    run.add_argument("--backend", choices=("ray", "sim"), default="ray",
+    run.add_argument("--backend", choices=BACKENDS, default=Backend.RAY.value,
                      help="ray: Ray actors with Spark on Ray; sim: the deterministic simulator (default: ray)")
     run.add_argument("--mode", choices=ALL_MODES + ("all",),
                      help="checkpointing mode overriding the scenario's; all: aligned, unaligned and at-least-once")
@@ -162,8 +163,8 @@ def _cmd_run(args) -> int:
     p = api.plan(args.scenario, backend=args.backend, mode=args.mode, seed=args.seed,
                  overrides=dict(args.overrides), actions=_actions_of(args), restore_from=args.restore_from,
                  parallelism=dict(args.parallelism) or None, mode_origin="--mode")
-    checkpoint_storage = api.check_checkpoint_storage(args.backend, args.checkpoint_storage)
-    if args.backend == "ray":  # before the run directory is touched (--force empties it)
+    checkpoint_storage = api.check_checkpoint_storage(p.backend, args.checkpoint_storage)
+    if p.backend is Backend.RAY:  # before the run directory is touched (--force empties it)
         api.check_cluster(args.address, args.connect_timeout)
     out = _out(args, p.scenario)
     console = tables.console()
@@ -174,7 +175,7 @@ def _cmd_run(args) -> int:
     summaries = list(result.summaries.values())
     total = time.perf_counter() - started
     statistics = mode_statistics(out, {mode: r.out_dir for mode, r in result.items()}, result.summaries)
-    if args.backend == "sim":
+    if p.backend is Backend.SIM:
         console.print(tables.modes_table(summaries, statistics))
     elif len(summaries) == 1:
         console.print(tables.run_table(summaries[0], total, statistics))
@@ -193,7 +194,7 @@ def _cmd_replay(args) -> int:
     path = Path(args.scenario)
     if path.is_dir():
         path = path / SCENARIO_FILE
-    p = api.plan(path, backend="sim", mode=args.mode, seed=args.seed, faults=args.faults, actions=args.actions,
+    p = api.plan(path, backend=Backend.SIM, mode=args.mode, seed=args.seed, faults=args.faults, actions=args.actions,
                  overrides=dict(args.overrides), mode_origin="--mode")
     out = _out(args, p.scenario)
     result = api.execute(p, out, checkpoint_files=args.checkpoint_files)

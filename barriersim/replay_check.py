@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from barriersim.backends import Backend, ran_on
+
 VOLATILE = {"wall_seconds", "versions", "replay", "trace_sha256", "simulation.events_per_second"}
 
 
@@ -75,7 +77,7 @@ def compare(original: Path, replay: Path, replay_summary: dict, changed: list[st
         summary = json.loads((original / "summary.json").read_text())
     except (OSError, ValueError) as err:
         return f"not compared with the original: {original / 'summary.json'} cannot be read ({err})"
-    if summary.get("backend") != "sim" or "trace_sha256" not in summary:
+    if ran_on(summary) is not Backend.SIM or "trace_sha256" not in summary:
         return f"not compared with the original: {original} ran on {summary.get('backend')}, which keeps no trace"
     if summary["trace_sha256"] == replay_summary["trace_sha256"]:
         return f"trace identical to the original ({original})"

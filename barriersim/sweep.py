@@ -35,6 +35,7 @@ from rich.progress import Progress as ProgressBar
 from barriersim import api
 from barriersim.runtime.faults.fault_schedule import FaultScheduleError
 from barriersim.arguments import seed_argument
+from barriersim.backends import Backend, WorkloadGenerator
 from barriersim.errors import BarriersimError
 from barriersim.extras import require
 from barriersim.runtime.checkpointing_mode import ALL_MODES
@@ -117,10 +118,10 @@ def _write_index(out: Path, index: dict) -> None:
     write_json_atomically(out / "sweep.json", index)
 
 
-def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None = None, modes=None,
-              seed: int | None = None, workload: str | None = None, faults=None, address: str | None = None,
-              spark=None, aggregate: bool = True, progress: Progress | None = None, force: bool = False,
-              checkpoint_storage: str | None = None) -> SweepResult:
+def run_sweep(scenario, *, backend: Backend | str = Backend.SIM, out: str | os.PathLike | None = None, modes=None,
+              seed: int | None = None, workload: WorkloadGenerator | str | None = None, faults=None,
+              address: str | None = None, spark=None, aggregate: bool = True, progress: Progress | None = None,
+              force: bool = False, checkpoint_storage: str | None = None) -> SweepResult:
     """Run every point of the scenario's ``[sweep]`` in every mode and aggregate the runs in Spark.
 
     ``scenario``: a path or a ``Scenario`` with a ``[sweep]`` table. ``modes``: None (each point's own mode), a
@@ -144,7 +145,8 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     checkpoint_storage = api.check_checkpoint_storage(backend, checkpoint_storage)
     if aggregate:  # what the end of the sweep needs, checked before its first run
         require("spark", "the aggregation in Spark on Ray (--no-analytics skips it)")
-    if spark is None and (aggregate or any(pl.backend == "ray" or pl.workload == "spark" for pl in plans)):
+    if spark is None and (aggregate or any(pl.backend is Backend.RAY or pl.workload is WorkloadGenerator.SPARK
+                                           for pl in plans)):
         api.check_cluster(address)
     out_dir = Path(out) if out is not None else default_out_dir(s, suffix="-sweep")
     sweep_storage = None if checkpoint_storage is None else child_uri(checkpoint_storage, out_dir.name)
@@ -152,8 +154,8 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     say = progress or (lambda what, done, total: None)
     total = sum(len(pl.runs) for pl in plans)
     index: dict[str, Any] = {
-        "scenario": s.name, "path": s.path, "backend": backend, "seed": plans[0].scenario.seed,
-        "workload": plans[0].workload, "modes": modes if modes is None or isinstance(modes, str) else list(modes),
+        "scenario": s.name, "path": s.path, "backend": plans[0].backend.value, "seed": plans[0].scenario.seed,
+        "workload": plans[0].workload.value, "modes": modes if modes is None or isinstance(modes, str) else list(modes),
         "axes": {key: list(values) for key, values in s.sweep}, "points": [], "analytics": None,
     }
     runs: dict[tuple[str, str], api.ModeRun] = {}
@@ -163,7 +165,7 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
         for point, pl in zip(points, plans):
             entry = {"index": point.index, "label": point.label, "settings": point.settings, "runs": []}
             splits = None
-            if pl.backend == "sim" and pl.workload == "spark":
+            if pl.backend is Backend.SIM and pl.workload is WorkloadGenerator.SPARK:
                 w = pl.scenario
                 key = (w.workload, tuple((v.name, v.parallelism) for v in w.job.graph.sources), w.seed)
                 if key not in splits_cache:
@@ -175,7 +177,7 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                 splits = splits_cache[key]
             # The simulator runs one mode at a time; the Ray backend runs a point's modes on one workload and one
             # start of Ray and Spark.
-            groups = [(run,) for run in pl.runs] if pl.backend == "sim" else [pl.runs]
+            groups = [(run,) for run in pl.runs] if pl.backend is Backend.SIM else [pl.runs]
             for group in groups:
                 # the backend names its phases (the mode among them); each line says the point
                 stage = [f"{point.label}: {', '.join(r.checkpointing.mode.value for r in group)}"]

@@ -1,13 +1,12 @@
 """What the command line prints after a run: the run's figures as rich tables, with units, in Flink's words.
 
-How this works: ``console()`` gives a rich Console for stdout that never cuts a value: a value that does not fit
-its column folds within it; printed to a pipe or a file the console is unbounded and each table bounds its own
-value columns (``VALUE_WIDTH``), so the three modes of ``--mode all`` fit in 120 columns. ``run_table`` is one Ray
-run (its figures, its source rates, every timed phase); ``modes_table`` sets runs side by side (the modes of
-``--mode all``, or simulated runs); both start with the checkpoint figures (``checkpoint_rows``: completed and
-failed checkpoints with the failures' reasons, p50 / p99 of end-to-end duration, alignment, start delay, persisted
-and processed data, from ``barriersim.run_statistics``). ``shared_setup_table`` gives the phases a Ray run's modes
-share, in seconds; ``cache_line`` the workload cache's part, printed after the tables. Rates in records/s.
+How this works: ``console()`` gives a rich Console for stdout that never cuts a value (a value folds within its
+column; printed to a pipe or a file each table bounds its own value columns, ``VALUE_WIDTH``, so the three modes of
+``--mode all`` fit in 120 columns). ``run_table`` is one Ray run (its figures, source rates, timed phases);
+``modes_table`` sets runs side by side (the modes of ``--mode all``, or simulated runs); both start with the
+checkpoint figures (``checkpoint_rows``: completed and failed checkpoints with the failures' reasons, p50 / p99 of
+end-to-end duration, alignment, start delay, persisted and processed data, from ``barriersim.run_statistics``).
+``shared_setup_table`` gives the phases a Ray run's modes share; ``cache_line`` the workload cache's part.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from typing import Callable
 from rich.console import Console
 from rich.table import Table
 
+from barriersim.backends import Backend, ran_on
 from barriersim.runtime.faults.fault_log import fired_line
 
 UNLIMITED_WIDTH = 10_000
@@ -216,7 +216,7 @@ def modes_table(summaries: list[dict], statistics: dict | None = None) -> Table:
     """Runs side by side (the modes of one request, or one simulated run), each with its own times; the
     simulator's trace hashes are printed after it (``trace_lines``), not in it."""
     first = summaries[0]
-    ray = first["backend"] == "ray"
+    ray = ran_on(first) is Backend.RAY
     table = new_table(f"barriersim {first['backend']}: {first['scenario']} (seed {first['seed']})",
                       ("figure", "left"), *((s["mode"], "right") for s in summaries))
     for column in table.columns[1:]:

@@ -7,7 +7,7 @@ Every import counts, at module level and inside functions (relative ones resolve
 literal too); ``from package import module`` is an import of the module. ``node_of`` maps a module to its package
 node: each subpackage of ``runtime`` and each of its top modules, ``actors``, ``scenarios``, ``barriersim.report``,
 ``barriersim.spark``, ``barriersim.rundir``, ``barriersim.progress``, the bad-input checks every front end shares
-(``barriersim.errors``, ``barriersim.extras``, ``barriersim.ray_address``) and ``barriersim`` (the rest).
+(``barriersim.errors``, ``extras``, ``ray_address``, ``backends``) and ``barriersim`` (the rest).
 ``python -m tests.test_package_layering`` prints the node graph and every cycle.
 """
 
@@ -104,7 +104,7 @@ def node_of(module: str) -> str:
         return "runtime" if len(parts) == 2 else f"runtime.{parts[2]}"
     if parts[1] in ("actors", "scenarios"):
         return parts[1]
-    if parts[1] in ("report", "spark", "rundir", "progress", "errors", "extras", "ray_address"):
+    if parts[1] in ("report", "spark", "rundir", "progress", "errors", "extras", "ray_address", "backends"):
         return f"barriersim.{parts[1]}"
     return "barriersim"
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from barriersim.backends import Backend, ran_on
 from barriersim.rundir import RUN_KEYS, Run, RunTables
 from barriersim.spark.analytics import (
     CHECKPOINT_METRICS,
@@ -36,7 +37,7 @@ def is_small(tables: RunTables) -> bool:
 
 
 def all_simulated(runs: list[Run]) -> bool:
-    return all(r.summary.get("backend") == "sim" for r in runs)
+    return all(ran_on(r.summary) is Backend.SIM for r in runs)
 
 
 def _stats(values: pd.Series) -> dict:

@@ -256,5 +256,5 @@ def test_the_ray_links_setting_of_the_environment_is_checked_before_anything_sta
             api.plan(tiny, backend="ray")
         assert str(info.value) == "BARRIERSIM_RAY_LINKS: must be sockets or calls, got 'bogus'"
     else:
-        assert api.plan(tiny, backend="ray").backend == "ray"
+        assert api.plan(tiny, backend="ray").backend is api.Backend.RAY
     api.plan(tiny, backend="sim")  # the simulator has no links: the setting is not its concern
