@@ -250,7 +250,8 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             else:
                 say(f"verifying against the reference{suffix}", None)
                 verification = verify_in_ray(config.graph, split_refs, result.committed_output,
-                                             at_least_once=not config.checkpointing.mode.exactly_once, ending=result.ending,
+                                             at_least_once=not config.checkpointing.mode.exactly_once,
+                                             ending=result.ending,
                                              pending=result.pending_records, operations=result.operations)
             own = {"deploy": deploy, "job": running, "verification": time.perf_counter() - t1}
             write_run_directory(target, scenario, None, result.checkpoints,

@@ -52,8 +52,8 @@ def main() -> int:
     t2 = time.perf_counter()
     verdict = verify(expected, result.committed_output, at_least_once=not config.checkpointing.mode.exactly_once)
     verified = time.perf_counter() - t2
-    print(f"{scenario.name} on Ray actors, {expected.records:,} records, mode {config.checkpointing.mode.value}, checkpoints every "
-          f"{config.checkpointing.interval_ms} ms:")
+    print(f"{scenario.name} on Ray actors, {expected.records:,} records, mode {config.checkpointing.mode.value}, "
+          f"checkpoints every {config.checkpointing.interval_ms} ms:")
     print(f"  workload drawn and expected output evaluated: {drawn:.1f} s wall")
     print(f"  job on Ray (actors started to job end): {ran:.1f} s wall = {expected.records / ran:,.0f} records/s; "
           f"outcome {result.outcome}; checkpoints completed {result.counts.get('completed', 0)}, "

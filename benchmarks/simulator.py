@@ -63,9 +63,9 @@ SIXTEEN_TASKS = JobGraph(
 
 def measure_job(mode: str, faults: str = "[]", records: int = 400_000, rate: int = 10_000) -> dict:
     splits = {"source": local_splits(records, 1000, 1.0, 100, 4, seed=1, rate_per_source=rate)}
-    config = JobConfig(SIXTEEN_TASKS,
-                       checkpointing=CheckpointingConfig(mode=mode, interval_ms=100,
-                                                         aligned_checkpoint_timeout_ms=50 if CheckpointingMode.parse(mode).uses_alignment_timeout else 0),
+    timeout = 50 if CheckpointingMode.parse(mode).uses_alignment_timeout else 0
+    config = JobConfig(SIXTEEN_TASKS, checkpointing=CheckpointingConfig(mode=mode, interval_ms=100,
+                                                                        aligned_checkpoint_timeout_ms=timeout),
                        workload=WorkloadConfig(rate_per_source=rate), faults=FaultSchedule.from_json(faults),
                        restart=RestartStrategyConfig(delay_ms=200))
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -107,7 +107,8 @@ def measure_rate(rate: int, seconds: float, exact_sources: bool = False) -> dict
     records = int(rate * seconds) * 4
     splits = {"source": local_splits(records, 1000, 1.0, 100, 4, seed=1, rate_per_source=rate)}
     config = JobConfig(rate_graph(), checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
-                       workload=WorkloadConfig(rate_per_source=rate, source_emission="exact" if exact_sources else "steps"))
+                       workload=WorkloadConfig(rate_per_source=rate,
+                                               source_emission="exact" if exact_sources else "steps"))
     started, cpu_started = time.perf_counter(), time.process_time()
     result = JobSimulation(config, splits, seed=7).run()
     wall = time.perf_counter() - started

@@ -96,7 +96,8 @@ class Setting:
     @property
     def choices(self) -> tuple[str, ...]:
         """The values an enum setting takes, as written in a scenario file (empty for other types)."""
-        return tuple(m.value for m in self.kind) if isinstance(self.kind, type) and issubclass(self.kind, enum.Enum) else ()
+        is_enum = isinstance(self.kind, type) and issubclass(self.kind, enum.Enum)
+        return tuple(m.value for m in self.kind) if is_enum else ()
 
 
 @dataclass(frozen=True)

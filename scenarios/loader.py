@@ -322,7 +322,8 @@ def with_setting(scenario: Scenario, dotted_key: str, value: Any) -> Scenario:
     (unchecked: see ``apply_settings``)."""
     section, _, name = dotted_key.partition(".")
     current = getattr(scenario, section)
-    return with_overrides(scenario, **{section: replace(current, **{name: SECTIONS[section].fields[name].parse(value)})})
+    parsed = SECTIONS[section].fields[name].parse(value)
+    return with_overrides(scenario, **{section: replace(current, **{name: parsed})})
 
 
 def check_setting(path: str, where: str, dotted_key: Any, value: Any) -> Any:

@@ -37,7 +37,8 @@ class CoordinatorActions:
 
     def _new_coordinator(self, store=None, first_attempt_number: int = 0) -> CheckpointCoordinator:
         if store is None:
-            store = DefaultCompletedCheckpointStore(self.config.checkpointing.max_retained, self.storage, on_error=self._storage_error)
+            store = DefaultCompletedCheckpointStore(self.config.checkpointing.max_retained, self.storage,
+                                                    on_error=self._storage_error)
         return CheckpointCoordinator(
             self.job_id, vertices_from_job_graph(self.graph), self.config.checkpointing.coordinator_configuration(),
             clock=self.clock, timer_service=_GenerationTimers(self, self.coordinator_generation),

@@ -227,7 +227,8 @@ class JobFailover:
         its periodic trigger (job RUNNING) and deploys new attempts (ids no earlier attempt used)."""
         try:
             recovered = recover_completed_checkpoint_store(self.job_id, self.storage,
-                                                           self.config.checkpointing.coordinator_configuration(), self._storage_error)
+                                                           self.config.checkpointing.coordinator_configuration(),
+                                                           self._storage_error)
             self.coordinator = self._new_coordinator(recovered.store, next_attempt_number(self.coordinator))
             self.restart_strategy = self._new_restart_strategy()
             self.coordinator_down = False

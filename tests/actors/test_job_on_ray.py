@@ -31,9 +31,9 @@ def test_a_killed_task_actor_fails_over_to_the_latest_checkpoint(mode, tmp_path)
     splits = {"source": local_splits(50_000, 100, 1.0, 100, 2, seed=1)}
     # The sources are paced to 10k records/s each, so the job runs at least 2.5 s and the kill at 1.5 s
     # (after several 100 ms checkpoints) lands mid-run.
-    config = JobConfig(graph,
-                       checkpointing=CheckpointingConfig(mode=mode, interval_ms=100,
-                                                         aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0),
+    timeout = 20 if mode == "aligned-with-timeout" else 0
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode=mode, interval_ms=100,
+                                                                aligned_checkpoint_timeout_ms=timeout),
                        workload=WorkloadConfig(rate_per_source=10_000), restart=RestartStrategyConfig(delay_ms=100),
                        faults=FaultSchedule((CrashTask("keyed-sum#1", at_ms=1500),)))
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"kill-{mode}", timeout_seconds=240)

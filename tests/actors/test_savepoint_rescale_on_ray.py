@@ -168,7 +168,8 @@ def test_a_retained_incremental_checkpoint_of_another_run_is_restored_on_ray_fro
     state = {"backend": "incremental", "entry_bytes": 1000}
     first = scenario("aligned", {"keyed": 2, "sink": 1}, [Cancel(2500)], retain=True, state=state)
     config = job_config(first)
-    config = dataclasses.replace(config, checkpointing=dataclasses.replace(config.checkpointing, memory_threshold_bytes=0))
+    config = dataclasses.replace(config, checkpointing=dataclasses.replace(config.checkpointing,
+                                                                           memory_threshold_bytes=0))
     simulation = JobSimulation(config, workload_splits(first), first.seed, checkpoint_directory=tmp_path / "first")
     simulation.run()
     retained = simulation.report.jobs[0].retained_checkpoint

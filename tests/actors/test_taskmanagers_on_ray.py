@@ -64,9 +64,9 @@ def test_64_subtasks_in_4_taskmanagers_over_3_nodes_complete_nine_checkpoints(mo
     # a checkpoint of these 64 actors takes tens of ms, where every hop waits for a core (a shared machine, loaded
     # 10 to 40-fold; CI once) one took 2 to 6 s, and 54 s of paced data gave 7 completed of 10
     splits = {"source": local_splits(960, 100, 1.0, 100, 16, seed=2)}
-    config = JobConfig(SIXTY_FOUR,
-                       checkpointing=CheckpointingConfig(mode=mode, interval_ms=100,
-                                                         aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0),
+    timeout = 20 if mode == "aligned-with-timeout" else 0
+    config = JobConfig(SIXTY_FOUR, checkpointing=CheckpointingConfig(mode=mode, interval_ms=100,
+                                                                     aligned_checkpoint_timeout_ms=timeout),
                        workload=WorkloadConfig(rate_per_source=10, min_checkpoints=8), cluster=FOUR_TASKMANAGERS)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"sixty-four-{mode}", timeout_seconds=600)
 

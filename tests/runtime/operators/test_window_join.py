@@ -85,9 +85,9 @@ def test_a_window_join_job_is_exactly_once_through_a_failover(mode):
     splits = {"left": local_splits(6000, 50, 1.0, 100, 2, seed=1), "right": local_splits(3000, 50, 1.0, 100, 1, seed=2,
                                                                                          record_id_offset=10**9)}
     faults = FaultSchedule.from_json('[{"type":"crash_task","task":"join#1","point":"mid_alignment","checkpoint_id":2}]')
-    config = JobConfig(GRAPH,
-                       checkpointing=CheckpointingConfig(mode=mode, interval_ms=50,
-                                                         aligned_checkpoint_timeout_ms=10 if mode == "aligned-with-timeout" else 0),
+    timeout = 10 if mode == "aligned-with-timeout" else 0
+    config = JobConfig(GRAPH, checkpointing=CheckpointingConfig(mode=mode, interval_ms=50,
+                                                                aligned_checkpoint_timeout_ms=timeout),
                        workload=WorkloadConfig(rate_per_source=5000), restart=RestartStrategyConfig(delay_ms=50),
                        faults=faults)
     result = JobSimulation(config, splits, 5).run()

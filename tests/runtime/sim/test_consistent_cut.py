@@ -31,9 +31,9 @@ BACKPRESSURE = '{"type":"slow_task","task":"keyed-sum#0","factor":20}'
 def simulate(mode, faults, records=20_000):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(records, 100, 1.0, 100, 2, seed=1)}
-    config = JobConfig(graph,
-                       checkpointing=CheckpointingConfig(mode=mode, interval_ms=50,
-                                                         aligned_checkpoint_timeout_ms=5 if mode == "aligned-with-timeout" else 0),
+    timeout = 5 if mode == "aligned-with-timeout" else 0
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode=mode, interval_ms=50,
+                                                                aligned_checkpoint_timeout_ms=timeout),
                        workload=WorkloadConfig(rate_per_source=100_000), restart=RestartStrategyConfig(delay_ms=50),
                        faults=FaultSchedule.from_json(faults))
     job = JobSimulation(config, splits, 3, record_cuts=True)

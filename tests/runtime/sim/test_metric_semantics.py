@@ -135,9 +135,9 @@ def test_a_completed_checkpoint_reports_discarded_once_it_was_subsumed_or_discar
     finished = run("aligned")
     assert len(_discarded(finished)) >= 3 and all(_discarded(finished).values())
     splits = {"source": local_splits(30_000, 64, 1.2, 100, 2, seed=4)}
-    config = JobConfig(GRAPH,
-                       checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100,
-                                                         externalized_checkpoint_retention=ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION),
+    retain = ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+    config = JobConfig(GRAPH, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100,
+                                                                externalized_checkpoint_retention=retain),
                        workload=WorkloadConfig(rate_per_source=20_000), actions=ActionSchedule((Cancel(450),)))
     cancelled = _discarded(JobSimulation(config, splits, 5).run())
     latest = max(cancelled)

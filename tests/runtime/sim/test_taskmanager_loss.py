@@ -29,9 +29,9 @@ def subtasks_of(tm: int) -> set[str]:
 
 def simulate(mode, faults, seed=3, cluster=CLUSTER):
     splits = {"source": local_splits(24_000, 100, 1.0, 100, 8, seed=1)}
-    config = JobConfig(GRAPH,
-                       checkpointing=CheckpointingConfig(mode=mode, interval_ms=30,
-                                                         aligned_checkpoint_timeout_ms=5 if mode == "aligned-with-timeout" else 0),
+    timeout = 5 if mode == "aligned-with-timeout" else 0
+    config = JobConfig(GRAPH, checkpointing=CheckpointingConfig(mode=mode, interval_ms=30,
+                                                                aligned_checkpoint_timeout_ms=timeout),
                        workload=WorkloadConfig(rate_per_source=10_000), restart=RestartStrategyConfig(delay_ms=50),
                        cluster=cluster, faults=FaultSchedule.from_json(faults))
     job = JobSimulation(config, splits, seed, record_cuts=True)
