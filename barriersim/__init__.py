@@ -2,15 +2,11 @@
 deterministic simulator.
 
 Subpackages: ``barriersim.runtime`` (the sans-IO core), ``barriersim.actors`` (thin Ray actors driving it),
-``barriersim.scenarios`` (scenario files and their loader), ``barriersim.spark`` (workloads, reference results
-and analytics in Spark on Ray).
-
-For notebooks: ``barriersim.run(scenario, backend="sim", mode=None, seed=None, out=None, ...)`` runs a scenario
-and returns a ``RunResult`` (``barriersim.api.run``); ``barriersim.run_sweep`` runs a ``[sweep]`` and aggregates
-it in Spark (``barriersim.sweep.run_sweep``). The errors bad input raises are exported here too:
-``ScenarioError``, ``FaultScheduleError``, ``ActionScheduleError``, ``UnsupportedScenario``, ``ArgumentError``
-(all ``BarriersimError`` but the first three, which are ``ValueError``-like errors of the loader, the fault
-schedule and the action schedule). Names are loaded
+``barriersim.scenarios`` (scenario files and their loader), ``barriersim.spark`` (Spark on Ray). For notebooks:
+``barriersim.run(scenario, backend="sim", mode=None, seed=None, out=None, ...)`` runs a scenario and returns a
+``RunResult`` (``barriersim.api.run``); ``barriersim.run_sweep`` runs a ``[sweep]``. The errors bad input raises
+are exported too (``ScenarioError``, ``FaultScheduleError``, ``ActionScheduleError``: ``ValueError``-like; the rest
+``BarriersimError``), and the typed choices (``CheckpointingMode``, ``Backend``, ``WorkloadGenerator``). Names load
 on first use, so ``import barriersim`` stays cheap for the sans-IO core.
 """
 
@@ -33,6 +29,8 @@ _EXPORTS = {
     "UnsupportedScenario": ("barriersim.errors", "UnsupportedScenario"),
     "ArgumentError": ("barriersim.errors", "ArgumentError"),
     "CheckpointingMode": ("barriersim.runtime.checkpointing_mode", "CheckpointingMode"),
+    "Backend": ("barriersim.backends", "Backend"),
+    "WorkloadGenerator": ("barriersim.backends", "WorkloadGenerator"),
 }
 
 __all__ = sorted(_EXPORTS)
