@@ -417,7 +417,7 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
     for target, scenario in targets:
         if progress is not None:
             progress(f"simulating {scenario.name} in {scenario.checkpointing.mode.value} mode", None)
-        summary = simulate(scenario, target, splits=splits, generated_by=p.workload.value,
+        summary = simulate(scenario, target, splits=splits, generated_by=p.workload,
                            checkpoint_files=checkpoint_files, checkpoint_storage=storages[target])
         runs[summary["mode"]] = ModeRun(target, summary)
     return RunResult(out, runs)

@@ -52,6 +52,7 @@ from typing import Callable, Sequence
 
 from barriersim import run_storage, workload_cache
 from barriersim.analytics_export import AnalyticsExportError, export_analytics
+from barriersim.backends import Backend, WorkloadGenerator
 from barriersim.continuation import (
     RunPublishError,
     output_after_snapshot,
@@ -268,7 +269,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
             through = sum(source_runs.get(task, (records_read_in_run(task, size, at_start),))[0]
                           for task, size in split_sizes.items())
             summary = build_summary(
-                scenario=scenario, backend="ray", generated_by="spark",
+                scenario=scenario, backend=Backend.RAY, generated_by=WorkloadGenerator.SPARK,
                 records=records, counts=result.counts, verification=verification.as_dict(),
                 outcome=result.outcome, restarts=result.restarts,
                 restored_checkpoint_ids=result.restored_checkpoint_ids,
@@ -307,11 +308,11 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
         # else in pandas when they are small (barriersim.report.statistics), else in a Spark started for them
         t2 = time.perf_counter()
         written = [Run(path=target, label="." if target == root else target.name, summary=s) for target, s in finished]
-        statistics = "spark"
+        in_pandas = False
         if spark is None:
             tables = RunTables(written, *run_tables(written))
             if is_small(tables):
-                statistics = "pandas"
+                in_pandas = True
                 say("computing the checkpoint statistics (pandas)", None)
                 compute_locally(root, tables)
             else:
@@ -319,7 +320,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
                 spark = cluster.start_spark()
                 shared["spark_start"] = cluster.spark_started_seconds
                 t2 = time.perf_counter()
-        if statistics == "spark":
+        if not in_pandas:
             say("computing the checkpoint statistics in Spark", None)
             compute_analytics(spark, root, written)
         analytics_uri, export_error = None, None
@@ -334,7 +335,7 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
         for target, summary in finished:
             timings = {key: round(value, 3) for key, value in {**shared, **summary["timings_seconds"]}.items()}
             summary = {**summary, "timings_seconds": timings,
-                       "workload_cache": {**summary["workload_cache"], "statistics": statistics}}
+                       "workload_cache": {**summary["workload_cache"], "statistics": "pandas" if in_pandas else "spark"}}
             if spark is not None and not summary["spark"].get("started", True):  # started for the statistics
                 summary["spark"] = cluster.spark_info
             if analytics_uri is not None:

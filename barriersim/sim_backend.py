@@ -23,6 +23,7 @@ import shlex
 import time
 from pathlib import Path
 
+from barriersim.backends import Backend, WorkloadGenerator
 from barriersim.continuation import output_after_snapshot, previous_run, publish_run, write_external_store
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
@@ -46,7 +47,8 @@ def replay_command(scenario_file: Path | str) -> str:
     return " ".join(shlex.quote(p) for p in ("barriersim", "replay", str(scenario_file)))
 
 
-def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, generated_by: str = "local",
+def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None,
+             generated_by: WorkloadGenerator | str = WorkloadGenerator.LOCAL,
              checkpoint_files: bool = False, checkpoint_storage: str | None = None) -> dict:
     """Simulate the effective ``scenario`` into ``out_dir``; ``splits`` (``{source vertex: [records per
     subtask]}``) replace the locally drawn workload, and ``generated_by`` says where they came from.
@@ -77,8 +79,8 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     virtual_seconds = result.virtual_ms / 1000
     through = sum(records for records, _ in progress.values())
     summary = build_summary(
-        scenario=scenario, backend="sim", generated_by=generated_by, records=records,
-        counts=result.counts, verification=verdict.as_dict(),
+        scenario=scenario, backend=Backend.SIM, generated_by=WorkloadGenerator.parse(generated_by, "generated_by"),
+        records=records, counts=result.counts, verification=verdict.as_dict(),
         outcome=result.outcome.value, restarts=result.restarts,
         restored_checkpoint_ids=result.restored_checkpoint_ids,
         restored_in_flight_bytes=result.restored_in_flight_bytes,
