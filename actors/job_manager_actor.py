@@ -4,37 +4,7 @@ its Ray node, and the checkpoints of each job in the storage of its checkpoint r
 a ``FileSystemCheckpointStorage``, or an ``ObjectStoreCheckpointStorage`` for ``s3://``; savepoints in the savepoint
 directory).
 
-How this works: the JobMaster decides everything at the job level (deployments, the coordinator, the fault
-schedule, failover, JobManager failover, checkpoint metadata, savepoints, stop-with-savepoint, cancel) and the
-Dispatcher the run's jobs (experiment actions, restored jobs); this actor feeds it what happens and carries out
-the actions it returns, with real time and real actors:
-- ``DeployTasks``: one task actor per descriptor, pinned to the Ray node of its TaskManager (``actors.placement``:
-  the deployment's node of each TaskManager, mapped onto the job's ``RayNode`` list), given the job's settings, the
-  descriptor (its state as msgpack), its split (an object-store reference, passed inside a list so that the actor is
-  created before the split exists and reads it when it builds its task) and the handles of this actor and the
-  external store; once every actor of the deployment built and restored its task and knows its peers (``connect``,
-  which also says on which Ray node the actor runs: the run's placement record) and the actors on one Ray node are
-  linked (``actors.socket_links``: each writer connects to the peers it writes to while each reader accepts them),
-  the JobMaster hears ``tasks_restored``, the tasks are started (``run``, on the job's clock) and it hears
-  ``tasks_started`` (``ReportRunning``: the other tasks' RUNNING reports on a later turn of the loop, after the
-  timers due, as Flink's come one RPC each); a restored job's deployment carries its own settings (its graph's
-  parallelism) and its sources the object references of the splits they read; ``KillTask``: ``ray.kill`` of the
-  actor (its death comes back as the error of its ``run`` call); ``KillTaskManagers``: ``ray.kill`` of every actor
-  of those TaskManagers at once, or, for a lost node, the node itself killed by its ``NodeAgent`` (its actors die
-  with it, and Ray reports their deaths once it declares the node dead); ``CancelTasks``: every task actor of that
-  deployment is cancelled (its task stops, and what its closed asynchronous parts report goes to the JobMaster),
-  then killed;
-- ``SendToTask``: after the fault's delay, a ``task_message`` call to the attempt's actor if the attempt is still
-  current; ``SendToCoordinator``: after the fault's delay, back into the JobMaster; ``StartTimer``: a timer on
-  the loop; ``JobEnded``: the run returns. The coordinator's own timers run on the loop (``LoopTimerService``),
-  its clock is the wall clock in ms.
-- what the tasks tell: acknowledgements (their snapshots decoded from msgpack), declines, a failed task's closed
-  asynchronous parts, finished notices, a
-  task-side crash point reached, a slowdown met; a task's death is seen as the error of its ``run`` call
-  (``RayActorError``) and any task error is a failure too: ``task_failed``.
-A restore's typed errors end the job FAILED inside the JobMaster (``runtime.job.restore_failure``) and a task that
-cannot be created or deployed is a failed deployment; any other error in the JobMaster is a bug, and ends the run
-with its traceback. No protocol or job-level rule lives here.
+How it works: ``docs/modules.md``, ``actors/job_manager_actor.py``.
 """
 
 from __future__ import annotations

@@ -1,53 +1,7 @@
 """One subtask of a job as a Ray actor driving a sans-IO ``runtime.task.stream_task.StreamTask`` on a task thread of
 its own, as Flink's ``StreamTask`` runs on its task thread with a mailbox (``actors.mailbox``).
 
-How this works: the actor is a threaded Ray actor. Its Ray methods run on Ray's threads and only put mails into
-the task's ``TaskMailbox``; one task thread, started when the task is built (``connect``), takes the mails in
-order, runs the timers that are due and does the task's work between them, so the task object sees one event at a
-time on one thread (Flink's ``MailboxProcessor``). The task is built from its deployment descriptor as on the
-simulator (``runtime.job.deployment``); the actor does per subtask what the simulator's data plane does, with
-real time and real messages:
-- what arrives: ``deliver`` (a batch of channel elements from one upstream actor), ``upstream`` (credit,
-  resume-consumption and debloated buffer sizes for this task's subpartitions), ``task_message`` (the JobMaster's
-  checkpoint trigger, completion and abort notices), each a mail; what a peer on this Ray node wrote to its link (a
-  ``deliver``'s or an ``upstream``'s arguments over a Unix domain socket, ``actors.socket_links``) is a mail too,
-  put by the links' reader thread. Elements are handed to the task in each channel's sequence-number order: Ray does
-  not promise call order for a threaded actor, so an element that arrives early waits until the gap before it is
-  filled;
-- work: once ``run`` started the task, the task thread calls ``process_next()`` while it returns PROCESSED, in
-  bursts of at most ``BURST_SECONDS`` (one step for a paced source) with the mails that came meanwhile taken
-  between them, waits for a mail or a timer when the task is IDLE or BACKPRESSURED, and ``run`` returns when the
-  task is FINISHED and its outboxes are handed to Ray (with its records, steps, idle waits, when on the job's
-  clock it processed its last record, the process CPU its run took and its task thread's part of it, the Ray
-  calls, buffers and bytes of channel elements it sent, and where the task thread's time went: steps, arrivals,
-  outgoing elements, calls); sources are paced to ``source_rate`` records/s when one is set; an output flusher
-  timer calls ``flush_outputs()`` every ``buffer_timeout_ms`` (Flink's 100 ms); a task slowed by the fault
-  schedule (``SlowTask``: ``factor`` from ``from_ms`` until ``until_ms`` after the job started) waits
-  ``factor - 1`` times each burst's duration after it before it works again, taking its mails meanwhile;
-- what leaves: after every burst, mail and timer, ``poll_sendable()`` elements go to per-consumer outboxes and
-  ``drain_actions()`` credit, resume-consumption and buffer sizes to per-producer outboxes; each outbox is sent as
-  ONE Ray call (msgpack; a buffer's records as their column buffers), or as one value written to the peer's link
-  when both actors run on one Ray node (``actors.socket_links``: the same value, in the same order, over a Unix
-  domain socket, without a Ray call), when the current burst of work ends, or at once when a step produced a channel
-  event (a barrier, above all an unaligned one, must not wait behind the rest of a burst: Flink's network thread
-  sends it as soon as it is queued), in the order the partitions handed the elements out (priority events first, as
-  the partitions order them). At most ``DATA_CALLS_IN_FLIGHT`` calls to one consumer, and one to each producer, are
-  in flight at a time (a call completes when the receiver has put it into its mailbox, a link's value once it is
-  written to its socket): what becomes ready meanwhile waits in the outbox and goes with the next call, so a task
-  sends all the buffers its credit allows for one consumer in one call, as Flink's network stack writes whatever is
-  queued for a connection whenever it is writable; credits for one subpartition waiting together are announced as
-  one (Flink's ``unannouncedCredit``). How many buffers a call carries is the receiver's credit: up to its exclusive
-  and floating buffers over a remote channel, at most two over a local channel (producer and consumer in one
-  TaskManager), which holds the buffer its task reads and the next one (``runtime.network.input.input_channel``).
-  The upstream window of one also keeps a producer's messages in order. Acknowledgements, declines and the finished
-  notice go to the job manager actor in order, from a reporter thread, each after the sink's store writes made
-  before it were confirmed; an acknowledgement's snapshot is encoded there, off the task thread, after the barrier
-  went on downstream (as Flink's asynchronous snapshot part runs in its own thread pool). A checkpoint's
-  asynchronous part and channel-state write complete on the task thread after the cost model's emulated remote-store
-  time (``runtime.checkpoint_cost``, ``Charging.REAL_TIME``: none unless the scenario asks for it), then the task
-  acknowledges.
-Any error in the task fails the actor's ``run`` call, which the job manager treats as a task failure.
-No protocol rule lives here.
+How it works: ``docs/modules.md``, ``actors/stream_task_actor.py``.
 """
 
 from __future__ import annotations

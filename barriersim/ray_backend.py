@@ -3,43 +3,7 @@
 run directory gets its effective scenario, ``summary.json`` and per-checkpoint and per-subtask statistics
 (``barriersim.summary``) beside the job's filesystem checkpoints.
 
-How this works: ``run_on_ray`` takes the effective scenarios of one request (one per mode, all with the same
-workload: ``barriersim.api.plan``) and runs them under one start of Ray and Spark (``RayAndSpark``, stopped on
-every exit path; a cluster given by ``address``, or by ``RAY_ADDRESS`` when no address is given, is attached to
-and left running), on one workload, spending as little time as it can outside the job:
-1. Ray starts; Spark on Ray starts on a thread, and meanwhile the first mode's job is deployed: its actors are
-   created with source splits that are still object references of ``actors.workload_handoff``;
-2. once Spark is up, one Spark job generates the workload and hands it over as Arrow tables
-   (``barriersim.spark.workload``); the waiting sources read their splits and the job runs;
-3. the output is verified: the quickstart shape by one Spark SQL job over Arrow data
-   (``barriersim.spark.reference.verify``), any other graph by the reference evaluated in a Ray task
-   (``verify_in_ray``), as is a run whose last job was stopped or cancelled (against its snapshot); meanwhile the
-   next mode's job is deployed, waiting for its splits (the same tables,
-   through its own hand-off), which it gets when the verification is over, so that no two jobs run at once;
-4. Flink's checkpoint statistics of all modes are computed in the same Spark session
-   (``barriersim.spark.analytics``), then each mode's ``summary.json`` is written.
-A workload Spark generated before (the same ``[workload]``, sources and seed: ``barriersim.workload_cache``) is
-taken from the cache instead, and then Spark does not start at all: the splits are put in the object store and the
-first job deploys with them (no hand-off actor to start), the quickstart shape is verified against Spark's cached
-reference
-(``barriersim.spark.reference.compare_with_reference``, the same counts as the Spark SQL job), any other graph in
-a Ray task as above, and small statistics are computed in pandas (``barriersim.report.statistics``; large ones
-in a Spark started for them). A run that generated its workload in Spark computes the reference once its jobs are over
-(so that no Spark job competes with a running one) and writes the entry (``cache_write`` in the timings). ``summary.json``'s ``workload_cache`` says which (``status``: ``hit``,
-``miss``, ``corrupt`` or ``disabled``; ``key``, ``path``, ``written``, ``statistics``: ``spark`` or ``pandas``).
-Every phase is timed in ``timings_seconds``: the shared ones (``ray_start``, ``spark_start``, ``workload``,
-``cache_write``, ``analytics``: the same in every mode of one run; ``spark_start`` is 0 when Spark did not
-start, ``cache_write`` when no entry was written) and the mode's own (``deploy``: from the workload being ready,
-or the previous mode's end, until its tasks run; ``job``: the tasks' run; ``verification``); ``wall_seconds`` is
-the mode's own wall time. Savepoints go to ``savepoints/``, checkpoints to ``checkpoints/<job-id>/``, the
-external system to ``external_store.msgpack``; a run restored from an earlier run's snapshot continues that run's
-external system (``barriersim.continuation``). With a checkpoint storage (a path or ``s3://``) the checkpoints and
-savepoints go under ``<storage>/<run>[/<mode>]`` instead, as the simulator's do, and each mode's ``scenario.toml``,
-external system and ``summary.json`` beside them (``barriersim.continuation.publish_run``), where a restore from
-one of them finds the run; on ``s3://`` the analytics are also written under ``<storage>/<run>/analytics/``
-(``barriersim.analytics_export``), their URI in each ``summary.json`` (``ray.analytics_uri``). Spark's
-and Ray's logs go to ``logs/`` in the run directory (the root one for several modes). Progress, ``(stage,
-fraction or None)``, goes to an optional callback.
+How it works: ``docs/modules.md``, ``barriersim/ray_backend.py``.
 """
 
 from __future__ import annotations

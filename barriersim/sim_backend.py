@@ -1,20 +1,6 @@
 """Runs on the deterministic simulator: one effective scenario simulated, verified, and written as a run directory.
 
-How this works: ``simulate`` takes the effective scenario of one run (its mode, seed, faults and overrides already
-applied: ``barriersim.api.plan``), builds the job's settings (``scenarios.simulation_inputs.job_config``), draws
-the workload locally unless ``splits`` are given (Spark's, for ``workload="spark"``), simulates, verifies the
-committed output against the reference evaluated over the same workload (``runtime.verification.reference``), and writes
-the run directory as the Ray backend does (``barriersim.summary``, with the records each source subtask read and
-its achieved rate, on the virtual clock until its last record: ``JobSimulation.source_progress``):
-``scenario.toml``, ``summary.json`` (with ``backend: "sim"``, the ``simulation`` section, ``trace_sha256`` and the
-one-line ``replay`` command, which re-runs that ``scenario.toml``) and the per-checkpoint and per-subtask
-statistics. Savepoints are written as files
-in ``savepoints/`` (Flink's JobManager storage with a savepoint directory); the checkpoints a cancelled job
-retained, kept in memory while the run lasts, are written to ``checkpoints/<job-id>/`` at its end; the external
-system the sinks wrote goes to ``external_store.msgpack``, so that a later run restored from one of them
-continues it (``barriersim.continuation``). A run whose last job ended by a stop or a cancel is verified against
-that snapshot (``runtime.verification.snapshot.verify_run``). A run is a pure function of its effective scenario
-(and, restored, of the run it continues).
+How it works: ``docs/modules.md``, ``barriersim/sim_backend.py``.
 """
 
 from __future__ import annotations

@@ -1,30 +1,7 @@
 """The run directory both backends write: the effective scenario, ``summary.json`` and the per-checkpoint and
 per-subtask statistics.
 
-How this works: ``build_summary`` lays out ``summary.json`` the same way for a Ray run and a simulated one, in
-this order: ``scenario``, ``seed``, ``backend`` (``ray`` or ``sim``), ``mode``, ``versions``, ``workload``
-(``records``, ``generated_by``, then the scenario's workload settings), ``checkpointing``, ``network`` and ``cluster`` (the
-settings the run used, as the scenario file names them), ``placement`` (where the job ran: TaskManagers, slots, the
-nodes they were spread over, how many input channels are local and how many remote, each deployment's node of every
-TaskManager, the nodes a ``kill_node`` lost, and on Ray the Ray node behind each node), ``checkpoints`` (Flink's counts: ``completed``,
-``total``, ``in_progress``, ``failed``, ``restored``), ``verification`` (``reference``, then the
-verdict's counts), ``job`` (``outcome``, ``failure_reason``: one line saying what failed the job, or null,
-``restarts``, ``restored_checkpoint_ids``, ``restored_in_flight_bytes``, ``final_state``,
-``stopped_with_savepoint``, ``retained_checkpoint``, ``latest_restored``, ``next_attempt_number``),
-``throughput`` (``records_per_second`` and the ``clock`` it was measured on: ``wall`` on Ray, ``virtual`` in the
-simulator; then the offered rate against the achieved one per source subtask, ``source_rates``), ``faults`` (the
-fault schedule run), ``faults_fired`` (each fault of it with ``fired``, how often it took effect, and
-``first_at_ms``: ``runtime.faults.fault_log``), then, for a run with experiment actions or a restore, ``restore`` (the
-run's own ``--from``), ``actions`` (each action with its job, status, savepoint id and path) and ``jobs`` (each job
-of the run: its id, final state, parallelism, ``latest_restored``, counts and operations), then the backend's own
-sections (Ray: ``spark``, ``timings_seconds``; simulator: ``simulation``, ``trace_sha256``, ``replay``), and
-``wall_seconds`` last. ``write_run_directory`` writes it atomically (``runtime.storage``'s
-``AtomicFileWriter``) beside ``scenario.toml`` (the effective scenario: overrides, sweep values, seed, mode and
-faults applied, so ``barriersim replay`` of it runs the same run) and the ``checkpoints``, ``subtasks`` and
-``placement`` tables (CSV and Parquet, Flink's field names; no table without rows). A subtask's rows say its
-TaskManager and how many of its input channels are local (``LocalInputChannel``: the producer in the same
-TaskManager) and remote; ``placement`` has one row per deployment and subtask: TaskManager, slot, node and, on
-Ray, the Ray node it ran on.
+How it works: ``docs/modules.md``, ``barriersim/summary.py``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """Sweeps: a scenario's ``[sweep]`` axes expanded into a run matrix, every point run in every mode, and the runs
 aggregated in Spark on Ray into one table.
 
-How this works: ``run_sweep`` expands the axes with the loader's ``expand_sweep`` (every combination; each point
-is a set of ``section.key`` overrides, checked as the file's values are), checks everything before the first
-run, then runs each point in each mode through ``barriersim.api`` into ``OUT/<point-label>/<mode>/`` (a point's
-label is its settings, e.g. ``zipf_exponent=0.5,interval_ms=100``). ``OUT/sweep.json`` indexes the sweep: the
-axes, the modes and, per point, its settings and per mode its run directory, verdict and checkpoint counts. The
-runs are then aggregated IN SPARK (``barriersim.spark.analytics.compute_sweep_analytics``: the run tables loaded by
-Spark, Flink's summary statistics per run, pivoted to one row per (point, mode) with the axis values and
-``<metric>_<min|max|avg|p50|p90|p95|p99|p999>`` of ``end_to_end_duration``, ``alignment_duration``,
-``persisted_data`` and the rest) and written as Parquet to ``OUT/analytics/sweep.parquet``. On the simulator,
-``workload="spark"`` generates each point's workload in Spark on Ray too (once per distinct workload).
-
-The CLI: ``register(subparsers)`` adds ``barriersim sweep SCENARIO`` and ``main_from_args(args)`` runs it, naming
-each phase as it starts (the Spark ones too) above a rich progress bar of the runs done, into a new or empty
-``--out`` (``--force`` replaces a previous one); bad input costs one line naming the file and key, and exit
-status 2.
+How it works: ``docs/modules.md``, ``barriersim/sweep.py``.
 """
 
 from __future__ import annotations

@@ -2,24 +2,8 @@
 all measured in one run: a barrier's start delay and a checkpoint's end-to-end duration in one TaskManager, in
 4 TaskManagers on one node and in 4 TaskManagers over 3 nodes.
 
-How this works: ``barriersim.local_cluster.LocalCluster`` starts three Ray nodes on this machine (each a raylet
-with its own object store). The job is source (4) -> hash -> keyed sum (4) -> rebalance -> sink (1), its sources
-paced to a trickle (10 records/s each, one record per step) so that the barriers pass an idle pipeline, checkpointed every 200 ms, in aligned mode, placed
-(a) in one TaskManager (every channel local), (b) in 4 TaskManagers of one slot on one node (the channels between
-TaskManagers remote, every actor on the driver's node), (c) in the same 4 TaskManagers spread over the 3 nodes
-(TaskManager ``t`` on node ``t % 3``), in ``--repeats`` interleaved rounds. Per placement it prints the medians,
-over the completed checkpoints but the first, of the sources' and the sink's start delay (Flink's: from the
-trigger to the first barrier at the subtask; the sink's is the barrier's whole way: trigger RPC to a source, a
-hash hop, a rebalance hop) and of the end-to-end duration; beside them the raw Ray figures for the same
-placement: the one-hop latency (half an awaited round trip) between two actors where the job's channels run
-(same node; for (c) also across nodes) and a fire-and-forget chain of the barrier's 3 hops (driver's node ->
-source's node -> keyed sum's node -> sink's node, the nodes of ``source#1``, ``keyed-sum#2`` and ``sink#0`` in
-that placement). On one machine every hop is loopback: a node is a process boundary (its own raylet and object
-store), not a network distance; what differs between the placements is Flink's protocol (local channels deliver
-the barrier in order without announcements, remote ones through their credit-based buffers) and Ray's per-node
-processes.
-
 Run: ``python -m benchmarks.placement [--repeats N] [--records N]``.
+How it works: ``docs/modules.md``, ``benchmarks/placement.py``.
 """
 
 from __future__ import annotations

@@ -2,38 +2,9 @@
 pipeline with checkpointing off and every 100 ms, and the time a barrier takes through an idle pipeline of
 depth 4 against 4 raw one-hop latencies.
 
-How this works: (1) ``benchmarks.ray_baseline.measure_raw_ray`` (one-way 32 KiB calls/s, round trip, chain);
-(1') ``measure_raw_pipeline``: 4 actors that only pass 32 KiB payloads on, the ceiling of the pipeline's shape over
-actor calls; (1'') ``measure_raw_socket_pipeline``: the same over Unix domain sockets, the ceiling of the
-transport barriersim's task actors on one node use (``actors.socket_links``);
-(2) ``run_graph_on_ray`` on source -> map -> map -> sink (forward or rebalance, parallelism 1, unpaced
-source; by default one stage per TaskManager, so that every channel is remote, as every hop of (1') crosses
-between processes; ``--taskmanagers one``: one TaskManager, every channel local), with an interval too large to
-trigger and every 100 ms, in ``--repeats`` interleaved pairs of runs
-whose medians are compared (one pair is as noisy as the effect), and in the default shape also the same pipeline in
-one TaskManager with checkpointing off and the spread pipeline over actor calls instead of links
-(``socket_links=False``), checkpointing off; records/s while the records flow (from
-the first tasks' start to the sink's last record: the final checkpoint a checkpointing job then waits for,
-FLIP-147, is printed apart), MB/s at the model's 32 bytes per record (Flink's buffers carry
-``record_size`` bytes per record; the msgpack bytes really sent per hop are printed too), and the CPU per
-record of the task actors and the job manager (process time, Ray's own threads in those processes included:
-a second view of the checkpoints' cost, as the pipeline is CPU-bound), data buffers per Ray data call, data and
-credit calls per second per hop, and per stage where the time goes (``stage_account``); (3) the same pipeline with a source paced to a trickle,
-checkpointed every 200 ms: how long the barrier takes from the trigger to the sink (the sink's start delay, as
-Flink defines it: trigger RPC and three data hops, 4 hops), a checkpoint's end-to-end duration (those, then
-the acknowledgement RPC) and the barrier's time from the source's acknowledgement to the sink's, against ``4 x``
-the raw one-hop latency (half the raw round trip) and against a raw chain of 4 fire-and-forget hops (calls not
-awaited, as barriersim's channel calls are). Prints the ratios against the targets: (2)/(1) bytes/s >= 0.7,
-checkpoints every 100 ms cost <= 5 %, (3) <= 1.5x the raw hops.
-
-Before and after the columnar data plane (``--before-after``), in one run: the pipeline's records/s and MB/s with
-checkpointing off and every 100 ms, each side in a Ray cluster of its own started by a subprocess (the current code,
-and the code of ``baseline_tree.BEFORE_COLUMNAR``: records as Python tuples, one msgpack array each on the wire),
-each against the raw same-shape pipeline (1') measured in that same cluster just before; targets: >= 1,000,000
-records/s, and byte throughput (records x 32 B) at least the raw pipeline's.
-
 Run: ``python -m benchmarks.ray_pipeline [--records N] [--repeats N] [--partitioner forward|rebalance]
 [--taskmanagers spread|one] [--before-after [--baseline-rev REV]]``.
+How it works: ``docs/modules.md``, ``benchmarks/ray_pipeline.py``.
 """
 
 from __future__ import annotations

@@ -5,29 +5,8 @@ throughput (generated fault schedules per minute). The simulator's targets: >= 5
 (``barriersim.strategies.simulated_cases()``: every mode, random topologies, faults and protocol situations, each
 case simulated and checked for consistent cuts, as the property suite does).
 
-The campaign's baselines, measured in the same run on the same generated cases: the cases with Flink's default
-checkpoint timeout of 10 minutes instead of the drawn 1-10 s (a case whose acknowledgement was dropped then waits
-ten simulated minutes), and Hypothesis drawing the cases without simulating them (the ceiling of the campaign).
-
-Before and after the columnar data plane, in the same run: the same 16-task shape (4 sources -> hash -> 8 keyed
-sums -> rebalance -> 3 maps -> rebalance -> 1 exactly-once sink, 0.1 us of work per record downstream, so that the
-job keeps up with its sources) at 10,000, 100,000 and 1,000,000 records/s per source, checkpoints every 100 ms:
-simulated seconds per second of CPU (and of wall time) on the current code ("after") and, in a subprocess, on the
-code of ``baseline_tree.BEFORE_COLUMNAR`` ("before": records as Python tuples), alternately. Targets: >= 100x real
-time at 10,000 records/s per source, >= 1x at 1,000,000. For each target the table also gives the events per second
-it needs at the run's events per simulated second, against the kernel's ceiling below: a target above the ceiling
-cannot be met by cheaper work per event, only with fewer events per simulated second.
-
-Baseline, measured in the same run: the kernel's ceiling, i.e. the same ``Simulation`` heap loop driving 16
-self-rescheduling callbacks that do nothing else (the events/s no simulated job can exceed on this machine,
-and the microseconds each event of the job spends beyond it). Simulated seconds per wall second depend on
-the job's rate as much as on the simulator: the table has the default rate (10,000 records/s per source
-subtask) and a tenth of it.
-
-The same three rates with exact source emission (``workload.source_emission = "exact"``: every record written when
-it is due) follow the table, against the steps of its "after" rows: what that fidelity costs the simulator.
-
 Run: ``python -m benchmarks.simulator [--rates-only] [--repeats N] [--baseline-rev REV]``.
+How it works: ``docs/modules.md``, ``benchmarks/simulator.py``.
 """
 
 from __future__ import annotations

@@ -3,12 +3,7 @@ top level holds value types that import no subpackage of it, the sans-IO core im
 framework, the two drivers (the Ray actors and the simulator) stay apart, and an import inside a function is of an
 optional extra (or of a module that needs one), or in ``LOCAL_IMPORTS_ALLOWED`` with its reason.
 
-Every import counts, at module level and inside functions (relative ones resolved, ``importlib.import_module`` of a
-literal too); ``from package import module`` is an import of the module. ``node_of`` maps a module to its package
-node: each subpackage of ``runtime`` and each of its top modules, ``actors``, ``scenarios``, ``barriersim.report``,
-``barriersim.spark``, ``barriersim.rundir``, ``barriersim.progress``, the bad-input checks every front end shares
-(``barriersim.errors``, ``extras``, ``ray_address``, ``backends``) and ``barriersim`` (the rest).
-``python -m tests.test_package_layering`` prints the node graph and every cycle.
+How it works: ``docs/modules.md``, ``tests/test_package_layering.py``.
 """
 
 from __future__ import annotations

@@ -2,14 +2,7 @@
 carries out what the coordinator asks (triggers and notifications to the tasks, discards in the checkpoint storage,
 the restore it decides, the results of trigger requests, ``FailJob``) and writes each checkpoint's ``_metadata``.
 
-How this works: ``CoordinatorActions`` is the part of ``runtime.job.job_master.JobMaster`` (a base class of it,
-sharing its state) that turns the coordinator's actions into the JobMaster's. The actions of one coordinator call are
-carried out in order, as one batch; those of a coordinator timer are collected while its callback runs and handled
-as one batch once it returned (``_flush_to_sink``), then handed to the driver's action sink. A ``FailJob`` waits in
-one queue until the outermost batch went out and no failover runs, as Flink's ``failJob`` is queued on the
-JobMaster's main thread while the coordinator's call goes on; one that finds the job ended is dropped. The timers of
-a coordinator that crashed never fire (``_GenerationTimers``). Mirrors how Flink's ``DefaultScheduler`` wires its
-``CheckpointCoordinator`` (``CheckpointFailureManager.FailJobCallback``, the checkpoint storage, the timer).
+How it works: ``docs/modules.md``, ``runtime/job/coordinator_actions.py``.
 """
 
 from __future__ import annotations

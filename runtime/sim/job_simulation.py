@@ -1,26 +1,7 @@
 """A whole job in virtual time: the JobMaster and the stream tasks of the Ray backend, driven by the discrete-event
 kernel with a network and cost model.
 
-How this works: the simulator is three things. The kernel (``runtime.sim.kernel``) keeps virtual time, one seed
-and the trace. The ``JobMaster`` (``runtime.job``) decides everything at the job level: deploying attempts,
-applying the fault schedule, failover, JobManager failover, the checkpoint coordinator and its metadata, written to
-an in-memory ``JobManagerCheckpointStorage`` or, given a directory or storage URI, to the Ray backend's storage
-(``FileSystemCheckpointStorage``, or ``ObjectStoreCheckpointStorage`` for ``s3://``, with its state files and
-completed-checkpoint list). This module carries out the JobMaster's actions in virtual time:
-- ``DeployTasks``: every subtask becomes a ``StreamTask`` (``runtime.job.deployment.deploy_task``), restored, then
-  started (the first output and credit sent, its flusher set); a task that cannot restore its state fails the
-  deployment (``deploy_failed``); ``KillTask``: the task's death is reported at once; ``KillTaskManagers`` (a
-  TaskManager crash, or a node loss: the simulator has no node processes, so losing a node is losing every
-  TaskManager on it): every death is reported at once, the first failing the job over;
-  ``CancelTasks``: every task of the deployment fails (its closed asynchronous parts report their figures), and
-  nothing scheduled for it runs any more;
-- ``SendToTask`` / ``SendToCoordinator``: an RPC delivered after ``rpc_latency_us`` plus the fault's delay;
-- ``StartTimer``: a kernel event (faults, restarts and recoveries come before anything else at their instant);
-- ``JobEnded``: the kernel stops.
-The network and the cost of work are ``runtime.sim.data_plane``'s. Everything random comes from the simulation's
-seed, so ``(config, workload, seed)`` fixes the trace. With ``record_cuts`` every completed checkpoint is checked
-to be a consistent cut after the run (``runtime.sim.consistent_cut``). Mirrors a Flink ``MiniCluster`` running one
-job: its ``JobMaster`` and its task executors.
+How it works: ``docs/modules.md``, ``runtime/sim/job_simulation.py``.
 """
 
 from __future__ import annotations

@@ -1,40 +1,9 @@
 """A Hypothesis rule-based state machine driving the sans-IO ``JobMaster`` directly, as a tiny fake driver: no
-simulator kernel, no Ray, no ``StreamTask``. The driver carries out the JobMaster's actions the way
-``runtime.sim.job_simulation`` does: ``DeployTasks`` is restored and started at once (or, when a rule says so, later
-by a rule, or it fails: ``deploy_failed``), ``KillTask`` deaths are reported at once or when a rule sees them,
-``CancelTasks`` forgets the deployment, ``SendToTask`` and ``SendToCoordinator`` are queued with their due time and
-delivered by rules (one at a time, or all that are due in some order), ``StartTimer`` and the coordinator's own
-timers run on one ``ManualTimerService`` that rules advance. A ``TriggerCheckpoint`` delivered to a current task
-starts the checkpoint in every live task of its deployment; rules then acknowledge it (with keyed state whose bytes
-name the checkpoint), decline it, let a task die, crash at a task-side protocol point (a deployment's armed points
-fire when the task gets there: at its acknowledgement), finish, or send messages from attempts of cancelled
-deployments. Each example draws a small job graph (source, map, sink; parallelism 1-2), a short checkpoint interval
-and timeout, a restart policy (fixed-delay or exponential-delay), a placement in two TaskManagers on two nodes and a
-fault schedule (timed and protocol-point task crashes, TaskManager crashes and node losses (``KillTaskManagers``:
-every death reported as a ``KillTask``'s), JobManager failovers, dropped and delayed messages, declined checkpoints,
-failing state and ``_metadata`` writes).
-
-Invariants, after every step:
-1. checkpoint ids strictly increase across failovers and JobManager failovers: the triggers in emission order and
-   every coordinator's statistics (retired ones first) never reuse an id;
-2. a restore uses the latest completed checkpoint: every ``DeployTasks.restored_checkpoint_id`` is the highest
-   completed checkpoint at the restart that led to it (None if none; at least the highest at the failover: a
-   checkpoint still pending then may complete during the restart delay), and the state it hands out is that one's;
-   the storage retains exactly that checkpoint as its newest;
-3. no old attempt is acted on: every ``SendToTask``/``KillTask`` names an attempt of the latest deployment,
-   attempts are never reused and ``is_current`` is False for every attempt of an earlier deployment; messages from
-   old attempts change nothing (no completion, no failover, no fault consumed), but for an acknowledgement or a
-   decline of a checkpoint still pending (after a failover that did not stop the periodic trigger, the pending
-   checkpoints wait for the restart, and Flink's coordinator takes their old attempts' messages);
-4. the job ends once faults stop: the final phase (a rule, and the teardown of every example that did not end)
-   delivers everything, lets every task acknowledge and finish and advances the clock: the outcome is FINISHED, or
-   FAILED only when the restart strategy legitimately gave up; after ``JobEnded`` nothing more happens.
-
-CI runs a fixed set of examples (``derandomize``). To hunt for bugs, explore new ones:
-``BARRIERSIM_PROPERTY_RANDOM=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/runtime/job`` (500 examples
-unless ``BARRIERSIM_PROPERTY_EXAMPLES`` says otherwise; ``BARRIERSIM_PROPERTY_STEPS`` sets the steps per example), as
-the property tests in ``tests/properties`` do. ``--hypothesis-show-statistics`` shows what the examples reached
-(outcomes, completed checkpoints, restores, JobManager failovers, late messages of old attempts).
+simulator kernel, no Ray, no ``StreamTask``. Its rules deliver, acknowledge, decline, crash and time out what the
+JobMaster's actions start; after every step it checks that checkpoint ids increase, a restore uses the latest
+completed checkpoint, no old attempt is acted on and the job ends once faults stop.
+``BARRIERSIM_PROPERTY_RANDOM=1`` explores new examples. The driver, the rules, what each example draws and the
+invariants in full: ``docs/modules.md``, ``tests/runtime/job/test_job_master_state_machine.py``.
 """
 
 from __future__ import annotations

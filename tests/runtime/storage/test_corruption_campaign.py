@@ -2,21 +2,7 @@
 ends in the typed outcome expected of it; nothing is accepted silently, nothing escapes untyped, no driver
 crashes.
 
-How this works: real checkpoints come from a simulated job (``FileSystemCheckpointStorage``, a memory threshold
-low enough that its keyed state goes to state files); each case writes three of them (and a savepoint of the
-newest) into a fresh storage with its completed-checkpoint list, damages the newest (``runtime.storage.damage``:
-its ``_metadata``, its first state file or its directory) and reads it through one path:
-- ``pointer``: ``load_checkpoint`` of its directory, then every subtask restores the state assigned to it;
-- ``savepoint``: the same through the savepoint's directory (the savepoint damaged instead);
-- ``latest``: ``load_latest_checkpoint`` over the completed-checkpoint list (the damaged newest is passed over
-  and reported, and the previous one restored), then the restore;
-- ``jobmanager``: ``recover_completed_checkpoint_store``, a new JobManager's recovery, then the restore.
-A state blob made malformed under valid checksums passes every check of the storage (its bytes are opaque) and is
-found by the restore, as in Flink: the task cannot restore (``TaskRestoreError``). Then, end to end on the
-simulator, each damage strikes the newest checkpoint of a running job just before a JobManager failover: the run
-ends ``FAILED`` with a one-line reason naming the checkpoint, and nothing is raised. The cases the storage once
-got wrong silently (a missing newest ``_metadata``, another checkpoint's ``_metadata``, an unreadable checkpoint
-directory at a discard) have tests of their own at the end.
+How it works: ``docs/modules.md``, ``tests/runtime/storage/test_corruption_campaign.py``.
 """
 
 from __future__ import annotations
