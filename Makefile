@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 SCENARIO ?= scenarios/quickstart.toml
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench setup java chromium clean flink-venv flink-remeasure
+.PHONY: run test lint bench setup java chromium clean flink-venv flink-remeasure
 
 setup: $(STAMP) java
 
@@ -40,6 +40,19 @@ run: setup
 
 test: setup chromium
 	$(PY) -m pytest
+
+# ruff (lint, format) and mypy, configured in pyproject.toml. mypy checks the installed layout (runtime/, actors/,
+# scenarios/ as subpackages of barriersim, see setup.py) through a tree of links rebuilt in build/typecheck/,
+# because it cannot follow the import hook of an editable install.
+TYPECHECK := build/typecheck
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	@rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/barriersim
+	@for f in barriersim/*; do case $$f in */__pycache__) ;; *) ln -s ../../../$$f $(TYPECHECK)/barriersim/ ;; esac; done
+	@for p in runtime actors scenarios; do ln -s ../../../$$p $(TYPECHECK)/barriersim/$$p; done
+	@ln -s ../../benchmarks $(TYPECHECK)/benchmarks
+	$(VENV)/bin/mypy
 
 bench: setup
 	$(PY) -m benchmarks.alignment_latency

@@ -1,5 +1,6 @@
 """Package layout: the repository keeps runtime/, actors/ and scenarios/ at the top level; they install as
-subpackages of the one import package `barriersim`, with the scenario files (scenarios/*.toml, and the large runs in scenarios/large/, a data package of its own) as package data."""
+subpackages of the one import package `barriersim`, with the scenario files (scenarios/*.toml, and the large runs in
+scenarios/large/, a data package of its own) as package data."""
 
 from setuptools import find_packages, setup
 
@@ -14,6 +15,12 @@ for top in TOP_LEVEL:
 
 packages.append("barriersim.scenarios.large")  # scenario files only: a data package, listed so setuptools ships it
 
-setup(packages=packages, package_dir=package_dir,
-      package_data={"barriersim.scenarios": ["*.toml"], "barriersim.scenarios.large": ["*.toml"],
-                    "barriersim.spark": ["log4j2.properties"]})
+setup(
+    packages=packages,
+    package_dir=package_dir,
+    package_data={
+        "barriersim.scenarios": ["*.toml"],
+        "barriersim.scenarios.large": ["*.toml"],
+        "barriersim.spark": ["log4j2.properties"],
+    },
+)

@@ -1,17 +1,5 @@
-"""The external system the sinks write to, kept in its own actor so that it survives task failures.
-
-How this works: ``ExternalStoreActor`` holds a ``runtime.operators.sinks.ExternalStore`` (transactional:
-pre-committed data is invisible until committed, commits are idempotent per transaction id). A sink task
-talks to it through ``RemoteExternalStore``, which offers every public method of the store: each call is
-queued, and ``send()`` ships the queue as ONE Ray call (msgpack) numbered per caller; the store actor
-applies a caller's batches in that order (Ray does not promise call order for async actors), so a
-transaction's pre-commit always precedes its commit. Every call's reference is kept until
-``take_unconfirmed()`` hands it over. The task actor waits for the calls made before it acknowledges a checkpoint
-or reports that it finished, so what
-the sink handed to the store before a checkpoint's barrier (pre-committed transactions, directly written
-records) is in the store when the checkpoint can complete, and everything is in it when the job ends. The store
-of an earlier run can be loaded (``load``) and the whole store read back (``snapshot``), so a run restored from a
-savepoint continues the external system of the run that took it.
+"""The external system the sinks write to, kept in its own actor so that it survives task failures. See
+docs/ray-driver.md, "The external store's actor".
 """
 
 from __future__ import annotations
@@ -23,7 +11,9 @@ from barriersim.actors.messages import encode_records
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.records_codec import ext_default, ext_hook
 
-_METHODS = frozenset(name for name in dir(ExternalStore) if not name.startswith("_") and callable(getattr(ExternalStore, name)))
+_METHODS = frozenset(
+    name for name in dir(ExternalStore) if not name.startswith("_") and callable(getattr(ExternalStore, name))
+)
 
 
 def _plain(value):
@@ -72,9 +62,13 @@ class ExternalStoreActor:
 
     async def counters(self) -> dict:
         s = self.store
-        return {"transactions": len(s.committed), "pending_transactions": len(getattr(s, "pending", ())),
-                "commits_attempted": s.commits_attempted, "aborted_transactions": s.aborted_transactions,
-                "direct_records": s.direct_records}
+        return {
+            "transactions": len(s.committed),
+            "pending_transactions": len(getattr(s, "pending", ())),
+            "commits_attempted": s.commits_attempted,
+            "aborted_transactions": s.aborted_transactions,
+            "direct_records": s.direct_records,
+        }
 
 
 class RemoteExternalStore:

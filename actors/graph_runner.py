@@ -1,18 +1,6 @@
-"""Runs any supported job graph on Ray actors, with the simulator's settings, and collects what it committed.
-
-How this works: ``RayJob`` puts every source split in Ray's object store (its column buffers,
-``runtime.records_codec``; a split given as an ``ObjectRef``, e.g. an Arrow table of a Spark workload handed over by ``actors.workload_handoff``, is used as it
-is, so its records never pass through the driver, and it may still be unresolved: the job is deployed and its
-sources wait for it), picks the Ray nodes the job's TaskManagers are spread over
-(``actors.placement.cluster_nodes``: ``cluster.nodes`` of them, or every node with CPUs when it is 0, which the
-job's placement then takes as its node count), starts the ``ExternalStoreActor`` (loaded with the external system
-of an earlier run when this run continues it) and the ``JobManagerActor`` (which deploys, checkpoints, takes
-savepoints, stops, cancels, restores, fails over and ends the run's jobs) on the driver's node and calls its
-``run``; ``RayJob.wait`` reports progress every quarter second until that call returns, then reads the committed
-output from the store, the whole store (``store_snapshot``) and the records of the transactions the run's ending
-snapshot lists as pending. ``run_graph_on_ray`` does both. Every actor it started is killed on every exit path.
-The settings are the job's ``runtime.job.config.JobConfig`` (graph, mode, intervals, network, source rate, faults,
-cluster; the simulated network's latencies do not apply: Ray's are real). Ray must already be initialised.
+"""Runs any supported job graph on Ray actors, with the simulator's settings, and collects what it committed
+(``RayJob``, ``run_graph_on_ray``); every actor it started is killed on every exit path. See docs/ray-driver.md,
+"Running a job graph on Ray".
 """
 
 from __future__ import annotations
@@ -20,8 +8,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any
 
 import ray
 
@@ -62,7 +51,8 @@ class RayJobResult:
     ending: list = field(default_factory=lambda: [False, None])  # [ended by a snapshot, its _metadata (msgpack)]
     next_attempt_number: int = 0
     store_snapshot: bytes = b""  # the external system (ExternalStore.snapshot, msgpack)
-    pending_records: list[tuple] = field(default_factory=list)  # of the transactions the ending snapshot lists
+    # of the transactions the ending snapshot lists
+    pending_records: RecordBatch | list[tuple] = field(default_factory=list)
     restored_checkpoint_ids: list[int] = field(default_factory=list)
     restored_in_flight_bytes: int = 0
     killed: list[str] = field(default_factory=list)
@@ -88,8 +78,15 @@ class RayJobResult:
 
 # the object store's client settings the job manager (the one actor that reads and writes checkpoints) gets from
 # the driver's environment, as Flink's JobManager gets its S3 credentials from its own configuration
-STORAGE_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION",
-                       "AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
+STORAGE_ENVIRONMENT = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_DEFAULT_REGION",
+    "AWS_REGION",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+)
 
 
 def storage_environment(checkpoint_root: str) -> dict:
@@ -104,31 +101,59 @@ class RayJob:
     ``actors.workload_handoff``, builds its task when the split resolves); ``wait`` reports progress until the job
     ended and returns its result; ``kill`` kills every actor the job started (``wait`` does it too)."""
 
-    def __init__(self, config: JobConfig, splits: dict[str, Sequence], checkpoint_root: str, job_id: str, *,
-                 seed: int = 0, task_num_cpus: float = 0.01, records: int | None = None,
-                 savepoint_root: str | None = None, first_attempt_number: int = 0, store_snapshot: bytes | None = None,
-                 socket_links: bool | None = None):
+    def __init__(
+        self,
+        config: JobConfig,
+        splits: dict[str, Sequence],
+        checkpoint_root: str,
+        job_id: str,
+        *,
+        seed: int = 0,
+        task_num_cpus: float = 0.01,
+        records: int | None = None,
+        savepoint_root: str | None = None,
+        first_attempt_number: int = 0,
+        store_snapshot: bytes | None = None,
+        socket_links: bool | None = None,
+    ):
         self.config = config
         self.job_id = job_id
         self.ended_at: float | None = None  # time.perf_counter() when the job manager's run returned
-        self.store = self.job_manager = None
+        # Ray actor handles (their remote methods are not typed)
+        self.store: Any = None
+        self.job_manager: Any = None
         try:
             ray_nodes = cluster_nodes(config.cluster.nodes)
             check_kill_nodes(config.faults, ray_nodes)
             if config.cluster.nodes == 0:  # every node of the cluster: the placement spreads over that many
                 config = dataclasses.replace(config, cluster=dataclasses.replace(config.cluster, nodes=len(ray_nodes)))
             self.config = config
-            self.store = ExternalStoreActor.options(**driver_node()).remote()
+            # ray.remote's type information gives the decorated class, not the actor class with options()
+            self.store = ExternalStoreActor.options(**driver_node()).remote()  # type: ignore[attr-defined]
             if store_snapshot is not None:
                 ray.get(self.store.load.remote(store_snapshot))
-            split_refs = {name: [split if isinstance(split, ray.ObjectRef) else ray.put(encode_records(split))
-                                 for split in parts] for name, parts in splits.items()}
+            split_refs = {
+                name: [split if isinstance(split, ray.ObjectRef) else ray.put(encode_records(split)) for split in parts]
+                for name, parts in splits.items()
+            }
             if records is None:
                 records = sum(len(s) for parts in splits.values() for s in parts if not isinstance(s, ray.ObjectRef))
             self.records = records
-            self.job_manager = JobManagerActor.options(**driver_node(), **storage_environment(checkpoint_root)).remote(
-                config, split_refs, checkpoint_root, job_id, seed, self.store, task_num_cpus, ray_nodes,
-                savepoint_root, first_attempt_number, socket_links_wanted(socket_links))
+            self.job_manager = JobManagerActor.options(  # type: ignore[attr-defined]
+                **driver_node(), **storage_environment(checkpoint_root)
+            ).remote(
+                config,
+                split_refs,
+                checkpoint_root,
+                job_id,
+                seed,
+                self.store,
+                task_num_cpus,
+                ray_nodes,
+                savepoint_root,
+                first_attempt_number,
+                socket_links_wanted(socket_links),
+            )
             self.done = self.job_manager.run.remote()
         except BaseException:
             self.kill()
@@ -147,20 +172,28 @@ class RayJob:
                         progress = ray.get(self.job_manager.progress.remote(True), timeout=30)
                     except Exception as err:  # noqa: BLE001 - the report is best effort; the timeout is the error
                         progress = f"not available ({type(err).__name__}: {err})"
-                    raise RayJobError(f"job {self.job_id} did not finish within {timeout_seconds} s (progress: {progress})")
+                    raise RayJobError(
+                        f"job {self.job_id} did not finish within {timeout_seconds} s (progress: {progress})"
+                    )
                 if on_progress is not None:
                     on_progress(ray.get(self.job_manager.progress.remote()))
             result = ray.get(self.done)
             output = RecordBatch.of(decode_records(ray.get(self.store.output.remote())))
             counters = ray.get(self.store.counters.remote())
-            pending = []
+            pending: RecordBatch | list[tuple] = []
             if result["ending"][1] is not None:
                 tids = pending_transactions(metadata_serializer.deserialize(result["ending"][1], "<ending snapshot>"))
                 pending = decode_records(ray.get(self.store.pending_records.remote(tids)))
             # the job manager's result dict has every field but what the store and the caller know
-            return RayJobResult(committed_output=output, records_emitted=self.records, store_counters=counters,
-                                store_snapshot=ray.get(self.store.snapshot.remote()), pending_records=pending,
-                                config=self.config, **result)
+            return RayJobResult(
+                committed_output=output,
+                records_emitted=self.records,
+                store_counters=counters,
+                store_snapshot=ray.get(self.store.snapshot.remote()),
+                pending_records=pending,
+                config=self.config,
+                **result,
+            )
         finally:
             self.kill()
 
@@ -201,7 +234,17 @@ def run_graph_on_ray(
     continues (a restore of one of its snapshots). ``socket_links``: whether task actors on one Ray node
     exchange their channels' messages over links (``actors.socket_links``) rather than actor calls; None: yes,
     unless the environment sets ``BARRIERSIM_RAY_LINKS=calls``."""
-    job = RayJob(config, splits, checkpoint_root, job_id, seed=seed, task_num_cpus=task_num_cpus, records=records,
-                 savepoint_root=savepoint_root, first_attempt_number=first_attempt_number,
-                 store_snapshot=store_snapshot, socket_links=socket_links)
+    job = RayJob(
+        config,
+        splits,
+        checkpoint_root,
+        job_id,
+        seed=seed,
+        task_num_cpus=task_num_cpus,
+        records=records,
+        savepoint_root=savepoint_root,
+        first_attempt_number=first_attempt_number,
+        store_snapshot=store_snapshot,
+        socket_links=socket_links,
+    )
     return job.wait(on_progress, timeout_seconds)

@@ -1,11 +1,11 @@
-"""The job manager as a Ray actor: the sans-IO ``Dispatcher`` of the run's jobs (``runtime.job``: a
-``JobMaster`` per job) on an asyncio loop, with one ``StreamTaskActor`` per subtask, each TaskManager's actors on
-its Ray node, and the checkpoints of each job in the storage of its checkpoint root (``<checkpoint root>/<job-id>/``:
-a ``FileSystemCheckpointStorage``, or an ``ObjectStoreCheckpointStorage`` for ``s3://``; savepoints in the savepoint
-directory).
-
-How it works: ``docs/modules.md``, ``actors/job_manager_actor.py``.
-"""
+"""The job manager as a Ray actor: the sans-IO ``Dispatcher`` of the run's jobs (``runtime.job``) on an asyncio loop
+with real time, one ``StreamTaskActor`` per subtask pinned to its TaskManager's Ray node (``actors.placement``), and
+each job's checkpoints in the storage of its checkpoint root (``<checkpoint root>/<job-id>/``: a
+``FileSystemCheckpointStorage``, or an ``ObjectStoreCheckpointStorage`` for ``s3://``). It carries out the
+Dispatcher's actions with real actors (deploying, killing, cancelling, RPCs, timers on the loop) and hands it what
+the tasks tell, through its one way in; no protocol or job-level rule lives here. An error in the Dispatcher that is
+not a restore's typed error is a bug and ends the run with its traceback. docs/architecture.md ("The drivers") has
+the narrative."""
 
 from __future__ import annotations
 
@@ -36,7 +36,9 @@ from barriersim.actors.socket_links import new_secret, plan_links
 from barriersim.actors.stream_task_actor import StreamTaskActor
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.faults.fault_schedule import KillNode, ProtocolPoint
+from barriersim.runtime.event_timers import DeliveringTimers
 from barriersim.runtime.job import actions as a
+from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.job.wiring import Wiring
@@ -75,7 +77,7 @@ class JobManagerActor:
         self.savepoint_root = savepoint_root
         self.first_attempt_number = first_attempt_number
         self._storage_rng = random.Random(seed)
-        self.job_master: Dispatcher | None = None
+        self.dispatcher: Dispatcher | None = None
         self.handles: dict = {}  # subtask key -> actor handle of the deployed attempt
         self._handle_attempts: dict = {}  # subtask key -> the attempt its handle runs
         self.task_runs: list[dict] = []  # what each finished task's run call returned
@@ -90,10 +92,11 @@ class JobManagerActor:
         self.loop = asyncio.get_running_loop()
         self.me = ray.get_runtime_context().current_actor
         self._done = asyncio.Event()
-        self.job_master = Dispatcher(
+        self.dispatcher = Dispatcher(
             self.config, self.job_id, storage_for=self._storage_for, clock=now_ms,
-            timer_service=LoopTimerService(self.loop, self._on_error),
-            coordinator_rng=lambda: random.Random(self.seed), action_sink=self._carry_out,
+            timers=DeliveringTimers(LoopTimerService(self.loop, self._on_error),
+                                    lambda event: self._carry_out(self.dispatcher.handle(event))),
+            coordinator_rng=lambda: random.Random(self.seed),
             restore_storage=restore_storage_for(self.config.restore.path if self.config.restore else None,
                                                 self.checkpoint_root),
             first_attempt_number=self.first_attempt_number,
@@ -101,21 +104,21 @@ class JobManagerActor:
         )
         await self._start_node_agents()
         self.started = time.monotonic()
-        self._guard(lambda: self._carry_out(self.job_master.start()))
+        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.Start())))
         if self._first_deploy is not None:
             await self._first_deploy
         self.deployed_seconds = time.monotonic() - self.started
         await self._done.wait()
         job_seconds = time.monotonic() - self.started
         cpu_seconds = time.process_time() - self._cpu_started if self._cpu_started is not None else 0.0
-        if self.job_master.outcome is JobOutcome.FINISHED and self._watchers:
+        if self.dispatcher.outcome() is JobOutcome.FINISHED and self._watchers:
             await asyncio.wait(self._watchers, timeout=RUN_RESULTS_TIMEOUT_SECONDS)  # let the tasks' runs return
         self._kill_tasks()
         self._kill_agents()
         if self._error is not None:
             raise RuntimeError(f"job {self.job_id} failed in the job manager: {self._error}")
-        report = self.job_master.report()
-        ended_by_snapshot, metadata = self.job_master.ending_snapshot
+        report = self.dispatcher.report()
+        ended_by_snapshot, metadata = self.dispatcher.ending_snapshot()
         result = dataclasses.asdict(report)
         for job in result["jobs"]:
             job["outcome"] = job["outcome"].value if job["outcome"] is not None else None
@@ -123,7 +126,7 @@ class JobManagerActor:
             **result,
             "outcome": report.outcome.value,
             "ending": [ended_by_snapshot, None if metadata is None else metadata_serializer.serialize(metadata)],
-            "next_attempt_number": self.job_master.next_attempt_number,
+            "next_attempt_number": self.dispatcher.next_attempt_number(),
             "task_runs": list(self.task_runs),
             "job_seconds": job_seconds,
             "first_deploy_seconds": self.deployed_seconds,
@@ -135,19 +138,20 @@ class JobManagerActor:
     async def progress(self, unfinished_tasks: bool = False) -> dict:
         """Counts so far, and the records the current attempt's source subtasks have emitted; with
         ``unfinished_tasks``, where each task that has not finished stands (``StreamTask.lifecycle_report``)."""
-        jm = self.job_master
-        counts = dict(jm.coordinator.stats.counts) if jm is not None else {}
+        dispatcher = self.dispatcher
+        counts = dispatcher.checkpoint_counts() if dispatcher is not None else {}
         sources = [h for (vertex, _), h in self.handles.items() if self.graph.vertex(vertex).operator.is_source]
         try:
             emitted = sum(await asyncio.gather(*(h.progress.remote() for h in sources)))
         except Exception:  # noqa: BLE001 - a source died meanwhile; its failover is under way
             emitted = None
-        progress = {"counts": counts, "restarts": jm.restarts if jm else 0,
-                    "finished_tasks": len(jm.finished) if jm else 0,
-                    "tasks": sum(v.parallelism for v in jm.current.graph.vertices) if jm else 0,
+        progress = {"counts": counts, "restarts": dispatcher.restarts() if dispatcher else 0,
+                    "finished_tasks": len(dispatcher.finished_subtasks()) if dispatcher else 0,
+                    "tasks": dispatcher.task_count() if dispatcher else 0,
                     "source_records": emitted}
-        if unfinished_tasks and jm is not None:
-            waiting = [h for key, h in self.handles.items() if key not in jm.finished]
+        if unfinished_tasks and dispatcher is not None:
+            finished = dispatcher.finished_subtasks()
+            waiting = [h for key, h in self.handles.items() if key not in finished]
             # each actor answers within 10 s or is reported by its error (a dead or stuck actor among them)
             reports = await asyncio.gather(*(asyncio.wait_for(h.lifecycle.remote(), 10) for h in waiting),
                                            return_exceptions=True)
@@ -194,7 +198,7 @@ class JobManagerActor:
     def _report_incomplete(self, attempt, report) -> None:
         """A closed asynchronous part's report (``incomplete_stats_to_wire``) to the JobMaster."""
         report = incomplete_stats_from_wire(report)
-        self._guard(lambda: self._carry_out(self.job_master.report_incomplete_snapshot_stats(attempt, report)))
+        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.IncompleteStatsReported(attempt, report))))
 
     def _kill_agents(self) -> None:
         for agent in self._agents.values():
@@ -229,12 +233,13 @@ class JobManagerActor:
                 self._later(action.delay_ms, lambda act=action: self._send_to_task(act))
             elif kind is a.SendToCoordinator:
                 self._later(action.delay_ms,
-                            lambda msg=action.message: self._carry_out(self.job_master.coordinator_receives(msg)))
+                            lambda msg=action.message: self._carry_out(self.dispatcher.handle(msg)))
             elif kind is a.StartTimer:
-                self._later(action.delay_ms, lambda t=action.timer: self._carry_out(self.job_master.timer_fired(t)),
+                self._later(action.delay_ms, lambda t=action.timer: self._carry_out(self.dispatcher.handle(t)),
                             always_later=True)
             elif kind is a.ReportRunning:  # on a later turn of the loop, after the timers due now
-                self._later(0, lambda act=action: self._carry_out(self.job_master.tasks_running(act.epoch, act.attempts)),
+                self._later(0, lambda act=action: self._carry_out(
+                    self.dispatcher.handle(je.TasksRunning(act.epoch, act.attempts))),
                             always_later=True)
             elif kind is a.DeployTasks:
                 deploy = self.loop.create_task(self._guarded_deploy(action))
@@ -268,7 +273,7 @@ class JobManagerActor:
 
     def _send_to_task(self, action: a.SendToTask) -> None:
         attempt = action.attempt
-        if self.job_master.is_current(attempt):
+        if self.dispatcher.is_current(attempt):
             handle = self.handles.get((attempt.vertex_id, attempt.subtask_index))
             if handle is not None:
                 handle.task_message.remote(task_message_to_wire(action.message))
@@ -280,7 +285,7 @@ class JobManagerActor:
             self._on_error_text(traceback.format_exc())
 
     async def _deploy(self, action: a.DeployTasks) -> None:
-        jm, epoch = self.job_master, action.epoch
+        dispatcher, epoch = self.dispatcher, action.epoch
         config = action.config or self.config
         placement = config.placement
         handles = {}
@@ -308,18 +313,20 @@ class JobManagerActor:
             if secret is not None:
                 await self._link(config, handles, {d.key: r for d, r in zip(action.tasks, restored)}, secret)
         except Exception as err:  # noqa: BLE001 - (above) the deployment failed: fail over again
-            self._carry_out(jm.deploy_failed(epoch, f"{type(err).__name__}: {err}"))
+            self._carry_out(dispatcher.handle(je.DeployFailed(epoch, f"{type(err).__name__}: {err}")))
             return
         self._record_placement(action, restored)
-        if epoch != jm.epoch:
+        if epoch != dispatcher.epoch():
             return
         offsets = {d.name: r["records_read"] for d, r in zip(action.tasks, restored) if r["records_read"] is not None}
-        self._carry_out(jm.tasks_restored(epoch, sum(r["input_bytes"] + r["output_bytes"] for r in restored), offsets))
+        self._carry_out(dispatcher.handle(
+            je.TasksRestored(epoch, sum(r["input_bytes"] + r["output_bytes"] for r in restored), offsets)))
         if self._cpu_started is None:
             self._cpu_started = time.process_time()
-        self._watchers = [self.loop.create_task(self._watch(d.attempt, handles[d.key].run.remote(jm.started_ms)))
+        started_ms = dispatcher.started_ms()
+        self._watchers = [self.loop.create_task(self._watch(d.attempt, handles[d.key].run.remote(started_ms)))
                           for d in action.tasks]
-        self._carry_out(jm.tasks_started(epoch))
+        self._carry_out(dispatcher.handle(je.TasksStarted(epoch)))
 
     async def _link(self, config: JobConfig, handles: dict, connected: dict, secret: bytes) -> None:
         """Links (``actors.socket_links``) between every two task actors that exchange messages and run on one Ray
@@ -357,39 +364,42 @@ class JobManagerActor:
             cause = f"actor died ({type(err).__name__})"
         except Exception as err:  # noqa: BLE001 - the task raised: a task failure
             cause = f"task error: {err}"
-        self._guard(lambda: self._carry_out(self.job_master.task_failed(attempt, cause)))
+        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.TaskFailed(attempt, cause))))
 
     # -- what the tasks tell -------------------------------------------------------------------------
 
     async def acknowledge(self, attempt, checkpoint_id: int, snapshot: bytes, metrics: bytes) -> None:
         attempt = attempt_from_wire(attempt)
         state = decode_snapshot(snapshot, attempt.subtask_index)
-        self._guard(lambda: self._carry_out(self.job_master.acknowledge_checkpoint(
-            attempt, checkpoint_id, state, decode_metrics(metrics))))
+        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.CheckpointAcknowledged(
+            attempt, checkpoint_id, state, decode_metrics(metrics)))))
 
     async def report_incomplete_snapshot_stats(self, attempt, report: list) -> None:
         self._report_incomplete(attempt_from_wire(attempt), report)
 
     async def decline(self, attempt, checkpoint_id: int, reason: str, detail: str) -> None:
         attempt = attempt_from_wire(attempt)
-        self._guard(lambda: self._carry_out(self.job_master.decline_checkpoint(
-            attempt, checkpoint_id, reason_from_wire(reason), detail)))
+        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.CheckpointDeclined(
+            attempt, checkpoint_id, reason_from_wire(reason), detail))))
 
     async def task_finished(self, attempt, records: int) -> None:
         attempt = attempt_from_wire(attempt)
-        self._guard(lambda: self._carry_out(self.job_master.task_finished(attempt)))
+        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.TaskFinished(attempt))))
 
     async def task_error(self, attempt, message: str) -> None:
         attempt = attempt_from_wire(attempt)
-        self._guard(lambda: self._carry_out(self.job_master.task_failed(attempt, f"task error after finishing: {message}")))
+        self._guard(lambda: self._carry_out(self.dispatcher.handle(
+            je.TaskFailed(attempt, f"task error after finishing: {message}"))))
 
     async def crashed_at_protocol_point(self, attempt, point: str, checkpoint_id: int) -> None:
         attempt = attempt_from_wire(attempt)
-        self._guard(lambda: self._carry_out(self.job_master.task_crashed_at(attempt, ProtocolPoint(point), checkpoint_id)))
+        self._guard(lambda: self._carry_out(self.dispatcher.handle(
+            je.TaskCrashedAt(attempt, ProtocolPoint(point), checkpoint_id))))
 
     async def slowdown_met(self, attempt, index: int, at_ms: int) -> None:
         attempt = attempt_from_wire(attempt)
-        self.job_master.slowdown_met(a.subtask_name((attempt.vertex_id, attempt.subtask_index)), index, at_ms)
+        task = a.subtask_name((attempt.vertex_id, attempt.subtask_index))
+        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.SlowdownMet(task, index, at_ms))))
 
     # -- errors --------------------------------------------------------------------------------------
 

@@ -1,17 +1,5 @@
-"""The task thread of a task actor on Ray: Flink's ``TaskMailbox`` and ``MailboxProcessor`` with real time.
-
-How this works: in Flink every ``StreamTask`` runs on one task thread. Everything else that wants the task to do
-something (the TaskExecutor's checkpoint RPCs, timers, the completion of an asynchronous snapshot part) puts a
-*mail* into the task's ``TaskMailbox``, and the task thread's ``MailboxProcessor`` takes the mails between its
-units of work (``processInput``) or, when there is no input, waits for the next mail. barriersim's task actor
-works the same way: Ray runs the actor's methods on threads of its own (a threaded actor), and each method only
-``put``s a mail (a callable) into the ``TaskMailbox``; the actor's task thread takes them in order
-(``take``), runs the timers that are due (``MailboxTimers``, registered from the task thread only: the task's
-own timers, the output flusher, a snapshot's emulated upload time) and does the task's work between them. The
-task object is only ever touched by the task thread, so it needs no lock, as in Flink. A mail that needs an answer
-(a cancel, a lifecycle report) is ``call``ed: the caller waits, with a timeout, for the task thread to run it.
-Time is ``time.monotonic()`` seconds; a timer at a wall-clock ms (the runtime's timer protocol) is converted once,
-when it is registered. No protocol rule lives here.
+"""The task thread of a task actor on Ray: Flink's ``TaskMailbox`` and ``MailboxProcessor`` with real time. No
+protocol rule lives here. See docs/ray-driver.md, "The task thread".
 """
 
 from __future__ import annotations
@@ -22,7 +10,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 from barriersim.actors.clock import now_ms
 

@@ -1,21 +1,12 @@
-"""What crosses between the actors of a job run on Ray, as msgpack bytes: batches of channel elements, batches of
-upstream messages (credit, resume consumption, buffer size, all records processed), the JobMaster's messages to a
-task (trigger, completion and abort notices), acknowledgements with their task state snapshots and metrics,
-declines, restore snapshots, and records for the external store.
-
-How this works: Ray would pickle arbitrary Python objects; barriersim encodes everything it sends as plain
-msgpack (``runtime.events.to_wire`` for channel elements, the ``_metadata`` serializer of
-``runtime.storage.metadata_serializer`` for state snapshots), so what travels is the same on every backend
-and never unpickled from data. Records (splits, the sink's output) use ``runtime.records_codec``, re-exported
-here for the actors. A ``TaskStateSnapshot`` travels as a one-checkpoint ``CheckpointMetadata``
-holding one ``OperatorState`` per operator with the single subtask's state, plus its two FLIP-147 flags and, for a
-restore, each operator's in-flight data rescaling descriptors and rescaled gates and partitions (which are never
-part of a checkpoint).
-No protocol rule lives here.
+"""What crosses between the actors of a job run on Ray, as msgpack bytes (never pickle): batches of channel elements,
+batches of upstream messages, the JobMaster's messages to a task, acknowledgements with their task state snapshots
+and metrics, declines, restore snapshots, and records for the external store. No protocol rule lives here. See
+docs/ray-driver.md, "What crosses between actors".
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict
 
 import msgpack
@@ -43,10 +34,7 @@ from barriersim.runtime.network.input.input_channel import (
     ResumeConsumptionUpstream,
 )
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
-from barriersim.runtime.records_codec import decode_records, decode_split, encode_records  # noqa: F401 (the actors' records codec)
-from barriersim.runtime.records_codec import pack, unpack
-import dataclasses
-
+from barriersim.runtime.records_codec import decode_records, decode_split, encode_records, pack, unpack  # noqa: F401 (the actors' records codec)
 from barriersim.runtime.state.inflight_data_rescaling import (
     NO_RESCALE,
     InflightDataGateOrPartitionRescalingDescriptor,
@@ -66,8 +54,7 @@ CREDIT, RESUME, BUFFER_SIZE, ALL_RECORDS_PROCESSED = 0, 1, 2, 3  # kinds of upst
 
 def element_entry(channel: InputChannelInfo, item: BufferAndBacklog) -> list:
     """One element for a consumer: its channel, sequence number, the sender's backlog and the element."""
-    return [channel.gate_idx, channel.channel_idx, item.sequence_number, item.buffers_in_backlog,
-            to_wire(item.element)]
+    return [channel.gate_idx, channel.channel_idx, item.sequence_number, item.buffers_in_backlog, to_wire(item.element)]
 
 
 INLINE_BYTES = 99 * 1024  # below Ray's max_direct_call_object_size (100 KiB): an argument this small is inlined
@@ -77,7 +64,9 @@ def pack_elements(entries: list) -> list[bytes]:
     """A call's element entries as msgpack arrays of at most about ``INLINE_BYTES`` each (an entry larger than that
     alone in its array), in order: Ray inlines each such argument in the call instead of putting it in the object
     store, which costs a round trip to the raylet on the sender's side and one on the receiver's."""
-    parts, group, size = [], [], 0
+    parts: list[bytes] = []
+    group: list[bytes] = []
+    size = 0
     for entry in entries:
         packed = msgpack.packb(entry, use_bin_type=True)
         if group and size + len(packed) > INLINE_BYTES:
@@ -163,32 +152,63 @@ def _mappings_from_wire(v) -> RescaleMappings:
 def _descriptor_to_wire(d: InflightDataRescalingDescriptor):
     if d.is_no_rescale:
         return None
-    return [[list(g.old_subtask_indexes), _mappings_to_wire(g.rescale_mappings), sorted(g.ambiguous_subtask_indexes),
-             g.mapping_type.value] for g in d.gate_or_partition_descriptors]
+    return [
+        [
+            list(g.old_subtask_indexes),
+            _mappings_to_wire(g.rescale_mappings),
+            sorted(g.ambiguous_subtask_indexes),
+            g.mapping_type.value,
+        ]
+        for g in d.gate_or_partition_descriptors
+    ]
 
 
 def _descriptor_from_wire(v) -> InflightDataRescalingDescriptor:
     if v is None:
         return NO_RESCALE
-    return InflightDataRescalingDescriptor(tuple(
-        InflightDataGateOrPartitionRescalingDescriptor(tuple(old), _mappings_from_wire(m), frozenset(amb), MappingType(t))
-        for old, m, amb, t in v))
+    return InflightDataRescalingDescriptor(
+        tuple(
+            InflightDataGateOrPartitionRescalingDescriptor(
+                tuple(old), _mappings_from_wire(m), frozenset(amb), MappingType(t)
+            )
+            for old, m, amb, t in v
+        )
+    )
 
 
 def encode_snapshot(snapshot: TaskStateSnapshot | None, subtask_index: int, checkpoint_id: int = 0) -> bytes | None:
     if snapshot is None:
         return None
-    metadata = CheckpointMetadata(checkpoint_id, tuple(
-        OperatorState(op, subtask_index + 1, max(128, subtask_index + 1), {subtask_index: state})
-        for op, state in snapshot.subtask_states_by_operator.items()
-    ))
-    rescaling = {op: [_descriptor_to_wire(s.input_rescaling_descriptor), _descriptor_to_wire(s.output_rescaling_descriptor),
-                      list(s.end_of_channel_state_gates), list(s.end_of_channel_state_partitions)]
-                 for op, s in snapshot.subtask_states_by_operator.items()
-                 if not (s.input_rescaling_descriptor.is_no_rescale and s.output_rescaling_descriptor.is_no_rescale
-                         and not s.end_of_channel_state_gates and not s.end_of_channel_state_partitions)}
-    return pack([snapshot.is_task_finished, snapshot.is_task_deployed_as_finished,
-                 metadata_serializer.serialize(metadata), rescaling])
+    metadata = CheckpointMetadata(
+        checkpoint_id,
+        tuple(
+            OperatorState(op, subtask_index + 1, max(128, subtask_index + 1), {subtask_index: state})
+            for op, state in snapshot.subtask_states_by_operator.items()
+        ),
+    )
+    rescaling = {
+        op: [
+            _descriptor_to_wire(s.input_rescaling_descriptor),
+            _descriptor_to_wire(s.output_rescaling_descriptor),
+            list(s.end_of_channel_state_gates),
+            list(s.end_of_channel_state_partitions),
+        ]
+        for op, s in snapshot.subtask_states_by_operator.items()
+        if not (
+            s.input_rescaling_descriptor.is_no_rescale
+            and s.output_rescaling_descriptor.is_no_rescale
+            and not s.end_of_channel_state_gates
+            and not s.end_of_channel_state_partitions
+        )
+    }
+    return pack(
+        [
+            snapshot.is_task_finished,
+            snapshot.is_task_deployed_as_finished,
+            metadata_serializer.serialize(metadata),
+            rescaling,
+        ]
+    )
 
 
 def decode_snapshot(data: bytes | None, subtask_index: int) -> TaskStateSnapshot | None:
@@ -203,9 +223,12 @@ def decode_snapshot(data: bytes | None, subtask_index: int) -> TaskStateSnapshot
         if s.operator_id in rescaling:
             in_desc, out_desc, gates, partitions = rescaling[s.operator_id]
             state = dataclasses.replace(
-                state, input_rescaling_descriptor=_descriptor_from_wire(in_desc),
+                state,
+                input_rescaling_descriptor=_descriptor_from_wire(in_desc),
                 output_rescaling_descriptor=_descriptor_from_wire(out_desc),
-                end_of_channel_state_gates=tuple(gates), end_of_channel_state_partitions=tuple(partitions))
+                end_of_channel_state_gates=tuple(gates),
+                end_of_channel_state_partitions=tuple(partitions),
+            )
         states[s.operator_id] = state
     return TaskStateSnapshot(states, is_task_finished=finished, is_task_deployed_as_finished=deployed_finished)
 

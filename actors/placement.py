@@ -1,21 +1,6 @@
-"""Where a job's actors run on a Ray cluster: the nodes its TaskManagers are spread over, every actor of a
-TaskManager pinned to its node, the JobManager and the external store on the driver's node; and how a node is
-killed for a ``kill_node`` fault.
-
-How this works: ``cluster_nodes(wanted)`` lists the Ray cluster's alive nodes that have CPUs, the driver's node
-first (node 0, the JobManager's host, which ``kill_node`` may not name), then the others by address and node id,
-Ray's head node last (unless the driver runs there), and keeps the first ``wanted`` (0: all of them); a cluster
-with fewer raises ``PlacementError`` naming ``cluster.nodes``, and so does a ``kill_node`` of the head node (its
-GCS is the cluster: ``check_kill_nodes``). ``runtime.job.placement`` decides the node of each TaskManager (TaskManager ``t`` on node
-``t % nodes``, a lost node's TaskManagers on the survivors); ``on_node`` is the scheduling strategy that pins an
-actor to its node (Ray's ``NodeAffinitySchedulingStrategy``, not soft), so a TaskManager's actors run together
-and the TaskManagers spread as the placement says. ``driver_node`` pins the job manager and the external store to
-the driver's node with no CPU (a head node without CPUs takes them too), so that losing a TaskManager or a worker
-node never takes the JobManager: its own loss is the ``crash_coordinator`` fault. ``NodeAgent`` is a small actor
-on one node, started when a fault schedule has a ``kill_node``: ``kill_node()`` kills that node's raylet (the
-agent's parent process) and every process it started (workers, agents), as a host that goes down does; Ray then
-declares the node dead (after its health checks) and every actor on it dead, which the job manager sees as the
-failure of each task's ``run`` call.
+"""Where a job's actors run on a Ray cluster: the nodes its TaskManagers are spread over, every actor of a TaskManager
+pinned to its node, the JobManager and the external store on the driver's node; and how a node is killed for a
+``kill_node`` fault. See docs/ray-driver.md, "Placement on a Ray cluster".
 """
 
 from __future__ import annotations
@@ -29,7 +14,6 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from barriersim.runtime.faults.fault_schedule import KillNode
 from barriersim.runtime.job.placement import PlacementError
-
 
 HEAD_RESOURCE = "node:__internal_head__"  # the resource Ray gives its head node
 
@@ -52,22 +36,36 @@ def cluster_nodes(wanted: int = 0) -> list[RayNode]:
     ``wanted`` of them (0: every one)."""
     here = ray.get_runtime_context().get_node_id()
     alive = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
-    alive.sort(key=lambda n: (n["NodeID"] != here, HEAD_RESOURCE in n["Resources"], n.get("NodeManagerAddress", ""),
-                              n["NodeID"]))
+    alive.sort(
+        key=lambda n: (
+            n["NodeID"] != here,
+            HEAD_RESOURCE in n["Resources"],
+            n.get("NodeManagerAddress", ""),
+            n["NodeID"],
+        )
+    )
     if wanted > len(alive):
-        raise PlacementError("cluster.nodes", f"the job's TaskManagers are to be spread over {wanted} nodes, but the "
-                                              f"Ray cluster has {len(alive)} alive node(s) with CPUs")
+        raise PlacementError(
+            "cluster.nodes",
+            f"the job's TaskManagers are to be spread over {wanted} nodes, but the "
+            f"Ray cluster has {len(alive)} alive node(s) with CPUs",
+        )
     chosen = alive[:wanted] if wanted else alive
-    return [RayNode(i, n["NodeID"], n.get("NodeManagerAddress", ""), HEAD_RESOURCE in n["Resources"])
-            for i, n in enumerate(chosen)]
+    return [
+        RayNode(i, n["NodeID"], n.get("NodeManagerAddress", ""), HEAD_RESOURCE in n["Resources"])
+        for i, n in enumerate(chosen)
+    ]
 
 
 def check_kill_nodes(faults, nodes: list[RayNode]) -> None:
     """Raise ``PlacementError`` for a ``kill_node`` of Ray's head node (when the driver does not run there)."""
     for i, fault in enumerate(faults.faults):
         if isinstance(fault, KillNode) and fault.node < len(nodes) and nodes[fault.node].is_head:
-            raise PlacementError(f"faults[{i}].node", f"node {fault.node} is Ray's head node here (the driver runs on "
-                                                      "another node): killing it would end the cluster")
+            raise PlacementError(
+                f"faults[{i}].node",
+                f"node {fault.node} is Ray's head node here (the driver runs on "
+                "another node): killing it would end the cluster",
+            )
 
 
 def on_node(node_id: str) -> NodeAffinitySchedulingStrategy:

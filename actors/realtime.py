@@ -11,7 +11,7 @@ the wall clock reaches ``at_ms`` (at once if it has passed) and returns the loop
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+from collections.abc import Callable
 
 from barriersim.actors.clock import now_ms
 

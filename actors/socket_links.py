@@ -1,27 +1,5 @@
-"""Links between task actors on one Ray node over Unix domain sockets, instead of one Ray actor call per batch.
-
-How this works: a link carries, from one task actor to one peer actor on the same Ray node, the same values the
-actor would otherwise send as ``deliver`` or ``upstream`` calls (the msgpack parts of a batch of channel elements,
-or a batch of credit, resume-consumption and buffer-size messages), as length-prefixed messages over a Unix domain
-socket (``multiprocessing.connection``, Linux's abstract namespace: no file to clean up), as Flink's TaskManagers
-exchange their remote channels' buffers over Netty connections. What a link carries is what a call carried, in the
-same order, so no protocol rule moves: credit, sequence numbers and event order stay the runtime's.
-
-- **Setting up.** Every task actor listens on an address of its own from the start (``listen``, with the
-  deployment's secret key, so nothing else on the machine can connect); once every actor of the deployment told on
-  which Ray node it runs, the job manager has each writer connect to the peers it writes to (``connect_to``) while
-  each reader accepts as many connections as it has writers (``accept``).
-- **Writing.** One network thread per actor writes every link's values in the order the task thread handed them
-  over (Flink's Netty event loop of a TaskManager's connections); a write waits while the socket's buffer is full.
-  When a write is done the task thread is told (``on_written``), as a finished call tells it, so the in-flight
-  window works as with calls.
-- **Reading.** One reader thread per actor waits on all its incoming links at once (``wait``: the kernel wakes it,
-  nothing spins) and hands each value to the task thread's mailbox (``on_value``).
-- **When it is used.** Only between actors on one Ray node (``ray.get_runtime_context().get_node_id()``); actors
-  on different nodes keep actor calls.
-- **Ending.** A dead peer shows as a closed socket: its reader drops the link, its writer stops writing (the job
-  manager fails the job over on the dead actor as before, and kills every actor of the deployment); ``close`` ends
-  the threads when the task is cancelled.
+"""Links between task actors on one Ray node over Unix domain sockets, instead of one Ray actor call per batch; what a
+link carries is what a call carried, in the same order. See docs/ray-driver.md, "Socket links on one node".
 """
 
 from __future__ import annotations
@@ -29,8 +7,9 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from multiprocessing.connection import Client, Listener, wait
-from typing import Any, Callable
+from collections.abc import Callable
+from multiprocessing.connection import Client, Connection, Listener, wait
+from typing import Any, cast
 
 import msgpack
 
@@ -79,6 +58,7 @@ class SocketLinks:
 
     def accept(self, count: int) -> None:
         """Accept ``count`` links (one from each peer that writes to this actor), then read them on a reader thread."""
+        assert self._listener is not None, "listen() before accept()"
         incoming = [self._listener.accept() for _ in range(count)]
         if incoming:
             threading.Thread(target=self._read, args=(incoming,), name=f"reader {self.name}", daemon=True).start()
@@ -125,7 +105,7 @@ class SocketLinks:
 
     def _read(self, incoming: list) -> None:
         while incoming and not self._closed.is_set():
-            for connection in wait(incoming, timeout=POLL_S):
+            for connection in cast("list[Connection]", wait(incoming, timeout=POLL_S)):
                 try:
                     data = connection.recv_bytes()
                 except (EOFError, OSError):  # the writer is gone

@@ -1,8 +1,12 @@
 """One subtask of a job as a Ray actor driving a sans-IO ``runtime.task.stream_task.StreamTask`` on a task thread of
 its own, as Flink's ``StreamTask`` runs on its task thread with a mailbox (``actors.mailbox``).
 
-How it works: ``docs/modules.md``, ``actors/stream_task_actor.py``.
-"""
+Its Ray methods only put mails (elements, upstream credit and buffer sizes, the JobMaster's messages) into the
+task's ``TaskMailbox``; the task thread takes them in order, runs due timers and does the task's work in bursts
+between them; what the task hands out leaves in one Ray call (or one socket write to a peer on the same node) per
+outbox. Acknowledgements go to the job manager actor from a reporter thread. Any error in the task fails the
+actor's ``run`` call, a task failure for the job manager. No protocol rule lives here; how it works in detail:
+docs/architecture.md, "The task actor"."""
 
 from __future__ import annotations
 
@@ -154,7 +158,7 @@ class StreamTaskActor:
 
     def _records_read(self) -> int | None:
         """How far a source's reader got (its split offsets, in records); None for a task that is not a source."""
-        return self.task.operator.reader.records_read if self.task.operator.is_source else None
+        return self.task.source_records_read()
 
     # -- the task thread -----------------------------------------------------------------------------
 
@@ -222,7 +226,7 @@ class StreamTaskActor:
         now = time.monotonic()
         slowed = self._slowed_seconds()
         if outcome is StepOutcome.PROCESSED:
-            pace = self.task.operator.is_source and self.source_rate
+            pace = self.task.is_source() and self.source_rate
             delay = self._started + self.records_processed / self.source_rate - now if pace else 0.0
             self._work_resumes_at = now + max(0.0, delay, slowed)
         else:
@@ -251,7 +255,7 @@ class StreamTaskActor:
         burst_start = time.monotonic()
         self._burst_start_ms = now_ms() - self._job_started_ms
         burst_end = burst_start + BURST_SECONDS
-        one_step = task.operator.is_source and self.source_rate
+        one_step = task.is_source() and self.source_rate
         records_before = self.records_processed
         seconds = self._seconds
         while True:

@@ -1,14 +1,5 @@
-"""The source splits of a job whose workload does not exist yet: object references the job can be deployed with
-now, which resolve once the workload is there.
-
-How this works: ``WorkloadHandOff`` is an asyncio actor. ``split(vertex, i)`` returns source subtask ``i`` of
-``vertex``'s split, waiting until ``supply`` gave the splits (an Arrow table or msgpack bytes per subtask);
-``refs(sources)`` calls it once per source subtask and gives ``{vertex: [ObjectRef per subtask]}``, which the
-job manager passes to its source task actors. So the task actors of a job are created (their processes start and
-import their code) while Spark starts and generates the workload, and each source builds its task as soon as its
-split resolves. ``fail`` makes every waiting and later ``split`` call raise (the workload could not be made).
-Ray keeps each returned split in the object store for as long as a reference to it lives, so a restarted
-source reads it again.
+"""The source splits of a job whose workload does not exist yet: object references the job can be deployed with now,
+which resolve once the workload is there. See docs/ray-driver.md, "Handing over a workload not made yet".
 """
 
 from __future__ import annotations
@@ -37,6 +28,7 @@ class WorkloadHandOff:
         await self._ready.wait()
         if self._error is not None:
             raise RuntimeError(f"no split for {vertex}#{index}: {self._error}")
+        assert self._splits is not None  # set before _ready, with _error None
         return self._splits[vertex][index]
 
 

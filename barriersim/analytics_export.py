@@ -1,17 +1,6 @@
-"""A run's (or a sweep's) analytics on the object store of its checkpoint storage: with ``s3://`` checkpoint
-storage, the tables under the run directory's ``analytics/`` are also written under ``<storage>/<run>/analytics/``,
-beside the run's checkpoints and savepoints, where every node (and a later reader) reaches them.
-
-How this works: Spark computes the statistics and they are collected as Arrow and written by the driver into the
-run directory (``barriersim.spark.analytics``). Spark does not write to ``s3://`` itself: that needs Hadoop's S3
-connector on Spark's classpath, which the Spark on Ray installation does not ship. ``export_analytics`` therefore
-writes each table the driver wrote (``summary.parquet``, ``counts.parquet`` and, for a sweep, ``sweep.parquet``)
-to the object store through the same pyarrow filesystem the checkpoint storage uses
-(``runtime.storage.object_storage.object_store_filesystem``), in the same layout as the local one: a directory
-per table holding its part files, one upload (PUT) per object, visible whole once it completes or not at all, and the
-``_SUCCESS`` marker written last, so a reader that sees ``_SUCCESS`` sees the whole table (objects a previous
-export left there are removed first). Any failure raises ``AnalyticsExportError``, one line naming the URI; the
-local tables are left as they are.
+"""A run's (or a sweep's) analytics on the object store of its checkpoint storage: with ``s3://`` checkpoint storage,
+the tables under the run directory's ``analytics/`` are also written under ``<storage>/<run>/analytics/``. See
+docs/runs-and-workloads.md, "Analytics on the object store".
 """
 
 from __future__ import annotations
@@ -58,6 +47,7 @@ def export_analytics(local_analytics: str | Path, uri: str) -> str:
                 out.write(b"")
     except OSError as err:
         reason = " ".join(str(err).split()) or type(err).__name__
-        raise AnalyticsExportError(f"analytics: writing to {shown} failed ({reason}); the run directory's "
-                                   f"{local} holds them") from None
+        raise AnalyticsExportError(
+            f"analytics: writing to {shown} failed ({reason}); the run directory's {local} holds them"
+        ) from None
     return uri

@@ -1,39 +1,19 @@
-"""A run that continues another: started from one of its savepoints or retained checkpoints (``--from PATH``).
-
-How this works: a savepoint or retained checkpoint a run wrote lives in its run directory (``savepoints/`` or
-``checkpoints/<job-id>/``); the run directory also holds what the run's sinks wrote to the external system
-(``external_store.msgpack``, msgpack: committed transactions in order, pending ones, direct writes, each
-as its column buffers) and, in its
-``summary.json``, the next execution attempt number no attempt of it used. A run restored from there continues
-that external system (as a Kafka topic outlives the job), so its output is verified together with the earlier
-output, and its attempts start above the earlier ones (a transaction id is never reused). ``check_restore`` checks
-a scenario's ``[restore]`` before anything starts: the path must name a readable savepoint or checkpoint inside a
-run directory of the same scenario (workload, seed and job up to parallelism), else a ``ScenarioError`` names
-``restore.from`` and the problem in one line. ``previous_run`` gives what the restored run continues.
-``write_external_store`` / ``read_external_store`` keep the external system in a run directory, atomically.
-
-A run with a checkpoint storage (``--checkpoint-storage``: an object store, ``s3://``, or a path every node
-sees) keeps its savepoints and checkpoints there, under ``<storage>/<run>[/<mode>]``, where another machine
-restores them (``runtime.storage.object_storage.savepoint_directory_for``); ``publish_run`` puts the run
-directory's ``scenario.toml``, ``external_store.msgpack`` and ``summary.json`` (last) beside them, so that a
-pointer there (a path, or ``--from s3://bucket/.../savepoints/savepoint-...``, the S3 client's options in its
-query as in the storage URI) finds its run as a path into a run directory does: the nearest ancestor holding a
-``summary.json`` and the external store (``run_dir_of``).
+"""A run that continues another: started from one of its savepoints or retained checkpoints (``--from PATH``),
+continuing its external system. See docs/runs-and-workloads.md, "A run that continues another".
 """
 
 from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from pyarrow.fs import FileType
 
 from barriersim.errors import BarriersimError
 from barriersim.runtime.operators.sinks import ExternalStore
-from barriersim.runtime.verification.snapshot import pending_transactions
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.fs_storage import local_path
@@ -43,6 +23,7 @@ from barriersim.runtime.storage.object_storage import (
     restore_storage_for,
     uri_for_messages,
 )
+from barriersim.runtime.verification.snapshot import pending_transactions
 from barriersim.scenarios.loader import Scenario, ScenarioError, load_scenario, parse_scenario
 
 EXTERNAL_STORE_FILE = "external_store.msgpack"
@@ -76,11 +57,11 @@ class RunDirectory:
         return self.is_file(SUMMARY_FILE) and self.is_file(EXTERNAL_STORE_FILE)
 
     @staticmethod
-    def local(path: Path) -> "RunDirectory":
+    def local(path: Path) -> RunDirectory:
         return RunDirectory(str(path), lambda name: (path / name).read_bytes(), lambda name: (path / name).is_file())
 
     @staticmethod
-    def on_object_store(filesystem, path: str, scheme: str) -> "RunDirectory":
+    def on_object_store(filesystem, path: str, scheme: str) -> RunDirectory:
         def read(name: str) -> bytes:
             with filesystem.open_input_stream(f"{path}/{name}") as stream:
                 return stream.readall()
@@ -103,7 +84,7 @@ class PreviousRun:
     run_dir: RunDirectory
     store: ExternalStore
     next_attempt_number: int
-    after_snapshot: "OutputAfterSnapshot | None" = None
+    after_snapshot: OutputAfterSnapshot | None = None
 
 
 def output_after_snapshot(previous: PreviousRun | None) -> dict | None:
@@ -141,8 +122,9 @@ def read_external_store(run_dir: Path | RunDirectory) -> ExternalStore:
         return ExternalStore.from_msgpack(directory.read_bytes(EXTERNAL_STORE_FILE))
     except (OSError, ValueError, TypeError, AttributeError, KeyError) as err:
         reason = " ".join(str(err).split()) or type(err).__name__
-        raise ExternalStoreFileError(f"{directory / EXTERNAL_STORE_FILE}: not a readable external store "
-                                     f"({reason})") from None
+        raise ExternalStoreFileError(
+            f"{directory / EXTERNAL_STORE_FILE}: not a readable external store ({reason})"
+        ) from None
 
 
 def publish_run(out_dir: Path, uri: str) -> None:
@@ -164,8 +146,10 @@ def publish_run(out_dir: Path, uri: str) -> None:
                     AtomicFileWriter().write(target / name, (Path(out_dir) / name).read_bytes())
     except (OSError, CheckpointStorageError) as err:
         reason = " ".join(str(err).split()) or type(err).__name__
-        raise RunPublishError(f"{uri_for_messages(uri)}: writing the run's {', '.join(PUBLISHED_FILES)} beside its "
-                              f"checkpoints failed ({reason}); a restore from there will not find the run") from None
+        raise RunPublishError(
+            f"{uri_for_messages(uri)}: writing the run's {', '.join(PUBLISHED_FILES)} beside its "
+            f"checkpoints failed ({reason}); a restore from there will not find the run"
+        ) from None
 
 
 def run_dir_of(path: str | Path) -> RunDirectory | None:
@@ -180,14 +164,14 @@ def run_dir_of(path: str | Path) -> RunDirectory | None:
         scheme = text.split("://", 1)[0]
         parts = base.split("/")
         for depth in range(min(_SEARCH_DEPTH + 1, len(parts) - 1)):  # never the bucket itself
-            candidate = RunDirectory.on_object_store(filesystem, "/".join(parts[:len(parts) - depth]), scheme)
+            candidate = RunDirectory.on_object_store(filesystem, "/".join(parts[: len(parts) - depth]), scheme)
             if candidate.holds_a_run():
                 return candidate
         return None
     p = Path(local_path(text)).resolve()
-    for candidate in [p, *p.parents][:_SEARCH_DEPTH + 1]:
-        if (candidate / SUMMARY_FILE).is_file() and (candidate / EXTERNAL_STORE_FILE).is_file():
-            return RunDirectory.local(candidate)
+    for directory in [p, *p.parents][: _SEARCH_DEPTH + 1]:
+        if (directory / SUMMARY_FILE).is_file() and (directory / EXTERNAL_STORE_FILE).is_file():
+            return RunDirectory.local(directory)
     return None
 
 
@@ -209,13 +193,19 @@ def _earlier_scenario(run_dir: RunDirectory) -> Scenario:
 
 def _job_shape(scenario: Scenario) -> list:
     graph = scenario.job.graph
-    return [[(v.name, v.operator.value, v.max_parallelism, sorted((k, str(x)) for k, x in v.params.items()))
-             for v in graph.vertices],
-            [(e.source, e.target, e.partitioner.value, e.target_input) for e in graph.edges]]
+    return [
+        [
+            (v.name, v.operator.value, v.max_parallelism, sorted((k, str(x)) for k, x in v.params.items()))
+            for v in graph.vertices
+        ],
+        [(e.source, e.target, e.partitioner.value, e.target_input) for e in graph.edges],
+    ]
 
 
 def _same_source_parallelism(a: Scenario, b: Scenario) -> bool:
-    return [(v.name, v.parallelism) for v in a.job.graph.sources] == [(v.name, v.parallelism) for v in b.job.graph.sources]
+    return [(v.name, v.parallelism) for v in a.job.graph.sources] == [
+        (v.name, v.parallelism) for v in b.job.graph.sources
+    ]
 
 
 def check_restore(scenario: Scenario) -> None:
@@ -234,17 +224,24 @@ def check_restore(scenario: Scenario) -> None:
         raise bad(f"not a readable savepoint or checkpoint ({err})") from None
     run_dir = run_dir_of(path)
     if run_dir is None:
-        raise bad(f"not inside a barriersim run directory (its {EXTERNAL_STORE_FILE} holds what the sinks wrote "
-                  "before the snapshot, without which the restored run cannot be verified; on an object store, the "
-                  "run's files beside its checkpoints)")
+        raise bad(
+            f"not inside a barriersim run directory (its {EXTERNAL_STORE_FILE} holds what the sinks wrote "
+            "before the snapshot, without which the restored run cannot be verified; on an object store, the "
+            "run's files beside its checkpoints)"
+        )
     try:
         earlier = _earlier_scenario(run_dir)
     except ScenarioError as err:
         raise bad(f"the run that wrote it has no readable scenario.toml ({err})") from None
-    if (earlier.seed, earlier.workload) != (scenario.seed, scenario.workload) or _job_shape(earlier) != _job_shape(scenario) \
-            or not _same_source_parallelism(earlier, scenario):
-        raise bad(f"it was written by a run of another scenario ({run_dir / SCENARIO_FILE}: its seed, workload or "
-                  "job differ; only the parallelism may change, and only through restore.parallelism)")
+    if (
+        (earlier.seed, earlier.workload) != (scenario.seed, scenario.workload)
+        or _job_shape(earlier) != _job_shape(scenario)
+        or not _same_source_parallelism(earlier, scenario)
+    ):
+        raise bad(
+            f"it was written by a run of another scenario ({run_dir / SCENARIO_FILE}: its seed, workload or "
+            "job differ; only the parallelism may change, and only through restore.parallelism)"
+        )
 
 
 def previous_run(scenario: Scenario) -> PreviousRun | None:
@@ -253,14 +250,20 @@ def previous_run(scenario: Scenario) -> PreviousRun | None:
         return None
     run_dir = run_dir_of(scenario.restore.path)
     if run_dir is None:
-        raise ScenarioError(scenario.path, "restore.from", f"{scenario.restore.path}: not inside a barriersim run directory")
+        raise ScenarioError(
+            scenario.path, "restore.from", f"{scenario.restore.path}: not inside a barriersim run directory"
+        )
     summary = json.loads(run_dir.read_bytes(SUMMARY_FILE))
     try:
         store = read_external_store(run_dir)
     except ExternalStoreFileError as err:
         raise ScenarioError(scenario.path, "restore.from", str(err)) from None
-    return PreviousRun(run_dir, store, int(summary.get("job", {}).get("next_attempt_number", 0)),
-                       _output_after_snapshot(store, scenario.restore.path))
+    return PreviousRun(
+        run_dir,
+        store,
+        int(summary.get("job", {}).get("next_attempt_number", 0)),
+        _output_after_snapshot(store, scenario.restore.path),
+    )
 
 
 def _output_after_snapshot(store: ExternalStore, path: str) -> OutputAfterSnapshot | None:

@@ -36,5 +36,4 @@ def require(extra: str, purpose: str) -> None:
     """Raise ``MissingExtra`` unless every module of ``extra`` is installed; ``purpose`` says what needs it."""
     for module in EXTRAS[extra]:
         if not importable(module):
-            raise MissingExtra(f"{purpose} needs {module}, which is not installed: "
-                               f"pip install 'barriersim[{extra}]'")
+            raise MissingExtra(f"{purpose} needs {module}, which is not installed: pip install 'barriersim[{extra}]'")

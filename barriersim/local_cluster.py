@@ -16,8 +16,7 @@ import os
 from contextlib import contextmanager
 
 # The head's GCS checks every node's raylet; a raylet that does not answer 4 checks 500 ms apart is dead.
-HEALTH_CHECKS = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500,
-                 "health_check_failure_threshold": 4}
+HEALTH_CHECKS = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500, "health_check_failure_threshold": 4}
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # per node: small, as the tests' data is
 
 
@@ -41,16 +40,28 @@ class LocalCluster:
     ``worker_cpus`` each. ``environment``: variables every process of the cluster gets (e.g. a marker to find
     them by)."""
 
-    def __init__(self, nodes: int = 3, head_cpus: int = 2, worker_cpus: int = 1, connect: bool = True,
-                 environment: dict[str, str] | None = None):
+    def __init__(
+        self,
+        nodes: int = 3,
+        head_cpus: int = 2,
+        worker_cpus: int = 1,
+        connect: bool = True,
+        environment: dict[str, str] | None = None,
+    ):
         from ray.cluster_utils import Cluster
 
         self._environment = dict(environment or {})
         self._worker_cpus = worker_cpus
         with _environment(self._environment):
-            self.cluster = Cluster(initialize_head=True, head_node_args={
-                "num_cpus": head_cpus, "object_store_memory": OBJECT_STORE_BYTES, "include_dashboard": False,
-                "_system_config": HEALTH_CHECKS})
+            self.cluster = Cluster(
+                initialize_head=True,
+                head_node_args={
+                    "num_cpus": head_cpus,
+                    "object_store_memory": OBJECT_STORE_BYTES,
+                    "include_dashboard": False,
+                    "_system_config": HEALTH_CHECKS,
+                },
+            )
             try:
                 for _ in range(nodes - 1):
                     self._add_worker()

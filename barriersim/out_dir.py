@@ -18,8 +18,18 @@ from pathlib import Path
 from barriersim.errors import ArgumentError
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 
-RUN_FILES = {"summary.json", "scenario.toml", "checkpoints.csv", "checkpoints.parquet", "subtasks.csv",
-             "subtasks.parquet", "placement.csv", "placement.parquet", "sweep.json", "external_store.msgpack"}
+RUN_FILES = {
+    "summary.json",
+    "scenario.toml",
+    "checkpoints.csv",
+    "checkpoints.parquet",
+    "subtasks.csv",
+    "subtasks.parquet",
+    "placement.csv",
+    "placement.parquet",
+    "sweep.json",
+    "external_store.msgpack",
+}
 RUN_DIRS = {"checkpoints", "savepoints", "analytics", "report", "logs"}
 MARKERS = ("summary.json", "scenario.toml", "sweep.json")
 
@@ -65,11 +75,15 @@ def prepare_out_dir(out: Path, force: bool = False, flag: str = "--out") -> None
         return
     if not force:
         shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
-        raise ArgumentError(f"{flag}: {out} is not empty (it holds {shown}); pass --force to replace the run in it, "
-                            "or choose another directory")
+        raise ArgumentError(
+            f"{flag}: {out} is not empty (it holds {shown}); pass --force to replace the run in it, "
+            "or choose another directory"
+        )
     if not is_run_directory(out):
-        raise ArgumentError(f"{flag}: {out} is not empty and holds more than a barriersim run; --force replaces only "
-                            "a run directory, choose another directory")
+        raise ArgumentError(
+            f"{flag}: {out} is not empty and holds more than a barriersim run; --force replaces only "
+            "a run directory, choose another directory"
+        )
     for entry in out.iterdir():
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)

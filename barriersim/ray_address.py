@@ -75,9 +75,11 @@ def check_address(address: str | None, timeout: float | None = None) -> str | No
         return addr
     where = f"{origin} {addr}"
     if addr.startswith("ray://"):
-        raise AddressError(f"{where}: a Ray Client address; the run's Spark on Ray (RayDP, fault-tolerant mode) "
-                           "does not run over Ray Client: give the head's GCS address HOST:PORT (port 6379 by "
-                           "default), from a machine that can join the cluster")
+        raise AddressError(
+            f"{where}: a Ray Client address; the run's Spark on Ray (RayDP, fault-tolerant mode) "
+            "does not run over Ray Client: give the head's GCS address HOST:PORT (port 6379 by "
+            "default), from a machine that can join the cluster"
+        )
     if "://" in addr:
         raise AddressError(f"{where}: must be the Ray head's GCS address HOST:PORT (port 6379 by default)")
     target = _resolve_auto(where) if addr == "auto" else addr
@@ -148,15 +150,17 @@ def _probe(where: str, infos: list, host: str, port: int, deadline: float, timeo
                 s.sendall(_HTTP2_PREFACE + _EMPTY_SETTINGS)
                 s.settimeout(max(0.001, deadline - time.monotonic()))
                 answer = _read(s, 9)
-        except socket.timeout:
+        except TimeoutError:
             raise AddressError(f"{where}: no answer from {host}:{port} within {timeout:g} s") from None
         except OSError as err:
             refused = err
             continue
         if len(answer) == 9 and answer[3] == _SETTINGS:
             return
-        raise AddressError(f"{where}: {host}:{port} answers, but not as a Ray cluster (no gRPC server there; the "
-                           "head's GCS port is 6379 by default)")
+        raise AddressError(
+            f"{where}: {host}:{port} answers, but not as a Ray cluster (no gRPC server there; the "
+            "head's GCS port is 6379 by default)"
+        )
     if refused is None:
         raise AddressError(f"{where}: no answer from {host}:{port} within {timeout:g} s")
     reason = refused.strerror or type(refused).__name__

@@ -1,10 +1,12 @@
-"""Runs on Ray, end to end: Spark on Ray generates the workload, the job runs on Ray actors
-(``actors.graph_runner``: every job graph, every mode, the scenario's faults), the output is verified, and each
-run directory gets its effective scenario, ``summary.json`` and per-checkpoint and per-subtask statistics
-(``barriersim.summary``) beside the job's filesystem checkpoints.
-
-How it works: ``docs/modules.md``, ``barriersim/ray_backend.py``.
-"""
+"""Runs on Ray, end to end: ``run_on_ray`` runs the effective scenarios of one request (one per mode, on one
+workload) under one start of Ray and Spark, in phases (``_RayRequest``): Ray starts, the workload comes from the
+cache or from Spark (its jobs deploy meanwhile, waiting for their splits), each mode's job runs on Ray actors
+(``actors.graph_runner``) and is verified while the next deploys, the cache entry and the checkpoint statistics are
+computed once no job runs, and each mode's run directory gets its effective scenario, ``summary.json`` (with every
+phase's time) and per-checkpoint and per-subtask statistics, its checkpoints, savepoints and external system
+beside them or under the request's checkpoint storage. A cluster given by ``address`` (or ``RAY_ADDRESS``) is
+attached to and left running; everything else started is stopped on every exit path. docs/architecture.md ("The
+drivers") has the narrative."""
 
 from __future__ import annotations
 
@@ -84,244 +86,306 @@ def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None
     has them (then Spark does not start, unless the statistics are large), and store them there when Spark
     computed them; False: Spark computes them and the cache is neither read nor written. ``warn`` hears of a
     cache entry that could not be read, in one line."""
-    import ray
+    request = _RayRequest(runs, address, progress, checkpoint_storage, cache, warn)
+    try:
+        request.start_ray()
+        request.obtain_workload()
+        finished = [request.run_mode(n) for n in range(len(runs))]
+        request.write_cache()
+        statistics = request.compute_statistics(finished)
+        return request.write_summaries(finished, statistics)
+    finally:
+        request.close()
 
-    from barriersim.actors.graph_runner import RayJob
-    from barriersim.actors.placement import check_kill_nodes, cluster_nodes
-    from barriersim.actors.workload_handoff import WorkloadHandOff, refs
 
-    say = progress or (lambda stage, fraction: None)
-    first = runs[0][1]
-    several = len(runs) > 1
-    root = runs[0][0].parent if several else runs[0][0]
-    fresh = not root.exists() or not any(root.iterdir())
-    root.mkdir(parents=True, exist_ok=True)
-    sources = tuple((v.name, v.parallelism) for v in first.job.graph.sources)
-    records = first.workload.records * len(sources)
-    cluster = RayAndSpark(app_name=f"barriersim-{first.name}", address=ray_address(address),
-                          log_dir=root / LOGS_DIR)
-    shared: dict[str, float] = {}
-    cached = workload_cache.lookup(first) if cache else None
-    if cached is not None and cached.outcome is workload_cache.Lookup.CORRUPT:
-        warn(f"workload cache: {cached.problem}; Spark recomputes the entry")
-    hit = cached is not None and cached.outcome is workload_cache.Lookup.HIT
-    cache_section = {"status": "disabled" if cached is None else cached.outcome.value,
-                     "key": workload_cache.cache_key(first) if cached is None else cached.key,
-                     "path": None if cached is None else str(cached.path), "written": False}
-    spark = None
-    handoffs: list = []
-    put_splits: dict[str, list] | None = None  # a cache hit's splits, in the object store before the first job deploys
-    jobs: list = []
-    after_snapshot: dict[Path, dict | None] = {}  # per run: what the run it restores committed after its snapshot
+class _RayRequest:
+    """One request's runs on one start of Ray (and Spark, if it starts): ``run_on_ray``'s phases, in order, with
+    what they share (the cluster, the workload, the jobs, the shared timings, the cache's section)."""
 
-    # on a storage URI, everything of the request goes under <storage>/<run directory name>: each mode's checkpoints
-    # and savepoints (in <mode>/ when there are several), and the analytics
-    remote_root, on_storage = run_storage.storage_uris(checkpoint_storage, list(runs))
-    storage_uris = {target: str(target / "checkpoints") if uri is None else uri for target, uri in on_storage.items()}
+    def __init__(self, runs: Sequence[tuple[Path, Scenario]], address: str | None,
+                 progress: ProgressCallback | None, checkpoint_storage: str | None, cache: bool,
+                 warn: Callable[[str], None]):
+        self.runs = runs
+        self.say = progress or (lambda stage, fraction: None)
+        self.warn = warn
+        self.first = first = runs[0][1]
+        self.several = len(runs) > 1
+        self.root = runs[0][0].parent if self.several else runs[0][0]
+        self.fresh = not self.root.exists() or not any(self.root.iterdir())
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.sources = tuple((v.name, v.parallelism) for v in first.job.graph.sources)
+        self.records = first.workload.records * len(self.sources)
+        self.cluster = RayAndSpark(app_name=f"barriersim-{first.name}", address=ray_address(address),
+                                   log_dir=self.root / LOGS_DIR)
+        self.shared: dict[str, float] = {}  # the timings every mode shares
+        self.cached = workload_cache.lookup(first) if cache else None
+        if self.cached is not None and self.cached.outcome is workload_cache.Lookup.CORRUPT:
+            warn(f"workload cache: {self.cached.problem}; Spark recomputes the entry")
+        self.hit = self.cached is not None and self.cached.outcome is workload_cache.Lookup.HIT
+        # shared by every summary: "written" is set once the jobs are over, before any summary is written
+        self.cache_section = {"status": "disabled" if self.cached is None else self.cached.outcome.value,
+                              "key": workload_cache.cache_key(first) if self.cached is None else self.cached.key,
+                              "path": None if self.cached is None else str(self.cached.path), "written": False}
+        self.spark = None
+        self.handoffs: list = []
+        self.jobs: list = []
+        self.job = None  # the mode's job that runs (or waits for its splits) now
+        self.after_snapshot: dict[Path, dict | None] = {}  # per run: what the run it restores committed after it
+        # on a storage URI, everything of the request goes under <storage>/<run directory name>: each mode's
+        # checkpoints and savepoints (in <mode>/ when there are several), and the analytics
+        self.remote_root, self.on_storage = run_storage.storage_uris(checkpoint_storage, list(runs))
+        self.storage_uris = {target: str(target / "checkpoints") if uri is None else uri
+                             for target, uri in self.on_storage.items()}
+        self.export_error: Exception | None = None
 
-    def start_job(target: Path, scenario: Scenario, splits_now: dict[str, list] | None = None):
+    # -- 1. Ray ---------------------------------------------------------------------------------------------------
+
+    def start_ray(self) -> None:
+        """Ray starts; the cluster must have the nodes the scenarios spread their TaskManagers over."""
+        from barriersim.actors.placement import check_kill_nodes, cluster_nodes
+
+        self.say("starting Ray", None)
+        try:
+            self.cluster.start_ray()
+        except BaseException:
+            self.cluster.close()  # its log file closed: a run that never started leaves nothing behind
+            if self.fresh:
+                shutil.rmtree(self.root, ignore_errors=True)
+            raise
+        self.shared["ray_start"] = self.cluster.ray_started_seconds
+        try:
+            for _, scenario in self.runs:
+                check_kill_nodes(scenario.faults, cluster_nodes(scenario.cluster.nodes))
+        except PlacementError as err:
+            raise UnsupportedScenario(f"{self.first.path}: {err}") from None
+
+    def _start_job(self, target: Path, scenario: Scenario, splits_now: dict[str, list] | None = None):
         """Deploy a mode's job now: its sources read ``splits_now`` (object references) if given, else they wait for
         the splits its own hand-off gets later."""
+        from barriersim.actors.graph_runner import RayJob
+        from barriersim.actors.workload_handoff import WorkloadHandOff, refs
+
         if splits_now is not None:
             job_splits = splits_now
         else:
-            handoffs.append(WorkloadHandOff.remote())
-            job_splits = refs(handoffs[-1], sources)
+            self.handoffs.append(WorkloadHandOff.remote())
+            job_splits = refs(self.handoffs[-1], self.sources)
         target.mkdir(parents=True, exist_ok=True)
         previous = previous_run(scenario)  # the run whose snapshot this one restores, continued
-        after_snapshot[target] = output_after_snapshot(previous)
-        jobs.append(RayJob(job_config(scenario), job_splits, storage_uris[target],
-                           f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=records,
-                           savepoint_root=savepoint_directory_for(on_storage[target], target),
-                           first_attempt_number=previous.next_attempt_number if previous else 0,
-                           store_snapshot=previous.store.to_msgpack() if previous else None))
-        return jobs[-1]
+        self.after_snapshot[target] = output_after_snapshot(previous)
+        self.jobs.append(RayJob(job_config(scenario), job_splits, self.storage_uris[target],
+                                f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=self.records,
+                                savepoint_root=savepoint_directory_for(self.on_storage[target], target),
+                                first_attempt_number=previous.next_attempt_number if previous else 0,
+                                store_snapshot=previous.store.to_msgpack() if previous else None))
+        return self.jobs[-1]
 
-    try:
-        say("starting Ray", None)
-        try:
-            cluster.start_ray()
-        except BaseException:
-            cluster.close()  # its log file closed: a run that never started leaves nothing behind
-            if fresh:
-                shutil.rmtree(root, ignore_errors=True)
-            raise
-        shared["ray_start"] = cluster.ray_started_seconds
-        try:  # the Ray cluster must have the nodes the scenario spreads its TaskManagers over
-            for _, scenario in runs:
-                check_kill_nodes(scenario.faults, cluster_nodes(scenario.cluster.nodes))
-        except PlacementError as err:
-            raise UnsupportedScenario(f"{first.path}: {err}") from None
-        if hit:
-            say("reading the workload and its reference from the cache (Spark not started)", None)
+    # -- 2. the workload ------------------------------------------------------------------------------------------
+
+    def obtain_workload(self) -> None:
+        """The workload, from the cache (Spark does not start; the first job deploys with its splits in the object
+        store) or generated by Spark (started on a thread while the first job's actors deploy, waiting for their
+        splits, which its hand-off gets then)."""
+        import ray
+
+        from barriersim.actors.workload_handoff import refs
+
+        put_splits = None
+        if self.hit:
+            self.say("reading the workload and its reference from the cache (Spark not started)", None)
             t0 = time.perf_counter()
-            workload, splits, reference = None, cached.splits, cached.reference
+            self.workload, self.splits, self.reference = None, self.cached.splits, self.cached.reference
             # known before the first job deploys: its sources read them from the object store at once, with no
             # hand-off actor (one actor process fewer to start before the job manager's); a later mode's job still
             # waits for its hand-off, so that it does not run while the previous mode is verified
-            put_splits = {vertex: [ray.put(table) for table in tables] for vertex, tables in splits.items()}
-            job = start_job(*runs[0], splits_now=put_splits)
-            shared["spark_start"] = 0.0
+            put_splits = {vertex: [ray.put(table) for table in tables] for vertex, tables in self.splits.items()}
+            self.job = self._start_job(*self.runs[0], splits_now=put_splits)
+            self.shared["spark_start"] = 0.0
         else:
-            cluster.start_spark_in_background(prepare=lambda spark: prepare(spark, first))
-            job = start_job(*runs[0])  # its actors deploy while Spark starts
-            say("starting Spark on Ray (the job's actors deploy meanwhile)", None)
+            cluster = self.cluster
+            cluster.start_spark_in_background(prepare=lambda spark: prepare(spark, self.first))
+            self.job = self._start_job(*self.runs[0])  # its actors deploy while Spark starts
+            self.say("starting Spark on Ray (the job's actors deploy meanwhile)", None)
             try:
-                spark = cluster.wait_for_spark()
+                self.spark = cluster.wait_for_spark()
             except BaseException as err:
-                handoffs[0].fail.remote(f"Spark did not start: {type(err).__name__}")
+                self.handoffs[0].fail.remote(f"Spark did not start: {type(err).__name__}")
                 raise
-            shared["spark_start"] = cluster.spark_started_seconds
-            say("generating the workload in Spark", None)
+            self.shared["spark_start"] = cluster.spark_started_seconds
+            self.say("generating the workload in Spark", None)
             t0 = time.perf_counter()
-            workload = cluster.prepared
-            splits = hand_off(workload)
-            handoffs[0].supply.remote(splits)
+            self.workload = cluster.prepared
+            self.reference = None
+            self.splits = hand_off(self.workload)
+            self.handoffs[0].supply.remote(self.splits)
         # resolved: for the Ray task of a general graph's reference
-        split_refs = put_splits if put_splits is not None else refs(handoffs[0], sources)
-        split_sizes = {f"{vertex}#{i}": t.num_rows for vertex, tables in splits.items() for i, t in enumerate(tables)}
-        mode_start = time.perf_counter()
-        shared["workload"] = mode_start - t0
-        spark_info = cluster.spark_info if spark is not None else {"started": False}
+        self.split_refs = put_splits if put_splits is not None else refs(self.handoffs[0], self.sources)
+        self.split_sizes = {f"{vertex}#{i}": t.num_rows for vertex, tables in self.splits.items()
+                            for i, t in enumerate(tables)}
+        self.mode_start = time.perf_counter()
+        self.shared["workload"] = self.mode_start - t0
+        self.spark_info = self.cluster.spark_info if self.spark is not None else {"started": False}
 
-        finished: list[tuple[Path, dict]] = []
-        for n, (target, scenario) in enumerate(runs):
-            mode = scenario.checkpointing.mode.value
-            config = job.config
-            stage = f"running the job ({mode})" if several else "running the job"
-            say(stage, 0.0)
+    # -- 3. each mode's job ---------------------------------------------------------------------------------------
 
-            def on_progress(p: dict, stage=stage) -> None:
-                if p.get("source_records") is not None:
-                    say(stage, min(1.0, p["source_records"] / records))
+    def run_mode(self, n: int) -> tuple[Path, dict]:
+        """Mode ``n``'s job runs to its end; the next mode's actors deploy while this one is verified (its sources
+        wait for their splits, supplied once this mode's run directory is written)."""
+        target, scenario = self.runs[n]
+        job = self.job
+        mode = scenario.checkpointing.mode.value
+        stage = f"running the job ({mode})" if self.several else "running the job"
+        self.say(stage, 0.0)
 
-            result = job.wait(on_progress)
-            running = result.job_seconds - result.first_deploy_seconds
-            deploy = max(0.0, job.ended_at - mode_start - running)
-            # the next mode's actors deploy while this one is verified; its sources wait for their splits
-            job = start_job(*runs[n + 1]) if n + 1 < len(runs) else None
+        def on_progress(p: dict) -> None:
+            if p.get("source_records") is not None:
+                self.say(stage, min(1.0, p["source_records"] / self.records))
 
-            suffix = f" ({mode})" if several else ""
-            t1 = time.perf_counter()
-            ended_by_snapshot = bool(result.ending[0])
-            if scenario.job.is_quickstart_shape and not ended_by_snapshot and spark is None:
-                say(f"verifying against Spark's cached reference{suffix}", None)
-                verification = compare_with_reference(splits, reference, output_table(result.committed_output),
-                                                      exactly_once=config.checkpointing.mode.exactly_once)
-            elif scenario.job.is_quickstart_shape and not ended_by_snapshot:
-                say(f"verifying against Spark's reference{suffix}", None)
-                verification = verify(spark, workload.df, output_table(result.committed_output),
-                                      exactly_once=config.checkpointing.mode.exactly_once)
-            else:
-                say(f"verifying against the reference{suffix}", None)
-                verification = verify_in_ray(config.graph, split_refs, result.committed_output,
-                                             at_least_once=not config.checkpointing.mode.exactly_once,
-                                             ending=result.ending,
-                                             pending=result.pending_records, operations=result.operations)
-            own = {"deploy": deploy, "job": running, "verification": time.perf_counter() - t1}
-            write_run_directory(target, scenario, None, result.checkpoints,
-                                with_channel_kinds(result.subtasks, result.config), result.placement)
-            write_external_store(target, result.store_snapshot)
-            # how far each source subtask's last run read (its reader's offsets: the records that went through the
-            # job, also when it stopped before its input ended; a task whose run did not return, its split), less
-            # where the run's first deployment started (a run --from an earlier run's snapshot: its offsets), as the
-            # simulator counts it
-            at_start = result.source_records_at_start
-            source_runs = {r["task"]: (records_read_in_run(r["task"], r["records_read"], at_start),
-                                       r.get("last_record_at_ms"))
-                           for r in result.task_runs if r.get("task") in split_sizes}
-            through = sum(source_runs.get(task, (records_read_in_run(task, size, at_start),))[0]
-                          for task, size in split_sizes.items())
-            summary = build_summary(
-                scenario=scenario, backend=Backend.RAY, generated_by=WorkloadGenerator.SPARK,
-                records=records, counts=result.counts, verification=verification.as_dict(),
-                outcome=result.outcome, restarts=result.restarts,
-                restored_checkpoint_ids=result.restored_checkpoint_ids,
-                restored_in_flight_bytes=result.restored_in_flight_bytes,
-                records_per_second=through / running if running > 0 else None,
-                throughput_clock="wall", source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
-                faults_fired=result.fault_log, failure_reason=result.failure_reason,
-                **jobs_sections(result, result.next_attempt_number, "snapshot" if ended_by_snapshot else "workload"),
-                # cache_section is shared: "written" is set once the jobs are over, before any summary is written
-                backend_sections={"spark": spark_info, "workload_cache": cache_section, "timings_seconds": own,
-                                  "ray": {"coordinator_failovers": result.coordinator_failovers,
-                                          "killed": result.killed, "failures": result.failures,
-                                          "storage_errors": result.storage_errors,
-                                          "checkpoint_storage": storage_uris[target]}},
-                wall_seconds=time.perf_counter() - mode_start,
-                placement=placement_section(result.config, result.deployments, result.ray_nodes),
-                output_after_snapshot=after_snapshot.get(target),
-            )
-            finished.append((target, summary))
-            if job is not None:
-                handoffs[-1].supply.remote(splits)
-                mode_start = time.perf_counter()
+        result = job.wait(on_progress)
+        running = result.job_seconds - result.first_deploy_seconds
+        deploy = max(0.0, job.ended_at - self.mode_start - running)
+        self.job = self._start_job(*self.runs[n + 1]) if n + 1 < len(self.runs) else None
+        t1 = time.perf_counter()
+        verification = self._verify(scenario, job.config, result, f" ({mode})" if self.several else "")
+        own = {"deploy": deploy, "job": running, "verification": time.perf_counter() - t1}
+        write_run_directory(target, scenario, None, result.checkpoints,
+                            with_channel_kinds(result.subtasks, result.config), result.placement)
+        write_external_store(target, result.store_snapshot)
+        summary = self._summary(target, scenario, result, verification, own, running)
+        if self.job is not None:
+            self.handoffs[-1].supply.remote(self.splits)
+            self.mode_start = time.perf_counter()
+        return target, summary
 
-        # once no job runs (nothing competes with a job for the CPU): Spark's reference, then the cache entry
+    def _verify(self, scenario: Scenario, config, result, suffix: str):
+        """The quickstart shape against Spark's reference (cached, or one Spark SQL job over Arrow data), any other
+        graph, or a run whose last job ended by a snapshot, against the reference evaluated in a Ray task."""
+        ended_by_snapshot = bool(result.ending[0])
+        if scenario.job.is_quickstart_shape and not ended_by_snapshot and self.spark is None:
+            self.say(f"verifying against Spark's cached reference{suffix}", None)
+            return compare_with_reference(self.splits, self.reference, output_table(result.committed_output),
+                                          exactly_once=config.checkpointing.mode.exactly_once)
+        if scenario.job.is_quickstart_shape and not ended_by_snapshot:
+            self.say(f"verifying against Spark's reference{suffix}", None)
+            return verify(self.spark, self.workload.df, output_table(result.committed_output),
+                          exactly_once=config.checkpointing.mode.exactly_once)
+        self.say(f"verifying against the reference{suffix}", None)
+        return verify_in_ray(config.graph, self.split_refs, result.committed_output,
+                             at_least_once=not config.checkpointing.mode.exactly_once, ending=result.ending,
+                             pending=result.pending_records, operations=result.operations)
+
+    def _summary(self, target: Path, scenario: Scenario, result, verification, own: dict, running: float) -> dict:
+        # how far each source subtask's last run read (its reader's offsets: the records that went through the job,
+        # also when it stopped before its input ended; a task whose run did not return, its split), less where the
+        # run's first deployment started (a run --from an earlier run's snapshot: its offsets), as the simulator
+        # counts it
+        at_start = result.source_records_at_start
+        source_runs = {r["task"]: (records_read_in_run(r["task"], r["records_read"], at_start),
+                                   r.get("last_record_at_ms"))
+                       for r in result.task_runs if r.get("task") in self.split_sizes}
+        through = sum(source_runs.get(task, (records_read_in_run(task, size, at_start),))[0]
+                      for task, size in self.split_sizes.items())
+        ended_by_snapshot = bool(result.ending[0])
+        return build_summary(
+            scenario=scenario, backend="ray", generated_by="spark",
+            records=self.records, counts=result.counts, verification=verification.as_dict(),
+            outcome=result.outcome, restarts=result.restarts,
+            restored_checkpoint_ids=result.restored_checkpoint_ids,
+            restored_in_flight_bytes=result.restored_in_flight_bytes,
+            records_per_second=through / running if running > 0 else None,
+            throughput_clock="wall", source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
+            faults_fired=result.fault_log, failure_reason=result.failure_reason,
+            **jobs_sections(result, result.next_attempt_number, "snapshot" if ended_by_snapshot else "workload"),
+            backend_sections={"spark": self.spark_info, "workload_cache": self.cache_section, "timings_seconds": own,
+                              "ray": {"coordinator_failovers": result.coordinator_failovers,
+                                      "killed": result.killed, "failures": result.failures,
+                                      "storage_errors": result.storage_errors,
+                                      "checkpoint_storage": self.storage_uris[target]}},
+            wall_seconds=time.perf_counter() - self.mode_start,
+            placement=placement_section(result.config, result.deployments, result.ray_nodes),
+            output_after_snapshot=self.after_snapshot.get(target),
+        )
+
+    # -- 4. the cache, the statistics, the summaries --------------------------------------------------------------
+
+    def write_cache(self) -> None:
+        """Once no job runs (nothing competes with a job for the CPU): Spark's reference, then the cache entry."""
         t3 = time.perf_counter()
-        if cached is not None and not hit:
-            say("computing the verification reference in Spark and writing the workload cache", None)
+        if self.cached is not None and not self.hit:
+            self.say("computing the verification reference in Spark and writing the workload cache", None)
             try:
-                workload_cache.store(first, splits, reference_table(spark, workload.df))
-                cache_section["written"] = True
+                workload_cache.store(self.first, self.splits, reference_table(self.spark, self.workload.df))
+                self.cache_section["written"] = True
             except (OSError, CheckpointStorageError) as err:
-                warn(f"workload cache: could not write {cached.path} ({err}); the run goes on without it")
-        shared["cache_write"] = time.perf_counter() - t3
+                self.warn(f"workload cache: could not write {self.cached.path} ({err}); the run goes on without it")
+        self.shared["cache_write"] = time.perf_counter() - t3
 
-        # Flink's REST summaries (min, max, avg, p50 ... p999) of every run just written: in the Spark that is up,
-        # else in pandas when they are small (barriersim.report.statistics), else in a Spark started for them
+    def compute_statistics(self, finished: list[tuple[Path, dict]]) -> str:
+        """Flink's REST summaries (min, max, avg, p50 ... p999) of every run just written: in the Spark that is up,
+        else in pandas when they are small (``barriersim.report.statistics``), else in a Spark started for them;
+        on ``s3://``, written to the object store too. Returns where they were computed."""
         t2 = time.perf_counter()
+        root = self.root
         written = [Run(path=target, label="." if target == root else target.name, summary=s) for target, s in finished]
-        in_pandas = False
-        if spark is None:
+        statistics = "spark"
+        if self.spark is None:
             tables = RunTables(written, *run_tables(written))
             if is_small(tables):
-                in_pandas = True
-                say("computing the checkpoint statistics (pandas)", None)
+                statistics = "pandas"
+                self.say("computing the checkpoint statistics (pandas)", None)
                 compute_locally(root, tables)
             else:
-                say("starting Spark on Ray for the checkpoint statistics", None)
-                spark = cluster.start_spark()
-                shared["spark_start"] = cluster.spark_started_seconds
+                self.say("starting Spark on Ray for the checkpoint statistics", None)
+                self.spark = self.cluster.start_spark()
+                self.shared["spark_start"] = self.cluster.spark_started_seconds
                 t2 = time.perf_counter()
-        if not in_pandas:
-            say("computing the checkpoint statistics in Spark", None)
-            compute_analytics(spark, root, written)
-        analytics_uri, export_error = None, None
-        if remote_root is not None and is_object_store_uri(remote_root):
-            say("writing the checkpoint statistics to the object store", None)
+        if statistics == "spark":
+            self.say("computing the checkpoint statistics in Spark", None)
+            compute_analytics(self.spark, root, written)
+        self.analytics_uri = None
+        if self.remote_root is not None and is_object_store_uri(self.remote_root):
+            self.say("writing the checkpoint statistics to the object store", None)
             try:
-                analytics_uri = export_analytics(analytics_dir(root), child_uri(remote_root, "analytics"))
+                self.analytics_uri = export_analytics(analytics_dir(root), child_uri(self.remote_root, "analytics"))
             except AnalyticsExportError as err:
-                export_error = err  # raised once the run directory is complete
-        shared["analytics"] = time.perf_counter() - t2
+                self.export_error = err  # raised once the run directory is complete
+        self.shared["analytics"] = time.perf_counter() - t2
+        return statistics
+
+    def write_summaries(self, finished: list[tuple[Path, dict]], statistics: str) -> list[dict]:
+        """Each mode's ``summary.json`` with the shared timings; on a storage URI, each mode's files published
+        beside its savepoints and checkpoints, where a restore from them finds the run."""
         summaries = []
         for target, summary in finished:
-            timings = {key: round(value, 3) for key, value in {**shared, **summary["timings_seconds"]}.items()}
+            timings = {key: round(value, 3) for key, value in {**self.shared, **summary["timings_seconds"]}.items()}
             summary = {**summary, "timings_seconds": timings,
-                       "workload_cache": {**summary["workload_cache"], "statistics": "pandas" if in_pandas else "spark"}}
-            if spark is not None and not summary["spark"].get("started", True):  # started for the statistics
-                summary["spark"] = cluster.spark_info
-            if analytics_uri is not None:
-                summary["ray"] = {**summary["ray"], "analytics_uri": analytics_uri}
+                       "workload_cache": {**summary["workload_cache"], "statistics": statistics}}
+            if self.spark is not None and not summary["spark"].get("started", True):  # started for the statistics
+                summary["spark"] = self.cluster.spark_info
+            if self.analytics_uri is not None:
+                summary["ray"] = {**summary["ray"], "analytics_uri": self.analytics_uri}
             write_summary(target, summary)
             summaries.append(summary)
-            if on_storage[target] is not None:
-                try:  # beside its savepoints and checkpoints, where a restore from them finds the run
-                    publish_run(target, storage_uris[target])
+            if self.on_storage[target] is not None:
+                try:
+                    publish_run(target, self.storage_uris[target])
                 except RunPublishError as err:
-                    export_error = export_error or err
-        if export_error is not None:
-            raise export_error
+                    self.export_error = self.export_error or err
+        if self.export_error is not None:
+            raise self.export_error
         return summaries
-    finally:
+
+    def close(self) -> None:
+        """Every actor the request started is killed, and Spark and Ray stop (a cluster attached to stays up)."""
+        import ray
+
         try:
-            for started in jobs:
+            for started in self.jobs:
                 started.kill()
-            for handoff in handoffs:
+            for handoff in self.handoffs:
                 ray.kill(handoff)
         finally:
             try:
-                say("stopping Ray" if hit and spark is None else "stopping Spark and Ray", None)
+                self.say("stopping Ray" if self.hit and self.spark is None else "stopping Spark and Ray", None)
             finally:
-                cluster.close()
+                self.cluster.close()

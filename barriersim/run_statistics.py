@@ -13,16 +13,22 @@ refused before a checkpoint id, while not all tasks were running).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any
 
 from barriersim.report.statistics import summary_table
 from barriersim.rundir import Run, RunTables, input_files, run_tables
 from barriersim.spark.analytics import read_analytics, written_at
 
-PERCENTILE_METRICS = (("checkpoint", "end_to_end_duration"), ("subtask", "alignment_duration"),
-                      ("subtask", "start_delay"), ("checkpoint", "persisted_data"), ("checkpoint", "processed_data"))
+PERCENTILE_METRICS = (
+    ("checkpoint", "end_to_end_duration"),
+    ("subtask", "alignment_duration"),
+    ("subtask", "start_delay"),
+    ("checkpoint", "persisted_data"),
+    ("checkpoint", "processed_data"),
+)
 WITHOUT_ROW = "before tasks ran"  # Flink's failures without a PendingCheckpointStats, as they arise here
 
 
@@ -39,7 +45,7 @@ def reason_label(reason: str | None) -> str:
     """Flink's ``CheckpointFailureReason`` name, short: ``CHECKPOINT_EXPIRED`` -> ``expired``."""
     if not reason:
         return "no reason recorded"
-    name = reason[len("CHECKPOINT_"):] if reason.startswith("CHECKPOINT_") else reason
+    name = reason[len("CHECKPOINT_") :] if reason.startswith("CHECKPOINT_") else reason
     return name.lower().replace("_", " ")
 
 
@@ -61,16 +67,22 @@ def _summary_frame(out: Path, runs: list, tables):
 def mode_statistics(out: Path, runs: Mapping[str, Path], summaries: Mapping[str, dict]) -> dict[str, ModeStatistics]:
     """Per mode (``runs``: mode -> its run directory under ``out``; ``summaries``: mode -> its summary)."""
     out = Path(out)
-    with_tables = [Run(path=Path(d), label=_label(out, Path(d)), summary=summaries[mode])
-                   for mode, d in runs.items() if (Path(d) / "checkpoints.parquet").exists()]
-    frame = checkpoints = None
+    with_tables = [
+        Run(path=Path(d), label=_label(out, Path(d)), summary=summaries[mode])
+        for mode, d in runs.items()
+        if (Path(d) / "checkpoints.parquet").exists()
+    ]
+    frame: Any = None  # pandas DataFrames (pandas is untyped here)
+    checkpoints: Any = None
     if with_tables:
         checkpoints, subtasks = run_tables(with_tables)
         frame = _summary_frame(out, with_tables, RunTables(with_tables, checkpoints, subtasks))
     labels = {r.summary["mode"]: r.label for r in with_tables}
     result = {}
     for mode, summary in summaries.items():
-        percentiles = {metric: (None, None) for _, metric in PERCENTILE_METRICS}
+        percentiles: dict[str, tuple[float | None, float | None]] = {
+            metric: (None, None) for _, metric in PERCENTILE_METRICS
+        }
         failed_rows: Counter = Counter()
         label = labels.get(mode)
         if label is not None:
@@ -84,7 +96,8 @@ def mode_statistics(out: Path, runs: Mapping[str, Path], summaries: Mapping[str,
             reasons = failed["failure_reason"] if "failure_reason" in failed else [None] * len(failed)
             failed_rows.update(reason_label(r if isinstance(r, str) else None) for r in reasons)
         without_row = max(0, int(summary.get("checkpoints", {}).get("failed", 0)) - sum(failed_rows.values()))
-        failures = ([(without_row, WITHOUT_ROW)] if without_row else []) + \
-            [(n, reason) for reason, n in sorted(failed_rows.items(), key=lambda kv: (-kv[1], kv[0]))]
+        failures = ([(without_row, WITHOUT_ROW)] if without_row else []) + [
+            (n, reason) for reason, n in sorted(failed_rows.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
         result[mode] = ModeStatistics(percentiles, tuple(failures))
     return result

@@ -1,14 +1,5 @@
-"""Run directories: find the runs under a directory and load their checkpoint and subtask tables.
-
-How this works: a *run* is a directory holding ``summary.json`` and ``checkpoints.parquet`` (and usually
-``subtasks.parquet``), as ``barriersim run`` writes them. A directory given to the report or the analytics is
-either one run, or holds runs in subdirectories (``RUN_DIR/<mode>/`` for ``--mode all``, a sweep's points),
-up to two levels deep; both layouts are found by ``discover_runs``. Each run is labelled by its path relative
-to the directory given (``.`` for the directory itself) and carries its summary's mode, scenario, seed and
-``workload.zipf_exponent``. ``load_tables`` reads every run's Parquet files with pyarrow into two pandas
-DataFrames with those run columns in front. Everything a user can get wrong raises ``RunDirError`` whose
-message is one line naming the path. This module sits below both of its users, the report
-(``barriersim.report``) and the Spark analytics (``barriersim.spark.analytics``), and imports neither.
+"""Run directories: find the runs under a directory and load their checkpoint and subtask tables; bad input raises
+``RunDirError``, one line naming the path. See docs/runs-and-workloads.md, "Finding runs and loading their tables".
 """
 
 from __future__ import annotations
@@ -23,11 +14,22 @@ import pyarrow.parquet as pq
 RUN_KEYS = ("run", "mode", "scenario", "seed", "zipf_exponent")
 
 CHECKPOINT_COLUMNS = (
-    "id", "status", "trigger_timestamp", "end_to_end_duration", "state_size", "checkpointed_size",
-    "processed_data", "persisted_data",
+    "id",
+    "status",
+    "trigger_timestamp",
+    "end_to_end_duration",
+    "state_size",
+    "checkpointed_size",
+    "processed_data",
+    "persisted_data",
 )
 SUBTASK_COLUMNS = (
-    "id", "task", "ack_timestamp", "alignment_duration", "start_delay", "checkpoint_sync",
+    "id",
+    "task",
+    "ack_timestamp",
+    "alignment_duration",
+    "start_delay",
+    "checkpoint_sync",
 )
 # Per-subtask timeline columns later runs add; derived from the others when absent.
 TIMELINE_COLUMNS = ("first_barrier_timestamp", "alignment_end_timestamp", "snapshot_timestamp")
@@ -78,8 +80,13 @@ class Run:
         return int(value) if isinstance(value, int) else None
 
     def keys(self) -> dict:
-        return {"run": self.label, "mode": self.mode, "scenario": self.scenario, "seed": self.seed,
-                "zipf_exponent": self.zipf_exponent}
+        return {
+            "run": self.label,
+            "mode": self.mode,
+            "scenario": self.scenario,
+            "seed": self.seed,
+            "zipf_exponent": self.zipf_exponent,
+        }
 
 
 @dataclass

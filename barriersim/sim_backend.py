@@ -1,7 +1,10 @@
-"""Runs on the deterministic simulator: one effective scenario simulated, verified, and written as a run directory.
-
-How it works: ``docs/modules.md``, ``barriersim/sim_backend.py``.
-"""
+"""Runs on the deterministic simulator: ``simulate`` takes one effective scenario (``barriersim.api.plan``), builds
+the job's settings and workload, simulates it (``runtime.sim.job_simulation``), writes the checkpoints a cancelled
+job retained, verifies the committed output (against the reference over the same workload, or the snapshot a
+stopped or cancelled last job ended with) and writes the run directory as the Ray backend does: ``scenario.toml``,
+``summary.json`` (``backend: "sim"``, the ``simulation`` section, ``trace_sha256``, the one-line ``replay``
+command), the statistics, savepoints and the external system. A run is a pure function of its effective scenario
+(and, restored, of the run it continues). docs/architecture.md ("The drivers") has the narrative."""
 
 from __future__ import annotations
 
@@ -73,7 +76,7 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None,
         records_per_second=through / virtual_seconds if virtual_seconds else None, throughput_clock="virtual",
         source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
         faults_fired=result.fault_log, failure_reason=result.failure_reason,
-        **jobs_sections(report, simulation.job_master.next_attempt_number, scope),
+        **jobs_sections(report, simulation.dispatcher.next_attempt_number(), scope),
         backend_sections={
             "simulation": {
                 "outcome": result.outcome.value,

@@ -1,13 +1,12 @@
 """The run directory both backends write: the effective scenario, ``summary.json`` and the per-checkpoint and
-per-subtask statistics.
-
-How it works: ``docs/modules.md``, ``barriersim/summary.py``.
+per-subtask statistics. See docs/runs-and-workloads.md, "The run directory and summary.json".
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -95,7 +94,7 @@ def placement_rows(config: JobConfig, deployments: list[dict]) -> list[dict]:
     """One row per deployment and subtask: its TaskManager, slot, node and input channel kinds (a simulated run's
     ``placement`` table; a Ray run's adds the Ray node each actor reported). In a run of several jobs a
     deployment names its job, and its rows do too."""
-    rows = []
+    rows: list[dict] = []
     for d in deployments:
         job = d.get("job")
         c = _job_config(config, job)
@@ -139,11 +138,21 @@ def source_rates(offered_per_subtask: int, sources: dict[str, tuple[int, int | N
         records, last_ms = sources[task]
         achieved = round(records * 1000 / last_ms, 1) if last_ms else None
         reached = None if offered is None or achieved is None else achieved >= RATE_REACHED_FRACTION * offered
-        rows.append({"task": task, "records": records, "seconds": None if last_ms is None else last_ms / 1000,
-                     "achieved_per_second": achieved, "reached": reached})
+        rows.append(
+            {
+                "task": task,
+                "records": records,
+                "seconds": None if last_ms is None else last_ms / 1000,
+                "achieved_per_second": achieved,
+                "reached": reached,
+            }
+        )
     flags = [r["reached"] for r in rows if r["reached"] is not None]
-    return {"offered_per_source_subtask": offered, "offered_rate_reached": all(flags) if flags else None,
-            "sources": rows}
+    return {
+        "offered_per_source_subtask": offered,
+        "offered_rate_reached": all(flags) if flags else None,
+        "sources": rows,
+    }
 
 
 def _subtask_order(task: str) -> tuple[str, int]:
@@ -188,8 +197,11 @@ def build_summary(
         "mode": scenario.checkpointing.mode.value,
         "versions": versions(),
         # records: in all (a general graph's workload.records is per source vertex; scenario.toml has it)
-        "workload": {"records": records, "generated_by": generated_by.value,
-                     **{k: v for k, v in document["workload"].items() if k != "records"}},
+        "workload": {
+            "records": records,
+            "generated_by": generated_by.value,
+            **{k: v for k, v in document["workload"].items() if k != "records"},
+        },
         "checkpointing": document["checkpointing"],
         "restart": document["restart"],
         "network": document["network"],
@@ -216,8 +228,11 @@ def build_summary(
         "faults_fired": faults_fired,
     }
     if scenario.restore is not None or len(scenario.actions):
-        summary["restore"] = None if scenario.restore is None else {
-            **scenario.restore.to_plain(), "earlier_output_after_snapshot": output_after_snapshot}
+        summary["restore"] = (
+            None
+            if scenario.restore is None
+            else {**scenario.restore.to_plain(), "earlier_output_after_snapshot": output_after_snapshot}
+        )
         summary["actions"] = actions or []
         summary["jobs"] = jobs or []
     summary.update(backend_sections)
@@ -232,22 +247,45 @@ def _field(value, name: str):
 def jobs_sections(report, next_attempt_number: int, verification_scope: str) -> dict:
     """``build_summary``'s job-level arguments from a run's report (``runtime.job.dispatcher.RunReport``, or its
     fields as the Ray backend's result holds them, each job's report a dict)."""
-    stop = next((op for op in report.operations if op["operation"] == "stop_with_savepoint"
-                 and op["status"] == "COMPLETED"), None) if report.final_state == "FINISHED" else None
+    stop = (
+        next(
+            (
+                op
+                for op in report.operations
+                if op["operation"] == "stop_with_savepoint" and op["status"] == "COMPLETED"
+            ),
+            None,
+        )
+        if report.final_state == "FINISHED"
+        else None
+    )
     jobs = []
     for k, job in enumerate(report.jobs):
         outcome = _field(job, "outcome")
-        jobs.append({"job": k, "job_id": _field(job, "job_id"), "final_state": _field(job, "final_state"),
-                     "outcome": getattr(outcome, "value", outcome),
-                     "parallelism": _field(job, "parallelism"), "latest_restored": _field(job, "latest_restored"),
-                     "checkpoints": checkpoint_counts(_field(job, "counts")), "restarts": _field(job, "restarts"),
-                     "operations": _field(job, "operations"), "retained_checkpoint": _field(job, "retained_checkpoint")})
+        jobs.append(
+            {
+                "job": k,
+                "job_id": _field(job, "job_id"),
+                "final_state": _field(job, "final_state"),
+                "outcome": getattr(outcome, "value", outcome),
+                "parallelism": _field(job, "parallelism"),
+                "latest_restored": _field(job, "latest_restored"),
+                "checkpoints": checkpoint_counts(_field(job, "counts")),
+                "restarts": _field(job, "restarts"),
+                "operations": _field(job, "operations"),
+                "retained_checkpoint": _field(job, "retained_checkpoint"),
+            }
+        )
     return {
-        "job_extra": {"final_state": report.final_state,
-                      "stopped_with_savepoint": None if stop is None else {
-                          "savepoint_id": stop["checkpoint_id"], "path": stop["path"], "drain": stop["drain"]},
-                      "retained_checkpoint": report.retained_checkpoint, "latest_restored": report.latest_restored,
-                      "next_attempt_number": next_attempt_number},
+        "job_extra": {
+            "final_state": report.final_state,
+            "stopped_with_savepoint": None
+            if stop is None
+            else {"savepoint_id": stop["checkpoint_id"], "path": stop["path"], "drain": stop["drain"]},
+            "retained_checkpoint": report.retained_checkpoint,
+            "latest_restored": report.latest_restored,
+            "next_attempt_number": next_attempt_number,
+        },
         "jobs": jobs,
         "actions": report.actions,
         "verification_scope": verification_scope,
@@ -258,8 +296,14 @@ SCENARIO_FILE = "scenario.toml"
 SUMMARY_FILE = "summary.json"
 
 
-def write_run_directory(out_dir: Path, scenario: Scenario, summary: dict | None, checkpoints: list[dict],
-                        subtasks: list[dict], placement: list[dict] = ()) -> None:
+def write_run_directory(
+    out_dir: Path,
+    scenario: Scenario,
+    summary: dict | None,
+    checkpoints: list[dict],
+    subtasks: list[dict],
+    placement: Sequence[dict] = (),
+) -> None:
     """The run directory: the effective scenario (``scenario.toml``), the statistics tables, where each subtask
     ran (``placement``), ``summary.json`` (last: a directory with ``summary.json`` is a finished run; None leaves
     it to ``write_summary``)."""
@@ -279,5 +323,5 @@ def write_summary(out_dir: Path, summary: dict) -> None:
 
 def default_out_dir(scenario: Scenario, root: str | Path = "runs", suffix: str = "") -> Path:
     """``runs/<scenario><suffix>-<UTC timestamp>``."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return Path(root) / f"{scenario.name}{suffix}-{stamp}"

@@ -1,27 +1,6 @@
 """A content-addressed cache of what Spark computes for a Ray run's workload, kept across runs, so that a run of a
-workload Spark generated before (another mode, other faults, the same experiment again) does not start Spark.
-
-How this works: ``cache_key`` hashes (SHA-256) everything the generated workload depends on: the scenario's
-``[workload]`` section, the source vertices (names and parallelism) and their split plan
-(``barriersim.spark.workload.split_plan``: per split its vertex, parallelism, index and rate), the seed, and the
-generator's version (the source text of the modules that draw the records and compute the reference:
-``barriersim.spark.workload``, ``barriersim.scenarios.workload``, ``barriersim.spark.reference``). Not the
-checkpointing mode, the faults or the rest of the job graph: every mode of one workload shares an entry. An entry
-is the directory ``<cache dir>/workloads/<key>/`` (``cache_dir``: ``$BARRIERSIM_CACHE_DIR``, else
-``$XDG_CACHE_HOME/barriersim``, else ``~/.cache/barriersim``) holding
-
-- ``splits.arrow``: an Arrow IPC file, one record batch per source subtask (vertices in the graph's order, then
-  subtask index) with the columns ``SPLIT_COLUMNS``: the tables handed to the sources (``hand_off``);
-- ``reference.arrow``: the reference Spark computed for the verification (``barriersim.spark.reference``'s
-  ``reference_table``: per key, its records and ``SUM(value)``);
-- ``manifest.msgpack``: the key, the scenario fields the key covers, per split its vertex, index and rows, and
-  each file's size and CRC-32.
-
-Each file is written atomically (``AtomicFileWriter``: temporary file, then rename), the manifest last, so an
-entry without a manifest is absent. ``lookup`` reads an entry back (Arrow batches over the file's bytes, no per-row conversion) and checks it
-against its manifest: a missing entry is a ``MISS``; one whose manifest or files are unreadable, of another size
-or CRC, or of another shape than the scenario's splits is ``CORRUPT``, with a one-line problem naming the file (the
-run warns, recomputes in Spark and rewrites the entry). Clearing the cache is deleting the directory.
+workload Spark generated before (another mode, other faults, the same experiment again) does not start Spark. See
+docs/runs-and-workloads.md, "The workload cache".
 """
 
 from __future__ import annotations
@@ -65,6 +44,7 @@ def generator_version() -> str:
     """A hash of the source text of the modules that generate the workload and compute its reference."""
     digest = hashlib.sha256()
     for module in (spark_workload, draws, spark_reference):
+        assert module.__file__ is not None  # modules of this package, loaded from files
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()
 
@@ -125,16 +105,19 @@ def _arrow_file(batches: list[pa.RecordBatch], schema: pa.Schema) -> bytes:
 SPLIT_SCHEMA = pa.schema([(name, pa.int64()) for name in SPLIT_COLUMNS])
 
 
-def store(scenario: Scenario, splits: dict[str, list[pa.Table]], reference: pa.Table,
-          root: Path | None = None) -> Path:
+def store(scenario: Scenario, splits: dict[str, list[pa.Table]], reference: pa.Table, root: Path | None = None) -> Path:
     """Write the entry of ``scenario``'s workload: its ``splits`` (vertex -> one table per subtask) and the
     ``reference``; returns the entry's directory."""
     fields = key_fields(scenario)
     key = cache_key(scenario)
     path = entry_path(key, root)
     order = [(name, i, table) for name, tables in splits.items() for i, table in enumerate(tables)]
-    batches = [pa.RecordBatch.from_arrays([table.column(c).combine_chunks().cast(pa.int64()) for c in SPLIT_COLUMNS],
-                                          schema=SPLIT_SCHEMA) for _, _, table in order]
+    batches = [
+        pa.RecordBatch.from_arrays(
+            [table.column(c).combine_chunks().cast(pa.int64()) for c in SPLIT_COLUMNS], schema=SPLIT_SCHEMA
+        )
+        for _, _, table in order
+    ]
     splits_bytes = _arrow_file(batches, SPLIT_SCHEMA)
     reference = reference.combine_chunks()
     reference_bytes = _arrow_file(reference.to_batches(), reference.schema)
@@ -142,7 +125,10 @@ def store(scenario: Scenario, splits: dict[str, list[pa.Table]], reference: pa.T
     writer.write(path / SPLITS_FILE, splits_bytes)
     writer.write(path / REFERENCE_FILE, reference_bytes)
     manifest = {
-        "format": FORMAT, "key": key, "scenario": scenario.name, **fields,
+        "format": FORMAT,
+        "key": key,
+        "scenario": scenario.name,
+        **fields,
         "split_rows": [[name, i, table.num_rows] for name, i, table in order],
         "reference_rows": reference.num_rows,
         "files": {SPLITS_FILE: _file_facts(splits_bytes), REFERENCE_FILE: _file_facts(reference_bytes)},
@@ -157,7 +143,11 @@ def _read_manifest(path: Path) -> dict:
         manifest = msgpack.unpackb(file.read_bytes(), raw=False)
     except (OSError, ValueError, msgpack.UnpackException) as err:
         raise CorruptEntry(f"{file}: unreadable manifest ({type(err).__name__}: {err})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("files"), dict):
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("format") != FORMAT
+        or not isinstance(manifest.get("files"), dict)
+    ):
         raise CorruptEntry(f"{file}: not a format-{FORMAT} manifest")
     return manifest
 
@@ -172,8 +162,10 @@ def _read_arrow(path: Path, name: str, manifest: dict) -> tuple[pa.Schema, list[
     except OSError as err:
         raise CorruptEntry(f"{file}: unreadable ({err.strerror or err})") from None
     if len(data) != facts.get("bytes") or zlib.crc32(data) != facts.get("crc32"):
-        raise CorruptEntry(f"{file}: {len(data)} bytes with CRC-32 {zlib.crc32(data)}, the manifest says "
-                           f"{facts.get('bytes')} bytes with CRC-32 {facts.get('crc32')}")
+        raise CorruptEntry(
+            f"{file}: {len(data)} bytes with CRC-32 {zlib.crc32(data)}, the manifest says "
+            f"{facts.get('bytes')} bytes with CRC-32 {facts.get('crc32')}"
+        )
     try:
         reader = pa.ipc.open_file(pa.py_buffer(data))
         return reader.schema, [reader.get_batch(i) for i in range(reader.num_record_batches)]
@@ -196,11 +188,16 @@ def lookup(scenario: Scenario, root: Path | None = None) -> CacheLookup:
         reference_schema, reference = _read_arrow(path, REFERENCE_FILE, manifest)
         expected = [(v.name, i) for v in scenario.job.graph.sources for i in range(v.parallelism)]
         rows = manifest.get("split_rows") or []
-        if [(n, i) for n, i, _ in rows] != expected or len(batches) != len(expected) or \
-                [b.num_rows for b in batches] != [r for _, _, r in rows] or \
-                any(b.schema.names != list(SPLIT_COLUMNS) for b in batches):
-            raise CorruptEntry(f"{path / SPLITS_FILE}: its splits are not the {len(expected)} splits of "
-                               f"{[list(e) for e in expected]} the manifest promises")
+        if (
+            [(n, i) for n, i, _ in rows] != expected
+            or len(batches) != len(expected)
+            or [b.num_rows for b in batches] != [r for _, _, r in rows]
+            or any(b.schema.names != list(SPLIT_COLUMNS) for b in batches)
+        ):
+            raise CorruptEntry(
+                f"{path / SPLITS_FILE}: its splits are not the {len(expected)} splits of "
+                f"{[list(e) for e in expected]} the manifest promises"
+            )
     except CorruptEntry as err:
         return CacheLookup(Lookup.CORRUPT, key, path, problem=str(err))
     splits: dict[str, list[pa.Table]] = {}
@@ -208,6 +205,10 @@ def lookup(scenario: Scenario, root: Path | None = None) -> CacheLookup:
         splits.setdefault(name, []).append(pa.Table.from_batches([batch]))
     reference_table = pa.Table.from_batches(reference, schema=reference_schema)
     if reference_table.num_rows != manifest.get("reference_rows"):
-        return CacheLookup(Lookup.CORRUPT, key, path,
-                           problem=f"{path / REFERENCE_FILE}: not the {manifest.get('reference_rows')} rows the manifest promises")
+        return CacheLookup(
+            Lookup.CORRUPT,
+            key,
+            path,
+            problem=f"{path / REFERENCE_FILE}: not the {manifest.get('reference_rows')} rows the manifest promises",
+        )
     return CacheLookup(Lookup.HIT, key, path, splits=splits, reference=reference_table)

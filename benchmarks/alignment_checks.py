@@ -57,14 +57,27 @@ FLINK_TABLE: dict[tuple[str, str], Flink] = {
     (CALM, "aligned"): Flink((20, 24), (24, 33), (9, 12), (3, 6), (0, 0), after_start=(8, 15)),
     (CALM, "unaligned"): Flink((25, 26), (33, 44), (9, 10), (4, 4), (9, 15), after_start=(15, 17)),
     (CALM, "at-least-once"): Flink((17, 21), (25, 25), (9, 10), (3, 5), (0, 0), after_start=(7, 12)),
-    (HEAVY, "aligned"): Flink((3335, 3462), (3620, 3658), (3329, 3447), (3306, 3442), (0, 0), (107, 107),
-                              throughput=(2430, 2430)),
-    (HEAVY, "at-least-once"): Flink((3413, 3625), (3707, 3833), (3405, 3614), (3393, 3607), (0, 0), (254, 254),
-                                    throughput=(2430, 2430)),
-    (HEAVY, "unaligned"): Flink((20, 32), (31, 54), (7, 10), (2, 4), (446, 446), None, "1,1,1,1", "0,0",
-                                after_start=(10, 25), throughput=(2700, 2900)),
-    (TIMEOUT, "aligned-with-timeout"): Flink((520, 520), (532, 532), (503, 504), (495, 495), (348, 351), None,
-                                            "0,1,0,0", None),
+    (HEAVY, "aligned"): Flink(
+        (3335, 3462), (3620, 3658), (3329, 3447), (3306, 3442), (0, 0), (107, 107), throughput=(2430, 2430)
+    ),
+    (HEAVY, "at-least-once"): Flink(
+        (3413, 3625), (3707, 3833), (3405, 3614), (3393, 3607), (0, 0), (254, 254), throughput=(2430, 2430)
+    ),
+    (HEAVY, "unaligned"): Flink(
+        (20, 32),
+        (31, 54),
+        (7, 10),
+        (2, 4),
+        (446, 446),
+        None,
+        "1,1,1,1",
+        "0,0",
+        after_start=(10, 25),
+        throughput=(2700, 2900),
+    ),
+    (TIMEOUT, "aligned-with-timeout"): Flink(
+        (520, 520), (532, 532), (503, 504), (495, 495), (348, 351), None, "0,1,0,0", None
+    ),
 }
 FLINK_RAMP_MS = [227, 757, 1318, 2120, 3254, 3462]  # heavy aligned, checkpoints 1-6
 # The keyed subtask that owned key 0 in Flink's run: PyFlink hashes the pickled Python key, so its index differs
@@ -86,10 +99,16 @@ def flags_relative_to(flags: str, bottleneck_index: int) -> str:
 
 REMEASURED_JSON = Path(__file__).resolve().parent / "flink_remeasured.json"
 # the figures of a row of the re-measurement, by the name the checks print
-REMEASURED_FIGURES = {"end-to-end median ms": "e2e", "end-to-end p90 ms": "e2e_p90",
-                      "bottleneck start delay ms": "start_delay", "sink alignment ms": "sink_alignment",
-                      "end-to-end less start delay ms": "after_start", "persisted KiB": "persisted_kib",
-                      "processed KiB": "processed_kib", "throughput records/s": "throughput"}
+REMEASURED_FIGURES = {
+    "end-to-end median ms": "e2e",
+    "end-to-end p90 ms": "e2e_p90",
+    "bottleneck start delay ms": "start_delay",
+    "sink alignment ms": "sink_alignment",
+    "end-to-end less start delay ms": "after_start",
+    "persisted KiB": "persisted_kib",
+    "processed KiB": "processed_kib",
+    "throughput records/s": "throughput",
+}
 
 
 @dataclass(frozen=True)
@@ -108,8 +127,7 @@ def load_remeasured(path: Path = REMEASURED_JSON) -> Remeasured | None:
     if not path.exists():
         return None
     doc = json.loads(path.read_text())
-    return Remeasured(doc["flink_version"],
-                      {(r["group"], r["mode"], r["buffer_timeout_ms"]): r for r in doc["rows"]})
+    return Remeasured(doc["flink_version"], {(r["group"], r["mode"], r["buffer_timeout_ms"]): r for r in doc["rows"]})
 
 
 @dataclass(frozen=True)
@@ -176,9 +194,12 @@ def flink_checks(rows: list, bottleneck_index: int, here: Remeasured | None = No
         r = find_row(rows, group, mode)
         again = here.row(group, mode) if here else None
         version = here.flink_version if here else ""
-        figures = [("end-to-end median ms", r.e2e_ms, f.e2e), ("end-to-end p90 ms", r.e2e_p90_ms, f.e2e_p90),
-                   ("bottleneck start delay ms", r.start_delay_ms, f.start_delay),
-                   ("sink alignment ms", r.sink_alignment_ms, f.sink_alignment)]
+        figures = [
+            ("end-to-end median ms", r.e2e_ms, f.e2e),
+            ("end-to-end p90 ms", r.e2e_p90_ms, f.e2e_p90),
+            ("bottleneck start delay ms", r.start_delay_ms, f.start_delay),
+            ("sink alignment ms", r.sink_alignment_ms, f.sink_alignment),
+        ]
         if f.after_start is not None:
             figures.append(("end-to-end less start delay ms", r.after_start_ms, f.after_start))
         if f.persisted_kib is not None:
@@ -190,22 +211,43 @@ def flink_checks(rows: list, bottleneck_index: int, here: Remeasured | None = No
         for name, value, flink in figures:
             shown = "-" if value is None else f"{value:.0f}"
             passed_here, detail_here = _here(value, again, REMEASURED_FIGURES[name], version)
-            checks.append(Check(f"{group}, {mode}: {name}", within_band(value, flink),
-                                f"{shown} (Flink {span_text(flink)}, {ratio_text(value, flink)})",
-                                HINTS.get(name, ""), passed_here, detail_here))
+            checks.append(
+                Check(
+                    f"{group}, {mode}: {name}",
+                    within_band(value, flink),
+                    f"{shown} (Flink {span_text(flink)}, {ratio_text(value, flink)})",
+                    HINTS.get(name, ""),
+                    passed_here,
+                    detail_here,
+                )
+            )
         if f.keyed_unaligned is not None:
             ours = flags_relative_to(r.keyed_unaligned, bottleneck_index)
             theirs = flags_relative_to(f.keyed_unaligned, FLINK_BOTTLENECK_INDEX)
             pattern_here, detail_here = _flags_here(again, "keyed_unaligned", version, keyed=True)
-            checks.append(Check(f"{group}, {mode}: keyed unaligned flags", ours == theirs,
-                                f"{ours}: {r.keyed_unaligned}, bottleneck keyed#{bottleneck_index} (Flink {theirs}: "
-                                f"{f.keyed_unaligned}, bottleneck keyed#{FLINK_BOTTLENECK_INDEX})", HINT_FLAGS,
-                                None if again is None else ours == pattern_here, detail_here))
+            checks.append(
+                Check(
+                    f"{group}, {mode}: keyed unaligned flags",
+                    ours == theirs,
+                    f"{ours}: {r.keyed_unaligned}, bottleneck keyed#{bottleneck_index} (Flink {theirs}: "
+                    f"{f.keyed_unaligned}, bottleneck keyed#{FLINK_BOTTLENECK_INDEX})",
+                    HINT_FLAGS,
+                    None if again is None else ours == pattern_here,
+                    detail_here,
+                )
+            )
         if f.sinks_unaligned is not None:
             pattern_here, detail_here = _flags_here(again, "sinks_unaligned", version, keyed=False)
-            checks.append(Check(f"{group}, {mode}: sink unaligned flags", r.sinks_unaligned == f.sinks_unaligned,
-                                f"{r.sinks_unaligned} (Flink {f.sinks_unaligned})", HINT_SINK_FLAGS,
-                                None if again is None else r.sinks_unaligned == pattern_here, detail_here))
+            checks.append(
+                Check(
+                    f"{group}, {mode}: sink unaligned flags",
+                    r.sinks_unaligned == f.sinks_unaligned,
+                    f"{r.sinks_unaligned} (Flink {f.sinks_unaligned})",
+                    HINT_SINK_FLAGS,
+                    None if again is None else r.sinks_unaligned == pattern_here,
+                    detail_here,
+                )
+            )
     return checks
 
 
@@ -228,55 +270,70 @@ def ramp_check(runs: list[RampRun], here: Remeasured | None = None) -> Check:
     rest = list(zip(medians[1:], FLINK_RAMP_MS[1:]))
     passed = bool(complete) and len(complete) == len(runs) and all(within_band(v, (w, w)) for v, w in rest)
     firsts = sorted({r.first_trigger_ms for r in runs})
-    spread = ", ".join(f"{min(r.ramp_ms[k] for r in complete)}-{max(r.ramp_ms[k] for r in complete)}"
-                       for k in range(len(FLINK_RAMP_MS))) if complete else "-"
-    return Check("heavy, aligned: the first checkpoints' ramp, checkpoints 2-6", passed,
-                 f"{', '.join(f'{v:.0f}' for v, _ in rest)} ms (Flink {', '.join(str(w) for _, w in rest)}), the medians "
-                 f"of seeds {runs[0].seed}-{runs[-1].seed} (checkpoints 1-6: {spread} ms), checkpoint 1 triggered "
-                 f"{', '.join(str(f) for f in firsts)} ms after the start and taking {medians[0] if medians else '-':.0f} ms "
-                 f"(Flink {FLINK_RAMP_MS[0]})" + _ramps_here(here),
-                 HINT_RAMP)
+    spread = (
+        ", ".join(
+            f"{min(r.ramp_ms[k] for r in complete)}-{max(r.ramp_ms[k] for r in complete)}"
+            for k in range(len(FLINK_RAMP_MS))
+        )
+        if complete
+        else "-"
+    )
+    return Check(
+        "heavy, aligned: the first checkpoints' ramp, checkpoints 2-6",
+        passed,
+        f"{', '.join(f'{v:.0f}' for v, _ in rest)} ms (Flink {', '.join(str(w) for _, w in rest)}), the medians "
+        f"of seeds {runs[0].seed}-{runs[-1].seed} (checkpoints 1-6: {spread} ms), checkpoint 1 triggered "
+        f"{', '.join(str(f) for f in firsts)} ms after the start and taking {medians[0] if medians else '-':.0f} ms "
+        f"(Flink {FLINK_RAMP_MS[0]})" + _ramps_here(here),
+        HINT_RAMP,
+    )
 
 
 def _ramps_here(here: Remeasured | None) -> str:
     row = here.row(HEAVY, "aligned") if here else None
-    if row is None:
+    if here is None or row is None:
         return ""
     ramps = "; ".join(", ".join(str(ms) for ms in ramp) for ramp in row["ramp"])
     return f"; Flink {here.flink_version} here, checkpoints 1-6 of each run: {ramps} ms"
 
 
-HINT_RAMP = ("the sixth is the plateau, the heavy aligned end-to-end row's divergence (the data queued in front of "
-             "the bottleneck); checkpoint 1 meets empty channels (the job's tasks run at once), where Flink's sources "
-             "had run while its slower tasks started, so barriersim's ramp runs behind Flink's")
+HINT_RAMP = (
+    "the sixth is the plateau, the heavy aligned end-to-end row's divergence (the data queued in front of "
+    "the bottleneck); checkpoint 1 meets empty channels (the job's tasks run at once), where Flink's sources "
+    "had run while its slower tasks started, so barriersim's ramp runs behind Flink's"
+)
 
 HINTS = {
     "processed KiB": "the sinks process the bottleneck's records for as long as they wait for its barrier, so this "
-                     "follows the plateau (the heavy aligned end-to-end row's ratio); the keyed function's record "
-                     "size (28 bytes, scenarios/alignment_latency.toml) is derived from Flink's 107 KiB",
+    "follows the plateau (the heavy aligned end-to-end row's ratio); the keyed function's record "
+    "size (28 bytes, scenarios/alignment_latency.toml) is derived from Flink's 107 KiB",
     "end-to-end median ms": "the end-to-end duration is the bottleneck's start delay (its own row) plus the "
-                            "checkpoint's cost after it (the row 'end-to-end less start delay', the cost model's)",
+    "checkpoint's cost after it (the row 'end-to-end less start delay', the cost model's)",
     "end-to-end p90 ms": "as the median: the start delay's divergence, not the checkpoint's cost",
     "end-to-end less start delay ms": "the cost model's defaults (runtime/checkpoint_cost.py, docs/flink-facts.md) "
-                                      "are calibrated to these figures",
+    "are calibrated to these figures",
     "bottleneck start delay ms": "the trigger path (≈ 9 ms, the unaligned rows' start delay) and then the records "
-                                 "queued ahead of the barrier at the bottleneck: in the idle rows (no hot key, as the "
-                                 "facts' idle rows ran: docs/flink-facts.md, 'The idle rows') hardly any, since the "
-                                 "barrier flushes the buffer ahead of it; with the hot key's 1 ms sleep, the burst "
-                                 "the 100 ms output flusher handed over (the output-flusher block below)",
+    "queued ahead of the barrier at the bottleneck: in the idle rows (no hot key, as the "
+    "facts' idle rows ran: docs/flink-facts.md, 'The idle rows') hardly any, since the "
+    "barrier flushes the buffer ahead of it; with the hot key's 1 ms sleep, the burst "
+    "the 100 ms output flusher handed over (the output-flusher block below)",
     "sink alignment ms": "the sinks wait for the bottleneck's barrier, so this follows its start delay",
     "throughput records/s": "Flink's figure in the facts reads like its per-second meter (MeterView: the count of the "
-                            "last 60 s divided by 60, so a job younger than that reads low); Flink's counters here "
-                            "say it delivers 2,600-2,700 records/s under heavy backpressure in every mode, to which "
-                            "the keyed function's cost is calibrated (scenarios/alignment_latency.toml)",
+    "last 60 s divided by 60, so a job younger than that reads low); Flink's counters here "
+    "say it delivers 2,600-2,700 records/s under heavy backpressure in every mode, to which "
+    "the keyed function's cost is calibrated (scenarios/alignment_latency.toml)",
 }
 
-HINT_FLAGS = ("a subtask reports unaligned_checkpoint when it persisted in-flight data (Flink 1.16+, "
-              "CheckpointMetricsBuilder: bytesPersistedDuringAlignment > 0), counted as Flink's channel-state file "
-              "holds it: each buffer with its 4-byte length, and an open output buffer its consumer has read to the "
-              "end persisted as an empty one by an unaligned barrier (ChannelStateCheckpointWriter.write, "
-              "PipelinedSubpartition.processPriorityBuffer), so a keyed subtask with a drained output reports true")
+HINT_FLAGS = (
+    "a subtask reports unaligned_checkpoint when it persisted in-flight data (Flink 1.16+, "
+    "CheckpointMetricsBuilder: bytesPersistedDuringAlignment > 0), counted as Flink's channel-state file "
+    "holds it: each buffer with its 4-byte length, and an open output buffer its consumer has read to the "
+    "end persisted as an empty one by an unaligned barrier (ChannelStateCheckpointWriter.write, "
+    "PipelinedSubpartition.processPriorityBuffer), so a keyed subtask with a drained output reports true"
+)
 
-HINT_SINK_FLAGS = ("a sink has no output, so it reports unaligned_checkpoint only for input it read between its first "
-                   "and its last barrier (Flink 1.16+, CheckpointMetricsBuilder: bytesPersistedDuringAlignment > 0); "
-                   "over local channels the keyed subtasks persist what is queued for it as their output")
+HINT_SINK_FLAGS = (
+    "a sink has no output, so it reports unaligned_checkpoint only for input it read between its first "
+    "and its last barrier (Flink 1.16+, CheckpointMetricsBuilder: bytesPersistedDuringAlignment > 0); "
+    "over local channels the keyed subtasks persist what is queued for it as their output"
+)

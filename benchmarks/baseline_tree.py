@@ -1,15 +1,5 @@
-"""The "before" side of a before/after benchmark: barriersim as it was at an earlier commit, run in the same
-benchmark run as the current code.
-
-How this works: ``export(rev)`` writes the commit's files (``git archive``) into a temporary directory laid out as
-the installed package is (``barriersim/`` with ``runtime/``, ``actors/`` and ``scenarios/`` inside it, as
-``setup.py`` maps them) plus its ``benchmarks/``; a subprocess whose ``PYTHONPATH`` starts with that directory
-imports that ``barriersim`` instead of the editable install (the editable install's finder comes after the path),
-and Ray workers started by it inherit the path. The subprocess runs in that directory: Ray puts the driver's current
-directory on its workers' path ahead of ``PYTHONPATH``, and in a checkout that directory's ``barriersim/`` is the
-current code. ``run_json`` runs a benchmark script (given by its path, so the current harness measures the old code)
-in such a subprocess and returns the JSON object it prints last.
-``BEFORE_COLUMNAR`` is the last commit whose data path moved records as Python tuples one at a time.
+"""The "before" side of a before/after benchmark: barriersim as it was at an earlier commit, run in the same benchmark
+run as the current code. See docs/benchmarks.md, "The before side: an earlier commit".
 """
 
 from __future__ import annotations
@@ -57,8 +47,14 @@ def export(rev: str = BEFORE_COLUMNAR) -> Path:
 def run_json(tree: Path, script: Path, args: list[str], timeout: float = 3600) -> dict:
     """Run ``script`` (a path) with ``tree``'s barriersim first on the path; the JSON object it printed last."""
     env = dict(os.environ, PYTHONPATH=str(tree))
-    done = subprocess.run([sys.executable, str(script.resolve()), *args], env=env, cwd=str(tree), capture_output=True,
-                          text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, str(script.resolve()), *args],
+        env=env,
+        cwd=str(tree),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{script.name} {' '.join(args)} on the baseline failed:\n{done.stderr[-2000:]}")
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]

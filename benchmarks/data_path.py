@@ -1,16 +1,6 @@
-"""The in-process data path, before and after the columnar data plane, measured in one run: microseconds of
-CPU per record through source -> map -> keyed sum -> sink (target: at most 0.15 us per record).
-
-How this works: four ``StreamTask``s (parallelism 1; forward, hash, forward edges; checkpointing on but never
-triggered, no final checkpoint) are driven by a plain loop with no simulator and no network: each task works until
-it has nothing to do, every element its partitions may send is handed to the consumer's input channel at once, and
-every credit message to the producer at once; so what is measured is the data path itself (source reads,
-partitioners, buffer building, input channels and gates, operators, the sink's transaction). The same harness runs
-on the current code ("after") and, in a subprocess, on the code of ``baseline_tree.BEFORE_COLUMNAR`` ("before":
-records as Python tuples, one at a time), alternately, ``--repeats`` times; the table gives the medians. The
-harness uses only what both versions have (``StreamTask``'s constructor and its driver calls, ``Wiring``,
-``local_splits``). Baseline of the same run: the raw cost of touching every record once in Python (a loop that
-sums the records' values), the floor of any per-record Python step.
+"""The in-process data path, before and after the columnar data plane, measured in one run: microseconds of CPU per
+record through source -> map -> keyed sum -> sink (target: at most 0.15 us per record). See docs/benchmarks.md,
+"The in-process data path".
 
 Run: ``python -m benchmarks.data_path [--records N] [--repeats N] [--baseline-rev REV]``.
 """
@@ -31,15 +21,21 @@ def measure(records: int) -> dict:
     from barriersim.runtime.checkpointing_mode import CheckpointingMode
     from barriersim.runtime.ids import ExecutionAttemptID
     from barriersim.runtime.job.wiring import Wiring
-    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+    from barriersim.runtime.jobgraph import OperatorKind as K
+    from barriersim.runtime.jobgraph import Partitioner as P
     from barriersim.runtime.network.input.input_channel import AddCredit
     from barriersim.runtime.operators.sinks import ExternalStore
     from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
     from barriersim.scenarios.workload import local_splits
 
     graph = JobGraph(
-        (JobVertex("source", K.SOURCE, 1), JobVertex("map", K.MAP, 1), JobVertex("sum", K.KEYED_SUM, 1),
-         JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1)),
+        (
+            JobVertex("source", K.SOURCE, 1),
+            JobVertex("map", K.MAP, 1),
+            JobVertex("sum", K.KEYED_SUM, 1),
+            JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1),
+        ),
         (JobEdge("source", "map", P.FORWARD), JobEdge("map", "sum", P.HASH), JobEdge("sum", "sink", P.FORWARD)),
     ).validate()
     split = local_splits(records, 1000, 1.0, 100, 1, seed=1)[0]
@@ -51,15 +47,25 @@ def measure(records: int) -> dict:
             class Handle:
                 def cancel(self):
                     pass
+
             return Handle()
 
     tasks = {}
     for vertex in graph.vertices:
         key = (vertex.name, 0)
-        tasks[key] = StreamTask(graph, vertex.name, 0, ExecutionAttemptID(vertex.name, 0), mode=CheckpointingMode.ALIGNED,
-                                clock=lambda: 0, timer_service=NoTimers(), rng=random.Random(1),
-                                split=split if vertex.operator is K.SOURCE else (), store=store,
-                                checkpoints_after_tasks_finish=False)
+        tasks[key] = StreamTask(
+            graph,
+            vertex.name,
+            0,
+            ExecutionAttemptID(vertex.name, 0),
+            mode=CheckpointingMode.ALIGNED,
+            clock=lambda: 0,
+            timer_service=NoTimers(),
+            rng=random.Random(1),
+            split=split if vertex.operator is K.SOURCE else (),
+            store=store,
+            checkpoints_after_tasks_finish=False,
+        )
     for task in tasks.values():
         task.restore(None)
     order = list(tasks)
@@ -127,19 +133,24 @@ def main() -> None:
             before.append(run_json(tree, Path(__file__), ["--measure", str(args.records)]))
         after.append(measure(args.records))
     touch = measure_touch_every_record(args.records)
-    print(f"in-process data path source -> map -> keyed sum -> sink, {args.records:,} records, medians of "
-          f"{args.repeats} alternating runs (CPU us per record; target <= 0.15):")
+    print(
+        f"in-process data path source -> map -> keyed sum -> sink, {args.records:,} records, medians of "
+        f"{args.repeats} alternating runs (CPU us per record; target <= 0.15):"
+    )
     print(f"    baseline of this run: touching every record once in a Python loop {touch['cpu_us_per_record']:.3f} us")
     for name, runs in (("before", before), ("after", after)):
         if runs:
             cpu = statistics.median(r["cpu_us_per_record"] for r in runs)
             wall = statistics.median(r["wall_us_per_record"] for r in runs)
-            print(f"    {name:6} ({'records as tuples, ' + args.baseline_rev[:10] if name == 'before' else 'record batches'}): "
-                  f"{cpu:.3f} us CPU per record ({wall:.3f} us wall)")
+            kind = "records as tuples, " + args.baseline_rev[:10] if name == "before" else "record batches"
+            print(f"    {name:6} ({kind}): {cpu:.3f} us CPU per record ({wall:.3f} us wall)")
     cpu_after = statistics.median(r["cpu_us_per_record"] for r in after)
     verdict = "met" if cpu_after <= 0.15 else "NOT met"
-    speedup = (f", {statistics.median(r['cpu_us_per_record'] for r in before) / cpu_after:.1f}x faster than before"
-               if before else "")
+    speedup = (
+        f", {statistics.median(r['cpu_us_per_record'] for r in before) / cpu_after:.1f}x faster than before"
+        if before
+        else ""
+    )
     print(f"    target <= 0.15 us per record: {verdict}{speedup}")
 
 

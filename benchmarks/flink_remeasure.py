@@ -28,8 +28,16 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.alignment_checks import (ALIGNED_TIMEOUT_MS, CALM_HOT, FLINK_TABLE, HOT_KEY_DELAY_US, HOT_KEY_GROUPS,
-                                        HOT_KEY_SHARE, OFFERED_RECORDS_PER_S, span_text)
+from benchmarks.alignment_checks import (
+    ALIGNED_TIMEOUT_MS,
+    CALM_HOT,
+    FLINK_TABLE,
+    HOT_KEY_DELAY_US,
+    HOT_KEY_GROUPS,
+    HOT_KEY_SHARE,
+    OFFERED_RECORDS_PER_S,
+    span_text,
+)
 from benchmarks.alignment_latency import DEFAULT_FLUSHER_MS, FLUSHER_TIMEOUTS_MS, p90
 from benchmarks.flink_family.runner import wait_for_quiet
 
@@ -41,16 +49,28 @@ SCRATCH = ROOT / "runs" / "flink-remeasure"  # each run's JSON before it is gzip
 # the idle aligned row on the heavy rows' job at the benchmark's execution.buffer-timeout.interval values (ms; None:
 # Flink's default, 100 ms)
 FLUSHER_VARIANTS = tuple(None if ms == DEFAULT_FLUSHER_MS else ms for ms in FLUSHER_TIMEOUTS_MS)
-FIGURES = ("e2e", "e2e_p90", "start_delay", "sink_alignment", "after_start", "persisted_kib", "processed_kib",
-           "throughput")
+FIGURES = (
+    "e2e",
+    "e2e_p90",
+    "start_delay",
+    "sink_alignment",
+    "after_start",
+    "persisted_kib",
+    "processed_kib",
+    "throughput",
+)
 
 
 def settings() -> list[dict]:
     """One entry per row of Flink's table, then the idle aligned row with the hot key at the flusher intervals."""
-    rows = [{"group": group, "mode": mode, "rate": OFFERED_RECORDS_PER_S[group], "buffer_timeout_ms": None}
-            for group, mode in FLINK_TABLE]
-    rows += [{"group": CALM_HOT, "mode": "aligned", "rate": OFFERED_RECORDS_PER_S[CALM_HOT], "buffer_timeout_ms": ms}
-             for ms in FLUSHER_VARIANTS]
+    rows = [
+        {"group": group, "mode": mode, "rate": OFFERED_RECORDS_PER_S[group], "buffer_timeout_ms": None}
+        for group, mode in FLINK_TABLE
+    ]
+    rows += [
+        {"group": CALM_HOT, "mode": "aligned", "rate": OFFERED_RECORDS_PER_S[CALM_HOT], "buffer_timeout_ms": ms}
+        for ms in FLUSHER_VARIANTS
+    ]
     return rows
 
 
@@ -71,16 +91,31 @@ def run_job(s: dict, seconds: float, out: Path) -> None:
     if not python.exists():
         raise SystemExit(f"flink_remeasure: {python} is missing: run `make flink-venv` first")
     site = next((FLINK_VENV / "lib").glob("python3*/site-packages"))
-    cmd = [str(python), str(JOB), "--mode", s["mode"], "--rate", str(s["rate"]), "--seconds", str(seconds),
-           "--timeout-ms", str(ALIGNED_TIMEOUT_MS), "--rest-port", str(_free_port()), "--out", str(out)]
+    cmd = [
+        str(python),
+        str(JOB),
+        "--mode",
+        s["mode"],
+        "--rate",
+        str(s["rate"]),
+        "--seconds",
+        str(seconds),
+        "--timeout-ms",
+        str(ALIGNED_TIMEOUT_MS),
+        "--rest-port",
+        str(_free_port()),
+        "--out",
+        str(out),
+    ]
     if s["buffer_timeout_ms"] is not None:
         cmd += ["--buffer-timeout-ms", str(s["buffer_timeout_ms"])]
     if s["group"] in HOT_KEY_GROUPS:
         cmd += ["--hot-share", str(HOT_KEY_SHARE), "--hot-delay-us", str(HOT_KEY_DELAY_US)]
     log = out.with_suffix(".log")
     with open(log, "w") as f:
-        done = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=seconds + 240,
-                              env={**os.environ, "PYTHONPATH": str(site)})
+        done = subprocess.run(
+            cmd, stdout=f, stderr=subprocess.STDOUT, timeout=seconds + 240, env={**os.environ, "PYTHONPATH": str(site)}
+        )
     if done.returncode != 0 or not out.exists():
         raise SystemExit(f"flink_remeasure: the run {out.name} failed (exit {done.returncode}); see {log}")
 
@@ -107,8 +142,11 @@ def summarize(raw: dict) -> dict:
     delays = [k[bottleneck]["start_delay"] if hot else max(s["start_delay"] for s in k) for k in keyed]
     e2e = [c["end_to_end_duration"] for c in steady]
     return {
-        "checkpoints": len(steady), "bottleneck_index": bottleneck,
-        "e2e": statistics.median(e2e), "e2e_p90": p90(e2e), "start_delay": statistics.median(delays),
+        "checkpoints": len(steady),
+        "bottleneck_index": bottleneck,
+        "e2e": statistics.median(e2e),
+        "e2e_p90": p90(e2e),
+        "start_delay": statistics.median(delays),
         "sink_alignment": statistics.median(max(s["alignment"]["duration"] for s in ss) for ss in sinks),
         "after_start": statistics.median(e - d for e, d in zip(e2e, delays)),
         "persisted_kib": statistics.median(c["persisted_data"] / 1024 for c in steady),
@@ -123,8 +161,11 @@ def summarize(raw: dict) -> dict:
 
 def combine(s: dict, runs: list[dict]) -> dict:
     """A setting's runs as ranges (low, high) per figure, the flags and ramps per run."""
-    row = {**{k: s[k] for k in ("group", "mode", "buffer_timeout_ms")}, "runs": len(runs),
-           "checkpoints": [r["checkpoints"] for r in runs]}
+    row = {
+        **{k: s[k] for k in ("group", "mode", "buffer_timeout_ms")},
+        "runs": len(runs),
+        "checkpoints": [r["checkpoints"] for r in runs],
+    }
     for name in FIGURES:
         values = [r[name] for r in runs]
         row[name] = [round(min(values), 1), round(max(values), 1)]
@@ -134,23 +175,44 @@ def combine(s: dict, runs: list[dict]) -> dict:
 
 
 def show(doc: dict) -> None:
-    table = Table(title=f"Flink {doc['flink_version']} re-measured on this machine ({doc['machine']}), beside the "
-                        "facts' table (docs/flink-facts.md)")
-    for col in ("setting", "mode", "flusher", "e2e median", "e2e p90", "start delay", "sink alignment",
-                "persisted KiB", "processed KiB", "records/s", "keyed / sink flags"):
+    table = Table(
+        title=f"Flink {doc['flink_version']} re-measured on this machine ({doc['machine']}), beside the "
+        "facts' table (docs/flink-facts.md)"
+    )
+    for col in (
+        "setting",
+        "mode",
+        "flusher",
+        "e2e median",
+        "e2e p90",
+        "start delay",
+        "sink alignment",
+        "persisted KiB",
+        "processed KiB",
+        "records/s",
+        "keyed / sink flags",
+    ):
         table.add_column(col)
     for row in doc["rows"]:
         facts = FLINK_TABLE.get((row["group"], row["mode"])) if row["buffer_timeout_ms"] is None else None
 
         def cell(name: str, fact_name: str) -> str:
-            fact = getattr(facts, fact_name, None) if facts else None
-            return span_text(row[name]) + (f" (facts {span_text(fact)})" if fact else "")
+            fact = getattr(facts, fact_name, None) if facts else None  # noqa: B023 - called in this iteration
+            return span_text(row[name]) + (f" (facts {span_text(fact)})" if fact else "")  # noqa: B023
 
-        table.add_row(row["group"], row["mode"], f"{row['buffer_timeout_ms'] or DEFAULT_FLUSHER_MS} ms", cell("e2e", "e2e"),
-                      cell("e2e_p90", "e2e_p90"), cell("start_delay", "start_delay"),
-                      cell("sink_alignment", "sink_alignment"), cell("persisted_kib", "persisted_kib"),
-                      cell("processed_kib", "processed_kib"), cell("throughput", "throughput"),
-                      f"{' | '.join(row['keyed_unaligned'])} / {' | '.join(row['sinks_unaligned'])}")
+        table.add_row(
+            row["group"],
+            row["mode"],
+            f"{row['buffer_timeout_ms'] or DEFAULT_FLUSHER_MS} ms",
+            cell("e2e", "e2e"),
+            cell("e2e_p90", "e2e_p90"),
+            cell("start_delay", "start_delay"),
+            cell("sink_alignment", "sink_alignment"),
+            cell("persisted_kib", "persisted_kib"),
+            cell("processed_kib", "processed_kib"),
+            cell("throughput", "throughput"),
+            f"{' | '.join(row['keyed_unaligned'])} / {' | '.join(row['sinks_unaligned'])}",
+        )
     Console(width=240).print(table)
 
 
@@ -161,10 +223,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--raw-dir", type=Path, default=ROOT / "benchmarks" / "flink" / "measured")
     parser.add_argument("--summarize-only", action="store_true", help="recompute from the raw files in --raw-dir")
     parser.add_argument("--out", type=Path, default=REMEASURED)
-    parser.add_argument("--only", default="", help="run only the settings whose name matches one of these "
-                        "comma-separated shell patterns (e.g. 'no_backpressure-*'); the others are summarized")
-    parser.add_argument("--wait-load", type=float, default=None,
-                        help="before each run, wait until the 1-minute load average is below this (a shared machine)")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="run only the settings whose name matches one of these "
+        "comma-separated shell patterns (e.g. 'no_backpressure-*'); the others are summarized",
+    )
+    parser.add_argument(
+        "--wait-load",
+        type=float,
+        default=None,
+        help="before each run, wait until the 1-minute load average is below this (a shared machine)",
+    )
     args = parser.parse_args(argv)
     only = [p for p in args.only.split(",") if p]
     args.raw_dir.mkdir(parents=True, exist_ok=True)
@@ -191,8 +261,13 @@ def main(argv: list[str] | None = None) -> int:
             version = raw["flink_version"]
             runs.append(summarize(raw))
         rows.append(combine(s, runs))
-    doc = {"flink_version": version, "machine": f"{os.cpu_count()} cores, {platform.machine()}",
-           "runs_per_setting": args.runs, "seconds_per_run": args.seconds, "rows": rows}
+    doc = {
+        "flink_version": version,
+        "machine": f"{os.cpu_count()} cores, {platform.machine()}",
+        "runs_per_setting": args.runs,
+        "seconds_per_run": args.seconds,
+        "rows": rows,
+    }
     tmp = args.out.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
     tmp.replace(args.out)

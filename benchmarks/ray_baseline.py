@@ -1,15 +1,5 @@
-"""The raw Ray baseline every Ray-backend figure is compared with, measured in the same run.
-
-How this works: two plain asyncio actors on the local cluster. (1) one-way actor-to-actor calls: the sender
-fires calls carrying a payload (32 KiB by default, a Flink network buffer) with a bounded window of calls in
-flight and we count calls and bytes per second; (2) round trip: the sender awaits each call before the next
-and we report the median and p99 latency; (3) a chain of ``depth`` actors, each forwarding a small message to
-the next and awaiting it: the one-hop latency times the depth is what a barrier through an idle pipeline of
-that depth is compared with; (4) ``measure_raw_pipeline``: 32 KiB payloads through a chain of ``depth`` actors
-that do nothing but pass them on, with a window of calls in flight per hop: the ceiling of any pipeline of
-that shape on Ray here; (5) ``measure_raw_socket_pipeline``: the same chain over Unix domain sockets between the
-actors (the transport of barriersim's task actors on one node: ``actors.socket_links``), each stage a reader
-thread and a loop that writes each payload on: the ceiling of that transport.
+"""The raw Ray baseline every Ray-backend figure is compared with, measured in the same run. See docs/benchmarks.md,
+"The raw Ray baseline".
 
 Run alone: ``python -m benchmarks.ray_baseline``.
 """
@@ -118,7 +108,11 @@ def measure_raw_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, calls: 
     seconds = time.perf_counter() - started
     for actor in (sender, *stages):
         ray.kill(actor)
-    return {"depth": depth, "calls_per_second": arrived / seconds, "mb_per_second": arrived * payload_bytes / seconds / 1e6}
+    return {
+        "depth": depth,
+        "calls_per_second": arrived / seconds,
+        "mb_per_second": arrived * payload_bytes / seconds / 1e6,
+    }
 
 
 @ray.remote(num_cpus=0.01, max_concurrency=4)
@@ -174,18 +168,25 @@ def measure_raw_socket_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, 
     for task actors linked by ``actors.socket_links``)."""
     stages = [SocketPipelineStage.remote() for _ in range(depth)]
     addresses = ray.get([stage.listen.remote() for stage in stages])
-    ray.get([stage.accept.remote() for stage in stages[1:]]
-            + [writer.connect.remote(address) for writer, address in zip(stages, addresses[1:])])
+    ray.get(
+        [stage.accept.remote() for stage in stages[1:]]
+        + [writer.connect.remote(address) for writer, address in zip(stages, addresses[1:])]
+    )
     last = depth - 1
     ray.get([stage.run.remote(200, payload_bytes, i == 0, i == last) for i, stage in enumerate(stages)])  # warm up
     started = time.perf_counter()
-    arrived = ray.get([stage.run.remote(payloads, payload_bytes, i == 0, i == last)
-                       for i, stage in enumerate(stages)])[-1] // payload_bytes
+    arrived = (
+        ray.get([stage.run.remote(payloads, payload_bytes, i == 0, i == last) for i, stage in enumerate(stages)])[-1]
+        // payload_bytes
+    )
     seconds = time.perf_counter() - started
     for stage in stages:
         ray.kill(stage)
-    return {"depth": depth, "payloads_per_second": arrived / seconds,
-            "mb_per_second": arrived * payload_bytes / seconds / 1e6}
+    return {
+        "depth": depth,
+        "payloads_per_second": arrived / seconds,
+        "mb_per_second": arrived * payload_bytes / seconds / 1e6,
+    }
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -193,8 +194,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def measure_raw_ray(payload_bytes: int = 32 * 1024, calls: int = 3000, window: int = 16,
-                    round_trips: int = 1000, depth: int = 4) -> dict:
+def measure_raw_ray(
+    payload_bytes: int = 32 * 1024, calls: int = 3000, window: int = 16, round_trips: int = 1000, depth: int = 4
+) -> dict:
     receiver, sender = Receiver.remote(), Sender.remote()
     payload = b"x" * payload_bytes
     ray.get(sender.one_way.remote(receiver, payload, 200, window))  # warm up

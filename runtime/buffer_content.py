@@ -11,22 +11,27 @@ record tuples from older callers) are taken as they are.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
 from barriersim.runtime.events import StreamElements, Watermark
 from barriersim.runtime.record_batch import RecordBatch
 
+Part = RecordBatch | Watermark
 
-def segments(records) -> list:
+
+def segments(records: RecordBatch | StreamElements | Iterable[Any]) -> list[Part]:
     """A buffer's content as the parts a task processes in order: record batches and watermarks. Takes a
     ``RecordBatch``, ``StreamElements``, or a sequence of record tuples and watermarks (runs of tuples become
     batches)."""
     kind = type(records)
     if kind is RecordBatch:
-        return [records]
+        return [cast(RecordBatch, records)]
     if kind is StreamElements:
-        return list(records.parts)
-    parts: list = []
-    run: list = []
-    for item in records:
+        return list(cast(StreamElements, records).parts)
+    parts: list[Part] = []
+    run: list[Any] = []
+    for item in cast(Iterable[Any], records):
         if isinstance(item, Watermark):
             if run:
                 parts.append(RecordBatch.from_rows(run))
@@ -44,7 +49,7 @@ def segments(records) -> list:
     return parts
 
 
-def content_of(parts: list):
+def content_of(parts: Sequence[Any]) -> RecordBatch | StreamElements | tuple[Any, ...]:
     """A buffer's content from the parts its builder collected: one ``RecordBatch`` when they are record batches
     only; ``StreamElements`` when watermarks are among them (adjacent runs of records joined); an empty tuple when
     there are none (a buffer filled by the first bytes of a spanning record); and, for records that are not
@@ -62,8 +67,8 @@ def content_of(parts: list):
         return RecordBatch.concat(parts)
     if batches + watermarks < len(parts):
         return tuple(parts)
-    joined: list = []
-    run: list = []
+    joined: list[Part] = []
+    run: list[RecordBatch] = []
     for p in parts:
         if type(p) is RecordBatch:
             run.append(p)

@@ -1,18 +1,7 @@
 """The checkpointing mode of a job: one typed value, its derived settings, and the one rule on combinations.
 
-How this works: ``CheckpointingMode`` names the four ways a job can checkpoint, as a scenario file, the CLI's
-``--mode``, the Python API and the Hypothesis strategies spell them (``aligned``, ``unaligned``,
-``aligned-with-timeout``, ``at-least-once``); ``CheckpointingMode.parse`` is the only place a mode is read
-from text. Each mode says what Flink's configuration would be: ``exactly_once`` (Flink's
-``CheckpointingMode.EXACTLY_ONCE``), ``unaligned_enabled`` (``execution.checkpointing.unaligned.enabled``; the
-aligned-with-timeout mode is unaligned checkpoints with a positive ``aligned-checkpoint-timeout``, as in Flink)
-and ``max_concurrent_allowed`` (unaligned checkpoints allow one at a time). ``checkpointing_problem`` is the one
-rule on a mode with the settings that depend on it (max concurrent checkpoints, the alignment timeout): it
-returns the key at fault and the problem, or None; the scenario loader, the job configuration and every
-override go through it, so an impossible combination gets the same one-line error wherever it comes from.
-``ALL_MODES`` and ``SIDE_BY_SIDE_MODES`` (what ``--mode all`` runs) are the only lists of modes. Mirrors the
-checks of Flink's ``CheckpointConfig`` / ``StreamingJobGraphGenerator`` (unaligned checkpoints need exactly-once
-and at most one concurrent checkpoint).
+Mirrors the checks of Flink's ``CheckpointConfig`` / ``StreamingJobGraphGenerator``. See
+docs/jobs-and-operators.md, "Checkpointing modes".
 """
 
 from __future__ import annotations
@@ -31,7 +20,7 @@ class CheckpointingMode(enum.Enum):
     AT_LEAST_ONCE = "at-least-once"
 
     @classmethod
-    def parse(cls, text: object, where: str = "mode") -> "CheckpointingMode":
+    def parse(cls, text: object, where: str = "mode") -> CheckpointingMode:
         """The mode ``text`` names (a mode value passes through); ``CheckpointingModeError`` naming ``where``."""
         if isinstance(text, cls):
             return text
@@ -69,22 +58,31 @@ class CheckpointingMode(enum.Enum):
 
 ALL_MODES: tuple[str, ...] = tuple(m.value for m in CheckpointingMode)
 SIDE_BY_SIDE_MODES: tuple[CheckpointingMode, ...] = (
-    CheckpointingMode.ALIGNED, CheckpointingMode.UNALIGNED, CheckpointingMode.AT_LEAST_ONCE,
+    CheckpointingMode.ALIGNED,
+    CheckpointingMode.UNALIGNED,
+    CheckpointingMode.AT_LEAST_ONCE,
 )
 
 
-def checkpointing_problem(mode: CheckpointingMode, max_concurrent: int,
-                          aligned_checkpoint_timeout_ms: int) -> tuple[str, str] | None:
+def checkpointing_problem(
+    mode: CheckpointingMode, max_concurrent: int, aligned_checkpoint_timeout_ms: int
+) -> tuple[str, str] | None:
     """``(key, problem)`` if the mode cannot run with these settings, else None. Keys are the scenario file's
     (``checkpointing.max_concurrent``, ``checkpointing.aligned_checkpoint_timeout_ms``)."""
     allowed = mode.max_concurrent_allowed
     if allowed is not None and max_concurrent > allowed:
-        return ("checkpointing.max_concurrent",
-                f"{mode.value} mode allows at most {allowed} concurrent checkpoint (as in Flink), got {max_concurrent}")
+        return (
+            "checkpointing.max_concurrent",
+            f"{mode.value} mode allows at most {allowed} concurrent checkpoint (as in Flink), got {max_concurrent}",
+        )
     if mode.uses_alignment_timeout and aligned_checkpoint_timeout_ms <= 0:
-        return ("checkpointing.aligned_checkpoint_timeout_ms",
-                f"must be > 0 in {mode.value} mode, got {aligned_checkpoint_timeout_ms}")
+        return (
+            "checkpointing.aligned_checkpoint_timeout_ms",
+            f"must be > 0 in {mode.value} mode, got {aligned_checkpoint_timeout_ms}",
+        )
     if not mode.uses_alignment_timeout and aligned_checkpoint_timeout_ms > 0:
-        return ("checkpointing.aligned_checkpoint_timeout_ms",
-                f"applies only to mode \"{CheckpointingMode.ALIGNED_WITH_TIMEOUT.value}\" (mode is {mode.value})")
+        return (
+            "checkpointing.aligned_checkpoint_timeout_ms",
+            f'applies only to mode "{CheckpointingMode.ALIGNED_WITH_TIMEOUT.value}" (mode is {mode.value})',
+        )
     return None

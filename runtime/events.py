@@ -1,23 +1,18 @@
-"""Immutable values that flow through a job: data buffers, checkpoint barriers, cancel markers, end of
-partition, announcements, and the addresses of channels and subpartitions.
+"""Immutable values that flow through a job: data buffers, checkpoint barriers, cancel markers, end of partition,
+announcements, and the addresses of channels and subpartitions.
 
-How this works: every value here is a frozen dataclass (or an enum) that both drivers (the deterministic
-simulator and the Ray actors) pass between the sans-IO components of ``runtime/``. Nothing here has
-behaviour beyond small derived properties mirroring Flink's accessors, so they are safe to hash, compare,
-log into a trace, and encode with msgpack (see ``to_wire``/``from_wire``).
-
-Mirrors Flink's ``CheckpointBarrier``, ``CheckpointOptions`` (with ``CheckpointOptions.AlignmentType``),
-``SnapshotType``/``CheckpointType``/``SavepointType``, ``CancelCheckpointMarker``, ``EndOfPartitionEvent``,
-``EndOfData`` (with ``StopMode``), ``EventAnnouncement``, ``SubtaskConnectionDescriptor``,
-``EndOfChannelStateEvent``, ``Buffer`` (with its content of ``StreamElements`` when watermarks travel in it),
-``InputChannelInfo`` and ``ResultSubpartitionInfo``.
+Mirrors Flink's ``CheckpointBarrier``, ``CheckpointOptions``, ``CheckpointType``/``SavepointType``,
+``CancelCheckpointMarker``, ``EndOfPartitionEvent``, ``EndOfData``, ``EventAnnouncement``,
+``SubtaskConnectionDescriptor``, ``EndOfChannelStateEvent``, ``Buffer``, ``InputChannelInfo`` and
+``ResultSubpartitionInfo``. See docs/data-plane.md, "Events and addresses".
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence, Union
+from typing import Any
 
 from barriersim.runtime.record_batch import RecordBatch, batch_from_bytes, batch_to_bytes
 
@@ -107,7 +102,7 @@ class CheckpointOptions:
         exactly_once: bool,
         unaligned_enabled: bool,
         aligned_checkpoint_timeout: int,
-    ) -> "CheckpointOptions":
+    ) -> CheckpointOptions:
         """Flink's ``CheckpointOptions.forConfig``: unaligned only for plain checkpoints in exactly-once
         mode; a positive timeout means start aligned and switch to unaligned after the timeout, except
         ``NO_ALIGNED_CHECKPOINT_TIME_OUT`` (Java's ``Long.MAX_VALUE``), which Flink 2.3 reads as no timeout: unaligned
@@ -123,29 +118,27 @@ class CheckpointOptions:
         return CheckpointOptions.unaligned(checkpoint_type)
 
     @staticmethod
-    def not_exactly_once(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> "CheckpointOptions":
+    def not_exactly_once(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> CheckpointOptions:
         return CheckpointOptions(checkpoint_type, AlignmentType.AT_LEAST_ONCE, NO_ALIGNED_CHECKPOINT_TIME_OUT)
 
     @staticmethod
-    def aligned(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> "CheckpointOptions":
+    def aligned(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> CheckpointOptions:
         return CheckpointOptions(checkpoint_type, AlignmentType.ALIGNED, NO_ALIGNED_CHECKPOINT_TIME_OUT)
 
     @staticmethod
-    def unaligned(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> "CheckpointOptions":
+    def unaligned(checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> CheckpointOptions:
         if checkpoint_type.is_savepoint:
             raise ValueError("savepoints cannot be unaligned")
         return CheckpointOptions(checkpoint_type, AlignmentType.UNALIGNED, NO_ALIGNED_CHECKPOINT_TIME_OUT)
 
     @staticmethod
-    def aligned_with_timeout(
-        checkpoint_type: CheckpointType, aligned_checkpoint_timeout: int
-    ) -> "CheckpointOptions":
+    def aligned_with_timeout(checkpoint_type: CheckpointType, aligned_checkpoint_timeout: int) -> CheckpointOptions:
         if checkpoint_type.is_savepoint:
             raise ValueError("savepoints cannot switch to unaligned")
         return CheckpointOptions(checkpoint_type, AlignmentType.ALIGNED, aligned_checkpoint_timeout)
 
     @staticmethod
-    def for_checkpoint_with_default_location() -> "CheckpointOptions":
+    def for_checkpoint_with_default_location() -> CheckpointOptions:
         return CheckpointOptions.aligned(CheckpointType.CHECKPOINT)
 
     # -- accessors, as Flink's ------------------------------------------------------------------
@@ -169,20 +162,22 @@ class CheckpointOptions:
             and 0 < self.aligned_checkpoint_timeout < NO_ALIGNED_CHECKPOINT_TIME_OUT
         )
 
-    def to_unaligned(self) -> "CheckpointOptions":
+    def to_unaligned(self) -> CheckpointOptions:
         """Flink's ``CheckpointOptions.toUnaligned``: only a timeoutable aligned checkpoint switches."""
         if self.alignment is not AlignmentType.ALIGNED:
             raise ValueError(f"cannot switch {self.alignment.value} checkpoint options to unaligned")
         return CheckpointOptions.unaligned(self.checkpoint_type)
 
-    def with_unaligned_unsupported(self) -> "CheckpointOptions":
+    def with_unaligned_unsupported(self) -> CheckpointOptions:
         """Flink's ``withUnalignedUnsupported``: used where a channel cannot carry unaligned barriers
         (e.g. pointwise or forward connections after rescale); an unaligned request becomes FORCED_ALIGNED."""
         if self.is_unaligned_checkpoint or self.is_timeoutable:
-            return CheckpointOptions(self.checkpoint_type, AlignmentType.FORCED_ALIGNED, self.aligned_checkpoint_timeout)
+            return CheckpointOptions(
+                self.checkpoint_type, AlignmentType.FORCED_ALIGNED, self.aligned_checkpoint_timeout
+            )
         return self
 
-    def with_unaligned_supported(self) -> "CheckpointOptions":
+    def with_unaligned_supported(self) -> CheckpointOptions:
         if self.alignment is AlignmentType.FORCED_ALIGNED:
             if self.aligned_checkpoint_timeout < NO_ALIGNED_CHECKPOINT_TIME_OUT:
                 return CheckpointOptions.aligned_with_timeout(self.checkpoint_type, self.aligned_checkpoint_timeout)
@@ -207,12 +202,14 @@ class CheckpointBarrier:
     def is_checkpoint(self) -> bool:
         return not self.options.checkpoint_type.is_savepoint
 
-    def as_unaligned(self) -> "CheckpointBarrier":
-        return self if self.options.is_unaligned_checkpoint else CheckpointBarrier(
-            self.id, self.timestamp, self.options.to_unaligned()
+    def as_unaligned(self) -> CheckpointBarrier:
+        return (
+            self
+            if self.options.is_unaligned_checkpoint
+            else CheckpointBarrier(self.id, self.timestamp, self.options.to_unaligned())
         )
 
-    def with_options(self, options: CheckpointOptions) -> "CheckpointBarrier":
+    def with_options(self, options: CheckpointOptions) -> CheckpointBarrier:
         return CheckpointBarrier(self.id, self.timestamp, options)
 
 
@@ -288,7 +285,7 @@ class Buffer:
     size: int
     sequence_number: int = 0
 
-    def with_sequence_number(self, sequence_number: int) -> "Buffer":
+    def with_sequence_number(self, sequence_number: int) -> Buffer:
         return Buffer(self.records, self.size, sequence_number)
 
 
@@ -310,7 +307,7 @@ class StreamElements:
 
     __slots__ = ("parts",)
 
-    def __init__(self, parts: Sequence[Union[RecordBatch, Watermark]]):
+    def __init__(self, parts: Sequence[RecordBatch | Watermark]) -> None:
         self.parts = tuple(parts)
 
     @property
@@ -320,14 +317,14 @@ class StreamElements:
     def __len__(self) -> int:
         return sum(len(p) if type(p) is RecordBatch else 1 for p in self.parts)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[int, ...] | Watermark]:
         for part in self.parts:
             if type(part) is RecordBatch:
                 yield from part
             else:
                 yield part
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, StreamElements):
             return len(self.parts) == len(other.parts) and all(a == b for a, b in zip(self.parts, other.parts))
         if isinstance(other, (list, tuple)):
@@ -342,9 +339,16 @@ class StreamElements:
 
 
 # Everything that can travel through a channel.
-ChannelEvent = Union[CheckpointBarrier, CancelCheckpointMarker, EndOfPartition, EventAnnouncement, EndOfData,
-                     SubtaskConnectionDescriptor, EndOfChannelStateEvent]
-ChannelElement = Union[Buffer, ChannelEvent]
+ChannelEvent = (
+    CheckpointBarrier
+    | CancelCheckpointMarker
+    | EndOfPartition
+    | EventAnnouncement
+    | EndOfData
+    | SubtaskConnectionDescriptor
+    | EndOfChannelStateEvent
+)
+ChannelElement = Buffer | ChannelEvent
 
 
 @dataclass(frozen=True, order=True)
@@ -367,15 +371,15 @@ class ResultSubpartitionInfo:
 # -- wire encoding (msgpack-ready plain values, never pickle) --------------------------------------
 
 
-def options_to_wire(o: CheckpointOptions) -> list:
+def options_to_wire(o: CheckpointOptions) -> list[Any]:
     return [o.checkpoint_type.value, o.alignment.value, o.aligned_checkpoint_timeout]
 
 
-def options_from_wire(v: list) -> CheckpointOptions:
+def options_from_wire(v: list[Any]) -> CheckpointOptions:
     return CheckpointOptions(CheckpointType(v[0]), AlignmentType(v[1]), int(v[2]))
 
 
-def to_wire(element: ChannelElement) -> list:
+def to_wire(element: ChannelElement) -> list[Any]:
     """Encode a channel element as plain lists, tuples, bytes and scalars (msgpack-ready).
 
     A buffer of records as columns (a ``RecordBatch``: the data path) travels as its column buffers, one bytes
@@ -413,7 +417,7 @@ def to_wire(element: ChannelElement) -> list:
     raise TypeError(f"not a channel element: {element!r}")
 
 
-def from_wire(v: list) -> ChannelElement:
+def from_wire(v: list[Any]) -> ChannelElement:
     tag = v[0]
     if tag == "R":
         return Buffer(batch_from_bytes(v[1]), int(v[2]), int(v[3]))
@@ -447,4 +451,3 @@ def from_wire(v: list) -> ChannelElement:
     if tag == "Q":
         return END_OF_CHANNEL_STATE
     raise ValueError(f"unknown channel element tag {tag!r}")
-

@@ -76,7 +76,7 @@ _COUNTED = frozenset(
 class CheckpointException(Exception):
     """Flink's ``CheckpointException``: a checkpoint failure with its reason (and the checkpoint id when known)."""
 
-    def __init__(self, reason: CheckpointFailureReason, checkpoint_id: int | None = None, detail: str = ""):
+    def __init__(self, reason: CheckpointFailureReason, checkpoint_id: int | None = None, detail: str = "") -> None:
         self.reason = reason
         self.checkpoint_id = checkpoint_id
         self.detail = detail

@@ -25,5 +25,5 @@ class ExecutionAttemptID:
     def __str__(self) -> str:
         return f"{self.vertex_id}#{self.subtask_index}@{self.attempt_number}"
 
-    def next_attempt(self) -> "ExecutionAttemptID":
+    def next_attempt(self) -> ExecutionAttemptID:
         return ExecutionAttemptID(self.vertex_id, self.subtask_index, self.attempt_number + 1)

@@ -1,26 +1,16 @@
-"""The job graph: vertices (operators with a parallelism) joined by edges (partitioners), validated.
+"""The job graph: vertices (operators with a parallelism) joined by edges (partitioners), validated; errors are
+``JobGraphError`` naming the vertex or edge.
 
-How this works: a ``JobGraph`` is a DAG of ``JobVertex`` values connected by ``JobEdge`` values, as in
-Flink's ``JobGraph``/``JobVertex``/``JobEdge`` with the edge's ``StreamPartitioner``. Every vertex runs one
-operator (no chaining in barriersim, so each subtask is one task with its own channels). As in Flink, every
-input edge of a vertex becomes one ``InputGate`` of each of its subtasks; ``target_input`` says which
-logical input of the operator the gate feeds (0 for one-input operators, whose several gates are read as one
-union as Flink's ``UnionInputGate`` does; 0 or 1 for a two-input operator such as a join, as Flink's
-``TwoInputStreamTask`` groups gates by input index). ``validate()`` rejects graphs Flink would reject or that cannot run:
-cycles, sources with inputs, sinks with outputs, a forward edge between different parallelisms, a hash
-partitioner into an operator that is not keyed, a keyed operator fed without a hash partitioner, a two-input
-operator without both inputs fed, a one-input operator fed on input 1. Errors are ``JobGraphError`` naming the vertex or edge.
-
-The channel layout follows Flink: subtask ``j`` of a consumer has, in the gate of edge ``e``, one input
-channel per producer subtask for all-to-all partitioners (rebalance, hash, broadcast) and exactly one
-(the producer subtask ``j``) for forward.
+Mirrors Flink's ``JobGraph`` / ``JobVertex`` / ``JobEdge`` with the edge's ``StreamPartitioner``. See
+docs/jobs-and-operators.md, "The job graph".
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 class Partitioner(enum.Enum):
@@ -188,7 +178,7 @@ class JobGraph:
 
     # -- validation ------------------------------------------------------------------------------
 
-    def validate(self) -> "JobGraph":
+    def validate(self) -> JobGraph:
         names = [v.name for v in self.vertices]
         if not names:
             raise JobGraphError("the job graph has no vertices")

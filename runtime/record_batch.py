@@ -1,29 +1,21 @@
-"""Records as columns: the one form in which records move through a job, from the source's split to the sink.
-
-How this works: a ``RecordBatch`` is a run of records held as a 2-D ``int64`` numpy array of shape
-``(fields, records)``, one contiguous row per field (for the workload ``record_id, key, value, event_time``;
-a keyed sum emits ``record_id, key, value, running_sum``, a window ``window_start, key, sum, count``: every record
-layout of barriersim's jobs is four integers, ``runtime.operators.records``). Operators, partitioners and
-verification work on whole columns (numpy); a slice of a batch is a view, so cutting a source's split into steps,
-or a step's output into network buffers, copies nothing. Batches are values: nothing writes into a batch's
-array once it was made (an operator makes new arrays), so a buffer may share its columns with the batch it was
-cut from and with the channel state that persists it.
-
-A network buffer's content (``Buffer.records``) is a ``RecordBatch`` when it holds records only, and
-``runtime.events.StreamElements`` when watermarks travel between its records (``runtime.buffer_content``).
-
-For code that reads records one at a time (tests, traces, the consistent-cut checker), a batch also behaves
-as a sequence of record tuples of Python ints: ``len``, iteration, indexing by position; and it compares equal
-to a list or tuple of the same record tuples. Those paths are slow by design and none of the data path uses
-them. No Flink class corresponds: Flink moves serialized bytes; this is their columnar stand-in.
+"""Records as columns: the one form in which records move through a job, from the source's split to the sink. No Flink
+class corresponds: Flink moves serialized bytes; this is their columnar stand-in. See docs/data-plane.md, "Records
+as columns".
 """
 
 from __future__ import annotations
 
+import builtins
 import struct
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeAlias, final, overload
 
 import numpy as np
+import numpy.typing as npt
+
+# What ``RecordBatch.of`` takes: a RecordBatch, record tuples, or an Arrow table or record batch (pyarrow has no
+# type information, so this is Any).
+RecordsLike: TypeAlias = Any
 
 RECORD_FIELDS = 4  # every record layout of barriersim's jobs: four int64 fields
 _INT64 = np.dtype(np.int64)
@@ -31,27 +23,28 @@ _LE_INT64 = np.dtype("<i8")
 _BATCH_HEADER = struct.Struct(">HQ")  # fields, records
 
 
+@final  # never subclassed: the data path tests type(x) is RecordBatch
 class RecordBatch:
     """A run of records as columns: ``columns`` is an ``int64`` array of shape ``(fields, records)``."""
 
     __slots__ = ("columns",)
 
-    def __init__(self, columns: np.ndarray):
+    def __init__(self, columns: np.ndarray) -> None:
         self.columns = columns
 
     # -- making batches ------------------------------------------------------------------------------
 
     @staticmethod
-    def empty(fields: int = RECORD_FIELDS) -> "RecordBatch":
+    def empty(fields: int = RECORD_FIELDS) -> RecordBatch:
         return RecordBatch(np.empty((fields, 0), dtype=_INT64))
 
     @staticmethod
-    def from_columns(*columns) -> "RecordBatch":
+    def from_columns(*columns: npt.ArrayLike) -> RecordBatch:
         """One batch from one array (or sequence of ints) per field, all of the same length."""
         return RecordBatch(np.stack([np.asarray(c, dtype=_INT64) for c in columns]))
 
     @staticmethod
-    def from_rows(rows: Iterable[Sequence[int]], fields: int | None = None) -> "RecordBatch":
+    def from_rows(rows: Iterable[Sequence[int]], fields: int | None = None) -> RecordBatch:
         """One batch from record tuples of ints (the per-record form of tests and of older callers)."""
         rows = rows if isinstance(rows, (list, tuple)) else list(rows)
         if not rows:
@@ -65,7 +58,7 @@ class RecordBatch:
         return RecordBatch(np.ascontiguousarray(array.T))
 
     @staticmethod
-    def of(records) -> "RecordBatch":
+    def of(records: RecordsLike) -> RecordBatch:
         """``records`` as a batch: a batch as it is, anything else (record tuples, or an Arrow table or batch with
         four integer columns in the record's field order) converted once."""
         if type(records) is RecordBatch:
@@ -75,7 +68,7 @@ class RecordBatch:
         return RecordBatch.from_rows(records)
 
     @staticmethod
-    def concat(batches: Sequence["RecordBatch"]) -> "RecordBatch":
+    def concat(batches: Sequence[RecordBatch]) -> RecordBatch:
         if len(batches) == 1:
             return batches[0]
         if not batches:
@@ -86,44 +79,51 @@ class RecordBatch:
 
     @property
     def fields(self) -> int:
-        return self.columns.shape[0]
+        return int(self.columns.shape[0])
 
     def column(self, field: int) -> np.ndarray:
-        return self.columns[field]
+        column: np.ndarray = self.columns[field]
+        return column
 
     # -- the columnar operations of the data path ----------------------------------------------------
 
-    def slice(self, start: int, stop: int) -> "RecordBatch":
+    def slice(self, start: int, stop: int) -> RecordBatch:
         return RecordBatch(self.columns[:, start:stop])
 
-    def take(self, indices: np.ndarray) -> "RecordBatch":
+    def take(self, indices: np.ndarray) -> RecordBatch:
         """The records at ``indices`` (an index array or a boolean mask), in that order (a copy)."""
         return RecordBatch(self.columns[:, indices])
 
-    def every(self, start: int, step: int) -> "RecordBatch":
+    def every(self, start: int, step: int) -> RecordBatch:
         """Records ``start, start + step, ...`` (a round-robin channel's share of the batch)."""
         return RecordBatch(self.columns[:, start::step])
 
     # -- the per-record view (slow; tests, traces, checks) ---------------------------------------------
 
     def __len__(self) -> int:
-        return self.columns.shape[1]
+        return int(self.columns.shape[1])
 
     def __bool__(self) -> bool:
-        return self.columns.shape[1] > 0
+        return bool(self.columns.shape[1] > 0)
 
-    def __iter__(self) -> Iterator[tuple]:
+    def __iter__(self) -> Iterator[tuple[int, ...]]:
         return iter(zip(*self.columns.tolist())) if self.columns.shape[1] else iter(())
 
-    def to_rows(self) -> list[tuple]:
+    def to_rows(self) -> list[tuple[int, ...]]:
         return list(self)
 
-    def __getitem__(self, index):
-        if isinstance(index, slice):
+    @overload
+    def __getitem__(self, index: int) -> tuple[int, ...]: ...
+
+    @overload
+    def __getitem__(self, index: builtins.slice) -> RecordBatch: ...
+
+    def __getitem__(self, index: int | builtins.slice) -> RecordBatch | tuple[int, ...]:
+        if isinstance(index, builtins.slice):
             return RecordBatch(self.columns[:, index])
         return tuple(self.columns[:, index].tolist())
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, RecordBatch):
             return self.columns.shape == other.columns.shape and bool(np.array_equal(self.columns, other.columns))
         if isinstance(other, (list, tuple)):
@@ -139,8 +139,6 @@ class RecordBatch:
         return f"RecordBatch({n} records{': ' + head if n else ''}{', ...' if n > 3 else ''})"
 
 
-
-
 class MalformedRecords(ValueError):
     """Bytes that do not hold a record batch (names the problem)."""
 
@@ -152,7 +150,7 @@ def batch_to_bytes(batch: RecordBatch) -> bytes:
     return _BATCH_HEADER.pack(fields, records) + np.ascontiguousarray(batch.columns, dtype=_LE_INT64).tobytes()
 
 
-def batch_from_bytes(data) -> RecordBatch:
+def batch_from_bytes(data: bytes | bytearray | memoryview) -> RecordBatch:
     """What ``batch_to_bytes`` wrote, as a read-only view of ``data`` (no copy on a little-endian machine)."""
     if len(data) < _BATCH_HEADER.size:
         raise MalformedRecords(f"record batch: {len(data)} bytes is shorter than its {_BATCH_HEADER.size}-byte header")

@@ -1,18 +1,6 @@
 """The byte form of records: a source subtask's split, a network buffer's content on the wire, a sink's committed
-output, and the record batches inside persisted channel state.
-
-How this works: a ``RecordBatch`` is written as its column buffers, with no per-record step: a msgpack extension
-value (type ``RECORD_BATCH_EXT``) whose data is a small header (fields, records) followed by the ``int64`` columns,
-little-endian, field after field; reading it back makes a read-only numpy view of the received bytes (no copy).
-Buffer content with watermarks (``StreamElements``) is an extension value (``STREAM_ELEMENTS_EXT``) holding the
-msgpack array of its parts, a ``Watermark`` one (``WATERMARK_EXT``, its timestamp as 8 signed bytes).
-``ext_default`` / ``ext_hook`` are the msgpack hooks for these; ``pack`` and ``unpack`` are the msgpack settings
-every barriersim encoding uses (bytes stay bytes, strings stay strings) with them. ``encode_records`` /
-``decode_records`` write and read a split or an output: a batch as one extension value; record tuples from older
-encodings (a msgpack array of arrays) still decode, as tuples. Both drivers share this encoding. A source's split
-may also come as an Arrow table (the Spark workload's hand-off) with the columns ``SPLIT_COLUMNS``;
-``decode_split`` takes either form and gives a ``RecordBatch`` (an Arrow table's columns taken as they are), so a
-split cut from a Spark DataFrame is exactly what the simulator draws locally.
+output, and the record batches inside persisted channel state; msgpack extension types, no per-record step. See
+docs/data-plane.md, "The byte form of records".
 """
 
 from __future__ import annotations
@@ -23,7 +11,13 @@ from typing import Any
 import msgpack
 
 from barriersim.runtime.events import StreamElements, Watermark
-from barriersim.runtime.record_batch import MalformedRecords, RecordBatch, batch_from_bytes, batch_to_bytes
+from barriersim.runtime.record_batch import (
+    MalformedRecords,
+    RecordBatch,
+    RecordsLike,
+    batch_from_bytes,
+    batch_to_bytes,
+)
 
 WATERMARK_EXT = 1  # a Watermark: its timestamp as 8 signed bytes (big-endian)
 RECORD_BATCH_EXT = 2  # a RecordBatch: header (fields, records), then the int64 columns (little-endian)
@@ -57,23 +51,25 @@ def ext_hook(code: int, data: bytes) -> Any:
         return StreamElements(parts)
     raise MalformedRecords(f"unknown msgpack extension type {code} ({len(data)} bytes)")
 
+
 SPLIT_COLUMNS = ("record_id", "key", "value", "event_time")  # a source's records, in this order
 
 
-def pack(value) -> bytes:
-    return msgpack.packb(value, use_bin_type=True, default=ext_default)
+def pack(value: Any) -> bytes:
+    packed: bytes = msgpack.packb(value, use_bin_type=True, default=ext_default)
+    return packed
 
 
-def unpack(data: bytes):
+def unpack(data: bytes | bytearray | memoryview) -> Any:
     return msgpack.unpackb(data, raw=False, ext_hook=ext_hook)
 
 
-def encode_records(records) -> bytes:
+def encode_records(records: RecordsLike) -> bytes:
     """A split or an output as bytes: one record batch (record tuples are converted to one first)."""
     return pack(RecordBatch.of(records))
 
 
-def decode_records(data: bytes):
+def decode_records(data: bytes | bytearray | memoryview) -> RecordBatch | list[tuple[Any, ...]]:
     """What ``encode_records`` wrote, as a ``RecordBatch``; an older encoding (an array of record arrays) as a
     list of tuples."""
     value = unpack(data)
@@ -82,7 +78,7 @@ def decode_records(data: bytes):
     return [tuple(r) for r in value]
 
 
-def decode_split(data):
+def decode_split(data: Any) -> RecordBatch | list[tuple[Any, ...]]:  # bytes, or a pyarrow Table (untyped)
     """A source's split as a ``RecordBatch`` of ``(record_id, key, value, event_time)``, from its encoding (bytes)
     or from an Arrow table with the columns ``SPLIT_COLUMNS`` (column by column, no record as a Python object)."""
     if isinstance(data, (bytes, bytearray, memoryview)):

@@ -38,15 +38,20 @@ def bundled() -> list[BundledScenario]:
                 table = tomllib.loads(path.read_text(encoding="utf-8")).get("scenario", {})
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
                 table = {}
-            found.append(BundledScenario(name=f"{sub}/{path.stem}" if sub else path.stem,
-                                         scenario_name=str(table.get("name", path.stem)),
-                                         description=str(table.get("description", "")), path=path))
+            found.append(
+                BundledScenario(
+                    name=f"{sub}/{path.stem}" if sub else path.stem,
+                    scenario_name=str(table.get("name", path.stem)),
+                    description=str(table.get("description", "")),
+                    path=path,
+                )
+            )
     return found
 
 
 def find_bundled(name: str) -> Path | None:
     """The bundled file ``name`` names, or None."""
-    wanted = name[:-len(".toml")] if name.endswith(".toml") else name
+    wanted = name[: -len(".toml")] if name.endswith(".toml") else name
     for s in bundled():
         if wanted in (s.name, s.scenario_name):
             return s.path

@@ -1,16 +1,6 @@
-"""The per-record draws of a scenario's workload, in plain numpy: the simulator's local splits use them, and the
-Spark workload (``barriersim.spark.workload``) computes the very same draws in Spark's Arrow batch function.
-
-How this works: every random draw is a pure function of ``(seed, record_id)``: a SplitMix64 hash
-(``splitmix64``) of the record id mixed with the seed, so the same seed gives the same workload whatever
-computes it and however it is partitioned. ``draw_columns`` gives, for record ids ``i`` of one source vertex of
-parallelism ``p``: keys from a finite Zipf distribution over ``keys`` keys with the scenario's exponent
-(``zipf_cdf``; 0 is uniform; optionally with one hot key carrying a fixed share; with ``key_growth`` the key space
-grows over the run, ``active_keys``, so keyed state grows while its older keys keep being updated), values uniform in
-``1..max_value``, event times advancing at the vertex's total
-rate, and split ``i % p`` at offset ``i // p``. ``local_splits`` draws one source vertex's records and deals
-them into its splits as ``RecordBatch``es of ``(record_id, key, value, event_time)``; source vertex ``k`` of a graph draws
-with seed ``seed + k`` and record ids offset by ``k * SOURCE_ID_STRIDE`` (``scenarios.simulation_inputs``).
+"""The per-record draws of a scenario's workload, in plain numpy: the simulator's local splits use them, and the Spark
+workload (``barriersim.spark.workload``) computes the very same draws in Spark's Arrow batch function. See
+docs/runs-and-workloads.md, "The per-record draws of a workload".
 """
 
 from __future__ import annotations
@@ -53,8 +43,15 @@ def active_keys(record_ids: np.ndarray, keys: int, growth_records: int) -> np.nd
     return np.clip(grown, 1, keys)
 
 
-def draw_columns(record_ids: np.ndarray, seed: int, cdf: np.ndarray, max_value: int, sources: int,
-                 ms_per_record: float, growth_records: int = 0) -> dict[str, np.ndarray]:
+def draw_columns(
+    record_ids: np.ndarray,
+    seed: int,
+    cdf: np.ndarray,
+    max_value: int,
+    sources: int,
+    ms_per_record: float,
+    growth_records: int = 0,
+) -> dict[str, np.ndarray]:
     ids = record_ids.astype(np.uint64)
     with np.errstate(over="ignore"):
         base = np.uint64(seed) * np.uint64(0x100000001B3)
@@ -74,9 +71,18 @@ def draw_columns(record_ids: np.ndarray, seed: int, cdf: np.ndarray, max_value: 
     }
 
 
-def local_splits(records: int, keys: int, zipf_exponent: float, max_value: int, sources: int, seed: int,
-                 rate_per_source: int = 0, record_id_offset: int = 0, hot_key_share: float = 0.0,
-                 key_growth: bool = False) -> list[RecordBatch]:
+def local_splits(
+    records: int,
+    keys: int,
+    zipf_exponent: float,
+    max_value: int,
+    sources: int,
+    seed: int,
+    rate_per_source: int = 0,
+    record_id_offset: int = 0,
+    hot_key_share: float = 0.0,
+    key_growth: bool = False,
+) -> list[RecordBatch]:
     """The same workload as ``barriersim.spark.workload.generate_workload`` (the same draws per record),
     computed locally with numpy for the simulator and its property tests, where starting Spark per example would
     dominate: split ``i`` holds records ``i, i + sources, ...`` as a ``RecordBatch`` of
@@ -88,8 +94,12 @@ def local_splits(records: int, keys: int, zipf_exponent: float, max_value: int, 
     for start in range(0, records, _DRAW_CHUNK):  # in chunks, to bound the draws' temporary arrays
         ids = np.arange(start, min(records, start + _DRAW_CHUNK), dtype=np.int64)
         cols = draw_columns(ids, seed, cdf, max_value, sources, ms_per_record, records if key_growth else 0)
-        columns[:, start:start + len(ids)] = (cols["record_id"] + record_id_offset, cols["key"], cols["value"],
-                                               cols["event_time"])
+        columns[:, start : start + len(ids)] = (
+            cols["record_id"] + record_id_offset,
+            cols["key"],
+            cols["value"],
+            cols["event_time"],
+        )
     if sources == 1:
         return [RecordBatch(columns)]
     return [RecordBatch(np.ascontiguousarray(columns[:, i::sources])) for i in range(sources)]

@@ -3,13 +3,16 @@ in-process or as a command, lives in a temporary directory of this session (``BA
 the user's ``~/.cache/barriersim``, and is deleted at the end. Tests that assert Spark's phases run with
 ``--no-cache`` (``cache=False``) or a cache directory of their own, so they start Spark whatever ran before.
 Hypothesis's wall-clock checks are off for every property (the ``too_slow`` health check: generating the first
-examples took long; the per-example ``deadline``): they fail on a loaded machine, and say nothing about the code."""
+examples took long; the per-example ``deadline``): they fail on a loaded machine, and say nothing about the code.
+The ``s3_server`` fixture (``tests.s3_server``) is shared from here."""
 
 import os
 import shutil
 import tempfile
 
 from hypothesis import HealthCheck, settings
+
+from tests.s3_server import s3_server  # noqa: F401 - the local S3 server fixture, for every test that asks for it
 
 settings.register_profile("barriersim", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("barriersim")

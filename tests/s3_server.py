@@ -12,8 +12,12 @@ from dataclasses import dataclass
 
 import pytest
 
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-               "AWS_REGION": "us-east-1"}
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
 
 
 @dataclass
@@ -22,8 +26,10 @@ class S3Server:
 
     def bucket_uri(self, prefix: str = "checkpoints") -> str:
         """A new, empty bucket (created on first write) and a prefix in it."""
-        return (f"s3://barriersim-{uuid.uuid4().hex[:12]}/{prefix}"
-                f"?endpoint_override={self.endpoint}&scheme=http&allow_bucket_creation=true")
+        return (
+            f"s3://barriersim-{uuid.uuid4().hex[:12]}/{prefix}"
+            f"?endpoint_override={self.endpoint}&scheme=http&allow_bucket_creation=true"
+        )
 
     def client(self):
         import boto3

@@ -20,13 +20,21 @@ BOX_ALPHA = 0.45
 def _dots(ax, center: float, values: np.ndarray, spread: float, color: str, rng) -> None:
     if len(values) > MAX_DOTS:
         values = rng.choice(values, MAX_DOTS, replace=False)
-    ax.scatter(center + rng.uniform(-spread, spread, len(values)), values, s=9, color=color, alpha=0.7, zorder=3,
-               linewidths=0)
+    ax.scatter(
+        center + rng.uniform(-spread, spread, len(values)), values, s=9, color=color, alpha=0.7, zorder=3, linewidths=0
+    )
 
 
 def _boxes(ax, data: list[np.ndarray], positions: list[float], width: float, color: str) -> None:
-    box = ax.boxplot(data, positions=positions, widths=width, patch_artist=True, showfliers=False,
-                     manage_ticks=False, medianprops={"color": "#222222"})
+    box = ax.boxplot(
+        data,
+        positions=positions,
+        widths=width,
+        patch_artist=True,
+        showfliers=False,
+        manage_ticks=False,
+        medianprops={"color": "#222222"},
+    )
     for patch in box["boxes"]:
         patch.set_facecolor(color)
         patch.set_alpha(BOX_ALPHA)
@@ -55,8 +63,9 @@ def by_mode(ax, frame: pd.DataFrame, column: str, modes: list[str], scale: float
     return series
 
 
-def by_point(ax, frame: pd.DataFrame, column: str, modes: list[str], axis: SweepAxis,
-             scale: float = 1.0) -> list[Series]:
+def by_point(
+    ax, frame: pd.DataFrame, column: str, modes: list[str], axis: SweepAxis, scale: float = 1.0
+) -> list[Series]:
     """Per sweep point (``frame[POINT]``, see ``sweep_axis.with_points``) a box of ``frame[column] / scale`` per
     mode, side by side; each mode's medians joined across the points."""
     colors = mode_colors(modes)
@@ -78,8 +87,15 @@ def by_point(ax, frame: pd.DataFrame, column: str, modes: list[str], axis: Sweep
         _boxes(ax, data, positions, width * 0.8, colors[m])
         for x, d in zip(positions, data):
             _dots(ax, x, d, width * 0.25, colors[m], rng)
-        ax.plot(positions, [float(np.median(d)) for d in data], color=colors[m], linewidth=1.3, zorder=4,
-                marker="_", markersize=10)
+        ax.plot(
+            positions,
+            [float(np.median(d)) for d in data],
+            color=colors[m],
+            linewidth=1.3,
+            zorder=4,
+            marker="_",
+            markersize=10,
+        )
         series.append(Series(m, sum(len(d) for d in data), 1.3, 10.0, 4.0, medians, colors[m]))
     if not series:
         _empty(ax, "values")

@@ -32,18 +32,24 @@ EXIT_USAGE = 2
 
 def add_report_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
-        "report", help="write an HTML report (with PNG plots) of a run directory",
+        "report",
+        help="write an HTML report (with PNG plots) of a run directory",
         description="Write RUN_DIR/report/index.html with checkpoint statistics (Flink's names) and plots.",
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (or one holding runs per mode)")
-    parser.add_argument("--checkpoint", metavar="ID",
-                        help="checkpoint id for the barrier timeline (default: the longest completed one)")
-    parser.add_argument("--out", metavar="FILE", help="HTML file to write (default: RUN_DIR/report/index.html); "
-                        "the PNGs go beside it")
+    parser.add_argument(
+        "--checkpoint", metavar="ID", help="checkpoint id for the barrier timeline (default: the longest completed one)"
+    )
+    parser.add_argument(
+        "--out", metavar="FILE", help="HTML file to write (default: RUN_DIR/report/index.html); the PNGs go beside it"
+    )
     parser.add_argument("--address", help="address of an existing Ray cluster (default: start a local one)")
-    parser.add_argument("--connect-timeout", type=timeout_argument, metavar="SECONDS",
-                        help="how long the Ray cluster at --address may take to answer (default: "
-                             "$BARRIERSIM_CONNECT_TIMEOUT, else 30)")
+    parser.add_argument(
+        "--connect-timeout",
+        type=timeout_argument,
+        metavar="SECONDS",
+        help="how long the Ray cluster at --address may take to answer (default: $BARRIERSIM_CONNECT_TIMEOUT, else 30)",
+    )
     parser.set_defaults(handler=cmd_report)
     return parser
 

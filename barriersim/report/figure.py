@@ -66,20 +66,44 @@ class Figure:
     legends: list[list[float]] = field(default_factory=list)  # each legend's box in pixels, as Panel.bbox
 
     def as_dict(self) -> dict:
-        return {"png": self.png.name, "svg": self.svg.name, "width_px": self.width_px, "height_px": self.height_px,
-                "legends": self.legends,
-                "panels": [{"title": p.title, "xlim": list(p.xlim), "xlabel": p.xlabel, "xtick_labels": p.xtick_labels,
-                            "ytick_labels": p.ytick_labels, "bbox": p.bbox,
-                            "series": [{"label": s.label, "points": s.points, "linewidth": s.linewidth,
-                                        "markersize": s.markersize, "zorder": s.zorder, "y": s.y, "color": s.color}
-                                       for s in p.series]} for p in self.panels]}
+        return {
+            "png": self.png.name,
+            "svg": self.svg.name,
+            "width_px": self.width_px,
+            "height_px": self.height_px,
+            "legends": self.legends,
+            "panels": [
+                {
+                    "title": p.title,
+                    "xlim": list(p.xlim),
+                    "xlabel": p.xlabel,
+                    "xtick_labels": p.xtick_labels,
+                    "ytick_labels": p.ytick_labels,
+                    "bbox": p.bbox,
+                    "series": [
+                        {
+                            "label": s.label,
+                            "points": s.points,
+                            "linewidth": s.linewidth,
+                            "markersize": s.markersize,
+                            "zorder": s.zorder,
+                            "y": s.y,
+                            "color": s.color,
+                        }
+                        for s in p.series
+                    ],
+                }
+                for p in self.panels
+            ],
+        }
 
 
 def new_figure(height_in: float, nrows: int = 1, ncols: int = 1, **kwargs):
     """A page-wide figure of ``nrows`` × ``ncols`` axes (constrained layout), at most a page tall."""
     height_in = min(height_in, MAX_HEIGHT_PX / DPI)
-    return plt.subplots(nrows, ncols, figsize=(WIDTH_IN, height_in), dpi=DPI, squeeze=False, layout="constrained",
-                        **kwargs)
+    return plt.subplots(
+        nrows, ncols, figsize=(WIDTH_IN, height_in), dpi=DPI, squeeze=False, layout="constrained", **kwargs
+    )
 
 
 def panel(ax, title: str) -> Panel:
@@ -123,7 +147,7 @@ def modes_of(df: pd.DataFrame) -> list[str]:
 def mode_colors(modes: list[str]) -> dict[str, str]:
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     fixed = {m: palette[i] for i, m in enumerate(MODE_ORDER)}
-    extra = iter(palette[len(MODE_ORDER):] * 4)
+    extra = iter(palette[len(MODE_ORDER) :] * 4)
     return {m: mcolors.to_hex(fixed.get(m) or next(extra)) for m in modes}
 
 
@@ -168,10 +192,15 @@ def run_styles(df: pd.DataFrame, labels: dict[str, str] | None = None) -> dict[s
     labels = labels or run_labels(df)
     styles = {}
     for k, run in enumerate(order):
-        styles[run] = {"color": colors[run], "marker": MARKERS[k % len(MARKERS)],
-                       "linewidth": LINE_WIDTHS[min(k, len(LINE_WIDTHS) - 1)],
-                       "markersize": MARKER_SIZES[min(k, len(MARKER_SIZES) - 1)],
-                       "zorder": 2 + k, "label": labels[run], "alpha": 0.9}
+        styles[run] = {
+            "color": colors[run],
+            "marker": MARKERS[k % len(MARKERS)],
+            "linewidth": LINE_WIDTHS[min(k, len(LINE_WIDTHS) - 1)],
+            "markersize": MARKER_SIZES[min(k, len(MARKER_SIZES) - 1)],
+            "zorder": 2 + k,
+            "label": labels[run],
+            "alpha": 0.9,
+        }
     return styles
 
 

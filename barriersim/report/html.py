@@ -33,7 +33,7 @@ FIGURES = ("barrier_timeline.png", "alignment_and_start_delay.png", "end_to_end.
 @dataclass
 class Report:
     html: Path
-    figures: dict[str, "figure.Figure"]
+    figures: dict[str, figure.Figure | Path]  # the restore page's figure (written by restore_page) by its path
 
 
 def _fmt(value) -> str:
@@ -63,8 +63,11 @@ def _ordered_runs(tables: RunTables) -> list:
 
 def _by_run_order(df: pd.DataFrame, order: list[str]) -> pd.DataFrame:
     rank = {label: i for i, label in enumerate(order)}
-    return df.assign(_rank=df["run"].map(lambda r: rank.get(r, len(rank)))).sort_values(
-        "_rank", kind="stable").drop(columns="_rank")
+    return (
+        df.assign(_rank=df["run"].map(lambda r: rank.get(r, len(rank))))
+        .sort_values("_rank", kind="stable")
+        .drop(columns="_rank")
+    )
 
 
 def _runs_section(tables: RunTables) -> str:
@@ -72,16 +75,28 @@ def _runs_section(tables: RunTables) -> str:
     for run in _ordered_runs(tables):
         v = run.summary.get("verification") or {}
         c = run.summary.get("checkpoints") or {}
-        rows.append({"run": run.label, "mode": run.mode, "scenario": run.scenario, "seed": run.seed,
-                     "zipf_exponent": run.zipf_exponent, "completed": c.get("completed"),
-                     "failed": c.get("failed"), "verdict": v.get("verdict")})
+        rows.append(
+            {
+                "run": run.label,
+                "mode": run.mode,
+                "scenario": run.scenario,
+                "seed": run.seed,
+                "zipf_exponent": run.zipf_exponent,
+                "completed": c.get("completed"),
+                "failed": c.get("failed"),
+                "verdict": v.get("verdict"),
+            }
+        )
     return "<h2>Runs</h2>" + _table(pd.DataFrame(rows))
 
 
 def _statistics_section(analytics, order: list[str]) -> str:
     if analytics is None:
         return "<h2>Checkpoint statistics</h2><p>Not computed.</p>"
-    parts = ["<h2>Checkpoint counts</h2>", _table(_by_run_order(analytics.counts, order)[["run", "mode", *COUNT_COLUMNS]])]
+    parts = [
+        "<h2>Checkpoint counts</h2>",
+        _table(_by_run_order(analytics.counts, order)[["run", "mode", *COUNT_COLUMNS]]),
+    ]
     parts.append("<h2>Checkpoint statistics summary</h2>")
     parts.append(
         '<p class="note">As Flink\'s REST API names them. Scope <em>checkpoint</em>: over completed checkpoints; '
@@ -97,8 +112,12 @@ def _statistics_section(analytics, order: list[str]) -> str:
     return "".join(parts)
 
 
-SWEEP_FIGURES = (("end_to_end_duration", ("p50", "p99")), ("alignment_duration", ("p50", "p99")),
-                 ("start_delay", ("p50", "p99")), ("persisted_data", ("p50", "p99")))
+SWEEP_FIGURES = (
+    ("end_to_end_duration", ("p50", "p99")),
+    ("alignment_duration", ("p50", "p99")),
+    ("start_delay", ("p50", "p99")),
+    ("persisted_data", ("p50", "p99")),
+)
 
 
 def _sweep_section(sweep: pd.DataFrame | None) -> str:
@@ -107,13 +126,18 @@ def _sweep_section(sweep: pd.DataFrame | None) -> str:
     if sweep is None or sweep.empty:
         return ""
     rank = {m: i for i, m in enumerate(figure.MODE_ORDER)}
-    sweep = sweep.assign(_rank=sweep["mode"].map(lambda m: rank.get(m, len(rank)))).sort_values(
-        ["point_index", "_rank"], kind="stable").drop(columns="_rank")
-    axes = list(sweep.columns[sweep.columns.get_loc("mode") + 1:sweep.columns.get_loc("backend")])
-    parts = ["<h2>Sweep</h2>",
-             '<p class="note">One row per sweep point and mode, aggregated in Spark (all statistics in '
-             "<code>analytics/sweep.parquet</code>). Times in ms, sizes in bytes.</p>",
-             _table(sweep[["point", *axes, "mode", "verdict", "completed", "failed"]])]
+    sweep = (
+        sweep.assign(_rank=sweep["mode"].map(lambda m: rank.get(m, len(rank))))
+        .sort_values(["point_index", "_rank"], kind="stable")
+        .drop(columns="_rank")
+    )
+    axes = list(sweep.columns[sweep.columns.get_loc("mode") + 1 : sweep.columns.get_loc("backend")])
+    parts = [
+        "<h2>Sweep</h2>",
+        '<p class="note">One row per sweep point and mode, aggregated in Spark (all statistics in '
+        "<code>analytics/sweep.parquet</code>). Times in ms, sizes in bytes.</p>",
+        _table(sweep[["point", *axes, "mode", "verdict", "completed", "failed"]]),
+    ]
     for metric, stats in SWEEP_FIGURES:
         columns = [f"{metric}_{q}" for q in stats if f"{metric}_{q}" in sweep.columns]
         if columns:
@@ -143,8 +167,10 @@ def _verification_section(tables: RunTables) -> str:
 
 def _figure(name: str, caption: str) -> str:
     svg = Path(name).with_suffix(".svg").name
-    return (f'<figure><img src="{escape(name)}" alt="{escape(caption)}"><figcaption>{escape(caption)} '
-            f'(<a href="{escape(svg)}">SVG</a>)</figcaption></figure>')
+    return (
+        f'<figure><img src="{escape(name)}" alt="{escape(caption)}"><figcaption>{escape(caption)} '
+        f'(<a href="{escape(svg)}">SVG</a>)</figcaption></figure>'
+    )
 
 
 def vertex_order(tables: RunTables) -> list[str]:
@@ -159,8 +185,9 @@ def vertex_order(tables: RunTables) -> list[str]:
     return []
 
 
-def draw_figures(tables: RunTables, out_dir: Path, checkpoint_id: int | None = None,
-                 axis: SweepAxis | None = None) -> dict[str, figure.Figure]:
+def draw_figures(
+    tables: RunTables, out_dir: Path, checkpoint_id: int | None = None, axis: SweepAxis | None = None
+) -> dict[str, figure.Figure]:
     """Every figure of the report into ``out_dir``, by file name, in the page's order (the barrier timeline may
     take several pages: ``barrier_timeline_2.png`` and on); also ``figures.json``."""
     cp, st = tables.checkpoints, tables.subtasks
@@ -177,39 +204,62 @@ def draw_figures(tables: RunTables, out_dir: Path, checkpoint_id: int | None = N
 
 def captions(names: list[str], checkpoint_id: int | None, axis: SweepAxis | None) -> dict[str, str]:
     """What each figure shows, by file name."""
-    which = f"checkpoint {checkpoint_id}" if checkpoint_id is not None else \
-        "the completed checkpoint with the longest end-to-end duration"
-    grid = (f"one row per sweep point ({axis.name}), one column per mode" if axis is not None
-            else "one panel per run")
+    which = (
+        f"checkpoint {checkpoint_id}"
+        if checkpoint_id is not None
+        else "the completed checkpoint with the longest end-to-end duration"
+    )
+    grid = f"one row per sweep point ({axis.name}), one column per mode" if axis is not None else "one panel per run"
     per = "per mode" if axis is None else f"per sweep point ({axis.name}) and mode, each mode's medians joined"
     pages = [n for n in names if n.startswith("barrier_timeline")]
     out = {}
     for k, name in enumerate(pages, start=1):
         page = f", page {k} of {len(pages)}" if len(pages) > 1 else ""
-        out[name] = (f"(1{page}) Barrier timeline of {which}, {grid}, on one time axis: per subtask (in the job "
-                     "graph's order), start delay (trigger to first barrier), alignment, synchronous snapshot, "
-                     "asynchronous part until the acknowledgement.")
-    out[FIGURES[1]] = (f"(2) The subtasks' alignment_duration beside their start_delay (from the trigger to the "
-                       f"first barrier), {per}; every value a point. Time a barrier waits behind queued data "
-                       "before it reaches a subtask is start delay, not alignment.")
-    out[FIGURES[2]] = ("(3) Checkpoint end_to_end_duration per checkpoint id; runs with equal values show as a thin "
-                       "line inside a wide one." if axis is None else f"(3) Checkpoint end_to_end_duration {per}.")
-    out[FIGURES[3]] = ("(4) In-flight data persisted (persisted_data) per completed checkpoint, per run; runs with "
-                       "equal values show as a thin line inside a wide one." if axis is None else
-                       f"(4) In-flight data persisted (persisted_data) {per}; beside it, per checkpoint id, each "
-                       "run that persisted any, in a colour of its own.")
+        out[name] = (
+            f"(1{page}) Barrier timeline of {which}, {grid}, on one time axis: per subtask (in the job "
+            "graph's order), start delay (trigger to first barrier), alignment, synchronous snapshot, "
+            "asynchronous part until the acknowledgement."
+        )
+    out[FIGURES[1]] = (
+        f"(2) The subtasks' alignment_duration beside their start_delay (from the trigger to the "
+        f"first barrier), {per}; every value a point. Time a barrier waits behind queued data "
+        "before it reaches a subtask is start delay, not alignment."
+    )
+    out[FIGURES[2]] = (
+        "(3) Checkpoint end_to_end_duration per checkpoint id; runs with equal values show as a thin "
+        "line inside a wide one."
+        if axis is None
+        else f"(3) Checkpoint end_to_end_duration {per}."
+    )
+    out[FIGURES[3]] = (
+        "(4) In-flight data persisted (persisted_data) per completed checkpoint, per run; runs with "
+        "equal values show as a thin line inside a wide one."
+        if axis is None
+        else f"(4) In-flight data persisted (persisted_data) {per}; beside it, per checkpoint id, each "
+        "run that persisted any, in a colour of its own."
+    )
     return out
 
 
-def render_html(title: str, tables: RunTables, analytics, figures: dict[str, str],
-                sweep: pd.DataFrame | None = None, restore_page: str | None = None) -> str:
+def render_html(
+    title: str,
+    tables: RunTables,
+    analytics,
+    figures: dict[str, str],
+    sweep: pd.DataFrame | None = None,
+    restore_page: str | None = None,
+) -> str:
     """The page; ``figures``: caption by file name, in order."""
     return (
-        f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>"
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
         f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>"
         + _sweep_section(sweep)
-        + (f'<p>A job was restored: <a href="{escape(restore_page)}">the checkpoints before and after the '
-           "restore</a>.</p>" if restore_page else "")
+        + (
+            f'<p>A job was restored: <a href="{escape(restore_page)}">the checkpoints before and after the '
+            "restore</a>.</p>"
+            if restore_page
+            else ""
+        )
         + _runs_section(tables)
         + "<h2>Figures</h2>"
         + "".join(_figure(name, caption) for name, caption in figures.items())
@@ -219,8 +269,13 @@ def render_html(title: str, tables: RunTables, analytics, figures: dict[str, str
     )
 
 
-def build_report(root: str | Path, out_html: str | Path | None = None, checkpoint_id: int | None = None,
-                 analytics=None, tables: RunTables | None = None) -> Report:
+def build_report(
+    root: str | Path,
+    out_html: str | Path | None = None,
+    checkpoint_id: int | None = None,
+    analytics=None,
+    tables: RunTables | None = None,
+) -> Report:
     """Write the report of the run(s) under ``root``: ``out_html`` (default ``root/report/index.html``) and
     the PNGs beside it. ``analytics`` is a ``barriersim.spark.analytics.Analytics`` (or None)."""
     root = Path(root)
@@ -228,7 +283,7 @@ def build_report(root: str | Path, out_html: str | Path | None = None, checkpoin
     html_path = Path(out_html) if out_html else root / "report" / "index.html"
     html_path.parent.mkdir(parents=True, exist_ok=True)
     axis = sweep_axis(root, tables.runs)
-    figures = draw_figures(tables, html_path.parent, checkpoint_id, axis)
+    figures: dict[str, figure.Figure | Path] = dict(draw_figures(tables, html_path.parent, checkpoint_id, axis))
     title = f"barriersim report: {root.resolve().name}"
     sweep = read_sweep_analytics(root)
     page = None
@@ -236,6 +291,7 @@ def build_report(root: str | Path, out_html: str | Path | None = None, checkpoin
         page = restore_page.write_restore_page(tables, html_path.parent, _table)
         figures[restore_page.FIGURE] = html_path.parent / restore_page.FIGURE
     shown = captions([n for n in figures if n.endswith(".png") and n != restore_page.FIGURE], checkpoint_id, axis)
-    html_path.write_text(render_html(title, tables, analytics, shown, sweep, page.name if page else None),
-                         encoding="utf-8")
+    html_path.write_text(
+        render_html(title, tables, analytics, shown, sweep, page.name if page else None), encoding="utf-8"
+    )
     return Report(html=html_path, figures=figures)

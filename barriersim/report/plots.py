@@ -14,12 +14,25 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from barriersim.report import boxes
-from barriersim.report.figure import (Figure, Series, acknowledged_subtasks, completed, mode_colors, modes_of,
-                                      new_figure, panel, run_styles, runs_in_order, save)
+from barriersim.report.figure import (
+    Figure,
+    Series,
+    acknowledged_subtasks,
+    completed,
+    mode_colors,
+    modes_of,
+    new_figure,
+    panel,
+    run_styles,
+    runs_in_order,
+    save,
+)
 from barriersim.report.sweep_axis import POINT, SweepAxis, with_points
 
-SUBTASK_PANELS = (("alignment_duration", "Barrier alignment per subtask"),
-                  ("start_delay", "Start delay per subtask (trigger to first barrier)"))
+SUBTASK_PANELS = (
+    ("alignment_duration", "Barrier alignment per subtask"),
+    ("start_delay", "Start delay per subtask (trigger to first barrier)"),
+)
 
 
 def differs_in_skew(checkpoints: pd.DataFrame) -> bool:
@@ -29,8 +42,14 @@ def differs_in_skew(checkpoints: pd.DataFrame) -> bool:
 def _mode_legend(fig, modes: list[str]) -> None:
     """The modes' colours, above the panels (outside the data)."""
     colors = mode_colors(modes)
-    fig.legend([Patch(color=colors[m], alpha=0.7) for m in modes], modes, loc="outside upper center",
-               ncol=len(modes), fontsize=10, frameon=False)
+    fig.legend(
+        [Patch(color=colors[m], alpha=0.7) for m in modes],
+        modes,
+        loc="outside upper center",
+        ncol=len(modes),
+        fontsize=10,
+        frameon=False,
+    )
 
 
 def _legend_right(ax) -> None:
@@ -39,8 +58,9 @@ def _legend_right(ax) -> None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False, borderaxespad=0)
 
 
-def plot_alignment_and_start_delay(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out: Path,
-                                   axis: SweepAxis | None = None) -> Figure:
+def plot_alignment_and_start_delay(
+    checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out: Path, axis: SweepAxis | None = None
+) -> Figure:
     """Two panels side by side: the subtasks' ``alignment_duration`` and their ``start_delay`` (trigger to first
     barrier), in ms, over completed checkpoints and the subtasks that took part (not those finished before the
     trigger, which received no barrier, nor aborted ones); per mode, or per sweep point and mode."""
@@ -66,8 +86,14 @@ def plot_alignment_and_start_delay(checkpoints: pd.DataFrame, subtasks: pd.DataF
     return save(fig, out, panels)
 
 
-def _lines_per_checkpoint(ax, done: pd.DataFrame, column: str, scale: float = 1.0, drawstyle: str = "default",
-                          labels: dict[str, str] | None = None) -> list[Series]:
+def _lines_per_checkpoint(
+    ax,
+    done: pd.DataFrame,
+    column: str,
+    scale: float = 1.0,
+    drawstyle: str = "default",
+    labels: dict[str, str] | None = None,
+) -> list[Series]:
     """A line per run over the checkpoint ids (each in its own colour, later ones narrower and on top)."""
     styles = run_styles(done, labels) if len(done) else {}
     series = []
@@ -75,10 +101,12 @@ def _lines_per_checkpoint(ax, done: pd.DataFrame, column: str, scale: float = 1.
         rows = done[done["run"] == run].sort_values("id")
         style = styles[run]
         y = (rows[column].astype(float) / scale).tolist()
-        ax.plot(rows["id"], y, drawstyle=drawstyle, markerfacecolor="none" if style["linewidth"] > 2 else None,
-                **style)
-        series.append(Series(style["label"], len(rows), style["linewidth"], style["markersize"], style["zorder"], y,
-                             style["color"]))
+        ax.plot(rows["id"], y, drawstyle=drawstyle, markerfacecolor="none" if style["linewidth"] > 2 else None, **style)
+        series.append(
+            Series(
+                style["label"], len(rows), style["linewidth"], style["markersize"], style["zorder"], y, style["color"]
+            )
+        )
     return series
 
 
@@ -141,14 +169,18 @@ def plot_persisted(checkpoints: pd.DataFrame, out: Path, axis: SweepAxis | None 
     points = with_points(done, axis)
     persisting = points.groupby("run")["persisted_data"].max()
     runs = points[points["run"].isin(persisting[persisting > 0].index)]
-    labels = {r: f"{m} · {axis.labels[p]}" for r, m, p in runs[["run", "mode", POINT]].drop_duplicates().itertuples(
-        index=False)}
+    labels = {
+        r: f"{m} · {axis.labels[p]}"
+        for r, m, p in runs[["run", "mode", POINT]].drop_duplicates().itertuples(index=False)
+    }
     per_run = panel(right, "persisted_data per checkpoint")
     per_run.series = _persisted_lines(right, runs, labels)
     none = [m for m in modes if m not in set(runs["mode"])]
-    right.set_title("Per checkpoint, the runs that persisted any" + (f" (none in {', '.join(none)})" if none else ""),
-                    fontsize=11)
+    right.set_title(
+        "Per checkpoint, the runs that persisted any" + (f" (none in {', '.join(none)})" if none else ""), fontsize=11
+    )
     if runs.empty:
-        right.text(0.5, 0.5, "no checkpoint persisted in-flight data", ha="center", va="center",
-                   transform=right.transAxes)
+        right.text(
+            0.5, 0.5, "no checkpoint persisted in-flight data", ha="center", va="center", transform=right.transAxes
+        )
     return save(fig, out, [per_point, per_run])

@@ -58,7 +58,8 @@ def with_points(df: pd.DataFrame, axis: SweepAxis) -> pd.DataFrame:
 
 def _from_index(index: dict, labels: set[str]) -> SweepAxis | None:
     parameters = tuple(index["axes"])
-    values, run_points = [], {}
+    values: list = []
+    run_points: dict = {}
     for point in index["points"]:
         dirs = [r["dir"] for r in point.get("runs", []) if r.get("dir") in labels]
         if not dirs:
@@ -72,8 +73,11 @@ def _from_skew(runs) -> SweepAxis | None:
     skews = sorted({r.zipf_exponent for r in runs if r.zipf_exponent is not None})
     if len(skews) < 2:
         return None
-    return SweepAxis(("workload.zipf_exponent",), tuple((s,) for s in skews),
-                     {r.label: skews.index(r.zipf_exponent) for r in runs if r.zipf_exponent is not None})
+    return SweepAxis(
+        ("workload.zipf_exponent",),
+        tuple((s,) for s in skews),
+        {r.label: skews.index(r.zipf_exponent) for r in runs if r.zipf_exponent is not None},
+    )
 
 
 def sweep_axis(root: str | Path, runs) -> SweepAxis | None:

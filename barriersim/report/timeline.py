@@ -18,8 +18,18 @@ import pandas as pd
 from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
-from barriersim.report.figure import (DPI, MAX_HEIGHT_PX, Figure, completed, new_figure, panel, run_title,
-                                      runs_in_order, save, without_finished)
+from barriersim.report.figure import (
+    DPI,
+    MAX_HEIGHT_PX,
+    Figure,
+    completed,
+    new_figure,
+    panel,
+    run_title,
+    runs_in_order,
+    save,
+    without_finished,
+)
 from barriersim.report.sweep_axis import SweepAxis
 
 PLACEMENT_COLUMNS = ("taskmanager", "local_input_channels", "remote_input_channels")
@@ -72,6 +82,7 @@ def barrier_phases(subtasks: pd.DataFrame, trigger_timestamp: int, order: list[s
     (``first_barrier, alignment_end, snapshot_end, ack``), non-decreasing, in ``order`` (default:
     ``subtask_order`` of the subtasks). Without the timeline columns: first barrier = trigger + ``start_delay``,
     alignment end = first barrier + ``alignment_duration``, snapshot end = alignment end + ``checkpoint_sync``."""
+
     def column(name: str, fallback: pd.Series) -> pd.Series:
         if name in subtasks and subtasks[name].notna().all():
             return subtasks[name].astype(float) - trigger_timestamp
@@ -84,8 +95,15 @@ def barrier_phases(subtasks: pd.DataFrame, trigger_timestamp: int, order: list[s
     sync = subtasks["checkpoint_sync"].astype(float) if "checkpoint_sync" in subtasks else zero
     snap = np.maximum(column("snapshot_timestamp", align + sync), align)
     ack = np.maximum(subtasks["ack_timestamp"].astype(float) - trigger_timestamp, snap)
-    phases = pd.DataFrame({"task": subtasks["task"].astype(str), "first_barrier": first, "alignment_end": align,
-                           "snapshot_end": snap, "ack": ack})
+    phases = pd.DataFrame(
+        {
+            "task": subtasks["task"].astype(str),
+            "first_barrier": first,
+            "alignment_end": align,
+            "snapshot_end": snap,
+            "ack": ack,
+        }
+    )
     for name in PLACEMENT_COLUMNS:  # where the subtask ran, when the run recorded it
         if name in subtasks and subtasks[name].notna().all():
             phases[name] = subtasks[name].astype(int).to_numpy()
@@ -103,8 +121,10 @@ def subtask_label(row) -> str:
     """``keyed-sum#3`` or, with its placement, ``keyed-sum#3 · TM1 · in 2 local / 6 remote``."""
     if not all(name in row for name in PLACEMENT_COLUMNS):
         return str(row["task"])
-    return (f"{row['task']} · TM{int(row['taskmanager'])} · in {int(row['local_input_channels'])} local / "
-            f"{int(row['remote_input_channels'])} remote")
+    return (
+        f"{row['task']} · TM{int(row['taskmanager'])} · in {int(row['local_input_channels'])} local / "
+        f"{int(row['remote_input_channels'])} remote"
+    )
 
 
 class _Drawn:
@@ -126,8 +146,10 @@ class _Drawn:
 
     def title(self, point: str | None) -> str:
         r = self.row
-        lines = [f"{point} · {r['mode']}" if point else run_title(self.run, r["mode"]),
-                 f"checkpoint {int(r['id'])}, {r['status']}, end-to-end {int(r['end_to_end_duration'])} ms"]
+        lines = [
+            f"{point} · {r['mode']}" if point else run_title(self.run, r["mode"]),
+            f"checkpoint {int(r['id'])}, {r['status']}, end-to-end {int(r['end_to_end_duration'])} ms",
+        ]
         if self.phases is not None and has_placement(self.phases):
             local = int(self.phases["local_input_channels"].sum())
             remote = int(self.phases["remote_input_channels"].sum())
@@ -138,7 +160,7 @@ class _Drawn:
 def _grid(picks: list[tuple[str, object]], axis: SweepAxis | None) -> list[tuple[str | None, list]]:
     """Rows of the grid: (the point's label or None, its runs' picks in mode order)."""
     if axis is None:
-        return [(None, picks[i:i + MAX_COLUMNS]) for i in range(0, len(picks), MAX_COLUMNS)]
+        return [(None, picks[i : i + MAX_COLUMNS]) for i in range(0, len(picks), MAX_COLUMNS)]
     rows: dict[int, list] = {}
     for pick in picks:
         rows.setdefault(axis.run_points.get(pick[0], len(axis)), []).append(pick)
@@ -170,8 +192,11 @@ def _draw_panel(ax, drawn: _Drawn, order: list[str], shown: dict[str, str]) -> N
     start = np.zeros(len(ys))
     for _, end_col, color in PHASES:  # one collection of bars per phase: quick to draw however many subtasks
         end = drawn.phases[end_col].to_numpy(dtype=float)
-        bars = [[(a, y - BAR / 2), (a, y + BAR / 2), (b, y + BAR / 2), (b, y - BAR / 2)]
-                for a, b, y in zip(start, end, ys) if b > a]
+        bars = [
+            [(a, y - BAR / 2), (a, y + BAR / 2), (b, y + BAR / 2), (b, y - BAR / 2)]
+            for a, b, y in zip(start, end, ys)
+            if b > a
+        ]
         ax.add_collection(PolyCollection(bars, facecolors=color, edgecolors="none"))
         start = end
     for task, why in drawn.absent.items():  # a row without bars says why
@@ -182,9 +207,14 @@ def _draw_panel(ax, drawn: _Drawn, order: list[str], shown: dict[str, str]) -> N
             ax.text(end, order.index(task), "  " + own.split(" · ", 1)[1], va="center", fontsize=7, color="#555555")
 
 
-def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out: Path,
-                          checkpoint_id: int | None = None, vertices: list[str] | None = None,
-                          axis: SweepAxis | None = None) -> list[Figure]:
+def plot_barrier_timeline(
+    checkpoints: pd.DataFrame,
+    subtasks: pd.DataFrame,
+    out: Path,
+    checkpoint_id: int | None = None,
+    vertices: list[str] | None = None,
+    axis: SweepAxis | None = None,
+) -> list[Figure]:
     """The timeline's pages (usually one): ``out``, then ``<stem>_2.png`` and on when a page is full."""
     picks = []
     for run in runs_in_order(checkpoints):
@@ -197,16 +227,20 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
         axes[0][0].text(0.5, 0.5, "no completed checkpoint to draw", ha="center", va="center")
         axes[0][0].set_axis_off()
         return [save(fig, out, [panel(axes[0][0], "no completed checkpoint")])]
-    chosen = {run: without_finished(subtasks[(subtasks["run"] == run) & (subtasks["id"] == row["id"])])
-              for run, row in picks}
+    chosen = {
+        run: without_finished(subtasks[(subtasks["run"] == run) & (subtasks["id"] == row["id"])]) for run, row in picks
+    }
     every = pd.concat(chosen.values())
     # every subtask of the runs, so that the panels share one order even when a subtask had finished (FLIP-147)
     # before the drawn checkpoint of one run: it keeps its row there, labelled, without bars
     seen = subtasks[subtasks["run"].isin(chosen)]["task"]
-    order = subtask_order(pd.concat([every["task"], seen]), vertices,
-                          every[["task", "start_delay"]] if len(every) else None)
-    drawn = {run: _Drawn(run, row, chosen[run], order, set(subtasks.loc[subtasks["run"] == run, "task"].astype(str)))
-             for run, row in picks}
+    order = subtask_order(
+        pd.concat([every["task"], seen]), vertices, every[["task", "start_delay"]] if len(every) else None
+    )
+    drawn = {
+        run: _Drawn(run, row, chosen[run], order, set(subtasks.loc[subtasks["run"] == run, "task"].astype(str)))
+        for run, row in picks
+    }
     xmax = max([1.0, *(d.phases["ack"].max() for d in drawn.values() if d.phases is not None)]) * 1.03
     shown: dict[str, str] = {}  # each subtask named as the first run that drew it knows it
     for d in drawn.values():
@@ -219,15 +253,20 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
     fontsize = max(5.0, min(9.0, height * 72 * 0.75))
     figures = []
     for page, first in enumerate(range(0, len(grid), per_page)):
-        rows = grid[first:first + per_page]
-        fig, axes = new_figure(LEGEND_IN + XLABEL_IN + len(rows) * (TITLE_IN + len(order) * height),
-                               len(rows), columns, sharex=True, sharey=True)
+        rows = grid[first : first + per_page]
+        fig, axes = new_figure(
+            LEGEND_IN + XLABEL_IN + len(rows) * (TITLE_IN + len(order) * height),
+            len(rows),
+            columns,
+            sharex=True,
+            sharey=True,
+        )
         panels = []
         # one set of ticks for the shared y-axis
         labels = [shown.get(t, t) if i % step == 0 else "" for i, t in enumerate(order)]
         axes[0][0].set_yticks(range(len(order)), labels)
         for (point, runs), ax_row in zip(rows, axes):
-            for ax in ax_row[len(runs):]:
+            for ax in ax_row[len(runs) :]:
                 ax.set_axis_off()
             for col, ((run, _), ax) in enumerate(zip(runs, ax_row)):
                 d = drawn[run]
@@ -241,7 +280,13 @@ def plot_barrier_timeline(checkpoints: pd.DataFrame, subtasks: pd.DataFrame, out
         axes[0][0].set_ylim(len(order) - 0.5, -0.5)
         axes[0][0].set_xlim(0, xmax)
         fig.supxlabel("ms since the checkpoint was triggered", fontsize=10)
-        fig.legend([Patch(color=c) for _, _, c in PHASES], [name for name, _, _ in PHASES],
-                   loc="outside upper center", ncol=len(PHASES), fontsize=10, frameon=False)
+        fig.legend(
+            [Patch(color=c) for _, _, c in PHASES],
+            [name for name, _, _ in PHASES],
+            loc="outside upper center",
+            ncol=len(PHASES),
+            fontsize=10,
+            frameon=False,
+        )
         figures.append(save(fig, _page_path(Path(out), page), panels))
     return figures

@@ -17,8 +17,11 @@ def arrow_to_spark(spark, table, ddl: str):
 
 # A run has tens of checkpoints and hundreds of subtask rows: one shuffle partition spares Spark scheduling
 # empty tasks, and compiling whole-stage code costs more than interpreting so few rows.
-SMALL_DATA_SETTINGS = {"spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false",
-                       "spark.sql.adaptive.enabled": "false"}
+SMALL_DATA_SETTINGS = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.adaptive.enabled": "false",
+}
 
 
 @contextmanager

@@ -1,29 +1,11 @@
-"""The reference result, computed by Spark SQL on the workload DataFrame, and the verdict on a run's output.
-
-How this works: the sink's output (rows ``(record_id, key, value, running_sum)``) goes into Spark as Arrow
-batches (``arrow_to_spark``: Spark's Arrow path, with no fallback to row-by-row conversion). One Spark SQL query,
-one Spark job, then counts against the workload (the cached DataFrame the workload was generated as):
-``lost`` (workload records missing from the output), ``duplicated`` (output rows beyond the first per record),
-``wrong`` (output rows whose key or value differ from the workload's record, or that name no workload record)
-``final_sum_mismatched_keys`` (keys whose last running sum differs from ``SUM(value) GROUP BY key``) and
-``final_sum_short_keys`` (of those, the keys whose last running sum is below it, or that have none). The
-query reads each table once: it unions them and groups the rows by ``(record_id, key, value)``, then by record
-and by key in one pass (grouping sets), so no figure has a job or a scan of its own. The result is the runtime's
-``Verification`` (``reference="spark"``) with the verdict of its one rule (``runtime.verification.reference.verdict_of``,
-given the run's mode): ``exactly-once`` when all are 0; in an exactly-once mode anything else is
-``violated``; in at-least-once mode ``at-least-once`` when nothing is lost or wrong and no final sum falls short
-but records were duplicated or sums run high (at-least-once state may count some records twice), else
-``violated``. Job graphs of other shapes are verified by
-``verify_in_ray``: the simulator's reference (``runtime.verification.reference``, the graph evaluated over the same splits,
-``reference="python"``) run in a Ray task beside the data.
-
-The same verdict without Spark, for a run whose workload came from ``barriersim.workload_cache``: Spark's part,
-the reference (``reference_table``: per key, ``SUM(value)``), is computed once when the workload is generated and
-cached with the splits; ``compare_with_reference`` then counts the same four figures over the output and the
-cached splits and sums in pandas (a test holds both to the same ``Verification``).
+"""The reference result, computed by Spark SQL on the workload DataFrame, and the verdict on a run's output (the
+runtime's ``Verification`` and its one rule, ``runtime.verification.reference.verdict_of``). See
+docs/verification.md, "The reference in Spark SQL".
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import pandas as pd
 import pyarrow as pa
@@ -86,8 +68,10 @@ def verify(spark, workload_df, output: pa.Table, exactly_once: bool = True) -> V
     output_df.createOrReplaceTempView("sink_output")
     with small_data_settings(spark):
         row = spark.sql(VERIFICATION_QUERY).collect()[0]
-    counts = {name: int(row[name] or 0) for name in ("expected", "produced", "lost", "duplicated", "wrong",
-                                                      "mismatched", "short")}
+    counts = {
+        name: int(row[name] or 0)
+        for name in ("expected", "produced", "lost", "duplicated", "wrong", "mismatched", "short")
+    }
     return Verification(
         reference="spark",
         expected_records=counts["expected"],
@@ -96,8 +80,14 @@ def verify(spark, workload_df, output: pa.Table, exactly_once: bool = True) -> V
         duplicated=counts["duplicated"],
         wrong=counts["wrong"],
         final_sum_mismatched_keys=counts["mismatched"],
-        verdict=verdict_of(counts["lost"], counts["duplicated"], counts["wrong"], counts["mismatched"],
-                           exactly_once=exactly_once, final_sum_short_keys=counts["short"]),
+        verdict=verdict_of(
+            counts["lost"],
+            counts["duplicated"],
+            counts["wrong"],
+            counts["mismatched"],
+            exactly_once=exactly_once,
+            final_sum_short_keys=counts["short"],
+        ),
         final_sum_short_keys=counts["short"],
     )
 
@@ -116,8 +106,9 @@ def reference_table(spark, workload_df) -> pa.Table:
     return table.cast(REFERENCE_SCHEMA) if table.num_rows else REFERENCE_SCHEMA.empty_table()
 
 
-def compare_with_reference(splits: dict[str, list[pa.Table]], reference: pa.Table, output: pa.Table,
-                           exactly_once: bool = True) -> Verification:
+def compare_with_reference(
+    splits: dict[str, list[pa.Table]], reference: pa.Table, output: pa.Table, exactly_once: bool = True
+) -> Verification:
     """``verify``'s counts, computed here over Arrow columns (pandas, no record as a Python object): the workload's
     records from its ``splits`` (as handed to the sources), the per-key sums from Spark's ``reference_table``.
     The same definitions as ``VERIFICATION_QUERY``: ``lost``, workload records no output row names; ``duplicated``,
@@ -127,8 +118,9 @@ def compare_with_reference(splits: dict[str, list[pa.Table]], reference: pa.Tabl
     running sum is absent or below it. ``reference`` is ``spark``: Spark computed what is compared
     against (the splits and the sums), in this run or in an earlier one."""
     tables = [t.select(["record_id", "key", "value"]) for ts in splits.values() for t in ts]
-    workload = (pa.concat_tables(tables) if tables else OUTPUT_SCHEMA.empty_table().select(["record_id", "key", "value"])
-                ).to_pandas()
+    workload = (
+        pa.concat_tables(tables) if tables else OUTPUT_SCHEMA.empty_table().select(["record_id", "key", "value"])
+    ).to_pandas()
     out = output.to_pandas()
     expected = len(workload)
     produced = len(out)
@@ -141,21 +133,34 @@ def compare_with_reference(splits: dict[str, list[pa.Table]], reference: pa.Tabl
     sums = reference.select(["key", "expected_sum"]).to_pandas()
     last = out.groupby("key", sort=False)["running_sum"].max().rename("last_sum").reset_index()
     keys = sums.merge(last, on="key", how="outer")
-    mismatched = int((keys["expected_sum"].isna() | keys["last_sum"].isna()
-                      | (keys["expected_sum"] != keys["last_sum"])).sum())
-    short = int((keys["expected_sum"].notna() & (keys["last_sum"].isna() | (keys["last_sum"] < keys["expected_sum"]))
-                 ).sum())
+    mismatched = int(
+        (keys["expected_sum"].isna() | keys["last_sum"].isna() | (keys["expected_sum"] != keys["last_sum"])).sum()
+    )
+    short = int(
+        (keys["expected_sum"].notna() & (keys["last_sum"].isna() | (keys["last_sum"] < keys["expected_sum"]))).sum()
+    )
     return Verification(
-        reference="spark", expected_records=expected, output_records=produced, lost=lost, duplicated=duplicated,
-        wrong=wrong, final_sum_mismatched_keys=mismatched,
+        reference="spark",
+        expected_records=expected,
+        output_records=produced,
+        lost=lost,
+        duplicated=duplicated,
+        wrong=wrong,
+        final_sum_mismatched_keys=mismatched,
         verdict=verdict_of(lost, duplicated, wrong, mismatched, exactly_once=exactly_once, final_sum_short_keys=short),
         final_sum_short_keys=short,
     )
 
 
-def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_once: bool = False,
-                    ending: list | None = None, pending: list[tuple] = (), operations: list[dict] = ()
-                    ) -> Verification:
+def _python_verdict(
+    graph,
+    split_refs: dict,
+    committed: list[tuple],
+    at_least_once: bool = False,
+    ending: list | None = None,
+    pending: Sequence[tuple] = (),
+    operations: Sequence[dict] = (),
+) -> Verification:
     import ray
 
     splits = {name: [decode_split(data) for data in ray.get(refs)] for name, refs in split_refs.items()}
@@ -163,12 +168,20 @@ def _python_verdict(graph, split_refs: dict, committed: list[tuple], at_least_on
     metadata = None
     if ended_by_snapshot and ending[1] is not None:
         metadata = metadata_serializer.deserialize(ending[1], "<ending snapshot>")
-    return verify_run(graph, splits, (ended_by_snapshot, metadata), committed, lambda tids: list(pending),
-                      at_least_once, operations)[0]
+    return verify_run(
+        graph, splits, (ended_by_snapshot, metadata), committed, lambda tids: list(pending), at_least_once, operations
+    )[0]
 
 
-def verify_in_ray(graph, split_refs: dict[str, list], committed: list[tuple], at_least_once: bool = False,
-                  ending: list | None = None, pending: list[tuple] = (), operations: list[dict] = ()) -> Verification:
+def verify_in_ray(
+    graph,
+    split_refs: dict[str, list],
+    committed: list[tuple],
+    at_least_once: bool = False,
+    ending: list | None = None,
+    pending: Sequence[tuple] = (),
+    operations: Sequence[dict] = (),
+) -> Verification:
     """The verdict on any job graph (``runtime.verification.reference``: the graph evaluated over its workload)
     computed in a Ray task that reads the splits from the object store, so the workload never comes to the
     driver; the reference is ``python``. ``ending`` (``[ended by a snapshot, its _metadata]``) and ``pending``

@@ -1,26 +1,6 @@
-"""Ray and Spark-on-Ray (RayDP) lifecycle for a run: start both, hand back the live SparkSession, stop both
-on every exit path, and keep their logs out of the user's terminal.
-
-How this works: ``RayAndSpark`` owns Ray and Spark for one run. ``start_ray`` starts Ray on the calling (main)
-thread: a new local cluster with the dashboard off, or the cluster at ``address``. ``start_spark`` starts Spark
-on that cluster with ``raydp.init_spark`` and the settings found necessary (``docs/versions-and-settings.md``:
-Java 17 ``--add-opens`` flags for driver, executor and app master; ``PYSPARK_PYTHON``; fault-tolerant mode),
-plus JVM flags for a quick start (``-XX:TieredStopAtLevel=1``: the JVMs live for one run and their start-up,
-mostly class loading and JIT compilation, dominates what Spark costs here). ``start_spark_in_background`` runs
-it on a thread so that the caller deploys its Ray job meanwhile; ``wait_for_spark`` joins it. Used as a context
-manager it starts both in turn. ``close`` (on every exit path, Ctrl-C included) waits for a Spark start under
-way, stops Spark and shuts Ray down, so no Java or Ray process is left behind.
-
-On a cluster of several nodes Spark gets one executor per node with CPUs (at most ``MAX_SPREAD_EXECUTORS``) in a
-placement group of strategy ``SPREAD`` (one bundle per executor, of RayDP's shape: its cores and memory), so the
-executors run on different nodes, and each executor's node is recorded (``executor_nodes``); on one node, one
-executor.
-
-Logs: given a ``log_dir``, the Spark driver JVM (its log4j output, its Ray core worker's lines) writes to
-``log_dir/spark-driver.log`` and the Python loggers of Ray, RayDP and py4j to ``log_dir/ray-and-spark.log``,
-instead of the terminal. The driver JVM is launched by this module, beside RayDP's app master (which starts at
-the same time), with its output redirected; its log4j 2 configuration is ``log4j2.properties`` here. The
-executors and the app master log into Ray's session directory, whose path the log names.
+"""Ray and Spark-on-Ray (RayDP) lifecycle for a run: start both, hand back the live SparkSession, stop both on every
+exit path, and keep their logs out of the user's terminal. See docs/runs-and-workloads.md, "Ray and Spark for a
+run". The settings: docs/versions-and-settings.md.
 """
 
 from __future__ import annotations
@@ -35,13 +15,25 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from barriersim.ray_address import AddressError
 
 JAVA_OPENS = (
-    "java.lang", "java.lang.invoke", "java.io", "java.net", "java.nio", "java.math", "java.text",
-    "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "sun.nio.ch", "sun.nio.cs",
-    "sun.security.action", "sun.util.calendar",
+    "java.lang",
+    "java.lang.invoke",
+    "java.io",
+    "java.net",
+    "java.nio",
+    "java.math",
+    "java.text",
+    "java.util",
+    "java.util.concurrent",
+    "java.util.concurrent.atomic",
+    "sun.nio.ch",
+    "sun.nio.cs",
+    "sun.security.action",
+    "sun.util.calendar",
 )
 # A run's JVMs live for a minute or so: C1 compilation only (no C2 compiler threads competing for the two cores
 # while the JVMs load their classes) halves Spark's start here (docs/versions-and-settings.md).
@@ -81,8 +73,10 @@ def _executor_placement_group(executors: int, strategy: str):
         from ray.util.placement_group import remove_placement_group
 
         remove_placement_group(group)
-        raise RuntimeError(f"Spark on Ray: the Ray cluster could not place {executors} executors of {bundle} "
-                           f"({strategy}) within {PLACEMENT_GROUP_READY_SECONDS} s")
+        raise RuntimeError(
+            f"Spark on Ray: the Ray cluster could not place {executors} executors of {bundle} "
+            f"({strategy}) within {PLACEMENT_GROUP_READY_SECONDS} s"
+        )
     nodes = placement_group_table(group)["bundles_to_node_id"]
     return group, [nodes[i] for i in range(executors)]
 
@@ -94,8 +88,13 @@ def _nodes_with_cpus() -> int:
 
 
 def java_options() -> str:
-    return " ".join(("-XX:+IgnoreUnrecognizedVMOptions", *QUICK_START_JVM_OPTIONS,
-                     *(f"--add-opens=java.base/{pkg}=ALL-UNNAMED" for pkg in JAVA_OPENS)))
+    return " ".join(
+        (
+            "-XX:+IgnoreUnrecognizedVMOptions",
+            *QUICK_START_JVM_OPTIONS,
+            *(f"--add-opens=java.base/{pkg}=ALL-UNNAMED" for pkg in JAVA_OPENS),
+        )
+    )
 
 
 def spark_configs() -> dict[str, str]:
@@ -256,7 +255,7 @@ class RayAndSpark:
     address: str | None = None
     num_cpus: int | None = None
     log_dir: Path | None = None
-    spark: object = None
+    spark: Any = None  # a pyspark SparkSession (pyspark is untyped)
     ray_started_seconds: float = 0.0
     spark_started_seconds: float = 0.0
     executors: int = 0  # the Spark executors started (one per node on a cluster of several nodes)
@@ -316,9 +315,15 @@ class RayAndSpark:
         with _gateway_lock:
             undo = _launch_driver_jvm_beside_the_app_master(driver_log, launched)
             try:
-                spark = raydp.init_spark(self.app_name, self.executors, EXECUTOR_CORES, EXECUTOR_MEMORY,
-                                         configs=spark_configs(), fault_tolerant_mode=True,
-                                         placement_group=self._placement_group)
+                spark = raydp.init_spark(
+                    self.app_name,
+                    self.executors,
+                    EXECUTOR_CORES,
+                    EXECUTOR_MEMORY,
+                    configs=spark_configs(),
+                    fault_tolerant_mode=True,
+                    placement_group=self._placement_group,
+                )
             finally:
                 undo()
                 self._driver_gateway = launched[0] if launched else None
@@ -348,7 +353,7 @@ class RayAndSpark:
             self._spark_future.result()
         return self.spark
 
-    def __enter__(self) -> "RayAndSpark":
+    def __enter__(self) -> RayAndSpark:
         try:
             self.start_ray()
             self.start_spark()
@@ -457,7 +462,7 @@ def _ray_logs_dir() -> str:
     try:
         import ray
 
-        return ray._private.worker._global_node.get_logs_dir_path()
+        return ray._private.worker._global_node.get_logs_dir_path()  # type: ignore[attr-defined]  # None: caught
     except Exception:  # noqa: BLE001 - only for the log's first line
         return "(unknown)"
 
@@ -471,13 +476,14 @@ class SparkOnDemand:
     """A SparkSession for as long as it is needed: the caller's, or Spark on Ray started on first use (its logs in
     ``log_dir``) and stopped by ``close``."""
 
-    def __init__(self, spark=None, address: str | None = None, app_name: str = "barriersim-api",
-                 log_dir: Path | None = None):
+    def __init__(
+        self, spark=None, address: str | None = None, app_name: str = "barriersim-api", log_dir: Path | None = None
+    ):
         self._given = spark
         self._address = address
         self._app_name = app_name
         self._log_dir = log_dir
-        self._cluster = None
+        self._cluster: RayAndSpark | None = None
 
     @property
     def started(self) -> bool:
@@ -497,7 +503,7 @@ class SparkOnDemand:
             cluster, self._cluster = self._cluster, None
             cluster.close()
 
-    def __enter__(self) -> "SparkOnDemand":
+    def __enter__(self) -> SparkOnDemand:
         return self
 
     def __exit__(self, *exc: object) -> None:

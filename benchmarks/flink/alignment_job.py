@@ -22,8 +22,13 @@ import time
 import urllib.request
 
 from pyflink.common import Configuration, Duration, Types, WatermarkStrategy
-from pyflink.datastream import CheckpointingMode, KeyedProcessFunction, MapFunction, RuntimeContext
-from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream import (
+    CheckpointingMode,
+    KeyedProcessFunction,
+    MapFunction,
+    RuntimeContext,
+    StreamExecutionEnvironment,
+)
 from pyflink.datastream.connectors import Sink
 from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 from pyflink.datastream.state import ValueStateDescriptor
@@ -77,13 +82,19 @@ class Work(KeyedProcessFunction):
 def configuration(args, checkpoint_dir: str) -> Configuration:
     conf = Configuration()
     for key, value in {
-        "python.execution-mode": "thread", "python.executable": sys.executable,
-        "python.client.executable": sys.executable, "rest.port": str(args.rest_port),
-        "web.checkpoints.history": "1000", "metrics.fetcher.update-interval": "500",
-        "execution.checkpointing.storage": "filesystem", "execution.checkpointing.dir": "file://" + checkpoint_dir,
-        "restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "3",
+        "python.execution-mode": "thread",
+        "python.executable": sys.executable,
+        "python.client.executable": sys.executable,
+        "rest.port": str(args.rest_port),
+        "web.checkpoints.history": "1000",
+        "metrics.fetcher.update-interval": "500",
+        "execution.checkpointing.storage": "filesystem",
+        "execution.checkpointing.dir": "file://" + checkpoint_dir,
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": "3",
         "restart-strategy.fixed-delay.delay": "1 s",
-        "minicluster.number-of-taskmanagers": "1", "taskmanager.numberOfTaskSlots": str(KEYED_PARALLELISM),
+        "minicluster.number-of-taskmanagers": "1",
+        "taskmanager.numberOfTaskSlots": str(KEYED_PARALLELISM),
     }.items():
         conf.set_string(key, value)
     if args.buffer_timeout_ms is not None:
@@ -100,11 +111,14 @@ def build(env: StreamExecutionEnvironment, args) -> None:
     if args.mode == "aligned-with-timeout":
         env.get_checkpoint_config().set_aligned_checkpoint_timeout(Duration.of_millis(args.timeout_ms))
     records = Types.TUPLE([Types.INT(), Types.INT(), Types.STRING()])
-    paced = (env.from_source(NumberSequenceSource(0, 2**62), WatermarkStrategy.no_watermarks(), "source")
-             .map(Throttle(args.rate / 2, int(args.hot_share * 1_000_000)), output_type=records))
-    counted = (paced.key_by(lambda r: r[0], key_type=Types.INT())
-               .process(Work(args.hot_delay_us / 1e6), output_type=Types.TUPLE([Types.INT(), Types.LONG()]))
-               .set_parallelism(KEYED_PARALLELISM))
+    paced = env.from_source(NumberSequenceSource(0, 2**62), WatermarkStrategy.no_watermarks(), "source").map(
+        Throttle(args.rate / 2, int(args.hot_share * 1_000_000)), output_type=records
+    )
+    counted = (
+        paced.key_by(lambda r: r[0], key_type=Types.INT())
+        .process(Work(args.hot_delay_us / 1e6), output_type=Types.TUPLE([Types.INT(), Types.LONG()]))
+        .set_parallelism(KEYED_PARALLELISM)
+    )
     sink = get_gateway().jvm.org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink()
     counted.rebalance().sink_to(Sink(sink)).set_parallelism(2)
 
@@ -133,7 +147,9 @@ def collect(base: str, args, running_at: float) -> dict:
     vertices = {v["name"]: v for v in job["vertices"]}
     keyed = next(v for name, v in vertices.items() if "KEYED" in name.upper())
     time.sleep(max(0.0, args.seconds / 3 - (time.monotonic() - running_at)))
-    counts = []  # (when, the keyed vertex's input count) each time the REST API's copy of the counter changed
+    counts: list[
+        tuple
+    ] = []  # (when, the keyed vertex's input count) each time the REST API's copy of the counter changed
     while time.monotonic() - running_at < args.seconds:
         value = vertex_sum(base, keyed, "numRecordsIn")
         if not counts or value != counts[-1][1]:
@@ -144,12 +160,18 @@ def collect(base: str, args, running_at: float) -> dict:
     details = {}
     for checkpoint in history:
         if checkpoint["status"] == "COMPLETED":
-            details[checkpoint["id"]] = {v["name"]: get(f"{base}/checkpoints/details/{checkpoint['id']}/subtasks/"
-                                                         f"{v['id']}")["subtasks"] for v in job["vertices"]}
+            details[checkpoint["id"]] = {
+                v["name"]: get(f"{base}/checkpoints/details/{checkpoint['id']}/subtasks/{v['id']}")["subtasks"]
+                for v in job["vertices"]
+            }
     return {
         "flink_version": get(base.rsplit("/jobs/", 1)[0] + "/config").get("flink-version"),
-        "settings": vars(args), "job": job, "history": history, "subtasks": details,
-        "keyed_vertex": keyed["name"], "sink_vertex": next(n for n in vertices if n.upper().startswith("SINK")),
+        "settings": vars(args),
+        "job": job,
+        "history": history,
+        "subtasks": details,
+        "keyed_vertex": keyed["name"],
+        "sink_vertex": next(n for n in vertices if n.upper().startswith("SINK")),
         "keyed_records_in": subtask_counts(base, keyed, "numRecordsIn"),
         # the first read may still be the metric fetcher's copy from before: it is left out
         "throughput": ((counts[-1][1] - counts[1][1]) / (counts[-1][0] - counts[1][0]) if len(counts) > 2 else None),
@@ -160,8 +182,9 @@ def collect(base: str, args, running_at: float) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mode", required=True,
-                        choices=["aligned", "unaligned", "at-least-once", "aligned-with-timeout"])
+    parser.add_argument(
+        "--mode", required=True, choices=["aligned", "unaligned", "at-least-once", "aligned-with-timeout"]
+    )
     parser.add_argument("--rate", type=float, required=True, help="offered records/s, both sources together")
     parser.add_argument("--hot-share", type=float, default=0.0, help="share of the records on key 0 (heavy: 0.3)")
     parser.add_argument("--hot-delay-us", type=int, default=0, help="key 0's sleep per record (heavy: 1000)")

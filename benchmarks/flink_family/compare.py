@@ -21,7 +21,6 @@ from pathlib import Path
 
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
-
 from benchmarks.alignment_checks import ratio_text, span_text, within_band
 from benchmarks.flink_family.converter import NotExpressible, convert
 from benchmarks.flink_family.description import Config, loads
@@ -29,8 +28,14 @@ from benchmarks.flink_family.figures import NUMERIC, figures, flink_measures, fr
 from benchmarks.flink_family.generator import FAMILY_JSON, load_family
 from benchmarks.flink_family.runner import RAW_DIR, selected
 
-LABELS = {"e2e": "end-to-end median ms", "e2e_p90": "end-to-end p90 ms", "start_delay": "bottleneck start delay ms",
-          "sink_alignment": "sink alignment ms", "persisted_kib": "persisted KiB", "processed_kib": "processed KiB"}
+LABELS = {
+    "e2e": "end-to-end median ms",
+    "e2e_p90": "end-to-end p90 ms",
+    "start_delay": "bottleneck start delay ms",
+    "sink_alignment": "sink alignment ms",
+    "persisted_kib": "persisted KiB",
+    "processed_kib": "processed KiB",
+}
 MOVE = 0.10  # a figure moves when it changes by more than 10 % (and more than MOVE_SMALL)
 MOVE_SMALL = 2.0
 
@@ -61,8 +66,11 @@ def simulate(config: Config) -> tuple[dict | None, str, float]:
         return None, scenario.reason, 0.0
     started = time.perf_counter()
     result = JobSimulation(job_config(scenario), workload_splits(scenario), scenario.seed).run()
-    return (figures(from_barriersim(result.checkpoints, result.subtasks, config), config), "",
-            time.perf_counter() - started)
+    return (
+        figures(from_barriersim(result.checkpoints, result.subtasks, config), config),
+        "",
+        time.perf_counter() - started,
+    )
 
 
 def span(runs: list[dict], key: str) -> tuple[float, float] | None:
@@ -72,25 +80,45 @@ def span(runs: list[dict], key: str) -> tuple[float, float] | None:
 
 def judge(c: Comparison) -> list[dict]:
     """Each figure: Flink's range, barriersim's figure, the ratio, within the band or not."""
-    checks = []
+    checks: list = []
     if c.barriersim is None or not c.flink_runs:
         return checks
     for key in NUMERIC:
         flink, ours = span(c.flink_runs, key), c.barriersim.get(key)
         if flink is None:
             continue
-        checks.append({"figure": LABELS[key], "flink": flink, "barriersim": ours, "ratio": ratio_text(ours, flink),
-                       "passed": within_band(ours, flink)})
+        checks.append(
+            {
+                "figure": LABELS[key],
+                "flink": flink,
+                "barriersim": ours,
+                "ratio": ratio_text(ours, flink),
+                "passed": within_band(ours, flink),
+            }
+        )
     for vertex, ours in c.barriersim.get("flags", {}).items():
         theirs = sorted({r["flags"][vertex] for r in c.flink_runs if "flags" in r})
-        checks.append({"figure": f"unaligned flags {vertex}", "flink": theirs, "barriersim": ours, "ratio": "",
-                       "passed": ours in theirs})
+        checks.append(
+            {
+                "figure": f"unaligned flags {vertex}",
+                "flink": theirs,
+                "barriersim": ours,
+                "ratio": "",
+                "passed": ours in theirs,
+            }
+        )
     ramps = [r["ramp"] for r in c.flink_runs if len(r["ramp"]) >= 6]
     if ramps and len(c.barriersim["ramp"]) >= 6:
         bands = [(min(r[k] for r in ramps), max(r[k] for r in ramps)) for k in range(6)]
-        checks.append({"figure": "ramp, checkpoints 2-6 ms", "flink": [span_text(b) for b in bands[1:]],
-                       "barriersim": c.barriersim["ramp"][1:6], "ratio": "",
-                       "passed": all(within_band(v, b) for v, b in zip(c.barriersim["ramp"][1:6], bands[1:]))})
+        checks.append(
+            {
+                "figure": "ramp, checkpoints 2-6 ms",
+                "flink": [span_text(b) for b in bands[1:]],
+                "barriersim": c.barriersim["ramp"][1:6],
+                "ratio": "",
+                "passed": all(within_band(v, b) for v, b in zip(c.barriersim["ramp"][1:6], bands[1:])),
+            }
+        )
     return checks
 
 
@@ -117,13 +145,28 @@ def pair_directions(pairs: list[dict], done: dict[str, Comparison]) -> list[dict
     out = []
     for pair in pairs:
         b, v = done.get(pair["base"]), done.get(pair["variant"])
-        if b is None or v is None or b.barriersim is None or v.barriersim is None or not b.flink_runs or not v.flink_runs:
+        if (
+            b is None
+            or v is None
+            or b.barriersim is None
+            or v.barriersim is None
+            or not b.flink_runs
+            or not v.flink_runs
+        ):
             continue
         for key in NUMERIC:
             flink = _flink_direction(span(b.flink_runs, key), span(v.flink_runs, key))
             ours = _direction(b.barriersim.get(key), v.barriersim.get(key))
-            out.append({"pair": pair["dimension"], "base": pair["base"], "figure": LABELS[key], "flink": flink,
-                        "barriersim": ours, "opposite": flink * ours < 0})
+            out.append(
+                {
+                    "pair": pair["dimension"],
+                    "base": pair["base"],
+                    "figure": LABELS[key],
+                    "flink": flink,
+                    "barriersim": ours,
+                    "opposite": flink * ours < 0,
+                }
+            )
     return out
 
 
@@ -138,15 +181,31 @@ def spin_costs(config: Config, measures: list[dict]) -> list[dict]:
             records = sum(job.records_in[v.name])
             hot = (sum(job.busy_us[v.name]) - records * v.spin_us) / records if records else 0.0
         measured = [x for x in (m["busy_us_per_record"].get(v.name) for m in measures) if x is not None]
-        out.append({"config": config.name, "vertex": v.name, "spin_us": v.spin_us, "configured_us": v.spin_us + hot,
-                    "flink_busy_us": (min(measured), max(measured)) if measured else None})
+        out.append(
+            {
+                "config": config.name,
+                "vertex": v.name,
+                "spin_us": v.spin_us,
+                "configured_us": v.spin_us + hot,
+                "flink_busy_us": (min(measured), max(measured)) if measured else None,
+            }
+        )
     name, i = job.bottleneck
     records = job.records_in[name][i]
-    measured = [x for x in (m["busy_us_per_record_per_subtask"].get(name, [None] * (i + 1))[i] for m in measures)
-                if x is not None]
-    out.append({"config": config.name, "vertex": f"{name}#{i} (bottleneck)", "spin_us": config.vertices[
-        [v.name for v in config.vertices].index(name)].spin_us, "configured_us": job.busy_us[name][i] / records
-        if records else 0.0, "flink_busy_us": (min(measured), max(measured)) if measured else None})
+    measured = [
+        x
+        for x in (m["busy_us_per_record_per_subtask"].get(name, [None] * (i + 1))[i] for m in measures)
+        if x is not None
+    ]
+    out.append(
+        {
+            "config": config.name,
+            "vertex": f"{name}#{i} (bottleneck)",
+            "spin_us": config.vertices[[v.name for v in config.vertices].index(name)].spin_us,
+            "configured_us": job.busy_us[name][i] / records if records else 0.0,
+            "flink_busy_us": (min(measured), max(measured)) if measured else None,
+        }
+    )
     return out
 
 
@@ -178,38 +237,51 @@ def print_report(done: dict[str, Comparison], directions: list[dict], spins: lis
     total = passed = 0
     for c in done.values():
         ends = ", ".join(f"{m['loadavg']['after'][0]:.1f}" for m in c.measures if m.get("loadavg")) or "-"
-        print(f"\n{c.name}: {len(c.flink_runs)} Flink runs (load average at their end: {ends}), "
-              f"barriersim {c.wall_s:.1f} s")
+        print(
+            f"\n{c.name}: {len(c.flink_runs)} Flink runs (load average at their end: {ends}), "
+            f"barriersim {c.wall_s:.1f} s"
+        )
         if c.not_expressible:
             print(f"  not expressible in barriersim: {c.not_expressible}")
             continue
         for check in c.checks:
             total += 1
             passed += check["passed"]
-            print(f"  {'PASS' if check['passed'] else 'FAIL'}  {check['figure']}: Flink {_shown(check['flink'])}, "
-                  f"barriersim {_shown(check['barriersim'])} {check['ratio']}")
+            print(
+                f"  {'PASS' if check['passed'] else 'FAIL'}  {check['figure']}: Flink {_shown(check['flink'])}, "
+                f"barriersim {_shown(check['barriersim'])} {check['ratio']}"
+            )
         through = [m["throughput"] for m in c.measures if m.get("throughput")]
         size = [m["bytes_per_record"] for m in c.measures if m.get("bytes_per_record")]
         if through:
-            print(f"  Flink: sources' records/s {span_text((min(through), max(through)))}; bytes per record out of the "
-                  f"sources {span_text((min(size), max(size))) if size else '-'}")
-    print(f"\n{passed} of {total} figures within their band ({100 * passed / total:.0f} %)" if total else "\nno figures")
+            print(
+                f"  Flink: sources' records/s {span_text((min(through), max(through)))}; bytes per record out of the "
+                f"sources {span_text((min(size), max(size))) if size else '-'}"
+            )
+    print(
+        f"\n{passed} of {total} figures within their band ({100 * passed / total:.0f} %)" if total else "\nno figures"
+    )
     if directions:
         print("\none-dimension pairs (direction: + up, - down, 0 within 10 %/2 units or Flink's runs overlapping):")
         for d in directions:
             mark = "OPPOSITE" if d["opposite"] else "ok"
-            print(f"  {mark:8s} {d['pair']} at {d['base']}: {d['figure']}: Flink {d['flink']:+d}, "
-                  f"barriersim {d['barriersim']:+d}")
+            print(
+                f"  {mark:8s} {d['pair']} at {d['base']}: {d['figure']}: Flink {d['flink']:+d}, "
+                f"barriersim {d['barriersim']:+d}"
+            )
     if spins:
         print("\nspin calibration: configured cost per record against Flink's busy time per record (µs):")
         for s in spins:
-            print(f"  {s['config']} {s['vertex']}: spin {s['spin_us']:.0f}, configured {s['configured_us']:.0f}, "
-                  f"Flink busy {_shown(s['flink_busy_us'])}")
+            print(
+                f"  {s['config']} {s['vertex']}: spin {s['spin_us']:.0f}, configured {s['configured_us']:.0f}, "
+                f"Flink busy {_shown(s['flink_busy_us'])}"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.flink_family.compare",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.flink_family.compare", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--family", type=Path, default=FAMILY_JSON)
     parser.add_argument("--raw-dir", type=Path, default=RAW_DIR)
     parser.add_argument("--only", default="", help="comma-separated shell patterns of configuration names")
@@ -218,8 +290,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.spin_cost:
         for s in spin_cost_measurement(args.family, args.raw_dir):
-            print(f"{s['config']}: configured {s['configured_us']:.0f} µs per record, Flink busy "
-                  f"{_shown(s['flink_busy_us'])} µs per record")
+            print(
+                f"{s['config']}: configured {s['configured_us']:.0f} µs per record, Flink busy "
+                f"{_shown(s['flink_busy_us'])} µs per record"
+            )
         return 0
     configs, pairs = load_family(args.family)
     done: dict[str, Comparison] = {}
@@ -239,8 +313,13 @@ def main(argv: list[str] | None = None) -> int:
     directions = pair_directions(pairs, done)
     print_report(done, directions, spins)
     if args.json:
-        args.json.write_text(json.dumps({"configs": {n: c.__dict__ for n, c in done.items()},
-                                         "pairs": directions, "spin_costs": spins}, indent=1, default=list))
+        args.json.write_text(
+            json.dumps(
+                {"configs": {n: c.__dict__ for n, c in done.items()}, "pairs": directions, "spin_costs": spins},
+                indent=1,
+                default=list,
+            )
+        )
     return 0
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from barriersim.scenarios.loader import Scenario, ScenarioError, parse_scenario
-
 from benchmarks.flink_family.description import HOT_KEY, Config, loads
 
 # the virtual run: the Flink run's length at the rate the job can take (at most 1.5 x its nominal capacity, so that
@@ -41,8 +40,13 @@ def to_scenario_document(config: Config) -> dict:
             vertices.append({"name": v.name, "operator": "source", "parallelism": v.parallelism})
             continue
         operator = "at_least_once_sink" if i == len(config.vertices) - 1 else ("keyed_sum" if v.keyed else "map")
-        vertex = {"name": v.name, "operator": operator, "parallelism": v.parallelism, "cost_us_per_record": v.spin_us,
-                  "record_size": config.record_bytes}
+        vertex = {
+            "name": v.name,
+            "operator": operator,
+            "parallelism": v.parallelism,
+            "cost_us_per_record": v.spin_us,
+            "record_size": config.record_bytes,
+        }
         if operator == "map":
             vertex["factor"] = 1
         if v.name == config.hot_vertex and config.hot_key_share > 0 and config.hot_key_extra_us > 0:
@@ -50,16 +54,31 @@ def to_scenario_document(config: Config) -> dict:
         vertices.append(vertex)
         edges.append({"from": config.vertices[i - 1].name, "to": v.name, "partitioner": v.input})
     return {
-        "scenario": {"name": config.name, "seed": config.seed,
-                     "description": f"family configuration {config.name} (benchmarks/flink/family/family.json)"},
-        "workload": {"records": records_per_source(config), "keys": config.keys,
-                     "zipf_exponent": config.zipf_exponent, "hot_key_share": config.hot_key_share, "max_value": 100,
-                     "rate_per_source": max(1, round(config.rate / config.source.parallelism))},
-        "network": {"buffer_size": config.buffer_kib * 1024, "record_size": config.record_bytes,
-                    "buffer_debloat": config.debloat, "buffer_debloat_target_ms": config.debloat_target_ms},
+        "scenario": {
+            "name": config.name,
+            "seed": config.seed,
+            "description": f"family configuration {config.name} (benchmarks/flink/family/family.json)",
+        },
+        "workload": {
+            "records": records_per_source(config),
+            "keys": config.keys,
+            "zipf_exponent": config.zipf_exponent,
+            "hot_key_share": config.hot_key_share,
+            "max_value": 100,
+            "rate_per_source": max(1, round(config.rate / config.source.parallelism)),
+        },
+        "network": {
+            "buffer_size": config.buffer_kib * 1024,
+            "record_size": config.record_bytes,
+            "buffer_debloat": config.debloat,
+            "buffer_debloat_target_ms": config.debloat_target_ms,
+        },
         "cluster": {"taskmanagers": config.taskmanagers, "slots_per_taskmanager": config.slots_per_taskmanager},
-        "checkpointing": {"mode": config.mode, "interval_ms": config.interval_ms,
-                          "aligned_checkpoint_timeout_ms": config.aligned_timeout_ms},
+        "checkpointing": {
+            "mode": config.mode,
+            "interval_ms": config.interval_ms,
+            "aligned_checkpoint_timeout_ms": config.aligned_timeout_ms,
+        },
         "restart": {"strategy": "fixed-delay", "attempts": 3, "delay_ms": 1000},
         "job": {"vertex": vertices, "edge": edges},
     }
@@ -68,7 +87,10 @@ def to_scenario_document(config: Config) -> dict:
 def expressible(config: Config) -> str | None:
     """Why barriersim cannot run ``config``, or None."""
     if config.sink.keyed:
-        return "a keyed sink: barriersim's job graph takes a hash exchange only into a keyed operator, and its sinks are not"
+        return (
+            "a keyed sink: barriersim's job graph takes a hash exchange only into a keyed operator, "
+            "and its sinks are not"
+        )
     return None
 
 

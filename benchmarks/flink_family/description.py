@@ -87,13 +87,17 @@ class Config:
         out["vertices"] = [asdict(v) for v in self.vertices]
         out["notes"] = list(self.notes)
         job = loads(self)  # derived, for the reader
-        out["derived"] = {"record_bytes": self.record_bytes, "bottleneck": "%s#%d" % job.bottleneck,
-                          "capacity": round(job.capacity), "cpu_capacity": round(job.cpu_capacity),
-                          "cpu_bound": job.cpu_capacity < job.capacity}
+        out["derived"] = {
+            "record_bytes": self.record_bytes,
+            "bottleneck": "{}#{:d}".format(*job.bottleneck),
+            "capacity": round(job.capacity),
+            "cpu_capacity": round(job.cpu_capacity),
+            "cpu_bound": job.cpu_capacity < job.capacity,
+        }
         return out
 
     @staticmethod
-    def from_json(d: dict) -> "Config":
+    def from_json(d: dict) -> Config:
         d = {k: v for k, v in d.items() if k != "derived"}
         d["vertices"] = tuple(Vertex(**v) for v in d["vertices"])
         d["notes"] = tuple(d.get("notes", ()))
@@ -110,8 +114,10 @@ class Loads:
 
     @property
     def bottleneck(self) -> tuple[str, int]:
-        return max(((name, i) for name, b in self.busy_us.items() for i in range(len(b))),
-                   key=lambda t: self.busy_us[t[0]][t[1]])
+        return max(
+            ((name, i) for name, b in self.busy_us.items() for i in range(len(b))),
+            key=lambda t: self.busy_us[t[0]][t[1]],
+        )
 
     @property
     def bottleneck_vertex(self) -> str:

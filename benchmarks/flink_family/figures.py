@@ -35,10 +35,17 @@ def from_flink(raw: dict, config: Config) -> Statistics:
         raise ValueError(f"{config.name}: Flink's job has {len(rest)} vertices, the description {len(names)}")
     subtasks = {}
     for cid, per_vertex in raw["subtasks"].items():
-        subtasks[int(cid)] = {name: [{"start_delay": s["start_delay"], "alignment_duration": s["alignment"]["duration"],
-                                      "unaligned_checkpoint": s["unaligned_checkpoint"]}
-                                     for s in sorted(per_vertex[vid], key=lambda s: s["index"])]
-                              for name, vid in zip(names, rest)}
+        subtasks[int(cid)] = {
+            name: [
+                {
+                    "start_delay": s["start_delay"],
+                    "alignment_duration": s["alignment"]["duration"],
+                    "unaligned_checkpoint": s["unaligned_checkpoint"],
+                }
+                for s in sorted(per_vertex[vid], key=lambda s: s["index"])
+            ]
+            for name, vid in zip(names, rest)
+        }
     return Statistics(raw["history"], subtasks)
 
 
@@ -53,14 +60,17 @@ def from_barriersim(checkpoints: list[dict], rows: list[dict], config: Config) -
     for r in sorted(rows, key=lambda r: int(r["task"].rpartition("#")[2])):
         vertex = r["task"].rpartition("#")[0]
         subtasks.setdefault(r["id"], {}).setdefault(vertex, []).append(
-            {k: r[k] for k in ("start_delay", "alignment_duration", "unaligned_checkpoint")})
+            {k: r[k] for k in ("start_delay", "alignment_duration", "unaligned_checkpoint")}
+        )
     return Statistics(kept, subtasks)
 
 
 def _flags(rows: list[list[dict]]) -> str:
     """Per subtask, 1 if it reported ``unaligned_checkpoint`` in most of the checkpoints."""
     n = len(rows)
-    return ",".join("1" if sum(r[i]["unaligned_checkpoint"] for r in rows) * 2 > n else "0" for i in range(len(rows[0])))
+    return ",".join(
+        "1" if sum(r[i]["unaligned_checkpoint"] for r in rows) * 2 > n else "0" for i in range(len(rows[0]))
+    )
 
 
 def figures(stats: Statistics, config: Config) -> dict:
@@ -73,7 +83,8 @@ def figures(stats: Statistics, config: Config) -> dict:
     e2e = [c["end_to_end_duration"] for c in steady]
     return {
         "checkpoints": len(steady),
-        "e2e": statistics.median(e2e), "e2e_p90": p90(e2e),
+        "e2e": statistics.median(e2e),
+        "e2e_p90": p90(e2e),
         "start_delay": statistics.median(max(r["start_delay"] for r in p[bottleneck]) for p in per),
         "sink_alignment": statistics.median(max(r["alignment_duration"] for r in p[config.sink.name]) for p in per),
         "persisted_kib": statistics.median(c["persisted_data"] / 1024 for c in steady),
@@ -91,8 +102,9 @@ def flink_measures(raw: dict, config: Config) -> dict:
     names = [v.name for v in config.vertices]
 
     def delta(vertex: str, metric: str) -> float:
-        return sum(b.get(metric, 0.0) - a.get(metric, 0.0)
-                   for a, b in zip(first["vertices"][vertex], last["vertices"][vertex]))
+        return sum(
+            b.get(metric, 0.0) - a.get(metric, 0.0) for a, b in zip(first["vertices"][vertex], last["vertices"][vertex])
+        )
 
     def per_subtask(vertex: str) -> list[float | None]:
         out = []
@@ -109,6 +121,9 @@ def flink_measures(raw: dict, config: Config) -> dict:
         busy[name] = delta(vid, "accumulateBusyTimeMs") * 1000 / records if records else None
         subtasks[name] = per_subtask(vid)
     out = delta(rest[0], "numRecordsOut")
-    return {"throughput": out / seconds if seconds > 0 else None, "busy_us_per_record": busy,
-            "busy_us_per_record_per_subtask": subtasks,
-            "bytes_per_record": delta(rest[0], "numBytesOut") / out if out else None}
+    return {
+        "throughput": out / seconds if seconds > 0 else None,
+        "busy_us_per_record": busy,
+        "busy_us_per_record_per_subtask": subtasks,
+        "bytes_per_record": delta(rest[0], "numBytesOut") / out if out else None,
+    }

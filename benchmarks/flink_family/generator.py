@@ -40,8 +40,12 @@ ALIGNED_TIMEOUTS_MS = (50, 200, 500)
 CLUSTERS = ("1 TaskManager", "2 TaskManagers, half the slots each", "2 TaskManagers, all the slots each")
 KEYS = 64
 # the one-dimension pairs the fidelity goal watches: name, what changes
-PAIRS = {"parallelism 4 -> 8": "p8", "debloating off -> on": "debloat", "32 -> 8 KiB buffers": "8kib",
-         "1 -> 2 TaskManagers": "2tm"}
+PAIRS = {
+    "parallelism 4 -> 8": "p8",
+    "debloating off -> on": "debloat",
+    "32 -> 8 KiB buffers": "8kib",
+    "1 -> 2 TaskManagers": "2tm",
+}
 
 
 def _slots(vertices: tuple[Vertex, ...], cluster: str) -> tuple[int, int]:
@@ -71,8 +75,9 @@ def _fitted(config: Config) -> Config:
         job = loads(config)
         if LOADS[config.load] * min(job.capacity, job.cpu_capacity) <= MAX_RATE:
             break
-        bigger = [v for v in sorted(config.vertices[1:], key=lambda v: -max(job.busy_us[v.name]))
-                  if v.spin_us < SPINS_US[-1]]
+        bigger = [
+            v for v in sorted(config.vertices[1:], key=lambda v: -max(job.busy_us[v.name])) if v.spin_us < SPINS_US[-1]
+        ]
         if not bigger:
             break
         raised = replace(bigger[0], spin_us=min(s for s in SPINS_US if s > bigger[0].spin_us))
@@ -84,11 +89,30 @@ def base(name: str, level: str, seed: int) -> Config:
     """The facts' job shape in Java: source (p=2) -> hash -> keyed (p=4, 20 µs, key 0 with 30 % of the records
     sleeping 1 ms) -> rebalance -> sink (p=2, 5 µs); one TaskManager, 32 KiB buffers, aligned, every second."""
     vertices = (Vertex("source", 2), Vertex("keyed", 4, "hash", 20.0), Vertex("sink", 2, "rebalance", 5.0))
-    return _with_rate(Config(
-        name=name, group="pair-base", seed=seed, vertices=vertices, keys=KEYS, zipf_exponent=0.0, hot_key_share=0.3,
-        hot_key_extra_us=1000.0, hot_vertex="keyed", load=level, rate=0, payload_bytes=100, taskmanagers=1,
-        slots_per_taskmanager=4, buffer_kib=32, debloat=False, debloat_target_ms=1000, mode="aligned",
-        aligned_timeout_ms=0, interval_ms=1000))
+    return _with_rate(
+        Config(
+            name=name,
+            group="pair-base",
+            seed=seed,
+            vertices=vertices,
+            keys=KEYS,
+            zipf_exponent=0.0,
+            hot_key_share=0.3,
+            hot_key_extra_us=1000.0,
+            hot_vertex="keyed",
+            load=level,
+            rate=0,
+            payload_bytes=100,
+            taskmanagers=1,
+            slots_per_taskmanager=4,
+            buffer_kib=32,
+            debloat=False,
+            debloat_target_ms=1000,
+            mode="aligned",
+            aligned_timeout_ms=0,
+            interval_ms=1000,
+        )
+    )
 
 
 def variant(b: Config, dimension: str) -> Config:
@@ -108,16 +132,35 @@ def variant(b: Config, dimension: str) -> Config:
 def calibration(name: str, spin_us: float, seed: int, hot: tuple[float, float] = (0.0, 0.0)) -> Config:
     """One worker subtask with one spin (and the hot key's sleep): what they cost as Flink measures its busy time."""
     vertices = (Vertex("source", 1), Vertex("work", 1, "rebalance", spin_us), Vertex("sink", 1, "rebalance", 5.0))
-    return _with_rate(Config(
-        name=name, group="calibration", seed=seed, vertices=vertices, keys=KEYS, zipf_exponent=0.0,
-        hot_key_share=hot[0], hot_key_extra_us=hot[1], hot_vertex="work", load="idle", rate=0, payload_bytes=100,
-        taskmanagers=1, slots_per_taskmanager=1, buffer_kib=32, debloat=False, debloat_target_ms=1000,
-        mode="aligned", aligned_timeout_ms=0, interval_ms=1000))
+    return _with_rate(
+        Config(
+            name=name,
+            group="calibration",
+            seed=seed,
+            vertices=vertices,
+            keys=KEYS,
+            zipf_exponent=0.0,
+            hot_key_share=hot[0],
+            hot_key_extra_us=hot[1],
+            hot_vertex="work",
+            load="idle",
+            rate=0,
+            payload_bytes=100,
+            taskmanagers=1,
+            slots_per_taskmanager=1,
+            buffer_kib=32,
+            debloat=False,
+            debloat_target_ms=1000,
+            mode="aligned",
+            aligned_timeout_ms=0,
+            interval_ms=1000,
+        )
+    )
 
 
 def _strata(rnd: random.Random, values, n: int) -> list:
     """``n`` values that take every one of ``values`` in turn, in a seeded order per round."""
-    out = []
+    out: list = []
     while len(out) < n:
         round_ = list(values)
         rnd.shuffle(round_)
@@ -143,29 +186,52 @@ def draw(rnd: random.Random, index: int, seed: int, picks: dict) -> Config:
             p = min(p, 4)  # every subtask takes every record: keep the copies few
         vertices.append(Vertex(name, p, exchange, rnd.choice(SPINS_US)))
     if picks["parallelism"] not in {v.parallelism for v in vertices}:
-        free = [i for i, v in enumerate(vertices) if i and v.input != "forward" and v.input != "broadcast"
-                and not (i + 1 < len(vertices) and vertices[i + 1].input == "forward")]
+        free = [
+            i
+            for i, v in enumerate(vertices)
+            if i
+            and v.input != "forward"
+            and v.input != "broadcast"
+            and not (i + 1 < len(vertices) and vertices[i + 1].input == "forward")
+        ]
         if free:
             vertices[free[0]] = replace(vertices[free[0]], parallelism=picks["parallelism"])
-    vertices = tuple(vertices)
-    hot_vertex = next((v.name for v in vertices if v.keyed), vertices[1].name)
+    drawn = tuple(vertices)
+    hot_vertex = next((v.name for v in drawn if v.keyed), drawn[1].name)
     share, extra = picks["hot_key"]
     debloat = picks["debloat"]
-    taskmanagers, slots = _slots(vertices, picks["cluster"])
-    return _fitted(Config(
-        name=f"draw-{index:02d}", group="draw", seed=seed, vertices=vertices, keys=KEYS,
-        zipf_exponent=picks["zipf"], hot_key_share=share, hot_key_extra_us=extra, hot_vertex=hot_vertex,
-        load=picks["load"], rate=0, payload_bytes=picks["payload"], taskmanagers=taskmanagers,
-        slots_per_taskmanager=slots, buffer_kib=picks["buffer"], debloat=debloat > 0,
-        debloat_target_ms=debloat or 1000, mode=picks["mode"],
-        aligned_timeout_ms=picks["timeout"] if picks["mode"] == "aligned-with-timeout" else 0,
-        interval_ms=picks["interval"]))
+    taskmanagers, slots = _slots(drawn, picks["cluster"])
+    return _fitted(
+        Config(
+            name=f"draw-{index:02d}",
+            group="draw",
+            seed=seed,
+            vertices=drawn,
+            keys=KEYS,
+            zipf_exponent=picks["zipf"],
+            hot_key_share=share,
+            hot_key_extra_us=extra,
+            hot_vertex=hot_vertex,
+            load=picks["load"],
+            rate=0,
+            payload_bytes=picks["payload"],
+            taskmanagers=taskmanagers,
+            slots_per_taskmanager=slots,
+            buffer_kib=picks["buffer"],
+            debloat=debloat > 0,
+            debloat_target_ms=debloat or 1000,
+            mode=picks["mode"],
+            aligned_timeout_ms=picks["timeout"] if picks["mode"] == "aligned-with-timeout" else 0,
+            interval_ms=picks["interval"],
+        )
+    )
 
 
 def generate(seed: int = DEFAULT_SEED, draws: int = DRAWS) -> dict:
     """The family: its configurations (bases, variants, calibration, draws) and its one-dimension pairs."""
     rnd = random.Random(seed)
-    configs, pairs = [], []
+    configs: list[Config] = []
+    pairs: list = []
     for level in ("busy", "heavy"):
         b = base(f"base-{level}", level, seed * 1000 + len(configs))
         configs.append(b)
@@ -177,12 +243,18 @@ def generate(seed: int = DEFAULT_SEED, draws: int = DRAWS) -> dict:
         configs.append(calibration(f"calibration-spin-{spin:.0f}us", spin, seed * 1000 + len(configs)))
     configs.append(calibration("calibration-sleep-200us", 20.0, seed * 1000 + len(configs), (0.3, 200.0)))
     strata = {
-        "exchanges": _strata(rnd, (1, 2, 3), draws), "exchange": _strata(rnd, EXCHANGES, draws),
-        "parallelism": _strata(rnd, PARALLELISMS, draws), "cluster": _strata(rnd, CLUSTERS, draws),
-        "zipf": _strata(rnd, ZIPF_EXPONENTS, draws), "hot_key": _strata(rnd, HOT_KEYS, draws),
-        "load": _strata(rnd, tuple(LOADS), draws), "payload": _strata(rnd, PAYLOADS, draws),
-        "buffer": _strata(rnd, BUFFERS_KIB, draws), "debloat": _strata(rnd, DEBLOAT_TARGETS_MS, draws),
-        "mode": _strata(rnd, MODES, draws), "interval": _strata(rnd, INTERVALS_MS, draws),
+        "exchanges": _strata(rnd, (1, 2, 3), draws),
+        "exchange": _strata(rnd, EXCHANGES, draws),
+        "parallelism": _strata(rnd, PARALLELISMS, draws),
+        "cluster": _strata(rnd, CLUSTERS, draws),
+        "zipf": _strata(rnd, ZIPF_EXPONENTS, draws),
+        "hot_key": _strata(rnd, HOT_KEYS, draws),
+        "load": _strata(rnd, tuple(LOADS), draws),
+        "payload": _strata(rnd, PAYLOADS, draws),
+        "buffer": _strata(rnd, BUFFERS_KIB, draws),
+        "debloat": _strata(rnd, DEBLOAT_TARGETS_MS, draws),
+        "mode": _strata(rnd, MODES, draws),
+        "interval": _strata(rnd, INTERVALS_MS, draws),
         "timeout": _strata(rnd, ALIGNED_TIMEOUTS_MS, draws),
     }
     timeouts = iter(strata["timeout"])
@@ -200,8 +272,9 @@ def load_family(path: Path = FAMILY_JSON) -> tuple[list[Config], list[dict]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.flink_family.generator",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.flink_family.generator", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--draws", type=int, default=DRAWS)
     parser.add_argument("--out", type=Path, default=FAMILY_JSON)

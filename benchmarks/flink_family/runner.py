@@ -32,18 +32,50 @@ JAVA_SOURCE = ROOT / "benchmarks" / "flink" / "FamilyJob.java"
 FLINK_VENV = ROOT / ".venv-flink"
 RAW_DIR = ROOT / "benchmarks" / "flink" / "family" / "raw"
 SCRATCH = ROOT / "runs" / "flink-family"
-JVM_OPTIONS = ["--add-exports=java.base/sun.net.util=ALL-UNNAMED", "--add-opens=java.base/java.lang=ALL-UNNAMED",
-               "--add-opens=java.base/java.net=ALL-UNNAMED", "--add-opens=java.base/java.io=ALL-UNNAMED",
-               "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-               "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
-               "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED"]
-METRICS = ("numRecordsIn", "numRecordsOut", "numBytesOut", "accumulateBusyTimeMs", "accumulateBackPressuredTimeMs",
-           "accumulateIdleTimeMs")
-HISTORY_FIELDS = ("id", "status", "checkpoint_type", "trigger_timestamp", "latest_ack_timestamp",
-                  "end_to_end_duration", "state_size", "checkpointed_size", "persisted_data", "processed_data",
-                  "num_subtasks", "num_acknowledged_subtasks")
-SUBTASK_FIELDS = ("index", "status", "end_to_end_duration", "start_delay", "alignment", "checkpoint",
-                  "unaligned_checkpoint", "state_size", "checkpointed_size")
+JVM_OPTIONS = [
+    "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.net=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+]
+METRICS = (
+    "numRecordsIn",
+    "numRecordsOut",
+    "numBytesOut",
+    "accumulateBusyTimeMs",
+    "accumulateBackPressuredTimeMs",
+    "accumulateIdleTimeMs",
+)
+HISTORY_FIELDS = (
+    "id",
+    "status",
+    "checkpoint_type",
+    "trigger_timestamp",
+    "latest_ack_timestamp",
+    "end_to_end_duration",
+    "state_size",
+    "checkpointed_size",
+    "persisted_data",
+    "processed_data",
+    "num_subtasks",
+    "num_acknowledged_subtasks",
+)
+SUBTASK_FIELDS = (
+    "index",
+    "status",
+    "end_to_end_duration",
+    "start_delay",
+    "alignment",
+    "checkpoint",
+    "unaligned_checkpoint",
+    "state_size",
+    "checkpointed_size",
+)
 STARTUP_S, STOP_S = 180, 90  # how long a JVM may take to run every task, and to stop
 
 
@@ -63,8 +95,11 @@ def compile_job(classes: Path) -> Path:
     marker = classes / "FamilyJob.class"
     if not marker.exists() or marker.stat().st_mtime < JAVA_SOURCE.stat().st_mtime:
         classes.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["javac", "-nowarn", "-cp", f"{flink_lib()}/*", "-d", str(classes), str(JAVA_SOURCE)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["javac", "-nowarn", "-cp", f"{flink_lib()}/*", "-d", str(classes), str(JAVA_SOURCE)],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             raise SystemExit(f"flink_family: javac failed: {done.stderr.strip().splitlines()[0]}")
     return classes
@@ -138,15 +173,26 @@ def collect(base: str, port: int, config: Config, running_at: float) -> dict:
     details = {}
     for c in history:
         if c["status"] == "COMPLETED":
-            details[c["id"]] = {v["id"]: [_keep(s, SUBTASK_FIELDS) for s in _get(
-                f"{base}/checkpoints/details/{c['id']}/subtasks/{v['id']}")["subtasks"]] for v in vertices}
-    placement = {v["id"]: [s.get("taskmanager-id") for s in _get(f"{base}/vertices/{v['id']}")["subtasks"]]
-                 for v in vertices}
+            details[c["id"]] = {
+                v["id"]: [
+                    _keep(s, SUBTASK_FIELDS)
+                    for s in _get(f"{base}/checkpoints/details/{c['id']}/subtasks/{v['id']}")["subtasks"]
+                ]
+                for v in vertices
+            }
+    placement = {
+        v["id"]: [s.get("taskmanager-id") for s in _get(f"{base}/vertices/{v['id']}")["subtasks"]] for v in vertices
+    }
     return {
         "flink_version": _get(f"http://localhost:{port}/config").get("flink-version"),
-        "config": config.to_json(), "job": {"state": job["state"], "vertices": vertices},
-        "counts": checkpoints["counts"], "history": history, "subtasks": details, "metrics": metrics,
-        "placement": placement, "checkpoint_config": _get(f"{base}/checkpoints/config"),
+        "config": config.to_json(),
+        "job": {"state": job["state"], "vertices": vertices},
+        "counts": checkpoints["counts"],
+        "history": history,
+        "subtasks": details,
+        "metrics": metrics,
+        "placement": placement,
+        "checkpoint_config": _get(f"{base}/checkpoints/config"),
     }
 
 
@@ -159,15 +205,20 @@ def run_once(config: Config, classes: Path, out: Path) -> None:
     log = out.name.replace(".json.gz", ".log")
     load_before = os.getloadavg()
     with open(SCRATCH / log, "w") as log_file:
-        process = subprocess.Popen(["java", *JVM_OPTIONS, "-cp", f"{flink_lib()}/*:{classes}", "FamilyJob",
-                                    str(description), str(port)], stdin=subprocess.PIPE, stdout=log_file,
-                                   stderr=subprocess.STDOUT, text=True)
+        process = subprocess.Popen(
+            ["java", *JVM_OPTIONS, "-cp", f"{flink_lib()}/*:{classes}", "FamilyJob", str(description), str(port)],
+            stdin=subprocess.PIPE,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             base = _wait_running(port, process)
             raw = collect(base, port, config, time.monotonic())
             raw["loadavg"] = {"before": load_before, "after": os.getloadavg()}
         finally:
             try:
+                assert process.stdin is not None  # started with stdin=PIPE
                 process.stdin.write("stop\n")
                 process.stdin.close()
                 process.wait(timeout=STOP_S)
@@ -196,21 +247,30 @@ def raw_path(raw_dir: Path, name: str, run: int) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.flink_family.runner",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.flink_family.runner", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--family", type=Path, default=FAMILY_JSON)
     parser.add_argument("--raw-dir", type=Path, default=RAW_DIR)
     parser.add_argument("--only", default="", help="comma-separated shell patterns of configuration names")
     parser.add_argument("--runs", type=int, default=2, help="runs per configuration")
-    parser.add_argument("--wait-load", type=float, default=None,
-                        help="before each run, wait until the 1-minute load average is below this (a shared machine)")
+    parser.add_argument(
+        "--wait-load",
+        type=float,
+        default=None,
+        help="before each run, wait until the 1-minute load average is below this (a shared machine)",
+    )
     args = parser.parse_args(argv)
     configs, _ = load_family(args.family)
     if not selected(configs, args.only):
         print(f"flink_family.runner: --only {args.only!r} names no configuration of {args.family}", file=sys.stderr)
         return 2
-    todo = [(c, i) for c in selected(configs, args.only) for i in range(1, args.runs + 1)
-            if not raw_path(args.raw_dir, c.name, i).exists()]
+    todo = [
+        (c, i)
+        for c in selected(configs, args.only)
+        for i in range(1, args.runs + 1)
+        if not raw_path(args.raw_dir, c.name, i).exists()
+    ]
     estimate = sum(c.seconds + 25 for c, _ in todo)
     print(f"{len(todo)} runs to do, about {estimate / 60:.0f} min", file=sys.stderr)
     if not todo:

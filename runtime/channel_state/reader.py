@@ -1,31 +1,15 @@
-"""Restores the in-flight data of an unaligned checkpoint: persisted buffers go back into the input channels
-and result subpartitions they came from, before any new data.
+"""Restores the in-flight data of an unaligned checkpoint: persisted buffers go back into the input channels and
+result subpartitions they came from, before any new data; after a rescaled restore, through virtual channels.
 
-How this works: the reader collects, from a subtask's restored state (a ``TaskStateSnapshot`` or its
-``OperatorSubtaskState``s), every ``InputChannelStateHandle`` and ``ResultSubpartitionStateHandle``, merges
-the handles of the same channel, and orders each channel's buffers by sequence number (stable for equal
-numbers). ``read_output_data`` re-queues the output buffers in the task's result partitions
-(``ResultPartition.add_recovered``, which refuses once new data was written); ``read_input_data`` hands each
-input channel's buffers to an injected callback (the input gate's recovered channel), which must put them
-ahead of anything received later. Both report what they restored so the driver can trace it.
-
-After a rescaled restore the subtask's state carries in-flight data rescaling descriptors
-(``runtime.state.inflight_data_rescaling``) and the handles of every old subtask it took over. Then each input
-handle's buffers go to the one new channel that took over the old channel (the inverted channel mapping of its
-gate), and each output handle's buffers go to every new subpartition that took over the old one (the same
-buffers to several when the consumers filter them), each run of them preceded by the
-``SubtaskConnectionDescriptor`` of its virtual channel (old downstream subtask, old upstream subtask); the
-partitions of rescaled edges end their recovered data with an ``EndOfChannelStateEvent`` on every subpartition.
-Gates and partitions whose descriptor is the identity restore as without rescaling.
-
-Mirrors Flink's ``SequentialChannelStateReader`` / ``SequentialChannelStateReaderImpl`` (``readInputData``,
-``readOutputData``) with ``ChannelStateChunkReader``'s per-channel ordering, and the rescaling of
-``InputChannelRecoveredStateHandler`` / ``ResultSubpartitionRecoveredStateHandler``.
+Mirrors Flink's ``SequentialChannelStateReaderImpl`` (``readInputData``, ``readOutputData``) and its
+``InputChannelRecoveredStateHandler`` / ``ResultSubpartitionRecoveredStateHandler``. See docs/data-plane.md,
+"Restoring in-flight data".
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence, Union
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from barriersim.runtime.events import (
     END_OF_CHANNEL_STATE,
@@ -43,10 +27,8 @@ class ChannelStateRestoreError(RuntimeError):
     """Persisted data names a channel or partition the restored task does not have."""
 
 
-def _ordered(groups: Mapping) -> dict:
-    return {
-        info: tuple(sorted(bufs, key=lambda b: b.sequence_number)) for info, bufs in sorted(groups.items()) if bufs
-    }
+def _ordered(groups: Mapping[Any, Any]) -> dict[Any, Any]:
+    return {info: tuple(sorted(bufs, key=lambda b: b.sequence_number)) for info, bufs in sorted(groups.items()) if bufs}
 
 
 def _with_data(buffers: tuple[Buffer, ...]) -> list[Buffer]:
@@ -56,7 +38,7 @@ def _with_data(buffers: tuple[Buffer, ...]) -> list[Buffer]:
 
 
 class SequentialChannelStateReader:
-    def __init__(self, state: Union[TaskStateSnapshot, Iterable[OperatorSubtaskState]]):
+    def __init__(self, state: TaskStateSnapshot | Iterable[OperatorSubtaskState]) -> None:
         states = state.subtask_states_by_operator.values() if isinstance(state, TaskStateSnapshot) else state
         inputs: dict[InputChannelInfo, list[Buffer]] = {}
         outputs: dict[ResultSubpartitionInfo, list[Buffer]] = {}
@@ -68,10 +50,10 @@ class SequentialChannelStateReader:
                 data = _with_data(h.buffers)
                 inputs.setdefault(h.info, []).extend(data)
                 self._input_handles.setdefault((h.subtask_index, h.info), []).extend(data)
-            for h in s.result_subpartition_state:
-                data = _with_data(h.buffers)
-                outputs.setdefault(h.info, []).extend(data)
-                self._output_handles.setdefault((h.subtask_index, h.info), []).extend(data)
+            for out in s.result_subpartition_state:
+                data = _with_data(out.buffers)
+                outputs.setdefault(out.info, []).extend(data)
+                self._output_handles.setdefault((out.subtask_index, out.info), []).extend(data)
         self._inputs = _ordered(inputs)
         self._outputs = _ordered(outputs)
 
@@ -90,7 +72,8 @@ class SequentialChannelStateReader:
         return bool(self._inputs or self._outputs)
 
     def read_input_data(
-        self, inject: Callable[[InputChannelInfo, tuple], None],
+        self,
+        inject: Callable[[InputChannelInfo, tuple[Any, ...]], None],
         descriptor: InflightDataRescalingDescriptor = NO_RESCALE,
     ) -> dict[InputChannelInfo, int]:
         """Calls ``inject(channel, elements)`` once per channel (rescaled: once per virtual channel of a channel)
@@ -102,7 +85,7 @@ class SequentialChannelStateReader:
                 inject(info, buffers)
                 restored[info] = sum(b.size for b in buffers)
             return restored
-        routed: dict[InputChannelInfo, list[tuple]] = {}
+        routed: dict[InputChannelInfo, list[tuple[Any, ...]]] = {}
         for (old_subtask, info), buffers in sorted(self._input_handles.items()):
             buffers = tuple(sorted(buffers, key=lambda b: b.sequence_number))
             if not buffers:
@@ -115,19 +98,24 @@ class SequentialChannelStateReader:
             if len(targets) != 1:
                 raise ChannelStateRestoreError(
                     f"read_input_data: the persisted data of {info} (old subtask {old_subtask}) maps to channels "
-                    f"{list(targets)}: one buffer is only distributed to one target input channel")
+                    f"{list(targets)}: one buffer is only distributed to one target input channel"
+                )
             target = InputChannelInfo(info.gate_idx, targets[0])
             routed.setdefault(target, []).append(
-                (SubtaskConnectionDescriptor(old_subtask, info.channel_idx),) + buffers)
+                (SubtaskConnectionDescriptor(old_subtask, info.channel_idx),) + buffers
+            )
         for info in sorted(routed):
             for elements in routed[info]:
                 inject(info, elements)
                 restored[info] = restored.get(info, 0) + sum(e.size for e in elements if isinstance(e, Buffer))
         return restored
 
-    def read_output_data(self, partitions: Sequence[ResultPartition],
-                         descriptor: InflightDataRescalingDescriptor = NO_RESCALE,
-                         end_of_channel_state_partitions: Sequence[int] = ()) -> dict[ResultSubpartitionInfo, int]:
+    def read_output_data(
+        self,
+        partitions: Sequence[ResultPartition],
+        descriptor: InflightDataRescalingDescriptor = NO_RESCALE,
+        end_of_channel_state_partitions: Sequence[int] = (),
+    ) -> dict[ResultSubpartitionInfo, int]:
         """Re-queues persisted output buffers into ``partitions`` (indexed by partition index) before any new
         data, after a rescaled restore routed by virtual channel and with the end of the recovered data on the
         partitions of rescaled edges; returns bytes per (old) subpartition."""
@@ -160,7 +148,7 @@ class SequentialChannelStateReader:
         return restored
 
     @staticmethod
-    def _partition_of(by_idx: dict, info: ResultSubpartitionInfo) -> ResultPartition:
+    def _partition_of(by_idx: Mapping[int, ResultPartition], info: ResultSubpartitionInfo) -> ResultPartition:
         partition = by_idx.get(info.partition_idx)
         if partition is None or info.subpartition_idx >= partition.number_of_subpartitions:
             raise ChannelStateRestoreError(

@@ -1,32 +1,17 @@
-"""Collects the in-flight data (input channel and result subpartition buffers) of unaligned checkpoints and
-turns it into state handles.
+"""Collects the in-flight data (input channel and result subpartition buffers) of unaligned checkpoints and turns it
+into state handles. Sans-IO: no writer thread; each request is applied at the call.
 
-How this works: ``ChannelStateWriterImpl`` keeps one write per started checkpoint. ``start`` opens it and
-creates its ``ChannelStateWriteResult`` (two future-like holders, one for the input channel handles, one for
-the result subpartition handles). ``add_input_data`` / ``add_output_data`` append buffers per channel;
-``finish_input`` / ``finish_output`` close one side and complete its holder with one handle per channel
-that received data (buffers in the order they were added). The task takes the result with
-``get_and_remove_write_result`` (once). ``abort`` completes the holders exceptionally and drops the data;
-later writes to an aborted checkpoint are discarded (outcome ``DISCARDED``), as Flink's dispatcher drops
-requests of aborted checkpoints.
-
-Sans-IO: there is no writer thread. Flink hands every request to an asynchronous worker; here each request
-is applied at the call, and a side's holder completes *immediately* when it is finished. Errors Flink's
-worker would report at the next call are raised by the call that causes them. A storage failure of the
-"asynchronous" part is injected by the driver with ``fail(cause)``: every unfinished result completes
-exceptionally and the cause is re-raised by the next call and by ``close`` (Flink's rethrow on next call /
-on close).
-
-Mirrors Flink's ``ChannelStateWriter`` (with ``NO_OP`` and ``ChannelStateWriteResult``) and
-``ChannelStateWriterImpl`` with its ``ChannelStateWriteRequestDispatcherImpl`` bookkeeping.
+Mirrors Flink's ``ChannelStateWriter`` / ``ChannelStateWriterImpl`` with its
+``ChannelStateWriteRequestDispatcherImpl`` bookkeeping. See docs/data-plane.md, "Writing in-flight data".
 """
 
 from __future__ import annotations
 
 import abc
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Generic, Iterable, Optional, TypeVar
+from typing import Generic, TypeVar
 
 from barriersim.runtime.events import Buffer, CheckpointOptions, InputChannelInfo, ResultSubpartitionInfo
 from barriersim.runtime.state.snapshot import InputChannelStateHandle, ResultSubpartitionStateHandle
@@ -59,7 +44,7 @@ class ChannelStateWriterStateError(ChannelStateWriterError, RuntimeError):
 class ChannelStateWriteFailure(ChannelStateWriterError):
     """Completes the holders of a result whose write failed or was aborted; ``cause`` is the original."""
 
-    def __init__(self, checkpoint_id: int, cause: BaseException):
+    def __init__(self, checkpoint_id: int, cause: BaseException) -> None:
         self.checkpoint_id = checkpoint_id
         self.cause = cause
         super().__init__(f"channel state write of checkpoint {checkpoint_id} failed: {cause!r}")
@@ -78,8 +63,8 @@ class StateHandlesFuture(Generic[T]):
 
     def __init__(self) -> None:
         self._done = False
-        self._value: Optional[T] = None
-        self._error: Optional[BaseException] = None
+        self._value: T | None = None
+        self._error: BaseException | None = None
 
     def is_done(self) -> bool:
         return self._done
@@ -88,7 +73,7 @@ class StateHandlesFuture(Generic[T]):
         return self._done and self._error is not None
 
     @property
-    def exception(self) -> Optional[BaseException]:
+    def exception(self) -> BaseException | None:
         return self._error
 
     def complete(self, value: T) -> bool:
@@ -123,7 +108,7 @@ class ChannelStateWriteResult:
     )
 
     @staticmethod
-    def empty() -> "ChannelStateWriteResult":
+    def empty() -> ChannelStateWriteResult:
         r = ChannelStateWriteResult()
         r.input_channel_state_handles.complete(())
         r.result_subpartition_state_handles.complete(())
@@ -178,35 +163,39 @@ class ChannelStateWriter(abc.ABC):
     @abc.abstractmethod
     def get_and_remove_write_result(self, checkpoint_id: int) -> ChannelStateWriteResult: ...
 
-    def open(self) -> None:
+    def open(self) -> None:  # noqa: B027 - optional, as in Flink
         """Flink's ``open``: the default needs none."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional, as in Flink
         """Flink's ``close``: the default holds nothing."""
 
 
 class _NoOpChannelStateWriter(ChannelStateWriter):
     """Flink's ``ChannelStateWriter.NO_OP``: accepts everything, persists nothing, returns empty results."""
 
-    def start(self, checkpoint_id, options):
+    def start(self, checkpoint_id: int, options: CheckpointOptions) -> WriteOutcome:
         return WriteOutcome.DISCARDED
 
-    def add_input_data(self, checkpoint_id, info, start_seq_num, buffers):
+    def add_input_data(
+        self, checkpoint_id: int, info: InputChannelInfo, start_seq_num: int, buffers: Iterable[Buffer]
+    ) -> WriteOutcome:
         return WriteOutcome.DISCARDED
 
-    def add_output_data(self, checkpoint_id, info, start_seq_num, buffers):
+    def add_output_data(
+        self, checkpoint_id: int, info: ResultSubpartitionInfo, start_seq_num: int, buffers: Iterable[Buffer]
+    ) -> WriteOutcome:
         return WriteOutcome.DISCARDED
 
-    def finish_input(self, checkpoint_id):
+    def finish_input(self, checkpoint_id: int) -> None:
         pass
 
-    def finish_output(self, checkpoint_id):
+    def finish_output(self, checkpoint_id: int) -> None:
         pass
 
-    def abort(self, checkpoint_id, cause, cleanup=False):
+    def abort(self, checkpoint_id: int, cause: BaseException, cleanup: bool = False) -> None:
         pass
 
-    def get_and_remove_write_result(self, checkpoint_id):
+    def get_and_remove_write_result(self, checkpoint_id: int) -> ChannelStateWriteResult:
         return ChannelStateWriteResult.empty()
 
 
@@ -234,7 +223,9 @@ class _CheckpointWrite:
 class ChannelStateWriterImpl(ChannelStateWriter):
     """Flink's ``ChannelStateWriterImpl`` (see the module docstring for the sans-IO completion rule)."""
 
-    def __init__(self, subtask_index: int = 0, task_name: str = "", max_checkpoints: int = DEFAULT_MAX_CHECKPOINTS):
+    def __init__(
+        self, subtask_index: int = 0, task_name: str = "", max_checkpoints: int = DEFAULT_MAX_CHECKPOINTS
+    ) -> None:
         if max_checkpoints <= 0:
             raise ValueError(f"max_checkpoints must be positive, got {max_checkpoints}")
         self.subtask_index = subtask_index
@@ -245,7 +236,7 @@ class ChannelStateWriterImpl(ChannelStateWriter):
         self._aborted: dict[int, BaseException] = {}
         self._opened = False
         self._closed = False
-        self._thrown: Optional[BaseException] = None
+        self._thrown: BaseException | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -304,7 +295,7 @@ class ChannelStateWriterImpl(ChannelStateWriter):
         self._writes[checkpoint_id] = _CheckpointWrite(checkpoint_id, options, result)
         return WriteOutcome.WRITTEN
 
-    def _write_for(self, what: str, checkpoint_id: int) -> Optional[_CheckpointWrite]:
+    def _write_for(self, what: str, checkpoint_id: int) -> _CheckpointWrite | None:
         """The open write, or None when the checkpoint was aborted (data is discarded)."""
         self._check_running(what)
         write = self._writes.get(checkpoint_id)
@@ -427,6 +418,4 @@ class ChannelStateWriterImpl(ChannelStateWriter):
     @property
     def num_held_buffers(self) -> int:
         """Buffers of open writes not yet turned into handles (Flink: buffers not yet recycled)."""
-        return sum(
-            len(b) for w in self._writes.values() for d in (w.input_data, w.output_data) for b in d.values()
-        )
+        return sum(len(b) for w in self._writes.values() for d in (w.input_data, w.output_data) for b in d.values())

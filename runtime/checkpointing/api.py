@@ -1,46 +1,23 @@
-"""The public driving API of a task's input side: build it, feed it arriving elements, poll what the
-operator consumes next, fire timers, and observe checkpoints, aborts, blocked channels, persisted
-in-flight data, credit and metrics. Tests, the simulator and the Ray actors use only this (plus the
-action values of ``barrier_handler``) and never reach into private state.
+"""The public driving API of a task's input side (``InputSide``): build it, feed it arriving elements, poll what the
+operator consumes next, fire timers, and observe checkpoints, aborts, blocked channels, persisted in-flight data,
+credit and metrics. Tests, the simulator and the Ray actors use only this (plus the action values of
+``barrier_handler``) and never reach into private state.
 
-How this works: ``InputSide`` builds one ``SingleInputGate`` per gate spec, one barrier handler for all of
-them (the mode picks it: ``ALIGNED``, ``UNALIGNED``, ``ALIGNED_WITH_TIMEOUT`` -> Flink's aligned, unaligned and
-alternating ``SingleCheckpointBarrierHandler``; ``AT_LEAST_ONCE`` -> the ``CheckpointBarrierTracker`` of
-``tracker.py``, or any handler from ``barrier_handler_factory``), and one ``CheckpointedInputGate`` per gate.
-Handler actions pass through a ``GateActionRouter`` (gate actions are applied to the gates at once) and
-then, like the gates' own outputs (``AddCredit``, ``ResumeConsumptionUpstream``, ``AddInputData``), into
-``InputSide``'s recorder, which keeps the observable history and forwards each value to the optional
-``sink`` of the driver (e.g. to send credit upstream, or feed the channel state writer and the task).
-
-Typical use::
-
-    clock, timers = ManualClock(), ManualTimerService()
-    side = InputSide([["remote", "remote"]], CheckpointingMode.ALIGNED, clock, timers)
-    side.on_element(InputChannelInfo(0, 0), Buffer((1,), 100, 0), backlog=0)
-    boe = side.poll_next()                    # BufferOrEvent or None
-    clock.advance(10); timers.advance_to(clock())   # fires due alignment timers
-    side.triggered_checkpoints                # [TriggerCheckpointOnBarrier, ...]
-    side.aborted_checkpoints                  # [AbortCheckpointOnBarrier, ...]
-    side.blocked_channels(), side.latest_checkpoint_id, side.is_checkpoint_pending()
-    side.persisted_input_data(checkpoint_id)  # {InputChannelInfo: (Buffer, ...)}
-    side.metrics(checkpoint_id)               # CheckpointMetrics incl. persisted bytes
-    side.drain_actions()                      # everything emitted since the last drain
-
-Flink mirror: the wiring of Flink's ``InputProcessorUtil.createCheckpointedMultipleInputGate`` and
-``StreamTask``'s choice of barrier handler.
+Mirrors the wiring of Flink's ``InputProcessorUtil.createCheckpointedMultipleInputGate`` and ``StreamTask``'s
+choice of barrier handler. See docs/data-plane.md, "The input side".
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
     ActionSink,
-    AddInputData,
     AllBarriersReceived,
     CheckpointBarrierHandler,
     CheckpointMetrics,
@@ -49,21 +26,19 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     TimerService,
     TriggerCheckpointOnBarrier,
 )
-from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.checkpointing.checkpointed_input_gate import CheckpointedInputGate, GateActionRouter
 from barriersim.runtime.checkpointing.single_checkpoint_barrier_handler import SingleCheckpointBarrierHandler
 from barriersim.runtime.checkpointing.tracker import CheckpointBarrierTracker
+from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.events import Buffer, ChannelElement, InputChannelInfo
 from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
 from barriersim.runtime.network.input.buffer_manager import (
     DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
     DEFAULT_FLOATING_BUFFERS_PER_GATE,
 )
-from barriersim.runtime.network.input.input_channel import AddCredit, InputChannel, ResumeConsumptionUpstream
+from barriersim.runtime.network.input.channel_state_persister import AddInputData
+from barriersim.runtime.network.input.input_channel import AddCredit, InputChannel
 from barriersim.runtime.network.input.single_input_gate import BufferOrEvent, SingleInputGate
-
-
-
 
 # -- deterministic clock and timers (reference implementations; any TimerService works) -------------------
 
@@ -71,7 +46,7 @@ from barriersim.runtime.network.input.single_input_gate import BufferOrEvent, Si
 class ManualClock:
     """A clock that moves only when told; ``clock()`` returns the time in ms."""
 
-    def __init__(self, now_ms: int = 0):
+    def __init__(self, now_ms: int = 0) -> None:
         self.now_ms = now_ms
 
     def __call__(self) -> int:
@@ -128,10 +103,10 @@ class ManualTimerService:
 
 # -- the input side ------------------------------------------------------------------------------------------
 
-GateSpec = Union[int, Sequence[str]]
+GateSpec = int | Sequence[str]
 """A gate: its number of remote channels, or per channel ``"remote"`` / ``"local"``."""
 
-HandlerFactory = Callable[[ActionSink, Clock, int, Optional[TimerService]], CheckpointBarrierHandler]
+HandlerFactory = Callable[[ActionSink, Clock, int, TimerService | None], CheckpointBarrierHandler]
 
 
 class InputSide:
@@ -140,18 +115,18 @@ class InputSide:
         gates: Sequence[GateSpec],
         mode: CheckpointingMode,
         clock: Clock,
-        timer_service: Optional[TimerService] = None,
+        timer_service: TimerService | None = None,
         *,
         task_name: str = "task",
         enable_checkpoint_after_tasks_finished: bool = True,
         exclusive_buffers_per_channel: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
         floating_buffers_per_gate: int = DEFAULT_FLOATING_BUFFERS_PER_GATE,
-        sink: Optional[Callable[[Any], None]] = None,
-        barrier_handler_factory: Optional[HandlerFactory] = None,
-        buffer_debloat: Optional[BufferDebloatConfiguration] = None,
+        sink: Callable[[Any], None] | None = None,
+        barrier_handler_factory: HandlerFactory | None = None,
+        buffer_debloat: BufferDebloatConfiguration | None = None,
         max_buffer_size: int = 32 * 1024,
         keep_history: bool = True,
-    ):
+    ) -> None:
         """``keep_history``: keep every action for ``actions``, ``triggered_checkpoints``, ``metrics`` and the other
         observing methods (tests); a task that takes its actions through ``sink`` alone passes False, so a long run
         holds no history."""
@@ -182,20 +157,24 @@ class InputSide:
             self.barrier_handler = barrier_handler_factory(router, clock, num_channels, timer_service)
         elif mode is CheckpointingMode.ALIGNED:
             self.barrier_handler = SingleCheckpointBarrierHandler.aligned(
-                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished)
+                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished
+            )
         elif mode is CheckpointingMode.UNALIGNED and timer_service is not None:
             # Flink's InputProcessorUtil: with unaligned checkpoints enabled the handler is the alternating one, so
             # that an aligned barrier (a savepoint's) is aligned while checkpoints' barriers overtake the data
             self.barrier_handler = SingleCheckpointBarrierHandler.alternating(
-                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished)
+                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished
+            )
         elif mode is CheckpointingMode.UNALIGNED:
             self.barrier_handler = SingleCheckpointBarrierHandler.unaligned(
-                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished)
+                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished
+            )
         elif mode is CheckpointingMode.ALIGNED_WITH_TIMEOUT:
             if timer_service is None:
                 raise ValueError("ALIGNED_WITH_TIMEOUT needs a timer service for the alignment timeout")
             self.barrier_handler = SingleCheckpointBarrierHandler.alternating(
-                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished)
+                task_name, router, clock, num_channels, timer_service, enable_checkpoint_after_tasks_finished
+            )
         else:
             self.barrier_handler = CheckpointBarrierTracker(
                 num_channels, router, clock, enable_checkpoint_after_tasks_finished
@@ -209,6 +188,7 @@ class InputSide:
 
     def _record(self, action: Any) -> None:
         if not self._keep_history:
+            assert self._sink is not None  # history is kept when there is no sink
             self._sink(action)
             return
         self._actions.append(action)
@@ -245,9 +225,9 @@ class InputSide:
         self,
         channel_info: InputChannelInfo,
         element: ChannelElement,
-        sequence_number: Optional[int] = None,
-        backlog: Optional[int] = None,
-        priority: Optional[bool] = None,
+        sequence_number: int | None = None,
+        backlog: int | None = None,
+        priority: bool | None = None,
     ) -> None:
         """An element arrived on ``channel_info`` (``sequence_number`` defaults to the expected one;
         ``backlog`` is the sender's backlog carried with a data buffer; ``priority`` overrides the default
@@ -260,7 +240,7 @@ class InputSide:
         for gate in self.gates:
             gate.release_processed()
 
-    def poll_next(self) -> Optional[BufferOrEvent]:
+    def poll_next(self) -> BufferOrEvent | None:
         """What the operator consumes next (gates with a priority event first, else round robin)."""
         n = len(self.checkpointed_gates)
         for cg in self.checkpointed_gates:
@@ -279,7 +259,7 @@ class InputSide:
     def poll_all(self) -> list[BufferOrEvent]:
         """Everything available, polled as a task's steps poll it: each step processes what it polled, so the
         buffers polled before are released (``release_processed``) before the next poll, and after the last."""
-        out = []
+        out: list[BufferOrEvent] = []
         while True:
             self.release_processed()
             boe = self.poll_next()
@@ -287,7 +267,7 @@ class InputSide:
                 return out
             out.append(boe)
 
-    def process_priority_events(self, gate_idx: Optional[int] = None) -> list[BufferOrEvent]:
+    def process_priority_events(self, gate_idx: int | None = None) -> list[BufferOrEvent]:
         """Flink's priority-event mail: handle queued priority events now, even if the operator is busy
         (of every gate, or of gate ``gate_idx`` only)."""
         gates = self.checkpointed_gates if gate_idx is None else (self.checkpointed_gates[gate_idx],)
@@ -320,7 +300,7 @@ class InputSide:
     def is_checkpoint_pending(self) -> bool:
         return self.barrier_handler.is_checkpoint_pending()
 
-    def alignment_checkpoint_id(self) -> Optional[int]:
+    def alignment_checkpoint_id(self) -> int | None:
         """The checkpoint whose barriers arrived on some channels but not on all yet, else None."""
         return self.barrier_handler.alignment_checkpoint_id()
 
@@ -346,7 +326,7 @@ class InputSide:
         """Total credit announced to the sender of ``channel_info`` so far."""
         return self._granted_credit.get(channel_info, 0)
 
-    def sender_credit(self, channel_info: InputChannelInfo) -> Optional[int]:
+    def sender_credit(self, channel_info: InputChannelInfo) -> int | None:
         """Credit the sender currently holds (None for local channels)."""
         ch = self.get_channel(channel_info)
         return getattr(ch, "sender_credit", None)
@@ -357,10 +337,10 @@ class InputSide:
     def checkpoint_start_delay_ms(self) -> int:
         return self.barrier_handler.get_checkpoint_start_delay_ms()
 
-    def metrics(self, checkpoint_id: int) -> Optional[CheckpointMetrics]:
+    def metrics(self, checkpoint_id: int) -> CheckpointMetrics | None:
         """The input side's metrics of ``checkpoint_id``: final once all its barriers arrived (else as
         of the trigger), with the persisted in-flight bytes; None if it was never triggered."""
-        base: Optional[CheckpointMetrics] = None
+        base: CheckpointMetrics | None = None
         for a in self.all_barriers_received:
             if a.checkpoint_id == checkpoint_id:
                 base = a.metrics

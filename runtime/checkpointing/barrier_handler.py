@@ -1,53 +1,17 @@
-"""The interface every input-side barrier handler implements, and the actions handlers emit.
+"""The interface every input-side barrier handler implements, and the actions handlers emit: frozen values pushed,
+synchronously and in order, into an injected sink (task-, gate- and channel-state-directed actions). Time comes
+from an injected ``clock()`` and ``TimerService``, in milliseconds.
 
-How this works: a handler sees, in order, the control events its task's input gates deliver (barriers,
-barrier announcements, cancel markers, end of partition) and decides when the task checkpoints, which
-channels block, and when a checkpoint is aborted. It does no IO itself. Every decision is an *action*
-value (a frozen dataclass below) that the handler **pushes, synchronously and in order, into an injected
-sink** (``ActionSink``, any ``Callable[[HandlerAction], None]``, e.g. ``list.append``). The ``process_*``
-methods return ``None``.
-
-Why a sink and not returned lists: Flink's handler also acts *outside* of the calls it receives: the
-alternating (aligned-with-timeout) handler switches to unaligned from a timer that fires later. With a sink
-the timer callback emits exactly like ``process_barrier`` does, and gate-directed actions
-(``BlockConsumption``, ``CheckpointStarted``, ...) are applied at the moment Flink applies them, so an
-exception raised while applying one (e.g. ``CheckpointException`` SUBSUMED from a channel) surfaces inside
-the handler call, as in Flink.
-
-Who consumes which action:
-
-* task-directed (``TaskAction``): ``TriggerCheckpointOnBarrier`` (Flink's
-  ``CheckpointableTask.triggerCheckpointOnBarrier``), ``AbortCheckpointOnBarrier`` (Flink's
-  ``CheckpointableTask.abortCheckpointOnBarrier``), ``InitInputsCheckpoint`` (Flink's
-  ``SubtaskCheckpointCoordinator.initInputsCheckpoint``: start the channel state writer before the first
-  ``AddInputData``), ``AllBarriersReceived`` (Flink's ``getAllBarriersReceivedFuture(id)`` completing: the
-  input side of the checkpoint is complete, the channel state writer may ``finishInput``; it carries the
-  final alignment metrics). A handler that does not track this (the at-least-once
-  ``CheckpointBarrierTracker``, whose Flink base class returns an already-completed future) emits
-  ``AllBarriersReceived`` right after its ``TriggerCheckpointOnBarrier`` for the same id.
-* gate-directed (``GateAction``; only the exactly-once ``SingleCheckpointBarrierHandler`` emits them; Flink's
-  ``CheckpointableInput`` methods): ``BlockConsumption``, ``ResumeConsumption``, ``CheckpointStarted``,
-  ``CheckpointStopped``, ``ConvertToPriorityEvent``. ``CheckpointedInputGate`` applies them to its gate at
-  once and forwards every action to the outer sink, so drivers can observe them too.
-* channel-state actions (``AddInputData``): emitted by the input gate (Flink's ``ChannelStatePersister`` ->
-  ``ChannelStateWriter.addInputData``), never by handlers; defined with the persister in the network layer
-  (``runtime.network.input.channel_state_persister``, below this one) and imported here, so that every
-  input-side action is named in ``HandlerAction``.
-
-Time: the handler reads ``clock()`` (int milliseconds) and registers timers on an injected ``TimerService``
-(``register_timer(at_ms, callback) -> Cancellable``); the callback takes no arguments and emits into the
-sink. All durations here are milliseconds (Flink keeps nanoseconds).
-
-Mirrors Flink's ``CheckpointBarrierHandler`` (the abstract class with the alignment-metrics bookkeeping that
-``SingleCheckpointBarrierHandler`` and ``CheckpointBarrierTracker`` share) and the callbacks of
-``CheckpointableTask`` / ``CheckpointableInput``.
+Mirrors Flink's ``CheckpointBarrierHandler`` and the callbacks of ``CheckpointableTask`` / ``CheckpointableInput``.
+See docs/data-plane.md, "Barrier handlers and their actions".
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional, Protocol, Union
+from typing import Protocol
 
 from barriersim.runtime.events import (
     CancelCheckpointMarker,
@@ -93,8 +57,8 @@ class CheckpointMetrics:
     """
 
     checkpoint_id: int
-    alignment_duration_ms: Optional[int] = 0
-    bytes_processed_during_alignment: Optional[int] = 0
+    alignment_duration_ms: int | None = 0
+    bytes_processed_during_alignment: int | None = 0
     checkpoint_start_delay_ms: int = 0
     bytes_persisted_during_alignment: int = 0
     unaligned: bool = False
@@ -184,9 +148,9 @@ class ConvertToPriorityEvent:
     sequence_number: int
 
 
-TaskAction = Union[TriggerCheckpointOnBarrier, AbortCheckpointOnBarrier, InitInputsCheckpoint, AllBarriersReceived]
-GateAction = Union[BlockConsumption, ResumeConsumption, CheckpointStarted, CheckpointStopped, ConvertToPriorityEvent]
-HandlerAction = Union[TaskAction, GateAction, AddInputData]
+TaskAction = TriggerCheckpointOnBarrier | AbortCheckpointOnBarrier | InitInputsCheckpoint | AllBarriersReceived
+GateAction = BlockConsumption | ResumeConsumption | CheckpointStarted | CheckpointStopped | ConvertToPriorityEvent
+HandlerAction = TaskAction | GateAction | AddInputData
 ActionSink = Callable[[HandlerAction], None]
 
 
@@ -204,16 +168,16 @@ class CheckpointBarrierHandler(abc.ABC):
     notifications (``notify_checkpoint``, ``notify_abort``) the way Flink's base class does.
     """
 
-    def __init__(self, sink: ActionSink, clock: Clock, enable_checkpoint_after_tasks_finished: bool = True):
+    def __init__(self, sink: ActionSink, clock: Clock, enable_checkpoint_after_tasks_finished: bool = True) -> None:
         self._sink = sink
         self._clock = clock
         self._checkpoint_after_tasks_finished = enable_checkpoint_after_tasks_finished
         # alignment bookkeeping (Flink: startOfAlignmentTimestamp, latestAlignmentDurationNanos, ...)
-        self._start_of_alignment_ms: Optional[int] = None
+        self._start_of_alignment_ms: int | None = None
         self._start_alignment_checkpoint_id = -1
         self._bytes_processed_during_alignment = 0
-        self._latest_alignment_duration_ms: Optional[int] = None
-        self._latest_bytes_processed_during_alignment: Optional[int] = None
+        self._latest_alignment_duration_ms: int | None = None
+        self._latest_bytes_processed_during_alignment: int | None = None
         self._latest_checkpoint_start_delay_ms = 0
 
     # -- what the gate feeds in ----------------------------------------------------------------------
@@ -232,22 +196,19 @@ class CheckpointBarrierHandler(abc.ABC):
         """An ``EventAnnouncement`` of an aligned, timeoutable barrier queued at ``sequence_number``."""
 
     @abc.abstractmethod
-    def process_cancellation_barrier(self, marker: CancelCheckpointMarker, channel_info: InputChannelInfo) -> None:
-        ...
+    def process_cancellation_barrier(self, marker: CancelCheckpointMarker, channel_info: InputChannelInfo) -> None: ...
 
     @abc.abstractmethod
-    def process_end_of_partition(self, channel_info: InputChannelInfo) -> None:
-        ...
+    def process_end_of_partition(self, channel_info: InputChannelInfo) -> None: ...
 
     @abc.abstractmethod
     def get_latest_checkpoint_id(self) -> int:
         """The newest checkpoint id this handler has seen (-1 before any)."""
 
     @abc.abstractmethod
-    def is_checkpoint_pending(self) -> bool:
-        ...
+    def is_checkpoint_pending(self) -> bool: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional, as in Flink
         """Release timers; the default does nothing."""
 
     @property
@@ -263,7 +224,7 @@ class CheckpointBarrierHandler(abc.ABC):
     def is_during_alignment(self) -> bool:
         return self._start_of_alignment_ms is not None
 
-    def alignment_checkpoint_id(self) -> Optional[int]:
+    def alignment_checkpoint_id(self) -> int | None:
         """The checkpoint whose alignment is running (its barrier arrived on some channels, not yet on all), or
         None: a task crashing ``mid_alignment`` is one for which this is the checkpoint named."""
         return self._start_alignment_checkpoint_id if self._start_of_alignment_ms is not None else None
@@ -280,7 +241,7 @@ class CheckpointBarrierHandler(abc.ABC):
             return self._clock() - self._start_of_alignment_ms
         return self._latest_alignment_duration_ms or 0
 
-    def get_bytes_processed_during_alignment(self) -> Optional[int]:
+    def get_bytes_processed_during_alignment(self) -> int | None:
         return self._latest_bytes_processed_during_alignment
 
     def get_checkpoint_start_delay_ms(self) -> int:
@@ -335,9 +296,7 @@ class CheckpointBarrierHandler(abc.ABC):
     def notify_checkpoint(self, barrier: CheckpointBarrier) -> None:
         """Flink's ``notifyCheckpoint``: tell the task to checkpoint on ``barrier``."""
         self.emit(
-            TriggerCheckpointOnBarrier(
-                barrier.id, barrier.timestamp, barrier.options, self._metrics_for(barrier)
-            )
+            TriggerCheckpointOnBarrier(barrier.id, barrier.timestamp, barrier.options, self._metrics_for(barrier))
         )
 
     def _metrics_for(self, barrier: CheckpointBarrier) -> CheckpointMetrics:
@@ -368,7 +327,9 @@ class CheckpointBarrierHandler(abc.ABC):
         )
 
     def notify_abort_on_cancellation_barrier(self, checkpoint_id: int) -> None:
-        self.notify_abort(checkpoint_id, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER))
+        self.notify_abort(
+            checkpoint_id, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+        )
 
     def notify_abort(self, checkpoint_id: int, cause: CheckpointException) -> None:
         self.emit(AbortCheckpointOnBarrier(checkpoint_id, cause.reason))

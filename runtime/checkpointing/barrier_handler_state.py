@@ -1,32 +1,18 @@
-"""The states of ``SingleCheckpointBarrierHandler``: what happens on a barrier, an announcement, the
-alignment timeout, end of partition and abort depends only on the state, and each reaction returns the
-next state.
+"""The states of ``SingleCheckpointBarrierHandler``: what happens on a barrier, an announcement, the alignment
+timeout, end of partition and abort depends only on the state, and each reaction returns the next state. A state
+talks to its handler only through ``Controller``.
 
-How this works: one class per state, named as in Flink. Aligned mode starts in ``WaitingForFirstBarrier``
-and moves to ``CollectingBarriers`` (channels that delivered the barrier are blocked; the last barrier
-triggers the checkpoint and unblocks everything). Unaligned mode lives in
-``AlternatingWaitingForFirstBarrierUnaligned`` / ``AlternatingCollectingBarriersUnaligned`` with
-``alternating=False`` (the first barrier starts channel-state persisting and triggers at once; the last one
-stops persisting). Aligned-with-timeout ("alternating") mode starts in ``AlternatingWaitingForFirstBarrier``
-and collects aligned barriers in ``AlternatingCollectingBarriers``; a timed-out checkpoint (timer, or a
-barrier that arrives already late, or an unaligned barrier from upstream) switches to the unaligned states
-with ``alternating=True`` and, after the checkpoint, back to aligned. ``ChannelState`` keeps the blocked
-channels and the seen announcements, and acts on the gates by emitting ``GateAction`` values.
-
-A state talks to its handler only through ``Controller`` (Flink's ``BarrierHandlerState.Controller``).
-
-Mirrors Flink's ``BarrierHandlerState``, ``AbstractAlignedBarrierHandlerState``, ``WaitingForFirstBarrier``,
-``CollectingBarriers``, ``AbstractAlternatingAlignedBarrierHandlerState``, ``AlternatingWaitingForFirstBarrier``,
-``AlternatingCollectingBarriers``, ``AlternatingWaitingForFirstBarrierUnaligned``,
-``AlternatingCollectingBarriersUnaligned`` and ``ChannelState``.
+Mirrors Flink's ``BarrierHandlerState`` and its implementations (``WaitingForFirstBarrier``,
+``CollectingBarriers``, the ``Alternating*`` states) and ``ChannelState``. See docs/data-plane.md, "The states of
+the exactly-once handler".
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Callable, Optional, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
-from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpointing.barrier_handler import (
     BlockConsumption,
     CheckpointStarted,
@@ -36,6 +22,7 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     ResumeConsumption,
 )
 from barriersim.runtime.events import CheckpointBarrier, InputChannelInfo
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 
 
 class IllegalBarrierHandlerStateError(Exception):
@@ -49,7 +36,7 @@ class Controller(Protocol):
 
     def all_barriers_received(self) -> bool: ...
 
-    def get_pending_checkpoint_barrier(self) -> Optional[CheckpointBarrier]: ...
+    def get_pending_checkpoint_barrier(self) -> CheckpointBarrier | None: ...
 
     def init_inputs_checkpoint(self, barrier: CheckpointBarrier) -> None: ...
 
@@ -57,7 +44,7 @@ class Controller(Protocol):
 class ChannelState:
     """Blocked channels and seen announcements (channel -> sequence number) of the current checkpoint."""
 
-    def __init__(self, emit: Callable[[GateAction], None]):
+    def __init__(self, emit: Callable[[GateAction], None]) -> None:
         self._emit = emit
         self.blocked_channels: set[InputChannelInfo] = set()
         self.sequence_number_in_announced_channels: dict[InputChannelInfo, int] = {}
@@ -95,7 +82,7 @@ class ChannelState:
     def convert_to_priority_event(self, channel_info: InputChannelInfo, sequence_number: int) -> None:
         self._emit(ConvertToPriorityEvent(channel_info, sequence_number))
 
-    def empty_state(self) -> "ChannelState":
+    def empty_state(self) -> ChannelState:
         """Flink's ``emptyState``: no channel may still be blocked; seen announcements are forgotten."""
         if self.blocked_channels:
             raise IllegalBarrierHandlerStateError(
@@ -108,7 +95,7 @@ class ChannelState:
 class BarrierHandlerState(abc.ABC):
     """Flink's ``BarrierHandlerState``."""
 
-    def __init__(self, state: ChannelState):
+    def __init__(self, state: ChannelState) -> None:
         self.state = state
 
     @property
@@ -116,12 +103,12 @@ class BarrierHandlerState(abc.ABC):
         return type(self).__name__
 
     @abc.abstractmethod
-    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> "BarrierHandlerState": ...
+    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState: ...
 
     @abc.abstractmethod
     def announcement_received(
         self, controller: Controller, channel_info: InputChannelInfo, sequence_number: int
-    ) -> "BarrierHandlerState": ...
+    ) -> BarrierHandlerState: ...
 
     @abc.abstractmethod
     def barrier_received(
@@ -130,13 +117,15 @@ class BarrierHandlerState(abc.ABC):
         channel_info: InputChannelInfo,
         barrier: CheckpointBarrier,
         mark_channel_blocked: bool,
-    ) -> "BarrierHandlerState": ...
+    ) -> BarrierHandlerState: ...
 
     @abc.abstractmethod
-    def abort(self, cancelled_id: int) -> "BarrierHandlerState": ...
+    def abort(self, cancelled_id: int) -> BarrierHandlerState: ...
 
     @abc.abstractmethod
-    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> "BarrierHandlerState": ...
+    def end_of_partition_received(
+        self, controller: Controller, channel_info: InputChannelInfo
+    ) -> BarrierHandlerState: ...
 
     def __repr__(self) -> str:
         return self.name
@@ -146,15 +135,23 @@ class BarrierHandlerState(abc.ABC):
 
 
 class AbstractAlignedBarrierHandlerState(BarrierHandlerState):
-    def alignment_timeout(self, controller, barrier):
+    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState:
         raise IllegalBarrierHandlerStateError(
             f"alignment timeout of checkpoint {barrier.id} in state {self.name}: aligned checkpoints never time out"
         )
 
-    def announcement_received(self, controller, channel_info, sequence_number):
+    def announcement_received(
+        self, controller: Controller, channel_info: InputChannelInfo, sequence_number: int
+    ) -> BarrierHandlerState:
         return self
 
-    def barrier_received(self, controller, channel_info, barrier, mark_channel_blocked):
+    def barrier_received(
+        self,
+        controller: Controller,
+        channel_info: InputChannelInfo,
+        barrier: CheckpointBarrier,
+        mark_channel_blocked: bool,
+    ) -> BarrierHandlerState:
         if barrier.options.is_unaligned_checkpoint:
             raise IllegalBarrierHandlerStateError(
                 f"unaligned barrier of checkpoint {barrier.id} from {channel_info} in state {self.name}"
@@ -165,12 +162,12 @@ class AbstractAlignedBarrierHandlerState(BarrierHandlerState):
             return self._trigger_global_checkpoint(controller, barrier)
         return self._convert_after_barrier_received()
 
-    def _trigger_global_checkpoint(self, controller, barrier) -> BarrierHandlerState:
+    def _trigger_global_checkpoint(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState:
         controller.trigger_global_checkpoint(barrier)
         self.state.unblock_all_channels()
         return WaitingForFirstBarrier(self.state.empty_state())
 
-    def abort(self, cancelled_id):
+    def abort(self, cancelled_id: int) -> BarrierHandlerState:
         if not is_planted(PlantedBug.CHANNELS_NOT_UNBLOCKED_ON_CANCEL):
             self.state.unblock_all_channels()
         return WaitingForFirstBarrier(self.state.empty_state())
@@ -187,19 +184,19 @@ def _pending_barrier(controller: Controller, state_name: str) -> CheckpointBarri
 
 
 class WaitingForFirstBarrier(AbstractAlignedBarrierHandlerState):
-    def _convert_after_barrier_received(self):
+    def _convert_after_barrier_received(self) -> BarrierHandlerState:
         return CollectingBarriers(self.state)
 
-    def end_of_partition_received(self, controller, channel_info):
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState:
         self.state.channel_finished(channel_info)
         return self  # no pending checkpoint
 
 
 class CollectingBarriers(AbstractAlignedBarrierHandlerState):
-    def _convert_after_barrier_received(self):
+    def _convert_after_barrier_received(self) -> BarrierHandlerState:
         return self
 
-    def end_of_partition_received(self, controller, channel_info):
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState:
         self.state.channel_finished(channel_info)
         if controller.all_barriers_received():
             return self._trigger_global_checkpoint(controller, _pending_barrier(controller, self.name))
@@ -210,11 +207,19 @@ class CollectingBarriers(AbstractAlignedBarrierHandlerState):
 
 
 class AbstractAlternatingAlignedBarrierHandlerState(BarrierHandlerState):
-    def announcement_received(self, controller, channel_info, sequence_number):
+    def announcement_received(
+        self, controller: Controller, channel_info: InputChannelInfo, sequence_number: int
+    ) -> BarrierHandlerState:
         self.state.add_seen_announcement(channel_info, sequence_number)
         return self
 
-    def barrier_received(self, controller, channel_info, barrier, mark_channel_blocked):
+    def barrier_received(
+        self,
+        controller: Controller,
+        channel_info: InputChannelInfo,
+        barrier: CheckpointBarrier,
+        mark_channel_blocked: bool,
+    ) -> BarrierHandlerState:
         if barrier.options.is_unaligned_checkpoint:
             unaligned_state = self.alignment_timeout(controller, barrier)
             return unaligned_state.barrier_received(controller, channel_info, barrier, mark_channel_blocked)
@@ -231,7 +236,7 @@ class AbstractAlternatingAlignedBarrierHandlerState(BarrierHandlerState):
             )
         return self._transition_after_barrier_received()
 
-    def abort(self, cancelled_id):
+    def abort(self, cancelled_id: int) -> BarrierHandlerState:
         return self._finish_checkpoint()
 
     def _finish_checkpoint(self) -> BarrierHandlerState:
@@ -243,20 +248,20 @@ class AbstractAlternatingAlignedBarrierHandlerState(BarrierHandlerState):
 
 
 class AlternatingWaitingForFirstBarrier(AbstractAlternatingAlignedBarrierHandlerState):
-    def alignment_timeout(self, controller, barrier):
+    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState:
         self.state.prioritize_all_announcements()
         return AlternatingWaitingForFirstBarrierUnaligned(True, self.state)
 
-    def _transition_after_barrier_received(self):
+    def _transition_after_barrier_received(self) -> BarrierHandlerState:
         return AlternatingCollectingBarriers(self.state)
 
-    def end_of_partition_received(self, controller, channel_info):
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState:
         self.state.channel_finished(channel_info)
         return self  # no barrier collected yet
 
 
 class AlternatingCollectingBarriers(AbstractAlternatingAlignedBarrierHandlerState):
-    def alignment_timeout(self, controller, barrier):
+    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState:
         # the active switch: the timer fired while collecting aligned barriers
         self.state.prioritize_all_announcements()
         unaligned_barrier = barrier.as_unaligned()
@@ -265,7 +270,7 @@ class AlternatingCollectingBarriers(AbstractAlternatingAlignedBarrierHandlerStat
         controller.trigger_global_checkpoint(unaligned_barrier)
         return AlternatingCollectingBarriersUnaligned(True, self.state)
 
-    def end_of_partition_received(self, controller, channel_info):
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState:
         self.state.channel_finished(channel_info)
         pending = _pending_barrier(controller, self.name)
         if pending.options.is_unaligned_checkpoint:
@@ -280,7 +285,7 @@ class AlternatingCollectingBarriers(AbstractAlternatingAlignedBarrierHandlerStat
             return self.alignment_timeout(controller, pending).end_of_partition_received(controller, channel_info)
         return self
 
-    def _transition_after_barrier_received(self):
+    def _transition_after_barrier_received(self) -> BarrierHandlerState:
         return self
 
 
@@ -288,18 +293,26 @@ class AlternatingCollectingBarriers(AbstractAlternatingAlignedBarrierHandlerStat
 
 
 class AlternatingWaitingForFirstBarrierUnaligned(BarrierHandlerState):
-    def __init__(self, alternating: bool, state: ChannelState):
+    def __init__(self, alternating: bool, state: ChannelState) -> None:
         super().__init__(state)
         self.alternating = alternating
 
-    def alignment_timeout(self, controller, barrier):
+    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState:
         return self
 
-    def announcement_received(self, controller, channel_info, sequence_number):
+    def announcement_received(
+        self, controller: Controller, channel_info: InputChannelInfo, sequence_number: int
+    ) -> BarrierHandlerState:
         self.state.convert_to_priority_event(channel_info, sequence_number)
         return self
 
-    def barrier_received(self, controller, channel_info, barrier, mark_channel_blocked):
+    def barrier_received(
+        self,
+        controller: Controller,
+        channel_info: InputChannelInfo,
+        barrier: CheckpointBarrier,
+        mark_channel_blocked: bool,
+    ) -> BarrierHandlerState:
         # an out-of-order aligned barrier: its channel is blocked upstream (credit), book-keep it as blocked
         if mark_channel_blocked and not barrier.options.is_unaligned_checkpoint:
             self.state.block_channel(channel_info)
@@ -312,10 +325,10 @@ class AlternatingWaitingForFirstBarrierUnaligned(BarrierHandlerState):
             return self._stop_checkpoint()
         return AlternatingCollectingBarriersUnaligned(self.alternating, self.state)
 
-    def abort(self, cancelled_id):
+    def abort(self, cancelled_id: int) -> BarrierHandlerState:
         return self._stop_checkpoint()
 
-    def end_of_partition_received(self, controller, channel_info):
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState:
         self.state.channel_finished(channel_info)
         return self  # no pending checkpoint
 
@@ -330,34 +343,43 @@ class AlternatingWaitingForFirstBarrierUnaligned(BarrierHandlerState):
 
 
 class AlternatingCollectingBarriersUnaligned(BarrierHandlerState):
-    def __init__(self, alternating: bool, state: ChannelState):
+    def __init__(self, alternating: bool, state: ChannelState) -> None:
         super().__init__(state)
         self.alternating = alternating
 
-    def alignment_timeout(self, controller, barrier):
+    def alignment_timeout(self, controller: Controller, barrier: CheckpointBarrier) -> BarrierHandlerState:
         return self
 
-    def announcement_received(self, controller, channel_info, sequence_number):
+    def announcement_received(
+        self, controller: Controller, channel_info: InputChannelInfo, sequence_number: int
+    ) -> BarrierHandlerState:
         self.state.convert_to_priority_event(channel_info, sequence_number)
         return self
 
-    def barrier_received(self, controller, channel_info, barrier, mark_channel_blocked):
+    def barrier_received(
+        self,
+        controller: Controller,
+        channel_info: InputChannelInfo,
+        barrier: CheckpointBarrier,
+        mark_channel_blocked: bool,
+    ) -> BarrierHandlerState:
         if mark_channel_blocked and not barrier.options.is_unaligned_checkpoint:
             self.state.block_channel(channel_info)
         if controller.all_barriers_received():
             return self._finish_checkpoint(barrier.id)
         return self
 
-    def abort(self, cancelled_id):
+    def abort(self, cancelled_id: int) -> BarrierHandlerState:
         return self._finish_checkpoint(cancelled_id)
 
-    def end_of_partition_received(self, controller, channel_info):
+    def end_of_partition_received(self, controller: Controller, channel_info: InputChannelInfo) -> BarrierHandlerState:
         self.state.channel_finished(channel_info)
         if controller.all_barriers_received():
             pending = controller.get_pending_checkpoint_barrier()
             if pending is None:
                 raise IllegalBarrierHandlerStateError(
-                    f"end of partition on {channel_info} completed alignment in state {self.name} without a pending barrier"
+                    f"end of partition on {channel_info} completed alignment in state {self.name} without a pending "
+                    "barrier"
                 )
             return self._finish_checkpoint(pending.id)
         return self

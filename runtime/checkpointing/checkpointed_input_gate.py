@@ -1,25 +1,15 @@
-"""An input gate seen through a barrier handler: the operator polls it and gets only what it should see
-next, while every checkpoint event is handed to the handler on the way.
+"""An input gate seen through a barrier handler: the operator polls it and gets only what it should see next, while
+every checkpoint event is handed to the handler on the way; ``GateActionRouter`` applies the handler's gate actions
+to the gates.
 
-How this works: ``poll_next`` polls the wrapped gate; a data buffer is counted as processed (alignment
-metrics) and returned; a barrier, announcement, cancel marker or end of partition is first given to the
-barrier handler (which may block channels, trigger or abort a checkpoint) and then returned too, as Flink
-does. ``process_priority_events`` is Flink's mailbox action for priority events: it polls while priority
-events are at the head, so an unaligned barrier is handled even when the operator is busy.
-
-``GateActionRouter`` is the sink a handler pushes into when it drives real gates: it applies each
-``GateAction`` to its gate at once (``BlockConsumption`` -> ``block_consumption`` ...; ``CheckpointStarted`` /
-``CheckpointStopped`` go to every gate, as Flink's handler loops over all its ``CheckpointableInput``s) and
-then forwards every action to the downstream sink. A gate is anything with the ``CheckpointableInput``
-methods below (``SingleInputGate``, or a test's mock gate that replays a fixed sequence).
-
-Mirrors Flink's ``CheckpointedInputGate`` (``pollNext``, ``handleEvent``, ``processPriorityEvents``) and the
-``CheckpointableInput`` interface.
+Mirrors Flink's ``CheckpointedInputGate`` and the ``CheckpointableInput`` interface. See docs/data-plane.md, "The
+checkpointed input gate".
 """
 
 from __future__ import annotations
 
-from typing import Optional, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from barriersim.runtime.checkpointing.barrier_handler import (
     ActionSink,
@@ -38,13 +28,14 @@ from barriersim.runtime.events import (
     EventAnnouncement,
     InputChannelInfo,
 )
+from barriersim.runtime.network.input.input_channel import InputChannel
 from barriersim.runtime.network.input.single_input_gate import BufferOrEvent
 
 
 class CheckpointableInput(Protocol):
     gate_idx: int
 
-    def poll_next(self) -> Optional[BufferOrEvent]: ...
+    def poll_next(self) -> BufferOrEvent | None: ...
 
     def is_finished(self) -> bool: ...
 
@@ -67,7 +58,7 @@ class CheckpointableInput(Protocol):
 class GateActionRouter:
     """Applies gate actions to the gates, then forwards every action to ``downstream``."""
 
-    def __init__(self, gates: Sequence[CheckpointableInput], downstream: ActionSink):
+    def __init__(self, gates: Sequence[CheckpointableInput], downstream: ActionSink) -> None:
         self._gates = {g.gate_idx: g for g in gates}
         self._downstream = downstream
 
@@ -89,12 +80,12 @@ class GateActionRouter:
 
 
 class CheckpointedInputGate:
-    def __init__(self, input_gate: CheckpointableInput, barrier_handler: CheckpointBarrierHandler):
+    def __init__(self, input_gate: CheckpointableInput, barrier_handler: CheckpointBarrierHandler) -> None:
         self.input_gate = input_gate
         self.barrier_handler = barrier_handler
         self._finished = False
 
-    def poll_next(self) -> Optional[BufferOrEvent]:
+    def poll_next(self) -> BufferOrEvent | None:
         next_ = self.input_gate.poll_next()
         if next_ is None:
             if self.input_gate.is_finished():
@@ -146,8 +137,9 @@ class CheckpointedInputGate:
     def get_checkpoint_barrier_handler(self) -> CheckpointBarrierHandler:
         return self.barrier_handler
 
-    def get_channel(self, channel_idx: int):
-        return self.input_gate.get_channel(channel_idx)  # type: ignore[attr-defined]
+    def get_channel(self, channel_idx: int) -> InputChannel:
+        channel: InputChannel = self.input_gate.get_channel(channel_idx)  # type: ignore[attr-defined]
+        return channel
 
     def close(self) -> None:
         self.barrier_handler.close()

@@ -1,32 +1,17 @@
 """The at-least-once barrier handler: counts barriers per checkpoint and never blocks a channel.
 
-How this works: for every checkpoint some but not all of whose barriers have arrived, the tracker keeps a
-``CheckpointBarrierCount`` (the channels that delivered it, the number of channels it waits for, and
-whether it was aborted) in a queue ordered by checkpoint id, at most ``MAX_CHECKPOINTS_TO_TRACK`` (50) of
-them. When the last barrier of a checkpoint arrives, that checkpoint and every older pending one are
-dropped (the older ones are subsumed: at-least-once may skip them) and, unless it was aborted, the task is
-told to checkpoint. A barrier older than the newest one seen that is not pending is ignored. A cancel
-marker aborts its checkpoint and every older pending one (each exactly once). An end of partition reduces
-the number of open channels; with checkpoints after tasks finished enabled it counts as the barrier of that
-channel for the pending checkpoints (the newest one it completes is triggered), otherwise it aborts all
-pending checkpoints (``CHECKPOINT_DECLINED_INPUT_END_OF_STREAM``). With a single open channel a new
-checkpoint is triggered (or aborted) at once. Data is never held back: the tracker emits no gate action.
-
-Each trigger is followed by ``AllBarriersReceived`` for the same checkpoint (Flink's tracker returns an
-already-completed ``getAllBarriersReceivedFuture``).
-
-Mirrors Flink's ``CheckpointBarrierTracker`` (with its inner ``CheckpointBarrierCount``).
+Mirrors Flink's ``CheckpointBarrierTracker`` (with its inner ``CheckpointBarrierCount``). See docs/data-plane.md,
+"The at-least-once tracker".
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Optional
 
-from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpointing.barrier_handler import ActionSink, CheckpointBarrierHandler, Clock
 from barriersim.runtime.events import CancelCheckpointMarker, CheckpointBarrier, InputChannelInfo
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 
 MAX_CHECKPOINTS_TO_TRACK = 50
 
@@ -34,8 +19,13 @@ MAX_CHECKPOINTS_TO_TRACK = 50
 class CheckpointBarrierCount:
     """A checkpoint id with the channels that delivered its barrier (Flink's inner class)."""
 
-    def __init__(self, checkpoint_id: int, channel_info: InputChannelInfo, target_channel_count: int,
-                 pending_checkpoint: Optional[CheckpointBarrier]):
+    def __init__(
+        self,
+        checkpoint_id: int,
+        channel_info: InputChannelInfo,
+        target_channel_count: int,
+        pending_checkpoint: CheckpointBarrier | None,
+    ) -> None:
         self.checkpoint_id = checkpoint_id
         self.target_channel_count = target_channel_count
         self.pending_checkpoint = pending_checkpoint  # None for a checkpoint first seen as a cancel marker
@@ -68,10 +58,12 @@ class CheckpointBarrierTracker(CheckpointBarrierHandler):
         sink: ActionSink,
         clock: Clock,
         enable_checkpoint_after_tasks_finished: bool = True,
-    ):
+    ) -> None:
         super().__init__(sink, clock, enable_checkpoint_after_tasks_finished)
         if total_number_of_input_channels <= 0:
-            raise ValueError(f"a barrier tracker needs at least one input channel, got {total_number_of_input_channels}")
+            raise ValueError(
+                f"a barrier tracker needs at least one input channel, got {total_number_of_input_channels}"
+            )
         self._num_open_channels = total_number_of_input_channels
         self._pending: deque[CheckpointBarrierCount] = deque()
         self._latest_pending_checkpoint_id = -1
@@ -110,7 +102,7 @@ class CheckpointBarrierTracker(CheckpointBarrierHandler):
     ) -> None:
         """Announcements are ignored: the tracker never switches to unaligned."""
 
-    def _find(self, checkpoint_id: int) -> tuple[int, Optional[CheckpointBarrierCount]]:
+    def _find(self, checkpoint_id: int) -> tuple[int, CheckpointBarrierCount | None]:
         for pos, count in enumerate(self._pending):
             if count.checkpoint_id == checkpoint_id:
                 return pos, count

@@ -106,12 +106,13 @@ def check_list_against_storage(job_id: str, storage, listed: tuple[CompletedChec
 
 def retire_coordinator(coordinator, now_ms: int) -> CheckpointStatsTracker:
     """The statistics of a coordinator whose JobManager died, closed: its pending checkpoints are lost."""
-    for cid in sorted(coordinator.pending_checkpoints):
-        coordinator.stats.report_failed_checkpoint(cid, now_ms, CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN,
+    stats = coordinator.checkpoint_stats()
+    for cid in sorted(coordinator.pending_checkpoints()):
+        stats.report_failed_checkpoint(cid, now_ms, CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN,
                                                    "the JobManager failed; its pending checkpoints are lost")
-    return coordinator.stats
+    return stats
 
 
 def next_attempt_number(coordinator) -> int:
     """The first attempt number of a recovered JobManager's deployment: above every attempt the old one made."""
-    return 1 + max(e.attempt_id.attempt_number for e in coordinator.executions.values())
+    return 1 + max(e.attempt_id.attempt_number for e in coordinator.executions().values())

@@ -1,47 +1,39 @@
-"""Acknowledging, completing and aborting pending checkpoints.
-
-How this works: ``CheckpointCompletion`` is the completion half of ``CheckpointCoordinator`` (it uses the
-coordinator's pending checkpoints, completed store, failure manager, stats and outbox). Each
-``AcknowledgeCheckpoint`` goes to its ``PendingCheckpoint``; the last one completes it: its ``_metadata`` is
-written (through the injected ``checkpoint_writer``; a failed write aborts it as ``FINALIZE_CHECKPOINT_FAILURE``,
-counted against the tolerable failures as in Flink 1.15+; without a writer ``PersistCheckpoint`` is emitted; a
-write that takes time by the cost model holds the coordinator until it has passed, and the rest of the completion
-follows then;
-a store that cannot take it fails it the same way and discards it),
-the ``StandaloneCompletedCheckpointStore`` subsumes older checkpoints (``DiscardCheckpoint``) and the
-``SharedStateRegistry`` releases the shared files only they used (``DiscardSharedState``; every acknowledgement's
-incremental handles are registered when it arrives, placeholders replaced by the registered handles; one whose
-placeholder names a file the registry no longer holds is dropped, ``AcknowledgementRejected``), older pending
-checkpoints are aborted as subsumed, every task to commit to gets ``NotifyCheckpointComplete`` and every operator
-coordinator ``NotifyCoordinatorCheckpointComplete`` (savepoints, except synchronous ones, notify nobody and stay
-out of the store, as in recent Flink). A decline, expiry, failover or suspension aborts the pending checkpoint:
-every task to commit to gets one ``NotifyCheckpointAborted`` and every operator coordinator one
-``NotifyCoordinatorCheckpointAborted``, the ``CheckpointFailureManager`` counts the failure and may emit ``FailJob``.
-Late or unknown messages are handled as Flink does: acknowledgements for unknown or ended checkpoints report their
-figures to the statistics (a failed checkpoint takes them, as no acknowledgement) and have their state discarded
-(``DiscardSubtaskState``), declines for them are ignored; a cancelled task's closed asynchronous parts report theirs
-(``ReportCheckpointMetrics``). Mirrors Flink's
-``CheckpointCoordinator.receiveAcknowledgeMessage`` / ``receiveDeclineMessage`` / ``completePendingCheckpoint``
-/ ``abortPendingCheckpoint`` and its use of ``CheckpointFailureManager``.
-"""
+"""Acknowledging, completing and aborting pending checkpoints: ``CheckpointCompletion``, a collaborator of
+``CheckpointCoordinator`` (Flink's ``receiveAcknowledgeMessage`` / ``receiveDeclineMessage`` /
+``completePendingCheckpoint`` / ``abortPendingCheckpoint``, with its ``CompletedCheckpointStore``,
+``SharedStateRegistry`` and ``CheckpointFailureManager``). It owns the ``_metadata`` write under way, the
+recently expired checkpoints and the time of the last completion; the pending checkpoints are the
+coordinator's. docs/architecture.md ("The control plane") has the narrative."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.completed_store import INVALID_CHECKPOINT_ID
-from barriersim.runtime.coordinator.failure_manager import EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE, FailureOutcome
+from barriersim.runtime.coordinator.failure_manager import (
+    EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE,
+    CheckpointFailureManager,
+    FailureOutcome,
+)
 from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome, CoordinatorError, DeclineOutcome
 from barriersim.runtime.coordinator.pending_checkpoint import PendingCheckpoint, TaskAcknowledgeResult
-from barriersim.runtime.coordinator.properties import CheckpointProperties, JobStatus
-from barriersim.runtime.coordinator.shared_state_registry import SharedStateRegistryError
+from barriersim.runtime.coordinator.plan import JobVertexInfo
+from barriersim.runtime.coordinator.properties import CheckpointProperties
+from barriersim.runtime.coordinator.shared_state_registry import SharedStateRegistry, SharedStateRegistryError
+from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.event_timers import EventTimers
 from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.memory_storage import external_path
+
+
+NUM_GHOST_CHECKPOINT_IDS = 16  # Flink's: the recently expired checkpoints whose late messages are LATE
 
 
 @dataclass(frozen=True)
@@ -53,20 +45,56 @@ class _Finalizing:
 
 
 class CheckpointCompletion:
-    """The completion half of ``CheckpointCoordinator``."""
+    """A pending checkpoint's acknowledgements, declines, completion and abort (see the module)."""
+
+    def __init__(self, job_id: str, vertices: Sequence[JobVertexInfo], *, pending: dict[int, PendingCheckpoint],
+                 store, shared_state_registry: SharedStateRegistry, stats: CheckpointStatsTracker,
+                 failure_manager: CheckpointFailureManager, id_counter, operator_coordinators: tuple,
+                 clock: Callable[[], int], timers: EventTimers, emit: Callable[[Any], None],
+                 checkpoint_writer: Callable[[CheckpointMetadata, bool], Any] | None,
+                 metadata_write_ms: Callable[[list], float] | None, min_pause_between_checkpoints: int,
+                 is_shutdown: Callable[[], bool], checkpoint_ended: Callable[[PendingCheckpoint, CheckpointException], None],
+                 execute_queued_request: Callable[[], None],
+                 synchronous_savepoint_failed: Callable[[CheckpointFailureReason], None]):
+        """``pending``: the coordinator's pending checkpoints (taken out here when they end); ``checkpoint_ended``:
+        the triggering's (a checkpoint still being triggered fails its trigger); ``execute_queued_request``: the next
+        queued request may start; ``synchronous_savepoint_failed``: a stop-with-savepoint failed."""
+        self.job_id = job_id
+        self._vertex_by_id = {v.vertex_id: v for v in vertices}
+        self._pending = pending
+        self._store = store
+        self._registry = shared_state_registry
+        self._stats = stats
+        self._failure_manager = failure_manager
+        self._id_counter = id_counter
+        self._operator_coordinators = operator_coordinators
+        self._clock = clock
+        self._timers = timers
+        self._emit = emit
+        self._checkpoint_writer = checkpoint_writer
+        self._metadata_write_ms = metadata_write_ms
+        self._is_shutdown = is_shutdown
+        self._checkpoint_ended = checkpoint_ended
+        self._execute_queued_request = execute_queued_request
+        self._synchronous_savepoint_failed = synchronous_savepoint_failed
+        self.finalizing: _Finalizing | None = None  # the _metadata write under way: the coordinator waits for it
+        self.completing = False  # subsumed checkpoints are being aborted: queued requests wait until it is done
+        self.recent_expired_checkpoints: deque[int] = deque(maxlen=NUM_GHOST_CHECKPOINT_IDS)
+        self.last_checkpoint_completion_relative_time = clock() - min_pause_between_checkpoints
+        self.force_full_snapshot = False  # a restore of an unclaimed snapshot, until a checkpoint completes
 
     def receive_acknowledge_message(self, message: m.AcknowledgeCheckpoint) -> AcknowledgeOutcome:
-        if self.is_shutdown:
+        if self._is_shutdown():
             return AcknowledgeOutcome.COORDINATOR_SHUTDOWN
         if message.job_id != self.job_id:
             return AcknowledgeOutcome.WRONG_JOB
         checkpoint_id = message.checkpoint_id
-        pending = self.pending_checkpoints.get(checkpoint_id)
+        pending = self._pending.get(checkpoint_id)
         if message.subtask_state is not None and (pending is None or not pending.props.is_savepoint):
             # Flink registers shared state whatever became of the checkpoint (not a savepoint's), so that a late
             # acknowledgement's new files are released by a later subsumption
             try:
-                registered, discards = self.shared_state_registry.register_task_state(message.subtask_state,
+                registered, discards = self._registry.register_task_state(message.subtask_state,
                                                                                       checkpoint_id)
             except SharedStateRegistryError as e:
                 # Flink: registerSharedStates throws out of receiveAcknowledgeMessage and the JobMaster logs it; the
@@ -82,11 +110,11 @@ class CheckpointCompletion:
             result = pending.acknowledge_task(message.attempt_id, message.subtask_state, message.metrics, now)
             if result is TaskAcknowledgeResult.SUCCESS:
                 state = message.subtask_state
-                self.stats.report_subtask_stats(checkpoint_id, str(message.attempt_id), now,
+                self._stats.report_subtask_stats(checkpoint_id, str(message.attempt_id), now,
                                                 state.state_size if state is not None else 0, message.metrics,
                                                 state.checkpointed_size if state is not None else 0)
                 if pending.is_fully_acknowledged():
-                    self._complete_pending_checkpoint(pending)
+                    self.complete_pending_checkpoint(pending)
             elif result is not TaskAcknowledgeResult.DUPLICATE:
                 self._discard_subtask_state(message)
             return AcknowledgeOutcome[result.name]
@@ -128,24 +156,24 @@ class CheckpointCompletion:
         vertex = self._vertex_by_id.get(attempt.vertex_id)
         if vertex is None or not 0 <= attempt.subtask_index < vertex.parallelism:
             return False
-        return self.stats.report_incomplete_stats(checkpoint_id, str(attempt), self._clock(), state_size,
+        return self._stats.report_incomplete_stats(checkpoint_id, str(attempt), self._clock(), state_size,
                                                   checkpointed_size, metrics)
 
     def receive_decline_message(self, message: m.DeclineCheckpoint) -> DeclineOutcome:
-        if self.is_shutdown:
+        if self._is_shutdown():
             return DeclineOutcome.COORDINATOR_SHUTDOWN
         if message.job_id != self.job_id:
             raise CoordinatorError(
                 f"{message!r}: received a decline for job {message.job_id} but this coordinator is for job {self.job_id}"
             )
-        pending = self.pending_checkpoints.get(message.checkpoint_id)
+        pending = self._pending.get(message.checkpoint_id)
         if pending is not None:
             if pending.is_disposed:
                 raise CoordinatorError(f"{message!r}: checkpoint {message.checkpoint_id} is disposed but still pending")
             exception = message.exception
             if exception.checkpoint_id is None:
                 exception = CheckpointException(exception.reason, message.checkpoint_id, exception.detail)
-            self._abort_pending_checkpoint(pending, exception, message.attempt_id)
+            self.abort_pending_checkpoint(pending, exception, message.attempt_id)
             return DeclineOutcome.ABORTED
         if message.checkpoint_id in self.recent_expired_checkpoints:
             return DeclineOutcome.LATE
@@ -155,27 +183,26 @@ class CheckpointCompletion:
     # completing and aborting
     # ------------------------------------------------------------------------------------------
 
-    def _complete_pending_checkpoint(self, pending: PendingCheckpoint) -> None:
+    def complete_pending_checkpoint(self, pending: PendingCheckpoint) -> None:
         checkpoint_id = pending.checkpoint_id
         write_ms = 0.0
-        if self.checkpoint_writer is not None and self.metadata_write_ms is not None:
-            write_ms = self.metadata_write_ms([subtask for state in pending.operator_states.values()
+        if self._checkpoint_writer is not None and self._metadata_write_ms is not None:
+            write_ms = self._metadata_write_ms([subtask for state in pending.operator_states.values()
                                               for subtask in state.subtask_states.values()])
         if write_ms > 0:
             # the write takes time: the coordinator is held until it has passed (``handle``); the _metadata appears
             # (atomically) when it ends, and the completion goes on then
-            self._finalizing = _Finalizing(checkpoint_id, pending)
-            self._timers.register_timer(
-                self._clock() + max(1, round(write_ms)),
-                lambda: self._deliver_timer(m.TimerFired(m.TimerKind.METADATA_WRITTEN, checkpoint_id)))
+            self.finalizing = _Finalizing(checkpoint_id, pending)
+            self._timers.start(self._clock() + max(1, round(write_ms)),
+                               m.TimerFired(m.TimerKind.METADATA_WRITTEN, checkpoint_id))
             return
         self._finalize(pending)
 
-    def _on_metadata_written(self, checkpoint_id: int) -> None:
-        finalizing = self._finalizing
+    def metadata_written(self, checkpoint_id: int) -> None:
+        finalizing = self.finalizing
         if finalizing is None or finalizing.checkpoint_id != checkpoint_id:
             return
-        self._finalizing = None
+        self.finalizing = None
         self._finalize(finalizing.pending)
 
     def _finalize(self, pending: PendingCheckpoint) -> None:
@@ -183,13 +210,13 @@ class CheckpointCompletion:
         the rest of the completion."""
         checkpoint_id = pending.checkpoint_id
         props = pending.props
-        writer = self.checkpoint_writer
+        writer = self._checkpoint_writer
         try:
             completed = pending.finalize_checkpoint(
                 self._clock(), None if writer is None else (lambda metadata: writer(metadata, props.is_savepoint)))
         except Exception as e:  # Flink's finalizeCheckpoint: the _metadata could not be written
             if not pending.is_disposed:
-                self._abort_pending_checkpoint(pending, CheckpointException(
+                self.abort_pending_checkpoint(pending, CheckpointException(
                     CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, checkpoint_id, f"{type(e).__name__}: {e}"), None)
             return
         self._finish_completion(pending, completed)
@@ -200,47 +227,47 @@ class CheckpointCompletion:
         checkpoint_id = pending.checkpoint_id
         props = pending.props
         now = self._clock()
-        self.pending_checkpoints.pop(checkpoint_id, None)
-        if self.checkpoint_writer is None:
+        self._pending.pop(checkpoint_id, None)
+        if self._checkpoint_writer is None:
             self._emit(m.PersistCheckpoint(completed.metadata, props.is_savepoint))
         last_subsumed_id = INVALID_CHECKPOINT_ID
         if not props.is_savepoint:
             try:
-                result = self.store.add_checkpoint_and_subsume_oldest_one(completed)
+                result = self._store.add_checkpoint_and_subsume_oldest_one(completed)
             except Exception as e:  # Flink's addCompletedCheckpointToStoreAndSubsumeOldest
                 self._on_failed_storing(pending, f"{type(e).__name__}: {e}")
                 return
             for subsumed in result.to_discard:
-                self._discard_completed(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED)
+                self.discard_completed(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED)
             last_subsumed_id = result.last_subsumed_checkpoint_id
             self.force_full_snapshot = False  # a full checkpoint (at least) completed: the next may be incremental
-            self.shared_state_registry.checkpoint_completed(checkpoint_id)
-            retained = self.store.get_all_checkpoints()
+            self._registry.checkpoint_completed(checkpoint_id)
+            retained = self._store.get_all_checkpoints()
             if retained:  # Flink's store: after subsuming, release what only older checkpoints used
-                self._release_shared_state(min(c.checkpoint_id for c in retained))
-        self.failure_manager.handle_checkpoint_success(checkpoint_id)
+                self.release_shared_state(min(c.checkpoint_id for c in retained))
+        self._failure_manager.handle_checkpoint_success(checkpoint_id)
         path = external_path(completed.external_pointer, props.is_savepoint)
-        self.stats.report_completed_checkpoint(checkpoint_id, now, path)
+        self._stats.report_completed_checkpoint(checkpoint_id, now, path)
         self._emit(m.TriggerRequestCompleted(pending.request_id, checkpoint_id))
         self.last_checkpoint_completion_relative_time = now
         if not props.is_savepoint or props.is_synchronous:
-            self._completing = True
+            self.completing = True
             try:
                 self._drop_subsumed_checkpoints(checkpoint_id)
             finally:
-                self._completing = False
+                self.completing = False
             for task in pending.plan.tasks_to_commit_to:
                 self._emit(m.NotifyCheckpointComplete(task, checkpoint_id, last_subsumed_id, completed.timestamp))
-            for operator_id in self.operator_coordinators:  # Flink's sendAcknowledgeMessages: tasks, then coordinators
+            for operator_id in self._operator_coordinators:  # Flink's sendAcknowledgeMessages: tasks, then coordinators
                 self._emit(m.NotifyCoordinatorCheckpointComplete(operator_id, checkpoint_id))
         if props.is_synchronous:
             self._emit(m.StopJob(checkpoint_id, props.checkpoint_type is CheckpointType.SAVEPOINT_TERMINATE))
         self._execute_queued_request()
 
-    def _discard_completed(self, checkpoint_id: int, reason: m.DiscardReason) -> None:
+    def discard_completed(self, checkpoint_id: int, reason: m.DiscardReason) -> None:
         """A completed checkpoint the store let go (subsumed, or at shutdown by its retention) is discarded, and its
         statistics say so (Flink's ``CompletedCheckpoint.markAsDiscarded``)."""
-        self.stats.report_discarded_checkpoint(checkpoint_id)
+        self._stats.report_discarded_checkpoint(checkpoint_id)
         self._emit(m.DiscardCheckpoint(checkpoint_id, reason))
 
     def _on_failed_storing(self, pending: PendingCheckpoint, detail: str) -> None:
@@ -251,21 +278,21 @@ class CheckpointCompletion:
         exception = CheckpointException(CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, checkpoint_id,
                                         f"could not add checkpoint {checkpoint_id} to the completed checkpoint store: {detail}")
         self._emit(m.DiscardCheckpoint(checkpoint_id, m.DiscardReason.ABORTED))
-        self.stats.report_failed_checkpoint(checkpoint_id, self._clock(), exception.reason, str(exception))
+        self._stats.report_failed_checkpoint(checkpoint_id, self._clock(), exception.reason, str(exception))
         self._emit(m.TriggerRequestFailed(pending.request_id, checkpoint_id, exception.reason))
-        outcome = self.failure_manager.handle_checkpoint_exception(pending.props, exception, checkpoint_id, None)
-        self._on_failure_outcome(outcome, exception, None, pending.props)
+        outcome = self._failure_manager.handle_checkpoint_exception(pending.props, exception, checkpoint_id, None)
+        self.on_failure_outcome(outcome, exception, None, pending.props)
         self._send_aborted_messages(pending)
-        self._pending_checkpoint_ended(pending, exception)
+        self._checkpoint_ended(pending, exception)
 
     def _send_aborted_messages(self, pending: PendingCheckpoint) -> None:
         """Flink's ``sendAbortedMessages``: every task to commit to, then every operator coordinator, hears that
         the checkpoint was aborted."""
-        latest_completed = self.store.get_latest_checkpoint_id()
+        latest_completed = self._store.get_latest_checkpoint_id()
         for task in pending.plan.tasks_to_commit_to:
             self._emit(m.NotifyCheckpointAborted(task, pending.checkpoint_id, latest_completed,
                                                  pending.checkpoint_timestamp))
-        for operator_id in self.operator_coordinators:
+        for operator_id in self._operator_coordinators:
             self._emit(m.NotifyCoordinatorCheckpointAborted(operator_id, pending.checkpoint_id))
 
     def _drop_subsumed_checkpoints(self, checkpoint_id: int) -> None:
@@ -276,28 +303,28 @@ class CheckpointCompletion:
 
     def abort_pending_checkpoints(self, exception: CheckpointException,
                                   predicate: Callable[[PendingCheckpoint], bool] = lambda p: True) -> None:
-        for pending in sorted(self.pending_checkpoints.values(), key=lambda p: p.checkpoint_id):
+        for pending in sorted(self._pending.values(), key=lambda p: p.checkpoint_id):
             if predicate(pending) and not pending.is_disposed:
-                self._abort_pending_checkpoint(pending, exception, None)
+                self.abort_pending_checkpoint(pending, exception, None)
 
-    def _abort_pending_checkpoint(self, pending: PendingCheckpoint, exception: CheckpointException,
+    def abort_pending_checkpoint(self, pending: PendingCheckpoint, exception: CheckpointException,
                                   failing_task: ExecutionAttemptID | None) -> None:
         if pending.is_disposed:
             return
         checkpoint_id = pending.checkpoint_id
         pending.abort(exception.reason)
-        self.stats.report_failed_checkpoint(checkpoint_id, self._clock(), exception.reason, str(exception))
-        self.pending_checkpoints.pop(checkpoint_id, None)
+        self._stats.report_failed_checkpoint(checkpoint_id, self._clock(), exception.reason, str(exception))
+        self._pending.pop(checkpoint_id, None)
         self._emit(m.DiscardCheckpoint(checkpoint_id, m.DiscardReason.ABORTED))
         self._emit(m.TriggerRequestFailed(pending.request_id, checkpoint_id, exception.reason))
-        outcome = self.failure_manager.handle_checkpoint_exception(pending.props, exception, checkpoint_id, failing_task)
-        self._on_failure_outcome(outcome, exception, failing_task, pending.props)
+        outcome = self._failure_manager.handle_checkpoint_exception(pending.props, exception, checkpoint_id, failing_task)
+        self.on_failure_outcome(outcome, exception, failing_task, pending.props)
         self._send_aborted_messages(pending)
         if pending.props.is_synchronous:
-            self._on_synchronous_savepoint_failed(exception.reason)
-        self._pending_checkpoint_ended(pending, exception)
+            self._synchronous_savepoint_failed(exception.reason)
+        self._checkpoint_ended(pending, exception)
 
-    def _on_failure_outcome(self, outcome: FailureOutcome, exception: CheckpointException,
+    def on_failure_outcome(self, outcome: FailureOutcome, exception: CheckpointException,
                             failing_task: ExecutionAttemptID | None,
                             props: CheckpointProperties | None = None) -> None:
         if outcome is not FailureOutcome.FAIL_JOB:
@@ -308,10 +335,17 @@ class CheckpointCompletion:
             message = EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE
         self._emit(m.FailJob(exception.reason, message, failing_task))
 
-    def _on_synchronous_savepoint_failed(self, reason: CheckpointFailureReason) -> None:
-        """Stop-with-savepoint failed while the job keeps running: periodic checkpoints resume."""
-        if reason in (CheckpointFailureReason.CHECKPOINT_COORDINATOR_SUSPEND,
-                      CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN):
-            return  # the scheduler is being stopped on purpose
-        if self.job_status is JobStatus.RUNNING and not self.is_shutdown:
-            self.scheduler.start()
+    def expire(self, checkpoint_id: int) -> None:
+        """Its expiry timer fired: a checkpoint still pending is aborted as ``CHECKPOINT_EXPIRED``."""
+        pending = self._pending.get(checkpoint_id)
+        if pending is not None and not pending.is_disposed:
+            self.recent_expired_checkpoints.append(checkpoint_id)
+            self.abort_pending_checkpoint(
+                pending, CheckpointException(CheckpointFailureReason.CHECKPOINT_EXPIRED, checkpoint_id), None)
+
+    def release_shared_state(self, lowest_retained: int | None) -> None:
+        """Discard the shared files no checkpoint from ``lowest_retained`` on uses (None: no checkpoint is kept)."""
+        lowest = lowest_retained if lowest_retained is not None else self._id_counter.get() + 1
+        handles = self._registry.unregister_unused_state(lowest)
+        if handles:
+            self._emit(m.DiscardSharedState(tuple(handles), lowest))

@@ -1,27 +1,11 @@
-"""When the periodic checkpoint trigger runs: Flink 2.3's ``ExecutionTrackingCheckpointCoordinatorDeActivator``
-and the RUNNING rule of ``DefaultExecutionGraph``.
-
-How this works: the deactivator hears the job's status and every execution's state change. An execution enters its
-pending set on any state but RUNNING and FINISHED and leaves it only on those two; while the job is RUNNING and the
-set is empty the trigger is started (once, until it is stopped), otherwise a trigger the deactivator started is
-stopped. An attempt that ended CANCELED or FAILED never leaves the set, so after a job's first failover the
-deactivator neither starts nor stops the trigger again. Separately, an execution that reports RUNNING starts the
-trigger if it is not running (``DefaultExecutionGraph.updateStateInternal``, ``case RUNNING``). Together, in a
-streaming job whose tasks report RUNNING one after another: the job's RUNNING starts the trigger (its random
-initial delay is spent there) and the first deployment's state changes stop it; the first task's RUNNING starts it
-with the min pause (0 by default), and that trigger fails its pre-flight check (``NOT_ALL_REQUIRED_TASKS_RUNNING``,
-a failed checkpoint in the statistics) when the other tasks are not running yet; the last task's RUNNING starts it
-again, and checkpoint 1 is triggered at once. At the job's first failover the job's RESTARTING stops it (the pending
-checkpoints and queued requests are aborted); the first restarted task's RUNNING starts it (the trigger fails the same
-way) and the next trigger comes one interval later. From then on the old attempts keep the pending set non-empty and
-the deactivator did not start the trigger: it runs on through every later failover and restart (its requests fail
-their pre-flight check while the tasks do not run, or wait behind the checkpoints still pending, which the restart
-aborts). ``start`` and ``stop`` are the coordinator's ``startCheckpointScheduler`` / ``stopCheckpointScheduler``.
+"""When the periodic checkpoint trigger runs: Flink 2.3's ``ExecutionTrackingCheckpointCoordinatorDeActivator`` and
+the RUNNING rule of ``DefaultExecutionGraph``. See docs/coordinator.md, "When the periodic trigger runs". What this
+gives through a job's deployment and its failovers: docs/flink-2.3-divergences.md, section 1.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from barriersim.runtime.coordinator.plan import ExecutionState
 from barriersim.runtime.coordinator.properties import JobStatus
@@ -33,7 +17,7 @@ _LEAVES_PENDING = (ExecutionState.RUNNING, ExecutionState.FINISHED)
 class ExecutionTrackingDeActivator:
     """Mirrors Flink's ``ExecutionTrackingCheckpointCoordinatorDeActivator``."""
 
-    def __init__(self, start: Callable[[], object], stop: Callable[[], object]):
+    def __init__(self, start: Callable[[], object], stop: Callable[[], object]) -> None:
         self._start = start
         self._stop = stop
         self.pending_executions: set[ExecutionAttemptID] = set()

@@ -1,14 +1,5 @@
-"""Counts checkpoint failures and decides when the job must fail over because of them.
-
-How this works: every failed checkpoint is reported with its reason, its checkpoint id (``-1`` when the failure
-happened before an id was assigned) and the failing task (``None`` for failures on the coordinator). Only
-reasons with ``CheckpointFailureReason.counted_against_failure_threshold`` count, each checkpoint id at most
-once, and only for ids newer than the last successful checkpoint (a late failure of an older checkpoint does
-not count). When the number of consecutive counted failures exceeds ``tolerable_failure_number`` the counter
-resets and the returned outcome is ``FAIL_JOB`` (the coordinator emits ``FailJob``). Coordinator-side failures
-of savepoints are ignored (a manual action, failing over does not help); task-side failures of synchronous
-savepoints (stop-with-savepoint) always fail the job. Flink's default of ``-1`` (undefined) means ``0``:
-the first counted failure fails the job. Mirrors Flink's ``CheckpointFailureManager``.
+"""Counts checkpoint failures and decides when the job must fail over because of them. Mirrors Flink's
+``CheckpointFailureManager``. See docs/coordinator.md, "Checkpoint failures that fail the job".
 """
 
 from __future__ import annotations
@@ -16,7 +7,7 @@ from __future__ import annotations
 import enum
 
 from barriersim.runtime.coordinator.properties import CheckpointProperties
-from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.failure_reason import CheckpointException
 from barriersim.runtime.ids import ExecutionAttemptID
 
 UNKNOWN_CHECKPOINT_ID = -1
@@ -31,7 +22,7 @@ class FailureOutcome(enum.Enum):
 
 
 class CheckpointFailureManager:
-    def __init__(self, tolerable_failure_number: int = 0):
+    def __init__(self, tolerable_failure_number: int = 0) -> None:
         if tolerable_failure_number == -1:  # Flink's UNDEFINED_TOLERABLE_CHECKPOINT_NUMBER
             tolerable_failure_number = 0
         if tolerable_failure_number < 0:

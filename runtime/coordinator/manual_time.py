@@ -8,8 +8,8 @@ those callbacks register. A cancelled timer never runs. This plays the role of F
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 @dataclass
@@ -24,7 +24,7 @@ class ManualTimer:
 
 
 class ManualTimerService:
-    def __init__(self, now_ms: int = 0):
+    def __init__(self, now_ms: int = 0) -> None:
         self.now_ms = now_ms
         self._timers: list[ManualTimer] = []
         self._seq = 0

@@ -1,22 +1,13 @@
-"""Master hooks: state kept by the job master itself (e.g. an external system's offsets) that is snapshotted
-with every checkpoint and handed back on restore.
-
-How this works: a hook has an ``identifier``, a ``version`` and two calls. ``trigger_checkpoint(id, ts)`` returns
-its state as bytes (or ``None``: nothing to store), or ``MASTER_STATE_PENDING`` when it will answer later: whoever
-runs the hook then delivers ``MasterHookCompleted`` to the coordinator (Flink's hook returns a future; sans-IO, the
-future's completion is that event). ``trigger_hook`` wraps a state in a ``MasterState`` (``master_state_of``) that
-the pending checkpoint collects. ``restore_master_hooks`` matches each ``MasterState`` of the
-restored checkpoint to the hook of the same name and calls ``restore_checkpoint(id, data)``; hooks without a state
-are restored with ``None``; a state without a hook is an error (``MasterHookError``) unless unmatched state is
-allowed (allow-non-restored-state), in which case it is dropped. ``reset_hooks`` (a restore without any checkpoint)
-and ``close_hooks`` (coordinator shutdown) call the optional ``reset()`` / ``close()``.
-Mirrors Flink's ``MasterTriggerRestoreHook`` and ``hooks/MasterHooks``.
+"""Master hooks: state kept by the job master itself (e.g. an external system's offsets) that is snapshotted with
+every checkpoint and handed back on restore. Mirrors Flink's ``MasterTriggerRestoreHook`` and
+``hooks/MasterHooks``. See docs/coordinator.md, "Master hooks".
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Mapping, Protocol, Sequence, Union
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from barriersim.runtime.state.snapshot import MasterState
 
@@ -36,19 +27,20 @@ class MasterTriggerRestoreHook(Protocol):
     identifier: str
     version: int
 
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> Union[bytes, None, _Pending]: ...
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> bytes | None | _Pending: ...
 
     def restore_checkpoint(self, checkpoint_id: int, data: bytes | None) -> None: ...
 
 
-def trigger_hook(hook: MasterTriggerRestoreHook, checkpoint_id: int,
-                 timestamp: int) -> Union[MasterState, None, _Pending]:
+def trigger_hook(hook: MasterTriggerRestoreHook, checkpoint_id: int, timestamp: int) -> MasterState | None | _Pending:
     """Flink's ``MasterHooks.triggerHook``: the hook's state now, or ``MASTER_STATE_PENDING``; a hook that raises
     becomes a ``MasterHookError``."""
     try:
         data = hook.trigger_checkpoint(checkpoint_id, timestamp)
     except Exception as e:  # a user hook may fail in any way: the checkpoint fails, not the coordinator
-        raise MasterHookError(f"master hook {hook.identifier!r} failed to trigger checkpoint {checkpoint_id}: {e}") from e
+        raise MasterHookError(
+            f"master hook {hook.identifier!r} failed to trigger checkpoint {checkpoint_id}: {e}"
+        ) from e
     if data is MASTER_STATE_PENDING:
         return MASTER_STATE_PENDING
     return master_state_of(hook, data)

@@ -1,23 +1,16 @@
-"""The coordinator's vocabulary: the events it receives and the actions it returns.
-
-How this works: every value is a frozen dataclass. Drivers (the simulator, the Ray coordinator actor) feed
-events to ``CheckpointCoordinator.handle`` and carry out the returned actions in order: send triggers and
-notifications to tasks, persist or discard checkpoint data (through storage, never here), fail or stop the job,
-restore tasks. Timers the coordinator registers deliver ``TimerFired`` back to it. Whoever runs operator
-coordinators or master hooks that answer later delivers their answers (``AcknowledgeCoordinatorState``,
-``CoordinatorCheckpointFailed``, ``MasterHookCompleted``). Mirrors the RPCs around Flink's
-``CheckpointCoordinator``: ``AcknowledgeCheckpoint`` and ``DeclineCheckpoint`` (messages from tasks),
-``Execution.triggerCheckpoint`` / ``notifyCheckpointComplete`` / ``notifyCheckpointAborted`` (calls to tasks),
-``OperatorCoordinatorCheckpointContext`` (calls to operator coordinators and their futures), the futures of
-``MasterTriggerRestoreHook.triggerCheckpoint``, ``CheckpointCoordinatorDeActivator`` (job status) and the
-scheduler's restore and fail calls.
-"""
+"""The coordinator's vocabulary: the events ``CheckpointCoordinator.handle`` takes (``CoordinatorEvent``) and the
+actions it returns (``CoordinatorAction``), every one a frozen dataclass. Drivers carry out the actions in order;
+the coordinator's timers come back as ``TimerFired``; whoever runs operator coordinators or master hooks that
+answer later delivers their answers. Mirrors the RPCs around Flink's ``CheckpointCoordinator``
+(``AcknowledgeCheckpoint``, ``DeclineCheckpoint``, ``Execution.triggerCheckpoint`` / ``notifyCheckpointComplete``
+/ ``notifyCheckpointAborted``, ``OperatorCoordinatorCheckpointContext``, ``MasterTriggerRestoreHook``), its public
+methods the scheduler calls (restores, the periodic scheduler, aborts, shutdown) and the job status it hears."""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
@@ -105,12 +98,13 @@ class TimerKind(enum.Enum):
     PERIODIC_TRIGGER = "PERIODIC_TRIGGER"
     CHECKPOINT_TIMEOUT = "CHECKPOINT_TIMEOUT"
     METADATA_WRITTEN = "METADATA_WRITTEN"  # the modelled time of a checkpoint's _metadata write has passed
+    TRIGGER_FAILURE = "TRIGGER_FAILURE"  # the timer's next turn after a checkpoint being triggered was aborted
 
 
 @dataclass(frozen=True)
 class TimerFired:
     kind: TimerKind
-    token: int  # the checkpoint id for CHECKPOINT_TIMEOUT and METADATA_WRITTEN, the scheduler generation for PERIODIC_TRIGGER
+    token: int  # the scheduler generation for PERIODIC_TRIGGER, else the checkpoint id
 
 
 @dataclass(frozen=True)
@@ -150,11 +144,53 @@ class JobStatusChanged:
     status: JobStatus
 
 
+@dataclass(frozen=True)
+class RestoreLatestCheckpoint:
+    """Restore the latest completed checkpoint (Flink's ``restoreLatestCheckpointedStateToAll``): ``RestoreFrom``
+    it, or ``RestoreFrom(None)`` when there is none (a JobManager's recovery)."""
+
+    allow_non_restored_state: bool = False
+
+
+@dataclass(frozen=True)
+class RestoreSavepoint:
+    """Restore the savepoint or retained checkpoint at ``path``, its ``_metadata`` read by ``loader(path)`` (Flink's
+    ``restoreSavepoint``)."""
+
+    path: str
+    loader: Callable[[str], CheckpointMetadata]
+    allow_non_restored_state: bool = False
+
+
+@dataclass(frozen=True)
+class StartCheckpointScheduler:
+    """Flink's ``startCheckpointScheduler``."""
+
+
+@dataclass(frozen=True)
+class StopCheckpointScheduler:
+    """Flink's ``stopCheckpointScheduler``: the pending checkpoints and queued requests are aborted."""
+
+
+@dataclass(frozen=True)
+class AbortPendingCheckpoints:
+    """Flink's ``abortPendingCheckpoints``: every pending checkpoint fails with ``exception``."""
+
+    exception: CheckpointException
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    """Flink's ``shutdown`` (the job reached ``job_status``): nothing is triggered or completed any more."""
+
+    job_status: JobStatus
+
+
 CoordinatorEvent = Union[
     TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, ReportCheckpointMetrics, AcknowledgeCoordinatorState,
-    CoordinatorCheckpointFailed,
-    MasterHookCompleted, TimerFired, TaskDeploying, TaskRunning, TaskFinished, TaskFailed, RestartTasks,
-    JobStatusChanged,
+    CoordinatorCheckpointFailed, MasterHookCompleted, TimerFired, TaskDeploying, TaskRunning, TaskFinished, TaskFailed,
+    RestartTasks, JobStatusChanged, RestoreLatestCheckpoint, RestoreSavepoint, StartCheckpointScheduler,
+    StopCheckpointScheduler, AbortPendingCheckpoints, Shutdown,
 ]
 
 # -- actions out -------------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ How this works: ``receive_acknowledge_message`` and ``receive_decline_message`` 
 these, so drivers and tests can tell a counted acknowledgement from a duplicate, one for an unknown task, one
 for an ended checkpoint (``DISCARDED``: disposed; ``LATE``: recently expired, Flink's "late message for now
 expired checkpoint"; ``UNKNOWN_CHECKPOINT``: never seen or long gone), or a message for another job;
-``TriggerPhaseOutcome`` tells whether a late answer of an operator coordinator or master hook still mattered. Mirrors the
-branches of Flink's ``CheckpointCoordinator.receiveAcknowledgeMessage`` / ``receiveDeclineMessage`` and
+``TriggerPhaseOutcome`` tells whether a late answer of an operator coordinator or master hook still mattered. Mirrors
+the branches of Flink's ``CheckpointCoordinator.receiveAcknowledgeMessage`` / ``receiveDeclineMessage`` and
 ``PendingCheckpoint.TaskAcknowledgeResult``.
 """
 
@@ -37,7 +37,9 @@ class TriggerPhaseOutcome(enum.Enum):
     """What became of an answer of an operator coordinator or master hook to a checkpoint being triggered."""
 
     ACCEPTED = "ACCEPTED"  # it moved the trigger on (or failed it)
-    NOT_TRIGGERING = "NOT_TRIGGERING"  # no trigger waits for it: the checkpoint ended, is unknown, or it answered before
+    NOT_TRIGGERING = (
+        "NOT_TRIGGERING"  # no trigger waits for it: the checkpoint ended, is unknown, or it answered before
+    )
 
 
 class CoordinatorError(Exception):

@@ -1,22 +1,14 @@
-"""The periodic checkpoint trigger: a fixed-rate timer started while the job runs.
-
-How this works: ``start()`` registers the first trigger after ``trigger_delay``: the first start of a scheduler (one
-per coordinator) waits a random initial delay drawn from the injected ``random.Random`` in ``[min_pause, interval]``,
-every later start waits the minimum pause only (Flink 2.3's ``triggerDelay``: ``getRandomInitDelay()`` once, then
-``minPauseBetweenCheckpoints``); each firing calls ``on_trigger`` and registers the next one
-``interval`` later (fixed rate). ``reschedule(delay)`` (used by the request decider when a periodic request
-falls inside the minimum pause) cancels the pending timer and fires after ``delay`` instead, continuing at the
-fixed rate from there. ``stop()`` cancels the timer; stale firings are recognised by a generation number. An interval under ``MINIMAL_CHECKPOINT_TIME`` (10 ms)
-means no periodic checkpoints. Timers are registered by the coordinator on its injected
-``TimerService`` (``register_timer(at_ms, callback)``). Mirrors the ``ScheduledTrigger`` part of Flink's
-``CheckpointCoordinator`` (``startCheckpointScheduler``, ``rescheduleTrigger``, ``getRandomInitDelay``, ``triggerDelay``).
+"""The periodic checkpoint trigger: a fixed-rate timer started while the job runs, with Flink 2.3's trigger delay.
+Mirrors the ``ScheduledTrigger`` part of Flink's ``CheckpointCoordinator``. See docs/coordinator.md, "The periodic
+trigger".
 """
 
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
 
+from barriersim.runtime.checkpointing.barrier_handler import Cancellable
 from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS
 
 MINIMAL_CHECKPOINT_TIME = 10
@@ -27,8 +19,9 @@ class PeriodicScheduler:
     delivers ``TimerFired(PERIODIC_TRIGGER, generation)``; it returns a cancellable handle. A firing whose
     generation is not the current one (the timer was cancelled or replaced) is ignored."""
 
-    def __init__(self, interval: int, min_pause: int, rng: random.Random,
-                 register_after: Callable[[int, int], object]):
+    def __init__(
+        self, interval: int, min_pause: int, rng: random.Random, register_after: Callable[[int, int], Cancellable]
+    ) -> None:
         # as Flink: it does not make sense to schedule checkpoints more often than the min pause allows; Flink's
         # DISABLED_CHECKPOINT_INTERVAL (Long.MAX_VALUE) is no periodic checkpointing
         configured = MINIMAL_CHECKPOINT_TIME <= interval < NO_PERIODIC_CHECKPOINTS
@@ -36,7 +29,7 @@ class PeriodicScheduler:
         self.min_pause = min_pause
         self._rng = rng
         self._register_after = register_after
-        self._handle = None
+        self._handle: Cancellable | None = None
         self.generation = 0
         self.running = False
         self._started_before = False  # once started, a start waits the min pause, not a random delay

@@ -1,27 +1,20 @@
-"""Which tasks a checkpoint is triggered on, waits for and commits to, given the job's vertices and the
-current state of every execution (FLIP-147: checkpoints after some tasks finished).
-
-How this works: ``JobVertexInfo`` describes a vertex (parallelism, max parallelism, the operators chained in it,
-and its upstream vertices over all-to-all and over pointwise (forward) edges; ``vertices_from_job_graph`` builds
-them from a ``JobGraph``). ``DefaultCheckpointPlanCalculator`` takes the current
-execution (attempt and ``ExecutionState``) of every subtask and returns a ``CheckpointPlan``. With every task
-running: trigger the source tasks, wait for and commit to all tasks. With some tasks finished: a vertex whose
-subtasks all finished is *fully finished* (its operators are marked so in the completed checkpoint); finished
-tasks are not waited for; a running task is triggered if it is a source or all its upstream tasks finished (for
-a forward edge: the one upstream subtask it reads).
-A task that is neither running nor finished, or finished tasks when checkpoints after tasks finished are not
-allowed, make the plan fail with ``NOT_ALL_REQUIRED_TASKS_RUNNING``. Mirrors Flink's ``CheckpointPlan`` /
-``DefaultCheckpointPlan`` and ``DefaultCheckpointPlanCalculator``.
+"""Which tasks a checkpoint is triggered on, waits for and commits to, given the job's vertices and the current state
+of every execution (FLIP-147: checkpoints after some tasks finished). Mirrors Flink's ``CheckpointPlan`` /
+``DefaultCheckpointPlan`` and ``DefaultCheckpointPlanCalculator``. See docs/coordinator.md, "The checkpoint plan".
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID
+
+if TYPE_CHECKING:
+    from barriersim.runtime.jobgraph import JobGraph
 
 
 class ExecutionState(enum.Enum):
@@ -60,18 +53,23 @@ class JobVertexInfo:
         return not self.inputs and not self.pointwise_inputs
 
 
-def vertices_from_job_graph(job_graph) -> list[JobVertexInfo]:
+def vertices_from_job_graph(job_graph: JobGraph) -> list[JobVertexInfo]:
     """The coordinator's view of a ``barriersim.runtime.jobgraph.JobGraph`` (one operator per vertex, named
     like the vertex), in topological order."""
     out = []
     for name in job_graph.topological_order():
         v = job_graph.vertex(name)
         edges = job_graph.inputs_of(name)
-        out.append(JobVertexInfo(
-            name, v.parallelism, v.max_parallelism, (name,),
-            tuple(dict.fromkeys(e.source for e in edges if not e.partitioner.is_pointwise)),
-            tuple(dict.fromkeys(e.source for e in edges if e.partitioner.is_pointwise)),
-        ))
+        out.append(
+            JobVertexInfo(
+                name,
+                v.parallelism,
+                v.max_parallelism,
+                (name,),
+                tuple(dict.fromkeys(e.source for e in edges if not e.partitioner.is_pointwise)),
+                tuple(dict.fromkeys(e.source for e in edges if e.partitioner.is_pointwise)),
+            )
+        )
     return out
 
 
@@ -99,7 +97,7 @@ class CheckpointPlan:
 
 
 class DefaultCheckpointPlanCalculator:
-    def __init__(self, vertices: Sequence[JobVertexInfo], allow_checkpoints_after_tasks_finished: bool = True):
+    def __init__(self, vertices: Sequence[JobVertexInfo], allow_checkpoints_after_tasks_finished: bool = True) -> None:
         self.vertices = tuple(vertices)
         self.by_id = {v.vertex_id: v for v in self.vertices}
         for v in self.vertices:
@@ -120,7 +118,9 @@ class DefaultCheckpointPlanCalculator:
         if has_finished and not self.allow_checkpoints_after_tasks_finished:
             raise CheckpointException(
                 CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING,
-                detail="some tasks of the job have already finished and checkpointing with finished tasks is not enabled",
+                detail=(
+                    "some tasks of the job have already finished and checkpointing with finished tasks is not enabled"
+                ),
             )
         plan = self._after_tasks_finished(executions) if has_finished else self._all_running(executions)
         for v in self.vertices:
@@ -152,7 +152,10 @@ class DefaultCheckpointPlanCalculator:
             v = self.by_id[vertex_id]
             return all(executions[(vertex_id, i)].state is ExecutionState.FINISHED for i in range(v.parallelism))
 
-        trigger, wait, finished, fully_finished = [], [], [], []
+        trigger: list[ExecutionAttemptID] = []
+        wait: list[ExecutionAttemptID] = []
+        finished: list[ExecutionAttemptID] = []
+        fully_finished: list[JobVertexID] = []
         for v in self.vertices:
             if all_finished(v.vertex_id):
                 fully_finished.append(v.vertex_id)
@@ -165,9 +168,7 @@ class DefaultCheckpointPlanCalculator:
                     finished.append(e.attempt_id)
                     continue
                 wait.append(e.attempt_id)
-                pointwise_done = all(
-                    executions[(u, i)].state is ExecutionState.FINISHED for u in v.pointwise_inputs
-                )
+                pointwise_done = all(executions[(u, i)].state is ExecutionState.FINISHED for u in v.pointwise_inputs)
                 if upstream_done and pointwise_done:
                     trigger.append(e.attempt_id)
         return CheckpointPlan(tuple(trigger), tuple(wait), tuple(wait), tuple(finished), tuple(fully_finished))

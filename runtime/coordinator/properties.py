@@ -103,7 +103,7 @@ class CheckpointProperties:
     # -- factories, as Flink's static ones -----------------------------------------------------
 
     @staticmethod
-    def for_checkpoint(policy: CheckpointRetentionPolicy) -> "CheckpointProperties":
+    def for_checkpoint(policy: CheckpointRetentionPolicy) -> CheckpointProperties:
         if policy is CheckpointRetentionPolicy.NEVER_RETAIN_AFTER_TERMINATION:
             return CheckpointProperties(False, CheckpointType.CHECKPOINT, True, True, True, True, True)
         if policy is CheckpointRetentionPolicy.RETAIN_ON_FAILURE:
@@ -111,26 +111,27 @@ class CheckpointProperties:
         return CheckpointProperties(False, CheckpointType.CHECKPOINT, True, True, False, False, False)
 
     @staticmethod
-    def for_standard_checkpoint() -> "CheckpointProperties":
+    def for_standard_checkpoint() -> CheckpointProperties:
         return CheckpointProperties.for_checkpoint(CheckpointRetentionPolicy.NEVER_RETAIN_AFTER_TERMINATION)
 
     @staticmethod
-    def for_savepoint(forced: bool = True) -> "CheckpointProperties":
+    def for_savepoint(forced: bool = True) -> CheckpointProperties:
         return CheckpointProperties(forced, CheckpointType.SAVEPOINT, False, False, False, False, False)
 
     @staticmethod
-    def for_sync_savepoint(forced: bool = True, terminate: bool = False) -> "CheckpointProperties":
+    def for_sync_savepoint(forced: bool = True, terminate: bool = False) -> CheckpointProperties:
         kind = CheckpointType.SAVEPOINT_TERMINATE if terminate else CheckpointType.SAVEPOINT_SUSPEND
         return CheckpointProperties(forced, kind, False, False, False, False, False)
 
     @staticmethod
-    def for_unclaimed_snapshot() -> "CheckpointProperties":
+    def for_unclaimed_snapshot() -> CheckpointProperties:
         """A restored snapshot the job does not own (restore mode NO_CLAIM): never discarded by us."""
         return CheckpointProperties(False, CheckpointType.SAVEPOINT, False, False, False, False, False, True)
 
     @staticmethod
-    def for_type(checkpoint_type: CheckpointType, checkpoint_props: "CheckpointProperties",
-                 forced: bool | None = None) -> "CheckpointProperties":
+    def for_type(
+        checkpoint_type: CheckpointType, checkpoint_props: CheckpointProperties, forced: bool | None = None
+    ) -> CheckpointProperties:
         """The properties of a trigger request of ``checkpoint_type``: the configured checkpoint properties for
         checkpoints, savepoint properties (forced unless told otherwise) for savepoints."""
         if checkpoint_type is CheckpointType.CHECKPOINT:
@@ -144,6 +145,13 @@ class CheckpointProperties:
         return CheckpointProperties.for_savepoint(True if forced is None else forced)
 
 
-def _tail(p: CheckpointProperties) -> tuple:
-    return (p.checkpoint_type, p.discard_subsumed, p.discard_finished, p.discard_cancelled, p.discard_failed,
-            p.discard_suspended, p.unclaimed)
+def _tail(p: CheckpointProperties) -> tuple[CheckpointType, bool, bool, bool, bool, bool, bool]:
+    return (
+        p.checkpoint_type,
+        p.discard_subsumed,
+        p.discard_finished,
+        p.discard_cancelled,
+        p.discard_failed,
+        p.discard_suspended,
+        p.unclaimed,
+    )

@@ -1,21 +1,13 @@
-"""Decides whether a checkpoint trigger request runs now, waits in the queue, or is dropped.
-
-How this works: every request (periodic, manual checkpoint, savepoint) is first queued; the queue is ordered
-savepoint before non-savepoint, forced before non-forced, user-submitted before periodic, then by submission
-order. At most ``max_queued_requests`` (1000) wait: when full, a new request is dropped
-(``TOO_MANY_CHECKPOINT_REQUESTS``) unless the last queued one is periodic, which is then dropped instead.
-The head of the queue runs when fewer than ``max_concurrent_checkpoint_attempts`` checkpoints are pending
-(forced requests run regardless), and a periodic non-forced head that falls inside the minimum pause since the
-last completion is dropped (``MINIMUM_TIME_BETWEEN_CHECKPOINTS``) and the periodic trigger rescheduled after
-the remaining pause. Failing a request is reported through the injected ``fail_request`` callback.
-Mirrors Flink's ``CheckpointRequestDecider`` (and ``CheckpointCoordinator.CheckpointTriggerRequest``).
+"""Decides whether a checkpoint trigger request runs now, waits in the queue, or is dropped. Mirrors Flink's
+``CheckpointRequestDecider`` (and ``CheckpointCoordinator.CheckpointTriggerRequest``). See docs/coordinator.md,
+"Trigger requests: run, queue or drop".
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from barriersim.runtime.coordinator.properties import CheckpointProperties
 from barriersim.runtime.failure_reason import CheckpointFailureReason
@@ -40,7 +32,7 @@ class CheckpointTriggerRequest:
     def is_force(self) -> bool:
         return self.props.forced
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[object, ...]:
         return (not self.props.is_savepoint, not self.is_force, self.is_periodic, self.timestamp, self.seq)
 
 
@@ -55,9 +47,11 @@ class CheckpointRequestDecider:
         number_of_cleaning_checkpoints: Callable[[], int] = lambda: 0,
         max_queued_requests: int = DEFAULT_MAX_QUEUED_REQUESTS,
         fail_request: Callable[[CheckpointTriggerRequest, CheckpointFailureReason], None] = lambda r, e: None,
-    ):
+    ) -> None:
         if max_concurrent_checkpoint_attempts <= 0:
-            raise ValueError(f"max_concurrent_checkpoint_attempts must be > 0, got {max_concurrent_checkpoint_attempts}")
+            raise ValueError(
+                f"max_concurrent_checkpoint_attempts must be > 0, got {max_concurrent_checkpoint_attempts}"
+            )
         if max_queued_requests <= 0:
             raise ValueError(f"max_queued_requests must be > 0, got {max_queued_requests}")
         self.max_concurrent_checkpoint_attempts = max_concurrent_checkpoint_attempts
@@ -85,7 +79,9 @@ class CheckpointRequestDecider:
             self._fail_request(self._queued.pop(), CheckpointFailureReason.TOO_MANY_CHECKPOINT_REQUESTS)
         return self._choose(is_triggering, last_completion_ms)
 
-    def choose_queued_request_to_execute(self, is_triggering: bool, last_completion_ms: int) -> CheckpointTriggerRequest | None:
+    def choose_queued_request_to_execute(
+        self, is_triggering: bool, last_completion_ms: int
+    ) -> CheckpointTriggerRequest | None:
         return self._choose(is_triggering, last_completion_ms)
 
     def abort_all(self, reason: CheckpointFailureReason) -> list[CheckpointTriggerRequest]:

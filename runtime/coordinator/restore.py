@@ -1,29 +1,21 @@
-"""The coordinator's side of recovery: check that a checkpoint or savepoint can be restored into this job.
-
-How this works: ``check_state_mapping`` compares the operator states of a ``CheckpointMetadata`` with the job's
-vertices. An operator of the snapshot that the job does not have is an error (``StateRestoreError``) unless
-allow-non-restored-state is set (then it is skipped) or its state is empty; an operator whose max parallelism
-changed cannot be restored (its key groups would move). Assigning the states to the new subtasks (key-group
-ranges, rescaling) belongs to ``runtime/recovery``; this module only decides whether restoring is allowed and
-returns the operator ids that are skipped. ``CoordinatorRestoreMixin`` is the coordinator's recovery bookkeeping:
-``restore_latest_checkpointed_state`` (after a failover: the latest completed checkpoint, or none = start fresh;
-the id counter moves past it; a restored snapshot the job does not own makes the checkpoints full until one
-completes, ``force_full_snapshot``) and ``restore_savepoint`` (through an injected loader of ``_metadata``; the
-snapshot's shared files are registered as not claimed). Mirrors the checks of Flink's
-``Checkpoints.loadAndValidateCheckpoint`` and ``StateAssignmentOperation.checkStateMappingCompleteness``, and
-``CheckpointCoordinator.restoreSavepoint`` / ``restoreLatestCheckpointedStateInternal``.
-"""
+"""Restoring a checkpoint or savepoint into this job. ``check_state_mapping`` decides whether a snapshot's operator
+states fit the job's vertices (Flink's ``Checkpoints.loadAndValidateCheckpoint`` and
+``StateAssignmentOperation.checkStateMappingCompleteness``; assigning them to subtasks is ``runtime/recovery``'s);
+``CheckpointRestore``, a collaborator of ``CheckpointCoordinator``, restores the latest completed checkpoint or a
+savepoint (Flink's ``restoreLatestCheckpointedStateInternal`` / ``restoreSavepoint``)."""
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from barriersim.runtime.coordinator import messages as m
-from barriersim.runtime.coordinator.master_hooks import reset_hooks, restore_master_hooks
+from barriersim.runtime.coordinator.completion import CheckpointCompletion
+from barriersim.runtime.coordinator.master_hooks import MasterTriggerRestoreHook, reset_hooks, restore_master_hooks
 from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties
-from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
+from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode, SharedStateRegistry
+from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.memory_storage import external_path
 
@@ -59,28 +51,46 @@ def check_state_mapping(
     return skipped
 
 
-class CoordinatorRestoreMixin:
-    """The restore half of ``CheckpointCoordinator`` (uses its store, id counter, hooks, stats and outbox)."""
+class CheckpointRestore:
+    """The coordinator's restores: the latest completed checkpoint (after a failover or a JobManager's recovery; none:
+    start fresh) or a savepoint. The id counter moves past the restored id; a restored snapshot the job does not own
+    makes the checkpoints full until one completes (the completion's ``force_full_snapshot``)."""
+
+    def __init__(self, job_id: str, vertices: Sequence[JobVertexInfo], *, store, id_counter,
+                 shared_state_registry: SharedStateRegistry, master_hooks: Mapping[str, MasterTriggerRestoreHook],
+                 stats: CheckpointStatsTracker, completion: CheckpointCompletion, clock: Callable[[], int],
+                 emit: Callable[[Any], None], is_shutdown: Callable[[], bool]):
+        self.job_id = job_id
+        self._vertices = tuple(vertices)
+        self._store = store
+        self._id_counter = id_counter
+        self._registry = shared_state_registry
+        self._master_hooks = master_hooks
+        self._stats = stats
+        self._completion = completion
+        self._clock = clock
+        self._emit = emit
+        self._is_shutdown = is_shutdown
 
     def restore_latest_checkpointed_state(self, allow_non_restored_state: bool = False) -> CompletedCheckpoint | None:
         """The latest completed checkpoint (``RestoreFrom`` it), or ``None``: start fresh (``RestoreFrom(None)``).
         The id counter moves past the restored id (it never goes back)."""
-        if self.is_shutdown:
+        if self._is_shutdown():
             raise StateRestoreError(f"restore: coordinator of job {self.job_id} is shut down")
         # raises MasterHookError for unmatched master states unless allow_non_restored_state
-        latest = self.store.get_latest_checkpoint()
+        latest = self._store.get_latest_checkpoint()
         if latest is None:
-            reset_hooks(self.master_hooks)
+            reset_hooks(self._master_hooks)
             self._emit(m.RestoreFrom(None, None, False, allow_non_restored_state))
             return None
         metadata = latest.metadata
-        check_state_mapping(metadata, self.vertices, allow_non_restored_state, f"checkpoint {latest.checkpoint_id}")
-        if self.id_counter.get() <= latest.checkpoint_id:
-            self.id_counter.set_count(latest.checkpoint_id + 1)
+        check_state_mapping(metadata, self._vertices, allow_non_restored_state, f"checkpoint {latest.checkpoint_id}")
+        if self._id_counter.get() <= latest.checkpoint_id:
+            self._id_counter.set_count(latest.checkpoint_id + 1)
         # restored from a snapshot the job does not own: checkpoints are full until one completes (NO_CLAIM)
-        self.force_full_snapshot = latest.props.is_unclaimed
-        restore_master_hooks(self.master_hooks, latest.master_states, latest.checkpoint_id, allow_non_restored_state)
-        self.stats.report_restored_checkpoint(latest.checkpoint_id, self._clock(),
+        self._completion.force_full_snapshot = latest.props.is_unclaimed
+        restore_master_hooks(self._master_hooks, latest.master_states, latest.checkpoint_id, allow_non_restored_state)
+        self._stats.report_restored_checkpoint(latest.checkpoint_id, self._clock(),
                                               external_path(latest.external_pointer, latest.props.is_savepoint),
                                               latest.props.is_savepoint)
         self._emit(m.RestoreFrom(latest.checkpoint_id, metadata, latest.props.is_savepoint, allow_non_restored_state))
@@ -91,20 +101,20 @@ class CoordinatorRestoreMixin:
         """Flink's ``restoreSavepoint``: load ``_metadata`` through the injected loader (storage's), check it
         fits the job, register its shared state (``registerSharedStatesAfterRestored`` in ``NO_CLAIM`` mode), add
         it to the store (as an unclaimed snapshot: never discarded by us), set the id
-        counter to ``savepoint_id + 1`` and restore it; the ``RestoreFrom`` action is in ``drain_actions()``."""
+        counter to ``savepoint_id + 1`` and restore it (``RestoreFrom``)."""
         metadata = loader(path)
-        check_state_mapping(metadata, self.vertices, allow_non_restored_state, f"savepoint {path}")
+        check_state_mapping(metadata, self._vertices, allow_non_restored_state, f"savepoint {path}")
         savepoint = CompletedCheckpoint.from_metadata(
             self.job_id, metadata, CheckpointProperties.for_unclaimed_snapshot(), path
         )
         # its shared files are registered before it enters the store (whose subsumption counts on them), as
         # not claimed: this job refers to them but never discards them
-        self.shared_state_registry.register_all_after_restored(
+        self._registry.register_all_after_restored(
             savepoint.checkpoint_id, savepoint.operator_states.values(), RecoveryClaimMode.NO_CLAIM)
-        result = self.store.add_checkpoint_and_subsume_oldest_one(savepoint)
+        result = self._store.add_checkpoint_and_subsume_oldest_one(savepoint)
         for subsumed in result.to_discard:
-            self._discard_completed(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED)
-        self.id_counter.set_count(metadata.checkpoint_id + 1)
+            self._completion.discard_completed(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED)
+        self._id_counter.set_count(metadata.checkpoint_id + 1)
         self.restore_latest_checkpointed_state(allow_non_restored_state)
         return savepoint
 

@@ -1,28 +1,16 @@
-"""The shared-state registry: which checkpoints use each shared file, and when a file may go.
-
-How this works: every acknowledgement's incremental handles are registered with the registry when it arrives
-(whatever became of its checkpoint, savepoints aside): a new upload is a new entry created and last used by the
-checkpoint; a placeholder is replaced by the registered handle it stands for, whose entry is now last used by this
-checkpoint (a placeholder for an unknown key is an error); a re-upload under a known key keeps the confirmed entry
-(the new copy goes) or, before its checkpoint completed, replaces it (the old copy goes). ``checkpoint_completed``
-confirms the entries its checkpoint used. ``unregister_unused_state(lowest)``, called after a subsumption with the
-lowest retained checkpoint id (and at the job's end with the lowest checkpoint the retention keeps, or none), drops
-every entry last used before it and returns those to discard: the shared files of subsumed checkpoints that no
-retained checkpoint uses any more, and the new files of aborted checkpoints. ``register_all_after_restored``
-re-registers a recovered checkpoint's handles when a new JobManager starts from the completed checkpoints; unless
-the job claims them (``RecoveryClaimMode.CLAIM``), the files those checkpoints created are never discarded by it
-(Flink's ``NO_CLAIM``, its default: they stay behind once unused, as Flink leaves them). Discarding is the caller's
-(the coordinator emits ``DiscardSharedState``). Mirrors Flink's ``SharedStateRegistryImpl`` (``registerReference``,
-``unregisterUnusedState``, ``checkpointCompleted``, ``registerAllAfterRestored``) and
-``IncrementalRemoteKeyedStateHandle.registerSharedStates``.
+"""The shared-state registry: which checkpoints use each shared file, and when a file may go. Mirrors Flink's
+``SharedStateRegistryImpl`` and ``IncrementalRemoteKeyedStateHandle.registerSharedStates``. See
+docs/coordinator.md, "The shared-state registry".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from barriersim.runtime.ids import OperatorID
 from barriersim.runtime.state.snapshot import (
     HandleAndLocalPath,
     IncrementalKeyedStateHandle,
@@ -60,15 +48,17 @@ class SharedStateRegistry:
 
     # -- registration ---------------------------------------------------------------------------------------
 
-    def register_reference(self, handle: SharedStateHandle | PlaceholderStateHandle,
-                           checkpoint_id: int) -> tuple[SharedStateHandle, SharedStateHandle | None]:
+    def register_reference(
+        self, handle: SharedStateHandle | PlaceholderStateHandle, checkpoint_id: int
+    ) -> tuple[SharedStateHandle, SharedStateHandle | None]:
         """Register ``handle`` for ``checkpoint_id``: the handle the checkpoint refers to from now on, and a handle
         to discard (a duplicate upload), if any."""
         entry = self._entries.get(handle.key)
         if entry is None:
             if isinstance(handle, PlaceholderStateHandle):
                 raise SharedStateRegistryError(
-                    f"checkpoint {checkpoint_id}: attempt to reference unknown shared state {handle.key}")
+                    f"checkpoint {checkpoint_id}: attempt to reference unknown shared state {handle.key}"
+                )
             self._entries[handle.key] = _Entry(handle, checkpoint_id, checkpoint_id)
             return handle, None
         discard = None
@@ -81,7 +71,7 @@ class SharedStateRegistry:
         entry.last_used = max(entry.last_used, checkpoint_id)
         return entry.handle, discard
 
-    def register_keyed_handle(self, handle, checkpoint_id: int) -> tuple[object, list[SharedStateHandle]]:
+    def register_keyed_handle(self, handle: object, checkpoint_id: int) -> tuple[object, list[SharedStateHandle]]:
         """An incremental handle with its placeholders replaced by the registered handles; other handles as they
         are. Returns the handle and what to discard."""
         if not isinstance(handle, IncrementalKeyedStateHandle):
@@ -94,19 +84,25 @@ class SharedStateRegistry:
                 discards.append(discard)
         return dataclasses.replace(handle, shared_state=tuple(shared)), discards
 
-    def register_subtask_state(self, state: OperatorSubtaskState, checkpoint_id: int) -> tuple[OperatorSubtaskState, list]:
+    def register_subtask_state(
+        self, state: OperatorSubtaskState, checkpoint_id: int
+    ) -> tuple[OperatorSubtaskState, list[SharedStateHandle]]:
         if not any(isinstance(h, IncrementalKeyedStateHandle) for h in state.managed_keyed_state):
             return state, []
-        handles, discards = [], []
+        handles: list[object] = []
+        discards: list[SharedStateHandle] = []
         for handle in state.managed_keyed_state:
             registered, discard = self.register_keyed_handle(handle, checkpoint_id)
             handles.append(registered)
             discards += discard
         return dataclasses.replace(state, managed_keyed_state=tuple(handles)), discards
 
-    def register_task_state(self, snapshot: TaskStateSnapshot, checkpoint_id: int) -> tuple[TaskStateSnapshot, list]:
+    def register_task_state(
+        self, snapshot: TaskStateSnapshot, checkpoint_id: int
+    ) -> tuple[TaskStateSnapshot, list[SharedStateHandle]]:
         """An acknowledgement's snapshot, registered (Flink's ``TaskStateSnapshot.registerSharedStates``)."""
-        states, discards = {}, []
+        states: dict[OperatorID, OperatorSubtaskState] = {}
+        discards: list[SharedStateHandle] = []
         for operator_id, state in snapshot.subtask_states_by_operator.items():
             states[operator_id], discard = self.register_subtask_state(state, checkpoint_id)
             discards += discard
@@ -114,15 +110,18 @@ class SharedStateRegistry:
             return snapshot, []
         return dataclasses.replace(snapshot, subtask_states_by_operator=states), discards
 
-    def register_all_after_restored(self, checkpoint_id: int, operator_states, claim_mode: RecoveryClaimMode) -> list:
+    def register_all_after_restored(
+        self, checkpoint_id: int, operator_states: Iterable[OperatorState], claim_mode: RecoveryClaimMode
+    ) -> list[OperatorState]:
         """Re-register a recovered checkpoint's shared state; returns its operator states with registered handles."""
-        registered = []
+        registered: list[OperatorState] = []
         for state in operator_states:
             subtasks = {}
             for index, subtask in state.subtask_states.items():
                 subtasks[index], _ = self.register_subtask_state(subtask, checkpoint_id)
-            registered.append(dataclasses.replace(state, subtask_states=subtasks) if isinstance(state, OperatorState)
-                              else state)
+            registered.append(
+                dataclasses.replace(state, subtask_states=subtasks) if isinstance(state, OperatorState) else state
+            )
         self.checkpoint_completed(checkpoint_id)
         if claim_mode is not RecoveryClaimMode.CLAIM:
             self._highest_not_claimed = max(self._highest_not_claimed, checkpoint_id)

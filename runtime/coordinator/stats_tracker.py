@@ -1,27 +1,12 @@
-"""Checkpoint statistics with Flink's REST names: one record per checkpoint and the job's counts.
-
-How this works: the coordinator reports each checkpoint's life (``report_pending_checkpoint`` at trigger,
-``report_subtask_stats`` per acknowledgement, then ``report_completed_checkpoint`` or
-``report_failed_checkpoint``; ``report_incomplete_stats`` for a task's closed asynchronous part or a late
-acknowledgement) and restores (``report_restored_checkpoint``); failures before a checkpoint id existed are
-``report_failed_checkpoint_without_in_progress``. ``history`` holds plain dicts keyed like Flink's REST API
-(``/jobs/:jobid/checkpoints``: ``id``, ``status`` IN_PROGRESS/COMPLETED/FAILED, ``is_savepoint`` (a
-savepoint's record also ``savepointFormat``, Flink's one camel-case name, and, once completed, its ``external_path``),
-``checkpoint_type`` CHECKPOINT/UNALIGNED_CHECKPOINT/SAVEPOINT..., ``trigger_timestamp``,
-``latest_ack_timestamp``, ``end_to_end_duration``, ``state_size``, ``checkpointed_size``, ``num_subtasks``,
-``num_acknowledged_subtasks``, ``failure_timestamp``, ``failure_message``; a completed one's ``external_path``
-and ``discarded``, true once the checkpoint was subsumed or discarded at the job's end) and ``counts`` Flink's
-``restored``, ``total``, ``in_progress``, ``completed``, ``failed``; ``latest_restored`` is Flink's
-``latest.restored`` (``id``, ``restore_timestamp``, ``is_savepoint``, ``external_path``). Mirrors Flink's
-``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and ``CheckpointStatsCounts``. A subtask's
-``ack_timestamp`` is the coordinator's clock when the acknowledgement arrived, as in Flink's
-``PendingCheckpoint.acknowledgeTask``. ``job_statistics`` turns the trackers of a run (one per coordinator: a
-JobManager failover retires one) into what both drivers report.
+"""Checkpoint statistics with Flink's REST names: one record per checkpoint and the job's counts. Mirrors Flink's
+``CheckpointStatsTracker`` / ``DefaultCheckpointStatsTracker`` and ``CheckpointStatsCounts``. See
+docs/coordinator.md, "Checkpoint statistics". What the fields mean in Flink: docs/flink-facts.md.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 
@@ -34,8 +19,9 @@ class CheckpointStatsTracker:
         self.latest_restored: dict[str, Any] | None = None
         self._reported: dict[int, set[str]] = {}  # per checkpoint in progress or failed: the subtasks that reported
 
-    def report_pending_checkpoint(self, checkpoint_id: int, trigger_timestamp: int, is_savepoint: bool,
-                                  checkpoint_type: str, num_subtasks: int) -> dict[str, Any]:
+    def report_pending_checkpoint(
+        self, checkpoint_id: int, trigger_timestamp: int, is_savepoint: bool, checkpoint_type: str, num_subtasks: int
+    ) -> dict[str, Any]:
         record = {
             "id": checkpoint_id,
             "status": "IN_PROGRESS",
@@ -62,8 +48,16 @@ class CheckpointStatsTracker:
         self.counts["in_progress"] += 1
         return record
 
-    def report_subtask_stats(self, checkpoint_id: int, task: str, ack_timestamp: int, state_size: int,
-                             metrics: Any = None, checkpointed_size: int | None = None, finished: bool = False) -> bool:
+    def report_subtask_stats(
+        self,
+        checkpoint_id: int,
+        task: str,
+        ack_timestamp: int,
+        state_size: int,
+        metrics: Any = None,
+        checkpointed_size: int | None = None,
+        finished: bool = False,
+    ) -> bool:
         """Whether the report was taken: not for a checkpoint that is not in progress, nor a second time for one
         subtask (Flink's ``PendingCheckpointStats.reportSubtaskStats``: no overwrite). ``state_size``: all the state
         the acknowledgement refers to; ``checkpointed_size`` (default: the same):
@@ -73,11 +67,20 @@ class CheckpointStatsTracker:
         at the trigger time and zero for every size and duration (``new SubtaskStateStats(index, now)``)."""
         if checkpointed_size is None:
             checkpointed_size = state_size
-        return self._report(checkpoint_id, task, ack_timestamp, state_size, checkpointed_size, metrics,
-                            completed=True, finished=finished)
+        return self._report(
+            checkpoint_id,
+            task,
+            ack_timestamp,
+            state_size,
+            checkpointed_size,
+            metrics,
+            completed=True,
+            finished=finished,
+        )
 
-    def report_incomplete_stats(self, checkpoint_id: int, task: str, timestamp: int, state_size: int,
-                                checkpointed_size: int, metrics: Any) -> bool:
+    def report_incomplete_stats(
+        self, checkpoint_id: int, task: str, timestamp: int, state_size: int, checkpointed_size: int, metrics: Any
+    ) -> bool:
         """A subtask's figures without an acknowledgement (Flink's ``DefaultCheckpointStatsTracker.
         reportIncompleteStats``: a ``SubtaskStateStats`` that is not completed): a closed asynchronous part's, or a
         late acknowledgement's. Taken for the subtask's first report, by a checkpoint in progress or one that
@@ -86,8 +89,18 @@ class CheckpointStatsTracker:
         subtask's row is ``aborted``."""
         return self._report(checkpoint_id, task, timestamp, state_size, checkpointed_size, metrics, completed=False)
 
-    def _report(self, checkpoint_id: int, task: str, timestamp: int, state_size: int, checkpointed_size: int,
-                metrics: Any, *, completed: bool, finished: bool = False) -> bool:
+    def _report(
+        self,
+        checkpoint_id: int,
+        task: str,
+        timestamp: int,
+        state_size: int,
+        checkpointed_size: int,
+        metrics: Any,
+        *,
+        completed: bool,
+        finished: bool = False,
+    ) -> bool:
         """Flink's ``PendingCheckpointStats.reportSubtaskStats`` (``TaskStateStats``: a subtask's first report
         only); a ``completed`` one is an acknowledgement, of a checkpoint in progress. A report that is not
         completed is taken by a failed checkpoint too: Flink 2.3's ``reportIncompleteStats`` takes any
@@ -110,14 +123,23 @@ class CheckpointStatsTracker:
             record["end_to_end_duration"] = end_to_end
         record["state_size"] += state_size
         record["checkpointed_size"] += checkpointed_size
-        entry = {"task": task, "ack_timestamp": timestamp, "state_size": state_size, "checkpointed_size": checkpointed_size,
-                 "end_to_end_duration": end_to_end, "metrics": metrics, "finished": finished}
+        entry = {
+            "task": task,
+            "ack_timestamp": timestamp,
+            "state_size": state_size,
+            "checkpointed_size": checkpointed_size,
+            "end_to_end_duration": end_to_end,
+            "metrics": metrics,
+            "finished": finished,
+        }
         if not completed:
             entry["aborted"] = True
         self.subtask_stats[checkpoint_id].append(entry)
         return True
 
-    def report_completed_checkpoint(self, checkpoint_id: int, completion_timestamp: int, external_path: str | None = None) -> None:
+    def report_completed_checkpoint(
+        self, checkpoint_id: int, completion_timestamp: int, external_path: str | None = None
+    ) -> None:
         record = self.history[checkpoint_id]
         if record["status"] != "IN_PROGRESS":
             return
@@ -138,8 +160,9 @@ class CheckpointStatsTracker:
         if record is not None and record["status"] == "COMPLETED":
             record["discarded"] = True
 
-    def report_failed_checkpoint(self, checkpoint_id: int, failure_timestamp: int,
-                                 reason: CheckpointFailureReason, message: str = "") -> None:
+    def report_failed_checkpoint(
+        self, checkpoint_id: int, failure_timestamp: int, reason: CheckpointFailureReason, message: str = ""
+    ) -> None:
         record = self.history.get(checkpoint_id)
         if record is None or record["status"] != "IN_PROGRESS":
             return
@@ -155,11 +178,16 @@ class CheckpointStatsTracker:
         self.counts["total"] += 1
         self.counts["failed"] += 1
 
-    def report_restored_checkpoint(self, checkpoint_id: int, restore_timestamp: int, external_path: str | None,
-                                   is_savepoint: bool) -> None:
+    def report_restored_checkpoint(
+        self, checkpoint_id: int, restore_timestamp: int, external_path: str | None, is_savepoint: bool
+    ) -> None:
         self.counts["restored"] += 1
-        self.latest_restored = {"id": checkpoint_id, "restore_timestamp": restore_timestamp,
-                                "is_savepoint": is_savepoint, "external_path": external_path}
+        self.latest_restored = {
+            "id": checkpoint_id,
+            "restore_timestamp": restore_timestamp,
+            "is_savepoint": is_savepoint,
+            "external_path": external_path,
+        }
 
     def latest_completed(self) -> dict[str, Any] | None:
         done = [r for r in self.history.values() if r["status"] == "COMPLETED"]
@@ -178,27 +206,46 @@ def subtask_row(checkpoint_id: int, entry: dict[str, Any]) -> dict[str, Any]:
     task = entry["task"].partition("@")[0]  # ExecutionAttemptID: vertex#index@attempt
     if entry.get("finished"):
         return {
-            "id": checkpoint_id, "task": task, "ack_timestamp": entry["ack_timestamp"],
-            "end_to_end_duration": entry["end_to_end_duration"], "state_size": 0,
-            "checkpointed_size": 0, "checkpoint_sync": 0, "checkpoint_async": 0, "alignment_buffered": 0,
-            "alignment_processed": 0, "alignment_persisted": 0, "alignment_duration": 0, "start_delay": 0,
-            "unaligned_checkpoint": False, "aborted": False, "finished": True,
+            "id": checkpoint_id,
+            "task": task,
+            "ack_timestamp": entry["ack_timestamp"],
+            "end_to_end_duration": entry["end_to_end_duration"],
+            "state_size": 0,
+            "checkpointed_size": 0,
+            "checkpoint_sync": 0,
+            "checkpoint_async": 0,
+            "alignment_buffered": 0,
+            "alignment_processed": 0,
+            "alignment_persisted": 0,
+            "alignment_duration": 0,
+            "start_delay": 0,
+            "unaligned_checkpoint": False,
+            "aborted": False,
+            "finished": True,
         }
     return {
-        "id": checkpoint_id, "task": task,
-        "ack_timestamp": entry["ack_timestamp"], "end_to_end_duration": entry["end_to_end_duration"],
-        "state_size": entry["state_size"], "checkpointed_size": entry["checkpointed_size"],
-        "checkpoint_sync": metrics.sync_duration_ms, "checkpoint_async": metrics.async_duration_ms,
+        "id": checkpoint_id,
+        "task": task,
+        "ack_timestamp": entry["ack_timestamp"],
+        "end_to_end_duration": entry["end_to_end_duration"],
+        "state_size": entry["state_size"],
+        "checkpointed_size": entry["checkpointed_size"],
+        "checkpoint_sync": metrics.sync_duration_ms,
+        "checkpoint_async": metrics.async_duration_ms,
         "alignment_buffered": 0,
         "alignment_processed": metrics.bytes_processed_during_alignment or 0,
         "alignment_persisted": metrics.bytes_persisted_during_alignment + metrics.persisted_output_bytes,
         "alignment_duration": metrics.alignment_duration_ms or 0,
         "start_delay": metrics.checkpoint_start_delay_ms,
-        "unaligned_checkpoint": metrics.unaligned_checkpoint, "aborted": entry.get("aborted", False), "finished": False,
+        "unaligned_checkpoint": metrics.unaligned_checkpoint,
+        "aborted": entry.get("aborted", False),
+        "finished": False,
     }
 
 
-def job_statistics(trackers: Sequence[CheckpointStatsTracker]) -> tuple[list[dict], list[dict], dict[str, int]]:
+def job_statistics(
+    trackers: Sequence[CheckpointStatsTracker],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]:
     """A run's statistics over all its coordinators, in order: ``(checkpoints, subtasks, counts)``.
 
     ``checkpoints``: every checkpoint's record by id, with Flink's per-checkpoint sums of its subtasks' figures
@@ -213,8 +260,11 @@ def job_statistics(trackers: Sequence[CheckpointStatsTracker]) -> tuple[list[dic
     for tracker in trackers:
         history.update(tracker.history)
         for checkpoint_id in sorted(tracker.subtask_stats):
-            subtasks.extend(subtask_row(checkpoint_id, entry) for entry in tracker.subtask_stats[checkpoint_id]
-                            if entry["metrics"] is not None or entry.get("finished"))
+            subtasks.extend(
+                subtask_row(checkpoint_id, entry)
+                for entry in tracker.subtask_stats[checkpoint_id]
+                if entry["metrics"] is not None or entry.get("finished")
+            )
         for name, n in tracker.counts.items():
             counts[name] = counts.get(name, 0) + n
     sums: dict[int, dict[str, int]] = {}

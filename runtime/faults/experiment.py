@@ -1,33 +1,20 @@
-"""Experiment actions: what a user does to a running job, scheduled like faults, the same on both backends.
+"""Experiment actions: what a user does to a running job (savepoint, stop with savepoint, cancel, restore with a new
+parallelism), scheduled like faults, the same on both backends.
 
-How this works: an ``ActionSchedule`` is a tuple of frozen action values, each a Flink operation: ``Savepoint``
-at ``at_ms`` (a savepoint in the canonical format; the job goes on), ``StopWithSavepoint`` at ``at_ms`` (the
-sources stop, a synchronous savepoint is taken and the job finishes; with ``drain`` event time first advances to
-its end, as ``flink stop --drain`` does), ``Cancel`` at ``at_ms`` (the job is cancelled; its checkpoints are kept
-only if externalized checkpoints are retained on cancellation) and ``Restore``: a new job restored from the
-latest savepoint of the run (``from = "savepoint"``) or from the latest checkpoint the cancelled job retained
-(``from = "checkpoint"``), with a new parallelism for some vertices (``parallelism``: vertex -> parallelism; the
-others keep theirs), as ``flink run --fromSavepoint`` does. Times are ms on the run's clock (from the first job's
-start, as the fault schedule's). The schedule splits the run into jobs: the actions before the first ``Restore``
-apply to the first job, those after it to the restored job, and so on; a ``Restore`` must follow a
-``StopWithSavepoint`` or a ``Cancel`` of the job before it, and nothing but a ``Restore`` may follow those.
-``RestoreSettings`` is the run's own start from a path (the command line's ``--from PATH --parallelism
-v=n``, Flink's ``SavepointRestoreSettings``). ``rescaled`` gives a job graph with new parallelisms, checked as the
-job graph is (a forward edge needs equal parallelism on both ends). A schedule round-trips through plain dicts
-and JSON (``to_plain``/``from_plain``); malformed ones raise ``ActionScheduleError`` naming the action and the
-field. Mirrors Flink's REST/CLI operations ``triggerSavepoint``, ``stopWithSavepoint``, ``cancel`` and job
-submission with ``SavepointRestoreSettings``, with ``SavepointFormatType``.
+Mirrors Flink's REST/CLI operations ``triggerSavepoint``, ``stopWithSavepoint``, ``cancel`` and job submission with
+``SavepointRestoreSettings``. See docs/faults-and-actions.md, "Experiment actions".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
-from typing import Mapping, Union
+from typing import Any
 
-from barriersim.runtime.jobgraph import JobGraph, JobGraphError
 from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
+from barriersim.runtime.jobgraph import JobGraph, JobGraphError
 
 
 class ActionScheduleError(ValueError):
@@ -62,7 +49,9 @@ class Cancel:
     at_ms: int
 
 
-def _frozen_parallelism(parallelism) -> tuple[tuple[str, int], ...]:
+def _frozen_parallelism(
+    parallelism: Mapping[str, int] | Iterable[tuple[str, int]] | None,
+) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(dict(parallelism).items())) if parallelism else ()
 
 
@@ -90,8 +79,8 @@ class RestoreSettings:
     def __post_init__(self) -> None:
         object.__setattr__(self, "parallelism", _frozen_parallelism(self.parallelism))
 
-    def to_plain(self) -> dict:
-        d = {"from": self.path}
+    def to_plain(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"from": self.path}
         if self.parallelism:
             d["parallelism"] = dict(self.parallelism)
         if self.allow_non_restored_state:
@@ -99,21 +88,25 @@ class RestoreSettings:
         return d
 
     @staticmethod
-    def from_plain(item, where: str = "restore") -> "RestoreSettings":
+    def from_plain(item: object, where: str = "restore") -> RestoreSettings:
         if not isinstance(item, dict):
             raise ActionScheduleError(f"{where}: must be a table with from (a path) and parallelism")
         unknown = sorted(set(item) - {"from", "parallelism", "allow_non_restored_state"})
         if unknown:
-            raise ActionScheduleError(f"{where}.{unknown[0]}: unknown key (known: from, parallelism, "
-                                      "allow_non_restored_state)")
+            raise ActionScheduleError(
+                f"{where}.{unknown[0]}: unknown key (known: from, parallelism, allow_non_restored_state)"
+            )
         path = item.get("from")
         if not isinstance(path, str) or not path:
             raise ActionScheduleError(f"{where}.from: must be the path of a savepoint or checkpoint, got {path!r}")
-        return RestoreSettings(path, _parallelism(item.get("parallelism", {}), f"{where}.parallelism"),
-                               _bool(item.get("allow_non_restored_state", False), f"{where}.allow_non_restored_state"))
+        return RestoreSettings(
+            path,
+            _parallelism(item.get("parallelism", {}), f"{where}.parallelism"),
+            _bool(item.get("allow_non_restored_state", False), f"{where}.allow_non_restored_state"),
+        )
 
 
-Action = Union[Savepoint, StopWithSavepoint, Cancel, Restore]
+Action = Savepoint | StopWithSavepoint | Cancel | Restore
 ACTION_TYPES: dict[str, type] = {
     "savepoint": Savepoint,
     "stop_with_savepoint": StopWithSavepoint,
@@ -128,9 +121,9 @@ def action_name(action: Action) -> str:
     return _NAME_OF[type(action)]
 
 
-def action_to_plain(action: Action) -> dict:
+def action_to_plain(action: Action) -> dict[str, Any]:
     """One action as the plain table a scenario file gives: ``type`` first."""
-    d: dict = {"type": _NAME_OF[type(action)]}
+    d: dict[str, Any] = {"type": _NAME_OF[type(action)]}
     for f in fields(action):
         value = getattr(action, f.name)
         if isinstance(action, Restore):
@@ -146,7 +139,7 @@ def action_to_plain(action: Action) -> dict:
     return d
 
 
-def _parallelism(value, where: str) -> tuple[tuple[str, int], ...]:
+def _parallelism(value: object, where: str) -> tuple[tuple[str, int], ...]:
     if not isinstance(value, dict):
         raise ActionScheduleError(f"{where}: must be a table of vertex = parallelism, got {value!r}")
     for vertex, p in value.items():
@@ -155,27 +148,35 @@ def _parallelism(value, where: str) -> tuple[tuple[str, int], ...]:
     return _frozen_parallelism(value)
 
 
-def _bool(value, where: str) -> bool:
+def _bool(value: object, where: str) -> bool:
     if not isinstance(value, bool):
         raise ActionScheduleError(f"{where}: must be true or false, got {value!r}")
     return value
 
 
-def rescaled(graph: JobGraph, parallelism, where: str = "parallelism") -> JobGraph:
+def rescaled(
+    graph: JobGraph, parallelism: Mapping[str, int] | Iterable[tuple[str, int]], where: str = "parallelism"
+) -> JobGraph:
     """``graph`` with new parallelisms (vertex -> parallelism), validated: ``ActionScheduleError`` naming
     ``where`` for an unknown vertex, a parallelism above the vertex's max parallelism or a graph that cannot run."""
     changes = dict(parallelism)
     names = {v.name for v in graph.vertices}
     for vertex, p in changes.items():
         if vertex not in names:
-            raise ActionScheduleError(f"{where}.{vertex}: the job has no vertex {vertex!r} (its vertices: "
-                                      f"{', '.join(v.name for v in graph.vertices)})")
+            raise ActionScheduleError(
+                f"{where}.{vertex}: the job has no vertex {vertex!r} (its vertices: "
+                f"{', '.join(v.name for v in graph.vertices)})"
+            )
         v = graph.vertex(vertex)
         if p > v.max_parallelism:
-            raise ActionScheduleError(f"{where}.{vertex}: parallelism {p} is above the vertex's max parallelism "
-                                      f"{v.max_parallelism} (its key groups)")
-    new = JobGraph(tuple(dataclasses.replace(v, parallelism=changes.get(v.name, v.parallelism))
-                         for v in graph.vertices), graph.edges)
+            raise ActionScheduleError(
+                f"{where}.{vertex}: parallelism {p} is above the vertex's max parallelism "
+                f"{v.max_parallelism} (its key groups)"
+            )
+    new = JobGraph(
+        tuple(dataclasses.replace(v, parallelism=changes.get(v.name, v.parallelism)) for v in graph.vertices),
+        graph.edges,
+    )
     try:
         return new.validate()
     except JobGraphError as err:
@@ -198,7 +199,7 @@ class ActionSchedule:
     def __len__(self) -> int:
         return len(self.actions)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Action]:
         return iter(self.actions)
 
     def _check_order(self) -> None:
@@ -208,22 +209,27 @@ class ActionSchedule:
             if isinstance(action, Restore):
                 if terminated is None:
                     raise ActionScheduleError(
-                        f"{where}: a restore must follow a stop_with_savepoint or a cancel of the job before it")
+                        f"{where}: a restore must follow a stop_with_savepoint or a cancel of the job before it"
+                    )
                 ender = self.actions[terminated]
                 if action.source is RestoreSource.CHECKPOINT and not isinstance(ender, Cancel):
                     raise ActionScheduleError(
                         f"{where}.from: a stopped job keeps no checkpoint (stop-with-savepoint ends it FINISHED); "
-                        f"restore from = \"savepoint\", or cancel it")
+                        f'restore from = "savepoint", or cancel it'
+                    )
                 if action.source is RestoreSource.SAVEPOINT and not any(
-                        isinstance(a, (Savepoint, StopWithSavepoint)) for a in self.actions[:i]):
+                    isinstance(a, (Savepoint, StopWithSavepoint)) for a in self.actions[:i]
+                ):
                     raise ActionScheduleError(
                         f"{where}.from: no savepoint is taken before it (add a savepoint action before "
-                        f"actions[{terminated}], or restore from = \"checkpoint\")")
+                        f'actions[{terminated}], or restore from = "checkpoint")'
+                    )
                 terminated = None
             elif terminated is not None:
                 raise ActionScheduleError(
                     f"{where}: the job was already ended by actions[{terminated}] "
-                    f"({action_name(self.actions[terminated])}); only a restore may follow")
+                    f"({action_name(self.actions[terminated])}); only a restore may follow"
+                )
             elif isinstance(action, TERMINATING):
                 terminated = i
 
@@ -254,20 +260,32 @@ class ActionSchedule:
         externalized checkpoints retained on cancellation."""
         self.graphs(graph)
         for i, action in enumerate(self.actions):
-            if isinstance(action, Restore) and action.source is RestoreSource.CHECKPOINT and not retains_on_cancellation:
+            if (
+                isinstance(action, Restore)
+                and action.source is RestoreSource.CHECKPOINT
+                and not retains_on_cancellation
+            ):
                 raise ActionScheduleError(
                     f"actions[{i}].from: a cancelled job retains no checkpoint unless "
-                    f"checkpointing.externalized_checkpoint_retention = \"RETAIN_ON_CANCELLATION\"")
+                    f'checkpointing.externalized_checkpoint_retention = "RETAIN_ON_CANCELLATION"'
+                )
 
     # -- plain values and JSON --------------------------------------------------------------------------
 
-    def to_plain(self) -> list[dict]:
+    def to_plain(self) -> list[dict[str, Any]]:
         return [action_to_plain(a) for a in self.actions]
 
     @staticmethod
-    def from_plain(items, where: str = "actions") -> "ActionSchedule":
-        actions = decode_tagged_tables(items, where, ACTION_TYPES, "action", ActionScheduleError,
-                                       f"{where}: must be a list of action tables ([[{where}]])", _action_from_plain)
+    def from_plain(items: object, where: str = "actions") -> ActionSchedule:
+        actions = decode_tagged_tables(
+            items,
+            where,
+            ACTION_TYPES,
+            "action",
+            ActionScheduleError,
+            f"{where}: must be a list of action tables ([[{where}]])",
+            _action_from_plain,
+        )
         try:
             return ActionSchedule(tuple(actions))
         except ActionScheduleError as err:
@@ -277,11 +295,11 @@ class ActionSchedule:
         return tables_to_json(self.to_plain())
 
     @staticmethod
-    def from_json(text: str) -> "ActionSchedule":
+    def from_json(text: str) -> ActionSchedule:
         return ActionSchedule.from_plain(tables_from_json(text, "actions", ActionScheduleError))
 
 
-def _action_from_plain(cls: type, item: Mapping, at: str) -> Action:
+def _action_from_plain(cls: type, item: Mapping[str, Any], at: str) -> Action:
     known = ["from", "parallelism", "allow_non_restored_state"] if cls is Restore else [f.name for f in fields(cls)]
     kwargs = {}
     for key, value in table_fields(item, known, at, ActionScheduleError):
@@ -295,8 +313,9 @@ def _action_from_plain(cls: type, item: Mapping, at: str) -> Action:
             try:
                 value = SavepointFormatType(value)
             except ValueError:
-                raise ActionScheduleError(f"{where}: must be canonical (barriersim writes canonical savepoints "
-                                          f"only), got {value!r}") from None
+                raise ActionScheduleError(
+                    f"{where}: must be canonical (barriersim writes canonical savepoints only), got {value!r}"
+                ) from None
         elif key == "from":
             try:
                 key, value = "source", RestoreSource(value)

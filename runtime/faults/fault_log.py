@@ -1,33 +1,25 @@
-"""Which faults of a schedule fired in a run, how often and first when: the run's account of its faults.
-
-How this works: a driver (the simulator's ``JobSimulation``, the Ray backend's job manager) reads its
-``FaultSchedule`` through a ``FaultLog``. The readings that decide a message's fate, a decline or a failing
-storage write (``message_fate``, ``declines``, ``fails_storage_write``, ``fails_state_write``) answer as the
-schedule does and count every fault that matched; the driver reports the rest itself with ``fired(fault,
-at_ms)``: a task crash that killed a running task (at a time or at a protocol point), a coordinator crash while
-the job ran, a slowdown that stretched a task's work. A fault that never fired (a crash of a task that had
-already finished, a delay of a checkpoint that was never taken) stays at zero, so a run never claims it
-survived a fault it did not meet. ``report()`` gives one plain entry per fault of the schedule, in its order:
-the fault's own fields, ``fired`` (how many times it took effect) and ``first_at_ms`` (the run's clock: virtual
-ms in the simulator, ms since the job started on Ray; None if it never fired). Times are passed in, so this
-stays free of clocks and deterministic.
+"""Which faults of a schedule fired in a run, how often and first when: the run's account of its faults. See
+docs/faults-and-actions.md, "The fault log".
 """
 
 from __future__ import annotations
 
-from barriersim.runtime.faults.fault_schedule import FaultSchedule, MessageKind, fate_of, fault_to_plain
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from barriersim.runtime.faults.fault_schedule import Fault, FaultSchedule, MessageKind, fate_of, fault_to_plain
 
 
 class FaultLog:
     """A ``FaultSchedule`` read by a driver, with a count of what fired."""
 
-    def __init__(self, schedule: FaultSchedule):
+    def __init__(self, schedule: FaultSchedule) -> None:
         self.schedule = schedule
         self._counts = [0] * len(schedule.faults)
         self._first_at_ms: list[int | None] = [None] * len(schedule.faults)
         self._index_of_object = {id(f): i for i, f in enumerate(schedule.faults)}  # the schedule's own fault values
 
-    def _index(self, fault) -> int:
+    def _index(self, fault: Fault) -> int:
         i = self._index_of_object.get(id(fault))
         if i is not None:
             return i
@@ -36,14 +28,14 @@ class FaultLog:
         except ValueError:
             raise ValueError(f"fired({fault!r}): not a fault of this run's schedule") from None
 
-    def fired(self, fault, at_ms: int) -> None:
+    def fired(self, fault: Fault, at_ms: int) -> None:
         """``fault`` took effect at ``at_ms`` (on the run's clock)."""
         i = self._index(fault)
         self._counts[i] += 1
         if self._first_at_ms[i] is None:
             self._first_at_ms[i] = at_ms
 
-    def times_fired(self, fault) -> int:
+    def times_fired(self, fault: Fault) -> int:
         return self._counts[self._index(fault)]
 
     # -- readings that count what matched --------------------------------------------------------------
@@ -63,7 +55,7 @@ class FaultLog:
     def fails_state_write(self, task: str, checkpoint_id: int, at_ms: int) -> bool:
         return self._count(self.schedule.state_write_fault(task, checkpoint_id), at_ms)
 
-    def _count(self, fault, at_ms: int) -> bool:
+    def _count(self, fault: Fault | None, at_ms: int) -> bool:
         if fault is None:
             return False
         self.fired(fault, at_ms)
@@ -71,19 +63,21 @@ class FaultLog:
 
     # -- the account -----------------------------------------------------------------------------------
 
-    def report(self) -> list[dict]:
+    def report(self) -> list[dict[str, Any]]:
         """One entry per fault of the schedule, in its order: its fields, ``fired`` and ``first_at_ms``."""
-        return [{**fault_to_plain(f), "fired": n, "first_at_ms": t}
-                for f, n, t in zip(self.schedule.faults, self._counts, self._first_at_ms)]
+        return [
+            {**fault_to_plain(f), "fired": n, "first_at_ms": t}
+            for f, n, t in zip(self.schedule.faults, self._counts, self._first_at_ms)
+        ]
 
 
-def describe(entry: dict) -> str:
+def describe(entry: Mapping[str, Any]) -> str:
     """A report entry (or a plain fault) as one short line: ``crash_task task=sum#3 at_ms=4000``."""
     fields = " ".join(f"{k}={v}" for k, v in entry.items() if k not in ("type", "fired", "first_at_ms"))
     return f"{entry['type']} {fields}".strip()
 
 
-def fired_line(report: list[dict], detail: bool = True) -> str:
+def fired_line(report: Sequence[Mapping[str, Any]], detail: bool = True) -> str:
     """``2 of 3 fired`` (with ``detail``: plus the faults that did not), for a run's printed summary; 'none'
     without faults."""
     if not report:

@@ -1,25 +1,18 @@
-"""Fault schedules: what goes wrong, when, as immutable named values shared by both backends.
-
-How this works: a ``FaultSchedule`` is a tuple of fault values (frozen dataclasses). Each fault names its
-target (a subtask such as ``sum#1``, a TaskManager or a node of the job's placement, the coordinator, a message
-kind, a checkpoint) and its moment: a virtual or real time in ms, or a *protocol point* (``ProtocolPoint``)
-reached for a given checkpoint, such as "after the synchronous snapshot but before the acknowledgement". The
-JobMaster (``runtime.job.job_master``) applies them for both drivers; the Ray backend carries them out with
-``ray.kill``, a killed Ray node, slowed actors and delayed RPCs. A schedule round-trips through plain dicts
-(``to_plain``/``from_plain``) and a compact JSON string, so a failing property-based example can print a
-one-line replay command. Malformed schedules raise ``FaultScheduleError`` naming the fault and the field;
-``check_against`` checks one against the job graph, ``check_against_placement`` against the TaskManagers and
-nodes the job is placed in (``runtime.job.placement``).
+"""Fault schedules: what goes wrong, when, as immutable named values shared by both backends; malformed ones raise
+``FaultScheduleError`` naming the fault and the field. See docs/faults-and-actions.md, "Fault schedules".
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Collection
 from dataclasses import MISSING, asdict, dataclass, fields
-from typing import Union
+from typing import Any, TypeVar
 
-from barriersim.runtime.storage.damage import LIST_DAMAGES, CheckpointDamage, DamageTarget
 from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
+from barriersim.runtime.storage.damage import LIST_DAMAGES, CheckpointDamage, DamageTarget
+
+_F = TypeVar("_F")  # a fault type
 
 
 class ProtocolPoint(enum.Enum):
@@ -160,9 +153,19 @@ class FailCheckpoints:
     task: str | None = None
 
 
-Fault = Union[CrashTask, CrashTaskManager, KillNode, CrashCoordinator, DelayMessage, DropMessage, SlowTask,
-              FailStorageWrite, FailCheckpoints, DamageCheckpoint]
-GroupCrash = Union[CrashTaskManager, KillNode]  # faults that kill every subtask of some TaskManagers at once
+Fault = (
+    CrashTask
+    | CrashTaskManager
+    | KillNode
+    | CrashCoordinator
+    | DelayMessage
+    | DropMessage
+    | SlowTask
+    | FailStorageWrite
+    | FailCheckpoints
+    | DamageCheckpoint
+)
+GroupCrash = CrashTaskManager | KillNode  # faults that kill every subtask of some TaskManagers at once
 GROUP_CRASHES = (CrashTaskManager, KillNode)
 CRASHES = (CrashTask, CrashTaskManager, KillNode)  # faults with a time or a protocol point that kill subtasks
 FAULT_TYPES: dict[str, type] = {
@@ -204,24 +207,38 @@ def _check(fault: Fault, where: str) -> None:
         raise bad("count", f"must be >= 1, got {fault.count}")
     if isinstance(fault, DamageCheckpoint) and fault.checkpoint_id is not None and fault.checkpoint_id < 1:
         raise bad("checkpoint_id", "checkpoint ids start at 1")
-    if (isinstance(fault, DamageCheckpoint) and fault.damage is CheckpointDamage.FOREIGN_METADATA
-            and fault.target is not DamageTarget.METADATA):
+    if (
+        isinstance(fault, DamageCheckpoint)
+        and fault.damage is CheckpointDamage.FOREIGN_METADATA
+        and fault.target is not DamageTarget.METADATA
+    ):
         raise bad("target", "foreign_metadata replaces a metadata file")
-    if (isinstance(fault, DamageCheckpoint) and fault.damage is CheckpointDamage.ROLL_BACK
-            and fault.target is not DamageTarget.COMPLETED_LIST):
+    if (
+        isinstance(fault, DamageCheckpoint)
+        and fault.damage is CheckpointDamage.ROLL_BACK
+        and fault.target is not DamageTarget.COMPLETED_LIST
+    ):
         raise bad("target", "roll_back rolls the completed-checkpoint list back (target completed_list)")
-    if (isinstance(fault, DamageCheckpoint) and fault.target is DamageTarget.COMPLETED_LIST
-            and fault.damage not in LIST_DAMAGES):
-        raise bad("damage", f"{fault.damage.value} does not strike the completed-checkpoint list (its damages: "
-                            f"{', '.join(sorted(d.value for d in LIST_DAMAGES))})")
+    if (
+        isinstance(fault, DamageCheckpoint)
+        and fault.target is DamageTarget.COMPLETED_LIST
+        and fault.damage not in LIST_DAMAGES
+    ):
+        raise bad(
+            "damage",
+            f"{fault.damage.value} does not strike the completed-checkpoint list (its damages: "
+            f"{', '.join(sorted(d.value for d in LIST_DAMAGES))})",
+        )
     if isinstance(fault, (FailStorageWrite, FailCheckpoints)):
         first = fault.checkpoint_id if isinstance(fault, FailStorageWrite) else fault.first_checkpoint_id
         if first < 1:
-            raise bad("checkpoint_id" if isinstance(fault, FailStorageWrite) else "first_checkpoint_id",
-                      "checkpoint ids start at 1")
+            raise bad(
+                "checkpoint_id" if isinstance(fault, FailStorageWrite) else "first_checkpoint_id",
+                "checkpoint ids start at 1",
+            )
 
 
-def fault_to_plain(fault: Fault) -> dict:
+def fault_to_plain(fault: Fault) -> dict[str, Any]:
     """One fault as the plain table a scenario file or a replay command gives: ``type`` first, no None fields."""
     d = {"type": _NAME_OF[type(fault)]}
     for key, value in asdict(fault).items():
@@ -237,7 +254,7 @@ def _hits(fault: GroupCrash, taskmanager: int | None, node: int | None) -> bool:
     return fault.node == node
 
 
-def fate_of(message_faults: list) -> tuple[bool, int]:
+def fate_of(message_faults: list[Any]) -> tuple[bool, int]:
     """``(dropped, delay_ms)`` of a message hit by ``message_faults``: any drop loses it, delays add up."""
     drop = any(isinstance(f, DropMessage) for f in message_faults)
     return drop, sum(f.delay_ms for f in message_faults if isinstance(f, DelayMessage))
@@ -256,16 +273,22 @@ class FaultSchedule:
     def __len__(self) -> int:
         return len(self.faults)
 
-    def of_type(self, cls: type) -> list:
+    def of_type(self, cls: type[_F]) -> list[_F]:
         return [f for f in self.faults if isinstance(f, cls)]
 
     # -- how a driver reads the schedule (one reading for the simulator and the Ray backend) -----------
 
-    def message_faults(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> list:
-        """The ``DropMessage`` / ``DelayMessage`` faults that hit the ``kind`` message of ``task`` for ``checkpoint_id``."""
-        return [f for f in self.faults
-                if isinstance(f, (DropMessage, DelayMessage)) and f.kind is kind and f.task in (None, task)
-                and f.checkpoint_id in (None, checkpoint_id)]
+    def message_faults(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> list[Any]:
+        """The ``DropMessage`` / ``DelayMessage`` faults that hit the ``kind`` message of ``task`` for
+        ``checkpoint_id``."""
+        return [
+            f
+            for f in self.faults
+            if isinstance(f, (DropMessage, DelayMessage))
+            and f.kind is kind
+            and f.task in (None, task)
+            and f.checkpoint_id in (None, checkpoint_id)
+        ]
 
     def message_fate(self, kind: MessageKind, task: str | None, checkpoint_id: int) -> tuple[bool, int]:
         """``(dropped, delay_ms)`` of the ``kind`` message of ``task`` for ``checkpoint_id``: delays add up."""
@@ -274,7 +297,9 @@ class FaultSchedule:
     def decline_fault(self, task: str, checkpoint_id: int, first_source: str) -> FailCheckpoints | None:
         """The ``FailCheckpoints`` by which ``task`` declines ``checkpoint_id`` (default task: the first source)."""
         for f in self.of_type(FailCheckpoints):
-            if (f.task or first_source) == task and f.first_checkpoint_id <= checkpoint_id < f.first_checkpoint_id + f.count:
+            if (
+                f.task or first_source
+            ) == task and f.first_checkpoint_id <= checkpoint_id < f.first_checkpoint_id + f.count:
                 return f
         return None
 
@@ -304,35 +329,53 @@ class FaultSchedule:
         """Whether ``task``'s state write for ``checkpoint_id`` fails (a ``FailStorageWrite`` naming the task)."""
         return self.state_write_fault(task, checkpoint_id) is not None
 
-    def crash_at(self, task: str, point: ProtocolPoint, checkpoint_id: int | None, fired) -> CrashTask | None:
+    def crash_at(
+        self, task: str, point: ProtocolPoint, checkpoint_id: int | None, fired: Collection[Fault]
+    ) -> CrashTask | None:
         """The ``CrashTask`` that kills ``task`` at ``point`` of ``checkpoint_id`` (any checkpoint for
         ``during_restore``) and is not in ``fired`` (each fires once per run), else None."""
         for f in self.faults:
-            if (isinstance(f, CrashTask) and f.task == task and f.point is point and f not in fired
-                    and (point is ProtocolPoint.DURING_RESTORE or f.checkpoint_id == checkpoint_id)):
+            if (
+                isinstance(f, CrashTask)
+                and f.task == task
+                and f.point is point
+                and f not in fired
+                and (point is ProtocolPoint.DURING_RESTORE or f.checkpoint_id == checkpoint_id)
+            ):
                 return f
         return None
 
-    def group_crash_at(self, taskmanager: int, node: int, point: ProtocolPoint, checkpoint_id: int | None,
-                       fired) -> GroupCrash | None:
+    def group_crash_at(
+        self, taskmanager: int, node: int, point: ProtocolPoint, checkpoint_id: int | None, fired: Collection[Fault]
+    ) -> GroupCrash | None:
         """The ``CrashTaskManager`` of ``taskmanager`` or the ``KillNode`` of ``node`` (where that TaskManager runs)
         that strikes when one of its subtasks reaches ``point`` of ``checkpoint_id`` (any checkpoint for
         ``during_restore``) and is not in ``fired``, else None."""
         for f in self.faults:
-            if (isinstance(f, GROUP_CRASHES) and f.point is point and f not in fired
-                    and _hits(f, taskmanager, node)
-                    and (point is ProtocolPoint.DURING_RESTORE or f.checkpoint_id == checkpoint_id)):
+            if (
+                isinstance(f, GROUP_CRASHES)
+                and f.point is point
+                and f not in fired
+                and _hits(f, taskmanager, node)
+                and (point is ProtocolPoint.DURING_RESTORE or f.checkpoint_id == checkpoint_id)
+            ):
                 return f
         return None
 
-    def armed_crash_points(self, task: str, fired, taskmanager: int | None = None,
-                           node: int | None = None) -> frozenset[tuple[ProtocolPoint, int]]:
+    def armed_crash_points(
+        self, task: str, fired: Collection[Fault], taskmanager: int | None = None, node: int | None = None
+    ) -> frozenset[tuple[ProtocolPoint, int | None]]:
         """The task-side protocol points (``ProtocolPoint.is_task_side``) at which a deployment of ``task`` must
         stop, as ``(point, checkpoint_id)`` pairs: the schedule's crashes of ``task``, and of its TaskManager
         ``taskmanager`` and node ``node`` when given, that have not fired yet."""
-        return frozenset((f.point, f.checkpoint_id) for f in self.faults
-                         if isinstance(f, CRASHES) and f.point in TASK_SIDE_POINTS and f not in fired
-                         and (f.task == task if isinstance(f, CrashTask) else _hits(f, taskmanager, node)))
+        return frozenset(
+            (f.point, f.checkpoint_id)
+            for f in self.faults
+            if isinstance(f, CRASHES)
+            and f.point in TASK_SIDE_POINTS
+            and f not in fired
+            and (f.task == task if isinstance(f, CrashTask) else _hits(f, taskmanager, node))
+        )
 
     def check_against(self, graph) -> None:
         """Raise ``FaultScheduleError`` for a fault naming a subtask the job graph (``runtime.jobgraph.JobGraph``)
@@ -351,34 +394,45 @@ class FaultSchedule:
                 name, index = subtasks[task]
                 channels = sum(len(graph.channels_in_gate(name, g, index)) for g in range(len(graph.gates_of(name))))
                 if channels < 2:
-                    raise FaultScheduleError(f"faults[{i}].point: {task} has {channels} input channel(s), so it is never "
-                                             f"mid_alignment (only a task with two or more aligns barriers)")
+                    raise FaultScheduleError(
+                        f"faults[{i}].point: {task} has {channels} input channel(s), so it is never "
+                        f"mid_alignment (only a task with two or more aligns barriers)"
+                    )
 
     def check_against_placement(self, graph, placement) -> None:
         """Raise ``FaultScheduleError`` for a ``crash_taskmanager`` naming a TaskManager the job's placement
         (``runtime.job.placement.Placement``) does not have, a ``kill_node`` naming a node it does not spread
         over, or either crashing ``mid_alignment`` where no subtask of theirs has two or more input channels."""
-        aligning = {key for key in placement.taskmanager_of
-                    if sum(len(graph.channels_in_gate(key[0], g, key[1])) for g in range(len(graph.gates_of(key[0])))) >= 2}
+        aligning = {
+            key
+            for key in placement.taskmanager_of
+            if sum(len(graph.channels_in_gate(key[0], g, key[1])) for g in range(len(graph.gates_of(key[0])))) >= 2
+        }
         for i, f in enumerate(self.faults):
             if isinstance(f, CrashTaskManager):
                 if f.taskmanager >= placement.taskmanagers:
-                    raise FaultScheduleError(f"faults[{i}].taskmanager: the job runs in {placement.taskmanagers} "
-                                             f"TaskManager(s), numbered from 0, got {f.taskmanager}")
+                    raise FaultScheduleError(
+                        f"faults[{i}].taskmanager: the job runs in {placement.taskmanagers} "
+                        f"TaskManager(s), numbered from 0, got {f.taskmanager}"
+                    )
                 members = {key for key, tm in placement.taskmanager_of.items() if tm == f.taskmanager}
             elif isinstance(f, KillNode):
                 if placement.nodes < 2 or f.node >= placement.nodes:
                     raise FaultScheduleError(
                         f"faults[{i}].node: the job's TaskManagers are spread over {placement.nodes} node(s) "
                         f"(cluster.nodes), so kill_node needs cluster.nodes >= 2 and a node from 1 to "
-                        f"{max(1, placement.nodes - 1)}, got {f.node}")
-                members = {key for key, tm in placement.taskmanager_of.items()
-                           if placement.node_of_taskmanager(tm) == f.node}
+                        f"{max(1, placement.nodes - 1)}, got {f.node}"
+                    )
+                members = {
+                    key for key, tm in placement.taskmanager_of.items() if placement.node_of_taskmanager(tm) == f.node
+                }
             else:
                 continue
             if f.point is ProtocolPoint.MID_ALIGNMENT and not members & aligning:
-                raise FaultScheduleError(f"faults[{i}].point: no subtask of its TaskManager(s) has two or more input "
-                                         f"channels, so none is ever mid_alignment")
+                raise FaultScheduleError(
+                    f"faults[{i}].point: no subtask of its TaskManager(s) has two or more input "
+                    f"channels, so none is ever mid_alignment"
+                )
 
     def coordinator_crashes(self) -> list[int]:
         """The times (ms) at which the coordinator crashes, in order."""
@@ -386,23 +440,34 @@ class FaultSchedule:
 
     # -- plain values and JSON (for scenario files and replay commands) ------------------------------
 
-    def to_plain(self) -> list[dict]:
+    def to_plain(self) -> list[dict[str, Any]]:
         return [fault_to_plain(fault) for fault in self.faults]
 
     @staticmethod
-    def from_plain(items: list, where: str = "faults") -> "FaultSchedule":
-        return FaultSchedule(tuple(decode_tagged_tables(items, where, FAULT_TYPES, "fault", FaultScheduleError,
-                                                        f"{where}: must be a list of fault tables", _fault_from_plain)))
+    def from_plain(items: list[Any], where: str = "faults") -> FaultSchedule:
+        return FaultSchedule(
+            tuple(
+                decode_tagged_tables(
+                    items,
+                    where,
+                    FAULT_TYPES,
+                    "fault",
+                    FaultScheduleError,
+                    f"{where}: must be a list of fault tables",
+                    _fault_from_plain,
+                )
+            )
+        )
 
     def to_json(self) -> str:
         return tables_to_json(self.to_plain())
 
     @staticmethod
-    def from_json(text: str) -> "FaultSchedule":
+    def from_json(text: str) -> FaultSchedule:
         return FaultSchedule.from_plain(tables_from_json(text, "faults", FaultScheduleError))
 
 
-def _fault_from_plain(cls: type, item: dict, at: str) -> Fault:
+def _fault_from_plain(cls: type, item: dict[str, Any], at: str) -> Fault:
     """One ``[[faults]]`` table of fault class ``cls`` at ``at``, its fields checked."""
     known = {f.name: f for f in fields(cls)}
     kwargs = {}

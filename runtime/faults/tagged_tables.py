@@ -11,11 +11,19 @@ same kind of error, ``tables_to_json`` writes it compactly and in a stable order
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from typing import Any
 
 
-def decode_tagged_tables(items: Any, where: str, types: Mapping[str, type], kind: str, error: Callable[[str], Exception],
-                         not_a_list: str, build: Callable[[type, dict, str], Any]) -> list:
+def decode_tagged_tables(
+    items: Any,
+    where: str,
+    types: Mapping[str, type],
+    kind: str,
+    error: Callable[[str], Exception],
+    not_a_list: str,
+    build: Callable[[type, dict[str, Any], str], Any],
+) -> list[Any]:
     """The values ``build(cls, table, place)`` makes of the tables of ``items``; ``kind`` names a table's type in
     messages ("fault", "action"), ``not_a_list`` is the message when ``items`` is not a list."""
     if not isinstance(items, list):
@@ -32,8 +40,9 @@ def decode_tagged_tables(items: Any, where: str, types: Mapping[str, type], kind
     return values
 
 
-def table_fields(item: Mapping, known: Collection[str], at: str,
-                 error: Callable[[str], Exception]) -> Iterator[tuple[str, Any]]:
+def table_fields(
+    item: Mapping[str, Any], known: Collection[str], at: str, error: Callable[[str], Exception]
+) -> Iterator[tuple[str, Any]]:
     """The ``(key, value)`` fields of one tagged table other than its ``type``; a key not in ``known`` is ``error``
     naming the field and the known ones."""
     for key, value in item.items():

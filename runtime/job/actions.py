@@ -1,26 +1,11 @@
-"""What the JobMaster asks its driver to do, and the timers and messages it hands out.
-
-How this works: ``JobMaster`` (``runtime.job.job_master``) is sans-IO: each of its entry points returns a list of
-the values below, which the driver (the simulator, or the Ray job manager actor) carries out in order. Every value
-is frozen; none holds a callback.
-- ``DeployTasks``: start one task per ``TaskDeploymentDescriptor`` (Flink's ``TaskDeploymentDescriptor``: the
-  attempt, the state to restore, the armed crash points and slowdowns) on the node its TaskManager is given
-  (``taskmanager_nodes``), then report ``tasks_restored`` and, once they run, ``tasks_started``;
-  ``ReportRunning``: the RUNNING reports of a deployment's other tasks, to hand back with ``tasks_running`` once
-  what is due at this instant ran (the coordinator's timers included); ``KillTask``: the
-  fault schedule kills one task (the driver reports its death with ``task_failed``); ``KillTaskManagers``: it
-  kills some TaskManagers with every task in them at once, or a whole node (``node``), which the Ray driver kills
-  for real; ``CancelTasks``: every task of that deployment dies at once (a failover).
-- ``SendToTask``: carry ``message`` (``TriggerCheckpoint``, ``NotifyCheckpointComplete``,
-  ``NotifyCheckpointAborted``) to the attempt after the driver's transport time plus ``delay_ms`` (a fault's
-  delay), and deliver it only if ``JobMaster.is_current(attempt)`` still holds then.
-- ``SendToCoordinator``: a task's message that the JobMaster accepted, to hand back with
-  ``coordinator_receives`` after the driver's transport time (simulator: the RPC latency; Ray: none, the call
-  already crossed) plus ``delay_ms``.
-- ``StartTimer``: call ``timer_fired(timer)`` after ``delay_ms``; the timers are ``FaultDue``, ``RestartDue``
-  and ``CoordinatorRecoveryDue``.
-- ``JobEnded``: the job reached its outcome; nothing more will happen.
-"""
+"""What the JobMaster asks its driver to do (``JobMaster.handle`` returns a list of these, carried out in order),
+and the timers and messages it hands out, which come back to ``handle`` as events: a ``SendToCoordinator``'s
+``CoordinatorMessage`` after the driver's transport time, a ``StartTimer``'s ``JobTimer`` when it is due. Every value
+is frozen; none holds a callback. ``DeployTasks``, ``KillTask``, ``KillTaskManagers`` and ``CancelTasks`` start and
+end tasks; ``ReportRunning`` hands the other RUNNING reports of a deployment back (``TasksRunning``) once what is due
+at this instant ran; ``SendToTask`` carries a message to an attempt, delivered only if
+``is_current(attempt)`` still holds then; ``JobEnded``: nothing more will happen. docs/architecture.md ("The
+drivers") says how each driver carries them out."""
 
 from __future__ import annotations
 
@@ -83,7 +68,7 @@ class DeployTasks:
 @dataclass(frozen=True)
 class KillTask:
     """The fault schedule kills this attempt (``why``: the fault). The driver kills it and reports its death with
-    ``task_failed`` when it sees it (the simulator at once; on Ray, when the actor's ``run`` call fails)."""
+    ``TaskFailed`` when it sees it (the simulator at once; on Ray, when the actor's ``run`` call fails)."""
 
     attempt: ExecutionAttemptID
     why: str
@@ -94,7 +79,7 @@ class KillTaskManagers:
     """The fault schedule loses TaskManagers ``taskmanagers``: every attempt in ``attempts`` (their running tasks)
     dies at once. ``node``: they go because that node of the cluster goes (``kill_node``; the Ray driver kills the
     node's processes, so its tasks die with it), else None (``crash_taskmanager``: the driver kills the tasks).
-    The driver reports the deaths with ``task_failed`` when it sees them; the first fails the job over, the
+    The driver reports the deaths with ``TaskFailed`` when it sees them; the first fails the job over, the
     others are then of a cancelled deployment."""
 
     taskmanagers: tuple[int, ...]
@@ -105,10 +90,10 @@ class KillTaskManagers:
 
 @dataclass(frozen=True)
 class ReportRunning:
-    """Tasks of deployment ``epoch`` that report RUNNING after the first one did (``JobMaster.tasks_started``):
+    """Tasks of deployment ``epoch`` that report RUNNING after the first one did (``TasksStarted``):
     Flink's tasks report one RPC each, over some milliseconds, so what the first report set off at once (a periodic
     trigger it started with no delay) runs before the others arrive. The driver hands them back with
-    ``JobMaster.tasks_running`` after what is due now (the simulator: at the same instant, after the timers; Ray:
+    ``TasksRunning`` after what is due now (the simulator: at the same instant, after the timers; Ray:
     on a later turn of the loop)."""
 
     epoch: int

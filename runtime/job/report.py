@@ -8,8 +8,9 @@ decides anything. ``one_line`` picks the line of a (possibly remote, multi-line)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from barriersim.runtime.job.config import JobOutcome
 
@@ -38,7 +39,7 @@ class Operation:
     savepoint_format: str | None = None
     failure: str | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -47,29 +48,31 @@ class JobReport:
     """What a JobMaster can tell about its run (after the job ended, or at any time)."""
 
     outcome: JobOutcome | None
-    checkpoints: list[dict]
-    subtasks: list[dict]
+    checkpoints: list[dict[str, Any]]
+    subtasks: list[dict[str, Any]]
     counts: dict[str, int]
     restarts: int  # restarts the restart strategy allowed (Flink's numRestarts), plus JobManager failovers
     restored_checkpoint_ids: list[int]
     restored_in_flight_bytes: int
     coordinator_failovers: int
-    fault_log: list[dict]
+    fault_log: list[dict[str, Any]]
     killed: list[str] = field(default_factory=list)  # subtasks killed by the fault schedule, "name@attempt"
     failures: list[str] = field(default_factory=list)  # what failed the job over, one line each
     storage_errors: list[str] = field(default_factory=list)
     # per deployment: its epoch, the checkpoint it restored and the node of each TaskManager (runtime.job.placement)
-    deployments: list[dict] = field(default_factory=list)
+    deployments: list[dict[str, Any]] = field(default_factory=list)
     failure_reason: str | None = None  # one line, when the outcome is FAILED
     job_id: str = ""
     final_state: str | None = None  # Flink's terminal JobStatus: FINISHED, CANCELED, FAILED
-    operations: list[dict] = field(default_factory=list)
-    latest_restored: dict | None = None  # Flink's latest.restored: id, restore_timestamp, is_savepoint, external_path
+    operations: list[dict[str, Any]] = field(default_factory=list)
+    latest_restored: dict[str, Any] | None = (
+        None  # Flink's latest.restored: id, restore_timestamp, is_savepoint, external_path
+    )
     retained_checkpoint: str | None = None  # the newest checkpoint a cancelled job retained
-    parallelism: dict = field(default_factory=dict)  # vertex -> parallelism of the job
+    parallelism: dict[str, Any] = field(default_factory=dict)  # vertex -> parallelism of the job
     # per source subtask (by name) of the run's first deployment: the records its reader had read once restored,
     # where the run began (0 for a fresh job, the restored offsets for a job started from an earlier run's snapshot)
-    source_records_at_start: dict = field(default_factory=dict)
+    source_records_at_start: dict[str, Any] = field(default_factory=dict)
 
 
 def records_read_in_run(name: str, records_read: int, at_start: Mapping[str, int]) -> int:

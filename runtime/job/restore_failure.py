@@ -2,7 +2,7 @@
 restore raises (the checkpoint storage's, the completed checkpoint store's recovery, the coordinator's state mapping
 and master hooks, the state assignment's) and ``RestorePhase`` says what each ends, by when the restore runs: the
 job's first deployment (a snapshot given to start from) fails to start, a failover's restore is a global failure
-the restart strategy decides on, a new JobManager's recovery fails the job. ``JobFailover._restore_failed`` is the one
+the restart strategy decides on, a new JobManager's recovery fails the job. ``JobFailover.restore_failed`` is the one
 place they end up. Mirrors Flink's JobMaster creation (``JobInitializationException``), ``DefaultScheduler
 .restartTasks`` (``handleGlobalFailure``) and a JobManager failover's ``createAndRestoreExecutionGraph``;
 docs/job-failover.md.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from barriersim.runtime.faults.fault_schedule import SlowTask
 
@@ -19,20 +19,22 @@ from barriersim.runtime.faults.fault_schedule import SlowTask
 class Slowdowns:
     """The ``SlowTask`` faults of one deployed subtask, in the schedule's order."""
 
-    def __init__(self, slowdowns: Sequence[SlowTask]):
+    def __init__(self, slowdowns: Sequence[SlowTask]) -> None:
         self.slowdowns = tuple(slowdowns)
         self._met: set[int] = set()
         # where the speed may change: every window's start and end
-        self._edges = sorted({s.from_ms for s in self.slowdowns}
-                             | {s.until_ms for s in self.slowdowns if s.until_ms is not None})
+        self._edges = sorted(
+            {s.from_ms for s in self.slowdowns} | {s.until_ms for s in self.slowdowns if s.until_ms is not None}
+        )
 
     def __bool__(self) -> bool:
         return bool(self.slowdowns)
 
     def factor_at(self, at_ms: float) -> float:
         """How many times slower work goes at ``at_ms``: the product of the factors whose window holds it."""
-        return math.prod(s.factor for s in self.slowdowns
-                         if s.from_ms <= at_ms and (s.until_ms is None or at_ms < s.until_ms))
+        return math.prod(
+            s.factor for s in self.slowdowns if s.from_ms <= at_ms and (s.until_ms is None or at_ms < s.until_ms)
+        )
 
     def _next_edge(self, at_ms: float) -> float | None:
         i = bisect.bisect_right(self._edges, at_ms)
@@ -40,8 +42,10 @@ class Slowdowns:
 
     def overlaps(self, start_ms: float, end_ms: float) -> bool:
         """Whether some window with a factor other than 1 holds part of the time from ``start_ms`` to ``end_ms``."""
-        return any(s.factor != 1 and max(start_ms, s.from_ms) < (end_ms if s.until_ms is None else min(end_ms, s.until_ms))
-                   for s in self.slowdowns)
+        return any(
+            s.factor != 1 and max(start_ms, s.from_ms) < (end_ms if s.until_ms is None else min(end_ms, s.until_ms))
+            for s in self.slowdowns
+        )
 
     def stretch(self, start_ms: float, work_ms: float) -> float:
         """How long ``work_ms`` of work at full speed takes when it starts at ``start_ms``."""

@@ -17,7 +17,7 @@ SubtaskKey = tuple[str, int]  # (vertex name, subtask index)
 
 
 class Wiring:
-    def __init__(self, graph: JobGraph, placement: Placement | None = None):
+    def __init__(self, graph: JobGraph, placement: Placement | None = None) -> None:
         """``placement``: where the subtasks run, for ``is_local`` (without one, every channel is remote)."""
         self._taskmanager_of = placement.taskmanager_of if placement is not None else None
         self.downstream: dict[tuple[SubtaskKey, ResultSubpartitionInfo], tuple[SubtaskKey, InputChannelInfo]] = {}
@@ -29,14 +29,19 @@ class Wiring:
                     for channel_idx, producer in enumerate(graph.channels_in_gate(vertex.name, gate_idx, j)):
                         subpartition_idx = graph.subpartitions_of(edge, producer).index(j)
                         consumer = ((vertex.name, j), InputChannelInfo(gate_idx, channel_idx))
-                        producer_end = ((edge.source, producer), ResultSubpartitionInfo(partition_idx, subpartition_idx))
+                        producer_end = (
+                            (edge.source, producer),
+                            ResultSubpartitionInfo(partition_idx, subpartition_idx),
+                        )
                         self.downstream[producer_end] = consumer
                         self.upstream[consumer] = producer_end
 
     def channel_of(self, producer: SubtaskKey, info: ResultSubpartitionInfo) -> tuple[SubtaskKey, InputChannelInfo]:
         return self.downstream[(producer, info)]
 
-    def subpartition_of(self, consumer: SubtaskKey, info: InputChannelInfo) -> tuple[SubtaskKey, ResultSubpartitionInfo]:
+    def subpartition_of(
+        self, consumer: SubtaskKey, info: InputChannelInfo
+    ) -> tuple[SubtaskKey, ResultSubpartitionInfo]:
         return self.upstream[(consumer, info)]
 
     def is_local(self, producer: SubtaskKey, consumer: SubtaskKey) -> bool:

@@ -5,18 +5,18 @@ sum of ``key`` and emits ``(record_id, key, value, running_sum)``. Its state is 
 the key group the key belongs to, so a snapshot is a ``KeyGroupsStateHandle`` that can be redistributed
 when the parallelism changes. A batch is processed at once, with the per-record result of Flink's one call per
 record: the batch's records are ordered stably by key, each key's values summed cumulatively in arrival order
-and added to the key's sum before the batch (``KeyedSums``: the sums as a numpy column, one slot per key). Its state backend
-(``runtime.state.backend``) reads it as ``(key, running_sum)`` rows.
+and added to the key's sum before the batch (``KeyedSums``: the sums as a numpy column, one slot per key). Its state
+backend (``runtime.state.backend``) reads it as ``(key, running_sum)`` rows.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
 from barriersim.runtime.operators.records import KEY, VALUE, pack, unpack
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.snapshot import KeyGroupRange, KeyGroupsStateHandle, OperatorSubtaskState
 
 
@@ -38,7 +38,7 @@ class KeySlots:
         table = self._table
         size = len(table)
         if size and keys.view(np.uint64).max() < size:  # every key in [0, size) (a negative one is huge as uint64)
-            slots = table[keys]
+            slots: np.ndarray = table[keys]
             if slots.min() >= 0:
                 return slots
         low, high = int(keys.min()), int(keys.max())
@@ -78,7 +78,7 @@ class KeySlots:
             grown = np.empty(max(64, 2 * self.count), dtype=np.int64)
             grown[:first] = self.keys[:first]
             self.keys = grown
-        self.keys[first:self.count] = new_keys
+        self.keys[first : self.count] = new_keys
         for i, key in enumerate(new_keys.tolist()):
             if 0 <= key < len(self._table):
                 self._table[key] = first + i
@@ -89,7 +89,7 @@ class KeySlots:
 class KeyedRunningSum:
     ROW_KEY_WIDTH = 1  # a state row is (key, running_sum)
 
-    def __init__(self, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]):
+    def __init__(self, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]) -> None:
         """``key_group_of``: a key's key group; given a ``KeyGroupAssigner`` (``of_keys``), snapshots assign a
         whole key column at once."""
         self.key_group_range = key_group_range
@@ -100,10 +100,10 @@ class KeyedRunningSum:
         self._slots = KeySlots()
         self._sums = np.zeros(0, dtype=np.int64)  # per slot
 
-    def process(self, record: tuple) -> tuple:
+    def process(self, record: tuple[int, ...]) -> tuple[int, ...]:
         return self.process_all([record])[0]
 
-    def process_all(self, records) -> RecordBatch:
+    def process_all(self, records: RecordsLike) -> RecordBatch:
         batch = records if type(records) is RecordBatch else RecordBatch.of(records)
         columns = batch.columns
         n = columns.shape[1]
@@ -148,10 +148,11 @@ class KeyedRunningSum:
     def _key_groups(self, keys: np.ndarray) -> np.ndarray:
         of_keys = getattr(self._key_group_of, "of_keys", None)
         if of_keys is not None:
-            return of_keys(keys)
+            groups: np.ndarray = of_keys(keys)
+            return groups
         return np.array([self._key_group_of(k) for k in keys.tolist()], dtype=np.int64)
 
-    def keyed_rows(self) -> Iterable[tuple[int, tuple]]:
+    def keyed_rows(self) -> Iterable[tuple[int, tuple[int, ...]]]:
         """The state as ``(key group, (key, running_sum))`` rows (``runtime.state.backend.KeyedRows``), keys in the
         order they were first seen."""
         count = self._slots.count

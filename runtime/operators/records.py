@@ -18,7 +18,8 @@ RECORD_ID, KEY, VALUE, EVENT_TIME = 0, 1, 2, 3
 
 
 def pack(value: Any) -> bytes:
-    return msgpack.packb(value, use_bin_type=True)
+    packed: bytes = msgpack.packb(value, use_bin_type=True)
+    return packed
 
 
 def unpack(data: bytes) -> Any:

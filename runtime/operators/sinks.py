@@ -1,28 +1,18 @@
-"""Sinks and the external system they write to: Flink's ``TwoPhaseCommitSinkFunction`` (exactly-once) and a
-plain at-least-once sink.
-
-How this works: ``ExternalStore`` stands for the system outside the job (a database, a Kafka topic). It
-survives task failures; the drivers keep it outside every task and hand it to the sinks they build.
-``TwoPhaseCommitSink`` writes records into the current transaction; at a checkpoint's synchronous snapshot
-it *pre-commits* the transaction (its data goes to the external system, invisible until committed), keeps
-its handle as pending for that checkpoint id, opens a new one, and stores the pending handles in its state; when the checkpoint completes (``notify_checkpoint_complete``) it
-commits every pending transaction up to that id. On restore it commits the transactions the restored state
-lists as pending (Flink's ``recoverAndCommit``: the checkpoint they belong to completed, the notification
-may have been lost) and aborts everything else (``recoverAndAbort``). Commits are idempotent per
-transaction id, as Flink requires. ``AtLeastOnceSink`` writes every record to the store at once, so records
-replayed after a failure appear twice. Records reach the sinks and the store as ``RecordBatch``es: a transaction
-stages the batches it is given and pre-commits them as one batch; the store's output is one batch.
+"""Sinks and the external system they write to: Flink's ``TwoPhaseCommitSinkFunction`` (exactly-once) and a plain
+at-least-once sink. See docs/jobs-and-operators.md, "Sinks and the external store".
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from barriersim.runtime import records_codec
 from barriersim.runtime.operators.records import pack, unpack
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
 
 PENDING_TRANSACTIONS_STATE = "pending-transactions"
@@ -39,7 +29,7 @@ class ExternalStore:
     commits_attempted: int = 0
     aborted_transactions: int = 0
 
-    def pre_commit(self, transaction_id: str, records) -> None:
+    def pre_commit(self, transaction_id: str, records: RecordsLike) -> None:
         self.pending[transaction_id] = RecordBatch.of(records)
 
     def commit(self, transaction_id: str) -> None:
@@ -58,15 +48,15 @@ class ExternalStore:
         for tid in [t for t in self.pending if t.startswith(owner + "@") and t not in keep]:
             self.abort(tid)
 
-    def committed_after(self, transaction_ids) -> list[str]:
+    def committed_after(self, transaction_ids: Iterable[str]) -> list[str]:
         """The transactions committed after every one of ``transaction_ids`` that is committed, in commit order
         (none if none of them is): what a job committed after a snapshot whose sinks had pre-committed
         ``transaction_ids``, the output a restore of that snapshot produces again."""
         order, ids = list(self.committed), set(transaction_ids)
         positions = [i for i, tid in enumerate(order) if tid in ids]
-        return order[max(positions) + 1:] if positions else []
+        return order[max(positions) + 1 :] if positions else []
 
-    def write(self, records) -> None:
+    def write(self, records: RecordsLike) -> None:
         batch = RecordBatch.of(records)
         if len(batch):
             self.direct.append(batch)
@@ -75,7 +65,7 @@ class ExternalStore:
     def direct_records(self) -> int:
         return sum(len(b) for b in self.direct)
 
-    def pending_records(self, transaction_ids) -> RecordBatch:
+    def pending_records(self, transaction_ids: Iterable[str]) -> RecordBatch:
         """The records of the pending transactions ``transaction_ids`` (a snapshot's sinks list them), in that
         order, as one batch; an id that is not pending has none."""
         return RecordBatch.concat([self.pending[t] for t in transaction_ids if len(self.pending.get(t, ()))])
@@ -89,26 +79,31 @@ class ExternalStore:
         write's), without joining them."""
         return [b for b in self.committed.values() if len(b)] + self.direct
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """Everything the system holds, to be continued by a later run that restores a savepoint of this one (the
         transactions a restore commits stay pending until then): each transaction's and each direct write's records
         as a batch (``to_msgpack`` writes them as their column buffers)."""
-        return {"committed": [[tid, records] for tid, records in self.committed.items()],
-                "pending": [[tid, records] for tid, records in self.pending.items()],
-                "direct": list(self.direct)}
+        return {
+            "committed": [[tid, records] for tid, records in self.committed.items()],
+            "pending": [[tid, records] for tid, records in self.pending.items()],
+            "direct": list(self.direct),
+        }
 
     @staticmethod
-    def from_snapshot(snapshot: dict) -> "ExternalStore":
+    def from_snapshot(snapshot: dict[str, Any]) -> ExternalStore:
         """The store ``snapshot`` describes: its records as batches (one per transaction, one per direct write);
         records as arrays of record arrays, the form of earlier versions, are converted."""
-        def batch(records) -> RecordBatch:
+
+        def batch(records: RecordsLike) -> RecordBatch:
             if type(records) is RecordBatch:
                 return records
             return RecordBatch.from_rows([tuple(r) for r in records]) if len(records) else RecordBatch.empty()
 
-        return ExternalStore(committed={tid: batch(rows) for tid, rows in snapshot.get("committed", ())},
-                             pending={tid: batch(rows) for tid, rows in snapshot.get("pending", ())},
-                             direct=[batch(rows) for rows in snapshot.get("direct", ())])
+        return ExternalStore(
+            committed={tid: batch(rows) for tid, rows in snapshot.get("committed", ())},
+            pending={tid: batch(rows) for tid, rows in snapshot.get("pending", ())},
+            direct=[batch(rows) for rows in snapshot.get("direct", ())],
+        )
 
     def to_msgpack(self) -> bytes:
         """``snapshot`` as msgpack, every batch as its column buffers (``runtime.records_codec``): no per-record
@@ -117,7 +112,7 @@ class ExternalStore:
         return records_codec.pack(self.snapshot())
 
     @staticmethod
-    def from_msgpack(data: bytes) -> "ExternalStore":
+    def from_msgpack(data: bytes) -> ExternalStore:
         """What ``to_msgpack`` wrote (or the row form of earlier versions). Raises ``ValueError`` (msgpack's
         errors, ``MalformedRecords``) or ``TypeError`` / ``AttributeError`` on bytes that do not hold a store."""
         snapshot = records_codec.unpack(data)
@@ -136,8 +131,8 @@ class _TransactionBuffer:
 
     __slots__ = ("_array", "_size")
 
-    def __init__(self):
-        self._array = None
+    def __init__(self) -> None:
+        self._array: np.ndarray | None = None
         self._size = 0
 
     def __bool__(self) -> bool:
@@ -154,17 +149,20 @@ class _TransactionBuffer:
             grown = np.empty((array.shape[0], max(size + n, 2 * array.shape[1])), dtype=array.dtype)
             grown[:, :size] = array[:, :size]
             self._array = array = grown
-        array[:, size:size + n] = columns
+        array[:, size : size + n] = columns
         self._size = size + n
 
     def batch(self) -> RecordBatch:
         """The records appended so far, as one batch (a view; nothing writes into it again: a pre-committed
         transaction's buffer is not appended to)."""
-        return RecordBatch(self._array[:, :self._size]) if self._size else RecordBatch.empty()
+        if not self._size:
+            return RecordBatch.empty()
+        assert self._array is not None  # records were appended
+        return RecordBatch(self._array[:, : self._size])
 
 
 class TwoPhaseCommitSink:
-    def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0):
+    def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0) -> None:
         self.store = store
         self.subtask = subtask
         self._attempt = attempt
@@ -177,7 +175,7 @@ class TwoPhaseCommitSink:
         self._serial += 1
         return f"{self.subtask}@{self._attempt}/{self._serial}"
 
-    def invoke_all(self, records) -> None:
+    def invoke_all(self, records: RecordsLike) -> None:
         batch = RecordBatch.of(records)
         if len(batch):
             self._current.append(batch)
@@ -238,10 +236,10 @@ class TwoPhaseCommitSink:
 
 
 class AtLeastOnceSink:
-    def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0):
+    def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0) -> None:
         self.store = store
 
-    def invoke_all(self, records) -> None:
+    def invoke_all(self, records: RecordsLike) -> None:
         self.store.write(records)
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSubtaskState:

@@ -1,34 +1,20 @@
-"""A source reading its assigned replayable splits by offset (Flink's ``SourceReader`` over ``SourceSplit`` s).
-
-How this works: each split is an ordered run of records, held as one ``RecordBatch`` (a split given as record
-tuples or as an Arrow table is converted once); the reader's state is, per split, the offset of the next record
-to emit. A fresh subtask reads the split with its own index; a restored one reads the splits its restored state
-names (a rescaled restore redistributes them as operator state, round robin, as Flink's ``SourceOperator`` keeps
-its reader's splits in a split-distributed list state), which ``assigned_splits`` reads for the deployment.
-``poll(n)`` returns up to ``n`` records of one split, a slice (view) of it (no more than the task's outputs take
-before they are backpressured, when the task says so), and moves on to the next unfinished split (round robin over
-the assigned splits). Event time is watermarked per split, as Flink's per-split
-watermark generation does: a split's watermark is the largest timestamp it emitted minus 1 (the next record
-may carry the same timestamp), and the reader's watermark is the minimum over the splits it still reads (the
-split just polled included, so that a reader of one split emits exactly its split's watermark); none while an
-unfinished split has not emitted a record yet. A checkpoint snapshots the offsets *before* the barrier is
-emitted (Flink snapshots a source's state in the synchronous part of the checkpoint, then broadcasts the
-barrier), so a restore resumes exactly after the last record that went out before the barrier.
+"""A source reading its assigned replayable splits by offset (Flink's ``SourceReader`` over ``SourceSplit`` s),
+watermarked per split. See docs/jobs-and-operators.md, "The source".
 """
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
 
 from barriersim.runtime.operators.records import EVENT_TIME, pack, unpack
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
 
 OFFSETS_STATE = "source-offsets"
 
 
 class SplitSourceReader:
-    def __init__(self, split_id_or_splits, records=()):
+    def __init__(self, split_id_or_splits: int | Mapping[int, RecordsLike], records: RecordsLike = ()) -> None:
         """``SplitSourceReader(split_id, records)`` reads one split; ``SplitSourceReader({split_id: records})``
         reads every split given, in split id order. A split is a ``RecordBatch``, or record tuples or an Arrow
         table (converted once)."""
@@ -38,14 +24,14 @@ class SplitSourceReader:
         self._order = list(self._splits)
         self._next = 0
         self._last_timestamp: dict[int, int] = {}  # per split: the largest timestamp emitted since the reader started
-        self._polled: Optional[int] = None  # the split of the last poll
+        self._polled: int | None = None  # the split of the last poll
 
     @property
     def split_ids(self) -> tuple[int, ...]:
         return tuple(self._splits)
 
     @property
-    def split_id(self) -> Optional[int]:
+    def split_id(self) -> int | None:
         return self._order[0] if self._order else None
 
     @property
@@ -105,7 +91,7 @@ class SplitSourceReader:
             return self._splits[sid].slice(start, min(len(self._splits[sid]), start + max_records))
         return RecordBatch.empty()
 
-    def current_watermark(self) -> Optional[int]:
+    def current_watermark(self) -> int | None:
         """The reader's watermark after the last poll: the minimum over its unfinished splits and the split just
         polled of (largest timestamp emitted - 1); None while one of them has emitted nothing."""
         polled = self._polled

@@ -9,17 +9,17 @@ value column multiplied; a mask over the value column), record by record the sam
 from __future__ import annotations
 
 from barriersim.runtime.operators.records import VALUE
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
 
 
 class MapOperator:
     """``value -> value * factor`` (Flink's ``StreamMap``)."""
 
-    def __init__(self, factor: int = 2):
+    def __init__(self, factor: int = 2) -> None:
         self.factor = factor
 
-    def process_all(self, records) -> RecordBatch:
+    def process_all(self, records: RecordsLike) -> RecordBatch:
         columns = RecordBatch.of(records).columns.copy()
         columns[VALUE] *= self.factor
         return RecordBatch(columns)
@@ -34,10 +34,10 @@ class MapOperator:
 class FilterOperator:
     """Keeps the records whose value is not a multiple of ``modulus`` (Flink's ``StreamFilter``)."""
 
-    def __init__(self, modulus: int = 3):
+    def __init__(self, modulus: int = 3) -> None:
         self.modulus = modulus
 
-    def process_all(self, records) -> RecordBatch:
+    def process_all(self, records: RecordsLike) -> RecordBatch:
         batch = RecordBatch.of(records)
         keep = batch.columns[VALUE] % self.modulus != 0
         return batch if keep.all() else batch.take(keep)

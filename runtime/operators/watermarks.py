@@ -8,7 +8,7 @@ never holds event time back.
 
 from __future__ import annotations
 
-from typing import Hashable
+from collections.abc import Hashable, Iterable
 
 from barriersim.runtime.events import MAX_WATERMARK, Watermark
 
@@ -16,7 +16,7 @@ NO_WATERMARK = -(2**63)
 
 
 class WatermarkValve:
-    def __init__(self, channels: list[Hashable]):
+    def __init__(self, channels: Iterable[Hashable]) -> None:
         self._channel_watermarks = {c: NO_WATERMARK for c in channels}
         self.current = NO_WATERMARK
 

@@ -1,34 +1,25 @@
-"""A keyed tumbling event-time window that sums values (Flink's ``WindowOperator`` with
-``TumblingEventTimeWindows`` and a sum aggregate).
-
-How this works: each record ``(record_id, key, value, event_time)`` is added to the window
-``[start, start + size)`` holding its event time, per key. When the task's combined watermark reaches a
-window's end, the window fires: ``(window_start, key, sum, count)`` is emitted and its state dropped, in
-(window start, key) order so the output is deterministic. Records for windows that already fired are late
-and are dropped (and counted), as Flink does with zero allowed lateness. The state (open windows per key)
-is keyed state, snapshotted per key group, so the result after a restore is the same as without failure.
-A batch is added at once: its records' windows computed on the columns, late records masked out, and the rest
-aggregated per (window start, key) (``window_sums``) before they reach the state.
+"""A keyed tumbling event-time window that sums values (Flink's ``WindowOperator`` with ``TumblingEventTimeWindows``
+and a sum aggregate). See docs/jobs-and-operators.md, "The tumbling window".
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
 from barriersim.runtime.events import Watermark
 from barriersim.runtime.operators.records import EVENT_TIME, KEY, VALUE, pack, unpack
-from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.operators.watermarks import NO_WATERMARK
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.snapshot import KeyGroupRange, KeyGroupsStateHandle, OperatorSubtaskState
 
 
 class TumblingEventTimeWindowSum:
     ROW_KEY_WIDTH = 2  # a state row is (window_start, key, *accumulators)
 
-    def __init__(self, size_ms: int, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]):
+    def __init__(self, size_ms: int, key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]) -> None:
         if size_ms <= 0:
             raise ValueError(f"window size must be > 0 ms, got {size_ms}")
         self.size_ms = size_ms
@@ -41,7 +32,7 @@ class TumblingEventTimeWindowSum:
     def window_start(self, event_time: int) -> int:
         return event_time - (event_time % self.size_ms)
 
-    def process_all(self, records) -> RecordBatch:
+    def process_all(self, records: RecordsLike) -> RecordBatch:
         for start, key, total, count in self.on_time_groups(RecordBatch.of(records)):
             acc = self._windows.get((start, key))
             if acc is None:
@@ -69,7 +60,9 @@ class TumblingEventTimeWindowSum:
         return list(zip(*(a.tolist() for a in window_sums(starts, keys, values))))
 
     def process_watermark(self, watermark: Watermark) -> RecordBatch:
-        return RecordBatch.from_rows([(start, key, total, count) for (start, key), (total, count) in self.fire_due(watermark)])
+        return RecordBatch.from_rows(
+            [(start, key, total, count) for (start, key), (total, count) in self.fire_due(watermark)]
+        )
 
     def fire_due(self, watermark: Watermark) -> list[tuple[tuple[int, int], list[int]]]:
         """Remove and return, in (window start, key) order, every window whose last timestamp (end - 1) is at or
@@ -78,7 +71,7 @@ class TumblingEventTimeWindowSum:
         due = sorted(w for w in self._windows if w[0] + self.size_ms - 1 <= self.watermark)
         return [(w, self._windows.pop(w)) for w in due]
 
-    def keyed_rows(self) -> Iterable[tuple[int, tuple]]:
+    def keyed_rows(self) -> Iterable[tuple[int, tuple[int, ...]]]:
         """The open windows as ``(key group, (window_start, key, *accumulators))`` rows
         (``runtime.state.backend.KeyedRows``)."""
         key_group_of = self._key_group_of
@@ -110,18 +103,21 @@ def window_sums(starts: np.ndarray, keys: np.ndarray, values: np.ndarray) -> tup
     return starts[at], keys[at], np.add.reduceat(values, at), np.diff(np.append(at, n))
 
 
-def snapshot_windows(windows: dict[tuple[int, int], list[int]], key_group_range: KeyGroupRange,
-                     key_group_of: Callable[[int], int]) -> OperatorSubtaskState:
+def snapshot_windows(
+    windows: dict[tuple[int, int], list[int]], key_group_range: KeyGroupRange, key_group_of: Callable[[int], int]
+) -> OperatorSubtaskState:
     """Open windows ``(window_start, key) -> accumulators`` as keyed state: per key group, the sorted rows
     ``[window_start, key, *accumulators]`` (msgpack)."""
-    by_group: dict[int, list] = defaultdict(list)
+    by_group: dict[int, list[list[int]]] = defaultdict(list)
     for (start, key), acc in windows.items():
         by_group[key_group_of(key)].append([start, key, *acc])
     handle = KeyGroupsStateHandle(key_group_range, {kg: pack(sorted(v)) for kg, v in sorted(by_group.items())})
     return OperatorSubtaskState(managed_keyed_state=(handle,))
 
 
-def restore_windows(state: OperatorSubtaskState | None, key_group_range: KeyGroupRange) -> dict[tuple[int, int], list[int]]:
+def restore_windows(
+    state: OperatorSubtaskState | None, key_group_range: KeyGroupRange
+) -> dict[tuple[int, int], list[int]]:
     """The open windows of the key groups in ``key_group_range`` (after rescaling, a handle may hold more)."""
     windows: dict[tuple[int, int], list[int]] = {}
     if state is None:

@@ -5,6 +5,12 @@ Entry points, re-exported here: ``assign_states`` (Flink's ``StateAssignmentOper
 ``restore_latest_checkpoint``/``restore_from_pointer``/``checkpoint_loader``, and ``repartition_state``.
 """
 
+from barriersim.runtime.recovery.errors import (
+    ChannelStateRescalingUnsupportedError,
+    MaxParallelismMismatchError,
+    NonRestoredStateError,
+    StateAssignmentError,
+)
 from barriersim.runtime.recovery.operator_state_repartitioner import repartition_state
 from barriersim.runtime.recovery.restore import (
     RestoredState,
@@ -13,18 +19,24 @@ from barriersim.runtime.recovery.restore import (
     restore_latest_checkpoint,
 )
 from barriersim.runtime.recovery.state_assignment_operation import (
-    ChannelStateRescalingUnsupportedError,
     ExecutionJobVertexInfo,
     JobManagerTaskRestore,
-    MaxParallelismMismatchError,
-    NonRestoredStateError,
     StateAssignment,
-    StateAssignmentError,
     assign_states,
 )
 
 __all__ = [
-    "repartition_state", "RestoredState", "checkpoint_loader", "restore_from_pointer", "restore_latest_checkpoint",
-    "ChannelStateRescalingUnsupportedError", "ExecutionJobVertexInfo", "JobManagerTaskRestore",
-    "MaxParallelismMismatchError", "NonRestoredStateError", "StateAssignment", "StateAssignmentError", "assign_states",
+    "repartition_state",
+    "RestoredState",
+    "checkpoint_loader",
+    "restore_from_pointer",
+    "restore_latest_checkpoint",
+    "ChannelStateRescalingUnsupportedError",
+    "ExecutionJobVertexInfo",
+    "JobManagerTaskRestore",
+    "MaxParallelismMismatchError",
+    "NonRestoredStateError",
+    "StateAssignment",
+    "StateAssignmentError",
+    "assign_states",
 ]

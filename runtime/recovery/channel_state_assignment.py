@@ -1,34 +1,17 @@
 """State assignment of in-flight data (an unaligned checkpoint's channel state) when vertices are rescaled.
 
-How this works: ``ChannelStateAssignment`` looks at every vertex of the job graph with the parallelism it had in
-the checkpoint (``old``) and has now (``new``), and whether its old subtasks hold input channel state (buffers
-they had received but not processed) or result subpartition state (buffers they had produced but not sent).
-For a rescaled vertex whose own input, or its upstream vertices' output, holds such data, the mapper of each of
-its gates (the partitioner's downstream ``SubtaskStateMapper``: range for hash, round robin for rebalance) says
-which old subtasks' input state each new subtask takes; likewise for its partitions and its output state (the
-partitioner's upstream mapper: arbitrary, i.e. round robin). A vertex that was not rescaled keeps its own
-subtasks' state. Each subtask then gets two ``InflightDataRescalingDescriptor`` values: per gate, the old
-subtasks it took over, the mapping of its new channels to the old channels (the upstream vertex's mapping) and
-the old subtasks whose data other subtasks took as well (filtered by key on recovery); per partition the same
-from the producing side. Where both sides are unchanged (or a subtask took nothing over) the descriptor is the
-identity, and a subtask whose descriptors are all identities gets ``NO_RESCALE``. An edge whose descriptors are
-not all identities is *rescaled*: its producers end their recovered output with an ``EndOfChannelStateEvent``
-and its consumers demultiplex the recovered data and decline checkpoints until it arrived (Flink sends that event
-on every channel of every restore; barriersim only where it changes something, so that restores without
-rescaled in-flight data run exactly as before). A partitioner that cannot be rescaled (forward, broadcast)
-refuses with ``ChannelStateRescalingUnsupportedError`` when its mapping is needed. Without a job graph the
-topology is unknown: in-flight data restores only at the same parallelism. Mirrors Flink's
-``TaskStateAssignment`` (``getInputMapping``, ``getOutputMapping``, ``createRescalingDescriptor``) and
-``StateAssignmentOperation.reDistributeInputChannelStates`` / ``reDistributeResultSubpartitionStates`` with its
-``MappingBasedRepartitioner``.
+Mirrors Flink's ``TaskStateAssignment`` (``getInputMapping``, ``getOutputMapping``, ``createRescalingDescriptor``)
+and ``StateAssignmentOperation.reDistributeInputChannelStates`` / ``reDistributeResultSubpartitionStates``. See
+docs/state-and-rescaling.md, "Assigning in-flight data".
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Any
 
-from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.jobgraph import JobEdge, JobGraph
 from barriersim.runtime.recovery.errors import ChannelStateRescalingUnsupportedError
 from barriersim.runtime.recovery.subtask_state_mapper import (
     SubtaskStateMapper,
@@ -54,25 +37,33 @@ class SubtasksRescaleMapping:
     may_have_ambiguous_subtasks: bool
 
 
-def _has_buffers(handles) -> bool:
+def _has_buffers(handles: Iterable[InputChannelStateHandle | ResultSubpartitionStateHandle]) -> bool:
     return any(h.buffers for h in handles)
 
 
 class ChannelStateAssignment:
     """The channel state and rescaling descriptors of every subtask of a restored job."""
 
-    def __init__(self, checkpoint_id: int, graph: Optional[JobGraph], old_states: Mapping[str, Optional[OperatorState]],
-                 new_parallelism: Mapping[str, int]):
+    def __init__(
+        self,
+        checkpoint_id: int,
+        graph: JobGraph | None,
+        old_states: Mapping[str, OperatorState | None],
+        new_parallelism: Mapping[str, int],
+    ) -> None:
         self.checkpoint_id = checkpoint_id
         self.graph = graph
         self._old = old_states
         self._new_p = dict(new_parallelism)
         self._old_p = {v: (s.parallelism if s is not None else self._new_p[v]) for v, s in old_states.items()}
-        self._has_input = {v: s is not None and any(_has_buffers(st.input_channel_state) for st in s.subtask_states.values())
-                           for v, s in old_states.items()}
-        self._has_output = {v: s is not None and any(_has_buffers(st.result_subpartition_state)
-                                                     for st in s.subtask_states.values())
-                            for v, s in old_states.items()}
+        self._has_input = {
+            v: s is not None and any(_has_buffers(st.input_channel_state) for st in s.subtask_states.values())
+            for v, s in old_states.items()
+        }
+        self._has_output = {
+            v: s is not None and any(_has_buffers(st.result_subpartition_state) for st in s.subtask_states.values())
+            for v, s in old_states.items()
+        }
         self._input_mappings: dict[tuple[str, int], SubtasksRescaleMapping] = {}
         self._output_mappings: dict[tuple[str, int], SubtasksRescaleMapping] = {}
         self.input_states: dict[str, list[tuple[InputChannelStateHandle, ...]]] = {}
@@ -83,10 +74,10 @@ class ChannelStateAssignment:
 
     # -- topology ---------------------------------------------------------------------------------------
 
-    def _gates(self, vertex: str) -> list:
+    def _gates(self, vertex: str) -> list[Any]:
         return self.graph.gates_of(vertex) if self.graph is not None else []
 
-    def _partitions(self, vertex: str) -> list:
+    def _partitions(self, vertex: str) -> list[Any]:
         return self.graph.outputs_of(vertex) if self.graph is not None else []
 
     def _rescaled(self, vertex: str) -> bool:
@@ -100,14 +91,15 @@ class ChannelStateAssignment:
 
     # -- mappings (TaskStateAssignment.getInputMapping / getOutputMapping) ---------------------------------
 
-    def _mapper_mapping(self, mapper: SubtaskStateMapper, vertex: str, edge) -> SubtasksRescaleMapping:
+    def _mapper_mapping(self, mapper: SubtaskStateMapper, vertex: str, edge: JobEdge) -> SubtasksRescaleMapping:
         try:
             mapping = mapper.new_to_old_subtasks_mapping(self._old_p[vertex], self._new_p[vertex])
         except UnsupportedRescalingError as e:
             raise ChannelStateRescalingUnsupportedError(
                 f"Cannot restore unaligned checkpoint {self.checkpoint_id}: the in-flight data of edge {edge} would "
                 f"have to be rescaled ({edge.source} {self._old_p[edge.source]} -> {self._new_p[edge.source]}, "
-                f"{edge.target} {self._old_p[edge.target]} -> {self._new_p[edge.target]}): {e}") from None
+                f"{edge.target} {self._old_p[edge.target]} -> {self._new_p[edge.target]}): {e}"
+            ) from None
         return SubtasksRescaleMapping(mapping, mapper.is_ambiguous)
 
     def input_mapping(self, vertex: str, gate: int, store: bool = False) -> SubtasksRescaleMapping:
@@ -132,12 +124,14 @@ class ChannelStateAssignment:
 
     # -- redistribution (reDistributeInputChannelStates / reDistributeResultSubpartitionStates) -------------
 
-    def _redistribute(self, vertex: str, input_side: bool) -> list[tuple]:
+    def _redistribute(self, vertex: str, input_side: bool) -> list[tuple[Any, ...]]:
         state = self._old[vertex]
         new_p = self._new_p[vertex]
         field = "input_channel_state" if input_side else "result_subpartition_state"
-        old = [getattr(state.subtask_states[i], field) if state is not None and i in state.subtask_states else ()
-               for i in range(self._old_p[vertex])]
+        old = [
+            getattr(state.subtask_states[i], field) if state is not None and i in state.subtask_states else ()
+            for i in range(self._old_p[vertex])
+        ]
         if not self._rescaled(vertex):
             return [tuple(handles) for handles in old]
         has_state = self._has_input[vertex] if input_side else self._has_output[vertex]
@@ -149,22 +143,28 @@ class ChannelStateAssignment:
             raise ChannelStateRescalingUnsupportedError(
                 f"Cannot restore operator {vertex} from unaligned checkpoint {self.checkpoint_id} with parallelism "
                 f"{new_p}: its subtasks {subtasks} hold in-flight channel state taken at parallelism "
-                f"{self._old_p[vertex]}, and without the job's topology it cannot be rescaled")
-        result: list[list] = [[] for _ in range(new_p)]
+                f"{self._old_p[vertex]}, and without the job's topology it cannot be rescaled"
+            )
+        result: list[list[Any]] = [[] for _ in range(new_p)]
         count = len(self._gates(vertex)) if input_side else len(self._partitions(vertex))
         for index in range(count):
-            mapping = (self.input_mapping(vertex, index, store=True) if input_side
-                       else self.output_mapping(vertex, index, store=True)).rescale_mappings
+            mapping = (
+                self.input_mapping(vertex, index, store=True)
+                if input_side
+                else self.output_mapping(vertex, index, store=True)
+            ).rescale_mappings
             for new_index in range(new_p):
                 for old_index in mapping.get_mapped_indexes(new_index):
                     result[new_index].extend(
-                        h for h in old[old_index]
-                        if h.buffers and (h.info.gate_idx if input_side else h.info.partition_idx) == index)
+                        h
+                        for h in old[old_index]
+                        if h.buffers and (h.info.gate_idx if input_side else h.info.partition_idx) == index
+                    )
         return [tuple(handles) for handles in result]
 
     # -- descriptors (createRescalingDescriptor) ---------------------------------------------------------------
 
-    def _edge_mappings(self, edge) -> Optional[tuple[SubtasksRescaleMapping, SubtasksRescaleMapping]]:
+    def _edge_mappings(self, edge: JobEdge) -> tuple[SubtasksRescaleMapping, SubtasksRescaleMapping] | None:
         """(producer's output mapping, consumer's input mapping) of ``edge`` if either was needed to redistribute
         state, else None."""
         partition = self._partitions(edge.source).index(edge)
@@ -173,25 +173,34 @@ class ChannelStateAssignment:
             return None
         return self.output_mapping(edge.source, partition), self.input_mapping(edge.target, gate)
 
-    def is_rescaled_edge(self, edge) -> bool:
+    def is_rescaled_edge(self, edge: JobEdge) -> bool:
         """Whether the edge's recovered in-flight data is rescaled (its descriptors are not all identities)."""
         if self.graph is None or edge.source not in self._old or edge.target not in self._old:
             return False
         mappings = self._edge_mappings(edge)
-        return mappings is not None and not (mappings[0].rescale_mappings.is_identity
-                                             and mappings[1].rescale_mappings.is_identity)
+        return mappings is not None and not (
+            mappings[0].rescale_mappings.is_identity and mappings[1].rescale_mappings.is_identity
+        )
 
     @staticmethod
-    def _descriptor(subtask: int, subtask_mapping: SubtasksRescaleMapping,
-                    rescale_mapping: SubtasksRescaleMapping) -> InflightDataGateOrPartitionRescalingDescriptor:
+    def _descriptor(
+        subtask: int, subtask_mapping: SubtasksRescaleMapping, rescale_mapping: SubtasksRescaleMapping
+    ) -> InflightDataGateOrPartitionRescalingDescriptor:
         old = subtask_mapping.rescale_mappings.get_mapped_indexes(subtask)
-        identity = (subtask_mapping.rescale_mappings.is_identity and rescale_mapping.rescale_mappings.is_identity) \
-            or not old
-        ambiguous = (subtask_mapping.rescale_mappings.ambiguous_targets()
-                     if subtask_mapping.may_have_ambiguous_subtasks else frozenset())
+        identity = (
+            subtask_mapping.rescale_mappings.is_identity and rescale_mapping.rescale_mappings.is_identity
+        ) or not old
+        ambiguous = (
+            subtask_mapping.rescale_mappings.ambiguous_targets()
+            if subtask_mapping.may_have_ambiguous_subtasks
+            else frozenset()
+        )
         return InflightDataGateOrPartitionRescalingDescriptor(
-            tuple(old), rescale_mapping.rescale_mappings, ambiguous,
-            MappingType.IDENTITY if identity else MappingType.RESCALING)
+            tuple(old),
+            rescale_mapping.rescale_mappings,
+            ambiguous,
+            MappingType.IDENTITY if identity else MappingType.RESCALING,
+        )
 
     def input_descriptor(self, vertex: str, subtask: int) -> InflightDataRescalingDescriptor:
         gates = self._gates(vertex)
@@ -200,8 +209,9 @@ class ChannelStateAssignment:
         descriptors = []
         for gate, edge in enumerate(gates):
             partition = self._partitions(edge.source).index(edge)
-            descriptors.append(self._descriptor(subtask, self.input_mapping(vertex, gate),
-                                                self.output_mapping(edge.source, partition)))
+            descriptors.append(
+                self._descriptor(subtask, self.input_mapping(vertex, gate), self.output_mapping(edge.source, partition))
+            )
         if all(d.is_identity for d in descriptors):
             return NO_RESCALE
         return InflightDataRescalingDescriptor(tuple(descriptors))
@@ -213,8 +223,9 @@ class ChannelStateAssignment:
         descriptors = []
         for partition, edge in enumerate(partitions):
             gate = self._gates(edge.target).index(edge)
-            descriptors.append(self._descriptor(subtask, self.output_mapping(vertex, partition),
-                                                self.input_mapping(edge.target, gate)))
+            descriptors.append(
+                self._descriptor(subtask, self.output_mapping(vertex, partition), self.input_mapping(edge.target, gate))
+            )
         if all(d.is_identity for d in descriptors):
             return NO_RESCALE
         return InflightDataRescalingDescriptor(tuple(descriptors))

@@ -1,19 +1,12 @@
 """Round-robin redistribution of operator (non-keyed) state on restore.
 
-How this works: with the same parallelism, every subtask gets its own handles back unchanged (only UNION
-states are additionally spread to all, and BROADCAST states that some subtasks did not report - they had
-finished - are handed out again so that every subtask has a copy). With a new parallelism, each named state is handled by its mode:
-SPLIT_DISTRIBUTE partitions of a name are concatenated over the old subtasks (in subtask order) and cut
-into ``new_parallelism`` contiguous runs whose sizes differ by at most one, the subtask that receives the
-first run rotating from name to name so extra partitions do not pile up on subtask 0; UNION partitions all
-go to every new subtask; BROADCAST gives new subtask ``i`` the copy of old subtask ``i % old``. Partitions
-coming from the same old handle are merged into one new handle per new subtask, as Flink merges by the
-handle's underlying stream. Mirrors Flink's ``RoundRobinOperatorStateRepartitioner``.
+Mirrors Flink's ``RoundRobinOperatorStateRepartitioner``. See docs/state-and-rescaling.md, "Operator state
+repartitioning".
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from barriersim.runtime.state.snapshot import OperatorStateDistributionMode as Mode
 from barriersim.runtime.state.snapshot import OperatorStateHandle
@@ -37,19 +30,27 @@ class _MergeMap:
         return [OperatorStateHandle(states, modes) for states, modes in self.by_origin.values()]
 
 
-def _group_by_mode(previous: Sequence[Sequence[OperatorStateHandle]]) -> dict[Mode, dict[str, list[tuple[_Origin, tuple[bytes, ...]]]]]:
-    grouped: dict[Mode, dict[str, list[tuple[_Origin, tuple[bytes, ...]]]]] = {m: {} for m in Mode}
+# a mode's states: per name, the partitions of each handle that has it
+_ByName = dict[str, list[tuple[_Origin, tuple[bytes, ...]]]]
+
+
+def _group_by_mode(
+    previous: Sequence[Sequence[OperatorStateHandle | None]],
+) -> dict[Mode, _ByName]:
+    grouped: dict[Mode, _ByName] = {m: {} for m in Mode}
     for old_index, handles in enumerate(previous):
         for handle_index, handle in enumerate(handles):
             if handle is None:
                 continue
             for name, partitions in handle.states.items():
-                grouped[handle.mode_of(name)].setdefault(name, []).append(((old_index, handle_index), tuple(partitions)))
+                grouped[handle.mode_of(name)].setdefault(name, []).append(
+                    ((old_index, handle_index), tuple(partitions))
+                )
     return grouped
 
 
 def repartition_state(
-    previous_parallel_subtask_states: Sequence[Sequence[OperatorStateHandle]],
+    previous_parallel_subtask_states: Sequence[Sequence[OperatorStateHandle | None]],
     old_parallelism: int,
     new_parallelism: int,
 ) -> list[list[OperatorStateHandle]]:
@@ -70,7 +71,7 @@ def repartition_state(
         }
         if not union and not partly_finished_broadcast:
             return [list(h for h in handles if h is not None) for handles in previous_parallel_subtask_states]
-        merge_maps = []
+        merge_maps: list[_MergeMap] = []
         for old_index, handles in enumerate(previous_parallel_subtask_states):
             mm = _MergeMap()
             for handle_index, handle in enumerate(handles):
@@ -90,7 +91,7 @@ def repartition_state(
     return [mm.handles() for mm in merge_maps]
 
 
-def _repartition_split(by_name, new_parallelism: int, merge_maps: list[_MergeMap]) -> None:
+def _repartition_split(by_name: _ByName, new_parallelism: int, merge_maps: list[_MergeMap]) -> None:
     start_op = 0
     for name, current in by_name.items():
         total = sum(len(parts) for _, parts in current)
@@ -122,14 +123,14 @@ def _repartition_split(by_name, new_parallelism: int, merge_maps: list[_MergeMap
         start_op = new_start_op
 
 
-def _repartition_union(by_name, merge_maps: list[_MergeMap]) -> None:
+def _repartition_union(by_name: _ByName, merge_maps: list[_MergeMap]) -> None:
     for mm in merge_maps:
         for name, entries in by_name.items():
             for origin, parts in entries:
                 mm.put(origin, name, parts, Mode.UNION)
 
 
-def _repartition_broadcast(by_name, merge_maps: list[_MergeMap]) -> None:
+def _repartition_broadcast(by_name: _ByName, merge_maps: list[_MergeMap]) -> None:
     for i, mm in enumerate(merge_maps):
         for name, entries in by_name.items():
             origin, parts = entries[i % len(entries)]

@@ -10,8 +10,8 @@ Mirrors the restore path of Flink's ``CheckpointCoordinator.restoreLatestCheckpo
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from barriersim.runtime.recovery.state_assignment_operation import (
     ExecutionJobVertexInfo,
@@ -40,11 +40,19 @@ def restore_latest_checkpoint(
     loaded = storage.load_latest_checkpoint()
     if loaded is None:
         return None
-    return RestoredState(loaded, assign_states(loaded.metadata, vertices, allow_non_restored_state=allow_non_restored_state))
+    return RestoredState(
+        loaded, assign_states(loaded.metadata, vertices, allow_non_restored_state=allow_non_restored_state)
+    )
 
 
 def restore_from_pointer(
-    storage: CheckpointStorage, pointer: str, vertices: Iterable[ExecutionJobVertexInfo], *, allow_non_restored_state: bool = False
+    storage: CheckpointStorage,
+    pointer: str,
+    vertices: Iterable[ExecutionJobVertexInfo],
+    *,
+    allow_non_restored_state: bool = False,
 ) -> RestoredState:
     loaded = storage.load_checkpoint(pointer)
-    return RestoredState(loaded, assign_states(loaded.metadata, vertices, allow_non_restored_state=allow_non_restored_state))
+    return RestoredState(
+        loaded, assign_states(loaded.metadata, vertices, allow_non_restored_state=allow_non_restored_state)
+    )

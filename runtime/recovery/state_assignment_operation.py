@@ -1,26 +1,14 @@
 """State assignment on restore: which state each subtask of the (possibly rescaled) job starts from.
 
-How this works: ``assign_states`` takes a checkpoint's ``CheckpointMetadata`` and the job's vertices
-(operator id, new parallelism, max parallelism), and the job graph, and returns a ``JobManagerTaskRestore`` for
-every subtask of every vertex. First it checks the mapping: state of an operator that is not in the job is an
-error unless ``allow_non_restored_state`` (operators without any state are skipped silently); the checkpoint's
-max parallelism must not be below the new parallelism, and a configured max parallelism must equal the
-checkpoint's (an unconfigured one adopts it). Then per operator: keyed state is cut by key groups - new subtask
-``i`` owns ``compute_key_group_range_for_operator_index(maxP, p, i)`` and receives the intersection of every old
-handle with that range, so each key group lands on exactly one subtask for any old and new parallelism up to the
-max parallelism; operator state goes through the round-robin repartitioner; channel state (unaligned
-checkpoints' in-flight data) is redistributed by the partitioners' subtask state mappers and every subtask gets
-its in-flight data rescaling descriptors (``runtime.recovery.channel_state_assignment``; without the job graph,
-in-flight data restores only at the same parallelism). Fully finished operators are deployed as finished.
-Vertices the checkpoint has no state for get empty state. Mirrors Flink's ``StateAssignmentOperation`` and
-``Checkpoints.loadAndValidateCheckpoint``.
+Mirrors Flink's ``StateAssignmentOperation`` and ``Checkpoints.loadAndValidateCheckpoint``. See
+docs/state-and-rescaling.md, "State assignment on restore".
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 from barriersim.runtime.ids import OperatorID
 from barriersim.runtime.jobgraph import JobGraph
@@ -102,10 +90,18 @@ def assign_states(
         if state is not None:
             _check_subtask_indexes(metadata.checkpoint_id, state)
     channels = ChannelStateAssignment(
-        metadata.checkpoint_id, graph,
-        {v.operator_id: (None if states.get(v.operator_id) is None or states[v.operator_id].fully_finished
-                         else states[v.operator_id]) for v in vertices},
-        {v.operator_id: v.parallelism for v in vertices})
+        metadata.checkpoint_id,
+        graph,
+        {
+            v.operator_id: (
+                None
+                if states.get(v.operator_id) is None or states[v.operator_id].fully_finished
+                else states[v.operator_id]
+            )
+            for v in vertices
+        },
+        {v.operator_id: v.parallelism for v in vertices},
+    )
 
     task_restores: dict[OperatorID, tuple[JobManagerTaskRestore, ...]] = {}
     max_parallelism: dict[OperatorID, int] = {}
@@ -129,14 +125,20 @@ def assign_states(
             )
         op = vertex.operator_id
         gates, partitions = channels.end_of_channel_state_gates(op), channels.end_of_channel_state_partitions(op)
-        subtasks = [dataclasses.replace(
-            s,
-            input_channel_state=channels.input_states[op][i], result_subpartition_state=channels.output_states[op][i],
-            input_rescaling_descriptor=channels.input_descriptor(op, i),
-            output_rescaling_descriptor=channels.output_descriptor(op, i),
-            end_of_channel_state_gates=gates, end_of_channel_state_partitions=partitions,
-        ) if not finished else dataclasses.replace(s, end_of_channel_state_partitions=partitions)
-            for i, s in enumerate(subtasks)]
+        subtasks = [
+            dataclasses.replace(
+                s,
+                input_channel_state=channels.input_states[op][i],
+                result_subpartition_state=channels.output_states[op][i],
+                input_rescaling_descriptor=channels.input_descriptor(op, i),
+                output_rescaling_descriptor=channels.output_descriptor(op, i),
+                end_of_channel_state_gates=gates,
+                end_of_channel_state_partitions=partitions,
+            )
+            if not finished
+            else dataclasses.replace(s, end_of_channel_state_partitions=partitions)
+            for i, s in enumerate(subtasks)
+        ]
         task_restores[vertex.operator_id] = tuple(
             JobManagerTaskRestore(
                 metadata.checkpoint_id,
@@ -147,7 +149,11 @@ def assign_states(
     return StateAssignment(metadata.checkpoint_id, task_restores, max_parallelism, coordinator_states, non_restored)
 
 
-def _check_state_mapping_completeness(metadata, by_operator, allow_non_restored_state) -> tuple[OperatorID, ...]:
+def _check_state_mapping_completeness(
+    metadata: CheckpointMetadata,
+    by_operator: Mapping[OperatorID, ExecutionJobVertexInfo],
+    allow_non_restored_state: bool,
+) -> tuple[OperatorID, ...]:
     skipped = []
     for state in metadata.operator_states:
         if state.operator_id in by_operator:
@@ -178,7 +184,8 @@ def _check_parallelism_preconditions(checkpoint_id: int, state: OperatorState, v
                 f"Failed to rollback to checkpoint/savepoint {checkpoint_id}. Max parallelism mismatch between "
                 f"checkpoint/savepoint state and new program. Cannot map operator {vertex.operator_id} with max "
                 f"parallelism {state.max_parallelism} to new program with max parallelism {vertex.max_parallelism}. "
-                "This indicates that the program has been changed in a non-compatible way after the checkpoint/savepoint."
+                "This indicates that the program has been changed in a non-compatible way after the "
+                "checkpoint/savepoint."
             )
         return state.max_parallelism
     return vertex.max_parallelism
@@ -202,15 +209,19 @@ def _assign_operator(state: OperatorState, new_parallelism: int, max_parallelism
     result = []
     for i in range(new_parallelism):
         same = old[i] if new_parallelism == old_parallelism else OperatorSubtaskState()
-        result.append(OperatorSubtaskState(
-            managed_operator_state=tuple(operator[i]),
-            managed_keyed_state=keyed[i],
-            is_finished=same.is_finished,  # FLIP-147: kept only at unchanged parallelism
-        ))
+        result.append(
+            OperatorSubtaskState(
+                managed_operator_state=tuple(operator[i]),
+                managed_keyed_state=keyed[i],
+                is_finished=same.is_finished,  # FLIP-147: kept only at unchanged parallelism
+            )
+        )
     return result
 
 
-def key_groups_state_intersection(handle: KeyGroupsStateHandle, key_group_range: KeyGroupRange) -> KeyGroupsStateHandle | None:
+def key_groups_state_intersection(
+    handle: KeyGroupsStateHandle, key_group_range: KeyGroupRange
+) -> KeyGroupsStateHandle | None:
     """Flink's ``KeyGroupsStateHandle.getIntersection``: the part of ``handle`` in ``key_group_range``, or
     None when they do not overlap."""
     overlap = handle.key_group_range.intersection(key_group_range)
@@ -228,7 +239,9 @@ def reassign_keyed_state(
     groups (Flink's ``IncrementalRemoteKeyedStateHandle.getIntersection`` returns the handle itself)."""
     if new_parallelism == old_parallelism:
         return [tuple(s.managed_keyed_state) for s in old]
-    ranges = [compute_key_group_range_for_operator_index(max_parallelism, new_parallelism, i) for i in range(new_parallelism)]
+    ranges = [
+        compute_key_group_range_for_operator_index(max_parallelism, new_parallelism, i) for i in range(new_parallelism)
+    ]
     result: list[list[KeyGroupsStateHandle]] = [[] for _ in range(new_parallelism)]
     for s in old:
         for handle in s.managed_keyed_state:
@@ -245,7 +258,9 @@ def reassign_keyed_state(
             buckets: dict[int, dict[int, bytes]] = {}
             for kg, value in handle.key_groups.items():
                 if kg in r:
-                    buckets.setdefault(compute_operator_index_for_key_group(max_parallelism, new_parallelism, kg), {})[kg] = value
+                    buckets.setdefault(compute_operator_index_for_key_group(max_parallelism, new_parallelism, kg), {})[
+                        kg
+                    ] = value
             for i in range(first, last + 1):
                 result[i].append(KeyGroupsStateHandle(r.intersection(ranges[i]), buckets.get(i, {})))
     return [tuple(parts) for parts in result]

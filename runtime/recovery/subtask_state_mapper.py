@@ -1,16 +1,8 @@
 """The rule of a partitioner for the in-flight data of an unaligned checkpoint when a vertex is rescaled: which old
 subtasks a new subtask takes over.
 
-How this works: ``SubtaskStateMapper`` computes a ``RescaleMappings`` (new subtask -> old subtasks) from the old and
-the new parallelism: ``ROUND_ROBIN`` (and ``ARBITRARY``, which uses it) gives new subtask ``i`` the old subtasks
-``i, i + new, ...``; ``RANGE`` gives it the old subtasks whose key-group ranges overlap its own (ambiguous: an old
-subtask's data goes to several new ones, which filter it by key); ``FIRST`` gives everything to subtask 0;
-``FULL`` gives every new subtask every old one (ambiguous); ``UNSUPPORTED`` refuses
-(``UnsupportedRescalingError``). ``upstream_mapper`` and ``downstream_mapper`` give a partitioner's mappers for
-its producing and its consuming side: forward and broadcast refuse, rebalance maps round robin downstream, hash
-by range; the upstream side of the others is arbitrary. Mirrors Flink's ``SubtaskStateMapper`` and the
-``getUpstreamSubtaskStateMapper`` / ``getDownstreamSubtaskStateMapper`` of ``ForwardPartitioner``,
-``RebalancePartitioner``, ``KeyGroupStreamPartitioner`` and ``BroadcastPartitioner``.
+Mirrors Flink's ``SubtaskStateMapper`` and the partitioners' ``getUpstreamSubtaskStateMapper`` /
+``getDownstreamSubtaskStateMapper``. See docs/state-and-rescaling.md, "Subtask state mappers".
 """
 
 from __future__ import annotations
@@ -47,8 +39,9 @@ class SubtaskStateMapper(enum.Enum):
         """Whether several new subtasks may take the same old subtask (the data must then be filtered)."""
         return self in (SubtaskStateMapper.FULL, SubtaskStateMapper.RANGE)
 
-    def old_subtasks(self, new_subtask_index: int, old_number_of_subtasks: int,
-                     new_number_of_subtasks: int) -> tuple[int, ...]:
+    def old_subtasks(
+        self, new_subtask_index: int, old_number_of_subtasks: int, new_number_of_subtasks: int
+    ) -> tuple[int, ...]:
         if self in (SubtaskStateMapper.ARBITRARY, SubtaskStateMapper.ROUND_ROBIN):
             return tuple(range(new_subtask_index, old_number_of_subtasks, new_number_of_subtasks))
         if self is SubtaskStateMapper.FIRST:
@@ -64,12 +57,14 @@ class SubtaskStateMapper(enum.Enum):
             return tuple(range(start, end + 1))
         raise UnsupportedRescalingError(
             "Cannot rescale the given pointwise partitioner. Did you change the partitioner to forward or rescale? "
-            "It may also help to add an explicit shuffle().")
+            "It may also help to add an explicit shuffle()."
+        )
 
     def new_to_old_subtasks_mapping(self, old_parallelism: int, new_parallelism: int) -> RescaleMappings:
         """Flink's ``getNewToOldSubtasksMapping``: new subtask index -> old subtask indexes."""
         return RescaleMappings.of(
-            (self.old_subtasks(i, old_parallelism, new_parallelism) for i in range(new_parallelism)), old_parallelism)
+            (self.old_subtasks(i, old_parallelism, new_parallelism) for i in range(new_parallelism)), old_parallelism
+        )
 
 
 def upstream_mapper(partitioner: Partitioner) -> SubtaskStateMapper:

@@ -1,4 +1,4 @@
 """The deterministic discrete-event simulator: a virtual clock, one seed, the same runtime/ components as the
 Ray actors. ``kernel`` holds the event loop; ``job_simulation`` runs a whole job on it (the ``runtime.job``
-JobMaster and the stream tasks) with ``data_plane``'s network and cost model; ``consistent_cut`` checks that
+Dispatcher) with its ``data_plane`` (the tasks, their network and cost model); ``consistent_cut`` checks that
 every completed checkpoint is a consistent cut."""

@@ -1,36 +1,19 @@
-"""Every completed checkpoint is a consistent cut: checked record by record after a simulated run.
-
-How this works: while a job runs, a ``CutRecorder`` per task attempt logs the records its operator took in and
-gave out (a source: what it read) and marks where in those logs it took each snapshot. After the run,
-``check_consistent_cuts`` takes every completed checkpoint's ``CheckpointMetadata`` (what the snapshot claims:
-which subtasks had finished, the persisted in-flight buffers) with the logs of the deployment (epoch) it was
-taken in and the checkpoint that deployment was restored from. For each vertex D with inputs, as multisets of
-records (watermarks aside):
-
-    restored input of D + for each upstream U: restored output of U towards D + what U emitted before its snapshot
- == what D's operator consumed before its snapshot + the in-flight records the checkpoint persisted for D's
-    input channels (D's input channel state and U's output subpartition state towards D)
-
-A record on the left only is *missing*: emitted before the upstream snapshot, but neither reflected downstream
-nor in the persisted channel state (lost on restore). A record on the right only is *unexpected*: reflected
-downstream or persisted although the upstream had not emitted it before its snapshot (replayed twice on
-restore). A subtask that had finished (FLIP-147) counts with its whole log. An aligned checkpoint must
-persist no in-flight data at all. At-least-once checkpoints are not consistent cuts (a fast channel's records
-after the barrier are processed before the snapshot), so for them only *missing* counts. This is the
-consistency property of Chandy-Lamport snapshots that Flink's asynchronous barrier snapshots implement; it
-mirrors no single Flink class (Flink checks it only end to end, e.g. ``UnalignedCheckpointITCase``'s
-record counters).
+"""Every completed checkpoint is a consistent cut: checked record by record after a simulated run. It mirrors no
+single Flink class (Flink checks it only end to end). See docs/simulator.md, "Every checkpoint is a consistent
+cut".
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Any
 
-from barriersim.runtime.events import CheckpointType
+from barriersim.runtime.events import Buffer, CheckpointType, Watermark
 from barriersim.runtime.jobgraph import JobGraph, Partitioner
-from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorSubtaskState
 
 SubtaskKey = tuple[str, int]
 
@@ -41,49 +24,61 @@ class CutRecorder:
     __slots__ = ("inputs", "outputs", "marks")
 
     def __init__(self) -> None:
-        self.inputs: list = []
-        self.outputs: list = []
+        self.inputs: list[Any] = []
+        self.outputs: list[Any] = []
         self.marks: dict[int, tuple[int, int]] = {}
 
     @staticmethod
-    def attach(operator) -> "CutRecorder":
-        """Wrap ``operator`` (a ``SubtaskOperator``) so that what it does is logged; returns the log."""
+    def attach(operator: Any) -> CutRecorder:
+        """Wrap ``operator`` (a ``SubtaskOperator``) so that what it does is logged; returns the log. (``Any``:
+        its methods are replaced in place.)"""
         rec = CutRecorder()
         if operator.is_source:
             reader = operator.reader
             poll = reader.poll
 
-            def logged_poll(max_records, accepted=None):
+            def logged_poll(max_records: int, accepted: Any = None) -> Any:
                 out = poll(max_records, accepted)
                 rec.outputs.extend(out)
                 return out
 
             reader.poll = logged_poll
         else:
-            process, process_watermark, end_of_input = operator.process, operator.process_watermark, operator.end_of_input
+            process, process_watermark, end_of_input = (
+                operator.process,
+                operator.process_watermark,
+                operator.end_of_input,
+            )
 
-            def logged_process(records, input_index=0):
+            def logged_process(records: RecordBatch, input_index: int = 0) -> RecordBatch:
                 rec.inputs.extend(records)
-                out = process(records, input_index)
+                out: RecordBatch = process(records, input_index)
                 rec.outputs.extend(out)
                 return out
 
-            def logged_watermark(watermark):
-                out = process_watermark(watermark)
+            def logged_watermark(watermark: Watermark) -> RecordBatch:
+                out: RecordBatch = process_watermark(watermark)
                 rec.outputs.extend(out)
                 return out
 
-            def logged_end(final_checkpoint=False):
-                out = end_of_input(final_checkpoint)
+            def logged_end(final_checkpoint: bool = False) -> RecordBatch:
+                out: RecordBatch = end_of_input(final_checkpoint)
                 rec.outputs.extend(out)
                 return out
 
-            operator.process, operator.process_watermark, operator.end_of_input = logged_process, logged_watermark, logged_end
+            operator.process, operator.process_watermark, operator.end_of_input = (
+                logged_process,
+                logged_watermark,
+                logged_end,
+            )
         snapshot = operator.snapshot
 
-        def logged_snapshot(checkpoint_id, checkpoint_type=CheckpointType.CHECKPOINT):
+        def logged_snapshot(
+            checkpoint_id: int, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT
+        ) -> OperatorSubtaskState:
             rec.marks.setdefault(checkpoint_id, (len(rec.inputs), len(rec.outputs)))
-            return snapshot(checkpoint_id, checkpoint_type)
+            state: OperatorSubtaskState = snapshot(checkpoint_id, checkpoint_type)
+            return state
 
         operator.snapshot = logged_snapshot
         return rec
@@ -95,11 +90,13 @@ class CutViolation:
     vertex: str  # the consuming vertex whose input channels the cut crosses
     problem: str  # "missing", "unexpected", "in-flight data in an aligned checkpoint", "no snapshot"
     count: int
-    examples: tuple = ()
+    examples: tuple[Any, ...] = ()
 
     def __str__(self) -> str:
-        return (f"checkpoint {self.checkpoint_id}, inputs of {self.vertex!r}: {self.problem}: {self.count} "
-                f"record(s), e.g. {list(self.examples)[:3]}")
+        return (
+            f"checkpoint {self.checkpoint_id}, inputs of {self.vertex!r}: {self.problem}: {self.count} "
+            f"record(s), e.g. {list(self.examples)[:3]}"
+        )
 
 
 @dataclass
@@ -110,17 +107,17 @@ class DeploymentLog:
     recorders: dict[SubtaskKey, CutRecorder] = field(default_factory=dict)
 
 
-def _records(buffers) -> Iterable:
+def _records(buffers: Iterable[Buffer]) -> Iterable[Any]:
     for buffer in buffers:
         for r in buffer.records:
             if isinstance(r, tuple):
                 yield r
 
 
-def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tuple[Counter, Counter]:
+def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tuple[Counter[Any], Counter[Any]]:
     """Per consuming vertex: the records in input channel state, and in upstream output subpartition state."""
-    inputs: Counter = Counter()
-    outputs: Counter = Counter()
+    inputs: Counter[Any] = Counter()
+    outputs: Counter[Any] = Counter()
     if metadata is None:
         return inputs, outputs
     for state in metadata.operator_states:
@@ -128,9 +125,9 @@ def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tu
             for h in subtask.input_channel_state:
                 for r in _records(h.buffers):
                     inputs[(state.operator_id, r)] += 1
-            for h in subtask.result_subpartition_state:
-                target = graph.outputs_of(state.operator_id)[h.info.partition_idx].target
-                for r in _records(h.buffers):
+            for out in subtask.result_subpartition_state:
+                target = graph.outputs_of(state.operator_id)[out.info.partition_idx].target
+                for r in _records(out.buffers):
                     outputs[(target, r)] += 1
     return inputs, outputs
 
@@ -160,28 +157,34 @@ def check_consistent_cuts(
         log = deployments[epoch]
         finished = _finished_subtasks(metadata)
 
-        def before(key: SubtaskKey, outputs: bool) -> list | None:
-            rec = log.recorders.get(key)
+        def before(key: SubtaskKey, outputs: bool) -> list[Any] | None:
+            rec = log.recorders.get(key)  # noqa: B023 - called in this iteration only
             if rec is None:
                 return None
-            if key in finished:
+            if key in finished:  # noqa: B023 - called in this iteration only
                 return rec.outputs if outputs else rec.inputs
-            mark = rec.marks.get(checkpoint_id)
+            mark = rec.marks.get(checkpoint_id)  # noqa: B023 - called in this iteration only
             if mark is None:
                 return None
-            return rec.outputs[:mark[1]] if outputs else rec.inputs[:mark[0]]
+            return rec.outputs[: mark[1]] if outputs else rec.inputs[: mark[0]]
 
         restored_in, restored_out = _channel_records(log.restored_from, graph)
         persisted_in, persisted_out = _channel_records(metadata, graph)
         if aligned_only and (persisted_in or persisted_out):
-            violations.append(CutViolation(checkpoint_id, "*", "in-flight data in an aligned checkpoint",
-                                           sum(persisted_in.values()) + sum(persisted_out.values())))
+            violations.append(
+                CutViolation(
+                    checkpoint_id,
+                    "*",
+                    "in-flight data in an aligned checkpoint",
+                    sum(persisted_in.values()) + sum(persisted_out.values()),
+                )
+            )
         for vertex in graph.vertices:
             edges = graph.inputs_of(vertex.name)
             if not edges:
                 continue
-            left: Counter = Counter()
-            right: Counter = Counter()
+            left: Counter[Any] = Counter()
+            right: Counter[Any] = Counter()
             for (target, r), n in restored_in.items():
                 if target == vertex.name:
                     left[r] += n
@@ -217,10 +220,24 @@ def check_consistent_cuts(
                 continue
             missing = left - right
             if missing:
-                violations.append(CutViolation(checkpoint_id, vertex.name, "missing", sum(missing.values()),
-                                               tuple(sorted(missing, key=repr)[:5])))
+                violations.append(
+                    CutViolation(
+                        checkpoint_id,
+                        vertex.name,
+                        "missing",
+                        sum(missing.values()),
+                        tuple(sorted(missing, key=repr)[:5]),
+                    )
+                )
             unexpected = right - left
             if unexpected and exactly_once:
-                violations.append(CutViolation(checkpoint_id, vertex.name, "unexpected", sum(unexpected.values()),
-                                               tuple(sorted(unexpected, key=repr)[:5])))
+                violations.append(
+                    CutViolation(
+                        checkpoint_id,
+                        vertex.name,
+                        "unexpected",
+                        sum(unexpected.values()),
+                        tuple(sorted(unexpected, key=repr)[:5]),
+                    )
+                )
     return violations

@@ -1,26 +1,28 @@
-"""The simulator's data plane: when each task works and how its buffers, events and credit travel.
-
-``DataPlane`` is the part of ``JobSimulation`` that moves data: a task works on one input buffer (or source batch)
-at a time and is busy for its cost (``cost_us_per_record`` per record, ``hot_key_extra_us`` per hot-key record,
-stretched by the ``SlowTask`` rule of ``runtime.job.slowdowns`` for the part inside a slowdown's window); a paced
-source writes its records when they are due on its ``EmissionClock``; elements travel with a drawn latency, FIFO per
-channel, under credit-based flow control; a checkpoint's synchronous part holds its task, the asynchronous part
-completes off it. Every callback carries its epoch. Mirrors Flink's mailbox loop (``StreamTask.processInput``), its
-``OutputFlusher`` and the credit-based Netty stack; docs/windowed-faults.md has the narrative.
-"""
+"""The simulator's data plane: ``DataPlane``, a collaborator of ``JobSimulation`` that owns the deployed tasks and
+moves their data in virtual time. A task works on one input buffer (or source batch) at a time and is busy for its
+cost (``cost_us_per_record`` per record, ``hot_key_extra_us`` per hot-key record, stretched by the ``SlowTask`` rule
+of ``runtime.job.slowdowns`` inside a slowdown's window); a paced source writes its records when they are due on its
+``EmissionClock``; elements travel with a drawn latency, FIFO per channel, under credit-based flow control; a
+checkpoint's synchronous part holds its task, the asynchronous part completes off it; what a task tells its
+JobMaster goes to ``to_job_master``. Every callback carries its epoch. Mirrors Flink's mailbox loop
+(``StreamTask.processInput``), its ``OutputFlusher`` and the credit-based Netty stack; docs/windowed-faults.md."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from barriersim.runtime.job.wiring import SubtaskKey
+from barriersim.runtime.job import events as je
+from barriersim.runtime.job.config import JobConfig, SourceEmission
+from barriersim.runtime.job.deployment import deliver_task_message
+from barriersim.runtime.job.slowdowns import Slowdowns
+from barriersim.runtime.job.wiring import SubtaskKey, Wiring
 from barriersim.runtime.network.input.input_channel import (
     UPSTREAM_MESSAGES,
     AcknowledgeAllRecordsProcessed,
     AddCredit,
     AnnounceBufferSize,
 )
-from barriersim.runtime.sim.kernel import Priority
+from barriersim.runtime.sim.kernel import Priority, Simulation
 from barriersim.runtime.sim.source_emission import EmissionClock
 from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import (
@@ -36,49 +38,158 @@ from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 
 
 class DataPlane:
-    """Task scheduling and the network of ``JobSimulation``."""
+    """The deployed tasks, their scheduling and the network (see the module)."""
+
+    def __init__(self, config: JobConfig, *, sim: Simulation, finished: set[SubtaskKey], record_cuts: bool,
+                 to_job_master: Callable[[Any], None]):
+        """``finished``: the run's finished subtasks of the current deployment (the Dispatcher's, kept up to date by
+        it); ``record_cuts``: check that every task finishes after the tasks it reads (``finish_order_violations``);
+        ``to_job_master(event)``: a task's acknowledgement, decline, end or death (``runtime.job.events``)."""
+        self.config = config  # the run's (a restored job's deployment has its own graph, ``new_deployment``)
+        self._deployment_config = config
+        self.sim = sim
+        self.trace = sim.trace
+        self._finished = finished
+        self.record_cuts = record_cuts
+        self._to_job_master = to_job_master
+        self._net_rng = sim.random("network")
+        self.graph = config.graph.validate()
+        self.wiring = Wiring(self.graph, config.placement)
+        self._epoch = 0  # the deployment whose tasks run
+        self._tasks: dict[SubtaskKey, StreamTask] = {}
+        self._busy_until: dict[SubtaskKey, int] = {}
+        self._cost_model: dict[SubtaskKey, tuple[float, float]] = {}  # per subtask: per-record cost, hot-key extra
+        self._slowdowns: dict[SubtaskKey, Slowdowns] = {}
+        self._scheduled: set[SubtaskKey] = set()
+        # paced sources: their emission clocks and pending sync points (``runtime.sim.source_emission``)
+        self._emission: dict[SubtaskKey, EmissionClock] = {}
+        self._sync_at: dict[SubtaskKey, int] = {}
+        # when each source subtask's last step that read records ended (virtual us)
+        self._source_last_record_us: dict[SubtaskKey, int] = {}
+        self._channel_clock: dict[tuple, int] = {}
+        self._finish_order_violations: list[str] = []  # with record_cuts: tasks that finished before an upstream
+
+    # -- deployments ----------------------------------------------------------------------------------------------
+
+    def new_deployment(self, epoch: int, config: JobConfig) -> None:
+        """Deployment ``epoch`` of a job of ``config`` starts: nothing scheduled for the job before (one that
+        finished, e.g. stopped with a savepoint) runs any more."""
+        self._epoch = epoch
+        if config.graph is not self.graph:  # a restored job with another parallelism: other channels
+            self.graph = config.graph
+            self.wiring = Wiring(self.graph, config.placement)
+            self._cost_model.clear()
+        self._deployment_config = config
+        self._tasks = {}
+        self._scheduled.clear()
+        self._emission.clear()
+        self._sync_at.clear()
+
+    def add_task(self, key: SubtaskKey, task: StreamTask, slowdowns: Slowdowns) -> None:
+        """A task of the new deployment, restored; a source with an exact rate emits on its own clock."""
+        config = self._deployment_config
+        self._tasks[key] = task
+        self._slowdowns[key] = slowdowns
+        self._busy_until[key] = self.sim.now_us
+        if (task.is_source() and config.workload.rate_per_source
+                and config.workload.source_emission is SourceEmission.EXACT):
+            self._emission[key] = EmissionClock(config.workload.rate_per_source, self.sim.now_us, slowdowns)
+
+    def start_tasks(self) -> None:
+        """Every task of the deployment sends its recovered output data and initial credit, and works."""
+        for key in self._tasks:
+            self._pump(key)
+            self._kick(key)
+            self._schedule_flush(key, self._epoch, first=True)
+
+    # -- queries --------------------------------------------------------------------------------------------------
+
+    def deployed_tasks(self) -> dict[SubtaskKey, StreamTask]:
+        """The tasks of the current deployment."""
+        return self._tasks
+
+    def current_epoch(self) -> int:
+        """The deployment whose tasks run."""
+        return self._epoch
+
+    def has_task(self, key: SubtaskKey, epoch: int) -> bool:
+        """Whether deployment ``epoch`` is the current one and holds the task ``key``."""
+        return epoch == self._epoch and key in self._tasks
+
+    def source_records_read(self) -> dict[SubtaskKey, int]:
+        """How far each source task's reader got (in records)."""
+        return {key: task.source_records_read() for key, task in self._tasks.items() if task.is_source()}
+
+    def last_record_us(self, key: SubtaskKey) -> int | None:
+        """When source subtask ``key``'s last step that read records ended (virtual us; None if none did)."""
+        return self._source_last_record_us.get(key)
+
+    def finish_order_violations(self) -> list[str]:
+        """With ``record_cuts``: every task that finished while a task it reads still ran."""
+        return list(self._finish_order_violations)
+
+    def deliver_message(self, key: SubtaskKey, message) -> None:
+        """An RPC of the JobMaster reaches the task of ``key`` (Flink's ``triggerCheckpoint`` / ``confirmCheckpoint``
+        / ``abortCheckpoint``)."""
+        self._sync_before(key)
+        deliver_task_message(self._tasks[key], message)
+        self._pump(key)
+        self._kick(key)
+
+    def cancel(self, next_epoch: int) -> None:
+        """Every task of the deployment dies (sinks abort their open transactions); nothing scheduled for it runs.
+        What a cancelled task's closed asynchronous parts report goes to the JobMaster."""
+        for task in list(self._tasks.values()):
+            for report in task.fail():
+                self._to_job_master(je.IncompleteStatsReported(task.attempt_id, report))
+        self._epoch = next_epoch
+        self._scheduled.clear()
+        self._sync_at.clear()
+        self._channel_clock.clear()
+
+    # -- scheduling -----------------------------------------------------------------------------------------------
 
     def _alive(self, key: SubtaskKey, epoch: int) -> bool:
-        return epoch == self.epoch and key in self.tasks and key not in self._finished
+        return self.has_task(key, epoch) and key not in self._finished
 
-    def _wake(self, key: SubtaskKey, epoch: int) -> None:
-        if epoch == self.epoch and key in self.tasks:
+    def wake(self, key: SubtaskKey, epoch: int) -> None:
+        if self.has_task(key, epoch):
             self._pump(key)
             self._kick(key)
 
     def _kick(self, key: SubtaskKey) -> None:
         # not a task of the deployment: what was just sent ended the job and a restored job with other subtasks
         # runs now
-        if key in self._scheduled or key in self._finished or key not in self.tasks:
+        if key in self._scheduled or key in self._finished or key not in self._tasks:
             return
         emission = self._emission.get(key)
         if emission is not None:
             if key in self._sync_at:
                 return  # it emits: its next sync point is set
-            if self.tasks[key].reads_source():
+            if self._tasks[key].reads_source():
                 self._kick_paced_source(key, emission)
                 return
         self._scheduled.add(key)
-        epoch = self.epoch
+        epoch = self._epoch
         at = max(self.sim.now_us, self._busy_until[key])
         self.sim.schedule_at(at, lambda: self._step(key, epoch), Priority.NORMAL, "step")
 
     def _step(self, key: SubtaskKey, epoch: int) -> None:
-        if epoch != self.epoch:
+        if epoch != self._epoch:
             return
         now = self.sim.now_us
         if self._busy_until[key] > now:  # a synchronous snapshot kept the task busy after this step was scheduled
             self.sim.schedule_at(self._busy_until[key], lambda: self._step(key, epoch), Priority.NORMAL, "step")
             return
         self._scheduled.discard(key)
-        task = self.tasks[key]
+        task = self._tasks[key]
         result = task.process_next()
         self.trace.record(now, "step", f"{task.name} {result.outcome.value} {result.records}")
         self._pump(key)
         if result.outcome is StepOutcome.PROCESSED:
             self._busy_until[key] = max(self._busy_until[key], now) + self._cost_us(key, result)
-            if result.records and task.operator.is_source:  # its records are paced over the step
-                self.source_last_record_us[key] = self._busy_until[key]
+            if result.records and task.is_source():  # its records are paced over the step
+                self._source_last_record_us[key] = self._busy_until[key]
             self._kick(key)
 
     # -- paced sources (``runtime.sim.source_emission``) ----------------------------------------------
@@ -86,7 +197,7 @@ class DataPlane:
     def _kick_paced_source(self, key: SubtaskKey, emission: EmissionClock) -> None:
         """A paced source emits on its clock: a blocked one resumes once its output is available again, one that
         emits has its next sync point scheduled already (or gets one now)."""
-        if emission.blocked and self.tasks[key].is_backpressured():
+        if emission.blocked and self._tasks[key].is_backpressured():
             return
         self._schedule_sync(key, max(self.sim.now_us, self._busy_until[key]))
 
@@ -96,11 +207,11 @@ class DataPlane:
         if pending is not None and pending <= at:
             return
         self._sync_at[key] = at
-        epoch = self.epoch
+        epoch = self._epoch
         self.sim.schedule_at(at, lambda: self._sync_point(key, epoch, at), Priority.NORMAL, "step")
 
     def _sync_point(self, key: SubtaskKey, epoch: int, at: int) -> None:
-        if epoch != self.epoch or key not in self.tasks or self._sync_at.get(key) != at:
+        if epoch != self._epoch or key not in self._tasks or self._sync_at.get(key) != at:
             return  # another deployment's, or an earlier sync point took its place
         del self._sync_at[key]
         now = self.sim.now_us
@@ -109,7 +220,7 @@ class DataPlane:
             return
         emission = self._emission[key]
         if emission.blocked:
-            if self.tasks[key].is_backpressured():
+            if self._tasks[key].is_backpressured():
                 return  # still blocked; the credit that frees the output kicks it again
             emission.restart(now)
         self._sync_source(key)
@@ -118,7 +229,7 @@ class DataPlane:
     def _sync_source(self, key: SubtaskKey) -> None:
         """Write the records of paced source ``key`` that are due now (all of them, unless an output becomes
         backpressured: then its clock blocks), and send what may go out."""
-        task, emission, now = self.tasks[key], self._emission[key], self.sim.now_us
+        task, emission, now = self._tasks[key], self._emission[key], self.sim.now_us
         if emission.blocked or key in self._finished or not task.reads_source() or self._busy_until[key] > now:
             return
         due = emission.due(now)
@@ -126,7 +237,7 @@ class DataPlane:
             slowdowns = self._slowdowns[key]
             if slowdowns:  # those its emission since its anchor went through (its clock charged them)
                 for index, at_ms in slowdowns.met(emission.anchor_us / 1000, now / 1000):
-                    self.job_master.slowdown_met(task.name, index, at_ms)
+                    self._to_job_master(je.SlowdownMet(task.name, index, at_ms))
             self._write_due(key, task, emission, due)
         self._pump(key)
 
@@ -139,8 +250,8 @@ class DataPlane:
                 break  # nothing read: backpressured (below), or no longer reading (``_schedule_next_sync``)
             emission.wrote(result.records)
             due -= result.records
-            self.source_last_record_us[key] = now
-            if task.operator.reader.is_finished:
+            self._source_last_record_us[key] = now
+            if task.source_input_ended():
                 break
         if task.is_backpressured():
             emission.blocked = True
@@ -149,7 +260,7 @@ class DataPlane:
         """The next sync point: when the record that finishes one of the task's buffers is due, and no more than
         ``source_batch_records`` (``SOURCE_PACING_MS`` of its records) ahead; a source that read everything goes
         on as every task does (its end of input)."""
-        task, emission = self.tasks[key], self._emission[key]
+        task, emission = self._tasks[key], self._emission[key]
         if emission.blocked or key in self._finished:
             return
         if not task.reads_source():  # its input ended: it goes on as every task does; if it reads again, the
@@ -162,7 +273,7 @@ class DataPlane:
     def _sync_before(self, key: SubtaskKey) -> None:
         """A paced source's due records are written before anything that reads or marks its output position (an
         RPC such as a checkpoint trigger, the output flusher), as Flink's mailbox runs it between two records."""
-        if key in self._emission and key in self.tasks and self.tasks[key].reads_source():
+        if key in self._emission and key in self._tasks and self._tasks[key].reads_source():
             self._sync_source(key)
             if not self._emission[key].blocked:
                 self._schedule_next_sync(key)
@@ -183,7 +294,7 @@ class DataPlane:
             start_ms = self.sim.now_us / 1000
             cost = slowdowns.stretch(start_ms, cost / 1000) * 1000
             for index, at_ms in slowdowns.met(start_ms, start_ms + cost / 1000):
-                self.job_master.slowdown_met(self.tasks[key].name, index, at_ms)
+                self._to_job_master(je.SlowdownMet(self._tasks[key].name, index, at_ms))
         return max(1, int(cost))
 
     def _schedule_flush(self, key: SubtaskKey, epoch: int, first: bool = False) -> None:
@@ -195,7 +306,7 @@ class DataPlane:
             if not self._alive(key, epoch):
                 return
             self._sync_before(key)
-            self.tasks[key].flush_outputs()
+            self._tasks[key].flush_outputs()
             self._pump(key)
             self._schedule_flush(key, epoch)
 
@@ -218,15 +329,15 @@ class DataPlane:
 
     def _pump(self, key: SubtaskKey) -> None:
         """Send what the task's partitions may send, and carry out its messages for others."""
-        task = self.tasks[key]
-        epoch = self.epoch
+        task = self._tasks[key]
+        epoch = self._epoch
         for info, item in task.poll_sendable():
             consumer, channel = self.wiring.channel_of(key, info)
 
             def deliver(consumer=consumer, channel=channel, item=item) -> None:
-                if epoch != self.epoch:
+                if epoch != self._epoch:
                     return
-                self.tasks[consumer].on_element(channel, item.element, item.sequence_number, item.buffers_in_backlog)
+                self._tasks[consumer].on_element(channel, item.element, item.sequence_number, item.buffers_in_backlog)
                 self.trace.record(self.sim.now_us, "deliver", f"{consumer} {channel.gate_idx}.{channel.channel_idx} {item.sequence_number}")
                 self._pump(consumer)
                 self._kick(consumer)
@@ -240,33 +351,33 @@ class DataPlane:
         ``afterInvoke``), unless it was deployed as finished; kept with ``record_cuts`` as a property of the run."""
         if task.input_side is None or task.deployed_as_finished:
             return
-        running = sorted({self.tasks[producer].name for producer, _ in (
+        running = sorted({self._tasks[producer].name for producer, _ in (
             self.wiring.subpartition_of(key, info) for info in task.input_side.channel_infos())
-            if not self.tasks[producer].finished})
+            if not self._tasks[producer].finished})
         if running:
-            self.finish_order_violations.append(
-                f"{task.name} finished at {self.sim.now_us} us (epoch {self.epoch}) while its upstream "
+            self._finish_order_violations.append(
+                f"{task.name} finished at {self.sim.now_us} us (epoch {self._epoch}) while its upstream "
                 f"{', '.join(running)} still ran")
 
     def _on_task_action(self, key: SubtaskKey, task: StreamTask, action: Any) -> None:
-        epoch = self.epoch
+        epoch = self._epoch
         if isinstance(action, UPSTREAM_MESSAGES):
             producer, info = self.wiring.subpartition_of(key, action.channel_info)
 
             def upstream(producer=producer, info=info, action=action) -> None:
-                if epoch != self.epoch:
+                if epoch != self._epoch:
                     return
                 if isinstance(action, AddCredit):
-                    self.tasks[producer].on_credit(info, action.credit)
+                    self._tasks[producer].on_credit(info, action.credit)
                 elif isinstance(action, AnnounceBufferSize):
                     self._sync_before(producer)  # what was due went into buffers of the old size
-                    self.tasks[producer].on_new_buffer_size(info, action.buffer_size)
+                    self._tasks[producer].on_new_buffer_size(info, action.buffer_size)
                     if producer in self._sync_at:  # an empty open buffer took the new size: it may finish sooner
                         self._schedule_next_sync(producer)
                 elif isinstance(action, AcknowledgeAllRecordsProcessed):
-                    self.tasks[producer].on_all_records_processed(info)
+                    self._tasks[producer].on_all_records_processed(info)
                 else:
-                    self.tasks[producer].on_resume_consumption(info)
+                    self._tasks[producer].on_resume_consumption(info)
                 self._pump(producer)
                 self._kick(producer)
 
@@ -280,24 +391,24 @@ class DataPlane:
         elif isinstance(action, AsyncCheckpointStarted):  # runs off the task thread; done after its modelled time
 
             def complete(action=action) -> None:
-                if epoch == self.epoch and self.tasks.get(key) is task:
+                if epoch == self._epoch and self._tasks.get(key) is task:
                     task.complete_async_part(action.checkpoint_id, action.part)
                     self._pump(key)
 
             self.sim.schedule_after(round(action.delay_ms * 1000), complete, Priority.NORMAL, "async-part")
         elif isinstance(action, AcknowledgeCheckpoint):
-            self._carry_out(self.job_master.acknowledge_checkpoint(
+            self._to_job_master(je.CheckpointAcknowledged(
                 task.attempt_id, action.checkpoint_id, action.task_state_snapshot, action.metrics))
         elif isinstance(action, DeclineCheckpoint):
-            self._carry_out(self.job_master.decline_checkpoint(
+            self._to_job_master(je.CheckpointDeclined(
                 task.attempt_id, action.checkpoint_id, action.reason, action.detail))
         elif isinstance(action, ReportIncompleteSnapshotStats):
-            self._carry_out(self.job_master.report_incomplete_snapshot_stats(task.attempt_id, action))
+            self._to_job_master(je.IncompleteStatsReported(task.attempt_id, action))
         elif isinstance(action, CrashedAtProtocolPoint):
-            self._carry_out(self.job_master.task_crashed_at(task.attempt_id, action.point, action.checkpoint_id))
+            self._to_job_master(je.TaskCrashedAt(task.attempt_id, action.point, action.checkpoint_id))
         elif isinstance(action, TaskFinished):
             if self.record_cuts:
                 self._check_finish_order(key, task)
-            self._carry_out(self.job_master.task_finished(task.attempt_id))
+            self._to_job_master(je.TaskFinished(task.attempt_id))
         elif isinstance(action, TaskFailed):
-            self._carry_out(self.job_master.task_failed(task.attempt_id, action.cause))
+            self._to_job_master(je.TaskFailed(task.attempt_id, action.cause))

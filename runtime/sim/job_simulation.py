@@ -1,31 +1,35 @@
-"""A whole job in virtual time: the JobMaster and the stream tasks of the Ray backend, driven by the discrete-event
-kernel with a network and cost model.
-
-How it works: ``docs/modules.md``, ``runtime/sim/job_simulation.py``.
-"""
+"""A whole job in virtual time, the simulator's driver: the discrete-event kernel (``runtime.sim.kernel``: virtual
+time, one seed, the trace), the run's ``Dispatcher`` (``runtime.job``: every decision at the job level) and the
+``DataPlane`` (``runtime.sim.data_plane``: the tasks, their work and their network). ``JobSimulation`` carries out
+the Dispatcher's actions in virtual time and hands it what happens, through its one way in; checkpoints go to an
+in-memory ``JobManagerCheckpointStorage`` or, given a directory or storage URI, to the Ray backend's storage.
+``(config, workload, seed)`` fixes the trace; with ``record_cuts`` every completed checkpoint is checked to be a
+consistent cut after the run (``runtime.sim.consistent_cut``). Mirrors a Flink ``MiniCluster`` running one job.
+docs/architecture.md ("The drivers") has the narrative."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
+from barriersim.runtime.event_timers import DeliveringTimers
 from barriersim.runtime.job import actions as a
-from barriersim.runtime.job.config import JobConfig, JobOutcome, SourceEmission
-from barriersim.runtime.job.deployment import TaskRestoreError, deliver_task_message, deploy_task
+from barriersim.runtime.job import events as je
+from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.deployment import TaskRestoreError, deploy_task
 from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.job.report import records_read_in_run
-from barriersim.runtime.job.wiring import SubtaskKey, Wiring
+from barriersim.runtime.job.wiring import SubtaskKey
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, DeploymentLog, check_consistent_cuts
 from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.kernel import Priority, RunOutcome, Simulation
-from barriersim.runtime.sim.source_emission import EmissionClock
 from barriersim.runtime.verification.snapshot import verify_run
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
@@ -68,7 +72,7 @@ class SimulationResult:
         return sum(len(b) for b in self.committed_batches)
 
 
-class JobSimulation(DataPlane):
+class JobSimulation:
     def __init__(self, config: JobConfig, splits: dict[str, Sequence[Sequence[tuple]]], seed: int,
                  record_cuts: bool = False, checkpoint_directory: str | Path | None = None, *,
                  savepoint_directory=None, store: ExternalStore | None = None, first_attempt_number: int = 0):
@@ -82,45 +86,34 @@ class JobSimulation(DataPlane):
         wrote to it; ``first_attempt_number``: above the attempts of that run."""
         self.config = config
         self.record_cuts = record_cuts
-        self.finish_order_violations: list[str] = []  # with record_cuts: tasks that finished before an upstream
-        self.deployments: dict[int, DeploymentLog] = {}
+        self.deployments: dict[int, DeploymentLog] = {}  # with record_cuts: what each deployment's operators did
         self.graph = config.graph.validate()
         self.splits = splits
         self.sim = Simulation(seed)
         self.trace = self.sim.trace
-        self.wiring = Wiring(self.graph, config.placement)
         self.store = store if store is not None else ExternalStore()
         self.job_id = f"sim-{seed}"
         self._storage_rng = self.sim.random("storage")
         self._checkpoint_directory = checkpoint_directory
         self._savepoint_directory = savepoint_directory
         self.storages: dict = {}  # job id -> its checkpoint storage
-        self._net_rng = self.sim.random("network")
         self._task_rng = self.sim.random("tasks")
         self._cost_rng = self.sim.random("checkpoint-cost")
-        self.epoch = 0  # the deployment whose tasks run (the JobMaster's epoch once it deployed)
-        self.tasks: dict[SubtaskKey, StreamTask] = {}
-        self._busy_until: dict[SubtaskKey, int] = {}
-        self._cost_model: dict[SubtaskKey, tuple[float, float]] = {}  # per subtask: per-record cost, hot-key extra
-        self._slowdowns: dict[SubtaskKey, Slowdowns] = {}
-        self._scheduled: set[SubtaskKey] = set()
-        # paced sources: their emission clocks and pending sync points (``DataPlane``, ``runtime.sim.source_emission``)
-        self._emission: dict[SubtaskKey, EmissionClock] = {}
-        self._sync_at: dict[SubtaskKey, int] = {}
-        # when each source subtask's last step that read records ended (virtual us); ``source_progress()`` reports
-        # it with how far the sources read
-        self.source_last_record_us: dict[SubtaskKey, int] = {}
-        self._channel_clock: dict[tuple, int] = {}
         self.outcome: JobOutcome | None = None
-        self.job_master = Dispatcher(
-            config, self.job_id, storage_for=self._storage_for, clock=self.sim.clock_ms, timer_service=self.sim,
-            coordinator_rng=lambda: self.sim.random("coordinator"), action_sink=self._carry_out,
+        self.dispatcher = Dispatcher(
+            config, self.job_id, storage_for=self._storage_for, clock=self.sim.clock_ms,
+            timers=DeliveringTimers(self.sim, self._to_job_master),
+            coordinator_rng=lambda: self.sim.random("coordinator"),
             trace=lambda label, detail: self.trace.record(self.sim.now_us, label, detail),
             keep_completed_metadata=record_cuts, restore_storage=restore_storage_for(config.restore.path if config.restore else None),
             first_attempt_number=first_attempt_number, charging=Charging.VIRTUAL,
             cost_rng=self.sim.random("metadata-cost"),
         )
-        self._finished = self.job_master.finished
+        self.data_plane = DataPlane(config, sim=self.sim, finished=self.dispatcher.finished_subtasks(),
+                                    record_cuts=record_cuts, to_job_master=self._to_job_master)
+
+    def _to_job_master(self, event) -> None:
+        self._carry_out(self.dispatcher.handle(event))
 
     def _storage_for(self, job_id: str):
         """A job's checkpoint storage (in memory, Flink's JobManager storage) and its savepoints' (files in the
@@ -144,14 +137,24 @@ class JobSimulation(DataPlane):
         """The checkpoint storage of the first job."""
         return self.storages[self.job_id]
 
+    @property
+    def tasks(self) -> dict[SubtaskKey, StreamTask]:
+        """The tasks of the last deployment."""
+        return self.data_plane.deployed_tasks()
+
+    @property
+    def finish_order_violations(self) -> list[str]:
+        """With ``record_cuts``: every task that finished while a task it reads still ran."""
+        return self.data_plane.finish_order_violations()
+
     # -- running ---------------------------------------------------------------------------------------
 
     def run(self) -> SimulationResult:
-        self._carry_out(self.job_master.start())
+        self._carry_out(self.dispatcher.handle(je.Start()))
         result = self.sim.run(until_us=self.config.max_virtual_ms * 1000)
         if self.outcome is None:
             self.outcome = JobOutcome.TIMED_OUT if result is RunOutcome.TIME_LIMIT else JobOutcome.FINISHED
-        report = self.job_master.report()
+        report = self.dispatcher.report()
         self.report = report
         return SimulationResult(
             outcome=self.outcome,
@@ -177,32 +180,29 @@ class JobSimulation(DataPlane):
         (``runtime.verification.snapshot.verify_run``): its output against its splits, or against the snapshot its
         last job ended with (the store's pending transactions included), the run's operations telling of a failed
         drained stop."""
-        return verify_run(self.config.graph, self.splits, self.job_master.ending_snapshot, result.committed_output,
+        return verify_run(self.config.graph, self.splits, self.dispatcher.ending_snapshot(), result.committed_output,
                           self.store.pending_records, at_least_once=not self.config.checkpointing.mode.exactly_once,
                           operations=self.report.operations)
-
-    def _source_readers(self) -> dict[SubtaskKey, Any]:
-        return {key: task.operator.reader for key, task in self.tasks.items() if task.operator.is_source}
 
     def source_progress(self) -> dict[SubtaskKey, tuple[int, int | None]]:
         """After ``run()``: per source subtask of the last deployment, the records it read (how far its reader got,
         less where the run's first deployment started: 0 for a fresh job, the restored offsets for a job restored
         from an earlier run's snapshot), also when the job ended before its input did, and when its last record
         went out (virtual ms after the job's start: the end of its last step that read records; None if none)."""
-        at_start = self.job_master.source_records_at_start
-        started = self.job_master.started_ms or 0
+        at_start = self.dispatcher.source_records_at_start()
+        started = self.dispatcher.started_ms() or 0
         out = {}
-        for key, reader in self._source_readers().items():
-            last_us = self.source_last_record_us.get(key)
+        for key, records_read in self.data_plane.source_records_read().items():
+            last_us = self.data_plane.last_record_us(key)
             last_ms = None if last_us is None else last_us // 1000 - started
-            out[key] = (records_read_in_run(a.subtask_name(key), reader.records_read, at_start), last_ms)
+            out[key] = (records_read_in_run(a.subtask_name(key), records_read, at_start), last_ms)
         return out
 
     def consistent_cut_violations(self) -> list[CutViolation]:
         """After ``run()``: every completed checkpoint checked as a consistent cut (``runtime.sim.consistent_cut``)."""
         if not self.record_cuts:
             raise ValueError("consistent_cut_violations: the simulation was created without record_cuts=True")
-        return [v for graph, completed in self.job_master.completed_in_epoch_by_job()
+        return [v for graph, completed in self.dispatcher.completed_in_epoch_by_job()
                 for v in check_consistent_cuts(graph, completed, self.deployments,
                                                exactly_once=self.config.checkpointing.mode.exactly_once,
                                                aligned_only=self.config.checkpointing.mode is CheckpointingMode.ALIGNED)]
@@ -218,21 +218,21 @@ class JobSimulation(DataPlane):
                 self._send_to_coordinator(action)
             elif kind is a.StartTimer:
                 self.sim.schedule_after(action.delay_ms * 1000,
-                                        lambda timer=action.timer: self._carry_out(self.job_master.timer_fired(timer)),
+                                        lambda timer=action.timer: self._carry_out(self.dispatcher.handle(timer)),
                                         Priority.URGENT, "timer")
             elif kind is a.DeployTasks:
                 self._deploy(action)
             elif kind is a.ReportRunning:  # at this instant, after the timers due now (the deployment takes no time)
                 self.sim.schedule_after(0, lambda act=action: self._carry_out(
-                    self.job_master.tasks_running(act.epoch, act.attempts)), Priority.LOW, "running")
+                    self.dispatcher.handle(je.TasksRunning(act.epoch, act.attempts))), Priority.LOW, "running")
             elif kind is a.KillTask:  # the task dies, and its death is seen at once
-                self._carry_out(self.job_master.task_failed(action.attempt, action.why))
+                self._carry_out(self.dispatcher.handle(je.TaskFailed(action.attempt, action.why)))
             elif kind is a.KillTaskManagers:  # every task of the TaskManagers dies at once
                 lost = f"node {action.node}" if action.node is not None else f"taskmanager {action.taskmanagers[0]}"
                 for attempt in action.attempts:
-                    self._carry_out(self.job_master.task_failed(attempt, f"{lost} lost ({action.why})"))
+                    self._carry_out(self.dispatcher.handle(je.TaskFailed(attempt, f"{lost} lost ({action.why})")))
             elif kind is a.CancelTasks:
-                self._cancel(action)
+                self.data_plane.cancel(action.epoch + 1)
             elif kind is a.JobEnded:
                 self.outcome = action.outcome
                 self.sim.stop()
@@ -242,43 +242,33 @@ class JobSimulation(DataPlane):
     def _send_to_task(self, action: a.SendToTask) -> None:
         attempt = action.attempt
         key = (attempt.vertex_id, attempt.subtask_index)
-        epoch = self.epoch
+        data_plane = self.data_plane
+        epoch = data_plane.current_epoch()
 
         def deliver() -> None:
-            task = self.tasks.get(key)
-            if epoch != self.epoch or task is None or not self.job_master.is_current(attempt):
+            if not data_plane.has_task(key, epoch) or not self.dispatcher.is_current(attempt):
                 return
-            self._sync_before(key)
-            deliver_task_message(task, action.message)
-            self._pump(key)
-            self._kick(key)
+            data_plane.deliver_message(key, action.message)
 
         self.sim.schedule_after(int(self.config.rpc_latency_us) + action.delay_ms * 1000, deliver, Priority.CONTROL, "rpc")
 
     def _send_to_coordinator(self, action: a.SendToCoordinator) -> None:
         message = action.message
         self.sim.schedule_after(int(self.config.rpc_latency_us) + action.delay_ms * 1000,
-                                lambda: self._carry_out(self.job_master.coordinator_receives(message)),
+                                lambda: self._carry_out(self.dispatcher.handle(message)),
                                 Priority.CONTROL, "rpc")
 
     def _deploy(self, action: a.DeployTasks) -> None:
-        epoch = self.epoch = action.epoch
+        epoch = action.epoch
         config = action.config or self.config
-        if config.graph is not self.graph:  # a restored job with another parallelism: other channels
-            self.graph = config.graph
-            self.wiring = Wiring(self.graph, config.placement)
-            self._cost_model.clear()
-        self.tasks = {}
-        # steps scheduled for the job before (one that finished, e.g. stopped with a savepoint) never run
-        self._scheduled.clear()
-        self._emission.clear()
-        self._sync_at.clear()
+        data_plane = self.data_plane
+        data_plane.new_deployment(epoch, config)
         if self.record_cuts:
             log = self.deployments[epoch] = DeploymentLog(action.restored_metadata)
         restored_bytes = 0
         for descriptor in action.tasks:
             key = descriptor.key
-            vertex = self.graph.vertex(key[0])
+            vertex = config.graph.vertex(key[0])
             splits = None
             if vertex.operator.is_source:
                 available = self.splits.get(vertex.name, ())
@@ -288,34 +278,16 @@ class JobSimulation(DataPlane):
                 task, restored = deploy_task(
                     config, descriptor, clock=self.sim.clock_ms, timer_service=self.sim, rng=self._task_rng,
                     charging=Charging.VIRTUAL, cost_rng=self._cost_rng,
-                    wakeup=lambda k=key, e=epoch: self._wake(k, e), splits=splits, store=self.store, on_built=on_built)
+                    wakeup=lambda k=key, e=epoch: data_plane.wake(k, e), splits=splits, store=self.store,
+                    on_built=on_built)
             except TaskRestoreError as err:  # the deployment fails; the tasks built so far die with it
-                self._carry_out(self.job_master.deploy_failed(epoch, str(err)))
+                self._to_job_master(je.DeployFailed(epoch, str(err)))
                 return
             restored_bytes += restored["input_bytes"] + restored["output_bytes"]
-            self.tasks[key] = task
-            self._slowdowns[key] = Slowdowns(descriptor.slowdowns)
-            self._busy_until[key] = self.sim.now_us
-            if (vertex.operator.is_source and config.workload.rate_per_source
-                    and config.workload.source_emission is SourceEmission.EXACT):
-                self._emission[key] = EmissionClock(config.workload.rate_per_source, self.sim.now_us, self._slowdowns[key])
-        offsets = {a.subtask_name(key): reader.records_read for key, reader in self._source_readers().items()}
-        self._carry_out(self.job_master.tasks_restored(epoch, restored_bytes, offsets))
-        for key in self.tasks:
-            self._pump(key)  # recovered output data and initial credit
-            self._kick(key)
-            self._schedule_flush(key, epoch, first=True)
+            data_plane.add_task(key, task, Slowdowns(descriptor.slowdowns))
+        offsets = {a.subtask_name(key): read for key, read in data_plane.source_records_read().items()}
+        self._to_job_master(je.TasksRestored(epoch, restored_bytes, offsets))
+        data_plane.start_tasks()
         self.trace.record(self.sim.now_us, "deploy", f"epoch={epoch} restore={action.restored_checkpoint_id}")
-        self._carry_out(self.job_master.tasks_started(epoch))
+        self._to_job_master(je.TasksStarted(epoch))
 
-    def _cancel(self, action: a.CancelTasks) -> None:
-        """Every task of the deployment dies (sinks abort their open transactions); nothing scheduled for it runs.
-        What a cancelled task's closed asynchronous parts report goes to the JobMaster (the coordinator hears it
-        after the RPC latency)."""
-        for task in list(self.tasks.values()):
-            for report in task.fail():
-                self._carry_out(self.job_master.report_incomplete_snapshot_stats(task.attempt_id, report))
-        self.epoch = action.epoch + 1
-        self._scheduled.clear()
-        self._sync_at.clear()
-        self._channel_clock.clear()

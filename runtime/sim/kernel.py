@@ -1,15 +1,6 @@
-"""The discrete-event kernel: an event heap ordered by ``(time, priority, sequence number)``, a virtual
-clock, cancellable timers, one seed from which every random choice derives, and a trace with its SHA-256.
-
-How this works: as in SimPy, everything that happens is a callback scheduled at a virtual time (integer
-microseconds). Ties at the same time are broken by an explicit ``Priority`` and then by the order of
-scheduling (a monotonically increasing sequence number), so a run never depends on dict order, object
-identity or the wall clock: the same scenario with the same seed gives the same trace, byte for byte.
-Randomness comes only from ``Simulation.random(subsystem)``: each subsystem (network, costs, faults, ...)
-gets its own ``random.Random`` seeded from SHA-256 of ``(seed, subsystem)``, so adding draws in one
-subsystem never shifts another's. ``Simulation`` also implements the ``TimerService`` protocol of
-``runtime/checkpointing`` (``register_timer(at_ms, callback)``) and a millisecond ``clock_ms`` for the
-components that count in Flink's milliseconds.
+"""The discrete-event kernel: an event heap ordered by ``(time, priority, sequence number)``, a virtual clock,
+cancellable timers, one seed from which every random choice derives, and a trace with its SHA-256. See
+docs/simulator.md, "The discrete-event kernel".
 """
 
 from __future__ import annotations
@@ -18,7 +9,8 @@ import enum
 import hashlib
 import heapq
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 US_PER_MS = 1000
 
@@ -50,7 +42,7 @@ class _Entry:
 
     __slots__ = ("time", "callback", "label", "cancelled")
 
-    def __init__(self, time: int, callback: Callable[[], Any], label: str):
+    def __init__(self, time: int, callback: Callable[[], Any], label: str) -> None:
         self.time = time
         self.callback = callback
         self.label = label
@@ -62,7 +54,7 @@ class ScheduledEvent:
 
     __slots__ = ("_entry",)
 
-    def __init__(self, entry: _Entry):
+    def __init__(self, entry: _Entry) -> None:
         self._entry = entry
 
     @property
@@ -83,7 +75,7 @@ class Trace:
 
     _BATCH = 512
 
-    def __init__(self, keep_lines: bool = False):
+    def __init__(self, keep_lines: bool = False) -> None:
         self._hash = hashlib.sha256()
         self._pending: list[str] = []
         self.lines: list[str] | None = [] if keep_lines else None
@@ -122,10 +114,10 @@ def derive_seed(seed: int, subsystem: str) -> int:
 
 
 class Simulation:
-    def __init__(self, seed: int, keep_trace_lines: bool = False):
+    def __init__(self, seed: int, keep_trace_lines: bool = False) -> None:
         self.seed = seed
         self.now_us = 0
-        self._heap: list[_Entry] = []
+        self._heap: list[tuple[int, int, int, _Entry]] = []  # (time, priority, seq, entry)
         self._seq = 0
         self._rngs: dict[str, random.Random] = {}
         self._stopped = False
@@ -139,18 +131,22 @@ class Simulation:
 
     # -- scheduling ------------------------------------------------------------------------------
 
-    def schedule_at(self, time_us: int, callback: Callable[[], Any], priority: Priority = Priority.NORMAL,
-                    label: str = "") -> ScheduledEvent:
+    def schedule_at(
+        self, time_us: int, callback: Callable[[], Any], priority: Priority = Priority.NORMAL, label: str = ""
+    ) -> ScheduledEvent:
         if time_us < self.now_us:
-            raise SimulationError(f"cannot schedule {label or callback!r} at {time_us} us: the clock is at {self.now_us} us")
+            raise SimulationError(
+                f"cannot schedule {label or callback!r} at {time_us} us: the clock is at {self.now_us} us"
+            )
         entry = _Entry(time_us, callback, label)
         seq = self._seq
         self._seq = seq + 1
         heapq.heappush(self._heap, (time_us, int(priority), seq, entry))
         return ScheduledEvent(entry)
 
-    def schedule_after(self, delay_us: int, callback: Callable[[], Any], priority: Priority = Priority.NORMAL,
-                       label: str = "") -> ScheduledEvent:
+    def schedule_after(
+        self, delay_us: int, callback: Callable[[], Any], priority: Priority = Priority.NORMAL, label: str = ""
+    ) -> ScheduledEvent:
         if delay_us < 0:
             raise SimulationError(f"negative delay {delay_us} us for {label or callback!r}")
         return self.schedule_at(self.now_us + delay_us, callback, priority, label)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from barriersim.runtime.job.slowdowns import Slowdowns
+
 US_PER_SECOND = 1_000_000
 _ROUNDING = 1e-6  # of a record: what a float's rounding may take from a record that is due
 
@@ -22,7 +24,7 @@ class EmissionClock:
 
     __slots__ = ("_rate", "_slowdowns", "anchor_us", "emitted", "blocked")
 
-    def __init__(self, rate: int, now_us: int, slowdowns=None):
+    def __init__(self, rate: int, now_us: int, slowdowns: Slowdowns | None = None) -> None:
         if rate <= 0:
             raise ValueError(f"source emission: the rate must be positive, got {rate}")
         self._rate = rate
@@ -47,6 +49,7 @@ class EmissionClock:
             return 0
         if not self._slowed(now_us):
             return max(0, elapsed * self._rate // US_PER_SECOND - self.emitted)
+        assert self._slowdowns is not None  # _slowed
         work_us = self._slowdowns.progress(self.anchor_us / 1000, now_us / 1000) * 1000
         return max(0, math.floor(work_us * self._rate / US_PER_SECOND + _ROUNDING) - self.emitted)
 
@@ -57,6 +60,7 @@ class EmissionClock:
         if not self._slowed(at):
             return at
         work_ms = j * 1000 / self._rate
+        assert self._slowdowns is not None  # _slowed
         at = self.anchor_us + math.ceil(self._slowdowns.stretch(self.anchor_us / 1000, work_ms) * 1000)
         while self.due(at) < ahead:  # a float's rounding, either way
             at += 1

@@ -10,8 +10,14 @@ from barriersim.runtime.state.incremental import IncrementalKeyedStateBackend
 from barriersim.runtime.state.snapshot import KeyGroupRange
 
 
-def create_keyed_backend(operator: KeyedRows, key_group_range: KeyGroupRange, config: StateBackendConfig,
-                         memory_threshold: int, rng: random.Random, name: str):
+def create_keyed_backend(
+    operator: KeyedRows,
+    key_group_range: KeyGroupRange,
+    config: StateBackendConfig,
+    memory_threshold: int,
+    rng: random.Random,
+    name: str,
+) -> HeapKeyedStateBackend | IncrementalKeyedStateBackend:
     """The backend ``config`` names for ``operator`` (``name``: the subtask and attempt, part of its files' names;
     ``rng``: the seeded stream of its compaction policy)."""
     if config.backend is StateBackendKind.INCREMENTAL:

@@ -18,16 +18,20 @@ class HeapKeyedStateBackend:
     """Full snapshots (Flink's ``HashMapStateBackend`` with its ``HeapSnapshotStrategy``): the synchronous part is the
     copy-on-write snapshot of the tables, the asynchronous part writes every entry."""
 
-    def __init__(self, operator: KeyedRows, key_group_range: KeyGroupRange, config: StateBackendConfig,
-                 memory_threshold: int):
+    def __init__(
+        self, operator: KeyedRows, key_group_range: KeyGroupRange, config: StateBackendConfig, memory_threshold: int
+    ) -> None:
         self._operator = operator
         self.key_group_range = key_group_range
         self._entry_bytes = config.entry_bytes
         self._threshold = memory_threshold
         self.last_work: SnapshotWork = NO_WORK
 
-    def snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
-                 ) -> OperatorSubtaskState:
+    def snapshot(
+        self,
+        checkpoint_id: int,
+        checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+    ) -> OperatorSubtaskState:
         """A checkpoint and a savepoint alike: the heap backend's full snapshot is the canonical format."""
         state = full_keyed_snapshot(self._operator, self._entry_bytes)
         self.last_work = full_snapshot_work(state, self._threshold)

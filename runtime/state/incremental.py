@@ -1,40 +1,18 @@
-"""An incremental keyed state backend modelled on RocksDB's: sorted runs, flushes, leveled compaction, and
-checkpoints that upload only the runs not uploaded before.
+"""An incremental keyed state backend modelled on RocksDB's: sorted runs, flushes, leveled compaction, and checkpoints
+that upload only the runs not uploaded before.
 
-How this works: the backend keeps the logical state as of its last flush (``_flushed``: ``(key group, entry key)
--> value``). A snapshot's synchronous part flushes the memtable: the entries the operator changed since (and
-tombstones for those it removed) become level-0 sorted runs of at most ``write_buffer_bytes`` each (Flink's
-RocksDB snapshot flushes the memtable and takes a native checkpoint). Compaction then runs as RocksDB's leveled
-compaction does: ``level0_compaction_trigger`` level-0 runs are merged with the level-1 runs they overlap into
-level 1; a level over its target size (``max_bytes_for_level_base * level_multiplier^(n-1)``) has one of its files,
-chosen by the backend's seeded random stream, merged into the next level; outputs are cut into files of
-``target_file_bytes`` and tombstones are dropped once no deeper level holds data. Runs are immutable and each has a
-file name that says its level and sequence (``L<level>-<sequence>.sst``). The snapshot's asynchronous part uploads
-the live runs the last completed checkpoint did not upload (new ``SharedStateHandle``s, through the injected
-``upload``: inline by default, a file in the checkpoint storage's ``shared/`` directory where there is one) and
-refers to the others by ``PlaceholderStateHandle``, as Flink's ``RocksIncrementalSnapshotStrategy`` does with the
-files of its last completed checkpoint (``uploadedSstFiles``, confirmed by ``notifyCheckpointComplete``, dropped
-for an aborted checkpoint). ``checkpointed_size`` is what it uploaded, ``state_size`` all it refers to. A savepoint
-is never incremental: it writes every entry in the canonical format (a ``KeyGroupsStateHandle``), flushes and
-uploads nothing, and its completion leaves the last completed checkpoint as it was. A full checkpoint
-(``FULL_CHECKPOINT``, after a restore the job does not own) uploads every live run again, and later checkpoints
-refer to its uploads.
-
-A restore of one handle of the same key groups reuses its runs and counts them as uploaded by the restored
-checkpoint (Flink's restore without rescaling keeps the backend's identity and ``lastCompletedCheckpointId``);
-any other restore (several handles after a rescale, or a full snapshot) builds the state from the entries and
-uploads it all at the next checkpoint. ``rows_of_incremental_handles`` reads the entries of incremental handles
-(the shared runs' data, merged newest first) for a restore of either backend (``as_full_snapshot``: as one full
-snapshot). Mirrors Flink's ``EmbeddedRocksDBStateBackend`` with ``RocksIncrementalSnapshotStrategy`` and
-``RocksDBIncrementalRestoreOperation``; the LSM tree is RocksDB's leveled compaction in miniature.
+Mirrors Flink's ``EmbeddedRocksDBStateBackend`` with ``RocksIncrementalSnapshotStrategy`` and
+``RocksDBIncrementalRestoreOperation``. See docs/state-and-rescaling.md, "The incremental keyed state backend".
+What Flink does: docs/flink-facts.md, "State backends, incremental checkpoints and the shared-state registry".
 """
 
 from __future__ import annotations
 
 import random
 import zlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Any
 
 import msgpack
 
@@ -78,7 +56,7 @@ class SortedRun:
 
     level: int
     sequence: int
-    entries: tuple[tuple[tuple, tuple | None], ...]
+    entries: tuple[tuple[tuple[Any, ...], tuple[Any, ...] | None], ...]
     state_size: int
 
     @property
@@ -86,19 +64,21 @@ class SortedRun:
         return local_path(self.level, self.sequence)
 
     @property
-    def smallest(self) -> tuple:
+    def smallest(self) -> tuple[Any, ...]:
         return self.entries[0][0]
 
     @property
-    def largest(self) -> tuple:
+    def largest(self) -> tuple[Any, ...]:
         return self.entries[-1][0]
 
-    def overlaps(self, smallest: tuple, largest: tuple) -> bool:
+    def overlaps(self, smallest: tuple[Any, ...], largest: tuple[Any, ...]) -> bool:
         return not (self.largest < smallest or largest < self.smallest)
 
     def encode(self) -> bytes:
-        return msgpack.packb([[kg, list(key), None if value is None else list(value)]
-                              for (kg, key), value in self.entries], use_bin_type=True)
+        return msgpack.packb(
+            [[kg, list(key), None if value is None else list(value)] for (kg, key), value in self.entries],
+            use_bin_type=True,
+        )
 
 
 def local_path(level: int, sequence: int) -> str:
@@ -111,26 +91,34 @@ def parse_local_path(path: str) -> tuple[int, int]:
         level, sequence = path.removesuffix(".sst").removeprefix("L").split("-")
         return int(level), int(sequence)
     except ValueError:
-        raise IncrementalStateError(f"{path!r} is not the file name of a sorted run (L<level>-<sequence>.sst)") from None
+        raise IncrementalStateError(
+            f"{path!r} is not the file name of a sorted run (L<level>-<sequence>.sst)"
+        ) from None
 
 
-def decode_run(handle: SharedStateHandle, path: str) -> list[tuple[tuple, tuple | None]]:
+def decode_run(handle: SharedStateHandle, path: str) -> list[tuple[tuple[Any, ...], tuple[Any, ...] | None]]:
     """The entries of an uploaded run, after checking its size and CRC32."""
     data = handle.data
     if data is None:
         raise IncrementalStateError(f"shared state {handle.key}: its data was not read")
     if len(data) != handle.size or zlib.crc32(data) != handle.crc32:
-        raise IncrementalStateError(f"shared state {handle.key} ({path}): {len(data)} bytes with crc32 "
-                                    f"0x{zlib.crc32(data):08x}, its handle says {handle.size} bytes, 0x{handle.crc32:08x}")
+        raise IncrementalStateError(
+            f"shared state {handle.key} ({path}): {len(data)} bytes with crc32 "
+            f"0x{zlib.crc32(data):08x}, its handle says {handle.size} bytes, 0x{handle.crc32:08x}"
+        )
     try:
         plain = msgpack.unpackb(data, raw=False, use_list=False, strict_map_key=False)
         return [((kg, tuple(key)), None if value is None else tuple(value)) for kg, key, value in plain]
     except (msgpack.UnpackException, ValueError, TypeError) as e:
-        raise IncrementalStateError(f"shared state {handle.key} ({path}): undecodable run: {e or type(e).__name__}") from None
+        raise IncrementalStateError(
+            f"shared state {handle.key} ({path}): undecodable run: {e or type(e).__name__}"
+        ) from None
 
 
-def _merge_newest_first(runs: Sequence[Iterable[tuple[tuple, tuple | None]]]) -> dict[tuple, tuple | None]:
-    merged: dict[tuple, tuple | None] = {}
+def _merge_newest_first(
+    runs: Sequence[Iterable[tuple[tuple[Any, ...], tuple[Any, ...] | None]]],
+) -> dict[tuple[Any, ...], tuple[Any, ...] | None]:
+    merged: dict[tuple[Any, ...], tuple[Any, ...] | None] = {}
     for entries in runs:
         for key, value in entries:
             if key not in merged:
@@ -143,19 +131,27 @@ def _precedence(path: str) -> tuple[int, int]:
     return level, -sequence  # level 0 first, newest first; deeper levels after
 
 
-def rows_of_incremental_handles(handles: Iterable, key_group_range: KeyGroupRange) -> list[tuple[int, tuple]]:
+def rows_of_incremental_handles(
+    handles: Iterable[Any], key_group_range: KeyGroupRange
+) -> list[tuple[int, tuple[Any, ...]]]:
     """The rows (``(key group, row)``) in ``key_group_range`` of incremental handles, each handle's runs merged newest
     first (a rescaled restore may get several handles, of disjoint key groups)."""
-    rows: list[tuple[int, tuple]] = []
+    rows: list[tuple[int, tuple[Any, ...]]] = []
     for handle in handles:
         if not isinstance(handle, IncrementalKeyedStateHandle):
-            rows.extend((kg, row) for kg, row in rows_from_state(OperatorSubtaskState(managed_keyed_state=(handle,)))
-                        if kg in key_group_range)
+            rows.extend(
+                (kg, row)
+                for kg, row in rows_from_state(OperatorSubtaskState(managed_keyed_state=(handle,)))
+                if kg in key_group_range
+            )
             continue
         entries = sorted(handle.shared_state, key=lambda e: _precedence(e.local_path))
         merged = _merge_newest_first([decode_run(_real(e), e.local_path) for e in entries])
-        rows.extend((kg, key + value) for (kg, key), value in sorted(merged.items())
-                    if value is not None and kg in key_group_range)
+        rows.extend(
+            (kg, key + value)
+            for (kg, key), value in sorted(merged.items())
+            if value is not None and kg in key_group_range
+        )
     return rows
 
 
@@ -169,14 +165,24 @@ def as_full_snapshot(state: OperatorSubtaskState, key_group_range: KeyGroupRange
 
 def _real(entry: HandleAndLocalPath) -> SharedStateHandle:
     if isinstance(entry.handle, PlaceholderStateHandle):
-        raise IncrementalStateError(f"shared state {entry.handle.key} ({entry.local_path}) is a placeholder: only a "
-                                    "registered checkpoint's handles can be restored")
+        raise IncrementalStateError(
+            f"shared state {entry.handle.key} ({entry.local_path}) is a placeholder: only a "
+            "registered checkpoint's handles can be restored"
+        )
     return entry.handle
 
 
 class IncrementalKeyedStateBackend:
-    def __init__(self, operator: KeyedRows, key_group_range: KeyGroupRange, config: StateBackendConfig,
-                 memory_threshold: int, rng: random.Random, name: str, upload: Upload = inline_upload):
+    def __init__(
+        self,
+        operator: KeyedRows,
+        key_group_range: KeyGroupRange,
+        config: StateBackendConfig,
+        memory_threshold: int,
+        rng: random.Random,
+        name: str,
+        upload: Upload = inline_upload,
+    ) -> None:
         self._operator = operator
         self.key_group_range = key_group_range
         self.config = config
@@ -187,7 +193,7 @@ class IncrementalKeyedStateBackend:
         # uploads are named after this instance (subtask, attempt, random bits), never reused by another attempt
         self._upload_prefix = f"{name}-{rng.getrandbits(32):08x}"
         self.backend_id = self._upload_prefix
-        self._flushed: dict[tuple, tuple] = {}
+        self._flushed: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.levels: list[list[SortedRun]] = [[] for _ in range(config.num_levels)]  # level 0 newest first
         self._sequence = 0
         self._uploads = 0
@@ -198,7 +204,7 @@ class IncrementalKeyedStateBackend:
 
     # -- sizes ------------------------------------------------------------------------------------------------
 
-    def _size(self, key: tuple, value: tuple | None) -> int:
+    def _size(self, key: tuple[Any, ...], value: tuple[Any, ...] | None) -> int:
         if value is None:
             return TOMBSTONE_BYTES if self.config.entry_bytes else len(msgpack.packb(list(key[1]), use_bin_type=True))
         return entry_size(key[1] + value, self.config.entry_bytes)
@@ -212,9 +218,9 @@ class IncrementalKeyedStateBackend:
 
     # -- the memtable and its flush ----------------------------------------------------------------------------
 
-    def _changes(self) -> list[tuple[tuple, tuple | None]]:
+    def _changes(self) -> list[tuple[tuple[Any, ...], tuple[Any, ...] | None]]:
         width = self._width
-        current: dict[tuple, tuple] = {}
+        current: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         for kg, row in self._operator.keyed_rows():
             current[(kg, tuple(row[:width]))] = tuple(row[width:])
         flushed = self._flushed
@@ -223,11 +229,11 @@ class IncrementalKeyedStateBackend:
         self._flushed = current
         return sorted(changes, key=lambda e: e[0])
 
-    def _new_run(self, level: int, entries: list) -> SortedRun:
+    def _new_run(self, level: int, entries: list[Any]) -> SortedRun:
         self._sequence += 1
         return SortedRun(level, self._sequence, tuple(entries), sum(self._size(k, v) for k, v in entries))
 
-    def _cut(self, entries: list, limit: int) -> list[list]:
+    def _cut(self, entries: list[Any], limit: int) -> list[list[Any]]:
         pieces, piece, size = [], [], 0
         for key, value in entries:
             piece.append((key, value))
@@ -257,7 +263,9 @@ class IncrementalKeyedStateBackend:
             if len(self.levels[0]) >= self.config.level0_compaction_trigger:
                 self._merge(0, list(self.levels[0]))
                 continue
-            over = next((n for n in range(1, last) if sum(r.state_size for r in self.levels[n]) > self._target(n)), None)
+            over = next(
+                (n for n in range(1, last) if sum(r.state_size for r in self.levels[n]) > self._target(n)), None
+            )
             if over is None:
                 return
             self._merge(over, [self._rng.choice(self.levels[over])])
@@ -280,8 +288,11 @@ class IncrementalKeyedStateBackend:
 
     # -- snapshots ----------------------------------------------------------------------------------------------
 
-    def snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
-                 ) -> OperatorSubtaskState:
+    def snapshot(
+        self,
+        checkpoint_id: int,
+        checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+    ) -> OperatorSubtaskState:
         if checkpoint_type.is_savepoint:
             return self._canonical_savepoint()
         flushed = self._flush()
@@ -305,10 +316,12 @@ class IncrementalKeyedStateBackend:
             new_bytes += run.state_size
             files += run.state_size >= self._threshold
         self._uploaded[checkpoint_id] = uploads
-        meta = msgpack.packb({"backend": self.backend_id, "checkpoint": checkpoint_id, "key_width": self._width},
-                             use_bin_type=True)
-        handle = IncrementalKeyedStateHandle(self.backend_id, self.key_group_range, checkpoint_id, tuple(shared), meta,
-                                             new_bytes + len(meta))
+        meta = msgpack.packb(
+            {"backend": self.backend_id, "checkpoint": checkpoint_id, "key_width": self._width}, use_bin_type=True
+        )
+        handle = IncrementalKeyedStateHandle(
+            self.backend_id, self.key_group_range, checkpoint_id, tuple(shared), meta, new_bytes + len(meta)
+        )
         self.last_work = SnapshotWork(copied_bytes=flushed, uploaded_bytes=new_bytes + len(meta), files=files)
         return OperatorSubtaskState(managed_keyed_state=(handle,))
 
@@ -340,8 +353,11 @@ class IncrementalKeyedStateBackend:
         handles = state.managed_keyed_state
         rows = rows_of_incremental_handles(handles, self.key_group_range)
         self._operator.restore_state(state_from_rows(rows, self.key_group_range))
-        if (len(handles) == 1 and isinstance(handles[0], IncrementalKeyedStateHandle)
-                and handles[0].key_group_range == self.key_group_range):
+        if (
+            len(handles) == 1
+            and isinstance(handles[0], IncrementalKeyedStateHandle)
+            and handles[0].key_group_range == self.key_group_range
+        ):
             self._reuse(handles[0])
         # otherwise the state is the operator's, written anew (all of it) at the next checkpoint
 
@@ -356,7 +372,8 @@ class IncrementalKeyedStateBackend:
             real = _real(entry)
             entries = decode_run(real, entry.local_path)
             self.levels[min(level, len(self.levels) - 1)].append(
-                SortedRun(level, sequence, tuple(entries), real.state_size))
+                SortedRun(level, sequence, tuple(entries), real.state_size)
+            )
             uploads[entry.local_path] = real
             self._sequence = max(self._sequence, sequence)
         self.levels[0].sort(key=lambda r: -r.sequence)

@@ -1,18 +1,7 @@
 """How a restored subtask maps the in-flight data of an unaligned checkpoint taken at another parallelism.
 
-How this works: state assignment (``runtime.recovery.state_assignment_operation``) gives every restored subtask
-two ``InflightDataRescalingDescriptor`` values, one for its input gates and one for its result partitions, each
-holding one ``InflightDataGateOrPartitionRescalingDescriptor`` per gate or partition (or ``NO_RESCALE`` when
-nothing is rescaled). For an input gate: ``old_subtask_indexes`` are the old subtasks of this vertex whose input
-channel state the subtask took over, ``rescale_mappings`` maps each new channel (new upstream subtask) to the old
-channels (old upstream subtasks) it replaces, and ``ambiguous_subtask_indexes`` are the old subtasks whose data
-other new subtasks took too (its records are filtered by the partitioner). For a partition, the same from the
-producer's side: the old subtasks whose output state it took, and new subpartition (new downstream subtask) ->
-old subpartitions. A receiving channel demultiplexes the recovered data by *virtual channel*: one per pair
-(old downstream subtask, old upstream subtask), ``SubtaskConnectionDescriptor`` events naming which one the next
-buffers belong to (``runtime.network.input.virtual_channels``). Mirrors Flink's
-``InflightDataRescalingDescriptor`` with its ``InflightDataGateOrPartitionRescalingDescriptor`` and
-``MappingType``.
+Mirrors Flink's ``InflightDataRescalingDescriptor`` with its ``InflightDataGateOrPartitionRescalingDescriptor`` and
+``MappingType``. See docs/state-and-rescaling.md, "In-flight data rescaling descriptors".
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""Key groups: how keyed state is partitioned so it can be redistributed when the parallelism changes.
+"""Key groups: how keyed state is partitioned so it can be redistributed when the parallelism changes, with Java's
+hash codes so that assignments match Flink's.
 
-How this works (Flink's ``KeyGroupRangeAssignment``): a key's hash code goes through Flink's murmur hash
-(``MathUtils.murmurHash``) and modulo the max parallelism gives its key group; subtask ``i`` of an operator
-with parallelism ``p`` owns the contiguous key-group range
-``[ceil(i * maxP / p), floor(((i + 1) * maxP - 1) / p)]``, and key group ``kg`` belongs to subtask
-``kg * p // maxP``. Key hash codes are Java's, so assignments match Flink's for integer keys: ``int`` keys in
-the 32-bit range hash to themselves, larger ones as Java's ``Long.hashCode`` (``value ^ (value >>> 32)``);
-strings hash as Java's ``String.hashCode``, floats as ``Double.hashCode`` and non-empty tuples as Flink's
-``TupleN.hashCode`` (``31 * h + field``); any other key type is refused. Python's own ``hash`` is never
-used (it is salted per process).
+Mirrors Flink's ``KeyGroupRangeAssignment``. See docs/state-and-rescaling.md, "Key groups".
 """
 
 from __future__ import annotations
@@ -89,7 +82,9 @@ def assign_to_key_group(key: object, max_parallelism: int) -> int:
     return compute_key_group_for_key_hash(java_hash_code(key), max_parallelism)
 
 
-def compute_key_group_range_for_operator_index(max_parallelism: int, parallelism: int, operator_index: int) -> KeyGroupRange:
+def compute_key_group_range_for_operator_index(
+    max_parallelism: int, parallelism: int, operator_index: int
+) -> KeyGroupRange:
     _check_parallelism(max_parallelism, parallelism)
     start = (operator_index * max_parallelism + parallelism - 1) // parallelism
     end = ((operator_index + 1) * max_parallelism - 1) // parallelism
@@ -114,7 +109,8 @@ def compute_default_max_parallelism(operator_parallelism: int) -> int:
 def _check_parallelism(max_parallelism: int, parallelism: int) -> None:
     if not 0 < parallelism <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
         raise ValueError(
-            f"parallelism {parallelism} must be in 1..max parallelism {max_parallelism} (at most {UPPER_BOUND_MAX_PARALLELISM})"
+            f"parallelism {parallelism} must be in 1..max parallelism {max_parallelism} (at most "
+            f"{UPPER_BOUND_MAX_PARALLELISM})"
         )
 
 
@@ -168,12 +164,12 @@ class KeyGroupAssigner:
 
     _MAX_CACHED = 1 << 20
 
-    def __init__(self, max_parallelism: int):
+    def __init__(self, max_parallelism: int) -> None:
         self.max_parallelism = max_parallelism
         self._table = np.empty(0, dtype=np.int64)
-        self._single: dict = {}
+        self._single: dict[object, int] = {}
 
-    def __call__(self, key) -> int:
+    def __call__(self, key: object) -> int:
         group = self._single.get(key)
         if group is None:
             group = self._single[key] = assign_to_key_group(key, self.max_parallelism)
@@ -187,7 +183,8 @@ class KeyGroupAssigner:
             if high >= len(self._table):
                 size = min(self._MAX_CACHED, max(1024, 2 * (high + 1)))
                 self._table = assign_to_key_groups(np.arange(size, dtype=np.int64), self.max_parallelism)
-            return self._table[keys]
+            groups: np.ndarray = self._table[keys]
+            return groups
         return assign_to_key_groups(keys, self.max_parallelism)
 
 

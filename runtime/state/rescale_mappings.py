@@ -11,7 +11,7 @@ mappers (``runtime.recovery.subtask_state_mapper``) and carried in the in-flight
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 _EMPTY: tuple[int, ...] = ()
 
@@ -22,19 +22,20 @@ class RescaleMappings:
 
     __slots__ = ("number_of_sources", "mappings", "number_of_targets", "_identity")
 
-    def __init__(self, number_of_sources: int, mappings: Sequence[Sequence[int]], number_of_targets: int,
-                 identity: bool = False):
+    def __init__(
+        self, number_of_sources: int, mappings: Sequence[Sequence[int]], number_of_targets: int, identity: bool = False
+    ) -> None:
         self.number_of_sources = number_of_sources
         self.mappings = tuple(tuple(t) for t in mappings)
         self.number_of_targets = number_of_targets
         self._identity = identity
 
     @staticmethod
-    def identity(number_of_sources: int, number_of_targets: int) -> "RescaleMappings":
+    def identity(number_of_sources: int, number_of_targets: int) -> RescaleMappings:
         return RescaleMappings(number_of_sources, (), number_of_targets, identity=True)
 
     @staticmethod
-    def of(mapped_targets: Iterable[Sequence[int]], number_of_targets: int) -> "RescaleMappings":
+    def of(mapped_targets: Iterable[Sequence[int]], number_of_targets: int) -> RescaleMappings:
         """Flink's ``RescaleMappings.of``: an identity mapping if it is one, else the mappings without trailing
         empty ones."""
         mappings = [tuple(t) for t in mapped_targets]
@@ -56,7 +57,7 @@ class RescaleMappings:
             return _EMPTY
         return self.mappings[source_index]
 
-    def invert(self) -> "RescaleMappings":
+    def invert(self) -> RescaleMappings:
         """The same mapping from the targets' side: target -> the sources that map to it, sorted."""
         if self._identity:
             return RescaleMappings.identity(self.number_of_targets, self.number_of_sources)

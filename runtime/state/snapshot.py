@@ -1,31 +1,17 @@
-"""What a checkpoint holds: the state of every subtask, grouped by operator, plus the master states.
+"""What a checkpoint holds: the state of every subtask, grouped by operator, plus the master states; plain bytes and
+msgpack, never pickle.
 
-How this works: tasks acknowledge a checkpoint with a ``TaskStateSnapshot`` (one ``OperatorSubtaskState``
-per operator in the task). The coordinator's pending checkpoint collects them into one ``OperatorState``
-per operator; a completed checkpoint is a ``CheckpointMetadata`` (id, operator states, master states),
-which storage encodes with msgpack. State payloads are plain bytes (msgpack-encoded by their owner), so
-this model never needs pickle. Keyed state is partitioned by key group (``KeyGroupRange``) so it can be
-redistributed when the parallelism changes; operator (non-keyed) list state is redistributed by
-round-robin split, as Flink's ``SPLIT_DISTRIBUTE`` mode; in-flight data of unaligned checkpoints is kept
-per input channel and per result subpartition.
-
-An incremental keyed state backend acknowledges ``IncrementalKeyedStateHandle``s instead: its sorted runs as
-shared state (``SharedStateHandle`` for a new upload, ``PlaceholderStateHandle`` for one an earlier checkpoint
-uploaded), which the coordinator's ``SharedStateRegistry`` counts references to. A checkpoint's ``state_size`` is
-all the state it refers to, its ``checkpointed_size`` what it wrote.
-
-Mirrors Flink's ``KeyGroupRange``, ``KeyGroupsStateHandle``, ``IncrementalRemoteKeyedStateHandle`` (with
-``HandleAndLocalPath``, ``PlaceholderStreamStateHandle``), ``OperatorStateHandle``,
-``InputChannelStateHandle``, ``ResultSubpartitionStateHandle``, ``OperatorSubtaskState``,
-``TaskStateSnapshot``, ``OperatorState``, ``MasterState`` and ``CheckpointMetadata``; a restored subtask's
-state also carries the in-flight data rescaling descriptors (``runtime.state.inflight_data_rescaling``).
+Mirrors Flink's ``KeyGroupRange``, ``KeyGroupsStateHandle``, ``IncrementalRemoteKeyedStateHandle``,
+``OperatorStateHandle``, ``InputChannelStateHandle``, ``ResultSubpartitionStateHandle``, ``OperatorSubtaskState``,
+``TaskStateSnapshot``, ``OperatorState``, ``MasterState`` and ``CheckpointMetadata``. See
+docs/state-and-rescaling.md, "What a checkpoint holds".
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo
 from barriersim.runtime.ids import OperatorID
@@ -40,11 +26,11 @@ class KeyGroupRange:
     end_key_group: int
 
     @staticmethod
-    def empty() -> "KeyGroupRange":
+    def empty() -> KeyGroupRange:
         return KeyGroupRange(0, -1)
 
     @staticmethod
-    def of(start_key_group: int, end_key_group: int) -> "KeyGroupRange":
+    def of(start_key_group: int, end_key_group: int) -> KeyGroupRange:
         """Flink's ``KeyGroupRange.of``: validates (no negative bounds) and maps any empty range to ``empty()``."""
         if start_key_group < 0 or end_key_group < 0:
             raise ValueError(f"key group range [{start_key_group}, {end_key_group}] has a negative bound")
@@ -59,10 +45,10 @@ class KeyGroupRange:
     def __contains__(self, key_group: int) -> bool:
         return self.start_key_group <= key_group <= self.end_key_group
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(range(self.start_key_group, self.end_key_group + 1))
 
-    def intersection(self, other: "KeyGroupRange") -> "KeyGroupRange":
+    def intersection(self, other: KeyGroupRange) -> KeyGroupRange:
         start = max(self.start_key_group, other.start_key_group)
         end = min(self.end_key_group, other.end_key_group)
         return KeyGroupRange(start, end) if start <= end else KeyGroupRange.empty()
@@ -335,7 +321,7 @@ HANDLE_BYTES = 64  # what a reference to a state file takes in the _metadata (na
 MEMORY_THRESHOLD = 20 * 1024  # Flink's state.storage.fs.memory-threshold default
 
 
-def metadata_bytes_estimate(states, memory_threshold: int) -> int:
+def metadata_bytes_estimate(states: Iterable[OperatorSubtaskState], memory_threshold: int) -> int:
     """About how many bytes the ``_metadata`` of a checkpoint of these ``OperatorSubtaskState``s takes: each
     subtask's keyed, operator and channel state inline below ``memory_threshold``, a file reference above; an
     incremental handle's shared runs inline if they travelled inline, else a reference each. For the cost model."""
@@ -345,11 +331,17 @@ def metadata_bytes_estimate(states, memory_threshold: int) -> int:
         for h in state.managed_keyed_state:
             if isinstance(h, IncrementalKeyedStateHandle):
                 keyed += len(h.meta_state) + sum(
-                    len(e.handle.data) if isinstance(e.handle, SharedStateHandle) and e.handle.data is not None
-                    else HANDLE_BYTES for e in h.shared_state)
+                    len(e.handle.data)
+                    if isinstance(e.handle, SharedStateHandle) and e.handle.data is not None
+                    else HANDLE_BYTES
+                    for e in h.shared_state
+                )
             else:
                 keyed += sum(len(v) for v in h.key_groups.values())
-        parts = (keyed, sum(len(p) for h in state.managed_operator_state for parts in h.states.values() for p in parts),
-                 state.in_flight_data_size)
+        parts = (
+            keyed,
+            sum(len(p) for h in state.managed_operator_state for parts in h.states.values() for p in parts),
+            state.in_flight_data_size,
+        )
         total += HANDLE_BYTES + sum(part if part < memory_threshold else HANDLE_BYTES for part in parts)
     return total

@@ -6,8 +6,10 @@ collaborators implement what."""
 from __future__ import annotations
 
 import abc
+import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Protocol
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.atomic_file import WriteFault
@@ -110,8 +112,9 @@ class CheckpointStorage(abc.ABC):
         """Fault injection: the next metadata write fails as ``fault`` says."""
 
     @abc.abstractmethod
-    def persist_checkpoint(self, metadata: CheckpointMetadata, *, is_savepoint: bool = False,
-                           target_location: str | None = None) -> CompletedCheckpointStorageLocation:
+    def persist_checkpoint(
+        self, metadata: CheckpointMetadata, *, is_savepoint: bool = False, target_location: str | None = None
+    ) -> CompletedCheckpointStorageLocation:
         """Encode and commit ``metadata`` (state files first, ``_metadata`` last, atomically); afterwards it is
         listed and loadable. ``CheckpointStorageWriteError`` (nothing visible) when the write fails,
         ``CheckpointAlreadyExistsError`` when checkpoint N already has metadata."""
@@ -178,9 +181,10 @@ class CheckpointStorage(abc.ABC):
         """The names of the files in the shared state directory."""
 
     @abc.abstractmethod
-    def apply_retention_policy(self, retention_policy: object, job_status: object) -> dict:
+    def apply_retention_policy(self, retention_policy: object, job_status: object) -> Mapping[int, enum.Enum]:
         """Called when the job ends: discard or retain every retained checkpoint (never savepoints) as Flink's
-        ``CheckpointRetentionPolicy`` says; the completed-checkpoint list goes either way."""
+        ``CheckpointRetentionPolicy`` says (a ``retention.RetentionDecision`` per checkpoint); the completed-checkpoint
+        list goes either way."""
 
 
 def checked_job_id(job_id: str) -> str:

@@ -5,7 +5,7 @@ this JobManager wrote or read). Framed msgpack (``metadata_serializer.frame``, i
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import msgpack
 
@@ -23,11 +23,12 @@ POINTER_LIST_MAGIC = 0x4960672E  # the metadata magic + 1: a different kind of f
 class CompletedCheckpointList:
     """The completed-checkpoint list of job ``job_id`` in ``files``, and the completed checkpoints known here."""
 
-    def __init__(self, job_id: str, files: CheckpointFiles):
+    def __init__(self, job_id: str, files: CheckpointFiles) -> None:
         self.job_id = job_id
         self._files = files
         # the completed checkpoints this JobManager wrote or read: what the completed-checkpoint list points to
-        self._known: dict[int, CompletedCheckpointStorageLocation] = {}
+        # a location read through a bare pointer may have no id
+        self._known: dict[int | None, CompletedCheckpointStorageLocation] = {}
 
     @property
     def name(self) -> str:
@@ -72,11 +73,20 @@ class CompletedCheckpointList:
         for cid in checkpoint_ids:
             location = self._known.get(cid)
             if location is None or location.metadata_crc32 is None:
-                raise CheckpointStorageError(f"job {self.job_id}: checkpoint {cid} was neither written nor read here; "
-                                             "the completed-checkpoint list cannot point to it")
-            pointers.append(CompletedCheckpointPointer(cid, location.external_pointer, location.metadata_pointer,
-                                                       location.metadata_size, location.metadata_crc32,
-                                                       location.is_savepoint))
+                raise CheckpointStorageError(
+                    f"job {self.job_id}: checkpoint {cid} was neither written nor read here; "
+                    "the completed-checkpoint list cannot point to it"
+                )
+            pointers.append(
+                CompletedCheckpointPointer(
+                    cid,
+                    location.external_pointer,
+                    location.metadata_pointer,
+                    location.metadata_size,
+                    location.metadata_crc32,
+                    location.is_savepoint,
+                )
+            )
         self.write(pointers)
 
     def write(self, pointers: Sequence[CompletedCheckpointPointer]) -> None:
@@ -84,8 +94,10 @@ class CompletedCheckpointList:
         if not pointers:
             self.remove()
             return
-        entries = [[p.checkpoint_id, p.external_pointer, p.metadata_pointer, p.metadata_size, p.metadata_crc32,
-                    p.is_savepoint] for p in pointers]
+        entries = [
+            [p.checkpoint_id, p.external_pointer, p.metadata_pointer, p.metadata_size, p.metadata_crc32, p.is_savepoint]
+            for p in pointers
+        ]
         payload = msgpack.packb({"job_id": self.job_id, "checkpoints": entries}, use_bin_type=True)
         self._files.write_pointer_list(metadata_serializer.frame(payload, POINTER_LIST_MAGIC))
 
@@ -99,12 +111,16 @@ class CompletedCheckpointList:
 
     def decode(self, source: str, data: bytes) -> tuple[CompletedCheckpointPointer, ...]:
         """The pointers of the list image ``data`` read from ``source``, oldest first (typed errors if damaged)."""
-        payload = metadata_serializer.unframe(data, source, POINTER_LIST_MAGIC, "completed-checkpoint list",
-                                              CorruptPointerListError)
+        payload = metadata_serializer.unframe(
+            data, source, POINTER_LIST_MAGIC, "completed-checkpoint list", CorruptPointerListError
+        )
         try:
             plain = msgpack.unpackb(payload, raw=False, use_list=False)
             if not isinstance(plain, dict) or plain.get("job_id") != self.job_id:
-                raise ValueError(f"not the list of job {self.job_id} (job {plain.get('job_id') if isinstance(plain, dict) else None!r})")
+                raise ValueError(
+                    f"not the list of job {self.job_id} (job "
+                    f"{plain.get('job_id') if isinstance(plain, dict) else None!r})"
+                )
             pointers = tuple(CompletedCheckpointPointer(*_pointer_fields(entry)) for entry in plain["checkpoints"])
         except (msgpack.UnpackException, ValueError, TypeError, KeyError) as e:
             raise CorruptPointerListError(source, f"malformed list: {e or type(e).__name__}") from None
@@ -114,12 +130,18 @@ class CompletedCheckpointList:
         return tuple(sorted(pointers, key=lambda p: p.checkpoint_id))  # chronologically, as Flink sorts by name
 
 
-def _pointer_fields(entry) -> tuple:
+def _pointer_fields(entry: object) -> tuple[int, str, str, int, int, bool]:
     shape = "[id, directory, metadata file, size, crc32, is savepoint]"
     if not isinstance(entry, tuple) or len(entry) != 6:
         raise ValueError(f"entry {entry!r} is not {shape}")
     cid, external, metadata, size, crc, is_savepoint = entry
-    if not (isinstance(cid, int) and isinstance(external, str) and isinstance(metadata, str) and isinstance(size, int)
-            and isinstance(crc, int) and isinstance(is_savepoint, bool)) or isinstance(cid, bool):
+    if not (
+        isinstance(cid, int)
+        and isinstance(external, str)
+        and isinstance(metadata, str)
+        and isinstance(size, int)
+        and isinstance(crc, int)
+        and isinstance(is_savepoint, bool)
+    ) or isinstance(cid, bool):
         raise ValueError(f"entry {entry!r} is not {shape}")
     return cid, external, metadata, size, crc, is_savepoint

@@ -10,8 +10,8 @@ import enum
 import os
 import shutil
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from barriersim.runtime.storage import metadata_serializer as ms
 from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
@@ -22,6 +22,7 @@ from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorag
 from barriersim.runtime.storage.object_storage import ObjectStoreCheckpointStorage
 
 DamageableStorage = FileSystemCheckpointStorage | JobManagerCheckpointStorage | ObjectStoreCheckpointStorage
+
 
 class CheckpointDamage(enum.Enum):
     TRUNCATE = "truncate"
@@ -47,8 +48,9 @@ class DamageNotApplicable(CheckpointStorageError):
 
 
 # what pickle.dumps({"checkpoint_id": 12, "operator_states": []}, protocol=4) writes: a file some tool pickled
-PICKLE_PAYLOAD = (b"\x80\x04\x95+\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\rcheckpoint_id\x94K\x0c\x8c\x0f"
-                  b"operator_states\x94]\x94u.")
+PICKLE_PAYLOAD = (
+    b"\x80\x04\x95+\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\rcheckpoint_id\x94K\x0c\x8c\x0foperator_states\x94]\x94u."
+)
 JUNK = b"\x00junk\xff" * 4
 NOT_MSGPACK = b"\xc1"  # the one byte msgpack never uses: no msgpack value starts with it
 
@@ -61,7 +63,7 @@ def damaged_bytes(data: bytes, damage: CheckpointDamage) -> bytes:
         if not data:
             raise DamageNotApplicable("an empty file has no byte to flip")
         middle = len(data) // 2
-        return data[:middle] + bytes([data[middle] ^ 0x10]) + data[middle + 1:]
+        return data[:middle] + bytes([data[middle] ^ 0x10]) + data[middle + 1 :]
     if damage is CheckpointDamage.APPEND_JUNK:
         return data + JUNK
     if damage is CheckpointDamage.PICKLE_PAYLOAD:
@@ -69,12 +71,18 @@ def damaged_bytes(data: bytes, damage: CheckpointDamage) -> bytes:
     raise ValueError(f"{damage.value} is not a byte-level damage")
 
 
-_BYTE_DAMAGES = frozenset({CheckpointDamage.TRUNCATE, CheckpointDamage.FLIP_BYTE, CheckpointDamage.APPEND_JUNK,
-                           CheckpointDamage.PICKLE_PAYLOAD})
+_BYTE_DAMAGES = frozenset(
+    {
+        CheckpointDamage.TRUNCATE,
+        CheckpointDamage.FLIP_BYTE,
+        CheckpointDamage.APPEND_JUNK,
+        CheckpointDamage.PICKLE_PAYLOAD,
+    }
+)
 LIST_DAMAGES = _BYTE_DAMAGES | {CheckpointDamage.DELETE, CheckpointDamage.ROLL_BACK}  # those of the completed list
 
 
-def _malform_first_keyed_blob(plain) -> bool:
+def _malform_first_keyed_blob(plain: object) -> bool:
     """Replace the first keyed-state blob found in ``plain`` (decoded with lists) by non-msgpack bytes."""
     if isinstance(plain, dict):
         groups = plain.get("key_groups")
@@ -97,8 +105,12 @@ def malformed_state_metadata(data: bytes, source: str) -> bytes:
     return ms.frame(ms.pack(plain))
 
 
-def damage_checkpoint(storage: CheckpointStorage, checkpoint_id: int, damage: CheckpointDamage,
-                      target: DamageTarget = DamageTarget.METADATA) -> str:
+def damage_checkpoint(
+    storage: CheckpointStorage,
+    checkpoint_id: int,
+    damage: CheckpointDamage,
+    target: DamageTarget = DamageTarget.METADATA,
+) -> str:
     """Damage completed checkpoint ``checkpoint_id`` of ``storage`` (or its completed-checkpoint list); returns what
     was done (one line)."""
     if not isinstance(storage, DamageableStorage):
@@ -126,8 +138,10 @@ def corrupt_checkpoint(storage: CheckpointStorage, checkpoint_id: int, transform
 
 def _other_metadata(storage: CheckpointStorage, checkpoint_id: int) -> tuple[int, bytes]:
     """The ``_metadata`` bytes of the completed checkpoint nearest to ``checkpoint_id`` (older ones first)."""
-    others = sorted((loc for loc in storage.list_retained_checkpoints() if loc.checkpoint_id != checkpoint_id),
-                    key=lambda loc: (loc.checkpoint_id > checkpoint_id, abs(loc.checkpoint_id - checkpoint_id)))
+    others = sorted(
+        (loc for loc in storage.list_retained_checkpoints() if loc.checkpoint_id != checkpoint_id),
+        key=lambda loc: (loc.checkpoint_id > checkpoint_id, abs(loc.checkpoint_id - checkpoint_id)),
+    )
     if not others:
         raise DamageNotApplicable(f"checkpoint {checkpoint_id}: no other completed checkpoint to copy metadata from")
     return others[0].checkpoint_id, storage.files.read_metadata(others[0])
@@ -165,12 +179,14 @@ def _damage_list(storage: DamageableStorage, checkpoint_id: int, damage: Checkpo
 
 
 def _state_files_of(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir()
-                  if p.name != METADATA_FILE_NAME and not p.name.startswith(".") and p.is_file())
+    return sorted(
+        p for p in directory.iterdir() if p.name != METADATA_FILE_NAME and not p.name.startswith(".") and p.is_file()
+    )
 
 
-def _damage_files(storage: FileSystemCheckpointStorage, checkpoint_id: int, damage: CheckpointDamage,
-                  target: DamageTarget) -> str:
+def _damage_files(
+    storage: FileSystemCheckpointStorage, checkpoint_id: int, damage: CheckpointDamage, target: DamageTarget
+) -> str:
     directory = storage.files.checkpoint_directory(checkpoint_id)
     if not (directory / METADATA_FILE_NAME).is_file():
         raise DamageNotApplicable(f"{directory}: no completed checkpoint {checkpoint_id} there")
@@ -183,8 +199,13 @@ def _damage_files(storage: FileSystemCheckpointStorage, checkpoint_id: int, dama
     return what
 
 
-def damage_directory(directory: Path, damage: CheckpointDamage, target: DamageTarget = DamageTarget.METADATA,
-                     other: tuple[int, bytes] | None = None, memory_threshold: int = 0) -> str:
+def damage_directory(
+    directory: Path,
+    damage: CheckpointDamage,
+    target: DamageTarget = DamageTarget.METADATA,
+    other: tuple[int, bytes] | None = None,
+    memory_threshold: int = 0,
+) -> str:
     """Damage the checkpoint or savepoint in ``directory``; ``other`` is ``(checkpoint id, _metadata bytes)`` of the
     checkpoint whose metadata ``foreign_metadata`` copies."""
     metadata = directory / METADATA_FILE_NAME
@@ -195,8 +216,10 @@ def damage_directory(directory: Path, damage: CheckpointDamage, target: DamageTa
     else:
         files = _state_files_of(directory)
         if not files:
-            raise DamageNotApplicable(f"{directory}: has no state file (all its state is below the memory "
-                                      f"threshold of {memory_threshold} bytes)")
+            raise DamageNotApplicable(
+                f"{directory}: has no state file (all its state is below the memory "
+                f"threshold of {memory_threshold} bytes)"
+            )
         path = files[0]
     if damage in _BYTE_DAMAGES:
         if path.is_dir():
@@ -278,8 +301,9 @@ def _relist(storage: DamageableStorage, checkpoint_id: int) -> None:
 # -- objects ----------------------------------------------------------------------------------------------
 
 
-def _damage_objects(storage: ObjectStoreCheckpointStorage, checkpoint_id: int, damage: CheckpointDamage,
-                    target: DamageTarget) -> str:
+def _damage_objects(
+    storage: ObjectStoreCheckpointStorage, checkpoint_id: int, damage: CheckpointDamage, target: DamageTarget
+) -> str:
     """On an object store: the byte damages, a deletion and another checkpoint's ``_metadata``, of the ``_metadata``
     or the first state object (an object store has no permissions to take away and no directories to damage)."""
     files = storage.files
@@ -293,8 +317,10 @@ def _damage_objects(storage: ObjectStoreCheckpointStorage, checkpoint_id: int, d
     elif target is DamageTarget.STATE_FILE:
         objects = files.state_objects(checkpoint_id)
         if not objects:
-            raise DamageNotApplicable(f"{store.uri(directory)}: has no state file (all its state is below the "
-                                      f"memory threshold of {storage.memory_threshold} bytes)")
+            raise DamageNotApplicable(
+                f"{store.uri(directory)}: has no state file (all its state is below the "
+                f"memory threshold of {storage.memory_threshold} bytes)"
+            )
         path = objects[0]
     else:
         raise DamageNotApplicable(f"{damage.value} of the {target.value}: an object store has no directories")
@@ -314,8 +340,9 @@ def _damage_objects(storage: ObjectStoreCheckpointStorage, checkpoint_id: int, d
 # -- memory ---------------------------------------------------------------------------------------------
 
 
-def _damage_memory(storage: JobManagerCheckpointStorage, checkpoint_id: int, damage: CheckpointDamage,
-                   target: DamageTarget) -> str:
+def _damage_memory(
+    storage: JobManagerCheckpointStorage, checkpoint_id: int, damage: CheckpointDamage, target: DamageTarget
+) -> str:
     files = storage.files
     key = files.checkpoint_pointer(checkpoint_id)
     if files.entry(key) is None:

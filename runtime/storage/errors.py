@@ -19,7 +19,7 @@ class CorruptMetadataError(CheckpointStorageError):
     ``source`` names the file (``"<bytes>"`` when decoding bytes not read from a file) and ``problem`` says
     what is wrong; the message is ``"<source>: <problem>"``."""
 
-    def __init__(self, source: str, problem: str):
+    def __init__(self, source: str, problem: str) -> None:
         super().__init__(f"{source}: {problem}")
         self.source = source
         self.problem = problem
@@ -42,7 +42,7 @@ class CheckpointNotFoundError(CheckpointStorageError):
 class CheckpointStorageIOError(CheckpointStorageError):
     """An I/O fault at a path of the checkpoint storage (not a missing file): ``path`` and ``problem``."""
 
-    def __init__(self, path: str, problem: str):
+    def __init__(self, path: str, problem: str) -> None:
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem
@@ -62,7 +62,8 @@ class InvalidCheckpointPointerError(CheckpointStorageError):
 
 
 class CheckpointAlreadyExistsError(CheckpointStorageError):
-    """A second ``_metadata`` for a checkpoint that already has one (Flink's ``writeToAlreadyExistingCheckpointFails``)."""
+    """A second ``_metadata`` for a checkpoint that already has one (Flink's
+    ``writeToAlreadyExistingCheckpointFails``)."""
 
 
 class CheckpointStorageWriteError(CheckpointStorageError):
@@ -91,7 +92,7 @@ def storage_error_of(err: OSError, path: object, doing: str) -> CheckpointStorag
 class NoValidCheckpointError(CheckpointStorageError):
     """Checkpoints are retained but none of them loads; ``errors`` lists why."""
 
-    def __init__(self, job_id: str, errors: tuple[CheckpointStorageError, ...]):
+    def __init__(self, job_id: str, errors: tuple[CheckpointStorageError, ...]) -> None:
         super().__init__(
             f"job {job_id}: none of the {len(errors)} retained checkpoints is loadable: "
             + "; ".join(str(e) for e in errors)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.runtime.storage.checkpoint_storage import CompletedCheckpointStorageLocation
@@ -33,7 +33,7 @@ from barriersim.runtime.storage.metadata_serializer import SHARED_FILE_PREFIX, S
 
 def local_path(uri: str) -> str:
     """The filesystem path a plain path or ``file://`` URI names."""
-    return uri[len("file://"):] if uri.startswith("file://") else uri
+    return uri[len("file://") :] if uri.startswith("file://") else uri
 
 
 def resolve_checkpoint_pointer(pointer: str) -> CompletedCheckpointStorageLocation:
@@ -82,8 +82,14 @@ class FsCheckpointFiles:
     """The files of one job's checkpoints: ``checkpoints_directory`` (``<root>/<job-id>``) holds its ``chk-<n>``
     directories and ``pointer_list_file``; its shared and task-owned state are in the two directories given."""
 
-    def __init__(self, checkpoints_directory: Path, shared_state_directory: Path, task_owned_state_directory: Path,
-                 pointer_list_file: Path, writer: AtomicFileWriter):
+    def __init__(
+        self,
+        checkpoints_directory: Path,
+        shared_state_directory: Path,
+        task_owned_state_directory: Path,
+        pointer_list_file: Path,
+        writer: AtomicFileWriter,
+    ) -> None:
         self.checkpoints_directory = checkpoints_directory
         self.shared_state_directory = shared_state_directory
         self.task_owned_state_directory = task_owned_state_directory
@@ -117,8 +123,9 @@ class FsCheckpointFiles:
                 return
             self._writer.write(path, data)
         except OSError as e:
-            raise CheckpointStorageWriteError(f"{path}: writing the completed-checkpoint list failed: "
-                                              f"{e.strerror or e}") from e
+            raise CheckpointStorageWriteError(
+                f"{path}: writing the completed-checkpoint list failed: {e.strerror or e}"
+            ) from e
 
     # -- completed checkpoints ------------------------------------------------------------------------------
 
@@ -178,13 +185,15 @@ class FsCheckpointFiles:
                 size = metadata.stat().st_size
             except OSError:
                 size = 0  # unreadable: listed, and reading it will say why
-            locations.append(CompletedCheckpointStorageLocation(
-                checkpoint_id=checkpoint_id,
-                external_pointer=str(directory.resolve()),
-                metadata_pointer=str(directory.resolve() / METADATA_FILE_NAME),
-                is_savepoint=False,
-                metadata_size=size,
-            ))
+            locations.append(
+                CompletedCheckpointStorageLocation(
+                    checkpoint_id=checkpoint_id,
+                    external_pointer=str(directory.resolve()),
+                    metadata_pointer=str(directory.resolve() / METADATA_FILE_NAME),
+                    is_savepoint=False,
+                    metadata_size=size,
+                )
+            )
         return locations
 
     # -- discarding -----------------------------------------------------------------------------------------
@@ -196,17 +205,23 @@ class FsCheckpointFiles:
             if not os.path.lexists(directory):
                 return False
             if not stat.S_ISDIR(os.stat(directory).st_mode):
-                raise CheckpointDiscardError(str(directory), f"cannot discard checkpoint {checkpoint_id}: not a directory")
+                raise CheckpointDiscardError(
+                    str(directory), f"cannot discard checkpoint {checkpoint_id}: not a directory"
+                )
             metadata = directory / METADATA_FILE_NAME
             if os.path.lexists(metadata):
                 metadata.unlink()
             shutil.rmtree(directory, onerror=lambda _f, p, info: failures.append(f"{p}: {info[1]}"))
         except OSError as e:
-            raise CheckpointDiscardError(str(directory), f"cannot discard checkpoint {checkpoint_id}: "
-                                                         f"{e.strerror or type(e).__name__}") from None
+            raise CheckpointDiscardError(
+                str(directory), f"cannot discard checkpoint {checkpoint_id}: {e.strerror or type(e).__name__}"
+            ) from None
         if failures or os.path.lexists(directory):
-            raise CheckpointDiscardError(str(directory), f"checkpoint {checkpoint_id} was not fully discarded: "
-                                                         + (failures[0] if failures else "the directory stays"))
+            raise CheckpointDiscardError(
+                str(directory),
+                f"checkpoint {checkpoint_id} was not fully discarded: "
+                + (failures[0] if failures else "the directory stays"),
+            )
         return True
 
     def discard_shared_state(self, keys: Iterable[str]) -> int:
@@ -221,13 +236,19 @@ class FsCheckpointFiles:
                     path.unlink()
                     deleted += 1
             except OSError as e:
-                raise CheckpointDiscardError(str(path), f"cannot discard shared state: {e.strerror or type(e).__name__}") from None
+                raise CheckpointDiscardError(
+                    str(path), f"cannot discard shared state: {e.strerror or type(e).__name__}"
+                ) from None
         return deleted
 
     def shared_state_files(self) -> set[str]:
         """The names of the files in the shared state directory."""
         try:
-            return {p.name for p in self.shared_state_directory.iterdir()} if self.shared_state_directory.is_dir() else set()
+            return (
+                {p.name for p in self.shared_state_directory.iterdir()}
+                if self.shared_state_directory.is_dir()
+                else set()
+            )
         except OSError as e:
             raise storage_error_of(e, self.shared_state_directory, "listing the shared state") from None
 

@@ -25,9 +25,18 @@ class FsCheckpointStorageLocation:
     ``state_writer`` (names drawn from ``rng``), shared files to ``shared_state_directory`` (a savepoint writes
     none: its state is self-contained), the ``_metadata`` through ``metadata_writer`` (the fault-injection switch)."""
 
-    def __init__(self, checkpoint_id: int, directory: Path, shared_state_directory: Path, *, is_savepoint: bool,
-                 rng: random.Random, state_writer: AtomicFileWriter, metadata_writer: AtomicFileWriter,
-                 memory_threshold: int):
+    def __init__(
+        self,
+        checkpoint_id: int,
+        directory: Path,
+        shared_state_directory: Path,
+        *,
+        is_savepoint: bool,
+        rng: random.Random,
+        state_writer: AtomicFileWriter,
+        metadata_writer: AtomicFileWriter,
+        memory_threshold: int,
+    ) -> None:
         self.checkpoint_id = checkpoint_id
         self.directory = directory
         self.is_savepoint = is_savepoint
@@ -45,8 +54,9 @@ class FsCheckpointStorageLocation:
         try:
             self._state_writer.write(self.directory / name, data, exclusive=True)
         except OSError as e:
-            raise CheckpointStorageWriteError(f"{self.directory / name}: writing a state file of checkpoint "
-                                              f"{self.checkpoint_id} failed: {e}") from e
+            raise CheckpointStorageWriteError(
+                f"{self.directory / name}: writing a state file of checkpoint {self.checkpoint_id} failed: {e}"
+            ) from e
         self._written.append(StateFileHandle(name, len(data), zlib.crc32(data)))
         return self._written[-1]
 
@@ -60,8 +70,9 @@ class FsCheckpointStorageLocation:
             try:
                 self._state_writer.write(path, data, exclusive=True)
             except OSError as e:
-                raise CheckpointStorageWriteError(f"{path}: writing a shared state file of checkpoint "
-                                                  f"{self.checkpoint_id} failed: {e}") from e
+                raise CheckpointStorageWriteError(
+                    f"{path}: writing a shared state file of checkpoint {self.checkpoint_id} failed: {e}"
+                ) from e
         self._written.append(handle)
         return handle
 
@@ -71,15 +82,22 @@ class FsCheckpointStorageLocation:
         if os.path.lexists(path):
             raise CheckpointAlreadyExistsError(f"{path}: checkpoint {self.checkpoint_id} already has metadata")
         data = metadata_serializer.serialize(
-            metadata, directory=self.directory.name, write_state_file=self.write_state_file,
+            metadata,
+            directory=self.directory.name,
+            write_state_file=self.write_state_file,
             memory_threshold=self._memory_threshold,
-            write_shared_file=None if self.is_savepoint else self.write_shared_file)
+            write_shared_file=None if self.is_savepoint else self.write_shared_file,
+        )
         try:
             self._metadata_writer.write(path, data, exclusive=True)
         except FileExistsError:
-            raise CheckpointAlreadyExistsError(f"{path}: checkpoint {self.checkpoint_id} already has metadata") from None
+            raise CheckpointAlreadyExistsError(
+                f"{path}: checkpoint {self.checkpoint_id} already has metadata"
+            ) from None
         except OSError as e:
-            raise CheckpointStorageWriteError(f"{path}: writing checkpoint {self.checkpoint_id} metadata failed: {e}") from e
+            raise CheckpointStorageWriteError(
+                f"{path}: writing checkpoint {self.checkpoint_id} metadata failed: {e}"
+            ) from e
         resolved = self.directory.resolve()
         return CompletedCheckpointStorageLocation(
             checkpoint_id=self.checkpoint_id,

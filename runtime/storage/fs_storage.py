@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter, WriteFault
@@ -43,16 +43,18 @@ _SAVEPOINT_DIR_ATTEMPTS = 10
 class FileSystemCheckpointStorage(CheckpointStorage):
     """Flink's ``FsCheckpointStorageAccess`` for one job."""
 
+    files: FsCheckpointFiles
+
     def __init__(
         self,
-        checkpoint_base_directory: str | os.PathLike,
+        checkpoint_base_directory: str | os.PathLike[str],
         job_id: str,
         *,
-        default_savepoint_directory: str | os.PathLike | None = None,
+        default_savepoint_directory: str | os.PathLike[str] | None = None,
         rng: random.Random | None = None,
         writer: AtomicFileWriter | None = None,
         memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
-    ):
+    ) -> None:
         self.job_id = checked_job_id(job_id)
         self.memory_threshold = checked_memory_threshold(memory_threshold)
         self.writer = writer or AtomicFileWriter()  # the _metadata's: its fault-injection switch
@@ -62,10 +64,16 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         self.checkpoints_directory = self.checkpoint_base_directory / job_id
         self.shared_state_directory = self.checkpoints_directory / CHECKPOINT_SHARED_STATE_DIR
         self.task_owned_state_directory = self.checkpoints_directory / CHECKPOINT_TASK_OWNED_STATE_DIR
-        self.default_savepoint_directory = None if default_savepoint_directory is None else Path(default_savepoint_directory)
-        self.files = FsCheckpointFiles(self.checkpoints_directory, self.shared_state_directory,
-                                       self.task_owned_state_directory,
-                                       self.checkpoints_directory / COMPLETED_CHECKPOINTS_FILE_NAME, self._state_writer)
+        self.default_savepoint_directory = (
+            None if default_savepoint_directory is None else Path(default_savepoint_directory)
+        )
+        self.files = FsCheckpointFiles(
+            self.checkpoints_directory,
+            self.shared_state_directory,
+            self.task_owned_state_directory,
+            self.checkpoints_directory / COMPLETED_CHECKPOINTS_FILE_NAME,
+            self._state_writer,
+        )
         self.completed = CompletedCheckpointList(job_id, self.files)
         self._reader = CheckpointReader(job_id, self.files, self.completed)
 
@@ -84,8 +92,10 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise CheckpointStorageWriteError(f"{directory}: cannot create the directory of checkpoint {checkpoint_id}: "
-                                              f"{e.strerror or type(e).__name__}") from None
+            raise CheckpointStorageWriteError(
+                f"{directory}: cannot create the directory of checkpoint {checkpoint_id}: "
+                f"{e.strerror or type(e).__name__}"
+            ) from None
         return directory
 
     def initialize_location_for_savepoint(self, checkpoint_id: int, target_location: str | None = None) -> Path:
@@ -96,7 +106,8 @@ class FileSystemCheckpointStorage(CheckpointStorage):
             base = self.default_savepoint_directory
         else:
             raise NoSavepointLocationError(
-                f"savepoint {checkpoint_id} of job {self.job_id}: no savepoint location given and no default location configured"
+                f"savepoint {checkpoint_id} of job {self.job_id}: no savepoint location given and no default location "
+                "configured"
             )
         last_error: OSError | None = None
         for _ in range(_SAVEPOINT_DIR_ATTEMPTS):
@@ -123,16 +134,24 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     def fail_next_write(self, fault: WriteFault = WriteFault.FAIL_BEFORE_WRITE) -> None:
         self.writer.fail_next_write(fault)
 
-    def persist_checkpoint(self, metadata: CheckpointMetadata, *, is_savepoint: bool = False,
-                           target_location: str | None = None) -> CompletedCheckpointStorageLocation:
+    def persist_checkpoint(
+        self, metadata: CheckpointMetadata, *, is_savepoint: bool = False, target_location: str | None = None
+    ) -> CompletedCheckpointStorageLocation:
         checkpoint_id = metadata.checkpoint_id
         if is_savepoint:
             directory = self.initialize_location_for_savepoint(checkpoint_id, target_location)
         else:
             directory = self.initialize_location_for_checkpoint(checkpoint_id)
         location = FsCheckpointStorageLocation(
-            checkpoint_id, directory, self.shared_state_directory, is_savepoint=is_savepoint, rng=self._rng,
-            state_writer=self._state_writer, metadata_writer=self.writer, memory_threshold=self.memory_threshold)
+            checkpoint_id,
+            directory,
+            self.shared_state_directory,
+            is_savepoint=is_savepoint,
+            rng=self._rng,
+            state_writer=self._state_writer,
+            metadata_writer=self.writer,
+            memory_threshold=self.memory_threshold,
+        )
         completed = location.persist(metadata)
         self.completed.remember_written(completed)
         return completed

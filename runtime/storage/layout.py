@@ -21,15 +21,16 @@ def checkpoint_directory_name(checkpoint_id: int) -> str:
 
 def checkpoint_id_of(directory_name: str) -> int | None:
     """The checkpoint id of a ``chk-<n>`` directory name; None for any other name."""
-    if directory_name.startswith(CHECKPOINT_DIR_PREFIX) and directory_name[len(CHECKPOINT_DIR_PREFIX):].isdigit():
-        return int(directory_name[len(CHECKPOINT_DIR_PREFIX):])
+    if directory_name.startswith(CHECKPOINT_DIR_PREFIX) and directory_name[len(CHECKPOINT_DIR_PREFIX) :].isdigit():
+        return int(directory_name[len(CHECKPOINT_DIR_PREFIX) :])
     return None
 
 
 def savepoint_directory_name(job_id: str, rng: random.Random) -> str:
     """A fresh ``savepoint-<first 6 chars of the job id>-<12 hex>`` name, drawn from ``rng``."""
-    return (f"{SAVEPOINT_DIR_PREFIX}{job_id[:6]}-"
-            + "".join(rng.choice("0123456789abcdef") for _ in range(RANDOM_FILE_NAME_LENGTH)))
+    return f"{SAVEPOINT_DIR_PREFIX}{job_id[:6]}-" + "".join(
+        rng.choice("0123456789abcdef") for _ in range(RANDOM_FILE_NAME_LENGTH)
+    )
 
 
 def is_file_name(name: str) -> bool:

@@ -10,7 +10,11 @@ from barriersim.runtime.storage.errors import (
     CheckpointStorageAccessError,
     InvalidCheckpointPointerError,
 )
-from barriersim.runtime.storage.layout import COMPLETED_CHECKPOINTS_FILE_NAME, METADATA_FILE_NAME, checkpoint_directory_name
+from barriersim.runtime.storage.layout import (
+    COMPLETED_CHECKPOINTS_FILE_NAME,
+    METADATA_FILE_NAME,
+    checkpoint_directory_name,
+)
 
 SCHEME = "jobmanager://"
 
@@ -18,7 +22,7 @@ SCHEME = "jobmanager://"
 class MemoryCheckpointFiles:
     """The ``_metadata`` bytes of job ``job_id``'s checkpoints and savepoints, by pointer."""
 
-    def __init__(self, job_id: str):
+    def __init__(self, job_id: str) -> None:
         self.job_id = job_id
         self._blobs: dict[str, tuple[CompletedCheckpointStorageLocation, bytes]] = {}
         self._pointer_list: bytes | None = None
@@ -69,7 +73,9 @@ class MemoryCheckpointFiles:
         if key.endswith("/" + METADATA_FILE_NAME):
             key = key[: -len(METADATA_FILE_NAME) - 1]
         if key not in self._blobs:
-            raise CheckpointNotFoundError(f"Cannot find checkpoint or savepoint '{pointer}' in the job manager's memory")
+            raise CheckpointNotFoundError(
+                f"Cannot find checkpoint or savepoint '{pointer}' in the job manager's memory"
+            )
         return self._blobs[key][0]
 
     def read_metadata(self, location: CompletedCheckpointStorageLocation) -> bytes:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from typing import Iterable
+from collections.abc import Iterable
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage import metadata_serializer
@@ -46,7 +46,11 @@ def external_path(pointer: str | None, is_savepoint: bool) -> str | None:
 class JobManagerCheckpointStorage(CheckpointStorage):
     """Checkpoint metadata held in memory, one byte string per checkpoint/savepoint."""
 
-    def __init__(self, job_id: str, *, rng: random.Random | None = None, writer: AtomicFileWriter | None = None):
+    files: MemoryCheckpointFiles
+
+    def __init__(
+        self, job_id: str, *, rng: random.Random | None = None, writer: AtomicFileWriter | None = None
+    ) -> None:
         self.job_id = checked_job_id(job_id)
         self.writer = writer or AtomicFileWriter()  # only its fault-injection switch: there is no disk
         self._rng = rng or random.Random(0)
@@ -62,15 +66,17 @@ class JobManagerCheckpointStorage(CheckpointStorage):
     def fail_next_write(self, fault: WriteFault = WriteFault.FAIL_BEFORE_WRITE) -> None:
         self.writer.fail_next_write(fault)
 
-    def persist_checkpoint(self, metadata: CheckpointMetadata, *, is_savepoint: bool = False,
-                           target_location: str | None = None) -> CompletedCheckpointStorageLocation:
+    def persist_checkpoint(
+        self, metadata: CheckpointMetadata, *, is_savepoint: bool = False, target_location: str | None = None
+    ) -> CompletedCheckpointStorageLocation:
         """A failing or crashing write (fault injection) stores nothing: there is no disk it could leave
         something on."""
         checkpoint_id = metadata.checkpoint_id
         fault = self.writer.take_fault()
         if fault is not None:
             raise CheckpointStorageWriteError(
-                f"{SCHEME}{self.job_id}: injected write failure ({fault.value}) for checkpoint {checkpoint_id}; nothing was stored"
+                f"{SCHEME}{self.job_id}: injected write failure ({fault.value}) for checkpoint {checkpoint_id}; "
+                "nothing was stored"
             )
         if is_savepoint:
             base = (target_location or f"{SCHEME}savepoints").rstrip("/")
@@ -81,7 +87,9 @@ class JobManagerCheckpointStorage(CheckpointStorage):
         else:
             pointer = self.files.checkpoint_pointer(checkpoint_id)
             if self.files.holds(pointer):
-                raise CheckpointAlreadyExistsError(f"{pointer}/{METADATA_FILE_NAME}: checkpoint {checkpoint_id} already has metadata")
+                raise CheckpointAlreadyExistsError(
+                    f"{pointer}/{METADATA_FILE_NAME}: checkpoint {checkpoint_id} already has metadata"
+                )
         data = metadata_serializer.serialize(metadata)
         location = CompletedCheckpointStorageLocation(
             checkpoint_id=checkpoint_id,

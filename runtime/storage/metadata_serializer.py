@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import msgpack
 
 from barriersim.runtime import records_codec
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo, StreamElements, Watermark
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import MalformedRecords, RecordBatch
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
     HandleAndLocalPath,
@@ -75,8 +76,13 @@ def frame(payload: bytes, magic: int = HEADER_MAGIC_NUMBER, version: int = METAD
     return head + _CRC.pack(crc) + payload
 
 
-def unframe(data: bytes, source: str, magic: int = HEADER_MAGIC_NUMBER, what: str = "checkpoint/savepoint metadata",
-            error: type[CorruptMetadataError] = CorruptMetadataError) -> bytes:
+def unframe(
+    data: bytes,
+    source: str,
+    magic: int = HEADER_MAGIC_NUMBER,
+    what: str = "checkpoint/savepoint metadata",
+    error: type[CorruptMetadataError] = CorruptMetadataError,
+) -> bytes:
     """The payload of a framed file image, after checking its header, length and checksum."""
     if len(data) < HEADER_SIZE:
         raise error(source, f"truncated: {len(data)} bytes is shorter than the {HEADER_SIZE}-byte header")
@@ -106,10 +112,14 @@ def unframe(data: bytes, source: str, magic: int = HEADER_MAGIC_NUMBER, what: st
 # -- encoding -------------------------------------------------------------------------------------
 
 
-def serialize(metadata: CheckpointMetadata, *, directory: str | None = None,
-              write_state_file: StateFileWriter | None = None,
-              memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
-              write_shared_file: SharedFileWriter | None = None) -> bytes:
+def serialize(
+    metadata: CheckpointMetadata,
+    *,
+    directory: str | None = None,
+    write_state_file: StateFileWriter | None = None,
+    memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
+    write_shared_file: SharedFileWriter | None = None,
+) -> bytes:
     """Encode ``metadata`` as a complete ``_metadata`` file image (header + checksummed payload); with
     ``write_state_file``, state streams of ``memory_threshold`` bytes or more are written through it and
     referenced by handle; with ``write_shared_file``, so are an incremental handle's shared runs of that size
@@ -135,7 +145,7 @@ def serialize(metadata: CheckpointMetadata, *, directory: str | None = None,
     return frame(payload)
 
 
-def _externalize_shared(subtask: dict, write: SharedFileWriter, threshold: int) -> None:
+def _externalize_shared(subtask: dict[str, Any], write: SharedFileWriter, threshold: int) -> None:
     """Move each shared run of ``subtask``'s incremental keyed handles of ``threshold`` bytes or more to its file in
     the shared state directory (the metadata keeps ``file``: ``shared/<key>``)."""
     for keyed in subtask["managed_keyed_state"]:
@@ -147,7 +157,7 @@ def _externalize_shared(subtask: dict, write: SharedFileWriter, threshold: int) 
                 shared["file"] = handle.file
 
 
-def _externalize(subtask: dict, write: StateFileWriter, threshold: int) -> None:
+def _externalize(subtask: dict[str, Any], write: StateFileWriter, threshold: int) -> None:
     """Move each of ``subtask``'s state streams of ``threshold`` bytes or more to a file of its own."""
     streams = {
         "managed_keyed_state": subtask["managed_keyed_state"],
@@ -184,14 +194,15 @@ def _decode_ext(code: int, data: bytes) -> Any:
     if code in (records_codec.RECORD_BATCH_EXT, records_codec.STREAM_ELEMENTS_EXT):
         try:
             return records_codec.ext_hook(code, data)
-        except records_codec.MalformedRecords as e:
+        except MalformedRecords as e:
             raise _Malformed(str(e)) from None
     raise _Malformed(f"unknown msgpack extension type {code} ({len(data)} bytes)")
 
 
 def pack(value: Any) -> bytes:
     """``value`` (plain msgpack values and the format's extension values) as msgpack."""
-    return msgpack.packb(value, use_bin_type=True, default=_encode_ext)
+    packed: bytes = msgpack.packb(value, use_bin_type=True, default=_encode_ext)
+    return packed
 
 
 def unpack(data: bytes, *, use_list: bool = False) -> Any:
@@ -199,7 +210,7 @@ def unpack(data: bytes, *, use_list: bool = False) -> Any:
     return msgpack.unpackb(data, raw=False, use_list=use_list, strict_map_key=False, ext_hook=_decode_ext)
 
 
-def _metadata_to_plain(m: CheckpointMetadata) -> dict:
+def _metadata_to_plain(m: CheckpointMetadata) -> dict[str, Any]:
     return {
         "checkpoint_id": m.checkpoint_id,
         "operator_states": [_operator_state_to_plain(s) for s in m.operator_states],
@@ -207,7 +218,7 @@ def _metadata_to_plain(m: CheckpointMetadata) -> dict:
     }
 
 
-def _operator_state_to_plain(s: OperatorState) -> dict:
+def _operator_state_to_plain(s: OperatorState) -> dict[str, Any]:
     return {
         "operator_id": s.operator_id,
         "parallelism": s.parallelism,
@@ -218,7 +229,7 @@ def _operator_state_to_plain(s: OperatorState) -> dict:
     }
 
 
-def _subtask_to_plain(s: OperatorSubtaskState) -> dict:
+def _subtask_to_plain(s: OperatorSubtaskState) -> dict[str, Any]:
     return {
         "managed_operator_state": [
             {
@@ -240,7 +251,7 @@ def _subtask_to_plain(s: OperatorSubtaskState) -> dict:
     }
 
 
-def _keyed_handle_to_plain(h) -> dict:
+def _keyed_handle_to_plain(h) -> dict[str, Any]:
     if isinstance(h, IncrementalKeyedStateHandle):
         return {
             "incremental": h.backend_id,
@@ -259,7 +270,7 @@ def _keyed_handle_to_plain(h) -> dict:
     return plain
 
 
-def _shared_handle_to_plain(h) -> dict:
+def _shared_handle_to_plain(h) -> dict[str, Any]:
     """A shared file's handle, or a placeholder (in an acknowledgement on its way to the coordinator, whose registry
     replaces it: a completed checkpoint's _metadata never holds one)."""
     if isinstance(h, PlaceholderStateHandle):
@@ -270,7 +281,7 @@ def _shared_handle_to_plain(h) -> dict:
     return plain
 
 
-def _buffer_to_plain(b: Buffer) -> list:
+def _buffer_to_plain(b: Buffer) -> list[Any]:
     records = b.records if type(b.records) in (RecordBatch, StreamElements) else list(b.records)
     return [records, b.size, b.sequence_number]
 
@@ -292,13 +303,20 @@ class DecodedMetadata:
     state_files: tuple[StateFileHandle, ...]
 
 
-def deserialize(data: bytes, source: str = "<bytes>", *, read_state_file: StateFileReader | None = None) -> CheckpointMetadata:
+def deserialize(
+    data: bytes, source: str = "<bytes>", *, read_state_file: StateFileReader | None = None
+) -> CheckpointMetadata:
     """Decode a ``_metadata`` file image; ``source`` (the file's path) names it in every error."""
     return decode(data, source, read_state_file=read_state_file).metadata
 
 
-def decode(data: bytes, source: str = "<bytes>", *, read_state_file: StateFileReader | None = None,
-           before_state_files: Callable[[int, str | None], None] | None = None) -> DecodedMetadata:
+def decode(
+    data: bytes,
+    source: str = "<bytes>",
+    *,
+    read_state_file: StateFileReader | None = None,
+    before_state_files: Callable[[int, str | None], None] | None = None,
+) -> DecodedMetadata:
     """Decode a ``_metadata`` file image, reading and checking every state file it references through
     ``read_state_file`` (without one, a referenced state file is an error); ``before_state_files(checkpoint id,
     recorded directory)`` may refuse the metadata before any state file is read."""
@@ -328,7 +346,9 @@ def decode(data: bytes, source: str = "<bytes>", *, read_state_file: StateFileRe
         raise CorruptMetadataError(source, f"malformed payload: {e}") from None
 
 
-def _internalize_shared(subtask: dict, read: StateFileReader | None, source: str, handles: list, where: str) -> None:
+def _internalize_shared(
+    subtask: dict[str, Any], read: StateFileReader | None, source: str, handles: list[Any], where: str
+) -> None:
     """Read back each shared run of ``subtask``'s incremental keyed handles that lives in a shared file, checking
     its size and CRC32 (``CorruptStateFileError`` naming the file)."""
     keyed = subtask.get("managed_keyed_state")
@@ -349,7 +369,9 @@ def _internalize_shared(subtask: dict, read: StateFileReader | None, source: str
                 raise _Malformed(f"{w}[1].file {name!r} is not a file name in the shared state directory")
             if read is None:
                 raise _Malformed(f"{w}[1] refers to the shared file {name!r}, which only a filesystem storage can read")
-            file = StateFileHandle(name, _field(shared, "size", int, f"{w}[1]"), _field(shared, "crc32", int, f"{w}[1]"))
+            file = StateFileHandle(
+                name, _field(shared, "size", int, f"{w}[1]"), _field(shared, "crc32", int, f"{w}[1]")
+            )
             path, data = _read_checked(read, file, "shared state file", source)
             handles.append(file)
             shared["data"] = data
@@ -367,18 +389,25 @@ def _read_checked(read: StateFileReader, handle: StateFileHandle, what: str, sou
     return path, data
 
 
-def _internalize(subtask: dict, read: StateFileReader | None, source: str, handles: list, where: str) -> None:
+def _internalize(
+    subtask: dict[str, Any], read: StateFileReader | None, source: str, handles: list[Any], where: str
+) -> None:
     """Replace each state-file handle of ``subtask`` (a plain dict, changed in place) by the file's content."""
     for key in ("managed_keyed_state", "managed_operator_state", "channel_state"):
         value = subtask.get(key)
         if not isinstance(value, dict):
             continue
-        handle = StateFileHandle(_field(value, "file", str, f"{where}.{key}"), _field(value, "size", int, f"{where}.{key}"),
-                                 _field(value, "crc32", int, f"{where}.{key}"))
+        handle = StateFileHandle(
+            _field(value, "file", str, f"{where}.{key}"),
+            _field(value, "size", int, f"{where}.{key}"),
+            _field(value, "crc32", int, f"{where}.{key}"),
+        )
         if "/" in handle.file or handle.file in ("", ".", ".."):
             raise _Malformed(f"{where}.{key}.file {handle.file!r} is not a file name in the checkpoint's directory")
         if read is None:
-            raise _Malformed(f"{where}.{key} refers to the state file {handle.file!r}, which only a filesystem storage can read")
+            raise _Malformed(
+                f"{where}.{key} refers to the state file {handle.file!r}, which only a filesystem storage can read"
+            )
         path, data = _read_checked(read, handle, "state file", source)
         try:
             content = msgpack.unpackb(data, raw=False, use_list=False, strict_map_key=False, ext_hook=_decode_ext)
@@ -387,7 +416,9 @@ def _internalize(subtask: dict, read: StateFileReader | None, source: str, handl
         handles.append(handle)
         if key == "channel_state":
             if not isinstance(content, tuple) or len(content) != 2:
-                raise CorruptStateFileError(path, "malformed channel state: expected [input channels, output subpartitions]")
+                raise CorruptStateFileError(
+                    path, "malformed channel state: expected [input channels, output subpartitions]"
+                )
             del subtask[key]
             subtask["input_channel_state"], subtask["result_subpartition_state"] = content
         else:
@@ -409,7 +440,7 @@ def _field(m: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
     return _expect(m[key], kind, f"{where}.{key}")
 
 
-def _seq(value: Any, what: str, item: Callable[[Any, str], Any]) -> tuple:
+def _seq(value: Any, what: str, item: Callable[[Any, str], Any]) -> tuple[Any, ...]:
     _expect(value, tuple, what)
     return tuple(item(v, f"{what}[{i}]") for i, v in enumerate(value))
 
@@ -425,7 +456,9 @@ def _metadata_from_plain(p: Any) -> CheckpointMetadata:
     w = "metadata"
     return CheckpointMetadata(
         checkpoint_id=_field(p, "checkpoint_id", int, w),
-        operator_states=_seq(_field(p, "operator_states", tuple, w), f"{w}.operator_states", _operator_state_from_plain),
+        operator_states=_seq(
+            _field(p, "operator_states", tuple, w), f"{w}.operator_states", _operator_state_from_plain
+        ),
         master_states=_seq(_field(p, "master_states", tuple, w), f"{w}.master_states", _master_state_from_plain),
     )
 
@@ -434,7 +467,9 @@ def _master_state_from_plain(v: Any, w: str) -> MasterState:
     _expect(v, tuple, w)
     if len(v) != 3:
         raise _Malformed(f"{w} has {len(v)} items, expected 3")
-    return MasterState(_expect(v[0], str, f"{w}.name"), _expect(v[1], int, f"{w}.version"), _expect(v[2], bytes, f"{w}.data"))
+    return MasterState(
+        _expect(v[0], str, f"{w}.name"), _expect(v[1], int, f"{w}.version"), _expect(v[2], bytes, f"{w}.data")
+    )
 
 
 def _operator_state_from_plain(p: Any, w: str) -> OperatorState:
@@ -461,14 +496,20 @@ def _operator_state_from_plain(p: Any, w: str) -> OperatorState:
 
 def _subtask_from_plain(p: Any, w: str) -> OperatorSubtaskState:
     return OperatorSubtaskState(
-        managed_operator_state=_seq(_field(p, "managed_operator_state", tuple, w), f"{w}.managed_operator_state", _operator_handle_from_plain),
-        managed_keyed_state=_seq(_field(p, "managed_keyed_state", tuple, w), f"{w}.managed_keyed_state", _keyed_handle_from_plain),
+        managed_operator_state=_seq(
+            _field(p, "managed_operator_state", tuple, w), f"{w}.managed_operator_state", _operator_handle_from_plain
+        ),
+        managed_keyed_state=_seq(
+            _field(p, "managed_keyed_state", tuple, w), f"{w}.managed_keyed_state", _keyed_handle_from_plain
+        ),
         input_channel_state=_seq(
-            _field(p, "input_channel_state", tuple, w), f"{w}.input_channel_state",
+            _field(p, "input_channel_state", tuple, w),
+            f"{w}.input_channel_state",
             lambda v, ww: _channel_handle_from_plain(v, ww, InputChannelStateHandle, InputChannelInfo),
         ),
         result_subpartition_state=_seq(
-            _field(p, "result_subpartition_state", tuple, w), f"{w}.result_subpartition_state",
+            _field(p, "result_subpartition_state", tuple, w),
+            f"{w}.result_subpartition_state",
             lambda v, ww: _channel_handle_from_plain(v, ww, ResultSubpartitionStateHandle, ResultSubpartitionInfo),
         ),
         is_finished=bool(p.get("finished", False)) if isinstance(p, dict) else False,
@@ -523,14 +564,22 @@ def _shared_entry_from_plain(p: Any, w: str) -> HandleAndLocalPath:
     path = _expect(p[0], str, f"{w}[0]")
     h = p[1]
     if isinstance(h, dict) and h.get("placeholder"):
-        return HandleAndLocalPath(path, PlaceholderStateHandle(_field(h, "key", str, f"{w}[1]"),
-                                                               _field(h, "state_size", int, f"{w}[1]")))
+        return HandleAndLocalPath(
+            path, PlaceholderStateHandle(_field(h, "key", str, f"{w}[1]"), _field(h, "state_size", int, f"{w}[1]"))
+        )
     data = h.get("data") if isinstance(h, dict) else None
     if data is not None:
         _expect(data, bytes, f"{w}[1].data")
-    return HandleAndLocalPath(path, SharedStateHandle(
-        _field(h, "key", str, f"{w}[1]"), _field(h, "size", int, f"{w}[1]"), _field(h, "crc32", int, f"{w}[1]"),
-        _field(h, "state_size", int, f"{w}[1]"), data))
+    return HandleAndLocalPath(
+        path,
+        SharedStateHandle(
+            _field(h, "key", str, f"{w}[1]"),
+            _field(h, "size", int, f"{w}[1]"),
+            _field(h, "crc32", int, f"{w}[1]"),
+            _field(h, "state_size", int, f"{w}[1]"),
+            data,
+        ),
+    )
 
 
 def _channel_handle_from_plain(p: Any, w: str, handle_type: type, info_type: type):

@@ -5,7 +5,7 @@ location."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from barriersim.runtime.storage.checkpoint_storage import CompletedCheckpointStorageLocation
 from barriersim.runtime.storage.errors import (
@@ -31,7 +31,7 @@ class ObjectStoreCheckpointFiles:
     """The objects of one job's checkpoints in ``store``: ``checkpoints_directory`` (``bucket/prefix/<job-id>``)
     holds its ``chk-<n>`` directories, ``shared/`` and the completed-checkpoint list."""
 
-    def __init__(self, store: ObjectStore, checkpoints_directory: str):
+    def __init__(self, store: ObjectStore, checkpoints_directory: str) -> None:
         self.store = store
         self.checkpoints_directory = checkpoints_directory
         self.shared_state_directory = f"{checkpoints_directory}/{CHECKPOINT_SHARED_STATE_DIR}"
@@ -61,8 +61,9 @@ class ObjectStoreCheckpointFiles:
                 return
             self.store.put(path, data)
         except OSError as e:
-            raise CheckpointStorageWriteError(f"{self.store.uri(path)}: writing the completed-checkpoint list failed: "
-                                              f"{e}") from None
+            raise CheckpointStorageWriteError(
+                f"{self.store.uri(path)}: writing the completed-checkpoint list failed: {e}"
+            ) from None
 
     # -- completed checkpoints ------------------------------------------------------------------------------
 
@@ -79,19 +80,25 @@ class ObjectStoreCheckpointFiles:
             if not self.store.is_file(metadata):
                 raise CheckpointNotFoundError(
                     f"Cannot find meta data file '{METADATA_FILE_NAME}' in directory '{pointer}': it is not a "
-                    "completed checkpoint/savepoint (an incomplete checkpoint, or not a checkpoint at all)")
+                    "completed checkpoint/savepoint (an incomplete checkpoint, or not a checkpoint at all)"
+                )
         else:
             directory, metadata = parent(path), path
         size = self.store.info(metadata).size
         name = basename(directory)
         return CompletedCheckpointStorageLocation(
-            checkpoint_id=checkpoint_id_of(name), external_pointer=self.store.uri(directory),
-            metadata_pointer=self.store.uri(metadata), is_savepoint=name.startswith(SAVEPOINT_DIR_PREFIX),
-            metadata_size=size)
+            checkpoint_id=checkpoint_id_of(name),
+            external_pointer=self.store.uri(directory),
+            metadata_pointer=self.store.uri(metadata),
+            is_savepoint=name.startswith(SAVEPOINT_DIR_PREFIX),
+            metadata_size=size,
+        )
 
     def read_metadata(self, location: CompletedCheckpointStorageLocation) -> bytes:
-        return self.store.get(self.store.path_of(location.metadata_pointer),
-                              f"reading the metadata of checkpoint {location.checkpoint_id}")
+        return self.store.get(
+            self.store.path_of(location.metadata_pointer),
+            f"reading the metadata of checkpoint {location.checkpoint_id}",
+        )
 
     def overwrite_metadata(self, location: CompletedCheckpointStorageLocation, data: bytes) -> None:
         path = self.store.path_of(location.metadata_pointer)
@@ -133,10 +140,15 @@ class ObjectStoreCheckpointFiles:
                 info = None  # unreadable: listed, and reading it will say why
             if info is not None and info.kind is not ObjectKind.FILE:
                 continue  # an incomplete checkpoint
-            locations.append(CompletedCheckpointStorageLocation(
-                checkpoint_id=checkpoint_id, external_pointer=self.store.uri(entry.path.rstrip("/")),
-                metadata_pointer=self.store.uri(metadata), is_savepoint=False,
-                metadata_size=info.size if info is not None else 0))
+            locations.append(
+                CompletedCheckpointStorageLocation(
+                    checkpoint_id=checkpoint_id,
+                    external_pointer=self.store.uri(entry.path.rstrip("/")),
+                    metadata_pointer=self.store.uri(metadata),
+                    is_savepoint=False,
+                    metadata_size=info.size if info is not None else 0,
+                )
+            )
         return locations
 
     def state_objects(self, checkpoint_id: int) -> list[str]:
@@ -156,9 +168,13 @@ class ObjectStoreCheckpointFiles:
                 self.store.delete_file(metadata)  # first: the checkpoint is no longer addressable
             self.store.delete_dir(directory)
         except OSError as e:
-            raise CheckpointDiscardError(self.store.uri(directory), f"cannot discard checkpoint {checkpoint_id}: {e}") from None
+            raise CheckpointDiscardError(
+                self.store.uri(directory), f"cannot discard checkpoint {checkpoint_id}: {e}"
+            ) from None
         if self.store.exists(directory):
-            raise CheckpointDiscardError(self.store.uri(directory), f"checkpoint {checkpoint_id} was not fully discarded")
+            raise CheckpointDiscardError(
+                self.store.uri(directory), f"checkpoint {checkpoint_id} was not fully discarded"
+            )
         return True
 
     def discard_shared_state(self, keys: Iterable[str]) -> int:

@@ -23,8 +23,18 @@ class ObjectStoreCheckpointStorageLocation:
     named from ``rng``, shared objects to ``shared_state_directory`` (a savepoint writes none), the ``_metadata``
     last, unless ``metadata_writer`` (the fault-injection switch) has a fault armed."""
 
-    def __init__(self, store: ObjectStore, checkpoint_id: int, directory: str, shared_state_directory: str, *,
-                 is_savepoint: bool, rng: random.Random, metadata_writer: AtomicFileWriter, memory_threshold: int):
+    def __init__(
+        self,
+        store: ObjectStore,
+        checkpoint_id: int,
+        directory: str,
+        shared_state_directory: str,
+        *,
+        is_savepoint: bool,
+        rng: random.Random,
+        metadata_writer: AtomicFileWriter,
+        memory_threshold: int,
+    ) -> None:
         self.store = store
         self.checkpoint_id = checkpoint_id
         self.directory = directory
@@ -42,8 +52,10 @@ class ObjectStoreCheckpointStorageLocation:
         try:
             self.store.put(f"{self.directory}/{name}", data)
         except OSError as e:
-            raise CheckpointStorageWriteError(f"{self.store.uri(self.directory)}/{name}: writing a state file of "
-                                              f"checkpoint {self.checkpoint_id} failed: {e}") from None
+            raise CheckpointStorageWriteError(
+                f"{self.store.uri(self.directory)}/{name}: writing a state file of "
+                f"checkpoint {self.checkpoint_id} failed: {e}"
+            ) from None
         self._written.append(StateFileHandle(name, len(data), zlib.crc32(data)))
         return self._written[-1]
 
@@ -56,8 +68,10 @@ class ObjectStoreCheckpointStorageLocation:
             try:
                 self.store.put(path, data)
             except OSError as e:
-                raise CheckpointStorageWriteError(f"{self.store.uri(path)}: writing a shared state file of checkpoint "
-                                                  f"{self.checkpoint_id} failed: {e}") from None
+                raise CheckpointStorageWriteError(
+                    f"{self.store.uri(path)}: writing a shared state file of checkpoint "
+                    f"{self.checkpoint_id} failed: {e}"
+                ) from None
         self._written.append(StateFileHandle(SHARED_FILE_PREFIX + key, len(data), zlib.crc32(data)))
         return self._written[-1]
 
@@ -65,16 +79,22 @@ class ObjectStoreCheckpointStorageLocation:
         """Write ``metadata``'s state objects and then its ``_metadata``; the completed location."""
         path = self.metadata_file
         if self.store.exists(path):
-            raise CheckpointAlreadyExistsError(f"{self.store.uri(path)}: checkpoint {self.checkpoint_id} already has metadata")
+            raise CheckpointAlreadyExistsError(
+                f"{self.store.uri(path)}: checkpoint {self.checkpoint_id} already has metadata"
+            )
         data = metadata_serializer.serialize(
-            metadata, directory=basename(self.directory), write_state_file=self.write_state_file,
+            metadata,
+            directory=basename(self.directory),
+            write_state_file=self.write_state_file,
             memory_threshold=self._memory_threshold,
-            write_shared_file=None if self.is_savepoint else self.write_shared_file)
+            write_shared_file=None if self.is_savepoint else self.write_shared_file,
+        )
         try:
             self.store.put(path, data, self._metadata_writer.take_fault())
         except OSError as e:
-            raise CheckpointStorageWriteError(f"{self.store.uri(path)}: writing checkpoint {self.checkpoint_id} metadata "
-                                              f"failed: {e}") from None
+            raise CheckpointStorageWriteError(
+                f"{self.store.uri(path)}: writing checkpoint {self.checkpoint_id} metadata failed: {e}"
+            ) from None
         return CompletedCheckpointStorageLocation(
             checkpoint_id=self.checkpoint_id,
             external_pointer=self.store.uri(self.directory),

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import random
-from typing import Iterable
+from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata
@@ -44,9 +45,19 @@ from barriersim.runtime.storage.object_store import (
 )
 from barriersim.runtime.storage.retention import RetentionDecision, discard_on_termination, retain_or_discard
 
-__all__ = ["ObjectStoreCheckpointStorage", "is_object_store_uri", "object_store_filesystem", "check_storage_uri",
-           "probe_storage", "uri_for_messages", "object_store_path", "child_uri", "savepoint_directory_for",
-           "checkpoint_storage_for", "restore_storage_for"]
+__all__ = [
+    "ObjectStoreCheckpointStorage",
+    "is_object_store_uri",
+    "object_store_filesystem",
+    "check_storage_uri",
+    "probe_storage",
+    "uri_for_messages",
+    "object_store_path",
+    "child_uri",
+    "savepoint_directory_for",
+    "checkpoint_storage_for",
+    "restore_storage_for",
+]
 
 _SAVEPOINT_DIR_ATTEMPTS = 10
 
@@ -56,9 +67,11 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
     ``pyarrow.fs.FileSystem``, ``base_path`` the ``bucket/prefix`` the job's directory goes under, ``scheme`` the
     pointers' (``s3``)."""
 
+    files: ObjectStoreCheckpointFiles
+
     def __init__(
         self,
-        filesystem,
+        filesystem: Any,  # a pyarrow.fs.FileSystem (pyarrow is untyped)
         base_path: str,
         job_id: str,
         *,
@@ -67,7 +80,7 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
         rng: random.Random | None = None,
         writer: AtomicFileWriter | None = None,
         memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
-    ):
+    ) -> None:
         self.job_id = checked_job_id(job_id)
         self.memory_threshold = checked_memory_threshold(memory_threshold)
         self.writer = writer or AtomicFileWriter()  # only its fault-injection switch: a PUT is atomic
@@ -89,8 +102,9 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
         try:
             self.objects.create_dir(self.checkpoints_directory)
         except OSError as e:
-            raise CheckpointStorageWriteError(f"{self.objects.uri(self.checkpoints_directory)}: cannot create the job's "
-                                              f"checkpoint directory: {e}") from None
+            raise CheckpointStorageWriteError(
+                f"{self.objects.uri(self.checkpoints_directory)}: cannot create the job's checkpoint directory: {e}"
+            ) from None
 
     def checkpoint_directory(self, checkpoint_id: int) -> str:
         return self.files.checkpoint_directory(checkpoint_id)
@@ -100,7 +114,9 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
         base = target_location if target_location is not None else self.default_savepoint_directory
         if base is None:
             raise NoSavepointLocationError(
-                f"savepoint {checkpoint_id} of job {self.job_id}: no savepoint location given and no default location configured")
+                f"savepoint {checkpoint_id} of job {self.job_id}: no savepoint location given and no default location "
+                "configured"
+            )
         base = self.objects.path_of(base)
         for _ in range(_SAVEPOINT_DIR_ATTEMPTS):
             name = savepoint_directory_name(self.job_id, self._rng)
@@ -113,14 +129,25 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
     def fail_next_write(self, fault: WriteFault = WriteFault.FAIL_BEFORE_WRITE) -> None:
         self.writer.fail_next_write(fault)
 
-    def persist_checkpoint(self, metadata: CheckpointMetadata, *, is_savepoint: bool = False,
-                           target_location: str | None = None) -> CompletedCheckpointStorageLocation:
+    def persist_checkpoint(
+        self, metadata: CheckpointMetadata, *, is_savepoint: bool = False, target_location: str | None = None
+    ) -> CompletedCheckpointStorageLocation:
         checkpoint_id = metadata.checkpoint_id
-        directory = (self.initialize_location_for_savepoint(checkpoint_id, target_location) if is_savepoint
-                     else self.checkpoint_directory(checkpoint_id))
+        directory = (
+            self.initialize_location_for_savepoint(checkpoint_id, target_location)
+            if is_savepoint
+            else self.checkpoint_directory(checkpoint_id)
+        )
         location = ObjectStoreCheckpointStorageLocation(
-            self.objects, checkpoint_id, directory, self.files.shared_state_directory, is_savepoint=is_savepoint,
-            rng=self._rng, metadata_writer=self.writer, memory_threshold=self.memory_threshold)
+            self.objects,
+            checkpoint_id,
+            directory,
+            self.files.shared_state_directory,
+            is_savepoint=is_savepoint,
+            rng=self._rng,
+            metadata_writer=self.writer,
+            memory_threshold=self.memory_threshold,
+        )
         completed = location.persist(metadata)
         self.completed.remember_written(completed)
         return completed
@@ -184,7 +211,6 @@ class ObjectStoreCheckpointStorage(CheckpointStorage):
         return decisions
 
 
-
 def check_storage_uri(uri: str) -> None:
     """Raise ``InvalidCheckpointPointerError`` (one line, naming the URI) for a checkpoint storage URI that
     names no storage: an unknown scheme, an ``s3://`` URI without a bucket or with options pyarrow does not know."""
@@ -231,7 +257,7 @@ def child_uri(uri: str, *names: str) -> str:
     return parts._replace(path="/".join([parts.path.rstrip("/"), *names])).geturl()
 
 
-def savepoint_directory_for(checkpoint_storage: str | None, run_directory: str | os.PathLike) -> str:
+def savepoint_directory_for(checkpoint_storage: str | None, run_directory: str | os.PathLike[str]) -> str:
     """Where a run writes its savepoints (Flink's ``state.savepoints.dir``), as its storage writes paths: with a
     checkpoint storage (the run's directory on it, ``<storage>/<run>[/<mode>]``), beside the checkpoints in its
     ``savepoints/`` (an object store's ``bucket/prefix/savepoints``, or a filesystem path, ``file://`` taken off),
@@ -243,26 +269,45 @@ def savepoint_directory_for(checkpoint_storage: str | None, run_directory: str |
     return object_store_path(uri) if is_object_store_uri(uri) else os.path.abspath(local_path(uri))
 
 
-def checkpoint_storage_for(uri: str | os.PathLike, job_id: str, *, rng: random.Random | None = None,
-                           memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
-                           default_savepoint_directory: str | None = None) -> CheckpointStorage:
+def checkpoint_storage_for(
+    uri: str | os.PathLike[str],
+    job_id: str,
+    *,
+    rng: random.Random | None = None,
+    memory_threshold: int = DEFAULT_MEMORY_THRESHOLD,
+    default_savepoint_directory: str | None = None,
+) -> CheckpointStorage:
     """The storage of Flink's ``state.checkpoints.dir``: ``s3://bucket/prefix[?options]`` an
     ``ObjectStoreCheckpointStorage``; ``file:///path`` or a plain path a ``FileSystemCheckpointStorage``."""
     text = os.fspath(uri)
     if is_object_store_uri(text):
         filesystem, path = object_store_filesystem(text)
-        return ObjectStoreCheckpointStorage(filesystem, path, job_id, scheme=urlsplit(text).scheme, rng=rng,
-                                            memory_threshold=memory_threshold,
-                                            default_savepoint_directory=default_savepoint_directory)
+        return ObjectStoreCheckpointStorage(
+            filesystem,
+            path,
+            job_id,
+            scheme=urlsplit(text).scheme,
+            rng=rng,
+            memory_threshold=memory_threshold,
+            default_savepoint_directory=default_savepoint_directory,
+        )
     scheme = urlsplit(text).scheme
     if scheme and scheme != "file":
-        raise InvalidCheckpointPointerError(f"checkpoint storage {text!r}: unknown scheme {scheme!r} (file:// or s3://)")
-    return FileSystemCheckpointStorage(local_path(text), job_id, rng=rng, memory_threshold=memory_threshold,
-                                       default_savepoint_directory=default_savepoint_directory)
+        raise InvalidCheckpointPointerError(
+            f"checkpoint storage {text!r}: unknown scheme {scheme!r} (file:// or s3://)"
+        )
+    return FileSystemCheckpointStorage(
+        local_path(text),
+        job_id,
+        rng=rng,
+        memory_threshold=memory_threshold,
+        default_savepoint_directory=default_savepoint_directory,
+    )
 
 
-def restore_storage_for(pointer: str | os.PathLike | None,
-                        working_directory: str | os.PathLike = ".") -> CheckpointStorage:
+def restore_storage_for(
+    pointer: str | os.PathLike[str] | None, working_directory: str | os.PathLike[str] = "."
+) -> CheckpointStorage:
     """The storage that reads a savepoint or retained checkpoint a run starts from, chosen by the pointer's own
     scheme, whatever the job's checkpoint storage is (Flink's ``AbstractFsCheckpointStorageAccess
     .resolveCheckpointPointer`` opens the ``FileSystem`` of the pointer's URI): an ``s3://`` pointer (the S3

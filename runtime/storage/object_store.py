@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from barriersim.runtime.storage.atomic_file import WriteFault
-from barriersim.runtime.storage.errors import CheckpointStorageWriteError, InvalidCheckpointPointerError, storage_error_of
+from barriersim.runtime.storage.errors import (
+    CheckpointStorageWriteError,
+    InvalidCheckpointPointerError,
+    storage_error_of,
+)
 
 OBJECT_STORE_SCHEMES = ("s3",)
 
@@ -32,7 +37,7 @@ class ObjectInfo:
     size: int | None
 
 
-def _info(info) -> ObjectInfo:
+def _info(info: Any) -> ObjectInfo:  # a pyarrow.fs.FileInfo (pyarrow is untyped)
     """An ``ObjectInfo`` of a ``pyarrow.fs.FileInfo``."""
     return ObjectInfo(info.path, info.base_name, ObjectKind(info.type.name), info.size)
 
@@ -49,7 +54,7 @@ def parent(path: str) -> str:
     return path.rstrip("/").rpartition("/")[0]
 
 
-def object_store_filesystem(uri: str):
+def object_store_filesystem(uri: str) -> tuple[Any, str]:
     """The pyarrow filesystem of an ``s3://`` URI and the path (``bucket/prefix``) it names; the URI's query
     holds the client's options. Raises ``InvalidCheckpointPointerError`` naming the URI."""
     from pyarrow import fs as pafs
@@ -67,7 +72,7 @@ def object_store_filesystem(uri: str):
 class ObjectStore:
     """The objects of ``filesystem`` (a ``pyarrow.fs.FileSystem``), named in messages as ``<scheme>://<path>``."""
 
-    def __init__(self, filesystem, scheme: str = "s3"):
+    def __init__(self, filesystem: Any, scheme: str = "s3") -> None:
         self.filesystem = filesystem
         self.scheme = scheme
 
@@ -103,15 +108,18 @@ class ObjectStore:
         """One PUT: the object is visible whole once it returns, and not at all if it fails or an injected fault
         stops it (an unfinished upload leaves no object)."""
         if fault is not None:
-            raise CheckpointStorageWriteError(f"{self.uri(path)}: injected write failure ({fault.value}); "
-                                              "the upload did not complete, nothing is visible")
+            raise CheckpointStorageWriteError(
+                f"{self.uri(path)}: injected write failure ({fault.value}); "
+                "the upload did not complete, nothing is visible"
+            )
         with self.filesystem.open_output_stream(path) as out:
             out.write(data)
 
     def get(self, path: str, doing: str) -> bytes:
         try:
             with self.filesystem.open_input_stream(path) as stream:
-                return stream.readall()
+                data: bytes = stream.readall()
+                return data
         except OSError as e:
             raise storage_error_of(e, self.uri(path), doing) from None
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from barriersim.runtime.storage.checkpoint_storage import CompletedCheckpointStorageLocation
 
@@ -39,8 +39,9 @@ def discard_on_termination(retention_policy: object, job_status: object) -> bool
     return status in _DISCARD_ON[policy]
 
 
-def retain_or_discard(retained: Iterable[CompletedCheckpointStorageLocation], discard: bool,
-                      discard_checkpoint: Callable[[int], object]) -> dict[int, RetentionDecision]:
+def retain_or_discard(
+    retained: Iterable[CompletedCheckpointStorageLocation], discard: bool, discard_checkpoint: Callable[[int], object]
+) -> dict[int, RetentionDecision]:
     """Discard (through ``discard_checkpoint``) or keep each retained checkpoint; the decision of each."""
     decisions: dict[int, RetentionDecision] = {}
     for location in retained:

@@ -1,26 +1,16 @@
-"""What the subtask checkpoint coordinator asks its driver to do, and the per-checkpoint metrics it reports.
+"""What the subtask checkpoint coordinator asks its driver to do, and the per-checkpoint metrics it reports: frozen
+values, returned in the order Flink's task would act (``BroadcastEvent``, ``AcknowledgeCheckpoint``,
+``DeclineCheckpoint``, ``SyncSnapshotTaken``, ``AsyncCheckpointStarted``, ``CheckpointSkipped``,
+``ReportIncompleteSnapshotStats``).
 
-How this works: every method of ``SubtaskCheckpointCoordinator`` returns a list of these frozen values, in
-the order Flink's task would perform them. ``BroadcastEvent`` records an event the coordinator already
-added to the task's result partitions (the driver sends what the partitions now hand out);
-``AcknowledgeCheckpoint`` / ``DeclineCheckpoint`` are the messages for the checkpoint coordinator;
-``SyncSnapshotTaken`` tells the driver how long the synchronous part kept the task thread busy (the model's
-charge: the simulator keeps the task busy that long); ``AsyncCheckpointStarted`` tells the driver that a part
-running off the task thread (the snapshot's upload, or the channel-state write) runs now and that it must call
-``complete_async_part`` (or ``fail_async_part``) once it ends, ``delay_ms`` from now by the cost model;
-``CheckpointSkipped`` notes a barrier that started nothing; ``ReportIncompleteSnapshotStats`` (from ``cancel``) carries
-the figures of an asynchronous part the task's cancellation closed.
-
-Mirrors the messages of Flink's ``SubtaskCheckpointCoordinatorImpl`` / ``AsyncCheckpointRunnable``
-(``Environment.acknowledgeCheckpoint`` with ``CheckpointMetrics`` and ``TaskStateSnapshot``,
-``Environment.declineCheckpoint``, ``OperatorChain.broadcastEvent``).
+Mirrors the messages of Flink's ``SubtaskCheckpointCoordinatorImpl`` / ``AsyncCheckpointRunnable``. See
+docs/architecture.md, "A subtask's checkpoint steps".
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Union
 
 from barriersim.runtime.events import ChannelElement
 from barriersim.runtime.failure_reason import CheckpointFailureReason
@@ -144,6 +134,11 @@ class CheckpointSkipped:
     reason: SkipReason
 
 
-TaskCheckpointAction = Union[
-    BroadcastEvent, SyncSnapshotTaken, AsyncCheckpointStarted, AcknowledgeCheckpoint, DeclineCheckpoint, CheckpointSkipped
-]
+TaskCheckpointAction = (
+    BroadcastEvent
+    | SyncSnapshotTaken
+    | AsyncCheckpointStarted
+    | AcknowledgeCheckpoint
+    | DeclineCheckpoint
+    | CheckpointSkipped
+)

@@ -1,26 +1,15 @@
-"""Task-side crash points: where a fault schedule stops a task inside the checkpoint protocol.
+"""Task-side crash points: where a fault schedule stops a task inside the checkpoint protocol
+(``before_forwarding_barrier``, ``mid_alignment``); an armed point raises ``TaskCrashed`` there.
 
-How this works: a driver deploys each task with the protocol points at which it must crash
-(``FaultSchedule.armed_crash_points``: pairs of a task-side ``ProtocolPoint`` and a checkpoint id). The task's
-parts call ``CrashPoints.reached(point, checkpoint_id)`` where the protocol passes such a point:
-``before_forwarding_barrier`` in ``SubtaskCheckpointCoordinator.checkpoint_state`` after the operator's
-pre-barrier step and before the barrier goes into the result partitions, ``mid_alignment`` in ``StreamTask``
-once a barrier of the checkpoint has arrived on some input channels but not on all (the barrier handler's
-alignment is running). An armed point raises ``TaskCrashed``, which unwinds the task's call at that very point,
-so nothing after it happens (no barrier forwarded, no further input consumed). ``StreamTask`` catches it at its
-entry point, fails itself as a dead process does (its partitions are released, so nothing it queued is sent)
-and emits ``CrashedAtProtocolPoint`` for its driver, which fails the job over and marks the fault as fired,
-exactly as it does for a crash at a coordinator-side point. Unarmed points cost one truth test.
-
-Mirrors the effect of a TaskManager process dying in the middle of Flink's ``SubtaskCheckpointCoordinatorImpl
-.checkpointState`` or of a ``SingleCheckpointBarrierHandler`` alignment: the JobMaster sees the task fail
-(``Execution.markFailed``) and the failover strategy restarts the job.
+Mirrors the effect of a TaskManager process dying in the middle of Flink's
+``SubtaskCheckpointCoordinatorImpl.checkpointState`` or of a ``SingleCheckpointBarrierHandler`` alignment. See
+docs/faults-and-actions.md, "Task-side crash points".
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 
@@ -28,7 +17,7 @@ from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 class TaskCrashed(Exception):
     """The task reached a protocol point its fault schedule crashes it at; names the task, point and checkpoint."""
 
-    def __init__(self, task: str, point: ProtocolPoint, checkpoint_id: int):
+    def __init__(self, task: str, point: ProtocolPoint, checkpoint_id: int) -> None:
         super().__init__(f"{task}: crashed at {point.value} of checkpoint {checkpoint_id} (fault schedule)")
         self.task = task
         self.point = point
@@ -48,7 +37,7 @@ class CrashPoints:
 
     __slots__ = ("_task", "_armed")
 
-    def __init__(self, task: str, armed: Iterable[tuple[ProtocolPoint, int]] = ()):
+    def __init__(self, task: str, armed: Iterable[tuple[ProtocolPoint, int]] = ()) -> None:
         self._task = task
         self._armed = frozenset(armed)
         for point, _ in self._armed:

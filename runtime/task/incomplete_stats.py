@@ -1,28 +1,20 @@
-"""The figures a closed asynchronous part reports: Flink's ``CheckpointMetricsBuilder.buildIncomplete``.
-
-How this works: a subtask's asynchronous part runs from the end of its synchronous part to its acknowledgement.
-When its task is cancelled or fails meanwhile, Flink closes it (``AsyncCheckpointRunnable.close``), discards what
-it had written and reports the metrics built so far (``reportAbortedSnapshotStats``). What was set by then is
-known: the start delay (at the first barrier), the synchronous duration, and the alignment's duration and
-processed bytes once every barrier arrived (an aligned checkpoint's before its trigger; a source has none: 0).
-The rest is ``UNSET`` (-1): the asynchronous duration and the in-flight data persisted, set only when the part
-ends, so the report is never unaligned (``unalignedCheckpoint`` is ``bytesPersistedDuringAlignment > 0``), and
-the processed bytes of an alignment still running (its duration then reads 0, Flink's -1 ns in ms). The state
-sizes are those of the snapshot parts that had finished (``OperatorSnapshotFutures.cancel``): barriersim's
-upload finishes as one part, so they are the whole snapshot's once it was uploaded, else 0.
+"""The figures a closed asynchronous part reports: Flink's ``CheckpointMetricsBuilder.buildIncomplete``. See
+docs/data-plane.md, "What a closed asynchronous part reports".
 """
 
 from __future__ import annotations
-
-from typing import Optional
 
 from barriersim.runtime.checkpointing.barrier_handler import CheckpointMetrics
 from barriersim.runtime.state.snapshot import OperatorSubtaskState
 from barriersim.runtime.task.actions import UNSET, ReportIncompleteSnapshotStats, TaskCheckpointMetrics
 
 
-def build_incomplete(checkpoint_id: int, sync_duration_ms: float, input_metrics: Optional[CheckpointMetrics],
-                     uploaded: Optional[OperatorSubtaskState]) -> ReportIncompleteSnapshotStats:
+def build_incomplete(
+    checkpoint_id: int,
+    sync_duration_ms: float,
+    input_metrics: CheckpointMetrics | None,
+    uploaded: OperatorSubtaskState | None,
+) -> ReportIncompleteSnapshotStats:
     """The report of a part closed now: ``input_metrics`` as the barrier handler last gave them (the final ones
     if every barrier arrived; None for a source), ``uploaded`` the snapshot if its upload had finished."""
     m = input_metrics
@@ -40,5 +32,6 @@ def build_incomplete(checkpoint_id: int, sync_duration_ms: float, input_metrics:
         total_bytes_persisted=size,
         unaligned_checkpoint=False,
     )
-    return ReportIncompleteSnapshotStats(checkpoint_id, metrics, size,
-                                         uploaded.checkpointed_size if uploaded is not None else 0)
+    return ReportIncompleteSnapshotStats(
+        checkpoint_id, metrics, size, uploaded.checkpointed_size if uploaded is not None else 0
+    )

@@ -7,13 +7,15 @@ upstream finished. See ``docs/architecture.md``, "The data plane".
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from barriersim.runtime.buffer_content import segments
 from barriersim.runtime.channel_state.reader import ChannelStateRestoreError
 from barriersim.runtime.checkpointing.api import InputSide
 from barriersim.runtime.events import (
     Buffer,
+    ChannelElement,
     CheckpointBarrier,
     EndOfChannelStateEvent,
     EndOfData,
@@ -34,9 +36,17 @@ _IDLE = StepResult(StepOutcome.IDLE)
 
 
 class StreamTaskNetworkInput:
-    def __init__(self, input_side: InputSide, chain: OperatorChain, *, task_name: str,
-                 input_of_gate: Optional[Sequence[int]], upstream: Callable[[Any], None],
-                 end_of_data: Callable[[], None], end_of_input: Callable[[], None]):
+    def __init__(
+        self,
+        input_side: InputSide,
+        chain: OperatorChain,
+        *,
+        task_name: str,
+        input_of_gate: Sequence[int] | None,
+        upstream: Callable[[Any], None],
+        end_of_data: Callable[[], None],
+        end_of_input: Callable[[], None],
+    ) -> None:
         """``input_of_gate``: the logical input of each gate for a two-input operator, else None; ``upstream``
         takes the acknowledgement of an ``EndOfData`` for the upstream task; ``end_of_data`` is called once every
         channel's data ended (``EndOfData`` or end of partition on each), ``end_of_input`` once every channel
@@ -63,8 +73,12 @@ class StreamTaskNetworkInput:
 
     # -- restore -------------------------------------------------------------------------------------
 
-    def recover(self, recovered: list[tuple[InputChannelInfo, Any]],
-                demux: dict[InputChannelInfo, DemultiplexingChannel], awaiting: set[InputChannelInfo]) -> None:
+    def recover(
+        self,
+        recovered: list[tuple[InputChannelInfo, Any]],
+        demux: dict[InputChannelInfo, DemultiplexingChannel],
+        awaiting: set[InputChannelInfo],
+    ) -> None:
         """The restore's recovered input (``(channel, element)`` in the order to process), the virtual channels of
         a rescaled restore, and the channels whose ``EndOfChannelStateEvent`` is still to come."""
         self._recovered = recovered
@@ -81,14 +95,16 @@ class StreamTaskNetworkInput:
         the task declines checkpoints (``CHECKPOINT_DECLINED_TASK_NOT_READY``)."""
         return bool(self._awaiting_end_of_channel_state)
 
-    def _on_recovery_event(self, channel: InputChannelInfo, event) -> None:
+    def _on_recovery_event(self, channel: InputChannelInfo, event: object) -> None:
         """A ``SubtaskConnectionDescriptor`` selects the virtual channel of the recovered buffers that follow; an
         ``EndOfChannelStateEvent`` ends the channel's recovered data."""
         demux = self._demux.get(channel)
         if type(event) is SubtaskConnectionDescriptor:
             if demux is None:
-                raise ChannelStateRestoreError(f"{self._task_name}: recovered data on {channel} names virtual "
-                                               f"channel {event}, but the channel has none")
+                raise ChannelStateRestoreError(
+                    f"{self._task_name}: recovered data on {channel} names virtual "
+                    f"channel {event}, but the channel has none"
+                )
             demux.select(event)
         else:
             if demux is not None:
@@ -97,7 +113,9 @@ class StreamTaskNetworkInput:
 
     # -- arrivals ------------------------------------------------------------------------------------
 
-    def on_element(self, channel: InputChannelInfo, element, sequence_number: int, backlog: int | None) -> None:
+    def on_element(
+        self, channel: InputChannelInfo, element: ChannelElement, sequence_number: int, backlog: int | None
+    ) -> None:
         self.input_side.on_element(channel, element, sequence_number, backlog)
         if not self._recovered:
             # A priority event (an unaligned barrier, an announcement) is handled on arrival, also while the
@@ -180,8 +198,9 @@ class StreamTaskNetworkInput:
         # every record before it was processed (Flink's CheckpointedInputGate acknowledges on EndOfData)
         self._upstream(AcknowledgeAllRecordsProcessed(channel))
         if not self._data_ended and all(
-                info in self._end_of_data_channels or self.input_side.get_channel(info).end_of_partition_received
-                for info in self.input_side.channel_infos()):
+            info in self._end_of_data_channels or self.input_side.get_channel(info).end_of_partition_received
+            for info in self.input_side.channel_infos()
+        ):
             self._data_ended = True
             self._end_of_data()
 

@@ -5,21 +5,31 @@ partitions; watermarks, events and flushes reach every partition; the chain snap
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+from barriersim.runtime.checkpoint_cost import SnapshotWork
 from barriersim.runtime.events import ChannelElement, CheckpointType, Watermark
 from barriersim.runtime.network.output.result_partition import ResultPartition
+from barriersim.runtime.operators.factory import KeyedStateBackend, SubtaskOperator
 from barriersim.runtime.operators.records import KEY
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.backend import full_snapshot_work
+from barriersim.runtime.state.snapshot import OperatorSubtaskState
 from barriersim.runtime.task.record_writers import RecordWriters
 
 
 class OperatorChain:
-    def __init__(self, operator, partitions: Sequence[ResultPartition], record_writers: RecordWriters, *,
-                 hot_key: int, memory_threshold: int):
+    def __init__(
+        self,
+        operator: SubtaskOperator,
+        partitions: Sequence[ResultPartition],
+        record_writers: RecordWriters,
+        *,
+        hot_key: int,
+        memory_threshold: int,
+    ) -> None:
         """``hot_key``: the key whose records cost extra (-1: none), counted by ``hot_records``;
         ``memory_threshold``: state streams at or above it are files of their own (``snapshot_work``)."""
         self.operator = operator
@@ -87,13 +97,13 @@ class OperatorChain:
 
     # -- state ---------------------------------------------------------------------------------------
 
-    def snapshot_state(self, checkpoint_id: int, checkpoint_type: CheckpointType):
+    def snapshot_state(self, checkpoint_id: int, checkpoint_type: CheckpointType) -> OperatorSubtaskState:
         return self.operator.snapshot(checkpoint_id, checkpoint_type)
 
-    def snapshot_work(self, state):
+    def snapshot_work(self, state: OperatorSubtaskState) -> SnapshotWork:
         """What the snapshot wrote: a keyed operator's backend knows (an incremental one uploads only new runs);
         any other state is written in full."""
-        backend = getattr(self.operator, "backend", None)
+        backend: KeyedStateBackend | None = getattr(self.operator, "backend", None)
         if backend is not None:
             return backend.last_work
         return full_snapshot_work(state, self._memory_threshold)

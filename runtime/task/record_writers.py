@@ -10,32 +10,43 @@ backpressured, or until one finishes a buffer. Mirrors Flink's ``RecordWriterOut
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+from barriersim.runtime.events import Watermark
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, Partitioner
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.operators.records import KEY
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.key_groups import KeyGroupAssigner, operator_indices_for_key_groups
 
 
 class RecordWriters:
     """The writers of one task, one per output edge, in the order of the task's result partitions."""
 
-    def __init__(self, graph: JobGraph, edges: Sequence[JobEdge], partitions: Sequence[ResultPartition],
-                 record_size: int, rng: random.Random):
+    def __init__(
+        self,
+        graph: JobGraph,
+        edges: Sequence[JobEdge],
+        partitions: Sequence[ResultPartition],
+        record_size: int,
+        rng: random.Random,
+    ) -> None:
         self._graph = graph
         self._edges = tuple(edges)
         self._partitions = tuple(partitions)
         self._writers = tuple(p.writer for p in self._partitions)  # each partition's ``BufferWriter``
         self._record_size = record_size
         self._next_rebalance = [rng.randrange(max(1, p.number_of_subpartitions)) for p in self._partitions]
-        self._hash = [_HashTargets(graph.vertex(e.target).max_parallelism, graph.vertex(e.target).parallelism)
-                      if e.partitioner is Partitioner.HASH else None for e in self._edges]
+        self._hash = [
+            _HashTargets(graph.vertex(e.target).max_parallelism, graph.vertex(e.target).parallelism)
+            if e.partitioner is Partitioner.HASH
+            else None
+            for e in self._edges
+        ]
 
-    def emit(self, records: RecordBatch) -> None:
+    def emit(self, records: RecordsLike) -> None:
         """Write ``records`` to every output edge, each record to the subpartition(s) its partitioner picks."""
         if type(records) is not RecordBatch:
             records = RecordBatch.of(records)
@@ -48,7 +59,9 @@ class RecordWriters:
             if kind is Partitioner.FORWARD:
                 writer.write_batch(records, 0, size)
             elif kind is Partitioner.HASH:
-                writer.write_batch(records, self._hash[i].targets(records.columns[KEY]), size)
+                hashing = self._hash[i]
+                assert hashing is not None  # made for every hash edge
+                writer.write_batch(records, hashing.targets(records.columns[KEY]), size)
             elif kind is Partitioner.BROADCAST:
                 writer.write_broadcast(records, size)
             else:  # rebalance: round robin, starting at a random channel as Flink's RebalancePartitioner
@@ -87,10 +100,13 @@ class RecordWriters:
         allowed = n
         for i, (edge, partition) in enumerate(zip(self._edges, self._partitions)):
             kind = edge.partitioner
+            targets: np.ndarray | int | None
             if kind is Partitioner.FORWARD:
                 targets = 0
             elif kind is Partitioner.HASH:
-                targets = self._hash[i].targets(records.columns[KEY])
+                hashing = self._hash[i]
+                assert hashing is not None  # made for every hash edge
+                targets = hashing.targets(records.columns[KEY])
             elif kind is Partitioner.BROADCAST:
                 targets = None
             else:
@@ -99,7 +115,7 @@ class RecordWriters:
             allowed = min(allowed, getattr(partition, prediction)(targets, n, self._record_size))
         return allowed
 
-    def broadcast(self, element) -> None:
+    def broadcast(self, element: Watermark) -> None:
         """Write ``element`` (a watermark) to every subpartition of every output edge."""
         for p in self._partitions:
             p.broadcast_record(element, self._record_size)
@@ -109,26 +125,34 @@ class _HashTargets:
     """Flink's ``KeyGroupStreamPartitioner`` for a whole key column: key -> key group (memoized for small keys,
     ``KeyGroupAssigner``) -> the consumer subtask owning that key group."""
 
-    def __init__(self, max_parallelism: int, parallelism: int):
+    def __init__(self, max_parallelism: int, parallelism: int) -> None:
         self._key_groups = KeyGroupAssigner(max_parallelism)
         self._max_parallelism = max_parallelism
         self._parallelism = parallelism
-        self._table = None  # operator index per key group
-        self._last_keys = self._last_targets = None
+        self._table: np.ndarray | None = None  # operator index per key group
+        self._last_keys: np.ndarray | None = None
+        self._last_targets: np.ndarray | None = None
 
-    def targets(self, keys):
+    def targets(self, keys: np.ndarray) -> np.ndarray | int:
         """The consumer subtask of every key. The targets of the last key column asked for are kept: asked again
         for it or a leading part of it (a paced source looks at its next records, then writes them), they are not
         computed again. The column is kept alive with them, so no other array can have its address meanwhile."""
         if self._parallelism == 1:
             return 0
         last = self._last_keys
-        if (last is not None and len(keys) <= len(last) and keys.__array_interface__["data"][0] == last.__array_interface__["data"][0]
-                and keys.strides == last.strides and keys.dtype == last.dtype):
-            return self._last_targets[:len(keys)]
+        if (
+            last is not None
+            and len(keys) <= len(last)
+            and keys.__array_interface__["data"][0] == last.__array_interface__["data"][0]
+            and keys.strides == last.strides
+            and keys.dtype == last.dtype
+        ):
+            assert self._last_targets is not None  # kept with the keys
+            return self._last_targets[: len(keys)]
         if self._table is None:
             self._table = operator_indices_for_key_groups(
-                np.arange(self._max_parallelism, dtype=np.int64), self._max_parallelism, self._parallelism)
-        targets = self._table[self._key_groups.of_keys(keys)]
+                np.arange(self._max_parallelism, dtype=np.int64), self._max_parallelism, self._parallelism
+            )
+        targets: np.ndarray = self._table[self._key_groups.of_keys(keys)]
         self._last_keys, self._last_targets = keys, targets
         return targets

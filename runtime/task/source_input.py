@@ -6,6 +6,7 @@ follows them with the reader's watermark when the job has event time.
 from __future__ import annotations
 
 from barriersim.runtime.events import MAX_WATERMARK, StopMode, Watermark
+from barriersim.runtime.operators.source import SplitSourceReader
 from barriersim.runtime.task.operator_chain import OperatorChain
 from barriersim.runtime.task.record_writers import RecordWriters
 from barriersim.runtime.task.step_result import StepOutcome, StepResult
@@ -14,8 +15,15 @@ UNPACED_SOURCE_BATCH_RECORDS = 256  # records an unpaced source reads per step
 
 
 class SourceInput:
-    def __init__(self, reader, chain: OperatorChain, record_writers: RecordWriters, *, batch_records: int | None,
-                 emit_watermarks: bool):
+    def __init__(
+        self,
+        reader: SplitSourceReader,
+        chain: OperatorChain,
+        record_writers: RecordWriters,
+        *,
+        batch_records: int | None,
+        emit_watermarks: bool,
+    ) -> None:
         """``reader``: the source operator's split reader; ``batch_records``: the records a step reads at most
         unless its driver says how many are due (None: ``UNPACED_SOURCE_BATCH_RECORDS``); ``emit_watermarks``:
         whether the job has event time."""

@@ -344,6 +344,17 @@ class StreamTask:
         return (self.operator.is_source and not self.finished and not self._deployed_as_finished
                 and self._end.final_checkpoint_min_id is None and not self.operator.reader.is_finished)
 
+    def is_source(self) -> bool:
+        return self.operator.is_source
+
+    def source_records_read(self) -> int | None:
+        """How far a source's reader got (its split offsets, in records); None for a task that is not a source."""
+        return self.operator.reader.records_read if self.operator.is_source else None
+
+    def source_input_ended(self) -> bool:
+        """Whether this is a source task whose reader has no records left."""
+        return self.operator.is_source and self.operator.reader.is_finished
+
     def source_records_until_buffer_finishes(self, max_records: int) -> int:
         """``SourceInput.records_until_buffer_finishes``: of the source's next records, how many until the one that
         finishes a buffer of one of its outputs (``max_records`` at most)."""

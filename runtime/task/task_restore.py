@@ -6,14 +6,16 @@ partitions), with the virtual channels of a rescaled restore, or tells that the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any
 
 from barriersim.runtime.channel_state.reader import SequentialChannelStateReader
-from barriersim.runtime.events import END_OF_CHANNEL_STATE
+from barriersim.runtime.events import END_OF_CHANNEL_STATE, InputChannelInfo
 from barriersim.runtime.jobgraph import JobEdge, JobVertex, Partitioner
-from barriersim.runtime.network.input.virtual_channels import demultiplexers
+from barriersim.runtime.network.input.virtual_channels import RecordFilter, demultiplexers
 from barriersim.runtime.network.output.result_partition import ResultPartition
+from barriersim.runtime.operators.factory import SubtaskOperator
 from barriersim.runtime.operators.records import KEY
 from barriersim.runtime.state.key_groups import KeyGroupAssigner, operator_indices_for_key_groups
 from barriersim.runtime.state.snapshot import OperatorSubtaskState, TaskStateSnapshot
@@ -31,8 +33,15 @@ class Restored:
 
 
 class TaskRestore:
-    def __init__(self, vertex: JobVertex, gate_edges: Sequence[JobEdge], subtask_index: int, operator,
-                 partitions: Sequence[ResultPartition], network_input: Optional[StreamTaskNetworkInput]):
+    def __init__(
+        self,
+        vertex: JobVertex,
+        gate_edges: Sequence[JobEdge],
+        subtask_index: int,
+        operator: SubtaskOperator,
+        partitions: Sequence[ResultPartition],
+        network_input: StreamTaskNetworkInput | None,
+    ) -> None:
         """``gate_edges``: the edge of each input gate (its partitioner filters a rescaled edge's records);
         ``network_input``: None for a source."""
         self._vertex = vertex
@@ -62,19 +71,24 @@ class TaskRestore:
         if self._network_input is not None:
             # Recovered in-flight input is processed before any new data (Flink's RecoveredInputChannel).
             descriptor = own.input_rescaling_descriptor
-            recovered = []
+            recovered: list[tuple[InputChannelInfo, Any]] = []
             restored_in = reader.read_input_data(
-                lambda info, elements: recovered.extend((info, e) for e in elements), descriptor)
+                lambda info, elements: recovered.extend((info, e) for e in elements), descriptor
+            )
             if descriptor.is_no_rescale:
                 recovered.sort(key=lambda item: (item[0], item[1].sequence_number))
             gates = self._network_input.channels_by_gate()
-            self._network_input.recover(recovered, demultiplexers(gates, descriptor, self._record_filter_of_gate),
-                                        {info for g in own.end_of_channel_state_gates for info in gates[g]})
-        restored_out = reader.read_output_data(self._partitions, own.output_rescaling_descriptor,
-                                               own.end_of_channel_state_partitions)
+            self._network_input.recover(
+                recovered,
+                demultiplexers(gates, descriptor, self._record_filter_of_gate),
+                {info for g in own.end_of_channel_state_gates for info in gates[g]},
+            )
+        restored_out = reader.read_output_data(
+            self._partitions, own.output_rescaling_descriptor, own.end_of_channel_state_partitions
+        )
         return Restored(sum(restored_in.values()), sum(restored_out.values()))
 
-    def _record_filter_of_gate(self, gate_idx: int):
+    def _record_filter_of_gate(self, gate_idx: int) -> RecordFilter | None:
         """Flink's ``RecordFilter``: whether a recovered record of an ambiguous virtual channel belongs to this
         subtask, by the gate's partitioner (only hash partitioning makes virtual channels ambiguous)."""
         edge = self._gate_edges[gate_idx]

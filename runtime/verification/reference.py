@@ -1,75 +1,44 @@
-"""The reference result of a job over its workload, and the one result type and verdict rule of every verification.
-
-How this works: ``expected_sink_input`` evaluates the job graph over multisets, in topological order, with the
-same operator semantics as the stream tasks (map, filter, union, keyed running sum, tumbling event-time
-window, window join), ignoring every effect of timing. Outputs whose content depends on arrival order (the running sum of
-a keyed sum) are compared by their order-free identity ``(record_id, key, value)``, plus the final sum per
-key, which does not depend on order. ``verify`` counts ``lost`` (expected but missing), ``duplicated`` (seen
-more often than expected), ``wrong`` (never expected), the keys whose final sum differs and, of those, the keys
-whose final sum falls short, and gives the verdict. In at-least-once mode, replayed records may also be counted
-twice in keyed state, so a final sum may run high: ``lost``, ``wrong`` and the short sums decide there (a short
-sum is a record whose effect on the state was lost, which the rows alone cannot show); and where the sink's input
-derives from an aggregate (a window or a window join), a
-replayed record inflates the aggregate instead of repeating a row, so ``verify(..., at_least_once=True)``
-compares such rows by their group ``(window_start or record_id, key)`` and their value as a lower bound: a
-row at or above its expected value is delivered (above it: a duplicate contribution, counted as
-``duplicated``), a group without such a row is ``lost``, and a row below every expected value of its group is
-``wrong`` if the group lacks a delivered row (input is missing from it), else ``duplicated`` (a window that fired
-again after a restore with only replayed records, as Flink's at-least-once mode lets it); a row of a group never
-expected is ``wrong``. (A filter after an aggregate may drop an inflated row; in
-at-least-once mode the reference cannot tell that from a loss.)
-
-Every driver reports its result as a ``Verification``: this module's reference (``reference="python"``: the
-simulator, and the Ray backend for graphs other than the quickstart's) and Spark SQL's over the workload
-(``barriersim.spark.reference``, ``reference="spark"``). ``verdict_of`` is the one rule from the counts to the
-``Verdict``, given the run's mode: ``exactly-once`` when nothing is lost, duplicated or wrong and every final sum
-matches; in an exactly-once mode anything else is ``violated`` (a duplicate breaks its guarantee as a loss
-does); in at-least-once mode ``at-least-once`` when nothing is lost or wrong and no final sum falls short,
-``violated`` otherwise.
-``Verification.as_dict()`` is the ``verification`` block of ``summary.json``, the verdict as its string.
-
-Everything here works on columns (``RecordBatch``, numpy), with no per-record Python step: the graph is
-evaluated batch by batch, and the comparison counts each expected identity's copies in the output by direct
-addressing when the expected record ids are distinct and dense (every workload: record ids are positions), else by
-sorting both multisets; final sums are per-key maxima and sums over the key column. A run of tens of millions of
-records verifies in seconds.
+"""The reference result of a job over its workload, and the one result type (``Verification``) and verdict rule
+(``verdict_of``) of every verification, on columns with no per-record Python step. See docs/verification.md, "The
+reference result and the verdict".
 """
 
 from __future__ import annotations
 
 import enum
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Any
 
 import numpy as np
 
 from barriersim.runtime.jobgraph import JobGraph, OperatorKind
-from barriersim.runtime.operators.records import EVENT_TIME, KEY, RECORD_ID, VALUE
+from barriersim.runtime.operators.records import EVENT_TIME, KEY, VALUE
 from barriersim.runtime.operators.window import window_sums
 from barriersim.runtime.operators.window_join import reference_window_join
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 
 
 @dataclass(frozen=True)
 class Expected:
     rows: np.ndarray  # the expected identities, one column per identity row (a multiset: repeated rows count)
     keyed_sum: bool  # identities are (record_id, key, value) of keyed-sum outputs
-    final_sums: dict  # key -> final running sum (keyed sum only)
+    final_sums: dict[int, int]  # key -> final running sum (keyed sum only)
     aggregated: bool = False  # the sink's input derives from a window or a window join
     # a run that ended with a snapshot (runtime.verification.snapshot): window groups left out, and the rows an
     # at-least-once sink may have written past the snapshot
-    ignored_groups: frozenset = frozenset()
+    ignored_groups: frozenset[Any] = frozenset()
     tolerated: np.ndarray | None = None  # identity rows as ``rows`` (columns), or None
 
     @property
-    def identities(self) -> Counter:
+    def identities(self) -> Counter[Any]:
         """identity -> count (a per-row view, for small cases and tests)."""
         return Counter(zip(*self.rows.tolist())) if self.rows.shape[1] else Counter()
 
     @property
     def records(self) -> int:
-        return self.rows.shape[1]
+        return int(self.rows.shape[1])
 
 
 class Verdict(enum.Enum):
@@ -92,15 +61,22 @@ class Verification:
     verdict: Verdict
     final_sum_short_keys: int = 0  # of the mismatched keys, those whose final sum is below the expected one
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The ``verification`` block of ``summary.json``: the counts, then the verdict as its string."""
         block = asdict(self)
         del block["verdict"]
         return {**block, "verdict": self.verdict.value}
 
 
-def verdict_of(lost: int, duplicated: int, wrong: int, final_sum_mismatched_keys: int, *,
-               exactly_once: bool, final_sum_short_keys: int = 0) -> Verdict:
+def verdict_of(
+    lost: int,
+    duplicated: int,
+    wrong: int,
+    final_sum_mismatched_keys: int,
+    *,
+    exactly_once: bool,
+    final_sum_short_keys: int = 0,
+) -> Verdict:
     """The verdict on a run's output from its counts; ``exactly_once``: the run's mode promises exactly-once
     (``CheckpointingMode.exactly_once``), so any duplicate or loss violates it. In at-least-once mode a final sum
     may run above the expected one (a replayed record counted twice in the state), never below it."""
@@ -111,8 +87,9 @@ def verdict_of(lost: int, duplicated: int, wrong: int, final_sum_mismatched_keys
     return Verdict.VIOLATED
 
 
-def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence],
-                        injected: dict[tuple[str, int], Sequence] | None = None) -> Expected:
+def expected_sink_input(
+    graph: JobGraph, splits: Mapping[str, Sequence[Any]], injected: Mapping[tuple[str, int], Any] | None = None
+) -> Expected:
     """What the sink should receive, evaluated over ``splits`` (per source vertex, its subtasks' splits: record
     batches, or record tuples); ``injected`` adds records (a batch or record tuples) entering a vertex's logical
     input (``(vertex, input)``) besides its upstream's (e.g. in-flight data a snapshot holds)."""
@@ -125,8 +102,9 @@ def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence],
     aggregated: set[str] = set()  # vertices whose output derives from an aggregate
     for name in graph.topological_order():
         v = graph.vertex(name)
-        inputs = RecordBatch.concat([streams[e.source] for e in graph.inputs_of(name)]
-                                    + _injected_batches(injected, name, 0))
+        inputs = RecordBatch.concat(
+            [streams[e.source] for e in graph.inputs_of(name)] + _injected_batches(injected, name, 0)
+        )
         kind = v.operator
         if kind.uses_event_time or any(e.source in aggregated for e in graph.inputs_of(name)):
             aggregated.add(name)
@@ -147,11 +125,17 @@ def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence],
         elif kind is OperatorKind.TUMBLING_WINDOW:
             size = v.params.get("window_ms", 1000)
             times = inputs.columns[EVENT_TIME]
-            out = RecordBatch.from_columns(*window_sums(times - times % size, inputs.columns[KEY], inputs.columns[VALUE]))
+            out = RecordBatch.from_columns(
+                *window_sums(times - times % size, inputs.columns[KEY], inputs.columns[VALUE])
+            )
         elif kind is OperatorKind.JOIN:
-            sides = [RecordBatch.concat([streams[e.source] for e in graph.inputs_of(name) if e.target_input == side]
-                                        + _injected_batches(injected, name, side))
-                     for side in (0, 1)]
+            sides = [
+                RecordBatch.concat(
+                    [streams[e.source] for e in graph.inputs_of(name) if e.target_input == side]
+                    + _injected_batches(injected, name, side)
+                )
+                for side in (0, 1)
+            ]
             out = reference_window_join(sides[0], sides[1], v.params.get("window_ms", 1000))
         elif kind.is_sink:
             out = inputs
@@ -162,11 +146,12 @@ def expected_sink_input(graph: JobGraph, splits: dict[str, Sequence],
     feeding = [e.source for e in graph.inputs_of(sink)]
     is_keyed = len(feeding) == 1 and graph.vertex(feeding[0]).operator is OperatorKind.KEYED_SUM
     rows = streams[sink].columns
-    return Expected(rows[:3] if is_keyed else rows, is_keyed, keyed.get(feeding[0], {}) if is_keyed else {},
-                    sink in aggregated)
+    return Expected(
+        rows[:3] if is_keyed else rows, is_keyed, keyed.get(feeding[0], {}) if is_keyed else {}, sink in aggregated
+    )
 
 
-def _injected_batches(injected: dict, name: str, side: int) -> list[RecordBatch]:
+def _injected_batches(injected: Mapping[tuple[str, int], Any], name: str, side: int) -> list[RecordBatch]:
     records = injected.get((name, side))
     return [RecordBatch.of(records)] if records is not None and len(records) else []
 
@@ -187,7 +172,7 @@ def _sums_by_key(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     return unique, sums
 
 
-def _max_by_key(keys: np.ndarray, values: np.ndarray) -> dict:
+def _max_by_key(keys: np.ndarray, values: np.ndarray) -> dict[int, int]:
     """key -> the largest value of the key."""
     if not len(keys):
         return {}
@@ -219,7 +204,7 @@ def _multiset_difference(expected: np.ndarray, actual: np.ndarray) -> tuple[int,
             copies = np.zeros(n_expected, dtype=np.int64)
             matched = 0
             for start in range(0, n_actual, _CHUNK):  # in chunks, to bound the temporary arrays
-                part = actual[:, start:start + _CHUNK]
+                part = actual[:, start : start + _CHUNK]
                 got = part[0]
                 at = np.full(len(got), -1, dtype=np.int32)
                 inside = (got >= low) & (got <= high)
@@ -255,7 +240,7 @@ def _sorted_difference(expected: np.ndarray, actual: np.ndarray) -> tuple[int, i
     return lost, duplicated, wrong
 
 
-def verify(expected: Expected, committed, at_least_once: bool = False) -> Verification:
+def verify(expected: Expected, committed: RecordsLike, at_least_once: bool = False) -> Verification:
     """The verdict on ``committed`` (a ``RecordBatch``, or record tuples); ``at_least_once``: the run was in
     at-least-once mode (duplicates are allowed and aggregates may be inflated by replayed records, see the module's
     docstring), else in an exactly-once mode."""
@@ -269,18 +254,26 @@ def verify(expected: Expected, committed, at_least_once: bool = False) -> Verifi
         final = _max_by_key(columns[KEY], columns[3]) if len(committed) else {}
         mismatched = sum(1 for k, s in expected.final_sums.items() if final.get(k) != s)
         short = sum(1 for k, s in expected.final_sums.items() if final.get(k) is None or final[k] < s)
-    return Verification("python", expected.records, len(committed), lost, duplicated, wrong, mismatched,
-                        verdict_of(lost, duplicated, wrong, mismatched, exactly_once=not at_least_once,
-                                   final_sum_short_keys=short), short)
+    return Verification(
+        "python",
+        expected.records,
+        len(committed),
+        lost,
+        duplicated,
+        wrong,
+        mismatched,
+        verdict_of(lost, duplicated, wrong, mismatched, exactly_once=not at_least_once, final_sum_short_keys=short),
+        short,
+    )
 
 
 def _verify_inflatable(expected: Expected, committed: RecordBatch) -> Verification:
     """At-least-once over aggregates: per group ``(r[0], r[1])``, match each expected value with a distinct
     committed value at or above it (smallest first)."""
-    want: dict = {}
+    want: dict[tuple[int, int], list[int]] = {}
     for identity, n in expected.identities.items():
         want.setdefault((identity[0], identity[1]), []).extend([identity[2]] * n)
-    got: dict = {}
+    got: dict[tuple[int, int], list[int]] = {}
     for r in committed:  # aggregates: one row per window and key, few
         got.setdefault((r[0], r[1]), []).append(r[2])
     lost = duplicated = wrong = 0
@@ -310,5 +303,13 @@ def _verify_inflatable(expected: Expected, committed: RecordBatch) -> Verificati
             duplicated += below
         lost += len(unmatched)
     lost += sum(len(v) for g, v in want.items() if g not in got)
-    return Verification("python", expected.records, len(committed), lost, duplicated, wrong, 0,
-                        verdict_of(lost, duplicated, wrong, 0, exactly_once=False))
+    return Verification(
+        "python",
+        expected.records,
+        len(committed),
+        lost,
+        duplicated,
+        wrong,
+        0,
+        verdict_of(lost, duplicated, wrong, 0, exactly_once=False),
+    )

@@ -1,42 +1,22 @@
-"""The reference of a run whose last job was stopped or cancelled and not restored: what the snapshot it ended
-with accounts for.
-
-How this works: a job stopped with a savepoint (or cancelled, whose latest completed checkpoint a restore would
-resume from) has delivered exactly what its sources read before that snapshot, except what the snapshot itself
-still holds and a restore would deliver: the records of open windows (a stop without ``--drain`` keeps them in
-state), the in-flight data of an unaligned checkpoint (channel state), and the transactions the sinks had
-pre-committed for it (committed by a restore, Flink's ``recoverAndCommit``). ``expected_at_snapshot`` gives the
-reference of such a run: the job graph evaluated over the prefix of every split its sources' offsets in the
-snapshot name (a split of a source subtask that had finished counts whole), minus what the in-flight records
-would still produce (the graph evaluated from the vertex each of them waits at), with the window groups still
-open or touched by in-flight records left out of the comparison (``ignored_groups``, rows ``(window_start,
-key, ...)``) and the final sums of keys that in-flight data or open windows touch left unchecked. An at-least-once sink
-writes what it receives at once, so its rows past the snapshot are tolerated (``tolerated``: what the whole
-workload would give). ``pending_transactions`` lists the transactions the snapshot's sinks hold, and
-``committed_for_verification`` drops the rows of ignored groups and tolerated rows from a run's committed
-output; ``runtime.verification.reference.verify`` then gives the verdict as for any run. ``verify_run`` is the one rule
-both backends apply: a run whose last job ended by a snapshot is verified against it (``"snapshot"``), any other
-against the whole workload (``"workload"``). A stop-with-savepoint with ``--drain`` fires every open window
-before the savepoint's barrier (Flink's ``StreamTask.endData(DRAIN)``); when that savepoint then fails, the job
-fails over and the windows fire again, in full, later: a direct-writing (at-least-once) sink keeps the early,
-partial results, as Flink's would (a two-phase-commit sink aborts them with the savepoint's transaction). After
-such a stop (``failed_drained_stop``) a run with an at-least-once sink tolerates a window group's rows that match
-no reference row when a reference row of the same group is in the output too (``without_early_window_results``).
+"""The reference of a run whose last job was stopped or cancelled and not restored: what the snapshot it ended with
+accounts for. See docs/verification.md, "A run that ended with a snapshot".
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from barriersim.runtime.buffer_content import segments
+from barriersim.runtime.events import Buffer
 from barriersim.runtime.jobgraph import JobGraph, OperatorKind
 from barriersim.runtime.operators.records import unpack
 from barriersim.runtime.operators.sinks import PENDING_TRANSACTIONS_STATE
 from barriersim.runtime.operators.source import split_offsets
 from barriersim.runtime.operators.window import restore_windows
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.incremental import as_full_snapshot
 from barriersim.runtime.state.snapshot import CheckpointMetadata, KeyGroupRange
 from barriersim.runtime.verification.reference import Expected, Verification, expected_sink_input, verify
@@ -44,8 +24,9 @@ from barriersim.runtime.verification.reference import Expected, Verification, ex
 _ALL_KEY_GROUPS = KeyGroupRange(0, 2**15)
 
 
-def snapshot_prefix(graph: JobGraph, splits: dict[str, Sequence], metadata: CheckpointMetadata | None
-                    ) -> dict[str, list[RecordBatch]]:
+def snapshot_prefix(
+    graph: JobGraph, splits: Mapping[str, Sequence[Any]], metadata: CheckpointMetadata | None
+) -> dict[str, list[RecordBatch]]:
     """Per source vertex, the records of each split (a ``RecordBatch``, or record tuples) its sources had read
     when ``metadata`` was taken (none without a snapshot), as slices of the splits."""
     states = {s.operator_id: s for s in metadata.operator_states} if metadata is not None else {}
@@ -59,12 +40,14 @@ def snapshot_prefix(graph: JobGraph, splits: dict[str, Sequence], metadata: Chec
             finished = state.fully_finished or any(st.is_finished for st in state.subtask_states.values())
             for st in state.subtask_states.values():
                 offsets.update(split_offsets(st))
-        out[source.name] = [part.slice(0, offsets[sid]) if sid in offsets else (part if finished else part.slice(0, 0))
-                            for sid, part in enumerate(parts)]
+        out[source.name] = [
+            part.slice(0, offsets[sid]) if sid in offsets else (part if finished else part.slice(0, 0))
+            for sid, part in enumerate(parts)
+        ]
     return out
 
 
-def _records_of(buffers) -> list[RecordBatch]:
+def _records_of(buffers: Iterable[Buffer]) -> list[RecordBatch]:
     return [part for b in buffers for part in segments(b.records) if type(part) is RecordBatch and len(part)]
 
 
@@ -83,11 +66,11 @@ def _held_records(graph: JobGraph, metadata: CheckpointMetadata) -> dict[tuple[s
                 if h.info.gate_idx < len(gates):
                     key = (vertex.name, gates[h.info.gate_idx].target_input)
                     held.setdefault(key, []).extend(_records_of(h.buffers))
-            for h in st.result_subpartition_state:
-                if h.info.partition_idx < len(outputs):
-                    edge = outputs[h.info.partition_idx]
+            for out in st.result_subpartition_state:
+                if out.info.partition_idx < len(outputs):
+                    edge = outputs[out.info.partition_idx]
                     key = (edge.target, edge.target_input)
-                    held.setdefault(key, []).extend(_records_of(h.buffers))
+                    held.setdefault(key, []).extend(_records_of(out.buffers))
     return {key: RecordBatch.concat(batches) for key, batches in held.items() if batches}
 
 
@@ -126,7 +109,7 @@ def _multiset_minus(rows: np.ndarray, taken: np.ndarray) -> np.ndarray:
     return rows[:, np.repeat(first, keep)]
 
 
-def _in_groups(rows: np.ndarray, groups: set) -> np.ndarray:
+def _in_groups(rows: np.ndarray, groups: set[Any]) -> np.ndarray:
     """Whether each row's ``(rows[0], rows[1])`` is one of ``groups``."""
     if not groups or not rows.shape[1]:
         return np.zeros(rows.shape[1], dtype=bool)
@@ -135,11 +118,13 @@ def _in_groups(rows: np.ndarray, groups: set) -> np.ndarray:
     return np.isin(ids, group_ids)
 
 
-def expected_at_snapshot(graph: JobGraph, splits: dict[str, Sequence], metadata: CheckpointMetadata | None) -> Expected:
+def expected_at_snapshot(
+    graph: JobGraph, splits: Mapping[str, Sequence[Any]], metadata: CheckpointMetadata | None
+) -> Expected:
     """The reference of a run that ended with ``metadata`` (None: before any snapshot: nothing is expected)."""
     prefix = expected_sink_input(graph, snapshot_prefix(graph, splits, metadata))
     full = expected_sink_input(graph, splits)
-    ignored: set[tuple] = set()
+    ignored: set[tuple[Any, ...]] = set()
     rows = prefix.rows
     final_sums = dict(prefix.final_sums)
     if metadata is not None:
@@ -165,7 +150,7 @@ def expected_at_snapshot(graph: JobGraph, splits: dict[str, Sequence], metadata:
 
 def pending_transactions(metadata: CheckpointMetadata | None) -> list[str]:
     """The transactions the snapshot's sinks had pre-committed (a restore commits them)."""
-    tids = []
+    tids: list[str] = []
     if metadata is None:
         return tids
     for state in metadata.operator_states:
@@ -176,7 +161,7 @@ def pending_transactions(metadata: CheckpointMetadata | None) -> list[str]:
     return tids
 
 
-def committed_for_verification(expected: Expected, committed) -> RecordBatch:
+def committed_for_verification(expected: Expected, committed: RecordsLike) -> RecordBatch:
     """``committed`` (a ``RecordBatch``, or record tuples) without the rows of ignored window groups and the
     tolerated rows of an at-least-once sink past the snapshot."""
     batch = RecordBatch.of(committed) if len(committed) else RecordBatch.empty()
@@ -191,14 +176,15 @@ def committed_for_verification(expected: Expected, committed) -> RecordBatch:
     return batch if keep.all() else batch.take(keep)
 
 
-def failed_drained_stop(operations: Iterable[Mapping]) -> bool:
+def failed_drained_stop(operations: Iterable[Mapping[Any, Any]]) -> bool:
     """Whether a stop-with-savepoint with ``--drain`` failed among a run's ``operations`` (the run report's, as
     dicts): its tasks had fired their open windows before the savepoint that failed."""
-    return any(op["operation"] == "stop_with_savepoint" and op.get("drain") and op["status"] == "FAILED"
-               for op in operations)
+    return any(
+        op["operation"] == "stop_with_savepoint" and op.get("drain") and op["status"] == "FAILED" for op in operations
+    )
 
 
-def without_early_window_results(reference_rows: np.ndarray, committed) -> RecordBatch:
+def without_early_window_results(reference_rows: np.ndarray, committed: RecordsLike) -> RecordBatch:
     """``committed`` (a ``RecordBatch``, or record tuples) without the rows that match no row of
     ``reference_rows`` (the full results, columns) in a window group ``(window_start, key)`` whose full result is
     in ``committed`` too: the early results of windows a failed drained stop fired."""
@@ -206,22 +192,29 @@ def without_early_window_results(reference_rows: np.ndarray, committed) -> Recor
     if not len(batch) or not reference_rows.shape[1]:
         return batch
     columns = batch.columns
-    ids, reference_ids = _row_ids(columns[:reference_rows.shape[0]], reference_rows)
+    ids, reference_ids = _row_ids(columns[: reference_rows.shape[0]], reference_rows)
     full = np.isin(ids, reference_ids)
     complete_groups = set(zip(columns[0][full].tolist(), columns[1][full].tolist()))
     early = ~full & _in_groups(columns, complete_groups)
     return batch.take(~early) if early.any() else batch
 
 
-def verify_run(graph: JobGraph, splits: dict[str, Sequence], ending: tuple[bool, CheckpointMetadata | None],
-               committed, pending_records: Callable[[list[str]], Sequence], at_least_once: bool = False,
-               operations: Iterable[Mapping] = ()) -> tuple[Verification, str]:
+def verify_run(
+    graph: JobGraph,
+    splits: Mapping[str, Sequence[Any]],
+    ending: tuple[bool, CheckpointMetadata | None],
+    committed: RecordsLike,
+    pending_records: Callable[[list[str]], Sequence[Any]],
+    at_least_once: bool = False,
+    operations: Iterable[Mapping[Any, Any]] = (),
+) -> tuple[Verification, str]:
     """The verification of a run and what it covers (``"workload"`` or ``"snapshot"``): ``ending`` is the last
     job's (``JobMaster.ending_snapshot``); ``pending_records(tids)`` gives the records of pending transactions
     (a ``RecordBatch`` or record tuples); ``operations``: the run report's savepoint, stop and cancel operations
     (a failed drained stop's early window results are tolerated in an at-least-once sink)."""
-    early_windows = (failed_drained_stop(operations)
-                     and any(s.operator is OperatorKind.AT_LEAST_ONCE_SINK for s in graph.sinks))
+    early_windows = failed_drained_stop(operations) and any(
+        s.operator is OperatorKind.AT_LEAST_ONCE_SINK for s in graph.sinks
+    )
     ended_by_snapshot, metadata = ending
     if not ended_by_snapshot:
         expected = expected_sink_input(graph, splits)
@@ -233,6 +226,8 @@ def verify_run(graph: JobGraph, splits: dict[str, Sequence], ending: tuple[bool,
     parts = [RecordBatch.of(b) for b in (committed, pending) if len(b)]
     output = RecordBatch.concat(parts) if parts else RecordBatch.empty()
     if early_windows and expected.aggregated:
-        reference = expected.rows if expected.tolerated is None else np.concatenate([expected.rows, expected.tolerated], 1)
+        reference = (
+            expected.rows if expected.tolerated is None else np.concatenate([expected.rows, expected.tolerated], 1)
+        )
         output = without_early_window_results(reference, output)
     return verify(expected, committed_for_verification(expected, output), at_least_once), "snapshot"

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.s3_server import s3_server  # noqa: F401 - the fixture
-
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
 
 ROOT = Path(__file__).parents[2]
@@ -41,9 +39,26 @@ interval_ms = 200
 
 def _run(ray_cluster, scenario: Path, out: Path, storage: str, *options: str) -> dict:
     """``barriersim run`` in its own process (the AWS variables the fixture set reach it); its summary."""
-    proc = subprocess.run([sys.executable, "-m", "barriersim.cli", "run", str(scenario), "--address",
-                           ray_cluster.address, "--out", str(out), "--checkpoint-storage", storage, *options],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "barriersim.cli",
+            "run",
+            str(scenario),
+            "--address",
+            ray_cluster.address,
+            "--out",
+            str(out),
+            "--checkpoint-storage",
+            storage,
+            *options,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads((out / "summary.json").read_text())
 
@@ -74,7 +89,9 @@ def test_a_scenario_runs_over_the_nodes_of_an_existing_cluster_with_the_one_comm
     assert len(rows) == 7
     assert all(r["ray_node_id"] == nodes[int(r["taskmanager"])] for r in rows)
     # keyed-sum#i reads 3 channels, one of them from source#i in its own TaskManager
-    assert {(r["local_input_channels"], r["remote_input_channels"]) for r in rows if r["task"].startswith("keyed")} == {("1", "2")}
+    assert {(r["local_input_channels"], r["remote_input_channels"]) for r in rows if r["task"].startswith("keyed")} == {
+        ("1", "2")
+    }
     # the checkpoints were written to the bucket, under the run directory's name, and discarded when the job finished
     assert summary["ray"]["checkpoint_storage"] == storage.replace("/checkpoints?", "/checkpoints/run?")
     assert summary["checkpoints"]["completed"] >= 1
@@ -82,7 +99,9 @@ def test_a_scenario_runs_over_the_nodes_of_an_existing_cluster_with_the_one_comm
     metadata = {k for k in written if k.endswith("/_metadata") and "/chk-" in k}
     # the stop's savepoint went to the bucket beside the run's checkpoints, not to the run directory; as in Flink,
     # the completed count includes it
-    savepoints = {k for k in written if k.startswith("checkpoints/run/savepoints/savepoint-") and k.endswith("/_metadata")}
+    savepoints = {
+        k for k in written if k.startswith("checkpoints/run/savepoints/savepoint-") and k.endswith("/_metadata")
+    }
     assert len(savepoints) == 1, sorted(written)[:20]
     assert len(metadata) + len(savepoints) == summary["checkpoints"]["completed"]
     assert all(k.startswith("checkpoints/run/spread-5/chk-") for k in metadata), sorted(metadata)
@@ -114,8 +133,9 @@ def test_a_later_run_restores_from_the_savepoint_the_first_wrote_to_s3(ray_clust
     stop = summary["job"]["stopped_with_savepoint"]
     bucket = storage.split("/")[2]
     assert stop["path"].startswith(f"s3://{bucket}/checkpoints/run/savepoints/savepoint-"), stop
-    assert {f"checkpoints/run/{name}" for name in ("scenario.toml", "summary.json", "external_store.msgpack")} <= \
-        s3_server.written_keys(storage)
+    assert {
+        f"checkpoints/run/{name}" for name in ("scenario.toml", "summary.json", "external_store.msgpack")
+    } <= s3_server.written_keys(storage)
     pointer = f"{stop['path']}?{storage.split('?', 1)[1]}"
     restored = _run(ray_cluster, scenario, out.parent / "restored", storage, "--from", pointer)
     assert restored["job"]["latest_restored"]["external_path"] == stop["path"]

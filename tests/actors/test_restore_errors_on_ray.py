@@ -19,11 +19,17 @@ pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_cluster")]
 
 
 def run_on_ray(config, splits, tmp_path, name):
-    return run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), name, timeout_seconds=300,
-                            savepoint_root=str(tmp_path / "savepoints"))
+    return run_graph_on_ray(
+        config,
+        splits,
+        str(tmp_path / "checkpoints"),
+        name,
+        timeout_seconds=300,
+        savepoint_root=str(tmp_path / "savepoints"),
+    )
 
 
-def test_a_failover_before_the_first_checkpoint_restores_the_savepoint_of_another_program_on_ray(savepoint, tmp_path):
+def test_a_failover_before_the_first_checkpoint_restores_the_savepoint_of_another_program_on_ray(savepoint, tmp_path):  # noqa: F811
     job = program("total", faults=[{"type": "crash_task", "task": "total#0", "point": "during_restore"}])
     config = dataclasses.replace(job_config(job), restore=RestoreSettings(savepoint, allow_non_restored_state=True))
     result = run_on_ray(config, workload_splits(job), tmp_path, "unmatched-state")
@@ -43,7 +49,12 @@ def test_a_jobmanager_failover_that_finds_completed_checkpoints_but_no_list_fail
     result = run_on_ray(job_config(job), workload_splits(job), tmp_path, "lost-list")
     assert result.outcome == "failed"
     reason = result.jobs[0]["failure_reason"]
-    assert reason.startswith("JobManager failover: job lost-list: the completed-checkpoint list ") and (
-        f"_completed_checkpoints is missing, but the storage holds completed checkpoint(s) 50 "
-        f"({tmp_path / 'checkpoints' / 'lost-list' / 'chk-50' / '_metadata'})") in reason, reason
+    assert (
+        reason.startswith("JobManager failover: job lost-list: the completed-checkpoint list ")
+        and (
+            f"_completed_checkpoints is missing, but the storage holds completed checkpoint(s) 50 "
+            f"({tmp_path / 'checkpoints' / 'lost-list' / 'chk-50' / '_metadata'})"
+        )
+        in reason
+    ), reason
     assert result.jobs[0]["restored_checkpoint_ids"] == []

@@ -93,7 +93,7 @@ def test_a_retained_unaligned_checkpoint_restores_rescaled_with_its_in_flight_da
     sc = dataclasses.replace(scenario("unaligned", {"keyed": 4, "sink": 1}, []), restore=RestoreSettings(retained))
     config, splits = job_config(sc), workload_splits(sc)
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "retained-unaligned", seed=sc.seed,
-                              timeout_seconds=300, first_attempt_number=simulation.job_master.next_attempt_number,
+                              timeout_seconds=300, first_attempt_number=simulation.dispatcher.next_attempt_number(),
                               store_snapshot=simulation.store.to_msgpack())
     assert result.outcome == "finished"
     (restored,) = result.jobs

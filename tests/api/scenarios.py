@@ -24,10 +24,13 @@ mode = "aligned"
 interval_ms = 10
 """
 
-TWO_POINT_SWEEP = TINY + """
+TWO_POINT_SWEEP = (
+    TINY
+    + """
 [sweep]
 "workload.zipf_exponent" = [0.0, 2.0]
 """
+)
 
 TWO_SOURCES = """\
 [scenario]

@@ -32,8 +32,9 @@ def test_a_previous_run_survives_a_forced_run_whose_cluster_does_not_answer(tmp_
         silent.listen(4)
         port = silent.getsockname()[1]
         with pytest.raises(AddressError, match=f"no answer from 127.0.0.1:{port} within 0.3 s"):
-            barriersim.run("quickstart", backend="ray", address=f"127.0.0.1:{port}", out=out, force=True,
-                           connect_timeout=0.3)
+            barriersim.run(
+                "quickstart", backend="ray", address=f"127.0.0.1:{port}", out=out, force=True, connect_timeout=0.3
+            )
     assert sorted(p.name for p in out.iterdir()) == before
 
 

@@ -109,25 +109,42 @@ at_ms = 600
 """
 
 
-@pytest.mark.parametrize("phase, damage, crash, reason", [
-    ("jobmanager recovery", 'damage = "delete"\ntarget = "completed_list"', "crash_coordinator",
-     "JobManager failover: job sim-7: the completed-checkpoint list "),
-    ("failover", 'damage = "flip_byte"\ntarget = "state_file"', "crash_task",
-     "the restart strategy gave up after 2 failures (at most 1 restarts); the last: restore: could not restore "
-     "checkpoint "),
-])
+@pytest.mark.parametrize(
+    "phase, damage, crash, reason",
+    [
+        (
+            "jobmanager recovery",
+            'damage = "delete"\ntarget = "completed_list"',
+            "crash_coordinator",
+            "JobManager failover: job sim-7: the completed-checkpoint list ",
+        ),
+        (
+            "failover",
+            'damage = "flip_byte"\ntarget = "state_file"',
+            "crash_task",
+            "the restart strategy gave up after 2 failures (at most 1 restarts); the last: restore: could not restore "
+            "checkpoint ",
+        ),
+    ],
+)
 def test_a_restore_that_fails_while_failing_over_ends_the_run_failed_with_its_reason_not_a_traceback(
-        tmp_path, capsys, phase, damage, crash, reason):
+    tmp_path, capsys, phase, damage, crash, reason
+):
     """Every error raised while restoring or failing over ends the run FAILED, its reason in summary.json and on the
     command line, exit status 1, nothing on stderr (``runtime.job.restore_failure``): here a new JobManager that
     finds the completed-checkpoint list deleted beside completed checkpoints, and a task failover whose restore
     cannot read a damaged state file until the restart strategy gives up."""
     scenario = tmp_path / "restore_fails.toml"
-    scenario.write_text(RESTORE_FAILS.format(damage=damage, crash=crash,
-                                             crash_target='task = "keyed-sum#0"' if crash == "crash_task" else ""))
+    scenario.write_text(
+        RESTORE_FAILS.format(
+            damage=damage, crash=crash, crash_target='task = "keyed-sum#0"' if crash == "crash_task" else ""
+        )
+    )
     out = tmp_path / "run"
-    assert cli.main(["run", str(scenario), "--backend", "sim", "--out", str(out), "--checkpoint-files"]) == \
-        cli.EXIT_VIOLATED
+    assert (
+        cli.main(["run", str(scenario), "--backend", "sim", "--out", str(out), "--checkpoint-files"])
+        == cli.EXIT_VIOLATED
+    )
     job = json.loads((out / "summary.json").read_text())["job"]
     assert job["outcome"] == "failed" and job["failure_reason"].startswith(reason), job["failure_reason"]
     captured = capsys.readouterr()

@@ -41,9 +41,14 @@ def test_a_plain_run_replays_from_its_directory(tmp_path, capsys):
 def test_an_api_run_with_overrides_replays_what_it_ran_not_the_file(tmp_path, capsys):
     path = write(tmp_path, TINY)
     crash = [{"type": "crash_task", "task": "keyed-sum#0", "at_ms": 5}]
-    run = barriersim.run(path, out=tmp_path / "a", seed=3, mode="unaligned", faults=crash,
-                         overrides={"workload.records": 400, "checkpointing.interval_ms": 20,
-                                    "network.buffer_size": 4096}).only
+    run = barriersim.run(
+        path,
+        out=tmp_path / "a",
+        seed=3,
+        mode="unaligned",
+        faults=crash,
+        overrides={"workload.records": 400, "checkpointing.interval_ms": 20, "network.buffer_size": 4096},
+    ).only
     plain = barriersim.run(path, out=tmp_path / "plain").only
     assert run.summary["trace_sha256"] != plain.summary["trace_sha256"]
     ran = load_scenario(run.scenario_file)

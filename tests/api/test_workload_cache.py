@@ -23,8 +23,13 @@ def generated(scenario):
     plan = split_plan(scenario, scenario.seed)
     table = pa.Table.from_batches([b for p in range(len(plan.splits)) for b in split_batches(plan, p)])
     splits = split_tables(table, tuple((v.name, v.parallelism) for v in scenario.job.graph.sources))
-    reference = (table.group_by("key").aggregate([("record_id", "count"), ("value", "sum")])
-                 .rename_columns(["key", "records", "expected_sum"]).sort_by("key").cast(REFERENCE_SCHEMA))
+    reference = (
+        table.group_by("key")
+        .aggregate([("record_id", "count"), ("value", "sum")])
+        .rename_columns(["key", "records", "expected_sum"])
+        .sort_by("key")
+        .cast(REFERENCE_SCHEMA)
+    )
     return splits, reference
 
 
@@ -39,9 +44,11 @@ def test_an_entry_is_read_back_as_written_and_shared_by_every_mode_and_fault_sch
     splits, reference = generated(tiny)
     path = workload_cache.store(tiny, splits, reference, root)
     assert sorted(p.name for p in path.iterdir()) == ["manifest.msgpack", "reference.arrow", "splits.arrow"]
-    other_mode = with_overrides(tiny, checkpointing=replace(tiny.checkpointing, interval_ms=999,
-                                                            mode=CheckpointingMode.AT_LEAST_ONCE),
-                                faults=as_faults([{"type": "crash_task", "task": "source#0", "at_ms": 50}]))
+    other_mode = with_overrides(
+        tiny,
+        checkpointing=replace(tiny.checkpointing, interval_ms=999, mode=CheckpointingMode.AT_LEAST_ONCE),
+        faults=as_faults([{"type": "crash_task", "task": "source#0", "at_ms": 50}]),
+    )
     found = workload_cache.lookup(other_mode, root)
     assert found.outcome is Lookup.HIT and found.path == path
     assert list(found.splits) == list(splits)
@@ -65,11 +72,17 @@ def test_a_changed_seed_workload_parallelism_or_generator_misses(tiny, tmp_path,
     assert workload_cache.lookup(tiny, root).outcome is Lookup.MISS
 
 
-@pytest.mark.parametrize("damage, problem", [
-    (lambda p: p.joinpath("splits.arrow").write_bytes(p.joinpath("splits.arrow").read_bytes()[:-10]), "splits.arrow: "),
-    (lambda p: p.joinpath("reference.arrow").unlink(), "reference.arrow: unreadable"),
-    (lambda p: p.joinpath("manifest.msgpack").write_bytes(b"\x93not a manifest"), "manifest.msgpack: "),
-])
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        (
+            lambda p: p.joinpath("splits.arrow").write_bytes(p.joinpath("splits.arrow").read_bytes()[:-10]),
+            "splits.arrow: ",
+        ),
+        (lambda p: p.joinpath("reference.arrow").unlink(), "reference.arrow: unreadable"),
+        (lambda p: p.joinpath("manifest.msgpack").write_bytes(b"\x93not a manifest"), "manifest.msgpack: "),
+    ],
+)
 def test_a_corrupt_entry_is_reported_naming_its_file_and_a_new_entry_replaces_it(tiny, tmp_path, damage, problem):
     root = tmp_path / "cache"
     splits, reference = generated(tiny)

@@ -28,13 +28,45 @@ ROOT = Path(__file__).parents[2]
 QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
 RAY = Path(sys.executable).parent / "ray"
 FLINK_CHECKPOINT_FIELDS = {
-    "id", "status", "is_savepoint", "trigger_timestamp", "latest_ack_timestamp", "end_to_end_duration",
-    "checkpointed_size", "state_size", "alignment_buffered", "processed_data", "persisted_data",
-    "num_subtasks", "num_acknowledged_subtasks", "checkpoint_type",
+    "id",
+    "status",
+    "is_savepoint",
+    "trigger_timestamp",
+    "latest_ack_timestamp",
+    "end_to_end_duration",
+    "checkpointed_size",
+    "state_size",
+    "alignment_buffered",
+    "processed_data",
+    "persisted_data",
+    "num_subtasks",
+    "num_acknowledged_subtasks",
+    "checkpoint_type",
 }
-SUMMARY_KEYS = ["scenario", "seed", "backend", "mode", "versions", "workload", "checkpointing", "restart",
-                "network", "cluster", "placement", "checkpoints", "verification", "job", "throughput", "faults", "faults_fired", "spark", "workload_cache", "timings_seconds",
-                "ray", "wall_seconds"]
+SUMMARY_KEYS = [
+    "scenario",
+    "seed",
+    "backend",
+    "mode",
+    "versions",
+    "workload",
+    "checkpointing",
+    "restart",
+    "network",
+    "cluster",
+    "placement",
+    "checkpoints",
+    "verification",
+    "job",
+    "throughput",
+    "faults",
+    "faults_fired",
+    "spark",
+    "workload_cache",
+    "timings_seconds",
+    "ray",
+    "wall_seconds",
+]
 
 TIMINGS = ["ray_start", "spark_start", "workload", "cache_write", "analytics", "deploy", "job", "verification"]
 # what a run must not print: Spark's, Ray's or log4j's warnings and errors, Ray's core worker lines, Python warnings
@@ -50,7 +82,11 @@ def assert_quiet(output: str) -> None:
 def barriersim(*args, **kw):
     return subprocess.Popen(
         [sys.executable, "-m", "barriersim.cli", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, **kw,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+        **kw,
     )
 
 
@@ -129,8 +165,9 @@ def all_modes_run(tmp_path_factory):
     out = tmp / "run"
     proc = barriersim("run", str(QUICKSTART), "--mode", "all", "--out", str(out), "--seed", "7", env=env)
     output, _ = proc.communicate(timeout=900)
-    return SimpleNamespace(out=out, output=output, returncode=proc.returncode, marker=marker, key=key,
-                           cache=tmp / "cache", planted=planted)
+    return SimpleNamespace(
+        out=out, output=output, returncode=proc.returncode, marker=marker, key=key, cache=tmp / "cache", planted=planted
+    )
 
 
 def test_all_modes_run_side_by_side_on_one_local_cluster(all_modes_run):
@@ -145,17 +182,26 @@ def test_all_modes_run_side_by_side_on_one_local_cluster(all_modes_run):
     for mode in ("aligned", "unaligned", "at-least-once"):
         summary = check_run_directory(out / mode, mode, 7)
         apps.add(summary["spark"]["app_id"])
-        shared.add(tuple(summary["timings_seconds"][k] for k in ("ray_start", "spark_start", "workload", "cache_write",
-                                                                  "analytics")))
+        shared.add(
+            tuple(
+                summary["timings_seconds"][k]
+                for k in ("ray_start", "spark_start", "workload", "cache_write", "analytics")
+            )
+        )
         assert f"{mode}: verdict: exactly-once  lost=0 duplicated=0 wrong=0" in output
         # the unreadable cache entry was reported, and Spark's workload and reference replaced it
-        assert summary["workload_cache"] == {"status": "corrupt", "key": all_modes_run.key,
-                                             "path": str(all_modes_run.planted.parent), "written": True,
-                                             "statistics": "spark"}
+        assert summary["workload_cache"] == {
+            "status": "corrupt",
+            "key": all_modes_run.key,
+            "path": str(all_modes_run.planted.parent),
+            "written": True,
+            "statistics": "spark",
+        }
     assert [line for line in output.splitlines() if "workload cache:" in line] == [
         f"barriersim: warning: workload cache: {all_modes_run.planted}: unreadable manifest (ExtraData: unpack(b) "
         "received extra data.); Spark recomputes the entry",
-        f"workload cache: unreadable entry: regenerated in Spark, entry written (key {all_modes_run.key})"], output
+        f"workload cache: unreadable entry: regenerated in Spark, entry written (key {all_modes_run.key})",
+    ], output
     # the modes side by side, with their checkpoint statistics, readable in 120 columns
     table = [line for line in output.splitlines() if line.startswith(("┃", "│"))]
     assert max(len(line) for line in table) <= 120
@@ -187,14 +233,20 @@ def test_a_warm_run_takes_the_workload_and_reference_from_the_cache_and_starts_n
     cold = json.loads((all_modes_run.out / "unaligned" / "summary.json").read_text())
     assert list(summary) == SUMMARY_KEYS
     assert summary["spark"] == {"started": False}
-    assert summary["workload_cache"] == {"status": "hit", "key": all_modes_run.key,
-                                         "path": str(all_modes_run.planted.parent), "written": False,
-                                         "statistics": "pandas"}
+    assert summary["workload_cache"] == {
+        "status": "hit",
+        "key": all_modes_run.key,
+        "path": str(all_modes_run.planted.parent),
+        "written": False,
+        "statistics": "pandas",
+    }
     assert list(summary["timings_seconds"]) == TIMINGS
     assert summary["timings_seconds"]["spark_start"] == summary["timings_seconds"]["cache_write"] == 0
     assert summary["workload"] == {**cold["workload"], "generated_by": "spark"}
     assert summary["verification"] == cold["verification"]
-    assert summary["verification"]["verdict"] == "exactly-once" and summary["verification"]["expected_records"] == 100_000
+    assert (
+        summary["verification"]["verdict"] == "exactly-once" and summary["verification"]["expected_records"] == 100_000
+    )
     assert [r["records"] for r in summary["throughput"]["sources"]] == [50_000, 50_000]
     analytics = read_analytics(out)
     assert analytics is not None and set(analytics.counts["run"]) == {"."}
@@ -252,14 +304,27 @@ def test_a_run_on_an_existing_cluster_leaves_it_running(tmp_path):
     temp_dir = tempfile.mkdtemp(prefix="bsray", dir="/tmp")  # short: Ray's socket paths live under it
     try:
         started = subprocess.run(
-            [str(RAY), "start", "--head", f"--port={port}", "--num-cpus=4", "--include-dashboard=false",
-             f"--temp-dir={temp_dir}", "--disable-usage-stats"],
-            env=env, capture_output=True, text=True, timeout=180)
+            [
+                str(RAY),
+                "start",
+                "--head",
+                f"--port={port}",
+                "--num-cpus=4",
+                "--include-dashboard=false",
+                f"--temp-dir={temp_dir}",
+                "--disable-usage-stats",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert started.returncode == 0, started.stdout + started.stderr
 
         out = tmp_path / "run"
-        proc = barriersim("run", str(QUICKSTART), "--address", address, "--out", str(out), "--seed", "3", "--no-cache",
-                          env=env)
+        proc = barriersim(
+            "run", str(QUICKSTART), "--address", address, "--out", str(out), "--seed", "3", "--no-cache", env=env
+        )
         output, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, output
         assert "verdict: exactly-once" in output and "lost=0 duplicated=0 wrong=0" in output
@@ -267,12 +332,18 @@ def test_a_run_on_an_existing_cluster_leaves_it_running(tmp_path):
         summary = check_run_directory(out, "aligned", 3)
         # --no-cache: Spark generated the workload, and the cache was neither read nor written
         key = workload_cache.cache_key(replace(load_scenario(QUICKSTART), seed=3))
-        assert summary["workload_cache"] == {"status": "disabled", "key": key, "path": None, "written": False,
-                                             "statistics": "spark"}
+        assert summary["workload_cache"] == {
+            "status": "disabled",
+            "key": key,
+            "path": None,
+            "written": False,
+            "statistics": "spark",
+        }
         assert not workload_cache.entry_path(key).exists()
 
-        status = subprocess.run([str(RAY), "status", f"--address={address}"], env=env, capture_output=True,
-                                text=True, timeout=120)
+        status = subprocess.run(
+            [str(RAY), "status", f"--address={address}"], env=env, capture_output=True, text=True, timeout=120
+        )
         assert status.returncode == 0, status.stdout + status.stderr  # the run did not stop the cluster
         assert "4.0 CPU" in status.stdout or "/4.0 CPU" in status.stdout, status.stdout
     finally:
@@ -293,6 +364,7 @@ def test_ctrl_c_stops_spark_and_ray(tmp_path):
     rest, _ = proc.communicate(timeout=180)
     assert proc.returncode == 130, rest
     assert [line for line in rest.splitlines() if "interrupted" in line] == [
-        "barriersim: interrupted; Spark and Ray were stopped"], rest
+        "barriersim: interrupted; Spark and Ray were stopped"
+    ], rest
     assert "Traceback" not in rest
     assert stray_processes(marker) == []

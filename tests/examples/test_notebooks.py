@@ -20,8 +20,9 @@ MODES = ("aligned", "unaligned", "at-least-once")
 
 def execute(path: Path, cwd: Path):
     notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, kernel_name="python3", timeout=600, startup_timeout=300,
-                   resources={"metadata": {"path": str(cwd)}}).execute()
+    NotebookClient(
+        notebook, kernel_name="python3", timeout=600, startup_timeout=300, resources={"metadata": {"path": str(cwd)}}
+    ).execute()
     return notebook
 
 
@@ -44,7 +45,8 @@ def test_the_alignment_notebook_runs_a_sweep_and_plots_alignment_against_skew(tm
     notebook = execute(EXAMPLES / "alignment_vs_skew.ipynb", tmp_path)
     # the sweep ran on the simulator into the working directory, every point in every mode
     assert sorted(p.name for p in (tmp_path / "runs" / "skew-sweep").iterdir() if p.name.startswith("zipf")) == [
-        f"zipf_exponent={z}" for z in ("0.0", "0.5", "1.0", "1.5")]
+        f"zipf_exponent={z}" for z in ("0.0", "0.5", "1.0", "1.5")
+    ]
     # its tables, loaded with pandas: a row of alignment and start delay percentiles per point and mode
     [summary] = [o for o in tagged(notebook, "summary").outputs if o.output_type == "execute_result"]
     table = summary.data["text/html"]

@@ -10,7 +10,10 @@ import pytest
 from tests.golden.golden_runs import GOLDEN, generated_cases, golden_entry, library_cases
 
 RECORDED = json.loads(GOLDEN.read_text())["entries"]
-CASES = {name: (scenario, mode, seed, faults) for name, scenario, mode, seed, faults in [*library_cases(), *generated_cases()]}
+CASES = {
+    name: (scenario, mode, seed, faults)
+    for name, scenario, mode, seed, faults in [*library_cases(), *generated_cases()]
+}
 
 
 def test_every_case_is_recorded_and_every_recorded_case_still_exists():

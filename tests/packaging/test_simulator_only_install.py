@@ -22,8 +22,19 @@ pytestmark = pytest.mark.install
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "scenarios" / "quickstart.toml"
 EXTRAS_ONLY = ("ray", "pyspark", "raydp", "matplotlib")
-COPY_IGNORE = shutil.ignore_patterns(".git", ".venv", "runs", "build", "*.egg-info", "__pycache__", ".pytest_cache",
-                                     ".hypothesis", "spark-warehouse", "metastore_db", "derby.log")
+COPY_IGNORE = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "runs",
+    "build",
+    "*.egg-info",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    "spark-warehouse",
+    "metastore_db",
+    "derby.log",
+)
 
 
 def _env() -> dict[str, str]:
@@ -35,8 +46,7 @@ def _env() -> dict[str, str]:
 
 
 def _run(args: list, cwd: Path, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in args], cwd=cwd, env=_env(), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([str(a) for a in args], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout)
 
 
 def _check(proc: subprocess.CompletedProcess, what: str) -> None:
@@ -50,8 +60,9 @@ def sim_venv(tmp_path_factory) -> Path:
     shutil.copytree(REPO, source, ignore=COPY_IGNORE)
     venv = root / "venv"
     _check(_run([sys.executable, "-m", "venv", venv], root, 120), "python -m venv")
-    install = _run([venv / "bin" / "python", "-m", "pip", "install", "-v", "-c", source / "constraints.txt", source],
-                   root, 600)
+    install = _run(
+        [venv / "bin" / "python", "-m", "pip", "install", "-v", "-c", source / "constraints.txt", source], root, 600
+    )
     _check(install, "pip install (no extras)")
     output = install.stdout + install.stderr
     assert "SetuptoolsDeprecationWarning" not in output and "SetuptoolsWarning" not in output, output[-4000:]
@@ -62,13 +73,19 @@ def test_installs_no_extra(sim_venv):
     for module in EXTRAS_ONLY:
         proc = _run([sim_venv / "bin" / "python", "-c", f"import {module}"], sim_venv.parent, 60)
         assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, f"import {module} worked: {proc}"
-    core = "import barriersim.strategies, barriersim.sim_backend, msgpack, numpy, pandas, pyarrow, hypothesis, rich, tomli_w"
+    core = (
+        "import barriersim.strategies, barriersim.sim_backend, msgpack, numpy, pandas, pyarrow, hypothesis, rich, "
+        "tomli_w"
+    )
     _check(_run([sim_venv / "bin" / "python", "-c", core], sim_venv.parent, 60), "importing the core")
 
 
 def test_scenario_library_is_package_data(sim_venv):
-    code = ("import importlib.resources as r; "
-            "print('\\n'.join(sorted(p.name for p in r.files('barriersim.scenarios').iterdir() if p.name.endswith('.toml'))))")
+    code = (
+        "import importlib.resources as r; "
+        "print('\\n'.join(sorted(p.name for p in r.files('barriersim.scenarios').iterdir() if "
+        "p.name.endswith('.toml'))))"
+    )
     proc = _run([sim_venv / "bin" / "python", "-c", code], sim_venv.parent, 60)
     _check(proc, "listing barriersim.scenarios")
     assert proc.stdout.split() == sorted(p.name for p in (REPO / "scenarios").glob("*.toml"))
@@ -84,8 +101,21 @@ def test_run_and_replay_on_the_simulator(sim_venv):
     assert summary["verification"]["verdict"] == "exactly-once"
     assert summary["versions"]["ray"] is None and summary["versions"]["pyspark"] is None
 
-    replay = _run([barriersim, "replay", QUICKSTART, "--seed", summary["seed"], "--mode", summary["mode"],
-                   "--out", work / "replay"], work, 300)
+    replay = _run(
+        [
+            barriersim,
+            "replay",
+            QUICKSTART,
+            "--seed",
+            summary["seed"],
+            "--mode",
+            summary["mode"],
+            "--out",
+            work / "replay",
+        ],
+        work,
+        300,
+    )
     _check(replay, "barriersim replay")
     replayed = json.loads((work / "replay" / "summary.json").read_text())
     assert replayed["verification"]["verdict"] == "exactly-once"

@@ -1,10 +1,13 @@
 """A window that fires again after a restore with only replayed records, found by the whole-job property
-(at-least-once): sources -> union -> hash -> 5 ms tumbling windows -> a direct sink; a declined checkpoint fails
-the job over to checkpoint 1. Without alignment the window [20, 25) fired in full before the window task's snapshot
-of checkpoint 1; after the restore it fires again with only the replayed records, as Flink's at-least-once mode
-lets it, and the reference counts that smaller row as a duplicate. The case's story and its re-timings:
-``docs/modules.md``, ``tests/properties/test_refired_window.py``.
-"""
+(at-least-once, 1,000 random examples per mode): sources -> union -> hash -> 5 ms tumbling windows -> a direct sink;
+a declined checkpoint fails the job over to checkpoint 1. Without alignment, records after a source's checkpoint
+offset pass the barriers of the channels that are ahead, so the window [20, 25) reached its end of event time and
+fired in full before the window task's snapshot of checkpoint 1, which therefore holds none of its records. After the
+restore the records after the offsets are replayed and the window fires a second time with only them, as Flink's
+at-least-once mode lets it. The reference (``runtime.verification.reference``, at-least-once over aggregates) counts that
+smaller row as a duplicate because the window's full row is there too; before it did, it counted it as wrong and the
+property failed on this case.
+(Its re-timings: ``test_a_window_fires_again_after_the_restore_with_only_the_replayed_records``.)"""
 
 from pathlib import Path
 
@@ -22,7 +25,7 @@ WINDOW_START, WINDOW_MS, HOT_KEY = 20, 5, 0
 
 def _replayed_sum(job, checkpoint_id: int) -> int:
     """The values of the window's records that lie after the sources' offsets in checkpoint ``checkpoint_id``."""
-    _, metadata = job.job_master.completed_in_epoch[checkpoint_id]
+    _, metadata = job.dispatcher.completed_in_epoch()[checkpoint_id]
     total = 0
     for operator in metadata.operator_states:
         if operator.operator_id not in job.splits:
@@ -37,6 +40,9 @@ def _replayed_sum(job, checkpoint_id: int) -> int:
 
 
 def test_a_window_fires_again_after_the_restore_with_only_the_replayed_records():
+    """The case was re-timed, its seed and slowdown, when a paced source's step became
+    what its rate allows in 10 ms at every rate, and ends where an output is backpressured; its slowdown again, to x30
+    until 28 ms, when a step became slowed only for its part inside a slowdown's window."""
     job, result, _, _ = simulate_and_verify(load_scenario(REFIRED_WINDOW))
     assert not job.config.checkpointing.mode.exactly_once and result.restored_checkpoint_ids == [1]
     rows = sorted(tuple(int(x) for x in row[:3]) for row in RecordBatch.of(result.committed_output).to_rows()

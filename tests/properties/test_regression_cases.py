@@ -8,8 +8,8 @@ import pytest
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import load_scenario
-from tests.modes import in_test_mode
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
+from tests.modes import in_test_mode
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.toml"))
 

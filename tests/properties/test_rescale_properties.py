@@ -1,17 +1,13 @@
-"""Property-based testing of rescale sequences on the simulator: random topologies and configurations, two or
-three jobs in a row, each but the last stopped with a savepoint or cancelled and followed by a job restored from
-its savepoint (or its retained checkpoint) with new parallelisms (``barriersim.strategies.action_schedules``),
-random task faults and faults aimed at the actions (a crash while a savepoint is taken, a failed savepoint write, a
-crash during the restore). Every run keeps its mode's guarantee (the oracle, against the whole workload or against
-what the snapshot a stopped or cancelled last job ended with accounts for; a last job that failed after its stop's
-savepoint completed ends FAILED, as Flink's does, and is verified against that savepoint), every completed checkpoint of every
-job is a consistent cut, checkpoint ids never repeat within a job, every restored job has the parallelism its
-restore asked for, and a job restored from a snapshot reports it as Flink's ``latest.restored``. A failing
-example is saved as a scenario file and its one-line ``barriersim replay`` command printed.
-
-CI runs a fixed, reproducible set of examples (derandomized, no example database): ``BARRIERSIM_PROPERTY_RANDOM=1``
-draws new ones and ``BARRIERSIM_PROPERTY_EXAMPLES=N`` sets the budget per mode (default 40; this property runs
-half of it)."""
+"""Property-based rescale sequences on the simulator: two or three jobs in a row, each but the last stopped with a
+savepoint or cancelled and followed by a job restored from it with new parallelisms, with random task faults and
+faults aimed at the actions. Holds: every run keeps its mode's guarantee (against the whole workload, or against
+the snapshot a stopped or cancelled last job ended with; a last job that failed after its stop's savepoint
+completed ends FAILED, as Flink's does, and is verified against that savepoint), every completed checkpoint is a
+consistent cut, checkpoint ids never repeat within a job, a restored job has the parallelism its restore asked for
+and reports its snapshot as Flink's ``latest.restored``. A failing example is saved as a scenario file with its
+``barriersim replay`` command. Examples are derandomized (docs/property-testing.md); this property runs half
+of the budget per mode.
+"""
 
 import pytest
 from hypothesis import given, note
@@ -30,8 +26,10 @@ def check(case, outcome) -> None:
     last = report.jobs[-1]
     ended_by = [o["operation"] for o in last.operations if o["status"] == "COMPLETED"]
     expected_end = JobOutcome.CANCELED if "cancel" in ended_by else JobOutcome.FINISHED
-    if any(o["operation"] == "stop_with_savepoint" and (o["failure"] or "").startswith("A savepoint has been created at")
-           for o in last.operations):
+    if any(
+        o["operation"] == "stop_with_savepoint" and (o["failure"] or "").startswith("A savepoint has been created at")
+        for o in last.operations
+    ):
         # a failure after its stop's savepoint completed fails the job (Flink's StopWithSavepointStoppingException);
         # the run is verified against that savepoint
         expected_end = JobOutcome.FAILED
@@ -39,15 +37,22 @@ def check(case, outcome) -> None:
         # a task never told that the stop's savepoint completed waits for it, as Flink's does (its stop never
         # ends): allowed only when the fault schedule lost that notification
         stops = {o["checkpoint_id"] for o in last.operations if o["operation"] == "stop_with_savepoint"}
-        lost = [f for f in sim.fault_log if f["type"] == "drop_message" and f["kind"] == "notify_complete"
-                and f["fired"] and f.get("checkpoint_id") in stops | {None}]
+        lost = [
+            f
+            for f in sim.fault_log
+            if f["type"] == "drop_message"
+            and f["kind"] == "notify_complete"
+            and f["fired"]
+            and f.get("checkpoint_id") in stops | {None}
+        ]
         assert lost, "the job did not end after its stop-with-savepoint completed"
         return
     assert sim.outcome is expected_end, f"the run ended {sim.outcome.value}, not {expected_end.value}"
     assert verdict.lost == 0, f"lost {verdict.lost} records"
     assert verdict.wrong == 0, f"{verdict.wrong} wrong records"
     if case.mode != "at-least-once":
-        # at-least-once may count a replayed record twice in keyed state (runtime.verification.reference): sums may run high
+        # at-least-once may count a replayed record twice in keyed state (runtime.verification.reference):
+        # sums may run high
         assert verdict.final_sum_mismatched_keys == 0, f"{verdict.final_sum_mismatched_keys} keys with a wrong sum"
         assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
     assert not outcome.cut_violations, "not a consistent cut: " + "; ".join(map(str, outcome.cut_violations[:3]))

@@ -15,9 +15,17 @@ from pathlib import Path
 
 import pytest
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--allow-file-access-from-files")  # the script reads the images' pixels: file:// pages are one origin
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--allow-file-access-from-files",
+)  # the script reads the images' pixels: file:// pages are one origin
 TIMEOUT_S = 180
 
 MEASURE = """<script>
@@ -51,15 +59,23 @@ window.addEventListener('load', () => {
 def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
-        pytest.fail("chromium not found: the report's browser test needs Debian's chromium package "
-                    "(apt-get install chromium; make test installs it)", pytrace=False)
+        pytest.fail(
+            "chromium not found: the report's browser test needs Debian's chromium package "
+            "(apt-get install chromium; make test installs it)",
+            pytrace=False,
+        )
     return found
 
 
 def _run(*args: str, width: int, height: int) -> str:
     with tempfile.TemporaryDirectory(prefix="barriersim-chromium-") as profile:
-        done = subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}",
-                               *args], capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [chromium(), *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}", *args],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     assert done.returncode == 0, f"chromium exited {done.returncode}: {done.stderr[-2000:]}"
     return done.stdout
 

@@ -49,7 +49,12 @@ def test_summary_percentiles_and_counts_match_hand_computation(tmp_path):
     assert len(result.summary) == 2 * 7  # five checkpoint metrics and two subtask metrics per run
 
     keys = result.summary.drop_duplicates("run").set_index("run")
-    assert keys.loc["unaligned", ["mode", "scenario", "seed", "zipf_exponent"]].tolist() == ["unaligned", "tiny", 3, 2.0]
+    assert keys.loc["unaligned", ["mode", "scenario", "seed", "zipf_exponent"]].tolist() == [
+        "unaligned",
+        "tiny",
+        3,
+        2.0,
+    ]
 
     counts = result.counts.set_index("run")[["restored", "total", "in_progress", "completed", "failed"]]
     assert counts.loc["aligned"].tolist() == [2, 7, 1, 4, 2]  # a failed trigger without a row, from summary.json

@@ -51,7 +51,9 @@ def test_directory_without_runs(tmp_path, capsys):
 def test_run_without_checkpoint_table(tmp_path, capsys):
     (tmp_path / "summary.json").write_text('{"mode": "aligned"}')
     line = report_error(capsys, str(tmp_path))
-    assert line == f"barriersim report: {tmp_path / 'checkpoints.parquet'}: missing (the run has no checkpoint statistics)"
+    assert (
+        line == f"barriersim report: {tmp_path / 'checkpoints.parquet'}: missing (the run has no checkpoint statistics)"
+    )
 
 
 def test_invalid_summary_json(tmp_path, capsys):

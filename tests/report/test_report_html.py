@@ -14,7 +14,7 @@ import pytest
 
 from barriersim.report import cli as report_cli
 from barriersim.report.html import FIGURES, build_report
-from barriersim.spark.analytics import COUNT_COLUMNS, SUMMARY_COLUMNS, Analytics
+from barriersim.spark.analytics import SUMMARY_COLUMNS, Analytics
 from tests.report.rundirs import two_mode_run_dir
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -24,16 +24,55 @@ def hand_analytics() -> Analytics:
     rows = []
     for run, mode in (("aligned", "aligned"), ("unaligned", "unaligned")):
         keys = {"run": run, "mode": mode, "scenario": "tiny", "seed": 7, "zipf_exponent": 1.0}
-        for scope, metric in (("checkpoint", "end_to_end_duration"), ("checkpoint", "persisted_data"),
-                              ("subtask", "alignment_duration")):
-            rows.append({**keys, "scope": scope, "metric": metric, "count": 3, "min": 1.0, "max": 3.0,
-                         "avg": 2.0, "p50": 2.0, "p90": 2.8, "p95": 2.9, "p99": 2.98, "p999": 12345.5})
-    counts = pd.DataFrame([
-        {"run": "aligned", "mode": "aligned", "scenario": "tiny", "seed": 7, "zipf_exponent": 1.0,
-         "restored": 0, "total": 4, "in_progress": 0, "completed": 3, "failed": 1},
-        {"run": "unaligned", "mode": "unaligned", "scenario": "tiny", "seed": 7, "zipf_exponent": 1.0,
-         "restored": 0, "total": 3, "in_progress": 0, "completed": 3, "failed": 0},
-    ])
+        for scope, metric in (
+            ("checkpoint", "end_to_end_duration"),
+            ("checkpoint", "persisted_data"),
+            ("subtask", "alignment_duration"),
+        ):
+            rows.append(
+                {
+                    **keys,
+                    "scope": scope,
+                    "metric": metric,
+                    "count": 3,
+                    "min": 1.0,
+                    "max": 3.0,
+                    "avg": 2.0,
+                    "p50": 2.0,
+                    "p90": 2.8,
+                    "p95": 2.9,
+                    "p99": 2.98,
+                    "p999": 12345.5,
+                }
+            )
+    counts = pd.DataFrame(
+        [
+            {
+                "run": "aligned",
+                "mode": "aligned",
+                "scenario": "tiny",
+                "seed": 7,
+                "zipf_exponent": 1.0,
+                "restored": 0,
+                "total": 4,
+                "in_progress": 0,
+                "completed": 3,
+                "failed": 1,
+            },
+            {
+                "run": "unaligned",
+                "mode": "unaligned",
+                "scenario": "tiny",
+                "seed": 7,
+                "zipf_exponent": 1.0,
+                "restored": 0,
+                "total": 3,
+                "in_progress": 0,
+                "completed": 3,
+                "failed": 0,
+            },
+        ]
+    )
     return Analytics(summary=pd.DataFrame(rows)[list(SUMMARY_COLUMNS)], counts=counts)
 
 
@@ -81,8 +120,17 @@ def test_report_writes_html_with_all_four_pngs(run_dir, no_spark, capsys):
     assert_pngs(html)
     text = html.read_text()
     # Flink's names in the summary table, the hand-made numbers, counts, and each run's verification block.
-    for name in ("end_to_end_duration", "persisted_data", "alignment_duration", "p50", "p999", "restored",
-                 "in_progress", "completed", "failed"):
+    for name in (
+        "end_to_end_duration",
+        "persisted_data",
+        "alignment_duration",
+        "p50",
+        "p999",
+        "restored",
+        "in_progress",
+        "completed",
+        "failed",
+    ):
         assert f"<th>{name}</th>" in text or f"<td>{name}</td>" in text, name
     assert "12,345.5" in text
     assert text.count("&quot;verdict&quot;: &quot;exactly-once&quot;") == 2

@@ -34,8 +34,14 @@ def broken_images(measured: dict, figures: dict) -> list[str]:
     for img in measured["images"]:
         drawn = figures.get(img["src"], {})
         pixels = img["width"] * img["height"]
-        if (img["error"] or not img["complete"] or not pixels or img["opaque"] != pixels or img["ink"] < 0.005 * pixels
-                or (img["width"], img["height"]) != (drawn.get("width_px"), drawn.get("height_px"))):
+        if (
+            img["error"]
+            or not img["complete"]
+            or not pixels
+            or img["opaque"] != pixels
+            or img["ink"] < 0.005 * pixels
+            or (img["width"], img["height"]) != (drawn.get("width_px"), drawn.get("height_px"))
+        ):
             broken.append(img["src"])
     return broken
 
@@ -69,7 +75,7 @@ def test_a_missing_or_truncated_image_is_found(report, tmp_path):
     copy = tmp_path / "report"
     shutil.copytree(report.html.parent, copy)
     whole = (copy / "end_to_end.png").read_bytes()
-    (copy / "end_to_end.png").write_bytes(whole[:len(whole) // 3])
+    (copy / "end_to_end.png").write_bytes(whole[: len(whole) // 3])
     (copy / "persisted_data.png").unlink()
     figures = json.loads((copy / "figures.json").read_text())
     assert broken_images(measure(copy / report.html.name), figures) == ["end_to_end.png", "persisted_data.png"]

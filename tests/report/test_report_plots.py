@@ -13,8 +13,12 @@ from tests.report.rundirs import TRIGGER0, checkpoint_row, subtask_row, two_mode
 
 
 def test_phases_derived_from_flink_subtask_statistics():
-    sts = pd.DataFrame([subtask_row(0, "sink#0", start_delay=30, alignment=12, sync=3, ack_after=70),
-                        subtask_row(0, "source#0", start_delay=5, alignment=0, sync=1, ack_after=9)])
+    sts = pd.DataFrame(
+        [
+            subtask_row(0, "sink#0", start_delay=30, alignment=12, sync=3, ack_after=70),
+            subtask_row(0, "source#0", start_delay=5, alignment=0, sync=1, ack_after=9),
+        ]
+    )
     phases = barrier_phases(sts, TRIGGER0)
     assert phases["task"].tolist() == ["source#0", "sink#0"]  # no graph given: by the vertices' median start delay
     assert phases.iloc[1][["first_barrier", "alignment_end", "snapshot_end", "ack"]].tolist() == [30, 42, 45, 70]
@@ -23,8 +27,9 @@ def test_phases_derived_from_flink_subtask_statistics():
 
 def test_phases_prefer_timeline_columns_when_present():
     row = subtask_row(0, "sink#0", start_delay=30, alignment=12, sync=3, ack_after=70)
-    row.update(first_barrier_timestamp=TRIGGER0 + 20, alignment_end_timestamp=TRIGGER0 + 50,
-               snapshot_timestamp=TRIGGER0 + 60)
+    row.update(
+        first_barrier_timestamp=TRIGGER0 + 20, alignment_end_timestamp=TRIGGER0 + 50, snapshot_timestamp=TRIGGER0 + 60
+    )
     phases = barrier_phases(pd.DataFrame([row]), TRIGGER0)
     assert phases.iloc[0][["first_barrier", "alignment_end", "snapshot_end", "ack"]].tolist() == [20, 50, 60, 70]
 
@@ -65,32 +70,45 @@ def test_runs_found_in_both_layouts_with_run_columns(tmp_path):
 
 
 def test_a_subtask_with_its_placement_is_labelled_with_its_taskmanager_and_channel_kinds(tmp_path):
-    rows = [subtask_row(0, "sink#0", start_delay=30, alignment=12, sync=3, ack_after=70),
-            subtask_row(0, "keyed-sum#1", start_delay=5, alignment=2, sync=1, ack_after=9)]
+    rows = [
+        subtask_row(0, "sink#0", start_delay=30, alignment=12, sync=3, ack_after=70),
+        subtask_row(0, "keyed-sum#1", start_delay=5, alignment=2, sync=1, ack_after=9),
+    ]
     rows[0].update(taskmanager=0, local_input_channels=1, remote_input_channels=3)
     rows[1].update(taskmanager=1, local_input_channels=1, remote_input_channels=1)
     phases = barrier_phases(pd.DataFrame(rows), TRIGGER0)
     assert [subtask_label(p) for _, p in phases.iterrows()] == [
-        "keyed-sum#1 · TM1 · in 1 local / 1 remote", "sink#0 · TM0 · in 1 local / 3 remote"]
+        "keyed-sum#1 · TM1 · in 1 local / 1 remote",
+        "sink#0 · TM0 · in 1 local / 3 remote",
+    ]
     # without them (an older run), the task name alone
     assert subtask_label(barrier_phases(pd.DataFrame([subtask_row(0, "t", 1, 1, 1, 9)]), TRIGGER0).iloc[0]) == "t"
     checkpoints = pd.DataFrame([checkpoint_row(0, 70)]).assign(run=".", mode="aligned")
-    [figure] = plot_barrier_timeline(checkpoints, pd.DataFrame(rows).assign(run=".", mode="aligned"),
-                                     tmp_path / "t.png")
+    [figure] = plot_barrier_timeline(
+        checkpoints, pd.DataFrame(rows).assign(run=".", mode="aligned"), tmp_path / "t.png"
+    )
     assert figure.png.stat().st_size > 0
-    assert figure.panels[0].ytick_labels == ["keyed-sum#1 · TM1 · in 1 local / 1 remote",
-                                             "sink#0 · TM0 · in 1 local / 3 remote"]
+    assert figure.panels[0].ytick_labels == [
+        "keyed-sum#1 · TM1 · in 1 local / 1 remote",
+        "sink#0 · TM0 · in 1 local / 3 remote",
+    ]
 
 
 def test_a_subtask_finished_before_the_drawn_checkpoint_keeps_its_row_labelled_finished(tmp_path):
     """A source that finished (FLIP-147) acknowledges no later checkpoint: the timeline of the longest checkpoint,
     taken after it finished, still lists it in the job's order, labelled finished and without bars."""
-    rows = [subtask_row(1, "source#0", 0, 0, 1, 5), subtask_row(1, "sink#0", 4, 1, 1, 9),
-            subtask_row(2, "sink#0", 20, 10, 1, 40)]  # checkpoint 2: the source had finished
+    rows = [
+        subtask_row(1, "source#0", 0, 0, 1, 5),
+        subtask_row(1, "sink#0", 4, 1, 1, 9),
+        subtask_row(2, "sink#0", 20, 10, 1, 40),
+    ]  # checkpoint 2: the source had finished
     checkpoints = pd.DataFrame([checkpoint_row(1, 9, subtasks=2), checkpoint_row(2, 40, subtasks=2)])
-    [figure] = plot_barrier_timeline(checkpoints.assign(run=".", mode="aligned"),
-                                   pd.DataFrame(rows).assign(run=".", mode="aligned"), tmp_path / "t.png",
-                                   vertices=["source", "sink"])
+    [figure] = plot_barrier_timeline(
+        checkpoints.assign(run=".", mode="aligned"),
+        pd.DataFrame(rows).assign(run=".", mode="aligned"),
+        tmp_path / "t.png",
+        vertices=["source", "sink"],
+    )
     assert figure.panels[0].ytick_labels == ["source#0 · finished", "sink#0"]
 
 
@@ -99,8 +117,11 @@ def test_alignment_and_start_delay_leave_out_subtasks_finished_before_the_trigge
     counts only the subtasks that took part."""
     from barriersim.report.plots import plot_alignment_and_start_delay
 
-    rows = [subtask_row(1, "keyed#0", 4, 12, 1, 30), subtask_row(1, "sink#0", 20, 7, 1, 40),
-            {**subtask_row(1, "source#0", 0, 0, 0, 0), "finished": True}]
+    rows = [
+        subtask_row(1, "keyed#0", 4, 12, 1, 30),
+        subtask_row(1, "sink#0", 20, 7, 1, 40),
+        {**subtask_row(1, "source#0", 0, 0, 0, 0), "finished": True},
+    ]
     subtasks = pd.DataFrame(rows).assign(run=".", mode="aligned")
     subtasks["finished"] = subtasks["finished"].fillna(False)
     checkpoints = pd.DataFrame([checkpoint_row(1, 40)]).assign(run=".", mode="aligned")

@@ -24,12 +24,15 @@ def no_spark(monkeypatch):
     monkeypatch.setattr(session.RayAndSpark, "start_ray", refuse)
 
 
-@pytest.mark.parametrize("values, expected", [
-    ([10, 20, 30, 40], {"p50": 25.0, "p90": 40.0, "p95": 40.0, "p99": 40.0, "p999": 40.0}),
-    ([5], {"p50": 5.0, "p90": 5.0, "p95": 5.0, "p99": 5.0, "p999": 5.0}),
-    (list(range(1, 101)), {"p50": 50.5, "p90": 90.9, "p95": 95.95, "p99": 99.99, "p999": 100.0}),
-    ([], {"p50": None, "p90": None, "p95": None, "p99": None, "p999": None}),
-])
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        ([10, 20, 30, 40], {"p50": 25.0, "p90": 40.0, "p95": 40.0, "p99": 40.0, "p999": 40.0}),
+        ([5], {"p50": 5.0, "p90": 5.0, "p95": 5.0, "p99": 5.0, "p999": 5.0}),
+        (list(range(1, 101)), {"p50": 50.5, "p90": 90.9, "p95": 95.95, "p99": 99.99, "p999": 100.0}),
+        ([], {"p50": None, "p90": None, "p95": None, "p99": None, "p999": None}),
+    ],
+)
 def test_flink_percentile_is_commons_maths_legacy_estimate(values, expected):
     got = {name: flink_percentile(sorted(values), q) for name, q in PERCENTILES}
     assert got == pytest.approx(expected)
@@ -49,8 +52,9 @@ def test_report_of_a_small_simulator_run_starts_no_spark_and_is_reused(tmp_path,
     assert stamp is not None and set(analytics.counts["run"]) == set(result)
     for mode, run in result.items():
         done = run.checkpoints[run.checkpoints["status"] == "COMPLETED"]
-        row = analytics.summary[(analytics.summary["run"] == mode)
-                                & (analytics.summary["metric"] == "end_to_end_duration")].iloc[0]
+        row = analytics.summary[
+            (analytics.summary["run"] == mode) & (analytics.summary["metric"] == "end_to_end_duration")
+        ].iloc[0]
         values = sorted(done["end_to_end_duration"].astype(float))
         assert row["count"] == len(values) and row["max"] == values[-1]
         assert row["p90"] == pytest.approx(flink_percentile(values, 0.9))
@@ -64,8 +68,10 @@ def test_report_of_a_small_simulator_run_starts_no_spark_and_is_reused(tmp_path,
     monkeypatch.setattr(report_cli, "compute_analytics", refuse)
     assert report_cli.main(["report", str(tmp_path / "run")]) == 0
     assert written_at(tmp_path / "run") == stamp
-    assert capsys.readouterr().err.splitlines() == ["reusing the checkpoint statistics in analytics/",
-                                                    "drawing the figures"]
+    assert capsys.readouterr().err.splitlines() == [
+        "reusing the checkpoint statistics in analytics/",
+        "drawing the figures",
+    ]
 
 
 def test_only_small_simulator_runs_are_computed_locally(tmp_path):

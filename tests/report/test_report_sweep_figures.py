@@ -51,8 +51,10 @@ def test_end_to_end_and_persisted_data_are_drawn_per_sweep_point(simulated):
     unaligned = {s["label"]: s for s in per_point["series"]}["unaligned"]
     assert max(unaligned["y"]) > 0
     # beside it, per checkpoint, every unaligned run of the sweep that persisted data, each in its own colour
-    assert [s["label"] for s in per_checkpoint["series"]] == ["unaligned · zipf_exponent=0.0",
-                                                             "unaligned · zipf_exponent=2.0"]
+    assert [s["label"] for s in per_checkpoint["series"]] == [
+        "unaligned · zipf_exponent=0.0",
+        "unaligned · zipf_exponent=2.0",
+    ]
 
 
 def test_the_timeline_of_a_sweep_is_a_grid_of_points_by_modes(simulated):

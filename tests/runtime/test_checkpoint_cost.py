@@ -9,8 +9,15 @@ import pytest
 
 from barriersim.runtime.checkpoint_cost import FREE, MIB, NO_COST, Charging, CheckpointCostModel, CostCharger
 
-FLAT = CheckpointCostModel(snapshot_fixed_ms=2.0, snapshot_mib_per_s=100.0, async_fixed_ms=5.0, upload_mib_per_s=50.0,
-                           file_latency_ms=3.0, channel_state_fixed_ms=4.0, latency_sigma=0.0)
+FLAT = CheckpointCostModel(
+    snapshot_fixed_ms=2.0,
+    snapshot_mib_per_s=100.0,
+    async_fixed_ms=5.0,
+    upload_mib_per_s=50.0,
+    file_latency_ms=3.0,
+    channel_state_fixed_ms=4.0,
+    latency_sigma=0.0,
+)
 
 
 def test_each_piece_is_its_fixed_part_plus_bytes_over_bandwidth_plus_a_latency_per_file():
@@ -45,8 +52,9 @@ def test_the_simulator_charges_everything_and_ray_only_an_emulated_remote_store(
     assert (sim.sync_ms(0), sim.async_ms(0, 1), sim.channel_state_ms(0, 0), sim.metadata_ms(0)) == (2.0, 8.0, 4.0, 3.0)
     ray = CostCharger(FLAT, Charging.REAL_TIME, random.Random(0))
     assert (ray.sync_ms(MIB), ray.async_ms(MIB, 1), ray.channel_state_ms(MIB, 1), ray.metadata_ms(MIB)) == (0, 0, 0, 0)
-    remote = CostCharger(CheckpointCostModel(**{**FLAT.__dict__, "emulate_remote_store": True}), Charging.REAL_TIME,
-                         random.Random(0))
+    remote = CostCharger(
+        CheckpointCostModel(**{**FLAT.__dict__, "emulate_remote_store": True}), Charging.REAL_TIME, random.Random(0)
+    )
     # real work took real time; the emulated store adds only its uploads (no fixed parts: those were real too)
     assert remote.sync_ms(MIB) == 0 and remote.async_ms(MIB, 1) == pytest.approx(3.0 + 20.0)
     assert remote.metadata_ms(0) == pytest.approx(3.0)
@@ -57,8 +65,10 @@ def test_no_cost_charges_exactly_nothing():
     assert NO_COST.upload_mib_per_s == math.inf
 
 
-@pytest.mark.parametrize("field, value", [("async_fixed_ms", -1.0), ("upload_mib_per_s", 0.0),
-                                          ("latency_sigma", float("nan")), ("file_latency_ms", "1")])
+@pytest.mark.parametrize(
+    "field, value",
+    [("async_fixed_ms", -1.0), ("upload_mib_per_s", 0.0), ("latency_sigma", float("nan")), ("file_latency_ms", "1")],
+)
 def test_a_bad_figure_is_refused_naming_the_storage_key(field, value):
     with pytest.raises(ValueError, match=f"storage.{field}"):
         CheckpointCostModel(**{field: value})

@@ -11,10 +11,13 @@ from collections import Counter
 import msgpack
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.events import Buffer, StreamElements, Watermark, from_wire, to_wire
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+from barriersim.runtime.jobgraph import OperatorKind as K
+from barriersim.runtime.jobgraph import Partitioner as P
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.operators.keyed_sum import KeyedRunningSum
 from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
@@ -35,8 +38,9 @@ SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, deadline=None)
 
 int64s = st.integers(-(2**63), 2**63 - 1)
 keys = st.one_of(int64s, st.integers(-(2**31) - 3, 2**31 + 3), st.integers(0, 3000))
-records = st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 40), st.integers(-50, 100), st.integers(0, 500)),
-                   max_size=60)
+records = st.lists(
+    st.tuples(st.integers(0, 10**6), st.integers(0, 40), st.integers(-50, 100), st.integers(0, 500)), max_size=60
+)
 
 
 @SETTINGS
@@ -52,9 +56,14 @@ def test_key_groups_of_a_key_column_are_flinks_key_groups_of_each_key(column, ma
 
 def _graph(partitioner: P, consumers: int) -> JobGraph:
     consumer = K.KEYED_SUM if partitioner is P.HASH else K.MAP
-    return JobGraph((JobVertex("source", K.SOURCE, 1), JobVertex("sink", consumer, consumers),
-                     JobVertex("out", K.AT_LEAST_ONCE_SINK, 1)),
-                    (JobEdge("source", "sink", partitioner), JobEdge("sink", "out", P.REBALANCE))).validate()
+    return JobGraph(
+        (
+            JobVertex("source", K.SOURCE, 1),
+            JobVertex("sink", consumer, consumers),
+            JobVertex("out", K.AT_LEAST_ONCE_SINK, 1),
+        ),
+        (JobEdge("source", "sink", partitioner), JobEdge("sink", "out", P.REBALANCE)),
+    ).validate()
 
 
 def _per_record_reference(graph, batches, partitioner, size, segment, seed):
@@ -84,16 +93,28 @@ def _buffers(part: ResultPartition) -> list:
         part.add_credit(info, 10**6)
         while (item := part.poll_next(info)) is not None:
             if isinstance(item.element, Buffer):
-                out.append((info.subpartition_idx, item.element.sequence_number, item.element.size,
-                            [tuple(r) for r in item.element.records]))
+                out.append(
+                    (
+                        info.subpartition_idx,
+                        item.element.sequence_number,
+                        item.element.size,
+                        [tuple(r) for r in item.element.records],
+                    )
+                )
     return out
 
 
 @SETTINGS
-@given(st.lists(records, min_size=1, max_size=4), st.sampled_from([P.HASH, P.REBALANCE, P.BROADCAST, P.FORWARD]),
-       st.integers(1, 5), st.sampled_from([(32, 32 * 1024), (32, 100), (40, 64), (7, 20)]), st.integers(0, 99))
-def test_vectorized_partitioners_cut_the_same_buffers_as_one_record_at_a_time(batches, partitioner, consumers,
-                                                                              sizes, seed):
+@given(
+    st.lists(records, min_size=1, max_size=4),
+    st.sampled_from([P.HASH, P.REBALANCE, P.BROADCAST, P.FORWARD]),
+    st.integers(1, 5),
+    st.sampled_from([(32, 32 * 1024), (32, 100), (40, 64), (7, 20)]),
+    st.integers(0, 99),
+)
+def test_vectorized_partitioners_cut_the_same_buffers_as_one_record_at_a_time(
+    batches, partitioner, consumers, sizes, seed
+):
     if partitioner is P.FORWARD:
         consumers = 1
     graph = _graph(partitioner, consumers)
@@ -138,7 +159,7 @@ def test_a_window_over_batches_and_watermarks_is_the_per_record_window(steps, si
     does."""
     op = TumblingEventTimeWindowSum(size, KeyGroupRange(0, 127), KeyGroupAssigner(128))
     windows: dict = {}
-    watermark, late, fired = -(2**63), 0, []
+    watermark, late = -(2**63), 0
     for step in steps:
         if isinstance(step, int):
             watermark = max(watermark, step)
@@ -168,17 +189,21 @@ def _counter_verdict(expected_rows: list, committed: list) -> tuple:
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)), max_size=40),
-       st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)), max_size=50),
-       st.booleans(), st.sampled_from([0, 10**12]))
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)), max_size=40),
+    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)), max_size=50),
+    st.booleans(),
+    st.sampled_from([0, 10**12]),
+)
 def test_the_columnar_verification_counts_as_a_multiset_count(expected_rows, noise, distinct_ids, spread):
     if distinct_ids:  # every workload: distinct, dense record ids (compared by direct addressing)
         expected_rows = list({r[0]: r for r in expected_rows}.values())
     expected_rows = [(r[0] * (spread or 1), *r[1:]) for r in expected_rows]  # sparse ids: compared by sorting
     committed = [r for r in expected_rows if r[3] != 0] + expected_rows[: len(expected_rows) // 3] + noise
     random.Random(len(committed)).shuffle(committed)
-    expected = Expected(RecordBatch.from_rows(expected_rows).columns if expected_rows else RecordBatch.empty().columns,
-                        False, {})
+    expected = Expected(
+        RecordBatch.from_rows(expected_rows).columns if expected_rows else RecordBatch.empty().columns, False, {}
+    )
     v = verify(expected, RecordBatch.from_rows(committed) if committed else [])
     assert (v.lost, v.duplicated, v.wrong) == _counter_verdict(expected_rows, committed)
     assert v.expected_records == len(expected_rows) and v.output_records == len(committed)
@@ -188,7 +213,9 @@ def test_a_batch_crosses_the_wire_the_codec_and_channel_state_as_its_columns():
     batch = RecordBatch.from_rows([(1, 2, 3, 4), (2, -7, 2**40, -(2**63))])
     assert batch_from_bytes(batch_to_bytes(batch)) == batch
     assert batch_from_bytes(batch_to_bytes(batch.slice(1, 2))).to_rows() == [(2, -7, 2**40, -(2**63))]
-    assert decode_records(encode_records(batch)) == batch and decode_records(encode_records([(5, 6, 7, 8)])) == [(5, 6, 7, 8)]
+    assert decode_records(encode_records(batch)) == batch and decode_records(encode_records([(5, 6, 7, 8)])) == [
+        (5, 6, 7, 8)
+    ]
     mixed = StreamElements([batch, Watermark(99), batch.slice(0, 1)])
     for content in (batch, mixed, RecordBatch.empty()):
         buffer = Buffer(content, 96, 4)
@@ -202,11 +229,17 @@ def test_a_batch_crosses_the_wire_the_codec_and_channel_state_as_its_columns():
 def test_persisted_channel_state_keeps_its_batches():
     from barriersim.runtime.events import InputChannelInfo
     from barriersim.runtime.state.snapshot import (
-        CheckpointMetadata, InputChannelStateHandle, OperatorState, OperatorSubtaskState)
+        CheckpointMetadata,
+        InputChannelStateHandle,
+        OperatorState,
+        OperatorSubtaskState,
+    )
     from barriersim.runtime.storage.metadata_serializer import deserialize, serialize
 
-    buffers = (Buffer(RecordBatch.from_rows([(1, 2, 3, 4)]), 32, 7),
-               Buffer(StreamElements([Watermark(5), RecordBatch.from_rows([(9, 9, 9, 9)])]), 64, 8))
+    buffers = (
+        Buffer(RecordBatch.from_rows([(1, 2, 3, 4)]), 32, 7),
+        Buffer(StreamElements([Watermark(5), RecordBatch.from_rows([(9, 9, 9, 9)])]), 64, 8),
+    )
     state = OperatorSubtaskState(input_channel_state=(InputChannelStateHandle(0, InputChannelInfo(0, 0), buffers),))
     back = deserialize(serialize(CheckpointMetadata(3, (OperatorState("sink", 1, 128, {0: state}),))))
     assert back.operator_states[0].subtask_states[0].input_channel_state[0].buffers == buffers
@@ -224,8 +257,14 @@ def test_every_channel_element_has_its_own_wire_tag_and_comes_back():
     )
 
     batch = RecordBatch.from_rows([(1, 2, 3, 4)])
-    elements = [Buffer(batch, 32, 0), Buffer(StreamElements([batch, Watermark(5)]), 32, 1), END_OF_CHANNEL_STATE,
-                SubtaskConnectionDescriptor(1, 0), EndOfData(StopMode.DRAIN), END_OF_PARTITION]
+    elements = [
+        Buffer(batch, 32, 0),
+        Buffer(StreamElements([batch, Watermark(5)]), 32, 1),
+        END_OF_CHANNEL_STATE,
+        SubtaskConnectionDescriptor(1, 0),
+        EndOfData(StopMode.DRAIN),
+        END_OF_PARTITION,
+    ]
     wires = [to_wire(e) for e in elements]
     assert len({w[0] for w in wires}) == len(elements)
     assert [from_wire(msgpack.unpackb(msgpack.packb(w), use_list=False)) for w in wires] == elements

@@ -1,6 +1,7 @@
-"""Flink's ``ExponentialDelayRestartBackoffTimeStrategy``, ported from its ``ExponentialDelayRestartBackoffTimeStrategyTest``
-(the clock is the ``now_ms`` each call is given; Flink's ``notifyFailure`` returns whether the failure was a new
-attempt, here ``failures`` counts the attempts), and the strategy driving a simulated job's restarts."""
+"""Flink's ``ExponentialDelayRestartBackoffTimeStrategy``, ported from its
+``ExponentialDelayRestartBackoffTimeStrategyTest`` (the clock is the ``now_ms`` each call is given; Flink's
+``notifyFailure`` returns whether the failure was a new attempt, here ``failures`` counts the attempts), and the
+strategy driving a simulated job's restarts."""
 
 from __future__ import annotations
 
@@ -20,9 +21,15 @@ EXPONENTIAL = RestartStrategyKind.EXPONENTIAL_DELAY
 
 
 def strategy(initial, maximum, multiplier, reset_threshold, jitter, attempts, seed=0):
-    config = RestartStrategyConfig(EXPONENTIAL, initial_backoff_ms=initial, max_backoff_ms=maximum,
-                                   backoff_multiplier=multiplier, reset_backoff_threshold_ms=reset_threshold,
-                                   jitter_factor=jitter, attempts_before_reset_backoff=attempts)
+    config = RestartStrategyConfig(
+        EXPONENTIAL,
+        initial_backoff_ms=initial,
+        max_backoff_ms=maximum,
+        backoff_multiplier=multiplier,
+        reset_backoff_threshold_ms=reset_threshold,
+        jitter_factor=jitter,
+        attempts_before_reset_backoff=attempts,
+    )
     return ExponentialDelayRestartStrategy(config, random.Random(seed))
 
 
@@ -135,13 +142,16 @@ def test_failures_while_a_restart_is_planned_merge_into_one_attempt(rounds):
         now += 80
 
 
-@pytest.mark.parametrize("settings, problem", [
-    (dict(initial_backoff_ms=0), "initial_backoff_ms must be at least 1"),
-    (dict(initial_backoff_ms=70_000), "initial_backoff_ms cannot be higher than max_backoff_ms"),
-    (dict(backoff_multiplier=1.0), "backoff_multiplier must be greater than 1"),
-    (dict(jitter_factor=1.5), "jitter_factor must be >= 0 and <= 1"),
-    (dict(attempts_before_reset_backoff=0), "attempts_before_reset_backoff must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "settings, problem",
+    [
+        (dict(initial_backoff_ms=0), "initial_backoff_ms must be at least 1"),
+        (dict(initial_backoff_ms=70_000), "initial_backoff_ms cannot be higher than max_backoff_ms"),
+        (dict(backoff_multiplier=1.0), "backoff_multiplier must be greater than 1"),
+        (dict(jitter_factor=1.5), "jitter_factor must be >= 0 and <= 1"),
+        (dict(attempts_before_reset_backoff=0), "attempts_before_reset_backoff must be at least 1"),
+    ],
+)
 def test_settings_flink_refuses_are_refused(settings, problem):
     config = RestartStrategyConfig(EXPONENTIAL, **settings)
     assert config.problem() == problem
@@ -151,8 +161,14 @@ def test_settings_flink_refuses_are_refused(settings, problem):
 
 def test_flinks_defaults():
     c = RestartStrategyConfig(EXPONENTIAL)
-    assert (c.initial_backoff_ms, c.max_backoff_ms, c.backoff_multiplier, c.reset_backoff_threshold_ms,
-            c.jitter_factor, c.attempts_before_reset_backoff) == (1000, 60_000, 1.5, 3_600_000, 0.1, 2**31 - 1)
+    assert (
+        c.initial_backoff_ms,
+        c.max_backoff_ms,
+        c.backoff_multiplier,
+        c.reset_backoff_threshold_ms,
+        c.jitter_factor,
+        c.attempts_before_reset_backoff,
+    ) == (1000, 60_000, 1.5, 3_600_000, 0.1, 2**31 - 1)
 
 
 def test_thousands_of_failures_in_a_row_stay_at_the_maximum_backoff():
@@ -163,4 +179,3 @@ def test_thousands_of_failures_in_a_row_stay_at_the_maximum_backoff():
         assert s.on_failure(now) is RestartDecision.RESTART
         now += s.backoff_ms(now) + 1
     assert s.failures == 5000 and s.backoff_ms(now - 60_001) == 60_000
-

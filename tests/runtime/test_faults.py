@@ -3,7 +3,8 @@
 import dataclasses
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.faults.fault_schedule import (
     CrashCoordinator,
@@ -26,13 +27,21 @@ from barriersim.scenarios.loader import quickstart_graph
 
 faults = st.one_of(
     st.builds(CrashTask, task=st.sampled_from(["sum#0", "source#1"]), at_ms=st.integers(0, 10_000)),
-    st.builds(CrashTask, task=st.just("sum#1"), point=st.sampled_from(list(ProtocolPoint)),
-              checkpoint_id=st.integers(1, 20)),
+    st.builds(
+        CrashTask, task=st.just("sum#1"), point=st.sampled_from(list(ProtocolPoint)), checkpoint_id=st.integers(1, 20)
+    ),
     st.builds(CrashCoordinator, at_ms=st.integers(0, 10_000)),
     st.builds(CrashTaskManager, taskmanager=st.integers(0, 3), at_ms=st.integers(0, 10_000)),
-    st.builds(KillNode, node=st.integers(1, 3), point=st.sampled_from(list(ProtocolPoint)), checkpoint_id=st.integers(1, 9)),
-    st.builds(DelayMessage, kind=st.sampled_from(list(MessageKind)), delay_ms=st.integers(0, 5000),
-              task=st.none() | st.just("sink#0"), checkpoint_id=st.none() | st.integers(1, 9)),
+    st.builds(
+        KillNode, node=st.integers(1, 3), point=st.sampled_from(list(ProtocolPoint)), checkpoint_id=st.integers(1, 9)
+    ),
+    st.builds(
+        DelayMessage,
+        kind=st.sampled_from(list(MessageKind)),
+        delay_ms=st.integers(0, 5000),
+        task=st.none() | st.just("sink#0"),
+        checkpoint_id=st.none() | st.integers(1, 9),
+    ),
     st.builds(DropMessage, kind=st.sampled_from(list(MessageKind)), checkpoint_id=st.integers(1, 9)),
     st.builds(SlowTask, task=st.just("sum#0"), factor=st.floats(0.1, 100), from_ms=st.integers(0, 100)),
     st.builds(FailStorageWrite, checkpoint_id=st.integers(1, 9), task=st.none() | st.just("sum#0")),
@@ -53,8 +62,14 @@ def test_schedules_round_trip_through_json(items):
         ([{"type": "explode"}], "faults[0].type: unknown fault 'explode'"),
         ([{"type": [1, 2]}], "faults[0].type: unknown fault [1, 2]"),
         ([{"at_ms": 3}], "faults[0].type: is required"),
-        ([{"type": "crash_task", "task": "a"}], "faults[0].at_ms: give exactly one of at_ms and point (in a crash_task fault)"),
-        ([{"type": "crash_task", "task": "a", "point": "mid_alignment"}], "faults[0].checkpoint_id: is required with point mid_alignment"),
+        (
+            [{"type": "crash_task", "task": "a"}],
+            "faults[0].at_ms: give exactly one of at_ms and point (in a crash_task fault)",
+        ),
+        (
+            [{"type": "crash_task", "task": "a", "point": "mid_alignment"}],
+            "faults[0].checkpoint_id: is required with point mid_alignment",
+        ),
         ([{"type": "crash_task", "task": "a", "point": "sometime"}], "faults[0].point: must be one of"),
         ([{"type": "crash_coordinator", "at_ms": -5}], "faults[0].at_ms: must be >= 0, got -5"),
         ([{"type": "crash_coordinator", "at_ms": "soon"}], "faults[0].at_ms: must be an integer"),
@@ -63,16 +78,32 @@ def test_schedules_round_trip_through_json(items):
         ([{"type": "drop_message", "kind": "ack"}], "faults[0].kind: must be one of acknowledge"),
         ([{"type": "fail_storage_write"}], "faults[0].checkpoint_id: is required"),
         ([{"type": "crash_coordinator", "at_ms": 1, "when": 2}], "faults[0].when: unknown field"),
-        ([{"type": "crash_taskmanager", "taskmanager": 1}], "faults[0].at_ms: give exactly one of at_ms and point (in a crash_taskmanager fault)"),
+        (
+            [{"type": "crash_taskmanager", "taskmanager": 1}],
+            "faults[0].at_ms: give exactly one of at_ms and point (in a crash_taskmanager fault)",
+        ),
         ([{"type": "crash_taskmanager", "at_ms": 5}], "faults[0].taskmanager: is required"),
-        ([{"type": "crash_taskmanager", "taskmanager": "tm1", "at_ms": 5}], "faults[0].taskmanager: must be an integer"),
-        ([{"type": "kill_node", "node": 2, "point": "after_sync_snapshot_before_ack"}], "faults[0].checkpoint_id: is required with point"),
-        ([{"type": "kill_node", "node": 0, "at_ms": 5}], "faults[0].node: node 0 hosts the JobManager and cannot be killed"),
-        ([{"type": "damage_checkpoint", "at_ms": 5, "damage": "roll_back"}],
-         "faults[0].target: roll_back rolls the completed-checkpoint list back (target completed_list)"),
-        ([{"type": "damage_checkpoint", "at_ms": 5, "damage": "unreadable", "target": "completed_list"}],
-         "faults[0].damage: unreadable does not strike the completed-checkpoint list (its damages: append_junk, "
-         "delete, flip_byte, pickle_payload, roll_back, truncate)"),
+        (
+            [{"type": "crash_taskmanager", "taskmanager": "tm1", "at_ms": 5}],
+            "faults[0].taskmanager: must be an integer",
+        ),
+        (
+            [{"type": "kill_node", "node": 2, "point": "after_sync_snapshot_before_ack"}],
+            "faults[0].checkpoint_id: is required with point",
+        ),
+        (
+            [{"type": "kill_node", "node": 0, "at_ms": 5}],
+            "faults[0].node: node 0 hosts the JobManager and cannot be killed",
+        ),
+        (
+            [{"type": "damage_checkpoint", "at_ms": 5, "damage": "roll_back"}],
+            "faults[0].target: roll_back rolls the completed-checkpoint list back (target completed_list)",
+        ),
+        (
+            [{"type": "damage_checkpoint", "at_ms": 5, "damage": "unreadable", "target": "completed_list"}],
+            "faults[0].damage: unreadable does not strike the completed-checkpoint list (its damages: append_junk, "
+            "delete, flip_byte, pickle_payload, roll_back, truncate)",
+        ),
     ],
 )
 def test_malformed_faults_name_the_fault_and_field(plain, message):
@@ -87,16 +118,18 @@ def test_bad_json_is_reported_in_one_line():
 
 
 def test_how_drivers_read_a_schedule():
-    schedule = FaultSchedule.from_plain([
-        {"type": "drop_message", "kind": "notify_complete", "task": "sink#0", "checkpoint_id": 2},
-        {"type": "delay_message", "kind": "acknowledge", "delay_ms": 30},
-        {"type": "delay_message", "kind": "acknowledge", "delay_ms": 5, "task": "sum#1"},
-        {"type": "fail_checkpoints", "first_checkpoint_id": 2, "count": 2},
-        {"type": "fail_storage_write", "checkpoint_id": 4},
-        {"type": "fail_storage_write", "checkpoint_id": 5, "task": "sum#1"},
-        {"type": "crash_coordinator", "at_ms": 300},
-        {"type": "crash_coordinator", "at_ms": 100},
-    ])
+    schedule = FaultSchedule.from_plain(
+        [
+            {"type": "drop_message", "kind": "notify_complete", "task": "sink#0", "checkpoint_id": 2},
+            {"type": "delay_message", "kind": "acknowledge", "delay_ms": 30},
+            {"type": "delay_message", "kind": "acknowledge", "delay_ms": 5, "task": "sum#1"},
+            {"type": "fail_checkpoints", "first_checkpoint_id": 2, "count": 2},
+            {"type": "fail_storage_write", "checkpoint_id": 4},
+            {"type": "fail_storage_write", "checkpoint_id": 5, "task": "sum#1"},
+            {"type": "crash_coordinator", "at_ms": 300},
+            {"type": "crash_coordinator", "at_ms": 100},
+        ]
+    )
     assert schedule.message_fate(MessageKind.NOTIFY_COMPLETE, "sink#0", 2) == (True, 0)
     assert schedule.message_fate(MessageKind.NOTIFY_COMPLETE, "sink#0", 3) == (False, 0)
     assert schedule.message_fate(MessageKind.ACKNOWLEDGE, "sum#1", 7) == (False, 35)
@@ -115,9 +148,15 @@ def test_taskmanager_and_node_faults_are_checked_against_the_placement():
     placement = place(graph, ClusterConfig(taskmanagers=4, slots_per_taskmanager=1, nodes=3))
     FaultSchedule((CrashTaskManager(3, at_ms=1), KillNode(2, at_ms=1))).check_against_placement(graph, placement)
     cases = [
-        (CrashTaskManager(4, at_ms=1), "faults[0].taskmanager: the job runs in 4 TaskManager(s), numbered from 0, got 4"),
-        (KillNode(3, at_ms=1), "faults[0].node: the job's TaskManagers are spread over 3 node(s) (cluster.nodes), "
-                               "so kill_node needs cluster.nodes >= 2 and a node from 1 to 2, got 3"),
+        (
+            CrashTaskManager(4, at_ms=1),
+            "faults[0].taskmanager: the job runs in 4 TaskManager(s), numbered from 0, got 4",
+        ),
+        (
+            KillNode(3, at_ms=1),
+            "faults[0].node: the job's TaskManagers are spread over 3 node(s) (cluster.nodes), "
+            "so kill_node needs cluster.nodes >= 2 and a node from 1 to 2, got 3",
+        ),
     ]
     for fault, message in cases:
         with pytest.raises(FaultScheduleError) as info:
@@ -127,20 +166,33 @@ def test_taskmanager_and_node_faults_are_checked_against_the_placement():
     with pytest.raises(FaultScheduleError, match=r"spread over 1 node\(s\) \(cluster.nodes\), so kill_node needs"):
         FaultSchedule((KillNode(1, at_ms=1),)).check_against_placement(graph, one_node)
     # sources read no channels: a TaskManager of sources alone never aligns barriers
-    apart = JobGraph(tuple(dataclasses.replace(v, params={"slot_sharing_group": "sources"}) if v.name == "source" else v
-                           for v in graph.vertices), graph.edges)
+    apart = JobGraph(
+        tuple(
+            dataclasses.replace(v, params={"slot_sharing_group": "sources"}) if v.name == "source" else v
+            for v in graph.vertices
+        ),
+        graph.edges,
+    )
     sources_apart = place(apart, ClusterConfig(taskmanagers=2, slots_per_taskmanager=4))
     assert sources_apart.subtasks_of(0) == [("source", i) for i in range(4)]
     with pytest.raises(FaultScheduleError, match=r"faults\[0\].point: no subtask of its TaskManager"):
-        FaultSchedule((CrashTaskManager(0, point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=2),)).check_against_placement(
-            apart, sources_apart)
+        FaultSchedule(
+            (CrashTaskManager(0, point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=2),)
+        ).check_against_placement(apart, sources_apart)
+
 
 def test_a_group_crash_arms_every_subtask_of_its_taskmanager_or_node():
-    schedule = FaultSchedule((CrashTaskManager(1, point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=2),
-                              KillNode(2, point=ProtocolPoint.BEFORE_FORWARDING_BARRIER, checkpoint_id=3),
-                              CrashTask("sum#0", point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=5)))
+    schedule = FaultSchedule(
+        (
+            CrashTaskManager(1, point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=2),
+            KillNode(2, point=ProtocolPoint.BEFORE_FORWARDING_BARRIER, checkpoint_id=3),
+            CrashTask("sum#0", point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=5),
+        )
+    )
     assert schedule.armed_crash_points("sum#1", set(), taskmanager=1, node=1) == {(ProtocolPoint.MID_ALIGNMENT, 2)}
-    assert schedule.armed_crash_points("sum#2", set(), taskmanager=2, node=2) == {(ProtocolPoint.BEFORE_FORWARDING_BARRIER, 3)}
+    assert schedule.armed_crash_points("sum#2", set(), taskmanager=2, node=2) == {
+        (ProtocolPoint.BEFORE_FORWARDING_BARRIER, 3)
+    }
     assert schedule.armed_crash_points("sum#0", set(), taskmanager=0, node=0) == {(ProtocolPoint.MID_ALIGNMENT, 5)}
     assert schedule.armed_crash_points("sum#1", {schedule.faults[0]}, taskmanager=1, node=1) == frozenset()
     assert schedule.group_crash_at(1, 0, ProtocolPoint.MID_ALIGNMENT, 2, set()) is schedule.faults[0]

@@ -2,13 +2,18 @@
 
 import pytest
 
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex
+from barriersim.runtime.jobgraph import OperatorKind as K
+from barriersim.runtime.jobgraph import Partitioner as P
 
 
 def quickstart(sources=2, sums=2):
     return JobGraph(
-        (JobVertex("source", K.SOURCE, sources), JobVertex("sum", K.KEYED_SUM, sums),
-         JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1)),
+        (
+            JobVertex("source", K.SOURCE, sources),
+            JobVertex("sum", K.KEYED_SUM, sums),
+            JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1),
+        ),
         (JobEdge("source", "sum", P.HASH), JobEdge("sum", "sink", P.REBALANCE)),
     )
 
@@ -29,10 +34,20 @@ def test_channel_layout_all_to_all_and_forward():
 
 def test_every_input_edge_is_a_gate_and_a_join_groups_gates_by_input():
     g = JobGraph(
-        (JobVertex("a", K.SOURCE, 2), JobVertex("b", K.SOURCE, 1), JobVertex("j", K.JOIN, 2),
-         JobVertex("u", K.UNION, 1), JobVertex("k", K.TWO_PHASE_COMMIT_SINK, 1)),
-        (JobEdge("a", "j", P.HASH, 0), JobEdge("b", "j", P.HASH, 1), JobEdge("j", "u", P.REBALANCE),
-         JobEdge("a", "u", P.REBALANCE), JobEdge("u", "k", P.FORWARD)),
+        (
+            JobVertex("a", K.SOURCE, 2),
+            JobVertex("b", K.SOURCE, 1),
+            JobVertex("j", K.JOIN, 2),
+            JobVertex("u", K.UNION, 1),
+            JobVertex("k", K.TWO_PHASE_COMMIT_SINK, 1),
+        ),
+        (
+            JobEdge("a", "j", P.HASH, 0),
+            JobEdge("b", "j", P.HASH, 1),
+            JobEdge("j", "u", P.REBALANCE),
+            JobEdge("a", "u", P.REBALANCE),
+            JobEdge("u", "k", P.FORWARD),
+        ),
     ).validate()
     assert [(e.source, e.target_input) for e in g.gates_of("j")] == [("a", 0), ("b", 1)]
     assert [e.source for e in g.gates_of("u")] == ["j", "a"]
@@ -42,19 +57,33 @@ def test_every_input_edge_is_a_gate_and_a_join_groups_gates_by_input():
 @pytest.mark.parametrize(
     "vertices, edges, message",
     [
-        ([("s", K.SOURCE, 2), ("m", K.MAP, 3), ("k", K.AT_LEAST_ONCE_SINK, 1)],
-         [("s", "m", P.FORWARD), ("m", "k", P.REBALANCE)], "forward needs equal parallelism"),
-        ([("s", K.SOURCE, 1), ("m", K.MAP, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)],
-         [("s", "m", P.HASH), ("m", "k", P.REBALANCE)], "hash partitioning needs a keyed operator"),
-        ([("s", K.SOURCE, 1), ("m", K.KEYED_SUM, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)],
-         [("s", "m", P.REBALANCE), ("m", "k", P.REBALANCE)], "must be fed by a hash partitioner"),
+        (
+            [("s", K.SOURCE, 2), ("m", K.MAP, 3), ("k", K.AT_LEAST_ONCE_SINK, 1)],
+            [("s", "m", P.FORWARD), ("m", "k", P.REBALANCE)],
+            "forward needs equal parallelism",
+        ),
+        (
+            [("s", K.SOURCE, 1), ("m", K.MAP, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)],
+            [("s", "m", P.HASH), ("m", "k", P.REBALANCE)],
+            "hash partitioning needs a keyed operator",
+        ),
+        (
+            [("s", K.SOURCE, 1), ("m", K.KEYED_SUM, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)],
+            [("s", "m", P.REBALANCE), ("m", "k", P.REBALANCE)],
+            "must be fed by a hash partitioner",
+        ),
         ([("s", K.SOURCE, 0), ("k", K.AT_LEAST_ONCE_SINK, 1)], [("s", "k", P.REBALANCE)], "parallelism must be >= 1"),
-        ([("s", K.SOURCE, 1), ("a", K.MAP, 1), ("b", K.MAP, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)],
-         [("s", "a", P.REBALANCE), ("a", "b", P.REBALANCE), ("b", "a", P.REBALANCE), ("b", "k", P.REBALANCE)],
-         "cycle"),
+        (
+            [("s", K.SOURCE, 1), ("a", K.MAP, 1), ("b", K.MAP, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)],
+            [("s", "a", P.REBALANCE), ("a", "b", P.REBALANCE), ("b", "a", P.REBALANCE), ("b", "k", P.REBALANCE)],
+            "cycle",
+        ),
         ([("s", K.SOURCE, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)], [("k", "s", P.REBALANCE)], "cannot have outputs"),
-        ([("s", K.SOURCE, 1), ("j", K.JOIN, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)],
-         [("s", "j", P.HASH), ("j", "k", P.REBALANCE)], r"takes input\(s\) \[0, 1\], fed \[0\]"),
+        (
+            [("s", K.SOURCE, 1), ("j", K.JOIN, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)],
+            [("s", "j", P.HASH), ("j", "k", P.REBALANCE)],
+            r"takes input\(s\) \[0, 1\], fed \[0\]",
+        ),
         ([("s", K.SOURCE, 1), ("m", K.MAP, 1)], [("s", "m", P.REBALANCE)], "only sinks may have no outputs"),
         ([("s", K.SOURCE, 1), ("k", K.AT_LEAST_ONCE_SINK, 1)], [("s", "x", P.REBALANCE)], "no vertex named 'x'"),
     ],
@@ -69,9 +98,18 @@ def test_pointwise_and_broadcast_edges_and_every_input_edge_beside_them_carry_no
     """Flink's StreamPartitioner.isSupportsUnalignedCheckpoint (all but pointwise and broadcast) and
     StreamGraphGenerator's rule: one such input edge takes unaligned barriers from every input edge of its vertex."""
     assert [p.supports_unaligned_checkpoints for p in (P.FORWARD, P.REBALANCE, P.HASH, P.BROADCAST)] == [
-        False, True, True, False]
+        False,
+        True,
+        True,
+        False,
+    ]
     g = JobGraph(
-        (JobVertex("a", K.SOURCE, 2), JobVertex("b", K.SOURCE, 2), JobVertex("u", K.UNION, 2),
-         JobVertex("s", K.AT_LEAST_ONCE_SINK, 1)),
-        (JobEdge("a", "u", P.FORWARD), JobEdge("b", "u", P.REBALANCE), JobEdge("u", "s", P.HASH)))
+        (
+            JobVertex("a", K.SOURCE, 2),
+            JobVertex("b", K.SOURCE, 2),
+            JobVertex("u", K.UNION, 2),
+            JobVertex("s", K.AT_LEAST_ONCE_SINK, 1),
+        ),
+        (JobEdge("a", "u", P.FORWARD), JobEdge("b", "u", P.REBALANCE), JobEdge("u", "s", P.HASH)),
+    )
     assert [g.supports_unaligned_checkpoints(e) for e in g.edges] == [False, False, True]

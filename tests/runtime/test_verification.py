@@ -5,12 +5,17 @@ the ``summary.json`` block it gives."""
 
 import json
 
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+from barriersim.runtime.jobgraph import OperatorKind as K
+from barriersim.runtime.jobgraph import Partitioner as P
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verdict_of, verify
 
 WINDOWED = JobGraph(
-    (JobVertex("source", K.SOURCE, 1), JobVertex("window", K.TUMBLING_WINDOW, 1, params={"window_ms": 10}),
-     JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1)),
+    (
+        JobVertex("source", K.SOURCE, 1),
+        JobVertex("window", K.TUMBLING_WINDOW, 1, params={"window_ms": 10}),
+        JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1),
+    ),
     (JobEdge("source", "window", P.HASH), JobEdge("window", "sink", P.REBALANCE)),
 ).validate()
 PLAIN = JobGraph(
@@ -80,8 +85,11 @@ def test_at_least_once_allows_a_final_sum_above_the_expected_one_but_not_below()
     a record whose effect on the state was lost leaves them short although every record's row was written: an
     at-least-once violation the rows alone cannot show."""
     keyed = JobGraph(
-        (JobVertex("source", K.SOURCE, 1), JobVertex("sum", K.KEYED_SUM, 1),
-         JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1)),
+        (
+            JobVertex("source", K.SOURCE, 1),
+            JobVertex("sum", K.KEYED_SUM, 1),
+            JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1),
+        ),
         (JobEdge("source", "sum", P.HASH), JobEdge("sum", "sink", P.REBALANCE)),
     ).validate()
     expected = expected_sink_input(keyed, SPLITS)
@@ -108,10 +116,28 @@ def test_a_duplicate_in_an_exactly_once_run_is_a_violation():
 def test_the_summary_block_keeps_its_fields_and_the_verdict_as_its_string():
     output = [(1, 5, 4, 1), (2, 5, 6, 4), (3, 6, 14, 12)]  # the map doubles the values
     block = verify(expected_sink_input(PLAIN, SPLITS), output).as_dict()
-    assert block == {"reference": "python", "expected_records": 3, "output_records": 3, "lost": 0, "duplicated": 0,
-                     "wrong": 0, "final_sum_mismatched_keys": 0, "final_sum_short_keys": 0, "verdict": "exactly-once"}
-    assert list(block) == ["reference", "expected_records", "output_records", "lost", "duplicated", "wrong",
-                           "final_sum_mismatched_keys", "final_sum_short_keys", "verdict"]
+    assert block == {
+        "reference": "python",
+        "expected_records": 3,
+        "output_records": 3,
+        "lost": 0,
+        "duplicated": 0,
+        "wrong": 0,
+        "final_sum_mismatched_keys": 0,
+        "final_sum_short_keys": 0,
+        "verdict": "exactly-once",
+    }
+    assert list(block) == [
+        "reference",
+        "expected_records",
+        "output_records",
+        "lost",
+        "duplicated",
+        "wrong",
+        "final_sum_mismatched_keys",
+        "final_sum_short_keys",
+        "verdict",
+    ]
     assert json.loads(json.dumps(block)) == block
 
 

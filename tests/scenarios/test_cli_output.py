@@ -21,13 +21,22 @@ QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
 
 def cli(*args, umask: int | None = None):
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    return subprocess.run([sys.executable, "-m", "barriersim.cli", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300, env=env, preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
+    return subprocess.run(
+        [sys.executable, "-m", "barriersim.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env=env,
+        preexec_fn=(lambda: os.umask(umask)) if umask is not None else None,
+    )
 
 
 def tree(path: Path) -> dict[str, tuple[int, bytes]]:
-    return {str(p.relative_to(path)): (p.stat().st_mtime_ns, p.read_bytes() if p.is_file() else b"")
-            for p in sorted(path.rglob("*"))}
+    return {
+        str(p.relative_to(path)): (p.stat().st_mtime_ns, p.read_bytes() if p.is_file() else b"")
+        for p in sorted(path.rglob("*"))
+    }
 
 
 def test_tables_printed_to_a_pipe_keep_every_value_whole(tmp_path):
@@ -39,9 +48,16 @@ def test_tables_printed_to_a_pipe_keep_every_value_whole(tmp_path):
         assert f"  trace_sha256: {summary['trace_sha256']}" in proc.stdout.splitlines()  # 64 hex digits, not cut
     table = [line for line in proc.stdout.splitlines() if line.startswith(("│", "┃"))]
     assert len({len(line) for line in table}) == 1 and len(table[0]) <= 120  # three modes side by side, readable
-    for header in ("offered rate per source (records/s)", "records/s through the job (virtual clock)",
-                   "lost / duplicated / wrong (records)", "checkpoints completed / failed", "virtual time (s)",
-                   "alignment duration p50 / p99 (ms)", "start delay p50 / p99 (ms)", "persisted data p50 / p99"):
+    for header in (
+        "offered rate per source (records/s)",
+        "records/s through the job (virtual clock)",
+        "lost / duplicated / wrong (records)",
+        "checkpoints completed / failed",
+        "virtual time (s)",
+        "alignment duration p50 / p99 (ms)",
+        "start delay p50 / p99 (ms)",
+        "persisted data p50 / p99",
+    ):
         assert header in proc.stdout
     assert "aborted" not in proc.stdout
 
@@ -51,7 +67,7 @@ def _cells(stdout: str, label: str) -> list[str]:
     lines = [line for line in stdout.splitlines() if line.startswith("│")]
     start = next(i for i, line in enumerate(lines) if line.split("│")[1].strip() == label.strip())
     cells = [[c.strip()] for c in lines[start].split("│")[2:-1]]
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         parts = line.split("│")
         if parts[1].strip():
             break
@@ -84,11 +100,13 @@ def test_the_run_table_shows_the_checkpoint_statistics_the_report_computes(tmp_p
             value /= 1024
         return f"{value:,.1f} GiB"
 
-    for label, metric, unit in (("end-to-end duration p50 / p99 (ms)", "end_to_end_duration", "ms"),
-                                ("alignment duration p50 / p99 (ms)", "alignment_duration", "ms"),
-                                ("start delay p50 / p99 (ms)", "start_delay", "ms"),
-                                ("persisted data p50 / p99", "persisted_data", "bytes"),
-                                ("processed data p50 / p99", "processed_data", "bytes")):
+    for label, metric, unit in (
+        ("end-to-end duration p50 / p99 (ms)", "end_to_end_duration", "ms"),
+        ("alignment duration p50 / p99 (ms)", "alignment_duration", "ms"),
+        ("start delay p50 / p99 (ms)", "start_delay", "ms"),
+        ("persisted data p50 / p99", "persisted_data", "bytes"),
+        ("processed data p50 / p99", "processed_data", "bytes"),
+    ):
         expected = []
         for mode in modes:
             row = stats[(stats["run"] == mode) & (stats["metric"] == metric)].iloc[0]
@@ -101,16 +119,26 @@ def test_the_run_table_shows_the_checkpoint_statistics_the_report_computes(tmp_p
     for mode, failed in zip(modes, _cells(proc.stdout, "  failed because")):
         summary = json.loads((out / mode / "summary.json").read_text())
         counts = summary["checkpoints"]
-        assert _cells(proc.stdout, "checkpoints completed / failed")[modes.index(mode)] == \
-            f"{counts['completed']} / {counts['failed']}"
+        assert (
+            _cells(proc.stdout, "checkpoints completed / failed")[modes.index(mode)]
+            == f"{counts['completed']} / {counts['failed']}"
+        )
         assert failed.startswith("1 before tasks ran")  # the first task's RUNNING: Flink counts it, with no row
         numbers = [int(word) for word in failed.split() if word.isdigit()]
         assert sum(numbers) == counts["failed"]
 
 
 def test_an_offered_rate_that_was_not_reached_is_flagged(tmp_path):
-    proc = cli("run", str(QUICKSTART), "--backend", "sim", "--out", str(tmp_path / "run"),
-               "--set", "workload.rate_per_source=2000000")
+    proc = cli(
+        "run",
+        str(QUICKSTART),
+        "--backend",
+        "sim",
+        "--out",
+        str(tmp_path / "run"),
+        "--set",
+        "workload.rate_per_source=2000000",
+    )
     assert proc.returncode == 0, proc.stderr
     t = json.loads((tmp_path / "run" / "summary.json").read_text())["throughput"]
     assert t["offered_per_source_subtask"] == 2_000_000 and t["offered_rate_reached"] is False
@@ -149,7 +177,8 @@ def test_out_refuses_a_non_empty_directory_and_touches_nothing(tmp_path):
         assert proc.returncode == 2, proc.stdout
         assert proc.stderr.splitlines() == [
             f"barriersim: --out: {out} is not empty (it holds notes.txt); pass --force to replace the run in it, "
-            "or choose another directory"]
+            "or choose another directory"
+        ]
         assert proc.stdout == ""
         assert tree(out) == before
     forced = cli("run", str(QUICKSTART), "--backend", "sim", "--out", str(out), "--force")
@@ -163,18 +192,37 @@ def test_force_replaces_a_previous_run(tmp_path):
     assert cli("report", str(out)).returncode == 0
     proc = cli("run", str(QUICKSTART), "--backend", "sim", "--out", str(out), "--force", "--seed", "3")
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoints.csv", "checkpoints.parquet", "external_store.msgpack",
-                                                     "placement.csv", "placement.parquet", "scenario.toml",
-                                                     "subtasks.csv", "subtasks.parquet", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "checkpoints.csv",
+        "checkpoints.parquet",
+        "external_store.msgpack",
+        "placement.csv",
+        "placement.parquet",
+        "scenario.toml",
+        "subtasks.csv",
+        "subtasks.parquet",
+        "summary.json",
+    ]
     assert json.loads((out / "summary.json").read_text())["seed"] == 3
 
 
 def test_every_file_of_a_run_and_its_report_is_0644(tmp_path):
     out = tmp_path / "run"
-    assert cli("run", str(QUICKSTART), "--backend", "sim", "--mode", "all", "--out", str(out), umask=0o022).returncode == 0
+    assert (
+        cli("run", str(QUICKSTART), "--backend", "sim", "--mode", "all", "--out", str(out), umask=0o022).returncode == 0
+    )
     assert cli("report", str(out), umask=0o022).returncode == 0
     files = [p for p in out.rglob("*") if p.is_file()]
-    assert {p.name for p in files} >= {"summary.json", "scenario.toml", "checkpoints.parquet", "subtasks.csv",
-                                       "index.html", "figures.json", "end_to_end.png", "end_to_end.svg", "_SUCCESS"}
+    assert {p.name for p in files} >= {
+        "summary.json",
+        "scenario.toml",
+        "checkpoints.parquet",
+        "subtasks.csv",
+        "index.html",
+        "figures.json",
+        "end_to_end.png",
+        "end_to_end.svg",
+        "_SUCCESS",
+    }
     modes = {str(p.relative_to(out)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files}
     assert set(modes.values()) == {"0o644"}, modes

@@ -8,12 +8,10 @@ import gzip
 import json
 import statistics
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from barriersim.scenarios.loader import Scenario
-
 from benchmarks.flink_family.converter import NotExpressible, convert, expressible, to_scenario_document
 from benchmarks.flink_family.description import Config, Vertex, loads
 from benchmarks.flink_family.figures import figures, flink_measures, from_flink
@@ -27,21 +25,37 @@ def _dimensions(c: Config) -> dict:
     """Each dimension the family must vary, as one value per configuration (several for per-vertex ones)."""
     inner = c.vertices[1:]
     return {
-        "exchanges": {len(inner)}, "exchange": {v.input for v in inner}, "parallelism": {v.parallelism for v in c.vertices},
-        "taskmanagers and slots": {(c.taskmanagers, "each holds the job" if c.slots_per_taskmanager
-                                    >= max(v.parallelism for v in c.vertices) else "the job spread")},
-        "zipf exponent": {c.zipf_exponent}, "hot key share": {c.hot_key_share}, "hot key extra": {c.hot_key_extra_us},
-        "spin": {v.spin_us for v in inner}, "load": {c.load}, "record size": {c.record_bytes},
-        "buffer": {c.buffer_kib}, "debloating": {c.debloat_target_ms if c.debloat else 0}, "mode": {c.mode},
-        "aligned timeout": {c.aligned_timeout_ms} - {0}, "interval": {c.interval_ms},
+        "exchanges": {len(inner)},
+        "exchange": {v.input for v in inner},
+        "parallelism": {v.parallelism for v in c.vertices},
+        "taskmanagers and slots": {
+            (
+                c.taskmanagers,
+                "each holds the job"
+                if c.slots_per_taskmanager >= max(v.parallelism for v in c.vertices)
+                else "the job spread",
+            )
+        },
+        "zipf exponent": {c.zipf_exponent},
+        "hot key share": {c.hot_key_share},
+        "hot key extra": {c.hot_key_extra_us},
+        "spin": {v.spin_us for v in inner},
+        "load": {c.load},
+        "record size": {c.record_bytes},
+        "buffer": {c.buffer_kib},
+        "debloating": {c.debloat_target_ms if c.debloat else 0},
+        "mode": {c.mode},
+        "aligned timeout": {c.aligned_timeout_ms} - {0},
+        "interval": {c.interval_ms},
     }
 
 
 def test_the_generator_is_seeded():
     assert generate(DEFAULT_SEED) == generate(DEFAULT_SEED)
     other = generate(DEFAULT_SEED + 1)
-    assert [c for c in other["configs"] if c["group"] == "draw"] != [c for c in generate()["configs"]
-                                                                       if c["group"] == "draw"]
+    assert [c for c in other["configs"] if c["group"] == "draw"] != [
+        c for c in generate()["configs"] if c["group"] == "draw"
+    ]
 
 
 def test_the_committed_family_is_the_generators():
@@ -66,9 +80,27 @@ def test_the_rates_go_from_idle_to_heavy_backpressure():
 
 
 def _differences(a: Config, b: Config) -> set[str]:
-    out = {k for k in ("keys", "zipf_exponent", "hot_key_share", "hot_key_extra_us", "hot_vertex", "rate",
-                       "payload_bytes", "taskmanagers", "buffer_kib", "debloat", "debloat_target_ms", "mode",
-                       "aligned_timeout_ms", "interval_ms", "seconds") if getattr(a, k) != getattr(b, k)}
+    out = {
+        k
+        for k in (
+            "keys",
+            "zipf_exponent",
+            "hot_key_share",
+            "hot_key_extra_us",
+            "hot_vertex",
+            "rate",
+            "payload_bytes",
+            "taskmanagers",
+            "buffer_kib",
+            "debloat",
+            "debloat_target_ms",
+            "mode",
+            "aligned_timeout_ms",
+            "interval_ms",
+            "seconds",
+        )
+        if getattr(a, k) != getattr(b, k)
+    }
     if a.vertices != b.vertices:
         out.add("vertices")
     return out
@@ -82,11 +114,17 @@ def test_the_one_dimension_pairs_are_there_and_change_one_dimension():
         by_dimension.setdefault(pair["dimension"], []).append(pair)
         base, variant = configs[pair["base"]], configs[pair["variant"]]
         changed = _differences(base, variant)
-        expected = {"parallelism 4 -> 8": {"vertices"}, "debloating off -> on": {"debloat"},
-                    "32 -> 8 KiB buffers": {"buffer_kib"}, "1 -> 2 TaskManagers": {"taskmanagers"}}[pair["dimension"]]
+        expected = {
+            "parallelism 4 -> 8": {"vertices"},
+            "debloating off -> on": {"debloat"},
+            "32 -> 8 KiB buffers": {"buffer_kib"},
+            "1 -> 2 TaskManagers": {"taskmanagers"},
+        }[pair["dimension"]]
         assert changed == expected, (pair, changed)
         if pair["dimension"] == "parallelism 4 -> 8":
-            assert [v.parallelism for v in base.vertices] == [2, 4, 2] and [v.parallelism for v in variant.vertices] == [2, 8, 2]
+            assert [v.parallelism for v in base.vertices] == [2, 4, 2] and [
+                v.parallelism for v in variant.vertices
+            ] == [2, 8, 2]
         if pair["dimension"] == "32 -> 8 KiB buffers":
             assert (base.buffer_kib, variant.buffer_kib) == (32, 8)
         if pair["dimension"] == "1 -> 2 TaskManagers":
@@ -125,8 +163,9 @@ def test_the_facts_shape_has_its_bottleneck_on_the_hot_keys_subtask():
     base = next(c for c in FAMILY if c.name == "base-heavy")
     job = loads(base)
     assert job.bottleneck == ("keyed", 2)  # Java's key-group assignment puts key 0 on keyed subtask 2 of 4
-    assert job.records_in["keyed"][2] == pytest.approx(0.3 + 0.7 * sum(
-        1 for k in range(1, 64) if k in _keys_on(2)) / 63)
+    assert job.records_in["keyed"][2] == pytest.approx(
+        0.3 + 0.7 * sum(1 for k in range(1, 64) if k in _keys_on(2)) / 63
+    )
 
 
 def _keys_on(subtask: int) -> set[int]:
@@ -151,9 +190,11 @@ def test_the_summarizer_computes_the_figures_from_a_committed_raw_file():
     ids = [v["id"] for v in raw["job"]["vertices"]]
     bottleneck = ids[[v.name for v in config.vertices].index(loads(config).bottleneck_vertex)]
     assert got["start_delay"] == statistics.median(
-        max(s["start_delay"] for s in raw["subtasks"][str(c["id"])][bottleneck]) for c in steady)
+        max(s["start_delay"] for s in raw["subtasks"][str(c["id"])][bottleneck]) for c in steady
+    )
     assert got["sink_alignment"] == statistics.median(
-        max(s["alignment"]["duration"] for s in raw["subtasks"][str(c["id"])][ids[-1]]) for c in steady)
+        max(s["alignment"]["duration"] for s in raw["subtasks"][str(c["id"])][ids[-1]]) for c in steady
+    )
     assert got["persisted_kib"] == statistics.median(c["persisted_data"] / 1024 for c in steady)
     assert set(got["flags"]) == {v.name for v in config.vertices}
     assert got["ramp"] == [c["end_to_end_duration"] for c in sorted(completed, key=lambda c: c["id"])[:6]]

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.alignment_checks import (CALM, CALM_HOT, FLINK_TABLE, REMEASURED_FIGURES, flink_checks,
-                                        load_remeasured)
+from benchmarks.alignment_checks import CALM, CALM_HOT, FLINK_TABLE, REMEASURED_FIGURES, flink_checks, load_remeasured
 from benchmarks.alignment_latency import Row
 from benchmarks.flink_remeasure import FLUSHER_VARIANTS, combine, settings, summarize
 
@@ -18,22 +17,47 @@ def _subtask(start_delay: int, alignment: int, unaligned: bool) -> dict:
 
 
 def _checkpoint(cid: int, e2e: int, status: str = "COMPLETED") -> dict:
-    return {"id": cid, "status": status, "end_to_end_duration": e2e, "persisted_data": 2048 * cid,
-            "processed_data": 1024, "checkpoint_type": "UNALIGNED_CHECKPOINT"}
+    return {
+        "id": cid,
+        "status": status,
+        "end_to_end_duration": e2e,
+        "persisted_data": 2048 * cid,
+        "processed_data": 1024,
+        "checkpoint_type": "UNALIGNED_CHECKPOINT",
+    }
 
 
 def _raw() -> dict:
     """Four checkpoints, one failed: the first completed one (id 1) is left out of every figure."""
     delays = {1: 900, 2: 30, 4: 50, 5: 40}
-    subtasks = {str(cid): {
-        "KEYED PROCESS": [_subtask(5, 1, True), _subtask(delay, 2, cid != 5), _subtask(6, 0, False),
-                          _subtask(7, 0, False)],
-        "Sink: Writer": [_subtask(delay + 1, delay - 20, False), _subtask(delay + 2, delay - 10, cid == 4)],
-    } for cid, delay in delays.items()}
-    history = [_checkpoint(5, 60), _checkpoint(4, 70), _checkpoint(3, 0, "FAILED"), _checkpoint(2, 50),
-               _checkpoint(1, 950)]
-    return {"flink_version": "2.3.0", "history": history, "subtasks": subtasks, "keyed_vertex": "KEYED PROCESS",
-            "sink_vertex": "Sink: Writer", "keyed_records_in": [100.0, 900.0, 120.0, 110.0], "throughput": 1234.5}
+    subtasks = {
+        str(cid): {
+            "KEYED PROCESS": [
+                _subtask(5, 1, True),
+                _subtask(delay, 2, cid != 5),
+                _subtask(6, 0, False),
+                _subtask(7, 0, False),
+            ],
+            "Sink: Writer": [_subtask(delay + 1, delay - 20, False), _subtask(delay + 2, delay - 10, cid == 4)],
+        }
+        for cid, delay in delays.items()
+    }
+    history = [
+        _checkpoint(5, 60),
+        _checkpoint(4, 70),
+        _checkpoint(3, 0, "FAILED"),
+        _checkpoint(2, 50),
+        _checkpoint(1, 950),
+    ]
+    return {
+        "flink_version": "2.3.0",
+        "history": history,
+        "subtasks": subtasks,
+        "keyed_vertex": "KEYED PROCESS",
+        "sink_vertex": "Sink: Writer",
+        "keyed_records_in": [100.0, 900.0, 120.0, 110.0],
+        "throughput": 1234.5,
+    }
 
 
 def test_summarize_takes_the_benchmarks_figures_from_flinks_statistics():
@@ -86,9 +110,23 @@ def test_the_committed_remeasurement_covers_every_row_the_checks_compare():
 def test_every_figure_check_is_also_judged_against_flink_here(with_remeasurement):
     """With the re-measurement each check carries a second verdict, against Flink's own figure on this machine."""
     here = load_remeasured() if with_remeasurement else None
-    rows = [Row(group=g, mode=m, e2e_ms=1.0, e2e_p90_ms=1.0, after_start_ms=1.0, start_delay_ms=1.0,
-                sink_alignment_ms=1.0, persisted_kib=1.0, processed_kib=1.0, keyed_unaligned="1,1,1,1",
-                sinks_unaligned="0,0", throughput=1.0) for g, m in FLINK_TABLE]
+    rows = [
+        Row(
+            group=g,
+            mode=m,
+            e2e_ms=1.0,
+            e2e_p90_ms=1.0,
+            after_start_ms=1.0,
+            start_delay_ms=1.0,
+            sink_alignment_ms=1.0,
+            persisted_kib=1.0,
+            processed_kib=1.0,
+            keyed_unaligned="1,1,1,1",
+            sinks_unaligned="0,0",
+            throughput=1.0,
+        )
+        for g, m in FLINK_TABLE
+    ]
     checks = flink_checks(rows, bottleneck_index=2, here=here)
     if with_remeasurement:
         assert all(c.passed_here is not None and c.detail_here.startswith("Flink 2.3.0 here") for c in checks)

@@ -7,8 +7,9 @@ from barriersim.spark.session import _DropPy4jInterruptTraceback
 
 def _record(pathname: str, exc: BaseException | None) -> logging.LogRecord:
     exc_info = (type(exc), exc, None) if exc is not None else None
-    return logging.LogRecord("root", logging.ERROR, pathname, 1066, "KeyboardInterrupt while sending command.",
-                             None, exc_info)
+    return logging.LogRecord(
+        "root", logging.ERROR, pathname, 1066, "KeyboardInterrupt while sending command.", None, exc_info
+    )
 
 
 def test_py4j_keyboard_interrupt_record_is_dropped():

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from barriersim.runtime.jobgraph import OperatorKind, Partitioner
 from barriersim.runtime.job.config import JobOutcome
+from barriersim.runtime.jobgraph import OperatorKind, Partitioner
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import Scenario, expand_sweep, load_scenario, with_setting
-from tests.modes import ALL_MODES, in_test_mode
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
+from tests.modes import ALL_MODES, in_test_mode
 
 SCENARIOS = Path(__file__).parents[2] / "scenarios"
 LIBRARY = sorted(SCENARIOS.glob("*.toml"))
@@ -33,8 +33,16 @@ def small(scenario: Scenario) -> Scenario:
 
 
 def test_the_library_holds_the_scenarios_of_the_issue():
-    assert {"quickstart", "skew", "backpressure_slow_sink", "alignment_latency", "checkpointing_time_benchmark",
-            "two_input", "window_join", "failure_storm"} <= set(NAMES)
+    assert {
+        "quickstart",
+        "skew",
+        "backpressure_slow_sink",
+        "alignment_latency",
+        "checkpointing_time_benchmark",
+        "two_input",
+        "window_join",
+        "failure_storm",
+    } <= set(NAMES)
 
 
 @pytest.mark.parametrize("path", LIBRARY, ids=NAMES)
@@ -105,12 +113,23 @@ def test_the_alignment_latency_scenario_is_flinks_job():
     s = load_scenario(SCENARIOS / "alignment_latency.toml")
     g = s.job.graph
     assert [(v.operator, v.parallelism) for v in g.vertices] == [
-        (OperatorKind.SOURCE, 2), (OperatorKind.KEYED_SUM, 4), (OperatorKind.AT_LEAST_ONCE_SINK, 2)]
+        (OperatorKind.SOURCE, 2),
+        (OperatorKind.KEYED_SUM, 4),
+        (OperatorKind.AT_LEAST_ONCE_SINK, 2),
+    ]
     assert [e.partitioner for e in g.edges] == [Partitioner.HASH, Partitioner.REBALANCE]
     assert (s.network.buffer_size, s.network.exclusive_buffers_per_channel, s.network.floating_buffers_per_gate) == (
-        32 * 1024, 2, 8)
+        32 * 1024,
+        2,
+        8,
+    )
     assert s.checkpointing.interval_ms == 1000 and s.workload.rate_per_source == 2000  # heavy backpressure
-    assert (s.workload.keys, s.workload.hot_key_share, s.network.record_size, s.cluster.taskmanagers) == (64, 0.3, 110, 1)
+    assert (s.workload.keys, s.workload.hot_key_share, s.network.record_size, s.cluster.taskmanagers) == (
+        64,
+        0.3,
+        110,
+        1,
+    )
     assert g.vertex("keyed").params["hot_key"] == 0 and g.vertex("keyed").params["hot_key_extra_us"] == 1000.0
     # the keyed function's small output records (derived from Flink's heavy aligned processed_data); the sources' 110 B
     assert g.vertex("keyed").params["record_size"] == 28 and "record_size" not in g.vertex("source").params
@@ -118,6 +137,7 @@ def test_the_alignment_latency_scenario_is_flinks_job():
 
 def test_the_hot_key_carries_its_share_and_the_rest_is_uniform():
     from barriersim.scenarios.workload import zipf_cdf
+
     cdf = zipf_cdf(64, 0.0, 0.3)
     assert cdf[0] == pytest.approx(0.3)
     assert cdf[1] - cdf[0] == pytest.approx(0.7 / 63) and cdf[-1] == pytest.approx(1.0)
@@ -129,18 +149,22 @@ def test_the_checkpointing_time_benchmark_scenario_is_flinks_topology():
     assert [v.parallelism for v in g.vertices] == [4, 4, 4]
     # as the benchmark runs it: a slot sharing group per vertex, one slot per TaskManager, so every channel is remote
     from barriersim.runtime.job.placement import ChannelKind, ClusterConfig, place, slots_needed
+
     placement = place(g, ClusterConfig(s.cluster.taskmanagers, s.cluster.slots_per_taskmanager))
     assert slots_needed(g) == 12
-    kinds = {placement.channel_kind((e.source, i), (e.target, j))
-             for e in g.edges for i in range(4) for j in range(4)}
+    kinds = {placement.channel_kind((e.source, i), (e.target, j)) for e in g.edges for i in range(4) for j in range(4)}
     assert kinds == {ChannelKind.REMOTE}
     assert [e.partitioner for e in g.edges] == [Partitioner.REBALANCE, Partitioner.REBALANCE]
     # the benchmark's constants: a sink busy-waiting 200 us per record, 8 KiB segments, 29-byte records, debloating
     # to 300 ms over 5 samples taken every 200 ms
     assert g.vertex("sink").params["cost_us_per_record"] == 200.0 and s.network.buffer_size == 8192
     assert s.network.record_size == 29
-    assert (s.network.buffer_debloat, s.network.buffer_debloat_target_ms, s.network.buffer_debloat_period_ms,
-            s.network.buffer_debloat_samples) == (True, 300, 200, 5)
+    assert (
+        s.network.buffer_debloat,
+        s.network.buffer_debloat_target_ms,
+        s.network.buffer_debloat_period_ms,
+        s.network.buffer_debloat_samples,
+    ) == (True, 300, 200, 5)
 
 
 def test_the_failure_storm_restarts_and_restores():

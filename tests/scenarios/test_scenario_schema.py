@@ -6,12 +6,13 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.faults.fault_schedule import CrashTask, ProtocolPoint
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
-from barriersim.scenarios.loader import ScenarioError, expand_sweep, load_scenario, parse_scenario
 from barriersim.scenarios.documents import dumps
+from barriersim.scenarios.loader import ScenarioError, expand_sweep, load_scenario, parse_scenario
 
 GRAPH_DOC = {
     "scenario": {"name": "two-input", "seed": 3},
@@ -42,8 +43,12 @@ def test_a_general_two_input_job_with_faults_and_a_sweep(tmp_path):
     s = load_scenario(p)
     g = s.job.graph
     assert not s.job.is_quickstart_shape
-    assert [v.operator for v in g.vertices] == [OperatorKind.SOURCE, OperatorKind.SOURCE, OperatorKind.JOIN,
-                                               OperatorKind.TWO_PHASE_COMMIT_SINK]
+    assert [v.operator for v in g.vertices] == [
+        OperatorKind.SOURCE,
+        OperatorKind.SOURCE,
+        OperatorKind.JOIN,
+        OperatorKind.TWO_PHASE_COMMIT_SINK,
+    ]
     assert g.vertex("join").params["hot_key_extra_us"] == 50.0 and g.gates_of("join")[1].source == "right"
     assert s.faults.faults == (CrashTask("join#1", point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=2),)
     assert s.network.buffer_size == 32 * 1024 and s.network.exclusive_buffers_per_channel == 2
@@ -51,7 +56,11 @@ def test_a_general_two_input_job_with_faults_and_a_sweep(tmp_path):
     runs = expand_sweep(s)
     assert len(runs) == 4
     assert {(r.workload.zipf_exponent, r.network.latency_us_mean) for _, r in runs} == {
-        (0.0, 50), (0.0, 500), (1.5, 50), (1.5, 500)}
+        (0.0, 50),
+        (0.0, 500),
+        (1.5, 50),
+        (1.5, 500),
+    }
 
 
 def test_the_quickstart_shorthand_expands_into_its_graph():
@@ -97,8 +106,18 @@ MALFORMED = [
     (("network", "bandwidth"), 3, "network.bandwidth", "unknown key"),
     (("job", "vertex", 0, "name"), DELETE, "job.vertex[0].name", "is required"),
     (("checkpointing", "max_concurrent"), 2, "checkpointing.max_concurrent", "at most 1 concurrent"),
-    (("checkpointing", "aligned_checkpoint_timeout_ms"), 0, "checkpointing.aligned_checkpoint_timeout_ms", "must be > 0"),
-    (("sweep", "workload.zipf"), [1], "sweep.workload.zipf", "unknown key 'zipf' in [workload] (did you mean workload.zipf_exponent?); its keys: records"),
+    (
+        ("checkpointing", "aligned_checkpoint_timeout_ms"),
+        0,
+        "checkpointing.aligned_checkpoint_timeout_ms",
+        "must be > 0",
+    ),
+    (
+        ("sweep", "workload.zipf"),
+        [1],
+        "sweep.workload.zipf",
+        "unknown key 'zipf' in [workload] (did you mean workload.zipf_exponent?); its keys: records",
+    ),
     (("sweep", "workload.zipf_exponent"), [1.0, "high"], "sweep.workload.zipf_exponent", "must be a number"),
     (("faults", 0, "point"), "later", None, "faults[0].point: must be one of"),
     (("network", "buffer_size"), 10, "network.buffer_size", "must be between"),
@@ -128,8 +147,16 @@ def _leaf_paths(doc, prefix=()):
 
 
 LEAVES = [p for p in _leaf_paths(GRAPH_DOC) if p[0] != "sweep"]
-BAD_VALUES = st.one_of(st.just(-1), st.just(0), st.just(10**15), st.just("nonsense"), st.just(True),
-                       st.just(0.5), st.just([1, 2]), st.text(max_size=5))
+BAD_VALUES = st.one_of(
+    st.just(-1),
+    st.just(0),
+    st.just(10**15),
+    st.just("nonsense"),
+    st.just(True),
+    st.just(0.5),
+    st.just([1, 2]),
+    st.text(max_size=5),
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -194,8 +221,11 @@ def test_random_malformations_of_the_library_files_get_one_line_errors(tmp_path,
         assert re.match(rf"{re.escape(str(p))}: [\w.\[\]]+: \S", message), message
         if how == "rename":  # the renamed key is unknown, or the original one is now missing: either is named
             # (a key of a mapping by vertex name, e.g. a restore's parallelism, names a vertex the job lacks)
-            assert (f"{leaf[-1]}_x: unknown" in message or f"{leaf[-1]}: is required" in message
-                    or f"{leaf[-1]}_x: the job has no vertex '{leaf[-1]}_x'" in message), message
+            assert (
+                f"{leaf[-1]}_x: unknown" in message
+                or f"{leaf[-1]}: is required" in message
+                or f"{leaf[-1]}_x: the job has no vertex '{leaf[-1]}_x'" in message
+            ), message
 
 
 def test_an_edge_naming_a_vertex_with_a_newline_gets_a_one_line_error(tmp_path):
@@ -237,8 +267,10 @@ def test_a_vertex_record_size_sizes_the_records_it_emits_and_only_those():
                 {"name": "sum", "operator": "keyed_sum", "parallelism": 1, "record_size": 20},
                 {"name": "sink", "operator": "at_least_once_sink", "parallelism": 1},
             ],
-            "edge": [{"from": "source", "to": "sum", "partitioner": "hash"},
-                     {"from": "sum", "to": "sink", "partitioner": "forward"}],
+            "edge": [
+                {"from": "source", "to": "sum", "partitioner": "hash"},
+                {"from": "sum", "to": "sink", "partitioner": "forward"},
+            ],
         },
     }
     s = parse_scenario(doc)

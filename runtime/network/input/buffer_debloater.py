@@ -1,32 +1,15 @@
-"""Buffer debloating (FLIP-183): each input gate sizes its upstream's buffers so that the data in flight to it
-takes about a target time to consume.
+"""Buffer debloating (FLIP-183): each input gate sizes its upstream's buffers so that the data in flight to it takes
+about a target time to consume.
 
-How this works: the gate's ``ThroughputCalculator`` adds up the bytes of the data buffers the task consumes
-and the time it spent consuming, leaving out the time the gate had nothing to hand out
-(``pause_measurement`` when a poll returns nothing, ``resume_measurement`` when one returns data). Every
-debloat period (200 ms by default) the task asks each gate to ``trigger_debloating``: the ``BufferDebloater``
-turns the throughput into the total in-flight bytes the target time allows (``throughput * target``),
-divides it by the buffers in use (queued buffers plus the sender's backlog, at least 1), smooths the size
-with an exponential moving average over ``samples`` periods (``BufferSizeEMA``: alpha ``2 / (samples + 1)``,
-the instant size capped at twice the current one, the result clamped to [min, max]) and announces it to
-every channel's sender unless it differs from the last announced size by less than ``threshold_percentages``
-(a size at min or max is always announced). The sender then cuts each new buffer of that subpartition at
-the announced size (``ResultPartition.set_buffer_size``), so with the same credit less data is in flight:
-an aligned barrier has less to wait behind. Mirrors Flink's ``ThroughputCalculator``, ``BufferSizeEMA``,
-``BufferDebloater`` and ``SingleInputGate.triggerDebloating`` / ``announceBufferSize``, with the options
-``taskmanager.network.memory.buffer-debloat.{enabled, target, period, samples, threshold-percentages}``
-(off, 1 s, 200 ms, 20, 25), ``taskmanager.memory.min-segment-size`` (256 bytes) and
-``taskmanager.memory.starting-segment-size`` (1 KiB): with debloating on, Flink 2.3 starts every subpartition's
-buffers and every gate's debloater at that size, not at the segment size (``NettyShuffleEnvironmentConfiguration``:
-``startingBufferSize`` is the option when debloating is enabled, else unbounded; ``PipelinedSubpartition`` and
-``BufferDebloater`` start from it), so the senders' first buffers are small and grow as throughput is measured.
+Mirrors Flink's ``ThroughputCalculator``, ``BufferSizeEMA``, ``BufferDebloater`` and
+``SingleInputGate.triggerDebloating``. See docs/data-plane.md, "Buffer debloating".
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 NOT_TRACKED = -1
 
@@ -46,25 +29,31 @@ class BufferDebloatConfiguration:
         debloating is on (``validate`` checks it is within [min, max]), else the segment size."""
         return self.starting_buffer_size if self.enabled else max_buffer_size
 
-    def validate(self, max_buffer_size: int) -> "BufferDebloatConfiguration":
+    def validate(self, max_buffer_size: int) -> BufferDebloatConfiguration:
         for name in ("target_ms", "period_ms", "samples", "min_buffer_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"buffer debloating: {name} must be positive, got {getattr(self, name)}")
         if not 0 <= self.threshold_percentages <= 100:
-            raise ValueError(f"buffer debloating: threshold_percentages must be in [0, 100], got {self.threshold_percentages}")
+            raise ValueError(
+                f"buffer debloating: threshold_percentages must be in [0, 100], got {self.threshold_percentages}"
+            )
         if self.min_buffer_size > max_buffer_size:
-            raise ValueError(f"buffer debloating: min_buffer_size ({self.min_buffer_size}) exceeds the buffer size "
-                             f"({max_buffer_size})")
+            raise ValueError(
+                f"buffer debloating: min_buffer_size ({self.min_buffer_size}) exceeds the buffer size "
+                f"({max_buffer_size})"
+            )
         if not self.min_buffer_size <= self.starting_buffer_size <= max_buffer_size:  # BufferDebloatConfiguration's
-            raise ValueError(f"buffer debloating: starting_buffer_size ({self.starting_buffer_size}) must be between "
-                             f"min_buffer_size ({self.min_buffer_size}) and the buffer size ({max_buffer_size})")
+            raise ValueError(
+                f"buffer debloating: starting_buffer_size ({self.starting_buffer_size}) must be between "
+                f"min_buffer_size ({self.min_buffer_size}) and the buffer size ({max_buffer_size})"
+            )
         return self
 
 
 class ThroughputCalculator:
     """Bytes consumed per second of time spent consuming (idle time left out), over the last period."""
 
-    def __init__(self, clock: Callable[[], int]):
+    def __init__(self, clock: Callable[[], int]) -> None:
         self._clock = clock
         self.current_throughput = 0
         self._accumulated_bytes = 0
@@ -100,8 +89,9 @@ class ThroughputCalculator:
 class BufferSizeEMA:
     """Exponential moving average of the buffer size, growing and shrinking at the same speed."""
 
-    def __init__(self, max_buffer_size: int, min_buffer_size: int, samples: int,
-                 starting_buffer_size: int | None = None):
+    def __init__(
+        self, max_buffer_size: int, min_buffer_size: int, samples: int, starting_buffer_size: int | None = None
+    ) -> None:
         self.max_buffer_size = max_buffer_size
         self.min_buffer_size = min_buffer_size
         self.alpha = 2.0 / (samples + 1)
@@ -109,8 +99,9 @@ class BufferSizeEMA:
 
     def calculate_buffer_size(self, total_bytes: int, total_buffers: int) -> int:
         if total_bytes < 0 or total_buffers <= 0:
-            raise ValueError(f"buffer size EMA: total bytes ({total_bytes}) must be >= 0 and buffers "
-                             f"({total_buffers}) > 0")
+            raise ValueError(
+                f"buffer size EMA: total bytes ({total_bytes}) must be >= 0 and buffers ({total_buffers}) > 0"
+            )
         desirable = min(total_bytes / total_buffers, 2 * self.last_buffer_size)
         self.last_buffer_size += self.alpha * (desirable - self.last_buffer_size)
         self.last_buffer_size = max(self.min_buffer_size, min(self.last_buffer_size, self.max_buffer_size))
@@ -120,13 +111,13 @@ class BufferSizeEMA:
 class BufferDebloater:
     """One gate's buffer size from its throughput and the buffers in use."""
 
-    def __init__(self, config: BufferDebloatConfiguration, max_buffer_size: int):
+    def __init__(self, config: BufferDebloatConfiguration, max_buffer_size: int) -> None:
         self.config = config
         self.max_buffer_size = max_buffer_size
         self.last_buffer_size = config.starting_size(max_buffer_size)
         self._ema = BufferSizeEMA(max_buffer_size, config.min_buffer_size, config.samples, self.last_buffer_size)
 
-    def recalculate_buffer_size(self, throughput: int, buffers_in_use: int) -> Optional[int]:
+    def recalculate_buffer_size(self, throughput: int, buffers_in_use: int) -> int | None:
         """The new size to announce, or None if it is too close to the last one."""
         buffers = max(1, buffers_in_use)
         desired_total = throughput * self.config.target_ms // 1000

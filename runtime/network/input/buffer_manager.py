@@ -1,32 +1,14 @@
-"""Receiver-side buffers and credits of credit-based flow control.
+"""Receiver-side buffers and credits of credit-based flow control: a remote channel's exclusive buffers, the gate's
+floating buffers, and the credit announced to the sender.
 
-How this works: every remote input channel owns ``exclusive`` buffers (2 by default) and may borrow
-*floating* buffers from its gate's ``FloatingBufferPool`` (8 per gate by default). A buffer is either
-*available* (empty, announced to the sender as credit) or *in use* (holding received data until the task
-consumes it). The sender may only send a data buffer for each credit it holds; events travel without credit.
-
-* On a data buffer arriving, one available buffer is taken (floating first, as Flink's
-  ``AvailableBufferQueue.takeBuffer``); with none available the sender broke the protocol:
-  ``CreditViolationError``.
-* The sender's backlog makes the channel ask for floating buffers until it has ``backlog + exclusive``
-  available (Flink's ``requestFloatingBuffers(backlog + initialCredit)``); if the pool is empty the channel
-  waits as a listener and gets the next recycled floating buffer.
-* Consuming a buffer recycles it: an exclusive one returns to the channel (and, if the channel now holds
-  more than it needs, one floating buffer goes back to the pool); a floating one goes back to the pool,
-  which hands it to the first waiting channel. Every buffer a channel gains becomes *unannounced credit*,
-  which the channel announces to its sender (``AddCredit``).
-* While a channel is blocked (aligned checkpoint) it requests no floating buffers and, since nothing it
-  holds is consumed, grants no credit: its sender stops.
-
-Mirrors Flink's ``BufferManager`` (with ``AvailableBufferQueue``), the gate's ``LocalBufferPool`` for
-floating buffers and ``BufferListener``. Buffers are counted, not allocated: memory segments carry no data.
+Mirrors Flink's ``BufferManager`` (with ``AvailableBufferQueue``), the gate's ``LocalBufferPool`` for floating
+buffers and ``BufferListener``. See docs/data-plane.md, "Receiver-side buffers and credit".
 """
 
 from __future__ import annotations
 
 import enum
 from collections import deque
-from typing import Optional
 
 DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL = 2
 DEFAULT_FLOATING_BUFFERS_PER_GATE = 8
@@ -44,12 +26,12 @@ class BufferOrigin(enum.Enum):
 class FloatingBufferPool:
     """The gate's pool of floating buffers (Flink's ``LocalBufferPool`` with ``BufferListener``s)."""
 
-    def __init__(self, size: int = DEFAULT_FLOATING_BUFFERS_PER_GATE):
+    def __init__(self, size: int = DEFAULT_FLOATING_BUFFERS_PER_GATE) -> None:
         if size < 0:
             raise ValueError(f"floating pool size must be >= 0, got {size}")
         self.size = size
         self._available = size
-        self._listeners: deque["BufferManager"] = deque()
+        self._listeners: deque[BufferManager] = deque()
 
     @property
     def num_available(self) -> int:
@@ -61,11 +43,11 @@ class FloatingBufferPool:
             return True
         return False
 
-    def add_buffer_listener(self, listener: "BufferManager") -> None:
+    def add_buffer_listener(self, listener: BufferManager) -> None:
         if listener not in self._listeners:
             self._listeners.append(listener)
 
-    def remove_buffer_listener(self, listener: "BufferManager") -> None:
+    def remove_buffer_listener(self, listener: BufferManager) -> None:
         if listener in self._listeners:
             self._listeners.remove(listener)
 
@@ -83,7 +65,7 @@ class FloatingBufferPool:
 class BufferManager:
     """Buffers and credit of one remote input channel."""
 
-    def __init__(self, pool: FloatingBufferPool, exclusive: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL):
+    def __init__(self, pool: FloatingBufferPool, exclusive: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL) -> None:
         if exclusive < 0:
             raise ValueError(f"exclusive buffers must be >= 0, got {exclusive}")
         self._pool = pool

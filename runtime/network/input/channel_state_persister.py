@@ -1,27 +1,18 @@
 """Decides which buffers of one input channel belong to the in-flight data of an unaligned checkpoint.
 
-How this works: a small state machine per channel with ``lastSeenBarrier`` and a status. When the task
-starts an unaligned checkpoint (``start_persisting``), the buffers already queued before the channel's
-barrier are persisted at once and, while the barrier is still pending, every data buffer that arrives is
-persisted too (``maybe_persist``). The barrier itself (found by ``check_for_barrier`` when it arrives in the
-queue) ends persisting for this channel; ``stop_persisting`` ends it when the checkpoint completes or is
-aborted. Persisted data goes out as ``AddInputData`` actions (defined here, in the network layer; the
-checkpointing layer above names them among its input-side actions) to an injected sink (the channel state
-writer's input).
-
-Mirrors Flink's ``ChannelStatePersister`` (``startPersisting``, ``stopPersisting``, ``maybePersist``,
-``checkForBarrier`` and its ``CheckpointStatus`` COMPLETED / BARRIER_PENDING / BARRIER_RECEIVED).
+Mirrors Flink's ``ChannelStatePersister`` (with its ``CheckpointStatus``). See docs/data-plane.md, "Which input
+buffers are persisted".
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
 
-from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.events import Buffer, CheckpointBarrier, EventAnnouncement, InputChannelInfo
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 
 
 @dataclass(frozen=True)
@@ -45,7 +36,7 @@ class CheckpointStatus(enum.Enum):
 
 
 class ChannelStatePersister:
-    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[AddInputData], None]):
+    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[AddInputData], None]) -> None:
         self.channel_info = channel_info
         self._sink = sink
         self.status = CheckpointStatus.COMPLETED
@@ -74,7 +65,7 @@ class ChannelStatePersister:
         if self.status is CheckpointStatus.BARRIER_PENDING:
             self._sink(AddInputData(self.last_seen_barrier, self.channel_info, (buffer,)))
 
-    def check_for_barrier(self, element: object) -> Optional[int]:
+    def check_for_barrier(self, element: object) -> int | None:
         """If ``element`` is a (not outdated) barrier, note it and return its id; an announcement's
         barrier id is returned without changing the status."""
         if isinstance(element, CheckpointBarrier):

@@ -1,42 +1,15 @@
-"""One input channel of a gate: the receive queue of elements from one upstream subpartition.
+"""One input channel of a gate: the receive queue of elements from one upstream subpartition, remote (with its own
+buffers and credit) or local (reading the producer's subpartition).
 
-How this works: the driver hands each arriving element to ``on_element`` with its sequence number (checked
-against the expected one) and, for data buffers of remote channels, the sender's backlog. Unaligned
-barriers are *priority* elements and go ahead of queued data (``PrioritizedDeque``). ``get_next`` hands out
-the head element; a consumed data buffer is recycled, which returns credit. For unaligned checkpoints,
-``checkpoint_started`` persists the data queued before this channel's barrier and, through the
-``ChannelStatePersister``, data arriving before the barrier.
-
-The two kinds differ as Flink's do. A ``RemoteInputChannel`` (the producer runs in another TaskManager) holds
-exclusive and floating buffers (``BufferManager``: credit-based flow control) and, when an aligned barrier that
-may time out arrives, puts an ``EventAnnouncement`` of it ahead of the queued data, so the task learns early
-that the barrier is on its way and can overtake the data with it on an alignment timeout
-(``convert_to_priority_event``). A ``LocalInputChannel`` (the producer runs in the same TaskManager) reads the
-producer's subpartition directly: it has no buffers of its own and announces nothing; the barrier reaches the
-task in order behind the data, and on an alignment timeout the producer itself converts a barrier still queued
-in its subpartition. barriersim's tasks exchange elements through their driver, so a local channel reads ahead
-by one buffer: it asks for ``LOCAL_CHANNEL_BUFFERS`` (2) buffers at setup and for one more each time the task
-finished one (``AddCredit``, delivered without network latency): the data in flight stays in the producer's
-subpartition, as in Flink, and besides the buffer the task reads at most the one it reads next waits on the
-consumer's side. Both still belong to the producer's buffer pool: Flink's local channel hands the task the
-producer's own memory segment, which returns to the producer's ``LocalBufferPool`` only once the task's record
-deserializer has read all of it, so the producer counts them against ``max_buffers_per_channel``
-(``ResultPartition``, local subpartitions).
-
-A data buffer the task takes (``get_next``) is released once the task has processed it: at the task's next step
-(``release_processed``), as Flink's ``SpillingAdaptiveSpanningRecordDeserializer`` recycles its buffer once the
-last record is read. Releasing a remote channel's buffer returns it to the channel's exclusive or floating
-buffers (credit); releasing a local channel's asks the producer for the next.
-
-Mirrors Flink's ``InputChannel``, ``RemoteInputChannel`` (``onBuffer``, ``getNextBuffer``,
-``checkpointStarted``/``checkpointStopped``, ``getInflightBuffersUnsafe``, ``convertToPriorityEvent``,
-``resumeConsumption``) and ``LocalInputChannel`` (``getNextBuffer``, ``resumeConsumption``).
+Mirrors Flink's ``InputChannel``, ``RemoteInputChannel`` and ``LocalInputChannel``. See docs/data-plane.md, "Input
+channels, remote and local".
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 from barriersim.runtime.events import (
     Buffer,
@@ -113,7 +86,7 @@ class ChannelStateError(Exception):
 class SequenceElement:
     element: ChannelElement
     sequence_number: int
-    origin: Optional[BufferOrigin] = None
+    origin: BufferOrigin | None = None
 
 
 class InputChannel:
@@ -122,7 +95,7 @@ class InputChannel:
 
     is_remote = False
 
-    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]):
+    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]) -> None:
         self.channel_info = channel_info
         self._sink = sink
         self._queue: PrioritizedDeque[SequenceElement] = PrioritizedDeque()
@@ -134,16 +107,16 @@ class InputChannel:
         self.end_of_partition_received = False
         self.released = False
         self.queued_bytes = 0
-        self._in_task: list[Optional[BufferOrigin]] = []  # data buffers the task took and has not processed yet
+        self._in_task: list[BufferOrigin | None] = []  # data buffers the task took and has not processed yet
 
     # -- arriving elements -------------------------------------------------------------------------
 
     def on_element(
         self,
         element: ChannelElement,
-        sequence_number: Optional[int] = None,
-        backlog: Optional[int] = None,
-        priority: Optional[bool] = None,
+        sequence_number: int | None = None,
+        backlog: int | None = None,
+        priority: bool | None = None,
     ) -> bool:
         """Queue an arriving element; returns True if it is (or brought) a priority element."""
         if sequence_number is None:
@@ -192,7 +165,7 @@ class InputChannel:
         True if it did."""
         return False
 
-    def _take_buffer(self) -> Optional[BufferOrigin]:
+    def _take_buffer(self) -> BufferOrigin | None:
         return None
 
     def _on_sender_backlog(self, backlog: int) -> None:
@@ -200,7 +173,7 @@ class InputChannel:
 
     # -- consuming --------------------------------------------------------------------------------
 
-    def get_next(self) -> Optional[SequenceElement]:
+    def get_next(self) -> SequenceElement | None:
         entry = self._queue.poll()
         if entry is None:
             return None
@@ -219,7 +192,7 @@ class InputChannel:
         for origin in in_task:
             self._recycle(origin)
 
-    def _recycle(self, origin: Optional[BufferOrigin]) -> None:
+    def _recycle(self, origin: BufferOrigin | None) -> None:
         pass
 
     def has_data(self) -> bool:
@@ -228,7 +201,7 @@ class InputChannel:
     def has_priority_element(self) -> bool:
         return self._queue.has_priority_element()
 
-    def peek(self) -> Optional[ChannelElement]:
+    def peek(self) -> ChannelElement | None:
         entry = self._queue.peek()
         return None if entry is None else entry.element
 
@@ -267,7 +240,10 @@ class InputChannel:
         buffers: list[Buffer] = []
         for entry in self._queue.iter_non_priority():
             if isinstance(entry.element, Buffer):
-                if self._last_barrier_sequence_number == NONE or entry.sequence_number < self._last_barrier_sequence_number:
+                if (
+                    self._last_barrier_sequence_number == NONE
+                    or entry.sequence_number < self._last_barrier_sequence_number
+                ):
                     buffers.append(entry.element)
                 else:
                     break
@@ -293,7 +269,7 @@ class InputChannel:
         pass
 
     @property
-    def persisting_checkpoint_id(self) -> Optional[int]:
+    def persisting_checkpoint_id(self) -> int | None:
         if self._persister.status is CheckpointStatus.BARRIER_PENDING:
             return self._persister.last_seen_barrier
         return None
@@ -310,7 +286,7 @@ class RemoteInputChannel(InputChannel):
         sink: Callable[[Any], None],
         pool: FloatingBufferPool,
         exclusive_buffers: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
-    ):
+    ) -> None:
         super().__init__(channel_info, sink)
         self.buffer_manager = BufferManager(pool, exclusive_buffers)
         self.buffer_manager.unannounced_credit = exclusive_buffers  # Flink: initial credit of the partition request
@@ -318,19 +294,24 @@ class RemoteInputChannel(InputChannel):
     def _announce(self, element: ChannelElement, sequence_number: int) -> bool:
         """Flink's ``RemoteInputChannel.onBuffer``: a timeoutable aligned barrier
         (``DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER``) is announced ahead of the queued data."""
-        if isinstance(element, CheckpointBarrier) and element.options.is_timeoutable and not element.options.is_unaligned_checkpoint:
+        if (
+            isinstance(element, CheckpointBarrier)
+            and element.options.is_timeoutable
+            and not element.options.is_unaligned_checkpoint
+        ):
             self._queue.add_priority_element(
-                SequenceElement(EventAnnouncement(element, sequence_number), sequence_number))
+                SequenceElement(EventAnnouncement(element, sequence_number), sequence_number)
+            )
             return True
         return False
 
-    def _take_buffer(self) -> Optional[BufferOrigin]:
+    def _take_buffer(self) -> BufferOrigin | None:
         return self.buffer_manager.take_buffer()
 
     def _on_sender_backlog(self, backlog: int) -> None:
         self.buffer_manager.on_sender_backlog(backlog)
 
-    def _recycle(self, origin: Optional[BufferOrigin]) -> None:
+    def _recycle(self, origin: BufferOrigin | None) -> None:
         if origin is not None:
             self.buffer_manager.recycle(origin)
 
@@ -363,7 +344,7 @@ class LocalInputChannel(InputChannel):
     """A channel reading a subpartition of the same TaskManager: no buffers of its own, no announcements; it
     holds at most ``LOCAL_CHANNEL_BUFFERS`` of the producer's buffers (see the module's docstring)."""
 
-    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]):
+    def __init__(self, channel_info: InputChannelInfo, sink: Callable[[Any], None]) -> None:
         super().__init__(channel_info, sink)
         self._requested = False
         self.sender_backlog = 0  # the producer's queued buffers when it last handed one out
@@ -377,7 +358,7 @@ class LocalInputChannel(InputChannel):
             self._requested = True
             self._sink(AddCredit(self.channel_info, LOCAL_CHANNEL_BUFFERS))
 
-    def _recycle(self, origin: Optional[BufferOrigin]) -> None:
+    def _recycle(self, origin: BufferOrigin | None) -> None:
         # the task processed a buffer: it returns to the producer, and the channel reads the next one
         if not self.released:
             self._sink(AddCredit(self.channel_info, 1))

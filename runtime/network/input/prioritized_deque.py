@@ -12,7 +12,8 @@ Mirrors Flink's ``PrioritizedDeque`` (``add(element, priority, prioritize)``, ``
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Generic, Iterator, Optional, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -28,21 +29,21 @@ class PrioritizedDeque(Generic[T]):
     def add_priority_element(self, element: T) -> None:
         self._priority.append(element)
 
-    def poll(self) -> Optional[T]:
+    def poll(self) -> T | None:
         if self._priority:
             return self._priority.popleft()
         if self._normal:
             return self._normal.popleft()
         return None
 
-    def peek(self) -> Optional[T]:
+    def peek(self) -> T | None:
         if self._priority:
             return self._priority[0]
         if self._normal:
             return self._normal[0]
         return None
 
-    def get_and_remove(self, predicate: Callable[[T], bool]) -> Optional[T]:
+    def get_and_remove(self, predicate: Callable[[T], bool]) -> T | None:
         """Remove and return the first element (priority section included) matching ``predicate``."""
         for section in (self._priority, self._normal):
             for i, element in enumerate(section):
@@ -51,7 +52,7 @@ class PrioritizedDeque(Generic[T]):
                     return element
         return None
 
-    def prioritize(self, predicate: Callable[[T], bool]) -> Optional[T]:
+    def prioritize(self, predicate: Callable[[T], bool]) -> T | None:
         """Move the first non-priority element matching ``predicate`` to the end of the priority section."""
         for i, element in enumerate(self._normal):
             if predicate(element):

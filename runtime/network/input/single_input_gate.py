@@ -1,42 +1,24 @@
 """An input gate: the channels of one logical input of a task, polled in availability order.
 
-How this works: the driver hands arriving elements to ``on_element(channel_idx, element, ...)``; the gate queues
-them in the channel and remembers that the channel has data (``_channels_with_data``, itself a ``PrioritizedDeque``
-of channel indexes: channels holding a priority element come first, the others in the order they became available,
-re-queued at the end after each poll, i.e. round robin). ``poll_next`` returns the next ``BufferOrEvent`` or
-``None``; the data buffers it returned are the task's until it calls ``release_processed`` (it processed them: the
-task does at the start of its next step, so the priority-event mail, which runs between two records, never
-recycles the buffer being read), then the channels recycle them. Blocked channels (aligned checkpoint) are not
-polled until ``resume_consumption``. After each operation, credit that became available on remote channels is
-announced (``AddCredit``). End of partition is returned per channel; the gate is finished when every channel
-delivered it.
-
-Everything the gate emits (``AddCredit``, ``ResumeConsumptionUpstream``, ``AddInputData``,
-``AnnounceBufferSize``) goes to the injected sink. With buffer debloating (``enable_debloating``) the gate
-measures its throughput as it hands out data and ``trigger_debloating`` announces new buffer sizes
-(``runtime.network.input.buffer_debloater``). The checkpointing hooks (``block_consumption``, ``resume_consumption``,
-``checkpoint_started``, ``checkpoint_stopped``, ``convert_to_priority_event``) are Flink's
-``CheckpointableInput`` and are driven by ``CheckpointedInputGate``.
-
-Mirrors Flink's ``SingleInputGate`` (``pollNext``, ``queueChannel``, ``inputChannelsWithData``,
-``checkpointStarted``/``checkpointStopped``, ``convertToPriorityEvent``) and ``BufferOrEvent``.
+Mirrors Flink's ``SingleInputGate`` and ``BufferOrEvent``. See docs/data-plane.md, "The input gate".
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any
 
 from barriersim.runtime.events import Buffer, ChannelElement, CheckpointBarrier, EndOfPartition, InputChannelInfo
-from barriersim.runtime.network.input.buffer_manager import (
-    DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
-    DEFAULT_FLOATING_BUFFERS_PER_GATE,
-    FloatingBufferPool,
-)
 from barriersim.runtime.network.input.buffer_debloater import (
     BufferDebloatConfiguration,
     BufferDebloater,
     ThroughputCalculator,
+)
+from barriersim.runtime.network.input.buffer_manager import (
+    DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
+    DEFAULT_FLOATING_BUFFERS_PER_GATE,
+    FloatingBufferPool,
 )
 from barriersim.runtime.network.input.input_channel import (
     AnnounceBufferSize,
@@ -83,7 +65,7 @@ class SingleInputGate:
         sink: Callable[[Any], None],
         exclusive_buffers_per_channel: int = DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
         floating_buffers_per_gate: int = DEFAULT_FLOATING_BUFFERS_PER_GATE,
-    ):
+    ) -> None:
         self.gate_idx = gate_idx
         self._sink = sink
         self.floating_pool = FloatingBufferPool(floating_buffers_per_gate)
@@ -103,13 +85,14 @@ class SingleInputGate:
         self._holding: list[int] = []  # channels whose data buffers the task took and has not released yet
         self.closed = False
         self._set_up = False
-        self.throughput: Optional[ThroughputCalculator] = None
-        self.debloater: Optional[BufferDebloater] = None
+        self.throughput: ThroughputCalculator | None = None
+        self.debloater: BufferDebloater | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
-    def enable_debloating(self, config: BufferDebloatConfiguration, max_buffer_size: int,
-                          clock: Callable[[], int]) -> None:
+    def enable_debloating(
+        self, config: BufferDebloatConfiguration, max_buffer_size: int, clock: Callable[[], int]
+    ) -> None:
         """Measure throughput and size the senders' buffers (Flink's ``createBufferDebloater``)."""
         self.throughput = ThroughputCalculator(clock)
         self.debloater = BufferDebloater(config.validate(max_buffer_size), max_buffer_size)
@@ -153,9 +136,9 @@ class SingleInputGate:
         self,
         channel: int | InputChannelInfo,
         element: ChannelElement,
-        sequence_number: Optional[int] = None,
-        backlog: Optional[int] = None,
-        priority: Optional[bool] = None,
+        sequence_number: int | None = None,
+        backlog: int | None = None,
+        priority: bool | None = None,
     ) -> None:
         if self.closed:
             raise GateClosedError(f"{type(element).__name__} arrived at closed gate {self.gate_idx}")
@@ -174,11 +157,12 @@ class SingleInputGate:
 
     # -- polling ---------------------------------------------------------------------------------------
 
-    def poll_next(self) -> Optional[BufferOrEvent]:
+    def poll_next(self) -> BufferOrEvent | None:
         if self.closed:
             raise GateClosedError(f"poll of closed gate {self.gate_idx}")
         while self._channels_with_data:
             idx = self._channels_with_data.poll()
+            assert idx is not None  # the deque is not empty
             self._enqueued.discard(idx)
             ch = self.channels[idx]
             if ch.blocked or not ch.has_data():
@@ -288,11 +272,12 @@ class SingleInputGate:
                 count += ch.sender_backlog
         return count
 
-    def trigger_debloating(self) -> Optional[int]:
+    def trigger_debloating(self) -> int | None:
         """Flink's ``triggerDebloating``: recalculate the buffer size and announce it to every unfinished
         channel's sender; returns the announced size (None: unchanged, or the gate is finished)."""
         if self.debloater is None or self.closed or self.is_finished():
             return None
+        assert self.throughput is not None  # enabled with the debloater
         size = self.debloater.recalculate_buffer_size(self.throughput.calculate_throughput(), self.buffers_in_use())
         if size is not None:
             for idx, ch in enumerate(self.channels):

@@ -1,30 +1,19 @@
-"""Demultiplexing the recovered in-flight data of a rescaled restore by virtual channel.
+"""Demultiplexing the recovered in-flight data of a rescaled restore by virtual channel (one per old connection), with
+the record filter of ambiguous ones.
 
-How this works: after a restore that rescaled an edge, one input channel of a new subtask may carry the in-flight
-data of several old connections: each pair (old downstream subtask, old upstream subtask) is a *virtual channel*.
-The recovered buffers of each are preceded by a ``SubtaskConnectionDescriptor`` naming it, both in the subtask's
-own recovered input and in what the upstream subtask re-sends from its recovered output; an
-``EndOfChannelStateEvent`` ends the recovered data of the channel. ``DemultiplexingChannel`` is one physical
-channel's view: ``select`` picks the virtual channel of the buffers that follow, and ``demultiplex`` turns a
-buffer's items into what the operator sees: records of a virtual channel whose old downstream subtask several new
-subtasks took over (an *ambiguous* one, e.g. a range of key groups split in two) pass only if this subtask owns
-them (the record filter: the partitioner's choice of subtask for each record, one numpy mask per record batch), and a watermark updates its virtual
-channel's last watermark and is replaced by the minimum over all the channel's virtual channels (none while one
-of them has not seen a watermark yet), so that the recovered data of one old connection never moves event time
-past the data of another. ``demultiplexers`` builds them for a task's gates from its input rescaling descriptor:
-the virtual channels of channel ``c`` of gate ``g`` are the old subtasks of the gate times the old channels
-mapped to ``c``. Mirrors Flink's ``DemultiplexingRecordDeserializer`` (with its ``VirtualChannel``) and
-``RecordFilter``, as ``RescalingStreamTaskNetworkInput`` uses them.
+Mirrors Flink's ``DemultiplexingRecordDeserializer`` (with its ``VirtualChannel``) and ``RecordFilter``, as
+``RescalingStreamTaskNetworkInput`` uses them. See docs/data-plane.md, "Virtual channels after a rescaled restore".
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
-from barriersim.runtime.buffer_content import content_of, segments
-from barriersim.runtime.events import InputChannelInfo, SubtaskConnectionDescriptor, Watermark
+from barriersim.runtime.buffer_content import Part, content_of, segments
+from barriersim.runtime.events import InputChannelInfo, StreamElements, SubtaskConnectionDescriptor, Watermark
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.inflight_data_rescaling import InflightDataRescalingDescriptor
 
@@ -39,18 +28,18 @@ class VirtualChannelError(RuntimeError):
 class VirtualChannel:
     __slots__ = ("record_filter", "last_watermark")
 
-    def __init__(self, record_filter: Optional[RecordFilter]):
+    def __init__(self, record_filter: RecordFilter | None) -> None:
         self.record_filter = record_filter
-        self.last_watermark: Optional[int] = None  # None: uninitialized
+        self.last_watermark: int | None = None  # None: uninitialized
 
 
 class DemultiplexingChannel:
     """The virtual channels of one physical input channel during recovery."""
 
-    def __init__(self, channel: InputChannelInfo, virtual_channels: dict[tuple[int, int], VirtualChannel]):
+    def __init__(self, channel: InputChannelInfo, virtual_channels: dict[tuple[int, int], VirtualChannel]) -> None:
         self.channel = channel
         self.virtual_channels = virtual_channels
-        self.current: Optional[VirtualChannel] = None
+        self.current: VirtualChannel | None = None
 
     def select(self, descriptor: SubtaskConnectionDescriptor) -> None:
         key = (descriptor.input_subtask_index, descriptor.output_subtask_index)
@@ -58,7 +47,8 @@ class DemultiplexingChannel:
         if selected is None:
             raise VirtualChannelError(
                 f"channel {self.channel}: cannot select virtual channel {key}; known channels are "
-                f"{sorted(self.virtual_channels)}")
+                f"{sorted(self.virtual_channels)}"
+            )
         self.current = selected
 
     def finish(self) -> None:
@@ -69,14 +59,16 @@ class DemultiplexingChannel:
     def is_selecting(self) -> bool:
         return self.current is not None
 
-    def demultiplex(self, content):
+    def demultiplex(
+        self, content: RecordBatch | StreamElements | Iterable[Any]
+    ) -> RecordBatch | StreamElements | Iterable[Any]:
         """A recovered buffer's content (a ``RecordBatch``, ``StreamElements``, or record tuples and watermarks)
         of the selected virtual channel, as the operator sees it, in the same forms: the records of an ambiguous
         virtual channel filtered by one mask per batch, watermarks combined over the virtual channels."""
         vc = self.current
         if vc is None:
             return content
-        parts = []
+        parts: list[Part] = []
         for part in segments(content):
             if type(part) is RecordBatch:
                 if vc.record_filter is not None and len(part):
@@ -87,13 +79,15 @@ class DemultiplexingChannel:
                 vc.last_watermark = part.timestamp
                 marks = [v.last_watermark for v in self.virtual_channels.values()]
                 if None not in marks:
-                    parts.append(Watermark(min(marks)))
+                    parts.append(Watermark(min(cast("list[int]", marks))))
         return content_of(parts) if parts else RecordBatch.empty()
 
 
-def demultiplexers(gates: Sequence[Sequence[InputChannelInfo]], descriptor: InflightDataRescalingDescriptor,
-                   record_filter_of_gate: Callable[[int], Optional[RecordFilter]]) -> dict[InputChannelInfo,
-                                                                                           DemultiplexingChannel]:
+def demultiplexers(
+    gates: Sequence[Sequence[InputChannelInfo]],
+    descriptor: InflightDataRescalingDescriptor,
+    record_filter_of_gate: Callable[[int], RecordFilter | None],
+) -> dict[InputChannelInfo, DemultiplexingChannel]:
     """One ``DemultiplexingChannel`` per channel that recovers data of more than its own connection (Flink's
     ``DemultiplexingRecordDeserializer.create``: a channel without old subtasks or old channels is unmapped)."""
     result: dict[InputChannelInfo, DemultiplexingChannel] = {}

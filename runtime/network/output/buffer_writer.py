@@ -9,8 +9,9 @@ See ``docs/architecture.md``, "The data plane".
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ class PartitionStateError(RuntimeError):
 @dataclass(slots=True)
 class _BufferBuilder:
     capacity: int  # the subpartition's buffer size when the builder was opened (Flink's BufferBuilder.trim)
-    records: list = field(default_factory=list)  # record batches (runs of records), watermarks, or single records
+    records: list[Any] = field(default_factory=list)  # record batches (runs of records), watermarks, or single records
     size: int = 0
     batches_only: bool = True  # every part is a RecordBatch (the common case: no watermark, no single record)
 
@@ -41,7 +42,9 @@ class _BufferBuilder:
 class BufferWriter:
     """The open buffer builders of one result partition's subpartitions, and every write into them."""
 
-    def __init__(self, partition_idx: int, subpartitions: Sequence[PipelinedSubpartition], starting_buffer_size: int):
+    def __init__(
+        self, partition_idx: int, subpartitions: Sequence[PipelinedSubpartition], starting_buffer_size: int
+    ) -> None:
         """``subpartitions``: where finished buffers are queued; ``starting_buffer_size``: the size of each
         subpartition's buffers until its consumer announces one (``set_buffer_size``)."""
         n = len(subpartitions)
@@ -59,8 +62,8 @@ class BufferWriter:
         # hash-partitioned writes not yet cut into the builders (``write_batch``): the batches and their targets, the
         # records staged per subpartition, the bytes each builder had free when staging began, the record size
         self._staged: list[tuple[RecordBatch, np.ndarray]] = []
-        self._staged_counts: Optional[np.ndarray] = None
-        self._staged_room: Optional[np.ndarray] = None
+        self._staged_counts: np.ndarray | None = None
+        self._staged_room: np.ndarray | None = None
         self._staged_size = 0
 
     def _check_write(self, what: str, size: int, where: str = "") -> bool:
@@ -98,7 +101,7 @@ class BufferWriter:
             self._append(record, target, size)
         self.total_written_bytes += count * size
 
-    def emit_batch(self, records: Sequence[Any], targets: Union[int, Sequence[int]], size: int) -> None:
+    def emit_batch(self, records: RecordBatch | Sequence[Any], targets: int | Sequence[int], size: int) -> None:
         """``records[k]`` to subpartition ``targets[k]``, or every record to subpartition ``targets`` if it is an
         int; a ``RecordBatch`` goes to ``write_batch``."""
         if type(records) is RecordBatch:
@@ -110,7 +113,7 @@ class BufferWriter:
         if isinstance(targets, int):
             self._append_all(records, targets, size)
         else:
-            groups: list[list] = [[] for _ in self._subpartitions]
+            groups: list[list[Any]] = [[] for _ in self._subpartitions]
             appends = [g.append for g in groups]
             for record, target in zip(records, targets):
                 appends[target](record)
@@ -119,7 +122,7 @@ class BufferWriter:
                     self._append_all(group, target, size)
         self.total_written_bytes += len(records) * size
 
-    def emit_round_robin(self, records: Sequence[Any], start: int, size: int) -> None:
+    def emit_round_robin(self, records: RecordBatch | Sequence[Any], start: int, size: int) -> None:
         """``records[k]`` to subpartition ``(start + k) % n``; a ``RecordBatch`` goes to ``write_round_robin``."""
         if type(records) is RecordBatch:
             self.write_round_robin(records, start, size)
@@ -180,7 +183,7 @@ class BufferWriter:
 
     # -- record batches ------------------------------------------------------------------------------
 
-    def write_batch(self, records: RecordBatch, targets, size: int) -> None:
+    def write_batch(self, records: RecordBatch, targets: np.ndarray | int, size: int) -> None:
         """``records.slice(k, k + 1)`` to subpartition ``targets[k]`` (an int array), or every record to subpartition
         ``targets`` if it is an int: each subpartition's share is cut from the batch (grouped stably, so in
         order), without touching single records; the same buffers as ``emit_record`` record by record.
@@ -282,8 +285,9 @@ class BufferWriter:
             size = self._staged_size
             self._cut(self._take_staged(), size)
 
-    def _take_staged(self, then: Optional[tuple[RecordBatch, np.ndarray, np.ndarray]] = None
-                     ) -> tuple[RecordBatch, np.ndarray, np.ndarray]:
+    def _take_staged(
+        self, then: tuple[RecordBatch, np.ndarray, np.ndarray] | None = None
+    ) -> tuple[RecordBatch, np.ndarray, np.ndarray]:
         """The staged writes, then ``then``, as one write (records, targets, records per subpartition); nothing is
         staged afterwards."""
         writes = self._staged + ([then[:2]] if then is not None else [])
@@ -387,14 +391,16 @@ class BufferWriter:
 
     # -- how many records until ... ------------------------------------------------------------------
 
-    def records_until_buffer_finishes(self, targets, n: int, size: int) -> int:
+    def records_until_buffer_finishes(self, targets: np.ndarray | int | None, n: int, size: int) -> int:
         """Of ``n`` records of ``size`` bytes written to ``targets`` (an int: every record to that subpartition; an
         int array: record ``k`` to ``targets[k]``; None: every record to every subpartition, a broadcast), how many
         until the first of them that finishes a buffer (fills its subpartition's open buffer exactly or spans it,
         as ``_append_batch`` and ``_write`` finish it), that record included; ``n`` if none does, at least 1."""
         return self.records_until(targets, n, size, self._records_to_finish_buffer)
 
-    def records_until(self, targets, n: int, size: int, records_to: Callable[[int, int], int]) -> int:
+    def records_until(
+        self, targets: np.ndarray | int | None, n: int, size: int, records_to: Callable[[int, int], int]
+    ) -> int:
         """The records of a write up to and including the first at which ``records_to(p, size)`` further records
         to some subpartition ``p`` are reached (``n`` if at none, at least 1)."""
         if size <= 0 or n <= 0 or self._released:  # a released partition drops what is written

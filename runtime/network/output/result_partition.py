@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Iterable, Optional, Sequence, Union
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
 
 from barriersim.runtime.events import Buffer, ChannelElement, CheckpointBarrier, ResultSubpartitionInfo
 from barriersim.runtime.network.output.buffer_writer import BufferWriter, PartitionStateError
@@ -42,8 +45,8 @@ class ResultPartition:
         block_on_aligned_barrier: bool = True,
         supports_unaligned_checkpoints: bool = True,
         local_subpartitions: Sequence[bool] = (),
-        starting_buffer_size: Optional[int] = None,
-    ):
+        starting_buffer_size: int | None = None,
+    ) -> None:
         """``local_subpartitions``: per subpartition, whether its consumer runs in this TaskManager (a local
         channel reads it); none by default. ``starting_buffer_size``: the size of each subpartition's buffers until
         its consumer announces one (Flink's ``PipelinedSubpartition`` ``startingBufferSize``: the starting segment size
@@ -58,19 +61,24 @@ class ResultPartition:
         self.memory_segment_size = memory_segment_size
         self.max_buffers_per_channel = max_buffers_per_channel
         self.subpartitions = [
-            PipelinedSubpartition(ResultSubpartitionInfo(partition_idx, i), block_on_aligned_barrier=block_on_aligned_barrier)
+            PipelinedSubpartition(
+                ResultSubpartitionInfo(partition_idx, i), block_on_aligned_barrier=block_on_aligned_barrier
+            )
             for i in range(num_subpartitions)
         ]
         self._readers = [CreditBasedSequenceNumberingViewReader(s, initial_credit) for s in self.subpartitions]
-        starting = memory_segment_size if starting_buffer_size is None else min(starting_buffer_size,
-                                                                                 memory_segment_size)
+        starting = (
+            memory_segment_size if starting_buffer_size is None else min(starting_buffer_size, memory_segment_size)
+        )
         self.writer = BufferWriter(partition_idx, self.subpartitions, starting)  # the open buffers and all writes
         self._all_data_processed = [False] * num_subpartitions  # each consumer acknowledged its EndOfData
         # the local subpartitions, and the buffers each one's local channel holds (handed out, not yet recycled);
         # a local channel's first credit is its partition request, each later one recycles that many buffers
         if local_subpartitions and len(local_subpartitions) != num_subpartitions:
-            raise ValueError(f"result partition {partition_idx}: {len(local_subpartitions)} local flags for "
-                             f"{num_subpartitions} subpartitions")
+            raise ValueError(
+                f"result partition {partition_idx}: {len(local_subpartitions)} local flags for "
+                f"{num_subpartitions} subpartitions"
+            )
         self._local = [bool(f) for f in local_subpartitions] if local_subpartitions else [False] * num_subpartitions
         self._any_local = any(self._local)
         self._requested = [False] * num_subpartitions
@@ -91,7 +99,7 @@ class ResultPartition:
         return self.writer.total_written_bytes
 
     @property
-    def _builders(self) -> list:
+    def _builders(self) -> list[Any]:
         """The writer's open buffer builders (a test looks at them)."""
         return self.writer.builders
 
@@ -118,7 +126,7 @@ class ResultPartition:
         self.writer.emit_records(records_and_targets, size)
         return self.get_availability()
 
-    def emit_batch(self, records: Sequence[Any], targets: Union[int, Sequence[int]], size: int) -> Availability:
+    def emit_batch(self, records: RecordBatch | Sequence[Any], targets: int | Sequence[int], size: int) -> Availability:
         """``emit_records`` for ``records[k]`` to subpartition ``targets[k]``, or every record to subpartition
         ``targets`` if it is an int (a forward edge): same buffers, fewer steps. ``records`` is a ``RecordBatch``
         (``write_batch``) or a sequence of single records."""
@@ -127,7 +135,7 @@ class ResultPartition:
         self.writer.emit_batch(records, targets, size)
         return self.get_availability()
 
-    def emit_round_robin(self, records: Sequence[Any], start: int, size: int) -> Availability:
+    def emit_round_robin(self, records: RecordBatch | Sequence[Any], start: int, size: int) -> Availability:
         """``records[k]`` to subpartition ``(start + k) % n`` (Flink's ``RebalancePartitioner``), as
         ``emit_batch`` with those targets."""
         if self._released and type(records) is not RecordBatch:
@@ -139,7 +147,7 @@ class ResultPartition:
         self.writer.broadcast_record(record, size)
         return self.get_availability()
 
-    def write_batch(self, records: RecordBatch, targets, size: int) -> None:
+    def write_batch(self, records: RecordBatch, targets: np.ndarray | int, size: int) -> None:
         """``BufferWriter.write_batch``: ``records`` to subpartitions ``targets`` (an int array, or one int)."""
         self.writer.write_batch(records, targets, size)
 
@@ -157,7 +165,7 @@ class ResultPartition:
     def flush_all(self) -> None:
         self.writer.flush_all()
 
-    def records_until_backpressured(self, targets, n: int, size: int) -> int:
+    def records_until_backpressured(self, targets: np.ndarray | int | None, n: int, size: int) -> int:
         """Of ``n`` records of ``size`` bytes written to ``targets`` (an int: every record to that subpartition; an
         int array: record ``k`` to ``targets[k]``; None: every record to every subpartition, a broadcast), how many
         the partition takes until it is backpressured: the records up to and including the one after which some
@@ -170,14 +178,15 @@ class ResultPartition:
         """The number of further records of ``size`` bytes to subpartition ``p`` whose last one brings its
         ``buffers_in_use`` to ``max_buffers_per_channel``: the open builder fills to its capacity, then each new
         buffer to the subpartition's buffer size (spanning records as the writer writes them)."""
-        builders_allowed = (self.max_buffers_per_channel - self.subpartitions[p].number_of_queued_buffers
-                            - self._at_consumer[p])  # the open builder and the buffers it fills count from here
+        builders_allowed = (
+            self.max_buffers_per_channel - self.subpartitions[p].number_of_queued_buffers - self._at_consumer[p]
+        )  # the open builder and the buffers it fills count from here
         if builders_allowed <= 1:
             return 1
         room = self.writer.room(p, builders_allowed - 2)
         return room // size + 1 if room >= 0 else 1
 
-    def records_until_buffer_finishes(self, targets, n: int, size: int) -> int:
+    def records_until_buffer_finishes(self, targets: np.ndarray | int | None, n: int, size: int) -> int:
         """``BufferWriter.records_until_buffer_finishes``. A buffer goes out when it is finished, so a paced source
         that emits its records when they are due sends it when that record is due (the simulator's
         ``EmissionClock``, ``SourceEmission.EXACT``)."""
@@ -197,8 +206,9 @@ class ResultPartition:
         if self._released:
             return {}
         if self._finished:
-            raise PartitionStateError(f"broadcast_event({event!r}): result partition {self.partition_idx} is "
-                                      f"already finished")
+            raise PartitionStateError(
+                f"broadcast_event({event!r}): result partition {self.partition_idx} is already finished"
+            )
         if isinstance(event, CheckpointBarrier) and not self.supports_unaligned_checkpoints:
             event = dataclasses.replace(event, options=event.options.with_unaligned_unsupported())
             is_priority_event = False
@@ -278,7 +288,7 @@ class ResultPartition:
 
     # -- the network side --------------------------------------------------------------------------
 
-    def add_recovered_elements(self, info: ResultSubpartitionInfo, elements: Iterable) -> None:
+    def add_recovered_elements(self, info: ResultSubpartitionInfo, elements: Iterable[Any]) -> None:
         """Re-queues recovered buffers of a rescaled restore, with their virtual-channel events, before new data."""
         i = self._index(info)
         self.writer.finish_open_buffer(i)  # new data already written: the subpartition refuses the recovered buffers
@@ -306,8 +316,10 @@ class ResultPartition:
             if not self._requested[i]:
                 self._requested[i] = True
             elif credit > self._at_consumer[i]:
-                raise CreditError(f"add_credit({credit}) on local subpartition {info}: its channel holds only "
-                                  f"{self._at_consumer[i]} buffer(s) to recycle")
+                raise CreditError(
+                    f"add_credit({credit}) on local subpartition {info}: its channel holds only "
+                    f"{self._at_consumer[i]} buffer(s) to recycle"
+                )
             else:
                 self._at_consumer[i] -= credit
 
@@ -325,7 +337,7 @@ class ResultPartition:
         self.writer.cut_flushed(i)
         return True
 
-    def poll_next(self, info: ResultSubpartitionInfo) -> Optional[BufferAndBacklog]:
+    def poll_next(self, info: ResultSubpartitionInfo) -> BufferAndBacklog | None:
         """The next element of ``info`` that may be sent now, or None (empty, blocked, no credit, released)."""
         if self._released:
             return None
@@ -342,7 +354,7 @@ class ResultPartition:
         it returns None."""
         if self._released:
             return []
-        out = []
+        out: list[tuple[ResultSubpartitionInfo, BufferAndBacklog]] = []
         flush_requested = self.writer.flush_requested
         for i, reader in enumerate(self._readers):
             sub = reader.subpartition
@@ -369,8 +381,12 @@ class ResultPartition:
         i = self._index(info)
         if self._readers[i].is_available():
             return True
-        return (self.writer.flush_requested[i] and not self._released and not self.subpartitions[i].has_queued_elements
-                and self._readers[i].num_credits_available > 0)
+        return (
+            self.writer.flush_requested[i]
+            and not self._released
+            and not self.subpartitions[i].has_queued_elements
+            and self._readers[i].num_credits_available > 0
+        )
 
     def resume_consumption(self, info: ResultSubpartitionInfo) -> None:
         if self._released:
@@ -388,8 +404,11 @@ class ResultPartition:
 
     def buffers_in_use(self, target_subpartition: int) -> int:
         """The subpartition's buffers of the pool: queued, the open builder, and those its local channel holds."""
-        return (self.subpartitions[target_subpartition].number_of_queued_buffers
-                + self.writer.has_open_buffer(target_subpartition) + self._at_consumer[target_subpartition])
+        return (
+            self.subpartitions[target_subpartition].number_of_queued_buffers
+            + self.writer.has_open_buffer(target_subpartition)
+            + self._at_consumer[target_subpartition]
+        )
 
     def get_availability(self) -> Availability:
         """``BACKPRESSURED`` while any subpartition holds ``max_buffers_per_channel`` buffers or more."""

@@ -1,35 +1,16 @@
-"""One subpartition of a pipelined result partition: the queue of finished buffers and events for one
-downstream channel, with priority events that overtake the queued data.
+"""One subpartition of a pipelined result partition: the queue of finished buffers and events for one downstream
+channel, with priority events that overtake the queued data.
 
-How this works: finished data buffers and events are appended in order. A *priority* event (an unaligned
-checkpoint barrier) goes to the head, behind earlier priority events, and overtakes everything queued;
-the data buffers it overtook are returned as the subpartition's in-flight data for the channel state
-writer (they stay queued and are still sent: on restore the persisted copies replace them). An aligned
-barrier that may time out is queued in order, like any event; the subpartition does not announce it (in
-Flink only a ``RemoteInputChannel`` announces a timeoutable barrier, once it received it), and
-``aligned_barrier_timeout`` (the producer's alignment timer) moves the still queued barrier to the head as an
-unaligned barrier (returning the data it overtook). After an aligned barrier is handed out, the subpartition blocks
-until the consumer calls ``resume_consumption`` (Flink's ``isBlockingUpstream`` data types). ``release``
-(its task failed) drops everything queued: a released subpartition hands out nothing and silently drops
-what is added later, as Flink's does.
-
-Two numbers: each data buffer gets the subpartition's next *buffer index* when queued
-(``Buffer.sequence_number``: its identity and order among the buffers of this subpartition, kept in
-channel state), and every element handed out by ``poll_buffer`` gets the next *wire sequence number*
-(``BufferAndBacklog.sequence_number``, counting buffers and events, as Flink's ``PipelinedSubpartition``
-numbers what it sends; a receiver expects consecutive wire numbers).
-
-Mirrors Flink's ``PipelinedSubpartition`` (``add``, ``addPriorityElement``/``processPriorityBuffer``,
-``alignedBarrierTimeout``, ``pollBuffer``, ``resumeConsumption``, ``getBuffersInBacklogUnsafe``), its
-``PrioritizedDeque`` and ``Buffer.DataType``.
+Mirrors Flink's ``PipelinedSubpartition``, its ``PrioritizedDeque`` and ``Buffer.DataType``. See
+docs/data-plane.md, "A result subpartition".
 """
 
 from __future__ import annotations
 
 import enum
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional, Union
 
 from barriersim.runtime.events import (
     Buffer,
@@ -125,7 +106,7 @@ class _Entry:
 
 
 class PipelinedSubpartition:
-    def __init__(self, info: ResultSubpartitionInfo, *, block_on_aligned_barrier: bool = True):
+    def __init__(self, info: ResultSubpartitionInfo, *, block_on_aligned_barrier: bool = True) -> None:
         self.info = info
         self.block_on_aligned_barrier = block_on_aligned_barrier
         self._priority: deque[_Entry] = deque()
@@ -219,7 +200,7 @@ class PipelinedSubpartition:
         self._buffers_in_backlog = 0
         self._is_blocked = False
 
-    def aligned_barrier_timeout(self, checkpoint_id: int) -> Optional[tuple[Buffer, ...]]:
+    def aligned_barrier_timeout(self, checkpoint_id: int) -> tuple[Buffer, ...] | None:
         """Converts the still queued timeoutable barrier of ``checkpoint_id`` into an unaligned priority
         barrier; returns the data buffers it overtook, or None if no such barrier is queued (already sent)."""
         for i, entry in enumerate(self._normal):
@@ -251,7 +232,7 @@ class PipelinedSubpartition:
 
     # -- consuming ----------------------------------------------------------------------------------
 
-    def _head(self) -> Optional[_Entry]:
+    def _head(self) -> _Entry | None:
         if self._priority:
             return self._priority[0]
         if self._normal:
@@ -277,7 +258,7 @@ class PipelinedSubpartition:
     def is_available(self, num_credits_available: int) -> bool:
         return self.next_data_type(num_credits_available) is not DataType.NONE
 
-    def poll_buffer(self, num_credits_available: int) -> Optional[BufferAndBacklog]:
+    def poll_buffer(self, num_credits_available: int) -> BufferAndBacklog | None:
         """Hands out the head element if it can be sent with ``num_credits_available`` (events need no
         credit); the caller takes one credit for a data buffer."""
         if self._is_blocked:
@@ -301,7 +282,7 @@ class PipelinedSubpartition:
             self._is_blocked = True
         seq = self._sequence_number
         self._sequence_number = seq + 1
-        return BufferAndBacklog(element, self.get_buffers_in_backlog(), self.next_data_type(num_credits_available), seq)  # type: ignore[arg-type]
+        return BufferAndBacklog(element, self.get_buffers_in_backlog(), self.next_data_type(num_credits_available), seq)
 
     def resume_consumption(self) -> None:
         """Flink's ``resumeConsumption``: the consumer finished its alignment (ignored once released: the

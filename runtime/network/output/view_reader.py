@@ -12,8 +12,6 @@ Mirrors Flink's ``CreditBasedSequenceNumberingViewReader`` (``addCredit``, ``get
 
 from __future__ import annotations
 
-from typing import Optional
-
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog, PipelinedSubpartition
 
 
@@ -22,7 +20,7 @@ class CreditError(ValueError):
 
 
 class CreditBasedSequenceNumberingViewReader:
-    def __init__(self, subpartition: PipelinedSubpartition, initial_credit: int = 0):
+    def __init__(self, subpartition: PipelinedSubpartition, initial_credit: int = 0) -> None:
         if initial_credit < 0:
             raise CreditError(f"initial credit of {subpartition.info} must not be negative, got {initial_credit}")
         self.subpartition = subpartition
@@ -40,7 +38,7 @@ class CreditBasedSequenceNumberingViewReader:
     def is_available(self) -> bool:
         return self.subpartition.is_available(self._num_credits_available)
 
-    def get_next_buffer(self) -> Optional[BufferAndBacklog]:
+    def get_next_buffer(self) -> BufferAndBacklog | None:
         next_ = self.subpartition.poll_buffer(self._num_credits_available)
         if next_ is not None and next_.is_buffer:
             self._num_credits_available -= 1

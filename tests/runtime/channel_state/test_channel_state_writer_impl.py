@@ -65,7 +65,10 @@ def test_add_event_buffer():
     _start(w)
     with pytest.raises(ChannelStateArgumentError, match="event"):
         w.add_input_data(
-            CHECKPOINT_ID, InputChannelInfo(1, 1), 1, [CheckpointBarrier(1, 0), _buffer()]  # type: ignore[list-item]
+            CHECKPOINT_ID,
+            InputChannelInfo(1, 1),
+            1,
+            [CheckpointBarrier(1, 0), _buffer()],  # type: ignore[list-item]
         )
     assert w.num_held_buffers == 0
 

@@ -10,18 +10,26 @@ from barriersim.runtime.events import (
     Buffer,
     InputChannelInfo,
     ResultSubpartitionInfo,
-    SubtaskConnectionDescriptor as D,
     Watermark,
+)
+from barriersim.runtime.events import (
+    SubtaskConnectionDescriptor as D,
 )
 from barriersim.runtime.network.input.virtual_channels import VirtualChannelError, demultiplexers
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.state.inflight_data_rescaling import (
     InflightDataGateOrPartitionRescalingDescriptor as GateDescriptor,
+)
+from barriersim.runtime.state.inflight_data_rescaling import (
     InflightDataRescalingDescriptor,
     MappingType,
 )
 from barriersim.runtime.state.rescale_mappings import RescaleMappings
-from barriersim.runtime.state.snapshot import InputChannelStateHandle, OperatorSubtaskState, ResultSubpartitionStateHandle
+from barriersim.runtime.state.snapshot import (
+    InputChannelStateHandle,
+    OperatorSubtaskState,
+    ResultSubpartitionStateHandle,
+)
 
 
 def buf(*records, seq=0):
@@ -29,21 +37,26 @@ def buf(*records, seq=0):
 
 
 def descriptor(old, mapping, targets, ambiguous=()):
-    return InflightDataRescalingDescriptor((GateDescriptor(
-        tuple(old), RescaleMappings.of(mapping, targets), frozenset(ambiguous), MappingType.RESCALING),))
+    return InflightDataRescalingDescriptor(
+        (GateDescriptor(tuple(old), RescaleMappings.of(mapping, targets), frozenset(ambiguous), MappingType.RESCALING),)
+    )
 
 
 def test_input_state_of_old_channels_goes_to_the_new_channel_that_took_them_over_after_its_virtual_channel():
     # this (downstream) subtask took over old subtasks 0 and 1; the upstream went from 3 to 2 subtasks (round
     # robin: new channel 0 <- old channels 0 and 2, new channel 1 <- old channel 1)
     d = descriptor((0, 1), [(0, 2), (1,)], 3)
-    state = OperatorSubtaskState(input_channel_state=(
-        InputChannelStateHandle(0, InputChannelInfo(0, 2), (buf((1, 1, 1, 0), seq=1), buf((2, 1, 1, 0), seq=0))),
-        InputChannelStateHandle(1, InputChannelInfo(0, 1), (buf((3, 1, 1, 0)),)),
-        InputChannelStateHandle(1, InputChannelInfo(0, 0), (buf((4, 1, 1, 0)),)),
-    ))
+    state = OperatorSubtaskState(
+        input_channel_state=(
+            InputChannelStateHandle(0, InputChannelInfo(0, 2), (buf((1, 1, 1, 0), seq=1), buf((2, 1, 1, 0), seq=0))),
+            InputChannelStateHandle(1, InputChannelInfo(0, 1), (buf((3, 1, 1, 0)),)),
+            InputChannelStateHandle(1, InputChannelInfo(0, 0), (buf((4, 1, 1, 0)),)),
+        )
+    )
     got = []
-    restored = SequentialChannelStateReader([state]).read_input_data(lambda info, elements: got.append((info, elements)), d)
+    restored = SequentialChannelStateReader([state]).read_input_data(
+        lambda info, elements: got.append((info, elements)), d
+    )
     assert got == [
         (InputChannelInfo(0, 0), (D(0, 2), buf((2, 1, 1, 0), seq=0), buf((1, 1, 1, 0), seq=1))),
         (InputChannelInfo(0, 0), (D(1, 0), buf((4, 1, 1, 0)))),
@@ -54,7 +67,9 @@ def test_input_state_of_old_channels_goes_to_the_new_channel_that_took_them_over
 
 def test_an_old_channel_that_two_new_channels_took_over_is_refused():
     d = descriptor((0,), [(0,), (0,)], 1)  # a mapping no upstream mapper makes
-    state = OperatorSubtaskState(input_channel_state=(InputChannelStateHandle(0, InputChannelInfo(0, 0), (buf((1,)),)),))
+    state = OperatorSubtaskState(
+        input_channel_state=(InputChannelStateHandle(0, InputChannelInfo(0, 0), (buf((1,)),)),)
+    )
     with pytest.raises(ChannelStateRestoreError, match="one buffer is only distributed to one target input channel"):
         SequentialChannelStateReader([state]).read_input_data(lambda info, elements: None, d)
 
@@ -63,18 +78,25 @@ def test_output_state_goes_to_every_new_subpartition_that_took_the_old_one_and_t
     # the downstream went from 3 to 2 subtasks by range: new 0 <- old 0, 1; new 1 <- old 1, 2; this producer is
     # old subtask 4's successor
     d = descriptor((4,), [(0, 1), (1, 2)], 3)
-    state = OperatorSubtaskState(result_subpartition_state=(
-        ResultSubpartitionStateHandle(4, ResultSubpartitionInfo(0, 1), (buf((7,)),)),
-        ResultSubpartitionStateHandle(4, ResultSubpartitionInfo(0, 2), (buf((8,)),)),
-    ))
+    state = OperatorSubtaskState(
+        result_subpartition_state=(
+            ResultSubpartitionStateHandle(4, ResultSubpartitionInfo(0, 1), (buf((7,)),)),
+            ResultSubpartitionStateHandle(4, ResultSubpartitionInfo(0, 2), (buf((8,)),)),
+        )
+    )
     partition = ResultPartition(0, 2, initial_credit=10)
     SequentialChannelStateReader([state]).read_output_data([partition], d, end_of_channel_state_partitions=(0,))
     sent = {info: [] for info in partition.subpartition_infos}
     for info, item in partition.poll_sendable():
         sent[info].append(item.element)
     assert sent[ResultSubpartitionInfo(0, 0)] == [D(1, 4), buf((7,), seq=0), END_OF_CHANNEL_STATE]
-    assert sent[ResultSubpartitionInfo(0, 1)] == [D(1, 4), buf((7,), seq=0), D(2, 4), buf((8,), seq=1),
-                                                  END_OF_CHANNEL_STATE]
+    assert sent[ResultSubpartitionInfo(0, 1)] == [
+        D(1, 4),
+        buf((7,), seq=0),
+        D(2, 4),
+        buf((8,), seq=1),
+        END_OF_CHANNEL_STATE,
+    ]
 
 
 def test_watermarks_of_virtual_channels_are_combined_and_ambiguous_records_filtered():
@@ -83,8 +105,9 @@ def test_watermarks_of_virtual_channels_are_combined_and_ambiguous_records_filte
     channels. A watermark is emitted only once every virtual channel has one, as their minimum; records of an
     ambiguous old subtask pass only if the filter keeps them."""
     d = descriptor((0, 1), [(0, 1)], 2, ambiguous=(1,))
-    demux = demultiplexers([[InputChannelInfo(0, 0)]], d, lambda gate: (lambda batch: batch.columns[1] % 2 == 0))[
-        InputChannelInfo(0, 0)]
+    demux = demultiplexers([[InputChannelInfo(0, 0)]], d, lambda gate: lambda batch: batch.columns[1] % 2 == 0)[
+        InputChannelInfo(0, 0)
+    ]
     assert sorted(demux.virtual_channels) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     out = []
     for i, (subtask, channel) in enumerate(sorted(demux.virtual_channels)):

@@ -76,7 +76,8 @@ def test_an_empty_persisted_buffer_counts_in_the_size_and_brings_nothing_back():
     assert handle.state_size == (4 + 3) + (4 + 0)
     only_empty = ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 1), (Buffer((), 0),))
     reader = SequentialChannelStateReader(
-        TaskStateSnapshot({"op": OperatorSubtaskState(result_subpartition_state=(handle, only_empty))}))
+        TaskStateSnapshot({"op": OperatorSubtaskState(result_subpartition_state=(handle, only_empty))})
+    )
     part = ResultPartition(0, 2)
     assert reader.read_output_data([part]) == {out: 3}
     part.add_credit(out, 5)

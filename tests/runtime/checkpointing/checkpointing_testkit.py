@@ -8,7 +8,8 @@ Import with ``from tests.runtime.checkpointing.checkpointing_testkit import ...`
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide, ManualClock, ManualTimerService
 from barriersim.runtime.checkpointing.barrier_handler import (
@@ -63,8 +64,8 @@ class ValidatingCheckpointHandler:
         self.triggered_checkpoints: list[int] = []
         self.aborted_checkpoints: list[int] = []
         self.triggered_checkpoint_options: list[CheckpointOptions] = []
-        self.last_alignment_duration_ms: Optional[int] = None
-        self.last_bytes_processed_during_alignment: Optional[int] = None
+        self.last_alignment_duration_ms: int | None = None
+        self.last_bytes_processed_during_alignment: int | None = None
         self.actions: list[Any] = []
         self.added_input: dict[InputChannelInfo, list[Buffer]] = {}
         self.all_barriers_received: list[int] = []
@@ -110,7 +111,7 @@ class MockInputGate:
         self.stopped_checkpoints: list[int] = []
         self.prioritized: list[tuple[int, int]] = []
 
-    def poll_next(self) -> Optional[BufferOrEvent]:
+    def poll_next(self) -> BufferOrEvent | None:
         return self._sequence.pop(0) if self._sequence else None
 
     def is_finished(self) -> bool:
@@ -149,7 +150,7 @@ class MockInputGate:
 # -- element factories (Flink's createBuffer / createBarrier / ... ) ------------------------------------------
 
 
-def create_buffer(channel: int, size: Optional[int] = None, gate: int = 0) -> BufferOrEvent:
+def create_buffer(channel: int, size: int | None = None, gate: int = 0) -> BufferOrEvent:
     """A data buffer on ``channel``; without ``size`` each buffer gets a distinct size (Flink's sizeCounter),
     and its record identifies it."""
     if size is None:
@@ -158,7 +159,7 @@ def create_buffer(channel: int, size: Optional[int] = None, gate: int = 0) -> Bu
 
 
 def create_barrier(
-    checkpoint_id: int, channel: int, timestamp: int = 0, options: Optional[CheckpointOptions] = None, gate: int = 0
+    checkpoint_id: int, channel: int, timestamp: int = 0, options: CheckpointOptions | None = None, gate: int = 0
 ) -> BufferOrEvent:
     options = options if options is not None else CheckpointOptions.for_checkpoint_with_default_location()
     return BufferOrEvent(CheckpointBarrier(checkpoint_id, timestamp, options), InputChannelInfo(gate, channel))
@@ -172,7 +173,7 @@ def create_end_of_partition(channel: int, gate: int = 0) -> BufferOrEvent:
     return BufferOrEvent(END_OF_PARTITION, InputChannelInfo(gate, channel))
 
 
-def check(expected: BufferOrEvent, present: Optional[BufferOrEvent]) -> None:
+def check(expected: BufferOrEvent, present: BufferOrEvent | None) -> None:
     """Flink's ``check``: same kind, same content, same channel."""
     assert present is not None, f"expected {expected}, got nothing"
     assert expected.is_buffer == present.is_buffer
@@ -183,9 +184,9 @@ def check(expected: BufferOrEvent, present: Optional[BufferOrEvent]) -> None:
 def create_aligned_checkpointed_input_gate(
     num_channels: int,
     sequence: Sequence[BufferOrEvent],
-    to_notify: Optional[ValidatingCheckpointHandler] = None,
+    to_notify: ValidatingCheckpointHandler | None = None,
     enable_checkpoints_after_tasks_finish: bool = True,
-    clock: Optional[ManualClock] = None,
+    clock: ManualClock | None = None,
 ) -> tuple[CheckpointedInputGate, MockInputGate, ValidatingCheckpointHandler]:
     """Flink's ``AlignedCheckpointsTest.createCheckpointedInputGate`` over a ``MockInputGate``."""
     to_notify = to_notify if to_notify is not None else ValidatingCheckpointHandler()

@@ -1,28 +1,16 @@
-"""Test doubles for the ports of Flink's ``UnalignedCheckpointsTest`` and ``AlternatingCheckpointsTest``.
-
-How this works: the ported tests drive the input side only through its public API
-(``barriersim.runtime.checkpointing.api.InputSide``). Everything a Flink test observes through its mocks is
-rebuilt here as an action sink that ``InputSide`` forwards every emitted value to:
-
-* ``ValidatingCheckpointHandler`` records triggered / aborted checkpoints like Flink's
-  ``ValidatingCheckpointHandler`` (an ``AbstractInvokable``), including its "next expected checkpoint id"
-  assertion and its view of the alignment metrics futures (a ``None`` metric is Flink's not yet completed
-  future; it completes when the matching ``AllBarriersReceived`` arrives).
-* ``RecordingChannelStateWriter`` records ``InitInputsCheckpoint`` (Flink's ``ChannelStateWriter.start``)
-  and ``AddInputData`` like Flink's ``RecordingChannelStateWriter``; ``reset`` forgets both.
-* ``ClockWithDelayedActions`` is Flink's test clock of the same name: a manual clock (ms) that is also the
-  ``TimerService``; callables run when time is advanced (or on ``execute_callables``).
-* ``fan_out`` combines several sinks into one.
-
-Nothing here reaches into private state of ``runtime/``.
+"""Test doubles for the ports of Flink's ``UnalignedCheckpointsTest`` and ``AlternatingCheckpointsTest``: action sinks
+that rebuild what Flink's mocks observe (``ValidatingCheckpointHandler``, ``RecordingChannelStateWriter``,
+``ClockWithDelayedActions``, ``fan_out``), driving only ``InputSide``'s public API. See docs/testing.md, "Ports of
+Flink's input-side tests".
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
@@ -56,12 +44,12 @@ class ValidatingCheckpointHandler:
         self.aborted_checkpoints: list[int] = []
         self.aborted_checkpoint_counter = 0
         self.last_canceled_checkpoint_id = -1
-        self.failure_reason: Optional[CheckpointFailureReason] = None
+        self.failure_reason: CheckpointFailureReason | None = None
         # Flink keeps the (possibly not yet completed) futures of the last trigger's metrics
-        self._last_trigger_id: Optional[int] = None
-        self.last_alignment_duration_ms: Optional[int] = None
-        self.last_bytes_processed_during_alignment: Optional[int] = None
-        self.on_abort: Optional[Callable[[int], None]] = None
+        self._last_trigger_id: int | None = None
+        self.last_alignment_duration_ms: int | None = None
+        self.last_bytes_processed_during_alignment: int | None = None
+        self.on_abort: Callable[[int], None] | None = None
 
     def __call__(self, action: Any) -> None:
         if isinstance(action, TriggerCheckpointOnBarrier):

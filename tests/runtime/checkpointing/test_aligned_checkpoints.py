@@ -47,9 +47,19 @@ def test_single_channel_no_barriers():
 def test_multi_channel_no_barriers():
     """Port of Flink AlignedCheckpointsTest.testMultiChannelNoBarriers."""
     sequence = [
-        create_buffer(2), create_buffer(2), create_buffer(0), create_buffer(1), create_buffer(0),
-        create_end_of_partition(0), create_buffer(3), create_buffer(1), create_end_of_partition(3),
-        create_buffer(1), create_end_of_partition(1), create_buffer(2), create_end_of_partition(2),
+        create_buffer(2),
+        create_buffer(2),
+        create_buffer(0),
+        create_buffer(1),
+        create_buffer(0),
+        create_end_of_partition(0),
+        create_buffer(3),
+        create_buffer(1),
+        create_end_of_partition(3),
+        create_buffer(1),
+        create_end_of_partition(1),
+        create_buffer(2),
+        create_end_of_partition(2),
     ]
     gate, _, _ = create_aligned_checkpointed_input_gate(4, sequence)
     for boe in sequence:
@@ -61,10 +71,22 @@ def test_multi_channel_no_barriers():
 def test_single_channel_with_barriers():
     """Port of Flink AlignedCheckpointsTest.testSingleChannelWithBarriers."""
     sequence = [
-        create_buffer(0), create_buffer(0), create_buffer(0), create_barrier(1, 0),
-        create_buffer(0), create_buffer(0), create_buffer(0), create_buffer(0),
-        create_barrier(2, 0), create_barrier(3, 0), create_buffer(0), create_buffer(0),
-        create_barrier(4, 0), create_barrier(5, 0), create_barrier(6, 0), create_buffer(0),
+        create_buffer(0),
+        create_buffer(0),
+        create_buffer(0),
+        create_barrier(1, 0),
+        create_buffer(0),
+        create_buffer(0),
+        create_buffer(0),
+        create_buffer(0),
+        create_barrier(2, 0),
+        create_barrier(3, 0),
+        create_buffer(0),
+        create_buffer(0),
+        create_barrier(4, 0),
+        create_barrier(5, 0),
+        create_barrier(6, 0),
+        create_buffer(0),
         create_end_of_partition(0),
     ]
     handler = ValidatingCheckpointHandler(1)
@@ -82,18 +104,39 @@ def test_multi_channel_with_barriers():
     alignment duration exactly (Flink only bounds it by the elapsed wall time)."""
     sequence = [
         # checkpoint with data from multi channels
-        create_buffer(0), create_buffer(2), create_buffer(0), create_barrier(1, 1), create_barrier(1, 2),
-        create_buffer(0), create_barrier(1, 0),
+        create_buffer(0),
+        create_buffer(2),
+        create_buffer(0),
+        create_barrier(1, 1),
+        create_barrier(1, 2),
+        create_buffer(0),
+        create_barrier(1, 0),
         # another checkpoint
-        create_buffer(0), create_buffer(0), create_buffer(1), create_buffer(1), create_buffer(2),
-        create_barrier(2, 0), create_barrier(2, 1), create_barrier(2, 2),
+        create_buffer(0),
+        create_buffer(0),
+        create_buffer(1),
+        create_buffer(1),
+        create_buffer(2),
+        create_barrier(2, 0),
+        create_barrier(2, 1),
+        create_barrier(2, 2),
         # checkpoint with data only from one channel
-        create_buffer(2), create_buffer(2), create_barrier(3, 2), create_buffer(0), create_buffer(0),
-        create_barrier(3, 0), create_barrier(3, 1),
+        create_buffer(2),
+        create_buffer(2),
+        create_barrier(3, 2),
+        create_buffer(0),
+        create_buffer(0),
+        create_barrier(3, 0),
+        create_barrier(3, 1),
         # empty checkpoint
-        create_barrier(4, 1), create_barrier(4, 2), create_barrier(4, 0),
+        create_barrier(4, 1),
+        create_barrier(4, 2),
+        create_barrier(4, 0),
         # some trailing data
-        create_buffer(0), create_end_of_partition(0), create_end_of_partition(1), create_end_of_partition(2),
+        create_buffer(0),
+        create_end_of_partition(0),
+        create_end_of_partition(1),
+        create_end_of_partition(2),
     ]
     clock = ManualClock(100)
     handler = ValidatingCheckpointHandler(1)
@@ -143,13 +186,32 @@ def test_multi_channel_jumping_over_checkpoint():
     """Port of Flink AlignedCheckpointsTest.testMultiChannelJumpingOverCheckpoint."""
     sequence = [
         # checkpoint 1
-        create_buffer(0), create_buffer(2), create_buffer(0), create_barrier(1, 1), create_barrier(1, 2),
-        create_buffer(0), create_barrier(1, 0), create_buffer(1), create_buffer(0),
+        create_buffer(0),
+        create_buffer(2),
+        create_buffer(0),
+        create_barrier(1, 1),
+        create_barrier(1, 2),
+        create_buffer(0),
+        create_barrier(1, 0),
+        create_buffer(1),
+        create_buffer(0),
         # checkpoint 2 will not complete: pre-mature barrier from checkpoint 3
-        create_barrier(2, 1), create_buffer(2), create_barrier(2, 0), create_buffer(2),
-        create_barrier(3, 2), create_buffer(1), create_buffer(0), create_barrier(3, 0),
-        create_barrier(4, 1), create_buffer(2), create_buffer(0), create_end_of_partition(0),
-        create_buffer(2), create_end_of_partition(2), create_buffer(1), create_end_of_partition(1),
+        create_barrier(2, 1),
+        create_buffer(2),
+        create_barrier(2, 0),
+        create_buffer(2),
+        create_barrier(3, 2),
+        create_buffer(1),
+        create_buffer(0),
+        create_barrier(3, 0),
+        create_barrier(4, 1),
+        create_buffer(2),
+        create_buffer(0),
+        create_end_of_partition(0),
+        create_buffer(2),
+        create_end_of_partition(2),
+        create_buffer(1),
+        create_end_of_partition(1),
     ]
     handler = ValidatingCheckpointHandler(1)
     gate, mock, _ = create_aligned_checkpointed_input_gate(3, sequence, handler, False)
@@ -208,19 +270,30 @@ def test_metrics():
     clock.advance(sleep_time)
 
     add_sequence(
-        side, output, sequence_numbers,
-        create_buffer(0, buffer_size), create_buffer(1, buffer_size), create_buffer(2, buffer_size),
+        side,
+        output,
+        sequence_numbers,
+        create_buffer(0, buffer_size),
+        create_buffer(1, buffer_size),
+        create_buffer(2, buffer_size),
         create_barrier(checkpoint_id, 1, checkpoint_barrier_creation),
-        create_buffer(0, buffer_size), create_buffer(2, buffer_size),
+        create_buffer(0, buffer_size),
+        create_buffer(2, buffer_size),
         create_barrier(checkpoint_id, 0, checkpoint_barrier_creation),
         create_buffer(2, buffer_size),
     )
     clock.advance(sleep_time)
     add_sequence(
-        side, output, sequence_numbers,
+        side,
+        output,
+        sequence_numbers,
         create_barrier(checkpoint_id, 2, checkpoint_barrier_creation),
-        create_buffer(0, buffer_size), create_buffer(1, buffer_size), create_buffer(2, buffer_size),
-        create_end_of_partition(0), create_end_of_partition(1), create_end_of_partition(2),
+        create_buffer(0, buffer_size),
+        create_buffer(1, buffer_size),
+        create_buffer(2, buffer_size),
+        create_end_of_partition(0),
+        create_end_of_partition(1),
+        create_end_of_partition(2),
     )
 
     assert side.latest_checkpoint_id == checkpoint_id
@@ -237,8 +310,11 @@ def test_metrics():
 def test_missing_cancellation_barriers():
     """Port of Flink AlignedCheckpointsTest.testMissingCancellationBarriers."""
     sequence = [
-        create_barrier(1, 0), create_cancellation_barrier(3, 1), create_cancellation_barrier(2, 0),
-        create_cancellation_barrier(3, 0), create_buffer(0),
+        create_barrier(1, 0),
+        create_cancellation_barrier(3, 1),
+        create_cancellation_barrier(2, 0),
+        create_cancellation_barrier(3, 0),
+        create_buffer(0),
     ]
     gate, mock, handler = create_aligned_checkpointed_input_gate(2, sequence)
     for boe in sequence:
@@ -252,15 +328,27 @@ def test_start_alignment_with_closed_channels():
     """Port of Flink AlignedCheckpointsTest.testStartAlignmentWithClosedChannels."""
     sequence = [
         # close some channels immediately
-        create_end_of_partition(2), create_end_of_partition(1),
+        create_end_of_partition(2),
+        create_end_of_partition(1),
         # checkpoint without blocked data
-        create_buffer(0), create_buffer(0), create_buffer(3), create_barrier(2, 3), create_barrier(2, 0),
+        create_buffer(0),
+        create_buffer(0),
+        create_buffer(3),
+        create_barrier(2, 3),
+        create_barrier(2, 0),
         # empty checkpoint
-        create_barrier(3, 0), create_barrier(3, 3),
+        create_barrier(3, 0),
+        create_barrier(3, 3),
         # some data, one channel closes
-        create_buffer(0), create_buffer(0), create_buffer(3), create_end_of_partition(0),
+        create_buffer(0),
+        create_buffer(0),
+        create_buffer(3),
+        create_end_of_partition(0),
         # checkpoint on last remaining channel
-        create_buffer(3), create_barrier(4, 3), create_buffer(3), create_end_of_partition(3),
+        create_buffer(3),
+        create_barrier(4, 3),
+        create_buffer(3),
+        create_end_of_partition(3),
     ]
     gate, mock, handler = create_aligned_checkpointed_input_gate(4, sequence)
     poll_and_check(gate, sequence, range(0, 5))
@@ -283,13 +371,21 @@ def test_end_of_stream_while_checkpoint():
     """Port of Flink AlignedCheckpointsTest.testEndOfStreamWhileCheckpoint."""
     sequence = [
         # one checkpoint
-        create_barrier(1, 0), create_barrier(1, 1), create_barrier(1, 2),
+        create_barrier(1, 0),
+        create_barrier(1, 1),
+        create_barrier(1, 2),
         # some buffers
-        create_buffer(0), create_buffer(0), create_buffer(2),
+        create_buffer(0),
+        create_buffer(0),
+        create_buffer(2),
         # start the checkpoint that will be incomplete
-        create_barrier(2, 2), create_barrier(2, 0), create_buffer(1),
+        create_barrier(2, 2),
+        create_barrier(2, 0),
+        create_buffer(1),
         # close one after the barrier one before the barrier
-        create_end_of_partition(1), create_end_of_partition(2), create_buffer(0),
+        create_end_of_partition(1),
+        create_end_of_partition(2),
+        create_buffer(0),
         # final end of stream
         create_end_of_partition(0),
     ]
@@ -315,9 +411,16 @@ def test_end_of_stream_while_checkpoint():
 def test_single_channel_abort_checkpoint():
     """Port of Flink AlignedCheckpointsTest.testSingleChannelAbortCheckpoint."""
     sequence = [
-        create_buffer(0), create_barrier(1, 0), create_buffer(0), create_barrier(2, 0), create_buffer(0),
-        create_cancellation_barrier(4, 0), create_barrier(5, 0), create_buffer(0),
-        create_cancellation_barrier(6, 0), create_buffer(0),
+        create_buffer(0),
+        create_barrier(1, 0),
+        create_buffer(0),
+        create_barrier(2, 0),
+        create_buffer(0),
+        create_cancellation_barrier(4, 0),
+        create_barrier(5, 0),
+        create_buffer(0),
+        create_cancellation_barrier(6, 0),
+        create_buffer(0),
     ]
     to_notify = ValidatingCheckpointHandler()
     gate, mock, _ = create_aligned_checkpointed_input_gate(1, sequence, to_notify)
@@ -358,20 +461,46 @@ def test_multi_channel_abort_checkpoint():
     """Port of Flink AlignedCheckpointsTest.testMultiChannelAbortCheckpoint."""
     sequence = [
         # some buffers and a successful checkpoint
-        create_buffer(0), create_buffer(2), create_buffer(0), create_barrier(1, 1), create_barrier(1, 2),
-        create_buffer(0), create_barrier(1, 0), create_buffer(0), create_buffer(2),
+        create_buffer(0),
+        create_buffer(2),
+        create_buffer(0),
+        create_barrier(1, 1),
+        create_barrier(1, 2),
+        create_buffer(0),
+        create_barrier(1, 0),
+        create_buffer(0),
+        create_buffer(2),
         # aborted on last barrier
-        create_barrier(2, 0), create_barrier(2, 2), create_buffer(1), create_cancellation_barrier(2, 1),
+        create_barrier(2, 0),
+        create_barrier(2, 2),
+        create_buffer(1),
+        create_cancellation_barrier(2, 1),
         # successful checkpoint
-        create_buffer(2), create_buffer(1), create_barrier(3, 1), create_barrier(3, 2), create_barrier(3, 0),
+        create_buffer(2),
+        create_buffer(1),
+        create_barrier(3, 1),
+        create_barrier(3, 2),
+        create_barrier(3, 0),
         # abort on first barrier
-        create_buffer(0), create_buffer(1), create_cancellation_barrier(4, 1), create_barrier(4, 2),
-        create_buffer(2), create_barrier(4, 0),
+        create_buffer(0),
+        create_buffer(1),
+        create_cancellation_barrier(4, 1),
+        create_barrier(4, 2),
+        create_buffer(2),
+        create_barrier(4, 0),
         # another successful checkpoint
-        create_buffer(0), create_buffer(1), create_buffer(2), create_barrier(5, 2), create_barrier(5, 1),
-        create_barrier(5, 0), create_buffer(0), create_buffer(1),
+        create_buffer(0),
+        create_buffer(1),
+        create_buffer(2),
+        create_barrier(5, 2),
+        create_barrier(5, 1),
+        create_barrier(5, 0),
+        create_buffer(0),
+        create_buffer(1),
         # abort multiple cancellations and a barrier after the cancellations
-        create_cancellation_barrier(6, 1), create_cancellation_barrier(6, 2), create_barrier(6, 0),
+        create_cancellation_barrier(6, 1),
+        create_cancellation_barrier(6, 2),
+        create_barrier(6, 0),
         create_buffer(0),
     ]
     to_notify = ValidatingCheckpointHandler()
@@ -445,7 +574,10 @@ def test_abort_on_canceled_barriers():
     """Port of Flink AlignedCheckpointsTest.testAbortOnCanceledBarriers."""
     sequence = [
         # starting a checkpoint
-        create_buffer(1), create_barrier(1, 1), create_buffer(2), create_buffer(0),
+        create_buffer(1),
+        create_barrier(1, 1),
+        create_buffer(2),
+        create_buffer(0),
         # cancel the initial checkpoint
         create_cancellation_barrier(1, 0),
         # receiving a buffer
@@ -453,15 +585,20 @@ def test_abort_on_canceled_barriers():
         # starting a new checkpoint
         create_barrier(2, 1),
         # some more buffers
-        create_buffer(2), create_buffer(0),
+        create_buffer(2),
+        create_buffer(0),
         # ignored barrier - already canceled and moved to next checkpoint
         create_barrier(1, 2),
         # some more buffers
-        create_buffer(0), create_buffer(2),
+        create_buffer(0),
+        create_buffer(2),
         # complete next checkpoint regularly
-        create_barrier(2, 0), create_barrier(2, 2),
+        create_barrier(2, 0),
+        create_barrier(2, 2),
         # some more buffers
-        create_buffer(0), create_buffer(1), create_buffer(2),
+        create_buffer(0),
+        create_buffer(1),
+        create_buffer(2),
     ]
     to_notify = ValidatingCheckpointHandler()
     gate, mock, _ = create_aligned_checkpointed_input_gate(3, sequence, to_notify)
@@ -498,19 +635,27 @@ def test_ignore_cancel_barrier_if_checkpoint_subsumed():
     """Port of Flink AlignedCheckpointsTest.testIgnoreCancelBarrierIfCheckpointSubsumed."""
     sequence = [
         # starting a checkpoint
-        create_buffer(2), create_barrier(3, 1), create_barrier(3, 0), create_buffer(2),
+        create_buffer(2),
+        create_barrier(3, 1),
+        create_barrier(3, 0),
+        create_buffer(2),
         # newer checkpoint barrier cancels/subsumes pending checkpoint
         create_barrier(5, 2),
         # some queued buffers
-        create_buffer(1), create_buffer(0),
+        create_buffer(1),
+        create_buffer(0),
         # cancel barrier the initial checkpoint /it is already canceled)
         create_cancellation_barrier(3, 0),
         # some more buffers
-        create_buffer(0), create_buffer(1),
+        create_buffer(0),
+        create_buffer(1),
         # complete next checkpoint regularly
-        create_barrier(5, 0), create_barrier(5, 1),
+        create_barrier(5, 0),
+        create_barrier(5, 1),
         # some more buffers
-        create_buffer(0), create_buffer(1), create_buffer(2),
+        create_buffer(0),
+        create_buffer(1),
+        create_buffer(2),
     ]
     to_notify = ValidatingCheckpointHandler()
     gate, mock, _ = create_aligned_checkpointed_input_gate(3, sequence, to_notify)
@@ -572,7 +717,10 @@ def test_deduplicate_channels_with_both_barrier_and_end_of_partition():
 def test_trigger_checkpoints_after_received_end_of_partition():
     """Port of Flink AlignedCheckpointsTest.testTriggerCheckpointsAfterReceivedEndOfPartition."""
     sequence = [
-        create_end_of_partition(2), create_barrier(6, 0), create_barrier(6, 1), create_end_of_partition(1),
+        create_end_of_partition(2),
+        create_barrier(6, 0),
+        create_barrier(6, 1),
+        create_end_of_partition(1),
         create_barrier(7, 0),
     ]
     validator = ValidatingCheckpointHandler(-1)

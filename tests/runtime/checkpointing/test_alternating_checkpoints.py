@@ -1,28 +1,15 @@
-"""Ports of Flink's ``AlternatingCheckpointsTest``: aligned checkpoints that time out and switch to unaligned
-(the ``ALIGNED_WITH_TIMEOUT`` mode, Flink's "alternating" ``SingleCheckpointBarrierHandler``).
-
-How the Flink harness maps onto ours: ``TestCheckpointedInputGateBuilder`` is ``AltGate``: an ``InputSide``
-with one gate whose channels are, per Flink's builder, ``"remote"`` (``withRemoteChannels``: our remote
-channel with credit, which blocks on ``BlockConsumption``) or ``"test"`` (the default and
-``withTestChannels``/``withMixedChannels``: Flink's ``TestInputChannel``, i.e. our local channel plus a
-small emulation: like Flink's ``TestInputChannel`` it does not stop delivering on ``blockConsumption`` and
-has a ``blocked`` flag that only the test sets (``set_blocked``) and ``ResumeConsumption`` clears).
-``ClockWithDelayedActions`` is the clock and the timer service of the handler. ``send`` hands an element to
-a channel and polls the gate empty; ``withSyncExecutor`` additionally handles priority events as soon as
-they arrive (Flink's ``SyncMailboxExecutor`` runs the priority-event mail at once), ``withMailboxExecutor``
-never does (the mailbox is not run). Durations are milliseconds; Flink's nanosecond assertions are divided
-by 10^6.
-
-Announcements are Flink's: a remote channel announces a timeoutable barrier when it receives it
-(``RemoteInputChannel.onBuffer``); a local channel, like Flink's ``LocalInputChannel`` and ``TestInputChannel``,
-does not. Where a Flink test sends a hand-made announcement through a test channel, the port does too.
+"""Ports of Flink's ``AlternatingCheckpointsTest``: aligned checkpoints that time out and switch to unaligned (the
+``ALIGNED_WITH_TIMEOUT`` mode, Flink's "alternating" ``SingleCheckpointBarrierHandler``). How Flink's harness maps
+onto ours: docs/testing.md, "Ports of Flink's input-side tests".
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
+from support_ported import ClockWithDelayedActions, RecordingChannelStateWriter, ValidatingCheckpointHandler, fan_out
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide
 from barriersim.runtime.checkpointing.barrier_handler import BlockConsumption, ResumeConsumption
@@ -38,8 +25,6 @@ from barriersim.runtime.events import (
     EventAnnouncement,
     InputChannelInfo,
 )
-
-from support_ported import ClockWithDelayedActions, RecordingChannelStateWriter, ValidatingCheckpointHandler, fan_out
 
 CHECKPOINT = CheckpointType.CHECKPOINT
 SAVEPOINT = CheckpointType.SAVEPOINT
@@ -83,7 +68,7 @@ class AltGate:
         clock: ClockWithDelayedActions,
         *,
         sync_executor: bool,
-        writer: Optional[RecordingChannelStateWriter] = None,
+        writer: RecordingChannelStateWriter | None = None,
     ):
         self.clock = clock
         self.target = target
@@ -120,14 +105,14 @@ class AltGate:
 
     # -- feeding ------------------------------------------------------------------------------------------------
 
-    def on_element(self, channel: int, element, sequence_number: Optional[int] = None, priority: Optional[bool] = None):
+    def on_element(self, channel: int, element, sequence_number: int | None = None, priority: bool | None = None):
         """Flink's ``RemoteInputChannel.onBuffer`` / ``TestInputChannel.read`` (no polling)."""
         backlog = 0 if isinstance(element, Buffer) else None
         self.side.on_element(InputChannelInfo(0, channel), element, sequence_number, backlog, priority)
         if self.sync_executor:
             self.side.process_priority_events()
 
-    def send(self, element, channel: int, priority: Optional[bool] = None) -> None:
+    def send(self, element, channel: int, priority: bool | None = None) -> None:
         """Flink's ``send``: deliver, then ``while (gate.pollNext().isPresent()) {}``."""
         self.on_element(channel, element, priority=priority)
         self.side.poll_all()

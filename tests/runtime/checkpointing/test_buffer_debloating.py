@@ -18,8 +18,7 @@ from barriersim.runtime.network.input.input_channel import AnnounceBufferSize
 from barriersim.runtime.network.input.single_input_gate import SingleInputGate
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.scenarios.loader import load_scenario, with_setting
-from barriersim.scenarios.loader import effective_scenario
+from barriersim.scenarios.loader import effective_scenario, load_scenario, with_setting
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
 CTB = Path(__file__).resolve().parents[3] / "scenarios" / "checkpointing_time_benchmark.toml"
@@ -66,8 +65,9 @@ def test_ema_shrinks_by_alpha_and_grows_at_most_to_twice_the_current_size():
 
 
 def test_debloater_announces_only_changes_beyond_the_threshold():
-    config = BufferDebloatConfiguration(enabled=True, target_ms=1000, samples=1, threshold_percentages=50,
-                                        min_buffer_size=50, starting_buffer_size=1000)
+    config = BufferDebloatConfiguration(
+        enabled=True, target_ms=1000, samples=1, threshold_percentages=50, min_buffer_size=50, starting_buffer_size=1000
+    )
     debloater = BufferDebloater(config, max_buffer_size=1000)  # samples 1: alpha 1, no smoothing
     assert debloater.recalculate_buffer_size(throughput=500, buffers_in_use=1) == 500
     assert debloater.recalculate_buffer_size(throughput=400, buffers_in_use=1) is None  # 20 % < 50 %
@@ -76,9 +76,17 @@ def test_debloater_announces_only_changes_beyond_the_threshold():
     assert debloater.recalculate_buffer_size(throughput=100, buffers_in_use=0) == 100  # at least one buffer
 
 
-@pytest.mark.parametrize("bad", [{"target_ms": 0}, {"period_ms": -1}, {"threshold_percentages": 101},
-                                 {"min_buffer_size": 64 * 1024}, {"starting_buffer_size": 64 * 1024},
-                                 {"starting_buffer_size": 128}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"target_ms": 0},
+        {"period_ms": -1},
+        {"threshold_percentages": 101},
+        {"min_buffer_size": 64 * 1024},
+        {"starting_buffer_size": 64 * 1024},
+        {"starting_buffer_size": 128},
+    ],
+)
 def test_bad_debloat_settings_are_refused(bad):
     with pytest.raises(ValueError, match="buffer debloating"):
         BufferDebloatConfiguration(enabled=True, **bad).validate(32 * 1024)
@@ -89,8 +97,11 @@ def test_gate_measures_what_it_hands_out_and_announces_to_every_unfinished_chann
     out = []
     gate = SingleInputGate(0, ["local", "local"], out.append)
     # starting at the segment size, so that the first measured size is far enough from it to be announced
-    gate.enable_debloating(BufferDebloatConfiguration(enabled=True, target_ms=1000, samples=1,
-                                                      starting_buffer_size=32 * 1024), 32 * 1024, clock)
+    gate.enable_debloating(
+        BufferDebloatConfiguration(enabled=True, target_ms=1000, samples=1, starting_buffer_size=32 * 1024),
+        32 * 1024,
+        clock,
+    )
     gate.setup()
     gate.on_element(0, Buffer(("a",), 10), 0)
     gate.on_element(1, Buffer(("b",), 10), 0)
@@ -102,7 +113,9 @@ def test_gate_measures_what_it_hands_out_and_announces_to_every_unfinished_chann
     clock.now += 1000
     assert gate.trigger_debloating() == 1000  # 20 bytes in 20 ms: 1000 B/s for 1 s, over one buffer in use
     assert [a for a in out if isinstance(a, AnnounceBufferSize)] == [
-        AnnounceBufferSize(InputChannelInfo(0, 0), 1000), AnnounceBufferSize(InputChannelInfo(0, 1), 1000)]
+        AnnounceBufferSize(InputChannelInfo(0, 0), 1000),
+        AnnounceBufferSize(InputChannelInfo(0, 1), 1000),
+    ]
     assert gate.trigger_debloating() is None  # nothing measured since: the same size, not announced again
 
 
@@ -132,8 +145,9 @@ def checkpointing_time_benchmark(debloat: bool):
     for row in result.subtasks:
         if row["task"].startswith("source#"):
             sources[row["id"]] = sources.get(row["id"], 0) + 1
-    durations = sorted(c["end_to_end_duration"] for c in result.checkpoints
-                       if c["status"] == "COMPLETED" and sources.get(c["id"]) == 4)
+    durations = sorted(
+        c["end_to_end_duration"] for c in result.checkpoints if c["status"] == "COMPLETED" and sources.get(c["id"]) == 4
+    )
     return result, durations
 
 

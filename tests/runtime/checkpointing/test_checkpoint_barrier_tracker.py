@@ -111,31 +111,114 @@ def test_multi_channel_no_barriers():
 
 def test_single_channel_with_barriers():
     """Port of Flink CheckpointBarrierTrackerTest.testSingleChannelWithBarriers."""
-    seq = [buf(0), buf(0), buf(0), bar(1, 0), buf(0), buf(0), buf(0), buf(0), bar(2, 0), bar(3, 0),
-           buf(0), buf(0), bar(4, 0), bar(5, 0), bar(6, 0), buf(0)]
+    seq = [
+        buf(0),
+        buf(0),
+        buf(0),
+        bar(1, 0),
+        buf(0),
+        buf(0),
+        buf(0),
+        buf(0),
+        bar(2, 0),
+        bar(3, 0),
+        buf(0),
+        buf(0),
+        bar(4, 0),
+        bar(5, 0),
+        bar(6, 0),
+        buf(0),
+    ]
     assert _Harness(1).feed(seq).validated == [1, 2, 3, 4, 5, 6]
 
 
 def test_single_channel_with_skipped_barriers():
     """Port of Flink CheckpointBarrierTrackerTest.testSingleChannelWithSkippedBarriers."""
-    seq = [buf(0), bar(1, 0), buf(0), buf(0), bar(3, 0), buf(0), bar(4, 0), bar(6, 0), buf(0), bar(7, 0),
-           buf(0), bar(10, 0), buf(0)]
+    seq = [
+        buf(0),
+        bar(1, 0),
+        buf(0),
+        buf(0),
+        bar(3, 0),
+        buf(0),
+        bar(4, 0),
+        bar(6, 0),
+        buf(0),
+        bar(7, 0),
+        buf(0),
+        bar(10, 0),
+        buf(0),
+    ]
     assert _Harness(1).feed(seq).validated == [1, 3, 4, 6, 7, 10]
 
 
 def test_multi_channel_with_barriers():
     """Port of Flink CheckpointBarrierTrackerTest.testMultiChannelWithBarriers."""
-    seq = [buf(0), buf(2), buf(0), bar(1, 1), bar(1, 2), buf(2), buf(1), bar(1, 0), buf(0), buf(0), buf(1),
-           buf(1), buf(2), bar(2, 0), bar(2, 1), bar(2, 2), buf(2), buf(2), bar(3, 2), buf(2), buf(2),
-           bar(3, 0), bar(3, 1), bar(4, 1), bar(4, 2), bar(4, 0), buf(0)]
+    seq = [
+        buf(0),
+        buf(2),
+        buf(0),
+        bar(1, 1),
+        bar(1, 2),
+        buf(2),
+        buf(1),
+        bar(1, 0),
+        buf(0),
+        buf(0),
+        buf(1),
+        buf(1),
+        buf(2),
+        bar(2, 0),
+        bar(2, 1),
+        bar(2, 2),
+        buf(2),
+        buf(2),
+        bar(3, 2),
+        buf(2),
+        buf(2),
+        bar(3, 0),
+        bar(3, 1),
+        bar(4, 1),
+        bar(4, 2),
+        bar(4, 0),
+        buf(0),
+    ]
     assert _Harness(3).feed(seq).validated == [1, 2, 3, 4]
 
 
 def test_multi_channel_skipping_checkpoints():
     """Port of Flink CheckpointBarrierTrackerTest.testMultiChannelSkippingCheckpoints."""
-    seq = [buf(0), buf(2), buf(0), bar(1, 1), bar(1, 2), buf(2), buf(1), bar(1, 0), buf(0), buf(0), buf(1),
-           buf(1), buf(2), bar(2, 0), bar(2, 1), bar(2, 2), buf(2), buf(2), bar(3, 2), buf(2), buf(2),
-           bar(4, 0), buf(0), buf(1), buf(2), bar(4, 1), buf(1), bar(4, 2), buf(0)]
+    seq = [
+        buf(0),
+        buf(2),
+        buf(0),
+        bar(1, 1),
+        bar(1, 2),
+        buf(2),
+        buf(1),
+        bar(1, 0),
+        buf(0),
+        buf(0),
+        buf(1),
+        buf(1),
+        buf(2),
+        bar(2, 0),
+        bar(2, 1),
+        bar(2, 2),
+        buf(2),
+        buf(2),
+        bar(3, 2),
+        buf(2),
+        buf(2),
+        bar(4, 0),
+        buf(0),
+        buf(1),
+        buf(2),
+        bar(4, 1),
+        buf(1),
+        bar(4, 2),
+        buf(0),
+    ]
     h = _Harness(3).feed(seq)
     assert h.validated == [1, 2, 4]
     assert not h.tracker.is_checkpoint_pending()  # 3 was subsumed by 4
@@ -144,18 +227,61 @@ def test_multi_channel_skipping_checkpoints():
 def test_complete_checkpoints_on_late_barriers():
     """Port of Flink CheckpointBarrierTrackerTest.testCompleteCheckpointsOnLateBarriers."""
     seq = [
-        buf(1), buf(1), buf(0), buf(2), bar(2, 1), bar(2, 0), bar(2, 2),
-        buf(1), buf(0), bar(3, 1), bar(3, 2),
-        buf(1), buf(0), bar(4, 2), bar(4, 1), buf(1), buf(2),
+        buf(1),
+        buf(1),
+        buf(0),
+        buf(2),
+        bar(2, 1),
+        bar(2, 0),
+        bar(2, 2),
+        buf(1),
+        buf(0),
+        bar(3, 1),
+        bar(3, 2),
+        buf(1),
+        buf(0),
+        bar(4, 2),
+        bar(4, 1),
+        buf(1),
+        buf(2),
         bar(3, 0),
-        buf(0), bar(4, 0),
-        buf(1), buf(2), bar(5, 1), buf(0), bar(5, 0), buf(1), bar(5, 2),
-        buf(1), bar(6, 1), buf(0), bar(6, 0),
-        buf(1), bar(7, 1), buf(0), bar(7, 2), buf(2), bar(8, 2), buf(0), bar(8, 1), buf(1), bar(9, 1),
-        bar(7, 0), buf(0), bar(9, 2), buf(2), bar(10, 2),
-        bar(8, 0), buf(1), buf(2), bar(9, 0),
-        buf(1), buf(0), buf(2),
-        bar(10, 0), bar(10, 1),
+        buf(0),
+        bar(4, 0),
+        buf(1),
+        buf(2),
+        bar(5, 1),
+        buf(0),
+        bar(5, 0),
+        buf(1),
+        bar(5, 2),
+        buf(1),
+        bar(6, 1),
+        buf(0),
+        bar(6, 0),
+        buf(1),
+        bar(7, 1),
+        buf(0),
+        bar(7, 2),
+        buf(2),
+        bar(8, 2),
+        buf(0),
+        bar(8, 1),
+        buf(1),
+        bar(9, 1),
+        bar(7, 0),
+        buf(0),
+        bar(9, 2),
+        buf(2),
+        bar(10, 2),
+        bar(8, 0),
+        buf(1),
+        buf(2),
+        bar(9, 0),
+        buf(1),
+        buf(0),
+        buf(2),
+        bar(10, 0),
+        bar(10, 1),
     ]
     assert _Harness(3).feed(seq).validated == [2, 3, 4, 5, 7, 8, 9, 10]
 
@@ -176,12 +302,44 @@ def test_single_channel_abort_checkpoint():
 def test_multi_channel_abort_checkpoint():
     """Port of Flink CheckpointBarrierTrackerTest.testMultiChannelAbortCheckpoint."""
     seq = [
-        buf(0), buf(2), buf(0), bar(1, 1), bar(1, 2), buf(2), buf(1), bar(1, 0),
-        buf(0), buf(2), bar(2, 0), bar(2, 2), buf(0), buf(2), cancel(2, 1),
-        buf(2), buf(1), bar(3, 1), bar(3, 2), bar(3, 0),
-        buf(0), buf(1), cancel(4, 1), bar(4, 2), buf(0), bar(4, 0),
-        buf(0), buf(1), buf(2), bar(5, 2), bar(5, 1), bar(5, 0),
-        buf(0), buf(1), cancel(6, 1), cancel(6, 2), bar(6, 0), buf(0),
+        buf(0),
+        buf(2),
+        buf(0),
+        bar(1, 1),
+        bar(1, 2),
+        buf(2),
+        buf(1),
+        bar(1, 0),
+        buf(0),
+        buf(2),
+        bar(2, 0),
+        bar(2, 2),
+        buf(0),
+        buf(2),
+        cancel(2, 1),
+        buf(2),
+        buf(1),
+        bar(3, 1),
+        bar(3, 2),
+        bar(3, 0),
+        buf(0),
+        buf(1),
+        cancel(4, 1),
+        bar(4, 2),
+        buf(0),
+        bar(4, 0),
+        buf(0),
+        buf(1),
+        buf(2),
+        bar(5, 2),
+        bar(5, 1),
+        bar(5, 0),
+        buf(0),
+        buf(1),
+        cancel(6, 1),
+        cancel(6, 2),
+        bar(6, 0),
+        buf(0),
     ]
     h = _Harness(3).feed(seq)
     assert h.validated == [1, -2, 3, -4, 5, -6]
@@ -206,8 +364,18 @@ def test_metrics():
     h = _Harness(3, clock=clock)
     creation = 1_000
     clock.now = 1_010  # "sleep" 10 ms
-    h.feed([buf(0, 100), buf(1, 100), buf(2, 100), bar(1, 1, creation), buf(0, 100), buf(2, 100), bar(1, 0, creation),
-            buf(2, 100)])
+    h.feed(
+        [
+            buf(0, 100),
+            buf(1, 100),
+            buf(2, 100),
+            bar(1, 1, creation),
+            buf(0, 100),
+            buf(2, 100),
+            bar(1, 0, creation),
+            buf(2, 100),
+        ]
+    )
     clock.now = 1_020
     h.feed([bar(1, 2, creation), buf(0, 100), buf(1, 100), buf(2, 100), eop(0), eop(1), eop(2)])
     trigger = h.last_trigger()

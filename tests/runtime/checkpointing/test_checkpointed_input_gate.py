@@ -46,8 +46,12 @@ def _test_persisting(drain_gate):
     # Flink's test hands buffers to the channels without credit; here every channel gets enough exclusive
     # buffers (credit) for the buffers the test sends before it polls
     side = InputSide(
-        [number_of_channels], CheckpointingMode.ALIGNED_WITH_TIMEOUT, ManualClock(), ManualTimerService(),
-        exclusive_buffers_per_channel=4, sink=validating_handler,
+        [number_of_channels],
+        CheckpointingMode.ALIGNED_WITH_TIMEOUT,
+        ManualClock(),
+        ManualTimerService(),
+        exclusive_buffers_per_channel=4,
+        sink=validating_handler,
     )
     enqueue = _Enqueuer(side)
 

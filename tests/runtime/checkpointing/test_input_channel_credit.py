@@ -47,8 +47,9 @@ def test_consuming_a_buffer_returns_its_credit():
 def test_a_priority_event_handled_mid_buffer_does_not_recycle_the_buffer_the_task_reads():
     """Flink's priority-event mail runs between two records of the buffer the task is reading: handling an
     unaligned barrier then must not recycle that buffer (its credit returns once the task processed it)."""
-    side = InputSide([2], CheckpointingMode.UNALIGNED, ManualClock(), floating_buffers_per_gate=0,
-                     exclusive_buffers_per_channel=1)
+    side = InputSide(
+        [2], CheckpointingMode.UNALIGNED, ManualClock(), floating_buffers_per_gate=0, exclusive_buffers_per_channel=1
+    )
     side.drain_actions()
     side.on_element(CH0, Buffer(("a",), 10), backlog=0)
     assert side.poll_next().element == Buffer(("a",), 10)  # the task reads CH0's buffer
@@ -87,9 +88,9 @@ def test_backlog_requests_floating_buffers_up_to_the_pool_size():
 def test_recycled_floating_buffer_goes_to_a_waiting_channel():
     side = InputSide([2], CheckpointingMode.ALIGNED, ManualClock(), floating_buffers_per_gate=1)
     side.drain_actions()
-    side.on_element(CH0, Buffer(("a",), 10), backlog=1)   # takes the exclusive, asks 3, gets the floating
-    side.on_element(CH0, Buffer(("b",), 10), backlog=0)   # lands in the floating buffer
-    side.on_element(CH1, Buffer(("c",), 10), backlog=2)   # waits for a floating buffer
+    side.on_element(CH0, Buffer(("a",), 10), backlog=1)  # takes the exclusive, asks 3, gets the floating
+    side.on_element(CH0, Buffer(("b",), 10), backlog=0)  # lands in the floating buffer
+    side.on_element(CH1, Buffer(("c",), 10), backlog=2)  # waits for a floating buffer
     assert credits(side.drain_actions(), CH1) == []
     side.poll_next()  # CH0's first buffer (exclusive): CH0 has enough now, no new credit for more floating
     side.poll_next()  # CH1's buffer
@@ -171,8 +172,11 @@ def test_credit_never_negative_and_never_exceeds_free_buffers(ops, floating, exc
     announced + unannounced credit equals its free buffers, floating buffers are conserved, and a blocked
     channel grants no credit."""
     side = InputSide(
-        [3], CheckpointingMode.ALIGNED, ManualClock(),
-        floating_buffers_per_gate=floating, exclusive_buffers_per_channel=exclusive,
+        [3],
+        CheckpointingMode.ALIGNED,
+        ManualClock(),
+        floating_buffers_per_gate=floating,
+        exclusive_buffers_per_channel=exclusive,
     )
     gate = side.gate(0)
     for op, ch, backlog in ops:

@@ -53,7 +53,10 @@ def test_alignment_timeout_switches_to_unaligned_by_timer():
     side.on_element(A1, Buffer((1,), 10), backlog=0)
     side.on_element(A1, barrier)  # queued behind the buffer; its announcement goes ahead
     announcements = side.process_priority_events()  # each channel announced its barrier ahead of data
-    assert [(b.channel_info, type(b.element)) for b in announcements] == [(A0, EventAnnouncement), (A1, EventAnnouncement)]
+    assert [(b.channel_info, type(b.element)) for b in announcements] == [
+        (A0, EventAnnouncement),
+        (A1, EventAnnouncement),
+    ]
     assert side.poll_next().element == barrier  # A0's barrier: blocks A0
     assert side.blocked_channels() == [A0]
     assert timers.pending_timers() == [100]

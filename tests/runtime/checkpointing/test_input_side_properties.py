@@ -1,44 +1,9 @@
-"""Hypothesis properties of the input side: random interleavings of buffers, barriers, cancel
-markers and end of partition on 1-3 gates of 1-4 channels, for each checkpointing mode.
-
-How this works: a scenario draws the gates (remote channels mostly, some local), 1-3 checkpoints and, per
-channel, a well-formed script: for each checkpoint in increasing id order some data buffers and then that
-checkpoint's barrier, a cancel marker instead, or end of partition (which ends the script); every script
-ends with end of partition. In ALIGNED_WITH_TIMEOUT mode each checkpoint has its own (short) alignment
-timeout, and a channel may carry the already-unaligned version of the barrier (its upstream timed out).
-
-A driver plays the upstream senders: a sender sends its script in order, a data buffer only against credit
-the receiver announced (``AddCredit``), events without credit, with its remaining backlog; cancel markers
-are priority events when unaligned checkpoints are enabled (Flink broadcasts them with priority then).
-With ``sender_blocks`` a sender stops after an aligned barrier until ``ResumeConsumptionUpstream`` (Flink's
-``PipelinedSubpartition`` blocks after a blocking-upstream barrier); without it the sender keeps going, so
-the receiver's own blocking is what holds data back (like Flink's ``TestInputChannel`` tests). A list of
-drawn integers picks, step by step, one enabled move: deliver the next element of one channel, poll the
-operator side once, run the priority-event mail, or (timeout mode) advance the clock, which fires due
-alignment timers. Then the driver drains deterministically (poll, deliver, fire the next timer) and the
-run must end with every script delivered and every gate finished (no deadlock).
-
-Checked, from the log of everything polled and every emitted action:
-
-* aligned data: a buffer sent on a channel after barrier ``k`` is never handed to the operator before
-  checkpoint ``k`` was triggered or aborted (or ended by a newer checkpoint's trigger or abort), in every
-  exactly-once mode;
-* unaligned persistence: for an unaligned checkpoint whose barriers all arrived, per channel, the buffers
-  the operator consumed before the trigger followed by the persisted ones are exactly the buffers sent
-  before that channel's barrier (all of them for a channel that ended first); for an aborted one they form
-  a prefix of it; nothing is persisted for a checkpoint whose channel state writer was not started;
-* outcomes: each checkpoint is triggered at most once and aborted at most once, an aligned trigger is never
-  aborted, a checkpoint whose barrier was seen ends (trigger or abort, or Flink's silent drop when a newer
-  checkpoint is aborted or, for the tracker, completed), nothing is pending at the end; the tracker
-  triggers in increasing id order and never triggers and aborts the same checkpoint;
-* no loss, no duplication: per channel the operator receives exactly the sent buffers, in order, and each
-  end of partition once;
-* credit: after every step, for each remote channel the receiver's view of the sender's credit equals the
-  driver's and is never negative, the receiver never received more buffers than it granted credit for, and
-  every gate's floating pool stays within its size.
-
-The properties run derandomized (the same examples every run, no example database);
-``BARRIERSIM_PROPERTY_RANDOM=1`` draws new examples.
+"""Hypothesis properties of the input side: random interleavings of buffers, barriers, cancel markers and end of
+partition on 1-3 gates of 1-4 channels, for each checkpointing mode, played by a driver of upstream senders. Holds:
+aligned data is never handed over before its checkpoint ends; an unaligned checkpoint persists exactly the buffers
+sent before each channel's barrier; each checkpoint is triggered and aborted at most once; no loss, no duplication,
+no deadlock; credit is never exceeded. Derandomized (``BARRIERSIM_PROPERTY_RANDOM=1`` draws new examples). See
+docs/testing.md, "Input-side properties".
 """
 
 from __future__ import annotations
@@ -46,11 +11,12 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support_ported import ClockWithDelayedActions
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide, ManualClock, ManualTimerService
 from barriersim.runtime.checkpointing.barrier_handler import (
@@ -73,8 +39,6 @@ from barriersim.runtime.events import (
     InputChannelInfo,
 )
 from barriersim.runtime.network.input.input_channel import AddCredit, ResumeConsumptionUpstream
-
-from support_ported import ClockWithDelayedActions
 
 TRACKER_COMMITTED = os.path.exists(
     os.path.join(os.path.dirname(__file__), "..", "..", "..", "runtime", "checkpointing", "tracker.py")
@@ -295,13 +259,17 @@ class Run:
             if not s.remote:
                 continue
             receiver_view = self.side.sender_credit(info)
-            assert receiver_view == s.credit, f"{info}: receiver thinks sender holds {receiver_view}, it holds {s.credit}"
+            assert receiver_view == s.credit, (
+                f"{info}: receiver thinks sender holds {receiver_view}, it holds {s.credit}"
+            )
             assert s.credit >= 0, f"{info}: negative credit {s.credit}"
             granted = self.side.granted_credit(info)
             assert len(s.sent_buffers) <= granted, f"{info}: received {len(s.sent_buffers)} buffers, granted {granted}"
         for gate in self.side.gates:
             pool = gate.floating_pool
-            assert 0 <= pool.num_available <= pool.size, f"gate {gate.gate_idx}: floating pool {pool.num_available}/{pool.size}"
+            assert 0 <= pool.num_available <= pool.size, (
+                f"gate {gate.gate_idx}: floating pool {pool.num_available}/{pool.size}"
+            )
 
 
 # -- checking the log -----------------------------------------------------------------------------------------
@@ -344,7 +312,9 @@ def check_run(run: Run) -> None:
 
     # no loss, no duplication
     for info, s in run.senders.items():
-        assert [b for _, b in polled_buffers[info]] == s.sent_buffers, f"{info}: operator received other buffers than sent"
+        assert [b for _, b in polled_buffers[info]] == s.sent_buffers, (
+            f"{info}: operator received other buffers than sent"
+        )
         assert polled_eop[info] == 1, f"{info}: end of partition polled {polled_eop[info]} times"
 
     # the mode decides the kind of every trigger; only exactly-once handlers act on the gates
@@ -366,7 +336,9 @@ def check_run(run: Run) -> None:
         assert len(ab) == 1, f"checkpoint {k} aborted {len(ab)} times"
     for k, ar in all_received.items():
         assert len(ar) == 1, f"checkpoint {k}: AllBarriersReceived {len(ar)} times"
-        assert k in triggers and triggers[k][0][0] < ar[0], f"checkpoint {k}: AllBarriersReceived without a trigger before"
+        assert k in triggers and triggers[k][0][0] < ar[0], (
+            f"checkpoint {k}: AllBarriersReceived without a trigger before"
+        )
     for k, ((_, t),) in triggers.items():
         if mode is CheckpointingMode.AT_LEAST_ONCE or not t.is_unaligned:
             assert k not in aborts, f"checkpoint {k} triggered {t.options.alignment.value} and aborted"
@@ -378,7 +350,7 @@ def check_run(run: Run) -> None:
         if k not in ended_ids:
             assert any(j > k for j in ended_ids), f"checkpoint {k} saw a barrier but never ended"
 
-    def end_index(k: int) -> Optional[int]:
+    def end_index(k: int) -> int | None:
         # a newer checkpoint's trigger ends k too: a local channel does not announce, so an unaligned barrier of
         # a newer checkpoint can overtake k's barrier there (as in the producer's subpartition in Flink); k's
         # barrier is then obsolete at this task, which never acknowledges k
@@ -389,7 +361,7 @@ def check_run(run: Run) -> None:
     # aligned data: nothing after a channel's barrier reaches the operator before its checkpoint ended
     if mode in EXACTLY_ONCE:
         for info, buffers in polled_buffers.items():
-            for (i, b) in buffers:
+            for i, b in buffers:
                 position = b.records[2]
                 for k in range(1, run.sc.num_checkpoints + 1):
                     bp = run.barrier_position.get((info, k))
@@ -402,7 +374,11 @@ def check_run(run: Run) -> None:
 
     # unaligned persistence: persisting starts with InitInputsCheckpoint (Flink's ChannelStateWriter.start),
     # right before the gates' checkpointStarted and the unaligned trigger
-    started = {v.checkpoint_id: i for i, (kind, v) in enumerate(log) if kind == "action" and isinstance(v, InitInputsCheckpoint)}
+    started = {
+        v.checkpoint_id: i
+        for i, (kind, v) in enumerate(log)
+        if kind == "action" and isinstance(v, InitInputsCheckpoint)
+    }
     for k in persisted:
         assert k in started, f"data persisted for checkpoint {k} whose channel state writer was never started"
     for k, si in started.items():
@@ -433,8 +409,13 @@ def _run(mode: CheckpointingMode, sc: Scenario) -> Run:
 
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-          derandomize=DERANDOMIZE, database=None)
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=DERANDOMIZE,
+    database=None,
+)
 @given(data=st.data())
 def test_input_side_properties(mode, data):
     """Properties: aligned data held back, exact unaligned persistence, one outcome per checkpoint, no loss
@@ -461,14 +442,23 @@ def _snap_options(mode, timeout_ms):
         return CheckpointOptions.unaligned()
     return CheckpointOptions.aligned_with_timeout(CheckpointType.CHECKPOINT, timeout_ms)
 
+
 snap_scenario = st.tuples(
     # buffers before each barrier and after the last one, per channel
-    st.lists(st.lists(st.integers(0, 4), min_size=SNAP_NUM_CHECKPOINTS + 1, max_size=SNAP_NUM_CHECKPOINTS + 1),
-             min_size=SNAP_NUM_CHANNELS, max_size=SNAP_NUM_CHANNELS),
+    st.lists(
+        st.lists(st.integers(0, 4), min_size=SNAP_NUM_CHECKPOINTS + 1, max_size=SNAP_NUM_CHECKPOINTS + 1),
+        min_size=SNAP_NUM_CHANNELS,
+        max_size=SNAP_NUM_CHANNELS,
+    ),
     # the driver's steps: deliver the next element of a channel, poll, or let time pass
-    st.lists(st.one_of(st.tuples(st.just("arrive"), st.integers(0, SNAP_NUM_CHANNELS - 1)),
-                       st.tuples(st.just("poll"), st.just(0)),
-                       st.tuples(st.just("tick"), st.integers(1, 4))), max_size=120),
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("arrive"), st.integers(0, SNAP_NUM_CHANNELS - 1)),
+            st.tuples(st.just("poll"), st.just(0)),
+            st.tuples(st.just("tick"), st.integers(1, 4)),
+        ),
+        max_size=120,
+    ),
 )
 
 

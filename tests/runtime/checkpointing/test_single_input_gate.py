@@ -15,8 +15,7 @@ from barriersim.runtime.events import (
     InputChannelInfo,
 )
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
-from barriersim.runtime.network.input.input_channel import ChannelStateError
-from barriersim.runtime.network.input.input_channel import AddCredit
+from barriersim.runtime.network.input.input_channel import AddCredit, ChannelStateError
 from barriersim.runtime.network.input.single_input_gate import GateClosedError, SingleInputGate
 
 
@@ -108,7 +107,9 @@ def test_checkpoint_started_persists_data_before_the_barrier_only():
     gate.on_element(1, buf("other-late", 4))  # still before channel 1's barrier: persisted too
     gate.on_element(1, unaligned)
     gate.on_element(1, buf("other-after", 4))
-    persisted = [(a.channel_info.channel_idx, b.records[0]) for a in out if isinstance(a, AddInputData) for b in a.buffers]
+    persisted = [
+        (a.channel_info.channel_idx, b.records[0]) for a in out if isinstance(a, AddInputData) for b in a.buffers
+    ]
     assert persisted == [(0, "before"), (1, "other-before"), (1, "other-late")]
     gate.checkpoint_stopped(3)
 

@@ -1,21 +1,19 @@
-"""Ports of Flink's ``UnalignedCheckpointsTest``: a ``CheckpointedInputGate`` over remote channels with the
-unaligned ``SingleCheckpointBarrierHandler``.
-
-How the Flink harness maps onto ours: ``createInputGate(n, handler)`` is an ``InputSide`` with one gate of
-``n`` remote channels in ``UNALIGNED`` mode whose sink feeds a ``ValidatingCheckpointHandler`` (the task) and
-a ``RecordingChannelStateWriter`` (``InitInputsCheckpoint`` is Flink's ``ChannelStateWriter.start``,
-``AddInputData`` its ``addInputData``). ``addSequence`` hands each element to its channel with the next
-sequence number and backlog 0 (Flink's ``RemoteInputChannel.onBuffer(buffer, seq, 0)``) and polls the gate
-empty after each one. Buffers are told apart by a unique record id (Flink uses the buffer size); outputs are
-compared without barriers and cancel markers, as Flink's ``getIds`` does. Flink's ``@After ensureEmpty`` is
-the explicit ``h.ensure_empty()`` at the end of each gate-driven test. Times are milliseconds on a manual
-clock (no sleeps).
+"""Ports of Flink's ``UnalignedCheckpointsTest``: a ``CheckpointedInputGate`` over remote channels with the unaligned
+``SingleCheckpointBarrierHandler``. How Flink's harness maps onto ours: docs/testing.md, "Ports of Flink's
+input-side tests".
 """
 
 from __future__ import annotations
 
 import itertools
 from typing import Any
+
+from support_ported import (
+    RecordingChannelStateWriter,
+    ValidatingCheckpointHandler,
+    ValidatingCheckpointInvokable,
+    fan_out,
+)
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide, ManualClock
 from barriersim.runtime.events import (
@@ -27,13 +25,6 @@ from barriersim.runtime.events import (
     InputChannelInfo,
 )
 from barriersim.runtime.failure_reason import CheckpointFailureReason
-
-from support_ported import (
-    RecordingChannelStateWriter,
-    ValidatingCheckpointHandler,
-    ValidatingCheckpointInvokable,
-    fan_out,
-)
 
 DEFAULT_CHECKPOINT_ID = 0
 START_MS = 1_000
@@ -146,9 +137,19 @@ def test_multi_channel_no_barriers():
     """Port of Flink UnalignedCheckpointsTest.testMultiChannelNoBarriers."""
     h = UnalignedHarness(4, ValidatingCheckpointHandler(1, reset_expected_on_abort=True))
     seq = h.add_sequence(
-        h.buffer(2), h.buffer(2), h.buffer(0), h.buffer(1), h.buffer(0), h.end_of_partition(0),
-        h.buffer(3), h.buffer(1), h.end_of_partition(3), h.buffer(1), h.end_of_partition(1),
-        h.buffer(2), h.end_of_partition(2),
+        h.buffer(2),
+        h.buffer(2),
+        h.buffer(0),
+        h.buffer(1),
+        h.buffer(0),
+        h.end_of_partition(0),
+        h.buffer(3),
+        h.buffer(1),
+        h.end_of_partition(3),
+        h.buffer(1),
+        h.end_of_partition(1),
+        h.buffer(2),
+        h.end_of_partition(2),
     )
     h.assert_output(*seq)
     h.assert_inflight_data()
@@ -160,10 +161,23 @@ def test_single_channel_with_barriers():
     handler = ValidatingCheckpointHandler(1, reset_expected_on_abort=True)
     h = UnalignedHarness(1, handler)
     seq = h.add_sequence(
-        h.buffer(0), h.buffer(0), h.buffer(0), h.barrier(1, 0),
-        h.buffer(0), h.buffer(0), h.buffer(0), h.buffer(0), h.barrier(2, 0), h.barrier(3, 0),
-        h.buffer(0), h.buffer(0), h.barrier(4, 0), h.barrier(5, 0), h.barrier(6, 0),
-        h.buffer(0), h.end_of_partition(0),
+        h.buffer(0),
+        h.buffer(0),
+        h.buffer(0),
+        h.barrier(1, 0),
+        h.buffer(0),
+        h.buffer(0),
+        h.buffer(0),
+        h.buffer(0),
+        h.barrier(2, 0),
+        h.barrier(3, 0),
+        h.buffer(0),
+        h.buffer(0),
+        h.barrier(4, 0),
+        h.barrier(5, 0),
+        h.barrier(6, 0),
+        h.buffer(0),
+        h.end_of_partition(0),
     )
     h.assert_output(*seq)
     # the validator checked that checkpoints 1..6 were triggered in order
@@ -177,8 +191,14 @@ def test_multi_channel_with_barriers():
 
     # checkpoint with in-flight data
     seq1 = h.add_sequence(
-        h.buffer(0), h.buffer(2), h.buffer(0), h.barrier(1, 1), h.barrier(1, 2),
-        h.buffer(2), h.buffer(1), h.buffer(0),  # last buffer = in-flight
+        h.buffer(0),
+        h.buffer(2),
+        h.buffer(0),
+        h.barrier(1, 1),
+        h.barrier(1, 2),
+        h.buffer(2),
+        h.buffer(1),
+        h.buffer(0),  # last buffer = in-flight
         h.barrier(1, 0),
     )
     h.assert_output(*seq1)
@@ -187,8 +207,14 @@ def test_multi_channel_with_barriers():
 
     # checkpoint without in-flight data
     seq2 = h.add_sequence(
-        h.buffer(0), h.buffer(0), h.buffer(1), h.buffer(1), h.buffer(2),
-        h.barrier(2, 0), h.barrier(2, 1), h.barrier(2, 2),
+        h.buffer(0),
+        h.buffer(0),
+        h.buffer(1),
+        h.buffer(1),
+        h.buffer(2),
+        h.barrier(2, 0),
+        h.barrier(2, 1),
+        h.barrier(2, 2),
     )
     h.assert_output(*seq2)
     assert h.writer.last_started_checkpoint_id == 2
@@ -196,7 +222,13 @@ def test_multi_channel_with_barriers():
 
     # checkpoint with data only from one channel
     seq3 = h.add_sequence(
-        h.buffer(2), h.buffer(2), h.barrier(3, 2), h.buffer(2), h.buffer(2), h.barrier(3, 0), h.barrier(3, 1),
+        h.buffer(2),
+        h.buffer(2),
+        h.barrier(3, 2),
+        h.buffer(2),
+        h.buffer(2),
+        h.barrier(3, 0),
+        h.barrier(3, 1),
     )
     h.assert_output(*seq3)
     assert h.writer.last_started_checkpoint_id == 3
@@ -210,9 +242,20 @@ def test_multi_channel_with_barriers():
 
     # checkpoint with in-flight data in mixed order
     seq5 = h.add_sequence(
-        h.buffer(0), h.buffer(2), h.buffer(0), h.barrier(5, 1),
-        h.buffer(2), h.buffer(0), h.buffer(2), h.buffer(1), h.barrier(5, 2),
-        h.buffer(1), h.buffer(0), h.buffer(2), h.buffer(1), h.barrier(5, 0),
+        h.buffer(0),
+        h.buffer(2),
+        h.buffer(0),
+        h.barrier(5, 1),
+        h.buffer(2),
+        h.buffer(0),
+        h.buffer(2),
+        h.buffer(1),
+        h.barrier(5, 2),
+        h.buffer(1),
+        h.buffer(0),
+        h.buffer(2),
+        h.buffer(1),
+        h.barrier(5, 0),
     )
     h.assert_output(*seq5)
     assert h.writer.last_started_checkpoint_id == 5
@@ -239,18 +282,28 @@ def test_metrics():
     checkpoint_barrier_creation = h.clock()
     h.clock.advance(sleep_time)
     h.add_sequence(
-        h.buffer(0, buffer_size), h.buffer(1, buffer_size), h.buffer(2, buffer_size),
+        h.buffer(0, buffer_size),
+        h.buffer(1, buffer_size),
+        h.buffer(2, buffer_size),
         h.barrier(checkpoint_id, 1, checkpoint_barrier_creation),
-        h.buffer(0, buffer_size), h.buffer(1, buffer_size), h.buffer(2, buffer_size),
+        h.buffer(0, buffer_size),
+        h.buffer(1, buffer_size),
+        h.buffer(2, buffer_size),
         h.barrier(checkpoint_id, 0, checkpoint_barrier_creation),
-        h.buffer(0, buffer_size), h.buffer(1, buffer_size), h.buffer(2, buffer_size),
+        h.buffer(0, buffer_size),
+        h.buffer(1, buffer_size),
+        h.buffer(2, buffer_size),
     )
     start_delay = h.clock() - checkpoint_barrier_creation
     h.clock.advance(sleep_time)
     h.add_sequence(
         h.barrier(checkpoint_id, 2, checkpoint_barrier_creation),
-        h.buffer(0, buffer_size), h.buffer(1, buffer_size), h.buffer(2, buffer_size),
-        h.end_of_partition(0), h.end_of_partition(1), h.end_of_partition(2),
+        h.buffer(0, buffer_size),
+        h.buffer(1, buffer_size),
+        h.buffer(2, buffer_size),
+        h.end_of_partition(0),
+        h.end_of_partition(1),
+        h.end_of_partition(2),
     )
 
     assert h.side.barrier_handler.get_latest_checkpoint_id() == checkpoint_id
@@ -267,11 +320,26 @@ def test_multi_channel_trailing_inflight_data():
     """Port of Flink UnalignedCheckpointsTest.testMultiChannelTrailingInflightData."""
     h = UnalignedHarness(3, ValidatingCheckpointHandler(1, reset_expected_on_abort=True), enable_after_finished=False)
     seq = h.add_sequence(
-        h.buffer(0), h.buffer(1), h.buffer(2), h.barrier(1, 1), h.barrier(1, 2), h.barrier(1, 0),
-        h.buffer(2), h.buffer(1), h.buffer(0), h.barrier(2, 1),
-        h.buffer(1), h.buffer(1), h.end_of_partition(1),
-        h.buffer(0), h.buffer(2), h.barrier(2, 2),
-        h.buffer(2), h.end_of_partition(2), h.buffer(0), h.end_of_partition(0),
+        h.buffer(0),
+        h.buffer(1),
+        h.buffer(2),
+        h.barrier(1, 1),
+        h.barrier(1, 2),
+        h.barrier(1, 0),
+        h.buffer(2),
+        h.buffer(1),
+        h.buffer(0),
+        h.barrier(2, 1),
+        h.buffer(1),
+        h.buffer(1),
+        h.end_of_partition(1),
+        h.buffer(0),
+        h.buffer(2),
+        h.barrier(2, 2),
+        h.buffer(2),
+        h.end_of_partition(2),
+        h.buffer(0),
+        h.end_of_partition(0),
     )
     h.assert_output(*seq)
     assert h.writer.last_started_checkpoint_id == 2
@@ -284,8 +352,13 @@ def test_missing_cancellation_barriers():
     handler = ValidatingCheckpointHandler(1, reset_expected_on_abort=True)
     h = UnalignedHarness(2, handler)
     seq = h.add_sequence(
-        h.barrier(1, 0), h.cancel(2, 0), h.cancel(3, 0), h.cancel(3, 1), h.buffer(0),
-        h.end_of_partition(0), h.end_of_partition(1),
+        h.barrier(1, 0),
+        h.cancel(2, 0),
+        h.cancel(3, 0),
+        h.cancel(3, 1),
+        h.buffer(0),
+        h.end_of_partition(0),
+        h.end_of_partition(1),
     )
     h.assert_output(*seq)
     assert h.writer.last_started_checkpoint_id == 1
@@ -304,9 +377,20 @@ def test_early_cleanup():
     h.assert_inflight_data()
 
     seq2 = h.add_sequence(
-        h.buffer(2), h.buffer(1), h.buffer(0), h.barrier(2, 1), h.buffer(1), h.buffer(1), h.end_of_partition(1),
-        h.buffer(0), h.buffer(2), h.barrier(2, 2), h.buffer(2), h.end_of_partition(2),
-        h.buffer(0), h.end_of_partition(0),
+        h.buffer(2),
+        h.buffer(1),
+        h.buffer(0),
+        h.barrier(2, 1),
+        h.buffer(1),
+        h.buffer(1),
+        h.end_of_partition(1),
+        h.buffer(0),
+        h.buffer(2),
+        h.barrier(2, 2),
+        h.buffer(2),
+        h.end_of_partition(2),
+        h.buffer(0),
+        h.end_of_partition(0),
     )
     h.assert_output(*seq2)
     assert h.writer.last_started_checkpoint_id == 2
@@ -320,9 +404,14 @@ def test_start_alignment_with_closed_channels():
 
     seq1 = h.add_sequence(
         # close some channels immediately
-        h.end_of_partition(2), h.end_of_partition(1),
+        h.end_of_partition(2),
+        h.end_of_partition(1),
         # checkpoint without in-flight data
-        h.buffer(0), h.buffer(0), h.buffer(3), h.barrier(2, 3), h.barrier(2, 0),
+        h.buffer(0),
+        h.buffer(0),
+        h.buffer(3),
+        h.barrier(2, 3),
+        h.barrier(2, 0),
     )
     h.assert_output(*seq1)
     assert h.writer.last_started_checkpoint_id == 2
@@ -365,11 +454,19 @@ def test_end_of_stream_while_checkpoint():
 
     seq2 = h.add_sequence(
         # some buffers
-        h.buffer(0), h.buffer(0), h.buffer(2),
+        h.buffer(0),
+        h.buffer(0),
+        h.buffer(2),
         # start the checkpoint that will be incomplete
-        h.barrier(2, 2), h.barrier(2, 0), h.buffer(0), h.buffer(2), h.buffer(1),
+        h.barrier(2, 2),
+        h.barrier(2, 0),
+        h.buffer(0),
+        h.buffer(2),
+        h.buffer(1),
         # close one after the barrier one before the barrier
-        h.end_of_partition(2), h.end_of_partition(1), h.buffer(0),
+        h.end_of_partition(2),
+        h.end_of_partition(1),
+        h.buffer(0),
         # final end of stream
         h.end_of_partition(0),
     )
@@ -420,8 +517,16 @@ def test_multi_channel_abort_checkpoint():
     h = UnalignedHarness(3, handler)
     # some buffers and a successful checkpoint
     seq1 = h.add_sequence(
-        h.buffer(0), h.buffer(2), h.buffer(0), h.barrier(1, 1), h.barrier(1, 2), h.buffer(2), h.buffer(1),
-        h.barrier(1, 0), h.buffer(0), h.buffer(2),
+        h.buffer(0),
+        h.buffer(2),
+        h.buffer(0),
+        h.barrier(1, 1),
+        h.barrier(1, 2),
+        h.buffer(2),
+        h.buffer(1),
+        h.barrier(1, 0),
+        h.buffer(0),
+        h.buffer(2),
     )
     h.assert_output(*seq1)
     assert h.writer.last_started_checkpoint_id == 1
@@ -449,8 +554,14 @@ def test_multi_channel_abort_checkpoint():
 
     # a simple successful checkpoint
     seq5 = h.add_sequence(
-        h.buffer(0), h.buffer(1), h.buffer(2), h.barrier(5, 2), h.barrier(5, 1), h.barrier(5, 0),
-        h.buffer(0), h.buffer(1),
+        h.buffer(0),
+        h.buffer(1),
+        h.buffer(2),
+        h.barrier(5, 2),
+        h.barrier(5, 1),
+        h.barrier(5, 0),
+        h.buffer(0),
+        h.buffer(1),
     )
     h.assert_output(*seq5)
     assert h.writer.last_started_checkpoint_id == 5
@@ -458,8 +569,13 @@ def test_multi_channel_abort_checkpoint():
 
     # abort multiple cancellations and a barrier after the cancellations, don't start a checkpoint at all
     seq6 = h.add_sequence(
-        h.cancel(6, 1), h.cancel(6, 2), h.barrier(6, 0), h.buffer(0),
-        h.end_of_partition(0), h.end_of_partition(1), h.end_of_partition(2),
+        h.cancel(6, 1),
+        h.cancel(6, 2),
+        h.barrier(6, 0),
+        h.buffer(0),
+        h.end_of_partition(0),
+        h.end_of_partition(1),
+        h.end_of_partition(2),
     )
     h.assert_output(*seq6)
     assert h.writer.last_started_checkpoint_id == -1

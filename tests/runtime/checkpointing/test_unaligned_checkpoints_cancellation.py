@@ -39,7 +39,8 @@ PARAMETERS = [
     "expect_trigger, expect_abort, events, num_channels, channel",
     PARAMETERS,
     ids=[
-        f"trigger={t}-abort={a}-channels={n}-" + ",".join(
+        f"trigger={t}-abort={a}-channels={n}-"
+        + ",".join(
             f"{'cancel' if isinstance(e, CancelCheckpointMarker) else 'checkpoint'}({e.checkpoint_id})" for e in ev
         )
         for t, a, ev, n, _ in PARAMETERS

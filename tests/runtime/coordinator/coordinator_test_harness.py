@@ -14,6 +14,7 @@ from barriersim.runtime.coordinator.checkpoint_coordinator import (
 )
 from barriersim.runtime.coordinator.manual_time import ManualTimerService
 from barriersim.runtime.coordinator.plan import JobVertexInfo
+from barriersim.runtime.event_timers import DeliveringTimers
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID
@@ -31,13 +32,14 @@ class Harness:
     coord: CheckpointCoordinator
     timers: ManualTimerService
     sink: list = field(default_factory=list)
+    held: list = field(default_factory=list)  # the actions of ``call``s, until ``take``
 
     def attempt(self, vertex: str, index: int = 0) -> ExecutionAttemptID:
         return self.coord.current_attempt(vertex, index)
 
     @property
     def all_attempts(self) -> list[ExecutionAttemptID]:
-        return [e.attempt_id for e in self.coord.executions.values()]
+        return [e.attempt_id for e in self.coord.executions().values()]
 
     def trigger(self, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT, **kw) -> list:
         return self.coord.handle(m.TriggerRequest(checkpoint_type, **kw))
@@ -56,6 +58,16 @@ class Harness:
                 reason: CheckpointFailureReason = CheckpointFailureReason.CHECKPOINT_DECLINED) -> list:
         return self.coord.handle(m.DeclineCheckpoint(JOB, attempt, checkpoint_id, CheckpointException(reason)))
 
+    def call(self, event):
+        """Handle ``event`` as Flink's tests call a coordinator method: its actions wait for ``take()``; its outcome
+        (``last_outcome``: an acknowledgement's, a restore's checkpoint ...) is returned."""
+        self.held.extend(self.coord.handle(event))
+        return self.coord.last_outcome()
+
+    def take(self) -> list:
+        out, self.held[:] = list(self.held), []
+        return out
+
     def advance(self, ms: int) -> list:
         self.timers.advance(ms)
         out, self.sink[:] = list(self.sink), []
@@ -63,7 +75,7 @@ class Harness:
 
     @property
     def pending_ids(self) -> list[int]:
-        return sorted(self.coord.pending_checkpoints)
+        return sorted(self.coord.pending_checkpoints())
 
 
 def make(vertices=None, *, seed: int = 0, hooks=(), operator_coordinators=(), tasks_running: bool = True,
@@ -73,8 +85,9 @@ def make(vertices=None, *, seed: int = 0, hooks=(), operator_coordinators=(), ta
     sink: list = []
     cfg = CheckpointCoordinatorConfiguration(**config)
     coord = CheckpointCoordinator(
-        JOB, vertices or two_vertices(), cfg, clock=timers.clock, timer_service=timers, rng=random.Random(seed),
-        action_sink=sink.append, master_hooks=hooks, operator_coordinators=operator_coordinators,
+        JOB, vertices or two_vertices(), cfg, clock=timers.clock,
+        timers=DeliveringTimers(timers, lambda event: sink.extend(coord.handle(event))), rng=random.Random(seed),
+        master_hooks=hooks, operator_coordinators=operator_coordinators,
         tasks_running=tasks_running, checkpoint_writer=checkpoint_writer,
         completed_checkpoint_store=store, checkpoint_id_counter=id_counter, first_attempt_number=first_attempt_number,
         metadata_write_ms=metadata_write_ms,

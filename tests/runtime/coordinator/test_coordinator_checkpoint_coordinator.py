@@ -58,7 +58,7 @@ def test_min_checkpoint_pause():
              min_pause_between_checkpoints=pause)
     start(h)
     assert triggered_ids(h.trigger(is_periodic=True)) == [1]
-    assert h.trigger(is_periodic=True) == [] and h.coord.decider.num_queued_requests == 1
+    assert h.trigger(is_periodic=True) == [] and h.coord.num_queued_requests() == 1
     actions = h.ack(h.attempt("v"), 1)
     assert failed_reasons(actions) == [R.MINIMUM_TIME_BETWEEN_CHECKPOINTS]
     assert h.coord.number_of_pending_checkpoints == 0
@@ -98,10 +98,10 @@ def test_checkpoint_triggered_after_some_tasks_finished_if_allowed():
     actions = h.trigger()
     assert failed_reasons(actions) == []
     assert h.coord.number_of_pending_checkpoints == 1
-    pending = h.coord.pending_checkpoints[1]
-    record = h.coord.stats.history[1]
+    pending = h.coord.pending_checkpoints()[1]
+    record = h.coord.checkpoint_stats().history[1]
     assert record["num_acknowledged_subtasks"] == 3  # finished tasks count as acknowledged
-    assert {s["task"] for s in h.coord.stats.subtask_stats[1]} == {str(a) for a in finished}
+    assert {s["task"] for s in h.coord.checkpoint_stats().subtask_stats[1]} == {str(a) for a in finished}
     assert set(pending.not_yet_acknowledged_tasks) == {h.attempt("v1", 2), h.attempt("v2", 0), h.attempt("v2", 2)}
 
 
@@ -111,7 +111,7 @@ def test_trigger_and_decline_checkpoint_then_failure_manager_throws_exception():
     Flink's failure manager callback throws; ours emits ``FailJob`` naming the failing task."""
     h = make(sources("v1", "v2"), tolerable_checkpoint_failure_number=0)
     h.trigger()
-    pending = h.coord.pending_checkpoints[1]
+    pending = h.coord.pending_checkpoints()[1]
     h.ack(h.attempt("v2"), 1)
     assert not pending.is_disposed and not pending.are_tasks_fully_acknowledged()
     actions = h.decline(h.attempt("v1"), 1)
@@ -123,16 +123,16 @@ def test_io_exception_checkpoint_exceeds_tolerable_failure_number():
     """Port of Flink CheckpointCoordinatorTest.testIOExceptionCheckpointExceedsTolerableFailureNumber."""
     h = make(sources("v1", "v2"), tolerable_checkpoint_failure_number=0)
     h.trigger()
-    h.coord.abort_pending_checkpoints(CheckpointException(R.IO_EXCEPTION))
-    assert [a.reason for a in of(m.FailJob, h.coord.drain_actions())] == [R.IO_EXCEPTION]
+    h.call(m.AbortPendingCheckpoints(CheckpointException(R.IO_EXCEPTION)))
+    assert [a.reason for a in of(m.FailJob, h.take())] == [R.IO_EXCEPTION]
 
 
 def test_expired_checkpoint_exceeds_tolerable_failure_number():
     """Port of Flink CheckpointCoordinatorTest.testExpiredCheckpointExceedsTolerableFailureNumber."""
     h = make(sources("v1", "v2"), tolerable_checkpoint_failure_number=0)
     h.trigger()
-    h.coord.abort_pending_checkpoints(CheckpointException(R.CHECKPOINT_EXPIRED))
-    assert [a.reason for a in of(m.FailJob, h.coord.drain_actions())] == [R.CHECKPOINT_EXPIRED]
+    h.call(m.AbortPendingCheckpoints(CheckpointException(R.CHECKPOINT_EXPIRED)))
+    assert [a.reason for a in of(m.FailJob, h.take())] == [R.CHECKPOINT_EXPIRED]
 
 
 def trigger_and_decline_checkpoint_simple(reason: R) -> None:
@@ -142,7 +142,7 @@ def trigger_and_decline_checkpoint_simple(reason: R) -> None:
     assert h.coord.number_of_pending_checkpoints == 1
     assert h.coord.number_of_retained_successful_checkpoints == 0
     assert len(h.timers.active_timers) == 1  # the canceller
-    pending = h.coord.pending_checkpoints[1]
+    pending = h.coord.pending_checkpoints()[1]
     assert pending.job_id == JOB
     assert pending.number_of_non_acknowledged_tasks == 2 and pending.number_of_acknowledged_tasks == 0
     assert pending.operator_states == {} and not pending.is_disposed
@@ -153,7 +153,7 @@ def trigger_and_decline_checkpoint_simple(reason: R) -> None:
     h.ack(v2, 1)
     assert pending.number_of_acknowledged_tasks == 1 and pending.number_of_non_acknowledged_tasks == 1
     assert not pending.is_disposed and not pending.are_tasks_fully_acknowledged()
-    assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(JOB, v2, 1)) is AcknowledgeOutcome.DUPLICATE
+    assert h.call(m.AcknowledgeCheckpoint(JOB, v2, 1)) is AcknowledgeOutcome.DUPLICATE
     assert not pending.is_disposed
     failures = of(m.FailJob, h.decline(v1, 1, reason))
     assert pending.is_disposed
@@ -162,8 +162,8 @@ def trigger_and_decline_checkpoint_simple(reason: R) -> None:
     assert h.coord.number_of_retained_successful_checkpoints == 0
     exc = CheckpointException(reason)
     for a in (v1, v2):
-        assert h.coord.receive_decline_message(m.DeclineCheckpoint(JOB, a, 1, exc)) is DeclineOutcome.UNKNOWN_CHECKPOINT
-    assert of(m.FailJob, h.coord.drain_actions()) == []
+        assert h.call(m.DeclineCheckpoint(JOB, a, 1, exc)) is DeclineOutcome.UNKNOWN_CHECKPOINT
+    assert of(m.FailJob, h.take()) == []
     assert len(failures) == 1
 
 
@@ -183,7 +183,7 @@ def test_trigger_and_decline_checkpoint_complex():
     v1, v2 = h.attempt("v1"), h.attempt("v2")
     assert triggered_ids(h.trigger() + h.trigger()) == [1, 2]
     assert h.coord.number_of_pending_checkpoints == 2 and len(h.timers.active_timers) == 2
-    cp1, cp2 = h.coord.pending_checkpoints[1], h.coord.pending_checkpoints[2]
+    cp1, cp2 = h.coord.pending_checkpoints()[1], h.coord.pending_checkpoints()[2]
     for cp in (cp1, cp2):
         assert cp.number_of_non_acknowledged_tasks == 2 and cp.number_of_acknowledged_tasks == 0
         assert not cp.is_disposed
@@ -202,7 +202,7 @@ def test_trigger_and_confirm_simple_checkpoint():
     h = make(sources("v1", "v2"), max_concurrent_checkpoints=BIG)
     v1, v2 = h.attempt("v1"), h.attempt("v2")
     h.trigger()
-    pending = h.coord.pending_checkpoints[1]
+    pending = h.coord.pending_checkpoints()[1]
     assert len(h.timers.active_timers) == 1
     h.ack(v2, 1, keyed_snapshot("v2"))
     assert pending.number_of_acknowledged_tasks == 1 and pending.number_of_non_acknowledged_tasks == 1
@@ -215,15 +215,15 @@ def test_trigger_and_confirm_simple_checkpoint():
     assert of(m.NotifyCheckpointComplete, actions) == [
         m.NotifyCheckpointComplete(v1, 1, INVALID_CHECKPOINT_ID, 0), m.NotifyCheckpointComplete(v2, 1, INVALID_CHECKPOINT_ID, 0)
     ]
-    success = h.coord.store.get_all_checkpoints()[0]
+    success = h.coord.completed_checkpoint_store().get_all_checkpoints()[0]
     assert success.job_id == JOB and success.checkpoint_id == 1 and set(success.operator_states) == {"v1", "v2"}
     # another checkpoint replaces the first one
     h.timers.advance(7)
     h.trigger()
     actions = h.ack(v1, 2) + h.ack(v2, 2)
     assert h.coord.number_of_pending_checkpoints == 0
-    assert [c.checkpoint_id for c in h.coord.store.get_all_checkpoints()] == [2]
-    assert h.coord.store.get_latest_checkpoint().timestamp == 7
+    assert [c.checkpoint_id for c in h.coord.completed_checkpoint_store().get_all_checkpoints()] == [2]
+    assert h.coord.completed_checkpoint_store().get_latest_checkpoint().timestamp == 7
     assert of(m.DiscardCheckpoint, actions) == [m.DiscardCheckpoint(1, m.DiscardReason.SUBSUMED)]
     assert {(a.task, a.last_subsumed_id) for a in of(m.NotifyCheckpointComplete, actions)} == {(v1, 1), (v2, 1)}
 
@@ -249,7 +249,7 @@ def test_multiple_concurrent_checkpoints():
     assert h.pending_ids == [2]
     done2 = h.ack(a, 2) + h.ack(t2, 2)
     assert [x.checkpoint_id for x in of(m.NotifyCheckpointComplete, done2)] == [2, 2, 2]
-    assert [c.checkpoint_id for c in h.coord.store.get_all_checkpoints()] == [1, 2]
+    assert [c.checkpoint_id for c in h.coord.completed_checkpoint_store().get_all_checkpoints()] == [1, 2]
 
 
 def test_successful_checkpoint_subsumes_unsuccessful():
@@ -257,17 +257,17 @@ def test_successful_checkpoint_subsumes_unsuccessful():
     h = make(sources("v1", "v2", "v3"), max_concurrent_checkpoints=BIG, max_retained_checkpoints=10)
     v1, v2, v3 = h.attempt("v1"), h.attempt("v2"), h.attempt("v3")
     h.trigger()
-    cp1 = h.coord.pending_checkpoints[1]
+    cp1 = h.coord.pending_checkpoints()[1]
     h.ack(v1, 1, keyed_snapshot("v1"))
     h.ack(v3, 1, keyed_snapshot("v3"))
     h.trigger()
-    cp2 = h.coord.pending_checkpoints[2]
+    cp2 = h.coord.pending_checkpoints()[2]
     h.ack(v3, 2)
     h.ack(v1, 2)
     actions = h.ack(v2, 2)
     assert cp1.is_disposed and cp1.failure_reason is R.CHECKPOINT_SUBSUMED and cp2.is_disposed
     assert h.coord.number_of_pending_checkpoints == 0
-    assert [c.checkpoint_id for c in h.coord.store.get_all_checkpoints()] == [2]
+    assert [c.checkpoint_id for c in h.coord.completed_checkpoint_store().get_all_checkpoints()] == [2]
     assert {a.task for a in of(m.NotifyCheckpointAborted, actions) if a.checkpoint_id == 1} == {v1, v2, v3}
     assert m.DiscardCheckpoint(1, m.DiscardReason.ABORTED) in actions
     assert {a.task for a in of(m.NotifyCheckpointComplete, actions)} == {v1, v2, v3}
@@ -280,7 +280,7 @@ def test_checkpoint_timeout_isolated():
     h = make(sources("v1", "v2"), checkpoint_timeout=200)
     v1, v2 = h.attempt("v1"), h.attempt("v2")
     h.trigger()
-    pending = h.coord.pending_checkpoints[1]
+    pending = h.coord.pending_checkpoints()[1]
     h.ack(v1, 1, keyed_snapshot("v1"))
     actions = h.advance(200)
     assert pending.is_disposed and pending.failure_reason is R.CHECKPOINT_EXPIRED
@@ -288,9 +288,9 @@ def test_checkpoint_timeout_isolated():
     assert m.DiscardCheckpoint(1, m.DiscardReason.ABORTED) in actions
     assert [a.task for a in of(m.NotifyCheckpointAborted, actions)] == [v1, v2]
     assert failed_reasons(actions) == [R.CHECKPOINT_EXPIRED]
-    assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(JOB, v2, 1, keyed_snapshot("v2"))) \
+    assert h.call(m.AcknowledgeCheckpoint(JOB, v2, 1, keyed_snapshot("v2"))) \
         is AcknowledgeOutcome.LATE
-    assert of(m.DiscardSubtaskState, h.coord.drain_actions()) == [m.DiscardSubtaskState(v2, 1)]
+    assert of(m.DiscardSubtaskState, h.take()) == [m.DiscardSubtaskState(v2, 1)]
 
 
 def test_handle_messages_for_non_existing_checkpoints():
@@ -298,11 +298,11 @@ def test_handle_messages_for_non_existing_checkpoints():
     h = make([JobVertexInfo("v1", 1), JobVertexInfo("v2", 1, inputs=("v1",))])
     v1 = h.attempt("v1")
     h.trigger()
-    receive = h.coord.receive_acknowledge_message
+    receive = h.call
     assert receive(m.AcknowledgeCheckpoint("other-job", v1, 1)) is AcknowledgeOutcome.WRONG_JOB
     assert receive(m.AcknowledgeCheckpoint(JOB, v1, 1 + 1)) is AcknowledgeOutcome.UNKNOWN_CHECKPOINT
     assert receive(m.AcknowledgeCheckpoint(JOB, ExecutionAttemptID("nope", 0), 1)) is AcknowledgeOutcome.UNKNOWN
-    assert h.coord.pending_checkpoints[1].number_of_acknowledged_tasks == 0
+    assert h.coord.pending_checkpoints()[1].number_of_acknowledged_tasks == 0
 
 
 def test_state_cleanup_for_late_or_unknown_messages():
@@ -310,7 +310,7 @@ def test_state_cleanup_for_late_or_unknown_messages():
     h = make([JobVertexInfo("v1", 1), JobVertexInfo("v2", 1, inputs=("v1",))], max_concurrent_checkpoints=1)
     v1, v2, unknown = h.attempt("v1"), h.attempt("v2"), ExecutionAttemptID("unknown", 0)
     h.trigger()
-    pending = h.coord.pending_checkpoints[1]
+    pending = h.coord.pending_checkpoints()[1]
     state = keyed_snapshot("v1")
     assert of(m.DiscardSubtaskState, h.ack(v1, 1, state)) == []
     assert of(m.DiscardSubtaskState, h.ack(unknown, 1, state)) == [m.DiscardSubtaskState(unknown, 1)]
@@ -332,7 +332,7 @@ def max_concurrent_attempts(n: int) -> None:
     for _ in range(n):
         triggered += triggered_ids(fire_periodic(h))
     assert triggered == list(range(1, n + 1))
-    assert h.ack(h.attempt("v"), 1) and not triggered_ids(h.coord.drain_actions())
+    assert h.ack(h.attempt("v"), 1) and not triggered_ids(h.take())
     assert of(m.NotifyCheckpointComplete, []) == []
     triggered += triggered_ids(fire_periodic(h))
     assert len(triggered) == n + 1
@@ -390,7 +390,7 @@ def test_trigger_and_confirm_simple_savepoint():
     actions = h.trigger(CheckpointType.SAVEPOINT, request_id=7)
     [trigger] = of(m.TriggerCheckpointOnSources, actions)
     assert trigger.options.checkpoint_type is CheckpointType.SAVEPOINT and not trigger.options.is_unaligned_checkpoint
-    pending = h.coord.pending_checkpoints[1]
+    pending = h.coord.pending_checkpoints()[1]
     assert pending.number_of_non_acknowledged_tasks == 2 and not pending.can_be_subsumed()
     assert of(m.TriggerRequestCompleted, h.ack(v2, 1, keyed_snapshot("v2"))) == []
     assert of(m.TriggerRequestCompleted, h.ack(v2, 1, keyed_snapshot("v2"))) == []
@@ -402,7 +402,7 @@ def test_trigger_and_confirm_simple_savepoint():
     assert h.coord.number_of_retained_successful_checkpoints == 0  # savepoints are not retained checkpoints
     assert h.coord.number_of_pending_checkpoints == 0
     assert of(m.NotifyCheckpointComplete, actions) == []  # nor notified
-    assert h.coord.stats.history[1]["status"] == "COMPLETED" and h.coord.stats.history[1]["is_savepoint"]
+    assert h.coord.checkpoint_stats().history[1]["status"] == "COMPLETED" and h.coord.checkpoint_stats().history[1]["is_savepoint"]
 
 
 def test_savepoints_are_not_subsumed():
@@ -422,14 +422,14 @@ def test_savepoints_are_not_subsumed():
     notified = of(m.NotifyCheckpointComplete, ack_both(cp2))
     assert {(n.checkpoint_id, n.last_subsumed_id) for n in notified} == {(cp2, INVALID_CHECKPOINT_ID)}
     assert h.pending_ids == [sp1] and h.coord.number_of_retained_successful_checkpoints == 1
-    assert not h.coord.pending_checkpoints[sp1].is_disposed
+    assert not h.coord.pending_checkpoints()[sp1].is_disposed
     h.trigger()
     h.trigger(CheckpointType.SAVEPOINT)
     sp2 = 5
     assert h.coord.number_of_pending_checkpoints == 3
     assert of(m.NotifyCheckpointComplete, ack_both(sp2)) == []  # savepoints do not subsume checkpoints
     assert h.coord.number_of_pending_checkpoints == 2 and h.coord.number_of_retained_successful_checkpoints == 1
-    assert not h.coord.pending_checkpoints[sp1].is_disposed
+    assert not h.coord.pending_checkpoints()[sp1].is_disposed
     assert of(m.NotifyCheckpointComplete, ack_both(sp1)) == []
     assert h.coord.number_of_pending_checkpoints == 1
     h.trigger()
@@ -470,20 +470,20 @@ def test_savepoint_scheduled_in_unaligned_mode(options):
     max_concurrent, requests = 1, 10
     h = make(sources("v"), checkpoint_interval=10_000, max_concurrent_checkpoints=max_concurrent,
              checkpoint_options=options)
-    assert h.coord.start_checkpoint_scheduler()
+    assert h.call(m.StartCheckpointScheduler())
     actions = []
     for i in range(requests):
         actions += h.trigger(is_periodic=True, request_id=i)
-    assert h.coord.decider.num_queued_requests == requests - max_concurrent
+    assert h.coord.num_queued_requests() == requests - max_concurrent
     actions += h.trigger(CheckpointType.SAVEPOINT, request_id=100)
-    assert h.coord.decider.num_queued_requests == requests + 1 - max_concurrent
+    assert h.coord.num_queued_requests() == requests + 1 - max_concurrent
     actions += h.coord.handle(m.DeclineCheckpoint(JOB, ExecutionAttemptID("unknown", 0), 1,
                                                   CheckpointException(R.CHECKPOINT_DECLINED)))
-    assert h.coord.decider.num_queued_requests == requests - max_concurrent  # the savepoint was triggered
+    assert h.coord.num_queued_requests() == requests - max_concurrent  # the savepoint was triggered
     done = {a.request_id for a in actions if isinstance(a, (m.TriggerRequestCompleted, m.TriggerRequestFailed))}
     assert done == {0}  # only the declined checkpoint is done
     assert h.coord.number_of_pending_checkpoints == max_concurrent
-    [pending] = h.coord.pending_checkpoints.values()
+    [pending] = h.coord.pending_checkpoints().values()
     assert pending.request_id == 100 and pending.props.is_savepoint and not pending.props.forced
 
 
@@ -498,7 +498,7 @@ def test_savepoint_forced_only_when_unaligned_checkpoints_are_disabled(options, 
     """Flink's triggerSavepoint and triggerSynchronousSavepoint: ``forced = !unalignedCheckpointsEnabled``."""
     h = make(sources("v"), checkpoint_options=options)
     [trigger] = of(m.TriggerCheckpointOnSources, h.trigger(checkpoint_type))
-    assert h.coord.pending_checkpoints[trigger.checkpoint_id].props.forced is forced
+    assert h.coord.pending_checkpoints()[trigger.checkpoint_id].props.forced is forced
 
 
 # -- statistics -------------------------------------------------------------------------------------------
@@ -509,20 +509,20 @@ def test_checkpoint_stats_tracker_pending_checkpoint_callback():
     h = make(sources("v1", "v2"))
     h.timers.advance(5)
     h.trigger()
-    record = h.coord.stats.history[1]
+    record = h.coord.checkpoint_stats().history[1]
     assert record["status"] == "IN_PROGRESS" and record["trigger_timestamp"] == 5
     assert record["num_subtasks"] == 2 and not record["is_savepoint"]
-    assert h.coord.stats.counts["in_progress"] == 1 and h.coord.stats.counts["total"] == 1
+    assert h.coord.checkpoint_counts()["in_progress"] == 1 and h.coord.checkpoint_counts()["total"] == 1
 
 
 def test_checkpoint_stats_tracker_restore_callback():
     """Port of Flink CheckpointCoordinatorTest.testCheckpointStatsTrackerRestoreCallback."""
     h = make(sources("v"))
-    h.coord.store.add_checkpoint_and_subsume_oldest_one(CompletedCheckpoint(
+    h.coord.completed_checkpoint_store().add_checkpoint_and_subsume_oldest_one(CompletedCheckpoint(
         JOB, 0, 1, 2, {"v": OperatorState("v", 1, 128)}, (), CheckpointProperties.for_standard_checkpoint()))
-    assert h.coord.restore_latest_checkpointed_state() is not None
-    assert h.coord.stats.counts["restored"] == 1
-    assert h.coord.stats.latest_restored["id"] == 0
+    assert h.call(m.RestoreLatestCheckpoint()) is not None
+    assert h.coord.checkpoint_counts()["restored"] == 1
+    assert h.coord.checkpoint_stats().latest_restored["id"] == 0
 
 
 def test_checkpoint_type_becomes_unaligned_once_a_subtask_checkpointed_unaligned():
@@ -562,9 +562,9 @@ def test_checkpoint_stats_updated_after_failure(late):
     if late == "closed part":
         h.coord.handle(m.ReportCheckpointMetrics(JOB, attempt, 1, metrics, state_size=18, checkpointed_size=18))
     else:
-        assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(
+        assert h.call(m.AcknowledgeCheckpoint(
             JOB, attempt, 1, keyed_snapshot("late-report", b"x" * 18), metrics)) is AcknowledgeOutcome.UNKNOWN_CHECKPOINT
-    (checkpoint,), rows, _ = job_statistics([h.coord.stats])
+    (checkpoint,), rows, _ = job_statistics([h.coord.checkpoint_stats()])
     assert checkpoint["status"] == "FAILED" and checkpoint["num_acknowledged_subtasks"] == 0
     assert checkpoint["state_size"] == 18
     (row,) = rows

@@ -20,8 +20,9 @@ from barriersim.runtime.state.snapshot import OperatorState, OperatorSubtaskStat
 def create_checkpoint(checkpoint_id: int, props: CheckpointProperties | None = None) -> CompletedCheckpoint:
     operator = f"op-{checkpoint_id}"
     state = OperatorState(operator, 4, 4, {i: OperatorSubtaskState() for i in range(4)})
-    return CompletedCheckpoint("job", checkpoint_id, 0, 0, {operator: state}, (),
-                               props or CheckpointProperties.for_standard_checkpoint())
+    return CompletedCheckpoint(
+        "job", checkpoint_id, 0, 0, {operator: state}, (), props or CheckpointProperties.for_standard_checkpoint()
+    )
 
 
 def savepoint(checkpoint_id: int) -> CompletedCheckpoint:
@@ -114,7 +115,8 @@ def test_prefer_checkpoint_without_savepoint():
     store = StandaloneCompletedCheckpointStore(5)
     for i in (1, 2, 3):
         store.add_checkpoint_and_subsume_oldest_one(
-            create_checkpoint(i, CheckpointProperties.for_checkpoint(CheckpointRetentionPolicy.RETAIN_ON_FAILURE)))
+            create_checkpoint(i, CheckpointProperties.for_checkpoint(CheckpointRetentionPolicy.RETAIN_ON_FAILURE))
+        )
     assert store.get_latest_checkpoint(True).checkpoint_id == 3
 
 
@@ -186,8 +188,9 @@ def test_shutdown_fails_any_future_calls_to_add_checkpoint():
 
 
 def test_retention_policies_decide_what_shutdown_discards():
-    retained_on_cancel = create_checkpoint(1, CheckpointProperties.for_checkpoint(
-        CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION))
+    retained_on_cancel = create_checkpoint(
+        1, CheckpointProperties.for_checkpoint(CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION)
+    )
     store = StandaloneCompletedCheckpointStore(1)
     store.add_checkpoint_and_subsume_oldest_one(retained_on_cancel)
     assert store.shutdown(JobStatus.CANCELED) == []

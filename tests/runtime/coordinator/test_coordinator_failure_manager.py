@@ -6,7 +6,8 @@ import pytest
 
 from barriersim.runtime.coordinator.failure_manager import CheckpointFailureManager, FailureOutcome
 from barriersim.runtime.coordinator.properties import CheckpointProperties
-from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason as R
+from barriersim.runtime.failure_reason import CheckpointException
+from barriersim.runtime.failure_reason import CheckpointFailureReason as R
 from barriersim.runtime.ids import ExecutionAttemptID
 
 CHECKPOINT = CheckpointProperties.for_standard_checkpoint()

@@ -55,9 +55,9 @@ def test_a_failed_metadata_write_aborts_the_checkpoint_as_finalize_checkpoint_fa
     assert [(a.checkpoint_id, a.reason) for a in of(m.DiscardCheckpoint, actions)] == [(1, m.DiscardReason.ABORTED)]
     assert [a.reason for a in of(m.TriggerRequestFailed, actions)] == [CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE]
     assert h.coord.number_of_retained_successful_checkpoints == 0 and h.pending_ids == []
-    row = h.coord.stats.history[1]
+    row = h.coord.checkpoint_stats().history[1]
     assert row["status"] == "FAILED" and row["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
-    assert "disk full" in row["failure_message"] and h.coord.failure_manager.continuous_failure_counter == 1
+    assert "disk full" in row["failure_message"] and h.coord.continuous_failure_count() == 1
     assert writer.storage.list_retained_checkpoints() == ()
 
 
@@ -67,8 +67,8 @@ def test_a_written_checkpoint_is_stored_without_a_persist_action():
     h.trigger()
     actions = complete(h, 1)
     assert not of(m.PersistCheckpoint, actions) and len(of(m.NotifyCheckpointComplete, actions)) == 2
-    assert writer.written == [1] and h.coord.store.get_latest_checkpoint_id() == 1
-    assert writer.storage.load_latest_checkpoint().metadata == h.coord.store.get_latest_checkpoint().metadata
+    assert writer.written == [1] and h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 1
+    assert writer.storage.load_latest_checkpoint().metadata == h.coord.completed_checkpoint_store().get_latest_checkpoint().metadata
 
 
 def test_finalize_failures_fail_the_job_once_past_the_tolerable_number():
@@ -86,7 +86,7 @@ def test_a_successful_write_resets_the_count_of_finalize_failures():
     for cid in (1, 2, 3):
         h.trigger()
         assert not of(m.FailJob, complete(h, cid))
-    assert h.coord.store.get_latest_checkpoint_id() == 2
+    assert h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 2
 
 
 def test_a_new_coordinator_recovers_completed_checkpoints_and_keeps_ids_and_attempts_increasing():
@@ -106,8 +106,8 @@ def test_a_new_coordinator_recovers_completed_checkpoints_and_keeps_ids_and_atte
     new = make(checkpoint_writer=writer, id_counter=counter, store=recovered.store, first_attempt_number=1,
                tasks_running=False, max_retained_checkpoints=2, **NO_PERIODIC)
     assert {a.attempt_number for a in new.all_attempts} == {1}
-    new.coord.restore_latest_checkpointed_state()
-    restore = of(m.RestoreFrom, new.coord.drain_actions())
+    new.call(m.RestoreLatestCheckpoint())
+    restore = of(m.RestoreFrom, new.take())
     assert [r.checkpoint_id for r in restore] == [3] and restore[0].metadata.checkpoint_id == 3
     for a in new.all_attempts:
         new.coord.handle(m.TaskRunning(a))
@@ -115,7 +115,7 @@ def test_a_new_coordinator_recovers_completed_checkpoints_and_keeps_ids_and_atte
     assert new.pending_ids == [5]  # above every id the old coordinator used, the pending 4 included
     actions = complete(new, 5)
     assert [d.checkpoint_id for d in of(m.DiscardCheckpoint, actions)] == [2]  # the recovered 2 is subsumed
-    assert [c.checkpoint_id for c in new.coord.store.get_all_checkpoints()] == [3, 5]
+    assert [c.checkpoint_id for c in new.coord.completed_checkpoint_store().get_all_checkpoints()] == [3, 5]
 
 
 def test_retrieved_checkpoints_are_ordered_chronologically():
@@ -171,7 +171,7 @@ def test_failing_completed_checkpoint_store_add():
              **NO_PERIODIC)
     h.trigger()
     assert h.pending_ids == [1]
-    pending = h.coord.pending_checkpoints[1]
+    pending = h.coord.pending_checkpoints()[1]
     actions = complete(h, 1)
     assert pending.is_disposed and h.pending_ids == []
     assert [(d.checkpoint_id, d.reason) for d in of(m.DiscardCheckpoint, actions)] == [(1, m.DiscardReason.ABORTED)]
@@ -190,7 +190,7 @@ def test_cleanup_for_generic_failure():
     h.trigger()
     actions = complete(h, 1)
     assert len(of(m.DiscardCheckpoint, actions)) == 1
-    row = h.coord.stats.history[1]
+    row = h.coord.checkpoint_stats().history[1]
     assert row["status"] == "FAILED" and row["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
     assert "Expected exception" in row["failure_message"] and row["num_acknowledged_subtasks"] == 1
     assert [f.reason for f in of(m.FailJob, actions)] == [CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE]

@@ -23,15 +23,15 @@ def test_the_completion_waits_for_the_metadata_write_and_events_wait_with_it():
     actions = complete(h, 1)
     # neither written nor stored nor notified yet: the write takes 7 ms, and its file appears when it ends
     assert writer.written == [] and h.coord.finalizing_checkpoint_id == 1
-    assert not of(m.NotifyCheckpointComplete, actions) and h.coord.store.get_latest_checkpoint_id() == 0
+    assert not of(m.NotifyCheckpointComplete, actions) and h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 0
     # a late acknowledgement of checkpoint 1's task arrives meanwhile: it waits for the lock
     assert h.ack(h.attempt("src"), 1, keyed_snapshot("src")) == []
     assert h.advance(6) == []
     done = h.advance(1)
     assert writer.written == [1]
-    assert h.coord.finalizing_checkpoint_id is None and h.coord.store.get_latest_checkpoint_id() == 1
+    assert h.coord.finalizing_checkpoint_id is None and h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 1
     assert sorted(a.task for a in of(m.NotifyCheckpointComplete, done)) == sorted(h.all_attempts)
-    assert h.coord.stats.history[1]["status"] == "COMPLETED"
+    assert h.coord.checkpoint_stats().history[1]["status"] == "COMPLETED"
     assert h.coord.last_checkpoint_completion_relative_time == 7  # after the write, as Flink records it
     assert [a.checkpoint_id for a in of(m.TriggerCheckpointOnSources, done)] == [2]  # the queued trigger went on
 
@@ -43,7 +43,7 @@ def test_a_failover_during_the_write_restores_the_checkpoint_being_completed():
     complete(h, 1)
     assert h.coord.finalizing_checkpoint_id == 1
     h.coord.handle(m.TaskFailed(h.attempt("map"), "lost"))
-    assert h.coord.finalizing_checkpoint_id is None and h.coord.store.get_latest_checkpoint_id() == 1
+    assert h.coord.finalizing_checkpoint_id is None and h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 1
     assert h.advance(10) == []  # the write's timer finds nothing left to do
     actions = h.coord.handle(m.RestartTasks())  # after the restart delay
     assert [a.checkpoint_id for a in of(m.RestoreFrom, actions)] == [1]
@@ -54,7 +54,7 @@ def test_the_end_of_the_job_during_the_write_completes_it_first():
     h.trigger()
     complete(h, 1)
     h.coord.handle(m.JobStatusChanged(JobStatus.FINISHED))
-    assert h.coord.stats.history[1]["status"] == "COMPLETED" and h.coord.is_shutdown
+    assert h.coord.checkpoint_stats().history[1]["status"] == "COMPLETED" and h.coord.is_shutdown
 
 
 def test_no_write_time_completes_at_once():
@@ -71,7 +71,7 @@ def test_a_write_that_fails_when_it_ends_aborts_the_checkpoint_then():
     assert not of(m.NotifyCheckpointAborted, complete(h, 1))
     aborted = h.advance(3)
     assert sorted(a.task for a in of(m.NotifyCheckpointAborted, aborted)) == sorted(h.all_attempts)
-    assert h.coord.stats.history[1]["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
+    assert h.coord.checkpoint_stats().history[1]["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
 
 
 def test_a_restart_during_the_write_does_not_trigger_the_queued_request_on_the_tasks_it_cancels():
@@ -86,10 +86,10 @@ def test_a_restart_during_the_write_does_not_trigger_the_queued_request_on_the_t
     h.trigger(request_id=9)  # waits (one concurrent checkpoint) until 1 completes
     complete(h, 1)
     actions = h.coord.handle(m.JobStatusChanged(JobStatus.RESTARTING))  # the job's first failover
-    assert h.coord.stats.history[1]["status"] == "COMPLETED"
+    assert h.coord.checkpoint_stats().history[1]["status"] == "COMPLETED"
     assert not of(m.TriggerCheckpointOnSources, actions)
     assert of(m.TriggerRequestFailed, actions) == [m.TriggerRequestFailed(9, None, R.CHECKPOINT_COORDINATOR_SUSPEND)]
-    assert 2 not in h.coord.stats.history
+    assert 2 not in h.coord.checkpoint_stats().history
 
 
 def test_a_task_failure_during_the_write_does_not_trigger_the_queued_request_on_the_failed_attempts():

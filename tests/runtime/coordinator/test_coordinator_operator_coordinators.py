@@ -29,9 +29,9 @@ def test_tasks_are_triggered_after_the_operator_coordinators_answered():
     h = make(operator_coordinators=("src",), max_concurrent_checkpoints=BIG)
     actions = h.trigger(request_id=1)
     assert coordinator_requests(actions) == [("src", 1)] and triggered_ids(actions) == []
-    assert h.coord.is_triggering and h.coord.pending_checkpoints[1].number_of_non_acknowledged_operator_coordinators == 1
+    assert h.coord.is_triggering and h.coord.pending_checkpoints()[1].number_of_non_acknowledged_operator_coordinators == 1
     assert h.trigger(request_id=2) == []  # waits for the trigger in flight
-    assert h.coord.decider.num_queued_requests == 1
+    assert h.coord.num_queued_requests() == 1
     actions = h.coord.handle(m.AcknowledgeCoordinatorState(1, "src", b"coordinator state"))
     assert triggered_ids(actions) == [1]
     assert coordinator_requests(actions) == [("src", 2)]  # the queued request started, with its own first phase
@@ -39,7 +39,7 @@ def test_tasks_are_triggered_after_the_operator_coordinators_answered():
     assert triggered_ids(h.coord.handle(m.AcknowledgeCoordinatorState(2, "src", None))) == [2]
     assert not h.coord.is_triggering
     h.ack_all(1)
-    [operator_state] = [s for s in h.coord.store.get_latest_checkpoint().metadata.operator_states if s.operator_id == "src"]
+    [operator_state] = [s for s in h.coord.completed_checkpoint_store().get_latest_checkpoint().metadata.operator_states if s.operator_id == "src"]
     assert operator_state.coordinator_state == b"coordinator state"
 
 
@@ -54,7 +54,7 @@ def test_externally_induced_source_with_operator_coordinator():
         identifier, version = "anything", 0
 
         def trigger_checkpoint(self, checkpoint_id, timestamp):
-            seen.append(h.coord.pending_checkpoints[checkpoint_id].are_coordinators_fully_acknowledged())
+            seen.append(h.coord.pending_checkpoints()[checkpoint_id].are_coordinators_fully_acknowledged())
             return MASTER_STATE_PENDING
 
         def restore_checkpoint(self, checkpoint_id, data):
@@ -68,7 +68,7 @@ def test_externally_induced_source_with_operator_coordinator():
     h.coord.handle(m.AcknowledgeCoordinatorState(checkpoint_id, "src", b""))
     assert seen == [True]  # the coordinator checkpoint had finished
     for attempt in h.all_attempts:  # the source induced the tasks' checkpoints itself
-        assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(
+        assert h.call(m.AcknowledgeCheckpoint(
             "job-1", attempt, checkpoint_id)) is AcknowledgeOutcome.SUCCESS
     assert h.coord.number_of_pending_checkpoints == 1  # the master state is still missing
     actions = h.coord.handle(m.MasterHookCompleted(checkpoint_id, "anything", None))
@@ -77,7 +77,7 @@ def test_externally_induced_source_with_operator_coordinator():
     assert h.coord.number_of_retained_successful_checkpoints == 1 and h.coord.number_of_pending_checkpoints == 0
     assert h.timers.active_timers == []  # the canceller is gone
     assert not h.coord.is_triggering
-    assert len(h.coord.store.get_latest_checkpoint().operator_states) == 2
+    assert len(h.coord.completed_checkpoint_store().get_latest_checkpoint().operator_states) == 2
 
 
 def test_timeout_while_checkpoint_operator_coordinator_not_finishing():
@@ -89,7 +89,7 @@ def test_timeout_while_checkpoint_operator_coordinator_not_finishing():
     assert not h.coord.is_triggering
     assert [a.reason for a in of(m.TriggerRequestFailed, actions)] == [R.CHECKPOINT_EXPIRED]
     assert of(m.AbortCoordinatorTriggering, actions) == [m.AbortCoordinatorTriggering("src")]
-    assert h.coord.receive_coordinator_state(m.AcknowledgeCoordinatorState(1, "src", b"late")) \
+    assert h.call(m.AcknowledgeCoordinatorState(1, "src", b"late")) \
         is AcknowledgeOutcome.UNKNOWN_CHECKPOINT
 
 
@@ -106,7 +106,7 @@ def test_failing_operator_coordinator_fails_the_trigger():
     assert triggered_ids(actions) == []
     assert of(m.AbortCoordinatorTriggering, actions) == [m.AbortCoordinatorTriggering("src"),
                                                          m.AbortCoordinatorTriggering("map")]
-    assert h.coord.receive_coordinator_checkpoint_failure(m.CoordinatorCheckpointFailed(1, "map", "again")) \
+    assert h.call(m.CoordinatorCheckpointFailed(1, "map", "again")) \
         is TriggerPhaseOutcome.NOT_TRIGGERING
 
 
@@ -129,9 +129,9 @@ def test_notify_checkpoint_abortion_in_operator_coordinator():
     checkpoint 2 subsumes checkpoint 1; the operator coordinator hears both (until now it heard neither)."""
     h = make([JobVertexInfo("v", 1)], operator_coordinators=("v",), max_concurrent_checkpoints=BIG)
     actions = answering(h, h.trigger())
-    checkpoint_id1 = max(h.coord.pending_checkpoints)
+    checkpoint_id1 = max(h.coord.pending_checkpoints())
     actions += answering(h, h.trigger())
-    checkpoint_id2 = max(h.coord.pending_checkpoints)
+    checkpoint_id2 = max(h.coord.pending_checkpoints())
     assert coordinator_notices(actions) == ([], [])
     actions = h.ack(h.attempt("v"), checkpoint_id2)  # completes 2, which aborts 1
     assert coordinator_notices(actions) == ([checkpoint_id1], [checkpoint_id2])

@@ -117,16 +117,16 @@ def test_pending_checkpoint_stats_callbacks():
     h = make()
     h.trigger()
     h.ack(h.attempt("src"), 1)
-    assert h.coord.stats.history[1]["num_acknowledged_subtasks"] == 1
-    assert len(h.coord.stats.subtask_stats[1]) == 1
+    assert h.coord.checkpoint_stats().history[1]["num_acknowledged_subtasks"] == 1
+    assert len(h.coord.checkpoint_stats().subtask_stats[1]) == 1
     h.ack(h.attempt("map"), 1)
-    assert h.coord.stats.history[1]["status"] == "COMPLETED"
+    assert h.coord.checkpoint_stats().history[1]["status"] == "COMPLETED"
     for reason in (R.CHECKPOINT_DECLINED, R.CHECKPOINT_EXPIRED):
         h.trigger()
-        cid = max(h.coord.stats.history)
+        cid = max(h.coord.checkpoint_stats().history)
         h.decline(h.attempt("map"), cid, reason)
-        assert h.coord.stats.history[cid]["status"] == "FAILED"
-        assert h.coord.stats.history[cid]["failure_reason"] == reason.name
+        assert h.coord.checkpoint_stats().history[cid]["status"] == "FAILED"
+        assert h.coord.checkpoint_stats().history[cid]["failure_reason"] == reason.name
 
 
 def test_null_subtask_state_leads_to_stateless_task():

@@ -58,7 +58,7 @@ def run(cfg: dict, ops: list, seed: int, use_savepoints: bool):
     for step in ops:
         kind = step[0]
         attempts = h.all_attempts
-        ids = sorted(h.coord.pending_checkpoints) or [1]
+        ids = sorted(h.coord.pending_checkpoints()) or [1]
         if kind == "trigger":
             ctype = step[1] if use_savepoints else CheckpointType.CHECKPOINT
             record(h.coord.handle(m.TriggerRequest(ctype, is_periodic=step[2] and ctype is CheckpointType.CHECKPOINT)))
@@ -84,7 +84,7 @@ def run(cfg: dict, ops: list, seed: int, use_savepoints: bool):
             record(h.coord.handle(m.RestartTasks()))
             for a in h.all_attempts:
                 record(h.coord.handle(m.TaskRunning(a)))
-        pending = list(h.coord.pending_checkpoints.values())
+        pending = list(h.coord.pending_checkpoints().values())
         max_pending_checkpoints = max(max_pending_checkpoints, sum(1 for p in pending if not p.props.is_savepoint))
         max_pending_total = max(max_pending_total, len(pending))
     return h, log, max_pending_checkpoints, max_pending_total
@@ -100,8 +100,8 @@ def check_invariants(h, log, cfg, max_pending_checkpoints, max_pending_total, us
     failed = [a.checkpoint_id for a in log if isinstance(a, m.TriggerRequestFailed) and a.checkpoint_id is not None]
     ends = Counter(completed + failed)
     assert all(n == 1 for n in ends.values()), f"a checkpoint ended more than once: {ends}"
-    assert set(ends) | set(h.coord.pending_checkpoints) == set(triggered)
-    assert not set(ends) & set(h.coord.pending_checkpoints), "an ended checkpoint is still pending"
+    assert set(ends) | set(h.coord.pending_checkpoints()) == set(triggered)
+    assert not set(ends) & set(h.coord.pending_checkpoints()), "an ended checkpoint is still pending"
     assert max_pending_checkpoints <= cfg["max_concurrent_checkpoints"]
     if not use_savepoints:
         assert max_pending_total <= cfg["max_concurrent_checkpoints"]
@@ -109,8 +109,8 @@ def check_invariants(h, log, cfg, max_pending_checkpoints, max_pending_total, us
     assert all(n == 1 for n in aborts.values()), "a task got two abort notices for one checkpoint"
     completes = {(a.task, a.checkpoint_id) for a in log if isinstance(a, m.NotifyCheckpointComplete)}
     assert not completes & set(aborts), "a task was told a checkpoint both completed and aborted"
-    stats = h.coord.stats.counts
-    assert stats["in_progress"] == len(h.coord.pending_checkpoints)
+    stats = h.coord.checkpoint_counts()
+    assert stats["in_progress"] == len(h.coord.pending_checkpoints())
     assert stats["completed"] == len(completed)
 
 

@@ -65,7 +65,7 @@ def test_restore_latest_checkpoint_failure_when_max_parallelism_changes():
     h.trigger()
     for i in range(2):
         h.ack(h.attempt("v", i), 1, keyed_snapshot("v"))
-    checkpoint = h.coord.store.get_latest_checkpoint()
+    checkpoint = h.coord.completed_checkpoint_store().get_latest_checkpoint()
     assert checkpoint is not None
     with pytest.raises(StateRestoreError, match="max parallelism of operator 'v' changed from 128 to 256"):
         check_state_mapping(checkpoint.metadata, [JobVertexInfo("v", 2, 256)], allow_non_restored_state=False)
@@ -109,14 +109,14 @@ def test_the_restart_aborts_pending_checkpoints_and_restores_the_latest_complete
     new_src = h.attempt("src")
     assert new_src == src.next_attempt()
     # ids never go back after a failover
-    assert h.coord.id_counter.get() == 4
+    assert h.coord.checkpoint_id_counter().get() == 4
     # messages of the dead attempt are ignored; a failure of it is not a second failover
     assert h.coord.handle(m.TaskFailed(src)) == []
     assert failed_reasons(h.trigger()) == [R.NOT_ALL_REQUIRED_TASKS_RUNNING]  # new attempts not running yet
     for a in h.all_attempts:
         h.coord.handle(m.TaskRunning(a))
     assert triggered_ids(h.trigger()) == [4]  # the pre-flight failures above used no id
-    assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(JOB, src, 4)) is AcknowledgeOutcome.UNKNOWN
+    assert h.call(m.AcknowledgeCheckpoint(JOB, src, 4)) is AcknowledgeOutcome.UNKNOWN
 
 
 def test_an_acknowledgement_of_an_old_attempt_during_the_restart_delay_completes_the_checkpoint_the_restart_restores():
@@ -131,7 +131,7 @@ def test_an_acknowledgement_of_an_old_attempt_during_the_restart_delay_completes
     h.ack(src, 2, keyed_snapshot("src"))
     h.coord.handle(m.TaskFailed(src, "boom"))  # after its acknowledgement
     h.ack(map_, 2, keyed_snapshot("map"))  # the cancelled task's, in flight
-    assert h.coord.store.get_latest_checkpoint_id() == 2
+    assert h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 2
     [restore] = of(m.RestoreFrom, h.coord.handle(m.RestartTasks()))
     assert restore.checkpoint_id == 2
 
@@ -145,8 +145,8 @@ def test_an_attempt_the_failover_ended_stays_ended():
     cancelled = h.attempt("map")
     h.coord.handle(m.TaskFinished(cancelled))
     h.coord.handle(m.TaskRunning(cancelled))
-    assert h.coord.executions[("map", 0)].state is ExecutionState.CANCELED
-    assert cancelled in h.coord.deactivator.pending_executions
+    assert h.coord.executions()[("map", 0)].state is ExecutionState.CANCELED
+    assert cancelled in h.coord.pending_executions()
     assert not h.coord.is_periodic_checkpointing_started
 
 
@@ -228,7 +228,7 @@ def test_terminal_status_shuts_down_and_discards_per_retention_policy():
     actions = h.coord.handle(m.JobStatusChanged(JobStatus.FINISHED))
     assert m.DiscardCheckpoint(1, m.DiscardReason.SHUTDOWN) in actions
     assert h.coord.is_shutdown
-    assert h.coord.receive_acknowledge_message(m.AcknowledgeCheckpoint(JOB, h.attempt("src"), 1)) \
+    assert h.call(m.AcknowledgeCheckpoint(JOB, h.attempt("src"), 1)) \
         is AcknowledgeOutcome.COORDINATOR_SHUTDOWN
     kept = make(retention_policy=CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION)
     kept.trigger()
@@ -286,17 +286,17 @@ def test_restore_savepoint_sets_the_counter_and_rejects_unknown_operators_unless
 
     h = make()
     with pytest.raises(StateRestoreError, match="'gone'"):
-        h.coord.restore_savepoint("/sp/1", loader)
-    h.coord.restore_savepoint("/sp/1", loader, allow_non_restored_state=True)
+        h.call(m.RestoreSavepoint("/sp/1", loader))
+    h.call(m.RestoreSavepoint("/sp/1", loader, allow_non_restored_state=True))
     assert loaded == ["/sp/1", "/sp/1"]
-    [restore] = of(m.RestoreFrom, h.coord.drain_actions())
+    [restore] = of(m.RestoreFrom, h.take())
     assert restore.checkpoint_id == 7 and restore.allow_non_restored_state and restore.is_savepoint
-    assert h.coord.id_counter.get() == 8
+    assert h.coord.checkpoint_id_counter().get() == 8
     assert triggered_ids(h.trigger()) == [8]
     complete_one(h, 8)
     # the restored savepoint is subsumed but never discarded by us
-    assert of(m.DiscardCheckpoint, h.coord.drain_actions()) == []
-    assert [c.checkpoint_id for c in h.coord.store.get_all_checkpoints()] == [8]
+    assert of(m.DiscardCheckpoint, h.take()) == []
+    assert [c.checkpoint_id for c in h.coord.completed_checkpoint_store().get_all_checkpoints()] == [8]
 
 
 def test_empty_state_of_a_removed_operator_does_not_block_restore():
@@ -340,13 +340,15 @@ def test_runs_on_the_simulation_kernel_as_timer_service_and_clock():
         CheckpointCoordinator,
         CheckpointCoordinatorConfiguration,
     )
+    from barriersim.runtime.event_timers import DeliveringTimers
     from barriersim.runtime.sim.kernel import Simulation
 
     sim = Simulation(seed=7)
     out: list = []
     coord = CheckpointCoordinator(
         JOB, [JobVertexInfo("v", 1)], CheckpointCoordinatorConfiguration(checkpoint_interval=100, checkpoint_timeout=50),
-        clock=sim.clock_ms, timer_service=sim, rng=sim.random("coordinator"), action_sink=out.append)
+        clock=sim.clock_ms, timers=DeliveringTimers(sim, lambda event: out.extend(coord.handle(event))),
+        rng=sim.random("coordinator"))
     coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     sim.run(until_us=1_000 * 1000)
     triggers = of(m.TriggerCheckpointOnSources, out)
@@ -386,8 +388,8 @@ def _types(actions) -> list[CheckpointType]:
 
 
 def _restored(h, checkpoint_id: int = 7):
-    h.coord.restore_savepoint("/sp/1", lambda path: savepoint_metadata("src", "map", checkpoint_id=checkpoint_id))
-    h.coord.drain_actions()
+    h.call(m.RestoreSavepoint("/sp/1", lambda path: savepoint_metadata("src", "map", checkpoint_id=checkpoint_id)))
+    h.take()
 
 
 def test_after_a_no_claim_restore_checkpoints_are_full_until_one_completes_and_savepoints_stay_savepoints():
@@ -402,15 +404,15 @@ def test_after_a_no_claim_restore_checkpoints_are_full_until_one_completes_and_s
     complete_one(h, 9)
     assert _types(h.trigger()) == [CheckpointType.CHECKPOINT]
     # the statistics show a full checkpoint as Flink's REST does: CHECKPOINT
-    row = h.coord.stats.history[9]
+    row = h.coord.checkpoint_stats().history[9]
     assert (row["checkpoint_type"], row["status"]) == ("CHECKPOINT", "COMPLETED")
 
 
 def test_a_new_job_manager_that_restores_the_unclaimed_snapshot_from_the_store_triggers_a_full_checkpoint():
     first = make()
     _restored(first)
-    second = make(store=first.coord.store, id_counter=first.coord.id_counter)  # the JobManager failed over
-    assert second.coord.restore_latest_checkpointed_state() is not None
+    second = make(store=first.coord.completed_checkpoint_store(), id_counter=first.coord.checkpoint_id_counter())  # the JobManager failed over
+    assert second.call(m.RestoreLatestCheckpoint()) is not None
     assert _types(second.trigger()) == [CheckpointType.FULL_CHECKPOINT]
     fresh = make()
     assert _types(fresh.trigger()) == [CheckpointType.CHECKPOINT]  # no restore: incremental as configured
@@ -439,8 +441,8 @@ def test_a_restored_snapshots_shared_files_are_registered_and_never_discarded_by
     metadata = CheckpointMetadata(7, (OperatorState("src", 1, 128, {0: OperatorSubtaskState()}),
                                       OperatorState("map", 1, 128, {0: restored_map})))
     h = make()
-    h.coord.restore_savepoint("/sp/1", lambda path: metadata)
-    h.coord.drain_actions()
+    h.call(m.RestoreSavepoint("/sp/1", lambda path: metadata))
+    h.take()
     h.trigger()
     h.ack(h.attempt("src"), 8)
     actions = h.ack(h.attempt("map"), 8, incremental(8, PlaceholderStateHandle("restored-1", 100)))
@@ -449,5 +451,5 @@ def test_a_restored_snapshots_shared_files_are_registered_and_never_discarded_by
     h.ack(h.attempt("src"), 9)
     done = h.ack(h.attempt("map"), 9, incremental(9, SharedStateHandle("new-1", 1, 0, 100, b"n")))
     assert of(m.NotifyCheckpointComplete, done)
-    discarded = [k.key for d in of(m.DiscardSharedState, done + h.coord.drain_actions()) for k in d.handles]
-    assert "restored-1" not in discarded and h.coord.shared_state_registry.handle("restored-1") is None
+    discarded = [k.key for d in of(m.DiscardSharedState, done + h.take()) for k in d.handles]
+    assert "restored-1" not in discarded and h.coord.shared_state_registry().handle("restored-1") is None

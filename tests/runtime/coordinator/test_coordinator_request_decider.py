@@ -17,11 +17,24 @@ class Box:
         return self.v
 
 
-def decider(max_queued: int, max_pending: int = 1, min_pause: int = 1, pending: Box | None = None,
-            cleaning: Box | None = None, failed: dict | None = None, clock=lambda: DAY_MS) -> CheckpointRequestDecider:
+def decider(
+    max_queued: int,
+    max_pending: int = 1,
+    min_pause: int = 1,
+    pending: Box | None = None,
+    cleaning: Box | None = None,
+    failed: dict | None = None,
+    clock=lambda: DAY_MS,
+) -> CheckpointRequestDecider:
     failed = {} if failed is None else failed
     return CheckpointRequestDecider(
-        max_pending, lambda delay: None, clock, min_pause, pending or Box(0), cleaning or Box(0), max_queued,
+        max_pending,
+        lambda delay: None,
+        clock,
+        min_pause,
+        pending or Box(0),
+        cleaning or Box(0),
+        max_queued,
         lambda r, reason: failed.__setitem__(r.seq, reason),
     )
 
@@ -154,8 +167,16 @@ def timing(request: CheckpointTriggerRequest, expectation: str) -> None:
     pause = 10
     now = [0]
     failed: dict = {}
-    d = CheckpointRequestDecider(1, lambda delay: None, lambda: now[0], pause, lambda: 0, lambda: 0, 2**31 - 1,
-                                 lambda r, reason: failed.__setitem__(r.seq, reason))
+    d = CheckpointRequestDecider(
+        1,
+        lambda delay: None,
+        lambda: now[0],
+        pause,
+        lambda: 0,
+        lambda: 0,
+        2**31 - 1,
+        lambda r, reason: failed.__setitem__(r.seq, reason),
+    )
     last_completion = now[0]
     if expectation == "IMMEDIATELY":
         assert d.choose_request_to_execute(request, False, last_completion) is not None

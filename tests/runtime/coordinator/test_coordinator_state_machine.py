@@ -1,13 +1,8 @@
 """A Hypothesis rule-based state machine driving the coordinator as a JobManager would see it: triggers,
-acknowledgements (of the ended attempts too, while a failover waits for its restart), declines, time passing
-(expiry, periodic triggers), failed ``_metadata`` writes, task failover and restart after a delay, JobManager
-failover (a new coordinator recovering the completed checkpoints from the storage's completed-checkpoint list,
-with the persisted id counter), and, for some jobs, a master hook or an operator
-coordinator that answers each trigger later (or fails). After every step the invariants hold: checkpoint ids only grow (across JobManager failovers
-too), at most ``max_concurrent`` checkpoints are pending, completed ids only grow, the store retains at most
-``max_retained`` checkpoints and exactly what the storage holds, a failed write never reaches the store, each
-task hears at most one outcome per checkpoint, a restore picks the store's latest checkpoint, and a trigger in
-flight belongs to a live pending checkpoint whose tasks have not been triggered yet."""
+acknowledgements, declines, time passing, failed ``_metadata`` writes, task failovers and JobManager failovers,
+for some jobs a master hook or an operator coordinator that answers later. After every step its invariants hold
+(``CoordinatorMachine`` lists them): ids only grow, concurrency and retention are bounded, the store holds exactly
+what the storage holds, each task hears one outcome per checkpoint, a restore picks the latest checkpoint."""
 
 from __future__ import annotations
 
@@ -45,6 +40,18 @@ class LaterHook:
 
 
 class CoordinatorMachine(RuleBasedStateMachine):
+    """A Hypothesis rule-based state machine driving the coordinator as a JobManager would see it: triggers,
+    acknowledgements (of the ended attempts too, while a failover waits for its restart), declines, time passing
+    (expiry, periodic triggers), failed ``_metadata`` writes, task failover and restart after a delay, JobManager
+    failover (a new coordinator recovering the completed checkpoints from the storage's completed-checkpoint list,
+    with the persisted id counter), and, for some jobs, a master hook or an operator
+    coordinator that answers each trigger later (or fails). After every step the invariants hold: checkpoint ids only grow (across JobManager failovers
+    too), at most ``max_concurrent`` checkpoints are pending, completed ids only grow, the store retains at most
+    ``max_retained`` checkpoints and exactly what the storage holds, a failed write never reaches the store, each
+    task hears at most one outcome per checkpoint, a restore picks the store's latest checkpoint, and a trigger in
+    flight belongs to a live pending checkpoint whose tasks have not been triggered yet (or to one aborted meanwhile,
+    whose trigger fails at the timer's next turn, as in Flink)."""
+
     @initialize(max_concurrent=st.integers(1, 3), max_retained=st.integers(1, 3), interval=st.sampled_from([10, 30]),
                 timeout=st.sampled_from([15, 60]), tolerable=st.sampled_from([0, 2, 2**31 - 1]),
                 answers_later=st.sampled_from(["nothing", "master hook", "operator coordinator"]))
@@ -95,7 +102,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
             elif isinstance(a, m.DiscardCheckpoint):
                 self.storage.discard_checkpoint(a.checkpoint_id)
             elif isinstance(a, m.RestoreFrom):
-                assert a.checkpoint_id == (self.h.coord.store.get_latest_checkpoint_id() or None)
+                assert a.checkpoint_id == (self.h.coord.completed_checkpoint_store().get_latest_checkpoint_id() or None)
             elif isinstance(a, m.FailJob):
                 self.fail_over()
 
@@ -125,7 +132,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
             if fail_write:
                 self.failing_writes.add(cid)
             for attempt in self.h.all_attempts:
-                if cid in self.h.coord.pending_checkpoints:
+                if cid in self.h.coord.pending_checkpoints():
                     self.carry_out(self.h.ack(attempt, cid, keyed_snapshot(attempt.vertex_id)))
 
     @rule(pick=st.integers(0, 10), task=st.integers(0, 4), reason=st.sampled_from(DECLINES))
@@ -148,13 +155,13 @@ class CoordinatorMachine(RuleBasedStateMachine):
             if fail_write:
                 self.failing_writes.add(cid)
             for attempt in self.h.all_attempts:
-                if cid in self.h.coord.pending_checkpoints:
+                if cid in self.h.coord.pending_checkpoints():
                     self.carry_out(self.h.ack(attempt, cid, keyed_snapshot(attempt.vertex_id)))
 
     @rule(fail=st.booleans())
     def the_trigger_in_flight_gets_its_answer(self, fail):
         """The master hook or operator coordinator answers the checkpoint being triggered (or fails)."""
-        triggering = self.h.coord.triggering
+        triggering = self.h.coord.trigger_in_flight()
         if triggering is None:
             return
         cid = triggering.pending.checkpoint_id
@@ -186,13 +193,13 @@ class CoordinatorMachine(RuleBasedStateMachine):
         """The old coordinator vanishes (nothing of it runs again); a new one recovers from storage."""
         old = self.h
         recovered = recover_completed_checkpoint_store(JOB, self.storage, old.coord.config)
-        assert list(recovered.recovered_ids) == [c.checkpoint_id for c in old.coord.store.get_all_checkpoints()]
+        assert list(recovered.recovered_ids) == [c.checkpoint_id for c in old.coord.completed_checkpoint_store().get_all_checkpoints()]
         first_attempt = 1 + max(a.attempt_number for a in old.all_attempts)
         self.generation += 1
         self.restart_due = False  # the new coordinator's attempts are new
         self.h = self.new_coordinator(store=recovered.store, first_attempt_number=first_attempt, tasks_running=False)
-        self.h.coord.restore_latest_checkpointed_state()
-        self.carry_out(self.h.coord.drain_actions())
+        self.h.call(m.RestoreLatestCheckpoint())
+        self.carry_out(self.h.take())
         self.carry_out(self.h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING)))
         assert all(a.attempt_number == first_attempt for a in self.h.all_attempts)
         self.tasks_restart()  # the new attempts are deployed
@@ -209,7 +216,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     @invariant()
     def the_store_retains_at_most_max_retained_and_what_storage_holds(self):
-        stored = [c.checkpoint_id for c in self.h.coord.store.get_all_checkpoints()]
+        stored = [c.checkpoint_id for c in self.h.coord.completed_checkpoint_store().get_all_checkpoints()]
         assert len(stored) <= self.config["max_retained_checkpoints"]
         assert sorted(loc.checkpoint_id for loc in self.storage.list_retained_checkpoints()) == stored
         assert [p.checkpoint_id for p in self.storage.completed_checkpoint_pointers() or ()] == stored
@@ -217,11 +224,17 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     @invariant()
     def a_trigger_in_flight_belongs_to_a_live_checkpoint_not_yet_triggered(self):
-        triggering = self.h.coord.triggering
+        """... or to one aborted meanwhile, whose trigger fails at the timer's next turn (Flink's
+        ``onTriggerFailure``, run by the trigger's future on the timer thread)."""
+        triggering = self.h.coord.trigger_in_flight()
         if triggering is not None:
             cid = triggering.pending.checkpoint_id
-            assert self.h.coord.pending_checkpoints.get(cid) is triggering.pending
-            assert not triggering.pending.is_disposed and cid not in self.triggered
+            assert cid not in self.triggered
+            if triggering.failure is not None:
+                assert triggering.pending.is_disposed and cid not in self.h.coord.pending_checkpoints()
+            else:
+                assert self.h.coord.pending_checkpoints().get(cid) is triggering.pending
+                assert not triggering.pending.is_disposed
 
     @invariant()
     def the_next_id_is_above_every_id_used(self):

@@ -12,7 +12,6 @@ import pytest
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.master_hooks import MASTER_STATE_PENDING, MasterHookError
-from barriersim.runtime.coordinator.outcomes import TriggerPhaseOutcome
 from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties, JobStatus
@@ -56,15 +55,15 @@ def test_periodic_triggering():
     for _ in range(5):
         triggers += of(m.TriggerCheckpointOnSources, fire_periodic(h))
     check(triggers)
-    h.coord.stop_checkpoint_scheduler()
+    h.call(m.StopCheckpointScheduler())
     h.timers.advance(1000)
     assert of(m.TriggerCheckpointOnSources, h.sink) == []  # no further calls may come
-    assert h.coord.start_checkpoint_scheduler()
+    assert h.call(m.StartCheckpointScheduler())
     triggers = []
     for _ in range(5):
         triggers += of(m.TriggerCheckpointOnSources, fire_periodic(h))
     check(triggers)
-    h.coord.stop_checkpoint_scheduler()
+    h.call(m.StopCheckpointScheduler())
     h.timers.advance(1000)
     assert of(m.TriggerCheckpointOnSources, h.sink) == []
 
@@ -102,8 +101,8 @@ def test_trigger_checkpoint_with_shutting_down_coordinator():
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     h.trigger()
     assert h.trigger(is_periodic=True, request_id=2) == []
-    h.coord.shutdown(JobStatus.FINISHED)
-    actions = h.coord.drain_actions()
+    h.call(m.Shutdown(JobStatus.FINISHED))
+    actions = h.take()
     assert m.TriggerRequestFailed(2, None, R.CHECKPOINT_COORDINATOR_SHUTDOWN) in actions
     assert failed_reasons(h.trigger()) == [R.CHECKPOINT_COORDINATOR_SHUTDOWN]
 
@@ -117,8 +116,8 @@ def test_shutting_down_while_a_trigger_is_in_flight():
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     h.trigger(is_periodic=True, request_id=2)
     assert h.coord.is_triggering
-    h.coord.shutdown(JobStatus.FINISHED)
-    actions = h.coord.drain_actions()
+    h.call(m.Shutdown(JobStatus.FINISHED))
+    actions = h.take()
     assert m.TriggerRequestFailed(2, 1, R.CHECKPOINT_COORDINATOR_SHUTDOWN) in actions
     assert not h.coord.is_triggering
     assert triggered_ids(actions + h.coord.handle(m.MasterHookCompleted(1, "testing master hook", b"late"))) == []
@@ -132,15 +131,15 @@ def test_trigger_checkpoint_before_previous_one_completed():
     h.coord.add_master_hook(Hook("testing master hook", pending=True))
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     actions = h.trigger(is_periodic=True, request_id=1)
-    assert h.coord.is_triggering and h.coord.decider.num_queued_requests == 0
+    assert h.coord.is_triggering and h.coord.num_queued_requests() == 0
     actions += h.trigger(is_periodic=True, request_id=2)  # another trigger before the prior one finished
-    assert h.coord.is_triggering and h.coord.decider.num_queued_requests == 1
+    assert h.coord.is_triggering and h.coord.num_queued_requests() == 1
     assert triggered_ids(actions) == []
     actions += h.coord.handle(m.MasterHookCompleted(1, "testing master hook", b"one"))
     assert triggered_ids(actions) == [1] and h.coord.is_triggering  # the second one is triggering now
     actions += h.coord.handle(m.MasterHookCompleted(2, "testing master hook", b"two"))
     assert failed_reasons(actions) == []
-    assert not h.coord.is_triggering and h.coord.decider.num_queued_requests == 0
+    assert not h.coord.is_triggering and h.coord.num_queued_requests() == 0
     assert triggered_ids(actions) == [1, 2]
 
 
@@ -153,27 +152,32 @@ def test_trigger_without_operator_coordinators_or_pending_hooks_ends_within_the_
     first = h.trigger(is_periodic=True)
     assert triggered_ids(first) == [1] and not h.coord.is_triggering
     second = h.trigger(is_periodic=True)
-    assert triggered_ids(second) == [2] and h.coord.decider.num_queued_requests == 0
+    assert triggered_ids(second) == [2] and h.coord.num_queued_requests() == 0
 
 
 def test_trigger_checkpoint_request_cancelled():
     """Port of Flink CheckpointCoordinatorTriggeringTest.testTriggerCheckpointRequestCancelled: a checkpoint
-    whose master hook has not answered expires; the trigger ends and its tasks are never triggered. Flink still
-    reports ``isTriggering`` right after the expiry (the trigger's failure runs on the next executor turn); here
-    the expiry ends it in the same event."""
+    whose master hook has not answered expires; its trigger stays in flight (``isTriggering``) until the trigger's
+    failure is handled on the timer's next turn (Flink's ``onTriggerFailure``, run by the trigger's failed future),
+    then it ends and its tasks are never triggered."""
     h = one_vertex(checkpoint_interval=10_000, checkpoint_timeout=200)
     h.coord.add_master_hook(Hook("testing master hook", pending=True))
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
+    # checkpoint trigger will not finish since master hook checkpoint is not finished yet
     actions = h.trigger(is_periodic=True, request_id=1)
-    assert h.coord.is_triggering and triggered_ids(actions) == []
-    actions = h.advance(200)  # the checkpoint expires
+    assert h.coord.is_triggering
+    # trigger cancellation: the expiry timer alone (Flink's triggerNonPeriodicScheduledTasks), the earliest one
+    assert h.timers.trigger_next()
+    actions += h.sink
+    h.sink.clear()
+    assert h.coord.is_triggering
     assert of(m.TriggerRequestFailed, actions) == [m.TriggerRequestFailed(1, 1, R.CHECKPOINT_EXPIRED)]
+    # continue triggering: the hook answers, then the timer's next turn (Flink's triggerAll)
+    h.call(m.MasterHookCompleted(1, "testing master hook", b"late"))
+    actions += h.advance(0)
     assert not h.coord.is_triggering
-    late = h.coord.receive_master_hook_completed(m.MasterHookCompleted(1, "testing master hook", b"late"))
-    assert late is TriggerPhaseOutcome.NOT_TRIGGERING
-    assert not h.coord.is_triggering
-    assert triggered_ids(actions + h.coord.drain_actions()) == []  # the tasks were never triggered
-    assert h.coord.decider.num_queued_requests == 0
+    assert triggered_ids(actions + h.take()) == []  # it doesn't really trigger the tasks
+    assert h.coord.num_queued_requests() == 0
 
 
 def test_checkpoint_aborted_while_triggering_is_reported_again_as_flink_does():
@@ -185,9 +189,9 @@ def test_checkpoint_aborted_while_triggering_is_reported_again_as_flink_does():
     h.trigger(request_id=1)
     actions = h.advance(200)
     assert failed_reasons(actions) == [R.CHECKPOINT_EXPIRED]  # the request fails once
-    assert h.coord.failure_manager.continuous_failure_counter == 1
-    assert h.coord.stats.history[1]["status"] == "FAILED"
-    assert h.coord.stats.counts["total"] == 2 and h.coord.stats.counts["failed"] == 2
+    assert h.coord.continuous_failure_count() == 1
+    assert h.coord.checkpoint_stats().history[1]["status"] == "FAILED"
+    assert h.coord.checkpoint_counts()["total"] == 2 and h.coord.checkpoint_counts()["failed"] == 2
 
 
 class UnstableCheckpointIDCounter(StandaloneCheckpointIDCounter):
@@ -213,11 +217,13 @@ def unstable(counter, **config) -> Harness:
         CheckpointCoordinatorConfiguration,
     )
     from barriersim.runtime.coordinator.manual_time import ManualTimerService
+    from barriersim.runtime.event_timers import DeliveringTimers
 
     timers, sink = ManualTimerService(), []
     coord = CheckpointCoordinator(JOB, [JobVertexInfo("v", 1)], CheckpointCoordinatorConfiguration(**config),
-                                  clock=timers.clock, timer_service=timers, rng=random.Random(0),
-                                  action_sink=sink.append, checkpoint_id_counter=counter)
+                                  clock=timers.clock,
+                                  timers=DeliveringTimers(timers, lambda event: sink.extend(coord.handle(event))),
+                                  rng=random.Random(0), checkpoint_id_counter=counter)
     return Harness(coord, timers, sink)
 
 
@@ -230,7 +236,7 @@ def test_trigger_checkpoint_request_queued_with_failure():
     a3 = h.trigger(request_id=3)
     assert of(m.TriggerRequestFailed, a1) == [m.TriggerRequestFailed(1, None, R.TRIGGER_CHECKPOINT_FAILURE)]
     assert failed_reasons(a2 + a3) == []
-    assert h.coord.decider.num_queued_requests == 0
+    assert h.coord.num_queued_requests() == 0
     assert len(triggered_ids(a1 + a2 + a3)) == 2
 
 
@@ -239,7 +245,7 @@ def test_trigger_checkpoint_initialization_failed():
     h = unstable(UnstableCheckpointIDCounter({0}), checkpoint_interval=10_000)
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     assert failed_reasons(h.trigger(is_periodic=True)) == [R.TRIGGER_CHECKPOINT_FAILURE]
-    assert h.coord.decider.num_queued_requests == 0
+    assert h.coord.num_queued_requests() == 0
     actions = h.trigger(is_periodic=True)
     assert failed_reasons(actions) == [] and len(triggered_ids(actions)) == 1
 
@@ -285,7 +291,7 @@ def test_trigger_checkpoint_snapshot_master_hook_failed():
     assert not h.coord.is_triggering
     assert failed_reasons(actions) == [R.TRIGGER_CHECKPOINT_FAILURE]
     assert of(m.TriggerCheckpointOnSources, actions) == []  # the tasks are not triggered
-    assert h.coord.decider.num_queued_requests == 0
+    assert h.coord.num_queued_requests() == 0
 
 
 def test_master_hook_failing_at_once_fails_the_trigger():
@@ -323,9 +329,9 @@ def test_hook_reset():
     hook1, hook2 = Hook("id1"), Hook("id2")
     h.coord.add_master_hook(hook1)
     h.coord.add_master_hook(hook2)
-    assert h.coord.restore_latest_checkpointed_state() is None
+    assert h.call(m.RestoreLatestCheckpoint()) is None
     assert (hook1.resets, hook2.resets) == (1, 1)
-    h.coord.shutdown(JobStatus.FINISHED)
+    h.call(m.Shutdown(JobStatus.FINISHED))
     assert (hook1.closes, hook2.closes) == (1, 1)
 
 
@@ -342,7 +348,7 @@ def test_hooks_are_called_on_trigger():
     h.ack(h.attempt("v"), 1)
     assert h.coord.number_of_pending_checkpoints == 0
     assert h.coord.number_of_retained_successful_checkpoints == 1
-    states = {s.name: s for s in h.coord.store.get_latest_checkpoint().master_states}
+    states = {s.name: s for s in h.coord.completed_checkpoint_store().get_latest_checkpoint().master_states}
     assert states == {"id1": MasterState("id1", 1, b"the-test-string-state"), "id2": MasterState("id2", 2, b"987654321")}
 
 
@@ -357,9 +363,9 @@ def test_hooks_are_called_on_restore():
     stateful1, stateful2, stateless = Hook("id1", fail=True), Hook("id2", fail=True), Hook("some-id")
     for hook in (stateful1, stateless, stateful2):
         h.coord.add_master_hook(hook)
-    h.coord.store.add_checkpoint_and_subsume_oldest_one(stored_checkpoint(
+    h.coord.completed_checkpoint_store().add_checkpoint_and_subsume_oldest_one(stored_checkpoint(
         13, [MasterState("id1", 1, b"state1"), MasterState("id2", 2, b"state2")]))
-    h.coord.restore_latest_checkpointed_state()
+    h.call(m.RestoreLatestCheckpoint())
     assert stateful1.restored == [(13, b"state1")]
     assert stateful2.restored == [(13, b"state2")]
     assert stateless.restored == [(13, None)]
@@ -371,11 +377,11 @@ def test_check_un_matched_state_on_restore():
     stateful, stateless = Hook("id1", fail=True), Hook("some-id")
     h.coord.add_master_hook(stateful)
     h.coord.add_master_hook(stateless)
-    h.coord.store.add_checkpoint_and_subsume_oldest_one(stored_checkpoint(
+    h.coord.completed_checkpoint_store().add_checkpoint_and_subsume_oldest_one(stored_checkpoint(
         44, [MasterState("id1", 1, b"state1"), MasterState("id2", 2, b"state2")]))
     with pytest.raises(MasterHookError, match="'id2'"):
-        h.coord.restore_latest_checkpointed_state(allow_non_restored_state=False)
-    h.coord.restore_latest_checkpointed_state(allow_non_restored_state=True)
+        h.call(m.RestoreLatestCheckpoint(False))
+    h.call(m.RestoreLatestCheckpoint(True))
     assert stateful.restored == [(44, b"state1")]
     assert stateless.restored == [(44, None)]
 
@@ -385,7 +391,7 @@ def test_ensure_registered_at_hook_time():
     h = one_vertex()
     hook = Hook("id")
     seen = []
-    hook.on_trigger = lambda cid: seen.append((h.coord.number_of_pending_checkpoints, cid in h.coord.pending_checkpoints))
+    hook.on_trigger = lambda cid: seen.append((h.coord.number_of_pending_checkpoints, cid in h.coord.pending_checkpoints()))
     h.coord.add_master_hook(hook)
     assert failed_reasons(h.trigger()) == []
     assert seen == [(1, True)]
@@ -400,7 +406,7 @@ def test_the_restart_restores_the_master_hook_not_the_failure():
     assert h.coord.add_master_hook(hook)
     [checkpoint_id] = triggered_ids(h.trigger())
     h.ack_all(checkpoint_id)
-    assert h.coord.store.get_latest_checkpoint_id() == checkpoint_id
+    assert h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == checkpoint_id
     h.coord.handle(m.TaskFailed(h.attempt("src"), "by design"))
     assert hook.restored == []
     h.coord.handle(m.RestartTasks())

@@ -15,10 +15,16 @@ TASK1, TASK2 = 3, 4  # subtasks of the two vertices
 
 def subtask_metrics(checkpoint_id: int, index: int, unaligned: bool) -> TaskCheckpointMetrics:
     value = MAX_INT + index
-    return TaskCheckpointMetrics(checkpoint_id, sync_duration_ms=value, async_duration_ms=value,
-                                 alignment_duration_ms=value, checkpoint_start_delay_ms=value,
-                                 bytes_processed_during_alignment=value, bytes_persisted_during_alignment=value,
-                                 unaligned_checkpoint=unaligned)
+    return TaskCheckpointMetrics(
+        checkpoint_id,
+        sync_duration_ms=value,
+        async_duration_ms=value,
+        alignment_duration_ms=value,
+        checkpoint_start_delay_ms=value,
+        bytes_processed_during_alignment=value,
+        bytes_persisted_during_alignment=value,
+        unaligned_checkpoint=unaligned,
+    )
 
 
 def report_all(stats: CheckpointStatsTracker, checkpoint_id: int, check=None) -> None:
@@ -26,8 +32,9 @@ def report_all(stats: CheckpointStatsTracker, checkpoint_id: int, check=None) ->
     for vertex, count, unaligned in (("a", TASK1, False), ("b", TASK2, True)):
         for i in range(count):
             ack, size = MAX_INT + i, MAX_INT + i
-            assert stats.report_subtask_stats(checkpoint_id, f"{vertex}#{i}@0", ack, size,
-                                              subtask_metrics(checkpoint_id, i, unaligned))
+            assert stats.report_subtask_stats(
+                checkpoint_id, f"{vertex}#{i}@0", ack, size, subtask_metrics(checkpoint_id, i, unaligned)
+            )
             if check is not None:
                 check(vertex, ack, unaligned)
 
@@ -139,8 +146,14 @@ def test_report_incomplete_stats():
     stats.report_pending_checkpoint(7, 100, False, "CHECKPOINT", 3)
     pending = stats.history[7]
     assert stats.report_subtask_stats(7, "a#0@0", 130, 40, subtask_metrics(7, 0, False))
-    incomplete = TaskCheckpointMetrics(7, sync_duration_ms=2, async_duration_ms=UNSET, checkpoint_start_delay_ms=9,
-                                       bytes_processed_during_alignment=300, bytes_persisted_during_alignment=UNSET)
+    incomplete = TaskCheckpointMetrics(
+        7,
+        sync_duration_ms=2,
+        async_duration_ms=UNSET,
+        checkpoint_start_delay_ms=9,
+        bytes_processed_during_alignment=300,
+        bytes_persisted_during_alignment=UNSET,
+    )
     assert stats.report_incomplete_stats(7, "a#1@0", 150, 25, 20, incomplete)
     assert pending["num_acknowledged_subtasks"] == 1 and pending["latest_ack_timestamp"] == 130
     assert pending["end_to_end_duration"] == 30 and pending["checkpoint_type"] == "CHECKPOINT"

@@ -133,7 +133,7 @@ def test_the_first_running_task_starts_the_trigger_at_once_and_it_fails_until_ev
     fired = h.advance(20)
     assert triggered_ids(fired) == []
     assert [a.reason for a in of(m.TriggerRequestFailed, fired)] == [R.NOT_ALL_REQUIRED_TASKS_RUNNING]
-    assert h.coord.stats.counts["failed"] == 1 and h.coord.stats.counts["total"] == 1
+    assert h.coord.checkpoint_counts()["failed"] == 1 and h.coord.checkpoint_counts()["total"] == 1
     h.coord.handle(m.TaskRunning(mapper))  # the last task: the deactivator starts the trigger again
     assert [t.at_ms for t in h.timers.active_timers] == [40]
     assert triggered_ids(h.advance(20)) == [1]
@@ -144,7 +144,7 @@ def test_every_task_running_at_once_triggers_checkpoint_one_after_the_min_pause(
     for attempt in h.all_attempts:
         h.coord.handle(m.TaskRunning(attempt))
     assert triggered_ids(h.advance(0)) == [1]
-    assert h.coord.stats.counts["failed"] == 0
+    assert h.coord.checkpoint_counts()["failed"] == 0
     assert triggered_ids(h.advance(99)) == [] and triggered_ids(h.advance(1)) == []  # one concurrent checkpoint
 
 
@@ -164,8 +164,8 @@ def test_after_a_failover_the_first_running_task_starts_the_trigger_with_the_min
     h.advance(500)
     h.coord.handle(m.TaskRunning(h.attempt("src")))
     assert [t.at_ms for t in h.timers.active_timers] == [500]
-    failed = h.coord.stats.counts["failed"]
-    assert triggered_ids(h.advance(0)) == [] and h.coord.stats.counts["failed"] == failed + 1
+    failed = h.coord.checkpoint_counts()["failed"]
+    assert triggered_ids(h.advance(0)) == [] and h.coord.checkpoint_counts()["failed"] == failed + 1
     h.coord.handle(m.TaskRunning(h.attempt("map")))
     assert h.timers.active_timers[0].at_ms == 600  # the deactivator does not start it again: one interval later
     assert triggered_ids(h.advance(100)) == [2]
@@ -193,17 +193,17 @@ def test_from_the_second_failover_on_the_trigger_runs_on_through_the_restart():
     h.coord.handle(m.JobStatusChanged(JobStatus.RESTARTING))  # the second failover, checkpoint 3 pending
     h.coord.handle(m.TaskFailed(h.attempt("src")))
     assert h.coord.is_periodic_checkpointing_started and h.coord.number_of_pending_checkpoints == 1
-    failed = h.coord.stats.counts["failed"]
+    failed = h.coord.checkpoint_counts()["failed"]
     assert triggered_ids(h.advance(100)) == []  # the periodic request queues behind checkpoint 3
-    assert h.coord.stats.counts["failed"] == failed
+    assert h.coord.checkpoint_counts()["failed"] == failed
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     restart = h.coord.handle(m.RestartTasks())
     # 3, and the request its abort released: no task runs yet
     assert [a.reason for a in of(m.TriggerRequestFailed, restart)] == [R.JOB_FAILOVER_REGION,
                                                                         R.NOT_ALL_REQUIRED_TASKS_RUNNING]
-    assert h.coord.stats.history[3]["failure_reason"] == "JOB_FAILOVER_REGION"
+    assert h.coord.checkpoint_stats().history[3]["failure_reason"] == "JOB_FAILOVER_REGION"
     assert [a.checkpoint_id for a in of(m.RestoreFrom, restart)] == [2]
-    assert h.coord.stats.counts["failed"] == failed + 2
+    assert h.coord.checkpoint_counts()["failed"] == failed + 2
     for attempt in h.all_attempts:
         h.coord.handle(m.TaskDeploying(attempt))
         h.coord.handle(m.TaskRunning(attempt))

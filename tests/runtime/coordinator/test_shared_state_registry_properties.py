@@ -81,7 +81,7 @@ class RegistryMachine(RuleBasedStateMachine):
         self.files |= keys  # the _metadata write puts every run not yet in shared/ there
         self.retained.append((checkpoint_id, keys))
         self.registry.checkpoint_completed(checkpoint_id)
-        self.retained = self.retained[-self.max_retained:]
+        self.retained = self.retained[-self.max_retained :]
         self._release(self.retained[0][0])
         self.backend_base = keys
 
@@ -89,8 +89,10 @@ class RegistryMachine(RuleBasedStateMachine):
     def a_late_acknowledgement_arrives(self):
         if self.late:
             checkpoint_id, entries = self.late.pop(0)
-            self._acknowledge(checkpoint_id, [e for e in entries if isinstance(e, SharedStateHandle)
-                                              or self.registry.handle(e.key) is not None])
+            self._acknowledge(
+                checkpoint_id,
+                [e for e in entries if isinstance(e, SharedStateHandle) or self.registry.handle(e.key) is not None],
+            )
 
     @rule()
     def a_task_restores_the_latest_checkpoint(self):
@@ -103,10 +105,12 @@ class RegistryMachine(RuleBasedStateMachine):
         self.registry = SharedStateRegistry()
         for checkpoint_id, keys in self.retained:
             shared = tuple(HandleAndLocalPath(f"L0-{i:08d}.sst", handle(k)) for i, k in enumerate(sorted(keys)))
-            subtask = OperatorSubtaskState(managed_keyed_state=(
-                IncrementalKeyedStateHandle("b", KeyGroupRange(0, 0), checkpoint_id, shared),))
+            subtask = OperatorSubtaskState(
+                managed_keyed_state=(IncrementalKeyedStateHandle("b", KeyGroupRange(0, 0), checkpoint_id, shared),)
+            )
             self.registry.register_all_after_restored(
-                checkpoint_id, [OperatorState("op", 1, 1, {0: subtask})], self.claim)
+                checkpoint_id, [OperatorState("op", 1, 1, {0: subtask})], self.claim
+            )
             if self.claim is RecoveryClaimMode.NO_CLAIM:
                 self.unclaimed |= keys
         self.late.clear()
@@ -122,9 +126,12 @@ class RegistryMachine(RuleBasedStateMachine):
         if self.claim is RecoveryClaimMode.CLAIM:
             assert not left_over, f"shared files no retained checkpoint uses: {sorted(left_over)}"
         else:
-            assert left_over <= self.unclaimed, f"shared files no retained checkpoint uses: {sorted(left_over - self.unclaimed)}"
+            assert left_over <= self.unclaimed, (
+                f"shared files no retained checkpoint uses: {sorted(left_over - self.unclaimed)}"
+            )
 
 
-RegistryMachine.TestCase.settings = settings(max_examples=EXAMPLES, deadline=None, derandomize=not RANDOM,
-                                            database=None, stateful_step_count=30)
+RegistryMachine.TestCase.settings = settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=not RANDOM, database=None, stateful_step_count=30
+)
 TestRegistryMachine = RegistryMachine.TestCase

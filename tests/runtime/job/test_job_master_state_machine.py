@@ -1,10 +1,9 @@
-"""A Hypothesis rule-based state machine driving the sans-IO ``JobMaster`` directly, as a tiny fake driver: no
-simulator kernel, no Ray, no ``StreamTask``. Its rules deliver, acknowledge, decline, crash and time out what the
-JobMaster's actions start; after every step it checks that checkpoint ids increase, a restore uses the latest
-completed checkpoint, no old attempt is acted on and the job ends once faults stop.
-``BARRIERSIM_PROPERTY_RANDOM=1`` explores new examples. The driver, the rules, what each example draws and the
-invariants in full: ``docs/modules.md``, ``tests/runtime/job/test_job_master_state_machine.py``.
-"""
+"""A Hypothesis rule-based state machine driving the sans-IO ``JobMaster`` directly, as a tiny fake driver (no
+simulator kernel, no Ray, no ``StreamTask``) carrying out its actions as ``runtime.sim.job_simulation`` does, over
+small generated jobs, restart policies, placements and fault schedules. Invariants: checkpoint ids strictly increase
+across failovers, a restore uses the latest completed checkpoint, no old attempt is acted on, the job ends once
+faults stop (``JobMasterMachine`` says how). CI runs a fixed set of examples (``derandomize``);
+``BARRIERSIM_PROPERTY_RANDOM=1`` explores new ones (``BARRIERSIM_PROPERTY_EXAMPLES``, ``BARRIERSIM_PROPERTY_STEPS``)."""
 
 from __future__ import annotations
 
@@ -53,6 +52,8 @@ from barriersim.runtime.job.actions import (
     TaskDeploymentDescriptor,
     TriggerCheckpoint,
 )
+from barriersim.runtime.event_timers import DeliveringTimers
+from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.job_master import JobMaster
 from barriersim.runtime.job.placement import ClusterConfig, place, slots_needed
@@ -179,6 +180,44 @@ def step(fn):
 
 
 class JobMasterMachine(RuleBasedStateMachine):
+    """A Hypothesis rule-based state machine driving the sans-IO ``JobMaster`` directly, as a tiny fake driver: no
+    simulator kernel, no Ray, no ``StreamTask``. The driver carries out the JobMaster's actions the way
+    ``runtime.sim.job_simulation`` does: ``DeployTasks`` is restored and started at once (or, when a rule says so, later
+    by a rule, or it fails: ``deploy_failed``), ``KillTask`` deaths are reported at once or when a rule sees them,
+    ``CancelTasks`` forgets the deployment, ``SendToTask`` and ``SendToCoordinator`` are queued with their due time and
+    delivered by rules (one at a time, or all that are due in some order), ``StartTimer`` and the coordinator's own
+    timers run on one ``ManualTimerService`` that rules advance. A ``TriggerCheckpoint`` delivered to a current task
+    starts the checkpoint in every live task of its deployment; rules then acknowledge it (with keyed state whose bytes
+    name the checkpoint), decline it, let a task die, crash at a task-side protocol point (a deployment's armed points
+    fire when the task gets there: at its acknowledgement), finish, or send messages from attempts of cancelled
+    deployments. Each example draws a small job graph (source, map, sink; parallelism 1-2), a short checkpoint interval
+    and timeout, a restart policy (fixed-delay or exponential-delay), a placement in two TaskManagers on two nodes and a
+    fault schedule (timed and protocol-point task crashes, TaskManager crashes and node losses (``KillTaskManagers``:
+    every death reported as a ``KillTask``'s), JobManager failovers, dropped and delayed messages, declined checkpoints,
+    failing state and ``_metadata`` writes).
+
+    Invariants, after every step:
+    1. checkpoint ids strictly increase across failovers and JobManager failovers: the triggers in emission order and
+       every coordinator's statistics (retired ones first) never reuse an id;
+    2. a restore uses the latest completed checkpoint: every ``DeployTasks.restored_checkpoint_id`` is the highest
+       completed checkpoint at the restart that led to it (None if none; at least the highest at the failover: a
+       checkpoint still pending then may complete during the restart delay), and the state it hands out is that one's;
+       the storage retains exactly that checkpoint as its newest;
+    3. no old attempt is acted on: every ``SendToTask``/``KillTask`` names an attempt of the latest deployment,
+       attempts are never reused and ``is_current`` is False for every attempt of an earlier deployment; messages from
+       old attempts change nothing (no completion, no failover, no fault consumed), but for an acknowledgement or a
+       decline of a checkpoint still pending (after a failover that did not stop the periodic trigger, the pending
+       checkpoints wait for the restart, and Flink's coordinator takes their old attempts' messages);
+    4. the job ends once faults stop: the final phase (a rule, and the teardown of every example that did not end)
+       delivers everything, lets every task acknowledge and finish and advances the clock: the outcome is FINISHED, or
+       FAILED only when the restart strategy legitimately gave up; after ``JobEnded`` nothing more happens.
+
+    CI runs a fixed set of examples (``derandomize``). To hunt for bugs, explore new ones:
+    ``BARRIERSIM_PROPERTY_RANDOM=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/runtime/job`` (500 examples
+    unless ``BARRIERSIM_PROPERTY_EXAMPLES`` says otherwise; ``BARRIERSIM_PROPERTY_STEPS`` sets the steps per example), as
+    the property tests in ``tests/properties`` do. ``--hypothesis-show-statistics`` shows what the examples reached
+    (outcomes, completed checkpoints, restores, JobManager failovers, late messages of old attempts)."""
+
     def __init__(self):
         super().__init__()
         self.failed_step = False
@@ -231,9 +270,10 @@ class JobMasterMachine(RuleBasedStateMachine):
         self.outcome: JobOutcome | None = None
         self.old_spoke = 0
         self.end_account: tuple | None = None
-        self.jm = JobMaster(self.config, JOB, storage=self.storage, clock=self.timers.clock, timer_service=self.timers,
-                            coordinator_rng=lambda: random.Random(7), action_sink=self.carry_out)
-        self.carry_out(self.jm.start())
+        self.jm = JobMaster(self.config, JOB, storage=self.storage, clock=self.timers.clock,
+                            timers=DeliveringTimers(self.timers, lambda event: self.carry_out(self.jm.handle(event))),
+                            coordinator_rng=lambda: random.Random(7))
+        self.carry_out(self.jm.handle(je.Start()))
 
     # -- the fake driver ------------------------------------------------------------------------------
 
@@ -282,10 +322,10 @@ class JobMasterMachine(RuleBasedStateMachine):
                 self.to_coordinator.append((self.now + action.delay_ms, action))
             elif kind is StartTimer:
                 self.timers.register_timer(self.now + action.delay_ms,
-                                           lambda timer=action.timer: self.carry_out(self.jm.timer_fired(timer)))
+                                           lambda timer=action.timer: self.carry_out(self.jm.handle(timer)))
             elif kind is ReportRunning:  # the other tasks' RUNNING, after what is due now (as the simulator does)
                 self.timers.register_timer(self.now, lambda act=action: self.carry_out(
-                    self.jm.tasks_running(act.epoch, act.attempts)))
+                    self.jm.handle(je.TasksRunning(act.epoch, act.attempts))))
             elif kind is JobEnded:
                 assert self.outcome is None, f"a second JobEnded: {action}"
                 self.outcome = action.outcome
@@ -299,7 +339,7 @@ class JobMasterMachine(RuleBasedStateMachine):
             self.complete_deploy()
         elif self.pending_deploy is not None and self.deploy_how == "fails":
             action, self.pending_deploy = self.pending_deploy, None
-            self.carry_out(self.jm.deploy_failed(action.epoch, "a task died while deploying"))
+            self.carry_out(self.jm.handle(je.DeployFailed(action.epoch, "a task died while deploying")))
 
     def on_deploy(self, action: DeployTasks) -> None:
         assert action.epoch not in self.deployments, f"epoch {action.epoch} deployed twice"
@@ -352,16 +392,16 @@ class JobMasterMachine(RuleBasedStateMachine):
 
     def complete_deploy(self) -> None:
         action, self.pending_deploy = self.pending_deploy, None
-        self.carry_out(self.jm.tasks_restored(action.epoch, 0))
+        self.carry_out(self.jm.handle(je.TasksRestored(action.epoch, 0)))
         if self.latest is action and action.epoch not in self.cancelled:
             self.current = {d.attempt: self.tasks[d.attempt] for d in action.tasks}
-        self.carry_out(self.jm.tasks_started(action.epoch))
+        self.carry_out(self.jm.handle(je.TasksStarted(action.epoch)))
 
     def report_death(self, pick: int) -> None:
         kill = self.deaths.pop(pick % len(self.deaths))
         task = self.tasks[kill.attempt]
         task.alive = False
-        self.carry_out(self.jm.task_failed(kill.attempt, kill.why))
+        self.carry_out(self.jm.handle(je.TaskFailed(kill.attempt, kill.why)))
 
     def deliver_to_task(self, index: int) -> None:
         _, send = self.to_tasks.pop(index)
@@ -380,18 +420,18 @@ class JobMasterMachine(RuleBasedStateMachine):
 
     def deliver_to_coordinator(self, index: int) -> None:
         _, send = self.to_coordinator.pop(index)
-        self.carry_out(self.jm.coordinator_receives(send.message))
+        self.carry_out(self.jm.handle(send.message))
 
     def acknowledge(self, task: FakeTask, checkpoint_id: int) -> None:
         task.to_ack.discard(checkpoint_id)
         point = task.armed(checkpoint_id)
         if point is not None:  # the task reaches the protocol point it was deployed to crash at
             task.alive = False
-            self.carry_out(self.jm.task_crashed_at(task.attempt, point, checkpoint_id))
+            self.carry_out(self.jm.handle(je.TaskCrashedAt(task.attempt, point, checkpoint_id)))
             return
-        self.carry_out(self.jm.acknowledge_checkpoint(
+        self.carry_out(self.jm.handle(je.CheckpointAcknowledged(
             task.attempt, checkpoint_id, snapshot(task.attempt, task.parallelism, checkpoint_id),
-            TaskCheckpointMetrics(checkpoint_id, sync_duration_ms=1)))
+            TaskCheckpointMetrics(checkpoint_id, sync_duration_ms=1))))
 
     def fire_next_timer(self) -> None:
         at = self.timers.next_timer_at()
@@ -443,7 +483,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         """The driver built the tasks of the pending deployment (or one of them died while deploying)."""
         if fails:
             action, self.pending_deploy = self.pending_deploy, None
-            self.carry_out(self.jm.deploy_failed(action.epoch, "a task died while deploying"))
+            self.carry_out(self.jm.handle(je.DeployFailed(action.epoch, "a task died while deploying")))
         else:
             self.complete_deploy()
 
@@ -455,11 +495,11 @@ class JobMasterMachine(RuleBasedStateMachine):
         action = self.stale_deploys.pop(0)
         before = self.account()
         if fails:
-            assert self.jm.deploy_failed(action.epoch, "late") == []
+            assert self.jm.handle(je.DeployFailed(action.epoch, "late")) == []
         else:
-            assert self.jm.tasks_restored(action.epoch, 0) == []
-            assert self.jm.tasks_started(action.epoch) == []
-            assert self.jm.tasks_running(action.epoch, [d.attempt for d in action.tasks]) == []
+            assert self.jm.handle(je.TasksRestored(action.epoch, 0)) == []
+            assert self.jm.handle(je.TasksStarted(action.epoch)) == []
+            assert self.jm.handle(je.TasksRunning(action.epoch, [d.attempt for d in action.tasks])) == []
         assert self.account() == before
 
     @precondition(lambda self: self.to_tasks or self.to_coordinator)
@@ -506,7 +546,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         if chosen is not None:
             task, cid = chosen
             task.to_ack.discard(cid)
-            self.carry_out(self.jm.decline_checkpoint(task.attempt, cid, reason, "declined by the test"))
+            self.carry_out(self.jm.handle(je.CheckpointDeclined(task.attempt, cid, reason, "declined by the test")))
 
     @rule(pick=st.integers(0, 100))
     @step
@@ -516,7 +556,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         if live:
             task = live[pick % len(live)]
             task.alive = False
-            self.carry_out(self.jm.task_failed(task.attempt, "lost its process"))
+            self.carry_out(self.jm.handle(je.TaskFailed(task.attempt, "lost its process")))
 
     @precondition(lambda self: self.deaths)
     @rule(pick=st.integers(0, 100))
@@ -531,7 +571,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         if chosen is not None:
             task, cid = chosen
             task.alive = False
-            self.carry_out(self.jm.task_crashed_at(task.attempt, point, cid))
+            self.carry_out(self.jm.handle(je.TaskCrashedAt(task.attempt, point, cid)))
 
     @precondition(lambda self: self.steps >= STEPS // 2)  # the job runs a while before its tasks finish
     @rule(pick=st.integers(0, 100))
@@ -541,7 +581,7 @@ class JobMasterMachine(RuleBasedStateMachine):
         if live:
             task = live[pick % len(live)]
             task.finished = True
-            self.carry_out(self.jm.task_finished(task.attempt))
+            self.carry_out(self.jm.handle(je.TaskFinished(task.attempt)))
 
     @precondition(lambda self: self.old_tasks())
     @rule(pick=st.integers(0, 100), kind=st.sampled_from(["ack", "decline", "finished", "failed", "crashed"]),
@@ -562,26 +602,26 @@ class JobMasterMachine(RuleBasedStateMachine):
             cid = seen[pick % len(seen)] if seen else 0
         self.old_spoke += 1
         assert not self.jm.is_current(task.attempt)
-        if kind in ("ack", "decline") and cid in self.jm.coordinator.pending_checkpoints:
+        if kind in ("ack", "decline") and cid in self.jm.coordinator().pending_checkpoints():
             event("an old attempt speaks for a checkpoint still pending")
             live = True  # its checkpoint waits for the restart: the message counts
         else:
             live = False
         before = self.account()
         if kind == "ack":
-            out = self.jm.acknowledge_checkpoint(task.attempt, cid, snapshot(task.attempt, task.parallelism, cid),
-                                                 TaskCheckpointMetrics(cid))
+            out = self.jm.handle(je.CheckpointAcknowledged(task.attempt, cid, snapshot(task.attempt, task.parallelism, cid),
+                                                 TaskCheckpointMetrics(cid)))
         elif kind == "decline":
-            out = self.jm.decline_checkpoint(task.attempt, cid, CheckpointFailureReason.CHECKPOINT_DECLINED, "late")
+            out = self.jm.handle(je.CheckpointDeclined(task.attempt, cid, CheckpointFailureReason.CHECKPOINT_DECLINED, "late"))
         elif kind == "finished":
-            out = self.jm.task_finished(task.attempt)
+            out = self.jm.handle(je.TaskFinished(task.attempt))
         elif kind == "failed":
-            out = self.jm.task_failed(task.attempt, "late death")
+            out = self.jm.handle(je.TaskFailed(task.attempt, "late death"))
         else:  # at the point it was armed with for that checkpoint, if any
-            out = self.jm.task_crashed_at(task.attempt, task.armed(cid) or point, cid)
+            out = self.jm.handle(je.TaskCrashedAt(task.attempt, task.armed(cid) or point, cid))
         assert all(type(a) is SendToCoordinator for a in out), out
         for send in out:  # delivered at once: the coordinator ignores it too
-            self.carry_out(self.jm.coordinator_receives(send.message))
+            self.carry_out(self.jm.handle(send.message))
         after = self.account()
         if kind in ("ack", "decline"):  # the fault schedule's message faults may match a late message
             before, after = before[:-1], after[:-1]
@@ -589,9 +629,9 @@ class JobMasterMachine(RuleBasedStateMachine):
 
     def account(self) -> tuple:
         jm = self.jm
-        return (jm.epoch, jm.restarts, jm.outcome, jm.running, sorted(jm.coordinator.pending_checkpoints),
+        return (jm.epoch(), jm.restarts(), jm.outcome, jm.is_running(), sorted(jm.coordinator().pending_checkpoints()),
                 self.highest_completed(), [loc.checkpoint_id for loc in self.storage.list_retained_checkpoints()],
-                sorted(map(str, jm.finished)), jm.fault_log.report())
+                sorted(map(str, jm.finished_subtasks())), jm.fault_report())
 
     @precondition(lambda self: self.outcome is None and self.steps >= STEPS // 2)
     @rule()
@@ -619,11 +659,11 @@ class JobMasterMachine(RuleBasedStateMachine):
                 self.deliver_to_task(self.due(self.to_tasks)[0])
             elif self.pick_pending(0) is not None:
                 self.acknowledge(*self.pick_pending(0))
-            elif self.jm.running and self.current and all(t.alive for t in self.current.values()):
+            elif self.jm.is_running() and self.current and all(t.alive for t in self.current.values()):
                 for task in list(self.current.values()):
                     if not task.finished and self.outcome is None:
                         task.finished = True
-                        self.carry_out(self.jm.task_finished(task.attempt))
+                        self.carry_out(self.jm.handle(je.TaskFinished(task.attempt)))
             else:
                 upcoming = [at for at, _ in self.to_tasks + self.to_coordinator]
                 next_timer = self.timers.next_timer_at()
@@ -633,9 +673,9 @@ class JobMasterMachine(RuleBasedStateMachine):
                 self.timers.advance_to(max(self.now, min(upcoming)))
         assert self.outcome is not None, "the job did not end once faults stopped"
         if self.outcome is JobOutcome.FAILED:
-            assert self.jm.restart_strategy.failures > self.jm.restart_strategy.max_attempts, (
-                f"the job failed after {self.jm.restart_strategy.failures} failures "
-                f"({self.jm.restart_strategy!r})")
+            assert self.jm.restart_strategy().failures > self.jm.restart_strategy().max_attempts, (
+                f"the job failed after {self.jm.restart_strategy().failures} failures "
+                f"({self.jm.restart_strategy()!r})")
         else:
             assert self.outcome is JobOutcome.FINISHED, self.outcome
         # past every checkpoint's expiry: an ended job's coordinator must not trigger, expire or fail anything
@@ -663,12 +703,12 @@ class JobMasterMachine(RuleBasedStateMachine):
         jm = self.jm
         # 1. ids never reused: each coordinator's ids (in the order the coordinators lived) are above every id an
         # earlier one used; the report counts each coordinator's checkpoints once
-        trackers = jm.retired_stats + ([] if jm.coordinator_down else [jm.coordinator.stats])
+        trackers = jm.retired_stats() + ([] if jm.coordinator_down() else [jm.coordinator().checkpoint_stats()])
         assert len({id(t) for t in trackers}) == len(trackers), "a coordinator's statistics are held twice"
         ids = [cid for tracker in trackers for cid in sorted(tracker.history)]
         assert all(a < b for a, b in zip(ids, ids[1:])), f"checkpoint ids reused across coordinators: {ids}"
         assert set(ids) == set(self.trigger_ids), "a checkpoint was triggered that no coordinator's statistics hold"
-        assert all(jm.id_counter.get() > cid for cid in ids)
+        assert all(jm.coordinator().checkpoint_id_counter().get() > cid for cid in ids)
         report = jm.report()
         statuses = [c["status"] for c in report.checkpoints]
         assert [c["id"] for c in report.checkpoints] == sorted(ids)
@@ -689,8 +729,8 @@ class JobMasterMachine(RuleBasedStateMachine):
         latest = self.attempts_of(self.latest) if self.latest is not None else set()
         for attempt, task in self.tasks.items():
             if jm.is_current(attempt):
-                assert attempt in latest and jm.running
-                assert task.epoch == jm.epoch
+                assert attempt in latest and jm.is_running()
+                assert task.epoch == jm.epoch()
         self.failed_step = False
 
 
@@ -711,24 +751,25 @@ class SimpleDriver:
         self.timers = ManualTimerService(0)
         self.storage = JobManagerCheckpointStorage(JOB)
         self.batches: list[list] = []
-        self.jm = JobMaster(config, JOB, storage=self.storage, clock=self.timers.clock, timer_service=self.timers,
-                            coordinator_rng=lambda: random.Random(7), action_sink=self.carry_out)
-        self.carry_out(self.jm.start())
+        self.jm = JobMaster(config, JOB, storage=self.storage, clock=self.timers.clock,
+                            timers=DeliveringTimers(self.timers, lambda event: self.carry_out(self.jm.handle(event))),
+                            coordinator_rng=lambda: random.Random(7))
+        self.carry_out(self.jm.handle(je.Start()))
 
     def carry_out(self, actions: list) -> None:
         self.batches.append(list(actions))
         for action in actions:
             if type(action) is StartTimer:
                 self.timers.register_timer(self.timers.clock() + action.delay_ms,
-                                           lambda timer=action.timer: self.carry_out(self.jm.timer_fired(timer)))
+                                           lambda timer=action.timer: self.carry_out(self.jm.handle(timer)))
             elif type(action) is DeployTasks:
-                self.carry_out(self.jm.tasks_restored(action.epoch, 0, self.source_offsets))
-                self.carry_out(self.jm.tasks_started(action.epoch))
+                self.carry_out(self.jm.handle(je.TasksRestored(action.epoch, 0, self.source_offsets)))
+                self.carry_out(self.jm.handle(je.TasksStarted(action.epoch)))
             elif type(action) is ReportRunning:
                 self.timers.register_timer(self.timers.clock(), lambda act=action: self.carry_out(
-                    self.jm.tasks_running(act.epoch, act.attempts)))
+                    self.jm.handle(je.TasksRunning(act.epoch, act.attempts))))
             elif type(action) is KillTask:
-                self.carry_out(self.jm.task_failed(action.attempt, action.why))
+                self.carry_out(self.jm.handle(je.TaskFailed(action.attempt, action.why)))
 
     def actions_since(self, batch: int) -> list:
         return [a for actions in self.batches[batch:] for a in actions]
@@ -744,9 +785,9 @@ def test_the_run_begins_where_its_first_deployment_restored_its_sources():
     assert jm.source_records_at_start == {"src#0": 500}
     driver.source_offsets = {"src#0": 800}
     driver.timers.advance(40)
-    driver.carry_out(jm.task_failed(jm.attempts[("map", 0)], "lost its process"))
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempt_of("map", 0), "lost its process")))
     driver.timers.advance(1)  # the restart (its delay's timer)
-    assert jm.epoch == 1 and jm.running
+    assert jm.epoch() == 1 and jm.is_running()
     assert jm.report().source_records_at_start == {"src#0": 500}
     assert records_read_in_run("src#0", 1_200, jm.source_records_at_start) == 700
     assert records_read_in_run("map#0", 0, jm.source_records_at_start) == 0
@@ -761,12 +802,12 @@ def test_a_failed_job_stays_ended():
                                     restart=RestartStrategyConfig(delay_ms=0, attempts=0)))
     driver.timers.advance(40)
     jm = driver.jm
-    driver.carry_out(jm.task_failed(jm.attempts[("map", 0)], "lost its process"))
-    assert jm.outcome is JobOutcome.FAILED and jm.restarts == 0
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempt_of("map", 0), "lost its process")))
+    assert jm.outcome is JobOutcome.FAILED and jm.restarts() == 0
     ended = len(driver.batches)
     driver.timers.advance(1000)
     assert driver.actions_since(ended) == []
-    assert jm.restarts == 0 and jm.coordinator.is_shutdown
+    assert jm.restarts() == 0 and jm.coordinator().is_shutdown
 
 
 def test_while_the_jobmanager_is_down_its_dead_coordinator_is_reported_once():
@@ -777,7 +818,7 @@ def test_while_the_jobmanager_is_down_its_dead_coordinator_is_reported_once():
                                     restart=RestartStrategyConfig(delay_ms=50), faults=faults))
     driver.timers.advance(110)
     jm = driver.jm
-    assert jm.coordinator_down
+    assert jm.coordinator_down()
     report = jm.report()
     # one checkpoint was pending (nobody acknowledges here): it failed with the JobManager, and is counted once; the
     # other failed trigger is the first task's RUNNING one (NOT_ALL_REQUIRED_TASKS_RUNNING, no row, as in Flink)
@@ -813,12 +854,12 @@ def test_a_late_crash_report_of_an_old_attempt_does_not_count_as_fired():
     driver = SimpleDriver(JobConfig(job_graph(1, 1), checkpointing=CheckpointingConfig(interval_ms=30),
                                     restart=RestartStrategyConfig(delay_ms=0), faults=faults))
     jm = driver.jm
-    old = jm.attempts[("map", 0)]
-    driver.carry_out(jm.task_failed(jm.attempts[("src", 0)], "lost its process"))
+    old = jm.attempt_of("map", 0)
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempt_of("src", 0), "lost its process")))
     driver.timers.advance(1)
-    assert jm.running and jm.epoch == 1 and jm.restarts == 1
-    assert jm.task_crashed_at(old, ProtocolPoint.BEFORE_FORWARDING_BARRIER, 1) == []
-    assert jm.restarts == 1 and [f["fired"] for f in jm.report().fault_log] == [0]
+    assert jm.is_running() and jm.epoch() == 1 and jm.restarts() == 1
+    assert jm.handle(je.TaskCrashedAt(old, ProtocolPoint.BEFORE_FORWARDING_BARRIER, 1)) == []
+    assert jm.restarts() == 1 and [f["fired"] for f in jm.report().fault_log] == [0]
 
 
 def test_a_queued_trigger_that_a_failed_checkpoint_starts_goes_out_before_the_failover():
@@ -835,7 +876,7 @@ def test_a_queued_trigger_that_a_failed_checkpoint_starts_goes_out_before_the_fa
     driver = SimpleDriver(config)
     driver.timers.advance(200)  # nobody acknowledges: checkpoint 1 expires while periodic requests wait in the queue
     jm = driver.jm
-    assert jm.restarts == 1
+    assert jm.restarts() == 1
     actions = driver.actions_since(0)
     redeployed = next(i for i, a in enumerate(actions) if type(a) is DeployTasks and a.epoch == 1)
     sent = [a for a in actions[:redeployed] if type(a) in (SendToTask, CancelTasks)]  # the first deployment's
@@ -861,11 +902,11 @@ def test_a_second_fail_job_of_one_coordinator_call_is_dropped_once_the_first_end
     jm = driver.jm
     first = m.FailJob(CheckpointFailureReason.CHECKPOINT_DECLINED, "first")
     second = m.FailJob(CheckpointFailureReason.CHECKPOINT_EXPIRED, "second")
-    jm.coordinator.handle = lambda event: [first, second]  # a fake coordinator call: what it returns is the point
+    jm.coordinator().handle = lambda event: [first, second]  # a fake coordinator call: what it returns is the point
     before = len(driver.batches)
-    driver.carry_out(jm.coordinator_receives(CoordinatorMessage(jm.coordinator_generation, None)))
+    driver.carry_out(jm.handle(CoordinatorMessage(jm.coordinator_generation(), None)))
     after = driver.actions_since(before)
-    assert jm.outcome is JobOutcome.FAILED and jm.restarts == 0
+    assert jm.outcome is JobOutcome.FAILED and jm.restarts() == 0
     assert [type(a) for a in after].count(CancelTasks) == 1 and [type(a) for a in after].count(JobEnded) == 1
     assert "CHECKPOINT_DECLINED" in jm.failure_reason
 
@@ -882,17 +923,17 @@ def test_a_restarting_job_triggers_no_checkpoint_until_it_runs_again():
     jm = driver.jm
     driver.timers.advance(40)  # checkpoint 1 is triggered and pending (nobody acknowledges)
     failed_at = len(driver.batches)
-    driver.carry_out(jm.task_failed(jm.attempts[("map", 0)], "lost its process"))
-    assert jm.coordinator.stats.history[1]["failure_reason"] == "CHECKPOINT_COORDINATOR_SUSPEND"
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempt_of("map", 0), "lost its process")))
+    assert jm.coordinator().checkpoint_stats().history[1]["failure_reason"] == "CHECKPOINT_COORDINATOR_SUSPEND"
     driver.timers.advance(499)  # the restart delay: no trigger, no checkpoint
     during = driver.actions_since(failed_at)
     assert not [a for a in during if type(a) is SendToTask and type(a.message) is TriggerCheckpoint]
-    assert sorted(jm.coordinator.stats.history) == [1] and not jm.coordinator.is_periodic_checkpointing_started
+    assert sorted(jm.coordinator().checkpoint_stats().history) == [1] and not jm.coordinator().is_periodic_checkpointing_started
     redeployed = len(driver.batches)
-    failed = jm.coordinator.stats.counts["failed"]
+    failed = jm.coordinator().checkpoint_counts()["failed"]
     driver.timers.advance(1)  # the restart: RUNNING, deployed, a trigger at once that fails
-    assert jm.epoch == 1 and jm.coordinator.is_periodic_checkpointing_started
-    assert jm.coordinator.stats.counts["failed"] == failed + 1
+    assert jm.epoch() == 1 and jm.coordinator().is_periodic_checkpointing_started
+    assert jm.coordinator().checkpoint_counts()["failed"] == failed + 1
     driver.timers.advance(29)
     assert not [a for a in driver.actions_since(redeployed) if type(a) is SendToTask]
     driver.timers.advance(1)  # one interval after the restart
@@ -911,7 +952,7 @@ def test_an_exponential_delay_strategy_spaces_the_restarts_out():
                                         restart=restart))
         for _ in range(3):
             driver.timers.advance(100)
-            driver.carry_out(driver.jm.task_failed(driver.jm.attempts[("map", 0)], "lost its process"))
+            driver.carry_out(driver.jm.handle(je.TaskFailed(driver.jm.attempt_of("map", 0), "lost its process")))
             driver.timers.advance(5_000)
         return [a.delay_ms for a in driver.actions_since(0) if type(a) is StartTimer and type(a.timer) is RestartDue]
 

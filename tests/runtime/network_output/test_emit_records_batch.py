@@ -1,6 +1,7 @@
 """The batch write (``emit_records``) is exactly a sequence of ``emit_record`` calls."""
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.network.output.result_partition import ResultPartition
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from barriersim.runtime.events import Buffer, InputChannelInfo
+from barriersim.runtime.events import Buffer
 from barriersim.runtime.network.input.input_channel import LOCAL_CHANNEL_BUFFERS, AddCredit
 from barriersim.runtime.network.input.single_input_gate import SingleInputGate
 from barriersim.runtime.network.output.result_partition import ResultPartition
@@ -22,8 +22,9 @@ def _records(n: int, start: int = 0) -> RecordBatch:
 
 
 def test_buffers_a_local_channel_holds_count_until_it_gives_them_back():
-    part = ResultPartition(0, 2, memory_segment_size=SEGMENT, max_buffers_per_channel=4,
-                           local_subpartitions=[True, False])
+    part = ResultPartition(
+        0, 2, memory_segment_size=SEGMENT, max_buffers_per_channel=4, local_subpartitions=[True, False]
+    )
     local, remote = part.subpartition_infos
     part.add_credit(local, LOCAL_CHANNEL_BUFFERS)  # the partition request
     part.add_credit(remote, 2)
@@ -45,11 +46,13 @@ def test_buffers_a_local_channel_holds_count_until_it_gives_them_back():
 
 def _wired(max_buffers: int):
     """A producer partition with one local subpartition, wired in process to a gate with one local channel."""
-    part = ResultPartition(0, 1, memory_segment_size=SEGMENT, max_buffers_per_channel=max_buffers,
-                           local_subpartitions=[True])
+    part = ResultPartition(
+        0, 1, memory_segment_size=SEGMENT, max_buffers_per_channel=max_buffers, local_subpartitions=[True]
+    )
     info = part.subpartition_infos[0]
-    gate = SingleInputGate(0, ["local"], lambda action: (
-        part.add_credit(info, action.credit) if isinstance(action, AddCredit) else None))
+    gate = SingleInputGate(
+        0, ["local"], lambda action: part.add_credit(info, action.credit) if isinstance(action, AddCredit) else None
+    )
     gate.setup()
     return part, info, gate
 
@@ -87,8 +90,11 @@ def test_a_backpressured_producer_never_has_more_buffers_out_than_its_limit(ops,
                 received += len(boe.element.records)
         _deliver(part, info, gate)
         in_flight = part.buffers_in_use(0)
-        assert in_flight == (part.subpartitions[0].number_of_queued_buffers + _held_by_consumer(gate)
-                             + (1 if part._builders[0].records else 0))
+        assert in_flight == (
+            part.subpartitions[0].number_of_queued_buffers
+            + _held_by_consumer(gate)
+            + (1 if part._builders[0].records else 0)
+        )
         assert in_flight <= max_buffers
     gate.release_processed()
     part.flush(0)

@@ -118,12 +118,14 @@ def test_backlog_consistent_with_number_of_consumable_buffers():
 
 
 def test_backlog_consistent_with_consumable_buffers_for_flushed_partition():
-    """Port of Flink PipelinedSubpartitionWithReadViewTest.testBacklogConsistentWithConsumableBuffersForFlushedPartition."""
+    """Port of Flink
+    PipelinedSubpartitionWithReadViewTest.testBacklogConsistentWithConsumableBuffersForFlushedPartition."""
     _backlog_consistent(True, False)
 
 
 def test_backlog_consistent_with_consumable_buffers_for_finished_partition():
-    """Port of Flink PipelinedSubpartitionWithReadViewTest.testBacklogConsistentWithConsumableBuffersForFinishedPartition."""
+    """Port of Flink
+    PipelinedSubpartitionWithReadViewTest.testBacklogConsistentWithConsumableBuffersForFinishedPartition."""
     _backlog_consistent(False, True)
 
 

@@ -5,7 +5,8 @@ subpartition, a broadcast, round robin), the predicted count is the number of re
 ``is_backpressured`` first holds, the record that made it so included (all of them if it never does)."""
 
 import numpy as np
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.record_batch import RecordBatch
@@ -37,8 +38,13 @@ def _rows(n: int, first: int = 0) -> RecordBatch:
 
 
 def _partition(operations, size: int, max_buffers: int, local: bool) -> ResultPartition:
-    partition = ResultPartition(0, N_SUB, memory_segment_size=320, max_buffers_per_channel=max_buffers,
-                                local_subpartitions=[local] + [False] * (N_SUB - 1))
+    partition = ResultPartition(
+        0,
+        N_SUB,
+        memory_segment_size=320,
+        max_buffers_per_channel=max_buffers,
+        local_subpartitions=[local] + [False] * (N_SUB - 1),
+    )
     infos = partition.subpartition_infos
     held = 0  # the buffers the local channel of subpartition 0 holds: it recycles them one per credit
     if local:
@@ -81,8 +87,9 @@ def _targets(write) -> tuple[object, list[list[int]]]:
 
 @settings(max_examples=400, deadline=None)
 @given(setup_ops, writes, st.sampled_from([8, 32, 40, 500]), st.sampled_from([2, 3, 10]), st.booleans())
-def test_the_predicted_count_is_where_record_by_record_writes_become_backpressured(operations, write, size,
-                                                                                   max_buffers, local):
+def test_the_predicted_count_is_where_record_by_record_writes_become_backpressured(
+    operations, write, size, max_buffers, local
+):
     predicted_on = _partition(operations, size, max_buffers, local)
     assume(not predicted_on.is_backpressured())  # a producer only takes input while its output is available
     targets, per_record = _targets(write)
@@ -115,8 +122,9 @@ def test_the_buffers_a_local_channel_holds_count_until_it_recycles_them():
     """A local subpartition's buffers stay the producer's until its channel recycles them (``buffers_in_use``):
     with one held and three allowed, the 11th record of an empty subpartition opens its third buffer; once the
     channel recycled it, the 21st does."""
-    partition = ResultPartition(0, 2, memory_segment_size=320, max_buffers_per_channel=3,
-                                local_subpartitions=[True, False])
+    partition = ResultPartition(
+        0, 2, memory_segment_size=320, max_buffers_per_channel=3, local_subpartitions=[True, False]
+    )
     local = partition.subpartition_infos[0]
     partition.add_credit(local, 2)  # the partition request
     partition.write_batch(_rows(10), 0, 32)  # one full buffer
@@ -132,8 +140,9 @@ def _finished_buffers(partition: ResultPartition) -> int:
 
 @settings(max_examples=400, deadline=None)
 @given(setup_ops, writes, st.sampled_from([8, 32, 40, 500]), st.sampled_from([2, 3, 10]), st.booleans())
-def test_the_predicted_count_is_where_record_by_record_writes_first_finish_a_buffer(operations, write, size,
-                                                                                   max_buffers, local):
+def test_the_predicted_count_is_where_record_by_record_writes_first_finish_a_buffer(
+    operations, write, size, max_buffers, local
+):
     """``records_until_buffer_finishes`` (a paced source's next sync point, ``SourceEmission.EXACT``): the records
     written one at a time until one of them finishes a buffer, that one included (all of them if none does)."""
     predicted_on = _partition(operations, size, max_buffers, local)

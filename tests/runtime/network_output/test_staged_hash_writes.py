@@ -5,7 +5,8 @@ written record by record with ``emit_record`` (the same availability, buffers in
 wire, with the same records in each buffer)."""
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from barriersim.runtime.events import Buffer, CheckpointBarrier, CheckpointOptions
 from barriersim.runtime.network.output.result_partition import ResultPartition
@@ -67,15 +68,18 @@ def test_staged_hash_writes_behave_as_record_by_record_writes(operations, size, 
                 if got is None:
                     break
                 assert _rows(got.element) == _rows(expected.element)
-                assert (got.buffers_in_backlog, got.sequence_number) == (expected.buffers_in_backlog,
-                                                                          expected.sequence_number)
+                assert (got.buffers_in_backlog, got.sequence_number) == (
+                    expected.buffers_in_backlog,
+                    expected.sequence_number,
+                )
         elif op == "barrier":
             checkpoint += 1
             options = CheckpointOptions.unaligned() if a else CheckpointOptions.aligned()
             got = staged.broadcast_event(CheckpointBarrier(checkpoint, 0, options), a)
             expected = plain.broadcast_event(CheckpointBarrier(checkpoint, 0, options), a)
-            assert {i: [_rows(x) for x in d] for i, d in got.items()} == \
-                {i: [_rows(x) for x in d] for i, d in expected.items()}
+            assert {i: [_rows(x) for x in d] for i, d in got.items()} == {
+                i: [_rows(x) for x in d] for i, d in expected.items()
+            }
         elif op == "buffer_size":
             staged.set_buffer_size(infos[a], b)
             plain.set_buffer_size(infos[a], b)
@@ -94,5 +98,6 @@ def test_staged_hash_writes_behave_as_record_by_record_writes(operations, size, 
         for info in infos:
             staged.add_credit(info, 10_000)
             plain.add_credit(info, 10_000)
-            assert [_rows(x.element) for x in iter(lambda: staged.poll_next(info), None)] == \
-                [_rows(x.element) for x in iter(lambda: plain.poll_next(info), None)]
+            got = [_rows(x.element) for x in iter(lambda: staged.poll_next(info), None)]  # noqa: B023
+            want = [_rows(x.element) for x in iter(lambda: plain.poll_next(info), None)]  # noqa: B023
+            assert got == want

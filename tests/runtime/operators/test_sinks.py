@@ -98,8 +98,10 @@ def test_a_transaction_pre_commits_its_batches_in_order_and_leaves_them_unchange
 
     store = ExternalStore()
     sink = TwoPhaseCommitSink(store, "sink#0")
-    given = [RecordBatch.from_rows([(i, i % 7, i, 0) for i in range(start, start + size)])
-             for start, size in ((0, 1), (1, 3), (4, 50), (54, 1), (55, 200))]
+    given = [
+        RecordBatch.from_rows([(i, i % 7, i, 0) for i in range(start, start + size)])
+        for start, size in ((0, 1), (1, 3), (4, 50), (54, 1), (55, 200))
+    ]
     copies = [b.columns.copy() for b in given]
     for batch in given:
         sink.invoke_all(batch)
@@ -115,8 +117,11 @@ def test_a_transaction_pre_commits_its_batches_in_order_and_leaves_them_unchange
 def test_a_store_written_by_an_earlier_version_as_record_arrays_still_reads():
     import msgpack
 
-    legacy = {"committed": [["sink#0@0/1", [[1, 2, 3, 4], [5, 6, 7, 8]]]], "pending": [["sink#0@0/2", [[9, 9, 9, 9]]]],
-              "direct": [[[4, 3, 2, 1]]]}
+    legacy = {
+        "committed": [["sink#0@0/1", [[1, 2, 3, 4], [5, 6, 7, 8]]]],
+        "pending": [["sink#0@0/2", [[9, 9, 9, 9]]]],
+        "direct": [[[4, 3, 2, 1]]],
+    }
     store = ExternalStore.from_msgpack(msgpack.packb(legacy, use_bin_type=True))
     assert store.output().to_rows() == [(1, 2, 3, 4), (5, 6, 7, 8), (4, 3, 2, 1)]
     assert store.pending["sink#0@0/2"].to_rows() == [(9, 9, 9, 9)]
@@ -138,8 +143,11 @@ def test_pending_records_are_the_listed_transactions_records_in_that_order_as_on
     store.pre_commit("c", [])
     store.pre_commit("d", [(4, 0, 0, 0)])
     store.commit("d")
-    assert store.pending_records(["b", "a", "c", "d", "missing"]).to_rows() == [(3, 0, 0, 0), (1, 0, 0, 0),
-                                                                               (2, 0, 0, 0)]
+    assert store.pending_records(["b", "a", "c", "d", "missing"]).to_rows() == [
+        (3, 0, 0, 0),
+        (1, 0, 0, 0),
+        (2, 0, 0, 0),
+    ]
     assert len(store.pending_records([])) == 0
 
 

@@ -38,10 +38,12 @@ from barriersim.runtime.state.snapshot import (
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorState,
-    OperatorStateDistributionMode as Mode,
     OperatorStateHandle,
     OperatorSubtaskState,
     ResultSubpartitionStateHandle,
+)
+from barriersim.runtime.state.snapshot import (
+    OperatorStateDistributionMode as Mode,
 )
 from barriersim.runtime.storage.damage import corrupt_checkpoint
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
@@ -64,7 +66,10 @@ def _handle(spec: dict[str, tuple[int, Mode]], tag: str) -> OperatorStateHandle:
 
 def _redistribute(state: OperatorState, new_parallelism: int) -> list[list[OperatorStateHandle]]:
     """Flink's ``StateAssignmentOperation.reDistributePartitionableStates`` for one operator."""
-    old = [list(state.subtask_states.get(i, OperatorSubtaskState()).managed_operator_state) for i in range(state.parallelism)]
+    old = [
+        list(state.subtask_states.get(i, OperatorSubtaskState()).managed_operator_state)
+        for i in range(state.parallelism)
+    ]
     return repartition_state(old, state.parallelism, new_parallelism)
 
 
@@ -102,19 +107,31 @@ def _verify_one_kind(state: OperatorState) -> None:
 
 def test_repartition_split_distribute_states():
     """Port of Flink StateAssignmentOperationTest.testRepartitionSplitDistributeStates."""
-    state = OperatorState("op", 2, 4, {
-        0: OperatorSubtaskState(managed_operator_state=(_handle({"t-1": (2, Mode.SPLIT_DISTRIBUTE)}, "a"),)),
-        1: OperatorSubtaskState(managed_operator_state=(_handle({"t-2": (2, Mode.SPLIT_DISTRIBUTE)}, "b"),)),
-    })
+    state = OperatorState(
+        "op",
+        2,
+        4,
+        {
+            0: OperatorSubtaskState(managed_operator_state=(_handle({"t-1": (2, Mode.SPLIT_DISTRIBUTE)}, "a"),)),
+            1: OperatorSubtaskState(managed_operator_state=(_handle({"t-2": (2, Mode.SPLIT_DISTRIBUTE)}, "b"),)),
+        },
+    )
     _verify_one_kind(state)
 
 
 def test_repartition_union_state():
     """Port of Flink StateAssignmentOperationTest.testRepartitionUnionState."""
-    state = OperatorState("op", 2, 4, {
-        0: OperatorSubtaskState(managed_operator_state=(_handle({"t-3": (1, Mode.UNION), "t-4": (2, Mode.UNION)}, "a"),)),
-        1: OperatorSubtaskState(managed_operator_state=(_handle({"t-3": (1, Mode.UNION)}, "b"),)),
-    })
+    state = OperatorState(
+        "op",
+        2,
+        4,
+        {
+            0: OperatorSubtaskState(
+                managed_operator_state=(_handle({"t-3": (1, Mode.UNION), "t-4": (2, Mode.UNION)}, "a"),)
+            ),
+            1: OperatorSubtaskState(managed_operator_state=(_handle({"t-3": (1, Mode.UNION)}, "b"),)),
+        },
+    )
     _verify_one_kind(state)
 
 
@@ -123,10 +140,15 @@ _BROADCAST = {"t-5": (3, Mode.BROADCAST), "t-6": (3, Mode.BROADCAST)}
 
 def test_repartition_broadcast_state():
     """Port of Flink StateAssignmentOperationTest.testRepartitionBroadcastState."""
-    state = OperatorState("op", 2, 4, {
-        0: OperatorSubtaskState(managed_operator_state=(_handle(_BROADCAST, "a"),)),
-        1: OperatorSubtaskState(managed_operator_state=(_handle(_BROADCAST, "b"),)),
-    })
+    state = OperatorState(
+        "op",
+        2,
+        4,
+        {
+            0: OperatorSubtaskState(managed_operator_state=(_handle(_BROADCAST, "a"),)),
+            1: OperatorSubtaskState(managed_operator_state=(_handle(_BROADCAST, "b"),)),
+        },
+    )
     _verify_one_kind(state)
 
 
@@ -138,24 +160,55 @@ def test_repartition_broadcast_state_with_null_subtask_state():
 
 def test_repartition_broadcast_state_with_empty_subtask_state():
     """Port of Flink StateAssignmentOperationTest.testRepartitionBroadcastStateWithEmptySubtaskState."""
-    state = OperatorState("op", 2, 4, {
-        0: OperatorSubtaskState(managed_operator_state=(_handle(_BROADCAST, "a"),)),
-        1: OperatorSubtaskState(),
-    })
+    state = OperatorState(
+        "op",
+        2,
+        4,
+        {
+            0: OperatorSubtaskState(managed_operator_state=(_handle(_BROADCAST, "a"),)),
+            1: OperatorSubtaskState(),
+        },
+    )
     _verify_one_kind(state)
 
 
 def test_re_distribute_combined_partitionable_states():
     """Port of Flink StateAssignmentOperationTest.testReDistributeCombinedPartitionableStates."""
-    state = OperatorState("op", 2, 4, {
-        0: OperatorSubtaskState(managed_operator_state=(_handle({
-            "t-1": (1, Mode.UNION), "t-2": (2, Mode.UNION), "t-3": (2, Mode.SPLIT_DISTRIBUTE),
-            "t-4": (3, Mode.BROADCAST), "t-5": (3, Mode.BROADCAST), "t-6": (3, Mode.BROADCAST),
-        }, "a"),)),
-        1: OperatorSubtaskState(managed_operator_state=(_handle({
-            "t-1": (1, Mode.UNION), "t-4": (3, Mode.BROADCAST), "t-5": (3, Mode.BROADCAST), "t-6": (3, Mode.BROADCAST),
-        }, "b"),)),
-    })
+    state = OperatorState(
+        "op",
+        2,
+        4,
+        {
+            0: OperatorSubtaskState(
+                managed_operator_state=(
+                    _handle(
+                        {
+                            "t-1": (1, Mode.UNION),
+                            "t-2": (2, Mode.UNION),
+                            "t-3": (2, Mode.SPLIT_DISTRIBUTE),
+                            "t-4": (3, Mode.BROADCAST),
+                            "t-5": (3, Mode.BROADCAST),
+                            "t-6": (3, Mode.BROADCAST),
+                        },
+                        "a",
+                    ),
+                )
+            ),
+            1: OperatorSubtaskState(
+                managed_operator_state=(
+                    _handle(
+                        {
+                            "t-1": (1, Mode.UNION),
+                            "t-4": (3, Mode.BROADCAST),
+                            "t-5": (3, Mode.BROADCAST),
+                            "t-6": (3, Mode.BROADCAST),
+                        },
+                        "b",
+                    ),
+                )
+            ),
+        },
+    )
     for old_p, new_p in ((2, 3), (2, 1), (2, 2)):
         counts = _verify_and_collect_state_info(state, old_p, new_p)
         assert len(counts) == 6
@@ -172,7 +225,9 @@ def _buffers(rnd: random.Random) -> tuple[Buffer, ...]:
     return tuple(Buffer((rnd.randrange(100),), rnd.randrange(1, 100), s) for s in range(2))
 
 
-def _build_operator_states(operator_ids: list[str], num_subtasks: int, *, channel_state: bool = True) -> dict[str, OperatorState]:
+def _build_operator_states(
+    operator_ids: list[str], num_subtasks: int, *, channel_state: bool = True
+) -> dict[str, OperatorState]:
     """Flink's ``buildOperatorStates``: every subtask has operator state, keyed state of key group ``i``,
     input channel state (except the first operator) and result subpartition state (except the last)."""
     rnd = random.Random(len(operator_ids) * 1000 + num_subtasks)
@@ -186,10 +241,12 @@ def _build_operator_states(operator_ids: list[str], num_subtasks: int, *, channe
                     OperatorStateHandle({"list": _parts(2, f"{op}/{i}/b")}),
                 ),
                 managed_keyed_state=(KeyGroupsStateHandle(KeyGroupRange(i, i), {i: f"{op}/{i}".encode()}),),
-                input_channel_state=() if op == operator_ids[0] or not channel_state else tuple(
-                    InputChannelStateHandle(i, InputChannelInfo(0, c), _buffers(rnd)) for c in range(2)
-                ),
-                result_subpartition_state=() if op == operator_ids[-1] or not channel_state else tuple(
+                input_channel_state=()
+                if op == operator_ids[0] or not channel_state
+                else tuple(InputChannelStateHandle(i, InputChannelInfo(0, c), _buffers(rnd)) for c in range(2)),
+                result_subpartition_state=()
+                if op == operator_ids[-1] or not channel_state
+                else tuple(
                     ResultSubpartitionStateHandle(i, ResultSubpartitionInfo(0, c), _buffers(rnd)) for c in range(2)
                 ),
             )
@@ -209,13 +266,16 @@ def _chain(operator_ids: list[str], parallelism: int, partitioner: Partitioner =
     """Flink's ``buildVertices(operatorIds, parallelism, RANGE, ROUND_ROBIN)``: a chain of vertices, each edge
     with a range-mapped downstream and a round-robin upstream, as a hash edge is (only the topology is used)."""
     kinds = [OperatorKind.SOURCE] + [OperatorKind.KEYED_SUM] * (len(operator_ids) - 1)
-    return JobGraph(tuple(JobVertex(op, kind, parallelism, MAX_P) for op, kind in zip(operator_ids, kinds)),
-                    tuple(JobEdge(a, b, partitioner) for a, b in zip(operator_ids, operator_ids[1:])))
+    return JobGraph(
+        tuple(JobVertex(op, kind, parallelism, MAX_P) for op, kind in zip(operator_ids, kinds)),
+        tuple(JobEdge(a, b, partitioner) for a, b in zip(operator_ids, operator_ids[1:])),
+    )
 
 
 def _assign(states, operator_ids, parallelism, partitioner=Partitioner.HASH):
-    return assign_states(_metadata(states), _vertices(operator_ids, parallelism),
-                         graph=_chain(operator_ids, parallelism, partitioner))
+    return assign_states(
+        _metadata(states), _vertices(operator_ids, parallelism), graph=_chain(operator_ids, parallelism, partitioner)
+    )
 
 
 def _assert_state(assignment, states, op, new_index, field, *old_indexes):
@@ -226,9 +286,16 @@ def _assert_state(assignment, states, op, new_index, field, *old_indexes):
 
 
 def _descriptor(old, mapping, ambiguous=(), identity=False):
-    return InflightDataRescalingDescriptor((InflightDataGateOrPartitionRescalingDescriptor(
-        tuple(old), RescaleMappings.of(mapping, max((t for ts in mapping for t in ts), default=-1) + 1),
-        frozenset(ambiguous), MappingType.IDENTITY if identity else MappingType.RESCALING),))
+    return InflightDataRescalingDescriptor(
+        (
+            InflightDataGateOrPartitionRescalingDescriptor(
+                tuple(old),
+                RescaleMappings.of(mapping, max((t for ts in mapping for t in ts), default=-1) + 1),
+                frozenset(ambiguous),
+                MappingType.IDENTITY if identity else MappingType.RESCALING,
+            ),
+        )
+    )
 
 
 def test_channel_state_assignment_stability():
@@ -296,7 +363,9 @@ def test_channel_state_assignment_upscaling():
     # unmapped subtask index, so nothing to do
     assert assignment.subtask_state("op-0", 2).output_rescaling_descriptor == NO_RESCALE
     assert assignment.subtask_state("op-1", 0).input_rescaling_descriptor == _descriptor((0,), [(0,), (1,), ()], {0, 1})
-    assert assignment.subtask_state("op-1", 1).input_rescaling_descriptor == _descriptor((0, 1), [(0,), (1,), ()], {0, 1})
+    assert assignment.subtask_state("op-1", 1).input_rescaling_descriptor == _descriptor(
+        (0, 1), [(0,), (1,), ()], {0, 1}
+    )
     assert assignment.subtask_state("op-1", 2).input_rescaling_descriptor == _descriptor((1,), [(0,), (1,), ()], {0, 1})
     # the unmapped producer still ends its (empty) recovered output on the rescaled edge
     assert assignment.subtask_state("op-0", 2).end_of_channel_state_partitions == (0,)
@@ -310,10 +379,19 @@ def test_only_upstream_channel_state_assignment():
     vertex, which holds no state itself (an empty operator state, as every acknowledged vertex has one), still
     gets rescaling descriptors for the upstream's in-flight data (FLINK-31963)."""
     rnd = random.Random(3)
-    upstream = OperatorState("op-0", 2, MAX_P, {0: OperatorSubtaskState(result_subpartition_state=(
-        ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 0), _buffers(rnd)),
-        ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 1), _buffers(rnd)),
-    ))})
+    upstream = OperatorState(
+        "op-0",
+        2,
+        MAX_P,
+        {
+            0: OperatorSubtaskState(
+                result_subpartition_state=(
+                    ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 0), _buffers(rnd)),
+                    ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 1), _buffers(rnd)),
+                )
+            )
+        },
+    )
     metadata = CheckpointMetadata(0, (upstream, OperatorState("op-1", 2, MAX_P)))
     graph = _chain(["op-0", "op-1"], 2)
     assignment = assign_states(metadata, _vertices(["op-0", "op-1"], 2), graph=graph)
@@ -323,7 +401,10 @@ def test_only_upstream_channel_state_assignment():
     assert assignment.subtask_state("op-0", 0) == upstream.subtask_states[0]
     assert assignment.subtask_state("op-1", 1) == OperatorSubtaskState()
     rescaled = assign_states(metadata, _vertices(["op-0", "op-1"], 3), graph=_chain(["op-0", "op-1"], 3))
-    assert rescaled.subtask_state("op-0", 0).result_subpartition_state == upstream.subtask_states[0].result_subpartition_state
+    assert (
+        rescaled.subtask_state("op-0", 0).result_subpartition_state
+        == upstream.subtask_states[0].result_subpartition_state
+    )
     assert not rescaled.subtask_state("op-1", 1).has_state
     assert rescaled.subtask_state("op-1", 1).input_rescaling_descriptor == _descriptor((0, 1), [(0,), (1,), ()], {0, 1})
     # without the topology, the in-flight data cannot be rescaled
@@ -340,28 +421,58 @@ def test_only_upstream_or_downstream_channel_rescale_state_assignment(upstream_s
     rnd = random.Random(31963)
     up, down = OperatorState("op-0", 5, MAX_P), OperatorState("op-1", 5, MAX_P)
     if upstream_state:
-        up = OperatorState("op-0", 5, MAX_P, {0: OperatorSubtaskState(result_subpartition_state=(
-            ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 0), _buffers(rnd)),
-            ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 1), _buffers(rnd))))})
+        up = OperatorState(
+            "op-0",
+            5,
+            MAX_P,
+            {
+                0: OperatorSubtaskState(
+                    result_subpartition_state=(
+                        ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 0), _buffers(rnd)),
+                        ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 1), _buffers(rnd)),
+                    )
+                )
+            },
+        )
         parallelism = {"op-0": 5, "op-1": 3}
     else:
-        down = OperatorState("op-1", 5, MAX_P, {0: OperatorSubtaskState(input_channel_state=(
-            InputChannelStateHandle(0, InputChannelInfo(0, 0), _buffers(rnd)),
-            InputChannelStateHandle(0, InputChannelInfo(0, 1), _buffers(rnd))))})
+        down = OperatorState(
+            "op-1",
+            5,
+            MAX_P,
+            {
+                0: OperatorSubtaskState(
+                    input_channel_state=(
+                        InputChannelStateHandle(0, InputChannelInfo(0, 0), _buffers(rnd)),
+                        InputChannelStateHandle(0, InputChannelInfo(0, 1), _buffers(rnd)),
+                    )
+                )
+            },
+        )
         parallelism = {"op-0": 3, "op-1": 5}
-    graph = JobGraph((JobVertex("op-0", OperatorKind.SOURCE, parallelism["op-0"], MAX_P),
-                      JobVertex("op-1", OperatorKind.KEYED_SUM, parallelism["op-1"], MAX_P)),
-                     (JobEdge("op-0", "op-1", Partitioner.HASH),))
-    assignment = assign_states(CheckpointMetadata(0, (up, down)),
-                               [ExecutionJobVertexInfo(op, p, MAX_P) for op, p in parallelism.items()], graph=graph)
+    graph = JobGraph(
+        (
+            JobVertex("op-0", OperatorKind.SOURCE, parallelism["op-0"], MAX_P),
+            JobVertex("op-1", OperatorKind.KEYED_SUM, parallelism["op-1"], MAX_P),
+        ),
+        (JobEdge("op-0", "op-1", Partitioner.HASH),),
+    )
+    assignment = assign_states(
+        CheckpointMetadata(0, (up, down)),
+        [ExecutionJobVertexInfo(op, p, MAX_P) for op, p in parallelism.items()],
+        graph=graph,
+    )
 
     def mapped(op, side):
-        counts = [len(getattr(assignment.subtask_state(op, i), side).old_subtask_indexes(0)) for i in range(parallelism[op])]
+        counts = [
+            len(getattr(assignment.subtask_state(op, i), side).old_subtask_indexes(0)) for i in range(parallelism[op])
+        ]
         assert all(n > 0 for n in counts)  # there is a mapping
         return sum(counts)
 
     assert (mapped("op-0", "output_rescaling_descriptor"), mapped("op-1", "input_rescaling_descriptor")) == (
-        (5, 7) if upstream_state else (5, 5))
+        (5, 7) if upstream_state else (5, 5)
+    )
 
 
 @pytest.mark.parametrize("partitioner", [Partitioner.BROADCAST, Partitioner.FORWARD])
@@ -370,10 +481,14 @@ def test_in_flight_data_of_a_partitioner_that_cannot_rescale_is_refused(partitio
     with one line naming the edge; aligned state of the same job rescales."""
     operator_ids = ["op-0", "op-1"]
     states = _build_operator_states(operator_ids, 2)
-    with pytest.raises(ChannelStateRescalingUnsupportedError, match=rf"edge op-0 -\[{partitioner.value}\]-> op-1 .*explicit shuffle"):
+    with pytest.raises(
+        ChannelStateRescalingUnsupportedError, match=rf"edge op-0 -\[{partitioner.value}\]-> op-1 .*explicit shuffle"
+    ):
         _assign(states, operator_ids, 3, partitioner)
     aligned = _build_operator_states(operator_ids, 2, channel_state=False)
-    assert _assign(aligned, operator_ids, 3, partitioner).subtask_state("op-1", 2).input_rescaling_descriptor == NO_RESCALE
+    assert (
+        _assign(aligned, operator_ids, 3, partitioner).subtask_state("op-1", 2).input_rescaling_descriptor == NO_RESCALE
+    )
 
 
 def test_state_with_fully_finished_operators():
@@ -424,8 +539,12 @@ def test_no_rescaling(old_parallelism, new_parallelism, offsets_size, extract):
     channel state handle is dropped when rescaling."""
     buffers = tuple(Buffer((0,), 1, s) for s in range(offsets_size))
     subtask = OperatorSubtaskState(
-        input_channel_state=(InputChannelStateHandle(0, InputChannelInfo(0, 0), buffers),) if extract == "input_channel_state" else (),
-        result_subpartition_state=(ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 0), buffers),) if extract == "result_subpartition_state" else (),
+        input_channel_state=(InputChannelStateHandle(0, InputChannelInfo(0, 0), buffers),)
+        if extract == "input_channel_state"
+        else (),
+        result_subpartition_state=(ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 0), buffers),)
+        if extract == "result_subpartition_state"
+        else (),
     )
     metadata = CheckpointMetadata(1, (OperatorState("op", old_parallelism, 128, {0: subtask}),))
     vertex = ExecutionJobVertexInfo("op", new_parallelism, 128)
@@ -453,7 +572,9 @@ def test_load_and_validate_savepoint(tmp_path):
     )
     state = OperatorState("vertex", parallelism, parallelism, {0: subtask})
     storage = FileSystemCheckpointStorage(tmp_path / "ck", "job", default_savepoint_directory=tmp_path / "sp")
-    pointer = storage.persist_checkpoint(CheckpointMetadata(checkpoint_id, (state,)), is_savepoint=True).external_pointer
+    pointer = storage.persist_checkpoint(
+        CheckpointMetadata(checkpoint_id, (state,)), is_savepoint=True
+    ).external_pointer
     loader = checkpoint_loader(storage)
     vertex = ExecutionJobVertexInfo("vertex", parallelism, parallelism)
     # 1) everything correct
@@ -476,9 +597,14 @@ def test_load_and_validate_savepoint(tmp_path):
 
 def test_max_parallelism_lower_than_new_parallelism_is_refused_and_unconfigured_adopts_it():
     states = _build_operator_states(["op"], 2, channel_state=False)
-    with pytest.raises(MaxParallelismMismatchError, match=r"maximum parallelism \(256\) of the restored state is lower than the configured parallelism \(300\)"):
+    with pytest.raises(
+        MaxParallelismMismatchError,
+        match=r"maximum parallelism \(256\) of the restored state is lower than the configured parallelism \(300\)",
+    ):
         assign_states(_metadata(states), [ExecutionJobVertexInfo("op", 300, 512, max_parallelism_configured=False)])
-    assignment = assign_states(_metadata(states), [ExecutionJobVertexInfo("op", 4, 128, max_parallelism_configured=False)])
+    assignment = assign_states(
+        _metadata(states), [ExecutionJobVertexInfo("op", 4, 128, max_parallelism_configured=False)]
+    )
     assert assignment.max_parallelism["op"] == MAX_P
     # key group i of old subtask i (i < 2) ends on the subtask whose range (max parallelism 256) holds it
     assert assignment.subtask_state("op", 0).managed_keyed_state[0].key_groups == {0: b"op/0"}
@@ -505,7 +631,9 @@ def test_subtask_state_outside_the_parallelism_is_an_error():
 
 @pytest.mark.parametrize("make_storage", ["memory", "fs"])
 def test_restore_latest_checkpoint_skips_a_corrupt_newest_one(tmp_path, make_storage):
-    storage = JobManagerCheckpointStorage("job") if make_storage == "memory" else FileSystemCheckpointStorage(tmp_path, "job")
+    storage = (
+        JobManagerCheckpointStorage("job") if make_storage == "memory" else FileSystemCheckpointStorage(tmp_path, "job")
+    )
     vertices = _vertices(["op"], 3)
     assert restore_latest_checkpoint(storage, vertices) is None
     for checkpoint_id in (1, 2):
@@ -514,7 +642,12 @@ def test_restore_latest_checkpoint_skips_a_corrupt_newest_one(tmp_path, make_sto
     restored = restore_latest_checkpoint(storage, vertices)
     assert restored.assignment.checkpoint_id == 1
     assert "chk-2/_metadata: truncated" in str(restored.checkpoint.skipped[0])
-    assert {kg for i in range(3) for h in restored.assignment.subtask_state("op", i).managed_keyed_state for kg in h.key_groups} == {0, 1}
+    assert {
+        kg
+        for i in range(3)
+        for h in restored.assignment.subtask_state("op", i).managed_keyed_state
+        for kg in h.key_groups
+    } == {0, 1}
 
 
 def test_recovery_modules_use_no_clock_threads_or_pickle():
@@ -579,10 +712,15 @@ def test_property_rescaled_keyed_state_loses_and_duplicates_no_key_group(case):
 def test_property_rescaling_twice_is_lossless(case, third_p):
     max_p, old_p, new_p, present = case
     third_p = min(third_p, max_p)
-    first = assign_states(CheckpointMetadata(1, (_keyed_operator_state(max_p, old_p, present),)), [ExecutionJobVertexInfo("op", new_p, max_p)])
+    first = assign_states(
+        CheckpointMetadata(1, (_keyed_operator_state(max_p, old_p, present),)),
+        [ExecutionJobVertexInfo("op", new_p, max_p)],
+    )
     middle = OperatorState("op", new_p, max_p, {i: first.subtask_state("op", i) for i in range(new_p)})
     second = assign_states(CheckpointMetadata(2, (middle,)), [ExecutionJobVertexInfo("op", third_p, max_p)])
-    values = sorted(kg for i in range(third_p) for h in second.subtask_state("op", i).managed_keyed_state for kg in h.key_groups)
+    values = sorted(
+        kg for i in range(third_p) for h in second.subtask_state("op", i).managed_keyed_state for kg in h.key_groups
+    )
     assert values == sorted(present)
 
 

@@ -6,6 +6,8 @@ import pytest
 from barriersim.runtime.jobgraph import Partitioner
 from barriersim.runtime.recovery.subtask_state_mapper import (
     SubtaskStateMapper as M,
+)
+from barriersim.runtime.recovery.subtask_state_mapper import (
     UnsupportedRescalingError,
     downstream_mapper,
     upstream_mapper,
@@ -18,30 +20,33 @@ def mapping(m: M, old: int, new: int) -> list[list[int]]:
     return [list(rm.get_mapped_indexes(i)) for i in range(new)]
 
 
-@pytest.mark.parametrize("m, old, new, expected", [
-    (M.FIRST, 3, 2, [[0, 1, 2], []]),
-    (M.FIRST, 3, 3, [[0, 1, 2], [], []]),  # the optimization is done on call-site, as in Flink
-    (M.FIRST, 3, 4, [[0, 1, 2], [], [], []]),
-    (M.FULL, 3, 2, [[0, 1, 2], [0, 1, 2]]),
-    (M.FULL, 3, 3, [[0, 1, 2]] * 3),
-    (M.FULL, 3, 4, [[0, 1, 2]] * 4),
-    (M.RANGE, 3, 2, [[0, 1], [1, 2]]),  # [0; 43) [43; 87) [87; 128) -> [0; 64) [64; 128)
-    (M.RANGE, 10, 2, [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]),
-    (M.RANGE, 10, 1, [list(range(10))]),
-    (M.RANGE, 3, 3, [[0], [1], [2]]),
-    (M.RANGE, 3, 4, [[0], [0, 1], [1, 2], [2]]),
-    (M.RANGE, 3, 7, [[0], [0], [0, 1], [1], [1, 2], [2], [2]]),
-    (M.ROUND_ROBIN, 10, 4, [[0, 4, 8], [1, 5, 9], [2, 6], [3, 7]]),
-    (M.ROUND_ROBIN, 5, 4, [[0, 4], [1], [2], [3]]),
-    (M.ROUND_ROBIN, 5, 2, [[0, 2, 4], [1, 3]]),
-    (M.ROUND_ROBIN, 5, 1, [[0, 1, 2, 3, 4]]),
-    (M.ROUND_ROBIN, 10, 10, [[i] for i in range(10)]),
-    (M.ROUND_ROBIN, 1, 1, [[0]]),
-    (M.ROUND_ROBIN, 4, 10, [[0], [1], [2], [3]] + [[]] * 6),
-    (M.ROUND_ROBIN, 2, 5, [[0], [1], [], [], []]),
-    (M.ROUND_ROBIN, 1, 5, [[0], [], [], [], []]),
-    (M.ARBITRARY, 5, 2, [[0, 2, 4], [1, 3]]),
-])
+@pytest.mark.parametrize(
+    "m, old, new, expected",
+    [
+        (M.FIRST, 3, 2, [[0, 1, 2], []]),
+        (M.FIRST, 3, 3, [[0, 1, 2], [], []]),  # the optimization is done on call-site, as in Flink
+        (M.FIRST, 3, 4, [[0, 1, 2], [], [], []]),
+        (M.FULL, 3, 2, [[0, 1, 2], [0, 1, 2]]),
+        (M.FULL, 3, 3, [[0, 1, 2]] * 3),
+        (M.FULL, 3, 4, [[0, 1, 2]] * 4),
+        (M.RANGE, 3, 2, [[0, 1], [1, 2]]),  # [0; 43) [43; 87) [87; 128) -> [0; 64) [64; 128)
+        (M.RANGE, 10, 2, [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]),
+        (M.RANGE, 10, 1, [list(range(10))]),
+        (M.RANGE, 3, 3, [[0], [1], [2]]),
+        (M.RANGE, 3, 4, [[0], [0, 1], [1, 2], [2]]),
+        (M.RANGE, 3, 7, [[0], [0], [0, 1], [1], [1, 2], [2], [2]]),
+        (M.ROUND_ROBIN, 10, 4, [[0, 4, 8], [1, 5, 9], [2, 6], [3, 7]]),
+        (M.ROUND_ROBIN, 5, 4, [[0, 4], [1], [2], [3]]),
+        (M.ROUND_ROBIN, 5, 2, [[0, 2, 4], [1, 3]]),
+        (M.ROUND_ROBIN, 5, 1, [[0, 1, 2, 3, 4]]),
+        (M.ROUND_ROBIN, 10, 10, [[i] for i in range(10)]),
+        (M.ROUND_ROBIN, 1, 1, [[0]]),
+        (M.ROUND_ROBIN, 4, 10, [[0], [1], [2], [3]] + [[]] * 6),
+        (M.ROUND_ROBIN, 2, 5, [[0], [1], [], [], []]),
+        (M.ROUND_ROBIN, 1, 5, [[0], [], [], [], []]),
+        (M.ARBITRARY, 5, 2, [[0, 2, 4], [1, 3]]),
+    ],
+)
 def test_new_to_old_subtasks_mapping(m, old, new, expected):
     """Port of Flink SubtaskStateMapperTest (every case), and ARBITRARY, which is round robin."""
     assert mapping(m, old, new) == expected

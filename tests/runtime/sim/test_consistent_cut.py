@@ -41,7 +41,7 @@ def simulate(mode, faults, records=20_000):
 
 
 def persisted_records(job) -> int:
-    return sum(len(b.records) for _, md in job.job_master.completed_in_epoch.values() for s in md.operator_states
+    return sum(len(b.records) for _, md in job.dispatcher.completed_in_epoch().values() for s in md.operator_states
                for st in s.subtask_states.values() for h in st.input_channel_state + st.result_subpartition_state
                for b in h.buffers)
 
@@ -51,7 +51,7 @@ def test_every_completed_checkpoint_is_a_consistent_cut(mode):
     # 30,000 records: keyed-sum#1, which is not slowed down, still runs at 150 ms in every mode
     job, result = simulate(mode, f'[{BACKPRESSURE},{{"type":"crash_task","task":"keyed-sum#1","at_ms":150}},'
                                  f'{{"type":"crash_coordinator","at_ms":260}}]', records=30_000)
-    assert len(job.job_master.completed_in_epoch) >= 3 and len(job.deployments) == 3
+    assert len(job.dispatcher.completed_in_epoch()) >= 3 and len(job.deployments) == 3
     assert job.consistent_cut_violations() == []
     if mode in ("unaligned", "aligned-with-timeout"):
         assert persisted_records(job) > 0  # the in-flight part of the cut is exercised

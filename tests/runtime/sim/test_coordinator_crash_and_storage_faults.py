@@ -46,7 +46,7 @@ def test_a_crashed_coordinator_recovers_the_completed_checkpoints_and_restarts_t
     job, result, verdict = simulate(mode, '[{"type":"crash_coordinator","at_ms":130}]', records=50_000)
     assert_guarantee(mode, result, verdict)
     assert result.coordinator_failovers == 1 and result.restarts == 1
-    old, new = job.job_master.retired_stats[0], job.job_master.coordinator.stats
+    old, new = job.dispatcher.retired_stats()[0], job.dispatcher.checkpoint_stats()
     assert old.counts["completed"] >= 1 and result.restored_checkpoint_ids == [max(
         cid for cid, r in old.history.items() if r["status"] == "COMPLETED")]
     assert min(new.history) > max(old.history)  # the persisted counter: no id is used twice
@@ -62,9 +62,9 @@ def test_pending_checkpoints_of_a_crashed_coordinator_are_lost_and_never_complet
     at = next(c for c in undisturbed.checkpoints if c["id"] == 2)["trigger_timestamp"] + 10
     job, result, verdict = simulate("aligned", f'[{delay},{{"type":"crash_coordinator","at_ms":{at}}}]')
     assert_guarantee("aligned", result, verdict)
-    lost = job.job_master.retired_stats[0].history[2]
+    lost = job.dispatcher.retired_stats()[0].history[2]
     assert lost["status"] == "FAILED" and lost["failure_reason"] == "CHECKPOINT_COORDINATOR_SHUTDOWN"
-    assert result.restored_checkpoint_ids == [1] and min(job.job_master.coordinator.stats.history) == 3
+    assert result.restored_checkpoint_ids == [1] and min(job.dispatcher.checkpoint_stats().history) == 3
 
 
 def test_a_coordinator_crash_before_any_checkpoint_completed_restarts_from_scratch():
@@ -130,7 +130,7 @@ def _directory(storage, tmp_path):
 
 
 def _completed(job):
-    return sorted(cid for stats in job.job_master.retired_stats for cid, row in stats.history.items()
+    return sorted(cid for stats in job.dispatcher.retired_stats() for cid, row in stats.history.items()
                   if row["status"] == "COMPLETED")
 
 

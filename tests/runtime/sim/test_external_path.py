@@ -12,8 +12,9 @@ from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
 def _run(checkpoint_directory=None):
     scenario = effective_scenario(load_scenario("scenarios/quickstart.toml"))
-    simulation = JobSimulation(job_config(scenario), workload_splits(scenario), scenario.seed,
-                               checkpoint_directory=checkpoint_directory)
+    simulation = JobSimulation(
+        job_config(scenario), workload_splits(scenario), scenario.seed, checkpoint_directory=checkpoint_directory
+    )
     result = simulation.run()
     completed = [c for c in result.checkpoints if c["status"] == "COMPLETED"]
     assert completed
@@ -29,5 +30,6 @@ def test_checkpoints_in_the_jobmanagers_memory_are_not_externally_addressable():
 def test_checkpoints_in_files_show_their_directory(tmp_path):
     simulation, completed = _run(tmp_path / "checkpoints")
     job = simulation.job_id
-    assert [c["external_path"] for c in completed] == [str(tmp_path / "checkpoints" / job / f"chk-{c['id']}")
-                                                       for c in completed]
+    assert [c["external_path"] for c in completed] == [
+        str(tmp_path / "checkpoints" / job / f"chk-{c['id']}") for c in completed
+    ]

@@ -18,28 +18,58 @@ from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
 
 def scenario(backend: str, faults: list[dict]):
-    return effective_scenario(parse_scenario({
-        "scenario": {"name": "incremental", "seed": 5},
-        "workload": {"records": 12_000, "keys": 3_000, "zipf_exponent": 0.3, "rate_per_source": 4_000,
-                     "key_growth": True},
-        "checkpointing": {"mode": "aligned", "interval_ms": 60, "max_retained": 2, "tolerable_failures": 10,
-                          "memory_threshold_bytes": 0, "recovery_claim_mode": "claim"},
-        # small runs and levels so that a short job flushes and compacts many times
-        "state": {"backend": backend, "entry_bytes": 100, "write_buffer_bytes": 20_000, "target_file_bytes": 30_000,
-                  "level0_compaction_trigger": 2, "max_bytes_for_level_base": 60_000, "level_multiplier": 2,
-                  "num_levels": 4},
-        "job": {"vertex": [{"name": "source", "operator": "source", "parallelism": 2},
-                           {"name": "sum", "operator": "keyed_sum", "parallelism": 2},
-                           {"name": "sink", "operator": "two_phase_commit_sink", "parallelism": 1}],
-                "edge": [{"from": "source", "to": "sum", "partitioner": "hash"},
-                         {"from": "sum", "to": "sink", "partitioner": "rebalance"}]},
-        "faults": faults,
-    }))
+    return effective_scenario(
+        parse_scenario(
+            {
+                "scenario": {"name": "incremental", "seed": 5},
+                "workload": {
+                    "records": 12_000,
+                    "keys": 3_000,
+                    "zipf_exponent": 0.3,
+                    "rate_per_source": 4_000,
+                    "key_growth": True,
+                },
+                "checkpointing": {
+                    "mode": "aligned",
+                    "interval_ms": 60,
+                    "max_retained": 2,
+                    "tolerable_failures": 10,
+                    "memory_threshold_bytes": 0,
+                    "recovery_claim_mode": "claim",
+                },
+                # small runs and levels so that a short job flushes and compacts many times
+                "state": {
+                    "backend": backend,
+                    "entry_bytes": 100,
+                    "write_buffer_bytes": 20_000,
+                    "target_file_bytes": 30_000,
+                    "level0_compaction_trigger": 2,
+                    "max_bytes_for_level_base": 60_000,
+                    "level_multiplier": 2,
+                    "num_levels": 4,
+                },
+                "job": {
+                    "vertex": [
+                        {"name": "source", "operator": "source", "parallelism": 2},
+                        {"name": "sum", "operator": "keyed_sum", "parallelism": 2},
+                        {"name": "sink", "operator": "two_phase_commit_sink", "parallelism": 1},
+                    ],
+                    "edge": [
+                        {"from": "source", "to": "sum", "partitioner": "hash"},
+                        {"from": "sum", "to": "sink", "partitioner": "rebalance"},
+                    ],
+                },
+                "faults": faults,
+            }
+        )
+    )
 
 
-FAULTS = [{"type": "crash_task", "task": "sum#1", "at_ms": 500},
-          {"type": "crash_coordinator", "at_ms": 1_700},
-          {"type": "crash_task", "task": "sum#0", "at_ms": 2_900}]
+FAULTS = [
+    {"type": "crash_task", "task": "sum#1", "at_ms": 500},
+    {"type": "crash_coordinator", "at_ms": 1_700},
+    {"type": "crash_task", "task": "sum#0", "at_ms": 2_900},
+]
 
 
 def run(backend: str, tmp_path, faults=FAULTS):
@@ -106,8 +136,9 @@ def test_a_damaged_shared_file_is_found_and_the_previous_checkpoint_loads(tmp_pa
     shared_dir = storage.shared_state_directory
     for location in storage.list_retained_checkpoints():
         loaded = storage.load_checkpoint(location)
-        seen[location.checkpoint_id] = {h.file.removeprefix("shared/") for h in loaded.location.state_files
-                                        if h.file.startswith("shared/")}
+        seen[location.checkpoint_id] = {
+            h.file.removeprefix("shared/") for h in loaded.location.state_files if h.file.startswith("shared/")
+        }
     # the newest checkpoint that wrote shared files of its own (the last ones, after the job's end, hold no state)
     ids = sorted(seen)
     newest = max(b for a, b in zip(ids, ids[1:]) if seen[b] - seen[a])

@@ -31,6 +31,7 @@ class KernelMachine(RuleBasedStateMachine):
             self.clock_seen.append(self.sim.now_us)
             if token == self.stop_token:
                 self.sim.stop()
+
         return run
 
     @rule(delay=st.integers(0, 50), priority=st.sampled_from(list(Priority)), stops=st.booleans())
@@ -93,5 +94,11 @@ class KernelMachine(RuleBasedStateMachine):
 
 
 TestKernelMachine = KernelMachine.TestCase
-TestKernelMachine.settings = settings(max_examples=30, stateful_step_count=30, deadline=None, database=None,
-                                      derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+TestKernelMachine.settings = settings(
+    max_examples=30,
+    stateful_step_count=30,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)

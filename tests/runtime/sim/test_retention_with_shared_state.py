@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from barriersim.runtime.job.config import JobOutcome
+from barriersim.runtime.job.events import CancelJob
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.loader import effective_scenario, parse_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
@@ -43,7 +44,7 @@ def simulation(retention: str, ending: str, tmp_path) -> JobSimulation:
         config = dataclasses.replace(config, restart=dataclasses.replace(config.restart, attempts=0))
     sim = JobSimulation(config, workload_splits(s), s.seed, checkpoint_directory=tmp_path)
     if ending == "canceled":
-        sim.sim.schedule_at(900_000, lambda: sim._carry_out(sim.job_master.cancel()))
+        sim.sim.schedule_at(900_000, lambda: sim._carry_out(sim.dispatcher.handle(CancelJob())))
     return sim
 
 

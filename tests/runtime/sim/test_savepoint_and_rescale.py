@@ -246,7 +246,7 @@ def test_a_cancelled_job_with_incremental_window_state_is_verified_against_its_c
 
     job, result, verification, covers = simulate_and_verify(
         load_scenario(Path(__file__).parent / "cases" / "cancel-with-incremental-window-state.toml"))
-    ended_by_snapshot, metadata = job.job_master.ending_snapshot
+    ended_by_snapshot, metadata = job.dispatcher.ending_snapshot()
     assert result.outcome.value == "canceled" and ended_by_snapshot and covers == "snapshot"
     join = next(s for s in metadata.operator_states if s.operator_id == "join")
     assert any(isinstance(h, IncrementalKeyedStateHandle) for st in join.subtask_states.values()

@@ -47,7 +47,7 @@ def simulate(mode, faults, seed=3, cluster=CLUSTER):
 
 
 def killed_names(job) -> set[str]:
-    return {k.partition("@")[0] for k in job.job_master.killed}
+    return {k.partition("@")[0] for k in job.dispatcher.killed()}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -88,7 +88,7 @@ def test_a_killed_node_takes_its_taskmanagers_for_good_and_they_restart_on_the_s
     # node 1 held TaskManager 1, which moves to node 2; then node 2 goes with TaskManagers 1 and 2
     assert nodes == [[0, 1, 2, 0], [0, 2, 2, 0], [0, 0, 0, 0]]
     assert killed_names(job) == subtasks_of(1) | subtasks_of(2)
-    assert job.job_master.lost_nodes == {1, 2}
+    assert job.dispatcher.lost_nodes() == {1, 2}
 
 
 def test_a_scenario_places_taskmanagers_on_nodes_and_its_node_faults_are_checked():

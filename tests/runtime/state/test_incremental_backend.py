@@ -53,9 +53,16 @@ class Table:
         self.values = {row[0]: row[1] for kg, row in rows_from_state(state)}
 
 
-SMALL = StateBackendConfig(StateBackendKind.INCREMENTAL, entry_bytes=100, write_buffer_bytes=1_000,
-                           target_file_bytes=1_500, level0_compaction_trigger=2, max_bytes_for_level_base=3_000,
-                           level_multiplier=2, num_levels=4)
+SMALL = StateBackendConfig(
+    StateBackendKind.INCREMENTAL,
+    entry_bytes=100,
+    write_buffer_bytes=1_000,
+    target_file_bytes=1_500,
+    level0_compaction_trigger=2,
+    max_bytes_for_level_base=3_000,
+    level_multiplier=2,
+    num_levels=4,
+)
 
 
 def backend(table, config=SMALL, seed=0, rng_name="t"):
@@ -139,7 +146,8 @@ def test_a_full_checkpoint_uploads_every_run_again_and_later_checkpoints_build_o
     table.values[7] = 7
     third = handle_of(b.snapshot(3))
     assert {e.handle.key for e in third.shared_state if isinstance(e.handle, PlaceholderStateHandle)} == {
-        e.handle.key for e in full.shared_state}
+        e.handle.key for e in full.shared_state
+    }
     assert third.checkpointed_size == 100 + len(third.meta_state)
 
 
@@ -186,11 +194,14 @@ def test_a_heap_backend_restores_an_incremental_snapshot_and_back():
     assert again.values == table.values
 
 
-OPS = st.lists(st.one_of(
-    st.tuples(st.just("put"), st.integers(0, 60), st.integers(-5, 5)),
-    st.tuples(st.just("delete"), st.integers(0, 60), st.just(0)),
-    st.tuples(st.just("checkpoint"), st.booleans(), st.booleans()),  # completed?, restore from it afterwards?
-), max_size=80)
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), st.integers(0, 60), st.integers(-5, 5)),
+        st.tuples(st.just("delete"), st.integers(0, 60), st.just(0)),
+        st.tuples(st.just("checkpoint"), st.booleans(), st.booleans()),  # completed?, restore from it afterwards?
+    ),
+    max_size=80,
+)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=not RANDOM, database=None)
@@ -223,7 +234,8 @@ def test_a_restore_reads_exactly_the_state_its_snapshot_took(ops, seed, rescale)
             for half in (KeyGroupRange(0, 63), KeyGroupRange(64, 127)):
                 part = Table()
                 IncrementalKeyedStateBackend(part, half, SMALL, 1_000, random.Random(1), "r").restore(
-                    OperatorSubtaskState(managed_keyed_state=(handle,)))
+                    OperatorSubtaskState(managed_keyed_state=(handle,))
+                )
                 values.update(part.values)
             assert values == expected
         else:
@@ -239,9 +251,13 @@ def test_a_restore_reads_exactly_the_state_its_snapshot_took(ops, seed, rescale)
 
 def _resolve(handle, registry):
     """``handle`` with its placeholders replaced by the registered handles (what the registry does)."""
-    return dataclasses.replace(handle, shared_state=tuple(
-        HandleAndLocalPath(e.local_path, registry[e.handle.key] if e.is_placeholder else e.handle)
-        for e in handle.shared_state))
+    return dataclasses.replace(
+        handle,
+        shared_state=tuple(
+            HandleAndLocalPath(e.local_path, registry[e.handle.key] if e.is_placeholder else e.handle)
+            for e in handle.shared_state
+        ),
+    )
 
 
 def test_an_acknowledgement_with_placeholders_travels_through_the_metadata_format():

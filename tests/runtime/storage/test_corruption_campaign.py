@@ -2,8 +2,9 @@
 ends in the typed outcome expected of it; nothing is accepted silently, nothing escapes untyped, no driver
 crashes.
 
-How it works: ``docs/modules.md``, ``tests/runtime/storage/test_corruption_campaign.py``.
-"""
+Real checkpoints of a simulated job are damaged (``runtime.storage.damage``) and read through every path (a pointer,
+a savepoint, the latest checkpoint, a JobManager's recovery), then end to end before a JobManager failover; how:
+``test_every_damage_on_every_path_ends_in_its_typed_outcome``."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def real_checkpoints(tmp_path_factory):
     job = JobSimulation(config(), SPLITS, seed=3, record_cuts=True,
                         checkpoint_directory=tmp_path_factory.mktemp("source-job"))
     assert job.run().outcome is JobOutcome.FINISHED
-    completed = sorted(job.job_master.completed_in_epoch.items())
+    completed = sorted(job.dispatcher.completed_in_epoch().items())
     return [metadata for _, (_, metadata) in completed[2:5]]
 
 
@@ -171,6 +172,21 @@ def outcome(case: Case, damage: D, target: T, path: str) -> str:
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize(("damage", "target", "problem"), DAMAGES, ids=lambda v: label(v) if not isinstance(v, str) else None)
 def test_every_damage_on_every_path_ends_in_its_typed_outcome(real_checkpoints, tmp_path, damage, target, problem, path):
+    """How this works: real checkpoints come from a simulated job (``FileSystemCheckpointStorage``, a memory threshold
+    low enough that its keyed state goes to state files); each case writes three of them (and a savepoint of the
+    newest) into a fresh storage with its completed-checkpoint list, damages the newest (``runtime.storage.damage``:
+    its ``_metadata``, its first state file or its directory) and reads it through one path:
+    - ``pointer``: ``load_checkpoint`` of its directory, then every subtask restores the state assigned to it;
+    - ``savepoint``: the same through the savepoint's directory (the savepoint damaged instead);
+    - ``latest``: ``load_latest_checkpoint`` over the completed-checkpoint list (the damaged newest is passed over
+      and reported, and the previous one restored), then the restore;
+    - ``jobmanager``: ``recover_completed_checkpoint_store``, a new JobManager's recovery, then the restore.
+    A state blob made malformed under valid checksums passes every check of the storage (its bytes are opaque) and is
+    found by the restore, as in Flink: the task cannot restore (``TaskRestoreError``). Then, end to end on the
+    simulator, each damage strikes the newest checkpoint of a running job just before a JobManager failover: the run
+    ends ``FAILED`` with a one-line reason naming the checkpoint, and nothing is raised. The cases the storage once
+    got wrong silently (a missing newest ``_metadata``, another checkpoint's ``_metadata``, an unreadable checkpoint
+    directory at a discard) have tests of their own at the end."""
     threshold = 1024 * 1024 if (damage, target) == (D.MALFORMED_STATE, T.METADATA) else THRESHOLD  # inline state
     case = Case(tmp_path, real_checkpoints, threshold)
     try:

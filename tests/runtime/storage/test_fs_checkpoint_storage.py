@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from metadata_testkit import random_master_states, random_operator_states
 
 from barriersim.runtime.state.snapshot import CheckpointMetadata, MasterState
 from barriersim.runtime.storage import metadata_serializer as ms
@@ -25,11 +26,10 @@ from barriersim.runtime.storage.errors import (
     NoSavepointLocationError,
     NoValidCheckpointError,
 )
-from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage, resolve_checkpoint_pointer
+from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.layout import METADATA_FILE_NAME
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 from barriersim.runtime.storage.retention import RetentionDecision, discard_on_termination
-from metadata_testkit import random_master_states, random_operator_states
 
 
 def _metadata(checkpoint_id: int, seed: int = 0) -> CheckpointMetadata:
@@ -258,7 +258,10 @@ def test_corrupt_newest_checkpoint_is_reported_and_the_previous_one_loaded(tmp_p
     (storage.checkpoint_directory(2) / METADATA_FILE_NAME).write_bytes(bytes(flipped))
     loaded = storage.load_latest_checkpoint()
     assert loaded.metadata == _metadata(1)
-    assert [e.source for e in loaded.skipped] == [str(metadata3.resolve()), str((storage.checkpoint_directory(2) / METADATA_FILE_NAME).resolve())]
+    assert [e.source for e in loaded.skipped] == [
+        str(metadata3.resolve()),
+        str((storage.checkpoint_directory(2) / METADATA_FILE_NAME).resolve()),
+    ]
     assert "chk-3/_metadata: truncated" in str(loaded.skipped[0])
     assert "chk-2/_metadata: checksum mismatch" in str(loaded.skipped[1])
     with pytest.raises(CorruptMetadataError, match="chk-3/_metadata: truncated"):
@@ -354,7 +357,9 @@ def test_savepoint_names_come_from_the_injected_random(tmp_path):
     b = FileSystemCheckpointStorage(tmp_path / "b", "abcdef123", rng=random.Random(5))
     pa = a.initialize_location_for_savepoint(1, str(tmp_path / "spa"))
     pb = b.initialize_location_for_savepoint(1, str(tmp_path / "spb"))
-    assert pa.name == pb.name and pa.name.startswith("savepoint-abcdef-") and len(pa.name) == len("savepoint-abcdef-") + 12
+    assert (
+        pa.name == pb.name and pa.name.startswith("savepoint-abcdef-") and len(pa.name) == len("savepoint-abcdef-") + 12
+    )
     # a name collision is retried with a fresh name
     c = FileSystemCheckpointStorage(tmp_path / "c", "abcdef123", rng=random.Random(5))
     pc = c.initialize_location_for_savepoint(1, str(tmp_path / "spa"))
@@ -387,7 +392,9 @@ def test_job_manager_storage_round_trip_listing_faults_and_retention():
     with pytest.raises(InvalidCheckpointPointerError):
         storage.resolve_checkpoint("")
     assert storage.apply_retention_policy("NEVER_RETAIN_AFTER_TERMINATION", "CANCELED") == {
-        3: RetentionDecision.DISCARDED, 2: RetentionDecision.DISCARDED, 1: RetentionDecision.DISCARDED
+        3: RetentionDecision.DISCARDED,
+        2: RetentionDecision.DISCARDED,
+        1: RetentionDecision.DISCARDED,
     }
     assert storage.load_latest_checkpoint() is None
     assert storage.load_checkpoint_metadata(savepoint.external_pointer) == _metadata(9)
@@ -471,7 +478,9 @@ def test_property_newest_committed_checkpoint_survives_any_write_faults(faults):
             if fault is not None:
                 storage.fail_next_write(fault)
             try:
-                storage.persist_checkpoint(CheckpointMetadata(checkpoint_id, (), (MasterState("m", 1, bytes([checkpoint_id])),)))
+                storage.persist_checkpoint(
+                    CheckpointMetadata(checkpoint_id, (), (MasterState("m", 1, bytes([checkpoint_id])),))
+                )
             except CheckpointStorageWriteError:
                 assert fault is not None
                 continue

@@ -10,6 +10,7 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from metadata_testkit import checkpoint_metadata, random_master_states, random_operator_states
 
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
@@ -21,7 +22,6 @@ from barriersim.runtime.state.snapshot import (
 from barriersim.runtime.storage import metadata_serializer as ms
 from barriersim.runtime.storage.errors import CorruptMetadataError, MetadataEncodingError
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
-from metadata_testkit import checkpoint_metadata, random_master_states, random_operator_states
 
 _RUNS = 30  # Flink loops 100 times; our states are bigger per run, 30 keeps the suite fast
 
@@ -35,7 +35,9 @@ def _round_trip(metadata: CheckpointMetadata, tmp_path=None) -> CheckpointMetada
     through a real savepoint directory of the filesystem storage."""
     if tmp_path is None:
         return ms.deserialize(ms.serialize(metadata))
-    storage = FileSystemCheckpointStorage(tmp_path / "checkpoints", "job-a", default_savepoint_directory=tmp_path / "sp")
+    storage = FileSystemCheckpointStorage(
+        tmp_path / "checkpoints", "job-a", default_savepoint_directory=tmp_path / "sp"
+    )
     location = storage.persist_checkpoint(metadata, is_savepoint=True)
     return storage.load_checkpoint_metadata(location.external_pointer)
 
@@ -128,7 +130,9 @@ def test_serialize_key_groups_state_handle():
     Adapted: our keyed state handles carry their bytes inline (no stream handle), so the check is that a
     handle of key groups 0..123 comes back as a ``KeyGroupsStateHandle`` with the same range and bytes."""
     handle = KeyGroupsStateHandle(KeyGroupRange(0, 123), {0: bytes([1, 2, 3, 4]), 123: b"\x00"})
-    metadata = CheckpointMetadata(1, (OperatorState("op", 1, 128, {0: OperatorSubtaskState(managed_keyed_state=(handle,))}),))
+    metadata = CheckpointMetadata(
+        1, (OperatorState("op", 1, 128, {0: OperatorSubtaskState(managed_keyed_state=(handle,))}),)
+    )
     back = ms.deserialize(ms.serialize(metadata)).operator_states[0].subtask_states[0].managed_keyed_state[0]
     assert isinstance(back, KeyGroupsStateHandle)
     assert back.key_group_range == KeyGroupRange(0, 123)
@@ -143,7 +147,10 @@ def _random_channel_handle_fields(rnd: random.Random):
     def any_int() -> int:
         return rnd.randrange(-(2**31), 2**31)
 
-    buffers = tuple(Buffer((str(rnd.getrandbits(63)),), rnd.randrange(1, 32768), rnd.getrandbits(63)) for _ in range(rnd.randrange(10, 20)))
+    buffers = tuple(
+        Buffer((str(rnd.getrandbits(63)),), rnd.randrange(1, 32768), rnd.getrandbits(63))
+        for _ in range(rnd.randrange(10, 20))
+    )
     return any_int(), any_int(), any_int(), buffers
 
 
@@ -246,7 +253,9 @@ def test_unencodable_record_is_a_typed_error():
     from barriersim.runtime.state.snapshot import InputChannelStateHandle
 
     handle = InputChannelStateHandle(0, InputChannelInfo(0, 0), (Buffer((object(),), 1, 0),))
-    metadata = CheckpointMetadata(5, (OperatorState("op", 1, 128, {0: OperatorSubtaskState(input_channel_state=(handle,))}),))
+    metadata = CheckpointMetadata(
+        5, (OperatorState("op", 1, 128, {0: OperatorSubtaskState(input_channel_state=(handle,))}),)
+    )
     with pytest.raises(MetadataEncodingError, match="checkpoint 5"):
         ms.serialize(metadata)
 

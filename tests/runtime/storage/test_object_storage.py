@@ -29,14 +29,18 @@ from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.object_storage import ObjectStoreCheckpointStorage, checkpoint_storage_for
 from barriersim.runtime.storage.retention import RetentionDecision
 from tests.runtime.storage.test_state_files_and_completed_list import _state
-from tests.s3_server import s3_server  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.timeout(120)
 
 
 def _storage(uri: str, threshold: int = 1024) -> ObjectStoreCheckpointStorage:
-    storage = checkpoint_storage_for(uri, "job-a", rng=random.Random(1), memory_threshold=threshold,
-                                     default_savepoint_directory=uri.split("?")[0].rsplit("/", 1)[0] + "/savepoints")
+    storage = checkpoint_storage_for(
+        uri,
+        "job-a",
+        rng=random.Random(1),
+        memory_threshold=threshold,
+        default_savepoint_directory=uri.split("?")[0].rsplit("/", 1)[0] + "/savepoints",
+    )
     assert isinstance(storage, ObjectStoreCheckpointStorage)
     storage.initialize_base_locations()
     return storage
@@ -46,7 +50,7 @@ def _objects(storage: ObjectStoreCheckpointStorage, directory: str) -> list[str]
     from pyarrow.fs import FileSelector, FileType
 
     infos = storage.filesystem.get_file_info(FileSelector(directory, recursive=True, allow_not_found=True))
-    return sorted(i.path[len(directory) + 1:] for i in infos if i.type is FileType.File)
+    return sorted(i.path[len(directory) + 1 :] for i in infos if i.type is FileType.File)
 
 
 def test_checkpoints_state_files_and_the_completed_list_round_trip_through_the_object_store(s3_server):
@@ -130,9 +134,14 @@ def test_the_storage_is_chosen_by_uri(tmp_path):
         checkpoint_storage_for("s3:///no-bucket", "j")
 
 
-@pytest.mark.parametrize("damage", [d for d in CheckpointDamage if d not in (CheckpointDamage.UNREADABLE,
-                                                                             CheckpointDamage.MALFORMED_STATE,
-                                                                             CheckpointDamage.ROLL_BACK)])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        d
+        for d in CheckpointDamage
+        if d not in (CheckpointDamage.UNREADABLE, CheckpointDamage.MALFORMED_STATE, CheckpointDamage.ROLL_BACK)
+    ],
+)
 @pytest.mark.parametrize("target", [DamageTarget.METADATA, DamageTarget.STATE_FILE])
 def test_damage_faults_strike_the_objects_and_every_read_names_the_damaged_one(s3_server, damage, target):
     storage = _storage(s3_server.bucket_uri())
@@ -152,8 +161,10 @@ def test_damage_faults_strike_the_objects_and_every_read_names_the_damaged_one(s
 def test_damage_an_object_store_cannot_take_is_not_applicable(s3_server):
     storage = _storage(s3_server.bucket_uri())
     storage.persist_checkpoint(_state(1, 4096))
-    for damage, target in ((CheckpointDamage.UNREADABLE, DamageTarget.METADATA),
-                           (CheckpointDamage.DELETE, DamageTarget.DIRECTORY)):
+    for damage, target in (
+        (CheckpointDamage.UNREADABLE, DamageTarget.METADATA),
+        (CheckpointDamage.DELETE, DamageTarget.DIRECTORY),
+    ):
         with pytest.raises(DamageNotApplicable, match="object store"):
             damage_checkpoint(storage, 1, damage, target)
 
@@ -166,5 +177,7 @@ def test_savepoints_go_beside_the_checkpoints_on_any_storage_else_into_the_run_d
     store = tmp_path / "store" / "run"
     assert savepoint_directory_for(str(store), run) == str(store / "savepoints")
     assert savepoint_directory_for(f"file://{tmp_path}/store/run", run) == f"{tmp_path}/store/run/savepoints"
-    assert savepoint_directory_for("s3://bucket/runs/run?endpoint_override=localhost:9000", run) == \
-        "bucket/runs/run/savepoints"
+    assert (
+        savepoint_directory_for("s3://bucket/runs/run?endpoint_override=localhost:9000", run)
+        == "bucket/runs/run/savepoints"
+    )

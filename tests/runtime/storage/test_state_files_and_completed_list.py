@@ -22,7 +22,6 @@ from barriersim.runtime.state.snapshot import (
     OperatorSubtaskState,
     ResultSubpartitionStateHandle,
 )
-from barriersim.runtime.storage.layout import COMPLETED_CHECKPOINTS_FILE_NAME, METADATA_FILE_NAME
 from barriersim.runtime.storage.damage import CheckpointDamage, DamageNotApplicable, DamageTarget, damage_checkpoint
 from barriersim.runtime.storage.errors import (
     CheckpointDiscardError,
@@ -33,6 +32,7 @@ from barriersim.runtime.storage.errors import (
     CorruptStateFileError,
 )
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
+from barriersim.runtime.storage.layout import COMPLETED_CHECKPOINTS_FILE_NAME, METADATA_FILE_NAME
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 
 
@@ -49,7 +49,9 @@ def _state(checkpoint_id: int, big: int) -> CheckpointMetadata:
         buffers = (Buffer(tuple(range(big // 2)), big, 0),)
         subtasks[i] = OperatorSubtaskState(
             managed_operator_state=(OperatorStateHandle({"offsets": (blob()[:64],)}),),
-            managed_keyed_state=(KeyGroupsStateHandle(KeyGroupRange(i * 64, i * 64 + 63), {i * 64: blob(), i * 64 + 1: blob()}),),
+            managed_keyed_state=(
+                KeyGroupsStateHandle(KeyGroupRange(i * 64, i * 64 + 63), {i * 64: blob(), i * 64 + 1: blob()}),
+            ),
             input_channel_state=(InputChannelStateHandle(i, InputChannelInfo(0, 0), buffers),),
             result_subpartition_state=(ResultSubpartitionStateHandle(i, ResultSubpartitionInfo(0, 0), buffers),),
         )
@@ -57,8 +59,12 @@ def _state(checkpoint_id: int, big: int) -> CheckpointMetadata:
 
 
 def _fs(tmp_path: Path, threshold: int = 20 * 1024) -> FileSystemCheckpointStorage:
-    storage = FileSystemCheckpointStorage(tmp_path / "checkpoints", "job-a", memory_threshold=threshold,
-                                          default_savepoint_directory=tmp_path / "savepoints")
+    storage = FileSystemCheckpointStorage(
+        tmp_path / "checkpoints",
+        "job-a",
+        memory_threshold=threshold,
+        default_savepoint_directory=tmp_path / "savepoints",
+    )
     storage.initialize_base_locations()
     return storage
 
@@ -79,7 +85,10 @@ def test_state_at_or_above_the_memory_threshold_goes_to_files_of_its_own_in_the_
     assert sorted(h.file for h in location.state_files) == [f.name for f in files]
     assert all(len(f.name) == 36 for f in files)  # UUIDs, as Flink names exclusive state files
     assert (storage.checkpoint_directory(2) / METADATA_FILE_NAME).stat().st_size < 2048
-    assert list(storage.shared_state_directory.iterdir()) == [] and list(storage.task_owned_state_directory.iterdir()) == []
+    assert (
+        list(storage.shared_state_directory.iterdir()) == []
+        and list(storage.task_owned_state_directory.iterdir()) == []
+    )
     assert storage.load_checkpoint_metadata(str(storage.checkpoint_directory(2))) == large
     assert storage.load_checkpoint_metadata(str(storage.checkpoint_directory(1))) == small
     # the in-memory storage keeps everything inline
@@ -97,8 +106,15 @@ def test_a_zero_threshold_writes_every_state_stream_to_a_file_and_savepoints_are
     assert storage.load_checkpoint_metadata(str(moved)) == _state(5, 10)
 
 
-@pytest.mark.parametrize("damage", [CheckpointDamage.TRUNCATE, CheckpointDamage.FLIP_BYTE, CheckpointDamage.APPEND_JUNK,
-                                    CheckpointDamage.PICKLE_PAYLOAD])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        CheckpointDamage.TRUNCATE,
+        CheckpointDamage.FLIP_BYTE,
+        CheckpointDamage.APPEND_JUNK,
+        CheckpointDamage.PICKLE_PAYLOAD,
+    ],
+)
 def test_a_damaged_state_file_is_found_on_load_and_before_a_restore(tmp_path, damage):
     storage = _fs(tmp_path, threshold=1024)
     storage.persist_checkpoint(_state(3, 4096))
@@ -107,7 +123,9 @@ def test_a_damaged_state_file_is_found_on_load_and_before_a_restore(tmp_path, da
     first = _state_files(storage.checkpoint_directory(3))[0]
     with pytest.raises(CorruptStateFileError) as loading:
         storage.load_checkpoint(str(storage.checkpoint_directory(3)))
-    assert loading.value.source == str(first.resolve()) and ("checksum" in str(loading.value) or "bytes" in str(loading.value))
+    assert loading.value.source == str(first.resolve()) and (
+        "checksum" in str(loading.value) or "bytes" in str(loading.value)
+    )
     with pytest.raises(CorruptStateFileError, match=first.name):
         storage.check_state_files(3)
 
@@ -181,7 +199,9 @@ def test_latest_reads_the_list_and_names_a_listed_checkpoint_whose_metadata_is_g
     (storage.checkpoint_directory(12) / METADATA_FILE_NAME).unlink()
     loaded = storage.load_latest_checkpoint()
     assert loaded.metadata.checkpoint_id == 11
-    assert [type(e) for e in loaded.skipped] == [CheckpointNotFoundError] and "chk-12/_metadata: missing" in str(loaded.skipped[0])
+    assert [type(e) for e in loaded.skipped] == [CheckpointNotFoundError] and "chk-12/_metadata: missing" in str(
+        loaded.skipped[0]
+    )
 
 
 def test_an_unreadable_metadata_file_or_directory_is_a_typed_error_and_discarding_it_too(tmp_path):
@@ -190,7 +210,7 @@ def test_an_unreadable_metadata_file_or_directory_is_a_typed_error_and_discardin
         storage.persist_checkpoint(_state(cid, 10))
     storage.update_completed_checkpoints([1, 2])
     how_file = damage_checkpoint(storage, 1, CheckpointDamage.UNREADABLE, DamageTarget.METADATA)
-    how_dir = damage_checkpoint(storage, 2, CheckpointDamage.UNREADABLE, DamageTarget.DIRECTORY)
+    damage_checkpoint(storage, 2, CheckpointDamage.UNREADABLE, DamageTarget.DIRECTORY)
     try:
         for pointer in storage.completed_checkpoint_pointers():
             with pytest.raises(CheckpointStorageIOError) as e:  # permission denied, or (as root) a symbolic-link loop
@@ -199,8 +219,11 @@ def test_an_unreadable_metadata_file_or_directory_is_a_typed_error_and_discardin
         with pytest.raises(CheckpointDiscardError, match="chk-2"):
             storage.discard_checkpoint(2)
     finally:  # let pytest clean up its temporary directory
-        for path in (storage.checkpoint_directory(1), storage.checkpoint_directory(2),
-                     storage.checkpoint_directory(1) / METADATA_FILE_NAME):
+        for path in (
+            storage.checkpoint_directory(1),
+            storage.checkpoint_directory(2),
+            storage.checkpoint_directory(1) / METADATA_FILE_NAME,
+        ):
             if path.exists() and not path.is_symlink():
                 os.chmod(path, 0o755)
     assert "chmod 000" in how_file or "symbolic link" in how_file
@@ -215,7 +238,10 @@ def test_the_completed_checkpoint_list_can_be_deleted_rolled_back_or_damaged_and
     what = damage_checkpoint(storage, 3, CheckpointDamage.ROLL_BACK, DamageTarget.COMPLETED_LIST)
     assert what.endswith("_completed_checkpoints back to before checkpoint 3: it names [1, 2]"), what
     assert [p.checkpoint_id for p in storage.completed_checkpoint_pointers()] == [1, 2]  # older and intact
-    assert [storage.load_checkpoint(p).metadata.checkpoint_id for p in storage.completed_checkpoint_pointers()] == [1, 2]
+    assert [storage.load_checkpoint(p).metadata.checkpoint_id for p in storage.completed_checkpoint_pointers()] == [
+        1,
+        2,
+    ]
     damage_checkpoint(storage, 1, CheckpointDamage.ROLL_BACK, DamageTarget.COMPLETED_LIST)
     assert storage.completed_checkpoint_pointers() is None  # as before the first checkpoint completed
     with pytest.raises(DamageNotApplicable, match="no completed-checkpoint list"):

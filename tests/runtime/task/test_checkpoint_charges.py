@@ -9,24 +9,35 @@ from __future__ import annotations
 import random
 
 import pytest
+from test_subtask_checkpoint_coordinator import STATE, _Clock
 
 from barriersim.runtime.checkpoint_cost import Charging, CheckpointCostModel, CostCharger, SnapshotWork
 from barriersim.runtime.events import Buffer, CheckpointOptions, InputChannelInfo
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint, AsyncCheckpointStarted, AsyncPart, SyncSnapshotTaken
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
 
-from test_subtask_checkpoint_coordinator import STATE, _Clock
-
-MODEL = CheckpointCostModel(snapshot_fixed_ms=2.0, snapshot_mib_per_s=1.0, async_fixed_ms=5.0, upload_mib_per_s=1.0,
-                            file_latency_ms=1.0, channel_state_fixed_ms=4.0, latency_sigma=0.0)
+MODEL = CheckpointCostModel(
+    snapshot_fixed_ms=2.0,
+    snapshot_mib_per_s=1.0,
+    async_fixed_ms=5.0,
+    upload_mib_per_s=1.0,
+    file_latency_ms=1.0,
+    channel_state_fixed_ms=4.0,
+    latency_sigma=0.0,
+)
 MIB = 1024 * 1024
 
 
 def _coordinator(clock, partitions=(), work=SnapshotWork(copied_bytes=MIB // 2, uploaded_bytes=MIB, files=2)):
     return SubtaskCheckpointCoordinator(
-        operator_id="op", snapshot_state=lambda cid, options: STATE, clock=clock, partitions=partitions,
-        async_completion=AsyncCompletion.DRIVER, cost=CostCharger(MODEL, Charging.VIRTUAL, random.Random(0)),
-        snapshot_work=lambda state: work, memory_threshold=100,
+        operator_id="op",
+        snapshot_state=lambda cid, options: STATE,
+        clock=clock,
+        partitions=partitions,
+        async_completion=AsyncCompletion.DRIVER,
+        cost=CostCharger(MODEL, Charging.VIRTUAL, random.Random(0)),
+        snapshot_work=lambda state: work,
+        memory_threshold=100,
     )
 
 

@@ -4,14 +4,14 @@ barrier is not forwarded), tells its driver with ``CrashedAtProtocolPoint``, and
 checkpoints it is not armed for."""
 
 import pytest
+from two_source_map_job import CH0, CH1, OUT, deployed_task
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode
 from barriersim.runtime.events import Buffer, CheckpointBarrier, CheckpointOptions, CheckpointType
 from barriersim.runtime.faults.fault_schedule import CrashTask, FaultSchedule, ProtocolPoint
 from barriersim.runtime.network.input.input_channel import AddCredit
-from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
-from two_source_map_job import CH0, CH1, OUT, deployed_task
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 
 MODES = [CheckpointingMode.ALIGNED, CheckpointingMode.UNALIGNED, CheckpointingMode.AT_LEAST_ONCE]
 
@@ -70,7 +70,8 @@ def test_a_task_armed_before_forwarding_the_barrier_never_forwards_it(mode):
     assert task.failed
     # the credit it announced before it died, then the crash; no acknowledgement
     assert [a for a in task.drain_actions() if not isinstance(a, AddCredit)] == [
-        CrashedAtProtocolPoint(ProtocolPoint.BEFORE_FORWARDING_BARRIER, 1)]
+        CrashedAtProtocolPoint(ProtocolPoint.BEFORE_FORWARDING_BARRIER, 1)
+    ]
     assert task.poll_sendable() == []  # neither the barrier nor the record before it leaves the dead task
 
 
@@ -102,8 +103,10 @@ def test_the_schedule_arms_each_task_with_its_unfired_task_side_points():
     ack = CrashTask("map#0", point=ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, checkpoint_id=2)
     other = CrashTask("sink#0", point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=2)
     schedule = FaultSchedule((mid, before, ack, other))
-    assert schedule.armed_crash_points("map#0", set()) == {(ProtocolPoint.MID_ALIGNMENT, 2),
-                                                           (ProtocolPoint.BEFORE_FORWARDING_BARRIER, 5)}
+    assert schedule.armed_crash_points("map#0", set()) == {
+        (ProtocolPoint.MID_ALIGNMENT, 2),
+        (ProtocolPoint.BEFORE_FORWARDING_BARRIER, 5),
+    }
     assert schedule.armed_crash_points("map#0", {mid}) == {(ProtocolPoint.BEFORE_FORWARDING_BARRIER, 5)}
     assert schedule.crash_at("map#0", ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, 2, set()) is ack
     assert schedule.crash_at("map#0", ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, 2, {ack}) is None

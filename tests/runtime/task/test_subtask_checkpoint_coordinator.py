@@ -24,12 +24,12 @@ from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
 from barriersim.runtime.task.actions import (
     UNSET,
-    ReportIncompleteSnapshotStats,
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
     BroadcastEvent,
     CheckpointSkipped,
     DeclineCheckpoint,
+    ReportIncompleteSnapshotStats,
     SkipReason,
 )
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
@@ -100,8 +100,17 @@ class _Operator:
         return any(c[0] == "snapshot" for c in self.calls)
 
 
-def _coordinator(*, partitions=(), writer=None, async_completion=AsyncCompletion.IMMEDIATE, operator=None,
-                 clock=None, timers=None, has_inputs=True, max_aborted=128):
+def _coordinator(
+    *,
+    partitions=(),
+    writer=None,
+    async_completion=AsyncCompletion.IMMEDIATE,
+    operator=None,
+    clock=None,
+    timers=None,
+    has_inputs=True,
+    max_aborted=128,
+):
     clock = clock or _Clock()
     operator = operator or _Operator(clock)
     return SubtaskCheckpointCoordinator(
@@ -271,7 +280,8 @@ def test_timeoutable_aligned_barrier_not_priority_and_channel_state_result():
 
 
 def test_channel_state_write_result_leak_and_not_fail_after_checkpoint_aborted():
-    """Port of Flink SubtaskCheckpointCoordinatorTest.testChannelStateWriteResultLeakAndNotFailAfterCheckpointAborted."""
+    """Port of Flink
+    SubtaskCheckpointCoordinatorTest.testChannelStateWriteResultLeakAndNotFailAfterCheckpointAborted."""
     w = ChannelStateWriterImpl(0, "test", 5)
     w.open()
     c, _ = _coordinator(writer=w)
@@ -307,7 +317,9 @@ def test_steps_in_order_and_ack_carries_state_and_metrics():
     part = ResultPartition(0, 2)
     part.emit_record("a", 0, 100)
     c, _ = _coordinator(partitions=[part], operator=op, clock=clock)
-    metrics_in = CheckpointMetrics(5, alignment_duration_ms=30, bytes_processed_during_alignment=400, checkpoint_start_delay_ms=12)
+    metrics_in = CheckpointMetrics(
+        5, alignment_duration_ms=30, bytes_processed_during_alignment=400, checkpoint_start_delay_ms=12
+    )
     actions = c.checkpoint_state(5, 900, CheckpointOptions.aligned(), metrics_in)
     assert op.calls == [("prepare", 5), ("snapshot", 5)]
     assert isinstance(actions[0], BroadcastEvent) and isinstance(actions[1], AcknowledgeCheckpoint)
@@ -317,7 +329,10 @@ def test_steps_in_order_and_ack_carries_state_and_metrics():
     assert (m.sync_duration_ms, m.alignment_duration_ms, m.checkpoint_start_delay_ms) == (7, 30, 12)
     assert m.bytes_processed_during_alignment == 400 and m.persisted_output_bytes == 0
     # the record written before the barrier is queued before it
-    assert [e for _, e in _drain(part)][:2] == [Buffer(("a",), 100, 0), CheckpointBarrier(5, 900, CheckpointOptions.aligned())]
+    assert [e for _, e in _drain(part)][:2] == [
+        Buffer(("a",), 100, 0),
+        CheckpointBarrier(5, 900, CheckpointOptions.aligned()),
+    ]
 
 
 def test_out_of_order_barrier_is_skipped():
@@ -341,7 +356,10 @@ def test_unaligned_checkpoint_persists_overtaken_output_and_input_then_acks():
     assert not any(isinstance(a, AcknowledgeCheckpoint) for a in actions)  # input side still open
     (ack,) = c.on_all_barriers_received(7)
     state = ack.task_state_snapshot.subtask_states_by_operator["op"]
-    assert [h.info for h in state.result_subpartition_state] == [ResultSubpartitionInfo(0, 0), ResultSubpartitionInfo(0, 1)]
+    assert [h.info for h in state.result_subpartition_state] == [
+        ResultSubpartitionInfo(0, 0),
+        ResultSubpartitionInfo(0, 1),
+    ]
     assert state.result_subpartition_state[0].buffers == (Buffer(("x",), 10, 0),)
     assert state.input_channel_state[0].buffers == (Buffer(("in",), 5, 9),)
     # each persisted buffer with its 4-byte length (ChannelStateSerializerImpl.writeData): 2 output buffers, 1 input
@@ -386,6 +404,7 @@ def test_unaligned_checkpoint_type_is_whether_in_flight_data_was_persisted():
     ``unaligned_checkpoint`` when it persisted more than 0 bytes of in-flight data (its input channels' and output
     subpartitions' state, ``AsyncCheckpointRunnable.finalizeNonFinishedSnapshots``), whatever its options: an
     unaligned checkpoint with nothing in flight reports false; one byte of input or of output makes it true."""
+
     def ack_of(output_bytes: int, input_bytes: int):
         part = ResultPartition(0, 1)
         if output_bytes:
@@ -504,9 +523,14 @@ def test_incomplete_stats_are_built_as_checkpoint_metrics_builder_build_incomple
     has its processed bytes UNSET and a duration of 0 (Flink's -1 ns in ms); the state is what was finished."""
     clock = _Clock()
     aligned, _ = _coordinator(async_completion=AsyncCompletion.DRIVER, clock=clock)
-    aligned.checkpoint_state(5, 0, CheckpointOptions.aligned(),
-                             CheckpointMetrics(5, alignment_duration_ms=30, bytes_processed_during_alignment=700,
-                                               checkpoint_start_delay_ms=12))
+    aligned.checkpoint_state(
+        5,
+        0,
+        CheckpointOptions.aligned(),
+        CheckpointMetrics(
+            5, alignment_duration_ms=30, bytes_processed_during_alignment=700, checkpoint_start_delay_ms=12
+        ),
+    )
     (report,) = aligned.cancel()
     m = report.metrics
     assert (m.alignment_duration_ms, m.bytes_processed_during_alignment, m.checkpoint_start_delay_ms) == (30, 700, 12)
@@ -519,9 +543,18 @@ def test_incomplete_stats_are_built_as_checkpoint_metrics_builder_build_incomple
     w.open()
     unaligned, _ = _coordinator(partitions=[part], writer=w, async_completion=AsyncCompletion.DRIVER, clock=clock)
     unaligned.init_inputs_checkpoint(6, CheckpointOptions.unaligned())
-    unaligned.checkpoint_state(6, 0, CheckpointOptions.unaligned(),
-                               CheckpointMetrics(6, alignment_duration_ms=None, bytes_processed_during_alignment=None,
-                                                 checkpoint_start_delay_ms=4, unaligned=True))
+    unaligned.checkpoint_state(
+        6,
+        0,
+        CheckpointOptions.unaligned(),
+        CheckpointMetrics(
+            6,
+            alignment_duration_ms=None,
+            bytes_processed_during_alignment=None,
+            checkpoint_start_delay_ms=4,
+            unaligned=True,
+        ),
+    )
     unaligned.complete_async_part(6)  # the snapshot is uploaded; the input side still waits for barriers
     (report,) = unaligned.cancel()
     m = report.metrics
