@@ -1,7 +1,7 @@
 """Sweeps: a scenario's ``[sweep]`` axes expanded into a run matrix, every point run in every mode, and the runs
 aggregated in Spark on Ray into one table.
 
-How it works: ``docs/modules.md``, ``barriersim/sweep.py``.
+How it works: docs/runs-and-workloads.md, "Sweeps".
 """
 
 from __future__ import annotations

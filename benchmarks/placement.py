@@ -3,7 +3,7 @@ all measured in one run: a barrier's start delay and a checkpoint's end-to-end d
 4 TaskManagers on one node and in 4 TaskManagers over 3 nodes.
 
 Run: ``python -m benchmarks.placement [--repeats N] [--records N]``.
-How it works: ``docs/modules.md``, ``benchmarks/placement.py``.
+How it works: docs/benchmarks.md, "Placements over Ray nodes".
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ depth 4 against 4 raw one-hop latencies.
 
 Run: ``python -m benchmarks.ray_pipeline [--records N] [--repeats N] [--partitioner forward|rebalance]
 [--taskmanagers spread|one] [--before-after [--baseline-rev REV]]``.
-How it works: ``docs/modules.md``, ``benchmarks/ray_pipeline.py``.
+How it works: docs/benchmarks.md, "The pipeline on Ray against raw Ray".
 """
 
 from __future__ import annotations

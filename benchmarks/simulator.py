@@ -6,7 +6,7 @@ throughput (generated fault schedules per minute). The simulator's targets: >= 5
 case simulated and checked for consistent cuts, as the property suite does).
 
 Run: ``python -m benchmarks.simulator [--rates-only] [--repeats N] [--baseline-rev REV]``.
-How it works: ``docs/modules.md``, ``benchmarks/simulator.py``.
+How it works: docs/benchmarks.md, "The simulator's speed and the failure campaign".
 """
 
 from __future__ import annotations

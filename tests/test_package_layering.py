@@ -3,7 +3,7 @@ top level holds value types that import no subpackage of it, the sans-IO core im
 framework, the two drivers (the Ray actors and the simulator) stay apart, and an import inside a function is of an
 optional extra (or of a module that needs one), or in ``LOCAL_IMPORTS_ALLOWED`` with its reason.
 
-How it works: ``docs/modules.md``, ``tests/test_package_layering.py``.
+How it works: docs/testing.md, "The package layering".
 """
 
 from __future__ import annotations
