@@ -34,7 +34,7 @@ class WorkloadGenerator(_Parsed):
     SPARK = "spark"  # one Spark job on Ray (RayDP), handing the splits over as Arrow tables: the Ray backend's
 
     @classmethod
-    def parse(cls, text: object, where: str = "workload") -> "WorkloadGenerator":
+    def parse(cls, text: object, where: str = "workload") -> WorkloadGenerator:
         return super().parse(text, where)
 
 
@@ -43,7 +43,7 @@ class Backend(_Parsed):
     RAY = "ray"  # Ray actors in real time, the workload and its reference in Spark on Ray
 
     @classmethod
-    def parse(cls, text: object, where: str = "backend") -> "Backend":
+    def parse(cls, text: object, where: str = "backend") -> Backend:
         return super().parse(text, where)
 
     @property

@@ -13,12 +13,11 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from barriersim import run_storage, workload_cache
 from barriersim.analytics_export import AnalyticsExportError, export_analytics
-from barriersim.backends import Backend, WorkloadGenerator
 from barriersim.continuation import (
     RunPublishError,
     output_after_snapshot,
@@ -76,9 +75,14 @@ def _warn(message: str) -> None:
     print(f"barriersim: warning: {message}", file=sys.stderr)
 
 
-def run_on_ray(runs: Sequence[tuple[Path, Scenario]], address: str | None = None,
-               progress: ProgressCallback | None = None, checkpoint_storage: str | None = None,
-               cache: bool = True, warn: Callable[[str], None] = _warn) -> list[dict]:
+def run_on_ray(
+    runs: Sequence[tuple[Path, Scenario]],
+    address: str | None = None,
+    progress: ProgressCallback | None = None,
+    checkpoint_storage: str | None = None,
+    cache: bool = True,
+    warn: Callable[[str], None] = _warn,
+) -> list[dict]:
     """Run each ``(run directory, effective scenario)`` on Ray, on one workload; returns their summaries.
     ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` (a path every node sees, ``file://`` or ``s3://``),
     each run's checkpoints under ``<storage>/<run directory name>[/<mode>]``; default: each run directory's
@@ -102,9 +106,15 @@ class _RayRequest:
     """One request's runs on one start of Ray (and Spark, if it starts): ``run_on_ray``'s phases, in order, with
     what they share (the cluster, the workload, the jobs, the shared timings, the cache's section)."""
 
-    def __init__(self, runs: Sequence[tuple[Path, Scenario]], address: str | None,
-                 progress: ProgressCallback | None, checkpoint_storage: str | None, cache: bool,
-                 warn: Callable[[str], None]):
+    def __init__(
+        self,
+        runs: Sequence[tuple[Path, Scenario]],
+        address: str | None,
+        progress: ProgressCallback | None,
+        checkpoint_storage: str | None,
+        cache: bool,
+        warn: Callable[[str], None],
+    ):
         self.runs = runs
         self.say = progress or (lambda stage, fraction: None)
         self.warn = warn
@@ -115,17 +125,21 @@ class _RayRequest:
         self.root.mkdir(parents=True, exist_ok=True)
         self.sources = tuple((v.name, v.parallelism) for v in first.job.graph.sources)
         self.records = first.workload.records * len(self.sources)
-        self.cluster = RayAndSpark(app_name=f"barriersim-{first.name}", address=ray_address(address),
-                                   log_dir=self.root / LOGS_DIR)
+        self.cluster = RayAndSpark(
+            app_name=f"barriersim-{first.name}", address=ray_address(address), log_dir=self.root / LOGS_DIR
+        )
         self.shared: dict[str, float] = {}  # the timings every mode shares
         self.cached = workload_cache.lookup(first) if cache else None
         if self.cached is not None and self.cached.outcome is workload_cache.Lookup.CORRUPT:
             warn(f"workload cache: {self.cached.problem}; Spark recomputes the entry")
         self.hit = self.cached is not None and self.cached.outcome is workload_cache.Lookup.HIT
         # shared by every summary: "written" is set once the jobs are over, before any summary is written
-        self.cache_section = {"status": "disabled" if self.cached is None else self.cached.outcome.value,
-                              "key": workload_cache.cache_key(first) if self.cached is None else self.cached.key,
-                              "path": None if self.cached is None else str(self.cached.path), "written": False}
+        self.cache_section = {
+            "status": "disabled" if self.cached is None else self.cached.outcome.value,
+            "key": workload_cache.cache_key(first) if self.cached is None else self.cached.key,
+            "path": None if self.cached is None else str(self.cached.path),
+            "written": False,
+        }
         self.spark = None
         self.handoffs: list = []
         self.jobs: list = []
@@ -134,8 +148,9 @@ class _RayRequest:
         # on a storage URI, everything of the request goes under <storage>/<run directory name>: each mode's
         # checkpoints and savepoints (in <mode>/ when there are several), and the analytics
         self.remote_root, self.on_storage = run_storage.storage_uris(checkpoint_storage, list(runs))
-        self.storage_uris = {target: str(target / "checkpoints") if uri is None else uri
-                             for target, uri in self.on_storage.items()}
+        self.storage_uris = {
+            target: str(target / "checkpoints") if uri is None else uri for target, uri in self.on_storage.items()
+        }
         self.export_error: Exception | None = None
 
     # -- 1. Ray ---------------------------------------------------------------------------------------------------
@@ -173,11 +188,19 @@ class _RayRequest:
         target.mkdir(parents=True, exist_ok=True)
         previous = previous_run(scenario)  # the run whose snapshot this one restores, continued
         self.after_snapshot[target] = output_after_snapshot(previous)
-        self.jobs.append(RayJob(job_config(scenario), job_splits, self.storage_uris[target],
-                                f"{scenario.name}-{scenario.seed}", seed=scenario.seed, records=self.records,
-                                savepoint_root=savepoint_directory_for(self.on_storage[target], target),
-                                first_attempt_number=previous.next_attempt_number if previous else 0,
-                                store_snapshot=previous.store.to_msgpack() if previous else None))
+        self.jobs.append(
+            RayJob(
+                job_config(scenario),
+                job_splits,
+                self.storage_uris[target],
+                f"{scenario.name}-{scenario.seed}",
+                seed=scenario.seed,
+                records=self.records,
+                savepoint_root=savepoint_directory_for(self.on_storage[target], target),
+                first_attempt_number=previous.next_attempt_number if previous else 0,
+                store_snapshot=previous.store.to_msgpack() if previous else None,
+            )
+        )
         return self.jobs[-1]
 
     # -- 2. the workload ------------------------------------------------------------------------------------------
@@ -220,8 +243,9 @@ class _RayRequest:
             self.handoffs[0].supply.remote(self.splits)
         # resolved: for the Ray task of a general graph's reference
         self.split_refs = put_splits if put_splits is not None else refs(self.handoffs[0], self.sources)
-        self.split_sizes = {f"{vertex}#{i}": t.num_rows for vertex, tables in self.splits.items()
-                            for i, t in enumerate(tables)}
+        self.split_sizes = {
+            f"{vertex}#{i}": t.num_rows for vertex, tables in self.splits.items() for i, t in enumerate(tables)
+        }
         self.mode_start = time.perf_counter()
         self.shared["workload"] = self.mode_start - t0
         self.spark_info = self.cluster.spark_info if self.spark is not None else {"started": False}
@@ -248,8 +272,14 @@ class _RayRequest:
         t1 = time.perf_counter()
         verification = self._verify(scenario, job.config, result, f" ({mode})" if self.several else "")
         own = {"deploy": deploy, "job": running, "verification": time.perf_counter() - t1}
-        write_run_directory(target, scenario, None, result.checkpoints,
-                            with_channel_kinds(result.subtasks, result.config), result.placement)
+        write_run_directory(
+            target,
+            scenario,
+            None,
+            result.checkpoints,
+            with_channel_kinds(result.subtasks, result.config),
+            result.placement,
+        )
         write_external_store(target, result.store_snapshot)
         summary = self._summary(target, scenario, result, verification, own, running)
         if self.job is not None:
@@ -263,16 +293,30 @@ class _RayRequest:
         ended_by_snapshot = bool(result.ending[0])
         if scenario.job.is_quickstart_shape and not ended_by_snapshot and self.spark is None:
             self.say(f"verifying against Spark's cached reference{suffix}", None)
-            return compare_with_reference(self.splits, self.reference, output_table(result.committed_output),
-                                          exactly_once=config.checkpointing.mode.exactly_once)
+            return compare_with_reference(
+                self.splits,
+                self.reference,
+                output_table(result.committed_output),
+                exactly_once=config.checkpointing.mode.exactly_once,
+            )
         if scenario.job.is_quickstart_shape and not ended_by_snapshot:
             self.say(f"verifying against Spark's reference{suffix}", None)
-            return verify(self.spark, self.workload.df, output_table(result.committed_output),
-                          exactly_once=config.checkpointing.mode.exactly_once)
+            return verify(
+                self.spark,
+                self.workload.df,
+                output_table(result.committed_output),
+                exactly_once=config.checkpointing.mode.exactly_once,
+            )
         self.say(f"verifying against the reference{suffix}", None)
-        return verify_in_ray(config.graph, self.split_refs, result.committed_output,
-                             at_least_once=not config.checkpointing.mode.exactly_once, ending=result.ending,
-                             pending=result.pending_records, operations=result.operations)
+        return verify_in_ray(
+            config.graph,
+            self.split_refs,
+            result.committed_output,
+            at_least_once=not config.checkpointing.mode.exactly_once,
+            ending=result.ending,
+            pending=result.pending_records,
+            operations=result.operations,
+        )
 
     def _summary(self, target: Path, scenario: Scenario, result, verification, own: dict, running: float) -> dict:
         # how far each source subtask's last run read (its reader's offsets: the records that went through the job,
@@ -280,27 +324,45 @@ class _RayRequest:
         # run's first deployment started (a run --from an earlier run's snapshot: its offsets), as the simulator
         # counts it
         at_start = result.source_records_at_start
-        source_runs = {r["task"]: (records_read_in_run(r["task"], r["records_read"], at_start),
-                                   r.get("last_record_at_ms"))
-                       for r in result.task_runs if r.get("task") in self.split_sizes}
-        through = sum(source_runs.get(task, (records_read_in_run(task, size, at_start),))[0]
-                      for task, size in self.split_sizes.items())
+        source_runs = {
+            r["task"]: (records_read_in_run(r["task"], r["records_read"], at_start), r.get("last_record_at_ms"))
+            for r in result.task_runs
+            if r.get("task") in self.split_sizes
+        }
+        through = sum(
+            source_runs.get(task, (records_read_in_run(task, size, at_start),))[0]
+            for task, size in self.split_sizes.items()
+        )
         ended_by_snapshot = bool(result.ending[0])
         return build_summary(
-            scenario=scenario, backend="ray", generated_by="spark",
-            records=self.records, counts=result.counts, verification=verification.as_dict(),
-            outcome=result.outcome, restarts=result.restarts,
+            scenario=scenario,
+            backend="ray",
+            generated_by="spark",
+            records=self.records,
+            counts=result.counts,
+            verification=verification.as_dict(),
+            outcome=result.outcome,
+            restarts=result.restarts,
             restored_checkpoint_ids=result.restored_checkpoint_ids,
             restored_in_flight_bytes=result.restored_in_flight_bytes,
             records_per_second=through / running if running > 0 else None,
-            throughput_clock="wall", source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
-            faults_fired=result.fault_log, failure_reason=result.failure_reason,
+            throughput_clock="wall",
+            source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
+            faults_fired=result.fault_log,
+            failure_reason=result.failure_reason,
             **jobs_sections(result, result.next_attempt_number, "snapshot" if ended_by_snapshot else "workload"),
-            backend_sections={"spark": self.spark_info, "workload_cache": self.cache_section, "timings_seconds": own,
-                              "ray": {"coordinator_failovers": result.coordinator_failovers,
-                                      "killed": result.killed, "failures": result.failures,
-                                      "storage_errors": result.storage_errors,
-                                      "checkpoint_storage": self.storage_uris[target]}},
+            backend_sections={
+                "spark": self.spark_info,
+                "workload_cache": self.cache_section,
+                "timings_seconds": own,
+                "ray": {
+                    "coordinator_failovers": result.coordinator_failovers,
+                    "killed": result.killed,
+                    "failures": result.failures,
+                    "storage_errors": result.storage_errors,
+                    "checkpoint_storage": self.storage_uris[target],
+                },
+            },
             wall_seconds=time.perf_counter() - self.mode_start,
             placement=placement_section(result.config, result.deployments, result.ray_nodes),
             output_after_snapshot=self.after_snapshot.get(target),
@@ -358,8 +420,11 @@ class _RayRequest:
         summaries = []
         for target, summary in finished:
             timings = {key: round(value, 3) for key, value in {**self.shared, **summary["timings_seconds"]}.items()}
-            summary = {**summary, "timings_seconds": timings,
-                       "workload_cache": {**summary["workload_cache"], "statistics": statistics}}
+            summary = {
+                **summary,
+                "timings_seconds": timings,
+                "workload_cache": {**summary["workload_cache"], "statistics": statistics},
+            }
             if self.spark is not None and not summary["spark"].get("started", True):  # started for the statistics
                 summary["spark"] = self.cluster.spark_info
             if self.analytics_uri is not None:

@@ -34,8 +34,9 @@ def _rows(path: Path, keys: tuple[str, ...]) -> dict[tuple, dict]:
 
 def _order(key: tuple) -> tuple:
     """Numbers in numeric order (checkpoint 2 before 10), then names; None (no job column) first."""
-    return tuple((0, 0, "") if v is None else (1, v, "") if isinstance(v, (int, float)) else (2, 0, str(v))
-                 for v in key)
+    return tuple(
+        (0, 0, "") if v is None else (1, v, "") if isinstance(v, (int, float)) else (2, 0, str(v)) for v in key
+    )
 
 
 def _table_difference(name: str, keys: tuple[str, ...], original: Path, replay: Path) -> str | None:
@@ -81,9 +82,11 @@ def compare(original: Path, replay: Path, replay_summary: dict, changed: list[st
         return f"not compared with the original: {original} ran on {summary.get('backend')}, which keeps no trace"
     if summary["trace_sha256"] == replay_summary["trace_sha256"]:
         return f"trace identical to the original ({original})"
-    first = (_table_difference("checkpoints", ("job", "id"), original, replay)
-             or _table_difference("subtasks", ("job", "id", "task"), original, replay)
-             or _summary_difference(summary, replay_summary)
-             or "none in the statistics tables or summary.json")
+    first = (
+        _table_difference("checkpoints", ("job", "id"), original, replay)
+        or _table_difference("subtasks", ("job", "id", "task"), original, replay)
+        or _summary_difference(summary, replay_summary)
+        or "none in the statistics tables or summary.json"
+    )
     note = f" (the replay was given {', '.join(changed)})" if changed else ""
     return f"trace differs from the original ({original}){note}: first difference: {first}"

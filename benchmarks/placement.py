@@ -100,8 +100,13 @@ def raw_chain_ms(nodes: list[str], messages: int = 150) -> float:
 
 def run_job(cluster: ClusterConfig, records: int, job_id: str) -> RayJobResult:
     splits = {"source": local_splits(records, 100, 1.0, 100, 4, seed=7)}
-    config = JobConfig(GRAPH, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=INTERVAL_MS),
-                       workload=WorkloadConfig(rate_per_source=RATE), cluster=cluster, max_source_batch_records=1)
+    config = JobConfig(
+        GRAPH,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=INTERVAL_MS),
+        workload=WorkloadConfig(rate_per_source=RATE),
+        cluster=cluster,
+        max_source_batch_records=1,
+    )
     with tempfile.TemporaryDirectory() as root:
         result = run_graph_on_ray(config, splits, root, job_id, timeout_seconds=900)
     verdict = verify(expected_sink_input(GRAPH, splits), result.committed_output)
@@ -157,24 +162,37 @@ def main() -> None:
     def p90(values: list[float]) -> str:
         return f"{percentile(values, 0.9):6.1f}" if values else "   n/a"
 
-    print(f"job: source (4) -> hash -> keyed sum (4) -> rebalance -> sink (1), sources paced at {RATE} records/s, "
-          f"aligned checkpoints every {INTERVAL_MS} ms, {args.records} records, {args.repeats} interleaved round(s); "
-          f"medians (p90) in ms over the completed checkpoints but each run's first")
-    print(f"{'placement':26} {'source start delay':>20} {'sink start delay':>20} {'end to end':>18}   raw Ray, same placement")
+    print(
+        f"job: source (4) -> hash -> keyed sum (4) -> rebalance -> sink (1), sources paced at {RATE} records/s, "
+        f"aligned checkpoints every {INTERVAL_MS} ms, {args.records} records, {args.repeats} interleaved round(s); "
+        f"medians (p90) in ms over the completed checkpoints but each run's first"
+    )
+    print(
+        f"{'placement':26} {'source start delay':>20} {'sink start delay':>20} {'end to end':>18}   raw Ray, same "
+        f"placement"
+    )
     raw = {
         "1 TaskManager": f"one hop {same:.2f}; chain of 3 hops {chain_one_node:.2f}",
         "4 TaskManagers, 1 node": f"one hop {same:.2f}; chain of 3 hops {chain_one_node:.2f}",
         "4 TaskManagers, 3 nodes": f"one hop {same:.2f} same node, {across:.2f} across; chain of 3 hops "
-                                   f"(nodes {' -> '.join(str(ray_nodes.index(n)) for n in barrier_path)}) {chain_spread:.2f}",
+        f"(nodes {' -> '.join(str(ray_nodes.index(n)) for n in barrier_path)}) {chain_spread:.2f}",
     }
     for name, f in figures.items():
-        print(f"{name:26} {med(f['source_start_delay'])} ({p90(f['source_start_delay'])})      "
-              f"{med(f['sink_start_delay'])} ({p90(f['sink_start_delay'])})    {med(f['end_to_end'])} ({p90(f['end_to_end'])})"
-              f"   {raw[name]}")
-    print("ratios: the sink's start delay (trigger RPC and 2 data hops: 3 hops) against the raw chain of 3 hops of the "
-          "same placement:")
-    for name, chain in (("1 TaskManager", chain_one_node), ("4 TaskManagers, 1 node", chain_one_node),
-                        ("4 TaskManagers, 3 nodes", chain_spread)):
+        print(
+            f"{name:26} {med(f['source_start_delay'])} ({p90(f['source_start_delay'])})      "
+            f"{med(f['sink_start_delay'])} ({p90(f['sink_start_delay'])})    {med(f['end_to_end'])} "
+            f"({p90(f['end_to_end'])})"
+            f"   {raw[name]}"
+        )
+    print(
+        "ratios: the sink's start delay (trigger RPC and 2 data hops: 3 hops) against the raw chain of 3 hops of the "
+        "same placement:"
+    )
+    for name, chain in (
+        ("1 TaskManager", chain_one_node),
+        ("4 TaskManagers, 1 node", chain_one_node),
+        ("4 TaskManagers, 3 nodes", chain_spread),
+    ):
         sink = figures[name]["sink_start_delay"]
         if sink:
             print(f"    {name}: {statistics.median(sink) / chain:.2f}x")

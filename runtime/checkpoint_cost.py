@@ -55,24 +55,37 @@ class CheckpointCostModel:
       incremental backend's memtable flush writes a local file. Flink's measured job (≈ 9 KiB of keyed state) does
       not show it; it matters for the state-size sweep only."""
 
-    snapshot_fixed_ms: float = setting(1.0, "the synchronous part's fixed cost, ms (the operator chain's "
-                                            "snapshotState)", Between(0.0, 3_600_000.0))
-    snapshot_mib_per_s: float = setting(1000.0, "MiB the synchronous part copies or flushes per second",
-                                        Between(0.001, 1e9))
-    async_fixed_ms: float = setting(6.0, "the asynchronous part's fixed cost, ms (executor hand-off, "
-                                         "acknowledgement)", Between(0.0, 3_600_000.0))
-    upload_mib_per_s: float = setting(250.0, "MiB of state, channel state and metadata written per second",
-                                      Between(0.001, 1e9))
-    file_latency_ms: float = setting(1.0, "latency per file written (state file, channel-state file, _metadata), "
-                                          "ms", Between(0.0, 3_600_000.0))
-    channel_state_fixed_ms: float = setting(8.0, "the fixed cost of the channel-state write of a subtask that "
-                                                 "persisted in-flight data, ms", Between(0.0, 3_600_000.0))
-    trigger_fixed_ms: float = setting(8.5, "the coordinator's trigger path, from the checkpoint's timestamp to "
-                                           "the trigger RPCs, ms", Between(0.0, 3_600_000.0))
-    latency_sigma: float = setting(0.5, "log-normal spread of every fixed part and latency (0: none)",
-                                   Between(0.0, 3.0))
-    emulate_remote_store: bool = setting(False, "Ray: add the modelled upload and metadata times to the real "
-                                                "file writes")
+    snapshot_fixed_ms: float = setting(
+        1.0, "the synchronous part's fixed cost, ms (the operator chain's snapshotState)", Between(0.0, 3_600_000.0)
+    )
+    snapshot_mib_per_s: float = setting(
+        1000.0, "MiB the synchronous part copies or flushes per second", Between(0.001, 1e9)
+    )
+    async_fixed_ms: float = setting(
+        6.0, "the asynchronous part's fixed cost, ms (executor hand-off, acknowledgement)", Between(0.0, 3_600_000.0)
+    )
+    upload_mib_per_s: float = setting(
+        250.0, "MiB of state, channel state and metadata written per second", Between(0.001, 1e9)
+    )
+    file_latency_ms: float = setting(
+        1.0, "latency per file written (state file, channel-state file, _metadata), ms", Between(0.0, 3_600_000.0)
+    )
+    channel_state_fixed_ms: float = setting(
+        8.0,
+        "the fixed cost of the channel-state write of a subtask that persisted in-flight data, ms",
+        Between(0.0, 3_600_000.0),
+    )
+    trigger_fixed_ms: float = setting(
+        8.5,
+        "the coordinator's trigger path, from the checkpoint's timestamp to the trigger RPCs, ms",
+        Between(0.0, 3_600_000.0),
+    )
+    latency_sigma: float = setting(
+        0.5, "log-normal spread of every fixed part and latency (0: none)", Between(0.0, 3.0)
+    )
+    emulate_remote_store: bool = setting(
+        False, "Ray: add the modelled upload and metadata times to the real file writes"
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -119,9 +132,16 @@ class CheckpointCostModel:
         return self._spread(self.trigger_fixed_ms, rng)
 
 
-NO_COST = CheckpointCostModel(snapshot_fixed_ms=0.0, async_fixed_ms=0.0, file_latency_ms=0.0,
-                              channel_state_fixed_ms=0.0, trigger_fixed_ms=0.0, latency_sigma=0.0,
-                              snapshot_mib_per_s=math.inf, upload_mib_per_s=math.inf)
+NO_COST = CheckpointCostModel(
+    snapshot_fixed_ms=0.0,
+    async_fixed_ms=0.0,
+    file_latency_ms=0.0,
+    channel_state_fixed_ms=0.0,
+    trigger_fixed_ms=0.0,
+    latency_sigma=0.0,
+    snapshot_mib_per_s=math.inf,
+    upload_mib_per_s=math.inf,
+)
 
 
 class CostCharger:

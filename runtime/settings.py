@@ -64,8 +64,11 @@ class AboveAtMost(Check):
         return f"> {self.low} and <= {self.high}"
 
     def problem(self, value: Any) -> str | None:
-        return (None if self.low < value <= self.high
-                else f"must be greater than {self.low} and at most {self.high}, got {value}")
+        return (
+            None
+            if self.low < value <= self.high
+            else f"must be greater than {self.low} and at most {self.high}, got {value}"
+        )
 
 
 class _PlainName(Check):
@@ -114,11 +117,13 @@ def setting(default: Any, description: str, check: Check = ANY) -> Any:
 def settings_of(cls: type) -> tuple[Setting, ...]:
     """The settings of section class ``cls``, in field order; a field not declared with ``setting`` is none."""
     hints = typing.get_type_hints(cls)
-    return tuple(Setting(f.name, hints[f.name], f.default, d.description, d.check)
-                 for f in dataclasses.fields(cls) if (d := f.metadata.get(_METADATA_KEY)) is not None)
+    return tuple(
+        Setting(f.name, hints[f.name], f.default, d.description, d.check)
+        for f in dataclasses.fields(cls)
+        if (d := f.metadata.get(_METADATA_KEY)) is not None
+    )
 
 
 def undeclared_fields(cls: type) -> list[str]:
     """The fields of ``cls`` that are no setting (a section class should have none)."""
     return [f.name for f in dataclasses.fields(cls) if _METADATA_KEY not in f.metadata]
-

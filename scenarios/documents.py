@@ -24,12 +24,18 @@ from barriersim.scenarios.schema import SCHEMA, SECTIONS, VERTEX_FIELDS
 def graph_document(graph: JobGraph) -> dict:
     vertices = []
     for v in graph.vertices:
-        doc = {"name": v.name, "operator": v.operator.value, "parallelism": v.parallelism,
-               "max_parallelism": v.max_parallelism}
+        doc = {
+            "name": v.name,
+            "operator": v.operator.value,
+            "parallelism": v.parallelism,
+            "max_parallelism": v.max_parallelism,
+        }
         doc.update({k: val for k, val in v.params.items() if k in VERTEX_FIELDS})
         vertices.append(doc)
-    edges = [{"from": e.source, "to": e.target, "partitioner": e.partitioner.value, "input": e.target_input}
-             for e in graph.edges]
+    edges = [
+        {"from": e.source, "to": e.target, "partitioner": e.partitioner.value, "input": e.target_input}
+        for e in graph.edges
+    ]
     return {"vertex": vertices, "edge": edges}
 
 
@@ -38,8 +44,11 @@ def scenario_document(scenario: Scenario) -> dict:
     job = scenario.job
     shorthand = {k: getattr(job, k) for k in SCHEMA["job"]}
     if not job.is_quickstart_shape:
-        shorthand = {k: v for k, v in shorthand.items()
-                     if k not in ("source_parallelism", "keyed_sum_parallelism", "sink_parallelism")}
+        shorthand = {
+            k: v
+            for k, v in shorthand.items()
+            if k not in ("source_parallelism", "keyed_sum_parallelism", "sink_parallelism")
+        }
         shorthand.update(graph_document(job.graph))
     doc = {
         "scenario": {"name": scenario.name, "description": scenario.description, "seed": scenario.seed},
@@ -57,14 +66,28 @@ def scenario_document(scenario: Scenario) -> dict:
     return doc
 
 
-def generated_document(name: str, graph: JobGraph, *, records: int, keys: int, zipf_exponent: float,
-                       rate_per_source: int, checkpointing: dict, seed: int = 0, cluster: dict | None = None) -> dict:
+def generated_document(
+    name: str,
+    graph: JobGraph,
+    *,
+    records: int,
+    keys: int,
+    zipf_exponent: float,
+    rate_per_source: int,
+    checkpointing: dict,
+    seed: int = 0,
+    cluster: dict | None = None,
+) -> dict:
     """The document of a generated case: a job graph, its checkpointing table, the workload's size and, if given,
     the TaskManagers it is placed in (``[cluster]``; else the default, one TaskManager)."""
     document = {
         "scenario": {"name": name, "seed": seed},
-        "workload": {"records": records, "keys": keys, "zipf_exponent": float(zipf_exponent),
-                     "rate_per_source": rate_per_source},
+        "workload": {
+            "records": records,
+            "keys": keys,
+            "zipf_exponent": float(zipf_exponent),
+            "rate_per_source": rate_per_source,
+        },
         "checkpointing": checkpointing,
         "job": graph_document(graph),
     }

@@ -26,8 +26,8 @@ from barriersim.runtime.faults.experiment import ActionSchedule, ActionScheduleE
 from barriersim.runtime.faults.fault_schedule import FaultSchedule, FaultScheduleError
 from barriersim.runtime.job.config import WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.scenarios.schema import (
@@ -49,8 +49,6 @@ class ScenarioError(Exception):
         self.key = key
         self.problem = problem
         super().__init__(f"{self.path}: {key}: {problem}" if key else f"{self.path}: {problem}")
-
-
 
 
 @dataclass(frozen=True)
@@ -91,7 +89,11 @@ class Scenario:
 
     def job_graphs(self) -> list[JobGraph]:
         """The graph of every job of the run: the first (rescaled by ``[restore]``), then each restore's."""
-        first = rescaled(self.job.graph, self.restore.parallelism, "restore.parallelism") if self.restore else self.job.graph
+        first = (
+            rescaled(self.job.graph, self.restore.parallelism, "restore.parallelism")
+            if self.restore
+            else self.job.graph
+        )
         return self.actions.graphs(first)
 
 
@@ -154,20 +156,29 @@ def _parse_job(path: str, given: Any) -> JobSpec:
     general = "vertex" in given or "edge" in given
     shorthand = _table(path, "job", given, SCHEMA["job"], skip=("vertex", "edge"))
     if not general:
-        graph = quickstart_graph(shorthand["source_parallelism"], shorthand["keyed_sum_parallelism"],
-                                 shorthand["max_parallelism"]).validate()
+        graph = quickstart_graph(
+            shorthand["source_parallelism"], shorthand["keyed_sum_parallelism"], shorthand["max_parallelism"]
+        ).validate()
         return JobSpec(**shorthand, graph=graph, is_quickstart_shape=True)
     for key in ("source_parallelism", "keyed_sum_parallelism", "sink_parallelism"):
         if key in given:
-            raise ScenarioError(path, f"job.{key}", "is the quickstart shorthand; with [[job.vertex]] set parallelism per vertex")
+            raise ScenarioError(
+                path, f"job.{key}", "is the quickstart shorthand; with [[job.vertex]] set parallelism per vertex"
+            )
     vertices, edges = [], []
     for i, raw in enumerate(_array_of_tables(path, "job.vertex", given.get("vertex", []))):
         v = _table(path, f"job.vertex[{i}]", raw, VERTEX_FIELDS)
         if v["max_parallelism"] < v["parallelism"]:
             raise ScenarioError(path, f"job.vertex[{i}].max_parallelism", f"must be >= parallelism {v['parallelism']}")
-        params = {k: v[k] for k in VERTEX_FIELDS if k not in ("name", "operator", "parallelism", "max_parallelism")
-                  and not (k == "record_size" and v[k] == 0)}  # unset: the network's, and no parameter
-        vertices.append(JobVertex(v["name"], OperatorKind(v["operator"]), v["parallelism"], v["max_parallelism"], params))
+        params = {
+            k: v[k]
+            for k in VERTEX_FIELDS
+            if k not in ("name", "operator", "parallelism", "max_parallelism")
+            and not (k == "record_size" and v[k] == 0)
+        }  # unset: the network's, and no parameter
+        vertices.append(
+            JobVertex(v["name"], OperatorKind(v["operator"]), v["parallelism"], v["max_parallelism"], params)
+        )
     for i, raw in enumerate(_array_of_tables(path, "job.edge", given.get("edge", []))):
         e = _table(path, f"job.edge[{i}]", raw, EDGE_FIELDS)
         edges.append(JobEdge(e["from"], e["to"], Partitioner(e["partitioner"]), e["input"]))
@@ -186,11 +197,11 @@ def _graph_error_key(graph: JobGraph, message: str) -> tuple[str, str]:
     for i, e in enumerate(graph.edges):
         prefix = f"edge {e}: "
         if message.startswith(prefix):
-            return f"job.edge[{i}]", f"{message[len(prefix):]} ({e})"
+            return f"job.edge[{i}]", f"{message[len(prefix) :]} ({e})"
     for i, v in enumerate(graph.vertices):
         prefix = f"vertex {v.name!r}: "
         if message.startswith(prefix):
-            return f"job.vertex[{i}]", f"{message[len(prefix):]} (vertex {v.name!r})"
+            return f"job.vertex[{i}]", f"{message[len(prefix) :]} (vertex {v.name!r})"
     return "job", message
 
 
@@ -206,8 +217,9 @@ def _parse_sweep(path: str, given: Any) -> tuple[tuple[str, tuple], ...]:
     return tuple(axes)
 
 
-def _check_cross_rules(path: str, checkpointing: CheckpointingConfig, workload: WorkloadConfig,
-                       origin: str = "") -> None:
+def _check_cross_rules(
+    path: str, checkpointing: CheckpointingConfig, workload: WorkloadConfig, origin: str = ""
+) -> None:
     """The rules on a section's settings together: the mode with its settings
     (``CheckpointingConfig.problem``), a paced emission with its rate (``WorkloadConfig.problem``); ``origin``
     says where settings that are not the file's came from."""
@@ -242,8 +254,11 @@ def _check_jobs(path: str, scenario: Scenario) -> None:
     subtask of some job (``ScenarioError`` naming the key)."""
     try:
         graphs = scenario.job_graphs()
-        scenario.actions.check_against(graphs[0], scenario.checkpointing.externalized_checkpoint_retention
-                                       is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION)
+        scenario.actions.check_against(
+            graphs[0],
+            scenario.checkpointing.externalized_checkpoint_retention
+            is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION,
+        )
     except ActionScheduleError as err:
         key, _, problem = str(err).partition(": ")
         raise ScenarioError(path, key, problem) from None
@@ -256,8 +271,10 @@ def _check_jobs(path: str, scenario: Scenario) -> None:
 
 
 def _union_graph(graphs: list[JobGraph]) -> JobGraph:
-    return JobGraph(tuple(replace(v, parallelism=max(g.vertex(v.name).parallelism for g in graphs))
-                          for v in graphs[0].vertices), graphs[0].edges)
+    return JobGraph(
+        tuple(replace(v, parallelism=max(g.vertex(v.name).parallelism for g in graphs)) for v in graphs[0].vertices),
+        graphs[0].edges,
+    )
 
 
 def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
@@ -267,8 +284,11 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         if section not in known:
             raise ScenarioError(path, section, f"unknown section (known: {', '.join(known)})")
     header = _table(path, "scenario", data.get("scenario", {}), SCHEMA["scenario"])
-    sections = {name: SECTIONS[name].build(_table(path, name, data.get(name, {}), SCHEMA[name]))
-                for name in SCHEMA if name in SECTIONS}
+    sections = {
+        name: SECTIONS[name].build(_table(path, name, data.get(name, {}), SCHEMA[name]))
+        for name in SCHEMA
+        if name in SECTIONS
+    }
     job = _parse_job(path, data.get("job", {}))
     _check_cross_rules(path, sections["checkpointing"], sections["workload"])
     try:
@@ -276,8 +296,9 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         restore = RestoreSettings.from_plain(data["restore"]) if "restore" in data else None
         if restore is not None and not Path(restore.path).is_absolute() and Path(path).is_file():
             # a relative path in a scenario file is relative to the file
-            restore = RestoreSettings(str((Path(path).parent / restore.path).resolve()), restore.parallelism,
-                                      restore.allow_non_restored_state)
+            restore = RestoreSettings(
+                str((Path(path).parent / restore.path).resolve()), restore.parallelism, restore.allow_non_restored_state
+            )
     except ActionScheduleError as err:
         key, _, problem = str(err).partition(": ")
         raise ScenarioError(path, key, problem) from None
@@ -286,9 +307,18 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
     except FaultScheduleError as err:
         raise ScenarioError(path, None, str(err)) from None
     _check_placement(path, job.graph, sections["cluster"], faults)
-    scenario = Scenario(path=path, name=header["name"], description=header["description"], seed=header["seed"],
-                        job=job, faults=faults, sweep=_parse_sweep(path, data["sweep"]) if "sweep" in data else (),
-                        actions=actions, restore=restore, **sections)
+    scenario = Scenario(
+        path=path,
+        name=header["name"],
+        description=header["description"],
+        seed=header["seed"],
+        job=job,
+        faults=faults,
+        sweep=_parse_sweep(path, data["sweep"]) if "sweep" in data else (),
+        actions=actions,
+        restore=restore,
+        **sections,
+    )
     _check_restart(path, scenario.restart)
     _check_jobs(path, scenario)
     return scenario
@@ -361,11 +391,15 @@ def apply_settings(scenario: Scenario, settings: dict[str, Any], where: str, ori
     uses it (the timeout applies only in aligned-with-timeout mode)."""
     for key, value in settings.items():
         scenario = with_setting(scenario, str(key), check_setting(scenario.path, where, key, value))
-    if ("checkpointing.mode" in settings and "checkpointing.aligned_checkpoint_timeout_ms" not in settings
-            and not scenario.checkpointing.mode.uses_alignment_timeout):
+    if (
+        "checkpointing.mode" in settings
+        and "checkpointing.aligned_checkpoint_timeout_ms" not in settings
+        and not scenario.checkpointing.mode.uses_alignment_timeout
+    ):
         scenario = with_setting(scenario, "checkpointing.aligned_checkpoint_timeout_ms", 0)
-    _check_cross_rules(scenario.path, scenario.checkpointing, scenario.workload,
-                       origin or f"with {where} {_shown(settings)}")
+    _check_cross_rules(
+        scenario.path, scenario.checkpointing, scenario.workload, origin or f"with {where} {_shown(settings)}"
+    )
     _check_restart(scenario.path, scenario.restart, origin or f"with {where} {_shown(settings)}")
     _check_placement(scenario.path, scenario.job.graph, scenario.cluster, scenario.faults)
     _check_jobs(scenario.path, scenario)
@@ -400,9 +434,16 @@ def expand_sweep(scenario: Scenario) -> list[tuple[dict[str, Any], Scenario]]:
     return runs
 
 
-def effective_scenario(scenario: Scenario, *, mode: CheckpointingMode | str | None = None, seed: int | None = None,
-                       faults: FaultSchedule | None = None, actions: ActionSchedule | None = None,
-                       restore: RestoreSettings | None = None, origin: str = "the mode given") -> Scenario:
+def effective_scenario(
+    scenario: Scenario,
+    *,
+    mode: CheckpointingMode | str | None = None,
+    seed: int | None = None,
+    faults: FaultSchedule | None = None,
+    actions: ActionSchedule | None = None,
+    restore: RestoreSettings | None = None,
+    origin: str = "the mode given",
+) -> Scenario:
     """What a run of ``scenario`` runs: in ``mode`` (``in_mode``), with ``seed``, ``faults``, ``actions`` and
     ``restore`` replacing the file's when given (checked against the job's graphs: ``FaultScheduleError``,
     ``ScenarioError``)."""

@@ -11,9 +11,10 @@ renders it all as the scenario reference. The loader (``scenarios.loader``) appl
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
 from barriersim.runtime.checkpoint_cost import CheckpointCostModel
 from barriersim.runtime.coordinator.configuration import CheckpointingConfig
@@ -57,8 +58,13 @@ class Field:
 
 
 def _choice(kind: type[enum.Enum], default: Any, description: str) -> Field:
-    return Field(str, default.value if default is not REQUIRED else REQUIRED, description,
-                 choices=tuple(m.value for m in kind), parse=kind)
+    return Field(
+        str,
+        default.value if default is not REQUIRED else REQUIRED,
+        description,
+        choices=tuple(m.value for m in kind),
+        parse=kind,
+    )
 
 
 def _field(s) -> Field:
@@ -89,20 +95,37 @@ class Section:
 
 SECTIONS: dict[str, Section] = {  # in the order overrides and sweeps list them
     "workload": Section(WorkloadConfig, "What the sources read and how fast (``runtime.job.config.WorkloadConfig``)."),
-    "checkpointing": Section(CheckpointingConfig, "The checkpointing mode and the coordinator's settings "
-                                                  "(``runtime.coordinator.configuration.CheckpointingConfig``)."),
-    "network": Section(NetworkConfig, "Network buffers, credit, the output flusher, buffer debloating and the "
-                                      "simulated channel latency (``runtime.network.config.NetworkConfig``)."),
-    "cluster": Section(ClusterConfig, "The TaskManagers and slots the job is placed in and the hosts they are "
-                                      "spread over; the default is Flink's MiniCluster, one TaskManager with a "
-                                      "slot per parallel instance (``runtime.job.placement.ClusterConfig``)."),
-    "storage": Section(CheckpointCostModel, "What checkpoint work costs; the simulator charges it on its virtual "
-                                            "clock, Ray only with emulate_remote_store "
-                                            "(``runtime.checkpoint_cost.CheckpointCostModel``)."),
-    "state": Section(StateBackendConfig, "The keyed state backend: heap or incremental "
-                                         "(``runtime.state.backend.StateBackendConfig``)."),
-    "restart": Section(RestartStrategyConfig, "The restart strategy: fixed-delay or exponential-delay "
-                                              "(``runtime.job.restart_strategy.RestartStrategyConfig``)."),
+    "checkpointing": Section(
+        CheckpointingConfig,
+        "The checkpointing mode and the coordinator's settings "
+        "(``runtime.coordinator.configuration.CheckpointingConfig``).",
+    ),
+    "network": Section(
+        NetworkConfig,
+        "Network buffers, credit, the output flusher, buffer debloating and the "
+        "simulated channel latency (``runtime.network.config.NetworkConfig``).",
+    ),
+    "cluster": Section(
+        ClusterConfig,
+        "The TaskManagers and slots the job is placed in and the hosts they are "
+        "spread over; the default is Flink's MiniCluster, one TaskManager with a "
+        "slot per parallel instance (``runtime.job.placement.ClusterConfig``).",
+    ),
+    "storage": Section(
+        CheckpointCostModel,
+        "What checkpoint work costs; the simulator charges it on its virtual "
+        "clock, Ray only with emulate_remote_store "
+        "(``runtime.checkpoint_cost.CheckpointCostModel``).",
+    ),
+    "state": Section(
+        StateBackendConfig,
+        "The keyed state backend: heap or incremental (``runtime.state.backend.StateBackendConfig``).",
+    ),
+    "restart": Section(
+        RestartStrategyConfig,
+        "The restart strategy: fixed-delay or exponential-delay "
+        "(``runtime.job.restart_strategy.RestartStrategyConfig``).",
+    ),
 }
 SETTABLE_SECTIONS = tuple(SECTIONS)  # what overrides and sweeps may set, as "section.key"
 
@@ -119,8 +142,12 @@ JOB_FIELDS: dict[str, Field] = {
     "source_parallelism": Field(int, 2, "quickstart: the source's parallelism", Between(1, 128)),
     "keyed_sum_parallelism": Field(int, 2, "quickstart: the keyed sum's parallelism", Between(1, 128)),
     "sink_parallelism": Field(int, 1, "quickstart: the sink's parallelism (one)", Between(1, 1)),
-    "records_per_buffer": Field(int, 200, "unused: how many records a buffer holds follows from "
-                                          "network.buffer_size and record_size", Between(1, 100_000)),
+    "records_per_buffer": Field(
+        int,
+        200,
+        "unused: how many records a buffer holds follows from network.buffer_size and record_size",
+        Between(1, 100_000),
+    ),
     "max_parallelism": Field(int, 128, "the vertices' max parallelism (key groups)", Between(1, 32768)),
 }
 VERTEX_FIELDS: dict[str, Field] = {
@@ -128,18 +155,23 @@ VERTEX_FIELDS: dict[str, Field] = {
     "operator": _choice(OperatorKind, REQUIRED, "what the vertex does (runtime.jobgraph.OperatorKind)"),
     "parallelism": Field(int, REQUIRED, "its parallel subtasks", Between(1, 128)),
     "max_parallelism": Field(int, 128, "its key groups; at least parallelism", Between(1, 32768)),
-    "cost_us_per_record": Field(float, 1.0, "simulated processing time per record, in microseconds",
-                                Between(0.0, 1e9)),
+    "cost_us_per_record": Field(float, 1.0, "simulated processing time per record, in microseconds", Between(0.0, 1e9)),
     "hot_key": Field(int, -1, "a key whose records cost hot_key_extra_us more; -1: none", AtLeast(-1)),
-    "hot_key_extra_us": Field(float, 0.0, "extra simulated time per record of hot_key, in microseconds",
-                              Between(0.0, 1e9)),
+    "hot_key_extra_us": Field(
+        float, 0.0, "extra simulated time per record of hot_key, in microseconds", Between(0.0, 1e9)
+    ),
     "factor": Field(int, 2, "map: multiplies each value by this", Between(-1_000_000, 1_000_000)),
     "modulus": Field(int, 3, "filter: drops values divisible by this", Between(1, 1_000_000)),
     "window_ms": Field(int, 1000, "window operators: the tumbling window's size in event time", Between(1, 10**12)),
-    "record_size": Field(int, 0, "bytes each record this vertex emits occupies in a network buffer; 0: the "
-                                 "network's record_size", Between(0, 1 << 20)),
-    "slot_sharing_group": Field(str, "default", "subtasks of one group share slots (Flink's slotSharingGroup)",
-                                PLAIN_NAME),
+    "record_size": Field(
+        int,
+        0,
+        "bytes each record this vertex emits occupies in a network buffer; 0: the network's record_size",
+        Between(0, 1 << 20),
+    ),
+    "slot_sharing_group": Field(
+        str, "default", "subtasks of one group share slots (Flink's slotSharingGroup)", PLAIN_NAME
+    ),
 }
 EDGE_FIELDS: dict[str, Field] = {
     "from": Field(str, REQUIRED, "the producing vertex"),
@@ -150,22 +182,23 @@ EDGE_FIELDS: dict[str, Field] = {
 
 _FILE_ORDER = ("scenario", "workload", "job", "network", "cluster", "checkpointing", "restart", "state", "storage")
 SCHEMA: dict[str, dict[str, Field]] = {  # every table of a file's, in the order the reference lists them
-    name: {"scenario": SCENARIO_FIELDS, "job": JOB_FIELDS}.get(name) or SECTIONS[name].fields for name in _FILE_ORDER}
+    name: {"scenario": SCENARIO_FIELDS, "job": JOB_FIELDS}.get(name) or SECTIONS[name].fields for name in _FILE_ORDER
+}
 
 VERTEX_TABLE, EDGE_TABLE = "job.vertex", "job.edge"
 _TABLE_DESCRIPTIONS = {
     "scenario": "The scenario's name, description and seed.",
     "job": "The quickstart shorthand: a source, a keyed sum and a sink with these parallelisms. A general job graph "
-           "uses ``[[job.vertex]]`` and ``[[job.edge]]`` instead (``max_parallelism`` applies to either form).",
+    "uses ``[[job.vertex]]`` and ``[[job.edge]]`` instead (``max_parallelism`` applies to either form).",
     VERTEX_TABLE: "One vertex of a general job graph (an array of tables); its operator's parameters apply to the "
-                  "operators that read them.",
+    "operators that read them.",
     EDGE_TABLE: "One edge of a general job graph (an array of tables).",
 }
 _OTHER_TABLES = {
     "[[faults]]": "the fault schedule (``runtime.faults.fault_schedule``: crashes, slow tasks, lost TaskManagers "
-                  "and nodes, storage faults)",
+    "and nodes, storage faults)",
     "[[actions]]": "experiment actions (``runtime.faults.experiment``: savepoints, stop-with-savepoint, cancel, "
-                   "restores with new parallelisms)",
+    "restores with new parallelisms)",
     "[restore]": "start from a savepoint or retained checkpoint: ``from`` (a path) and ``parallelism`` per vertex",
     "[sweep]": "dotted ``section.key`` settings of the sections above, each with a list of values: the run matrix",
 }
@@ -201,15 +234,27 @@ def reference_markdown() -> str:
         if name == "job":
             tables.append((f"[[{VERTEX_TABLE}]]", _TABLE_DESCRIPTIONS[VERTEX_TABLE], VERTEX_FIELDS))
             tables.append((f"[[{EDGE_TABLE}]]", _TABLE_DESCRIPTIONS[EDGE_TABLE], EDGE_FIELDS))
-    lines = ["# Scenario reference", "",
-             "A scenario is a TOML file of the tables below; a key left out takes its default. "
-             f"`--set` and `[sweep]` set keys of {', '.join(f'`[{s}]`' for s in SETTABLE_SECTIONS)} "
-             "as `section.key`.", ""]
+    lines = [
+        "# Scenario reference",
+        "",
+        "A scenario is a TOML file of the tables below; a key left out takes its default. "
+        f"`--set` and `[sweep]` set keys of {', '.join(f'`[{s}]`' for s in SETTABLE_SECTIONS)} "
+        "as `section.key`.",
+        "",
+    ]
     for title, description, fields in tables:
-        lines += [f"## `{title}`", "", _cell(description), "",
-                  "| key | type | default | allowed | description |", "|---|---|---|---|---|"]
-        lines += [f"| `{key}` | {_TYPE_NAMES[f.kind]} | {_toml_value(f.default)} | {_allowed(f)} | "
-                  f"{_cell(f.description)} |" for key, f in fields.items()]
+        lines += [
+            f"## `{title}`",
+            "",
+            _cell(description),
+            "",
+            "| key | type | default | allowed | description |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| `{key}` | {_TYPE_NAMES[f.kind]} | {_toml_value(f.default)} | {_allowed(f)} | {_cell(f.description)} |"
+            for key, f in fields.items()
+        ]
         lines.append("")
     lines += ["## Other tables", ""]
     lines += [f"- `{title}`: {_cell(text)}" for title, text in _OTHER_TABLES.items()]

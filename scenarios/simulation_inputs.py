@@ -36,7 +36,16 @@ def workload_splits(scenario: Scenario) -> dict[str, list[list[tuple]]]:
     w, seed = scenario.workload, scenario.seed
     out = {}
     for k, source in enumerate(scenario.job.graph.sources):
-        out[source.name] = local_splits(w.records, w.keys, w.zipf_exponent, w.max_value, source.parallelism,
-                                        seed + k, w.rate_per_source, record_id_offset=k * SOURCE_ID_STRIDE,
-                                        hot_key_share=w.hot_key_share, key_growth=w.key_growth)
+        out[source.name] = local_splits(
+            w.records,
+            w.keys,
+            w.zipf_exponent,
+            w.max_value,
+            source.parallelism,
+            seed + k,
+            w.rate_per_source,
+            record_id_offset=k * SOURCE_ID_STRIDE,
+            hot_key_share=w.hot_key_share,
+            key_growth=w.key_growth,
+        )
     return out

@@ -58,42 +58,71 @@ class CheckpointingConfig:
     """A scenario's ``[checkpointing]``: the mode and the coordinator's settings (Flink's defaults)."""
 
     mode: CheckpointingMode = setting(
-        CheckpointingMode.ALIGNED, "how barriers are handled: aligned, unaligned, aligned with a timeout, or "
-                                   "at-least-once (runtime.checkpointing_mode)")
-    interval_ms: int = setting(1000, "the coordinator triggers a checkpoint this often (Flink's "
-                                     "execution.checkpointing.interval)", AtLeast(10))
-    timeout_ms: int = setting(600_000, "a checkpoint not completed this long after its trigger is aborted "
-                                       "(execution.checkpointing.timeout)", AtLeast(1))
+        CheckpointingMode.ALIGNED,
+        "how barriers are handled: aligned, unaligned, aligned with a timeout, or "
+        "at-least-once (runtime.checkpointing_mode)",
+    )
+    interval_ms: int = setting(
+        1000, "the coordinator triggers a checkpoint this often (Flink's execution.checkpointing.interval)", AtLeast(10)
+    )
+    timeout_ms: int = setting(
+        600_000,
+        "a checkpoint not completed this long after its trigger is aborted (execution.checkpointing.timeout)",
+        AtLeast(1),
+    )
     aligned_checkpoint_timeout_ms: int = setting(
-        0, "aligned-with-timeout mode: an alignment lasting longer switches the checkpoint to unaligned "
-           "(execution.checkpointing.aligned-checkpoint-timeout); 0 in the other modes", AtLeast(0))
-    max_concurrent: int = setting(1, "checkpoints in progress at once, at most "
-                                     "(execution.checkpointing.max-concurrent-checkpoints)", Between(1, 100))
-    min_pause_ms: int = setting(0, "the least time from one checkpoint's completion to the next trigger "
-                                   "(execution.checkpointing.min-pause)", AtLeast(0))
-    tolerable_failures: int = setting(0, "checkpoint failures in a row the job tolerates before it fails over "
-                                         "(execution.checkpointing.tolerable-failed-checkpoints)",
-                                      Between(0, 1_000_000))
+        0,
+        "aligned-with-timeout mode: an alignment lasting longer switches the checkpoint to unaligned "
+        "(execution.checkpointing.aligned-checkpoint-timeout); 0 in the other modes",
+        AtLeast(0),
+    )
+    max_concurrent: int = setting(
+        1,
+        "checkpoints in progress at once, at most (execution.checkpointing.max-concurrent-checkpoints)",
+        Between(1, 100),
+    )
+    min_pause_ms: int = setting(
+        0,
+        "the least time from one checkpoint's completion to the next trigger (execution.checkpointing.min-pause)",
+        AtLeast(0),
+    )
+    tolerable_failures: int = setting(
+        0,
+        "checkpoint failures in a row the job tolerates before it fails over "
+        "(execution.checkpointing.tolerable-failed-checkpoints)",
+        Between(0, 1_000_000),
+    )
     max_retained: int = setting(1, "completed checkpoints kept (state.checkpoints.num-retained)", Between(1, 1000))
     checkpoints_after_tasks_finish: bool = setting(
-        True, "checkpoints go on after some tasks finished, and tasks wait for a final checkpoint (FLIP-147, "
-              "execution.checkpointing.checkpoints-after-tasks-finish)")
+        True,
+        "checkpoints go on after some tasks finished, and tasks wait for a final checkpoint (FLIP-147, "
+        "execution.checkpointing.checkpoints-after-tasks-finish)",
+    )
     memory_threshold_bytes: int = setting(
-        20 * 1024, "a subtask's state stream at or above this size is a file of its own, a smaller one inline in "
-                   "_metadata (state.storage.fs.memory-threshold)", Between(0, 1024 * 1024))
+        20 * 1024,
+        "a subtask's state stream at or above this size is a file of its own, a smaller one inline in "
+        "_metadata (state.storage.fs.memory-threshold)",
+        Between(0, 1024 * 1024),
+    )
     externalized_checkpoint_retention: ExternalizedCheckpointRetention = setting(
         ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS,
         "what a cancelled, failed or suspended job keeps of its completed checkpoints; a finished job keeps none "
-        "(execution.checkpointing.externalized-checkpoint-retention)")
+        "(execution.checkpointing.externalized-checkpoint-retention)",
+    )
     recovery_claim_mode: RecoveryClaimMode = setting(
-        RecoveryClaimMode.NO_CLAIM, "whether a new JobManager's recovered checkpoints are the job's to discard: "
-                                    "no_claim never discards the files they created, claim once no retained "
-                                    "checkpoint uses them (execution.state-recovery.claim-mode)")
+        RecoveryClaimMode.NO_CLAIM,
+        "whether a new JobManager's recovered checkpoints are the job's to discard: "
+        "no_claim never discards the files they created, claim once no retained "
+        "checkpoint uses them (execution.state-recovery.claim-mode)",
+    )
 
     def __post_init__(self) -> None:  # a caller's strings become the enums
         object.__setattr__(self, "mode", CheckpointingMode.parse(self.mode, "checkpointing.mode"))
-        object.__setattr__(self, "externalized_checkpoint_retention",
-                           ExternalizedCheckpointRetention(self.externalized_checkpoint_retention))
+        object.__setattr__(
+            self,
+            "externalized_checkpoint_retention",
+            ExternalizedCheckpointRetention(self.externalized_checkpoint_retention),
+        )
         object.__setattr__(self, "recovery_claim_mode", RecoveryClaimMode(self.recovery_claim_mode))
 
     def problem(self) -> tuple[str, str] | None:

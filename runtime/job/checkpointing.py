@@ -8,7 +8,8 @@ thread). Mirrors how Flink's ``DefaultScheduler`` wires its ``CheckpointCoordina
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from barriersim.runtime.checkpoint_cost import CostCharger
 from barriersim.runtime.coordinator import messages as m
@@ -37,15 +38,32 @@ from barriersim.runtime.storage.errors import CheckpointStorageError
 class JobCheckpointing:
     """The coordinator of each JobManager generation and what it asks (see the module)."""
 
-    def __init__(self, config: JobConfig, job_id: str, *, storage, savepoint_storage, clock: Callable[[], int],
-                 timers: EventTimers, coordinator_rng: Callable[[], random.Random], cost: CostCharger,
-                 keep_completed_metadata: bool, first_attempt_number: int, fault_log: FaultLog,
-                 job_ms: Callable[[], int], epoch: Callable[[], int], trace: Callable[[str, str], None],
-                 to_task: Callable[..., None], crash_point: Callable[[str, ProtocolPoint, int], bool],
-                 request_completed: Callable[[int, int], None], request_failed: Callable[[int, int | None, str], None],
-                 savepoint_written: Callable[[int, str, CheckpointMetadata], None],
-                 fail_over: Callable[[str, str], None], job_ended: Callable[[], bool],
-                 failing_over: Callable[[], bool]):
+    def __init__(
+        self,
+        config: JobConfig,
+        job_id: str,
+        *,
+        storage,
+        savepoint_storage,
+        clock: Callable[[], int],
+        timers: EventTimers,
+        coordinator_rng: Callable[[], random.Random],
+        cost: CostCharger,
+        keep_completed_metadata: bool,
+        first_attempt_number: int,
+        fault_log: FaultLog,
+        job_ms: Callable[[], int],
+        epoch: Callable[[], int],
+        trace: Callable[[str, str], None],
+        to_task: Callable[..., None],
+        crash_point: Callable[[str, ProtocolPoint, int], bool],
+        request_completed: Callable[[int, int], None],
+        request_failed: Callable[[int, int | None, str], None],
+        savepoint_written: Callable[[int, str, CheckpointMetadata], None],
+        fail_over: Callable[[str, str], None],
+        job_ended: Callable[[], bool],
+        failing_over: Callable[[], bool],
+    ):
         """``timers``: the JobMaster's, each coordinator's timer wrapped with its generation
         (``CoordinatorTimerFired``); ``to_task``: a message to a task, through its faults' fate; ``crash_point``: the
         JobMaster-side crash points; ``request_completed`` / ``request_failed`` / ``savepoint_written``: the
@@ -91,17 +109,25 @@ class JobCheckpointing:
 
     def _new_coordinator(self, store, first_attempt_number: int) -> CheckpointCoordinator:
         if store is None:
-            store = DefaultCompletedCheckpointStore(self._config.checkpointing.max_retained, self._storage,
-                                                    on_error=self.storage_error)
+            store = DefaultCompletedCheckpointStore(
+                self._config.checkpointing.max_retained, self._storage, on_error=self.storage_error
+            )
         generation = self.generation
         return CheckpointCoordinator(
-            self.job_id, vertices_from_job_graph(self._graph), self._config.checkpointing.coordinator_configuration(),
-            clock=self._clock, timers=WrappingTimers(self._timers, lambda event: CoordinatorTimerFired(generation, event)),
-            rng=self._coordinator_rng(), tasks_running=False, completed_checkpoint_store=store,
-            checkpoint_id_counter=self.id_counter, checkpoint_writer=self._write_metadata,
+            self.job_id,
+            vertices_from_job_graph(self._graph),
+            self._config.checkpointing.coordinator_configuration(),
+            clock=self._clock,
+            timers=WrappingTimers(self._timers, lambda event: CoordinatorTimerFired(generation, event)),
+            rng=self._coordinator_rng(),
+            tasks_running=False,
+            completed_checkpoint_store=store,
+            checkpoint_id_counter=self.id_counter,
+            checkpoint_writer=self._write_metadata,
             first_attempt_number=first_attempt_number,
             metadata_write_ms=lambda states: self._cost.metadata_ms(
-                metadata_bytes_estimate(states, self._config.checkpointing.memory_threshold_bytes)),
+                metadata_bytes_estimate(states, self._config.checkpointing.memory_threshold_bytes)
+            ),
             claim_mode=self._config.checkpointing.recovery_claim_mode,
         )
 
@@ -173,16 +199,32 @@ class JobCheckpointing:
                 self._triggered_in_epoch[action.checkpoint_id] = self._epoch()
             trigger_ms = round(self._cost.trigger_ms())  # the trigger path, before the RPCs leave
             for attempt in action.tasks:
-                self._to_task(None, attempt, action.checkpoint_id,
-                              TriggerCheckpoint(action.checkpoint_id, action.timestamp, action.options), trigger_ms)
+                self._to_task(
+                    None,
+                    attempt,
+                    action.checkpoint_id,
+                    TriggerCheckpoint(action.checkpoint_id, action.timestamp, action.options),
+                    trigger_ms,
+                )
         elif isinstance(action, m.NotifyCheckpointComplete):
-            if not self._crash_point(subtask_name((action.task.vertex_id, action.task.subtask_index)),
-                                     ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, action.checkpoint_id):
-                self._to_task(MessageKind.NOTIFY_COMPLETE, action.task, action.checkpoint_id,
-                              NotifyCheckpointComplete(action.checkpoint_id))
+            if not self._crash_point(
+                subtask_name((action.task.vertex_id, action.task.subtask_index)),
+                ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE,
+                action.checkpoint_id,
+            ):
+                self._to_task(
+                    MessageKind.NOTIFY_COMPLETE,
+                    action.task,
+                    action.checkpoint_id,
+                    NotifyCheckpointComplete(action.checkpoint_id),
+                )
         elif isinstance(action, m.NotifyCheckpointAborted):
-            self._to_task(MessageKind.NOTIFY_ABORTED, action.task, action.checkpoint_id,
-                          NotifyCheckpointAborted(action.checkpoint_id, action.latest_completed_checkpoint_id))
+            self._to_task(
+                MessageKind.NOTIFY_ABORTED,
+                action.task,
+                action.checkpoint_id,
+                NotifyCheckpointAborted(action.checkpoint_id, action.latest_completed_checkpoint_id),
+            )
         elif isinstance(action, m.DiscardCheckpoint):
             # a checkpoint an earlier JobManager completed (recovered, then subsumed): its statistics are that
             # coordinator's, so the run's report says it was discarded there (the current one marked its own)
@@ -199,8 +241,9 @@ class JobCheckpointing:
                 self.storage_error(f"discarding shared state: {err}")
         elif isinstance(action, m.AcknowledgementRejected):  # Flink's JobMaster logs it; the job goes on
             task = subtask_name((action.task.vertex_id, action.task.subtask_index))
-            self.storage_error(f"checkpoint {action.checkpoint_id}: the acknowledgement of {task} was dropped: "
-                               f"{action.detail}")
+            self.storage_error(
+                f"checkpoint {action.checkpoint_id}: the acknowledgement of {task} was dropped: {action.detail}"
+            )
         elif isinstance(action, m.RestoreFrom):
             self._restore_from = action
         elif isinstance(action, m.TriggerRequestCompleted):

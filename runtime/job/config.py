@@ -25,13 +25,12 @@ from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRete
 from barriersim.runtime.faults.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.job.placement import ClusterConfig, Placement, PlacementError, place
-from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
+from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.settings import AtLeast, Between, setting
 from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.runtime.task.stream_task import UNPACED_SOURCE_BATCH_RECORDS
-
 
 SOURCE_PACING_MS = 10  # a paced source emits what its rate allows per this many ms
 
@@ -75,14 +74,20 @@ class WorkloadConfig:
     hot_key_share: float = setting(0.0, "> 0: key 0 carries this share of the records", Between(0.0, 0.99))
     key_growth: bool = setting(False, "keys are added over time: the key space grows from 1 to `keys` over the run")
     max_value: int = setting(100, "values are uniform in 1..max_value", Between(1, 1_000_000))
-    rate_per_source: int = setting(0, "records per second each source subtask emits; 0: as fast as cost and "
-                                      "backpressure allow", AtLeast(0))
+    rate_per_source: int = setting(
+        0, "records per second each source subtask emits; 0: as fast as cost and backpressure allow", AtLeast(0)
+    )
     source_emission: SourceEmission = setting(
-        SourceEmission.STEPS, "how the simulator emits a paced source's records: steps of 10 ms written at once, or "
-                              "exact (each when it is due; slower to simulate); Ray reads in steps either way")
+        SourceEmission.STEPS,
+        "how the simulator emits a paced source's records: steps of 10 ms written at once, or "
+        "exact (each when it is due; slower to simulate); Ray reads in steps either way",
+    )
     min_checkpoints: int = setting(
-        0, "> 0: a source that read its records holds its end of input until it was notified of this many "
-           "completed checkpoints (Flink's minCheckpoints of its test sources)", Between(0, 1_000_000))
+        0,
+        "> 0: a source that read its records holds its end of input until it was notified of this many "
+        "completed checkpoints (Flink's minCheckpoints of its test sources)",
+        Between(0, 1_000_000),
+    )
 
     def __post_init__(self) -> None:  # a caller's string becomes the enum
         object.__setattr__(self, "source_emission", SourceEmission(self.source_emission))
@@ -90,8 +95,10 @@ class WorkloadConfig:
     def problem(self) -> tuple[str, str] | None:
         """``(key, problem)`` if these settings do not go together, else None."""
         if self.source_emission is SourceEmission.EXACT and not self.rate_per_source:
-            return ("workload.source_emission", '"exact" paces records by workload.rate_per_source, which is 0 '
-                                                "(unpaced sources read in steps)")
+            return (
+                "workload.source_emission",
+                '"exact" paces records by workload.rate_per_source, which is 0 (unpaced sources read in steps)',
+            )
         return None
 
 
@@ -125,8 +132,10 @@ class JobConfig:
         if self.workload.min_checkpoints < 0:
             raise JobConfigError("workload.min_checkpoints", f"must be at least 0, not {self.workload.min_checkpoints}")
         if self.workload.min_checkpoints and not self.periodic_checkpoints:
-            raise JobConfigError("workload.min_checkpoints", "needs periodic checkpoints (checkpointing.interval_ms): "
-                                                              "without them the sources would never end")
+            raise JobConfigError(
+                "workload.min_checkpoints",
+                "needs periodic checkpoints (checkpointing.interval_ms): without them the sources would never end",
+            )
         graphs = self.job_graphs
         # FaultScheduleError: a fault for a subtask no job of the run has
         self.faults.check_against(graphs[0] if len(graphs) == 1 else _union(graphs))
@@ -145,14 +154,16 @@ class JobConfig:
         try:
             first = rescaled(base, self.restore.parallelism, "restore.parallelism") if self.restore else base
             self.actions.check_against(
-                first, self.checkpointing.externalized_checkpoint_retention
-                is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION)
+                first,
+                self.checkpointing.externalized_checkpoint_retention
+                is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION,
+            )
             return self.actions.graphs(first)
         except ActionScheduleError as err:
             key, _, problem = str(err).partition(": ")
             raise JobConfigError(key, problem) from None
 
-    def for_job(self, graph: JobGraph) -> "JobConfig":
+    def for_job(self, graph: JobGraph) -> JobConfig:
         """The settings of one job of the run: its graph (the run's first graph stays ``base_graph``)."""
         return dataclasses.replace(self, graph=graph, base_graph=self.base_graph or self.graph)
 
@@ -200,6 +211,8 @@ class JobConfig:
 def _union(graphs: list[JobGraph]) -> JobGraph:
     """A graph holding every subtask of ``graphs`` (the vertices at their highest parallelism), for checking a
     fault schedule against every job of a run."""
-    vertices = [dataclasses.replace(v, parallelism=max(g.vertex(v.name).parallelism for g in graphs))
-                for v in graphs[0].vertices]
+    vertices = [
+        dataclasses.replace(v, parallelism=max(g.vertex(v.name).parallelism for g in graphs))
+        for v in graphs[0].vertices
+    ]
     return JobGraph(tuple(vertices), graphs[0].edges)

@@ -39,13 +39,18 @@ class ClusterConfig:
     TaskManager holding the whole job), spread over ``nodes`` hosts (0: every node of the Ray cluster; one on the
     simulator)."""
 
-    taskmanagers: int = setting(1, "TaskManagers the job is placed in (one: Flink's MiniCluster, every channel "
-                                   "local)", Between(1, 1024))
-    slots_per_taskmanager: int = setting(0, "slots each TaskManager offers; 0: the job's highest parallelism",
-                                         Between(0, 1024))
-    nodes: int = setting(0, "hosts the TaskManagers are spread over (TaskManager t on node t % nodes, node 0 also "
-                            "hosts the JobManager); 0: every node of the Ray cluster (one on the simulator)",
-                         Between(0, 1024))
+    taskmanagers: int = setting(
+        1, "TaskManagers the job is placed in (one: Flink's MiniCluster, every channel local)", Between(1, 1024)
+    )
+    slots_per_taskmanager: int = setting(
+        0, "slots each TaskManager offers; 0: the job's highest parallelism", Between(0, 1024)
+    )
+    nodes: int = setting(
+        0,
+        "hosts the TaskManagers are spread over (TaskManager t on node t % nodes, node 0 also "
+        "hosts the JobManager); 0: every node of the Ray cluster (one on the simulator)",
+        Between(0, 1024),
+    )
 
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
@@ -98,17 +103,25 @@ class Placement:
     def gate_specs(self, graph: JobGraph, vertex: str, subtask_index: int) -> list[list[str]]:
         """Per input gate of ``vertex#subtask_index``, the kind of each channel (``"local"`` or ``"remote"``)."""
         consumer = (vertex, subtask_index)
-        return [[self.channel_kind((edge.source, producer), consumer).value
-                 for producer in graph.channels_in_gate(vertex, gate_idx, subtask_index)]
-                for gate_idx, edge in enumerate(graph.gates_of(vertex))]
+        return [
+            [
+                self.channel_kind((edge.source, producer), consumer).value
+                for producer in graph.channels_in_gate(vertex, gate_idx, subtask_index)
+            ]
+            for gate_idx, edge in enumerate(graph.gates_of(vertex))
+        ]
 
     def local_subpartitions(self, graph: JobGraph, vertex: str, subtask_index: int) -> list[list[bool]]:
         """Per output edge of ``vertex#subtask_index``, whether each subpartition's consumer runs in the same
         TaskManager (a local channel reads it)."""
         producer = (vertex, subtask_index)
-        return [[self.channel_kind(producer, (edge.target, consumer)) is ChannelKind.LOCAL
-                 for consumer in graph.subpartitions_of(edge, subtask_index)]
-                for edge in graph.outputs_of(vertex)]
+        return [
+            [
+                self.channel_kind(producer, (edge.target, consumer)) is ChannelKind.LOCAL
+                for consumer in graph.subpartitions_of(edge, subtask_index)
+            ]
+            for edge in graph.outputs_of(vertex)
+        ]
 
     def input_channel_counts(self, graph: JobGraph, vertex: str, subtask_index: int) -> tuple[int, int]:
         """``(local, remote)``: how many of the subtask's input channels are local and how many remote."""
@@ -133,14 +146,17 @@ class Placement:
 
 def place(graph: JobGraph, cluster: ClusterConfig = ClusterConfig()) -> Placement:
     if cluster.taskmanagers < 1 or cluster.slots_per_taskmanager < 0 or cluster.nodes < 0:
-        raise PlacementError("cluster", f"needs at least one TaskManager and non-negative slot and node counts, "
-                                        f"got {cluster}")
+        raise PlacementError(
+            "cluster", f"needs at least one TaskManager and non-negative slot and node counts, got {cluster}"
+        )
     needed = slots_needed(graph)
     slots = cluster.slots_per_taskmanager or needed
     if needed > cluster.taskmanagers * slots:
-        raise PlacementError("cluster.slots_per_taskmanager",
-                             f"the job needs {needed} slots (with slot sharing) but {cluster.taskmanagers} "
-                             f"TaskManager(s) x {slots} slot(s) offer {cluster.taskmanagers * slots}")
+        raise PlacementError(
+            "cluster.slots_per_taskmanager",
+            f"the job needs {needed} slots (with slot sharing) but {cluster.taskmanagers} "
+            f"TaskManager(s) x {slots} slot(s) offer {cluster.taskmanagers * slots}",
+        )
     offsets: dict[str, int] = {}
     widths: dict[str, int] = {}
     for v in graph.vertices:

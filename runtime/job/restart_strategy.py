@@ -57,23 +57,34 @@ class RestartStrategyConfig:
     ``restart-strategy.*`` options); the exponential-delay defaults are Flink's (``RestartStrategyOptions``)."""
 
     strategy: RestartStrategyKind = setting(
-        RestartStrategyKind.FIXED_DELAY, "fixed-delay or exponential-delay (restart-strategy.type); barriersim's "
-                                         "default stays fixed-delay, on which the library's fault scenarios are timed")
-    attempts: int = setting(20, "fixed-delay: restarts before the job fails (restart-strategy.fixed-delay.attempts)",
-                            Between(0, 1_000_000))
-    delay_ms: int = setting(1000, "fixed-delay: the wait before each restart, and a JobManager failover's "
-                                  "(restart-strategy.fixed-delay.delay)", Between(0, 86_400_000))
+        RestartStrategyKind.FIXED_DELAY,
+        "fixed-delay or exponential-delay (restart-strategy.type); barriersim's "
+        "default stays fixed-delay, on which the library's fault scenarios are timed",
+    )
+    attempts: int = setting(
+        20, "fixed-delay: restarts before the job fails (restart-strategy.fixed-delay.attempts)", Between(0, 1_000_000)
+    )
+    delay_ms: int = setting(
+        1000,
+        "fixed-delay: the wait before each restart, and a JobManager failover's (restart-strategy.fixed-delay.delay)",
+        Between(0, 86_400_000),
+    )
     initial_backoff_ms: int = setting(1000, "exponential-delay: the first restart's wait", Between(1, 86_400_000))
     max_backoff_ms: int = setting(60_000, "exponential-delay: the longest wait", Between(1, 86_400_000))
-    backoff_multiplier: float = setting(1.5, "exponential-delay: each restart in a row waits this much longer",
-                                        AboveAtMost(1, 1000))
+    backoff_multiplier: float = setting(
+        1.5, "exponential-delay: each restart in a row waits this much longer", AboveAtMost(1, 1000)
+    )
     reset_backoff_threshold_ms: int = setting(
-        3_600_000, "exponential-delay: a failure this long after the last planned restart starts again from the "
-                   "initial backoff", Between(1, 10**12))
-    jitter_factor: float = setting(0.1, "exponential-delay: each wait varies randomly by up to this share either way",
-                                   Between(0.0, 1.0))
+        3_600_000,
+        "exponential-delay: a failure this long after the last planned restart starts again from the initial backoff",
+        Between(1, 10**12),
+    )
+    jitter_factor: float = setting(
+        0.1, "exponential-delay: each wait varies randomly by up to this share either way", Between(0.0, 1.0)
+    )
     attempts_before_reset_backoff: int = setting(
-        MAX_INT, "exponential-delay: more attempts in a row than this fail the job", Between(1, MAX_INT))
+        MAX_INT, "exponential-delay: more attempts in a row than this fail the job", Between(1, MAX_INT)
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", RestartStrategyKind(self.strategy))  # a scenario file's string too
@@ -134,7 +145,7 @@ class ExponentialDelayRestartStrategy:
     def _backoff(self) -> int:
         c = self.config
         try:
-            exact = c.initial_backoff_ms * c.backoff_multiplier ** self.failures
+            exact = c.initial_backoff_ms * c.backoff_multiplier**self.failures
         except OverflowError:  # many failures in a row: Java's Math.pow gives infinity
             exact = float("inf")
         current = int(min(exact, JAVA_LONG_MAX))  # Java's (long) cast, which saturates
@@ -145,8 +156,10 @@ class ExponentialDelayRestartStrategy:
         return max(c.initial_backoff_ms, min(current + jitter, c.max_backoff_ms))
 
     def __repr__(self) -> str:
-        return (f"ExponentialDelayRestartStrategy({self.failures} attempts, next restart at {self._next_restart_ms} ms, "
-                f"{self.config})")
+        return (
+            f"ExponentialDelayRestartStrategy({self.failures} attempts, next restart at {self._next_restart_ms} ms, "
+            f"{self.config})"
+        )
 
 
 def _refuse_what_flink_refuses(config: RestartStrategyConfig) -> None:

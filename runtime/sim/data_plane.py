@@ -9,7 +9,8 @@ JobMaster goes to ``to_job_master``. Every callback carries its epoch. Mirrors F
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, SourceEmission
@@ -24,7 +25,6 @@ from barriersim.runtime.network.input.input_channel import (
 )
 from barriersim.runtime.sim.kernel import Priority, Simulation
 from barriersim.runtime.sim.source_emission import EmissionClock
-from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
@@ -35,13 +35,21 @@ from barriersim.runtime.task.actions import (
     TaskFinished,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 
 
 class DataPlane:
     """The deployed tasks, their scheduling and the network (see the module)."""
 
-    def __init__(self, config: JobConfig, *, sim: Simulation, finished: set[SubtaskKey], record_cuts: bool,
-                 to_job_master: Callable[[Any], None]):
+    def __init__(
+        self,
+        config: JobConfig,
+        *,
+        sim: Simulation,
+        finished: set[SubtaskKey],
+        record_cuts: bool,
+        to_job_master: Callable[[Any], None],
+    ):
         """``finished``: the run's finished subtasks of the current deployment (the Dispatcher's, kept up to date by
         it); ``record_cuts``: check that every task finishes after the tasks it reads (``finish_order_violations``);
         ``to_job_master(event)``: a task's acknowledgement, decline, end or death (``runtime.job.events``)."""
@@ -91,8 +99,11 @@ class DataPlane:
         self._tasks[key] = task
         self._slowdowns[key] = slowdowns
         self._busy_until[key] = self.sim.now_us
-        if (task.is_source() and config.workload.rate_per_source
-                and config.workload.source_emission is SourceEmission.EXACT):
+        if (
+            task.is_source()
+            and config.workload.rate_per_source
+            and config.workload.source_emission is SourceEmission.EXACT
+        ):
             self._emission[key] = EmissionClock(config.workload.rate_per_source, self.sim.now_us, slowdowns)
 
     def start_tasks(self) -> None:
@@ -302,6 +313,7 @@ class DataPlane:
         ``OutputFlusher`` thread when the task builds its record writers, and the thread sleeps the timeout between
         flushes, so the tasks of a job flush at unrelated phases, not in step: the first flush comes after a delay
         drawn uniformly from ``(0, buffer_timeout_ms]`` (the ``output-flusher`` random stream)."""
+
         def flush() -> None:
             if not self._alive(key, epoch):
                 return
@@ -311,7 +323,9 @@ class DataPlane:
             self._schedule_flush(key, epoch)
 
         interval_us = self.config.network.buffer_timeout_ms * 1000
-        delay_us = self.sim.random("output-flusher").randint(1, interval_us) if first and interval_us > 1 else interval_us
+        delay_us = (
+            self.sim.random("output-flusher").randint(1, interval_us) if first and interval_us > 1 else interval_us
+        )
         self.sim.schedule_after(delay_us, flush, Priority.TIMER, "flush")
 
     # -- network -------------------------------------------------------------------------------------
@@ -338,7 +352,11 @@ class DataPlane:
                 if epoch != self._epoch:
                     return
                 self._tasks[consumer].on_element(channel, item.element, item.sequence_number, item.buffers_in_backlog)
-                self.trace.record(self.sim.now_us, "deliver", f"{consumer} {channel.gate_idx}.{channel.channel_idx} {item.sequence_number}")
+                self.trace.record(
+                    self.sim.now_us,
+                    "deliver",
+                    f"{consumer} {channel.gate_idx}.{channel.channel_idx} {item.sequence_number}",
+                )
                 self._pump(consumer)
                 self._kick(consumer)
 
@@ -351,13 +369,18 @@ class DataPlane:
         ``afterInvoke``), unless it was deployed as finished; kept with ``record_cuts`` as a property of the run."""
         if task.input_side is None or task.deployed_as_finished:
             return
-        running = sorted({self._tasks[producer].name for producer, _ in (
-            self.wiring.subpartition_of(key, info) for info in task.input_side.channel_infos())
-            if not self._tasks[producer].finished})
+        running = sorted(
+            {
+                self._tasks[producer].name
+                for producer, _ in (self.wiring.subpartition_of(key, info) for info in task.input_side.channel_infos())
+                if not self._tasks[producer].finished
+            }
+        )
         if running:
             self._finish_order_violations.append(
                 f"{task.name} finished at {self.sim.now_us} us (epoch {self._epoch}) while its upstream "
-                f"{', '.join(running)} still ran")
+                f"{', '.join(running)} still ran"
+            )
 
     def _on_task_action(self, key: SubtaskKey, task: StreamTask, action: Any) -> None:
         epoch = self._epoch
@@ -397,11 +420,15 @@ class DataPlane:
 
             self.sim.schedule_after(round(action.delay_ms * 1000), complete, Priority.NORMAL, "async-part")
         elif isinstance(action, AcknowledgeCheckpoint):
-            self._to_job_master(je.CheckpointAcknowledged(
-                task.attempt_id, action.checkpoint_id, action.task_state_snapshot, action.metrics))
+            self._to_job_master(
+                je.CheckpointAcknowledged(
+                    task.attempt_id, action.checkpoint_id, action.task_state_snapshot, action.metrics
+                )
+            )
         elif isinstance(action, DeclineCheckpoint):
-            self._to_job_master(je.CheckpointDeclined(
-                task.attempt_id, action.checkpoint_id, action.reason, action.detail))
+            self._to_job_master(
+                je.CheckpointDeclined(task.attempt_id, action.checkpoint_id, action.reason, action.detail)
+            )
         elif isinstance(action, ReportIncompleteSnapshotStats):
             self._to_job_master(je.IncompleteStatsReported(task.attempt_id, action))
         elif isinstance(action, CrashedAtProtocolPoint):

@@ -13,11 +13,14 @@ def test_names_and_members_parse_to_the_members():
     assert Backend.parse(Backend.RAY) is Backend.RAY and str(Backend.RAY) == "ray"
 
 
-@pytest.mark.parametrize("parse, where, text, message", [
-    (Backend.parse, None, "spark", "backend: must be one of sim, ray, got 'spark'"),
-    (WorkloadGenerator.parse, None, "ray", "workload: must be one of local, spark, got 'ray'"),
-    (Backend.parse, "--backend", None, "--backend: must be one of sim, ray, got None"),
-])
+@pytest.mark.parametrize(
+    "parse, where, text, message",
+    [
+        (Backend.parse, None, "spark", "backend: must be one of sim, ray, got 'spark'"),
+        (WorkloadGenerator.parse, None, "ray", "workload: must be one of local, spark, got 'ray'"),
+        (Backend.parse, "--backend", None, "--backend: must be one of sim, ray, got None"),
+    ],
+)
 def test_an_unknown_name_is_one_line_naming_the_argument_and_the_choices(parse, where, text, message):
     with pytest.raises(ArgumentError) as info:
         parse(text) if where is None else parse(text, where)

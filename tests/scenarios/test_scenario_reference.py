@@ -46,8 +46,15 @@ def test_a_scenarios_sections_are_the_objects_its_job_runs_with(name):
 
 def test_an_enum_setting_is_read_from_its_name_and_written_back_as_it():
     scenario = load_scenario(SCENARIOS / "quickstart.toml")
-    changed = apply_settings(scenario, {"checkpointing.recovery_claim_mode": "claim",
-                                        "workload.source_emission": "exact", "state.backend": "incremental"}, "test")
+    changed = apply_settings(
+        scenario,
+        {
+            "checkpointing.recovery_claim_mode": "claim",
+            "workload.source_emission": "exact",
+            "state.backend": "incremental",
+        },
+        "test",
+    )
     assert changed.checkpointing.recovery_claim_mode.value == "claim"
     assert changed.workload.source_emission.value == "exact" and changed.state.backend.value == "incremental"
     assert SECTIONS["checkpointing"].plain(changed.checkpointing)["recovery_claim_mode"] == "claim"
@@ -59,10 +66,13 @@ def test_the_reference_lists_every_table_and_key_with_its_type_default_and_value
         title = f"## `[[{table}]]`" if table.startswith("job.") else f"## `[{table}]`"
         assert title in text
         for key, field in fields.items():
-            row = next(line for line in text.splitlines() if line.startswith(f"| `{key}` |")
-                       and field.description.replace("|", "\\|").replace("``", "`") in line)
+            row = next(
+                line
+                for line in text.splitlines()
+                if line.startswith(f"| `{key}` |") and field.description.replace("|", "\\|").replace("``", "`") in line
+            )
             assert {int: "integer", float: "number", str: "string", bool: "boolean"}[field.kind] in row
-    assert "| `mode` | string | `\"aligned\"` | `aligned`, `unaligned`, `aligned-with-timeout`, `at-least-once` |" in text
+    assert '| `mode` | string | `"aligned"` | `aligned`, `unaligned`, `aligned-with-timeout`, `at-least-once` |' in text
     assert "| `interval_ms` | integer | `1000` | >= 10 |" in text
     assert "| `name` | string | required |" in text
 
@@ -71,5 +81,6 @@ def test_the_rules_across_a_sections_keys_hold_for_settings_from_outside_the_fil
     unpaced = parse_scenario({"scenario": {"name": "s"}, "workload": {"rate_per_source": 0}})
     with pytest.raises(ScenarioError) as info:
         apply_settings(unpaced, {"workload.source_emission": "exact"}, "overrides")
-    assert str(info.value).startswith("<scenario>: workload.source_emission: \"exact\" paces records by "
-                                      "workload.rate_per_source, which is 0") and "(with overrides" in str(info.value)
+    assert str(info.value).startswith(
+        '<scenario>: workload.source_emission: "exact" paces records by workload.rate_per_source, which is 0'
+    ) and "(with overrides" in str(info.value)
