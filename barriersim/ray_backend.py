@@ -18,6 +18,7 @@ from pathlib import Path
 
 from barriersim import run_storage, workload_cache
 from barriersim.analytics_export import AnalyticsExportError, export_analytics
+from barriersim.backends import Backend, WorkloadGenerator
 from barriersim.continuation import (
     RunPublishError,
     output_after_snapshot,
@@ -336,8 +337,8 @@ class _RayRequest:
         ended_by_snapshot = bool(result.ending[0])
         return build_summary(
             scenario=scenario,
-            backend="ray",
-            generated_by="spark",
+            backend=Backend.RAY,
+            generated_by=WorkloadGenerator.SPARK,
             records=self.records,
             counts=result.counts,
             verification=verification.as_dict(),
