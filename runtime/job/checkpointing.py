@@ -119,13 +119,13 @@ class JobCheckpointing:
     ) -> CheckpointCoordinator:
         if store is None:
             store = DefaultCompletedCheckpointStore(
-                self._config.max_retained, self._storage, on_error=self.storage_error
+                self._config.checkpointing.max_retained, self._storage, on_error=self.storage_error
             )
         generation = self.generation
         return CheckpointCoordinator(
             self.job_id,
             vertices_from_job_graph(self._graph),
-            self._config.coordinator_configuration(),
+            self._config.checkpointing.coordinator_configuration(),
             clock=self._clock,
             timers=WrappingTimers(self._timers, lambda event: CoordinatorTimerFired(generation, event)),
             rng=self._coordinator_rng(),
@@ -135,9 +135,9 @@ class JobCheckpointing:
             checkpoint_writer=self._write_metadata,
             first_attempt_number=first_attempt_number,
             metadata_write_ms=lambda states: self._cost.metadata_ms(
-                metadata_bytes_estimate(states, self._config.memory_threshold_bytes)
+                metadata_bytes_estimate(states, self._config.checkpointing.memory_threshold_bytes)
             ),
-            claim_mode=self._config.claim_mode,
+            claim_mode=self._config.checkpointing.recovery_claim_mode,
         )
 
     # -- queries --------------------------------------------------------------------------------------------------
