@@ -73,6 +73,8 @@ class RayJobResult:
     # per deployment and subtask: TaskManager, slot, node, channel kinds and the Ray node it ran on
     placement: list[dict] = field(default_factory=list)
     ray_nodes: list[dict] = field(default_factory=list)  # node index -> Ray node id and address
+    # the JobMaster's messages to tasks and the tasks' reports, per transport: {to_tasks, from_tasks} -> {link, call}
+    control_messages: dict = field(default_factory=dict)
     config: JobConfig | None = None  # the settings the job ran with (cluster.nodes resolved to the Ray cluster's)
 
 

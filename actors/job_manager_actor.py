@@ -3,15 +3,17 @@ with real time, one ``StreamTaskActor`` per subtask pinned to its TaskManager's 
 each job's checkpoints in the storage of its checkpoint root (``<checkpoint root>/<job-id>/``: a
 ``FileSystemCheckpointStorage``, or an ``ObjectStoreCheckpointStorage`` for ``s3://``). It carries out the
 Dispatcher's actions with real actors (deploying, killing, cancelling, RPCs, timers on the loop) and hands it what
-the tasks tell, through its one way in; no protocol or job-level rule lives here. An error in the Dispatcher that is
-not a restore's typed error is a bug and ends the run with its traceback. docs/architecture.md ("The drivers") has
-the narrative."""
+the tasks tell, through its one way in (with the task actors on its Ray node both go over links,
+``actors.socket_links``, with the others as calls); no protocol or job-level rule lives here. An error in the
+Dispatcher that is not a restore's typed error is a bug and ends the run with its traceback. docs/architecture.md
+("The drivers") has the narrative."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import random
+import threading
 import time
 import traceback
 import zlib
@@ -30,18 +32,18 @@ from barriersim.actors.messages import (
     task_message_to_wire,
 )
 from barriersim.actors.placement import NodeAgent, RayNode, on_node
-from barriersim.runtime.storage import metadata_serializer
 from barriersim.actors.realtime import LoopTimerService
-from barriersim.actors.socket_links import new_secret, plan_links
+from barriersim.actors.socket_links import JOB_MANAGER, REPORT, TASK_MESSAGE, SocketLinks, new_secret, plan_links
 from barriersim.actors.stream_task_actor import StreamTaskActor
 from barriersim.runtime.checkpoint_cost import Charging
-from barriersim.runtime.faults.fault_schedule import KillNode, ProtocolPoint
 from barriersim.runtime.event_timers import DeliveringTimers
+from barriersim.runtime.faults.fault_schedule import KillNode, ProtocolPoint
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.job.wiring import Wiring
+from barriersim.runtime.storage import metadata_serializer
 from barriersim.runtime.storage.object_storage import checkpoint_storage_for, restore_storage_for
 
 
@@ -55,9 +57,20 @@ CANCEL_TIMEOUT_S = 10.0  # for a cancelled task actor's answer, before it is kil
 
 @ray.remote(num_cpus=0.01)
 class JobManagerActor:
-    def __init__(self, config: JobConfig, split_refs: dict, checkpoint_root: str, job_id: str, seed: int,
-                 store, task_num_cpus: float = 0.01, ray_nodes: list[RayNode] | None = None,
-                 savepoint_root: str | None = None, first_attempt_number: int = 0, socket_links: bool = True):
+    def __init__(
+        self,
+        config: JobConfig,
+        split_refs: dict,
+        checkpoint_root: str,
+        job_id: str,
+        seed: int,
+        store,
+        task_num_cpus: float = 0.01,
+        ray_nodes: list[RayNode] | None = None,
+        savepoint_root: str | None = None,
+        first_attempt_number: int = 0,
+        socket_links: bool = True,
+    ):
         """``ray_nodes``: the Ray node of each node of the job's placement (``actors.placement.cluster_nodes``;
         None: the TaskManagers are not pinned); ``savepoint_root``: the run's savepoint directory;
         ``first_attempt_number``: above every attempt of the run this one continues; ``socket_links``: task actors
@@ -85,22 +98,34 @@ class JobManagerActor:
         self._first_deploy: asyncio.Task | None = None
         self._cpu_started: float | None = None
         self._error: str | None = None
+        self._control_links: SocketLinks | None = None  # to and from the current deployment's tasks on this node
+        self._linked_tasks: set = set()  # subtask keys of the current deployment with a link to this actor
+        # the JobMaster's messages to tasks, and the tasks' reports, per transport
+        self.control_messages = {"to_tasks": {"link": 0, "call": 0}, "from_tasks": {"link": 0, "call": 0}}
 
     # -- running -------------------------------------------------------------------------------------
 
     async def run(self) -> dict:
         self.loop = asyncio.get_running_loop()
         self.me = ray.get_runtime_context().current_actor
+        self.node_id = ray.get_runtime_context().get_node_id()
         self._done = asyncio.Event()
         self.dispatcher = Dispatcher(
-            self.config, self.job_id, storage_for=self._storage_for, clock=now_ms,
-            timers=DeliveringTimers(LoopTimerService(self.loop, self._on_error),
-                                    lambda event: self._carry_out(self.dispatcher.handle(event))),
+            self.config,
+            self.job_id,
+            storage_for=self._storage_for,
+            clock=now_ms,
+            timers=DeliveringTimers(
+                LoopTimerService(self.loop, self._on_error),
+                lambda event: self._carry_out(self.dispatcher.handle(event)),
+            ),
             coordinator_rng=lambda: random.Random(self.seed),
-            restore_storage=restore_storage_for(self.config.restore.path if self.config.restore else None,
-                                                self.checkpoint_root),
+            restore_storage=restore_storage_for(
+                self.config.restore.path if self.config.restore else None, self.checkpoint_root
+            ),
             first_attempt_number=self.first_attempt_number,
-            charging=Charging.REAL_TIME, cost_rng=random.Random(self.seed ^ 0x5EED),
+            charging=Charging.REAL_TIME,
+            cost_rng=random.Random(self.seed ^ 0x5EED),
         )
         await self._start_node_agents()
         self.started = time.monotonic()
@@ -133,6 +158,7 @@ class JobManagerActor:
             "job_manager_cpu_seconds": cpu_seconds,
             "placement": list(self.placement_rows),
             "ray_nodes": [n.as_row() for n in self.ray_nodes or ()],
+            "control_messages": self.control_messages,
         }
 
     async def progress(self, unfinished_tasks: bool = False) -> dict:
@@ -145,25 +171,33 @@ class JobManagerActor:
             emitted = sum(await asyncio.gather(*(h.progress.remote() for h in sources)))
         except Exception:  # noqa: BLE001 - a source died meanwhile; its failover is under way
             emitted = None
-        progress = {"counts": counts, "restarts": dispatcher.restarts() if dispatcher else 0,
-                    "finished_tasks": len(dispatcher.finished_subtasks()) if dispatcher else 0,
-                    "tasks": dispatcher.task_count() if dispatcher else 0,
-                    "source_records": emitted}
+        progress = {
+            "counts": counts,
+            "restarts": dispatcher.restarts() if dispatcher else 0,
+            "finished_tasks": len(dispatcher.finished_subtasks()) if dispatcher else 0,
+            "tasks": dispatcher.task_count() if dispatcher else 0,
+            "source_records": emitted,
+        }
         if unfinished_tasks and dispatcher is not None:
             finished = dispatcher.finished_subtasks()
             waiting = [h for key, h in self.handles.items() if key not in finished]
             # each actor answers within 10 s or is reported by its error (a dead or stuck actor among them)
-            reports = await asyncio.gather(*(asyncio.wait_for(h.lifecycle.remote(), 10) for h in waiting),
-                                           return_exceptions=True)
+            reports = await asyncio.gather(
+                *(asyncio.wait_for(h.lifecycle.remote(), 10) for h in waiting), return_exceptions=True
+            )
             progress["unfinished_tasks"] = [r if isinstance(r, dict) else repr(r) for r in reports]
         return progress
 
     def _storage_for(self, job_id: str):
         """A job's checkpoint storage, whose savepoints go to the run's savepoint directory."""
         # Flink's state.checkpoints.dir: a path or file:// URI every node sees, or s3://
-        storage = checkpoint_storage_for(self.checkpoint_root, job_id, rng=self._storage_rng,
-                                         default_savepoint_directory=self.savepoint_root,
-                                         memory_threshold=self.config.memory_threshold_bytes)
+        storage = checkpoint_storage_for(
+            self.checkpoint_root,
+            job_id,
+            rng=self._storage_rng,
+            default_savepoint_directory=self.savepoint_root,
+            memory_threshold=self.config.checkpointing.memory_threshold_bytes,
+        )
         storage.initialize_base_locations()
         return storage, storage
 
@@ -172,6 +206,7 @@ class JobManagerActor:
         self._kill_agents()
 
     def _kill_tasks(self) -> None:
+        self._close_control_links()
         handles, self.handles = self.handles, {}
         for handle in handles.values():
             ray.kill(handle)
@@ -188,7 +223,7 @@ class JobManagerActor:
     async def _cancel_task(self, attempt, handle) -> None:
         try:
             reports = await asyncio.wait_for(handle.cancel.remote(), CANCEL_TIMEOUT_S)
-        except (ray.exceptions.RayError, asyncio.TimeoutError):
+        except (TimeoutError, ray.exceptions.RayError):
             reports = []
         finally:
             ray.kill(handle)
@@ -212,8 +247,9 @@ class JobManagerActor:
             return
         if self.ray_nodes is None:
             raise RuntimeError(f"job {self.job_id}: kill_node needs the job's Ray nodes")
-        self._agents = {n: NodeAgent.options(scheduling_strategy=on_node(self.ray_nodes[n].node_id)).remote()
-                        for n in sorted(nodes)}
+        self._agents = {
+            n: NodeAgent.options(scheduling_strategy=on_node(self.ray_nodes[n].node_id)).remote() for n in sorted(nodes)
+        }
         await asyncio.gather(*(agent.node_id.remote() for agent in self._agents.values()))
 
     async def _kill_node(self, node: int) -> None:
@@ -232,15 +268,21 @@ class JobManagerActor:
             if kind is a.SendToTask:
                 self._later(action.delay_ms, lambda act=action: self._send_to_task(act))
             elif kind is a.SendToCoordinator:
-                self._later(action.delay_ms,
-                            lambda msg=action.message: self._carry_out(self.dispatcher.handle(msg)))
+                self._later(action.delay_ms, lambda msg=action.message: self._carry_out(self.dispatcher.handle(msg)))
             elif kind is a.StartTimer:
-                self._later(action.delay_ms, lambda t=action.timer: self._carry_out(self.dispatcher.handle(t)),
-                            always_later=True)
+                self._later(
+                    action.delay_ms,
+                    lambda t=action.timer: self._carry_out(self.dispatcher.handle(t)),
+                    always_later=True,
+                )
             elif kind is a.ReportRunning:  # on a later turn of the loop, after the timers due now
-                self._later(0, lambda act=action: self._carry_out(
-                    self.dispatcher.handle(je.TasksRunning(act.epoch, act.attempts))),
-                            always_later=True)
+                self._later(
+                    0,
+                    lambda act=action: self._carry_out(
+                        self.dispatcher.handle(je.TasksRunning(act.epoch, act.attempts))
+                    ),
+                    always_later=True,
+                )
             elif kind is a.DeployTasks:
                 deploy = self.loop.create_task(self._guarded_deploy(action))
                 if self._first_deploy is None:
@@ -274,8 +316,14 @@ class JobManagerActor:
     def _send_to_task(self, action: a.SendToTask) -> None:
         attempt = action.attempt
         if self.dispatcher.is_current(attempt):
-            handle = self.handles.get((attempt.vertex_id, attempt.subtask_index))
+            key = (attempt.vertex_id, attempt.subtask_index)
+            if key in self._linked_tasks:  # in order with the messages before it: one link, one writer
+                self.control_messages["to_tasks"]["link"] += 1
+                self._control_links.send(key, TASK_MESSAGE, task_message_to_wire(action.message), None)
+                return
+            handle = self.handles.get(key)
             if handle is not None:
+                self.control_messages["to_tasks"]["call"] += 1
                 handle.task_message.remote(task_message_to_wire(action.message))
 
     async def _guarded_deploy(self, action: a.DeployTasks) -> None:
@@ -290,6 +338,7 @@ class JobManagerActor:
         placement = config.placement
         handles = {}
         self.handles = handles
+        self._linked_tasks = set()  # until this deployment's links are up, its messages go as calls
         self._handle_attempts = {d.key: d.attempt for d in action.tasks}
         try:  # a task that cannot be created, or dies while deploying: the deployment failed, the job fails over
             for descriptor in action.tasks:
@@ -306,8 +355,14 @@ class JobManagerActor:
                     node = action.taskmanager_nodes[placement.taskmanager_of[descriptor.key]]
                     options["scheduling_strategy"] = on_node(self.ray_nodes[node].node_id)
                 handles[descriptor.key] = StreamTaskActor.options(**options).remote(
-                    config, dataclasses.replace(descriptor, state=None), seed, splits, snapshot,
-                    self.store if operator.is_sink else None, self.me)
+                    config,
+                    dataclasses.replace(descriptor, state=None),
+                    seed,
+                    splits,
+                    snapshot,
+                    self.store if operator.is_sink else None,
+                    self.me,
+                )
             secret = new_secret() if self.socket_links else None
             restored = await asyncio.gather(*(h.connect.remote(handles, secret) for h in handles.values()))
             if secret is not None:
@@ -319,28 +374,80 @@ class JobManagerActor:
         if epoch != dispatcher.epoch():
             return
         offsets = {d.name: r["records_read"] for d, r in zip(action.tasks, restored) if r["records_read"] is not None}
-        self._carry_out(dispatcher.handle(
-            je.TasksRestored(epoch, sum(r["input_bytes"] + r["output_bytes"] for r in restored), offsets)))
+        self._carry_out(
+            dispatcher.handle(
+                je.TasksRestored(epoch, sum(r["input_bytes"] + r["output_bytes"] for r in restored), offsets)
+            )
+        )
         if self._cpu_started is None:
             self._cpu_started = time.process_time()
         started_ms = dispatcher.started_ms()
-        self._watchers = [self.loop.create_task(self._watch(d.attempt, handles[d.key].run.remote(started_ms)))
-                          for d in action.tasks]
+        self._watchers = [
+            self.loop.create_task(self._watch(d.attempt, handles[d.key].run.remote(started_ms))) for d in action.tasks
+        ]
         self._carry_out(dispatcher.handle(je.TasksStarted(epoch)))
 
     async def _link(self, config: JobConfig, handles: dict, connected: dict, secret: bytes) -> None:
         """Links (``actors.socket_links``) between every two task actors that exchange messages and run on one Ray
-        node: each writer connects to its peers' addresses while each reader accepts as many links as it has
-        writers (a writer's connection completes once its reader accepted it)."""
+        node, and between this actor and every task actor on its node (both ways): each writer connects to its
+        peers' addresses while each reader accepts as many links as it has writers (a writer's connection completes
+        once its reader accepted it)."""
         writes = plan_links(Wiring(config.graph), {key: c["ray_node_id"] for key, c in connected.items()})
+        here = sorted(key for key, c in connected.items() if c["ray_node_id"] == self.node_id)
+        self._close_control_links()
+        links = SocketLinks("job manager", self._on_link_value, lambda _token: None)
+        addresses = {writer: {r: connected[r]["link_address"] for r in readers} for writer, readers in writes.items()}
         writers_of: dict = defaultdict(int)
         for readers in writes.values():
             for reader in readers:
                 writers_of[reader] += 1
+        mine = []
+        if here:
+            address = links.listen(secret)
+            for key in here:
+                writers_of[key] += 1
+                addresses.setdefault(key, {})[JOB_MANAGER] = address
+            mine = [
+                self._in_thread(links.accept, len(here)),
+                self._in_thread(links.connect_to, {key: connected[key]["link_address"] for key in here}, secret),
+            ]
+        self._control_links = links
         await asyncio.gather(
             *(handles[reader].accept_links.remote(count) for reader, count in writers_of.items()),
-            *(handles[writer].connect_links.remote({r: connected[r]["link_address"] for r in readers}, secret)
-              for writer, readers in writes.items()))
+            *(handles[writer].connect_links.remote(peers, secret) for writer, peers in addresses.items()),
+            *mine,
+        )
+        self._linked_tasks = set(here)
+
+    def _in_thread(self, fn, *args) -> asyncio.Future:
+        """``fn(*args)`` on a thread of its own (a link's accept or connect waits for its peer): its outcome."""
+        loop, done = self.loop, self.loop.create_future()
+
+        def settle(outcome, error) -> None:
+            if not done.done():
+                done.set_exception(error) if error is not None else done.set_result(outcome)
+
+        def run() -> None:
+            try:
+                outcome, error = fn(*args), None
+            except BaseException as err:  # noqa: BLE001 - handed to the loop
+                outcome, error = None, err
+            loop.call_soon_threadsafe(settle, outcome, error)
+
+        threading.Thread(target=run, name="job manager links", daemon=True).start()
+        return done
+
+    def _close_control_links(self) -> None:
+        links, self._control_links, self._linked_tasks = self._control_links, None, set()
+        if links is not None:
+            links.close()
+
+    def _on_link_value(self, kind: int, payload) -> None:
+        """What a task on this node wrote to its link (the links' reader thread): a report, on the loop."""
+        if kind == REPORT and payload[0] in self._REPORTS:
+            self.loop.call_soon_threadsafe(self._told, "link", payload[0], payload[1])
+        else:
+            self.loop.call_soon_threadsafe(self._on_error_text, f"a link value of unknown kind {kind!r}")
 
     def _record_placement(self, action: a.DeployTasks, restored: list[dict]) -> None:
         """Where each task of the deployment runs: its TaskManager, slot and node, and the Ray node it reported."""
@@ -350,11 +457,14 @@ class JobManagerActor:
         for descriptor, report in zip(action.tasks, restored):
             row = rows[descriptor.name]
             expected = by_index.get(row["node"])
-            self.placement_rows.append({
-                "deployment": action.epoch, **row,
-                "ray_node_id": report["ray_node_id"],
-                "ray_node_address": expected.address if expected is not None else None,
-            })
+            self.placement_rows.append(
+                {
+                    "deployment": action.epoch,
+                    **row,
+                    "ray_node_id": report["ray_node_id"],
+                    "ray_node_address": expected.address if expected is not None else None,
+                }
+            )
 
     async def _watch(self, attempt, ref) -> None:
         try:
@@ -366,35 +476,70 @@ class JobManagerActor:
             cause = f"task error: {err}"
         self._guard(lambda: self._carry_out(self.dispatcher.handle(je.TaskFailed(attempt, cause))))
 
-    # -- what the tasks tell -------------------------------------------------------------------------
+    # -- what the tasks tell: a task's reports come as these calls, or over its link (``_told``) -----
 
     async def acknowledge(self, attempt, checkpoint_id: int, snapshot: bytes, metrics: bytes) -> None:
-        attempt = attempt_from_wire(attempt)
-        state = decode_snapshot(snapshot, attempt.subtask_index)
-        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.CheckpointAcknowledged(
-            attempt, checkpoint_id, state, decode_metrics(metrics)))))
+        self._told("call", "acknowledge", (attempt, checkpoint_id, snapshot, metrics))
 
     async def report_incomplete_snapshot_stats(self, attempt, report: list) -> None:
-        self._report_incomplete(attempt_from_wire(attempt), report)
+        self._told("call", "report_incomplete_snapshot_stats", (attempt, report))
 
     async def decline(self, attempt, checkpoint_id: int, reason: str, detail: str) -> None:
-        attempt = attempt_from_wire(attempt)
-        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.CheckpointDeclined(
-            attempt, checkpoint_id, reason_from_wire(reason), detail))))
+        self._told("call", "decline", (attempt, checkpoint_id, reason, detail))
 
     async def task_finished(self, attempt, records: int) -> None:
-        attempt = attempt_from_wire(attempt)
+        self._told("call", "task_finished", (attempt, records))
+
+    async def crashed_at_protocol_point(self, attempt, point: str, checkpoint_id: int) -> None:
+        self._told("call", "crashed_at_protocol_point", (attempt, point, checkpoint_id))
+
+    def _told(self, transport: str, method: str, args) -> None:
+        """A task's report ``method(*args)`` (the wire forms), come by ``transport``: handed to the JobMaster."""
+        self.control_messages["from_tasks"][transport] += 1
+        self._REPORTS[method](self, attempt_from_wire(args[0]), *args[1:])
+
+    def _acknowledged(self, attempt, checkpoint_id: int, snapshot: bytes, metrics: bytes) -> None:
+        state = decode_snapshot(snapshot, attempt.subtask_index)
+        self._guard(
+            lambda: self._carry_out(
+                self.dispatcher.handle(
+                    je.CheckpointAcknowledged(attempt, checkpoint_id, state, decode_metrics(metrics))
+                )
+            )
+        )
+
+    def _declined(self, attempt, checkpoint_id: int, reason: str, detail: str) -> None:
+        self._guard(
+            lambda: self._carry_out(
+                self.dispatcher.handle(je.CheckpointDeclined(attempt, checkpoint_id, reason_from_wire(reason), detail))
+            )
+        )
+
+    def _finished(self, attempt, _records: int) -> None:
         self._guard(lambda: self._carry_out(self.dispatcher.handle(je.TaskFinished(attempt))))
+
+    def _crashed_at(self, attempt, point: str, checkpoint_id: int) -> None:
+        self._guard(
+            lambda: self._carry_out(
+                self.dispatcher.handle(je.TaskCrashedAt(attempt, ProtocolPoint(point), checkpoint_id))
+            )
+        )
+
+    _REPORTS = {
+        "acknowledge": _acknowledged,
+        "report_incomplete_snapshot_stats": _report_incomplete,
+        "decline": _declined,
+        "task_finished": _finished,
+        "crashed_at_protocol_point": _crashed_at,
+    }
 
     async def task_error(self, attempt, message: str) -> None:
         attempt = attempt_from_wire(attempt)
-        self._guard(lambda: self._carry_out(self.dispatcher.handle(
-            je.TaskFailed(attempt, f"task error after finishing: {message}"))))
-
-    async def crashed_at_protocol_point(self, attempt, point: str, checkpoint_id: int) -> None:
-        attempt = attempt_from_wire(attempt)
-        self._guard(lambda: self._carry_out(self.dispatcher.handle(
-            je.TaskCrashedAt(attempt, ProtocolPoint(point), checkpoint_id))))
+        self._guard(
+            lambda: self._carry_out(
+                self.dispatcher.handle(je.TaskFailed(attempt, f"task error after finishing: {message}"))
+            )
+        )
 
     async def slowdown_met(self, attempt, index: int, at_ms: int) -> None:
         attempt = attempt_from_wire(attempt)

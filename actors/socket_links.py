@@ -1,6 +1,8 @@
-"""Links between task actors on one Ray node over Unix domain sockets, instead of one Ray actor call per batch; what a
-link carries is what a call carried, in the same order. See docs/ray-driver.md, "Socket links on one node".
-"""
+"""Links between actors on one Ray node over Unix domain sockets, instead of one Ray actor call per message: between
+task actors (batches of channel elements, credit) and between the job manager and the task actors on its node (the
+JobMaster's trigger, completion and abort messages down; acknowledgements, declines and the finished notice up). A
+link carries what a call carried, in the same order. See docs/ray-driver.md, "Socket links on one node", and
+docs/architecture.md, "Links"."""
 
 from __future__ import annotations
 
@@ -16,6 +18,10 @@ import msgpack
 POLL_S = 1.0  # how long the reader waits before it looks whether the links were closed
 BACKLOG = 256  # connections a listener queues before it accepts them
 LINKS_ENVIRONMENT = "BARRIERSIM_RAY_LINKS"  # "calls": task actors exchange channel messages as actor calls only
+# what a link's value carries: a deliver call's parts, an upstream call's data, a JobMaster's message to a task
+# (``messages.task_message_to_wire``), a task's report to the job manager ([method, arguments])
+DATA, UPSTREAM, TASK_MESSAGE, REPORT = 0, 1, 2, 3
+JOB_MANAGER = "job manager"  # a task actor's name for its link to the job manager
 
 
 def socket_links_wanted(socket_links: bool | None = None) -> bool:
@@ -39,7 +45,7 @@ class SocketLinks:
 
     def __init__(self, name: str, on_value: Callable[[int, Any], None], on_written: Callable[[Any], None]):
         """``on_value(kind, payload)``: a value a peer wrote arrived (called on the reader thread);
-        ``on_written(token)``: the value handed over with ``token`` is written (called on the network thread)."""
+        ``on_written(token)``: the value handed over with ``token`` (not None) is written (on the network thread)."""
         self.name = name
         self._on_value = on_value
         self._on_written = on_written
@@ -47,6 +53,7 @@ class SocketLinks:
         self._writers: dict = {}  # peer -> connection this actor writes
         self._outgoing: queue.SimpleQueue = queue.SimpleQueue()  # (peer, kind, payload, token), or None to stop
         self._closed = threading.Event()
+        self._writing = False  # the network thread runs
 
     # -- setting up (Ray's threads, before the task runs) ------------------------------------------------
 
@@ -67,7 +74,8 @@ class SocketLinks:
         """A link to each peer of ``addresses`` (peer -> its listening address, on this actor's node)."""
         for peer, address in addresses.items():
             self._writers[peer] = Client(address, family="AF_UNIX", authkey=secret)
-        if addresses:
+        if addresses and not self._writing:
+            self._writing = True
             threading.Thread(target=self._write_in_order, name=f"network {self.name}", daemon=True).start()
 
     # -- the task thread's side ---------------------------------------------------------------------------
@@ -76,8 +84,8 @@ class SocketLinks:
         return peer in self._writers
 
     def send(self, peer, kind: int, payload, token) -> None:
-        """Hand ``payload`` (bytes, or a tuple of bytes) to the network thread for ``peer``'s link;
-        ``on_written(token)`` follows."""
+        """Hand ``payload`` (msgpack-able: bytes, or a list or tuple of them) to the network thread for ``peer``'s
+        link; ``on_written(token)`` follows unless ``token`` is None."""
         self._outgoing.put((peer, kind, payload, token))
 
     def close(self) -> None:
@@ -101,7 +109,8 @@ class SocketLinks:
             except OSError:
                 dead.add(peer)
                 continue
-            self._on_written(token)
+            if token is not None:
+                self._on_written(token)
 
     def _read(self, incoming: list) -> None:
         while incoming and not self._closed.is_set():

@@ -4,9 +4,9 @@ its own, as Flink's ``StreamTask`` runs on its task thread with a mailbox (``act
 Its Ray methods only put mails (elements, upstream credit and buffer sizes, the JobMaster's messages) into the
 task's ``TaskMailbox``; the task thread takes them in order, runs due timers and does the task's work in bursts
 between them; what the task hands out leaves in one Ray call (or one socket write to a peer on the same node) per
-outbox. Acknowledgements go to the job manager actor from a reporter thread. Any error in the task fails the
-actor's ``run`` call, a task failure for the job manager. No protocol rule lives here; how it works in detail:
-docs/architecture.md, "The task actor"."""
+outbox. Acknowledgements go to the job manager actor from a reporter thread (over its link when both share a
+node). Any error in the task fails the actor's ``run`` call, a task failure for the job manager. No protocol rule
+lives here; how it works in detail: docs/architecture.md, "The task actor"."""
 
 from __future__ import annotations
 
@@ -28,20 +28,20 @@ from barriersim.actors.messages import (
     CREDIT,
     attempt_to_wire,
     decode_elements,
-    decode_split,
     decode_snapshot,
+    decode_split,
     decode_upstream,
     element_entry,
     encode_metrics,
+    encode_snapshot,
     incomplete_stats_to_wire,
     merge_credits,
-    encode_snapshot,
     pack,
     pack_elements,
     task_message_from_wire,
     upstream_entry,
 )
-from barriersim.actors.socket_links import SocketLinks
+from barriersim.actors.socket_links import DATA, JOB_MANAGER, REPORT, TASK_MESSAGE, UPSTREAM, SocketLinks
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.events import Buffer
 from barriersim.runtime.job.actions import TaskDeploymentDescriptor
@@ -50,7 +50,6 @@ from barriersim.runtime.job.deployment import deliver_task_message, deploy_task
 from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.job.wiring import Wiring
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
-from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
@@ -61,18 +60,28 @@ from barriersim.runtime.task.actions import (
     TaskFinished,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 
 BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and takes its mails
 DATA_CALLS_IN_FLIGHT = 2  # data calls to one consumer not yet taken in, at most
-RAY_THREADS = 8  # Ray's threads for the actor's methods: one is held by run for the task's life, the rest only put mails
-_DATA, _UPSTREAM = 0, 1  # what a link's value carries: a deliver call's parts, an upstream call's data
+RAY_THREADS = (
+    8  # Ray's threads for the actor's methods: one is held by run for the task's life, the rest only put mails
+)
 ANSWER_TIMEOUT_S = 8.0  # for the task thread to answer a cancel or a lifecycle question (the job manager waits 10 s)
 
 
 @ray.remote(num_cpus=0.01, max_concurrency=RAY_THREADS)
 class StreamTaskActor:
-    def __init__(self, config: JobConfig, descriptor: TaskDeploymentDescriptor, seed: int, splits: dict | None,
-                 snapshot: bytes | None, store, job_manager):
+    def __init__(
+        self,
+        config: JobConfig,
+        descriptor: TaskDeploymentDescriptor,
+        seed: int,
+        splits: dict | None,
+        snapshot: bytes | None,
+        store,
+        job_manager,
+    ):
         """``descriptor`` comes without its state, which travels as ``snapshot`` (msgpack); a source gets the
         object references of the splits it reads (split id -> msgpack records or an Arrow table), read in
         ``connect``, so that the actor is created before its splits exist (``actors.workload_handoff``)."""
@@ -82,10 +91,12 @@ class StreamTaskActor:
         self.key = descriptor.key
         self.attempt = descriptor.attempt
         self.seed = seed
-        self.source_rate = config.source_rate_per_subtask if config.graph.vertex(self.key[0]).operator.is_source else 0
+        self.source_rate = config.workload.rate_per_source if config.graph.vertex(self.key[0]).operator.is_source else 0
         self._split_refs = splits
         self._snapshot = snapshot
-        self.store = RemoteExternalStore(store, f"{self.name}@{self.attempt.attempt_number}") if store is not None else None
+        self.store = (
+            RemoteExternalStore(store, f"{self.name}@{self.attempt.attempt_number}") if store is not None else None
+        )
         self.job_manager = job_manager
         self.task: StreamTask | None = None
         self.handles: dict = {}
@@ -135,21 +146,32 @@ class StreamTaskActor:
             ids = list(self._split_refs)
             splits = {sid: decode_split(d) for sid, d in zip(ids, ray.get([self._split_refs[sid] for sid in ids]))}
         self.task, restored = deploy_task(
-            self.config, restore, clock=now_ms, timer_service=self._timers,
-            rng=random.Random(self.seed), charging=Charging.REAL_TIME, cost_rng=random.Random(self.seed ^ 0x5EED),
-            splits=splits, store=self.store)  # no wakeup: a timer that fired is an event of the task thread's loop
+            self.config,
+            restore,
+            clock=now_ms,
+            timer_service=self._timers,
+            rng=random.Random(self.seed),
+            charging=Charging.REAL_TIME,
+            cost_rng=random.Random(self.seed ^ 0x5EED),
+            splits=splits,
+            store=self.store,
+        )  # no wakeup: a timer that fired is an event of the task thread's loop
         self._split_refs = None
         # a source's offset as restored: where the run's progress starts when this is its first deployment
-        connected = {**restored, "ray_node_id": ray.get_runtime_context().get_node_id(),
-                     "records_read": self._records_read(),
-                     "link_address": self._links.listen(link_secret) if link_secret is not None else None}
+        connected = {
+            **restored,
+            "ray_node_id": ray.get_runtime_context().get_node_id(),
+            "records_read": self._records_read(),
+            "link_address": self._links.listen(link_secret) if link_secret is not None else None,
+        }
         threading.Thread(target=self._task_thread, name=f"task {self.name}", daemon=True).start()
         threading.Thread(target=self._report_in_order, name=f"reporter {self.name}", daemon=True).start()
         return connected
 
     def connect_links(self, addresses: dict, secret: bytes) -> None:
         """Links to these peers on this actor's Ray node (peer -> its listening address; ``actors.socket_links``),
-        which carry what ``deliver`` and ``upstream`` calls to them would."""
+        which carry what ``deliver`` and ``upstream`` calls to them would; the peer ``JOB_MANAGER``'s carries the
+        reports the job manager's methods would get as calls."""
         self._links.connect_to(addresses, secret)
 
     def accept_links(self, count: int) -> None:
@@ -168,8 +190,10 @@ class StreamTaskActor:
         self._mailbox.put(lambda: self._start(job_started_ms))
         self._run_ended.wait()
         if self._failure is not None:
-            raise RuntimeError(f"{self.name} (attempt {self.attempt.attempt_number}) failed: "
-                               f"{type(self._failure).__name__}: {self._failure}") from self._failure
+            raise RuntimeError(
+                f"{self.name} (attempt {self.attempt.attempt_number}) failed: "
+                f"{type(self._failure).__name__}: {self._failure}"
+            ) from self._failure
         return self._run_result
 
     def _start(self, job_started_ms: int) -> None:
@@ -178,7 +202,7 @@ class StreamTaskActor:
         self._cpu_started = time.process_time()
         self._thread_cpu_started = time.thread_time()
         self._running = self._work_pending = True
-        self._timers.call_later(self.config.buffer_timeout_ms / 1000.0, self._flush_periodically)
+        self._timers.call_later(self.config.network.buffer_timeout_ms / 1000.0, self._flush_periodically)
 
     def _task_thread(self) -> None:
         """Take the mails, run the timers due, work, send; wait for a mail or a timer when there is nothing to do."""
@@ -193,8 +217,11 @@ class StreamTaskActor:
             if self._may_work():
                 self._guarded(self._work_and_pace)
             self._guarded(self._collect_and_send)
-            if self._running and not self._run_ended.is_set() and (
-                    self._failure is not None or (self.finished and not self._data_out and not self._upstream_out)):
+            if (
+                self._running
+                and not self._run_ended.is_set()
+                and (self._failure is not None or (self.finished and not self._data_out and not self._upstream_out))
+            ):
                 self._end_run()
 
     def _collect_and_send(self) -> None:
@@ -238,14 +265,21 @@ class StreamTaskActor:
         if self._failure is None:
             last = None if self._last_record_ms is None else self._last_record_ms - self._job_started_ms
             self._run_result = {
-                "task": self.name, "records": self.records_processed, "steps": self.steps, "waits": self.waits,
-                "records_read": self._records_read(), "last_record_at_ms": last,
+                "task": self.name,
+                "records": self.records_processed,
+                "steps": self.steps,
+                "waits": self.waits,
+                "records_read": self._records_read(),
+                "last_record_at_ms": last,
                 "cpu_seconds": time.process_time() - self._cpu_started,
                 "thread_cpu_seconds": time.thread_time() - self._thread_cpu_started,
                 **{f"{name}_seconds": value for name, value in self._seconds.items()},
-                "data_bytes_sent": self.data_bytes_sent, "data_calls_sent": self.data_calls_sent,
-                "data_buffers_sent": self.data_buffers_sent, "upstream_calls_sent": self.upstream_calls_sent,
-                "link_writes_sent": self.link_writes_sent}
+                "data_bytes_sent": self.data_bytes_sent,
+                "data_calls_sent": self.data_calls_sent,
+                "data_buffers_sent": self.data_buffers_sent,
+                "upstream_calls_sent": self.upstream_calls_sent,
+                "link_writes_sent": self.link_writes_sent,
+            }
         self._run_ended.set()
 
     def _work(self) -> StepOutcome:
@@ -291,7 +325,7 @@ class StreamTaskActor:
         if self.finished or self.task.finished or self._failure is not None:
             return
         self.task.flush_outputs()
-        self._timers.call_later(self.config.buffer_timeout_ms / 1000.0, self._flush_periodically)
+        self._timers.call_later(self.config.network.buffer_timeout_ms / 1000.0, self._flush_periodically)
 
     def _guarded(self, fn) -> None:
         try:
@@ -327,12 +361,16 @@ class StreamTaskActor:
         self._mailbox.put(lambda: self._take_upstream(data))
 
     def _on_link_value(self, kind: int, payload) -> None:
-        """What a peer wrote to its link to this actor: a ``deliver`` or an ``upstream`` call's arguments, taken in
-        as those calls are (the links' reader thread)."""
-        if kind == _DATA:
+        """What a peer wrote to its link to this actor: a ``deliver``, an ``upstream`` or (from the job manager) a
+        ``task_message`` call's arguments, taken in as those calls are (the links' reader thread)."""
+        if kind == DATA:
             self.deliver(*payload)
-        else:
+        elif kind == UPSTREAM:
             self.upstream(payload)
+        elif kind == TASK_MESSAGE:
+            self.task_message(payload)
+        else:
+            self._mailbox.put(lambda: self._fail(ValueError(f"{self.name}: a link value of unknown kind {kind!r}")))
 
     def _sent(self, key: tuple) -> None:
         """A call to the peer of ``key`` completed, or its link's value was written (any thread): a mail."""
@@ -360,10 +398,14 @@ class StreamTaskActor:
     def lifecycle(self) -> dict:
         """The task's ``lifecycle_report`` and what its outboxes still hold, for the report of a job that did not
         end in time."""
+
         def report() -> dict:
-            outboxes = {"data_out": sum(map(len, self._data_out.values())),
-                        "upstream_out": sum(map(len, self._upstream_out.values()))}
+            outboxes = {
+                "data_out": sum(map(len, self._data_out.values())),
+                "upstream_out": sum(map(len, self._upstream_out.values())),
+            }
             return {"task": self.name, **(self.task.lifecycle_report() if self.task is not None else {}), **outboxes}
+
         if self.task is None:
             return report()
         try:
@@ -398,23 +440,29 @@ class StreamTaskActor:
                 self._report("acknowledge", action)
             elif isinstance(action, AsyncCheckpointStarted):
                 # the part runs off the task's work: after the model's emulated remote-store time, if any
-                self._timers.call_later(action.delay_ms / 1000,
-                                        lambda a=action: self.task.complete_async_part(a.checkpoint_id, a.part))
+                self._timers.call_later(
+                    action.delay_ms / 1000, lambda a=action: self.task.complete_async_part(a.checkpoint_id, a.part)
+                )
             elif isinstance(action, SyncSnapshotTaken):
                 pass  # the real synchronous part took its real time on this thread
             elif isinstance(action, ReportIncompleteSnapshotStats):  # the task failed by itself (a stop-with-savepoint)
-                self._report("report_incomplete_snapshot_stats", (
-                    attempt_to_wire(self.attempt), incomplete_stats_to_wire(action)))
+                self._report(
+                    "report_incomplete_snapshot_stats",
+                    (attempt_to_wire(self.attempt), incomplete_stats_to_wire(action)),
+                )
             elif isinstance(action, DeclineCheckpoint):
-                self._report("decline", (
-                    attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail))
+                self._report(
+                    "decline", (attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)
+                )
             elif isinstance(action, TaskFinished):
                 self._report("task_finished", (attempt_to_wire(self.attempt), self.records_processed))
             elif isinstance(action, TaskFailed):
                 self._fail(RuntimeError(action.cause))
             elif isinstance(action, CrashedAtProtocolPoint):
-                self._report("crashed_at_protocol_point", (
-                    attempt_to_wire(self.attempt), action.point.value, action.checkpoint_id))
+                self._report(
+                    "crashed_at_protocol_point",
+                    (attempt_to_wire(self.attempt), action.point.value, action.checkpoint_id),
+                )
             else:
                 raise TypeError(f"{self.name}: no way to carry out {action!r}")
         return events
@@ -427,7 +475,7 @@ class StreamTaskActor:
                 submit_start = time.perf_counter()
                 self.data_bytes_sent += sum(len(part) for part in parts)
                 self.data_calls_sent += 1
-                self._send_to(("data", consumer), _DATA, parts, lambda: self.handles[consumer].deliver.remote(*parts))
+                self._send_to(("data", consumer), DATA, parts, lambda: self.handles[consumer].deliver.remote(*parts))  # noqa: B023 - called in this iteration
                 self._seconds["encode"] += submit_start - encode_start
                 self._seconds["submit"] += time.perf_counter() - submit_start
         if self._upstream_out:
@@ -435,8 +483,12 @@ class StreamTaskActor:
                 self.upstream_calls_sent += 1
                 submit_start = time.perf_counter()
                 data = pack(merge_credits(self._upstream_out.pop(producer)))
-                self._send_to(("upstream", producer), _UPSTREAM, data,
-                              lambda: self.handles[producer].upstream.remote(data))
+                self._send_to(
+                    ("upstream", producer),
+                    UPSTREAM,
+                    data,
+                    lambda: self.handles[producer].upstream.remote(data),  # noqa: B023 - called in this iteration
+                )
                 self._seconds["submit"] += time.perf_counter() - submit_start
         if self.store is not None:
             self.store.send()
@@ -477,10 +529,16 @@ class StreamTaskActor:
                     self._mailbox.put(lambda err=err: self._fail(err))
                     continue
             if method == "acknowledge":
-                args = (attempt_to_wire(self.attempt), args.checkpoint_id,
-                        encode_snapshot(args.task_state_snapshot, self.key[1], args.checkpoint_id),
-                        encode_metrics(args.metrics))
-            getattr(self.job_manager, method).remote(*args)
+                args = (
+                    attempt_to_wire(self.attempt),
+                    args.checkpoint_id,
+                    encode_snapshot(args.task_state_snapshot, self.key[1], args.checkpoint_id),
+                    encode_metrics(args.metrics),
+                )
+            if self._links.has_link_to(JOB_MANAGER):  # in order with the reports before it: one link, one writer
+                self._links.send(JOB_MANAGER, REPORT, [method, args], None)
+            else:
+                getattr(self.job_manager, method).remote(*args)
 
     # -- failure -------------------------------------------------------------------------------------
 

@@ -1,12 +1,12 @@
 """barriersim: Flink-style checkpointing (asynchronous barrier snapshots) simulated on Ray actors and on a
-deterministic simulator. Subpackages: ``runtime`` (the sans-IO core), ``actors`` (thin Ray actors driving it),
-``scenarios`` (scenario files and their loader), ``spark`` (workloads, reference results, analytics on Ray).
+deterministic simulator.
 
-For notebooks: ``barriersim.run(scenario, backend="sim", mode=None, seed=None, out=None, ...)`` runs a scenario
-(``barriersim.api.run``); ``run_sweep`` runs a ``[sweep]`` (``barriersim.sweep``), ``run_campaign`` a fault
-campaign (``barriersim.campaign``). The errors bad input raises are exported too: ``ScenarioError``,
-``FaultScheduleError``, ``ActionScheduleError`` (``ValueError``-like), ``UnsupportedScenario``, ``ArgumentError``
-(``BarriersimError``). Names load on first use, so ``import barriersim`` stays cheap for the sans-IO core.
+Subpackages: ``barriersim.runtime`` (the sans-IO core), ``barriersim.actors`` (thin Ray actors driving it),
+``barriersim.scenarios`` (scenario files and their loader), ``barriersim.spark`` (Spark on Ray). For notebooks:
+``barriersim.run(scenario, backend="sim", ...)`` runs a scenario and returns a ``RunResult``; ``run_sweep`` runs a
+``[sweep]``, ``run_campaign`` a fault campaign. The errors bad input raises are exported (``ScenarioError``,
+``FaultScheduleError``, ``ActionScheduleError``: ``ValueError``-like; the rest ``BarriersimError``), and the typed
+choices (``CheckpointingMode``, ``Backend``, ``WorkloadGenerator``). Names load on first use.
 """
 
 import importlib
@@ -29,6 +29,8 @@ _EXPORTS = {
     "UnsupportedScenario": ("barriersim.errors", "UnsupportedScenario"),
     "ArgumentError": ("barriersim.errors", "ArgumentError"),
     "CheckpointingMode": ("barriersim.runtime.checkpointing_mode", "CheckpointingMode"),
+    "Backend": ("barriersim.backends", "Backend"),
+    "WorkloadGenerator": ("barriersim.backends", "WorkloadGenerator"),
 }
 
 __all__ = sorted(_EXPORTS)

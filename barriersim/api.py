@@ -1,38 +1,28 @@
 """The front door: every run (the CLI's ``run``, ``replay`` and ``sweep``, and ``barriersim.run`` in a notebook)
 is planned, then executed, here.
 
-How this works: ``plan`` takes a scenario (a file's path or a loaded ``Scenario``) and what the caller gave
-(``overrides`` of ``section.key`` values, ``seed``, ``faults``, ``actions``, ``restore_from`` with
-``parallelism``, ``mode``, ``backend``, ``workload``), checks all of
-it before anything slow starts (the one scenario value checker, ``scenarios.loader.apply_settings``; the one mode
-rule; the errors name the file and the key) and returns a ``Plan``: one *effective scenario* per mode, with
-everything applied. ``execute`` runs a plan on the deterministic simulator (``barriersim.sim_backend``) or on
-Ray actors with Spark on Ray (``barriersim.ray_backend``), each mode into its own run directory (``out/<mode>/``
-when there are several, or ``mode="all"``), whose ``scenario.toml`` is that effective scenario, so a run is
-replayed from its own directory. The result is one type, ``RunResult``: a mapping of mode to ``ModeRun``
-(``summary``, ``verdict``, ``checkpoints`` and ``subtasks`` as pandas DataFrames with Flink's field names,
-``to_spark``), with the modes' tables side by side (``checkpoints``, ``subtasks`` with a ``mode`` column first)
-and ``only`` for a one-mode run.
-
-The simulator's workload is drawn locally by default (``workload="local"``); ``workload="spark"`` generates it as
-the Ray backend does, in one Spark job on Ray (RayDP) that hands the source splits over as Arrow tables
-(``spark_workload_splits``). Every draw is a pure function of (seed, record id), so both give the
-same splits; the summary records which one was used in ``workload.generated_by``.
+How this works: ``plan`` checks everything the caller gave (overrides, seed, faults, actions, restore, modes, the
+``Backend`` and ``WorkloadGenerator``) before anything slow starts and returns a ``Plan``: one effective scenario
+per mode. ``execute`` runs it on the simulator (``barriersim.sim_backend``) or on Ray actors with Spark on Ray
+(``barriersim.ray_backend``), each mode into its own run directory, whose ``scenario.toml`` replays it. The result
+is a ``RunResult``: mode -> ``ModeRun`` (summary, verdict, Flink's checkpoint tables as pandas DataFrames).
+``docs/architecture.md`` ("Settings: scenario to runtime") says where the simulator's workload can come from.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, reduce
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 import pyarrow.parquet as pq
 
 from barriersim.actors.socket_links import socket_links_wanted
+from barriersim.backends import BACKENDS, WORKLOADS, Backend, WorkloadGenerator
 from barriersim.continuation import check_restore
 from barriersim.errors import ArgumentError, UnsupportedScenario
 from barriersim.extras import require
@@ -47,9 +37,11 @@ from barriersim.runtime.checkpointing_mode import (
 )
 from barriersim.runtime.faults.experiment import ActionSchedule, ActionScheduleError, RestoreSettings
 from barriersim.runtime.faults.fault_schedule import FaultSchedule, FaultScheduleError
+from barriersim.runtime.job.config import SourceEmission
 from barriersim.runtime.records_codec import decode_split
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.object_storage import check_storage_uri, is_object_store_uri, probe_storage
+from barriersim.scenarios.library import is_bare_name, resolve
 from barriersim.scenarios.loader import (
     Scenario,
     ScenarioError,
@@ -63,10 +55,6 @@ from barriersim.spark.analytics import parquet_to_spark
 from barriersim.spark.session import SparkOnDemand
 from barriersim.spark.workload import generate_workload, hand_off
 from barriersim.summary import default_out_dir
-from barriersim.scenarios.library import is_bare_name, resolve
-
-BACKENDS = ("sim", "ray")
-WORKLOADS = ("local", "spark")
 
 Splits = dict[str, list[list[tuple]]]
 Progress = Callable[[str, float | None], None]
@@ -125,13 +113,17 @@ class ModeRun:
 
     def to_spark(self, spark) -> SparkFrames:
         """The run's checkpoints and subtasks as Spark DataFrames, read from its Parquet files."""
-        return SparkFrames(parquet_to_spark(spark, self.out_dir / "checkpoints.parquet"),
-                           parquet_to_spark(spark, self.out_dir / "subtasks.parquet"))
+        return SparkFrames(
+            parquet_to_spark(spark, self.out_dir / "checkpoints.parquet"),
+            parquet_to_spark(spark, self.out_dir / "subtasks.parquet"),
+        )
 
     def __repr__(self) -> str:
         cps = self.summary.get("checkpoints", {})
-        return (f"ModeRun({self.summary.get('scenario')!r}, backend={self.backend!r}, mode={self.mode!r}, "
-                f"verdict={self.verdict!r}, completed={cps.get('completed')}, out_dir={str(self.out_dir)!r})")
+        return (
+            f"ModeRun({self.summary.get('scenario')!r}, backend={self.backend!r}, mode={self.mode!r}, "
+            f"verdict={self.verdict!r}, completed={cps.get('completed')}, out_dir={str(self.out_dir)!r})"
+        )
 
 
 class RunResult(Mapping):
@@ -155,8 +147,9 @@ class RunResult(Mapping):
     def only(self) -> ModeRun:
         """The run of a one-mode request."""
         if len(self._runs) != 1:
-            raise ValueError(f"this result holds {len(self._runs)} modes ({', '.join(self._runs)}): pick one with "
-                             "result[mode]")
+            raise ValueError(
+                f"this result holds {len(self._runs)} modes ({', '.join(self._runs)}): pick one with result[mode]"
+            )
         return next(iter(self._runs.values()))
 
     @property
@@ -183,11 +176,19 @@ class RunResult(Mapping):
 
     def to_spark(self, spark) -> SparkFrames:
         """All modes' tables as two Spark DataFrames with a ``mode`` column first."""
+
         def union(name: str):
-            frames = [parquet_to_spark(spark, r.out_dir / name, mode) for mode, r in self.items()
-                      if (r.out_dir / name).exists()]
-            return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames) if frames else \
-                spark.createDataFrame([], "mode string, id bigint")
+            frames = [
+                parquet_to_spark(spark, r.out_dir / name, mode)
+                for mode, r in self.items()
+                if (r.out_dir / name).exists()
+            ]
+            return (
+                reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+                if frames
+                else spark.createDataFrame([], "mode string, id bigint")
+            )
+
         return SparkFrames(union("checkpoints.parquet"), union("subtasks.parquet"))
 
     def __repr__(self) -> str:
@@ -206,15 +207,15 @@ def as_scenario(scenario: str | os.PathLike | Scenario) -> Scenario:
         path = resolve(scenario)
         name = os.fspath(scenario)
         if not path.exists() and is_bare_name(name) and not name.endswith(".toml"):  # a name, not a file
-            raise ScenarioError(path, None, "no such scenario file, nor a bundled scenario of that name (barriersim "
-                                            "scenarios lists them)")
+            raise ScenarioError(
+                path,
+                None,
+                "no such scenario file, nor a bundled scenario of that name (barriersim scenarios lists them)",
+            )
         return load_scenario(path)
-    raise ScenarioError("<scenario>", None, f"must be a scenario file's path or a Scenario, got {type(scenario).__name__}")
-
-
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ArgumentError(f"{name}: must be one of {', '.join(choices)}, got {value!r}")
+    raise ScenarioError(
+        "<scenario>", None, f"must be a scenario file's path or a Scenario, got {type(scenario).__name__}"
+    )
 
 
 def check_seed(scenario: Scenario, seed: Any) -> int | None:
@@ -239,21 +240,28 @@ def modes_of(scenario: Scenario, mode) -> list[CheckpointingMode] | None:
         return [CheckpointingMode.parse(m, "mode") for m in wanted]
     except CheckpointingModeError:
         bad = next(m for m in wanted if m not in ALL_MODES and not isinstance(m, CheckpointingMode))
-        raise ScenarioError(scenario.path, "mode", f"must be one of {', '.join(ALL_MODES)} or all, got {bad!r}") from None
+        raise ScenarioError(
+            scenario.path, "mode", f"must be one of {', '.join(ALL_MODES)} or all, got {bad!r}"
+        ) from None
 
 
 def as_faults(faults: FaultSchedule | list | str | None) -> FaultSchedule | None:
     """A fault schedule from a ``FaultSchedule``, its plain form (a list of dicts, as in a scenario's
     ``[[faults]]``) or its JSON (as in a replay command)."""
-    return _as_schedule(faults, FaultSchedule, FaultScheduleError, "faults: must be a FaultSchedule, a list of fault "
-                        "tables or JSON")
+    return _as_schedule(
+        faults, FaultSchedule, FaultScheduleError, "faults: must be a FaultSchedule, a list of fault tables or JSON"
+    )
 
 
 def as_actions(actions: ActionSchedule | list | str | None) -> ActionSchedule | None:
     """An action schedule from an ``ActionSchedule``, its plain form (a list of dicts, as in a scenario's
     ``[[actions]]``) or its JSON."""
-    return _as_schedule(actions, ActionSchedule, ActionScheduleError, "actions: must be an ActionSchedule, a list of "
-                        "action tables or JSON")
+    return _as_schedule(
+        actions,
+        ActionSchedule,
+        ActionScheduleError,
+        "actions: must be an ActionSchedule, a list of action tables or JSON",
+    )
 
 
 def _as_schedule(value, schedule: type, error: type, expected: str):
@@ -266,21 +274,30 @@ def _as_schedule(value, schedule: type, error: type, expected: str):
     raise error(f"{expected}, got {type(value).__name__}")
 
 
-def as_restore(scenario: Scenario, restore_from: str | os.PathLike | None,
-               parallelism: Mapping[str, int] | None) -> RestoreSettings | None:
+def as_restore(
+    scenario: Scenario, restore_from: str | os.PathLike | None, parallelism: Mapping[str, int] | None
+) -> RestoreSettings | None:
     """The run's start from a savepoint or retained checkpoint: ``restore_from`` with ``parallelism`` (vertex ->
     parallelism of the restored job)."""
     if restore_from is None:
         if parallelism:
-            raise ArgumentError("parallelism: rescales the job restored from a savepoint or checkpoint; give "
-                                "restore_from (--from PATH) too")
+            raise ArgumentError(
+                "parallelism: rescales the job restored from a savepoint or checkpoint; give "
+                "restore_from (--from PATH) too"
+            )
         return None
     if not isinstance(parallelism, (Mapping, type(None))):
-        raise ArgumentError(f"parallelism: must be a mapping of vertex to parallelism, got {type(parallelism).__name__}")
+        raise ArgumentError(
+            f"parallelism: must be a mapping of vertex to parallelism, got {type(parallelism).__name__}"
+        )
     pointer = os.fspath(restore_from)
     try:  # an object store URI as given (its query holds the S3 client's options), a path made absolute
-        return RestoreSettings.from_plain({"from": pointer if is_object_store_uri(pointer) else os.path.abspath(pointer),
-                                           "parallelism": dict(parallelism or {})})
+        return RestoreSettings.from_plain(
+            {
+                "from": pointer if is_object_store_uri(pointer) else os.path.abspath(pointer),
+                "parallelism": dict(parallelism or {}),
+            }
+        )
     except ActionScheduleError as err:
         raise ScenarioError(scenario.path, *str(err).split(": ", 1)) from None
 
@@ -290,8 +307,9 @@ def apply_overrides(scenario: Scenario, overrides: Mapping[str, Any] | None) -> 
     if not overrides:
         return scenario
     if not isinstance(overrides, Mapping):
-        raise ScenarioError(scenario.path, "overrides",
-                            f"must be a mapping of dotted keys to values, got {type(overrides).__name__}")
+        raise ScenarioError(
+            scenario.path, "overrides", f"must be a mapping of dotted keys to values, got {type(overrides).__name__}"
+        )
     return apply_settings(scenario, dict(overrides), "overrides")
 
 
@@ -304,8 +322,8 @@ class Plan:
     ``nest``: each mode gets ``out/<mode>/`` (several modes, or ``mode="all"``)."""
 
     runs: tuple[Scenario, ...]
-    backend: str
-    workload: str
+    backend: Backend
+    workload: WorkloadGenerator
     nest: bool
 
     @property
@@ -321,33 +339,52 @@ class Plan:
         return [(out / s.checkpointing.mode.value if self.nest else out, s) for s in self.runs]
 
 
-def plan(scenario, *, backend: str = "sim", mode=None, seed=None, faults=None, actions=None, restore_from=None,
-         parallelism=None, overrides=None, workload: str | None = None, mode_origin: str = "mode=") -> Plan:
-    """Check everything the caller gave, before anything slow starts: the overrides first, then the seed, the
-    faults, the actions and the restore (the snapshot must be readable, of an earlier run of the same scenario),
-    then each mode (``mode_origin`` names where a mode came from in its errors)."""
-    _check_choice("backend", backend, BACKENDS)
-    if workload is None:
-        workload = "spark" if backend == "ray" else "local"
-    _check_choice("workload", workload, WORKLOADS)
-    if backend == "ray":
+def plan(
+    scenario,
+    *,
+    backend: Backend | str = Backend.SIM,
+    mode=None,
+    seed=None,
+    faults=None,
+    actions=None,
+    restore_from=None,
+    parallelism=None,
+    overrides=None,
+    workload: WorkloadGenerator | str | None = None,
+    mode_origin: str = "mode=",
+) -> Plan:
+    """Check everything the caller gave, before anything slow starts: the backend and workload (names or members),
+    the overrides first, then the seed, the faults, the actions and the restore (the snapshot must be readable, of
+    an earlier run of the same scenario), then each mode (``mode_origin`` names where a mode came from in its
+    errors)."""
+    backend = Backend.parse(backend)
+    workload = backend.default_workload if workload is None else WorkloadGenerator.parse(workload)
+    if backend is Backend.RAY:
         require("spark", "the Ray backend")
-    elif workload == "spark":
-        require("spark", "workload=\"spark\" (generated in Spark on Ray)")
-    if backend == "ray":
         try:
             socket_links_wanted()  # the environment's BARRIERSIM_RAY_LINKS, checked before anything starts
         except ValueError as err:
             raise ArgumentError(str(err)) from None
+    elif workload is WorkloadGenerator.SPARK:
+        require("spark", 'workload="spark" (generated in Spark on Ray)')
     s = apply_overrides(as_scenario(scenario), overrides)
-    if backend == "ray" and workload == "local":
-        raise UnsupportedScenario(f"{s.path}: workload: the Ray backend generates its workload in Spark on Ray; "
-                                  "workload=\"local\" applies to the sim backend")
-    if backend == "ray" and s.workload.source_emission == "exact":
-        raise UnsupportedScenario(f"{s.path}: workload.source_emission: \"exact\" is the simulator's model; the Ray "
-                                  "backend paces its sources in real time, in steps")
-    s = effective_scenario(s, seed=check_seed(s, seed), faults=as_faults(faults), actions=as_actions(actions),
-                           restore=as_restore(s, restore_from, parallelism))
+    if backend is Backend.RAY and workload is not WorkloadGenerator.SPARK:
+        raise UnsupportedScenario(
+            f"{s.path}: workload: the Ray backend generates its workload in Spark on Ray; "
+            f'workload="{workload}" applies to the sim backend'
+        )
+    if backend is Backend.RAY and s.workload.source_emission is SourceEmission.EXACT:
+        raise UnsupportedScenario(
+            f'{s.path}: workload.source_emission: "exact" is the simulator\'s model; the Ray '
+            "backend paces its sources in real time, in steps"
+        )
+    s = effective_scenario(
+        s,
+        seed=check_seed(s, seed),
+        faults=as_faults(faults),
+        actions=as_actions(actions),
+        restore=as_restore(s, restore_from, parallelism),
+    )
     check_restore(s)
     modes = modes_of(s, mode)
     runs = (s,) if modes is None else tuple(effective_scenario(s, mode=m, origin=mode_origin) for m in modes)
@@ -374,13 +411,13 @@ def spark_workload_splits(spark, scenario: Scenario) -> Splits:
         workload.df.unpersist()
 
 
-def check_checkpoint_storage(backend: str, checkpoint_storage: str | None) -> str | None:
+def check_checkpoint_storage(backend: Backend | str, checkpoint_storage: str | None) -> str | None:
     """The checkpoint storage URI to run with (a plain path made absolute: the job manager's working directory is
     not the caller's); ``ArgumentError`` for one that names no storage or an object store this node cannot reach.
     Both backends take one (the simulator then writes its checkpoints there instead of keeping them in memory)."""
     if checkpoint_storage is None:
         return None
-    _check_choice("backend", backend, BACKENDS)
+    Backend.parse(backend)
     try:
         check_storage_uri(checkpoint_storage)
         probe_storage(checkpoint_storage)  # the job manager runs on this (the driver's) node: what it will reach
@@ -396,32 +433,43 @@ def check_cluster(address: str | None, connect_timeout: float | None = None) -> 
     return check_address(address, connect_timeout)
 
 
-def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progress: Progress | None = None,
-            splits: Splits | None = None, checkpoint_files: bool = False,
-            checkpoint_storage: str | None = None, cache: bool = True,
-            connect_timeout: float | None = None) -> RunResult:
+def execute(
+    p: Plan,
+    out: Path,
+    *,
+    spark=None,
+    address: str | None = None,
+    progress: Progress | None = None,
+    splits: Splits | None = None,
+    checkpoint_files: bool = False,
+    checkpoint_storage: str | None = None,
+    cache: bool = True,
+    connect_timeout: float | None = None,
+) -> RunResult:
     """Run a plan into ``out``. On the sim backend with the Spark workload the splits are generated once for all
     modes (or given); ``checkpoint_files``: the simulator writes its checkpoints as a Ray run does.
     ``checkpoint_storage``: Flink's ``state.checkpoints.dir`` (a path every node sees, ``file://...`` or
-    ``s3://bucket/prefix[?endpoint_override=host:port&scheme=http]``; ``run_storage.storage_uris`` says where each run goes;
+    ``s3://bucket/prefix[?endpoint_override=host:port&scheme=http]``; ``run_storage.storage_uris`` says where each
+    run goes;
     default: each run directory's ``checkpoints/`` on Ray, memory (or ``checkpoints/`` with ``checkpoint_files``)
     on the simulator). ``cache``: the ray backend takes a workload Spark generated before, and its reference,
     from the workload cache (``barriersim.workload_cache``) without starting Spark; False: Spark generates it.
     ``connect_timeout``: how long the Ray cluster at ``address`` may take to answer (``check_cluster``)."""
     out = Path(out)
-    if p.backend == "ray" or (p.workload == "spark" and splits is None and spark is None):
+    if p.backend is Backend.RAY or (p.workload is WorkloadGenerator.SPARK and splits is None and spark is None):
         address = check_cluster(address, connect_timeout)
     checkpoint_storage = check_checkpoint_storage(p.backend, checkpoint_storage)
     targets = p.targets(out)
-    if p.backend == "ray":
+    if p.backend is Backend.RAY:
         from barriersim.ray_backend import run_on_ray  # a backend loads when it runs: not at every CLI start
 
-        summaries = run_on_ray(targets, address=address, progress=progress, checkpoint_storage=checkpoint_storage,
-                               cache=cache)
+        summaries = run_on_ray(
+            targets, address=address, progress=progress, checkpoint_storage=checkpoint_storage, cache=cache
+        )
         return RunResult(out, {s["mode"]: ModeRun(target, s) for (target, _), s in zip(targets, summaries)})
     from barriersim.sim_backend import simulate  # likewise
 
-    if p.workload == "spark" and splits is None:
+    if p.workload is WorkloadGenerator.SPARK and splits is None:
         with SparkOnDemand(spark, address, log_dir=out / "logs") as session:
             if progress is not None and spark is None:
                 progress("starting Spark on Ray", None)
@@ -434,18 +482,40 @@ def execute(p: Plan, out: Path, *, spark=None, address: str | None = None, progr
     for target, scenario in targets:
         if progress is not None:
             progress(f"simulating {scenario.name} in {scenario.checkpointing.mode.value} mode", None)
-        summary = simulate(scenario, target, splits=splits, generated_by=p.workload, checkpoint_files=checkpoint_files,
-                           checkpoint_storage=storages[target])
+        summary = simulate(
+            scenario,
+            target,
+            splits=splits,
+            generated_by=p.workload,
+            checkpoint_files=checkpoint_files,
+            checkpoint_storage=storages[target],
+        )
         runs[summary["mode"]] = ModeRun(target, summary)
     return RunResult(out, runs)
 
 
-def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=None, seed: int | None = None,
-        out: str | os.PathLike | None = None, faults=None, actions=None, restore_from=None, parallelism=None,
-        address: str | None = None, overrides: Mapping[str, Any] | None = None, workload: str | None = None,
-        spark=None, progress: Progress | None = None, force: bool = False, checkpoint_files: bool = False,
-        checkpoint_storage: str | None = None, cache: bool = True,
-        connect_timeout: float | None = None) -> RunResult:
+def run(
+    scenario: str | os.PathLike | Scenario,
+    *,
+    backend: Backend | str = Backend.SIM,
+    mode=None,
+    seed: int | None = None,
+    out: str | os.PathLike | None = None,
+    faults=None,
+    actions=None,
+    restore_from=None,
+    parallelism=None,
+    address: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    workload: WorkloadGenerator | str | None = None,
+    spark=None,
+    progress: Progress | None = None,
+    force: bool = False,
+    checkpoint_files: bool = False,
+    checkpoint_storage: str | None = None,
+    cache: bool = True,
+    connect_timeout: float | None = None,
+) -> RunResult:
     """Run a scenario and return its results (``RunResult``: mode -> ``ModeRun``; ``.only`` for one mode).
 
     ``scenario``: a scenario file's path or a loaded ``Scenario``. ``backend``: ``"sim"`` (the deterministic
@@ -474,16 +544,51 @@ def run(scenario: str | os.PathLike | Scenario, *, backend: str = "sim", mode=No
     messages naming the file and key) for bad input, ``MissingExtra`` for an extra the run needs and has not, and
     ``AddressError`` for a Ray cluster that does not answer, before anything is started or written.
     """
-    p = plan(scenario, backend=backend, mode=mode, seed=seed, faults=faults, actions=actions,
-             restore_from=restore_from, parallelism=parallelism, overrides=overrides, workload=workload)
+    p = plan(
+        scenario,
+        backend=backend,
+        mode=mode,
+        seed=seed,
+        faults=faults,
+        actions=actions,
+        restore_from=restore_from,
+        parallelism=parallelism,
+        overrides=overrides,
+        workload=workload,
+    )
     check_checkpoint_storage(p.backend, checkpoint_storage)
     out_dir = Path(out) if out is not None else default_out_dir(p.scenario)
-    if p.backend == "ray" or (p.workload == "spark" and spark is None):
+    if p.backend is Backend.RAY or (p.workload is WorkloadGenerator.SPARK and spark is None):
         address = check_cluster(address, connect_timeout)
     prepare_out_dir(out_dir, force)
-    return execute(p, out_dir, spark=spark, address=address, progress=progress, checkpoint_files=checkpoint_files,
-                   checkpoint_storage=checkpoint_storage, cache=cache, connect_timeout=connect_timeout)
+    return execute(
+        p,
+        out_dir,
+        spark=spark,
+        address=address,
+        progress=progress,
+        checkpoint_files=checkpoint_files,
+        checkpoint_storage=checkpoint_storage,
+        cache=cache,
+        connect_timeout=connect_timeout,
+    )
 
 
-__all__ = ["BACKENDS", "WORKLOADS", "ModeRun", "Plan", "RunResult", "SparkFrames", "execute", "plan", "run",
-           "as_scenario", "apply_overrides", "local_workload_splits", "spark_workload_splits", "with_overrides"]
+__all__ = [
+    "BACKENDS",
+    "WORKLOADS",
+    "Backend",
+    "ModeRun",
+    "Plan",
+    "RunResult",
+    "SparkFrames",
+    "WorkloadGenerator",
+    "execute",
+    "plan",
+    "run",
+    "as_scenario",
+    "apply_overrides",
+    "local_workload_splits",
+    "spark_workload_splits",
+    "with_overrides",
+]

@@ -19,16 +19,17 @@ from pathlib import Path
 
 from barriersim import api, campaign_cli, sweep, tables
 from barriersim.arguments import add_action_arguments, add_checkpoint_arguments, add_set_argument, seed_argument
+from barriersim.backends import BACKENDS, Backend
 from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.out_dir import prepare_out_dir
 from barriersim.progress import StageProgress
 from barriersim.ray_address import timeout_argument
 from barriersim.replay_check import compare, original_run
-from barriersim.run_statistics import mode_statistics
 from barriersim.report.cli import add_report_parser, cmd_report
+from barriersim.run_statistics import mode_statistics
 from barriersim.runtime.checkpointing_mode import ALL_MODES
-from barriersim.runtime.faults.fault_log import fired_line
 from barriersim.runtime.faults.experiment import ActionScheduleError
+from barriersim.runtime.faults.fault_log import fired_line
 from barriersim.runtime.faults.fault_schedule import FaultScheduleError
 from barriersim.scenarios.library import bundled
 from barriersim.scenarios.loader import ScenarioError
@@ -50,9 +51,13 @@ SCENARIO_HELP = "a scenario file (TOML), or the name of a bundled one (barriersi
 
 
 def add_connect_timeout_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--connect-timeout", type=timeout_argument, metavar="SECONDS",
-                        help="how long the Ray cluster at --address (or $RAY_ADDRESS) may take to answer before the "
-                             "command gives up (default: $BARRIERSIM_CONNECT_TIMEOUT, else 30)")
+    parser.add_argument(
+        "--connect-timeout",
+        type=timeout_argument,
+        metavar="SECONDS",
+        help="how long the Ray cluster at --address (or $RAY_ADDRESS) may take to answer before the "
+        "command gives up (default: $BARRIERSIM_CONNECT_TIMEOUT, else 30)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,30 +70,52 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="run directory, new or empty (default: runs/<scenario>-<UTC timestamp>)")
     run.add_argument("--force", action="store_true", help="replace the run in a non-empty --out directory")
     run.add_argument("--seed", type=seed_argument, help="seed overriding the scenario's")
-    run.add_argument("--address", help="address of an existing Ray cluster, left running (default: $RAY_ADDRESS, else start a local one)")
+    run.add_argument(
+        "--address",
+        help="address of an existing Ray cluster, left running (default: $RAY_ADDRESS, else start a local one)",
+    )
     add_connect_timeout_argument(run)
-    run.add_argument("--checkpoint-storage", metavar="URI",
-                     help="where the checkpoints and savepoints go, as Flink's state.checkpoints.dir: a path every "
-                          "Ray node sees, file:///path, or s3://bucket/prefix (S3 client options in the query, e.g. "
-                          "?endpoint_override=host:9000&scheme=http; credentials from the AWS_* variables), each run "
-                          "under URI/<run directory name>; default: the run directory's checkpoints/ (ray), memory "
-                          "(sim)")
-    run.add_argument("--backend", choices=("ray", "sim"), default="ray",
-                     help="ray: Ray actors with Spark on Ray; sim: the deterministic simulator (default: ray)")
-    run.add_argument("--mode", choices=ALL_MODES + ("all",),
-                     help="checkpointing mode overriding the scenario's; all: aligned, unaligned and at-least-once")
-    run.add_argument("--no-cache", dest="cache", action="store_false",
-                     help="ray backend: generate the workload and its reference in Spark even if the workload cache "
-                          "($BARRIERSIM_CACHE_DIR, else $XDG_CACHE_HOME/barriersim or ~/.cache/barriersim) has them, "
-                          "and leave the cache alone")
+    run.add_argument(
+        "--checkpoint-storage",
+        metavar="URI",
+        help="where the checkpoints and savepoints go, as Flink's state.checkpoints.dir: a path every "
+        "Ray node sees, file:///path, or s3://bucket/prefix (S3 client options in the query, e.g. "
+        "?endpoint_override=host:9000&scheme=http; credentials from the AWS_* variables), each run "
+        "under URI/<run directory name>; default: the run directory's checkpoints/ (ray), memory "
+        "(sim)",
+    )
+    run.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=Backend.RAY.value,
+        help="ray: Ray actors with Spark on Ray; sim: the deterministic simulator (default: ray)",
+    )
+    run.add_argument(
+        "--mode",
+        choices=ALL_MODES + ("all",),
+        help="checkpointing mode overriding the scenario's; all: aligned, unaligned and at-least-once",
+    )
+    run.add_argument(
+        "--no-cache",
+        dest="cache",
+        action="store_false",
+        help="ray backend: generate the workload and its reference in Spark even if the workload cache "
+        "($BARRIERSIM_CACHE_DIR, else $XDG_CACHE_HOME/barriersim or ~/.cache/barriersim) has them, "
+        "and leave the cache alone",
+    )
     add_set_argument(run)
     add_action_arguments(run)
     add_checkpoint_arguments(run)
-    replay = sub.add_parser("replay", help="re-run a simulation exactly",
-                            description="Re-run a simulation from a scenario file: a run's scenario.toml (or its run "
-                                        "directory) holds everything it ran with.")
-    replay.add_argument("scenario", help="a scenario file (TOML), e.g. RUN_DIR/scenario.toml, a run directory, or "
-                                         "a bundled scenario's name")
+    replay = sub.add_parser(
+        "replay",
+        help="re-run a simulation exactly",
+        description="Re-run a simulation from a scenario file: a run's scenario.toml (or its run "
+        "directory) holds everything it ran with.",
+    )
+    replay.add_argument(
+        "scenario",
+        help="a scenario file (TOML), e.g. RUN_DIR/scenario.toml, a run directory, or a bundled scenario's name",
+    )
     replay.add_argument("--seed", type=seed_argument, help="seed overriding the file's")
     replay.add_argument("--mode", choices=ALL_MODES, help="checkpointing mode overriding the file's")
     replay.add_argument("--faults", help="a fault schedule as JSON, replacing the file's")
@@ -100,8 +127,11 @@ def _parser() -> argparse.ArgumentParser:
     add_report_parser(sub)
     sweep.register(sub)
     campaign_cli.register(sub)
-    sub.add_parser("scenarios", help="list the bundled scenarios",
-                   description="List the scenarios installed with barriersim: barriersim run NAME runs one.")
+    sub.add_parser(
+        "scenarios",
+        help="list the bundled scenarios",
+        description="List the scenarios installed with barriersim: barriersim run NAME runs one.",
+    )
     return parser
 
 
@@ -119,8 +149,9 @@ def _print_verdicts(result, traces: bool = True) -> None:
             print(f"  trace_sha256: {s['trace_sha256']}")
         if "replay" in s:
             print(f"  replay: {s['replay']}")
-    for line in tables.rate_warnings(list(result.summaries.values())) + \
-            tables.rewind_warnings(list(result.summaries.values())):
+    for line in tables.rate_warnings(list(result.summaries.values())) + tables.rewind_warnings(
+        list(result.summaries.values())
+    ):
         print(line)
 
 
@@ -137,8 +168,9 @@ def _actions_of(args) -> list | str | None:
         raise ArgumentError("--drain: drains a stop-with-savepoint; give --stop-with-savepoint-at too")
     if args.actions is not None:
         if timed:
-            raise ArgumentError("--actions: give a whole schedule or --savepoint-at / --stop-with-savepoint-at / "
-                                "--cancel-at, not both")
+            raise ArgumentError(
+                "--actions: give a whole schedule or --savepoint-at / --stop-with-savepoint-at / --cancel-at, not both"
+            )
         return args.actions
     if not timed:
         return None
@@ -161,22 +193,37 @@ def _out(args, scenario) -> Path:
 
 def _cmd_run(args) -> int:
     started = time.perf_counter()
-    p = api.plan(args.scenario, backend=args.backend, mode=args.mode, seed=args.seed,
-                 overrides=dict(args.overrides), actions=_actions_of(args), restore_from=args.restore_from,
-                 parallelism=dict(args.parallelism) or None, mode_origin="--mode")
-    checkpoint_storage = api.check_checkpoint_storage(args.backend, args.checkpoint_storage)
-    if args.backend == "ray":  # before the run directory is touched (--force empties it)
+    p = api.plan(
+        args.scenario,
+        backend=args.backend,
+        mode=args.mode,
+        seed=args.seed,
+        overrides=dict(args.overrides),
+        actions=_actions_of(args),
+        restore_from=args.restore_from,
+        parallelism=dict(args.parallelism) or None,
+        mode_origin="--mode",
+    )
+    checkpoint_storage = api.check_checkpoint_storage(p.backend, args.checkpoint_storage)
+    if p.backend is Backend.RAY:  # before the run directory is touched (--force empties it)
         api.check_cluster(args.address, args.connect_timeout)
     out = _out(args, p.scenario)
     console = tables.console()
     with StageProgress(console) as progress:
-        result = api.execute(p, out, address=args.address, progress=progress, checkpoint_files=args.checkpoint_files,
-                             checkpoint_storage=checkpoint_storage, cache=args.cache,
-                             connect_timeout=args.connect_timeout)
+        result = api.execute(
+            p,
+            out,
+            address=args.address,
+            progress=progress,
+            checkpoint_files=args.checkpoint_files,
+            checkpoint_storage=checkpoint_storage,
+            cache=args.cache,
+            connect_timeout=args.connect_timeout,
+        )
     summaries = list(result.summaries.values())
     total = time.perf_counter() - started
     statistics = mode_statistics(out, {mode: r.out_dir for mode, r in result.items()}, result.summaries)
-    if args.backend == "sim":
+    if p.backend is Backend.SIM:
         console.print(tables.modes_table(summaries, statistics))
     elif len(summaries) == 1:
         console.print(tables.run_table(summaries[0], total, statistics))
@@ -195,8 +242,16 @@ def _cmd_replay(args) -> int:
     path = Path(args.scenario)
     if path.is_dir():
         path = path / SCENARIO_FILE
-    p = api.plan(path, backend="sim", mode=args.mode, seed=args.seed, faults=args.faults, actions=args.actions,
-                 overrides=dict(args.overrides), mode_origin="--mode")
+    p = api.plan(
+        path,
+        backend=Backend.SIM,
+        mode=args.mode,
+        seed=args.seed,
+        faults=args.faults,
+        actions=args.actions,
+        overrides=dict(args.overrides),
+        mode_origin="--mode",
+    )
     out = _out(args, p.scenario)
     result = api.execute(p, out, checkpoint_files=args.checkpoint_files)
     run = result.only
@@ -208,9 +263,17 @@ def _cmd_replay(args) -> int:
     if original is None:
         print(f"replay: no original run to compare with ({p.scenario.path} is not in a run directory)")
     else:
-        changed = [flag for flag, given in (("--seed", args.seed is not None), ("--mode", args.mode),
-                                            ("--faults", args.faults), ("--actions", args.actions),
-                                            ("--set", args.overrides)) if given]
+        changed = [
+            flag
+            for flag, given in (
+                ("--seed", args.seed is not None),
+                ("--mode", args.mode),
+                ("--faults", args.faults),
+                ("--actions", args.actions),
+                ("--set", args.overrides),
+            )
+            if given
+        ]
         print(f"replay: {compare(original, run.out_dir, run.summary, changed)}")
     return _exit_status(result)
 

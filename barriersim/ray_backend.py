@@ -13,11 +13,12 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from barriersim import run_storage, workload_cache
 from barriersim.analytics_export import AnalyticsExportError, export_analytics
+from barriersim.backends import Backend, WorkloadGenerator
 from barriersim.continuation import (
     RunPublishError,
     output_after_snapshot,
@@ -297,7 +298,7 @@ class _RayRequest:
                 self.splits,
                 self.reference,
                 output_table(result.committed_output),
-                exactly_once=config.mode.exactly_once,
+                exactly_once=config.checkpointing.mode.exactly_once,
             )
         if scenario.job.is_quickstart_shape and not ended_by_snapshot:
             self.say(f"verifying against Spark's reference{suffix}", None)
@@ -305,14 +306,14 @@ class _RayRequest:
                 self.spark,
                 self.workload.df,
                 output_table(result.committed_output),
-                exactly_once=config.mode.exactly_once,
+                exactly_once=config.checkpointing.mode.exactly_once,
             )
         self.say(f"verifying against the reference{suffix}", None)
         return verify_in_ray(
             config.graph,
             self.split_refs,
             result.committed_output,
-            at_least_once=not config.mode.exactly_once,
+            at_least_once=not config.checkpointing.mode.exactly_once,
             ending=result.ending,
             pending=result.pending_records,
             operations=result.operations,
@@ -336,8 +337,8 @@ class _RayRequest:
         ended_by_snapshot = bool(result.ending[0])
         return build_summary(
             scenario=scenario,
-            backend="ray",
-            generated_by="spark",
+            backend=Backend.RAY,
+            generated_by=WorkloadGenerator.SPARK,
             records=self.records,
             counts=result.counts,
             verification=verification.as_dict(),

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from barriersim.backends import Backend, ran_on
+
 VOLATILE = {"wall_seconds", "versions", "replay", "trace_sha256", "simulation.events_per_second"}
 
 
@@ -32,8 +34,9 @@ def _rows(path: Path, keys: tuple[str, ...]) -> dict[tuple, dict]:
 
 def _order(key: tuple) -> tuple:
     """Numbers in numeric order (checkpoint 2 before 10), then names; None (no job column) first."""
-    return tuple((0, 0, "") if v is None else (1, v, "") if isinstance(v, (int, float)) else (2, 0, str(v))
-                 for v in key)
+    return tuple(
+        (0, 0, "") if v is None else (1, v, "") if isinstance(v, (int, float)) else (2, 0, str(v)) for v in key
+    )
 
 
 def _table_difference(name: str, keys: tuple[str, ...], original: Path, replay: Path) -> str | None:
@@ -75,13 +78,15 @@ def compare(original: Path, replay: Path, replay_summary: dict, changed: list[st
         summary = json.loads((original / "summary.json").read_text())
     except (OSError, ValueError) as err:
         return f"not compared with the original: {original / 'summary.json'} cannot be read ({err})"
-    if summary.get("backend") != "sim" or "trace_sha256" not in summary:
+    if ran_on(summary) is not Backend.SIM or "trace_sha256" not in summary:
         return f"not compared with the original: {original} ran on {summary.get('backend')}, which keeps no trace"
     if summary["trace_sha256"] == replay_summary["trace_sha256"]:
         return f"trace identical to the original ({original})"
-    first = (_table_difference("checkpoints", ("job", "id"), original, replay)
-             or _table_difference("subtasks", ("job", "id", "task"), original, replay)
-             or _summary_difference(summary, replay_summary)
-             or "none in the statistics tables or summary.json")
+    first = (
+        _table_difference("checkpoints", ("job", "id"), original, replay)
+        or _table_difference("subtasks", ("job", "id", "task"), original, replay)
+        or _summary_difference(summary, replay_summary)
+        or "none in the statistics tables or summary.json"
+    )
     note = f" (the replay was given {', '.join(changed)})" if changed else ""
     return f"trace differs from the original ({original}){note}: first difference: {first}"

@@ -12,6 +12,7 @@ import shlex
 import time
 from pathlib import Path
 
+from barriersim.backends import Backend, WorkloadGenerator
 from barriersim.continuation import output_after_snapshot, previous_run, publish_run, write_external_store
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
@@ -35,8 +36,15 @@ def replay_command(scenario_file: Path | str) -> str:
     return " ".join(shlex.quote(p) for p in ("barriersim", "replay", str(scenario_file)))
 
 
-def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, generated_by: str = "local",
-             checkpoint_files: bool = False, checkpoint_storage: str | None = None) -> dict:
+def simulate(
+    scenario: Scenario,
+    out_dir: Path,
+    *,
+    splits: dict | None = None,
+    generated_by: WorkloadGenerator | str = WorkloadGenerator.LOCAL,
+    checkpoint_files: bool = False,
+    checkpoint_storage: str | None = None,
+) -> dict:
     """Simulate the effective ``scenario`` into ``out_dir``; ``splits`` (``{source vertex: [records per
     subtask]}``) replace the locally drawn workload, and ``generated_by`` says where they came from.
     ``checkpoint_files``: keep the checkpoints in ``out_dir/checkpoints/<job-id>/`` (the filesystem checkpoint
@@ -51,14 +59,23 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     previous = previous_run(scenario)
     started = time.perf_counter()
     checkpoints, savepoints = _storage_directories(out_dir, checkpoint_files, checkpoint_storage)
-    simulation = JobSimulation(config, splits, scenario.seed, checkpoint_directory=checkpoints,
-                               savepoint_directory=savepoints, store=previous.store if previous else None,
-                               first_attempt_number=previous.next_attempt_number if previous else 0)
+    simulation = JobSimulation(
+        config,
+        splits,
+        scenario.seed,
+        checkpoint_directory=checkpoints,
+        savepoint_directory=savepoints,
+        store=previous.store if previous else None,
+        first_attempt_number=previous.next_attempt_number if previous else 0,
+    )
     result = simulation.run()
     wall = time.perf_counter() - started
     progress = simulation.source_progress()  # what each source read, also when the job ended before its input did
-    source_runs = {f"{vertex}#{i}": progress.get((vertex, i), (0, None))
-                   for vertex, parts in splits.items() for i in range(len(parts))}
+    source_runs = {
+        f"{vertex}#{i}": progress.get((vertex, i), (0, None))
+        for vertex, parts in splits.items()
+        for i in range(len(parts))
+    }
     report = simulation.report
     _externalize_retained_checkpoints(simulation, report, out_dir)
     verdict, scope = simulation.verify(result)
@@ -66,14 +83,21 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
     virtual_seconds = result.virtual_ms / 1000
     through = sum(records for records, _ in progress.values())
     summary = build_summary(
-        scenario=scenario, backend="sim", generated_by=generated_by, records=records,
-        counts=result.counts, verification=verdict.as_dict(),
-        outcome=result.outcome.value, restarts=result.restarts,
+        scenario=scenario,
+        backend=Backend.SIM,
+        generated_by=WorkloadGenerator.parse(generated_by, "generated_by"),
+        records=records,
+        counts=result.counts,
+        verification=verdict.as_dict(),
+        outcome=result.outcome.value,
+        restarts=result.restarts,
         restored_checkpoint_ids=result.restored_checkpoint_ids,
         restored_in_flight_bytes=result.restored_in_flight_bytes,
-        records_per_second=through / virtual_seconds if virtual_seconds else None, throughput_clock="virtual",
+        records_per_second=through / virtual_seconds if virtual_seconds else None,
+        throughput_clock="virtual",
         source_rates=source_rates(scenario.workload.rate_per_source, source_runs),
-        faults_fired=result.fault_log, failure_reason=result.failure_reason,
+        faults_fired=result.fault_log,
+        failure_reason=result.failure_reason,
         **jobs_sections(report, simulation.dispatcher.next_attempt_number(), scope),
         backend_sections={
             "simulation": {
@@ -94,8 +118,14 @@ def simulate(scenario: Scenario, out_dir: Path, *, splits: dict | None = None, g
         placement=placement_section(config, result.deployments),
         output_after_snapshot=output_after_snapshot(previous),
     )
-    write_run_directory(out_dir, scenario, summary, result.checkpoints, with_channel_kinds(result.subtasks, config),
-                        placement_rows(config, result.deployments))
+    write_run_directory(
+        out_dir,
+        scenario,
+        summary,
+        result.checkpoints,
+        with_channel_kinds(result.subtasks, config),
+        placement_rows(config, result.deployments),
+    )
     write_external_store(out_dir, simulation.store)
     if checkpoint_storage is not None:
         publish_run(out_dir, checkpoint_storage)

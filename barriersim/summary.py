@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from barriersim.backends import Backend, WorkloadGenerator
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.scenarios.documents import scenario_document, write_scenario
@@ -162,8 +163,8 @@ def _subtask_order(task: str) -> tuple[str, int]:
 def build_summary(
     *,
     scenario: Scenario,
-    backend: str,
-    generated_by: str,
+    backend: Backend,
+    generated_by: WorkloadGenerator,
     records: int,
     counts: dict[str, int],
     verification: dict,
@@ -192,13 +193,13 @@ def build_summary(
     summary = {
         "scenario": scenario.name,
         "seed": scenario.seed,
-        "backend": backend,
+        "backend": backend.value,
         "mode": scenario.checkpointing.mode.value,
         "versions": versions(),
         # records: in all (a general graph's workload.records is per source vertex; scenario.toml has it)
         "workload": {
             "records": records,
-            "generated_by": generated_by,
+            "generated_by": generated_by.value,
             **{k: v for k, v in document["workload"].items() if k != "records"},
         },
         "checkpointing": document["checkpointing"],

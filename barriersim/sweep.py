@@ -15,33 +15,44 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 from rich.console import Console
 
-from barriersim import api
-from barriersim.runtime.faults.fault_schedule import FaultScheduleError
+from barriersim import api, sweep_table
+from barriersim.analytics_export import export_analytics
 from barriersim.arguments import positive_argument, seed_argument
+from barriersim.backends import Backend, WorkloadGenerator
 from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.extras import require
+from barriersim.out_dir import prepare_out_dir
 from barriersim.progress import CountedProgress
-from barriersim.ray_tasks import (RayStartError, RayTasks, check_parallelism, in_drivers_directory, node_ip,
-                                  pack_files, ray_installed, remove_tree, unpack_files, worth_ray)
+from barriersim.ray_tasks import (
+    RayStartError,
+    RayTasks,
+    check_parallelism,
+    in_drivers_directory,
+    node_ip,
+    pack_files,
+    ray_installed,
+    remove_tree,
+    unpack_files,
+    worth_ray,
+)
+from barriersim.rundir import RunDirError, discover_runs
 from barriersim.runtime.checkpointing_mode import ALL_MODES
+from barriersim.runtime.faults.fault_schedule import FaultScheduleError
+from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri
 from barriersim.scenarios.loader import Scenario, ScenarioError, expand_sweep
 from barriersim.scenarios.schema import SCHEMA
-from barriersim.out_dir import prepare_out_dir
-from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri
-from barriersim.rundir import RunDirError, discover_runs
 from barriersim.spark.analytics import analytics_dir
-from barriersim import sweep_table
-from barriersim.sweep_table import ENGINES
-from barriersim.analytics_export import export_analytics
 from barriersim.spark.session import SparkOnDemand
 from barriersim.summary import default_out_dir, write_json_atomically
+from barriersim.sweep_table import ENGINES
 from barriersim.tables import console as table_console
 from barriersim.tables import new_table
 
@@ -94,9 +105,12 @@ class SweepResult:
 
 def sweep_points(scenario: Scenario) -> list[SweepPoint]:
     if not scenario.sweep:
-        raise ScenarioError(scenario.path, "sweep",
-                            "the scenario has no [sweep] table (dotted keys to lists of values, e.g. "
-                            "\"workload.zipf_exponent\" = [0.5, 1.5])")
+        raise ScenarioError(
+            scenario.path,
+            "sweep",
+            "the scenario has no [sweep] table (dotted keys to lists of values, e.g. "
+            '"workload.zipf_exponent" = [0.5, 1.5])',
+        )
     return [SweepPoint(i, point_label(settings), settings, s) for i, (settings, s) in enumerate(expand_sweep(scenario))]
 
 
@@ -129,8 +143,9 @@ class SweepJob:
 
 def run_job(job: SweepJob, splits=None, progress=None, address: str | None = None) -> dict[str, dict]:
     """Run ``job``; mode -> summary."""
-    result = api.execute(job.plan, job.out, address=address, splits=splits, progress=progress,
-                         checkpoint_storage=job.storage)
+    result = api.execute(
+        job.plan, job.out, address=address, splits=splits, progress=progress, checkpoint_storage=job.storage
+    )
     return {mode: r.summary for mode, r in result.items()}
 
 
@@ -153,22 +168,39 @@ def _run_job_on(job: SweepJob, splits, elsewhere: bool, pack, remove) -> tuple[d
     return summaries, files
 
 
-def _check_parallelism(backend: str, parallelism: int | None, address: str | None) -> None:
+def _check_parallelism(backend: Backend, parallelism: int | None, address: str | None) -> None:
     check_parallelism(parallelism)
-    if backend == "ray" and parallelism is not None and parallelism > 1:
-        raise ArgumentError("parallelism: the Ray backend runs a sweep's jobs one at a time (each is a Ray job of "
-                            f"its own); --parallelism applies to the sim backend, got {parallelism}")
+    if backend is Backend.RAY and parallelism is not None and parallelism > 1:
+        raise ArgumentError(
+            "parallelism: the Ray backend runs a sweep's jobs one at a time (each is a Ray job of "
+            f"its own); --parallelism applies to the sim backend, got {parallelism}"
+        )
     asked = address is not None or (parallelism is not None and parallelism > 1)
-    if backend == "sim" and parallelism != 1 and asked and not ray_installed():
-        raise ArgumentError("parallelism: running points as Ray tasks needs Ray (pip install 'barriersim[ray]'); "
-                            "--parallelism 1 runs them in this process")
+    if backend is Backend.SIM and parallelism != 1 and asked and not ray_installed():
+        raise ArgumentError(
+            "parallelism: running points as Ray tasks needs Ray (pip install 'barriersim[ray]'); "
+            "--parallelism 1 runs them in this process"
+        )
 
 
-def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None = None, modes=None,
-              seed: int | None = None, workload: str | None = None, faults=None, address: str | None = None,
-              spark=None, aggregate: bool = True, progress: Progress | None = None, force: bool = False,
-              checkpoint_storage: str | None = None, analytics: str = "auto",
-              parallelism: int | None = None) -> SweepResult:
+def run_sweep(
+    scenario,
+    *,
+    backend: Backend | str = Backend.SIM,
+    out: str | os.PathLike | None = None,
+    modes=None,
+    seed: int | None = None,
+    workload: str | None = None,
+    faults=None,
+    address: str | None = None,
+    spark=None,
+    aggregate: bool = True,
+    progress: Progress | None = None,
+    force: bool = False,
+    checkpoint_storage: str | None = None,
+    analytics: str = "auto",
+    parallelism: int | None = None,
+) -> SweepResult:
     """Run every point of the scenario's ``[sweep]`` in every mode and aggregate the runs into one table.
 
     ``scenario``: a path or a ``Scenario`` with a ``[sweep]`` table. ``modes``: None (each point's own mode), a
@@ -188,11 +220,16 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     (``<point>/<mode>/``: each run's checkpoints and savepoints; ``analytics/``: on ``s3://``, the sweep's
     analytics, ``sweep.json`` ``analytics_uri``).
     """
+    backend = Backend.parse(backend)
     s = api.as_scenario(scenario)
     points = sweep_points(s)
     # Every point checked before the first run: a bad mode, seed, fault or workload fails fast.
-    plans = [api.plan(p.scenario, backend=backend, mode=modes, seed=seed, faults=faults, workload=workload,
-                      mode_origin="--mode") for p in points]
+    plans = [
+        api.plan(
+            p.scenario, backend=backend, mode=modes, seed=seed, faults=faults, workload=workload, mode_origin="--mode"
+        )
+        for p in points
+    ]
     plans = [replace(pl, nest=True) for pl in plans]
     checkpoint_storage = api.check_checkpoint_storage(backend, checkpoint_storage)
     if analytics not in ENGINES:
@@ -200,8 +237,11 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     _check_parallelism(backend, parallelism, address)
     if aggregate and analytics == "spark" and spark is None:  # what the end of the sweep needs, checked first
         require("spark", "the aggregation in Spark on Ray (--analytics pandas or --no-analytics: without it)")
-    if spark is None and (address is not None or (aggregate and analytics == "spark")
-                          or any(pl.backend == "ray" or pl.workload == "spark" for pl in plans)):
+    if spark is None and (
+        address is not None
+        or (aggregate and analytics == "spark")
+        or any(pl.backend is Backend.RAY or pl.workload is WorkloadGenerator.SPARK for pl in plans)
+    ):
         api.check_cluster(address)
     out_dir = Path(out) if out is not None else default_out_dir(s, suffix="-sweep")
     sweep_storage = None if checkpoint_storage is None else child_uri(checkpoint_storage, out_dir.name)
@@ -209,18 +249,29 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
     say = progress or (lambda what, done, total: None)
     total = sum(len(pl.runs) for pl in plans)
     index: dict[str, Any] = {
-        "scenario": s.name, "path": s.path, "backend": backend, "seed": plans[0].scenario.seed,
-        "workload": plans[0].workload, "modes": modes if modes is None or isinstance(modes, str) else list(modes),
-        "axes": {key: list(values) for key, values in s.sweep}, "points": [], "analytics": None,
+        "scenario": s.name,
+        "path": s.path,
+        "backend": plans[0].backend.value,
+        "seed": plans[0].scenario.seed,
+        "workload": plans[0].workload.value,
+        "modes": modes if modes is None or isinstance(modes, str) else list(modes),
+        "axes": {key: list(values) for key, values in s.sweep},
+        "points": [],
+        "analytics": None,
     }
     jobs: list[SweepJob] = []
     for point, pl in zip(points, plans):
         # The simulator runs one mode at a time; the Ray backend runs a point's modes on one workload and one
         # start of Ray and Spark. A backend puts a request's runs under <storage>/<its directory's name>: the
         # point's, or the mode's when the point runs one mode (then nested in the point's).
-        for group in ([(run,) for run in pl.runs] if pl.backend == "sim" else [pl.runs]):
-            storage = None if sweep_storage is None else \
-                child_uri(sweep_storage, point.label) if len(group) == 1 else sweep_storage
+        for group in [(run,) for run in pl.runs] if pl.backend is Backend.SIM else [pl.runs]:
+            storage = (
+                None
+                if sweep_storage is None
+                else child_uri(sweep_storage, point.label)
+                if len(group) == 1
+                else sweep_storage
+            )
             jobs.append(SweepJob(point, replace(pl, runs=group), out_dir / point.label, storage))
     runs: dict[tuple[str, str], api.ModeRun] = {}
     finished: dict[int, dict[str, dict]] = {}
@@ -234,11 +285,13 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
         _write_index(out_dir, index)
 
     # Ray started for the tasks outlives Spark started later on it: Spark is stopped first
-    with contextlib.ExitStack() as ray_tasks, \
-            SparkOnDemand(spark, address, app_name=f"barriersim-sweep-{s.name}", log_dir=out_dir / "logs") as session:
+    with (
+        contextlib.ExitStack() as ray_tasks,
+        SparkOnDemand(spark, address, app_name=f"barriersim-sweep-{s.name}", log_dir=out_dir / "logs") as session,
+    ):
 
         def splits_of(job: SweepJob):
-            if job.plan.backend != "sim" or job.plan.workload != "spark":
+            if job.plan.backend is not Backend.SIM or job.plan.workload is not WorkloadGenerator.SPARK:
                 return None
             w = job.plan.scenario
             key = (w.workload, tuple((v.name, v.parallelism) for v in w.job.graph.sources), w.seed)
@@ -262,7 +315,7 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
             record(i, run_job(job, splits_of(job), backend_says, address))
             say(stage[0], len(runs), total)
 
-        serial = backend == "ray" or parallelism == 1
+        serial = backend is Backend.RAY or parallelism == 1
         probe = not serial and parallelism is None and address is None
         started = time.perf_counter()
         for i, job in enumerate(jobs):
@@ -270,7 +323,7 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                 break
             run_here(i)
             if probe:
-                rest = sum(j.records for j in jobs[i + 1:]) / max(1, job.records)
+                rest = sum(j.records for j in jobs[i + 1 :]) / max(1, job.records)
                 serial = not worth_ray(time.perf_counter() - started, rest)
                 probe = False
         remaining = [i for i in range(len(jobs)) if i not in finished]
@@ -278,8 +331,9 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
         if remaining:
             say("starting Ray for the simulations", len(runs), total)
             try:
-                tasks = ray_tasks.enter_context(RayTasks(address, parallelism, log_dir=out_dir / "logs",
-                                                     app_name=f"barriersim-sweep-{s.name}"))
+                tasks = ray_tasks.enter_context(
+                    RayTasks(address, parallelism, log_dir=out_dir / "logs", app_name=f"barriersim-sweep-{s.name}")
+                )
             except RayStartError as err:
                 if parallelism is not None or address is not None:  # asked for: refused in one line
                     raise
@@ -288,8 +342,10 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                     run_here(i)
         if tasks is not None:
             work = [(jobs[i], splits_of(jobs[i])) for i in remaining]
-            what = f"simulating {sum(len(jobs[i].plan.runs) for i in remaining)} runs as Ray tasks, " \
-                   f"{tasks.parallelism} at a time"
+            what = (
+                f"simulating {sum(len(jobs[i].plan.runs) for i in remaining)} runs as Ray tasks, "
+                f"{tasks.parallelism} at a time"
+            )
             say(what, len(runs), total)
             driver = (tasks.driver_ip, os.getcwd())
             for k, (summaries, files) in tasks.map_unordered(_job_in_task, work, shared=(driver,)):
@@ -309,8 +365,14 @@ def run_sweep(scenario, *, backend: str = "sim", out: str | os.PathLike | None =
                 return session.get()
 
             table, index["analytics_engine"] = aggregate_sweep(
-                out_dir, index, axis_types(s), engine=analytics, spark=spark_session, spark_up=session.started,
-                say=lambda what: say(what, done, total))
+                out_dir,
+                index,
+                axis_types(s),
+                engine=analytics,
+                spark=spark_session,
+                spark_up=session.started,
+                say=lambda what: say(what, done, total),
+            )
             index["analytics"] = "analytics/sweep.parquet"
             _write_index(out_dir, index)
             if sweep_storage is not None and is_object_store_uri(sweep_storage):
@@ -340,9 +402,17 @@ def _index_points(points: list[SweepPoint], jobs: list[SweepJob], finished: dict
         for mode in sorted(summaries, key=order.index):
             summary = summaries[mode]
             v = summary["verification"]
-            entry["runs"].append({"mode": mode, "dir": f"{point.label}/{mode}", "verdict": v["verdict"],
-                                  "lost": v["lost"], "duplicated": v["duplicated"], "wrong": v["wrong"],
-                                  "checkpoints": summary.get("checkpoints", {})})
+            entry["runs"].append(
+                {
+                    "mode": mode,
+                    "dir": f"{point.label}/{mode}",
+                    "verdict": v["verdict"],
+                    "lost": v["lost"],
+                    "duplicated": v["duplicated"],
+                    "wrong": v["wrong"],
+                    "checkpoints": summary.get("checkpoints", {}),
+                }
+            )
         entries.append(entry)
     return entries
 
@@ -352,78 +422,129 @@ def index_rows(index: dict) -> list[dict]:
     rows = []
     for point in index["points"]:
         for r in point["runs"]:
-            rows.append({"run": r["dir"], "point": point["label"], "point_index": point["index"], "mode": r["mode"],
-                         **point["settings"], "backend": index["backend"], "seed": index["seed"],
-                         "generated_by": index["workload"], "verdict": r["verdict"], "lost": r["lost"],
-                         "duplicated": r["duplicated"], "wrong": r["wrong"]})
+            rows.append(
+                {
+                    "run": r["dir"],
+                    "point": point["label"],
+                    "point_index": point["index"],
+                    "mode": r["mode"],
+                    **point["settings"],
+                    "backend": index["backend"],
+                    "seed": index["seed"],
+                    "generated_by": index["workload"],
+                    "verdict": r["verdict"],
+                    "lost": r["lost"],
+                    "duplicated": r["duplicated"],
+                    "wrong": r["wrong"],
+                }
+            )
     return rows
 
 
-def aggregate_sweep(out_dir: Path, index: dict, axes: list[tuple[str, type]], engine: str = "auto",
-                    spark=None, spark_up: bool = False, say=lambda what: None) -> tuple[pd.DataFrame, str]:
+def aggregate_sweep(
+    out_dir: Path,
+    index: dict,
+    axes: list[tuple[str, type]],
+    engine: str = "auto",
+    spark=None,
+    spark_up: bool = False,
+    say=lambda what: None,
+) -> tuple[pd.DataFrame, str]:
     """The sweep's table (``OUT/analytics/sweep.parquet``) as pandas, and the engine that computed its statistics
     (``barriersim.sweep_table.aggregate``)."""
     wanted = {r["dir"] for p in index["points"] for r in p["runs"]}
     runs = [r for r in discover_runs(out_dir) if r.label in wanted]
-    return sweep_table.aggregate(out_dir, index_rows(index), axes, runs, engine=engine, spark=spark,
-                                 spark_up=spark_up, say=say)
+    return sweep_table.aggregate(
+        out_dir, index_rows(index), axes, runs, engine=engine, spark=spark, spark_up=spark_up, say=say
+    )
 
 
 # -- the command line ----------------------------------------------------------------------------------------
 
+
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``barriersim sweep`` to the ``barriersim`` parser's subcommands."""
     parser = subparsers.add_parser(
-        "sweep", help="run a scenario's [sweep] matrix and aggregate it into one table",
+        "sweep",
+        help="run a scenario's [sweep] matrix and aggregate it into one table",
         description="Expand the scenario's [sweep] axes into a run matrix, run every point (in every mode) into "
-                    "OUT/<point>/<mode>/, index it in OUT/sweep.json and aggregate the runs into "
-                    "OUT/analytics/sweep.parquet (one row per point and mode, Flink's summary statistics; pandas for "
-                    "a small sweep, else Spark on Ray).",
+        "OUT/<point>/<mode>/, index it in OUT/sweep.json and aggregate the runs into "
+        "OUT/analytics/sweep.parquet (one row per point and mode, Flink's summary statistics; pandas for "
+        "a small sweep, else Spark on Ray).",
     )
     parser.add_argument("scenario", help="path of a scenario file (TOML) with a [sweep] table")
-    parser.add_argument("--backend", choices=api.BACKENDS, default="sim",
-                        help="sim: the deterministic simulator (default); ray: Ray actors with Spark on Ray")
-    parser.add_argument("--mode", choices=ALL_MODES + ("all",),
-                        help="checkpointing mode for every point (default: the scenario's); all: aligned, "
-                             "unaligned and at-least-once")
+    parser.add_argument(
+        "--backend",
+        choices=api.BACKENDS,
+        default="sim",
+        help="sim: the deterministic simulator (default); ray: Ray actors with Spark on Ray",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=ALL_MODES + ("all",),
+        help="checkpointing mode for every point (default: the scenario's); all: aligned, unaligned and at-least-once",
+    )
     parser.add_argument("--out", help="sweep directory, new or empty (default: runs/<scenario>-sweep-<UTC timestamp>)")
     parser.add_argument("--force", action="store_true", help="replace the sweep or run in a non-empty --out directory")
     parser.add_argument("--seed", type=seed_argument, help="seed overriding the scenario's")
-    parser.add_argument("--workload", choices=api.WORKLOADS,
-                        help="where the simulator's workload is generated (default: local; the Ray backend always "
-                             "uses Spark)")
-    parser.add_argument("--address", help="address of an existing Ray cluster, for the simulator's Ray tasks and "
-                                          "Spark (default: start a local one when needed)")
+    parser.add_argument(
+        "--workload",
+        choices=api.WORKLOADS,
+        help="where the simulator's workload is generated (default: local; the Ray backend always uses Spark)",
+    )
+    parser.add_argument(
+        "--address",
+        help="address of an existing Ray cluster, for the simulator's Ray tasks and "
+        "Spark (default: start a local one when needed)",
+    )
     parser.add_argument("--no-analytics", action="store_true", help="skip the aggregation")
-    parser.add_argument("--analytics", choices=ENGINES, default="auto",
-                        help="where the runs' statistics are computed: auto (default: as run does, in the Spark "
-                             "that is up, else in pandas when the tables are small, else in Spark on Ray), pandas or "
-                             "spark")
-    parser.add_argument("--parallelism", type=positive_argument, metavar="N",
-                        help="sim backend: 1 runs the points in this process; N > 1 runs them as Ray tasks, N at a "
-                             "time (default: as Ray tasks over the cores, or over the cluster at --address, when "
-                             "the first run says the sweep would take more than a few seconds in one process)")
-    parser.add_argument("--checkpoint-storage", metavar="URI",
-                        help="as run's: where every point's checkpoints go (Flink's state.checkpoints.dir: a path, "
-                             "file:///path or s3://bucket/prefix?options), under URI/<sweep directory name>/; on "
-                             "s3:// the analytics too")
+    parser.add_argument(
+        "--analytics",
+        choices=ENGINES,
+        default="auto",
+        help="where the runs' statistics are computed: auto (default: as run does, in the Spark "
+        "that is up, else in pandas when the tables are small, else in Spark on Ray), pandas or "
+        "spark",
+    )
+    parser.add_argument(
+        "--parallelism",
+        type=positive_argument,
+        metavar="N",
+        help="sim backend: 1 runs the points in this process; N > 1 runs them as Ray tasks, N at a "
+        "time (default: as Ray tasks over the cores, or over the cluster at --address, when "
+        "the first run says the sweep would take more than a few seconds in one process)",
+    )
+    parser.add_argument(
+        "--checkpoint-storage",
+        metavar="URI",
+        help="as run's: where every point's checkpoints go (Flink's state.checkpoints.dir: a path, "
+        "file:///path or s3://bucket/prefix?options), under URI/<sweep directory name>/; on "
+        "s3:// the analytics too",
+    )
     parser.set_defaults(handler=main_from_args)
     return parser
 
 
-SWEEP_TABLE_FIGURES = (("end_to_end_duration", "p50", "ms"), ("end_to_end_duration", "p99", "ms"),
-                       ("alignment_duration", "p99", "ms"), ("persisted_data", "p99", "bytes"))
+SWEEP_TABLE_FIGURES = (
+    ("end_to_end_duration", "p50", "ms"),
+    ("end_to_end_duration", "p99", "ms"),
+    ("alignment_duration", "p99", "ms"),
+    ("persisted_data", "p99", "bytes"),
+)
 
 
 def _print_table(console, result: SweepResult) -> None:
     axes = list(result.index["axes"])
     t = result.table
     stats = SWEEP_TABLE_FIGURES if t is not None else ()
-    table = new_table(f"barriersim sweep: {result.index['scenario']} ({result.index['backend']}, "
-                      f"seed {result.index['seed']})",
-                      *((a.partition(".")[2], "right") for a in axes), ("mode", "left"), ("verdict", "left"),
-                      ("checkpoints completed", "right"),
-                      *((f"{metric} {stat} ({unit})", "right") for metric, stat, unit in stats))
+    table = new_table(
+        f"barriersim sweep: {result.index['scenario']} ({result.index['backend']}, seed {result.index['seed']})",
+        *((a.partition(".")[2], "right") for a in axes),
+        ("mode", "left"),
+        ("verdict", "left"),
+        ("checkpoints completed", "right"),
+        *((f"{metric} {stat} ({unit})", "right") for metric, stat, unit in stats),
+    )
     by_run = {row["run"]: row for row in t.to_dict("records")} if t is not None else {}
 
     def fmt(row, col):
@@ -434,8 +555,13 @@ def _print_table(console, result: SweepResult) -> None:
         for r in point["runs"]:
             row = by_run.get(r["dir"])
             figures = [fmt(row, f"{metric}_{stat}") for metric, stat, _ in stats]
-            table.add_row(*(_format_value(point["settings"][a]) for a in axes), r["mode"], r["verdict"],
-                          str(r["checkpoints"].get("completed", "-")), *figures)
+            table.add_row(
+                *(_format_value(point["settings"][a]) for a in axes),
+                r["mode"],
+                r["verdict"],
+                str(r["checkpoints"].get("completed", "-")),
+                *figures,
+            )
     console.print(table)
 
 
@@ -444,10 +570,21 @@ def main_from_args(args) -> int:
     exactly-once or at-least-once; 2 with one line on stderr for bad input; 130 on Ctrl-C)."""
     try:
         with CountedProgress(Console(stderr=True), "checking the sweep") as progress:
-            result = run_sweep(args.scenario, backend=args.backend, out=args.out, modes=args.mode, seed=args.seed,
-                               workload=args.workload, address=args.address, aggregate=not args.no_analytics,
-                               progress=progress, force=args.force, checkpoint_storage=args.checkpoint_storage,
-                               analytics=args.analytics, parallelism=args.parallelism)
+            result = run_sweep(
+                args.scenario,
+                backend=args.backend,
+                out=args.out,
+                modes=args.mode,
+                seed=args.seed,
+                workload=args.workload,
+                address=args.address,
+                aggregate=not args.no_analytics,
+                progress=progress,
+                force=args.force,
+                checkpoint_storage=args.checkpoint_storage,
+                analytics=args.analytics,
+                parallelism=args.parallelism,
+            )
     except (ScenarioError, BarriersimError, FaultScheduleError, RunDirError) as e:
         print(f"barriersim sweep: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -455,11 +592,16 @@ def main_from_args(args) -> int:
         print("barriersim sweep: interrupted; Spark and Ray were stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
     _print_table(table_console(), result)
-    print(f"wrote {result.out_dir}/sweep.json" + (f" and {result.out_dir}/analytics/sweep.parquet"
-                                                  if result.table is not None else ""))
+    print(
+        f"wrote {result.out_dir}/sweep.json"
+        + (f" and {result.out_dir}/analytics/sweep.parquet" if result.table is not None else "")
+    )
     violated = [f"{p}/{m}" for (p, m), v in result.verdicts.items() if v == "violated"]
-    failed = [(f"{p}/{m}", r.summary["job"].get("failure_reason") or "no reason recorded")
-              for (p, m), r in result.runs.items() if r.summary["job"]["outcome"] == "failed"]
+    failed = [
+        (f"{p}/{m}", r.summary["job"].get("failure_reason") or "no reason recorded")
+        for (p, m), r in result.runs.items()
+        if r.summary["job"]["outcome"] == "failed"
+    ]
     if violated:
         print(f"violated: {', '.join(violated)}")
     for run, reason in failed:

@@ -1,22 +1,22 @@
 """What the command line prints after a run: the run's figures as rich tables, with units, in Flink's words.
 
-How this works: ``console()`` gives a rich Console for stdout that never cuts a value: a value that does not fit
-its column folds within it; printed to a pipe or a file the console is unbounded and each table bounds its own
-value columns (``VALUE_WIDTH``), so the three modes of ``--mode all`` fit in 120 columns. ``run_table`` is one Ray
-run (its figures, its source rates, every timed phase); ``modes_table`` sets runs side by side (the modes of
-``--mode all``, or simulated runs); both start with the checkpoint figures (``checkpoint_rows``: completed and
-failed checkpoints with the failures' reasons, p50 / p99 of end-to-end duration, alignment, start delay, persisted
-and processed data, from ``barriersim.run_statistics``). ``shared_setup_table`` gives the phases a Ray run's modes
-share, in seconds; ``cache_line`` the workload cache's part, printed after the tables. Rates in records/s.
+How this works: ``console()`` gives a rich Console for stdout that never cuts a value (a value folds within its
+column; printed to a pipe or a file each table bounds its own value columns, ``VALUE_WIDTH``, so the three modes of
+``--mode all`` fit in 120 columns). ``run_table`` is one Ray run (its figures, source rates, timed phases);
+``modes_table`` sets runs side by side (the modes of ``--mode all``, or simulated runs); both start with the
+checkpoint figures (``checkpoint_rows``: completed and failed checkpoints with the failures' reasons, p50 / p99 of
+end-to-end duration, alignment, start delay, persisted and processed data, from ``barriersim.run_statistics``).
+``shared_setup_table`` gives the phases a Ray run's modes share; ``cache_line`` the workload cache's part.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
 
+from barriersim.backends import Backend, ran_on
 from barriersim.runtime.faults.fault_log import fired_line
 
 UNLIMITED_WIDTH = 10_000
@@ -80,8 +80,11 @@ def cache_line(summary: dict) -> str | None:
         return None
     if c["status"] == "disabled":
         return "not used (--no-cache)"
-    what = {"hit": "hit: workload and reference from the cache", "miss": "miss: generated in Spark",
-            "corrupt": "unreadable entry: regenerated in Spark"}[c["status"]]
+    what = {
+        "hit": "hit: workload and reference from the cache",
+        "miss": "miss: generated in Spark",
+        "corrupt": "unreadable entry: regenerated in Spark",
+    }[c["status"]]
     if c["status"] != "hit":
         what += ", entry written" if c.get("written") else ", entry not written"
     if c.get("statistics") == "pandas":
@@ -112,8 +115,10 @@ OWN_PHASES = (
     ("verification", "verification"),
 )
 VALUE_WIDTH = 22  # at most, each mode's column of a side-by-side table (a longer value folds within it)
-STATISTICS_CAPTION = ("p50 / p99: Flink's checkpoint statistics, over the completed checkpoints (alignment and "
-                      "start delay: over their subtasks)")
+STATISTICS_CAPTION = (
+    "p50 / p99: Flink's checkpoint statistics, over the completed checkpoints (alignment and "
+    "start delay: over their subtasks)"
+)
 
 
 def _ms(value) -> str:
@@ -141,6 +146,7 @@ def checkpoint_rows(statistics: dict) -> list[tuple[str, Callable]]:
     """The checkpoint figures of a run's table, ``(label, get(summary))``: completed and failed checkpoints with
     the reasons of the failures, and the p50 / p99 of Flink's checkpoint statistics (``statistics``: mode ->
     ``barriersim.run_statistics.ModeStatistics``)."""
+
     def stats(s):
         return statistics.get(s["mode"])
 
@@ -152,8 +158,10 @@ def checkpoint_rows(statistics: dict) -> list[tuple[str, Callable]]:
         return lambda s: _pair(stats(s).percentiles[metric], fmt) if stats(s) else "-"
 
     return [
-        ("checkpoints completed / failed",
-         lambda s: f"{_n(s['checkpoints']['completed'])} / {_n(s['checkpoints']['failed'])}"),
+        (
+            "checkpoints completed / failed",
+            lambda s: f"{_n(s['checkpoints']['completed'])} / {_n(s['checkpoints']['failed'])}",
+        ),
         ("  failed because", failures),
         ("end-to-end duration p50 / p99 (ms)", percentiles("end_to_end_duration", _ms)),
         ("alignment duration p50 / p99 (ms)", percentiles("alignment_duration", _ms)),
@@ -167,8 +175,10 @@ def outcome_rows() -> list[tuple[str, Callable]]:
     return [
         ("restarts", lambda s: _n(s["job"]["restarts"])),
         ("faults", lambda s: fired_line(s["faults_fired"], detail=False)),
-        ("lost / duplicated / wrong (records)", lambda s: " / ".join(
-            _n(s["verification"][k]) for k in ("lost", "duplicated", "wrong"))),
+        (
+            "lost / duplicated / wrong (records)",
+            lambda s: " / ".join(_n(s["verification"][k]) for k in ("lost", "duplicated", "wrong")),
+        ),
         ("verdict", lambda s: s["verification"]["verdict"]),
     ]
 
@@ -177,8 +187,11 @@ def run_table(summary: dict, total_seconds: float | None = None, statistics: dic
     """One Ray run: its checkpoint figures, its outcome, the rate offered and achieved per source subtask, and
     its timed phases."""
     s, t = summary, summary["throughput"]
-    table = new_table(f"barriersim run: {s['scenario']} (seed {s['seed']}, {s['backend']}, {s['mode']})",
-                      ("figure", "left"), ("value", "right"))
+    table = new_table(
+        f"barriersim run: {s['scenario']} (seed {s['seed']}, {s['backend']}, {s['mode']})",
+        ("figure", "left"),
+        ("value", "right"),
+    )
     table.columns[1].max_width = 3 * VALUE_WIDTH
     table.caption = STATISTICS_CAPTION
     rows = [(label, get(s)) for label, get in checkpoint_rows(statistics or {}) + outcome_rows()]
@@ -216,21 +229,32 @@ def modes_table(summaries: list[dict], statistics: dict | None = None) -> Table:
     """Runs side by side (the modes of one request, or one simulated run), each with its own times; the
     simulator's trace hashes are printed after it (``trace_lines``), not in it."""
     first = summaries[0]
-    ray = first["backend"] == "ray"
-    table = new_table(f"barriersim {first['backend']}: {first['scenario']} (seed {first['seed']})",
-                      ("figure", "left"), *((s["mode"], "right") for s in summaries))
+    ray = ran_on(first) is Backend.RAY
+    table = new_table(
+        f"barriersim {first['backend']}: {first['scenario']} (seed {first['seed']})",
+        ("figure", "left"),
+        *((s["mode"], "right") for s in summaries),
+    )
     for column in table.columns[1:]:
         column.max_width = VALUE_WIDTH
     table.caption = STATISTICS_CAPTION
-    rows = checkpoint_rows(statistics or {}) + outcome_rows() + [
-        (f"records/s through the job ({first['throughput']['clock']} clock)",
-         lambda s: _n(s["throughput"]["records_per_second"], 1)),
-        ("offered rate per source (records/s)", lambda s: _n(s["throughput"].get("offered_per_source_subtask"))),
-        ("slowest source's rate (records/s)", _rate_cell),
-    ]
+    rows = (
+        checkpoint_rows(statistics or {})
+        + outcome_rows()
+        + [
+            (
+                f"records/s through the job ({first['throughput']['clock']} clock)",
+                lambda s: _n(s["throughput"]["records_per_second"], 1),
+            ),
+            ("offered rate per source (records/s)", lambda s: _n(s["throughput"].get("offered_per_source_subtask"))),
+            ("slowest source's rate (records/s)", _rate_cell),
+        ]
+    )
     if ray:
-        rows += [(f"{label} (s)", lambda s, key=key: _seconds(s.get("timings_seconds", {}).get(key)))
-                 for key, label in OWN_PHASES]
+        rows += [
+            (f"{label} (s)", lambda s, key=key: _seconds(s.get("timings_seconds", {}).get(key)))
+            for key, label in OWN_PHASES
+        ]
         rows.append(("own wall time (s)", lambda s: _seconds(s["wall_seconds"])))
     else:
         rows += [
@@ -249,10 +273,12 @@ def rewind_warnings(summaries: list[dict]) -> list[str]:
     for s in summaries:
         after = (s.get("restore") or {}).get("earlier_output_after_snapshot") or {}
         if after.get("transactions"):
-            lines.append(f"{s['mode']}: the restored snapshot is older than the earlier run's last commit: that run "
-                         f"had committed {_n(after['records'])} records in {_n(after['transactions'])} transactions "
-                         f"after it, which this run processes and commits again (as Flink's restore of an older "
-                         f"snapshot does), counted as duplicated")
+            lines.append(
+                f"{s['mode']}: the restored snapshot is older than the earlier run's last commit: that run "
+                f"had committed {_n(after['records'])} records in {_n(after['transactions'])} transactions "
+                f"after it, which this run processes and commits again (as Flink's restore of an older "
+                f"snapshot does), counted as duplicated"
+            )
     return lines
 
 
@@ -262,7 +288,11 @@ def rate_warnings(summaries: list[dict]) -> list[str]:
     for s in summaries:
         t = s["throughput"]
         if t.get("offered_rate_reached") is False:
-            slow = ", ".join(f"{r['task']} {_n(r['achieved_per_second'])}" for r in t["sources"] if r["reached"] is False)
-            lines.append(f"{s['mode']}: offered rate not reached: {_n(t['offered_per_source_subtask'])} records/s per "
-                         f"source subtask offered, achieved {slow} records/s ({t['clock']} clock)")
+            slow = ", ".join(
+                f"{r['task']} {_n(r['achieved_per_second'])}" for r in t["sources"] if r["reached"] is False
+            )
+            lines.append(
+                f"{s['mode']}: offered rate not reached: {_n(t['offered_per_source_subtask'])} records/s per "
+                f"source subtask offered, achieved {slow} records/s ({t['clock']} clock)"
+            )
     return lines

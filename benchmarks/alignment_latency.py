@@ -26,7 +26,6 @@ from barriersim.runtime.state.key_groups import assign_key_to_parallel_operator
 from barriersim.runtime.verification.reference import expected_sink_input, verify
 from barriersim.scenarios.loader import Scenario, apply_settings, load_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
-
 from benchmarks.alignment_checks import (
     ALIGNED_TIMEOUT_MS,
     CALM,
@@ -140,16 +139,21 @@ def measure(scenario: Scenario, mode: str, group: str, **settings: Any) -> Row:
     simulation.sim.trace.lines = []  # keep the trace's lines: the bottleneck's steps give the throughput
     result = simulation.run()
     wall = time.perf_counter() - started
-    verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=not config.mode.exactly_once).verdict.value
+    verdict = verify(
+        expected_sink_input(config.graph, splits),
+        result.committed_output,
+        at_least_once=not config.checkpointing.mode.exactly_once,
+    ).verdict.value
     graph = scenario.job.graph
     sources = {f"{v.name}#{i}" for v in graph.sources for i in range(v.parallelism)}
     acked: dict[int, set[str]] = {}
     for row in result.subtasks:
         if not row["finished"]:  # a task that had finished before the trigger (FLIP-147) took part in nothing
             acked.setdefault(row["id"], set()).add(row["task"])
-    completed = sorted((c for c in result.checkpoints if c["status"] == "COMPLETED" and sources <= acked.get(c["id"], set())),
-                       key=lambda c: c["id"])
+    completed = sorted(
+        (c for c in result.checkpoints if c["status"] == "COMPLETED" and sources <= acked.get(c["id"], set())),
+        key=lambda c: c["id"],
+    )
     steady = completed[1:]  # the first completed checkpoint is left out, as in Flink's measurement
     ids = {c["id"] for c in steady}
     rows = [r for r in result.subtasks if r["id"] in ids]
@@ -166,8 +170,11 @@ def measure(scenario: Scenario, mode: str, group: str, **settings: Any) -> Row:
     sink = graph.sinks[0]
     e2e = [c["end_to_end_duration"] for c in steady]
     return Row(
-        group=group, mode=mode, checkpoints=len(steady),
-        e2e_ms=_median(e2e), e2e_p90_ms=p90(e2e),
+        group=group,
+        mode=mode,
+        checkpoints=len(steady),
+        e2e_ms=_median(e2e),
+        e2e_p90_ms=p90(e2e),
         after_start_ms=_median([c["end_to_end_duration"] - delays[c["id"]] for c in steady if c["id"] in delays]),
         start_delay_ms=_median(list(delays.values())),
         sink_alignment_ms=_median(list(sink_alignment.values())),
@@ -175,11 +182,16 @@ def measure(scenario: Scenario, mode: str, group: str, **settings: Any) -> Row:
         processed_kib=_median([c["processed_data"] / 1024 for c in steady]),
         keyed_unaligned=_flags(rows, keyed.name, keyed.parallelism),
         sinks_unaligned=_flags(rows, sink.name, sink.parallelism),
-        ramp_ms=[c["end_to_end_duration"] for c in completed[:len(FLINK_RAMP_MS)]],
+        ramp_ms=[c["end_to_end_duration"] for c in completed[: len(FLINK_RAMP_MS)]],
         unaligned_subtasks=sorted({r["task"] for r in rows if r["unaligned_checkpoint"]}),
-        throughput=steady_throughput(simulation.sim.trace.lines, bottleneck,
-                                     sum(len(split) for per_vertex in splits.values() for split in per_vertex)),
-        verdict=verdict, virtual_seconds=result.virtual_ms / 1000, wall_seconds=wall,
+        throughput=steady_throughput(
+            simulation.sim.trace.lines,
+            bottleneck,
+            sum(len(split) for per_vertex in splits.values() for split in per_vertex),
+        ),
+        verdict=verdict,
+        virtual_seconds=result.virtual_ms / 1000,
+        wall_seconds=wall,
         settings={"mode": mode, **settings},
     )
 
@@ -232,8 +244,10 @@ def idle_job(scenario: Scenario) -> Scenario:
     """``scenario`` as the facts' idle rows ran the job: no hot key (the keys uniform) and no vertex paying a hot
     key's extra cost (docs/flink-facts.md, "The idle rows")."""
     graph = scenario.job.graph
-    vertices = tuple(replace(v, params={k: x for k, x in v.params.items() if k not in ("hot_key", "hot_key_extra_us")})
-                     for v in graph.vertices)
+    vertices = tuple(
+        replace(v, params={k: x for k, x in v.params.items() if k not in ("hot_key", "hot_key_extra_us")})
+        for v in graph.vertices
+    )
     scenario = replace(scenario, job=replace(scenario.job, graph=replace(graph, vertices=vertices)))
     return apply_settings(scenario, {"workload.hot_key_share": 0.0}, "benchmark")
 
@@ -253,15 +267,24 @@ def run_all(quick: bool = False) -> tuple[list[Row], list[Check], list[Check]]:
         rows.append(measure(base, mode, HEAVY, **heavy))
     rows.append(measure(base, "aligned-with-timeout", TIMEOUT, **heavy))
     rows.append(measure(ctb, "aligned", CTB_ALIGNED, **{"workload.records": ctb_records}))
-    rows.append(measure(ctb, "aligned", CTB_FULL_BUFFERS,
-                        **{"workload.records": ctb_records, "network.buffer_debloat": False}))
-    rows.append(measure(ctb, "unaligned", CTB_UNALIGNED,
-                        **{"workload.records": ctb_records // 2, "network.record_size": 1024,
-                           "network.buffer_debloat": False}))  # as the benchmark's unaligned variant runs
+    rows.append(
+        measure(ctb, "aligned", CTB_FULL_BUFFERS, **{"workload.records": ctb_records, "network.buffer_debloat": False})
+    )
+    rows.append(
+        measure(
+            ctb,
+            "unaligned",
+            CTB_UNALIGNED,
+            **{"workload.records": ctb_records // 2, "network.record_size": 1024, "network.buffer_debloat": False},
+        )
+    )  # as the benchmark's unaligned variant runs
     bottleneck_index = int(bottleneck_subtask(base).partition("#")[2])
     here = load_remeasured()
-    return (rows, flink_checks(rows, bottleneck_index, here) + [ramp_check(ramp_runs(), here)],
-            shape_checks(rows, base))
+    return (
+        rows,
+        flink_checks(rows, bottleneck_index, here) + [ramp_check(ramp_runs(), here)],
+        shape_checks(rows, base),
+    )
 
 
 DEFAULT_FLUSHER_MS = 100  # Flink's execution.buffer-timeout.interval
@@ -276,20 +299,25 @@ def flusher_rows(quick: bool = False) -> list[Row]:
     the bottleneck in bursts, and with the hot key's 1 ms per record the barrier waits behind the burst's work."""
     base = load_scenario(ALIGNMENT_SCENARIO)
     calm = _calm(20_000 if quick else 40_000)
-    return [measure(base, "aligned", f"{CALM_HOT}, flusher {t} ms", **calm, **{"network.buffer_timeout_ms": t})
-            for t in FLUSHER_TIMEOUTS_MS]
+    return [
+        measure(base, "aligned", f"{CALM_HOT}, flusher {t} ms", **calm, **{"network.buffer_timeout_ms": t})
+        for t in FLUSHER_TIMEOUTS_MS
+    ]
 
 
 def flusher_phase_rows(quick: bool = False) -> list[Row]:
-    """The idle aligned row with the hot key and Flink's 100 ms flusher in one run per seed of ``RAMP_SEEDS``: each seed draws every
+    """The idle aligned row with the hot key and Flink's 100 ms flusher in one run per seed of ``RAMP_SEEDS``: each
+    seed draws every
     task's flusher phase, so its own phases of the flushers against the trigger (every interval from the start).
     Whatever the phases, the start delay stays well above the trigger path: each source's flush hands the bottleneck
     (about 70 % busy) 100 ms of that source's records, about 38 ms of work, and the first barrier it takes waits
     behind the records its own source held back since its last flush and behind what is left of the bursts before."""
     base = load_scenario(ALIGNMENT_SCENARIO)
     calm = _calm(10_000 if quick else 20_000)
-    return [measure(replace(base, seed=seed), "aligned", f"{CALM_HOT}, flusher 100 ms, seed {seed}", **calm)
-            for seed in RAMP_SEEDS]
+    return [
+        measure(replace(base, seed=seed), "aligned", f"{CALM_HOT}, flusher 100 ms, seed {seed}", **calm)
+        for seed in RAMP_SEEDS
+    ]
 
 
 RAMP_SEEDS = tuple(range(1, 9))
@@ -300,16 +328,20 @@ def ramp_runs() -> list[RampRun]:
     Checkpoint 1 is triggered as the job starts: Flink 2.3 triggers it when the job's last task reports RUNNING
     (``runtime/coordinator/deactivator.py``), and barriersim's tasks run at once."""
     base = load_scenario(ALIGNMENT_SCENARIO)
-    heavy = apply_settings(base, {"checkpointing.mode": "aligned", "workload.rate_per_source": HEAVY_RATE,
-                                  "workload.records": 45_000}, "benchmark")  # about 18 s of the job
+    heavy = apply_settings(
+        base,
+        {"checkpointing.mode": "aligned", "workload.rate_per_source": HEAVY_RATE, "workload.records": 45_000},
+        "benchmark",
+    )  # about 18 s of the job
     runs = []
     for seed in RAMP_SEEDS:  # the same in --quick: the ramp needs only the first checkpoints
         scenario = replace(heavy, seed=seed)
         result = JobSimulation(job_config(scenario), workload_splits(scenario), seed).run()
         completed = sorted((c for c in result.checkpoints if c["status"] == "COMPLETED"), key=lambda c: c["id"])
-        first = completed[:len(FLINK_RAMP_MS)]
-        runs.append(RampRun(seed, first[0]["trigger_timestamp"] if first else -1,
-                            [c["end_to_end_duration"] for c in first]))
+        first = completed[: len(FLINK_RAMP_MS)]
+        runs.append(
+            RampRun(seed, first[0]["trigger_timestamp"] if first else -1, [c["end_to_end_duration"] for c in first])
+        )
     return runs
 
 
@@ -325,46 +357,82 @@ def shape_checks(rows: list[Row], base: Scenario) -> list[Check]:
         unaligned = find_row(rows, group, "unaligned")
         for mode in ("aligned", "at-least-once"):
             ratio = _ratio(find_row(rows, group, mode), unaligned)
-            checks.append(Check(f"{group}: {mode} / unaligned >= {RATIO_NEEDED}", ratio >= RATIO_NEEDED,
-                                f"ratio {ratio:.1f} ({find_row(rows, group, mode).median_end_to_end_ms} ms / "
-                                f"{unaligned.median_end_to_end_ms} ms; Flink ≈ 3400 / 20-32 ≈ 100-170)",
-                                ""))
+            checks.append(
+                Check(
+                    f"{group}: {mode} / unaligned >= {RATIO_NEEDED}",
+                    ratio >= RATIO_NEEDED,
+                    f"ratio {ratio:.1f} ({find_row(rows, group, mode).median_end_to_end_ms} ms / "
+                    f"{unaligned.median_end_to_end_ms} ms; Flink ≈ 3400 / 20-32 ≈ 100-170)",
+                    "",
+                )
+            )
     bottleneck = bottleneck_subtask(base)
     capacity = channel_capacity_bytes(base, bottleneck)
     persisted = find_row(rows, HEAVY, "unaligned").median_persisted_bytes or 0
     share = persisted / capacity
-    checks.append(Check("heavy backpressure: unaligned persists in-flight data of the order of the channel buffers",
-                        0.2 <= share <= 1.5,
-                        f"median {persisted / 1000:.0f} KB persisted per checkpoint = {share:.2f} x the {capacity / 1000:.0f} KB "
-                        f"the channels in front of {bottleneck} hold (Flink: ≈ 450 KB)"))
+    checks.append(
+        Check(
+            "heavy backpressure: unaligned persists in-flight data of the order of the channel buffers",
+            0.2 <= share <= 1.5,
+            f"median {persisted / 1000:.0f} KB persisted per checkpoint = {share:.2f} x the {capacity / 1000:.0f} KB "
+            f"the channels in front of {bottleneck} hold (Flink: ≈ 450 KB)",
+        )
+    )
     timeout = find_row(rows, TIMEOUT, "aligned-with-timeout")
     t = timeout.median_end_to_end_ms or 0
-    checks.append(Check(f"timeout mode completes shortly after its {ALIGNED_TIMEOUT_MS} ms timeout",
-                        ALIGNED_TIMEOUT_MS <= t <= 1.5 * ALIGNED_TIMEOUT_MS,
-                        f"median {t} ms = {t / ALIGNED_TIMEOUT_MS:.2f} x the timeout (Flink ≈ 520 ms = 1.04 x)"))
-    checks.append(Check(f"timeout mode: the bottleneck {bottleneck} switches to unaligned",
-                        bottleneck in timeout.unaligned_subtasks,
-                        f"subtasks reporting unaligned_checkpoint: {', '.join(timeout.unaligned_subtasks) or 'none'} "
-                        "(Flink: of the keyed subtasks, only the bottleneck)"))
+    checks.append(
+        Check(
+            f"timeout mode completes shortly after its {ALIGNED_TIMEOUT_MS} ms timeout",
+            ALIGNED_TIMEOUT_MS <= t <= 1.5 * ALIGNED_TIMEOUT_MS,
+            f"median {t} ms = {t / ALIGNED_TIMEOUT_MS:.2f} x the timeout (Flink ≈ 520 ms = 1.04 x)",
+        )
+    )
+    checks.append(
+        Check(
+            f"timeout mode: the bottleneck {bottleneck} switches to unaligned",
+            bottleneck in timeout.unaligned_subtasks,
+            f"subtasks reporting unaligned_checkpoint: {', '.join(timeout.unaligned_subtasks) or 'none'} "
+            "(Flink: of the keyed subtasks, only the bottleneck)",
+        )
+    )
     calm = [r for r in rows if r.group == CALM]
     worst = max((r.median_end_to_end_ms or 0) for r in calm)
     slowest = max(calm, key=lambda r: r.median_end_to_end_ms or 0)
-    checks.append(Check("no backpressure: every mode completes within 100 ms", worst <= 100,
-                        f"slowest median {worst} ms, {slowest.mode} (Flink 17-26 ms)"))
+    checks.append(
+        Check(
+            "no backpressure: every mode completes within 100 ms",
+            worst <= 100,
+            f"slowest median {worst} ms, {slowest.mode} (Flink 17-26 ms)",
+        )
+    )
     ctb_aligned = next(r for r in rows if r.group == CTB_ALIGNED)
     ctb_unaligned = next(r for r in rows if r.group == CTB_UNALIGNED)
     ctb_full = next(r for r in rows if r.group == CTB_FULL_BUFFERS)
     ratio = _ratio(ctb_aligned, ctb_unaligned)
-    checks.append(Check("CheckpointingTimeBenchmark: unaligned far faster than aligned (>= 5x)", ratio >= 5,
-                        f"ratio {ratio:.1f}; aligned median {ctb_aligned.median_end_to_end_ms} ms with buffer "
-                        "debloating against Flink's ≈ 600 ms"))
+    checks.append(
+        Check(
+            "CheckpointingTimeBenchmark: unaligned far faster than aligned (>= 5x)",
+            ratio >= 5,
+            f"ratio {ratio:.1f}; aligned median {ctb_aligned.median_end_to_end_ms} ms with buffer "
+            "debloating against Flink's ≈ 600 ms",
+        )
+    )
     debloat_ratio = _ratio(ctb_full, ctb_aligned)
-    checks.append(Check("CheckpointingTimeBenchmark: buffer debloating (300 ms) shortens aligned checkpoints (>= 3x)",
-                        debloat_ratio >= 3,
-                        f"{ctb_full.median_end_to_end_ms} ms with full buffers, {ctb_aligned.median_end_to_end_ms} ms "
-                        f"debloated: {debloat_ratio:.1f}x"))
-    checks.append(Check("every run's output verifies", all(r.verdict in ("exactly-once", "at-least-once") for r in rows),
-                        ", ".join(sorted({r.verdict for r in rows}))))
+    checks.append(
+        Check(
+            "CheckpointingTimeBenchmark: buffer debloating (300 ms) shortens aligned checkpoints (>= 3x)",
+            debloat_ratio >= 3,
+            f"{ctb_full.median_end_to_end_ms} ms with full buffers, {ctb_aligned.median_end_to_end_ms} ms "
+            f"debloated: {debloat_ratio:.1f}x",
+        )
+    )
+    checks.append(
+        Check(
+            "every run's output verifies",
+            all(r.verdict in ("exactly-once", "at-least-once") for r in rows),
+            ", ".join(sorted({r.verdict for r in rows})),
+        )
+    )
     return checks
 
 
@@ -378,8 +446,9 @@ def _kib(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f} KiB"
 
 
-def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flusher: list[Row] = (),
-                  phases: list[Row] = ()) -> None:
+def print_results(
+    rows: list[Row], flink: list[Check], shapes: list[Check], flusher: list[Row] = (), phases: list[Row] = ()
+) -> None:
     import sys
 
     from rich.console import Console
@@ -388,57 +457,107 @@ def print_results(rows: list[Row], flink: list[Check], shapes: list[Check], flus
     here = load_remeasured()  # Flink re-measured on this machine, for the flusher lines
     console = Console(width=None if sys.stdout.isatty() else 200)
     table = Table(title="alignment latency: barriersim's simulator on Flink's measured job (docs/flink-facts.md)")
-    for col in ("setting", "mode", "ckpts", "e2e median", "e2e p90", "bottleneck start delay", "sink alignment",
-                "persisted", "processed", "unaligned keyed / sinks"):
+    for col in (
+        "setting",
+        "mode",
+        "ckpts",
+        "e2e median",
+        "e2e p90",
+        "bottleneck start delay",
+        "sink alignment",
+        "persisted",
+        "processed",
+        "unaligned keyed / sinks",
+    ):
         table.add_column(col, justify="left" if col in ("setting", "mode") else "right", overflow="fold")
     for r in rows:
-        table.add_row(r.group, r.mode, str(r.checkpoints), _ms(r.e2e_ms), _ms(r.e2e_p90_ms), _ms(r.start_delay_ms),
-                      _ms(r.sink_alignment_ms), _kib(r.persisted_kib), _kib(r.processed_kib),
-                      f"{r.keyed_unaligned} / {r.sinks_unaligned}")
+        table.add_row(
+            r.group,
+            r.mode,
+            str(r.checkpoints),
+            _ms(r.e2e_ms),
+            _ms(r.e2e_p90_ms),
+            _ms(r.start_delay_ms),
+            _ms(r.sink_alignment_ms),
+            _kib(r.persisted_kib),
+            _kib(r.processed_kib),
+            f"{r.keyed_unaligned} / {r.sinks_unaligned}",
+        )
     console.print(table)
-    console.print("medians over the completed checkpoints every source subtask acknowledged, the first left out; "
-                  "flags: 1 = the subtask reported unaligned_checkpoint in most checkpoints", markup=False,
-                  highlight=False)
-    console.print("\nrow by row against Flink's table (PASS: within Flink's range widened by 30 %, figures under "
-                  "50 ms by 15 ms):", markup=False, highlight=False)
+    console.print(
+        "medians over the completed checkpoints every source subtask acknowledged, the first left out; "
+        "flags: 1 = the subtask reported unaligned_checkpoint in most checkpoints",
+        markup=False,
+        highlight=False,
+    )
+    console.print(
+        "\nrow by row against Flink's table (PASS: within Flink's range widened by 30 %, figures under "
+        "50 ms by 15 ms):",
+        markup=False,
+        highlight=False,
+    )
     for c in flink:
         judged = "" if c.passed_here is None else f"; {c.detail_here}: {'PASS' if c.passed_here else 'FAIL'}"
         console.print(f"{'PASS' if c.passed else 'FAIL'}  {c.name}: {c.detail}{judged}", markup=False, highlight=False)
         if not c.passed and c.hint:
             console.print(f"      why: {c.hint}", markup=False, highlight=False, style="dim")
-    console.print(f"{sum(c.passed for c in flink)} of {len(flink)} figures within their band", markup=False,
-                  highlight=False)
+    console.print(
+        f"{sum(c.passed for c in flink)} of {len(flink)} figures within their band", markup=False, highlight=False
+    )
     judged_here = [c for c in flink if c.passed_here is not None]
     if judged_here:
-        console.print(f"{sum(bool(c.passed_here) for c in judged_here)} of {len(judged_here)} within the same band "
-                      f"around Flink re-measured on this machine (benchmarks/flink_remeasured.json, "
-                      f"benchmarks.flink_remeasure: the facts' job run by Flink itself)", markup=False, highlight=False)
+        console.print(
+            f"{sum(bool(c.passed_here) for c in judged_here)} of {len(judged_here)} within the same band "
+            f"around Flink re-measured on this machine (benchmarks/flink_remeasured.json, "
+            f"benchmarks.flink_remeasure: the facts' job run by Flink itself)",
+            markup=False,
+            highlight=False,
+        )
     console.print("\nshape checks (wide bands):", markup=False, highlight=False)
     for c in shapes:
         console.print(f"{'PASS' if c.passed else 'FAIL'}  {c.name}: {c.detail}", markup=False, highlight=False)
     if flusher:
-        console.print("\nthe output flusher in the idle aligned start delay on the job with the hot key (not a row of "
-                      "the facts, whose idle rows ran without it; Flink's execution.buffer-timeout.interval, 100 ms by "
-                      "default):", markup=False, highlight=False)
+        console.print(
+            "\nthe output flusher in the idle aligned start delay on the job with the hot key (not a row of "
+            "the facts, whose idle rows ran without it; Flink's execution.buffer-timeout.interval, 100 ms by "
+            "default):",
+            markup=False,
+            highlight=False,
+        )
         for t, r in zip(FLUSHER_TIMEOUTS_MS, flusher):
             again = here.row(CALM_HOT, "aligned", None if t == DEFAULT_FLUSHER_MS else t) if here else None
-            measured = "" if again is None else (
-                f" (Flink {here.flink_version} here at {t} ms: {span_text(again['start_delay'])}, "
-                f"{span_text(again['e2e'])}, {span_text(again['sink_alignment'])} ms)")
-            console.print(f"  {r.group}: bottleneck start delay {_ms(r.start_delay_ms)}, e2e median {_ms(r.e2e_ms)}, "
-                          f"sink alignment {_ms(r.sink_alignment_ms)}{measured}", markup=False, highlight=False)
+            measured = (
+                ""
+                if again is None
+                else (
+                    f" (Flink {here.flink_version} here at {t} ms: {span_text(again['start_delay'])}, "
+                    f"{span_text(again['e2e'])}, {span_text(again['sink_alignment'])} ms)"
+                )
+            )
+            console.print(
+                f"  {r.group}: bottleneck start delay {_ms(r.start_delay_ms)}, e2e median {_ms(r.e2e_ms)}, "
+                f"sink alignment {_ms(r.sink_alignment_ms)}{measured}",
+                markup=False,
+                highlight=False,
+            )
         rows = rows + flusher
     if phases:
         delays = [r.start_delay_ms for r in phases if r.start_delay_ms is not None]
         e2e = [r.e2e_ms for r in phases if r.e2e_ms is not None]
-        console.print(f"  flusher 100 ms, one run per seed {RAMP_SEEDS[0]}-{RAMP_SEEDS[-1]} (each its own phases of the "
-                      f"flushers against the trigger): bottleneck start delay {_ms(min(delays))} to {_ms(max(delays))}, "
-                      f"e2e median {_ms(min(e2e))} to {_ms(max(e2e))}{_here_idle_aligned(here)}",
-                      markup=False, highlight=False)
+        console.print(
+            f"  flusher 100 ms, one run per seed {RAMP_SEEDS[0]}-{RAMP_SEEDS[-1]} (each its own phases of the "
+            f"flushers against the trigger): bottleneck start delay {_ms(min(delays))} to {_ms(max(delays))}, "
+            f"e2e median {_ms(min(e2e))} to {_ms(max(e2e))}{_here_idle_aligned(here)}",
+            markup=False,
+            highlight=False,
+        )
         rows = rows + list(phases)
-    console.print(f"{len(rows)} simulated runs, {sum(r.virtual_seconds for r in rows):.0f} virtual s in "
-                  f"{sum(r.wall_seconds for r in rows):.1f} wall s, besides the ramp's runs (one per seed)",
-                  markup=False, highlight=False)
+    console.print(
+        f"{len(rows)} simulated runs, {sum(r.virtual_seconds for r in rows):.0f} virtual s in "
+        f"{sum(r.wall_seconds for r in rows):.1f} wall s, besides the ramp's runs (one per seed)",
+        markup=False,
+        highlight=False,
+    )
 
 
 def _here_idle_aligned(here: Remeasured | None) -> str:
@@ -459,10 +578,18 @@ def main(argv: list[str] | None = None) -> int:
     phases = flusher_phase_rows(quick=args.quick)
     print_results(rows, flink, shapes, flusher, phases)
     if args.json:
-        args.json.write_text(json.dumps({"rows": [asdict(r) for r in rows], "flink": [asdict(c) for c in flink],
-                                         "shapes": [asdict(c) for c in shapes],
-                                         "flusher": [asdict(r) for r in flusher],
-                                         "flusher_phases": [asdict(r) for r in phases]}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "rows": [asdict(r) for r in rows],
+                    "flink": [asdict(c) for c in flink],
+                    "shapes": [asdict(c) for c in shapes],
+                    "flusher": [asdict(r) for r in flusher],
+                    "flusher_phases": [asdict(r) for r in phases],
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

@@ -16,7 +16,6 @@ import statistics
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional
 
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.loader import Scenario, apply_settings, load_scenario
@@ -24,7 +23,7 @@ from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "debloat_chain.toml"
 # Flink 1.14's release announcement: checkpoint duration (ms) per debloat target (ms); None: debloating off
-FLINK_MS: dict[Optional[int], int] = {None: 78_709, 10_000: 34_646, 5_000: 19_257, 2_000: 8_293, 1_000: 4_828}
+FLINK_MS: dict[int | None, int] = {None: 78_709, 10_000: 34_646, 5_000: 19_257, 2_000: 8_293, 1_000: 4_828}
 TARGETS_MS = (1_000, 2_000, 5_000, 10_000)
 # a checkpoint every 60 s: each debloated checkpoint is taken on a job whose buffer sizes settled after the last one
 # (the debloater's time constant is about 4 s: 20 samples of 200 ms); without debloating they run back to back (81 s)
@@ -35,23 +34,23 @@ OFF_OVER_1S_NEEDED = 10.0
 
 @dataclass(frozen=True)
 class Run:
-    target_ms: Optional[int]  # None: debloating off
-    e2e_ms: Optional[float]  # median end-to-end duration of the measured checkpoints
+    target_ms: int | None  # None: debloating off
+    e2e_ms: float | None  # median end-to-end duration of the measured checkpoints
     checkpoints: int
     all_e2e_ms: list[int]
     virtual_s: float
     wall_s: float
 
     @property
-    def over_target(self) -> Optional[float]:
+    def over_target(self) -> float | None:
         return self.e2e_ms / self.target_ms if self.target_ms and self.e2e_ms else None
 
     @property
-    def flink_over_target(self) -> Optional[float]:
+    def flink_over_target(self) -> float | None:
         return FLINK_MS[self.target_ms] / self.target_ms if self.target_ms else None
 
     @property
-    def to_flink(self) -> Optional[float]:
+    def to_flink(self) -> float | None:
         return self.e2e_ms / FLINK_MS[self.target_ms] if self.e2e_ms else None
 
 
@@ -63,13 +62,16 @@ def measured_checkpoints(result, scenario: Scenario) -> list[int]:
     for row in result.subtasks:
         if not row["finished"]:
             acked.setdefault(row["id"], set()).add(row["task"])
-    completed = sorted((c for c in result.checkpoints
-                        if c["status"] == "COMPLETED" and sources <= acked.get(c["id"], set())), key=lambda c: c["id"])
+    completed = sorted(
+        (c for c in result.checkpoints if c["status"] == "COMPLETED" and sources <= acked.get(c["id"], set())),
+        key=lambda c: c["id"],
+    )
     return [c["end_to_end_duration"] for c in completed[1:]]
 
 
-def measure(target_ms: Optional[int], records: int, base: Optional[Scenario] = None,
-            interval_ms: Optional[int] = INTERVAL_MS) -> Run:
+def measure(
+    target_ms: int | None, records: int, base: Scenario | None = None, interval_ms: int | None = INTERVAL_MS
+) -> Run:
     """One simulated run of the scenario with debloating off (``target_ms`` None) or at ``target_ms``, a checkpoint
     every ``interval_ms`` (None: the scenario's own)."""
     settings: dict = {"workload.records": records}
@@ -99,13 +101,24 @@ def verdicts(runs: list[Run]) -> list[Verdict]:
     out = []
     for t in TARGETS_MS:
         r = by_target[t]
-        ok = r.over_target is not None and abs(r.over_target / r.flink_over_target - 1) <= TOLERANCE
-        out.append(Verdict(f"target {t // 1000} s: time/target within 30 % of Flink's {r.flink_over_target:.1f}", ok,
-                           f"{r.over_target:.2f}" if r.over_target else "no checkpoint measured"))
+        over, flink = r.over_target, r.flink_over_target  # both set for a target
+        ok = over is not None and flink is not None and abs(over / flink - 1) <= TOLERANCE
+        out.append(
+            Verdict(
+                f"target {t // 1000} s: time/target within 30 % of Flink's {r.flink_over_target:.1f}",
+                ok,
+                f"{r.over_target:.2f}" if r.over_target else "no checkpoint measured",
+            )
+        )
     off, one = by_target[None].e2e_ms, by_target[1_000].e2e_ms
     ratio = off / one if off and one else None
-    out.append(Verdict(f"off / 1 s >= {OFF_OVER_1S_NEEDED:.0f} (Flink {FLINK_MS[None] / FLINK_MS[1_000]:.0f})",
-                       ratio is not None and ratio >= OFF_OVER_1S_NEEDED, f"{ratio:.1f}" if ratio else "n/a"))
+    out.append(
+        Verdict(
+            f"off / 1 s >= {OFF_OVER_1S_NEEDED:.0f} (Flink {FLINK_MS[None] / FLINK_MS[1_000]:.0f})",
+            ratio is not None and ratio >= OFF_OVER_1S_NEEDED,
+            f"{ratio:.1f}" if ratio else "n/a",
+        )
+    )
     return out
 
 
@@ -118,8 +131,10 @@ def run_all(quick: bool = False) -> list[Run]:
 
 def table(runs: list[Run]) -> str:
     one = next(r for r in runs if r.target_ms == 1_000).e2e_ms
-    lines = [f"{'target':>8} {'checkpoint ms':>14} {'n':>3} {'time/target':>11} {'Flink ms':>9} "
-             f"{'Flink t/t':>9} {'to Flink':>8} {'off/1s':>7} {'wall s':>7}"]
+    lines = [
+        f"{'target':>8} {'checkpoint ms':>14} {'n':>3} {'time/target':>11} {'Flink ms':>9} "
+        f"{'Flink t/t':>9} {'to Flink':>8} {'off/1s':>7} {'wall s':>7}"
+    ]
     for r in runs:
         target = "off" if r.target_ms is None else f"{r.target_ms // 1000} s"
         e2e = f"{r.e2e_ms:,.0f}" if r.e2e_ms else "-"
@@ -127,12 +142,14 @@ def table(runs: list[Run]) -> str:
         flink_over = f"{r.flink_over_target:.2f}" if r.flink_over_target else "-"
         to_flink = f"{r.to_flink:.2f}" if r.to_flink else "-"
         off_1s = f"{r.e2e_ms / one:.1f}" if r.target_ms is None and r.e2e_ms and one else ""
-        lines.append(f"{target:>8} {e2e:>14} {r.checkpoints:>3} {over:>11} {FLINK_MS[r.target_ms]:>9,} "
-                     f"{flink_over:>9} {to_flink:>8} {off_1s:>7} {r.wall_s:>7.1f}")
+        lines.append(
+            f"{target:>8} {e2e:>14} {r.checkpoints:>3} {over:>11} {FLINK_MS[r.target_ms]:>9,} "
+            f"{flink_over:>9} {to_flink:>8} {off_1s:>7} {r.wall_s:>7.1f}"
+        )
     return "\n".join(lines)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer checkpoints per run")
     parser.add_argument("--json", action="store_true", help="print the runs and verdicts as JSON")

@@ -2,24 +2,8 @@
 all measured in one run: a barrier's start delay and a checkpoint's end-to-end duration in one TaskManager, in
 4 TaskManagers on one node and in 4 TaskManagers over 3 nodes.
 
-How this works: ``barriersim.local_cluster.LocalCluster`` starts three Ray nodes on this machine (each a raylet
-with its own object store). The job is source (4) -> hash -> keyed sum (4) -> rebalance -> sink (1), its sources
-paced to a trickle (10 records/s each, one record per step) so that the barriers pass an idle pipeline, checkpointed every 200 ms, in aligned mode, placed
-(a) in one TaskManager (every channel local), (b) in 4 TaskManagers of one slot on one node (the channels between
-TaskManagers remote, every actor on the driver's node), (c) in the same 4 TaskManagers spread over the 3 nodes
-(TaskManager ``t`` on node ``t % 3``), in ``--repeats`` interleaved rounds. Per placement it prints the medians,
-over the completed checkpoints but the first, of the sources' and the sink's start delay (Flink's: from the
-trigger to the first barrier at the subtask; the sink's is the barrier's whole way: trigger RPC to a source, a
-hash hop, a rebalance hop) and of the end-to-end duration; beside them the raw Ray figures for the same
-placement: the one-hop latency (half an awaited round trip) between two actors where the job's channels run
-(same node; for (c) also across nodes) and a fire-and-forget chain of the barrier's 3 hops (driver's node ->
-source's node -> keyed sum's node -> sink's node, the nodes of ``source#1``, ``keyed-sum#2`` and ``sink#0`` in
-that placement). On one machine every hop is loopback: a node is a process boundary (its own raylet and object
-store), not a network distance; what differs between the placements is Flink's protocol (local channels deliver
-the barrier in order without announcements, remote ones through their credit-based buffers) and Ray's per-node
-processes.
-
 Run: ``python -m benchmarks.placement [--repeats N] [--records N]``.
+How it works: docs/benchmarks.md, "Placements over Ray nodes".
 """
 
 from __future__ import annotations
@@ -34,9 +18,9 @@ import ray
 from barriersim.actors.graph_runner import RayJobResult, run_graph_on_ray
 from barriersim.actors.placement import cluster_nodes, on_node
 from barriersim.local_cluster import LocalCluster
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig
-from barriersim.runtime.task.stream_task import NetworkConfig
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
@@ -116,8 +100,13 @@ def raw_chain_ms(nodes: list[str], messages: int = 150) -> float:
 
 def run_job(cluster: ClusterConfig, records: int, job_id: str) -> RayJobResult:
     splits = {"source": local_splits(records, 100, 1.0, 100, 4, seed=7)}
-    config = JobConfig(GRAPH, mode="aligned", interval_ms=INTERVAL_MS, source_rate_per_subtask=RATE, cluster=cluster,
-                       network=NetworkConfig(source_batch_records=1))
+    config = JobConfig(
+        GRAPH,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=INTERVAL_MS),
+        workload=WorkloadConfig(rate_per_source=RATE),
+        cluster=cluster,
+        max_source_batch_records=1,
+    )
     with tempfile.TemporaryDirectory() as root:
         result = run_graph_on_ray(config, splits, root, job_id, timeout_seconds=900)
     verdict = verify(expected_sink_input(GRAPH, splits), result.committed_output)
@@ -173,24 +162,37 @@ def main() -> None:
     def p90(values: list[float]) -> str:
         return f"{percentile(values, 0.9):6.1f}" if values else "   n/a"
 
-    print(f"job: source (4) -> hash -> keyed sum (4) -> rebalance -> sink (1), sources paced at {RATE} records/s, "
-          f"aligned checkpoints every {INTERVAL_MS} ms, {args.records} records, {args.repeats} interleaved round(s); "
-          f"medians (p90) in ms over the completed checkpoints but each run's first")
-    print(f"{'placement':26} {'source start delay':>20} {'sink start delay':>20} {'end to end':>18}   raw Ray, same placement")
+    print(
+        f"job: source (4) -> hash -> keyed sum (4) -> rebalance -> sink (1), sources paced at {RATE} records/s, "
+        f"aligned checkpoints every {INTERVAL_MS} ms, {args.records} records, {args.repeats} interleaved round(s); "
+        f"medians (p90) in ms over the completed checkpoints but each run's first"
+    )
+    print(
+        f"{'placement':26} {'source start delay':>20} {'sink start delay':>20} {'end to end':>18}   raw Ray, same "
+        f"placement"
+    )
     raw = {
         "1 TaskManager": f"one hop {same:.2f}; chain of 3 hops {chain_one_node:.2f}",
         "4 TaskManagers, 1 node": f"one hop {same:.2f}; chain of 3 hops {chain_one_node:.2f}",
         "4 TaskManagers, 3 nodes": f"one hop {same:.2f} same node, {across:.2f} across; chain of 3 hops "
-                                   f"(nodes {' -> '.join(str(ray_nodes.index(n)) for n in barrier_path)}) {chain_spread:.2f}",
+        f"(nodes {' -> '.join(str(ray_nodes.index(n)) for n in barrier_path)}) {chain_spread:.2f}",
     }
     for name, f in figures.items():
-        print(f"{name:26} {med(f['source_start_delay'])} ({p90(f['source_start_delay'])})      "
-              f"{med(f['sink_start_delay'])} ({p90(f['sink_start_delay'])})    {med(f['end_to_end'])} ({p90(f['end_to_end'])})"
-              f"   {raw[name]}")
-    print("ratios: the sink's start delay (trigger RPC and 2 data hops: 3 hops) against the raw chain of 3 hops of the "
-          "same placement:")
-    for name, chain in (("1 TaskManager", chain_one_node), ("4 TaskManagers, 1 node", chain_one_node),
-                        ("4 TaskManagers, 3 nodes", chain_spread)):
+        print(
+            f"{name:26} {med(f['source_start_delay'])} ({p90(f['source_start_delay'])})      "
+            f"{med(f['sink_start_delay'])} ({p90(f['sink_start_delay'])})    {med(f['end_to_end'])} "
+            f"({p90(f['end_to_end'])})"
+            f"   {raw[name]}"
+        )
+    print(
+        "ratios: the sink's start delay (trigger RPC and 2 data hops: 3 hops) against the raw chain of 3 hops of the "
+        "same placement:"
+    )
+    for name, chain in (
+        ("1 TaskManager", chain_one_node),
+        ("4 TaskManagers, 1 node", chain_one_node),
+        ("4 TaskManagers, 3 nodes", chain_spread),
+    ):
         sink = figures[name]["sink_start_delay"]
         if sink:
             print(f"    {name}: {statistics.median(sink) / chain:.2f}x")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+from typing import Any
 
 import ray
 
@@ -95,10 +96,10 @@ def measure_raw_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, calls: 
     one-way baseline, every stage passes each 32 KiB payload on with one call and no work, at most ``window``
     calls in flight per hop (Flink's 2 exclusive + 8 floating buffers). Every payload crosses ``depth - 1``
     actor hops (plus the feed), each costing a call's CPU at both ends on the same cores."""
-    stages = [PipelineStage.remote(None, window)]
+    stages = [PipelineStage.remote(None, window)]  # type: ignore[attr-defined]
     for _ in range(depth - 1):
-        stages.append(PipelineStage.remote(stages[-1], window))
-    first, sender = stages[-1], Sender.remote()
+        stages.append(PipelineStage.remote(stages[-1], window))  # type: ignore[attr-defined]
+    first, sender = stages[-1], Sender.remote()  # type: ignore[attr-defined]
     payload = b"x" * payload_bytes
     ray.get(sender.one_way.remote(first, payload, 200, window))  # warm up
     ray.get(first.drain.remote())
@@ -115,7 +116,7 @@ def measure_raw_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, calls: 
     }
 
 
-@ray.remote(num_cpus=0.01, max_concurrency=4)
+@ray.remote(num_cpus=0.01, max_concurrency=4)  # type: ignore[call-overload]
 class SocketPipelineStage:
     """One stage of the raw socket pipeline: a reader thread takes each payload from its incoming Unix domain socket
     (``multiprocessing.connection``, as ``actors.socket_links``) into a queue, and the stage writes it on to the next
@@ -166,7 +167,7 @@ def measure_raw_socket_pipeline(depth: int = 4, payload_bytes: int = 32 * 1024, 
     """32 KiB payloads through ``depth`` actors over Unix domain sockets, one per hop, with a reader thread per
     stage: what that transport carries here when nobody does any work (the counterpart of ``measure_raw_pipeline``
     for task actors linked by ``actors.socket_links``)."""
-    stages = [SocketPipelineStage.remote() for _ in range(depth)]
+    stages = [SocketPipelineStage.remote() for _ in range(depth)]  # type: ignore[attr-defined]
     addresses = ray.get([stage.listen.remote() for stage in stages])
     ray.get(
         [stage.accept.remote() for stage in stages[1:]]
@@ -197,16 +198,16 @@ def percentile(values: list[float], q: float) -> float:
 def measure_raw_ray(
     payload_bytes: int = 32 * 1024, calls: int = 3000, window: int = 16, round_trips: int = 1000, depth: int = 4
 ) -> dict:
-    receiver, sender = Receiver.remote(), Sender.remote()
+    receiver, sender = Receiver.remote(), Sender.remote()  # type: ignore[attr-defined]
     payload = b"x" * payload_bytes
     ray.get(sender.one_way.remote(receiver, payload, 200, window))  # warm up
     seconds = ray.get(sender.one_way.remote(receiver, payload, calls, window))
     ray.get(sender.round_trips.remote(receiver, 100))
     rtts = ray.get(sender.round_trips.remote(receiver, round_trips))
 
-    link = None
+    link: Any = None  # the last ChainLink's handle
     for _ in range(depth):
-        link = ChainLink.remote(link)
+        link = ChainLink.remote(link)  # type: ignore[attr-defined]
     ray.get([link.forward.remote(b"b") for _ in range(50)])
     chain = []
     for _ in range(300):

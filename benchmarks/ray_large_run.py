@@ -34,8 +34,11 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=20_000_000, help="the scenario's workload.records")
     parser.add_argument("--rate", type=int, default=0, help="records/s per source subtask (0: as fast as possible)")
     args = parser.parse_args()
-    scenario = with_setting(with_setting(load_scenario(args.scenario), "workload.records", args.records),
-                            "workload.rate_per_source", args.rate)
+    scenario = with_setting(
+        with_setting(load_scenario(args.scenario), "workload.records", args.records),
+        "workload.rate_per_source",
+        args.rate,
+    )
     config = job_config(scenario)
     t0 = time.perf_counter()
     splits = workload_splits(scenario)
@@ -50,19 +53,28 @@ def main() -> int:
     finally:
         ray.shutdown()
     t2 = time.perf_counter()
-    verdict = verify(expected, result.committed_output, at_least_once=not config.mode.exactly_once)
+    verdict = verify(expected, result.committed_output, at_least_once=not config.checkpointing.mode.exactly_once)
     verified = time.perf_counter() - t2
-    print(f"{scenario.name} on Ray actors, {expected.records:,} records, mode {config.mode.value}, checkpoints every "
-          f"{config.interval_ms} ms:")
+    print(
+        f"{scenario.name} on Ray actors, {expected.records:,} records, mode {config.checkpointing.mode.value}, "
+        f"checkpoints every {config.checkpointing.interval_ms} ms:"
+    )
     print(f"  workload drawn and expected output evaluated: {drawn:.1f} s wall")
-    print(f"  job on Ray (actors started to job end): {ran:.1f} s wall = {expected.records / ran:,.0f} records/s; "
-          f"outcome {result.outcome}; checkpoints completed {result.counts.get('completed', 0)}, "
-          f"failed {result.counts.get('failed', 0)}")
-    print(f"  verification on columns: {verified:.1f} s wall; {verdict.output_records:,} records committed, lost "
-          f"{verdict.lost}, duplicated {verdict.duplicated}, wrong {verdict.wrong}, final sums mismatched "
-          f"{verdict.final_sum_mismatched_keys}: {verdict.verdict.value}")
-    ok = (result.outcome == "finished" and verdict.verdict is Verdict.EXACTLY_ONCE
-          and verdict.output_records == verdict.expected_records)
+    print(
+        f"  job on Ray (actors started to job end): {ran:.1f} s wall = {expected.records / ran:,.0f} records/s; "
+        f"outcome {result.outcome}; checkpoints completed {result.counts.get('completed', 0)}, "
+        f"failed {result.counts.get('failed', 0)}"
+    )
+    print(
+        f"  verification on columns: {verified:.1f} s wall; {verdict.output_records:,} records committed, lost "
+        f"{verdict.lost}, duplicated {verdict.duplicated}, wrong {verdict.wrong}, final sums mismatched "
+        f"{verdict.final_sum_mismatched_keys}: {verdict.verdict.value}"
+    )
+    ok = (
+        result.outcome == "finished"
+        and verdict.verdict is Verdict.EXACTLY_ONCE
+        and verdict.output_records == verdict.expected_records
+    )
     return 0 if ok else 1
 
 

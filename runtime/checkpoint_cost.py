@@ -1,39 +1,12 @@
-"""What a checkpoint costs in time: the synchronous snapshot, the asynchronous upload, the channel-state write
-and the coordinator's ``_metadata`` write, as one model both drivers charge.
+"""What a checkpoint costs in time, as one model both drivers charge: the synchronous snapshot, the asynchronous
+upload, the channel-state write, the coordinator's trigger path and its ``_metadata`` write.
 
-How this works: ``CheckpointCostModel`` holds the machine's and the checkpoint storage's figures (a scenario's
-``[storage]`` section) and turns a piece of checkpoint work into milliseconds:
-- the synchronous part of a subtask's snapshot (``sync_ms``): a fixed part (the operator chain's
-  ``snapshotState``, registering the asynchronous part) plus the bytes it copies or flushes at
-  ``snapshot_mib_per_s`` (a heap backend walks its copy-on-write tables; an incremental backend flushes its
-  memtable to a local sorted run);
-- the asynchronous part (``async_ms``): a fixed part (handing the snapshot to the asynchronous executor and
-  building the acknowledgement) plus the upload of the state files: their bytes at ``upload_mib_per_s`` and a
-  latency per file;
-- the channel-state write of an unaligned checkpoint (``channel_state_ms``): a fixed part (the channel-state
-  writer's request queue and the close of its stream) plus the persisted in-flight bytes at
-  ``upload_mib_per_s`` and a latency per file;
-- the coordinator's ``_metadata`` write (``metadata_ms``): a file latency plus its bytes at ``upload_mib_per_s``;
-- the coordinator's trigger path (``trigger_ms``): from the checkpoint's timestamp until its trigger RPCs leave for
-  the sources (the checkpoint location's initialization on the IO executor, the source coordinators' checkpoints,
-  the master hooks, each a hop between executors), a fixed part.
-Every fixed part and every latency is a median from which each draw deviates by a log-normal factor
-``exp(latency_sigma * N(0, 1))`` taken from the injected seeded ``random.Random`` (0: no spread). Byte counts
-are the model's bytes (a state entry's modelled size, as ``record_size`` models a record's), so that a
-simulated job can hold gigabytes of keyed state without materialising them.
-
-``Charging`` says how a driver uses the model: the simulator charges everything on its virtual clock
-(``VIRTUAL``: the synchronous part keeps the task busy, the asynchronous part and the channel-state write run
-off the task thread before the acknowledgement, the metadata write holds the coordinator); the Ray backend's
-real snapshots and file writes take real time, so it charges only the uploads and the metadata write, and only
-when ``emulate_remote_store`` asks it to emulate a remote store on top of the local files (``REAL_TIME``).
-``CostCharger`` binds a model, a charging and a random stream: what the task and the coordinator call.
-
-Flink has no such model; it mirrors what Flink's ``SubtaskCheckpointCoordinatorImpl.takeSnapshotSync`` (the
-synchronous duration), ``AsyncCheckpointRunnable`` (the asynchronous duration, from the end of the synchronous
-part to the acknowledgement, waiting for the channel state too), ``ChannelStateWriteRequestExecutorImpl`` and
-``CheckpointCoordinator.completePendingCheckpoint`` (the metadata write, under the coordinator's lock) spend.
-``docs/flink-facts.md`` says which measured figure each default is calibrated to.
+How this works: ``CheckpointCostModel`` (a scenario's ``[storage]``) turns a piece of checkpoint work into
+milliseconds: fixed parts and per-file latencies, each drawn log-normally around its median from an injected
+``random.Random``, plus bytes at a throughput. ``Charging`` says which costs a driver charges (the simulator all,
+on its virtual clock; Ray only an emulated remote store's uploads on top of its real writes); ``CostCharger``
+binds a model, a charging and a random stream. Flink has no such model: ``docs/architecture.md`` ("Settings:
+scenario to runtime") says what each part mirrors, ``docs/flink-facts.md`` what each default is calibrated to.
 """
 
 from __future__ import annotations
@@ -42,6 +15,8 @@ import enum
 import math
 import random
 from dataclasses import dataclass, fields
+
+from barriersim.runtime.settings import Between, setting
 
 MIB = 1024 * 1024
 
@@ -80,15 +55,37 @@ class CheckpointCostModel:
       incremental backend's memtable flush writes a local file. Flink's measured job (≈ 9 KiB of keyed state) does
       not show it; it matters for the state-size sweep only."""
 
-    snapshot_fixed_ms: float = 1.0  # the synchronous part's fixed cost
-    snapshot_mib_per_s: float = 1000.0  # bytes the synchronous part copies or flushes, per second
-    async_fixed_ms: float = 6.0  # the asynchronous part's fixed cost (executor hand-off, acknowledgement)
-    upload_mib_per_s: float = 250.0  # state, channel state and metadata bytes written per second
-    file_latency_ms: float = 1.0  # per file written (state file, channel-state file, _metadata)
-    channel_state_fixed_ms: float = 8.0  # the channel-state write of a subtask that persisted in-flight data
-    trigger_fixed_ms: float = 8.5  # the coordinator's trigger path, from the checkpoint's timestamp to the trigger RPCs
-    latency_sigma: float = 0.5  # log-normal spread of every fixed part and latency (0: none)
-    emulate_remote_store: bool = False  # Ray: add the modelled upload and metadata times to the real writes
+    snapshot_fixed_ms: float = setting(
+        1.0, "the synchronous part's fixed cost, ms (the operator chain's snapshotState)", Between(0.0, 3_600_000.0)
+    )
+    snapshot_mib_per_s: float = setting(
+        1000.0, "MiB the synchronous part copies or flushes per second", Between(0.001, 1e9)
+    )
+    async_fixed_ms: float = setting(
+        6.0, "the asynchronous part's fixed cost, ms (executor hand-off, acknowledgement)", Between(0.0, 3_600_000.0)
+    )
+    upload_mib_per_s: float = setting(
+        250.0, "MiB of state, channel state and metadata written per second", Between(0.001, 1e9)
+    )
+    file_latency_ms: float = setting(
+        1.0, "latency per file written (state file, channel-state file, _metadata), ms", Between(0.0, 3_600_000.0)
+    )
+    channel_state_fixed_ms: float = setting(
+        8.0,
+        "the fixed cost of the channel-state write of a subtask that persisted in-flight data, ms",
+        Between(0.0, 3_600_000.0),
+    )
+    trigger_fixed_ms: float = setting(
+        8.5,
+        "the coordinator's trigger path, from the checkpoint's timestamp to the trigger RPCs, ms",
+        Between(0.0, 3_600_000.0),
+    )
+    latency_sigma: float = setting(
+        0.5, "log-normal spread of every fixed part and latency (0: none)", Between(0.0, 3.0)
+    )
+    emulate_remote_store: bool = setting(
+        False, "Ray: add the modelled upload and metadata times to the real file writes"
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -135,9 +132,16 @@ class CheckpointCostModel:
         return self._spread(self.trigger_fixed_ms, rng)
 
 
-NO_COST = CheckpointCostModel(snapshot_fixed_ms=0.0, async_fixed_ms=0.0, file_latency_ms=0.0,
-                              channel_state_fixed_ms=0.0, trigger_fixed_ms=0.0, latency_sigma=0.0,
-                              snapshot_mib_per_s=math.inf, upload_mib_per_s=math.inf)
+NO_COST = CheckpointCostModel(
+    snapshot_fixed_ms=0.0,
+    async_fixed_ms=0.0,
+    file_latency_ms=0.0,
+    channel_state_fixed_ms=0.0,
+    trigger_fixed_ms=0.0,
+    latency_sigma=0.0,
+    snapshot_mib_per_s=math.inf,
+    upload_mib_per_s=math.inf,
+)
 
 
 class CostCharger:

@@ -6,11 +6,18 @@ enclosing component's own timers, each event wrapped so that it finds its way ba
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 
 class Cancellable(Protocol):
     def cancel(self) -> None: ...
+
+
+class TimerService(Protocol):
+    """A driver's timers: ``callback`` runs once time reaches ``at_ms``; the handle cancels it."""
+
+    def register_timer(self, at_ms: int, callback: Callable[[], None]) -> Cancellable: ...
 
 
 class EventTimers(Protocol):
@@ -24,7 +31,7 @@ class DeliveringTimers:
 
     __slots__ = ("_timer_service", "_deliver")
 
-    def __init__(self, timer_service, deliver: Callable[[Any], None]):
+    def __init__(self, timer_service: TimerService, deliver: Callable[[Any], None]):
         self._timer_service = timer_service
         self._deliver = deliver
 

@@ -2,17 +2,15 @@
 scenario files.
 
 How this works: ``scenario_document`` turns a loaded ``Scenario`` back into the dict a scenario file parses to,
-with every setting written out (defaults included), the job in its own form (the quickstart shorthand or
-``[[job.vertex]]``/``[[job.edge]]``), the restore, the fault schedule, the actions and the sweep axes, so that ``parse_scenario`` of it
-gives the same scenario: a run directory's ``scenario.toml`` (``write_scenario``) is exactly what the run ran,
-overrides, sweep values, seed, mode and faults included, and ``barriersim replay`` of it runs it again.
-``generated_document`` builds the document of a generated case (the Hypothesis strategies). Files are written
-with tomli-w, through a temporary file renamed into place.
+every setting written out (defaults included; each section through the schema, ``Section.plain``), the job in its
+own form (the quickstart shorthand or ``[[job.vertex]]``/``[[job.edge]]``), the restore, faults, actions and sweep,
+so that ``parse_scenario`` of it gives the same scenario: a run directory's ``scenario.toml`` is exactly what the
+run ran, and ``barriersim replay`` of it runs it again. ``generated_document`` builds a generated case's document
+(the Hypothesis strategies). Files are written with tomli-w, through a temporary file renamed into place.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 
 import tomli_w
@@ -20,26 +18,24 @@ import tomli_w
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.scenarios.loader import Scenario
-from barriersim.scenarios.schema import SCHEMA, VERTEX_FIELDS
-
-
-def _plain(value):
-    return value.value if hasattr(value, "value") and not isinstance(value, (int, float, str, bool)) else value
-
-
-def _section(spec) -> dict:
-    return {f.name: _plain(getattr(spec, f.name)) for f in fields(spec)}
+from barriersim.scenarios.schema import SCHEMA, SECTIONS, VERTEX_FIELDS
 
 
 def graph_document(graph: JobGraph) -> dict:
     vertices = []
     for v in graph.vertices:
-        doc = {"name": v.name, "operator": v.operator.value, "parallelism": v.parallelism,
-               "max_parallelism": v.max_parallelism}
+        doc = {
+            "name": v.name,
+            "operator": v.operator.value,
+            "parallelism": v.parallelism,
+            "max_parallelism": v.max_parallelism,
+        }
         doc.update({k: val for k, val in v.params.items() if k in VERTEX_FIELDS})
         vertices.append(doc)
-    edges = [{"from": e.source, "to": e.target, "partitioner": e.partitioner.value, "input": e.target_input}
-             for e in graph.edges]
+    edges = [
+        {"from": e.source, "to": e.target, "partitioner": e.partitioner.value, "input": e.target_input}
+        for e in graph.edges
+    ]
     return {"vertex": vertices, "edge": edges}
 
 
@@ -48,19 +44,16 @@ def scenario_document(scenario: Scenario) -> dict:
     job = scenario.job
     shorthand = {k: getattr(job, k) for k in SCHEMA["job"]}
     if not job.is_quickstart_shape:
-        shorthand = {k: v for k, v in shorthand.items()
-                     if k not in ("source_parallelism", "keyed_sum_parallelism", "sink_parallelism")}
+        shorthand = {
+            k: v
+            for k, v in shorthand.items()
+            if k not in ("source_parallelism", "keyed_sum_parallelism", "sink_parallelism")
+        }
         shorthand.update(graph_document(job.graph))
     doc = {
         "scenario": {"name": scenario.name, "description": scenario.description, "seed": scenario.seed},
-        "workload": _section(scenario.workload),
         "job": shorthand,
-        "network": _section(scenario.network),
-        "cluster": _section(scenario.cluster),
-        "checkpointing": _section(scenario.checkpointing),
-        "storage": _section(scenario.storage),
-        "state": _section(scenario.state),
-        "restart": _section(scenario.restart),
+        **{name: section.plain(getattr(scenario, name)) for name, section in SECTIONS.items()},
     }
     if scenario.restore is not None:
         doc["restore"] = scenario.restore.to_plain()
@@ -69,18 +62,32 @@ def scenario_document(scenario: Scenario) -> dict:
     if len(scenario.actions):
         doc["actions"] = scenario.actions.to_plain()
     if scenario.sweep:
-        doc["sweep"] = {key: [_plain(v) for v in values] for key, values in scenario.sweep}
+        doc["sweep"] = {key: list(values) for key, values in scenario.sweep}
     return doc
 
 
-def generated_document(name: str, graph: JobGraph, *, records: int, keys: int, zipf_exponent: float,
-                       rate_per_source: int, checkpointing: dict, seed: int = 0, cluster: dict | None = None) -> dict:
+def generated_document(
+    name: str,
+    graph: JobGraph,
+    *,
+    records: int,
+    keys: int,
+    zipf_exponent: float,
+    rate_per_source: int,
+    checkpointing: dict,
+    seed: int = 0,
+    cluster: dict | None = None,
+) -> dict:
     """The document of a generated case: a job graph, its checkpointing table, the workload's size and, if given,
     the TaskManagers it is placed in (``[cluster]``; else the default, one TaskManager)."""
     document = {
         "scenario": {"name": name, "seed": seed},
-        "workload": {"records": records, "keys": keys, "zipf_exponent": float(zipf_exponent),
-                     "rate_per_source": rate_per_source},
+        "workload": {
+            "records": records,
+            "keys": keys,
+            "zipf_exponent": float(zipf_exponent),
+            "rate_per_source": rate_per_source,
+        },
         "checkpointing": checkpointing,
         "job": graph_document(graph),
     }

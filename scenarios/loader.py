@@ -1,23 +1,12 @@
-"""Scenario files: TOML, validated against a declarative schema, loaded into frozen dataclasses.
+"""Scenario files: TOML, validated against the scenario schema, parsed into the runtime's section objects.
 
-How this works: ``SCHEMA`` (``scenarios.schema``) lists every section and key a scenario may hold, each with its
-type, default and allowed range. ``load_scenario(path)`` reads the file with ``tomllib``, rejects unknown sections
-and keys, wrong types and out-of-range values with a ``ScenarioError`` whose one-line message names the file and the
-key (``scenarios/x.toml: workload.records: must be an integer >= 1, got 0``), then checks rules that span
-keys (e.g. unaligned checkpoints need exactly-once and at most one concurrent checkpoint).
-
-The job is either the quickstart shorthand (``[job]`` with ``source_parallelism``, ``keyed_sum_parallelism``,
-``sink_parallelism``) or a general DAG: ``[[job.vertex]]`` tables (``name``, ``operator``, ``parallelism``,
-operator parameters, per-record cost, the size of the records it emits) and ``[[job.edge]]`` tables (``from``,
-``to``, ``partitioner``, ``input``), validated as a ``runtime.jobgraph.JobGraph``. ``[network]`` sets the buffer
-size, Flink's credit defaults and the channel latency; ``[cluster]`` the TaskManagers and slots the job is placed
-in (one TaskManager by default, so every channel is local, as in Flink's MiniCluster) and the nodes they are spread
-over; ``[storage]`` what checkpoint work costs (``runtime.checkpoint_cost``); ``[state]`` the keyed state backend
-(``runtime.state.backend``); ``[[faults]]`` is a fault schedule (``runtime.faults.fault_schedule``), checked against the graph and
-the placement; ``[[actions]]`` the experiment actions (``runtime.faults.experiment``: savepoints, stop-with-savepoint,
-cancel, restores with new parallelisms), checked against the job as faults are; ``[restore]`` (``from`` a savepoint
-or retained checkpoint path, ``parallelism``) starts the run from a snapshot; ``[sweep]`` maps dotted keys to
-lists of values and expands into a run matrix. The CLI prints an error's line and exits 2.
+How this works: ``load_scenario(path)`` reads the file with ``tomllib``; ``parse_scenario`` rejects unknown
+sections and keys, wrong types and out-of-range values (``scenarios.schema``) with a ``ScenarioError`` whose one
+line names the file and the key (``x.toml: workload.records: must be between 1 and 100000000, got 0``), builds each
+section's runtime object (``Scenario.checkpointing`` is a ``CheckpointingConfig``, ...), the job graph (the
+quickstart shorthand or ``[[job.vertex]]``/``[[job.edge]]``), the faults, actions and restore, then checks the rules
+that span keys. ``apply_settings`` is the one checker of ``section.key`` settings from outside the file (overrides,
+sweep points, modes); ``expand_sweep`` gives a ``[sweep]``'s run matrix. ``docs/architecture.md``: "Settings".
 """
 
 from __future__ import annotations
@@ -30,16 +19,27 @@ from pathlib import Path
 from typing import Any
 
 from barriersim.runtime.checkpoint_cost import CheckpointCostModel
-from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
-from barriersim.runtime.checkpointing_mode import CheckpointingMode, checkpointing_problem
+from barriersim.runtime.checkpointing_mode import CheckpointingMode
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.faults.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
 from barriersim.runtime.faults.fault_schedule import FaultSchedule, FaultScheduleError
+from barriersim.runtime.job.config import WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig, PlacementError, place
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobGraphError, JobVertex, OperatorKind, Partitioner
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.state.backend import StateBackendConfig
-from barriersim.scenarios.schema import EDGE_FIELDS, RETENTIONS, SCHEMA, SETTABLE_SECTIONS, VERTEX_FIELDS, Field
+from barriersim.scenarios.schema import (
+    EDGE_FIELDS,
+    REQUIRED,
+    SCHEMA,
+    SECTIONS,
+    SETTABLE_SECTIONS,
+    VERTEX_FIELDS,
+    Field,
+)
+
 
 class ScenarioError(Exception):
     """A scenario file that cannot be used; ``str()`` is the one-line message for the user."""
@@ -49,21 +49,6 @@ class ScenarioError(Exception):
         self.key = key
         self.problem = problem
         super().__init__(f"{self.path}: {key}: {problem}" if key else f"{self.path}: {problem}")
-
-
-
-
-@dataclass(frozen=True)
-class WorkloadSpec:
-    records: int
-    keys: int
-    zipf_exponent: float
-    max_value: int
-    rate_per_source: int
-    hot_key_share: float = 0.0
-    key_growth: bool = False
-    min_checkpoints: int = 0
-    source_emission: str = "steps"
 
 
 @dataclass(frozen=True)
@@ -81,73 +66,35 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
-class NetworkSpec:
-    buffer_size: int
-    exclusive_buffers_per_channel: int
-    floating_buffers_per_gate: int
-    max_buffers_per_channel: int
-    latency_us_mean: float
-    latency_us_jitter: float
-    record_size: int
-    buffer_timeout_ms: int
-    buffer_debloat: bool
-    buffer_debloat_target_ms: int
-    buffer_debloat_period_ms: int
-    buffer_debloat_samples: int
-    buffer_debloat_threshold_percentages: int
-    min_buffer_size: int
-
-
-@dataclass(frozen=True)
-class CheckpointingSpec:
-    mode: CheckpointingMode
-    interval_ms: int
-    timeout_ms: int
-    aligned_checkpoint_timeout_ms: int = 0
-    max_concurrent: int = 1
-    min_pause_ms: int = 0
-    tolerable_failures: int = 0
-    max_retained: int = 1
-    checkpoints_after_tasks_finish: bool = True
-    memory_threshold_bytes: int = 20 * 1024
-    externalized_checkpoint_retention: str = RETENTIONS[0]
-    recovery_claim_mode: str = RecoveryClaimMode.NO_CLAIM.value
-
-
-@dataclass(frozen=True)
-class ClusterSpec:
-    taskmanagers: int = 1
-    slots_per_taskmanager: int = 0
-    nodes: int = 0
-    cpu_cores: int = 0  # the simulator's shared cores (0: a core per subtask)
-
-    def config(self) -> ClusterConfig:
-        return ClusterConfig(self.taskmanagers, self.slots_per_taskmanager, self.nodes)
-
-
-@dataclass(frozen=True)
 class Scenario:
+    """A loaded scenario: its header, the job, one runtime object per configuration section, the fault schedule,
+    the experiment actions, the restore and the sweep axes (dotted key, values as the file holds them)."""
+
     path: str
     name: str
     description: str
     seed: int
-    workload: WorkloadSpec
+    workload: WorkloadConfig
     job: JobSpec
-    checkpointing: CheckpointingSpec
-    network: NetworkSpec | None = None
+    checkpointing: CheckpointingConfig
+    network: NetworkConfig = NetworkConfig()
     faults: FaultSchedule = FaultSchedule()
     sweep: tuple[tuple[str, tuple], ...] = ()
-    cluster: ClusterSpec = ClusterSpec()
+    cluster: ClusterConfig = ClusterConfig()
     actions: ActionSchedule = ActionSchedule()
     restore: RestoreSettings | None = None
-
-    def job_graphs(self) -> list[JobGraph]:
-        """The graph of every job of the run: the first (rescaled by ``[restore]``), then each restore's."""
-        first = rescaled(self.job.graph, self.restore.parallelism, "restore.parallelism") if self.restore else self.job.graph
-        return self.actions.graphs(first)
     storage: CheckpointCostModel = CheckpointCostModel()
     state: StateBackendConfig = StateBackendConfig()
     restart: RestartStrategyConfig = RestartStrategyConfig()
+
+    def job_graphs(self) -> list[JobGraph]:
+        """The graph of every job of the run: the first (rescaled by ``[restore]``), then each restore's."""
+        first = (
+            rescaled(self.job.graph, self.restore.parallelism, "restore.parallelism")
+            if self.restore
+            else self.job.graph
+        )
+        return self.actions.graphs(first)
 
 
 def _type_name(kind: type) -> str:
@@ -160,7 +107,7 @@ def _coerce(path: str, key: str, spec: Field, value: Any) -> Any:
         value = float(value)
     if not isinstance(value, spec.kind) or (spec.kind is not bool and isinstance(value, bool)):
         raise ScenarioError(path, key, f"must be {_type_name(spec.kind)}, got {type(value).__name__} {value!r}")
-    problem = spec.check(value)
+    problem = spec.problem(value)
     if problem:
         raise ScenarioError(path, key, problem)
     return value
@@ -176,7 +123,7 @@ def _table(path: str, where: str, given: Any, spec: dict[str, Field], skip: tupl
     for key, field_spec in spec.items():
         if key in given:
             out[key] = _coerce(path, f"{where}.{key}", field_spec, given[key])
-        elif field_spec.default is None:
+        elif field_spec.default is REQUIRED:
             raise ScenarioError(path, f"{where}.{key}", "is required")
         else:
             out[key] = field_spec.default
@@ -209,20 +156,29 @@ def _parse_job(path: str, given: Any) -> JobSpec:
     general = "vertex" in given or "edge" in given
     shorthand = _table(path, "job", given, SCHEMA["job"], skip=("vertex", "edge"))
     if not general:
-        graph = quickstart_graph(shorthand["source_parallelism"], shorthand["keyed_sum_parallelism"],
-                                 shorthand["max_parallelism"]).validate()
+        graph = quickstart_graph(
+            shorthand["source_parallelism"], shorthand["keyed_sum_parallelism"], shorthand["max_parallelism"]
+        ).validate()
         return JobSpec(**shorthand, graph=graph, is_quickstart_shape=True)
     for key in ("source_parallelism", "keyed_sum_parallelism", "sink_parallelism"):
         if key in given:
-            raise ScenarioError(path, f"job.{key}", "is the quickstart shorthand; with [[job.vertex]] set parallelism per vertex")
+            raise ScenarioError(
+                path, f"job.{key}", "is the quickstart shorthand; with [[job.vertex]] set parallelism per vertex"
+            )
     vertices, edges = [], []
     for i, raw in enumerate(_array_of_tables(path, "job.vertex", given.get("vertex", []))):
         v = _table(path, f"job.vertex[{i}]", raw, VERTEX_FIELDS)
         if v["max_parallelism"] < v["parallelism"]:
             raise ScenarioError(path, f"job.vertex[{i}].max_parallelism", f"must be >= parallelism {v['parallelism']}")
-        params = {k: v[k] for k in VERTEX_FIELDS if k not in ("name", "operator", "parallelism", "max_parallelism")
-                  and not (k == "record_size" and v[k] == 0)}  # unset: the network's, and no parameter
-        vertices.append(JobVertex(v["name"], OperatorKind(v["operator"]), v["parallelism"], v["max_parallelism"], params))
+        params = {
+            k: v[k]
+            for k in VERTEX_FIELDS
+            if k not in ("name", "operator", "parallelism", "max_parallelism")
+            and not (k == "record_size" and v[k] == 0)
+        }  # unset: the network's, and no parameter
+        vertices.append(
+            JobVertex(v["name"], OperatorKind(v["operator"]), v["parallelism"], v["max_parallelism"], params)
+        )
     for i, raw in enumerate(_array_of_tables(path, "job.edge", given.get("edge", []))):
         e = _table(path, f"job.edge[{i}]", raw, EDGE_FIELDS)
         edges.append(JobEdge(e["from"], e["to"], Partitioner(e["partitioner"]), e["input"]))
@@ -241,11 +197,11 @@ def _graph_error_key(graph: JobGraph, message: str) -> tuple[str, str]:
     for i, e in enumerate(graph.edges):
         prefix = f"edge {e}: "
         if message.startswith(prefix):
-            return f"job.edge[{i}]", f"{message[len(prefix):]} ({e})"
+            return f"job.edge[{i}]", f"{message[len(prefix) :]} ({e})"
     for i, v in enumerate(graph.vertices):
         prefix = f"vertex {v.name!r}: "
         if message.startswith(prefix):
-            return f"job.vertex[{i}]", f"{message[len(prefix):]} (vertex {v.name!r})"
+            return f"job.vertex[{i}]", f"{message[len(prefix) :]} (vertex {v.name!r})"
     return "job", message
 
 
@@ -261,13 +217,16 @@ def _parse_sweep(path: str, given: Any) -> tuple[tuple[str, tuple], ...]:
     return tuple(axes)
 
 
-def _check_cross_rules(path: str, cp: CheckpointingSpec, origin: str = "") -> None:
-    """The one rule on a mode with its settings (``runtime.checkpointing_mode.checkpointing_problem``);
-    ``origin`` says where a mode that is not the file's came from."""
-    problem = checkpointing_problem(cp.mode, cp.max_concurrent, cp.aligned_checkpoint_timeout_ms)
-    if problem is not None:
-        key, text = problem
-        raise ScenarioError(path, key, f"{text} ({origin})" if origin else text)
+def _check_cross_rules(
+    path: str, checkpointing: CheckpointingConfig, workload: WorkloadConfig, origin: str = ""
+) -> None:
+    """The rules on a section's settings together: the mode with its settings
+    (``CheckpointingConfig.problem``), a paced emission with its rate (``WorkloadConfig.problem``); ``origin``
+    says where settings that are not the file's came from."""
+    for problem in (checkpointing.problem(), workload.problem()):
+        if problem is not None:
+            key, text = problem
+            raise ScenarioError(path, key, f"{text} ({origin})" if origin else text)
 
 
 def _check_restart(path: str, restart: RestartStrategyConfig, origin: str = "") -> None:
@@ -277,11 +236,11 @@ def _check_restart(path: str, restart: RestartStrategyConfig, origin: str = "") 
         raise ScenarioError(path, "restart", f"{text} ({origin})" if origin else text)
 
 
-def _check_placement(path: str, graph: JobGraph, cluster: ClusterSpec, faults: FaultSchedule) -> None:
+def _check_placement(path: str, graph: JobGraph, cluster: ClusterConfig, faults: FaultSchedule) -> None:
     """The cluster must hold the job (``runtime.job.placement.place``), and the TaskManager and node faults must
     name TaskManagers and nodes it has."""
     try:
-        placement = place(graph, cluster.config())
+        placement = place(graph, cluster)
     except PlacementError as err:
         raise ScenarioError(path, err.key, str(err).partition(": ")[2]) from None
     try:
@@ -295,8 +254,11 @@ def _check_jobs(path: str, scenario: Scenario) -> None:
     subtask of some job (``ScenarioError`` naming the key)."""
     try:
         graphs = scenario.job_graphs()
-        scenario.actions.check_against(graphs[0], scenario.checkpointing.externalized_checkpoint_retention
-                                       == ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION.value)
+        scenario.actions.check_against(
+            graphs[0],
+            scenario.checkpointing.externalized_checkpoint_retention
+            is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION,
+        )
     except ActionScheduleError as err:
         key, _, problem = str(err).partition(": ")
         raise ScenarioError(path, key, problem) from None
@@ -309,8 +271,10 @@ def _check_jobs(path: str, scenario: Scenario) -> None:
 
 
 def _union_graph(graphs: list[JobGraph]) -> JobGraph:
-    return JobGraph(tuple(replace(v, parallelism=max(g.vertex(v.name).parallelism for g in graphs))
-                          for v in graphs[0].vertices), graphs[0].edges)
+    return JobGraph(
+        tuple(replace(v, parallelism=max(g.vertex(v.name).parallelism for g in graphs)) for v in graphs[0].vertices),
+        graphs[0].edges,
+    )
 
 
 def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
@@ -319,23 +283,22 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
     for section in data:
         if section not in known:
             raise ScenarioError(path, section, f"unknown section (known: {', '.join(known)})")
-    plain = {}
-    for section in ("scenario", "workload", "network", "cluster", "checkpointing", "storage", "state", "restart"):
-        plain[section] = _table(path, section, data.get(section, {}), SCHEMA[section])
+    header = _table(path, "scenario", data.get("scenario", {}), SCHEMA["scenario"])
+    sections = {
+        name: SECTIONS[name].build(_table(path, name, data.get(name, {}), SCHEMA[name]))
+        for name in SCHEMA
+        if name in SECTIONS
+    }
     job = _parse_job(path, data.get("job", {}))
-    checkpointing = CheckpointingSpec(**{**plain["checkpointing"],
-                                         "mode": CheckpointingMode.parse(plain["checkpointing"]["mode"])})
-    _check_cross_rules(path, checkpointing)
-    if plain["workload"]["source_emission"] == "exact" and not plain["workload"]["rate_per_source"]:
-        raise ScenarioError(path, "workload.source_emission",
-                            '"exact" paces records by workload.rate_per_source, which is 0 (unpaced sources read in steps)')
+    _check_cross_rules(path, sections["checkpointing"], sections["workload"])
     try:
         actions = ActionSchedule.from_plain(data.get("actions", []))
         restore = RestoreSettings.from_plain(data["restore"]) if "restore" in data else None
         if restore is not None and not Path(restore.path).is_absolute() and Path(path).is_file():
             # a relative path in a scenario file is relative to the file
-            restore = RestoreSettings(str((Path(path).parent / restore.path).resolve()), restore.parallelism,
-                                      restore.allow_non_restored_state)
+            restore = RestoreSettings(
+                str((Path(path).parent / restore.path).resolve()), restore.parallelism, restore.allow_non_restored_state
+            )
     except ActionScheduleError as err:
         key, _, problem = str(err).partition(": ")
         raise ScenarioError(path, key, problem) from None
@@ -343,25 +306,18 @@ def parse_scenario(data: dict[str, Any], path: str = "<scenario>") -> Scenario:
         faults = FaultSchedule.from_plain(data.get("faults", []))
     except FaultScheduleError as err:
         raise ScenarioError(path, None, str(err)) from None
-    cluster = ClusterSpec(**plain["cluster"])
-    _check_placement(path, job.graph, cluster, faults)
+    _check_placement(path, job.graph, sections["cluster"], faults)
     scenario = Scenario(
         path=path,
-        name=plain["scenario"]["name"],
-        description=plain["scenario"]["description"],
-        seed=plain["scenario"]["seed"],
-        workload=WorkloadSpec(**plain["workload"]),
+        name=header["name"],
+        description=header["description"],
+        seed=header["seed"],
         job=job,
-        checkpointing=checkpointing,
-        network=NetworkSpec(**plain["network"]),
         faults=faults,
         sweep=_parse_sweep(path, data["sweep"]) if "sweep" in data else (),
-        cluster=cluster,
         actions=actions,
         restore=restore,
-        storage=CheckpointCostModel(**plain["storage"]),
-        state=StateBackendConfig(**plain["state"]),
-        restart=RestartStrategyConfig(**plain["restart"]),
+        **sections,
     )
     _check_restart(path, scenario.restart)
     _check_jobs(path, scenario)
@@ -392,13 +348,12 @@ def with_overrides(scenario: Scenario, **changes: Any) -> Scenario:
 
 
 def with_setting(scenario: Scenario, dotted_key: str, value: Any) -> Scenario:
-    """A copy with one ``section.key`` of workload, checkpointing or network replaced (unchecked: see
-    ``apply_setting``)."""
+    """A copy with one ``section.key`` of a settable section replaced by ``value`` as the file would hold it
+    (unchecked: see ``apply_settings``)."""
     section, _, name = dotted_key.partition(".")
     current = getattr(scenario, section)
-    values = {f.name: getattr(current, f.name) for f in fields(current)}
-    values[name] = CheckpointingMode.parse(value) if dotted_key == "checkpointing.mode" else value
-    return with_overrides(scenario, **{section: type(current)(**values)})
+    parsed = SECTIONS[section].fields[name].parse(value)
+    return with_overrides(scenario, **{section: replace(current, **{name: parsed})})
 
 
 def check_setting(path: str, where: str, dotted_key: Any, value: Any) -> Any:
@@ -409,8 +364,8 @@ def check_setting(path: str, where: str, dotted_key: Any, value: Any) -> Any:
 
 def _settable_field(path: str, where: str, dotted_key: Any) -> Field:
     section, dot, name = str(dotted_key).partition(".")
-    if dot and section in SETTABLE_SECTIONS and name in SCHEMA[section]:
-        return SCHEMA[section][name]
+    if dot and section in SETTABLE_SECTIONS and name in SECTIONS[section].fields:
+        return SECTIONS[section].fields[name]
     raise ScenarioError(path, f"{where}.{dotted_key}", _unknown_setting(section, dot, name))
 
 
@@ -436,10 +391,15 @@ def apply_settings(scenario: Scenario, settings: dict[str, Any], where: str, ori
     uses it (the timeout applies only in aligned-with-timeout mode)."""
     for key, value in settings.items():
         scenario = with_setting(scenario, str(key), check_setting(scenario.path, where, key, value))
-    if ("checkpointing.mode" in settings and "checkpointing.aligned_checkpoint_timeout_ms" not in settings
-            and not scenario.checkpointing.mode.uses_alignment_timeout):
+    if (
+        "checkpointing.mode" in settings
+        and "checkpointing.aligned_checkpoint_timeout_ms" not in settings
+        and not scenario.checkpointing.mode.uses_alignment_timeout
+    ):
         scenario = with_setting(scenario, "checkpointing.aligned_checkpoint_timeout_ms", 0)
-    _check_cross_rules(scenario.path, scenario.checkpointing, origin or f"with {where} {_shown(settings)}")
+    _check_cross_rules(
+        scenario.path, scenario.checkpointing, scenario.workload, origin or f"with {where} {_shown(settings)}"
+    )
     _check_restart(scenario.path, scenario.restart, origin or f"with {where} {_shown(settings)}")
     _check_placement(scenario.path, scenario.job.graph, scenario.cluster, scenario.faults)
     _check_jobs(scenario.path, scenario)
@@ -474,9 +434,16 @@ def expand_sweep(scenario: Scenario) -> list[tuple[dict[str, Any], Scenario]]:
     return runs
 
 
-def effective_scenario(scenario: Scenario, *, mode: CheckpointingMode | str | None = None, seed: int | None = None,
-                       faults: FaultSchedule | None = None, actions: ActionSchedule | None = None,
-                       restore: RestoreSettings | None = None, origin: str = "the mode given") -> Scenario:
+def effective_scenario(
+    scenario: Scenario,
+    *,
+    mode: CheckpointingMode | str | None = None,
+    seed: int | None = None,
+    faults: FaultSchedule | None = None,
+    actions: ActionSchedule | None = None,
+    restore: RestoreSettings | None = None,
+    origin: str = "the mode given",
+) -> Scenario:
     """What a run of ``scenario`` runs: in ``mode`` (``in_mode``), with ``seed``, ``faults``, ``actions`` and
     ``restore`` replacing the file's when given (checked against the job's graphs: ``FaultScheduleError``,
     ``ScenarioError``)."""
@@ -493,6 +460,6 @@ def effective_scenario(scenario: Scenario, *, mode: CheckpointingMode | str | No
     if faults is not None:
         graphs = scenario.job_graphs()
         faults.check_against(graphs[0] if len(graphs) == 1 else _union_graph(graphs))
-        faults.check_against_placement(scenario.job.graph, place(scenario.job.graph, scenario.cluster.config()))
+        faults.check_against_placement(scenario.job.graph, place(scenario.job.graph, scenario.cluster))
         scenario = with_overrides(scenario, faults=faults)
     return scenario

@@ -1,207 +1,261 @@
-"""The scenario schema: every section and key a scenario file may hold, each with its type, default and allowed range.
+"""The scenario schema: every section and key a scenario file may hold, each with its type, default, allowed values
+and description, generated from the runtime's section classes.
 
-How this works: ``SCHEMA`` maps each section to its keys, ``VERTEX_FIELDS`` and ``EDGE_FIELDS`` are the keys of a
-general job's ``[[job.vertex]]`` and ``[[job.edge]]`` tables; a ``Field`` is a key's type, its default (``None``:
-required) and a check that returns the problem with a value, or ``None``. The defaults are Flink's where Flink has
-one (``docs/flink-facts.md``) and the runtime's own defaults otherwise (the checkpoint cost model, the state backend),
-read from the runtime so that a scenario that leaves a key out runs exactly as the runtime would. The loader
-(``scenarios.loader``) applies the schema; ``SETTABLE_SECTIONS`` are the sections whose keys overrides and sweeps may
-set as ``section.key``.
+How this works: ``SECTIONS`` maps each configuration section to the runtime's frozen dataclass it is parsed into;
+its ``Field``s come from the class's settings (``runtime.settings``), an enum becoming a string of its values.
+The file's own tables (``[scenario]``, the ``[job]`` shorthand, ``[[job.vertex]]``, ``[[job.edge]]``) are declared
+here. ``SETTABLE_SECTIONS`` are what overrides and sweeps may set as ``section.key``; ``reference_markdown()``
+renders it all as the scenario reference. The loader (``scenarios.loader``) applies the schema.
 """
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from functools import cached_property
+from typing import Any
 
 from barriersim.runtime.checkpoint_cost import CheckpointCostModel
-from barriersim.runtime.checkpointing_mode import ALL_MODES, CheckpointingMode
-from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
-from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
-from barriersim.runtime.job.config import SourceEmission
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
+from barriersim.runtime.job.config import WorkloadConfig
+from barriersim.runtime.job.placement import ClusterConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.jobgraph import OperatorKind, Partitioner
-from barriersim.runtime.job.restart_strategy import MAX_INT, RestartStrategyConfig, RestartStrategyKind
-from barriersim.runtime.state.backend import StateBackendConfig, StateBackendKind
+from barriersim.runtime.network.config import NetworkConfig
+from barriersim.runtime.settings import ANY, PLAIN_NAME, AtLeast, Between, Check, settings_of
+from barriersim.runtime.state.backend import StateBackendConfig
 
-SETTABLE_SECTIONS = ("workload", "checkpointing", "network", "cluster", "storage", "state", "restart")  # what overrides and sweeps may set, as "section.key"
+REQUIRED = None  # a Field's default when the key must be given
 
 
 @dataclass(frozen=True)
 class Field:
+    """One key: ``kind`` is its type in the file (int, float, str or bool), ``default`` its value there when left
+    out (``REQUIRED``: none), ``choices`` the strings it may be (empty: any), ``parse`` what turns the file's value
+    into the section's (an enum member)."""
+
     kind: type
     default: Any
-    check: Callable[[Any], str | None] = lambda v: None
+    description: str
+    check: Check = ANY
+    choices: tuple[str, ...] = ()
+    parse: Callable[[Any], Any] = lambda v: v
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with a value of the right type, or None."""
+        if self.choices and value not in self.choices:
+            return f"must be one of {', '.join(self.choices)}, got {value!r}"
+        return self.check.problem(value)
+
+    def plain(self, value: Any) -> Any:
+        """A section's value as the file holds it."""
+        return value.value if isinstance(value, enum.Enum) else value
+
+    @property
+    def allowed(self) -> str:
+        return ", ".join(self.choices) if self.choices else self.check.allowed
 
 
-def _at_least(low: float) -> Callable[[Any], str | None]:
-    return lambda v: None if v >= low else f"must be >= {low}, got {v}"
+def _choice(kind: type[enum.Enum], default: Any, description: str) -> Field:
+    return Field(
+        str,
+        default.value if default is not REQUIRED else REQUIRED,
+        description,
+        choices=tuple(m.value for m in kind),
+        parse=kind,
+    )
 
 
-def _between(low: float, high: float) -> Callable[[Any], str | None]:
-    return lambda v: None if low <= v <= high else f"must be between {low} and {high}, got {v}"
+def _field(s) -> Field:
+    if isinstance(s.kind, type) and issubclass(s.kind, enum.Enum):
+        return _choice(s.kind, s.default, s.description)
+    return Field(s.kind, s.default, s.description, s.check)
 
 
-def _one_of(*choices: str) -> Callable[[Any], str | None]:
-    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}, got {v!r}"
+@dataclass(frozen=True)
+class Section:
+    """A configuration section: the runtime class it is parsed into, and what it is about."""
+
+    cls: type
+    description: str
+
+    @cached_property
+    def fields(self) -> dict[str, Field]:
+        return {s.name: _field(s) for s in settings_of(self.cls)}
+
+    def build(self, values: dict[str, Any]) -> Any:
+        """The section's object from the file's checked values (each key of the section)."""
+        return self.cls(**{k: self.fields[k].parse(v) for k, v in values.items()})
+
+    def plain(self, obj: Any) -> dict[str, Any]:
+        """``obj``'s values as the file holds them."""
+        return {k: f.plain(getattr(obj, k)) for k, f in self.fields.items()}
 
 
-def _plain_name(v: str) -> str | None:
-    """A name that shows as written in one-line messages, run directories and subtask names ('name#0')."""
-    if not v or not v.isprintable() or v.strip() != v or any(c in v for c in "/#"):
-        return f"must be a non-empty printable name without surrounding blanks, '/' or '#', got {v!r}"
-    return None
+SECTIONS: dict[str, Section] = {  # in the order overrides and sweeps list them
+    "workload": Section(WorkloadConfig, "What the sources read and how fast (``runtime.job.config.WorkloadConfig``)."),
+    "checkpointing": Section(
+        CheckpointingConfig,
+        "The checkpointing mode and the coordinator's settings "
+        "(``runtime.coordinator.configuration.CheckpointingConfig``).",
+    ),
+    "network": Section(
+        NetworkConfig,
+        "Network buffers, credit, the output flusher, buffer debloating and the "
+        "simulated channel latency (``runtime.network.config.NetworkConfig``).",
+    ),
+    "cluster": Section(
+        ClusterConfig,
+        "The TaskManagers and slots the job is placed in and the hosts they are "
+        "spread over; the default is Flink's MiniCluster, one TaskManager with a "
+        "slot per parallel instance (``runtime.job.placement.ClusterConfig``).",
+    ),
+    "storage": Section(
+        CheckpointCostModel,
+        "What checkpoint work costs; the simulator charges it on its virtual "
+        "clock, Ray only with emulate_remote_store "
+        "(``runtime.checkpoint_cost.CheckpointCostModel``).",
+    ),
+    "state": Section(
+        StateBackendConfig,
+        "The keyed state backend: heap or incremental (``runtime.state.backend.StateBackendConfig``).",
+    ),
+    "restart": Section(
+        RestartStrategyConfig,
+        "The restart strategy: fixed-delay or exponential-delay "
+        "(``runtime.job.restart_strategy.RestartStrategyConfig``).",
+    ),
+}
+SETTABLE_SECTIONS = tuple(SECTIONS)  # what overrides and sweeps may set, as "section.key"
 
-
-_COST = CheckpointCostModel()
-_STATE = StateBackendConfig()
-_RESTART = RestartStrategyConfig()
 OPERATORS = tuple(k.value for k in OperatorKind)
 PARTITIONERS = tuple(p.value for p in Partitioner)
-RETENTIONS = tuple(r.value for r in ExternalizedCheckpointRetention)  # Flink's default first
 
-SCHEMA: dict[str, dict[str, Field]] = {
-    "scenario": {
-        "name": Field(str, None, _plain_name),
-        "description": Field(str, ""),
-        "seed": Field(int, 0, _at_least(0)),
-    },
-    "workload": {
-        "records": Field(int, 100_000, _between(1, 100_000_000)),
-        "keys": Field(int, 1000, _between(1, 10_000_000)),
-        "zipf_exponent": Field(float, 1.0, _between(0.0, 3.0)),
-        "hot_key_share": Field(float, 0.0, _between(0.0, 0.99)),  # > 0: key 0 carries this share of the records
-        "key_growth": Field(bool, False),  # keys added over time: the key space grows from 1 to `keys` over the run
-        "max_value": Field(int, 100, _between(1, 1_000_000)),
-        "rate_per_source": Field(int, 0, _at_least(0)),
-        # how the simulator emits a paced source's records: "steps" of 10 ms written at once, or "exact" (each record
-        # when it is due; slower to simulate); the Ray backend reads in steps either way
-        "source_emission": Field(str, SourceEmission.STEPS.value, _one_of(*(e.value for e in SourceEmission))),
-        # > 0: a source that read its records holds its end of input until it was notified of this many completed
-        # checkpoints (Flink's minCheckpoints of its test sources), so the job completes at least that many
-        "min_checkpoints": Field(int, 0, _between(0, 1_000_000)),
-    },
-    # The quickstart shorthand; a general DAG uses [[job.vertex]] and [[job.edge]] instead.
-    "job": {
-        "source_parallelism": Field(int, 2, _between(1, 128)),
-        "keyed_sum_parallelism": Field(int, 2, _between(1, 128)),
-        "sink_parallelism": Field(int, 1, _between(1, 1)),
-        "records_per_buffer": Field(int, 200, _between(1, 100_000)),
-        "max_parallelism": Field(int, 128, _between(1, 32768)),
-    },
-    "network": {
-        "buffer_size": Field(int, 32 * 1024, _between(1024, 1 << 20)),
-        "exclusive_buffers_per_channel": Field(int, 2, _between(0, 1000)),
-        "floating_buffers_per_gate": Field(int, 8, _between(0, 10_000)),
-        "max_buffers_per_channel": Field(int, 10, _between(1, 10_000)),
-        "latency_us_mean": Field(float, 100.0, _between(0.0, 10_000_000.0)),
-        "latency_us_jitter": Field(float, 20.0, _between(0.0, 10_000_000.0)),
-        "record_size": Field(int, 32, _between(1, 1 << 20)),
-        # Flink's execution.buffer-timeout.interval: the output flusher hands open buffers to the consumers this often
-        "buffer_timeout_ms": Field(int, 100, _between(1, 3_600_000)),
-        # buffer debloating (FLIP-183), Flink's taskmanager.network.memory.buffer-debloat.* and min-segment-size
-        "buffer_debloat": Field(bool, False),
-        "buffer_debloat_target_ms": Field(int, 1000, _between(1, 3_600_000)),
-        "buffer_debloat_period_ms": Field(int, 200, _between(1, 3_600_000)),
-        "buffer_debloat_samples": Field(int, 20, _between(1, 100_000)),
-        "buffer_debloat_threshold_percentages": Field(int, 25, _between(0, 100)),
-        "min_buffer_size": Field(int, 256, _between(1, 1024)),
-    },
-    # where the job runs: TaskManagers and their slots (runtime.job.placement); channels between subtasks of one
-    # TaskManager are local. The default is Flink's MiniCluster: one TaskManager with a slot per parallel instance.
-    "cluster": {
-        "taskmanagers": Field(int, 1, _between(1, 1024)),
-        "slots_per_taskmanager": Field(int, 0, _between(0, 1024)),  # 0: the job's highest parallelism
-        # the hosts the TaskManagers are spread over (TaskManager t on node t % nodes; node 0 hosts the JobManager);
-        # 0: every node of the Ray cluster (one on the simulator)
-        "nodes": Field(int, 0, _between(0, 1024)),
-        # the CPU cores the subtasks of all TaskManagers share on the simulator (one machine, as Flink's MiniCluster;
-        # runtime.sim.cpu_share); 0: each subtask has a core of its own. On Ray the machine's cores are real.
-        "cpu_cores": Field(int, 0, _between(0, 1024)),
-    },
-    "checkpointing": {
-        "mode": Field(str, CheckpointingMode.ALIGNED.value, _one_of(*ALL_MODES)),
-        "interval_ms": Field(int, 1000, _at_least(10)),
-        "timeout_ms": Field(int, 600_000, _at_least(1)),
-        "aligned_checkpoint_timeout_ms": Field(int, 0, _at_least(0)),
-        "max_concurrent": Field(int, 1, _between(1, 100)),
-        "min_pause_ms": Field(int, 0, _at_least(0)),
-        "tolerable_failures": Field(int, 0, _between(0, 1_000_000)),
-        "max_retained": Field(int, 1, _between(1, 1000)),
-        "checkpoints_after_tasks_finish": Field(bool, True),
-        # Flink's state.storage.fs.memory-threshold (20 KiB, at most 1 MiB): a subtask's state stream at or above it
-        # is written to a file of its own in the checkpoint's directory, a smaller one inline in _metadata
-        "memory_threshold_bytes": Field(int, 20 * 1024, _between(0, 1024 * 1024)),
-        # Flink's execution.checkpointing.externalized-checkpoint-retention: what a job that was cancelled, failed or
-        # suspended keeps of its completed checkpoints (a finished job keeps none under any setting)
-        "externalized_checkpoint_retention": Field(str, RETENTIONS[0], _one_of(*RETENTIONS)),
-        # Flink's execution.state-recovery.claim-mode for the checkpoints a new JobManager recovers: no_claim (Flink's
-        # default) never discards the files they created, claim discards them once no retained checkpoint uses them
-        "recovery_claim_mode": Field(str, RecoveryClaimMode.NO_CLAIM.value, _one_of(*(m.value for m in RecoveryClaimMode))),
-    },
-    # the restart strategy (runtime.job.restart_strategy): fixed-delay (attempts, delay_ms) or exponential-delay (the other
-    # keys; their defaults are Flink's restart-strategy.exponential-delay.*). The default stays barriersim's fixed-delay
-    # of 20 attempts 1 s apart, on which the library's fault scenarios are timed; Flink's default for a job with
-    # checkpointing is exponential-delay (README, "Restart strategy")
-    "restart": {
-        "strategy": Field(str, _RESTART.strategy.value, _one_of(*(k.value for k in RestartStrategyKind))),
-        "attempts": Field(int, _RESTART.attempts, _between(0, 1_000_000)),
-        "delay_ms": Field(int, _RESTART.delay_ms, _between(0, 86_400_000)),
-        "initial_backoff_ms": Field(int, _RESTART.initial_backoff_ms, _between(1, 86_400_000)),
-        "max_backoff_ms": Field(int, _RESTART.max_backoff_ms, _between(1, 86_400_000)),
-        "backoff_multiplier": Field(float, _RESTART.backoff_multiplier,
-                                    lambda v: None if 1 < v <= 1000 else f"must be greater than 1 and at most 1000, got {v}"),
-        "reset_backoff_threshold_ms": Field(int, _RESTART.reset_backoff_threshold_ms, _between(1, 10**12)),
-        "jitter_factor": Field(float, _RESTART.jitter_factor, _between(0.0, 1.0)),
-        "attempts_before_reset_backoff": Field(int, _RESTART.attempts_before_reset_backoff, _between(1, MAX_INT)),
-    },
-    # the keyed state backend (runtime.state.backend): heap (full snapshots) or incremental (RocksDB-like sorted runs,
-    # flushes and leveled compaction with RocksDB's defaults); entry_bytes models each state entry's size
-    "state": {
-        "backend": Field(str, _STATE.backend.value, _one_of(*(k.value for k in StateBackendKind))),
-        "entry_bytes": Field(int, _STATE.entry_bytes, _between(0, 1 << 30)),
-        "write_buffer_bytes": Field(int, _STATE.write_buffer_bytes, _between(1, 1 << 40)),
-        "target_file_bytes": Field(int, _STATE.target_file_bytes, _between(1, 1 << 40)),
-        "level0_compaction_trigger": Field(int, _STATE.level0_compaction_trigger, _between(1, 1000)),
-        "max_bytes_for_level_base": Field(int, _STATE.max_bytes_for_level_base, _between(1, 1 << 50)),
-        "level_multiplier": Field(int, _STATE.level_multiplier, _between(1, 1000)),
-        "num_levels": Field(int, _STATE.num_levels, _between(2, 20)),
-    },
-    # what checkpoint work costs (runtime.checkpoint_cost.CheckpointCostModel: its docstring says which of Flink's
-    # measured figures each default is calibrated to); the simulator charges it on its virtual clock, Ray only when
-    # emulate_remote_store asks it to add the modelled upload times to its real file writes
-    "storage": {
-        "snapshot_fixed_ms": Field(float, _COST.snapshot_fixed_ms, _between(0.0, 3_600_000.0)),
-        "snapshot_mib_per_s": Field(float, _COST.snapshot_mib_per_s, _between(0.001, 1e9)),
-        "async_fixed_ms": Field(float, _COST.async_fixed_ms, _between(0.0, 3_600_000.0)),
-        "upload_mib_per_s": Field(float, _COST.upload_mib_per_s, _between(0.001, 1e9)),
-        "file_latency_ms": Field(float, _COST.file_latency_ms, _between(0.0, 3_600_000.0)),
-        "channel_state_fixed_ms": Field(float, _COST.channel_state_fixed_ms, _between(0.0, 3_600_000.0)),
-        "trigger_fixed_ms": Field(float, _COST.trigger_fixed_ms, _between(0.0, 3_600_000.0)),
-        "latency_sigma": Field(float, _COST.latency_sigma, _between(0.0, 3.0)),
-        "emulate_remote_store": Field(bool, _COST.emulate_remote_store),
-    },
+SCENARIO_FIELDS: dict[str, Field] = {
+    "name": Field(str, REQUIRED, "the scenario's name (run directories, tables)", PLAIN_NAME),
+    "description": Field(str, "", "what the scenario shows"),
+    "seed": Field(int, 0, "the one seed of the run: workload draws, latencies, costs", AtLeast(0)),
 }
-
+# the quickstart shorthand: a source, a keyed sum and a sink; a general DAG uses [[job.vertex]] and [[job.edge]]
+JOB_FIELDS: dict[str, Field] = {
+    "source_parallelism": Field(int, 2, "quickstart: the source's parallelism", Between(1, 128)),
+    "keyed_sum_parallelism": Field(int, 2, "quickstart: the keyed sum's parallelism", Between(1, 128)),
+    "sink_parallelism": Field(int, 1, "quickstart: the sink's parallelism (one)", Between(1, 1)),
+    "records_per_buffer": Field(
+        int,
+        200,
+        "unused: how many records a buffer holds follows from network.buffer_size and record_size",
+        Between(1, 100_000),
+    ),
+    "max_parallelism": Field(int, 128, "the vertices' max parallelism (key groups)", Between(1, 32768)),
+}
 VERTEX_FIELDS: dict[str, Field] = {
-    "name": Field(str, None, _plain_name),
-    "operator": Field(str, None, _one_of(*OPERATORS)),
-    "parallelism": Field(int, None, _between(1, 128)),
-    "max_parallelism": Field(int, 128, _between(1, 32768)),
-    "cost_us_per_record": Field(float, 1.0, _between(0.0, 1e9)),
-    "hot_key": Field(int, -1, _at_least(-1)),
-    "hot_key_extra_us": Field(float, 0.0, _between(0.0, 1e9)),
-    "factor": Field(int, 2, _between(-1_000_000, 1_000_000)),
-    "modulus": Field(int, 3, _between(1, 1_000_000)),
-    "window_ms": Field(int, 1000, _between(1, 10**12)),
-    # bytes each record this vertex emits occupies in a network buffer (its output type's serialized size);
-    # 0: the scenario's [network] record_size
-    "record_size": Field(int, 0, _between(0, 1 << 20)),
-    # Flink's slotSharingGroup(name): subtasks of one group share slots (runtime.job.placement)
-    "slot_sharing_group": Field(str, "default", _plain_name),
+    "name": Field(str, REQUIRED, "the vertex's name (subtasks are name#index)", PLAIN_NAME),
+    "operator": _choice(OperatorKind, REQUIRED, "what the vertex does (runtime.jobgraph.OperatorKind)"),
+    "parallelism": Field(int, REQUIRED, "its parallel subtasks", Between(1, 128)),
+    "max_parallelism": Field(int, 128, "its key groups; at least parallelism", Between(1, 32768)),
+    "cost_us_per_record": Field(float, 1.0, "simulated processing time per record, in microseconds", Between(0.0, 1e9)),
+    "hot_key": Field(int, -1, "a key whose records cost hot_key_extra_us more; -1: none", AtLeast(-1)),
+    "hot_key_extra_us": Field(
+        float, 0.0, "extra simulated time per record of hot_key, in microseconds", Between(0.0, 1e9)
+    ),
+    "factor": Field(int, 2, "map: multiplies each value by this", Between(-1_000_000, 1_000_000)),
+    "modulus": Field(int, 3, "filter: drops values divisible by this", Between(1, 1_000_000)),
+    "window_ms": Field(int, 1000, "window operators: the tumbling window's size in event time", Between(1, 10**12)),
+    "record_size": Field(
+        int,
+        0,
+        "bytes each record this vertex emits occupies in a network buffer; 0: the network's record_size",
+        Between(0, 1 << 20),
+    ),
+    "slot_sharing_group": Field(
+        str, "default", "subtasks of one group share slots (Flink's slotSharingGroup)", PLAIN_NAME
+    ),
 }
 EDGE_FIELDS: dict[str, Field] = {
-    "from": Field(str, None),
-    "to": Field(str, None),
-    "partitioner": Field(str, None, _one_of(*PARTITIONERS)),
-    "input": Field(int, 0, _between(0, 1)),
+    "from": Field(str, REQUIRED, "the producing vertex"),
+    "to": Field(str, REQUIRED, "the consuming vertex"),
+    "partitioner": _choice(Partitioner, REQUIRED, "how records are distributed (runtime.jobgraph.Partitioner)"),
+    "input": Field(int, 0, "the consumer's logical input (1: a two-input operator's second)", Between(0, 1)),
 }
+
+_FILE_ORDER = ("scenario", "workload", "job", "network", "cluster", "checkpointing", "restart", "state", "storage")
+SCHEMA: dict[str, dict[str, Field]] = {  # every table of a file's, in the order the reference lists them
+    name: {"scenario": SCENARIO_FIELDS, "job": JOB_FIELDS}.get(name) or SECTIONS[name].fields for name in _FILE_ORDER
+}
+
+VERTEX_TABLE, EDGE_TABLE = "job.vertex", "job.edge"
+_TABLE_DESCRIPTIONS = {
+    "scenario": "The scenario's name, description and seed.",
+    "job": "The quickstart shorthand: a source, a keyed sum and a sink with these parallelisms. A general job graph "
+    "uses ``[[job.vertex]]`` and ``[[job.edge]]`` instead (``max_parallelism`` applies to either form).",
+    VERTEX_TABLE: "One vertex of a general job graph (an array of tables); its operator's parameters apply to the "
+    "operators that read them.",
+    EDGE_TABLE: "One edge of a general job graph (an array of tables).",
+}
+_OTHER_TABLES = {
+    "[[faults]]": "the fault schedule (``runtime.faults.fault_schedule``: crashes, slow tasks, lost TaskManagers "
+    "and nodes, storage faults)",
+    "[[actions]]": "experiment actions (``runtime.faults.experiment``: savepoints, stop-with-savepoint, cancel, "
+    "restores with new parallelisms)",
+    "[restore]": "start from a savepoint or retained checkpoint: ``from`` (a path) and ``parallelism`` per vertex",
+    "[sweep]": "dotted ``section.key`` settings of the sections above, each with a list of values: the run matrix",
+}
+_TYPE_NAMES = {int: "integer", float: "number", str: "string", bool: "boolean"}
+
+
+def _toml_value(value: Any) -> str:
+    if value is REQUIRED:
+        return "required"
+    if isinstance(value, bool):
+        return "`true`" if value else "`false`"
+    return f'`"{value}"`' if isinstance(value, str) else f"`{value}`"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("``", "`")
+
+
+def _allowed(f: Field) -> str:
+    if f.choices:
+        return ", ".join(f"`{c}`" for c in f.choices)
+    return _cell(f.allowed) or "any"
+
+
+def reference_markdown() -> str:
+    """The scenario reference as Markdown: every table of a scenario file, each key with its type, default, allowed
+    values and description (generated from the schema, so it cannot drift from what the loader accepts)."""
+    tables: list[tuple[str, str, dict[str, Field]]] = []
+    for name, fields in SCHEMA.items():
+        title = f"[{name}]"
+        description = SECTIONS[name].description if name in SECTIONS else _TABLE_DESCRIPTIONS[name]
+        tables.append((title, description, fields))
+        if name == "job":
+            tables.append((f"[[{VERTEX_TABLE}]]", _TABLE_DESCRIPTIONS[VERTEX_TABLE], VERTEX_FIELDS))
+            tables.append((f"[[{EDGE_TABLE}]]", _TABLE_DESCRIPTIONS[EDGE_TABLE], EDGE_FIELDS))
+    lines = [
+        "# Scenario reference",
+        "",
+        "A scenario is a TOML file of the tables below; a key left out takes its default. "
+        f"`--set` and `[sweep]` set keys of {', '.join(f'`[{s}]`' for s in SETTABLE_SECTIONS)} "
+        "as `section.key`.",
+        "",
+    ]
+    for title, description, fields in tables:
+        lines += [
+            f"## `{title}`",
+            "",
+            _cell(description),
+            "",
+            "| key | type | default | allowed | description |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| `{key}` | {_TYPE_NAMES[f.kind]} | {_toml_value(f.default)} | {_allowed(f)} | {_cell(f.description)} |"
+            for key, f in fields.items()
+        ]
+        lines.append("")
+    lines += ["## Other tables", ""]
+    lines += [f"- `{title}`: {_cell(text)}" for title, text in _OTHER_TABLES.items()]
+    return "\n".join(lines) + "\n"

@@ -3,12 +3,7 @@ top level holds value types that import no subpackage of it, the sans-IO core im
 framework, the two drivers (the Ray actors and the simulator) stay apart, and an import inside a function is of an
 optional extra (or of a module that needs one), or in ``LOCAL_IMPORTS_ALLOWED`` with its reason.
 
-Every import counts, at module level and inside functions (relative ones resolved, ``importlib.import_module`` of a
-literal too); ``from package import module`` is an import of the module. ``node_of`` maps a module to its package
-node: each subpackage of ``runtime`` and each of its top modules, ``actors``, ``scenarios``, ``barriersim.report``,
-``barriersim.spark``, ``barriersim.rundir``, ``barriersim.progress``, the bad-input checks every front end shares
-(``barriersim.errors``, ``barriersim.extras``, ``barriersim.ray_address``) and ``barriersim`` (the rest).
-``python -m tests.test_package_layering`` prints the node graph and every cycle.
+How it works: docs/testing.md, "The package layering".
 """
 
 from __future__ import annotations
@@ -21,8 +16,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # source folder -> the import name it installs as (setup.py)
-SOURCE_ROOTS = {"runtime": "barriersim.runtime", "actors": "barriersim.actors", "scenarios": "barriersim.scenarios",
-                "barriersim": "barriersim"}
+SOURCE_ROOTS = {
+    "runtime": "barriersim.runtime",
+    "actors": "barriersim.actors",
+    "scenarios": "barriersim.scenarios",
+    "barriersim": "barriersim",
+}
 # the sans-IO core's rule (runtime/__init__.py): no Ray, no Spark, no event loop or threads, no wall clock
 RUNTIME_FORBIDDEN_EXTERNALS = ("ray", "pyspark", "raydp", "asyncio", "threading", "time")
 # pyproject.toml's optional extras (ray, spark, report; psutil of test): imported where they are used, so that
@@ -30,14 +29,20 @@ RUNTIME_FORBIDDEN_EXTERNALS = ("ray", "pyspark", "raydp", "asyncio", "threading"
 OPTIONAL_EXTRAS = ("ray", "raydp", "pyspark", "matplotlib", "psutil")
 # the other imports inside functions, (importing module, imported module or its package): why each stays there
 LOCAL_IMPORTS_ALLOWED = {
-    ("barriersim.api", "barriersim.sim_backend"):
-        "a backend loads when a plan runs on it: the command line does not load the simulator at every start",
+    (
+        "barriersim.api",
+        "barriersim.sim_backend",
+    ): "a backend loads when a plan runs on it: the command line does not load the simulator at every start",
     ("barriersim.api", "barriersim.ray_backend"): "likewise for the Ray driver (both: ~90 ms of a ~550 ms start)",
-    ("barriersim.campaign_cli", "barriersim.campaign"):
-        "a campaign loads Hypothesis and the simulator (~0.2 s quiet, 0.7 s loaded) when it runs, not at every start",
+    (
+        "barriersim.campaign_cli",
+        "barriersim.campaign",
+    ): "a campaign loads Hypothesis and the simulator (~0.2 s quiet, 0.7 s loaded) when it runs, not at every start",
     ("barriersim.campaign_cli", "barriersim.sim_backend"): "likewise (replay_command, for --shrink's output)",
-    ("barriersim.runtime.storage.object_store", "pyarrow"):
-        "pyarrow.fs for s3:// only: a subtask's Ray worker, which imports storage, never loads pyarrow (~50 MB)",
+    (
+        "barriersim.runtime.storage.object_store",
+        "pyarrow",
+    ): "pyarrow.fs for s3:// only: a subtask's Ray worker, which imports storage, never loads pyarrow (~50 MB)",
 }
 
 
@@ -81,8 +86,14 @@ def imports_in(name: str, path: Path, known: set[str]) -> list[Import]:
             found.extend(Import(module, node.lineno, local) for module in modules)
             if len(modules) < len(node.names):  # names defined in ``target`` itself
                 found.append(Import(target, node.lineno, local))
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "import_module"
-              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             found.append(Import(node.args[0].value, node.lineno, local))
         inner = local or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         for child in ast.iter_child_nodes(node):
@@ -107,13 +118,16 @@ def node_of(module: str) -> str:
         return "runtime" if len(parts) == 2 else f"runtime.{parts[2]}"
     if parts[1] in ("actors", "scenarios"):
         return parts[1]
-    if parts[1] in ("report", "spark", "rundir", "progress", "errors", "extras", "ray_address"):
+    if parts[1] in ("report", "spark", "rundir", "progress", "errors", "extras", "ray_address", "backends"):
         return f"barriersim.{parts[1]}"
     return "barriersim"
 
 
-RUNTIME_SUBPACKAGES = {name.split(".")[2] for name, path in FILES.items()
-                       if name.startswith("barriersim.runtime.") and path.name == "__init__.py" and name.count(".") == 2}
+RUNTIME_SUBPACKAGES = {
+    name.split(".")[2]
+    for name, path in FILES.items()
+    if name.startswith("barriersim.runtime.") and path.name == "__init__.py" and name.count(".") == 2
+}
 
 
 def runtime_top_level_as_one(module: str) -> str:
@@ -183,8 +197,9 @@ def cycles(graph: dict[str, dict[str, set[str]]]) -> list[list[str]]:
 
 def _explain(graph, component: list[str]) -> str:
     members = set(component)
-    return "; ".join(sorted(edge for v in component for w, edges in graph.get(v, {}).items() if w in members
-                            for edge in edges))
+    return "; ".join(
+        sorted(edge for v in component for w, edges in graph.get(v, {}).items() if w in members for edge in edges)
+    )
 
 
 def extras_needed(module: str, seen: set[str] | None = None) -> set[str]:
@@ -205,8 +220,10 @@ def extras_needed(module: str, seen: set[str] | None = None) -> set[str]:
 def _allowed_in_a_function(module: str, target: str) -> bool:
     if target.split(".")[0] in OPTIONAL_EXTRAS or (target in FILES and extras_needed(target)):
         return True
-    return any((module, prefix) in LOCAL_IMPORTS_ALLOWED
-               for prefix in (".".join(target.split(".")[:n]) for n in range(1, target.count(".") + 2)))
+    return any(
+        (module, prefix) in LOCAL_IMPORTS_ALLOWED
+        for prefix in (".".join(target.split(".")[:n]) for n in range(1, target.count(".") + 2))
+    )
 
 
 GRAPH = import_graph()
@@ -214,11 +231,17 @@ GRAPH = import_graph()
 
 def test_the_graph_sees_imports_inside_functions_and_relative_ones_and_finds_cycles(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("import os\n\ndef f():\n    from barriersim.spark.session import RayAndSpark\n"
-                      "    from ..spark import session, names\n")
+    module.write_text(
+        "import os\n\ndef f():\n    from barriersim.spark.session import RayAndSpark\n"
+        "    from ..spark import session, names\n"
+    )
     found = imports_in("barriersim.report.m", module, {"barriersim.spark.session"})
-    assert found == [Import("os", 1, False), Import("barriersim.spark.session", 4, True),
-                     Import("barriersim.spark.session", 5, True), Import("barriersim.spark", 5, True)]
+    assert found == [
+        Import("os", 1, False),
+        Import("barriersim.spark.session", 4, True),
+        Import("barriersim.spark.session", 5, True),
+        Import("barriersim.spark", 5, True),
+    ]
     assert node_of("barriersim.runtime.network.input.input_channel") == "runtime.network"
     assert runtime_top_level_as_one("barriersim.runtime.events") == "runtime"
     assert runtime_top_level_as_one("barriersim.runtime.task.stream_task") == "runtime.task"
@@ -227,9 +250,21 @@ def test_the_graph_sees_imports_inside_functions_and_relative_ones_and_finds_cyc
 
 def test_every_package_node_is_found():
     nodes = set(GRAPH)
-    assert {"runtime.checkpointing", "runtime.network", "runtime.sim", "runtime.events", "runtime.verification",
-            "runtime.faults", "runtime.task", "actors", "scenarios", "barriersim.report", "barriersim.spark",
-            "barriersim.rundir", "barriersim"} <= nodes
+    assert {
+        "runtime.checkpointing",
+        "runtime.network",
+        "runtime.sim",
+        "runtime.events",
+        "runtime.verification",
+        "runtime.faults",
+        "runtime.task",
+        "actors",
+        "scenarios",
+        "barriersim.report",
+        "barriersim.spark",
+        "barriersim.rundir",
+        "barriersim",
+    } <= nodes
 
 
 @pytest.mark.parametrize("node", [node_of, runtime_top_level_as_one], ids=["top-modules-apart", "top-level-as-one"])
@@ -241,9 +276,13 @@ def test_there_is_no_cycle_between_packages(node):
 
 def test_the_runtime_top_level_imports_no_subpackage_of_it():
     """The top holds value types (ids, events, errors, the job graph, ...), below every subpackage."""
-    bad = [f"{name}:{i.line} -> {i.target}" for name, imports in IMPORTS.items()
-           if runtime_top_level_as_one(name) == "runtime" for i in imports
-           if runtime_top_level_as_one(i.target).startswith("runtime.")]
+    bad = [
+        f"{name}:{i.line} -> {i.target}"
+        for name, imports in IMPORTS.items()
+        if runtime_top_level_as_one(name) == "runtime"
+        for i in imports
+        if runtime_top_level_as_one(i.target).startswith("runtime.")
+    ]
     assert not bad, "\n".join(sorted(bad))
 
 
@@ -254,15 +293,25 @@ def test_there_is_no_cycle_between_files():
 
 
 def test_imports_inside_functions_are_of_optional_extras_only():
-    bad = [f"{FILES[name].relative_to(REPO)}:{i.line}: {i.target}" for name, imports in IMPORTS.items()
-           for i in imports if i.local and not _allowed_in_a_function(name, i.target)]
-    assert not bad, "import these at module level (or allow them in LOCAL_IMPORTS_ALLOWED, with the reason):\n" + \
-        "\n".join(bad)
+    bad = [
+        f"{FILES[name].relative_to(REPO)}:{i.line}: {i.target}"
+        for name, imports in IMPORTS.items()
+        for i in imports
+        if i.local and not _allowed_in_a_function(name, i.target)
+    ]
+    assert not bad, (
+        "import these at module level (or allow them in LOCAL_IMPORTS_ALLOWED, with the reason):\n" + "\n".join(bad)
+    )
 
 
 def test_every_allowed_import_inside_a_function_is_still_there():
-    used = {(name, prefix) for name, imports in IMPORTS.items() for i in imports if i.local
-            for prefix in (".".join(i.target.split(".")[:n]) for n in range(1, i.target.count(".") + 2))}
+    used = {
+        (name, prefix)
+        for name, imports in IMPORTS.items()
+        for i in imports
+        if i.local
+        for prefix in (".".join(i.target.split(".")[:n]) for n in range(1, i.target.count(".") + 2))
+    }
     assert set(LOCAL_IMPORTS_ALLOWED) <= used, set(LOCAL_IMPORTS_ALLOWED) - used
 
 

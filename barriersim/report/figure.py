@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib import colors as mcolors  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 
 from barriersim.runtime.checkpointing_mode import ALL_MODES  # noqa: E402
 
@@ -53,7 +54,7 @@ class Panel:
     xlabel: str = ""
     xtick_labels: list[str] = field(default_factory=list)
     bbox: list[float] = field(default_factory=list)  # the axes in pixels: x0, y0, x1, y1 (y up)
-    ax: object = field(default=None, repr=False, compare=False)
+    ax: Axes | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -124,7 +125,8 @@ def save(fig, out: Path, panels: list[Panel]) -> Figure:
     for p in panels:
         if p.ax is not None:
             ax = p.ax
-            p.xlim = tuple(float(v) for v in ax.get_xlim())
+            low, high = ax.get_xlim()
+            p.xlim = (float(low), float(high))
             p.xlabel = p.xlabel or ax.get_xlabel()
             p.xtick_labels = p.xtick_labels or [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
             p.bbox = _box(ax.get_window_extent(renderer))
@@ -154,9 +156,9 @@ def mode_colors(modes: list[str]) -> dict[str, str]:
 def distinct_colors(n: int) -> list[str]:
     """``n`` colours, no two alike: tab10, tab20, then evenly spaced hues."""
     if n <= 10:
-        return [mcolors.to_hex(c) for c in plt.get_cmap("tab10").colors[:n]]
+        return [mcolors.to_hex(plt.get_cmap("tab10")(i)) for i in range(n)]  # an int: the i-th colour of the list
     if n <= 20:
-        return [mcolors.to_hex(c) for c in plt.get_cmap("tab20").colors[:n]]
+        return [mcolors.to_hex(plt.get_cmap("tab20")(i)) for i in range(n)]
     return [mcolors.to_hex(plt.get_cmap("hsv")(i / n)) for i in range(n)]
 
 

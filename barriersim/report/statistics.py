@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from barriersim.backends import Backend, ran_on
 from barriersim.rundir import RUN_KEYS, Run, RunTables
 from barriersim.spark.analytics import (
     CHECKPOINT_METRICS,
@@ -37,7 +38,7 @@ def is_small(tables: RunTables) -> bool:
 
 
 def all_simulated(runs: list[Run]) -> bool:
-    return all(r.summary.get("backend") == "sim" for r in runs)
+    return all(ran_on(r.summary) is Backend.SIM for r in runs)
 
 
 def engine_for(tables: RunTables, spark_up: bool) -> str:
@@ -50,8 +51,13 @@ def _stats(values: pd.Series) -> dict:
     v = np.sort(values.dropna().astype(float).to_numpy())
     if len(v) == 0:
         return {"count": 0, "min": None, "max": None, "avg": None, **{name: None for name, _ in PERCENTILES}}
-    return {"count": len(v), "min": float(v[0]), "max": float(v[-1]), "avg": float(v.mean()),
-            **{name: flink_percentile(v, q) for name, q in PERCENTILES}}
+    return {
+        "count": len(v),
+        "min": float(v[0]),
+        "max": float(v[-1]),
+        "avg": float(v.mean()),
+        **{name: flink_percentile(v, q) for name, q in PERCENTILES},
+    }
 
 
 def summary_table(tables: RunTables) -> pd.DataFrame:
@@ -65,7 +71,10 @@ def summary_table(tables: RunTables) -> pd.DataFrame:
     rows = []
     for run in tables.runs:
         keys = run.keys()
-        for scope, frame, metrics in (("checkpoint", completed, CHECKPOINT_METRICS), ("subtask", acked, SUBTASK_METRICS)):
+        for scope, frame, metrics in (
+            ("checkpoint", completed, CHECKPOINT_METRICS),
+            ("subtask", acked, SUBTASK_METRICS),
+        ):
             mine = frame[frame["run"] == run.label]
             for metric in metrics:
                 values = mine[metric] if metric in mine else pd.Series([], dtype=float)
@@ -84,9 +93,16 @@ def counts_table(tables: RunTables) -> pd.DataFrame:
         status = tables.checkpoints.loc[tables.checkpoints["run"] == run.label, "status"]
         failed = int((status == "FAILED").sum())
         without_row = max(0, run.failed - failed) if run.failed is not None else 0  # failed before they had an id
-        rows.append({**run.keys(), "restored": run.restored, "total": len(status) + without_row,
-                     "in_progress": int((status == "IN_PROGRESS").sum()), "completed": int((status == "COMPLETED").sum()),
-                     "failed": failed + without_row})
+        rows.append(
+            {
+                **run.keys(),
+                "restored": run.restored,
+                "total": len(status) + without_row,
+                "in_progress": int((status == "IN_PROGRESS").sum()),
+                "completed": int((status == "COMPLETED").sum()),
+                "failed": failed + without_row,
+            }
+        )
     out = pd.DataFrame(rows, columns=[*RUN_KEYS, *COUNT_COLUMNS])
     for column in COUNT_COLUMNS:
         out[column] = out[column].astype("int64")

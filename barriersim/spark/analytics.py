@@ -1,35 +1,9 @@
-"""Flink-style checkpoint statistics over one or many runs, computed in Spark on Ray.
-
-How this works: ``compute_analytics(spark, root)`` finds the runs under ``root`` (one run, or sub-runs per
-mode or per sweep point; see ``barriersim.rundir``), reads each run's ``checkpoints.parquet`` and
-``subtasks.parquet`` (pyarrow, ``barriersim.rundir.run_tables``), tags the rows with the run's label, mode,
-scenario, seed and ``workload.zipf_exponent`` (from its ``summary.json``) and gives them to Spark as Arrow
-batches. It then computes what Flink's REST
-API serves as a job's checkpoint statistics (``CheckpointingStatistics``, Flink's ``StatsSummary``):
-
-- ``summary``: per run and metric, ``count, min, max, avg, p50, p90, p95, p99, p999`` of
-  ``end_to_end_duration, checkpointed_size, state_size, processed_data, persisted_data`` over the COMPLETED
-  checkpoints (scope ``checkpoint``), and of ``alignment_duration, start_delay`` over the acknowledged,
-  non-aborted subtasks of completed checkpoints (scope ``subtask``);
-- ``counts``: per run, ``restored, total, in_progress, completed, failed`` (from the checkpoint table's
-  ``status``; ``restored``, and the failed triggers that never had an id and so have no row, from ``summary.json``).
-
-Both are collected from Spark as Arrow and written by the driver to ``root/analytics/summary.parquet`` and
-``root/analytics/counts.parquet`` in Spark's directory layout (one part file and a ``_SUCCESS`` marker; pyarrow
-and pandas read the directory as one table), then read back and returned as pandas DataFrames.
-
-A sweep (``barriersim.sweep``) pivots these tables into one more, one row per (sweep point, mode)
-(``barriersim.sweep_table``), which ``read_sweep_analytics`` reads from ``root/analytics/sweep.parquet``.
-
-Percentiles are Flink's: Flink's checkpoint statistics (``StatsSummary``, a ``DescriptiveStatisticsHistogram``
-whose ``DescriptiveStatisticsHistogramStatistics`` asks Apache Commons Math's ``Percentile`` in its default, legacy
-estimation) place quantile ``q`` at the 1-based position ``pos = q * (n + 1)`` of the sorted values, take the first
-value when ``pos < 1``, the last when ``pos >= n``, and interpolate linearly between the two neighbouring values
-otherwise (``flink_percentile``; in Spark, the same rule over ``array_sort(collect_list(value))``). For values 10,
-20, 30, 40, p50 is 25.0 and p90 is 40. ``avg`` is the arithmetic mean as a double (Flink serves
-``sum / count`` truncated to a long). ``barriersim.report.statistics`` computes the same tables in pandas for
-small simulator runs, with ``flink_percentile``; a test holds both paths to the same numbers.
-"""
+"""Flink-style checkpoint statistics over one or many runs, computed in Spark on Ray: ``compute_analytics(spark,
+root)`` reads every run's tables under ``root`` and writes ``analytics/summary.parquet`` (per run and metric,
+Flink's ``StatsSummary``: count, min, max, avg, p50 ... p999, with Flink's percentile rule, ``flink_percentile``)
+and ``analytics/counts.parquet`` (restored, total, in progress, completed, failed); ``read_sweep_analytics``
+reads a sweep's pivot. ``barriersim.report.statistics`` computes the same tables in pandas for small runs. See
+docs/runs-and-workloads.md, "Checkpoint statistics in Spark"."""
 
 from __future__ import annotations
 

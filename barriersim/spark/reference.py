@@ -166,7 +166,7 @@ def _python_verdict(
     splits = {name: [decode_split(data) for data in ray.get(refs)] for name, refs in split_refs.items()}
     ended_by_snapshot = bool(ending and ending[0])
     metadata = None
-    if ended_by_snapshot and ending[1] is not None:
+    if ending and ended_by_snapshot and ending[1] is not None:
         metadata = metadata_serializer.deserialize(ending[1], "<ending snapshot>")
     return verify_run(
         graph, splits, (ended_by_snapshot, metadata), committed, lambda tids: list(pending), at_least_once, operations

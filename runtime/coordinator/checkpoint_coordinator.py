@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.completed_store import StandaloneCompletedCheckpointStore
@@ -34,7 +35,7 @@ from barriersim.runtime.coordinator.triggering import CheckpointTriggering, Trig
 from barriersim.runtime.event_timers import EventTimers
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID
-from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorSubtaskState
 
 _ENDED_BY_FAILOVER = (ExecutionState.FAILED, ExecutionState.CANCELED)
 _TERMINAL = (ExecutionState.FINISHED, *_ENDED_BY_FAILOVER)
@@ -57,7 +58,7 @@ class CheckpointCoordinator:
         tasks_running: bool = True,
         checkpoint_writer: Callable[[CheckpointMetadata, bool], Any] | None = None,
         first_attempt_number: int = 0,
-        metadata_write_ms: Callable[[list], float] | None = None,
+        metadata_write_ms: Callable[[list[OperatorSubtaskState]], float] | None = None,
         claim_mode: RecoveryClaimMode = RecoveryClaimMode.NO_CLAIM,
     ):
         """``checkpoint_writer(metadata, is_savepoint)`` (Flink's ``CheckpointStorageCoordinatorView``) writes each
@@ -70,9 +71,10 @@ class CheckpointCoordinator:
         self.vertices = tuple(vertices)
         self.config = config
         self._clock = clock
-        self._out: list[Any] = []
+        self._out: list[m.CoordinatorAction] = []
         self._last_outcome: Any = None
-        self._held_events: deque = deque()  # events that wait for a _metadata write (Flink: the coordinator's lock)
+        # events that wait for a _metadata write (Flink: the coordinator's lock)
+        self._held_events: deque[m.CoordinatorEvent] = deque()
         self._master_hooks: dict[str, MasterTriggerRestoreHook] = {}
         for hook in master_hooks:
             if not self.add_master_hook(hook):
@@ -87,7 +89,8 @@ class CheckpointCoordinator:
         self._registry = SharedStateRegistry()
         for checkpoint in self._store.get_all_checkpoints():
             self._registry.register_all_after_restored(
-                checkpoint.checkpoint_id, checkpoint.operator_states.values(), claim_mode)
+                checkpoint.checkpoint_id, checkpoint.operator_states.values(), claim_mode
+            )
         self._id_counter = checkpoint_id_counter or StandaloneCheckpointIDCounter()
         self._id_counter.start()
         self._failure_manager = CheckpointFailureManager(config.tolerable_checkpoint_failure_number)
@@ -100,37 +103,72 @@ class CheckpointCoordinator:
         for v in self.vertices:
             for i in range(v.parallelism):
                 self._executions[(v.vertex_id, i)] = Execution(
-                    ExecutionAttemptID(v.vertex_id, i, first_attempt_number), state)
+                    ExecutionAttemptID(v.vertex_id, i, first_attempt_number), state
+                )
         is_shutdown = self._is_shut_down
         self._completion = CheckpointCompletion(
-            job_id, self.vertices, pending=self._pending, store=self._store,
-            shared_state_registry=self._registry, stats=self._stats,
-            failure_manager=self._failure_manager, id_counter=self._id_counter,
-            operator_coordinators=operator_coordinators, clock=clock, timers=timers, emit=self._emit,
-            checkpoint_writer=checkpoint_writer, metadata_write_ms=metadata_write_ms,
-            min_pause_between_checkpoints=config.min_pause_between_checkpoints, is_shutdown=is_shutdown,
+            job_id,
+            self.vertices,
+            pending=self._pending,
+            store=self._store,
+            shared_state_registry=self._registry,
+            stats=self._stats,
+            failure_manager=self._failure_manager,
+            id_counter=self._id_counter,
+            operator_coordinators=operator_coordinators,
+            clock=clock,
+            timers=timers,
+            emit=self._emit,
+            checkpoint_writer=checkpoint_writer,
+            metadata_write_ms=metadata_write_ms,
+            min_pause_between_checkpoints=config.min_pause_between_checkpoints,
+            is_shutdown=is_shutdown,
             checkpoint_ended=lambda pending, exception: self._triggering.checkpoint_ended(pending, exception),
             execute_queued_request=lambda: self._triggering.execute_queued_request(),
-            synchronous_savepoint_failed=lambda reason: self._triggering.synchronous_savepoint_failed(reason))
+            synchronous_savepoint_failed=lambda reason: self._triggering.synchronous_savepoint_failed(reason),
+        )
         self._triggering = CheckpointTriggering(
-            job_id, self.vertices, config, pending=self._pending, executions=self._executions,
-            master_hooks=self._master_hooks, operator_coordinators=operator_coordinators, id_counter=self._id_counter,
-            stats=self._stats, failure_manager=self._failure_manager, completion=self._completion, clock=clock,
-            timers=timers, rng=rng, emit=self._emit, is_shutdown=is_shutdown,
-            job_running=lambda: self._job_status is JobStatus.RUNNING and self._shutdown_status is None)
+            job_id,
+            self.vertices,
+            config,
+            pending=self._pending,
+            executions=self._executions,
+            master_hooks=self._master_hooks,
+            operator_coordinators=operator_coordinators,
+            id_counter=self._id_counter,
+            stats=self._stats,
+            failure_manager=self._failure_manager,
+            completion=self._completion,
+            clock=clock,
+            timers=timers,
+            rng=rng,
+            emit=self._emit,
+            is_shutdown=is_shutdown,
+            job_running=lambda: self._job_status is JobStatus.RUNNING and self._shutdown_status is None,
+        )
         self._restore = CheckpointRestore(
-            job_id, self.vertices, store=self._store, id_counter=self._id_counter,
-            shared_state_registry=self._registry, master_hooks=self._master_hooks, stats=self._stats,
-            completion=self._completion, clock=clock, emit=self._emit, is_shutdown=is_shutdown)
-        self._deactivator = ExecutionTrackingDeActivator(self._start_if_configured,
-                                                        self._triggering.stop_checkpoint_scheduler)
+            job_id,
+            self.vertices,
+            store=self._store,
+            id_counter=self._id_counter,
+            shared_state_registry=self._registry,
+            master_hooks=self._master_hooks,
+            stats=self._stats,
+            completion=self._completion,
+            clock=clock,
+            emit=self._emit,
+            is_shutdown=is_shutdown,
+        )
+        self._deactivator = ExecutionTrackingDeActivator(
+            self._start_if_configured, self._triggering.stop_checkpoint_scheduler
+        )
         self._handlers = self._event_handlers()
 
     # ------------------------------------------------------------------------------------------
     # the one way in
     # ------------------------------------------------------------------------------------------
 
-    def handle(self, event: m.CoordinatorEvent) -> list:
+    def handle(self, event: m.CoordinatorEvent) -> list[m.CoordinatorAction]:
         """Everything ``event`` causes, in order. While a ``_metadata`` write holds the coordinator, events wait for
         it (Flink's lock), but a failover (its failure or its restart) or a job status change takes the lock after
         the write: the completion ends now (a little early), so that a restore sees the completed checkpoint and a
@@ -154,8 +192,11 @@ class CheckpointCoordinator:
 
     @staticmethod
     def _ends_finalization(event: m.CoordinatorEvent, checkpoint_id: int) -> bool:
-        return (isinstance(event, m.TimerFired) and event.kind is m.TimerKind.METADATA_WRITTEN
-                and event.token == checkpoint_id)
+        return (
+            isinstance(event, m.TimerFired)
+            and event.kind is m.TimerKind.METADATA_WRITTEN
+            and event.token == checkpoint_id
+        )
 
     def _dispatch(self, event: m.CoordinatorEvent) -> None:
         handler = self._handlers.get(type(event))
@@ -163,7 +204,7 @@ class CheckpointCoordinator:
             raise CoordinatorError(f"unknown event {event!r} (job {self.job_id}, {len(self._pending)} pending)")
         self._last_outcome = handler(event)
 
-    def _event_handlers(self) -> dict:
+    def _event_handlers(self) -> dict[type, Callable[[Any], object]]:
         triggering, completion, restore = self._triggering, self._completion, self._restore
         return {
             m.TriggerRequest: triggering.trigger_checkpoint,
@@ -198,7 +239,7 @@ class CheckpointCoordinator:
         else:
             self._completion.expire(event.token)
 
-    def _emit(self, action: Any) -> None:
+    def _emit(self, action: m.CoordinatorAction) -> None:
         self._out.append(action)
 
     def add_master_hook(self, hook: MasterTriggerRestoreHook) -> bool:
@@ -214,7 +255,7 @@ class CheckpointCoordinator:
     # queries
     # ------------------------------------------------------------------------------------------
 
-    def last_outcome(self):
+    def last_outcome(self) -> Any:
         """What became of the last event handled (Flink's return values of ``receiveAcknowledgeMessage`` and
         friends): an ``AcknowledgeOutcome``, ``DeclineOutcome`` or ``TriggerPhaseOutcome``; whether the figures of a
         ``ReportCheckpointMetrics`` were taken or ``StartCheckpointScheduler`` started the trigger; the checkpoint a
@@ -261,14 +302,14 @@ class CheckpointCoordinator:
         """The statistics' counts: total, in progress, completed, failed, restored."""
         return dict(self._stats.counts)
 
-    def completed_checkpoint_store(self):
+    def completed_checkpoint_store(self) -> StandaloneCompletedCheckpointStore:
         """Flink's ``getCheckpointStore``."""
         return self._store
 
     def latest_completed_checkpoint(self) -> CompletedCheckpoint | None:
         return self._store.get_latest_checkpoint()
 
-    def checkpoint_id_counter(self):
+    def checkpoint_id_counter(self) -> StandaloneCheckpointIDCounter:
         return self._id_counter
 
     def shared_state_registry(self) -> SharedStateRegistry:
@@ -344,13 +385,18 @@ class CheckpointCoordinator:
         old attempts' acknowledgements still count)."""
         key = (event.attempt_id.vertex_id, event.attempt_id.subtask_index)
         current = self._executions.get(key)
-        if (current is None or current.attempt_id != event.attempt_id or self.is_shutdown
-                or current.state in _ENDED_BY_FAILOVER):
+        if (
+            current is None
+            or current.attempt_id != event.attempt_id
+            or self.is_shutdown
+            or current.state in _ENDED_BY_FAILOVER
+        ):
             return  # a failure of an older attempt, one the failover already ended, or after shutdown
         for e in list(self._executions.values()):
             if e.state is not ExecutionState.FINISHED:
                 self._set_execution_state(
-                    e.attempt_id, ExecutionState.FAILED if e.attempt_id == event.attempt_id else ExecutionState.CANCELED)
+                    e.attempt_id, ExecutionState.FAILED if e.attempt_id == event.attempt_id else ExecutionState.CANCELED
+                )
 
     def _restart_tasks(self) -> CompletedCheckpoint | None:
         """The restart after the delay (Flink's ``DefaultScheduler.restartTasks``): every subtask gets a new attempt

@@ -9,14 +9,15 @@ methods the scheduler calls (restores, the periodic scheduler, aborts, shutdown)
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any, TypeAlias
 
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.state.snapshot import CheckpointMetadata, TaskStateSnapshot
+from barriersim.runtime.state.snapshot import CheckpointMetadata, SharedStateHandle, TaskStateSnapshot
 
 # -- events in ---------------------------------------------------------------------------------------
 
@@ -186,12 +187,28 @@ class Shutdown:
     job_status: JobStatus
 
 
-CoordinatorEvent = Union[
-    TriggerRequest, AcknowledgeCheckpoint, DeclineCheckpoint, ReportCheckpointMetrics, AcknowledgeCoordinatorState,
-    CoordinatorCheckpointFailed, MasterHookCompleted, TimerFired, TaskDeploying, TaskRunning, TaskFinished, TaskFailed,
-    RestartTasks, JobStatusChanged, RestoreLatestCheckpoint, RestoreSavepoint, StartCheckpointScheduler,
-    StopCheckpointScheduler, AbortPendingCheckpoints, Shutdown,
-]
+CoordinatorEvent: TypeAlias = (
+    TriggerRequest
+    | AcknowledgeCheckpoint
+    | DeclineCheckpoint
+    | ReportCheckpointMetrics
+    | AcknowledgeCoordinatorState
+    | CoordinatorCheckpointFailed
+    | MasterHookCompleted
+    | TimerFired
+    | TaskDeploying
+    | TaskRunning
+    | TaskFinished
+    | TaskFailed
+    | RestartTasks
+    | JobStatusChanged
+    | RestoreLatestCheckpoint
+    | RestoreSavepoint
+    | StartCheckpointScheduler
+    | StopCheckpointScheduler
+    | AbortPendingCheckpoints
+    | Shutdown
+)
 
 # -- actions out -------------------------------------------------------------------------------------
 
@@ -282,7 +299,7 @@ class DiscardSharedState:
     """Shared files no retained checkpoint uses any more (the ``SharedStateRegistry`` released them after
     checkpoint ``lowest_retained`` became the oldest retained one, or at the job's end): delete them."""
 
-    handles: tuple  # of runtime.state.snapshot.SharedStateHandle
+    handles: tuple[SharedStateHandle, ...]
     lowest_retained: int
 
 
@@ -346,9 +363,22 @@ class TriggerRequestFailed:
     reason: CheckpointFailureReason
 
 
-CoordinatorAction = Union[
-    TriggerCheckpointOnSources, TriggerCoordinatorCheckpoint, AbortCoordinatorTriggering, NotifyCheckpointComplete,
-    NotifyCheckpointAborted, NotifyCoordinatorCheckpointComplete, NotifyCoordinatorCheckpointAborted,
-    PersistCheckpoint, DiscardCheckpoint, DiscardSharedState, DiscardSubtaskState, FailJob, StopJob, RestoreFrom, TriggerRequestCompleted,
-    TriggerRequestFailed,
-]
+CoordinatorAction: TypeAlias = (
+    TriggerCheckpointOnSources
+    | TriggerCoordinatorCheckpoint
+    | AbortCoordinatorTriggering
+    | NotifyCheckpointComplete
+    | NotifyCheckpointAborted
+    | NotifyCoordinatorCheckpointComplete
+    | NotifyCoordinatorCheckpointAborted
+    | PersistCheckpoint
+    | DiscardCheckpoint
+    | DiscardSharedState
+    | DiscardSubtaskState
+    | AcknowledgementRejected
+    | FailJob
+    | StopJob
+    | RestoreFrom
+    | TriggerRequestCompleted
+    | TriggerRequestFailed
+)

@@ -14,6 +14,7 @@ from barriersim.runtime.ids import OperatorID
 from barriersim.runtime.state.snapshot import (
     HandleAndLocalPath,
     IncrementalKeyedStateHandle,
+    KeyedStateHandle,
     OperatorState,
     OperatorSubtaskState,
     PlaceholderStateHandle,
@@ -71,7 +72,9 @@ class SharedStateRegistry:
         entry.last_used = max(entry.last_used, checkpoint_id)
         return entry.handle, discard
 
-    def register_keyed_handle(self, handle: object, checkpoint_id: int) -> tuple[object, list[SharedStateHandle]]:
+    def register_keyed_handle(
+        self, handle: KeyedStateHandle, checkpoint_id: int
+    ) -> tuple[KeyedStateHandle, list[SharedStateHandle]]:
         """An incremental handle with its placeholders replaced by the registered handles; other handles as they
         are. Returns the handle and what to discard."""
         if not isinstance(handle, IncrementalKeyedStateHandle):
@@ -89,7 +92,7 @@ class SharedStateRegistry:
     ) -> tuple[OperatorSubtaskState, list[SharedStateHandle]]:
         if not any(isinstance(h, IncrementalKeyedStateHandle) for h in state.managed_keyed_state):
             return state, []
-        handles: list[object] = []
+        handles: list[KeyedStateHandle] = []
         discards: list[SharedStateHandle] = []
         for handle in state.managed_keyed_state:
             registered, discard = self.register_keyed_handle(handle, checkpoint_id)

@@ -10,14 +10,16 @@ from __future__ import annotations
 import dataclasses
 import enum
 import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.completion import CheckpointCompletion
 from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.failure_manager import UNKNOWN_CHECKPOINT_ID, CheckpointFailureManager
+from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.master_hooks import (
     MASTER_STATE_PENDING,
     MasterHookError,
@@ -32,10 +34,10 @@ from barriersim.runtime.coordinator.plan import DefaultCheckpointPlanCalculator,
 from barriersim.runtime.coordinator.properties import CheckpointProperties
 from barriersim.runtime.coordinator.request_decider import CheckpointRequestDecider, CheckpointTriggerRequest
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
-from barriersim.runtime.event_timers import EventTimers
+from barriersim.runtime.event_timers import Cancellable, EventTimers
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
-from barriersim.runtime.ids import JobVertexID
+from barriersim.runtime.ids import JobVertexID, OperatorID
 
 
 class TriggerPhase(enum.Enum):
@@ -60,12 +62,27 @@ class TriggeringCheckpoint:
 class CheckpointTriggering:
     """The request queue, the trigger in flight and the periodic trigger (see the module)."""
 
-    def __init__(self, job_id: str, vertices: Sequence[JobVertexInfo], config: CheckpointCoordinatorConfiguration, *,
-                 pending: dict[int, PendingCheckpoint], executions: Mapping[tuple[JobVertexID, int], Execution],
-                 master_hooks: Mapping[str, MasterTriggerRestoreHook], operator_coordinators: tuple,
-                 id_counter, stats: CheckpointStatsTracker, failure_manager: CheckpointFailureManager,
-                 completion: CheckpointCompletion, clock: Callable[[], int], timers: EventTimers, rng: random.Random,
-                 emit: Callable[[Any], None], is_shutdown: Callable[[], bool], job_running: Callable[[], bool]):
+    def __init__(
+        self,
+        job_id: str,
+        vertices: Sequence[JobVertexInfo],
+        config: CheckpointCoordinatorConfiguration,
+        *,
+        pending: dict[int, PendingCheckpoint],
+        executions: Mapping[tuple[JobVertexID, int], Execution],
+        master_hooks: Mapping[str, MasterTriggerRestoreHook],
+        operator_coordinators: tuple[OperatorID, ...],
+        id_counter: StandaloneCheckpointIDCounter,
+        stats: CheckpointStatsTracker,
+        failure_manager: CheckpointFailureManager,
+        completion: CheckpointCompletion,
+        clock: Callable[[], int],
+        timers: EventTimers,
+        rng: random.Random,
+        emit: Callable[[Any], None],
+        is_shutdown: Callable[[], bool],
+        job_running: Callable[[], bool],
+    ):
         """``pending`` and ``executions``: the coordinator's (a new pending checkpoint goes in there; the plan is made
         of the executions); ``master_hooks``: the coordinator's registered hooks; ``job_running``: whether the job
         is RUNNING and the coordinator not shut down (a failed stop-with-savepoint then resumes the periodic
@@ -89,16 +106,26 @@ class CheckpointTriggering:
         self._is_shutdown = is_shutdown
         self._job_running = job_running
         self.checkpoint_properties = CheckpointProperties.for_checkpoint(config.retention_policy)
-        self._plan_calculator = DefaultCheckpointPlanCalculator(self._vertices, config.allow_checkpoints_after_tasks_finished)
+        self._plan_calculator = DefaultCheckpointPlanCalculator(
+            self._vertices, config.allow_checkpoints_after_tasks_finished
+        )
         self.in_flight: TriggeringCheckpoint | None = None
         self._queue_holds = 0  # while held (a failover ended a _metadata write), the queue waits
         self._executing_queue = False
         self._execute_queue_again = False
         self._decider = CheckpointRequestDecider(
-            config.max_concurrent_checkpoints, self._reschedule_trigger, clock, config.min_pause_between_checkpoints,
-            lambda: len(pending), lambda: 0, config.max_queued_requests, self._fail_request)
-        self._scheduler = PeriodicScheduler(config.checkpoint_interval, config.min_pause_between_checkpoints, rng,
-                                            self._register_periodic)
+            config.max_concurrent_checkpoints,
+            self._reschedule_trigger,
+            clock,
+            config.min_pause_between_checkpoints,
+            lambda: len(pending),
+            lambda: 0,
+            config.max_queued_requests,
+            self._fail_request,
+        )
+        self._scheduler = PeriodicScheduler(
+            config.checkpoint_interval, config.min_pause_between_checkpoints, rng, self._register_periodic
+        )
 
     # -- queries --------------------------------------------------------------------------------------------------
 
@@ -115,7 +142,7 @@ class CheckpointTriggering:
         return self._scheduler.is_periodic_checkpointing_configured
 
     @contextmanager
-    def queue_held(self):
+    def queue_held(self) -> Iterator[None]:
         """The next queued request waits until the block ends (then the caller starts it)."""
         self._queue_holds += 1
         try:
@@ -143,8 +170,9 @@ class CheckpointTriggering:
         return self.in_flight is not None
 
     def _submit(self, request: CheckpointTriggerRequest) -> None:
-        chosen = self._decider.choose_request_to_execute(request, self.is_triggering,
-                                                         self._completion.last_checkpoint_completion_relative_time)
+        chosen = self._decider.choose_request_to_execute(
+            request, self.is_triggering, self._completion.last_checkpoint_completion_relative_time
+        )
         if chosen is not None:
             self._start_triggering_checkpoint(chosen)
 
@@ -162,7 +190,8 @@ class CheckpointTriggering:
             while True:
                 self._execute_queue_again = False
                 chosen = self._decider.choose_queued_request_to_execute(
-                    self.is_triggering, self._completion.last_checkpoint_completion_relative_time)
+                    self.is_triggering, self._completion.last_checkpoint_completion_relative_time
+                )
                 if chosen is not None:
                     self._start_triggering_checkpoint(chosen)
                 if not self._execute_queue_again or self._is_shutdown() or self._completion.completing:
@@ -202,22 +231,32 @@ class CheckpointTriggering:
             )
             return
         timestamp = self._clock()
-        vertex_of_task = {
-            e.attempt_id: self._vertex_by_id[key[0]] for key, e in self._executions.items()
-        }
+        vertex_of_task = {e.attempt_id: self._vertex_by_id[key[0]] for key, e in self._executions.items()}
         pending = PendingCheckpoint(
-            self.job_id, checkpoint_id, timestamp, plan, vertex_of_task, request.props,
-            tuple(self._master_hooks), self._operator_coordinators, self._vertices, request.request_id,
+            self.job_id,
+            checkpoint_id,
+            timestamp,
+            plan,
+            vertex_of_task,
+            request.props,
+            tuple(self._master_hooks),
+            self._operator_coordinators,
+            self._vertices,
+            request.request_id,
         )
         self._pending[checkpoint_id] = pending
         self._stats.report_pending_checkpoint(
-            checkpoint_id, timestamp, request.props.is_savepoint, request.props.checkpoint_type.rest_name,
+            checkpoint_id,
+            timestamp,
+            request.props.is_savepoint,
+            request.props.checkpoint_type.rest_name,
             len(self._executions),
         )
         for finished in plan.finished_tasks:  # finished tasks count as acknowledged (FLIP-147)
             self._stats.report_subtask_stats(checkpoint_id, str(finished), timestamp, 0, finished=True)
-        handle = self._timers.start(timestamp + self._config.checkpoint_timeout,
-                                    m.TimerFired(m.TimerKind.CHECKPOINT_TIMEOUT, checkpoint_id))
+        handle = self._timers.start(
+            timestamp + self._config.checkpoint_timeout, m.TimerFired(m.TimerKind.CHECKPOINT_TIMEOUT, checkpoint_id)
+        )
         if not pending.set_canceller_handle(handle):
             handle.cancel()
         self.in_flight = TriggeringCheckpoint(request, pending)
@@ -245,21 +284,35 @@ class CheckpointTriggering:
             return AcknowledgeOutcome.UNKNOWN
         result = pending.acknowledge_coordinator_state(vertex, message.operator_id, message.state)
         triggering = self.in_flight
-        if (result is TaskAcknowledgeResult.SUCCESS and triggering is not None and triggering.pending is pending
-                and triggering.phase is TriggerPhase.OPERATOR_COORDINATORS
-                and pending.are_coordinators_fully_acknowledged()):
+        if (
+            result is TaskAcknowledgeResult.SUCCESS
+            and triggering is not None
+            and triggering.pending is pending
+            and triggering.phase is TriggerPhase.OPERATOR_COORDINATORS
+            and pending.are_coordinators_fully_acknowledged()
+        ):
             self._snapshot_master_state(triggering)
         return AcknowledgeOutcome[result.name]
 
     def receive_coordinator_checkpoint_failure(self, message: m.CoordinatorCheckpointFailed) -> TriggerPhaseOutcome:
         triggering = self.in_flight
-        if (triggering is None or triggering.pending.checkpoint_id != message.checkpoint_id
-                or triggering.phase is not TriggerPhase.OPERATOR_COORDINATORS or triggering.failure is not None
-                or message.operator_id not in triggering.pending.not_yet_acknowledged_operator_coordinators):
+        if (
+            triggering is None
+            or triggering.pending.checkpoint_id != message.checkpoint_id
+            or triggering.phase is not TriggerPhase.OPERATOR_COORDINATORS
+            or triggering.failure is not None
+            or message.operator_id not in triggering.pending.not_yet_acknowledged_operator_coordinators
+        ):
             return TriggerPhaseOutcome.NOT_TRIGGERING
-        self._on_trigger_failure(triggering.request, triggering.pending, CheckpointException(
-            CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, message.checkpoint_id,
-            f"operator coordinator {message.operator_id!r} failed to checkpoint: {message.detail}"))
+        self._on_trigger_failure(
+            triggering.request,
+            triggering.pending,
+            CheckpointException(
+                CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE,
+                message.checkpoint_id,
+                f"operator coordinator {message.operator_id!r} failed to checkpoint: {message.detail}",
+            ),
+        )
         return TriggerPhaseOutcome.ACCEPTED
 
     def _snapshot_master_state(self, triggering: TriggeringCheckpoint) -> None:
@@ -280,26 +333,42 @@ class CheckpointTriggering:
             elif failure is None:
                 pending.acknowledge_master_state(hook.identifier, state)
         if failure is not None:
-            self._on_trigger_failure(triggering.request, pending, CheckpointException(
-                CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, pending.checkpoint_id, str(failure)))
+            self._on_trigger_failure(
+                triggering.request,
+                pending,
+                CheckpointException(
+                    CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, pending.checkpoint_id, str(failure)
+                ),
+            )
         elif not triggering.waiting_hooks:
             self._trigger_checkpoint_request(triggering)
 
     def receive_master_hook_completed(self, message: m.MasterHookCompleted) -> TriggerPhaseOutcome:
         triggering = self.in_flight
-        if (triggering is None or triggering.pending.checkpoint_id != message.checkpoint_id
-                or message.identifier not in triggering.waiting_hooks or triggering.failure is not None):
+        if (
+            triggering is None
+            or triggering.pending.checkpoint_id != message.checkpoint_id
+            or message.identifier not in triggering.waiting_hooks
+            or triggering.failure is not None
+        ):
             return TriggerPhaseOutcome.NOT_TRIGGERING  # Flink: the hook's future completes after the checkpoint ended
         triggering.waiting_hooks.discard(message.identifier)
         pending = triggering.pending
         if message.failure is not None:
-            self._on_trigger_failure(triggering.request, pending, CheckpointException(
-                CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, pending.checkpoint_id,
-                f"master hook {message.identifier!r} failed to trigger checkpoint {pending.checkpoint_id}: "
-                f"{message.failure}"))
+            self._on_trigger_failure(
+                triggering.request,
+                pending,
+                CheckpointException(
+                    CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE,
+                    pending.checkpoint_id,
+                    f"master hook {message.identifier!r} failed to trigger checkpoint {pending.checkpoint_id}: "
+                    f"{message.failure}",
+                ),
+            )
             return TriggerPhaseOutcome.ACCEPTED
-        pending.acknowledge_master_state(message.identifier,
-                                         master_state_of(self._master_hooks[message.identifier], message.data))
+        pending.acknowledge_master_state(
+            message.identifier, master_state_of(self._master_hooks[message.identifier], message.data)
+        )
         if not triggering.waiting_hooks:
             self._trigger_checkpoint_request(triggering)
         return TriggerPhaseOutcome.ACCEPTED
@@ -313,18 +382,23 @@ class CheckpointTriggering:
         checkpoint_type = pending.props.checkpoint_type
         if self._completion.force_full_snapshot and not pending.props.is_savepoint:
             checkpoint_type = CheckpointType.FULL_CHECKPOINT  # the props (and the statistics) keep their type
-        self._emit(m.TriggerCheckpointOnSources(
-            pending.checkpoint_id, pending.checkpoint_timestamp, self._options_for(checkpoint_type),
-            pending.plan.tasks_to_trigger,
-        ))
+        self._emit(
+            m.TriggerCheckpointOnSources(
+                pending.checkpoint_id,
+                pending.checkpoint_timestamp,
+                self._options_for(checkpoint_type),
+                pending.plan.tasks_to_trigger,
+            )
+        )
         if pending.is_fully_acknowledged() and not self._is_shutdown():
             self._completion.complete_pending_checkpoint(pending)
         if self.in_flight is triggering:  # a completion that failed already ended the trigger
             self.in_flight = None
             self.execute_queued_request()
 
-    def _on_trigger_failure(self, request: CheckpointTriggerRequest, pending: PendingCheckpoint | None,
-                            exception: CheckpointException) -> None:
+    def _on_trigger_failure(
+        self, request: CheckpointTriggerRequest, pending: PendingCheckpoint | None, exception: CheckpointException
+    ) -> None:
         """Flink's ``onTriggerFailure``: the operator coordinators stop waiting, the checkpoint (if it is still
         pending) is aborted, the trigger ends and the next queued request may start. A checkpoint that had already
         ended (aborted while it was being triggered) is reported to the failure manager once more, with no
@@ -340,14 +414,16 @@ class CheckpointTriggering:
         self._stats.report_failed_checkpoint_without_in_progress()
         if pending is None:
             self._fail_request(request, exception.reason)
-            outcome = self._failure_manager.handle_checkpoint_exception(request.props, exception, UNKNOWN_CHECKPOINT_ID,
-                                                                       None)
+            outcome = self._failure_manager.handle_checkpoint_exception(
+                request.props, exception, UNKNOWN_CHECKPOINT_ID, None
+            )
             self._completion.on_failure_outcome(outcome, exception, None)
             if request.props.is_synchronous:
                 self.synchronous_savepoint_failed(exception.reason)
         else:
-            outcome = self._failure_manager.handle_checkpoint_exception(pending.props, exception,
-                                                                       pending.checkpoint_id, None)
+            outcome = self._failure_manager.handle_checkpoint_exception(
+                pending.props, exception, pending.checkpoint_id, None
+            )
             self._completion.on_failure_outcome(outcome, exception, None)
         self.execute_queued_request()
 
@@ -361,8 +437,10 @@ class CheckpointTriggering:
         triggering = self.in_flight
         if triggering is None or triggering.pending is not pending:
             self.execute_queued_request()
-        elif (triggering.phase is TriggerPhase.TASKS
-              or exception.reason is CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN):
+        elif (
+            triggering.phase is TriggerPhase.TASKS
+            or exception.reason is CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN
+        ):
             self._on_trigger_failure(triggering.request, pending, exception)
         elif triggering.failure is None:
             triggering.failure = exception
@@ -371,8 +449,11 @@ class CheckpointTriggering:
     def trigger_failure_due(self, checkpoint_id: int) -> None:
         """The timer's next turn after the abort of a checkpoint being triggered: its trigger fails."""
         triggering = self.in_flight
-        if (triggering is not None and triggering.pending.checkpoint_id == checkpoint_id
-                and triggering.failure is not None):
+        if (
+            triggering is not None
+            and triggering.pending.checkpoint_id == checkpoint_id
+            and triggering.failure is not None
+        ):
             self._on_trigger_failure(triggering.request, triggering.pending, triggering.failure)
 
     def _fail_request(self, request: CheckpointTriggerRequest, reason: CheckpointFailureReason) -> None:
@@ -382,7 +463,7 @@ class CheckpointTriggering:
     # periodic scheduling (Flink's startCheckpointScheduler / stopCheckpointScheduler)
     # ------------------------------------------------------------------------------------------
 
-    def _register_periodic(self, delay: int, generation: int):
+    def _register_periodic(self, delay: int, generation: int) -> Cancellable:
         return self._timers.start(self._clock() + delay, m.TimerFired(m.TimerKind.PERIODIC_TRIGGER, generation))
 
     def _reschedule_trigger(self, delay: int) -> None:
@@ -415,8 +496,10 @@ class CheckpointTriggering:
 
     def synchronous_savepoint_failed(self, reason: CheckpointFailureReason) -> None:
         """Stop-with-savepoint failed while the job keeps running: periodic checkpoints resume."""
-        if reason in (CheckpointFailureReason.CHECKPOINT_COORDINATOR_SUSPEND,
-                      CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN):
+        if reason in (
+            CheckpointFailureReason.CHECKPOINT_COORDINATOR_SUSPEND,
+            CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN,
+        ):
             return  # the scheduler is being stopped on purpose
         if self._job_running():
             self._scheduler.start()

@@ -11,7 +11,7 @@ import dataclasses
 import enum
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeAlias
 
 from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
 from barriersim.runtime.jobgraph import JobGraph, JobGraphError
@@ -106,8 +106,9 @@ class RestoreSettings:
         )
 
 
-Action = Savepoint | StopWithSavepoint | Cancel | Restore
-ACTION_TYPES: dict[str, type] = {
+TimedAction: TypeAlias = Savepoint | StopWithSavepoint | Cancel  # on a job at its at_ms
+Action: TypeAlias = TimedAction | Restore
+ACTION_TYPES: dict[str, type[Action]] = {
     "savepoint": Savepoint,
     "stop_with_savepoint": StopWithSavepoint,
     "cancel": Cancel,
@@ -233,9 +234,9 @@ class ActionSchedule:
             elif isinstance(action, TERMINATING):
                 terminated = i
 
-    def jobs(self) -> list[tuple[Restore | None, tuple[Action, ...]]]:
+    def jobs(self) -> list[tuple[Restore | None, tuple[TimedAction, ...]]]:
         """The run's jobs in order: (the restore that starts it, None for the first; its timed actions)."""
-        out: list[tuple[Restore | None, list[Action]]] = [(None, [])]
+        out: list[tuple[Restore | None, list[TimedAction]]] = [(None, [])]
         for action in self.actions:
             if isinstance(action, Restore):
                 out.append((action, []))
@@ -299,7 +300,7 @@ class ActionSchedule:
         return ActionSchedule.from_plain(tables_from_json(text, "actions", ActionScheduleError))
 
 
-def _action_from_plain(cls: type, item: Mapping[str, Any], at: str) -> Action:
+def _action_from_plain(cls: type[Action], item: Mapping[str, Any], at: str) -> Action:
     known = ["from", "parallelism", "allow_non_restored_state"] if cls is Restore else [f.name for f in fields(cls)]
     kwargs = {}
     for key, value in table_fields(item, known, at, ActionScheduleError):

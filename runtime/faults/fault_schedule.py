@@ -5,11 +5,12 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import MISSING, asdict, dataclass, fields
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from barriersim.runtime.faults.tagged_tables import decode_tagged_tables, table_fields, tables_from_json, tables_to_json
+from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.storage.damage import LIST_DAMAGES, CheckpointDamage, DamageTarget
 
 _F = TypeVar("_F")  # a fault type
@@ -165,10 +166,24 @@ Fault = (
     | FailCheckpoints
     | DamageCheckpoint
 )
+
+
+class PlacementView(Protocol):
+    """What the schedule checks of a job's placement (``runtime.job.placement.Placement``)."""
+
+    @property
+    def taskmanager_of(self) -> Mapping[tuple[str, int], int]: ...
+    @property
+    def taskmanagers(self) -> int: ...
+    @property
+    def nodes(self) -> int: ...
+    def node_of_taskmanager(self, taskmanager: int) -> int: ...
+
+
 GroupCrash = CrashTaskManager | KillNode  # faults that kill every subtask of some TaskManagers at once
 GROUP_CRASHES = (CrashTaskManager, KillNode)
 CRASHES = (CrashTask, CrashTaskManager, KillNode)  # faults with a time or a protocol point that kill subtasks
-FAULT_TYPES: dict[str, type] = {
+FAULT_TYPES: dict[str, type[Fault]] = {
     "crash_task": CrashTask,
     "crash_taskmanager": CrashTaskManager,
     "kill_node": KillNode,
@@ -364,20 +379,24 @@ class FaultSchedule:
 
     def armed_crash_points(
         self, task: str, fired: Collection[Fault], taskmanager: int | None = None, node: int | None = None
-    ) -> frozenset[tuple[ProtocolPoint, int | None]]:
+    ) -> frozenset[tuple[ProtocolPoint, int]]:
         """The task-side protocol points (``ProtocolPoint.is_task_side``) at which a deployment of ``task`` must
         stop, as ``(point, checkpoint_id)`` pairs: the schedule's crashes of ``task``, and of its TaskManager
         ``taskmanager`` and node ``node`` when given, that have not fired yet."""
-        return frozenset(
-            (f.point, f.checkpoint_id)
-            for f in self.faults
-            if isinstance(f, CRASHES)
-            and f.point in TASK_SIDE_POINTS
-            and f not in fired
-            and (f.task == task if isinstance(f, CrashTask) else _hits(f, taskmanager, node))
-        )
+        armed: set[tuple[ProtocolPoint, int]] = set()
+        for f in self.faults:
+            if (
+                isinstance(f, CRASHES)
+                and f.point in TASK_SIDE_POINTS
+                and f not in fired
+                and (f.task == task if isinstance(f, CrashTask) else _hits(f, taskmanager, node))
+            ):
+                # a point other than during_restore comes with its checkpoint id (_check)
+                assert f.point is not None and f.checkpoint_id is not None, f
+                armed.add((f.point, f.checkpoint_id))
+        return frozenset(armed)
 
-    def check_against(self, graph) -> None:
+    def check_against(self, graph: JobGraph) -> None:
         """Raise ``FaultScheduleError`` for a fault naming a subtask the job graph (``runtime.jobgraph.JobGraph``)
         does not have, or crashing a task ``mid_alignment`` that has fewer than two input channels (its
         alignment starts and ends with one barrier, so the point is never reached)."""
@@ -399,7 +418,7 @@ class FaultSchedule:
                         f"mid_alignment (only a task with two or more aligns barriers)"
                     )
 
-    def check_against_placement(self, graph, placement) -> None:
+    def check_against_placement(self, graph: JobGraph, placement: PlacementView) -> None:
         """Raise ``FaultScheduleError`` for a ``crash_taskmanager`` naming a TaskManager the job's placement
         (``runtime.job.placement.Placement``) does not have, a ``kill_node`` naming a node it does not spread
         over, or either crashing ``mid_alignment`` where no subtask of theirs has two or more input channels."""
@@ -467,7 +486,7 @@ class FaultSchedule:
         return FaultSchedule.from_plain(tables_from_json(text, "faults", FaultScheduleError))
 
 
-def _fault_from_plain(cls: type, item: dict[str, Any], at: str) -> Fault:
+def _fault_from_plain(cls: type[Fault], item: dict[str, Any], at: str) -> Fault:
     """One ``[[faults]]`` table of fault class ``cls`` at ``at``, its fields checked."""
     known = {f.name: f for f in fields(cls)}
     kwargs = {}

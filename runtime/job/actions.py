@@ -10,7 +10,7 @@ drivers") says how each driver carries them out."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Generic, TypeAlias, TypeVar
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.events import CheckpointOptions
@@ -57,11 +57,12 @@ class DeployTasks:
     """Deployment ``epoch`` of the job whose settings are ``config`` (a restored job may have another graph than the
     run's first): its tasks, the checkpoint they restore, and the node (``runtime.job.placement``) each TaskManager
     runs on, in TaskManager order."""
+
     epoch: int
     tasks: tuple[TaskDeploymentDescriptor, ...]
     restored_checkpoint_id: int | None = None
     restored_metadata: CheckpointMetadata | None = None
-    config: "JobConfig | None" = None
+    config: JobConfig | None = None
     taskmanager_nodes: tuple[int, ...] = (0,)
 
 
@@ -130,7 +131,7 @@ class NotifyCheckpointAborted:
     latest_completed_checkpoint_id: int
 
 
-TaskMessage = Union[TriggerCheckpoint, NotifyCheckpointComplete, NotifyCheckpointAborted]
+TaskMessage: TypeAlias = TriggerCheckpoint | NotifyCheckpointComplete | NotifyCheckpointAborted
 
 
 @dataclass(frozen=True)
@@ -145,12 +146,16 @@ class CoordinatorMessage:
     """A task's message for the coordinator of ``generation`` (lost if that coordinator has died meanwhile)."""
 
     generation: int
-    event: Union[m.AcknowledgeCheckpoint, m.DeclineCheckpoint]
+    event: m.AcknowledgeCheckpoint | m.DeclineCheckpoint | m.ReportCheckpointMetrics
+
+
+_Message = TypeVar("_Message")
+_Timer = TypeVar("_Timer")
 
 
 @dataclass(frozen=True)
-class SendToCoordinator:
-    message: CoordinatorMessage
+class SendToCoordinator(Generic[_Message]):
+    message: _Message  # a CoordinatorMessage (a Dispatcher hands it out wrapped: its JobScoped)
     delay_ms: int = 0
 
 
@@ -178,13 +183,13 @@ class CoordinatorRecoveryDue:
     epoch: int
 
 
-JobTimer = Union[FaultDue, RestartDue, CoordinatorRecoveryDue]
+JobTimer: TypeAlias = FaultDue | RestartDue | CoordinatorRecoveryDue
 
 
 @dataclass(frozen=True)
-class StartTimer:
+class StartTimer(Generic[_Timer]):
     delay_ms: int
-    timer: JobTimer
+    timer: _Timer  # a JobTimer (a Dispatcher hands it out wrapped, and its own: JobScoped, ActionDue)
 
 
 @dataclass(frozen=True)
@@ -192,4 +197,14 @@ class JobEnded:
     outcome: JobOutcome
 
 
-JobAction = Union[DeployTasks, ReportRunning, KillTask, KillTaskManagers, CancelTasks, SendToTask, SendToCoordinator, StartTimer, JobEnded]
+JobAction: TypeAlias = (
+    DeployTasks
+    | ReportRunning
+    | KillTask
+    | KillTaskManagers
+    | CancelTasks
+    | SendToTask
+    | SendToCoordinator[CoordinatorMessage]
+    | StartTimer[JobTimer]
+    | JobEnded
+)

@@ -8,19 +8,24 @@ thread). Mirrors how Flink's ``DefaultScheduler`` wires its ``CheckpointCoordina
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from collections.abc import Callable, Iterable
 
 from barriersim.runtime.checkpoint_cost import CostCharger
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
 from barriersim.runtime.coordinator.checkpoint_recovery import retire_coordinator
-from barriersim.runtime.coordinator.completed_store import DefaultCompletedCheckpointStore
+from barriersim.runtime.coordinator.completed_store import (
+    DefaultCompletedCheckpointStore,
+    StandaloneCompletedCheckpointStore,
+)
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
+from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
 from barriersim.runtime.coordinator.plan import vertices_from_job_graph
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
 from barriersim.runtime.event_timers import EventTimers, WrappingTimers
 from barriersim.runtime.faults.fault_log import FaultLog
 from barriersim.runtime.faults.fault_schedule import MessageKind, ProtocolPoint
+from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID
 from barriersim.runtime.job.actions import (
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
@@ -31,21 +36,39 @@ from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.events import CoordinatorTimerFired
 from barriersim.runtime.state.snapshot import CheckpointMetadata, metadata_bytes_estimate
 from barriersim.runtime.storage.atomic_file import WriteFault
+from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage, CompletedCheckpointStorageLocation
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
 
 class JobCheckpointing:
     """The coordinator of each JobManager generation and what it asks (see the module)."""
 
-    def __init__(self, config: JobConfig, job_id: str, *, storage, savepoint_storage, clock: Callable[[], int],
-                 timers: EventTimers, coordinator_rng: Callable[[], random.Random], cost: CostCharger,
-                 keep_completed_metadata: bool, first_attempt_number: int, fault_log: FaultLog,
-                 job_ms: Callable[[], int], epoch: Callable[[], int], trace: Callable[[str, str], None],
-                 to_task: Callable[..., None], crash_point: Callable[[str, ProtocolPoint, int], bool],
-                 request_completed: Callable[[int, int], None], request_failed: Callable[[int, int | None, str], None],
-                 savepoint_written: Callable[[int, str, CheckpointMetadata], None],
-                 fail_over: Callable[[str, str], None], job_ended: Callable[[], bool],
-                 failing_over: Callable[[], bool]):
+    def __init__(
+        self,
+        config: JobConfig,
+        job_id: str,
+        *,
+        storage: CheckpointStorage,
+        savepoint_storage: CheckpointStorage,
+        clock: Callable[[], int],
+        timers: EventTimers,
+        coordinator_rng: Callable[[], random.Random],
+        cost: CostCharger,
+        keep_completed_metadata: bool,
+        first_attempt_number: int,
+        fault_log: FaultLog,
+        job_ms: Callable[[], int],
+        epoch: Callable[[], int],
+        trace: Callable[[str, str], None],
+        to_task: Callable[..., None],
+        crash_point: Callable[[str, ProtocolPoint, int], bool],
+        request_completed: Callable[[int, int], None],
+        request_failed: Callable[[int, int | None, str], None],
+        savepoint_written: Callable[[int, str, CheckpointMetadata], None],
+        fail_over: Callable[[str, str], None],
+        job_ended: Callable[[], bool],
+        failing_over: Callable[[], bool],
+    ):
         """``timers``: the JobMaster's, each coordinator's timer wrapped with its generation
         (``CoordinatorTimerFired``); ``to_task``: a message to a task, through its faults' fate; ``crash_point``: the
         JobMaster-side crash points; ``request_completed`` / ``request_failed`` / ``savepoint_written``: the
@@ -74,7 +97,9 @@ class JobCheckpointing:
         self._job_ended = job_ended
         self._failing_over = failing_over
         self.storage_errors: list[str] = []  # storage faults the job went on after (as in Flink), never silent
-        self.completed_in_epoch: dict[int, tuple[int, Any]] | None = {} if keep_completed_metadata else None
+        self.completed_in_epoch: dict[int, tuple[int, CheckpointMetadata]] | None = (
+            {} if keep_completed_metadata else None
+        )
         # the deployment each checkpoint's tasks were triggered in: a failover can end a _metadata write still in
         # progress after the deployment was cancelled, and the checkpoint still belongs to the one it snapshotted
         self._triggered_in_epoch: dict[int, int] = {}
@@ -89,28 +114,38 @@ class JobCheckpointing:
         self.retired_stats: list[CheckpointStatsTracker] = []  # the statistics of coordinators that died
         self.coordinator = self._new_coordinator(None, first_attempt_number)
 
-    def _new_coordinator(self, store, first_attempt_number: int) -> CheckpointCoordinator:
+    def _new_coordinator(
+        self, store: StandaloneCompletedCheckpointStore | None, first_attempt_number: int
+    ) -> CheckpointCoordinator:
         if store is None:
-            store = DefaultCompletedCheckpointStore(self._config.max_retained, self._storage,
-                                                    on_error=self.storage_error)
+            store = DefaultCompletedCheckpointStore(
+                self._config.checkpointing.max_retained, self._storage, on_error=self.storage_error
+            )
         generation = self.generation
         return CheckpointCoordinator(
-            self.job_id, vertices_from_job_graph(self._graph), self._config.coordinator_configuration(),
-            clock=self._clock, timers=WrappingTimers(self._timers, lambda event: CoordinatorTimerFired(generation, event)),
-            rng=self._coordinator_rng(), tasks_running=False, completed_checkpoint_store=store,
-            checkpoint_id_counter=self.id_counter, checkpoint_writer=self._write_metadata,
+            self.job_id,
+            vertices_from_job_graph(self._graph),
+            self._config.checkpointing.coordinator_configuration(),
+            clock=self._clock,
+            timers=WrappingTimers(self._timers, lambda event: CoordinatorTimerFired(generation, event)),
+            rng=self._coordinator_rng(),
+            tasks_running=False,
+            completed_checkpoint_store=store,
+            checkpoint_id_counter=self.id_counter,
+            checkpoint_writer=self._write_metadata,
             first_attempt_number=first_attempt_number,
             metadata_write_ms=lambda states: self._cost.metadata_ms(
-                metadata_bytes_estimate(states, self._config.memory_threshold_bytes)),
-            claim_mode=self._config.claim_mode,
+                metadata_bytes_estimate(states, self._config.checkpointing.memory_threshold_bytes)
+            ),
+            claim_mode=self._config.checkpointing.recovery_claim_mode,
         )
 
     # -- queries --------------------------------------------------------------------------------------------------
 
-    def latest_completed_checkpoint(self):
+    def latest_completed_checkpoint(self) -> CompletedCheckpoint | None:
         return self.coordinator.latest_completed_checkpoint()
 
-    def current_attempt(self, vertex: str, index: int):
+    def current_attempt(self, vertex: JobVertexID, index: int) -> ExecutionAttemptID:
         return self.coordinator.current_attempt(vertex, index)
 
     def statistics(self) -> list[CheckpointStatsTracker]:
@@ -126,7 +161,7 @@ class JobCheckpointing:
         self.generation += 1
         self.down = True
 
-    def recover(self, store, first_attempt_number: int) -> None:
+    def recover(self, store: StandaloneCompletedCheckpointStore, first_attempt_number: int) -> None:
         """A new JobManager's coordinator, over the recovered completed checkpoint store."""
         self.coordinator = self._new_coordinator(store, first_attempt_number)
         self.down = False
@@ -136,24 +171,24 @@ class JobCheckpointing:
         if event.generation == self.generation:
             self.send(event.event)
 
-    def receives(self, generation: int, event) -> None:
+    def receives(self, generation: int, event: m.CoordinatorEvent) -> None:
         """A task's message reaches the coordinator it was sent to, unless that one died meanwhile."""
         if generation == self.generation and not self.down:
             self.send(event)
 
     # -- the coordinator's actions --------------------------------------------------------------------------------
 
-    def send(self, event) -> None:
+    def send(self, event: m.CoordinatorEvent) -> None:
         """The coordinator handles ``event``; what it asks is carried out."""
         self.carry_out(self.coordinator.handle(event))
 
-    def restore(self, event) -> m.RestoreFrom | None:
+    def restore(self, event: m.CoordinatorEvent) -> m.RestoreFrom | None:
         """The coordinator handles a restore (or a restart): the ``RestoreFrom`` it decided, if any."""
         self._restore_from = None
         self.send(event)
         return self._restore_from
 
-    def carry_out(self, actions: list) -> None:
+    def carry_out(self, actions: Iterable[m.CoordinatorAction]) -> None:
         """Carry out the coordinator's actions in order. A ``FailJob`` among them fails the job over only after the
         rest of them went out, as Flink's ``failJob`` is queued on the JobMaster's main thread while the coordinator's
         call goes on: a queued request the same call started has triggered its tasks before the failover cancels
@@ -166,23 +201,39 @@ class JobCheckpointing:
             self._calls -= 1
         self.fail_over_queued()
 
-    def _carry_out(self, action: Any) -> None:
+    def _carry_out(self, action: m.CoordinatorAction) -> None:
         self._trace("coordinator", type(action).__name__ + " " + str(getattr(action, "checkpoint_id", "")))
         if isinstance(action, m.TriggerCheckpointOnSources):
             if self.completed_in_epoch is not None:
                 self._triggered_in_epoch[action.checkpoint_id] = self._epoch()
             trigger_ms = round(self._cost.trigger_ms())  # the trigger path, before the RPCs leave
             for attempt in action.tasks:
-                self._to_task(None, attempt, action.checkpoint_id,
-                              TriggerCheckpoint(action.checkpoint_id, action.timestamp, action.options), trigger_ms)
+                self._to_task(
+                    None,
+                    attempt,
+                    action.checkpoint_id,
+                    TriggerCheckpoint(action.checkpoint_id, action.timestamp, action.options),
+                    trigger_ms,
+                )
         elif isinstance(action, m.NotifyCheckpointComplete):
-            if not self._crash_point(subtask_name((action.task.vertex_id, action.task.subtask_index)),
-                                     ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, action.checkpoint_id):
-                self._to_task(MessageKind.NOTIFY_COMPLETE, action.task, action.checkpoint_id,
-                              NotifyCheckpointComplete(action.checkpoint_id))
+            if not self._crash_point(
+                subtask_name((action.task.vertex_id, action.task.subtask_index)),
+                ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE,
+                action.checkpoint_id,
+            ):
+                self._to_task(
+                    MessageKind.NOTIFY_COMPLETE,
+                    action.task,
+                    action.checkpoint_id,
+                    NotifyCheckpointComplete(action.checkpoint_id),
+                )
         elif isinstance(action, m.NotifyCheckpointAborted):
-            self._to_task(MessageKind.NOTIFY_ABORTED, action.task, action.checkpoint_id,
-                          NotifyCheckpointAborted(action.checkpoint_id, action.latest_completed_checkpoint_id))
+            self._to_task(
+                MessageKind.NOTIFY_ABORTED,
+                action.task,
+                action.checkpoint_id,
+                NotifyCheckpointAborted(action.checkpoint_id, action.latest_completed_checkpoint_id),
+            )
         elif isinstance(action, m.DiscardCheckpoint):
             # a checkpoint an earlier JobManager completed (recovered, then subsumed): its statistics are that
             # coordinator's, so the run's report says it was discarded there (the current one marked its own)
@@ -199,8 +250,9 @@ class JobCheckpointing:
                 self.storage_error(f"discarding shared state: {err}")
         elif isinstance(action, m.AcknowledgementRejected):  # Flink's JobMaster logs it; the job goes on
             task = subtask_name((action.task.vertex_id, action.task.subtask_index))
-            self.storage_error(f"checkpoint {action.checkpoint_id}: the acknowledgement of {task} was dropped: "
-                               f"{action.detail}")
+            self.storage_error(
+                f"checkpoint {action.checkpoint_id}: the acknowledgement of {task} was dropped: {action.detail}"
+            )
         elif isinstance(action, m.RestoreFrom):
             self._restore_from = action
         elif isinstance(action, m.TriggerRequestCompleted):
@@ -225,7 +277,7 @@ class JobCheckpointing:
             name = subtask_name((failing.vertex_id, failing.subtask_index)) if failing else "coordinator"
             self._fail_over(name, action.reason.name)
 
-    def _write_metadata(self, metadata, is_savepoint: bool):
+    def _write_metadata(self, metadata: CheckpointMetadata, is_savepoint: bool) -> CompletedCheckpointStorageLocation:
         """The coordinator's ``checkpoint_writer``: write ``_metadata`` to the checkpoint storage while the
         coordinator finalizes the checkpoint; a failure (``FailStorageWrite`` without a task) raises into the
         coordinator, which aborts the checkpoint as ``FINALIZE_CHECKPOINT_FAILURE``."""

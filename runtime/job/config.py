@@ -1,20 +1,12 @@
-"""What a job run is given, and how it ended: the settings every driver maps the same way.
+"""What a job run is given, and how it ended: the settings both drivers take, as the same objects.
 
-How this works: ``JobConfig`` holds one job's settings: the job graph, the checkpointing mode
-(``runtime.checkpointing_mode``) and the coordinator's settings (with the retention of externalized checkpoints),
-the network (buffers, credit, debloating), the source rate, the restart policy, the fault schedule, the
-experiment actions (``runtime.faults.experiment``: savepoints, stop-with-savepoint, cancel and restores of new jobs with
-new parallelisms) and the run's own restore from a path, and the simulated network's latencies and virtual time
-limit (which only the simulator reads: on Ray, latency is real). A run may hold several jobs (restores):
-``job_graphs`` are their graphs, ``for_job`` the settings of one of them (its graph; the run's first graph stays
-``base_graph``, whose sources' parallelism is the number of splits of each source, ``splits_of``). It checks
-itself when built: the mode with its settings (``checkpointing_problem``), the actions and the fault schedule
-against the graphs, that the cluster (``cluster``: TaskManagers, slots and nodes, ``runtime.job.placement``) can
-hold every job, and the TaskManager and node faults against that placement. ``coordinator_configuration()``,
-``checkpoint_options()`` and ``restart_settings()`` map it onto the coordinator's configuration, Flink's
-``CheckpointOptions`` and a JobMaster's restart strategy: one mapping for both drivers. ``JobOutcome`` is how a
-job ended. Mirrors Flink's ``CheckpointConfig`` / ``ExecutionConfig`` settings as a job's configuration carries
-them.
+How this works: ``JobConfig`` is the job graph and one frozen value per scenario section (``CheckpointingConfig``,
+``NetworkConfig``, ``WorkloadConfig``, ``ClusterConfig``, ``CheckpointCostModel``, ``StateBackendConfig``,
+``RestartStrategyConfig``: each field a ``runtime.settings`` setting), the fault schedule, the experiment actions
+and the run's restore, plus what only the simulator reads (RPC latency, virtual time limit). It checks itself when
+built (the mode with its settings, the restart strategy, the actions and faults against the graphs, the placement);
+``job_graphs`` are the run's graphs, ``for_job`` one job's settings. ``JobOutcome`` is how a job ended. Mirrors
+Flink's ``CheckpointConfig`` / ``ExecutionConfig`` as a job carries them (``docs/architecture.md``, "Settings").
 """
 
 from __future__ import annotations
@@ -24,20 +16,21 @@ import enum
 from dataclasses import dataclass
 
 from barriersim.runtime.checkpoint_cost import CheckpointCostModel
-from barriersim.runtime.checkpointing_mode import CheckpointingMode, checkpointing_problem
-from barriersim.runtime.coordinator.configuration import NO_PERIODIC_CHECKPOINTS, CheckpointCoordinatorConfiguration
+from barriersim.runtime.coordinator.configuration import (
+    NO_PERIODIC_CHECKPOINTS,
+    CheckpointingConfig,
+)
 from barriersim.runtime.coordinator.periodic_scheduler import MINIMAL_CHECKPOINT_TIME
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
-from barriersim.runtime.coordinator.shared_state_registry import RecoveryClaimMode
-from barriersim.runtime.events import CheckpointOptions, CheckpointType
 from barriersim.runtime.faults.experiment import ActionSchedule, ActionScheduleError, RestoreSettings, rescaled
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.job.placement import ClusterConfig, Placement, PlacementError, place
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.jobgraph import JobGraph
-from barriersim.runtime.job.restart_strategy import RestartStrategyConfig, RestartStrategyKind
+from barriersim.runtime.network.config import NetworkConfig
+from barriersim.runtime.settings import AtLeast, Between, setting
 from barriersim.runtime.state.backend import StateBackendConfig
-from barriersim.runtime.task.stream_task import UNPACED_SOURCE_BATCH_RECORDS, NetworkConfig
-
+from barriersim.runtime.task.stream_task import UNPACED_SOURCE_BATCH_RECORDS
 
 SOURCE_PACING_MS = 10  # a paced source emits what its rate allows per this many ms
 
@@ -52,7 +45,7 @@ class JobConfigError(ValueError):
 
 
 class SourceEmission(enum.Enum):
-    """How the simulator emits a paced source's records (``source_rate_per_subtask``). ``STEPS``: a step reads
+    """How the simulator emits a paced source's records (``WorkloadConfig.rate_per_source``). ``STEPS``: a step reads
     what the rate allows in ``SOURCE_PACING_MS`` and writes it at once, and the task is busy until those records
     were due; a barrier or a flush during the step follows all of them, and a buffer they fill goes out at the
     step's start (up to ``SOURCE_PACING_MS`` early). ``EXACT``: every record is written when it is due, as
@@ -71,67 +64,78 @@ class JobOutcome(enum.Enum):
 
 
 @dataclass(frozen=True)
+class WorkloadConfig:
+    """A scenario's ``[workload]``: what the sources read (the per-record draws, ``scenarios.workload``) and how
+    they pace it."""
+
+    records: int = setting(100_000, "records each source vertex reads", Between(1, 100_000_000))
+    keys: int = setting(1000, "distinct keys", Between(1, 10_000_000))
+    zipf_exponent: float = setting(1.0, "the keys' Zipf exponent (0: uniform)", Between(0.0, 3.0))
+    hot_key_share: float = setting(0.0, "> 0: key 0 carries this share of the records", Between(0.0, 0.99))
+    key_growth: bool = setting(False, "keys are added over time: the key space grows from 1 to `keys` over the run")
+    max_value: int = setting(100, "values are uniform in 1..max_value", Between(1, 1_000_000))
+    rate_per_source: int = setting(
+        0, "records per second each source subtask emits; 0: as fast as cost and backpressure allow", AtLeast(0)
+    )
+    source_emission: SourceEmission = setting(
+        SourceEmission.STEPS,
+        "how the simulator emits a paced source's records: steps of 10 ms written at once, or "
+        "exact (each when it is due; slower to simulate); Ray reads in steps either way",
+    )
+    min_checkpoints: int = setting(
+        0,
+        "> 0: a source that read its records holds its end of input until it was notified of this many "
+        "completed checkpoints (Flink's minCheckpoints of its test sources)",
+        Between(0, 1_000_000),
+    )
+
+    def __post_init__(self) -> None:  # a caller's string becomes the enum
+        object.__setattr__(self, "source_emission", SourceEmission(self.source_emission))
+
+    def problem(self) -> tuple[str, str] | None:
+        """``(key, problem)`` if these settings do not go together, else None."""
+        if self.source_emission is SourceEmission.EXACT and not self.rate_per_source:
+            return (
+                "workload.source_emission",
+                '"exact" paces records by workload.rate_per_source, which is 0 (unpaced sources read in steps)',
+            )
+        return None
+
+
+@dataclass(frozen=True)
 class JobConfig:
     graph: JobGraph
-    mode: CheckpointingMode = CheckpointingMode.ALIGNED
-    interval_ms: int = 1000
-    timeout_ms: int = 600_000
-    aligned_checkpoint_timeout_ms: int = 0
-    max_concurrent: int = 1
-    min_pause_ms: int = 0
-    tolerable_failures: int = 0
-    max_retained: int = 1
-    checkpoints_after_tasks_finish: bool = True
-    memory_threshold_bytes: int = 20 * 1024  # Flink's state.storage.fs.memory-threshold (filesystem storage)
-    # what survives the job's end (Flink's execution.checkpointing.externalized-checkpoint-retention)
-    externalized_checkpoint_retention: ExternalizedCheckpointRetention = (
-        ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS)
+    checkpointing: CheckpointingConfig = CheckpointingConfig()
     network: NetworkConfig = NetworkConfig()
-    storage: CheckpointCostModel = CheckpointCostModel()  # what checkpoints cost (runtime.checkpoint_cost)
-    state: StateBackendConfig = StateBackendConfig()  # the keyed state backend (runtime.state.backend)
-    # whether a new JobManager's recovered checkpoints are the job's to discard (Flink's claim mode; NO_CLAIM default)
-    claim_mode: RecoveryClaimMode = RecoveryClaimMode.NO_CLAIM
-    buffer_timeout_ms: int = 100
-    restart_delay_ms: int = 1000  # the fixed-delay strategy's delay, and a JobManager failover's
-    max_restarts: int = 20  # the fixed-delay strategy's attempts
-    # an exponential-delay restart strategy's settings; None: the fixed-delay strategy of the two above
-    restart: RestartStrategyConfig | None = None
-    source_rate_per_subtask: int = 0  # records/s; 0: limited by cost and backpressure only
-    source_emission: SourceEmission = SourceEmission.STEPS  # the simulator's model of a paced source
-    # a source that read its splits holds its end of input until it was notified of this many completed checkpoints
-    # (Flink's minCheckpoints of its UnalignedCheckpointTestBase.LongSource; StreamTask's source_min_checkpoints)
-    source_min_checkpoints: int = 0
+    workload: WorkloadConfig = WorkloadConfig()
+    cluster: ClusterConfig = ClusterConfig()
+    storage: CheckpointCostModel = CheckpointCostModel()  # what checkpoints cost (a scenario's [storage])
+    state: StateBackendConfig = StateBackendConfig()  # the keyed state backend
+    restart: RestartStrategyConfig = RestartStrategyConfig()
     faults: FaultSchedule = FaultSchedule()
     actions: ActionSchedule = ActionSchedule()
     restore: RestoreSettings | None = None  # the run starts from this savepoint or retained checkpoint
     base_graph: JobGraph | None = None  # the run's first graph, when ``graph`` is a restored job's
-    cluster: ClusterConfig = ClusterConfig()
-    # the CPU cores the subtasks of every TaskManager share (the simulator's; one machine, as a MiniCluster): their
-    # records' CPU work stretches when more run at once (runtime.sim.cpu_share); 0: each has a core of its own
-    cpu_cores: int = 0
-    # the simulated network and time limit (the simulator's; on Ray latency is real and the driver sets the limit)
-    latency_us_mean: float = 100.0
-    latency_us_jitter: float = 20.0
+    # records a source reads per step, at most (``source_batch_records``; None: no limit of its own), no scenario key
+    max_source_batch_records: int | None = None
+    # the simulator's RPC latency and time limit (on Ray latency is real and the driver sets the limit)
     rpc_latency_us: float = 500.0
     max_virtual_ms: int = 3_600_000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mode", CheckpointingMode.parse(self.mode, "checkpointing.mode"))
-        problem = checkpointing_problem(self.mode, self.max_concurrent, self.aligned_checkpoint_timeout_ms)
-        if problem is not None:
-            raise JobConfigError(*problem)
-        if self.restart is not None:
-            if self.restart.strategy is not RestartStrategyKind.EXPONENTIAL_DELAY:
-                raise JobConfigError("restart.strategy", "a fixed-delay strategy is set with max_restarts and "
-                                                         "restart_delay_ms, not restart")
-            problem = self.restart.problem()
+        for problem in (self.checkpointing.problem(), self.workload.problem()):
             if problem is not None:
-                raise JobConfigError("restart", problem)
-        if self.source_min_checkpoints < 0:
-            raise JobConfigError("workload.min_checkpoints", f"must be at least 0, not {self.source_min_checkpoints}")
-        if self.source_min_checkpoints and not self.periodic_checkpoints:
-            raise JobConfigError("workload.min_checkpoints", "needs periodic checkpoints (checkpointing.interval_ms): "
-                                                              "without them the sources would never end")
+                raise JobConfigError(*problem)
+        problem = self.restart.problem()
+        if problem is not None:
+            raise JobConfigError("restart", problem)
+        if self.workload.min_checkpoints < 0:
+            raise JobConfigError("workload.min_checkpoints", f"must be at least 0, not {self.workload.min_checkpoints}")
+        if self.workload.min_checkpoints and not self.periodic_checkpoints:
+            raise JobConfigError(
+                "workload.min_checkpoints",
+                "needs periodic checkpoints (checkpointing.interval_ms): without them the sources would never end",
+            )
         graphs = self.job_graphs
         # FaultScheduleError: a fault for a subtask no job of the run has
         self.faults.check_against(graphs[0] if len(graphs) == 1 else _union(graphs))
@@ -150,13 +154,16 @@ class JobConfig:
         try:
             first = rescaled(base, self.restore.parallelism, "restore.parallelism") if self.restore else base
             self.actions.check_against(
-                first, self.externalized_checkpoint_retention is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION)
+                first,
+                self.checkpointing.externalized_checkpoint_retention
+                is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION,
+            )
             return self.actions.graphs(first)
         except ActionScheduleError as err:
             key, _, problem = str(err).partition(": ")
             raise JobConfigError(key, problem) from None
 
-    def for_job(self, graph: JobGraph) -> "JobConfig":
+    def for_job(self, graph: JobGraph) -> JobConfig:
         """The settings of one job of the run: its graph (the run's first graph stays ``base_graph``)."""
         return dataclasses.replace(self, graph=graph, base_graph=self.base_graph or self.graph)
 
@@ -172,14 +179,14 @@ class JobConfig:
     @property
     def periodic_checkpoints(self) -> bool:
         """Whether the coordinator triggers checkpoints periodically (an interval it schedules)."""
-        return MINIMAL_CHECKPOINT_TIME <= self.interval_ms < NO_PERIODIC_CHECKPOINTS
+        return MINIMAL_CHECKPOINT_TIME <= self.checkpointing.interval_ms < NO_PERIODIC_CHECKPOINTS
 
     @property
     def tasks_wait_for_final_checkpoint(self) -> bool:
         """FLIP-147: tasks at end of input wait for a final checkpoint only if checkpoints after tasks finish are
         enabled and periodic checkpointing is on (Flink waits only when checkpointing is enabled); otherwise a
         job without checkpoints could never end."""
-        return self.checkpoints_after_tasks_finish and self.periodic_checkpoints
+        return self.checkpointing.checkpoints_after_tasks_finish and self.periodic_checkpoints
 
     @property
     def emits_watermarks(self) -> bool:
@@ -188,49 +195,24 @@ class JobConfig:
 
     @property
     def source_batch_records(self) -> int:
-        """Records a source subtask reads per step, at most: a paced source (``source_rate_per_subtask``) what its
+        """Records a source subtask reads per step, at most: a paced source (``workload.rate_per_source``) what its
         rate allows in ``SOURCE_PACING_MS`` (at least one record), so that a barrier or a flush never waits behind
         more than that much of its output, at every rate; an unpaced one ``UNPACED_SOURCE_BATCH_RECORDS``; either
-        no more than ``network.source_batch_records`` when that is set. A step also ends at the record after which
+        no more than ``max_source_batch_records`` when that is set. A step also ends at the record after which
         an output is backpressured (``StreamTask``), as Flink's source checks its output before each record."""
-        limit = self.network.source_batch_records
-        if not self.source_rate_per_subtask:
+        limit = self.max_source_batch_records
+        rate = self.workload.rate_per_source
+        if not rate:
             return limit or UNPACED_SOURCE_BATCH_RECORDS
-        paced = max(1, round(self.source_rate_per_subtask * SOURCE_PACING_MS / 1000))
+        paced = max(1, round(rate * SOURCE_PACING_MS / 1000))
         return min(limit, paced) if limit else paced
-
-    def restart_settings(self) -> RestartStrategyConfig:
-        """The restart strategy a new JobMaster creates (``RestartStrategyConfig.create``)."""
-        if self.restart is not None:
-            return self.restart
-        return RestartStrategyConfig(RestartStrategyKind.FIXED_DELAY, self.max_restarts, self.restart_delay_ms)
-
-    def coordinator_configuration(self) -> CheckpointCoordinatorConfiguration:
-        """The coordinator's configuration for these settings."""
-        return CheckpointCoordinatorConfiguration(
-            checkpoint_interval=self.interval_ms,
-            checkpoint_timeout=self.timeout_ms,
-            min_pause_between_checkpoints=self.min_pause_ms,
-            max_concurrent_checkpoints=self.max_concurrent,
-            tolerable_checkpoint_failure_number=self.tolerable_failures,
-            max_retained_checkpoints=self.max_retained,
-            retention_policy=self.externalized_checkpoint_retention.retention_policy,
-            checkpoint_options=self.checkpoint_options(),
-            allow_checkpoints_after_tasks_finished=self.checkpoints_after_tasks_finish,
-        )
-
-    def checkpoint_options(self) -> CheckpointOptions:
-        return CheckpointOptions.for_config(
-            CheckpointType.CHECKPOINT,
-            exactly_once=self.mode.exactly_once,
-            unaligned_enabled=self.mode.unaligned_enabled,
-            aligned_checkpoint_timeout=self.mode.alignment_timeout_ms(self.aligned_checkpoint_timeout_ms),
-        )
 
 
 def _union(graphs: list[JobGraph]) -> JobGraph:
     """A graph holding every subtask of ``graphs`` (the vertices at their highest parallelism), for checking a
     fault schedule against every job of a run."""
-    vertices = [dataclasses.replace(v, parallelism=max(g.vertex(v.name).parallelism for g in graphs))
-                for v in graphs[0].vertices]
+    vertices = [
+        dataclasses.replace(v, parallelism=max(g.vertex(v.name).parallelism for g in graphs))
+        for v in graphs[0].vertices
+    ]
     return JobGraph(tuple(vertices), graphs[0].edges)

@@ -9,9 +9,8 @@ follow ``runtime.job.slowdowns``. Mirrors what Flink's ``TaskExecutor.submitTask
 
 from __future__ import annotations
 
-import dataclasses
 import random
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.job.actions import (
@@ -31,34 +30,53 @@ class TaskRestoreError(Exception):
     message names the task. Flink: the task fails while restoring, and the job fails over."""
 
 
-def deploy_task(config: JobConfig, descriptor: TaskDeploymentDescriptor, *, clock: Callable[[], int], timer_service,
-                rng: random.Random, charging: Charging, cost_rng: random.Random,
-                wakeup: Callable[[], None] = lambda: None, split: Sequence[tuple] = (),
-                splits: Mapping[int, Sequence[tuple]] | None = None, store: ExternalStore | None = None,
-                on_built: Callable[[StreamTask], None] | None = None) -> tuple[StreamTask, dict]:
+def deploy_task(
+    config: JobConfig,
+    descriptor: TaskDeploymentDescriptor,
+    *,
+    clock: Callable[[], int],
+    timer_service,
+    rng: random.Random,
+    charging: Charging,
+    cost_rng: random.Random,
+    wakeup: Callable[[], None] = lambda: None,
+    split: Sequence[tuple] = (),
+    splits: Mapping[int, Sequence[tuple]] | None = None,
+    store: ExternalStore | None = None,
+    on_built: Callable[[StreamTask], None] | None = None,
+) -> tuple[StreamTask, dict]:
     """The task of ``descriptor``, restored; and what it restored (``StreamTask.restore``'s account). A source
     reads ``splits`` (split id -> records: the splits of ``descriptor.source_splits``), or ``split`` as the split of
     its own index. ``charging`` and ``cost_rng``: how the driver charges the job's checkpoint cost model
     (``config.storage``) and the random stream of its spread. ``on_built`` sees the task before it restores (e.g. to
     log what its operator does from the start)."""
     attempt = descriptor.attempt
-    network = config.network
-    if config.graph.vertex(attempt.vertex_id).operator.is_source:
-        network = dataclasses.replace(network, source_batch_records=config.source_batch_records)
     task = StreamTask(
-        config.graph, attempt.vertex_id, attempt.subtask_index, attempt, mode=config.mode, clock=clock,
-        timer_service=timer_service, rng=rng, wakeup=wakeup, network=network, split=split, splits=splits,
+        config.graph,
+        attempt.vertex_id,
+        attempt.subtask_index,
+        attempt,
+        mode=config.checkpointing.mode,
+        clock=clock,
+        timer_service=timer_service,
+        rng=rng,
+        wakeup=wakeup,
+        network=config.network,
+        split=split,
+        splits=splits,
         store=store,
         emit_watermarks=config.emits_watermarks,
         checkpoints_after_tasks_finish=config.tasks_wait_for_final_checkpoint,
         crash_points=descriptor.crash_points,
         input_channel_kinds=config.placement.gate_specs(config.graph, attempt.vertex_id, attempt.subtask_index),
-        local_subpartitions=config.placement.local_subpartitions(config.graph, attempt.vertex_id,
-                                                                 attempt.subtask_index),
+        local_subpartitions=config.placement.local_subpartitions(
+            config.graph, attempt.vertex_id, attempt.subtask_index
+        ),
         cost=CostCharger(config.storage, charging, cost_rng),
         state_backend=config.state,
-        memory_threshold=config.memory_threshold_bytes,
-        source_min_checkpoints=config.source_min_checkpoints,
+        memory_threshold=config.checkpointing.memory_threshold_bytes,
+        source_min_checkpoints=config.workload.min_checkpoints,
+        source_batch_records=config.source_batch_records,
     )
     if on_built is not None:
         on_built(task)
@@ -78,4 +96,3 @@ def deliver_task_message(task: StreamTask, message: TaskMessage) -> None:
         task.notify_checkpoint_aborted(message.checkpoint_id, message.latest_completed_checkpoint_id)
     else:
         raise TypeError(f"{task.name}: not a message for a task: {message!r}")
-

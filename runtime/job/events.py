@@ -6,8 +6,9 @@ value is frozen. Mirrors the RPCs of Flink's ``JobMasterGateway`` (``updateTaskE
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Union
+from typing import Any, TypeAlias
 
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
@@ -145,8 +146,25 @@ class CoordinatorTimerFired:
     event: Any
 
 
-JobEvent = Union[
-    Start, TasksRestored, TasksStarted, TasksRunning, DeployFailed, CheckpointAcknowledged, CheckpointDeclined,
-    IncompleteStatsReported, TaskFinished, TaskFailed, TaskCrashedAt, SlowdownMet, TriggerSavepoint, StopWithSavepoint,
-    CancelJob, CoordinatorTimerFired, CoordinatorMessage, FaultDue, RestartDue, CoordinatorRecoveryDue,
-]
+JobEvent: TypeAlias = (
+    Start
+    | TasksRestored
+    | TasksStarted
+    | TasksRunning
+    | DeployFailed
+    | CheckpointAcknowledged
+    | CheckpointDeclined
+    | IncompleteStatsReported
+    | TaskFinished
+    | TaskFailed
+    | TaskCrashedAt
+    | SlowdownMet
+    | TriggerSavepoint
+    | StopWithSavepoint
+    | CancelJob
+    | CoordinatorTimerFired
+    | CoordinatorMessage
+    | FaultDue
+    | RestartDue
+    | CoordinatorRecoveryDue
+)

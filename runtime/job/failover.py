@@ -8,7 +8,8 @@ docs/job-failover.md has the narrative."""
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_recovery import (
@@ -34,11 +35,25 @@ from barriersim.runtime.job.restore_failure import RESTORE_ERRORS, RestorePhase,
 class JobFailover:
     """Failovers, restarts, a JobManager's crash and recovery, and how a job fails (see the module)."""
 
-    def __init__(self, config: JobConfig, job_id: str, *, storage, clock: Callable[[], int],
-                 coordinator_rng: Callable[[], random.Random], checkpointing: JobCheckpointing,
-                 deployer: ExecutionDeployer, injector: FaultInjector, operations: JobOperations, fault_log: FaultLog,
-                 job_ms: Callable[[], int], job_ended: Callable[[], bool], fail: Callable[[str], None],
-                 trace: Callable[[str, str], None], emit: Callable[[Any], None]):
+    def __init__(
+        self,
+        config: JobConfig,
+        job_id: str,
+        *,
+        storage,
+        clock: Callable[[], int],
+        coordinator_rng: Callable[[], random.Random],
+        checkpointing: JobCheckpointing,
+        deployer: ExecutionDeployer,
+        injector: FaultInjector,
+        operations: JobOperations,
+        fault_log: FaultLog,
+        job_ms: Callable[[], int],
+        job_ended: Callable[[], bool],
+        fail: Callable[[str], None],
+        trace: Callable[[str, str], None],
+        emit: Callable[[Any], None],
+    ):
         """``fail(reason)``: the job's outcome becomes ``FAILED`` for ``reason`` (one line)."""
         self._config = config
         self.job_id = job_id
@@ -67,7 +82,7 @@ class JobFailover:
 
     def _new_restart_strategy(self):
         """A new JobMaster's restart strategy; exponential-delay draws its jitter from the coordinator's stream."""
-        settings = self._config.restart_settings()
+        settings = self._config.restart
         exponential = settings.strategy is RestartStrategyKind.EXPONENTIAL_DELAY
         return settings.create(random.Random(self._coordinator_rng().getrandbits(64)) if exponential else None)
 
@@ -91,8 +106,10 @@ class JobFailover:
             # as on FINISHED: the terminal status stops and shuts down the coordinator, whose periodic trigger would
             # otherwise go on triggering checkpoints on the dead attempts (and their expiry fail the job again)
             checkpointing.send(m.JobStatusChanged(JobStatus.FAILED))
-            self.fail_job(f"the restart strategy gave up after {self.restart_strategy.failures} failures "
-                          f"(at most {self.restart_strategy.max_attempts} restarts); the last: {task}: {one_line(why)}")
+            self.fail_job(
+                f"the restart strategy gave up after {self.restart_strategy.failures} failures "
+                f"(at most {self.restart_strategy.max_attempts} restarts); the last: {task}: {one_line(why)}"
+            )
             return
         # a restart the strategy allowed (Flink's ExecutionFailureHandler counts numberOfRestarts, the numRestarts
         # metric, only then: a failure that fails the job is no restart)
@@ -138,9 +155,11 @@ class JobFailover:
         counts as a restart, as Flink's ``numberOfRestarts`` does."""
         self._deployer.cancel()
         self._checkpointing.send(m.JobStatusChanged(JobStatus.FAILED))
-        message = (f"A savepoint has been created at: {stop.path}, but the corresponding job {self.job_id} failed "
-                   "during stopping. The savepoint is consistent, but might have uncommitted transactions. If you "
-                   "want to commit the transaction please restart a job from this savepoint.")
+        message = (
+            f"A savepoint has been created at: {stop.path}, but the corresponding job {self.job_id} failed "
+            "during stopping. The savepoint is consistent, but might have uncommitted transactions. If you "
+            "want to commit the transaction please restart a job from this savepoint."
+        )
         self._operations.stop_failed(stop, message)
         self.fail_job(f"{task}: {one_line(why)}; {message}")
 
@@ -157,7 +176,7 @@ class JobFailover:
         self._injector.record_death("coordinator")
         self._deployer.cancel()
         self._checkpointing.crash()
-        self._emit(StartTimer(self._config.restart_delay_ms, CoordinatorRecoveryDue(self._deployer.epoch)))
+        self._emit(StartTimer(self._config.restart.delay_ms, CoordinatorRecoveryDue(self._deployer.epoch)))
 
     def recover_coordinator(self, due: CoordinatorRecoveryDue) -> None:
         """The new JobManager: a coordinator whose completed checkpoint store is recovered from the checkpoint
@@ -167,19 +186,27 @@ class JobFailover:
             return
         checkpointing = self._checkpointing
         try:
-            recovered = recover_completed_checkpoint_store(self.job_id, self._storage,
-                                                           self._config.coordinator_configuration(),
-                                                           checkpointing.storage_error)
+            recovered = recover_completed_checkpoint_store(
+                self.job_id,
+                self._storage,
+                self._config.checkpointing.coordinator_configuration(),
+                checkpointing.storage_error,
+            )
             checkpointing.recover(recovered.store, next_attempt_number(checkpointing.coordinator))
             self.restart_strategy = self._new_restart_strategy()
-            self._trace("coordinator-recovered",
-                        f"checkpoints={list(recovered.recovered_ids)} next_id={checkpointing.id_counter.get()}")
+            self._trace(
+                "coordinator-recovered",
+                f"checkpoints={list(recovered.recovered_ids)} next_id={checkpointing.id_counter.get()}",
+            )
             restore = checkpointing.restore(m.RestoreLatestCheckpoint())
             checkpointing.send(m.JobStatusChanged(JobStatus.RUNNING))
             self._deployer.deploy(restore)
         except RESTORE_ERRORS as err:  # a recovery error's message names the job, the checkpoint and the file
-            self.restore_failed(RestorePhase.JOBMANAGER_RECOVERY, "JobManager failover",
-                                " ".join(str(err).split()) if isinstance(err, CheckpointRecoveryError) else describe(err))
+            self.restore_failed(
+                RestorePhase.JOBMANAGER_RECOVERY,
+                "JobManager failover",
+                " ".join(str(err).split()) if isinstance(err, CheckpointRecoveryError) else describe(err),
+            )
 
     # -- how a job fails ------------------------------------------------------------------------------------------
 

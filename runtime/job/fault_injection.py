@@ -5,7 +5,8 @@ the timed faults, decides the fate of each message (dropped, delayed) and keeps 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from barriersim.runtime.faults.fault_log import FaultLog
 from barriersim.runtime.faults.fault_schedule import (
@@ -14,6 +15,9 @@ from barriersim.runtime.faults.fault_schedule import (
     CrashTask,
     CrashTaskManager,
     DamageCheckpoint,
+    Fault,
+    FaultSchedule,
+    GroupCrash,
     KillNode,
     MessageKind,
     ProtocolPoint,
@@ -32,6 +36,8 @@ from barriersim.runtime.job.actions import (
     subtask_name,
 )
 from barriersim.runtime.job.execution_deployer import ExecutionDeployer
+from barriersim.runtime.job.placement import Placement
+from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
 from barriersim.runtime.storage.damage import damage_checkpoint
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
@@ -42,10 +48,20 @@ FAULT_NAMES = {CrashTask: "crash_task", CrashTaskManager: "crash_taskmanager", K
 class FaultInjector:
     """The fault schedule's crashes, damage and message fates (see the module)."""
 
-    def __init__(self, faults, placement, *, fault_log: FaultLog, fired_points: set, deployer: ExecutionDeployer,
-                 storage,
-                 job_ms: Callable[[], int], job_ended: Callable[[], bool], trace: Callable[[str, str], None],
-                 emit: Callable[[Any], None]):
+    def __init__(
+        self,
+        faults: FaultSchedule,
+        placement: Placement,
+        *,
+        fault_log: FaultLog,
+        fired_points: set[Fault],
+        deployer: ExecutionDeployer,
+        storage: CheckpointStorage,
+        job_ms: Callable[[], int],
+        job_ended: Callable[[], bool],
+        trace: Callable[[str, str], None],
+        emit: Callable[[Any], None],
+    ):
         """``faults``: the job's ``FaultSchedule``; ``placement``: its TaskManagers' subtasks; ``fault_log`` and
         ``fired_points``: the run's (shared by its jobs); ``deployer``: which tasks run (and die); ``storage``: the
         checkpoint storage a damage strikes."""
@@ -73,27 +89,33 @@ class FaultInjector:
     def arm_timed_faults(self) -> None:
         """The timers of the schedule's faults that have a time, on the run's clock (the first deployment)."""
         faults, now = self._faults, self._job_ms()
-        for fault in faults.of_type(CrashTask):
-            if fault.at_ms is not None:
-                self._emit(StartTimer(max(0, fault.at_ms - now), FaultDue(fault)))
+        for crash in faults.of_type(CrashTask):
+            if crash.at_ms is not None:
+                self._emit(StartTimer(max(0, crash.at_ms - now), FaultDue(crash)))
         for fault in faults.faults:
             if isinstance(fault, (CrashTaskManager, KillNode)) and fault.at_ms is not None:
                 self._emit(StartTimer(max(0, fault.at_ms - now), FaultDue(fault)))
-        for fault in sorted(faults.of_type(DamageCheckpoint) + faults.of_type(CrashCoordinator),
-                            key=lambda f: f.at_ms):  # a damage before a coordinator crash at the same ms
-            self._emit(StartTimer(max(0, fault.at_ms - now), FaultDue(fault)))
+        timed: list[DamageCheckpoint | CrashCoordinator] = [
+            *faults.of_type(DamageCheckpoint),
+            *faults.of_type(CrashCoordinator),
+        ]
+        for timed_fault in sorted(timed, key=lambda f: f.at_ms):  # a damage before a coordinator crash at the same ms
+            self._emit(StartTimer(max(0, timed_fault.at_ms - now), FaultDue(timed_fault)))
 
     def crash_during_restore(self) -> None:
         """A ``during_restore`` crash of the schedule, once per run: at a deployment that restores."""
         for fault in self._faults.faults:
-            if (isinstance(fault, CRASHES) and fault.point is ProtocolPoint.DURING_RESTORE
-                    and fault not in self._fired_points):
+            if (
+                isinstance(fault, CRASHES)
+                and fault.point is ProtocolPoint.DURING_RESTORE
+                and fault not in self._fired_points
+            ):
                 self._fired_points.add(fault)
                 if self.crash_fault(fault, "during_restore"):
                     self.fault_log.fired(fault, self._job_ms())
                 break
 
-    def crash_due(self, fault) -> None:
+    def crash_due(self, fault: CrashTask | GroupCrash) -> None:
         """A crash fault with a time is due (``FaultDue``)."""
         if self.crash_fault(fault, FAULT_NAMES[type(fault)]):
             self.fault_log.fired(fault, self._job_ms())
@@ -103,7 +125,7 @@ class FaultInjector:
     def crash_point(self, task: str, point: ProtocolPoint, checkpoint_id: int) -> bool:
         """Crash ``task`` if the fault schedule kills it, its TaskManager or its node at the JobMaster-side
         ``point`` of ``checkpoint_id``."""
-        fault = self._faults.crash_at(task, point, checkpoint_id, self._fired_points)
+        fault: CrashTask | GroupCrash | None = self._faults.crash_at(task, point, checkpoint_id, self._fired_points)
         if fault is None:
             vertex, _, index = task.partition("#")
             fault = self.group_crash_at((vertex, int(index or 0)), point, checkpoint_id)
@@ -114,36 +136,42 @@ class FaultInjector:
             self.fault_log.fired(fault, self._job_ms())
         return True
 
-    def task_crashed_at(self, key: SubtaskKey, point: ProtocolPoint, checkpoint_id: int):
+    def task_crashed_at(
+        self, key: SubtaskKey, point: ProtocolPoint, checkpoint_id: int
+    ) -> CrashTask | GroupCrash | None:
         """The fault of a task-side crash point a task reached (a crash of the task, or of its TaskManager or
         node), marked fired; None if none of the schedule's."""
-        fault = self._faults.crash_at(subtask_name(key), point, checkpoint_id, self._fired_points)
+        fault: CrashTask | GroupCrash | None = self._faults.crash_at(
+            subtask_name(key), point, checkpoint_id, self._fired_points
+        )
         if fault is None:  # armed by a crash of its TaskManager or node: the others of the group die with it
             fault = self.group_crash_at(key, point, checkpoint_id)
         if fault is not None:
             self._fired_points.add(fault)
         return fault
 
-    def group_crash_at(self, key: SubtaskKey, point: ProtocolPoint, checkpoint_id: int | None):
+    def group_crash_at(self, key: SubtaskKey, point: ProtocolPoint, checkpoint_id: int | None) -> GroupCrash | None:
         """The TaskManager or node crash of the subtask ``key``'s TaskManager that strikes at ``point``."""
         tm = self._placement.taskmanager_of.get(key)
         if tm is None:
             return None
-        return self._faults.group_crash_at(tm, self._deployer.taskmanager_nodes[tm], point, checkpoint_id,
-                                           self._fired_points)
+        return self._faults.group_crash_at(
+            tm, self._deployer.taskmanager_nodes[tm], point, checkpoint_id, self._fired_points
+        )
 
-    def crash_fault(self, fault, why: str) -> bool:
+    def crash_fault(self, fault: CrashTask | GroupCrash, why: str) -> bool:
         """Carry out a crash fault (of a task, a TaskManager or a node); False if it met no running task."""
         if isinstance(fault, CrashTask):
             return self._crash(fault.task, why)
         return self.crash_group(fault, why)
 
-    def crash_group(self, fault, why: str, already_dead: SubtaskKey | None = None) -> bool:
+    def crash_group(self, fault: GroupCrash, why: str, already_dead: SubtaskKey | None = None) -> bool:
         """Kill every running task of the TaskManagers a ``CrashTaskManager`` or ``KillNode`` takes, at once; a
         node kill also loses the node for good. ``already_dead``: the task whose reaching a task-side crash point
         set the fault off (it stopped itself). False (nothing happens) if the job is not running or none of those
         TaskManagers runs a task."""
         deployer = self._deployer
+        taskmanagers: tuple[int, ...]
         if isinstance(fault, CrashTaskManager):
             taskmanagers, node = (fault.taskmanager,), None
         else:
@@ -151,8 +179,12 @@ class FaultInjector:
             taskmanagers = tuple(t for t, n in enumerate(deployer.taskmanager_nodes) if n == node)
         if not deployer.running or self._job_ended():
             return False
-        victims = [key for tm in taskmanagers for key in self._placement.subtasks_of(tm)
-                   if deployer.killable(key) and key != already_dead]
+        victims = [
+            key
+            for tm in taskmanagers
+            for key in self._placement.subtasks_of(tm)
+            if deployer.killable(key) and key != already_dead
+        ]
         if not victims and already_dead is None:
             return False
         attempts = tuple(deployer.kill(key) for key in victims)
@@ -196,7 +228,9 @@ class FaultInjector:
 
     # -- messages -------------------------------------------------------------------------------------------------
 
-    def to_coordinator(self, kind: MessageKind | None, task: str, checkpoint_id: int, message: CoordinatorMessage) -> None:
+    def to_coordinator(
+        self, kind: MessageKind | None, task: str, checkpoint_id: int, message: CoordinatorMessage
+    ) -> None:
         """A task's message for the coordinator, unless its fault drops it (``kind``: one the schedule can drop or
         delay)."""
         delay_ms = 0
@@ -207,8 +241,14 @@ class FaultInjector:
                 return
         self._emit(SendToCoordinator(message, delay_ms))
 
-    def to_task(self, kind: MessageKind | None, attempt: ExecutionAttemptID, checkpoint_id: int,
-                message: TaskMessage, delay_ms: int = 0) -> None:
+    def to_task(
+        self,
+        kind: MessageKind | None,
+        attempt: ExecutionAttemptID,
+        checkpoint_id: int,
+        message: TaskMessage,
+        delay_ms: int = 0,
+    ) -> None:
         """A message for a task, unless its fault drops it; its fault's delay adds to ``delay_ms``."""
         if kind is not None:
             name = subtask_name((attempt.vertex_id, attempt.subtask_index))

@@ -7,7 +7,8 @@ An operation on a job that has ended, or during a JobManager's recovery, fails a
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.properties import JobStatus
@@ -18,14 +19,24 @@ from barriersim.runtime.job.config import JobOutcome
 from barriersim.runtime.job.execution_deployer import ExecutionDeployer
 from barriersim.runtime.job.report import Operation
 from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
 
 
 class JobOperations:
     """Savepoints, stop-with-savepoint and cancel (see the module)."""
 
-    def __init__(self, *, storage, checkpointing: JobCheckpointing, deployer: ExecutionDeployer, job_ms: Callable[[], int],
-                 outcome: Callable[[], JobOutcome | None], cancelled: Callable[[], None],
-                 trace: Callable[[str, str], None], emit: Callable[[Any], None]):
+    def __init__(
+        self,
+        *,
+        storage: CheckpointStorage,
+        checkpointing: JobCheckpointing,
+        deployer: ExecutionDeployer,
+        job_ms: Callable[[], int],
+        outcome: Callable[[], JobOutcome | None],
+        cancelled: Callable[[], None],
+        trace: Callable[[str, str], None],
+        emit: Callable[[Any], None],
+    ):
         """``checkpointing``: the JobMaster's ``JobCheckpointing`` (its coordinator takes the requests);
         ``outcome()``: the job's; ``cancelled()``: the job's outcome becomes CANCELED."""
         self._storage = storage
@@ -63,12 +74,15 @@ class JobOperations:
         outcome = self._outcome()
         stop = self.stopped_with_savepoint()
         if outcome is JobOutcome.FINISHED and stop is not None:
-            return True, self._savepoint_metadata.get(stop.checkpoint_id)
+            return True, self._savepoint_of(stop)
         if outcome is JobOutcome.FAILED and self.failed_stop is not None:  # its savepoint is what to resume from
-            return True, self._savepoint_metadata.get(self.failed_stop.checkpoint_id)
+            return True, self._savepoint_of(self.failed_stop)
         if outcome is JobOutcome.CANCELED:
             return True, self._cancelled_at
         return False, None
+
+    def _savepoint_of(self, op: Operation) -> CheckpointMetadata | None:
+        return self._savepoint_metadata.get(op.checkpoint_id) if op.checkpoint_id is not None else None
 
     def savepoints(self) -> list[Operation]:
         """The savepoints of the job that completed (of savepoint and stop-with-savepoint operations)."""
@@ -101,15 +115,17 @@ class JobOperations:
 
     def trigger_savepoint(self) -> None:
         """Flink's ``triggerSavepoint`` (canonical format); the job goes on."""
-        self._request_savepoint(Operation("savepoint", self._job_ms(), savepoint_format="CANONICAL"),
-                                CheckpointType.SAVEPOINT)
+        self._request_savepoint(
+            Operation("savepoint", self._job_ms(), savepoint_format="CANONICAL"), CheckpointType.SAVEPOINT
+        )
 
     def stop_with_savepoint(self, drain: bool) -> None:
         """Flink's ``stopWithSavepoint``: a synchronous savepoint (``drain``: ``SAVEPOINT_TERMINATE``, else
         ``SAVEPOINT_SUSPEND``), after which the tasks finish and the job ends FINISHED."""
-        self._request_savepoint(Operation("stop_with_savepoint", self._job_ms(), drain=drain,
-                                          savepoint_format="CANONICAL"),
-                                CheckpointType.SAVEPOINT_TERMINATE if drain else CheckpointType.SAVEPOINT_SUSPEND)
+        self._request_savepoint(
+            Operation("stop_with_savepoint", self._job_ms(), drain=drain, savepoint_format="CANONICAL"),
+            CheckpointType.SAVEPOINT_TERMINATE if drain else CheckpointType.SAVEPOINT_SUSPEND,
+        )
 
     def _request_savepoint(self, op: Operation, checkpoint_type: CheckpointType) -> None:
         self.operations.append(op)

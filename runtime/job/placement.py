@@ -1,23 +1,12 @@
 """Where the subtasks of a job run: TaskManagers with slots, and which channels are therefore local.
 
-How this works: ``ClusterConfig`` says how many TaskManagers the job gets and how many slots each offers; by
-default one TaskManager (Flink's MiniCluster, as a local environment runs a job) with as many slots as the job
-needs. ``place`` assigns the subtasks as Flink's scheduling does with slot sharing: within a slot sharing group
-(a vertex's ``slot_sharing_group`` parameter, ``"default"`` unless set, as Flink's ``slotSharingGroup(name)``),
-subtask ``i`` of every vertex shares the group's slot ``i``, so a slot holds one parallel instance of each of the
-group's vertices; each group takes as many slots as its highest parallelism, the groups one after the other, and
-the slots fill the TaskManagers in order. A job that needs more slots than
-the cluster offers is refused (Flink's ``NoResourceAvailableException``). ``Placement.channel_kind`` says whether
-the channel between two subtasks is local (both in one TaskManager: Flink's ``LocalInputChannel``) or remote
-(``RemoteInputChannel``, over the network); ``gate_specs`` gives a consumer subtask's input gates with the kind
-of each channel. The TaskManagers are spread over ``nodes`` hosts (``ClusterConfig.nodes``; the Ray backend
-resolves 0, "every node of the Ray cluster", to the cluster's size before the job is placed, the simulator to 1):
-TaskManager ``t`` runs on node ``t % nodes``, node 0 being the JobManager's host. A node that is lost
-(``node_of_taskmanager(t, lost)``) does not come back: its TaskManagers are replaced on the surviving nodes in
-turn, as an active resource manager (Kubernetes, YARN) starts new TaskManagers wherever it can. Mirrors Flink's
-``SlotSharingGroup`` default placement (``LocalInputPreferredSlotSharingStrategy`` puts producer and consumer
-subtask ``i`` together) and the choice of channel in ``SingleInputGateFactory`` (``createInputChannel``: local if
-the producer's partition is on this TaskManager).
+How this works: ``ClusterConfig`` (a scenario's ``[cluster]``) says how many TaskManagers the job gets, the slots
+each offers and the hosts they are spread over (TaskManager ``t`` on node ``t % nodes``); ``place`` assigns the
+subtasks as Flink's scheduling does with slot sharing (subtask ``i`` of every vertex of a slot sharing group in the
+group's slot ``i``), refusing a job that needs more slots than the cluster offers (``PlacementError``);
+``Placement.channel_kind`` and ``gate_specs`` say which channels are local (one TaskManager) or remote. Lost nodes
+stay lost: their TaskManagers are replaced on the survivors. Mirrors Flink's ``SlotSharingGroup`` placement and
+``SingleInputGateFactory.createInputChannel``; ``docs/architecture.md`` ("Settings: scenario to runtime") has more.
 """
 
 from __future__ import annotations
@@ -26,6 +15,7 @@ import enum
 from dataclasses import dataclass
 
 from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.settings import Between, setting
 
 SubtaskKey = tuple[str, int]
 
@@ -47,11 +37,27 @@ class PlacementError(ValueError):
 class ClusterConfig:
     """``taskmanagers`` TaskManagers with ``slots_per_taskmanager`` slots each (0: as many as the job needs, one
     TaskManager holding the whole job), spread over ``nodes`` hosts (0: every node of the Ray cluster; one on the
-    simulator)."""
+    simulator); on the simulator their subtasks share ``cpu_cores`` cores (0: a core each)."""
 
-    taskmanagers: int = 1
-    slots_per_taskmanager: int = 0
-    nodes: int = 0
+    taskmanagers: int = setting(
+        1, "TaskManagers the job is placed in (one: Flink's MiniCluster, every channel local)", Between(1, 1024)
+    )
+    slots_per_taskmanager: int = setting(
+        0, "slots each TaskManager offers; 0: the job's highest parallelism", Between(0, 1024)
+    )
+    nodes: int = setting(
+        0,
+        "hosts the TaskManagers are spread over (TaskManager t on node t % nodes, node 0 also "
+        "hosts the JobManager); 0: every node of the Ray cluster (one on the simulator)",
+        Between(0, 1024),
+    )
+    cpu_cores: int = setting(
+        0,
+        "the simulator's CPU cores the subtasks of all TaskManagers share (one machine, as Flink's MiniCluster): "
+        "while more do CPU work than there are cores, each progresses at cores / running (runtime.sim.cpu_share); "
+        "0: a core per subtask. On Ray the machine's cores are real",
+        Between(0, 1024),
+    )
 
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
@@ -104,17 +110,25 @@ class Placement:
     def gate_specs(self, graph: JobGraph, vertex: str, subtask_index: int) -> list[list[str]]:
         """Per input gate of ``vertex#subtask_index``, the kind of each channel (``"local"`` or ``"remote"``)."""
         consumer = (vertex, subtask_index)
-        return [[self.channel_kind((edge.source, producer), consumer).value
-                 for producer in graph.channels_in_gate(vertex, gate_idx, subtask_index)]
-                for gate_idx, edge in enumerate(graph.gates_of(vertex))]
+        return [
+            [
+                self.channel_kind((edge.source, producer), consumer).value
+                for producer in graph.channels_in_gate(vertex, gate_idx, subtask_index)
+            ]
+            for gate_idx, edge in enumerate(graph.gates_of(vertex))
+        ]
 
     def local_subpartitions(self, graph: JobGraph, vertex: str, subtask_index: int) -> list[list[bool]]:
         """Per output edge of ``vertex#subtask_index``, whether each subpartition's consumer runs in the same
         TaskManager (a local channel reads it)."""
         producer = (vertex, subtask_index)
-        return [[self.channel_kind(producer, (edge.target, consumer)) is ChannelKind.LOCAL
-                 for consumer in graph.subpartitions_of(edge, subtask_index)]
-                for edge in graph.outputs_of(vertex)]
+        return [
+            [
+                self.channel_kind(producer, (edge.target, consumer)) is ChannelKind.LOCAL
+                for consumer in graph.subpartitions_of(edge, subtask_index)
+            ]
+            for edge in graph.outputs_of(vertex)
+        ]
 
     def input_channel_counts(self, graph: JobGraph, vertex: str, subtask_index: int) -> tuple[int, int]:
         """``(local, remote)``: how many of the subtask's input channels are local and how many remote."""
@@ -139,14 +153,17 @@ class Placement:
 
 def place(graph: JobGraph, cluster: ClusterConfig = ClusterConfig()) -> Placement:
     if cluster.taskmanagers < 1 or cluster.slots_per_taskmanager < 0 or cluster.nodes < 0:
-        raise PlacementError("cluster", f"needs at least one TaskManager and non-negative slot and node counts, "
-                                        f"got {cluster}")
+        raise PlacementError(
+            "cluster", f"needs at least one TaskManager and non-negative slot and node counts, got {cluster}"
+        )
     needed = slots_needed(graph)
     slots = cluster.slots_per_taskmanager or needed
     if needed > cluster.taskmanagers * slots:
-        raise PlacementError("cluster.slots_per_taskmanager",
-                             f"the job needs {needed} slots (with slot sharing) but {cluster.taskmanagers} "
-                             f"TaskManager(s) x {slots} slot(s) offer {cluster.taskmanagers * slots}")
+        raise PlacementError(
+            "cluster.slots_per_taskmanager",
+            f"the job needs {needed} slots (with slot sharing) but {cluster.taskmanagers} "
+            f"TaskManager(s) x {slots} slot(s) offer {cluster.taskmanagers * slots}",
+        )
     offsets: dict[str, int] = {}
     widths: dict[str, int] = {}
     for v in graph.vertices:

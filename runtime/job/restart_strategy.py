@@ -1,20 +1,11 @@
 """The restart strategy of a job: whether a failed job restarts, and after how long.
 
-How this works: every task failure that fails the job over is reported with ``on_failure(now_ms)``, which counts it
-and returns ``RestartDecision.RESTART`` or ``RestartDecision.FAIL_JOB``; the restart happens ``backoff_ms(now_ms)``
-after the failure. Two of Flink's strategies, chosen by ``RestartStrategyConfig`` (a scenario's ``[restart]``):
-- fixed-delay (``FixedDelayRestartStrategy``, Flink's ``FixedDelayRestartBackoffTimeStrategy``): up to
-  ``max_attempts`` restarts, each ``delay_ms`` after its failure;
-- exponential-delay (``ExponentialDelayRestartStrategy``, Flink's ``ExponentialDelayRestartBackoffTimeStrategy``, the
-  default Flink picks for a job with checkpointing): the n-th restart in a row waits ``initial_backoff_ms *
-  backoff_multiplier ** (n - 1)`` with a random jitter of up to ``jitter_factor`` of it either way, never less than
-  the initial backoff nor more than ``max_backoff_ms``; a failure ``reset_backoff_threshold_ms`` or more after the
-  last planned restart starts again from the initial backoff; a failure while a restart is still planned is merged
-  into it (it restarts then, and is no new attempt); more than ``attempts_before_reset_backoff`` attempts in a row
-  fail the job. The jitter comes from the injected ``rng``.
-The strategy belongs to the JobMaster's scheduler, so a JobManager failover (the coordinator crashed and a new one
-recovered) is no failure it counts, and the new JobMaster starts a new strategy. The JobMaster
-(``runtime.job``) decides through it on both drivers.
+How this works: every failure that fails the job over is reported with ``on_failure(now_ms)``, which returns
+``RestartDecision.RESTART`` or ``FAIL_JOB``; the restart happens ``backoff_ms(now_ms)`` later. Two of Flink's
+strategies, chosen by ``RestartStrategyConfig`` (a scenario's ``[restart]``): fixed-delay
+(``FixedDelayRestartBackoffTimeStrategy``) and exponential-delay (``ExponentialDelayRestartBackoffTimeStrategy``,
+with its jitter from the injected ``rng``). The strategy belongs to the JobMaster, so a JobManager failover is no
+failure it counts. ``docs/architecture.md`` ("Settings: scenario to runtime") says how exponential-delay counts.
 """
 
 from __future__ import annotations
@@ -22,6 +13,8 @@ from __future__ import annotations
 import enum
 import random
 from dataclasses import dataclass
+
+from barriersim.runtime.settings import AboveAtMost, Between, setting
 
 
 class RestartDecision(enum.Enum):
@@ -63,15 +56,35 @@ class RestartStrategyConfig:
     """A job's restart strategy and its settings, as a scenario's ``[restart]`` names them (Flink's
     ``restart-strategy.*`` options); the exponential-delay defaults are Flink's (``RestartStrategyOptions``)."""
 
-    strategy: RestartStrategyKind = RestartStrategyKind.FIXED_DELAY
-    attempts: int = 20  # fixed-delay
-    delay_ms: int = 1000  # fixed-delay
-    initial_backoff_ms: int = 1000
-    max_backoff_ms: int = 60_000
-    backoff_multiplier: float = 1.5
-    reset_backoff_threshold_ms: int = 3_600_000
-    jitter_factor: float = 0.1
-    attempts_before_reset_backoff: int = MAX_INT
+    strategy: RestartStrategyKind = setting(
+        RestartStrategyKind.FIXED_DELAY,
+        "fixed-delay or exponential-delay (restart-strategy.type); barriersim's "
+        "default stays fixed-delay, on which the library's fault scenarios are timed",
+    )
+    attempts: int = setting(
+        20, "fixed-delay: restarts before the job fails (restart-strategy.fixed-delay.attempts)", Between(0, 1_000_000)
+    )
+    delay_ms: int = setting(
+        1000,
+        "fixed-delay: the wait before each restart, and a JobManager failover's (restart-strategy.fixed-delay.delay)",
+        Between(0, 86_400_000),
+    )
+    initial_backoff_ms: int = setting(1000, "exponential-delay: the first restart's wait", Between(1, 86_400_000))
+    max_backoff_ms: int = setting(60_000, "exponential-delay: the longest wait", Between(1, 86_400_000))
+    backoff_multiplier: float = setting(
+        1.5, "exponential-delay: each restart in a row waits this much longer", AboveAtMost(1, 1000)
+    )
+    reset_backoff_threshold_ms: int = setting(
+        3_600_000,
+        "exponential-delay: a failure this long after the last planned restart starts again from the initial backoff",
+        Between(1, 10**12),
+    )
+    jitter_factor: float = setting(
+        0.1, "exponential-delay: each wait varies randomly by up to this share either way", Between(0.0, 1.0)
+    )
+    attempts_before_reset_backoff: int = setting(
+        MAX_INT, "exponential-delay: more attempts in a row than this fail the job", Between(1, MAX_INT)
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", RestartStrategyKind(self.strategy))  # a scenario file's string too
@@ -132,7 +145,7 @@ class ExponentialDelayRestartStrategy:
     def _backoff(self) -> int:
         c = self.config
         try:
-            exact = c.initial_backoff_ms * c.backoff_multiplier ** self.failures
+            exact = c.initial_backoff_ms * c.backoff_multiplier**self.failures
         except OverflowError:  # many failures in a row: Java's Math.pow gives infinity
             exact = float("inf")
         current = int(min(exact, JAVA_LONG_MAX))  # Java's (long) cast, which saturates
@@ -143,8 +156,10 @@ class ExponentialDelayRestartStrategy:
         return max(c.initial_backoff_ms, min(current + jitter, c.max_backoff_ms))
 
     def __repr__(self) -> str:
-        return (f"ExponentialDelayRestartStrategy({self.failures} attempts, next restart at {self._next_restart_ms} ms, "
-                f"{self.config})")
+        return (
+            f"ExponentialDelayRestartStrategy({self.failures} attempts, next restart at {self._next_restart_ms} ms, "
+            f"{self.config})"
+        )
 
 
 def _refuse_what_flink_refuses(config: RestartStrategyConfig) -> None:

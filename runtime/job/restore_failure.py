@@ -18,8 +18,13 @@ from barriersim.runtime.coordinator.restore import StateRestoreError
 from barriersim.runtime.recovery.errors import StateAssignmentError
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
-RESTORE_ERRORS = (CheckpointStorageError, CheckpointRecoveryError, StateRestoreError, MasterHookError,
-                  StateAssignmentError)
+RESTORE_ERRORS = (
+    CheckpointStorageError,
+    CheckpointRecoveryError,
+    StateRestoreError,
+    MasterHookError,
+    StateAssignmentError,
+)
 
 
 class RestorePhase(enum.Enum):

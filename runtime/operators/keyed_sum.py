@@ -181,6 +181,8 @@ class KeyedRunningSum:
         self._clear()
         entries: dict[int, int] = {}
         for handle in state.managed_keyed_state:
+            # a full snapshot: the state backend turns an incremental one into key groups (state.backend)
+            assert isinstance(handle, KeyGroupsStateHandle), handle
             for kg, data in handle.key_groups.items():
                 if kg in self.key_group_range:
                     for key, total in unpack(data):

@@ -123,6 +123,8 @@ def restore_windows(
     if state is None:
         return windows
     for handle in state.managed_keyed_state:
+        # a full snapshot: the state backend turns an incremental one into key groups (state.backend)
+        assert isinstance(handle, KeyGroupsStateHandle), handle
         for kg, data in handle.key_groups.items():
             if kg in key_group_range:
                 for start, key, *acc in unpack(data):

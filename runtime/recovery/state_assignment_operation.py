@@ -27,6 +27,7 @@ from barriersim.runtime.state.key_groups import (
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
     IncrementalKeyedStateHandle,
+    KeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorState,
@@ -232,7 +233,7 @@ def key_groups_state_intersection(
 
 def reassign_keyed_state(
     old: list[OperatorSubtaskState], old_parallelism: int, new_parallelism: int, max_parallelism: int
-) -> list[tuple[KeyGroupsStateHandle, ...]]:
+) -> list[tuple[KeyedStateHandle, ...]]:
     """Keyed state of each new subtask: unchanged with the same parallelism, else the intersections of all
     old handles with the subtask's key-group range (Flink's ``reDistributeKeyedStates``). An incremental handle
     cannot be cut: each new subtask whose range overlaps it gets it whole, and its backend reads only its own key
@@ -242,7 +243,7 @@ def reassign_keyed_state(
     ranges = [
         compute_key_group_range_for_operator_index(max_parallelism, new_parallelism, i) for i in range(new_parallelism)
     ]
-    result: list[list[KeyGroupsStateHandle]] = [[] for _ in range(new_parallelism)]
+    result: list[list[KeyedStateHandle]] = [[] for _ in range(new_parallelism)]
     for s in old:
         for handle in s.managed_keyed_state:
             r = handle.key_group_range.intersection(KeyGroupRange(0, max_parallelism - 1))

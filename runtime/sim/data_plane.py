@@ -10,8 +10,9 @@ tells its JobMaster goes to ``to_job_master``. Every callback carries its epoch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, SourceEmission
@@ -27,7 +28,6 @@ from barriersim.runtime.network.input.input_channel import (
 from barriersim.runtime.sim.cpu_share import ProcessorSharing
 from barriersim.runtime.sim.kernel import Priority, ScheduledEvent, Simulation
 from barriersim.runtime.sim.source_emission import EmissionClock
-from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
@@ -38,6 +38,7 @@ from barriersim.runtime.task.actions import (
     TaskFinished,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 
 
 class _Route(NamedTuple):
@@ -64,8 +65,15 @@ class _UpstreamRoute(NamedTuple):
 class DataPlane:
     """The deployed tasks, their scheduling and the network (see the module)."""
 
-    def __init__(self, config: JobConfig, *, sim: Simulation, finished: set[SubtaskKey], record_cuts: bool,
-                 to_job_master: Callable[[Any], None]):
+    def __init__(
+        self,
+        config: JobConfig,
+        *,
+        sim: Simulation,
+        finished: set[SubtaskKey],
+        record_cuts: bool,
+        to_job_master: Callable[[Any], None],
+    ):
         """``finished``: the run's finished subtasks of the current deployment (the Dispatcher's, kept up to date by
         it); ``record_cuts``: check that every task finishes after the tasks it reads (``finish_order_violations``);
         ``to_job_master(event)``: a task's acknowledgement, decline, end or death (``runtime.job.events``)."""
@@ -97,7 +105,7 @@ class DataPlane:
         self._finish_order_violations: list[str] = []  # with record_cuts: tasks that finished before an upstream
         # with ``cpu_cores``: the machine's cores, the tasks whose step's CPU work runs on them (each with what holds
         # it after the work: the step's sleep and synchronous snapshots) and the event of the next work's end
-        self._cpu = ProcessorSharing(config.cpu_cores) if config.cpu_cores else None
+        self._cpu = ProcessorSharing(config.cluster.cpu_cores) if config.cluster.cpu_cores else None
         self._after_cpu: dict[SubtaskKey, int] = {}
         self._cpu_event: ScheduledEvent | None = None
 
@@ -126,9 +134,12 @@ class DataPlane:
         self._tasks[key] = task
         self._slowdowns[key] = slowdowns
         self._busy_until[key] = self.sim.now_us
-        if (task.is_source() and config.source_rate_per_subtask
-                and config.source_emission is SourceEmission.EXACT):
-            self._emission[key] = EmissionClock(config.source_rate_per_subtask, self.sim.now_us, slowdowns)
+        if (
+            task.is_source()
+            and config.workload.rate_per_source
+            and config.workload.source_emission is SourceEmission.EXACT
+        ):
+            self._emission[key] = EmissionClock(config.workload.rate_per_source, self.sim.now_us, slowdowns)
 
     def start_tasks(self) -> None:
         """Every task of the deployment sends its recovered output data and initial credit, and works."""
@@ -323,7 +334,7 @@ class DataPlane:
         """The step's CPU work (its records' cost; the hot key's sleep and a paced source's pacing are not CPU
         work) runs on the shared cores; what follows it (the sleep) is kept for its end. False: no CPU work.
         ``total``: the step's cost at full speed (``_cost_us``)."""
-        if task.is_source() and self.config.source_rate_per_subtask:
+        if task.is_source() and self.config.workload.rate_per_source:
             return False  # a paced source's step is its pacing
         per_record, hot_extra = self._cost_model[key]
         cpu = result.records * per_record
@@ -374,8 +385,8 @@ class DataPlane:
         model = self._cost_model.get(key)
         if model is None:
             vertex = self.graph.vertex(key[0])
-            if vertex.operator.is_source and self.config.source_rate_per_subtask:
-                per_record = 1e6 / self.config.source_rate_per_subtask
+            if vertex.operator.is_source and self.config.workload.rate_per_source:
+                per_record = 1e6 / self.config.workload.rate_per_source
             else:
                 per_record = vertex.params.get("cost_us_per_record", 1.0)
             model = self._cost_model[key] = (per_record, vertex.params.get("hot_key_extra_us", 0.0))
@@ -394,6 +405,7 @@ class DataPlane:
         ``OutputFlusher`` thread when the task builds its record writers, and the thread sleeps the timeout between
         flushes, so the tasks of a job flush at unrelated phases, not in step: the first flush comes after a delay
         drawn uniformly from ``(0, buffer_timeout_ms]`` (the ``output-flusher`` random stream)."""
+
         def flush() -> None:
             if not self._alive(key, epoch):
                 return
@@ -402,15 +414,17 @@ class DataPlane:
             self._pump(key)
             self._schedule_flush(key, epoch)
 
-        interval_us = self.config.buffer_timeout_ms * 1000
-        delay_us = self.sim.random("output-flusher").randint(1, interval_us) if first and interval_us > 1 else interval_us
+        interval_us = self.config.network.buffer_timeout_ms * 1000
+        delay_us = (
+            self.sim.random("output-flusher").randint(1, interval_us) if first and interval_us > 1 else interval_us
+        )
         self.sim.schedule_after(delay_us, flush, Priority.TIMER, "flush")
 
     # -- network -------------------------------------------------------------------------------------
 
     def _latency_us(self) -> int:
-        c = self.config
-        return max(1, int(self._net_rng.gauss(c.latency_us_mean, c.latency_us_jitter)))
+        network = self.config.network
+        return max(1, int(self._net_rng.gauss(network.latency_us_mean, network.latency_us_jitter)))
 
     def _deliver_in_order(self, channel_key: tuple, action, label: str, local: bool = False) -> None:
         """``action`` after the network latency (none for a local channel), never before the channel's previous
@@ -435,9 +449,12 @@ class DataPlane:
         if route is None:
             consumer, channel = self.wiring.channel_of(producer, info)
             route = self._routes[route_key] = _Route(
-                consumer, channel, self.wiring.is_local(producer, consumer),
+                consumer,
+                channel,
+                self.wiring.is_local(producer, consumer),
                 ("data", consumer, channel.gate_idx, channel.channel_idx),
-                f"{consumer} {channel.gate_idx}.{channel.channel_idx} ")
+                f"{consumer} {channel.gate_idx}.{channel.channel_idx} ",
+            )
         return route
 
     def _deliver(self, route: _Route, item, epoch: int) -> None:
@@ -454,13 +471,18 @@ class DataPlane:
         ``afterInvoke``), unless it was deployed as finished; kept with ``record_cuts`` as a property of the run."""
         if task.input_side is None or task.deployed_as_finished:
             return
-        running = sorted({self._tasks[producer].name for producer, _ in (
-            self.wiring.subpartition_of(key, info) for info in task.input_side.channel_infos())
-            if not self._tasks[producer].finished})
+        running = sorted(
+            {
+                self._tasks[producer].name
+                for producer, _ in (self.wiring.subpartition_of(key, info) for info in task.input_side.channel_infos())
+                if not self._tasks[producer].finished
+            }
+        )
         if running:
             self._finish_order_violations.append(
                 f"{task.name} finished at {self.sim.now_us} us (epoch {self._epoch}) while its upstream "
-                f"{', '.join(running)} still ran")
+                f"{', '.join(running)} still ran"
+            )
 
     def _upstream_route(self, consumer: SubtaskKey, channel) -> _UpstreamRoute:
         route_key = (consumer, channel.gate_idx, channel.channel_idx)
@@ -468,8 +490,11 @@ class DataPlane:
         if route is None:
             producer, info = self.wiring.subpartition_of(consumer, channel)
             route = self._upstream_routes[route_key] = _UpstreamRoute(
-                producer, info, self.wiring.is_local(producer, consumer),
-                ("credit", producer, info.partition_idx, info.subpartition_idx))
+                producer,
+                info,
+                self.wiring.is_local(producer, consumer),
+                ("credit", producer, info.partition_idx, info.subpartition_idx),
+            )
         return route
 
     def _upstream(self, route: _UpstreamRoute, action, epoch: int) -> None:
@@ -495,8 +520,9 @@ class DataPlane:
         epoch = self._epoch
         if isinstance(action, UPSTREAM_MESSAGES):
             route = self._upstream_route(key, action.channel_info)
-            self._deliver_in_order(route.clock_key, partial(self._upstream, route, action, epoch), "credit",
-                                   route.local)
+            self._deliver_in_order(
+                route.clock_key, partial(self._upstream, route, action, epoch), "credit", route.local
+            )
         elif isinstance(action, SyncSnapshotTaken):  # the synchronous part held the task thread
             if key in self._after_cpu:  # after the step's CPU work
                 self._after_cpu[key] += round(action.duration_ms * 1000)
@@ -515,11 +541,15 @@ class DataPlane:
 
             self.sim.schedule_after(round(action.delay_ms * 1000), complete, Priority.NORMAL, "async-part")
         elif isinstance(action, AcknowledgeCheckpoint):
-            self._to_job_master(je.CheckpointAcknowledged(
-                task.attempt_id, action.checkpoint_id, action.task_state_snapshot, action.metrics))
+            self._to_job_master(
+                je.CheckpointAcknowledged(
+                    task.attempt_id, action.checkpoint_id, action.task_state_snapshot, action.metrics
+                )
+            )
         elif isinstance(action, DeclineCheckpoint):
-            self._to_job_master(je.CheckpointDeclined(
-                task.attempt_id, action.checkpoint_id, action.reason, action.detail))
+            self._to_job_master(
+                je.CheckpointDeclined(task.attempt_id, action.checkpoint_id, action.reason, action.detail)
+            )
         elif isinstance(action, ReportIncompleteSnapshotStats):
             self._to_job_master(je.IncompleteStatsReported(task.attempt_id, action))
         elif isinstance(action, CrashedAtProtocolPoint):

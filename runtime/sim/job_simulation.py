@@ -9,10 +9,10 @@ docs/architecture.md ("The drivers") has the narrative."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Sequence
 
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
@@ -21,9 +21,9 @@ from barriersim.runtime.job import actions as a
 from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.deployment import TaskRestoreError, deploy_task
-from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.job.dispatcher import Dispatcher
 from barriersim.runtime.job.report import records_read_in_run
+from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.job.wiring import SubtaskKey
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.record_batch import RecordBatch
@@ -31,12 +31,12 @@ from barriersim.runtime.sim.alignment_liveness import AlignmentMonitor
 from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, DeploymentLog, check_consistent_cuts
 from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.kernel import Priority, RunOutcome, Simulation
-from barriersim.runtime.verification.snapshot import verify_run
 from barriersim.runtime.storage.fs_storage import FileSystemCheckpointStorage
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 from barriersim.runtime.storage.object_storage import checkpoint_storage_for, restore_storage_for
 from barriersim.runtime.task.stream_task import StreamTask
 from barriersim.runtime.verification.reference import Verification
+from barriersim.runtime.verification.snapshot import verify_run
 
 
 @dataclass
@@ -74,15 +74,25 @@ class SimulationResult:
 
 
 class JobSimulation:
-    def __init__(self, config: JobConfig, splits: dict[str, Sequence[Sequence[tuple]]], seed: int,
-                 record_cuts: bool = False, checkpoint_directory: str | Path | None = None, *,
-                 savepoint_directory=None, store: ExternalStore | None = None, first_attempt_number: int = 0):
+    def __init__(
+        self,
+        config: JobConfig,
+        splits: dict[str, Sequence[Sequence[tuple]]],
+        seed: int,
+        record_cuts: bool = False,
+        checkpoint_directory: str | Path | None = None,
+        *,
+        savepoint_directory=None,
+        store: ExternalStore | None = None,
+        first_attempt_number: int = 0,
+    ):
         """``record_cuts``: log every operator's records so that ``consistent_cut_violations()`` can check each
         completed checkpoint after the run, and list in ``finish_order_violations`` every task that finished while
         a task it reads still ran (costs memory and time; for tests and property checks);
         ``checkpoint_directory``: keep the checkpoints in the storage of this directory or storage URI
         (``checkpoint_storage_for``: a ``FileSystemCheckpointStorage``, or an ``ObjectStoreCheckpointStorage`` for
-        ``s3://``, as the Ray backend does) instead of in memory; ``savepoint_directory``: where savepoints are written as files (else
+        ``s3://``, as the Ray backend does) instead of in memory; ``savepoint_directory``: where savepoints are
+        written as files (else
         they stay with the checkpoints); ``store``: the external system, e.g. with what the run restored from
         wrote to it; ``first_attempt_number``: above the attempts of that run."""
         self.config = config
@@ -103,16 +113,26 @@ class JobSimulation:
         self._cost_rng = self.sim.random("checkpoint-cost")
         self.outcome: JobOutcome | None = None
         self.dispatcher = Dispatcher(
-            config, self.job_id, storage_for=self._storage_for, clock=self.sim.clock_ms,
+            config,
+            self.job_id,
+            storage_for=self._storage_for,
+            clock=self.sim.clock_ms,
             timers=DeliveringTimers(self.sim, self._to_job_master),
             coordinator_rng=lambda: self.sim.random("coordinator"),
             trace=lambda label, detail: self.trace.record(self.sim.now_us, label, detail),
-            keep_completed_metadata=record_cuts, restore_storage=restore_storage_for(config.restore.path if config.restore else None),
-            first_attempt_number=first_attempt_number, charging=Charging.VIRTUAL,
+            keep_completed_metadata=record_cuts,
+            restore_storage=restore_storage_for(config.restore.path if config.restore else None),
+            first_attempt_number=first_attempt_number,
+            charging=Charging.VIRTUAL,
             cost_rng=self.sim.random("metadata-cost"),
         )
-        self.data_plane = DataPlane(config, sim=self.sim, finished=self.dispatcher.finished_subtasks(),
-                                    record_cuts=record_cuts, to_job_master=self._to_job_master)
+        self.data_plane = DataPlane(
+            config,
+            sim=self.sim,
+            finished=self.dispatcher.finished_subtasks(),
+            record_cuts=record_cuts,
+            to_job_master=self._to_job_master,
+        )
 
     def _to_job_master(self, event) -> None:
         self._carry_out(self.dispatcher.handle(event))
@@ -123,16 +143,25 @@ class JobSimulation:
         if self._checkpoint_directory is None:
             storage = JobManagerCheckpointStorage(job_id, rng=self._storage_rng)
         else:
-            storage = checkpoint_storage_for(self._checkpoint_directory, job_id, rng=self._storage_rng,
-                                             memory_threshold=self.config.memory_threshold_bytes,
-                                             default_savepoint_directory=None if self._savepoint_directory is None
-                                             else str(self._savepoint_directory))
+            storage = checkpoint_storage_for(
+                self._checkpoint_directory,
+                job_id,
+                rng=self._storage_rng,
+                memory_threshold=self.config.checkpointing.memory_threshold_bytes,
+                default_savepoint_directory=None
+                if self._savepoint_directory is None
+                else str(self._savepoint_directory),
+            )
             storage.initialize_base_locations()
         self.storages[job_id] = storage
         if self._savepoint_directory is None or self._checkpoint_directory is not None:
             return storage, storage
-        return storage, FileSystemCheckpointStorage(self._savepoint_directory, job_id, rng=self._storage_rng,
-                                                    default_savepoint_directory=self._savepoint_directory)
+        return storage, FileSystemCheckpointStorage(
+            self._savepoint_directory,
+            job_id,
+            rng=self._storage_rng,
+            default_savepoint_directory=self._savepoint_directory,
+        )
 
     @property
     def storage(self):
@@ -182,9 +211,15 @@ class JobSimulation:
         (``runtime.verification.snapshot.verify_run``): its output against its splits, or against the snapshot its
         last job ended with (the store's pending transactions included), the run's operations telling of a failed
         drained stop."""
-        return verify_run(self.config.graph, self.splits, self.dispatcher.ending_snapshot(), result.committed_output,
-                          self.store.pending_records, at_least_once=not self.config.mode.exactly_once,
-                          operations=self.report.operations)
+        return verify_run(
+            self.config.graph,
+            self.splits,
+            self.dispatcher.ending_snapshot(),
+            result.committed_output,
+            self.store.pending_records,
+            at_least_once=not self.config.checkpointing.mode.exactly_once,
+            operations=self.report.operations,
+        )
 
     def source_progress(self) -> dict[SubtaskKey, tuple[int, int | None]]:
         """After ``run()``: per source subtask of the last deployment, the records it read (how far its reader got,
@@ -204,10 +239,17 @@ class JobSimulation:
         """After ``run()``: every completed checkpoint checked as a consistent cut (``runtime.sim.consistent_cut``)."""
         if not self.record_cuts:
             raise ValueError("consistent_cut_violations: the simulation was created without record_cuts=True")
-        return [v for graph, completed in self.dispatcher.completed_in_epoch_by_job()
-                for v in check_consistent_cuts(graph, completed, self.deployments,
-                                               exactly_once=self.config.mode.exactly_once,
-                                               aligned_only=self.config.mode is CheckpointingMode.ALIGNED)]
+        return [
+            v
+            for graph, completed in self.dispatcher.completed_in_epoch_by_job()
+            for v in check_consistent_cuts(
+                graph,
+                completed,
+                self.deployments,
+                exactly_once=self.config.checkpointing.mode.exactly_once,
+                aligned_only=self.config.checkpointing.mode is CheckpointingMode.ALIGNED,
+            )
+        ]
 
     # -- the JobMaster's actions -----------------------------------------------------------------------
 
@@ -219,14 +261,23 @@ class JobSimulation:
             elif kind is a.SendToCoordinator:
                 self._send_to_coordinator(action)
             elif kind is a.StartTimer:
-                self.sim.schedule_after(action.delay_ms * 1000,
-                                        lambda timer=action.timer: self._carry_out(self.dispatcher.handle(timer)),
-                                        Priority.URGENT, "timer")
+                self.sim.schedule_after(
+                    action.delay_ms * 1000,
+                    lambda timer=action.timer: self._carry_out(self.dispatcher.handle(timer)),
+                    Priority.URGENT,
+                    "timer",
+                )
             elif kind is a.DeployTasks:
                 self._deploy(action)
             elif kind is a.ReportRunning:  # at this instant, after the timers due now (the deployment takes no time)
-                self.sim.schedule_after(0, lambda act=action: self._carry_out(
-                    self.dispatcher.handle(je.TasksRunning(act.epoch, act.attempts))), Priority.LOW, "running")
+                self.sim.schedule_after(
+                    0,
+                    lambda act=action: self._carry_out(
+                        self.dispatcher.handle(je.TasksRunning(act.epoch, act.attempts))
+                    ),
+                    Priority.LOW,
+                    "running",
+                )
             elif kind is a.KillTask:  # the task dies, and its death is seen at once
                 self._carry_out(self.dispatcher.handle(je.TaskFailed(action.attempt, action.why)))
             elif kind is a.KillTaskManagers:  # every task of the TaskManagers dies at once
@@ -252,13 +303,18 @@ class JobSimulation:
                 return
             data_plane.deliver_message(key, action.message)
 
-        self.sim.schedule_after(int(self.config.rpc_latency_us) + action.delay_ms * 1000, deliver, Priority.CONTROL, "rpc")
+        self.sim.schedule_after(
+            int(self.config.rpc_latency_us) + action.delay_ms * 1000, deliver, Priority.CONTROL, "rpc"
+        )
 
     def _send_to_coordinator(self, action: a.SendToCoordinator) -> None:
         message = action.message
-        self.sim.schedule_after(int(self.config.rpc_latency_us) + action.delay_ms * 1000,
-                                lambda: self._carry_out(self.dispatcher.handle(message)),
-                                Priority.CONTROL, "rpc")
+        self.sim.schedule_after(
+            int(self.config.rpc_latency_us) + action.delay_ms * 1000,
+            lambda: self._carry_out(self.dispatcher.handle(message)),
+            Priority.CONTROL,
+            "rpc",
+        )
 
     def _deploy(self, action: a.DeployTasks) -> None:
         epoch = action.epoch
@@ -275,14 +331,30 @@ class JobSimulation:
             if vertex.operator.is_source:
                 available = self.splits.get(vertex.name, ())
                 splits = {sid: available[sid] if sid < len(available) else () for sid in descriptor.source_splits}
-            on_built = (lambda t, k=key: (log.recorders.__setitem__(k, CutRecorder.attach(t.operator)),
-                                          AlignmentMonitor.attach(t, self.alignment_violations))) if self.record_cuts else None
+            on_built = (
+                (
+                    lambda t, k=key: (
+                        log.recorders.__setitem__(k, CutRecorder.attach(t.operator)),
+                        AlignmentMonitor.attach(t, self.alignment_violations),
+                    )
+                )
+                if self.record_cuts
+                else None
+            )
             try:
                 task, restored = deploy_task(
-                    config, descriptor, clock=self.sim.clock_ms, timer_service=self.sim, rng=self._task_rng,
-                    charging=Charging.VIRTUAL, cost_rng=self._cost_rng,
-                    wakeup=lambda k=key, e=epoch: data_plane.wake(k, e), splits=splits, store=self.store,
-                    on_built=on_built)
+                    config,
+                    descriptor,
+                    clock=self.sim.clock_ms,
+                    timer_service=self.sim,
+                    rng=self._task_rng,
+                    charging=Charging.VIRTUAL,
+                    cost_rng=self._cost_rng,
+                    wakeup=lambda k=key, e=epoch: data_plane.wake(k, e),
+                    splits=splits,
+                    store=self.store,
+                    on_built=on_built,
+                )
             except TaskRestoreError as err:  # the deployment fails; the tasks built so far die with it
                 self._to_job_master(je.DeployFailed(epoch, str(err)))
                 return
@@ -293,4 +365,3 @@ class JobSimulation:
         data_plane.start_tasks()
         self.trace.record(self.sim.now_us, "deploy", f"epoch={epoch} restore={action.restored_checkpoint_id}")
         self._to_job_master(je.TasksStarted(epoch))
-

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import enum
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Protocol
 
 import msgpack
 
 from barriersim.runtime.checkpoint_cost import SnapshotWork
+from barriersim.runtime.settings import Between, setting
 from barriersim.runtime.state.snapshot import (
     KeyGroupRange,
     KeyGroupsStateHandle,
@@ -44,22 +46,50 @@ class StateBackendConfig:
     ``level0_file_num_compaction_trigger`` 4, ``max_bytes_for_level_base`` 256 MiB, level multiplier 10, 7
     levels)."""
 
-    backend: StateBackendKind = StateBackendKind.HEAP
-    entry_bytes: int = 0  # modelled bytes of one state entry; 0: its real encoded size
-    write_buffer_bytes: int = 64 * MIB  # a memtable is flushed to a sorted run when it holds this much
-    target_file_bytes: int = 64 * MIB  # compaction cuts its output into files of this size
-    level0_compaction_trigger: int = 4  # level-0 runs that start a compaction into level 1
-    max_bytes_for_level_base: int = 256 * MIB  # level 1's target size; level n's is this * multiplier^(n-1)
-    level_multiplier: int = 10
-    num_levels: int = 7
+    backend: StateBackendKind = setting(
+        StateBackendKind.HEAP,
+        "heap (full snapshots, Flink's "
+        "HashMapStateBackend) or incremental (RocksDB-like "
+        "sorted runs with incremental checkpoints)",
+    )
+    entry_bytes: int = setting(0, "modelled bytes of one state entry; 0: its real encoded size", Between(0, 1 << 30))
+    write_buffer_bytes: int = setting(
+        64 * MIB,
+        "incremental: a memtable is flushed to a sorted run when it holds this much (RocksDB's write_buffer_size)",
+        Between(1, 1 << 40),
+    )
+    target_file_bytes: int = setting(
+        64 * MIB,
+        "incremental: compaction cuts its output into files of this size (target_file_size_base)",
+        Between(1, 1 << 40),
+    )
+    level0_compaction_trigger: int = setting(
+        4,
+        "incremental: level-0 runs that start a compaction into level 1 (level0_file_num_compaction_trigger)",
+        Between(1, 1000),
+    )
+    max_bytes_for_level_base: int = setting(
+        256 * MIB, "incremental: level 1's target size; level n's is this * level_multiplier^(n-1)", Between(1, 1 << 50)
+    )
+    level_multiplier: int = setting(
+        10,
+        "incremental: each level's target size over the previous one's (max_bytes_for_level_multiplier)",
+        Between(1, 1000),
+    )
+    num_levels: int = setting(7, "incremental: the levels of the LSM tree", Between(2, 20))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", _backend_kind(self.backend))
         for name in ("entry_bytes",):
             if getattr(self, name) < 0:
                 raise StateBackendError(f"state.{name}: must be >= 0, got {getattr(self, name)}")
-        for name in ("write_buffer_bytes", "target_file_bytes", "level0_compaction_trigger",
-                     "max_bytes_for_level_base", "level_multiplier"):
+        for name in (
+            "write_buffer_bytes",
+            "target_file_bytes",
+            "level0_compaction_trigger",
+            "max_bytes_for_level_base",
+            "level_multiplier",
+        ):
             if getattr(self, name) < 1:
                 raise StateBackendError(f"state.{name}: must be >= 1, got {getattr(self, name)}")
         if self.num_levels < 2:
@@ -72,8 +102,9 @@ def _backend_kind(value) -> StateBackendKind:
     try:
         return StateBackendKind(value)
     except ValueError:
-        raise StateBackendError(f"state.backend: must be one of {', '.join(k.value for k in StateBackendKind)}, "
-                                f"got {value!r}") from None
+        raise StateBackendError(
+            f"state.backend: must be one of {', '.join(k.value for k in StateBackendKind)}, got {value!r}"
+        ) from None
 
 
 class KeyedRows(Protocol):
@@ -94,8 +125,11 @@ def full_snapshot_work(state: OperatorSubtaskState, memory_threshold: int) -> Sn
     """The work of writing every state stream of ``state`` (channel state aside: its writer charges it)."""
     sizes = [h.state_size for h in state.managed_keyed_state] + [h.state_size for h in state.managed_operator_state]
     total = sum(sizes)
-    return SnapshotWork(copied_bytes=total, uploaded_bytes=total,
-                        files=sum(1 for size in sizes if size > 0 and size >= memory_threshold))
+    return SnapshotWork(
+        copied_bytes=total,
+        uploaded_bytes=total,
+        files=sum(1 for size in sizes if size > 0 and size >= memory_threshold),
+    )
 
 
 def full_keyed_snapshot(operator: KeyedRows, entry_bytes: int) -> OperatorSubtaskState:
@@ -103,9 +137,12 @@ def full_keyed_snapshot(operator: KeyedRows, entry_bytes: int) -> OperatorSubtas
     and of a savepoint), with the modelled size ``entry_bytes`` per entry when that is set."""
     state = operator.snapshot_state()
     if entry_bytes:
-        state = OperatorSubtaskState(managed_keyed_state=tuple(
-            KeyGroupsStateHandle(h.key_group_range, h.key_groups, operator.entry_count() * entry_bytes)
-            for h in state.managed_keyed_state))
+        state = OperatorSubtaskState(
+            managed_keyed_state=tuple(
+                KeyGroupsStateHandle(h.key_group_range, h.key_groups, operator.entry_count() * entry_bytes)
+                for h in state.managed_keyed_state
+            )
+        )
     return state
 
 
@@ -114,8 +151,9 @@ def entry_size(row: tuple, entry_bytes: int) -> int:
     return entry_bytes if entry_bytes else len(msgpack.packb(list(row), use_bin_type=True))
 
 
-def state_from_rows(rows: Iterable[tuple[int, tuple]], key_group_range: KeyGroupRange,
-                    modelled_size: int | None = None) -> OperatorSubtaskState:
+def state_from_rows(
+    rows: Iterable[tuple[int, tuple]], key_group_range: KeyGroupRange, modelled_size: int | None = None
+) -> OperatorSubtaskState:
     """Rows as a full snapshot: per key group, the sorted rows packed with msgpack (the keyed operators' own
     encoding), only the key groups in ``key_group_range``."""
     by_group: dict[int, list] = defaultdict(list)

@@ -75,10 +75,11 @@ class SortedRun:
         return not (self.largest < smallest or largest < self.smallest)
 
     def encode(self) -> bytes:
-        return msgpack.packb(
+        data: bytes = msgpack.packb(
             [[kg, list(key), None if value is None else list(value)] for (kg, key), value in self.entries],
             use_bin_type=True,
         )
+        return data
 
 
 def local_path(level: int, sequence: int) -> str:
@@ -210,7 +211,8 @@ class IncrementalKeyedStateBackend:
         return entry_size(key[1] + value, self.config.entry_bytes)
 
     def _target(self, level: int) -> int:
-        return self.config.max_bytes_for_level_base * self.config.level_multiplier ** (level - 1)
+        target: int = self.config.max_bytes_for_level_base * self.config.level_multiplier ** (level - 1)
+        return target
 
     @property
     def live_runs(self) -> list[SortedRun]:
@@ -224,7 +226,9 @@ class IncrementalKeyedStateBackend:
         for kg, row in self._operator.keyed_rows():
             current[(kg, tuple(row[:width]))] = tuple(row[width:])
         flushed = self._flushed
-        changes = [(key, value) for key, value in current.items() if flushed.get(key) != value]
+        changes: list[tuple[tuple[Any, ...], tuple[Any, ...] | None]] = [
+            (key, value) for key, value in current.items() if flushed.get(key) != value
+        ]
         changes += [(key, TOMBSTONE) for key in flushed if key not in current]
         self._flushed = current
         return sorted(changes, key=lambda e: e[0])
@@ -310,9 +314,9 @@ class IncrementalKeyedStateBackend:
                 uploads[run.local_path] = done
                 continue
             self._uploads += 1
-            handle = self._upload(f"{self._upload_prefix}-{self._uploads:06d}", run.encode(), run.state_size)
-            uploads[run.local_path] = handle
-            shared.append(HandleAndLocalPath(run.local_path, handle))
+            upload = self._upload(f"{self._upload_prefix}-{self._uploads:06d}", run.encode(), run.state_size)
+            uploads[run.local_path] = upload
+            shared.append(HandleAndLocalPath(run.local_path, upload))
             new_bytes += run.state_size
             files += run.state_size >= self._threshold
         self._uploaded[checkpoint_id] = uploads

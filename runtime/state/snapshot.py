@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo
 from barriersim.runtime.ids import OperatorID
@@ -137,6 +138,10 @@ class IncrementalKeyedStateHandle:
         return tuple(entry.handle for entry in self.shared_state)
 
 
+# Flink's KeyedStateHandle: a full snapshot of key groups or an incremental one
+KeyedStateHandle: TypeAlias = KeyGroupsStateHandle | IncrementalKeyedStateHandle
+
+
 class OperatorStateDistributionMode(enum.Enum):
     """Flink's ``OperatorStateHandle.Mode``: how a named operator state is redistributed on restore."""
 
@@ -209,7 +214,7 @@ class OperatorSubtaskState:
     """The state of one operator in one subtask for one checkpoint."""
 
     managed_operator_state: tuple[OperatorStateHandle, ...] = ()
-    managed_keyed_state: tuple[KeyGroupsStateHandle, ...] = ()
+    managed_keyed_state: tuple[KeyedStateHandle, ...] = ()
     input_channel_state: tuple[InputChannelStateHandle, ...] = ()
     result_subpartition_state: tuple[ResultSubpartitionStateHandle, ...] = ()
     # Flink's FinishedOperatorSubtaskState: the subtask had finished when the checkpoint was taken (FLIP-147).

@@ -5,10 +5,9 @@ How this works: ``AtomicFileWriter.write`` writes the bytes to a temporary file 
 umask), then ``os.replace``s it onto the target (atomic on POSIX) and fsyncs the directory. A crash before the rename
 leaves at most a temporary file that nothing reads, so a checkpoint directory counts as complete only once its
 ``_metadata`` exists. ``fail_next_write`` arms a ``WriteFault`` for the next write, which simulates a failing or
-crashing storage write (used by tests and the simulator's "fail a checkpoint storage write" fault): the write raises
-``CheckpointStorageWriteError`` and leaves the disk as the named crash would. Mirrors the role of Flink's
-``FsCheckpointMetadataOutputStream`` (``closeAndFinalizeCheckpoint`` commits the metadata file) with an explicit
-temp-and-rename.
+crashing storage write (tests, the "fail a checkpoint storage write" fault): it raises ``CheckpointStorageWriteError``
+and leaves the disk as the named crash would. Mirrors Flink's ``FsCheckpointMetadataOutputStream``
+(``closeAndFinalizeCheckpoint`` commits the metadata file) with an explicit temp-and-rename.
 """
 
 from __future__ import annotations

@@ -32,6 +32,14 @@ class CompletedCheckpointStorageLocation:
     metadata_crc32: int | None = None
     state_files: tuple[StateFileHandle, ...] = ()
 
+    @property
+    def listed_checkpoint_id(self) -> int:
+        """The id of a checkpoint the storage lists by its ``chk-<id>`` directory (``checkpoint_locations``), always
+        known; a ``ValueError`` for a location resolved from a path whose id only its ``_metadata`` says."""
+        if self.checkpoint_id is None:
+            raise ValueError(f"{self.external_pointer}: no checkpoint id until its metadata is read")
+        return self.checkpoint_id
+
 
 @dataclass(frozen=True)
 class CompletedCheckpointPointer:

@@ -140,11 +140,11 @@ def _other_metadata(storage: CheckpointStorage, checkpoint_id: int) -> tuple[int
     """The ``_metadata`` bytes of the completed checkpoint nearest to ``checkpoint_id`` (older ones first)."""
     others = sorted(
         (loc for loc in storage.list_retained_checkpoints() if loc.checkpoint_id != checkpoint_id),
-        key=lambda loc: (loc.checkpoint_id > checkpoint_id, abs(loc.checkpoint_id - checkpoint_id)),
+        key=lambda loc: (loc.listed_checkpoint_id > checkpoint_id, abs(loc.listed_checkpoint_id - checkpoint_id)),
     )
     if not others:
         raise DamageNotApplicable(f"checkpoint {checkpoint_id}: no other completed checkpoint to copy metadata from")
-    return others[0].checkpoint_id, storage.files.read_metadata(others[0])
+    return others[0].listed_checkpoint_id, storage.files.read_metadata(others[0])
 
 
 # -- the completed-checkpoint list ------------------------------------------------------------------------
@@ -345,11 +345,12 @@ def _damage_memory(
 ) -> str:
     files = storage.files
     key = files.checkpoint_pointer(checkpoint_id)
-    if files.entry(key) is None:
+    entry = files.entry(key)
+    if entry is None:
         raise DamageNotApplicable(f"{key}: no completed checkpoint {checkpoint_id} in memory")
     if target is not DamageTarget.METADATA and damage not in (CheckpointDamage.DELETE, CheckpointDamage.UNREADABLE):
         raise DamageNotApplicable(f"{key}: the job manager's storage keeps no state files")
-    location, data = files.entry(key)
+    location, data = entry
     if damage in _BYTE_DAMAGES:
         files.put(location, damaged_bytes(data, damage))
     elif damage is CheckpointDamage.DELETE:

@@ -11,7 +11,7 @@ import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import msgpack
 
@@ -23,6 +23,7 @@ from barriersim.runtime.state.snapshot import (
     HandleAndLocalPath,
     IncrementalKeyedStateHandle,
     InputChannelStateHandle,
+    KeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
     MasterState,
@@ -35,6 +36,8 @@ from barriersim.runtime.state.snapshot import (
     SharedStateHandle,
 )
 from barriersim.runtime.storage.errors import CorruptMetadataError, CorruptStateFileError, MetadataEncodingError
+
+_H = TypeVar("_H", InputChannelStateHandle, ResultSubpartitionStateHandle)
 
 # Flink's Checkpoints.HEADER_MAGIC_NUMBER
 HEADER_MAGIC_NUMBER = 0x4960672D
@@ -251,7 +254,7 @@ def _subtask_to_plain(s: OperatorSubtaskState) -> dict[str, Any]:
     }
 
 
-def _keyed_handle_to_plain(h) -> dict[str, Any]:
+def _keyed_handle_to_plain(h: KeyedStateHandle) -> dict[str, Any]:
     if isinstance(h, IncrementalKeyedStateHandle):
         return {
             "incremental": h.backend_id,
@@ -261,7 +264,7 @@ def _keyed_handle_to_plain(h) -> dict[str, Any]:
             "meta": bytes(h.meta_state),
             "checkpointed_size": h.checkpointed_size,
         }
-    plain = {
+    plain: dict[str, Any] = {
         "range": [h.key_group_range.start_key_group, h.key_group_range.end_key_group],
         "key_groups": [[kg, bytes(v)] for kg, v in sorted(h.key_groups.items())],
     }
@@ -270,7 +273,7 @@ def _keyed_handle_to_plain(h) -> dict[str, Any]:
     return plain
 
 
-def _shared_handle_to_plain(h) -> dict[str, Any]:
+def _shared_handle_to_plain(h: SharedStateHandle | PlaceholderStateHandle) -> dict[str, Any]:
     """A shared file's handle, or a placeholder (in an acknowledgement on its way to the coordinator, whose registry
     replaces it: a completed checkpoint's _metadata never holds one)."""
     if isinstance(h, PlaceholderStateHandle):
@@ -582,7 +585,9 @@ def _shared_entry_from_plain(p: Any, w: str) -> HandleAndLocalPath:
     )
 
 
-def _channel_handle_from_plain(p: Any, w: str, handle_type: type, info_type: type):
+def _channel_handle_from_plain(
+    p: Any, w: str, handle_type: Callable[[int, Any, tuple[Buffer, ...]], _H], info_type: Callable[..., object]
+) -> _H:
     _expect(p, tuple, w)
     if len(p) != 3:
         raise _Malformed(f"{w} has {len(p)} items, expected 3")

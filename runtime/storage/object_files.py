@@ -84,7 +84,8 @@ class ObjectStoreCheckpointFiles:
                 )
         else:
             directory, metadata = parent(path), path
-        size = self.store.info(metadata).size
+        # pyarrow gives no size for an object of unknown kind; 0, as for an unreadable one: reading it says why
+        size = self.store.info(metadata).size or 0
         name = basename(directory)
         return CompletedCheckpointStorageLocation(
             checkpoint_id=checkpoint_id_of(name),
@@ -146,7 +147,7 @@ class ObjectStoreCheckpointFiles:
                     external_pointer=self.store.uri(entry.path.rstrip("/")),
                     metadata_pointer=self.store.uri(metadata),
                     is_savepoint=False,
-                    metadata_size=info.size if info is not None else 0,
+                    metadata_size=(info.size or 0) if info is not None else 0,
                 )
             )
         return locations

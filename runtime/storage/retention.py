@@ -45,9 +45,10 @@ def retain_or_discard(
     """Discard (through ``discard_checkpoint``) or keep each retained checkpoint; the decision of each."""
     decisions: dict[int, RetentionDecision] = {}
     for location in retained:
+        checkpoint_id = location.listed_checkpoint_id
         if discard:
-            discard_checkpoint(location.checkpoint_id)
-            decisions[location.checkpoint_id] = RetentionDecision.DISCARDED
+            discard_checkpoint(checkpoint_id)
+            decisions[checkpoint_id] = RetentionDecision.DISCARDED
         else:
-            decisions[location.checkpoint_id] = RetentionDecision.RETAINED
+            decisions[checkpoint_id] = RetentionDecision.RETAINED
     return decisions

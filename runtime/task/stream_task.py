@@ -10,10 +10,9 @@ plane".
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
-from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.checkpoint_cost import FREE, CostCharger
 from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide
 from barriersim.runtime.checkpointing.barrier_handler import (
@@ -33,9 +32,10 @@ from barriersim.runtime.events import (
 )
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobEdge, JobGraph
-from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
@@ -55,30 +55,15 @@ from barriersim.runtime.task.actions import (
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint, CrashPoints, TaskCrashed
 from barriersim.runtime.task.end_of_data import TaskEndOfData
-from barriersim.runtime.task.operator_chain import OperatorChain
 from barriersim.runtime.task.network_input import StreamTaskNetworkInput
+from barriersim.runtime.task.operator_chain import OperatorChain
 from barriersim.runtime.task.record_writers import RecordWriters
 from barriersim.runtime.task.source_input import UNPACED_SOURCE_BATCH_RECORDS, SourceInput
 from barriersim.runtime.task.step_result import StepOutcome, StepResult
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
 from barriersim.runtime.task.task_restore import TaskRestore
 
-__all__ = ["NetworkConfig", "StepOutcome", "StepResult", "StreamTask", "UNPACED_SOURCE_BATCH_RECORDS"]
-
-
-@dataclass(frozen=True)
-class NetworkConfig:
-    """Flink's network defaults (``docs/flink-facts.md``)."""
-
-    buffer_size: int = 32 * 1024
-    exclusive_buffers_per_channel: int = 2
-    floating_buffers_per_gate: int = 8
-    max_buffers_per_channel: int = 10
-    record_size: int = 32
-    # records a source reads per step, at most (``JobConfig.source_batch_records``; None: a paced source what its
-    # rate allows in ``SOURCE_PACING_MS``, an unpaced one ``UNPACED_SOURCE_BATCH_RECORDS``)
-    source_batch_records: int | None = None
-    buffer_debloat: BufferDebloatConfiguration = BufferDebloatConfiguration()  # off, as in Flink
+__all__ = ["StepOutcome", "StepResult", "StreamTask", "UNPACED_SOURCE_BATCH_RECORDS"]
 
 
 class _WakingTimers:
@@ -101,32 +86,51 @@ class _WakingTimers:
         return self._timers.register_timer(at_ms, fire)
 
 
-def result_partitions(graph: JobGraph, output_edges: Sequence[JobEdge], subtask_index: int, network: NetworkConfig,
-                      local_subpartitions: Optional[Sequence[Sequence[bool]]]) -> list[ResultPartition]:
+def result_partitions(
+    graph: JobGraph,
+    output_edges: Sequence[JobEdge],
+    subtask_index: int,
+    network: NetworkConfig,
+    local_subpartitions: Sequence[Sequence[bool]] | None,
+) -> list[ResultPartition]:
     """A subtask's result partitions, one per output edge (Flink's ``ResultPartitionFactory``)."""
     return [
-        ResultPartition(i, len(graph.subpartitions_of(edge, subtask_index)),
-                        memory_segment_size=network.buffer_size,
-                        max_buffers_per_channel=network.max_buffers_per_channel,
-                        supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge),
-                        local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else (),
-                        starting_buffer_size=network.buffer_debloat.starting_size(network.buffer_size))
+        ResultPartition(
+            i,
+            len(graph.subpartitions_of(edge, subtask_index)),
+            memory_segment_size=network.buffer_size,
+            max_buffers_per_channel=network.max_buffers_per_channel,
+            supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge),
+            local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else (),
+            starting_buffer_size=network.debloat_configuration().starting_size(network.buffer_size),
+        )
         for i, edge in enumerate(output_edges)
     ]
 
 
-def checkpointed_input_side(gates: Sequence, mode: CheckpointingMode, clock: Callable[[], int], timers, task_name: str,
-                            network: NetworkConfig, checkpoints_after_tasks_finish: bool,
-                            sink: Callable[[Any], None]) -> InputSide:
+def checkpointed_input_side(
+    gates: Sequence,
+    mode: CheckpointingMode,
+    clock: Callable[[], int],
+    timers,
+    task_name: str,
+    network: NetworkConfig,
+    checkpoints_after_tasks_finish: bool,
+    sink: Callable[[Any], None],
+) -> InputSide:
     """A subtask's input gates with their barrier handler, whose actions go to ``sink`` (Flink's
     ``InputProcessorUtil.createCheckpointedMultipleInputGate``)."""
     return InputSide(
-        gates, mode, clock, timers, task_name=task_name,
+        gates,
+        mode,
+        clock,
+        timers,
+        task_name=task_name,
         enable_checkpoint_after_tasks_finished=checkpoints_after_tasks_finish,
         exclusive_buffers_per_channel=network.exclusive_buffers_per_channel,
         floating_buffers_per_gate=network.floating_buffers_per_gate,
         sink=sink,
-        buffer_debloat=network.buffer_debloat,
+        buffer_debloat=network.debloat_configuration(),
         max_buffer_size=network.buffer_size,
         keep_history=False,
     )
@@ -147,17 +151,18 @@ class StreamTask:
         wakeup: Callable[[], None] = lambda: None,
         network: NetworkConfig = NetworkConfig(),
         split=(),
-        splits: Optional[Mapping] = None,
+        splits: Mapping | None = None,
         store: ExternalStore | None = None,
         emit_watermarks: bool = False,
         checkpoints_after_tasks_finish: bool = True,
         crash_points: Iterable[tuple[ProtocolPoint, int]] = (),
-        input_channel_kinds: Optional[Sequence[Sequence[str]]] = None,
-        local_subpartitions: Optional[Sequence[Sequence[bool]]] = None,
-        cost: Optional[CostCharger] = None,
+        input_channel_kinds: Sequence[Sequence[str]] | None = None,
+        local_subpartitions: Sequence[Sequence[bool]] | None = None,
+        cost: CostCharger | None = None,
         memory_threshold: int = 20 * 1024,
         state_backend: StateBackendConfig = StateBackendConfig(),
         source_min_checkpoints: int = 0,
+        source_batch_records: int | None = None,
     ):
         """``input_channel_kinds``: per input gate, ``"local"`` or ``"remote"`` per channel (default every channel
         remote); ``local_subpartitions``: per output edge, whether each subpartition's consumer reads it through a
@@ -166,7 +171,8 @@ class StreamTask:
         one they cost nothing. ``memory_threshold``: state streams at or above it are files of their own.
         ``source_min_checkpoints``: a source at the end of its splits holds its end of input until it was notified
         of that many completed checkpoints (Flink's ``UnalignedCheckpointTestBase.LongSource``; ``docs/
-        architecture.md``)."""
+        architecture.md``). ``source_batch_records``: records a source reads per step, at most
+        (``JobConfig.source_batch_records``; None: ``UNPACED_SOURCE_BATCH_RECORDS``)."""
         self.graph = graph
         self.vertex = graph.vertex(vertex_name)
         self.subtask_index = subtask_index
@@ -179,43 +185,78 @@ class StreamTask:
         self._crash_points = CrashPoints(self.name, crash_points)
         self._crash_mid_alignment = self._crash_points.is_armed(ProtocolPoint.MID_ALIGNMENT)
         timers = self._timers = _WakingTimers(timer_service, wakeup, self._crashed)
-        self.operator = create_operator(self.vertex, subtask_index, split=split, splits=splits, store=store,
-                                        attempt=attempt_id.attempt_number, state_backend=state_backend,
-                                        memory_threshold=memory_threshold, rng=rng)
+        self.operator = create_operator(
+            self.vertex,
+            subtask_index,
+            split=split,
+            splits=splits,
+            store=store,
+            attempt=attempt_id.attempt_number,
+            state_backend=state_backend,
+            memory_threshold=memory_threshold,
+            rng=rng,
+        )
 
         output_edges = graph.outputs_of(vertex_name)
         self.partitions = result_partitions(graph, output_edges, subtask_index, network, local_subpartitions)
         # the bytes of each record this task emits: its vertex's output record size, else the network's
         record_size = self.vertex.params.get("record_size") or network.record_size
         self.record_writers = RecordWriters(graph, output_edges, self.partitions, record_size, rng)
-        self._chain = OperatorChain(self.operator, self.partitions, self.record_writers,
-                                    hot_key=self.vertex.params.get("hot_key", -1), memory_threshold=memory_threshold)
+        self._chain = OperatorChain(
+            self.operator,
+            self.partitions,
+            self.record_writers,
+            hot_key=self.vertex.params.get("hot_key", -1),
+            memory_threshold=memory_threshold,
+        )
 
         self._deployed_as_finished = False
         self._source_min_checkpoints = source_min_checkpoints
         self._completed_checkpoints_notified = 0
         # the task's input: a source's splits, or its input gates with their barrier handler
-        self.input_side: Optional[InputSide] = None
-        self._source: Optional[SourceInput] = None
-        self._network_input: Optional[StreamTaskNetworkInput] = None
+        self.input_side: InputSide | None = None
+        self._source: SourceInput | None = None
+        self._network_input: StreamTaskNetworkInput | None = None
         if self.operator.is_source:
-            self._source = SourceInput(self.operator.reader, self._chain, self.record_writers,
-                                       batch_records=network.source_batch_records, emit_watermarks=emit_watermarks)
+            self._source = SourceInput(
+                self.operator.reader,
+                self._chain,
+                self.record_writers,
+                batch_records=source_batch_records,
+                emit_watermarks=emit_watermarks,
+            )
         else:
-            gates = input_channel_kinds if input_channel_kinds is not None else [
-                len(graph.channels_in_gate(vertex_name, g, subtask_index)) for g in range(len(graph.gates_of(vertex_name)))]
-            self.input_side = checkpointed_input_side(gates, mode, clock, timers, self.name, network,
-                                                      checkpoints_after_tasks_finish, self._on_input_action)
+            gates = (
+                input_channel_kinds
+                if input_channel_kinds is not None
+                else [
+                    len(graph.channels_in_gate(vertex_name, g, subtask_index))
+                    for g in range(len(graph.gates_of(vertex_name)))
+                ]
+            )
+            self.input_side = checkpointed_input_side(
+                gates, mode, clock, timers, self.name, network, checkpoints_after_tasks_finish, self._on_input_action
+            )
             # a two-input operator (the window join) is told which logical input each buffer came from
-            input_of_gate = ([edge.target_input for edge in graph.gates_of(vertex_name)]
-                             if self.vertex.operator.logical_inputs == 2 else None)
+            input_of_gate = (
+                [edge.target_input for edge in graph.gates_of(vertex_name)]
+                if self.vertex.operator.logical_inputs == 2
+                else None
+            )
             self._network_input = StreamTaskNetworkInput(
-                self.input_side, self._chain, task_name=self.name, input_of_gate=input_of_gate,
-                upstream=self._send, end_of_data=self._on_input_data_ended, end_of_input=self._finish)
+                self.input_side,
+                self._chain,
+                task_name=self.name,
+                input_of_gate=input_of_gate,
+                upstream=self._send,
+                end_of_data=self._on_input_data_ended,
+                end_of_input=self._finish,
+            )
         # buffer debloating starts once the task runs (its first step), as Flink's invoke() schedules it after
         # the restore: announcements must not reach upstream tasks that are still being deployed
-        self._debloat_period_ms = network.buffer_debloat.period_ms if (
-            network.buffer_debloat.enabled and self.input_side is not None) else 0
+        self._debloat_period_ms = (
+            network.buffer_debloat_period_ms if (network.buffer_debloat and self.input_side is not None) else 0
+        )
         self.checkpoints = SubtaskCheckpointCoordinator(
             operator_id=vertex_name,
             snapshot_state=lambda checkpoint_id, options: self._snapshot(checkpoint_id, options.checkpoint_type),
@@ -232,11 +273,16 @@ class StreamTask:
             snapshot_work=self._chain.snapshot_work,
             memory_threshold=memory_threshold,
         )
-        self._end = TaskEndOfData(self._chain, self._source or self._network_input, self.checkpoints,
-                                  checkpoints_after_tasks_finish=checkpoints_after_tasks_finish,
-                                  end_partitions=self._end_partitions)
-        self._restore = TaskRestore(self.vertex, graph.gates_of(vertex_name), subtask_index, self.operator,
-                                    self.partitions, self._network_input)
+        self._end = TaskEndOfData(
+            self._chain,
+            self._source or self._network_input,
+            self.checkpoints,
+            checkpoints_after_tasks_finish=checkpoints_after_tasks_finish,
+            end_partitions=self._end_partitions,
+        )
+        self._restore = TaskRestore(
+            self.vertex, graph.gates_of(vertex_name), subtask_index, self.operator, self.partitions, self._network_input
+        )
 
     def restore(self, snapshot: TaskStateSnapshot | None) -> dict[str, int]:
         """Load the operator state and re-inject in-flight data (channel state) before any new data
@@ -355,8 +401,13 @@ class StreamTask:
     def reads_source(self) -> bool:
         """Whether this is a source task whose next step reads records: it runs, its data did not end (a stop
         with a drained savepoint ends it) and its reader has records left."""
-        return (self.operator.is_source and not self.finished and not self._deployed_as_finished
-                and self._end.final_checkpoint_min_id is None and not self.operator.reader.is_finished)
+        return (
+            self.operator.is_source
+            and not self.finished
+            and not self._deployed_as_finished
+            and self._end.final_checkpoint_min_id is None
+            and not self.operator.reader.is_finished
+        )
 
     def is_source(self) -> bool:
         return self.operator.is_source
@@ -391,6 +442,7 @@ class StreamTask:
     def _schedule_debloat(self, period_ms: int) -> None:
         """Flink's ``scheduleBufferDebloater``: every period, each input gate recalculates its buffer size and
         announces a changed one upstream (``AnnounceBufferSize`` actions)."""
+
         def debloat() -> None:
             if self.failed or self.finished:
                 return
@@ -435,8 +487,13 @@ class StreamTask:
 
     def _trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
         if self.finished:
-            self._actions.append(DeclineCheckpoint(
-                checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, f"{self.name} has finished"))
+            self._actions.append(
+                DeclineCheckpoint(
+                    checkpoint_id,
+                    CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
+                    f"{self.name} has finished",
+                )
+            )
             return
         # a checkpoint injected by the trigger RPC (a source's, or a task's whose inputs all finished) starts when
         # the RPC arrives and aligns nothing (Flink's StreamTask.triggerCheckpointAsyncInMailbox:
@@ -448,14 +505,16 @@ class StreamTask:
             self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics))
             return
         if self._network_input.trigger_unfinished_channels_checkpoint(
-                CheckpointBarrier(checkpoint_id, timestamp, options)):
+            CheckpointBarrier(checkpoint_id, timestamp, options)
+        ):
             if self._crash_mid_alignment:
                 self._check_mid_alignment()
             return
         self._carry_out(self.checkpoints.init_inputs_checkpoint(checkpoint_id, options))
         recovering = self._network_input.is_recovering_rescaled_state
-        self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics,
-                                                          is_running=not recovering))
+        self._carry_out(
+            self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics, is_running=not recovering)
+        )
         self._carry_out(self.checkpoints.on_all_barriers_received(checkpoint_id, metrics))
 
     def complete_async_part(self, checkpoint_id: int, part: AsyncPart = AsyncPart.SNAPSHOT) -> None:
@@ -481,8 +540,9 @@ class StreamTask:
         if self._end.is_synchronous_savepoint(checkpoint_id):
             # Flink's StreamTask: a task that stopped for a synchronous savepoint cannot go on without it
             self._actions.extend(self.fail())  # Flink's failing task closes its asynchronous parts too
-            self._actions.append(TaskFailed(f"{self.name}: Stop-with-savepoint failed (savepoint {checkpoint_id} "
-                                            f"was aborted)"))
+            self._actions.append(
+                TaskFailed(f"{self.name}: Stop-with-savepoint failed (savepoint {checkpoint_id} was aborted)")
+            )
 
     # -- wiring of the handler's and the checkpoint steps' actions ---------------------------------------
 
@@ -492,15 +552,22 @@ class StreamTask:
         elif isinstance(action, TriggerCheckpointOnBarrier):
             if action.options.checkpoint_type.is_synchronous:
                 self._end.on_synchronous_savepoint(action.checkpoint_id)
-            self._carry_out(self.checkpoints.checkpoint_state(
-                action.checkpoint_id, action.timestamp, action.options, action.metrics,
-                is_running=not self._network_input.is_recovering_rescaled_state))
+            self._carry_out(
+                self.checkpoints.checkpoint_state(
+                    action.checkpoint_id,
+                    action.timestamp,
+                    action.options,
+                    action.metrics,
+                    is_running=not self._network_input.is_recovering_rescaled_state,
+                )
+            )
         elif isinstance(action, InitInputsCheckpoint):
             self._carry_out(self.checkpoints.init_inputs_checkpoint(action.checkpoint_id, action.options))
         elif isinstance(action, AddInputData):
             if not self.checkpoints.channel_state_writer_is_aborted(action.checkpoint_id):
                 self.checkpoints.channel_state_writer.add_input_data(
-                    action.checkpoint_id, action.channel_info, -1, action.buffers)
+                    action.checkpoint_id, action.channel_info, -1, action.buffers
+                )
         elif isinstance(action, AllBarriersReceived):
             self._carry_out(self.checkpoints.on_all_barriers_received(action.checkpoint_id, action.metrics))
         elif isinstance(action, AbortCheckpointOnBarrier):
@@ -512,7 +579,9 @@ class StreamTask:
 
     def _carry_out(self, actions: list) -> None:
         for action in actions:
-            if isinstance(action, (AcknowledgeCheckpoint, DeclineCheckpoint, SyncSnapshotTaken, AsyncCheckpointStarted)):
+            if isinstance(
+                action, (AcknowledgeCheckpoint, DeclineCheckpoint, SyncSnapshotTaken, AsyncCheckpointStarted)
+            ):
                 self._actions.append(action)
             # BroadcastEvent, CheckpointSkipped: the partitions already hold the event; the driver sends what they
             # hand out.
@@ -544,14 +613,17 @@ class StreamTask:
         if self.input_side is not None:
             channels = len(self.input_side.channel_infos())
             ended_channels = channels - len(self.input_side.unfinished_channels())
-        return {"finished": self.finished, "failed": self.failed,
-                "data_ended": None if self._end.mode is None else self._end.mode.name,
-                "latest_checkpoint_id": self.checkpoints.last_checkpoint_id,
-                "final_checkpoint_completed": self._end.final_checkpoint_completed,
-                "input_channels_ended": f"{ended_channels}/{channels}",
-                "partitions_all_data_processed": f"{sum(p.all_data_processed for p in self.partitions)}/"
-                                                 f"{len(self.partitions)}",
-                "completed_checkpoints_notified": self._completed_checkpoints_notified}
+        return {
+            "finished": self.finished,
+            "failed": self.failed,
+            "data_ended": None if self._end.mode is None else self._end.mode.name,
+            "latest_checkpoint_id": self.checkpoints.last_checkpoint_id,
+            "final_checkpoint_completed": self._end.final_checkpoint_completed,
+            "input_channels_ended": f"{ended_channels}/{channels}",
+            "partitions_all_data_processed": f"{sum(p.all_data_processed for p in self.partitions)}/"
+            f"{len(self.partitions)}",
+            "completed_checkpoints_notified": self._completed_checkpoints_notified,
+        }
 
     # -- crash points of the fault schedule (runtime.task.crash_points) ------------------------------------
 

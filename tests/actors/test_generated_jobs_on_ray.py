@@ -18,8 +18,7 @@ from hypothesis import HealthCheck, Phase, given, note, seed, settings
 from barriersim.actors.graph_runner import run_graph_on_ray
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
-from barriersim.scenarios.loader import load_scenario
-from barriersim.scenarios.loader import effective_scenario
+from barriersim.scenarios.loader import effective_scenario, load_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from barriersim.strategies import MODES, simulated_cases
 
@@ -38,8 +37,10 @@ REAL_TIME_CHECKPOINT_TIMEOUT_MS = 5_000
 
 
 def with_real_time_checkpoint_timeout(case):
-    document = {**case.document, "checkpointing": {**case.document["checkpointing"],
-                                                   "timeout_ms": REAL_TIME_CHECKPOINT_TIMEOUT_MS}}
+    document = {
+        **case.document,
+        "checkpointing": {**case.document["checkpointing"], "timeout_ms": REAL_TIME_CHECKPOINT_TIMEOUT_MS},
+    }
     return dataclasses.replace(case, document=document)
 
 
@@ -50,8 +51,11 @@ def run_on_ray(case):
     splits = workload_splits(scenario)
     with tempfile.TemporaryDirectory() as root:
         result = run_graph_on_ray(config, splits, root, f"generated-{case.seed}", seed=case.seed, timeout_seconds=180)
-    verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=not config.mode.exactly_once)
+    verdict = verify(
+        expected_sink_input(config.graph, splits),
+        result.committed_output,
+        at_least_once=not config.checkpointing.mode.exactly_once,
+    )
     return result, verdict
 
 
@@ -62,11 +66,18 @@ def test_generated_jobs_keep_their_guarantee_on_ray_actors(mode, jobmanager_faul
     state and metadata writes."""
     fired: list[int] = []
 
-    @settings(max_examples=EXAMPLES_PER_MODE if not jobmanager_faults else max(1, EXAMPLES_PER_MODE // 2),
-              deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
-    @given(simulated_cases(mode=mode, max_parallelism=3, max_faults=2, jobmanager_faults=jobmanager_faults)
-           .filter(lambda case: len(case.faults) > 0).map(with_real_time_checkpoint_timeout))
+    @settings(
+        max_examples=EXAMPLES_PER_MODE if not jobmanager_faults else max(1, EXAMPLES_PER_MODE // 2),
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    )
+    @given(
+        simulated_cases(mode=mode, max_parallelism=3, max_faults=2, jobmanager_faults=jobmanager_faults)
+        .filter(lambda case: len(case.faults) > 0)
+        .map(with_real_time_checkpoint_timeout)
+    )
     def property_(case):
         try:
             result, verdict = run_on_ray(case)
@@ -105,7 +116,10 @@ def test_cases_the_ray_hunt_found_stay_fixed(path):
     splits = workload_splits(scenario)
     with tempfile.TemporaryDirectory() as root:
         result = run_graph_on_ray(config, splits, root, f"found-{path.stem}", seed=scenario.seed, timeout_seconds=180)
-    verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=not config.mode.exactly_once)
+    verdict = verify(
+        expected_sink_input(config.graph, splits),
+        result.committed_output,
+        at_least_once=not config.checkpointing.mode.exactly_once,
+    )
     assert result.fault_log and all(fault["fired"] for fault in result.fault_log), result.fault_log
-    check(config.mode, result, verdict)
+    check(config.checkpointing.mode, result, verdict)

@@ -10,12 +10,15 @@ import collections
 import pytest
 
 from barriersim.actors.graph_runner import RayJobError, run_graph_on_ray
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import CrashTask, FaultSchedule
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
-from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+from barriersim.runtime.jobgraph import OperatorKind as K
+from barriersim.runtime.jobgraph import Partitioner as P
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
-from barriersim.runtime.task.stream_task import NetworkConfig
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 
@@ -30,10 +33,12 @@ def test_a_killed_task_actor_fails_over_to_the_latest_checkpoint(mode, tmp_path)
     splits = {"source": local_splits(50_000, 100, 1.0, 100, 2, seed=1)}
     # The sources are paced to 10k records/s each, so the job runs at least 2.5 s and the kill at 1.5 s
     # (after several 100 ms checkpoints) lands mid-run.
+    timeout = 20 if mode == "aligned-with-timeout" else 0
     config = JobConfig(
-        graph, mode=mode, interval_ms=100,
-        aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
-        source_rate_per_subtask=10_000, restart_delay_ms=100,
+        graph,
+        checkpointing=CheckpointingConfig(mode=mode, interval_ms=100, aligned_checkpoint_timeout_ms=timeout),
+        workload=WorkloadConfig(rate_per_source=10_000),
+        restart=RestartStrategyConfig(delay_ms=100),
         faults=FaultSchedule((CrashTask("keyed-sum#1", at_ms=1500),)),
     )
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"kill-{mode}", timeout_seconds=240)
@@ -57,10 +62,14 @@ def test_buffer_debloating_on_ray_announces_sizes_upstream_and_keeps_exactly_onc
     # and announce it to the upstream actors, which cut their next buffers at it
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=4)}
-    network = NetworkConfig(buffer_debloat=BufferDebloatConfiguration(enabled=True, target_ms=100, period_ms=50))
+    network = NetworkConfig(buffer_debloat=True, buffer_debloat_target_ms=100, buffer_debloat_period_ms=50)
     # the sources hold their end of input for 5 completed checkpoints (Flink's minCheckpoints), the final one follows
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=5_000, network=network,
-                       source_min_checkpoints=5)
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+        workload=WorkloadConfig(rate_per_source=5_000, min_checkpoints=5),
+        network=network,
+    )
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "debloat", timeout_seconds=120)
     assert result.outcome == "finished" and result.restarts == 0 and not result.failures, result.failures
     assert result.counts["completed"] >= 6
@@ -73,13 +82,20 @@ def test_every_task_run_returns_before_the_job_finishes_also_the_sink_that_finis
     # (after the final checkpoint, FLIP-147), the job's end kills its actor, and its run call (records,
     # last_record_at_ms) must still be in the result
     graph = JobGraph(
-        (JobVertex("source", K.SOURCE, 1), JobVertex("map-1", K.MAP, 1), JobVertex("map-2", K.MAP, 1),
-         JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1)),
-        (JobEdge("source", "map-1", P.FORWARD), JobEdge("map-1", "map-2", P.FORWARD),
-         JobEdge("map-2", "sink", P.FORWARD)),
+        (
+            JobVertex("source", K.SOURCE, 1),
+            JobVertex("map-1", K.MAP, 1),
+            JobVertex("map-2", K.MAP, 1),
+            JobVertex("sink", K.AT_LEAST_ONCE_SINK, 1),
+        ),
+        (
+            JobEdge("source", "map-1", P.FORWARD),
+            JobEdge("map-1", "map-2", P.FORWARD),
+            JobEdge("map-2", "sink", P.FORWARD),
+        ),
     )
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 1, seed=5)}
-    config = JobConfig(graph, mode="aligned", interval_ms=50)
+    config = JobConfig(graph, checkpointing=CheckpointingConfig(mode="aligned", interval_ms=50))
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "runs", timeout_seconds=120)
     assert result.outcome == "finished"
     runs = {run["task"]: run for run in result.task_runs}
@@ -96,26 +112,42 @@ def test_every_task_run_returns_before_the_job_finishes_also_the_sink_that_finis
 
 def test_a_job_of_32_subtask_actors_completes_checkpoints_while_it_runs(tmp_path):
     graph = JobGraph(
-        (JobVertex("source", K.SOURCE, 8), JobVertex("map", K.MAP, 8), JobVertex("filter", K.FILTER, 8),
-         JobVertex("keyed-sum", K.KEYED_SUM, 7), JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1)),
-        (JobEdge("source", "map", P.FORWARD), JobEdge("map", "filter", P.FORWARD),
-         JobEdge("filter", "keyed-sum", P.HASH), JobEdge("keyed-sum", "sink", P.REBALANCE)),
+        (
+            JobVertex("source", K.SOURCE, 8),
+            JobVertex("map", K.MAP, 8),
+            JobVertex("filter", K.FILTER, 8),
+            JobVertex("keyed-sum", K.KEYED_SUM, 7),
+            JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1),
+        ),
+        (
+            JobEdge("source", "map", P.FORWARD),
+            JobEdge("map", "filter", P.FORWARD),
+            JobEdge("filter", "keyed-sum", P.HASH),
+            JobEdge("keyed-sum", "sink", P.REBALANCE),
+        ),
     )
     assert sum(v.parallelism for v in graph.vertices) == 32
     # 8 sources x 3,000 records paced at 250 records/s: data flows for at least 12 s after deployment, and the
     # sources then hold their end of input until 5 checkpoints completed (Flink's minCheckpoints)
     splits = {"source": local_splits(24_000, 100, 1.0, 100, 8, seed=2)}
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=250, source_min_checkpoints=5)
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+        workload=WorkloadConfig(rate_per_source=250, min_checkpoints=5),
+    )
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "thirty-two", timeout_seconds=300)
 
     assert result.outcome == "finished" and result.restarts == 0
-    not_completed = collections.Counter(c.get("failure_reason") for c in result.checkpoints if c["status"] != "COMPLETED")
+    not_completed = collections.Counter(
+        c.get("failure_reason") for c in result.checkpoints if c["status"] != "COMPLETED"
+    )
     # about 100 periodic triggers on a quiet machine; a busy one (every actor sharing 2 cores) completed 7 of 14:
     # the 5 the sources waited for and the final one complete however slowly the job runs
     assert result.counts["completed"] >= 6, (result.counts, not_completed)
     # every task's run call returned before the job manager reported the job finished
     assert sorted(run["task"] for run in result.task_runs) == sorted(
-        f"{v.name}#{i}" for v in graph.vertices for i in range(v.parallelism))
+        f"{v.name}#{i}" for v in graph.vertices for i in range(v.parallelism)
+    )
     # when each task processed its last record, on the job's clock: the sink after every source (causality)
     last = {run["task"]: run["last_record_at_ms"] for run in result.task_runs}
     sources = [last[f"source#{i}"] for i in range(8)]
@@ -126,18 +158,26 @@ def test_a_job_of_32_subtask_actors_completes_checkpoints_while_it_runs(tmp_path
     assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
 
 
-@pytest.mark.parametrize("faults", [
-    '[{"type":"crash_task","task":"keyed-sum#0","point":"after_sync_snapshot_before_ack","checkpoint_id":2}]',
-    '[{"type":"drop_message","kind":"notify_complete","task":"sink#0","checkpoint_id":1},'
-    '{"type":"crash_task","task":"sink#0","point":"after_ack_before_completion_notice","checkpoint_id":2},'
-    '{"type":"delay_message","kind":"acknowledge","delay_ms":30}]',
-])
+@pytest.mark.parametrize(
+    "faults",
+    [
+        '[{"type":"crash_task","task":"keyed-sum#0","point":"after_sync_snapshot_before_ack","checkpoint_id":2}]',
+        '[{"type":"drop_message","kind":"notify_complete","task":"sink#0","checkpoint_id":1},'
+        '{"type":"crash_task","task":"sink#0","point":"after_ack_before_completion_notice","checkpoint_id":2},'
+        '{"type":"delay_message","kind":"acknowledge","delay_ms":30}]',
+    ],
+)
 def test_crashes_at_protocol_points_and_message_faults_keep_exactly_once(faults, tmp_path):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=4)}
     schedule = FaultSchedule.from_json(faults)
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
-                              restart_delay_ms=100, faults=schedule)
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+        workload=WorkloadConfig(rate_per_source=10_000),
+        restart=RestartStrategyConfig(delay_ms=100),
+        faults=schedule,
+    )
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "points", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
 
@@ -159,9 +199,15 @@ def test_task_side_crash_points_stop_the_task_actor_there_and_fire_once(tmp_path
     splits = {"source": local_splits(30_000, 100, 1.0, 100, 2, seed=6)}
     schedule = FaultSchedule.from_json(
         '[{"type":"crash_task","task":"keyed-sum#1","point":"mid_alignment","checkpoint_id":2},'
-        '{"type":"crash_task","task":"source#1","point":"before_forwarding_barrier","checkpoint_id":4}]')
-    config = JobConfig(graph, mode="unaligned", interval_ms=100, source_rate_per_subtask=10_000,
-                              restart_delay_ms=100, faults=schedule)
+        '{"type":"crash_task","task":"source#1","point":"before_forwarding_barrier","checkpoint_id":4}]'
+    )
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="unaligned", interval_ms=100),
+        workload=WorkloadConfig(rate_per_source=10_000),
+        restart=RestartStrategyConfig(delay_ms=100),
+        faults=schedule,
+    )
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "task-side", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
 
@@ -169,7 +215,9 @@ def test_task_side_crash_points_stop_the_task_actor_there_and_fire_once(tmp_path
     assert result.killed == ["keyed-sum#1@0", "source#1@1"]
     assert [e["fired"] for e in result.fault_log] == [1, 1]
     assert [f for f in result.failures if "crashed at" in f] == [
-        "keyed-sum#1: crashed at mid_alignment of checkpoint 2", "source#1: crashed at before_forwarding_barrier of checkpoint 4"]
+        "keyed-sum#1: crashed at mid_alignment of checkpoint 2",
+        "source#1: crashed at before_forwarding_barrier of checkpoint 4",
+    ]
     statuses = {c["id"]: c["status"] for c in result.checkpoints}
     assert statuses[2] == "FAILED" and statuses[4] == "FAILED"
     assert verdict.verdict is Verdict.EXACTLY_ONCE, verdict
@@ -183,10 +231,16 @@ def test_coordinator_crash_crash_during_restore_slow_task_and_storage_faults_kee
         '{"type":"fail_storage_write","task":"sink#0","checkpoint_id":1},'
         '{"type":"fail_storage_write","checkpoint_id":2},'
         '{"type":"crash_coordinator","at_ms":1200},'
-        '{"type":"crash_task","task":"keyed-sum#1","point":"during_restore"}]')
+        '{"type":"crash_task","task":"keyed-sum#1","point":"during_restore"}]'
+    )
     # paced at 10k records/s per source: the job runs at least 1.5 s, so the coordinator crash lands mid-run
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
-                              restart_delay_ms=100, tolerable_failures=10, faults=schedule)
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100, tolerable_failures=10),
+        workload=WorkloadConfig(rate_per_source=10_000),
+        restart=RestartStrategyConfig(delay_ms=100),
+        faults=schedule,
+    )
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "jm-failover", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
 
@@ -212,13 +266,30 @@ def test_incremental_checkpoints_on_ray_restore_after_a_jobmanager_failover_and_
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(30_000, 3_000, 0.5, 100, 2, seed=7, key_growth=True)}
     config = JobConfig(
-        graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000, restart_delay_ms=100,
-        tolerable_failures=10, memory_threshold_bytes=0, claim_mode=RecoveryClaimMode.CLAIM,
-        state=StateBackendConfig(StateBackendKind.INCREMENTAL, entry_bytes=100, write_buffer_bytes=20_000,
-                                 target_file_bytes=30_000, level0_compaction_trigger=2,
-                                 max_bytes_for_level_base=60_000, level_multiplier=2, num_levels=4),
-        faults=FaultSchedule.from_json('[{"type":"crash_coordinator","at_ms":800},'
-                                       '{"type":"crash_task","task":"keyed-sum#0","at_ms":1800}]'))
+        graph,
+        checkpointing=CheckpointingConfig(
+            mode="aligned",
+            interval_ms=100,
+            tolerable_failures=10,
+            memory_threshold_bytes=0,
+            recovery_claim_mode=RecoveryClaimMode.CLAIM,
+        ),
+        workload=WorkloadConfig(rate_per_source=10_000),
+        restart=RestartStrategyConfig(delay_ms=100),
+        state=StateBackendConfig(
+            StateBackendKind.INCREMENTAL,
+            entry_bytes=100,
+            write_buffer_bytes=20_000,
+            target_file_bytes=30_000,
+            level0_compaction_trigger=2,
+            max_bytes_for_level_base=60_000,
+            level_multiplier=2,
+            num_levels=4,
+        ),
+        faults=FaultSchedule.from_json(
+            '[{"type":"crash_coordinator","at_ms":800},{"type":"crash_task","task":"keyed-sum#0","at_ms":1800}]'
+        ),
+    )
     root = tmp_path / "checkpoints"
     result = run_graph_on_ray(config, splits, str(root), "incremental", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
@@ -236,7 +307,11 @@ def test_a_job_that_does_not_end_in_time_reports_where_each_unfinished_task_stan
     # task that has not finished with its lifecycle (data not ended, no final checkpoint, no input channel ended)
     graph = quickstart_graph(2, 1)
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=6)}
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10)
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+        workload=WorkloadConfig(rate_per_source=10),
+    )
     with pytest.raises(RayJobError, match="did not finish within 15 s") as raised:
         run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "late", timeout_seconds=15)
     report = str(raised.value)
@@ -259,10 +334,16 @@ def test_a_cancelled_task_actor_reports_its_closed_asynchronous_parts_to_the_che
     splits = {"source": local_splits(100_000, 100, 1.0, 100, 2, seed=6)}
     schedule = FaultSchedule.from_json(
         '[{"type":"crash_task","task":"keyed-sum#1","point":"before_forwarding_barrier","checkpoint_id":2},'
-        '{"type":"crash_task","task":"keyed-sum#0","point":"before_forwarding_barrier","checkpoint_id":3}]')
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000, restart_delay_ms=500,
-                       faults=schedule, memory_threshold_bytes=0,
-                       storage=CheckpointCostModel(emulate_remote_store=True, file_latency_ms=1000.0))
+        '{"type":"crash_task","task":"keyed-sum#0","point":"before_forwarding_barrier","checkpoint_id":3}]'
+    )
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100, memory_threshold_bytes=0),
+        workload=WorkloadConfig(rate_per_source=10_000),
+        restart=RestartStrategyConfig(delay_ms=500),
+        faults=schedule,
+        storage=CheckpointCostModel(emulate_remote_store=True, file_latency_ms=1000.0),
+    )
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "cancel-reports", timeout_seconds=240)
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
 

@@ -1,19 +1,21 @@
 """A real run on the local three-node Ray cluster whose checkpoint storage is ``s3://`` on a real S3-compatible
-server (``tests.s3_server``, the bucket versioned to keep what was deleted): its checkpoints (every state stream an object of its own) are written there, a
+server (``tests.s3_server``, the bucket versioned to keep what was deleted): its checkpoints (every state stream an
+object of its own) are written there, a
 killed task restores from the latest, a JobManager failover recovers the completed checkpoints from the
 completed-checkpoint list there, and the run verifies exactly once."""
 
 import pytest
 
 from barriersim.actors.graph_runner import run_graph_on_ray
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import CrashCoordinator, CrashTask, FaultSchedule
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.storage.object_storage import ObjectStoreCheckpointStorage, checkpoint_storage_for
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
-from tests.s3_server import s3_server  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_cluster")]
 
@@ -24,23 +26,30 @@ def test_checkpoints_restores_and_a_jobmanager_failover_go_through_s3(s3_server)
     splits = {"source": local_splits(60_000, 100, 1.0, 100, 2, seed=3)}
     # the sources paced to 10k records/s each: the job runs at least 3 s; the task crash at 1.2 s and the
     # JobManager's at 2.2 s land after several 100 ms checkpoints
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000, restart_delay_ms=100,
-                       max_retained=2, memory_threshold_bytes=0,
-                       cluster=ClusterConfig(taskmanagers=2, slots_per_taskmanager=1, nodes=2),
-                       faults=FaultSchedule((CrashTask("keyed-sum#1", at_ms=1200), CrashCoordinator(at_ms=2200))))
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100, max_retained=2, memory_threshold_bytes=0),
+        workload=WorkloadConfig(rate_per_source=10_000),
+        restart=RestartStrategyConfig(delay_ms=100),
+        cluster=ClusterConfig(taskmanagers=2, slots_per_taskmanager=1, nodes=2),
+        faults=FaultSchedule((CrashTask("keyed-sum#1", at_ms=1200), CrashCoordinator(at_ms=2200))),
+    )
     result = run_graph_on_ray(config, splits, uri, "on-s3", timeout_seconds=300)
 
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
     assert result.outcome == "finished", result.failures
     assert result.storage_errors == []
-    assert (verdict.lost, verdict.duplicated, verdict.wrong, verdict.verdict) == (0, 0, 0, Verdict.EXACTLY_ONCE), verdict
+    assert (verdict.lost, verdict.duplicated, verdict.wrong, verdict.verdict) == (0, 0, 0, Verdict.EXACTLY_ONCE), (
+        verdict
+    )
     assert result.coordinator_failovers == 1 and result.restarts == 2, result.failures
     completed = [c["id"] for c in result.checkpoints if c["status"] == "COMPLETED"]
     assert len(result.restored_checkpoint_ids) == 2 and set(result.restored_checkpoint_ids) <= set(completed)
     # Flink's external_path: each completed checkpoint's directory in the bucket
     bucket = uri.split("/")[2]
-    assert [c["external_path"] for c in result.checkpoints if c["status"] == "COMPLETED"] == \
-        [f"s3://{bucket}/checkpoints/on-s3/chk-{c}" for c in completed]
+    assert [c["external_path"] for c in result.checkpoints if c["status"] == "COMPLETED"] == [
+        f"s3://{bucket}/checkpoints/on-s3/chk-{c}" for c in completed
+    ]
 
     # the bucket keeps every version of every object (versioning on): each completed checkpoint's _metadata, its
     # state objects and the completed-checkpoint list were written there, and all were deleted at the end
@@ -71,8 +80,15 @@ def test_a_savepoint_stop_and_rescaled_restore_go_through_s3(s3_server):
     before, after = SCALINGS["up 2->4"]
     sc = scenario("aligned", before, [Savepoint(600), StopWithSavepoint(1200), Restore(RestoreSource.SAVEPOINT, after)])
     config, splits = job_config(sc), workload_splits(sc)
-    result = run_graph_on_ray(config, splits, uri, "savepoints-on-s3", seed=sc.seed, timeout_seconds=300,
-                              savepoint_root=f"{bucket}/savepoints")
+    result = run_graph_on_ray(
+        config,
+        splits,
+        uri,
+        "savepoints-on-s3",
+        seed=sc.seed,
+        timeout_seconds=300,
+        savepoint_root=f"{bucket}/savepoints",
+    )
 
     assert result.outcome == "finished", result.failures
     first, restored = result.jobs
@@ -85,4 +101,6 @@ def test_a_savepoint_stop_and_rescaled_restore_go_through_s3(s3_server):
     # the stop's, and the first savepoint's unless the stop aborted it while it was pending (no _metadata then)
     assert len(savepoint_metadata) == (2 if savepoint["status"] == "COMPLETED" else 1), sorted(keys)[:20]
     verdict = verify(expected_sink_input(config.graph, splits), result.committed_output)
-    assert (verdict.lost, verdict.duplicated, verdict.wrong, verdict.verdict) == (0, 0, 0, Verdict.EXACTLY_ONCE), verdict
+    assert (verdict.lost, verdict.duplicated, verdict.wrong, verdict.verdict) == (0, 0, 0, Verdict.EXACTLY_ONCE), (
+        verdict
+    )

@@ -6,11 +6,15 @@ import pytest
 
 from barriersim.actors.graph_runner import run_graph_on_ray
 from barriersim.actors.socket_links import plan_links
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import CrashTask, FaultSchedule
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.job.wiring import Wiring
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+from barriersim.runtime.jobgraph import OperatorKind as K
+from barriersim.runtime.jobgraph import Partitioner as P
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
@@ -44,9 +48,17 @@ def _links(result) -> dict:
 def test_a_job_over_links_commits_what_it_commits_over_calls_and_its_messages_went_by_the_links(tmp_path):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=3)}
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000)
-    results = {links: run_graph_on_ray(config, splits, str(tmp_path / str(links)), f"links-{links}",
-                                       timeout_seconds=180, socket_links=links) for links in (True, False)}
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+        workload=WorkloadConfig(rate_per_source=10_000),
+    )
+    results = {
+        links: run_graph_on_ray(
+            config, splits, str(tmp_path / str(links)), f"links-{links}", timeout_seconds=180, socket_links=links
+        )
+        for links in (True, False)
+    }
     expected = expected_sink_input(graph, splits)
     for result in results.values():
         assert result.outcome == "finished" and result.restarts == 0, result.failures
@@ -65,14 +77,43 @@ def test_a_job_over_links_commits_what_it_commits_over_calls_and_its_messages_we
 
 @pytest.mark.ray
 @pytest.mark.usefixtures("ray_cluster")
+def test_the_job_managers_messages_and_the_tasks_reports_go_by_links_on_its_node_and_as_calls_without_links(tmp_path):
+    # one TaskManager on the head node, where the job manager runs: every task shares its node
+    graph = quickstart_graph(2, 2)
+    splits = {"source": local_splits(6_000, 100, 1.0, 100, 2, seed=4)}
+    config = JobConfig(graph, mode="aligned", interval_ms=50, source_rate_per_subtask=10_000)
+    results = {links: run_graph_on_ray(config, splits, str(tmp_path / str(links)), f"control-{links}",
+                                       timeout_seconds=180, socket_links=links) for links in (True, False)}
+    expected = expected_sink_input(graph, splits)
+    for links, result in results.items():
+        assert result.outcome == "finished" and result.restarts == 0, result.failures
+        assert verify(expected, result.committed_output).verdict is Verdict.EXACTLY_ONCE
+        completed = result.counts["completed"]
+        used, unused = ("link", "call") if links else ("call", "link")
+        assert completed >= 2
+        sent, told = result.control_messages["to_tasks"], result.control_messages["from_tasks"]
+        # every trigger (to the 2 sources) and every completion notice (to the 5 tasks) by one transport only
+        assert sent[unused] == 0 and sent[used] >= completed * (2 + 5), sent
+        # every acknowledgement (5 per checkpoint) and the 5 finished notices
+        assert told[unused] == 0 and told[used] >= completed * 5 + 5, told
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("ray_cluster")
 @pytest.mark.parametrize("mode", ["aligned", "unaligned"])
 def test_a_task_killed_mid_run_fails_over_and_the_job_over_links_keeps_exactly_once(mode, tmp_path):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(40_000, 100, 1.0, 100, 2, seed=8)}
-    config = JobConfig(graph, mode=mode, interval_ms=100, source_rate_per_subtask=10_000, restart_delay_ms=100,
-                       faults=FaultSchedule((CrashTask("keyed-sum#0", at_ms=1200),)))
-    result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"links-kill-{mode}",
-                              timeout_seconds=240, socket_links=True)
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode=mode, interval_ms=100),
+        workload=WorkloadConfig(rate_per_source=10_000),
+        restart=RestartStrategyConfig(delay_ms=100),
+        faults=FaultSchedule((CrashTask("keyed-sum#0", at_ms=1200),)),
+    )
+    result = run_graph_on_ray(
+        config, splits, str(tmp_path / "checkpoints"), f"links-kill-{mode}", timeout_seconds=240, socket_links=True
+    )
     assert result.outcome == "finished" and result.restarts == 1, result.failures
     assert result.killed == ["keyed-sum#0@0"]
     assert verify(expected_sink_input(graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE
@@ -85,18 +126,29 @@ def test_over_several_ray_nodes_only_the_pairs_on_one_node_are_linked(tmp_path):
     # source -> map -> sink, each vertex in a slot sharing group of its own: 3 TaskManagers of one slot, which the
     # placement spreads over the cluster's 3 nodes, so no two tasks share a node and every message is a call
     graph = JobGraph(
-        tuple(JobVertex(name, kind, 1, params={"slot_sharing_group": name})
-              for name, kind in (("source", K.SOURCE), ("map", K.MAP), ("sink", K.AT_LEAST_ONCE_SINK))),
-        (JobEdge("source", "map", P.FORWARD), JobEdge("map", "sink", P.FORWARD)))
+        tuple(
+            JobVertex(name, kind, 1, params={"slot_sharing_group": name})
+            for name, kind in (("source", K.SOURCE), ("map", K.MAP), ("sink", K.AT_LEAST_ONCE_SINK))
+        ),
+        (JobEdge("source", "map", P.FORWARD), JobEdge("map", "sink", P.FORWARD)),
+    )
     splits = {"source": local_splits(10_000, 100, 1.0, 100, 1, seed=2)}
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=10_000,
-                       cluster=ClusterConfig(taskmanagers=3, slots_per_taskmanager=1))
-    result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), "links-nodes", timeout_seconds=180,
-                              socket_links=True)
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+        workload=WorkloadConfig(rate_per_source=10_000),
+        cluster=ClusterConfig(taskmanagers=3, slots_per_taskmanager=1),
+    )
+    result = run_graph_on_ray(
+        config, splits, str(tmp_path / "checkpoints"), "links-nodes", timeout_seconds=180, socket_links=True
+    )
     assert result.outcome == "finished", result.failures
     nodes = {row["task"]: row["ray_node_id"] for row in result.placement}
     assert len(set(nodes.values())) == 3, nodes
     assert set(_links(result).values()) == {0}
+    # the job manager (on the driver's head node) shares a node with one task at most: the others' messages are calls
+    sent, told = result.control_messages["to_tasks"], result.control_messages["from_tasks"]
+    assert sent["call"] > 0 and told["call"] > 0, result.control_messages
     verdict = verify(expected_sink_input(graph, splits), result.committed_output)
     assert verdict.lost == 0 and verdict.wrong == 0, verdict
 

@@ -5,17 +5,20 @@ kill (the Ray node's raylet and workers killed; its TaskManagers restart on the 
 latest completed checkpoint and verify, in aligned, unaligned and at-least-once mode."""
 
 import collections
-
 import os
 
 import pytest
 import ray
 
 from barriersim.actors.graph_runner import run_graph_on_ray
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+from barriersim.runtime.jobgraph import OperatorKind as K
+from barriersim.runtime.jobgraph import Partitioner as P
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
@@ -24,10 +27,19 @@ pytestmark = [pytest.mark.ray]
 
 MODES = ["aligned", "unaligned", "aligned-with-timeout", "at-least-once"]
 SIXTY_FOUR = JobGraph(
-    (JobVertex("source", K.SOURCE, 16), JobVertex("map", K.MAP, 16), JobVertex("filter", K.FILTER, 16),
-     JobVertex("keyed-sum", K.KEYED_SUM, 15), JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1)),
-    (JobEdge("source", "map", P.FORWARD), JobEdge("map", "filter", P.FORWARD),
-     JobEdge("filter", "keyed-sum", P.HASH), JobEdge("keyed-sum", "sink", P.REBALANCE)),
+    (
+        JobVertex("source", K.SOURCE, 16),
+        JobVertex("map", K.MAP, 16),
+        JobVertex("filter", K.FILTER, 16),
+        JobVertex("keyed-sum", K.KEYED_SUM, 15),
+        JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1),
+    ),
+    (
+        JobEdge("source", "map", P.FORWARD),
+        JobEdge("map", "filter", P.FORWARD),
+        JobEdge("filter", "keyed-sum", P.HASH),
+        JobEdge("keyed-sum", "sink", P.REBALANCE),
+    ),
 )
 # slot i holds subtask i of every vertex: TaskManager t (4 slots) runs subtasks 4t..4t+3
 FOUR_TASKMANAGERS = ClusterConfig(taskmanagers=4, slots_per_taskmanager=4)
@@ -51,9 +63,18 @@ def ray_node_of_each_task(result, deployment: int) -> dict[str, str]:
 ALL_MODES = os.environ.get("BARRIERSIM_RAY_ALL_MODES", "") == "1"
 
 
-@pytest.mark.parametrize("mode", [
-    pytest.param(mode, marks=[] if ALL_MODES or mode == "unaligned" else [pytest.mark.skip(
-        reason="unaligned in CI; BARRIERSIM_RAY_ALL_MODES=1 runs every mode")]) for mode in MODES])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param(
+            mode,
+            marks=[]
+            if ALL_MODES or mode == "unaligned"
+            else [pytest.mark.skip(reason="unaligned in CI; BARRIERSIM_RAY_ALL_MODES=1 runs every mode")],
+        )
+        for mode in MODES
+    ],
+)
 def test_64_subtasks_in_4_taskmanagers_over_3_nodes_complete_nine_checkpoints(mode, ray_cluster, tmp_path):
     assert sum(v.parallelism for v in SIXTY_FOUR.vertices) == 64
     # 16 sources x 60 records paced at 10 records/s: data flows for at least 6 s once the actors run, and each
@@ -62,13 +83,19 @@ def test_64_subtasks_in_4_taskmanagers_over_3_nodes_complete_nine_checkpoints(mo
     # a checkpoint of these 64 actors takes tens of ms, where every hop waits for a core (a shared machine, loaded
     # 10 to 40-fold; CI once) one took 2 to 6 s, and 54 s of paced data gave 7 completed of 10
     splits = {"source": local_splits(960, 100, 1.0, 100, 16, seed=2)}
-    config = JobConfig(SIXTY_FOUR, mode=mode, interval_ms=100, source_rate_per_subtask=10, source_min_checkpoints=8,
-                       aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
-                       cluster=FOUR_TASKMANAGERS)
+    timeout = 20 if mode == "aligned-with-timeout" else 0
+    config = JobConfig(
+        SIXTY_FOUR,
+        checkpointing=CheckpointingConfig(mode=mode, interval_ms=100, aligned_checkpoint_timeout_ms=timeout),
+        workload=WorkloadConfig(rate_per_source=10, min_checkpoints=8),
+        cluster=FOUR_TASKMANAGERS,
+    )
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"sixty-four-{mode}", timeout_seconds=600)
 
     check_verdict(mode, SIXTY_FOUR, splits, result)
-    not_completed = collections.Counter(c.get("failure_reason") for c in result.checkpoints if c["status"] != "COMPLETED")
+    not_completed = collections.Counter(
+        c.get("failure_reason") for c in result.checkpoints if c["status"] != "COMPLETED"
+    )
     assert result.restarts == 0 and result.counts["completed"] >= 9, (result.counts, not_completed)
     assert all(c["num_acknowledged_subtasks"] == 64 for c in result.checkpoints if c["status"] == "COMPLETED")
     # the cluster's three nodes, the driver's first; TaskManager t on node t % 3
@@ -94,8 +121,14 @@ ONE_SLOT_EACH = ClusterConfig(taskmanagers=4, slots_per_taskmanager=1, nodes=3) 
 def small_job(mode, faults: str) -> tuple[JobConfig, dict]:
     # paced at 5,000 records/s per source: the job runs at least 3 s, so a fault at 1.5 s lands mid-run
     splits = {"source": local_splits(60_000, 100, 1.0, 100, 4, seed=3)}
-    config = JobConfig(SMALL, mode=mode, interval_ms=100, source_rate_per_subtask=5_000, restart_delay_ms=100,
-                       cluster=ONE_SLOT_EACH, faults=FaultSchedule.from_json(faults))
+    config = JobConfig(
+        SMALL,
+        checkpointing=CheckpointingConfig(mode=mode, interval_ms=100),
+        workload=WorkloadConfig(rate_per_source=5_000),
+        restart=RestartStrategyConfig(delay_ms=100),
+        cluster=ONE_SLOT_EACH,
+        faults=FaultSchedule.from_json(faults),
+    )
     return config, splits
 
 

@@ -34,8 +34,16 @@ def test_run_returns_the_run_directory_as_dataframes(tiny, tmp_path):
 
     cps, sts = result.checkpoints, result.subtasks
     assert isinstance(cps, pd.DataFrame) and isinstance(sts, pd.DataFrame)
-    for name in ("id", "status", "trigger_timestamp", "end_to_end_duration", "state_size", "checkpointed_size",
-                 "persisted_data", "num_acknowledged_subtasks"):
+    for name in (
+        "id",
+        "status",
+        "trigger_timestamp",
+        "end_to_end_duration",
+        "state_size",
+        "checkpointed_size",
+        "persisted_data",
+        "num_acknowledged_subtasks",
+    ):
         assert name in cps.columns, name
     for name in ("id", "task", "ack_timestamp", "alignment_duration", "start_delay", "checkpoint_sync", "aborted"):
         assert name in sts.columns, name
@@ -85,8 +93,11 @@ def test_mode_all_gives_one_result_per_mode(tiny, tmp_path):
 
 def test_overrides_change_the_scenario(tiny, tmp_path):
     # 200 records at 50 records/s per source: 2 s of data, so that checkpoints every second trigger at least twice
-    result = barriersim.run(tiny, out=tmp_path / "o", overrides={
-        "workload.records": 200, "workload.rate_per_source": 50, "checkpointing.interval_ms": 1000}).only
+    result = barriersim.run(
+        tiny,
+        out=tmp_path / "o",
+        overrides={"workload.records": 200, "workload.rate_per_source": 50, "checkpointing.interval_ms": 1000},
+    ).only
     assert result.summary["workload"]["records"] == 200
     triggers = result.checkpoints.sort_values("id")["trigger_timestamp"]
     assert len(triggers) >= 2 and triggers.diff().dropna().min() >= 1000
@@ -121,25 +132,34 @@ def test_faults_given_as_plain_tables_or_json(tiny, tmp_path):
     assert again.summary["trace_sha256"] == result.summary["trace_sha256"]
 
 
-@pytest.mark.parametrize("kwargs, error, words", [
-    ({"overrides": {"workload.nope": 1}}, ScenarioError, "overrides.workload.nope"),
-    ({"overrides": {"job.source_parallelism": 3}}, ScenarioError, "overrides.job.source_parallelism"),
-    ({"overrides": {"workload.records": "many"}}, ScenarioError, "must be an integer"),
-    ({"overrides": {"workload.records": 0}}, ScenarioError, "overrides.workload.records"),
-    ({"overrides": {"checkpointing.mode": "unaligned", "checkpointing.max_concurrent": 2}}, ScenarioError,
-     "checkpointing.max_concurrent"),
-    ({"mode": "exactly-twice"}, ScenarioError, "mode: must be one of"),
-    ({"seed": -1}, ScenarioError, "seed: must be a non-negative integer"),
-    ({"seed": True}, ScenarioError, "seed"),
-    ({"faults": [{"type": "meteor"}]}, FaultScheduleError, "faults[0]"),
-    ({"faults": "{not json"}, FaultScheduleError, "not valid JSON"),
-    ({"backend": "flink"}, barriersim.ArgumentError, "backend: must be one of sim, ray"),
-    ({"backend": "spark"}, barriersim.ArgumentError, "backend: must be one of sim, ray"),
-    ({"workload": "cloud"}, barriersim.ArgumentError, "workload: must be one of local, spark"),
-    ({"backend": "ray", "workload": "local"}, UnsupportedScenario, "Spark on Ray"),
-    ({"backend": "ray", "overrides": {"workload.rate_per_source": 1000, "workload.source_emission": "exact"}},
-     UnsupportedScenario, "workload.source_emission: \"exact\" is the simulator's model"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"overrides": {"workload.nope": 1}}, ScenarioError, "overrides.workload.nope"),
+        ({"overrides": {"job.source_parallelism": 3}}, ScenarioError, "overrides.job.source_parallelism"),
+        ({"overrides": {"workload.records": "many"}}, ScenarioError, "must be an integer"),
+        ({"overrides": {"workload.records": 0}}, ScenarioError, "overrides.workload.records"),
+        (
+            {"overrides": {"checkpointing.mode": "unaligned", "checkpointing.max_concurrent": 2}},
+            ScenarioError,
+            "checkpointing.max_concurrent",
+        ),
+        ({"mode": "exactly-twice"}, ScenarioError, "mode: must be one of"),
+        ({"seed": -1}, ScenarioError, "seed: must be a non-negative integer"),
+        ({"seed": True}, ScenarioError, "seed"),
+        ({"faults": [{"type": "meteor"}]}, FaultScheduleError, "faults[0]"),
+        ({"faults": "{not json"}, FaultScheduleError, "not valid JSON"),
+        ({"backend": "flink"}, barriersim.ArgumentError, "backend: must be one of sim, ray"),
+        ({"backend": "spark"}, barriersim.ArgumentError, "backend: must be one of sim, ray"),
+        ({"workload": "cloud"}, barriersim.ArgumentError, "workload: must be one of local, spark"),
+        ({"backend": "ray", "workload": "local"}, UnsupportedScenario, "Spark on Ray"),
+        (
+            {"backend": "ray", "overrides": {"workload.rate_per_source": 1000, "workload.source_emission": "exact"}},
+            UnsupportedScenario,
+            'workload.source_emission: "exact" is the simulator\'s model',
+        ),
+    ],
+)
 def test_bad_input_raises_the_clis_typed_errors(tiny, tmp_path, kwargs, error, words):
     with pytest.raises(error) as info:
         barriersim.run(tiny, out=tmp_path / "never", **kwargs)
@@ -167,7 +187,7 @@ def test_one_result_type_for_one_mode_and_several(tiny, tmp_path):
     assert type(one) is type(several) is barriersim.RunResult
     assert isinstance(one.only, barriersim.ModeRun) and one["aligned"] is one.only
     with pytest.raises(ValueError, match="holds 2 modes"):
-        several.only
+        _ = several.only
     assert all(isinstance(r, barriersim.ModeRun) for r in several.values())
 
 
@@ -183,9 +203,12 @@ def test_a_missing_or_broken_scenario_file_names_the_file(tmp_path):
 
 def test_the_run_directory_records_where_each_subtask_ran_and_which_channels_are_local(tmp_path):
     # 4 TaskManagers of one slot on 3 nodes; node 2 (TaskManager 2: source#2, keyed-sum#2) is lost mid-run
-    path = write(tmp_path, TINY.replace("rate_per_source = 20000", "rate_per_source = 2000")
-                 .replace("source_parallelism = 2", "source_parallelism = 4")
-                 .replace("keyed_sum_parallelism = 2", "keyed_sum_parallelism = 4") + """
+    path = write(
+        tmp_path,
+        TINY.replace("rate_per_source = 20000", "rate_per_source = 2000")
+        .replace("source_parallelism = 2", "source_parallelism = 4")
+        .replace("keyed_sum_parallelism = 2", "keyed_sum_parallelism = 4")
+        + """
 [cluster]
 taskmanagers = 4
 slots_per_taskmanager = 1
@@ -195,14 +218,20 @@ nodes = 3
 type = "kill_node"
 node = 2
 at_ms = 30
-""")
+""",
+    )
     result = barriersim.run(path, out=tmp_path / "run").only
     placement = result.summary["placement"]
     assert list(result.summary).index("placement") == list(result.summary).index("cluster") + 1
     # keyed-sum#i reads 4 channels (one local: source#i); the sink 4 (one local: keyed-sum#0)
-    assert placement == {"taskmanagers": 4, "slots_per_taskmanager": 1, "nodes": 3,
-                         "input_channels": {"local": 5, "remote": 15},
-                         "taskmanager_nodes": [[0, 1, 2, 0], [0, 1, 0, 0]], "nodes_lost": [2]}
+    assert placement == {
+        "taskmanagers": 4,
+        "slots_per_taskmanager": 1,
+        "nodes": 3,
+        "input_channels": {"local": 5, "remote": 15},
+        "taskmanager_nodes": [[0, 1, 2, 0], [0, 1, 0, 0]],
+        "nodes_lost": [2],
+    }
     rows = pd.read_parquet(tmp_path / "run" / "placement.parquet")
     assert len(rows) == 2 * 9 and set(rows["deployment"]) == {0, 1}
     moved = rows[rows["task"] == "keyed-sum#2"].set_index("deployment")
@@ -218,8 +247,9 @@ def test_the_throughput_counts_what_the_sources_read_when_the_job_stops_before_i
     last one, not the whole workload (before: the 12,000 records over the run's time, and each split's 6,000 over
     its task's finish). A run that reads its input counts all of it."""
     more = {"workload.records": 12_000}
-    stopped = barriersim.run(tiny, out=tmp_path / "stopped", overrides=more,
-                             actions=[{"type": "stop_with_savepoint", "at_ms": 100}])
+    stopped = barriersim.run(
+        tiny, out=tmp_path / "stopped", overrides=more, actions=[{"type": "stop_with_savepoint", "at_ms": 100}]
+    )
     throughput = stopped.only.summary["throughput"]
     read = [s["records"] for s in throughput["sources"]]
     assert all(0 < n < 6_000 for n in read), read
@@ -238,8 +268,13 @@ def test_a_storage_fault_the_run_went_on_after_is_in_its_summary(tmp_path):
     JobMaster logs it)."""
     from pathlib import Path
 
-    case = Path(__file__).resolve().parents[1] / "runtime" / "sim" / "cases" / \
-        "late-ack-of-subsumed-incremental-checkpoint.toml"
+    case = (
+        Path(__file__).resolve().parents[1]
+        / "runtime"
+        / "sim"
+        / "cases"
+        / "late-ack-of-subsumed-incremental-checkpoint.toml"
+    )
     result = barriersim.run(case, out=tmp_path / "run").only
     errors = result.summary["simulation"]["storage_errors"]
     assert len(errors) == 1 and "checkpoint 5: the acknowledgement of keyed_sum#1 was dropped" in errors[0], errors
@@ -256,5 +291,5 @@ def test_the_ray_links_setting_of_the_environment_is_checked_before_anything_sta
             api.plan(tiny, backend="ray")
         assert str(info.value) == "BARRIERSIM_RAY_LINKS: must be sockets or calls, got 'bogus'"
     else:
-        assert api.plan(tiny, backend="ray").backend == "ray"
+        assert api.plan(tiny, backend="ray").backend is api.Backend.RAY
     api.plan(tiny, backend="sim")  # the simulator has no links: the setting is not its concern

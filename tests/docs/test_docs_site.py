@@ -19,7 +19,10 @@ def test_site_builds_strict(tmp_path):
     site = tmp_path / "site"
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},  # Material's banner about MkDocs 2.0, not a problem of ours
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -42,7 +45,12 @@ def test_site_builds_strict(tmp_path):
                 assert option in cli, f"barriersim {name} {option}"
 
     api = (site / "reference" / "api" / "index.html").read_text()
-    for name in ("barriersim.api.run", "barriersim.api.RunResult", "barriersim.api.ModeRun",
-                 "barriersim.sweep.run_sweep", "barriersim.strategies.simulated_cases"):
+    for name in (
+        "barriersim.api.run",
+        "barriersim.api.RunResult",
+        "barriersim.api.ModeRun",
+        "barriersim.sweep.run_sweep",
+        "barriersim.strategies.simulated_cases",
+    ):
         assert f'id="{name}"' in api, name
     assert 'class="mermaid"' in (site / "concepts" / "index.html").read_text()

@@ -38,8 +38,11 @@ def _run(scenario, mode, seed, faults=None):
     config = job_config(scenario)
     splits = workload_splits(scenario)
     result = JobSimulation(config, splits, seed).run()
-    verdict = verify(expected_sink_input(config.graph, splits), result.committed_output,
-                     at_least_once=not config.mode.exactly_once)
+    verdict = verify(
+        expected_sink_input(config.graph, splits),
+        result.committed_output,
+        at_least_once=not config.checkpointing.mode.exactly_once,
+    )
     return result, verdict
 
 
@@ -91,7 +94,13 @@ def generated_cases():
     data = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
     for name, case in sorted(data.get("generated", {}).items()):
         scenario = parse_scenario(case["document"], f"<golden {name}>")
-        yield name, scenario, case["document"]["checkpointing"]["mode"], case["seed"], FaultSchedule.from_plain(case["faults"])
+        yield (
+            name,
+            scenario,
+            case["document"]["checkpointing"]["mode"],
+            case["seed"],
+            FaultSchedule.from_plain(case["faults"]),
+        )
 
 
 def draw_generated(n: int, seed: int = 20261125) -> dict:
@@ -113,8 +122,11 @@ def draw_generated(n: int, seed: int = 20261125) -> dict:
             example = simulated_cases(mode=mode, jobmanager_faults=len(out) % 2 == 1).example()
         if not len(example.faults):
             continue
-        out[f"generated-{len(out):02d}-{mode}"] = {"document": example.document, "faults": example.faults.to_plain(),
-                                                   "seed": rng.randrange(2**32)}
+        out[f"generated-{len(out):02d}-{mode}"] = {
+            "document": example.document,
+            "faults": example.faults.to_plain(),
+            "seed": rng.randrange(2**32),
+        }
     return out
 
 

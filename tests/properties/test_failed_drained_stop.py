@@ -21,7 +21,7 @@ DRAINED_STOP_FAILS = Path(__file__).parent / "drained_stop" / "drained-stop-fail
 
 def _run_drained_stop_that_fails():
     job, result, verdict, _ = simulate_and_verify(load_scenario(DRAINED_STOP_FAILS))
-    assert not job.config.mode.exactly_once
+    assert not job.config.checkpointing.mode.exactly_once
     return job, result, verdict
 
 
@@ -33,8 +33,13 @@ def test_a_drained_stop_whose_savepoint_fails_leaves_its_early_window_results_in
     rows = sorted(tuple(int(x) for x in row) for row in RecordBatch.of(result.committed_output).to_rows())
     # (window_start, key, sum, count): window [20, 40) fired at the drain with 400 of its 800 records, then in full
     # after the failover; window [0, 20) twice in full (at-least-once)
-    assert rows == [(0, 0, 40802, 800), (0, 0, 40802, 800), (20, 0, 20343, 400), (20, 0, 41044, 800),
-                    (40, 0, 20635, 400)]
+    assert rows == [
+        (0, 0, 40802, 800),
+        (0, 0, 40802, 800),
+        (20, 0, 20343, 400),
+        (20, 0, 41044, 800),
+        (40, 0, 20635, 400),
+    ]
 
 
 def test_the_reference_tolerates_the_early_window_results_of_a_failed_drained_stop():
@@ -46,13 +51,15 @@ def test_the_reference_tolerates_the_early_window_results_of_a_failed_drained_st
 
 def test_only_a_partial_result_beside_its_window_s_full_result_is_tolerated():
     reference = np.array([[0, 20, 20], [7, 7, 8], [50, 90, 10], [5, 9, 1]])  # (window_start, key, sum, count) columns
-    committed = RecordBatch.from_rows([
-        (0, 7, 50, 5),    # a full result
-        (20, 7, 40, 4),   # an early result of window (20, 7), whose full result follows: tolerated
-        (20, 7, 90, 9),
-        (20, 8, 3, 1),    # an early result of window (20, 8), whose full result never came: still wrong
-        (40, 7, 1, 1),    # a window the reference does not have: still wrong
-    ])
+    committed = RecordBatch.from_rows(
+        [
+            (0, 7, 50, 5),  # a full result
+            (20, 7, 40, 4),  # an early result of window (20, 7), whose full result follows: tolerated
+            (20, 7, 90, 9),
+            (20, 8, 3, 1),  # an early result of window (20, 8), whose full result never came: still wrong
+            (40, 7, 1, 1),  # a window the reference does not have: still wrong
+        ]
+    )
     kept = sorted(tuple(int(x) for x in row) for row in without_early_window_results(reference, committed).to_rows())
     assert kept == [(0, 7, 50, 5), (20, 7, 90, 9), (20, 8, 3, 1), (40, 7, 1, 1)]
 
@@ -60,6 +67,12 @@ def test_only_a_partial_result_beside_its_window_s_full_result_is_tolerated():
 def test_only_a_failed_stop_with_drain_counts():
     def op(operation, drain, status):
         return {"operation": operation, "drain": drain, "status": status}
+
     assert failed_drained_stop([op("savepoint", None, "COMPLETED"), op("stop_with_savepoint", True, "FAILED")])
-    assert not failed_drained_stop([op("stop_with_savepoint", False, "FAILED"), op("stop_with_savepoint", True, "COMPLETED"),
-                                    op("cancel", None, "FAILED")])
+    assert not failed_drained_stop(
+        [
+            op("stop_with_savepoint", False, "FAILED"),
+            op("stop_with_savepoint", True, "COMPLETED"),
+            op("cancel", None, "FAILED"),
+        ]
+    )

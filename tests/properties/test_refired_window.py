@@ -1,13 +1,12 @@
-"""A window that fires again after a restore with only replayed records, found by the whole-job property
-(at-least-once, 1,000 random examples per mode): sources -> union -> hash -> 5 ms tumbling windows -> a direct sink;
-a declined checkpoint fails the job over to checkpoint 1. Without alignment, records after a source's checkpoint
-offset pass the barriers of the channels that are ahead, so the window [20, 25) reached its end of event time and
-fired in full before the window task's snapshot of checkpoint 1, which therefore holds none of its records. After the
+"""A window that fires again after a restore with only replayed records, found by the whole-job property (at-least-once,
+1,000 random examples per mode): sources -> union -> hash -> 5 ms windows -> a direct sink; a declined checkpoint
+fails the job over to checkpoint 1. Without alignment, records after a source's offset pass the barriers of the
+channels ahead, so the window [20, 25) fired in full before the window task's snapshot of checkpoint 1. After the
 restore the records after the offsets are replayed and the window fires a second time with only them, as Flink's
-at-least-once mode lets it. The reference (``runtime.verification.reference``, at-least-once over aggregates) counts that
-smaller row as a duplicate because the window's full row is there too; before it did, it counted it as wrong and the
-property failed on this case.
-(Its re-timings: ``test_a_window_fires_again_after_the_restore_with_only_the_replayed_records``.)"""
+at-least-once mode lets it. The reference (``runtime.verification.reference``, at-least-once over aggregates) counts
+that smaller row as a duplicate because the window's full row is there too; before it did, it counted it as wrong and
+the property failed on this case. (Its re-timings:
+``test_a_window_fires_again_after_the_restore_with_only_the_replayed_records``.)"""
 
 from pathlib import Path
 
@@ -44,9 +43,12 @@ def test_a_window_fires_again_after_the_restore_with_only_the_replayed_records()
     what its rate allows in 10 ms at every rate, and ends where an output is backpressured; its slowdown again, to x30
     until 28 ms, when a step became slowed only for its part inside a slowdown's window."""
     job, result, _, _ = simulate_and_verify(load_scenario(REFIRED_WINDOW))
-    assert not job.config.mode.exactly_once and result.restored_checkpoint_ids == [1]
-    rows = sorted(tuple(int(x) for x in row[:3]) for row in RecordBatch.of(result.committed_output).to_rows()
-                  if row[0] == WINDOW_START and row[1] == HOT_KEY)
+    assert not job.config.checkpointing.mode.exactly_once and result.restored_checkpoint_ids == [1]
+    rows = sorted(
+        tuple(int(x) for x in row[:3])
+        for row in RecordBatch.of(result.committed_output).to_rows()
+        if row[0] == WINDOW_START and row[1] == HOT_KEY
+    )
     full, replayed = 40708, _replayed_sum(job, 1)
     assert replayed == 24296
     assert rows == [(WINDOW_START, HOT_KEY, replayed), (WINDOW_START, HOT_KEY, full)]

@@ -2,11 +2,8 @@
 backpressure; with debloating on (target 1 s) its aligned checkpoints take a fraction of what they take with full
 buffers, and the benchmark's table and verdicts are computed from the runs (virtual time only, no wall clock)."""
 
-from pathlib import Path
-
 from barriersim.runtime.jobgraph import Partitioner
 from barriersim.scenarios.loader import load_scenario
-
 from benchmarks.debloat import FLINK_MS, SCENARIO, Run, measure, table, verdicts
 
 RECORDS = 30_000  # about 96 s of the job: two checkpoints without debloating, the first left out
@@ -17,11 +14,20 @@ def test_the_scenario_is_a_chain_through_five_exchanges_with_flinks_network_defa
     g = s.job.graph
     assert len(g.edges) == 5 and all(e.partitioner is Partitioner.REBALANCE for e in g.edges)
     assert [v.name for v in g.vertices][0] == "source" and g.sinks[0].params["cost_us_per_record"] > 0
-    assert (s.network.buffer_size, s.network.exclusive_buffers_per_channel, s.network.floating_buffers_per_gate,
-            s.network.max_buffers_per_channel) == (32 * 1024, 2, 8, 10)
+    assert (
+        s.network.buffer_size,
+        s.network.exclusive_buffers_per_channel,
+        s.network.floating_buffers_per_gate,
+        s.network.max_buffers_per_channel,
+    ) == (32 * 1024, 2, 8, 10)
     # Flink's debloat options as they are by default: only the target varies
-    assert (s.network.buffer_debloat, s.network.buffer_debloat_period_ms, s.network.buffer_debloat_samples,
-            s.network.buffer_debloat_threshold_percentages, s.network.min_buffer_size) == (True, 200, 20, 25, 256)
+    assert (
+        s.network.buffer_debloat,
+        s.network.buffer_debloat_period_ms,
+        s.network.buffer_debloat_samples,
+        s.network.buffer_debloat_threshold_percentages,
+        s.network.min_buffer_size,
+    ) == (True, 200, 20, 25, 256)
     assert s.checkpointing.mode.value == "aligned"
 
 
@@ -39,6 +45,7 @@ def test_debloating_shortens_the_aligned_checkpoint_against_full_buffers():
 def test_the_verdicts_follow_the_criteria():
     def run(target, e2e):
         return Run(target, e2e, 3, [e2e] * 3, 1.0, 0.0)
+
     like_flink = [run(t, FLINK_MS[t]) for t in FLINK_MS]
     assert all(v.passed for v in verdicts(like_flink))
     off_too_short = [run(None, 30_000)] + [run(t, FLINK_MS[t]) for t in FLINK_MS if t]

@@ -23,8 +23,11 @@ def simulate(scenario):
     config = job_config(scenario)
     splits = workload_splits(scenario)
     result = JobSimulation(config, splits, scenario.seed).run()
-    return result, verify(expected_sink_input(config.graph, splits), result.committed_output,
-                          at_least_once=not config.mode.exactly_once)
+    return result, verify(
+        expected_sink_input(config.graph, splits),
+        result.committed_output,
+        at_least_once=not config.checkpointing.mode.exactly_once,
+    )
 
 
 def test_the_library_has_a_job_at_a_million_records_per_second_for_a_minute():

@@ -44,12 +44,21 @@ def test_quickstart_loads_with_its_values():
         ('[scenario]\nname="x"\n[storage]\nlatency=1\n', "storage.latency", "unknown key"),
         ('[scenario]\nname="x"\n[restart]\nstrategy="forever"\n', "restart.strategy", "must be one of"),
         ('[scenario]\nname="x"\n[workload]\nsource_emission="smooth"\n', "workload.source_emission", "must be one of"),
-        ('[scenario]\nname="x"\n[workload]\nsource_emission="exact"\n', "workload.source_emission",
-         "paces records by workload.rate_per_source, which is 0"),
-        ('[scenario]\nname="x"\n[restart]\nbackoff_multiplier=1\n', "restart.backoff_multiplier",
-         "must be greater than 1"),
-        ('[scenario]\nname="x"\n[restart]\nstrategy="exponential-delay"\ninitial_backoff_ms=5000\nmax_backoff_ms=2000\n',
-         "restart", "initial_backoff_ms cannot be higher than max_backoff_ms"),
+        (
+            '[scenario]\nname="x"\n[workload]\nsource_emission="exact"\n',
+            "workload.source_emission",
+            "paces records by workload.rate_per_source, which is 0",
+        ),
+        (
+            '[scenario]\nname="x"\n[restart]\nbackoff_multiplier=1\n',
+            "restart.backoff_multiplier",
+            "must be greater than 1",
+        ),
+        (
+            '[scenario]\nname="x"\n[restart]\nstrategy="exponential-delay"\ninitial_backoff_ms=5000\nmax_backoff_ms=2000\n',
+            "restart",
+            "initial_backoff_ms cannot be higher than max_backoff_ms",
+        ),
     ],
 )
 def test_malformed_scenarios_name_file_and_key(tmp_path, text, key, problem):
@@ -96,7 +105,9 @@ def test_cli_reports_bad_scenarios_in_one_line_with_exit_2(tmp_path, args, expec
 def test_cli_rejects_a_negative_seed_with_exit_2(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "barriersim.cli", "run", str(QUICKSTART), "--seed", "-1"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2
     assert "--seed" in proc.stderr and "Traceback" not in proc.stderr
@@ -114,23 +125,33 @@ def test_storage_costs_default_to_the_calibrated_model_and_take_the_file_s_figur
 
 
 def test_a_restart_section_reaches_the_job_and_round_trips(tmp_path):
-    """``[restart]`` sets the job's restart strategy (fixed-delay through the JobConfig's two fields, exponential-delay
-    through its settings), and the run directory's scenario document reads back the same."""
+    """``[restart]`` is the job's restart strategy (``JobConfig.restart``: the scenario's section object, whichever
+    strategy), and the run directory's scenario document reads back the same."""
     from barriersim.runtime.job.restart_strategy import RestartStrategyKind
     from barriersim.scenarios.documents import scenario_document
     from barriersim.scenarios.loader import parse_scenario
     from barriersim.scenarios.simulation_inputs import job_config
 
-    fixed = job_config(load_scenario(write(tmp_path, '[scenario]\nname="x"\n[restart]\nattempts=3\ndelay_ms=250\n')))
-    assert (fixed.max_restarts, fixed.restart_delay_ms, fixed.restart) == (3, 250, None)
-    s = load_scenario(write(tmp_path, '[scenario]\nname="x"\n[restart]\nstrategy="exponential-delay"\n'
-                                      'initial_backoff_ms=200\njitter_factor=0.0\n'))
+    fixed = load_scenario(write(tmp_path, '[scenario]\nname="x"\n[restart]\nattempts=3\ndelay_ms=250\n'))
+    assert job_config(fixed).restart is fixed.restart
+    assert (fixed.restart.strategy, fixed.restart.attempts, fixed.restart.delay_ms) == (
+        RestartStrategyKind.FIXED_DELAY,
+        3,
+        250,
+    )
+    s = load_scenario(
+        write(
+            tmp_path,
+            '[scenario]\nname="x"\n[restart]\nstrategy="exponential-delay"\n'
+            "initial_backoff_ms=200\njitter_factor=0.0\n",
+        )
+    )
     config = job_config(s).restart
     assert config.strategy is RestartStrategyKind.EXPONENTIAL_DELAY
     assert (config.initial_backoff_ms, config.jitter_factor, config.max_backoff_ms) == (200, 0.0, 60_000)
     assert parse_scenario(scenario_document(s), s.path) == s
     # settings from outside the file meet the same rules, one line naming the section
     from barriersim.scenarios.loader import apply_settings
+
     with pytest.raises(ScenarioError, match=r"restart: initial_backoff_ms cannot be higher than max_backoff_ms \(with"):
         apply_settings(s, {"restart.max_backoff_ms": 100}, "overrides")
-

@@ -183,7 +183,7 @@ class BufferWriter:
 
     # -- record batches ------------------------------------------------------------------------------
 
-    def write_batch(self, records: RecordBatch, targets: np.ndarray | int, size: int) -> None:
+    def write_batch(self, records: RecordBatch, targets: np.ndarray | Sequence[int] | int, size: int) -> None:
         """``records.slice(k, k + 1)`` to subpartition ``targets[k]`` (an int array), or every record to subpartition
         ``targets`` if it is an int: each subpartition's share is cut from the batch (grouped stably, so in
         order), without touching single records; the same buffers as ``emit_record`` record by record.
@@ -290,8 +290,10 @@ class BufferWriter:
     ) -> tuple[RecordBatch, np.ndarray, np.ndarray]:
         """The staged writes, then ``then``, as one write (records, targets, records per subpartition); nothing is
         staged afterwards."""
+        staged_counts = self._staged_counts
+        assert staged_counts is not None  # called with writes staged
         writes = self._staged + ([then[:2]] if then is not None else [])
-        counts = self._staged_counts if then is None else self._staged_counts + then[2]
+        counts = staged_counts if then is None else staged_counts + then[2]
         self._drop_staged()
         if len(writes) == 1:
             return writes[0][0], writes[0][1], counts
@@ -432,7 +434,8 @@ class BufferWriter:
 
     def _open_buffer_bytes(self, p: int) -> int:
         """The bytes subpartition ``p``'s open buffer holds once the staged writes are cut into it."""
-        return self.builders[p].size + (int(self._staged_counts[p]) * self._staged_size if self._staged else 0)
+        counts = self._staged_counts  # set while writes are staged
+        return self.builders[p].size + (int(counts[p]) * self._staged_size if counts is not None else 0)
 
     def room(self, p: int, new_buffers: int) -> int:
         """The bytes subpartition ``p``'s open buffer and ``new_buffers`` more buffers (of its buffer size) take."""

@@ -18,7 +18,12 @@ from barriersim.runtime.event_timers import DeliveringTimers
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.state.snapshot import KeyGroupRange, KeyGroupsStateHandle, OperatorSubtaskState, TaskStateSnapshot
+from barriersim.runtime.state.snapshot import (
+    KeyGroupRange,
+    KeyGroupsStateHandle,
+    OperatorSubtaskState,
+    TaskStateSnapshot,
+)
 
 JOB = "job-1"
 
@@ -44,8 +49,9 @@ class Harness:
     def trigger(self, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT, **kw) -> list:
         return self.coord.handle(m.TriggerRequest(checkpoint_type, **kw))
 
-    def ack(self, attempt: ExecutionAttemptID, checkpoint_id: int, state: TaskStateSnapshot | None = None,
-            job: str = JOB) -> list:
+    def ack(
+        self, attempt: ExecutionAttemptID, checkpoint_id: int, state: TaskStateSnapshot | None = None, job: str = JOB
+    ) -> list:
         return self.coord.handle(m.AcknowledgeCheckpoint(job, attempt, checkpoint_id, state))
 
     def ack_all(self, checkpoint_id: int) -> list:
@@ -54,8 +60,12 @@ class Harness:
             out += self.ack(a, checkpoint_id)
         return out
 
-    def decline(self, attempt: ExecutionAttemptID, checkpoint_id: int,
-                reason: CheckpointFailureReason = CheckpointFailureReason.CHECKPOINT_DECLINED) -> list:
+    def decline(
+        self,
+        attempt: ExecutionAttemptID,
+        checkpoint_id: int,
+        reason: CheckpointFailureReason = CheckpointFailureReason.CHECKPOINT_DECLINED,
+    ) -> list:
         return self.coord.handle(m.DeclineCheckpoint(JOB, attempt, checkpoint_id, CheckpointException(reason)))
 
     def call(self, event):
@@ -78,18 +88,37 @@ class Harness:
         return sorted(self.coord.pending_checkpoints())
 
 
-def make(vertices=None, *, seed: int = 0, hooks=(), operator_coordinators=(), tasks_running: bool = True,
-         checkpoint_writer=None, store=None, id_counter=None, first_attempt_number: int = 0,
-         metadata_write_ms=None, **config) -> Harness:
+def make(
+    vertices=None,
+    *,
+    seed: int = 0,
+    hooks=(),
+    operator_coordinators=(),
+    tasks_running: bool = True,
+    checkpoint_writer=None,
+    store=None,
+    id_counter=None,
+    first_attempt_number: int = 0,
+    metadata_write_ms=None,
+    **config,
+) -> Harness:
     timers = ManualTimerService(0)
     sink: list = []
     cfg = CheckpointCoordinatorConfiguration(**config)
     coord = CheckpointCoordinator(
-        JOB, vertices or two_vertices(), cfg, clock=timers.clock,
-        timers=DeliveringTimers(timers, lambda event: sink.extend(coord.handle(event))), rng=random.Random(seed),
-        master_hooks=hooks, operator_coordinators=operator_coordinators,
-        tasks_running=tasks_running, checkpoint_writer=checkpoint_writer,
-        completed_checkpoint_store=store, checkpoint_id_counter=id_counter, first_attempt_number=first_attempt_number,
+        JOB,
+        vertices or two_vertices(),
+        cfg,
+        clock=timers.clock,
+        timers=DeliveringTimers(timers, lambda event: sink.extend(coord.handle(event))),
+        rng=random.Random(seed),
+        master_hooks=hooks,
+        operator_coordinators=operator_coordinators,
+        tasks_running=tasks_running,
+        checkpoint_writer=checkpoint_writer,
+        completed_checkpoint_store=store,
+        checkpoint_id_counter=id_counter,
+        first_attempt_number=first_attempt_number,
         metadata_write_ms=metadata_write_ms,
     )
     return Harness(coord, timers, sink)

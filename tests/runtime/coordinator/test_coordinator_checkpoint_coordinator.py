@@ -7,6 +7,7 @@ unless told otherwise; ``sources`` below does the same."""
 from __future__ import annotations
 
 import pytest
+from coordinator_test_harness import JOB, Harness, keyed_snapshot, make, of, triggered_ids
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.completed_store import INVALID_CHECKPOINT_ID
@@ -15,11 +16,10 @@ from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoin
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties, JobStatus
 from barriersim.runtime.events import CheckpointOptions, CheckpointType
-from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason as R
+from barriersim.runtime.failure_reason import CheckpointException
+from barriersim.runtime.failure_reason import CheckpointFailureReason as R
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.state.snapshot import OperatorState
-
-from coordinator_test_harness import JOB, Harness, keyed_snapshot, make, of, triggered_ids
 
 BIG = 2**31 - 1
 
@@ -54,8 +54,13 @@ def test_min_checkpoint_pause():
     Adapted: the second (periodic) request is queued while the first is pending; when the first completes the
     queued one falls inside the min pause, is dropped and the periodic trigger rescheduled ``pause`` later."""
     pause = 1000
-    h = make(sources("v"), checkpoint_interval=pause, checkpoint_timeout=BIG, max_concurrent_checkpoints=1,
-             min_pause_between_checkpoints=pause)
+    h = make(
+        sources("v"),
+        checkpoint_interval=pause,
+        checkpoint_timeout=BIG,
+        max_concurrent_checkpoints=1,
+        min_pause_between_checkpoints=pause,
+    )
     start(h)
     assert triggered_ids(h.trigger(is_periodic=True)) == [1]
     assert h.trigger(is_periodic=True) == [] and h.coord.num_queued_requests() == 1
@@ -80,8 +85,9 @@ def test_checkpoint_aborts_if_trigger_tasks_are_not_executed():
 
 def test_checkpoint_aborts_if_trigger_tasks_are_finished():
     """Port of Flink CheckpointCoordinatorTest.testCheckpointAbortsIfTriggerTasksAreFinished."""
-    h = make([JobVertexInfo("v1", 1), JobVertexInfo("v2", 1, inputs=("v1",))],
-             allow_checkpoints_after_tasks_finished=False)
+    h = make(
+        [JobVertexInfo("v1", 1), JobVertexInfo("v2", 1, inputs=("v1",))], allow_checkpoints_after_tasks_finished=False
+    )
     h.coord.handle(m.TaskFinished(h.attempt("v1")))
     actions = h.trigger()
     assert failed_reasons(actions) == [R.NOT_ALL_REQUIRED_TASKS_RUNNING]
@@ -115,8 +121,9 @@ def test_trigger_and_decline_checkpoint_then_failure_manager_throws_exception():
     h.ack(h.attempt("v2"), 1)
     assert not pending.is_disposed and not pending.are_tasks_fully_acknowledged()
     actions = h.decline(h.attempt("v1"), 1)
-    assert of(m.FailJob, actions) == [m.FailJob(R.CHECKPOINT_DECLINED,
-                                               "Exceeded checkpoint tolerable failure threshold.", h.attempt("v1"))]
+    assert of(m.FailJob, actions) == [
+        m.FailJob(R.CHECKPOINT_DECLINED, "Exceeded checkpoint tolerable failure threshold.", h.attempt("v1"))
+    ]
 
 
 def test_io_exception_checkpoint_exceeds_tolerable_failure_number():
@@ -213,7 +220,8 @@ def test_trigger_and_confirm_simple_checkpoint():
     assert h.coord.number_of_pending_checkpoints == 0
     assert h.timers.active_timers == []
     assert of(m.NotifyCheckpointComplete, actions) == [
-        m.NotifyCheckpointComplete(v1, 1, INVALID_CHECKPOINT_ID, 0), m.NotifyCheckpointComplete(v2, 1, INVALID_CHECKPOINT_ID, 0)
+        m.NotifyCheckpointComplete(v1, 1, INVALID_CHECKPOINT_ID, 0),
+        m.NotifyCheckpointComplete(v2, 1, INVALID_CHECKPOINT_ID, 0),
     ]
     success = h.coord.completed_checkpoint_store().get_all_checkpoints()[0]
     assert success.job_id == JOB and success.checkpoint_id == 1 and set(success.operator_states) == {"v1", "v2"}
@@ -232,8 +240,11 @@ def test_multiple_concurrent_checkpoints():
     """Port of Flink CheckpointCoordinatorTest.testMultipleConcurrentCheckpoints.
 
     Adapted: trigger/ack/commit sets come from the plan (two sources and a downstream task)."""
-    h = make([JobVertexInfo("t1", 1), JobVertexInfo("t2", 1), JobVertexInfo("a", 1, inputs=("t1", "t2"))],
-             max_concurrent_checkpoints=BIG, max_retained_checkpoints=2)
+    h = make(
+        [JobVertexInfo("t1", 1), JobVertexInfo("t2", 1), JobVertexInfo("a", 1, inputs=("t1", "t2"))],
+        max_concurrent_checkpoints=BIG,
+        max_retained_checkpoints=2,
+    )
     t1, t2, a = h.attempt("t1"), h.attempt("t2"), h.attempt("a")
     [trigger1] = of(m.TriggerCheckpointOnSources, h.trigger())
     assert set(trigger1.tasks) == {t1, t2}
@@ -288,8 +299,7 @@ def test_checkpoint_timeout_isolated():
     assert m.DiscardCheckpoint(1, m.DiscardReason.ABORTED) in actions
     assert [a.task for a in of(m.NotifyCheckpointAborted, actions)] == [v1, v2]
     assert failed_reasons(actions) == [R.CHECKPOINT_EXPIRED]
-    assert h.call(m.AcknowledgeCheckpoint(JOB, v2, 1, keyed_snapshot("v2"))) \
-        is AcknowledgeOutcome.LATE
+    assert h.call(m.AcknowledgeCheckpoint(JOB, v2, 1, keyed_snapshot("v2"))) is AcknowledgeOutcome.LATE
     assert of(m.DiscardSubtaskState, h.take()) == [m.DiscardSubtaskState(v2, 1)]
 
 
@@ -325,8 +335,14 @@ def test_state_cleanup_for_late_or_unknown_messages():
 
 
 def max_concurrent_attempts(n: int) -> None:
-    h = make(sources("v"), checkpoint_interval=10, checkpoint_timeout=200_000, min_pause_between_checkpoints=0,
-             max_concurrent_checkpoints=n, max_retained_checkpoints=2)
+    h = make(
+        sources("v"),
+        checkpoint_interval=10,
+        checkpoint_timeout=200_000,
+        min_pause_between_checkpoints=0,
+        max_concurrent_checkpoints=n,
+        max_retained_checkpoints=2,
+    )
     start(h)
     triggered: list[int] = []
     for _ in range(n):
@@ -357,8 +373,13 @@ def test_max_concurrent_attempts5():
 
 def test_max_concurrent_attempts_with_subsumption():
     """Port of Flink CheckpointCoordinatorTest.testMaxConcurrentAttemptsWithSubsumption."""
-    h = make(sources("v"), checkpoint_interval=10, checkpoint_timeout=200_000, max_concurrent_checkpoints=2,
-             max_retained_checkpoints=2)
+    h = make(
+        sources("v"),
+        checkpoint_interval=10,
+        checkpoint_timeout=200_000,
+        max_concurrent_checkpoints=2,
+        max_retained_checkpoints=2,
+    )
     start(h)
     while h.coord.number_of_pending_checkpoints < 2:
         fire_periodic(h)
@@ -402,7 +423,10 @@ def test_trigger_and_confirm_simple_savepoint():
     assert h.coord.number_of_retained_successful_checkpoints == 0  # savepoints are not retained checkpoints
     assert h.coord.number_of_pending_checkpoints == 0
     assert of(m.NotifyCheckpointComplete, actions) == []  # nor notified
-    assert h.coord.checkpoint_stats().history[1]["status"] == "COMPLETED" and h.coord.checkpoint_stats().history[1]["is_savepoint"]
+    assert (
+        h.coord.checkpoint_stats().history[1]["status"] == "COMPLETED"
+        and h.coord.checkpoint_stats().history[1]["is_savepoint"]
+    )
 
 
 def test_savepoints_are_not_subsumed():
@@ -460,16 +484,19 @@ def test_min_delay_between_savepoints():
     assert h.pending_ids == [1, 2]
 
 
-@pytest.mark.parametrize("options", [CheckpointOptions.unaligned(),
-                                     CheckpointOptions.aligned_with_timeout(CheckpointType.CHECKPOINT, 500)],
-                         ids=["unaligned", "aligned-with-timeout"])
+@pytest.mark.parametrize(
+    "options",
+    [CheckpointOptions.unaligned(), CheckpointOptions.aligned_with_timeout(CheckpointType.CHECKPOINT, 500)],
+    ids=["unaligned", "aligned-with-timeout"],
+)
 def test_savepoint_scheduled_in_unaligned_mode(options):
     """Port of Flink CheckpointCoordinatorTest.testSavepointScheduledInUnalignedMode: with unaligned checkpoints
     enabled (aligned with a timeout counts, as in Flink) a savepoint is not forced: it waits while the one
     allowed checkpoint is pending, ahead of the queued periodic requests, and starts when that one ends."""
     max_concurrent, requests = 1, 10
-    h = make(sources("v"), checkpoint_interval=10_000, max_concurrent_checkpoints=max_concurrent,
-             checkpoint_options=options)
+    h = make(
+        sources("v"), checkpoint_interval=10_000, max_concurrent_checkpoints=max_concurrent, checkpoint_options=options
+    )
     assert h.call(m.StartCheckpointScheduler())
     actions = []
     for i in range(requests):
@@ -477,8 +504,9 @@ def test_savepoint_scheduled_in_unaligned_mode(options):
     assert h.coord.num_queued_requests() == requests - max_concurrent
     actions += h.trigger(CheckpointType.SAVEPOINT, request_id=100)
     assert h.coord.num_queued_requests() == requests + 1 - max_concurrent
-    actions += h.coord.handle(m.DeclineCheckpoint(JOB, ExecutionAttemptID("unknown", 0), 1,
-                                                  CheckpointException(R.CHECKPOINT_DECLINED)))
+    actions += h.coord.handle(
+        m.DeclineCheckpoint(JOB, ExecutionAttemptID("unknown", 0), 1, CheckpointException(R.CHECKPOINT_DECLINED))
+    )
     assert h.coord.num_queued_requests() == requests - max_concurrent  # the savepoint was triggered
     done = {a.request_id for a in actions if isinstance(a, (m.TriggerRequestCompleted, m.TriggerRequestFailed))}
     assert done == {0}  # only the declined checkpoint is done
@@ -487,13 +515,18 @@ def test_savepoint_scheduled_in_unaligned_mode(options):
     assert pending.request_id == 100 and pending.props.is_savepoint and not pending.props.forced
 
 
-@pytest.mark.parametrize("options, forced", [(CheckpointOptions.aligned(), True),
-                                             (CheckpointOptions.not_exactly_once(), True),
-                                             (CheckpointOptions.unaligned(), False),
-                                             (CheckpointOptions.aligned_with_timeout(CheckpointType.CHECKPOINT, 500),
-                                              False)])
-@pytest.mark.parametrize("checkpoint_type", [CheckpointType.SAVEPOINT, CheckpointType.SAVEPOINT_SUSPEND,
-                                             CheckpointType.SAVEPOINT_TERMINATE])
+@pytest.mark.parametrize(
+    "options, forced",
+    [
+        (CheckpointOptions.aligned(), True),
+        (CheckpointOptions.not_exactly_once(), True),
+        (CheckpointOptions.unaligned(), False),
+        (CheckpointOptions.aligned_with_timeout(CheckpointType.CHECKPOINT, 500), False),
+    ],
+)
+@pytest.mark.parametrize(
+    "checkpoint_type", [CheckpointType.SAVEPOINT, CheckpointType.SAVEPOINT_SUSPEND, CheckpointType.SAVEPOINT_TERMINATE]
+)
 def test_savepoint_forced_only_when_unaligned_checkpoints_are_disabled(options, forced, checkpoint_type):
     """Flink's triggerSavepoint and triggerSynchronousSavepoint: ``forced = !unalignedCheckpointsEnabled``."""
     h = make(sources("v"), checkpoint_options=options)
@@ -518,8 +551,11 @@ def test_checkpoint_stats_tracker_pending_checkpoint_callback():
 def test_checkpoint_stats_tracker_restore_callback():
     """Port of Flink CheckpointCoordinatorTest.testCheckpointStatsTrackerRestoreCallback."""
     h = make(sources("v"))
-    h.coord.completed_checkpoint_store().add_checkpoint_and_subsume_oldest_one(CompletedCheckpoint(
-        JOB, 0, 1, 2, {"v": OperatorState("v", 1, 128)}, (), CheckpointProperties.for_standard_checkpoint()))
+    h.coord.completed_checkpoint_store().add_checkpoint_and_subsume_oldest_one(
+        CompletedCheckpoint(
+            JOB, 0, 1, 2, {"v": OperatorState("v", 1, 128)}, (), CheckpointProperties.for_standard_checkpoint()
+        )
+    )
     assert h.call(m.RestoreLatestCheckpoint()) is not None
     assert h.coord.checkpoint_counts()["restored"] == 1
     assert h.coord.checkpoint_stats().latest_restored["id"] == 0
@@ -556,14 +592,22 @@ def test_checkpoint_stats_updated_after_failure(late):
     h.trigger()
     assert h.pending_ids == [1]
     h.decline(h.attempt("declining"), 1)
-    metrics = TaskCheckpointMetrics(1, async_duration_ms=20, alignment_duration_ms=123, checkpoint_start_delay_ms=567,
-                                    bytes_processed_during_alignment=19, total_bytes_persisted=18)
+    metrics = TaskCheckpointMetrics(
+        1,
+        async_duration_ms=20,
+        alignment_duration_ms=123,
+        checkpoint_start_delay_ms=567,
+        bytes_processed_during_alignment=19,
+        total_bytes_persisted=18,
+    )
     attempt = h.attempt("late-report")
     if late == "closed part":
         h.coord.handle(m.ReportCheckpointMetrics(JOB, attempt, 1, metrics, state_size=18, checkpointed_size=18))
     else:
-        assert h.call(m.AcknowledgeCheckpoint(
-            JOB, attempt, 1, keyed_snapshot("late-report", b"x" * 18), metrics)) is AcknowledgeOutcome.UNKNOWN_CHECKPOINT
+        assert (
+            h.call(m.AcknowledgeCheckpoint(JOB, attempt, 1, keyed_snapshot("late-report", b"x" * 18), metrics))
+            is AcknowledgeOutcome.UNKNOWN_CHECKPOINT
+        )
     (checkpoint,), rows, _ = job_statistics([h.coord.checkpoint_stats()])
     assert checkpoint["status"] == "FAILED" and checkpoint["num_acknowledged_subtasks"] == 0
     assert checkpoint["state_size"] == 18

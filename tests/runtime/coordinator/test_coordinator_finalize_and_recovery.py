@@ -5,10 +5,17 @@ from storage, the persisted id counter, fresh attempt ids)."""
 from __future__ import annotations
 
 import pytest
+from coordinator_test_harness import JOB, NO_PERIODIC_CHECKPOINTS, keyed_snapshot, make, of
 
 from barriersim.runtime.coordinator import messages as m
-from barriersim.runtime.coordinator.checkpoint_recovery import CheckpointRecoveryError, recover_completed_checkpoint_store
-from barriersim.runtime.coordinator.completed_store import DefaultCompletedCheckpointStore, StandaloneCompletedCheckpointStore
+from barriersim.runtime.coordinator.checkpoint_recovery import (
+    CheckpointRecoveryError,
+    recover_completed_checkpoint_store,
+)
+from barriersim.runtime.coordinator.completed_store import (
+    DefaultCompletedCheckpointStore,
+    StandaloneCompletedCheckpointStore,
+)
 from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.plan import JobVertexInfo
@@ -17,8 +24,6 @@ from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.damage import corrupt_checkpoint
 from barriersim.runtime.storage.errors import CheckpointStorageWriteError
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
-
-from coordinator_test_harness import JOB, NO_PERIODIC_CHECKPOINTS, keyed_snapshot, make, of
 
 NO_PERIODIC = dict(checkpoint_interval=NO_PERIODIC_CHECKPOINTS)
 
@@ -53,7 +58,9 @@ def test_a_failed_metadata_write_aborts_the_checkpoint_as_finalize_checkpoint_fa
     assert not of(m.NotifyCheckpointComplete, actions) and not of(m.PersistCheckpoint, actions)
     assert sorted(a.task for a in of(m.NotifyCheckpointAborted, actions)) == sorted(h.all_attempts)
     assert [(a.checkpoint_id, a.reason) for a in of(m.DiscardCheckpoint, actions)] == [(1, m.DiscardReason.ABORTED)]
-    assert [a.reason for a in of(m.TriggerRequestFailed, actions)] == [CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE]
+    assert [a.reason for a in of(m.TriggerRequestFailed, actions)] == [
+        CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE
+    ]
     assert h.coord.number_of_retained_successful_checkpoints == 0 and h.pending_ids == []
     row = h.coord.checkpoint_stats().history[1]
     assert row["status"] == "FAILED" and row["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
@@ -68,7 +75,10 @@ def test_a_written_checkpoint_is_stored_without_a_persist_action():
     actions = complete(h, 1)
     assert not of(m.PersistCheckpoint, actions) and len(of(m.NotifyCheckpointComplete, actions)) == 2
     assert writer.written == [1] and h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 1
-    assert writer.storage.load_latest_checkpoint().metadata == h.coord.completed_checkpoint_store().get_latest_checkpoint().metadata
+    assert (
+        writer.storage.load_latest_checkpoint().metadata
+        == h.coord.completed_checkpoint_store().get_latest_checkpoint().metadata
+    )
 
 
 def test_finalize_failures_fail_the_job_once_past_the_tolerable_number():
@@ -92,8 +102,13 @@ def test_a_successful_write_resets_the_count_of_finalize_failures():
 def test_a_new_coordinator_recovers_completed_checkpoints_and_keeps_ids_and_attempts_increasing():
     writer = FlakyWriter()
     counter = StandaloneCheckpointIDCounter()
-    old = make(checkpoint_writer=writer, id_counter=counter, store=DefaultCompletedCheckpointStore(2, writer.storage),
-               max_retained_checkpoints=2, **NO_PERIODIC)
+    old = make(
+        checkpoint_writer=writer,
+        id_counter=counter,
+        store=DefaultCompletedCheckpointStore(2, writer.storage),
+        max_retained_checkpoints=2,
+        **NO_PERIODIC,
+    )
     for cid in (1, 2, 3):
         old.trigger()
         complete(old, cid)
@@ -103,8 +118,15 @@ def test_a_new_coordinator_recovers_completed_checkpoints_and_keeps_ids_and_atte
     config = CheckpointCoordinatorConfiguration(max_retained_checkpoints=2, **NO_PERIODIC)
     recovered = recover_completed_checkpoint_store(JOB, writer.storage, config)
     assert recovered.recovered_ids == (2, 3)
-    new = make(checkpoint_writer=writer, id_counter=counter, store=recovered.store, first_attempt_number=1,
-               tasks_running=False, max_retained_checkpoints=2, **NO_PERIODIC)
+    new = make(
+        checkpoint_writer=writer,
+        id_counter=counter,
+        store=recovered.store,
+        first_attempt_number=1,
+        tasks_running=False,
+        max_retained_checkpoints=2,
+        **NO_PERIODIC,
+    )
     assert {a.attempt_number for a in new.all_attempts} == {1}
     new.call(m.RestoreLatestCheckpoint())
     restore = of(m.RestoreFrom, new.take())
@@ -129,25 +151,32 @@ def test_retrieved_checkpoints_are_ordered_chronologically():
         storage.persist_checkpoint(CheckpointMetadata(cid, ()))
     storage.update_completed_checkpoints([2, 3, 1])
     recovered = recover_completed_checkpoint_store(
-        JOB, storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3, **NO_PERIODIC))
+        JOB, storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3, **NO_PERIODIC)
+    )
     assert recovered.recovered_ids == (1, 2, 3)
     assert [c.checkpoint_id for c in recovered.store.get_all_checkpoints()] == [1, 2, 3]
 
 
 def test_retrieving_checkpoints_fails_if_retrieval_of_any_checkpoint_fails():
-    """Port of Flink DefaultCompletedCheckpointStoreUtilsTest.testRetrievingCheckpointsFailsIfRetrievalOfAnyCheckpointFails.
+    """Port of Flink DefaultCompletedCheckpointStoreUtilsTest
+    .testRetrievingCheckpointsFailsIfRetrievalOfAnyCheckpointFails.
 
     Adapted: the broken handle is a retained checkpoint whose ``_metadata`` was truncated."""
     writer = FlakyWriter()
-    h = make(checkpoint_writer=writer, store=DefaultCompletedCheckpointStore(3, writer.storage),
-             max_retained_checkpoints=3, **NO_PERIODIC)
+    h = make(
+        checkpoint_writer=writer,
+        store=DefaultCompletedCheckpointStore(3, writer.storage),
+        max_retained_checkpoints=3,
+        **NO_PERIODIC,
+    )
     for cid in (1, 2, 3):
         h.trigger()
         complete(h, cid)
     corrupt_checkpoint(writer.storage, 2, lambda data: data[:-3])
     with pytest.raises(CheckpointRecoveryError, match="could not retrieve checkpoint 2 from .*chk-2"):
         recover_completed_checkpoint_store(
-            JOB, writer.storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3, **NO_PERIODIC))
+            JOB, writer.storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3, **NO_PERIODIC)
+        )
 
 
 class FailingCompletedCheckpointStore(StandaloneCompletedCheckpointStore):
@@ -166,9 +195,15 @@ def test_failing_completed_checkpoint_store_add():
     through a ``DiscardCheckpoint`` action (Flink verifies discardState() on every handle) and the task hears
     the checkpoint aborted."""
     writer = FlakyWriter()
-    h = make([JobVertexInfo("v", 1)], checkpoint_writer=writer, tolerable_checkpoint_failure_number=5,
-             store=FailingCompletedCheckpointStore(RuntimeError("The failing completed checkpoint store failed again... :-(")),
-             **NO_PERIODIC)
+    h = make(
+        [JobVertexInfo("v", 1)],
+        checkpoint_writer=writer,
+        tolerable_checkpoint_failure_number=5,
+        store=FailingCompletedCheckpointStore(
+            RuntimeError("The failing completed checkpoint store failed again... :-(")
+        ),
+        **NO_PERIODIC,
+    )
     h.trigger()
     assert h.pending_ids == [1]
     pending = h.coord.pending_checkpoints()[1]
@@ -177,7 +212,9 @@ def test_failing_completed_checkpoint_store_add():
     assert [(d.checkpoint_id, d.reason) for d in of(m.DiscardCheckpoint, actions)] == [(1, m.DiscardReason.ABORTED)]
     assert [a.task for a in of(m.NotifyCheckpointAborted, actions)] == h.all_attempts
     assert not of(m.NotifyCheckpointComplete, actions)
-    assert [a.reason for a in of(m.TriggerRequestFailed, actions)] == [CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE]
+    assert [a.reason for a in of(m.TriggerRequestFailed, actions)] == [
+        CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE
+    ]
 
 
 def test_cleanup_for_generic_failure():
@@ -185,8 +222,12 @@ def test_cleanup_for_generic_failure():
 
     Adapted: the cleanup is the one ``DiscardCheckpoint`` action; the statistics show the checkpoint FAILED with
     FINALIZE_CHECKPOINT_FAILURE, and the failure is counted (tolerable 0: the job fails)."""
-    h = make([JobVertexInfo("v", 1)], checkpoint_writer=FlakyWriter(),
-             store=FailingCompletedCheckpointStore(RuntimeError("Expected exception")), **NO_PERIODIC)
+    h = make(
+        [JobVertexInfo("v", 1)],
+        checkpoint_writer=FlakyWriter(),
+        store=FailingCompletedCheckpointStore(RuntimeError("Expected exception")),
+        **NO_PERIODIC,
+    )
     h.trigger()
     actions = complete(h, 1)
     assert len(of(m.DiscardCheckpoint, actions)) == 1
@@ -213,7 +254,8 @@ def files_storage(tmp_path, written=(), listed=None):
 
 def recover(storage, retained=20):
     return recover_completed_checkpoint_store(
-        JOB, storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=retained, **NO_PERIODIC))
+        JOB, storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=retained, **NO_PERIODIC)
+    )
 
 
 def test_a_fresh_job_without_a_list_or_checkpoints_recovers_an_empty_store(tmp_path):
@@ -238,7 +280,10 @@ def test_a_missing_list_beside_completed_checkpoints_fails_the_recovery_naming_b
         recover(storage)
     message = str(e.value)
     assert f"{tmp_path / JOB / '_completed_checkpoints'} is missing" in message, message
-    assert f"checkpoint(s) 1, 2 ({tmp_path / JOB / 'chk-2' / '_metadata'}, {tmp_path / JOB / 'chk-1' / '_metadata'})" in message
+    assert (
+        f"checkpoint(s) 1, 2 ({tmp_path / JOB / 'chk-2' / '_metadata'}, {tmp_path / JOB / 'chk-1' / '_metadata'})"
+        in message
+    )
     assert [loc.checkpoint_id for loc in e.value.newer] == [2, 1]
 
 
@@ -248,7 +293,9 @@ def test_a_list_older_than_the_newest_completed_checkpoint_fails_the_recovery_na
     from barriersim.runtime.coordinator.checkpoint_recovery import CompletedCheckpointStoreMismatchError
 
     storage = files_storage(tmp_path, written=(1, 2, 3), listed=[1, 2])
-    with pytest.raises(CompletedCheckpointStoreMismatchError,
-                       match=r"_completed_checkpoints \(newest: checkpoint 2\) is older than the storage's completed "
-                             r"checkpoint\(s\) 3 \(.*chk-3/_metadata\)"):
+    with pytest.raises(
+        CompletedCheckpointStoreMismatchError,
+        match=r"_completed_checkpoints \(newest: checkpoint 2\) is older than the storage's completed "
+        r"checkpoint\(s\) 3 \(.*chk-3/_metadata\)",
+    ):
         recover(storage)

@@ -5,12 +5,12 @@ so that it sees the completed checkpoint, as it would after taking the lock."""
 
 from __future__ import annotations
 
+from coordinator_test_harness import NO_PERIODIC_CHECKPOINTS, keyed_snapshot, make, of
+from test_coordinator_finalize_and_recovery import FlakyWriter, complete
+
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.failure_reason import CheckpointFailureReason as R
-
-from coordinator_test_harness import NO_PERIODIC_CHECKPOINTS, keyed_snapshot, make, of
-from test_coordinator_finalize_and_recovery import FlakyWriter, complete
 
 NO_PERIODIC = dict(checkpoint_interval=NO_PERIODIC_CHECKPOINTS)
 
@@ -23,13 +23,19 @@ def test_the_completion_waits_for_the_metadata_write_and_events_wait_with_it():
     actions = complete(h, 1)
     # neither written nor stored nor notified yet: the write takes 7 ms, and its file appears when it ends
     assert writer.written == [] and h.coord.finalizing_checkpoint_id == 1
-    assert not of(m.NotifyCheckpointComplete, actions) and h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 0
+    assert (
+        not of(m.NotifyCheckpointComplete, actions)
+        and h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 0
+    )
     # a late acknowledgement of checkpoint 1's task arrives meanwhile: it waits for the lock
     assert h.ack(h.attempt("src"), 1, keyed_snapshot("src")) == []
     assert h.advance(6) == []
     done = h.advance(1)
     assert writer.written == [1]
-    assert h.coord.finalizing_checkpoint_id is None and h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 1
+    assert (
+        h.coord.finalizing_checkpoint_id is None
+        and h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 1
+    )
     assert sorted(a.task for a in of(m.NotifyCheckpointComplete, done)) == sorted(h.all_attempts)
     assert h.coord.checkpoint_stats().history[1]["status"] == "COMPLETED"
     assert h.coord.last_checkpoint_completion_relative_time == 7  # after the write, as Flink records it
@@ -43,7 +49,10 @@ def test_a_failover_during_the_write_restores_the_checkpoint_being_completed():
     complete(h, 1)
     assert h.coord.finalizing_checkpoint_id == 1
     h.coord.handle(m.TaskFailed(h.attempt("map"), "lost"))
-    assert h.coord.finalizing_checkpoint_id is None and h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 1
+    assert (
+        h.coord.finalizing_checkpoint_id is None
+        and h.coord.completed_checkpoint_store().get_latest_checkpoint_id() == 1
+    )
     assert h.advance(10) == []  # the write's timer finds nothing left to do
     actions = h.coord.handle(m.RestartTasks())  # after the restart delay
     assert [a.checkpoint_id for a in of(m.RestoreFrom, actions)] == [1]
@@ -65,8 +74,12 @@ def test_no_write_time_completes_at_once():
 
 def test_a_write_that_fails_when_it_ends_aborts_the_checkpoint_then():
     writer = FlakyWriter(failing={1})
-    h = make(checkpoint_writer=writer, metadata_write_ms=lambda states: 3, tolerable_checkpoint_failure_number=5,
-             **NO_PERIODIC)
+    h = make(
+        checkpoint_writer=writer,
+        metadata_write_ms=lambda states: 3,
+        tolerable_checkpoint_failure_number=5,
+        **NO_PERIODIC,
+    )
     h.trigger()
     assert not of(m.NotifyCheckpointAborted, complete(h, 1))
     aborted = h.advance(3)

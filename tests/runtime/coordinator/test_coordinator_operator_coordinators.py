@@ -1,11 +1,14 @@
-"""Ports of Flink's CheckpointCoordinatorTest on operator coordinators: they checkpoint before the master hooks
-and the tasks (the trigger's first phase), a trigger waits for them, a failing or silent one ends the trigger,
-and they hear of every checkpoint that completes or is aborted. Flink's MockOperatorCoordinatorCheckpointContext is the test answering ``TriggerCoordinatorCheckpoint``
-with ``AcknowledgeCoordinatorState``; Flink's master hook that acknowledges the tasks from inside its trigger call
-(an externally induced source) is a hook answering ``MASTER_STATE_PENDING`` while the test acknowledges the tasks,
-since a sans-IO hook does not call back into the coordinator."""
+"""Ports of Flink's CheckpointCoordinatorTest on operator coordinators: they checkpoint before the master hooks and the
+tasks (the trigger's first phase), a trigger waits for them, a failing or silent one ends the trigger, and they hear
+of every checkpoint that completes or is aborted. Flink's MockOperatorCoordinatorCheckpointContext is the test
+answering ``TriggerCoordinatorCheckpoint`` with ``AcknowledgeCoordinatorState``; Flink's master hook that
+acknowledges the tasks from inside its trigger call (an externally induced source) is a hook answering
+``MASTER_STATE_PENDING`` while the test acknowledges the tasks, since a sans-IO hook does not call back into the
+coordinator."""
 
 from __future__ import annotations
+
+from coordinator_test_harness import make, of, triggered_ids, two_vertices
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.completed_store import StandaloneCompletedCheckpointStore
@@ -14,8 +17,6 @@ from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome, TriggerP
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointFailureReason as R
-
-from coordinator_test_harness import make, of, triggered_ids, two_vertices
 
 BIG = 2**31 - 1
 
@@ -29,7 +30,9 @@ def test_tasks_are_triggered_after_the_operator_coordinators_answered():
     h = make(operator_coordinators=("src",), max_concurrent_checkpoints=BIG)
     actions = h.trigger(request_id=1)
     assert coordinator_requests(actions) == [("src", 1)] and triggered_ids(actions) == []
-    assert h.coord.is_triggering and h.coord.pending_checkpoints()[1].number_of_non_acknowledged_operator_coordinators == 1
+    assert (
+        h.coord.is_triggering and h.coord.pending_checkpoints()[1].number_of_non_acknowledged_operator_coordinators == 1
+    )
     assert h.trigger(request_id=2) == []  # waits for the trigger in flight
     assert h.coord.num_queued_requests() == 1
     actions = h.coord.handle(m.AcknowledgeCoordinatorState(1, "src", b"coordinator state"))
@@ -39,7 +42,11 @@ def test_tasks_are_triggered_after_the_operator_coordinators_answered():
     assert triggered_ids(h.coord.handle(m.AcknowledgeCoordinatorState(2, "src", None))) == [2]
     assert not h.coord.is_triggering
     h.ack_all(1)
-    [operator_state] = [s for s in h.coord.completed_checkpoint_store().get_latest_checkpoint().metadata.operator_states if s.operator_id == "src"]
+    [operator_state] = [
+        s
+        for s in h.coord.completed_checkpoint_store().get_latest_checkpoint().metadata.operator_states
+        if s.operator_id == "src"
+    ]
     assert operator_state.coordinator_state == b"coordinator state"
 
 
@@ -68,8 +75,7 @@ def test_externally_induced_source_with_operator_coordinator():
     h.coord.handle(m.AcknowledgeCoordinatorState(checkpoint_id, "src", b""))
     assert seen == [True]  # the coordinator checkpoint had finished
     for attempt in h.all_attempts:  # the source induced the tasks' checkpoints itself
-        assert h.call(m.AcknowledgeCheckpoint(
-            "job-1", attempt, checkpoint_id)) is AcknowledgeOutcome.SUCCESS
+        assert h.call(m.AcknowledgeCheckpoint("job-1", attempt, checkpoint_id)) is AcknowledgeOutcome.SUCCESS
     assert h.coord.number_of_pending_checkpoints == 1  # the master state is still missing
     actions = h.coord.handle(m.MasterHookCompleted(checkpoint_id, "anything", None))
     assert triggered_ids(actions) == [checkpoint_id]  # the tasks got their trigger
@@ -89,8 +95,7 @@ def test_timeout_while_checkpoint_operator_coordinator_not_finishing():
     assert not h.coord.is_triggering
     assert [a.reason for a in of(m.TriggerRequestFailed, actions)] == [R.CHECKPOINT_EXPIRED]
     assert of(m.AbortCoordinatorTriggering, actions) == [m.AbortCoordinatorTriggering("src")]
-    assert h.call(m.AcknowledgeCoordinatorState(1, "src", b"late")) \
-        is AcknowledgeOutcome.UNKNOWN_CHECKPOINT
+    assert h.call(m.AcknowledgeCoordinatorState(1, "src", b"late")) is AcknowledgeOutcome.UNKNOWN_CHECKPOINT
 
 
 def test_failing_operator_coordinator_fails_the_trigger():
@@ -104,10 +109,11 @@ def test_failing_operator_coordinator_fails_the_trigger():
     assert not h.coord.is_triggering and h.coord.number_of_pending_checkpoints == 0
     assert of(m.TriggerRequestFailed, actions) == [m.TriggerRequestFailed(1, 1, R.TRIGGER_CHECKPOINT_FAILURE)]
     assert triggered_ids(actions) == []
-    assert of(m.AbortCoordinatorTriggering, actions) == [m.AbortCoordinatorTriggering("src"),
-                                                         m.AbortCoordinatorTriggering("map")]
-    assert h.call(m.CoordinatorCheckpointFailed(1, "map", "again")) \
-        is TriggerPhaseOutcome.NOT_TRIGGERING
+    assert of(m.AbortCoordinatorTriggering, actions) == [
+        m.AbortCoordinatorTriggering("src"),
+        m.AbortCoordinatorTriggering("map"),
+    ]
+    assert h.call(m.CoordinatorCheckpointFailed(1, "map", "again")) is TriggerPhaseOutcome.NOT_TRIGGERING
 
 
 def answering(h, actions) -> list:
@@ -120,8 +126,10 @@ def answering(h, actions) -> list:
 
 
 def coordinator_notices(actions) -> tuple[list[int], list[int]]:
-    return ([a.checkpoint_id for a in of(m.NotifyCoordinatorCheckpointAborted, actions)],
-            [a.checkpoint_id for a in of(m.NotifyCoordinatorCheckpointComplete, actions)])
+    return (
+        [a.checkpoint_id for a in of(m.NotifyCoordinatorCheckpointAborted, actions)],
+        [a.checkpoint_id for a in of(m.NotifyCoordinatorCheckpointComplete, actions)],
+    )
 
 
 def test_notify_checkpoint_abortion_in_operator_coordinator():
@@ -136,15 +144,17 @@ def test_notify_checkpoint_abortion_in_operator_coordinator():
     actions = h.ack(h.attempt("v"), checkpoint_id2)  # completes 2, which aborts 1
     assert coordinator_notices(actions) == ([checkpoint_id1], [checkpoint_id2])
     assert [(a.operator_id, a.checkpoint_id) for a in of(m.NotifyCoordinatorCheckpointAborted, actions)] == [
-        ("v", checkpoint_id1)]
+        ("v", checkpoint_id1)
+    ]
 
 
 def test_operator_coordinators_hear_of_every_abort_but_of_no_savepoint_completing():
     """Flink's sendAbortedMessages reaches the coordinators for every aborted checkpoint or savepoint (decline,
     expiry, a completed checkpoint the store could not take); sendAcknowledgeMessages only for checkpoints and
     synchronous savepoints."""
-    h = make(two_vertices(), operator_coordinators=("src", "map"), max_concurrent_checkpoints=BIG,
-             checkpoint_timeout=100)
+    h = make(
+        two_vertices(), operator_coordinators=("src", "map"), max_concurrent_checkpoints=BIG, checkpoint_timeout=100
+    )
     answering(h, h.trigger(CheckpointType.SAVEPOINT))
     assert coordinator_notices(h.ack_all(1)) == ([], [])  # a savepoint completing notifies nobody
     answering(h, h.trigger())

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-
 import pytest
+from coordinator_test_harness import keyed_snapshot, make, of
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.manual_time import ManualTimer
@@ -27,8 +27,6 @@ from barriersim.runtime.failure_reason import CheckpointFailureReason as R
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.state.snapshot import OperatorState, OperatorSubtaskState, TaskStateSnapshot
 
-from coordinator_test_harness import keyed_snapshot, make, of
-
 OPERATOR_ID = "op"
 PARALLELISM = 1
 MAX_PARALLELISM = 128
@@ -39,8 +37,9 @@ NEVER_RETAIN = CheckpointProperties.for_checkpoint(CheckpointRetentionPolicy.NEV
 
 def create_pending(props=NEVER_RETAIN, masters=(), coordinators=(), extra_vertices=()) -> PendingCheckpoint:
     plan = CheckpointPlan((ATTEMPT_ID,), (ATTEMPT_ID,), (ATTEMPT_ID,))
-    return PendingCheckpoint("job", 0, 1, plan, {ATTEMPT_ID: VERTEX}, props, tuple(masters), tuple(coordinators),
-                             (VERTEX, *extra_vertices))
+    return PendingCheckpoint(
+        "job", 0, 1, plan, {ATTEMPT_ID: VERTEX}, props, tuple(masters), tuple(coordinators), (VERTEX, *extra_vertices)
+    )
 
 
 class Hook:
@@ -228,12 +227,21 @@ def test_finalize_checkpoint_with_fully_finished_operators():
     finished_v = JobVertexInfo("finished", 1, 256, ("finishedOp",))
     running_v = JobVertexInfo("running", 1, 256, ("runningOp",))
     finished_attempt, running_attempt = ExecutionAttemptID("finished", 0), ExecutionAttemptID("running", 0)
-    executions = {("finished", 0): Execution(finished_attempt, ExecutionState.FINISHED),
-                  ("running", 0): Execution(running_attempt, ExecutionState.RUNNING)}
+    executions = {
+        ("finished", 0): Execution(finished_attempt, ExecutionState.FINISHED),
+        ("running", 0): Execution(running_attempt, ExecutionState.RUNNING),
+    }
     plan = DefaultCheckpointPlanCalculator([finished_v, running_v], True).calculate_checkpoint_plan(executions)
     assert plan.fully_finished_job_vertices == ("finished",)
-    pending = PendingCheckpoint("job", 0, 1, plan, {finished_attempt: finished_v, running_attempt: running_v},
-                                NEVER_RETAIN, all_vertices=(finished_v, running_v))
+    pending = PendingCheckpoint(
+        "job",
+        0,
+        1,
+        plan,
+        {finished_attempt: finished_v, running_attempt: running_v},
+        NEVER_RETAIN,
+        all_vertices=(finished_v, running_v),
+    )
     snapshot = TaskStateSnapshot({"runningOp": OperatorSubtaskState()})
     assert pending.acknowledge_task(running_attempt, snapshot) is TaskAcknowledgeResult.SUCCESS
     completed = pending.finalize_checkpoint(1)
@@ -255,5 +263,7 @@ def test_acknowledge_results_duplicate_and_unknown_tasks():
 
 def test_tasks_deployed_as_finished_mark_their_operators_fully_finished():
     pending = create_pending()
-    pending.acknowledge_task(ATTEMPT_ID, TaskStateSnapshot({}, is_task_finished=True, is_task_deployed_as_finished=True))
+    pending.acknowledge_task(
+        ATTEMPT_ID, TaskStateSnapshot({}, is_task_finished=True, is_task_deployed_as_finished=True)
+    )
     assert pending.finalize_checkpoint(0).operator_states[OPERATOR_ID].fully_finished

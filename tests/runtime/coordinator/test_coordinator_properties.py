@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from coordinator_test_harness import keyed_snapshot, make
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,14 +15,18 @@ from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointFailureReason as R
 
-from coordinator_test_harness import keyed_snapshot, make
-
-DECLINE_REASONS = [R.CHECKPOINT_DECLINED, R.CHECKPOINT_ASYNC_EXCEPTION, R.CHECKPOINT_DECLINED_SUBSUMED,
-                   R.CHECKPOINT_DECLINED_TASK_NOT_READY, R.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER]
+DECLINE_REASONS = [
+    R.CHECKPOINT_DECLINED,
+    R.CHECKPOINT_ASYNC_EXCEPTION,
+    R.CHECKPOINT_DECLINED_SUBSUMED,
+    R.CHECKPOINT_DECLINED_TASK_NOT_READY,
+    R.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER,
+]
 
 op = st.one_of(
-    st.tuples(st.just("trigger"), st.sampled_from([CheckpointType.CHECKPOINT] * 4 + [CheckpointType.SAVEPOINT]),
-              st.booleans()),
+    st.tuples(
+        st.just("trigger"), st.sampled_from([CheckpointType.CHECKPOINT] * 4 + [CheckpointType.SAVEPOINT]), st.booleans()
+    ),
     st.tuples(st.just("ack"), st.integers(0, 5), st.integers(0, 3), st.booleans()),
     st.tuples(st.just("ack"), st.integers(0, 5), st.integers(0, 3), st.booleans()),
     st.tuples(st.just("decline"), st.integers(0, 5), st.integers(0, 3), st.sampled_from(DECLINE_REASONS)),
@@ -31,19 +36,24 @@ op = st.one_of(
     st.tuples(st.just("fail"), st.integers(0, 5)),
 )
 
-config = st.fixed_dictionaries({
-    "max_concurrent_checkpoints": st.integers(1, 3),
-    "min_pause_between_checkpoints": st.sampled_from([0, 5, 25]),
-    "checkpoint_timeout": st.sampled_from([15, 60, 200]),
-    "checkpoint_interval": st.sampled_from([10, 30, 2**63 - 1]),
-    "tolerable_checkpoint_failure_number": st.sampled_from([-1, 2, 2**31 - 1]),
-    "max_retained_checkpoints": st.integers(1, 3),
-})
+config = st.fixed_dictionaries(
+    {
+        "max_concurrent_checkpoints": st.integers(1, 3),
+        "min_pause_between_checkpoints": st.sampled_from([0, 5, 25]),
+        "checkpoint_timeout": st.sampled_from([15, 60, 200]),
+        "checkpoint_interval": st.sampled_from([10, 30, 2**63 - 1]),
+        "tolerable_checkpoint_failure_number": st.sampled_from([-1, 2, 2**31 - 1]),
+        "max_retained_checkpoints": st.integers(1, 3),
+    }
+)
 
 
 def run(cfg: dict, ops: list, seed: int, use_savepoints: bool):
-    h = make([JobVertexInfo("src", 2), JobVertexInfo("map", 2, inputs=("src",)), JobVertexInfo("sink", 1,
-              inputs=("map",))], seed=seed, **cfg)
+    h = make(
+        [JobVertexInfo("src", 2), JobVertexInfo("map", 2, inputs=("src",)), JobVertexInfo("sink", 1, inputs=("map",))],
+        seed=seed,
+        **cfg,
+    )
     log: list = []
     max_pending_checkpoints = 0
     max_pending_total = 0
@@ -69,7 +79,7 @@ def run(cfg: dict, ops: list, seed: int, use_savepoints: bool):
             record(h.ack(task, cid, state))
         elif kind == "ack_all":  # every current task acknowledges one checkpoint (reversed order on True)
             cid = ids[step[1] % len(ids)]
-            for task in (reversed(attempts) if step[2] else attempts):
+            for task in reversed(attempts) if step[2] else attempts:
                 record(h.ack(task, cid, keyed_snapshot(task.vertex_id)))
         elif kind == "decline":
             task = (attempts + stale)[step[1] % len(attempts + stale)]
@@ -94,8 +104,9 @@ def check_invariants(h, log, cfg, max_pending_checkpoints, max_pending_total, us
     triggered = [a.checkpoint_id for a in log if isinstance(a, m.TriggerCheckpointOnSources)]
     assert triggered == sorted(set(triggered)), "checkpoint ids are handed out in increasing order, once"
     completed = [a.metadata.checkpoint_id for a in log if isinstance(a, m.PersistCheckpoint)]
-    completed_checkpoints = [a.metadata.checkpoint_id for a in log
-                             if isinstance(a, m.PersistCheckpoint) and not a.is_savepoint]
+    completed_checkpoints = [
+        a.metadata.checkpoint_id for a in log if isinstance(a, m.PersistCheckpoint) and not a.is_savepoint
+    ]
     assert completed_checkpoints == sorted(completed_checkpoints), "checkpoints complete in increasing id order"
     failed = [a.checkpoint_id for a in log if isinstance(a, m.TriggerRequestFailed) and a.checkpoint_id is not None]
     ends = Counter(completed + failed)

@@ -4,6 +4,7 @@ Flink's CheckpointIDCounterTestBase and CheckpointCoordinatorRestoringTest (the 
 from __future__ import annotations
 
 import pytest
+from coordinator_test_harness import JOB, keyed_snapshot, make, of, triggered_ids
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
@@ -14,8 +15,6 @@ from barriersim.runtime.coordinator.restore import StateRestoreError, check_stat
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointFailureReason as R
 from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorState, OperatorSubtaskState
-
-from coordinator_test_harness import JOB, keyed_snapshot, make, of, triggered_ids
 
 
 def failed_reasons(actions) -> list:
@@ -228,8 +227,7 @@ def test_terminal_status_shuts_down_and_discards_per_retention_policy():
     actions = h.coord.handle(m.JobStatusChanged(JobStatus.FINISHED))
     assert m.DiscardCheckpoint(1, m.DiscardReason.SHUTDOWN) in actions
     assert h.coord.is_shutdown
-    assert h.call(m.AcknowledgeCheckpoint(JOB, h.attempt("src"), 1)) \
-        is AcknowledgeOutcome.COORDINATOR_SHUTDOWN
+    assert h.call(m.AcknowledgeCheckpoint(JOB, h.attempt("src"), 1)) is AcknowledgeOutcome.COORDINATOR_SHUTDOWN
     kept = make(retention_policy=CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION)
     kept.trigger()
     complete_one(kept, 1)
@@ -271,8 +269,9 @@ def test_failed_stop_with_savepoint_fails_the_job_and_restarts_the_scheduler():
 
 
 def savepoint_metadata(*operators: str, checkpoint_id: int = 7) -> CheckpointMetadata:
-    states = tuple(OperatorState(op, 1, 128, {0: keyed_snapshot(op).subtask_states_by_operator[op]})
-                   for op in operators)
+    states = tuple(
+        OperatorState(op, 1, 128, {0: keyed_snapshot(op).subtask_states_by_operator[op]}) for op in operators
+    )
     return CheckpointMetadata(checkpoint_id, states)
 
 
@@ -318,17 +317,27 @@ def test_plan_from_job_graph_triggers_tasks_whose_upstream_finished_over_forward
     from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 
     graph = JobGraph(
-        (JobVertex("src", OperatorKind.SOURCE, 2), JobVertex("map", OperatorKind.MAP, 2),
-         JobVertex("sum", OperatorKind.KEYED_SUM, 2)),
+        (
+            JobVertex("src", OperatorKind.SOURCE, 2),
+            JobVertex("map", OperatorKind.MAP, 2),
+            JobVertex("sum", OperatorKind.KEYED_SUM, 2),
+        ),
         (JobEdge("src", "map", Partitioner.FORWARD), JobEdge("map", "sum", Partitioner.HASH)),
     )
     vertices = vertices_from_job_graph(graph)
     assert [(v.vertex_id, v.inputs, v.pointwise_inputs) for v in vertices] == [
-        ("src", (), ()), ("map", (), ("src",)), ("sum", ("map",), ())]
+        ("src", (), ()),
+        ("map", (), ("src",)),
+        ("sum", ("map",), ()),
+    ]
     state = {("src", 0): ExecutionState.FINISHED, ("src", 1): ExecutionState.RUNNING}
-    executions = {(v.vertex_id, i): Execution(ExecutionAttemptID(v.vertex_id, i),
-                                              state.get((v.vertex_id, i), ExecutionState.RUNNING))
-                  for v in vertices for i in range(v.parallelism)}
+    executions = {
+        (v.vertex_id, i): Execution(
+            ExecutionAttemptID(v.vertex_id, i), state.get((v.vertex_id, i), ExecutionState.RUNNING)
+        )
+        for v in vertices
+        for i in range(v.parallelism)
+    }
     plan = DefaultCheckpointPlanCalculator(vertices).calculate_checkpoint_plan(executions)
     assert plan.tasks_to_trigger == (ExecutionAttemptID("src", 1), ExecutionAttemptID("map", 0))
     assert ExecutionAttemptID("src", 0) in plan.finished_tasks
@@ -346,9 +355,13 @@ def test_runs_on_the_simulation_kernel_as_timer_service_and_clock():
     sim = Simulation(seed=7)
     out: list = []
     coord = CheckpointCoordinator(
-        JOB, [JobVertexInfo("v", 1)], CheckpointCoordinatorConfiguration(checkpoint_interval=100, checkpoint_timeout=50),
-        clock=sim.clock_ms, timers=DeliveringTimers(sim, lambda event: out.extend(coord.handle(event))),
-        rng=sim.random("coordinator"))
+        JOB,
+        [JobVertexInfo("v", 1)],
+        CheckpointCoordinatorConfiguration(checkpoint_interval=100, checkpoint_timeout=50),
+        clock=sim.clock_ms,
+        timers=DeliveringTimers(sim, lambda event: out.extend(coord.handle(event))),
+        rng=sim.random("coordinator"),
+    )
     coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     sim.run(until_us=1_000 * 1000)
     triggers = of(m.TriggerCheckpointOnSources, out)
@@ -411,7 +424,9 @@ def test_after_a_no_claim_restore_checkpoints_are_full_until_one_completes_and_s
 def test_a_new_job_manager_that_restores_the_unclaimed_snapshot_from_the_store_triggers_a_full_checkpoint():
     first = make()
     _restored(first)
-    second = make(store=first.coord.completed_checkpoint_store(), id_counter=first.coord.checkpoint_id_counter())  # the JobManager failed over
+    second = make(
+        store=first.coord.completed_checkpoint_store(), id_counter=first.coord.checkpoint_id_counter()
+    )  # the JobManager failed over
     assert second.call(m.RestoreLatestCheckpoint()) is not None
     assert _types(second.trigger()) == [CheckpointType.FULL_CHECKPOINT]
     fresh = make()
@@ -432,14 +447,16 @@ def test_a_restored_snapshots_shared_files_are_registered_and_never_discarded_by
     )
 
     def incremental(checkpoint_id: int, entry) -> TaskStateSnapshot:
-        handle = IncrementalKeyedStateHandle("b", KeyGroupRange(0, 127), checkpoint_id,
-                                             (HandleAndLocalPath("L1-1.sst", entry),))
+        handle = IncrementalKeyedStateHandle(
+            "b", KeyGroupRange(0, 127), checkpoint_id, (HandleAndLocalPath("L1-1.sst", entry),)
+        )
         return TaskStateSnapshot({"map": OperatorSubtaskState(managed_keyed_state=(handle,))})
 
     restored_file = SharedStateHandle("restored-1", 1, 0, 100, b"r")
     restored_map = incremental(7, restored_file).subtask_states_by_operator["map"]
-    metadata = CheckpointMetadata(7, (OperatorState("src", 1, 128, {0: OperatorSubtaskState()}),
-                                      OperatorState("map", 1, 128, {0: restored_map})))
+    metadata = CheckpointMetadata(
+        7, (OperatorState("src", 1, 128, {0: OperatorSubtaskState()}), OperatorState("map", 1, 128, {0: restored_map}))
+    )
     h = make()
     h.call(m.RestoreSavepoint("/sp/1", lambda path: metadata))
     h.take()

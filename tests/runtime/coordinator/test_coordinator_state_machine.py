@@ -6,6 +6,7 @@ what the storage holds, each task hears one outcome per checkpoint, a restore pi
 
 from __future__ import annotations
 
+from coordinator_test_harness import JOB, keyed_snapshot, make
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -21,9 +22,11 @@ from barriersim.runtime.failure_reason import CheckpointFailureReason as R
 from barriersim.runtime.storage.errors import CheckpointStorageWriteError
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
 
-from coordinator_test_harness import JOB, keyed_snapshot, make
-
-VERTICES = [JobVertexInfo("src", 2), JobVertexInfo("map", 2, inputs=("src",)), JobVertexInfo("sink", 1, inputs=("map",))]
+VERTICES = [
+    JobVertexInfo("src", 2),
+    JobVertexInfo("map", 2, inputs=("src",)),
+    JobVertexInfo("sink", 1, inputs=("map",)),
+]
 DECLINES = [R.CHECKPOINT_DECLINED, R.CHECKPOINT_ASYNC_EXCEPTION, R.CHECKPOINT_DECLINED_TASK_NOT_READY]
 
 
@@ -44,21 +47,30 @@ class CoordinatorMachine(RuleBasedStateMachine):
     acknowledgements (of the ended attempts too, while a failover waits for its restart), declines, time passing
     (expiry, periodic triggers), failed ``_metadata`` writes, task failover and restart after a delay, JobManager
     failover (a new coordinator recovering the completed checkpoints from the storage's completed-checkpoint list,
-    with the persisted id counter), and, for some jobs, a master hook or an operator
-    coordinator that answers each trigger later (or fails). After every step the invariants hold: checkpoint ids only grow (across JobManager failovers
-    too), at most ``max_concurrent`` checkpoints are pending, completed ids only grow, the store retains at most
-    ``max_retained`` checkpoints and exactly what the storage holds, a failed write never reaches the store, each
+    with the persisted id counter), and, for some jobs, a master hook or an operator coordinator that answers each
+    trigger later (or fails). After every step the invariants hold: checkpoint ids only grow (across JobManager
+    failovers too), at most ``max_concurrent`` checkpoints are pending, completed ids only grow, the store retains at
+    most ``max_retained`` checkpoints and exactly what the storage holds, a failed write never reaches the store, each
     task hears at most one outcome per checkpoint, a restore picks the store's latest checkpoint, and a trigger in
     flight belongs to a live pending checkpoint whose tasks have not been triggered yet (or to one aborted meanwhile,
     whose trigger fails at the timer's next turn, as in Flink)."""
 
-    @initialize(max_concurrent=st.integers(1, 3), max_retained=st.integers(1, 3), interval=st.sampled_from([10, 30]),
-                timeout=st.sampled_from([15, 60]), tolerable=st.sampled_from([0, 2, 2**31 - 1]),
-                answers_later=st.sampled_from(["nothing", "master hook", "operator coordinator"]))
+    @initialize(
+        max_concurrent=st.integers(1, 3),
+        max_retained=st.integers(1, 3),
+        interval=st.sampled_from([10, 30]),
+        timeout=st.sampled_from([15, 60]),
+        tolerable=st.sampled_from([0, 2, 2**31 - 1]),
+        answers_later=st.sampled_from(["nothing", "master hook", "operator coordinator"]),
+    )
     def start(self, max_concurrent, max_retained, interval, timeout, tolerable, answers_later):
-        self.config = dict(max_concurrent_checkpoints=max_concurrent, max_retained_checkpoints=max_retained,
-                           checkpoint_interval=interval, checkpoint_timeout=timeout,
-                           tolerable_checkpoint_failure_number=tolerable)
+        self.config = dict(
+            max_concurrent_checkpoints=max_concurrent,
+            max_retained_checkpoints=max_retained,
+            checkpoint_interval=interval,
+            checkpoint_timeout=timeout,
+            tolerable_checkpoint_failure_number=tolerable,
+        )
         self.answers_later = answers_later
         self.storage = JobManagerCheckpointStorage(JOB)
         self.counter = StandaloneCheckpointIDCounter()
@@ -73,10 +85,15 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.carry_out(self.h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING)))
 
     def new_coordinator(self, **kw):
-        return make(VERTICES, checkpoint_writer=self.write, id_counter=self.counter,
-                    hooks=(LaterHook(),) if self.answers_later == "master hook" else (),
-                    operator_coordinators=("src",) if self.answers_later == "operator coordinator" else (),
-                    **kw, **self.config)
+        return make(
+            VERTICES,
+            checkpoint_writer=self.write,
+            id_counter=self.counter,
+            hooks=(LaterHook(),) if self.answers_later == "master hook" else (),
+            operator_coordinators=("src",) if self.answers_later == "operator coordinator" else (),
+            **kw,
+            **self.config,
+        )
 
     # -- the JobManager's side ---------------------------------------------------------------------
 
@@ -168,8 +185,11 @@ class CoordinatorMachine(RuleBasedStateMachine):
         if self.answers_later == "master hook":
             event = m.MasterHookCompleted(cid, "later", b"state", "by design" if fail else None)
         else:
-            event = (m.CoordinatorCheckpointFailed(cid, "src", "by design") if fail
-                     else m.AcknowledgeCoordinatorState(cid, "src", b"state"))
+            event = (
+                m.CoordinatorCheckpointFailed(cid, "src", "by design")
+                if fail
+                else m.AcknowledgeCoordinatorState(cid, "src", b"state")
+            )
         self.carry_out(self.h.coord.handle(event))
 
     @rule(restart=st.booleans())
@@ -193,7 +213,9 @@ class CoordinatorMachine(RuleBasedStateMachine):
         """The old coordinator vanishes (nothing of it runs again); a new one recovers from storage."""
         old = self.h
         recovered = recover_completed_checkpoint_store(JOB, self.storage, old.coord.config)
-        assert list(recovered.recovered_ids) == [c.checkpoint_id for c in old.coord.completed_checkpoint_store().get_all_checkpoints()]
+        assert list(recovered.recovered_ids) == [
+            c.checkpoint_id for c in old.coord.completed_checkpoint_store().get_all_checkpoints()
+        ]
         first_attempt = 1 + max(a.attempt_number for a in old.all_attempts)
         self.generation += 1
         self.restart_due = False  # the new coordinator's attempts are new
@@ -242,5 +264,11 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
 
 TestCoordinatorMachine = CoordinatorMachine.TestCase
-TestCoordinatorMachine.settings = settings(max_examples=40, stateful_step_count=40, deadline=None, database=None,
-                                           derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+TestCoordinatorMachine.settings = settings(
+    max_examples=40,
+    stateful_step_count=40,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)

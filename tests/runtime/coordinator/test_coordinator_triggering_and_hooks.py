@@ -8,6 +8,7 @@ or a coordinator that answers ``TriggerCoordinatorCheckpoint`` with ``Acknowledg
 from __future__ import annotations
 
 import pytest
+from coordinator_test_harness import JOB, Harness, make, of, triggered_ids
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
@@ -17,8 +18,6 @@ from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties, JobStatus
 from barriersim.runtime.failure_reason import CheckpointFailureReason as R
 from barriersim.runtime.state.snapshot import MasterState
-
-from coordinator_test_harness import JOB, Harness, make, of, triggered_ids
 
 BIG = 2**31 - 1
 
@@ -41,8 +40,9 @@ def one_vertex(**config) -> Harness:
 
 def test_periodic_triggering():
     """Port of Flink CheckpointCoordinatorTriggeringTest.testPeriodicTriggering."""
-    h = one_vertex(checkpoint_interval=10, checkpoint_timeout=200_000, max_concurrent_checkpoints=BIG,
-                   max_retained_checkpoints=2)
+    h = one_vertex(
+        checkpoint_interval=10, checkpoint_timeout=200_000, max_concurrent_checkpoints=BIG, max_retained_checkpoints=2
+    )
 
     def check(triggers):
         assert len(triggers) == 5
@@ -71,8 +71,13 @@ def test_periodic_triggering():
 def test_min_time_between_checkpoints_interval():
     """Port of Flink CheckpointCoordinatorTriggeringTest.testMinTimeBetweenCheckpointsInterval."""
     delay, interval = 50, 12
-    h = one_vertex(checkpoint_interval=interval, checkpoint_timeout=200_000, min_pause_between_checkpoints=delay,
-                   max_concurrent_checkpoints=1, max_retained_checkpoints=2)
+    h = one_vertex(
+        checkpoint_interval=interval,
+        checkpoint_timeout=200_000,
+        min_pause_between_checkpoints=delay,
+        max_concurrent_checkpoints=1,
+        max_retained_checkpoints=2,
+    )
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     assert triggered_ids(fire_periodic(h)) == [1]
     h.ack(h.attempt("v"), 1)
@@ -220,10 +225,15 @@ def unstable(counter, **config) -> Harness:
     from barriersim.runtime.event_timers import DeliveringTimers
 
     timers, sink = ManualTimerService(), []
-    coord = CheckpointCoordinator(JOB, [JobVertexInfo("v", 1)], CheckpointCoordinatorConfiguration(**config),
-                                  clock=timers.clock,
-                                  timers=DeliveringTimers(timers, lambda event: sink.extend(coord.handle(event))),
-                                  rng=random.Random(0), checkpoint_id_counter=counter)
+    coord = CheckpointCoordinator(
+        JOB,
+        [JobVertexInfo("v", 1)],
+        CheckpointCoordinatorConfiguration(**config),
+        clock=timers.clock,
+        timers=DeliveringTimers(timers, lambda event: sink.extend(coord.handle(event))),
+        rng=random.Random(0),
+        checkpoint_id_counter=counter,
+    )
     return Harness(coord, timers, sink)
 
 
@@ -253,8 +263,9 @@ def test_trigger_checkpoint_initialization_failed():
 class Hook:
     """A master hook for the tests: answers ``state`` at once, raises (``fail``), or answers later (``pending``)."""
 
-    def __init__(self, identifier: str, state: bytes | None = None, version: int = 1, fail: bool = False,
-                 pending: bool = False):
+    def __init__(
+        self, identifier: str, state: bytes | None = None, version: int = 1, fail: bool = False, pending: bool = False
+    ):
         self.identifier, self.state, self.version, self.fail, self.pending = identifier, state, version, fail, pending
         self.triggered: list[int] = []
         self.restored: list[tuple[int, bytes | None]] = []
@@ -349,12 +360,16 @@ def test_hooks_are_called_on_trigger():
     assert h.coord.number_of_pending_checkpoints == 0
     assert h.coord.number_of_retained_successful_checkpoints == 1
     states = {s.name: s for s in h.coord.completed_checkpoint_store().get_latest_checkpoint().master_states}
-    assert states == {"id1": MasterState("id1", 1, b"the-test-string-state"), "id2": MasterState("id2", 2, b"987654321")}
+    assert states == {
+        "id1": MasterState("id1", 1, b"the-test-string-state"),
+        "id2": MasterState("id2", 2, b"987654321"),
+    }
 
 
 def stored_checkpoint(checkpoint_id: int, master_states) -> CompletedCheckpoint:
-    return CompletedCheckpoint(JOB, checkpoint_id, 123, 125, {}, tuple(master_states),
-                               CheckpointProperties.for_standard_checkpoint())
+    return CompletedCheckpoint(
+        JOB, checkpoint_id, 123, 125, {}, tuple(master_states), CheckpointProperties.for_standard_checkpoint()
+    )
 
 
 def test_hooks_are_called_on_restore():
@@ -363,8 +378,9 @@ def test_hooks_are_called_on_restore():
     stateful1, stateful2, stateless = Hook("id1", fail=True), Hook("id2", fail=True), Hook("some-id")
     for hook in (stateful1, stateless, stateful2):
         h.coord.add_master_hook(hook)
-    h.coord.completed_checkpoint_store().add_checkpoint_and_subsume_oldest_one(stored_checkpoint(
-        13, [MasterState("id1", 1, b"state1"), MasterState("id2", 2, b"state2")]))
+    h.coord.completed_checkpoint_store().add_checkpoint_and_subsume_oldest_one(
+        stored_checkpoint(13, [MasterState("id1", 1, b"state1"), MasterState("id2", 2, b"state2")])
+    )
     h.call(m.RestoreLatestCheckpoint())
     assert stateful1.restored == [(13, b"state1")]
     assert stateful2.restored == [(13, b"state2")]
@@ -377,8 +393,9 @@ def test_check_un_matched_state_on_restore():
     stateful, stateless = Hook("id1", fail=True), Hook("some-id")
     h.coord.add_master_hook(stateful)
     h.coord.add_master_hook(stateless)
-    h.coord.completed_checkpoint_store().add_checkpoint_and_subsume_oldest_one(stored_checkpoint(
-        44, [MasterState("id1", 1, b"state1"), MasterState("id2", 2, b"state2")]))
+    h.coord.completed_checkpoint_store().add_checkpoint_and_subsume_oldest_one(
+        stored_checkpoint(44, [MasterState("id1", 1, b"state1"), MasterState("id2", 2, b"state2")])
+    )
     with pytest.raises(MasterHookError, match="'id2'"):
         h.call(m.RestoreLatestCheckpoint(False))
     h.call(m.RestoreLatestCheckpoint(True))
@@ -391,7 +408,9 @@ def test_ensure_registered_at_hook_time():
     h = one_vertex()
     hook = Hook("id")
     seen = []
-    hook.on_trigger = lambda cid: seen.append((h.coord.number_of_pending_checkpoints, cid in h.coord.pending_checkpoints()))
+    hook.on_trigger = lambda cid: seen.append(
+        (h.coord.number_of_pending_checkpoints, cid in h.coord.pending_checkpoints())
+    )
     h.coord.add_master_hook(hook)
     assert failed_reasons(h.trigger()) == []
     assert seen == [(1, True)]

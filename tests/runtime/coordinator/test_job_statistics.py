@@ -5,10 +5,12 @@ task that had finished before the trigger (FLIP-147) has one as Flink's ``Checkp
 reports it (acknowledged at the trigger, every figure 0), and the trackers of every coordinator of a run are
 summed."""
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.task.actions import TaskCheckpointMetrics
 from barriersim.scenarios.loader import quickstart_graph
@@ -19,10 +21,24 @@ def test_rows_per_acknowledgement_sums_per_checkpoint_and_counts_over_every_coor
     first, second = CheckpointStatsTracker(), CheckpointStatsTracker()
     first.report_pending_checkpoint(1, 100, False, "CHECKPOINT", 3)
     first.report_subtask_stats(1, "source#0@0", 100, 0, finished=True)  # finished before the trigger (FLIP-147)
-    first.report_subtask_stats(1, "sum#1@0", 130, 64, TaskCheckpointMetrics(
-        1, alignment_duration_ms=7, bytes_processed_during_alignment=500, checkpoint_start_delay_ms=3))
-    first.report_subtask_stats(1, "sink#0@0", 142, 8, TaskCheckpointMetrics(
-        1, bytes_persisted_during_alignment=40, persisted_output_bytes=2, unaligned_checkpoint=True))
+    first.report_subtask_stats(
+        1,
+        "sum#1@0",
+        130,
+        64,
+        TaskCheckpointMetrics(
+            1, alignment_duration_ms=7, bytes_processed_during_alignment=500, checkpoint_start_delay_ms=3
+        ),
+    )
+    first.report_subtask_stats(
+        1,
+        "sink#0@0",
+        142,
+        8,
+        TaskCheckpointMetrics(
+            1, bytes_persisted_during_alignment=40, persisted_output_bytes=2, unaligned_checkpoint=True
+        ),
+    )
     first.report_completed_checkpoint(1, 150)
     first.report_pending_checkpoint(2, 200, False, "CHECKPOINT", 3)
     first.report_failed_checkpoint(2, 210, CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
@@ -36,10 +52,24 @@ def test_rows_per_acknowledgement_sums_per_checkpoint_and_counts_over_every_coor
     assert (checkpoints[0]["processed_data"], checkpoints[0]["persisted_data"]) == (500, 42)
     assert (checkpoints[1]["processed_data"], checkpoints[1]["persisted_data"]) == (0, 0)
     assert [(r["id"], r["task"], r["ack_timestamp"], r["finished"]) for r in subtasks] == [
-        (1, "source#0", 100, True), (1, "sum#1", 130, False), (1, "sink#0", 142, False), (3, "sum#1", 333, False)]
+        (1, "source#0", 100, True),
+        (1, "sum#1", 130, False),
+        (1, "sink#0", 142, False),
+        (3, "sum#1", 333, False),
+    ]
     finished = subtasks.pop(0)  # Flink's new SubtaskStateStats(index, now): every size and duration 0
-    assert all(finished[f] == 0 for f in ("state_size", "checkpointed_size", "checkpoint_sync", "checkpoint_async",
-                                          "alignment_duration", "start_delay", "alignment_persisted"))
+    assert all(
+        finished[f] == 0
+        for f in (
+            "state_size",
+            "checkpointed_size",
+            "checkpoint_sync",
+            "checkpoint_async",
+            "alignment_duration",
+            "start_delay",
+            "alignment_persisted",
+        )
+    )
     assert not finished["unaligned_checkpoint"] and not finished["aborted"]
     sum_row = subtasks[0]
     assert (sum_row["alignment_duration"], sum_row["start_delay"], sum_row["state_size"]) == (7, 3, 64)
@@ -52,9 +82,14 @@ def simulate(faults: str, first_source_share: float = 1.0):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(20_000, 100, 1.0, 100, 2, seed=1)}
     first = splits["source"][0]
-    splits["source"][0] = first[:int(len(first) * first_source_share)]
-    config = JobConfig(graph, mode="aligned", interval_ms=50, source_rate_per_subtask=100_000,
-                              restart_delay_ms=50, faults=FaultSchedule.from_json(faults))
+    splits["source"][0] = first[: int(len(first) * first_source_share)]
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=50),
+        workload=WorkloadConfig(rate_per_source=100_000),
+        restart=RestartStrategyConfig(delay_ms=50),
+        faults=FaultSchedule.from_json(faults),
+    )
     result = JobSimulation(config, splits, seed=3).run()
     assert result.outcome is JobOutcome.FINISHED
     return result
@@ -62,15 +97,19 @@ def simulate(faults: str, first_source_share: float = 1.0):
 
 def test_a_delayed_acknowledgement_is_stamped_when_the_coordinator_receives_it():
     undelayed = simulate("[]")
-    result = simulate('[{"type":"delay_message","kind":"acknowledge","delay_ms":40,"task":"keyed-sum#1",'
-                      '"checkpoint_id":2}]')
+    result = simulate(
+        '[{"type":"delay_message","kind":"acknowledge","delay_ms":40,"task":"keyed-sum#1","checkpoint_id":2}]'
+    )
     before = {(r["id"], r["task"]): r["ack_timestamp"] for r in undelayed.subtasks}
     after = {(r["id"], r["task"]): r["ack_timestamp"] for r in result.subtasks}
     assert after[(2, "keyed-sum#1")] >= before[(2, "keyed-sum#1")] + 40
     second = next(c for c in result.checkpoints if c["id"] == 2)
     assert second["status"] == "COMPLETED"
-    assert after[(2, "keyed-sum#1")] == second["latest_ack_timestamp"] == max(
-        t for (cid, _), t in after.items() if cid == 2)
+    assert (
+        after[(2, "keyed-sum#1")]
+        == second["latest_ack_timestamp"]
+        == max(t for (cid, _), t in after.items() if cid == 2)
+    )
 
 
 def test_a_lost_acknowledgement_has_no_row():
@@ -132,10 +171,16 @@ def test_a_cancelled_task_reports_its_closed_asynchronous_parts_to_the_failed_or
     crashed task, whose process is gone, reports nothing."""
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(100_000, 100, 1.0, 100, 2, seed=1)}
-    faults = FaultSchedule.from_json('[{"type":"crash_task","task":"keyed-sum#0","at_ms":60},'
-                                     '{"type":"crash_task","task":"keyed-sum#1","at_ms":210}]')
-    config = JobConfig(graph, mode="unaligned", interval_ms=20, source_rate_per_subtask=100_000,
-                       restart_delay_ms=50, faults=faults)
+    faults = FaultSchedule.from_json(
+        '[{"type":"crash_task","task":"keyed-sum#0","at_ms":60},{"type":"crash_task","task":"keyed-sum#1","at_ms":210}]'
+    )
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="unaligned", interval_ms=20),
+        workload=WorkloadConfig(rate_per_source=100_000),
+        restart=RestartStrategyConfig(delay_ms=50),
+        faults=faults,
+    )
     result = JobSimulation(config, splits, seed=3).run()
     assert result.outcome is JobOutcome.FINISHED and result.restarts == 2
     failed = {c["failure_reason"]: c for c in result.checkpoints if c["status"] == "FAILED"}

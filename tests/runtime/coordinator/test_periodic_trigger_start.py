@@ -5,13 +5,15 @@ on the coordinator and in a whole simulated job."""
 from __future__ import annotations
 
 from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.coordinator.deactivator import ExecutionTrackingDeActivator
 from barriersim.runtime.coordinator.plan import ExecutionState
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.failure_reason import CheckpointFailureReason as R
 from barriersim.runtime.faults.fault_schedule import CrashTask, FaultSchedule
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.workload import local_splits
@@ -36,8 +38,12 @@ class Recorder:
 
 def activator() -> tuple[ExecutionTrackingDeActivator, Recorder, ExecutionAttemptID, ExecutionAttemptID]:
     rec = Recorder()
-    return (ExecutionTrackingDeActivator(rec.start, rec.stop), rec,
-            ExecutionAttemptID("v1", 0, 0), ExecutionAttemptID("v2", 0, 0))
+    return (
+        ExecutionTrackingDeActivator(rec.start, rec.stop),
+        rec,
+        ExecutionAttemptID("v1", 0, 0),
+        ExecutionAttemptID("v2", 0, 0),
+    )
 
 
 def test_basic_lifecycle():
@@ -197,8 +203,10 @@ def test_from_the_second_failover_on_the_trigger_runs_on_through_the_restart():
     h.coord.handle(m.JobStatusChanged(JobStatus.RUNNING))
     restart = h.coord.handle(m.RestartTasks())
     # 3, and the request its abort released: no task runs yet
-    assert [a.reason for a in of(m.TriggerRequestFailed, restart)] == [R.JOB_FAILOVER_REGION,
-                                                                        R.NOT_ALL_REQUIRED_TASKS_RUNNING]
+    assert [a.reason for a in of(m.TriggerRequestFailed, restart)] == [
+        R.JOB_FAILOVER_REGION,
+        R.NOT_ALL_REQUIRED_TASKS_RUNNING,
+    ]
     assert h.coord.checkpoint_stats().history[3]["failure_reason"] == "JOB_FAILOVER_REGION"
     assert [a.checkpoint_id for a in of(m.RestoreFrom, restart)] == [2]
     assert h.coord.checkpoint_counts()["failed"] == failed + 2
@@ -213,13 +221,22 @@ def test_from_the_second_failover_on_the_trigger_runs_on_through_the_restart():
 
 
 def _job(faults=(), restart_delay_ms: int = 50) -> JobSimulation:
-    graph = JobGraph((JobVertex("source", OperatorKind.SOURCE, 2), JobVertex("sum", OperatorKind.KEYED_SUM, 2),
-                      JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK, 1)),
-                     (JobEdge("source", "sum", Partitioner.HASH), JobEdge("sum", "sink", Partitioner.REBALANCE)))
-    config = JobConfig(graph, mode="aligned", interval_ms=100, source_rate_per_subtask=2000,
-                       faults=FaultSchedule(tuple(faults)), restart_delay_ms=restart_delay_ms)
-    return JobSimulation(config, {"source": local_splits(4000, 16, 1.0, 100, 2, seed=1, rate_per_source=2000)},
-                         seed=5)
+    graph = JobGraph(
+        (
+            JobVertex("source", OperatorKind.SOURCE, 2),
+            JobVertex("sum", OperatorKind.KEYED_SUM, 2),
+            JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK, 1),
+        ),
+        (JobEdge("source", "sum", Partitioner.HASH), JobEdge("sum", "sink", Partitioner.REBALANCE)),
+    )
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+        workload=WorkloadConfig(rate_per_source=2000),
+        faults=FaultSchedule(tuple(faults)),
+        restart=RestartStrategyConfig(delay_ms=restart_delay_ms),
+    )
+    return JobSimulation(config, {"source": local_splits(4000, 16, 1.0, 100, 2, seed=1, rate_per_source=2000)}, seed=5)
 
 
 def test_a_simulated_job_triggers_checkpoint_one_when_its_last_task_runs_after_one_failed_trigger():

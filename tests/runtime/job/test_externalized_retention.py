@@ -10,13 +10,20 @@ from dataclasses import replace
 
 import pytest
 
-from barriersim.runtime.coordinator.properties import CheckpointRetentionPolicy, ExternalizedCheckpointRetention as R
+from barriersim.runtime.coordinator.properties import CheckpointRetentionPolicy
+from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention as R
 from barriersim.runtime.job.config import JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from tests.runtime.storage.test_corruption_campaign import SPLITS, config
 
-FAILING = ('[{"type":"damage_checkpoint","at_ms":1000,"damage":"flip_byte","target":"state_file"},'
-           '{"type":"crash_task","task":"sum#0","at_ms":1010}]')  # each restore fails until the strategy gives up
+FAILING = (
+    '[{"type":"damage_checkpoint","at_ms":1000,"damage":"flip_byte","target":"state_file"},'
+    '{"type":"crash_task","task":"sum#0","at_ms":1010}]'
+)  # each restore fails until the strategy gives up
+
+
+def with_retention(config, retention):
+    return replace(config, checkpointing=replace(config.checkpointing, externalized_checkpoint_retention=retention))
 
 
 def checkpoint_dirs(root) -> list[str]:
@@ -27,14 +34,15 @@ def test_flink_derives_the_retention_policy_from_the_externalized_retention():
     assert R.NO_EXTERNALIZED_CHECKPOINTS.retention_policy is CheckpointRetentionPolicy.NEVER_RETAIN_AFTER_TERMINATION
     assert R.DELETE_ON_CANCELLATION.retention_policy is CheckpointRetentionPolicy.RETAIN_ON_FAILURE
     assert R.RETAIN_ON_CANCELLATION.retention_policy is CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION
-    assert config().coordinator_configuration().retention_policy is \
-        CheckpointRetentionPolicy.NEVER_RETAIN_AFTER_TERMINATION  # Flink's default
+    assert (
+        config().checkpointing.coordinator_configuration().retention_policy
+        is CheckpointRetentionPolicy.NEVER_RETAIN_AFTER_TERMINATION
+    )  # Flink's default
 
 
 @pytest.mark.parametrize("retention", list(R))
 def test_a_finished_job_keeps_no_checkpoint_under_any_retention(tmp_path, retention):
-    job = JobSimulation(replace(config(), externalized_checkpoint_retention=retention), SPLITS, seed=3,
-                        checkpoint_directory=tmp_path)
+    job = JobSimulation(with_retention(config(), retention), SPLITS, seed=3, checkpoint_directory=tmp_path)
     result = job.run()
     assert result.outcome is JobOutcome.FINISHED and result.counts["completed"] >= 3
     assert checkpoint_dirs(tmp_path) == []
@@ -42,8 +50,7 @@ def test_a_finished_job_keeps_no_checkpoint_under_any_retention(tmp_path, retent
 
 @pytest.mark.parametrize("retention", list(R))
 def test_a_failed_job_keeps_its_retained_checkpoints_unless_never_retained(tmp_path, retention):
-    job = JobSimulation(replace(config(FAILING), externalized_checkpoint_retention=retention), SPLITS, seed=3,
-                        checkpoint_directory=tmp_path)
+    job = JobSimulation(with_retention(config(FAILING), retention), SPLITS, seed=3, checkpoint_directory=tmp_path)
     result = job.run()
     assert result.outcome is JobOutcome.FAILED
     assert result.failure_reason.startswith("the restart strategy gave up")

@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.coordinator.manual_time import ManualTimerService
+from barriersim.runtime.event_timers import DeliveringTimers
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults.fault_schedule import (
     TASK_SIDE_POINTS,
@@ -35,6 +37,7 @@ from barriersim.runtime.faults.fault_schedule import (
     ProtocolPoint,
 )
 from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.job import events as je
 from barriersim.runtime.job.actions import (
     CancelTasks,
     CoordinatorMessage,
@@ -51,14 +54,12 @@ from barriersim.runtime.job.actions import (
     TaskDeploymentDescriptor,
     TriggerCheckpoint,
 )
-from barriersim.runtime.event_timers import DeliveringTimers
-from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.job_master import JobMaster
 from barriersim.runtime.job.placement import ClusterConfig, place, slots_needed
 from barriersim.runtime.job.report import records_read_in_run
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.job.restart_strategy import RestartStrategyConfig, RestartStrategyKind
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.state.key_groups import compute_key_group_range_for_operator_index
 from barriersim.runtime.state.snapshot import KeyGroupsStateHandle, OperatorSubtaskState, TaskStateSnapshot
 from barriersim.runtime.storage.memory_storage import JobManagerCheckpointStorage
@@ -69,15 +70,20 @@ EXAMPLES = int(os.environ.get("BARRIERSIM_PROPERTY_EXAMPLES", "500" if RANDOM el
 STEPS = int(os.environ.get("BARRIERSIM_PROPERTY_STEPS", "80"))
 JOB = "jm-machine"
 MAX_PARALLELISM = 128
-DECLINES = [CheckpointFailureReason.CHECKPOINT_DECLINED, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
-            CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY]
+DECLINES = [
+    CheckpointFailureReason.CHECKPOINT_DECLINED,
+    CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
+    CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
+]
 
 
 def job_graph(sources: int, maps: int) -> JobGraph:
     return JobGraph(
-        (JobVertex("src", OperatorKind.SOURCE, sources, MAX_PARALLELISM),
-         JobVertex("map", OperatorKind.MAP, maps, MAX_PARALLELISM),
-         JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK, 1, MAX_PARALLELISM)),
+        (
+            JobVertex("src", OperatorKind.SOURCE, sources, MAX_PARALLELISM),
+            JobVertex("map", OperatorKind.MAP, maps, MAX_PARALLELISM),
+            JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK, 1, MAX_PARALLELISM),
+        ),
         (JobEdge("src", "map", Partitioner.REBALANCE), JobEdge("map", "sink", Partitioner.REBALANCE)),
     ).validate()
 
@@ -94,9 +100,12 @@ def restored_checkpoint_ids(descriptor: TaskDeploymentDescriptor) -> set[int]:
     """The checkpoints whose bytes the descriptor's state holds."""
     if descriptor.state is None:
         return set()
-    return {int(data.decode())
-            for state in descriptor.state.subtask_states_by_operator.values()
-            for handle in state.managed_keyed_state for data in handle.key_groups.values()}
+    return {
+        int(data.decode())
+        for state in descriptor.state.subtask_states_by_operator.values()
+        for handle in state.managed_keyed_state
+        for data in handle.key_groups.values()
+    }
 
 
 def cluster_of(graph: JobGraph) -> ClusterConfig:
@@ -109,8 +118,12 @@ def fault_schedules(draw, graph: JobGraph) -> FaultSchedule:
     names = [f"{v.name}#{i}" for v in graph.vertices for i in range(v.parallelism)]
     task = st.sampled_from(names)
     cid = st.integers(1, 6)
-    points = [ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE,
-              ProtocolPoint.BEFORE_FORWARDING_BARRIER, ProtocolPoint.MID_ALIGNMENT]
+    points = [
+        ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK,
+        ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE,
+        ProtocolPoint.BEFORE_FORWARDING_BARRIER,
+        ProtocolPoint.MID_ALIGNMENT,
+    ]
     fault = st.one_of(
         st.builds(CrashTask, task, at_ms=st.integers(0, 400)),
         st.builds(CrashTask, task, point=st.sampled_from(points), checkpoint_id=cid),
@@ -122,22 +135,25 @@ def fault_schedules(draw, graph: JobGraph) -> FaultSchedule:
         st.builds(CrashTaskManager, st.integers(0, 1), at_ms=st.integers(0, 400)),
         st.builds(CrashTaskManager, st.integers(0, 1), point=st.sampled_from(points), checkpoint_id=cid),
         st.builds(KillNode, st.just(1), at_ms=st.integers(0, 400)),
-        st.builds(KillNode, st.just(1), point=st.sampled_from(points + [ProtocolPoint.DURING_RESTORE]),
-                  checkpoint_id=cid),
+        st.builds(
+            KillNode, st.just(1), point=st.sampled_from(points + [ProtocolPoint.DURING_RESTORE]), checkpoint_id=cid
+        ),
     )
     # drawn on their own, so that most schedules have some: JobManager crashes and task-side crash points
     jobmanager_crashes = draw(st.lists(st.builds(CrashCoordinator, st.integers(0, 400)), max_size=2))
     task_side = st.sampled_from(sorted(TASK_SIDE_POINTS, key=lambda p: p.value))
-    task_side_crashes = draw(st.lists(st.builds(CrashTask, task, point=task_side, checkpoint_id=st.integers(1, 4)),
-                                      max_size=2))
+    task_side_crashes = draw(
+        st.lists(st.builds(CrashTask, task, point=task_side, checkpoint_id=st.integers(1, 4)), max_size=2)
+    )
     faults = tuple(draw(st.lists(fault, max_size=4)) + jobmanager_crashes + task_side_crashes)
     schedule = FaultSchedule(faults)
     try:
         schedule.check_against(graph)
         schedule.check_against_placement(graph, place(graph, cluster_of(graph)))
     except FaultScheduleError:  # a mid_alignment crash of a task, TaskManager or node with one input channel
-        schedule = FaultSchedule(tuple(f for f in faults
-                                       if getattr(f, "point", None) is not ProtocolPoint.MID_ALIGNMENT))
+        schedule = FaultSchedule(
+            tuple(f for f in faults if getattr(f, "point", None) is not ProtocolPoint.MID_ALIGNMENT)
+        )
     return schedule
 
 
@@ -213,7 +229,8 @@ class JobMasterMachine(RuleBasedStateMachine):
 
     CI runs a fixed set of examples (``derandomize``). To hunt for bugs, explore new ones:
     ``BARRIERSIM_PROPERTY_RANDOM=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/runtime/job`` (500 examples
-    unless ``BARRIERSIM_PROPERTY_EXAMPLES`` says otherwise; ``BARRIERSIM_PROPERTY_STEPS`` sets the steps per example), as
+    unless ``BARRIERSIM_PROPERTY_EXAMPLES`` says otherwise; ``BARRIERSIM_PROPERTY_STEPS`` sets the steps per
+    example), as
     the property tests in ``tests/properties`` do. ``--hypothesis-show-statistics`` shows what the examples reached
     (outcomes, completed checkpoints, restores, JobManager failovers, late messages of old attempts)."""
 
@@ -222,26 +239,66 @@ class JobMasterMachine(RuleBasedStateMachine):
         self.failed_step = False
         self.steps = 0
 
-    @initialize(data=st.data(), sources=st.integers(1, 2), maps=st.integers(1, 2),
-                interval=st.sampled_from([20, 50]), timeout=st.sampled_from([100, 300, 600_000]),
-                max_concurrent=st.integers(1, 2), max_retained=st.integers(1, 2),
-                tolerable=st.sampled_from([0, 1, 2**31 - 1]), restart_delay=st.sampled_from([0, 20]),
-                max_restarts=st.sampled_from([1, 1000, 1000, 1000, 1000]), deaths_at_once=st.booleans(),
-                exponential=st.booleans())
+    @initialize(
+        data=st.data(),
+        sources=st.integers(1, 2),
+        maps=st.integers(1, 2),
+        interval=st.sampled_from([20, 50]),
+        timeout=st.sampled_from([100, 300, 600_000]),
+        max_concurrent=st.integers(1, 2),
+        max_retained=st.integers(1, 2),
+        tolerable=st.sampled_from([0, 1, 2**31 - 1]),
+        restart_delay=st.sampled_from([0, 20]),
+        max_restarts=st.sampled_from([1, 1000, 1000, 1000, 1000]),
+        deaths_at_once=st.booleans(),
+        exponential=st.booleans(),
+    )
     @step
-    def start(self, data, sources, maps, interval, timeout, max_concurrent, max_retained, tolerable, restart_delay,
-              max_restarts, deaths_at_once, exponential):
+    def start(
+        self,
+        data,
+        sources,
+        maps,
+        interval,
+        timeout,
+        max_concurrent,
+        max_retained,
+        tolerable,
+        restart_delay,
+        max_restarts,
+        deaths_at_once,
+        exponential,
+    ):
         graph = job_graph(sources, maps)
         # Flink's exponential-delay strategy, scaled to the machine's times: 10, 20, 40 ms apart, jittered, reset after
-        # 100 quiet ms, at most max_restarts attempts in a row
-        restart = RestartStrategyConfig(RestartStrategyKind.EXPONENTIAL_DELAY, initial_backoff_ms=10, max_backoff_ms=40,
-                                        backoff_multiplier=2.0, reset_backoff_threshold_ms=100, jitter_factor=0.5,
-                                        attempts_before_reset_backoff=max_restarts) if exponential else None
-        self.config = JobConfig(graph, interval_ms=interval, timeout_ms=timeout, max_concurrent=max_concurrent,
-                                cluster=cluster_of(graph),
-                                max_retained=max_retained, tolerable_failures=tolerable,
-                                restart_delay_ms=restart_delay, max_restarts=max_restarts, restart=restart,
-                                faults=data.draw(fault_schedules(graph), label="faults"))
+        # 100 quiet ms, at most max_restarts attempts in a row; else fixed-delay. delay_ms is a JobManager failover's.
+        restart = (
+            RestartStrategyConfig(
+                RestartStrategyKind.EXPONENTIAL_DELAY,
+                delay_ms=restart_delay,
+                initial_backoff_ms=10,
+                max_backoff_ms=40,
+                backoff_multiplier=2.0,
+                reset_backoff_threshold_ms=100,
+                jitter_factor=0.5,
+                attempts_before_reset_backoff=max_restarts,
+            )
+            if exponential
+            else (RestartStrategyConfig(delay_ms=restart_delay, attempts=max_restarts))
+        )
+        self.config = JobConfig(
+            graph,
+            checkpointing=CheckpointingConfig(
+                interval_ms=interval,
+                timeout_ms=timeout,
+                max_concurrent=max_concurrent,
+                max_retained=max_retained,
+                tolerable_failures=tolerable,
+            ),
+            cluster=cluster_of(graph),
+            restart=restart,
+            faults=data.draw(fault_schedules(graph), label="faults"),
+        )
         self.parallelism = {v.name: v.parallelism for v in graph.vertices}
         self.deaths_at_once = deaths_at_once
         self.timers = ManualTimerService(0)
@@ -265,9 +322,14 @@ class JobMasterMachine(RuleBasedStateMachine):
         self.outcome: JobOutcome | None = None
         self.old_spoke = 0
         self.end_account: tuple | None = None
-        self.jm = JobMaster(self.config, JOB, storage=self.storage, clock=self.timers.clock,
-                            timers=DeliveringTimers(self.timers, lambda event: self.carry_out(self.jm.handle(event))),
-                            coordinator_rng=lambda: random.Random(7))
+        self.jm = JobMaster(
+            self.config,
+            JOB,
+            storage=self.storage,
+            clock=self.timers.clock,
+            timers=DeliveringTimers(self.timers, lambda event: self.carry_out(self.jm.handle(event))),
+            coordinator_rng=lambda: random.Random(7),
+        )
         self.carry_out(self.jm.handle(je.Start()))
 
     # -- the fake driver ------------------------------------------------------------------------------
@@ -304,8 +366,9 @@ class JobMasterMachine(RuleBasedStateMachine):
                 self.current = {}
                 self.deaths = []
             elif kind is SendToTask:
-                assert self.latest is not None and action.attempt in self.attempts_of(self.latest), \
+                assert self.latest is not None and action.attempt in self.attempts_of(self.latest), (
                     f"{action} names an attempt of an earlier deployment"
+                )
                 if type(action.message) is TriggerCheckpoint:
                     cid = action.message.checkpoint_id
                     if cid not in triggered_here:
@@ -316,11 +379,14 @@ class JobMasterMachine(RuleBasedStateMachine):
             elif kind is SendToCoordinator:
                 self.to_coordinator.append((self.now + action.delay_ms, action))
             elif kind is StartTimer:
-                self.timers.register_timer(self.now + action.delay_ms,
-                                           lambda timer=action.timer: self.carry_out(self.jm.handle(timer)))
+                self.timers.register_timer(
+                    self.now + action.delay_ms, lambda timer=action.timer: self.carry_out(self.jm.handle(timer))
+                )
             elif kind is ReportRunning:  # the other tasks' RUNNING, after what is due now (as the simulator does)
-                self.timers.register_timer(self.now, lambda act=action: self.carry_out(
-                    self.jm.handle(je.TasksRunning(act.epoch, act.attempts))))
+                self.timers.register_timer(
+                    self.now,
+                    lambda act=action: self.carry_out(self.jm.handle(je.TasksRunning(act.epoch, act.attempts))),
+                )
             elif kind is JobEnded:
                 assert self.outcome is None, f"a second JobEnded: {action}"
                 self.outcome = action.outcome
@@ -344,7 +410,8 @@ class JobMasterMachine(RuleBasedStateMachine):
             assert action.epoch > self.latest.epoch
             assert action.restored_checkpoint_id == self.highest_completed(), (
                 f"deployment {action.epoch} restores {action.restored_checkpoint_id}, the latest completed "
-                f"checkpoint is {self.highest_completed()}")
+                f"checkpoint is {self.highest_completed()}"
+            )
             # one still pending at the failover may have completed during the restart delay, none went away
             assert (self.completed_at_cancel or 0) <= (action.restored_checkpoint_id or 0)
         else:
@@ -424,9 +491,16 @@ class JobMasterMachine(RuleBasedStateMachine):
             task.alive = False
             self.carry_out(self.jm.handle(je.TaskCrashedAt(task.attempt, point, checkpoint_id)))
             return
-        self.carry_out(self.jm.handle(je.CheckpointAcknowledged(
-            task.attempt, checkpoint_id, snapshot(task.attempt, task.parallelism, checkpoint_id),
-            TaskCheckpointMetrics(checkpoint_id, sync_duration_ms=1))))
+        self.carry_out(
+            self.jm.handle(
+                je.CheckpointAcknowledged(
+                    task.attempt,
+                    checkpoint_id,
+                    snapshot(task.attempt, task.parallelism, checkpoint_id),
+                    TaskCheckpointMetrics(checkpoint_id, sync_duration_ms=1),
+                )
+            )
+        )
 
     def fire_next_timer(self) -> None:
         at = self.timers.next_timer_at()
@@ -579,8 +653,11 @@ class JobMasterMachine(RuleBasedStateMachine):
             self.carry_out(self.jm.handle(je.TaskFinished(task.attempt)))
 
     @precondition(lambda self: self.old_tasks())
-    @rule(pick=st.integers(0, 100), kind=st.sampled_from(["ack", "decline", "finished", "failed", "crashed"]),
-          point=st.sampled_from(sorted(TASK_SIDE_POINTS, key=lambda p: p.value)))
+    @rule(
+        pick=st.integers(0, 100),
+        kind=st.sampled_from(["ack", "decline", "finished", "failed", "crashed"]),
+        point=st.sampled_from(sorted(TASK_SIDE_POINTS, key=lambda p: p.value)),
+    )
     @step
     def an_old_attempt_speaks(self, pick, kind, point):
         """A message of an attempt of an earlier deployment arrives late: it changes nothing."""
@@ -604,10 +681,15 @@ class JobMasterMachine(RuleBasedStateMachine):
             live = False
         before = self.account()
         if kind == "ack":
-            out = self.jm.handle(je.CheckpointAcknowledged(task.attempt, cid, snapshot(task.attempt, task.parallelism, cid),
-                                                 TaskCheckpointMetrics(cid)))
+            out = self.jm.handle(
+                je.CheckpointAcknowledged(
+                    task.attempt, cid, snapshot(task.attempt, task.parallelism, cid), TaskCheckpointMetrics(cid)
+                )
+            )
         elif kind == "decline":
-            out = self.jm.handle(je.CheckpointDeclined(task.attempt, cid, CheckpointFailureReason.CHECKPOINT_DECLINED, "late"))
+            out = self.jm.handle(
+                je.CheckpointDeclined(task.attempt, cid, CheckpointFailureReason.CHECKPOINT_DECLINED, "late")
+            )
         elif kind == "finished":
             out = self.jm.handle(je.TaskFinished(task.attempt))
         elif kind == "failed":
@@ -624,9 +706,17 @@ class JobMasterMachine(RuleBasedStateMachine):
 
     def account(self) -> tuple:
         jm = self.jm
-        return (jm.epoch(), jm.restarts(), jm.outcome, jm.is_running(), sorted(jm.coordinator().pending_checkpoints()),
-                self.highest_completed(), [loc.checkpoint_id for loc in self.storage.list_retained_checkpoints()],
-                sorted(map(str, jm.finished_subtasks())), jm.fault_report())
+        return (
+            jm.epoch(),
+            jm.restarts(),
+            jm.outcome,
+            jm.is_running(),
+            sorted(jm.coordinator().pending_checkpoints()),
+            self.highest_completed(),
+            [loc.checkpoint_id for loc in self.storage.list_retained_checkpoints()],
+            sorted(map(str, jm.finished_subtasks())),
+            jm.fault_report(),
+        )
 
     @precondition(lambda self: self.outcome is None and self.steps >= STEPS // 2)
     @rule()
@@ -669,12 +759,12 @@ class JobMasterMachine(RuleBasedStateMachine):
         assert self.outcome is not None, "the job did not end once faults stopped"
         if self.outcome is JobOutcome.FAILED:
             assert self.jm.restart_strategy().failures > self.jm.restart_strategy().max_attempts, (
-                f"the job failed after {self.jm.restart_strategy().failures} failures "
-                f"({self.jm.restart_strategy()!r})")
+                f"the job failed after {self.jm.restart_strategy().failures} failures ({self.jm.restart_strategy()!r})"
+            )
         else:
             assert self.outcome is JobOutcome.FINISHED, self.outcome
         # past every checkpoint's expiry: an ended job's coordinator must not trigger, expire or fail anything
-        self.timers.advance(self.config.timeout_ms + 1000)
+        self.timers.advance(self.config.checkpointing.timeout_ms + 1000)
 
     def teardown(self):
         if not self.failed_step and hasattr(self, "jm") and self.outcome is None:
@@ -730,9 +820,14 @@ class JobMasterMachine(RuleBasedStateMachine):
 
 
 TestJobMasterMachine = JobMasterMachine.TestCase
-TestJobMasterMachine.settings = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, database=None,
-                                         derandomize=not RANDOM,
-                                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+TestJobMasterMachine.settings = settings(
+    max_examples=EXAMPLES,
+    stateful_step_count=STEPS,
+    deadline=None,
+    database=None,
+    derandomize=not RANDOM,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 # -- examples the machine found, kept as plain regression tests ----------------------------------------
@@ -746,23 +841,32 @@ class SimpleDriver:
         self.timers = ManualTimerService(0)
         self.storage = JobManagerCheckpointStorage(JOB)
         self.batches: list[list] = []
-        self.jm = JobMaster(config, JOB, storage=self.storage, clock=self.timers.clock,
-                            timers=DeliveringTimers(self.timers, lambda event: self.carry_out(self.jm.handle(event))),
-                            coordinator_rng=lambda: random.Random(7))
+        self.jm = JobMaster(
+            config,
+            JOB,
+            storage=self.storage,
+            clock=self.timers.clock,
+            timers=DeliveringTimers(self.timers, lambda event: self.carry_out(self.jm.handle(event))),
+            coordinator_rng=lambda: random.Random(7),
+        )
         self.carry_out(self.jm.handle(je.Start()))
 
     def carry_out(self, actions: list) -> None:
         self.batches.append(list(actions))
         for action in actions:
             if type(action) is StartTimer:
-                self.timers.register_timer(self.timers.clock() + action.delay_ms,
-                                           lambda timer=action.timer: self.carry_out(self.jm.handle(timer)))
+                self.timers.register_timer(
+                    self.timers.clock() + action.delay_ms,
+                    lambda timer=action.timer: self.carry_out(self.jm.handle(timer)),
+                )
             elif type(action) is DeployTasks:
                 self.carry_out(self.jm.handle(je.TasksRestored(action.epoch, 0, self.source_offsets)))
                 self.carry_out(self.jm.handle(je.TasksStarted(action.epoch)))
             elif type(action) is ReportRunning:
-                self.timers.register_timer(self.timers.clock(), lambda act=action: self.carry_out(
-                    self.jm.handle(je.TasksRunning(act.epoch, act.attempts))))
+                self.timers.register_timer(
+                    self.timers.clock(),
+                    lambda act=action: self.carry_out(self.jm.handle(je.TasksRunning(act.epoch, act.attempts))),
+                )
             elif type(action) is KillTask:
                 self.carry_out(self.jm.handle(je.TaskFailed(action.attempt, action.why)))
 
@@ -774,7 +878,14 @@ def test_the_run_begins_where_its_first_deployment_restored_its_sources():
     """The source offsets the first deployment reports once restored (a job started from an earlier run's snapshot:
     that snapshot's) are where the run began; a failover's deployment, which restores later offsets, does not move
     them, so a source's records in this run count from there (``records_read_in_run``)."""
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, restart_delay_ms=0), {"src#0": 500})
+    driver = SimpleDriver(
+        JobConfig(
+            job_graph(1, 1),
+            checkpointing=CheckpointingConfig(interval_ms=30),
+            restart=RestartStrategyConfig(delay_ms=0),
+        ),
+        {"src#0": 500},
+    )
     jm = driver.jm
     assert jm.source_records_at_start == {"src#0": 500}
     driver.source_offsets = {"src#0": 800}
@@ -792,7 +903,13 @@ def test_a_failed_job_stays_ended():
     afterwards, and none of them expires and fails the job over a second time (before the fix: a JobEnded(FAILED)
     and a CancelTasks every checkpoint timeout, the restarts counted on). The failure that failed the job is no
     restart (Flink's numRestarts counts the restarts its strategy allowed)."""
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=60, restart_delay_ms=0, max_restarts=0))
+    driver = SimpleDriver(
+        JobConfig(
+            job_graph(1, 1),
+            checkpointing=CheckpointingConfig(interval_ms=30, timeout_ms=60),
+            restart=RestartStrategyConfig(delay_ms=0, attempts=0),
+        )
+    )
     driver.timers.advance(40)
     jm = driver.jm
     driver.carry_out(jm.handle(je.TaskFailed(jm.attempt_of("map", 0), "lost its process")))
@@ -807,7 +924,14 @@ def test_while_the_jobmanager_is_down_its_dead_coordinator_is_reported_once():
     """Between a JobManager's crash and the recovery, the dead coordinator's statistics are the retired ones only
     (before the fix ``report()`` added them twice: every count doubled)."""
     faults = FaultSchedule((CrashCoordinator(100),))
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, restart_delay_ms=50, faults=faults))
+    driver = SimpleDriver(
+        JobConfig(
+            job_graph(1, 1),
+            checkpointing=CheckpointingConfig(interval_ms=30),
+            restart=RestartStrategyConfig(delay_ms=50),
+            faults=faults,
+        )
+    )
     driver.timers.advance(110)
     jm = driver.jm
     assert jm.coordinator_down()
@@ -824,7 +948,14 @@ def test_a_jobmanager_crash_while_the_jobmanager_is_down_does_nothing():
     (before the fix it retired the dead coordinator a second time, so its checkpoints were counted twice, cancelled
     a deployment that did not exist and counted a second failover)."""
     faults = FaultSchedule((CrashCoordinator(100), CrashCoordinator(120)))
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, restart_delay_ms=50, faults=faults))
+    driver = SimpleDriver(
+        JobConfig(
+            job_graph(1, 1),
+            checkpointing=CheckpointingConfig(interval_ms=30),
+            restart=RestartStrategyConfig(delay_ms=50),
+            faults=faults,
+        )
+    )
     driver.timers.advance(400)
     jm = driver.jm
     report = jm.report()
@@ -842,7 +973,14 @@ def test_a_late_crash_report_of_an_old_attempt_does_not_count_as_fired():
     raced with its kill): the job does not fail over, and the fault did not take effect, so it does not count as
     fired (as ``_crash_point`` and ``_crash`` do; before the fix the fault log claimed it fired)."""
     faults = FaultSchedule((CrashTask("map#0", point=ProtocolPoint.BEFORE_FORWARDING_BARRIER, checkpoint_id=1),))
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, restart_delay_ms=0, faults=faults))
+    driver = SimpleDriver(
+        JobConfig(
+            job_graph(1, 1),
+            checkpointing=CheckpointingConfig(interval_ms=30),
+            restart=RestartStrategyConfig(delay_ms=0),
+            faults=faults,
+        )
+    )
     jm = driver.jm
     old = jm.attempt_of("map", 0)
     driver.carry_out(jm.handle(je.TaskFailed(jm.attempt_of("src", 0), "lost its process")))
@@ -859,8 +997,11 @@ def test_a_queued_trigger_that_a_failed_checkpoint_starts_goes_out_before_the_fa
     failover then aborts it. Before the fix the JobMaster failed over in the middle of the coordinator's actions, so
     the trigger went out after the failover had cancelled the deployment and aborted the checkpoint, and after the
     trigger of a newer checkpoint (the machine's first invariant: ids 1, 2, 4, then 3)."""
-    config = JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=100, max_concurrent=1, tolerable_failures=0,
-                       restart_delay_ms=50)
+    config = JobConfig(
+        job_graph(1, 1),
+        checkpointing=CheckpointingConfig(interval_ms=30, timeout_ms=100, max_concurrent=1, tolerable_failures=0),
+        restart=RestartStrategyConfig(delay_ms=50),
+    )
     driver = SimpleDriver(config)
     driver.timers.advance(200)  # nobody acknowledges: checkpoint 1 expires while periodic requests wait in the queue
     jm = driver.jm
@@ -869,12 +1010,18 @@ def test_a_queued_trigger_that_a_failed_checkpoint_starts_goes_out_before_the_fa
     redeployed = next(i for i, a in enumerate(actions) if type(a) is DeployTasks and a.epoch == 1)
     sent = [a for a in actions[:redeployed] if type(a) in (SendToTask, CancelTasks)]  # the first deployment's
     cancel = next(i for i, a in enumerate(sent) if type(a) is CancelTasks)
-    triggers = [(i, a.message.checkpoint_id) for i, a in enumerate(sent)
-                if type(a) is SendToTask and type(a.message) is TriggerCheckpoint]
+    triggers = [
+        (i, a.message.checkpoint_id)
+        for i, a in enumerate(sent)
+        if type(a) is SendToTask and type(a.message) is TriggerCheckpoint
+    ]
     assert sorted({cid for _, cid in triggers}) == [1, 2], triggers
     assert all(i < cancel for i, _ in triggers), f"a trigger after the failover's CancelTasks: {triggers}, {cancel}"
-    aborted_at = {a.message.checkpoint_id: i for i, a in enumerate(sent)
-                  if type(a) is SendToTask and type(a.message) is NotifyCheckpointAborted}
+    aborted_at = {
+        a.message.checkpoint_id: i
+        for i, a in enumerate(sent)
+        if type(a) is SendToTask and type(a.message) is NotifyCheckpointAborted
+    }
     assert aborted_at.keys() == {1, 2}
     assert all(i < aborted_at[cid] for i, cid in triggers)  # no checkpoint is triggered after its abort
 
@@ -884,8 +1031,13 @@ def test_a_second_fail_job_of_one_coordinator_call_is_dropped_once_the_first_end
     (one failover, one ``CancelTasks``, one ``JobEnded``), and the second finds it ended and does nothing, as Flink's
     ``DefaultExecutionGraph.failJob`` returns at once for a job that is failing or ended. Before the two queues of
     ``FailJob`` became one, the second failed the ended job over again (a second cancel and end)."""
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=1000, restart_delay_ms=0,
-                                    max_restarts=0))
+    driver = SimpleDriver(
+        JobConfig(
+            job_graph(1, 1),
+            checkpointing=CheckpointingConfig(interval_ms=30, timeout_ms=1000),
+            restart=RestartStrategyConfig(delay_ms=0, attempts=0),
+        )
+    )
     driver.timers.advance(40)
     jm = driver.jm
     first = m.FailJob(CheckpointFailureReason.CHECKPOINT_DECLINED, "first")
@@ -905,7 +1057,13 @@ def test_a_restarting_job_triggers_no_checkpoint_until_it_runs_again():
     reports RUNNING starts the trigger with the min pause (0): that trigger finds the other tasks not running and
     fails (``NOT_ALL_REQUIRED_TASKS_RUNNING``), and the next one comes one interval later. Before, the trigger ran on
     through the restart delay, and each trigger failed (the tasks were not running): dozens of failed checkpoints."""
-    driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=10_000, restart_delay_ms=500))
+    driver = SimpleDriver(
+        JobConfig(
+            job_graph(1, 1),
+            checkpointing=CheckpointingConfig(interval_ms=30, timeout_ms=10_000),
+            restart=RestartStrategyConfig(delay_ms=500),
+        )
+    )
     jm = driver.jm
     driver.timers.advance(40)  # checkpoint 1 is triggered and pending (nobody acknowledges)
     failed_at = len(driver.batches)
@@ -914,7 +1072,10 @@ def test_a_restarting_job_triggers_no_checkpoint_until_it_runs_again():
     driver.timers.advance(499)  # the restart delay: no trigger, no checkpoint
     during = driver.actions_since(failed_at)
     assert not [a for a in during if type(a) is SendToTask and type(a.message) is TriggerCheckpoint]
-    assert sorted(jm.coordinator().checkpoint_stats().history) == [1] and not jm.coordinator().is_periodic_checkpointing_started
+    assert (
+        sorted(jm.coordinator().checkpoint_stats().history) == [1]
+        and not jm.coordinator().is_periodic_checkpointing_started
+    )
     redeployed = len(driver.batches)
     failed = jm.coordinator().checkpoint_counts()["failed"]
     driver.timers.advance(1)  # the restart: RUNNING, deployed, a trigger at once that fails
@@ -923,17 +1084,25 @@ def test_a_restarting_job_triggers_no_checkpoint_until_it_runs_again():
     driver.timers.advance(29)
     assert not [a for a in driver.actions_since(redeployed) if type(a) is SendToTask]
     driver.timers.advance(1)  # one interval after the restart
-    triggers = [a.message.checkpoint_id for a in driver.actions_since(redeployed)
-                if type(a) is SendToTask and type(a.message) is TriggerCheckpoint]
+    triggers = [
+        a.message.checkpoint_id
+        for a in driver.actions_since(redeployed)
+        if type(a) is SendToTask and type(a.message) is TriggerCheckpoint
+    ]
     assert triggers and triggers[0] == 2
 
 
 def test_an_exponential_delay_strategy_spaces_the_restarts_out():
     """Each failure in a row waits longer (Flink's ``ExponentialDelayRestartBackoffTimeStrategy``): 1 s, 1.5 s, 2.25 s
     without jitter; with Flink's 10 % jitter each is within 10 % of that, drawn from the run's seeded stream."""
+
     def restart_delays(jitter: float) -> list[int]:
         restart = RestartStrategyConfig(RestartStrategyKind.EXPONENTIAL_DELAY, jitter_factor=jitter)
-        driver = SimpleDriver(JobConfig(job_graph(1, 1), interval_ms=30, timeout_ms=10_000, restart=restart))
+        driver = SimpleDriver(
+            JobConfig(
+                job_graph(1, 1), checkpointing=CheckpointingConfig(interval_ms=30, timeout_ms=10_000), restart=restart
+            )
+        )
         for _ in range(3):
             driver.timers.advance(100)
             driver.carry_out(driver.jm.handle(je.TaskFailed(driver.jm.attempt_of("map", 0), "lost its process")))

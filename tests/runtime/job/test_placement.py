@@ -5,8 +5,9 @@ import statistics
 
 import pytest
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.config import JobConfig, JobConfigError
+from barriersim.runtime.job.config import JobConfig, JobConfigError, WorkloadConfig
 from barriersim.runtime.job.placement import ChannelKind, ClusterConfig, PlacementError, place
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
@@ -38,8 +39,11 @@ def test_a_cluster_too_small_for_the_job_is_refused_with_the_key():
     with pytest.raises(JobConfigError) as info:
         JobConfig(GRAPH, cluster=ClusterConfig(2, 1))
     assert info.value.key == "cluster.slots_per_taskmanager"
-    doc = {"scenario": {"name": "x"}, "job": {"source_parallelism": 4, "keyed_sum_parallelism": 4},
-           "cluster": {"taskmanagers": 3, "slots_per_taskmanager": 1}}
+    doc = {
+        "scenario": {"name": "x"},
+        "job": {"source_parallelism": 4, "keyed_sum_parallelism": 4},
+        "cluster": {"taskmanagers": 3, "slots_per_taskmanager": 1},
+    }
     with pytest.raises(ScenarioError, match=r"<s>: cluster\.slots_per_taskmanager: the job needs 4 slots"):
         parse_scenario(doc, "<s>")
 
@@ -50,18 +54,32 @@ def test_remote_channels_hold_receiver_buffers_that_local_channels_do_not(mode):
     an unaligned checkpoint persists the in-flight data of its channels: remote channels add their receiver-side
     exclusive and floating buffers to what the producers queue, local channels do not; both runs stay
     exactly-once."""
-    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+    from barriersim.runtime.jobgraph import OperatorKind as K
+    from barriersim.runtime.jobgraph import Partitioner as P
 
-    graph = JobGraph((JobVertex("source", K.SOURCE, 4), JobVertex("keyed-sum", K.KEYED_SUM, 4),
-                      JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1, params={"cost_us_per_record": 20.0})),
-                     (JobEdge("source", "keyed-sum", P.HASH), JobEdge("keyed-sum", "sink", P.REBALANCE)))
+    graph = JobGraph(
+        (
+            JobVertex("source", K.SOURCE, 4),
+            JobVertex("keyed-sum", K.KEYED_SUM, 4),
+            JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1, params={"cost_us_per_record": 20.0}),
+        ),
+        (JobEdge("source", "keyed-sum", P.HASH), JobEdge("keyed-sum", "sink", P.REBALANCE)),
+    )
     splits = {"source": local_splits(200_000, 50, 1.5, 100, 4, seed=1)}
     persisted = {}
     for cluster in (ClusterConfig(1), ClusterConfig(4, 1)):
-        config = JobConfig(graph, mode=mode, interval_ms=200, source_rate_per_subtask=200_000,
-                           cluster=cluster, faults=FaultSchedule())
+        config = JobConfig(
+            graph,
+            checkpointing=CheckpointingConfig(mode=mode, interval_ms=200),
+            workload=WorkloadConfig(rate_per_source=200_000),
+            cluster=cluster,
+            faults=FaultSchedule(),
+        )
         result = JobSimulation(config, splits, 3).run()
-        assert verify(expected_sink_input(config.graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE
+        assert (
+            verify(expected_sink_input(config.graph, splits), result.committed_output).verdict is Verdict.EXACTLY_ONCE
+        )
         completed = [c["persisted_data"] for c in result.checkpoints if c["status"] == "COMPLETED"]
         assert len(completed) >= 3
         persisted[cluster.taskmanagers] = statistics.median(completed)
@@ -74,12 +92,18 @@ def test_remote_channels_hold_receiver_buffers_that_local_channels_do_not(mode):
 def test_slot_sharing_groups_take_slots_of_their_own():
     """Flink's ``slotSharingGroup(name)``: the CheckpointingTimeBenchmark puts source, map and sink in groups of
     their own on 12 one-slot TaskManagers, so every channel is remote."""
-    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+    from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+    from barriersim.runtime.jobgraph import OperatorKind as K
+    from barriersim.runtime.jobgraph import Partitioner as P
 
-    graph = JobGraph((JobVertex("source", K.SOURCE, 4, params={"slot_sharing_group": "source"}),
-                      JobVertex("map", K.MAP, 4, params={"slot_sharing_group": "map"}),
-                      JobVertex("sink", K.AT_LEAST_ONCE_SINK, 4, params={"slot_sharing_group": "sink"})),
-                     (JobEdge("source", "map", P.REBALANCE), JobEdge("map", "sink", P.REBALANCE)))
+    graph = JobGraph(
+        (
+            JobVertex("source", K.SOURCE, 4, params={"slot_sharing_group": "source"}),
+            JobVertex("map", K.MAP, 4, params={"slot_sharing_group": "map"}),
+            JobVertex("sink", K.AT_LEAST_ONCE_SINK, 4, params={"slot_sharing_group": "sink"}),
+        ),
+        (JobEdge("source", "map", P.REBALANCE), JobEdge("map", "sink", P.REBALANCE)),
+    )
     p = place(graph, ClusterConfig(taskmanagers=12, slots_per_taskmanager=1))
     assert sorted(p.slot_of.values()) == list(range(12))
     assert all(kind == "remote" for gate in p.gate_specs(graph, "map", 0) for kind in gate)
@@ -102,8 +126,14 @@ def test_taskmanagers_spread_over_nodes_and_a_lost_nodes_move_to_the_survivors()
 def test_the_run_directory_rows_name_taskmanager_slot_node_and_the_channel_kinds():
     p = place(GRAPH, ClusterConfig(taskmanagers=2, slots_per_taskmanager=2, nodes=2))
     rows = {r["task"]: r for r in p.describe(GRAPH)}
-    assert rows["keyed-sum#3"] == {"task": "keyed-sum#3", "taskmanager": 1, "slot": 3, "node": 1,
-                                   "local_input_channels": 2, "remote_input_channels": 2}
+    assert rows["keyed-sum#3"] == {
+        "task": "keyed-sum#3",
+        "taskmanager": 1,
+        "slot": 3,
+        "node": 1,
+        "local_input_channels": 2,
+        "remote_input_channels": 2,
+    }
     assert rows["sink#0"]["local_input_channels"] == 2 and rows["sink#0"]["remote_input_channels"] == 2
     assert rows["source#0"]["local_input_channels"] == rows["source#0"]["remote_input_channels"] == 0
     # a later deployment's nodes (node 1 lost)

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule, SlowTask
-from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
 from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
@@ -22,7 +23,7 @@ from barriersim.scenarios.workload import local_splits
 
 
 @st.composite
-def windows(draw, factors=st.floats(1.0, 1000.0)):
+def windows(draw, factors=st.floats(1.0, 1000.0)):  # noqa: B008 - a strategy, immutable
     starts = draw(st.lists(st.integers(0, 200), max_size=5))
     out = []
     for start in starts:
@@ -95,8 +96,12 @@ def test_a_step_that_starts_in_a_short_window_is_charged_only_for_its_part_insid
 def simulate(faults: list[dict]):
     graph = quickstart_graph(2, 1)
     splits = {"source": local_splits(1_000, 100, 1.0, 100, 2, seed=1)}
-    config = JobConfig(graph, mode="aligned", interval_ms=400, source_rate_per_subtask=25_000,
-                       faults=FaultSchedule.from_plain(faults))
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=400),
+        workload=WorkloadConfig(rate_per_source=25_000),
+        faults=FaultSchedule.from_plain(faults),
+    )
     job = JobSimulation(config, splits, 42)
     result = job.run()
     return result, verify(expected_sink_input(graph, splits), result.committed_output)
@@ -105,8 +110,9 @@ def simulate(faults: list[dict]):
 @pytest.mark.parametrize("task, until_ms", [("source#0", 1), ("keyed-sum#0", 20)])
 def test_three_short_slowdowns_on_one_task_cost_about_their_window_not_their_factors(task, until_ms):
     baseline, _ = simulate([])
-    slowed, verdict = simulate([{"type": "slow_task", "task": task, "factor": 50, "from_ms": 0,
-                                 "until_ms": until_ms}] * 3)
+    slowed, verdict = simulate(
+        [{"type": "slow_task", "task": task, "factor": 50, "from_ms": 0, "until_ms": until_ms}] * 3
+    )
     assert slowed.outcome is JobOutcome.FINISHED and verdict.verdict is Verdict.EXACTLY_ONCE
     assert all(entry["fired"] for entry in slowed.fault_log), slowed.fault_log
     # at most the window and a record's time more than without them (the source's took 1,254 s)

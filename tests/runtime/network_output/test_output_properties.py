@@ -1,15 +1,13 @@
 """Hypothesis properties of the output side over random interleavings of records, flushes, credits,
 polls, resumes and barriers (aligned, unaligned, timeoutable with timeouts) on several subpartitions.
 
-* credit never goes negative and no data buffer is handed out without credit;
-* wire sequence numbers of each subpartition are consecutive;
+* credit never goes negative, no data buffer is handed out without credit, wire sequence numbers are consecutive;
 * each receiver gets every buffer exactly once, in buffer-index order;
 * for every checkpoint and subpartition, the buffers the receiver got before the barrier plus the
   buffers persisted as output channel state are exactly the buffers produced before the barrier, in
   order, with no loss and no duplicate (persisted copies of unaligned checkpoints are still sent after
-  the barrier, as in Flink, so they belong to the "after" side of the receiver). An unaligned barrier also
-  persists an empty copy of an open buffer a flush had drained (Flink's ``processPriorityBuffer`` copies the
-  finished consumer from its reader position): it carries no data, so it is checked as empty and not counted.
+  the barrier, as in Flink); an empty copy of a drained open buffer (Flink's ``processPriorityBuffer``) is not
+  counted.
 """
 
 from hypothesis import example, given, settings

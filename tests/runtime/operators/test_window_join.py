@@ -3,19 +3,22 @@ key, aggregated as (window_start, key, pairs, sum of left + right values), firin
 state survives a snapshot and a restore; the reference evaluates the same query over the whole input; a job
 with the join on inputs 0 and 1 is exactly-once through a failover in every mode."""
 
-import random
-
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.events import MAX_WATERMARK, Watermark
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+from barriersim.runtime.jobgraph import OperatorKind as K
+from barriersim.runtime.jobgraph import Partitioner as P
 from barriersim.runtime.operators.window_join import LEFT, RIGHT, TumblingEventTimeWindowJoin, reference_window_join
-from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.runtime.state.snapshot import KeyGroupRange
+from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.workload import local_splits
 
 
@@ -44,10 +47,14 @@ def test_join_state_survives_snapshot_and_restore():
     j.process_all([(3, 5, 4, 5), (4, 133, 8, 19)], RIGHT)
     again = join()
     again.restore_state(j.snapshot_state())
-    assert again.process_watermark(MAX_WATERMARK) == j.process_watermark(MAX_WATERMARK) == [(0, 5, 1, 5), (10, 133, 1, 10)]
+    assert (
+        again.process_watermark(MAX_WATERMARK) == j.process_watermark(MAX_WATERMARK) == [(0, 5, 1, 5), (10, 133, 1, 10)]
+    )
 
 
-records = st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 4), st.integers(0, 9), st.integers(0, 60)), max_size=40)
+records = st.lists(
+    st.tuples(st.integers(0, 10**6), st.integers(0, 4), st.integers(0, 9), st.integers(0, 60)), max_size=40
+)
 
 
 @given(records, records)
@@ -72,19 +79,33 @@ def test_the_operator_and_the_reference_agree_on_in_order_input(left, right):
 
 
 GRAPH = JobGraph(
-    (JobVertex("left", K.SOURCE, 2), JobVertex("right", K.SOURCE, 1),
-     JobVertex("join", K.JOIN, 2, params={"window_ms": 200}), JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1)),
+    (
+        JobVertex("left", K.SOURCE, 2),
+        JobVertex("right", K.SOURCE, 1),
+        JobVertex("join", K.JOIN, 2, params={"window_ms": 200}),
+        JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1),
+    ),
     (JobEdge("left", "join", P.HASH, 0), JobEdge("right", "join", P.HASH, 1), JobEdge("join", "sink", P.REBALANCE)),
 ).validate()
 
 
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "aligned-with-timeout", "at-least-once"])
 def test_a_window_join_job_is_exactly_once_through_a_failover(mode):
-    splits = {"left": local_splits(6000, 50, 1.0, 100, 2, seed=1), "right": local_splits(3000, 50, 1.0, 100, 1, seed=2,
-                                                                                         record_id_offset=10**9)}
-    faults = FaultSchedule.from_json('[{"type":"crash_task","task":"join#1","point":"mid_alignment","checkpoint_id":2}]')
-    config = JobConfig(GRAPH, mode=mode, interval_ms=50, source_rate_per_subtask=5000, restart_delay_ms=50,
-                              aligned_checkpoint_timeout_ms=10 if mode == "aligned-with-timeout" else 0, faults=faults)
+    splits = {
+        "left": local_splits(6000, 50, 1.0, 100, 2, seed=1),
+        "right": local_splits(3000, 50, 1.0, 100, 1, seed=2, record_id_offset=10**9),
+    }
+    faults = FaultSchedule.from_json(
+        '[{"type":"crash_task","task":"join#1","point":"mid_alignment","checkpoint_id":2}]'
+    )
+    timeout = 10 if mode == "aligned-with-timeout" else 0
+    config = JobConfig(
+        GRAPH,
+        checkpointing=CheckpointingConfig(mode=mode, interval_ms=50, aligned_checkpoint_timeout_ms=timeout),
+        workload=WorkloadConfig(rate_per_source=5000),
+        restart=RestartStrategyConfig(delay_ms=50),
+        faults=faults,
+    )
     result = JobSimulation(config, splits, 5).run()
     expected = expected_sink_input(GRAPH, splits)
     verdict = verify(expected, result.committed_output)
@@ -102,13 +123,13 @@ def test_the_found_at_least_once_join_case_is_at_least_once():
     window is open by then and the run is exact. ``tests/runtime/test_verification.py`` keeps the inflated reading.)"""
     from pathlib import Path
 
-    from barriersim.scenarios.loader import load_scenario
-    from barriersim.scenarios.loader import effective_scenario
+    from barriersim.scenarios.loader import effective_scenario, load_scenario
     from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
     scenario = load_scenario(Path(__file__).parent / "join-at-least-once-case.toml")
     faults = FaultSchedule.from_json(
-        '[{"checkpoint_id":2,"point":"after_sync_snapshot_before_ack","task":"source#0","type":"crash_task"}]')
+        '[{"checkpoint_id":2,"point":"after_sync_snapshot_before_ack","task":"source#0","type":"crash_task"}]'
+    )
     scenario = effective_scenario(scenario, seed=1, faults=faults)
     config = job_config(scenario)
     splits = workload_splits(scenario)

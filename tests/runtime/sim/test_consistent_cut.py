@@ -4,14 +4,17 @@ each kind of violation."""
 
 import pytest
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo, Watermark
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
 from barriersim.runtime.faults.mutations import PlantedBug, planted
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+from barriersim.runtime.jobgraph import OperatorKind as K
+from barriersim.runtime.jobgraph import Partitioner as P
 from barriersim.runtime.sim.consistent_cut import CutRecorder, DeploymentLog, check_consistent_cuts
-from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.verification.reference import expected_sink_input, verify
 from barriersim.runtime.state.snapshot import (
     CheckpointMetadata,
     InputChannelStateHandle,
@@ -19,6 +22,7 @@ from barriersim.runtime.state.snapshot import (
     OperatorSubtaskState,
     ResultSubpartitionStateHandle,
 )
+from barriersim.runtime.verification.reference import expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
 
@@ -29,24 +33,38 @@ BACKPRESSURE = '{"type":"slow_task","task":"keyed-sum#0","factor":20}'
 def simulate(mode, faults, records=20_000):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(records, 100, 1.0, 100, 2, seed=1)}
+    timeout = 5 if mode == "aligned-with-timeout" else 0
     config = JobConfig(
-        graph, mode=mode, interval_ms=50, aligned_checkpoint_timeout_ms=5 if mode == "aligned-with-timeout" else 0,
-        source_rate_per_subtask=100_000, restart_delay_ms=50, faults=FaultSchedule.from_json(faults))
+        graph,
+        checkpointing=CheckpointingConfig(mode=mode, interval_ms=50, aligned_checkpoint_timeout_ms=timeout),
+        workload=WorkloadConfig(rate_per_source=100_000),
+        restart=RestartStrategyConfig(delay_ms=50),
+        faults=FaultSchedule.from_json(faults),
+    )
     job = JobSimulation(config, splits, 3, record_cuts=True)
     return job, job.run()
 
 
 def persisted_records(job) -> int:
-    return sum(len(b.records) for _, md in job.dispatcher.completed_in_epoch().values() for s in md.operator_states
-               for st in s.subtask_states.values() for h in st.input_channel_state + st.result_subpartition_state
-               for b in h.buffers)
+    return sum(
+        len(b.records)
+        for _, md in job.dispatcher.completed_in_epoch().values()
+        for s in md.operator_states
+        for st in s.subtask_states.values()
+        for h in st.input_channel_state + st.result_subpartition_state
+        for b in h.buffers
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_every_completed_checkpoint_is_a_consistent_cut(mode):
     # 30,000 records: keyed-sum#1, which is not slowed down, still runs at 150 ms in every mode
-    job, result = simulate(mode, f'[{BACKPRESSURE},{{"type":"crash_task","task":"keyed-sum#1","at_ms":150}},'
-                                 f'{{"type":"crash_coordinator","at_ms":260}}]', records=30_000)
+    job, result = simulate(
+        mode,
+        f'[{BACKPRESSURE},{{"type":"crash_task","task":"keyed-sum#1","at_ms":150}},'
+        f'{{"type":"crash_coordinator","at_ms":260}}]',
+        records=30_000,
+    )
     assert len(job.dispatcher.completed_in_epoch()) >= 3 and len(job.deployments) == 3
     assert job.consistent_cut_violations() == []
     if mode in ("unaligned", "aligned-with-timeout"):
@@ -74,8 +92,9 @@ def test_record_cuts_must_be_asked_for():
 
 # -- hand-built logs: source (p=1) -> sink (p=1) -------------------------------------------------------
 
-GRAPH = JobGraph((JobVertex("src", K.SOURCE, 1), JobVertex("snk", K.TWO_PHASE_COMMIT_SINK, 1)),
-                 (JobEdge("src", "snk", P.FORWARD),))
+GRAPH = JobGraph(
+    (JobVertex("src", K.SOURCE, 1), JobVertex("snk", K.TWO_PHASE_COMMIT_SINK, 1)), (JobEdge("src", "snk", P.FORWARD),)
+)
 R = [(i, 0, i, i) for i in range(6)]
 
 
@@ -87,11 +106,20 @@ def logs(emitted, mark_out, consumed, mark_in):
 
 
 def metadata(in_flight=(), out_flight=()):
-    sink = OperatorSubtaskState(input_channel_state=(
-        (InputChannelStateHandle(0, InputChannelInfo(0, 0), (Buffer(tuple(in_flight), 1, 0),)),) if in_flight else ()))
-    source = OperatorSubtaskState(result_subpartition_state=(
-        (ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 0), (Buffer(tuple(out_flight), 1, 0),)),)
-        if out_flight else ()))
+    sink = OperatorSubtaskState(
+        input_channel_state=(
+            (InputChannelStateHandle(0, InputChannelInfo(0, 0), (Buffer(tuple(in_flight), 1, 0),)),)
+            if in_flight
+            else ()
+        )
+    )
+    source = OperatorSubtaskState(
+        result_subpartition_state=(
+            (ResultSubpartitionStateHandle(0, ResultSubpartitionInfo(0, 0), (Buffer(tuple(out_flight), 1, 0),)),)
+            if out_flight
+            else ()
+        )
+    )
     return CheckpointMetadata(1, (OperatorState("src", 1, 128, {0: source}), OperatorState("snk", 1, 128, {0: sink})))
 
 
@@ -116,7 +144,8 @@ def test_a_record_consumed_before_the_snapshot_but_emitted_after_it_is_unexpecte
 
 def test_an_aligned_checkpoint_must_not_persist_in_flight_data():
     assert check(logs(R, 3, R, 2), metadata(in_flight=(R[2],)), aligned_only=True) == [
-        ("in-flight data in an aligned checkpoint", 1)]
+        ("in-flight data in an aligned checkpoint", 1)
+    ]
 
 
 # -- a bug the cut check found (random hunt, aligned-with-timeout): open, owned by the task side ------------------
@@ -187,8 +216,7 @@ FINISHED_UPSTREAM_CASE = """
 
 
 def run_case(tmp_path, faults="[]"):
-    from barriersim.scenarios.loader import load_scenario
-    from barriersim.scenarios.loader import effective_scenario
+    from barriersim.scenarios.loader import effective_scenario, load_scenario
     from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 
     path = tmp_path / "case.toml"

@@ -5,8 +5,10 @@ FINALIZE_CHECKPOINT_FAILURE; both count against the tolerable failures, and past
 
 import pytest
 
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.config import JobConfig, JobOutcome
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.verification.reference import Verdict, expected_sink_input, verify
 from barriersim.scenarios.loader import quickstart_graph
@@ -18,9 +20,14 @@ MODES = ["aligned", "unaligned", "aligned-with-timeout", "at-least-once"]
 def simulate(mode, faults, records=30_000, seed=3, checkpoint_directory=None, **extra):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(records, 100, 1.0, 100, 2, seed=1)}
+    timeout = 20 if mode == "aligned-with-timeout" else 0
     config = JobConfig(
-        graph, mode=mode, interval_ms=50, aligned_checkpoint_timeout_ms=20 if mode == "aligned-with-timeout" else 0,
-        source_rate_per_subtask=100_000, restart_delay_ms=50, faults=FaultSchedule.from_json(faults), **extra)
+        graph,
+        checkpointing=CheckpointingConfig(mode=mode, interval_ms=50, aligned_checkpoint_timeout_ms=timeout, **extra),
+        workload=WorkloadConfig(rate_per_source=100_000),
+        restart=RestartStrategyConfig(delay_ms=50),
+        faults=FaultSchedule.from_json(faults),
+    )
     job = JobSimulation(config, splits, seed, checkpoint_directory=checkpoint_directory)
     result = job.run()
     return job, result, verify(expected_sink_input(graph, splits), result.committed_output)
@@ -43,8 +50,9 @@ def test_a_crashed_coordinator_recovers_the_completed_checkpoints_and_restarts_t
     assert_guarantee(mode, result, verdict)
     assert result.coordinator_failovers == 1 and result.restarts == 1
     old, new = job.dispatcher.retired_stats()[0], job.dispatcher.checkpoint_stats()
-    assert old.counts["completed"] >= 1 and result.restored_checkpoint_ids == [max(
-        cid for cid, r in old.history.items() if r["status"] == "COMPLETED")]
+    assert old.counts["completed"] >= 1 and result.restored_checkpoint_ids == [
+        max(cid for cid, r in old.history.items() if r["status"] == "COMPLETED")
+    ]
     assert min(new.history) > max(old.history)  # the persisted counter: no id is used twice
     assert old.counts["in_progress"] == 0  # the dead coordinator's pending checkpoints are lost (failed)
     ids = [c["id"] for c in result.checkpoints]
@@ -71,18 +79,24 @@ def test_a_coordinator_crash_before_any_checkpoint_completed_restarts_from_scrat
 
 def test_two_coordinator_crashes_and_a_task_crash_keep_exactly_once_and_attempt_ids_fresh():
     job, result, verdict = simulate(
-        "aligned", '[{"type":"crash_coordinator","at_ms":90},{"type":"crash_task","task":"keyed-sum#0","at_ms":200},'
-                   '{"type":"crash_coordinator","at_ms":320}]', records=60_000)
+        "aligned",
+        '[{"type":"crash_coordinator","at_ms":90},{"type":"crash_task","task":"keyed-sum#0","at_ms":200},'
+        '{"type":"crash_coordinator","at_ms":320}]',
+        records=60_000,
+    )
     assert_guarantee("aligned", result, verdict)
     assert result.coordinator_failovers == 2 and result.restarts == 3
     assert {t.attempt_id.attempt_number for t in job.tasks.values()} == {3}
-    assert len(result.restored_checkpoint_ids) == 3 and result.restored_checkpoint_ids == sorted(result.restored_checkpoint_ids)
+    assert len(result.restored_checkpoint_ids) == 3 and result.restored_checkpoint_ids == sorted(
+        result.restored_checkpoint_ids
+    )
 
 
 @pytest.mark.parametrize("mode", ["aligned", "unaligned"])
 def test_a_failed_state_write_declines_the_checkpoint_as_an_async_exception(mode):
-    job, result, verdict = simulate(mode, '[{"type":"fail_storage_write","checkpoint_id":2,"task":"keyed-sum#1"}]',
-                                    tolerable_failures=3)
+    job, result, verdict = simulate(
+        mode, '[{"type":"fail_storage_write","checkpoint_id":2,"task":"keyed-sum#1"}]', tolerable_failures=3
+    )
     assert_guarantee(mode, result, verdict)
     failed = rows(result, "FAILED")
     assert [(c["id"], c["failure_reason"]) for c in failed] == [(2, "CHECKPOINT_ASYNC_EXCEPTION")]
@@ -90,8 +104,10 @@ def test_a_failed_state_write_declines_the_checkpoint_as_an_async_exception(mode
 
 
 def test_failed_state_writes_past_the_tolerable_number_fail_the_job_over():
-    faults = ('[{"type":"fail_storage_write","checkpoint_id":2,"task":"source#0"},'
-              '{"type":"fail_storage_write","checkpoint_id":3,"task":"sink#0"}]')
+    faults = (
+        '[{"type":"fail_storage_write","checkpoint_id":2,"task":"source#0"},'
+        '{"type":"fail_storage_write","checkpoint_id":3,"task":"sink#0"}]'
+    )
     _, tolerant, _ = simulate("aligned", faults, tolerable_failures=2)
     job, strict, verdict = simulate("aligned", faults, tolerable_failures=1)
     # the two failed writes, and the first task's RUNNING trigger at the start (not counted against the threshold)
@@ -102,9 +118,11 @@ def test_failed_state_writes_past_the_tolerable_number_fail_the_job_over():
 
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
 def test_a_failed_metadata_write_aborts_as_finalize_checkpoint_failure_and_is_never_restored(mode):
-    job, result, verdict = simulate(mode, '[{"type":"fail_storage_write","checkpoint_id":2},'
-                                          '{"type":"crash_task","task":"keyed-sum#0","at_ms":125}]',
-                                    tolerable_failures=3)
+    job, result, verdict = simulate(
+        mode,
+        '[{"type":"fail_storage_write","checkpoint_id":2},{"type":"crash_task","task":"keyed-sum#0","at_ms":125}]',
+        tolerable_failures=3,
+    )
     assert_guarantee(mode, result, verdict)
     row = next(c for c in result.checkpoints if c["id"] == 2)
     assert row["status"] == "FAILED" and row["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
@@ -126,18 +144,27 @@ def _directory(storage, tmp_path):
 
 
 def _completed(job):
-    return sorted(cid for stats in job.dispatcher.retired_stats() for cid, row in stats.history.items()
-                  if row["status"] == "COMPLETED")
+    return sorted(
+        cid
+        for stats in job.dispatcher.retired_stats()
+        for cid, row in stats.history.items()
+        if row["status"] == "COMPLETED"
+    )
 
 
 @pytest.mark.parametrize("storage", STORAGES)
 def test_a_deleted_completed_checkpoint_list_fails_the_jobmanager_recovery_naming_the_checkpoints_beside_it(
-        storage, tmp_path):
+    storage, tmp_path
+):
     """The completed-checkpoint store is not the only witness: a new JobManager that finds no list while completed
     checkpoints lie in the job's directory fails (it restarted from the sources, committing everything again)."""
-    job, result, verdict = simulate("aligned", '[{"type":"damage_checkpoint","at_ms":300,"damage":"delete",'
-                                               '"target":"completed_list"},{"type":"crash_coordinator","at_ms":300}]',
-                                    records=50_000, checkpoint_directory=_directory(storage, tmp_path))
+    job, result, verdict = simulate(
+        "aligned",
+        '[{"type":"damage_checkpoint","at_ms":300,"damage":"delete",'
+        '"target":"completed_list"},{"type":"crash_coordinator","at_ms":300}]',
+        records=50_000,
+        checkpoint_directory=_directory(storage, tmp_path),
+    )
     newest = _completed(job)[-1]
     assert result.outcome is JobOutcome.FAILED and result.restored_checkpoint_ids == []
     reason = result.failure_reason
@@ -148,13 +175,18 @@ def test_a_deleted_completed_checkpoint_list_fails_the_jobmanager_recovery_namin
 
 @pytest.mark.parametrize("storage", STORAGES)
 def test_a_completed_checkpoint_list_rolled_back_to_an_older_intact_one_fails_the_jobmanager_recovery(
-        storage, tmp_path):
+    storage, tmp_path
+):
     """With 20 retained, a list rolled back by one completion still loads (every checkpoint it names is intact): the
     newer checkpoint's ``_metadata`` beside it shows what it lost, and the recovery fails naming both."""
-    job, result, verdict = simulate("aligned", '[{"type":"damage_checkpoint","at_ms":300,"damage":"roll_back",'
-                                               '"target":"completed_list"},{"type":"crash_coordinator","at_ms":300}]',
-                                    records=50_000, checkpoint_directory=_directory(storage, tmp_path),
-                                    max_retained=20)
+    job, result, verdict = simulate(
+        "aligned",
+        '[{"type":"damage_checkpoint","at_ms":300,"damage":"roll_back",'
+        '"target":"completed_list"},{"type":"crash_coordinator","at_ms":300}]',
+        records=50_000,
+        checkpoint_directory=_directory(storage, tmp_path),
+        max_retained=20,
+    )
     completed = _completed(job)
     assert len(completed) >= 2
     assert result.outcome is JobOutcome.FAILED and result.restored_checkpoint_ids == []
@@ -166,7 +198,11 @@ def test_a_completed_checkpoint_list_rolled_back_to_an_older_intact_one_fails_th
 
 @pytest.mark.parametrize("storage", STORAGES)
 def test_a_jobmanager_recovery_after_subsumed_checkpoints_were_discarded_restores_the_latest(storage, tmp_path):
-    job, result, verdict = simulate("aligned", '[{"type":"crash_coordinator","at_ms":300}]', records=50_000,
-                                    checkpoint_directory=_directory(storage, tmp_path))
+    job, result, verdict = simulate(
+        "aligned",
+        '[{"type":"crash_coordinator","at_ms":300}]',
+        records=50_000,
+        checkpoint_directory=_directory(storage, tmp_path),
+    )
     assert_guarantee("aligned", result, verdict)
     assert result.restored_checkpoint_ids == [_completed(job)[-1]]

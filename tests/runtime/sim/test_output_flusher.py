@@ -2,12 +2,12 @@
 record writers): every task flushes every ``buffer_timeout_ms`` at a phase of its own, drawn from the run's seed,
 not all tasks in the same instant."""
 
-from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
+from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
-
 
 SCHEDULE_FLUSH = DataPlane._schedule_flush
 
@@ -16,7 +16,11 @@ def flush_times(monkeypatch, seed: int) -> dict[str, list[int]]:
     """Every task's output-flusher flushes in a short aligned run, in virtual µs (a flush schedules the next one
     as it runs)."""
     splits = {"source": local_splits(2_000, 20, 1.0, 100, 2, seed=1)}
-    config = JobConfig(quickstart_graph(2, 2), mode="aligned", interval_ms=100, source_rate_per_subtask=2_000)
+    config = JobConfig(
+        quickstart_graph(2, 2),
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
+        workload=WorkloadConfig(rate_per_source=2_000),
+    )
     sim = JobSimulation(config, splits, seed)
     times: dict[str, list[int]] = {}
 

@@ -15,7 +15,12 @@ from pathlib import Path
 import pytest
 
 from barriersim.runtime.faults.experiment import (
-    ActionSchedule, Cancel, Restore, RestoreSource, Savepoint, StopWithSavepoint,
+    ActionSchedule,
+    Cancel,
+    Restore,
+    RestoreSource,
+    Savepoint,
+    StopWithSavepoint,
 )
 from barriersim.runtime.verification.reference import Verdict
 from barriersim.scenarios.loader import effective_scenario, parse_scenario
@@ -26,8 +31,15 @@ RESCALE = Path(__file__).resolve().parents[3] / "scenarios" / "rescale.toml"
 SEED = 17
 
 
-def scenario(mode: str, parallelism: dict[str, int], actions, *, retain: bool = False, keyed_operator=None,
-             state: dict | None = None):
+def scenario(
+    mode: str,
+    parallelism: dict[str, int],
+    actions,
+    *,
+    retain: bool = False,
+    keyed_operator=None,
+    state: dict | None = None,
+):
     document = tomllib.loads(RESCALE.read_text())
     document.pop("actions")
     if state is not None:
@@ -38,12 +50,15 @@ def scenario(mode: str, parallelism: dict[str, int], actions, *, retain: bool = 
             vertex.update(keyed_operator)
     if retain:
         document["checkpointing"]["externalized_checkpoint_retention"] = "RETAIN_ON_CANCELLATION"
-    return effective_scenario(in_test_mode(parse_scenario(document, str(RESCALE)), mode), seed=SEED,
-                              actions=ActionSchedule(tuple(actions)))
+    return effective_scenario(
+        in_test_mode(parse_scenario(document, str(RESCALE)), mode), seed=SEED, actions=ActionSchedule(tuple(actions))
+    )
 
 
 def assert_verified(mode: str, verification) -> None:
-    assert verification.lost == 0 and verification.wrong == 0 and verification.final_sum_mismatched_keys == 0, verification
+    assert verification.lost == 0 and verification.wrong == 0 and verification.final_sum_mismatched_keys == 0, (
+        verification
+    )
     if mode != "at-least-once":
         assert verification.verdict is Verdict.EXACTLY_ONCE, verification
     else:
@@ -61,14 +76,17 @@ SCALINGS = {
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
 def test_savepoint_stop_and_restore_with_new_parallelism_is_verified(mode, scaling):
     before, after = SCALINGS[scaling]
-    job, result, verification, covers = simulate_and_verify(scenario(mode, before, [
-        Savepoint(1200), StopWithSavepoint(2500), Restore(RestoreSource.SAVEPOINT, after)]))
+    job, result, verification, covers = simulate_and_verify(
+        scenario(mode, before, [Savepoint(1200), StopWithSavepoint(2500), Restore(RestoreSource.SAVEPOINT, after)])
+    )
     assert_verified(mode, verification)
     assert covers == "workload" and verification.expected_records == 30000
     assert not job.consistent_cut_violations()
     first, restored = job.report.jobs
     assert first.final_state == "FINISHED" and [(o["operation"], o["status"]) for o in first.operations] == [
-        ("savepoint", "COMPLETED"), ("stop_with_savepoint", "COMPLETED")]
+        ("savepoint", "COMPLETED"),
+        ("stop_with_savepoint", "COMPLETED"),
+    ]
     assert {k: first.parallelism[k] for k in before} == before
     assert restored.final_state == "FINISHED" and {k: restored.parallelism[k] for k in after} == after
     stop = first.operations[1]
@@ -92,8 +110,14 @@ def test_savepoints_of_the_incremental_backend_are_full_and_restore(scaling):
     comes back whole and the output is exactly once."""
     before, after = SCALINGS[scaling]
     state = {"backend": "incremental", "entry_bytes": 1000}
-    job, result, verification, covers = simulate_and_verify(scenario("aligned", before, [
-        Savepoint(700), StopWithSavepoint(2500), Restore(RestoreSource.SAVEPOINT, after)], state=state))
+    job, result, verification, covers = simulate_and_verify(
+        scenario(
+            "aligned",
+            before,
+            [Savepoint(700), StopWithSavepoint(2500), Restore(RestoreSource.SAVEPOINT, after)],
+            state=state,
+        )
+    )
     assert_verified("aligned", verification)
     assert covers == "workload" and verification.expected_records == 30000
     first, restored = job.report.jobs
@@ -115,8 +139,15 @@ def test_a_retained_incremental_checkpoint_restores_and_the_first_checkpoint_aft
     gets every incremental handle that overlaps its key groups whole (an incremental handle cannot be cut) and reads
     only its own key groups from it."""
     state = {"backend": "incremental", "entry_bytes": 1000}
-    job, result, verification, covers = simulate_and_verify(scenario("aligned", {"keyed": 2, "sink": 1}, [
-        Cancel(2500), Restore(RestoreSource.CHECKPOINT, {"keyed": keyed})], retain=True, state=state))
+    job, result, verification, covers = simulate_and_verify(
+        scenario(
+            "aligned",
+            {"keyed": 2, "sink": 1},
+            [Cancel(2500), Restore(RestoreSource.CHECKPOINT, {"keyed": keyed})],
+            retain=True,
+            state=state,
+        )
+    )
     assert_verified("aligned", verification)
     assert covers == "workload" and verification.expected_records == 30000
     first, restored = job.report.jobs
@@ -137,8 +168,14 @@ def test_a_retained_unaligned_checkpoint_with_data_in_flight_restores_rescaled(k
     job restores it with the keyed sum rescaled: the in-flight data of the hash edge is redistributed by key group
     range, that of the rebalance edge round robin (Flink's TaskStateAssignment), and the oracle finds every record
     exactly once."""
-    job, result, verification, covers = simulate_and_verify(scenario("unaligned", {"keyed": 2, "sink": 1}, [
-        Cancel(2500), Restore(RestoreSource.CHECKPOINT, {"keyed": keyed})], retain=True))
+    job, result, verification, covers = simulate_and_verify(
+        scenario(
+            "unaligned",
+            {"keyed": 2, "sink": 1},
+            [Cancel(2500), Restore(RestoreSource.CHECKPOINT, {"keyed": keyed})],
+            retain=True,
+        )
+    )
     assert_verified("unaligned", verification)
     assert covers == "workload" and verification.expected_records == 30000
     first, restored = job.report.jobs
@@ -157,8 +194,9 @@ def test_stop_with_savepoint_with_and_without_drain():
     window = {"operator": "tumbling_window", "window_ms": 500}
     outputs = {}
     for drain in (False, True):
-        job, result, verification, covers = simulate_and_verify(scenario("aligned", {}, [StopWithSavepoint(1500, drain=drain)],
-                                                         keyed_operator=window))
+        job, result, verification, covers = simulate_and_verify(
+            scenario("aligned", {}, [StopWithSavepoint(1500, drain=drain)], keyed_operator=window)
+        )
         assert_verified("aligned", verification)
         assert covers == "snapshot" and verification.expected_records == len(result.committed_output) > 0
         (only,) = job.report.jobs
@@ -185,7 +223,7 @@ def test_the_found_stops_without_drain_fire_no_window_twice(path):
     from barriersim.scenarios.loader import load_scenario
 
     job, result, verification, covers = simulate_and_verify(load_scenario(path))
-    assert not job.config.mode.exactly_once
+    assert not job.config.checkpointing.mode.exactly_once
     assert [a["status"] for a in job.report.actions if a["type"] != "savepoint"] == ["COMPLETED", "COMPLETED"]
     assert covers == "workload" and verification.wrong == verification.lost == 0, verification
     assert verification.duplicated == 0 and len(result.committed_output) == verification.expected_records
@@ -200,8 +238,11 @@ def test_a_late_acknowledgement_that_refers_to_a_released_file_is_dropped_and_re
 
     path = Path(__file__).parent / "cases" / "late-ack-of-subsumed-incremental-checkpoint.toml"
     job, result, verification, covers = simulate_and_verify(load_scenario(path))
-    assert verification.lost == 0 and verification.wrong == 0 and verification.verdict in (
-        Verdict.EXACTLY_ONCE, Verdict.AT_LEAST_ONCE), verification
+    assert (
+        verification.lost == 0
+        and verification.wrong == 0
+        and verification.verdict in (Verdict.EXACTLY_ONCE, Verdict.AT_LEAST_ONCE)
+    ), verification
     dropped = [e for e in result.storage_errors if "was dropped" in e]
     assert dropped and "keyed_sum#1" in dropped[0] and "unknown shared state" in dropped[0], result.storage_errors
     assert not job.consistent_cut_violations()
@@ -245,10 +286,14 @@ def test_a_cancelled_job_with_incremental_window_state_is_verified_against_its_c
     from barriersim.scenarios.loader import load_scenario
 
     job, result, verification, covers = simulate_and_verify(
-        load_scenario(Path(__file__).parent / "cases" / "cancel-with-incremental-window-state.toml"))
+        load_scenario(Path(__file__).parent / "cases" / "cancel-with-incremental-window-state.toml")
+    )
     ended_by_snapshot, metadata = job.dispatcher.ending_snapshot()
     assert result.outcome.value == "canceled" and ended_by_snapshot and covers == "snapshot"
     join = next(s for s in metadata.operator_states if s.operator_id == "join")
-    assert any(isinstance(h, IncrementalKeyedStateHandle) for st in join.subtask_states.values()
-               for h in st.managed_keyed_state)
+    assert any(
+        isinstance(h, IncrementalKeyedStateHandle)
+        for st in join.subtask_states.values()
+        for h in st.managed_keyed_state
+    )
     assert_verified("unaligned", verification)

@@ -16,18 +16,26 @@ from pathlib import Path
 import pytest
 
 from barriersim.runtime.checkpoint_cost import Charging
-from barriersim.runtime.coordinator.checkpoint_recovery import CheckpointRecoveryError, recover_completed_checkpoint_store
-from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration
-from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.actions import TaskDeploymentDescriptor
-from barriersim.runtime.job.config import JobConfig, JobOutcome
-from barriersim.runtime.job.deployment import TaskRestoreError, deploy_task
 from barriersim.runtime.checkpointing.api import ManualClock, ManualTimerService
+from barriersim.runtime.coordinator.checkpoint_recovery import (
+    CheckpointRecoveryError,
+    recover_completed_checkpoint_store,
+)
+from barriersim.runtime.coordinator.configuration import CheckpointCoordinatorConfiguration, CheckpointingConfig
+from barriersim.runtime.faults.fault_schedule import FaultSchedule
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind as K, Partitioner as P
+from barriersim.runtime.job.actions import TaskDeploymentDescriptor
+from barriersim.runtime.job.config import JobConfig, JobOutcome, WorkloadConfig
+from barriersim.runtime.job.deployment import TaskRestoreError, deploy_task
+from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+from barriersim.runtime.jobgraph import OperatorKind as K
+from barriersim.runtime.jobgraph import Partitioner as P
 from barriersim.runtime.recovery.state_assignment_operation import ExecutionJobVertexInfo, assign_states
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.runtime.storage.damage import CheckpointDamage as D, DamageTarget as T, damage_checkpoint, damage_directory
+from barriersim.runtime.storage.damage import CheckpointDamage as D
+from barriersim.runtime.storage.damage import DamageTarget as T
+from barriersim.runtime.storage.damage import damage_checkpoint, damage_directory
 from barriersim.runtime.storage.errors import (
     CheckpointNotFoundError,
     CheckpointStorageError,
@@ -50,16 +58,23 @@ JOB = "campaign"
 
 
 def config(faults: str = "[]", max_retained: int = 3, memory_threshold_bytes: int = THRESHOLD) -> JobConfig:
-    return JobConfig(GRAPH, mode="aligned", interval_ms=100, max_retained=max_retained,
-                     memory_threshold_bytes=memory_threshold_bytes, source_rate_per_subtask=10_000, restart_delay_ms=10,
-                     max_restarts=3, faults=FaultSchedule.from_json(faults))
+    return JobConfig(
+        GRAPH,
+        checkpointing=CheckpointingConfig(
+            mode="aligned", interval_ms=100, max_retained=max_retained, memory_threshold_bytes=memory_threshold_bytes
+        ),
+        workload=WorkloadConfig(rate_per_source=10_000),
+        restart=RestartStrategyConfig(delay_ms=10, attempts=3),
+        faults=FaultSchedule.from_json(faults),
+    )
 
 
 @pytest.fixture(scope="module")
 def real_checkpoints(tmp_path_factory):
     """The metadata of three checkpoints a simulated job completed (on the filesystem storage)."""
-    job = JobSimulation(config(), SPLITS, seed=3, record_cuts=True,
-                        checkpoint_directory=tmp_path_factory.mktemp("source-job"))
+    job = JobSimulation(
+        config(), SPLITS, seed=3, record_cuts=True, checkpoint_directory=tmp_path_factory.mktemp("source-job")
+    )
     assert job.run().outcome is JobOutcome.FINISHED
     completed = sorted(job.dispatcher.completed_in_epoch().items())
     return [metadata for _, (_, metadata) in completed[2:5]]
@@ -69,20 +84,26 @@ class Case:
     """Three checkpoints and a savepoint of the newest in a fresh storage, with their completed-checkpoint list."""
 
     def __init__(self, root: Path, checkpoints, threshold: int = THRESHOLD):
-        self.storage = FileSystemCheckpointStorage(root / "checkpoints", JOB, memory_threshold=threshold,
-                                                   rng=random.Random(1))
+        self.storage = FileSystemCheckpointStorage(
+            root / "checkpoints", JOB, memory_threshold=threshold, rng=random.Random(1)
+        )
         self.storage.initialize_base_locations()
         for metadata in checkpoints:
             self.storage.persist_checkpoint(metadata)
         self.ids = [m.checkpoint_id for m in checkpoints]
         self.storage.update_completed_checkpoints(self.ids)
         self.newest, self.previous = self.ids[-1], self.ids[-2]
-        savepoint = self.storage.persist_checkpoint(checkpoints[-1], is_savepoint=True, target_location=str(root / "sp"))
+        savepoint = self.storage.persist_checkpoint(
+            checkpoints[-1], is_savepoint=True, target_location=str(root / "sp")
+        )
         self.savepoint = Path(savepoint.external_pointer)
 
     def damage(self, damage: D, target: T, path: str) -> str:
         if path == "savepoint":
-            other = (self.previous, (self.storage.checkpoint_directory(self.previous) / METADATA_FILE_NAME).read_bytes())
+            other = (
+                self.previous,
+                (self.storage.checkpoint_directory(self.previous) / METADATA_FILE_NAME).read_bytes(),
+            )
             return damage_directory(self.savepoint, damage, target, other, THRESHOLD)
         return damage_checkpoint(self.storage, self.newest, damage, target)
 
@@ -97,7 +118,8 @@ class Case:
             loaded = self.storage.load_latest_checkpoint()
             return restore(loaded.metadata), loaded.skipped
         recovered = recover_completed_checkpoint_store(
-            JOB, self.storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3))
+            JOB, self.storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3)
+        )
         return restore(recovered.store.get_latest_checkpoint().metadata), ()
 
 
@@ -108,10 +130,20 @@ def restore(metadata) -> int:
     job = config()
     for vertex in GRAPH.vertices:
         for i in range(vertex.parallelism):
-            state = assignment.task_restores[vertex.name][i].task_state_snapshot if vertex.name in assignment.task_restores else None
-            deploy_task(job, TaskDeploymentDescriptor(ExecutionAttemptID(vertex.name, i, 1), state),
-                        clock=ManualClock(), timer_service=ManualTimerService(), rng=random.Random(0),
-                        charging=Charging.VIRTUAL, cost_rng=random.Random(0))
+            state = (
+                assignment.task_restores[vertex.name][i].task_state_snapshot
+                if vertex.name in assignment.task_restores
+                else None
+            )
+            deploy_task(
+                job,
+                TaskDeploymentDescriptor(ExecutionAttemptID(vertex.name, i, 1), state),
+                clock=ManualClock(),
+                timer_service=ManualTimerService(),
+                rng=random.Random(0),
+                charging=Charging.VIRTUAL,
+                cost_rng=random.Random(0),
+            )
     return metadata.checkpoint_id
 
 
@@ -167,8 +199,12 @@ def outcome(case: Case, damage: D, target: T, path: str) -> str:
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize(("damage", "target", "problem"), DAMAGES, ids=lambda v: label(v) if not isinstance(v, str) else None)
-def test_every_damage_on_every_path_ends_in_its_typed_outcome(real_checkpoints, tmp_path, damage, target, problem, path):
+@pytest.mark.parametrize(
+    ("damage", "target", "problem"), DAMAGES, ids=lambda v: label(v) if not isinstance(v, str) else None
+)
+def test_every_damage_on_every_path_ends_in_its_typed_outcome(
+    real_checkpoints, tmp_path, damage, target, problem, path
+):
     """How this works: real checkpoints come from a simulated job (``FileSystemCheckpointStorage``, a memory threshold
     low enough that its keyed state goes to state files); each case writes three of them (and a savepoint of the
     newest) into a fresh storage with its completed-checkpoint list, damages the newest (``runtime.storage.damage``:
@@ -209,8 +245,11 @@ def test_every_damage_on_every_path_ends_in_its_typed_outcome(real_checkpoints, 
             where = case.savepoint.name if path == "savepoint" else f"chk-{case.newest}"
             assert where in str(e.value) and "\n" not in str(e.value)
             if damage is D.FOREIGN_METADATA:
-                assert (f"holds checkpoint {case.previous}, not {case.newest}" in str(e.value) if path == "pointer"
-                        else f"metadata of the checkpoint in 'chk-{case.previous}', not of a savepoint" in str(e.value))
+                assert (
+                    f"holds checkpoint {case.previous}, not {case.newest}" in str(e.value)
+                    if path == "pointer"
+                    else f"metadata of the checkpoint in 'chk-{case.previous}', not of a savepoint" in str(e.value)
+                )
     finally:
         _readable_again(tmp_path)
 
@@ -228,16 +267,21 @@ def _readable_again(root: Path) -> None:
 
 
 def run(faults: str, tmp_path: Path, max_retained: int = 3, threshold: int = THRESHOLD):
-    job = JobSimulation(config(faults, max_retained, memory_threshold_bytes=threshold), SPLITS, seed=3,
-                        checkpoint_directory=tmp_path)
+    job = JobSimulation(
+        config(faults, max_retained, memory_threshold_bytes=threshold), SPLITS, seed=3, checkpoint_directory=tmp_path
+    )
     result = job.run()  # never raises: every storage or recovery error is the run's outcome
     return result, verify(expected_sink_input(GRAPH, SPLITS), result.committed_output)
 
 
-@pytest.mark.parametrize(("damage", "target", "problem"), DAMAGES, ids=lambda v: label(v) if not isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    ("damage", "target", "problem"), DAMAGES, ids=lambda v: label(v) if not isinstance(v, str) else None
+)
 def test_a_jobmanager_failover_after_any_damage_ends_the_run_failed_with_the_reason(tmp_path, damage, target, problem):
-    faults = (f'[{{"type":"damage_checkpoint","at_ms":1000,"damage":"{damage.value}","target":"{target.value}"}},'
-              '{"type":"crash_coordinator","at_ms":1000}]')
+    faults = (
+        f'[{{"type":"damage_checkpoint","at_ms":1000,"damage":"{damage.value}","target":"{target.value}"}},'
+        '{"type":"crash_coordinator","at_ms":1000}]'
+    )
     threshold = 1024 * 1024 if (damage, target) == (D.MALFORMED_STATE, T.METADATA) else THRESHOLD  # inline state
     try:
         result, verdict = run(faults, tmp_path, threshold=threshold)
@@ -263,7 +307,10 @@ def test_a_missing_newest_metadata_fails_the_recovery_instead_of_duplicating(tmp
     faults = '[{"type":"damage_checkpoint","at_ms":1000,"damage":"delete"},{"type":"crash_coordinator","at_ms":1000}]'
     result, verdict = run(faults, tmp_path, max_retained)
     assert result.outcome is JobOutcome.FAILED
-    assert "could not retrieve checkpoint 10 from " in result.failure_reason and "/chk-10/_metadata, " in result.failure_reason
+    assert (
+        "could not retrieve checkpoint 10 from " in result.failure_reason
+        and "/chk-10/_metadata, " in result.failure_reason
+    )
     assert "names: missing" in result.failure_reason and verdict.duplicated == 0
     assert result.restored_checkpoint_ids == []  # nothing older was restored in its place
 
@@ -275,14 +322,20 @@ def test_another_checkpoints_metadata_or_a_damaged_older_one_fails_the_recovery(
     case = Case(tmp_path, real_checkpoints)
     if which == "newest":  # max_retained = 1: the list names only the newest, and the older one's file is copied in
         case.storage.update_completed_checkpoints([case.newest])
-        shutil.copyfile(case.storage.checkpoint_directory(case.previous) / METADATA_FILE_NAME,
-                        case.storage.checkpoint_directory(case.newest) / METADATA_FILE_NAME)
+        shutil.copyfile(
+            case.storage.checkpoint_directory(case.previous) / METADATA_FILE_NAME,
+            case.storage.checkpoint_directory(case.newest) / METADATA_FILE_NAME,
+        )
         victim = case.newest
     else:
         victim = case.ids[0]
         damage_checkpoint(case.storage, victim, D.FLIP_BYTE)
-    with pytest.raises(CheckpointRecoveryError, match=f"could not retrieve checkpoint {victim} .*chk-{victim}/_metadata"):
-        recover_completed_checkpoint_store(JOB, case.storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3))
+    with pytest.raises(
+        CheckpointRecoveryError, match=f"could not retrieve checkpoint {victim} .*chk-{victim}/_metadata"
+    ):
+        recover_completed_checkpoint_store(
+            JOB, case.storage, CheckpointCoordinatorConfiguration(max_retained_checkpoints=3)
+        )
 
 
 def test_an_unreadable_checkpoint_directory_at_a_discard_is_reported_and_the_job_goes_on(tmp_path):
@@ -298,13 +351,17 @@ def test_an_unreadable_checkpoint_directory_at_a_discard_is_reported_and_the_job
 def test_a_damaged_state_file_fails_the_restore_after_a_task_failure_until_the_restart_strategy_gives_up(tmp_path):
     """A task failover restores from the checkpoint the JobMaster holds, but the tasks read their state files
     (Flink: from the file system at restore): each restore fails, with no fallback to an older checkpoint."""
-    faults = ('[{"type":"damage_checkpoint","at_ms":1000,"damage":"flip_byte","target":"state_file"},'
-              '{"type":"crash_task","task":"sum#0","at_ms":1010}]')
+    faults = (
+        '[{"type":"damage_checkpoint","at_ms":1000,"damage":"flip_byte","target":"state_file"},'
+        '{"type":"crash_task","task":"sum#0","at_ms":1010}]'
+    )
     result, verdict = run(faults, tmp_path)
     assert [e["fired"] for e in result.fault_log] == [1, 1]
     assert result.outcome is JobOutcome.FAILED and result.restored_checkpoint_ids == []
-    assert result.failure_reason.startswith("the restart strategy gave up after 4 failures (at most 3 restarts); "
-                                            "the last: restore: could not restore checkpoint ")
+    assert result.failure_reason.startswith(
+        "the restart strategy gave up after 4 failures (at most 3 restarts); "
+        "the last: restore: could not restore checkpoint "
+    )
     assert "checksum" in result.failure_reason or "crc32" in result.failure_reason
     # the crash and the first two restores that could not read their state restarted the job; the third failed it
     assert result.restarts == 3

@@ -9,6 +9,7 @@ reduced to one task: the whole-job case is ``tests/properties/cases/dead-task-se
 import random
 
 import pytest
+from two_source_map_job import source_map_sink_graph
 
 from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualClock, ManualTimerService
 from barriersim.runtime.events import (
@@ -20,10 +21,10 @@ from barriersim.runtime.events import (
     ResultSubpartitionInfo,
 )
 from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.network.input.input_channel import AddCredit, BufferReorderingException, LocalInputChannel
-from barriersim.runtime.task.stream_task import NetworkConfig, StepOutcome, StreamTask
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint
-from two_source_map_job import source_map_sink_graph
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 
 GRAPH = source_map_sink_graph(1)
 IN = InputChannelInfo(0, 0)
@@ -34,8 +35,14 @@ TIMEOUT_MS = 5
 def _map_task():
     clock, timers = ManualClock(0), ManualTimerService()
     task = StreamTask(
-        GRAPH, "map", 0, ExecutionAttemptID("map", 0, 0), mode=CheckpointingMode.ALIGNED_WITH_TIMEOUT,
-        clock=clock, timer_service=timers, rng=random.Random(0),
+        GRAPH,
+        "map",
+        0,
+        ExecutionAttemptID("map", 0, 0),
+        mode=CheckpointingMode.ALIGNED_WITH_TIMEOUT,
+        clock=clock,
+        timer_service=timers,
+        rng=random.Random(0),
         network=NetworkConfig(buffer_size=64, record_size=32, max_buffers_per_channel=100),
     )
     task.restore(None)

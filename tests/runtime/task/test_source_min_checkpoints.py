@@ -6,14 +6,16 @@ fast or slow it runs, which is what tests of real-time (Ray) runs need to ask fo
 import random
 
 import pytest
-
-from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualClock, ManualTimerService
-from barriersim.runtime.events import CheckpointBarrier, CheckpointOptions, EndOfData, ResultSubpartitionInfo
-from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.job.config import JobConfig, JobConfigError
-from barriersim.runtime.task.stream_task import NetworkConfig, StepOutcome, StreamTask
 from test_stream_task_end_of_data import _sent_after  # runs the task, flushes, returns what it sent
 from two_source_map_job import source_map_sink_graph
+
+from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualClock, ManualTimerService
+from barriersim.runtime.coordinator.configuration import CheckpointingConfig
+from barriersim.runtime.events import CheckpointBarrier, CheckpointOptions, EndOfData, ResultSubpartitionInfo
+from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.job.config import JobConfig, JobConfigError, WorkloadConfig
+from barriersim.runtime.network.config import NetworkConfig
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 
 GRAPH = source_map_sink_graph(1)
 OUT = ResultSubpartitionInfo(0, 0)
@@ -21,10 +23,17 @@ OUT = ResultSubpartitionInfo(0, 0)
 
 def _source_task(min_checkpoints: int) -> StreamTask:
     task = StreamTask(
-        GRAPH, "source", 0, ExecutionAttemptID("source", 0, 0), mode=CheckpointingMode.ALIGNED,
-        clock=ManualClock(0), timer_service=ManualTimerService(), rng=random.Random(0),
+        GRAPH,
+        "source",
+        0,
+        ExecutionAttemptID("source", 0, 0),
+        mode=CheckpointingMode.ALIGNED,
+        clock=ManualClock(0),
+        timer_service=ManualTimerService(),
+        rng=random.Random(0),
         network=NetworkConfig(buffer_size=64, record_size=32, max_buffers_per_channel=100),
-        split=[(i, 1, 1, 0) for i in range(4)], source_min_checkpoints=min_checkpoints,
+        split=[(i, 1, 1, 0) for i in range(4)],
+        source_min_checkpoints=min_checkpoints,
     )
     task.restore(None)
     task.on_credit(OUT, 100)
@@ -53,9 +62,9 @@ def test_without_the_setting_the_source_ends_with_its_records():
 
 def test_the_setting_needs_periodic_checkpoints():
     with pytest.raises(JobConfigError, match="workload.min_checkpoints: needs periodic checkpoints"):
-        JobConfig(GRAPH, interval_ms=0, source_min_checkpoints=3)
+        JobConfig(GRAPH, checkpointing=CheckpointingConfig(interval_ms=0), workload=WorkloadConfig(min_checkpoints=3))
     with pytest.raises(JobConfigError, match="workload.min_checkpoints: must be at least 0"):
-        JobConfig(GRAPH, source_min_checkpoints=-1)
+        JobConfig(GRAPH, workload=WorkloadConfig(min_checkpoints=-1))
 
 
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
@@ -67,8 +76,10 @@ def test_a_scenario_s_sources_hold_the_job_for_its_min_checkpoints(mode, tmp_pat
 
     path = tmp_path / "held.toml"
     for min_checkpoints in (0, 12):
-        path.write_text(f'[scenario]\nname="held"\nseed=3\n[workload]\nrecords=4000\nrate_per_source=20000\n'
-                        f'min_checkpoints={min_checkpoints}\n[checkpointing]\nmode="{mode}"\ninterval_ms=100\n')
+        path.write_text(
+            f'[scenario]\nname="held"\nseed=3\n[workload]\nrecords=4000\nrate_per_source=20000\n'
+            f'min_checkpoints={min_checkpoints}\n[checkpointing]\nmode="{mode}"\ninterval_ms=100\n'
+        )
         scenario = load_scenario(path)
         assert scenario.workload.min_checkpoints == min_checkpoints
         _, result, verification, _ = simulate_and_verify(scenario)

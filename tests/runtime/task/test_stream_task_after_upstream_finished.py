@@ -5,6 +5,8 @@ finished upstream sent before its end of partition. Found by the consistent-cut 
 
 import random
 
+from two_source_map_job import source_map_sink_graph
+
 from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualClock, ManualTimerService
 from barriersim.runtime.events import (
     Buffer,
@@ -15,9 +17,9 @@ from barriersim.runtime.events import (
     ResultSubpartitionInfo,
 )
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.task.stream_task import NetworkConfig, StepOutcome, StreamTask
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint
-from two_source_map_job import source_map_sink_graph
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 
 GRAPH = source_map_sink_graph(1)
 IN = InputChannelInfo(0, 0)
@@ -27,11 +29,18 @@ OUT = ResultSubpartitionInfo(0, 0)
 def _records(first: int) -> Buffer:
     return Buffer(((first, 1, 1, 0), (first + 1, 1, 1, 0)), 64)
 
+
 def _aligned_map_task():
     clock, timers = ManualClock(0), ManualTimerService()
     task = StreamTask(
-        GRAPH, "map", 0, ExecutionAttemptID("map", 0, 0), mode=CheckpointingMode.ALIGNED,
-        clock=clock, timer_service=timers, rng=random.Random(0),
+        GRAPH,
+        "map",
+        0,
+        ExecutionAttemptID("map", 0, 0),
+        mode=CheckpointingMode.ALIGNED,
+        clock=clock,
+        timer_service=timers,
+        rng=random.Random(0),
         network=NetworkConfig(buffer_size=64, record_size=32, max_buffers_per_channel=100),
     )
     task.restore(None)

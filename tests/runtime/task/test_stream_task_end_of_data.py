@@ -27,10 +27,11 @@ from barriersim.runtime.events import (
 )
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.network.input.input_channel import AcknowledgeAllRecordsProcessed
 from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.task.stream_task import NetworkConfig, StepOutcome, StreamTask
 from barriersim.runtime.task.actions import TaskFinished
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 
 GRAPH = JobGraph(
     (
@@ -46,9 +47,16 @@ OUT = ResultSubpartitionInfo(0, 0)
 
 def _window_task() -> StreamTask:
     task = StreamTask(
-        GRAPH, "window", 0, ExecutionAttemptID("window", 0, 0), mode=CheckpointingMode.ALIGNED,
-        clock=ManualClock(0), timer_service=ManualTimerService(), rng=random.Random(0),
-        network=NetworkConfig(buffer_size=4096, record_size=32, max_buffers_per_channel=100), emit_watermarks=True,
+        GRAPH,
+        "window",
+        0,
+        ExecutionAttemptID("window", 0, 0),
+        mode=CheckpointingMode.ALIGNED,
+        clock=ManualClock(0),
+        timer_service=ManualTimerService(),
+        rng=random.Random(0),
+        network=NetworkConfig(buffer_size=4096, record_size=32, max_buffers_per_channel=100),
+        emit_watermarks=True,
     )
     task.restore(None)
     task.on_credit(OUT, 100)
@@ -68,18 +76,33 @@ def _sent_after(task: StreamTask, *elements, first_sequence_number: int = 0) -> 
 
 
 def _window_results(sent) -> list[tuple]:
-    return [r for e in sent if isinstance(e, Buffer) for r in (e.records if type(e.records) is RecordBatch else
-                                                               [p for p in e.records if not isinstance(p, Watermark)])]
+    return [
+        r
+        for e in sent
+        if isinstance(e, Buffer)
+        for r in (
+            e.records if type(e.records) is RecordBatch else [p for p in e.records if not isinstance(p, Watermark)]
+        )
+    ]
 
 
 def _watermarks(sent) -> list[int]:
-    return [p.timestamp for e in sent if isinstance(e, Buffer) and isinstance(e.records, StreamElements)
-            for p in e.records.parts if isinstance(p, Watermark)]
+    return [
+        p.timestamp
+        for e in sent
+        if isinstance(e, Buffer) and isinstance(e.records, StreamElements)
+        for p in e.records.parts
+        if isinstance(p, Watermark)
+    ]
 
 
 # records (record_id, key, value, event_time): window [0, 10) is closed by the watermark 9, window [10, 20) is open
-RECORDS = Buffer(StreamElements([RecordBatch.from_rows([(0, 1, 5, 2), (1, 1, 7, 8)]), Watermark(9),
-                                 RecordBatch.from_rows([(2, 1, 3, 12)])]), 96)
+RECORDS = Buffer(
+    StreamElements(
+        [RecordBatch.from_rows([(0, 1, 5, 2), (1, 1, 7, 8)]), Watermark(9), RecordBatch.from_rows([(2, 1, 3, 12)])]
+    ),
+    96,
+)
 
 
 @pytest.mark.parametrize("mode", [StopMode.DRAIN, StopMode.NO_DRAIN])

@@ -8,13 +8,15 @@ backpressured (``StreamTask.processInput`` goes on only while ``taskIsAvailable(
 
 import random
 
+from two_source_map_job import CH0, CH1, GRAPH, OUT, deployed_task
+
 from barriersim.runtime.checkpointing.api import CheckpointingMode, ManualClock, ManualTimerService
 from barriersim.runtime.events import Buffer, CheckpointBarrier, CheckpointOptions, CheckpointType
 from barriersim.runtime.ids import ExecutionAttemptID
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.task.stream_task import NetworkConfig, StepOutcome, StreamTask
 from barriersim.runtime.task.actions import AcknowledgeCheckpoint
-from two_source_map_job import CH0, CH1, GRAPH, OUT, deployed_task
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 
 
 def _map_task(mode: CheckpointingMode, timers: ManualTimerService) -> StreamTask:
@@ -80,9 +82,18 @@ def test_a_source_step_ends_at_the_record_after_which_its_output_is_backpressure
     with 64-byte buffers of two 32-byte records and three buffers per channel, the step reads the five records whose
     last opens the third buffer, not its whole batch of 256, and the next step finds the output backpressured."""
     split = RecordBatch.from_rows([(k, k % 7, 1, k) for k in range(1000)])
-    task = StreamTask(GRAPH, "source", 0, ExecutionAttemptID("source", 0, 0), mode=CheckpointingMode.ALIGNED,
-                      clock=ManualClock(0), timer_service=ManualTimerService(), rng=random.Random(0),
-                      network=NetworkConfig(buffer_size=64, record_size=32, max_buffers_per_channel=3), split=split)
+    task = StreamTask(
+        GRAPH,
+        "source",
+        0,
+        ExecutionAttemptID("source", 0, 0),
+        mode=CheckpointingMode.ALIGNED,
+        clock=ManualClock(0),
+        timer_service=ManualTimerService(),
+        rng=random.Random(0),
+        network=NetworkConfig(buffer_size=64, record_size=32, max_buffers_per_channel=3),
+        split=split,
+    )
     task.restore(None)
     step = task.process_next()
     assert (step.outcome, step.records) == (StepOutcome.PROCESSED, 5)
