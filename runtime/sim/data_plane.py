@@ -358,7 +358,8 @@ class DataPlane:
         if at is not None:
             epoch = self._epoch
             self._cpu_event = self.sim.schedule_at(
-                max(at, self.sim.now_us), partial(self._cpu_work_done, epoch), Priority.NORMAL, "cpu")
+                max(at, self.sim.now_us), partial(self._cpu_work_done, epoch), Priority.NORMAL, "cpu"
+            )
 
     def _cpu_work_done(self, epoch: int) -> None:
         self._cpu_event = None
