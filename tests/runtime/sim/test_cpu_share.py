@@ -3,12 +3,17 @@ the simulator whose CPU work stretches when more subtasks run than there are cor
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
 from barriersim.runtime.sim.cpu_share import ProcessorSharing
 from barriersim.runtime.sim.job_simulation import JobSimulation
-from barriersim.scenarios.loader import parse_scenario
+from barriersim.scenarios.loader import load_scenario, parse_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
+
+SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 
 
 def test_two_works_on_one_core_take_twice_as_long():
@@ -93,3 +98,14 @@ def test_a_sleep_is_not_stretched():
     shared = _run(1, cost_us=1, hot_key_extra_us=1000)
     assert 190 <= alone <= 260
     assert shared <= 1.1 * alone
+
+
+@pytest.mark.parametrize("name", ["failure_storm", "checkpointing_time_benchmark"])
+def test_sharing_one_core_keeps_exactly_once_through_failures_and_checkpoints(name):
+    scenario = load_scenario(SCENARIOS / f"{name}.toml")
+    scenario = replace(scenario, cluster=replace(scenario.cluster, cpu_cores=1))
+    simulation = JobSimulation(job_config(scenario), workload_splits(scenario), scenario.seed, record_cuts=True)
+    result = simulation.run()
+    verdict, _ = simulation.verify(result)
+    assert result.outcome.value == "finished" and result.checkpoints
+    assert verdict.as_dict()["verdict"] == "exactly-once", verdict.as_dict()
