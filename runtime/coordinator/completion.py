@@ -20,8 +20,8 @@ from barriersim.runtime.coordinator.failure_manager import (
     CheckpointFailureManager,
     FailureOutcome,
 )
-from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome, CoordinatorError, DeclineOutcome
 from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
+from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome, CoordinatorError, DeclineOutcome
 from barriersim.runtime.coordinator.pending_checkpoint import (
     CompletedCheckpoint,
     PendingCheckpoint,
