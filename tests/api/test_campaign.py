@@ -25,8 +25,8 @@ from tests.api.scenarios import TINY, write
 
 ROOT = Path(__file__).parents[2]
 TIMINGS = ("wall_seconds", "cpu_seconds")
-# under this planted bug, seed 3 of a generated job in aligned mode loses records (its output is "violated")
-BUG, LOSING_SEED = PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER, 3
+# under this planted bug, seed 8 of a generated job in aligned mode loses records (its output is "violated")
+BUG, LOSING_SEED = PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER, 8
 
 
 def rows(out: Path) -> list[dict]:
