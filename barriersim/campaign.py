@@ -20,10 +20,10 @@ import os
 import shutil
 import time
 import traceback
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -50,18 +50,35 @@ FAILURES_DIR = "failures"
 GENERATED = "generated"  # SCENARIO for the property suite's generated jobs
 CAMPAIGN_ENTRIES = {CAMPAIGN_FILE, ROWS_DIR, FAILURES_DIR, "shrunk", "analytics", "logs"}  # what a campaign writes
 
-ROW_SCHEMA = pa.schema([
-    ("seed", pa.int64()), ("mode", pa.string()), ("case", pa.string()), ("faults", pa.string()),
-    ("faults_count", pa.int32()), ("status", pa.string()), ("problem", pa.string()), ("verdict", pa.string()),
-    ("outcome", pa.string()), ("lost", pa.int64()), ("duplicated", pa.int64()), ("wrong", pa.int64()),
-    ("checkpoints_completed", pa.int64()), ("checkpoints_failed", pa.int64()), ("restarts", pa.int64()),
-    ("records", pa.int64()), ("virtual_ms", pa.int64()), ("wall_seconds", pa.float64()),
-    ("cpu_seconds", pa.float64()), ("trace_sha256", pa.string()),
-])
+ROW_SCHEMA = pa.schema(
+    [
+        ("seed", pa.int64()),
+        ("mode", pa.string()),
+        ("case", pa.string()),
+        ("faults", pa.string()),
+        ("faults_count", pa.int32()),
+        ("status", pa.string()),
+        ("problem", pa.string()),
+        ("verdict", pa.string()),
+        ("outcome", pa.string()),
+        ("lost", pa.int64()),
+        ("duplicated", pa.int64()),
+        ("wrong", pa.int64()),
+        ("checkpoints_completed", pa.int64()),
+        ("checkpoints_failed", pa.int64()),
+        ("restarts", pa.int64()),
+        ("records", pa.int64()),
+        ("virtual_ms", pa.int64()),
+        ("wall_seconds", pa.float64()),
+        ("cpu_seconds", pa.float64()),
+        ("trace_sha256", pa.string()),
+    ]
+)
 PASSED, VIOLATED, ERROR = "passed", "violated", "error"
 
 
 # -- what a campaign draws -------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CaseSource:
@@ -75,10 +92,17 @@ class CaseSource:
 
     @property
     def key(self) -> dict:
-        digest = None if self.document is None else \
-            hashlib.sha256(json.dumps(self.document, sort_keys=True).encode()).hexdigest()
-        return {"scenario": self.scenario, "document_sha256": digest, "jobmanager_faults": self.jobmanager_faults,
-                "taskmanager_faults": self.taskmanager_faults}
+        digest = (
+            None
+            if self.document is None
+            else hashlib.sha256(json.dumps(self.document, sort_keys=True).encode()).hexdigest()
+        )
+        return {
+            "scenario": self.scenario,
+            "document_sha256": digest,
+            "jobmanager_faults": self.jobmanager_faults,
+            "taskmanager_faults": self.taskmanager_faults,
+        }
 
     @property
     def name(self) -> str:
@@ -89,14 +113,16 @@ class CaseSource:
         key = (json.dumps(self.key, sort_keys=True), mode)
         if key not in _STRATEGIES:
             if self.document is None:
-                _STRATEGIES[key] = strategies.simulated_cases(mode=mode, jobmanager_faults=self.jobmanager_faults,
-                                                              taskmanager_faults=self.taskmanager_faults)
+                _STRATEGIES[key] = strategies.simulated_cases(
+                    mode=mode, jobmanager_faults=self.jobmanager_faults, taskmanager_faults=self.taskmanager_faults
+                )
             else:
                 scenario = parse_scenario(self.document, self.scenario)
                 if mode is not None:
                     scenario = effective_scenario(scenario, mode=mode, origin="--mode")
-                _STRATEGIES[key] = strategies.scenario_cases(scenario, jobmanager_faults=self.jobmanager_faults,
-                                                             taskmanager_faults=self.taskmanager_faults)
+                _STRATEGIES[key] = strategies.scenario_cases(
+                    scenario, jobmanager_faults=self.jobmanager_faults, taskmanager_faults=self.taskmanager_faults
+                )
         return _STRATEGIES[key]
 
 
@@ -110,8 +136,9 @@ def case_source(scenario: str, jobmanager_faults: bool = False, taskmanager_faul
         return CaseSource(GENERATED, None, jobmanager_faults, taskmanager_faults)
     loaded = load_scenario(scenario)
     if len(loaded.actions) or loaded.restore is not None:
-        raise UnsupportedScenario(f"{scenario}: a campaign checks jobs that run to their end; this scenario has "
-                                  "[[actions]] or a [restore]")
+        raise UnsupportedScenario(
+            f"{scenario}: a campaign checks jobs that run to their end; this scenario has [[actions]] or a [restore]"
+        )
     return CaseSource(str(Path(scenario).resolve()), scenario_document(loaded), jobmanager_faults, taskmanager_faults)
 
 
@@ -137,6 +164,7 @@ def parse_seeds(text: str) -> range:
 
 # -- one case --------------------------------------------------------------------------------------------------
 
+
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split()) or "(no message)"
     where = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
@@ -148,18 +176,32 @@ def run_case(source: CaseSource, seed: int, mode: str | None) -> tuple[dict, str
     """Draw, simulate and check one case: its row, and when it failed the case as a scenario file's text."""
     started, cpu_started = time.perf_counter(), time.process_time()
     case = draw(source.strategy(mode), seed).value
-    row = {"seed": seed, "mode": case.mode,
-           "case": hashlib.sha256(json.dumps(case.document, sort_keys=True).encode()).hexdigest()[:12],
-           "faults": json.dumps(case.faults.to_plain()), "faults_count": len(case.faults.faults),
-           "records": case.document["workload"]["records"]}
+    row = {
+        "seed": seed,
+        "mode": case.mode,
+        "case": hashlib.sha256(json.dumps(case.document, sort_keys=True).encode()).hexdigest()[:12],
+        "faults": json.dumps(case.faults.to_plain()),
+        "faults_count": len(case.faults.faults),
+        "records": case.document["workload"]["records"],
+    }
     try:
         outcome = case.run()
         problem = violation(case, outcome)
         sim, verdict = outcome.simulation, outcome.verdict
-        row.update(status=PASSED if problem is None else VIOLATED, problem=problem, verdict=verdict.verdict.value,
-                   outcome=sim.outcome.value, lost=verdict.lost, duplicated=verdict.duplicated, wrong=verdict.wrong,
-                   checkpoints_completed=sim.counts["completed"], checkpoints_failed=sim.counts["failed"],
-                   restarts=sim.restarts, virtual_ms=sim.virtual_ms, trace_sha256=sim.trace_sha256)
+        row.update(
+            status=PASSED if problem is None else VIOLATED,
+            problem=problem,
+            verdict=verdict.verdict.value,
+            outcome=sim.outcome.value,
+            lost=verdict.lost,
+            duplicated=verdict.duplicated,
+            wrong=verdict.wrong,
+            checkpoints_completed=sim.counts["completed"],
+            checkpoints_failed=sim.counts["failed"],
+            restarts=sim.restarts,
+            virtual_ms=sim.virtual_ms,
+            trace_sha256=sim.trace_sha256,
+        )
     except Exception as error:  # noqa: BLE001 - an error the run raised is a finding, recorded with the case
         row.update(status=ERROR, problem=_one_line(error))
     row["wall_seconds"] = time.perf_counter() - started
@@ -189,6 +231,7 @@ def run_batch(units: list[tuple[int, str | None]], source: CaseSource) -> list[t
 
 # -- the campaign directory ------------------------------------------------------------------------------------
 
+
 def _settings(source: CaseSource, modes: list[str | None]) -> dict:
     return {**source.key, "modes": modes}
 
@@ -205,14 +248,17 @@ def open_campaign(out: Path, source: CaseSource, modes: list[str | None], force:
             raise ArgumentError(f"{index_path}: not a campaign's index ({err})") from None
         if index.get("settings") != settings:
             differences = _differences(index.get("settings"), settings)
-            raise ArgumentError(f"--out: {out} holds a campaign of other settings ({differences}); give another "
-                                "--out, or --force to replace it")
+            raise ArgumentError(
+                f"--out: {out} holds a campaign of other settings ({differences}); give another "
+                "--out, or --force to replace it"
+            )
         return index
     if force and index_path.is_file():
         others = sorted(child.name for child in out.iterdir() if child.name not in CAMPAIGN_ENTRIES)
         if others:
-            raise ArgumentError(f"--out: {out} holds more than a campaign ({', '.join(others[:3])}); it is not "
-                                "replaced")
+            raise ArgumentError(
+                f"--out: {out} holds more than a campaign ({', '.join(others[:3])}); it is not replaced"
+            )
         for child in out.iterdir():
             shutil.rmtree(child) if child.is_dir() else child.unlink()
     else:
@@ -276,8 +322,13 @@ def write_failure(out: Path, row: dict, scenario_text: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     writer = AtomicFileWriter()
     writer.write(directory / "scenario.toml", scenario_text.encode())
-    what = {"seed": row["seed"], "mode": row["mode"], "status": row["status"], "problem": row["problem"],
-            "replay": replay_command(directory / "scenario.toml")}
+    what = {
+        "seed": row["seed"],
+        "mode": row["mode"],
+        "status": row["status"],
+        "problem": row["problem"],
+        "replay": replay_command(directory / "scenario.toml"),
+    }
     writer.write(directory / "failure.json", (json.dumps(what, indent=2) + "\n").encode())
     return directory
 
@@ -300,16 +351,29 @@ class CampaignResult:
 
 
 def batches_of(units: list, size: int) -> list[list]:
-    return [units[i:i + size] for i in range(0, len(units), size)]
+    return [units[i : i + size] for i in range(0, len(units), size)]
 
 
 DEFAULT_BATCH = 25  # cases per Ray task: about a second or two of work
 
 
-def run_campaign(scenario: str, seeds: range, *, out: str | os.PathLike, mode=None, jobmanager_faults: bool = False,
-                 taskmanager_faults: bool = False, parallelism: int | None = None, address: str | None = None,
-                 batch: int | None = None, aggregate: bool = True, force: bool = False, spark=None,
-                 progress: Progress | None = None, chunk_rows: int = 2_000) -> CampaignResult:
+def run_campaign(
+    scenario: str,
+    seeds: range,
+    *,
+    out: str | os.PathLike,
+    mode=None,
+    jobmanager_faults: bool = False,
+    taskmanager_faults: bool = False,
+    parallelism: int | None = None,
+    address: str | None = None,
+    batch: int | None = None,
+    aggregate: bool = True,
+    force: bool = False,
+    spark=None,
+    progress: Progress | None = None,
+    chunk_rows: int = 2_000,
+) -> CampaignResult:
     """Run (or resume) a campaign into ``out``: every seed of ``seeds`` in every mode (``campaign_modes``) not
     written there yet. ``parallelism``: 1 runs the cases in this process, N > 1 as Ray tasks, N at a time; None:
     as Ray tasks over the cores (or the cluster at ``address``) when the first batch says the rest would take
@@ -321,8 +385,10 @@ def run_campaign(scenario: str, seeds: range, *, out: str | os.PathLike, mode=No
     if batch < 1:
         raise ArgumentError(f"batch: must be >= 1, got {batch}")
     if aggregate and spark is None and not importable("raydp"):
-        raise ArgumentError("analytics: the verdict table is computed in Spark on Ray, which is not installed (pip "
-                            "install 'barriersim[spark]'); --no-analytics skips it")
+        raise ArgumentError(
+            "analytics: the verdict table is computed in Spark on Ray, which is not installed (pip "
+            "install 'barriersim[spark]'); --no-analytics skips it"
+        )
     source = case_source(scenario, jobmanager_faults, taskmanager_faults)
     modes = campaign_modes(source, mode)
     for m in modes:  # a mode the scenario cannot run in fails here, before anything is written
@@ -346,8 +412,11 @@ def run_campaign(scenario: str, seeds: range, *, out: str | os.PathLike, mode=No
         done += len(results)
 
     if len(done_keys):
-        say(f"resuming: {len(seeds) * len(modes) - total} of {len(seeds) * len(modes)} cases written before",
-            done, total)
+        say(
+            f"resuming: {len(seeds) * len(modes) - total} of {len(seeds) * len(modes)} cases written before",
+            done,
+            total,
+        )
     work = batches_of(units, batch)
     try:
         with ExitStack() as stack:
@@ -365,8 +434,9 @@ def run_campaign(scenario: str, seeds: range, *, out: str | os.PathLike, mode=No
             if work:
                 say("starting Ray", done, total)
                 try:
-                    tasks = stack.enter_context(RayTasks(address, parallelism, log_dir=out_dir / "logs",
-                                                         app_name="barriersim-campaign"))
+                    tasks = stack.enter_context(
+                        RayTasks(address, parallelism, log_dir=out_dir / "logs", app_name="barriersim-campaign")
+                    )
                 except RayStartError as err:
                     if parallelism is not None or address is not None:  # asked for: refused in one line
                         raise
@@ -383,8 +453,9 @@ def run_campaign(scenario: str, seeds: range, *, out: str | os.PathLike, mode=No
             writer.flush()
             rows = read_rows(out_dir)
             if aggregate and rows.num_rows:  # in a Spark on the Ray that is up, if one is
-                table = aggregate_verdicts(out_dir, rows, spark=spark, address=address,
-                                           say=lambda what: say(what, done, total))
+                table = aggregate_verdicts(
+                    out_dir, rows, spark=spark, address=address, say=lambda what: say(what, done, total)
+                )
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -399,13 +470,21 @@ def _asked_modes(rows: pa.Table, modes: list[str | None]) -> list[str | None]:
 
 # -- shrinking -------------------------------------------------------------------------------------------------
 
-def shrink_seed(scenario: str, seed: int, *, out: str | os.PathLike, mode=None, jobmanager_faults: bool = False,
-                taskmanager_faults: bool = False) -> list[tuple[str, str | None, Path | None]]:
+
+def shrink_seed(
+    scenario: str,
+    seed: int,
+    *,
+    out: str | os.PathLike,
+    mode=None,
+    jobmanager_faults: bool = False,
+    taskmanager_faults: bool = False,
+) -> list[tuple[str, str | None, Path | None]]:
     """Shrink each failing case of ``seed`` (in each mode asked) with Hypothesis; per case ``(mode, problem,
     shrunk scenario file)``, problem and file None when the case passes. The shrunk case is written as
     ``out/shrunk/<seed>-<mode>/scenario.toml``."""
     source = case_source(scenario, jobmanager_faults, taskmanager_faults)
-    found = []
+    found: list[tuple[str, str | None, Path | None]] = []
     for m in campaign_modes(source, mode):
         strategy = source.strategy(m)
         drawn = draw(strategy, seed)
@@ -420,6 +499,7 @@ def shrink_seed(scenario: str, seed: int, *, out: str | os.PathLike, mode=None, 
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / "scenario.toml"
         path.write_text(dumps(scenario_document(case.scenario(str(path)))))
-        found.append((drawn.value.mode, _one_line(error) if not isinstance(error, AssertionError) else str(error),
-                      path))
+        found.append(
+            (drawn.value.mode, _one_line(error) if not isinstance(error, AssertionError) else str(error), path)
+        )
     return found

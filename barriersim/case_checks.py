@@ -52,14 +52,18 @@ def violation(case, outcome) -> str | None:
         # Flink's checkpoint statistics since 1.16 (FLINK-31588): a subtask checkpointed unaligned exactly when it
         # persisted in-flight data
         if row["unaligned_checkpoint"] != (row["alignment_persisted"] > 0):
-            return (f"checkpoint {row['id']}, {row['task']}: reported unaligned={row['unaligned_checkpoint']} with "
-                    f"{row['alignment_persisted']} bytes of in-flight data persisted")
+            return (
+                f"checkpoint {row['id']}, {row['task']}: reported unaligned={row['unaligned_checkpoint']} with "
+                f"{row['alignment_persisted']} bytes of in-flight data persisted"
+            )
     for c in sim.checkpoints:
         if c["status"] == "COMPLETED":
             tasks = rows.get((c.get("job"), c["id"]), [])
             if not len(tasks) == len(set(tasks)) == c["num_acknowledged_subtasks"] == c["num_subtasks"]:
-                return (f"checkpoint {c['id']}: {len(tasks)} subtask rows ({len(set(tasks))} subtasks) for "
-                        f"{c['num_acknowledged_subtasks']} of {c['num_subtasks']} acknowledged")
+                return (
+                    f"checkpoint {c['id']}: {len(tasks)} subtask rows ({len(set(tasks))} subtasks) for "
+                    f"{c['num_acknowledged_subtasks']} of {c['num_subtasks']} acknowledged"
+                )
     return None
 
 

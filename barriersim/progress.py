@@ -9,21 +9,35 @@ when the command ends. Printed to a pipe or a file there is no live bar, only th
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 
 class StageProgress:
     def __init__(self, console: Console, prefix: str = ""):
         self.console = console
         self.prefix = prefix
-        self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                             console=console, transient=True)
+        self._bar = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
         self._stage: str | None = None
-        self._task = None
+        self._task: TaskID | None = None
 
         self._live = console.is_terminal
 
-    def __enter__(self) -> "StageProgress":
+    def __enter__(self) -> StageProgress:
         if self._live:
             self._bar.start()
         return self
@@ -48,12 +62,19 @@ class CountedProgress:
     (a line that stays), above one live bar of the work done (on a terminal; on a pipe, only the lines)."""
 
     def __init__(self, console: Console, first: str):
-        self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                             console=console, transient=True, disable=not console.is_terminal)
+        self._bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=not console.is_terminal,
+        )
         self._task = self._bar.add_task(first, total=None)
         self._shown: set[str] = set()
 
-    def __enter__(self) -> "CountedProgress":
+    def __enter__(self) -> CountedProgress:
         self._bar.start()
         return self
 

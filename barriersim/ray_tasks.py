@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.extras import importable
-from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.ray_address import AddressError
+from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.spark.session import RayAndSpark, ray_address
 
 # Ray's start and stop cost about 4-5 s on this 2-core machine: work that would take less than this in one process
@@ -47,8 +48,9 @@ def default_parallelism(address: str | None) -> int:
 
 
 def check_parallelism(parallelism: int | None) -> int | None:
-    if parallelism is not None and (isinstance(parallelism, bool) or not isinstance(parallelism, int)
-                                    or parallelism < 1):
+    if parallelism is not None and (
+        isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1
+    ):
         raise ArgumentError(f"parallelism: must be an integer >= 1, got {parallelism!r}")
     return parallelism
 
@@ -60,8 +62,13 @@ class RayStartError(BarriersimError):
 class RayTasks:
     """Ray for a command's tasks: started (or attached to) on creation, shut down by ``close`` if it started it."""
 
-    def __init__(self, address: str | None = None, parallelism: int | None = None, log_dir: Path | None = None,
-                 app_name: str = "barriersim-tasks"):
+    def __init__(
+        self,
+        address: str | None = None,
+        parallelism: int | None = None,
+        log_dir: Path | None = None,
+        app_name: str = "barriersim-tasks",
+    ):
         import ray
 
         self.address = ray_address(address)
@@ -115,7 +122,7 @@ class RayTasks:
     def close(self) -> None:
         self._ray.close()
 
-    def __enter__(self) -> "RayTasks":
+    def __enter__(self) -> RayTasks:
         return self
 
     def __exit__(self, *exc) -> None:

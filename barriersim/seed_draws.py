@@ -11,8 +11,9 @@ a ``@given`` run's ``reuse`` phase replays them, and lets Hypothesis shrink the 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.control import BuildContext
@@ -71,8 +72,15 @@ def shrink(strategy, choices: tuple, test: Callable[[Any], None]) -> tuple[Any, 
     database.save(_DATABASE_KEY + b".secondary", choices_to_bytes(choices))
     failures: list[tuple[Any, BaseException]] = []
 
-    @settings(database=database, phases=[Phase.reuse, Phase.shrink], deadline=None, report_multiple_bugs=False,
-              suppress_health_check=list(HealthCheck), derandomize=False, max_examples=1)
+    @settings(
+        database=database,
+        phases=[Phase.reuse, Phase.shrink],
+        deadline=None,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        derandomize=False,
+        max_examples=1,
+    )
     @given(strategy)
     def property_(value):
         try:

@@ -8,16 +8,26 @@ rows, on the driver, whichever engine computed them. The layout is Spark's (a pa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 import pyarrow as pa
 
+from barriersim.errors import ArgumentError
 from barriersim.report.statistics import compute_locally, engine_for
 from barriersim.rundir import Run, RunTables, run_tables
-from barriersim.spark.analytics import (CHECKPOINT_METRICS, COUNT_COLUMNS, SUBTASK_METRICS, SWEEP_STATS, Analytics,
-                                        compute_analytics, read_sweep_analytics, sweep_path, write_parquet_dir)
+from barriersim.spark.analytics import (
+    CHECKPOINT_METRICS,
+    COUNT_COLUMNS,
+    SUBTASK_METRICS,
+    SWEEP_STATS,
+    Analytics,
+    compute_analytics,
+    read_sweep_analytics,
+    sweep_path,
+    write_parquet_dir,
+)
 
 ENGINES = ("auto", "pandas", "spark")
 _ARROW_TYPES = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
@@ -29,15 +39,27 @@ def sweep_index_columns(axes: list[tuple[str, type]]) -> list[tuple[str, pa.Data
     duplicated, wrong``."""
     cols = [("run", pa.string()), ("point", pa.string()), ("point_index", pa.int32()), ("mode", pa.string())]
     cols += [(key, _ARROW_TYPES[kind]) for key, kind in axes]
-    cols += [("backend", pa.string()), ("seed", pa.int64()), ("generated_by", pa.string()), ("verdict", pa.string()),
-             ("lost", pa.int64()), ("duplicated", pa.int64()), ("wrong", pa.int64())]
+    cols += [
+        ("backend", pa.string()),
+        ("seed", pa.int64()),
+        ("generated_by", pa.string()),
+        ("verdict", pa.string()),
+        ("lost", pa.int64()),
+        ("duplicated", pa.int64()),
+        ("wrong", pa.int64()),
+    ]
     return cols
 
 
 def sweep_schema(axes: list[tuple[str, type]]) -> pa.Schema:
     metrics = [*CHECKPOINT_METRICS, *SUBTASK_METRICS]
-    return pa.schema([*sweep_index_columns(axes), *((c, pa.int64()) for c in COUNT_COLUMNS),
-                      *((f"{m}_{stat}", pa.float64()) for m in metrics for stat in SWEEP_STATS)])
+    return pa.schema(
+        [
+            *sweep_index_columns(axes),
+            *((c, pa.int64()) for c in COUNT_COLUMNS),
+            *((f"{m}_{stat}", pa.float64()) for m in metrics for stat in SWEEP_STATS),
+        ]
+    )
 
 
 def _value(value):
@@ -52,7 +74,7 @@ def sweep_table(analytics: Analytics, point_rows: list[dict], axes: list[tuple[s
     counts = {r["run"]: r for r in analytics.counts.to_dict("records")}
     rows = []
     for point in sorted(point_rows, key=lambda r: (r["point_index"], r["mode"])):
-        row = {name: point.get(name) for name in schema.names[:len(sweep_index_columns(axes))]}
+        row = {name: point.get(name) for name in schema.names[: len(sweep_index_columns(axes))]}
         c = counts.get(point["run"], {})
         row.update({name: _value(c.get(name)) for name in COUNT_COLUMNS})
         for metric in (*CHECKPOINT_METRICS, *SUBTASK_METRICS):
@@ -67,9 +89,17 @@ def write_sweep_table(root: str | Path, table: pa.Table) -> None:
     write_parquet_dir(sweep_path(root), table)
 
 
-def aggregate(root: str | Path, point_rows: list[dict], axes: list[tuple[str, type]], runs: list[Run], *,
-              engine: str = "auto", spark: Callable[[], object] | None = None, spark_up: bool = False,
-              say: Callable[[str], None] = lambda what: None) -> tuple[pd.DataFrame, str]:
+def aggregate(
+    root: str | Path,
+    point_rows: list[dict],
+    axes: list[tuple[str, type]],
+    runs: list[Run],
+    *,
+    engine: str = "auto",
+    spark: Callable[[], object] | None = None,
+    spark_up: bool = False,
+    say: Callable[[str], None] = lambda what: None,
+) -> tuple[pd.DataFrame, str]:
     """The runs' statistics (in pandas or Spark: ``engine``; ``auto``: ``report.statistics.engine_for``, as
     ``barriersim run`` decides, ``spark_up`` saying whether a Spark session is up) written under
     ``root/analytics/``, and the sweep table; returns it as pandas and the engine used. ``spark()`` gives a live
@@ -81,6 +111,8 @@ def aggregate(root: str | Path, point_rows: list[dict], axes: list[tuple[str, ty
         say("aggregating the runs (pandas)")
         analytics = compute_locally(root, tables)
     else:
+        if spark is None:
+            raise ArgumentError("aggregate: the Spark engine needs spark, the function that gives a SparkSession")
         session = spark()
         say("aggregating the runs in Spark")
         analytics = compute_analytics(session, root, runs)

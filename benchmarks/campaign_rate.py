@@ -30,17 +30,25 @@ def timed(seeds: range, out: Path, parallelism: int) -> dict:
             marks.append((time.perf_counter(), done))
 
     started = time.perf_counter()
-    result = campaign.run_campaign("generated", seeds, out=out, parallelism=parallelism, aggregate=False,
-                                   progress=progress)
+    result = campaign.run_campaign(
+        "generated", seeds, out=out, parallelism=parallelism, aggregate=False, progress=progress
+    )
     wall = time.perf_counter() - started
     rows = result.rows.to_pandas()
     cpu = float(rows["cpu_seconds"].sum())
     key = sorted(tuple(r) for r in rows.drop(columns=list(TIMINGS)).astype(str).itertuples(index=False))
-    return {"cases": result.ran, "wall": wall, "per_minute": result.ran * 60 / wall,
-            "per_cpu_minute": result.ran * 60 / cpu, "load": load, "key": key,
-            # from the first batch done to the last: Ray's start, the workers' imports and Ray's stop left out
-            "steady_per_minute": (marks[-1][1] - marks[0][1]) * 60 / (marks[-1][0] - marks[0][0]),
-            "violated": result.count(campaign.VIOLATED), "errors": result.count(campaign.ERROR)}
+    return {
+        "cases": result.ran,
+        "wall": wall,
+        "per_minute": result.ran * 60 / wall,
+        "per_cpu_minute": result.ran * 60 / cpu,
+        "load": load,
+        "key": key,
+        # from the first batch done to the last: Ray's start, the workers' imports and Ray's stop left out
+        "steady_per_minute": (marks[-1][1] - marks[0][1]) * 60 / (marks[-1][0] - marks[0][0]),
+        "violated": result.count(campaign.VIOLATED),
+        "errors": result.count(campaign.ERROR),
+    }
 
 
 def main() -> None:
@@ -51,13 +59,18 @@ def main() -> None:
         results = {}
         for name, parallelism in (("one process", 1), ("ray tasks", os.cpu_count() or 2)):
             r = results[name] = timed(args.seeds, Path(tmp) / name.replace(" ", "-"), parallelism)
-            print(f"{name:12} {r['cases']:,} cases in {r['wall']:.1f} s: {r['per_minute']:,.0f} per minute "
-                  f"({r['steady_per_minute']:,.0f} after the first batch), {r['per_cpu_minute']:,.0f} "
-                  f"per CPU minute; violated {r['violated']}, errors {r['errors']}; load {r['load'][0]:.2f} "
-                  f"{r['load'][1]:.2f}", flush=True)
+            print(
+                f"{name:12} {r['cases']:,} cases in {r['wall']:.1f} s: {r['per_minute']:,.0f} per minute "
+                f"({r['steady_per_minute']:,.0f} after the first batch), {r['per_cpu_minute']:,.0f} "
+                f"per CPU minute; violated {r['violated']}, errors {r['errors']}; load {r['load'][0]:.2f} "
+                f"{r['load'][1]:.2f}",
+                flush=True,
+            )
         one, ray = results["one process"], results["ray tasks"]
-        print(f"rows identical: {one['key'] == ray['key']}; speed-up {ray['per_minute'] / one['per_minute']:.2f} x "
-              f"(after the first batch: {ray['steady_per_minute'] / one['steady_per_minute']:.2f} x; target 1.8 x)")
+        print(
+            f"rows identical: {one['key'] == ray['key']}; speed-up {ray['per_minute'] / one['per_minute']:.2f} x "
+            f"(after the first batch: {ray['steady_per_minute'] / one['steady_per_minute']:.2f} x; target 1.8 x)"
+        )
 
 
 if __name__ == "__main__":

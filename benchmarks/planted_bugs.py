@@ -19,22 +19,36 @@ def examples_to_failure(mode: str, run_seed: int) -> tuple[int | None, str | Non
     """Examples the suite ran up to and including the first failing one (None: it did not fail), and the property."""
     total = 0
     for name, strategy, budget, check in suite_parts(mode):
-        ran = [0]
-
-        @seed(run_seed)
-        @settings(max_examples=budget, deadline=None, database=None, derandomize=False,
-                  phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-        @given(strategy)
-        def property_(case):
-            ran[0] += 1
-            check(case, case.run())
-
-        try:
-            property_()
-        except Exception:  # the suite found the bug
-            return total + ran[0], name
-        total += ran[0]
+        ran, failed = _run_property(strategy, budget, check, run_seed)
+        if failed:  # the suite found the bug
+            return total + ran, name
+        total += ran
     return None, None
+
+
+def _run_property(strategy, budget: int, check, run_seed: int) -> tuple[int, bool]:
+    """One part of the suite: the examples it ran, and whether one of them failed."""
+    ran = [0]
+
+    @seed(run_seed)
+    @settings(
+        max_examples=budget,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def property_(case):
+        ran[0] += 1
+        check(case, case.run())
+
+    try:
+        property_()
+    except Exception:
+        return ran[0], True
+    return ran[0], False
 
 
 def main() -> None:
@@ -44,8 +58,11 @@ def main() -> None:
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     budget = {mode: sum(b for _, _, b, _ in suite_parts(mode)) for modes in WHOLE_JOB_MODES.values() for mode in modes}
-    print(f"{'planted bug':38} {'mode':22} " + " ".join(f"{'seed ' + str(s):>22}" for s in args.seeds)
-          + f" {'suite budget':>13} {'wall s':>7}")
+    print(
+        f"{'planted bug':38} {'mode':22} "
+        + " ".join(f"{'seed ' + str(s):>22}" for s in args.seeds)
+        + f" {'suite budget':>13} {'wall s':>7}"
+    )
     for bug, modes in WHOLE_JOB_MODES.items():
         if args.only and bug.value not in args.only:
             continue
@@ -56,8 +73,12 @@ def main() -> None:
                 for run_seed in args.seeds:
                     count, name = examples_to_failure(mode, run_seed)
                     cells.append(f"{count} ({name})" if count is not None else "not found")
-            print(f"{bug.value:38} {mode:22} " + " ".join(f"{c:>22}" for c in cells)
-                  + f" {budget[mode]:>13} {time.perf_counter() - started:>7.1f}", flush=True)
+            print(
+                f"{bug.value:38} {mode:22} "
+                + " ".join(f"{c:>22}" for c in cells)
+                + f" {budget[mode]:>13} {time.perf_counter() - started:>7.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

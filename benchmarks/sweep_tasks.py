@@ -22,8 +22,10 @@ from barriersim.scenarios.loader import apply_settings, load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = 300_000
-AXES = {"workload.zipf_exponent": [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75],
-        "checkpointing.interval_ms": [50, 100, 200, 400]}
+AXES = {
+    "workload.zipf_exponent": [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75],
+    "checkpointing.interval_ms": [50, 100, 200, 400],
+}
 
 
 def sweep_file(directory: Path) -> Path:
@@ -53,8 +55,14 @@ def timed(path: Path, out: Path, **options) -> tuple[float, float, dict, tuple]:
 
 def speed_ups(times: dict[str, tuple[float, float]]) -> str:
     serial = times["serial"]
-    return ", ".join(f"{name} {serial[0] / t[0]:.2f} x (simulation phase {serial[1] / t[1]:.2f} x)"
-                     for name, t in times.items() if name != "serial") + " (target 1.7 x)"
+    return (
+        ", ".join(
+            f"{name} {serial[0] / t[0]:.2f} x (simulation phase {serial[1] / t[1]:.2f} x)"
+            for name, t in times.items()
+            if name != "serial"
+        )
+        + " (target 1.7 x)"
+    )
 
 
 def main() -> None:
@@ -68,17 +76,24 @@ def main() -> None:
         traces = None
         best: dict[str, tuple[float, float]] = {}
         for repeat in range(args.repeats):
-            variants = [("serial", {"parallelism": 1}), ("ray tasks", {"parallelism": os.cpu_count()}),
-                        ("auto", {})]
+            variants: list[tuple[str, dict[str, int | None]]] = [
+                ("serial", {"parallelism": 1}),
+                ("ray tasks", {"parallelism": os.cpu_count()}),
+                ("auto", {}),
+            ]
             times = {}
             for name, options in variants:
                 wall, phase, hashes, load = timed(path, Path(tmp) / f"{name}-{repeat}", **options)
                 traces = traces or hashes
                 same = hashes == traces and len(hashes) == 32
                 times[name] = (wall, phase)
-                best[name] = tuple(map(min, zip(times[name], best.get(name, times[name]))))
-                print(f"{name:10} {wall:6.1f} s, simulation phase {phase:6.1f} s  traces "
-                      f"{'identical' if same else 'DIFFER'}  load {load[0]:.2f} {load[1]:.2f}", flush=True)
+                best_wall, best_phase = best.get(name, times[name])
+                best[name] = (min(wall, best_wall), min(phase, best_phase))
+                print(
+                    f"{name:10} {wall:6.1f} s, simulation phase {phase:6.1f} s  traces "
+                    f"{'identical' if same else 'DIFFER'}  load {load[0]:.2f} {load[1]:.2f}",
+                    flush=True,
+                )
             print(speed_ups(times), flush=True)
         if args.repeats > 1:
             print(f"best of {args.repeats}: {speed_ups(best)}")
@@ -90,8 +105,10 @@ def main() -> None:
                 wall, phase, hashes, load = timed(path, Path(tmp) / "cluster", address=cluster.address)
             finally:
                 cluster.shutdown()
-            print(f"3 nodes    {wall:6.1f} s, simulation phase {phase:6.1f} s  traces "
-                  f"{'identical' if hashes == traces else 'DIFFER'}  load {load[0]:.2f} {load[1]:.2f}")
+            print(
+                f"3 nodes    {wall:6.1f} s, simulation phase {phase:6.1f} s  traces "
+                f"{'identical' if hashes == traces else 'DIFFER'}  load {load[0]:.2f} {load[1]:.2f}"
+            )
 
 
 if __name__ == "__main__":

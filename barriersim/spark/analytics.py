@@ -44,15 +44,31 @@ def analytics_dir(root: str | Path) -> Path:
     return Path(root) / "analytics"
 
 
-_ARROW_TO_SPARK = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint", "uint8": "smallint",
-                   "uint16": "int", "uint32": "bigint", "double": "double", "float": "float", "string": "string",
-                   "large_string": "string", "bool": "boolean"}
+_ARROW_TO_SPARK = {
+    "int8": "tinyint",
+    "int16": "smallint",
+    "int32": "int",
+    "int64": "bigint",
+    "uint8": "smallint",
+    "uint16": "int",
+    "uint32": "bigint",
+    "double": "double",
+    "float": "float",
+    "string": "string",
+    "large_string": "string",
+    "bool": "boolean",
+}
 
 
 # Columns that hold only nulls in a run without failures are stored with Arrow's null type, which Spark cannot
 # read; they are read as typed nulls instead.
-_NULL_COLUMN_TYPES = {"failure_timestamp": "bigint", "failure_message": "string", "failure_reason": "string",
-                      "external_path": "string", "discarded": "boolean"}
+_NULL_COLUMN_TYPES = {
+    "failure_timestamp": "bigint",
+    "failure_message": "string",
+    "failure_reason": "string",
+    "external_path": "string",
+    "discarded": "boolean",
+}
 
 
 def parquet_to_spark(spark, path: Path, mode: str | None = None):
@@ -73,7 +89,12 @@ def parquet_to_spark(spark, path: Path, mode: str | None = None):
 
 
 CHECKPOINT_FRAME_COLUMNS = {"id": "bigint", "status": "string", **{m: "bigint" for m in CHECKPOINT_METRICS}}
-SUBTASK_FRAME_COLUMNS = {"id": "bigint", "task": "string", "aborted": "boolean", **{m: "bigint" for m in SUBTASK_METRICS}}
+SUBTASK_FRAME_COLUMNS = {
+    "id": "bigint",
+    "task": "string",
+    "aborted": "boolean",
+    **{m: "bigint" for m in SUBTASK_METRICS},
+}
 
 
 def _typed(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
@@ -93,8 +114,10 @@ def load_run_frames(spark, runs: list[Run]):
     """Spark DataFrames ``(checkpoints, subtasks)`` of all ``runs``, run key columns first: the runs' Parquet
     tables read by pyarrow (``barriersim.rundir.run_tables``) and given to Spark as Arrow batches."""
     cp, st = run_tables(runs)
-    return (arrow_to_spark_typed(spark, cp, CHECKPOINT_FRAME_COLUMNS),
-            arrow_to_spark_typed(spark, st, SUBTASK_FRAME_COLUMNS))
+    return (
+        arrow_to_spark_typed(spark, cp, CHECKPOINT_FRAME_COLUMNS),
+        arrow_to_spark_typed(spark, st, SUBTASK_FRAME_COLUMNS),
+    )
 
 
 def arrow_to_spark_typed(spark, df: pd.DataFrame, columns: dict[str, str]):
@@ -123,10 +146,12 @@ def _flink_percentile_sql(values: str, n: str, quantile: float) -> str:
     """``flink_percentile`` as a Spark SQL expression over an ascending array ``values`` of ``n`` doubles."""
     pos = f"(({quantile!r} * 100) / 100 * ({n} + 1))"
     at = f"CAST(FLOOR({pos}) AS INT)"
-    return (f"CASE WHEN {n} = 0 THEN NULL WHEN {pos} < 1 THEN element_at({values}, 1) "
-            f"WHEN {pos} >= {n} THEN element_at({values}, {n}) "
-            f"ELSE element_at({values}, {at}) + ({pos} - FLOOR({pos})) * "
-            f"(element_at({values}, {at} + 1) - element_at({values}, {at})) END")
+    return (
+        f"CASE WHEN {n} = 0 THEN NULL WHEN {pos} < 1 THEN element_at({values}, 1) "
+        f"WHEN {pos} >= {n} THEN element_at({values}, {n}) "
+        f"ELSE element_at({values}, {at}) + ({pos} - FLOOR({pos})) * "
+        f"(element_at({values}, {at} + 1) - element_at({values}, {at})) END"
+    )
 
 
 def _summarize(df, metrics: tuple[str, ...], scope: str):
@@ -143,9 +168,17 @@ def _summarize(df, metrics: tuple[str, ...], scope: str):
         F.array_sort(F.collect_list("value")).alias("sorted"),
     )
     return stats.select(
-        *RUN_KEYS, F.lit(scope).alias("scope"), "metric", "count", "min", "max", "avg",
-        *[F.expr(_flink_percentile_sql("sorted", "CAST(count AS INT)", q)).cast("double").alias(name)
-          for name, q in PERCENTILES],
+        *RUN_KEYS,
+        F.lit(scope).alias("scope"),
+        "metric",
+        "count",
+        "min",
+        "max",
+        "avg",
+        *[
+            F.expr(_flink_percentile_sql("sorted", "CAST(count AS INT)", q)).cast("double").alias(name)
+            for name, q in PERCENTILES
+        ],
     )
 
 
@@ -169,7 +202,9 @@ def counts_frame(spark, checkpoints, runs: list[Run]):
         return F.sum(F.when(F.col("status") == status, 1).otherwise(0)).cast("bigint").alias(status.lower())
 
     counts = checkpoints.groupBy(*RUN_KEYS).agg(
-        F.count(F.lit(1)).alias("total"), status_count("IN_PROGRESS"), status_count("COMPLETED"),
+        F.count(F.lit(1)).alias("total"),
+        status_count("IN_PROGRESS"),
+        status_count("COMPLETED"),
         status_count("FAILED"),
     )
     restored = F.lit(0).cast("bigint")  # from each run's summary.json, looked up by its label
@@ -177,10 +212,16 @@ def counts_frame(spark, checkpoints, runs: list[Run]):
     for r in runs:
         restored = F.when(F.col("run") == F.lit(r.label), F.lit(r.restored).cast("bigint")).otherwise(restored)
         if r.failed is not None:
-            summary_failed = F.when(F.col("run") == F.lit(r.label), F.lit(r.failed).cast("bigint")).otherwise(summary_failed)
+            summary_failed = F.when(F.col("run") == F.lit(r.label), F.lit(r.failed).cast("bigint")).otherwise(
+                summary_failed
+            )
     without_row = F.greatest(F.lit(0).cast("bigint"), summary_failed - F.col("failed"))
-    return (counts.withColumn("total", F.col("total") + without_row).withColumn("failed", F.col("failed") + without_row)
-            .withColumn("restored", restored).select(*RUN_KEYS, *COUNT_COLUMNS))
+    return (
+        counts.withColumn("total", F.col("total") + without_row)
+        .withColumn("failed", F.col("failed") + without_row)
+        .withColumn("restored", restored)
+        .select(*RUN_KEYS, *COUNT_COLUMNS)
+    )
 
 
 def plan_analytics(spark) -> None:

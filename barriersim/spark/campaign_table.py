@@ -5,8 +5,8 @@ Spark as Arrow batches, collects the table and writes it as ``OUT/analytics/verd
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 import pyarrow as pa
@@ -16,8 +16,10 @@ from barriersim.spark.frames import arrow_to_spark, small_data_settings
 from barriersim.spark.session import SparkOnDemand
 from barriersim.spark.workload import to_arrow
 
-ROW_DDL = ("seed bigint, mode string, status string, verdict string, faults_count int, restarts bigint, "
-           "virtual_ms bigint, wall_seconds double, cpu_seconds double")
+ROW_DDL = (
+    "seed bigint, mode string, status string, verdict string, faults_count int, restarts bigint, "
+    "virtual_ms bigint, wall_seconds double, cpu_seconds double"
+)
 ALL_MODES_LABEL = "all"
 
 
@@ -47,8 +49,9 @@ def verdict_frame(rows):
         F.sum("cpu_seconds").alias("cpu_seconds"),
     )
     label = F.coalesce(F.col("mode"), F.lit(ALL_MODES_LABEL)).alias("mode")
-    return table.select(label, *[c for c in table.columns if c != "mode"]) \
-        .orderBy(F.col("mode") == ALL_MODES_LABEL, "mode")
+    return table.select(label, *[c for c in table.columns if c != "mode"]).orderBy(
+        F.col("mode") == ALL_MODES_LABEL, "mode"
+    )
 
 
 def _plain(rows: pa.Table) -> pd.DataFrame:
@@ -58,13 +61,21 @@ def _plain(rows: pa.Table) -> pd.DataFrame:
     for column in ROW_DDL.split(", "):
         name, kind = column.split()
         values = rows.column(name).to_pylist()
-        out[name] = pd.Series(values, dtype="object") if kind == "string" else \
-            pd.Series([float("nan") if v is None else float(v) for v in values], dtype="float64")
+        out[name] = (
+            pd.Series(values, dtype="object")
+            if kind == "string"
+            else pd.Series([float("nan") if v is None else float(v) for v in values], dtype="float64")
+        )
     return out
 
 
-def aggregate_verdicts(root: str | Path, rows: pa.Table, spark=None, address: str | None = None,
-                       say: Callable[[str], None] = lambda what: None) -> pd.DataFrame:
+def aggregate_verdicts(
+    root: str | Path,
+    rows: pa.Table,
+    spark=None,
+    address: str | None = None,
+    say: Callable[[str], None] = lambda what: None,
+) -> pd.DataFrame:
     """The verdict table of ``rows``, computed in Spark (``spark``, else Spark on Ray started for it, on the Ray
     this process uses or at ``address``), written under ``root/analytics/`` and returned as pandas."""
     with SparkOnDemand(spark, address, app_name="barriersim-campaign", log_dir=Path(root) / "logs") as session:

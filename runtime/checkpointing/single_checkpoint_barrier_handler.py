@@ -5,7 +5,7 @@ How it works: docs/module-notes.md, section ``runtime/checkpointing/single_check
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Callable
 
 from barriersim.runtime.checkpointing.barrier_handler import (
     ActionSink,
@@ -24,12 +24,12 @@ from barriersim.runtime.checkpointing.barrier_handler_state import (
     WaitingForFirstBarrier,
 )
 from barriersim.runtime.events import CancelCheckpointMarker, CheckpointBarrier, InputChannelInfo
-from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 
 
 class _NoTimers:
-    def register_timer(self, at_ms, callback):
+    def register_timer(self, at_ms: int, callback: Callable[[], None]) -> Cancellable:
         raise RuntimeError("strictly aligned or unaligned checkpoints never register alignment timers")
 
 
@@ -40,15 +40,16 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         sink: ActionSink,
         clock: Clock,
         num_open_channels: int,
-        initial_state_factory,
+        initial_state_factory: Callable[[ChannelState], BarrierHandlerState],
         alternating: bool,
-        timer_service: Optional[TimerService] = None,
+        timer_service: TimerService | None = None,
         enable_checkpoint_after_tasks_finished: bool = True,
-    ):
+    ) -> None:
         super().__init__(sink, clock, enable_checkpoint_after_tasks_finished)
         self.task_name = task_name
         self.num_open_channels = num_open_channels
-        self.alternating = alternating
+        # Flink's field `alternating`; named apart from the factory method `alternating()`
+        self._alternating = alternating
         self._timer_service: TimerService = timer_service if timer_service is not None else _NoTimers()
         self.current_state: BarrierHandlerState = initial_state_factory(ChannelState(self.emit))
         self._controller = _ControllerImpl(self)
@@ -56,8 +57,8 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         self.target_channel_count = 0
         self.current_checkpoint_id = -1
         self.last_cancelled_or_completed_checkpoint_id = -1
-        self.pending_checkpoint_barrier: Optional[CheckpointBarrier] = None
-        self._current_alignment_timer: Optional[Cancellable] = None
+        self.pending_checkpoint_barrier: CheckpointBarrier | None = None
+        self._current_alignment_timer: Cancellable | None = None
         self._all_barriers_received_id = -1
         # Flink's allBarriersReceivedFuture of the current checkpoint: done when all barriers arrived, or
         # (after the task was notified) when the checkpoint was aborted
@@ -67,27 +68,73 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
     # -- factories (Flink's static methods) -------------------------------------------------------------
 
     @classmethod
-    def aligned(cls, task_name, sink, clock, num_open_channels, timer_service=None,
-                enable_checkpoint_after_tasks_finished=True) -> "SingleCheckpointBarrierHandler":
-        return cls(task_name, sink, clock, num_open_channels, WaitingForFirstBarrier, False, timer_service,
-                   enable_checkpoint_after_tasks_finished)
+    def aligned(
+        cls,
+        task_name: str,
+        sink: ActionSink,
+        clock: Clock,
+        num_open_channels: int,
+        timer_service: TimerService | None = None,
+        enable_checkpoint_after_tasks_finished: bool = True,
+    ) -> SingleCheckpointBarrierHandler:
+        return cls(
+            task_name,
+            sink,
+            clock,
+            num_open_channels,
+            WaitingForFirstBarrier,
+            False,
+            timer_service,
+            enable_checkpoint_after_tasks_finished,
+        )
 
     @classmethod
-    def unaligned(cls, task_name, sink, clock, num_open_channels, timer_service=None,
-                  enable_checkpoint_after_tasks_finished=True) -> "SingleCheckpointBarrierHandler":
-        return cls(task_name, sink, clock, num_open_channels,
-                   lambda cs: AlternatingWaitingForFirstBarrierUnaligned(False, cs), False, timer_service,
-                   enable_checkpoint_after_tasks_finished)
+    def unaligned(
+        cls,
+        task_name: str,
+        sink: ActionSink,
+        clock: Clock,
+        num_open_channels: int,
+        timer_service: TimerService | None = None,
+        enable_checkpoint_after_tasks_finished: bool = True,
+    ) -> SingleCheckpointBarrierHandler:
+        return cls(
+            task_name,
+            sink,
+            clock,
+            num_open_channels,
+            lambda cs: AlternatingWaitingForFirstBarrierUnaligned(False, cs),
+            False,
+            timer_service,
+            enable_checkpoint_after_tasks_finished,
+        )
 
     @classmethod
-    def alternating(cls, task_name, sink, clock, num_open_channels, timer_service,
-                    enable_checkpoint_after_tasks_finished=True) -> "SingleCheckpointBarrierHandler":
-        return cls(task_name, sink, clock, num_open_channels, AlternatingWaitingForFirstBarrier, True, timer_service,
-                   enable_checkpoint_after_tasks_finished)
+    def alternating(
+        cls,
+        task_name: str,
+        sink: ActionSink,
+        clock: Clock,
+        num_open_channels: int,
+        timer_service: TimerService,
+        enable_checkpoint_after_tasks_finished: bool = True,
+    ) -> SingleCheckpointBarrierHandler:
+        return cls(
+            task_name,
+            sink,
+            clock,
+            num_open_channels,
+            AlternatingWaitingForFirstBarrier,
+            True,
+            timer_service,
+            enable_checkpoint_after_tasks_finished,
+        )
 
     # -- barriers ------------------------------------------------------------------------------------------
 
-    def process_barrier(self, barrier, channel_info, is_rpc_trigger=False):
+    def process_barrier(
+        self, barrier: CheckpointBarrier, channel_info: InputChannelInfo, is_rpc_trigger: bool = False
+    ) -> None:
         barrier_id = barrier.id
         if self.current_checkpoint_id > barrier_id or (
             self.current_checkpoint_id == barrier_id and not self.is_checkpoint_pending()
@@ -107,7 +154,12 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
     def emit_resume(self, channel_info: InputChannelInfo) -> None:
         self.emit(ResumeConsumption(channel_info))
 
-    def _mark_checkpoint_aligned_and_transform_state(self, aligned_channel, barrier, transformer) -> None:
+    def _mark_checkpoint_aligned_and_transform_state(
+        self,
+        aligned_channel: InputChannelInfo,
+        barrier: CheckpointBarrier,
+        transformer: Callable[[BarrierHandlerState], BarrierHandlerState],
+    ) -> None:
         self.aligned_channels.add(aligned_channel)
         if len(self.aligned_channels) == 1:
             if self.target_channel_count == 1:
@@ -138,7 +190,9 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
             self._triggered_unaligned.add(barrier.id)
         self.notify_checkpoint(barrier)
 
-    def process_barrier_announcement(self, announced_barrier, sequence_number, channel_info):
+    def process_barrier_announcement(
+        self, announced_barrier: CheckpointBarrier, sequence_number: int, channel_info: InputChannelInfo
+    ) -> None:
         self._check_new_checkpoint(announced_barrier)
         barrier_id = announced_barrier.id
         if self.current_checkpoint_id > barrier_id or (
@@ -161,7 +215,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         self.target_channel_count = self.num_open_channels
         self._all_barriers_future_done = False
         self._triggered_unaligned = {i for i in self._triggered_unaligned if i >= barrier_id}
-        if self.alternating and barrier.options.is_timeoutable:
+        if self._alternating and barrier.options.is_timeoutable:
             self._register_alignment_timer(barrier)
 
     def _register_alignment_timer(self, announced_barrier: CheckpointBarrier) -> None:
@@ -196,7 +250,9 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
     def _abort_internal(self, cancelled_id: int, exception: CheckpointException) -> None:
         # with current id = cancelled id and no aligned channels, no barrier of it can start an alignment
         self.current_checkpoint_id = max(cancelled_id, self.current_checkpoint_id)
-        self.last_cancelled_or_completed_checkpoint_id = max(self.last_cancelled_or_completed_checkpoint_id, cancelled_id)
+        self.last_cancelled_or_completed_checkpoint_id = max(
+            self.last_cancelled_or_completed_checkpoint_id, cancelled_id
+        )
         self.pending_checkpoint_barrier = None
         self.aligned_channels.clear()
         self.target_channel_count = 0
@@ -256,7 +312,8 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
     def __repr__(self) -> str:
         return (
             f"{self.task_name}: current checkpoint: {self.current_checkpoint_id}, current aligned channels: "
-            f"{len(self.aligned_channels)}, target channel count: {self.target_channel_count}, state: {self.current_state!r}"
+            f"{len(self.aligned_channels)}, target channel count: {self.target_channel_count}, "
+            f"state: {self.current_state!r}"
         )
 
 
@@ -278,7 +335,7 @@ class _ControllerImpl:
     def all_barriers_received(self) -> bool:
         return len(self._h.aligned_channels) == self._h.target_channel_count
 
-    def get_pending_checkpoint_barrier(self) -> Optional[CheckpointBarrier]:
+    def get_pending_checkpoint_barrier(self) -> CheckpointBarrier | None:
         return self._h.pending_checkpoint_barrier
 
     def init_inputs_checkpoint(self, barrier: CheckpointBarrier) -> None:

@@ -6,12 +6,13 @@ How it works: docs/module-notes.md, section ``runtime/coordinator/completed_stor
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
+from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
 from barriersim.runtime.storage.errors import CheckpointStorageError
 
 INVALID_CHECKPOINT_ID = -1
@@ -54,9 +55,7 @@ class StandaloneCompletedCheckpointStore:
 
     def _check_can_add(self, checkpoint: CompletedCheckpoint) -> None:
         if self._shut_down:
-            raise CompletedCheckpointStoreError(
-                f"add checkpoint {checkpoint.checkpoint_id}: the store is shut down"
-            )
+            raise CompletedCheckpointStoreError(f"add checkpoint {checkpoint.checkpoint_id}: the store is shut down")
         if self._checkpoints and checkpoint.checkpoint_id <= self._checkpoints[-1].checkpoint_id:
             raise CompletedCheckpointStoreError(
                 f"add checkpoint {checkpoint.checkpoint_id}: not newer than the latest retained checkpoint "
@@ -75,8 +74,11 @@ class StandaloneCompletedCheckpointStore:
                 break
             if candidate is latest:
                 continue
-            if (not candidate.props.is_savepoint and not latest.props.is_synchronous
-                    and (latest_not_savepoint is None or latest_not_savepoint is candidate)):
+            if (
+                not candidate.props.is_savepoint
+                and not latest.props.is_synchronous
+                and (latest_not_savepoint is None or latest_not_savepoint is candidate)
+            ):
                 continue  # keep the newest checkpoint unless the job stopped with a savepoint
             # by identity: equality of checkpoints would compare all their state
             del self._checkpoints[next(i for i, c in enumerate(self._checkpoints) if c is candidate)]
@@ -127,8 +129,13 @@ class DefaultCompletedCheckpointStore(StandaloneCompletedCheckpointStore):
     docstring); ``recovered`` are the checkpoints a new JobManager read from that list, oldest first;
     ``on_error`` hears what could not be written when nothing can be failed any more (a pointer removal)."""
 
-    def __init__(self, max_number_of_checkpoints_to_retain: int, storage,
-                 recovered: Iterable[CompletedCheckpoint] = (), on_error: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        max_number_of_checkpoints_to_retain: int,
+        storage: CheckpointStorage,
+        recovered: Iterable[CompletedCheckpoint] = (),
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
         super().__init__(max_number_of_checkpoints_to_retain)
         self.storage = storage
         self._checkpoints.extend(recovered)
@@ -137,7 +144,9 @@ class DefaultCompletedCheckpointStore(StandaloneCompletedCheckpointStore):
     def add_checkpoint_and_subsume_oldest_one(self, checkpoint: CompletedCheckpoint) -> SubsumeResult:
         self._check_can_add(checkpoint)
         # first the pointer: if it cannot be written, nothing of the store changes (Flink: addAndLock)
-        self.storage.update_completed_checkpoints([c.checkpoint_id for c in self._checkpoints] + [checkpoint.checkpoint_id])
+        self.storage.update_completed_checkpoints(
+            [c.checkpoint_id for c in self._checkpoints] + [checkpoint.checkpoint_id]
+        )
         before = len(self._checkpoints) + 1
         result = super().add_checkpoint_and_subsume_oldest_one(checkpoint)
         if len(self._checkpoints) == before:

@@ -9,30 +9,35 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from barriersim.runtime.coordinator import messages as m
-from barriersim.runtime.coordinator.completed_store import INVALID_CHECKPOINT_ID
+from barriersim.runtime.coordinator.completed_store import INVALID_CHECKPOINT_ID, StandaloneCompletedCheckpointStore
 from barriersim.runtime.coordinator.failure_manager import (
     EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE,
     CheckpointFailureManager,
     FailureOutcome,
 )
+from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.outcomes import AcknowledgeOutcome, CoordinatorError, DeclineOutcome
-from barriersim.runtime.coordinator.pending_checkpoint import PendingCheckpoint, TaskAcknowledgeResult
+from barriersim.runtime.coordinator.pending_checkpoint import (
+    CompletedCheckpoint,
+    PendingCheckpoint,
+    TaskAcknowledgeResult,
+)
 from barriersim.runtime.coordinator.plan import JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties
 from barriersim.runtime.coordinator.shared_state_registry import SharedStateRegistry, SharedStateRegistryError
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker
+from barriersim.runtime.event_timers import EventTimers
 from barriersim.runtime.events import CheckpointType
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
-from barriersim.runtime.event_timers import EventTimers
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
-from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.ids import ExecutionAttemptID, OperatorID
+from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorSubtaskState
 from barriersim.runtime.storage.memory_storage import external_path
-
 
 NUM_GHOST_CHECKPOINT_IDS = 16  # Flink's: the recently expired checkpoints whose late messages are LATE
 
@@ -48,15 +53,29 @@ class _Finalizing:
 class CheckpointCompletion:
     """A pending checkpoint's acknowledgements, declines, completion and abort (see the module)."""
 
-    def __init__(self, job_id: str, vertices: Sequence[JobVertexInfo], *, pending: dict[int, PendingCheckpoint],
-                 store, shared_state_registry: SharedStateRegistry, stats: CheckpointStatsTracker,
-                 failure_manager: CheckpointFailureManager, id_counter, operator_coordinators: tuple,
-                 clock: Callable[[], int], timers: EventTimers, emit: Callable[[Any], None],
-                 checkpoint_writer: Callable[[CheckpointMetadata, bool], Any] | None,
-                 metadata_write_ms: Callable[[list], float] | None, min_pause_between_checkpoints: int,
-                 is_shutdown: Callable[[], bool], checkpoint_ended: Callable[[PendingCheckpoint, CheckpointException], None],
-                 execute_queued_request: Callable[[], None],
-                 synchronous_savepoint_failed: Callable[[CheckpointFailureReason], None]):
+    def __init__(
+        self,
+        job_id: str,
+        vertices: Sequence[JobVertexInfo],
+        *,
+        pending: dict[int, PendingCheckpoint],
+        store: StandaloneCompletedCheckpointStore,
+        shared_state_registry: SharedStateRegistry,
+        stats: CheckpointStatsTracker,
+        failure_manager: CheckpointFailureManager,
+        id_counter: StandaloneCheckpointIDCounter,
+        operator_coordinators: tuple[OperatorID, ...],
+        clock: Callable[[], int],
+        timers: EventTimers,
+        emit: Callable[[Any], None],
+        checkpoint_writer: Callable[[CheckpointMetadata, bool], Any] | None,
+        metadata_write_ms: Callable[[list[OperatorSubtaskState]], float] | None,
+        min_pause_between_checkpoints: int,
+        is_shutdown: Callable[[], bool],
+        checkpoint_ended: Callable[[PendingCheckpoint, CheckpointException], None],
+        execute_queued_request: Callable[[], None],
+        synchronous_savepoint_failed: Callable[[CheckpointFailureReason], None],
+    ) -> None:
         """``pending``: the coordinator's pending checkpoints (taken out here when they end); ``checkpoint_ended``:
         the triggering's (a checkpoint still being triggered fails its trigger); ``execute_queued_request``: the next
         queued request may start; ``synchronous_savepoint_failed``: a stop-with-savepoint failed."""
@@ -95,8 +114,7 @@ class CheckpointCompletion:
             # Flink registers shared state whatever became of the checkpoint (not a savepoint's), so that a late
             # acknowledgement's new files are released by a later subsumption
             try:
-                registered, discards = self._registry.register_task_state(message.subtask_state,
-                                                                                      checkpoint_id)
+                registered, discards = self._registry.register_task_state(message.subtask_state, checkpoint_id)
             except SharedStateRegistryError as e:
                 # Flink: registerSharedStates throws out of receiveAcknowledgeMessage and the JobMaster logs it; the
                 # acknowledgement is lost (a pending checkpoint waits for it until it expires)
@@ -111,9 +129,14 @@ class CheckpointCompletion:
             result = pending.acknowledge_task(message.attempt_id, message.subtask_state, message.metrics, now)
             if result is TaskAcknowledgeResult.SUCCESS:
                 state = message.subtask_state
-                self._stats.report_subtask_stats(checkpoint_id, str(message.attempt_id), now,
-                                                state.state_size if state is not None else 0, message.metrics,
-                                                state.checkpointed_size if state is not None else 0)
+                self._stats.report_subtask_stats(
+                    checkpoint_id,
+                    str(message.attempt_id),
+                    now,
+                    state.state_size if state is not None else 0,
+                    message.metrics,
+                    state.checkpointed_size if state is not None else 0,
+                )
                 if pending.is_fully_acknowledged():
                     self.complete_pending_checkpoint(pending)
             elif result is not TaskAcknowledgeResult.DUPLICATE:
@@ -127,9 +150,13 @@ class CheckpointCompletion:
         # (reportCheckpointMetrics: a failed checkpoint takes them, not completed), then its state is discarded
         if message.metrics is not None:
             state = message.subtask_state
-            self._report_incomplete(message.attempt_id, checkpoint_id, message.metrics,
-                                    state.state_size if state is not None else 0,
-                                    state.checkpointed_size if state is not None else 0)
+            self._report_incomplete(
+                message.attempt_id,
+                checkpoint_id,
+                message.metrics,
+                state.state_size if state is not None else 0,
+                state.checkpointed_size if state is not None else 0,
+            )
         self._discard_subtask_state(message)
         if checkpoint_id in self.recent_expired_checkpoints:
             return AcknowledgeOutcome.LATE
@@ -146,26 +173,30 @@ class CheckpointCompletion:
         were taken."""
         if message.job_id != self.job_id:
             return False
-        return self._report_incomplete(message.attempt_id, message.checkpoint_id, message.metrics, message.state_size,
-                                       message.checkpointed_size)
+        return self._report_incomplete(
+            message.attempt_id, message.checkpoint_id, message.metrics, message.state_size, message.checkpointed_size
+        )
 
-    def _report_incomplete(self, attempt: ExecutionAttemptID, checkpoint_id: int, metrics, state_size: int,
-                           checkpointed_size: int) -> bool:
+    def _report_incomplete(
+        self, attempt: ExecutionAttemptID, checkpoint_id: int, metrics: Any, state_size: int, checkpointed_size: int
+    ) -> bool:
         """``reportIncompleteStats`` of a closed part's figures or a late acknowledgement's (the sizes its state
         says), if its subtask is one of the job's (Flink's ``PendingCheckpointStats`` knows the plan's vertices
         only); whether they were taken."""
         vertex = self._vertex_by_id.get(attempt.vertex_id)
         if vertex is None or not 0 <= attempt.subtask_index < vertex.parallelism:
             return False
-        return self._stats.report_incomplete_stats(checkpoint_id, str(attempt), self._clock(), state_size,
-                                                  checkpointed_size, metrics)
+        return self._stats.report_incomplete_stats(
+            checkpoint_id, str(attempt), self._clock(), state_size, checkpointed_size, metrics
+        )
 
     def receive_decline_message(self, message: m.DeclineCheckpoint) -> DeclineOutcome:
         if self._is_shutdown():
             return DeclineOutcome.COORDINATOR_SHUTDOWN
         if message.job_id != self.job_id:
             raise CoordinatorError(
-                f"{message!r}: received a decline for job {message.job_id} but this coordinator is for job {self.job_id}"
+                f"{message!r}: received a decline for job {message.job_id} "
+                f"but this coordinator is for job {self.job_id}"
             )
         pending = self._pending.get(message.checkpoint_id)
         if pending is not None:
@@ -188,14 +219,16 @@ class CheckpointCompletion:
         checkpoint_id = pending.checkpoint_id
         write_ms = 0.0
         if self._checkpoint_writer is not None and self._metadata_write_ms is not None:
-            write_ms = self._metadata_write_ms([subtask for state in pending.operator_states.values()
-                                              for subtask in state.subtask_states.values()])
+            write_ms = self._metadata_write_ms(
+                [subtask for state in pending.operator_states.values() for subtask in state.subtask_states.values()]
+            )
         if write_ms > 0:
             # the write takes time: the coordinator is held until it has passed (``handle``); the _metadata appears
             # (atomically) when it ends, and the completion goes on then
             self.finalizing = _Finalizing(checkpoint_id, pending)
-            self._timers.start(self._clock() + max(1, round(write_ms)),
-                               m.TimerFired(m.TimerKind.METADATA_WRITTEN, checkpoint_id))
+            self._timers.start(
+                self._clock() + max(1, round(write_ms)), m.TimerFired(m.TimerKind.METADATA_WRITTEN, checkpoint_id)
+            )
             return
         self._finalize(pending)
 
@@ -214,15 +247,21 @@ class CheckpointCompletion:
         writer = self._checkpoint_writer
         try:
             completed = pending.finalize_checkpoint(
-                self._clock(), None if writer is None else (lambda metadata: writer(metadata, props.is_savepoint)))
+                self._clock(), None if writer is None else (lambda metadata: writer(metadata, props.is_savepoint))
+            )
         except Exception as e:  # Flink's finalizeCheckpoint: the _metadata could not be written
             if not pending.is_disposed:
-                self.abort_pending_checkpoint(pending, CheckpointException(
-                    CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, checkpoint_id, f"{type(e).__name__}: {e}"), None)
+                self.abort_pending_checkpoint(
+                    pending,
+                    CheckpointException(
+                        CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, checkpoint_id, f"{type(e).__name__}: {e}"
+                    ),
+                    None,
+                )
             return
         self._finish_completion(pending, completed)
 
-    def _finish_completion(self, pending: PendingCheckpoint, completed) -> None:
+    def _finish_completion(self, pending: PendingCheckpoint, completed: CompletedCheckpoint) -> None:
         """Flink's ``completePendingCheckpoint`` after ``finalizeCheckpoint``: the store and subsumption, the
         statistics, the notifications."""
         checkpoint_id = pending.checkpoint_id
@@ -277,8 +316,11 @@ class CheckpointCompletion:
         (``cleanCheckpointOnFailedStoring``), it fails as ``FINALIZE_CHECKPOINT_FAILURE`` (counted) and every task
         to commit to hears it aborted."""
         checkpoint_id = pending.checkpoint_id
-        exception = CheckpointException(CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, checkpoint_id,
-                                        f"could not add checkpoint {checkpoint_id} to the completed checkpoint store: {detail}")
+        exception = CheckpointException(
+            CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE,
+            checkpoint_id,
+            f"could not add checkpoint {checkpoint_id} to the completed checkpoint store: {detail}",
+        )
         self._emit(m.DiscardCheckpoint(checkpoint_id, m.DiscardReason.ABORTED))
         self._stats.report_failed_checkpoint(checkpoint_id, self._clock(), exception.reason, str(exception))
         self._emit(m.TriggerRequestFailed(pending.request_id, checkpoint_id, exception.reason))
@@ -292,8 +334,9 @@ class CheckpointCompletion:
         the checkpoint was aborted."""
         latest_completed = self._store.get_latest_checkpoint_id()
         for task in pending.plan.tasks_to_commit_to:
-            self._emit(m.NotifyCheckpointAborted(task, pending.checkpoint_id, latest_completed,
-                                                 pending.checkpoint_timestamp))
+            self._emit(
+                m.NotifyCheckpointAborted(task, pending.checkpoint_id, latest_completed, pending.checkpoint_timestamp)
+            )
         for operator_id in self._operator_coordinators:
             self._emit(m.NotifyCoordinatorCheckpointAborted(operator_id, pending.checkpoint_id))
 
@@ -303,14 +346,16 @@ class CheckpointCompletion:
             lambda p: p.checkpoint_id < checkpoint_id and p.can_be_subsumed(),
         )
 
-    def abort_pending_checkpoints(self, exception: CheckpointException,
-                                  predicate: Callable[[PendingCheckpoint], bool] = lambda p: True) -> None:
+    def abort_pending_checkpoints(
+        self, exception: CheckpointException, predicate: Callable[[PendingCheckpoint], bool] = lambda p: True
+    ) -> None:
         for pending in sorted(self._pending.values(), key=lambda p: p.checkpoint_id):
             if predicate(pending) and not pending.is_disposed:
                 self.abort_pending_checkpoint(pending, exception, None)
 
-    def abort_pending_checkpoint(self, pending: PendingCheckpoint, exception: CheckpointException,
-                                  failing_task: ExecutionAttemptID | None) -> None:
+    def abort_pending_checkpoint(
+        self, pending: PendingCheckpoint, exception: CheckpointException, failing_task: ExecutionAttemptID | None
+    ) -> None:
         if pending.is_disposed:
             return
         checkpoint_id = pending.checkpoint_id
@@ -319,16 +364,22 @@ class CheckpointCompletion:
         self._pending.pop(checkpoint_id, None)
         self._emit(m.DiscardCheckpoint(checkpoint_id, m.DiscardReason.ABORTED))
         self._emit(m.TriggerRequestFailed(pending.request_id, checkpoint_id, exception.reason))
-        outcome = self._failure_manager.handle_checkpoint_exception(pending.props, exception, checkpoint_id, failing_task)
+        outcome = self._failure_manager.handle_checkpoint_exception(
+            pending.props, exception, checkpoint_id, failing_task
+        )
         self.on_failure_outcome(outcome, exception, failing_task, pending.props)
         self._send_aborted_messages(pending)
         if pending.props.is_synchronous:
             self._synchronous_savepoint_failed(exception.reason)
         self._checkpoint_ended(pending, exception)
 
-    def on_failure_outcome(self, outcome: FailureOutcome, exception: CheckpointException,
-                            failing_task: ExecutionAttemptID | None,
-                            props: CheckpointProperties | None = None) -> None:
+    def on_failure_outcome(
+        self,
+        outcome: FailureOutcome,
+        exception: CheckpointException,
+        failing_task: ExecutionAttemptID | None,
+        props: CheckpointProperties | None = None,
+    ) -> None:
         if outcome is not FailureOutcome.FAIL_JOB:
             return
         if props is not None and props.is_synchronous and failing_task is not None:
@@ -343,7 +394,8 @@ class CheckpointCompletion:
         if pending is not None and not pending.is_disposed:
             self.recent_expired_checkpoints.append(checkpoint_id)
             self.abort_pending_checkpoint(
-                pending, CheckpointException(CheckpointFailureReason.CHECKPOINT_EXPIRED, checkpoint_id), None)
+                pending, CheckpointException(CheckpointFailureReason.CHECKPOINT_EXPIRED, checkpoint_id), None
+            )
 
     def release_shared_state(self, lowest_retained: int | None) -> None:
         """Discard the shared files no checkpoint from ``lowest_retained`` on uses (None: no checkpoint is kept)."""

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from barriersim.runtime.coordinator.plan import CheckpointPlan, JobVertexInfo
 from barriersim.runtime.coordinator.properties import CheckpointProperties, JobStatus
+from barriersim.runtime.event_timers import Cancellable
 from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import ExecutionAttemptID, JobVertexID, OperatorID
@@ -68,11 +70,17 @@ class CompletedCheckpoint:
         return self.props.discard_on_shutdown(job_status)
 
     @staticmethod
-    def from_metadata(job_id: str, metadata: CheckpointMetadata, props: CheckpointProperties,
-                      external_pointer: str | None = None) -> "CompletedCheckpoint":
+    def from_metadata(
+        job_id: str, metadata: CheckpointMetadata, props: CheckpointProperties, external_pointer: str | None = None
+    ) -> CompletedCheckpoint:
         return CompletedCheckpoint(
-            job_id, metadata.checkpoint_id, 0, 0,
-            {s.operator_id: s for s in metadata.operator_states}, tuple(metadata.master_states), props,
+            job_id,
+            metadata.checkpoint_id,
+            0,
+            0,
+            {s.operator_id: s for s in metadata.operator_states},
+            tuple(metadata.master_states),
+            props,
             external_pointer,
         )
 
@@ -88,8 +96,14 @@ class _OperatorStateBuilder:
     def build(self, fully_finished: bool = False) -> OperatorState:
         if fully_finished:
             return OperatorState(self.operator_id, self.parallelism, self.max_parallelism, {}, None, True)
-        return OperatorState(self.operator_id, self.parallelism, self.max_parallelism,
-                             dict(sorted(self.subtask_states.items())), self.coordinator_state, False)
+        return OperatorState(
+            self.operator_id,
+            self.parallelism,
+            self.max_parallelism,
+            dict(sorted(self.subtask_states.items())),
+            self.coordinator_state,
+            False,
+        )
 
 
 class PendingCheckpoint:
@@ -129,7 +143,7 @@ class PendingCheckpoint:
         self.latest_ack_timestamp: int | None = None
         self.disposed = False
         self.failure_reason: CheckpointFailureReason | None = None
-        self._canceller = None
+        self._canceller: Cancellable | None = None
 
     # -- status --------------------------------------------------------------------------------
 
@@ -161,8 +175,11 @@ class PendingCheckpoint:
         return not self.not_yet_acknowledged_operator_coordinators and not self.disposed
 
     def is_fully_acknowledged(self) -> bool:
-        return (self.are_tasks_fully_acknowledged() and self.are_master_states_fully_acknowledged()
-                and self.are_coordinators_fully_acknowledged())
+        return (
+            self.are_tasks_fully_acknowledged()
+            and self.are_master_states_fully_acknowledged()
+            and self.are_coordinators_fully_acknowledged()
+        )
 
     def can_be_subsumed(self) -> bool:
         return not self.props.is_savepoint
@@ -171,7 +188,7 @@ class PendingCheckpoint:
     def operator_states(self) -> dict[OperatorID, OperatorState]:
         return {k: b.build() for k, b in self._operator_states.items()}
 
-    def set_canceller_handle(self, handle) -> bool:
+    def set_canceller_handle(self, handle: Cancellable) -> bool:
         """Flink's ``setCancellerHandle``: False (and nothing kept) if the checkpoint already ended."""
         if self.disposed:
             return False
@@ -228,8 +245,9 @@ class PendingCheckpoint:
             if state is not None:
                 self.master_states.append(state)
 
-    def acknowledge_coordinator_state(self, vertex: JobVertexInfo, operator_id: OperatorID,
-                                      state: bytes | None) -> TaskAcknowledgeResult:
+    def acknowledge_coordinator_state(
+        self, vertex: JobVertexInfo, operator_id: OperatorID, state: bytes | None
+    ) -> TaskAcknowledgeResult:
         """An operator coordinator's checkpoint state (``None`` for a stateless coordinator)."""
         if self.disposed:
             return TaskAcknowledgeResult.DISCARDED
@@ -251,8 +269,9 @@ class PendingCheckpoint:
                 done.add(v.vertex_id)
         return done
 
-    def finalize_checkpoint(self, completion_timestamp: int,
-                            metadata_writer: Callable[[CheckpointMetadata], Any] | None = None) -> CompletedCheckpoint:
+    def finalize_checkpoint(
+        self, completion_timestamp: int, metadata_writer: Callable[[CheckpointMetadata], Any] | None = None
+    ) -> CompletedCheckpoint:
         """Build the completed checkpoint; with ``metadata_writer``, write its ``_metadata`` first: if that raises,
         the checkpoint stays pending (not disposed) for the coordinator to abort, as in Flink. A savepoint keeps the
         external pointer of where the writer put it (a checkpoint's is not externally addressable here)."""
@@ -275,17 +294,22 @@ class PendingCheckpoint:
         # instead of starting it from empty state.
         vertices = {v.vertex_id: v for v in self._all_vertices}
         for task in self.plan.finished_tasks:
-            v = vertices.get(task.vertex_id)
-            if v is None or v.vertex_id in fully_finished:
+            vertex = vertices.get(task.vertex_id)
+            if vertex is None or vertex.vertex_id in fully_finished:
                 continue
-            for operator_id in v.operators:
-                builder = self._builder(v, operator_id)
+            for operator_id in vertex.operators:
+                builder = self._builder(vertex, operator_id)
                 builder.subtask_states.setdefault(task.subtask_index, FINISHED_OPERATOR_SUBTASK_STATE)
         for operator_id, builder in self._operator_states.items():
             states.setdefault(operator_id, builder.build())
         completed = CompletedCheckpoint(
-            self.job_id, self.checkpoint_id, self.checkpoint_timestamp, completion_timestamp,
-            dict(sorted(states.items())), tuple(self.master_states), self.props,
+            self.job_id,
+            self.checkpoint_id,
+            self.checkpoint_timestamp,
+            completion_timestamp,
+            dict(sorted(states.items())),
+            tuple(self.master_states),
+            self.props,
         )
         if metadata_writer is not None:
             location = metadata_writer(completed.metadata)

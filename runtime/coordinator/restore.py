@@ -7,10 +7,13 @@ savepoint (Flink's ``restoreLatestCheckpointedStateInternal`` / ``restoreSavepoi
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.completed_store import StandaloneCompletedCheckpointStore
 from barriersim.runtime.coordinator.completion import CheckpointCompletion
+from barriersim.runtime.coordinator.id_counter import StandaloneCheckpointIDCounter
 from barriersim.runtime.coordinator.master_hooks import MasterTriggerRestoreHook, reset_hooks, restore_master_hooks
 from barriersim.runtime.coordinator.pending_checkpoint import CompletedCheckpoint
 from barriersim.runtime.coordinator.plan import JobVertexInfo
@@ -53,8 +56,9 @@ def check_state_mapping(
     return skipped
 
 
-def _with_sources_of_previous(metadata: CheckpointMetadata, retained: Sequence[CompletedCheckpoint],
-                              vertices: Sequence[JobVertexInfo]) -> CheckpointMetadata:
+def _with_sources_of_previous(
+    metadata: CheckpointMetadata, retained: Sequence[CompletedCheckpoint], vertices: Sequence[JobVertexInfo]
+) -> CheckpointMetadata:
     """The planted bug ``SOURCE_POSITIONS_FROM_PREVIOUS_CHECKPOINT``: ``metadata`` with its source operators' states
     (their read positions) taken from the retained checkpoint before it."""
     previous = [c for c in retained if c.checkpoint_id < metadata.checkpoint_id and not c.props.is_savepoint]
@@ -71,10 +75,21 @@ class CheckpointRestore:
     start fresh) or a savepoint. The id counter moves past the restored id; a restored snapshot the job does not own
     makes the checkpoints full until one completes (the completion's ``force_full_snapshot``)."""
 
-    def __init__(self, job_id: str, vertices: Sequence[JobVertexInfo], *, store, id_counter,
-                 shared_state_registry: SharedStateRegistry, master_hooks: Mapping[str, MasterTriggerRestoreHook],
-                 stats: CheckpointStatsTracker, completion: CheckpointCompletion, clock: Callable[[], int],
-                 emit: Callable[[Any], None], is_shutdown: Callable[[], bool]):
+    def __init__(
+        self,
+        job_id: str,
+        vertices: Sequence[JobVertexInfo],
+        *,
+        store: StandaloneCompletedCheckpointStore,
+        id_counter: StandaloneCheckpointIDCounter,
+        shared_state_registry: SharedStateRegistry,
+        master_hooks: Mapping[str, MasterTriggerRestoreHook],
+        stats: CheckpointStatsTracker,
+        completion: CheckpointCompletion,
+        clock: Callable[[], int],
+        emit: Callable[[Any], None],
+        is_shutdown: Callable[[], bool],
+    ) -> None:
         self.job_id = job_id
         self._vertices = tuple(vertices)
         self._store = store
@@ -107,14 +122,18 @@ class CheckpointRestore:
         # restored from a snapshot the job does not own: checkpoints are full until one completes (NO_CLAIM)
         self._completion.force_full_snapshot = latest.props.is_unclaimed
         restore_master_hooks(self._master_hooks, latest.master_states, latest.checkpoint_id, allow_non_restored_state)
-        self._stats.report_restored_checkpoint(latest.checkpoint_id, self._clock(),
-                                              external_path(latest.external_pointer, latest.props.is_savepoint),
-                                              latest.props.is_savepoint)
+        self._stats.report_restored_checkpoint(
+            latest.checkpoint_id,
+            self._clock(),
+            external_path(latest.external_pointer, latest.props.is_savepoint),
+            latest.props.is_savepoint,
+        )
         self._emit(m.RestoreFrom(latest.checkpoint_id, metadata, latest.props.is_savepoint, allow_non_restored_state))
         return latest
 
-    def restore_savepoint(self, path: str, loader: Callable[[str], CheckpointMetadata],
-                          allow_non_restored_state: bool = False) -> CompletedCheckpoint:
+    def restore_savepoint(
+        self, path: str, loader: Callable[[str], CheckpointMetadata], allow_non_restored_state: bool = False
+    ) -> CompletedCheckpoint:
         """Flink's ``restoreSavepoint``: load ``_metadata`` through the injected loader (storage's), check it
         fits the job, register its shared state (``registerSharedStatesAfterRestored`` in ``NO_CLAIM`` mode), add
         it to the store (as an unclaimed snapshot: never discarded by us), set the id
@@ -127,11 +146,11 @@ class CheckpointRestore:
         # its shared files are registered before it enters the store (whose subsumption counts on them), as
         # not claimed: this job refers to them but never discards them
         self._registry.register_all_after_restored(
-            savepoint.checkpoint_id, savepoint.operator_states.values(), RecoveryClaimMode.NO_CLAIM)
+            savepoint.checkpoint_id, savepoint.operator_states.values(), RecoveryClaimMode.NO_CLAIM
+        )
         result = self._store.add_checkpoint_and_subsume_oldest_one(savepoint)
         for subsumed in result.to_discard:
             self._completion.discard_completed(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED)
         self._id_counter.set_count(metadata.checkpoint_id + 1)
         self.restore_latest_checkpointed_state(allow_non_restored_state)
         return savepoint
-

@@ -10,8 +10,8 @@ bug's Flink issue and fix version, where it is planted and which property finds 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 class PlantedBug(enum.Enum):

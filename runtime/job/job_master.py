@@ -9,10 +9,12 @@ deployments), ``JobCheckpointing`` (the coordinator of each JobManager generatio
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.coordinator import messages as m
+from barriersim.runtime.coordinator.checkpoint_coordinator import CheckpointCoordinator
 from barriersim.runtime.coordinator.checkpoint_recovery import next_attempt_number
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
@@ -24,6 +26,7 @@ from barriersim.runtime.faults.fault_schedule import (
     CrashCoordinator,
     CrashTaskManager,
     DamageCheckpoint,
+    Fault,
     KillNode,
     MessageKind,
     ProtocolPoint,
@@ -35,9 +38,11 @@ from barriersim.runtime.job.actions import (
     CoordinatorMessage,
     CoordinatorRecoveryDue,
     FaultDue,
+    JobAction,
     JobEnded,
     ReportRunning,
     RestartDue,
+    SubtaskKey,
     subtask_name,
 )
 from barriersim.runtime.job.checkpointing import JobCheckpointing
@@ -47,20 +52,39 @@ from barriersim.runtime.job.failover import JobFailover
 from barriersim.runtime.job.fault_injection import FaultInjector
 from barriersim.runtime.job.operations import JobOperations
 from barriersim.runtime.job.report import JobReport, JobRestore, Operation
+from barriersim.runtime.job.restart_strategy import ExponentialDelayRestartStrategy, FixedDelayRestartStrategy
 from barriersim.runtime.job.restore_failure import RESTORE_ERRORS, RestorePhase, describe
 from barriersim.runtime.state.snapshot import CheckpointMetadata
+from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
 
 Trace = Callable[[str, str], None]
 
 
 class JobMaster:
-    def __init__(self, config: JobConfig, job_id: str, *, storage, clock: Callable[[], int], timers: EventTimers,
-                 coordinator_rng: Callable[[], random.Random], trace: Trace | None = None,
-                 keep_completed_metadata: bool = False, charging: Charging = Charging.VIRTUAL,
-                 cost_rng: random.Random | None = None, savepoint_storage=None, restore: JobRestore | None = None,
-                 first_epoch: int = 0, first_attempt_number: int = 0, fault_log: FaultLog | None = None,
-                 fired_points: set | None = None, finished: set | None = None, started_ms: int | None = None,
-                 arm_timed_faults: bool = True, lost_nodes: frozenset[int] = frozenset()):
+    def __init__(
+        self,
+        config: JobConfig,
+        job_id: str,
+        *,
+        storage: CheckpointStorage,
+        clock: Callable[[], int],
+        timers: EventTimers,
+        coordinator_rng: Callable[[], random.Random],
+        trace: Trace | None = None,
+        keep_completed_metadata: bool = False,
+        charging: Charging = Charging.VIRTUAL,
+        cost_rng: random.Random | None = None,
+        savepoint_storage: CheckpointStorage | None = None,
+        restore: JobRestore | None = None,
+        first_epoch: int = 0,
+        first_attempt_number: int = 0,
+        fault_log: FaultLog | None = None,
+        fired_points: set[Fault] | None = None,
+        finished: set[SubtaskKey] | None = None,
+        started_ms: int | None = None,
+        arm_timed_faults: bool = True,
+        lost_nodes: frozenset[int] = frozenset(),
+    ) -> None:
         """``storage``: a ``CheckpointStorage`` (checkpoint metadata, recovery); ``savepoint_storage``: where
         savepoints are written (default ``storage``); ``timers``: the driver's, for the coordinator's timers;
         ``coordinator_rng()``: the random stream of each new coordinator; ``keep_completed_metadata``: keep every
@@ -78,7 +102,7 @@ class JobMaster:
         self.savepoint_storage = savepoint_storage if savepoint_storage is not None else storage
         self._clock = clock
         self._trace = trace or (lambda label, detail: None)
-        self._out: list = []
+        self._out: list[JobAction] = []
         self.outcome: JobOutcome | None = None
         self.failure_reason: str | None = None
         self.started_ms: int | None = started_ms  # the job's clock (fault times) starts when the first tasks restored
@@ -93,52 +117,104 @@ class JobMaster:
         emit = self._out_append
         # the collaborators; where two call each other, the one built first calls the other through a lambda
         self._deployer = ExecutionDeployer(
-            config, storage=storage, fired_points=fired_points, finished=finished if finished is not None else set(),
-            first_epoch=first_epoch, lost_nodes=lost_nodes,
+            config,
+            storage=storage,
+            fired_points=fired_points,
+            finished=finished if finished is not None else set(),
+            first_epoch=first_epoch,
+            lost_nodes=lost_nodes,
             current_attempt=lambda vertex, index: self._checkpointing.current_attempt(vertex, index),
             deploying=lambda attempt: self._checkpointing.send(m.TaskDeploying(attempt)),
             restore_failed=lambda reason: self._failover.restore_failed(RestorePhase.FAILOVER, "restore", reason),
-            emit=emit)
+            emit=emit,
+        )
         self._injector = FaultInjector(
-            config.faults, config.placement, fault_log=self._fault_log, fired_points=fired_points,
-            deployer=self._deployer, storage=storage, job_ms=self.job_ms, job_ended=self._ended, trace=self._trace,
-            emit=emit)
+            config.faults,
+            config.placement,
+            fault_log=self._fault_log,
+            fired_points=fired_points,
+            deployer=self._deployer,
+            storage=storage,
+            job_ms=self.job_ms,
+            job_ended=self._ended,
+            trace=self._trace,
+            emit=emit,
+        )
         self._checkpointing = JobCheckpointing(
-            config, job_id, storage=storage, savepoint_storage=self.savepoint_storage, clock=clock, timers=timers,
-            coordinator_rng=coordinator_rng, cost=CostCharger(config.storage, charging, cost_rng or random.Random(0)),
-            keep_completed_metadata=keep_completed_metadata, first_attempt_number=first_attempt_number,
-            fault_log=self._fault_log, job_ms=self.job_ms, epoch=lambda: self._deployer.epoch,
-            trace=self._trace, to_task=self._injector.to_task, crash_point=self._injector.crash_point,
+            config,
+            job_id,
+            storage=storage,
+            savepoint_storage=self.savepoint_storage,
+            clock=clock,
+            timers=timers,
+            coordinator_rng=coordinator_rng,
+            cost=CostCharger(config.storage, charging, cost_rng or random.Random(0)),
+            keep_completed_metadata=keep_completed_metadata,
+            first_attempt_number=first_attempt_number,
+            fault_log=self._fault_log,
+            job_ms=self.job_ms,
+            epoch=lambda: self._deployer.epoch,
+            trace=self._trace,
+            to_task=self._injector.to_task,
+            crash_point=self._injector.crash_point,
             request_completed=lambda request, cid: self._operations.request_completed(request, cid),
             request_failed=lambda request, cid, reason: self._operations.request_failed(request, cid, reason),
             savepoint_written=lambda cid, path, metadata: self._operations.savepoint_written(cid, path, metadata),
             fail_over=lambda task, why: self._failover.fail_over(task, why),
-            job_ended=self._ended, failing_over=lambda: self._failover.failing_over)
+            job_ended=self._ended,
+            failing_over=lambda: self._failover.failing_over,
+        )
         self._operations = JobOperations(
-            storage=storage, checkpointing=self._checkpointing, deployer=self._deployer, job_ms=self.job_ms,
-            outcome=lambda: self.outcome, cancelled=self._cancelled, trace=self._trace, emit=emit)
+            storage=storage,
+            checkpointing=self._checkpointing,
+            deployer=self._deployer,
+            job_ms=self.job_ms,
+            outcome=lambda: self.outcome,
+            cancelled=self._cancelled,
+            trace=self._trace,
+            emit=emit,
+        )
         self._failover = JobFailover(
-            config, job_id, storage=storage, clock=clock, coordinator_rng=coordinator_rng,
-            checkpointing=self._checkpointing, deployer=self._deployer, injector=self._injector,
-            operations=self._operations, fault_log=self._fault_log, job_ms=self.job_ms, job_ended=self._ended,
-            fail=self._failed, trace=self._trace, emit=emit)
-        self._handlers = {
-            je.Start: self._start, je.TasksRestored: self._tasks_restored, je.TasksStarted: self._tasks_started,
-            je.TasksRunning: self._tasks_running, je.DeployFailed: self._deploy_failed,
-            je.CheckpointAcknowledged: self._acknowledge_checkpoint, je.CheckpointDeclined: self._decline_checkpoint,
-            je.IncompleteStatsReported: self._report_incomplete_snapshot_stats, je.TaskFinished: self._task_finished,
-            je.TaskFailed: self._task_failed, je.TaskCrashedAt: self._task_crashed_at,
+            config,
+            job_id,
+            storage=storage,
+            clock=clock,
+            coordinator_rng=coordinator_rng,
+            checkpointing=self._checkpointing,
+            deployer=self._deployer,
+            injector=self._injector,
+            operations=self._operations,
+            fault_log=self._fault_log,
+            job_ms=self.job_ms,
+            job_ended=self._ended,
+            fail=self._failed,
+            trace=self._trace,
+            emit=emit,
+        )
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            je.Start: self._start,
+            je.TasksRestored: self._tasks_restored,
+            je.TasksStarted: self._tasks_started,
+            je.TasksRunning: self._tasks_running,
+            je.DeployFailed: self._deploy_failed,
+            je.CheckpointAcknowledged: self._acknowledge_checkpoint,
+            je.CheckpointDeclined: self._decline_checkpoint,
+            je.IncompleteStatsReported: self._report_incomplete_snapshot_stats,
+            je.TaskFinished: self._task_finished,
+            je.TaskFailed: self._task_failed,
+            je.TaskCrashedAt: self._task_crashed_at,
             je.SlowdownMet: self._slowdown_met,
             je.TriggerSavepoint: lambda e: self._operations.trigger_savepoint(),
             je.StopWithSavepoint: lambda e: self._operations.stop_with_savepoint(e.drain),
             je.CancelJob: lambda e: self._operations.cancel(),
             je.CoordinatorTimerFired: self._checkpointing.timer_fired,
             CoordinatorMessage: lambda e: self._checkpointing.receives(e.generation, e.event),
-            FaultDue: self._fault_due, RestartDue: self._failover.restart,
+            FaultDue: self._fault_due,
+            RestartDue: self._failover.restart,
             CoordinatorRecoveryDue: self._failover.recover_coordinator,
         }
 
-    def handle(self, event: je.JobEvent) -> list:
+    def handle(self, event: je.JobEvent) -> list[JobAction]:
         """The one way in: everything ``event`` causes, in order (``runtime.job.actions``)."""
         handler = self._handlers.get(type(event))
         if handler is None:
@@ -147,7 +223,7 @@ class JobMaster:
         out, self._out = self._out, []
         return out
 
-    def _out_append(self, action) -> None:
+    def _out_append(self, action: JobAction) -> None:
         self._out.append(action)
 
     # -- the job's outcome ----------------------------------------------------------------------------------------
@@ -180,7 +256,7 @@ class JobMaster:
         """The current deployment's tasks were restored and have not been cancelled."""
         return self._deployer.running
 
-    def finished_subtasks(self) -> set:
+    def finished_subtasks(self) -> set[SubtaskKey]:
         """The current deployment's finished subtasks (the run's set, cleared in place for each deployment)."""
         return self._deployer.finished
 
@@ -203,11 +279,11 @@ class JobMaster:
         """What failed the job over (or failed it), one line each."""
         return list(self._failover.failures)
 
-    def restart_strategy(self):
+    def restart_strategy(self) -> FixedDelayRestartStrategy | ExponentialDelayRestartStrategy:
         """The current JobMaster's restart strategy (a new JobManager starts a new one)."""
         return self._failover.restart_strategy
 
-    def fault_report(self) -> list[dict]:
+    def fault_report(self) -> list[dict[str, Any]]:
         """What the fault schedule fired so far (``FaultLog.report``)."""
         return self._fault_log.report()
 
@@ -219,7 +295,7 @@ class JobMaster:
         """The JobManager died and its successor has not recovered yet."""
         return self._checkpointing.down
 
-    def coordinator(self):
+    def coordinator(self) -> CheckpointCoordinator:
         """The current JobManager's checkpoint coordinator (a dead one while ``coordinator_down()``)."""
         return self._checkpointing.coordinator
 
@@ -231,7 +307,7 @@ class JobMaster:
         """Above every execution attempt the job made (a job or run that continues this one starts there)."""
         return next_attempt_number(self._checkpointing.coordinator)
 
-    def completed_in_epoch(self) -> dict | None:
+    def completed_in_epoch(self) -> dict[int, tuple[int, CheckpointMetadata]] | None:
         """With ``keep_completed_metadata``: checkpoint id -> (the deployment it snapshotted, its metadata)."""
         return self._checkpointing.completed_in_epoch
 
@@ -261,22 +337,33 @@ class JobMaster:
 
     def final_state(self) -> str | None:
         """Flink's terminal ``JobStatus`` of the job, once it ended (a timed-out simulation has none)."""
-        return {JobOutcome.FINISHED: "FINISHED", JobOutcome.CANCELED: "CANCELED",
-                JobOutcome.FAILED: "FAILED"}.get(self.outcome)
+        if self.outcome is None:
+            return None
+        return {JobOutcome.FINISHED: "FINISHED", JobOutcome.CANCELED: "CANCELED", JobOutcome.FAILED: "FAILED"}.get(
+            self.outcome
+        )
 
     def report(self) -> JobReport:
         trackers = self._checkpointing.statistics()
         checkpoints, subtasks, counts = job_statistics(trackers)
         restored = [t.latest_restored for t in trackers if t.latest_restored is not None]
         return JobReport(
-            outcome=self.outcome, checkpoints=checkpoints, subtasks=subtasks, counts=counts,
-            restarts=self._failover.restarts, restored_checkpoint_ids=list(self._deployer.restored_ids),
+            outcome=self.outcome,
+            checkpoints=checkpoints,
+            subtasks=subtasks,
+            counts=counts,
+            restarts=self._failover.restarts,
+            restored_checkpoint_ids=list(self._deployer.restored_ids),
             restored_in_flight_bytes=self._restored_in_flight,
             coordinator_failovers=self._failover.coordinator_failovers,
-            fault_log=self._fault_log.report(), killed=list(self._injector.killed),
-            failures=list(self._failover.failures), storage_errors=list(self._checkpointing.storage_errors),
-            deployments=[dict(d) for d in self._deployer.deployments], failure_reason=self.failure_reason,
-            job_id=self.job_id, final_state=self.final_state(),
+            fault_log=self._fault_log.report(),
+            killed=list(self._injector.killed),
+            failures=list(self._failover.failures),
+            storage_errors=list(self._checkpointing.storage_errors),
+            deployments=[dict(d) for d in self._deployer.deployments],
+            failure_reason=self.failure_reason,
+            job_id=self.job_id,
+            final_state=self.final_state(),
             operations=[o.as_dict() for o in self._operations.operations],
             latest_restored=dict(restored[-1]) if restored else None,
             retained_checkpoint=self._operations.retained_checkpoint,
@@ -299,15 +386,21 @@ class JobMaster:
                 # the restored snapshot is known by its resolved location's pointer (Flink's restoreSavepoint keeps
                 # the CompletedCheckpoint of checkpointStorage.resolveCheckpoint(pointer)): an object store URI
                 # without the client options a user's pointer carries in its query
-                restore = self._checkpointing.restore(m.RestoreSavepoint(
-                    loaded.location.external_pointer, lambda _path: loaded.metadata, settings.allow_non_restored_state))
+                restore = self._checkpointing.restore(
+                    m.RestoreSavepoint(
+                        loaded.location.external_pointer,
+                        lambda _path: loaded.metadata,
+                        settings.allow_non_restored_state,
+                    )
+                )
                 self.restored_at_start = True
             # Flink's job is RUNNING once it is scheduled, before its tasks are deployed
             self._checkpointing.send(m.JobStatusChanged(JobStatus.RUNNING))
             self._deployer.deploy(restore)
         except RESTORE_ERRORS as err:
-            self._failover.restore_failed(RestorePhase.START,
-                                          f"restore from {settings.path}" if settings else "deploy", describe(err))
+            self._failover.restore_failed(
+                RestorePhase.START, f"restore from {settings.path}" if settings else "deploy", describe(err)
+            )
 
     def _tasks_restored(self, event: je.TasksRestored) -> None:
         """Every task of the deployment was built and restored its state: they count as running. The run's first
@@ -353,8 +446,8 @@ class JobMaster:
         """A task of the deployment could not be deployed (its process died, or it could not restore its state):
         fail over again."""
         if event.epoch == self._deployer.epoch and self.outcome is None:
-            restoring = self._deployer.restoring
-            restoring = f" restoring checkpoint {restoring}" if restoring is not None else ""
+            restoring_id = self._deployer.restoring
+            restoring = f" restoring checkpoint {restoring_id}" if restoring_id is not None else ""
             self._failover.record_failure(f"deploy of attempt {event.epoch}{restoring}: {event.cause}")
             self._failover.fail_over("deploy", f"deploy failed{restoring}: {event.cause}")
 
@@ -372,26 +465,45 @@ class JobMaster:
             return  # the task died before its acknowledgement left it
         if injector.fault_log.fails_state_write(name, checkpoint_id, job_ms):
             # Flink's AsyncCheckpointRunnable: the asynchronous part failed, so the task declines
-            self._decline(attempt, checkpoint_id, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
-                          f"{name}: injected by fail_storage_write: the state write failed")
+            self._decline(
+                attempt,
+                checkpoint_id,
+                CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
+                f"{name}: injected by fail_storage_write: the state write failed",
+            )
         elif injector.fault_log.declines(name, checkpoint_id, self._first_source, job_ms):
-            self._decline(attempt, checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED, "injected by fail_checkpoints")
+            self._decline(
+                attempt, checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED, "injected by fail_checkpoints"
+            )
         else:
-            injector.to_coordinator(MessageKind.ACKNOWLEDGE, name, checkpoint_id, CoordinatorMessage(
-                self._checkpointing.generation,
-                m.AcknowledgeCheckpoint(self.job_id, attempt, checkpoint_id, event.snapshot, event.metrics)))
+            injector.to_coordinator(
+                MessageKind.ACKNOWLEDGE,
+                name,
+                checkpoint_id,
+                CoordinatorMessage(
+                    self._checkpointing.generation,
+                    m.AcknowledgeCheckpoint(self.job_id, attempt, checkpoint_id, event.snapshot, event.metrics),
+                ),
+            )
             if current:
                 injector.crash_point(name, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, checkpoint_id)
 
     def _decline_checkpoint(self, event: je.CheckpointDeclined) -> None:
         self._decline(event.attempt, event.checkpoint_id, event.reason, event.detail)
 
-    def _decline(self, attempt: ExecutionAttemptID, checkpoint_id: int, reason: CheckpointFailureReason,
-                 detail: str) -> None:
+    def _decline(
+        self, attempt: ExecutionAttemptID, checkpoint_id: int, reason: CheckpointFailureReason, detail: str
+    ) -> None:
         name = subtask_name((attempt.vertex_id, attempt.subtask_index))
         exception = CheckpointException(reason, checkpoint_id, detail)
-        self._injector.to_coordinator(MessageKind.DECLINE, name, checkpoint_id, CoordinatorMessage(
-            self._checkpointing.generation, m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exception)))
+        self._injector.to_coordinator(
+            MessageKind.DECLINE,
+            name,
+            checkpoint_id,
+            CoordinatorMessage(
+                self._checkpointing.generation, m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exception)
+            ),
+        )
 
     def _report_incomplete_snapshot_stats(self, event: je.IncompleteStatsReported) -> None:
         """A cancelled or failed task's closed asynchronous part reports its figures (Flink's
@@ -400,10 +512,22 @@ class JobMaster:
         attempt, report = event.attempt, event.report
         if not self._injector.was_killed(attempt):
             name = subtask_name((attempt.vertex_id, attempt.subtask_index))
-            self._injector.to_coordinator(None, name, report.checkpoint_id, CoordinatorMessage(
-                self._checkpointing.generation, m.ReportCheckpointMetrics(
-                    self.job_id, attempt, report.checkpoint_id, report.metrics, report.state_size,
-                    report.checkpointed_size)))
+            self._injector.to_coordinator(
+                None,
+                name,
+                report.checkpoint_id,
+                CoordinatorMessage(
+                    self._checkpointing.generation,
+                    m.ReportCheckpointMetrics(
+                        self.job_id,
+                        attempt,
+                        report.checkpoint_id,
+                        report.metrics,
+                        report.state_size,
+                        report.checkpointed_size,
+                    ),
+                ),
+            )
 
     def _task_finished(self, event: je.TaskFinished) -> None:
         attempt = event.attempt

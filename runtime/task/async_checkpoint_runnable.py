@@ -9,14 +9,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass
-from typing import Optional
 
-from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.channel_state.writer import ChannelStateWriteResult
 from barriersim.runtime.checkpoint_cost import CostCharger
 from barriersim.runtime.checkpointing.barrier_handler import CheckpointMetrics
 from barriersim.runtime.events import CheckpointOptions
 from barriersim.runtime.failure_reason import CheckpointFailureReason
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import OperatorID
 from barriersim.runtime.state.snapshot import OperatorSubtaskState, TaskStateSnapshot
 from barriersim.runtime.task.actions import (
@@ -43,8 +42,8 @@ class AsyncCheckpointRunnable:
     checkpoint_id: int
     options: CheckpointOptions
     operator_state: OperatorSubtaskState
-    channel_state: Optional[ChannelStateWriteResult]
-    input_metrics: Optional[CheckpointMetrics]
+    channel_state: ChannelStateWriteResult | None
+    input_metrics: CheckpointMetrics | None
     sync_duration_ms: float
     async_start_ms: float
     is_task_finished: bool
@@ -52,15 +51,17 @@ class AsyncCheckpointRunnable:
     async_done: bool = False
     channel_state_write: ChannelStateWrite = ChannelStateWrite.NONE
 
-    def start_channel_state_write(self, cost: CostCharger, memory_threshold: int) -> Optional[AsyncCheckpointStarted]:
+    def start_channel_state_write(self, cost: CostCharger, memory_threshold: int) -> AsyncCheckpointStarted | None:
         """Once the channel state is complete, hand its write to the driver (the channel-state writer's thread
         writes it while the asynchronous part uploads the snapshot), if the checkpoint persisted in-flight data (a
         subtask whose channels held nothing, or an aligned one whose alignment never timed out, writes nothing)."""
         result = self.channel_state
         if result is None or not result.is_done() or self.channel_state_write is not ChannelStateWrite.NONE:
             return None
-        if (result.input_channel_state_handles.is_completed_exceptionally()
-                or result.result_subpartition_state_handles.is_completed_exceptionally()):
+        if (
+            result.input_channel_state_handles.is_completed_exceptionally()
+            or result.result_subpartition_state_handles.is_completed_exceptionally()
+        ):
             return None
         persisted = result.persisted_input_bytes + result.persisted_output_bytes
         if persisted == 0:  # nothing in flight was persisted: the writer has nothing to write
@@ -82,10 +83,13 @@ class AsyncCheckpointRunnable:
     def is_done(self) -> bool:
         """The asynchronous part, the channel state and its write are done: it may acknowledge."""
         result = self.channel_state
-        return (self.async_done and (result is None or result.is_done())
-                and self.channel_state_write is not ChannelStateWrite.RUNNING)
+        return (
+            self.async_done
+            and (result is None or result.is_done())
+            and self.channel_state_write is not ChannelStateWrite.RUNNING
+        )
 
-    def failure(self) -> Optional[DeclineCheckpoint]:
+    def failure(self) -> DeclineCheckpoint | None:
         """The decline of a done checkpoint whose channel state could not be written, else None."""
         result = self.channel_state
         if result is not None and (
@@ -93,12 +97,14 @@ class AsyncCheckpointRunnable:
             or result.result_subpartition_state_handles.is_completed_exceptionally()
         ):
             error = result.input_channel_state_handles.exception or result.result_subpartition_state_handles.exception
-            return DeclineCheckpoint(self.checkpoint_id, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
-                                     repr(error))
+            return DeclineCheckpoint(
+                self.checkpoint_id, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION, repr(error)
+            )
         return None
 
-    def acknowledgement(self, operator_id: OperatorID, final_input_metrics: Optional[CheckpointMetrics],
-                        now_ms: float) -> AcknowledgeCheckpoint:
+    def acknowledgement(
+        self, operator_id: OperatorID, final_input_metrics: CheckpointMetrics | None, now_ms: float
+    ) -> AcknowledgeCheckpoint:
         """The acknowledgement of a done checkpoint: the operator state with the channel state handles, and the
         metrics (the alignment's final figures if every barrier arrived after the trigger)."""
         result = self.channel_state
@@ -128,14 +134,19 @@ class AsyncCheckpointRunnable:
             # in-flight data, its input channels' and output subpartitions' state together (AsyncCheckpointRunnable.
             # finalizeNonFinishedSnapshots), whatever the options: an unaligned checkpoint with nothing in flight
             # reports false, a timeoutable one whose barrier timed out in the output reports true
-            unaligned_checkpoint=(self.options.is_unaligned_checkpoint  # planted: FLINK-31588's type from the options
-                                  if is_planted(PlantedBug.UNALIGNED_FLAG_FROM_OPTIONS)
-                                  else persisted_input + persisted_output > 0),
+            unaligned_checkpoint=(
+                self.options.is_unaligned_checkpoint  # planted: FLINK-31588's type from the options
+                if is_planted(PlantedBug.UNALIGNED_FLAG_FROM_OPTIONS)
+                else persisted_input + persisted_output > 0
+            ),
         )
         return AcknowledgeCheckpoint(self.checkpoint_id, snapshot, metrics)
 
-    def report_incomplete(self, final_input_metrics: Optional[CheckpointMetrics]) -> ReportIncompleteSnapshotStats:
+    def report_incomplete(self, final_input_metrics: CheckpointMetrics | None) -> ReportIncompleteSnapshotStats:
         """What it reports when its task's cancellation closes it (``AsyncCheckpointRunnable.close``)."""
-        return build_incomplete(self.checkpoint_id, self.sync_duration_ms, final_input_metrics or self.input_metrics,
-                                self.operator_state if self.async_done else None)
-
+        return build_incomplete(
+            self.checkpoint_id,
+            self.sync_duration_ms,
+            final_input_metrics or self.input_metrics,
+            self.operator_state if self.async_done else None,
+        )

@@ -6,7 +6,8 @@ on that way: how its data ended, its final checkpoint, and the synchronous savep
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from barriersim.runtime.events import EndOfData, StopMode
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
@@ -25,8 +26,15 @@ class TaskInput(Protocol):
 
 
 class TaskEndOfData:
-    def __init__(self, chain: OperatorChain, task_input: TaskInput, checkpoints: SubtaskCheckpointCoordinator, *,
-                 checkpoints_after_tasks_finish: bool, end_partitions: Callable[[], None]):
+    def __init__(
+        self,
+        chain: OperatorChain,
+        task_input: TaskInput,
+        checkpoints: SubtaskCheckpointCoordinator,
+        *,
+        checkpoints_after_tasks_finish: bool,
+        end_partitions: Callable[[], None],
+    ):
         """``checkpoints``: the task's checkpoint steps (the final checkpoint comes after their last one);
         ``end_partitions``: the task finishes (its partitions end, ``TaskFinished``)."""
         self._chain = chain
@@ -34,11 +42,11 @@ class TaskEndOfData:
         self._checkpoints = checkpoints
         self._checkpoints_after_tasks_finish = checkpoints_after_tasks_finish
         self._end_partitions = end_partitions
-        self.mode: Optional[StopMode] = None  # how the task's data ended (read-only outside)
-        self.final_checkpoint_min_id: Optional[int] = None  # set once the data ended (FLIP-147) (read-only outside)
+        self.mode: StopMode | None = None  # how the task's data ended (read-only outside)
+        self.final_checkpoint_min_id: int | None = None  # set once the data ended (FLIP-147) (read-only outside)
         self.final_checkpoint_completed = False  # then it finishes once its consumers processed all its data
         # stop-with-savepoint: the synchronous savepoint the task stopped for, and whether it completed
-        self._synchronous_savepoint_id: Optional[int] = None
+        self._synchronous_savepoint_id: int | None = None
         self._synchronous_savepoint_completed = False
 
     def on_synchronous_savepoint(self, savepoint_id: int) -> None:
@@ -106,8 +114,9 @@ class TaskEndOfData:
         if checkpoint_id == self._synchronous_savepoint_id:
             # Flink's StreamTask: the synchronous savepoint completes the task's final checkpoint
             self._synchronous_savepoint_completed = True
-        if self.final_checkpoint_min_id is not None and (checkpoint_id >= self.final_checkpoint_min_id
-                                                         or self._synchronous_savepoint_completed):
+        if self.final_checkpoint_min_id is not None and (
+            checkpoint_id >= self.final_checkpoint_min_id or self._synchronous_savepoint_completed
+        ):
             self.final_checkpoint_completed = True
             self.finish_after_final_checkpoint()
 

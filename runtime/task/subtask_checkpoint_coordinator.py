@@ -9,17 +9,19 @@ methods return the actions (``runtime/task/actions.py``) in order. Mirrors Flink
 from __future__ import annotations
 
 import enum
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 from barriersim.runtime.channel_state.writer import ChannelStateWriter, ChannelStateWriterImpl
 from barriersim.runtime.checkpoint_cost import FREE, NO_WORK, CostCharger, SnapshotWork
 from barriersim.runtime.checkpointing.barrier_handler import Cancellable, CheckpointMetrics, Clock, TimerService
 from barriersim.runtime.events import (
     AlignmentType,
+    Buffer,
     CancelCheckpointMarker,
     ChannelElement,
     CheckpointBarrier,
     CheckpointOptions,
+    ResultSubpartitionInfo,
 )
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
@@ -65,18 +67,18 @@ class SubtaskCheckpointCoordinator:
         snapshot_state: SnapshotState,
         clock: Clock,
         partitions: Sequence[ResultPartition] = (),
-        channel_state_writer: Optional[ChannelStateWriter] = None,
-        timer_service: Optional[TimerService] = None,
+        channel_state_writer: ChannelStateWriter | None = None,
+        timer_service: TimerService | None = None,
         operator: object = None,
         has_inputs: bool = True,
         async_completion: AsyncCompletion = AsyncCompletion.IMMEDIATE,
         max_record_aborted_checkpoints: int = DEFAULT_MAX_RECORD_ABORTED_CHECKPOINTS,
-        sink: Optional[Callable[[TaskCheckpointAction], None]] = None,
+        sink: Callable[[TaskCheckpointAction], None] | None = None,
         task_name: str = "",
         subtask_index: int = 0,
         crash_points: CrashPoints = NO_CRASH_POINTS,
         cost: CostCharger = FREE,
-        snapshot_work: Optional[SnapshotWorkOf] = None,
+        snapshot_work: SnapshotWorkOf | None = None,
         memory_threshold: int = 20 * 1024,
     ):
         """``cost``: what the checkpoint's parts cost (``runtime.checkpoint_cost``); ``snapshot_work``: what a
@@ -113,17 +115,19 @@ class SubtaskCheckpointCoordinator:
         # builder's alignment-duration future there): what the acknowledgement reports
         self._final_input_metrics: dict[int, CheckpointMetrics] = {}
         self._inputs_finished: set[int] = set()
-        self._alignment_timer: Optional[tuple[int, Cancellable]] = None
+        self._alignment_timer: tuple[int, Cancellable] | None = None
 
     # -- helpers ----------------------------------------------------------------------------------
 
-    def _call_operator(self, name: str, *args) -> None:
+    def _call_operator(self, name: str, *args: object) -> None:
         method = getattr(self._operator, name, None)
         if method is not None:
             method(*args)
 
-    def _broadcast(self, event: ChannelElement, is_priority: bool) -> tuple[BroadcastEvent, dict]:
-        overtaken: dict = {}
+    def _broadcast(
+        self, event: ChannelElement, is_priority: bool
+    ) -> tuple[BroadcastEvent, dict[ResultSubpartitionInfo, tuple[Buffer, ...]]]:
+        overtaken: dict[ResultSubpartitionInfo, tuple[Buffer, ...]] = {}
         for partition in self.partitions:
             if not partition.is_finished:
                 overtaken.update(partition.broadcast_event(event, is_priority))
@@ -153,7 +157,7 @@ class SubtaskCheckpointCoordinator:
             return True
         return False
 
-    def _cancel_alignment_timer(self, checkpoint_id: Optional[int] = None) -> None:
+    def _cancel_alignment_timer(self, checkpoint_id: int | None = None) -> None:
         if self._alignment_timer is not None and checkpoint_id in (None, self._alignment_timer[0]):
             self._alignment_timer[1].cancel()
             self._alignment_timer = None
@@ -172,8 +176,9 @@ class SubtaskCheckpointCoordinator:
             self._start_write(checkpoint_id, options)
         return []
 
-    def on_all_barriers_received(self, checkpoint_id: int,
-                                 metrics: Optional[CheckpointMetrics] = None) -> list[TaskCheckpointAction]:
+    def on_all_barriers_received(
+        self, checkpoint_id: int, metrics: CheckpointMetrics | None = None
+    ) -> list[TaskCheckpointAction]:
         """The barrier handler's ``AllBarriersReceived``: the input side of the channel state is complete, and
         ``metrics`` are the alignment's final figures (an unaligned checkpoint was triggered on its first
         barrier, before the alignment ended: Flink's alignment duration runs from the first barrier to the last)."""
@@ -200,7 +205,7 @@ class SubtaskCheckpointCoordinator:
         checkpoint_id: int,
         timestamp: int,
         options: CheckpointOptions,
-        input_metrics: Optional[CheckpointMetrics] = None,
+        input_metrics: CheckpointMetrics | None = None,
         *,
         is_task_finished: bool = False,
         is_running: bool = True,
@@ -235,7 +240,8 @@ class SubtaskCheckpointCoordinator:
         # Step (2)
         actions: list[TaskCheckpointAction] = []
         priority = options.is_unaligned_checkpoint or (  # FLINK-18252: a savepoint's barrier overtakes the output
-            options.checkpoint_type.is_savepoint and is_planted(PlantedBug.SAVEPOINT_BARRIER_OVERTAKES_OUTPUT))
+            options.checkpoint_type.is_savepoint and is_planted(PlantedBug.SAVEPOINT_BARRIER_OVERTAKES_OUTPUT)
+        )
         broadcast, overtaken = self._broadcast(CheckpointBarrier(checkpoint_id, timestamp, options), priority)
         actions.append(broadcast)
         if options.is_timeoutable:
@@ -257,7 +263,9 @@ class SubtaskCheckpointCoordinator:
 
         # Step (4): synchronous part
         if not is_running:
-            return actions + self._cleanup(checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, "task not running")
+            return actions + self._cleanup(
+                checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, "task not running"
+            )
         start = self._clock()
         try:
             state = self._snapshot_state(checkpoint_id, options)
@@ -272,8 +280,15 @@ class SubtaskCheckpointCoordinator:
         if needs_channel_state:
             channel_state = self.channel_state_writer.get_and_remove_write_result(checkpoint_id)
         self._pending[checkpoint_id] = AsyncCheckpointRunnable(
-            checkpoint_id, options, state, channel_state, input_metrics, end - start + sync_charge, end + sync_charge,
-            is_task_finished, waiting_for_output,
+            checkpoint_id,
+            options,
+            state,
+            channel_state,
+            input_metrics,
+            end - start + sync_charge,
+            end + sync_charge,
+            is_task_finished,
+            waiting_for_output,
         )
         # asynchronous part
         if self.async_completion is AsyncCompletion.DRIVER:
@@ -317,10 +332,14 @@ class SubtaskCheckpointCoordinator:
         ``checkpoint_id`` become unaligned and the data they overtake is output channel state."""
         if self._alignment_timer is not None and self._alignment_timer[0] == checkpoint_id:
             self._alignment_timer = None
-        converted: dict = {}
+        converted: dict[ResultSubpartitionInfo, tuple[Buffer, ...]] = {}
         for partition in self.partitions:
             converted.update(partition.aligned_barrier_timeout(checkpoint_id))
-        if converted and checkpoint_id in self._started_writes and not self.channel_state_writer_is_aborted(checkpoint_id):
+        if (
+            converted
+            and checkpoint_id in self._started_writes
+            and not self.channel_state_writer_is_aborted(checkpoint_id)
+        ):
             for info, buffers in sorted(converted.items()):
                 if buffers:
                     self.channel_state_writer.add_output_data(checkpoint_id, info, buffers[0].sequence_number, buffers)
@@ -341,7 +360,9 @@ class SubtaskCheckpointCoordinator:
 
     # -- completing the asynchronous part ---------------------------------------------------------------
 
-    def complete_async_part(self, checkpoint_id: int, part: AsyncPart = AsyncPart.SNAPSHOT) -> list[TaskCheckpointAction]:
+    def complete_async_part(
+        self, checkpoint_id: int, part: AsyncPart = AsyncPart.SNAPSHOT
+    ) -> list[TaskCheckpointAction]:
         pending = self._pending.get(checkpoint_id)
         if pending is None:  # cancelled meanwhile (aborted): nothing to report
             return []
@@ -445,8 +466,10 @@ class SubtaskCheckpointCoordinator:
         closed part reports what it had (``AsyncCheckpointRunnable.close`` -> ``reportAbortedSnapshotStats``),
         in checkpoint order; a part is running from the end of its synchronous part to the acknowledgement."""
         self._cancel_alignment_timer()
-        reports = [p.report_incomplete(self._final_input_metrics.get(p.checkpoint_id))
-                   for _, p in sorted(self._pending.items())]
+        reports = [
+            p.report_incomplete(self._final_input_metrics.get(p.checkpoint_id))
+            for _, p in sorted(self._pending.items())
+        ]
         self._pending.clear()
         return reports
 

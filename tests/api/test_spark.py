@@ -17,14 +17,19 @@ import barriersim
 from barriersim import api, sweep
 from barriersim.report.statistics import compute_locally
 from barriersim.rundir import load_tables
-from barriersim.spark.analytics import (COUNT_COLUMNS, STAT_COLUMNS, SWEEP_STATS, compute_analytics, flink_percentile,
-                                        read_sweep_analytics)
-from barriersim.scenarios.loader import load_scenario, with_overrides
-from barriersim.spark.session import RayAndSpark
 from barriersim.runtime.storage.object_storage import object_store_filesystem
+from barriersim.scenarios.loader import load_scenario, with_overrides
+from barriersim.spark.analytics import (
+    COUNT_COLUMNS,
+    STAT_COLUMNS,
+    SWEEP_STATS,
+    compute_analytics,
+    flink_percentile,
+    read_sweep_analytics,
+)
+from barriersim.spark.session import RayAndSpark
 from tests.api.scenarios import TINY, TWO_POINT_SWEEP, TWO_SOURCES, write
 from tests.report.rundirs import tiny_runs
-from tests.s3_server import s3_server  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
 
@@ -64,16 +69,18 @@ def test_spark_workload_gives_the_local_splits_and_the_same_run(spark, tmp_path,
     frames = generated.to_spark(spark)
     assert set(generated.checkpoints.columns) <= set(frames.checkpoints.columns)
     rows = frames.checkpoints.select("id", "status", "failure_reason").orderBy("id").collect()  # a null-typed column
-    assert [(r.id, r.status, r.failure_reason) for r in rows] == \
-        list(generated.checkpoints.sort_values("id")[["id", "status", "failure_reason"]].itertuples(index=False, name=None))
+    assert [(r.id, r.status, r.failure_reason) for r in rows] == list(
+        generated.checkpoints.sort_values("id")[["id", "status", "failure_reason"]].itertuples(index=False, name=None)
+    )
     assert set(generated.subtasks.columns) <= set(frames.subtasks.columns)
 
 
 def test_two_point_sweep_aggregated_in_spark(spark, s3_server, tmp_path):
     scenario = write(tmp_path, TWO_POINT_SWEEP)
     storage = s3_server.bucket_uri("sweeps")
-    result = sweep.run_sweep(scenario, out=tmp_path / "out", modes=["aligned", "unaligned"], spark=spark,
-                             checkpoint_storage=storage)
+    result = sweep.run_sweep(
+        scenario, out=tmp_path / "out", modes=["aligned", "unaligned"], spark=spark, checkpoint_storage=storage
+    )
     table = result.table
     assert table is not None and table.equals(read_sweep_analytics(tmp_path / "out"))
     assert result.index["analytics_engine"] == "spark"  # the Spark that is up (run's rule)
@@ -88,8 +95,10 @@ def test_two_point_sweep_aggregated_in_spark(spark, s3_server, tmp_path):
         local = pq.read_table(str(tmp_path / "out" / "analytics" / name)).to_pandas()
         assert len(local) and remote.equals(local), name
     assert list(zip(table["point"], table["mode"])) == [
-        ("zipf_exponent=0.0", "aligned"), ("zipf_exponent=0.0", "unaligned"),
-        ("zipf_exponent=2.0", "aligned"), ("zipf_exponent=2.0", "unaligned"),
+        ("zipf_exponent=0.0", "aligned"),
+        ("zipf_exponent=0.0", "unaligned"),
+        ("zipf_exponent=2.0", "aligned"),
+        ("zipf_exponent=2.0", "unaligned"),
     ]
     assert table["workload.zipf_exponent"].tolist() == [0.0, 0.0, 2.0, 2.0]
     assert set(table["verdict"]) == {"exactly-once"} and set(table["generated_by"]) == {"local"}
@@ -101,15 +110,25 @@ def test_two_point_sweep_aggregated_in_spark(spark, s3_server, tmp_path):
         assert row["completed"] == len(cps) == run.summary["checkpoints"]["completed"]
         # the rows, and the triggers that failed before they had an id (the first task's RUNNING one: no row)
         without_id = run.summary["checkpoints"]["failed"] - int((run.checkpoints["status"] == "FAILED").sum())
-        assert without_id >= 1 and row["total"] == len(run.checkpoints) + without_id == run.summary["checkpoints"]["total"]
+        assert (
+            without_id >= 1 and row["total"] == len(run.checkpoints) + without_id == run.summary["checkpoints"]["total"]
+        )
         sts = run.subtasks[run.subtasks["id"].isin(cps["id"]) & ~run.subtasks["aborted"]]
-        for metric, values in (("end_to_end_duration", cps["end_to_end_duration"]),
-                               ("persisted_data", cps["persisted_data"]),
-                               ("alignment_duration", sts["alignment_duration"])):
+        for metric, values in (
+            ("end_to_end_duration", cps["end_to_end_duration"]),
+            ("persisted_data", cps["persisted_data"]),
+            ("alignment_duration", sts["alignment_duration"]),
+        ):
             v = values.to_numpy(dtype=float)
-            expected = dict(min=v.min(), max=v.max(), avg=v.mean(),
-                            **{f"p{q}": flink_percentile(np.sort(v), float(f"0.{q}"))  # Flink's percentile
-                               for q in ("50", "90", "95", "99", "999")})
+            expected = dict(
+                min=v.min(),
+                max=v.max(),
+                avg=v.mean(),
+                **{
+                    f"p{q}": flink_percentile(np.sort(v), float(f"0.{q}"))  # Flink's percentile
+                    for q in ("50", "90", "95", "99", "999")
+                },
+            )
             got = {stat: row[f"{metric}_{stat}"] for stat in SWEEP_STATS}
             assert got == pytest.approx(expected), (row["run"], metric)
     # Unaligned checkpoints persist in-flight data; aligned ones persist none.
@@ -120,8 +139,9 @@ def test_a_small_sweep_aggregated_in_pandas_gives_sparks_table(spark, tmp_path):
     """The sweep's pandas path (``barriersim.sweep_table``, by ``barriersim run``'s rule) and its Spark path give
     the same table of the same runs: columns, types, counts, and statistics to the last bits of rounding."""
     scenario = write(tmp_path, TWO_POINT_SWEEP.replace("rate_per_source = 20000", "rate_per_source = 5000"))
-    result = sweep.run_sweep(scenario, out=tmp_path / "out", modes="all", faults=[
-        {"type": "crash_task", "task": "keyed-sum#1", "at_ms": 60}])  # a restart: failed checkpoints, restored
+    result = sweep.run_sweep(
+        scenario, out=tmp_path / "out", modes="all", faults=[{"type": "crash_task", "task": "keyed-sum#1", "at_ms": 60}]
+    )  # a restart: failed checkpoints, restored
     assert result.index["analytics_engine"] == "pandas"  # small runs and no Spark up: run's rule
     in_pandas = result.table
     axes = sweep.axis_types(load_scenario(scenario))
@@ -148,8 +168,12 @@ def test_the_cached_reference_gives_the_spark_verification(spark, tmp_path):
     try:
         splits = hand_off(workload)
         reference = reference_table(spark, workload.df)
-        records = sorted((r, k, v) for tables in splits.values() for t in tables
-                         for r, k, v in zip(*(t.column(c).to_pylist() for c in ("record_id", "key", "value"))))
+        records = sorted(
+            (r, k, v)
+            for tables in splits.values()
+            for t in tables
+            for r, k, v in zip(*(t.column(c).to_pylist() for c in ("record_id", "key", "value")))
+        )
         sums: dict[int, int] = {}
         exact = []
         for r, k, v in records:
@@ -169,21 +193,31 @@ def test_the_cached_reference_gives_the_spark_verification(spark, tmp_path):
         for i, (name, rows) in enumerate(outputs.items()):
             table = output_table(rows)
             exactly_once = i % 2 == 0
-            assert compare_with_reference(splits, reference, table, exactly_once) == \
-                verify(spark, workload.df, table, exactly_once), name
+            assert compare_with_reference(splits, reference, table, exactly_once) == verify(
+                spark, workload.df, table, exactly_once
+            ), name
         assert compare_with_reference(splits, reference, output_table(exact)).verdict.value == "exactly-once"
         counts = {name: compare_with_reference(splits, reference, output_table(rows)) for name, rows in outputs.items()}
-        assert (counts["lost"].lost, counts["duplicated"].duplicated, counts["wrong value"].wrong,
-                counts["unknown record"].wrong, counts["empty"].lost) == (5, 3, 1, 1, len(exact))
+        assert (
+            counts["lost"].lost,
+            counts["duplicated"].duplicated,
+            counts["wrong value"].wrong,
+            counts["unknown record"].wrong,
+            counts["empty"].lost,
+        ) == (5, 3, 1, 1, len(exact))
         assert (counts["wrong sum"].final_sum_mismatched_keys, counts["wrong sum"].wrong) == (1, 0)
         # a sum above the expected one is at-least-once's double counting; one below it violates at-least-once too
         assert counts["wrong sum"].final_sum_short_keys == 0
         assert (counts["short sum"].final_sum_mismatched_keys, counts["short sum"].final_sum_short_keys) == (1, 1)
         assert counts["empty"].final_sum_short_keys == len(sums)
-        assert compare_with_reference(splits, reference, output_table(outputs["wrong sum"]), False).verdict.value == \
-            "at-least-once"
-        assert compare_with_reference(splits, reference, output_table(outputs["short sum"]), False).verdict.value == \
-            "violated"
+        assert (
+            compare_with_reference(splits, reference, output_table(outputs["wrong sum"]), False).verdict.value
+            == "at-least-once"
+        )
+        assert (
+            compare_with_reference(splits, reference, output_table(outputs["short sum"]), False).verdict.value
+            == "violated"
+        )
     finally:
         workload.df.unpersist()
 
@@ -202,8 +236,10 @@ def test_pandas_path_gives_the_spark_paths_numbers(spark, tmp_path):
         b = local.summary.sort_values(keys).reset_index(drop=True)
         assert a[keys].equals(b[keys]), root
         for column in STAT_COLUMNS:
-            assert a[column].astype(float).tolist() == pytest.approx(b[column].astype(float).tolist(), nan_ok=True), \
-                (root, column)
+            assert a[column].astype(float).tolist() == pytest.approx(b[column].astype(float).tolist(), nan_ok=True), (
+                root,
+                column,
+            )
         ca = spark_result.counts.sort_values("run").reset_index(drop=True)
         cb = local.counts.sort_values("run").reset_index(drop=True)
         assert ca[["run", *COUNT_COLUMNS]].astype(str).equals(cb[["run", *COUNT_COLUMNS]].astype(str)), root
@@ -221,11 +257,17 @@ def test_a_campaigns_verdicts_aggregated_in_spark(spark, tmp_path):
     assert table["mode"].tolist() == sorted(set(rows["mode"])) + ["all"]
     for row in table.to_dict("records"):
         mine = rows if row["mode"] == "all" else rows[rows["mode"] == row["mode"]]
-        assert (row["cases"], row["passed"], row["violated"], row["errors"]) == \
-            (len(mine), int((mine["status"] == "passed").sum()), int((mine["status"] == "violated").sum()),
-             int((mine["status"] == "error").sum()))
-        assert (row["exactly_once"], row["at_least_once"], row["faults"], row["restarted"]) == \
-            (int((mine["verdict"] == "exactly-once").sum()), int((mine["verdict"] == "at-least-once").sum()),
-             int(mine["faults_count"].sum()), int((mine["restarts"] > 0).sum()))
+        assert (row["cases"], row["passed"], row["violated"], row["errors"]) == (
+            len(mine),
+            int((mine["status"] == "passed").sum()),
+            int((mine["status"] == "violated").sum()),
+            int((mine["status"] == "error").sum()),
+        )
+        assert (row["exactly_once"], row["at_least_once"], row["faults"], row["restarted"]) == (
+            int((mine["verdict"] == "exactly-once").sum()),
+            int((mine["verdict"] == "at-least-once").sum()),
+            int(mine["faults_count"].sum()),
+            int((mine["restarts"] > 0).sum()),
+        )
         assert row["virtual_seconds_avg"] == pytest.approx(mine["virtual_ms"].mean() / 1000)
         assert row["wall_seconds"] == pytest.approx(mine["wall_seconds"].sum())

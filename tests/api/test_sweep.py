@@ -27,21 +27,32 @@ def cli(argv: list[str]) -> int:
 
 
 def test_point_labels_name_the_settings():
-    assert sweep.point_label({"workload.zipf_exponent": 0.5, "checkpointing.interval_ms": 100}) == \
-        "zipf_exponent=0.5,interval_ms=100"
-    assert sweep.point_label({"checkpointing.checkpoints_after_tasks_finish": False}) == \
-        "checkpoints_after_tasks_finish=false"
+    assert (
+        sweep.point_label({"workload.zipf_exponent": 0.5, "checkpointing.interval_ms": 100})
+        == "zipf_exponent=0.5,interval_ms=100"
+    )
+    assert (
+        sweep.point_label({"checkpointing.checkpoints_after_tasks_finish": False})
+        == "checkpoints_after_tasks_finish=false"
+    )
     assert sweep.point_label({}) == "base"
 
 
 def test_a_sweep_runs_every_point_in_every_mode(tmp_path):
     # 5,000 records/s per source: the job runs 120 ms, so checkpoints every 25 ms trigger several times
-    scenario = write(tmp_path, TWO_POINT_SWEEP.replace("rate_per_source = 20000", "rate_per_source = 5000")
-                     + '"checkpointing.interval_ms" = [10, 25]\n')
+    scenario = write(
+        tmp_path,
+        TWO_POINT_SWEEP.replace("rate_per_source = 20000", "rate_per_source = 5000")
+        + '"checkpointing.interval_ms" = [10, 25]\n',
+    )
     result = sweep.run_sweep(scenario, out=tmp_path / "out", modes=["aligned", "at-least-once"], aggregate=False)
     labels = [p["label"] for p in result.index["points"]]
-    assert labels == ["zipf_exponent=0.0,interval_ms=10", "zipf_exponent=0.0,interval_ms=25",
-                      "zipf_exponent=2.0,interval_ms=10", "zipf_exponent=2.0,interval_ms=25"]
+    assert labels == [
+        "zipf_exponent=0.0,interval_ms=10",
+        "zipf_exponent=0.0,interval_ms=25",
+        "zipf_exponent=2.0,interval_ms=10",
+        "zipf_exponent=2.0,interval_ms=25",
+    ]
     assert len(result.runs) == 8 and result.table is None
     index = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert index == json.loads(json.dumps(result.index))
@@ -57,6 +68,7 @@ def test_a_sweep_runs_every_point_in_every_mode(tmp_path):
             assert summary["workload"]["zipf_exponent"] == point["settings"]["workload.zipf_exponent"]
             assert r["checkpoints"]["completed"] == summary["checkpoints"]["completed"] >= 1
             assert (run_dir / "checkpoints.parquet").exists()
+
     # The point's setting reached the run: the checkpoint interval shows in the trigger timestamps (their median gap:
     # Flink triggers at a fixed rate, so a trigger that waited for the checkpoint before it to end comes less than an
     # interval before the next one).
@@ -82,15 +94,26 @@ def test_sweep_help_lists_the_options(capsys, entry):
         entry(["sweep", "--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    for option in ("--backend", "--mode", "--out", "--seed", "--workload", "--no-analytics", "--checkpoint-storage",
-                   "--analytics", "--parallelism"):
+    for option in (
+        "--backend",
+        "--mode",
+        "--out",
+        "--seed",
+        "--workload",
+        "--no-analytics",
+        "--checkpoint-storage",
+        "--analytics",
+        "--parallelism",
+    ):
         assert option in text
 
 
 def test_sweep_command_runs_and_prints_the_matrix(tmp_path, capsys):
     scenario = write(tmp_path, TWO_POINT_SWEEP)
-    assert cli(["sweep", str(scenario), "--out", str(tmp_path / "out"), "--mode", "all", "--seed", "3",
-                "--no-analytics"]) == 0
+    assert (
+        cli(["sweep", str(scenario), "--out", str(tmp_path / "out"), "--mode", "all", "--seed", "3", "--no-analytics"])
+        == 0
+    )
     captured = capsys.readouterr()
     out = captured.out
     assert "unaligned" in out and "exactly-once" in out and "sweep.json" in out
@@ -99,17 +122,25 @@ def test_sweep_command_runs_and_prints_the_matrix(tmp_path, capsys):
     # each run is named once, by the point and the backend's phase
     phases = [line for line in captured.err.splitlines() if line]
     labels = [p["label"] for p in index["points"]]
-    assert phases == [f"{label}: simulating tiny in {mode} mode" for label in labels
-                      for mode in ("aligned", "unaligned", "at-least-once")]
+    assert phases == [
+        f"{label}: simulating tiny in {mode} mode"
+        for label in labels
+        for mode in ("aligned", "unaligned", "at-least-once")
+    ]
 
 
-@pytest.mark.parametrize("text, words", [
-    (TINY, "sweep: the scenario has no [sweep] table"),
-    (TINY + '\n[sweep]\n"workload.nope" = [1]\n', "sweep.workload.nope"),
-    (TINY + '\n[sweep]\n"workload.records" = [0, 10]\n', "sweep.workload.records"),
-    (TINY + '\n[sweep]\n"checkpointing.mode" = ["unaligned"]\n"checkpointing.max_concurrent" = [2]\n',
-     "checkpointing.max_concurrent"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (TINY, "sweep: the scenario has no [sweep] table"),
+        (TINY + '\n[sweep]\n"workload.nope" = [1]\n', "sweep.workload.nope"),
+        (TINY + '\n[sweep]\n"workload.records" = [0, 10]\n', "sweep.workload.records"),
+        (
+            TINY + '\n[sweep]\n"checkpointing.mode" = ["unaligned"]\n"checkpointing.max_concurrent" = [2]\n',
+            "checkpointing.max_concurrent",
+        ),
+    ],
+)
 def test_bad_sweeps_cost_one_line_and_exit_2(tmp_path, capsys, text, words):
     scenario = write(tmp_path, text)
     assert cli(["sweep", str(scenario), "--out", str(tmp_path / "out"), "--no-analytics"]) == 2
@@ -119,11 +150,14 @@ def test_bad_sweeps_cost_one_line_and_exit_2(tmp_path, capsys, text, words):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("options, words", [
-    (["--parallelism", "2", "--backend", "ray"], "parallelism: the Ray backend runs a sweep's jobs one at a time"),
-    (["--parallelism", "0"], "argument --parallelism: must be an integer >= 1, got '0'"),
-    (["--analytics", "hive"], "argument --analytics: invalid choice: 'hive'"),
-])
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        (["--parallelism", "2", "--backend", "ray"], "parallelism: the Ray backend runs a sweep's jobs one at a time"),
+        (["--parallelism", "0"], "argument --parallelism: must be an integer >= 1, got '0'"),
+        (["--analytics", "hive"], "argument --analytics: invalid choice: 'hive'"),
+    ],
+)
 def test_bad_parallelism_or_analytics_costs_one_line_and_exit_2(tmp_path, capsys, options, words):
     scenario = write(tmp_path, TWO_POINT_SWEEP)
     with pytest.raises(SystemExit) if "argument" in words else contextlib.nullcontext() as exited:
@@ -154,24 +188,42 @@ def test_run_sweep_raises_typed_errors(tmp_path):
     with pytest.raises(ScenarioError, match="mode: must be one of"):
         sweep.run_sweep(write(tmp_path, TWO_POINT_SWEEP), modes="sideways", out=tmp_path / "o", aggregate=False)
     assert not (tmp_path / "o").exists()
-    assert [t for t in sweep.axis_types(load_scenario(write(tmp_path, TWO_POINT_SWEEP)))] == \
-        [("workload.zipf_exponent", float)]
+    assert [t for t in sweep.axis_types(load_scenario(write(tmp_path, TWO_POINT_SWEEP)))] == [
+        ("workload.zipf_exponent", float)
+    ]
 
 
-@pytest.mark.parametrize("backend, uri, message", [
-    ("sim", "s3:///checkpoints", "not an object store URI"),
-    ("ray", "hdfs://namenode/checkpoints", "unknown scheme 'hdfs'"),
-])
-def test_sweep_checks_the_checkpoint_storage_as_run_does_before_anything_starts(tmp_path, capsys, backend, uri,
-                                                                                 message):
+@pytest.mark.parametrize(
+    "backend, uri, message",
+    [
+        ("sim", "s3:///checkpoints", "not an object store URI"),
+        ("ray", "hdfs://namenode/checkpoints", "unknown scheme 'hdfs'"),
+    ],
+)
+def test_sweep_checks_the_checkpoint_storage_as_run_does_before_anything_starts(
+    tmp_path, capsys, backend, uri, message
+):
     scenario = write(tmp_path, TWO_POINT_SWEEP)
     out = tmp_path / "out"
-    assert cli(["sweep", str(scenario), "--backend", backend, "--checkpoint-storage", uri, "--out", str(out),
-                "--no-analytics"]) == 2
+    assert (
+        cli(
+            [
+                "sweep",
+                str(scenario),
+                "--backend",
+                backend,
+                "--checkpoint-storage",
+                uri,
+                "--out",
+                str(out),
+                "--no-analytics",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("barriersim sweep: ") and message in err and uri.split("?")[0] in err, err
     assert len(err.splitlines()) == 1 and not out.exists()
-
 
 
 def test_a_run_on_another_node_comes_back_as_files_the_driver_writes(tmp_path):
@@ -183,8 +235,9 @@ def test_a_run_on_another_node_comes_back_as_files_the_driver_writes(tmp_path):
     from barriersim.ray_tasks import pack_files, remove_tree, unpack_files
 
     point = sweep.sweep_points(load_scenario(write(tmp_path, TWO_POINT_SWEEP)))[1]
-    job = sweep.SweepJob(point, replace(api.plan(point.scenario, mode=["aligned"]), nest=True),
-                         tmp_path / "out" / point.label, None)
+    job = sweep.SweepJob(
+        point, replace(api.plan(point.scenario, mode=["aligned"]), nest=True), tmp_path / "out" / point.label, None
+    )
     here = sweep.run_job(job)
     written = pack_files(job.out)
     remove_tree(job.out)
@@ -193,6 +246,7 @@ def test_a_run_on_another_node_comes_back_as_files_the_driver_writes(tmp_path):
     assert "aligned/checkpoints.parquet" in files and "aligned/scenario.toml" in files
     unpack_files(job.out, files)
     assert summaries["aligned"]["trace_sha256"] == here["aligned"]["trace_sha256"]
-    assert {n: d for n, d in pack_files(job.out).items() if not n.endswith("summary.json")} == \
-        {n: d for n, d in written.items() if not n.endswith("summary.json")}
+    assert {n: d for n, d in pack_files(job.out).items() if not n.endswith("summary.json")} == {
+        n: d for n, d in written.items() if not n.endswith("summary.json")
+    }
     assert json.loads((job.out / "aligned" / "summary.json").read_text()) == summaries["aligned"]

@@ -29,12 +29,14 @@ BLOCKER = textwrap.dedent("""
 
 
 def _run_blocked(code: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", BLOCKER + textwrap.dedent(code)], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", BLOCKER + textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_run_sim_and_replay_import_no_extra(tmp_path):
-    proc = _run_blocked(f"""
+    proc = _run_blocked(
+        f"""
         from barriersim.cli import main
         import barriersim.strategies
         for argv in (["run", {str(QUICKSTART)!r}, "--backend", "sim", "--out", "run"],
@@ -44,7 +46,9 @@ def test_run_sim_and_replay_import_no_extra(tmp_path):
             except SystemExit as e:
                 status = e.code
             assert status in (0, None), (argv, status)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for run in ("run", "replay"):
         assert json.loads((tmp_path / run / "summary.json").read_text())["verification"]["verdict"] == "exactly-once"
@@ -54,14 +58,19 @@ def test_a_small_sweep_and_a_campaign_need_no_extra(tmp_path):
     """A small simulator sweep stays in this process and aggregates in pandas; a campaign runs in this process, and
     its verdict table, which needs Spark, is refused in one line unless skipped."""
     sweep_file = tmp_path / "sweep.toml"
-    sweep_file.write_text(QUICKSTART.read_text().replace("records = 100000", "records = 2000")
-                          + '\n[sweep]\n"workload.zipf_exponent" = [0.0, 1.0]\n')
-    proc = _run_blocked(f"""
+    sweep_file.write_text(
+        QUICKSTART.read_text().replace("records = 100000", "records = 2000")
+        + '\n[sweep]\n"workload.zipf_exponent" = [0.0, 1.0]\n'
+    )
+    proc = _run_blocked(
+        f"""
         from barriersim.cli import main
         assert main(["sweep", {str(sweep_file)!r}, "--out", "sweep"]) == 0
         assert main(["campaign", "generated", "--seeds", "0..3", "--out", "campaign", "--no-analytics"]) == 0
         assert main(["campaign", "generated", "--seeds", "4", "--out", "campaign"]) == 2
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert json.loads((tmp_path / "sweep" / "sweep.json").read_text())["analytics_engine"] == "pandas"
     assert "the verdict table is computed in Spark on Ray, which is not installed" in proc.stderr.splitlines()[-1]

@@ -54,21 +54,26 @@ def suite_parts(mode: str) -> list:
     the check runs them (the cheapest first): random faults, JobManager faults, cancelled-in-flight checkpoints (in
     the modes that persist in-flight data), TaskManager and node loss, rescale sequences with savepoints and
     stops."""
-    parts = [("random faults", simulated_cases(mode=mode), EXAMPLES_PER_MODE, check),
-             ("jobmanager", simulated_cases(mode=mode, jobmanager_faults=True), JOBMANAGER_EXAMPLES_PER_MODE, check)]
+    parts = [
+        ("random faults", simulated_cases(mode=mode), EXAMPLES_PER_MODE, check),
+        ("jobmanager", simulated_cases(mode=mode, jobmanager_faults=True), JOBMANAGER_EXAMPLES_PER_MODE, check),
+    ]
     if mode in IN_FLIGHT_MODES:
         parts.append(("in flight", cancelled_in_flight_cases(mode=mode), IN_FLIGHT_EXAMPLES_PER_MODE, check))
-    parts.append(("taskmanager", simulated_cases(mode=mode, taskmanager_faults=True), TASKMANAGER_EXAMPLES_PER_MODE,
-                  check))
+    parts.append(
+        ("taskmanager", simulated_cases(mode=mode, taskmanager_faults=True), TASKMANAGER_EXAMPLES_PER_MODE, check)
+    )
     parts.append(("rescale", rescale_cases(mode), RESCALE_EXAMPLES_PER_MODE, rescale_check))
     return parts
 
 
 def whole_job_suite(mode: str) -> list:
     """Every whole-job property that runs in ``mode``, each at its default budget (a failure is not shrunk)."""
-    return [random_faults_property(mode, planted_check=True), jobmanager_property(mode, planted_check=True)] + (
-        [in_flight_property(mode, planted_check=True)] if mode in IN_FLIGHT_MODES else []) + [
-        taskmanager_property(mode, planted_check=True), rescale_property(mode)]
+    return (
+        [random_faults_property(mode, planted_check=True), jobmanager_property(mode, planted_check=True)]
+        + ([in_flight_property(mode, planted_check=True)] if mode in IN_FLIGHT_MODES else [])
+        + [taskmanager_property(mode, planted_check=True), rescale_property(mode)]
+    )
 
 
 def first_failure(properties) -> Exception | None:
@@ -80,8 +85,11 @@ def first_failure(properties) -> Exception | None:
     return None
 
 
-@pytest.mark.parametrize(("bug", "mode"), [(bug, mode) for bug, modes in WHOLE_JOB_MODES.items() for mode in modes],
-                         ids=lambda v: getattr(v, "value", v))
+@pytest.mark.parametrize(
+    ("bug", "mode"),
+    [(bug, mode) for bug, modes in WHOLE_JOB_MODES.items() for mode in modes],
+    ids=lambda v: getattr(v, "value", v),
+)
 def test_the_whole_job_suite_finds_each_planted_bug_in_every_mode_it_can_show_in(bug, mode):
     with planted(bug):
         assert is_planted(bug)
@@ -93,11 +101,14 @@ def test_the_whole_job_suite_finds_each_planted_bug_in_every_mode_it_can_show_in
 UNIT_CATCHERS = {
     PlantedBug.LATE_BARRIER_OF_CANCELLED_CHECKPOINT: [
         input_side.test_snapshot_property_unaligned,
-        lambda: input_side.test_input_side_properties(mode=CheckpointingMode.UNALIGNED)],
+        lambda: input_side.test_input_side_properties(mode=CheckpointingMode.UNALIGNED),
+    ],
     PlantedBug.CHANNELS_NOT_UNBLOCKED_ON_CANCEL: [
-        lambda: input_side.test_input_side_properties(mode=CheckpointingMode.ALIGNED)],
+        lambda: input_side.test_input_side_properties(mode=CheckpointingMode.ALIGNED)
+    ],
     PlantedBug.TRACKER_TRIGGERS_ON_FIRST_BARRIER: [
-        lambda: input_side.test_input_side_properties(mode=CheckpointingMode.AT_LEAST_ONCE)],
+        lambda: input_side.test_input_side_properties(mode=CheckpointingMode.AT_LEAST_ONCE)
+    ],
 }
 
 

@@ -79,6 +79,7 @@ def rescale_cases(mode):
 
 def rescale_property(mode):
     """The property as the planted-bug check runs it: default budget, a failure neither shrunk nor saved."""
+
     @property_settings(RESCALE_EXAMPLES_PER_MODE, shrink=False)
     @given(rescale_cases(mode))
     def property_(case):

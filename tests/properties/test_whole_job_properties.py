@@ -27,9 +27,14 @@ def property_settings(max_examples: int, shrink: bool = True):
     """The settings of every whole-job property; without ``shrink`` a failure ends the run at once (the planted-bug
     check only asks whether the property fails)."""
     phases = None if shrink else [Phase.explicit, Phase.generate]
-    return settings(max_examples=max_examples, deadline=None, database=None, derandomize=DERANDOMIZE,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-                    **({"phases": phases} if phases else {}))
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        derandomize=DERANDOMIZE,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        **({"phases": phases} if phases else {}),
+    )
 
 
 def check_with_replay(case) -> None:
@@ -89,7 +94,6 @@ def test_every_mode_keeps_its_guarantee_through_jobmanager_failovers_and_storage
     """Coordinator crashes (a JobManager failover: the new coordinator recovers the completed checkpoints from
     storage) and failed storage writes (task state or ``_metadata``) on top of the task faults."""
     jobmanager_property(mode)()
-
 
 
 @pytest.mark.parametrize("mode", MODES)
