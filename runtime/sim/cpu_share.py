@@ -8,21 +8,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
+from typing import Generic, TypeVar
 
 DONE_US = 1e-6  # a work with this much left is done (rounding of the virtual clock's whole µs)
+K = TypeVar("K", bound=Hashable)
 
 
-class ProcessorSharing:
+class ProcessorSharing(Generic[K]):
     """The works running on one machine's cores (see the module)."""
 
     def __init__(self, cores: int) -> None:
         if cores < 1:
             raise ValueError(f"cores must be at least 1, not {cores}")
         self.cores = cores
-        self._remaining: dict[Hashable, float] = {}  # per key: the work left (µs at full speed)
+        self._remaining: dict[K, float] = {}  # per key: the work left (µs at full speed)
         self._at = 0  # the virtual time (µs) ``_remaining`` holds for
 
-    def __contains__(self, key: Hashable) -> bool:
+    def __contains__(self, key: object) -> bool:
         return key in self._remaining
 
     def __len__(self) -> int:
@@ -42,7 +44,7 @@ class ProcessorSharing:
                 self._remaining[key] -= done
         self._at = now
 
-    def start(self, key: Hashable, work_us: float, now: int) -> None:
+    def start(self, key: K, work_us: float, now: int) -> None:
         """``key`` starts ``work_us`` of CPU work at ``now`` (it runs no other work)."""
         if key in self._remaining:
             raise ValueError(f"{key} already runs a work")
@@ -55,7 +57,7 @@ class ProcessorSharing:
             return None
         return self._at + max(0, math.ceil(min(self._remaining.values()) / self.rate() - DONE_US))
 
-    def finished(self, now: int) -> list[Hashable]:
+    def finished(self, now: int) -> list[K]:
         """The works done by ``now``, in the order they started; they leave the machine."""
         self._advance(now)
         done = [key for key, left in self._remaining.items() if left <= DONE_US]

@@ -38,7 +38,7 @@ from barriersim.runtime.task.actions import (
     TaskFinished,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
-from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
+from barriersim.runtime.task.stream_task import StepOutcome, StepResult, StreamTask
 
 
 class _Route(NamedTuple):
@@ -105,7 +105,9 @@ class DataPlane:
         self._finish_order_violations: list[str] = []  # with record_cuts: tasks that finished before an upstream
         # with ``cpu_cores``: the machine's cores, the tasks whose step's CPU work runs on them (each with what holds
         # it after the work: the step's sleep and synchronous snapshots) and the event of the next work's end
-        self._cpu = ProcessorSharing(config.cluster.cpu_cores) if config.cluster.cpu_cores else None
+        self._cpu: ProcessorSharing[SubtaskKey] | None = (
+            ProcessorSharing(config.cluster.cpu_cores) if config.cluster.cpu_cores else None
+        )
         self._after_cpu: dict[SubtaskKey, int] = {}
         self._cpu_event: ScheduledEvent | None = None
 
@@ -235,7 +237,7 @@ class DataPlane:
         self._pump(key)
         if result.outcome is StepOutcome.PROCESSED:
             cost = self._cost_us(key, result)
-            if self._cpu is not None and self._start_cpu_work(key, task, result, cost):
+            if self._cpu is not None and self._start_cpu_work(self._cpu, key, task, result, cost):
                 return  # its CPU work shares the cores: ``_cpu_work_done`` goes on
             self._busy_until[key] = max(self._busy_until[key], now) + cost
             if result.records and task.is_source():  # its records are paced over the step
@@ -330,49 +332,51 @@ class DataPlane:
 
     # -- CPU sharing (``cpu_cores``, ``runtime.sim.cpu_share``) ------------------------------------------------------
 
-    def _start_cpu_work(self, key: SubtaskKey, task: StreamTask, result, total: int) -> bool:
+    def _start_cpu_work(
+        self, cpu: ProcessorSharing[SubtaskKey], key: SubtaskKey, task: StreamTask, result: StepResult, total: int
+    ) -> bool:
         """The step's CPU work (its records' cost; the hot key's sleep and a paced source's pacing are not CPU
         work) runs on the shared cores; what follows it (the sleep) is kept for its end. False: no CPU work.
         ``total``: the step's cost at full speed (``_cost_us``)."""
         if task.is_source() and self.config.workload.rate_per_source:
             return False  # a paced source's step is its pacing
         per_record, hot_extra = self._cost_model[key]
-        cpu = result.records * per_record
-        nominal = cpu + result.hot_key_records * hot_extra
-        if cpu <= 0 or nominal <= 0:
+        work = result.records * per_record
+        nominal = work + result.hot_key_records * hot_extra
+        if work <= 0 or nominal <= 0:
             return False
-        cpu_us = total * cpu / nominal  # a slowdown stretches both parts alike
+        cpu_us = total * work / nominal  # a slowdown stretches both parts alike
         now = self.sim.now_us
         self._busy_until[key] = max(self._busy_until[key], now)
         self._after_cpu[key] = self._busy_until[key] - now + round(total - cpu_us)
-        self._cpu.start(key, cpu_us, now)
-        self._schedule_cpu()
+        cpu.start(key, cpu_us, now)
+        self._schedule_cpu(cpu)
         return True
 
-    def _schedule_cpu(self) -> None:
+    def _schedule_cpu(self, cpu: ProcessorSharing[SubtaskKey]) -> None:
         """The event of the next CPU work's end (the one scheduled before is void: the share changed)."""
         if self._cpu_event is not None:
             self._cpu_event.cancel()
             self._cpu_event = None
-        at = self._cpu.next_finish()
+        at = cpu.next_finish()
         if at is not None:
             epoch = self._epoch
             self._cpu_event = self.sim.schedule_at(
-                max(at, self.sim.now_us), partial(self._cpu_work_done, epoch), Priority.NORMAL, "cpu"
+                max(at, self.sim.now_us), partial(self._cpu_work_done, cpu, epoch), Priority.NORMAL, "cpu"
             )
 
-    def _cpu_work_done(self, epoch: int) -> None:
+    def _cpu_work_done(self, cpu: ProcessorSharing[SubtaskKey], epoch: int) -> None:
         self._cpu_event = None
         if epoch != self._epoch:
             return
         now = self.sim.now_us
-        for key in self._cpu.finished(now):
+        for key in cpu.finished(now):
             self._busy_until[key] = now + self._after_cpu.pop(key)
             task = self._tasks.get(key)
             if task is not None and task.is_source():
                 self._source_last_record_us[key] = self._busy_until[key]
             self._kick(key)
-        self._schedule_cpu()
+        self._schedule_cpu(cpu)
 
     def _clear_cpu(self) -> None:
         if self._cpu is not None:
