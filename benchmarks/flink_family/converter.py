@@ -2,11 +2,11 @@
 
 ``to_scenario_document`` maps the description onto the scenario schema (``scenarios/schema.py``): the source at
 the offered rate per subtask; a ``keyed_sum`` behind a hash exchange, a ``map`` (factor 1) behind the others, the
-last vertex an ``at_least_once_sink`` (Flink's DiscardingSink chained behind it), each with its spin as
-``cost_us_per_record`` and the record size; the hot key's sleep as ``hot_key_extra_us``; the cluster, buffers,
-debloating, checkpointing and the Java job's restart strategy; the rest at barriersim's defaults (the cost model as
-calibrated to the facts). ``convert`` loads it through the scenario loader: a valid scenario or ``NotExpressible``
-with the reason. docs/fidelity-family.md lists what the mapping leaves out.
+last vertex an ``at_least_once_sink``, each with its spin plus Flink's own work per record as
+``cost_us_per_record`` and the record size; the hot key's sleep and its overshoot as ``hot_key_extra_us``; the
+cluster and the machine's shared cores, buffers, debloating, checkpointing and the Java job's restart strategy (the
+machine's values from ``calibration``, one for all); the rest at barriersim's defaults. ``convert`` loads it: a valid
+scenario or ``NotExpressible`` with the reason. docs/fidelity-family.md lists what the mapping leaves out.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from barriersim.scenarios.loader import Scenario, ScenarioError, parse_scenario
+from benchmarks.flink_family import calibration
 from benchmarks.flink_family.description import HOT_KEY, Config, loads
 
 # the virtual run: the Flink run's length at the rate the job can take (at most 1.5 x its nominal capacity, so that
@@ -44,13 +45,13 @@ def to_scenario_document(config: Config) -> dict:
             "name": v.name,
             "operator": operator,
             "parallelism": v.parallelism,
-            "cost_us_per_record": v.spin_us,
+            "cost_us_per_record": v.spin_us + calibration.RECORD_OVERHEAD_US,
             "record_size": config.record_bytes,
         }
         if operator == "map":
             vertex["factor"] = 1
         if v.name == config.hot_vertex and config.hot_key_share > 0 and config.hot_key_extra_us > 0:
-            vertex.update(hot_key=HOT_KEY, hot_key_extra_us=config.hot_key_extra_us)
+            vertex.update(hot_key=HOT_KEY, hot_key_extra_us=config.hot_key_extra_us + calibration.SLEEP_OVERSHOOT_US)
         vertices.append(vertex)
         edges.append({"from": config.vertices[i - 1].name, "to": v.name, "partitioner": v.input})
     return {
@@ -73,7 +74,11 @@ def to_scenario_document(config: Config) -> dict:
             "buffer_debloat": config.debloat,
             "buffer_debloat_target_ms": config.debloat_target_ms,
         },
-        "cluster": {"taskmanagers": config.taskmanagers, "slots_per_taskmanager": config.slots_per_taskmanager},
+        "cluster": {
+            "taskmanagers": config.taskmanagers,
+            "slots_per_taskmanager": config.slots_per_taskmanager,
+            "cpu_cores": calibration.CPU_CORES,
+        },
         "checkpointing": {
             "mode": config.mode,
             "interval_ms": config.interval_ms,

@@ -37,7 +37,7 @@ class PlacementError(ValueError):
 class ClusterConfig:
     """``taskmanagers`` TaskManagers with ``slots_per_taskmanager`` slots each (0: as many as the job needs, one
     TaskManager holding the whole job), spread over ``nodes`` hosts (0: every node of the Ray cluster; one on the
-    simulator)."""
+    simulator); on the simulator their subtasks share ``cpu_cores`` cores (0: a core each)."""
 
     taskmanagers: int = setting(
         1, "TaskManagers the job is placed in (one: Flink's MiniCluster, every channel local)", Between(1, 1024)
@@ -49,6 +49,13 @@ class ClusterConfig:
         0,
         "hosts the TaskManagers are spread over (TaskManager t on node t % nodes, node 0 also "
         "hosts the JobManager); 0: every node of the Ray cluster (one on the simulator)",
+        Between(0, 1024),
+    )
+    cpu_cores: int = setting(
+        0,
+        "the simulator's CPU cores the subtasks of all TaskManagers share (one machine, as Flink's MiniCluster): "
+        "while more do CPU work than there are cores, each progresses at cores / running (runtime.sim.cpu_share); "
+        "0: a core per subtask. On Ray the machine's cores are real",
         Between(0, 1024),
     )
 

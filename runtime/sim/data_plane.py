@@ -1,10 +1,11 @@
 """The simulator's data plane: ``DataPlane``, a collaborator of ``JobSimulation`` that owns the deployed tasks and
 moves their data in virtual time. A task works on one input buffer (or source batch) at a time and is busy for its
 cost (``cost_us_per_record`` per record, ``hot_key_extra_us`` per hot-key record, stretched by the ``SlowTask`` rule
-of ``runtime.job.slowdowns`` inside a slowdown's window); a paced source writes its records when they are due on its
-``EmissionClock``; elements travel with a drawn latency, FIFO per channel, under credit-based flow control; a
-checkpoint's synchronous part holds its task, the asynchronous part completes off it; what a task tells its
-JobMaster goes to ``to_job_master``. Every callback carries its epoch. Mirrors Flink's mailbox loop
+of ``runtime.job.slowdowns`` inside a slowdown's window; with ``cpu_cores`` the CPU work, not the hot key's sleep or
+a source's pacing, shares the machine's cores: ``runtime.sim.cpu_share``); a paced source writes its records when
+they are due on its ``EmissionClock``; elements travel with a drawn latency, FIFO per channel, under credit-based
+flow control; a checkpoint's synchronous part holds its task, the asynchronous part completes off it; what a task
+tells its JobMaster goes to ``to_job_master``. Every callback carries its epoch. Mirrors Flink's mailbox loop
 (``StreamTask.processInput``), its ``OutputFlusher`` and the credit-based Netty stack; docs/windowed-faults.md."""
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from barriersim.runtime.network.input.input_channel import (
     AddCredit,
     AnnounceBufferSize,
 )
-from barriersim.runtime.sim.kernel import Priority, Simulation
+from barriersim.runtime.sim.cpu_share import ProcessorSharing
+from barriersim.runtime.sim.kernel import Priority, ScheduledEvent, Simulation
 from barriersim.runtime.sim.source_emission import EmissionClock
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
@@ -36,7 +38,7 @@ from barriersim.runtime.task.actions import (
     TaskFinished,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
-from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
+from barriersim.runtime.task.stream_task import StepOutcome, StepResult, StreamTask
 
 
 class _Route(NamedTuple):
@@ -101,6 +103,13 @@ class DataPlane:
         self._routes: dict[tuple, _Route] = {}
         self._upstream_routes: dict[tuple, _UpstreamRoute] = {}
         self._finish_order_violations: list[str] = []  # with record_cuts: tasks that finished before an upstream
+        # with ``cpu_cores``: the machine's cores, the tasks whose step's CPU work runs on them (each with what holds
+        # it after the work: the step's sleep and synchronous snapshots) and the event of the next work's end
+        self._cpu: ProcessorSharing[SubtaskKey] | None = (
+            ProcessorSharing(config.cluster.cpu_cores) if config.cluster.cpu_cores else None
+        )
+        self._after_cpu: dict[SubtaskKey, int] = {}
+        self._cpu_event: ScheduledEvent | None = None
 
     # -- deployments ----------------------------------------------------------------------------------------------
 
@@ -117,6 +126,7 @@ class DataPlane:
         self._deployment_config = config
         self._tasks = {}
         self._scheduled.clear()
+        self._clear_cpu()
         self._emission.clear()
         self._sync_at.clear()
 
@@ -182,6 +192,7 @@ class DataPlane:
                 self._to_job_master(je.IncompleteStatsReported(task.attempt_id, report))
         self._epoch = next_epoch
         self._scheduled.clear()
+        self._clear_cpu()
         self._sync_at.clear()
         self._channel_clock.clear()
 
@@ -198,7 +209,7 @@ class DataPlane:
     def _kick(self, key: SubtaskKey) -> None:
         # not a task of the deployment: what was just sent ended the job and a restored job with other subtasks
         # runs now
-        if key in self._scheduled or key in self._finished or key not in self._tasks:
+        if key in self._scheduled or key in self._finished or key not in self._tasks or key in self._after_cpu:
             return
         emission = self._emission.get(key)
         if emission is not None:
@@ -225,7 +236,10 @@ class DataPlane:
         self.trace.record(now, "step", f"{task.name} {result.outcome.value} {result.records}")
         self._pump(key)
         if result.outcome is StepOutcome.PROCESSED:
-            self._busy_until[key] = max(self._busy_until[key], now) + self._cost_us(key, result)
+            cost = self._cost_us(key, result)
+            if self._cpu is not None and self._start_cpu_work(self._cpu, key, task, result, cost):
+                return  # its CPU work shares the cores: ``_cpu_work_done`` goes on
+            self._busy_until[key] = max(self._busy_until[key], now) + cost
             if result.records and task.is_source():  # its records are paced over the step
                 self._source_last_record_us[key] = self._busy_until[key]
             self._kick(key)
@@ -315,6 +329,62 @@ class DataPlane:
             self._sync_source(key)
             if not self._emission[key].blocked:
                 self._schedule_next_sync(key)
+
+    # -- CPU sharing (``cpu_cores``, ``runtime.sim.cpu_share``) ------------------------------------------------------
+
+    def _start_cpu_work(
+        self, cpu: ProcessorSharing[SubtaskKey], key: SubtaskKey, task: StreamTask, result: StepResult, total: int
+    ) -> bool:
+        """The step's CPU work (its records' cost; the hot key's sleep and a paced source's pacing are not CPU
+        work) runs on the shared cores; what follows it (the sleep) is kept for its end. False: no CPU work.
+        ``total``: the step's cost at full speed (``_cost_us``)."""
+        if task.is_source() and self.config.workload.rate_per_source:
+            return False  # a paced source's step is its pacing
+        per_record, hot_extra = self._cost_model[key]
+        work = result.records * per_record
+        nominal = work + result.hot_key_records * hot_extra
+        if work <= 0 or nominal <= 0:
+            return False
+        cpu_us = total * work / nominal  # a slowdown stretches both parts alike
+        now = self.sim.now_us
+        self._busy_until[key] = max(self._busy_until[key], now)
+        self._after_cpu[key] = self._busy_until[key] - now + round(total - cpu_us)
+        cpu.start(key, cpu_us, now)
+        self._schedule_cpu(cpu)
+        return True
+
+    def _schedule_cpu(self, cpu: ProcessorSharing[SubtaskKey]) -> None:
+        """The event of the next CPU work's end (the one scheduled before is void: the share changed)."""
+        if self._cpu_event is not None:
+            self._cpu_event.cancel()
+            self._cpu_event = None
+        at = cpu.next_finish()
+        if at is not None:
+            epoch = self._epoch
+            self._cpu_event = self.sim.schedule_at(
+                max(at, self.sim.now_us), partial(self._cpu_work_done, cpu, epoch), Priority.NORMAL, "cpu"
+            )
+
+    def _cpu_work_done(self, cpu: ProcessorSharing[SubtaskKey], epoch: int) -> None:
+        self._cpu_event = None
+        if epoch != self._epoch:
+            return
+        now = self.sim.now_us
+        for key in cpu.finished(now):
+            self._busy_until[key] = now + self._after_cpu.pop(key)
+            task = self._tasks.get(key)
+            if task is not None and task.is_source():
+                self._source_last_record_us[key] = self._busy_until[key]
+            self._kick(key)
+        self._schedule_cpu(cpu)
+
+    def _clear_cpu(self) -> None:
+        if self._cpu is not None:
+            self._cpu.clear(self.sim.now_us)
+            self._after_cpu.clear()
+            if self._cpu_event is not None:
+                self._cpu_event.cancel()
+                self._cpu_event = None
 
     def _cost_us(self, key: SubtaskKey, result) -> int:
         model = self._cost_model.get(key)
@@ -459,6 +529,9 @@ class DataPlane:
                 route.clock_key, partial(self._upstream, route, action, epoch), "credit", route.local
             )
         elif isinstance(action, SyncSnapshotTaken):  # the synchronous part held the task thread
+            if key in self._after_cpu:  # after the step's CPU work
+                self._after_cpu[key] += round(action.duration_ms * 1000)
+                return
             self._busy_until[key] = max(self._busy_until[key], self.sim.now_us) + round(action.duration_ms * 1000)
             emission = self._emission.get(key)
             if emission is not None and not emission.blocked:  # a paced source emits again when it is done

@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from barriersim.scenarios.loader import Scenario
+from benchmarks.flink_family import calibration
 from benchmarks.flink_family.converter import NotExpressible, convert, expressible, to_scenario_document
 from benchmarks.flink_family.description import Config, Vertex, loads
 from benchmarks.flink_family.figures import figures, flink_measures, from_flink
@@ -149,6 +150,12 @@ def test_every_configuration_is_a_valid_scenario_or_says_why_not():
         assert scenario.checkpointing.mode.value == c.mode and scenario.network.buffer_debloat == c.debloat
         hot = [v for v in graph.vertices if v.params.get("hot_key_extra_us")]
         assert [v.name for v in hot] == ([c.hot_vertex] if c.hot_key_share and c.hot_key_extra_us else [])
+        # the one calibration of the machine kind, the same for every configuration
+        assert scenario.cluster.cpu_cores == calibration.CPU_CORES
+        for v, spec in zip(graph.vertices[1:], c.vertices[1:]):
+            assert v.params["cost_us_per_record"] == spec.spin_us + calibration.RECORD_OVERHEAD_US
+        for v in hot:
+            assert v.params["hot_key_extra_us"] == c.hot_key_extra_us + calibration.SLEEP_OVERSHOOT_US
 
 
 def test_a_keyed_sink_is_not_expressible():
