@@ -339,7 +339,8 @@ def before_after(records: int, repeats: int, partitioner: str, baseline_rev: str
 
     args = ["--measure-throughput", str(records), str(repeats), partitioner, shape]
     try:
-        before = run_json(export(baseline_rev), Path(__file__), args)
+        tree = export(baseline_rev)  # its own copy of this script: the same pipeline, that revision's code
+        before = run_json(tree, tree / "benchmarks" / "ray_pipeline.py", args)
     except BaselineUnavailable as err:
         before = None
         print(f"before: not measured ({err})")

@@ -144,7 +144,10 @@ def measure_rates_before_after(repeats: int, baseline_rev: str) -> dict:
         runs: dict[str, list] = {"before": [], "after": []}
         for _ in range(repeats):
             if tree is not None:
-                runs["before"].append(run_json(tree, Path(__file__), ["--measure-rate", str(rate), str(seconds)]))
+                # the baseline's own copy of this script: the same job, built with that revision's config classes
+                runs["before"].append(
+                    run_json(tree, tree / "benchmarks" / "simulator.py", ["--measure-rate", str(rate), str(seconds)])
+                )
             runs["after"].append(measure_rate(rate, seconds))
         out[rate] = {
             side: {f: statistics.median(r[f] for r in rs) for f in rs[0]} if rs else None for side, rs in runs.items()
