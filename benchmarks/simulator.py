@@ -18,7 +18,6 @@ import statistics
 import sys
 import time
 import warnings
-from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, settings
 

@@ -31,7 +31,11 @@ class AlignmentMonitor:
         if not isinstance(handler, SingleCheckpointBarrierHandler):
             return
         monitor = AlignmentMonitor(task.name, handler, network_input.input_side.channel_infos(), violations)
-        barrier, cancel, end = handler.process_barrier, handler.process_cancellation_barrier, handler.process_end_of_partition
+        barrier, cancel, end = (
+            handler.process_barrier,
+            handler.process_cancellation_barrier,
+            handler.process_end_of_partition,
+        )
 
         def process_barrier(b, channel_info, is_rpc_trigger=False):
             barrier(b, channel_info, is_rpc_trigger)
@@ -54,9 +58,13 @@ class AlignmentMonitor:
             self._closed[channel_info] = max(self._closed[channel_info], checkpoint_id)
         handler = self._handler
         pending = handler.current_checkpoint_id
-        if (handler.is_checkpoint_pending() and pending not in self._reported
-                and all(c >= pending for c in self._closed.values())):
+        if (
+            handler.is_checkpoint_pending()
+            and pending not in self._reported
+            and all(c >= pending for c in self._closed.values())
+        ):
             self._reported.add(pending)
             self._violations.append(
                 f"{self._name}: checkpoint {pending} still aligning after every input channel delivered its barrier, "
-                f"a cancellation marker or its end of partition")
+                f"a cancellation marker or its end of partition"
+            )
