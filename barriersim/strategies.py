@@ -15,6 +15,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from barriersim.runtime.checkpointing_mode import ALL_MODES as MODES, CheckpointingMode
+from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.faults.experiment import (
     ActionSchedule,
     Cancel,
@@ -41,7 +42,6 @@ from barriersim.runtime.job.placement import ClusterConfig, Placement, place, sl
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKind, Partitioner
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.documents import generated_document, scenario_document, write_scenario
-from barriersim.scenarios.schema import RETENTIONS
 from barriersim.scenarios.loader import effective_scenario, parse_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from barriersim.sim_backend import replay_command
@@ -142,7 +142,7 @@ def checkpointing_configs(draw, mode: str | None = None) -> dict:
         "tolerable_failures": draw(st.sampled_from([0, 1, 3, TOLERATE_ALL])),
         # production jobs retain several checkpoints (state.checkpoints.num-retained), so that a restore has a choice
         "max_retained": draw(st.sampled_from([1, 2, 3, 3])),
-        "externalized_checkpoint_retention": draw(st.sampled_from(RETENTIONS)),
+        "externalized_checkpoint_retention": draw(st.sampled_from([r.value for r in ExternalizedCheckpointRetention])),
     }
 
 
