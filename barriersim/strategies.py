@@ -14,7 +14,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from barriersim.runtime.checkpointing_mode import ALL_MODES as MODES, CheckpointingMode
+from barriersim.runtime.checkpointing_mode import ALL_MODES as MODES
+from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.coordinator.properties import ExternalizedCheckpointRetention
 from barriersim.runtime.faults.experiment import (
     ActionSchedule,
@@ -514,7 +515,8 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
         # checkpoints declined on purpose: tolerate it, so that no failover wipes out what the cancellations left
         document["checkpointing"]["tolerable_failures"] = TOLERATE_ALL
     if actions:
-        if min_jobs >= 2 and CheckpointingMode.parse(checkpointing["mode"]).unaligned_enabled and draw(st.integers(0, 2)):
+        persists_in_flight = CheckpointingMode.parse(checkpointing["mode"]).unaligned_enabled
+        if min_jobs >= 2 and persists_in_flight and draw(st.integers(0, 2)):
             # two rescales in three of the modes that persist in-flight data: from a retained checkpoint under
             # backpressure, as production rescales a job whose unaligned checkpoints hold in-flight data
             schedule, slowdowns = draw(backpressured_rescale_schedules(
