@@ -64,12 +64,21 @@ def topologies(draw, max_parallelism: int = 4, max_stages: int = 5, at_least_onc
         other = JobVertex("source2", OperatorKind.SOURCE, p())
         if draw(st.booleans()):  # one logical input fed by two gates (Flink's UnionInputGate)
             two_input = JobVertex("union", OperatorKind.UNION, p())
-            edges += [JobEdge("source", "union", Partitioner.REBALANCE),
-                      JobEdge("source2", "union", Partitioner.REBALANCE)]
+            edges += [
+                JobEdge("source", "union", Partitioner.REBALANCE),
+                JobEdge("source2", "union", Partitioner.REBALANCE),
+            ]
         else:  # a two-input operator: the window join on inputs 0 and 1
             joined = True
-            two_input = JobVertex("join", OperatorKind.JOIN, p(), params={
-                "window_ms": draw(st.sampled_from([5, 20, 50])), "cost_us_per_record": draw(st.sampled_from([1.0, 5.0]))})
+            two_input = JobVertex(
+                "join",
+                OperatorKind.JOIN,
+                p(),
+                params={
+                    "window_ms": draw(st.sampled_from([5, 20, 50])),
+                    "cost_us_per_record": draw(st.sampled_from([1.0, 5.0])),
+                },
+            )
             edges += [JobEdge("source", "join", Partitioner.HASH, 0), JobEdge("source2", "join", Partitioner.HASH, 1)]
         vertices += [other, two_input]
         last = two_input
@@ -125,8 +134,10 @@ def cluster_configs(draw, graph: JobGraph) -> dict:
 def with_own_slot_sharing_groups(graph: JobGraph) -> JobGraph:
     """``graph`` with every vertex in a slot sharing group of its own: placed in one-slot TaskManagers, every
     channel is remote."""
-    return JobGraph(tuple(dataclasses.replace(v, params={**v.params, "slot_sharing_group": v.name})
-                          for v in graph.vertices), graph.edges).validate()
+    return JobGraph(
+        tuple(dataclasses.replace(v, params={**v.params, "slot_sharing_group": v.name}) for v in graph.vertices),
+        graph.edges,
+    ).validate()
 
 
 @st.composite
@@ -169,8 +180,12 @@ def subtask_names(graph: JobGraph) -> list[str]:
 
 def aligning_subtask_names(graph: JobGraph) -> list[str]:
     """The subtasks with two or more input channels: the ones that can crash ``mid_alignment``."""
-    return [f"{v.name}#{i}" for v in graph.vertices for i in range(v.parallelism)
-            if sum(len(graph.channels_in_gate(v.name, g, i)) for g in range(len(graph.gates_of(v.name)))) >= 2]
+    return [
+        f"{v.name}#{i}"
+        for v in graph.vertices
+        for i in range(v.parallelism)
+        if sum(len(graph.channels_in_gate(v.name, g, i)) for g in range(len(graph.gates_of(v.name)))) >= 2
+    ]
 
 
 def upstream_subtask_names(graph: JobGraph, subtask: str) -> list[str]:
@@ -210,29 +225,48 @@ def protocol_situations(draw, graph: JobGraph, horizon_ms: int = 400, mode: str 
     inner = [n for n in names if graph.inputs_of(n.partition("#")[0]) and graph.outputs_of(n.partition("#")[0])]
     # fed by one source subtask alone: its slow steps hold that source's output, where later barriers pile up, and
     # it forwards each barrier as it reaches it (no alignment with other channels)
-    after_source = [n for n in inner if len(upstream_subtask_names(graph, n)) == 1
-                    and graph.vertex(upstream_subtask_names(graph, n)[0].partition("#")[0]).operator.is_source]
+    after_source = [
+        n
+        for n in inner
+        if len(upstream_subtask_names(graph, n)) == 1
+        and graph.vertex(upstream_subtask_names(graph, n)[0].partition("#")[0]).operator.is_source
+    ]
     first = draw(st.integers(1, 4))
-    slow = lambda name, factors=(5.0, 50.0): st.integers(0, horizon_ms // 2).flatmap(lambda start: st.builds(  # noqa: E731
-        SlowTask, task=st.just(name), factor=st.sampled_from(factors), from_ms=st.just(start),
-        until_ms=st.integers(start + horizon_ms // 2, start + 2 * horizon_ms)))
+    slow = lambda name, factors=(5.0, 50.0): st.integers(0, horizon_ms // 2).flatmap(  # noqa: E731
+        lambda start: st.builds(
+            SlowTask,
+            task=st.just(name),
+            factor=st.sampled_from(factors),
+            from_ms=st.just(start),
+            until_ms=st.integers(start + horizon_ms // 2, start + 2 * horizon_ms),
+        )
+    )
+
     def non_source(name: str) -> bool:
         return not graph.vertex(name.partition("#")[0]).operator.is_source
 
     # an aligning subtask with a non-source upstream: that one declines after it forwarded its barrier
-    aligning = [a for a in aligning_subtask_names(graph)
-                if len(upstream_subtask_names(graph, a)) >= 2 and any(map(non_source, upstream_subtask_names(graph, a)))]
+    aligning = [
+        a
+        for a in aligning_subtask_names(graph)
+        if len(upstream_subtask_names(graph, a)) >= 2 and any(map(non_source, upstream_subtask_names(graph, a)))
+    ]
     possible = {"late_barrier": bool(inner), "expired": bool(inner), "during_alignment": bool(aligning)}
-    kinds = [k for k in SITUATIONS[CheckpointingMode.parse(mode)] if possible[k]] if mode else \
-        [k for k, ok in possible.items() if ok]
+    kinds = (
+        [k for k in SITUATIONS[CheckpointingMode.parse(mode)] if possible[k]]
+        if mode
+        else [k for k, ok in possible.items() if ok]
+    )
     if not kinds:
         return ()
     kind = draw(st.sampled_from(kinds))
     if kind == "late_barrier":  # long steps: the slowed subtask forwards old barriers only when one ends
         target = draw(st.sampled_from(after_source or inner))
-        return (SlowTask(target, 50.0, 0, draw(st.integers(max(300, 5 * horizon_ms), max(600, 10 * horizon_ms)))),
-                DelayMessage(MessageKind.NOTIFY_ABORTED, draw(st.integers(100, 250)), target),
-                FailCheckpoints(draw(st.integers(1, 2)), draw(st.integers(3, 4))))
+        return (
+            SlowTask(target, 50.0, 0, draw(st.integers(max(300, 5 * horizon_ms), max(600, 10 * horizon_ms)))),
+            DelayMessage(MessageKind.NOTIFY_ABORTED, draw(st.integers(100, 250)), target),
+            FailCheckpoints(draw(st.integers(1, 2)), draw(st.integers(3, 4))),
+        )
     if kind == "expired":
         target = draw(st.sampled_from(inner))
         return (draw(slow(target)), DropMessage(MessageKind.ACKNOWLEDGE, target, first))
@@ -240,41 +274,66 @@ def protocol_situations(draw, graph: JobGraph, horizon_ms: int = 400, mode: str 
     upstream = upstream_subtask_names(graph, target)
     decliner = draw(st.sampled_from([u for u in upstream if non_source(u)]))
     slowed = draw(st.sampled_from([u for u in upstream if u != decliner]))
-    return (SlowTask(slowed, draw(st.sampled_from([5.0, 50.0])), 0, draw(st.integers(horizon_ms, 3 * horizon_ms))),
-            FailCheckpoints(first, draw(st.integers(1, 3)), decliner))
+    return (
+        SlowTask(slowed, draw(st.sampled_from([5.0, 50.0])), 0, draw(st.integers(horizon_ms, 3 * horizon_ms))),
+        FailCheckpoints(first, draw(st.integers(1, 3)), decliner),
+    )
 
 
 @st.composite
 def spread_cluster_configs(draw, graph: JobGraph) -> dict:
     """A ``[cluster]`` table: 2-4 TaskManagers sharing the job's slots, spread over 1-3 nodes."""
     taskmanagers = draw(st.integers(2, 4))
-    return {"taskmanagers": taskmanagers, "slots_per_taskmanager": -(-slots_needed(graph) // taskmanagers),
-            "nodes": draw(st.integers(1, 3))}
+    return {
+        "taskmanagers": taskmanagers,
+        "slots_per_taskmanager": -(-slots_needed(graph) // taskmanagers),
+        "nodes": draw(st.integers(1, 3)),
+    }
 
 
 def _group_crashes(graph: JobGraph, placement: Placement, horizon_ms: int, cid) -> list:
     """TaskManager crashes and, on two or more nodes, node losses, at a time or at a protocol point."""
-    points = [ProtocolPoint.BEFORE_FORWARDING_BARRIER, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK,
-              ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE]
+    points = [
+        ProtocolPoint.BEFORE_FORWARDING_BARRIER,
+        ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK,
+        ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE,
+    ]
     aligning = {tuple(name.rsplit("#", 1)) for name in aligning_subtask_names(graph)}
     tms = [t for t in range(placement.taskmanagers) if placement.subtasks_of(t)]
     aligning_tms = [t for t in tms if any((v, str(i)) in aligning for v, i in placement.subtasks_of(t))]
-    out = [st.builds(CrashTaskManager, taskmanager=st.sampled_from(tms), at_ms=st.integers(1, horizon_ms)),
-           st.builds(CrashTaskManager, taskmanager=st.sampled_from(tms), point=st.sampled_from(points), checkpoint_id=cid)]
+    out = [
+        st.builds(CrashTaskManager, taskmanager=st.sampled_from(tms), at_ms=st.integers(1, horizon_ms)),
+        st.builds(CrashTaskManager, taskmanager=st.sampled_from(tms), point=st.sampled_from(points), checkpoint_id=cid),
+    ]
     if aligning_tms:
-        out.append(st.builds(CrashTaskManager, taskmanager=st.sampled_from(aligning_tms),
-                             point=st.just(ProtocolPoint.MID_ALIGNMENT), checkpoint_id=cid))
+        out.append(
+            st.builds(
+                CrashTaskManager,
+                taskmanager=st.sampled_from(aligning_tms),
+                point=st.just(ProtocolPoint.MID_ALIGNMENT),
+                checkpoint_id=cid,
+            )
+        )
     if placement.nodes >= 2:
         nodes = st.integers(1, placement.nodes - 1)
-        out += [st.builds(KillNode, node=nodes, at_ms=st.integers(1, horizon_ms)),
-                st.builds(KillNode, node=nodes, point=st.sampled_from(points), checkpoint_id=cid)]
+        out += [
+            st.builds(KillNode, node=nodes, at_ms=st.integers(1, horizon_ms)),
+            st.builds(KillNode, node=nodes, point=st.sampled_from(points), checkpoint_id=cid),
+        ]
     return out
 
 
 @st.composite
-def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: int = 3,
-                    jobmanager_faults: bool = False, situations: bool = True, mode: str | None = None,
-                    placement: Placement | None = None) -> FaultSchedule:
+def fault_schedules(
+    draw,
+    graph: JobGraph,
+    horizon_ms: int = 400,
+    max_faults: int = 3,
+    jobmanager_faults: bool = False,
+    situations: bool = True,
+    mode: str | None = None,
+    placement: Placement | None = None,
+) -> FaultSchedule:
     """Up to ``max_faults`` faults on ``graph``'s subtasks inside ``horizon_ms``, and (``situations``, a drawn
     boolean) one of the ``protocol_situations``. With ``jobmanager_faults`` the faults also include coordinator
     crashes (JobManager failover) and failed storage writes (a subtask's state write or the ``_metadata`` write of
@@ -282,27 +341,57 @@ def fault_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_faults: in
     names = subtask_names(graph)
     task = st.sampled_from(names)
     cid = st.integers(1, 6)
-    jobmanager = [
-        st.builds(CrashCoordinator, at_ms=st.integers(1, horizon_ms)),
-        st.builds(FailStorageWrite, checkpoint_id=cid, task=st.none() | task),
-    ] if jobmanager_faults else []
+    jobmanager = (
+        [
+            st.builds(CrashCoordinator, at_ms=st.integers(1, horizon_ms)),
+            st.builds(FailStorageWrite, checkpoint_id=cid, task=st.none() | task),
+        ]
+        if jobmanager_faults
+        else []
+    )
     aligning = aligning_subtask_names(graph)
-    mid_alignment = [st.builds(CrashTask, task=st.sampled_from(aligning), point=st.just(ProtocolPoint.MID_ALIGNMENT),
-                               checkpoint_id=cid)] if aligning else []
+    mid_alignment = (
+        [
+            st.builds(
+                CrashTask, task=st.sampled_from(aligning), point=st.just(ProtocolPoint.MID_ALIGNMENT), checkpoint_id=cid
+            )
+        ]
+        if aligning
+        else []
+    )
     fault = st.one_of(
         st.builds(CrashTask, task=task, at_ms=st.integers(1, horizon_ms)),
-        st.builds(CrashTask, task=task, point=st.sampled_from([
-            ProtocolPoint.BEFORE_FORWARDING_BARRIER, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK,
-            ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE]), checkpoint_id=cid),
+        st.builds(
+            CrashTask,
+            task=task,
+            point=st.sampled_from(
+                [
+                    ProtocolPoint.BEFORE_FORWARDING_BARRIER,
+                    ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK,
+                    ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE,
+                ]
+            ),
+            checkpoint_id=cid,
+        ),
         *mid_alignment,
         # a restart during recovery: the subtask dies while it restores (the job restarts again)
         st.builds(CrashTask, task=task, point=st.just(ProtocolPoint.DURING_RESTORE)),
-        st.builds(DropMessage, kind=st.sampled_from([MessageKind.NOTIFY_COMPLETE, MessageKind.ACKNOWLEDGE]),
-                  task=task, checkpoint_id=cid),
+        st.builds(
+            DropMessage,
+            kind=st.sampled_from([MessageKind.NOTIFY_COMPLETE, MessageKind.ACKNOWLEDGE]),
+            task=task,
+            checkpoint_id=cid,
+        ),
         st.builds(DelayMessage, kind=st.sampled_from(list(MessageKind)), delay_ms=st.integers(1, 100), task=task),
-        st.integers(0, horizon_ms).flatmap(lambda start: st.builds(  # a slowdown that stops, as faults must
-            SlowTask, task=task, factor=st.sampled_from([5.0, 50.0]), from_ms=st.just(start),
-            until_ms=st.integers(start + 1, start + horizon_ms))),
+        st.integers(0, horizon_ms).flatmap(
+            lambda start: st.builds(  # a slowdown that stops, as faults must
+                SlowTask,
+                task=task,
+                factor=st.sampled_from([5.0, 50.0]),
+                from_ms=st.just(start),
+                until_ms=st.integers(start + 1, start + horizon_ms),
+            )
+        ),
         # a decline by any subtask: by a source at once, by a later one while others still align or persist
         st.builds(FailCheckpoints, first_checkpoint_id=cid, count=st.integers(1, 3), task=st.none() | task),
         *jobmanager,
@@ -351,8 +440,9 @@ def rescalings(draw, graph: JobGraph, max_parallelism: int = 4) -> dict[str, int
 
 
 @st.composite
-def action_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_jobs: int = 3,
-                     max_parallelism: int = 4, min_jobs: int = 1) -> ActionSchedule:
+def action_schedules(
+    draw, graph: JobGraph, horizon_ms: int = 400, max_jobs: int = 3, max_parallelism: int = 4, min_jobs: int = 1
+) -> ActionSchedule:
     """Experiment actions for ``min_jobs`` to ``max_jobs`` jobs: each but the last takes savepoints and ends by a
     stop-with-savepoint or a cancel followed by a restore (from its savepoint, or from the retained checkpoint of
     a cancelled job) with new parallelisms; the last job may take a savepoint and be stopped (drained or not) or
@@ -383,15 +473,22 @@ def action_schedules(draw, graph: JobGraph, horizon_ms: int = 400, max_jobs: int
         parallelism = draw(rescalings(current, max_parallelism))
         restore = Restore(source, parallelism)
         actions.append(restore)
-        current = JobGraph(tuple(v if v.name not in parallelism else type(v)(v.name, v.operator, parallelism[v.name],
-                                                                            v.max_parallelism, v.params)
-                                 for v in current.vertices), current.edges)
+        current = JobGraph(
+            tuple(
+                v
+                if v.name not in parallelism
+                else type(v)(v.name, v.operator, parallelism[v.name], v.max_parallelism, v.params)
+                for v in current.vertices
+            ),
+            current.edges,
+        )
     return ActionSchedule(tuple(actions))
 
 
 @st.composite
-def backpressured_rescale_schedules(draw, graph: JobGraph, horizon_ms: int = 400, interval_ms: int = 10,
-                                    max_parallelism: int = 4) -> tuple[ActionSchedule, FaultSchedule]:
+def backpressured_rescale_schedules(
+    draw, graph: JobGraph, horizon_ms: int = 400, interval_ms: int = 10, max_parallelism: int = 4
+) -> tuple[ActionSchedule, FaultSchedule]:
     """The rescale FLINK-31963 broke: the consumer of a non-forward edge is slowed (backpressure), so the unaligned
     checkpoints taken meanwhile hold in-flight data on that edge; the job is cancelled, and restored from its
     retained checkpoint with one side of the edge rescaled and the other side not, so that the rescaled side may
@@ -415,8 +512,10 @@ def backpressured_rescale_schedules(draw, graph: JobGraph, horizon_ms: int = 400
     cancel_at = draw(st.integers(first, max(first, horizon_ms * 4 // 5)))
     slow_from = draw(st.integers(0, cancel_at // 2))
     factor = draw(st.sampled_from([5.0, 10.0]))
-    slowdowns = tuple(SlowTask(f"{slowed.name}#{i}", factor, slow_from, cancel_at + draw(st.integers(1, 50)))
-                      for i in range(slowed.parallelism))
+    slowdowns = tuple(
+        SlowTask(f"{slowed.name}#{i}", factor, slow_from, cancel_at + draw(st.integers(1, 50)))
+        for i in range(slowed.parallelism)
+    )
     actions: tuple = (Cancel(cancel_at), Restore(RestoreSource.CHECKPOINT, {n: new for n in rescaled_group}))
     return ActionSchedule(actions), FaultSchedule(slowdowns)
 
@@ -427,11 +526,18 @@ def action_faults(draw, graph: JobGraph, schedule: ActionSchedule, max_faults: i
     asked for), a failed ``_metadata`` write of an early checkpoint or savepoint, a crash while a job restores."""
     names = subtask_names(graph)
     times = [a.at_ms for a in schedule if isinstance(a, (Savepoint, StopWithSavepoint))]
-    options = [st.builds(FailStorageWrite, checkpoint_id=st.integers(1, 8)),
-               st.builds(CrashTask, task=st.sampled_from(names), point=st.just(ProtocolPoint.DURING_RESTORE))]
+    options = [
+        st.builds(FailStorageWrite, checkpoint_id=st.integers(1, 8)),
+        st.builds(CrashTask, task=st.sampled_from(names), point=st.just(ProtocolPoint.DURING_RESTORE)),
+    ]
     if times:
-        options.append(st.builds(CrashTask, task=st.sampled_from(names),
-                                 at_ms=st.sampled_from(times).flatmap(lambda at: st.integers(at, at + 30))))
+        options.append(
+            st.builds(
+                CrashTask,
+                task=st.sampled_from(names),
+                at_ms=st.sampled_from(times).flatmap(lambda at: st.integers(at, at + 30)),
+            )
+        )
     return FaultSchedule(tuple(draw(st.lists(st.one_of(*options), max_size=max_faults))))
 
 
@@ -460,8 +566,14 @@ class SimulatedCase:
         job = JobSimulation(config, splits, self.seed, record_cuts=check_cuts)
         result = job.run()
         verdict, _ = job.verify(result)
-        return CaseResult(result, verdict, tuple(job.consistent_cut_violations()) if check_cuts else (),
-                          job.report, tuple(job.finish_order_violations), tuple(job.alignment_violations))
+        return CaseResult(
+            result,
+            verdict,
+            tuple(job.consistent_cut_violations()) if check_cuts else (),
+            job.report,
+            tuple(job.finish_order_violations),
+            tuple(job.alignment_violations),
+        )
 
     def save(self, directory: Path) -> tuple[Path, str]:
         """Write the case as a scenario file (its faults and seed included); returns it and the one-line command
@@ -482,17 +594,33 @@ class CaseResult:
 
 
 @st.composite
-def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max_faults: int = 3,
-                    records: tuple[int, int] = (1000, 6000), jobmanager_faults: bool = False,
-                    taskmanager_faults: bool = False, actions: bool = False, min_jobs: int = 1) -> SimulatedCase:
+def simulated_cases(
+    draw,
+    mode: str | None = None,
+    max_parallelism: int = 4,
+    max_faults: int = 3,
+    records: tuple[int, int] = (1000, 6000),
+    jobmanager_faults: bool = False,
+    taskmanager_faults: bool = False,
+    actions: bool = False,
+    min_jobs: int = 1,
+) -> SimulatedCase:
     """A whole run; with ``actions``, experiment actions (``action_schedules``, ``min_jobs`` jobs at least: 2 for
     a rescale sequence) and faults aimed at them too."""
     checkpointing = draw(checkpointing_configs(mode))
-    graph = draw(topologies(max_parallelism=max_parallelism,
-                            at_least_once_sink=not CheckpointingMode.parse(checkpointing["mode"]).exactly_once))
+    graph = draw(
+        topologies(
+            max_parallelism=max_parallelism,
+            at_least_once_sink=not CheckpointingMode.parse(checkpointing["mode"]).exactly_once,
+        )
+    )
     document = generated_document(
-        "generated", graph, records=draw(st.integers(*records)), keys=draw(st.sampled_from([1, 10, 100])),
-        zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])), rate_per_source=draw(st.sampled_from([5_000, 20_000, 100_000])),
+        "generated",
+        graph,
+        records=draw(st.integers(*records)),
+        keys=draw(st.sampled_from([1, 10, 100])),
+        zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])),
+        rate_per_source=draw(st.sampled_from([5_000, 20_000, 100_000])),
         checkpointing=checkpointing,
         cluster=draw(spread_cluster_configs(graph) if taskmanager_faults else cluster_configs(graph)),
     )
@@ -500,11 +628,20 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
     horizon_ms = fault_horizon_ms(graph, w["records"], w["rate_per_source"])
     # a production job completes many checkpoints between two faults: the interval is kept to a fraction of the
     # run (10 ms at least), so that a fault usually meets several completed and retained checkpoints
-    document["checkpointing"]["interval_ms"] = max(10, min(checkpointing["interval_ms"],
-                                                           horizon_ms // draw(st.sampled_from([4, 8, 16]))))
+    document["checkpointing"]["interval_ms"] = max(
+        10, min(checkpointing["interval_ms"], horizon_ms // draw(st.sampled_from([4, 8, 16])))
+    )
     placement = place(graph, ClusterConfig(**document["cluster"])) if taskmanager_faults else None
-    faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults, jobmanager_faults=jobmanager_faults,
-                                  mode=checkpointing["mode"], placement=placement))
+    faults = draw(
+        fault_schedules(
+            graph,
+            horizon_ms=horizon_ms,
+            max_faults=max_faults,
+            jobmanager_faults=jobmanager_faults,
+            mode=checkpointing["mode"],
+            placement=placement,
+        )
+    )
     if jobmanager_faults:
         document["checkpointing"]["recovery_claim_mode"] = draw(st.sampled_from(["no_claim", "claim"]))
     if not actions and draw(st.integers(0, 2)) == 0:
@@ -519,12 +656,16 @@ def simulated_cases(draw, mode: str | None = None, max_parallelism: int = 4, max
         if min_jobs >= 2 and persists_in_flight and draw(st.integers(0, 2)):
             # two rescales in three of the modes that persist in-flight data: from a retained checkpoint under
             # backpressure, as production rescales a job whose unaligned checkpoints hold in-flight data
-            schedule, slowdowns = draw(backpressured_rescale_schedules(
-                graph, horizon_ms, document["checkpointing"]["interval_ms"], max_parallelism))
+            schedule, slowdowns = draw(
+                backpressured_rescale_schedules(
+                    graph, horizon_ms, document["checkpointing"]["interval_ms"], max_parallelism
+                )
+            )
             faults = FaultSchedule(slowdowns.faults + faults.faults)
         else:
-            schedule = draw(action_schedules(graph, horizon_ms=horizon_ms, max_parallelism=max_parallelism,
-                                             min_jobs=min_jobs))
+            schedule = draw(
+                action_schedules(graph, horizon_ms=horizon_ms, max_parallelism=max_parallelism, min_jobs=min_jobs)
+            )
         document["actions"] = schedule.to_plain()
         if any(isinstance(a, Restore) and a.source is RestoreSource.CHECKPOINT for a in schedule):
             document["checkpointing"]["externalized_checkpoint_retention"] = "RETAIN_ON_CANCELLATION"
@@ -553,17 +694,25 @@ def fault_horizon_ms(graph: JobGraph, records: int, rate_per_source: int) -> int
 
 
 @st.composite
-def scenario_cases(draw, scenario, max_faults: int = 3, jobmanager_faults: bool = False,
-                   taskmanager_faults: bool = False) -> SimulatedCase:
+def scenario_cases(
+    draw, scenario, max_faults: int = 3, jobmanager_faults: bool = False, taskmanager_faults: bool = False
+) -> SimulatedCase:
     """Fault schedules for one scenario's job (a loaded ``Scenario``, in the mode it runs in), drawn as
     ``simulated_cases`` draws them for a generated job (TaskManager crashes and node losses of the scenario's
     ``[cluster]``); the case is the scenario with that schedule instead of its own, and its seed."""
     graph = scenario.job.graph
     placement = place(graph, scenario.cluster.config()) if taskmanager_faults else None
     horizon_ms = fault_horizon_ms(graph, scenario.workload.records, scenario.workload.rate_per_source)
-    faults = draw(fault_schedules(graph, horizon_ms=horizon_ms, max_faults=max_faults,
-                                  jobmanager_faults=jobmanager_faults, mode=scenario.checkpointing.mode.value,
-                                  placement=placement))
+    faults = draw(
+        fault_schedules(
+            graph,
+            horizon_ms=horizon_ms,
+            max_faults=max_faults,
+            jobmanager_faults=jobmanager_faults,
+            mode=scenario.checkpointing.mode.value,
+            placement=placement,
+        )
+    )
     document = scenario_document(scenario)
     document.pop("faults", None)
     document.pop("sweep", None)
@@ -577,10 +726,16 @@ def state_configs(draw) -> dict:
     shared files), with modelled entry sizes or real ones."""
     if not draw(st.booleans()):
         return {}
-    return {"backend": "incremental", "entry_bytes": draw(st.sampled_from([0, 100])),
-            "write_buffer_bytes": draw(st.sampled_from([400, 4_000])), "target_file_bytes": 2_000,
-            "level0_compaction_trigger": draw(st.sampled_from([2, 4])), "max_bytes_for_level_base": 8_000,
-            "level_multiplier": 2, "num_levels": 4}
+    return {
+        "backend": "incremental",
+        "entry_bytes": draw(st.sampled_from([0, 100])),
+        "write_buffer_bytes": draw(st.sampled_from([400, 4_000])),
+        "target_file_bytes": 2_000,
+        "level0_compaction_trigger": draw(st.sampled_from([2, 4])),
+        "max_bytes_for_level_base": 8_000,
+        "level_multiplier": 2,
+        "num_levels": 4,
+    }
 
 
 @st.composite
@@ -588,11 +743,11 @@ def cancelled_in_flight_cases(draw, mode: str | None = None) -> SimulatedCase:
     """Whole jobs in which checkpoints are cancelled while their barriers are still on the wire: the source
     subtasks feed a map stage of the same parallelism (rebalance: over a forward edge Flink sends barriers forced
     aligned, so none could time out there), whose output goes to the sink over two or three channels; one subtask
-    of that stage is slowed fifty times, so that each of its steps holds the sources' output, where the barriers of the checkpoints taken meanwhile (one every 10 ms, the
-    requests queueing while one is pending; an aligned barrier times out after 5 ms) pile up; the first source
-    declines three checkpoints in a row (each cancelled while its
-    barriers wait), and the slowed subtask hears of the cancellations late, so it forwards their barriers when it
-    reaches them, with data between them and the next checkpoint's barrier, while the sink started that next
+    of that stage is slowed fifty times, so that each of its steps holds the sources' output, where the barriers
+    of the checkpoints taken meanwhile (one every 10 ms, the requests queueing while one is pending; an aligned
+    barrier times out after 5 ms) pile up; the first source declines three checkpoints in a row (each cancelled
+    while its barriers wait), and the slowed subtask hears of the cancellations late, so it forwards their barriers
+    when it reaches them, with data between them and the next checkpoint's barrier, while the sink started that next
     checkpoint already on its other channels. The situation in which the late barrier of a cancelled checkpoint
     arrives on a channel whose data the next (unaligned) checkpoint must persist; it is narrow in time, and
     these jobs are shaped for it (``protocol_situations``' ``late_barrier`` reaches it in any job, rarely). Every
@@ -606,24 +761,41 @@ def cancelled_in_flight_cases(draw, mode: str | None = None) -> SimulatedCase:
     parallelism = draw(st.integers(2, 3))
     stage = JobVertex("map0", OperatorKind.MAP, parallelism, params={"factor": draw(st.integers(2, 5))})
     sink = JobVertex("sink", OperatorKind.TWO_PHASE_COMMIT_SINK if exactly_once else OperatorKind.AT_LEAST_ONCE_SINK, 1)
-    graph = with_own_slot_sharing_groups(JobGraph(
-        (JobVertex("source", OperatorKind.SOURCE, parallelism), stage, sink),
-        (JobEdge("source", stage.name, Partitioner.REBALANCE), JobEdge(stage.name, "sink", Partitioner.REBALANCE))))
+    graph = with_own_slot_sharing_groups(
+        JobGraph(
+            (JobVertex("source", OperatorKind.SOURCE, parallelism), stage, sink),
+            (JobEdge("source", stage.name, Partitioner.REBALANCE), JobEdge(stage.name, "sink", Partitioner.REBALANCE)),
+        )
+    )
     # every channel remote (one-slot TaskManagers, a slot sharing group per vertex): a remote channel announces a
     # timeoutable barrier when it arrives, so the sink can time out on the slowed channel while its data waits
     document = generated_document(
-        "generated", graph, records=draw(st.integers(5000, 6000)), keys=draw(st.sampled_from([10, 100])),
-        zipf_exponent=draw(st.sampled_from([1.0, 1.5])), rate_per_source=100_000, checkpointing=checkpointing,
+        "generated",
+        graph,
+        records=draw(st.integers(5000, 6000)),
+        keys=draw(st.sampled_from([10, 100])),
+        zipf_exponent=draw(st.sampled_from([1.0, 1.5])),
+        rate_per_source=100_000,
+        checkpointing=checkpointing,
         cluster={"taskmanagers": slots_needed(graph), "slots_per_taskmanager": 1},
     )
     # checkpoint work costs nothing here: the situation is a matter of a few ms between barriers, and the shape's
     # times were chosen for the protocol alone
-    document["storage"] = {"snapshot_fixed_ms": 0.0, "async_fixed_ms": 0.0, "channel_state_fixed_ms": 0.0,
-                           "trigger_fixed_ms": 0.0, "file_latency_ms": 0.0, "snapshot_mib_per_s": 1e9, "upload_mib_per_s": 1e9}
+    document["storage"] = {
+        "snapshot_fixed_ms": 0.0,
+        "async_fixed_ms": 0.0,
+        "channel_state_fixed_ms": 0.0,
+        "trigger_fixed_ms": 0.0,
+        "file_latency_ms": 0.0,
+        "snapshot_mib_per_s": 1e9,
+        "upload_mib_per_s": 1e9,
+    }
     target = f"{stage.name}#{draw(st.integers(0, parallelism - 1))}"
-    faults = FaultSchedule((
-        SlowTask(target, 50.0, 0, draw(st.integers(300, 400))),
-        DelayMessage(MessageKind.NOTIFY_ABORTED, draw(st.integers(60, 200)), target),
-        FailCheckpoints(2, 3),
-    ))
+    faults = FaultSchedule(
+        (
+            SlowTask(target, 50.0, 0, draw(st.integers(300, 400))),
+            DelayMessage(MessageKind.NOTIFY_ABORTED, draw(st.integers(60, 200)), target),
+            FailCheckpoints(2, 3),
+        )
+    )
     return SimulatedCase(document, faults, draw(st.integers(0, 2**32 - 1)))
