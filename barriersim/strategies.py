@@ -490,6 +490,41 @@ def action_schedules(
 
 
 @st.composite
+def backpressured_rescale_schedules(
+    draw, graph: JobGraph, horizon_ms: int = 400, interval_ms: int = 10, max_parallelism: int = 4
+) -> tuple[ActionSchedule, FaultSchedule]:
+    """The rescale FLINK-31963 broke: the consumer of a non-forward edge is slowed (backpressure), so the unaligned
+    checkpoints taken meanwhile hold in-flight data on that edge; the job is cancelled, and restored from its
+    retained checkpoint with one side of the edge rescaled and the other side not, so that the rescaled side may
+    hold none of that data itself while its neighbour does. The slowdown ends soon after the cancel."""
+    groups = forward_groups(graph)
+    group_of = {n: g for g in groups for n in g}
+    # the bottleneck a production job is rescaled for: a keyed operator (a hash edge's consumer) where there is one
+    keyed = [e for e in graph.edges if e.partitioner is Partitioner.HASH]
+    edge = draw(st.sampled_from(keyed or [e for e in graph.edges if e.partitioner is not Partitioner.FORWARD]))
+    slowed = graph.vertex(edge.target)
+    # the bottleneck scaled up, or its producers (idle while it held their output back) scaled down, the other
+    # side keeping its parallelism
+    up = draw(st.booleans())
+    rescaled_group = group_of[edge.target if up else edge.source]
+    cap = min(max_parallelism, min(graph.vertex(n).max_parallelism for n in rescaled_group))
+    old = graph.vertex(rescaled_group[0]).parallelism
+    preferred = range(old + 1, cap + 1) if up else range(1, old)
+    new = draw(st.sampled_from(list(preferred) or [p for p in range(1, cap + 1) if p != old] or [old]))
+    # cancelled while the sources still read, after several checkpoints could complete
+    first = max(1, horizon_ms * 2 // 5, 4 * interval_ms)
+    cancel_at = draw(st.integers(first, max(first, horizon_ms * 4 // 5)))
+    slow_from = draw(st.integers(0, cancel_at // 2))
+    factor = draw(st.sampled_from([5.0, 10.0]))
+    slowdowns = tuple(
+        SlowTask(f"{slowed.name}#{i}", factor, slow_from, cancel_at + draw(st.integers(1, 50)))
+        for i in range(slowed.parallelism)
+    )
+    actions: tuple = (Cancel(cancel_at), Restore(RestoreSource.CHECKPOINT, {n: new for n in rescaled_group}))
+    return ActionSchedule(actions), FaultSchedule(slowdowns)
+
+
+@st.composite
 def action_faults(draw, graph: JobGraph, schedule: ActionSchedule, max_faults: int = 2) -> FaultSchedule:
     """Faults aimed at the actions: a crash of a subtask while a savepoint is taken (shortly after it is
     asked for), a failed ``_metadata`` write of an early checkpoint or savepoint, a crash while a job restores."""
@@ -621,9 +656,20 @@ def simulated_cases(
         # checkpoints declined on purpose: tolerate it, so that no failover wipes out what the cancellations left
         document["checkpointing"]["tolerable_failures"] = TOLERATE_ALL
     if actions:
-        schedule = draw(
-            action_schedules(graph, horizon_ms=horizon_ms, max_parallelism=max_parallelism, min_jobs=min_jobs)
-        )
+        persists_in_flight = CheckpointingMode.parse(checkpointing["mode"]).unaligned_enabled
+        if min_jobs >= 2 and persists_in_flight and draw(st.integers(0, 2)):
+            # two rescales in three of the modes that persist in-flight data: from a retained checkpoint under
+            # backpressure, as production rescales a job whose unaligned checkpoints hold in-flight data
+            schedule, slowdowns = draw(
+                backpressured_rescale_schedules(
+                    graph, horizon_ms, document["checkpointing"]["interval_ms"], max_parallelism
+                )
+            )
+            faults = FaultSchedule(slowdowns.faults + faults.faults)
+        else:
+            schedule = draw(
+                action_schedules(graph, horizon_ms=horizon_ms, max_parallelism=max_parallelism, min_jobs=min_jobs)
+            )
         document["actions"] = schedule.to_plain()
         if any(isinstance(a, Restore) and a.source is RestoreSource.CHECKPOINT for a in schedule):
             document["checkpointing"]["externalized_checkpoint_retention"] = "RETAIN_ON_CANCELLATION"
