@@ -38,7 +38,7 @@ chromium:
 run: setup
 	$(VENV)/bin/barriersim run $(SCENARIO)
 
-test: setup chromium
+test: setup chromium lint
 	$(PY) -m pytest
 
 # ruff (lint, format) and mypy, configured in pyproject.toml. mypy checks the installed layout (runtime/, actors/,
