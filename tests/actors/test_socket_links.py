@@ -81,7 +81,11 @@ def test_the_job_managers_messages_and_the_tasks_reports_go_by_links_on_its_node
     # one TaskManager on the head node, where the job manager runs: every task shares its node
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(6_000, 100, 1.0, 100, 2, seed=4)}
-    config = JobConfig(graph, mode="aligned", interval_ms=50, source_rate_per_subtask=10_000)
+    config = JobConfig(
+        graph,
+        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=50),
+        workload=WorkloadConfig(rate_per_source=10_000),
+    )
     results = {
         links: run_graph_on_ray(
             config, splits, str(tmp_path / str(links)), f"control-{links}", timeout_seconds=180, socket_links=links
