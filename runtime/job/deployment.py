@@ -10,8 +10,8 @@ follow ``runtime.job.slowdowns``. Mirrors what Flink's ``TaskExecutor.submitTask
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.job.actions import (
@@ -27,6 +27,7 @@ from barriersim.runtime.task.stream_task import StreamTask
 
 if TYPE_CHECKING:
     from barriersim.runtime.event_timers import TimerService
+    from barriersim.runtime.record_batch import RecordsLike
 
 
 class TaskRestoreError(Exception):
@@ -44,8 +45,8 @@ def deploy_task(
     charging: Charging,
     cost_rng: random.Random,
     wakeup: Callable[[], None] = lambda: None,
-    split: Sequence[tuple[Any, ...]] = (),
-    splits: Mapping[int, Sequence[tuple[Any, ...]]] | None = None,
+    split: RecordsLike = (),
+    splits: Mapping[int, RecordsLike] | None = None,
     store: ExternalStore | None = None,
     on_built: Callable[[StreamTask], None] | None = None,
 ) -> tuple[StreamTask, dict[str, int]]:

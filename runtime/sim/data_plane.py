@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, SourceEmission
@@ -169,9 +169,9 @@ class DataPlane:
         """Whether deployment ``epoch`` is the current one and holds the task ``key``."""
         return epoch == self._epoch and key in self._tasks
 
-    def source_records_read(self) -> dict[SubtaskKey, int | None]:
+    def source_records_read(self) -> dict[SubtaskKey, int]:
         """How far each source task's reader got (in records)."""
-        return {key: task.source_records_read() for key, task in self._tasks.items() if task.is_source()}
+        return {key: cast(int, task.source_records_read()) for key, task in self._tasks.items() if task.is_source()}
 
     def last_record_us(self, key: SubtaskKey) -> int | None:
         """When source subtask ``key``'s last step that read records ended (virtual us; None if none did)."""
