@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ from barriersim.actors.messages import decode_records, encode_records
 from barriersim.actors.placement import check_kill_nodes, cluster_nodes, driver_node
 from barriersim.actors.socket_links import socket_links_wanted
 from barriersim.runtime.job.config import JobConfig
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.storage import metadata_serializer
 from barriersim.runtime.storage.object_storage import is_object_store_uri
 from barriersim.runtime.verification.snapshot import pending_transactions
@@ -106,7 +106,7 @@ class RayJob:
     def __init__(
         self,
         config: JobConfig,
-        splits: dict[str, Sequence],
+        splits: Mapping[str, Sequence[Any]],
         checkpoint_root: str,
         job_id: str,
         *,
@@ -214,7 +214,7 @@ class RayJob:
 
 def run_graph_on_ray(
     config: JobConfig,
-    splits: dict[str, Sequence[Sequence[tuple]]],
+    splits: Mapping[str, Sequence[RecordsLike]],
     checkpoint_root: str,
     job_id: str,
     on_progress: Callable[[dict], None] | None = None,

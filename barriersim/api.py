@@ -38,6 +38,7 @@ from barriersim.runtime.checkpointing_mode import (
 from barriersim.runtime.faults.experiment import ActionSchedule, ActionScheduleError, RestoreSettings
 from barriersim.runtime.faults.fault_schedule import FaultSchedule, FaultScheduleError
 from barriersim.runtime.job.config import SourceEmission
+from barriersim.runtime.record_batch import RecordsLike
 from barriersim.runtime.records_codec import decode_split
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.object_storage import check_storage_uri, is_object_store_uri, probe_storage
@@ -56,7 +57,7 @@ from barriersim.spark.session import SparkOnDemand
 from barriersim.spark.workload import generate_workload, hand_off
 from barriersim.summary import default_out_dir
 
-Splits = dict[str, list[list[tuple]]]
+Splits = dict[str, list[RecordsLike]]
 Progress = Callable[[str, float | None], None]
 
 
@@ -264,7 +265,7 @@ def as_actions(actions: ActionSchedule | list | str | None) -> ActionSchedule | 
     )
 
 
-def _as_schedule(value, schedule: type, error: type, expected: str):
+def _as_schedule(value, schedule: type[Any], error: type, expected: str):
     if value is None or isinstance(value, schedule):
         return value
     if isinstance(value, str):

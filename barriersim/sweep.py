@@ -398,7 +398,7 @@ def _index_points(points: list[SweepPoint], jobs: list[SweepJob], finished: dict
         if not summaries:
             continue
         order = [m for job in jobs if job.point.index == point.index for m in job.plan.modes]
-        entry = {"index": point.index, "label": point.label, "settings": point.settings, "runs": []}
+        entry: dict[str, Any] = {"index": point.index, "label": point.label, "settings": point.settings, "runs": []}
         for mode in sorted(summaries, key=order.index):
             summary = summaries[mode]
             v = summary["verification"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from barriersim.backends import Backend, ran_on
@@ -27,7 +27,7 @@ def console(stderr: bool = False) -> Console:
     return c if c.is_terminal else Console(stderr=stderr, width=UNLIMITED_WIDTH)
 
 
-def new_table(title: str, *headers: tuple[str, str]) -> Table:
+def new_table(title: str, *headers: tuple[str, JustifyMethod]) -> Table:
     """A table whose columns ``(header, justify)`` fold long values rather than cutting them."""
     table = Table(title=title)
     for header, justify in headers:

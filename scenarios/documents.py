@@ -12,6 +12,7 @@ run ran, and ``barriersim replay`` of it runs it again. ``generated_document`` b
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import tomli_w
 
@@ -50,7 +51,7 @@ def scenario_document(scenario: Scenario) -> dict:
             if k not in ("source_parallelism", "keyed_sum_parallelism", "sink_parallelism")
         }
         shorthand.update(graph_document(job.graph))
-    doc = {
+    doc: dict[str, Any] = {
         "scenario": {"name": scenario.name, "description": scenario.description, "seed": scenario.seed},
         "job": shorthand,
         **{name: section.plain(getattr(scenario, name)) for name, section in SECTIONS.items()},

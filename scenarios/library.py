@@ -12,6 +12,10 @@ import tomllib
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from os import PathLike
 
 _SUBDIRECTORIES = ("", "large")
 
@@ -64,7 +68,7 @@ def is_bare_name(text: str) -> bool:
     return len(parts) == 1 or (len(parts) == 2 and parts[0] in _SUBDIRECTORIES[1:])
 
 
-def resolve(path: str | Path) -> Path:
+def resolve(path: str | PathLike[str]) -> Path:
     """``path`` when it exists (or names no bundled scenario), else the bundled file it names."""
     p = Path(path)
     if p.exists() or not is_bare_name(str(path)):

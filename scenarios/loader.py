@@ -452,7 +452,7 @@ def effective_scenario(
     if seed is not None:
         scenario = with_overrides(scenario, seed=seed)
     if actions is not None or restore is not None:
-        changes = {"actions": actions} if actions is not None else {}
+        changes: dict[str, ActionSchedule | RestoreSettings] = {"actions": actions} if actions is not None else {}
         if restore is not None:
             changes["restore"] = restore
         scenario = with_overrides(scenario, **changes)

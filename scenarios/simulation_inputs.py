@@ -9,9 +9,14 @@ How this works: ``job_config`` hands the (effective) scenario's job graph and se
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from barriersim.runtime.job.config import JobConfig
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.workload import SOURCE_ID_STRIDE, local_splits
+
+if TYPE_CHECKING:
+    from barriersim.runtime.record_batch import RecordBatch
 
 
 def job_config(scenario: Scenario) -> JobConfig:
@@ -31,7 +36,7 @@ def job_config(scenario: Scenario) -> JobConfig:
     )
 
 
-def workload_splits(scenario: Scenario) -> dict[str, list[list[tuple]]]:
+def workload_splits(scenario: Scenario) -> dict[str, list[RecordBatch]]:
     """Every source vertex's splits, drawn locally from the scenario's workload and seed."""
     w, seed = scenario.workload, scenario.seed
     out = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass
+from typing import cast
 
 from barriersim.runtime.checkpoint_cost import CheckpointCostModel
 from barriersim.runtime.coordinator.configuration import (
@@ -123,6 +124,7 @@ class JobConfig:
     max_virtual_ms: int = 3_600_000
 
     def __post_init__(self) -> None:
+        problem: tuple[str, str] | str | None
         for problem in (self.checkpointing.problem(), self.workload.problem()):
             if problem is not None:
                 raise JobConfigError(*problem)
@@ -174,7 +176,7 @@ class JobConfig:
     @property
     def placement(self) -> Placement:
         """Where each subtask runs (TaskManager, slot), and so which channels are local."""
-        return self._placement  # type: ignore[attr-defined]
+        return cast(Placement, self._placement)  # type: ignore[attr-defined]
 
     @property
     def periodic_checkpoints(self) -> bool:

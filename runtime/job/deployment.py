@@ -10,7 +10,8 @@ follow ``runtime.job.slowdowns``. Mirrors what Flink's ``TaskExecutor.submitTask
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from barriersim.runtime.checkpoint_cost import Charging, CostCharger
 from barriersim.runtime.job.actions import (
@@ -24,6 +25,10 @@ from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.operators.sinks import ExternalStore
 from barriersim.runtime.task.stream_task import StreamTask
 
+if TYPE_CHECKING:
+    from barriersim.runtime.event_timers import TimerService
+    from barriersim.runtime.record_batch import RecordsLike
+
 
 class TaskRestoreError(Exception):
     """A task could not restore the state it was deployed with (a state blob that does not decode); the one-line
@@ -35,16 +40,16 @@ def deploy_task(
     descriptor: TaskDeploymentDescriptor,
     *,
     clock: Callable[[], int],
-    timer_service,
+    timer_service: TimerService,
     rng: random.Random,
     charging: Charging,
     cost_rng: random.Random,
     wakeup: Callable[[], None] = lambda: None,
-    split: Sequence[tuple] = (),
-    splits: Mapping[int, Sequence[tuple]] | None = None,
+    split: RecordsLike = (),
+    splits: Mapping[int, RecordsLike] | None = None,
     store: ExternalStore | None = None,
     on_built: Callable[[StreamTask], None] | None = None,
-) -> tuple[StreamTask, dict]:
+) -> tuple[StreamTask, dict[str, int]]:
     """The task of ``descriptor``, restored; and what it restored (``StreamTask.restore``'s account). A source
     reads ``splits`` (split id -> records: the splits of ``descriptor.source_splits``), or ``split`` as the split of
     its own index. ``charging`` and ``cost_rng``: how the driver charges the job's checkpoint cost model

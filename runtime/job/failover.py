@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from barriersim.runtime.coordinator import messages as m
 from barriersim.runtime.coordinator.checkpoint_recovery import (
@@ -27,9 +27,17 @@ from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.execution_deployer import ExecutionDeployer
 from barriersim.runtime.job.fault_injection import FaultInjector
 from barriersim.runtime.job.operations import JobOperations
-from barriersim.runtime.job.report import one_line
-from barriersim.runtime.job.restart_strategy import RestartDecision, RestartStrategyKind
+from barriersim.runtime.job.report import Operation, one_line
+from barriersim.runtime.job.restart_strategy import (
+    ExponentialDelayRestartStrategy,
+    FixedDelayRestartStrategy,
+    RestartDecision,
+    RestartStrategyKind,
+)
 from barriersim.runtime.job.restore_failure import RESTORE_ERRORS, RestorePhase, describe
+
+if TYPE_CHECKING:
+    from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
 
 
 class JobFailover:
@@ -40,7 +48,7 @@ class JobFailover:
         config: JobConfig,
         job_id: str,
         *,
-        storage,
+        storage: CheckpointStorage,
         clock: Callable[[], int],
         coordinator_rng: Callable[[], random.Random],
         checkpointing: JobCheckpointing,
@@ -80,7 +88,7 @@ class JobFailover:
         """What failed the job over (a task's death, a failed deployment), one line."""
         self.failures.append(what)
 
-    def _new_restart_strategy(self):
+    def _new_restart_strategy(self) -> FixedDelayRestartStrategy | ExponentialDelayRestartStrategy:
         """A new JobMaster's restart strategy; exponential-delay draws its jitter from the coordinator's stream."""
         settings = self._config.restart
         exponential = settings.strategy is RestartStrategyKind.EXPONENTIAL_DELAY
@@ -146,7 +154,7 @@ class JobFailover:
         except RESTORE_ERRORS as err:
             self.restore_failed(RestorePhase.FAILOVER, "restore", describe(err))
 
-    def _fail_stopping_job(self, stop, task: str, why: str) -> None:
+    def _fail_stopping_job(self, stop: Operation, task: str, why: str) -> None:
         """A failure after a stop-with-savepoint's savepoint completed, before every task finished: the job fails
         and does not restart. Flink (1.15+, FLINK-26783) fails such a job with a ``StopWithSavepointStoppingException``
         (``NonRecoverableError``), because a restart would restore the latest checkpoint, older than the savepoint

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any, cast
 
-from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.jobgraph import JobGraph, JobVertex
 from barriersim.runtime.settings import Between, setting
 
 SubtaskKey = tuple[str, int]
@@ -63,8 +64,8 @@ class ClusterConfig:
 DEFAULT_SLOT_SHARING_GROUP = "default"
 
 
-def slot_sharing_group(vertex) -> str:
-    return vertex.params.get("slot_sharing_group", DEFAULT_SLOT_SHARING_GROUP)
+def slot_sharing_group(vertex: JobVertex) -> str:
+    return cast(str, vertex.params.get("slot_sharing_group", DEFAULT_SLOT_SHARING_GROUP))
 
 
 def slots_needed(graph: JobGraph) -> int:
@@ -136,7 +137,9 @@ class Placement:
         local = kinds.count(ChannelKind.LOCAL.value)
         return local, len(kinds) - local
 
-    def describe(self, graph: JobGraph | None = None, taskmanager_nodes: tuple[int, ...] | None = None) -> list[dict]:
+    def describe(
+        self, graph: JobGraph | None = None, taskmanager_nodes: tuple[int, ...] | None = None
+    ) -> list[dict[str, Any]]:
         """One row per subtask: its TaskManager, slot and node (``taskmanager_nodes``: a deployment's, else the
         first), and with ``graph`` how many of its input channels are local and how many remote (for the run
         directory)."""

@@ -106,7 +106,7 @@ class RestartStrategyConfig:
         ]
         return next((text for ok, text in problems if not ok), None)
 
-    def create(self, rng: random.Random | None = None):
+    def create(self, rng: random.Random | None = None) -> FixedDelayRestartStrategy | ExponentialDelayRestartStrategy:
         """A new JobMaster's strategy (``rng``: the jitter's random stream; exponential-delay needs it); ``ValueError``
         for settings Flink refuses (the strategies' constructors check them)."""
         if self.strategy is RestartStrategyKind.FIXED_DELAY:

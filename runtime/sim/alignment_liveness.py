@@ -10,23 +10,37 @@ channel as aligned (FLIP-147). The at-least-once tracker aligns nothing and is n
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, cast
+
 from barriersim.runtime.checkpointing.single_checkpoint_barrier_handler import SingleCheckpointBarrierHandler
+
+if TYPE_CHECKING:
+    from barriersim.runtime.events import CancelCheckpointMarker, CheckpointBarrier, InputChannelInfo
+    from barriersim.runtime.task.stream_task import StreamTask
 
 ENDED = float("inf")
 
 
 class AlignmentMonitor:
-    def __init__(self, task_name: str, handler: SingleCheckpointBarrierHandler, channels, violations: list[str]):
+    def __init__(
+        self,
+        task_name: str,
+        handler: SingleCheckpointBarrierHandler,
+        channels: Iterable[InputChannelInfo],
+        violations: list[str],
+    ) -> None:
         self._name = task_name
         self._handler = handler
-        self._closed = {info: -1 for info in channels}  # channel -> highest checkpoint id it closed
+        # channel -> highest checkpoint id it closed
+        self._closed: dict[InputChannelInfo, float] = {info: -1 for info in channels}
         self._violations = violations
-        self._reported: set = set()
+        self._reported: set[int] = set()
 
     @staticmethod
-    def attach(task, violations: list[str]) -> None:
+    def attach(task: StreamTask, violations: list[str]) -> None:
         """Watch ``task``'s barrier handler (a ``StreamTask`` with network inputs), appending to ``violations``."""
-        network_input = getattr(task, "_network_input", None)
+        network_input: Any = getattr(task, "_network_input", None)
         handler = network_input.input_side.barrier_handler if network_input is not None else None
         if not isinstance(handler, SingleCheckpointBarrierHandler):
             return
@@ -37,23 +51,23 @@ class AlignmentMonitor:
             handler.process_end_of_partition,
         )
 
-        def process_barrier(b, channel_info, is_rpc_trigger=False):
+        def process_barrier(b: CheckpointBarrier, channel_info: InputChannelInfo, is_rpc_trigger: bool = False) -> None:
             barrier(b, channel_info, is_rpc_trigger)
             monitor._close(channel_info, b.id)
 
-        def process_cancellation_barrier(marker, channel_info):
+        def process_cancellation_barrier(marker: CancelCheckpointMarker, channel_info: InputChannelInfo) -> None:
             cancel(marker, channel_info)
             monitor._close(channel_info, marker.checkpoint_id)
 
-        def process_end_of_partition(channel_info):
+        def process_end_of_partition(channel_info: InputChannelInfo) -> None:
             end(channel_info)
             monitor._close(channel_info, ENDED)
 
-        handler.process_barrier = process_barrier
-        handler.process_cancellation_barrier = process_cancellation_barrier
-        handler.process_end_of_partition = process_end_of_partition
+        cast(Any, handler).process_barrier = process_barrier
+        cast(Any, handler).process_cancellation_barrier = process_cancellation_barrier
+        cast(Any, handler).process_end_of_partition = process_end_of_partition
 
-    def _close(self, channel_info, checkpoint_id) -> None:
+    def _close(self, channel_info: InputChannelInfo, checkpoint_id: float) -> None:
         if channel_info in self._closed:
             self._closed[channel_info] = max(self._closed[channel_info], checkpoint_id)
         handler = self._handler

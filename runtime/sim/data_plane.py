@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, SourceEmission
@@ -40,6 +40,11 @@ from barriersim.runtime.task.actions import (
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 from barriersim.runtime.task.stream_task import StepOutcome, StepResult, StreamTask
 
+if TYPE_CHECKING:
+    from barriersim.runtime.events import InputChannelInfo, ResultSubpartitionInfo
+    from barriersim.runtime.job.actions import TaskMessage
+    from barriersim.runtime.network.output.subpartition import BufferAndBacklog
+
 
 class _Route(NamedTuple):
     """Where a subpartition's elements go (``Wiring.channel_of``), looked up once per subpartition: the consumer,
@@ -49,7 +54,7 @@ class _Route(NamedTuple):
     consumer: SubtaskKey
     channel: Any  # InputChannelInfo
     local: bool
-    clock_key: tuple
+    clock_key: tuple[Any, ...]
     trace_prefix: str
 
 
@@ -59,7 +64,7 @@ class _UpstreamRoute(NamedTuple):
     producer: SubtaskKey
     info: Any  # ResultSubpartitionInfo
     local: bool
-    clock_key: tuple
+    clock_key: tuple[Any, ...]
 
 
 class DataPlane:
@@ -98,10 +103,10 @@ class DataPlane:
         self._sync_at: dict[SubtaskKey, int] = {}
         # when each source subtask's last step that read records ended (virtual us)
         self._source_last_record_us: dict[SubtaskKey, int] = {}
-        self._channel_clock: dict[tuple, int] = {}
+        self._channel_clock: dict[tuple[Any, ...], int] = {}
         # ``Wiring`` lookups, per (subtask, gate or partition index, channel or subpartition index): of the wiring
-        self._routes: dict[tuple, _Route] = {}
-        self._upstream_routes: dict[tuple, _UpstreamRoute] = {}
+        self._routes: dict[tuple[Any, ...], _Route] = {}
+        self._upstream_routes: dict[tuple[Any, ...], _UpstreamRoute] = {}
         self._finish_order_violations: list[str] = []  # with record_cuts: tasks that finished before an upstream
         # with ``cpu_cores``: the machine's cores, the tasks whose step's CPU work runs on them (each with what holds
         # it after the work: the step's sleep and synchronous snapshots) and the event of the next work's end
@@ -166,7 +171,7 @@ class DataPlane:
 
     def source_records_read(self) -> dict[SubtaskKey, int]:
         """How far each source task's reader got (in records)."""
-        return {key: task.source_records_read() for key, task in self._tasks.items() if task.is_source()}
+        return {key: cast(int, task.source_records_read()) for key, task in self._tasks.items() if task.is_source()}
 
     def last_record_us(self, key: SubtaskKey) -> int | None:
         """When source subtask ``key``'s last step that read records ended (virtual us; None if none did)."""
@@ -176,7 +181,7 @@ class DataPlane:
         """With ``record_cuts``: every task that finished while a task it reads still ran."""
         return list(self._finish_order_violations)
 
-    def deliver_message(self, key: SubtaskKey, message) -> None:
+    def deliver_message(self, key: SubtaskKey, message: TaskMessage) -> None:
         """An RPC of the JobMaster reaches the task of ``key`` (Flink's ``triggerCheckpoint`` / ``confirmCheckpoint``
         / ``abortCheckpoint``)."""
         self._sync_before(key)
@@ -386,7 +391,7 @@ class DataPlane:
                 self._cpu_event.cancel()
                 self._cpu_event = None
 
-    def _cost_us(self, key: SubtaskKey, result) -> int:
+    def _cost_us(self, key: SubtaskKey, result: StepResult) -> int:
         model = self._cost_model.get(key)
         if model is None:
             vertex = self.graph.vertex(key[0])
@@ -431,7 +436,9 @@ class DataPlane:
         network = self.config.network
         return max(1, int(self._net_rng.gauss(network.latency_us_mean, network.latency_us_jitter)))
 
-    def _deliver_in_order(self, channel_key: tuple, action, label: str, local: bool = False) -> None:
+    def _deliver_in_order(
+        self, channel_key: tuple[Any, ...], action: Callable[[], Any], label: str, local: bool = False
+    ) -> None:
         """``action`` after the network latency (none for a local channel), never before the channel's previous
         element."""
         at = max(self.sim.now_us + (0 if local else self._latency_us()), self._channel_clock.get(channel_key, 0))
@@ -448,7 +455,7 @@ class DataPlane:
         for action in task.drain_actions():
             self._on_task_action(key, task, action)
 
-    def _route(self, producer: SubtaskKey, info) -> _Route:
+    def _route(self, producer: SubtaskKey, info: ResultSubpartitionInfo) -> _Route:
         route_key = (producer, info.partition_idx, info.subpartition_idx)
         route = self._routes.get(route_key)
         if route is None:
@@ -462,7 +469,7 @@ class DataPlane:
             )
         return route
 
-    def _deliver(self, route: _Route, item, epoch: int) -> None:
+    def _deliver(self, route: _Route, item: BufferAndBacklog, epoch: int) -> None:
         if epoch != self._epoch:
             return
         consumer = route.consumer
@@ -489,7 +496,7 @@ class DataPlane:
                 f"{', '.join(running)} still ran"
             )
 
-    def _upstream_route(self, consumer: SubtaskKey, channel) -> _UpstreamRoute:
+    def _upstream_route(self, consumer: SubtaskKey, channel: InputChannelInfo) -> _UpstreamRoute:
         route_key = (consumer, channel.gate_idx, channel.channel_idx)
         route = self._upstream_routes.get(route_key)
         if route is None:
@@ -502,7 +509,7 @@ class DataPlane:
             )
         return route
 
-    def _upstream(self, route: _UpstreamRoute, action, epoch: int) -> None:
+    def _upstream(self, route: _UpstreamRoute, action: Any, epoch: int) -> None:
         """A consumer's message for its producer's subpartition (``UPSTREAM_MESSAGES``) arrives."""
         if epoch != self._epoch:
             return
@@ -539,7 +546,7 @@ class DataPlane:
                 self._schedule_sync(key, self._busy_until[key])
         elif isinstance(action, AsyncCheckpointStarted):  # runs off the task thread; done after its modelled time
 
-            def complete(action=action) -> None:
+            def complete(action: AsyncCheckpointStarted = action) -> None:
                 if epoch == self._epoch and self._tasks.get(key) is task:
                     task.complete_async_part(action.checkpoint_id, action.part)
                     self._pump(key)

@@ -9,10 +9,11 @@ docs/architecture.md ("The drivers") has the narrative."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
@@ -26,7 +27,7 @@ from barriersim.runtime.job.report import records_read_in_run
 from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.job.wiring import SubtaskKey
 from barriersim.runtime.operators.sinks import ExternalStore
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.sim.alignment_liveness import AlignmentMonitor
 from barriersim.runtime.sim.consistent_cut import CutRecorder, CutViolation, DeploymentLog, check_consistent_cuts
 from barriersim.runtime.sim.data_plane import DataPlane
@@ -38,6 +39,9 @@ from barriersim.runtime.task.stream_task import StreamTask
 from barriersim.runtime.verification.reference import Verification
 from barriersim.runtime.verification.snapshot import verify_run
 
+if TYPE_CHECKING:
+    from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
+
 
 @dataclass
 class SimulationResult:
@@ -48,8 +52,8 @@ class SimulationResult:
 
     outcome: JobOutcome
     committed_batches: Sequence[RecordBatch]  # what the sinks committed, in commit order (ExternalStore.output_batches)
-    checkpoints: list[dict]
-    subtasks: list[dict]
+    checkpoints: list[dict[str, Any]]
+    subtasks: list[dict[str, Any]]
     counts: dict[str, int]
     restarts: int
     virtual_ms: int
@@ -58,9 +62,11 @@ class SimulationResult:
     restored_checkpoint_ids: list[int] = field(default_factory=list)
     restored_in_flight_bytes: int = 0
     coordinator_failovers: int = 0
-    fault_log: list[dict] = field(default_factory=list)  # runtime.faults.fault_log.FaultLog.report(): what fired
+    # runtime.faults.fault_log.FaultLog.report(): what fired
+    fault_log: list[dict[str, Any]] = field(default_factory=list)
     storage_errors: list[str] = field(default_factory=list)
-    deployments: list[dict] = field(default_factory=list)  # per deployment: epoch, restored id, TaskManager nodes
+    # per deployment: epoch, restored id, TaskManager nodes
+    deployments: list[dict[str, Any]] = field(default_factory=list)
     failure_reason: str | None = None  # one line, when the outcome is FAILED
 
     @cached_property
@@ -77,12 +83,12 @@ class JobSimulation:
     def __init__(
         self,
         config: JobConfig,
-        splits: dict[str, Sequence[Sequence[tuple]]],
+        splits: Mapping[str, Sequence[RecordsLike]],
         seed: int,
         record_cuts: bool = False,
         checkpoint_directory: str | Path | None = None,
         *,
-        savepoint_directory=None,
+        savepoint_directory: str | Path | None = None,
         store: ExternalStore | None = None,
         first_attempt_number: int = 0,
     ):
@@ -108,7 +114,7 @@ class JobSimulation:
         self._storage_rng = self.sim.random("storage")
         self._checkpoint_directory = checkpoint_directory
         self._savepoint_directory = savepoint_directory
-        self.storages: dict = {}  # job id -> its checkpoint storage
+        self.storages: dict[str, CheckpointStorage] = {}  # job id -> its checkpoint storage
         self._task_rng = self.sim.random("tasks")
         self._cost_rng = self.sim.random("checkpoint-cost")
         self.outcome: JobOutcome | None = None
@@ -134,12 +140,13 @@ class JobSimulation:
             to_job_master=self._to_job_master,
         )
 
-    def _to_job_master(self, event) -> None:
+    def _to_job_master(self, event: Any) -> None:
         self._carry_out(self.dispatcher.handle(event))
 
-    def _storage_for(self, job_id: str):
+    def _storage_for(self, job_id: str) -> tuple[CheckpointStorage, CheckpointStorage]:
         """A job's checkpoint storage (in memory, Flink's JobManager storage) and its savepoints' (files in the
         savepoint directory when one is given, as Flink's JobManager storage writes them there)."""
+        storage: CheckpointStorage
         if self._checkpoint_directory is None:
             storage = JobManagerCheckpointStorage(job_id, rng=self._storage_rng)
         else:
@@ -164,7 +171,7 @@ class JobSimulation:
         )
 
     @property
-    def storage(self):
+    def storage(self) -> CheckpointStorage:
         """The checkpoint storage of the first job."""
         return self.storages[self.job_id]
 
@@ -253,7 +260,7 @@ class JobSimulation:
 
     # -- the JobMaster's actions -----------------------------------------------------------------------
 
-    def _carry_out(self, actions: list) -> None:
+    def _carry_out(self, actions: list[Any]) -> None:
         for action in actions:
             kind = type(action)
             if kind is a.SendToTask:
@@ -263,7 +270,9 @@ class JobSimulation:
             elif kind is a.StartTimer:
                 self.sim.schedule_after(
                     action.delay_ms * 1000,
-                    lambda timer=action.timer: self._carry_out(self.dispatcher.handle(timer)),
+                    cast(
+                        "Callable[[], None]", lambda timer=action.timer: self._carry_out(self.dispatcher.handle(timer))
+                    ),
                     Priority.URGENT,
                     "timer",
                 )
@@ -272,8 +281,11 @@ class JobSimulation:
             elif kind is a.ReportRunning:  # at this instant, after the timers due now (the deployment takes no time)
                 self.sim.schedule_after(
                     0,
-                    lambda act=action: self._carry_out(
-                        self.dispatcher.handle(je.TasksRunning(act.epoch, act.attempts))
+                    cast(
+                        "Callable[[], None]",
+                        lambda act=action: self._carry_out(
+                            self.dispatcher.handle(je.TasksRunning(act.epoch, act.attempts))
+                        ),
                     ),
                     Priority.LOW,
                     "running",
@@ -307,7 +319,7 @@ class JobSimulation:
             int(self.config.rpc_latency_us) + action.delay_ms * 1000, deliver, Priority.CONTROL, "rpc"
         )
 
-    def _send_to_coordinator(self, action: a.SendToCoordinator) -> None:
+    def _send_to_coordinator(self, action: a.SendToCoordinator[Any]) -> None:
         message = action.message
         self.sim.schedule_after(
             int(self.config.rpc_latency_us) + action.delay_ms * 1000,
@@ -331,15 +343,18 @@ class JobSimulation:
             if vertex.operator.is_source:
                 available = self.splits.get(vertex.name, ())
                 splits = {sid: available[sid] if sid < len(available) else () for sid in descriptor.source_splits}
-            on_built = (
+            on_built = cast(
+                "Callable[[StreamTask], None] | None",
                 (
-                    lambda t, k=key: (
-                        log.recorders.__setitem__(k, CutRecorder.attach(t.operator)),
-                        AlignmentMonitor.attach(t, self.alignment_violations),
+                    (
+                        lambda t, k=key: (
+                            cast(Any, log.recorders).__setitem__(k, CutRecorder.attach(t.operator)),
+                            AlignmentMonitor.attach(t, self.alignment_violations),
+                        )
                     )
-                )
-                if self.record_cuts
-                else None
+                    if self.record_cuts
+                    else None
+                ),
             )
             try:
                 task, restored = deploy_task(
@@ -350,7 +365,7 @@ class JobSimulation:
                     rng=self._task_rng,
                     charging=Charging.VIRTUAL,
                     cost_rng=self._cost_rng,
-                    wakeup=lambda k=key, e=epoch: data_plane.wake(k, e),
+                    wakeup=cast("Callable[[], None]", lambda k=key, e=epoch: data_plane.wake(k, e)),
                     splits=splits,
                     store=self.store,
                     on_built=on_built,

@@ -15,7 +15,7 @@ import enum
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 import msgpack
 
@@ -96,7 +96,7 @@ class StateBackendConfig:
             raise StateBackendError(f"state.num_levels: must be >= 2, got {self.num_levels}")
 
 
-def _backend_kind(value) -> StateBackendKind:
+def _backend_kind(value: object) -> StateBackendKind:
     if isinstance(value, StateBackendKind):
         return value
     try:
@@ -112,7 +112,7 @@ class KeyedRows(Protocol):
 
     ROW_KEY_WIDTH: int
 
-    def keyed_rows(self) -> Iterable[tuple[int, tuple]]: ...
+    def keyed_rows(self) -> Iterable[tuple[int, tuple[Any, ...]]]: ...
 
     def entry_count(self) -> int: ...
 
@@ -139,24 +139,26 @@ def full_keyed_snapshot(operator: KeyedRows, entry_bytes: int) -> OperatorSubtas
     if entry_bytes:
         state = OperatorSubtaskState(
             managed_keyed_state=tuple(
-                KeyGroupsStateHandle(h.key_group_range, h.key_groups, operator.entry_count() * entry_bytes)
+                KeyGroupsStateHandle(
+                    h.key_group_range, cast(KeyGroupsStateHandle, h).key_groups, operator.entry_count() * entry_bytes
+                )
                 for h in state.managed_keyed_state
             )
         )
     return state
 
 
-def entry_size(row: tuple, entry_bytes: int) -> int:
+def entry_size(row: tuple[Any, ...], entry_bytes: int) -> int:
     """An entry's modelled bytes: ``entry_bytes``, or its real msgpack size when that is 0."""
     return entry_bytes if entry_bytes else len(msgpack.packb(list(row), use_bin_type=True))
 
 
 def state_from_rows(
-    rows: Iterable[tuple[int, tuple]], key_group_range: KeyGroupRange, modelled_size: int | None = None
+    rows: Iterable[tuple[int, tuple[Any, ...]]], key_group_range: KeyGroupRange, modelled_size: int | None = None
 ) -> OperatorSubtaskState:
     """Rows as a full snapshot: per key group, the sorted rows packed with msgpack (the keyed operators' own
     encoding), only the key groups in ``key_group_range``."""
-    by_group: dict[int, list] = defaultdict(list)
+    by_group: dict[int, list[list[Any]]] = defaultdict(list)
     for kg, row in rows:
         if kg in key_group_range:
             by_group[kg].append(list(row))
@@ -168,9 +170,9 @@ def state_from_rows(
     return OperatorSubtaskState(managed_keyed_state=(handle,))
 
 
-def rows_from_state(state: OperatorSubtaskState | None) -> list[tuple[int, tuple]]:
+def rows_from_state(state: OperatorSubtaskState | None) -> list[tuple[int, tuple[Any, ...]]]:
     """The rows of a full snapshot's key groups."""
-    rows = []
+    rows: list[tuple[int, tuple[Any, ...]]] = []
     if state is None:
         return rows
     for handle in state.managed_keyed_state:

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from barriersim.runtime.checkpoint_cost import FREE, CostCharger
-from barriersim.runtime.checkpointing.api import CheckpointingMode, InputSide
+from barriersim.runtime.checkpointing.api import GateSpec, InputSide
 from barriersim.runtime.checkpointing.barrier_handler import (
     AbortCheckpointOnBarrier,
-    AddInputData,
     AllBarriersReceived,
     CheckpointMetrics,
     InitInputsCheckpoint,
     TriggerCheckpointOnBarrier,
 )
+from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.events import (
     CheckpointBarrier,
     CheckpointOptions,
@@ -36,6 +36,7 @@ from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobEdge, JobGraph
 from barriersim.runtime.network.config import NetworkConfig
+from barriersim.runtime.network.input.channel_state_persister import AddInputData
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
@@ -63,6 +64,20 @@ from barriersim.runtime.task.step_result import StepOutcome, StepResult
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
 from barriersim.runtime.task.task_restore import TaskRestore
 
+if TYPE_CHECKING:
+    from barriersim.runtime.event_timers import Cancellable, TimerService
+    from barriersim.runtime.events import ChannelElement
+    from barriersim.runtime.operators.source import SplitSourceReader
+    from barriersim.runtime.record_batch import RecordsLike
+    from barriersim.runtime.state.snapshot import OperatorSubtaskState
+    from barriersim.runtime.task.end_of_data import TaskInput
+
+    class _SourceOperator(Protocol):
+        """A source task's operator (``is_source``), which reads through its split reader."""
+
+        reader: SplitSourceReader
+
+
 __all__ = ["StepOutcome", "StepResult", "StreamTask", "UNPACED_SOURCE_BATCH_RECORDS"]
 
 
@@ -70,12 +85,14 @@ class _WakingTimers:
     """The driver's timer service, calling ``wakeup`` after each of the task's timers fired; a timer that
     runs into a crash point (an alignment timeout checkpointing) hands the crash to ``on_crash``."""
 
-    def __init__(self, timer_service, wakeup: Callable[[], None], on_crash: Callable[[TaskCrashed], None]):
+    def __init__(
+        self, timer_service: TimerService, wakeup: Callable[[], None], on_crash: Callable[[TaskCrashed], None]
+    ) -> None:
         self._timers = timer_service
         self._wakeup = wakeup
         self._on_crash = on_crash
 
-    def register_timer(self, at_ms: int, callback: Callable[[], None]):
+    def register_timer(self, at_ms: int, callback: Callable[[], None]) -> Cancellable:
         def fire() -> None:
             try:
                 callback()
@@ -109,10 +126,10 @@ def result_partitions(
 
 
 def checkpointed_input_side(
-    gates: Sequence,
+    gates: Sequence[GateSpec],
     mode: CheckpointingMode,
     clock: Callable[[], int],
-    timers,
+    timers: _WakingTimers,
     task_name: str,
     network: NetworkConfig,
     checkpoints_after_tasks_finish: bool,
@@ -146,12 +163,12 @@ class StreamTask:
         *,
         mode: CheckpointingMode,
         clock: Callable[[], int],
-        timer_service,
+        timer_service: TimerService,
         rng: random.Random,
         wakeup: Callable[[], None] = lambda: None,
         network: NetworkConfig = NetworkConfig(),
-        split=(),
-        splits: Mapping | None = None,
+        split: RecordsLike = (),
+        splits: Mapping[int, RecordsLike] | None = None,
         store: ExternalStore | None = None,
         emit_watermarks: bool = False,
         checkpoints_after_tasks_finish: bool = True,
@@ -219,7 +236,7 @@ class StreamTask:
         self._network_input: StreamTaskNetworkInput | None = None
         if self.operator.is_source:
             self._source = SourceInput(
-                self.operator.reader,
+                cast("_SourceOperator", self.operator).reader,
                 self._chain,
                 self.record_writers,
                 batch_records=source_batch_records,
@@ -275,7 +292,7 @@ class StreamTask:
         )
         self._end = TaskEndOfData(
             self._chain,
-            self._source or self._network_input,
+            cast("TaskInput", self._source or self._network_input),
             self.checkpoints,
             checkpoints_after_tasks_finish=checkpoints_after_tasks_finish,
             end_partitions=self._end_partitions,
@@ -297,7 +314,7 @@ class StreamTask:
         """Restored from a snapshot in which this task had finished (FLIP-147): it finishes at its first step."""
         return self._deployed_as_finished
 
-    def _snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType):
+    def _snapshot(self, checkpoint_id: int, checkpoint_type: CheckpointType) -> OperatorSubtaskState:
         if self.operator.is_source and is_planted(PlantedBug.SOURCE_SNAPSHOT_AFTER_BARRIER):
             self._read_source()  # the historical bug: records go out behind the barrier before the offset is taken
         return self._chain.snapshot_state(checkpoint_id, checkpoint_type)
@@ -308,11 +325,13 @@ class StreamTask:
     # as Flink drops network messages for released channels and readers and ignores checkpoint notifications
     # for a task that is not running (``Task.notifyCheckpoint``).
 
-    def on_element(self, channel: InputChannelInfo, element, sequence_number: int, backlog: int | None) -> None:
+    def on_element(
+        self, channel: InputChannelInfo, element: ChannelElement, sequence_number: int, backlog: int | None
+    ) -> None:
         if self.failed:
             return
         try:
-            self._network_input.on_element(channel, element, sequence_number, backlog)
+            cast(StreamTaskNetworkInput, self._network_input).on_element(channel, element, sequence_number, backlog)
             if self._crash_mid_alignment:
                 self._check_mid_alignment()
         except TaskCrashed as crash:
@@ -396,7 +415,7 @@ class StreamTask:
             return StepResult(StepOutcome.BACKPRESSURED)
         if self.operator.is_source:
             return self._read_source(source_records)
-        return self._network_input.emit_next()
+        return cast(StreamTaskNetworkInput, self._network_input).emit_next()
 
     def reads_source(self) -> bool:
         """Whether this is a source task whose next step reads records: it runs, its data did not end (a stop
@@ -406,7 +425,7 @@ class StreamTask:
             and not self.finished
             and not self._deployed_as_finished
             and self._end.final_checkpoint_min_id is None
-            and not self.operator.reader.is_finished
+            and not cast("_SourceOperator", self.operator).reader.is_finished
         )
 
     def is_source(self) -> bool:
@@ -414,26 +433,26 @@ class StreamTask:
 
     def source_records_read(self) -> int | None:
         """How far a source's reader got (its split offsets, in records); None for a task that is not a source."""
-        return self.operator.reader.records_read if self.operator.is_source else None
+        return cast("_SourceOperator", self.operator).reader.records_read if self.operator.is_source else None
 
     def source_input_ended(self) -> bool:
         """Whether this is a source task whose reader has no records left."""
-        return self.operator.is_source and self.operator.reader.is_finished
+        return self.operator.is_source and cast("_SourceOperator", self.operator).reader.is_finished
 
     def source_records_until_buffer_finishes(self, max_records: int) -> int:
         """``SourceInput.records_until_buffer_finishes``: of the source's next records, how many until the one that
         finishes a buffer of one of its outputs (``max_records`` at most)."""
-        return self._source.records_until_buffer_finishes(max_records)
+        return cast(SourceInput, self._source).records_until_buffer_finishes(max_records)
 
     def _read_source(self, max_records: int | None = None) -> StepResult:
         """Up to ``max_records`` records (else the configured batch) of the source's splits, written to its outputs;
         at the end of its splits, the end of input (held until ``source_min_checkpoints`` completed)."""
-        if self.operator.reader.is_finished:
+        if cast("_SourceOperator", self.operator).reader.is_finished:
             if self._completed_checkpoints_notified < self._source_min_checkpoints:
                 return StepResult(StepOutcome.IDLE)  # the end of input waits for a completed checkpoint's notice
             self._finish()
             return StepResult(StepOutcome.IDLE if not self.finished else StepOutcome.FINISHED)
-        return self._source.emit_next(max_records)
+        return cast(SourceInput, self._source).emit_next(max_records)
 
     def flush_outputs(self) -> None:
         """Flink's output flusher (``execution.buffer-timeout``, 100 ms by default) finishing open buffers."""
@@ -446,7 +465,7 @@ class StreamTask:
         def debloat() -> None:
             if self.failed or self.finished:
                 return
-            self.input_side.trigger_debloating()
+            cast(InputSide, self.input_side).trigger_debloating()
             self._schedule_debloat(period_ms)
 
         self._timers.register_timer(self._clock() + period_ms, debloat)
@@ -504,14 +523,14 @@ class StreamTask:
                 self._end.stop_source_for_savepoint(checkpoint_id, options.checkpoint_type.should_drain)
             self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics))
             return
-        if self._network_input.trigger_unfinished_channels_checkpoint(
+        if cast(StreamTaskNetworkInput, self._network_input).trigger_unfinished_channels_checkpoint(
             CheckpointBarrier(checkpoint_id, timestamp, options)
         ):
             if self._crash_mid_alignment:
                 self._check_mid_alignment()
             return
         self._carry_out(self.checkpoints.init_inputs_checkpoint(checkpoint_id, options))
-        recovering = self._network_input.is_recovering_rescaled_state
+        recovering = cast(StreamTaskNetworkInput, self._network_input).is_recovering_rescaled_state
         self._carry_out(
             self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics, is_running=not recovering)
         )
@@ -558,7 +577,7 @@ class StreamTask:
                     action.timestamp,
                     action.options,
                     action.metrics,
-                    is_running=not self._network_input.is_recovering_rescaled_state,
+                    is_running=not cast(StreamTaskNetworkInput, self._network_input).is_recovering_rescaled_state,
                 )
             )
         elif isinstance(action, InitInputsCheckpoint):
@@ -577,7 +596,7 @@ class StreamTask:
     def _on_checkpoint_action(self, action: Any) -> None:
         self._carry_out([action])
 
-    def _carry_out(self, actions: list) -> None:
+    def _carry_out(self, actions: list[Any]) -> None:
         for action in actions:
             if isinstance(
                 action, (AcknowledgeCheckpoint, DeclineCheckpoint, SyncSnapshotTaken, AsyncCheckpointStarted)
@@ -603,7 +622,7 @@ class StreamTask:
         self.finished = True
         self._actions.append(TaskFinished(self.attempt_id))
 
-    def lifecycle_report(self) -> dict:
+    def lifecycle_report(self) -> dict[str, Any]:
         """Where the task stands on its way to finishing, for a driver's report of a job that did not end in time:
         its data ended (``END_OF_DATA``, how), its latest checkpoint and whether its final one completed, its
         input channels that ended (``END_OF_INPUT`` once all did), its partitions whose consumers processed

@@ -204,7 +204,7 @@ def verify_run(
     splits: Mapping[str, Sequence[Any]],
     ending: tuple[bool, CheckpointMetadata | None],
     committed: RecordsLike,
-    pending_records: Callable[[list[str]], Sequence[Any]],
+    pending_records: Callable[[list[str]], RecordsLike],
     at_least_once: bool = False,
     operations: Iterable[Mapping[Any, Any]] = (),
 ) -> tuple[Verification, str]:
