@@ -7,8 +7,7 @@ in batches, in this process or as Ray tasks (``barriersim.ray_tasks``); the rows
 a campaign resumes by skipping the seeds written there. A failing case is written as a replayable
 ``OUT/failures/<seed>-<mode>/scenario.toml``; the verdicts are aggregated in Spark
 (``barriersim.spark.campaign_table``). ``shrink_seed`` shrinks a failing seed with Hypothesis. docs/experiments.md
-tells the design.
-"""
+tells the design."""
 
 from __future__ import annotations
 

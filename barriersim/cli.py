@@ -7,8 +7,7 @@ actions and ``--from`` restores, and prints the run table (``barriersim.tables``
 from a run's ``scenario.toml`` and says whether its trace is the original's; ``sweep``, ``campaign`` and
 ``report`` are ``barriersim.sweep``, ``barriersim.campaign_cli`` and ``barriersim.report``. Bad input (a missing
 extra, an unreachable address, an argparse error) is one line and exit status 2; a violated guarantee or a FAILED
-job exit status 1; Ctrl-C 130.
-"""
+job exit status 1; Ctrl-C 130."""
 
 from __future__ import annotations
 

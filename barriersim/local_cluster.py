@@ -7,8 +7,7 @@ of this one), and connects this process to the head as the cluster's driver unle
 node dead when its health checks fail; the head is started with short checks (``HEALTH_CHECKS``: every 500 ms,
 dead after 4 failures), so a killed node is seen within seconds. ``replace_dead_nodes`` removes what is left of
 nodes that died (a ``kill_node`` fault) and starts new ones in their place; ``shutdown`` disconnects and stops
-every node. ``address`` is what ``barriersim run --address`` takes.
-"""
+every node. ``address`` is what ``barriersim run --address`` takes."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ subtasks): from the statistics the run wrote (``OUT/analytics/``, a Ray run's, i
 by the same definitions in pandas (``barriersim.report.statistics.summary_table``, what ``barriersim report`` of a
 simulated run computes); and the failed checkpoints by reason: the checkpoint table's FAILED rows by
 ``failure_reason``, and the failures Flink counts without a row (``summary.json``'s count minus the rows: triggers
-refused before a checkpoint id, while not all tasks were running).
-"""
+refused before a checkpoint id, while not all tasks were running)."""
 
 from __future__ import annotations
 

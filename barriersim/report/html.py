@@ -7,8 +7,7 @@ it, each at most a page in size (``figure``).
 (``analytics/sweep.parquet``), the runs, the figures, Flink's counts and summary statistics (computed by
 ``barriersim.spark.analytics`` or ``statistics``, passed in) and each run's ``verification``. A run
 that restored a job also gets the restore page (``restore_page``). Tables scroll sideways in boxes as wide as the
-page; everything is escaped; the page needs no scripts or network. Design notes: docs/report.md.
-"""
+page; everything is escaped; the page needs no scripts or network. Design notes: docs/report.md."""
 
 from __future__ import annotations
 

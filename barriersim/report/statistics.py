@@ -7,8 +7,7 @@ How this works: ``barriersim report`` of simulator runs whose tables are small (
 checkpoints, and the acknowledged, non-aborted subtasks of completed checkpoints; ``count, min, max, avg`` and
 Flink's percentiles, ``flink_percentile``), then writes them where the Spark path writes them
 (``write_analytics``), so a later report reuses them either way. A test holds both paths to the same numbers.
-``run`` and ``sweep`` use it by ``engine_for``'s rule.
-"""
+``run`` and ``sweep`` use it by ``engine_for``'s rule."""
 
 from __future__ import annotations
 

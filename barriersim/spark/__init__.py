@@ -7,5 +7,4 @@ Ray's object store; ``reference`` verifies a run's output with Spark SQL against
 graph shapes, with ``runtime.verification.reference`` in a Ray task) and returns the runtime's ``Verification``;
 ``analytics`` computes Flink's checkpoint statistics of run directories in Spark (both send tables through
 ``frames``). Spark is started only through ``session``; the sans-IO core and the scenario library never import
-this package.
-"""
+this package."""

@@ -7,8 +7,7 @@ no data buffer is sent without credit; a subpartition without credit keeps its d
 makes the producer see backpressure.
 
 Mirrors Flink's ``CreditBasedSequenceNumberingViewReader`` (``addCredit``, ``getNextBuffer``,
-``isAvailable``, ``resumeConsumption``) over a ``PipelinedSubpartitionView``.
-"""
+``isAvailable``, ``resumeConsumption``) over a ``PipelinedSubpartitionView``."""
 
 from __future__ import annotations
 
