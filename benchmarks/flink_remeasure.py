@@ -7,8 +7,7 @@ row on the heavy rows' job, hot key included, at three output-flusher intervals)
 (``benchmarks/flink/measured/``). ``summarize`` computes the benchmark's figures from one file with its definitions;
 the runs give a range per figure, written to ``benchmarks/flink_remeasured.json`` (read by ``alignment_checks``).
 Run: ``.venv/bin/python -m benchmarks.flink_remeasure`` (about 55 s a run, 20 runs) with nothing else running;
-``--summarize-only`` recomputes the figures from the raw files.
-"""
+``--summarize-only`` recomputes the figures from the raw files."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ How this works: the workload is drawn locally (``simulation_inputs.workload_spli
 workload makes), so the run needs no Spark; the job runs through ``run_graph_on_ray`` as the Ray backend runs it;
 ``runtime.verification.reference`` compares the committed output with the expected one without a per-record Python step.
 
-Run: ``python -m benchmarks.ray_large_run [--scenario PATH] [--records N] [--rate N]``.
-"""
+Run: ``python -m benchmarks.ray_large_run [--scenario PATH] [--records N] [--rate N]``."""
 
 from __future__ import annotations
 

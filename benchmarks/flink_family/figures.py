@@ -7,8 +7,7 @@ the description's), ``from_barriersim`` a simulation's result (leaving out check
 in, as ``alignment_latency.measure``). ``figures`` leaves out the first completed checkpoint and gives medians: end
 to end (and its p90), the bottleneck vertex's latest start delay, the sinks' longest alignment, persisted and
 processed data; per vertex its subtasks' unaligned flags (majority); the first six checkpoints' end-to-end ramp.
-``flink_measures`` adds what only Flink's metrics give: throughput, busy time per record per vertex, bytes per record.
-"""
+``flink_measures`` adds what only Flink's metrics give: throughput, busy time per record per vertex, bytes/record."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ variant per dimension the fidelity goal watches (``PAIRS``: parallelism 4 -> 8, 
 and one with the hot key's sleep) measure what a spin and a sleep cost in Flink. The draws take each dimension's
 values from a seeded shuffle repeated over the draws, so every value appears; the offered rate is a load level
 times the rate the job can take (``description.loads``). ``python -m benchmarks.flink_family.generator`` rewrites
-the file; the same seed gives the same family.
-"""
+the file; the same seed gives the same family."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ REST port, waits until every task runs, reads each subtask's counters and accumu
 into ``seconds`` and at its end, then the checkpoint history, every completed checkpoint's per-subtask statistics
 and where each subtask ran, trimmed to what ``figures`` reads; then it tells the job to stop. A run whose file exists
 is skipped (the output resumes); ``--only`` selects configurations by name patterns. Run it with nothing else on the
-machine: ``.venv/bin/python -m benchmarks.flink_family.runner`` (see docs/fidelity-family.md for the time it takes).
-"""
+machine: ``.venv/bin/python -m benchmarks.flink_family.runner`` (see docs/fidelity-family.md for the time it takes)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ leaves at most a temporary file that nothing reads, so a checkpoint directory co
 ``_metadata`` exists. ``fail_next_write`` arms a ``WriteFault`` for the next write, which simulates a failing or
 crashing storage write (tests, the "fail a checkpoint storage write" fault): it raises ``CheckpointStorageWriteError``
 and leaves the disk as the named crash would. Mirrors Flink's ``FsCheckpointMetadataOutputStream``
-(``closeAndFinalizeCheckpoint`` commits the metadata file) with an explicit temp-and-rename.
-"""
+(``closeAndFinalizeCheckpoint`` commits the metadata file) with an explicit temp-and-rename."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ polls, resumes and barriers (aligned, unaligned, timeoutable with timeouts) on s
   buffers persisted as output channel state are exactly the buffers produced before the barrier, in
   order, with no loss and no duplicate (persisted copies of unaligned checkpoints are still sent after
   the barrier, as in Flink); an empty copy of a drained open buffer (Flink's ``processPriorityBuffer``) is not
-  counted.
-"""
+  counted."""
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
