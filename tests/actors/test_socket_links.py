@@ -100,10 +100,12 @@ def test_the_job_managers_messages_and_the_tasks_reports_go_by_links_on_its_node
         used, unused = ("link", "call") if links else ("call", "link")
         assert completed >= 2
         sent, told = result.control_messages["to_tasks"], result.control_messages["from_tasks"]
-        # every trigger (to the 2 sources) and every completion notice (to the 5 tasks) by one transport only
-        assert sent[unused] == 0 and sent[used] >= completed * (2 + 5), sent
-        # every acknowledgement (5 per checkpoint) and the 5 finished notices
-        assert told[unused] == 0 and told[used] >= completed * 5 + 5, told
+        # every trigger and every completion notice by one transport only: at least one trigger per completed
+        # checkpoint and a notice for each but the last (a task that finished before the last completed is not
+        # told, as in Flink), so the count's floor does not depend on when the tasks finish
+        assert sent[unused] == 0 and sent[used] >= 2 * completed - 1, sent
+        # every acknowledgement (at least one per checkpoint) and the 5 finished notices, by one transport only
+        assert told[unused] == 0 and told[used] >= completed + 5, told
 
 
 @pytest.mark.ray
