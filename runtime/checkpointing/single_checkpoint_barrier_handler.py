@@ -6,6 +6,7 @@ How it works: docs/module-notes.md, section ``runtime/checkpointing/single_check
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from barriersim.runtime.checkpointing.barrier_alignment_util import AlignmentTimer
 from barriersim.runtime.checkpointing.barrier_handler import (
@@ -26,6 +27,13 @@ from barriersim.runtime.checkpointing.barrier_handler_state import (
 from barriersim.runtime.events import CancelCheckpointMarker, CheckpointBarrier, InputChannelInfo
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
+
+
+class ChannelListener(Protocol):
+    """Told after the handler took a barrier or cancellation marker of ``checkpoint_id`` from ``channel_info``, or
+    (``checkpoint_id`` None) the channel's end of partition; e.g. ``runtime.sim.alignment_liveness``."""
+
+    def channel_event_taken(self, channel_info: InputChannelInfo, checkpoint_id: int | None) -> None: ...
 
 
 class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
@@ -58,6 +66,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         # (after the task was notified) when the checkpoint was aborted
         self._all_barriers_future_done = True
         self._triggered_unaligned: set[int] = set()
+        self._listeners: list[ChannelListener] = []
 
     # -- factories (Flink's static methods) -------------------------------------------------------------
 
@@ -144,6 +153,15 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
                 barrier,
                 lambda state: state.barrier_received(self._controller, channel_info, barrier, not is_rpc_trigger),
             )
+        self._tell_listeners(channel_info, barrier_id)
+
+    def add_listener(self, listener: ChannelListener) -> None:
+        """``listener`` hears of every barrier, cancellation marker and end of partition the handler takes."""
+        self._listeners.append(listener)
+
+    def _tell_listeners(self, channel_info: InputChannelInfo, checkpoint_id: int | None) -> None:
+        for listener in self._listeners:
+            listener.channel_event_taken(channel_info, checkpoint_id)
 
     def emit_resume(self, channel_info: InputChannelInfo) -> None:
         self.emit(ResumeConsumption(channel_info))
@@ -235,6 +253,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
             self._abort_internal(
                 cancelled_id, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
             )
+        self._tell_listeners(channel_info, cancelled_id)
 
     def _abort_internal(self, cancelled_id: int, exception: CheckpointException) -> None:
         # with current id = cancelled id and no aligned channels, no barrier of it can start an alignment
@@ -269,6 +288,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
             self._mark_checkpoint_aligned_and_transform_state(
                 channel_info, pending, lambda state: state.end_of_partition_received(self._controller, channel_info)
             )
+        self._tell_listeners(channel_info, None)
 
     # -- queries --------------------------------------------------------------------------------------------
 
