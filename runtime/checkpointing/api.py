@@ -27,7 +27,10 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     TriggerCheckpointOnBarrier,
 )
 from barriersim.runtime.checkpointing.checkpointed_input_gate import CheckpointedInputGate, GateActionRouter
-from barriersim.runtime.checkpointing.single_checkpoint_barrier_handler import SingleCheckpointBarrierHandler
+from barriersim.runtime.checkpointing.single_checkpoint_barrier_handler import (
+    ChannelListener,
+    SingleCheckpointBarrierHandler,
+)
 from barriersim.runtime.checkpointing.tracker import CheckpointBarrierTracker
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.events import Buffer, ChannelElement, InputChannelInfo
@@ -303,6 +306,14 @@ class InputSide:
     def alignment_checkpoint_id(self) -> int | None:
         """The checkpoint whose barriers arrived on some channels but not on all yet, else None."""
         return self.barrier_handler.alignment_checkpoint_id()
+
+    def add_channel_listener(self, listener: ChannelListener) -> bool:
+        """``listener`` hears of every barrier, cancellation marker and end of partition the exactly-once barrier
+        handler takes; False (nothing to hear) with the at-least-once tracker, which aligns nothing."""
+        if not isinstance(self.barrier_handler, SingleCheckpointBarrierHandler):
+            return False
+        self.barrier_handler.add_listener(listener)
+        return True
 
     def is_finished(self) -> bool:
         return all(cg.is_finished() for cg in self.checkpointed_gates)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from barriersim.runtime.events import (
@@ -300,31 +300,10 @@ class CheckpointBarrierHandler(abc.ABC):
         )
 
     def _metrics_for(self, barrier: CheckpointBarrier) -> CheckpointMetrics:
-        m = self.latest_metrics(barrier.id)
-        return CheckpointMetrics(
-            m.checkpoint_id,
-            m.alignment_duration_ms,
-            m.bytes_processed_during_alignment,
-            m.checkpoint_start_delay_ms,
-            0,
-            barrier.options.is_unaligned_checkpoint,
-        )
+        return replace(self.latest_metrics(barrier.id), unaligned=barrier.options.is_unaligned_checkpoint)
 
     def notify_all_barriers_received(self, checkpoint_id: int, unaligned: bool = False) -> None:
-        m = self.latest_metrics(checkpoint_id)
-        self.emit(
-            AllBarriersReceived(
-                checkpoint_id,
-                CheckpointMetrics(
-                    checkpoint_id,
-                    m.alignment_duration_ms,
-                    m.bytes_processed_during_alignment,
-                    m.checkpoint_start_delay_ms,
-                    0,
-                    unaligned,
-                ),
-            )
-        )
+        self.emit(AllBarriersReceived(checkpoint_id, replace(self.latest_metrics(checkpoint_id), unaligned=unaligned)))
 
     def notify_abort_on_cancellation_barrier(self, checkpoint_id: int) -> None:
         self.notify_abort(

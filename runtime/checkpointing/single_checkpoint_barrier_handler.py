@@ -6,10 +6,11 @@ How it works: docs/module-notes.md, section ``runtime/checkpointing/single_check
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
+from barriersim.runtime.checkpointing.barrier_alignment_util import AlignmentTimer
 from barriersim.runtime.checkpointing.barrier_handler import (
     ActionSink,
-    Cancellable,
     CheckpointBarrierHandler,
     Clock,
     InitInputsCheckpoint,
@@ -28,9 +29,11 @@ from barriersim.runtime.failure_reason import CheckpointException, CheckpointFai
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 
 
-class _NoTimers:
-    def register_timer(self, at_ms: int, callback: Callable[[], None]) -> Cancellable:
-        raise RuntimeError("strictly aligned or unaligned checkpoints never register alignment timers")
+class ChannelListener(Protocol):
+    """Told after the handler took a barrier or cancellation marker of ``checkpoint_id`` from ``channel_info``, or
+    (``checkpoint_id`` None) the channel's end of partition; e.g. ``runtime.sim.alignment_liveness``."""
+
+    def channel_event_taken(self, channel_info: InputChannelInfo, checkpoint_id: int | None) -> None: ...
 
 
 class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
@@ -50,7 +53,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         self.num_open_channels = num_open_channels
         # Flink's field `alternating`; named apart from the factory method `alternating()`
         self._alternating = alternating
-        self._timer_service: TimerService = timer_service if timer_service is not None else _NoTimers()
+        self._alignment_timer = AlignmentTimer(clock, timer_service)
         self.current_state: BarrierHandlerState = initial_state_factory(ChannelState(self.emit))
         self._controller = _ControllerImpl(self)
         self.aligned_channels: set[InputChannelInfo] = set()
@@ -58,12 +61,12 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         self.current_checkpoint_id = -1
         self.last_cancelled_or_completed_checkpoint_id = -1
         self.pending_checkpoint_barrier: CheckpointBarrier | None = None
-        self._current_alignment_timer: Cancellable | None = None
         self._all_barriers_received_id = -1
         # Flink's allBarriersReceivedFuture of the current checkpoint: done when all barriers arrived, or
         # (after the task was notified) when the checkpoint was aborted
         self._all_barriers_future_done = True
         self._triggered_unaligned: set[int] = set()
+        self._listeners: list[ChannelListener] = []
 
     # -- factories (Flink's static methods) -------------------------------------------------------------
 
@@ -142,14 +145,23 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
             # obsolete barrier: its channel was blocked upstream after sending it
             if not barrier.options.is_unaligned_checkpoint:
                 self.emit_resume(channel_info)
-            return
-        self._check_new_checkpoint(barrier)
-        assert self.current_checkpoint_id == barrier_id
-        self._mark_checkpoint_aligned_and_transform_state(
-            channel_info,
-            barrier,
-            lambda state: state.barrier_received(self._controller, channel_info, barrier, not is_rpc_trigger),
-        )
+        else:
+            self._check_new_checkpoint(barrier)
+            assert self.current_checkpoint_id == barrier_id
+            self._mark_checkpoint_aligned_and_transform_state(
+                channel_info,
+                barrier,
+                lambda state: state.barrier_received(self._controller, channel_info, barrier, not is_rpc_trigger),
+            )
+        self._tell_listeners(channel_info, barrier_id)
+
+    def add_listener(self, listener: ChannelListener) -> None:
+        """``listener`` hears of every barrier, cancellation marker and end of partition the handler takes."""
+        self._listeners.append(listener)
+
+    def _tell_listeners(self, channel_info: InputChannelInfo, checkpoint_id: int | None) -> None:
+        for listener in self._listeners:
+            listener.channel_event_taken(channel_info, checkpoint_id)
 
     def emit_resume(self, channel_info: InputChannelInfo) -> None:
         self.emit(ResumeConsumption(channel_info))
@@ -176,7 +188,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         if self.target_channel_count and len(self.aligned_channels) == self.target_channel_count:
             self.aligned_channels.clear()
             self.last_cancelled_or_completed_checkpoint_id = self.current_checkpoint_id
-            self._reset_alignment_timer()
+            self._alignment_timer.reset()
             self._complete_all_barriers_received(self.current_checkpoint_id)
 
     def _complete_all_barriers_received(self, checkpoint_id: int) -> None:
@@ -219,10 +231,6 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
             self._register_alignment_timer(barrier)
 
     def _register_alignment_timer(self, announced_barrier: CheckpointBarrier) -> None:
-        timeout = announced_barrier.options.aligned_checkpoint_timeout
-        now = self._clock()
-        delay = max(timeout - (now - announced_barrier.timestamp), 0)
-
         def on_timeout() -> None:
             barrier_id = announced_barrier.id
             try:
@@ -230,22 +238,22 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
                     self.current_state = self.current_state.alignment_timeout(self._controller, announced_barrier)
             except CheckpointException as e:
                 self._abort_internal(barrier_id, e)
-            self._current_alignment_timer = None
 
-        self._current_alignment_timer = self._timer_service.register_timer(now + delay, on_timeout)
+        self._alignment_timer.register(announced_barrier, on_timeout)
 
     # -- cancellation and end of partition ---------------------------------------------------------------
 
     def process_cancellation_barrier(self, marker: CancelCheckpointMarker, channel_info: InputChannelInfo) -> None:
         cancelled_id = marker.checkpoint_id
-        if is_planted(PlantedBug.CANCEL_MARKER_IGNORED):
-            return  # the tester's bug: the alignment goes on until a newer barrier ends it
-        if cancelled_id > self.current_checkpoint_id or (
-            cancelled_id == self.current_checkpoint_id and len(self.aligned_channels) > 0
+        # with the tester's bug CANCEL_MARKER_IGNORED the alignment goes on until a newer barrier ends it
+        if not is_planted(PlantedBug.CANCEL_MARKER_IGNORED) and (
+            cancelled_id > self.current_checkpoint_id
+            or (cancelled_id == self.current_checkpoint_id and len(self.aligned_channels) > 0)
         ):
             self._abort_internal(
                 cancelled_id, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
             )
+        self._tell_listeners(channel_info, cancelled_id)
 
     def _abort_internal(self, cancelled_id: int, exception: CheckpointException) -> None:
         # with current id = cancelled id and no aligned channels, no barrier of it can start an alignment
@@ -256,17 +264,12 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         self.pending_checkpoint_barrier = None
         self.aligned_channels.clear()
         self.target_channel_count = 0
-        self._reset_alignment_timer()
+        self._alignment_timer.reset()
         self.current_state = self.current_state.abort(cancelled_id)
         if cancelled_id == self.current_checkpoint_id:
             self.reset_alignment()
         self.notify_abort(cancelled_id, exception)
         self._all_barriers_future_done = True  # completed exceptionally, after the task was told
-
-    def _reset_alignment_timer(self) -> None:
-        if self._current_alignment_timer is not None:
-            self._current_alignment_timer.cancel()
-            self._current_alignment_timer = None
 
     def process_end_of_partition(self, channel_info: InputChannelInfo) -> None:
         self.num_open_channels -= 1
@@ -276,15 +279,16 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
                     self.current_checkpoint_id,
                     CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_INPUT_END_OF_STREAM),
                 )
-            return
-        if not self.is_checkpoint_pending():
-            return
-        pending = self.pending_checkpoint_barrier
-        if pending is None:
-            raise RuntimeError(f"{self.task_name}: checkpoint {self.current_checkpoint_id} pending without a barrier")
-        self._mark_checkpoint_aligned_and_transform_state(
-            channel_info, pending, lambda state: state.end_of_partition_received(self._controller, channel_info)
-        )
+        elif self.is_checkpoint_pending():
+            pending = self.pending_checkpoint_barrier
+            if pending is None:
+                raise RuntimeError(
+                    f"{self.task_name}: checkpoint {self.current_checkpoint_id} pending without a barrier"
+                )
+            self._mark_checkpoint_aligned_and_transform_state(
+                channel_info, pending, lambda state: state.end_of_partition_received(self._controller, channel_info)
+            )
+        self._tell_listeners(channel_info, None)
 
     # -- queries --------------------------------------------------------------------------------------------
 
@@ -306,7 +310,7 @@ class SingleCheckpointBarrierHandler(CheckpointBarrierHandler):
         return self._all_barriers_future_done
 
     def close(self) -> None:
-        self._reset_alignment_timer()
+        self._alignment_timer.reset()
         self._all_barriers_future_done = True  # Flink cancels the future: a late timer does nothing
 
     def __repr__(self) -> str:

@@ -1,12 +1,11 @@
 """The simulator's data plane: ``DataPlane``, a collaborator of ``JobSimulation`` that owns the deployed tasks and
 moves their data in virtual time. A task works on one input buffer (or source batch) at a time and is busy for its
-cost (``cost_us_per_record`` per record, ``hot_key_extra_us`` per hot-key record, stretched by the ``SlowTask`` rule
-of ``runtime.job.slowdowns`` inside a slowdown's window; with ``cpu_cores`` the CPU work, not the hot key's sleep or
-a source's pacing, shares the machine's cores: ``runtime.sim.cpu_share``); a paced source writes its records when
-they are due on its ``EmissionClock``; elements travel with a drawn latency, FIFO per channel, under credit-based
-flow control; a checkpoint's synchronous part holds its task, the asynchronous part completes off it; what a task
-tells its JobMaster goes to ``to_job_master``. Every callback carries its epoch. Mirrors Flink's mailbox loop
-(``StreamTask.processInput``), its ``OutputFlusher`` and the credit-based Netty stack; docs/windowed-faults.md."""
+cost, as its ``TaskThreads`` collaborator tells (``runtime.sim.task_threads``: cost model, slowdowns, CPU sharing,
+synchronous snapshots holding the task); a paced source writes its records when they are due on its
+``EmissionClock``; elements travel with a drawn latency, FIFO per channel, under credit-based flow control; a
+checkpoint's asynchronous part completes off its task; what a task tells its JobMaster goes to ``to_job_master``.
+Every callback carries its epoch. Mirrors Flink's mailbox loop (``StreamTask.processInput``), its ``OutputFlusher``
+and the credit-based Netty stack; docs/windowed-faults.md."""
 
 from __future__ import annotations
 
@@ -25,9 +24,9 @@ from barriersim.runtime.network.input.input_channel import (
     AddCredit,
     AnnounceBufferSize,
 )
-from barriersim.runtime.sim.cpu_share import ProcessorSharing
-from barriersim.runtime.sim.kernel import Priority, ScheduledEvent, Simulation
+from barriersim.runtime.sim.kernel import Priority, Simulation
 from barriersim.runtime.sim.source_emission import EmissionClock
+from barriersim.runtime.sim.task_threads import TaskThreads
 from barriersim.runtime.task.actions import (
     AcknowledgeCheckpoint,
     AsyncCheckpointStarted,
@@ -38,7 +37,7 @@ from barriersim.runtime.task.actions import (
     TaskFinished,
 )
 from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
-from barriersim.runtime.task.stream_task import StepOutcome, StepResult, StreamTask
+from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 
 if TYPE_CHECKING:
     from barriersim.runtime.events import InputChannelInfo, ResultSubpartitionInfo
@@ -94,9 +93,7 @@ class DataPlane:
         self.wiring = Wiring(self.graph, config.placement)
         self._epoch = 0  # the deployment whose tasks run
         self._tasks: dict[SubtaskKey, StreamTask] = {}
-        self._busy_until: dict[SubtaskKey, int] = {}
-        self._cost_model: dict[SubtaskKey, tuple[float, float]] = {}  # per subtask: per-record cost, hot-key extra
-        self._slowdowns: dict[SubtaskKey, Slowdowns] = {}
+        self._threads = TaskThreads(config, sim=sim, cpu_work_done=self._cpu_work_done, to_job_master=to_job_master)
         self._scheduled: set[SubtaskKey] = set()
         # paced sources: their emission clocks and pending sync points (``runtime.sim.source_emission``)
         self._emission: dict[SubtaskKey, EmissionClock] = {}
@@ -108,13 +105,6 @@ class DataPlane:
         self._routes: dict[tuple[Any, ...], _Route] = {}
         self._upstream_routes: dict[tuple[Any, ...], _UpstreamRoute] = {}
         self._finish_order_violations: list[str] = []  # with record_cuts: tasks that finished before an upstream
-        # with ``cpu_cores``: the machine's cores, the tasks whose step's CPU work runs on them (each with what holds
-        # it after the work: the step's sleep and synchronous snapshots) and the event of the next work's end
-        self._cpu: ProcessorSharing[SubtaskKey] | None = (
-            ProcessorSharing(config.cluster.cpu_cores) if config.cluster.cpu_cores else None
-        )
-        self._after_cpu: dict[SubtaskKey, int] = {}
-        self._cpu_event: ScheduledEvent | None = None
 
     # -- deployments ----------------------------------------------------------------------------------------------
 
@@ -125,13 +115,13 @@ class DataPlane:
         if config.graph is not self.graph:  # a restored job with another parallelism: other channels
             self.graph = config.graph
             self.wiring = Wiring(self.graph, config.placement)
-            self._cost_model.clear()
+            self._threads.new_graph(self.graph)
             self._routes.clear()
             self._upstream_routes.clear()
         self._deployment_config = config
         self._tasks = {}
         self._scheduled.clear()
-        self._clear_cpu()
+        self._threads.clear_cpu()
         self._emission.clear()
         self._sync_at.clear()
 
@@ -139,8 +129,7 @@ class DataPlane:
         """A task of the new deployment, restored; a source with an exact rate emits on its own clock."""
         config = self._deployment_config
         self._tasks[key] = task
-        self._slowdowns[key] = slowdowns
-        self._busy_until[key] = self.sim.now_us
+        self._threads.add(key, slowdowns)
         if (
             task.is_source()
             and config.workload.rate_per_source
@@ -197,7 +186,7 @@ class DataPlane:
                 self._to_job_master(je.IncompleteStatsReported(task.attempt_id, report))
         self._epoch = next_epoch
         self._scheduled.clear()
-        self._clear_cpu()
+        self._threads.clear_cpu()
         self._sync_at.clear()
         self._channel_clock.clear()
 
@@ -214,7 +203,7 @@ class DataPlane:
     def _kick(self, key: SubtaskKey) -> None:
         # not a task of the deployment: what was just sent ended the job and a restored job with other subtasks
         # runs now
-        if key in self._scheduled or key in self._finished or key not in self._tasks or key in self._after_cpu:
+        if key in self._scheduled or key in self._finished or key not in self._tasks or self._threads.in_cpu_work(key):
             return
         emission = self._emission.get(key)
         if emission is not None:
@@ -225,15 +214,15 @@ class DataPlane:
                 return
         self._scheduled.add(key)
         epoch = self._epoch
-        at = max(self.sim.now_us, self._busy_until[key])
+        at = max(self.sim.now_us, self._threads.free_at(key))
         self.sim.schedule_at(at, partial(self._step, key, epoch), Priority.NORMAL, "step")
 
     def _step(self, key: SubtaskKey, epoch: int) -> None:
         if epoch != self._epoch:
             return
         now = self.sim.now_us
-        if self._busy_until[key] > now:  # a synchronous snapshot kept the task busy after this step was scheduled
-            self.sim.schedule_at(self._busy_until[key], partial(self._step, key, epoch), Priority.NORMAL, "step")
+        if self._threads.is_busy(key):  # a synchronous snapshot kept the task busy after this step was scheduled
+            self.sim.schedule_at(self._threads.free_at(key), partial(self._step, key, epoch), Priority.NORMAL, "step")
             return
         self._scheduled.discard(key)
         task = self._tasks[key]
@@ -241,13 +230,18 @@ class DataPlane:
         self.trace.record(now, "step", f"{task.name} {result.outcome.value} {result.records}")
         self._pump(key)
         if result.outcome is StepOutcome.PROCESSED:
-            cost = self._cost_us(key, result)
-            if self._cpu is not None and self._start_cpu_work(self._cpu, key, task, result, cost):
+            free_at = self._threads.step_done(key, task.name, task.is_source(), result)
+            if free_at is None:
                 return  # its CPU work shares the cores: ``_cpu_work_done`` goes on
-            self._busy_until[key] = max(self._busy_until[key], now) + cost
             if result.records and task.is_source():  # its records are paced over the step
-                self._source_last_record_us[key] = self._busy_until[key]
+                self._source_last_record_us[key] = free_at
             self._kick(key)
+
+    def _cpu_work_done(self, key: SubtaskKey) -> None:
+        task = self._tasks.get(key)
+        if task is not None and task.is_source():
+            self._source_last_record_us[key] = self._threads.free_at(key)
+        self._kick(key)
 
     # -- paced sources (``runtime.sim.source_emission``) ----------------------------------------------
 
@@ -256,7 +250,7 @@ class DataPlane:
         emits has its next sync point scheduled already (or gets one now)."""
         if emission.blocked and self._tasks[key].is_backpressured():
             return
-        self._schedule_sync(key, max(self.sim.now_us, self._busy_until[key]))
+        self._schedule_sync(key, max(self.sim.now_us, self._threads.free_at(key)))
 
     def _schedule_sync(self, key: SubtaskKey, at: int) -> None:
         """A sync point of paced source ``key`` at ``at``, unless one at or before it is pending."""
@@ -272,8 +266,8 @@ class DataPlane:
             return  # another deployment's, or an earlier sync point took its place
         del self._sync_at[key]
         now = self.sim.now_us
-        if self._busy_until[key] > now:  # a synchronous snapshot holds the task thread
-            self._schedule_sync(key, self._busy_until[key])
+        if self._threads.is_busy(key):  # a synchronous snapshot holds the task thread
+            self._schedule_sync(key, self._threads.free_at(key))
             return
         emission = self._emission[key]
         if emission.blocked:
@@ -287,11 +281,11 @@ class DataPlane:
         """Write the records of paced source ``key`` that are due now (all of them, unless an output becomes
         backpressured: then its clock blocks), and send what may go out."""
         task, emission, now = self._tasks[key], self._emission[key], self.sim.now_us
-        if emission.blocked or key in self._finished or not task.reads_source() or self._busy_until[key] > now:
+        if emission.blocked or key in self._finished or not task.reads_source() or self._threads.is_busy(key):
             return
         due = emission.due(now)
         if due:
-            slowdowns = self._slowdowns[key]
+            slowdowns = self._threads.slowdowns(key)
             if slowdowns:  # those its emission since its anchor went through (its clock charged them)
                 for index, at_ms in slowdowns.met(emission.anchor_us / 1000, now / 1000):
                     self._to_job_master(je.SlowdownMet(task.name, index, at_ms))
@@ -334,81 +328,6 @@ class DataPlane:
             self._sync_source(key)
             if not self._emission[key].blocked:
                 self._schedule_next_sync(key)
-
-    # -- CPU sharing (``cpu_cores``, ``runtime.sim.cpu_share``) ------------------------------------------------------
-
-    def _start_cpu_work(
-        self, cpu: ProcessorSharing[SubtaskKey], key: SubtaskKey, task: StreamTask, result: StepResult, total: int
-    ) -> bool:
-        """The step's CPU work (its records' cost; the hot key's sleep and a paced source's pacing are not CPU
-        work) runs on the shared cores; what follows it (the sleep) is kept for its end. False: no CPU work.
-        ``total``: the step's cost at full speed (``_cost_us``)."""
-        if task.is_source() and self.config.workload.rate_per_source:
-            return False  # a paced source's step is its pacing
-        per_record, hot_extra = self._cost_model[key]
-        work = result.records * per_record
-        nominal = work + result.hot_key_records * hot_extra
-        if work <= 0 or nominal <= 0:
-            return False
-        cpu_us = total * work / nominal  # a slowdown stretches both parts alike
-        now = self.sim.now_us
-        self._busy_until[key] = max(self._busy_until[key], now)
-        self._after_cpu[key] = self._busy_until[key] - now + round(total - cpu_us)
-        cpu.start(key, cpu_us, now)
-        self._schedule_cpu(cpu)
-        return True
-
-    def _schedule_cpu(self, cpu: ProcessorSharing[SubtaskKey]) -> None:
-        """The event of the next CPU work's end (the one scheduled before is void: the share changed)."""
-        if self._cpu_event is not None:
-            self._cpu_event.cancel()
-            self._cpu_event = None
-        at = cpu.next_finish()
-        if at is not None:
-            epoch = self._epoch
-            self._cpu_event = self.sim.schedule_at(
-                max(at, self.sim.now_us), partial(self._cpu_work_done, cpu, epoch), Priority.NORMAL, "cpu"
-            )
-
-    def _cpu_work_done(self, cpu: ProcessorSharing[SubtaskKey], epoch: int) -> None:
-        self._cpu_event = None
-        if epoch != self._epoch:
-            return
-        now = self.sim.now_us
-        for key in cpu.finished(now):
-            self._busy_until[key] = now + self._after_cpu.pop(key)
-            task = self._tasks.get(key)
-            if task is not None and task.is_source():
-                self._source_last_record_us[key] = self._busy_until[key]
-            self._kick(key)
-        self._schedule_cpu(cpu)
-
-    def _clear_cpu(self) -> None:
-        if self._cpu is not None:
-            self._cpu.clear(self.sim.now_us)
-            self._after_cpu.clear()
-            if self._cpu_event is not None:
-                self._cpu_event.cancel()
-                self._cpu_event = None
-
-    def _cost_us(self, key: SubtaskKey, result: StepResult) -> int:
-        model = self._cost_model.get(key)
-        if model is None:
-            vertex = self.graph.vertex(key[0])
-            if vertex.operator.is_source and self.config.workload.rate_per_source:
-                per_record = 1e6 / self.config.workload.rate_per_source
-            else:
-                per_record = vertex.params.get("cost_us_per_record", 1.0)
-            model = self._cost_model[key] = (per_record, vertex.params.get("hot_key_extra_us", 0.0))
-        per_record, hot_extra = model
-        cost = result.records * per_record + result.hot_key_records * hot_extra
-        slowdowns = self._slowdowns[key]
-        if slowdowns:  # the step starts now; only its part inside a slowdown's window is slowed
-            start_ms = self.sim.now_us / 1000
-            cost = slowdowns.stretch(start_ms, cost / 1000) * 1000
-            for index, at_ms in slowdowns.met(start_ms, start_ms + cost / 1000):
-                self._to_job_master(je.SlowdownMet(self._tasks[key].name, index, at_ms))
-        return max(1, int(cost))
 
     def _schedule_flush(self, key: SubtaskKey, epoch: int, first: bool = False) -> None:
         """The task's output flusher: every ``buffer_timeout_ms`` from a phase of its own. Flink starts each task's
@@ -536,14 +455,11 @@ class DataPlane:
                 route.clock_key, partial(self._upstream, route, action, epoch), "credit", route.local
             )
         elif isinstance(action, SyncSnapshotTaken):  # the synchronous part held the task thread
-            if key in self._after_cpu:  # after the step's CPU work
-                self._after_cpu[key] += round(action.duration_ms * 1000)
-                return
-            self._busy_until[key] = max(self._busy_until[key], self.sim.now_us) + round(action.duration_ms * 1000)
+            free_at = self._threads.hold(key, round(action.duration_ms * 1000))
             emission = self._emission.get(key)
-            if emission is not None and not emission.blocked:  # a paced source emits again when it is done
-                emission.restart(self._busy_until[key])
-                self._schedule_sync(key, self._busy_until[key])
+            if free_at is not None and emission is not None and not emission.blocked:  # it emits again when free
+                emission.restart(free_at)
+                self._schedule_sync(key, free_at)
         elif isinstance(action, AsyncCheckpointStarted):  # runs off the task thread; done after its modelled time
 
             def complete(action: AsyncCheckpointStarted = action) -> None:

@@ -431,6 +431,10 @@ class StreamTask:
     def is_source(self) -> bool:
         return self.operator.is_source
 
+    def checkpointed_input(self) -> InputSide | None:
+        """The task's input gates with their barrier handler (None for a source), e.g. to watch its alignments."""
+        return self.input_side
+
     def source_records_read(self) -> int | None:
         """How far a source's reader got (its split offsets, in records); None for a task that is not a source."""
         return cast("_SourceOperator", self.operator).reader.records_read if self.operator.is_source else None

@@ -1,0 +1,168 @@
+"""The simulator's task threads: ``TaskThreads``, a collaborator of ``DataPlane`` that knows when each task's thread is
+free again. A step keeps its task busy for its cost (``cost_us_per_record`` per record, ``hot_key_extra_us`` per
+hot-key record, stretched by the ``SlowTask`` rule of ``runtime.job.slowdowns`` inside a slowdown's window); with
+``cpu_cores`` the CPU work, not the hot key's sleep or a source's pacing, shares the machine's cores
+(``runtime.sim.cpu_share``); a checkpoint's synchronous part holds the thread after the step's work."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from barriersim.runtime.job import events as je
+from barriersim.runtime.job.config import JobConfig
+from barriersim.runtime.job.slowdowns import Slowdowns
+from barriersim.runtime.job.wiring import SubtaskKey
+from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.sim.cpu_share import ProcessorSharing
+from barriersim.runtime.sim.kernel import Priority, ScheduledEvent, Simulation
+from barriersim.runtime.task.stream_task import StepResult
+
+
+class TaskThreads:
+    """When each task's thread is free again (see the module)."""
+
+    def __init__(
+        self,
+        config: JobConfig,
+        *,
+        sim: Simulation,
+        cpu_work_done: Callable[[SubtaskKey], None],
+        to_job_master: Callable[[Any], None],
+    ):
+        """``config``: the run's (its workload paces the sources); ``cpu_work_done(key)``: the CPU work of ``key``'s
+        step ended, with what held it after the work (its thread is free at ``free_at(key)``)."""
+        self._workload = config.workload
+        self._sim = sim
+        self._cpu_work_done = cpu_work_done
+        self._to_job_master = to_job_master
+        self._graph = config.graph
+        self._busy_until: dict[SubtaskKey, int] = {}
+        self._cost_model: dict[SubtaskKey, tuple[float, float]] = {}  # per subtask: per-record cost, hot-key extra
+        self._slowdowns: dict[SubtaskKey, Slowdowns] = {}
+        # with ``cpu_cores``: the machine's cores, the tasks whose step's CPU work runs on them (each with what holds
+        # it after the work: the step's sleep and synchronous snapshots) and the event of the next work's end
+        self._cpu: ProcessorSharing[SubtaskKey] | None = (
+            ProcessorSharing(config.cluster.cpu_cores) if config.cluster.cpu_cores else None
+        )
+        self._after_cpu: dict[SubtaskKey, int] = {}
+        self._cpu_event: ScheduledEvent | None = None
+
+    def new_graph(self, graph: JobGraph) -> None:
+        """A restored job with another parallelism: other subtasks, other costs."""
+        self._graph = graph
+        self._cost_model.clear()
+
+    def add(self, key: SubtaskKey, slowdowns: Slowdowns) -> None:
+        """The thread of a newly deployed task: free now."""
+        self._slowdowns[key] = slowdowns
+        self._busy_until[key] = self._sim.now_us
+
+    # -- queries --------------------------------------------------------------------------------------------------
+
+    def free_at(self, key: SubtaskKey) -> int:
+        """When the thread of ``key`` is free (virtual us; may be past)."""
+        return self._busy_until[key]
+
+    def is_busy(self, key: SubtaskKey) -> bool:
+        """Whether the thread of ``key`` is held beyond now."""
+        return self._busy_until[key] > self._sim.now_us
+
+    def in_cpu_work(self, key: SubtaskKey) -> bool:
+        """Whether ``key``'s step's CPU work still runs on the shared cores."""
+        return key in self._after_cpu
+
+    def slowdowns(self, key: SubtaskKey) -> Slowdowns:
+        """The slowdowns of the task of ``key``."""
+        return self._slowdowns[key]
+
+    # -- what holds a thread ------------------------------------------------------------------------------------
+
+    def step_done(self, key: SubtaskKey, name: str, is_source: bool, result: StepResult) -> int | None:
+        """The task of ``key`` (``name``) processed ``result`` now: when its thread is free, or None while the
+        step's CPU work shares the cores (``cpu_work_done`` tells its end)."""
+        cost = self._cost_us(key, name, result)
+        if self._cpu is not None and self._start_cpu_work(self._cpu, key, is_source, result, cost):
+            return None
+        self._busy_until[key] = max(self._busy_until[key], self._sim.now_us) + cost
+        return self._busy_until[key]
+
+    def hold(self, key: SubtaskKey, duration_us: int) -> int | None:
+        """A synchronous snapshot holds the thread of ``key`` for ``duration_us`` from now (after the step's CPU
+        work, if that runs: then None), and when it is free."""
+        if key in self._after_cpu:
+            self._after_cpu[key] += duration_us
+            return None
+        self._busy_until[key] = max(self._busy_until[key], self._sim.now_us) + duration_us
+        return self._busy_until[key]
+
+    def clear_cpu(self) -> None:
+        """The deployment ends: no CPU work runs any more."""
+        if self._cpu is not None:
+            self._cpu.clear(self._sim.now_us)
+            self._after_cpu.clear()
+            if self._cpu_event is not None:
+                self._cpu_event.cancel()
+                self._cpu_event = None
+
+    # -- CPU sharing (``cpu_cores``, ``runtime.sim.cpu_share``) ---------------------------------------------------
+
+    def _start_cpu_work(
+        self, cpu: ProcessorSharing[SubtaskKey], key: SubtaskKey, is_source: bool, result: StepResult, total: int
+    ) -> bool:
+        """The step's CPU work (its records' cost; the hot key's sleep and a paced source's pacing are not CPU
+        work) runs on the shared cores; what follows it (the sleep) is kept for its end. False: no CPU work.
+        ``total``: the step's cost at full speed (``_cost_us``)."""
+        if is_source and self._workload.rate_per_source:
+            return False  # a paced source's step is its pacing
+        per_record, hot_extra = self._cost_model[key]
+        work = result.records * per_record
+        nominal = work + result.hot_key_records * hot_extra
+        if work <= 0 or nominal <= 0:
+            return False
+        cpu_us = total * work / nominal  # a slowdown stretches both parts alike
+        now = self._sim.now_us
+        self._busy_until[key] = max(self._busy_until[key], now)
+        self._after_cpu[key] = self._busy_until[key] - now + round(total - cpu_us)
+        cpu.start(key, cpu_us, now)
+        self._schedule_cpu(cpu)
+        return True
+
+    def _schedule_cpu(self, cpu: ProcessorSharing[SubtaskKey]) -> None:
+        """The event of the next CPU work's end (the one scheduled before is void: the share changed)."""
+        if self._cpu_event is not None:
+            self._cpu_event.cancel()
+            self._cpu_event = None
+        at = cpu.next_finish()
+        if at is not None:
+            self._cpu_event = self._sim.schedule_at(
+                max(at, self._sim.now_us), partial(self._cpu_done, cpu), Priority.NORMAL, "cpu"
+            )
+
+    def _cpu_done(self, cpu: ProcessorSharing[SubtaskKey]) -> None:
+        self._cpu_event = None  # a deployment's end cancels it (``clear_cpu``)
+        now = self._sim.now_us
+        for key in cpu.finished(now):
+            self._busy_until[key] = now + self._after_cpu.pop(key)
+            self._cpu_work_done(key)
+        self._schedule_cpu(cpu)
+
+    def _cost_us(self, key: SubtaskKey, name: str, result: StepResult) -> int:
+        model = self._cost_model.get(key)
+        if model is None:
+            vertex = self._graph.vertex(key[0])
+            if vertex.operator.is_source and self._workload.rate_per_source:
+                per_record = 1e6 / self._workload.rate_per_source
+            else:
+                per_record = vertex.params.get("cost_us_per_record", 1.0)
+            model = self._cost_model[key] = (per_record, vertex.params.get("hot_key_extra_us", 0.0))
+        per_record, hot_extra = model
+        cost = result.records * per_record + result.hot_key_records * hot_extra
+        slowdowns = self._slowdowns[key]
+        if slowdowns:  # the step starts now; only its part inside a slowdown's window is slowed
+            start_ms = self._sim.now_us / 1000
+            cost = slowdowns.stretch(start_ms, cost / 1000) * 1000
+            for index, at_ms in slowdowns.met(start_ms, start_ms + cost / 1000):
+                self._to_job_master(je.SlowdownMet(name, index, at_ms))
+        return max(1, int(cost))
