@@ -13,36 +13,35 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
-import threading
 import time
 import traceback
 import zlib
-from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
 
 import ray
 
 from barriersim.actors.clock import now_ms
+from barriersim.actors.deployment_links import DeploymentLinks
 from barriersim.actors.messages import (
     attempt_from_wire,
-    decode_metrics,
-    decode_snapshot,
     encode_snapshot,
-    incomplete_stats_from_wire,
-    reason_from_wire,
     task_message_to_wire,
 )
-from barriersim.actors.placement import NodeAgent, RayNode, on_node
+from barriersim.actors.node_agents import NodeAgents
+from barriersim.actors.placement import RayNode, on_node
 from barriersim.actors.realtime import LoopTimerService
-from barriersim.actors.socket_links import JOB_MANAGER, REPORT, TASK_MESSAGE, SocketLinks, new_secret, plan_links
+from barriersim.actors.socket_links import new_secret
 from barriersim.actors.stream_task_actor import StreamTaskActor
+from barriersim.actors.task_reports import TaskReports
 from barriersim.runtime.checkpoint_cost import Charging
 from barriersim.runtime.event_timers import DeliveringTimers
-from barriersim.runtime.faults.fault_schedule import KillNode, ProtocolPoint
+from barriersim.runtime.faults.fault_schedule import KillNode
+from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job import actions as a
 from barriersim.runtime.job import events as je
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.dispatcher import Dispatcher
-from barriersim.runtime.job.wiring import Wiring
 from barriersim.runtime.storage import metadata_serializer
 from barriersim.runtime.storage.object_storage import checkpoint_storage_for, restore_storage_for
 
@@ -78,7 +77,6 @@ class JobManagerActor:
         self.config = config
         self.ray_nodes = ray_nodes
         self.placement_rows: list[dict] = []  # per deployment and subtask: where it ran
-        self._agents: dict[int, object] = {}  # node index -> NodeAgent, for kill_node faults
         self.graph = config.graph.validate()
         self.split_refs = split_refs
         self.job_id = job_id
@@ -90,27 +88,41 @@ class JobManagerActor:
         self.savepoint_root = savepoint_root
         self.first_attempt_number = first_attempt_number
         self._storage_rng = random.Random(seed)
-        self.dispatcher: Dispatcher | None = None
-        self.handles: dict = {}  # subtask key -> actor handle of the deployed attempt
-        self._handle_attempts: dict = {}  # subtask key -> the attempt its handle runs
+        self._dispatcher: Dispatcher | None = None  # the run's, from run() on (``dispatcher``)
+        self.handles: dict[a.SubtaskKey, Any] = {}  # subtask key -> actor handle of the deployed attempt
+        self._handle_attempts: dict[a.SubtaskKey, ExecutionAttemptID] = {}  # subtask key -> the attempt its handle runs
         self.task_runs: list[dict] = []  # what each finished task's run call returned
         self._watchers: list[asyncio.Task] = []  # the current deployment's run calls
         self._first_deploy: asyncio.Task | None = None
         self._cpu_started: float | None = None
         self._error: str | None = None
-        self._control_links: SocketLinks | None = None  # to and from the current deployment's tasks on this node
-        self._linked_tasks: set = set()  # subtask keys of the current deployment with a link to this actor
+        self._agents = NodeAgents(
+            job_id, {f.node for f in config.faults.of_type(KillNode)}, ray_nodes, self._on_error_text
+        )
+        self._reports = TaskReports(self._deliver)
+        self._links = DeploymentLinks(
+            reports=self._reports.names,
+            told=lambda method, args: self._reports.told("link", method, args),
+            on_error=self._on_error_text,
+        )
         # the JobMaster's messages to tasks, and the tasks' reports, per transport
-        self.control_messages = {"to_tasks": {"link": 0, "call": 0}, "from_tasks": {"link": 0, "call": 0}}
+        self.control_messages = {"to_tasks": {"link": 0, "call": 0}, "from_tasks": self._reports.counts}
 
     # -- running -------------------------------------------------------------------------------------
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The run's Dispatcher: ``run()`` creates it before anything else uses it."""
+        if self._dispatcher is None:
+            raise RuntimeError(f"job {self.job_id}: the job manager's run has not started")
+        return self._dispatcher
 
     async def run(self) -> dict:
         self.loop = asyncio.get_running_loop()
         self.me = ray.get_runtime_context().current_actor
         self.node_id = ray.get_runtime_context().get_node_id()
         self._done = asyncio.Event()
-        self.dispatcher = Dispatcher(
+        self._dispatcher = Dispatcher(
             self.config,
             self.job_id,
             storage_for=self._storage_for,
@@ -127,7 +139,7 @@ class JobManagerActor:
             charging=Charging.REAL_TIME,
             cost_rng=random.Random(self.seed ^ 0x5EED),
         )
-        await self._start_node_agents()
+        await self._agents.start()
         self.started = time.monotonic()
         self._guard(lambda: self._carry_out(self.dispatcher.handle(je.Start())))
         if self._first_deploy is not None:
@@ -139,10 +151,11 @@ class JobManagerActor:
         if self.dispatcher.outcome() is JobOutcome.FINISHED and self._watchers:
             await asyncio.wait(self._watchers, timeout=RUN_RESULTS_TIMEOUT_SECONDS)  # let the tasks' runs return
         self._kill_tasks()
-        self._kill_agents()
+        self._agents.kill_all()
         if self._error is not None:
             raise RuntimeError(f"job {self.job_id} failed in the job manager: {self._error}")
         report = self.dispatcher.report()
+        assert report.outcome is not None  # the run ended by JobEnded, or by an error (raised above)
         ended_by_snapshot, metadata = self.dispatcher.ending_snapshot()
         result = dataclasses.asdict(report)
         for job in result["jobs"]:
@@ -164,7 +177,7 @@ class JobManagerActor:
     async def progress(self, unfinished_tasks: bool = False) -> dict:
         """Counts so far, and the records the current attempt's source subtasks have emitted; with
         ``unfinished_tasks``, where each task that has not finished stands (``StreamTask.lifecycle_report``)."""
-        dispatcher = self.dispatcher
+        dispatcher = self._dispatcher
         counts = dispatcher.checkpoint_counts() if dispatcher is not None else {}
         sources = [h for (vertex, _), h in self.handles.items() if self.graph.vertex(vertex).operator.is_source]
         try:
@@ -203,10 +216,10 @@ class JobManagerActor:
 
     async def shutdown(self) -> None:
         self._kill_tasks()
-        self._kill_agents()
+        self._agents.kill_all()
 
     def _kill_tasks(self) -> None:
-        self._close_control_links()
+        self._links.close()
         handles, self.handles = self.handles, {}
         for handle in handles.values():
             ray.kill(handle)
@@ -228,37 +241,7 @@ class JobManagerActor:
         finally:
             ray.kill(handle)
         for report in reports:
-            self._report_incomplete(attempt, report)
-
-    def _report_incomplete(self, attempt, report) -> None:
-        """A closed asynchronous part's report (``incomplete_stats_to_wire``) to the JobMaster."""
-        report = incomplete_stats_from_wire(report)
-        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.IncompleteStatsReported(attempt, report))))
-
-    def _kill_agents(self) -> None:
-        for agent in self._agents.values():
-            ray.kill(agent)
-        self._agents = {}
-
-    async def _start_node_agents(self) -> None:
-        """A ``NodeAgent`` on every node a ``kill_node`` fault names, up before the job starts."""
-        nodes = {f.node for f in self.config.faults.of_type(KillNode)}
-        if not nodes:
-            return
-        if self.ray_nodes is None:
-            raise RuntimeError(f"job {self.job_id}: kill_node needs the job's Ray nodes")
-        self._agents = {
-            n: NodeAgent.options(scheduling_strategy=on_node(self.ray_nodes[n].node_id)).remote() for n in sorted(nodes)
-        }
-        await asyncio.gather(*(agent.node_id.remote() for agent in self._agents.values()))
-
-    async def _kill_node(self, node: int) -> None:
-        """Kill node ``node`` through its agent; the call fails with the agent's death, as it must."""
-        try:
-            await self._agents[node].kill_node.remote()
-        except ray.exceptions.RayActorError:
-            return
-        self._on_error_text(f"job {self.job_id}: kill_node {node}: the node's agent returned without killing it")
+            self._reports.incomplete(attempt, report)
 
     # -- the JobMaster's actions ---------------------------------------------------------------------
 
@@ -293,7 +276,7 @@ class JobManagerActor:
                     ray.kill(handle)
             elif kind is a.KillTaskManagers:
                 if action.node is not None:  # the node goes, and every actor on it with it
-                    self.loop.create_task(self._kill_node(action.node))
+                    self.loop.create_task(self._agents.kill_node(action.node))
                 else:
                     for attempt in action.attempts:
                         handle = self.handles.get((attempt.vertex_id, attempt.subtask_index))
@@ -317,9 +300,8 @@ class JobManagerActor:
         attempt = action.attempt
         if self.dispatcher.is_current(attempt):
             key = (attempt.vertex_id, attempt.subtask_index)
-            if key in self._linked_tasks:  # in order with the messages before it: one link, one writer
+            if self._links.send(key, task_message_to_wire(action.message)):
                 self.control_messages["to_tasks"]["link"] += 1
-                self._control_links.send(key, TASK_MESSAGE, task_message_to_wire(action.message), None)
                 return
             handle = self.handles.get(key)
             if handle is not None:
@@ -336,9 +318,9 @@ class JobManagerActor:
         dispatcher, epoch = self.dispatcher, action.epoch
         config = action.config or self.config
         placement = config.placement
-        handles = {}
+        handles: dict[a.SubtaskKey, Any] = {}  # Ray's actor handles are not typed
         self.handles = handles
-        self._linked_tasks = set()  # until this deployment's links are up, its messages go as calls
+        self._links.new_deployment()
         self._handle_attempts = {d.key: d.attempt for d in action.tasks}
         try:  # a task that cannot be created, or dies while deploying: the deployment failed, the job fails over
             for descriptor in action.tasks:
@@ -350,11 +332,12 @@ class JobManagerActor:
                     refs = self.split_refs.get(vertex, ())
                     splits = {sid: refs[sid] for sid in descriptor.source_splits if sid < len(refs)}
                 seed = task_seed(self.seed, vertex, i, descriptor.attempt.attempt_number)
-                options = {"num_cpus": self.task_num_cpus}
+                options: dict[str, Any] = {"num_cpus": self.task_num_cpus}
                 if self.ray_nodes is not None:
                     node = action.taskmanager_nodes[placement.taskmanager_of[descriptor.key]]
                     options["scheduling_strategy"] = on_node(self.ray_nodes[node].node_id)
-                handles[descriptor.key] = StreamTaskActor.options(**options).remote(
+                # ray.remote gives the class options(), which mypy does not see
+                handles[descriptor.key] = StreamTaskActor.options(**options).remote(  # type: ignore[attr-defined]
                     config,
                     dataclasses.replace(descriptor, state=None),
                     seed,
@@ -366,7 +349,9 @@ class JobManagerActor:
             secret = new_secret() if self.socket_links else None
             restored = await asyncio.gather(*(h.connect.remote(handles, secret) for h in handles.values()))
             if secret is not None:
-                await self._link(config, handles, {d.key: r for d, r in zip(action.tasks, restored)}, secret)
+                await self._links.link(
+                    config, handles, {d.key: r for d, r in zip(action.tasks, restored)}, secret, self.node_id
+                )
         except Exception as err:  # noqa: BLE001 - (above) the deployment failed: fail over again
             self._carry_out(dispatcher.handle(je.DeployFailed(epoch, f"{type(err).__name__}: {err}")))
             return
@@ -386,68 +371,6 @@ class JobManagerActor:
             self.loop.create_task(self._watch(d.attempt, handles[d.key].run.remote(started_ms))) for d in action.tasks
         ]
         self._carry_out(dispatcher.handle(je.TasksStarted(epoch)))
-
-    async def _link(self, config: JobConfig, handles: dict, connected: dict, secret: bytes) -> None:
-        """Links (``actors.socket_links``) between every two task actors that exchange messages and run on one Ray
-        node, and between this actor and every task actor on its node (both ways): each writer connects to its
-        peers' addresses while each reader accepts as many links as it has writers (a writer's connection completes
-        once its reader accepted it)."""
-        writes = plan_links(Wiring(config.graph), {key: c["ray_node_id"] for key, c in connected.items()})
-        here = sorted(key for key, c in connected.items() if c["ray_node_id"] == self.node_id)
-        self._close_control_links()
-        links = SocketLinks("job manager", self._on_link_value, lambda _token: None)
-        addresses = {writer: {r: connected[r]["link_address"] for r in readers} for writer, readers in writes.items()}
-        writers_of: dict = defaultdict(int)
-        for readers in writes.values():
-            for reader in readers:
-                writers_of[reader] += 1
-        mine = []
-        if here:
-            address = links.listen(secret)
-            for key in here:
-                writers_of[key] += 1
-                addresses.setdefault(key, {})[JOB_MANAGER] = address
-            mine = [
-                self._in_thread(links.accept, len(here)),
-                self._in_thread(links.connect_to, {key: connected[key]["link_address"] for key in here}, secret),
-            ]
-        self._control_links = links
-        await asyncio.gather(
-            *(handles[reader].accept_links.remote(count) for reader, count in writers_of.items()),
-            *(handles[writer].connect_links.remote(peers, secret) for writer, peers in addresses.items()),
-            *mine,
-        )
-        self._linked_tasks = set(here)
-
-    def _in_thread(self, fn, *args) -> asyncio.Future:
-        """``fn(*args)`` on a thread of its own (a link's accept or connect waits for its peer): its outcome."""
-        loop, done = self.loop, self.loop.create_future()
-
-        def settle(outcome, error) -> None:
-            if not done.done():
-                done.set_exception(error) if error is not None else done.set_result(outcome)
-
-        def run() -> None:
-            try:
-                outcome, error = fn(*args), None
-            except BaseException as err:  # noqa: BLE001 - handed to the loop
-                outcome, error = None, err
-            loop.call_soon_threadsafe(settle, outcome, error)
-
-        threading.Thread(target=run, name="job manager links", daemon=True).start()
-        return done
-
-    def _close_control_links(self) -> None:
-        links, self._control_links, self._linked_tasks = self._control_links, None, set()
-        if links is not None:
-            links.close()
-
-    def _on_link_value(self, kind: int, payload) -> None:
-        """What a task on this node wrote to its link (the links' reader thread): a report, on the loop."""
-        if kind == REPORT and payload[0] in self._REPORTS:
-            self.loop.call_soon_threadsafe(self._told, "link", payload[0], payload[1])
-        else:
-            self.loop.call_soon_threadsafe(self._on_error_text, f"a link value of unknown kind {kind!r}")
 
     def _record_placement(self, action: a.DeployTasks, restored: list[dict]) -> None:
         """Where each task of the deployment runs: its TaskManager, slot and node, and the Ray node it reported."""
@@ -474,77 +397,37 @@ class JobManagerActor:
             cause = f"actor died ({type(err).__name__})"
         except Exception as err:  # noqa: BLE001 - the task raised: a task failure
             cause = f"task error: {err}"
-        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.TaskFailed(attempt, cause))))
+        self._deliver(lambda: je.TaskFailed(attempt, cause))
 
-    # -- what the tasks tell: a task's reports come as these calls, or over its link (``_told``) -----
+    # -- what the tasks tell: a task's reports come as these calls, or over its link (``TaskReports``) --
 
     async def acknowledge(self, attempt, checkpoint_id: int, snapshot: bytes, metrics: bytes) -> None:
-        self._told("call", "acknowledge", (attempt, checkpoint_id, snapshot, metrics))
+        self._reports.told("call", "acknowledge", (attempt, checkpoint_id, snapshot, metrics))
 
     async def report_incomplete_snapshot_stats(self, attempt, report: list) -> None:
-        self._told("call", "report_incomplete_snapshot_stats", (attempt, report))
+        self._reports.told("call", "report_incomplete_snapshot_stats", (attempt, report))
 
     async def decline(self, attempt, checkpoint_id: int, reason: str, detail: str) -> None:
-        self._told("call", "decline", (attempt, checkpoint_id, reason, detail))
+        self._reports.told("call", "decline", (attempt, checkpoint_id, reason, detail))
 
     async def task_finished(self, attempt, records: int) -> None:
-        self._told("call", "task_finished", (attempt, records))
+        self._reports.told("call", "task_finished", (attempt, records))
 
     async def crashed_at_protocol_point(self, attempt, point: str, checkpoint_id: int) -> None:
-        self._told("call", "crashed_at_protocol_point", (attempt, point, checkpoint_id))
-
-    def _told(self, transport: str, method: str, args) -> None:
-        """A task's report ``method(*args)`` (the wire forms), come by ``transport``: handed to the JobMaster."""
-        self.control_messages["from_tasks"][transport] += 1
-        self._REPORTS[method](self, attempt_from_wire(args[0]), *args[1:])
-
-    def _acknowledged(self, attempt, checkpoint_id: int, snapshot: bytes, metrics: bytes) -> None:
-        state = decode_snapshot(snapshot, attempt.subtask_index)
-        self._guard(
-            lambda: self._carry_out(
-                self.dispatcher.handle(
-                    je.CheckpointAcknowledged(attempt, checkpoint_id, state, decode_metrics(metrics))
-                )
-            )
-        )
-
-    def _declined(self, attempt, checkpoint_id: int, reason: str, detail: str) -> None:
-        self._guard(
-            lambda: self._carry_out(
-                self.dispatcher.handle(je.CheckpointDeclined(attempt, checkpoint_id, reason_from_wire(reason), detail))
-            )
-        )
-
-    def _finished(self, attempt, _records: int) -> None:
-        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.TaskFinished(attempt))))
-
-    def _crashed_at(self, attempt, point: str, checkpoint_id: int) -> None:
-        self._guard(
-            lambda: self._carry_out(
-                self.dispatcher.handle(je.TaskCrashedAt(attempt, ProtocolPoint(point), checkpoint_id))
-            )
-        )
-
-    _REPORTS = {
-        "acknowledge": _acknowledged,
-        "report_incomplete_snapshot_stats": _report_incomplete,
-        "decline": _declined,
-        "task_finished": _finished,
-        "crashed_at_protocol_point": _crashed_at,
-    }
+        self._reports.told("call", "crashed_at_protocol_point", (attempt, point, checkpoint_id))
 
     async def task_error(self, attempt, message: str) -> None:
         attempt = attempt_from_wire(attempt)
-        self._guard(
-            lambda: self._carry_out(
-                self.dispatcher.handle(je.TaskFailed(attempt, f"task error after finishing: {message}"))
-            )
-        )
+        self._deliver(lambda: je.TaskFailed(attempt, f"task error after finishing: {message}"))
 
     async def slowdown_met(self, attempt, index: int, at_ms: int) -> None:
         attempt = attempt_from_wire(attempt)
         task = a.subtask_name((attempt.vertex_id, attempt.subtask_index))
-        self._guard(lambda: self._carry_out(self.dispatcher.handle(je.SlowdownMet(task, index, at_ms))))
+        self._deliver(lambda: je.SlowdownMet(task, index, at_ms))
+
+    def _deliver(self, event_of: Callable[[], je.JobEvent]) -> None:
+        """Hand the Dispatcher the event ``event_of()`` builds, and carry out what it causes."""
+        self._guard(lambda: self._carry_out(self.dispatcher.handle(event_of())))
 
     # -- errors --------------------------------------------------------------------------------------
 

@@ -19,9 +19,10 @@ from barriersim.runtime.coordinator.checkpoint_recovery import (
 )
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.faults.fault_log import FaultLog
-from barriersim.runtime.faults.fault_schedule import CrashCoordinator
+from barriersim.runtime.faults.fault_schedule import CrashCoordinator, CrashTaskManager, KillNode
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.job.actions import CoordinatorRecoveryDue, JobEnded, RestartDue, StartTimer
+from barriersim.runtime.job import events as je
+from barriersim.runtime.job.actions import CoordinatorRecoveryDue, JobEnded, RestartDue, StartTimer, subtask_name
 from barriersim.runtime.job.checkpointing import JobCheckpointing
 from barriersim.runtime.job.config import JobConfig, JobOutcome
 from barriersim.runtime.job.execution_deployer import ExecutionDeployer
@@ -93,6 +94,42 @@ class JobFailover:
         settings = self._config.restart
         exponential = settings.strategy is RestartStrategyKind.EXPONENTIAL_DELAY
         return settings.create(random.Random(self._coordinator_rng().getrandbits(64)) if exponential else None)
+
+    # -- a task's death -------------------------------------------------------------------------------------------
+
+    def deploy_failed(self, event: je.DeployFailed) -> None:
+        """A task of the deployment could not be deployed (its process died, or it could not restore its state):
+        fail over again."""
+        if event.epoch == self._deployer.epoch and not self._job_ended():
+            restoring_id = self._deployer.restoring
+            restoring = f" restoring checkpoint {restoring_id}" if restoring_id is not None else ""
+            self.record_failure(f"deploy of attempt {event.epoch}{restoring}: {event.cause}")
+            self.fail_over("deploy", f"deploy failed{restoring}: {event.cause}")
+
+    def task_failed(self, event: je.TaskFailed) -> None:
+        """A task of the current deployment died (killed by the fault schedule, or not) or raised: the job fails
+        over."""
+        attempt = event.attempt
+        if self._deployer.is_current(attempt) and not self._job_ended():
+            name = subtask_name((attempt.vertex_id, attempt.subtask_index))
+            self.record_failure(f"{name}: {event.cause}")
+            self.fail_over(name, event.cause, failed=attempt)
+
+    def task_crashed_at(self, event: je.TaskCrashedAt) -> None:
+        """A task stopped itself at a task-side crash point it was deployed with (``runtime.task.crash_points``):
+        it is dead, so the job fails over; the crash of its TaskManager or node takes the others of the group."""
+        attempt, point, checkpoint_id = event.attempt, event.point, event.checkpoint_id
+        key = (attempt.vertex_id, attempt.subtask_index)
+        name = subtask_name(key)
+        fault = self._injector.task_crashed_at(key, point, checkpoint_id)
+        if self._deployer.is_current(attempt) and not self._job_ended():
+            if fault is not None:  # counted only if it killed a running task (a late report of an old attempt did not)
+                self._fault_log.fired(fault, self._job_ms())
+            self._injector.record_death(f"{name}@{attempt.attempt_number}")
+            self.record_failure(f"{name}: crashed at {point.value} of checkpoint {checkpoint_id}")
+            if isinstance(fault, (CrashTaskManager, KillNode)):
+                self._injector.crash_group(fault, point.value, already_dead=key)
+            self.fail_over(name, point.value, failed=attempt)
 
     # -- failing over ---------------------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from barriersim.runtime.job.actions import (
     TaskMessage,
     subtask_name,
 )
+from barriersim.runtime.job.events import SlowdownMet
 from barriersim.runtime.job.execution_deployer import ExecutionDeployer
 from barriersim.runtime.job.placement import Placement
 from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
@@ -119,6 +120,13 @@ class FaultInjector:
         """A crash fault with a time is due (``FaultDue``)."""
         if self.crash_fault(fault, FAULT_NAMES[type(fault)]):
             self.fault_log.fired(fault, self._job_ms())
+
+    def slowdown_met(self, event: SlowdownMet) -> None:
+        """The ``index``-th slowdown of ``task`` slowed its work for the first time in a deployment; it fires once
+        per run."""
+        fault = self._deployer.slowdowns[event.task][event.index]
+        if not self.fault_log.times_fired(fault):
+            self.fault_log.fired(fault, event.at_ms)
 
     # -- crashes --------------------------------------------------------------------------------------------------
 

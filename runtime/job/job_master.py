@@ -1,10 +1,11 @@
 """The JobMaster of one job, sans-IO: ``handle(event)`` (``runtime.job.events``) returns the actions to carry out
 (``runtime.job.actions``). Both drivers run this one class. It is the composition root: it owns the job's outcome
-and its clock, answers what its tasks tell, and its collaborators own the rest: ``ExecutionDeployer`` (the
-deployments), ``JobCheckpointing`` (the coordinator of each JobManager generation and what it asks),
-``FaultInjector`` (the fault schedule), ``JobFailover`` (restarts, JobManager recovery, how a job fails) and
-``JobOperations`` (savepoints, stop-with-savepoint, cancel). Mirrors Flink's ``JobMaster`` with its
-``DefaultScheduler``. docs/architecture.md ("The control plane") has the narrative."""
+and its clock, answers what its tasks tell of their lifecycle, and its collaborators own the rest:
+``ExecutionDeployer`` (the deployments), ``JobCheckpointing`` (the coordinator of each JobManager generation and what
+it asks), ``TaskCheckpointReports`` (what a task tells of a checkpoint), ``FaultInjector`` (the fault schedule),
+``JobFailover`` (a task's death, restarts, JobManager recovery, how a job fails) and ``JobOperations`` (savepoints,
+stop-with-savepoint, cancel). Mirrors Flink's ``JobMaster`` with its ``DefaultScheduler``. docs/architecture.md
+("The control plane") has the narrative."""
 
 from __future__ import annotations
 
@@ -19,17 +20,12 @@ from barriersim.runtime.coordinator.checkpoint_recovery import next_attempt_numb
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
 from barriersim.runtime.event_timers import EventTimers
-from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.faults.fault_log import FaultLog
 from barriersim.runtime.faults.fault_schedule import (
     CRASHES,
     CrashCoordinator,
-    CrashTaskManager,
     DamageCheckpoint,
     Fault,
-    KillNode,
-    MessageKind,
-    ProtocolPoint,
     SlowTask,
 )
 from barriersim.runtime.ids import ExecutionAttemptID
@@ -54,6 +50,7 @@ from barriersim.runtime.job.operations import JobOperations
 from barriersim.runtime.job.report import JobReport, JobRestore, Operation
 from barriersim.runtime.job.restart_strategy import ExponentialDelayRestartStrategy, FixedDelayRestartStrategy
 from barriersim.runtime.job.restore_failure import RESTORE_ERRORS, RestorePhase, describe
+from barriersim.runtime.job.task_checkpoint_reports import TaskCheckpointReports
 from barriersim.runtime.state.snapshot import CheckpointMetadata
 from barriersim.runtime.storage.checkpoint_storage import CheckpointStorage
 
@@ -111,7 +108,6 @@ class JobMaster:
         self._arm_timed_faults = arm_timed_faults
         self._restore_settings = restore
         self.restored_at_start = False  # the job was started from a savepoint or retained checkpoint
-        self._first_source = subtask_name((self.graph.sources[0].name, 0))
         fired_points = fired_points if fired_points is not None else set()
         self._fault_log = fault_log if fault_log is not None else FaultLog(config.faults)
         emit = self._out_append
@@ -191,19 +187,27 @@ class JobMaster:
             trace=self._trace,
             emit=emit,
         )
+        self._checkpoint_reports = TaskCheckpointReports(
+            job_id,
+            self.graph,
+            checkpointing=self._checkpointing,
+            deployer=self._deployer,
+            injector=self._injector,
+            job_ms=self.job_ms,
+        )
         self._handlers: dict[type, Callable[[Any], None]] = {
             je.Start: self._start,
             je.TasksRestored: self._tasks_restored,
             je.TasksStarted: self._tasks_started,
             je.TasksRunning: self._tasks_running,
-            je.DeployFailed: self._deploy_failed,
-            je.CheckpointAcknowledged: self._acknowledge_checkpoint,
-            je.CheckpointDeclined: self._decline_checkpoint,
-            je.IncompleteStatsReported: self._report_incomplete_snapshot_stats,
+            je.DeployFailed: self._failover.deploy_failed,
+            je.CheckpointAcknowledged: self._checkpoint_reports.acknowledge,
+            je.CheckpointDeclined: self._checkpoint_reports.decline,
+            je.IncompleteStatsReported: self._checkpoint_reports.report_incomplete_snapshot_stats,
             je.TaskFinished: self._task_finished,
-            je.TaskFailed: self._task_failed,
-            je.TaskCrashedAt: self._task_crashed_at,
-            je.SlowdownMet: self._slowdown_met,
+            je.TaskFailed: self._failover.task_failed,
+            je.TaskCrashedAt: self._failover.task_crashed_at,
+            je.SlowdownMet: self._injector.slowdown_met,
             je.TriggerSavepoint: lambda e: self._operations.trigger_savepoint(),
             je.StopWithSavepoint: lambda e: self._operations.stop_with_savepoint(e.drain),
             je.CancelJob: lambda e: self._operations.cancel(),
@@ -442,92 +446,7 @@ class JobMaster:
             if self.is_current(attempt) and (attempt.vertex_id, attempt.subtask_index) not in self._deployer.finished:
                 self._checkpointing.send(m.TaskRunning(attempt))
 
-    def _deploy_failed(self, event: je.DeployFailed) -> None:
-        """A task of the deployment could not be deployed (its process died, or it could not restore its state):
-        fail over again."""
-        if event.epoch == self._deployer.epoch and self.outcome is None:
-            restoring_id = self._deployer.restoring
-            restoring = f" restoring checkpoint {restoring_id}" if restoring_id is not None else ""
-            self._failover.record_failure(f"deploy of attempt {event.epoch}{restoring}: {event.cause}")
-            self._failover.fail_over("deploy", f"deploy failed{restoring}: {event.cause}")
-
     # -- what the tasks tell --------------------------------------------------------------------------------------
-
-    def _acknowledge_checkpoint(self, event: je.CheckpointAcknowledged) -> None:
-        """An acknowledgement meets, in this order, a crash ``after_sync_snapshot_before_ack`` (it is lost with the
-        task), a failed state write (it becomes a ``CHECKPOINT_ASYNC_EXCEPTION`` decline), a ``fail_checkpoints``
-        decline, then its fate (dropped, or delayed), and after it a crash ``after_ack_before_completion_notice``."""
-        attempt, checkpoint_id = event.attempt, event.checkpoint_id
-        injector, job_ms = self._injector, self.job_ms()
-        name = subtask_name((attempt.vertex_id, attempt.subtask_index))
-        current = self.is_current(attempt)
-        if current and injector.crash_point(name, ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, checkpoint_id):
-            return  # the task died before its acknowledgement left it
-        if injector.fault_log.fails_state_write(name, checkpoint_id, job_ms):
-            # Flink's AsyncCheckpointRunnable: the asynchronous part failed, so the task declines
-            self._decline(
-                attempt,
-                checkpoint_id,
-                CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
-                f"{name}: injected by fail_storage_write: the state write failed",
-            )
-        elif injector.fault_log.declines(name, checkpoint_id, self._first_source, job_ms):
-            self._decline(
-                attempt, checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED, "injected by fail_checkpoints"
-            )
-        else:
-            injector.to_coordinator(
-                MessageKind.ACKNOWLEDGE,
-                name,
-                checkpoint_id,
-                CoordinatorMessage(
-                    self._checkpointing.generation,
-                    m.AcknowledgeCheckpoint(self.job_id, attempt, checkpoint_id, event.snapshot, event.metrics),
-                ),
-            )
-            if current:
-                injector.crash_point(name, ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE, checkpoint_id)
-
-    def _decline_checkpoint(self, event: je.CheckpointDeclined) -> None:
-        self._decline(event.attempt, event.checkpoint_id, event.reason, event.detail)
-
-    def _decline(
-        self, attempt: ExecutionAttemptID, checkpoint_id: int, reason: CheckpointFailureReason, detail: str
-    ) -> None:
-        name = subtask_name((attempt.vertex_id, attempt.subtask_index))
-        exception = CheckpointException(reason, checkpoint_id, detail)
-        self._injector.to_coordinator(
-            MessageKind.DECLINE,
-            name,
-            checkpoint_id,
-            CoordinatorMessage(
-                self._checkpointing.generation, m.DeclineCheckpoint(self.job_id, attempt, checkpoint_id, exception)
-            ),
-        )
-
-    def _report_incomplete_snapshot_stats(self, event: je.IncompleteStatsReported) -> None:
-        """A cancelled or failed task's closed asynchronous part reports its figures (Flink's
-        ``reportIncompleteTaskStateSnapshots``): they go to the coordinator, whose statistics take them for a
-        checkpoint pending or failed. A task the fault schedule killed or crashed reports nothing: it is gone."""
-        attempt, report = event.attempt, event.report
-        if not self._injector.was_killed(attempt):
-            name = subtask_name((attempt.vertex_id, attempt.subtask_index))
-            self._injector.to_coordinator(
-                None,
-                name,
-                report.checkpoint_id,
-                CoordinatorMessage(
-                    self._checkpointing.generation,
-                    m.ReportCheckpointMetrics(
-                        self.job_id,
-                        attempt,
-                        report.checkpoint_id,
-                        report.metrics,
-                        report.state_size,
-                        report.checkpointed_size,
-                    ),
-                ),
-            )
 
     def _task_finished(self, event: je.TaskFinished) -> None:
         attempt = event.attempt
@@ -542,38 +461,6 @@ class JobMaster:
             self.outcome = JobOutcome.FINISHED
             self._checkpointing.send(m.JobStatusChanged(JobStatus.FINISHED))
             self._out.append(JobEnded(JobOutcome.FINISHED))
-
-    def _task_failed(self, event: je.TaskFailed) -> None:
-        """A task of the current deployment died (killed by the fault schedule, or not) or raised: the job fails
-        over."""
-        attempt = event.attempt
-        if self.is_current(attempt) and self.outcome is None:
-            name = subtask_name((attempt.vertex_id, attempt.subtask_index))
-            self._failover.record_failure(f"{name}: {event.cause}")
-            self._failover.fail_over(name, event.cause, failed=attempt)
-
-    def _task_crashed_at(self, event: je.TaskCrashedAt) -> None:
-        """A task stopped itself at a task-side crash point it was deployed with (``runtime.task.crash_points``):
-        it is dead, so the job fails over; the crash of its TaskManager or node takes the others of the group."""
-        attempt, point, checkpoint_id = event.attempt, event.point, event.checkpoint_id
-        key = (attempt.vertex_id, attempt.subtask_index)
-        name = subtask_name(key)
-        fault = self._injector.task_crashed_at(key, point, checkpoint_id)
-        if self.is_current(attempt) and self.outcome is None:
-            if fault is not None:  # counted only if it killed a running task (a late report of an old attempt did not)
-                self._fault_log.fired(fault, self.job_ms())
-            self._injector.record_death(f"{name}@{attempt.attempt_number}")
-            self._failover.record_failure(f"{name}: crashed at {point.value} of checkpoint {checkpoint_id}")
-            if isinstance(fault, (CrashTaskManager, KillNode)):
-                self._injector.crash_group(fault, point.value, already_dead=key)
-            self._failover.fail_over(name, point.value, failed=attempt)
-
-    def _slowdown_met(self, event: je.SlowdownMet) -> None:
-        """The ``index``-th slowdown of ``task`` slowed its work for the first time in a deployment; it fires once
-        per run."""
-        fault = self._deployer.slowdowns[event.task][event.index]
-        if not self._fault_log.times_fired(fault):
-            self._fault_log.fired(fault, event.at_ms)
 
     def _fault_due(self, due: FaultDue) -> None:
         fault = due.fault
