@@ -31,7 +31,7 @@ from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
-from barriersim.runtime.operators.sinks import ExternalStore
+from barriersim.runtime.operators.sinks import SinkStore
 from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.runtime.state.snapshot import TaskStateSnapshot
 from barriersim.runtime.task.actions import (
@@ -156,7 +156,7 @@ class StreamTask:
         network: NetworkConfig = NetworkConfig(),
         split: RecordsLike = (),
         splits: Mapping[int, RecordsLike] | None = None,
-        store: ExternalStore | None = None,
+        store: SinkStore | None = None,
         emit_watermarks: bool = False,
         checkpoints_after_tasks_finish: bool = True,
         crash_points: Iterable[tuple[ProtocolPoint, int]] = (),
