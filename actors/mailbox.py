@@ -11,8 +11,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import TypeVar
 
 from barriersim.actors.clock import now_ms
+
+T = TypeVar("T")
 
 
 class TaskMailbox:
@@ -37,10 +40,10 @@ class TaskMailbox:
             self._mails.clear()
         return mails
 
-    def call(self, fn: Callable[[], object], timeout: float) -> object:
+    def call(self, fn: Callable[[], T], timeout: float) -> T:
         """Run ``fn`` on the task thread and return what it returns (or raise what it raised); ``TimeoutError`` if
         the task thread did not run it within ``timeout`` seconds."""
-        answer: concurrent.futures.Future = concurrent.futures.Future()
+        answer: concurrent.futures.Future[T] = concurrent.futures.Future()
 
         def mail() -> None:
             try:

@@ -4,14 +4,14 @@ its own, as Flink's ``StreamTask`` runs on its task thread with a mailbox (``act
 Its Ray methods only put mails (elements, upstream credit and buffer sizes, the JobMaster's messages) into the
 task's ``TaskMailbox``; the task thread takes them in order, runs due timers and does the task's work in bursts
 between them; what the task hands out leaves in one Ray call (or one socket write to a peer on the same node) per
-outbox. Acknowledgements go to the job manager actor from a reporter thread (over its link when both share a
-node). Any error in the task fails the actor's ``run`` call, a task failure for the job manager. No protocol rule
-lives here; how it works in detail: docs/architecture.md, "The task actor"."""
+outbox (``actors.outboxes``). Acknowledgements go to the job manager actor from a reporter thread
+(``actors.reporter``). Any error in the task fails the actor's ``run`` call, a task failure for the job manager.
+No protocol rule lives here; how it works in detail: docs/architecture.md, "The task actor"."""
 
 from __future__ import annotations
 
 import dataclasses
-import queue
+import functools
 import random
 import threading
 import time
@@ -31,19 +31,13 @@ from barriersim.actors.messages import (
     decode_snapshot,
     decode_split,
     decode_upstream,
-    element_entry,
-    encode_metrics,
-    encode_snapshot,
     incomplete_stats_to_wire,
-    merge_credits,
-    pack,
-    pack_elements,
     task_message_from_wire,
-    upstream_entry,
 )
-from barriersim.actors.socket_links import DATA, JOB_MANAGER, REPORT, TASK_MESSAGE, UPSTREAM, SocketLinks
+from barriersim.actors.outboxes import CallKey, Outboxes
+from barriersim.actors.reporter import Reporter
+from barriersim.actors.socket_links import DATA, TASK_MESSAGE, UPSTREAM, SocketLinks
 from barriersim.runtime.checkpoint_cost import Charging
-from barriersim.runtime.events import Buffer
 from barriersim.runtime.job.actions import TaskDeploymentDescriptor
 from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.deployment import deliver_task_message, deploy_task
@@ -63,14 +57,13 @@ from barriersim.runtime.task.crash_points import CrashedAtProtocolPoint
 from barriersim.runtime.task.stream_task import StepOutcome, StreamTask
 
 BURST_SECONDS = 0.005  # how long the task works before it sends its outboxes and takes its mails
-DATA_CALLS_IN_FLIGHT = 2  # data calls to one consumer not yet taken in, at most
 RAY_THREADS = (
     8  # Ray's threads for the actor's methods: one is held by run for the task's life, the rest only put mails
 )
 ANSWER_TIMEOUT_S = 8.0  # for the task thread to answer a cancel or a lifecycle question (the job manager waits 10 s)
 
 
-@ray.remote(num_cpus=0.01, max_concurrency=RAY_THREADS)
+@ray.remote(num_cpus=0.01, max_concurrency=RAY_THREADS)  # type: ignore[call-overload]  # Ray's stubs: no actor options
 class StreamTaskActor:
     def __init__(
         self,
@@ -99,26 +92,19 @@ class StreamTaskActor:
         )
         self.job_manager = job_manager
         self.task: StreamTask | None = None
-        self.handles: dict = {}
         self._mailbox = TaskMailbox()
         self._links = SocketLinks(self.name, self._on_link_value, self._sent)
+        self._outboxes = Outboxes(self.key, Wiring(config.graph), self._links, self._sent)
         self._timers = MailboxTimers()
-        self._reports: queue.SimpleQueue = queue.SimpleQueue()  # (method, args, store calls to confirm first)
-        self._data_out: dict = defaultdict(list)
-        self._upstream_out: dict = defaultdict(list)
-        self._in_flight: dict = defaultdict(int)  # ("data", consumer) / ("upstream", producer) -> calls in flight
+        self._reporter = Reporter(job_manager, self._links, self.store, self.attempt, self._fail_later)
         self._expected: dict = {}
         self._held: dict = defaultdict(dict)
         self._failure: BaseException | None = None
         self.records_processed = 0
-        self.data_bytes_sent = 0  # msgpack bytes of the channel elements this task sent downstream
-        self.data_calls_sent = self.upstream_calls_sent = 0  # Ray calls: element batches, credit batches
-        self.data_buffers_sent = 0  # data buffers among the channel elements sent
-        self.link_writes_sent = 0  # of the calls counted above, those written to links instead
         # where the task thread spends its time (perf_counter seconds): the task's steps, taking in what arrived
-        # (decoding it and handing it to the task), collecting what leaves (each element's wire form), packing a
-        # call's elements, handing calls to Ray
-        self._seconds = {"steps": 0.0, "receive": 0.0, "collect": 0.0, "encode": 0.0, "submit": 0.0}
+        # (decoding it and handing it to the task), collecting what leaves (each element's wire form); packing and
+        # submitting calls: the outboxes' seconds
+        self._seconds = {"steps": 0.0, "receive": 0.0, "collect": 0.0}
         self.steps = 0
         self.waits = 0
         self.finished = False
@@ -130,7 +116,7 @@ class StreamTaskActor:
         self._slowdowns = Slowdowns(descriptor.slowdowns)
         self._last_record_ms: int | None = None  # when the task last processed a record (wall clock)
         self._run_ended = threading.Event()  # the task finished and its outboxes went to Ray, or it failed
-        self._run_result: dict | None = None
+        self._run_result: dict = {}  # set when the run ended without a failure
 
     # -- setup ---------------------------------------------------------------------------------------
 
@@ -138,8 +124,7 @@ class StreamTaskActor:
         """Build the task, restore its state, learn every peer's handle, and start the task thread; with
         ``link_secret``, listen for the links of peers on this node (``actors.socket_links``; the address is
         returned as ``link_address``)."""
-        self.handles = handles
-        self.wiring = Wiring(self.config.graph)
+        self._outboxes.connect(handles)
         restore = dataclasses.replace(self.descriptor, state=decode_snapshot(self._snapshot, self.key[1]))
         splits = None
         if self._split_refs is not None:
@@ -165,7 +150,7 @@ class StreamTaskActor:
             "link_address": self._links.listen(link_secret) if link_secret is not None else None,
         }
         threading.Thread(target=self._task_thread, name=f"task {self.name}", daemon=True).start()
-        threading.Thread(target=self._report_in_order, name=f"reporter {self.name}", daemon=True).start()
+        self._reporter.start(f"reporter {self.name}")
         return connected
 
     def connect_links(self, addresses: dict, secret: bytes) -> None:
@@ -178,9 +163,16 @@ class StreamTaskActor:
         """Accept the links of the ``count`` peers that write to this actor, and read them."""
         self._links.accept(count)
 
+    @property
+    def _task(self) -> StreamTask:
+        """The task ``connect`` built: the task thread, and the mails it takes, run only after that."""
+        if self.task is None:
+            raise RuntimeError(f"{self.name}: no task before connect")
+        return self.task
+
     def _records_read(self) -> int | None:
         """How far a source's reader got (its split offsets, in records); None for a task that is not a source."""
-        return self.task.source_records_read()
+        return self._task.source_records_read()
 
     # -- the task thread -----------------------------------------------------------------------------
 
@@ -220,7 +212,7 @@ class StreamTaskActor:
             if (
                 self._running
                 and not self._run_ended.is_set()
-                and (self._failure is not None or (self.finished and not self._data_out and not self._upstream_out))
+                and (self._failure is not None or (self.finished and self._outboxes.is_empty()))
             ):
                 self._end_run()
 
@@ -253,7 +245,7 @@ class StreamTaskActor:
         now = time.monotonic()
         slowed = self._slowed_seconds()
         if outcome is StepOutcome.PROCESSED:
-            pace = self.task.is_source() and self.source_rate
+            pace = self._task.is_source() and self.source_rate
             delay = self._started + self.records_processed / self.source_rate - now if pace else 0.0
             self._work_resumes_at = now + max(0.0, delay, slowed)
         else:
@@ -273,19 +265,15 @@ class StreamTaskActor:
                 "last_record_at_ms": last,
                 "cpu_seconds": time.process_time() - self._cpu_started,
                 "thread_cpu_seconds": time.thread_time() - self._thread_cpu_started,
-                **{f"{name}_seconds": value for name, value in self._seconds.items()},
-                "data_bytes_sent": self.data_bytes_sent,
-                "data_calls_sent": self.data_calls_sent,
-                "data_buffers_sent": self.data_buffers_sent,
-                "upstream_calls_sent": self.upstream_calls_sent,
-                "link_writes_sent": self.link_writes_sent,
+                **{f"{name}_seconds": value for name, value in {**self._seconds, **self._outboxes.seconds}.items()},
+                **self._outboxes.counts(),
             }
         self._run_ended.set()
 
     def _work(self) -> StepOutcome:
         """Call ``process_next()`` while it returns PROCESSED, for at most ``BURST_SECONDS`` (one step for a
         paced source), collecting what each step produced."""
-        task = self.task
+        task = self._task
         burst_start = time.monotonic()
         self._burst_start_ms = now_ms() - self._job_started_ms
         burst_end = burst_start + BURST_SECONDS
@@ -322,9 +310,9 @@ class StreamTaskActor:
         return max(0.0, took - work) / 1000
 
     def _flush_periodically(self) -> None:
-        if self.finished or self.task.finished or self._failure is not None:
+        if self.finished or self._task.finished or self._failure is not None:
             return
-        self.task.flush_outputs()
+        self._task.flush_outputs()
         self._timers.call_later(self.config.network.buffer_timeout_ms / 1000.0, self._flush_periodically)
 
     def _guarded(self, fn) -> None:
@@ -341,7 +329,7 @@ class StreamTaskActor:
 
     def _take_in(self, parts: tuple) -> None:
         receive_start = time.perf_counter()
-        task, held_by_channel, expected_by_channel = self.task, self._held, self._expected
+        task, held_by_channel, expected_by_channel = self._task, self._held, self._expected
         for channel, seq, backlog, element in (e for data in parts for e in decode_elements(data)):
             expected = expected_by_channel.get(channel, 0)
             if seq != expected:
@@ -372,12 +360,12 @@ class StreamTaskActor:
         else:
             self._mailbox.put(lambda: self._fail(ValueError(f"{self.name}: a link value of unknown kind {kind!r}")))
 
-    def _sent(self, key: tuple) -> None:
+    def _sent(self, key: CallKey) -> None:
         """A call to the peer of ``key`` completed, or its link's value was written (any thread): a mail."""
-        self._mailbox.put(lambda: self._call_done(key))
+        self._mailbox.put(lambda: self._outboxes.call_done(key))
 
     def _take_upstream(self, data: bytes) -> None:
-        task = self.task
+        task = self._task
         for info, kind, value in decode_upstream(data):
             if kind == CREDIT:
                 task.on_credit(info, value)
@@ -390,7 +378,7 @@ class StreamTaskActor:
 
     def task_message(self, data: bytes) -> None:
         """A message of the JobMaster: a checkpoint trigger, or a completion or abort notice."""
-        self._mailbox.put(lambda: deliver_task_message(self.task, task_message_from_wire(data)))
+        self._mailbox.put(lambda: deliver_task_message(self._task, task_message_from_wire(data)))
 
     def progress(self) -> int:
         return self.records_processed
@@ -400,11 +388,8 @@ class StreamTaskActor:
         end in time."""
 
         def report() -> dict:
-            outboxes = {
-                "data_out": sum(map(len, self._data_out.values())),
-                "upstream_out": sum(map(len, self._upstream_out.values())),
-            }
-            return {"task": self.name, **(self.task.lifecycle_report() if self.task is not None else {}), **outboxes}
+            task = self.task.lifecycle_report() if self.task is not None else {}
+            return {"task": self.name, **task, **self._outboxes.sizes()}
 
         if self.task is None:
             return report()
@@ -420,46 +405,39 @@ class StreamTaskActor:
         task = self.task
         if task is None:
             return False
-        events = False
         collect_start = time.perf_counter()
-        for info, item in task.poll_sendable():
-            consumer, channel = self.wiring.channel_of(self.key, info)
-            self._data_out[consumer].append(element_entry(channel, item))
-            if type(item.element) is Buffer:
-                self.data_buffers_sent += 1
-            else:
-                events = True
+        events = self._outboxes.add_elements(task.poll_sendable())
         self._seconds["collect"] += time.perf_counter() - collect_start
         for action in task.drain_actions():
             if isinstance(action, UPSTREAM_MESSAGES):
-                producer, info = self.wiring.subpartition_of(self.key, action.channel_info)
-                self._upstream_out[producer].append(upstream_entry(info, action))
+                self._outboxes.add_upstream(action)
             elif isinstance(action, AcknowledgeCheckpoint):
                 # encoded by the reporter, after this burst's data (the barrier among it) went out: Flink
                 # sends the barrier on before the snapshot's asynchronous part acknowledges the checkpoint
-                self._report("acknowledge", action)
+                self._reporter.report("acknowledge", action)
             elif isinstance(action, AsyncCheckpointStarted):
                 # the part runs off the task's work: after the model's emulated remote-store time, if any
                 self._timers.call_later(
-                    action.delay_ms / 1000, lambda a=action: self.task.complete_async_part(a.checkpoint_id, a.part)
+                    action.delay_ms / 1000,
+                    functools.partial(task.complete_async_part, action.checkpoint_id, action.part),
                 )
             elif isinstance(action, SyncSnapshotTaken):
                 pass  # the real synchronous part took its real time on this thread
             elif isinstance(action, ReportIncompleteSnapshotStats):  # the task failed by itself (a stop-with-savepoint)
-                self._report(
+                self._reporter.report(
                     "report_incomplete_snapshot_stats",
                     (attempt_to_wire(self.attempt), incomplete_stats_to_wire(action)),
                 )
             elif isinstance(action, DeclineCheckpoint):
-                self._report(
+                self._reporter.report(
                     "decline", (attempt_to_wire(self.attempt), action.checkpoint_id, action.reason.name, action.detail)
                 )
             elif isinstance(action, TaskFinished):
-                self._report("task_finished", (attempt_to_wire(self.attempt), self.records_processed))
+                self._reporter.report("task_finished", (attempt_to_wire(self.attempt), self.records_processed))
             elif isinstance(action, TaskFailed):
                 self._fail(RuntimeError(action.cause))
             elif isinstance(action, CrashedAtProtocolPoint):
-                self._report(
+                self._reporter.report(
                     "crashed_at_protocol_point",
                     (attempt_to_wire(self.attempt), action.point.value, action.checkpoint_id),
                 )
@@ -468,77 +446,9 @@ class StreamTaskActor:
         return events
 
     def _send(self) -> None:
-        if self._data_out:
-            for consumer in [c for c in self._data_out if self._in_flight[("data", c)] < DATA_CALLS_IN_FLIGHT]:
-                encode_start = time.perf_counter()
-                parts = pack_elements(self._data_out.pop(consumer))
-                submit_start = time.perf_counter()
-                self.data_bytes_sent += sum(len(part) for part in parts)
-                self.data_calls_sent += 1
-                self._send_to(("data", consumer), DATA, parts, lambda: self.handles[consumer].deliver.remote(*parts))  # noqa: B023 - called in this iteration
-                self._seconds["encode"] += submit_start - encode_start
-                self._seconds["submit"] += time.perf_counter() - submit_start
-        if self._upstream_out:
-            for producer in [p for p in self._upstream_out if not self._in_flight[("upstream", p)]]:
-                self.upstream_calls_sent += 1
-                submit_start = time.perf_counter()
-                data = pack(merge_credits(self._upstream_out.pop(producer)))
-                self._send_to(
-                    ("upstream", producer),
-                    UPSTREAM,
-                    data,
-                    lambda: self.handles[producer].upstream.remote(data),  # noqa: B023 - called in this iteration
-                )
-                self._seconds["submit"] += time.perf_counter() - submit_start
+        self._outboxes.send()
         if self.store is not None:
             self.store.send()
-
-    def _send_to(self, key: tuple, kind: int, payload, call) -> None:
-        """``payload`` to the peer of ``key`` (("data", consumer) or ("upstream", producer)): written to their
-        link if they have one, else as the Ray call ``call()`` makes; in flight until it is done."""
-        peer = key[1]
-        if self._links.has_link_to(peer):
-            self._in_flight[key] += 1
-            self.link_writes_sent += 1
-            self._links.send(peer, kind, payload, key)
-        else:
-            self._track(key, call())
-
-    def _track(self, key: tuple, ref) -> None:
-        """Count the call in flight until the receiver took it in (a mail for the task thread, from Ray's thread
-        that completes the call); then send what waited for it."""
-        self._in_flight[key] += 1
-        ref.future().add_done_callback(lambda _done, key=key: self._sent(key))
-
-    def _call_done(self, key: tuple) -> None:
-        # a failed call (the receiver died) needs nothing here: the job manager fails the job over
-        self._in_flight[key] -= 1
-
-    def _report(self, method: str, args) -> None:
-        """A message for the job manager, sent in order by the reporter thread once the store calls the sink made
-        before it are confirmed."""
-        self._reports.put((method, args, self.store.take_unconfirmed() if self.store is not None else []))
-
-    def _report_in_order(self) -> None:
-        while True:
-            method, args, store_calls = self._reports.get()
-            if store_calls:
-                try:
-                    ray.get(store_calls)
-                except BaseException as err:  # noqa: BLE001 - the store did not take the sink's writes
-                    self._mailbox.put(lambda err=err: self._fail(err))
-                    continue
-            if method == "acknowledge":
-                args = (
-                    attempt_to_wire(self.attempt),
-                    args.checkpoint_id,
-                    encode_snapshot(args.task_state_snapshot, self.key[1], args.checkpoint_id),
-                    encode_metrics(args.metrics),
-                )
-            if self._links.has_link_to(JOB_MANAGER):  # in order with the reports before it: one link, one writer
-                self._links.send(JOB_MANAGER, REPORT, [method, args], None)
-            else:
-                getattr(self.job_manager, method).remote(*args)
 
     # -- failure -------------------------------------------------------------------------------------
 
@@ -546,11 +456,12 @@ class StreamTaskActor:
         """The JobMaster cancels this attempt (a failover; Flink's ``Task.cancelExecution``): the task fails and
         stops (its run call raises), and what its closed asynchronous parts report comes back
         (``incomplete_stats_to_wire``) for the job manager to hand to the JobMaster before it kills this actor."""
-        if self.task is None:
+        task = self.task
+        if task is None:
             return []
 
         def cancel_now() -> list:
-            reports = self.task.fail()
+            reports = task.fail()
             if self._failure is None:
                 self._failure = RuntimeError(f"{self.name} (attempt {self.attempt.attempt_number}) was cancelled")
             self._links.close()
@@ -560,6 +471,10 @@ class StreamTaskActor:
             return self._mailbox.call(cancel_now, ANSWER_TIMEOUT_S)
         except TimeoutError:
             return []
+
+    def _fail_later(self, err: BaseException) -> None:
+        """``_fail`` on the task thread (any thread): a mail."""
+        self._mailbox.put(functools.partial(self._fail, err))
 
     def _fail(self, err: BaseException) -> None:
         if self._failure is None:

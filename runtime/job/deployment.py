@@ -22,7 +22,7 @@ from barriersim.runtime.job.actions import (
     TriggerCheckpoint,
 )
 from barriersim.runtime.job.config import JobConfig
-from barriersim.runtime.operators.sinks import ExternalStore
+from barriersim.runtime.operators.sinks import SinkStore
 from barriersim.runtime.task.stream_task import StreamTask
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def deploy_task(
     wakeup: Callable[[], None] = lambda: None,
     split: RecordsLike = (),
     splits: Mapping[int, RecordsLike] | None = None,
-    store: ExternalStore | None = None,
+    store: SinkStore | None = None,
     on_built: Callable[[StreamTask], None] | None = None,
 ) -> tuple[StreamTask, dict[str, int]]:
     """The task of ``descriptor``, restored; and what it restored (``StreamTask.restore``'s account). A source

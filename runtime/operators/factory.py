@@ -11,7 +11,7 @@ from typing import Any
 from barriersim.runtime.events import MAX_WATERMARK, CheckpointType, Watermark
 from barriersim.runtime.jobgraph import JobVertex, OperatorKind
 from barriersim.runtime.operators.keyed_sum import KeyedRunningSum
-from barriersim.runtime.operators.sinks import AtLeastOnceSink, ExternalStore, TwoPhaseCommitSink
+from barriersim.runtime.operators.sinks import AtLeastOnceSink, ExternalStore, SinkStore, TwoPhaseCommitSink
 from barriersim.runtime.operators.source import SplitSourceReader
 from barriersim.runtime.operators.stateless import FilterOperator, MapOperator
 from barriersim.runtime.operators.window import TumblingEventTimeWindowSum
@@ -187,7 +187,7 @@ def create_operator(
     *,
     split: RecordsLike = (),  # the source split: a RecordBatch, or record tuples
     splits: Mapping[int, RecordsLike] | None = None,
-    store: ExternalStore | None = None,
+    store: SinkStore | None = None,
     attempt: int = 0,
     state_backend: StateBackendConfig = StateBackendConfig(),
     memory_threshold: int = 20 * 1024,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -16,6 +16,19 @@ from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.snapshot import OperatorStateHandle, OperatorSubtaskState
 
 PENDING_TRANSACTIONS_STATE = "pending-transactions"
+
+
+class SinkStore(Protocol):
+    """What a sink calls on the external store: an ``ExternalStore``, or a driver's client of one (the Ray driver's
+    ``actors.external_store.RemoteExternalStore``)."""
+
+    def pre_commit(self, transaction_id: str, records: RecordsLike) -> None: ...
+
+    def commit(self, transaction_id: str) -> None: ...
+
+    def abort_lingering(self, owner: str, keep: set[str]) -> None: ...
+
+    def write(self, records: RecordsLike) -> None: ...
 
 
 @dataclass
@@ -162,7 +175,7 @@ class _TransactionBuffer:
 
 
 class TwoPhaseCommitSink:
-    def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0) -> None:
+    def __init__(self, store: SinkStore, subtask: str, attempt: int = 0) -> None:
         self.store = store
         self.subtask = subtask
         self._attempt = attempt
@@ -236,7 +249,7 @@ class TwoPhaseCommitSink:
 
 
 class AtLeastOnceSink:
-    def __init__(self, store: ExternalStore, subtask: str, attempt: int = 0) -> None:
+    def __init__(self, store: SinkStore, subtask: str, attempt: int = 0) -> None:
         self.store = store
 
     def invoke_all(self, records: RecordsLike) -> None:

@@ -1,10 +1,10 @@
 """One subtask of a job, sans-IO, composed as Flink's ``StreamTask``: its input (a ``SourceInput``, or a
 ``StreamTaskNetworkInput`` over its input gates and barrier handler), its ``OperatorChain`` with the result partitions,
-its checkpoint steps (``SubtaskCheckpointCoordinator``), its restore (``TaskRestore``) and the end of its data
-(``TaskEndOfData``). The driver (the simulator or a Ray actor) hands it what arrives (``on_element``, ``on_credit``,
-..., the coordinator's RPCs), asks it for one unit of work (``process_next``), and collects what its partitions may
-send (``poll_sendable``) and its messages for others (``drain_actions``). See ``docs/architecture.md``, "The data
-plane".
+its checkpoint steps (``SubtaskCheckpointCoordinator``, driven by ``TaskCheckpointing``), its restore
+(``TaskRestore``) and the end of its data (``TaskEndOfData``). The driver (the simulator or a Ray actor) hands it what
+arrives (``on_element``, ``on_credit``, ..., the coordinator's RPCs), asks it for one unit of work (``process_next``),
+and collects what its partitions may send (``poll_sendable``) and its messages for others (``drain_actions``). See
+``docs/architecture.md``, "The data plane".
 """
 
 from __future__ import annotations
@@ -15,42 +15,28 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from barriersim.runtime.checkpoint_cost import FREE, CostCharger
 from barriersim.runtime.checkpointing.api import GateSpec, InputSide
-from barriersim.runtime.checkpointing.barrier_handler import (
-    AbortCheckpointOnBarrier,
-    AllBarriersReceived,
-    CheckpointMetrics,
-    InitInputsCheckpoint,
-    TriggerCheckpointOnBarrier,
-)
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.events import (
-    CheckpointBarrier,
     CheckpointOptions,
     CheckpointType,
     InputChannelInfo,
     ResultSubpartitionInfo,
 )
-from barriersim.runtime.failure_reason import CheckpointFailureReason
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobEdge, JobGraph
 from barriersim.runtime.network.config import NetworkConfig
-from barriersim.runtime.network.input.channel_state_persister import AddInputData
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
 from barriersim.runtime.network.output.result_partition import ResultPartition
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
-from barriersim.runtime.operators.sinks import ExternalStore
+from barriersim.runtime.operators.sinks import SinkStore
 from barriersim.runtime.state.backend import StateBackendConfig
 from barriersim.runtime.state.snapshot import TaskStateSnapshot
 from barriersim.runtime.task.actions import (
-    AcknowledgeCheckpoint,
-    AsyncCheckpointStarted,
     AsyncPart,
-    DeclineCheckpoint,
     ReportIncompleteSnapshotStats,
-    SyncSnapshotTaken,
     TaskFailed,
     TaskFinished,
 )
@@ -62,6 +48,7 @@ from barriersim.runtime.task.record_writers import RecordWriters
 from barriersim.runtime.task.source_input import UNPACED_SOURCE_BATCH_RECORDS, SourceInput
 from barriersim.runtime.task.step_result import StepOutcome, StepResult
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
+from barriersim.runtime.task.task_checkpointing import TaskCheckpointing
 from barriersim.runtime.task.task_restore import TaskRestore
 
 if TYPE_CHECKING:
@@ -169,7 +156,7 @@ class StreamTask:
         network: NetworkConfig = NetworkConfig(),
         split: RecordsLike = (),
         splits: Mapping[int, RecordsLike] | None = None,
-        store: ExternalStore | None = None,
+        store: SinkStore | None = None,
         emit_watermarks: bool = False,
         checkpoints_after_tasks_finish: bool = True,
         crash_points: Iterable[tuple[ProtocolPoint, int]] = (),
@@ -228,8 +215,6 @@ class StreamTask:
         )
 
         self._deployed_as_finished = False
-        self._source_min_checkpoints = source_min_checkpoints
-        self._completed_checkpoints_notified = 0
         # the task's input: a source's splits, or its input gates with their barrier handler
         self.input_side: InputSide | None = None
         self._source: SourceInput | None = None
@@ -274,14 +259,14 @@ class StreamTask:
         self._debloat_period_ms = (
             network.buffer_debloat_period_ms if (network.buffer_debloat and self.input_side is not None) else 0
         )
-        self.checkpoints = SubtaskCheckpointCoordinator(
+        checkpoints = self.checkpoints = SubtaskCheckpointCoordinator(
             operator_id=vertex_name,
             snapshot_state=lambda checkpoint_id, options: self._snapshot(checkpoint_id, options.checkpoint_type),
             clock=clock,
             partitions=self.partitions,
             timer_service=timers,
             has_inputs=not self.operator.is_source,
-            sink=self._on_checkpoint_action,
+            sink=lambda action: self._checkpointing.carry_out([action]),
             task_name=self.name,
             subtask_index=subtask_index,
             crash_points=self._crash_points,
@@ -290,12 +275,15 @@ class StreamTask:
             snapshot_work=self._chain.snapshot_work,
             memory_threshold=memory_threshold,
         )
-        self._end = TaskEndOfData(
+        end = self._end = TaskEndOfData(
             self._chain,
             cast("TaskInput", self._source or self._network_input),
             self.checkpoints,
             checkpoints_after_tasks_finish=checkpoints_after_tasks_finish,
             end_partitions=self._end_partitions,
+        )
+        self._checkpointing = TaskCheckpointing(
+            checkpoints, end, self.operator, self._network_input, self.name, clock, self._send, source_min_checkpoints
         )
         self._restore = TaskRestore(
             self.vertex, graph.gates_of(vertex_name), subtask_index, self.operator, self.partitions, self._network_input
@@ -380,10 +368,7 @@ class StreamTask:
     # -- work ----------------------------------------------------------------------------------------
 
     def is_backpressured(self) -> bool:
-        for p in self.partitions:
-            if p.is_backpressured():
-                return True
-        return False
+        return any(p.is_backpressured() for p in self.partitions)
 
     def process_next(self, source_records: int | None = None) -> StepResult:
         """One unit of work: one input buffer or event, or one batch read from the source split (``source_records``
@@ -452,7 +437,7 @@ class StreamTask:
         """Up to ``max_records`` records (else the configured batch) of the source's splits, written to its outputs;
         at the end of its splits, the end of input (held until ``source_min_checkpoints`` completed)."""
         if cast("_SourceOperator", self.operator).reader.is_finished:
-            if self._completed_checkpoints_notified < self._source_min_checkpoints:
+            if self._checkpointing.holds_source_end():
                 return StepResult(StepOutcome.IDLE)  # the end of input waits for a completed checkpoint's notice
             self._finish()
             return StepResult(StepOutcome.IDLE if not self.finished else StepOutcome.FINISHED)
@@ -483,8 +468,8 @@ class StreamTask:
         out = []
         for p in self.partitions:
             out.extend(p.poll_sendable())
-        if out and self.checkpoints.waits_for_output:
-            self._carry_out(self.checkpoints.notify_output_progress())
+        if out:
+            self._checkpointing.notify_output_progress()
         return out
 
     def _send(self, action: Any) -> None:
@@ -497,117 +482,41 @@ class StreamTask:
     # -- the coordinator's checkpoint RPCs ----------------------------------------------------------------
 
     def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
-        """A checkpoint triggered by the coordinator (Flink's ``triggerCheckpointAsync``): a source's, or, after
-        its upstream tasks finished (FLIP-147), a downstream task's. Like Flink's
-        ``triggerUnfinishedChannelsCheckpoint``, the barrier then enters the barrier handler on every channel
-        whose end of partition was not consumed yet; with no such channel the task checkpoints at once, its
-        inputs complete. A task that has finished declines, as Flink's ``Task.triggerCheckpointBarrier`` does for a
-        task that is not running."""
+        """A checkpoint triggered by the coordinator (Flink's ``triggerCheckpointAsync``; ``TaskCheckpointing``)."""
         try:
-            self._trigger_checkpoint(checkpoint_id, timestamp, options)
+            if self._checkpointing.trigger(checkpoint_id, timestamp, options, task_finished=self.finished):
+                if self._crash_mid_alignment:
+                    self._check_mid_alignment()
         except TaskCrashed as crash:
             self._crashed(crash)
-
-    def _trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
-        if self.finished:
-            self._actions.append(
-                DeclineCheckpoint(
-                    checkpoint_id,
-                    CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
-                    f"{self.name} has finished",
-                )
-            )
-            return
-        # a checkpoint injected by the trigger RPC (a source's, or a task's whose inputs all finished) starts when
-        # the RPC arrives and aligns nothing (Flink's StreamTask.triggerCheckpointAsyncInMailbox:
-        # latestAsyncCheckpointStartDelayNanos)
-        metrics = CheckpointMetrics(checkpoint_id, checkpoint_start_delay_ms=max(0, self._clock() - timestamp))
-        if self.input_side is None:
-            if options.checkpoint_type.is_synchronous:
-                self._end.stop_source_for_savepoint(checkpoint_id, options.checkpoint_type.should_drain)
-            self._carry_out(self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics))
-            return
-        if cast(StreamTaskNetworkInput, self._network_input).trigger_unfinished_channels_checkpoint(
-            CheckpointBarrier(checkpoint_id, timestamp, options)
-        ):
-            if self._crash_mid_alignment:
-                self._check_mid_alignment()
-            return
-        self._carry_out(self.checkpoints.init_inputs_checkpoint(checkpoint_id, options))
-        recovering = cast(StreamTaskNetworkInput, self._network_input).is_recovering_rescaled_state
-        self._carry_out(
-            self.checkpoints.checkpoint_state(checkpoint_id, timestamp, options, metrics, is_running=not recovering)
-        )
-        self._carry_out(self.checkpoints.on_all_barriers_received(checkpoint_id, metrics))
 
     def complete_async_part(self, checkpoint_id: int, part: AsyncPart = AsyncPart.SNAPSHOT) -> None:
         """The driver finished ``part`` of ``checkpoint_id`` (an ``AsyncCheckpointStarted`` it was given): the
         acknowledgement may follow. Nothing happens for a task that failed meanwhile."""
         if self.failed:
             return
-        self._carry_out(self.checkpoints.complete_async_part(checkpoint_id, part))
+        self._checkpointing.complete_async_part(checkpoint_id, part)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         if self.failed:
             return
-        self._carry_out(self.checkpoints.notify_checkpoint_complete(checkpoint_id))
-        self.operator.notify_checkpoint_complete(checkpoint_id)
-        self._completed_checkpoints_notified += 1
-        self._end.notify_checkpoint_complete(checkpoint_id)
+        self._checkpointing.notify_checkpoint_complete(checkpoint_id)
 
     def notify_checkpoint_aborted(self, checkpoint_id: int, latest_completed_checkpoint_id: int) -> None:
         if self.failed:
             return
-        self._carry_out(self.checkpoints.notify_checkpoint_aborted(checkpoint_id, latest_completed_checkpoint_id))
-        self.operator.notify_checkpoint_aborted(checkpoint_id)
-        if self._end.is_synchronous_savepoint(checkpoint_id):
+        if self._checkpointing.notify_checkpoint_aborted(checkpoint_id, latest_completed_checkpoint_id):
             # Flink's StreamTask: a task that stopped for a synchronous savepoint cannot go on without it
             self._actions.extend(self.fail())  # Flink's failing task closes its asynchronous parts too
             self._actions.append(
                 TaskFailed(f"{self.name}: Stop-with-savepoint failed (savepoint {checkpoint_id} was aborted)")
             )
 
-    # -- wiring of the handler's and the checkpoint steps' actions ---------------------------------------
-
     def _on_input_action(self, action: Any) -> None:
         if isinstance(action, UPSTREAM_MESSAGES):
-            self._actions.append(action)
-        elif isinstance(action, TriggerCheckpointOnBarrier):
-            if action.options.checkpoint_type.is_synchronous:
-                self._end.on_synchronous_savepoint(action.checkpoint_id)
-            self._carry_out(
-                self.checkpoints.checkpoint_state(
-                    action.checkpoint_id,
-                    action.timestamp,
-                    action.options,
-                    action.metrics,
-                    is_running=not cast(StreamTaskNetworkInput, self._network_input).is_recovering_rescaled_state,
-                )
-            )
-        elif isinstance(action, InitInputsCheckpoint):
-            self._carry_out(self.checkpoints.init_inputs_checkpoint(action.checkpoint_id, action.options))
-        elif isinstance(action, AddInputData):
-            if not self.checkpoints.channel_state_writer_is_aborted(action.checkpoint_id):
-                self.checkpoints.channel_state_writer.add_input_data(
-                    action.checkpoint_id, action.channel_info, -1, action.buffers
-                )
-        elif isinstance(action, AllBarriersReceived):
-            self._carry_out(self.checkpoints.on_all_barriers_received(action.checkpoint_id, action.metrics))
-        elif isinstance(action, AbortCheckpointOnBarrier):
-            self._carry_out(self.checkpoints.abort_checkpoint_on_barrier(action.checkpoint_id, action.reason))
-        # gate actions (block, resume, priority conversion) were applied by the input side already
-
-    def _on_checkpoint_action(self, action: Any) -> None:
-        self._carry_out([action])
-
-    def _carry_out(self, actions: list[Any]) -> None:
-        for action in actions:
-            if isinstance(
-                action, (AcknowledgeCheckpoint, DeclineCheckpoint, SyncSnapshotTaken, AsyncCheckpointStarted)
-            ):
-                self._actions.append(action)
-            # BroadcastEvent, CheckpointSkipped: the partitions already hold the event; the driver sends what they
-            # hand out.
+            self._actions.append(action)  # credits and announcements for upstream tasks, from the gates' setup on
+        else:
+            self._checkpointing.on_input_action(action)
 
     # -- the end of the task's data and its finishing (``TaskEndOfData``) ---------------------------------
 
@@ -645,7 +554,7 @@ class StreamTask:
             "input_channels_ended": f"{ended_channels}/{channels}",
             "partitions_all_data_processed": f"{sum(p.all_data_processed for p in self.partitions)}/"
             f"{len(self.partitions)}",
-            "completed_checkpoints_notified": self._completed_checkpoints_notified,
+            "completed_checkpoints_notified": self._checkpointing.completed_checkpoints_notified,
         }
 
     # -- crash points of the fault schedule (runtime.task.crash_points) ------------------------------------
