@@ -9,6 +9,7 @@ How it works: docs/benchmarks.md, "Placements over Ray nodes".
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import tempfile
 import time
@@ -67,8 +68,6 @@ class Hop:
         return out
 
     async def feed(self, first, messages: int, gap_seconds: float) -> None:
-        import asyncio
-
         for _ in range(messages):
             first.forward.remote(time.time())
             await asyncio.sleep(gap_seconds)
