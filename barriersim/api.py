@@ -52,6 +52,7 @@ from barriersim.scenarios.loader import (
     with_overrides,
 )
 from barriersim.scenarios.simulation_inputs import workload_splits
+from barriersim.sim_backend import simulate
 from barriersim.spark.analytics import parquet_to_spark
 from barriersim.spark.session import SparkOnDemand
 from barriersim.spark.workload import generate_workload, hand_off
@@ -462,14 +463,13 @@ def execute(
     checkpoint_storage = check_checkpoint_storage(p.backend, checkpoint_storage)
     targets = p.targets(out)
     if p.backend is Backend.RAY:
-        from barriersim.ray_backend import run_on_ray  # a backend loads when it runs: not at every CLI start
+        # the Ray driver imports ray, an optional extra (plan() required `spark`, which brings it): loaded only here
+        from barriersim.ray_backend import run_on_ray
 
         summaries = run_on_ray(
             targets, address=address, progress=progress, checkpoint_storage=checkpoint_storage, cache=cache
         )
         return RunResult(out, {s["mode"]: ModeRun(target, s) for (target, _), s in zip(targets, summaries)})
-    from barriersim.sim_backend import simulate  # likewise
-
     if p.workload is WorkloadGenerator.SPARK and splits is None:
         with SparkOnDemand(spark, address, log_dir=out / "logs") as session:
             if progress is not None and spark is None:

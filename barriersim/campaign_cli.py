@@ -19,6 +19,7 @@ from barriersim.progress import CountedProgress
 from barriersim.runtime.checkpointing_mode import ALL_MODES
 from barriersim.runtime.faults.fault_schedule import FaultScheduleError
 from barriersim.scenarios.loader import ScenarioError
+from barriersim.sim_backend import replay_command
 from barriersim.tables import console, new_table
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -171,7 +172,6 @@ def _report(result, wall: float) -> int:
 
 def _shrink(args) -> int:
     from barriersim import campaign
-    from barriersim.sim_backend import replay_command
 
     out = _out(args)
     found = campaign.shrink_seed(

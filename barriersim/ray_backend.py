@@ -14,9 +14,17 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import ray
 
 from barriersim import run_storage, workload_cache
+from barriersim.actors.graph_runner import RayJob, RayJobResult
+from barriersim.actors.placement import check_kill_nodes, cluster_nodes
+from barriersim.actors.workload_handoff import WorkloadHandOff, refs
 from barriersim.analytics_export import AnalyticsExportError, export_analytics
 from barriersim.backends import Backend, WorkloadGenerator
 from barriersim.continuation import (
@@ -29,10 +37,12 @@ from barriersim.continuation import (
 from barriersim.errors import UnsupportedScenario
 from barriersim.report.statistics import compute_locally, engine_for
 from barriersim.rundir import Run, RunTables, run_tables
+from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.placement import PlacementError
 from barriersim.runtime.job.report import records_read_in_run
 from barriersim.runtime.storage.errors import CheckpointStorageError
 from barriersim.runtime.storage.object_storage import child_uri, is_object_store_uri, savepoint_directory_for
+from barriersim.runtime.verification.reference import Verification
 from barriersim.scenarios.loader import Scenario
 from barriersim.scenarios.simulation_inputs import job_config
 from barriersim.spark.analytics import analytics_dir, compute_analytics, plan_analytics
@@ -45,7 +55,7 @@ from barriersim.spark.reference import (
     verify_in_ray,
 )
 from barriersim.spark.session import RayAndSpark, ray_address
-from barriersim.spark.workload import generate_workload, hand_off
+from barriersim.spark.workload import Workload, generate_workload, hand_off
 from barriersim.summary import (
     build_summary,
     jobs_sections,
@@ -60,7 +70,7 @@ ProgressCallback = Callable[[str, float | None], None]
 LOGS_DIR = "logs"
 
 
-def prepare(spark, scenario: Scenario):
+def prepare(spark, scenario: Scenario) -> Workload:
     """What the Spark driver can do while Spark's executor starts: plan the workload's Spark job, the verification
     query and the statistics' queries once (the driver's first queries load and compile most of what later ones
     use)."""
@@ -70,6 +80,31 @@ def prepare(spark, scenario: Scenario):
         prepare_verification(spark, workload.df)
     plan_analytics(spark)
     return workload
+
+
+@dataclass(frozen=True)
+class _CachedWorkload:
+    """A workload read from the cache with Spark's reference (Spark did not start for it)."""
+
+    splits: dict[str, list[pa.Table]]
+    reference: pa.Table
+
+    @staticmethod
+    def of(lookup: workload_cache.CacheLookup | None) -> _CachedWorkload | None:
+        """A hit's workload (a hit read both its splits and its reference); None for anything else."""
+        if lookup is None or lookup.outcome is not workload_cache.Lookup.HIT:
+            return None
+        if lookup.splits is None or lookup.reference is None:
+            return None
+        return _CachedWorkload(lookup.splits, lookup.reference)
+
+
+@dataclass(frozen=True)
+class _SparkWorkload:
+    """A workload Spark generated (its DataFrame cached in Spark) and the splits handed to the sources."""
+
+    splits: dict[str, list[pa.Table]]
+    generated: Workload
 
 
 def _warn(message: str) -> None:
@@ -133,7 +168,8 @@ class _RayRequest:
         self.cached = workload_cache.lookup(first) if cache else None
         if self.cached is not None and self.cached.outcome is workload_cache.Lookup.CORRUPT:
             warn(f"workload cache: {self.cached.problem}; Spark recomputes the entry")
-        self.hit = self.cached is not None and self.cached.outcome is workload_cache.Lookup.HIT
+        self.from_cache = _CachedWorkload.of(self.cached)
+        self.hit = self.from_cache is not None
         # shared by every summary: "written" is set once the jobs are over, before any summary is written
         self.cache_section = {
             "status": "disabled" if self.cached is None else self.cached.outcome.value,
@@ -141,10 +177,9 @@ class _RayRequest:
             "path": None if self.cached is None else str(self.cached.path),
             "written": False,
         }
-        self.spark = None
-        self.handoffs: list = []
-        self.jobs: list = []
-        self.job = None  # the mode's job that runs (or waits for its splits) now
+        self.spark: Any = None  # a pyspark SparkSession, once Spark started
+        self.handoffs: list[Any] = []  # WorkloadHandOff actors (their remote methods are not typed)
+        self.jobs: list[RayJob] = []  # mode n's job is jobs[n], deployed while mode n - 1 runs or is verified
         self.after_snapshot: dict[Path, dict | None] = {}  # per run: what the run it restores committed after it
         # on a storage URI, everything of the request goes under <storage>/<run directory name>: each mode's
         # checkpoints and savepoints (in <mode>/ when there are several), and the analytics
@@ -158,8 +193,6 @@ class _RayRequest:
 
     def start_ray(self) -> None:
         """Ray starts; the cluster must have the nodes the scenarios spread their TaskManagers over."""
-        from barriersim.actors.placement import check_kill_nodes, cluster_nodes
-
         self.say("starting Ray", None)
         try:
             self.cluster.start_ray()
@@ -175,16 +208,14 @@ class _RayRequest:
         except PlacementError as err:
             raise UnsupportedScenario(f"{self.first.path}: {err}") from None
 
-    def _start_job(self, target: Path, scenario: Scenario, splits_now: dict[str, list] | None = None):
+    def _start_job(self, target: Path, scenario: Scenario, splits_now: dict[str, list] | None = None) -> None:
         """Deploy a mode's job now: its sources read ``splits_now`` (object references) if given, else they wait for
         the splits its own hand-off gets later."""
-        from barriersim.actors.graph_runner import RayJob
-        from barriersim.actors.workload_handoff import WorkloadHandOff, refs
-
         if splits_now is not None:
             job_splits = splits_now
         else:
-            self.handoffs.append(WorkloadHandOff.remote())
+            # ray.remote's type information gives the decorated class, not the actor class with remote()
+            self.handoffs.append(WorkloadHandOff.remote())  # type: ignore[attr-defined]
             job_splits = refs(self.handoffs[-1], self.sources)
         target.mkdir(parents=True, exist_ok=True)
         previous = previous_run(scenario)  # the run whose snapshot this one restores, continued
@@ -202,7 +233,6 @@ class _RayRequest:
                 store_snapshot=previous.store.to_msgpack() if previous else None,
             )
         )
-        return self.jobs[-1]
 
     # -- 2. the workload ------------------------------------------------------------------------------------------
 
@@ -210,25 +240,22 @@ class _RayRequest:
         """The workload, from the cache (Spark does not start; the first job deploys with its splits in the object
         store) or generated by Spark (started on a thread while the first job's actors deploy, waiting for their
         splits, which its hand-off gets then)."""
-        import ray
-
-        from barriersim.actors.workload_handoff import refs
-
         put_splits = None
-        if self.hit:
+        self.workload: _CachedWorkload | _SparkWorkload
+        if self.from_cache is not None:
             self.say("reading the workload and its reference from the cache (Spark not started)", None)
             t0 = time.perf_counter()
-            self.workload, self.splits, self.reference = None, self.cached.splits, self.cached.reference
+            self.workload = self.from_cache
             # known before the first job deploys: its sources read them from the object store at once, with no
             # hand-off actor (one actor process fewer to start before the job manager's); a later mode's job still
             # waits for its hand-off, so that it does not run while the previous mode is verified
             put_splits = {vertex: [ray.put(table) for table in tables] for vertex, tables in self.splits.items()}
-            self.job = self._start_job(*self.runs[0], splits_now=put_splits)
+            self._start_job(*self.runs[0], splits_now=put_splits)
             self.shared["spark_start"] = 0.0
         else:
             cluster = self.cluster
             cluster.start_spark_in_background(prepare=lambda spark: prepare(spark, self.first))
-            self.job = self._start_job(*self.runs[0])  # its actors deploy while Spark starts
+            self._start_job(*self.runs[0])  # its actors deploy while Spark starts
             self.say("starting Spark on Ray (the job's actors deploy meanwhile)", None)
             try:
                 self.spark = cluster.wait_for_spark()
@@ -238,9 +265,9 @@ class _RayRequest:
             self.shared["spark_start"] = cluster.spark_started_seconds
             self.say("generating the workload in Spark", None)
             t0 = time.perf_counter()
-            self.workload = cluster.prepared
-            self.reference = None
-            self.splits = hand_off(self.workload)
+            generated = cluster.prepared
+            assert isinstance(generated, Workload)  # what prepare() returned, Spark being up
+            self.workload = _SparkWorkload(hand_off(generated), generated)
             self.handoffs[0].supply.remote(self.splits)
         # resolved: for the Ray task of a general graph's reference
         self.split_refs = put_splits if put_splits is not None else refs(self.handoffs[0], self.sources)
@@ -251,13 +278,18 @@ class _RayRequest:
         self.shared["workload"] = self.mode_start - t0
         self.spark_info = self.cluster.spark_info if self.spark is not None else {"started": False}
 
+    @property
+    def splits(self) -> dict[str, list[pa.Table]]:
+        """Every source subtask's split (vertex -> one table per subtask), once ``obtain_workload`` has them."""
+        return self.workload.splits
+
     # -- 3. each mode's job ---------------------------------------------------------------------------------------
 
     def run_mode(self, n: int) -> tuple[Path, dict]:
         """Mode ``n``'s job runs to its end; the next mode's actors deploy while this one is verified (its sources
         wait for their splits, supplied once this mode's run directory is written)."""
         target, scenario = self.runs[n]
-        job = self.job
+        job = self.jobs[n]
         mode = scenario.checkpointing.mode.value
         stage = f"running the job ({mode})" if self.several else "running the job"
         self.say(stage, 0.0)
@@ -267,9 +299,12 @@ class _RayRequest:
                 self.say(stage, min(1.0, p["source_records"] / self.records))
 
         result = job.wait(on_progress)
+        assert job.ended_at is not None  # set by wait() once the job manager's run returned
         running = result.job_seconds - result.first_deploy_seconds
         deploy = max(0.0, job.ended_at - self.mode_start - running)
-        self.job = self._start_job(*self.runs[n + 1]) if n + 1 < len(self.runs) else None
+        more = n + 1 < len(self.runs)
+        if more:
+            self._start_job(*self.runs[n + 1])
         t1 = time.perf_counter()
         verification = self._verify(scenario, job.config, result, f" ({mode})" if self.several else "")
         own = {"deploy": deploy, "job": running, "verification": time.perf_counter() - t1}
@@ -278,33 +313,34 @@ class _RayRequest:
             scenario,
             None,
             result.checkpoints,
-            with_channel_kinds(result.subtasks, result.config),
+            with_channel_kinds(result.subtasks, job.config),
             result.placement,
         )
         write_external_store(target, result.store_snapshot)
-        summary = self._summary(target, scenario, result, verification, own, running)
-        if self.job is not None:
+        summary = self._summary(target, scenario, job.config, result, verification, own, running)
+        if more:
             self.handoffs[-1].supply.remote(self.splits)
             self.mode_start = time.perf_counter()
         return target, summary
 
-    def _verify(self, scenario: Scenario, config, result, suffix: str):
+    def _verify(self, scenario: Scenario, config: JobConfig, result: RayJobResult, suffix: str) -> Verification:
         """The quickstart shape against Spark's reference (cached, or one Spark SQL job over Arrow data), any other
         graph, or a run whose last job ended by a snapshot, against the reference evaluated in a Ray task."""
         ended_by_snapshot = bool(result.ending[0])
-        if scenario.job.is_quickstart_shape and not ended_by_snapshot and self.spark is None:
-            self.say(f"verifying against Spark's cached reference{suffix}", None)
-            return compare_with_reference(
-                self.splits,
-                self.reference,
-                output_table(result.committed_output),
-                exactly_once=config.checkpointing.mode.exactly_once,
-            )
         if scenario.job.is_quickstart_shape and not ended_by_snapshot:
+            workload = self.workload
+            if isinstance(workload, _CachedWorkload):
+                self.say(f"verifying against Spark's cached reference{suffix}", None)
+                return compare_with_reference(
+                    workload.splits,
+                    workload.reference,
+                    output_table(result.committed_output),
+                    exactly_once=config.checkpointing.mode.exactly_once,
+                )
             self.say(f"verifying against Spark's reference{suffix}", None)
             return verify(
                 self.spark,
-                self.workload.df,
+                workload.generated.df,
                 output_table(result.committed_output),
                 exactly_once=config.checkpointing.mode.exactly_once,
             )
@@ -319,7 +355,16 @@ class _RayRequest:
             operations=result.operations,
         )
 
-    def _summary(self, target: Path, scenario: Scenario, result, verification, own: dict, running: float) -> dict:
+    def _summary(
+        self,
+        target: Path,
+        scenario: Scenario,
+        config: JobConfig,
+        result: RayJobResult,
+        verification: Verification,
+        own: dict,
+        running: float,
+    ) -> dict:
         # how far each source subtask's last run read (its reader's offsets: the records that went through the job,
         # also when it stopped before its input ended; a task whose run did not return, its split), less where the
         # run's first deployment started (a run --from an earlier run's snapshot: its offsets), as the simulator
@@ -365,7 +410,7 @@ class _RayRequest:
                 },
             },
             wall_seconds=time.perf_counter() - self.mode_start,
-            placement=placement_section(result.config, result.deployments, result.ray_nodes),
+            placement=placement_section(config, result.deployments, result.ray_nodes),
             output_after_snapshot=self.after_snapshot.get(target),
         )
 
@@ -374,10 +419,10 @@ class _RayRequest:
     def write_cache(self) -> None:
         """Once no job runs (nothing competes with a job for the CPU): Spark's reference, then the cache entry."""
         t3 = time.perf_counter()
-        if self.cached is not None and not self.hit:
+        if self.cached is not None and isinstance(self.workload, _SparkWorkload):
             self.say("computing the verification reference in Spark and writing the workload cache", None)
             try:
-                workload_cache.store(self.first, self.splits, reference_table(self.spark, self.workload.df))
+                workload_cache.store(self.first, self.splits, reference_table(self.spark, self.workload.generated.df))
                 self.cache_section["written"] = True
             except (OSError, CheckpointStorageError) as err:
                 self.warn(f"workload cache: could not write {self.cached.path} ({err}); the run goes on without it")
@@ -443,8 +488,6 @@ class _RayRequest:
 
     def close(self) -> None:
         """Every actor the request started is killed, and Spark and Ray stop (a cluster attached to stays up)."""
-        import ray
-
         try:
             for started in self.jobs:
                 started.kill()

@@ -520,7 +520,7 @@ def backpressured_rescale_schedules(
         SlowTask(f"{slowed.name}#{i}", factor, slow_from, cancel_at + draw(st.integers(1, 50)))
         for i in range(slowed.parallelism)
     )
-    actions: tuple = (Cancel(cancel_at), Restore(RestoreSource.CHECKPOINT, {n: new for n in rescaled_group}))
+    actions = (Cancel(cancel_at), Restore(RestoreSource.CHECKPOINT, {n: new for n in rescaled_group}))
     return ActionSchedule(actions), FaultSchedule(slowdowns)
 
 

@@ -14,10 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
+from rich.table import Table
 
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.sim.job_simulation import JobSimulation
@@ -102,6 +107,14 @@ def bottleneck_subtask(scenario: Scenario) -> str | None:
         if hot >= 0 and v.params.get("hot_key_extra_us", 0.0) > 0:
             return f"{v.name}#{assign_key_to_parallel_operator(hot, v.max_parallelism, v.parallelism)}"
     return None
+
+
+def hot_key_subtask(scenario: Scenario) -> str:
+    """``bottleneck_subtask`` of a scenario that has a hot key, as the alignment job has."""
+    subtask = bottleneck_subtask(scenario)
+    if subtask is None:
+        raise ValueError(f"scenario {scenario.name!r} has no hot key")
+    return subtask
 
 
 def _bottleneck_tasks(scenario: Scenario) -> set[str]:
@@ -278,7 +291,7 @@ def run_all(quick: bool = False) -> tuple[list[Row], list[Check], list[Check]]:
             **{"workload.records": ctb_records // 2, "network.record_size": 1024, "network.buffer_debloat": False},
         )
     )  # as the benchmark's unaligned variant runs
-    bottleneck_index = int(bottleneck_subtask(base).partition("#")[2])
+    bottleneck_index = int(hot_key_subtask(base).partition("#")[2])
     here = load_remeasured()
     return (
         rows,
@@ -366,7 +379,7 @@ def shape_checks(rows: list[Row], base: Scenario) -> list[Check]:
                     "",
                 )
             )
-    bottleneck = bottleneck_subtask(base)
+    bottleneck = hot_key_subtask(base)
     capacity = channel_capacity_bytes(base, bottleneck)
     persisted = find_row(rows, HEAVY, "unaligned").median_persisted_bytes or 0
     share = persisted / capacity
@@ -447,13 +460,8 @@ def _kib(value: float | None) -> str:
 
 
 def print_results(
-    rows: list[Row], flink: list[Check], shapes: list[Check], flusher: list[Row] = (), phases: list[Row] = ()
+    rows: list[Row], flink: list[Check], shapes: list[Check], flusher: Sequence[Row] = (), phases: Sequence[Row] = ()
 ) -> None:
-    import sys
-
-    from rich.console import Console
-    from rich.table import Table
-
     here = load_remeasured()  # Flink re-measured on this machine, for the flusher lines
     console = Console(width=None if sys.stdout.isatty() else 200)
     table = Table(title="alignment latency: barriersim's simulator on Flink's measured job (docs/flink-facts.md)")
@@ -525,22 +533,20 @@ def print_results(
             highlight=False,
         )
         for t, r in zip(FLUSHER_TIMEOUTS_MS, flusher):
-            again = here.row(CALM_HOT, "aligned", None if t == DEFAULT_FLUSHER_MS else t) if here else None
-            measured = (
-                ""
-                if again is None
-                else (
+            measured = ""
+            flusher_ms = None if t == DEFAULT_FLUSHER_MS else t
+            if here is not None and (again := here.row(CALM_HOT, "aligned", flusher_ms)) is not None:
+                measured = (
                     f" (Flink {here.flink_version} here at {t} ms: {span_text(again['start_delay'])}, "
                     f"{span_text(again['e2e'])}, {span_text(again['sink_alignment'])} ms)"
                 )
-            )
             console.print(
                 f"  {r.group}: bottleneck start delay {_ms(r.start_delay_ms)}, e2e median {_ms(r.e2e_ms)}, "
                 f"sink alignment {_ms(r.sink_alignment_ms)}{measured}",
                 markup=False,
                 highlight=False,
             )
-        rows = rows + flusher
+        rows = [*rows, *flusher]
     if phases:
         delays = [r.start_delay_ms for r in phases if r.start_delay_ms is not None]
         e2e = [r.e2e_ms for r in phases if r.e2e_ms is not None]
@@ -551,7 +557,7 @@ def print_results(
             markup=False,
             highlight=False,
         )
-        rows = rows + list(phases)
+        rows = [*rows, *phases]
     console.print(
         f"{len(rows)} simulated runs, {sum(r.virtual_seconds for r in rows):.0f} virtual s in "
         f"{sum(r.wall_seconds for r in rows):.1f} wall s, besides the ramp's runs (one per seed)",
@@ -562,8 +568,8 @@ def print_results(
 
 def _here_idle_aligned(here: Remeasured | None) -> str:
     """Flink re-measured here, idle aligned with the hot key at its default flusher: start delay and end to end."""
-    again = here.row(CALM_HOT, "aligned") if here else None
-    if again is None:
+    again = here.row(CALM_HOT, "aligned") if here is not None else None
+    if here is None or again is None:
         return ""
     return f" (Flink {here.flink_version} here: {span_text(again['start_delay'])} and {span_text(again['e2e'])} ms)"
 

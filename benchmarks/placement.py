@@ -9,15 +9,18 @@ How it works: docs/benchmarks.md, "Placements over Ray nodes".
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import tempfile
 import time
+from typing import Any
 
 import ray
 
 from barriersim.actors.graph_runner import RayJobResult, run_graph_on_ray
 from barriersim.actors.placement import cluster_nodes, on_node
 from barriersim.local_cluster import LocalCluster
+from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig
@@ -65,17 +68,21 @@ class Hop:
         return out
 
     async def feed(self, first, messages: int, gap_seconds: float) -> None:
-        import asyncio
-
         for _ in range(messages):
             first.forward.remote(time.time())
             await asyncio.sleep(gap_seconds)
 
 
+def hop_on(node: str, next_hop: Any = None) -> Any:
+    """A ``Hop`` actor on ``node``."""
+    # ray.remote's type information gives the decorated class, not the actor class with options()
+    return Hop.options(scheduling_strategy=on_node(node)).remote(next_hop)  # type: ignore[attr-defined]
+
+
 def raw_one_hop_ms(node_a: str, node_b: str, calls: int = 300) -> float:
     """Half the median awaited round trip between an actor on ``node_a`` and one on ``node_b``."""
-    a = Hop.options(scheduling_strategy=on_node(node_a)).remote()
-    b = Hop.options(scheduling_strategy=on_node(node_b)).remote()
+    a = hop_on(node_a)
+    b = hop_on(node_b)
     ray.get(a.round_trips.remote(b, 30))
     rtts = ray.get(a.round_trips.remote(b, calls))
     for actor in (a, b):
@@ -86,10 +93,10 @@ def raw_one_hop_ms(node_a: str, node_b: str, calls: int = 300) -> float:
 def raw_chain_ms(nodes: list[str], messages: int = 150) -> float:
     """Median ms of a small message through fire-and-forget hops between actors on ``nodes`` (a feeder on the
     first, then one actor per further node), paced so the chain is idle."""
-    hops = [Hop.options(scheduling_strategy=on_node(nodes[-1])).remote()]
+    hops = [hop_on(nodes[-1])]
     for node in reversed(nodes[1:-1]):
-        hops.append(Hop.options(scheduling_strategy=on_node(node)).remote(hops[-1]))
-    feeder = Hop.options(scheduling_strategy=on_node(nodes[0])).remote()
+        hops.append(hop_on(node, hops[-1]))
+    feeder = hop_on(nodes[0])
     ray.get(feeder.feed.remote(hops[-1], 20, 0.01))
     ray.get(feeder.feed.remote(hops[-1], messages, 0.02))
     seconds = ray.get(hops[0].times.remote())[20:]
@@ -102,7 +109,7 @@ def run_job(cluster: ClusterConfig, records: int, job_id: str) -> RayJobResult:
     splits = {"source": local_splits(records, 100, 1.0, 100, 4, seed=7)}
     config = JobConfig(
         GRAPH,
-        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=INTERVAL_MS),
+        checkpointing=CheckpointingConfig(mode=CheckpointingMode.ALIGNED, interval_ms=INTERVAL_MS),
         workload=WorkloadConfig(rate_per_source=RATE),
         cluster=cluster,
         max_source_batch_records=1,
@@ -138,7 +145,9 @@ def main() -> None:
 
     local = LocalCluster(3, head_cpus=2, worker_cpus=2)
     try:
-        figures = {name: {"source_start_delay": [], "sink_start_delay": [], "end_to_end": []} for name in PLACEMENTS}
+        figures: dict[str, dict[str, list[float]]] = {
+            name: {"source_start_delay": [], "sink_start_delay": [], "end_to_end": []} for name in PLACEMENTS
+        }
         ray_nodes = [n.node_id for n in cluster_nodes(3)]  # the driver's node first, as the job's placement has them
         for i in range(args.repeats):
             names = list(PLACEMENTS) if i % 2 == 0 else list(reversed(PLACEMENTS))

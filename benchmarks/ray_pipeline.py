@@ -17,10 +17,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import ray
 
 from barriersim.actors.graph_runner import RayJobResult, run_graph_on_ray
+from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig
@@ -64,11 +66,13 @@ class ChainFeeder:
 
 def measure_fire_and_forget_chain(depth: int = 4, messages: int = 200) -> float:
     """Median ms for a small message through ``depth`` fire-and-forget hops between actors, paced (idle)."""
-    links = [ForwardLink.remote()]
+    # ray.remote's type information gives the decorated class, not the actor class with remote()
+    new_link: Any = ForwardLink.remote  # type: ignore[attr-defined]
+    links = [new_link()]
     for _ in range(depth - 1):
-        links.append(ForwardLink.remote(links[-1]))
+        links.append(new_link(links[-1]))
     last, first = links[0], links[-1]
-    feeder = ChainFeeder.remote()
+    feeder = ChainFeeder.remote()  # type: ignore[attr-defined]
     ray.get(feeder.feed.remote(first, 20, 0.01))
     ray.get(feeder.feed.remote(first, messages, 0.02))
     seconds = ray.get(last.times.remote())[20:]
@@ -80,7 +84,7 @@ def measure_fire_and_forget_chain(depth: int = 4, messages: int = 200) -> float:
 def pipeline(partitioner: Partitioner, spread: bool = False) -> JobGraph:
     """source -> map -> map -> sink; ``spread``: each vertex in a slot sharing group of its own, so that in
     ``SPREAD`` (4 TaskManagers of one slot) every channel is remote."""
-    vertices = (
+    vertices: tuple[JobVertex, ...] = (
         JobVertex("source", K.SOURCE, 1),
         JobVertex("map-1", K.MAP, 1),
         JobVertex("map-2", K.MAP, 1),
@@ -125,7 +129,9 @@ def run(
     config = JobConfig(
         graph,
         checkpointing=CheckpointingConfig(
-            mode="aligned", interval_ms=interval_ms, checkpoints_after_tasks_finish=interval_ms != NEVER_MS
+            mode=CheckpointingMode.ALIGNED,
+            interval_ms=interval_ms,
+            checkpoints_after_tasks_finish=interval_ms != NEVER_MS,
         ),
         workload=WorkloadConfig(rate_per_source=rate),
         cluster=cluster,
@@ -133,7 +139,7 @@ def run(
     )
     with tempfile.TemporaryDirectory() as root:
         # the baseline tree's run_graph_on_ray (``--before-after``) has no links to choose
-        links = {} if socket_links is None else {"socket_links": socket_links}
+        links: dict[str, Any] = {} if socket_links is None else {"socket_links": socket_links}
         result = run_graph_on_ray(config, splits, root, job_id, timeout_seconds=TIMEOUT, **links)
     if result.outcome != "finished" or len(result.committed_output) != records:
         raise RuntimeError(

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.faults.fault_schedule import FaultSchedule
-from barriersim.runtime.job.config import JobConfig, WorkloadConfig
+from barriersim.runtime.job.config import JobConfig, SourceEmission, WorkloadConfig
 from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
 from barriersim.runtime.jobgraph import OperatorKind as K
@@ -47,10 +47,13 @@ SIXTEEN_TASKS = JobGraph(
 
 def measure_job(mode: str, faults: str = "[]", records: int = 400_000, rate: int = 10_000) -> dict:
     splits = {"source": local_splits(records, 1000, 1.0, 100, 4, seed=1, rate_per_source=rate)}
-    timeout = 50 if CheckpointingMode.parse(mode).uses_alignment_timeout else 0
+    checkpointing_mode = CheckpointingMode.parse(mode)
+    timeout = 50 if checkpointing_mode.uses_alignment_timeout else 0
     config = JobConfig(
         SIXTEEN_TASKS,
-        checkpointing=CheckpointingConfig(mode=mode, interval_ms=100, aligned_checkpoint_timeout_ms=timeout),
+        checkpointing=CheckpointingConfig(
+            mode=checkpointing_mode, interval_ms=100, aligned_checkpoint_timeout_ms=timeout
+        ),
         workload=WorkloadConfig(rate_per_source=rate),
         faults=FaultSchedule.from_json(faults),
         restart=RestartStrategyConfig(delay_ms=200),
@@ -99,8 +102,10 @@ def measure_rate(rate: int, seconds: float, exact_sources: bool = False) -> dict
     splits = {"source": local_splits(records, 1000, 1.0, 100, 4, seed=1, rate_per_source=rate)}
     config = JobConfig(
         rate_graph(),
-        checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
-        workload=WorkloadConfig(rate_per_source=rate, source_emission="exact" if exact_sources else "steps"),
+        checkpointing=CheckpointingConfig(mode=CheckpointingMode.ALIGNED, interval_ms=100),
+        workload=WorkloadConfig(
+            rate_per_source=rate, source_emission=SourceEmission.EXACT if exact_sources else SourceEmission.STEPS
+        ),
     )
     started, cpu_started = time.perf_counter(), time.process_time()
     result = JobSimulation(config, splits, seed=7).run()

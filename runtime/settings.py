@@ -23,7 +23,9 @@ class Check:
     """What a setting allows: ``problem(value)`` is what is wrong with a value (None: nothing), ``allowed`` the
     rule in words."""
 
-    allowed = ""
+    @property
+    def allowed(self) -> str:
+        return ""
 
     def problem(self, value: Any) -> str | None:
         return None
@@ -72,7 +74,9 @@ class AboveAtMost(Check):
 
 
 class _PlainName(Check):
-    allowed = "a non-empty printable name without surrounding blanks, '/' or '#'"
+    @property
+    def allowed(self) -> str:
+        return "a non-empty printable name without surrounding blanks, '/' or '#'"
 
     def problem(self, value: Any) -> str | None:
         """A name that shows as written in one-line messages, run directories and subtask names ('name#0')."""
@@ -99,8 +103,9 @@ class Setting:
     @property
     def choices(self) -> tuple[str, ...]:
         """The values an enum setting takes, as written in a scenario file (empty for other types)."""
-        is_enum = isinstance(self.kind, type) and issubclass(self.kind, enum.Enum)
-        return tuple(m.value for m in self.kind) if is_enum else ()
+        if isinstance(self.kind, type) and issubclass(self.kind, enum.Enum):
+            return tuple(m.value for m in self.kind)
+        return ()
 
 
 @dataclass(frozen=True)

@@ -30,15 +30,9 @@ OPTIONAL_EXTRAS = ("ray", "raydp", "pyspark", "matplotlib", "psutil")
 # the other imports inside functions, (importing module, imported module or its package): why each stays there
 LOCAL_IMPORTS_ALLOWED = {
     (
-        "barriersim.api",
-        "barriersim.sim_backend",
-    ): "a backend loads when a plan runs on it: the command line does not load the simulator at every start",
-    ("barriersim.api", "barriersim.ray_backend"): "likewise for the Ray driver (both: ~90 ms of a ~550 ms start)",
-    (
         "barriersim.campaign_cli",
         "barriersim.campaign",
     ): "a campaign loads Hypothesis and the simulator (~0.2 s quiet, 0.7 s loaded) when it runs, not at every start",
-    ("barriersim.campaign_cli", "barriersim.sim_backend"): "likewise (replay_command, for --shrink's output)",
     (
         "barriersim.runtime.storage.object_store",
         "pyarrow",

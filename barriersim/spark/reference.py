@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 import pyarrow as pa
 
-from barriersim.runtime.record_batch import RecordBatch
+from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.records_codec import decode_split
 from barriersim.runtime.storage import metadata_serializer
 from barriersim.runtime.verification.reference import Verification, verdict_of
@@ -155,10 +155,10 @@ def compare_with_reference(
 def _python_verdict(
     graph,
     split_refs: dict,
-    committed: list[tuple],
+    committed: RecordsLike,
     at_least_once: bool = False,
     ending: list | None = None,
-    pending: Sequence[tuple] = (),
+    pending: RecordsLike = (),
     operations: Sequence[dict] = (),
 ) -> Verification:
     import ray
@@ -176,10 +176,10 @@ def _python_verdict(
 def verify_in_ray(
     graph,
     split_refs: dict[str, list],
-    committed: list[tuple],
+    committed: RecordsLike,
     at_least_once: bool = False,
     ending: list | None = None,
-    pending: Sequence[tuple] = (),
+    pending: RecordsLike = (),
     operations: Sequence[dict] = (),
 ) -> Verification:
     """The verdict on any job graph (``runtime.verification.reference``: the graph evaluated over its workload)

@@ -49,35 +49,49 @@ class Cancel:
     at_ms: int
 
 
-def _frozen_parallelism(
-    parallelism: Mapping[str, int] | Iterable[tuple[str, int]] | None,
-) -> tuple[tuple[str, int], ...]:
+ParallelismChanges: TypeAlias = Mapping[str, int] | Iterable[tuple[str, int]]  # vertex -> new parallelism
+
+
+def _frozen_parallelism(parallelism: ParallelismChanges | None) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(dict(parallelism).items())) if parallelism else ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Restore:
     """A new job restored from the run's latest savepoint or retained checkpoint, some vertices rescaled."""
 
-    source: RestoreSource = RestoreSource.SAVEPOINT
-    parallelism: tuple[tuple[str, int], ...] = ()
-    allow_non_restored_state: bool = False
+    source: RestoreSource
+    parallelism: tuple[tuple[str, int], ...]  # sorted (vertex, parallelism) pairs
+    allow_non_restored_state: bool
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "parallelism", _frozen_parallelism(self.parallelism))
+    def __init__(
+        self,
+        source: RestoreSource = RestoreSource.SAVEPOINT,
+        parallelism: ParallelismChanges | None = (),
+        allow_non_restored_state: bool = False,
+    ) -> None:
+        """``parallelism``: vertex -> new parallelism, a mapping or pairs."""
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "parallelism", _frozen_parallelism(parallelism))
+        object.__setattr__(self, "allow_non_restored_state", allow_non_restored_state)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RestoreSettings:
     """The run starts from ``path`` (a savepoint or retained checkpoint directory, or its ``_metadata``), some
     vertices rescaled (Flink's ``SavepointRestoreSettings``)."""
 
     path: str
-    parallelism: tuple[tuple[str, int], ...] = ()
-    allow_non_restored_state: bool = False
+    parallelism: tuple[tuple[str, int], ...]  # sorted (vertex, parallelism) pairs
+    allow_non_restored_state: bool
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "parallelism", _frozen_parallelism(self.parallelism))
+    def __init__(
+        self, path: str, parallelism: ParallelismChanges | None = (), allow_non_restored_state: bool = False
+    ) -> None:
+        """``parallelism``: vertex -> new parallelism, a mapping or pairs."""
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "parallelism", _frozen_parallelism(parallelism))
+        object.__setattr__(self, "allow_non_restored_state", allow_non_restored_state)
 
     def to_plain(self) -> dict[str, Any]:
         d: dict[str, Any] = {"from": self.path}
@@ -155,9 +169,7 @@ def _bool(value: object, where: str) -> bool:
     return value
 
 
-def rescaled(
-    graph: JobGraph, parallelism: Mapping[str, int] | Iterable[tuple[str, int]], where: str = "parallelism"
-) -> JobGraph:
+def rescaled(graph: JobGraph, parallelism: ParallelismChanges, where: str = "parallelism") -> JobGraph:
     """``graph`` with new parallelisms (vertex -> parallelism), validated: ``ActionScheduleError`` naming
     ``where`` for an unknown vertex, a parallelism above the vertex's max parallelism or a graph that cannot run."""
     changes = dict(parallelism)
