@@ -28,8 +28,9 @@ from barriersim.runtime.events import (
     EventAnnouncement,
     InputChannelInfo,
 )
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.network.input.input_channel import InputChannel
-from barriersim.runtime.network.input.single_input_gate import BufferOrEvent
+from barriersim.runtime.network.input.single_input_gate import BufferOrEvent, SingleInputGate
 
 
 class CheckpointableInput(Protocol):
@@ -71,12 +72,28 @@ class GateActionRouter:
             info = action.channel_info
             self._gates[info.gate_idx].convert_to_priority_event(info.channel_idx, action.sequence_number)
         elif isinstance(action, CheckpointStarted):
-            for gate in self._gates.values():
-                gate.checkpoint_started(action.barrier)
+            if is_planted(PlantedBug.INFLIGHT_DATA_OF_WRONG_CHANNELS):
+                self._start_with_gate_local_indexes(action.barrier)
+            else:
+                for gate in self._gates.values():
+                    gate.checkpoint_started(action.barrier)
         elif isinstance(action, CheckpointStopped):
             for gate in self._gates.values():
                 gate.checkpoint_stopped(action.checkpoint_id)
         self._downstream(action)
+
+    def _start_with_gate_local_indexes(self, barrier: CheckpointBarrier) -> None:
+        """The planted FLINK-18139 (Flink 1.11): whether a channel's queued in-flight buffers were spilled was asked
+        by its index in its gate, of flags kept over the channels of every gate in order, so a channel of a later
+        gate spilled by the flag of an earlier gate's channel (the buffers arriving after the start persist)."""
+        gates = [g for _, g in sorted(self._gates.items()) if isinstance(g, SingleInputGate)]
+        flattened = [g.get_channel(i) for g in gates for i in range(g.number_of_input_channels)]
+        has_inflight = [ch.has_inflight_buffers() for ch in flattened]
+        for gate in gates:
+            for i in range(gate.number_of_input_channels):
+                channel = gate.get_channel(i)
+                if not channel.released:
+                    channel.checkpoint_started(barrier, spill_inflight_buffers=has_inflight[i])
 
 
 class CheckpointedInputGate:

@@ -28,6 +28,8 @@ class PlantedBug(enum.Enum):
     UNALIGNED_FLAG_FROM_OPTIONS = "unaligned_flag_from_options"  # FLINK-31588
     SAVEPOINT_COMMITS_OUTSIDE_STORE = "savepoint_commits_outside_store"  # FLINK-10354
     RESCALE_IGNORES_NEIGHBOURS_CHANNEL_STATE = "rescale_ignores_neighbours_channel_state"  # FLINK-31963
+    INFLIGHT_DATA_OF_WRONG_CHANNELS = "inflight_data_of_wrong_channels"  # FLINK-18139
+    POINTWISE_EDGES_PERSIST_INFLIGHT_DATA = "pointwise_edges_persist_inflight_data"  # FLINK-21945
 
 
 _PLANTED: set[PlantedBug] = set()

@@ -46,6 +46,8 @@ WHOLE_JOB_MODES = {
     PlantedBug.UNALIGNED_FLAG_FROM_OPTIONS: ("unaligned", "aligned-with-timeout"),
     PlantedBug.SAVEPOINT_COMMITS_OUTSIDE_STORE: EXACTLY_ONCE_MODES,
     PlantedBug.RESCALE_IGNORES_NEIGHBOURS_CHANNEL_STATE: ("unaligned", "aligned-with-timeout"),
+    PlantedBug.INFLIGHT_DATA_OF_WRONG_CHANNELS: ("unaligned", "aligned-with-timeout"),
+    PlantedBug.POINTWISE_EDGES_PERSIST_INFLIGHT_DATA: ("unaligned",),
 }
 
 

@@ -214,7 +214,9 @@ class InputChannel:
 
     # -- checkpointing hooks (Flink's CheckpointableInput, per channel) ------------------------------
 
-    def checkpoint_started(self, barrier: CheckpointBarrier) -> None:
+    def checkpoint_started(self, barrier: CheckpointBarrier, spill_inflight_buffers: bool = True) -> None:
+        """Start persisting for ``barrier``'s checkpoint: the queued buffers before its barrier, then what arrives
+        until it (``spill_inflight_buffers`` False: only what arrives, as the planted FLINK-18139 decides)."""
         if barrier.id < self._last_barrier_id:
             raise CheckpointException(
                 CheckpointFailureReason.CHECKPOINT_SUBSUMED,
@@ -225,7 +227,11 @@ class InputChannel:
         if barrier.id > self._last_barrier_id:
             # an obsolete, older barrier was seen here: ignore its position
             self._reset_last_barrier()
-        self._persister.start_persisting(barrier.id, self._get_inflight_buffers())
+        self._persister.start_persisting(barrier.id, self._get_inflight_buffers() if spill_inflight_buffers else [])
+
+    def has_inflight_buffers(self) -> bool:
+        """Queued data buffers before the barrier (Flink 1.11's ``CheckpointBarrierUnaligner.hasInflightData``)."""
+        return bool(self._get_inflight_buffers())
 
     def checkpoint_stopped(self, checkpoint_id: int) -> None:
         self._persister.stop_persisting(checkpoint_id)
