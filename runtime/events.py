@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from barriersim.runtime.record_batch import RecordBatch, batch_from_bytes, batch_to_bytes
+from barriersim.runtime.values import fast_init
 
 # Flink: CheckpointOptions.NO_ALIGNED_CHECKPOINT_TIME_OUT = Long.MAX_VALUE
 NO_ALIGNED_CHECKPOINT_TIME_OUT: int = 2**63 - 1
@@ -272,6 +273,7 @@ class EventAnnouncement:
     sequence_number: int
 
 
+@fast_init
 @dataclass(frozen=True)
 class Buffer:
     """A network buffer of serialized records: ``records`` is its content (on the data path a

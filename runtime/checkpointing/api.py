@@ -238,11 +238,14 @@ class InputSide:
         """The task processed the data buffers it polled: their channels recycle them
         (``SingleInputGate.release_processed``)."""
         for gate in self.gates:
-            gate.release_processed()
+            if gate.holding:
+                gate.release_processed()
 
     def poll_next(self) -> BufferOrEvent | None:
         """What the operator consumes next (gates with a priority event first, else round robin)."""
         n = len(self.checkpointed_gates)
+        if n == 1:  # one gate: its priority event, if any, is what it hands out first anyway
+            return self.checkpointed_gates[0].poll_next()
         for cg in self.checkpointed_gates:
             if cg.input_gate.has_priority_event():
                 boe = cg.poll_next()

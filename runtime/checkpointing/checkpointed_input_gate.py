@@ -22,6 +22,7 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     ResumeConsumption,
 )
 from barriersim.runtime.events import (
+    Buffer,
     CancelCheckpointMarker,
     CheckpointBarrier,
     EndOfPartition,
@@ -91,11 +92,12 @@ class CheckpointedInputGate:
             if self.input_gate.is_finished():
                 self._finished = True
             return None
-        if next_.is_event:
-            self._handle_event(next_)
-        else:
+        element = next_.element
+        if type(element) is Buffer:
             # FLINK-19537: counted when handed out, not when the operator is done with it
-            self.barrier_handler.add_processed_bytes(next_.size)
+            self.barrier_handler.add_processed_bytes(element.size)
+        else:
+            self._handle_event(next_)
         return next_
 
     def _handle_event(self, boe: BufferOrEvent) -> None:

@@ -46,6 +46,9 @@ if TYPE_CHECKING:
     from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 
 
+_NORMAL = int(Priority.NORMAL)
+
+
 class _Route(NamedTuple):
     """Where a subpartition's elements go (``Wiring.channel_of``), looked up once per subpartition: the consumer,
     its channel, whether the channel is local, the channel's key in the network's FIFO clocks and the start of the
@@ -226,19 +229,19 @@ class DataPlane:
         self._scheduled.add(key)
         epoch = self._epoch
         at = max(self.sim.now_us, self._busy_until[key])
-        self.sim.schedule_at(at, partial(self._step, key, epoch), Priority.NORMAL, "step")
+        self.sim.post_at(at, partial(self._step, key, epoch), _NORMAL, "step")
 
     def _step(self, key: SubtaskKey, epoch: int) -> None:
         if epoch != self._epoch:
             return
         now = self.sim.now_us
         if self._busy_until[key] > now:  # a synchronous snapshot kept the task busy after this step was scheduled
-            self.sim.schedule_at(self._busy_until[key], partial(self._step, key, epoch), Priority.NORMAL, "step")
+            self.sim.post_at(self._busy_until[key], partial(self._step, key, epoch), _NORMAL, "step")
             return
         self._scheduled.discard(key)
         task = self._tasks[key]
         result = task.process_next()
-        self.trace.record(now, "step", f"{task.name} {result.outcome.value} {result.records}")
+        self.trace.record(now, "step", f"{task.name} {result.outcome._value_} {result.records}")
         self._pump(key)
         if result.outcome is StepOutcome.PROCESSED:
             cost = self._cost_us(key, result)
@@ -302,7 +305,7 @@ class DataPlane:
         now = self.sim.now_us
         while due > 0:
             result = task.process_next(due)
-            self.trace.record(now, "step", f"{task.name} {result.outcome.value} {result.records}")
+            self.trace.record(now, "step", f"{task.name} {result.outcome._value_} {result.records}")
             if result.outcome is not StepOutcome.PROCESSED or not result.records:
                 break  # nothing read: backpressured (below), or no longer reading (``_schedule_next_sync``)
             emission.wrote(result.records)
@@ -443,7 +446,7 @@ class DataPlane:
         element."""
         at = max(self.sim.now_us + (0 if local else self._latency_us()), self._channel_clock.get(channel_key, 0))
         self._channel_clock[channel_key] = at
-        self.sim.schedule_at(at, action, Priority.NORMAL, label)
+        self.sim.post_at(at, action, _NORMAL, label)
 
     def _pump(self, key: SubtaskKey) -> None:
         """Send what the task's partitions may send, and carry out its messages for others."""

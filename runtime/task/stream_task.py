@@ -80,6 +80,9 @@ if TYPE_CHECKING:
 
 __all__ = ["StepOutcome", "StepResult", "StreamTask", "UNPACED_SOURCE_BATCH_RECORDS"]
 
+_IDLE = StepResult(StepOutcome.IDLE)
+_BACKPRESSURED = StepResult(StepOutcome.BACKPRESSURED)
+
 
 class _WakingTimers:
     """The driver's timer service, calling ``wakeup`` after each of the task's timers fired; a timer that
@@ -410,12 +413,13 @@ class StreamTask:
             self.input_side.release_processed()  # the previous step processed its buffer, whatever comes next
         end = self._end
         if end.final_checkpoint_min_id is not None and (end.mode is None or self._source is not None):
-            return StepResult(StepOutcome.IDLE)  # data ended; waiting for the final checkpoint
+            return _IDLE  # data ended; waiting for the final checkpoint
         if self.is_backpressured():
-            return StepResult(StepOutcome.BACKPRESSURED)
-        if self.operator.is_source:
+            return _BACKPRESSURED
+        network_input = self._network_input
+        if network_input is None:  # a source
             return self._read_source(source_records)
-        return cast(StreamTaskNetworkInput, self._network_input).emit_next()
+        return network_input.emit_next()
 
     def reads_source(self) -> bool:
         """Whether this is a source task whose next step reads records: it runs, its data did not end (a stop
@@ -476,9 +480,8 @@ class StreamTask:
         """What the partitions may send now. A timeoutable aligned barrier that just left its last partition
         finishes its checkpoint's output side at once, as Flink's ``PipelinedSubpartition.pollBuffer`` does
         (``completeTimeoutableCheckpointBarrier``): the acknowledgement does not wait for the alignment timer."""
-        out = []
-        for p in self.partitions:
-            out.extend(p.poll_sendable())
+        partitions = self.partitions
+        out = partitions[0].poll_sendable() if len(partitions) == 1 else [x for p in partitions for x in p.poll_sendable()]
         if out and self.checkpoints.waits_for_output:
             self._carry_out(self.checkpoints.notify_output_progress())
         return out
@@ -487,8 +490,10 @@ class StreamTask:
         self._actions.append(action)
 
     def drain_actions(self) -> list[Any]:
-        actions, self._actions = self._actions, []
-        return actions
+        actions = self._actions
+        if actions:
+            self._actions = []
+        return actions  # the empty list stays the task's: the caller only reads it
 
     # -- the coordinator's checkpoint RPCs ----------------------------------------------------------------
 

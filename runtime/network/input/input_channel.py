@@ -28,6 +28,7 @@ from barriersim.runtime.network.input.buffer_manager import (
 )
 from barriersim.runtime.network.input.channel_state_persister import ChannelStatePersister, CheckpointStatus
 from barriersim.runtime.network.input.prioritized_deque import PrioritizedDeque
+from barriersim.runtime.values import fast_init
 
 NONE = -1
 
@@ -35,6 +36,7 @@ NONE = -1
 LOCAL_CHANNEL_BUFFERS = 2
 
 
+@fast_init
 @dataclass(frozen=True)
 class AddCredit:
     """Flink's ``NettyMessage.AddCredit``: the receiver grants ``credit`` more data buffers to the sender
@@ -44,6 +46,7 @@ class AddCredit:
     credit: int
 
 
+@fast_init
 @dataclass(frozen=True)
 class ResumeConsumptionUpstream:
     """Flink's ``NettyMessage.ResumeConsumption``: the sender of ``channel_info``, blocked after an aligned
@@ -82,6 +85,7 @@ class ChannelStateError(Exception):
     """An operation that the channel's current state does not allow (e.g. data after end of partition)."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class SequenceElement:
     element: ChannelElement

@@ -27,8 +27,10 @@ from barriersim.runtime.network.input.input_channel import (
     RemoteInputChannel,
 )
 from barriersim.runtime.network.input.prioritized_deque import PrioritizedDeque
+from barriersim.runtime.values import fast_init
 
 
+@fast_init
 @dataclass(frozen=True)
 class BufferOrEvent:
     """Flink's ``BufferOrEvent``: what a gate hands out, with the channel it came from."""
@@ -79,10 +81,12 @@ class SingleInputGate:
             else:
                 raise ValueError(f"channel {idx} of gate {gate_idx}: kind must be 'remote' or 'local', got {kind!r}")
         self._remote_channels = [c for c in self.channels if isinstance(c, RemoteInputChannel)]
+        self._remote_managers = [(c, c.buffer_manager) for c in self._remote_channels]
         self._channels_with_data: PrioritizedDeque[int] = PrioritizedDeque()
         self._enqueued: set[int] = set()
         self._finished_channels: set[int] = set()
-        self._holding: list[int] = []  # channels whose data buffers the task took and has not released yet
+        # channels whose data buffers the task took and has not released yet (read-only outside)
+        self.holding: list[int] = []
         self.closed = False
         self._set_up = False
         self.throughput: ThroughputCalculator | None = None
@@ -160,8 +164,9 @@ class SingleInputGate:
     def poll_next(self) -> BufferOrEvent | None:
         if self.closed:
             raise GateClosedError(f"poll of closed gate {self.gate_idx}")
-        while self._channels_with_data:
-            idx = self._channels_with_data.poll()
+        with_data = self._channels_with_data
+        while with_data:
+            idx = with_data.poll()
             assert idx is not None  # the deque is not empty
             self._enqueued.discard(idx)
             ch = self.channels[idx]
@@ -169,19 +174,20 @@ class SingleInputGate:
                 continue
             entry = ch.get_next()
             assert entry is not None
-            if ch.holds_processed_buffers and idx not in self._holding:
-                self._holding.append(idx)
-            if ch.has_data() and not ch.blocked:
+            element = entry.element
+            if ch.holds_processed_buffers and idx not in self.holding:
+                self.holding.append(idx)
+            if not ch.blocked and ch.has_data():
                 self._queue_channel(idx, ch.has_priority_element())
-            if isinstance(entry.element, EndOfPartition):
+            if type(element) is EndOfPartition:
                 self._finished_channels.add(idx)
                 ch.release()
             self._announce_credit()
             if self.throughput is not None:
                 self.throughput.resume_measurement()
-                if isinstance(entry.element, Buffer):
-                    self.throughput.incoming_data_size(entry.element.size)
-            return BufferOrEvent(entry.element, ch.channel_info, bool(self._channels_with_data), entry.sequence_number)
+                if type(element) is Buffer:
+                    self.throughput.incoming_data_size(element.size)
+            return BufferOrEvent(element, ch.channel_info, bool(with_data), entry.sequence_number)
         if self.throughput is not None:
             self.throughput.pause_measurement()
         return None
@@ -189,9 +195,9 @@ class SingleInputGate:
     def release_processed(self) -> None:
         """The task processed the data buffers it polled: the channels recycle them (the receiver's buffers
         return as credit; a local channel's to its producer)."""
-        if not self._holding:
+        if not self.holding:
             return
-        holding, self._holding = self._holding, []
+        holding, self.holding = self.holding, []
         for idx in holding:
             self.channels[idx].release_processed()
         self._announce_credit()
@@ -254,8 +260,8 @@ class SingleInputGate:
     def _announce_credit(self) -> None:
         if not self._set_up:
             return
-        for ch in self._remote_channels:  # local channels have no credit
-            if ch.buffer_manager.unannounced_credit > 0:
+        for ch, manager in self._remote_managers:  # local channels have no credit
+            if manager.unannounced_credit > 0:
                 ch.announce_credit()
 
     # -- buffer debloating ---------------------------------------------------------------------------
