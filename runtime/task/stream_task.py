@@ -481,7 +481,10 @@ class StreamTask:
         finishes its checkpoint's output side at once, as Flink's ``PipelinedSubpartition.pollBuffer`` does
         (``completeTimeoutableCheckpointBarrier``): the acknowledgement does not wait for the alignment timer."""
         partitions = self.partitions
-        out = partitions[0].poll_sendable() if len(partitions) == 1 else [x for p in partitions for x in p.poll_sendable()]
+        if len(partitions) == 1:
+            out = partitions[0].poll_sendable()
+        else:
+            out = [x for p in partitions for x in p.poll_sendable()]
         if out and self.checkpoints.waits_for_output:
             self._carry_out(self.checkpoints.notify_output_progress())
         return out
