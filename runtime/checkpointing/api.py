@@ -273,7 +273,10 @@ class InputSide:
     def process_priority_events(self, gate_idx: int | None = None) -> list[BufferOrEvent]:
         """Flink's priority-event mail: handle queued priority events now, even if the operator is busy
         (of every gate, or of gate ``gate_idx`` only)."""
-        gates = self.checkpointed_gates if gate_idx is None else (self.checkpointed_gates[gate_idx],)
+        if gate_idx is not None:  # the common case, on every arrival: usually nothing to do
+            cg = self.checkpointed_gates[gate_idx]
+            return cg.process_priority_events() if cg.input_gate.has_priority_event() else []
+        gates = self.checkpointed_gates
         out: list[BufferOrEvent] = []
         for cg in gates:
             if cg.input_gate.has_priority_event():

@@ -154,6 +154,10 @@ class ConvertToPriorityEvent:
 
 TaskAction = TriggerCheckpointOnBarrier | AbortCheckpointOnBarrier | InitInputsCheckpoint | AllBarriersReceived
 GateAction = BlockConsumption | ResumeConsumption | CheckpointStarted | CheckpointStopped | ConvertToPriorityEvent
+# the gate actions' types: the router applied them to the gates; whoever listens after it may skip them by type
+GATE_ACTION_TYPES = frozenset(
+    (BlockConsumption, ResumeConsumption, CheckpointStarted, CheckpointStopped, ConvertToPriorityEvent)
+)
 HandlerAction = TaskAction | GateAction | AddInputData
 ActionSink = Callable[[HandlerAction], None]
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from barriersim.runtime.checkpoint_cost import FREE, CostCharger
 from barriersim.runtime.checkpointing.api import GateSpec, InputSide
 from barriersim.runtime.checkpointing.barrier_handler import (
+    GATE_ACTION_TYPES,
     AbortCheckpointOnBarrier,
     AllBarriersReceived,
     CheckpointMetrics,
@@ -574,6 +575,8 @@ class StreamTask:
     # -- wiring of the handler's and the checkpoint steps' actions ---------------------------------------
 
     def _on_input_action(self, action: Any) -> None:
+        if type(action) in GATE_ACTION_TYPES:
+            return  # applied by the input side already (see the end)
         if isinstance(action, UPSTREAM_MESSAGES):
             self._actions.append(action)
         elif isinstance(action, TriggerCheckpointOnBarrier):

@@ -31,6 +31,7 @@ from barriersim.runtime.network.input.prioritized_deque import PrioritizedDeque
 from barriersim.runtime.values import fast_init
 
 NONE = -1
+_BARRIER_PENDING = CheckpointStatus.BARRIER_PENDING
 
 # the buffers a local channel holds of its producer's: the one its task reads and the next one (see above)
 LOCAL_CHANNEL_BUFFERS = 2
@@ -136,7 +137,8 @@ class InputChannel:
             priority = bool(priority)
             self._queue.add(SequenceElement(element, sequence_number, self._take_buffer()), priority)
             self.queued_bytes += element.size
-            self._persister.maybe_persist(element)
+            if self._persister.status is _BARRIER_PENDING:
+                self._persister.maybe_persist(element)
             self.expected_sequence_number += 1
             if backlog is not None:
                 self._on_sender_backlog(backlog)

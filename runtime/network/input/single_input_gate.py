@@ -83,6 +83,7 @@ class SingleInputGate:
         self._remote_channels = [c for c in self.channels if isinstance(c, RemoteInputChannel)]
         self._remote_managers = [(c, c.buffer_manager) for c in self._remote_channels]
         self._channels_with_data: PrioritizedDeque[int] = PrioritizedDeque()
+        self._priority_channels = self._channels_with_data.priority_section  # never replaced
         self._enqueued: set[int] = set()
         self._finished_channels: set[int] = set()
         # channels whose data buffers the task took and has not released yet (read-only outside)
@@ -128,7 +129,7 @@ class SingleInputGate:
         return self.channels[channel_idx]
 
     def _channel(self, channel: int | InputChannelInfo) -> InputChannel:
-        if isinstance(channel, InputChannelInfo):
+        if type(channel) is InputChannelInfo:
             if channel.gate_idx != self.gate_idx:
                 raise ValueError(f"{channel} does not belong to gate {self.gate_idx}")
             channel = channel.channel_idx
@@ -148,7 +149,12 @@ class SingleInputGate:
             raise GateClosedError(f"{type(element).__name__} arrived at closed gate {self.gate_idx}")
         ch = self._channel(channel)
         has_priority = ch.on_element(element, sequence_number, backlog, priority)
-        self._queue_channel(ch.channel_info.channel_idx, has_priority)
+        idx = ch.channel_info.channel_idx
+        if idx not in self._enqueued:  # ``_queue_channel``, inline for the common case
+            self._enqueued.add(idx)
+            self._channels_with_data.add(idx, has_priority)
+        elif has_priority:
+            self._queue_channel(idx, True)
         self._announce_credit()
 
     def _queue_channel(self, idx: int, priority: bool) -> None:
@@ -214,7 +220,7 @@ class SingleInputGate:
 
     def has_priority_event(self) -> bool:
         """True if the next poll returns a priority event (of a channel that is not blocked)."""
-        if not self._channels_with_data.has_priority_element():
+        if not self._priority_channels:  # (``_channels_with_data.has_priority_element``)
             return False
         return any(
             not self.channels[i].blocked and self.channels[i].has_priority_element()
