@@ -129,11 +129,11 @@ class SingleInputGate:
         return self.channels[channel_idx]
 
     def _channel(self, channel: int | InputChannelInfo) -> InputChannel:
-        if type(channel) is InputChannelInfo:
-            if channel.gate_idx != self.gate_idx:
-                raise ValueError(f"{channel} does not belong to gate {self.gate_idx}")
-            channel = channel.channel_idx
-        return self.channels[channel]
+        if not isinstance(channel, InputChannelInfo):
+            return self.channels[channel]
+        if channel.gate_idx != self.gate_idx:
+            raise ValueError(f"{channel} does not belong to gate {self.gate_idx}")
+        return self.channels[channel.channel_idx]
 
     # -- receiving -------------------------------------------------------------------------------------
 
