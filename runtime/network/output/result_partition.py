@@ -369,7 +369,11 @@ class ResultPartition:
                 if not self._cut_flushed(i):
                     break
             if self._any_local and self._local[i]:
-                self._handed_to_local_channel(i, sum(1 for _, item in out[sent:] if item.is_buffer))
+                buffers = 0
+                for k in range(sent, len(out)):
+                    if type(out[k][1].element) is Buffer:
+                        buffers += 1
+                self._handed_to_local_channel(i, buffers)
         return out
 
     def _handed_to_local_channel(self, i: int, buffers: int) -> None:
