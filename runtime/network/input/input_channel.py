@@ -104,6 +104,8 @@ class InputChannel:
         self.channel_info = channel_info
         self._sink = sink
         self._queue: PrioritizedDeque[SequenceElement] = PrioritizedDeque()
+        # the queue's priority and normal sections (read-only outside: a gate tests them without a call)
+        self.queue_sections = self._queue.sections
         self.expected_sequence_number = 0
         self._persister = ChannelStatePersister(channel_info, sink)
         self._last_barrier_id = NONE

@@ -23,6 +23,7 @@ class PrioritizedDeque(Generic[T]):
         self._priority: deque[T] = deque()
         self._normal: deque[T] = deque()
         self.priority_section = self._priority  # read-only outside: tested for emptiness without a call
+        self.sections = (self._priority, self._normal)  # (read-only outside, as ``priority_section``)
 
     def add(self, element: T, priority: bool = False) -> None:
         (self._priority if priority else self._normal).append(element)

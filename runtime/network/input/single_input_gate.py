@@ -176,15 +176,16 @@ class SingleInputGate:
             assert idx is not None  # the deque is not empty
             self._enqueued.discard(idx)
             ch = self.channels[idx]
-            if ch.blocked or not ch.has_data():
+            priority, normal = ch.queue_sections  # ``has_data`` and ``has_priority_element``, without calls
+            if ch.blocked or not (priority or normal):
                 continue
             entry = ch.get_next()
             assert entry is not None
             element = entry.element
             if ch.holds_processed_buffers and idx not in self.holding:
                 self.holding.append(idx)
-            if not ch.blocked and ch.has_data():
-                self._queue_channel(idx, ch.has_priority_element())
+            if not ch.blocked and (priority or normal):
+                self._queue_channel(idx, bool(priority))
             if type(element) is EndOfPartition:
                 self._finished_channels.add(idx)
                 ch.release()
