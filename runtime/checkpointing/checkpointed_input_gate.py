@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from barriersim.runtime.checkpointing.barrier_handler import (
+    GATE_ACTION_TYPES,
     ActionSink,
     BlockConsumption,
     CheckpointBarrierHandler,
@@ -64,6 +65,9 @@ class GateActionRouter:
         self._downstream = downstream
 
     def __call__(self, action: HandlerAction) -> None:
+        if type(action) not in GATE_ACTION_TYPES:  # the handler's other actions (the common case) pass on
+            self._downstream(action)
+            return
         if isinstance(action, BlockConsumption):
             self._gates[action.channel_info.gate_idx].block_consumption(action.channel_info)
         elif isinstance(action, ResumeConsumption):
