@@ -444,7 +444,11 @@ class DataPlane:
     ) -> None:
         """``action`` after the network latency (none for a local channel), never before the channel's previous
         element."""
-        at = max(self.sim.now_us + (0 if local else self._latency_us()), self._channel_clock.get(channel_key, 0))
+        now = self.sim.now_us
+        if not local:  # ``_latency_us``, inline (once per element sent)
+            network = self.config.network
+            now += max(1, int(self._net_rng.gauss(network.latency_us_mean, network.latency_us_jitter)))
+        at = max(now, self._channel_clock.get(channel_key, 0))
         self._channel_clock[channel_key] = at
         self.sim.post_at(at, action, _NORMAL, label)
 
