@@ -40,5 +40,6 @@ def fast_init(cls: type[T]) -> type[T]:
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
     init.__doc__ = cls.__init__.__doc__
+    init.__annotations__ = dict(cls.__init__.__annotations__)  # as the generated one's, for introspection
     cls.__init__ = init  # type: ignore[method-assign]
     return cls
