@@ -494,10 +494,8 @@ class StreamTask:
         self._actions.append(action)
 
     def drain_actions(self) -> list[Any]:
-        actions = self._actions
-        if actions:
-            self._actions = []
-        return actions  # the empty list stays the task's: the caller only reads it
+        actions, self._actions = self._actions, []
+        return actions
 
     # -- the coordinator's checkpoint RPCs ----------------------------------------------------------------
 
