@@ -12,9 +12,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from barriersim.runtime.record_batch import RecordBatch, batch_from_bytes, batch_to_bytes
+from barriersim.runtime.values import fast_init
 
 # Flink: CheckpointOptions.NO_ALIGNED_CHECKPOINT_TIME_OUT = Long.MAX_VALUE
 NO_ALIGNED_CHECKPOINT_TIME_OUT: int = 2**63 - 1
@@ -143,19 +145,19 @@ class CheckpointOptions:
 
     # -- accessors, as Flink's ------------------------------------------------------------------
 
-    @property
+    @cached_property  # options are frozen: each read after the first is an attribute
     def is_exactly_once_mode(self) -> bool:
         return self.alignment is not AlignmentType.AT_LEAST_ONCE
 
-    @property
+    @cached_property
     def is_unaligned_checkpoint(self) -> bool:
         return self.alignment is AlignmentType.UNALIGNED
 
-    @property
+    @cached_property
     def needs_alignment(self) -> bool:
         return self.is_exactly_once_mode and (self.checkpoint_type.is_savepoint or not self.is_unaligned_checkpoint)
 
-    @property
+    @cached_property
     def is_timeoutable(self) -> bool:
         return (
             self.alignment is AlignmentType.ALIGNED
@@ -272,6 +274,7 @@ class EventAnnouncement:
     sequence_number: int
 
 
+@fast_init
 @dataclass(frozen=True)
 class Buffer:
     """A network buffer of serialized records: ``records`` is its content (on the data path a

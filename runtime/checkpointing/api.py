@@ -241,11 +241,14 @@ class InputSide:
         """The task processed the data buffers it polled: their channels recycle them
         (``SingleInputGate.release_processed``)."""
         for gate in self.gates:
-            gate.release_processed()
+            if gate.holding:
+                gate.release_processed()
 
     def poll_next(self) -> BufferOrEvent | None:
         """What the operator consumes next (gates with a priority event first, else round robin)."""
         n = len(self.checkpointed_gates)
+        if n == 1:  # one gate: its priority event, if any, is what it hands out first anyway
+            return self.checkpointed_gates[0].poll_next()
         for cg in self.checkpointed_gates:
             if cg.input_gate.has_priority_event():
                 boe = cg.poll_next()
@@ -273,7 +276,10 @@ class InputSide:
     def process_priority_events(self, gate_idx: int | None = None) -> list[BufferOrEvent]:
         """Flink's priority-event mail: handle queued priority events now, even if the operator is busy
         (of every gate, or of gate ``gate_idx`` only)."""
-        gates = self.checkpointed_gates if gate_idx is None else (self.checkpointed_gates[gate_idx],)
+        if gate_idx is not None:  # the common case, on every arrival: usually nothing to do
+            cg = self.checkpointed_gates[gate_idx]
+            return cg.process_priority_events() if cg.input_gate.has_priority_event() else []
+        gates = self.checkpointed_gates
         out: list[BufferOrEvent] = []
         for cg in gates:
             if cg.input_gate.has_priority_event():

@@ -21,6 +21,7 @@ from barriersim.runtime.events import (
 )
 from barriersim.runtime.failure_reason import CheckpointException, CheckpointFailureReason
 from barriersim.runtime.network.input.channel_state_persister import AddInputData
+from barriersim.runtime.values import fast_init
 
 # ---------------------------------------------------------------------------------------------------
 # injected services
@@ -45,6 +46,7 @@ class TimerService(Protocol):
 # ---------------------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True)
 class CheckpointMetrics:
     """The input side's part of Flink's ``CheckpointMetricsBuilder`` for one checkpoint.
@@ -110,6 +112,7 @@ class AllBarriersReceived:
     metrics: CheckpointMetrics
 
 
+@fast_init
 @dataclass(frozen=True)
 class BlockConsumption:
     """Flink's ``CheckpointableInput.blockConsumption``: stop reading ``channel_info`` (aligned checkpoint)."""
@@ -117,6 +120,7 @@ class BlockConsumption:
     channel_info: InputChannelInfo
 
 
+@fast_init
 @dataclass(frozen=True)
 class ResumeConsumption:
     """Flink's ``CheckpointableInput.resumeConsumption``."""
@@ -150,6 +154,10 @@ class ConvertToPriorityEvent:
 
 TaskAction = TriggerCheckpointOnBarrier | AbortCheckpointOnBarrier | InitInputsCheckpoint | AllBarriersReceived
 GateAction = BlockConsumption | ResumeConsumption | CheckpointStarted | CheckpointStopped | ConvertToPriorityEvent
+# the gate actions' types: the router applied them to the gates; whoever listens after it may skip them by type
+GATE_ACTION_TYPES = frozenset(
+    (BlockConsumption, ResumeConsumption, CheckpointStarted, CheckpointStopped, ConvertToPriorityEvent)
+)
 HandlerAction = TaskAction | GateAction | AddInputData
 ActionSink = Callable[[HandlerAction], None]
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from barriersim.runtime.checkpointing.barrier_handler import (
+    GATE_ACTION_TYPES,
     ActionSink,
     BlockConsumption,
     CheckpointBarrierHandler,
@@ -22,6 +23,7 @@ from barriersim.runtime.checkpointing.barrier_handler import (
     ResumeConsumption,
 )
 from barriersim.runtime.events import (
+    Buffer,
     CancelCheckpointMarker,
     CheckpointBarrier,
     EndOfPartition,
@@ -64,6 +66,9 @@ class GateActionRouter:
         self._downstream = downstream
 
     def __call__(self, action: HandlerAction) -> None:
+        if type(action) not in GATE_ACTION_TYPES:  # the handler's other actions (the common case) pass on
+            self._downstream(action)
+            return
         if isinstance(action, BlockConsumption):
             self._gates[action.channel_info.gate_idx].block_consumption(action.channel_info)
         elif isinstance(action, ResumeConsumption):
@@ -108,11 +113,12 @@ class CheckpointedInputGate:
             if self.input_gate.is_finished():
                 self._finished = True
             return None
-        if next_.is_event:
-            self._handle_event(next_)
-        else:
+        element = next_.element
+        if type(element) is Buffer:
             # FLINK-19537: counted when handed out, not when the operator is done with it
-            self.barrier_handler.add_processed_bytes(next_.size)
+            self.barrier_handler.add_processed_bytes(element.size)
+        else:
+            self._handle_event(next_)
         return next_
 
     def _handle_event(self, boe: BufferOrEvent) -> None:

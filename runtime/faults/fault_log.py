@@ -41,6 +41,8 @@ class FaultLog:
     # -- readings that count what matched --------------------------------------------------------------
 
     def message_fate(self, kind: MessageKind, task: str | None, checkpoint_id: int, at_ms: int) -> tuple[bool, int]:
+        if not self.schedule.faults:  # no fault scheduled (the common case): nothing to look up
+            return False, 0
         hits = self.schedule.message_faults(kind, task, checkpoint_id)
         for f in hits:
             self.fired(f, at_ms)

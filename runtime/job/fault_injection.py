@@ -133,6 +133,8 @@ class FaultInjector:
     def crash_point(self, task: str, point: ProtocolPoint, checkpoint_id: int) -> bool:
         """Crash ``task`` if the fault schedule kills it, its TaskManager or its node at the JobMaster-side
         ``point`` of ``checkpoint_id``."""
+        if not self._faults.faults:  # no fault scheduled (the common case): nothing to look up
+            return False
         fault: CrashTask | GroupCrash | None = self._faults.crash_at(task, point, checkpoint_id, self._fired_points)
         if fault is None:
             vertex, _, index = task.partition("#")

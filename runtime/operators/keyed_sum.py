@@ -19,6 +19,10 @@ from barriersim.runtime.operators.records import KEY, VALUE, pack, unpack
 from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.snapshot import KeyGroupRange, KeyGroupsStateHandle, OperatorSubtaskState
 
+# the ufuncs' reductions, called directly: ``ndarray.max()`` and its siblings go through a Python wrapper each time,
+# which costs as much as the reduction of a buffer's few records
+_MAX, _MIN = np.maximum.reduce, np.minimum.reduce
+
 
 class KeySlots:
     """Integer keys -> dense slots ``0, 1, ...`` in the order keys are first seen, for state held in numpy
@@ -37,11 +41,11 @@ class KeySlots:
         """The slot of every key of an int64 column, new keys getting new slots."""
         table = self._table
         size = len(table)
-        if size and keys.view(np.uint64).max() < size:  # every key in [0, size) (a negative one is huge as uint64)
+        if size and _MAX(keys.view(np.uint64)) < size:  # every key in [0, size) (a negative one is huge as uint64)
             slots: np.ndarray = table[keys]
-            if slots.min() >= 0:
+            if _MIN(slots) >= 0:
                 return slots
-        low, high = int(keys.min()), int(keys.max())
+        low, high = int(_MIN(keys)), int(_MAX(keys))
         if low >= 0 and high < self.DENSE_LIMIT:
             if high >= len(self._table):
                 grown = np.full(min(self.DENSE_LIMIT, max(1024, 2 * (high + 1))), -1, dtype=np.int64)
@@ -50,7 +54,7 @@ class KeySlots:
                 for key in [k for k in self._other if 0 <= k < len(grown)]:  # now in the table's range
                     grown[key] = self._other.pop(key)
             slots = self._table[keys]
-            if slots.min() < 0:
+            if _MIN(slots) < 0:
                 self._add(np.unique(keys[slots < 0]))
                 slots = self._table[keys]
             return slots
@@ -125,7 +129,7 @@ class KeyedRunningSum:
         # the batch's records grouped by key, in arrival order within a key (a stable sort; radix on small slots);
         # in that order a record's running sum is the batch's cumulative sum through it, minus the cumulative sum
         # before its key's first record, plus its key's sum before the batch
-        order = np.argsort(slots.astype(np.int16) if self._slots.count <= 32767 else slots, kind="stable")
+        order = (slots.astype(np.int16) if self._slots.count <= 32767 else slots).argsort(kind="stable")
         ordered_slots = slots[order]
         cumulative = values[order].cumsum()
         last = np.empty(n, dtype=bool)  # the last record of each key in the ordered batch

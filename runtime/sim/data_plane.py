@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 
 
+_NORMAL = int(Priority.NORMAL)
+
+
 class _Route(NamedTuple):
     """Where a subpartition's elements go (``Wiring.channel_of``), looked up once per subpartition: the consumer,
     its channel, whether the channel is local, the channel's key in the network's FIFO clocks and the start of the
@@ -215,19 +218,19 @@ class DataPlane:
         self._scheduled.add(key)
         epoch = self._epoch
         at = max(self.sim.now_us, self._threads.free_at(key))
-        self.sim.schedule_at(at, partial(self._step, key, epoch), Priority.NORMAL, "step")
+        self.sim.post_at(at, partial(self._step, key, epoch), _NORMAL, "step")
 
     def _step(self, key: SubtaskKey, epoch: int) -> None:
         if epoch != self._epoch:
             return
         now = self.sim.now_us
         if self._threads.is_busy(key):  # a synchronous snapshot kept the task busy after this step was scheduled
-            self.sim.schedule_at(self._threads.free_at(key), partial(self._step, key, epoch), Priority.NORMAL, "step")
+            self.sim.post_at(self._threads.free_at(key), partial(self._step, key, epoch), _NORMAL, "step")
             return
         self._scheduled.discard(key)
         task = self._tasks[key]
         result = task.process_next()
-        self.trace.record(now, "step", f"{task.name} {result.outcome.value} {result.records}")
+        self.trace.record(now, "step", f"{task.name} {result.outcome._value_} {result.records}")
         self._pump(key)
         if result.outcome is StepOutcome.PROCESSED:
             free_at = self._threads.step_done(key, task.name, task.is_source(), result)
@@ -296,7 +299,7 @@ class DataPlane:
         now = self.sim.now_us
         while due > 0:
             result = task.process_next(due)
-            self.trace.record(now, "step", f"{task.name} {result.outcome.value} {result.records}")
+            self.trace.record(now, "step", f"{task.name} {result.outcome._value_} {result.records}")
             if result.outcome is not StepOutcome.PROCESSED or not result.records:
                 break  # nothing read: backpressured (below), or no longer reading (``_schedule_next_sync``)
             emission.wrote(result.records)
@@ -360,9 +363,13 @@ class DataPlane:
     ) -> None:
         """``action`` after the network latency (none for a local channel), never before the channel's previous
         element."""
-        at = max(self.sim.now_us + (0 if local else self._latency_us()), self._channel_clock.get(channel_key, 0))
+        now = self.sim.now_us
+        if not local:  # ``_latency_us``, inline (once per element sent)
+            network = self.config.network
+            now += max(1, int(self._net_rng.gauss(network.latency_us_mean, network.latency_us_jitter)))
+        at = max(now, self._channel_clock.get(channel_key, 0))
         self._channel_clock[channel_key] = at
-        self.sim.schedule_at(at, action, Priority.NORMAL, label)
+        self.sim.post_at(at, action, _NORMAL, label)
 
     def _pump(self, key: SubtaskKey) -> None:
         """Send what the task's partitions may send, and carry out its messages for others."""

@@ -144,6 +144,16 @@ class Simulation:
         heapq.heappush(self._heap, (time_us, int(priority), seq, entry))
         return ScheduledEvent(entry)
 
+    def post_at(self, time_us: int, callback: Callable[[], Any], priority: int, label: str) -> None:
+        """``schedule_at`` for a callback that is never cancelled: no handle is made for it."""
+        if time_us < self.now_us:
+            raise SimulationError(
+                f"cannot schedule {label or callback!r} at {time_us} us: the clock is at {self.now_us} us"
+            )
+        seq = self._seq
+        self._seq = seq + 1
+        heapq.heappush(self._heap, (time_us, priority, seq, _Entry(time_us, callback, label)))
+
     def schedule_after(
         self, delay_us: int, callback: Callable[[], Any], priority: Priority = Priority.NORMAL, label: str = ""
     ) -> ScheduledEvent:

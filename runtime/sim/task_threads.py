@@ -160,7 +160,7 @@ class TaskThreads:
         per_record, hot_extra = model
         cost = result.records * per_record + result.hot_key_records * hot_extra
         slowdowns = self._slowdowns[key]
-        if slowdowns:  # the step starts now; only its part inside a slowdown's window is slowed
+        if slowdowns.slowdowns:  # the step starts now; only its part inside a slowdown's window is slowed
             start_ms = self._sim.now_us / 1000
             cost = slowdowns.stretch(start_ms, cost / 1000) * 1000
             for index, at_ms in slowdowns.met(start_ms, start_ms + cost / 1000):

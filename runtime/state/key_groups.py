@@ -178,7 +178,7 @@ class KeyGroupAssigner:
     def of_keys(self, keys: np.ndarray) -> np.ndarray:
         if not len(keys):
             return np.empty(0, dtype=np.int64)
-        low, high = int(keys.min()), int(keys.max())
+        low, high = int(np.minimum.reduce(keys)), int(np.maximum.reduce(keys))  # (no Python wrapper)
         if low >= 0 and high < self._MAX_CACHED:
             if high >= len(self._table):
                 size = min(self._MAX_CACHED, max(1024, 2 * (high + 1)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TypeAlias
 
 from barriersim.runtime.events import Buffer, InputChannelInfo, ResultSubpartitionInfo
@@ -65,7 +66,7 @@ class KeyGroupsStateHandle:
     key_groups: Mapping[int, bytes] = field(default_factory=dict)
     modelled_size: int | None = None
 
-    @property
+    @cached_property  # a frozen value's size: computed once
     def state_size(self) -> int:
         if self.modelled_size is not None:
             return self.modelled_size
@@ -227,7 +228,7 @@ class OperatorSubtaskState:
     end_of_channel_state_gates: tuple[int, ...] = ()
     end_of_channel_state_partitions: tuple[int, ...] = ()
 
-    @property
+    @cached_property  # a frozen value's size: computed once
     def state_size(self) -> int:
         return (
             sum(h.state_size for h in self.managed_operator_state)
@@ -235,7 +236,7 @@ class OperatorSubtaskState:
             + self.in_flight_data_size
         )
 
-    @property
+    @cached_property  # a frozen value's size: computed once
     def checkpointed_size(self) -> int:
         """What this checkpoint wrote of it (Flink's ``OperatorSubtaskState.getCheckpointedSize``): an incremental
         snapshot's new uploads; everything of a full one, and all channel state."""
@@ -245,7 +246,7 @@ class OperatorSubtaskState:
             + self.in_flight_data_size
         )
 
-    @property
+    @cached_property  # a frozen value's size: computed once
     def in_flight_data_size(self) -> int:
         return sum(h.state_size for h in self.input_channel_state) + sum(
             h.state_size for h in self.result_subpartition_state

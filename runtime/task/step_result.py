@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from barriersim.runtime.values import fast_init
+
 
 class StepOutcome(enum.Enum):
     PROCESSED = "processed"
@@ -13,6 +15,7 @@ class StepOutcome(enum.Enum):
     FINISHED = "finished"
 
 
+@fast_init
 @dataclass(frozen=True)
 class StepResult:
     outcome: StepOutcome

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from barriersim.runtime.checkpoint_cost import FREE, CostCharger
 from barriersim.runtime.checkpointing.api import GateSpec, InputSide
+from barriersim.runtime.checkpointing.barrier_handler import GATE_ACTION_TYPES
 from barriersim.runtime.checkpointing_mode import CheckpointingMode
 from barriersim.runtime.events import (
     CheckpointOptions,
@@ -66,6 +67,9 @@ if TYPE_CHECKING:
 
 
 __all__ = ["StepOutcome", "StepResult", "StreamTask", "UNPACED_SOURCE_BATCH_RECORDS"]
+
+_IDLE = StepResult(StepOutcome.IDLE)
+_BACKPRESSURED = StepResult(StepOutcome.BACKPRESSURED)
 
 
 class _WakingTimers:
@@ -395,12 +399,13 @@ class StreamTask:
             self.input_side.release_processed()  # the previous step processed its buffer, whatever comes next
         end = self._end
         if end.final_checkpoint_min_id is not None and (end.mode is None or self._source is not None):
-            return StepResult(StepOutcome.IDLE)  # data ended; waiting for the final checkpoint
+            return _IDLE  # data ended; waiting for the final checkpoint
         if self.is_backpressured():
-            return StepResult(StepOutcome.BACKPRESSURED)
-        if self.operator.is_source:
+            return _BACKPRESSURED
+        network_input = self._network_input
+        if network_input is None:  # a source
             return self._read_source(source_records)
-        return cast(StreamTaskNetworkInput, self._network_input).emit_next()
+        return network_input.emit_next()
 
     def reads_source(self) -> bool:
         """Whether this is a source task whose next step reads records: it runs, its data did not end (a stop
@@ -465,9 +470,11 @@ class StreamTask:
         """What the partitions may send now. A timeoutable aligned barrier that just left its last partition
         finishes its checkpoint's output side at once, as Flink's ``PipelinedSubpartition.pollBuffer`` does
         (``completeTimeoutableCheckpointBarrier``): the acknowledgement does not wait for the alignment timer."""
-        out = []
-        for p in self.partitions:
-            out.extend(p.poll_sendable())
+        partitions = self.partitions
+        if len(partitions) == 1:
+            out = partitions[0].poll_sendable()
+        else:
+            out = [x for p in partitions for x in p.poll_sendable()]
         if out:
             self._checkpointing.notify_output_progress()
         return out
@@ -513,6 +520,8 @@ class StreamTask:
             )
 
     def _on_input_action(self, action: Any) -> None:
+        if type(action) in GATE_ACTION_TYPES:
+            return  # applied by the input side already (see the end)
         if isinstance(action, UPSTREAM_MESSAGES):
             self._actions.append(action)  # credits and announcements for upstream tasks, from the gates' setup on
         else:

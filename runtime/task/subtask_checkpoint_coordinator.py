@@ -348,7 +348,10 @@ class SubtaskCheckpointCoordinator:
     @property
     def waits_for_output(self) -> bool:
         """Whether a timeoutable barrier of a pending checkpoint is still queued in a partition."""
-        return any(p.waiting_for_output for p in self._pending.values())
+        for p in self._pending.values():  # (read after every send: a loop, no generator)
+            if p.waiting_for_output:
+                return True
+        return False
 
     def notify_output_progress(self) -> list[TaskCheckpointAction]:
         """The driver sent elements from the partitions: a timeoutable barrier that left every partition

@@ -103,7 +103,10 @@ class BufferManager:
 
     def take_buffer(self) -> BufferOrigin:
         """A data buffer arrived: occupy one available buffer."""
-        if self.sender_credit <= 0 or self.num_available_buffers <= 0:
+        if (
+            self.announced_credit_total <= self.received_buffers_total  # ``sender_credit``, inline
+            or self._available_exclusive + self._available_floating <= 0  # ``num_available_buffers``
+        ):
             raise CreditViolationError(
                 f"data buffer received without credit (available={self.num_available_buffers}, "
                 f"sender credit={self.sender_credit})"
@@ -128,7 +131,9 @@ class BufferManager:
             self._try_request_buffers()
 
     def _try_request_buffers(self) -> None:
-        while self.num_available_buffers < self._num_required and not self._waiting_for_floating:
+        while (
+            self._available_exclusive + self._available_floating < self._num_required and not self._waiting_for_floating
+        ):
             if self._pool.request_buffer():
                 self._available_floating += 1
                 self.unannounced_credit += 1

@@ -28,13 +28,16 @@ from barriersim.runtime.network.input.buffer_manager import (
 )
 from barriersim.runtime.network.input.channel_state_persister import ChannelStatePersister, CheckpointStatus
 from barriersim.runtime.network.input.prioritized_deque import PrioritizedDeque
+from barriersim.runtime.values import fast_init
 
 NONE = -1
+_BARRIER_PENDING = CheckpointStatus.BARRIER_PENDING
 
 # the buffers a local channel holds of its producer's: the one its task reads and the next one (see above)
 LOCAL_CHANNEL_BUFFERS = 2
 
 
+@fast_init
 @dataclass(frozen=True)
 class AddCredit:
     """Flink's ``NettyMessage.AddCredit``: the receiver grants ``credit`` more data buffers to the sender
@@ -44,6 +47,7 @@ class AddCredit:
     credit: int
 
 
+@fast_init
 @dataclass(frozen=True)
 class ResumeConsumptionUpstream:
     """Flink's ``NettyMessage.ResumeConsumption``: the sender of ``channel_info``, blocked after an aligned
@@ -82,6 +86,7 @@ class ChannelStateError(Exception):
     """An operation that the channel's current state does not allow (e.g. data after end of partition)."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class SequenceElement:
     element: ChannelElement
@@ -99,6 +104,8 @@ class InputChannel:
         self.channel_info = channel_info
         self._sink = sink
         self._queue: PrioritizedDeque[SequenceElement] = PrioritizedDeque()
+        # the queue's priority and normal sections (read-only outside: a gate tests them without a call)
+        self.queue_sections = self._queue.sections
         self.expected_sequence_number = 0
         self._persister = ChannelStatePersister(channel_info, sink)
         self._last_barrier_id = NONE
@@ -132,7 +139,8 @@ class InputChannel:
             priority = bool(priority)
             self._queue.add(SequenceElement(element, sequence_number, self._take_buffer()), priority)
             self.queued_bytes += element.size
-            self._persister.maybe_persist(element)
+            if self._persister.status is _BARRIER_PENDING:
+                self._persister.maybe_persist(element)
             self.expected_sequence_number += 1
             if backlog is not None:
                 self._on_sender_backlog(backlog)

@@ -22,6 +22,8 @@ class PrioritizedDeque(Generic[T]):
     def __init__(self) -> None:
         self._priority: deque[T] = deque()
         self._normal: deque[T] = deque()
+        self.priority_section = self._priority  # read-only outside: tested for emptiness without a call
+        self.sections = (self._priority, self._normal)  # (read-only outside, as ``priority_section``)
 
     def add(self, element: T, priority: bool = False) -> None:
         (self._priority if priority else self._normal).append(element)
@@ -32,9 +34,7 @@ class PrioritizedDeque(Generic[T]):
     def poll(self) -> T | None:
         if self._priority:
             return self._priority.popleft()
-        if self._normal:
-            return self._normal.popleft()
-        return None
+        return self._normal.popleft() if self._normal else None
 
     def peek(self) -> T | None:
         if self._priority:

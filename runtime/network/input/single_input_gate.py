@@ -27,8 +27,10 @@ from barriersim.runtime.network.input.input_channel import (
     RemoteInputChannel,
 )
 from barriersim.runtime.network.input.prioritized_deque import PrioritizedDeque
+from barriersim.runtime.values import fast_init
 
 
+@fast_init
 @dataclass(frozen=True)
 class BufferOrEvent:
     """Flink's ``BufferOrEvent``: what a gate hands out, with the channel it came from."""
@@ -79,10 +81,13 @@ class SingleInputGate:
             else:
                 raise ValueError(f"channel {idx} of gate {gate_idx}: kind must be 'remote' or 'local', got {kind!r}")
         self._remote_channels = [c for c in self.channels if isinstance(c, RemoteInputChannel)]
+        self._remote_managers = [(c, c.buffer_manager) for c in self._remote_channels]
         self._channels_with_data: PrioritizedDeque[int] = PrioritizedDeque()
+        self._priority_channels = self._channels_with_data.priority_section  # never replaced
         self._enqueued: set[int] = set()
         self._finished_channels: set[int] = set()
-        self._holding: list[int] = []  # channels whose data buffers the task took and has not released yet
+        # channels whose data buffers the task took and has not released yet (read-only outside)
+        self.holding: list[int] = []
         self.closed = False
         self._set_up = False
         self.throughput: ThroughputCalculator | None = None
@@ -124,11 +129,11 @@ class SingleInputGate:
         return self.channels[channel_idx]
 
     def _channel(self, channel: int | InputChannelInfo) -> InputChannel:
-        if isinstance(channel, InputChannelInfo):
-            if channel.gate_idx != self.gate_idx:
-                raise ValueError(f"{channel} does not belong to gate {self.gate_idx}")
-            channel = channel.channel_idx
-        return self.channels[channel]
+        if not isinstance(channel, InputChannelInfo):
+            return self.channels[channel]
+        if channel.gate_idx != self.gate_idx:
+            raise ValueError(f"{channel} does not belong to gate {self.gate_idx}")
+        return self.channels[channel.channel_idx]
 
     # -- receiving -------------------------------------------------------------------------------------
 
@@ -144,7 +149,12 @@ class SingleInputGate:
             raise GateClosedError(f"{type(element).__name__} arrived at closed gate {self.gate_idx}")
         ch = self._channel(channel)
         has_priority = ch.on_element(element, sequence_number, backlog, priority)
-        self._queue_channel(ch.channel_info.channel_idx, has_priority)
+        idx = ch.channel_info.channel_idx
+        if idx not in self._enqueued:  # ``_queue_channel``, inline for the common case
+            self._enqueued.add(idx)
+            self._channels_with_data.add(idx, has_priority)
+        elif has_priority:
+            self._queue_channel(idx, True)
         self._announce_credit()
 
     def _queue_channel(self, idx: int, priority: bool) -> None:
@@ -160,28 +170,31 @@ class SingleInputGate:
     def poll_next(self) -> BufferOrEvent | None:
         if self.closed:
             raise GateClosedError(f"poll of closed gate {self.gate_idx}")
-        while self._channels_with_data:
-            idx = self._channels_with_data.poll()
+        with_data = self._channels_with_data
+        while with_data:
+            idx = with_data.poll()
             assert idx is not None  # the deque is not empty
             self._enqueued.discard(idx)
             ch = self.channels[idx]
-            if ch.blocked or not ch.has_data():
+            priority, normal = ch.queue_sections  # ``has_data`` and ``has_priority_element``, without calls
+            if ch.blocked or not (priority or normal):
                 continue
             entry = ch.get_next()
             assert entry is not None
-            if ch.holds_processed_buffers and idx not in self._holding:
-                self._holding.append(idx)
-            if ch.has_data() and not ch.blocked:
-                self._queue_channel(idx, ch.has_priority_element())
-            if isinstance(entry.element, EndOfPartition):
+            element = entry.element
+            if ch.holds_processed_buffers and idx not in self.holding:
+                self.holding.append(idx)
+            if not ch.blocked and (priority or normal):
+                self._queue_channel(idx, bool(priority))
+            if type(element) is EndOfPartition:
                 self._finished_channels.add(idx)
                 ch.release()
             self._announce_credit()
             if self.throughput is not None:
                 self.throughput.resume_measurement()
-                if isinstance(entry.element, Buffer):
-                    self.throughput.incoming_data_size(entry.element.size)
-            return BufferOrEvent(entry.element, ch.channel_info, bool(self._channels_with_data), entry.sequence_number)
+                if type(element) is Buffer:
+                    self.throughput.incoming_data_size(element.size)
+            return BufferOrEvent(element, ch.channel_info, bool(with_data), entry.sequence_number)
         if self.throughput is not None:
             self.throughput.pause_measurement()
         return None
@@ -189,9 +202,9 @@ class SingleInputGate:
     def release_processed(self) -> None:
         """The task processed the data buffers it polled: the channels recycle them (the receiver's buffers
         return as credit; a local channel's to its producer)."""
-        if not self._holding:
+        if not self.holding:
             return
-        holding, self._holding = self._holding, []
+        holding, self.holding = self.holding, []
         for idx in holding:
             self.channels[idx].release_processed()
         self._announce_credit()
@@ -208,7 +221,7 @@ class SingleInputGate:
 
     def has_priority_event(self) -> bool:
         """True if the next poll returns a priority event (of a channel that is not blocked)."""
-        if not self._channels_with_data.has_priority_element():
+        if not self._priority_channels:  # (``_channels_with_data.has_priority_element``)
             return False
         return any(
             not self.channels[i].blocked and self.channels[i].has_priority_element()
@@ -254,8 +267,8 @@ class SingleInputGate:
     def _announce_credit(self) -> None:
         if not self._set_up:
             return
-        for ch in self._remote_channels:  # local channels have no credit
-            if ch.buffer_manager.unannounced_credit > 0:
+        for ch, manager in self._remote_managers:  # local channels have no credit
+            if manager.unannounced_credit > 0:
                 ch.announce_credit()
 
     # -- buffer debloating ---------------------------------------------------------------------------

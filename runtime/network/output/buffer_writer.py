@@ -272,7 +272,7 @@ class BufferWriter:
         else:
             self._staged_room = np.array([b.capacity - b.size for b in self.builders], dtype=np.int64)
             staged = counts
-        if not (staged * size < self._staged_room).all():
+        if not np.logical_and.reduce(staged * size < self._staged_room):  # ``.all()`` without its Python wrapper
             return False
         self._staged.append((records, targets))
         self._staged_counts = staged
@@ -308,7 +308,7 @@ class BufferWriter:
         """Each subpartition's records of ``write`` (records, targets, records per subpartition), in order, as one
         slice of their stable grouping by target, to its builder."""
         records, targets, counts = write
-        order = np.argsort(targets.astype(np.int16) if len(self._subpartitions) <= 32767 else targets, kind="stable")
+        order = (targets.astype(np.int16) if len(self._subpartitions) <= 32767 else targets).argsort(kind="stable")
         grouped = records.take(order)
         start = 0
         for target, count in enumerate(counts.tolist()):

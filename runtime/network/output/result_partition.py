@@ -67,6 +67,7 @@ class ResultPartition:
             for i in range(num_subpartitions)
         ]
         self._readers = [CreditBasedSequenceNumberingViewReader(s, initial_credit) for s in self.subpartitions]
+        self._queues = [s.queues for s in self.subpartitions]
         starting = (
             memory_segment_size if starting_buffer_size is None else min(starting_buffer_size, memory_segment_size)
         )
@@ -356,11 +357,11 @@ class ResultPartition:
             return []
         out: list[tuple[ResultSubpartitionInfo, BufferAndBacklog]] = []
         flush_requested = self.writer.flush_requested
-        for i, reader in enumerate(self._readers):
-            sub = reader.subpartition
-            if not sub.has_queued_elements and not flush_requested[i]:
-                continue
-            info = sub.info
+        for i, (priority, normal) in enumerate(self._queues):
+            if not priority and not normal and not flush_requested[i]:
+                continue  # nothing queued (the common case, tested without a call)
+            reader = self._readers[i]
+            info = reader.subpartition.info
             sent = len(out)
             while True:
                 while (item := reader.get_next_buffer()) is not None:
@@ -368,7 +369,11 @@ class ResultPartition:
                 if not self._cut_flushed(i):
                     break
             if self._any_local and self._local[i]:
-                self._handed_to_local_channel(i, sum(1 for _, item in out[sent:] if item.is_buffer))
+                buffers = 0
+                for k in range(sent, len(out)):
+                    if type(out[k][1].element) is Buffer:
+                        buffers += 1
+                self._handed_to_local_channel(i, buffers)
         return out
 
     def _handed_to_local_channel(self, i: int, buffers: int) -> None:
@@ -415,10 +420,10 @@ class ResultPartition:
         return Availability.BACKPRESSURED if self.is_backpressured() else Availability.AVAILABLE
 
     def is_backpressured(self) -> bool:
-        limit = self.max_buffers_per_channel
-        open_buffer = self.writer.has_open_buffer
+        limit = self.max_buffers_per_channel - 1  # the open buffer counts 0 or 1: asked for only where it decides
         at_consumer = self._at_consumer
         for i, sub in enumerate(self.subpartitions):
-            if sub.number_of_queued_buffers + open_buffer(i) + at_consumer[i] >= limit:
+            used = sub.number_of_queued_buffers + at_consumer[i]
+            if used >= limit and used + self.writer.has_open_buffer(i) > limit:
                 return True
         return False

@@ -19,6 +19,7 @@ from barriersim.runtime.events import (
     EndOfPartition,
     ResultSubpartitionInfo,
 )
+from barriersim.runtime.values import fast_init
 
 
 class DataType(enum.Enum):
@@ -71,6 +72,7 @@ def data_type_of(element: ChannelElement, is_priority: bool = False) -> DataType
     return DataType.EVENT_BUFFER
 
 
+@fast_init
 @dataclass(frozen=True)
 class BufferAndBacklog:
     """What a subpartition hands out: the element, the data buffers still queued behind it (the backlog the
@@ -111,7 +113,10 @@ class PipelinedSubpartition:
         self.block_on_aligned_barrier = block_on_aligned_barrier
         self._priority: deque[_Entry] = deque()
         self._normal: deque[_Entry] = deque()
-        self._buffers_in_backlog = 0
+        # both queues, never replaced (read-only outside: the partition tests them for emptiness without a call)
+        self.queues = (self._priority, self._normal)
+        # data buffers queued regardless of blocking (what the producer's memory holds; read-only outside)
+        self.number_of_queued_buffers = 0
         self._next_buffer_index = 0
         self._sequence_number = 0  # wire number of the next element handed out
         self._is_blocked = False
@@ -134,7 +139,7 @@ class PipelinedSubpartition:
         self._new_data_added = True
         self._next_buffer_index += 1
         self._normal.append(_Entry(numbered, DataType.DATA_BUFFER))
-        self._buffers_in_backlog += 1
+        self.number_of_queued_buffers += 1
         return numbered
 
     def add_recovered(self, buffers: Iterable[Buffer]) -> None:
@@ -145,7 +150,7 @@ class PipelinedSubpartition:
             raise SubpartitionStateError(f"{self.info}: recovered buffers must come before any new data")
         for b in sorted(buffers, key=lambda x: x.sequence_number):
             self._normal.append(_Entry(b, DataType.DATA_BUFFER))
-            self._buffers_in_backlog += 1
+            self.number_of_queued_buffers += 1
             self._next_buffer_index = max(self._next_buffer_index, b.sequence_number + 1)
 
     def add_recovered_elements(self, elements: Iterable[ChannelElement]) -> None:
@@ -159,7 +164,7 @@ class PipelinedSubpartition:
             if isinstance(element, Buffer):
                 self._normal.append(_Entry(element.with_sequence_number(self._next_buffer_index), DataType.DATA_BUFFER))
                 self._next_buffer_index += 1
-                self._buffers_in_backlog += 1
+                self.number_of_queued_buffers += 1
             else:
                 self._normal.append(_Entry(element, data_type_of(element)))
 
@@ -197,7 +202,7 @@ class PipelinedSubpartition:
         self._is_released = True
         self._priority.clear()
         self._normal.clear()
-        self._buffers_in_backlog = 0
+        self.number_of_queued_buffers = 0
         self._is_blocked = False
 
     def aligned_barrier_timeout(self, checkpoint_id: int) -> tuple[Buffer, ...] | None:
@@ -274,7 +279,7 @@ class PipelinedSubpartition:
         queue.popleft()
         element = entry.element
         if is_buffer:
-            self._buffers_in_backlog -= 1
+            self.number_of_queued_buffers -= 1
             self.total_number_of_bytes += element.size  # type: ignore[union-attr]
             num_credits_available -= 1
         self.total_number_of_buffers += 1
@@ -282,7 +287,16 @@ class PipelinedSubpartition:
             self._is_blocked = True
         seq = self._sequence_number
         self._sequence_number = seq + 1
-        return BufferAndBacklog(element, self.get_buffers_in_backlog(), self.next_data_type(num_credits_available), seq)
+        if self._is_blocked:  # ``get_buffers_in_backlog`` and ``next_data_type``, inline
+            return BufferAndBacklog(element, 0, DataType.NONE, seq)
+        queue = self._priority or self._normal
+        if not queue:
+            next_type = DataType.NONE
+        else:
+            next_type = queue[0].data_type
+            if next_type is _DATA_BUFFER and num_credits_available <= 0:
+                next_type = DataType.NONE
+        return BufferAndBacklog(element, self.number_of_queued_buffers, next_type, seq)
 
     def resume_consumption(self) -> None:
         """Flink's ``resumeConsumption``: the consumer finished its alignment (ignored once released: the
@@ -297,12 +311,7 @@ class PipelinedSubpartition:
 
     def get_buffers_in_backlog(self) -> int:
         """Data buffers queued (0 while blocked, as Flink's ``getBuffersInBacklogUnsafe``)."""
-        return 0 if self._is_blocked else self._buffers_in_backlog
-
-    @property
-    def number_of_queued_buffers(self) -> int:
-        """Data buffers queued regardless of blocking (what the producer's memory holds)."""
-        return self._buffers_in_backlog
+        return 0 if self._is_blocked else self.number_of_queued_buffers
 
     @property
     def is_blocked(self) -> bool:

@@ -11,6 +11,7 @@ Mirrors Flink's ``CreditBasedSequenceNumberingViewReader`` (``addCredit``, ``get
 
 from __future__ import annotations
 
+from barriersim.runtime.events import Buffer
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog, PipelinedSubpartition
 
 
@@ -39,7 +40,7 @@ class CreditBasedSequenceNumberingViewReader:
 
     def get_next_buffer(self) -> BufferAndBacklog | None:
         next_ = self.subpartition.poll_buffer(self._num_credits_available)
-        if next_ is not None and next_.is_buffer:
+        if next_ is not None and type(next_.element) is Buffer:  # ``is_buffer`` (a ``Buffer`` is never subclassed)
             self._num_credits_available -= 1
             if self._num_credits_available < 0:  # poll_buffer never hands out data without credit
                 raise AssertionError(f"{self.subpartition.info}: sent a data buffer without credit")
