@@ -15,10 +15,10 @@ import os
 import pickle
 import signal
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, cast
 
 from barriersim.errors import BarriersimError
 
@@ -96,7 +96,7 @@ def _sigint_ignored():
 
 def map_unordered(
     fn: Callable, items: Iterable, parallelism: int, more: Callable[[], bool] = lambda: True
-) -> Iterator[Said | Ended]:
+) -> Generator[Said | Ended, None, None]:
     """Each item's driver process, at most ``parallelism`` at a time (no new one once ``more()`` is false); every
     ``Said`` and ``Ended`` as it comes. ``fn`` is a module-level function (it is pickled by name)."""
     context = multiprocessing.get_context("spawn")  # no fork of a process with Ray's and Spark's threads
@@ -116,7 +116,8 @@ def map_unordered(
                 running[receive] = (nxt[0], process)
             if not running:
                 return
-            for conn in wait(list(running)):
+            for ready in wait(list(running)):
+                conn = cast(Connection, ready)
                 index, process = running[conn]
                 try:
                     kind, value = conn.recv()
