@@ -1,15 +1,19 @@
 """A Ray-backend sweep with ``parallelism=2``: two points' jobs at once on one local Ray (``barriersim.ray_jobs``:
 each job in a driver process of its own, its own Spark), each verified as a serial run is, the index in the
 serial shape, progress lines per point, and the two jobs' spans (each run directory's ``started_at`` and
-``ended_at``) overlapping; a job that fails ends its own point only."""
+``ended_at``) overlapping; a job that fails ends its own point only. The driver processes themselves: their
+lines, results and errors, a driver that dies, and one interrupted when the caller stops."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+from pathlib import Path
 
 import pytest
 
-from barriersim import sweep
+from barriersim import ray_jobs, sweep
 from barriersim.errors import BarriersimError
 from tests.api.scenarios import write
 
@@ -90,3 +94,50 @@ def test_a_job_that_fails_ends_its_own_point_only(tmp_path):
     index = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert [p["label"] for p in index["points"]] == ["nodes=1"]
     assert index["points"][0]["runs"][0]["verdict"] == "exactly-once"
+
+
+def _driver(item, say):
+    """A driver process's work for ``ray_jobs.map_unordered``: says its item, then returns, raises or dies."""
+    say(f"item {item}")
+    if item == "raises":
+        raise BarriersimError("point raises: one line")
+    if item == "unpicklable":
+        raise _Unpicklable(1, 2)
+    if item == "dies":
+        os._exit(3)
+    return {"item": item, "pid": os.getpid()}
+
+
+class _Unpicklable(Exception):
+    def __init__(self, a, b):  # two arguments: pickle gives __init__ one (its str) and fails to rebuild it
+        super().__init__(f"{a}+{b}")
+
+
+def test_driver_processes_give_each_items_lines_result_or_error():
+    events = list(ray_jobs.map_unordered(_driver, ["ok", "raises", "unpicklable", "dies"], parallelism=2))
+    said = {e.index: e.what for e in events if isinstance(e, ray_jobs.Said)}
+    ended = {e.index: e for e in events if isinstance(e, ray_jobs.Ended)}
+    assert said == {0: "item ok", 1: "item raises", 2: "item unpicklable", 3: "item dies"}
+    assert ended[0].result["item"] == "ok" and ended[0].result["pid"] != os.getpid() and ended[0].error is None
+    assert isinstance(ended[1].error, BarriersimError) and str(ended[1].error) == "point raises: one line"
+    assert isinstance(ended[2].error, ray_jobs.DriverError) and str(ended[2].error) == "_Unpicklable: 1+2"
+    assert isinstance(ended[3].error, ray_jobs.DriverError) and "exit status 3" in str(ended[3].error)
+
+
+def _waits_for_an_interrupt(marker: str, say):
+    try:
+        say(str(os.getpid()))
+        signal.pause()
+    except KeyboardInterrupt:
+        Path(marker).write_text("interrupted")  # what a job's own cleanup does on a Ctrl-C
+        raise
+
+
+def test_a_driver_left_running_is_interrupted_once_and_ends_when_the_caller_stops(tmp_path):
+    events = ray_jobs.map_unordered(_waits_for_an_interrupt, [str(tmp_path / "marker")], parallelism=1)
+    first = next(events)
+    assert isinstance(first, ray_jobs.Said)
+    events.close()  # the caller stops (a Ctrl-C, an error): the driver is interrupted, and waited for
+    assert (tmp_path / "marker").read_text() == "interrupted"
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(first.what), 0)  # ended and reaped
