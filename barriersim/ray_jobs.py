@@ -10,14 +10,17 @@ docs/experiments.md ("Ray-backend jobs at once") tells the design.
 from __future__ import annotations
 
 import contextlib
+import io
 import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import threading
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any, cast
 
 from barriersim.errors import BarriersimError
@@ -62,10 +65,32 @@ def _portable(err: BaseException) -> BaseException:
     return err
 
 
-def _drive(fn: Callable, item: Any, conn: Connection) -> None:
+class _FileOnFirstWrite(io.TextIOBase):
+    """A driver's standard output: Ray prints the cluster's warnings to every driver's (each would repeat them on
+    the terminal); they go to a file, created on the first write."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.file: io.TextIOBase | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self.file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - open for the process's life
+        written = self.file.write(text)
+        self.file.flush()
+        return written
+
+
+def _drive(fn: Callable, item: Any, conn: Connection, stdout: Path | None) -> None:
     """A driver process: in a group of its own (SIGINT was ignored at its start), it runs ``fn(item, say)``."""
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    if stdout is not None:
+        sys.stdout = _FileOnFirstWrite(stdout)
     last: list[str] = []
 
     def say(what: str) -> None:
@@ -95,10 +120,15 @@ def _sigint_ignored():
 
 
 def map_unordered(
-    fn: Callable, items: Iterable, parallelism: int, more: Callable[[], bool] = lambda: True
+    fn: Callable,
+    items: Iterable,
+    parallelism: int,
+    more: Callable[[], bool] = lambda: True,
+    stdout: Callable[[Any], Path] | None = None,
 ) -> Generator[Said | Ended, None, None]:
     """Each item's driver process, at most ``parallelism`` at a time (no new one once ``more()`` is false); every
-    ``Said`` and ``Ended`` as it comes. ``fn`` is a module-level function (it is pickled by name)."""
+    ``Said`` and ``Ended`` as it comes. ``fn`` is a module-level function (it is pickled by name); ``stdout(item)``:
+    the file the driver's standard output goes to (default: this process's)."""
     context = multiprocessing.get_context("spawn")  # no fork of a process with Ray's and Spark's threads
     pending = iter(enumerate(items))
     running: dict[Connection, tuple[int, Any]] = {}
@@ -109,7 +139,11 @@ def map_unordered(
                 if nxt is None:
                     break
                 receive, send = context.Pipe(duplex=False)
-                process = context.Process(target=_drive, args=(fn, nxt[1], send), name=f"barriersim-driver-{nxt[0]}")
+                process = context.Process(
+                    target=_drive,
+                    args=(fn, nxt[1], send, None if stdout is None else stdout(nxt[1])),
+                    name=f"barriersim-driver-{nxt[0]}",
+                )
                 with _sigint_ignored():
                     process.start()
                 send.close()

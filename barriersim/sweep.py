@@ -64,6 +64,7 @@ EXIT_OK = 0
 EXIT_VIOLATED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+DRIVER_STDOUT = "driver-stdout.log"  # a Ray-backend job's driver process's prints (Ray's warnings), in its logs/
 
 Progress = Callable[[str, int, int], None]  # (what, runs done, runs in all)
 
@@ -175,6 +176,14 @@ def _run_job_on(job: SweepJob, splits, elsewhere: bool, pack, remove) -> tuple[d
 def _job_in_driver(job: SweepJob, say: Callable[[str], None], address: str) -> dict[str, dict]:
     """``run_job`` in a driver process of its own (``barriersim.ray_jobs``), attached to the sweep's Ray cluster."""
     return run_job(job, progress=lambda what, _fraction: say(what), address=address)
+
+
+def _driver_stdout(job: SweepJob) -> Path:
+    """Where a job's driver process prints: its run's log directory (``ray_backend``'s: the point's for several
+    modes, else the mode's)."""
+    targets = job.plan.targets(job.out)
+    root = targets[0][0].parent if len(targets) > 1 else targets[0][0]
+    return root / "logs" / DRIVER_STDOUT
 
 
 def _check_parallelism(backend: Backend, parallelism: int | None, address: str | None) -> None:
@@ -410,6 +419,7 @@ def _run_drivers(jobs: list[SweepJob], remaining: list[int], tasks: RayTasks, re
         [jobs[i] for i in remaining],
         tasks.parallelism,
         more=lambda: not failures,
+        stdout=_driver_stdout,
     )
     with contextlib.closing(events):  # closed (its drivers ended) on every exit, a Ctrl-C's too
         for event in events:
