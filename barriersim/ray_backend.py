@@ -194,6 +194,7 @@ class _RayRequest:
     def start_ray(self) -> None:
         """Ray starts; the cluster must have the nodes the scenarios spread their TaskManagers over."""
         self.say("starting Ray", None)
+        self.started_at = time.time()  # the request's wall-clock span, in every summary's ray section
         try:
             self.cluster.start_ray()
         except BaseException:
@@ -464,6 +465,7 @@ class _RayRequest:
         """Each mode's ``summary.json`` with the shared timings; on a storage URI, each mode's files published
         beside its savepoints and checkpoints, where a restore from them finds the run."""
         summaries = []
+        span = {"started_at": round(self.started_at, 3), "ended_at": round(time.time(), 3)}
         for target, summary in finished:
             timings = {key: round(value, 3) for key, value in {**self.shared, **summary["timings_seconds"]}.items()}
             summary = {
@@ -473,6 +475,7 @@ class _RayRequest:
             }
             if self.spark is not None and not summary["spark"].get("started", True):  # started for the statistics
                 summary["spark"] = self.cluster.spark_info
+            summary["ray"] = {**summary["ray"], **span}
             if self.analytics_uri is not None:
                 summary["ray"] = {**summary["ray"], "analytics_uri": self.analytics_uri}
             write_summary(target, summary)

@@ -60,7 +60,8 @@ class RayStartError(BarriersimError):
 
 
 class RayTasks:
-    """Ray for a command's tasks: started (or attached to) on creation, shut down by ``close`` if it started it."""
+    """Ray for a command's tasks: started (or attached to) on creation, shut down by ``close`` if it started it;
+    ``num_cpus``: a local Ray's logical CPUs (default: ``RayAndSpark``'s)."""
 
     def __init__(
         self,
@@ -68,14 +69,17 @@ class RayTasks:
         parallelism: int | None = None,
         log_dir: Path | None = None,
         app_name: str = "barriersim-tasks",
+        num_cpus: int | None = None,
     ):
         import ray
 
         self.address = ray_address(address)
-        self._ray = RayAndSpark(app_name=app_name, address=self.address, log_dir=log_dir)
+        self._ray = RayAndSpark(app_name=app_name, address=self.address, log_dir=log_dir, num_cpus=num_cpus)
         try:
             self._ray.start_ray()
             self.driver_ip = ray.util.get_node_ip_address()
+            # what another driver attaches to: the address given, or the GCS of the Ray started here
+            self.cluster_address = self.address or ray.get_runtime_context().gcs_address
             self.parallelism = parallelism or default_parallelism(self.address)
         except (AddressError, KeyboardInterrupt):
             self._ray.close()

@@ -4,8 +4,9 @@ run in every mode into ``OUT/<point-label>/<mode>/``, indexed in ``OUT/sweep.jso
 
 Everything is checked before the first run. On the simulator the runs go in this process or as Ray tasks
 (``barriersim.ray_tasks``), whichever ``run_sweep``'s rule picks; the results are the same either way. The
-Ray backend runs one job at a time. ``register`` adds ``barriersim sweep SCENARIO`` to the CLI; bad input costs
-one line naming the file and key, and exit status 2. docs/experiments.md tells the design.
+Ray backend runs one job at a time, or N at once in driver processes (``barriersim.ray_jobs``). ``register``
+adds ``barriersim sweep SCENARIO`` to the CLI; bad input costs one line naming the file and key, and exit
+status 2. docs/experiments.md tells the design.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,8 @@ from barriersim.errors import ArgumentError, BarriersimError
 from barriersim.extras import require
 from barriersim.out_dir import prepare_out_dir
 from barriersim.progress import CountedProgress
+from barriersim.ray_jobs import Ended, Said, cpus_for
+from barriersim.ray_jobs import map_unordered as in_driver_processes
 from barriersim.ray_tasks import (
     RayStartError,
     RayTasks,
@@ -60,6 +64,7 @@ EXIT_OK = 0
 EXIT_VIOLATED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+DRIVER_STDOUT = "driver-stdout.log"  # a Ray-backend job's driver process's prints (Ray's warnings), in its logs/
 
 Progress = Callable[[str, int, int], None]  # (what, runs done, runs in all)
 
@@ -168,13 +173,21 @@ def _run_job_on(job: SweepJob, splits, elsewhere: bool, pack, remove) -> tuple[d
     return summaries, files
 
 
+def _job_in_driver(job: SweepJob, say: Callable[[str], None], address: str) -> dict[str, dict]:
+    """``run_job`` in a driver process of its own (``barriersim.ray_jobs``), attached to the sweep's Ray cluster."""
+    return run_job(job, progress=lambda what, _fraction: say(what), address=address)
+
+
+def _driver_stdout(job: SweepJob) -> Path:
+    """Where a job's driver process prints: its run's log directory (``ray_backend``'s: the point's for several
+    modes, else the mode's)."""
+    targets = job.plan.targets(job.out)
+    root = targets[0][0].parent if len(targets) > 1 else targets[0][0]
+    return root / "logs" / DRIVER_STDOUT
+
+
 def _check_parallelism(backend: Backend, parallelism: int | None, address: str | None) -> None:
     check_parallelism(parallelism)
-    if backend is Backend.RAY and parallelism is not None and parallelism > 1:
-        raise ArgumentError(
-            "parallelism: the Ray backend runs a sweep's jobs one at a time (each is a Ray job of "
-            f"its own); --parallelism applies to the sim backend, got {parallelism}"
-        )
     asked = address is not None or (parallelism is not None and parallelism > 1)
     if backend is Backend.SIM and parallelism != 1 and asked and not ray_installed():
         raise ArgumentError(
@@ -210,7 +223,10 @@ def run_sweep(
     at a time; None: as Ray tasks over the cores when the first run says the rest would take longer than
     ``ray_tasks.RAY_WORTH_SECONDS`` in one process, else in it; with ``address`` (an existing Ray cluster, also
     Spark's), as Ray tasks over the cluster's CPUs; when Ray was this rule's choice and does not start, the rest
-    runs in this process. The Ray backend runs one job at a time. ``analytics``: where the runs' statistics are
+    runs in this process. The Ray backend runs one point's job at a time; ``parallelism`` N > 1: up to N at once
+    on one Ray cluster (the local one started here, or ``address``), each job in a driver process of its own (a
+    job that raises ends its point: no job starts after it, the running ones finish, then its error is raised).
+    ``analytics``: where the runs' statistics are
     computed, ``auto`` (as ``barriersim.run`` does: in the Spark that is up, else in pandas when the tables are
     small, else in Spark on Ray), ``pandas`` or ``spark``; ``aggregate=False`` skips the aggregation (``table``
     is then None). ``spark``: a live SparkSession on Ray (else Spark on Ray is started when needed and stopped at
@@ -315,8 +331,10 @@ def run_sweep(
             record(i, run_job(job, splits_of(job), backend_says, address))
             say(stage[0], len(runs), total)
 
-        serial = backend is Backend.RAY or parallelism == 1
-        probe = not serial and parallelism is None and address is None
+        # the Ray backend: one job at a time, or N at once (each in a driver process of its own)
+        concurrent = backend is Backend.RAY and parallelism is not None and parallelism > 1
+        serial = (backend is Backend.RAY and not concurrent) or parallelism == 1
+        probe = not serial and not concurrent and parallelism is None and address is None
         started = time.perf_counter()
         for i, job in enumerate(jobs):
             if not serial and not probe:
@@ -329,10 +347,16 @@ def run_sweep(
         remaining = [i for i in range(len(jobs)) if i not in finished]
         tasks = None
         if remaining:
-            say("starting Ray for the simulations", len(runs), total)
+            say(f"starting Ray for the {'jobs' if concurrent else 'simulations'}", len(runs), total)
             try:
                 tasks = ray_tasks.enter_context(
-                    RayTasks(address, parallelism, log_dir=out_dir / "logs", app_name=f"barriersim-sweep-{s.name}")
+                    RayTasks(
+                        address,
+                        parallelism,
+                        log_dir=out_dir / "logs",
+                        app_name=f"barriersim-sweep-{s.name}",
+                        num_cpus=cpus_for(parallelism) if concurrent and parallelism is not None else None,
+                    )
                 )
             except RayStartError as err:
                 if parallelism is not None or address is not None:  # asked for: refused in one line
@@ -340,7 +364,9 @@ def run_sweep(
                 say(f"{err}; simulating the rest in this process", len(runs), total)
                 for i in remaining:
                     run_here(i)
-        if tasks is not None:
+        if tasks is not None and concurrent:
+            _run_drivers(jobs, remaining, tasks, record, lambda what: say(what, len(runs), total))
+        elif tasks is not None:
             work = [(jobs[i], splits_of(jobs[i])) for i in remaining]
             what = (
                 f"simulating {sum(len(jobs[i].plan.runs) for i in remaining)} runs as Ray tasks, "
@@ -380,6 +406,36 @@ def run_sweep(
                 index["analytics_uri"] = export_analytics(analytics_dir(out_dir), child_uri(sweep_storage, "analytics"))
                 _write_index(out_dir, index)
     return SweepResult(out_dir=out_dir, index=index, runs=runs, table=table)
+
+
+def _run_drivers(jobs: list[SweepJob], remaining: list[int], tasks: RayTasks, record, say) -> None:
+    """The Ray backend's jobs ``remaining``, ``tasks.parallelism`` at once, each in a driver process of its own on
+    ``tasks``' cluster; each finished job recorded as it ends. A job that raises ends its point only: no job starts
+    after it, the running ones finish and are recorded, then its error is raised (the first, if several)."""
+    failures: list[BaseException] = []
+    say(f"running {len(remaining)} jobs on Ray, {tasks.parallelism} at a time")
+    events = in_driver_processes(
+        partial(_job_in_driver, address=tasks.cluster_address),
+        [jobs[i] for i in remaining],
+        tasks.parallelism,
+        more=lambda: not failures,
+        stdout=_driver_stdout,
+    )
+    with contextlib.closing(events):  # closed (its drivers ended) on every exit, a Ctrl-C's too
+        for event in events:
+            i = remaining[event.index]
+            label = jobs[i].point.label
+            if isinstance(event, Said):
+                say(f"{label}: {event.what}")
+            elif isinstance(event, Ended) and event.error is not None:
+                failures.append(event.error)
+                first = (str(event.error).strip().splitlines() or [type(event.error).__name__])[0]
+                say(f"{label}: failed: {first}")
+            else:
+                record(i, event.result)
+                say(f"{label}: done")
+    if failures:
+        raise failures[0]
 
 
 def _job_in_task(work: tuple, driver: tuple[str, str]):
@@ -494,8 +550,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--address",
-        help="address of an existing Ray cluster, for the simulator's Ray tasks and "
-        "Spark (default: start a local one when needed)",
+        help="address of an existing Ray cluster, for the simulator's Ray tasks, the Ray backend's "
+        "jobs and Spark (default: start a local one when needed)",
     )
     parser.add_argument("--no-analytics", action="store_true", help="skip the aggregation")
     parser.add_argument(
@@ -512,7 +568,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         metavar="N",
         help="sim backend: 1 runs the points in this process; N > 1 runs them as Ray tasks, N at a "
         "time (default: as Ray tasks over the cores, or over the cluster at --address, when "
-        "the first run says the sweep would take more than a few seconds in one process)",
+        "the first run says the sweep would take more than a few seconds in one process); ray "
+        "backend: up to N points' jobs at once on one Ray cluster, each a Ray job with its own "
+        "driver process, actors and Spark (default: one at a time)",
     )
     parser.add_argument(
         "--checkpoint-storage",

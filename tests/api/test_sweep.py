@@ -153,7 +153,6 @@ def test_bad_sweeps_cost_one_line_and_exit_2(tmp_path, capsys, text, words):
 @pytest.mark.parametrize(
     "options, words",
     [
-        (["--parallelism", "2", "--backend", "ray"], "parallelism: the Ray backend runs a sweep's jobs one at a time"),
         (["--parallelism", "0"], "argument --parallelism: must be an integer >= 1, got '0'"),
         (["--analytics", "hive"], "argument --analytics: invalid choice: 'hive'"),
     ],
