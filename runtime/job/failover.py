@@ -83,6 +83,8 @@ class JobFailover:
         self.coordinator_failovers = 0
         self.failures: list[str] = []  # what failed the job over, one line each
         self.failing_over = False
+        # the failover whose restart is due (its deployment epoch, the failed task, why), until the restart
+        self._restart_pending: tuple[int, str, str] | None = None
         self.restart_strategy = self._new_restart_strategy()
 
     def record_failure(self, what: str) -> None:
@@ -170,10 +172,18 @@ class JobFailover:
         # restart delay (``RestartDue``) the job is RUNNING again, and ``restartTasks`` gives new attempts, aborts
         # what is pending (JOB_FAILOVER_REGION), restores the latest checkpoint and deploys
         checkpointing.send(m.JobStatusChanged(JobStatus.RESTARTING))
+        stop = self._operations.stopped_with_savepoint()
+        if stop is not None:
+            # the stop's savepoint, fully acknowledged, was writing its _metadata: the failover's first call took
+            # the coordinator's lock after the write, so the savepoint completed first (Flink's order), and the
+            # tasks the stop began with end FAILED/CANCELED, not FINISHED
+            self._fail_stopping_job(stop, task, why)
+            return
         self._deployer.cancel()
         if failed is None:
             failed = checkpointing.current_attempt(self._config.graph.vertices[0].name, 0)
         checkpointing.send(m.TaskFailed(failed, why))
+        self._restart_pending = (self._deployer.epoch, task, why)
         self._emit(StartTimer(self.restart_strategy.backoff_ms(self._clock()), RestartDue(self._deployer.epoch)))
 
     def restart(self, due: RestartDue) -> None:
@@ -183,6 +193,7 @@ class JobFailover:
         epoch = self._deployer.epoch
         if due.epoch != epoch or self._job_ended():
             return
+        self._restart_pending = None
         self._checkpointing.send(m.JobStatusChanged(JobStatus.RUNNING))
         try:
             restore = self._checkpointing.restore(m.RestartTasks())
@@ -191,14 +202,29 @@ class JobFailover:
         except RESTORE_ERRORS as err:
             self.restore_failed(RestorePhase.FAILOVER, "restore", describe(err))
 
-    def _fail_stopping_job(self, stop: Operation, task: str, why: str) -> None:
+    def stop_savepoint_completed(self, stop: Operation) -> None:
+        """``stop``'s savepoint completed. If a failover cancelled the tasks meanwhile (the savepoint completed
+        during the restart delay, from acknowledgements the tasks sent before they died), the tasks it stopped did
+        not finish: the job fails as for a failure after the savepoint (``_fail_stopping_job``), and the pending
+        restart never runs. Flink's ``StopWithSavepointTerminationHandlerImpl`` waits for the savepoint, then for
+        the termination of the executions the stop began with, whatever the order they ended in: any not FINISHED
+        (FAILED, CANCELED) fails the job with a ``StopWithSavepointStoppingException``."""
+        pending = self._restart_pending
+        if pending is not None and pending[0] == self._deployer.epoch and not self._job_ended():
+            self._restart_pending = None
+            _, task, why = pending
+            self._fail_stopping_job(stop, task, why, cancel=False)
+
+    def _fail_stopping_job(self, stop: Operation, task: str, why: str, cancel: bool = True) -> None:
         """A failure after a stop-with-savepoint's savepoint completed, before every task finished: the job fails
         and does not restart. Flink (1.15+, FLINK-26783) fails such a job with a ``StopWithSavepointStoppingException``
         (``NonRecoverableError``), because a restart would restore the latest checkpoint, older than the savepoint
         whose completion the sinks may have committed: the savepoint is consistent, and a restart from it commits
         what it left pending (``ending_snapshot``). The task failure itself was handled as restartable first, so it
-        counts as a restart, as Flink's ``numberOfRestarts`` does."""
-        self._deployer.cancel()
+        counts as a restart, as Flink's ``numberOfRestarts`` does. ``cancel``: the tasks still run (a failover
+        that already cancelled them does not cancel them again)."""
+        if cancel:
+            self._deployer.cancel()
         self._checkpointing.send(m.JobStatusChanged(JobStatus.FAILED))
         message = (
             f"A savepoint has been created at: {stop.path}, but the corresponding job {self.job_id} failed "

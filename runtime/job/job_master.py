@@ -153,7 +153,7 @@ class JobMaster:
             trace=self._trace,
             to_task=self._injector.to_task,
             crash_point=self._injector.crash_point,
-            request_completed=lambda request, cid: self._operations.request_completed(request, cid),
+            request_completed=self._request_completed,
             request_failed=lambda request, cid, reason: self._operations.request_failed(request, cid, reason),
             savepoint_written=lambda cid, path, metadata: self._operations.savepoint_written(cid, path, metadata),
             fail_over=lambda task, why: self._failover.fail_over(task, why),
@@ -231,6 +231,13 @@ class JobMaster:
         self._out.append(action)
 
     # -- the job's outcome ----------------------------------------------------------------------------------------
+
+    def _request_completed(self, request_id: int, checkpoint_id: int) -> None:
+        """A savepoint request completed; a stop-with-savepoint's may find its tasks failed over
+        (``JobFailover.stop_savepoint_completed``)."""
+        op = self._operations.request_completed(request_id, checkpoint_id)
+        if op is not None and op.operation == "stop_with_savepoint":
+            self._failover.stop_savepoint_completed(op)
 
     def _ended(self) -> bool:
         return self.outcome is not None

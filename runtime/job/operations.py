@@ -90,11 +90,13 @@ class JobOperations:
 
     # -- what the coordinator answers -----------------------------------------------------------------------------
 
-    def request_completed(self, request_id: int, checkpoint_id: int) -> None:
+    def request_completed(self, request_id: int, checkpoint_id: int) -> Operation | None:
+        """The savepoint of request ``request_id`` completed: its operation, now COMPLETED (None if none)."""
         op = self._operation_of_request.pop(request_id, None)
         if op is not None:
             op.status, op.checkpoint_id = "COMPLETED", checkpoint_id
             op.path = self._savepoint_paths.get(checkpoint_id)
+        return op
 
     def request_failed(self, request_id: int, checkpoint_id: int | None, reason: str) -> None:
         op = self._operation_of_request.pop(request_id, None)

@@ -1113,3 +1113,57 @@ def test_an_exponential_delay_strategy_spaces_the_restarts_out():
     jittered = restart_delays(0.1)
     assert all(abs(d - e) <= e * 0.1 for d, e in zip(jittered, [1000, 1500, 2250])) and len(jittered) == 3
     assert restart_delays(0.1) == jittered  # the same seeded stream, the same delays
+
+
+def test_a_stop_whose_savepoint_completes_during_the_restart_delay_fails_the_job():
+    """A stop-with-savepoint after a first failover (the periodic trigger then runs without the deactivator, whose
+    stop at the next failover would abort the pending checkpoints): every task acknowledges the savepoint, a task
+    dies before the last acknowledgement reaches the coordinator, and that one arrives during the restart delay and
+    completes the savepoint. The tasks the stop began with did not finish, so the job fails as Flink's
+    ``StopWithSavepointTerminationHandlerImpl`` fails it (``StopWithSavepointStoppingException``, not restarted);
+    before the fix the restart ran on and restored the latest checkpoint, older than the savepoint a restore
+    resumes from, and the stop counted as COMPLETED."""
+    driver = SimpleDriver(
+        JobConfig(
+            job_graph(1, 1),
+            checkpointing=CheckpointingConfig(interval_ms=1000, timeout_ms=10_000),
+            restart=RestartStrategyConfig(delay_ms=50),
+        )
+    )
+    jm = driver.jm
+    driver.timers.advance(10)
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempt_of("map", 0), "lost its process")))
+    driver.timers.advance(50)  # the first restart
+    assert jm.epoch() == 1 and jm.is_running()
+    stopped_at = len(driver.batches)
+    driver.carry_out(jm.handle(je.StopWithSavepoint(drain=False)))
+    (savepoint_id,) = {
+        a.message.checkpoint_id
+        for a in driver.actions_since(stopped_at)
+        if type(a) is SendToTask and type(a.message) is TriggerCheckpoint
+    }
+    acks_at = len(driver.batches)
+    for vertex in ("src", "map", "sink"):
+        attempt = jm.attempt_of(vertex, 0)
+        driver.carry_out(
+            jm.handle(
+                je.CheckpointAcknowledged(
+                    attempt,
+                    savepoint_id,
+                    snapshot(attempt, 1, savepoint_id),
+                    TaskCheckpointMetrics(savepoint_id, sync_duration_ms=1),
+                )
+            )
+        )
+    *first, last = [a for a in driver.actions_since(acks_at) if type(a) is SendToCoordinator]
+    for ack in first:
+        driver.carry_out(jm.handle(ack.message))
+    driver.carry_out(jm.handle(je.TaskFailed(jm.attempt_of("map", 0), "lost its process")))  # the second failover
+    assert jm.outcome is None and jm.restarts() == 2
+    driver.carry_out(jm.handle(last.message))  # late, during the restart delay: the savepoint completes
+    driver.timers.advance(100)  # its _metadata write, then the restart's time
+    (stop,) = jm.report().operations
+    assert stop["operation"] == "stop_with_savepoint" and stop["checkpoint_id"] == savepoint_id
+    assert stop["status"] == "FAILED" and stop["failure"].startswith("A savepoint has been created at: ")
+    assert jm.outcome is JobOutcome.FAILED and jm.epoch() == 2  # no deployment after the second failover
+    assert "failed during stopping" in jm.failure_reason

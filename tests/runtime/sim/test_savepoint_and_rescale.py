@@ -277,6 +277,42 @@ def test_a_job_that_fails_after_its_stop_savepoint_completed_fails_and_its_savep
         assert result.outcome.value == "failed" and covers == "snapshot"
 
 
+STOP_SAVEPOINT_COMPLETES_AT_A_FAILOVER = Path(__file__).parent / "cases" / "stop-savepoint-completes-at-a-failover.toml"
+
+
+@pytest.mark.parametrize("mode", ["aligned", "unaligned", "aligned-with-timeout"])
+@pytest.mark.parametrize("rescale", [True, False], ids=["restored with source at 3", "restored as it was"])
+def test_a_stop_whose_savepoint_completes_at_a_failover_fails_the_job_and_a_restore_is_exactly_once(mode, rescale):
+    """The generated case of the bug zoo (no bug planted): a stop-with-savepoint without drain whose savepoint,
+    acknowledged by every task, is writing its _metadata when ``join#0`` crashes. The failover's first call to the
+    coordinator completes it (Flink's lock, taken after the write), then the tasks end FAILED/CANCELED: as after a
+    failure that follows the savepoint, Flink 1.15+ fails the job (``StopWithSavepointTerminationHandlerImpl``, a
+    ``StopWithSavepointStoppingException``). barriersim restarted it from scratch instead (its savepoint is not in
+    the store, no checkpoint had completed): the restarted job committed its whole output, and the restore from the
+    savepoint committed what followed the savepoint once more (4 records duplicated). A second stop right after the
+    restore fails (NOT_ALL_REQUIRED_TASKS_RUNNING) and the restored job runs to its end."""
+    from barriersim.scenarios.loader import load_scenario
+
+    base = in_test_mode(load_scenario(STOP_SAVEPOINT_COMPLETES_AT_A_FAILOVER), mode)
+    if not rescale:
+        actions = tuple(
+            Restore(RestoreSource.SAVEPOINT) if isinstance(action, Restore) else action for action in base.actions
+        )
+        base = effective_scenario(base, actions=ActionSchedule(actions))
+    job, result, verification, covers = simulate_and_verify(base)
+    assert verification.duplicated == verification.lost == verification.wrong == 0, verification
+    assert verification.verdict is Verdict.EXACTLY_ONCE and covers == "workload"
+    first, restored = job.report.jobs
+    (stop,) = first.operations
+    assert first.final_state == "FAILED" and first.restarts == 1  # the crash counted as a restart, as in Flink
+    assert stop["status"] == "FAILED" and stop["path"] is not None
+    assert stop["failure"].startswith(f"A savepoint has been created at: {stop['path']}, but the corresponding job")
+    assert restored.latest_restored["external_path"] == stop["path"] and restored.final_state == "FINISHED"
+    (second_stop,) = restored.operations
+    assert second_stop["status"] == "FAILED" and second_stop["failure"] == "NOT_ALL_REQUIRED_TASKS_RUNNING"
+    assert not job.consistent_cut_violations()
+
+
 def test_a_cancelled_job_with_incremental_window_state_is_verified_against_its_checkpoint():
     """The rescale property's case (found by the exact-source campaign): a job with a window join on the incremental
     backend is cancelled (its savepoint failed), so the run is verified against its latest checkpoint, whose window
