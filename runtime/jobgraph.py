@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from barriersim.runtime.faults.mutations import PlantedBug, is_planted
-
 
 class Partitioner(enum.Enum):
     """Flink's ``ForwardPartitioner``, ``RebalancePartitioner``, ``KeyGroupStreamPartitioner``,
@@ -32,8 +30,6 @@ class Partitioner(enum.Enum):
     def supports_unaligned_checkpoints(self) -> bool:
         """Flink's ``StreamPartitioner.isSupportsUnalignedCheckpoint``: every partitioner but the pointwise and the
         broadcast ones."""
-        if is_planted(PlantedBug.POINTWISE_EDGES_PERSIST_INFLIGHT_DATA):
-            return self is not Partitioner.BROADCAST  # FLINK-21945: pointwise edges carried unaligned barriers
         return not self.is_pointwise and self is not Partitioner.BROADCAST
 
 

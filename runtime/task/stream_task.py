@@ -26,7 +26,7 @@ from barriersim.runtime.events import (
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.jobgraph import JobEdge, JobGraph
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, Partitioner
 from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
 from barriersim.runtime.network.output.result_partition import ResultPartition
@@ -108,12 +108,19 @@ def result_partitions(
             len(graph.subpartitions_of(edge, subtask_index)),
             memory_segment_size=network.buffer_size,
             max_buffers_per_channel=network.max_buffers_per_channel,
-            supports_unaligned_checkpoints=graph.supports_unaligned_checkpoints(edge),
+            supports_unaligned_checkpoints=_supports_unaligned_checkpoints(graph, edge),
             local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else (),
             starting_buffer_size=network.debloat_configuration().starting_size(network.buffer_size),
         )
         for i, edge in enumerate(output_edges)
     ]
+
+
+def _supports_unaligned_checkpoints(graph: JobGraph, edge: JobEdge) -> bool:
+    """Whether ``edge`` carries unaligned barriers (``JobGraph.supports_unaligned_checkpoints``)."""
+    if is_planted(PlantedBug.POINTWISE_EDGES_PERSIST_INFLIGHT_DATA):  # FLINK-21945: pointwise edges carried them
+        return all(e.partitioner is not Partitioner.BROADCAST for e in graph.inputs_of(edge.target))
+    return graph.supports_unaligned_checkpoints(edge)
 
 
 def checkpointed_input_side(
