@@ -28,6 +28,7 @@ class PlantedBug(enum.Enum):
     UNALIGNED_FLAG_FROM_OPTIONS = "unaligned_flag_from_options"  # FLINK-31588
     SAVEPOINT_COMMITS_OUTSIDE_STORE = "savepoint_commits_outside_store"  # FLINK-10354
     RESCALE_IGNORES_NEIGHBOURS_CHANNEL_STATE = "rescale_ignores_neighbours_channel_state"  # FLINK-31963
+    SAVEPOINT_NOT_RESTORED_ON_RESTART = "savepoint_not_restored_on_restart"  # FLINK-3390
 
 
 _PLANTED: set[PlantedBug] = set()

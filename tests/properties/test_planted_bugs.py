@@ -46,6 +46,7 @@ WHOLE_JOB_MODES = {
     PlantedBug.UNALIGNED_FLAG_FROM_OPTIONS: ("unaligned", "aligned-with-timeout"),
     PlantedBug.SAVEPOINT_COMMITS_OUTSIDE_STORE: EXACTLY_ONCE_MODES,
     PlantedBug.RESCALE_IGNORES_NEIGHBOURS_CHANNEL_STATE: ("unaligned", "aligned-with-timeout"),
+    PlantedBug.SAVEPOINT_NOT_RESTORED_ON_RESTART: EXACTLY_ONCE_MODES,
 }
 
 
