@@ -122,8 +122,8 @@ class JobFailover:
         # a restart the strategy allowed (Flink's ExecutionFailureHandler counts numberOfRestarts, the numRestarts
         # metric, only then: a failure that fails the job is no restart)
         self.restarts += 1
-        stop = self._operations.stopped_with_savepoint()
-        if stop is not None and not checkpointing.down:
+        stop = self._stopping()
+        if stop is not None:
             self._fail_stopping_job(stop, task, why)
             return
         # Flink's DefaultScheduler.restartTasksWithDelay: the job goes RESTARTING and the tasks are cancelled (the
@@ -146,6 +146,11 @@ class JobFailover:
         epoch = self._deployer.epoch
         if due.epoch != epoch or self._job_ended():
             return
+        stop = self._stopping()
+        if stop is not None:  # its savepoint completed while the job failed over: no restart either
+            task, _, why = (self.failures[-1] if self.failures else "a task: failed").partition(": ")
+            self._fail_stopping_job(stop, task, why)
+            return
         self._checkpointing.send(m.JobStatusChanged(JobStatus.RUNNING))
         try:
             restore = self._checkpointing.restore(m.RestartTasks())
@@ -153,6 +158,15 @@ class JobFailover:
                 self._deployer.deploy(restore)
         except RESTORE_ERRORS as err:
             self.restore_failed(RestorePhase.FAILOVER, "restore", describe(err))
+
+    def _stopping(self) -> Operation | None:
+        """The stop-with-savepoint whose savepoint completed while the JobManager that took it still runs: the job
+        fails rather than restarts (Flink's ``StopWithSavepointTerminationHandlerImpl``, whichever of the savepoint's
+        completion and a task's failure came first)."""
+        stop = self._operations.stopped_with_savepoint()
+        if stop is None or self._checkpointing.down:
+            return None
+        return stop
 
     def _fail_stopping_job(self, stop: Operation, task: str, why: str) -> None:
         """A failure after a stop-with-savepoint's savepoint completed, before every task finished: the job fails
