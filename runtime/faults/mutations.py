@@ -29,6 +29,7 @@ class PlantedBug(enum.Enum):
     SAVEPOINT_COMMITS_OUTSIDE_STORE = "savepoint_commits_outside_store"  # FLINK-10354
     RESCALE_IGNORES_NEIGHBOURS_CHANNEL_STATE = "rescale_ignores_neighbours_channel_state"  # FLINK-31963
     SAVEPOINT_NOT_RESTORED_ON_RESTART = "savepoint_not_restored_on_restart"  # FLINK-3390
+    STOPPING_JOB_RESTARTS_FROM_CHECKPOINT = "stopping_job_restarts_from_checkpoint"  # FLINK-26783
 
 
 _PLANTED: set[PlantedBug] = set()

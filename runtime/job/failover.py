@@ -20,6 +20,7 @@ from barriersim.runtime.coordinator.checkpoint_recovery import (
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.faults.fault_log import FaultLog
 from barriersim.runtime.faults.fault_schedule import CrashCoordinator
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job.actions import CoordinatorRecoveryDue, JobEnded, RestartDue, StartTimer
 from barriersim.runtime.job.checkpointing import JobCheckpointing
@@ -164,7 +165,8 @@ class JobFailover:
         fails rather than restarts (Flink's ``StopWithSavepointTerminationHandlerImpl``, whichever of the savepoint's
         completion and a task's failure came first)."""
         stop = self._operations.stopped_with_savepoint()
-        if stop is None or self._checkpointing.down:
+        # planted FLINK-26783: the failure after the stop's savepoint completed is failed over like any other
+        if stop is None or self._checkpointing.down or is_planted(PlantedBug.STOPPING_JOB_RESTARTS_FROM_CHECKPOINT):
             return None
         return stop
 
