@@ -702,12 +702,12 @@ def simulated_cases(
     if state:
         document["state"] = state
     if actions:
-        # one sequence with a stop in three: the stop's committing sink is lost, the one fault of the run. Chosen
+        # one sequence with a stop in two: the stop's committing sink is lost, the one fault of the run. Chosen
         # by the case's seed, not drawn: every other generated case stayed what it was (the derandomized examples
         # the CI suite finds the other planted bugs with)
         stops = [i for i, a in enumerate(schedule) if isinstance(a, StopWithSavepoint)]
         rng = random.Random(seed)
-        if stops and rng.randrange(3) == 0:
+        if stops and rng.randrange(2) == 0:
             faults = FaultSchedule(stop_commit_faults(graph, schedule, rng.choice(stops), rng))
     return SimulatedCase(document, faults, seed)
 
