@@ -148,6 +148,12 @@ class CheckpointRestore:
         self._registry.register_all_after_restored(
             savepoint.checkpoint_id, savepoint.operator_states.values(), RecoveryClaimMode.NO_CLAIM
         )
+        if is_planted(PlantedBug.SAVEPOINT_NOT_RESTORED_ON_RESTART):
+            # FLINK-3390: the tasks start from the savepoint, but recovery never sees it: a restart before the
+            # job's first checkpoint restores no state
+            self._id_counter.set_count(metadata.checkpoint_id + 1)
+            self._emit(m.RestoreFrom(savepoint.checkpoint_id, metadata, True, allow_non_restored_state))
+            return savepoint
         result = self._store.add_checkpoint_and_subsume_oldest_one(savepoint)
         for subsumed in result.to_discard:
             self._completion.discard_completed(subsumed.checkpoint_id, m.DiscardReason.SUBSUMED)

@@ -30,6 +30,8 @@ class PlantedBug(enum.Enum):
     RESCALE_IGNORES_NEIGHBOURS_CHANNEL_STATE = "rescale_ignores_neighbours_channel_state"  # FLINK-31963
     INFLIGHT_DATA_OF_WRONG_CHANNELS = "inflight_data_of_wrong_channels"  # FLINK-18139
     POINTWISE_EDGES_PERSIST_INFLIGHT_DATA = "pointwise_edges_persist_inflight_data"  # FLINK-21945
+    SAVEPOINT_NOT_RESTORED_ON_RESTART = "savepoint_not_restored_on_restart"  # FLINK-3390
+    STOPPING_JOB_RESTARTS_FROM_CHECKPOINT = "stopping_job_restarts_from_checkpoint"  # FLINK-26783
 
 
 _PLANTED: set[PlantedBug] = set()

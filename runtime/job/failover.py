@@ -20,6 +20,7 @@ from barriersim.runtime.coordinator.checkpoint_recovery import (
 from barriersim.runtime.coordinator.properties import JobStatus
 from barriersim.runtime.faults.fault_log import FaultLog
 from barriersim.runtime.faults.fault_schedule import CrashCoordinator, CrashTaskManager, KillNode
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.job import events as je
 from barriersim.runtime.job.actions import CoordinatorRecoveryDue, JobEnded, RestartDue, StartTimer, subtask_name
@@ -161,7 +162,7 @@ class JobFailover:
         # a restart the strategy allowed (Flink's ExecutionFailureHandler counts numberOfRestarts, the numRestarts
         # metric, only then: a failure that fails the job is no restart)
         self.restarts += 1
-        stop = self._operations.stopped_with_savepoint()
+        stop = self._completed_stop()
         if stop is not None and not checkpointing.down:
             self._fail_stopping_job(stop, task, why)
             return
@@ -172,7 +173,7 @@ class JobFailover:
         # restart delay (``RestartDue``) the job is RUNNING again, and ``restartTasks`` gives new attempts, aborts
         # what is pending (JOB_FAILOVER_REGION), restores the latest checkpoint and deploys
         checkpointing.send(m.JobStatusChanged(JobStatus.RESTARTING))
-        stop = self._operations.stopped_with_savepoint()
+        stop = self._completed_stop()
         if stop is not None:
             # the stop's savepoint, fully acknowledged, was writing its _metadata: the failover's first call took
             # the coordinator's lock after the write, so the savepoint completed first (Flink's order), and the
@@ -202,6 +203,14 @@ class JobFailover:
         except RESTORE_ERRORS as err:
             self.restore_failed(RestorePhase.FAILOVER, "restore", describe(err))
 
+    def _completed_stop(self) -> Operation | None:
+        """The stop-with-savepoint whose savepoint completed: a failure now fails the job rather than restarting it
+        (Flink's ``StopWithSavepointTerminationHandlerImpl``, whichever of the savepoint's completion and a task's
+        failure came first)."""
+        if is_planted(PlantedBug.STOPPING_JOB_RESTARTS_FROM_CHECKPOINT):
+            return None  # planted FLINK-26783: the failure after the stop's savepoint completed is failed over
+        return self._operations.stopped_with_savepoint()
+
     def stop_savepoint_completed(self, stop: Operation) -> None:
         """``stop``'s savepoint completed. If a failover cancelled the tasks meanwhile (the savepoint completed
         during the restart delay, from acknowledgements the tasks sent before they died), the tasks it stopped did
@@ -210,6 +219,8 @@ class JobFailover:
         the termination of the executions the stop began with, whatever the order they ended in: any not FINISHED
         (FAILED, CANCELED) fails the job with a ``StopWithSavepointStoppingException``."""
         pending = self._restart_pending
+        if is_planted(PlantedBug.STOPPING_JOB_RESTARTS_FROM_CHECKPOINT):
+            return  # planted FLINK-26783: the pending restart goes on
         if pending is not None and pending[0] == self._deployer.epoch and not self._job_ended():
             self._restart_pending = None
             _, task, why = pending

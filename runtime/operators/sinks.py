@@ -45,9 +45,16 @@ class ExternalStore:
     def pre_commit(self, transaction_id: str, records: RecordsLike) -> None:
         self.pending[transaction_id] = RecordBatch.of(records)
 
+    # lingering transactions a restored subtask aborted, still committable by the subtask that recovers them
+    # (``abort_lingering``); kept in memory only: every subtask of a deployment restores before it runs
+    _lingering: dict[str, RecordBatch] = field(default_factory=dict, repr=False, compare=False)
+
     def commit(self, transaction_id: str) -> None:
         self.commits_attempted += 1
         records = self.pending.pop(transaction_id, None)
+        if records is None and transaction_id in self._lingering:  # recovered after another subtask's abort
+            records = self._lingering.pop(transaction_id)
+            self.aborted_transactions -= 1
         if records is not None and transaction_id not in self.committed:
             self.committed[transaction_id] = records
 
@@ -57,8 +64,12 @@ class ExternalStore:
 
     def abort_lingering(self, owner: str, keep: set[str]) -> None:
         """Abort ``owner``'s pending transactions except ``keep`` (what a restarted producer does to
-        transactions of a failed attempt: Flink's recoverAndAbort / Kafka's producer fencing)."""
+        transactions of a failed attempt: Flink's recoverAndAbort / Kafka's producer fencing). After a rescale
+        another subtask may recover one of them: Flink's ``TwoPhaseCommitSinkFunction`` keeps a subtask's pending
+        transactions in one list entry, so the subtask that gets them is the one that aborts its lingering ones;
+        barriersim's state has one entry per transaction, so an aborted one stays committable by its recoverer."""
         for tid in [t for t in self.pending if t.startswith(owner + "@") and t not in keep]:
+            self._lingering[tid] = self.pending[tid]
             self.abort(tid)
 
     def committed_after(self, transaction_ids: Iterable[str]) -> list[str]:

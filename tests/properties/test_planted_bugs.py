@@ -48,6 +48,8 @@ WHOLE_JOB_MODES = {
     PlantedBug.RESCALE_IGNORES_NEIGHBOURS_CHANNEL_STATE: ("unaligned", "aligned-with-timeout"),
     PlantedBug.INFLIGHT_DATA_OF_WRONG_CHANNELS: ("unaligned", "aligned-with-timeout"),
     PlantedBug.POINTWISE_EDGES_PERSIST_INFLIGHT_DATA: ("unaligned",),
+    PlantedBug.SAVEPOINT_NOT_RESTORED_ON_RESTART: EXACTLY_ONCE_MODES,
+    PlantedBug.STOPPING_JOB_RESTARTS_FROM_CHECKPOINT: EXACTLY_ONCE_MODES,
 }
 
 

@@ -162,3 +162,24 @@ def test_the_transactions_committed_after_a_snapshots_pre_committed_ones_in_comm
     assert store.committed_after(["sink#0@1/3", "sink#1@2/3"]) == ["sink#0@1/4", "sink#1@2/4"]
     assert store.committed_after(["sink#0@1/4", "sink#1@2/4"]) == []
     assert store.committed_after(["sink#0@1/5"]) == [] and store.committed_after([]) == []
+
+
+def test_a_rescaled_restore_commits_what_another_subtask_aborted_as_lingering():
+    """After a rescale the round-robin repartitioning may give one of sink#0's pending transactions to the new
+    sink#1 while the new sink#0, restoring first, aborts sink#0's lingering transactions: sink#1 still commits it,
+    as Flink's subtask that recovers a pending transaction commits it."""
+    store = ExternalStore()
+    sink = TwoPhaseCommitSink(store, "sink#0")
+    sink.invoke_all([(1,)])
+    sink.snapshot_state(1)
+    sink.invoke_all([(2,)])
+    state = sink.snapshot_state(2)  # checkpoints 1 and 2 completed, neither notified
+    first, second = (
+        type(state)(managed_operator_state=(type(h)({k: v[i::2] for k, v in h.states.items()}),))
+        for i in (0, 1)
+        for h in state.managed_operator_state
+    )
+    TwoPhaseCommitSink(store, "sink#0", attempt=1).restore_state(first)
+    TwoPhaseCommitSink(store, "sink#1", attempt=1).restore_state(second)
+    assert sorted(store.output()) == [(1,), (2,)]
+    assert store.pending == {} and store.aborted_transactions == 0
