@@ -554,7 +554,10 @@ def stop_commit_faults(graph: JobGraph, schedule: ActionSchedule, stop: int, rng
     job = schedule.graphs(graph)[sum(isinstance(a, Restore) for a in schedule.actions[:stop])]
     sink = rng.choice([f"{v.name}#{i}" for v in job.sinks for i in range(v.parallelism)])
     delay = rng.randint(60, 150)
-    at_ms = schedule.actions[stop].at_ms
+    action = schedule.actions[stop]
+    if not isinstance(action, StopWithSavepoint):
+        raise ValueError(f"action {stop} is {type(action).__name__}, not a stop-with-savepoint")
+    at_ms = action.at_ms
     return (
         DelayMessage(MessageKind.NOTIFY_COMPLETE, delay, task=sink),
         CrashTask(sink, at_ms=rng.randint(at_ms + delay * 2 // 3, at_ms + delay)),
