@@ -143,6 +143,9 @@ def measure_rates_before_after(repeats: int, baseline_rev: str) -> dict:
     except BaselineUnavailable as err:
         print(f"before: not measured ({err})")
         tree = None
+    if tree is not None and "--measure-rate" not in (tree / "benchmarks" / "simulator.py").read_text():
+        print(f"before: not measured ({baseline_rev}'s benchmarks/simulator.py has no --measure-rate)")
+        tree = None
     out = {}
     for rate, seconds in RATE_SECONDS.items():
         runs: dict[str, list] = {"before": [], "after": []}
