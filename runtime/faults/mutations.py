@@ -32,6 +32,7 @@ class PlantedBug(enum.Enum):
     POINTWISE_EDGES_PERSIST_INFLIGHT_DATA = "pointwise_edges_persist_inflight_data"  # FLINK-21945
     SAVEPOINT_NOT_RESTORED_ON_RESTART = "savepoint_not_restored_on_restart"  # FLINK-3390
     STOPPING_JOB_RESTARTS_FROM_CHECKPOINT = "stopping_job_restarts_from_checkpoint"  # FLINK-26783
+    TIMEOUTABLE_BARRIER_NOT_FORCED_ALIGNED = "timeoutable_barrier_not_forced_aligned"  # FLINK-33693
 
 
 _PLANTED: set[PlantedBug] = set()

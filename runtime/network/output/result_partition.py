@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from barriersim.runtime.events import Buffer, ChannelElement, CheckpointBarrier, ResultSubpartitionInfo
+from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.network.output.buffer_writer import BufferWriter, PartitionStateError
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog, PipelinedSubpartition
 from barriersim.runtime.network.output.view_reader import CreditBasedSequenceNumberingViewReader, CreditError
@@ -210,7 +211,12 @@ class ResultPartition:
             raise PartitionStateError(
                 f"broadcast_event({event!r}): result partition {self.partition_idx} is already finished"
             )
-        if isinstance(event, CheckpointBarrier) and not self.supports_unaligned_checkpoints:
+        if (
+            isinstance(event, CheckpointBarrier)
+            and not self.supports_unaligned_checkpoints
+            # FLINK-33693: RecordWriterOutput.broadcastEvent forced only priority (unaligned) barriers aligned
+            and (is_priority_event or not is_planted(PlantedBug.TIMEOUTABLE_BARRIER_NOT_FORCED_ALIGNED))
+        ):
             event = dataclasses.replace(event, options=event.options.with_unaligned_unsupported())
             is_priority_event = False
         # Flink's finishUnicastBufferBuilders finishes a drained open builder too: its empty consumer stays queued,
