@@ -525,6 +525,64 @@ def backpressured_rescale_schedules(
     return ActionSchedule(actions), FaultSchedule(slowdowns)
 
 
+def forward_backpressured_rescale(
+    graph: JobGraph,
+    schedule: ActionSchedule,
+    slowdowns: FaultSchedule,
+    rng: random.Random,
+    rate_per_source: int,
+    horizon_ms: int,
+    max_parallelism: int = 4,
+) -> tuple[ActionSchedule, FaultSchedule]:
+    """``backpressured_rescale_schedules``' case with a forward edge backpressured too (FLINK-21945's and
+    FLINK-33693's rescale): the consumer of a forward edge is slowed from the start to 4-8 × the time between
+    the records it is offered (a map that calls a slow service), so the job runs 4-8 × as long as its sources
+    need; it is cancelled after 1-1.5 × that need (the drawn slowdowns move with the cancel) and the restore
+    also gives the forward group, the edge's two sides, a new parallelism. No forward edge: the case unchanged."""
+    forward = [e for e in graph.edges if e.partitioner is Partitioner.FORWARD]
+    if not forward:
+        return schedule, slowdowns
+    # a source's forward edge where there is one: its barrier enters the backlogged edge still aligned (a later
+    # vertex, backpressured itself, times out on its input first and sends it unaligned)
+    edge = rng.choice([e for e in forward if graph.vertex(e.source).operator.is_source] or forward)
+    group = next(g for g in forward_groups(graph) if edge.target in g)
+    cap = min(max_parallelism, min(graph.vertex(n).max_parallelism for n in group))
+    target = graph.vertex(edge.target)
+    new = rng.choice([p for p in range(1, cap + 1) if p != target.parallelism] or [target.parallelism])
+    drawn = next(a for a in schedule if isinstance(a, Cancel))
+    restore = next(a for a in schedule if isinstance(a, Restore))
+    cancel = Cancel(rng.randint(horizon_ms, horizon_ms * 3 // 2))
+    shift = cancel.at_ms - drawn.at_ms
+    moved = tuple(
+        dataclasses.replace(f, from_ms=max(0, f.from_ms + shift), until_ms=f.until_ms + shift)
+        for f in slowdowns.faults
+        if isinstance(f, SlowTask) and f.until_ms is not None
+    )
+    offered_us = 1e6 * target.parallelism / max(1.0, _offered_rate(graph, edge.target, rate_per_source))
+    factor = rng.choice([4, 8]) * offered_us / target.params.get("cost_us_per_record", 1.0)
+    slowed = tuple(
+        SlowTask(f"{edge.target}#{i}", factor, 0, moved[0].until_ms if moved else cancel.at_ms + 1)
+        for i in range(target.parallelism)
+    )
+    parallelism = {**dict(restore.parallelism), **{n: new for n in group}}
+    return ActionSchedule((cancel, Restore(RestoreSource.CHECKPOINT, parallelism))), FaultSchedule(moved + slowed)
+
+
+def _offered_rate(graph: JobGraph, name: str, rate_per_source: int) -> float:
+    """About how many records per second all subtasks of ``name`` are offered (a source: what it reads)."""
+    vertex = graph.vertex(name)
+    if vertex.operator.is_source:
+        return float(rate_per_source * vertex.parallelism)
+    return sum(_output_rate(graph, e.source, rate_per_source) for e in graph.inputs_of(name))
+
+
+def _output_rate(graph: JobGraph, name: str, rate_per_source: int) -> float:
+    """What ``name`` emits of what it is offered: a filter one record in its modulus, the rest at most all."""
+    vertex = graph.vertex(name)
+    offered = _offered_rate(graph, name, rate_per_source)
+    return offered / vertex.params["modulus"] if vertex.operator is OperatorKind.FILTER else offered
+
+
 @st.composite
 def action_faults(draw, graph: JobGraph, schedule: ActionSchedule, max_faults: int = 2) -> FaultSchedule:
     """Faults aimed at the actions: a crash of a subtask while a savepoint is taken (shortly after it is
@@ -674,6 +732,7 @@ def simulated_cases(
     if faults.of_type(FailCheckpoints) and draw(st.booleans()):
         # checkpoints declined on purpose: tolerate it, so that no failover wipes out what the cancellations left
         document["checkpointing"]["tolerable_failures"] = TOLERATE_ALL
+    backpressured: tuple[ActionSchedule, FaultSchedule] | None = None
     if actions:
         persists_in_flight = CheckpointingMode.parse(checkpointing["mode"]).unaligned_enabled
         if min_jobs >= 2 and persists_in_flight and draw(st.integers(0, 2)):
@@ -684,6 +743,7 @@ def simulated_cases(
                     graph, horizon_ms, document["checkpointing"]["interval_ms"], max_parallelism
                 )
             )
+            backpressured = (schedule, slowdowns)
             faults = FaultSchedule(slowdowns.faults + faults.faults)
         else:
             schedule = draw(
@@ -704,14 +764,34 @@ def simulated_cases(
     state = draw(state_configs())
     if state:
         document["state"] = state
+    rng = random.Random(seed)
     if actions:
         # one sequence with a stop in two: the stop's committing sink is lost, the one fault of the run. Chosen
         # by the case's seed, not drawn: every other generated case stayed what it was (the derandomized examples
         # the CI suite finds the other planted bugs with)
         stops = [i for i, a in enumerate(schedule) if isinstance(a, StopWithSavepoint)]
-        rng = random.Random(seed)
         if stops and rng.randrange(2) == 0:
             faults = FaultSchedule(stop_commit_faults(graph, schedule, rng.choice(stops), rng))
+        forward = any(e.partitioner is Partitioner.FORWARD for e in graph.edges)
+        if backpressured is not None and forward and rng.randrange(3) == 0:
+            # one backpressured rescale in three of a job with a forward edge backpressures that edge too, the
+            # slowdowns its only faults (a crash or a declined checkpoint may leave no retained checkpoint under
+            # backpressure), with enough input that the edge holds buffers behind the one its consumer works on
+            w["records"] = max(w["records"], 20_000)
+            schedule, faults = forward_backpressured_rescale(
+                graph,
+                *backpressured,
+                rng,
+                w["rate_per_source"],
+                fault_horizon_ms(graph, w["records"], w["rate_per_source"]),
+                max_parallelism,
+            )
+            document["actions"] = schedule.to_plain()
+            slots = max(slots_needed(g) for g in schedule.graphs(graph))
+            cluster = document["cluster"]
+            cluster["slots_per_taskmanager"] = max(
+                cluster["slots_per_taskmanager"], -(-slots // cluster["taskmanagers"])
+            )
     return SimulatedCase(document, faults, seed)
 
 
