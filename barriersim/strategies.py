@@ -754,9 +754,7 @@ def simulated_cases(
             document["checkpointing"]["externalized_checkpoint_retention"] = "RETAIN_ON_CANCELLATION"
         faults = FaultSchedule(faults.faults + draw(action_faults(graph, schedule)).faults)
         # the cluster holds the largest job of the run
-        slots = max(slots_needed(g) for g in schedule.graphs(graph))
-        cluster = document["cluster"]
-        cluster["slots_per_taskmanager"] = max(cluster["slots_per_taskmanager"], -(-slots // cluster["taskmanagers"]))
+        _hold_largest_job(document["cluster"], graph, schedule)
     seed = draw(st.integers(0, 2**32 - 1))
     network = draw(network_configs())
     if network:
@@ -787,12 +785,14 @@ def simulated_cases(
                 max_parallelism,
             )
             document["actions"] = schedule.to_plain()
-            slots = max(slots_needed(g) for g in schedule.graphs(graph))
-            cluster = document["cluster"]
-            cluster["slots_per_taskmanager"] = max(
-                cluster["slots_per_taskmanager"], -(-slots // cluster["taskmanagers"])
-            )
+            _hold_largest_job(document["cluster"], graph, schedule)
     return SimulatedCase(document, faults, seed)
+
+
+def _hold_largest_job(cluster: dict, graph: JobGraph, schedule: ActionSchedule) -> None:
+    """Give the cluster's TaskManagers the slots the largest job of the run needs."""
+    slots = max(slots_needed(g) for g in schedule.graphs(graph))
+    cluster["slots_per_taskmanager"] = max(cluster["slots_per_taskmanager"], -(-slots // cluster["taskmanagers"]))
 
 
 def fault_horizon_ms(graph: JobGraph, records: int, rate_per_source: int) -> int:
