@@ -24,6 +24,9 @@ class ProtocolPoint(enum.Enum):
     AFTER_SYNC_SNAPSHOT_BEFORE_ACK = "after_sync_snapshot_before_ack"
     AFTER_ACK_BEFORE_COMPLETION_NOTICE = "after_ack_before_completion_notice"
     DURING_RESTORE = "during_restore"
+    # JobMaster-side, of a ``crash_task`` only: ``delay_ms`` after the coordinator completed savepoint
+    # ``checkpoint_id`` (None: the first savepoint of the run that completes), a failure before the next checkpoint
+    AFTER_SAVEPOINT_COMPLETED = "after_savepoint_completed"
 
     @property
     def is_task_side(self) -> bool:
@@ -48,12 +51,14 @@ class FaultScheduleError(ValueError):
 
 @dataclass(frozen=True)
 class CrashTask:
-    """Kill subtask ``task`` at ``at_ms``, or when it reaches ``point`` during checkpoint ``checkpoint_id``."""
+    """Kill subtask ``task`` at ``at_ms``, or when it reaches ``point`` during checkpoint ``checkpoint_id``; with
+    ``after_savepoint_completed``, ``delay_ms`` after that savepoint completed."""
 
     task: str
     at_ms: int | None = None
     point: ProtocolPoint | None = None
     checkpoint_id: int | None = None
+    delay_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -210,8 +215,14 @@ def _check(fault: Fault, where: str) -> None:
     if isinstance(fault, CRASHES):
         if (fault.at_ms is None) == (fault.point is None):
             raise bad("at_ms", "give exactly one of at_ms and point")
-        if fault.point is not None and fault.checkpoint_id is None and fault.point is not ProtocolPoint.DURING_RESTORE:
+        after_savepoint = fault.point is ProtocolPoint.AFTER_SAVEPOINT_COMPLETED
+        optional_id = (ProtocolPoint.DURING_RESTORE, ProtocolPoint.AFTER_SAVEPOINT_COMPLETED)
+        if fault.point is not None and fault.checkpoint_id is None and fault.point not in optional_id:
             raise bad("checkpoint_id", f"is required with point {fault.point.value}")
+        if after_savepoint and not isinstance(fault, CrashTask):
+            raise bad("point", "after_savepoint_completed is a point of crash_task faults only")
+        if isinstance(fault, CrashTask) and (fault.delay_ms is not None) != after_savepoint:
+            raise bad("delay_ms", "give delay_ms exactly with point after_savepoint_completed")
     if isinstance(fault, KillNode) and fault.node == 0:
         raise bad("node", "node 0 hosts the JobManager and cannot be killed (name a node from 1)")
     if isinstance(fault, SlowTask) and fault.factor <= 0:

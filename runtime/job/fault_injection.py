@@ -116,6 +116,18 @@ class FaultInjector:
                     self.fault_log.fired(fault, self._job_ms())
                 break
 
+    def savepoint_completed(self, checkpoint_id: int) -> None:
+        """The coordinator completed savepoint ``checkpoint_id``: the crashes due ``delay_ms`` after it
+        (``after_savepoint_completed``) are armed, each once per run."""
+        for fault in self._faults.of_type(CrashTask):
+            if (
+                fault.point is ProtocolPoint.AFTER_SAVEPOINT_COMPLETED
+                and fault.checkpoint_id in (None, checkpoint_id)
+                and fault not in self._fired_points
+            ):
+                self._fired_points.add(fault)
+                self._emit(StartTimer(fault.delay_ms or 0, FaultDue(fault)))
+
     def crash_due(self, fault: CrashTask | GroupCrash) -> None:
         """A crash fault with a time is due (``FaultDue``)."""
         if self.crash_fault(fault, FAULT_NAMES[type(fault)]):

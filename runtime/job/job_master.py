@@ -233,9 +233,11 @@ class JobMaster:
     # -- the job's outcome ----------------------------------------------------------------------------------------
 
     def _request_completed(self, request_id: int, checkpoint_id: int) -> None:
-        """A savepoint request completed; a stop-with-savepoint's may find its tasks failed over
-        (``JobFailover.stop_savepoint_completed``)."""
+        """A savepoint request completed: crashes due after it are armed; a stop-with-savepoint's may find its
+        tasks failed over (``JobFailover.stop_savepoint_completed``)."""
         op = self._operations.request_completed(request_id, checkpoint_id)
+        if op is not None:
+            self._injector.savepoint_completed(checkpoint_id)
         if op is not None and op.operation == "stop_with_savepoint":
             self._failover.stop_savepoint_completed(op)
 

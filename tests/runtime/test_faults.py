@@ -25,16 +25,21 @@ from barriersim.runtime.job.placement import ClusterConfig, place
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.scenarios.loader import quickstart_graph
 
+POINTS = [p for p in ProtocolPoint if p is not ProtocolPoint.AFTER_SAVEPOINT_COMPLETED]
+
 faults = st.one_of(
     st.builds(CrashTask, task=st.sampled_from(["sum#0", "source#1"]), at_ms=st.integers(0, 10_000)),
+    st.builds(CrashTask, task=st.just("sum#1"), point=st.sampled_from(POINTS), checkpoint_id=st.integers(1, 20)),
     st.builds(
-        CrashTask, task=st.just("sum#1"), point=st.sampled_from(list(ProtocolPoint)), checkpoint_id=st.integers(1, 20)
+        CrashTask,
+        task=st.just("sum#1"),
+        point=st.just(ProtocolPoint.AFTER_SAVEPOINT_COMPLETED),
+        checkpoint_id=st.none() | st.integers(1, 20),
+        delay_ms=st.integers(0, 50),
     ),
     st.builds(CrashCoordinator, at_ms=st.integers(0, 10_000)),
     st.builds(CrashTaskManager, taskmanager=st.integers(0, 3), at_ms=st.integers(0, 10_000)),
-    st.builds(
-        KillNode, node=st.integers(1, 3), point=st.sampled_from(list(ProtocolPoint)), checkpoint_id=st.integers(1, 9)
-    ),
+    st.builds(KillNode, node=st.integers(1, 3), point=st.sampled_from(POINTS), checkpoint_id=st.integers(1, 9)),
     st.builds(
         DelayMessage,
         kind=st.sampled_from(list(MessageKind)),
@@ -71,6 +76,18 @@ def test_schedules_round_trip_through_json(items):
             "faults[0].checkpoint_id: is required with point mid_alignment",
         ),
         ([{"type": "crash_task", "task": "a", "point": "sometime"}], "faults[0].point: must be one of"),
+        (
+            [{"type": "crash_task", "task": "a", "point": "after_savepoint_completed"}],
+            "faults[0].delay_ms: give delay_ms exactly with point after_savepoint_completed",
+        ),
+        (
+            [{"type": "crash_task", "task": "a", "at_ms": 4, "delay_ms": 3}],
+            "faults[0].delay_ms: give delay_ms exactly with point after_savepoint_completed",
+        ),
+        (
+            [{"type": "kill_node", "node": 1, "point": "after_savepoint_completed"}],
+            "faults[0].point: after_savepoint_completed is a point of crash_task faults only",
+        ),
         ([{"type": "crash_coordinator", "at_ms": -5}], "faults[0].at_ms: must be >= 0, got -5"),
         ([{"type": "crash_coordinator", "at_ms": "soon"}], "faults[0].at_ms: must be an integer"),
         ([{"type": "slow_task", "task": "a", "factor": 0}], "faults[0].factor: must be > 0"),
