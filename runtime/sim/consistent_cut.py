@@ -132,6 +132,24 @@ def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tu
     return inputs, outputs
 
 
+def _forced_aligned_data(metadata: CheckpointMetadata, graph: JobGraph) -> int:
+    """Buffers of in-flight data persisted on edges whose barriers are forced aligned (a pointwise or broadcast
+    edge, or any input edge of a vertex with one: ``JobGraph.supports_unaligned_checkpoints``); none in Flink
+    since 1.13 (FLINK-21945)."""
+    count = 0
+    for state in metadata.operator_states:
+        vertex = state.operator_id
+        gates, outputs = graph.gates_of(vertex), graph.outputs_of(vertex)
+        for subtask in state.subtask_states.values():
+            for h in subtask.input_channel_state:
+                if h.buffers and not graph.supports_unaligned_checkpoints(gates[h.info.gate_idx]):
+                    count += len(h.buffers)
+            for out in subtask.result_subpartition_state:
+                if out.buffers and not graph.supports_unaligned_checkpoints(outputs[out.info.partition_idx]):
+                    count += len(out.buffers)
+    return count
+
+
 def _finished_subtasks(metadata: CheckpointMetadata) -> set[SubtaskKey]:
     done = set()
     for state in metadata.operator_states:
@@ -179,6 +197,9 @@ def check_consistent_cuts(
                     sum(persisted_in.values()) + sum(persisted_out.values()),
                 )
             )
+        forced = _forced_aligned_data(metadata, graph)
+        if forced:
+            violations.append(CutViolation(checkpoint_id, "*", "in-flight data on a forced-aligned edge", forced))
         for vertex in graph.vertices:
             edges = graph.inputs_of(vertex.name)
             if not edges:

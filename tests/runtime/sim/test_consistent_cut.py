@@ -92,9 +92,15 @@ def test_record_cuts_must_be_asked_for():
 
 # -- hand-built logs: source (p=1) -> sink (p=1) -------------------------------------------------------
 
-GRAPH = JobGraph(
-    (JobVertex("src", K.SOURCE, 1), JobVertex("snk", K.TWO_PHASE_COMMIT_SINK, 1)), (JobEdge("src", "snk", P.FORWARD),)
-)
+
+def two_vertices(partitioner: P) -> JobGraph:
+    return JobGraph(
+        (JobVertex("src", K.SOURCE, 1), JobVertex("snk", K.TWO_PHASE_COMMIT_SINK, 1)),
+        (JobEdge("src", "snk", partitioner),),
+    )
+
+
+GRAPH = two_vertices(P.REBALANCE)
 R = [(i, 0, i, i) for i in range(6)]
 
 
@@ -123,8 +129,8 @@ def metadata(in_flight=(), out_flight=()):
     return CheckpointMetadata(1, (OperatorState("src", 1, 128, {0: source}), OperatorState("snk", 1, 128, {0: sink})))
 
 
-def check(log, md, exactly_once=True, aligned_only=False):
-    return [(v.problem, v.count) for v in check_consistent_cuts(GRAPH, {1: (0, md)}, log, exactly_once, aligned_only)]
+def check(log, md, exactly_once=True, aligned_only=False, graph=GRAPH):
+    return [(v.problem, v.count) for v in check_consistent_cuts(graph, {1: (0, md)}, log, exactly_once, aligned_only)]
 
 
 def test_records_in_flight_persisted_by_either_side_close_the_cut():
@@ -140,6 +146,15 @@ def test_a_record_consumed_before_the_snapshot_but_emitted_after_it_is_unexpecte
     log = logs(R, 3, R, 4)
     assert check(log, metadata()) == [("unexpected", 1)]
     assert check(log, metadata(), exactly_once=False) == []
+
+
+@pytest.mark.parametrize("partitioner", [P.FORWARD, P.BROADCAST])
+def test_no_checkpoint_persists_in_flight_data_on_a_forced_aligned_edge(partitioner):
+    md = metadata(in_flight=(R[2],), out_flight=(R[3], R[4]))
+    assert check(logs(R, 5, R, 2), md, graph=two_vertices(partitioner)) == [
+        ("in-flight data on a forced-aligned edge", 2)  # one buffer on each side
+    ]
+    assert check(logs(R, 5, R, 2), md, graph=two_vertices(P.REBALANCE)) == []
 
 
 def test_an_aligned_checkpoint_must_not_persist_in_flight_data():
