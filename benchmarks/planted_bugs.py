@@ -1,6 +1,7 @@
 """Property power, measured: for each planted bug (``runtime.faults.mutations``) and each mode it can show in, how
 many generated examples the whole-job suite runs before it fails, for five random seeds, against the suite's
-default budget (CI's derandomized suite must fail within it). The suite is ``tests/properties/test_planted_bugs.py``'s
+default budget (CI's derandomized suite must fail within it in some mode), and per bug the seeds in which some mode
+found it. The suite is ``tests/properties/test_planted_bugs.py``'s
 ``suite_parts``: random faults, JobManager faults, cancelled-in-flight checkpoints (modes persisting in-flight data),
 TaskManager and node loss, rescale sequences; an example counts when the simulator ran it.
 ``python -m benchmarks.planted_bugs [--seeds 1 2 3 4 5] [--only BUG ...]``."""
@@ -63,9 +64,11 @@ def main() -> None:
         + " ".join(f"{'seed ' + str(s):>22}" for s in args.seeds)
         + f" {'suite budget':>13} {'wall s':>7}"
     )
+    found_by_seed: dict[str, set[int]] = {}  # per bug: the seeds in which some mode's suite found it
     for bug, modes in WHOLE_JOB_MODES.items():
         if args.only and bug.value not in args.only:
             continue
+        found_by_seed[bug.value] = set()
         for mode in modes:
             started = time.perf_counter()
             cells = []
@@ -73,12 +76,17 @@ def main() -> None:
                 for run_seed in args.seeds:
                     count, name = examples_to_failure(mode, run_seed)
                     cells.append(f"{count} ({name})" if count is not None else "not found")
+                    if count is not None:
+                        found_by_seed[bug.value].add(run_seed)
             print(
                 f"{bug.value:38} {mode:22} "
                 + " ".join(f"{c:>22}" for c in cells)
                 + f" {budget[mode]:>13} {time.perf_counter() - started:>7.1f}",
                 flush=True,
             )
+    print("\nper bug, the seeds in which the whole-job suite found it in some mode:")
+    for value, seeds in found_by_seed.items():
+        print(f"{value:38} {len(seeds)}/{len(args.seeds)}", flush=True)
 
 
 if __name__ == "__main__":
