@@ -674,6 +674,9 @@ class CaseResult:
     alignment_violations: tuple = ()  # alignments still pending after every channel ended them (alignment_liveness)
 
 
+BACKPRESSURED_RESCALE_RECORDS = 10_000  # the input of a rescale under backpressure, at least
+
+
 @st.composite
 def simulated_cases(
     draw,
@@ -737,14 +740,21 @@ def simulated_cases(
         persists_in_flight = CheckpointingMode.parse(checkpointing["mode"]).unaligned_enabled
         if min_jobs >= 2 and persists_in_flight and draw(st.integers(0, 2)):
             # two rescales in three of the modes that persist in-flight data: from a retained checkpoint under
-            # backpressure, as production rescales a job whose unaligned checkpoints hold in-flight data
+            # backpressure, as production rescales a job whose unaligned checkpoints hold in-flight data; the job
+            # reads enough input that several checkpoints complete under backpressure before it is cancelled
+            w["records"] = max(w["records"], BACKPRESSURED_RESCALE_RECORDS)
             schedule, slowdowns = draw(
                 backpressured_rescale_schedules(
-                    graph, horizon_ms, document["checkpointing"]["interval_ms"], max_parallelism
+                    graph,
+                    fault_horizon_ms(graph, w["records"], w["rate_per_source"]),
+                    document["checkpointing"]["interval_ms"],
+                    max_parallelism,
                 )
             )
             backpressured = (schedule, slowdowns)
-            faults = FaultSchedule(slowdowns.faults + faults.faults)
+            # the slowdowns its only faults before the cancel: a crash or a declined checkpoint would restart the
+            # job for longer than it runs, leaving no retained checkpoint to rescale from
+            faults = slowdowns
         else:
             schedule = draw(
                 action_schedules(graph, horizon_ms=horizon_ms, max_parallelism=max_parallelism, min_jobs=min_jobs)
@@ -752,7 +762,10 @@ def simulated_cases(
         document["actions"] = schedule.to_plain()
         if any(isinstance(a, Restore) and a.source is RestoreSource.CHECKPOINT for a in schedule):
             document["checkpointing"]["externalized_checkpoint_retention"] = "RETAIN_ON_CANCELLATION"
-        faults = FaultSchedule(faults.faults + draw(action_faults(graph, schedule)).faults)
+        aimed = draw(action_faults(graph, schedule)).faults
+        if backpressured is not None:  # of these, a crash while the rescaled job restores
+            aimed = tuple(f for f in aimed if isinstance(f, CrashTask) and f.point is ProtocolPoint.DURING_RESTORE)
+        faults = FaultSchedule(faults.faults + aimed)
         # the cluster holds the largest job of the run
         _hold_largest_job(document["cluster"], graph, schedule)
     seed = draw(st.integers(0, 2**32 - 1))
@@ -763,6 +776,16 @@ def simulated_cases(
     if state:
         document["state"] = state
     rng = random.Random(seed)
+    if not actions and "actions" in document:
+        # savepoints between faults: a subtask fails a few ms after the first one completed, before the next
+        # checkpoint could (an operator's savepoint, then a failure: FLINK-10354's window). The task and the delay
+        # are chosen by the case's seed, not drawn, so that every other generated case stays what it was
+        after = CrashTask(
+            rng.choice(subtask_names(graph)),
+            point=ProtocolPoint.AFTER_SAVEPOINT_COMPLETED,
+            delay_ms=rng.randint(3, 12),
+        )
+        faults = FaultSchedule(faults.faults + (after,))
     if actions:
         # one sequence with a stop in two: the stop's committing sink is lost, the one fault of the run. Chosen
         # by the case's seed, not drawn: every other generated case stayed what it was (the derandomized examples
@@ -771,10 +794,12 @@ def simulated_cases(
         if stops and rng.randrange(2) == 0:
             faults = FaultSchedule(stop_commit_faults(graph, schedule, rng.choice(stops), rng))
         forward = any(e.partitioner is Partitioner.FORWARD for e in graph.edges)
-        if backpressured is not None and forward and rng.randrange(3) == 0:
-            # one backpressured rescale in three of a job with a forward edge backpressures that edge too, the
-            # slowdowns its only faults (a crash or a declined checkpoint may leave no retained checkpoint under
-            # backpressure), with enough input that the edge holds buffers behind the one its consumer works on
+        timeouts = CheckpointingMode.parse(checkpointing["mode"]).uses_alignment_timeout
+        if backpressured is not None and forward and (timeouts or rng.randrange(2) == 0):
+            # a backpressured rescale of a job with a forward edge backpressures that edge too (every one with an
+            # alignment timeout, where a timed-out keyed edge leaves in-flight data on both of its sides; one in two
+            # in unaligned mode), the slowdowns its only faults, with enough input that the edge holds buffers
+            # behind the one its consumer works on
             w["records"] = max(w["records"], 20_000)
             schedule, faults = forward_backpressured_rescale(
                 graph,
