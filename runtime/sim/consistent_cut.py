@@ -88,7 +88,8 @@ class CutRecorder:
 class CutViolation:
     checkpoint_id: int
     vertex: str  # the consuming vertex whose input channels the cut crosses
-    problem: str  # "missing", "unexpected", "in-flight data in an aligned checkpoint", "no snapshot"
+    problem: str  # "missing", "unexpected", "in-flight data in an aligned checkpoint" or "... on a forced-aligned
+    # edge" (its examples: the edges), "no snapshot"
     count: int
     examples: tuple[Any, ...] = ()
 
@@ -132,22 +133,28 @@ def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tu
     return inputs, outputs
 
 
-def _forced_aligned_data(metadata: CheckpointMetadata, graph: JobGraph) -> int:
-    """Buffers of in-flight data persisted on edges whose barriers are forced aligned (a pointwise or broadcast
-    edge, or any input edge of a vertex with one: ``JobGraph.supports_unaligned_checkpoints``); none in Flink
-    since 1.13 (FLINK-21945)."""
-    count = 0
+def _forced_aligned_data(metadata: CheckpointMetadata, graph: JobGraph) -> dict[str, tuple[int, set[str]]]:
+    """Per vertex: the in-flight records persisted on edges whose barriers are forced aligned (a pointwise or
+    broadcast edge, or any input edge of a vertex with one: ``JobGraph.supports_unaligned_checkpoints``), and those
+    edges; none in Flink since 1.13 (FLINK-21945)."""
+    found: dict[str, tuple[int, set[str]]] = {}
+
+    def add(vertex: str, edge: Any, buffers: Iterable[Buffer]) -> None:
+        count, edges = found.get(vertex, (0, set()))
+        found[vertex] = (count + sum(1 for _ in _records(buffers)), edges | {f"{edge.source}->{edge.target}"})
+
     for state in metadata.operator_states:
         vertex = state.operator_id
         gates, outputs = graph.gates_of(vertex), graph.outputs_of(vertex)
         for subtask in state.subtask_states.values():
             for h in subtask.input_channel_state:
                 if h.buffers and not graph.supports_unaligned_checkpoints(gates[h.info.gate_idx]):
-                    count += len(h.buffers)
+                    add(vertex, gates[h.info.gate_idx], h.buffers)
             for out in subtask.result_subpartition_state:
-                if out.buffers and not graph.supports_unaligned_checkpoints(outputs[out.info.partition_idx]):
-                    count += len(out.buffers)
-    return count
+                edge = outputs[out.info.partition_idx]
+                if out.buffers and not graph.supports_unaligned_checkpoints(edge):
+                    add(edge.target, edge, out.buffers)
+    return found
 
 
 def _finished_subtasks(metadata: CheckpointMetadata) -> set[SubtaskKey]:
@@ -197,9 +204,9 @@ def check_consistent_cuts(
                     sum(persisted_in.values()) + sum(persisted_out.values()),
                 )
             )
-        forced = _forced_aligned_data(metadata, graph)
-        if forced:
-            violations.append(CutViolation(checkpoint_id, "*", "in-flight data on a forced-aligned edge", forced))
+        for target, (count, forced_edges) in sorted(_forced_aligned_data(metadata, graph).items()):
+            problem = "in-flight data on a forced-aligned edge"
+            violations.append(CutViolation(checkpoint_id, target, problem, count, tuple(sorted(forced_edges))))
         for vertex in graph.vertices:
             edges = graph.inputs_of(vertex.name)
             if not edges:

@@ -152,7 +152,7 @@ def test_a_record_consumed_before_the_snapshot_but_emitted_after_it_is_unexpecte
 def test_no_checkpoint_persists_in_flight_data_on_a_forced_aligned_edge(partitioner):
     md = metadata(in_flight=(R[2],), out_flight=(R[3], R[4]))
     assert check(logs(R, 5, R, 2), md, graph=two_vertices(partitioner)) == [
-        ("in-flight data on a forced-aligned edge", 2)  # one buffer on each side
+        ("in-flight data on a forced-aligned edge", 3)  # the consumer's one record and the producer's two
     ]
     assert check(logs(R, 5, R, 2), md, graph=two_vertices(P.REBALANCE)) == []
 
