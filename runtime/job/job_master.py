@@ -236,9 +236,10 @@ class JobMaster:
         """A savepoint request completed: crashes due after it are armed; a stop-with-savepoint's may find its
         tasks failed over (``JobFailover.stop_savepoint_completed``)."""
         op = self._operations.request_completed(request_id, checkpoint_id)
-        if op is not None:
-            self._injector.savepoint_completed(checkpoint_id)
-        if op is not None and op.operation == "stop_with_savepoint":
+        if op is None:
+            return
+        self._injector.savepoint_completed(checkpoint_id)
+        if op.operation == "stop_with_savepoint":
             self._failover.stop_savepoint_completed(op)
 
     def _ended(self) -> bool:

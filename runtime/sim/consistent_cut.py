@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from barriersim.runtime.events import Buffer, CheckpointType, Watermark
-from barriersim.runtime.jobgraph import JobGraph, Partitioner
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, Partitioner
 from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorSubtaskState
 
@@ -133,9 +133,16 @@ def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tu
     return inputs, outputs
 
 
-def _forced_aligned_data(metadata: CheckpointMetadata, graph: JobGraph) -> dict[str, tuple[int, set[str]]]:
-    """Per vertex: the in-flight records persisted on edges whose barriers are forced aligned (a pointwise or
-    broadcast edge, or any input edge of a vertex with one: ``JobGraph.supports_unaligned_checkpoints``), and those
+def _forced_aligned_edges(graph: JobGraph) -> frozenset[JobEdge]:
+    """The edges whose barriers are forced aligned: a pointwise or broadcast edge, or any input edge of a vertex
+    with one (``JobGraph.supports_unaligned_checkpoints``)."""
+    return frozenset(e for e in graph.edges if not graph.supports_unaligned_checkpoints(e))
+
+
+def _forced_aligned_data(
+    metadata: CheckpointMetadata, graph: JobGraph, forced: frozenset[JobEdge]
+) -> dict[str, tuple[int, set[str]]]:
+    """Per vertex: the in-flight records persisted on the ``forced`` edges (``_forced_aligned_edges``), and those
     edges; none in Flink since 1.13 (FLINK-21945)."""
     found: dict[str, tuple[int, set[str]]] = {}
 
@@ -148,11 +155,11 @@ def _forced_aligned_data(metadata: CheckpointMetadata, graph: JobGraph) -> dict[
         gates, outputs = graph.gates_of(vertex), graph.outputs_of(vertex)
         for subtask in state.subtask_states.values():
             for h in subtask.input_channel_state:
-                if h.buffers and not graph.supports_unaligned_checkpoints(gates[h.info.gate_idx]):
+                if h.buffers and gates[h.info.gate_idx] in forced:
                     add(vertex, gates[h.info.gate_idx], h.buffers)
             for out in subtask.result_subpartition_state:
                 edge = outputs[out.info.partition_idx]
-                if out.buffers and not graph.supports_unaligned_checkpoints(edge):
+                if out.buffers and edge in forced:
                     add(edge.target, edge, out.buffers)
     return found
 
@@ -178,6 +185,7 @@ def check_consistent_cuts(
     """The violations of every completed checkpoint (``checkpoint id -> (epoch, metadata)``); empty if all are
     consistent cuts. ``aligned_only``: the mode never takes unaligned checkpoints (no in-flight data allowed)."""
     violations: list[CutViolation] = []
+    forced = _forced_aligned_edges(graph)  # most jobs have none: nothing to look for then
     for checkpoint_id, (epoch, metadata) in sorted(completed.items()):
         log = deployments[epoch]
         finished = _finished_subtasks(metadata)
@@ -204,7 +212,8 @@ def check_consistent_cuts(
                     sum(persisted_in.values()) + sum(persisted_out.values()),
                 )
             )
-        for target, (count, forced_edges) in sorted(_forced_aligned_data(metadata, graph).items()):
+        found = _forced_aligned_data(metadata, graph, forced) if forced else {}
+        for target, (count, forced_edges) in sorted(found.items()):
             problem = "in-flight data on a forced-aligned edge"
             violations.append(CutViolation(checkpoint_id, target, problem, count, tuple(sorted(forced_edges))))
         for vertex in graph.vertices:
