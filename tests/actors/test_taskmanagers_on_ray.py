@@ -119,7 +119,8 @@ ONE_SLOT_EACH = ClusterConfig(taskmanagers=4, slots_per_taskmanager=1, nodes=3) 
 
 
 def small_job(mode, faults: str) -> tuple[JobConfig, dict]:
-    # paced at 5,000 records/s per source: the job runs at least 3 s, so a fault at 1.5 s lands mid-run
+    # paced at 5,000 records/s per source: the job runs at least 3 s; a fault when a subtask took its snapshot
+    # of checkpoint 3 lands mid-run, after checkpoints 1 and 2 completed however loaded the machine is
     splits = {"source": local_splits(60_000, 100, 1.0, 100, 4, seed=3)}
     config = JobConfig(
         SMALL,
@@ -134,7 +135,7 @@ def small_job(mode, faults: str) -> tuple[JobConfig, dict]:
 
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
 def test_a_crashed_taskmanager_loses_every_actor_in_it_and_the_job_recovers(mode, ray_cluster, tmp_path):
-    config, splits = small_job(mode, '[{"type":"crash_taskmanager","taskmanager":1,"at_ms":1500}]')
+    config, splits = small_job(mode, '[{"type":"crash_taskmanager","taskmanager":1,"point":"after_sync_snapshot_before_ack","checkpoint_id":3}]')
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"tm-crash-{mode}", timeout_seconds=600)
 
     check_verdict(mode, SMALL, splits, result)
@@ -148,7 +149,7 @@ def test_a_crashed_taskmanager_loses_every_actor_in_it_and_the_job_recovers(mode
 
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
 def test_a_killed_node_takes_its_taskmanagers_and_they_restart_on_the_surviving_nodes(mode, replaced_nodes, tmp_path):
-    config, splits = small_job(mode, '[{"type":"kill_node","node":1,"at_ms":1500}]')
+    config, splits = small_job(mode, '[{"type":"kill_node","node":1,"point":"after_sync_snapshot_before_ack","checkpoint_id":3}]')
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"node-kill-{mode}", timeout_seconds=600)
 
     check_verdict(mode, SMALL, splits, result)
