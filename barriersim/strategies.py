@@ -205,14 +205,22 @@ def upstream_subtask_names(graph: JobGraph, subtask: str) -> list[str]:
 # checkpoint cancels; an alignment timeout is what lets an aligned barrier of a cancelled checkpoint arrive late)
 SITUATIONS = {
     CheckpointingMode.ALIGNED: ("during_alignment", "during_alignment", "during_alignment", "expired"),
-    CheckpointingMode.ALIGNED_WITH_TIMEOUT: ("late_barrier", "late_barrier", "during_alignment", "expired"),
+    CheckpointingMode.ALIGNED_WITH_TIMEOUT: (
+        "late_barrier",
+        "late_barrier",
+        "during_alignment",
+        "expired",
+        "backpressured_forward",
+    ),
     CheckpointingMode.UNALIGNED: ("late_barrier", "expired"),
     CheckpointingMode.AT_LEAST_ONCE: ("during_alignment", "expired"),
 }
 
 
 @st.composite
-def protocol_situations(draw, graph: JobGraph, horizon_ms: int = 400, mode: str | None = None) -> tuple:
+def protocol_situations(
+    draw, graph: JobGraph, horizon_ms: int = 400, mode: str | None = None, rate_per_source: int = 0
+) -> tuple:
     """A few faults that together put the checkpoint protocol into a situation random single faults rarely reach:
     - a checkpoint cancelled while its barriers are still on the wire: a slowed subtask (its input queues and its
       aligned barriers wait behind data) that hears of the cancellation late (its abort notice delayed), while a
@@ -221,7 +229,10 @@ def protocol_situations(draw, graph: JobGraph, horizon_ms: int = 400, mode: str 
       another input declines (after it forwarded the barrier), so the aligning subtask hears the cancellation
       with some of its channels blocked;
     - a checkpoint that expires with data and later barriers in flight: the acknowledgement of a slowed subtask is
-      lost (the checkpoint times out, and the next one starts at once)."""
+      lost (the checkpoint times out, and the next one starts at once);
+    - a forward edge under backpressure for the whole run (sources paced at ``rate_per_source``): its consumer
+      needs 4-8 × the time between the records it is offered, and its producer aligns on one channel or none, so
+      its barriers enter the backlogged edge aligned and meet the alignment timeout there (FLINK-33693)."""
     names = subtask_names(graph)
     inner = [n for n in names if graph.inputs_of(n.partition("#")[0]) and graph.outputs_of(n.partition("#")[0])]
     # fed by one source subtask alone: its slow steps hold that source's output, where later barriers pile up, and
@@ -254,7 +265,19 @@ def protocol_situations(draw, graph: JobGraph, horizon_ms: int = 400, mode: str 
         for a in aligning_subtask_names(graph)
         if len(upstream_subtask_names(graph, a)) >= 2 and any(map(non_source, upstream_subtask_names(graph, a)))
     ]
-    possible = {"late_barrier": bool(inner), "expired": bool(inner), "during_alignment": bool(aligning)}
+    # the consumers of forward edges whose producer reads one channel or none (a source)
+    forward_consumers = [
+        e.target
+        for e in graph.edges
+        if e.partitioner is Partitioner.FORWARD
+        and (graph.vertex(e.source).operator.is_source or len(upstream_subtask_names(graph, f"{e.source}#0")) == 1)
+    ]
+    possible = {
+        "late_barrier": bool(inner),
+        "expired": bool(inner),
+        "during_alignment": bool(aligning),
+        "backpressured_forward": bool(forward_consumers) and rate_per_source > 0,
+    }
     kinds = (
         [k for k in SITUATIONS[CheckpointingMode.parse(mode)] if possible[k]]
         if mode
@@ -270,6 +293,11 @@ def protocol_situations(draw, graph: JobGraph, horizon_ms: int = 400, mode: str 
             DelayMessage(MessageKind.NOTIFY_ABORTED, draw(st.integers(100, 250)), target),
             FailCheckpoints(draw(st.integers(1, 2)), draw(st.integers(3, 4))),
         )
+    if kind == "backpressured_forward":
+        consumer = graph.vertex(draw(st.sampled_from(forward_consumers)))
+        offered_us = 1e6 * consumer.parallelism / max(1.0, _offered_rate(graph, consumer.name, rate_per_source))
+        factor = draw(st.sampled_from([4, 8])) * offered_us / consumer.params.get("cost_us_per_record", 1.0)
+        return tuple(SlowTask(f"{consumer.name}#{i}", factor) for i in range(consumer.parallelism))
     if kind == "expired":
         target = draw(st.sampled_from(inner))
         return (draw(slow(target)), DropMessage(MessageKind.ACKNOWLEDGE, target, first))
@@ -338,6 +366,7 @@ def fault_schedules(
     situations: bool = True,
     mode: str | None = None,
     placement: Placement | None = None,
+    rate_per_source: int = 0,
 ) -> FaultSchedule:
     """Up to ``max_faults`` faults on ``graph``'s subtasks inside ``horizon_ms``, and (``situations``, a drawn
     boolean) one of the ``protocol_situations``. With ``jobmanager_faults`` the faults also include coordinator
@@ -402,7 +431,11 @@ def fault_schedules(
         *jobmanager,
         *(_group_crashes(graph, placement, horizon_ms, cid) if placement is not None else []),
     )
-    situation = draw(protocol_situations(graph, horizon_ms, mode)) if situations and draw(st.integers(0, 3)) else ()
+    situation = (
+        draw(protocol_situations(graph, horizon_ms, mode, rate_per_source))
+        if situations and draw(st.integers(0, 3))
+        else ()
+    )
     # in two schedules of three a subtask (or its TaskManager) dies later in the run, after several checkpoints
     # completed while the sources still read: the failure production jobs meet, whose recovery chooses among
     # retained checkpoints
@@ -724,6 +757,7 @@ def simulated_cases(
             jobmanager_faults=jobmanager_faults,
             mode=checkpointing["mode"],
             placement=placement,
+            rate_per_source=w["rate_per_source"],
         )
     )
     if jobmanager_faults:
@@ -847,6 +881,7 @@ def scenario_cases(
             jobmanager_faults=jobmanager_faults,
             mode=scenario.checkpointing.mode.value,
             placement=placement,
+            rate_per_source=scenario.workload.rate_per_source,
         )
     )
     document = scenario_document(scenario)

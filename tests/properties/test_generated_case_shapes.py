@@ -1,10 +1,25 @@
 """What the strategies put into a generated case, without running it: savepoints between faults are followed by a
-crash a few ms after the first one completed (FLINK-10354's window)."""
+crash a few ms after the first one completed (FLINK-10354's window); with an alignment timeout, a forward edge
+fed by a source can be backpressured for the whole run (FLINK-33693's situation)."""
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from barriersim.runtime.faults.fault_schedule import CrashTask, ProtocolPoint
-from barriersim.strategies import simulated_cases
+from barriersim.runtime.faults.fault_schedule import CrashTask, ProtocolPoint, SlowTask
+from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex
+from barriersim.runtime.jobgraph import OperatorKind as K
+from barriersim.runtime.jobgraph import Partitioner as P
+from barriersim.strategies import protocol_situations, simulated_cases
+
+# source (3) -forward-> map (3) -rebalance-> sink: the map is offered 20,000 records/s per subtask
+FORWARD_FROM_SOURCE = JobGraph(
+    (
+        JobVertex("source", K.SOURCE, 3),
+        JobVertex("map", K.MAP, 3, params={"factor": 2, "cost_us_per_record": 5.0}),
+        JobVertex("sink", K.TWO_PHASE_COMMIT_SINK, 1),
+    ),
+    (JobEdge("source", "map", P.FORWARD), JobEdge("map", "sink", P.REBALANCE)),
+).validate()
 
 
 @settings(max_examples=60, deadline=None)
@@ -20,3 +35,22 @@ def test_savepoints_between_faults_are_followed_by_a_crash_after_the_first(case)
     vertices = {v["name"]: v["parallelism"] for v in case.document["job"]["vertex"]}
     name, _, index = crash.task.partition("#")
     assert 0 <= int(index) < vertices[name]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_a_backpressured_forward_edge_slows_its_consumer_below_its_offered_rate_for_the_whole_run(data):
+    situations = protocol_situations(FORWARD_FROM_SOURCE, 100, "aligned-with-timeout", 20_000)
+    situation = data.draw(situations.filter(lambda s: s and all(isinstance(f, SlowTask) for f in s)))
+    assert all(f.until_ms is None for f in situation)
+    # every map subtask needs 4 or 8 times the 50 us between the records it is offered, from the start on
+    assert sorted(f.task for f in situation) == ["map#0", "map#1", "map#2"]
+    assert {(f.from_ms, f.factor * 5.0) for f in situation} <= {(0, 200.0), (0, 400.0)}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_no_backpressured_forward_edge_without_a_timeout_or_a_paced_source(data):
+    for mode, rate in (("aligned", 20_000), ("unaligned", 20_000), ("aligned-with-timeout", 0)):
+        situation = data.draw(protocol_situations(FORWARD_FROM_SOURCE, 100, mode, rate))
+        assert not any(isinstance(f, SlowTask) and f.until_ms is None for f in situation)
