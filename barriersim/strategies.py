@@ -230,9 +230,10 @@ def protocol_situations(
       with some of its channels blocked;
     - a checkpoint that expires with data and later barriers in flight: the acknowledgement of a slowed subtask is
       lost (the checkpoint times out, and the next one starts at once);
-    - a forward edge under backpressure for the whole run (sources paced at ``rate_per_source``): its consumer
-      needs 4-8 × the time between the records it is offered, and its producer aligns on one channel or none, so
-      its barriers enter the backlogged edge aligned and meet the alignment timeout there (FLINK-33693)."""
+    - a forward edge under backpressure (sources paced at ``rate_per_source``): its consumer needs 4-8 × the time
+      between the records it is offered, for twice as long as the slowed job needs, and its producer aligns on one
+      channel or none, so its barriers enter the backlogged edge aligned and meet the alignment timeout there
+      (FLINK-33693)."""
     names = subtask_names(graph)
     inner = [n for n in names if graph.inputs_of(n.partition("#")[0]) and graph.outputs_of(n.partition("#")[0])]
     # fed by one source subtask alone: its slow steps hold that source's output, where later barriers pile up, and
@@ -296,8 +297,12 @@ def protocol_situations(
     if kind == "backpressured_forward":
         consumer = graph.vertex(draw(st.sampled_from(forward_consumers)))
         offered_us = 1e6 * consumer.parallelism / max(1.0, _offered_rate(graph, consumer.name, rate_per_source))
-        factor = draw(st.sampled_from([4, 8])) * offered_us / consumer.params.get("cost_us_per_record", 1.0)
-        return tuple(SlowTask(f"{consumer.name}#{i}", factor) for i in range(consumer.parallelism))
+        times = draw(st.sampled_from([4, 8]))
+        factor = times * offered_us / consumer.params.get("cost_us_per_record", 1.0)
+        # the slowed job needs about ``times`` x the sources' horizon; the slowdown lasts twice that, and ends, as
+        # faults must: on Ray, where it stretches the real work of every burst, the job then finishes
+        until = 2 * times * horizon_ms
+        return tuple(SlowTask(f"{consumer.name}#{i}", factor, 0, until) for i in range(consumer.parallelism))
     if kind == "expired":
         target = draw(st.sampled_from(inner))
         return (draw(slow(target)), DropMessage(MessageKind.ACKNOWLEDGE, target, first))
