@@ -8,7 +8,7 @@ import pytest
 
 from barriersim.actors.graph_runner import run_graph_on_ray
 from barriersim.runtime.coordinator.configuration import CheckpointingConfig
-from barriersim.runtime.faults.fault_schedule import CrashCoordinator, CrashTask, FaultSchedule
+from barriersim.runtime.faults.fault_schedule import CrashCoordinator, CrashTask, FaultSchedule, ProtocolPoint
 from barriersim.runtime.job.config import JobConfig, WorkloadConfig
 from barriersim.runtime.job.placement import ClusterConfig
 from barriersim.runtime.job.restart_strategy import RestartStrategyConfig
@@ -24,15 +24,20 @@ def test_checkpoints_restores_and_a_jobmanager_failover_go_through_s3(s3_server)
     uri = s3_server.versioned_bucket_uri()
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(60_000, 100, 1.0, 100, 2, seed=3)}
-    # the sources paced to 10k records/s each: the job runs at least 3 s; the task crash at 1.2 s and the
-    # JobManager's at 2.2 s land after several 100 ms checkpoints
+    # the sources paced to 10k records/s each: the job runs at least 3 s; the task crashes once it took its snapshot
+    # of checkpoint 3 (1 and 2 completed however loaded the machine is), the JobManager at 2.2 s
     config = JobConfig(
         graph,
         checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100, max_retained=2, memory_threshold_bytes=0),
         workload=WorkloadConfig(rate_per_source=10_000),
         restart=RestartStrategyConfig(delay_ms=100),
         cluster=ClusterConfig(taskmanagers=2, slots_per_taskmanager=1, nodes=2),
-        faults=FaultSchedule((CrashTask("keyed-sum#1", at_ms=1200), CrashCoordinator(at_ms=2200))),
+        faults=FaultSchedule(
+            (
+                CrashTask("keyed-sum#1", point=ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, checkpoint_id=3),
+                CrashCoordinator(at_ms=2200),
+            )
+        ),
     )
     result = run_graph_on_ray(config, splits, uri, "on-s3", timeout_seconds=300)
 

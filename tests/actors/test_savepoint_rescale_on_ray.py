@@ -49,7 +49,8 @@ def assert_savepoint_then_stop(operations) -> tuple[dict, dict]:
         "FAILED",
         "CHECKPOINT_COORDINATOR_SUSPEND",
     ), savepoint
-    assert savepoint["checkpoint_id"] < stop["checkpoint_id"]
+    # a savepoint still queued behind a checkpoint when the stop aborted it was never triggered: it has no id
+    assert savepoint["checkpoint_id"] is None or savepoint["checkpoint_id"] < stop["checkpoint_id"], savepoint
     return savepoint, stop
 
 
