@@ -69,10 +69,14 @@ class SplitSourceReader:
             records = self._splits[sid]
             start = self.offsets[sid]
             end = min(len(records), start + max_records)
-            if accepted is not None and end > start:
-                end = start + min(end - start, accepted(records.slice(start, end)))
-            self.offsets[sid] = end
             out = records.slice(start, end)
+            if accepted is not None and end > start:
+                allowed = accepted(out)
+                if allowed < end - start:
+                    end = start + allowed
+                    out = records.slice(start, end)
+                # else: the batch ``accepted`` looked at is returned (its writers remember the targets they computed)
+            self.offsets[sid] = end
             if end > start:
                 self._last_timestamp[sid] = int(records.columns[EVENT_TIME, end - 1])
             self._polled = sid

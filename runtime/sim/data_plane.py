@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 
 _NORMAL = int(Priority.NORMAL)
+_PROCESSED = StepOutcome.PROCESSED
 
 
 class _Route(NamedTuple):
@@ -206,38 +207,45 @@ class DataPlane:
     def _kick(self, key: SubtaskKey) -> None:
         # not a task of the deployment: what was just sent ended the job and a restored job with other subtasks
         # runs now
-        if key in self._scheduled or key in self._finished or key not in self._tasks or self._threads.in_cpu_work(key):
+        threads = self._threads
+        if key in self._scheduled or key in self._finished or key not in self._tasks or threads.in_cpu_work(key):
             return
-        emission = self._emission.get(key)
-        if emission is not None:
-            if key in self._sync_at:
-                return  # it emits: its next sync point is set
-            if self._tasks[key].reads_source():
-                self._kick_paced_source(key, emission)
-                return
+        if self._emission:  # paced sources only (``SourceEmission.EXACT``)
+            emission = self._emission.get(key)
+            if emission is not None:
+                if key in self._sync_at:
+                    return  # it emits: its next sync point is set
+                if self._tasks[key].reads_source():
+                    self._kick_paced_source(key, emission)
+                    return
         self._scheduled.add(key)
-        epoch = self._epoch
-        at = max(self.sim.now_us, self._threads.free_at(key))
-        self.sim.post_at(at, partial(self._step, key, epoch), _NORMAL, "step")
+        sim = self.sim
+        now, free_at = sim.now_us, threads.free_at(key)
+        sim.post_at(free_at if free_at > now else now, partial(self._step, key, self._epoch), _NORMAL, "step")
 
     def _step(self, key: SubtaskKey, epoch: int) -> None:
         if epoch != self._epoch:
             return
-        now = self.sim.now_us
-        if self._threads.is_busy(key):  # a synchronous snapshot kept the task busy after this step was scheduled
-            self.sim.post_at(self._threads.free_at(key), partial(self._step, key, epoch), _NORMAL, "step")
+        sim = self.sim
+        now = sim.now_us
+        threads = self._threads
+        free_at = threads.free_at(key)
+        if free_at > now:  # a synchronous snapshot kept the task busy after this step was scheduled
+            sim.post_at(free_at, partial(self._step, key, epoch), _NORMAL, "step")
             return
         self._scheduled.discard(key)
         task = self._tasks[key]
         result = task.process_next()
-        self.trace.record(now, "step", f"{task.name} {result.outcome._value_} {result.records}")
-        self._pump(key)
-        if result.outcome is StepOutcome.PROCESSED:
-            free_at = self._threads.step_done(key, task.name, task.is_source(), result)
-            if free_at is None:
+        outcome = result.outcome
+        self.trace.record(now, "step", f"{task.name} {outcome._value_} {result.records}")
+        self._pump_task(key, task)
+        if outcome is _PROCESSED:
+            is_source = task.is_source()
+            done_at = threads.step_done(key, task.name, is_source, result)
+            if done_at is None:
                 return  # its CPU work shares the cores: ``_cpu_work_done`` goes on
-            if result.records and task.is_source():  # its records are paced over the step
-                self._source_last_record_us[key] = free_at
+            if is_source and result.records:  # its records are paced over the step
+                self._source_last_record_us[key] = done_at
             self._kick(key)
 
     def _cpu_work_done(self, key: SubtaskKey) -> None:
@@ -363,23 +371,37 @@ class DataPlane:
     ) -> None:
         """``action`` after the network latency (none for a local channel), never before the channel's previous
         element."""
-        now = self.sim.now_us
+        sim = self.sim
+        at = sim.now_us
         if not local:  # ``_latency_us``, inline (once per element sent)
             network = self.config.network
-            now += max(1, int(self._net_rng.gauss(network.latency_us_mean, network.latency_us_jitter)))
-        at = max(now, self._channel_clock.get(channel_key, 0))
-        self._channel_clock[channel_key] = at
-        self.sim.post_at(at, action, _NORMAL, label)
+            latency = int(self._net_rng.gauss(network.latency_us_mean, network.latency_us_jitter))
+            at += latency if latency > 1 else 1
+        clock = self._channel_clock
+        previous = clock.get(channel_key, 0)
+        if previous > at:
+            at = previous
+        clock[channel_key] = at
+        sim.post_at(at, action, _NORMAL, label)
 
     def _pump(self, key: SubtaskKey) -> None:
         """Send what the task's partitions may send, and carry out its messages for others."""
-        task = self._tasks[key]
-        epoch = self._epoch
-        for info, item in task.poll_sendable():
-            route = self._route(key, info)
-            self._deliver_in_order(route.clock_key, partial(self._deliver, route, item, epoch), "deliver", route.local)
-        for action in task.drain_actions():
-            self._on_task_action(key, task, action)
+        self._pump_task(key, self._tasks[key])
+
+    def _pump_task(self, key: SubtaskKey, task: StreamTask) -> None:
+        """``_pump`` of ``key``'s task, looked up by the caller."""
+        sendable = task.poll_sendable()
+        if sendable:
+            epoch = self._epoch
+            for info, item in sendable:
+                route = self._route(key, info)
+                self._deliver_in_order(
+                    route.clock_key, partial(self._deliver, route, item, epoch), "deliver", route.local
+                )
+        actions = task.drain_actions()
+        if actions:
+            for action in actions:
+                self._on_task_action(key, task, action)
 
     def _route(self, producer: SubtaskKey, info: ResultSubpartitionInfo) -> _Route:
         route_key = (producer, info.partition_idx, info.subpartition_idx)
@@ -399,9 +421,10 @@ class DataPlane:
         if epoch != self._epoch:
             return
         consumer = route.consumer
-        self._tasks[consumer].on_element(route.channel, item.element, item.sequence_number, item.buffers_in_backlog)
+        task = self._tasks[consumer]
+        task.on_element(route.channel, item.element, item.sequence_number, item.buffers_in_backlog)
         self.trace.record(self.sim.now_us, "deliver", f"{route.trace_prefix}{item.sequence_number}")
-        self._pump(consumer)
+        self._pump_task(consumer, task)
         self._kick(consumer)
 
     def _check_finish_order(self, key: SubtaskKey, task: StreamTask) -> None:

@@ -85,8 +85,9 @@ class TaskThreads:
         cost = self._cost_us(key, name, result)
         if self._cpu is not None and self._start_cpu_work(self._cpu, key, is_source, result, cost):
             return None
-        self._busy_until[key] = max(self._busy_until[key], self._sim.now_us) + cost
-        return self._busy_until[key]
+        busy_until, now = self._busy_until[key], self._sim.now_us
+        free_at = self._busy_until[key] = (busy_until if busy_until > now else now) + cost
+        return free_at
 
     def hold(self, key: SubtaskKey, duration_us: int) -> int | None:
         """A synchronous snapshot holds the thread of ``key`` for ``duration_us`` from now (after the step's CPU
@@ -165,4 +166,5 @@ class TaskThreads:
             cost = slowdowns.stretch(start_ms, cost / 1000) * 1000
             for index, at_ms in slowdowns.met(start_ms, start_ms + cost / 1000):
                 self._to_job_master(je.SlowdownMet(name, index, at_ms))
-        return max(1, int(cost))
+        whole = int(cost)
+        return whole if whole > 1 else 1

@@ -173,10 +173,10 @@ class StreamTaskNetworkInput:
         side = self._input_of_gate[channel.gate_idx] if self._input_of_gate else 0
         chain = self._chain
         if type(items) is RecordBatch:  # the common case: records only, processed as one batch
-            n = len(items)
+            n = items.columns.shape[1]  # ``len(items)``
             if n:
                 chain.process(items, side)
-            return StepResult(StepOutcome.PROCESSED, n, chain.hot_records(items) if n else 0)
+            return StepResult(StepOutcome.PROCESSED, n, chain.hot_records(items) if n and chain.hot_key >= 0 else 0)
         count = hot = 0
         for part in segments(items):  # records and watermarks in order; the batch is split at each watermark
             if type(part) is RecordBatch:

@@ -21,6 +21,11 @@ from barriersim.runtime.operators.records import KEY
 from barriersim.runtime.record_batch import RecordBatch, RecordsLike
 from barriersim.runtime.state.key_groups import KeyGroupAssigner, operator_indices_for_key_groups
 
+_FORWARD, _HASH, _REBALANCE = Partitioner.FORWARD, Partitioner.HASH, Partitioner.REBALANCE
+
+# the ufuncs' reductions, called directly (``ndarray.max()`` goes through a Python wrapper each time)
+_MAX, _MIN = np.maximum.reduce, np.minimum.reduce
+
 
 class RecordWriters:
     """The writers of one task, one per output edge, in the order of the task's result partitions."""
@@ -45,29 +50,31 @@ class RecordWriters:
             else None
             for e in self._edges
         ]
+        # per output edge: its index, partitioner, partition's writer and key hashing (``emit`` reads it per batch)
+        self._outputs = tuple(
+            (i, e.partitioner, w, h) for i, (e, w, h) in enumerate(zip(self._edges, self._writers, self._hash))
+        )
 
     def emit(self, records: RecordsLike) -> None:
         """Write ``records`` to every output edge, each record to the subpartition(s) its partitioner picks."""
         if type(records) is not RecordBatch:
             records = RecordBatch.of(records)
-        n = len(records)
+        n = records.columns.shape[1]  # ``len(records)``
         if not n:
             return
         size = self._record_size
-        for i, (edge, writer) in enumerate(zip(self._edges, self._writers)):
-            kind = edge.partitioner
-            if kind is Partitioner.FORWARD:
-                writer.write_batch(records, 0, size)
-            elif kind is Partitioner.HASH:
-                hashing = self._hash[i]
-                assert hashing is not None  # made for every hash edge
-                writer.write_batch(records, hashing.targets(records.columns[KEY]), size)
-            elif kind is Partitioner.BROADCAST:
-                writer.write_broadcast(records, size)
-            else:  # rebalance: round robin, starting at a random channel as Flink's RebalancePartitioner
+        for i, kind, writer, hashing in self._outputs:
+            if kind is _REBALANCE:  # round robin, starting at a random channel as Flink's RebalancePartitioner
                 start = self._next_rebalance[i]
                 writer.write_round_robin(records, start, size)
                 self._next_rebalance[i] = (start + n) % self._partitions[i].number_of_subpartitions
+            elif kind is _HASH:
+                assert hashing is not None  # made for every hash edge
+                writer.write_batch(records, hashing.targets(records), size)
+            elif kind is _FORWARD:
+                writer.write_batch(records, 0, size)
+            else:  # broadcast
+                writer.write_broadcast(records, size)
 
     def records_until_backpressured(self, records: RecordBatch) -> int:
         """How many leading records of ``records`` ``emit`` would write before one of the outputs is backpressured,
@@ -106,7 +113,7 @@ class RecordWriters:
             elif kind is Partitioner.HASH:
                 hashing = self._hash[i]
                 assert hashing is not None  # made for every hash edge
-                targets = hashing.targets(records.columns[KEY])
+                targets = hashing.targets(records)
             elif kind is Partitioner.BROADCAST:
                 targets = None
             else:
@@ -122,37 +129,63 @@ class RecordWriters:
 
 
 class _HashTargets:
-    """Flink's ``KeyGroupStreamPartitioner`` for a whole key column: key -> key group (memoized for small keys,
-    ``KeyGroupAssigner``) -> the consumer subtask owning that key group."""
+    """Flink's ``KeyGroupStreamPartitioner`` for a whole key column: key -> key group (``KeyGroupAssigner``) -> the
+    consumer subtask owning that key group; for small non-negative keys the two lookups composed into one table."""
+
+    _MAX_CACHED = 1 << 20  # keys in [0, _MAX_CACHED) are looked up in ``_by_key`` (as ``KeyGroupAssigner``)
 
     def __init__(self, max_parallelism: int, parallelism: int) -> None:
         self._key_groups = KeyGroupAssigner(max_parallelism)
         self._max_parallelism = max_parallelism
         self._parallelism = parallelism
         self._table: np.ndarray | None = None  # operator index per key group
+        self._by_key = np.empty(0, dtype=np.int64)  # operator index per small key (``_table`` of its key group)
+        self._last_columns: np.ndarray | None = None
         self._last_keys: np.ndarray | None = None
         self._last_targets: np.ndarray | None = None
 
-    def targets(self, keys: np.ndarray) -> np.ndarray | int:
-        """The consumer subtask of every key. The targets of the last key column asked for are kept: asked again
-        for it or a leading part of it (a paced source looks at its next records, then writes them), they are not
-        computed again. The column is kept alive with them, so no other array can have its address meanwhile."""
+    def targets(self, records: RecordBatch) -> np.ndarray | int:
+        """The consumer subtask of every record's key. The targets of the last batch asked for are kept: asked
+        again for it (a source looks at its next records, then writes them) or a leading part of its key column
+        (it writes fewer), they are not computed again. The batch's columns are kept alive with them, so no other
+        array can have their identity or address meanwhile."""
         if self._parallelism == 1:
             return 0
+        columns = records.columns
+        if columns is self._last_columns:
+            assert self._last_targets is not None  # kept with the columns
+            return self._last_targets
+        keys = columns[KEY]
         last = self._last_keys
         if (
             last is not None
-            and len(keys) <= len(last)
+            and len(keys) < len(last)
             and keys.__array_interface__["data"][0] == last.__array_interface__["data"][0]
             and keys.strides == last.strides
             and keys.dtype == last.dtype
         ):
             assert self._last_targets is not None  # kept with the keys
             return self._last_targets[: len(keys)]
+        by_key = self._by_key
+        size = len(by_key)
+        targets: np.ndarray
+        if size and len(keys) and _MAX(keys.view(np.uint64)) < size:  # every key in [0, size) (negative: huge)
+            targets = by_key[keys]
+        else:
+            targets = self._targets_of(keys)
+        self._last_columns, self._last_keys, self._last_targets = columns, keys, targets
+        return targets
+
+    def _targets_of(self, keys: np.ndarray) -> np.ndarray:
+        """Key -> key group -> operator index, growing ``_by_key`` to cover small keys."""
         if self._table is None:
             self._table = operator_indices_for_key_groups(
                 np.arange(self._max_parallelism, dtype=np.int64), self._max_parallelism, self._parallelism
             )
+        if len(keys):
+            low, high = int(_MIN(keys)), int(_MAX(keys))
+            if low >= 0 and high < self._MAX_CACHED and high >= len(self._by_key):
+                size = min(self._MAX_CACHED, max(1024, 2 * (high + 1)))
+                self._by_key = self._table[self._key_groups.of_keys(np.arange(size, dtype=np.int64))]
         targets: np.ndarray = self._table[self._key_groups.of_keys(keys)]
-        self._last_keys, self._last_targets = keys, targets
         return targets

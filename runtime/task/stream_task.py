@@ -379,7 +379,10 @@ class StreamTask:
     # -- work ----------------------------------------------------------------------------------------
 
     def is_backpressured(self) -> bool:
-        return any(p.is_backpressured() for p in self.partitions)
+        for p in self.partitions:  # (a loop, not ``any`` over a generator: asked at every step)
+            if p.is_backpressured():
+                return True
+        return False
 
     def process_next(self, source_records: int | None = None) -> StepResult:
         """One unit of work: one input buffer or event, or one batch read from the source split (``source_records``
