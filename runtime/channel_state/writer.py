@@ -205,6 +205,19 @@ NO_OP: ChannelStateWriter = _NoOpChannelStateWriter()
 # -- the implementation ---------------------------------------------------------------------------
 
 
+class _Request:
+    """A request to the writer, named in its errors only: ``str()`` gives ``name(checkpoint_id, channel)``, put
+    together when an error needs it, not for every request (a channel's info prints as a dataclass)."""
+
+    __slots__ = ("name", "checkpoint_id", "channel")
+
+    def __init__(self, name: str, checkpoint_id: int, channel: object) -> None:
+        self.name, self.checkpoint_id, self.channel = name, checkpoint_id, channel
+
+    def __str__(self) -> str:
+        return f"{self.name}({self.checkpoint_id}, {self.channel})"
+
+
 @dataclass
 class _CheckpointWrite:
     checkpoint_id: int
@@ -268,7 +281,7 @@ class ChannelStateWriterImpl(ChannelStateWriter):
             write.result.fail(ChannelStateWriteFailure(write.checkpoint_id, cause))
         self._writes.clear()
 
-    def _check_running(self, what: str) -> None:
+    def _check_running(self, what: object) -> None:
         if self._thrown is not None:
             raise self._thrown
         if not self._opened or self._closed:
@@ -295,7 +308,7 @@ class ChannelStateWriterImpl(ChannelStateWriter):
         self._writes[checkpoint_id] = _CheckpointWrite(checkpoint_id, options, result)
         return WriteOutcome.WRITTEN
 
-    def _write_for(self, what: str, checkpoint_id: int) -> _CheckpointWrite | None:
+    def _write_for(self, what: object, checkpoint_id: int) -> _CheckpointWrite | None:
         """The open write, or None when the checkpoint was aborted (data is discarded)."""
         self._check_running(what)
         write = self._writes.get(checkpoint_id)
@@ -307,7 +320,7 @@ class ChannelStateWriterImpl(ChannelStateWriter):
         raise ChannelStateArgumentError(f"{what}: checkpoint {checkpoint_id} is {state}")
 
     @staticmethod
-    def _data_buffers(what: str, buffers: Iterable[Buffer]) -> list[Buffer]:
+    def _data_buffers(what: object, buffers: Iterable[Buffer]) -> list[Buffer]:
         data = list(buffers)
         for b in data:
             if not isinstance(b, Buffer):
@@ -318,13 +331,17 @@ class ChannelStateWriterImpl(ChannelStateWriter):
     def _numbered(start_seq_num: int, data: list[Buffer]) -> list[Buffer]:
         if start_seq_num < 0:  # SEQUENCE_NUMBER_UNKNOWN/RESTORED: keep the buffers' own numbers
             return data
-        return [b.with_sequence_number(start_seq_num + i) for i, b in enumerate(data)]
+        # a buffer that has its number already is kept (frozen: the same value a renumbered copy would be)
+        return [
+            b if b.sequence_number == start_seq_num + i else b.with_sequence_number(start_seq_num + i)
+            for i, b in enumerate(data)
+        ]
 
     def add_input_data(
         self, checkpoint_id: int, info: InputChannelInfo, start_seq_num: int, buffers: Iterable[Buffer]
     ) -> WriteOutcome:
         """Buffers keep their own sequence numbers unless ``start_seq_num`` >= 0 renumbers them from it."""
-        what = f"add_input_data({checkpoint_id}, {info})"
+        what = _Request("add_input_data", checkpoint_id, info)
         data = self._data_buffers(what, buffers)
         write = self._write_for(what, checkpoint_id)
         if write is None:
@@ -337,7 +354,7 @@ class ChannelStateWriterImpl(ChannelStateWriter):
     def add_output_data(
         self, checkpoint_id: int, info: ResultSubpartitionInfo, start_seq_num: int, buffers: Iterable[Buffer]
     ) -> WriteOutcome:
-        what = f"add_output_data({checkpoint_id}, {info})"
+        what = _Request("add_output_data", checkpoint_id, info)
         data = self._data_buffers(what, buffers)
         write = self._write_for(what, checkpoint_id)
         if write is None:

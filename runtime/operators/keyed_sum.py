@@ -12,6 +12,7 @@ backend (``runtime.state.backend``) reads it as ``(key, running_sum)`` rows.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -90,6 +91,16 @@ class KeySlots:
                 self._other[key] = first + i
 
 
+class _SnapshotLayout(NamedTuple):
+    """Of ``slot_count`` slots: their order by (key group, key), their keys in that order, and per key group
+    ``(group, start, end)`` of its run in it."""
+
+    slot_count: int
+    order: np.ndarray
+    keys: np.ndarray
+    runs: list[tuple[int, int, int]]
+
+
 class KeyedRunningSum:
     ROW_KEY_WIDTH = 1  # a state row is (key, running_sum)
 
@@ -103,6 +114,7 @@ class KeyedRunningSum:
     def _clear(self) -> None:
         self._slots = KeySlots()
         self._sums = np.zeros(0, dtype=np.int64)  # per slot
+        self._layout: _SnapshotLayout | None = None  # ``_snapshot_layout`` of the slots so far
 
     def process(self, record: tuple[int, ...]) -> tuple[int, ...]:
         return self.process_all([record])[0]
@@ -169,17 +181,27 @@ class KeyedRunningSum:
     def snapshot_state(self) -> OperatorSubtaskState:
         """Per key group, the sorted ``[key, sum]`` pairs of its keys (msgpack)."""
         count = self._slots.count
-        keys, sums = self._slots.keys[:count], self._sums[:count]
-        groups = self._key_groups(keys)
-        order = np.lexsort((keys, groups))
-        groups = groups[order]
-        rows = np.stack([keys[order], sums[order]], axis=1).tolist()
-        bounds = np.flatnonzero(np.diff(groups)) + 1 if count else np.empty(0, dtype=np.int64)
-        starts = [0, *bounds.tolist()]
-        ends = [*bounds.tolist(), count]
-        key_groups = {int(groups[a]): pack(rows[a:b]) for a, b in zip(starts, ends)} if count else {}
+        key_groups: dict[int, bytes] = {}
+        if count:
+            layout = self._snapshot_layout(count)
+            rows = np.stack([layout.keys, self._sums[:count][layout.order]], axis=1).tolist()
+            key_groups = {group: pack(rows[a:b]) for group, a, b in layout.runs}
         handle = KeyGroupsStateHandle(self.key_group_range, key_groups)
         return OperatorSubtaskState(managed_keyed_state=(handle,))
+
+    def _snapshot_layout(self, count: int) -> _SnapshotLayout:
+        """The first ``count`` slots ordered by (key group, key), and each key group's run in that order; found
+        again only once new keys got slots (a key's slot and key group never change), not at every snapshot."""
+        layout = self._layout
+        if layout is None or layout.slot_count != count:
+            keys = self._slots.keys[:count]
+            groups = self._key_groups(keys)
+            order = np.lexsort((keys, groups))
+            groups = groups[order]
+            bounds = (np.flatnonzero(np.diff(groups)) + 1).tolist()
+            runs = [(int(groups[a]), a, b) for a, b in zip([0, *bounds], [*bounds, count])]
+            layout = self._layout = _SnapshotLayout(count, order, keys[order], runs)
+        return layout
 
     def restore_state(self, state: OperatorSubtaskState) -> None:
         self._clear()

@@ -69,6 +69,7 @@ class ResultPartition:
         ]
         self._readers = [CreditBasedSequenceNumberingViewReader(s, initial_credit) for s in self.subpartitions]
         self._queues = [s.queues for s in self.subpartitions]
+        self._all_queues = [q for s in self.subpartitions for q in s.queues]  # every subpartition's two deques
         starting = (
             memory_segment_size if starting_buffer_size is None else min(starting_buffer_size, memory_segment_size)
         )
@@ -361,8 +362,10 @@ class ResultPartition:
         it returns None."""
         if self._released:
             return []
-        out: list[tuple[ResultSubpartitionInfo, BufferAndBacklog]] = []
         flush_requested = self.writer.flush_requested
+        if not any(self._all_queues) and True not in flush_requested:
+            return []  # nothing queued, no flush pending (most polls: after a step that sent what it could), in C
+        out: list[tuple[ResultSubpartitionInfo, BufferAndBacklog]] = []
         for i, (priority, normal) in enumerate(self._queues):
             if not priority and not normal and not flush_requested[i]:
                 continue  # nothing queued (the common case, tested without a call)
