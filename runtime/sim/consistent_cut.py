@@ -18,15 +18,60 @@ from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorSubtas
 SubtaskKey = tuple[str, int]
 
 
+class _RecordLog:
+    """Records in the order an operator saw them, kept as the batches it got (values never changed afterwards) and
+    turned into record tuples once they are first read: a run logs a batch, not each of its records."""
+
+    __slots__ = ("_parts", "_records", "count")
+
+    def __init__(self, records: Iterable[Any] = ()) -> None:
+        self._records: list[Any] = list(records)
+        self._parts: list[Any] = []  # batches logged since the records were last read
+        self.count = len(self._records)  # records logged
+
+    def add(self, batch: Any) -> None:
+        if type(batch) is not RecordBatch:
+            batch = list(batch)  # (records of any other kind, as they are now)
+        n = len(batch)
+        if n:
+            self._parts.append(batch)
+            self.count += n
+
+    def records(self) -> list[Any]:
+        if self._parts:
+            for part in self._parts:
+                self._records.extend(part)
+            self._parts.clear()
+        return self._records
+
+
 class CutRecorder:
     """The records one task attempt's operator consumed and emitted, with the log positions of its snapshots."""
 
-    __slots__ = ("inputs", "outputs", "marks")
+    __slots__ = ("_inputs", "_outputs", "marks")
 
     def __init__(self) -> None:
-        self.inputs: list[Any] = []
-        self.outputs: list[Any] = []
+        self._inputs = _RecordLog()
+        self._outputs = _RecordLog()
         self.marks: dict[int, tuple[int, int]] = {}
+
+    @property
+    def inputs(self) -> list[Any]:
+        """What the operator consumed, record by record."""
+        return self._inputs.records()
+
+    @inputs.setter
+    def inputs(self, records: Iterable[Any]) -> None:
+        self._inputs = _RecordLog(records)
+
+    @property
+    def outputs(self) -> list[Any]:
+        """What the operator emitted, record by record."""
+        return self._outputs.records()
+
+    @outputs.setter
+    def outputs(self, records: Iterable[Any]) -> None:
+        self._outputs = _RecordLog(records)
 
     @staticmethod
     def attach(operator: Any) -> CutRecorder:
@@ -39,7 +84,7 @@ class CutRecorder:
 
             def logged_poll(max_records: int, accepted: Any = None) -> Any:
                 out = poll(max_records, accepted)
-                rec.outputs.extend(out)
+                rec._outputs.add(out)
                 return out
 
             reader.poll = logged_poll
@@ -51,19 +96,19 @@ class CutRecorder:
             )
 
             def logged_process(records: RecordBatch, input_index: int = 0) -> RecordBatch:
-                rec.inputs.extend(records)
+                rec._inputs.add(records)
                 out: RecordBatch = process(records, input_index)
-                rec.outputs.extend(out)
+                rec._outputs.add(out)
                 return out
 
             def logged_watermark(watermark: Watermark) -> RecordBatch:
                 out: RecordBatch = process_watermark(watermark)
-                rec.outputs.extend(out)
+                rec._outputs.add(out)
                 return out
 
             def logged_end(final_checkpoint: bool = False) -> RecordBatch:
                 out: RecordBatch = end_of_input(final_checkpoint)
-                rec.outputs.extend(out)
+                rec._outputs.add(out)
                 return out
 
             operator.process, operator.process_watermark, operator.end_of_input = (
@@ -76,7 +121,7 @@ class CutRecorder:
         def logged_snapshot(
             checkpoint_id: int, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT
         ) -> OperatorSubtaskState:
-            rec.marks.setdefault(checkpoint_id, (len(rec.inputs), len(rec.outputs)))
+            rec.marks.setdefault(checkpoint_id, (rec._inputs.count, rec._outputs.count))
             state: OperatorSubtaskState = snapshot(checkpoint_id, checkpoint_type)
             return state
 
@@ -175,6 +220,46 @@ def _finished_subtasks(metadata: CheckpointMetadata) -> set[SubtaskKey]:
     return done
 
 
+class _Prefixes:
+    """The counts of the records of some logs' leading parts, kept from one checkpoint to the next: as the parts
+    grow, only their new records are counted (all again when the logs change or a part shrinks)."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[Any] = Counter()
+        self._parts: list[tuple[list[Any], int]] = []  # (log, copies) of each part counted
+        self._ends: list[int] = []  # how far each was counted
+
+    def of(self, parts: list[tuple[list[Any], int, int]]) -> Counter[Any]:
+        """The counts of ``records[:end]``, ``copies`` times, of every ``(records, end, copies)`` (read-only)."""
+        kept = self._parts
+        if len(parts) != len(kept) or any(
+            records is not log or copies != times or end < counted
+            for (records, end, copies), (log, times), counted in zip(parts, kept, self._ends)
+        ):
+            self._counts = Counter()
+            self._parts = [(records, copies) for records, _, copies in parts]
+            self._ends = [0] * len(parts)
+        counts, ends = self._counts, self._ends
+        for k, (records, end, copies) in enumerate(parts):
+            if end > ends[k]:
+                new = records[ends[k] : end]
+                for _ in range(copies):
+                    counts.update(new)
+                ends[k] = end
+        return counts
+
+
+def _per_target(counts: Counter[Any]) -> dict[str, Counter[Any]]:
+    """``(target, record)`` counts (``_channel_records``) as record counts per target vertex."""
+    out: dict[str, Counter[Any]] = {}
+    for (target, r), n in counts.items():
+        per = out.get(target)
+        if per is None:
+            per = out[target] = Counter()
+        per[r] += n
+    return out
+
+
 def check_consistent_cuts(
     graph: JobGraph,
     completed: Mapping[int, tuple[int, CheckpointMetadata]],
@@ -183,25 +268,36 @@ def check_consistent_cuts(
     aligned_only: bool,
 ) -> list[CutViolation]:
     """The violations of every completed checkpoint (``checkpoint id -> (epoch, metadata)``); empty if all are
-    consistent cuts. ``aligned_only``: the mode never takes unaligned checkpoints (no in-flight data allowed)."""
+    consistent cuts. ``aligned_only``: the mode never takes unaligned checkpoints (no in-flight data allowed).
+    What each side of a cut holds before a snapshot is counted once, not again for every checkpoint
+    (``_Prefixes``)."""
     violations: list[CutViolation] = []
     forced = _forced_aligned_edges(graph)  # most jobs have none: nothing to look for then
+    emitted_before: dict[str, _Prefixes] = {v.name: _Prefixes() for v in graph.vertices}  # per consuming vertex
+    consumed_before: dict[str, _Prefixes] = {v.name: _Prefixes() for v in graph.vertices}
+    restored: dict[int, tuple[dict[str, Counter[Any]], dict[str, Counter[Any]]]] = {}  # per epoch
     for checkpoint_id, (epoch, metadata) in sorted(completed.items()):
         log = deployments[epoch]
         finished = _finished_subtasks(metadata)
 
-        def before(key: SubtaskKey, outputs: bool) -> list[Any] | None:
+        def before(key: SubtaskKey, outputs: bool) -> tuple[list[Any], int] | None:
+            """The log of ``key``'s operator (its outputs or its inputs) and how much of it came before the
+            checkpoint's snapshot (all of it for a finished subtask); None without a snapshot."""
             rec = log.recorders.get(key)  # noqa: B023 - called in this iteration only
             if rec is None:
                 return None
             if key in finished:  # noqa: B023 - called in this iteration only
-                return rec.outputs if outputs else rec.inputs
+                records = rec.outputs if outputs else rec.inputs
+                return records, len(records)
             mark = rec.marks.get(checkpoint_id)  # noqa: B023 - called in this iteration only
             if mark is None:
                 return None
-            return rec.outputs[: mark[1]] if outputs else rec.inputs[: mark[0]]
+            return (rec.outputs, mark[1]) if outputs else (rec.inputs, mark[0])
 
-        restored_in, restored_out = _channel_records(log.restored_from, graph)
+        if epoch not in restored:
+            restored_in, restored_out = _channel_records(log.restored_from, graph)
+            restored[epoch] = (_per_target(restored_in), _per_target(restored_out))
+        restored_in_of, restored_out_of = restored[epoch]
         persisted_in, persisted_out = _channel_records(metadata, graph)
         if aligned_only and (persisted_in or persisted_out):
             violations.append(
@@ -216,43 +312,45 @@ def check_consistent_cuts(
         for target, (count, forced_edges) in sorted(found.items()):
             problem = "in-flight data on a forced-aligned edge"
             violations.append(CutViolation(checkpoint_id, target, problem, count, tuple(sorted(forced_edges))))
+        persisted_in_of, persisted_out_of = _per_target(persisted_in), _per_target(persisted_out)
         for vertex in graph.vertices:
             edges = graph.inputs_of(vertex.name)
             if not edges:
                 continue
-            left: Counter[Any] = Counter()
-            right: Counter[Any] = Counter()
-            for (target, r), n in restored_in.items():
-                if target == vertex.name:
-                    left[r] += n
-            for (target, r), n in restored_out.items():
-                if target == vertex.name:
-                    left[r] += n
-            for (target, r), n in persisted_in.items():
-                if target == vertex.name:
-                    right[r] += n
-            for (target, r), n in persisted_out.items():
-                if target == vertex.name:
-                    right[r] += n
             absent = []
+            emitted: list[tuple[list[Any], int, int]] = []  # (log, end, copies) of each upstream subtask
             for edge in edges:  # operator logs hold records only (watermarks never reach an operator's process)
                 copies = vertex.parallelism if edge.partitioner is Partitioner.BROADCAST else 1
                 for i in range(graph.vertex(edge.source).parallelism):
-                    emitted = before((edge.source, i), outputs=True)
-                    if emitted is None:
+                    part = before((edge.source, i), outputs=True)
+                    if part is None:
                         absent.append(f"{edge.source}#{i}")
                         continue
-                    for _ in range(copies):
-                        left.update(emitted)
+                    emitted.append((*part, copies))
+            consumed: list[tuple[list[Any], int, int]] = []
             for i in range(vertex.parallelism):
-                consumed = before((vertex.name, i), outputs=False)
-                if consumed is None:
+                part = before((vertex.name, i), outputs=False)
+                if part is None:
                     absent.append(f"{vertex.name}#{i}")
                     continue
-                right.update(consumed)
+                consumed.append((*part, 1))
             if absent:
                 violations.append(CutViolation(checkpoint_id, vertex.name, "no snapshot", len(absent), tuple(absent)))
                 continue
+            # what went into the cut (restored channel state, what upstream emitted before it) and what it holds
+            # (persisted channel state, what the vertex consumed before it)
+            left = emitted_before[vertex.name].of(emitted)
+            right = consumed_before[vertex.name].of(consumed)
+            left_extra = [c for c in (restored_in_of.get(vertex.name), restored_out_of.get(vertex.name)) if c]
+            right_extra = [c for c in (persisted_in_of.get(vertex.name), persisted_out_of.get(vertex.name)) if c]
+            if left_extra:
+                left = left.copy()  # (the counts of ``emitted_before`` stay as they are)
+                for c in left_extra:
+                    left.update(c)
+            if right_extra:
+                right = right.copy()
+                for c in right_extra:
+                    right.update(c)
             if dict.__eq__(left, right):  # the common case, compared in C (both hold positive counts only)
                 continue
             missing = left - right
