@@ -143,7 +143,7 @@ class KeyedRunningSum:
         # before its key's first record, plus its key's sum before the batch
         order = (slots.astype(np.int16) if self._slots.count <= 32767 else slots).argsort(kind="stable")
         ordered_slots = slots[order]
-        cumulative = values[order].cumsum()
+        cumulative = np.add.accumulate(values[order])  # ``cumsum`` (int64), without the method's overhead
         last = np.empty(n, dtype=bool)  # the last record of each key in the ordered batch
         last[-1] = True
         np.not_equal(ordered_slots[1:], ordered_slots[:-1], out=last[:-1])

@@ -164,7 +164,7 @@ class OperatorStateHandle:
     def mode_of(self, name: str) -> OperatorStateDistributionMode:
         return self.distribution_modes.get(name, OperatorStateDistributionMode.SPLIT_DISTRIBUTE)
 
-    @property
+    @cached_property  # a frozen value's size: computed once
     def state_size(self) -> int:
         return sum(len(p) for parts in self.states.values() for p in parts)
 
