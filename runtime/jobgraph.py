@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 
@@ -120,8 +121,16 @@ class JobGraph:
 
     def gates_of(self, name: str) -> list[JobEdge]:
         """The vertex's input gates in order (gate index = position): one per input edge, input 0's first."""
+        gates = self._gates.get(name)
+        return list(gates) if gates is not None else self._find_gates(name)
+
+    def _find_gates(self, name: str) -> list[JobEdge]:
         edges = self.inputs_of(name)
         return [e for i in sorted({e.target_input for e in edges}) for e in edges if e.target_input == i]
+
+    @cached_property  # a frozen graph's gates: found once (asked per subtask and channel while a job is built)
+    def _gates(self) -> dict[str, tuple[JobEdge, ...]]:
+        return {v.name: tuple(self._find_gates(v.name)) for v in self.vertices}
 
     def channels_in_gate(self, name: str, gate: int, subtask: int) -> list[int]:
         """The producer subtask behind each input channel of ``subtask``'s gate ``gate``, in channel order."""
