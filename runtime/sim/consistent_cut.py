@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from barriersim.runtime.events import Buffer, CheckpointType, Watermark
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, Partitioner
 from barriersim.runtime.record_batch import RecordBatch
@@ -39,10 +41,30 @@ class _RecordLog:
 
     def records(self) -> list[Any]:
         if self._parts:
+            records = self._records
+            run: list[np.ndarray] = []  # consecutive batches of one layout, turned into tuples at once
             for part in self._parts:
-                self._records.extend(part)
+                if run and (type(part) is not RecordBatch or not _same_layout(part.columns, run[0])):
+                    records.extend(_rows(run))
+                    run = []
+                if type(part) is RecordBatch:
+                    run.append(part.columns)
+                else:
+                    records.extend(part)
+            if run:
+                records.extend(_rows(run))
             self._parts.clear()
         return self._records
+
+
+def _same_layout(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape[0] == b.shape[0] and a.dtype == b.dtype
+
+
+def _rows(columns: list[np.ndarray]) -> Iterable[tuple[Any, ...]]:
+    """The records of batches' columns (of one layout), in order, as ``RecordBatch`` iterates them."""
+    joined = columns[0] if len(columns) == 1 else np.concatenate(columns, axis=1)
+    return zip(*joined.tolist()) if joined.shape[1] else ()
 
 
 class CutRecorder:
