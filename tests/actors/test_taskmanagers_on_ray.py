@@ -135,7 +135,8 @@ def small_job(mode, faults: str) -> tuple[JobConfig, dict]:
 
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
 def test_a_crashed_taskmanager_loses_every_actor_in_it_and_the_job_recovers(mode, ray_cluster, tmp_path):
-    config, splits = small_job(mode, '[{"type":"crash_taskmanager","taskmanager":1,"point":"after_sync_snapshot_before_ack","checkpoint_id":3}]')
+    crash = '{"type":"crash_taskmanager","taskmanager":1,"point":"after_sync_snapshot_before_ack","checkpoint_id":3}'
+    config, splits = small_job(mode, f"[{crash}]")
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"tm-crash-{mode}", timeout_seconds=600)
 
     check_verdict(mode, SMALL, splits, result)
@@ -149,7 +150,9 @@ def test_a_crashed_taskmanager_loses_every_actor_in_it_and_the_job_recovers(mode
 
 @pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
 def test_a_killed_node_takes_its_taskmanagers_and_they_restart_on_the_surviving_nodes(mode, replaced_nodes, tmp_path):
-    config, splits = small_job(mode, '[{"type":"kill_node","node":1,"point":"after_sync_snapshot_before_ack","checkpoint_id":3}]')
+    config, splits = small_job(
+        mode, '[{"type":"kill_node","node":1,"point":"after_sync_snapshot_before_ack","checkpoint_id":3}]'
+    )
     result = run_graph_on_ray(config, splits, str(tmp_path / "checkpoints"), f"node-kill-{mode}", timeout_seconds=600)
 
     check_verdict(mode, SMALL, splits, result)
