@@ -296,9 +296,8 @@ def protocol_situations(
         )
     if kind == "backpressured_forward":
         consumer = graph.vertex(draw(st.sampled_from(forward_consumers)))
-        offered_us = 1e6 * consumer.parallelism / max(1.0, _offered_rate(graph, consumer.name, rate_per_source))
         times = draw(st.sampled_from([4, 8]))
-        factor = times * offered_us / consumer.params.get("cost_us_per_record", 1.0)
+        factor = _backpressuring_factor(graph, consumer, rate_per_source, times)
         # the slowed job needs about ``times`` x the sources' horizon; the slowdown lasts twice that, and ends, as
         # faults must: on Ray, where it stretches the real work of every burst, the job then finishes
         until = 2 * times * horizon_ms
@@ -596,14 +595,20 @@ def forward_backpressured_rescale(
         for f in slowdowns.faults
         if isinstance(f, SlowTask) and f.until_ms is not None
     )
-    offered_us = 1e6 * target.parallelism / max(1.0, _offered_rate(graph, edge.target, rate_per_source))
-    factor = rng.choice([4, 8]) * offered_us / target.params.get("cost_us_per_record", 1.0)
+    factor = _backpressuring_factor(graph, target, rate_per_source, rng.choice([4, 8]))
     slowed = tuple(
         SlowTask(f"{edge.target}#{i}", factor, 0, moved[0].until_ms if moved else cancel.at_ms + 1)
         for i in range(target.parallelism)
     )
     parallelism = {**dict(restore.parallelism), **{n: new for n in group}}
     return ActionSchedule((cancel, Restore(RestoreSource.CHECKPOINT, parallelism))), FaultSchedule(moved + slowed)
+
+
+def _backpressuring_factor(graph: JobGraph, vertex: JobVertex, rate_per_source: int, times: int) -> float:
+    """The slowdown factor with which each subtask of ``vertex`` needs ``times`` x the time between the records it
+    is offered (its ``cost_us_per_record`` stretched to that)."""
+    offered_us = 1e6 * vertex.parallelism / max(1.0, _offered_rate(graph, vertex.name, rate_per_source))
+    return times * offered_us / vertex.params.get("cost_us_per_record", 1.0)
 
 
 def _offered_rate(graph: JobGraph, name: str, rate_per_source: int) -> float:
