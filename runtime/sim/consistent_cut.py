@@ -282,6 +282,18 @@ def _per_target(counts: Counter[Any]) -> dict[str, Counter[Any]]:
     return out
 
 
+def _plus(counts: Counter[Any], vertex: str, *channel_state: dict[str, Counter[Any]]) -> Counter[Any]:
+    """``counts`` (read-only: ``_Prefixes``' own) with ``vertex``'s records of each ``channel_state`` added, in a
+    copy when there are any."""
+    extra = [c for per_target in channel_state if (c := per_target.get(vertex))]
+    if not extra:
+        return counts
+    total = counts.copy()
+    for c in extra:
+        total.update(c)
+    return total
+
+
 def check_consistent_cuts(
     graph: JobGraph,
     completed: Mapping[int, tuple[int, CheckpointMetadata]],
@@ -361,18 +373,8 @@ def check_consistent_cuts(
                 continue
             # what went into the cut (restored channel state, what upstream emitted before it) and what it holds
             # (persisted channel state, what the vertex consumed before it)
-            left = emitted_before[vertex.name].of(emitted)
-            right = consumed_before[vertex.name].of(consumed)
-            left_extra = [c for c in (restored_in_of.get(vertex.name), restored_out_of.get(vertex.name)) if c]
-            right_extra = [c for c in (persisted_in_of.get(vertex.name), persisted_out_of.get(vertex.name)) if c]
-            if left_extra:
-                left = left.copy()  # (the counts of ``emitted_before`` stay as they are)
-                for c in left_extra:
-                    left.update(c)
-            if right_extra:
-                right = right.copy()
-                for c in right_extra:
-                    right.update(c)
+            left = _plus(emitted_before[vertex.name].of(emitted), vertex.name, restored_in_of, restored_out_of)
+            right = _plus(consumed_before[vertex.name].of(consumed), vertex.name, persisted_in_of, persisted_out_of)
             if dict.__eq__(left, right):  # the common case, compared in C (both hold positive counts only)
                 continue
             missing = left - right
