@@ -27,6 +27,9 @@ class ProtocolPoint(enum.Enum):
     # JobMaster-side, of a ``crash_task`` only: ``delay_ms`` after the coordinator completed savepoint
     # ``checkpoint_id`` (None: the first savepoint of the run that completes), a failure before the next checkpoint
     AFTER_SAVEPOINT_COMPLETED = "after_savepoint_completed"
+    # JobMaster-side, of a ``crash_coordinator`` only: ``delay_ms`` (default 0) after the coordinator completed
+    # checkpoint ``checkpoint_id``, whenever a loaded machine lets it complete
+    AFTER_CHECKPOINT_COMPLETED = "after_checkpoint_completed"
 
     @property
     def is_task_side(self) -> bool:
@@ -91,9 +94,13 @@ class KillNode:
 
 @dataclass(frozen=True)
 class CrashCoordinator:
-    """Kill the checkpoint coordinator at ``at_ms``; it restarts from the completed checkpoint store."""
+    """Kill the checkpoint coordinator at ``at_ms``, or ``delay_ms`` (default 0) after checkpoint ``checkpoint_id``
+    completed (``point`` ``after_checkpoint_completed``); it restarts from the completed checkpoint store."""
 
-    at_ms: int
+    at_ms: int | None = None
+    point: ProtocolPoint | None = None
+    checkpoint_id: int | None = None
+    delay_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -221,8 +228,19 @@ def _check(fault: Fault, where: str) -> None:
             raise bad("checkpoint_id", f"is required with point {fault.point.value}")
         if after_savepoint and not isinstance(fault, CrashTask):
             raise bad("point", "after_savepoint_completed is a point of crash_task faults only")
+        if fault.point is ProtocolPoint.AFTER_CHECKPOINT_COMPLETED:
+            raise bad("point", "after_checkpoint_completed is a point of crash_coordinator faults only")
         if isinstance(fault, CrashTask) and (fault.delay_ms is not None) != after_savepoint:
             raise bad("delay_ms", "give delay_ms exactly with point after_savepoint_completed")
+    if isinstance(fault, CrashCoordinator):
+        if (fault.at_ms is None) == (fault.point is None):
+            raise bad("at_ms", "give exactly one of at_ms and point")
+        if fault.point is not None and fault.point is not ProtocolPoint.AFTER_CHECKPOINT_COMPLETED:
+            raise bad("point", f"a crash_coordinator's point is after_checkpoint_completed, got {fault.point.value}")
+        if (fault.point is None) != (fault.checkpoint_id is None):
+            raise bad("checkpoint_id", "give checkpoint_id exactly with point after_checkpoint_completed")
+        if fault.delay_ms is not None and fault.point is None:
+            raise bad("delay_ms", "give delay_ms only with point after_checkpoint_completed")
     if isinstance(fault, KillNode) and fault.node == 0:
         raise bad("node", "node 0 hosts the JobManager and cannot be killed (name a node from 1)")
     if isinstance(fault, SlowTask) and fault.factor <= 0:
@@ -465,8 +483,8 @@ class FaultSchedule:
                 )
 
     def coordinator_crashes(self) -> list[int]:
-        """The times (ms) at which the coordinator crashes, in order."""
-        return sorted(f.at_ms for f in self.of_type(CrashCoordinator))
+        """The times (ms) at which the coordinator crashes, in order (the crashes with a time)."""
+        return sorted(f.at_ms for f in self.of_type(CrashCoordinator) if f.at_ms is not None)
 
     # -- plain values and JSON (for scenario files and replay commands) ------------------------------
 

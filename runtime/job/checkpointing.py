@@ -63,6 +63,7 @@ class JobCheckpointing:
         to_task: Callable[..., None],
         crash_point: Callable[[str, ProtocolPoint, int], bool],
         request_completed: Callable[[int, int], None],
+        checkpoint_completed: Callable[[int], None],
         request_failed: Callable[[int, int | None, str], None],
         savepoint_written: Callable[[int, str, CheckpointMetadata], None],
         fail_over: Callable[[str, str], None],
@@ -72,9 +73,10 @@ class JobCheckpointing:
         """``timers``: the JobMaster's, each coordinator's timer wrapped with its generation
         (``CoordinatorTimerFired``); ``to_task``: a message to a task, through its faults' fate; ``crash_point``: the
         JobMaster-side crash points; ``request_completed`` / ``request_failed`` / ``savepoint_written``: the
-        results of trigger requests (the JobMaster's operations); ``fail_over(task, why)``: a queued ``FailJob``
-        fails the job over, unless it ``job_ended()`` or is ``failing_over()`` (then it waits for the failover's
-        end, ``fail_over_queued``)."""
+        results of trigger requests (the JobMaster's operations); ``checkpoint_completed``: every checkpoint or
+        savepoint the coordinator completed (the JobMaster-side crash after it); ``fail_over(task, why)``: a queued
+        ``FailJob`` fails the job over, unless it ``job_ended()`` or is ``failing_over()`` (then it waits for the
+        failover's end, ``fail_over_queued``)."""
         self._config = config
         self.job_id = job_id
         self._graph = config.graph
@@ -91,6 +93,7 @@ class JobCheckpointing:
         self._to_task = to_task
         self._crash_point = crash_point
         self._request_completed = request_completed
+        self._checkpoint_completed = checkpoint_completed
         self._request_failed = request_failed
         self._savepoint_written = savepoint_written
         self._fail_over = fail_over
@@ -258,6 +261,7 @@ class JobCheckpointing:
         elif isinstance(action, m.TriggerRequestCompleted):
             if action.request_id:
                 self._request_completed(action.request_id, action.checkpoint_id)
+            self._checkpoint_completed(action.checkpoint_id)
         elif isinstance(action, m.TriggerRequestFailed):
             if action.request_id:
                 self._request_failed(action.request_id, action.checkpoint_id, action.reason.name)

@@ -96,12 +96,13 @@ class FaultInjector:
         for fault in faults.faults:
             if isinstance(fault, (CrashTaskManager, KillNode)) and fault.at_ms is not None:
                 self._emit(StartTimer(max(0, fault.at_ms - now), FaultDue(fault)))
-        timed: list[DamageCheckpoint | CrashCoordinator] = [
-            *faults.of_type(DamageCheckpoint),
-            *faults.of_type(CrashCoordinator),
+        timed: list[tuple[int, DamageCheckpoint | CrashCoordinator]] = [
+            *((f.at_ms, f) for f in faults.of_type(DamageCheckpoint)),
+            *((f.at_ms, f) for f in faults.of_type(CrashCoordinator) if f.at_ms is not None),
         ]
-        for timed_fault in sorted(timed, key=lambda f: f.at_ms):  # a damage before a coordinator crash at the same ms
-            self._emit(StartTimer(max(0, timed_fault.at_ms - now), FaultDue(timed_fault)))
+        # stable: a damage before a coordinator crash at the same ms
+        for at_ms, timed_fault in sorted(timed, key=lambda pair: pair[0]):
+            self._emit(StartTimer(max(0, at_ms - now), FaultDue(timed_fault)))
 
     def crash_during_restore(self) -> None:
         """A ``during_restore`` crash of the schedule, once per run: at a deployment that restores."""
@@ -123,6 +124,18 @@ class FaultInjector:
             if (
                 fault.point is ProtocolPoint.AFTER_SAVEPOINT_COMPLETED
                 and fault.checkpoint_id in (None, checkpoint_id)
+                and fault not in self._fired_points
+            ):
+                self._fired_points.add(fault)
+                self._emit(StartTimer(fault.delay_ms or 0, FaultDue(fault)))
+
+    def checkpoint_completed(self, checkpoint_id: int) -> None:
+        """The coordinator completed checkpoint ``checkpoint_id``: the JobManager crashes due ``delay_ms`` after it
+        (``after_checkpoint_completed``) are armed, each once per run."""
+        for fault in self._faults.of_type(CrashCoordinator):
+            if (
+                fault.point is ProtocolPoint.AFTER_CHECKPOINT_COMPLETED
+                and fault.checkpoint_id == checkpoint_id
                 and fault not in self._fired_points
             ):
                 self._fired_points.add(fault)

@@ -154,6 +154,7 @@ class JobMaster:
             to_task=self._injector.to_task,
             crash_point=self._injector.crash_point,
             request_completed=self._request_completed,
+            checkpoint_completed=self._injector.checkpoint_completed,
             request_failed=lambda request, cid, reason: self._operations.request_failed(request, cid, reason),
             savepoint_written=lambda cid, path, metadata: self._operations.savepoint_written(cid, path, metadata),
             fail_over=lambda task, why: self._failover.fail_over(task, why),

@@ -25,7 +25,8 @@ from barriersim.runtime.job.placement import ClusterConfig, place
 from barriersim.runtime.jobgraph import JobGraph
 from barriersim.scenarios.loader import quickstart_graph
 
-POINTS = [p for p in ProtocolPoint if p is not ProtocolPoint.AFTER_SAVEPOINT_COMPLETED]
+JOBMASTER_POINTS = (ProtocolPoint.AFTER_SAVEPOINT_COMPLETED, ProtocolPoint.AFTER_CHECKPOINT_COMPLETED)
+POINTS = [p for p in ProtocolPoint if p not in JOBMASTER_POINTS]
 
 faults = st.one_of(
     st.builds(CrashTask, task=st.sampled_from(["sum#0", "source#1"]), at_ms=st.integers(0, 10_000)),
@@ -38,6 +39,12 @@ faults = st.one_of(
         delay_ms=st.integers(0, 50),
     ),
     st.builds(CrashCoordinator, at_ms=st.integers(0, 10_000)),
+    st.builds(
+        CrashCoordinator,
+        point=st.just(ProtocolPoint.AFTER_CHECKPOINT_COMPLETED),
+        checkpoint_id=st.integers(1, 20),
+        delay_ms=st.none() | st.integers(0, 50),
+    ),
     st.builds(CrashTaskManager, taskmanager=st.integers(0, 3), at_ms=st.integers(0, 10_000)),
     st.builds(KillNode, node=st.integers(1, 3), point=st.sampled_from(POINTS), checkpoint_id=st.integers(1, 9)),
     st.builds(
@@ -89,6 +96,23 @@ def test_schedules_round_trip_through_json(items):
             "faults[0].point: after_savepoint_completed is a point of crash_task faults only",
         ),
         ([{"type": "crash_coordinator", "at_ms": -5}], "faults[0].at_ms: must be >= 0, got -5"),
+        ([{"type": "crash_coordinator"}], "faults[0].at_ms: give exactly one of at_ms and point"),
+        (
+            [{"type": "crash_coordinator", "point": "after_checkpoint_completed"}],
+            "faults[0].checkpoint_id: give checkpoint_id exactly with point after_checkpoint_completed",
+        ),
+        (
+            [{"type": "crash_coordinator", "point": "mid_alignment", "checkpoint_id": 2}],
+            "faults[0].point: a crash_coordinator's point is after_checkpoint_completed, got mid_alignment",
+        ),
+        (
+            [{"type": "crash_coordinator", "at_ms": 5, "delay_ms": 3}],
+            "faults[0].delay_ms: give delay_ms only with point after_checkpoint_completed",
+        ),
+        (
+            [{"type": "crash_task", "task": "a", "point": "after_checkpoint_completed", "checkpoint_id": 2}],
+            "faults[0].point: after_checkpoint_completed is a point of crash_coordinator faults only",
+        ),
         ([{"type": "crash_coordinator", "at_ms": "soon"}], "faults[0].at_ms: must be an integer"),
         ([{"type": "slow_task", "task": "a", "factor": 0}], "faults[0].factor: must be > 0"),
         ([{"type": "fail_checkpoints", "first_checkpoint_id": 0, "count": 1}], "checkpoint ids start at 1"),

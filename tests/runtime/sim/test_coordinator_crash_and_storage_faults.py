@@ -77,6 +77,33 @@ def test_a_coordinator_crash_before_any_checkpoint_completed_restarts_from_scrat
     assert result.restored_checkpoint_ids == [] and result.coordinator_failovers == 1
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_coordinator_crash_after_a_checkpoint_completed_follows_that_checkpoint_not_the_clock(mode):
+    # with a failing _metadata write at checkpoint 2 and the crash tied to checkpoint 3's completion, checkpoint 2
+    # always ends as FINALIZE_CHECKPOINT_FAILURE and the new JobManager restores checkpoint 3, however long they take
+    faults = (
+        '[{"type":"fail_storage_write","checkpoint_id":2},'
+        '{"type":"crash_coordinator","point":"after_checkpoint_completed","checkpoint_id":3}]'
+    )
+    job, result, verdict = simulate(mode, faults, records=50_000, tolerable_failures=10)
+    assert_guarantee(mode, result, verdict)
+    assert result.coordinator_failovers == 1 and result.restored_checkpoint_ids == [3]
+    old = job.dispatcher.retired_stats()[0]
+    assert max(old.history) == 3 and old.history[3]["status"] == "COMPLETED"
+    assert old.history[2]["failure_reason"] == "FINALIZE_CHECKPOINT_FAILURE"
+    assert [e["fired"] for e in result.fault_log] == [1, 1]
+
+
+def test_a_coordinator_crash_delay_counts_from_the_checkpoint_and_fires_once():
+    faults = '[{"type":"crash_coordinator","point":"after_checkpoint_completed","checkpoint_id":2,"delay_ms":7}]'
+    job, result, _ = simulate("aligned", faults, records=50_000)
+    last_ack = job.dispatcher.retired_stats()[0].history[2]["latest_ack_timestamp"]
+    assert result.coordinator_failovers == 1 and result.restored_checkpoint_ids == [2]
+    assert result.fault_log[0]["fired"] == 1
+    # completion follows the last acknowledgement by the _metadata write (a few ms of the cost model)
+    assert last_ack + 7 <= result.fault_log[0]["first_at_ms"] <= last_ack + 7 + 5
+
+
 def test_two_coordinator_crashes_and_a_task_crash_keep_exactly_once_and_attempt_ids_fresh():
     job, result, verdict = simulate(
         "aligned",
