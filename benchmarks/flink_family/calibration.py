@@ -11,10 +11,21 @@ CPU_CORES = 2
 
 # Flink's own work per record at every vertex behind an exchange (deserializing, the operator's call, serializing,
 # handing the record on), CPU work added to the spin: the calibration jobs' sinks (5 µs spin) are busy 11.0-13.1 µs
-# per record and calibration-spin-5us's worker 13.7-13.9 µs: 8 µs above the spin.
+# per record and calibration-spin-5us's worker 13.7-13.9 µs: 8 µs above the spin. Measured again on a quiet machine
+# (2026-12-07): the sinks 10-12 µs (5-7 above their spin), the workers of 5, 20 and 80 µs 12-14, 31 and 92-93 (7-13
+# above): 8 stays.
 RECORD_OVERHEAD_US = 8.0
 
-# What a hot key's sleep (LockSupport.parkNanos) takes beyond its nominal time (the timer slack and the wake-up):
-# calibration-sleep-200us's worker (20 µs spin, 30 % of its records sleeping 200 µs) is busy 118.7-123.1 µs per
-# record, calibration-spin-20us's 33.8-38.4 without the sleep: 0.3 x (200 + 70..97) µs; the middle, 80 µs.
-SLEEP_OVERSHOOT_US = 80.0
+# What a hot key's sleep (LockSupport.parkNanos) takes beyond its nominal time (the wake-up, and a part that grows
+# with the sleep), measured with nothing beside Flink (2026-12-07; each run started at a load average under 2.5):
+# calibration-sleep-200us's worker (20 µs spin, 30 % of its records sleeping 200 µs) is busy 120-131 µs per record
+# and calibration-sleep-1000us's (1 ms) 375-377, against calibration-spin-20us's 31 without the sleep:
+# 0.3 x (200 + 97..133) and 0.3 x (1000 + 147..153). The line through the two middles: 106 µs + 4.4 % of the sleep.
+# (Measured under a load average of 5-40 the first time, the 200 µs sleep overshot by 70-97 µs.)
+SLEEP_OVERSHOOT_US = 106.0
+SLEEP_OVERSHOOT_FRACTION = 0.044
+
+
+def sleep_with_overshoot_us(sleep_us: float) -> float:
+    """What a hot key's nominal sleep of ``sleep_us`` costs a Flink subtask on this machine kind."""
+    return sleep_us + SLEEP_OVERSHOOT_US + SLEEP_OVERSHOOT_FRACTION * sleep_us

@@ -51,7 +51,8 @@ def to_scenario_document(config: Config) -> dict:
         if operator == "map":
             vertex["factor"] = 1
         if v.name == config.hot_vertex and config.hot_key_share > 0 and config.hot_key_extra_us > 0:
-            vertex.update(hot_key=HOT_KEY, hot_key_extra_us=config.hot_key_extra_us + calibration.SLEEP_OVERSHOOT_US)
+            sleep_us = calibration.sleep_with_overshoot_us(config.hot_key_extra_us)
+            vertex.update(hot_key=HOT_KEY, hot_key_extra_us=sleep_us)
         vertices.append(vertex)
         edges.append({"from": config.vertices[i - 1].name, "to": v.name, "partitioner": v.input})
     return {

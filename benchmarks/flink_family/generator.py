@@ -3,11 +3,11 @@ configurations and random draws, written to ``benchmarks/flink/family/family.jso
 
 How this works: two bases (the facts' job shape in Java, at a busy and at a heavy-backpressure rate) each get one
 variant per dimension the fidelity goal watches (``PAIRS``: parallelism 4 -> 8, debloating off -> on, 32 -> 8 KiB,
-1 -> 2 TaskManagers), which keeps the base's offered rate; four calibration jobs (one worker subtask, one spin each,
-and one with the hot key's sleep) measure what a spin and a sleep cost in Flink. The draws take each dimension's
-values from a seeded shuffle repeated over the draws, so every value appears; the offered rate is a load level
-times the rate the job can take (``description.loads``). ``python -m benchmarks.flink_family.generator`` rewrites
-the file; the same seed gives the same family."""
+1 -> 2 TaskManagers), which keeps the base's offered rate; five calibration jobs (one worker subtask, one spin each,
+and two with the hot key's sleep of 200 µs and 1 ms) measure what a spin and a sleep cost in Flink. The draws take
+each dimension's values from a seeded shuffle repeated over the draws, so every value appears; the offered rate is a
+load level times the rate the job can take (``description.loads``). ``python -m benchmarks.flink_family.generator``
+rewrites the file; the same seed gives the same family."""
 
 from __future__ import annotations
 
@@ -262,6 +262,8 @@ def generate(seed: int = DEFAULT_SEED, draws: int = DRAWS) -> dict:
         if picks["mode"] == "aligned-with-timeout":
             picks["timeout"] = next(timeouts)
         configs.append(draw(rnd, i + 1, seed * 1000 + len(configs), picks))
+    # the hot key's longer sleep (most hot keys of the family sleep 1 ms), after the draws so that their seeds stay
+    configs.append(calibration("calibration-sleep-1000us", 20.0, seed * 1000 + len(configs), (0.3, 1000.0)))
     return {"seed": seed, "configs": [c.to_json() for c in configs], "pairs": pairs}
 
 
