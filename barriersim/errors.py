@@ -14,3 +14,8 @@ class UnsupportedScenario(BarriersimError):
 
 class ArgumentError(BarriersimError, ValueError):
     """An argument of the API or the command line that has no meaning (e.g. an unknown backend)."""
+
+
+class RayStartError(BarriersimError):
+    """A local Ray cluster that did not start (e.g. its raylet did not come up within Ray's 30 s on a starved
+    machine); the message is Ray's first line."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from barriersim.errors import RayStartError
 from barriersim.ray_address import AddressError
 
 JAVA_OPENS = (
@@ -287,13 +288,18 @@ class RayAndSpark:
                     raise AddressError(f"Ray cluster at {self.address}: {first}") from None
             else:
                 # A run never attaches to a cluster it did not mean to: "local" always starts a new one.
-                ray.init(
-                    address="local",
-                    num_cpus=self.num_cpus or max(4, os.cpu_count() or 2),
-                    include_dashboard=False,
-                    log_to_driver=False,
-                    logging_level=logging.ERROR,
-                )
+                try:
+                    ray.init(
+                        address="local",
+                        num_cpus=self.num_cpus or max(4, os.cpu_count() or 2),
+                        include_dashboard=False,
+                        log_to_driver=False,
+                        logging_level=logging.ERROR,
+                    )
+                except Exception as err:  # noqa: BLE001 - the raylet or the GCS did not come up in Ray's time
+                    ray.shutdown()  # what did start (the GCS, a raylet) stops with it
+                    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                    raise RayStartError(f"Ray did not start on this machine: {first}") from None
             self._owns_ray = True
         if self._logs is not None:
             self._logs.quiet_ray_again()

@@ -148,6 +148,19 @@ def test_a_server_that_is_not_ray_is_one_line(tmp_path, http_port):
     )
 
 
+def test_a_local_ray_that_does_not_start_is_one_line_and_leaves_no_run_directory(tmp_path):
+    # a real failure of Ray's start (its temporary directory cannot be made), as a raylet that does not come up in
+    # Ray's 30 s on a starved machine: the error in one line, no traceback, no run directory
+    out = tmp_path / "run"
+    (tmp_path / "a-file").write_text("")
+    proc = cli("run", "quickstart", "--out", str(out), env={"RAY_TMPDIR": str(tmp_path / "a-file" / "ray")})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"barriersim: Ray did not start on this machine: [Errno 20] Not a directory: '{tmp_path / 'a-file' / 'ray'}'"
+    ]
+    assert not out.exists()
+
+
 def test_ray_address_from_the_environment_is_checked_and_named(tmp_path):
     line = one_line(cli("run", "quickstart", "--out", str(tmp_path / "r"), env={"RAY_ADDRESS": "localhost:1"}))
     assert line == "barriersim: RAY_ADDRESS localhost:1: no Ray cluster at localhost:1 (connection refused)"
