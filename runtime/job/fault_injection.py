@@ -120,22 +120,22 @@ class FaultInjector:
     def savepoint_completed(self, checkpoint_id: int) -> None:
         """The coordinator completed savepoint ``checkpoint_id``: the crashes due ``delay_ms`` after it
         (``after_savepoint_completed``) are armed, each once per run."""
-        for fault in self._faults.of_type(CrashTask):
-            if (
-                fault.point is ProtocolPoint.AFTER_SAVEPOINT_COMPLETED
-                and fault.checkpoint_id in (None, checkpoint_id)
-                and fault not in self._fired_points
-            ):
-                self._fired_points.add(fault)
-                self._emit(StartTimer(fault.delay_ms or 0, FaultDue(fault)))
+        self._arm_after(self._faults.of_type(CrashTask), ProtocolPoint.AFTER_SAVEPOINT_COMPLETED, checkpoint_id)
 
     def checkpoint_completed(self, checkpoint_id: int) -> None:
         """The coordinator completed checkpoint ``checkpoint_id``: the JobManager crashes due ``delay_ms`` after it
         (``after_checkpoint_completed``) are armed, each once per run."""
-        for fault in self._faults.of_type(CrashCoordinator):
+        self._arm_after(self._faults.of_type(CrashCoordinator), ProtocolPoint.AFTER_CHECKPOINT_COMPLETED, checkpoint_id)
+
+    def _arm_after(
+        self, faults: list[CrashTask] | list[CrashCoordinator], point: ProtocolPoint, checkpoint_id: int
+    ) -> None:
+        """A timer ``delay_ms`` ahead for each of ``faults`` at the JobMaster-side ``point`` of ``checkpoint_id``
+        (a fault without an id: of any) that has not fired in this run."""
+        for fault in faults:
             if (
-                fault.point is ProtocolPoint.AFTER_CHECKPOINT_COMPLETED
-                and fault.checkpoint_id == checkpoint_id
+                fault.point is point
+                and fault.checkpoint_id in (None, checkpoint_id)
                 and fault not in self._fired_points
             ):
                 self._fired_points.add(fault)
