@@ -30,10 +30,10 @@ import pyarrow.parquet as pq
 from barriersim import strategies
 from barriersim.arguments import seed_range_argument
 from barriersim.case_checks import check, violation
-from barriersim.errors import ArgumentError, UnsupportedScenario
+from barriersim.errors import ArgumentError, RayStartError, UnsupportedScenario
 from barriersim.extras import importable
 from barriersim.out_dir import prepare_out_dir
-from barriersim.ray_tasks import RayStartError, RayTasks, check_parallelism, worth_ray
+from barriersim.ray_tasks import RayTasks, check_parallelism, worth_ray
 from barriersim.runtime.checkpointing_mode import ALL_MODES, SIDE_BY_SIDE_MODES, CheckpointingMode
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
 from barriersim.scenarios.documents import dumps, scenario_document

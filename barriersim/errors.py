@@ -17,5 +17,10 @@ class ArgumentError(BarriersimError, ValueError):
 
 
 class RayStartError(BarriersimError):
-    """A local Ray cluster that did not start (e.g. its raylet did not come up within Ray's 30 s on a starved
-    machine); the message is Ray's first line."""
+    """Ray did not start here (e.g. its raylet did not come up within Ray's 30 s on an overloaded machine); ``str()``
+    is one line."""
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of ``error``'s message (its type's name if it has none): what a one-line report quotes."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]

@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 
-from barriersim.errors import BarriersimError
+from barriersim.errors import BarriersimError, first_line
 
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
 TIMEOUT_VARIABLE = "BARRIERSIM_CONNECT_TIMEOUT"
@@ -97,8 +97,7 @@ def _resolve_auto(where: str) -> str:
 
         return canonicalize_bootstrap_address_or_die("auto")
     except Exception as err:  # noqa: BLE001 - Ray's ConnectionError and whatever its look-up raises
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise AddressError(f"{where}: no running Ray cluster found on this machine ({first})") from None
+        raise AddressError(f"{where}: no running Ray cluster found on this machine ({first_line(err)})") from None
 
 
 def _host_and_port(where: str, addr: str) -> tuple[str, int]:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from barriersim.errors import ArgumentError, BarriersimError
+from barriersim.errors import ArgumentError, RayStartError, first_line
 from barriersim.extras import importable
 from barriersim.ray_address import AddressError
 from barriersim.runtime.storage.atomic_file import AtomicFileWriter
@@ -55,10 +55,6 @@ def check_parallelism(parallelism: int | None) -> int | None:
     return parallelism
 
 
-class RayStartError(BarriersimError):
-    """Ray did not start here (e.g. its local start timed out on an overloaded machine); ``str()`` is one line."""
-
-
 class RayTasks:
     """Ray for a command's tasks: started (or attached to) on creation, shut down by ``close`` if it started it;
     ``num_cpus``: a local Ray's logical CPUs (default: ``RayAndSpark``'s)."""
@@ -87,8 +83,7 @@ class RayTasks:
         except Exception as err:  # noqa: BLE001 - Ray's start raises bare Exceptions (a raylet or GCS timeout)
             self._ray.close()
             ray.shutdown()  # what a failed start left
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            raise RayStartError(f"Ray did not start: {first}") from None
+            raise RayStartError(f"Ray did not start: {first_line(err)}") from None
         except BaseException:
             self._ray.close()
             raise

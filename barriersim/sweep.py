@@ -29,14 +29,13 @@ from barriersim import api, sweep_table
 from barriersim.analytics_export import export_analytics
 from barriersim.arguments import positive_argument, seed_argument
 from barriersim.backends import Backend, WorkloadGenerator
-from barriersim.errors import ArgumentError, BarriersimError
+from barriersim.errors import ArgumentError, BarriersimError, RayStartError, first_line
 from barriersim.extras import require
 from barriersim.out_dir import prepare_out_dir
 from barriersim.progress import CountedProgress
 from barriersim.ray_jobs import Ended, Said, cpus_for
 from barriersim.ray_jobs import map_unordered as in_driver_processes
 from barriersim.ray_tasks import (
-    RayStartError,
     RayTasks,
     check_parallelism,
     in_drivers_directory,
@@ -429,8 +428,7 @@ def _run_drivers(jobs: list[SweepJob], remaining: list[int], tasks: RayTasks, re
                 say(f"{label}: {event.what}")
             elif isinstance(event, Ended) and event.error is not None:
                 failures.append(event.error)
-                first = (str(event.error).strip().splitlines() or [type(event.error).__name__])[0]
-                say(f"{label}: failed: {first}")
+                say(f"{label}: failed: {first_line(event.error)}")
             else:
                 record(i, event.result)
                 say(f"{label}: done")

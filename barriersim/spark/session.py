@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from barriersim.errors import RayStartError
+from barriersim.errors import RayStartError, first_line
 from barriersim.ray_address import AddressError
 
 JAVA_OPENS = (
@@ -284,8 +284,7 @@ class RayAndSpark:
                 try:
                     ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR)
                 except Exception as err:  # noqa: BLE001 - Ray's version mismatch, authentication, GCS errors
-                    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-                    raise AddressError(f"Ray cluster at {self.address}: {first}") from None
+                    raise AddressError(f"Ray cluster at {self.address}: {first_line(err)}") from None
             else:
                 # A run never attaches to a cluster it did not mean to: "local" always starts a new one.
                 try:
@@ -298,8 +297,7 @@ class RayAndSpark:
                     )
                 except Exception as err:  # noqa: BLE001 - the raylet or the GCS did not come up in Ray's time
                     ray.shutdown()  # what did start (the GCS, a raylet) stops with it
-                    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-                    raise RayStartError(f"Ray did not start on this machine: {first}") from None
+                    raise RayStartError(f"Ray did not start on this machine: {first_line(err)}") from None
             self._owns_ray = True
         if self._logs is not None:
             self._logs.quiet_ray_again()
