@@ -57,6 +57,17 @@ class SourceEmission(enum.Enum):
     EXACT = "exact"
 
 
+class SourcePacing(enum.Enum):
+    """How a paced source waits for its next record, which decides when its mails (checkpoint triggers,
+    notifications) run. ``RATE_LIMITER``: off the task thread, as Flink's ``RateLimiterStrategy`` (the reader waits
+    for a permit asynchronously), so a mail runs at once. ``SLEEP``: on the task thread, as a map chained to the
+    source that sleeps until the record is due (the facts' and the family's jobs): a mail waits until the sleep ends
+    and the record went out. Only ``SourceEmission.EXACT`` has records with due times to wait for."""
+
+    RATE_LIMITER = "rate_limiter"
+    SLEEP = "sleep"
+
+
 class JobOutcome(enum.Enum):
     FINISHED = "finished"
     CANCELED = "canceled"  # cancelled by the user (JobMaster.cancel)
@@ -83,6 +94,12 @@ class WorkloadConfig:
         "how the simulator emits a paced source's records: steps of 10 ms written at once, or "
         "exact (each when it is due; slower to simulate); Ray reads in steps either way",
     )
+    pacing: SourcePacing = setting(
+        SourcePacing.RATE_LIMITER,
+        "how a paced source waits for its next record: rate_limiter (off the task thread: checkpoint triggers run "
+        "at once) or sleep (a map that sleeps on the task thread: a trigger waits for the next record; needs "
+        "source_emission = exact)",
+    )
     min_checkpoints: int = setting(
         0,
         "> 0: a source that read its records holds its end of input until it was notified of this many "
@@ -92,6 +109,7 @@ class WorkloadConfig:
 
     def __post_init__(self) -> None:  # a caller's string becomes the enum
         object.__setattr__(self, "source_emission", SourceEmission(self.source_emission))
+        object.__setattr__(self, "pacing", SourcePacing(self.pacing))
 
     def problem(self) -> tuple[str, str] | None:
         """``(key, problem)`` if these settings do not go together, else None."""
@@ -99,6 +117,11 @@ class WorkloadConfig:
             return (
                 "workload.source_emission",
                 '"exact" paces records by workload.rate_per_source, which is 0 (unpaced sources read in steps)',
+            )
+        if self.pacing is SourcePacing.SLEEP and self.source_emission is not SourceEmission.EXACT:
+            return (
+                "workload.pacing",
+                '"sleep" waits for the due time of each record, which only source_emission = "exact" has',
             )
         return None
 

@@ -2,10 +2,11 @@
 moves their data in virtual time. A task works on one input buffer (or source batch) at a time and is busy for its
 cost, as its ``TaskThreads`` collaborator tells (``runtime.sim.task_threads``: cost model, slowdowns, CPU sharing,
 synchronous snapshots holding the task); a paced source writes its records when they are due on its
-``EmissionClock``; elements travel with a drawn latency, FIFO per channel, under credit-based flow control; a
-checkpoint's asynchronous part completes off its task; what a task tells its JobMaster goes to ``to_job_master``.
-Every callback carries its epoch. Mirrors Flink's mailbox loop (``StreamTask.processInput``), its ``OutputFlusher``
-and the credit-based Netty stack; docs/windowed-faults.md."""
+``EmissionClock`` (one that sleeps in between runs its mails when the next is due); elements travel with a drawn
+latency, FIFO per channel, under credit-based flow control; a checkpoint's asynchronous part completes off its
+task; what a task tells its JobMaster goes to ``to_job_master``. Every callback carries its epoch. Mirrors Flink's
+mailbox loop (``StreamTask.processInput``), its ``OutputFlusher`` and the credit-based Netty stack;
+docs/windowed-faults.md."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from barriersim.runtime.job import events as je
-from barriersim.runtime.job.config import JobConfig, SourceEmission
+from barriersim.runtime.job.config import JobConfig, SourceEmission, SourcePacing
 from barriersim.runtime.job.deployment import deliver_task_message
 from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.job.wiring import SubtaskKey, Wiring
@@ -102,6 +103,8 @@ class DataPlane:
         # paced sources: their emission clocks and pending sync points (``runtime.sim.source_emission``)
         self._emission: dict[SubtaskKey, EmissionClock] = {}
         self._sync_at: dict[SubtaskKey, int] = {}
+        self._mail_until: dict[SubtaskKey, int] = {}  # a sleeping source's mails wait until then (SourcePacing.SLEEP)
+        self._sleeping_sources = False
         # when each source subtask's last step that read records ended (virtual us)
         self._source_last_record_us: dict[SubtaskKey, int] = {}
         self._channel_clock: dict[tuple[Any, ...], int] = {}
@@ -128,6 +131,8 @@ class DataPlane:
         self._threads.clear_cpu()
         self._emission.clear()
         self._sync_at.clear()
+        self._mail_until.clear()
+        self._sleeping_sources = config.workload.pacing is SourcePacing.SLEEP
 
     def add_task(self, key: SubtaskKey, task: StreamTask, slowdowns: Slowdowns) -> None:
         """A task of the new deployment, restored; a source with an exact rate emits on its own clock."""
@@ -176,7 +181,37 @@ class DataPlane:
 
     def deliver_message(self, key: SubtaskKey, message: TaskMessage) -> None:
         """An RPC of the JobMaster reaches the task of ``key`` (Flink's ``triggerCheckpoint`` / ``confirmCheckpoint``
-        / ``abortCheckpoint``)."""
+        / ``abortCheckpoint``): a mail of its mailbox, which runs at once unless a paced source sleeps on the task
+        thread (``SourcePacing.SLEEP``): then it waits for the sleep to end, behind any mail still waiting."""
+        at = self._mail_waits_until(key)
+        if at is None:
+            self._run_mail(key, message)
+            return
+        self._mail_until[key] = at
+        self.trace.record(self.sim.now_us, "mail", f"{self._tasks[key].name} waits until {at}")
+        self.sim.schedule_at(
+            at, partial(self._run_waiting_mail, key, self._epoch, at, message), Priority.NORMAL, "mail"
+        )
+
+    def _mail_waits_until(self, key: SubtaskKey) -> int | None:
+        if not self._sleeping_sources:
+            return None
+        now = self.sim.now_us
+        waiting = self._mail_until.get(key)
+        if waiting is not None and waiting >= now:
+            return waiting
+        emission = self._emission.get(key)
+        if emission is None or emission.blocked or key not in self._tasks or not self._tasks[key].reads_source():
+            return None  # not sleeping: backpressured (the mailbox waits for output), or its input ended
+        return emission.sleep_ends_us(now)
+
+    def _run_waiting_mail(self, key: SubtaskKey, epoch: int, at: int, message: TaskMessage) -> None:
+        if self._mail_until.get(key) == at:
+            del self._mail_until[key]
+        if epoch == self._epoch and key in self._tasks:
+            self._run_mail(key, message)
+
+    def _run_mail(self, key: SubtaskKey, message: TaskMessage) -> None:
         self._sync_before(key)
         deliver_task_message(self._tasks[key], message)
         self._pump(key)

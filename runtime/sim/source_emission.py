@@ -68,5 +68,11 @@ class EmissionClock:
             at -= 1
         return at
 
+    def sleep_ends_us(self, now_us: int) -> int:
+        """When a source that sleeps on its task thread until each record is due (``SourcePacing.SLEEP``) wakes
+        next: at the due time of its first record not due by ``now_us``. Flink's mailbox runs a mail only between
+        two records, so a mail that arrives during the sleep waits until then (and until that record went out)."""
+        return self.due_time_us(self.due(now_us) + 1)
+
     def wrote(self, records: int) -> None:
         self.emitted += records
