@@ -26,6 +26,20 @@ SLEEP_OVERSHOOT_US = 106.0
 SLEEP_OVERSHOOT_FRACTION = 0.044
 
 
+# The Java job's checkpoint path, from its own statistics in the quiet runs (raw/; docs/fidelity-family.md, "The
+# Java job's checkpoint costs"). The cost model's defaults are the facts' PyFlink job's (runtime/checkpoint_cost.py),
+# whose Python operators flush at every barrier; the Java job's are shorter:
+# - the trigger path: a source subtask's start delay (Flink measures it when the trigger's mail runs) is 3-4.5 ms
+#   (median 3) in the five calibration jobs, whose sources sleep at most 0.43 ms between records: 3.0 ms before the
+#   0.5 ms trigger RPC (the cost model's 8.5 gives barriersim's sources 8-9 ms);
+# - after the barrier reached the last sink: the calibration jobs' end-to-end duration exceeds their sink's start
+#   delay by 2-4 ms (median 2): the sink's synchronous and asynchronous parts, its acknowledgement and the
+#   coordinator's _metadata write; 0.5 + 1.5 ms of fixed parts gives barriersim's 2-3 ms (1 + 6 gives 10-13).
+TRIGGER_FIXED_MS = 3.0
+SNAPSHOT_FIXED_MS = 0.5
+ASYNC_FIXED_MS = 1.5
+
+
 def sleep_with_overshoot_us(sleep_us: float) -> float:
     """What a hot key's nominal sleep of ``sleep_us`` costs a Flink subtask on this machine kind."""
     return sleep_us + SLEEP_OVERSHOOT_US + SLEEP_OVERSHOOT_FRACTION * sleep_us

@@ -1,13 +1,13 @@
 """A family configuration as a barriersim scenario, or the reason barriersim cannot express it.
 
 ``to_scenario_document`` maps the description onto the scenario schema (``scenarios/schema.py``): the source at
-the offered rate per subtask; a ``keyed_sum`` behind a hash exchange, a ``map`` (factor 1) behind the others, the
-last vertex an ``at_least_once_sink``, each with its spin plus Flink's own work per record as
-``cost_us_per_record`` and the record size; the hot key's sleep and its overshoot as ``hot_key_extra_us``; the
-cluster and the machine's shared cores, buffers, debloating, checkpointing and the Java job's restart strategy (the
-machine's values from ``calibration``, one for all); the rest at barriersim's defaults. ``convert`` loads it: a valid
-scenario or ``NotExpressible`` with the reason. docs/fidelity-family.md lists what the mapping leaves out.
-"""
+the offered rate per subtask, each record emitted when due and a sleep on the task thread in between (``pacing``);
+a ``keyed_sum`` behind a hash exchange, a ``map`` (factor 1) behind the others, the last vertex an
+``at_least_once_sink``, each with its spin plus Flink's own work per record as ``cost_us_per_record``; the hot key's
+sleep and its overshoot as ``hot_key_extra_us``; the cluster and the machine's shared cores, buffers, debloating,
+checkpointing, the Java job's restart strategy and checkpoint path (``calibration``, one for all); the rest at
+barriersim's defaults. ``convert`` loads it: a valid scenario or ``NotExpressible`` with the reason.
+docs/fidelity-family.md lists what the mapping leaves out."""
 
 from __future__ import annotations
 
@@ -68,6 +68,9 @@ def to_scenario_document(config: Config) -> dict:
             "hot_key_share": config.hot_key_share,
             "max_value": 100,
             "rate_per_source": max(1, round(config.rate / config.source.parallelism)),
+            # FamilyJob's pacing map sleeps on the source's task thread until each record is due
+            "source_emission": "exact",
+            "pacing": "sleep",
         },
         "network": {
             "buffer_size": config.buffer_kib * 1024,
@@ -86,6 +89,11 @@ def to_scenario_document(config: Config) -> dict:
             "aligned_checkpoint_timeout_ms": config.aligned_timeout_ms,
         },
         "restart": {"strategy": "fixed-delay", "attempts": 3, "delay_ms": 1000},
+        "storage": {
+            "trigger_fixed_ms": calibration.TRIGGER_FIXED_MS,
+            "snapshot_fixed_ms": calibration.SNAPSHOT_FIXED_MS,
+            "async_fixed_ms": calibration.ASYNC_FIXED_MS,
+        },
         "job": {"vertex": vertices, "edge": edges},
     }
 

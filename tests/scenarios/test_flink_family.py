@@ -152,6 +152,14 @@ def test_every_configuration_is_a_valid_scenario_or_says_why_not():
         assert [v.name for v in hot] == ([c.hot_vertex] if c.hot_key_share and c.hot_key_extra_us else [])
         # the one calibration of the machine kind, the same for every configuration
         assert scenario.cluster.cpu_cores == calibration.CPU_CORES
+        storage = scenario.storage
+        assert (storage.trigger_fixed_ms, storage.snapshot_fixed_ms, storage.async_fixed_ms) == (
+            calibration.TRIGGER_FIXED_MS,
+            calibration.SNAPSHOT_FIXED_MS,
+            calibration.ASYNC_FIXED_MS,
+        )
+        # FamilyJob's pacing map sleeps on the source's task thread
+        assert scenario.workload.source_emission.value == "exact" and scenario.workload.pacing.value == "sleep"
         for v, spec in zip(graph.vertices[1:], c.vertices[1:]):
             assert v.params["cost_us_per_record"] == spec.spin_us + calibration.RECORD_OVERHEAD_US
         for v in hot:
