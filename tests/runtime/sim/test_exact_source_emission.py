@@ -2,10 +2,12 @@
 every record is written when it is due, as Flink's source emits one record per mailbox turn. A checkpoint's barrier
 follows exactly the records due when the trigger reached the source (with ``steps`` it follows the whole 10 ms step
 the trigger fell in), a buffer goes out when the record that finishes it is due (with ``steps``, when the step that
-writes it starts), and generated jobs with random faults keep every guarantee with it."""
+writes it starts), and generated jobs with random faults keep every guarantee with it, also when the sources
+sleep between records (``pacing = "sleep"``, tests/runtime/sim/test_sleeping_source_pacing.py)."""
 
 import dataclasses
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -105,18 +107,22 @@ def test_a_buffer_goes_out_when_the_record_that_finishes_it_is_due(monkeypatch):
     assert steps["buffers"][0] == (anchor + 100_000, 1_024)  # written with the step that starts at 100 ms
 
 
-def exact_cases():
+def exact_cases(pacing: str):
     def with_exact_emission(case):
-        workload = {**case.document["workload"], "source_emission": "exact"}
+        workload = {**case.document["workload"], "source_emission": "exact", "pacing": pacing}
         return dataclasses.replace(case, document={**case.document, "workload": workload})
 
     return simulated_cases().map(with_exact_emission)
 
 
-@property_settings(40)
-@given(exact_cases())
-def test_generated_jobs_with_exact_sources_keep_every_guarantee_under_random_faults(case):
-    check_with_replay(case)
+@pytest.mark.parametrize("pacing", ["rate_limiter", "sleep"])  # a sleeping source's mails wait for its next record
+def test_generated_jobs_with_exact_sources_keep_every_guarantee_under_random_faults(pacing):
+    @property_settings(40)
+    @given(exact_cases(pacing))
+    def check(case):
+        check_with_replay(case)
+
+    check()
 
 
 @given(

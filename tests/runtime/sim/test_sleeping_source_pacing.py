@@ -1,9 +1,7 @@
 """A paced source that sleeps on its task thread (``[workload] pacing = "sleep"``, ``SourcePacing.SLEEP``): Flink's
 mailbox runs a checkpoint trigger only between two records, so a trigger that reaches a source sleeping until its
-next record is due waits until that record went out; with ``rate_limiter`` (the default) it runs at once. The
-sleep does not change what the job computes: generated jobs with random faults keep every guarantee with it."""
-
-import dataclasses
+next record is due waits until that record went out; with ``rate_limiter`` (the default) it runs at once. That
+generated jobs with random faults keep every guarantee with it: tests/runtime/sim/test_exact_source_emission.py."""
 
 import pytest
 from hypothesis import given
@@ -17,8 +15,6 @@ from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.runtime.sim.source_emission import EmissionClock
 from barriersim.scenarios.loader import quickstart_graph
 from barriersim.scenarios.workload import local_splits
-from barriersim.strategies import simulated_cases
-from tests.properties.test_whole_job_properties import check_with_replay, property_settings
 
 RATE = 100  # records/s: one record every 10 ms
 RECORDS = 300  # 3 s of them; once they are read the source no longer sleeps
@@ -89,17 +85,3 @@ def test_the_sleep_ends_when_the_next_record_is_due(rate, anchor, later, written
 def test_sleeping_pacing_needs_exact_emission():
     with pytest.raises(JobConfigError, match=r"workload\.pacing: .*source_emission"):
         JobConfig(quickstart_graph(1, 1), workload=WorkloadConfig(rate_per_source=RATE, pacing="sleep"))
-
-
-def sleeping_cases():
-    def with_sleeping_sources(case):
-        workload = {**case.document["workload"], "source_emission": "exact", "pacing": "sleep"}
-        return dataclasses.replace(case, document={**case.document, "workload": workload})
-
-    return simulated_cases().map(with_sleeping_sources)
-
-
-@property_settings(30)
-@given(sleeping_cases())
-def test_generated_jobs_with_sleeping_sources_keep_every_guarantee_under_random_faults(case):
-    check_with_replay(case)
