@@ -1,10 +1,10 @@
 """A job's network settings, a scenario's ``[network]`` section: buffers and credit (Flink's defaults), the output
-flusher's interval, buffer debloating (FLIP-183) and the simulated channel latency.
+flusher's interval and overshoot, buffer debloating (FLIP-183) and the simulated channel latency.
 
 How this works: ``NetworkConfig`` is one frozen value whose fields are ``runtime.settings`` settings; a task's
 result partitions and input gates read the buffer and credit settings, ``debloat_configuration()`` gives the
-debloating settings as ``BufferDebloatConfiguration``, and the simulator alone reads the latencies (on Ray,
-latency is real).
+debloating settings as ``BufferDebloatConfiguration``, and the simulator alone reads the latencies and the flusher's
+overshoot (on Ray, both are real).
 """
 
 from __future__ import annotations
@@ -56,6 +56,12 @@ class NetworkConfig:
         100,
         "the output flusher hands open buffers to the consumers this often (execution.buffer-timeout.interval)",
         Between(1, 3_600_000),
+    )
+    flusher_overshoot_us: float = setting(
+        120.0,
+        "how much longer than buffer_timeout_ms each period of a task's output flusher takes: Flink's OutputFlusher "
+        "sleeps the timeout, then flushes (the simulator's, drawn per period; on Ray the timers' own)",
+        Between(0.0, 10_000_000.0),
     )
     buffer_debloat: bool = setting(
         False,

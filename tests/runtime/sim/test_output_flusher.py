@@ -1,9 +1,13 @@
 """The simulator's output flushers (Flink's ``OutputFlusher``, one thread per task, started when the task builds its
-record writers): every task flushes every ``buffer_timeout_ms`` at a phase of its own, drawn from the run's seed,
-not all tasks in the same instant."""
+record writers, sleeping ``buffer_timeout_ms`` and then flushing): the tasks of a deployment flush in step at first,
+each period is the timeout plus an overshoot drawn from the run's seed (``flusher_overshoot_us``), so the flushes
+drift from the timeout's grid and slowly apart."""
+
+import dataclasses
 
 from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.job.config import JobConfig, WorkloadConfig
+from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.sim.data_plane import DataPlane
 from barriersim.runtime.sim.job_simulation import JobSimulation
 from barriersim.scenarios.loader import quickstart_graph
@@ -12,7 +16,7 @@ from barriersim.scenarios.workload import local_splits
 SCHEDULE_FLUSH = DataPlane._schedule_flush
 
 
-def flush_times(monkeypatch, seed: int) -> dict[str, list[int]]:
+def flush_times(monkeypatch, seed: int, network: NetworkConfig = NetworkConfig()) -> dict[str, list[int]]:
     """Every task's output-flusher flushes in a short aligned run, in virtual µs (a flush schedules the next one
     as it runs)."""
     splits = {"source": local_splits(2_000, 20, 1.0, 100, 2, seed=1)}
@@ -20,26 +24,36 @@ def flush_times(monkeypatch, seed: int) -> dict[str, list[int]]:
         quickstart_graph(2, 2),
         checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100),
         workload=WorkloadConfig(rate_per_source=2_000),
+        network=network,
     )
     sim = JobSimulation(config, splits, seed)
     times: dict[str, list[int]] = {}
 
-    def recording(plane, key, epoch, first=False):
-        if not first:
-            times.setdefault(f"{key[0]}#{key[1]}", []).append(plane.sim.now_us)
-        return SCHEDULE_FLUSH(plane, key, epoch, first)
+    def recording(plane, key, epoch):
+        times.setdefault(f"{key[0]}#{key[1]}", []).append(plane.sim.now_us)  # at the deployment, then each flush
+        return SCHEDULE_FLUSH(plane, key, epoch)
 
     monkeypatch.setattr(DataPlane, "_schedule_flush", recording)
     sim.run()
     return times
 
 
-def test_each_task_flushes_every_timeout_at_a_phase_of_its_own_drawn_from_the_seed(monkeypatch):
+def test_the_flushers_start_in_step_and_each_period_overshoots_the_timeout(monkeypatch):
     times = flush_times(monkeypatch, seed=3)
     assert len(times) == 5  # two sources, two keyed sums, one sink
+    assert {flushes[0] for flushes in times.values()} == {0}  # every flusher starts with the deployment at 0
     for flushes in times.values():
-        assert 0 < flushes[0] <= 100_000  # the first within one timeout of the deployment at 0
-        assert all(b - a == 100_000 for a, b in zip(flushes, flushes[1:]))
-    assert len({flushes[0] for flushes in times.values()}) == 5  # no two tasks in step
-    assert flush_times(monkeypatch, seed=3) == times  # the seed fixes the phases
+        periods = [b - a for a, b in zip(flushes, flushes[1:])]
+        assert len(periods) >= 5
+        assert all(100_000 < p < 100_000 + 10 * 120 for p in periods)  # the timeout and a drawn overshoot
+        assert len(set(periods)) > 1  # drawn per period
+    firsts = {flushes[1] for flushes in times.values()}
+    assert max(firsts) - min(firsts) < 10 * 120  # in step at first, apart by overshoots only
+    assert flush_times(monkeypatch, seed=3) == times  # the seed fixes the overshoots
     assert flush_times(monkeypatch, seed=4) != times
+
+
+def test_without_overshoot_every_flusher_keeps_the_timeout_s_grid(monkeypatch):
+    network = dataclasses.replace(NetworkConfig(), flusher_overshoot_us=0.0)
+    for flushes in flush_times(monkeypatch, seed=3, network=network).values():
+        assert flushes == [i * 100_000 for i in range(len(flushes))]
