@@ -172,7 +172,7 @@ def test_a_cancelled_task_reports_its_closed_asynchronous_parts_to_the_failed_or
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(100_000, 100, 1.0, 100, 2, seed=1)}
     faults = FaultSchedule.from_json(
-        '[{"type":"crash_task","task":"keyed-sum#0","at_ms":60},{"type":"crash_task","task":"keyed-sum#1","at_ms":210}]'
+        '[{"type":"crash_task","task":"keyed-sum#0","at_ms":65},{"type":"crash_task","task":"keyed-sum#1","at_ms":220}]'
     )
     config = JobConfig(
         graph,
