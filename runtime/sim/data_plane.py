@@ -49,7 +49,8 @@ if TYPE_CHECKING:
 
 _NORMAL = int(Priority.NORMAL)
 # the log-normal spread of an output flusher period's overshoot: Java 17's Thread.sleep(100) on the machine kind
-# overshoots by 105 / 123 / 163 µs (10th / 50th / 90th percentile): sigma = ln(163 / 123) / 1.28
+# overshoots by 105 / 123 / 163 µs (10th / 50th / 90th percentile) with the cores busy: sigma = ln(163 / 123) / 1.28
+# (quiet: 156 / 181 / 213 µs; docs/flink-facts.md)
 FLUSHER_OVERSHOOT_SIGMA = 0.22
 _PROCESSED = StepOutcome.PROCESSED
 
