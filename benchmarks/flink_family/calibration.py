@@ -27,8 +27,8 @@ SLEEP_OVERSHOOT_FRACTION = 0.044
 
 
 # The Java job's checkpoint path, from its own statistics in the quiet runs (raw/; docs/fidelity-family.md, "The
-# Java job's checkpoint costs"). The cost model's defaults are the facts' PyFlink job's (runtime/checkpoint_cost.py),
-# whose Python operators flush at every barrier; the Java job's are shorter:
+# Java job's checkpoint path and its sleeping sources"). The cost model's defaults are the facts' PyFlink job's
+# (runtime/checkpoint_cost.py), whose Python operators flush at every barrier; the Java job's are shorter:
 # - the trigger path: a source subtask's start delay (Flink measures it when the trigger's mail runs) is 3-4.5 ms
 #   (median 3) in the five calibration jobs, whose sources sleep at most 0.43 ms between records: 3.0 ms before the
 #   0.5 ms trigger RPC (the cost model's 8.5 gives barriersim's sources 8-9 ms);

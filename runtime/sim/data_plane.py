@@ -109,7 +109,6 @@ class DataPlane:
         self._emission: dict[SubtaskKey, EmissionClock] = {}
         self._sync_at: dict[SubtaskKey, int] = {}
         self._mail_until: dict[SubtaskKey, int] = {}  # a sleeping source's mails wait until then (SourcePacing.SLEEP)
-        self._sleeping_sources = False
         # when each source subtask's last step that read records ended (virtual us)
         self._source_last_record_us: dict[SubtaskKey, int] = {}
         self._channel_clock: dict[tuple[Any, ...], int] = {}
@@ -137,7 +136,6 @@ class DataPlane:
         self._emission.clear()
         self._sync_at.clear()
         self._mail_until.clear()
-        self._sleeping_sources = config.workload.pacing is SourcePacing.SLEEP
 
     def add_task(self, key: SubtaskKey, task: StreamTask, slowdowns: Slowdowns) -> None:
         """A task of the new deployment, restored; a source with an exact rate emits on its own clock."""
@@ -199,7 +197,7 @@ class DataPlane:
         )
 
     def _mail_waits_until(self, key: SubtaskKey) -> int | None:
-        if not self._sleeping_sources:
+        if self._deployment_config.workload.pacing is not SourcePacing.SLEEP:
             return None
         now = self.sim.now_us
         waiting = self._mail_until.get(key)
