@@ -63,6 +63,17 @@ class NetworkConfig:
         "sleeps the timeout, then flushes (the simulator's, drawn per period; on Ray the timers' own)",
         Between(0.0, 10_000_000.0),
     )
+    task_initialization_ms: float = setting(
+        200.0,
+        "how long before a deployment runs (its first checkpoint may be triggered) its tasks built their record "
+        "writers and started their output flushers: Flink's INITIALIZING (restore, open) and the RUNNING reports; "
+        "the simulator starts the tasks running, their flushers that far into a period (drawn once per "
+        "deployment; on Ray the flushers' own)",
+        Between(0.0, 3_600_000.0),
+    )
+    task_initialization_sigma: float = setting(
+        0.15, "the log-normal spread of task_initialization_ms from one deployment to the next", Between(0.0, 3.0)
+    )
     buffer_debloat: bool = setting(
         False,
         "buffer debloating (FLIP-183, taskmanager.network.memory.buffer-debloat"

@@ -150,11 +150,18 @@ class DataPlane:
             self._emission[key] = EmissionClock(config.workload.rate_per_source, self.sim.now_us, slowdowns)
 
     def start_tasks(self) -> None:
-        """Every task of the deployment sends its recovered output data and initial credit, and works."""
+        """Every task of the deployment sends its recovered output data and initial credit, and works. Their output
+        flushers have run since the tasks built their record writers, one initialization (``task_initialization_ms``,
+        drawn once per deployment) before the deployment runs."""
+        network = self.config.network
+        lead_us = 0
+        if network.task_initialization_ms > 0:
+            draw = math.exp(network.task_initialization_sigma * self.sim.random("task-initialization").gauss(0.0, 1.0))
+            lead_us = round(network.task_initialization_ms * 1000 * draw)
         for key in self._tasks:
             self._pump(key)
             self._kick(key)
-            self._schedule_flush(key, self._epoch)
+            self._schedule_flush(key, self._epoch, lead_us)
 
     # -- queries --------------------------------------------------------------------------------------------------
 
@@ -378,12 +385,13 @@ class DataPlane:
             if not self._emission[key].blocked:
                 self._schedule_next_sync(key)
 
-    def _schedule_flush(self, key: SubtaskKey, epoch: int) -> None:
+    def _schedule_flush(self, key: SubtaskKey, epoch: int, lead_us: int = 0) -> None:
         """The task's output flusher. Flink's ``OutputFlusher`` thread starts when the task builds its record
-        writers and loops: sleep ``buffer_timeout_ms``, flush. So the tasks of a deployment, which start together,
-        flush in step at first, and each period takes the timeout plus the sleep's wake-up and the flush
+        writers and loops: sleep ``buffer_timeout_ms``, flush. So the tasks of a deployment, which are built
+        together, flush in step at first, and each period takes the timeout plus the sleep's wake-up and the flush
         (``flusher_overshoot_us``, drawn log-normally per period from the ``output-flusher`` random stream): the
-        flushes drift against the checkpoint timer, and apart from each other only slowly."""
+        flushes drift against the checkpoint timer, and apart from each other only slowly. A flusher that has run
+        ``lead_us`` already (``start_tasks``) is that far into its period."""
 
         def flush() -> None:
             if not self._alive(key, epoch):
@@ -398,6 +406,8 @@ class DataPlane:
         if overshoot_us > 0:
             overshoot_us *= math.exp(FLUSHER_OVERSHOOT_SIGMA * self.sim.random("output-flusher").gauss(0.0, 1.0))
         delay_us = network.buffer_timeout_ms * 1000 + round(overshoot_us)
+        if lead_us:
+            delay_us -= lead_us % delay_us
         self.sim.schedule_after(delay_us, flush, Priority.TIMER, "flush")
 
     # -- network -------------------------------------------------------------------------------------
