@@ -1,8 +1,9 @@
 """The family benchmark: barriersim on every measured configuration beside Flink's runs, figure by figure.
 
 How this works: for each configuration with raw files (``runner``) the figures of every Flink run give a range;
-barriersim simulates the converted scenario (``converter``) once with the configuration's seed, and its figures
-(``figures``, the same definitions) are printed beside the range with the ratio and PASS within the range widened
+barriersim simulates the converted scenario (``converter``) with ``--seeds`` seeds from the configuration's (1 by
+default; each run its own draws, as each Flink run has its own timing) and the medians of its figures (``figures``, the same
+definitions; ``combined``) are printed beside the range with the ratio and PASS within the range widened
 by 30 % (under 50: by 15), the band of ``benchmarks.alignment_checks``; the unaligned flags per vertex are compared
 as patterns, the ramp by checkpoints 2-6. Then the one-dimension pairs: each figure's direction in Flink (the runs'
 ranges apart) against barriersim's; and the spin calibration: per vertex the configured cost per record against
@@ -24,7 +25,7 @@ from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from benchmarks.alignment_checks import ratio_text, span_text, within_band
 from benchmarks.flink_family.converter import NotExpressible, convert
 from benchmarks.flink_family.description import Config, loads
-from benchmarks.flink_family.figures import NUMERIC, figures, flink_measures, from_barriersim, from_flink
+from benchmarks.flink_family.figures import NUMERIC, combined, figures, flink_measures, from_barriersim, from_flink
 from benchmarks.flink_family.generator import FAMILY_JSON, load_family
 from benchmarks.flink_family.runner import RAW_DIR, selected
 
@@ -60,17 +61,16 @@ def flink_runs(config: Config, raw_dir: Path) -> tuple[list[dict], list[dict]]:
     return figures_, measures
 
 
-def simulate(config: Config) -> tuple[dict | None, str, float]:
+def simulate(config: Config, seeds: int = 1) -> tuple[dict | None, str, float]:
     scenario = convert(config)
     if isinstance(scenario, NotExpressible):
         return None, scenario.reason, 0.0
     started = time.perf_counter()
-    result = JobSimulation(job_config(scenario), workload_splits(scenario), scenario.seed).run()
-    return (
-        figures(from_barriersim(result.checkpoints, result.subtasks, config), config),
-        "",
-        time.perf_counter() - started,
-    )
+    runs = []
+    for seed in range(scenario.seed, scenario.seed + seeds):
+        result = JobSimulation(job_config(scenario), workload_splits(scenario), seed).run()
+        runs.append(figures(from_barriersim(result.checkpoints, result.subtasks, config), config))
+    return combined(runs), "", time.perf_counter() - started
 
 
 def span(runs: list[dict], key: str) -> tuple[float, float] | None:
@@ -286,8 +286,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--raw-dir", type=Path, default=RAW_DIR)
     parser.add_argument("--only", default="", help="comma-separated shell patterns of configuration names")
     parser.add_argument("--json", type=Path, help="also write the comparison to this file")
+    parser.add_argument(
+        "--seeds", type=int, default=1, help="barriersim's runs per configuration, seeds from its own (medians)"
+    )
     parser.add_argument("--spin-cost", action="store_true", help="only the spin cost measurement (no simulations)")
     args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error(f"--seeds must be at least 1, got {args.seeds}")
     if args.spin_cost:
         for s in spin_cost_measurement(args.family, args.raw_dir):
             print(
@@ -302,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         runs, measures = flink_runs(config, args.raw_dir)
         if not runs:
             continue
-        ours, reason, wall = simulate(config)
+        ours, reason, wall = simulate(config, args.seeds)
         c = Comparison(config.name, runs, measures, ours, reason, wall)
         c.checks = judge(c)
         done[config.name] = c

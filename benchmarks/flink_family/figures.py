@@ -7,6 +7,7 @@ the description's), ``from_barriersim`` a simulation's result (leaving out check
 in, as ``alignment_latency.measure``). ``figures`` leaves out the first completed checkpoint and gives medians: end
 to end (and its p90), the bottleneck vertex's latest start delay, the sinks' longest alignment, persisted and
 processed data; per vertex its subtasks' unaligned flags (majority); the first six checkpoints' end-to-end ramp.
+``combined`` takes several runs' figures to one: medians, the ramp per checkpoint, the flags by majority.
 ``flink_measures`` adds what only Flink's metrics give: throughput, busy time per record per vertex, bytes/record."""
 
 from __future__ import annotations
@@ -91,6 +92,30 @@ def figures(stats: Statistics, config: Config) -> dict:
         "flags": {v.name: _flags([p[v.name] for p in per]) for v in config.vertices},
         "ramp": [c["end_to_end_duration"] for c in completed[:RAMP]],
     }
+
+
+def combined(runs: list[dict]) -> dict:
+    """Several runs' figures as one (the simulator's over seeds): each numeric figure's median, the ramp's median
+    per checkpoint (over the runs that reached it), each subtask's unaligned flag by majority."""
+    if len(runs) == 1:
+        return runs[0]
+    out: dict = {"checkpoints": statistics.median(r["checkpoints"] for r in runs)}
+    for key in NUMERIC:
+        values = [r[key] for r in runs if r.get(key) is not None]
+        if values:
+            out[key] = statistics.median(values)
+    ramps = [r["ramp"] for r in runs]
+    out["ramp"] = [statistics.median(r[k] for r in ramps if len(r) > k) for k in range(max(len(r) for r in ramps))]
+    flagged = [r["flags"] for r in runs if "flags" in r]
+    if flagged:
+        out["flags"] = {
+            vertex: ",".join(
+                "1" if sum(f[vertex].split(",")[i] == "1" for f in flagged) * 2 > len(flagged) else "0"
+                for i in range(len(flagged[0][vertex].split(",")))
+            )
+            for vertex in flagged[0]
+        }
+    return out
 
 
 def flink_measures(raw: dict, config: Config) -> dict:

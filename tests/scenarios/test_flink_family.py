@@ -15,7 +15,7 @@ from barriersim.scenarios.loader import Scenario
 from benchmarks.flink_family import calibration
 from benchmarks.flink_family.converter import NotExpressible, convert, expressible, to_scenario_document
 from benchmarks.flink_family.description import Config, Vertex, loads
-from benchmarks.flink_family.figures import figures, flink_measures, from_flink
+from benchmarks.flink_family.figures import combined, figures, flink_measures, from_flink
 from benchmarks.flink_family.generator import DEFAULT_SEED, FAMILY_JSON, PAIRS, generate, load_family
 from benchmarks.flink_family.runner import RAW_DIR
 
@@ -216,3 +216,16 @@ def test_the_summarizer_computes_the_figures_from_a_committed_raw_file():
     assert got["ramp"] == [c["end_to_end_duration"] for c in sorted(completed, key=lambda c: c["id"])[:6]]
     measured = flink_measures(raw, config)
     assert measured["throughput"] > 0 and all(b is None or b > 0 for b in measured["busy_us_per_record"].values())
+
+
+def test_several_runs_combine_to_medians_a_ramp_per_checkpoint_and_majority_flags():
+    def run(e2e, ramp, flags):
+        figures_ = dict.fromkeys(("e2e_p90", "start_delay", "sink_alignment", "persisted_kib", "processed_kib"), 1.0)
+        return {**figures_, "checkpoints": 10, "e2e": e2e, "ramp": ramp, "flags": {"v1": flags}}
+
+    runs = [run(10, [5, 6, 7], "1,0"), run(30, [5, 8], "1,1"), run(20, [9, 10, 11], "0,0")]
+    got = combined(runs)
+    assert got["e2e"] == 20 and got["start_delay"] == 1.0 and got["checkpoints"] == 10
+    assert got["ramp"] == [5, 8, 9]  # per checkpoint, over the runs that reached it
+    assert got["flags"] == {"v1": "1,0"}
+    assert combined(runs[:1]) == runs[0]
