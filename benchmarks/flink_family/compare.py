@@ -2,12 +2,13 @@
 
 How this works: for each configuration with raw files (``runner``) the figures of every Flink run give a range;
 barriersim simulates the converted scenario (``converter``) with ``--seeds`` seeds from the configuration's (1 by
-default; each run its own draws, as each Flink run has its own timing) and the medians of its figures (``figures``, the same
-definitions; ``combined``) are printed beside the range with the ratio and PASS within the range widened
-by 30 % (under 50: by 15), the band of ``benchmarks.alignment_checks``; the unaligned flags per vertex are compared
-as patterns, the ramp by checkpoints 2-6. Then the one-dimension pairs: each figure's direction in Flink (the runs'
-ranges apart) against barriersim's; and the spin calibration: per vertex the configured cost per record against
-Flink's busy time per record. Run: ``.venv/bin/python -m benchmarks.flink_family.compare`` (``--only``, ``--json``).
+default; each run its own draws, as each Flink run has its own timing) and the medians of its figures
+(``figures``, the same definitions; ``combined``) are printed beside the range with the ratio and PASS within the
+range widened by 30 % (under 50: by 15), the band of ``benchmarks.alignment_checks``; the unaligned flags per vertex
+are compared as patterns, the ramp by checkpoints 2-6. Then the one-dimension pairs: each figure's direction in
+Flink (the runs' ranges apart) against barriersim's; and the spin calibration: per vertex the configured cost per
+record against Flink's busy time per record. Run: ``.venv/bin/python -m benchmarks.flink_family.compare``
+(``--only``, ``--json``, ``--seeds``).
 """
 
 from __future__ import annotations
