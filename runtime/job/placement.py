@@ -59,6 +59,13 @@ class ClusterConfig:
         "0: a core per subtask. On Ray the machine's cores are real",
         Between(0, 1024),
     )
+    subtask_speed_sigma: float = setting(
+        0.01,
+        "the simulator's spread of a subtask's speed: each subtask's per-record cost is its vertex's times a factor "
+        "drawn once per subtask (log-normal), as identical subtasks of a Flink job run at slightly different "
+        "speeds (their threads' share of the cores, caches); 0: identical. On Ray the speeds are real",
+        Between(0.0, 1.0),
+    )
 
 
 DEFAULT_SLOT_SHARING_GROUP = "default"

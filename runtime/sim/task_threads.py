@@ -6,6 +6,7 @@ hot-key record, stretched by the ``SlowTask`` rule of ``runtime.job.slowdowns`` 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -38,6 +39,7 @@ class TaskThreads:
         self._cpu_work_done = cpu_work_done
         self._to_job_master = to_job_master
         self._graph = config.graph
+        self._speed_sigma = config.cluster.subtask_speed_sigma
         self._busy_until: dict[SubtaskKey, int] = {}
         self._cost_model: dict[SubtaskKey, tuple[float, float]] = {}  # per subtask: per-record cost, hot-key extra
         self._slowdowns: dict[SubtaskKey, Slowdowns] = {}
@@ -157,6 +159,8 @@ class TaskThreads:
                 per_record = 1e6 / self._workload.rate_per_source
             else:
                 per_record = vertex.params.get("cost_us_per_record", 1.0)
+                if self._speed_sigma:  # the subtask's own speed (drawn at its first step: a fixed order)
+                    per_record *= math.exp(self._speed_sigma * self._sim.random("subtask-speed").gauss(0.0, 1.0))
             model = self._cost_model[key] = (per_record, vertex.params.get("hot_key_extra_us", 0.0))
         per_record, hot_extra = model
         cost = result.records * per_record + result.hot_key_records * hot_extra
