@@ -41,7 +41,9 @@ def _replayed_sum(job, checkpoint_id: int) -> int:
 def test_a_window_fires_again_after_the_restore_with_only_the_replayed_records():
     """The case was re-timed, its seed and slowdown, when a paced source's step became
     what its rate allows in 10 ms at every rate, and ends where an output is backpressured; its slowdown again, to x30
-    until 28 ms, when a step became slowed only for its part inside a slowdown's window."""
+    until 28 ms, when a step became slowed only for its part inside a slowdown's window. Its file keeps the flushers
+    starting with the checkpoint timer (``network.task_initialization_ms = 0``) and identical subtask speeds
+    (``cluster.subtask_speed_sigma = 0``), the model it was found in."""
     job, result, _, _ = simulate_and_verify(load_scenario(REFIRED_WINDOW))
     assert not job.config.checkpointing.mode.exactly_once and result.restored_checkpoint_ids == [1]
     rows = sorted(
