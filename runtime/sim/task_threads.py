@@ -1,8 +1,9 @@
 """The simulator's task threads: ``TaskThreads``, a collaborator of ``DataPlane`` that knows when each task's thread is
-free again. A step keeps its task busy for its cost (``cost_us_per_record`` per record, ``hot_key_extra_us`` per
-hot-key record, stretched by the ``SlowTask`` rule of ``runtime.job.slowdowns`` inside a slowdown's window); with
-``cpu_cores`` the CPU work, not the hot key's sleep or a source's pacing, shares the machine's cores
-(``runtime.sim.cpu_share``); a checkpoint's synchronous part holds the thread after the step's work."""
+free again. A step keeps its task busy for its cost (``cost_us_per_record`` per record times the subtask's own speed
+factor, ``cluster.subtask_speed_sigma``; ``hot_key_extra_us`` per hot-key record; stretched by the ``SlowTask`` rule
+of ``runtime.job.slowdowns`` inside a slowdown's window); with ``cpu_cores`` the CPU work, not the hot key's sleep or
+a source's pacing, shares the machine's cores (``runtime.sim.cpu_share``); a checkpoint's synchronous part holds the
+thread after the step's work."""
 
 from __future__ import annotations
 
