@@ -16,6 +16,7 @@ import math
 import random
 from dataclasses import dataclass, fields
 
+from barriersim.runtime.lognormal import lognormal
 from barriersim.runtime.settings import Between, setting
 
 MIB = 1024 * 1024
@@ -100,9 +101,7 @@ class CheckpointCostModel:
     # -- the pieces -----------------------------------------------------------------------------------
 
     def _spread(self, median_ms: float, rng: random.Random) -> float:
-        if median_ms <= 0 or self.latency_sigma <= 0:
-            return median_ms
-        return median_ms * math.exp(self.latency_sigma * rng.gauss(0.0, 1.0))
+        return lognormal(median_ms, self.latency_sigma, rng)
 
     def _files(self, files: int, rng: random.Random) -> float:
         return sum(self._spread(self.file_latency_ms, rng) for _ in range(files))

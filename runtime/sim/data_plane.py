@@ -10,7 +10,6 @@ docs/windowed-faults.md."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -20,6 +19,7 @@ from barriersim.runtime.job.config import JobConfig, SourceEmission, SourcePacin
 from barriersim.runtime.job.deployment import deliver_task_message
 from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.job.wiring import SubtaskKey, Wiring
+from barriersim.runtime.lognormal import lognormal
 from barriersim.runtime.network.input.input_channel import (
     UPSTREAM_MESSAGES,
     AcknowledgeAllRecordsProcessed,
@@ -154,10 +154,8 @@ class DataPlane:
         flushers have run since the tasks built their record writers, one initialization (``task_initialization_ms``,
         drawn once per deployment) before the deployment runs."""
         network = self.config.network
-        lead_us = 0
-        if network.task_initialization_ms > 0:
-            draw = math.exp(network.task_initialization_sigma * self.sim.random("task-initialization").gauss(0.0, 1.0))
-            lead_us = round(network.task_initialization_ms * 1000 * draw)
+        rng = self.sim.random("task-initialization")
+        lead_us = round(lognormal(network.task_initialization_ms * 1000, network.task_initialization_sigma, rng))
         for key in self._tasks:
             self._pump(key)
             self._kick(key)
@@ -402,9 +400,9 @@ class DataPlane:
             self._schedule_flush(key, epoch)
 
         network = self.config.network
-        overshoot_us = network.flusher_overshoot_us
-        if overshoot_us > 0:
-            overshoot_us *= math.exp(FLUSHER_OVERSHOOT_SIGMA * self.sim.random("output-flusher").gauss(0.0, 1.0))
+        overshoot_us = lognormal(
+            network.flusher_overshoot_us, FLUSHER_OVERSHOOT_SIGMA, self.sim.random("output-flusher")
+        )
         delay_us = network.buffer_timeout_ms * 1000 + round(overshoot_us)
         if lead_us:
             delay_us -= lead_us % delay_us

@@ -7,7 +7,6 @@ thread after the step's work."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -17,6 +16,7 @@ from barriersim.runtime.job.config import JobConfig
 from barriersim.runtime.job.slowdowns import Slowdowns
 from barriersim.runtime.job.wiring import SubtaskKey
 from barriersim.runtime.jobgraph import JobGraph
+from barriersim.runtime.lognormal import lognormal
 from barriersim.runtime.sim.cpu_share import ProcessorSharing
 from barriersim.runtime.sim.kernel import Priority, ScheduledEvent, Simulation
 from barriersim.runtime.task.stream_task import StepResult
@@ -159,9 +159,10 @@ class TaskThreads:
             if vertex.operator.is_source and self._workload.rate_per_source:
                 per_record = 1e6 / self._workload.rate_per_source
             else:
-                per_record = vertex.params.get("cost_us_per_record", 1.0)
-                if self._speed_sigma:  # the subtask's own speed (drawn at its first step: a fixed order)
-                    per_record *= math.exp(self._speed_sigma * self._sim.random("subtask-speed").gauss(0.0, 1.0))
+                # the subtask's own speed, drawn at its first step (a fixed order)
+                per_record = lognormal(
+                    vertex.params.get("cost_us_per_record", 1.0), self._speed_sigma, self._sim.random("subtask-speed")
+                )
             model = self._cost_model[key] = (per_record, vertex.params.get("hot_key_extra_us", 0.0))
         per_record, hot_extra = model
         cost = result.records * per_record + result.hot_key_records * hot_extra
