@@ -58,16 +58,7 @@ def run(name: str, seconds: float, classes: Path) -> dict:
     runner.SCRATCH.mkdir(parents=True, exist_ok=True)
     description = runner.SCRATCH / f"{name}-initialization.json"
     description.write_text(json.dumps(config.to_json()))
-    command = [
-        "java",
-        *runner.JVM_OPTIONS,
-        f"-Dlog4j.configurationFile={LOG4J}",
-        "-cp",
-        f"{runner.flink_lib()}/*:{classes}",
-        "FamilyJob",
-        str(description),
-        str(runner._free_port()),
-    ]
+    command = runner.job_command(classes, description, runner._free_port(), f"-Dlog4j.configurationFile={LOG4J}")
     log = runner.SCRATCH / f"{name}-initialization.log"
     with open(log, "w") as log_file:
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT, text=True)

@@ -104,6 +104,20 @@ def compile_job(classes: Path) -> Path:
     return classes
 
 
+def job_command(classes: Path, description: Path, port: int, *jvm_args: str) -> list[str]:
+    """The JVM that runs ``FamilyJob`` on ``description`` with its REST API on ``port``."""
+    return [
+        "java",
+        *JVM_OPTIONS,
+        *jvm_args,
+        "-cp",
+        f"{flink_lib()}/*:{classes}",
+        "FamilyJob",
+        str(description),
+        str(port),
+    ]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("localhost", 0))
@@ -205,7 +219,7 @@ def run_once(config: Config, classes: Path, out: Path) -> None:
     load_before = os.getloadavg()
     with open(SCRATCH / log, "w") as log_file:
         process = subprocess.Popen(
-            ["java", *JVM_OPTIONS, "-cp", f"{flink_lib()}/*:{classes}", "FamilyJob", str(description), str(port)],
+            job_command(classes, description, port),
             stdin=subprocess.PIPE,
             stdout=log_file,
             stderr=subprocess.STDOUT,
