@@ -5,6 +5,7 @@ cut".
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,18 +19,19 @@ from barriersim.runtime.record_batch import RecordBatch
 from barriersim.runtime.state.snapshot import CheckpointMetadata, OperatorSubtaskState
 
 SubtaskKey = tuple[str, int]
+_INT64 = np.dtype("=i8")
 
 
 class _RecordLog:
     """Records in the order an operator saw them, kept as the batches it got (values never changed afterwards) and
-    turned into record tuples once they are first read: a run logs a batch, not each of its records."""
+    turned into record keys (``record_key``) once they are first read: a run logs a batch, not each of its records."""
 
-    __slots__ = ("_parts", "_records", "count")
+    __slots__ = ("_keys", "_parts", "count")
 
     def __init__(self, records: Iterable[Any] = ()) -> None:
-        self._records: list[Any] = list(records)
-        self._parts: list[Any] = []  # batches logged since the records were last read
-        self.count = len(self._records)  # records logged
+        self._keys: list[Any] = [record_key(r) for r in records]
+        self._parts: list[Any] = []  # batches logged since the keys were last read
+        self.count = len(self._keys)  # records logged
 
     def add(self, batch: Any) -> None:
         if type(batch) is not RecordBatch:
@@ -39,32 +41,57 @@ class _RecordLog:
             self._parts.append(batch)
             self.count += n
 
-    def records(self) -> list[Any]:
+    def keys(self) -> list[Any]:
         if self._parts:
-            records = self._records
-            run: list[np.ndarray] = []  # consecutive batches of one layout, turned into tuples at once
+            keys = self._keys
+            run: list[np.ndarray] = []  # consecutive batches of one layout, turned into keys at once
             for part in self._parts:
                 if run and (type(part) is not RecordBatch or not _same_layout(part.columns, run[0])):
-                    records.extend(_rows(run))
+                    keys.extend(_column_keys(run))
                     run = []
                 if type(part) is RecordBatch:
                     run.append(part.columns)
                 else:
-                    records.extend(part)
+                    keys.extend(map(record_key, part))
             if run:
-                records.extend(_rows(run))
+                keys.extend(_column_keys(run))
             self._parts.clear()
-        return self._records
+        return self._keys
+
+
+def record_key(record: Any) -> Any:
+    """What the check counts for a record: a record of int64 fields as its fields' bytes (``_column_keys``' form:
+    hashed and compared in C, and never traced by the cycle collector), anything else as it is."""
+    if type(record) is tuple:
+        try:
+            return struct.pack(f"={len(record)}q", *record)
+        except struct.error:  # not int64 fields
+            return record
+    return record
+
+
+def record_of(key: Any) -> Any:
+    """The record a key (``record_key``) stands for."""
+    if type(key) is bytes:
+        return struct.unpack(f"={len(key) // 8}q", key)
+    return key
 
 
 def _same_layout(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape[0] == b.shape[0] and a.dtype == b.dtype
 
 
-def _rows(columns: list[np.ndarray]) -> Iterable[tuple[Any, ...]]:
-    """The records of batches' columns (of one layout), in order, as ``RecordBatch`` iterates them."""
+def _column_keys(columns: list[np.ndarray]) -> list[Any]:
+    """The keys of batches' columns (of one layout), in order, as ``record_key`` makes them of ``RecordBatch``'s
+    record tuples."""
     joined = columns[0] if len(columns) == 1 else np.concatenate(columns, axis=1)
-    return zip(*joined.tolist()) if joined.shape[1] else ()
+    fields, n = joined.shape
+    if not n:
+        return []
+    if joined.dtype != _INT64:
+        return [record_key(r) for r in zip(*joined.tolist())]
+    rows = np.ascontiguousarray(joined.T)
+    return rows.view(np.dtype((np.void, 8 * fields))).ravel().tolist() if fields else [b""] * n
 
 
 class CutRecorder:
@@ -80,7 +107,7 @@ class CutRecorder:
     @property
     def inputs(self) -> list[Any]:
         """What the operator consumed, record by record."""
-        return self._inputs.records()
+        return [record_of(k) for k in self._inputs.keys()]
 
     @inputs.setter
     def inputs(self, records: Iterable[Any]) -> None:
@@ -89,11 +116,19 @@ class CutRecorder:
     @property
     def outputs(self) -> list[Any]:
         """What the operator emitted, record by record."""
-        return self._outputs.records()
+        return [record_of(k) for k in self._outputs.keys()]
 
     @outputs.setter
     def outputs(self, records: Iterable[Any]) -> None:
         self._outputs = _RecordLog(records)
+
+    def input_keys(self) -> list[Any]:
+        """``inputs`` as record keys (``record_key``), the form the check counts."""
+        return self._inputs.keys()
+
+    def output_keys(self) -> list[Any]:
+        """``outputs`` as record keys (``record_key``)."""
+        return self._outputs.keys()
 
     @staticmethod
     def attach(operator: Any) -> CutRecorder:
@@ -182,6 +217,15 @@ def _records(buffers: Iterable[Buffer]) -> Iterable[Any]:
                 yield r
 
 
+def _record_keys(buffers: Iterable[Buffer]) -> Iterable[Any]:
+    """The keys (``record_key``) of the records in ``buffers``, in order."""
+    for buffer in buffers:
+        if type(buffer.records) is RecordBatch:
+            yield from _column_keys([buffer.records.columns])
+        else:
+            yield from (record_key(r) for r in buffer.records if isinstance(r, tuple))
+
+
 def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tuple[Counter[Any], Counter[Any]]:
     """Per consuming vertex: the records in input channel state, and in upstream output subpartition state."""
     inputs: Counter[Any] = Counter()
@@ -191,11 +235,11 @@ def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tu
     for state in metadata.operator_states:
         for subtask in state.subtask_states.values():
             for h in subtask.input_channel_state:
-                for r in _records(h.buffers):
+                for r in _record_keys(h.buffers):
                     inputs[(state.operator_id, r)] += 1
             for out in subtask.result_subpartition_state:
                 target = graph.outputs_of(state.operator_id)[out.info.partition_idx].target
-                for r in _records(out.buffers):
+                for r in _record_keys(out.buffers):
                     outputs[(target, r)] += 1
     return inputs, outputs
 
@@ -271,6 +315,11 @@ class _Prefixes:
         return counts
 
 
+def _examples(counts: Counter[Any]) -> tuple[Any, ...]:
+    """Five of the records ``counts`` counts by key, in the order of their ``repr``."""
+    return tuple(sorted(map(record_of, counts), key=repr)[:5])
+
+
 def _per_target(counts: Counter[Any]) -> dict[str, Counter[Any]]:
     """``(target, record)`` counts (``_channel_records``) as record counts per target vertex."""
     out: dict[str, Counter[Any]] = {}
@@ -321,12 +370,12 @@ def check_consistent_cuts(
             if rec is None:
                 return None
             if key in finished:  # noqa: B023 - called in this iteration only
-                records = rec.outputs if outputs else rec.inputs
+                records = rec.output_keys() if outputs else rec.input_keys()
                 return records, len(records)
             mark = rec.marks.get(checkpoint_id)  # noqa: B023 - called in this iteration only
             if mark is None:
                 return None
-            return (rec.outputs, mark[1]) if outputs else (rec.inputs, mark[0])
+            return (rec.output_keys(), mark[1]) if outputs else (rec.input_keys(), mark[0])
 
         if epoch not in restored:
             restored_in, restored_out = _channel_records(log.restored_from, graph)
@@ -385,7 +434,7 @@ def check_consistent_cuts(
                         vertex.name,
                         "missing",
                         sum(missing.values()),
-                        tuple(sorted(missing, key=repr)[:5]),
+                        _examples(missing),
                     )
                 )
             unexpected = right - left
@@ -396,7 +445,7 @@ def check_consistent_cuts(
                         vertex.name,
                         "unexpected",
                         sum(unexpected.values()),
-                        tuple(sorted(unexpected, key=repr)[:5]),
+                        _examples(unexpected),
                     )
                 )
     return violations
