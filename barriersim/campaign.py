@@ -172,8 +172,23 @@ def _one_line(error: BaseException) -> str:
 
 
 def run_case(source: CaseSource, seed: int, mode: str | None) -> tuple[dict, str | None]:
-    """Draw, simulate and check one case: its row, and when it failed the case as a scenario file's text."""
+    """Draw, simulate and check one case: its row, and when it failed the case as a scenario file's text. Python's
+    cycle collector pauses while the case runs (the collector, set off by a simulation's many young objects, cost a
+    fifth of the CPU; what the case drops is freed by reference counting) and collects what the case left in cycles
+    at its end, in the row's time."""
     started, cpu_started = time.perf_counter(), time.process_time()
+    gc.disable()
+    try:
+        row, failing = _run_case(source, seed, mode)
+    finally:
+        gc.enable()
+        gc.collect(0)  # the young generation: everything the case made and left in cycles
+    row["wall_seconds"] = time.perf_counter() - started
+    row["cpu_seconds"] = time.process_time() - cpu_started  # the drawing, the run, the check and the collection
+    return row, failing
+
+
+def _run_case(source: CaseSource, seed: int, mode: str | None) -> tuple[dict, str | None]:
     case = draw(source.strategy(mode), seed).value
     row = {
         "seed": seed,
@@ -203,8 +218,6 @@ def run_case(source: CaseSource, seed: int, mode: str | None) -> tuple[dict, str
         )
     except Exception as error:  # noqa: BLE001 - an error the run raised is a finding, recorded with the case
         row.update(status=ERROR, problem=_one_line(error))
-    row["wall_seconds"] = time.perf_counter() - started
-    row["cpu_seconds"] = time.process_time() - cpu_started  # the drawing, the run and the check, on one thread
     failing = None
     if row["status"] != PASSED:
         try:
@@ -215,17 +228,11 @@ def run_case(source: CaseSource, seed: int, mode: str | None) -> tuple[dict, str
 
 
 def run_batch(units: list[tuple[int, str | None]], source: CaseSource) -> list[tuple[dict, str | None]]:
-    """``run_case`` of each ``(seed, mode)``: one Ray task's work. Python's cycle collector pauses while a case
-    runs (what a case drops is freed by reference counting; the collector, set off by a simulation's many young
-    objects, cost a fifth of the CPU) and collects between cases as usual."""
-    results = []
-    for seed, mode in units:
-        gc.disable()
-        try:
-            results.append(run_case(source, seed, mode))
-        finally:
-            gc.enable()
-    return results
+    """``run_case`` of each ``(seed, mode)``: one Ray task's work. What the process holds before (modules, the
+    strategies) is frozen out of the cycle collector's generations, so that none of its passes traces it again."""
+    gc.collect()
+    gc.freeze()
+    return [run_case(source, seed, mode) for seed, mode in units]
 
 
 # -- the campaign directory ------------------------------------------------------------------------------------
