@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 SCENARIO ?= scenarios/quickstart.toml
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint bench setup java chromium clean flink-venv flink-remeasure
+.PHONY: run test test-serial lint bench setup java chromium clean flink-venv flink-remeasure
 
 setup: $(STAMP) java
 
@@ -38,7 +38,20 @@ chromium:
 run: setup
 	$(VENV)/bin/barriersim run $(SCENARIO)
 
+# Two pytest processes at once (2 cores): the tests that start Ray or Spark in one, in order, one Ray at a time as
+# ever; every other test in the other, its output printed after the first's (and kept in build/). Each process has
+# its own session (tests/conftest.py: its own workload cache). `make test-serial` runs them all in one process.
+OTHER_TESTS_LOG := build/tests-without-ray.log
 test: setup chromium lint
+	@mkdir -p build
+	@$(PY) -m pytest -m "not ray and not spark" > $(OTHER_TESTS_LOG) 2>&1 & other=$$!; \
+	$(PY) -m pytest -m "ray or spark"; ray=$$?; \
+	wait $$other; rest=$$?; \
+	echo "--- the tests without Ray or Spark, run beside them ($(OTHER_TESTS_LOG)):"; cat $(OTHER_TESTS_LOG); \
+	echo "--- Ray and Spark tests: exit $$ray; the others: exit $$rest"; \
+	test $$ray -eq 0 && test $$rest -eq 0
+
+test-serial: setup chromium lint
 	$(PY) -m pytest
 
 # ruff (lint, format) and mypy, configured in pyproject.toml. mypy checks the installed layout (runtime/, actors/,
