@@ -39,12 +39,13 @@ run: setup
 	$(VENV)/bin/barriersim run $(SCENARIO)
 
 # Two pytest processes at once (2 cores): the tests that start Ray or Spark in one, in order, one Ray at a time as
-# ever; every other test in the other, its output printed after the first's (and kept in build/). Each process has
-# its own session (tests/conftest.py: its own workload cache). `make test-serial` runs them all in one process.
+# ever; every other test in the other, at a lower priority (the Ray tests wait on processes starting; the others
+# take the CPU they leave), its output printed after the first's (and kept in build/). Each process has its own
+# session (tests/conftest.py: its own workload cache). `make test-serial` runs them all in one process.
 OTHER_TESTS_LOG := build/tests-without-ray.log
 test: setup chromium lint
 	@mkdir -p build
-	@$(PY) -m pytest -m "not ray and not spark" > $(OTHER_TESTS_LOG) 2>&1 & other=$$!; \
+	@nice -n 10 $(PY) -m pytest -m "not ray and not spark" > $(OTHER_TESTS_LOG) 2>&1 & other=$$!; \
 	$(PY) -m pytest -m "ray or spark"; ray=$$?; \
 	wait $$other; rest=$$?; \
 	echo "--- the tests without Ray or Spark, run beside them ($(OTHER_TESTS_LOG)):"; cat $(OTHER_TESTS_LOG); \

@@ -2,7 +2,8 @@
 64 subtask actors in 4 TaskManagers spread over the 3 nodes completes at least nine checkpoints in every mode, each
 TaskManager's actors on its node; a TaskManager crash (every actor of one TaskManager killed at once) and a node
 kill (the Ray node's raylet and workers killed; its TaskManagers restart on the surviving nodes) recover from the
-latest completed checkpoint and verify, in aligned, unaligned and at-least-once mode."""
+latest completed checkpoint and verify, in aligned, unaligned and at-least-once mode (in CI one mode each: the
+crash aligned, the node kill at-least-once, the 64 subtasks unaligned; ``BARRIERSIM_RAY_ALL_MODES=1`` all)."""
 
 import collections
 import os
@@ -133,7 +134,15 @@ def small_job(mode, faults: str) -> tuple[JobConfig, dict]:
     return config, splits
 
 
-@pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
+def one_mode_in_ci(modes: list[str], ci_mode: str) -> list:
+    """``modes`` as parameters, all but ``ci_mode`` skipped unless ``BARRIERSIM_RAY_ALL_MODES=1``: what a lost
+    TaskManager or node means for each mode's guarantee is the simulator's whole-job property (every mode, in CI);
+    on Ray it is the actors' and nodes' death and the restart on the survivors, the same in every mode."""
+    skip = pytest.mark.skip(reason=f"{ci_mode} in CI; BARRIERSIM_RAY_ALL_MODES=1 runs every mode")
+    return [pytest.param(m, marks=[] if ALL_MODES or m == ci_mode else [skip]) for m in modes]
+
+
+@pytest.mark.parametrize("mode", one_mode_in_ci(["aligned", "unaligned", "at-least-once"], "aligned"))
 def test_a_crashed_taskmanager_loses_every_actor_in_it_and_the_job_recovers(mode, ray_cluster, tmp_path):
     crash = '{"type":"crash_taskmanager","taskmanager":1,"point":"after_sync_snapshot_before_ack","checkpoint_id":3}'
     config, splits = small_job(mode, f"[{crash}]")
@@ -148,7 +157,7 @@ def test_a_crashed_taskmanager_loses_every_actor_in_it_and_the_job_recovers(mode
     assert [d["taskmanager_nodes"] for d in result.deployments] == [[0, 1, 2, 0]] * 2
 
 
-@pytest.mark.parametrize("mode", ["aligned", "unaligned", "at-least-once"])
+@pytest.mark.parametrize("mode", one_mode_in_ci(["aligned", "unaligned", "at-least-once"], "at-least-once"))
 def test_a_killed_node_takes_its_taskmanagers_and_they_restart_on_the_surviving_nodes(mode, replaced_nodes, tmp_path):
     config, splits = small_job(
         mode, '[{"type":"kill_node","node":1,"point":"after_sync_snapshot_before_ack","checkpoint_id":3}]'
