@@ -210,13 +210,6 @@ class DeploymentLog:
     recorders: dict[SubtaskKey, CutRecorder] = field(default_factory=dict)
 
 
-def _records(buffers: Iterable[Buffer]) -> Iterable[Any]:
-    for buffer in buffers:
-        for r in buffer.records:
-            if isinstance(r, tuple):
-                yield r
-
-
 def _record_keys(buffers: Iterable[Buffer]) -> Iterable[Any]:
     """The keys (``record_key``) of the records in ``buffers``, in order."""
     for buffer in buffers:
@@ -259,7 +252,7 @@ def _forced_aligned_data(
 
     def add(vertex: str, edge: Any, buffers: Iterable[Buffer]) -> None:
         count, edges = found.get(vertex, (0, set()))
-        found[vertex] = (count + sum(1 for _ in _records(buffers)), edges | {f"{edge.source}->{edge.target}"})
+        found[vertex] = (count + sum(1 for _ in _record_keys(buffers)), edges | {f"{edge.source}->{edge.target}"})
 
     for state in metadata.operator_states:
         vertex = state.operator_id

@@ -64,18 +64,13 @@ def ray_node_of_each_task(result, deployment: int) -> dict[str, str]:
 ALL_MODES = os.environ.get("BARRIERSIM_RAY_ALL_MODES", "") == "1"
 
 
-@pytest.mark.parametrize(
-    "mode",
-    [
-        pytest.param(
-            mode,
-            marks=[]
-            if ALL_MODES or mode == "unaligned"
-            else [pytest.mark.skip(reason="unaligned in CI; BARRIERSIM_RAY_ALL_MODES=1 runs every mode")],
-        )
-        for mode in MODES
-    ],
-)
+def one_mode_in_ci(modes: list[str], ci_mode: str) -> list:
+    """``modes`` as parameters, all but ``ci_mode`` skipped unless ``BARRIERSIM_RAY_ALL_MODES=1``."""
+    skip = pytest.mark.skip(reason=f"{ci_mode} in CI; BARRIERSIM_RAY_ALL_MODES=1 runs every mode")
+    return [pytest.param(m, marks=[] if ALL_MODES or m == ci_mode else [skip]) for m in modes]
+
+
+@pytest.mark.parametrize("mode", one_mode_in_ci(MODES, "unaligned"))
 def test_64_subtasks_in_4_taskmanagers_over_3_nodes_complete_nine_checkpoints(mode, ray_cluster, tmp_path):
     assert sum(v.parallelism for v in SIXTY_FOUR.vertices) == 64
     # 16 sources x 60 records paced at 10 records/s: data flows for at least 6 s once the actors run, and each
@@ -134,14 +129,8 @@ def small_job(mode, faults: str) -> tuple[JobConfig, dict]:
     return config, splits
 
 
-def one_mode_in_ci(modes: list[str], ci_mode: str) -> list:
-    """``modes`` as parameters, all but ``ci_mode`` skipped unless ``BARRIERSIM_RAY_ALL_MODES=1``: what a lost
-    TaskManager or node means for each mode's guarantee is the simulator's whole-job property (every mode, in CI);
-    on Ray it is the actors' and nodes' death and the restart on the survivors, the same in every mode."""
-    skip = pytest.mark.skip(reason=f"{ci_mode} in CI; BARRIERSIM_RAY_ALL_MODES=1 runs every mode")
-    return [pytest.param(m, marks=[] if ALL_MODES or m == ci_mode else [skip]) for m in modes]
-
-
+# what a lost TaskManager or node means for each mode's guarantee is the simulator's whole-job property (every mode,
+# in CI); on Ray it is the actors' and nodes' death and the restart on the survivors, the same in every mode
 @pytest.mark.parametrize("mode", one_mode_in_ci(["aligned", "unaligned", "at-least-once"], "aligned"))
 def test_a_crashed_taskmanager_loses_every_actor_in_it_and_the_job_recovers(mode, ray_cluster, tmp_path):
     crash = '{"type":"crash_taskmanager","taskmanager":1,"point":"after_sync_snapshot_before_ack","checkpoint_id":3}'
