@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration
+from barriersim.runtime.network.input.buffer_debloater import BufferDebloatConfiguration, DebloaterVersion
 from barriersim.runtime.settings import Between, setting
 
 
@@ -98,6 +98,11 @@ class NetworkConfig:
     min_buffer_size: int = setting(
         256, "the smallest buffer debloating shrinks to (taskmanager.memory.min-segment-size)", Between(1, 1024)
     )
+    buffer_debloater: DebloaterVersion = setting(
+        DebloaterVersion.CURRENT,
+        "whose buffer debloater: 2.3 (Flink 1.15 to 2.3: the buffer size averaged) or 1.14 (Flink 1.14.0's: the "
+        "throughput averaged, buffers starting at the segment size)",
+    )
 
     def debloat_configuration(self) -> BufferDebloatConfiguration:
         """The buffer debloating settings as the input gates and result partitions take them."""
@@ -108,4 +113,5 @@ class NetworkConfig:
             samples=self.buffer_debloat_samples,
             threshold_percentages=self.buffer_debloat_threshold_percentages,
             min_buffer_size=self.min_buffer_size,
+            version=self.buffer_debloater,
         )

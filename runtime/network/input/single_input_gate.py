@@ -13,7 +13,10 @@ from barriersim.runtime.events import Buffer, ChannelElement, CheckpointBarrier,
 from barriersim.runtime.network.input.buffer_debloater import (
     BufferDebloatConfiguration,
     BufferDebloater,
+    DebloaterVersion,
+    Flink114BufferDebloater,
     ThroughputCalculator,
+    buffer_debloater,
 )
 from barriersim.runtime.network.input.buffer_manager import (
     DEFAULT_EXCLUSIVE_BUFFERS_PER_CHANNEL,
@@ -91,7 +94,7 @@ class SingleInputGate:
         self.closed = False
         self._set_up = False
         self.throughput: ThroughputCalculator | None = None
-        self.debloater: BufferDebloater | None = None
+        self.debloater: BufferDebloater | Flink114BufferDebloater | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -99,8 +102,11 @@ class SingleInputGate:
         self, config: BufferDebloatConfiguration, max_buffer_size: int, clock: Callable[[], int]
     ) -> None:
         """Measure throughput and size the senders' buffers (Flink's ``createBufferDebloater``)."""
-        self.throughput = ThroughputCalculator(clock)
-        self.debloater = BufferDebloater(config.validate(max_buffer_size), max_buffer_size)
+        config = config.validate(max_buffer_size)
+        self.throughput = ThroughputCalculator(
+            clock, config.samples if config.version is DebloaterVersion.FLINK_1_14 else 0
+        )
+        self.debloater = buffer_debloater(config, max_buffer_size)
 
     def setup(self) -> None:
         """Request the partitions: remote channels announce their initial (exclusive) credit, local channels
