@@ -7,6 +7,7 @@ How it works: docs/module-notes.md, section ``barriersim/strategies.py``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import random
@@ -326,38 +327,125 @@ def spread_cluster_configs(draw, graph: JobGraph) -> dict:
     }
 
 
-def _group_crashes(
-    graph: JobGraph, placement: Placement, horizon_ms: int, cid
-) -> list[st.SearchStrategy[CrashTaskManager | KillNode]]:
-    """TaskManager crashes and, on two or more nodes, node losses, at a time or at a protocol point."""
-    points = [
+# the parts of a fault that do not depend on the job: built once (a strategy built anew is validated anew)
+_CHECKPOINT_IDS = st.integers(1, 6)
+_BARRIER_POINTS = st.sampled_from(
+    (
         ProtocolPoint.BEFORE_FORWARDING_BARRIER,
         ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK,
         ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE,
-    ]
-    aligning = {tuple(name.rsplit("#", 1)) for name in aligning_subtask_names(graph)}
-    tms = [t for t in range(placement.taskmanagers) if placement.subtasks_of(t)]
-    aligning_tms = [t for t in tms if any((v, str(i)) in aligning for v, i in placement.subtasks_of(t))]
-    out: list[st.SearchStrategy[CrashTaskManager | KillNode]] = [
-        st.builds(CrashTaskManager, taskmanager=st.sampled_from(tms), at_ms=st.integers(1, horizon_ms)),
-        st.builds(CrashTaskManager, taskmanager=st.sampled_from(tms), point=st.sampled_from(points), checkpoint_id=cid),
-    ]
-    if aligning_tms:
-        out.append(
-            st.builds(
-                CrashTaskManager,
-                taskmanager=st.sampled_from(aligning_tms),
-                point=st.just(ProtocolPoint.MID_ALIGNMENT),
-                checkpoint_id=cid,
-            )
-        )
-    if placement.nodes >= 2:
-        nodes = st.integers(1, placement.nodes - 1)
-        out += [
-            st.builds(KillNode, node=nodes, at_ms=st.integers(1, horizon_ms)),
-            st.builds(KillNode, node=nodes, point=st.sampled_from(points), checkpoint_id=cid),
-        ]
-    return out
+    )
+)
+_DROPPED_MESSAGES = st.sampled_from((MessageKind.NOTIFY_COMPLETE, MessageKind.ACKNOWLEDGE))
+_DELAYED_MESSAGES = st.sampled_from(tuple(MessageKind))
+_MESSAGE_DELAYS_MS = st.integers(1, 100)
+_SLOW_FACTORS = st.sampled_from((5.0, 50.0))
+_DECLINED_CHECKPOINTS = st.integers(1, 3)
+_NONE_OR_TASK = st.sampled_from((None, "task"))  # the branch ``st.none() | task`` draws
+
+
+@functools.lru_cache(maxsize=64)
+def _index(n: int) -> st.SearchStrategy[int]:
+    """An index into ``n`` options, drawn as ``st.sampled_from`` of the options draws it (none drawn for one)."""
+    return st.sampled_from(tuple(range(n)))
+
+
+@functools.lru_cache(maxsize=64)
+def _sampled(options: tuple) -> st.SearchStrategy:
+    """``st.sampled_from(options)``, built once."""
+    return st.sampled_from(options)
+
+
+@dataclass(frozen=True)
+class _FaultTargets:
+    """What the faults of one schedule can aim at: its subtasks, the aligning ones among them, its horizon, and
+    with ``jobmanager`` coordinator crashes and failed storage writes; with TaskManagers (``taskmanagers``, a
+    placement's non-empty ones), their crashes and, on two or more ``nodes``, node losses."""
+
+    names: tuple[str, ...]
+    aligning: tuple[str, ...]
+    horizon_ms: int
+    jobmanager: bool
+    taskmanagers: tuple[int, ...] = ()
+    aligning_taskmanagers: tuple[int, ...] = ()
+    nodes: int = 0
+
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of fault, in the order of the branches of the ``st.one_of`` they were once drawn from."""
+        kinds = ["crash_at", "crash_point", *(["crash_mid_alignment"] if self.aligning else [])]
+        kinds += ["crash_during_restore", "drop", "delay", "slow", "decline"]
+        kinds += ["crash_coordinator", "fail_storage_write"] if self.jobmanager else []
+        if self.taskmanagers:
+            kinds += ["taskmanager_at", "taskmanager_point"]
+            kinds += ["taskmanager_mid_alignment"] if self.aligning_taskmanagers else []
+            kinds += ["node_at", "node_point"] if self.nodes >= 2 else []
+        return tuple(kinds)
+
+
+@st.composite
+def _faults(draw, targets: _FaultTargets):
+    """One fault on ``targets``. Each value is drawn as the ``st.builds`` of its fault drew it, argument by
+    argument, from strategies built once, so that a seed draws the fault it drew when they were built per draw."""
+    names, horizon_ms = targets.names, targets.horizon_ms
+
+    def task() -> str:
+        return names[draw(_index(len(names)))]
+
+    def at_ms() -> int:
+        return draw(st.integers(1, horizon_ms))
+
+    kind = draw(_sampled(targets.kinds()))
+    if kind == "crash_at":
+        return CrashTask(task=task(), at_ms=at_ms())
+    if kind == "crash_point":
+        return CrashTask(task=task(), point=draw(_BARRIER_POINTS), checkpoint_id=draw(_CHECKPOINT_IDS))
+    if kind == "crash_mid_alignment":
+        aligning = targets.aligning[draw(_index(len(targets.aligning)))]
+        return CrashTask(task=aligning, point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=draw(_CHECKPOINT_IDS))
+    if kind == "crash_during_restore":  # a restart during recovery: the subtask dies while it restores
+        return CrashTask(task=task(), point=ProtocolPoint.DURING_RESTORE)
+    if kind == "drop":
+        return DropMessage(kind=draw(_DROPPED_MESSAGES), task=task(), checkpoint_id=draw(_CHECKPOINT_IDS))
+    if kind == "delay":
+        return DelayMessage(kind=draw(_DELAYED_MESSAGES), delay_ms=draw(_MESSAGE_DELAYS_MS), task=task())
+    if kind == "slow":  # a slowdown that stops, as faults must
+        start = draw(st.integers(0, horizon_ms))
+        slowed, factor = task(), draw(_SLOW_FACTORS)
+        return SlowTask(slowed, factor, start, draw(st.integers(start + 1, start + horizon_ms)))
+    if kind == "decline":  # a decline by any subtask: by a source at once, by a later one while others align
+        first, count = draw(_CHECKPOINT_IDS), draw(_DECLINED_CHECKPOINTS)
+        return FailCheckpoints(first, count, task=None if draw(_NONE_OR_TASK) is None else task())
+    if kind == "crash_coordinator":
+        return CrashCoordinator(at_ms=at_ms())
+    if kind == "fail_storage_write":
+        checkpoint_id = draw(_CHECKPOINT_IDS)
+        return FailStorageWrite(checkpoint_id, task=None if draw(_NONE_OR_TASK) is None else task())
+    # TaskManager crashes and, on two or more nodes, node losses, at a time or at a protocol point
+    tms = targets.aligning_taskmanagers if kind == "taskmanager_mid_alignment" else targets.taskmanagers
+    if kind == "taskmanager_at":
+        return CrashTaskManager(taskmanager=tms[draw(_index(len(tms)))], at_ms=at_ms())
+    if kind == "taskmanager_point":
+        taskmanager = tms[draw(_index(len(tms)))]
+        return CrashTaskManager(taskmanager, point=draw(_BARRIER_POINTS), checkpoint_id=draw(_CHECKPOINT_IDS))
+    if kind == "taskmanager_mid_alignment":
+        taskmanager = tms[draw(_index(len(tms)))]
+        return CrashTaskManager(taskmanager, point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=draw(_CHECKPOINT_IDS))
+    node = draw(st.integers(1, targets.nodes - 1))
+    if kind == "node_at":
+        return KillNode(node=node, at_ms=at_ms())
+    return KillNode(node=node, point=draw(_BARRIER_POINTS), checkpoint_id=draw(_CHECKPOINT_IDS))
+
+
+def _fault_targets(
+    graph: JobGraph, horizon_ms: int, jobmanager_faults: bool, placement: Placement | None
+) -> _FaultTargets:
+    names, aligning = tuple(subtask_names(graph)), tuple(aligning_subtask_names(graph))
+    if placement is None:
+        return _FaultTargets(names, aligning, horizon_ms, jobmanager_faults)
+    aligning_subtasks = {tuple(name.rsplit("#", 1)) for name in aligning}
+    tms = tuple(t for t in range(placement.taskmanagers) if placement.subtasks_of(t))
+    aligning_tms = tuple(t for t in tms if any((v, str(i)) in aligning_subtasks for v, i in placement.subtasks_of(t)))
+    return _FaultTargets(names, aligning, horizon_ms, jobmanager_faults, tms, aligning_tms, placement.nodes)
 
 
 @st.composite
@@ -376,65 +464,7 @@ def fault_schedules(
     boolean) one of the ``protocol_situations``. With ``jobmanager_faults`` the faults also include coordinator
     crashes (JobManager failover) and failed storage writes (a subtask's state write or the ``_metadata`` write of
     an early checkpoint); with a ``placement``, TaskManager crashes and node losses of it."""
-    names = subtask_names(graph)
-    task = st.sampled_from(names)
-    cid = st.integers(1, 6)
-    jobmanager = (
-        [
-            st.builds(CrashCoordinator, at_ms=st.integers(1, horizon_ms)),
-            st.builds(FailStorageWrite, checkpoint_id=cid, task=st.none() | task),
-        ]
-        if jobmanager_faults
-        else []
-    )
-    aligning = aligning_subtask_names(graph)
-    mid_alignment = (
-        [
-            st.builds(
-                CrashTask, task=st.sampled_from(aligning), point=st.just(ProtocolPoint.MID_ALIGNMENT), checkpoint_id=cid
-            )
-        ]
-        if aligning
-        else []
-    )
-    fault = st.one_of(
-        st.builds(CrashTask, task=task, at_ms=st.integers(1, horizon_ms)),
-        st.builds(
-            CrashTask,
-            task=task,
-            point=st.sampled_from(
-                [
-                    ProtocolPoint.BEFORE_FORWARDING_BARRIER,
-                    ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK,
-                    ProtocolPoint.AFTER_ACK_BEFORE_COMPLETION_NOTICE,
-                ]
-            ),
-            checkpoint_id=cid,
-        ),
-        *mid_alignment,
-        # a restart during recovery: the subtask dies while it restores (the job restarts again)
-        st.builds(CrashTask, task=task, point=st.just(ProtocolPoint.DURING_RESTORE)),
-        st.builds(
-            DropMessage,
-            kind=st.sampled_from([MessageKind.NOTIFY_COMPLETE, MessageKind.ACKNOWLEDGE]),
-            task=task,
-            checkpoint_id=cid,
-        ),
-        st.builds(DelayMessage, kind=st.sampled_from(list(MessageKind)), delay_ms=st.integers(1, 100), task=task),
-        st.integers(0, horizon_ms).flatmap(
-            lambda start: st.builds(  # a slowdown that stops, as faults must
-                SlowTask,
-                task=task,
-                factor=st.sampled_from([5.0, 50.0]),
-                from_ms=st.just(start),
-                until_ms=st.integers(start + 1, start + horizon_ms),
-            )
-        ),
-        # a decline by any subtask: by a source at once, by a later one while others still align or persist
-        st.builds(FailCheckpoints, first_checkpoint_id=cid, count=st.integers(1, 3), task=st.none() | task),
-        *jobmanager,
-        *(_group_crashes(graph, placement, horizon_ms, cid) if placement is not None else []),
-    )
+    targets = _fault_targets(graph, horizon_ms, jobmanager_faults, placement)
     situation = (
         draw(protocol_situations(graph, horizon_ms, mode, rate_per_source))
         if situations and draw(st.integers(0, 3))
@@ -447,11 +477,11 @@ def fault_schedules(
     if draw(st.integers(0, 2)):
         when = st.integers(max(1, horizon_ms * 2 // 5), max(1, horizon_ms * 9 // 10))  # the sources still read
         if placement is not None and draw(st.booleans()):
-            tms = [t for t in range(placement.taskmanagers) if placement.subtasks_of(t)]
-            late = (CrashTaskManager(draw(st.sampled_from(tms)), at_ms=draw(when)),)
+            tms = targets.taskmanagers
+            late = (CrashTaskManager(tms[draw(_index(len(tms)))], at_ms=draw(when)),)
         else:
-            late = (CrashTask(draw(task), at_ms=draw(when)),)
-    return FaultSchedule(situation + late + tuple(draw(st.lists(fault, max_size=max_faults))))
+            late = (CrashTask(targets.names[draw(_index(len(targets.names)))], at_ms=draw(when)),)
+    return FaultSchedule(situation + late + tuple(draw(st.lists(_faults(targets), max_size=max_faults))))
 
 
 def forward_groups(graph: JobGraph) -> list[list[str]]:
