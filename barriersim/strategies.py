@@ -11,8 +11,10 @@ import functools
 import hashlib
 import json
 import random
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from hypothesis import strategies as st
 
@@ -49,6 +51,34 @@ from barriersim.scenarios.loader import effective_scenario, parse_scenario
 from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from barriersim.sim_backend import replay_command
 
+_T = TypeVar("_T")
+
+
+@functools.lru_cache(maxsize=64)
+def _index(n: int) -> st.SearchStrategy[int]:
+    """An index into ``n`` options, drawn as ``st.sampled_from`` of the options draws it (none drawn for one)."""
+    return st.sampled_from(tuple(range(n)))
+
+
+def _pick(draw: st.DrawFn, options: Sequence[_T]) -> _T:
+    """``draw(st.sampled_from(options))``, the same choice drawn from a strategy built once per length (a strategy
+    built anew is validated anew on every draw)."""
+    return options[draw(_index(len(options)))]
+
+
+@functools.lru_cache(maxsize=64)
+def _built(
+    strategy: Callable[..., st.SearchStrategy[_T]], *args: Hashable, **kwargs: Hashable
+) -> st.SearchStrategy[_T]:
+    """``strategy(*args, **kwargs)``, built once per arguments."""
+    return strategy(*args, **kwargs)
+
+
+@functools.lru_cache(maxsize=64)
+def _sampled(options: tuple) -> st.SearchStrategy:
+    """``st.sampled_from(options)``, built once."""
+    return st.sampled_from(options)
+
 
 @st.composite
 def topologies(draw, max_parallelism: int = 4, max_stages: int = 5, at_least_once_sink: bool = False) -> JobGraph:
@@ -77,8 +107,8 @@ def topologies(draw, max_parallelism: int = 4, max_stages: int = 5, at_least_onc
                 OperatorKind.JOIN,
                 p(),
                 params={
-                    "window_ms": draw(st.sampled_from([5, 20, 50])),
-                    "cost_us_per_record": draw(st.sampled_from([1.0, 5.0])),
+                    "window_ms": _pick(draw, (5, 20, 50)),
+                    "cost_us_per_record": _pick(draw, (1.0, 5.0)),
                 },
             )
             edges += [JobEdge("source", "join", Partitioner.HASH, 0), JobEdge("source2", "join", Partitioner.HASH, 1)]
@@ -88,7 +118,7 @@ def topologies(draw, max_parallelism: int = 4, max_stages: int = 5, at_least_onc
     # in at-least-once mode a join's aggregate may be inflated by replays; a filter after it could drop the
     # inflated row, which the reference cannot tell from a loss (runtime.verification.reference)
     kinds = ["map"] if joined and at_least_once_sink else ["map", "filter"]
-    middle = draw(st.lists(st.sampled_from(kinds), max_size=max(0, max_stages - stages - 1)))
+    middle = draw(st.lists(_sampled(tuple(kinds)), max_size=max(0, max_stages - stages - 1)))
     for i, kind in enumerate(middle):
         forward = draw(st.booleans())
         par = last.parallelism if forward else p()
@@ -100,10 +130,10 @@ def topologies(draw, max_parallelism: int = 4, max_stages: int = 5, at_least_onc
         stages += 1
     if stages < max_stages:
         # a join's output (window_start, key, pairs, value_sum) carries no event time for a later window
-        keyed = draw(st.sampled_from([None, "keyed_sum"] if joined else [None, "keyed_sum", "tumbling_window"]))
+        keyed = _pick(draw, (None, "keyed_sum") if joined else (None, "keyed_sum", "tumbling_window"))
         if keyed is not None:
-            params = {"window_ms": draw(st.sampled_from([5, 20, 50]))} if keyed == "tumbling_window" else {}
-            cost = {"cost_us_per_record": draw(st.sampled_from([1.0, 5.0, 20.0]))}
+            params = {"window_ms": _pick(draw, (5, 20, 50))} if keyed == "tumbling_window" else {}
+            cost = {"cost_us_per_record": _pick(draw, (1.0, 5.0, 20.0))}
             v = JobVertex(keyed, OperatorKind(keyed), p(), params={**params, **cost})
             edges.append(JobEdge(last.name, v.name, Partitioner.HASH))
             vertices.append(v)
@@ -129,7 +159,7 @@ def cluster_configs(draw, graph: JobGraph) -> dict:
     slot (a channel is local only between subtasks of the same index), or a number in between; so that both
     channel kinds, ``LocalInputChannel`` and ``RemoteInputChannel``, and their mix in one gate are exercised."""
     slots = slots_needed(graph)
-    taskmanagers = draw(st.sampled_from(sorted({1, slots, max(1, (slots + 1) // 2)})))
+    taskmanagers = _pick(draw, sorted({1, slots, max(1, (slots + 1) // 2)}))
     return {"taskmanagers": taskmanagers, "slots_per_taskmanager": -(-slots // taskmanagers)}
 
 
@@ -142,21 +172,24 @@ def with_own_slot_sharing_groups(graph: JobGraph) -> JobGraph:
     ).validate()
 
 
+_RETENTIONS = tuple(r.value for r in ExternalizedCheckpointRetention)
+
+
 @st.composite
 def checkpointing_configs(draw, mode: str | None = None) -> dict:
     """A ``[checkpointing]`` table: mode, interval, checkpoint timeout (seconds), alignment timeout, max
     concurrent, tolerable failures."""
-    parsed = CheckpointingMode.parse(mode or draw(st.sampled_from(MODES)))
+    parsed = CheckpointingMode.parse(mode or _pick(draw, MODES))
     return {
         "mode": parsed.value,
-        "interval_ms": draw(st.sampled_from([20, 50, 100])),
-        "timeout_ms": draw(st.sampled_from(CHECKPOINT_TIMEOUTS_MS)),
-        "aligned_checkpoint_timeout_ms": draw(st.sampled_from([5, 20])) if parsed.uses_alignment_timeout else 0,
+        "interval_ms": _pick(draw, (20, 50, 100)),
+        "timeout_ms": _pick(draw, CHECKPOINT_TIMEOUTS_MS),
+        "aligned_checkpoint_timeout_ms": _pick(draw, (5, 20)) if parsed.uses_alignment_timeout else 0,
         "max_concurrent": parsed.max_concurrent_allowed or draw(st.integers(1, 3)),
-        "tolerable_failures": draw(st.sampled_from([0, 1, 3, TOLERATE_ALL])),
+        "tolerable_failures": _pick(draw, (0, 1, 3, TOLERATE_ALL)),
         # production jobs retain several checkpoints (state.checkpoints.num-retained), so that a restore has a choice
-        "max_retained": draw(st.sampled_from([1, 2, 3, 3])),
-        "externalized_checkpoint_retention": draw(st.sampled_from([r.value for r in ExternalizedCheckpointRetention])),
+        "max_retained": _pick(draw, (1, 2, 3, 3)),
+        "externalized_checkpoint_retention": _pick(draw, _RETENTIONS),
     }
 
 
@@ -169,10 +202,10 @@ def network_configs(draw) -> dict:
         return {}
     return {
         "buffer_debloat": True,
-        "buffer_debloat_period_ms": draw(st.sampled_from([5, 20, 50])),
-        "buffer_debloat_target_ms": draw(st.sampled_from([5, 20, 100])),
-        "buffer_debloat_samples": draw(st.sampled_from([1, 5, 20])),
-        "min_buffer_size": draw(st.sampled_from([64, 256])),
+        "buffer_debloat_period_ms": _pick(draw, (5, 20, 50)),
+        "buffer_debloat_target_ms": _pick(draw, (5, 20, 100)),
+        "buffer_debloat_samples": _pick(draw, (1, 5, 20)),
+        "min_buffer_size": _pick(draw, (64, 256)),
     }
 
 
@@ -287,31 +320,31 @@ def protocol_situations(
     )
     if not kinds:
         return ()
-    kind = draw(st.sampled_from(kinds))
+    kind = _pick(draw, kinds)
     if kind == "late_barrier":  # long steps: the slowed subtask forwards old barriers only when one ends
-        target = draw(st.sampled_from(after_source or inner))
+        target = _pick(draw, after_source or inner)
         return (
             SlowTask(target, 50.0, 0, draw(st.integers(max(300, 5 * horizon_ms), max(600, 10 * horizon_ms)))),
             DelayMessage(MessageKind.NOTIFY_ABORTED, draw(st.integers(100, 250)), target),
             FailCheckpoints(draw(st.integers(1, 2)), draw(st.integers(3, 4))),
         )
     if kind == "backpressured_forward":
-        consumer = graph.vertex(draw(st.sampled_from(forward_consumers)))
-        times = draw(st.sampled_from([4, 8]))
+        consumer = graph.vertex(_pick(draw, forward_consumers))
+        times = _pick(draw, (4, 8))
         factor = _backpressuring_factor(graph, consumer, rate_per_source, times)
         # the slowed job needs about ``times`` x the sources' horizon; the slowdown lasts twice that, and ends, as
         # faults must: on Ray, where it stretches the real work of every burst, the job then finishes
         until = 2 * times * horizon_ms
         return tuple(SlowTask(f"{consumer.name}#{i}", factor, 0, until) for i in range(consumer.parallelism))
     if kind == "expired":
-        target = draw(st.sampled_from(inner))
+        target = _pick(draw, inner)
         return (draw(slow(target)), DropMessage(MessageKind.ACKNOWLEDGE, target, first))
-    target = draw(st.sampled_from(aligning))
+    target = _pick(draw, aligning)
     upstream = upstream_subtask_names(graph, target)
-    decliner = draw(st.sampled_from([u for u in upstream if non_source(u)]))
-    slowed = draw(st.sampled_from([u for u in upstream if u != decliner]))
+    decliner = _pick(draw, [u for u in upstream if non_source(u)])
+    slowed = _pick(draw, [u for u in upstream if u != decliner])
     return (
-        SlowTask(slowed, draw(st.sampled_from([5.0, 50.0])), 0, draw(st.integers(horizon_ms, 3 * horizon_ms))),
+        SlowTask(slowed, _pick(draw, (5.0, 50.0)), 0, draw(st.integers(horizon_ms, 3 * horizon_ms))),
         FailCheckpoints(first, draw(st.integers(1, 3)), decliner),
     )
 
@@ -342,18 +375,6 @@ _MESSAGE_DELAYS_MS = st.integers(1, 100)
 _SLOW_FACTORS = st.sampled_from((5.0, 50.0))
 _DECLINED_CHECKPOINTS = st.integers(1, 3)
 _NONE_OR_TASK = st.sampled_from((None, "task"))  # the branch ``st.none() | task`` draws
-
-
-@functools.lru_cache(maxsize=64)
-def _index(n: int) -> st.SearchStrategy[int]:
-    """An index into ``n`` options, drawn as ``st.sampled_from`` of the options draws it (none drawn for one)."""
-    return st.sampled_from(tuple(range(n)))
-
-
-@functools.lru_cache(maxsize=64)
-def _sampled(options: tuple) -> st.SearchStrategy:
-    """``st.sampled_from(options)``, built once."""
-    return st.sampled_from(options)
 
 
 @dataclass(frozen=True)
@@ -389,7 +410,7 @@ def _faults(draw, targets: _FaultTargets):
     names, horizon_ms = targets.names, targets.horizon_ms
 
     def task() -> str:
-        return names[draw(_index(len(names)))]
+        return _pick(draw, names)
 
     def at_ms() -> int:
         return draw(st.integers(1, horizon_ms))
@@ -400,7 +421,7 @@ def _faults(draw, targets: _FaultTargets):
     if kind == "crash_point":
         return CrashTask(task=task(), point=draw(_BARRIER_POINTS), checkpoint_id=draw(_CHECKPOINT_IDS))
     if kind == "crash_mid_alignment":
-        aligning = targets.aligning[draw(_index(len(targets.aligning)))]
+        aligning = _pick(draw, targets.aligning)
         return CrashTask(task=aligning, point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=draw(_CHECKPOINT_IDS))
     if kind == "crash_during_restore":  # a restart during recovery: the subtask dies while it restores
         return CrashTask(task=task(), point=ProtocolPoint.DURING_RESTORE)
@@ -423,12 +444,12 @@ def _faults(draw, targets: _FaultTargets):
     # TaskManager crashes and, on two or more nodes, node losses, at a time or at a protocol point
     tms = targets.aligning_taskmanagers if kind == "taskmanager_mid_alignment" else targets.taskmanagers
     if kind == "taskmanager_at":
-        return CrashTaskManager(taskmanager=tms[draw(_index(len(tms)))], at_ms=at_ms())
+        return CrashTaskManager(taskmanager=_pick(draw, tms), at_ms=at_ms())
     if kind == "taskmanager_point":
-        taskmanager = tms[draw(_index(len(tms)))]
+        taskmanager = _pick(draw, tms)
         return CrashTaskManager(taskmanager, point=draw(_BARRIER_POINTS), checkpoint_id=draw(_CHECKPOINT_IDS))
     if kind == "taskmanager_mid_alignment":
-        taskmanager = tms[draw(_index(len(tms)))]
+        taskmanager = _pick(draw, tms)
         return CrashTaskManager(taskmanager, point=ProtocolPoint.MID_ALIGNMENT, checkpoint_id=draw(_CHECKPOINT_IDS))
     node = draw(st.integers(1, targets.nodes - 1))
     if kind == "node_at":
@@ -478,9 +499,9 @@ def fault_schedules(
         when = st.integers(max(1, horizon_ms * 2 // 5), max(1, horizon_ms * 9 // 10))  # the sources still read
         if placement is not None and draw(st.booleans()):
             tms = targets.taskmanagers
-            late = (CrashTaskManager(tms[draw(_index(len(tms)))], at_ms=draw(when)),)
+            late = (CrashTaskManager(_pick(draw, tms), at_ms=draw(when)),)
         else:
-            late = (CrashTask(targets.names[draw(_index(len(targets.names)))], at_ms=draw(when)),)
+            late = (CrashTask(_pick(draw, targets.names), at_ms=draw(when)),)
     return FaultSchedule(situation + late + tuple(draw(st.lists(_faults(targets), max_size=max_faults))))
 
 
@@ -764,9 +785,10 @@ def simulated_cases(
 ) -> SimulatedCase:
     """A whole run; with ``actions``, experiment actions (``action_schedules``, ``min_jobs`` jobs at least: 2 for
     a rescale sequence) and faults aimed at them too."""
-    checkpointing = draw(checkpointing_configs(mode))
+    checkpointing = draw(_built(checkpointing_configs, mode))
     graph = draw(
-        topologies(
+        _built(
+            topologies,
             max_parallelism=max_parallelism,
             at_least_once_sink=not CheckpointingMode.parse(checkpointing["mode"]).exactly_once,
         )
@@ -775,9 +797,9 @@ def simulated_cases(
         "generated",
         graph,
         records=draw(st.integers(*records)),
-        keys=draw(st.sampled_from([1, 10, 100])),
-        zipf_exponent=draw(st.sampled_from([0.0, 1.0, 1.5])),
-        rate_per_source=draw(st.sampled_from([5_000, 20_000, 100_000])),
+        keys=_pick(draw, (1, 10, 100)),
+        zipf_exponent=_pick(draw, (0.0, 1.0, 1.5)),
+        rate_per_source=_pick(draw, (5_000, 20_000, 100_000)),
         checkpointing=checkpointing,
         cluster=draw(spread_cluster_configs(graph) if taskmanager_faults else cluster_configs(graph)),
     )
@@ -786,7 +808,7 @@ def simulated_cases(
     # a production job completes many checkpoints between two faults: the interval is kept to a fraction of the
     # run (10 ms at least), so that a fault usually meets several completed and retained checkpoints
     document["checkpointing"]["interval_ms"] = max(
-        10, min(checkpointing["interval_ms"], horizon_ms // draw(st.sampled_from([4, 8, 16])))
+        10, min(checkpointing["interval_ms"], horizon_ms // _pick(draw, (4, 8, 16)))
     )
     placement = place(graph, ClusterConfig(**document["cluster"])) if taskmanager_faults else None
     faults = draw(
@@ -801,7 +823,7 @@ def simulated_cases(
         )
     )
     if jobmanager_faults:
-        document["checkpointing"]["recovery_claim_mode"] = draw(st.sampled_from(["no_claim", "claim"]))
+        document["checkpointing"]["recovery_claim_mode"] = _pick(draw, ("no_claim", "claim"))
     if not actions and draw(st.integers(0, 2)) == 0:
         # savepoints taken between the faults, as an operator takes them before an upgrade
         times = sorted(draw(st.lists(st.integers(1, horizon_ms), min_size=1, max_size=2, unique=True)))
@@ -843,10 +865,10 @@ def simulated_cases(
         # the cluster holds the largest job of the run
         _hold_largest_job(document["cluster"], graph, schedule)
     seed = draw(st.integers(0, 2**32 - 1))
-    network = draw(network_configs())
+    network = draw(_built(network_configs))
     if network:
         document["network"] = network
-    state = draw(state_configs())
+    state = draw(_built(state_configs))
     if state:
         document["state"] = state
     rng = random.Random(seed)
@@ -939,10 +961,10 @@ def state_configs(draw) -> dict:
         return {}
     return {
         "backend": "incremental",
-        "entry_bytes": draw(st.sampled_from([0, 100])),
-        "write_buffer_bytes": draw(st.sampled_from([400, 4_000])),
+        "entry_bytes": _pick(draw, (0, 100)),
+        "write_buffer_bytes": _pick(draw, (400, 4_000)),
         "target_file_bytes": 2_000,
-        "level0_compaction_trigger": draw(st.sampled_from([2, 4])),
+        "level0_compaction_trigger": _pick(draw, (2, 4)),
         "max_bytes_for_level_base": 8_000,
         "level_multiplier": 2,
         "num_levels": 4,
