@@ -280,16 +280,10 @@ def protocol_situations(
     ]
     first = draw(st.integers(1, 4))
 
-    def slow(name: str, factors: tuple[float, ...] = (5.0, 50.0)) -> st.SearchStrategy[SlowTask]:
-        return st.integers(0, horizon_ms // 2).flatmap(
-            lambda start: st.builds(
-                SlowTask,
-                task=st.just(name),
-                factor=st.sampled_from(factors),
-                from_ms=st.just(start),
-                until_ms=st.integers(start + horizon_ms // 2, start + 2 * horizon_ms),
-            )
-        )
+    def slow(name: str, factors: tuple[float, ...] = (5.0, 50.0)) -> SlowTask:
+        start = draw(st.integers(0, horizon_ms // 2))
+        factor = _pick(draw, factors)
+        return SlowTask(name, factor, start, draw(st.integers(start + horizon_ms // 2, start + 2 * horizon_ms)))
 
     def non_source(name: str) -> bool:
         return not graph.vertex(name.partition("#")[0]).operator.is_source
@@ -338,7 +332,7 @@ def protocol_situations(
         return tuple(SlowTask(f"{consumer.name}#{i}", factor, 0, until) for i in range(consumer.parallelism))
     if kind == "expired":
         target = _pick(draw, inner)
-        return (draw(slow(target)), DropMessage(MessageKind.ACKNOWLEDGE, target, first))
+        return (slow(target), DropMessage(MessageKind.ACKNOWLEDGE, target, first))
     target = _pick(draw, aligning)
     upstream = upstream_subtask_names(graph, target)
     decliner = _pick(draw, [u for u in upstream if non_source(u)])
