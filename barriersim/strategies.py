@@ -1013,6 +1013,7 @@ def cancelled_in_flight_cases(draw, mode: str | None = None) -> SimulatedCase:
         "async_fixed_ms": 0.0,
         "channel_state_fixed_ms": 0.0,
         "trigger_fixed_ms": 0.0,
+        "trigger_constant_ms": 0.0,
         "file_latency_ms": 0.0,
         "snapshot_mib_per_s": 1e9,
         "upload_mib_per_s": 1e9,

@@ -91,6 +91,7 @@ def to_scenario_document(config: Config) -> dict:
         "restart": {"strategy": "fixed-delay", "attempts": 3, "delay_ms": 1000},
         "storage": {
             "trigger_fixed_ms": calibration.TRIGGER_FIXED_MS,
+            "trigger_constant_ms": calibration.TRIGGER_CONSTANT_MS,
             "snapshot_fixed_ms": calibration.SNAPSHOT_FIXED_MS,
             "async_fixed_ms": calibration.ASYNC_FIXED_MS,
         },

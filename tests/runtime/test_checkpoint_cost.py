@@ -26,11 +26,24 @@ def test_each_piece_is_its_fixed_part_plus_bytes_over_bandwidth_plus_a_latency_p
     assert FLAT.async_ms(5 * MIB, 2, rng) == pytest.approx(5.0 + 2 * 3.0 + 100.0)
     assert FLAT.channel_state_ms(MIB // 2, 1, rng) == pytest.approx(4.0 + 3.0 + 10.0)
     assert FLAT.metadata_ms(0, rng) == pytest.approx(3.0)
-    assert CheckpointCostModel(trigger_fixed_ms=7.0, latency_sigma=0.0).trigger_ms(rng) == 7.0
+    assert CheckpointCostModel(trigger_fixed_ms=7.0, trigger_constant_ms=0.0, latency_sigma=0.0).trigger_ms(rng) == 7.0
+
+
+def test_only_the_measured_part_of_the_trigger_path_spreads():
+    """The constant part (the facts' fit) is added as it is; the spread part is one log-normal draw, the same draw
+    the path took before the constant part existed."""
+    model = CheckpointCostModel(trigger_fixed_ms=3.0, trigger_constant_ms=5.5, latency_sigma=0.5)
+    alone = CheckpointCostModel(trigger_fixed_ms=3.0, trigger_constant_ms=0.0, latency_sigma=0.5)
+    with_constant = [model.trigger_ms(random.Random(seed)) for seed in range(200)]
+    without = [alone.trigger_ms(random.Random(seed)) for seed in range(200)]
+    assert all(a == pytest.approx(b + 5.5) for a, b in zip(with_constant, without))
+    assert min(with_constant) > 5.5 and max(with_constant) - min(with_constant) < 3.0 * 6  # spread: the 3 ms part
+    defaults = CheckpointCostModel()
+    assert (defaults.trigger_fixed_ms, defaults.trigger_constant_ms) == (3.0, 5.5)  # the facts' 8.5 ms median
 
 
 def test_the_trigger_path_is_charged_on_the_simulator_only():
-    model = CheckpointCostModel(trigger_fixed_ms=7.0, latency_sigma=0.0)
+    model = CheckpointCostModel(trigger_fixed_ms=7.0, trigger_constant_ms=0.0, latency_sigma=0.0)
     assert CostCharger(model, Charging.VIRTUAL, random.Random(0)).trigger_ms() == 7.0
     # on Ray the coordinator actor's real trigger path takes real time, emulated store or not
     emulated = CheckpointCostModel(**{**model.__dict__, "emulate_remote_store": True})

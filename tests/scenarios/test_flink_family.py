@@ -153,8 +153,14 @@ def test_every_configuration_is_a_valid_scenario_or_says_why_not():
         # the one calibration of the machine kind, the same for every configuration
         assert scenario.cluster.cpu_cores == calibration.CPU_CORES
         storage = scenario.storage
-        assert (storage.trigger_fixed_ms, storage.snapshot_fixed_ms, storage.async_fixed_ms) == (
+        assert (
+            storage.trigger_fixed_ms,
+            storage.trigger_constant_ms,
+            storage.snapshot_fixed_ms,
+            storage.async_fixed_ms,
+        ) == (
             calibration.TRIGGER_FIXED_MS,
+            calibration.TRIGGER_CONSTANT_MS,
             calibration.SNAPSHOT_FIXED_MS,
             calibration.ASYNC_FIXED_MS,
         )

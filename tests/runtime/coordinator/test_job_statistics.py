@@ -5,6 +5,7 @@ task that had finished before the trigger (FLIP-147) has one as Flink's ``Checkp
 reports it (acknowledged at the trigger, every figure 0), and the trackers of every coordinator of a run are
 summed."""
 
+from barriersim.runtime.checkpoint_cost import CheckpointCostModel
 from barriersim.runtime.coordinator.configuration import CheckpointingConfig
 from barriersim.runtime.coordinator.stats_tracker import CheckpointStatsTracker, job_statistics
 from barriersim.runtime.failure_reason import CheckpointFailureReason
@@ -180,6 +181,8 @@ def test_a_cancelled_task_reports_its_closed_asynchronous_parts_to_the_failed_or
         workload=WorkloadConfig(rate_per_source=100_000),
         restart=RestartStrategyConfig(delay_ms=50),
         faults=faults,
+        # the crash times meet checkpoints in these states with the trigger path drawn whole around 8.5 ms
+        storage=CheckpointCostModel(trigger_fixed_ms=8.5, trigger_constant_ms=0.0),
     )
     result = JobSimulation(config, splits, seed=3).run()
     assert result.outcome is JobOutcome.FINISHED and result.restarts == 2

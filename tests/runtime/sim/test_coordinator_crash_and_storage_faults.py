@@ -187,8 +187,8 @@ def test_a_deleted_completed_checkpoint_list_fails_the_jobmanager_recovery_namin
     checkpoints lie in the job's directory fails (it restarted from the sources, committing everything again)."""
     job, result, verdict = simulate(
         "aligned",
-        '[{"type":"damage_checkpoint","at_ms":300,"damage":"delete",'
-        '"target":"completed_list"},{"type":"crash_coordinator","at_ms":300}]',
+        '[{"type":"damage_checkpoint","at_ms":200,"damage":"delete",'
+        '"target":"completed_list"},{"type":"crash_coordinator","at_ms":200}]',
         records=50_000,
         checkpoint_directory=_directory(storage, tmp_path),
     )
@@ -208,8 +208,8 @@ def test_a_completed_checkpoint_list_rolled_back_to_an_older_intact_one_fails_th
     newer checkpoint's ``_metadata`` beside it shows what it lost, and the recovery fails naming both."""
     job, result, verdict = simulate(
         "aligned",
-        '[{"type":"damage_checkpoint","at_ms":300,"damage":"roll_back",'
-        '"target":"completed_list"},{"type":"crash_coordinator","at_ms":300}]',
+        '[{"type":"damage_checkpoint","at_ms":200,"damage":"roll_back",'
+        '"target":"completed_list"},{"type":"crash_coordinator","at_ms":200}]',
         records=50_000,
         checkpoint_directory=_directory(storage, tmp_path),
         max_retained=20,
@@ -227,7 +227,7 @@ def test_a_completed_checkpoint_list_rolled_back_to_an_older_intact_one_fails_th
 def test_a_jobmanager_recovery_after_subsumed_checkpoints_were_discarded_restores_the_latest(storage, tmp_path):
     job, result, verdict = simulate(
         "aligned",
-        '[{"type":"crash_coordinator","at_ms":300}]',
+        '[{"type":"crash_coordinator","at_ms":200}]',
         records=50_000,
         checkpoint_directory=_directory(storage, tmp_path),
     )

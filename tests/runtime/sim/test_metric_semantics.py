@@ -100,7 +100,7 @@ def test_the_start_delay_holds_the_coordinator_trigger_path():
     splits = {"source": local_splits(6_000, 64, 1.2, 100, 2, seed=4)}
     delays = {}
     for trigger_ms in (0.0, 9.0):
-        model = CheckpointCostModel(trigger_fixed_ms=trigger_ms, latency_sigma=0.0)
+        model = CheckpointCostModel(trigger_fixed_ms=trigger_ms, trigger_constant_ms=0.0, latency_sigma=0.0)
         config = JobConfig(
             GRAPH,
             checkpointing=CheckpointingConfig(mode="unaligned", interval_ms=100),
