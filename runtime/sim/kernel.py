@@ -36,37 +36,26 @@ class SimulationError(Exception):
     """A misuse of the kernel, naming the event and the state."""
 
 
-class _Entry:
-    """A scheduled callback. The heap holds ``(time, priority, seq, entry)`` tuples, so ordering is compared in
-    C on three ints (``seq`` is unique, the entry itself is never compared)."""
-
-    __slots__ = ("time", "callback", "label", "cancelled")
-
-    def __init__(self, time: int, callback: Callable[[], Any], label: str) -> None:
-        self.time = time
-        self.callback = callback
-        self.label = label
-        self.cancelled = False
-
-
 class ScheduledEvent:
-    """Handle of a scheduled callback; ``cancel()`` makes it a no-op (Flink's ``ScheduledFuture.cancel``)."""
+    """Handle of a scheduled callback; ``cancel()`` makes it a no-op (Flink's ``ScheduledFuture.cancel``). The heap
+    holds ``[time, priority, seq, callback]`` lists, so ordering is compared in C on three ints (``seq`` is unique,
+    the callback is never compared); cancelling sets the callback to None."""
 
-    __slots__ = ("_entry",)
+    __slots__ = ("_item",)
 
-    def __init__(self, entry: _Entry) -> None:
-        self._entry = entry
+    def __init__(self, item: list[Any]) -> None:
+        self._item = item
 
     @property
     def time(self) -> int:
-        return self._entry.time
+        return int(self._item[0])
 
     @property
     def cancelled(self) -> bool:
-        return self._entry.cancelled
+        return self._item[3] is None
 
     def cancel(self) -> None:
-        self._entry.cancelled = True
+        self._item[3] = None
 
 
 class Trace:
@@ -117,7 +106,7 @@ class Simulation:
     def __init__(self, seed: int, keep_trace_lines: bool = False) -> None:
         self.seed = seed
         self.now_us = 0
-        self._heap: list[tuple[int, int, int, _Entry]] = []  # (time, priority, seq, entry)
+        self._heap: list[list[Any]] = []  # [time, priority, seq, callback or None (cancelled)]
         self._seq = 0
         self._rngs: dict[str, random.Random] = {}
         self._stopped = False
@@ -138,11 +127,11 @@ class Simulation:
             raise SimulationError(
                 f"cannot schedule {label or callback!r} at {time_us} us: the clock is at {self.now_us} us"
             )
-        entry = _Entry(time_us, callback, label)
         seq = self._seq
         self._seq = seq + 1
-        heapq.heappush(self._heap, (time_us, int(priority), seq, entry))
-        return ScheduledEvent(entry)
+        item = [time_us, int(priority), seq, callback]
+        heapq.heappush(self._heap, item)
+        return ScheduledEvent(item)
 
     def post_at(self, time_us: int, callback: Callable[[], Any], priority: int, label: str) -> None:
         """``schedule_at`` for a callback that is never cancelled: no handle is made for it."""
@@ -152,7 +141,7 @@ class Simulation:
             )
         seq = self._seq
         self._seq = seq + 1
-        heapq.heappush(self._heap, (time_us, priority, seq, _Entry(time_us, callback, label)))
+        heapq.heappush(self._heap, [time_us, priority, seq, callback])
 
     def schedule_after(
         self, delay_us: int, callback: Callable[[], Any], priority: Priority = Priority.NORMAL, label: str = ""
@@ -179,7 +168,7 @@ class Simulation:
         self._stopped = True
 
     def pending_events(self) -> int:
-        return sum(1 for item in self._heap if not item[3].cancelled)
+        return sum(1 for item in self._heap if item[3] is not None)
 
     def run(self, until_us: int | None = None, max_events: int | None = None) -> RunOutcome:
         """Process events in ``(time, priority, seq)`` order until none is left, the clock would pass
@@ -200,12 +189,12 @@ class Simulation:
                     self.now_us = until_us
                     return RunOutcome.TIME_LIMIT
                 pop(heap)
-                entry = item[3]
-                if entry.cancelled:
+                callback = item[3]
+                if callback is None:  # cancelled
                     continue
                 self.now_us = item[0]
                 processed += 1
-                entry.callback()
+                callback()
         finally:
             self.events_processed += processed
         return RunOutcome.STOPPED if self._stopped else RunOutcome.QUIESCENT
