@@ -105,6 +105,8 @@ class DataPlane:
         self._tasks: dict[SubtaskKey, StreamTask] = {}
         self._threads = TaskThreads(config, sim=sim, cpu_work_done=self._cpu_work_done, to_job_master=to_job_master)
         self._scheduled: set[SubtaskKey] = set()
+        self._busy_until, self._after_cpu = self._threads.busy_until, self._threads.after_cpu  # read-only here
+        self._steps: dict[SubtaskKey, Callable[[], None]] = {}  # each task's step callback, of the current epoch
         # paced sources: their emission clocks and pending sync points (``runtime.sim.source_emission``)
         self._emission: dict[SubtaskKey, EmissionClock] = {}
         self._sync_at: dict[SubtaskKey, int] = {}
@@ -123,6 +125,7 @@ class DataPlane:
         """Deployment ``epoch`` of a job of ``config`` starts: nothing scheduled for the job before (one that
         finished, e.g. stopped with a savepoint) runs any more."""
         self._epoch = epoch
+        self._steps.clear()
         if config.graph is not self.graph:  # a restored job with another parallelism: other channels
             self.graph = config.graph
             self.wiring = Wiring(self.graph, config.placement)
@@ -232,6 +235,7 @@ class DataPlane:
             for report in task.fail():
                 self._to_job_master(je.IncompleteStatsReported(task.attempt_id, report))
         self._epoch = next_epoch
+        self._steps.clear()
         self._scheduled.clear()
         self._threads.clear_cpu()
         self._sync_at.clear()
@@ -250,9 +254,8 @@ class DataPlane:
     def _kick(self, key: SubtaskKey) -> None:
         # not a task of the deployment: what was just sent ended the job and a restored job with other subtasks
         # runs now
-        threads = self._threads
-        if key in self._scheduled or key in self._finished or key not in self._tasks or threads.in_cpu_work(key):
-            return
+        if key in self._scheduled or key in self._finished or key not in self._tasks or key in self._after_cpu:
+            return  # (``TaskThreads.in_cpu_work``, without a call)
         if self._emission:  # paced sources only (``SourceEmission.EXACT``)
             emission = self._emission.get(key)
             if emission is not None:
@@ -262,17 +265,19 @@ class DataPlane:
                     self._kick_paced_source(key, emission)
                     return
         self._scheduled.add(key)
+        step = self._steps.get(key)
+        if step is None:
+            step = self._steps[key] = partial(self._step, key, self._epoch)
         sim = self.sim
-        now, free_at = sim.now_us, threads.free_at(key)
-        sim.post_at(free_at if free_at > now else now, partial(self._step, key, self._epoch), _NORMAL, "step")
+        now, free_at = sim.now_us, self._busy_until[key]  # (``TaskThreads.free_at``)
+        sim.post_at(free_at if free_at > now else now, step, _NORMAL, "step")
 
     def _step(self, key: SubtaskKey, epoch: int) -> None:
         if epoch != self._epoch:
             return
         sim = self.sim
         now = sim.now_us
-        threads = self._threads
-        free_at = threads.free_at(key)
+        free_at = self._busy_until[key]
         if free_at > now:  # a synchronous snapshot kept the task busy after this step was scheduled
             sim.post_at(free_at, partial(self._step, key, epoch), _NORMAL, "step")
             return
@@ -284,7 +289,7 @@ class DataPlane:
         self._pump_task(key, task)
         if outcome is _PROCESSED:
             is_source = task.is_source()
-            done_at = threads.step_done(key, task.name, is_source, result)
+            done_at = self._threads.step_done(key, task.name, is_source, result)
             if done_at is None:
                 return  # its CPU work shares the cores: ``_cpu_work_done`` goes on
             if is_source and result.records:  # its records are paced over the step

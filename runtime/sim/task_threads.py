@@ -41,7 +41,9 @@ class TaskThreads:
         self._to_job_master = to_job_master
         self._graph = config.graph
         self._speed_sigma = config.cluster.subtask_speed_sigma
-        self._busy_until: dict[SubtaskKey, int] = {}
+        # per task, when its thread is free (virtual us; may be past): ``free_at``, read-only outside (the data
+        # plane's steps read it without a call)
+        self.busy_until: dict[SubtaskKey, int] = {}
         self._cost_model: dict[SubtaskKey, tuple[float, float]] = {}  # per subtask: per-record cost, hot-key extra
         self._slowdowns: dict[SubtaskKey, Slowdowns] = {}
         # with ``cpu_cores``: the machine's cores, the tasks whose step's CPU work runs on them (each with what holds
@@ -49,7 +51,7 @@ class TaskThreads:
         self._cpu: ProcessorSharing[SubtaskKey] | None = (
             ProcessorSharing(config.cluster.cpu_cores) if config.cluster.cpu_cores else None
         )
-        self._after_cpu: dict[SubtaskKey, int] = {}
+        self.after_cpu: dict[SubtaskKey, int] = {}  # ``in_cpu_work`` (read-only outside, as ``busy_until``)
         self._cpu_event: ScheduledEvent | None = None
 
     def new_graph(self, graph: JobGraph) -> None:
@@ -60,21 +62,21 @@ class TaskThreads:
     def add(self, key: SubtaskKey, slowdowns: Slowdowns) -> None:
         """The thread of a newly deployed task: free now."""
         self._slowdowns[key] = slowdowns
-        self._busy_until[key] = self._sim.now_us
+        self.busy_until[key] = self._sim.now_us
 
     # -- queries --------------------------------------------------------------------------------------------------
 
     def free_at(self, key: SubtaskKey) -> int:
         """When the thread of ``key`` is free (virtual us; may be past)."""
-        return self._busy_until[key]
+        return self.busy_until[key]
 
     def is_busy(self, key: SubtaskKey) -> bool:
         """Whether the thread of ``key`` is held beyond now."""
-        return self._busy_until[key] > self._sim.now_us
+        return self.busy_until[key] > self._sim.now_us
 
     def in_cpu_work(self, key: SubtaskKey) -> bool:
         """Whether ``key``'s step's CPU work still runs on the shared cores."""
-        return key in self._after_cpu
+        return key in self.after_cpu
 
     def slowdowns(self, key: SubtaskKey) -> Slowdowns:
         """The slowdowns of the task of ``key``."""
@@ -88,24 +90,24 @@ class TaskThreads:
         cost = self._cost_us(key, name, result)
         if self._cpu is not None and self._start_cpu_work(self._cpu, key, is_source, result, cost):
             return None
-        busy_until, now = self._busy_until[key], self._sim.now_us
-        free_at = self._busy_until[key] = (busy_until if busy_until > now else now) + cost
+        busy_until, now = self.busy_until[key], self._sim.now_us
+        free_at = self.busy_until[key] = (busy_until if busy_until > now else now) + cost
         return free_at
 
     def hold(self, key: SubtaskKey, duration_us: int) -> int | None:
         """A synchronous snapshot holds the thread of ``key`` for ``duration_us`` from now (after the step's CPU
         work, if that runs: then None), and when it is free."""
-        if key in self._after_cpu:
-            self._after_cpu[key] += duration_us
+        if key in self.after_cpu:
+            self.after_cpu[key] += duration_us
             return None
-        self._busy_until[key] = max(self._busy_until[key], self._sim.now_us) + duration_us
-        return self._busy_until[key]
+        self.busy_until[key] = max(self.busy_until[key], self._sim.now_us) + duration_us
+        return self.busy_until[key]
 
     def clear_cpu(self) -> None:
         """The deployment ends: no CPU work runs any more."""
         if self._cpu is not None:
             self._cpu.clear(self._sim.now_us)
-            self._after_cpu.clear()
+            self.after_cpu.clear()
             if self._cpu_event is not None:
                 self._cpu_event.cancel()
                 self._cpu_event = None
@@ -127,8 +129,8 @@ class TaskThreads:
             return False
         cpu_us = total * work / nominal  # a slowdown stretches both parts alike
         now = self._sim.now_us
-        self._busy_until[key] = max(self._busy_until[key], now)
-        self._after_cpu[key] = self._busy_until[key] - now + round(total - cpu_us)
+        self.busy_until[key] = max(self.busy_until[key], now)
+        self.after_cpu[key] = self.busy_until[key] - now + round(total - cpu_us)
         cpu.start(key, cpu_us, now)
         self._schedule_cpu(cpu)
         return True
@@ -148,7 +150,7 @@ class TaskThreads:
         self._cpu_event = None  # a deployment's end cancels it (``clear_cpu``)
         now = self._sim.now_us
         for key in cpu.finished(now):
-            self._busy_until[key] = now + self._after_cpu.pop(key)
+            self.busy_until[key] = now + self.after_cpu.pop(key)
             self._cpu_work_done(key)
         self._schedule_cpu(cpu)
 
