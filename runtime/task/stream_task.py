@@ -329,8 +329,10 @@ class StreamTask:
     ) -> None:
         if self.failed:
             return
+        network_input = self._network_input
+        assert network_input is not None  # (not ``cast``, a call per element) a task with input channels
         try:
-            cast(StreamTaskNetworkInput, self._network_input).on_element(channel, element, sequence_number, backlog)
+            network_input.on_element(channel, element, sequence_number, backlog)
             if self._crash_mid_alignment:
                 self._check_mid_alignment()
         except TaskCrashed as crash:

@@ -153,7 +153,10 @@ class SingleInputGate:
     ) -> None:
         if self.closed:
             raise GateClosedError(f"{type(element).__name__} arrived at closed gate {self.gate_idx}")
-        ch = self._channel(channel)
+        if type(channel) is InputChannelInfo and channel.gate_idx == self.gate_idx:  # ``_channel``, inline
+            ch = self.channels[channel.channel_idx]
+        else:
+            ch = self._channel(channel)
         has_priority = ch.on_element(element, sequence_number, backlog, priority)
         idx = ch.channel_info.channel_idx
         if idx not in self._enqueued:  # ``_queue_channel``, inline for the common case
@@ -177,9 +180,9 @@ class SingleInputGate:
         if self.closed:
             raise GateClosedError(f"poll of closed gate {self.gate_idx}")
         with_data = self._channels_with_data
-        while with_data:
-            idx = with_data.poll()
-            assert idx is not None  # the deque is not empty
+        priority_idx, normal_idx = with_data.sections  # ``bool(with_data)``, without a call
+        while priority_idx or normal_idx:
+            idx = priority_idx.popleft() if priority_idx else normal_idx.popleft()  # ``with_data.poll()``
             self._enqueued.discard(idx)
             ch = self.channels[idx]
             priority, normal = ch.queue_sections  # ``has_data`` and ``has_priority_element``, without calls
@@ -200,7 +203,7 @@ class SingleInputGate:
                 self.throughput.resume_measurement()
                 if type(element) is Buffer:
                     self.throughput.incoming_data_size(element.size)
-            return BufferOrEvent(element, ch.channel_info, bool(with_data), entry.sequence_number)
+            return BufferOrEvent(element, ch.channel_info, bool(priority_idx or normal_idx), entry.sequence_number)
         if self.throughput is not None:
             self.throughput.pause_measurement()
         return None
