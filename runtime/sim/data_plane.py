@@ -445,9 +445,9 @@ class DataPlane:
         """``_pump`` of ``key``'s task, looked up by the caller."""
         sendable = task.poll_sendable()
         if sendable:
-            epoch = self._epoch
-            for info, item in sendable:
-                route = self._route(key, info)
+            epoch, routes = self._epoch, self._routes
+            for info, item in sendable:  # (``_route``'s lookup inline: its route is known after the first)
+                route = routes.get((key, info.partition_idx, info.subpartition_idx)) or self._route(key, info)
                 self._deliver_in_order(
                     route.clock_key, partial(self._deliver, route, item, epoch), "deliver", route.local
                 )
@@ -533,7 +533,10 @@ class DataPlane:
     def _on_task_action(self, key: SubtaskKey, task: StreamTask, action: Any) -> None:
         epoch = self._epoch
         if isinstance(action, UPSTREAM_MESSAGES):
-            route = self._upstream_route(key, action.channel_info)
+            channel = action.channel_info  # (``_upstream_route``'s lookup inline, as in ``_pump_task``)
+            route = self._upstream_routes.get((key, channel.gate_idx, channel.channel_idx)) or self._upstream_route(
+                key, channel
+            )
             self._deliver_in_order(
                 route.clock_key, partial(self._upstream, route, action, epoch), "credit", route.local
             )

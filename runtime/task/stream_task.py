@@ -214,6 +214,7 @@ class StreamTask:
 
         output_edges = graph.outputs_of(vertex_name)
         self.partitions = result_partitions(graph, output_edges, subtask_index, network, local_subpartitions)
+        self._only_partition = self.partitions[0] if len(self.partitions) == 1 else None  # (``poll_sendable``)
         # the bytes of each record this task emits: its vertex's output record size, else the network's
         record_size = self.vertex.params.get("record_size") or network.record_size
         self.record_writers = RecordWriters(graph, output_edges, self.partitions, record_size, rng)
@@ -482,11 +483,11 @@ class StreamTask:
         """What the partitions may send now. A timeoutable aligned barrier that just left its last partition
         finishes its checkpoint's output side at once, as Flink's ``PipelinedSubpartition.pollBuffer`` does
         (``completeTimeoutableCheckpointBarrier``): the acknowledgement does not wait for the alignment timer."""
-        partitions = self.partitions
-        if len(partitions) == 1:
-            out = partitions[0].poll_sendable()
+        only = self._only_partition
+        if only is not None:
+            out = only.poll_sendable()
         else:
-            out = [x for p in partitions for x in p.poll_sendable()]
+            out = [x for p in self.partitions for x in p.poll_sendable()]
         if out:
             self._checkpointing.notify_output_progress()
         return out
