@@ -138,8 +138,7 @@ class CheckpointCostModel:
     def trigger_ms(self, rng: random.Random) -> float:
         """The coordinator's trigger path of one checkpoint, before its trigger RPCs leave: the constant part and
         the spread one (one draw, as before the constant part existed)."""
-        spread = self._spread(self.trigger_fixed_ms, rng)
-        return self.trigger_constant_ms + spread if self.trigger_constant_ms else spread
+        return self.trigger_constant_ms + self._spread(self.trigger_fixed_ms, rng)
 
 
 NO_COST = CheckpointCostModel(

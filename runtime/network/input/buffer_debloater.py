@@ -46,6 +46,12 @@ class BufferDebloatConfiguration:
             return self.starting_buffer_size
         return max_buffer_size
 
+    @property
+    def throughput_ema_samples(self) -> int:
+        """The samples a gate's throughput is averaged over: Flink 1.14's ``ThroughputEMA``; 0 (the last period's
+        throughput) since Flink 1.15, which averages the buffer size instead."""
+        return self.samples if self.version is DebloaterVersion.FLINK_1_14 else 0
+
     def validate(self, max_buffer_size: int) -> BufferDebloatConfiguration:
         for name in ("target_ms", "period_ms", "samples", "min_buffer_size"):
             if getattr(self, name) <= 0:

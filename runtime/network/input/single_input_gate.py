@@ -13,7 +13,6 @@ from barriersim.runtime.events import Buffer, ChannelElement, CheckpointBarrier,
 from barriersim.runtime.network.input.buffer_debloater import (
     BufferDebloatConfiguration,
     BufferDebloater,
-    DebloaterVersion,
     Flink114BufferDebloater,
     ThroughputCalculator,
     buffer_debloater,
@@ -103,9 +102,7 @@ class SingleInputGate:
     ) -> None:
         """Measure throughput and size the senders' buffers (Flink's ``createBufferDebloater``)."""
         config = config.validate(max_buffer_size)
-        self.throughput = ThroughputCalculator(
-            clock, config.samples if config.version is DebloaterVersion.FLINK_1_14 else 0
-        )
+        self.throughput = ThroughputCalculator(clock, config.throughput_ema_samples)
         self.debloater = buffer_debloater(config, max_buffer_size)
 
     def setup(self) -> None:
