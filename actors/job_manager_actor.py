@@ -180,9 +180,9 @@ class JobManagerActor:
         dispatcher = self._dispatcher
         counts = dispatcher.checkpoint_counts() if dispatcher is not None else {}
         sources = [h for (vertex, _), h in self.handles.items() if self.graph.vertex(vertex).operator.is_source]
-        try:
-            emitted = sum(await asyncio.gather(*(h.progress.remote() for h in sources)))
-        except Exception:  # noqa: BLE001 - a source died meanwhile; its failover is under way
+        try:  # each source answers within 10 s (a loaded machine's actors can take that long), or none is counted
+            emitted = sum(await asyncio.gather(*(asyncio.wait_for(h.progress.remote(), 10) for h in sources)))
+        except Exception:  # noqa: BLE001 - a source died meanwhile (its failover is under way), or did not answer
             emitted = None
         progress = {
             "counts": counts,

@@ -31,14 +31,16 @@ MODES = ["aligned", "unaligned", "aligned-with-timeout", "at-least-once"]
 def test_a_killed_task_actor_fails_over_to_the_latest_checkpoint(mode, tmp_path):
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(50_000, 100, 1.0, 100, 2, seed=1)}
-    # The sources are paced to 10k records/s each, so the job runs at least 2.5 s. The actor is killed once it
-    # took its synchronous snapshot of checkpoint 3 (before acknowledging it): checkpoints 1 and 2 completed
+    # The sources are paced to 10k records/s each, so the job runs at least 2.5 s, and they hold their end of input
+    # until 3 checkpoints completed (Flink's minCheckpoints): on a loaded machine checkpoint 1 alone took 2.9 s, and
+    # without the hold the sources had ended before checkpoint 3 (declined: a task not running). The actor is killed
+    # once it took its synchronous snapshot of checkpoint 3 (before acknowledging it): checkpoints 1 and 2 completed
     # before 3 was triggered, however slow a loaded machine makes them, and 3 cannot complete.
     timeout = 20 if mode == "aligned-with-timeout" else 0
     config = JobConfig(
         graph,
         checkpointing=CheckpointingConfig(mode=mode, interval_ms=100, aligned_checkpoint_timeout_ms=timeout),
-        workload=WorkloadConfig(rate_per_source=10_000),
+        workload=WorkloadConfig(rate_per_source=10_000, min_checkpoints=3),
         restart=RestartStrategyConfig(delay_ms=100),
         faults=FaultSchedule.from_json(
             '[{"type":"crash_task","task":"keyed-sum#1","point":"after_sync_snapshot_before_ack","checkpoint_id":3}]'
