@@ -29,7 +29,7 @@ from barriersim.runtime.ids import ExecutionAttemptID
 from barriersim.runtime.jobgraph import JobEdge, JobGraph, Partitioner
 from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
-from barriersim.runtime.network.output.result_partition import ResultPartition
+from barriersim.runtime.network.output.result_partition import ResultPartition, pipelined_pool_size
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
 from barriersim.runtime.operators.sinks import SinkStore
@@ -102,18 +102,25 @@ def result_partitions(
     local_subpartitions: Sequence[Sequence[bool]] | None,
 ) -> list[ResultPartition]:
     """A subtask's result partitions, one per output edge (Flink's ``ResultPartitionFactory``)."""
-    return [
-        ResultPartition(
-            i,
-            len(graph.subpartitions_of(edge, subtask_index)),
-            memory_segment_size=network.buffer_size,
-            max_buffers_per_channel=network.max_buffers_per_channel,
-            supports_unaligned_checkpoints=_supports_unaligned_checkpoints(graph, edge),
-            local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else (),
-            starting_buffer_size=network.debloat_configuration().starting_size(network.buffer_size),
+    partitions = []
+    for i, edge in enumerate(output_edges):
+        subpartitions = len(graph.subpartitions_of(edge, subtask_index))
+        partitions.append(
+            ResultPartition(
+                i,
+                subpartitions,
+                memory_segment_size=network.buffer_size,
+                max_buffers_per_channel=network.max_buffers_per_channel,
+                pool_size=pipelined_pool_size(
+                    subpartitions, network.exclusive_buffers_per_channel, network.floating_buffers_per_gate
+                ),
+                broadcast=edge.partitioner is Partitioner.BROADCAST,
+                supports_unaligned_checkpoints=_supports_unaligned_checkpoints(graph, edge),
+                local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else (),
+                starting_buffer_size=network.debloat_configuration().starting_size(network.buffer_size),
+            )
         )
-        for i, edge in enumerate(output_edges)
-    ]
+    return partitions
 
 
 def _supports_unaligned_checkpoints(graph: JobGraph, edge: JobEdge) -> bool:

@@ -70,7 +70,8 @@ def test_each_file_runs_in_every_mode_and_verifies(path, mode):
 LONG_ALIGNED_CHECKPOINTS = {"backpressure_slow_sink"}
 # the CheckpointingTimeBenchmark's aligned checkpoints under backpressure with buffer debloating (target 300 ms, two
 # exchanges): from the first one on (the senders' buffers start at Flink's 1 KiB starting segment size) each takes
-# about 2 x 300 ms to 1 s, where full 8 KiB buffers would hold one checkpoint for most of the run
+# about 1-2 x 300 ms up to 1 s (the first, while the pools of the rebalance partitions hold 16 buffers of 4
+# subpartitions, the least), where full 8 KiB buffers would hold one checkpoint for most of the run
 DEBLOATED_ALIGNED_CHECKPOINTS = {"checkpointing_time_benchmark"}
 
 
@@ -88,7 +89,7 @@ def test_each_file_as_written_is_a_short_run(path):
     elif path.stem in DEBLOATED_ALIGNED_CHECKPOINTS:
         completed = [c for c in result.checkpoints if c["status"] == "COMPLETED"]
         assert len(completed) >= 3
-        assert all(500 <= c["end_to_end_duration"] <= 1_200 for c in completed[:-1])  # the last: the sources ended
+        assert all(300 <= c["end_to_end_duration"] <= 1_200 for c in completed[:-1])  # the last: the sources ended
     else:
         assert result.counts["completed"] >= 3
     assert result.virtual_ms < 20_000

@@ -23,10 +23,17 @@ from barriersim.runtime.network.output.subpartition import BufferAndBacklog, Pip
 from barriersim.runtime.network.output.view_reader import CreditBasedSequenceNumberingViewReader, CreditError
 from barriersim.runtime.record_batch import RecordBatch
 
-__all__ = ["Availability", "PartitionStateError", "ResultPartition"]
+__all__ = ["Availability", "PartitionStateError", "ResultPartition", "pipelined_pool_size"]
 
 DEFAULT_MEMORY_SEGMENT_SIZE = 32 * 1024
 DEFAULT_MAX_BUFFERS_PER_CHANNEL = 10
+
+
+def pipelined_pool_size(num_subpartitions: int, buffers_per_channel: int, floating_buffers_per_gate: int) -> int:
+    """The most buffers a pipelined (bounded) result partition's pool holds: Flink's
+    ``NettyShuffleUtils.getMinMaxNetworkBuffersPerResultPartition``, ``numSubpartitions * buffersPerChannel +
+    floatingBuffersPerGate`` and at least ``numSubpartitions + 1`` (the network memory is assumed to suffice)."""
+    return max(num_subpartitions + 1, num_subpartitions * buffers_per_channel + floating_buffers_per_gate)
 
 
 class Availability(enum.Enum):
@@ -47,9 +54,16 @@ class ResultPartition:
         supports_unaligned_checkpoints: bool = True,
         local_subpartitions: Sequence[bool] = (),
         starting_buffer_size: int | None = None,
+        pool_size: int | None = None,
+        broadcast: bool = False,
     ) -> None:
-        """``local_subpartitions``: per subpartition, whether its consumer runs in this TaskManager (a local
-        channel reads it); none by default. ``starting_buffer_size``: the size of each subpartition's buffers until
+        """``pool_size``: the buffers the partition's ``LocalBufferPool`` may hand out at once (its open buffers, the
+        queued ones and those a local consumer holds); Flink's is ``pipelined_pool_size`` for a streaming job. None:
+        no limit beyond ``max_buffers_per_channel`` per subpartition. ``broadcast``: a broadcast edge's partition,
+        whose records Flink writes into one buffer that every subpartition shares (``broadcastRecord``, the buffer
+        charged to subpartition 0): it holds as many of the pool's buffers as its longest subpartition.
+        ``local_subpartitions``: per subpartition, whether its consumer runs in this TaskManager (a local channel
+        reads it); none by default. ``starting_buffer_size``: the size of each subpartition's buffers until
         its consumer announces one (Flink's ``PipelinedSubpartition`` ``startingBufferSize``: the starting segment size
         with buffer debloating on); the segment size by default."""
         if num_subpartitions <= 0 or memory_segment_size <= 0 or max_buffers_per_channel <= 0:
@@ -61,6 +75,10 @@ class ResultPartition:
         self.supports_unaligned_checkpoints = supports_unaligned_checkpoints
         self.memory_segment_size = memory_segment_size
         self.max_buffers_per_channel = max_buffers_per_channel
+        if pool_size is not None and pool_size <= 0:
+            raise ValueError(f"result partition {partition_idx}: pool size must be positive, got {pool_size}")
+        self.pool_size = pool_size
+        self.broadcast = broadcast
         self.subpartitions = [
             PipelinedSubpartition(
                 ResultSubpartitionInfo(partition_idx, i), block_on_aligned_barrier=block_on_aligned_barrier
@@ -429,10 +447,25 @@ class ResultPartition:
         return Availability.BACKPRESSURED if self.is_backpressured() else Availability.AVAILABLE
 
     def is_backpressured(self) -> bool:
+        """Flink's ``LocalBufferPool`` is unavailable while a subpartition holds ``max_buffers_per_channel`` of its
+        buffers, or while it has handed out all ``pool_size`` of them (each counting its open buffer)."""
         limit = self.max_buffers_per_channel - 1  # the open buffer counts 0 or 1: asked for only where it decides
         at_consumer = self._at_consumer
+        pool_size = self.pool_size
+        if pool_size is None:
+            for i, sub in enumerate(self.subpartitions):
+                used = sub.number_of_queued_buffers + at_consumer[i]
+                if used >= limit and used + self.writer.has_open_buffer(i) > limit:
+                    return True
+            return False
+        has_open = self.writer.has_open_buffer
+        handed_out = longest = 0
         for i, sub in enumerate(self.subpartitions):
             used = sub.number_of_queued_buffers + at_consumer[i]
-            if used >= limit and used + self.writer.has_open_buffer(i) > limit:
+            held = used + has_open(i)
+            if used >= limit and held > limit:
                 return True
-        return False
+            handed_out += held
+            if held > longest:
+                longest = held
+        return (longest if self.broadcast else handed_out) >= pool_size
