@@ -219,22 +219,38 @@ def _record_keys(buffers: Iterable[Buffer]) -> Iterable[Any]:
             yield from (record_key(r) for r in buffer.records if isinstance(r, tuple))
 
 
-def _channel_records(metadata: CheckpointMetadata | None, graph: JobGraph) -> tuple[Counter[Any], Counter[Any]]:
-    """Per consuming vertex: the records in input channel state, and in upstream output subpartition state."""
-    inputs: Counter[Any] = Counter()
-    outputs: Counter[Any] = Counter()
-    if metadata is None:
-        return inputs, outputs
-    for state in metadata.operator_states:
-        for subtask in state.subtask_states.values():
-            for h in subtask.input_channel_state:
-                for r in _record_keys(h.buffers):
-                    inputs[(state.operator_id, r)] += 1
-            for out in subtask.result_subpartition_state:
-                target = graph.outputs_of(state.operator_id)[out.info.partition_idx].target
-                for r in _record_keys(out.buffers):
-                    outputs[(target, r)] += 1
-    return inputs, outputs
+def _channel_records(
+    metadata: CheckpointMetadata | None, graph: JobGraph
+) -> tuple[dict[str, Counter[Any]], dict[str, Counter[Any]]]:
+    """Per consuming vertex: the records (``record_key``) in input channel state, and in upstream output
+    subpartition state; a vertex without any has no entry. The keys are gathered per vertex and counted at once."""
+    inputs: dict[str, list[Any]] = {}
+    outputs: dict[str, list[Any]] = {}
+    if metadata is not None:
+        for state in metadata.operator_states:
+            for subtask in state.subtask_states.values():
+                for h in subtask.input_channel_state:
+                    _extend_keys(inputs, state.operator_id, h.buffers)
+                for out in subtask.result_subpartition_state:
+                    target = graph.outputs_of(state.operator_id)[out.info.partition_idx].target
+                    _extend_keys(outputs, target, out.buffers)
+    return (
+        {vertex: Counter(keys) for vertex, keys in inputs.items() if keys},
+        {vertex: Counter(keys) for vertex, keys in outputs.items() if keys},
+    )
+
+
+def _extend_keys(keys: dict[str, list[Any]], vertex: str, buffers: Iterable[Buffer]) -> None:
+    """The keys of ``buffers``' records (``_record_keys``) added to ``vertex``'s."""
+    of_vertex = keys.get(vertex)
+    if of_vertex is None:
+        of_vertex = keys[vertex] = []
+    for buffer in buffers:
+        records = buffer.records
+        if type(records) is RecordBatch:
+            of_vertex.extend(_column_keys([records.columns]))
+        else:
+            of_vertex.extend([record_key(r) for r in records if isinstance(r, tuple)])
 
 
 def _forced_aligned_edges(graph: JobGraph) -> frozenset[JobEdge]:
@@ -313,20 +329,9 @@ def _examples(counts: Counter[Any]) -> tuple[Any, ...]:
     return tuple(sorted(map(record_of, counts), key=repr)[:5])
 
 
-def _per_target(counts: Counter[Any]) -> dict[str, Counter[Any]]:
-    """``(target, record)`` counts (``_channel_records``) as record counts per target vertex."""
-    out: dict[str, Counter[Any]] = {}
-    for (target, r), n in counts.items():
-        per = out.get(target)
-        if per is None:
-            per = out[target] = Counter()
-        per[r] += n
-    return out
-
-
 def _plus(counts: Counter[Any], vertex: str, *channel_state: dict[str, Counter[Any]]) -> Counter[Any]:
-    """``counts`` (read-only: ``_Prefixes``' own) with ``vertex``'s records of each ``channel_state`` added, in a
-    copy when there are any."""
+    """``counts`` (read-only: ``_Prefixes``' own) with ``vertex``'s records of each ``channel_state``
+    (``_channel_records``) added, in a copy when there are any."""
     extra = [c for per_target in channel_state if (c := per_target.get(vertex))]
     if not extra:
         return counts
@@ -371,24 +376,22 @@ def check_consistent_cuts(
             return (rec.output_keys(), mark[1]) if outputs else (rec.input_keys(), mark[0])
 
         if epoch not in restored:
-            restored_in, restored_out = _channel_records(log.restored_from, graph)
-            restored[epoch] = (_per_target(restored_in), _per_target(restored_out))
+            restored[epoch] = _channel_records(log.restored_from, graph)
         restored_in_of, restored_out_of = restored[epoch]
-        persisted_in, persisted_out = _channel_records(metadata, graph)
-        if aligned_only and (persisted_in or persisted_out):
+        persisted_in_of, persisted_out_of = _channel_records(metadata, graph)
+        if aligned_only and (persisted_in_of or persisted_out_of):
             violations.append(
                 CutViolation(
                     checkpoint_id,
                     "*",
                     "in-flight data in an aligned checkpoint",
-                    sum(persisted_in.values()) + sum(persisted_out.values()),
+                    sum(c.total() for per_target in (persisted_in_of, persisted_out_of) for c in per_target.values()),
                 )
             )
         found = _forced_aligned_data(metadata, graph, forced) if forced else {}
         for target, (count, forced_edges) in sorted(found.items()):
             problem = "in-flight data on a forced-aligned edge"
             violations.append(CutViolation(checkpoint_id, target, problem, count, tuple(sorted(forced_edges))))
-        persisted_in_of, persisted_out_of = _per_target(persisted_in), _per_target(persisted_out)
         for vertex in graph.vertices:
             edges = graph.inputs_of(vertex.name)
             if not edges:
