@@ -99,8 +99,13 @@ def window_sums(starts: np.ndarray, keys: np.ndarray, values: np.ndarray) -> tup
     first = np.empty(n, dtype=bool)
     first[0] = True
     np.logical_or(starts[1:] != starts[:-1], keys[1:] != keys[:-1], out=first[1:])
-    at = np.flatnonzero(first)
-    return starts[at], keys[at], np.add.reduceat(values, at), np.diff(np.append(at, n))
+    # the arrays' methods and ufuncs, not ``np.flatnonzero``, ``np.diff`` and ``np.append``: their Python wrappers
+    # cost more than the few records of a buffer (once per buffer a window processes)
+    at = first.nonzero()[0]
+    counts = np.empty_like(at)
+    np.subtract(at[1:], at[:-1], out=counts[:-1])
+    counts[-1] = n - at[-1]
+    return starts[at], keys[at], np.add.reduceat(values, at), counts
 
 
 def snapshot_windows(
