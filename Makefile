@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 SCENARIO ?= scenarios/quickstart.toml
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-serial lint bench setup java chromium clean flink-venv flink-remeasure
+.PHONY: run test test-serial test-loaded lint bench setup java chromium clean flink-venv flink-remeasure
 
 setup: $(STAMP) java
 
@@ -54,6 +54,13 @@ test: setup chromium lint
 
 test-serial: setup chromium lint
 	$(PY) -m pytest
+
+# `make test` with one busy process per core beside it: the suite must pass on a loaded machine too (CONTRIBUTING).
+# The busy loops end with it, also when it is interrupted.
+test-loaded:
+	@pids=""; for i in $$(seq $$(nproc)); do ( while :; do :; done ) & pids="$$pids $$!"; done; \
+	trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	echo "make test beside $$(nproc) busy loops"; $(MAKE) test
 
 # ruff (lint, format) and mypy, configured in pyproject.toml. mypy checks the installed layout (runtime/, actors/,
 # scenarios/ as subpackages of barriersim, see setup.py) through a tree of links rebuilt in build/typecheck/,
