@@ -448,24 +448,18 @@ class ResultPartition:
 
     def is_backpressured(self) -> bool:
         """Flink's ``LocalBufferPool`` is unavailable while a subpartition holds ``max_buffers_per_channel`` of its
-        buffers, or while it has handed out all ``pool_size`` of them (each counting its open buffer)."""
-        limit = self.max_buffers_per_channel - 1  # the open buffer counts 0 or 1: asked for only where it decides
+        buffers, or while it has handed out all ``pool_size`` of them (each subpartition's ``buffers_in_use``: its
+        queued buffers, its open one and those its local consumer holds)."""
+        limit = self.max_buffers_per_channel
         at_consumer = self._at_consumer
-        pool_size = self.pool_size
-        if pool_size is None:
-            for i, sub in enumerate(self.subpartitions):
-                used = sub.number_of_queued_buffers + at_consumer[i]
-                if used >= limit and used + self.writer.has_open_buffer(i) > limit:
-                    return True
-            return False
         has_open = self.writer.has_open_buffer
         handed_out = longest = 0
         for i, sub in enumerate(self.subpartitions):
-            used = sub.number_of_queued_buffers + at_consumer[i]
-            held = used + has_open(i)
-            if used >= limit and held > limit:
+            held = sub.number_of_queued_buffers + at_consumer[i] + has_open(i)  # ``buffers_in_use``, inline
+            if held >= limit:
                 return True
             handed_out += held
             if held > longest:
                 longest = held
-        return (longest if self.broadcast else handed_out) >= pool_size
+        pool_size = self.pool_size
+        return pool_size is not None and (longest if self.broadcast else handed_out) >= pool_size
