@@ -26,10 +26,9 @@ from barriersim.runtime.events import (
 from barriersim.runtime.faults.fault_schedule import ProtocolPoint
 from barriersim.runtime.faults.mutations import PlantedBug, is_planted
 from barriersim.runtime.ids import ExecutionAttemptID
-from barriersim.runtime.jobgraph import JobEdge, JobGraph, Partitioner
+from barriersim.runtime.jobgraph import JobGraph
 from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.network.input.input_channel import UPSTREAM_MESSAGES
-from barriersim.runtime.network.output.result_partition import ResultPartition, pipelined_pool_size
 from barriersim.runtime.network.output.subpartition import BufferAndBacklog
 from barriersim.runtime.operators.factory import create_operator
 from barriersim.runtime.operators.sinks import SinkStore
@@ -46,6 +45,7 @@ from barriersim.runtime.task.end_of_data import TaskEndOfData
 from barriersim.runtime.task.network_input import StreamTaskNetworkInput
 from barriersim.runtime.task.operator_chain import OperatorChain
 from barriersim.runtime.task.record_writers import RecordWriters
+from barriersim.runtime.task.result_partition_factory import result_partitions
 from barriersim.runtime.task.source_input import UNPACED_SOURCE_BATCH_RECORDS, SourceInput
 from barriersim.runtime.task.step_result import StepOutcome, StepResult
 from barriersim.runtime.task.subtask_checkpoint_coordinator import AsyncCompletion, SubtaskCheckpointCoordinator
@@ -92,42 +92,6 @@ class _WakingTimers:
             self._wakeup()
 
         return self._timers.register_timer(at_ms, fire)
-
-
-def result_partitions(
-    graph: JobGraph,
-    output_edges: Sequence[JobEdge],
-    subtask_index: int,
-    network: NetworkConfig,
-    local_subpartitions: Sequence[Sequence[bool]] | None,
-) -> list[ResultPartition]:
-    """A subtask's result partitions, one per output edge (Flink's ``ResultPartitionFactory``)."""
-    partitions = []
-    for i, edge in enumerate(output_edges):
-        subpartitions = len(graph.subpartitions_of(edge, subtask_index))
-        partitions.append(
-            ResultPartition(
-                i,
-                subpartitions,
-                memory_segment_size=network.buffer_size,
-                max_buffers_per_channel=network.max_buffers_per_channel,
-                pool_size=pipelined_pool_size(
-                    subpartitions, network.exclusive_buffers_per_channel, network.floating_buffers_per_gate
-                ),
-                broadcast=edge.partitioner is Partitioner.BROADCAST,
-                supports_unaligned_checkpoints=_supports_unaligned_checkpoints(graph, edge),
-                local_subpartitions=local_subpartitions[i] if local_subpartitions is not None else (),
-                starting_buffer_size=network.debloat_configuration().starting_size(network.buffer_size),
-            )
-        )
-    return partitions
-
-
-def _supports_unaligned_checkpoints(graph: JobGraph, edge: JobEdge) -> bool:
-    """Whether ``edge`` carries unaligned barriers (``JobGraph.supports_unaligned_checkpoints``)."""
-    if is_planted(PlantedBug.POINTWISE_EDGES_PERSIST_INFLIGHT_DATA):  # FLINK-21945: pointwise edges carried them
-        return all(e.partitioner is not Partitioner.BROADCAST for e in graph.inputs_of(edge.target))
-    return graph.supports_unaligned_checkpoints(edge)
 
 
 def checkpointed_input_side(

@@ -7,7 +7,7 @@ from barriersim.runtime.jobgraph import JobEdge, JobGraph, JobVertex, OperatorKi
 from barriersim.runtime.network.config import NetworkConfig
 from barriersim.runtime.network.output.result_partition import ResultPartition, pipelined_pool_size
 from barriersim.runtime.record_batch import RecordBatch
-from barriersim.runtime.task.stream_task import result_partitions
+from barriersim.runtime.task.result_partition_factory import result_partitions
 
 SEGMENT = 100  # bytes per buffer: ten 10-byte records
 
