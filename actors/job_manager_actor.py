@@ -52,6 +52,7 @@ def task_seed(seed: int, vertex: str, subtask: int, attempt: int) -> int:
 
 RUN_RESULTS_TIMEOUT_SECONDS = 30.0  # for the run calls of tasks that already reported they finished
 CANCEL_TIMEOUT_S = 10.0  # for a cancelled task actor's answer, before it is killed all the same
+PROGRESS_ANSWER_TIMEOUT_S = 10.0  # for each task actor's part of a progress report (loaded machines' actors are slow)
 
 
 @ray.remote(num_cpus=0.01)
@@ -180,8 +181,12 @@ class JobManagerActor:
         dispatcher = self._dispatcher
         counts = dispatcher.checkpoint_counts() if dispatcher is not None else {}
         sources = [h for (vertex, _), h in self.handles.items() if self.graph.vertex(vertex).operator.is_source]
-        try:  # each source answers within 10 s (a loaded machine's actors can take that long), or none is counted
-            emitted = sum(await asyncio.gather(*(asyncio.wait_for(h.progress.remote(), 10) for h in sources)))
+        try:  # each source answers within PROGRESS_ANSWER_TIMEOUT_S, or none is counted
+            emitted = sum(
+                await asyncio.gather(
+                    *(asyncio.wait_for(h.progress.remote(), PROGRESS_ANSWER_TIMEOUT_S) for h in sources)
+                )
+            )
         except Exception:  # noqa: BLE001 - a source died meanwhile (its failover is under way), or did not answer
             emitted = None
         progress = {
@@ -194,9 +199,10 @@ class JobManagerActor:
         if unfinished_tasks and dispatcher is not None:
             finished = dispatcher.finished_subtasks()
             waiting = [h for key, h in self.handles.items() if key not in finished]
-            # each actor answers within 10 s or is reported by its error (a dead or stuck actor among them)
+            # each actor answers in time or is reported by its error (a dead or stuck actor among them)
             reports = await asyncio.gather(
-                *(asyncio.wait_for(h.lifecycle.remote(), 10) for h in waiting), return_exceptions=True
+                *(asyncio.wait_for(h.lifecycle.remote(), PROGRESS_ANSWER_TIMEOUT_S) for h in waiting),
+                return_exceptions=True,
             )
             progress["unfinished_tasks"] = [r if isinstance(r, dict) else repr(r) for r in reports]
         return progress
