@@ -1,14 +1,12 @@
 """The family benchmark: barriersim on every measured configuration beside Flink's runs, figure by figure.
 
-How this works: for each configuration with raw files (``runner``) the figures of every Flink run give a range;
-barriersim simulates the converted scenario (``converter``) with ``--seeds`` seeds from the configuration's (1 by
-default; each run its own draws, as each Flink run has its own timing) and the medians of its figures
-(``figures``, the same definitions; ``combined``) are printed beside the range with the ratio and PASS within the
-range widened by 30 % (under 50: by 15), the band of ``benchmarks.alignment_checks``; the unaligned flags per vertex
-are compared as patterns, the ramp by checkpoints 2-6. Then the one-dimension pairs: each figure's direction in
-Flink (the runs' ranges apart) against barriersim's; and the spin calibration: per vertex the configured cost per
-record against Flink's busy time per record. Run: ``.venv/bin/python -m benchmarks.flink_family.compare``
-(``--only``, ``--json``, ``--seeds``).
+How this works: the figures of every Flink run (``runner``'s raw files) give a range; barriersim simulates the
+converted scenario (``converter``) with ``--seeds`` seeds (medians; ``figures``, the same definitions) and each figure
+passes within the range widened by 30 % (under 50: by 15), ``benchmarks.alignment_checks``' band: the unaligned flags
+per vertex as patterns, the ramp as the median of checkpoints 2-6 (``ramp_level``). Flink's runs are judged against
+each other the same way (``self_agreement``). Then the one-dimension pairs (each figure's direction in Flink against
+barriersim's) and the spin calibration (the configured cost per record against Flink's busy time per record). Run:
+``.venv/bin/python -m benchmarks.flink_family.compare`` (``--only``, ``--json``, ``--seeds``).
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -26,7 +25,15 @@ from barriersim.scenarios.simulation_inputs import job_config, workload_splits
 from benchmarks.alignment_checks import ratio_text, span_text, within_band
 from benchmarks.flink_family.converter import NotExpressible, convert
 from benchmarks.flink_family.description import Config, loads
-from benchmarks.flink_family.figures import NUMERIC, combined, figures, flink_measures, from_barriersim, from_flink
+from benchmarks.flink_family.figures import (
+    NUMERIC,
+    RAMP,
+    combined,
+    figures,
+    flink_measures,
+    from_barriersim,
+    from_flink,
+)
 from benchmarks.flink_family.generator import FAMILY_JSON, load_family
 from benchmarks.flink_family.runner import RAW_DIR, selected
 
@@ -108,19 +115,49 @@ def judge(c: Comparison) -> list[dict]:
                 "passed": ours in theirs,
             }
         )
-    ramps = [r["ramp"] for r in c.flink_runs if len(r["ramp"]) >= 6]
-    if ramps and len(c.barriersim["ramp"]) >= 6:
-        bands = [(min(r[k] for r in ramps), max(r[k] for r in ramps)) for k in range(6)]
+    levels = [level for r in c.flink_runs if (level := ramp_level(r["ramp"])) is not None]
+    ours_level = ramp_level(c.barriersim["ramp"])
+    if levels and ours_level is not None:
+        band = (min(levels), max(levels))
         checks.append(
             {
-                "figure": "ramp, checkpoints 2-6 ms",
-                "flink": [span_text(b) for b in bands[1:]],
-                "barriersim": c.barriersim["ramp"][1:6],
-                "ratio": "",
-                "passed": all(within_band(v, b) for v, b in zip(c.barriersim["ramp"][1:6], bands[1:])),
+                "figure": "ramp: median of checkpoints 2-6 ms",
+                "flink": band,
+                "barriersim": ours_level,
+                "ratio": ratio_text(ours_level, band),
+                "passed": within_band(ours_level, band),
+                "detail": "checkpoints 2-6: Flink "
+                + " / ".join(" ".join(str(round(v)) for v in r["ramp"][1:RAMP]) for r in c.flink_runs)
+                + ", barriersim "
+                + " ".join(str(round(v)) for v in c.barriersim["ramp"][1:RAMP]),
             }
         )
     return checks
+
+
+def ramp_level(ramp: list[float]) -> float | None:
+    """The first checkpoints' level: the median end to end of checkpoints 2-6 (None for a shorter ramp). Chosen
+    over judging each of them because Flink reproduces it: its two runs agree on it in 67 of 70 comparisons, on
+    each of checkpoints 2-6 alike in 35 (``self_agreement``; docs/fidelity-family.md)."""
+    return statistics.median(ramp[1:RAMP]) if len(ramp) >= RAMP else None
+
+
+def self_agreement(done: dict[str, Comparison]) -> dict[str, tuple[int, int]]:
+    """Flink against itself: each run's figures judged (``judge``) against each other run of the configuration,
+    over the configurations barriersim was judged on; per figure (the flags as one), how many agreed of how many."""
+    per: dict[str, tuple[int, int]] = {}
+    for c in done.values():
+        if not c.checks:
+            continue
+        for i, mine in enumerate(c.flink_runs):
+            for j, other in enumerate(c.flink_runs):
+                if i == j:
+                    continue
+                for check in judge(Comparison(c.name, [other], [], mine)):
+                    figure = "unaligned flags" if check["figure"].startswith("unaligned flags") else check["figure"]
+                    agreed, compared = per.get(figure, (0, 0))
+                    per[figure] = (agreed + check["passed"], compared + 1)
+    return per
 
 
 def _direction(base: float | None, variant: float | None) -> int:
@@ -252,6 +289,8 @@ def print_report(done: dict[str, Comparison], directions: list[dict], spins: lis
                 f"  {'PASS' if check['passed'] else 'FAIL'}  {check['figure']}: Flink {_shown(check['flink'])}, "
                 f"barriersim {_shown(check['barriersim'])} {check['ratio']}"
             )
+            if check.get("detail"):
+                print(f"        {check['detail']}")
         through = [m["throughput"] for m in c.measures if m.get("throughput")]
         size = [m["bytes_per_record"] for m in c.measures if m.get("bytes_per_record")]
         if through:
@@ -262,6 +301,14 @@ def print_report(done: dict[str, Comparison], directions: list[dict], spins: lis
     print(
         f"\n{passed} of {total} figures within their band ({100 * passed / total:.0f} %)" if total else "\nno figures"
     )
+    agreement = self_agreement(done)
+    if agreement:
+        agreed, compared = sum(a for a, _ in agreement.values()), sum(n for _, n in agreement.values())
+        print(
+            f"Flink against itself (each run's figures against its other run's, the same band): {agreed} of "
+            f"{compared} ({100 * agreed / compared:.0f} %); "
+            + ", ".join(f"{figure} {a} of {n}" for figure, (a, n) in agreement.items())
+        )
     if directions:
         print("\none-dimension pairs (direction: + up, - down, 0 within 10 %/2 units or Flink's runs overlapping):")
         for d in directions:
@@ -321,7 +368,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(
             json.dumps(
-                {"configs": {n: c.__dict__ for n, c in done.items()}, "pairs": directions, "spin_costs": spins},
+                {
+                    "configs": {n: c.__dict__ for n, c in done.items()},
+                    "pairs": directions,
+                    "spin_costs": spins,
+                    "flink_self_agreement": self_agreement(done),
+                },
                 indent=1,
                 default=list,
             )

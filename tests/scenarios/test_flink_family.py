@@ -13,6 +13,7 @@ import pytest
 
 from barriersim.scenarios.loader import Scenario
 from benchmarks.flink_family import calibration
+from benchmarks.flink_family.compare import Comparison, judge, ramp_level, self_agreement
 from benchmarks.flink_family.converter import NotExpressible, convert, expressible, to_scenario_document
 from benchmarks.flink_family.description import Config, Vertex, loads
 from benchmarks.flink_family.figures import combined, figures, flink_measures, from_flink
@@ -235,3 +236,37 @@ def test_several_runs_combine_to_medians_a_ramp_per_checkpoint_and_majority_flag
     assert got["ramp"] == [5, 8, 9]  # per checkpoint, over the runs that reached it
     assert got["flags"] == {"v1": "1,0"}
     assert combined(runs[:1]) == runs[0]
+
+
+def _judged_run(e2e: float, ramp: list[float], flags: str = "0,0") -> dict:
+    """One run's figures as ``figures`` gives them."""
+    fixed = dict.fromkeys(("e2e_p90", "start_delay", "sink_alignment", "persisted_kib", "processed_kib"), 100.0)
+    return {**fixed, "checkpoints": 10, "e2e": e2e, "ramp": ramp, "flags": {"v1": flags}}
+
+
+def test_the_ramp_is_judged_by_the_median_of_checkpoints_2_to_6():
+    assert ramp_level([500, 80, 90, 400, 70, 60]) == 80  # checkpoint 1 left out; one slow checkpoint does not decide
+    assert ramp_level([500, 80, 90, 100, 70]) is None  # fewer than six checkpoints: no ramp figure
+    flink = [_judged_run(100, [900, 200, 210, 220, 230, 240]), _judged_run(100, [900, 250, 260, 900, 270, 280])]
+
+    def ramp_check(ours: list[float]) -> dict:
+        checks = judge(Comparison("c", flink, [], _judged_run(100, ours)))
+        (check,) = [c for c in checks if c["figure"].startswith("ramp")]
+        return check
+
+    inside = ramp_check([1, 300, 320, 330, 340, 350])  # Flink's levels 220 and 270, the band 154-351
+    assert inside["passed"] and inside["flink"] == (220, 270) and inside["barriersim"] == 330
+    assert not ramp_check([1, 100, 120, 130, 140, 150])["passed"]  # 130: below the band, as a level far too fast
+
+
+def test_flinks_runs_are_judged_against_each_other_the_way_barriersim_is():
+    a = _judged_run(100, [1, 100, 100, 100, 100, 100], "0,0")
+    b = _judged_run(200, [1, 110, 110, 110, 110, 110], "0,1")  # e2e twice a's; flags apart; the same ramp
+    c = Comparison("c", [a, b], [], _judged_run(100, [1, 100, 100, 100, 100, 100]))
+    c.checks = judge(c)
+    got = self_agreement({"c": c, "not judged": Comparison("x", [a, b], [])})
+    assert got["end-to-end median ms"] == (0, 2)  # 100 against 200 +-30 % and the other way round: both out
+    assert got["end-to-end p90 ms"] == (2, 2)
+    assert got["unaligned flags"] == (0, 2)
+    assert got["ramp: median of checkpoints 2-6 ms"] == (2, 2)
+    assert sum(n for _, n in got.values()) == 2 * len(c.checks)  # the configuration not judged is not counted
