@@ -24,18 +24,20 @@ def test_checkpoints_restores_and_a_jobmanager_failover_go_through_s3(s3_server)
     uri = s3_server.versioned_bucket_uri()
     graph = quickstart_graph(2, 2)
     splits = {"source": local_splits(60_000, 100, 1.0, 100, 2, seed=3)}
-    # the sources paced to 10k records/s each: the job runs at least 3 s; the task crashes once it took its snapshot
-    # of checkpoint 3 (1 and 2 completed however loaded the machine is), the JobManager at 2.2 s
+    # each fault at a point of the protocol, not a time, so that a loaded machine cannot merge them into one restart
+    # (a JobManager killed at 2.2 s did, once checkpoint 3 came that late): the task crashes once it took its
+    # snapshot of checkpoint 3 (1 and 2 completed), the JobManager once checkpoint 5 completed after that restart;
+    # every source attempt holds its end of input until 3 checkpoints completed, so both come before the end
     config = JobConfig(
         graph,
         checkpointing=CheckpointingConfig(mode="aligned", interval_ms=100, max_retained=2, memory_threshold_bytes=0),
-        workload=WorkloadConfig(rate_per_source=10_000),
+        workload=WorkloadConfig(rate_per_source=10_000, min_checkpoints=3),
         restart=RestartStrategyConfig(delay_ms=100),
         cluster=ClusterConfig(taskmanagers=2, slots_per_taskmanager=1, nodes=2),
         faults=FaultSchedule(
             (
                 CrashTask("keyed-sum#1", point=ProtocolPoint.AFTER_SYNC_SNAPSHOT_BEFORE_ACK, checkpoint_id=3),
-                CrashCoordinator(at_ms=2200),
+                CrashCoordinator(point=ProtocolPoint.AFTER_CHECKPOINT_COMPLETED, checkpoint_id=5),
             )
         ),
     )
