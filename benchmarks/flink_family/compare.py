@@ -271,7 +271,12 @@ def _shown(value) -> str:
     return str(value)
 
 
-def print_report(done: dict[str, Comparison], directions: list[dict], spins: list[dict]) -> None:
+def print_report(
+    done: dict[str, Comparison],
+    directions: list[dict],
+    spins: list[dict],
+    agreement: dict[str, tuple[int, int]],
+) -> None:
     total = passed = 0
     for c in done.values():
         ends = ", ".join(f"{m['loadavg']['after'][0]:.1f}" for m in c.measures if m.get("loadavg")) or "-"
@@ -301,7 +306,6 @@ def print_report(done: dict[str, Comparison], directions: list[dict], spins: lis
     print(
         f"\n{passed} of {total} figures within their band ({100 * passed / total:.0f} %)" if total else "\nno figures"
     )
-    agreement = self_agreement(done)
     if agreement:
         agreed, compared = sum(a for a, _ in agreement.values()), sum(n for _, n in agreement.values())
         print(
@@ -364,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no measured configuration in {args.raw_dir}: run benchmarks.flink_family.runner first", file=sys.stderr)
         return 1
     directions = pair_directions(pairs, done)
-    print_report(done, directions, spins)
+    agreement = self_agreement(done)
+    print_report(done, directions, spins, agreement)
     if args.json:
         args.json.write_text(
             json.dumps(
@@ -372,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                     "configs": {n: c.__dict__ for n, c in done.items()},
                     "pairs": directions,
                     "spin_costs": spins,
-                    "flink_self_agreement": self_agreement(done),
+                    "flink_self_agreement": agreement,
                 },
                 indent=1,
                 default=list,
