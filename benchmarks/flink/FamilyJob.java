@@ -128,7 +128,9 @@ public class FamilyJob {
     Configuration conf = new Configuration();
     conf.setString("rest.port", Integer.toString(restPort));
     conf.setString("web.checkpoints.history", "1000");
-    conf.setString("metrics.fetcher.update-interval", "5000");  // one fetch per snapshot: runner.py
+    // one fetch per snapshot (runner.py); the warm-up probe (warmup.py) asks for a shorter interval
+    String fetchMs = d.has("metrics_fetch_ms") ? d.get("metrics_fetch_ms").asText() : "5000";
+    conf.setString("metrics.fetcher.update-interval", fetchMs);
     conf.setString("minicluster.number-of-taskmanagers", d.get("taskmanagers").asText());
     conf.setString("taskmanager.numberOfTaskSlots", d.get("slots_per_taskmanager").asText());
     conf.setString("taskmanager.memory.segment-size", d.get("buffer_kib").asText() + "kb");
