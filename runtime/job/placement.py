@@ -59,6 +59,21 @@ class ClusterConfig:
         "0: a core per subtask. On Ray the machine's cores are real",
         Between(0, 1024),
     )
+    jvm_share_start: float = setting(
+        0.0,
+        "the simulator's JVM threads (JIT compiler, collector, Flink's own) as they start: the share of the cpu_cores "
+        "they hold when the job first runs, decaying to jvm_share_steady with time constant jvm_share_decay_ms "
+        "(a failover does not start it again); 0: none. Only with cpu_cores (docs/fidelity-family.md)",
+        Between(0.0, 0.9),
+    )
+    jvm_share_steady: float = setting(
+        0.0, "the share of the cpu_cores the JVM's own threads hold once warm (jvm_share_start)", Between(0.0, 0.9)
+    )
+    jvm_share_decay_ms: float = setting(
+        4000.0,
+        "the time constant (ms) of the JVM threads' share from jvm_share_start to jvm_share_steady",
+        Between(1.0, 1e7),
+    )
     subtask_speed_sigma: float = setting(
         0.01,
         "the simulator's spread of a subtask's speed: each subtask's per-record cost is its vertex's times a factor "

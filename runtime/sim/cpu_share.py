@@ -17,9 +17,9 @@ K = TypeVar("K", bound=Hashable)
 class ProcessorSharing(Generic[K]):
     """The works running on one machine's cores (see the module)."""
 
-    def __init__(self, cores: int) -> None:
-        if cores < 1:
-            raise ValueError(f"cores must be at least 1, not {cores}")
+    def __init__(self, cores: float) -> None:
+        if cores <= 0:
+            raise ValueError(f"cores must be positive, not {cores}")
         self.cores = cores
         self._remaining: dict[K, float] = {}  # per key: the work left (µs at full speed)
         self._at = 0  # the virtual time (µs) ``_remaining`` holds for
@@ -50,6 +50,13 @@ class ProcessorSharing(Generic[K]):
             raise ValueError(f"{key} already runs a work")
         self._advance(now)
         self._remaining[key] = float(work_us)
+
+    def set_cores(self, cores: float, now: int) -> None:
+        """From ``now`` on, the works share ``cores`` (part of the cores taken by others)."""
+        if cores <= 0:
+            raise ValueError(f"cores must be positive, not {cores}")
+        self._advance(now)
+        self.cores = cores
 
     def next_finish(self) -> int | None:
         """When the first running work ends (whole µs, rounded up) if no work starts before; None if none runs."""

@@ -156,6 +156,7 @@ class DataPlane:
         """Every task of the deployment sends its recovered output data and initial credit, and works. Their output
         flushers have run since the tasks built their record writers, one initialization (``task_initialization_ms``,
         drawn once per deployment) before the deployment runs."""
+        self._threads.start_jvm()
         network = self.config.network
         rng = self.sim.random("task-initialization")
         lead_us = round(lognormal(network.task_initialization_ms * 1000, network.task_initialization_sigma, rng))

@@ -7,6 +7,7 @@ thread after the step's work."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -20,6 +21,8 @@ from barriersim.runtime.lognormal import lognormal
 from barriersim.runtime.sim.cpu_share import ProcessorSharing
 from barriersim.runtime.sim.kernel import Priority, ScheduledEvent, Simulation
 from barriersim.runtime.task.stream_task import StepResult
+
+JVM_STEP_US = 100_000  # the JVM threads' falling share of the cores, as steps this long at most (1/20 of the decay)
 
 
 class TaskThreads:
@@ -53,6 +56,11 @@ class TaskThreads:
         )
         self.after_cpu: dict[SubtaskKey, int] = {}  # ``in_cpu_work`` (read-only outside, as ``busy_until``)
         self._cpu_event: ScheduledEvent | None = None
+        self._cores = config.cluster.cpu_cores
+        cluster = config.cluster
+        # the JVM's own threads' share of the cores, from the first deployment's run on (``jvm_share_*``)
+        self._jvm = (cluster.jvm_share_start, cluster.jvm_share_steady, cluster.jvm_share_decay_ms * 1000)
+        self._jvm_started_us: int | None = None
 
     def new_graph(self, graph: JobGraph) -> None:
         """A restored job with another parallelism: other subtasks, other costs."""
@@ -102,6 +110,25 @@ class TaskThreads:
             return None
         self.busy_until[key] = max(self.busy_until[key], self._sim.now_us) + duration_us
         return self.busy_until[key]
+
+    def start_jvm(self) -> None:
+        """The job runs: the first time, the JVM's own threads start to take their share of the cores."""
+        if self._cpu is None or self._jvm_started_us is not None or not (self._jvm[0] or self._jvm[1]):
+            return
+        self._jvm_started_us = self._sim.now_us
+        self._jvm_step()
+
+    def _jvm_step(self) -> None:
+        """The cores the tasks share now; again in ``JVM_STEP_US`` while the JVM's share still falls."""
+        assert self._cpu is not None and self._jvm_started_us is not None
+        start, steady, decay_us = self._jvm
+        elapsed = self._sim.now_us - self._jvm_started_us
+        share = steady + (start - steady) * math.exp(-elapsed / decay_us)
+        self._cpu.set_cores(self._cores * (1 - share), self._sim.now_us)
+        self._schedule_cpu(self._cpu)
+        if elapsed < 5 * decay_us:
+            step_us = max(1000, min(JVM_STEP_US, round(decay_us / 20)))
+            self._sim.schedule_at(self._sim.now_us + step_us, self._jvm_step, Priority.NORMAL, "jvm")
 
     def clear_cpu(self) -> None:
         """The deployment ends: no CPU work runs any more."""

@@ -44,16 +44,28 @@ def test_a_work_starting_later_slows_the_running_one_from_then_on():
     assert cpu.next_finish() == 200  # b alone again at full speed
 
 
-def test_a_task_runs_one_work_at_a_time_and_cores_are_at_least_one():
+def test_fewer_cores_from_then_on_slow_the_running_works():
+    cpu = ProcessorSharing(2)
+    cpu.start("a", 100, now=0)
+    cpu.start("b", 100, now=0)
+    cpu.set_cores(1, now=50)  # each has 50 left, at half speed from 50
+    assert cpu.next_finish() == 150
+    cpu.set_cores(1.5, now=100)  # 25 left each, at 0.75 from 100
+    assert cpu.next_finish() == 134  # 100 + 25 / 0.75, rounded up
+
+
+def test_a_task_runs_one_work_at_a_time_and_cores_are_positive():
     cpu = ProcessorSharing(1)
     cpu.start("a", 10, now=0)
     with pytest.raises(ValueError):
         cpu.start("a", 10, now=0)
     with pytest.raises(ValueError):
         ProcessorSharing(0)
+    with pytest.raises(ValueError):
+        cpu.set_cores(0, now=5)
 
 
-def _run(cpu_cores: int, *, cost_us: float, hot_key_extra_us: float = 0.0):
+def _run(cpu_cores: int, *, cost_us: float, hot_key_extra_us: float = 0.0, **cluster):
     """source p=1 -> rebalance -> work p=2 (every record ``cost_us`` of CPU, ``hot_key_extra_us`` of sleep) -> sink,
     400 records; the virtual time the job took (ms)."""
     work = {"name": "work", "operator": "map", "parallelism": 2, "factor": 1, "cost_us_per_record": cost_us}
@@ -62,7 +74,7 @@ def _run(cpu_cores: int, *, cost_us: float, hot_key_extra_us: float = 0.0):
     document = {
         "scenario": {"name": "cpu-share", "seed": 7},
         "workload": {"records": 400, "keys": 4, "hot_key_share": 0.99 if hot_key_extra_us else 0.0},
-        "cluster": {"cpu_cores": cpu_cores},
+        "cluster": {"cpu_cores": cpu_cores, **cluster},
         "checkpointing": {"interval_ms": 3_600_000},
         "job": {
             "vertex": [
@@ -93,6 +105,15 @@ def test_enough_cores_is_todays_behaviour():
     assert _run(3, cost_us=1000) == _run(0, cost_us=1000)
 
 
+def test_the_jvm_threads_share_of_the_cores_slows_a_cpu_bound_job_while_it_holds_it():
+    alone = _run(2, cost_us=1000)  # two work subtasks on two cores
+    half = _run(2, cost_us=1000, jvm_share_start=0.5, jvm_share_steady=0.5)  # the JVM holds one core throughout
+    assert 1.8 * alone <= half <= 2.2 * alone
+    passing = _run(2, cost_us=1000, jvm_share_start=0.5, jvm_share_decay_ms=10)  # gone after about 50 ms
+    assert alone < passing <= 1.2 * alone
+    assert _run(0, cost_us=1000, jvm_share_start=0.5) == _run(0, cost_us=1000)  # only with shared cores
+
+
 def test_a_sleep_is_not_stretched():
     alone = _run(0, cost_us=1, hot_key_extra_us=1000)
     shared = _run(1, cost_us=1, hot_key_extra_us=1000)
@@ -100,10 +121,12 @@ def test_a_sleep_is_not_stretched():
     assert shared <= 1.1 * alone
 
 
+@pytest.mark.parametrize("jvm_share", [0.0, 0.5])
 @pytest.mark.parametrize("name", ["failure_storm", "checkpointing_time_benchmark"])
-def test_sharing_one_core_keeps_exactly_once_through_failures_and_checkpoints(name):
+def test_sharing_one_core_keeps_exactly_once_through_failures_and_checkpoints(name, jvm_share):
     scenario = load_scenario(SCENARIOS / f"{name}.toml")
-    scenario = replace(scenario, cluster=replace(scenario.cluster, cpu_cores=1))
+    cluster = replace(scenario.cluster, cpu_cores=1, jvm_share_start=jvm_share, jvm_share_steady=jvm_share / 4)
+    scenario = replace(scenario, cluster=cluster)
     simulation = JobSimulation(job_config(scenario), workload_splits(scenario), scenario.seed, record_cuts=True)
     result = simulation.run()
     verdict, _ = simulation.verify(result)
