@@ -9,6 +9,17 @@ from __future__ import annotations
 # in one JVM on it, so the subtasks of all TaskManagers share them ([cluster] cpu_cores).
 CPU_CORES = 2
 
+# The JVM's own threads (the JIT compilers, the collector, Flink's RPC, deployment and metric threads) take part of
+# the cores, most as the job starts: `benchmarks.flink_family.warmup --rest-step 0` read every thread's CPU time of
+# the JVM from /proc every 100 ms (2026-12-07, quiet machine; raw files in benchmarks/flink/family/warmup/, the
+# `-threads` runs). In draw-04 and draw-09, whose tasks keep both cores busy, the JVM's threads held 28-35 % of the
+# machine in the first second after the first checkpoint's trigger, 14-27 % in the second, 3-9 % after 20 s. As a
+# share of what the JVM ran (the sampler takes 3-4 %), fitted by least squares over the windows of the four runs
+# to steady + (start - steady) e^(-t / decay).
+JVM_SHARE_START = 0.31
+JVM_SHARE_STEADY = 0.07
+JVM_SHARE_DECAY_MS = 4000.0
+
 # Flink's own work per record at every vertex behind an exchange (deserializing, the operator's call, serializing,
 # handing the record on), CPU work added to the spin: the calibration jobs' sinks (5 µs spin) are busy 11.0-13.1 µs
 # per record and calibration-spin-5us's worker 13.7-13.9 µs: 8 µs above the spin. Measured again on a quiet machine

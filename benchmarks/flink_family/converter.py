@@ -82,6 +82,9 @@ def to_scenario_document(config: Config) -> dict:
             "taskmanagers": config.taskmanagers,
             "slots_per_taskmanager": config.slots_per_taskmanager,
             "cpu_cores": calibration.CPU_CORES,
+            "jvm_share_start": calibration.JVM_SHARE_START,
+            "jvm_share_steady": calibration.JVM_SHARE_STEADY,
+            "jvm_share_decay_ms": calibration.JVM_SHARE_DECAY_MS,
         },
         "checkpointing": {
             "mode": config.mode,
