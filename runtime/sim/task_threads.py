@@ -2,8 +2,8 @@
 free again. A step keeps its task busy for its cost (``cost_us_per_record`` per record times the subtask's own speed
 factor, ``cluster.subtask_speed_sigma``; ``hot_key_extra_us`` per hot-key record; stretched by the ``SlowTask`` rule
 of ``runtime.job.slowdowns`` inside a slowdown's window); with ``cpu_cores`` the CPU work, not the hot key's sleep or
-a source's pacing, shares the machine's cores (``runtime.sim.cpu_share``); a checkpoint's synchronous part holds the
-thread after the step's work."""
+a source's pacing, shares the machine's cores (``runtime.sim.cpu_share``) less the JVM's own threads' share
+(``cluster.jvm_share_*``); a checkpoint's synchronous part holds the thread after the step's work."""
 
 from __future__ import annotations
 
@@ -56,9 +56,9 @@ class TaskThreads:
         )
         self.after_cpu: dict[SubtaskKey, int] = {}  # ``in_cpu_work`` (read-only outside, as ``busy_until``)
         self._cpu_event: ScheduledEvent | None = None
-        self._cores = config.cluster.cpu_cores
-        cluster = config.cluster
         # the JVM's own threads' share of the cores, from the first deployment's run on (``jvm_share_*``)
+        cluster = config.cluster
+        self._cores = cluster.cpu_cores
         self._jvm = (cluster.jvm_share_start, cluster.jvm_share_steady, cluster.jvm_share_decay_ms * 1000)
         self._jvm_started_us: int | None = None
 
@@ -113,7 +113,8 @@ class TaskThreads:
 
     def start_jvm(self) -> None:
         """The job runs: the first time, the JVM's own threads start to take their share of the cores."""
-        if self._cpu is None or self._jvm_started_us is not None or not (self._jvm[0] or self._jvm[1]):
+        start, steady, _ = self._jvm
+        if self._cpu is None or self._jvm_started_us is not None or start == steady == 0:
             return
         self._jvm_started_us = self._sim.now_us
         self._jvm_step()
