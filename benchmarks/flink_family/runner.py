@@ -21,7 +21,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from benchmarks.flink_family.description import Config
 from benchmarks.flink_family.generator import FAMILY_JSON, load_family
@@ -76,6 +79,7 @@ SUBTASK_FIELDS = (
     "checkpointed_size",
 )
 STARTUP_S, STOP_S = 180, 90  # how long a JVM may take to run every task, and to stop
+T = TypeVar("T")
 
 
 class RunFailed(Exception):
@@ -153,25 +157,73 @@ def _metrics(base: str, vertices: list[dict], started: float) -> dict:
     return {"t": fetched, "vertices": out}
 
 
-def _wait_running(port: int, process: subprocess.Popen) -> str:
-    """The job's REST base once every task of it runs."""
+def poll_job(
+    port: int, process: subprocess.Popen, ready: Callable[[str, dict], T | None], what: str, every: float
+) -> T:
+    """Asks the JobManager about its job every ``every`` s until ``ready(base, job)`` answers (not None); ``what``
+    names the awaited moment in the errors."""
     deadline = time.monotonic() + STARTUP_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RunFailed(f"the JVM ended (exit {process.returncode}) before the job ran")
+            raise RunFailed(f"the JVM ended (exit {process.returncode}) before {what}")
         try:
             jobs = _get(f"http://localhost:{port}/jobs/overview")["jobs"]
             if jobs:
                 base = f"http://localhost:{port}/jobs/{jobs[0]['jid']}"
-                job = _get(base)
-                if job["state"] in ("FAILED", "CANCELED", "FINISHED"):
-                    raise RunFailed(f"the job ended {job['state']} before it ran")
-                if job["vertices"] and all(v["status"] == "RUNNING" for v in job["vertices"]):
-                    return base
+                answer = ready(base, _get(base))
+                if answer is not None:
+                    return answer
         except OSError:
             pass  # the REST endpoint is not up yet
-        time.sleep(0.5)
-    raise RunFailed(f"the job did not run within {STARTUP_S} s")
+        time.sleep(every)
+    raise RunFailed(f"waited {STARTUP_S} s, in vain, until {what}")
+
+
+def _running(base: str, job: dict) -> str | None:
+    if job["state"] in ("FAILED", "CANCELED", "FINISHED"):
+        raise RunFailed(f"the job ended {job['state']} before it ran")
+    return base if job["vertices"] and all(v["status"] == "RUNNING" for v in job["vertices"]) else None
+
+
+def _wait_running(port: int, process: subprocess.Popen) -> str:
+    """The job's REST base once every task of it runs."""
+    return poll_job(port, process, _running, "the job ran", every=0.5)
+
+
+@contextmanager
+def flink_jvm(description: dict, name: str, classes: Path) -> Iterator[tuple[subprocess.Popen, int]]:
+    """A fresh JVM running ``FamilyJob`` on ``description`` (kept as ``name``.json in the scratch directory, its output
+    in ``name``.log), and its REST port; told to stop when the block ends, killed if it does not within ``STOP_S``."""
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    path = SCRATCH / f"{name}.json"
+    path.write_text(json.dumps(description, indent=1))
+    port = _free_port()
+    with open(SCRATCH / f"{name}.log", "w") as log_file:
+        process = subprocess.Popen(
+            job_command(classes, path, port),
+            stdin=subprocess.PIPE,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            yield process, port
+        finally:
+            try:
+                assert process.stdin is not None  # started with stdin=PIPE
+                process.stdin.write("stop\n")
+                process.stdin.close()
+                process.wait(timeout=STOP_S)
+            except (OSError, subprocess.TimeoutExpired):
+                process.kill()
+                process.wait()
+
+
+def write_gzipped(out: Path, raw: dict) -> None:
+    """``raw`` as gzipped JSON at ``out``, whole or not at all."""
+    tmp = out.with_suffix(".tmp")
+    tmp.write_bytes(gzip.compress(json.dumps(raw, separators=(",", ":")).encode()))
+    tmp.replace(out)
 
 
 def collect(base: str, port: int, config: Config, running_at: float) -> dict:
@@ -211,36 +263,12 @@ def collect(base: str, port: int, config: Config, running_at: float) -> dict:
 
 def run_once(config: Config, classes: Path, out: Path) -> None:
     """One run: a fresh JVM for ``config``, its REST statistics written gzipped to ``out``."""
-    SCRATCH.mkdir(parents=True, exist_ok=True)
-    description = SCRATCH / f"{config.name}.json"
-    description.write_text(json.dumps(config.to_json(), indent=1))
-    port = _free_port()
-    log = out.name.replace(".json.gz", ".log")
     load_before = os.getloadavg()
-    with open(SCRATCH / log, "w") as log_file:
-        process = subprocess.Popen(
-            job_command(classes, description, port),
-            stdin=subprocess.PIPE,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        try:
-            base = _wait_running(port, process)
-            raw = collect(base, port, config, time.monotonic())
-            raw["loadavg"] = {"before": load_before, "after": os.getloadavg()}
-        finally:
-            try:
-                assert process.stdin is not None  # started with stdin=PIPE
-                process.stdin.write("stop\n")
-                process.stdin.close()
-                process.wait(timeout=STOP_S)
-            except (OSError, subprocess.TimeoutExpired):
-                process.kill()
-                process.wait()
-    tmp = out.with_suffix(".tmp")
-    tmp.write_bytes(gzip.compress(json.dumps(raw, separators=(",", ":")).encode()))
-    tmp.replace(out)
+    with flink_jvm(config.to_json(), out.name.replace(".json.gz", ""), classes) as (process, port):
+        base = _wait_running(port, process)
+        raw = collect(base, port, config, time.monotonic())
+        raw["loadavg"] = {"before": load_before, "after": os.getloadavg()}
+    write_gzipped(out, raw)
 
 
 def wait_for_quiet(limit: float) -> None:

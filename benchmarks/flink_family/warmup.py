@@ -15,7 +15,6 @@ import gzip
 import json
 import math
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -25,15 +24,14 @@ from benchmarks.flink_family.generator import FAMILY_JSON, load_family
 from benchmarks.flink_family.runner import (
     ROOT,
     SCRATCH,
-    STARTUP_S,
-    STOP_S,
     RunFailed,
-    _free_port,
     _get,
     _wait_running,
     compile_job,
-    job_command,
+    flink_jvm,
+    poll_job,
     selected,
+    write_gzipped,
 )
 
 WARMUP_DIR = ROOT / "benchmarks" / "flink" / "family" / "warmup"
@@ -106,62 +104,27 @@ class Sampler(threading.Thread):
             self.done.wait(max(0.0, next_at - time.monotonic()))
 
 
-def _submitted(port: int, process: subprocess.Popen) -> tuple[list[dict], str]:
-    """The job's vertices and REST base as soon as the JobManager knows the job (before its tasks run)."""
-    deadline = time.monotonic() + STARTUP_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RunFailed(f"the JVM ended (exit {process.returncode}) before the job was submitted")
-        try:
-            jobs = _get(f"http://localhost:{port}/jobs/overview")["jobs"]
-            if jobs:
-                base = f"http://localhost:{port}/jobs/{jobs[0]['jid']}"
-                vertices = _get(base)["vertices"]
-                if vertices:
-                    return [{"id": v["id"], "name": v["name"]} for v in vertices], base
-        except OSError:
-            pass  # the REST endpoint is not up yet
-        time.sleep(0.05)
-    raise RunFailed(f"the job was not submitted within {STARTUP_S} s")
+def _vertices(base: str, job: dict) -> tuple[list[dict], str] | None:
+    """The job's vertices and REST base once the JobManager knows them (before the tasks run)."""
+    return ([{"id": v["id"], "name": v["name"]} for v in job["vertices"]], base) if job["vertices"] else None
 
 
 def run_once(config, classes: Path, out: Path, seconds: float, step: float, rest_step: float) -> None:
-    SCRATCH.mkdir(parents=True, exist_ok=True)
-    description = SCRATCH / f"{config.name}-warmup.json"
-    description.write_text(
-        json.dumps({**config.to_json(), "metrics_fetch_ms": FETCH_MS if rest_step else 5000}, indent=1)
-    )
-    port = _free_port()
+    description = {**config.to_json(), "metrics_fetch_ms": FETCH_MS if rest_step else 5000}
     load_before = os.getloadavg()
     started = time.monotonic()
-    with open(SCRATCH / out.name.replace(".json.gz", ".log"), "w") as log_file:
-        process = subprocess.Popen(
-            job_command(classes, description, port),
-            stdin=subprocess.PIPE,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+    with flink_jvm(description, out.name.replace(".json.gz", ""), classes) as (process, port):
         sampler = Sampler(process.pid, step, started, rest_step)
         sampler.start()
-        try:
-            sampler.vertices, sampler.base = _submitted(port, process)  # sampled from the job's submission on
+        try:  # sampled over REST from the job's submission on
+            sampler.vertices, sampler.base = poll_job(port, process, _vertices, "the job was submitted", every=0.05)
             _wait_running(port, process)
             running_at, running_epoch_ms = time.monotonic() - started, time.time() * 1000
-            base = sampler.base
             time.sleep(max(0.0, started + running_at + seconds - time.monotonic()))
-            checkpoints = _get(f"{base}/checkpoints")["history"]
+            checkpoints = _get(f"{sampler.base}/checkpoints")["history"]
         finally:
             sampler.done.set()
             sampler.join()
-            try:
-                assert process.stdin is not None  # started with stdin=PIPE
-                process.stdin.write("stop\n")
-                process.stdin.close()
-                process.wait(timeout=STOP_S)
-            except (OSError, subprocess.TimeoutExpired):
-                process.kill()
-                process.wait()
     raw = {
         "config": config.to_json(),
         "step_s": step,
@@ -181,9 +144,7 @@ def run_once(config, classes: Path, out: Path, seconds: float, step: float, rest
         "loadavg": {"before": load_before, "after": os.getloadavg()},
         "cpu_cores": os.cpu_count(),
     }
-    tmp = out.with_suffix(".tmp")
-    tmp.write_bytes(gzip.compress(json.dumps(raw, separators=(",", ":")).encode()))
-    tmp.replace(out)
+    write_gzipped(out, raw)
 
 
 def _at(samples: list[dict], t: float) -> dict | None:
