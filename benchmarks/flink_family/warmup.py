@@ -164,6 +164,13 @@ def group_ns(sample: dict, vertices: list[str]) -> dict[str, int]:
     return out
 
 
+def _shares(a: dict, b: dict, vertices: list[str], cores: int) -> dict[str, float]:
+    """The share of the machine's ``cores`` each thread group took between thread samples ``a`` and ``b``."""
+    ga, gb = group_ns(a, vertices), group_ns(b, vertices)
+    span = b["t"] - a["t"]
+    return {g: (gb.get(g, 0) - ga.get(g, 0)) / 1e9 / span / cores for g in set(ga) | set(gb)}
+
+
 def job_start(raw: dict) -> float:
     """When the job started (seconds since the JVM did): its first checkpoint's trigger (Flink triggers it once every
     task runs), or when the REST API said every task runs if no checkpoint completed or the clocks are not there."""
@@ -173,19 +180,15 @@ def job_start(raw: dict) -> float:
 
 
 def windows(raw: dict, edges: list[float]) -> list[dict]:
-    """Per window [a, b) of seconds since the job ran: per vertex CPU and busy µs per record (records in, or out for a
-    source), and the share of the machine's cores each thread group took."""
+    """Per window [a, b) of seconds since the job's start (``job_start``): per vertex CPU and busy µs per record
+    (records in, or out for a source), and the share of the machine's cores each thread group took."""
     vertices, cores, t0 = raw["vertices"], raw["cpu_cores"], job_start(raw)
     rows = []
     for a, b in zip(edges, edges[1:]):
         ta, tb = _at(raw["threads"], t0 + a), _at(raw["threads"], t0 + b)
         if not (ta and tb) or tb["t"] <= ta["t"]:
             continue
-        ga, gb = group_ns(ta, vertices), group_ns(tb, vertices)
-        span = tb["t"] - ta["t"]
-        row: dict = {"from": a, "to": b, "share": {}, "vertices": {}}
-        for g in set(gb) | set(ga):
-            row["share"][g] = (gb.get(g, 0) - ga.get(g, 0)) / 1e9 / span / cores
+        row: dict = {"from": a, "to": b, "share": _shares(ta, tb, vertices, cores), "vertices": {}}
         rows.append(row)
         ra = _at(raw["rest"], t0 + a) or (raw["rest"][0] if raw["rest"] else None)
         rb = _at(raw["rest"], t0 + b)
@@ -221,9 +224,7 @@ def startup_share(raw: dict) -> dict[str, float]:
     first, last = raw["threads"][0], _at(raw["threads"], job_start(raw))
     if last is None or last["t"] <= first["t"]:
         return {}
-    a, b = group_ns(first, raw["vertices"]), group_ns(last, raw["vertices"])
-    span = last["t"] - first["t"]
-    return {g: (b[g] - a.get(g, 0)) / 1e9 / span / raw["cpu_cores"] for g in b}
+    return _shares(first, last, raw["vertices"], raw["cpu_cores"])
 
 
 def summary(raw: dict, edges: list[float]) -> str:
@@ -243,25 +244,26 @@ def summary(raw: dict, edges: list[float]) -> str:
 
 
 EDGES = [0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0]
-BUSY_MACHINE = 0.95  # a run whose JVM and sampler took this much of the machine in its last windows keeps it busy
+# a run whose JVM took this much of the machine in its last windows keeps it busy (with the sampler's own 3-4 %: 95 %)
+BUSY_MACHINE = 0.90
 
 
-def jvm_shares(raw: dict, edges: list[float]) -> list[tuple[float, float, float]]:
-    """Per window: its middle (s since the job's start), the JVM's own threads' share of what the JVM ran, and the
-    window's length."""
+def jvm_shares(rows: list[dict], vertices: list[str]) -> list[tuple[float, float, float]]:
+    """Per window of ``rows`` (``windows``): its middle (s since the job's start), the JVM's own threads' share of what
+    the JVM ran, and the window's length."""
     out = []
-    for w in windows(raw, edges):
-        jvm = sum(s for g, s in w["share"].items() if g not in raw["vertices"])
+    for w in rows:
+        jvm = sum(s for g, s in w["share"].items() if g not in vertices)
         ran = sum(w["share"].values())
         if ran > 0:
             out.append(((w["from"] + w["to"]) / 2, jvm / ran, w["to"] - w["from"]))
     return out
 
 
-def keeps_cores_busy(raw: dict, edges: list[float]) -> bool:
-    """Whether the JVM ran the machine's cores full (it and the sampler) in the run's last three windows."""
-    ran = [sum(w["share"].values()) for w in windows(raw, edges)]
-    return len(ran) >= 3 and min(ran[-3:]) >= BUSY_MACHINE - 0.05
+def keeps_cores_busy(rows: list[dict]) -> bool:
+    """Whether the JVM ran the machine's cores full in the last three of a run's windows ``rows`` (``windows``)."""
+    ran = [sum(w["share"].values()) for w in rows]
+    return len(ran) >= 3 and min(ran[-3:]) >= BUSY_MACHINE
 
 
 def fit_share(points: list[tuple[float, float, float]]) -> tuple[float, float, float]:
@@ -306,8 +308,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out_dir.mkdir(parents=True, exist_ok=True)
     classes = None if args.summary else compile_job(SCRATCH / "classes")
+    edges = [e for e in EDGES if e <= args.seconds]
     failed = 0
-    files: list[Path] = []
+    raws: list[dict] = []
     for config in chosen:
         for i in range(1, args.runs + 1):
             out = args.out_dir / f"{config.name}{args.tag}-run{i}.json.gz"
@@ -319,19 +322,18 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{out.name}: failed: {err}", file=sys.stderr)
                     continue
             if out.exists():
-                files.append(out)
                 raw = json.loads(gzip.decompress(out.read_bytes()))
+                raws.append(raw)
                 print(
                     f"{out.name} (the job started {job_start(raw):.1f} s after the JVM, its tasks all ran at "
                     f"{raw['running_at']:.1f} s; windows from the job's start):"
                 )
-                print(summary(raw, [e for e in EDGES if e <= args.seconds]))
+                print(summary(raw, edges))
     if args.fit:
-        edges = [e for e in EDGES if e <= args.seconds]
-        raws = [json.loads(gzip.decompress(f.read_bytes())) for f in files]
-        busy = [r for r in raws if keeps_cores_busy(r, edges)]
+        rows = [(windows(raw, edges), raw["vertices"]) for raw in raws]
+        busy = [(w, vertices) for w, vertices in rows if keeps_cores_busy(w)]
         if busy:
-            start, steady, decay = fit_share([p for r in busy for p in jvm_shares(r, edges)])
+            start, steady, decay = fit_share([p for w, vertices in busy for p in jvm_shares(w, vertices)])
             print(
                 f"the JVM's share over the {len(busy)} of {len(raws)} runs that keep the cores busy: "
                 f"start {start:.2f}, steady {steady:.2f}, decay {decay * 1000:.0f} ms"

@@ -61,15 +61,16 @@ def test_windows_count_from_the_first_checkpoint_and_give_cpu_per_record():
     assert [x["from"] for x in w] == [0, 10]
     assert w[1]["vertices"]["v1"]["records_per_s"] == pytest.approx(1000, rel=0.02)
     assert w[1]["vertices"]["v1"]["cpu_us"] == pytest.approx(1900, rel=0.02)  # 1.9 cores over 1,000 records/s
-    assert [round(y, 2) for _, y, _ in jvm_shares(raw, [0, 10, 20])] == [0.2, 0.2]
+    assert [round(y, 2) for _, y, _ in jvm_shares(w, raw["vertices"])] == [0.2, 0.2]
 
 
 def test_the_fit_finds_the_share_it_was_made_from():
     raw = _raw(lambda t: 0.07 + (0.31 - 0.07) * math.exp(-t / 4))
-    assert keeps_cores_busy(raw, [0, 1, 2, 3, 4, 6, 8, 10, 15, 20, 30])
-    start, steady, decay = fit_share(jvm_shares(raw, [0, 1, 2, 3, 4, 6, 8, 10, 15, 20, 30]))
+    rows = windows(raw, [0, 1, 2, 3, 4, 6, 8, 10, 15, 20, 30])
+    assert keeps_cores_busy(rows)
+    start, steady, decay = fit_share(jvm_shares(rows, raw["vertices"]))
     assert abs(start - 0.31) <= 0.03 and abs(steady - 0.07) <= 0.01 and 3 <= decay <= 5
 
 
 def test_a_light_run_is_not_fitted():
-    assert not keeps_cores_busy(_raw(lambda t: 0.2, tasks_cores=0.5), [0, 10, 20, 30])
+    assert not keeps_cores_busy(windows(_raw(lambda t: 0.2, tasks_cores=0.5), [0, 10, 20, 30]))
